@@ -1,0 +1,62 @@
+# minikafka: the two commands of the quick start are `make run` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# uv may be on PATH, or only importable as a module after `pip install --user uv`.
+UV := $(shell command -v uv 2>/dev/null || echo python3 -m uv)
+export UV_PYTHON_DOWNLOADS := never
+RUN := $(UV) run --frozen --all-packages --quiet
+
+PORT ?= 9092
+DATA ?= ./data
+
+.PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster clean
+
+help:
+	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
+	@echo "make test   - install what is missing, then lint, type-check, test and build the book"
+	@echo "make lint   - ruff, ruff format --check, import-linter"
+	@echo "make book   - build the book (executes every cell, warnings are errors)"
+	@echo "make bench  - run the benchmarks under bench/"
+
+bootstrap:
+	@scripts/bootstrap.sh
+
+sync: bootstrap
+	@$(UV) sync --frozen --all-packages --quiet
+
+# Today the broker is the network layer's demo server (ApiVersions and Metadata);
+# later issues replace this target's command with the assembled broker.
+run: sync
+	@mkdir -p $(DATA)
+	$(RUN) python -m minikafka.net --host 127.0.0.1 --port $(PORT)
+
+lint: sync
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+	$(RUN) lint-imports
+
+typecheck: sync
+	$(RUN) mypy packages/*/src packages/*/tests bench
+
+pytest: sync
+	$(RUN) pytest -q
+
+book: sync
+	rm -rf book/_build
+	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+
+test: lint typecheck pytest book
+
+bench: sync
+	$(RUN) python -m bench
+
+lab:
+	@echo "make lab: no labs yet (issue 7)"; exit 2
+
+cluster:
+	@echo "make cluster: no multi-node cluster yet"; exit 2
+
+clean:
+	rm -rf book/_build .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,102 @@
+"""minikafka.net: the broker's network layer (seed 000 "网络层", seed 003).
+
+Framing (the 4-byte size prefix and sticky packets), request and response headers,
+the trio Reactor (Acceptor, Processors, RequestChannel, handler pool) with Kafka's
+per-connection ordering, zero-copy file regions, and the client-side NetworkClient.
+"""
+
+from ._api_versions import api_versions_response as api_versions_response
+from ._api_versions import handle_api_versions as handle_api_versions
+from ._channel import RequestChannel as RequestChannel
+from ._client import ClientError as ClientError
+from ._client import DisconnectedError as DisconnectedError
+from ._client import NetworkClient as NetworkClient
+from ._client import Node as Node
+from ._client import RequestTimedOut as RequestTimedOut
+from ._client import UnsupportedVersionError as UnsupportedVersionError
+from ._codec import api_name as api_name
+from ._codec import build as build
+from ._codec import decode_request_body as decode_request_body
+from ._codec import decode_response_body as decode_response_body
+from ._codec import encode_entity as encode_entity
+from ._codec import nested as nested
+from ._codec import request_schema as request_schema
+from ._codec import response_schema as response_schema
+from ._config import ConfigError as ConfigError
+from ._config import Listener as Listener
+from ._config import NetConfig as NetConfig
+from ._config import parse_listeners as parse_listeners
+from ._connection import KafkaChannel as KafkaChannel
+from ._demo import DemoApis as DemoApis
+from ._events import ConnectionAccepted as ConnectionAccepted
+from ._events import ConnectionClosed as ConnectionClosed
+from ._events import RequestCompleted as RequestCompleted
+from ._framing import FrameDecoder as FrameDecoder
+from ._framing import FrameError as FrameError
+from ._framing import FrameTooLarge as FrameTooLarge
+from ._framing import InvalidFrameSize as InvalidFrameSize
+from ._framing import encode_frame as encode_frame
+from ._headers import InvalidRequest as InvalidRequest
+from ._headers import RequestHeader as RequestHeader
+from ._headers import encode_request_header as encode_request_header
+from ._headers import parse_request_header as parse_request_header
+from ._headers import request_header_version as request_header_version
+from ._headers import response_header_version as response_header_version
+from ._processor import Processor as Processor
+from ._request import FileRegion as FileRegion
+from ._request import Request as Request
+from ._request import RequestMetrics as RequestMetrics
+from ._request import Response as Response
+from ._request import ResponseAction as ResponseAction
+from ._server import Acceptor as Acceptor
+from ._server import RequestHandler as RequestHandler
+from ._server import SocketServer as SocketServer
+
+__all__ = [
+    "Acceptor",
+    "ClientError",
+    "ConfigError",
+    "ConnectionAccepted",
+    "ConnectionClosed",
+    "DemoApis",
+    "DisconnectedError",
+    "FileRegion",
+    "FrameDecoder",
+    "FrameError",
+    "FrameTooLarge",
+    "InvalidFrameSize",
+    "InvalidRequest",
+    "KafkaChannel",
+    "Listener",
+    "NetConfig",
+    "NetworkClient",
+    "Node",
+    "Processor",
+    "Request",
+    "RequestChannel",
+    "RequestCompleted",
+    "RequestHandler",
+    "RequestHeader",
+    "RequestMetrics",
+    "RequestTimedOut",
+    "Response",
+    "ResponseAction",
+    "SocketServer",
+    "UnsupportedVersionError",
+    "api_name",
+    "api_versions_response",
+    "build",
+    "decode_request_body",
+    "decode_response_body",
+    "encode_entity",
+    "encode_frame",
+    "encode_request_header",
+    "handle_api_versions",
+    "nested",
+    "parse_listeners",
+    "parse_request_header",
+    "request_header_version",
+    "request_schema",
+    "response_header_version",
+    "response_schema",
+]

@@ -1,0 +1,62 @@
+"""ApiVersions: how a client learns which versions of each API the broker speaks.
+
+The rules (KIP-35, KIP-511), each enforced below:
+
+- the response lists, for every API the broker serves, the lowest and highest version
+  it handles: exactly what it handles, nothing more, because clients act on it
+  (librdkafka, for one, starts sending telemetry as soon as it sees API key 71);
+- a request of an ApiVersions version the broker does not know is still answered, in
+  the v0 format every client can read, with ``UNSUPPORTED_VERSION`` (35) and the
+  supported ranges, so the client can retry with a version both speak;
+- from v3 the client names its software; a name or version outside
+  ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` gets ``INVALID_REQUEST`` (42).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32Timedelta
+from kio.static.protocol import ResponsePayload
+
+from ._codec import API_VERSIONS_KEY, build, nested, response_schema
+from ._request import Request
+
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+def api_versions_response(
+    supported: Mapping[int, tuple[int, int]],
+    version: int,
+    error: ErrorCode = ErrorCode.none,
+) -> ResponsePayload:
+    """The ApiVersions response body of ``version`` listing ``supported``."""
+    cls = response_schema(API_VERSIONS_KEY, version)
+    if cls is None:
+        raise ValueError(f"no ApiVersions response schema for v{version}")
+    entry = nested(cls, "api_keys")
+    api_keys = tuple(
+        build(entry, api_key=i16(key), min_version=i16(low), max_version=i16(high))
+        for key, (low, high) in sorted(supported.items())
+    )
+    return build(cls, error_code=error, api_keys=api_keys, throttle_time=NO_THROTTLE)
+
+
+def handle_api_versions(request: Request, supported: Mapping[int, tuple[int, int]]) -> None:
+    """Answer an ApiVersions request according to the rules above."""
+    if request.body is None:
+        # A version we cannot read: answer in v0 so the client can read it.
+        request.respond(api_versions_response(supported, 0, ErrorCode.unsupported_version))
+        return
+    version = request.api_version
+    if version >= 3:
+        name = getattr(request.body, "client_software_name", "")
+        software_version = getattr(request.body, "client_software_version", "")
+        if not (_SOFTWARE.match(name) and _SOFTWARE.match(software_version)):
+            request.respond(api_versions_response({}, version, ErrorCode.invalid_request))
+            return
+    request.respond(api_versions_response(supported, version))

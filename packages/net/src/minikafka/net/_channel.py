@@ -1,0 +1,71 @@
+"""The RequestChannel: the one queue between the Processors and the handlers.
+
+Seed 000: Processors put complete requests into ``RequestChannel.requestQueue``,
+``num.io.threads`` KafkaRequestHandlers take them out and call KafkaApis, and each
+response goes back to the queue of the Processor that owns the connection. The
+request queue is bounded by ``queued.max.requests``: when it is full a Processor
+waits to put, stops reading its sockets, and TCP's flow control pushes back on the
+clients. That is the broker's backpressure.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import attrs
+import trio
+
+from ._request import Request, Response
+
+
+class ResponseQueue(Protocol):
+    """What the RequestChannel needs of a Processor."""
+
+    id: int
+
+    def enqueue_response(self, response: Response) -> None: ...
+
+
+@attrs.define(eq=False)
+class RequestChannel:
+    queued_max_requests: int
+    _send: trio.MemorySendChannel[Request] = attrs.field(init=False)
+    _receive: trio.MemoryReceiveChannel[Request] = attrs.field(init=False)
+    _processors: dict[int, ResponseQueue] = attrs.field(init=False, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel[Request](self.queued_max_requests)
+
+    def add_processor(self, processor: ResponseQueue) -> None:
+        self._processors[processor.id] = processor
+
+    def remove_processor(self, processor_id: int) -> None:
+        self._processors.pop(processor_id, None)
+
+    async def send_request(self, request: Request) -> None:
+        """Queue a request; waits while ``queued.max.requests`` are already queued."""
+        await self._send.send(request)
+
+    async def receive_request(self) -> Request:
+        """The next request; raises ``trio.EndOfChannel`` once closed and drained."""
+        return await self._receive.receive()
+
+    def send_response(self, response: Response) -> None:
+        """Route a response to the Processor that owns its connection."""
+        processor = self._processors.get(response.request.processor_id)
+        if processor is not None:
+            processor.enqueue_response(response)
+        # else: that Processor has shut down and its connections are gone.
+
+    @property
+    def queue_size(self) -> int:
+        return self._send.statistics().current_buffer_used
+
+    @property
+    def waiting_senders(self) -> int:
+        """Processors' connections blocked because the queue is full."""
+        return self._send.statistics().tasks_waiting_send
+
+    def close(self) -> None:
+        """No more requests; handlers drain what is queued, then stop."""
+        self._send.close()

@@ -1,0 +1,341 @@
+"""The client side: Kafka's NetworkClient, with ConsumerNetworkClient's unsent queue.
+
+Seed 000 ("Client 端"): a Kafka client keeps one connection per broker; each request
+gets a correlation id; at most ``max.in.flight.requests.per.connection`` requests are
+sent and unanswered at once; and because one connection sends one request at a time,
+requests for a node wait in that node's queue of unsent requests (what
+ConsumerNetworkClient adds so the Fetcher and the ConsumerCoordinator can share one
+connection). Responses come back in request order, which the client checks: a
+response whose correlation id is not the oldest in flight means the connection is
+broken. A request not answered within ``request.timeout.ms`` fails, and, as in Kafka,
+the connection is closed, failing everything else in flight on it.
+
+On connecting, the client asks the broker which versions it speaks (ApiVersions, v3,
+falling back to the version the broker names if it answers UNSUPPORTED_VERSION) and
+refuses to send a version the broker did not advertise.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from ._codec import (
+    API_VERSIONS_KEY,
+    BodyDecodeError,
+    api_name,
+    build,
+    decode_response_body,
+    encode_entity,
+    request_schema,
+)
+from ._framing import SIZE_PREFIX, FrameDecoder, FrameError
+from ._headers import (
+    InvalidRequest,
+    encode_request_header,
+    parse_response_header,
+    response_header_version,
+)
+
+
+class ClientError(Exception):
+    """Base class of the NetworkClient's errors."""
+
+
+class DisconnectedError(ClientError):
+    """The connection closed before the response arrived."""
+
+
+class RequestTimedOut(ClientError):
+    """No response within ``request.timeout.ms``; the connection was closed."""
+
+
+class UnsupportedVersionError(ClientError):
+    """The broker does not advertise this API version."""
+
+
+@attrs.frozen
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.define(eq=False)
+class _InFlight:
+    correlation_id: int
+    api_key: int
+    api_version: int
+    expect_response: bool
+    frame: bytes
+    done: trio.Event = attrs.field(factory=trio.Event)
+    response: ResponsePayload | None = None
+    error: Exception | None = None
+
+    def finish(
+        self, response: ResponsePayload | None = None, error: Exception | None = None
+    ) -> None:
+        if not self.done.is_set():
+            self.response, self.error = response, error
+            self.done.set()
+
+
+@attrs.define(eq=False)
+class _NodeConnection:
+    node: Node
+    stream: trio.SocketStream
+    max_in_flight: int
+    max_frame_bytes: int
+    api_versions: dict[int, tuple[int, int]] = attrs.field(factory=dict)
+    unsent: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
+    in_flight: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
+    closed: bool = False
+    _wakeup: trio.Event = attrs.field(factory=trio.Event)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+    def enqueue(self, item: _InFlight) -> None:
+        if self.closed:
+            raise DisconnectedError(f"connection to node {self.node.node_id} is closed")
+        self.unsent.append(item)
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        try:
+            with self.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._guard, self._send_loop)
+                    nursery.start_soon(self._guard, self._receive_loop)
+        finally:
+            self.fail(DisconnectedError(f"disconnected from node {self.node.node_id}"))
+
+    async def _guard(self, loop: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await loop()
+        except _CONNECTION_ERRORS as e:
+            self.fail(DisconnectedError(f"connection to node {self.node.node_id} failed: {e}"))
+
+    def fail(self, error: Exception) -> None:
+        """Close the connection; everything unsent or in flight fails with ``error``."""
+        self.closed = True
+        self.scope.cancel()
+        for item in (*self.in_flight, *self.unsent):
+            item.finish(error=error)
+        self.in_flight.clear()
+        self.unsent.clear()
+        self._wakeup.set()
+
+    async def _send_loop(self) -> None:
+        while True:
+            # Send the oldest unsent request once fewer than max_in_flight await answers.
+            while not self.unsent or len(self.in_flight) >= self.max_in_flight:
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+            item = self.unsent.popleft()
+            if item.expect_response:
+                self.in_flight.append(item)
+            await self.stream.send_all(item.frame)
+            if not item.expect_response:
+                item.finish()
+
+    async def _receive_loop(self) -> None:
+        decoder = FrameDecoder(self.max_frame_bytes)
+        while True:
+            data = await self.stream.receive_some(65536)
+            if not data:
+                raise DisconnectedError(f"node {self.node.node_id} closed the connection")
+            decoder.feed(data)
+            for frame in decoder.frames():
+                self._complete(frame)
+
+    def _complete(self, frame: bytes) -> None:
+        if not self.in_flight:
+            raise FrameError("a response arrived with no request in flight")
+        item = self.in_flight.popleft()
+        version = response_header_version(item.api_key, item.api_version)
+        correlation_id, offset = parse_response_header(frame, version)
+        if correlation_id != item.correlation_id:
+            # Responses come back in request order on one connection (seed 003).
+            raise FrameError(f"correlation id {correlation_id}, expected {item.correlation_id}")
+        api_version = item.api_version
+        if (
+            item.api_key == API_VERSIONS_KEY
+            and _error_code(frame, offset) == ErrorCode.unsupported_version
+        ):
+            api_version = 0  # the broker answered in v0, see _api_versions.py
+        item.finish(decode_response_body(item.api_key, api_version, frame, offset))
+        self._wakeup.set()
+
+
+_CONNECTION_ERRORS = (
+    ClientError,
+    FrameError,
+    InvalidRequest,
+    BodyDecodeError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+    OSError,
+)
+
+
+def _error_code(frame: bytes, offset: int) -> int:
+    return int.from_bytes(frame[offset : offset + 2], "big", signed=True)
+
+
+@attrs.define(eq=False)
+class NetworkClient:
+    """Connections to brokers, opened on first use. Create with :meth:`open`."""
+
+    client_id: str = "minikafka"
+    max_in_flight: int = 5
+    """``max.in.flight.requests.per.connection``"""
+    request_timeout: float = 30.0
+    """``request.timeout.ms`` / 1000"""
+    connect_timeout: float = 10.0
+    max_frame_bytes: int = 100 * 1024 * 1024
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    _connections: dict[Node, _NodeConnection] = attrs.field(init=False, factory=dict)
+    _connecting: dict[Node, trio.Lock] = attrs.field(init=False, factory=dict)
+    _next_correlation_id: int = attrs.field(init=False, default=0)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, **settings: object) -> AsyncIterator[NetworkClient]:
+        client = cls(**settings)  # type: ignore[arg-type]
+        async with trio.open_nursery() as nursery:
+            client._nursery = nursery
+            try:
+                yield client
+            finally:
+                client.close()
+
+    def close(self) -> None:
+        for connection in list(self._connections.values()):
+            connection.fail(DisconnectedError("client closed"))
+        self._connections.clear()
+
+    def disconnect(self, node: Node) -> None:
+        connection = self._connections.pop(node, None)
+        if connection is not None:
+            connection.fail(DisconnectedError(f"disconnected from node {node.node_id}"))
+
+    async def api_versions(self, node: Node) -> Mapping[int, tuple[int, int]]:
+        """What the broker advertised when this client connected."""
+        return (await self._connection(node)).api_versions
+
+    async def send(
+        self, node: Node, body: RequestPayload, *, expect_response: bool = True
+    ) -> ResponsePayload | None:
+        """Send ``body`` (its kio class fixes API and version) and wait for the response.
+
+        ``expect_response=False`` is for requests the broker does not answer (acks=0
+        produce): the call returns once the request is written.
+        """
+        connection = await self._connection(node)
+        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        low, high = connection.api_versions.get(api_key, (0, -1))
+        if not low <= api_version <= high:
+            raise UnsupportedVersionError(
+                f"node {node.node_id} does not serve {api_name(api_key)} v{api_version}"
+            )
+        return await self._send_on(connection, body, expect_response)
+
+    async def _send_on(
+        self, connection: _NodeConnection, body: RequestPayload, expect_response: bool = True
+    ) -> ResponsePayload | None:
+        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) % 2**31
+        payload = encode_request_header(api_key, api_version, correlation_id, self.client_id)
+        payload += encode_entity(body)
+        item = _InFlight(
+            correlation_id,
+            api_key,
+            api_version,
+            expect_response,
+            SIZE_PREFIX.pack(len(payload)) + payload,
+        )
+        connection.enqueue(item)
+        with trio.move_on_after(self.request_timeout) as scope:
+            await item.done.wait()
+        if scope.cancelled_caught:
+            # Kafka's NetworkClient.handleTimedOutRequests: the whole connection goes.
+            self._drop(
+                connection,
+                RequestTimedOut(
+                    f"{api_name(api_key)} to node {connection.node.node_id} timed out "
+                    f"after {self.request_timeout}s"
+                ),
+            )
+        if item.error is not None:
+            raise item.error
+        return item.response
+
+    def _drop(self, connection: _NodeConnection, error: Exception) -> None:
+        if self._connections.get(connection.node) is connection:
+            del self._connections[connection.node]
+        connection.fail(error)
+
+    async def _connection(self, node: Node) -> _NodeConnection:
+        existing = self._connections.get(node)
+        if existing is not None and not existing.closed:
+            return existing
+        lock = self._connecting.setdefault(node, trio.Lock())
+        async with lock:
+            existing = self._connections.get(node)
+            if existing is not None and not existing.closed:
+                return existing
+            return await self._connect(node)
+
+    async def _connect(self, node: Node) -> _NodeConnection:
+        if self._nursery is None:
+            raise RuntimeError("use `async with NetworkClient.open() as client`")
+        try:
+            with trio.fail_after(self.connect_timeout):
+                stream = await trio.open_tcp_stream(node.host, node.port)
+        except (OSError, trio.TooSlowError) as e:
+            raise DisconnectedError(
+                f"cannot connect to node {node.node_id} at {node.host}:{node.port}: {e}"
+            ) from e
+        connection = _NodeConnection(node, stream, self.max_in_flight, self.max_frame_bytes)
+        self._nursery.start_soon(_run_connection, connection, stream)
+        self._connections[node] = connection
+        try:
+            connection.api_versions = await self._negotiate(connection)
+        except BaseException:
+            self._drop(connection, DisconnectedError("ApiVersions handshake failed"))
+            raise
+        return connection
+
+    async def _negotiate(self, connection: _NodeConnection) -> dict[int, tuple[int, int]]:
+        version = 3
+        for _ in range(2):
+            cls = request_schema(API_VERSIONS_KEY, version)
+            assert cls is not None
+            request = build(cls, client_software_name="minikafka", client_software_version="0.1.0")
+            response = await self._send_on(connection, request)
+            error = int(getattr(response, "error_code", 0))
+            ranges = {
+                int(k.api_key): (int(k.min_version), int(k.max_version))
+                for k in getattr(response, "api_keys", ())
+            }
+            if error == ErrorCode.unsupported_version and API_VERSIONS_KEY in ranges:
+                version = min(version, ranges[API_VERSIONS_KEY][1])
+                continue
+            if error != ErrorCode.none:
+                raise ClientError(f"ApiVersions failed with error {error}")
+            return ranges
+        raise ClientError("no ApiVersions version in common with the broker")
+
+
+async def _run_connection(connection: _NodeConnection, stream: trio.SocketStream) -> None:
+    try:
+        await connection.run()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(stream)

@@ -1,0 +1,124 @@
+"""Message bodies: kio's generated classes, looked up by API key and version.
+
+kio generates one frozen dataclass per (API, version, request|response) from Kafka's
+own JSON schemas and gives it a native codec; this module is the thin index over it
+the rest of minikafka uses, plus :func:`build`, which constructs the class of any
+version from the fields it has (so one handler can answer Metadata v0 to v13).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import TypeVar
+
+from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
+from kio.schema.index import api_key_map
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.protocol import Entity, RequestPayload, ResponsePayload
+
+API_VERSIONS_KEY = 18
+METADATA_KEY = 3
+
+E = TypeVar("E", bound=Entity)
+
+
+class BodyDecodeError(Exception):
+    """The body does not match the schema its header announced."""
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name for an API key, e.g. ``Metadata`` for 3."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return f"Unknown({api_key})"
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+@cache
+def request_schema(api_key: int, api_version: int) -> type[RequestPayload] | None:
+    try:
+        return load_request_schema(api_key, api_version)
+    except (UnknownAPIKey, UnknownEntity):
+        return None
+
+
+@cache
+def response_schema(api_key: int, api_version: int) -> type[ResponsePayload] | None:
+    try:
+        return load_response_schema(api_key, api_version)
+    except (UnknownAPIKey, UnknownEntity):
+        return None
+
+
+def decode_request_body(
+    api_key: int, api_version: int, frame: bytes, offset: int
+) -> RequestPayload:
+    schema = request_schema(api_key, api_version)
+    if schema is None:
+        raise BodyDecodeError(f"no schema for api key {api_key} version {api_version}")
+    return _decode(schema, frame, offset)
+
+
+def decode_response_body(
+    api_key: int, api_version: int, frame: bytes, offset: int
+) -> ResponsePayload:
+    schema = response_schema(api_key, api_version)
+    if schema is None:
+        raise BodyDecodeError(f"no schema for api key {api_key} version {api_version}")
+    return _decode(schema, frame, offset)
+
+
+def _decode(schema: type[E], frame: bytes, offset: int) -> E:
+    try:
+        body, _size = entity_reader(schema)(frame, offset)
+    except (SerialError, ValueError, TypeError, OverflowError) as e:
+        # kio raises SerialError for short or malformed buffers; a value its phantom
+        # types reject (a negative count, bad UTF-8) surfaces as ValueError/TypeError.
+        raise BodyDecodeError(f"{schema.__name__}: {e}") from e
+    return body
+
+
+def encode_entity(entity: Entity) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+def build(cls: type[E], /, **values: object) -> E:
+    """Construct ``cls`` from the values whose names it has, ignoring the others.
+
+    Kafka's schemas grow by versions: Metadata v1 adds ``controller_id``, v2
+    ``cluster_id``, v13 a top-level ``error_code``. A handler gives every value it
+    knows and each version takes what it carries; a field the class requires but no
+    value names is a programming error and raises ``TypeError``.
+    """
+    names = {f.name for f in _fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def nested(cls: type[Entity], field_name: str) -> type[Entity]:
+    """The element class of a ``tuple[X, ...]`` field, e.g. a response's broker entries."""
+    hint = _hints(cls)[field_name]
+    args = typing.get_args(hint)
+    element = args[0] if args else hint
+    if not isinstance(element, type):
+        raise TypeError(f"{cls.__name__}.{field_name} is not a nested entity field")
+    return typing.cast(type[Entity], element)
+
+
+def has_field(cls: type[Entity], field_name: str) -> bool:
+    return field_name in {f.name for f in _fields(cls)}
+
+
+@cache
+def _hints(cls: type[Entity]) -> Mapping[str, object]:
+    return typing.get_type_hints(cls)
+
+
+def _fields(cls: type[Entity]) -> tuple[dataclasses.Field[object], ...]:
+    return dataclasses.fields(cls)

@@ -1,0 +1,222 @@
+"""One client connection, owned by one Processor: Kafka's ``KafkaChannel``.
+
+The ordering argument of seed 003, in one loop. A connection reads until it holds
+one complete request, then *mutes* itself: it reads nothing more from the socket
+until that request's response has been written, and only then *unmutes* and takes the
+next request (which may already sit in the frame decoder, read ahead in the same
+``recv``: Kafka's ``stagedReceives``). So at most one request per connection is ever
+in the RequestChannel, and although many handlers run at once, one client's
+requests are handled and answered in the order it sent them. A request with no
+response (acks=0 produce) still unmutes the connection.
+
+Kafka's Processor mutes by removing ``OP_READ`` from the selector and unmutes in
+``processCompletedSends``; here the connection's task simply does not call
+``receive_some`` while a request is in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from ._codec import API_VERSIONS_KEY, BodyDecodeError, api_name, decode_request_body
+from ._framing import FrameDecoder, FrameError
+from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
+from ._request import FileRegion, Request, Response, ResponseAction
+
+if TYPE_CHECKING:
+    from ._processor import Processor
+
+log = logging.getLogger("minikafka.net")
+
+
+class ShortFileRegion(Exception):
+    """A file region ended before its promised length; the frame cannot be finished."""
+
+
+@attrs.define(eq=False)
+class KafkaChannel:
+    id: str
+    listener: str
+    stream: trio.abc.Stream
+    processor: Processor
+    decoder: FrameDecoder
+    muted: bool = attrs.field(init=False, default=False)
+    requests: int = attrs.field(init=False, default=0)
+    close_reason: str = attrs.field(init=False, default="")
+    _responses: trio.MemorySendChannel[Response] = attrs.field(init=False)
+    _response_receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
+    _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
+    _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        # Room for one response: a muted connection has at most one request in flight.
+        self._responses, self._response_receive = trio.open_memory_channel[Response](1)
+
+    def deliver(self, response: Response) -> None:
+        """Called by the owning Processor with this connection's response."""
+        try:
+            self._responses.send_nowait(response)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            log.warning("%s: dropped a response for a connection that is not waiting", self.id)
+
+    def stop_reading(self) -> None:
+        """Graceful shutdown: finish the request in flight, then close."""
+        self._stop.set()
+        if self._read_scope is not None:
+            self._read_scope.cancel()
+
+    async def run(self) -> None:
+        try:
+            await self._serve()
+        except FrameError as e:
+            self.close_reason = f"bad frame: {e}"
+        except InvalidRequest as e:
+            self.close_reason = f"invalid request: {e}"
+        except ShortFileRegion as e:
+            self.close_reason = f"short file region: {e}"
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            self.close_reason = f"socket error: {e!r}"
+        finally:
+            self._responses.close()
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            if self.close_reason not in ("", "shutdown", "closed by client", "idle"):
+                log.info("closed %s: %s", self.id, self.close_reason)
+            self.processor.connection_closed(self)
+
+    async def _serve(self) -> None:
+        processor = self.processor
+        while True:
+            frame = await self._next_frame()
+            if frame is None:
+                return
+            request = self._parse(frame)
+            self.muted = True
+            await processor.channel.send_request(request)
+            response = await self._response_receive.receive()
+            if response.action is ResponseAction.CLOSE:
+                self.close_reason = f"closed by the {request.api_name} handler"
+                return
+            if response.action is ResponseAction.SEND:
+                await self._write(response)
+            request.send_complete_time = trio.current_time()
+            self.requests += 1
+            processor.request_completed(self, request)
+            self.muted = False
+
+    async def _next_frame(self) -> bytes | None:
+        """The next complete request frame, reading only while unmuted."""
+        idle = self.processor.config.connections_max_idle_ms / 1000
+        read_size = self.processor.config.socket_receive_buffer_bytes
+        while True:
+            if self._stop.is_set():
+                break
+            frame = self.decoder.next_frame()
+            if frame is not None:
+                return frame
+            with trio.move_on_after(idle) as scope:
+                self._read_scope = scope
+                data = await self.stream.receive_some(read_size)
+            self._read_scope = None
+            if scope.cancelled_caught:
+                if self._stop.is_set():
+                    break
+                # connections.max.idle.ms: nothing arrived for that long.
+                self.close_reason = "idle"
+                return None
+            if not data:
+                self.close_reason = (
+                    "closed by client mid-request" if self.decoder.buffered else "closed by client"
+                )
+                return None
+            self.decoder.feed(data)
+        self.close_reason = "shutdown"
+        return None
+
+    def _parse(self, frame: bytes) -> Request:
+        """Header, API check and body: what Kafka's Processor does in ``parseRequestHeader``."""
+        header, offset = parse_request_header(frame)
+        supported: Mapping[int, tuple[int, int]] = self.processor.supported_apis
+        versions = supported.get(header.api_key)
+        if versions is None:
+            raise UnknownApiKey(
+                f"api key {header.api_key} ({api_name(header.api_key)}) is not served"
+            )
+        low, high = versions
+        body = None
+        if low <= header.api_version <= high:
+            try:
+                body = decode_request_body(header.api_key, header.api_version, frame, offset)
+            except BodyDecodeError as e:
+                raise InvalidRequest(str(e)) from e
+        elif header.api_key != API_VERSIONS_KEY:
+            # Only ApiVersions is answered at a version we do not speak (KIP-511); the
+            # handler replies in v0 with UNSUPPORTED_VERSION and the supported ranges.
+            raise UnsupportedApiVersion(
+                f"{api_name(header.api_key)} v{header.api_version} is not in {low}-{high}"
+            )
+        clock: Callable[[], float] = trio.current_time
+        return Request(
+            processor_id=self.processor.id,
+            connection_id=self.id,
+            header=header,
+            body=body,
+            size=len(frame) + 4,
+            listener=self.listener,
+            start_time=clock(),
+            deliver=self.processor.channel.send_response,
+            clock=clock,
+        )
+
+    async def _write(self, response: Response) -> None:
+        for part in response.parts:
+            if isinstance(part, bytes):
+                await self.stream.send_all(part)
+            else:
+                await send_file_region(self.stream, part)
+
+
+async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
+    """Write a file region: ``os.sendfile`` on a TCP socket, a copy otherwise.
+
+    sendfile moves the bytes from the page cache to the socket inside the kernel
+    (zero-copy: Kafka's ``FileRecords.writeTo`` via ``transferTo``). Other streams
+    (the in-memory streams tests use) get the bytes read with ``os.pread``.
+    """
+    if isinstance(region.file, int):
+        fd, owned = region.file, False
+    else:
+        fd, owned = os.open(region.file, os.O_RDONLY), True
+    try:
+        if isinstance(stream, trio.SocketStream):
+            await _sendfile(stream, fd, region)
+        else:
+            data = os.pread(fd, region.length, region.position)
+            if len(data) < region.length:
+                raise ShortFileRegion(f"{len(data)} of {region.length} bytes")
+            await stream.send_all(data)
+    finally:
+        if owned:
+            os.close(fd)
+
+
+async def _sendfile(stream: trio.SocketStream, fd: int, region: FileRegion) -> None:
+    sock = stream.socket
+    position, remaining = region.position, region.length
+    await trio.lowlevel.checkpoint()
+    while remaining > 0:
+        try:
+            sent = os.sendfile(sock.fileno(), fd, position, remaining)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        if sent == 0:
+            raise ShortFileRegion(f"file ended {remaining} bytes early at position {position}")
+        position += sent
+        remaining -= sent

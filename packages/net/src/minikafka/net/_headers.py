@@ -1,0 +1,149 @@
+"""Request and response headers, and which header version each API version uses.
+
+Every request frame starts with a header that says what follows (Kafka's
+``RequestHeader.json``): ``api_key``, ``api_version``, ``correlation_id`` and, from
+header v1 on, a ``client_id``; header v2 adds tagged fields for "flexible" API
+versions (KIP-482). Responses carry only the ``correlation_id`` (v0) plus tagged
+fields (v1). The header version is not on the wire: both sides derive it from the API
+key and version, so the broker reads the first four bytes, looks the pair up, and only
+then knows how to read the rest.
+
+Two rules are special, both about ApiVersions, the first request a client sends:
+
+- a broker must answer an ApiVersions request of a version it does not know (the
+  client is newer than the broker), so the header version for an unknown ApiVersions
+  version is still derived: v2 from version 3 on (KIP-511);
+- the ApiVersions *response* header is always v0, even for flexible versions, because
+  the client must be able to read it before it knows which versions the broker speaks.
+
+Header v0 (no client id) survives only for ControlledShutdown v0; kio does not model
+it, so it is read here by hand.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import attrs
+import kio.schema.request_header.v1 as request_header_v1
+import kio.schema.request_header.v2 as request_header_v2
+import kio.schema.response_header.v0 as response_header_v0
+import kio.schema.response_header.v1 as response_header_v1
+from kio.serial import entity_reader
+from kio.serial.errors import SerialError
+from kio.static.primitive import i16, i32
+
+from ._codec import API_VERSIONS_KEY, encode_entity, request_schema, response_schema
+
+CONTROLLED_SHUTDOWN_KEY = 7
+_FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in v0-v2
+
+
+class InvalidRequest(Exception):
+    """A request the broker cannot read; its connection is closed (DESIGN.md 5)."""
+
+
+class UnknownApiKey(InvalidRequest):
+    pass
+
+
+class UnsupportedApiVersion(InvalidRequest):
+    pass
+
+
+@attrs.frozen
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    version: int
+    """The header version (0, 1 or 2) this header was read with."""
+
+
+def request_header_version(api_key: int, api_version: int) -> int | None:
+    """The request header version for this API version, ``None`` if unknown."""
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    schema = request_schema(api_key, api_version)
+    if schema is not None:
+        return 2 if schema.__header_schema__ is request_header_v2.RequestHeader else 1
+    if api_key == API_VERSIONS_KEY and api_version >= 0:
+        # KIP-511: a newer client's ApiVersions still gets an answer.
+        return 2 if api_version >= 3 else 1
+    return None
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0  # always v0, see the module docstring
+    schema = response_schema(api_key, api_version)
+    if schema is not None and schema.__header_schema__ is response_header_v1.ResponseHeader:
+        return 1
+    return 0
+
+
+def peek_api(frame: bytes) -> tuple[int, int, int]:
+    """``(api_key, api_version, correlation_id)``: the part common to every header."""
+    if len(frame) < _FIXED.size:
+        raise InvalidRequest(f"truncated request header ({len(frame)} bytes)")
+    api_key, api_version, correlation_id = _FIXED.unpack_from(frame)
+    return api_key, api_version, correlation_id
+
+
+def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
+    """Read the header at the start of ``frame``; returns it and where the body starts."""
+    api_key, api_version, correlation_id = peek_api(frame)
+    version = request_header_version(api_key, api_version)
+    if version is None:
+        if request_header_version(api_key, 0) is None and api_key != CONTROLLED_SHUTDOWN_KEY:
+            raise UnknownApiKey(f"unknown api key {api_key}")
+        raise UnsupportedApiVersion(f"api key {api_key} has no version {api_version}")
+    if version == 0:
+        return RequestHeader(api_key, api_version, correlation_id, None, 0), _FIXED.size
+    schema = request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+    try:
+        header, size = entity_reader(schema)(frame, 0)
+    except (SerialError, ValueError) as e:
+        raise InvalidRequest(f"malformed request header: {e}") from e
+    client_id: str | None = getattr(header, "client_id", None)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version), size
+
+
+def encode_request_header(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None
+) -> bytes:
+    """The client side: the header bytes for a request."""
+    version = request_header_version(api_key, api_version)
+    if version is None:
+        raise UnsupportedApiVersion(f"api key {api_key} has no version {api_version}")
+    if version == 0:
+        return _FIXED.pack(api_key, api_version, correlation_id)
+    schema = request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+    header = schema(
+        request_api_key=i16(api_key),
+        request_api_version=i16(api_version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    return encode_entity(header)
+
+
+def encode_response_header(correlation_id: int, version: int) -> bytes:
+    if version == 0:
+        return struct.pack(">i", correlation_id)
+    # v1 is the correlation id followed by an empty tagged-field section (one 0 byte).
+    return struct.pack(">iB", correlation_id, 0)
+
+
+def parse_response_header(frame: bytes, version: int) -> tuple[int, int]:
+    """The client side: ``(correlation_id, body offset)``."""
+    schema = (
+        response_header_v1.ResponseHeader if version == 1 else response_header_v0.ResponseHeader
+    )
+    try:
+        header, size = entity_reader(schema)(frame, 0)
+    except SerialError as e:
+        raise InvalidRequest(f"malformed response header: {e}") from e
+    correlation_id: int = getattr(header, "correlation_id", -1)
+    return correlation_id, size

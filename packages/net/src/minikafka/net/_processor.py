@@ -1,0 +1,154 @@
+"""Processors: the network threads of Kafka's Reactor, as trio task groups.
+
+Seed 000: the Acceptor hands each new connection to one of ``num.network.threads``
+Processors, round robin, and that Processor alone reads its requests and writes its
+responses for the rest of the connection's life. Kafka needs several because a
+Processor is a thread running one NIO Selector: framing, copying and (with TLS)
+encryption for thousands of sockets saturate one core, so the load is spread over
+several threads and cores.
+
+In trio all tasks share one thread and one event loop (epoll is our Selector), so a
+Processor here is not a thread: it is the owner of a set of connections (a nursery
+holding one task per connection) and of a response queue. We keep it because the
+structure is what the seeds teach and what the metrics measure: a response goes from
+the handler to the RequestChannel to its Processor's queue to the connection, and
+the time it waits there is Kafka's ``ResponseQueueTimeMs``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+
+import attrs
+import trio
+
+from minikafka.trace import Tracer
+
+from ._channel import RequestChannel
+from ._config import NetConfig
+from ._connection import KafkaChannel
+from ._events import ConnectionAccepted, ConnectionClosed, RequestCompleted
+from ._framing import FrameDecoder
+from ._request import Request, RequestMetrics, Response
+
+log = logging.getLogger("minikafka.net")
+
+RequestCompletedHook = Callable[[Request, RequestMetrics], None]
+
+
+@attrs.define(eq=False)
+class Processor:
+    id: int
+    config: NetConfig
+    channel: RequestChannel
+    supported_apis: Mapping[int, tuple[int, int]]
+    tracer: Tracer
+    on_request_completed: RequestCompletedHook | None = None
+    connections: dict[str, KafkaChannel] = attrs.field(init=False, factory=dict)
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    _send: trio.MemorySendChannel[Response] = attrs.field(init=False)
+    _receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
+    _connection_index: int = attrs.field(init=False, default=0)
+    _all_closed: trio.Event = attrs.field(init=False, factory=trio.Event)
+
+    def __attrs_post_init__(self) -> None:
+        # Kafka's responseQueue is unbounded: a handler never waits on a Processor.
+        self._send, self._receive = trio.open_memory_channel[Response](math.inf)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self.channel.add_processor(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._process_responses)
+                task_status.started()
+        finally:
+            self.channel.remove_processor(self.id)
+
+    def accept(self, stream: trio.abc.Stream, listener: str) -> KafkaChannel:
+        """Take ownership of a new connection (called by the Acceptor)."""
+        if self._nursery is None:
+            raise RuntimeError(f"processor {self.id} is not running")
+        self._connection_index += 1
+        connection = KafkaChannel(
+            id=f"{_describe(stream)}-{self.id}-{self._connection_index}",
+            listener=listener,
+            stream=stream,
+            processor=self,
+            decoder=FrameDecoder(self.config.socket_request_max_bytes),
+        )
+        self.connections[connection.id] = connection
+        self._all_closed = trio.Event()
+        self.tracer.emit(ConnectionAccepted(listener, connection.id, self.id))
+        self._nursery.start_soon(connection.run)
+        return connection
+
+    def enqueue_response(self, response: Response) -> None:
+        self._send.send_nowait(response)
+
+    async def _process_responses(self) -> None:
+        async for response in self._receive:
+            response.request.response_dequeue_time = trio.current_time()
+            connection = self.connections.get(response.request.connection_id)
+            if connection is not None:
+                connection.deliver(response)
+
+    def request_completed(self, connection: KafkaChannel, request: Request) -> None:
+        metrics = request.metrics()
+        if self.tracer.enabled:
+            self.tracer.emit(
+                RequestCompleted(
+                    listener=request.listener,
+                    connection_id=connection.id,
+                    processor_id=self.id,
+                    client_id=request.header.client_id,
+                    api_key=request.api_key,
+                    api_name=request.api_name,
+                    api_version=request.api_version,
+                    correlation_id=request.header.correlation_id,
+                    request_bytes=request.size,
+                    response_bytes=request.response_size,
+                    request_queue_ms=metrics.request_queue_ms,
+                    local_ms=metrics.local_ms,
+                    remote_ms=metrics.remote_ms,
+                    response_queue_ms=metrics.response_queue_ms,
+                    response_send_ms=metrics.response_send_ms,
+                    total_ms=metrics.total_ms,
+                )
+            )
+        if self.on_request_completed is not None:
+            self.on_request_completed(request, metrics)
+
+    def connection_closed(self, connection: KafkaChannel) -> None:
+        self.connections.pop(connection.id, None)
+        self.tracer.emit(
+            ConnectionClosed(connection.id, self.id, connection.close_reason, connection.requests)
+        )
+        if not self.connections:
+            self._all_closed.set()
+
+    async def close_connections(self) -> None:
+        """Graceful: stop reading everywhere, let requests in flight finish, wait for all."""
+        for connection in list(self.connections.values()):
+            connection.stop_reading()
+        if self.connections:
+            await self._all_closed.wait()
+
+    def stop(self) -> None:
+        self._send.close()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+
+def _describe(stream: trio.abc.Stream) -> str:
+    """Kafka's connection id: ``local-remote``, when the stream is a socket."""
+    if isinstance(stream, trio.SocketStream):
+        try:
+            local = stream.socket.getsockname()
+            remote = stream.socket.getpeername()
+            return f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}"
+        except OSError:
+            pass
+    return type(stream).__name__

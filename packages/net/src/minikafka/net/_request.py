@@ -1,0 +1,170 @@
+"""What travels through the RequestChannel: requests in, responses out.
+
+Kafka's ``RequestChannel.Request`` carries the parsed header and body plus the
+timestamps its request metrics are made from; a ``Response`` says what the owning
+Processor must do: send bytes, send nothing (acks=0 produce) and just unmute, or close
+the connection. We keep Kafka's timestamps and metric names (``RequestQueueTimeMs``,
+``LocalTimeMs``, ``RemoteTimeMs``, ``ResponseQueueTimeMs``, ``ResponseSendTimeMs``,
+``TotalTimeMs``) so a trace reads like Kafka's request log.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Sequence
+
+import attrs
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from ._codec import api_name, encode_entity
+from ._framing import SIZE_PREFIX
+from ._headers import RequestHeader, encode_response_header, response_header_version
+
+
+@attrs.frozen
+class FileRegion:
+    """``length`` bytes of a file from ``position``, sent with ``os.sendfile``.
+
+    ``file`` is an open file descriptor (the owner keeps it open until the send is
+    done) or a path the Processor opens for the send. This is how the log's zero-copy
+    fetch leaves the page cache for the socket without passing through Python.
+    """
+
+    file: int | str | os.PathLike[str]
+    position: int
+    length: int
+
+
+Part = bytes | FileRegion
+"""One piece of a response: bytes written as they are, or a file region."""
+
+
+class ResponseAction(enum.Enum):
+    SEND = "send"
+    NO_OP = "no-op"  # nothing to write, but the connection must still be unmuted
+    CLOSE = "close"
+
+
+@attrs.frozen
+class Response:
+    request: Request
+    action: ResponseAction
+    parts: tuple[Part, ...] = ()
+    """The whole frame for SEND: size prefix, header and body, in order."""
+
+    @property
+    def size(self) -> int:
+        return sum(len(p) if isinstance(p, bytes) else p.length for p in self.parts)
+
+
+@attrs.frozen
+class RequestMetrics:
+    """Kafka's request time breakdown, in milliseconds."""
+
+    request_queue_ms: float
+    local_ms: float
+    remote_ms: float
+    response_queue_ms: float
+    response_send_ms: float
+    total_ms: float
+
+
+@attrs.define(eq=False)
+class Request:
+    """One request read from a connection, on its way to a handler and back.
+
+    A handler answers by calling exactly one of :meth:`respond`,
+    :meth:`respond_parts`, :meth:`respond_nothing` or :meth:`close_connection`, now or
+    later (a delayed operation answers from another task); the answer goes to the
+    Processor that owns the connection, which writes it and unmutes the connection.
+    """
+
+    processor_id: int
+    connection_id: str
+    header: RequestHeader
+    body: RequestPayload | None
+    """``None`` only for an ApiVersions request of a version we cannot read."""
+    size: int
+    listener: str
+    start_time: float
+    """When the whole request had been read (Kafka's ``startTimeNanos``)."""
+    _deliver: Callable[[Response], None]
+    _clock: Callable[[], float]
+    dequeue_time: float | None = attrs.field(init=False, default=None)
+    api_local_complete_time: float | None = attrs.field(init=False, default=None)
+    response_complete_time: float | None = attrs.field(init=False, default=None)
+    response_dequeue_time: float | None = attrs.field(init=False, default=None)
+    send_complete_time: float | None = attrs.field(init=False, default=None)
+    response_size: int = attrs.field(init=False, default=0)
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def api_name(self) -> str:
+        return api_name(self.header.api_key)
+
+    @property
+    def responded(self) -> bool:
+        return self.response_complete_time is not None
+
+    def respond(self, body: ResponsePayload) -> None:
+        """Encode ``body`` with this request's response header and send it."""
+        self.respond_parts((encode_entity(body),))
+
+    def respond_parts(self, body: Sequence[Part]) -> None:
+        """Send a body made of bytes and file regions (a zero-copy fetch response)."""
+        version = response_header_version(self.header.api_key, self.header.api_version)
+        header = encode_response_header(self.header.correlation_id, version)
+        size = len(header) + sum(len(p) if isinstance(p, bytes) else p.length for p in body)
+        first = SIZE_PREFIX.pack(size) + header
+        # Coalesce a leading bytes part with the prefix: one write instead of two.
+        if body and isinstance(body[0], bytes):
+            parts: tuple[Part, ...] = (first + body[0], *body[1:])
+        else:
+            parts = (first, *body)
+        self._complete(Response(self, ResponseAction.SEND, parts))
+
+    def respond_nothing(self) -> None:
+        """No response on the wire (acks=0 produce); the connection is unmuted all the same."""
+        self._complete(Response(self, ResponseAction.NO_OP))
+
+    def close_connection(self) -> None:
+        self._complete(Response(self, ResponseAction.CLOSE))
+
+    def _complete(self, response: Response) -> None:
+        if self.response_complete_time is not None:
+            raise RuntimeError(
+                f"{self.api_name} request {self.header.correlation_id} answered twice"
+            )
+        now = self._clock()
+        self.response_complete_time = now
+        # Kafka's RequestChannel.sendResponse: answered before the handler returned
+        # means all the work was local; otherwise the gap is "remote" (purgatory) time.
+        if self.api_local_complete_time is None:
+            self.api_local_complete_time = now
+        self.response_size = response.size
+        self._deliver(response)
+
+    def metrics(self) -> RequestMetrics:
+        """The breakdown once the response has been sent (Kafka's ``updateRequestMetrics``)."""
+        end = self.send_complete_time or self._clock()
+        dequeue = self.dequeue_time or self.start_time
+        complete = self.response_complete_time or end
+        local_done = self.api_local_complete_time or complete
+        response_dequeue = self.response_dequeue_time or complete
+        ms = 1000.0
+        return RequestMetrics(
+            request_queue_ms=(dequeue - self.start_time) * ms,
+            local_ms=(local_done - dequeue) * ms,
+            remote_ms=(complete - local_done) * ms,
+            response_queue_ms=(response_dequeue - complete) * ms,
+            response_send_ms=(end - response_dequeue) * ms,
+            total_ms=(end - self.start_time) * ms,
+        )

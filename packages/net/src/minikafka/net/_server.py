@@ -1,0 +1,181 @@
+"""The SocketServer: Acceptors, Processors, the RequestChannel and the handler pool.
+
+Seed 000's Reactor, assembled: one Acceptor per listener accepts connections and deals
+them round robin to ``num.network.threads`` Processors; Processors frame requests and
+put them into the RequestChannel (bounded by ``queued.max.requests``);
+``num.io.threads`` handler tasks take them out and call the :class:`RequestHandler`
+(the broker's KafkaApis); responses travel back through the owning Processor.
+
+Shutdown is graceful, in Kafka's order: stop accepting, stop reading new requests,
+let the requests in flight be answered, close the connections, stop the handlers.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Mapping
+from typing import Protocol
+
+import attrs
+import trio
+
+from minikafka.trace import Tracer, get_tracer
+
+from ._channel import RequestChannel
+from ._config import Listener, NetConfig
+from ._processor import Processor, RequestCompletedHook
+from ._request import Request
+
+log = logging.getLogger("minikafka.net")
+
+# accept() errors that mean "out of resources right now", not "the listener is broken"
+_TRANSIENT_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+class RequestHandler(Protocol):
+    """The broker side of the Reactor: Kafka's ``KafkaApis``."""
+
+    def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        """API key -> (min, max) version this handler serves; exactly what it advertises."""
+        ...
+
+    async def handle(self, request: Request) -> None:
+        """Answer ``request`` (now, or later from another task) by one of its respond methods."""
+        ...
+
+
+@attrs.define(eq=False)
+class Acceptor:
+    """Accepts connections on one listener and deals them out round robin."""
+
+    listener: Listener
+    processors: list[Processor]
+    bound: list[tuple[str, int]] = attrs.field(init=False, factory=list)
+    _listeners: list[trio.SocketListener] = attrs.field(init=False, factory=list)
+    _next_processor: int = attrs.field(init=False, default=0)
+
+    async def bind(self) -> None:
+        self._listeners = await trio.open_tcp_listeners(self.listener.port, host=self.listener.host)
+        for socket_listener in self._listeners:
+            address = socket_listener.socket.getsockname()
+            self.bound.append((address[0], address[1]))
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for socket_listener in self._listeners:
+                nursery.start_soon(self._accept_loop, socket_listener)
+
+    async def _accept_loop(self, socket_listener: trio.SocketListener) -> None:
+        async with socket_listener:
+            while True:
+                try:
+                    stream = await socket_listener.accept()
+                except OSError as e:
+                    if e.errno not in _TRANSIENT_ACCEPT_ERRORS:
+                        raise
+                    log.warning("accept on %s failed (%s); retrying", self.listener, e)
+                    await trio.sleep(0.1)  # back off while descriptors are exhausted
+                    continue
+                processor = self.processors[self._next_processor % len(self.processors)]
+                self._next_processor += 1
+                processor.accept(stream, self.listener.name)
+
+
+@attrs.define(eq=False)
+class SocketServer:
+    config: NetConfig
+    handler: RequestHandler
+    on_request_completed: RequestCompletedHook | None = None
+    tracer: Tracer = attrs.field(factory=get_tracer)
+    channel: RequestChannel = attrs.field(init=False)
+    processors: list[Processor] = attrs.field(init=False, factory=list)
+    acceptors: list[Acceptor] = attrs.field(init=False, factory=list)
+    _acceptor_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
+    _handler_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
+    _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _shutting_down: bool = attrs.field(init=False, default=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.channel = RequestChannel(self.config.queued_max_requests)
+
+    def bound_address(self, listener: str | None = None) -> tuple[str, int]:
+        """(host, port) actually bound for a listener (the first one by default)."""
+        for acceptor in self.acceptors:
+            if listener is None or acceptor.listener.name == listener:
+                return acceptor.bound[0]
+        raise KeyError(listener)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Bind every listener, then serve until :meth:`shutdown` has finished."""
+        supported = dict(self.handler.api_versions())
+        async with trio.open_nursery() as nursery:
+            for i in range(self.config.num_network_threads):
+                processor = Processor(
+                    i, self.config, self.channel, supported, self.tracer, self.on_request_completed
+                )
+                self.processors.append(processor)
+                await nursery.start(processor.run)
+            for listener in self.config.listeners:
+                acceptor = Acceptor(listener, self.processors)
+                await acceptor.bind()
+                self.acceptors.append(acceptor)
+            nursery.start_soon(self._run_acceptors)
+            nursery.start_soon(self._run_handlers)
+            task_status.started()
+            await self._stopped.wait()
+            nursery.cancel_scope.cancel()
+
+    async def _run_acceptors(self) -> None:
+        with self._acceptor_scope:
+            async with trio.open_nursery() as nursery:
+                for acceptor in self.acceptors:
+                    nursery.start_soon(acceptor.run)
+
+    async def _run_handlers(self) -> None:
+        with self._handler_scope:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.config.num_io_threads):
+                    nursery.start_soon(self._handler_loop)
+
+    async def _handler_loop(self) -> None:
+        """One KafkaRequestHandler: take a request, hand it to the handler, repeat."""
+        while True:
+            try:
+                request = await self.channel.receive_request()
+            except trio.EndOfChannel:
+                return
+            request.dequeue_time = trio.current_time()
+            try:
+                await self.handler.handle(request)
+            except Exception:
+                log.exception(
+                    "%s request from %s failed; closing the connection",
+                    request.api_name,
+                    request.connection_id,
+                )
+                if not request.responded:
+                    request.close_connection()
+            if request.api_local_complete_time is None:
+                # Not answered yet: the rest is remote time (a delayed operation).
+                request.api_local_complete_time = trio.current_time()
+
+    async def shutdown(self, grace_seconds: float = 30.0) -> None:
+        """Stop accepting, finish requests in flight, close connections, stop handlers."""
+        if self._shutting_down:
+            await self._stopped.wait()
+            return
+        self._shutting_down = True
+        self._acceptor_scope.cancel()
+        with trio.move_on_after(grace_seconds) as scope:
+            async with trio.open_nursery() as nursery:
+                for processor in self.processors:
+                    nursery.start_soon(processor.close_connections)
+        if scope.cancelled_caught:
+            log.warning("requests still in flight after %.1fs; closing anyway", grace_seconds)
+        self.channel.close()
+        self._handler_scope.cancel()
+        for processor in self.processors:
+            processor.stop()
+        self.tracer.flush()
+        self._stopped.set()
