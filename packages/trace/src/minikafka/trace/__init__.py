@@ -1,1 +1,64 @@
-"""placeholder"""
+"""minikafka.trace: trace event types, the JSON Lines writer and Spark schemas for the labs.
+
+Declare an event, emit it, read it back::
+
+    @register_event
+    @attrs.frozen
+    class SegmentRolled(TraceEvent):
+        COMPONENT: ClassVar[str] = "log"
+        EVENT: ClassVar[str] = "segment_roll"
+        topic: str
+        partition: int
+        base_offset: int
+
+    configure_tracing(Path("traces"), node=1)
+    tracer = get_tracer()
+    if tracer.enabled:
+        tracer.emit(SegmentRolled("orders", 0, 1200))
+    tracer.flush()
+    records = list(read_trace(Path("traces")))
+"""
+
+from ._event import ENVELOPE_FIELDS as ENVELOPE_FIELDS
+from ._event import TraceEvent as TraceEvent
+from ._event import decode_event as decode_event
+from ._event import event_types as event_types
+from ._event import register_event as register_event
+from ._files import read_trace as read_trace
+from ._files import trace_files as trace_files
+from ._global import TRACE_DIR_ENV as TRACE_DIR_ENV
+from ._global import configure_from_env as configure_from_env
+from ._global import configure_tracing as configure_tracing
+from ._global import get_tracer as get_tracer
+from ._global import install_tracer as install_tracer
+from ._schema import all_spark_schemas as all_spark_schemas
+from ._schema import spark_schema as spark_schema
+from ._tracer import NullTracer as NullTracer
+from ._tracer import Tracer as Tracer
+from ._tracer import TracerClosedError as TracerClosedError
+from ._writer import DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES
+from ._writer import DEFAULT_MAX_FILE_BYTES as DEFAULT_MAX_FILE_BYTES
+from ._writer import JsonLinesTracer as JsonLinesTracer
+
+__all__ = [
+    "DEFAULT_BUFFER_BYTES",
+    "DEFAULT_MAX_FILE_BYTES",
+    "ENVELOPE_FIELDS",
+    "TRACE_DIR_ENV",
+    "JsonLinesTracer",
+    "NullTracer",
+    "TraceEvent",
+    "Tracer",
+    "TracerClosedError",
+    "all_spark_schemas",
+    "configure_from_env",
+    "configure_tracing",
+    "decode_event",
+    "event_types",
+    "get_tracer",
+    "install_tracer",
+    "read_trace",
+    "register_event",
+    "spark_schema",
+    "trace_files",
+]

@@ -1,0 +1,147 @@
+"""NetworkClient: negotiation, every advertised version, in-flight limit, timeouts."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+import trio
+from kio.schema.metadata.v13.request import MetadataRequest as MetadataRequestV13
+
+from minikafka.net import (
+    DemoApis,
+    DisconnectedError,
+    NetworkClient,
+    Node,
+    Request,
+    RequestTimedOut,
+    SocketServer,
+    UnsupportedVersionError,
+    build,
+    request_schema,
+)
+from minikafka.net.testing import METADATA_V9, ScriptedHandler, echo_metadata, serving, wait_until
+
+
+def has_queued(connection: Any, count: int) -> bool:
+    return len(connection.unsent) + len(connection.in_flight) == count
+
+
+def _node(server: SocketServer) -> Node:
+    host, port = server.bound_address()
+    return Node(1, host, port)
+
+
+@pytest.mark.parametrize("version", range(13))
+async def test_every_advertised_metadata_version_round_trips(version: int) -> None:
+    schema = request_schema(3, version)
+    assert schema is not None
+    body = build(
+        schema,
+        topics=(),
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    async with (
+        serving(DemoApis(7, "127.0.0.1", 0)) as server,
+        NetworkClient.open(client_id="tests") as client,
+    ):
+        response: Any = await client.send(_node(server), body)
+        assert response is not None
+        brokers = response.brokers
+        assert [(b.node_id, b.host) for b in brokers] == [(7, "127.0.0.1")]
+        assert response.topics == ()
+        if version >= 1:
+            assert response.controller_id == 7
+
+
+async def test_a_version_the_broker_does_not_advertise_is_refused() -> None:
+    async with serving(DemoApis(1, "127.0.0.1", 0)) as server, NetworkClient.open() as client:
+        versions = await client.api_versions(_node(server))
+        assert versions[3] == (0, 12)
+        body = MetadataRequestV13(
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        with pytest.raises(UnsupportedVersionError):
+            await client.send(_node(server), body)
+
+
+async def test_negotiation_falls_back_when_api_versions_v3_is_unknown() -> None:
+    async def echo(request: Request) -> None:
+        echo_metadata(request)
+
+    old_broker = ScriptedHandler(echo, supported={18: (0, 2), 3: (0, 9)})
+    async with serving(old_broker) as server, NetworkClient.open() as client:
+        assert (await client.api_versions(_node(server)))[18] == (0, 2)
+        assert await client.send(_node(server), METADATA_V9) is not None
+
+
+async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None:
+    gate = trio.Event()
+    order: list[int] = []
+
+    async def gated(request: Request) -> None:
+        await gate.wait()
+        order.append(request.header.correlation_id)
+        echo_metadata(request)
+
+    async with serving(ScriptedHandler(gated)) as server:
+        node = _node(server)
+        async with NetworkClient.open(max_in_flight=2) as client:
+            await client.api_versions(node)
+            connection = client._connections[node]
+            results: list[int] = []
+
+            async def one(i: int) -> None:
+                await client.send(node, METADATA_V9)
+                results.append(i)
+
+            async with trio.open_nursery() as nursery:
+                for i in range(5):
+                    nursery.start_soon(one, i)
+                    await wait_until(functools.partial(has_queued, connection, i + 1))
+                await wait_until(
+                    lambda: len(connection.in_flight) == 2 and len(connection.unsent) == 3
+                )
+                gate.set()
+            assert order == sorted(order)  # sent and answered in correlation order
+            assert results == [0, 1, 2, 3, 4]
+
+
+async def test_a_timeout_closes_the_connection_and_fails_what_was_in_flight() -> None:
+    gate = trio.Event()
+
+    async def gated(request: Request) -> None:
+        await gate.wait()
+        echo_metadata(request)
+
+    async with serving(ScriptedHandler(gated)) as server:
+        node = _node(server)
+        async with NetworkClient.open(request_timeout=0.2) as client:
+            await client.api_versions(node)
+            errors: list[Exception] = []
+
+            async def one() -> None:
+                try:
+                    await client.send(node, METADATA_V9)
+                except (RequestTimedOut, DisconnectedError) as e:
+                    errors.append(e)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one)
+                nursery.start_soon(one)
+            assert len(errors) == 2
+            assert any(isinstance(e, RequestTimedOut) for e in errors)
+            gate.set()
+            # The next request reconnects and succeeds.
+            assert await client.send(node, METADATA_V9) is not None
+
+
+async def test_connecting_to_nothing_fails_clearly() -> None:
+    async with NetworkClient.open(connect_timeout=5) as client:
+        with pytest.raises(DisconnectedError, match="cannot connect"):
+            await client.send(Node(9, "127.0.0.1", 1), METADATA_V9)

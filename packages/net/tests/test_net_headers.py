@@ -1,0 +1,106 @@
+"""Request/response headers and the version rules, including ApiVersions' special cases."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.api_versions.v2.request import ApiVersionsRequest as ApiVersionsV2
+from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsV3
+from kio.schema.metadata.v9.request import MetadataRequest as MetadataV9
+
+from minikafka.net import (
+    InvalidRequest,
+    encode_request_header,
+    parse_request_header,
+    request_header_version,
+    response_header_version,
+)
+from minikafka.net._headers import UnknownApiKey, UnsupportedApiVersion, encode_response_header
+
+
+@pytest.mark.parametrize(
+    ("api_key", "version", "header"),
+    [
+        (18, 0, 1),  # ApiVersions v0-2: header v1
+        (18, 2, 1),
+        (18, 3, 2),  # flexible from v3: header v2
+        (18, 4, 2),
+        (18, 99, 2),  # unknown ApiVersions version: still derived (KIP-511)
+        (3, 8, 1),  # Metadata v8 not flexible
+        (3, 9, 2),  # Metadata v9 flexible
+        (0, 8, 1),  # Produce v8
+        (0, 9, 2),
+        (7, 0, 0),  # ControlledShutdown v0: the only header v0
+        (3, 99, None),
+    ],
+)
+def test_request_header_version(api_key: int, version: int, header: int | None) -> None:
+    assert request_header_version(api_key, version) == header
+
+
+def test_api_versions_response_header_is_always_v0() -> None:
+    assert response_header_version(18, 3) == 0
+    assert response_header_version(18, 4) == 0
+    assert response_header_version(3, 9) == 1
+    assert response_header_version(3, 8) == 0
+
+
+METADATA_V9 = MetadataV9(
+    topics=None,
+    allow_auto_topic_creation=True,
+    include_cluster_authorized_operations=False,
+    include_topic_authorized_operations=False,
+)
+
+
+@pytest.mark.parametrize("body", [ApiVersionsV2(), METADATA_V9])
+def test_request_header_round_trip(body: ApiVersionsV2 | MetadataV9) -> None:
+    raw = encode_request_header(int(body.__api_key__), int(body.__version__), 42, "client-1")
+    header, offset = parse_request_header(raw + b"body")
+    assert (header.api_key, header.api_version, header.correlation_id) == (
+        body.__api_key__,
+        body.__version__,
+        42,
+    )
+    assert header.client_id == "client-1"
+    assert offset == len(raw)
+
+
+def test_unknown_api_versions_version_reads_header_v2() -> None:
+    raw = encode_request_header(18, 3, 7, "newer-client")
+    # Re-label the request as ApiVersions v9, a version nobody knows yet.
+    relabelled = raw[:2] + (9).to_bytes(2, "big") + raw[4:]
+    header, _ = parse_request_header(relabelled)
+    assert (header.api_version, header.version, header.client_id) == (9, 2, "newer-client")
+
+
+def test_controlled_shutdown_v0_header_has_no_client_id() -> None:
+    header, offset = parse_request_header(b"\x00\x07\x00\x00\x00\x00\x00\x05rest")
+    assert (header.api_key, header.correlation_id, header.client_id, offset) == (7, 5, None, 8)
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        (b"\x00\x12\x00", InvalidRequest),  # shorter than the fixed part
+        (b"\x00\x12\x00\x02\x00\x00\x00\x01\x00\x09ab", InvalidRequest),  # client id runs off
+        (b"\x7f\x00\x00\x00\x00\x00\x00\x01\x00\x00", UnknownApiKey),
+        (b"\x00\x03\x00\x63\x00\x00\x00\x01\x00\x00", UnsupportedApiVersion),
+    ],
+)
+def test_bad_headers_raise(raw: bytes, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        parse_request_header(raw)
+
+
+def test_response_header_encodings() -> None:
+    assert encode_response_header(5, 0) == b"\x00\x00\x00\x05"
+    assert encode_response_header(5, 1) == b"\x00\x00\x00\x05\x00"  # empty tagged fields
+
+
+def test_v3_api_versions_body_follows_header() -> None:
+    body = ApiVersionsV3(client_software_name="x", client_software_version="1")
+    raw = encode_request_header(18, 3, 1, None)
+    header, offset = parse_request_header(raw)
+    assert header.client_id is None
+    assert offset == len(raw)
+    assert body.__version__ == 3

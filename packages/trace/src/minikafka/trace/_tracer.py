@@ -1,0 +1,62 @@
+"""The :class:`Tracer` port every package emits through, and the do-nothing tracer.
+
+Packages depend on the Protocol only; which tracer is behind it (JSON Lines files, nothing,
+an in-memory recorder in tests) is chosen by whoever assembles the process.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+from ._event import TraceEvent
+
+
+class TracerClosedError(RuntimeError):
+    """An event was emitted through a tracer after its ``close()``."""
+
+
+@runtime_checkable
+class Tracer(Protocol):
+    """Where trace events go.
+
+    ``enabled`` is False when events would be dropped, so a hot path can skip building
+    one: ``if tracer.enabled: tracer.emit(RequestCompleted(...))``.
+    """
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def node(self) -> int:
+        """The broker (or controller) id written into every line's envelope."""
+        ...
+
+    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        """Record ``event`` at ``ts`` (seconds since the epoch; default: now)."""
+        ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@attrs.frozen
+class NullTracer:
+    """The tracer of a process that does not trace: it drops everything."""
+
+    node: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return False
+
+    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,190 @@
+"""The JSON Lines tracer: one buffered, size-rotated writer per process (DESIGN section 7).
+
+Tracing is meant to stay on in cluster runs, so ``emit`` does no file I/O of its own: it
+encodes one line and appends it to a buffer. The buffer goes to disk when it outgrows
+``buffer_bytes``, on ``flush()``, on ``close()`` and at interpreter exit. Each line is
+
+    {"ts":1718000000.123,"node":1,"component":"net","event":"request","api_key":18,...}
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from threading import Lock
+from types import TracebackType
+from typing import BinaryIO
+
+import attrs
+
+from ._event import TraceEvent, spec_for_class
+from ._files import next_seq, trace_file_name
+from ._tracer import TracerClosedError
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+DEFAULT_BUFFER_BYTES = 64 * 1024
+
+
+def _json_default(value: object) -> object:
+    # Map fields may hold any Mapping (a MappingProxyType, a frozen view); the C encoder
+    # only knows dict, and calls back here for the rest.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"trace field value {value!r} of type {type(value).__name__} is not JSON")
+
+
+# One shared encoder: json.dumps(..., separators=...) would build a new one per call.
+# ensure_ascii keeps every line pure ASCII, so len(line) is its size in bytes.
+_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+
+
+def encode_line(event: TraceEvent, ts: float, node: int) -> str:
+    """One trace line, newline included: the envelope, then the event's own fields."""
+    spec = spec_for_class(type(event))
+    # A shallow dict of the field values: tuples encode as arrays as they are, so there is
+    # nothing to gain from attrs.asdict's recursive copy.
+    record: dict[str, object] = {
+        "ts": ts,
+        "node": node,
+        "component": spec.component,
+        "event": spec.event,
+    }
+    for name in spec.names:
+        record[name] = getattr(event, name)
+    return _encoder.encode(record) + "\n"
+
+
+@attrs.define(eq=False)
+class JsonLinesTracer:
+    """Writes trace events as JSON Lines into ``directory``; build it with :meth:`open`."""
+
+    directory: Path
+    node: int
+    max_file_bytes: int
+    buffer_bytes: int
+    pid: int
+    _seq: int
+    _lock: Lock = attrs.field(init=False, factory=Lock)
+    _buffer: list[str] = attrs.field(init=False, factory=list)
+    _buffered_bytes: int = attrs.field(init=False, default=0)
+    # Bytes given to the current file so far: written plus still in the buffer.
+    _file_bytes: int = attrs.field(init=False, default=0)
+    _file: BinaryIO | None = attrs.field(init=False, default=None)
+    _closed: bool = attrs.field(init=False, default=False)
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        node: int,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+    ) -> JsonLinesTracer:
+        """A tracer writing ``trace-node<node>-<pid>-<seq>.jsonl`` files in ``directory``.
+
+        The directory is created if missing; files appear on the first write-out. Rotation
+        starts a new file when the next line would take the current one past
+        ``max_file_bytes`` (a single longer line gets a file to itself).
+        """
+        if max_file_bytes < 1:
+            raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
+        if buffer_bytes < 0:
+            raise ValueError(f"buffer_bytes must not be negative, got {buffer_bytes}")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        pid = os.getpid()
+        tracer = cls(
+            directory, node, max_file_bytes, buffer_bytes, pid, next_seq(directory, node, pid)
+        )
+        # Without this a broker stopped by Ctrl-C or sys.exit would lose its last buffer.
+        atexit.register(tracer._flush_at_exit)
+        return tracer
+
+    @property
+    def enabled(self) -> bool:
+        return not self._closed
+
+    @property
+    def current_path(self) -> Path:
+        """The file the buffered lines will go to (it may not exist yet)."""
+        return self.directory / trace_file_name(self.node, self.pid, self._seq)
+
+    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        # Encoding outside the lock lets threads serialise in parallel with a write-out.
+        line = encode_line(event, time.time() if ts is None else float(ts), self.node)
+        size = len(line)
+        with self._lock:
+            if self._closed:
+                raise TracerClosedError(
+                    f"trace event {type(event).__name__} emitted after the tracer for node "
+                    f"{self.node} in {self.directory} was closed"
+                )
+            if self._file_bytes and self._file_bytes + size > self.max_file_bytes:
+                self._write_out()
+                self._rotate()
+            self._buffer.append(line)
+            self._buffered_bytes += size
+            self._file_bytes += size
+            if self._buffered_bytes > self.buffer_bytes:
+                self._write_out()
+
+    def flush(self) -> None:
+        """Hand every buffered line to the operating system (no fsync)."""
+        with self._lock:
+            if not self._closed:
+                self._write_out()
+
+    def close(self) -> None:
+        """Flush and close the file; later ``emit`` raises :class:`TracerClosedError`."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                self._write_out()
+            finally:
+                self._closed = True
+                if self._file is not None:
+                    self._file.close()
+                    self._file = None
+        atexit.unregister(self._flush_at_exit)
+
+    def __enter__(self) -> JsonLinesTracer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _flush_at_exit(self) -> None:
+        # Flush, not close: exit handlers registered before the tracer run after this one
+        # and may still emit; closing here would turn their events into errors.
+        self.flush()
+
+    def _write_out(self) -> None:
+        if not self._buffer:
+            return
+        data = "".join(self._buffer).encode("ascii")
+        # Dropped before writing: if the disk is full the error surfaces once, and the
+        # same lines are not retried (and duplicated) on every later emit.
+        self._buffer.clear()
+        self._buffered_bytes = 0
+        if self._file is None:
+            self._file = self.current_path.open("ab")
+        self._file.write(data)
+        self._file.flush()
+
+    def _rotate(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._seq += 1
+        self._file_bytes = 0
