@@ -38,7 +38,7 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests bench
+	$(RUN) mypy packages/*/src packages/*/tests $(wildcard bench/*.py)
 
 pytest: sync
 	$(RUN) pytest -q
