@@ -9,7 +9,19 @@ cd "$(dirname "$0")/.."
 # --- uv ------------------------------------------------------------------------
 if ! command -v uv >/dev/null 2>&1 && ! python3 -m uv --version >/dev/null 2>&1; then
     echo "bootstrap: installing uv with pip" >&2
-    python3 -m pip install --quiet uv 2>/dev/null || python3 -m pip install --quiet --user uv
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+        else
+            echo "bootstrap: run: sudo apt-get install -y python3-pip" >&2
+            exit 1
+        fi
+    fi
+    # A virtualenv or pyenv Python takes a plain install; Debian's own Python refuses
+    # one (PEP 668) and takes a user install instead.
+    python3 -m pip install --quiet uv 2>/dev/null \
+        || python3 -m pip install --quiet --user uv 2>/dev/null \
+        || python3 -m pip install --quiet --user --break-system-packages uv
 fi
 
 # --- system packages -------------------------------------------------------------
