@@ -38,8 +38,6 @@ def main(argv: list[str] | None = None) -> int:
             num_network_threads=args.num_network_threads,
             num_io_threads=args.num_io_threads,
         )
-        if config.num_network_threads < 1 or config.num_io_threads < 1:
-            raise ConfigError("num.network.threads/num.io.threads", "must be at least 1")
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

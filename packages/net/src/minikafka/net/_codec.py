@@ -18,7 +18,6 @@ from typing import TypeVar
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 API_VERSIONS_KEY = 18
@@ -76,10 +75,11 @@ def decode_response_body(
 def _decode(schema: type[E], frame: bytes, offset: int) -> E:
     try:
         body, _size = entity_reader(schema)(frame, offset)
-    except (SerialError, ValueError, TypeError, OverflowError) as e:
-        # kio raises SerialError for short or malformed buffers; a value its phantom
-        # types reject (a negative count, bad UTF-8) surfaces as ValueError/TypeError.
-        raise BodyDecodeError(f"{schema.__name__}: {e}") from e
+    except Exception as e:
+        # kio raises SerialError for short buffers, ValueError/TypeError for values its
+        # types reject (bad UTF-8, a negative count), KeyError for a tagged field it
+        # does not know. Whatever it is, the bytes came from a peer: not our bug.
+        raise BodyDecodeError(f"{schema.__name__}: {type(e).__name__}: {e}") from e
     return body
 
 

@@ -59,24 +59,32 @@ def parse_listeners(value: str, key: str = "listeners") -> tuple[Listener, ...]:
 T = TypeVar("T")
 
 
+def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        key = next((k for k, f in NetConfig.KEYS.items() if f == attribute.name), attribute.name)
+        raise ConfigError(key, f"{value} is below the minimum 1")
+
+
 @attrs.frozen
 class NetConfig:
     """What the Reactor needs; each field is the Kafka key in its docstring."""
 
     listeners: tuple[Listener, ...] = (Listener("PLAINTEXT", "127.0.0.1", 9092),)
     """``listeners``"""
-    num_network_threads: int = 3
+    num_network_threads: int = attrs.field(default=3, validator=_at_least_one)
     """``num.network.threads``: Processors (each owns its connections)."""
-    num_io_threads: int = 8
+    num_io_threads: int = attrs.field(default=8, validator=_at_least_one)
     """``num.io.threads``: request handler tasks."""
-    queued_max_requests: int = 500
+    queued_max_requests: int = attrs.field(default=500, validator=_at_least_one)
     """``queued.max.requests``: RequestChannel capacity before Processors stop reading."""
-    socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    socket_request_max_bytes: int = attrs.field(
+        default=DEFAULT_MAX_FRAME_BYTES, validator=_at_least_one
+    )
     """``socket.request.max.bytes``"""
-    connections_max_idle_ms: int = 600_000
+    connections_max_idle_ms: int = attrs.field(default=600_000, validator=_at_least_one)
     """``connections.max.idle.ms``"""
-    socket_receive_buffer_bytes: int = 65536
-    """``socket.receive.buffer.bytes``: how much one read asks for."""
+    read_chunk_bytes: int = attrs.field(default=65536, validator=_at_least_one)
+    """How much one read asks the socket for (ours; Kafka sizes its buffers per receive)."""
 
     KEYS: ClassVar[Mapping[str, str]] = {
         "listeners": "listeners",
@@ -85,7 +93,6 @@ class NetConfig:
         "queued.max.requests": "queued_max_requests",
         "socket.request.max.bytes": "socket_request_max_bytes",
         "connections.max.idle.ms": "connections_max_idle_ms",
-        "socket.receive.buffer.bytes": "socket_receive_buffer_bytes",
     }
 
     @classmethod

@@ -82,6 +82,11 @@ class KafkaChannel:
             self.close_reason = f"short file region: {e}"
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
             self.close_reason = f"socket error: {e!r}"
+        except Exception as e:
+            # Last line of defence: whatever one connection triggers ends that
+            # connection, never its Processor or the server.
+            log.exception("%s: unexpected error; closing the connection", self.id)
+            self.close_reason = f"internal error: {type(e).__name__}: {e}"
         finally:
             self._responses.close()
             with trio.CancelScope(shield=True):
@@ -96,7 +101,9 @@ class KafkaChannel:
             frame = await self._next_frame()
             if frame is None:
                 return
-            request = self._parse(frame)
+            # Kafka's startTimeNanos is taken before parsing: parse time counts as
+            # request queue time, not as no time at all.
+            request = self._parse(frame, received=trio.current_time())
             self.muted = True
             await processor.channel.send_request(request)
             response = await self._response_receive.receive()
@@ -113,7 +120,7 @@ class KafkaChannel:
     async def _next_frame(self) -> bytes | None:
         """The next complete request frame, reading only while unmuted."""
         idle = self.processor.config.connections_max_idle_ms / 1000
-        read_size = self.processor.config.socket_receive_buffer_bytes
+        read_size = self.processor.config.read_chunk_bytes
         while True:
             if self._stop.is_set():
                 break
@@ -139,7 +146,7 @@ class KafkaChannel:
         self.close_reason = "shutdown"
         return None
 
-    def _parse(self, frame: bytes) -> Request:
+    def _parse(self, frame: bytes, received: float) -> Request:
         """Header, API check and body: what Kafka's Processor does in ``parseRequestHeader``."""
         header, offset = parse_request_header(frame)
         supported: Mapping[int, tuple[int, int]] = self.processor.supported_apis
@@ -169,7 +176,7 @@ class KafkaChannel:
             body=body,
             size=len(frame) + 4,
             listener=self.listener,
-            start_time=clock(),
+            start_time=received,
             deliver=self.processor.channel.send_response,
             clock=clock,
         )
@@ -209,7 +216,6 @@ async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
 async def _sendfile(stream: trio.SocketStream, fd: int, region: FileRegion) -> None:
     sock = stream.socket
     position, remaining = region.position, region.length
-    await trio.lowlevel.checkpoint()
     while remaining > 0:
         try:
             sent = os.sendfile(sock.fileno(), fd, position, remaining)
@@ -220,3 +226,5 @@ async def _sendfile(stream: trio.SocketStream, fd: int, region: FileRegion) -> N
             raise ShortFileRegion(f"file ended {remaining} bytes early at position {position}")
         position += sent
         remaining -= sent
+        # A fast reader never makes sendfile block; yield so other connections run.
+        await trio.lowlevel.checkpoint()

@@ -29,8 +29,8 @@ import kio.schema.request_header.v1 as request_header_v1
 import kio.schema.request_header.v2 as request_header_v2
 import kio.schema.response_header.v0 as response_header_v0
 import kio.schema.response_header.v1 as response_header_v1
+from kio.schema.index import api_key_map
 from kio.serial import entity_reader
-from kio.serial.errors import SerialError
 from kio.static.primitive import i16, i32
 
 from ._codec import API_VERSIONS_KEY, encode_entity, request_schema, response_schema
@@ -96,7 +96,7 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     api_key, api_version, correlation_id = peek_api(frame)
     version = request_header_version(api_key, api_version)
     if version is None:
-        if request_header_version(api_key, 0) is None and api_key != CONTROLLED_SHUTDOWN_KEY:
+        if api_key not in api_key_map and api_key != CONTROLLED_SHUTDOWN_KEY:
             raise UnknownApiKey(f"unknown api key {api_key}")
         raise UnsupportedApiVersion(f"api key {api_key} has no version {api_version}")
     if version == 0:
@@ -104,8 +104,8 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     schema = request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
     try:
         header, size = entity_reader(schema)(frame, 0)
-    except (SerialError, ValueError) as e:
-        raise InvalidRequest(f"malformed request header: {e}") from e
+    except Exception as e:
+        raise InvalidRequest(f"malformed request header: {type(e).__name__}: {e}") from e
     client_id: str | None = getattr(header, "client_id", None)
     return RequestHeader(api_key, api_version, correlation_id, client_id, version), size
 
@@ -143,7 +143,7 @@ def parse_response_header(frame: bytes, version: int) -> tuple[int, int]:
     )
     try:
         header, size = entity_reader(schema)(frame, 0)
-    except SerialError as e:
-        raise InvalidRequest(f"malformed response header: {e}") from e
+    except Exception as e:
+        raise InvalidRequest(f"malformed response header: {type(e).__name__}: {e}") from e
     correlation_id: int = getattr(header, "correlation_id", -1)
     return correlation_id, size

@@ -17,6 +17,7 @@ the time it waits there is Kafka's ``ResponseQueueTimeMs``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -86,7 +87,9 @@ class Processor:
         return connection
 
     def enqueue_response(self, response: Response) -> None:
-        self._send.send_nowait(response)
+        # Once stopped, the connection is gone, and so is the need to answer.
+        with contextlib.suppress(trio.ClosedResourceError):
+            self._send.send_nowait(response)
 
     async def _process_responses(self) -> None:
         async for response in self._receive:
@@ -119,7 +122,10 @@ class Processor:
                 )
             )
         if self.on_request_completed is not None:
-            self.on_request_completed(request, metrics)
+            try:
+                self.on_request_completed(request, metrics)
+            except Exception:
+                log.exception("on_request_completed hook failed")
 
     def connection_closed(self, connection: KafkaChannel) -> None:
         self.connections.pop(connection.id, None)
@@ -137,6 +143,7 @@ class Processor:
             await self._all_closed.wait()
 
     def stop(self) -> None:
+        self.channel.remove_processor(self.id)
         self._send.close()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()

@@ -154,11 +154,11 @@ class Request:
 
     def metrics(self) -> RequestMetrics:
         """The breakdown once the response has been sent (Kafka's ``updateRequestMetrics``)."""
-        end = self.send_complete_time or self._clock()
-        dequeue = self.dequeue_time or self.start_time
-        complete = self.response_complete_time or end
-        local_done = self.api_local_complete_time or complete
-        response_dequeue = self.response_dequeue_time or complete
+        end = _or(self.send_complete_time, self._clock())
+        dequeue = _or(self.dequeue_time, self.start_time)
+        complete = _or(self.response_complete_time, end)
+        local_done = _or(self.api_local_complete_time, complete)
+        response_dequeue = _or(self.response_dequeue_time, complete)
         ms = 1000.0
         return RequestMetrics(
             request_queue_ms=(dequeue - self.start_time) * ms,
@@ -168,3 +168,8 @@ class Request:
             response_send_ms=(end - response_dequeue) * ms,
             total_ms=(end - self.start_time) * ms,
         )
+
+
+def _or(value: float | None, default: float) -> float:
+    # Not `value or default`: 0.0 is a real time on trio's virtual clock.
+    return default if value is None else value

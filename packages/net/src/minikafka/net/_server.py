@@ -61,6 +61,10 @@ class Acceptor:
             address = socket_listener.socket.getsockname()
             self.bound.append((address[0], address[1]))
 
+    async def aclose(self) -> None:
+        for socket_listener in self._listeners:
+            await socket_listener.aclose()
+
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             for socket_listener in self._listeners:
@@ -109,6 +113,17 @@ class SocketServer:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener, then serve until :meth:`shutdown` has finished."""
         supported = dict(self.handler.api_versions())
+        # Bind first, outside any nursery, so "address already in use" reaches the
+        # caller as a plain OSError and no half-started server is left behind.
+        try:
+            for listener in self.config.listeners:
+                acceptor = Acceptor(listener, self.processors)
+                await acceptor.bind()
+                self.acceptors.append(acceptor)
+        except OSError:
+            for acceptor in self.acceptors:
+                await acceptor.aclose()
+            raise
         async with trio.open_nursery() as nursery:
             for i in range(self.config.num_network_threads):
                 processor = Processor(
@@ -116,10 +131,6 @@ class SocketServer:
                 )
                 self.processors.append(processor)
                 await nursery.start(processor.run)
-            for listener in self.config.listeners:
-                acceptor = Acceptor(listener, self.processors)
-                await acceptor.bind()
-                self.acceptors.append(acceptor)
             nursery.start_soon(self._run_acceptors)
             nursery.start_soon(self._run_handlers)
             task_status.started()
