@@ -37,6 +37,21 @@ BAD_INPUTS = {
     "client id longer than the frame": _frame(b"\x00\x03\x00\x09\x00\x00\x00\x01\x7f\xffabc"),
     "unknown api key": _frame(b"\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00"),
     "api the handler does not serve": request_frame(FindCoordinatorRequest(key="g"), 1),
+    # KIP-482 tagged field kio does not know, in a request header v2.
+    "unknown tagged field": _frame(
+        b"\x00\x12\x00\x03\x00\x00\x00\x01\x00\x04test\x01\x05\x01\x00\x02a\x02\x31\x00"
+    ),
+    # Metadata v11 whose topic array claims ~33 billion elements: kio would try to
+    # allocate for all of them and abort the process; the bounds check refuses it.
+    "array longer than the frame": _frame(
+        b"\x00\x03\x00\x0b\x00\x00\x00\x01\x00\x04test\x00\x90\xd7\xe9\xc3\x7a\x61\x02\x31\x00"
+    ),
+    "legacy array longer than the frame": _frame(
+        b"\x00\x03\x00\x01\x00\x00\x00\x01\x00\x04test\x7f\xff\xff\xff"
+    ),
+    "string longer than the frame": _frame(
+        b"\x00\x03\x00\x01\x00\x00\x00\x01\x00\x04test\x00\x00\x00\x01\x7f\xffab"
+    ),
     "unsupported Metadata version": _frame(b"\x00\x03\x00\x0d" + VALID[8:]),
     "body cut short": _frame(VALID[4:-3]),
     "body of another api": _frame(b"\x00\x03\x00\x09" + request_frame(METADATA_V9, 1)[8:20]),

@@ -20,6 +20,8 @@ from kio.schema.index import api_key_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
+from ._bounds import BoundsError, check_bounds
+
 API_VERSIONS_KEY = 18
 METADATA_KEY = 3
 
@@ -73,6 +75,10 @@ def decode_response_body(
 
 
 def _decode(schema: type[E], frame: bytes, offset: int) -> E:
+    try:
+        check_bounds(schema, frame, offset)
+    except BoundsError as e:
+        raise BodyDecodeError(f"{schema.__name__}: {e}") from e
     try:
         body, _size = entity_reader(schema)(frame, offset)
     except Exception as e:
