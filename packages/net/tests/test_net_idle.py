@@ -69,3 +69,23 @@ async def test_a_half_sent_request_counts_as_idle(autojump_clock: trio.testing.M
         await client.send_all(request_frame(METADATA_V9, 1)[:7])
         assert await client.receive_some() == b""
         assert connection.close_reason == "idle"
+
+
+async def test_a_client_that_stops_reading_is_closed_as_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def big(request: Request) -> None:
+        request.respond_parts([b"x" * 10_000_000])  # far more than any buffer holds
+
+    config = NetConfig(connections_max_idle_ms=60_000)
+    async with serving(ScriptedHandler(big), config) as server:
+        client, server_side = trio.testing.lockstep_stream_pair()
+        connection = server.processors[0].accept(server_side, "PLAINTEXT")
+        await client.send_all(request_frame(METADATA_V9, 1))
+        start = trio.current_time()
+        with trio.fail_after(3600):
+            while server.processors[0].connections:
+                await trio.testing.wait_all_tasks_blocked()
+                await trio.sleep(1)
+        assert connection.close_reason == "idle: response not read"
+        assert trio.current_time() - start >= 60

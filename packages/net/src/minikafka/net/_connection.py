@@ -111,7 +111,13 @@ class KafkaChannel:
                 self.close_reason = f"closed by the {request.api_name} handler"
                 return
             if response.action is ResponseAction.SEND:
-                await self._write(response)
+                # A client that stops reading is as idle as one that stops writing.
+                idle = processor.config.connections_max_idle_ms / 1000
+                with trio.move_on_after(idle) as write_scope:
+                    await self._write(response)
+                if write_scope.cancelled_caught:
+                    self.close_reason = "idle: response not read"
+                    return
             request.send_complete_time = trio.current_time()
             self.requests += 1
             processor.request_completed(self, request)
@@ -174,7 +180,7 @@ class KafkaChannel:
             connection_id=self.id,
             header=header,
             body=body,
-            size=len(frame) + 4,
+            size=len(frame),  # Kafka's RequestBytes: header and body, no size prefix
             listener=self.listener,
             start_time=received,
             deliver=self.processor.channel.send_response,

@@ -82,7 +82,9 @@ class FrameDecoder:
         end = self._start + SIZE_PREFIX.size + size
         if len(self._buffer) < end:
             return None
-        frame = bytes(self._buffer[self._start + SIZE_PREFIX.size : end])
+        # One copy, straight from the buffer (a bytearray slice would be a second).
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[self._start + SIZE_PREFIX.size : end])
         self._start = end
         self._compact()
         return frame

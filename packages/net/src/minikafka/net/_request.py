@@ -149,7 +149,7 @@ class Request:
         # means all the work was local; otherwise the gap is "remote" (purgatory) time.
         if self.api_local_complete_time is None:
             self.api_local_complete_time = now
-        self.response_size = response.size
+        self.response_size = max(response.size - SIZE_PREFIX.size, 0)  # as request size
         self._deliver(response)
 
     def metrics(self) -> RequestMetrics:
