@@ -1,0 +1,58 @@
+"""``python -m bench [--quick] [NAME ...]``: run the benchmarks, print, write results.
+
+Each benchmark's JSON (figures, machine facts, the exact command) and chart go to
+``bench/results/<name>.json`` and ``.svg``. ``--quick`` runs small counts (a few
+seconds) to check that everything works; its figures are not worth quoting and go to
+``<name>.quick.json`` and ``.svg`` instead, leaving the last full run's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+
+from . import net_reactor
+from ._common import ROOT, Report, find_bench_error, write_results
+
+BENCHMARKS: dict[str, Callable[[bool], Report]] = {
+    net_reactor.NAME: net_reactor.run,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"benchmarks to run (default: all: {', '.join(BENCHMARKS)})",
+    )
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    for name in args.names or list(BENCHMARKS):
+        started = time.perf_counter()
+        print(f"== {name}{' (--quick)' if args.quick else ''}", flush=True)
+        try:
+            report = BENCHMARKS[name](args.quick)
+        except Exception as e:
+            error = find_bench_error(e)
+            if error is None:
+                raise
+            print(f"{name} failed: {error}", file=sys.stderr)
+            return 1
+        print(report.table)
+        # A smoke run must not overwrite the figures of a full one.
+        stem = f"{name}.quick" if args.quick else name
+        for path in write_results(report, stem):
+            print(f"wrote {path.relative_to(ROOT)}")
+        print(f"({time.perf_counter() - started:.1f} s)\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
