@@ -17,10 +17,10 @@ import dataclasses
 import struct
 from functools import cache
 
+import attrs
 from kio.serial._introspect import (  # kio 0.6.5's schema introspection (pinned)
     EntityField,
     EntityTupleField,
-    PrimitiveTupleField,
     classify_field,
     get_field_tag,
     get_schema_field_type,
@@ -57,10 +57,34 @@ def check_bounds(schema: type[Entity], buf: bytes, offset: int) -> int:
     return _Walker(buf).entity(schema, offset)
 
 
+@attrs.frozen
+class _FieldPlan:
+    """What the walk needs of one field, worked out once per schema, not per request."""
+
+    kafka_type: str
+    """The primitive's Kafka type; empty for an entity field or array."""
+    entity: type[Entity] | None
+    is_array: bool
+    nullable_entity: bool
+
+
 @cache
-def _plan(schema: type[Entity]) -> tuple[tuple[dataclasses.Field[object], ...], bool]:
-    untagged = tuple(f for f in dataclasses.fields(schema) if get_field_tag(f) is None)
-    return untagged, bool(schema.__flexible__)
+def _plan(schema: type[Entity]) -> tuple[tuple[_FieldPlan, ...], bool]:
+    plans = []
+    for field in dataclasses.fields(schema):
+        if get_field_tag(field) is not None:
+            continue  # tagged fields are skipped by size in the tagged section
+        kind = classify_field(field)
+        entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        plans.append(
+            _FieldPlan(
+                kafka_type="" if entity else get_schema_field_type(field),
+                entity=entity,
+                is_array=kind.is_array,
+                nullable_entity=isinstance(kind, EntityField) and is_optional(field),
+            )
+        )
+    return tuple(plans), bool(schema.__flexible__)
 
 
 class _Walker:
@@ -71,34 +95,28 @@ class _Walker:
         self.end = len(buf)
 
     def entity(self, schema: type[Entity], pos: int) -> int:
-        fields, flexible = _plan(schema)
-        for field in fields:
-            pos = self.field(field, flexible, pos)
+        plans, flexible = _plan(schema)
+        for plan in plans:
+            pos = self.field(plan, flexible, pos)
         if flexible:
             pos = self.tagged_fields(pos)
         return pos
 
-    def field(self, field: dataclasses.Field[object], flexible: bool, pos: int) -> int:
-        kind = classify_field(field)
-        if isinstance(kind, EntityTupleField | PrimitiveTupleField):
+    def field(self, plan: _FieldPlan, flexible: bool, pos: int) -> int:
+        count = 1
+        if plan.is_array:
             count, pos = self.array_length(flexible, pos)
-            element = None if isinstance(kind, PrimitiveTupleField) else kind.type_
-            kafka_type = get_schema_field_type(field) if element is None else ""
-            for _ in range(count):
-                pos = (
-                    self.entity(element, pos)
-                    if element
-                    else self.primitive(kafka_type, flexible, pos)
-                )
-            return pos
-        if isinstance(kind, EntityField):
-            if is_optional(field):
-                (marker,) = self.unpack(">b", pos)
-                pos += 1
-                if marker < 0:
-                    return pos
-            return self.entity(kind.type_, pos)
-        return self.primitive(get_schema_field_type(field), flexible, pos)
+        elif plan.nullable_entity:
+            (marker,) = self.unpack(">b", pos)
+            pos += 1
+            if marker < 0:
+                return pos
+        for _ in range(count):
+            if plan.entity is not None:
+                pos = self.entity(plan.entity, pos)
+            else:
+                pos = self.primitive(plan.kafka_type, flexible, pos)
+        return pos
 
     def primitive(self, kafka_type: str, flexible: bool, pos: int) -> int:
         size = _FIXED_SIZES.get(kafka_type)

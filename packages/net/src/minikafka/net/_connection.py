@@ -65,6 +65,11 @@ class KafkaChannel:
         except (trio.WouldBlock, trio.ClosedResourceError):
             log.warning("%s: dropped a response for a connection that is not waiting", self.id)
 
+    @property
+    def _idle_seconds(self) -> float:
+        """``connections.max.idle.ms``, in trio's seconds."""
+        return self.processor.config.connections_max_idle_ms / 1000
+
     def stop_reading(self) -> None:
         """Graceful shutdown: finish the request in flight, then close."""
         self._stop.set()
@@ -112,8 +117,7 @@ class KafkaChannel:
                 return
             if response.action is ResponseAction.SEND:
                 # A client that stops reading is as idle as one that stops writing.
-                idle = processor.config.connections_max_idle_ms / 1000
-                with trio.move_on_after(idle) as write_scope:
+                with trio.move_on_after(self._idle_seconds) as write_scope:
                     await self._write(response)
                 if write_scope.cancelled_caught:
                     self.close_reason = "idle: response not read"
@@ -125,7 +129,7 @@ class KafkaChannel:
 
     async def _next_frame(self) -> bytes | None:
         """The next complete request frame, reading only while unmuted."""
-        idle = self.processor.config.connections_max_idle_ms / 1000
+        idle = self._idle_seconds
         read_size = self.processor.config.read_chunk_bytes
         while True:
             if self._stop.is_set():

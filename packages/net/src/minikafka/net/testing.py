@@ -140,7 +140,7 @@ def echo_metadata(request: Request) -> None:
 
 @attrs.define(eq=False)
 class ScriptedHandler:
-    """A handler whose Metadata behaviour a test scripts; ApiVersions as the demo answers it."""
+    """A handler whose Metadata behaviour a test scripts; ApiVersions from ``supported``."""
 
     on_metadata: Callable[[Request], Awaitable[None]]
     supported: Mapping[int, tuple[int, int]] = attrs.field(factory=lambda: {18: (0, 4), 3: (0, 12)})
