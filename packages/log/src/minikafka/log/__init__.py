@@ -1,0 +1,111 @@
+"""minikafka.log: the storage layer (seed 000's "log append" and "log read").
+
+Record batch v2 headers checked and given offsets without decoding records; segments
+with sparse offset and time indexes; the Log with its log start offset, log end offset,
+high watermark and recovery point; recovery after a crash; retention; compaction; the
+leader-epoch cache of KIP-101; the LogManager with Kafka's checkpoint files.
+"""
+
+from ._batch import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
+from ._batch import CompressionType as CompressionType
+from ._batch import CorruptRecordError as CorruptRecordError
+from ._batch import InvalidRecordError as InvalidRecordError
+from ._batch import RecordBatchHeader as RecordBatchHeader
+from ._batch import TimestampType as TimestampType
+from ._batch import iter_batches as iter_batches
+from ._batch import read_batch_header as read_batch_header
+from ._checkpoint import CheckpointError as CheckpointError
+from ._checkpoint import EpochEntry as EpochEntry
+from ._checkpoint import LeaderEpochCheckpointFile as LeaderEpochCheckpointFile
+from ._checkpoint import OffsetCheckpointFile as OffsetCheckpointFile
+from ._cleaner import CleanResult as CleanResult
+from ._cleaner import clean as clean
+from ._compression import compress as compress
+from ._compression import decompress as decompress
+from ._config import LOG_KEYS as LOG_KEYS
+from ._config import LogConfig as LogConfig
+from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
+from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
+from ._epoch_cache import LeaderEpochFileCache as LeaderEpochFileCache
+from ._events import LogCleaned as LogCleaned
+from ._events import LogRecovered as LogRecovered
+from ._events import LogTruncated as LogTruncated
+from ._events import SegmentRolled as SegmentRolled
+from ._events import SegmentsDeleted as SegmentsDeleted
+from ._index import OffsetIndex as OffsetIndex
+from ._index import TimeIndex as TimeIndex
+from ._log import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
+from ._log import LATEST_TIMESTAMP as LATEST_TIMESTAMP
+from ._log import MAX_TIMESTAMP as MAX_TIMESTAMP
+from ._log import Log as Log
+from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
+from ._manager import LogManager as LogManager
+from ._manager import LogManagerSchedule as LogManagerSchedule
+from ._names import TopicPartition as TopicPartition
+from ._records import Header as Header
+from ._records import Record as Record
+from ._records import build_batch as build_batch
+from ._records import decode_batch as decode_batch
+from ._records import iter_records as iter_records
+from ._records import make_records as make_records
+from ._segment import FetchDataInfo as FetchDataInfo
+from ._segment import FileSlice as FileSlice
+from ._segment import LogOffsetMetadata as LogOffsetMetadata
+from ._segment import LogSegment as LogSegment
+from ._segment import TimestampAndOffset as TimestampAndOffset
+from ._validator import LogAppendInfo as LogAppendInfo
+from ._validator import RecordTooLargeError as RecordTooLargeError
+from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "LOG_KEYS",
+    "MAX_TIMESTAMP",
+    "RECORD_BATCH_OVERHEAD",
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "CheckpointError",
+    "CleanResult",
+    "CompressionType",
+    "CorruptRecordError",
+    "EpochEntry",
+    "FetchDataInfo",
+    "FileSlice",
+    "Header",
+    "InvalidRecordError",
+    "LeaderEpochCheckpointFile",
+    "LeaderEpochFileCache",
+    "Log",
+    "LogAppendInfo",
+    "LogCleaned",
+    "LogConfig",
+    "LogManager",
+    "LogManagerSchedule",
+    "LogOffsetMetadata",
+    "LogRecovered",
+    "LogSegment",
+    "LogTruncated",
+    "OffsetCheckpointFile",
+    "OffsetIndex",
+    "OffsetOutOfRangeError",
+    "Record",
+    "RecordBatchHeader",
+    "RecordTooLargeError",
+    "SegmentRolled",
+    "SegmentsDeleted",
+    "TimeIndex",
+    "TimestampAndOffset",
+    "TimestampType",
+    "TopicPartition",
+    "UnexpectedAppendOffsetError",
+    "build_batch",
+    "clean",
+    "compress",
+    "decode_batch",
+    "decompress",
+    "iter_batches",
+    "iter_records",
+    "make_records",
+    "read_batch_header",
+]

@@ -1,0 +1,214 @@
+"""Log compaction for ``cleanup.policy=compact``: keep the latest record of every key.
+
+``__consumer_offsets`` is compacted (seed 000): a group's committed offset for a
+partition is a record keyed by (group, topic, partition), and only the newest one
+matters. The cleaner (Kafka's LogCleaner, one pass of ``Cleaner.clean``):
+
+1. Builds an *offset map* key -> latest offset over the dirty part of the log, from the
+   first dirty offset up to the first uncleanable one (never the active segment, never
+   past the high watermark, never records younger than ``min.compaction.lag.ms``).
+2. Rewrites every segment below that point, in groups that fit ``segment.bytes``: a
+   record survives if no later record has its key. Offsets are never changed, so a
+   compacted log has gaps; a batch keeps its base offset and lastOffsetDelta.
+3. Tombstones (a key with a null value) are kept for ``delete.retention.ms`` so that a
+   consumer reading the log sees the delete: the first pass stamps the batch with a
+   delete horizon (KIP-534), a pass after the horizon drops them.
+
+Crash safety comes from the order of renames: the new segment is written as
+``.cleaned`` and fsynced, renamed ``.swap``, the old segments renamed ``.deleted``, and
+the ``.swap`` renamed live. A crash before ``.swap`` leaves the old segments; a crash
+after it is finished at start-up by the loader (:mod:`._loader`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from ._batch import RecordBatchHeader, TimestampType
+from ._events import LogCleaned, emit
+from ._log import Log
+from ._names import CLEANED_SUFFIX, SWAP_SUFFIX
+from ._records import Record, build_batch, decode_batch
+from ._segment import LogSegment
+
+CrashHook = Callable[[str], None]
+"""Called at each step of a swap with its name; tests raise from it to simulate a crash."""
+
+
+@attrs.frozen
+class CleanResult:
+    first_dirty_offset: int
+    next_dirty_offset: int  # where the next pass starts: the cleaner checkpoint
+    bytes_before: int
+    bytes_after: int
+    records_removed: int
+
+
+def first_uncleanable_offset(log: Log, now: int) -> int:
+    """The active segment, the high watermark and min.compaction.lag.ms bound cleaning."""
+    bound = min(log.active_segment.base_offset, log.high_watermark)
+    lag = log.config.min_compaction_lag_ms
+    if lag > 0:
+        for segment in log.segments:
+            if segment.largest_timestamp > now - lag:
+                bound = min(bound, segment.base_offset)
+                break
+    return bound
+
+
+def cleanable_segments(log: Log, end: int) -> list[LogSegment]:
+    """Whole segments that lie entirely below ``end``."""
+    result = []
+    for i, segment in enumerate(log.segments[:-1]):
+        if log.segments[i + 1].base_offset <= end:
+            result.append(segment)
+    return result
+
+
+def dirty_ratio(log: Log, first_dirty_offset: int, now: int) -> float:
+    """Dirty bytes over cleanable bytes: the cleaner takes the dirtiest log first."""
+    segments = cleanable_segments(log, first_uncleanable_offset(log, now))
+    total = sum(s.size for s in segments)
+    dirty = sum(s.size for s in segments if s.base_offset >= first_dirty_offset)
+    return dirty / total if total else 0.0
+
+
+def build_offset_map(segments: list[LogSegment], first_dirty_offset: int) -> dict[bytes, int]:
+    """key -> the offset of its latest record in the dirty segments."""
+    offsets: dict[bytes, int] = {}
+    for segment in segments:
+        if segment.next_offset <= first_dirty_offset:
+            continue
+        for position, header in segment.batches():
+            if header.is_control:
+                continue
+            _, records = decode_batch(segment.read_batch(position, header))
+            for record in records:
+                if record.key is not None and record.offset >= first_dirty_offset:
+                    offsets[record.key] = record.offset
+    return offsets
+
+
+def clean(
+    log: Log,
+    first_dirty_offset: int,
+    now: int,
+    crash_hook: CrashHook | None = None,
+) -> CleanResult | None:
+    """One cleaning pass over ``log``; None when there is nothing cleanable."""
+    end = first_uncleanable_offset(log, now)
+    segments = cleanable_segments(log, end)
+    if not segments or segments[-1].next_offset <= first_dirty_offset:
+        return None
+    offset_map = build_offset_map(segments, max(first_dirty_offset, log.log_start_offset))
+    next_dirty = log.segments[len(segments)].base_offset
+    before = sum(s.size for s in segments)
+    removed = 0
+    for group in _group_segments(segments, log.config.segment_bytes):
+        removed += _clean_group(log, group, offset_map, now, crash_hook or _no_crash)
+    after = sum(s.size for s in log.segments if s.base_offset < next_dirty)
+    result = CleanResult(first_dirty_offset, next_dirty, before, after, removed)
+    tp = log.topic_partition
+    emit(LogCleaned(tp.topic, tp.partition, first_dirty_offset, next_dirty, before, after, removed))
+    return result
+
+
+def _no_crash(step: str) -> None:
+    return None
+
+
+def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
+    """Consecutive segments whose sizes add up to at most ``segment.bytes``."""
+    groups: list[list[LogSegment]] = []
+    for segment in segments:
+        if groups and sum(s.size for s in groups[-1]) + segment.size <= max_bytes:
+            groups[-1].append(segment)
+        else:
+            groups.append([segment])
+    return groups
+
+
+def _clean_group(
+    log: Log,
+    group: list[LogSegment],
+    offset_map: dict[bytes, int],
+    now: int,
+    crash_hook: CrashHook,
+) -> int:
+    cleaned = LogSegment.open(log.dir, group[0].base_offset, log.config, now, suffix=CLEANED_SUFFIX)
+    cleaned.offset_index.reset()
+    cleaned.time_index.reset()
+    removed = 0
+    for segment in group:
+        for position, header in segment.batches():
+            original = segment.read_batch(position, header)
+            kept, dropped = _filter_batch(original, header, offset_map, now, log)
+            removed += dropped
+            if kept is not None:
+                cleaned.append(kept, [(0, RecordBatchHeader.read(kept))])
+    cleaned.on_become_inactive()
+    cleaned.flush()
+    crash_hook("cleaned written")
+    cleaned.change_suffix(SWAP_SUFFIX)
+    crash_hook("renamed to swap")
+    log.replace_segments(cleaned, group)  # old segments -> .deleted
+    crash_hook("old segments deleted")
+    cleaned.change_suffix("")
+    crash_hook("swap renamed live")
+    return removed
+
+
+def _filter_batch(
+    original: bytes,
+    header: RecordBatchHeader,
+    offset_map: dict[bytes, int],
+    now: int,
+    log: Log,
+) -> tuple[bytes | None, int]:
+    """The batch to write in place of ``original`` (None: drop it) and records dropped."""
+    if header.is_control:
+        return original, 0
+    _, records = decode_batch(original)
+    horizon = header.delete_horizon_ms
+    tombstones_expired = horizon is not None and now >= horizon
+    kept: list[Record] = []
+    for record in records:
+        if record.key is None:
+            continue  # a compacted topic's records must have keys; Kafka drops these too
+        if offset_map.get(record.key, -1) > record.offset:
+            continue  # a later record has the same key
+        if record.value is None and tombstones_expired:
+            continue
+        kept.append(record)
+    has_tombstones = any(record.value is None for record in kept)
+    new_horizon = horizon
+    if has_tombstones and horizon is None:
+        new_horizon = now + log.config.delete_retention_ms  # start the tombstones' clock
+    if len(kept) == len(records) and new_horizon == horizon:
+        return original, 0
+    dropped = len(records) - len(kept)
+    if not kept:
+        return None, dropped
+    return (
+        build_batch(
+            kept,
+            base_offset=header.base_offset,
+            compression=header.compression,
+            partition_leader_epoch=header.partition_leader_epoch,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            is_transactional=header.is_transactional,
+            timestamp_type=header.timestamp_type,
+            last_offset_delta=header.last_offset_delta,
+            delete_horizon_ms=new_horizon if has_tombstones else None,
+            max_timestamp=(
+                header.max_timestamp
+                if header.timestamp_type is TimestampType.LOG_APPEND_TIME
+                else None
+            ),
+        ),
+        dropped,
+    )

@@ -1,0 +1,128 @@
+"""Loading a partition directory at start-up, and recovering it after a crash.
+
+What a crash can leave behind, and what loading does about it (Kafka's LogLoader):
+
+- ``.deleted`` files: segments retention or compaction had already removed: delete them.
+- ``.cleaned`` files: a compaction that had not finished writing: delete them; the old
+  segments are intact.
+- ``.swap`` files: a compaction that had finished writing and was swapping its result in:
+  finish the swap (delete the old segments the swap replaces, rename ``.swap`` to live).
+- a torn or corrupt tail: without the clean-shutdown marker, every segment from the one
+  holding the recovery point on is rescanned batch by batch with its CRC; the first bad
+  batch and everything after it (later segments included) is cut, and indexes are
+  rebuilt. What remains is exactly a prefix of what was appended.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from ._batch import CorruptRecordError
+from ._config import LogConfig
+from ._names import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    offset_from_file_name,
+    segment_file_name,
+)
+from ._segment import LogSegment
+
+
+@attrs.frozen
+class LoadedSegments:
+    segments: list[LogSegment]
+    recovered_segments: int
+    truncated_bytes: int
+
+
+def load_segments(
+    dir: Path,
+    config: LogConfig,
+    now: int,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+) -> LoadedSegments:
+    _remove_unfinished_files(dir)
+    _complete_swaps(dir, config, now)
+    segments = _open_live_segments(dir, config, now, had_clean_shutdown)
+    recovered = truncated = 0
+    if not had_clean_shutdown and segments:
+        recovered, truncated = _recover(segments, recovery_point)
+    if not segments:
+        segments.append(LogSegment.open(dir, log_start_offset, config, now))
+    return LoadedSegments(segments, recovered, truncated)
+
+
+def _remove_unfinished_files(dir: Path) -> None:
+    for path in dir.iterdir():
+        if path.name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+            path.unlink()
+
+
+def _complete_swaps(dir: Path, config: LogConfig, now: int) -> None:
+    """Finish a compaction's swap: its ``.log.swap`` file is the proof it was complete."""
+    for swap_log in sorted(dir.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
+        base = offset_from_file_name(swap_log.name)
+        swap = LogSegment.open(dir, base, config, now, suffix=SWAP_SUFFIX)
+        for live in dir.glob(f"*{LOG_SUFFIX}"):
+            if base <= offset_from_file_name(live.name) < max(swap.next_offset, base + 1):
+                _unlink_segment_files(dir, offset_from_file_name(live.name), "")
+        swap.change_suffix("")
+        swap.close()
+    # Index .swap files whose log file was already renamed: the live index is rebuilt.
+    for stray in dir.glob(f"*{SWAP_SUFFIX}"):
+        stray.unlink()
+
+
+def _unlink_segment_files(dir: Path, base_offset: int, suffix: str) -> None:
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (dir / (segment_file_name(base_offset, kind) + suffix)).unlink(missing_ok=True)
+
+
+def _open_live_segments(
+    dir: Path, config: LogConfig, now: int, had_clean_shutdown: bool
+) -> list[LogSegment]:
+    bases = sorted(offset_from_file_name(p.name) for p in dir.glob(f"*{LOG_SUFFIX}"))
+    for index in (*dir.glob(f"*{INDEX_SUFFIX}"), *dir.glob(f"*{TIME_INDEX_SUFFIX}")):
+        if offset_from_file_name(index.name) not in bases:
+            index.unlink()  # an index without its log is useless
+    segments = []
+    for base in bases:
+        try:
+            segment = LogSegment.open(dir, base, config, now)
+        except CorruptRecordError:
+            if had_clean_shutdown:
+                raise
+            # Finding the end of a damaged segment failed; recovery below rescans it.
+            segment = LogSegment.open(dir, base, config, now, trust_end=False)
+        segments.append(segment)
+    return segments
+
+
+def _recover(segments: list[LogSegment], recovery_point: int) -> tuple[int, int]:
+    """Rescan from the segment holding the recovery point; cut at the first bad batch."""
+    first = 0
+    for i, segment in enumerate(segments):
+        if segment.base_offset <= recovery_point:
+            first = i
+    recovered = 0
+    for i in range(first, len(segments)):
+        truncated = segments[i].recover()
+        recovered += 1
+        expected = segments[i].next_offset
+        if truncated or (i + 1 < len(segments) and segments[i + 1].base_offset < expected):
+            # Nothing after a bad batch can be trusted to continue the log.
+            for doomed in segments[i + 1 :]:
+                truncated += doomed.size
+                doomed.close_handlers()
+                doomed.delete_files()
+            del segments[i + 1 :]
+            return recovered, truncated
+    return recovered, 0

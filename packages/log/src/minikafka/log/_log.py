@@ -1,0 +1,508 @@
+"""Log: one partition's segments, its offsets, and what replication needs from it.
+
+Kafka's UnifiedLog in one class. It owns the ordered segments of ``<topic>-<partition>/``
+and four offsets:
+
+- the *log start offset*: the first offset still readable (retention and DeleteRecords
+  move it forward);
+- the *log end offset* (LEO): the offset the next appended record gets;
+- the *high watermark* (HW): set by replication, the end of what every in-sync replica
+  has; consumers read below it;
+- the *recovery point*: everything below it has been fsynced, so a restart after a crash
+  rescans only the segments from it on.
+
+Appends go to the active segment, rolled by size, age or a full index. Reads start with
+a binary search over segment base offsets. Followers truncate with
+:meth:`Log.truncate_to` to the offset the leader-epoch cache (KIP-101) agrees on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+
+from ._batch import RecordBatchHeader
+from ._checkpoint import LeaderEpochCheckpointFile
+from ._config import LogConfig
+from ._epoch_cache import LeaderEpochFileCache
+from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted, emit
+from ._loader import load_segments
+from ._names import DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, TopicPartition
+from ._records import decode_batch
+from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
+from ._validator import (
+    LogAppendInfo,
+    UnexpectedAppendOffsetError,
+    append_info,
+    assign_offsets,
+    validate_batches,
+)
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (the broker answers the HW)
+MAX_TIMESTAMP = -3  # ListOffsets (KIP-734): the record with the largest timestamp
+
+
+class OffsetOutOfRangeError(Exception):
+    """A read outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
+
+    error_code = 1
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@attrs.define(eq=False)
+class Log:
+    dir: Path
+    topic_partition: TopicPartition
+    config: LogConfig
+    clock: Callable[[], int]
+    segments: list[LogSegment]
+    leader_epoch_cache: LeaderEpochFileCache
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    recovery_point: int
+    last_flush_ms: int
+    flush_requested_offset: int = 0  # a roll asks for the finished segment to be fsynced
+    _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
+
+    # --- opening and closing -------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        config: LogConfig | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        had_clean_shutdown: bool = False,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> Log:
+        """Open or create the log in ``dir`` (named ``<topic>-<partition>``).
+
+        After an unclean shutdown the segments from the recovery point on are rescanned
+        (:mod:`._loader`); the checkpointed offsets come from the LogManager.
+        """
+        config = config or LogConfig()
+        dir.mkdir(parents=True, exist_ok=True)
+        tp = TopicPartition.parse(dir.name)
+        now = clock()
+        loaded = load_segments(
+            dir, config, now, recovery_point, log_start_offset, had_clean_shutdown
+        )
+        cache = LeaderEpochFileCache.open(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT))
+        leo = loaded.segments[-1].next_offset
+        start = min(max(log_start_offset, loaded.segments[0].base_offset), leo)
+        cache.truncate_from_end(leo)
+        cache.truncate_from_start(start)
+        log = cls(
+            dir,
+            tp,
+            config,
+            clock,
+            loaded.segments,
+            cache,
+            log_start_offset=start,
+            log_end_offset=leo,
+            high_watermark=min(max(high_watermark, start), leo),
+            recovery_point=min(recovery_point, leo),
+            last_flush_ms=now,
+        )
+        if loaded.recovered_segments:
+            emit(
+                LogRecovered(
+                    tp.topic,
+                    tp.partition,
+                    loaded.recovered_segments,
+                    loaded.truncated_bytes,
+                    leo,
+                )
+            )
+        return log
+
+    def close(self) -> None:
+        """Close every file (the LogManager flushes first on a clean shutdown)."""
+        for segment in self.segments:
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close_handlers()
+        self._pending_deletes.clear()
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    def _segment_for(self, offset: int) -> int:
+        """Index of the last segment whose base offset is <= ``offset`` (0 if none)."""
+        bases = [segment.base_offset for segment in self.segments]
+        return max(bisect.bisect_right(bases, offset) - 1, 0)
+
+    # --- the write path ---------------------------------------------------------------
+
+    def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Validate a producer's batches, give them offsets (in place) and append them."""
+        batches = validate_batches(
+            records, max_message_bytes=self.config.max_message_bytes, from_client=True
+        )
+        if not batches:
+            return append_info(batches)
+        now = self.clock()
+        append_time = now if self.config.log_append_time else None
+        batches, info = assign_offsets(
+            records, batches, self.log_end_offset, leader_epoch, append_time
+        )
+        self._append(records, batches, info, now)
+        if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        return info
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches that carry the leader's offsets and epochs."""
+        # The leader checked max.message.bytes against its own config; a follower takes
+        # whatever its leader accepted, as Kafka does.
+        batches = validate_batches(records, max_message_bytes=2**31, from_client=False)
+        if not batches:
+            return append_info(batches)
+        first = batches[0][1]
+        if first.base_offset < self.log_end_offset:
+            raise UnexpectedAppendOffsetError(
+                f"follower append starts at offset {first.base_offset}, below the log end "
+                f"offset {self.log_end_offset}"
+            )
+        info = append_info(batches)
+        self._append(records, batches, info, self.clock())
+        for _, header in batches:
+            latest = self.leader_epoch_cache.latest_epoch
+            if header.partition_leader_epoch >= 0 and (
+                latest is None or header.partition_leader_epoch > latest
+            ):
+                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        return info
+
+    def _append(
+        self,
+        records: bytes | bytearray | memoryview,
+        batches: list[tuple[int, RecordBatchHeader]],
+        info: LogAppendInfo,
+        now: int,
+    ) -> None:
+        segment = self._maybe_roll(info.valid_bytes, info.max_timestamp, info.last_offset, now)
+        segment.append(records, batches)
+        self.log_end_offset = info.last_offset + 1
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(self.log_end_offset)
+
+    def _maybe_roll(
+        self, batch_bytes: int, max_timestamp: int, last_offset: int, now: int
+    ) -> LogSegment:
+        reason = self.active_segment.should_roll(batch_bytes, max_timestamp, last_offset, now)
+        if reason is None:
+            return self.active_segment
+        return self.roll(reason)
+
+    def roll(self, reason: str = "requested") -> LogSegment:
+        """Start a new active segment at the log end offset."""
+        active = self.active_segment
+        if active.size == 0:
+            return active  # nothing to close; an empty segment is already "new"
+        new_base = self.log_end_offset
+        active.on_become_inactive()
+        segment = LogSegment.open(self.dir, new_base, self.config, self.clock())
+        self.segments.append(segment)
+        # Kafka fsyncs the finished segment in the background; the LogManager's flusher
+        # does it here, off the append path.
+        self.flush_requested_offset = new_base
+        tp = self.topic_partition
+        emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
+        return segment
+
+    # --- flushing -----------------------------------------------------------------------
+
+    def fsync_up_to(self, offset: int) -> None:
+        """fsync the segments holding offsets in [recovery point, offset).
+
+        Safe to call from a worker thread: it only reads the segment list it snapshots
+        and segments are closed only after ``file.delete.delay.ms``.
+        """
+        for segment in list(self.segments):
+            if segment.base_offset < offset and segment.next_offset > self.recovery_point:
+                segment.flush()
+
+    def mark_flushed(self, offset: int, now: int | None = None) -> None:
+        """Move the recovery point after a successful fsync (on the owning thread)."""
+        self.recovery_point = max(self.recovery_point, min(offset, self.log_end_offset))
+        self.last_flush_ms = self.clock() if now is None else now
+
+    def flush(self, offset: int | None = None) -> None:
+        target = self.log_end_offset if offset is None else offset
+        self.fsync_up_to(target)
+        self.mark_flushed(target)
+
+    # --- the read path ----------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Batches from ``start_offset`` as a file slice, stopping before ``max_offset``.
+
+        Consumers pass the high watermark as ``max_offset``; followers pass nothing and
+        read to the log end.
+        """
+        if not self.log_start_offset <= start_offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} is outside [{self.log_start_offset}, "
+                f"{self.log_end_offset}] of {self.topic_partition}"
+            )
+        end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        if start_offset >= end:
+            return FetchDataInfo(self.offset_metadata(start_offset), None)
+        limit = None if end == self.log_end_offset else self.offset_metadata(end)
+        for segment in self.segments[self._segment_for(start_offset) :]:
+            max_position = None
+            if limit is not None:
+                if segment.base_offset > limit.segment_base_offset:
+                    break
+                if segment.base_offset == limit.segment_base_offset:
+                    max_position = limit.relative_position
+            fetched = segment.read(
+                max(start_offset, segment.base_offset), max_bytes, max_position, min_one_message
+            )
+            if fetched is not None:
+                return fetched
+            # The offset lies in a gap (compaction removed it): go on to the next segment.
+        return FetchDataInfo(self.offset_metadata(start_offset), None)
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Which segment ``offset`` is in and the position of the batch that holds it."""
+        for segment in self.segments[self._segment_for(offset) :]:
+            found = segment.translate_offset(offset)
+            if found is not None:
+                return LogOffsetMetadata(offset, segment.base_offset, found[0])
+        active = self.active_segment
+        return LogOffsetMetadata(offset, active.base_offset, active.size)
+
+    def batches(self) -> Iterator[tuple[LogSegment, int, RecordBatchHeader]]:
+        """Every batch of the log as (segment, position, header), for tools."""
+        for segment in self.segments:
+            for position, header in segment.batches():
+                yield segment, position, header
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``."""
+        cache = self.leader_epoch_cache
+        if timestamp == EARLIEST_TIMESTAMP:
+            start = self.log_start_offset
+            return TimestampAndOffset(-1, start, cache.epoch_for_offset(start))
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self.log_end_offset, cache.latest_epoch)
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp_offset()
+        for segment in self.segments:
+            if segment.largest_timestamp < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
+                return attrs.evolve(found, leader_epoch=cache.epoch_for_offset(found.offset))
+        return None
+
+    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
+        best: LogSegment | None = None
+        for segment in self.segments:
+            if segment.size and (
+                best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far
+            ):
+                best = segment
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        found = best.translate_offset(best.offset_of_max_timestamp_so_far)
+        if found is None:
+            return None
+        position, header = found
+        _, records = decode_batch(best.read_batch(position, header))
+        for record in records:
+            if record.timestamp == header.max_timestamp or header.timestamp_type.value == 1:
+                epoch = self.leader_epoch_cache.epoch_for_offset(record.offset)
+                return TimestampAndOffset(header.max_timestamp, record.offset, epoch)
+        return None
+
+    # --- replication's hooks ------------------------------------------------------------
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HW, clamped to [log start, log end]; returns the value set."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the HW forward only (a leader's HW never goes back); True if it moved."""
+        old = self.high_watermark
+        return offset > old and self.update_high_watermark(offset) > old
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove every offset >= ``target_offset`` (a follower after KIP-101's agreement).
+
+        Returns False when there was nothing to remove.
+        """
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {target_offset}")
+        if target_offset >= self.log_end_offset:
+            return False
+        previous = self.log_end_offset
+        if target_offset < self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        keep = self._segment_for(target_offset) + 1
+        doomed = self.segments[keep:]
+        del self.segments[keep:]
+        self._schedule_delete(doomed)
+        self.active_segment.truncate_to(target_offset)
+        self.log_end_offset = target_offset
+        self.high_watermark = min(self.high_watermark, target_offset)
+        self.recovery_point = min(self.recovery_point, target_offset)
+        self.log_start_offset = min(self.log_start_offset, target_offset)
+        self.leader_epoch_cache.truncate_from_end(target_offset)
+        tp = self.topic_partition
+        emit(LogTruncated(tp.topic, tp.partition, target_offset, previous))
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
+        previous = self.log_end_offset
+        self._schedule_delete(self.segments)
+        self.segments = [LogSegment.open(self.dir, new_offset, self.config, self.clock())]
+        self.log_start_offset = self.log_end_offset = new_offset
+        self.high_watermark = self.recovery_point = new_offset
+        self.leader_epoch_cache.clear()
+        tp = self.topic_partition
+        emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
+
+    def maybe_increment_log_start_offset(self, new_start: int, reason: str = "") -> bool:
+        """Move the log start offset forward (retention, DeleteRecords); never past the HW."""
+        if new_start <= self.log_start_offset:
+            return False
+        if new_start > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset to {new_start}, past the high watermark "
+                f"{self.high_watermark}"
+            )
+        self.log_start_offset = new_start
+        self.leader_epoch_cache.truncate_from_start(new_start)
+        self.recovery_point = max(self.recovery_point, new_start)
+        return True
+
+    # --- retention ------------------------------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        """Apply retention.ms, retention.bytes and the log start offset; returns segments gone.
+
+        Only whole segments go, only below the high watermark, oldest first (Kafka's
+        ``deleteOldSegments``). A compacted-only topic keeps everything but what the log
+        start offset has passed.
+        """
+        deleted = 0
+        if self.config.delete:
+            deleted += self._delete_segments(self._retention_ms_breached, "retention.ms")
+            deleted += self._delete_segments(self._retention_size_breached(), "retention.bytes")
+        deleted += self._delete_segments(self._before_log_start, "log start offset")
+        return deleted
+
+    def _retention_ms_breached(self, segment: LogSegment, _next: LogSegment | None) -> bool:
+        retention = self.config.retention_ms
+        return retention >= 0 and self.clock() - segment.largest_timestamp > retention
+
+    def _retention_size_breached(self) -> Callable[[LogSegment, LogSegment | None], bool]:
+        excess = self.size - self.config.retention_bytes
+
+        def breached(segment: LogSegment, _next: LogSegment | None) -> bool:
+            nonlocal excess
+            if self.config.retention_bytes < 0 or excess - segment.size < 0:
+                return False
+            excess -= segment.size
+            return True
+
+        return breached
+
+    def _before_log_start(self, _segment: LogSegment, following: LogSegment | None) -> bool:
+        return following is not None and following.base_offset <= self.log_start_offset
+
+    def _delete_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
+    ) -> int:
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self.segments):
+            following = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            upper = following.base_offset if following else self.log_end_offset
+            last_and_empty = following is None and segment.size == 0
+            if upper > self.high_watermark or last_and_empty or not predicate(segment, following):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(self.segments):
+            self.roll(reason)  # a log always has an active segment
+        del self.segments[: len(doomed)]
+        self._schedule_delete(doomed)
+        self.maybe_increment_log_start_offset(self.segments[0].base_offset)
+        tp = self.topic_partition
+        emit(
+            SegmentsDeleted(
+                tp.topic,
+                tp.partition,
+                reason,
+                tuple(s.base_offset for s in doomed),
+                self.log_start_offset,
+            )
+        )
+        return len(doomed)
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``.
+
+        The rename takes the segment out of the log for any restart; the delay lets a
+        fetch response that is still being sent from the segment's open file finish.
+        """
+        due = self.clock() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.change_suffix(DELETED_SUFFIX)
+            self._pending_deletes.append((due, segment))
+
+    def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
+        """Swap compacted segments in (the cleaner's last step, after ``.swap`` is on disk)."""
+        first = self.segments.index(old[0])
+        self.segments[first : first + len(old)] = [new]
+        self._schedule_delete(old)
+
+    def purge_deleted_segments(self, now: int | None = None) -> int:
+        """Close and unlink the segments whose deletion delay has passed."""
+        now = self.clock() if now is None else now
+        due = [segment for when, segment in self._pending_deletes if when <= now]
+        self._pending_deletes = [(w, s) for w, s in self._pending_deletes if w > now]
+        for segment in due:
+            segment.close_handlers()
+            segment.delete_files()
+        return len(due)
+
+    def delete(self) -> None:
+        """Close and remove every file of the log (the directory goes with the LogManager)."""
+        self.close()
+        for path in self.dir.iterdir():
+            path.unlink()
+        os.rmdir(self.dir)

@@ -1,0 +1,275 @@
+"""LogManager: every partition's Log under ``log.dirs``, checkpoints, background work.
+
+At start-up it reads, for each log dir, the checkpoint files Kafka keeps there:
+
+    recovery-point-offset-checkpoint   offsets below which each log is fsynced
+    log-start-offset-checkpoint        each log's first readable offset
+    replication-offset-checkpoint      each partition's high watermark (replication's)
+    cleaner-offset-checkpoint          where each compacted log's dirty part starts
+
+and the ``.kafka_cleanshutdown`` marker: present means the last shutdown flushed
+everything, so no log needs recovery. The marker is removed as soon as the logs are
+loaded, so a crash from then on is noticed at the next start.
+
+The broker runs :meth:`LogManager.run`, which schedules retention, cleaning, flushing
+and checkpointing as Kafka's LogManager does with its scheduler.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+import trio
+
+from ._checkpoint import OffsetCheckpointFile
+from ._cleaner import clean, dirty_ratio
+from ._config import LogConfig
+from ._log import Log, wall_clock_ms
+from ._names import (
+    CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT,
+    DELETE_DIR_SUFFIX,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    TopicPartition,
+    delete_dir_name,
+    is_partition_dir,
+)
+
+
+@attrs.frozen
+class LogManagerSchedule:
+    """How often the background tasks run (Kafka's broker keys, Kafka's defaults)."""
+
+    retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
+    flush_check_interval_ms: int = 1_000  # log.flush.scheduler.interval.ms (Kafka: never)
+    recovery_point_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint...
+    start_offset_checkpoint_interval_ms: int = 60_000  # log.flush.start.offset.checkpoint...
+    cleaner_backoff_ms: int = 15_000  # log.cleaner.backoff.ms
+    cleaner_enable: bool = True  # log.cleaner.enable
+
+
+@attrs.define(eq=False)
+class LogManager:
+    log_dirs: tuple[Path, ...]
+    default_config: LogConfig
+    clock: Callable[[], int]
+    schedule: LogManagerSchedule
+    logs: dict[TopicPartition, Log] = attrs.field(factory=dict)
+    topic_configs: dict[str, LogConfig] = attrs.field(factory=dict)
+    cleaner_offsets: dict[TopicPartition, int] = attrs.field(factory=dict)
+    _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
+    _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
+
+    @classmethod
+    def startup(
+        cls,
+        log_dirs: list[Path] | tuple[Path, ...],
+        default_config: LogConfig | None = None,
+        *,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        schedule: LogManagerSchedule | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> LogManager:
+        """Load every log in ``log.dirs``, recovering those a crash may have damaged."""
+        manager = cls(
+            tuple(Path(d) for d in log_dirs),
+            default_config or LogConfig(),
+            clock,
+            schedule or LogManagerSchedule(),
+            topic_configs=dict(topic_configs or {}),
+        )
+        for log_dir in manager.log_dirs:
+            manager._load_dir(log_dir)
+        return manager
+
+    def _load_dir(self, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
+        starts = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+        hws = OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).read()
+        self.cleaner_offsets.update(
+            OffsetCheckpointFile(log_dir / CLEANER_OFFSET_CHECKPOINT).read()
+        )
+        for path in sorted(log_dir.iterdir()):
+            if path.is_dir() and path.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(path)  # a deletion the last run did not finish
+                continue
+            if not is_partition_dir(path):
+                continue
+            tp = TopicPartition.parse(path.name)
+            self.logs[tp] = Log.open(
+                path,
+                self.config_for(tp.topic),
+                log_start_offset=starts.get(tp, 0),
+                recovery_point=recovery.get(tp, 0),
+                high_watermark=hws.get(tp, 0),
+                had_clean_shutdown=clean,
+                clock=self.clock,
+            )
+            self._dir_of[tp] = log_dir
+        marker.unlink(missing_ok=True)
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.get(topic, self.default_config)
+
+    # --- partitions ---------------------------------------------------------------------
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(tp)
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The partition's log, created in the log dir holding the fewest partitions."""
+        if tp in self.logs:
+            return self.logs[tp]
+        if config is not None:
+            self.topic_configs[tp.topic] = config
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for d in self._dir_of.values():
+            counts[d] += 1
+        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+        log = Log.open(log_dir / str(tp), self.config_for(tp.topic), clock=self.clock)
+        self.logs[tp] = log
+        self._dir_of[tp] = log_dir
+        return log
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        """Rename ``<topic>-<partition>`` to ``...-delete`` now, remove it later (Kafka's way).
+
+        The rename is atomic, so a restart never sees a half-deleted partition.
+        """
+        log = self.logs.pop(tp, None)
+        log_dir = self._dir_of.pop(tp, None)
+        self.cleaner_offsets.pop(tp, None)
+        if log is None or log_dir is None:
+            return
+        target = log_dir / delete_dir_name(tp)
+        log.dir.rename(target)
+        # The files stay open until the directory goes, for responses still being sent.
+        due = self.clock() + log.config.file_delete_delay_ms
+        self._pending_dir_deletes.append((due, target, log))
+
+    # --- background work (each a plain method, so tests call them directly) ----------
+
+    def cleanup_logs(self) -> int:
+        """Retention for every log, then remove files whose deletion delay has passed."""
+        deleted = sum(log.delete_old_segments() for log in self.logs.values())
+        self.purge_deleted()
+        return deleted
+
+    def purge_deleted(self) -> None:
+        now = self.clock()
+        for log in self.logs.values():
+            log.purge_deleted_segments(now)
+        due = [entry for entry in self._pending_dir_deletes if entry[0] <= now]
+        self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
+        for _, path, log in due:
+            log.close()
+            shutil.rmtree(path, ignore_errors=True)
+
+    def logs_to_flush(self) -> list[tuple[Log, int]]:
+        """(log, offset) pairs due for an fsync: ``flush.ms`` passed, or a roll asked."""
+        now = self.clock()
+        due = []
+        for log in self.logs.values():
+            if log.flush_requested_offset > log.recovery_point:
+                due.append((log, log.flush_requested_offset))
+            elif (
+                log.log_end_offset > log.recovery_point
+                and now - log.last_flush_ms >= log.config.flush_ms
+            ):
+                due.append((log, log.log_end_offset))
+        return due
+
+    def clean_logs(self) -> int:
+        """One cleaning pass over each compacted log dirty enough to be worth it."""
+        now = self.clock()
+        cleaned = 0
+        for tp, log in self.logs.items():
+            if not log.config.compact:
+                continue
+            first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
+            if dirty_ratio(log, first_dirty, now) < log.config.min_cleanable_dirty_ratio:
+                continue
+            result = clean(log, first_dirty, now)
+            if result is not None:
+                self.cleaner_offsets[tp] = result.next_dirty_offset
+                cleaned += 1
+        if cleaned:
+            self.checkpoint(CLEANER_OFFSET_CHECKPOINT)
+        return cleaned
+
+    def checkpoint(self, name: str) -> None:
+        """Write one of the per-dir checkpoint files for the logs in each dir."""
+        value: Callable[[TopicPartition, Log], int | None] = {
+            RECOVERY_POINT_CHECKPOINT: lambda tp, log: log.recovery_point,
+            LOG_START_OFFSET_CHECKPOINT: lambda tp, log: log.log_start_offset,
+            REPLICATION_OFFSET_CHECKPOINT: lambda tp, log: log.high_watermark,
+            CLEANER_OFFSET_CHECKPOINT: lambda tp, log: self.cleaner_offsets.get(tp),
+        }[name]
+        for log_dir in self.log_dirs:
+            entries = {}
+            for tp, log in self.logs.items():
+                offset = value(tp, log)
+                if self._dir_of[tp] == log_dir and offset is not None:
+                    entries[tp] = offset
+            OffsetCheckpointFile(log_dir / name).write(entries)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the scheduled tasks until cancelled (the broker's nursery owns this)."""
+        s = self.schedule
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._every, s.retention_check_interval_ms, self.cleanup_logs)
+            nursery.start_soon(self._flush_loop)
+            nursery.start_soon(
+                self._every,
+                s.recovery_point_checkpoint_interval_ms,
+                lambda: self.checkpoint(RECOVERY_POINT_CHECKPOINT),
+            )
+            nursery.start_soon(
+                self._every,
+                s.start_offset_checkpoint_interval_ms,
+                lambda: self.checkpoint(LOG_START_OFFSET_CHECKPOINT),
+            )
+            if s.cleaner_enable:
+                nursery.start_soon(self._every, s.cleaner_backoff_ms, self.clean_logs)
+            task_status.started()
+
+    async def _every(self, interval_ms: int, task: Callable[[], object]) -> None:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            task()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await trio.sleep(self.schedule.flush_check_interval_ms / 1000)
+            for log, offset in self.logs_to_flush():
+                # fsync can take long on a busy disk: a worker thread, off the event loop.
+                await trio.to_thread.run_sync(log.fsync_up_to, offset)
+                log.mark_flushed(offset)
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+        for log in self.logs.values():
+            log.flush()
+        for name in (
+            RECOVERY_POINT_CHECKPOINT,
+            LOG_START_OFFSET_CHECKPOINT,
+            REPLICATION_OFFSET_CHECKPOINT,
+            CLEANER_OFFSET_CHECKPOINT,
+        ):
+            self.checkpoint(name)
+        for log in self.logs.values():
+            log.close()
+        for _, path, log in self._pending_dir_deletes:
+            log.close()
+            shutil.rmtree(path, ignore_errors=True)
+        self._pending_dir_deletes.clear()
+        for log_dir in self.log_dirs:
+            (log_dir / CLEAN_SHUTDOWN_FILE).touch()

@@ -1,0 +1,78 @@
+"""Kafka's names for the files and directories of a log.
+
+A partition lives in ``<log.dir>/<topic>-<partition>/``; each segment is named by its base
+offset padded to 20 digits, so that ``ls`` sorts segments in offset order:
+
+    00000000000000000000.log        the batches
+    00000000000000000000.index      sparse offset index
+    00000000000000000000.timeindex  sparse time index
+
+Suffixes mark a file in transition: ``.cleaned`` and ``.swap`` during compaction,
+``.deleted`` for a segment waiting to be removed; a partition directory being removed
+is renamed ``<topic>-<partition>.<uuid>-delete``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import attrs
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+DELETE_DIR_SUFFIX = "-delete"
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+@attrs.frozen(order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, name: str) -> TopicPartition:
+        """``orders-3`` -> TopicPartition("orders", 3); topics may contain dashes."""
+        topic, sep, partition = name.rpartition("-")
+        if not sep or not topic or not partition.isdigit():
+            raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+        return cls(topic, int(partition))
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def offset_from_file_name(name: str) -> int:
+    """The base offset a segment file is named after: ``00..0042.log.swap`` -> 42."""
+    digits = name.split(".", 1)[0]
+    if len(digits) != 20 or not digits.isdigit():
+        raise ValueError(f"{name!r} is not named after a 20-digit base offset")
+    return int(digits)
+
+
+def delete_dir_name(tp: TopicPartition) -> str:
+    return f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+
+
+def is_partition_dir(path: Path) -> bool:
+    if not path.is_dir() or path.name.endswith(DELETE_DIR_SUFFIX):
+        return False
+    try:
+        TopicPartition.parse(path.name)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,160 @@
+"""Checking what arrives before it is appended, and assigning offsets (Kafka's LogValidator).
+
+A leader trusts nothing a producer sends: every batch's length, magic and CRC-32C are
+checked, its record count must agree with its offset range, and it must fit
+``max.message.bytes``. Then the leader gives each batch its offsets by writing
+``baseOffset`` (and ``partitionLeaderEpoch``) into the header in place. The CRC starts
+at ``attributes``, after both fields, precisely so that this needs no re-checksum and no
+look at the records: the batch stays the producer's bytes, compressed or not.
+
+A follower appends batches that already carry the leader's offsets; it checks them the
+same way and that their offsets only move forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ._batch import (
+    InvalidRecordError,
+    RecordBatchHeader,
+    iter_batches,
+    set_log_append_time,
+    write_offset_and_epoch,
+)
+
+
+class RecordTooLargeError(InvalidRecordError):
+    """A batch larger than ``max.message.bytes``: Kafka's MESSAGE_TOO_LARGE (10)."""
+
+    error_code = 10
+
+
+class UnexpectedAppendOffsetError(InvalidRecordError):
+    """A follower's batch that would move the log end backwards."""
+
+
+@attrs.frozen
+class LogAppendInfo:
+    """What an append did: the offsets it was given and what the broker answers with."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+    record_count: int
+    batch_count: int
+    valid_bytes: int
+
+    @property
+    def empty(self) -> bool:
+        return self.batch_count == 0
+
+
+Batches = list[tuple[int, RecordBatchHeader]]
+
+
+def validate_batches(
+    buf: bytes | bytearray | memoryview, *, max_message_bytes: int, from_client: bool
+) -> Batches:
+    """Every batch of ``buf`` as ``(position, header)``, or the error for the first bad one.
+
+    Structure and CRC for everybody; for batches from a client also the rules a
+    producer can break (Kafka's ``LogValidator.validateBatch``).
+    """
+    batches: Batches = []
+    for position, header in iter_batches(buf, verify_crc=True):
+        if header.size > max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch at position {position} is {header.size} bytes, more than "
+                f"max.message.bytes={max_message_bytes}",
+                position,
+            )
+        if from_client:
+            _validate_client_batch(position, header)
+        elif batches and header.base_offset <= batches[-1][1].last_offset:
+            raise UnexpectedAppendOffsetError(
+                f"batch at position {position} starts at offset {header.base_offset}, not "
+                f"after the previous batch's last offset {batches[-1][1].last_offset}",
+                position,
+            )
+        batches.append((position, header))
+    return batches
+
+
+def _validate_client_batch(position: int, header: RecordBatchHeader) -> None:
+    if header.record_count <= 0:
+        raise InvalidRecordError(
+            f"batch at position {position} reports {header.record_count} records", position
+        )
+    # "Inconsistent batch offset range and count of records": a producer numbers its
+    # records 0..n-1, so lastOffsetDelta must be recordCount - 1.
+    if header.last_offset_delta != header.record_count - 1:
+        raise InvalidRecordError(
+            f"batch at position {position} has lastOffsetDelta {header.last_offset_delta} "
+            f"but {header.record_count} records",
+            position,
+        )
+    if header.is_control:
+        raise InvalidRecordError(
+            f"batch at position {position} is a control batch; clients may not send those",
+            position,
+        )
+
+
+def assign_offsets(
+    buf: bytearray | memoryview,
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    next_offset: int,
+    leader_epoch: int,
+    log_append_time_ms: int | None = None,
+) -> tuple[Batches, LogAppendInfo]:
+    """Give the batches consecutive offsets from ``next_offset``, in place, header only."""
+    if not batches:
+        return [], LogAppendInfo(-1, -1, -1, -1, -1, 0, 0, 0)
+    assigned: Batches = []
+    offset = next_offset
+    max_timestamp, offset_of_max = -1, -1
+    for position, header in batches:
+        write_offset_and_epoch(buf, position, offset, leader_epoch)
+        if log_append_time_ms is not None:
+            set_log_append_time(buf, position, header, log_append_time_ms)
+        new = RecordBatchHeader.read(buf, position)
+        if new.max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max = new.max_timestamp, new.base_offset
+        assigned.append((position, new))
+        offset = new.next_offset
+    return assigned, _info(assigned, max_timestamp, offset_of_max, log_append_time_ms)
+
+
+def append_info(batches: Sequence[tuple[int, RecordBatchHeader]]) -> LogAppendInfo:
+    """The LogAppendInfo of batches that already have offsets (a follower's append)."""
+    if not batches:
+        return LogAppendInfo(-1, -1, -1, -1, -1, 0, 0, 0)
+    max_timestamp, offset_of_max = -1, -1
+    for _, header in batches:
+        if header.max_timestamp > max_timestamp:
+            max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
+    return _info(batches, max_timestamp, offset_of_max, None)
+
+
+def _info(
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    max_timestamp: int,
+    offset_of_max: int,
+    log_append_time_ms: int | None,
+) -> LogAppendInfo:
+    first, last = batches[0][1], batches[-1][1]
+    return LogAppendInfo(
+        first_offset=first.base_offset,
+        last_offset=last.last_offset,
+        max_timestamp=max_timestamp,
+        offset_of_max_timestamp=offset_of_max,
+        log_append_time=-1 if log_append_time_ms is None else log_append_time_ms,
+        record_count=sum(header.record_count for _, header in batches),
+        batch_count=len(batches),
+        valid_bytes=batches[-1][0] + last.size - batches[0][0],
+    )

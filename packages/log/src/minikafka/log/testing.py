@@ -1,0 +1,50 @@
+"""Helpers for tests of the log and of the packages built on it (replication, groups)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from ._batch import CompressionType
+from ._log import Log
+from ._records import Record, build_batch, decode_batch, make_records
+
+
+@attrs.define
+class ManualClock:
+    """A clock in milliseconds that moves only when told to (``Log.open(clock=...)``)."""
+
+    now_ms: int = 1_700_000_000_000
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+
+def keyed_batch(
+    pairs: Iterable[tuple[bytes | None, bytes | None]],
+    timestamp_ms: int = 1_700_000_000_000,
+    compression: CompressionType = CompressionType.NONE,
+) -> bytearray:
+    """A producer's batch of ``(key, value)`` records, ready for ``append_as_leader``."""
+    records = make_records(pairs, timestamp_ms=timestamp_ms)
+    return bytearray(build_batch(records, compression=compression))
+
+
+def value_batch(
+    count: int, value_bytes: int = 100, timestamp_ms: int = 1_700_000_000_000
+) -> bytearray:
+    """``count`` keyless records of ``value_bytes`` each in one batch."""
+    return keyed_batch([(None, b"x" * value_bytes)] * count, timestamp_ms)
+
+
+def read_all_records(log: Log) -> list[Record]:
+    """Every record in the log, in offset order, decoded (for assertions, not for speed)."""
+    records: list[Record] = []
+    for segment, position, header in log.batches():
+        _, batch = decode_batch(segment.read_batch(position, header))
+        records.extend(batch)
+    return records
