@@ -141,6 +141,7 @@ def _clean_group(
     cleaned.offset_index.reset()
     cleaned.time_index.reset()
     removed = 0
+    last: RecordBatchHeader | None = None
     for segment in group:
         for position, header in segment.batches():
             original = segment.read_batch(position, header)
@@ -148,6 +149,13 @@ def _clean_group(
             removed += dropped
             if kept is not None:
                 cleaned.append(kept, [(0, RecordBatchHeader.read(kept))])
+            last = header
+    if last is not None and cleaned.next_offset < last.next_offset:
+        # Keep the group's end visible: an empty batch (as Kafka keeps for producer
+        # state) ends the new segment where the old ones ended, so a restart that finds
+        # the .swap replaces exactly the segments it was made from.
+        empty = _empty_batch(last)
+        cleaned.append(empty, [(0, RecordBatchHeader.read(empty))])
     cleaned.on_become_inactive()
     cleaned.flush()
     crash_hook("cleaned written")
@@ -211,4 +219,18 @@ def _filter_batch(
             ),
         ),
         dropped,
+    )
+
+
+def _empty_batch(header: RecordBatchHeader) -> bytes:
+    return build_batch(
+        [],
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        partition_leader_epoch=header.partition_leader_epoch,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
+        max_timestamp=header.max_timestamp,
     )
