@@ -155,3 +155,21 @@ def test_corruption_in_an_early_segment_drops_everything_after_it(tmp_path: Path
     assert len(again.segments) == 2
     assert again.log_end_offset < second.next_offset
     assert [r.offset for r in read_all_records(again)] == list(range(again.log_end_offset))
+
+
+def test_scans_cross_read_chunks_and_batches_larger_than_a_chunk(tmp_path: Path) -> None:
+    config = LogConfig(max_message_bytes=4 * 1024 * 1024, index_interval_bytes=10**9)
+    log = Log.open(tmp_path / "t-0", config, clock=ManualClock())
+    for _ in range(3000):  # ~1.5 MiB of small batches: more than one 1 MiB scan chunk
+        log.append_as_leader(value_batch(1, value_bytes=440), 0)
+    log.append_as_leader(value_batch(1, value_bytes=2 * 1024 * 1024), 0)  # one 2 MiB batch
+    log.append_as_leader(value_batch(1), 0)
+    assert log.active_segment.offset_index.entries() == []  # every lookup scans from 0
+    for offset in (0, 2047, 2999, 3000, 3001):
+        found = log.active_segment.translate_offset(offset)
+        assert found is not None
+        assert found[1].base_offset == offset
+    crash(log)
+    again = Log.open(tmp_path / "t-0", config)
+    assert again.log_end_offset == 3002
+    assert again.active_segment.size == log.active_segment.size
