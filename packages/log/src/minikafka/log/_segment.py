@@ -429,7 +429,9 @@ class LogSegment:
             self.rolling_based_timestamp = header.max_timestamp
         if header.max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = header.max_timestamp
-            self.offset_of_max_timestamp_so_far = header.base_offset
+            # Kafka's time index names the batch by its last offset; a lookup scans from
+            # the offset index entry at or before it, so the batch itself is never skipped.
+            self.offset_of_max_timestamp_so_far = header.last_offset
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(

@@ -124,7 +124,7 @@ def assign_offsets(
             set_log_append_time(buf, position, header, log_append_time_ms)
         new = RecordBatchHeader.read(buf, position)
         if new.max_timestamp > max_timestamp:
-            max_timestamp, offset_of_max = new.max_timestamp, new.base_offset
+            max_timestamp, offset_of_max = new.max_timestamp, new.last_offset
         assigned.append((position, new))
         offset = new.next_offset
     return assigned, _info(assigned, max_timestamp, offset_of_max, log_append_time_ms)
@@ -137,7 +137,7 @@ def append_info(batches: Sequence[tuple[int, RecordBatchHeader]]) -> LogAppendIn
     max_timestamp, offset_of_max = -1, -1
     for _, header in batches:
         if header.max_timestamp > max_timestamp:
-            max_timestamp, offset_of_max = header.max_timestamp, header.base_offset
+            max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
     return _info(batches, max_timestamp, offset_of_max, None)
 
 
