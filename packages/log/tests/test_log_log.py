@@ -359,3 +359,28 @@ def test_reopen_after_close_finds_the_same_log(tmp_path: Path) -> None:
     assert read_all_records(again) == before
     assert again.leader_epoch_cache.latest_epoch == 2
     assert again.fetch_offset_by_timestamp(0) is not None
+
+
+def test_a_read_goes_to_a_socket_with_sendfile(tmp_path: Path) -> None:
+    import socket
+
+    log = open_log(tmp_path, LogConfig())
+    for _ in range(10):
+        log.append_as_leader(value_batch(3), leader_epoch=0)
+    fetched = log.read(6, 100_000).records
+    assert fetched is not None
+    region = fetched.file_region()
+    assert (region.file, region.position, region.length) == (
+        fetched.fd,
+        fetched.position,
+        fetched.length,
+    )
+    sender, receiver = socket.socketpair()
+    with sender, receiver:
+        sent = os.sendfile(sender.fileno(), fetched.fd, fetched.position, fetched.length)
+        assert sent == fetched.length
+        received = b""
+        while len(received) < sent:
+            received += receiver.recv(65536)
+    assert received == fetched.read_bytes()
+    assert [h.base_offset for _, h in iter_batches(received)] == [6, 9, 12, 15, 18, 21, 24, 27]

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import attrs
 
+from minikafka.net import FileRegion
+
 from ._batch import (
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
@@ -53,6 +55,10 @@ class FileSlice:
     def read_bytes(self) -> bytes:
         """The bytes themselves (tools, tests, and the broker's non-zero-copy path)."""
         return os.pread(self.fd, self.length, self.position)
+
+    def file_region(self) -> FileRegion:
+        """The network layer's description of the same bytes, for a fetch response."""
+        return FileRegion(self.fd, self.position, self.length)
 
 
 @attrs.frozen
