@@ -371,13 +371,13 @@ def test_a_read_goes_to_a_socket_with_sendfile(tmp_path: Path) -> None:
     assert fetched is not None
     region = fetched.file_region()
     assert (region.file, region.position, region.length) == (
-        fetched.fd,
+        fetched.path,
         fetched.position,
         fetched.length,
     )
     sender, receiver = socket.socketpair()
-    with sender, receiver:
-        sent = os.sendfile(sender.fileno(), fetched.fd, fetched.position, fetched.length)
+    with sender, receiver, open(region.file, "rb") as segment_file:
+        sent = os.sendfile(sender.fileno(), segment_file.fileno(), region.position, region.length)
         assert sent == fetched.length
         received = b""
         while len(received) < sent:

@@ -29,9 +29,18 @@ import attrs
 from ._batch import RecordBatchHeader, TimestampType
 from ._events import LogCleaned, emit
 from ._log import Log
-from ._names import CLEANED_SUFFIX, SWAP_SUFFIX
+from ._names import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    segment_file_name,
+)
 from ._records import Record, build_batch, decode_batch
 from ._segment import LogSegment
+
+_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the base
 
 CrashHook = Callable[[str], None]
 """Called at each step of a swap with its name; tests raise from it to simulate a crash."""
@@ -120,10 +129,13 @@ def _no_crash(step: str) -> None:
 
 
 def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
-    """Consecutive segments whose sizes add up to at most ``segment.bytes``."""
+    """Consecutive segments that fit one segment: ``segment.bytes`` and 32-bit relative offsets."""
     groups: list[list[LogSegment]] = []
     for segment in segments:
-        if groups and sum(s.size for s in groups[-1]) + segment.size <= max_bytes:
+        fits_offsets = bool(groups) and (
+            segment.next_offset - 1 - groups[-1][0].base_offset <= _MAX_RELATIVE_OFFSET
+        )
+        if fits_offsets and sum(s.size for s in groups[-1]) + segment.size <= max_bytes:
             groups[-1].append(segment)
         else:
             groups.append([segment])
@@ -137,9 +149,28 @@ def _clean_group(
     now: int,
     crash_hook: CrashHook,
 ) -> int:
+    # A .cleaned file left by an earlier failed pass would be appended to: start afresh.
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        name = segment_file_name(group[0].base_offset, kind) + CLEANED_SUFFIX
+        (log.dir / name).unlink(missing_ok=True)
     cleaned = LogSegment.open(log.dir, group[0].base_offset, log.config, now, suffix=CLEANED_SUFFIX)
-    cleaned.offset_index.reset()
-    cleaned.time_index.reset()
+    try:
+        return _write_and_swap(log, group, cleaned, offset_map, now, crash_hook)
+    except BaseException:
+        if cleaned.suffix == CLEANED_SUFFIX:  # not yet part of the log: discard it
+            cleaned.close_handlers()
+            cleaned.delete_files()
+        raise
+
+
+def _write_and_swap(
+    log: Log,
+    group: list[LogSegment],
+    cleaned: LogSegment,
+    offset_map: dict[bytes, int],
+    now: int,
+    crash_hook: CrashHook,
+) -> int:
     removed = 0
     last: RecordBatchHeader | None = None
     for segment in group:

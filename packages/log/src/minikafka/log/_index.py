@@ -49,7 +49,8 @@ class _SparseIndex(abc.ABC):
 
     @classmethod
     def open(cls, path: Path, base_offset: int, max_index_bytes: int) -> Self:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # O_APPEND: after a reopen, new entries go after the loaded ones, not over them.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         index = cls(path, base_offset, max(1, max_index_bytes // cls.ENTRY.size), fd)
         try:
             index._load()
@@ -108,7 +109,6 @@ class _SparseIndex(abc.ABC):
         del self._keys[keep:]
         del self._values[keep:]
         os.ftruncate(self._fd, keep * self.ENTRY.size)
-        os.lseek(self._fd, 0, os.SEEK_END)
 
     def reset(self) -> None:
         self._truncate_entries(0)

@@ -117,8 +117,11 @@ def _recover(segments: list[LogSegment], recovery_point: int) -> tuple[int, int]
         truncated = segments[i].recover()
         recovered += 1
         expected = segments[i].next_offset
-        if truncated or (i + 1 < len(segments) and segments[i + 1].base_offset < expected):
-            # Nothing after a bad batch can be trusted to continue the log.
+        if truncated or (i + 1 < len(segments) and segments[i + 1].base_offset != expected):
+            # Nothing after a bad batch can be trusted to continue the log, nor a segment
+            # that does not start where this one ends: the tail between them was lost
+            # (a roll starts the next segment at the log end, and compaction keeps each
+            # segment's end with an empty batch).
             for doomed in segments[i + 1 :]:
                 truncated += doomed.size
                 doomed.close_handlers()

@@ -200,27 +200,35 @@ class Log:
         info: LogAppendInfo,
         now: int,
     ) -> None:
-        segment = self._maybe_roll(info.valid_bytes, info.max_timestamp, info.last_offset, now)
+        segment = self._maybe_roll(info, now)
         segment.append(records, batches)
         self.log_end_offset = info.last_offset + 1
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
 
-    def _maybe_roll(
-        self, batch_bytes: int, max_timestamp: int, last_offset: int, now: int
-    ) -> LogSegment:
-        reason = self.active_segment.should_roll(batch_bytes, max_timestamp, last_offset, now)
-        if reason is None:
-            return self.active_segment
-        return self.roll(reason)
-
-    def roll(self, reason: str = "requested") -> LogSegment:
-        """Start a new active segment at the log end offset."""
+    def _maybe_roll(self, info: LogAppendInfo, now: int) -> LogSegment:
         active = self.active_segment
+        reason = active.should_roll(info.valid_bytes, info.max_timestamp, info.last_offset, now)
+        if reason is None:
+            return active
+        # Normally the new segment starts at the log end. Only a follower batch too far
+        # ahead for the active segment's 32-bit relative offsets starts one at its own
+        # first offset (Kafka's rule), leaving a gap between segments.
+        overflow = reason == "relative offset overflow"
+        return self.roll(reason, info.first_offset if overflow else None)
+
+    def roll(self, reason: str = "requested", base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or later, ``base_offset``)."""
+        active = self.active_segment
+        new_base = max(self.log_end_offset, base_offset or 0)
         if active.size == 0:
-            return active  # nothing to close; an empty segment is already "new"
-        new_base = self.log_end_offset
-        active.on_become_inactive()
+            if active.base_offset == new_base:
+                return active  # nothing to close; an empty segment is already "new"
+            self.segments.pop()  # an empty segment at the wrong base: replace it
+            active.close_handlers()
+            active.delete_files()
+        else:
+            active.on_become_inactive()
         segment = LogSegment.open(self.dir, new_base, self.config, self.clock())
         self.segments.append(segment)
         # Kafka fsyncs the finished segment in the background; the LogManager's flusher
@@ -374,7 +382,11 @@ class Log:
         del self.segments[keep:]
         self._schedule_delete(doomed)
         self.active_segment.truncate_to(target_offset)
-        self.log_end_offset = target_offset
+        # Kafka sets the log end to the target even when that falls inside a batch it
+        # removed whole; ending where the data ends keeps "segments follow each other
+        # without holes", which recovery relies on.
+        self.log_end_offset = self.active_segment.next_offset
+        target_offset = self.log_end_offset
         self.high_watermark = min(self.high_watermark, target_offset)
         self.recovery_point = min(self.recovery_point, target_offset)
         self.log_start_offset = min(self.log_start_offset, target_offset)

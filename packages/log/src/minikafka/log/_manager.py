@@ -17,6 +17,7 @@ and checkpointing as Kafka's LogManager does with its scheduler.
 
 from __future__ import annotations
 
+import logging
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from ._batch import CorruptRecordError
 from ._checkpoint import OffsetCheckpointFile
 from ._cleaner import clean, dirty_ratio
 from ._config import LogConfig
@@ -39,6 +41,8 @@ from ._names import (
     delete_dir_name,
     is_partition_dir,
 )
+
+_logger = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -62,6 +66,7 @@ class LogManager:
     logs: dict[TopicPartition, Log] = attrs.field(factory=dict)
     topic_configs: dict[str, LogConfig] = attrs.field(factory=dict)
     cleaner_offsets: dict[TopicPartition, int] = attrs.field(factory=dict)
+    uncleanable: set[TopicPartition] = attrs.field(factory=set)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
 
@@ -192,12 +197,18 @@ class LogManager:
         now = self.clock()
         cleaned = 0
         for tp, log in self.logs.items():
-            if not log.config.compact:
+            if not log.config.compact or tp in self.uncleanable:
                 continue
             first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
             if dirty_ratio(log, first_dirty, now) < log.config.min_cleanable_dirty_ratio:
                 continue
-            result = clean(log, first_dirty, now)
+            try:
+                result = clean(log, first_dirty, now)
+            except CorruptRecordError as exc:
+                # Kafka marks such a partition uncleanable and goes on with the others.
+                _logger.error("%s cannot be cleaned and is skipped from now on: %s", tp, exc)
+                self.uncleanable.add(tp)
+                continue
             if result is not None:
                 self.cleaner_offsets[tp] = result.next_dirty_offset
                 cleaned += 1
@@ -244,7 +255,12 @@ class LogManager:
     async def _every(self, interval_ms: int, task: Callable[[], object]) -> None:
         while True:
             await trio.sleep(interval_ms / 1000)
-            task()
+            try:
+                task()
+            except OSError:
+                # A full or failing disk must not stop every other background task (nor
+                # the broker, whose nursery runs this); the next tick tries again.
+                _logger.exception("log background task failed")
 
     async def _flush_loop(self) -> None:
         while True:

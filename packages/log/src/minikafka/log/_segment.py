@@ -42,9 +42,8 @@ _MAX_RELATIVE_OFFSET = 2**31 - 1
 class FileSlice:
     """``length`` bytes of a segment file from ``position``: what a fetch sends.
 
-    ``fd`` stays open until the segment is deleted, and a deleted segment's file is kept
-    for ``file.delete.delay.ms``, so a response being sent when retention removes its
-    segment still reads valid bytes (Kafka's reason for the delay).
+    ``fd`` is the segment's open file, valid while the log is not changed; what is sent
+    later goes by :meth:`file_region`, which names the file by path.
     """
 
     fd: int
@@ -57,8 +56,15 @@ class FileSlice:
         return os.pread(self.fd, self.length, self.position)
 
     def file_region(self) -> FileRegion:
-        """The network layer's description of the same bytes, for a fetch response."""
-        return FileRegion(self.fd, self.position, self.length)
+        """The network layer's description of the same bytes, for a fetch response.
+
+        By path, not by ``fd``: the response may wait in a queue while retention or a
+        follower's truncation closes the segment, and a closed descriptor's number can be
+        reused by another file. Opening the path at send time either reads this
+        segment's bytes or fails (the segment is gone and the connection is closed);
+        it never sends another file's bytes.
+        """
+        return FileRegion(self.path, self.position, self.length)
 
 
 @attrs.frozen
@@ -214,16 +220,23 @@ class LogSegment:
         return last is None or last[1] < self.size or (last[1] == 0 and self.size == 0)
 
     def _load_end(self) -> None:
-        """Find next_offset and the max timestamp without reading the whole segment."""
-        _, position = self.offset_index.lookup(2**63 - 1)
+        """Find next_offset and the max timestamp without reading the whole segment.
+
+        Both indexes are sparse, so the batches after the time index's last entry are
+        scanned (headers only): they hold the log's end and maybe a newer timestamp
+        (Kafka's ``readLargestTimestamp``).
+        """
+        last_time = self.time_index.last_entry()
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_time or (-1, -1)
+        _, position = self.offset_index.lookup(last_time[1] if last_time else self.base_offset)
+        self.next_offset = self.base_offset
         for _, header in scan_batches(self._fd, position, self.size, verify_crc=False):
             self.next_offset = header.next_offset
-        last_time = self.time_index.last_entry()
-        if last_time is not None:
-            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_time
-        first = next(scan_batches(self._fd, 0, min(self.size, 2**31), verify_crc=False), None)
-        if first is not None:
-            self.rolling_based_timestamp = first[1].max_timestamp
+            if header.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = header.max_timestamp
+                self.offset_of_max_timestamp_so_far = header.last_offset
+        first = next(scan_batches(self._fd, 0, self.size, verify_crc=False), None)
+        self.rolling_based_timestamp = first[1].max_timestamp if first else None
 
     def flush(self) -> None:
         os.fsync(self._fd)
@@ -302,8 +315,14 @@ class LogSegment:
         """Write already-validated batches (positions within ``buf``) and index them."""
         view = memoryview(buf)
         written = 0
-        while written < len(view):  # a write to a regular file can be short (disk full)
-            written += os.write(self._fd, view[written:])
+        try:
+            while written < len(view):  # a write to a regular file can be short (disk full)
+                written += os.write(self._fd, view[written:])
+        except BaseException:
+            # Cut what did get written, so the file ends where the log thinks it does
+            # and a retried append lands where its index entries will say.
+            os.ftruncate(self._fd, self.size)
+            raise
         base = self.size
         for position, header in batches:
             self._on_batch(base + position, header)
@@ -459,9 +478,5 @@ class LogSegment:
         os.ftruncate(self._fd, position)
         self.size = position
         self._bytes_since_last_index_entry = 0
-        # What is left ends where the last remaining batch ends.
-        self.next_offset = self.base_offset
-        self._load_end()
-        if self.size == 0:
-            self.rolling_based_timestamp = None
+        self._load_end()  # what is left ends where the last remaining batch ends
         return removed

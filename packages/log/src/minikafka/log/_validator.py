@@ -18,12 +18,18 @@ from collections.abc import Sequence
 import attrs
 
 from ._batch import (
+    COMPRESSION_MASK,
+    RECORD_BATCH_OVERHEAD,
+    CompressionType,
     InvalidRecordError,
     RecordBatchHeader,
     iter_batches,
     set_log_append_time,
     write_offset_and_epoch,
 )
+
+MAX_OFFSET = 2**63 - 1
+MIN_RECORD_BYTES = 7  # length, attributes, timestamp/offset deltas, key, value, header count
 
 
 class RecordTooLargeError(InvalidRecordError):
@@ -73,6 +79,7 @@ def validate_batches(
                 f"max.message.bytes={max_message_bytes}",
                 position,
             )
+        _validate_offsets(position, header)
         if from_client:
             _validate_client_batch(position, header)
         elif batches and header.base_offset <= batches[-1][1].last_offset:
@@ -83,6 +90,34 @@ def validate_batches(
             )
         batches.append((position, header))
     return batches
+
+
+def _validate_offsets(position: int, header: RecordBatchHeader) -> None:
+    """What any stored batch must satisfy, whoever sent it: offsets that exist and move on."""
+    if header.base_offset < 0 or header.last_offset_delta < 0 or header.record_count < 0:
+        raise InvalidRecordError(
+            f"batch at position {position} has base offset {header.base_offset}, "
+            f"lastOffsetDelta {header.last_offset_delta}, recordCount {header.record_count}",
+            position,
+        )
+    if header.last_offset > MAX_OFFSET:
+        raise InvalidRecordError(f"batch at position {position} ends past offset 2^63-1", position)
+    if header.attributes & COMPRESSION_MASK > max(CompressionType):
+        raise InvalidRecordError(
+            f"batch at position {position} names compression codec "
+            f"{header.attributes & COMPRESSION_MASK}, which does not exist",
+            position,
+        )
+    if header.compression is CompressionType.NONE and header.record_count > (
+        (header.size - RECORD_BATCH_OVERHEAD) // MIN_RECORD_BYTES
+    ):
+        # Uncompressed, every record takes at least 7 bytes: a count the bytes cannot
+        # hold is a lie that would move the log end offset by millions.
+        raise InvalidRecordError(
+            f"batch at position {position} claims {header.record_count} records in "
+            f"{header.size - RECORD_BATCH_OVERHEAD} bytes",
+            position,
+        )
 
 
 def _validate_client_batch(position: int, header: RecordBatchHeader) -> None:
