@@ -157,7 +157,7 @@ def compute_crc(buf: bytes | bytearray | memoryview, position: int, size: int) -
 
 
 def read_batch_header(
-    buf: bytes | bytearray | memoryview, position: int, origin: int = 0
+    buf: bytes | bytearray | memoryview, position: int, origin: int = 0, *, whole: bool = True
 ) -> RecordBatchHeader:
     """The header at ``position`` after checking that the whole batch lies in ``buf``.
 
@@ -165,6 +165,8 @@ def read_batch_header(
     ``DefaultRecordBatch.ensureValid`` minus the CRC): a length that points past the
     buffer means a torn write or garbage, a magic other than 2 is a format we do not
     store. ``origin`` is where ``buf`` starts in its file, for the error's position.
+    ``whole=False`` needs only the header in ``buf`` (the caller checked the length
+    against the file).
     """
     remaining = len(buf) - position
     at = origin + position
@@ -181,7 +183,7 @@ def read_batch_header(
             f"less than the {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} bytes of its own header",
             at,
         )
-    if size > remaining:
+    if size > remaining if whole else RECORD_BATCH_OVERHEAD > remaining:
         raise CorruptRecordError(
             f"batch at position {at} declares {size} bytes but only {remaining} remain",
             at,

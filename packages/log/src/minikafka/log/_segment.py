@@ -35,6 +35,7 @@ from ._records import decode_batch
 
 _INT32 = struct.Struct(">i")
 _SCAN_CHUNK = 1024 * 1024  # how much a scan reads at once: many small batches per syscall
+_HEADER_SCAN_CHUNK = 16 * 1024  # a lookup scans about index.interval.bytes (4 KiB) of headers
 _MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
@@ -101,13 +102,16 @@ def scan_batches(
     Raises CorruptRecordError (with the absolute position) at the first batch that is
     torn, has a bad length or magic, or (with ``verify_crc``) a bad CRC.
     """
+    # Checking CRCs needs every byte; finding offsets needs only each 61-byte header, so
+    # a header scan reads small chunks and skips over large batches without reading them.
+    chunk = _SCAN_CHUNK if verify_crc else _HEADER_SCAN_CHUNK
     buf = b""
     origin = start  # the file position of buf[0]
     position = start
     while position < end:
         rel = position - origin
         if len(buf) - rel < RECORD_BATCH_OVERHEAD:
-            buf, origin, rel = os.pread(fd, min(_SCAN_CHUNK, end - position), position), position, 0
+            buf, origin, rel = os.pread(fd, min(chunk, end - position), position), position, 0
         if len(buf) - rel >= LOG_OVERHEAD:
             size = _INT32.unpack_from(buf, rel + 8)[0] + LOG_OVERHEAD
             if position + size > end:
@@ -116,9 +120,9 @@ def scan_batches(
                     f"{end - position} remain in the file",
                     position,
                 )
-            if rel + size > len(buf):  # a batch longer than what the chunk holds
+            if verify_crc and rel + size > len(buf):  # a batch longer than the chunk
                 buf, origin, rel = os.pread(fd, size, position), position, 0
-        header = read_batch_header(buf, rel, origin)
+        header = read_batch_header(buf, rel, origin, whole=verify_crc)
         if verify_crc:
             check_crc(buf, rel, header, origin)
         yield position, header
