@@ -13,11 +13,12 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import net_reactor
+from . import log_io, net_reactor
 from ._common import ROOT, Report, find_bench_error, write_results
 
 BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     net_reactor.NAME: net_reactor.run,
+    log_io.NAME: log_io.run,
 }
 
 
