@@ -183,7 +183,7 @@ def read_batch_header(
             f"less than the {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} bytes of its own header",
             at,
         )
-    if size > remaining if whole else RECORD_BATCH_OVERHEAD > remaining:
+    if size > remaining if whole else remaining < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordError(
             f"batch at position {at} declares {size} bytes but only {remaining} remain",
             at,
