@@ -384,3 +384,22 @@ def test_a_read_goes_to_a_socket_with_sendfile(tmp_path: Path) -> None:
             received += receiver.recv(65536)
     assert received == fetched.read_bytes()
     assert [h.base_offset for _, h in iter_batches(received)] == [6, 9, 12, 15, 18, 21, 24, 27]
+
+
+def test_the_remembered_high_watermark_position_follows_truncation(tmp_path: Path) -> None:
+    log = open_log(tmp_path, LogConfig())
+    for _ in range(30):
+        log.append_as_leader(value_batch(1), leader_epoch=0)
+
+    def offsets_below(max_offset: int) -> list[int]:
+        fetched = log.read(0, 1_000_000, max_offset=max_offset).records
+        assert fetched is not None
+        return [h.base_offset for _, h in iter_batches(fetched.read_bytes())]
+
+    assert offsets_below(17) == list(range(17))
+    log.truncate_to(10)  # the bytes where offset 17 was are gone...
+    for _ in range(20):
+        log.append_as_leader(value_batch(2), leader_epoch=1)  # ...and now hold 2-record batches
+    # The batch holding offset 17 (16-17) starts at the limit, so it is not read.
+    assert offsets_below(17) == [*range(10), 10, 12, 14]
+    assert offsets_below(18) == [*range(10), 10, 12, 14, 16]

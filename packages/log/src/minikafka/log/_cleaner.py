@@ -28,6 +28,7 @@ import attrs
 
 from ._batch import RecordBatchHeader, TimestampType
 from ._events import LogCleaned, emit
+from ._index import MAX_RELATIVE_OFFSET
 from ._log import Log
 from ._names import (
     CLEANED_SUFFIX,
@@ -39,8 +40,6 @@ from ._names import (
 )
 from ._records import Record, build_batch, decode_batch
 from ._segment import LogSegment
-
-_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the base
 
 CrashHook = Callable[[str], None]
 """Called at each step of a swap with its name; tests raise from it to simulate a crash."""
@@ -133,7 +132,7 @@ def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[Log
     groups: list[list[LogSegment]] = []
     for segment in segments:
         fits_offsets = bool(groups) and (
-            segment.next_offset - 1 - groups[-1][0].base_offset <= _MAX_RELATIVE_OFFSET
+            segment.next_offset - 1 - groups[-1][0].base_offset <= MAX_RELATIVE_OFFSET
         )
         if fits_offsets and sum(s.size for s in groups[-1]) + segment.size <= max_bytes:
             groups[-1].append(segment)

@@ -29,6 +29,8 @@ from typing import ClassVar, Self
 
 import attrs
 
+MAX_RELATIVE_OFFSET = 2**31 - 1  # entries hold offsets relative to the segment's base
+
 
 class CorruptIndexError(Exception):
     """An index file that cannot be trusted; the segment rebuilds it from the log."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import attrs
 
-from ._batch import RecordBatchHeader
+from ._batch import RecordBatchHeader, TimestampType
 from ._checkpoint import LeaderEpochCheckpointFile
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
@@ -73,6 +73,7 @@ class Log:
     last_flush_ms: int
     flush_requested_offset: int = 0  # a roll asks for the finished segment to be fsynced
     _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
+    _hw_position: LogOffsetMetadata | None = None  # cleared whenever segments shrink or go
 
     # --- opening and closing -------------------------------------------------------
 
@@ -148,8 +149,8 @@ class Log:
 
     def _segment_for(self, offset: int) -> int:
         """Index of the last segment whose base offset is <= ``offset`` (0 if none)."""
-        bases = [segment.base_offset for segment in self.segments]
-        return max(bisect.bisect_right(bases, offset) - 1, 0)
+        i = bisect.bisect_right(self.segments, offset, key=lambda s: s.base_offset)
+        return max(i - 1, 0)
 
     # --- the write path ---------------------------------------------------------------
 
@@ -283,7 +284,7 @@ class Log:
         end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         if start_offset >= end:
             return FetchDataInfo(self.offset_metadata(start_offset), None)
-        limit = None if end == self.log_end_offset else self.offset_metadata(end)
+        limit = None if end == self.log_end_offset else self._high_watermark_metadata(end)
         for segment in self.segments[self._segment_for(start_offset) :]:
             max_position = None
             if limit is not None:
@@ -298,6 +299,17 @@ class Log:
                 return fetched
             # The offset lies in a gap (compaction removed it): go on to the next segment.
         return FetchDataInfo(self.offset_metadata(start_offset), None)
+
+    def _high_watermark_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where a consumer's reads stop, remembered until the HW or the segments change.
+
+        Every consumer fetch asks for it, and the HW moves far less often than consumers
+        fetch (Kafka keeps the HW's position beside it for the same reason).
+        """
+        cached = self._hw_position
+        if cached is None or cached.offset != offset:
+            cached = self._hw_position = self.offset_metadata(offset)
+        return cached
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Which segment ``offset`` is in and the position of the batch that holds it."""
@@ -347,7 +359,10 @@ class Log:
         position, header = found
         _, records = decode_batch(best.read_batch(position, header))
         for record in records:
-            if record.timestamp == header.max_timestamp or header.timestamp_type.value == 1:
+            if (
+                record.timestamp == header.max_timestamp
+                or header.timestamp_type is TimestampType.LOG_APPEND_TIME
+            ):
                 epoch = self.leader_epoch_cache.epoch_for_offset(record.offset)
                 return TimestampAndOffset(header.max_timestamp, record.offset, epoch)
         return None
@@ -488,9 +503,12 @@ class Log:
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``.
 
-        The rename takes the segment out of the log for any restart; the delay lets a
-        fetch response that is still being sent from the segment's open file finish.
+        The rename takes the segment out of the log for any restart; the delay keeps its
+        descriptor valid for slices taken just before. Truncation, retention and
+        compaction all come through here, so this is where the remembered position of
+        the high watermark is forgotten.
         """
+        self._hw_position = None
         due = self.clock() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.change_suffix(DELETED_SUFFIX)

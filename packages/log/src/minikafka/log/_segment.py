@@ -14,6 +14,7 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 
@@ -29,14 +30,13 @@ from ._batch import (
     read_batch_header,
 )
 from ._config import LogConfig
-from ._index import CorruptIndexError, OffsetIndex, TimeIndex
+from ._index import MAX_RELATIVE_OFFSET, CorruptIndexError, OffsetIndex, TimeIndex
 from ._names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from ._records import decode_batch
 
 _INT32 = struct.Struct(">i")
 _SCAN_CHUNK = 1024 * 1024  # how much a scan reads at once: many small batches per syscall
 _HEADER_SCAN_CHUNK = 16 * 1024  # a lookup scans about index.interval.bytes (4 KiB) of headers
-_MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
 @attrs.frozen
@@ -129,6 +129,20 @@ def scan_batches(
         position += header.size
 
 
+_Index = TypeVar("_Index", OffsetIndex, TimeIndex)
+
+
+def _open_index(
+    kind: type[_Index], path: Path, base_offset: int, config: LogConfig
+) -> tuple[_Index, bool]:
+    """The index at ``path``; a damaged one is replaced by an empty one (False: rebuild it)."""
+    try:
+        return kind.open(path, base_offset, config.segment_index_bytes), True
+    except CorruptIndexError:
+        path.unlink()
+        return kind.open(path, base_offset, config.segment_index_bytes), False
+
+
 @attrs.define(eq=False)
 class LogSegment:
     """One segment: its files, its size, and the offsets and timestamps it holds."""
@@ -174,18 +188,9 @@ class LogSegment:
         # A missing index (a crash between renames, a user's rm) is rebuilt, never trusted
         # empty: an empty index would still answer, only slowly, and hide the damage.
         indexes_ok = (index_path.exists() and time_path.exists()) or os.fstat(fd).st_size == 0
-        try:
-            offset_index = OffsetIndex.open(index_path, base_offset, config.segment_index_bytes)
-        except CorruptIndexError:
-            index_path.unlink()
-            offset_index = OffsetIndex.open(index_path, base_offset, config.segment_index_bytes)
-            indexes_ok = False
-        try:
-            time_index = TimeIndex.open(time_path, base_offset, config.segment_index_bytes)
-        except CorruptIndexError:
-            time_path.unlink()
-            time_index = TimeIndex.open(time_path, base_offset, config.segment_index_bytes)
-            indexes_ok = False
+        offset_index, offset_ok = _open_index(OffsetIndex, index_path, base_offset, config)
+        time_index, time_ok = _open_index(TimeIndex, time_path, base_offset, config)
+        indexes_ok = indexes_ok and offset_ok and time_ok
         segment = cls(
             dir,
             base_offset,
@@ -202,7 +207,7 @@ class LogSegment:
             return segment
         try:
             if not indexes_ok or not segment._indexes_consistent():
-                segment.rebuild_indexes()
+                segment.recover()  # rebuilds both indexes from the batches
             else:
                 segment._load_end()
         except BaseException:
@@ -302,7 +307,7 @@ class LogSegment:
             return "offset index full"
         if self.time_index.full:
             return "time index full"
-        if last_offset - self.base_offset > _MAX_RELATIVE_OFFSET:
+        if last_offset - self.base_offset > MAX_RELATIVE_OFFSET:
             return "relative offset overflow"
         return None
 
@@ -409,10 +414,6 @@ class LogSegment:
 
     # --- recovery and truncation ------------------------------------------------------
 
-    def rebuild_indexes(self) -> None:
-        """Recreate both indexes from the batches (after a crash or a damaged index)."""
-        self.recover()
-
     def recover(self) -> int:
         """Rescan every batch, check its CRC, rebuild the indexes, cut a bad tail.
 
@@ -430,7 +431,7 @@ class LogSegment:
         try:
             for position, header in scan_batches(self._fd, 0, self.size, verify_crc=True):
                 if header.base_offset < self.next_offset or (
-                    header.last_offset - self.base_offset > _MAX_RELATIVE_OFFSET
+                    header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
                 ):
                     raise CorruptRecordError(
                         f"batch at position {position} has base offset {header.base_offset}, "

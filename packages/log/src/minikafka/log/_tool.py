@@ -32,7 +32,7 @@ from ._batch import (
     check_crc,
     compute_crc,
 )
-from ._index import OffsetIndex, TimeIndex
+from ._index import MAX_RELATIVE_OFFSET, OffsetIndex, TimeIndex
 from ._names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -47,7 +47,6 @@ from ._names import (
 from ._records import Record, decode_batch
 from ._segment import scan_batches
 
-_MAX_RELATIVE_OFFSET = 2**31 - 1  # index entries hold offsets relative to the segment base
 _SHOWN_CHARS = 64  # of a printable key or value; keySize/valueSize say how long it really is
 _SHOWN_BYTES = 32  # of a binary one, as hex
 _TRANSITION_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
@@ -452,7 +451,7 @@ def _offset_problem(header: RecordBatchHeader, base: int, expected: int) -> str 
     if header.base_offset < expected:
         after = "the segment's base offset" if expected == base else "the previous batch"
         return f"baseOffset {header.base_offset} is below {expected}, where {after} says to start"
-    if header.last_offset - base > _MAX_RELATIVE_OFFSET:
+    if header.last_offset - base > MAX_RELATIVE_OFFSET:
         return f"lastOffset {header.last_offset} is too far from the segment base {base}"
     # Compaction may leave fewer records than offsets, never more.
     if not 0 <= header.record_count <= header.last_offset_delta + 1:

@@ -148,40 +148,30 @@ def assign_offsets(
     log_append_time_ms: int | None = None,
 ) -> tuple[Batches, LogAppendInfo]:
     """Give the batches consecutive offsets from ``next_offset``, in place, header only."""
-    if not batches:
-        return [], LogAppendInfo(-1, -1, -1, -1, -1, 0, 0, 0)
     assigned: Batches = []
     offset = next_offset
-    max_timestamp, offset_of_max = -1, -1
     for position, header in batches:
         write_offset_and_epoch(buf, position, offset, leader_epoch)
-        if log_append_time_ms is not None:
+        if log_append_time_ms is None:
+            new = attrs.evolve(header, base_offset=offset, partition_leader_epoch=leader_epoch)
+        else:
             set_log_append_time(buf, position, header, log_append_time_ms)
-        new = RecordBatchHeader.read(buf, position)
-        if new.max_timestamp > max_timestamp:
-            max_timestamp, offset_of_max = new.max_timestamp, new.last_offset
+            new = RecordBatchHeader.read(buf, position)  # attributes, timestamp and CRC moved
         assigned.append((position, new))
         offset = new.next_offset
-    return assigned, _info(assigned, max_timestamp, offset_of_max, log_append_time_ms)
+    return assigned, append_info(assigned, log_append_time_ms)
 
 
-def append_info(batches: Sequence[tuple[int, RecordBatchHeader]]) -> LogAppendInfo:
-    """The LogAppendInfo of batches that already have offsets (a follower's append)."""
+def append_info(
+    batches: Sequence[tuple[int, RecordBatchHeader]], log_append_time_ms: int | None = None
+) -> LogAppendInfo:
+    """What an append of these batches (with their offsets) did."""
     if not batches:
         return LogAppendInfo(-1, -1, -1, -1, -1, 0, 0, 0)
     max_timestamp, offset_of_max = -1, -1
     for _, header in batches:
         if header.max_timestamp > max_timestamp:
             max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
-    return _info(batches, max_timestamp, offset_of_max, None)
-
-
-def _info(
-    batches: Sequence[tuple[int, RecordBatchHeader]],
-    max_timestamp: int,
-    offset_of_max: int,
-    log_append_time_ms: int | None,
-) -> LogAppendInfo:
     first, last = batches[0][1], batches[-1][1]
     return LogAppendInfo(
         first_offset=first.base_offset,
