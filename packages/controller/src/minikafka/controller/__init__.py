@@ -1,3 +1,226 @@
-"""minikafka.controller: what a Kafka controller decides, and the metadata log it decides into."""
+"""minikafka.controller: what a Kafka controller decides, and the metadata log it decides into.
 
-__all__: list[str] = []
+Replica placement (seed 001), the metadata records of KRaft and the image brokers replay
+them into, the timeline structures and the pipelined QuorumController (seed 004), the
+partition and replica state machines, and a single-voter quorum on the log package.
+"""
+
+from ._assign_cmd import render_assignment_table as render_assignment_table
+from ._config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
+from ._config import ControllerConfig as ControllerConfig
+from ._controller import Action as Action
+from ._controller import AppendRecords as AppendRecords
+from ._controller import QuorumController as QuorumController
+from ._controller import Reply as Reply
+from ._image import BrokerRegistration as BrokerRegistration
+from ._image import LocalPartition as LocalPartition
+from ._image import LocalReplicaChanges as LocalReplicaChanges
+from ._image import MetadataDelta as MetadataDelta
+from ._image import MetadataImage as MetadataImage
+from ._image import MetadataReplayError as MetadataReplayError
+from ._image import TopicImage as TopicImage
+from ._partition import PartitionChangeBuilder as PartitionChangeBuilder
+from ._partition import PartitionRegistration as PartitionRegistration
+from ._placement import Assignment as Assignment
+from ._placement import BrokerMetadata as BrokerMetadata
+from ._placement import PlacementError as PlacementError
+from ._placement import assign_replicas_to_brokers as assign_replicas_to_brokers
+from ._placement import (
+    assign_replicas_to_brokers_rack_aware as assign_replicas_to_brokers_rack_aware,
+)
+from ._placement import (
+    assign_replicas_to_brokers_rack_unaware as assign_replicas_to_brokers_rack_unaware,
+)
+from ._placement import parse_replica_assignment as parse_replica_assignment
+from ._placement import rack_alternated_broker_list as rack_alternated_broker_list
+from ._placement import replica_index as replica_index
+from ._placement import validate_manual_assignment as validate_manual_assignment
+from ._quorum import METADATA_TOPIC as METADATA_TOPIC
+from ._quorum import MetadataBatch as MetadataBatch
+from ._quorum import MetadataQuorum as MetadataQuorum
+from ._quorum import NotLeaderError as NotLeaderError
+from ._quorum import SingleVoterQuorum as SingleVoterQuorum
+from ._quorum import SnapshotId as SnapshotId
+from ._records import NO_LEADER as NO_LEADER
+from ._records import NO_LEADER_CHANGE as NO_LEADER_CHANGE
+from ._records import BrokerEndpoint as BrokerEndpoint
+from ._records import ConfigRecord as ConfigRecord
+from ._records import ConfigResourceType as ConfigResourceType
+from ._records import FeatureLevelRecord as FeatureLevelRecord
+from ._records import FenceBrokerRecord as FenceBrokerRecord
+from ._records import MetadataRecord as MetadataRecord
+from ._records import MetadataRecordError as MetadataRecordError
+from ._records import PartitionChangeRecord as PartitionChangeRecord
+from ._records import PartitionRecord as PartitionRecord
+from ._records import RegisterBrokerRecord as RegisterBrokerRecord
+from ._records import RemoveTopicRecord as RemoveTopicRecord
+from ._records import TopicRecord as TopicRecord
+from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
+from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
+from ._records import decode_record as decode_record
+from ._records import encode_record as encode_record
+from ._requests import AlterableConfig as AlterableConfig
+from ._requests import AlterConfigOp as AlterConfigOp
+from ._requests import AlterPartitionItem as AlterPartitionItem
+from ._requests import AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest
+from ._requests import AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponse
+from ._requests import AlterPartitionRequest as AlterPartitionRequest
+from ._requests import AlterPartitionResponse as AlterPartitionResponse
+from ._requests import AlterPartitionResult as AlterPartitionResult
+from ._requests import BrokerHeartbeatRequest as BrokerHeartbeatRequest
+from ._requests import BrokerHeartbeatResponse as BrokerHeartbeatResponse
+from ._requests import BrokerRegistrationRequest as BrokerRegistrationRequest
+from ._requests import BrokerRegistrationResponse as BrokerRegistrationResponse
+from ._requests import ControllerRequest as ControllerRequest
+from ._requests import ControllerResponse as ControllerResponse
+from ._requests import ControllerResult as ControllerResult
+from ._requests import CreatableTopic as CreatableTopic
+from ._requests import CreatableTopicResult as CreatableTopicResult
+from ._requests import CreatePartitionsRequest as CreatePartitionsRequest
+from ._requests import CreatePartitionsResponse as CreatePartitionsResponse
+from ._requests import CreatePartitionsTopic as CreatePartitionsTopic
+from ._requests import CreatePartitionsTopicResult as CreatePartitionsTopicResult
+from ._requests import CreateTopicsRequest as CreateTopicsRequest
+from ._requests import CreateTopicsResponse as CreateTopicsResponse
+from ._requests import DeletableTopicResult as DeletableTopicResult
+from ._requests import DeleteTopicsRequest as DeleteTopicsRequest
+from ._requests import DeleteTopicsResponse as DeleteTopicsResponse
+from ._requests import DescribeConfigsRequest as DescribeConfigsRequest
+from ._requests import DescribeConfigsResponse as DescribeConfigsResponse
+from ._requests import IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest
+from ._requests import IncrementalAlterConfigsResponse as IncrementalAlterConfigsResponse
+from ._requests import ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequest
+from ._requests import ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponse
+from ._requests import OngoingReassignment as OngoingReassignment
+from ._requests import ReassignablePartition as ReassignablePartition
+from ._requests import ReassignmentResult as ReassignmentResult
+from ._server import ControllerError as ControllerError
+from ._server import ControllerServer as ControllerServer
+from ._server import Publisher as Publisher
+from ._server import load_metadata as load_metadata
+from ._states import PARTITION_TRANSITIONS as PARTITION_TRANSITIONS
+from ._states import REPLICA_TRANSITIONS as REPLICA_TRANSITIONS
+from ._states import PartitionState as PartitionState
+from ._states import PartitionStateMachine as PartitionStateMachine
+from ._states import ReplicaState as ReplicaState
+from ._states import ReplicaStateMachine as ReplicaStateMachine
+from ._states import new_leader_and_isr as new_leader_and_isr
+from ._states import on_new_partition_creation as on_new_partition_creation
+from ._timeline import LATEST_EPOCH as LATEST_EPOCH
+from ._timeline import SnapshotRegistry as SnapshotRegistry
+from ._timeline import TimelineHashMap as TimelineHashMap
+from ._timeline import TimelineHashSet as TimelineHashSet
+from ._timeline import TimelineInteger as TimelineInteger
+from ._timeline import TimelineLong as TimelineLong
+from ._timeline import TimelineObject as TimelineObject
+from ._tool import ReplayResult as ReplayResult
+from ._tool import replay_metadata_dir as replay_metadata_dir
+
+__all__ = [
+    "LATEST_EPOCH",
+    "METADATA_TOPIC",
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "PARTITION_TRANSITIONS",
+    "REPLICA_TRANSITIONS",
+    "TOPIC_CONFIG_KEYS",
+    "Action",
+    "AlterConfigOp",
+    "AlterPartitionItem",
+    "AlterPartitionReassignmentsRequest",
+    "AlterPartitionReassignmentsResponse",
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
+    "AlterPartitionResult",
+    "AlterableConfig",
+    "AppendRecords",
+    "Assignment",
+    "BrokerEndpoint",
+    "BrokerHeartbeatRequest",
+    "BrokerHeartbeatResponse",
+    "BrokerMetadata",
+    "BrokerRegistration",
+    "BrokerRegistrationRequest",
+    "BrokerRegistrationResponse",
+    "ConfigRecord",
+    "ConfigResourceType",
+    "ControllerConfig",
+    "ControllerError",
+    "ControllerRequest",
+    "ControllerResponse",
+    "ControllerResult",
+    "ControllerServer",
+    "CreatableTopic",
+    "CreatableTopicResult",
+    "CreatePartitionsRequest",
+    "CreatePartitionsResponse",
+    "CreatePartitionsTopic",
+    "CreatePartitionsTopicResult",
+    "CreateTopicsRequest",
+    "CreateTopicsResponse",
+    "DeletableTopicResult",
+    "DeleteTopicsRequest",
+    "DeleteTopicsResponse",
+    "DescribeConfigsRequest",
+    "DescribeConfigsResponse",
+    "FeatureLevelRecord",
+    "FenceBrokerRecord",
+    "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResponse",
+    "ListPartitionReassignmentsRequest",
+    "ListPartitionReassignmentsResponse",
+    "LocalPartition",
+    "LocalReplicaChanges",
+    "MetadataBatch",
+    "MetadataDelta",
+    "MetadataImage",
+    "MetadataQuorum",
+    "MetadataRecord",
+    "MetadataRecordError",
+    "MetadataReplayError",
+    "NotLeaderError",
+    "OngoingReassignment",
+    "PartitionChangeBuilder",
+    "PartitionChangeRecord",
+    "PartitionRecord",
+    "PartitionRegistration",
+    "PartitionState",
+    "PartitionStateMachine",
+    "PlacementError",
+    "Publisher",
+    "QuorumController",
+    "ReassignablePartition",
+    "ReassignmentResult",
+    "RegisterBrokerRecord",
+    "RemoveTopicRecord",
+    "ReplayResult",
+    "ReplicaState",
+    "ReplicaStateMachine",
+    "Reply",
+    "SingleVoterQuorum",
+    "SnapshotId",
+    "SnapshotRegistry",
+    "TimelineHashMap",
+    "TimelineHashSet",
+    "TimelineInteger",
+    "TimelineLong",
+    "TimelineObject",
+    "TopicImage",
+    "TopicRecord",
+    "UnfenceBrokerRecord",
+    "UnregisterBrokerRecord",
+    "assign_replicas_to_brokers",
+    "assign_replicas_to_brokers_rack_aware",
+    "assign_replicas_to_brokers_rack_unaware",
+    "decode_record",
+    "encode_record",
+    "load_metadata",
+    "new_leader_and_isr",
+    "on_new_partition_creation",
+    "parse_replica_assignment",
+    "rack_alternated_broker_list",
+    "render_assignment_table",
+    "replay_metadata_dir",
+    "replica_index",
+    "validate_manual_assignment",
+]

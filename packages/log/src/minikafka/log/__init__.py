@@ -23,6 +23,7 @@ from ._cleaner import clean as clean
 from ._compression import compress as compress
 from ._compression import decompress as decompress
 from ._config import LOG_KEYS as LOG_KEYS
+from ._config import ConfigError as ConfigError
 from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
@@ -67,6 +68,7 @@ __all__ = [
     "UNDEFINED_EPOCH_OFFSET",
     "CheckpointError",
     "CleanResult",
+    "ConfigError",
     "CompressionType",
     "CorruptRecordError",
     "EpochEntry",

@@ -1,0 +1,139 @@
+"""ClusterControlManager: broker registration, heartbeats and fencing (KIP-631).
+
+A KRaft broker registers with the controller (BrokerRegistration) and is given a broker
+epoch: the offset of its RegisterBrokerRecord in the metadata log. It starts *fenced*:
+it may not lead partitions or be in any ISR. It then heartbeats every
+``broker.heartbeat.interval.ms``; once a heartbeat reports that the broker has replayed
+the metadata log up to its own registration, the controller unfences it. A broker that
+stops heartbeating for ``broker.session.timeout.ms`` is fenced again, and the replication
+manager moves its leaderships elsewhere. This replaces ZooKeeper's ephemeral
+``/brokers/ids/<id>`` znodes of seed 001.
+
+Registrations live in a TimelineHashMap because they are replicated state; the time of
+each broker's last heartbeat does not: only the active controller tracks it (Kafka's
+BrokerHeartbeatManager), and a new leader starts every broker's session afresh.
+"""
+
+from __future__ import annotations
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._image import BrokerRegistration
+from ._placement import BrokerMetadata
+from ._records import (
+    FenceBrokerRecord,
+    MetadataRecord,
+    RegisterBrokerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from ._requests import BrokerRegistrationRequest, BrokerRegistrationResponse, ControllerResult
+from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
+
+
+@attrs.define(eq=False)
+class ClusterControlManager:
+    registry: SnapshotRegistry
+    session_timeout: float  # seconds
+    brokers: TimelineHashMap[int, BrokerRegistration] = attrs.field(init=False)
+    _last_contact: dict[int, float] = attrs.field(init=False, factory=dict)
+    _heard_from: set[int] = attrs.field(init=False, factory=set)  # in this term, for real
+
+    def __attrs_post_init__(self) -> None:
+        self.brokers = TimelineHashMap(self.registry)
+
+    # --- replay: the only way state changes ------------------------------------------
+
+    def replay(self, record: MetadataRecord) -> None:
+        match record:
+            case RegisterBrokerRecord():
+                self.brokers.put(record.broker_id, BrokerRegistration.from_record(record))
+            case UnregisterBrokerRecord():
+                self.brokers.remove(record.broker_id)
+            case FenceBrokerRecord() | UnfenceBrokerRecord():
+                current = self.brokers[record.broker_id]
+                fenced = isinstance(record, FenceBrokerRecord)
+                self.brokers.put(record.broker_id, attrs.evolve(current, fenced=fenced))
+            case _:
+                pass
+
+    # --- reads -------------------------------------------------------------------------
+
+    def is_unfenced(self, broker_id: int, epoch: int = LATEST_EPOCH) -> bool:
+        registration = self.brokers.get(broker_id, epoch)
+        return registration is not None and not registration.fenced
+
+    def usable_brokers(self) -> list[BrokerMetadata]:
+        """Brokers new replicas may be placed on: registered and unfenced."""
+        return [BrokerMetadata(b.broker_id, b.rack) for b in self.brokers.values() if not b.fenced]
+
+    def check_epoch(self, broker_id: int, broker_epoch: int) -> ErrorCode:
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            return ErrorCode.broker_id_not_registered
+        if registration.epoch != broker_epoch:
+            return ErrorCode.stale_broker_epoch
+        return ErrorCode.none
+
+    # --- requests ------------------------------------------------------------------------
+
+    def register(
+        self, request: BrokerRegistrationRequest, next_offset: int, now: float
+    ) -> ControllerResult[BrokerRegistrationResponse]:
+        existing = self.brokers.get(request.broker_id)
+        if (
+            existing is not None
+            and existing.incarnation_id != request.incarnation_id
+            and request.broker_id in self._heard_from
+            and self._session_alive(request.broker_id, now)
+        ):
+            # Another process with this node.id is alive: two brokers must not share an id.
+            return ControllerResult(
+                (), BrokerRegistrationResponse(ErrorCode.duplicate_broker_registration)
+            )
+        record = RegisterBrokerRecord(
+            broker_id=request.broker_id,
+            incarnation_id=request.incarnation_id,
+            broker_epoch=next_offset,
+            endpoints=request.endpoints,
+            rack=request.rack,
+            fenced=True,
+        )
+        self.touch(request.broker_id, now)
+        return ControllerResult((record,), BrokerRegistrationResponse(ErrorCode.none, next_offset))
+
+    def fence(self, broker_id: int) -> FenceBrokerRecord:
+        return FenceBrokerRecord(broker_id, self.brokers[broker_id].epoch)
+
+    def unfence(self, broker_id: int) -> UnfenceBrokerRecord:
+        return UnfenceBrokerRecord(broker_id, self.brokers[broker_id].epoch)
+
+    # --- sessions (leader-only, not replicated) --------------------------------------
+
+    def touch(self, broker_id: int, now: float) -> None:
+        self._last_contact[broker_id] = now
+
+    def reset_sessions(self, now: float) -> None:
+        """A new active controller gives every broker a full session (Kafka does too)."""
+        self._last_contact = dict.fromkeys(self.brokers, now)
+
+    def _session_alive(self, broker_id: int, now: float) -> bool:
+        last = self._last_contact.get(broker_id)
+        return last is not None and now < last + self.session_timeout
+
+    def expired(self, now: float) -> list[int]:
+        """Unfenced brokers whose session ran out, lowest id first."""
+        return sorted(
+            b.broker_id
+            for b in self.brokers.values()
+            if not b.fenced and not self._session_alive(b.broker_id, now)
+        )
+
+    def next_deadline(self) -> float | None:
+        deadlines = [
+            self._last_contact.get(b.broker_id, 0.0) + self.session_timeout
+            for b in self.brokers.values()
+            if not b.fenced
+        ]
+        return min(deadlines, default=None)

@@ -1,0 +1,295 @@
+"""QuorumController: the KRaft controller as a core (seed 004 §2.1).
+
+All of the controller's decisions run one at a time, in the order they were queued, on a
+single event queue: no locks, and every manager sees the state its predecessor left. This
+class is the part that runs on that queue. It does no I/O and keeps no clock: a shell
+(``ControllerServer``) feeds it requests, commits and the time, and carries out the
+actions it returns.
+
+It is the *pipelined* controller of seed 004. For a write:
+
+1. the right manager decides, producing records and a response;
+2. the records are replayed into the managers at once, and a snapshot of the timeline
+   structures is taken at the last record's offset, so the next request already sees
+   them and the controller need not wait for the quorum between requests;
+3. the records go to the quorum (``AppendRecords``);
+4. the response is held until the quorum reports that offset committed (``Reply``).
+
+Two rules keep that honest. Reads that answer clients (ListPartitionReassignments,
+DescribeConfigs) read at the last committed offset, never at uncommitted state. And when
+this node stops being the active controller, ``resign`` reverts every timeline structure
+to the last committed offset and fails the held responses with NOT_CONTROLLER: the
+records they waited for may never commit.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+from collections.abc import Iterable, Sequence
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._cluster_control import ClusterControlManager
+from ._config import ControllerConfig
+from ._config_control import ConfigurationControlManager, FeatureControlManager
+from ._records import ConfigResourceType, FeatureLevelRecord, MetadataRecord
+from ._replication_control import ReplicationControlManager
+from ._requests import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    ControllerRequest,
+    ControllerResponse,
+    ControllerResult,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsRequest,
+)
+from ._timeline import SnapshotRegistry
+
+METADATA_VERSION = "metadata.version"
+# The metadata.version a fresh cluster starts at. Our records are a subset of Kafka's,
+# so the number only says "this log was bootstrapped"; it gates nothing yet.
+BOOTSTRAP_METADATA_VERSION = 1
+
+
+@attrs.frozen
+class AppendRecords:
+    """Append these records to the metadata log, at ``base_offset``, in ``epoch``."""
+
+    epoch: int
+    base_offset: int
+    records: tuple[MetadataRecord, ...]
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + len(self.records) - 1
+
+
+@attrs.frozen
+class Reply:
+    """Answer request ``request_id``: ``response``, or ``error_code`` when there is none."""
+
+    request_id: int
+    response: ControllerResponse | None
+    error_code: ErrorCode = ErrorCode.none
+
+
+Action = AppendRecords | Reply
+
+
+@attrs.define(eq=False)
+class QuorumController:
+    config: ControllerConfig = attrs.field(factory=ControllerConfig)
+    rng: random.Random = attrs.field(factory=random.Random)
+    registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
+    cluster: ClusterControlManager = attrs.field(init=False)
+    configs: ConfigurationControlManager = attrs.field(init=False)
+    features: FeatureControlManager = attrs.field(init=False)
+    replication: ReplicationControlManager = attrs.field(init=False)
+    epoch: int | None = attrs.field(init=False, default=None)  # None: not the active one
+    last_committed_offset: int = attrs.field(init=False, default=-1)
+    _next_offset: int = attrs.field(init=False, default=0)
+    # Responses waiting for their records to commit: (offset, request id, response).
+    _pending: collections.deque[tuple[int, int, ControllerResponse]] = attrs.field(
+        init=False, factory=collections.deque
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self.cluster = ClusterControlManager(
+            self.registry, self.config.broker_session_timeout_ms / 1000
+        )
+        self.configs = ConfigurationControlManager(self.registry)
+        self.features = FeatureControlManager(self.registry)
+        self.replication = ReplicationControlManager(
+            self.registry, self.config, self.cluster, self.configs, self.rng
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.epoch is not None
+
+    # --- replay: the same path for our own records and for committed ones ------------
+
+    def _replay(self, record: MetadataRecord) -> None:
+        self.cluster.replay(record)
+        self.replication.replay(record)
+        self.configs.replay(record)
+        self.features.replay(record)
+
+    def replay_committed(self, records: Iterable[MetadataRecord], last_offset: int) -> None:
+        """Records the quorum committed, replayed by a controller that is not active (at
+        start-up, or a standby following the leader)."""
+        if self.active:
+            raise RuntimeError("the active controller replays its own records as it writes them")
+        for record in records:
+            self._replay(record)
+        self.last_committed_offset = self._next_offset = last_offset + 1
+        self.last_committed_offset = last_offset
+
+    def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
+        """Start again from a snapshot of the image taken at ``offset``."""
+        self.registry.reset()
+        self.replay_committed(records, offset)
+
+    # --- leadership ------------------------------------------------------------------------
+
+    def become_leader(self, epoch: int, now: float) -> list[Action]:
+        """Become the active controller in ``epoch``, on top of everything committed."""
+        self.epoch = epoch
+        self._next_offset = self.last_committed_offset + 1
+        self.registry.get_or_create_snapshot(self.last_committed_offset)
+        self.cluster.reset_sessions(now)
+        if self.features.levels.get(METADATA_VERSION) is None:
+            # A new cluster: its first record says which metadata version it speaks.
+            return self._write((FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),))
+        return []
+
+    def resign(self) -> list[Action]:
+        """Stop being active: forget uncommitted state, fail the responses waiting for it."""
+        self.registry.revert_to_snapshot(self.last_committed_offset)
+        self.registry.delete_snapshots_up_to(self.last_committed_offset + 1)
+        self.epoch = None
+        self._next_offset = self.last_committed_offset + 1
+        failed: list[Action] = [
+            Reply(request_id, None, ErrorCode.not_controller) for _, request_id, _ in self._pending
+        ]
+        self._pending.clear()
+        return failed
+
+    def handle_commit(self, offset: int) -> list[Action]:
+        """The quorum committed everything up to ``offset``: release the responses."""
+        if offset <= self.last_committed_offset:
+            return []
+        self.last_committed_offset = offset
+        # History before the committed offset can never be reverted to; drop it, but keep
+        # the snapshot *at* the committed offset, the one resign() reverts to.
+        self.registry.delete_snapshots_up_to(offset)
+        replies: list[Action] = []
+        while self._pending and self._pending[0][0] <= offset:
+            _, request_id, response = self._pending.popleft()
+            replies.append(Reply(request_id, response))
+        return replies
+
+    # --- the event queue's work -----------------------------------------------------------
+
+    def handle(self, request_id: int, request: ControllerRequest, now: float) -> list[Action]:
+        if not self.active:
+            return [Reply(request_id, None, ErrorCode.not_controller)]
+        match request:
+            case ListPartitionReassignmentsRequest():
+                epoch = self.last_committed_offset
+                return [Reply(request_id, self.replication.list_partition_reassignments(epoch))]
+            case DescribeConfigsRequest():
+                response = self.configs.describe(request, self.last_committed_offset)
+                return [Reply(request_id, response)]
+        result = self._decide(request, now)
+        return self._write(result.records, request_id, result.response)
+
+    def _decide(
+        self, request: ControllerRequest, now: float
+    ) -> ControllerResult[ControllerResponse]:
+        result: ControllerResult[ControllerResponse]
+        match request:
+            case CreateTopicsRequest():
+                result = self.replication.create_topics(request)
+            case DeleteTopicsRequest():
+                result = self.replication.delete_topics(request)
+            case CreatePartitionsRequest():
+                result = self.replication.create_partitions(request)
+            case AlterPartitionRequest():
+                result = self.replication.alter_partition(request)
+            case AlterPartitionReassignmentsRequest():
+                result = self.replication.alter_partition_reassignments(request)
+            case BrokerRegistrationRequest():
+                result = self.cluster.register(request, self._next_offset, now)
+            case BrokerHeartbeatRequest():
+                result = self._heartbeat(request, now)
+            case IncrementalAlterConfigsRequest():
+                result = self.configs.incremental_alter(request, self._resource_exists(request))
+            case _:
+                raise TypeError(f"not a controller request: {request!r}")
+        return result
+
+    def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
+        if request.resource_type == ConfigResourceType.TOPIC:
+            return self.replication.topic_named(request.resource_name) is not None
+        # "" is the cluster-wide default broker resource.
+        name = request.resource_name
+        return name == "" or (name.isdigit() and int(name) in self.cluster.brokers)
+
+    def _heartbeat(
+        self, request: BrokerHeartbeatRequest, now: float
+    ) -> ControllerResult[BrokerHeartbeatResponse]:
+        broker_id = request.broker_id
+        error = self.cluster.check_epoch(broker_id, request.broker_epoch)
+        if error != ErrorCode.none:
+            return ControllerResult((), BrokerHeartbeatResponse(error))
+        self.cluster.touch(broker_id, now)
+        registration = self.cluster.brokers[broker_id]
+        # Caught up: the broker has replayed the log past its own registration, so it
+        # knows what it is meant to host before it is allowed to host anything.
+        caught_up = request.current_metadata_offset >= registration.epoch
+        records: list[MetadataRecord] = []
+        fenced = registration.fenced
+        if request.want_fence or request.want_shutdown:
+            if not fenced:
+                records = [self.cluster.fence(broker_id)]
+                records += self.replication.handle_broker_fenced(broker_id)
+                fenced = True
+        elif fenced and caught_up:
+            records = [self.cluster.unfence(broker_id)]
+            records += self.replication.handle_broker_unfenced(broker_id)
+            fenced = False
+        response = BrokerHeartbeatResponse(ErrorCode.none, caught_up, fenced, request.want_shutdown)
+        return ControllerResult(tuple(records), response)
+
+    def _write(
+        self,
+        records: Sequence[MetadataRecord],
+        request_id: int | None = None,
+        response: ControllerResponse | None = None,
+    ) -> list[Action]:
+        actions: list[Action] = []
+        if records:
+            assert self.epoch is not None
+            base_offset = self._next_offset
+            for record in records:
+                self._replay(record)
+            self._next_offset += len(records)
+            self.registry.get_or_create_snapshot(self._next_offset - 1)
+            actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
+        if request_id is None or response is None:
+            return actions
+        # Even a response with no records of its own may rest on records not yet
+        # committed (TOPIC_ALREADY_EXISTS for a creation still in flight): it waits for
+        # everything written so far.
+        wait_for = self._next_offset - 1
+        if wait_for <= self.last_committed_offset:
+            actions.append(Reply(request_id, response))
+        else:
+            self._pending.append((wait_for, request_id, response))
+        return actions
+
+    # --- time -------------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        return self.cluster.next_deadline() if self.active else None
+
+    def on_timer(self, now: float) -> list[Action]:
+        """Fence every broker whose session expired, moving its leaderships away."""
+        if not self.active:
+            return []
+        actions: list[Action] = []
+        for broker_id in self.cluster.expired(now):
+            records: list[MetadataRecord] = [self.cluster.fence(broker_id)]
+            records += self.replication.handle_broker_fenced(broker_id)
+            actions += self._write(records)  # replayed before the next broker is decided
+        return actions

@@ -1,0 +1,291 @@
+"""The requests a QuorumController answers, and its answers.
+
+They mirror the Kafka APIs that reach the controller (CreateTopics, DeleteTopics,
+CreatePartitions, BrokerRegistration, BrokerHeartbeat, AlterPartition,
+AlterPartitionReassignments, ListPartitionReassignments, IncrementalAlterConfigs,
+DescribeConfigs), trimmed to what the controller decides. The broker translates between
+these and the wire (kio's generated messages), so the controller core never sees bytes.
+Errors are Kafka's codes (``ErrorCode``), per topic or per partition as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from typing import Generic, TypeAlias, TypeVar
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._records import BrokerEndpoint, MetadataRecord
+
+# --- topics ----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class CreatableTopic:
+    name: str
+    num_partitions: int = -1  # -1: the controller's num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignments: tuple[tuple[int, ...], ...] = ()  # manual: replicas of partition 0, 1, ...
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class CreateTopicsRequest:
+    topics: tuple[CreatableTopic, ...]
+    validate_only: bool = False
+
+
+@attrs.frozen
+class CreatableTopicResult:
+    name: str
+    error_code: ErrorCode
+    error_message: str | None = None
+    topic_id: uuid.UUID | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@attrs.frozen
+class CreateTopicsResponse:
+    topics: tuple[CreatableTopicResult, ...]
+
+
+@attrs.frozen
+class DeleteTopicsRequest:
+    names: tuple[str, ...] = ()
+    topic_ids: tuple[uuid.UUID, ...] = ()
+
+
+@attrs.frozen
+class DeletableTopicResult:
+    name: str | None
+    topic_id: uuid.UUID | None
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class DeleteTopicsResponse:
+    topics: tuple[DeletableTopicResult, ...]
+
+
+@attrs.frozen
+class CreatePartitionsTopic:
+    name: str
+    count: int  # the new total
+    assignments: tuple[tuple[int, ...], ...] = ()  # replicas of each new partition
+
+
+@attrs.frozen
+class CreatePartitionsRequest:
+    topics: tuple[CreatePartitionsTopic, ...]
+    validate_only: bool = False
+
+
+@attrs.frozen
+class CreatePartitionsTopicResult:
+    name: str
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class CreatePartitionsResponse:
+    topics: tuple[CreatePartitionsTopicResult, ...]
+
+
+# --- brokers ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class BrokerRegistrationRequest:
+    broker_id: int
+    incarnation_id: uuid.UUID
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+
+
+@attrs.frozen
+class BrokerRegistrationResponse:
+    error_code: ErrorCode
+    broker_epoch: int = -1
+
+
+@attrs.frozen
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool = False
+    want_shutdown: bool = False
+
+
+@attrs.frozen
+class BrokerHeartbeatResponse:
+    error_code: ErrorCode
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+# --- partitions ------------------------------------------------------------------------
+
+
+@attrs.frozen
+class AlterPartitionItem:
+    """One leader's proposal: "the ISR of this partition should now be ``new_isr``"."""
+
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@attrs.frozen
+class AlterPartitionRequest:
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[AlterPartitionItem, ...]
+
+
+@attrs.frozen
+class AlterPartitionResult:
+    topic_id: uuid.UUID
+    partition: int
+    error_code: ErrorCode
+    leader: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+
+
+@attrs.frozen
+class AlterPartitionResponse:
+    error_code: ErrorCode
+    partitions: tuple[AlterPartitionResult, ...] = ()
+
+
+@attrs.frozen
+class ReassignablePartition:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...] | None  # None cancels a reassignment in progress
+
+
+@attrs.frozen
+class AlterPartitionReassignmentsRequest:
+    partitions: tuple[ReassignablePartition, ...]
+
+
+@attrs.frozen
+class ReassignmentResult:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class AlterPartitionReassignmentsResponse:
+    partitions: tuple[ReassignmentResult, ...]
+
+
+@attrs.frozen
+class ListPartitionReassignmentsRequest:
+    pass
+
+
+@attrs.frozen
+class OngoingReassignment:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
+@attrs.frozen
+class ListPartitionReassignmentsResponse:
+    reassignments: tuple[OngoingReassignment, ...]
+
+
+# --- configs ---------------------------------------------------------------------------
+
+
+class AlterConfigOp(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+
+
+@attrs.frozen
+class AlterableConfig:
+    name: str
+    op: AlterConfigOp
+    value: str | None = None
+
+
+@attrs.frozen
+class IncrementalAlterConfigsRequest:
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterableConfig, ...]
+    validate_only: bool = False
+
+
+@attrs.frozen
+class IncrementalAlterConfigsResponse:
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class DescribeConfigsRequest:
+    resource_type: int
+    resource_name: str
+
+
+@attrs.frozen
+class DescribeConfigsResponse:
+    error_code: ErrorCode
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+ControllerRequest: TypeAlias = (
+    CreateTopicsRequest
+    | DeleteTopicsRequest
+    | CreatePartitionsRequest
+    | BrokerRegistrationRequest
+    | BrokerHeartbeatRequest
+    | AlterPartitionRequest
+    | AlterPartitionReassignmentsRequest
+    | ListPartitionReassignmentsRequest
+    | IncrementalAlterConfigsRequest
+    | DescribeConfigsRequest
+)
+
+ControllerResponse: TypeAlias = (
+    CreateTopicsResponse
+    | DeleteTopicsResponse
+    | CreatePartitionsResponse
+    | BrokerRegistrationResponse
+    | BrokerHeartbeatResponse
+    | AlterPartitionResponse
+    | AlterPartitionReassignmentsResponse
+    | ListPartitionReassignmentsResponse
+    | IncrementalAlterConfigsResponse
+    | DescribeConfigsResponse
+)
+
+
+R = TypeVar("R", covariant=True)
+
+
+@attrs.frozen
+class ControllerResult(Generic[R]):
+    """What a manager decided: the records to append and the answer to give once they commit."""
+
+    records: tuple[MetadataRecord, ...]
+    response: R

@@ -1,0 +1,245 @@
+"""ControllerServer: the QuorumController's event queue, run by one trio task (seed 004 §2.1).
+
+The shell around the core. Every request, every commit and every timer tick becomes an
+event on one queue, and one task takes them off in order and hands them to the
+QuorumController, which is how Kafka's controller avoids locks. The actions that come
+back are carried out here: records are appended to the quorum (the page cache, cheap),
+and replies are handed to the callers waiting in ``submit``.
+
+Committing is a second task, so the event loop never waits for a disk: it fsyncs in a
+worker thread whatever has been appended, then queues a commit event. That is the
+pipeline of seed 004 — requests keep being decided while earlier records are still on
+their way to disk, and no answer leaves before its records are durable.
+
+On each commit the newly committed records are also replayed into a ``MetadataDelta``
+and published as a new ``MetadataImage`` to whoever subscribed (the broker, in combined
+mode), and once enough log has accumulated the image is written as a snapshot.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from ._config import ControllerConfig
+from ._controller import Action, AppendRecords, QuorumController, Reply
+from ._image import MetadataDelta, MetadataImage
+from ._quorum import SingleVoterQuorum
+from ._requests import ControllerRequest, ControllerResponse
+
+Publisher = Callable[[MetadataDelta, MetadataImage], None]
+
+
+class ControllerError(Exception):
+    """A request the controller could not answer (NOT_CONTROLLER after a resignation)."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name)
+        self.error_code = error_code
+
+
+@attrs.frozen
+class _Request:
+    request_id: int
+    request: ControllerRequest
+
+
+@attrs.frozen
+class _Committed:
+    offset: int
+
+
+@attrs.frozen
+class _Tick:
+    pass
+
+
+_Event = _Request | _Committed | _Tick
+
+
+def load_metadata(
+    quorum: SingleVoterQuorum, controller: QuorumController | None = None
+) -> MetadataImage:
+    """Replay the newest snapshot and the committed log after it.
+
+    Returns the image; if ``controller`` is given it replays the same records, so a
+    restarted controller knows exactly what the image says.
+    """
+    delta = MetadataDelta(MetadataImage())
+    snapshot = quorum.latest_snapshot()
+    if snapshot is not None:
+        snapshot_id, records = snapshot
+        for record in records:
+            delta.replay(record)
+        delta.offset = snapshot_id.end_offset - 1
+        if controller is not None:
+            controller.load_snapshot(records, snapshot_id.end_offset - 1)
+    for batch in quorum.read_committed(delta.offset + 1):
+        for offset, record in batch.records:
+            delta.replay(record, offset)
+        if controller is not None:
+            controller.replay_committed((r for _, r in batch.records), batch.last_offset)
+    return delta.apply()
+
+
+@attrs.define(eq=False)
+class ControllerServer:
+    controller: QuorumController
+    quorum: SingleVoterQuorum
+    image: MetadataImage
+    _publishers: list[Publisher] = attrs.field(init=False, factory=list)
+    _send: trio.MemorySendChannel[_Event] = attrs.field(init=False)
+    _receive: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
+    _waiting: dict[int, tuple[trio.Event, list[Reply]]] = attrs.field(init=False, factory=dict)
+    _next_request_id: int = attrs.field(init=False, default=0)
+    _uncommitted: collections.deque[AppendRecords] = attrs.field(
+        init=False, factory=collections.deque
+    )
+    _commit_wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _queue_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _snapshot_size: int = attrs.field(init=False, default=0)  # log size at the last snapshot
+    _snapshotting: bool = attrs.field(init=False, default=False)
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self._receive = trio.open_memory_channel(math.inf)
+
+    @classmethod
+    def open(
+        cls, metadata_dir: Path, config: ControllerConfig, rng: random.Random | None = None
+    ) -> ControllerServer:
+        """Open the metadata log in ``metadata_dir`` and rebuild the state it holds."""
+        quorum = SingleVoterQuorum.open(metadata_dir, config.node_id)
+        controller = QuorumController(config, rng or random.Random())
+        image = load_metadata(quorum, controller)
+        return cls(controller, quorum, image)
+
+    def subscribe(self, publisher: Publisher) -> None:
+        """Call ``publisher(delta, image)`` after every commit."""
+        self._publishers.append(publisher)
+
+    # --- running -----------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Become the active controller and serve until cancelled; then close the log."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._carry_out(
+                    self.controller.become_leader(self.quorum.epoch, trio.current_time())
+                )
+                nursery.start_soon(self._event_loop)
+                nursery.start_soon(self._committer)
+                nursery.start_soon(self._timer)
+                task_status.started()
+        finally:
+            self._nursery = None
+            for event, replies in self._waiting.values():
+                replies.append(Reply(-1, None, ErrorCode.not_controller))
+                event.set()
+            self.quorum.close()
+
+    async def submit(self, request: ControllerRequest) -> ControllerResponse:
+        """Queue ``request`` and wait for the answer, which comes after its records commit."""
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        done = trio.Event()
+        replies: list[Reply] = []
+        self._waiting[request_id] = (done, replies)
+        self._send.send_nowait(_Request(request_id, request))
+        await done.wait()
+        reply = replies[0]
+        if reply.response is None:
+            raise ControllerError(reply.error_code)
+        return reply.response
+
+    # --- the three tasks ---------------------------------------------------------------
+
+    async def _event_loop(self) -> None:
+        async for event in self._receive:
+            now = trio.current_time()
+            match event:
+                case _Request():
+                    actions = self.controller.handle(event.request_id, event.request, now)
+                case _Committed():
+                    actions = self.controller.handle_commit(event.offset)
+                    self._publish(event.offset)
+                case _Tick():
+                    actions = self.controller.on_timer(now)
+            self._carry_out(actions)
+            self._queue_moved.set()
+            self._queue_moved = trio.Event()
+
+    async def _committer(self) -> None:
+        while True:
+            await self._commit_wanted.wait()
+            self._commit_wanted = trio.Event()
+            end = await trio.to_thread.run_sync(self.quorum.fsync)
+            high_watermark = self.quorum.mark_committed(end)
+            self._send.send_nowait(_Committed(high_watermark - 1))
+
+    async def _timer(self) -> None:
+        while True:
+            moved = self._queue_moved
+            deadline = self.controller.next_deadline()
+            with trio.move_on_at(math.inf if deadline is None else deadline):
+                await moved.wait()
+                continue  # something happened: the deadline may have changed
+            self._send.send_nowait(_Tick())
+            await moved.wait()  # do not tick again before the tick was handled
+
+    # --- actions -----------------------------------------------------------------------
+
+    def _carry_out(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, AppendRecords):
+                last = self.quorum.append(action.epoch, action.records)
+                # The core numbered the records itself (broker epochs are offsets): the
+                # log must agree, or the controller's state is wrong.
+                if last != action.last_offset:
+                    raise RuntimeError(f"metadata log put {action} at last offset {last}")
+                self._uncommitted.append(action)
+                self._commit_wanted.set()
+            else:
+                waiter = self._waiting.pop(action.request_id, None)
+                if waiter is not None:
+                    waiter[1].append(action)
+                    waiter[0].set()
+
+    def _publish(self, offset: int) -> None:
+        delta = MetadataDelta(self.image)
+        while self._uncommitted and self._uncommitted[0].last_offset <= offset:
+            append = self._uncommitted.popleft()
+            for i, record in enumerate(append.records):
+                delta.replay(record, append.base_offset + i)
+        if delta.offset == self.image.offset:
+            return
+        self.image = delta.apply()
+        for publisher in self._publishers:
+            publisher(delta, self.image)
+        self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        threshold = self.controller.config.metadata_log_max_record_bytes_between_snapshots
+        if self._snapshotting or self._nursery is None:
+            return
+        if self.quorum.log.size - self._snapshot_size < threshold:
+            return
+        self._snapshotting = True
+        self._nursery.start_soon(self._write_snapshot, self.image)
+
+    async def _write_snapshot(self, image: MetadataImage) -> None:
+        records = list(image.records())
+        snapshot = await trio.to_thread.run_sync(
+            self.quorum.write_snapshot, image.offset + 1, records
+        )
+        self.quorum.snapshot_written(snapshot)
+        self._snapshot_size = self.quorum.log.size
+        self._snapshotting = False
