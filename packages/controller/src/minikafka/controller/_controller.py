@@ -155,7 +155,6 @@ class QuorumController:
     def resign(self) -> list[Action]:
         """Stop being active: forget uncommitted state, fail the responses waiting for it."""
         self.registry.revert_to_snapshot(self.last_committed_offset)
-        self.registry.delete_snapshots_up_to(self.last_committed_offset + 1)
         self.epoch = None
         self._next_offset = self.last_committed_offset + 1
         failed: list[Action] = [

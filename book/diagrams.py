@@ -1,0 +1,180 @@
+"""State diagrams for the book, drawn as SVG straight from the cores' transition tables.
+
+DESIGN.md section 8: diagrams of state machines are generated from the tables the code runs
+on, so a picture cannot drift from the code. The book builds offline with neither graphviz
+nor mermaid, so this module lays the states out itself: rounded boxes spaced evenly on an
+ellipse (turned and widened until no two boxes come close), transitions as gently curved
+arrows (so A->B and B->A never overlap), self-transitions as small loops on the outer side,
+and each label slid along its arrow until it covers no box and no other label. In a chapter::
+
+    from diagrams import state_diagram
+    state_diagram(["A", "B"], [("A", "B", "go"), ("B", "B", "stay")], title="Example")
+
+The result is the SVG markup (a ``str``) that also displays itself in a notebook cell. Only
+presentation attributes are used, no ``<style>``: inline SVGs share the page's CSS.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import zlib
+from collections.abc import Iterable, Sequence
+from xml.sax.saxutils import escape, quoteattr
+
+__all__ = ["SVG", "state_diagram"]
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
+Point = tuple[float, float]
+
+BOX_FONT, LABEL_FONT, TITLE_FONT = 13.0, 11.0, 15.0
+CHAR = 0.56  # a generous average sans-serif glyph width, in ems: text never outgrows its box
+BOX_H, GAP, SPACE = 32.0, 14.0, 30.0  # box height; margins; the least space between boxes
+LOOP = 40.0  # how far a self-loop reaches out of its box
+
+
+class SVG(str):
+    """SVG markup that Jupyter shows as a picture (``_repr_svg_``) and Python treats as text."""
+
+    def _repr_svg_(self) -> str:
+        return str(self)
+
+
+def _text_box(center: Point, text: str, size: float) -> Box:
+    half_w, half_h = len(text) * size * CHAR / 2 + 3, size / 2 + 3
+    return center[0] - half_w, center[1] - half_h, center[0] + half_w, center[1] + half_h
+
+
+def _overlap(a: Box, b: Box, gap: float = 0.0) -> bool:
+    return a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]
+
+
+def _layout(states: Sequence[str], half_w: float) -> dict[str, Point]:
+    """Box centers on the narrowest ellipse that keeps every two boxes ``SPACE`` apart."""
+    n, best, best_key = len(states), dict.fromkeys(states, (0.0, 0.0)), (math.inf, 0.0)
+    # An odd count puts two boxes side by side at the bottom: try turning the ring a little.
+    for turn, aspect in itertools.product((0.0, 0.25, 0.5), (0.75, 0.9)):
+        rx = 50.0 * math.sqrt(n) + 80.0
+        while n > 1:
+            angles = [2 * math.pi * (i + turn) / n - math.pi / 2 for i in range(n)]
+            points = [(rx * math.cos(a), aspect * rx * math.sin(a)) for a in angles]
+            boxes = [(x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in points]
+            if not any(_overlap(a, b, SPACE) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
+                key = (round(rx), -aspect)  # narrowest first, then the taller (room for labels)
+                if key < best_key:
+                    best, best_key = dict(zip(states, points, strict=True)), key
+                break
+            rx *= 1.02
+    return best
+
+
+def _rim(center: Point, toward: Point, half_w: float) -> Point:
+    """Where the ray from a box's center toward a point leaves the box."""
+    dx, dy = toward[0] - center[0], toward[1] - center[1]
+    scale = min(half_w / abs(dx) if dx else math.inf, BOX_H / 2 / abs(dy) if dy else math.inf)
+    return center[0] + dx * scale, center[1] + dy * scale
+
+
+def _quad(p0: Point, c: Point, p1: Point, t: float) -> Point:
+    u = 1 - t
+    x = u * u * p0[0] + 2 * u * t * c[0] + t * t * p1[0]
+    return x, u * u * p0[1] + 2 * u * t * c[1] + t * t * p1[1]
+
+
+def _path(*commands: tuple[str, Point]) -> str:
+    return " ".join(f"{op}{x:.1f},{y:.1f}" for op, (x, y) in commands)
+
+
+def state_diagram(
+    states: Sequence[str], edges: Iterable[tuple[str, str, str]], *, title: str = ""
+) -> SVG:
+    """Draw ``states`` and the ``(from, to, label)`` transitions between them as SVG."""
+    transitions = list(edges)
+    if not states or len(set(states)) != len(states):
+        raise ValueError(f"a state diagram needs distinct states, not {list(states)}")
+    pairs = {(a, b) for a, b, _ in transitions}
+    unknown = {s for pair in pairs for s in pair} - set(states)
+    if unknown:
+        raise ValueError(f"edges name states that are not drawn: {sorted(unknown)}")
+    half_w = max((len(s) for s in states), default=1) * BOX_FONT * CHAR / 2 + 10
+    at = _layout(states, half_w)
+    boxes = [(x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in at.values()]
+    taken, extent = list(boxes), list(boxes)  # what labels avoid; what the canvas must hold
+    arrows, labels = [], []
+    for a, b, label in transitions:
+        if a == b:  # a loop on the side facing away from the middle of the drawing
+            (x, y), norm = at[a], math.hypot(*at[a])
+            ux, uy = (x / norm, y / norm) if norm else (0.0, -1.0)
+            rim = _rim((x, y), (x + ux, y + uy), half_w)
+            # Leave straight out of the side the rim point is on, not diagonally off a corner.
+            on_side = abs(abs(rim[0] - x) - half_w) < 1e-6
+            ux, uy = (math.copysign(1.0, ux), 0.0) if on_side else (0.0, math.copysign(1.0, uy))
+            px, py = -uy * 10, ux * 10
+            p0, p1 = (rim[0] + px, rim[1] + py), (rim[0] - px, rim[1] - py)
+            c0 = (p0[0] + ux * LOOP + px, p0[1] + uy * LOOP + py)
+            c1 = (p1[0] + ux * LOOP - px, p1[1] + uy * LOOP - py)
+            arrows.append(_path(("M", p0), ("C", c0), ("", c1), ("", p1)))
+            extent.append(
+                (min(c0[0], c1[0]), min(c0[1], c1[1]), max(c0[0], c1[0]), max(c0[1], c1[1]))
+            )
+            half = _text_box((0, 0), label, LABEL_FONT)[2:]
+            reach = [LOOP * 0.8 + 4 + d for d in (0, 10, 20, 30)]
+            spots = [
+                (rim[0] + ux * r + ux * half[0], rim[1] + uy * r + uy * half[1]) for r in reach
+            ]
+        else:  # a quadratic curve, bent to its left: the arrow back bends the other way
+            p, q = at[a], at[b]
+            bend = 0.14 if (b, a) in pairs else 0.06
+            c = ((p[0] + q[0]) / 2 - (q[1] - p[1]) * bend, (p[1] + q[1]) / 2 + (q[0] - p[0]) * bend)
+            p0, p1 = _rim(p, c, half_w), _rim(q, c, half_w)
+            arrows.append(_path(("M", p0), ("Q", c), ("", p1)))
+            mid = _quad(p0, c, p1, 0.5)
+            extent.append((*mid, *mid))
+            # Along the arrow first, then beside it (a short arrow has no room on it).
+            length = math.dist(p0, p1) or 1.0
+            nx, ny = -(p1[1] - p0[1]) / length, (p1[0] - p0[0]) / length
+            along = [_quad(p0, c, p1, t) for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78)]
+            spots = [(x + nx * k, y + ny * k) for k in (0, 14, -14, 28, -28) for x, y in along]
+        if label:  # the first spot that covers nothing, else the middle one
+            rects = [_text_box(s, label, LABEL_FONT) for s in spots]
+            rect = next((r for r in rects if not any(_overlap(r, t) for t in taken)), rects[0])
+            taken.append(rect)
+            extent.append(rect)
+            labels.append((rect, label))
+    x0, y0 = min(e[0] for e in extent) - GAP, min(e[1] for e in extent) - GAP
+    x1, y1 = max(e[2] for e in extent) + GAP, max(e[3] for e in extent) + GAP
+    if title:
+        y0 -= TITLE_FONT + GAP / 2
+    # Inline SVGs on one page share ids: name the arrowhead after this diagram's content.
+    arrow_id = f"arrow-{zlib.crc32(repr((states, transitions, title)).encode()):08x}"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{x1 - x0:.0f}" height="{y1 - y0:.0f}" '
+        f'viewBox="{x0:.1f} {y0:.1f} {x1 - x0:.1f} {y1 - y0:.1f}" role="img" '
+        'style="max-width:100%;height:auto" '
+        f"aria-label={quoteattr(title or 'state diagram')}>",
+        f'<defs><marker id="{arrow_id}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+        f'<g fill="none" stroke="#555" stroke-width="1.2" marker-end="url(#{arrow_id})">',
+        *(f'<path d="{d}"/>' for d in arrows),
+        '</g><g font-family="sans-serif" text-anchor="middle" dominant-baseline="central">',
+    ]
+    for (lx0, ly0, lx1, ly1), label in labels:
+        out.append(
+            f'<rect x="{lx0:.1f}" y="{ly0:.1f}" width="{lx1 - lx0:.1f}" height="{ly1 - ly0:.1f}" '
+            'fill="#fff" fill-opacity="0.85"/>'
+            f'<text x="{(lx0 + lx1) / 2:.1f}" y="{(ly0 + ly1) / 2:.1f}" font-size="{LABEL_FONT:g}" '
+            f'fill="#333">{escape(label)}</text>'
+        )
+    for state, (x, y) in at.items():
+        out.append(
+            f'<rect x="{x - half_w:.1f}" y="{y - BOX_H / 2:.1f}" width="{2 * half_w:.1f}" '
+            f'height="{BOX_H:g}" rx="9" fill="#e8f0fb" stroke="#3b5b92" stroke-width="1.5"/>'
+            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{BOX_FONT:g}" fill="#1b2a49">'
+            f"{escape(state)}</text>"
+        )
+    if title:
+        out.append(
+            f'<text x="{(x0 + x1) / 2:.1f}" y="{y0 + GAP / 2 + TITLE_FONT / 2:.1f}" '
+            f'font-size="{TITLE_FONT:g}" font-weight="bold">{escape(title)}</text>'
+        )
+    return SVG("".join([*out, "</g></svg>"]))
