@@ -38,7 +38,7 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests $(wildcard bench/*.py)
+	$(RUN) mypy packages/*/src packages/*/tests $(wildcard bench/*.py) book/diagrams.py
 
 pytest: sync
 	$(RUN) pytest -q

@@ -32,6 +32,7 @@ from minikafka.controller import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     MetadataDelta,
+    MetadataQuorum,
     SingleVoterQuorum,
     TopicRecord,
     replay_metadata_dir,
@@ -235,3 +236,14 @@ def test_replay_of_a_directory_without_a_metadata_log_is_a_usage_error(
 ) -> None:
     assert main(["replay", str(tmp_path)]) == 2
     assert "__cluster_metadata-0" in capsys.readouterr().err
+
+
+def test_the_single_voter_quorum_is_a_metadata_quorum(tmp_path: Path) -> None:
+    # A static check as much as a runtime one: mypy verifies the assignment below, so the
+    # multi-voter Raft of a later issue has one protocol to meet.
+    quorum: MetadataQuorum = SingleVoterQuorum.open(tmp_path, node_id=1)
+    assert quorum.epoch == 1
+    assert quorum.high_watermark == quorum.log_end_offset == 0
+    assert quorum.latest_snapshot() is None
+    assert isinstance(quorum, SingleVoterQuorum)
+    quorum.close()
