@@ -85,6 +85,7 @@ class ClusterControlManager:
         if (
             existing is not None
             and existing.incarnation_id != request.incarnation_id
+            and not existing.fenced  # a fenced broker has no session (Kafka: hasValidSession)
             and request.broker_id in self._heard_from
             and self._session_alive(request.broker_id, now)
         ):
@@ -113,10 +114,12 @@ class ClusterControlManager:
 
     def touch(self, broker_id: int, now: float) -> None:
         self._last_contact[broker_id] = now
+        self._heard_from.add(broker_id)
 
     def reset_sessions(self, now: float) -> None:
         """A new active controller gives every broker a full session (Kafka does too)."""
         self._last_contact = dict.fromkeys(self.brokers, now)
+        self._heard_from = set()
 
     def _session_alive(self, broker_id: int, now: float) -> bool:
         last = self._last_contact.get(broker_id)

@@ -49,6 +49,7 @@ from ._requests import (
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
@@ -154,6 +155,8 @@ class QuorumController:
 
     def resign(self) -> list[Action]:
         """Stop being active: forget uncommitted state, fail the responses waiting for it."""
+        if not self.active:  # nothing uncommitted, and no snapshot at the committed offset
+            return []
         self.registry.revert_to_snapshot(self.last_committed_offset)
         self.epoch = None
         self._next_offset = self.last_committed_offset + 1
@@ -167,6 +170,10 @@ class QuorumController:
         """The quorum committed everything up to ``offset``: release the responses."""
         if offset <= self.last_committed_offset:
             return []
+        if self.active and not self.registry.has_snapshot(offset):
+            # Raft commits whole batches; a commit inside one would leave no snapshot to
+            # read at or revert to.
+            raise ValueError(f"commit at {offset}, which ends no batch this controller wrote")
         self.last_committed_offset = offset
         # History before the committed offset can never be reverted to; drop it, but keep
         # the snapshot *at* the committed offset, the one resign() reverts to.
@@ -187,8 +194,13 @@ class QuorumController:
                 epoch = self.last_committed_offset
                 return [Reply(request_id, self.replication.list_partition_reassignments(epoch))]
             case DescribeConfigsRequest():
-                response = self.configs.describe(request, self.last_committed_offset)
-                return [Reply(request_id, response)]
+                epoch = self.last_committed_offset
+                if request.resource_type == ConfigResourceType.TOPIC and (
+                    self.replication.topic_named(request.resource_name, epoch) is None
+                ):
+                    unknown = DescribeConfigsResponse(ErrorCode.unknown_topic_or_partition)
+                    return [Reply(request_id, unknown)]
+                return [Reply(request_id, self.configs.describe(request, epoch))]
         result = self._decide(request, now)
         return self._write(result.records, request_id, result.response)
 
@@ -208,7 +220,7 @@ class QuorumController:
             case AlterPartitionReassignmentsRequest():
                 result = self.replication.alter_partition_reassignments(request)
             case BrokerRegistrationRequest():
-                result = self.cluster.register(request, self._next_offset, now)
+                result = self._register(request, now)
             case BrokerHeartbeatRequest():
                 result = self._heartbeat(request, now)
             case IncrementalAlterConfigsRequest():
@@ -216,6 +228,18 @@ class QuorumController:
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
         return result
+
+    def _register(
+        self, request: BrokerRegistrationRequest, now: float
+    ) -> ControllerResult[ControllerResponse]:
+        """A new incarnation replaces the old registration and starts fenced, so whatever
+        the old one led or kept in sync must move now, as if its session had expired."""
+        was_unfenced = self.cluster.is_unfenced(request.broker_id)
+        result = self.cluster.register(request, self._next_offset, now)
+        if not result.records or not was_unfenced:
+            return result
+        moved = self.replication.handle_broker_fenced(request.broker_id)
+        return ControllerResult((*result.records, *moved), result.response)
 
     def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
         if request.resource_type == ConfigResourceType.TOPIC:

@@ -259,7 +259,9 @@ class MetadataDelta:
 
     def _remove_topic(self, topic_id: uuid.UUID) -> None:
         created = self._topics.pop(topic_id, None)
-        old = self.image.topics.get(topic_id)
+        # A topic of the image removed earlier in this delta is gone: removing it twice is
+        # as inconsistent as removing a topic that never was.
+        old = None if topic_id in self._deleted else self.image.topics.get(topic_id)
         if old is not None:
             self._deleted[topic_id] = old
         elif created is None:

@@ -134,10 +134,12 @@ class PartitionChangeBuilder:
             if self.target_removing is None
             else self.target_removing
         )
-        # Rule 1: phase A is over once every replica being added is in sync.
-        if (adding or removing) and all(r in isr for r in adding):
+        # Rule 1: phase A is over once every target replica is in sync (Kafka's
+        # PartitionReassignmentReplicas.maybeCompleteReassignment), not just the added ones:
+        # completing earlier would drop in-sync removing replicas for out-of-sync targets.
+        if adding or removing:
             target = _without(replicas, removing)
-            if any(r in isr for r in target):
+            if target and all(r in isr for r in target):
                 replicas, isr = target, _without(isr, removing)
                 adding = removing = ()
         # Rule 2: the leader must be in the replica set, in the ISR, and acceptable.

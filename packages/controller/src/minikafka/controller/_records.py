@@ -186,6 +186,8 @@ def _write_uvarint(out: bytearray, value: int) -> None:
 
 
 def _write_varint(out: bytearray, value: int) -> None:
+    if not -(2**63) <= value < 2**63:  # zig-zag below would silently garble it
+        raise ValueError(f"{value} does not fit in a 64-bit varint")
     _write_uvarint(out, (value << 1) ^ (value >> 63))  # zig-zag, as Kafka's varlong
 
 
@@ -241,6 +243,8 @@ class _Reader:
 
     def varint(self) -> int:
         raw = self.uvarint()
+        if raw >= 2**64:  # a 10th byte can carry 7 bits; a varlong has room for 1
+            raise MetadataRecordError("varint wider than 64 bits")
         return (raw >> 1) ^ -(raw & 1)
 
     def take(self, n: int) -> bytes:

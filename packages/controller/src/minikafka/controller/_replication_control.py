@@ -197,9 +197,13 @@ class ReplicationControlManager:
         seen: set[str] = set()
         for topic in request.topics:
             try:
-                if topic.name in seen:
-                    raise _Refused(ErrorCode.invalid_request, f"topic {topic.name!r} listed twice")
-                seen.add(topic.name)
+                folded = topic.name.replace(".", "_")
+                if folded in seen:
+                    raise _Refused(
+                        ErrorCode.invalid_request,
+                        f"topic {topic.name!r} is listed twice (or with '.' for '_')",
+                    )
+                seen.add(folded)
                 topic_records, result = self._create_topic(topic)
             except _Refused as refused:
                 results.append(
@@ -287,9 +291,9 @@ class ReplicationControlManager:
         records = []
         for partition_id, replicas in sorted(assignment.items()):
             isr = tuple(r for r in replicas if self.cluster.is_unfenced(r))
-            if not isr:
+            if not isr:  # only a manual assignment can name fenced brokers alone (Kafka's code)
                 raise _Refused(
-                    ErrorCode.invalid_replication_factor,
+                    ErrorCode.invalid_replica_assignment,
                     f"partition {partition_id} has no unfenced replica among {list(replicas)}",
                 )
             records.append(
@@ -536,8 +540,12 @@ class ReplicationControlManager:
         builder.target_replicas = replicas
         builder.target_adding = tuple(r for r in trs if r not in ors)
         builder.target_removing = tuple(r for r in ors if r not in trs)
-        builder.target_isr = tuple(r for r in partition.isr if r in replicas) or partition.isr
-        # The builder ends phase A at once when AR is already in sync (phase B follows in
+        builder.target_isr = tuple(r for r in partition.isr if r in replicas)
+        if not builder.target_isr:
+            # Only replicas being dropped are in sync: going on would need an unclean
+            # election (Kafka: PartitionReassignmentRevert.unclean), and an ISR outside RS.
+            raise _Refused(ErrorCode.invalid_replica_assignment, "no in-sync replica would remain")
+        # The builder ends phase A at once when TRS is already in sync (phase B follows in
         # the same record); otherwise AlterPartition from the leader ends it later.
         return builder.build()
 

@@ -1,0 +1,311 @@
+"""Helpers for tests that drive the QuorumController as a core (seed 004 §2.1).
+
+``ControllerHarness`` stands in for the Raft quorum and the shell around the controller:
+it keeps the records the controller appends in an in-memory log, commits them when the
+test says so (``commit``), collects the replies by request id, and moves time only when
+told to (``advance``). Nothing is committed behind the test's back, which is what makes
+the pipelining observable: a request's reply appears only once its records commit.
+
+``controller_state`` and ``image_state`` reduce a controller and an image to the same
+plain value, so a test can check that every way of replaying the log (the active
+controller's own replay, a standby's ``replay_committed``, a broker's ``MetadataDelta``)
+arrives at the same cluster.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._config import ControllerConfig
+from ._controller import Action, AppendRecords, QuorumController, Reply
+from ._image import BrokerRegistration, MetadataDelta, MetadataImage
+from ._partition import PartitionRegistration
+from ._records import BrokerEndpoint, MetadataRecord
+from ._requests import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ControllerRequest,
+    ControllerResponse,
+    CreatableTopic,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+from ._timeline import LATEST_EPOCH
+
+__all__ = [
+    "ClusterState",
+    "ControllerHarness",
+    "controller_state",
+    "image_from_records",
+    "image_state",
+]
+
+
+@attrs.frozen
+class ClusterState:
+    """What the metadata log says, as plain values that compare by content."""
+
+    features: Mapping[str, int]
+    brokers: Mapping[int, BrokerRegistration]
+    # topic name -> (topic id, partition id -> registration)
+    topics: Mapping[str, tuple[uuid.UUID, Mapping[int, PartitionRegistration]]]
+    configs: Mapping[tuple[int, str], Mapping[str, str]]
+
+
+def controller_state(controller: QuorumController, epoch: int = LATEST_EPOCH) -> ClusterState:
+    """The controller's replicated state at ``epoch`` (a live snapshot, or the latest)."""
+    repl = controller.replication
+    partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
+    for (topic_id, partition_id), registration in repl.partitions.items(epoch):
+        partitions.setdefault(topic_id, {})[partition_id] = registration
+    topics = {
+        info.name: (topic_id, partitions.get(topic_id, {}))
+        for topic_id, info in repl.topics.items(epoch)
+    }
+    configs: dict[tuple[int, str], dict[str, str]] = {}
+    for (rtype, rname, name), value in controller.configs.configs.items(epoch):
+        configs.setdefault((rtype, rname), {})[name] = value
+    return ClusterState(
+        features=dict(controller.features.levels.items(epoch)),
+        brokers=dict(controller.cluster.brokers.items(epoch)),
+        topics=topics,
+        configs=configs,
+    )
+
+
+def image_state(image: MetadataImage) -> ClusterState:
+    """The same value as ``controller_state``, from a broker's MetadataImage."""
+    return ClusterState(
+        features=dict(image.features),
+        brokers=dict(image.brokers),
+        topics={t.name: (t.topic_id, dict(t.partitions)) for t in image.topics.values()},
+        configs={k: dict(v) for k, v in image.configs.items()},
+    )
+
+
+def image_from_records(
+    records: Iterable[tuple[int, MetadataRecord]], base: MetadataImage | None = None
+) -> MetadataImage:
+    """Replay ``(offset, record)`` pairs into a MetadataDelta on ``base`` and publish it."""
+    delta = MetadataDelta(base or MetadataImage())
+    for offset, record in records:
+        delta.replay(record, offset)
+    return delta.apply()
+
+
+@attrs.define(eq=False)
+class ControllerHarness:
+    """A QuorumController with a fake quorum, a manual clock and a reply inbox.
+
+    ``send`` hands a request to the controller and returns its request id; records it
+    appends go to ``log`` as ``(offset, record)`` pairs; ``commit`` tells the controller
+    the quorum committed them, which releases the replies waiting for them into
+    ``replies``. ``request`` does all three for tests that do not care about pipelining.
+    """
+
+    controller: QuorumController
+    now: float = 0.0
+    log: list[tuple[int, MetadataRecord]] = attrs.field(init=False, factory=list)
+    replies: dict[int, Reply] = attrs.field(init=False, factory=dict)
+    broker_epochs: dict[int, int] = attrs.field(init=False, factory=dict)
+    incarnations: dict[int, uuid.UUID] = attrs.field(init=False, factory=dict)
+    _batch_ends: list[int] = attrs.field(init=False, factory=list)
+    _next_request_id: int = attrs.field(init=False, default=1)
+
+    @classmethod
+    def start(
+        cls,
+        config: ControllerConfig | None = None,
+        *,
+        seed: int = 0,
+        epoch: int = 1,
+        now: float = 0.0,
+    ) -> ControllerHarness:
+        """A new cluster whose controller is active in ``epoch``, its bootstrap committed."""
+        controller = QuorumController(config or ControllerConfig(), rng=random.Random(seed))
+        harness = cls(controller, now)
+        harness.become_leader(epoch)
+        harness.commit()
+        return harness
+
+    # --- the fake quorum ----------------------------------------------------------------
+
+    @property
+    def last_offset(self) -> int:
+        """The offset of the last record appended (committed or not); -1 if none."""
+        return self.log[-1][0] if self.log else -1
+
+    @property
+    def committed_offset(self) -> int:
+        return self.controller.last_committed_offset
+
+    def _absorb(self, actions: Iterable[Action]) -> list[Action]:
+        taken = list(actions)
+        for action in taken:
+            if isinstance(action, AppendRecords):
+                if action.base_offset != self.last_offset + 1:
+                    raise AssertionError(
+                        f"append at {action.base_offset}, but the log ends at {self.last_offset}"
+                    )
+                self.log += [(action.base_offset + i, r) for i, r in enumerate(action.records)]
+                self._batch_ends.append(action.last_offset)
+            elif action.request_id in self.replies:
+                raise AssertionError(f"request {action.request_id} answered twice")
+            else:
+                self.replies[action.request_id] = action
+        return taken
+
+    def commit(self, offset: int | None = None) -> list[Reply]:
+        """Commit up to ``offset`` (everything appended by default); returns the replies
+        it released. As a Raft quorum does, it commits whole batches: the last batch that
+        ends at or before ``offset``."""
+        target = self.last_offset if offset is None else offset
+        ends = [end for end in self._batch_ends if end <= target]
+        if not ends:
+            return []
+        actions = self._absorb(self.controller.handle_commit(ends[-1]))
+        self._batch_ends = [end for end in self._batch_ends if end > ends[-1]]
+        return [a for a in actions if isinstance(a, Reply)]
+
+    def become_leader(self, epoch: int) -> list[Action]:
+        return self._absorb(self.controller.become_leader(epoch, self.now))
+
+    def resign(self) -> list[Reply]:
+        """Lose leadership: uncommitted records leave the log, as a new leader truncates
+        them; returns the failed replies."""
+        actions = self._absorb(self.controller.resign())
+        self.log = [(o, r) for o, r in self.log if o <= self.committed_offset]
+        self._batch_ends = []
+        return [a for a in actions if isinstance(a, Reply)]
+
+    # --- requests -----------------------------------------------------------------------
+
+    def send(self, request: ControllerRequest) -> int:
+        """Hand ``request`` to the controller now; returns its request id."""
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        self._absorb(self.controller.handle(request_id, request, self.now))
+        return request_id
+
+    def reply(self, request_id: int) -> Reply | None:
+        return self.replies.get(request_id)
+
+    def response(self, request_id: int) -> ControllerResponse:
+        """The response to ``request_id``; fails if there is none (yet)."""
+        reply = self.replies.get(request_id)
+        if reply is None:
+            raise AssertionError(f"request {request_id} has no reply yet")
+        if reply.response is None:
+            raise AssertionError(f"request {request_id} failed with {reply.error_code!r}")
+        return reply.response
+
+    def request(self, request: ControllerRequest) -> ControllerResponse:
+        """Send ``request``, commit everything, and return its response."""
+        request_id = self.send(request)
+        self.commit()
+        return self.response(request_id)
+
+    def appended_since(self, offset: int) -> list[MetadataRecord]:
+        """The records appended after ``offset``."""
+        return [r for o, r in self.log if o > offset]
+
+    # --- time ---------------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> list[Action]:
+        """Move the clock and let the controller's timer fire."""
+        self.now += seconds
+        return self._absorb(self.controller.on_timer(self.now))
+
+    # --- brokers and topics -------------------------------------------------------------
+
+    def register(
+        self, broker_id: int, rack: str | None = None, incarnation: uuid.UUID | None = None
+    ) -> BrokerRegistrationResponse:
+        incarnation = incarnation or uuid.UUID(int=broker_id, version=4)
+        endpoint = BrokerEndpoint("PLAINTEXT", "localhost", 9000 + broker_id)
+        response = self.request(
+            BrokerRegistrationRequest(broker_id, incarnation, (endpoint,), rack)
+        )
+        assert isinstance(response, BrokerRegistrationResponse)
+        if response.error_code == ErrorCode.none:
+            self.broker_epochs[broker_id] = response.broker_epoch
+            self.incarnations[broker_id] = incarnation
+        return response
+
+    def heartbeat(
+        self, broker_id: int, *, want_fence: bool = False, want_shutdown: bool = False
+    ) -> BrokerHeartbeatResponse:
+        """A heartbeat from a broker that has replayed everything committed."""
+        beat = BrokerHeartbeatRequest(
+            broker_id,
+            self.broker_epochs[broker_id],
+            self.committed_offset,
+            want_fence,
+            want_shutdown,
+        )
+        response = self.request(beat)
+        assert isinstance(response, BrokerHeartbeatResponse)
+        return response
+
+    def add_brokers(
+        self, broker_ids: Iterable[int], racks: Sequence[str | None] | None = None
+    ) -> dict[int, int]:
+        """Register each broker and heartbeat it until unfenced; returns their epochs."""
+        ids = list(broker_ids)
+        rack_of = list(racks) if racks is not None else [None] * len(ids)
+        for broker_id, rack in zip(ids, rack_of, strict=True):
+            registered = self.register(broker_id, rack)
+            if registered.error_code != ErrorCode.none:
+                raise AssertionError(f"broker {broker_id}: {registered.error_code!r}")
+            beat = self.heartbeat(broker_id)
+            if beat.is_fenced:
+                raise AssertionError(f"broker {broker_id} is still fenced")
+        return {b: self.broker_epochs[b] for b in ids}
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        assignments: tuple[tuple[int, ...], ...] = (),
+        configs: tuple[tuple[str, str], ...] = (),
+    ) -> CreatableTopicResult:
+        """Create one topic and commit it; fails unless the controller created it."""
+        topic = CreatableTopic(name, partitions, replication_factor, assignments, configs)
+        response = self.request(CreateTopicsRequest((topic,)))
+        assert isinstance(response, CreateTopicsResponse)
+        (result,) = response.topics
+        if result.error_code != ErrorCode.none:
+            raise AssertionError(f"topic {name}: {result.error_code!r} {result.error_message}")
+        return result
+
+    # --- reading the state --------------------------------------------------------------
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        info = self.controller.replication.topic_named(name)
+        if info is None:
+            raise KeyError(name)
+        return info.topic_id
+
+    def partition(self, name: str, partition_id: int) -> PartitionRegistration:
+        """The partition as the controller sees it now (committed or not)."""
+        return self.controller.replication.partitions[(self.topic_id(name), partition_id)]
+
+    def committed_records(self) -> list[tuple[int, MetadataRecord]]:
+        return [(o, r) for o, r in self.log if o <= self.committed_offset]
+
+    def image(self) -> MetadataImage:
+        """A broker's view: the committed log replayed through a MetadataDelta."""
+        return image_from_records(self.committed_records())
+
+    def state(self, epoch: int = LATEST_EPOCH) -> ClusterState:
+        return controller_state(self.controller, epoch)
