@@ -98,7 +98,9 @@ from ._server import ControllerError as ControllerError
 from ._server import ControllerServer as ControllerServer
 from ._server import Publisher as Publisher
 from ._server import load_metadata as load_metadata
+from ._states import PARTITION_TRANSITION_REASONS as PARTITION_TRANSITION_REASONS
 from ._states import PARTITION_TRANSITIONS as PARTITION_TRANSITIONS
+from ._states import REPLICA_TRANSITION_REASONS as REPLICA_TRANSITION_REASONS
 from ._states import REPLICA_TRANSITIONS as REPLICA_TRANSITIONS
 from ._states import PartitionState as PartitionState
 from ._states import PartitionStateMachine as PartitionStateMachine
@@ -122,7 +124,9 @@ __all__ = [
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "PARTITION_TRANSITIONS",
+    "PARTITION_TRANSITION_REASONS",
     "REPLICA_TRANSITIONS",
+    "REPLICA_TRANSITION_REASONS",
     "TOPIC_CONFIG_KEYS",
     "Action",
     "AlterConfigOp",

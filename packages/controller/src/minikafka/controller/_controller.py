@@ -132,8 +132,8 @@ class QuorumController:
             raise RuntimeError("the active controller replays its own records as it writes them")
         for record in records:
             self._replay(record)
-        self.last_committed_offset = self._next_offset = last_offset + 1
         self.last_committed_offset = last_offset
+        self._next_offset = last_offset + 1
 
     def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
         """Start again from a snapshot of the image taken at ``offset``."""
