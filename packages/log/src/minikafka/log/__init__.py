@@ -6,6 +6,8 @@ high watermark and recovery point; recovery after a crash; retention; compaction
 leader-epoch cache of KIP-101; the LogManager with Kafka's checkpoint files.
 """
 
+from minikafka.net import ConfigError as ConfigError
+
 from ._batch import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
 from ._batch import CompressionType as CompressionType
 from ._batch import CorruptRecordError as CorruptRecordError
@@ -23,7 +25,6 @@ from ._cleaner import clean as clean
 from ._compression import compress as compress
 from ._compression import decompress as decompress
 from ._config import LOG_KEYS as LOG_KEYS
-from ._config import ConfigError as ConfigError
 from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
