@@ -117,7 +117,12 @@ class ClusterControlManager:
         self._heard_from.add(broker_id)
 
     def reset_sessions(self, now: float) -> None:
-        """A new active controller gives every broker a full session (Kafka does too)."""
+        """A new active controller gives every broker a full session to heartbeat in.
+
+        Only a broker heard from in this term counts as alive when another process
+        registers with its id: after a restart of a combined node, the broker's new
+        incarnation must be able to take over its own old registration.
+        """
         self._last_contact = dict.fromkeys(self.brokers, now)
         self._heard_from = set()
 

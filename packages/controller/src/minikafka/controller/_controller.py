@@ -241,6 +241,11 @@ class QuorumController:
         moved = self.replication.handle_broker_fenced(request.broker_id)
         return ControllerResult((*result.records, *moved), result.response)
 
+    def _fence(self, broker_id: int) -> list[MetadataRecord]:
+        """Fence the broker and move what it led or kept in sync: on session expiry, or
+        when a heartbeat asks to be fenced or to shut down."""
+        return [self.cluster.fence(broker_id), *self.replication.handle_broker_fenced(broker_id)]
+
     def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
         if request.resource_type == ConfigResourceType.TOPIC:
             return self.replication.topic_named(request.resource_name) is not None
@@ -264,9 +269,7 @@ class QuorumController:
         fenced = registration.fenced
         if request.want_fence or request.want_shutdown:
             if not fenced:
-                records = [self.cluster.fence(broker_id)]
-                records += self.replication.handle_broker_fenced(broker_id)
-                fenced = True
+                records, fenced = self._fence(broker_id), True
         elif fenced and caught_up:
             records = [self.cluster.unfence(broker_id)]
             records += self.replication.handle_broker_unfenced(broker_id)
@@ -312,7 +315,6 @@ class QuorumController:
             return []
         actions: list[Action] = []
         for broker_id in self.cluster.expired(now):
-            records: list[MetadataRecord] = [self.cluster.fence(broker_id)]
-            records += self.replication.handle_broker_fenced(broker_id)
-            actions += self._write(records)  # replayed before the next broker is decided
+            # Each broker's records are replayed before the next broker is decided.
+            actions += self._write(self._fence(broker_id))
         return actions

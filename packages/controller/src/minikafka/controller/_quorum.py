@@ -106,11 +106,17 @@ def _encode_batch(records: Sequence[MetadataRecord], base_offset: int, epoch: in
     return bytearray(build_batch(values, partition_leader_epoch=epoch))
 
 
-def _decode_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
+def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
     for record in iter_records(buf):
         if record.value is None:
             raise CorruptRecordError(f"metadata record at offset {record.offset} has no value")
         yield record.offset, decode_record(record.value)
+
+
+def latest_snapshot_id(path: Path) -> SnapshotId | None:
+    """The snapshot in partition directory ``path`` with the highest end offset."""
+    ids = [SnapshotId.parse(p.name) for p in path.iterdir()]
+    return max((i for i in ids if i is not None), key=lambda i: i.end_offset, default=None)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -138,7 +144,7 @@ class SingleVoterQuorum:
         # The metadata log is never trimmed by time or size, only after a snapshot.
         config = LogConfig(retention_ms=-1, retention_bytes=-1)
         state = cls._read_state(path)
-        snapshot = cls._latest_snapshot_id(path)
+        snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
         log = Log.open(path, config, log_start_offset=start, recovery_point=0)
         if log.log_end_offset < start:  # the log was lost behind the snapshot
@@ -219,7 +225,9 @@ class SingleVoterQuorum:
             if fetched.records is None:
                 return
             records = [
-                (o, r) for o, r in _decode_records(fetched.records.read_bytes()) if o >= offset
+                (o, r)
+                for o, r in decode_metadata_records(fetched.records.read_bytes())
+                if o >= offset
             ]
             if not records:
                 return
@@ -228,18 +236,12 @@ class SingleVoterQuorum:
 
     # --- snapshots (KIP-630) ---------------------------------------------------------------
 
-    @staticmethod
-    def _latest_snapshot_id(path: Path) -> SnapshotId | None:
-        ids = [SnapshotId.parse(p.name) for p in path.iterdir()]
-        valid = [i for i in ids if i is not None]
-        return max(valid, key=lambda i: i.end_offset, default=None)
-
     def latest_snapshot(self) -> tuple[SnapshotId, list[MetadataRecord]] | None:
-        snapshot = self._latest_snapshot_id(self.dir)
+        snapshot = latest_snapshot_id(self.dir)
         if snapshot is None:
             return None
         data = (self.dir / snapshot.file_name).read_bytes()
-        return snapshot, [record for _, record in _decode_records(data)]
+        return snapshot, [record for _, record in decode_metadata_records(data)]
 
     def write_snapshot(self, end_offset: int, records: Sequence[MetadataRecord]) -> SnapshotId:
         """Write a snapshot of everything below ``end_offset`` (safe off the event loop).

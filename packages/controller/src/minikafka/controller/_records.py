@@ -21,7 +21,7 @@ import enum
 import types
 import typing
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import ClassVar, TypeAlias
 
 import attrs
@@ -367,9 +367,3 @@ def decode_record(data: bytes) -> MetadataRecord:
         raise MetadataRecordError(f"{len(data) - reader.pos} bytes after a {cls.__name__}")
     assert isinstance(record, cls)
     return record
-
-
-def iter_record_fields(record: MetadataRecord) -> Iterator[tuple[str, object]]:
-    """(name, value) pairs in declaration order, for printing."""
-    for field in attrs.fields(type(record)):
-        yield field.name, getattr(record, field.name)

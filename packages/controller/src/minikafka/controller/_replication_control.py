@@ -421,9 +421,6 @@ class ReplicationControlManager:
                     records.append(change)
         return records
 
-    def leaderships(self, broker_id: int) -> int:
-        return sum(1 for p in self.partitions.values() if p.leader == broker_id)
-
     # --- AlterPartition (KIP-497) ----------------------------------------------------------
 
     def alter_partition(

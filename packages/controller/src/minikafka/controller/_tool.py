@@ -14,11 +14,16 @@ from typing import TextIO
 
 import attrs
 
-from minikafka.log import CorruptRecordError, iter_records
+from minikafka.log import CorruptRecordError
 
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import METADATA_PARTITION_DIR, SnapshotId
-from ._records import MetadataRecordError, decode_record
+from ._quorum import (
+    METADATA_PARTITION_DIR,
+    SnapshotId,
+    decode_metadata_records,
+    latest_snapshot_id,
+)
+from ._records import MetadataRecordError
 
 
 class ReplayError(Exception):
@@ -43,27 +48,20 @@ def _partition_dir(path: Path) -> Path:
 
 def replay_metadata_dir(path: Path) -> ReplayResult:
     directory = _partition_dir(path)
-    snapshots = [SnapshotId.parse(p.name) for p in directory.iterdir()]
-    snapshot = max(
-        (s for s in snapshots if s is not None), key=lambda s: s.end_offset, default=None
-    )
+    snapshot = latest_snapshot_id(directory)
     delta = MetadataDelta(MetadataImage())
     count = 0
     if snapshot is not None:
-        for record in iter_records((directory / snapshot.file_name).read_bytes()):
-            if record.value is not None:
-                delta.replay(decode_record(record.value))
+        for _, record in decode_metadata_records((directory / snapshot.file_name).read_bytes()):
+            delta.replay(record)
         delta.offset = snapshot.end_offset - 1
     stopped_at = None
     for segment in sorted(directory.glob("*.log")):
         try:
-            for record in iter_records(segment.read_bytes()):
-                if record.offset <= delta.offset:
-                    continue
-                if record.value is None:
-                    raise MetadataRecordError("a metadata record without a value")
-                delta.replay(decode_record(record.value), record.offset)
-                count += 1
+            for offset, record in decode_metadata_records(segment.read_bytes()):
+                if offset > delta.offset:
+                    delta.replay(record, offset)
+                    count += 1
         except (CorruptRecordError, MetadataRecordError) as exc:
             stopped_at = f"{segment.name}: {exc}"
             break
