@@ -16,6 +16,9 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     NO_LEADER,
+    PRODUCER_ID_BLOCK_SIZE,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     AlterableConfig,
     AlterConfigOp,
     AlterPartitionItem,
@@ -55,10 +58,12 @@ from minikafka.controller import (
     ListPartitionReassignmentsResponse,
     MetadataDelta,
     MetadataImage,
+    MetadataRecord,
     OngoingReassignment,
     PartitionChangeRecord,
     PartitionRecord,
     PartitionRegistration,
+    ProducerIdsRecord,
     QuorumController,
     ReassignablePartition,
     ReassignmentResult,
@@ -1139,6 +1144,129 @@ def test_delete_topics_by_name_and_id() -> None:
     assert (b, 1) not in h.controller.replication.partitions
 
 
+# --- producer id blocks (KIP-730) -------------------------------------------------------------
+
+
+def test_producer_id_blocks_are_consecutive_and_never_overlap() -> None:
+    h = cluster(2)
+    epochs = h.broker_epochs
+    assert PRODUCER_ID_BLOCK_SIZE == 1000
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 0, 1000)
+    assert h.log[-1] == (h.last_offset, ProducerIdsRecord(1, epochs[1], 1000))
+    assert h.allocate_producer_ids(2) == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000)
+    assert [r for _, r in h.log if isinstance(r, ProducerIdsRecord)] == [
+        ProducerIdsRecord(1, epochs[1], 1000),
+        ProducerIdsRecord(2, epochs[2], 2000),
+        ProducerIdsRecord(1, epochs[1], 3000),
+    ]
+    assert h.state().next_producer_id == 3000
+    assert h.image().next_producer_id == 3000
+
+
+def test_pipelined_allocations_get_different_blocks_and_wait_for_the_commit() -> None:
+    h = cluster(2)
+    first = h.send(AllocateProducerIdsRequest(1, h.broker_epochs[1]))
+    second = h.send(AllocateProducerIdsRequest(2, h.broker_epochs[2]))
+    # The second request already sees the first block taken, though nothing is committed;
+    # neither broker may use its block before the record that reserves it commits.
+    assert (h.reply(first), h.reply(second)) == (None, None)
+    assert h.controller.producer_ids.next_producer_id() == 2000
+    assert h.controller.producer_ids.next_producer_id(h.committed_offset) == 0
+    assert [r.request_id for r in h.commit()] == [first, second]
+    assert h.response(first) == AllocateProducerIdsResponse(ErrorCode.none, 0, 1000)
+    assert h.response(second) == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
+
+
+def test_allocate_producer_ids_errors() -> None:
+    h = cluster(1)
+    old_epoch = h.broker_epochs[1]
+    h.allocate_producer_ids(1)
+    before = h.last_offset
+    unknown = h.allocate_producer_ids(9, 1)
+    assert unknown == AllocateProducerIdsResponse(ErrorCode.broker_id_not_registered)
+    wrong = h.allocate_producer_ids(1, old_epoch + 100)
+    assert wrong == AllocateProducerIdsResponse(ErrorCode.stale_broker_epoch)
+    assert h.last_offset == before  # refusals write nothing
+    # A new incarnation of the broker: the old one's epoch no longer gets ids.
+    h.now = 20.0
+    assert h.register(1, incarnation=uuid.UUID(int=99)).error_code == ErrorCode.none
+    stale = h.allocate_producer_ids(1, old_epoch)
+    assert stale == AllocateProducerIdsResponse(ErrorCode.stale_broker_epoch)
+    # Only the epoch matters, not fencing (as in Kafka): the new incarnation is fenced.
+    assert h.controller.cluster.brokers[1].fenced
+    served = h.allocate_producer_ids(1)
+    assert served == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
+
+
+@pytest.mark.parametrize(
+    ("next_id", "expected", "next_after"),
+    [
+        # The last full block ends exactly at the largest int64.
+        (
+            2**63 - 1 - 1000,
+            AllocateProducerIdsResponse(ErrorCode.none, 2**63 - 1 - 1000, 1000),
+            2**63 - 1,
+        ),
+        (2**63 - 1 - 999, AllocateProducerIdsResponse(ErrorCode.unknown_server_error), None),
+    ],
+)
+def test_producer_ids_run_out_at_the_largest_int64(
+    next_id: int, expected: AllocateProducerIdsResponse, next_after: int | None
+) -> None:
+    endpoint = (BrokerEndpoint("PLAINTEXT", "b1", 9092),)
+    controller = QuorumController()
+    committed: list[MetadataRecord] = [
+        FeatureLevelRecord("metadata.version", 1),
+        RegisterBrokerRecord(1, uuid.UUID(int=1), 1, endpoint, None),
+        ProducerIdsRecord(-1, -1, next_id),
+    ]
+    controller.replay_committed(committed, len(committed) - 1)
+    controller.become_leader(1, 0.0)
+    actions = controller.handle(7, AllocateProducerIdsRequest(1, 1), 0.0)
+    if expected.error_code == ErrorCode.none:
+        actions += controller.handle_commit(len(committed))  # its record's offset
+    assert actions[-1] == Reply(7, expected)
+    assert controller.producer_ids.next_producer_id() == (next_after or next_id)
+
+
+def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blocks() -> None:
+    h = cluster(2)
+    h.allocate_producer_ids(1)
+    h.allocate_producer_ids(2)
+    epoch_of_2 = h.broker_epochs[2]
+    from_log = QuorumController(h.controller.config)
+    from_log.replay_committed((r for _, r in h.committed_records()), h.committed_offset)
+    from_snapshot = QuorumController(h.controller.config)
+    snapshot = list(h.image().records())
+    assert ProducerIdsRecord(-1, -1, 2000) in snapshot
+    from_snapshot.load_snapshot(snapshot, h.committed_offset)
+    for restarted in (from_log, from_snapshot):
+        assert restarted.producer_ids.next_producer_id() == 2000
+        restarted.become_leader(2, h.now)
+        actions = restarted.handle(1, AllocateProducerIdsRequest(2, epoch_of_2), h.now)
+        assert actions == [
+            AppendRecords(2, h.committed_offset + 1, (ProducerIdsRecord(2, epoch_of_2, 3000),))
+        ]
+        assert restarted.handle_commit(h.committed_offset + 1) == [
+            Reply(1, AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000))
+        ]
+
+
+def test_a_block_not_committed_is_forgotten_on_resignation() -> None:
+    h = cluster(1)
+    h.allocate_producer_ids(1)
+    state = h.state()
+    rid = h.send(AllocateProducerIdsRequest(1, h.broker_epochs[1]))
+    assert h.controller.producer_ids.next_producer_id() == 2000
+    assert h.resign() == [Reply(rid, None, ErrorCode.not_controller)]
+    assert h.controller.producer_ids.next_producer_id() == 1000
+    assert h.state() == state
+    # No broker ever saw that block, so the next leader may hand the same range out.
+    h.become_leader(2)
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
+
+
 # --- replay equality ---------------------------------------------------------------------------
 
 
@@ -1159,6 +1287,8 @@ def busy_cluster() -> ControllerHarness:
     h.heartbeat(4)  # and back
     _alter_configs(h, "t", AlterableConfig("retention.ms", AlterConfigOp.DELETE))
     _alter_configs(h, "t", AlterableConfig("min.insync.replicas", AlterConfigOp.SET, "2"))
+    h.allocate_producer_ids(1)
+    h.allocate_producer_ids(3)
     h.register(5)  # fenced
     return h
 
@@ -1180,6 +1310,7 @@ def test_busy_cluster_has_what_it_claims() -> None:
         (TOPIC, "t"): {"min.insync.replicas": "2"},
         (TOPIC, "placed"): {"cleanup.policy": "compact"},
     }
+    assert state.next_producer_id == 2000
     assert h.committed_offset == h.last_offset
 
 

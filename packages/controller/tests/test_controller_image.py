@@ -29,6 +29,7 @@ from minikafka.controller import (
     PartitionChangeRecord,
     PartitionRecord,
     PartitionRegistration,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -66,6 +67,7 @@ BASE_RECORDS: list[MetadataRecord] = [
     ConfigRecord(TOPIC, "foo", "retention.ms", "100"),
     TopicRecord("bar", BAR),
     PartitionRecord(0, BAR, (3, 1), (3, 1), leader=3),
+    ProducerIdsRecord(2, 3, 1000),
 ]
 
 
@@ -105,6 +107,7 @@ def test_replay_builds_the_image() -> None:
     assert {k: dict(v) for k, v in image.configs.items()} == {
         (TOPIC, "foo"): {"retention.ms": "100"}
     }
+    assert image.next_producer_id == 1000
 
 
 def test_partition_change_merges_and_bumps_epochs() -> None:
@@ -242,6 +245,22 @@ def test_records_rebuild_the_image() -> None:
     )
 
 
+def test_producer_id_blocks_move_the_next_id_and_a_snapshot_keeps_only_the_last() -> None:
+    assert MetadataImage().next_producer_id == 0
+    image = replayed(
+        [ProducerIdsRecord(1, 1, 2000), ProducerIdsRecord(3, 5, 3000)], base_image()
+    ).apply()
+    assert image.next_producer_id == 3000
+    # One record, from no broker, stands for all the blocks handed out.
+    assert [r for r in image.records() if isinstance(r, ProducerIdsRecord)] == [
+        ProducerIdsRecord(-1, -1, 3000)
+    ]
+    assert replayed(image.records()).apply().next_producer_id == 3000
+    # A cluster that never gave out a block has nothing to say about it.
+    fresh = replayed([FeatureLevelRecord("metadata.version", 1)]).apply()
+    assert not any(isinstance(r, ProducerIdsRecord) for r in fresh.records())
+
+
 # --- local changes ----------------------------------------------------------------------
 
 
@@ -325,6 +344,8 @@ def test_a_leaderless_partition_is_followed() -> None:
         (FenceBrokerRecord(1, 99), "no registered broker"),
         (UnfenceBrokerRecord(9, 1), "no registered broker"),
         (RemoveTopicRecord(uuid.UUID(int=3)), "unknown topic id"),
+        (ProducerIdsRecord(1, 1, 999), "does not move next_producer_id past 1000"),
+        (ProducerIdsRecord(1, 1, 1000), "does not move next_producer_id past 1000"),
     ],
 )
 def test_inconsistent_records_are_refused(record: MetadataRecord, message: str) -> None:
@@ -376,6 +397,7 @@ def test_describe_mentions_everything() -> None:
         " adding=[2] removing=[1]"
     ) in lines
     assert "config 2:foo retention.ms=100" in lines
+    assert "producer ids next_producer_id=1000" in lines
     # Topics are listed by name, whatever their ids.
     assert text.index("topic bar") < text.index("topic foo")
 

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     METADATA_TOPIC,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     BrokerEndpoint,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -33,6 +36,7 @@ from minikafka.controller import (
     DeleteTopicsRequest,
     MetadataDelta,
     MetadataQuorum,
+    ProducerIdsRecord,
     SingleVoterQuorum,
     TopicRecord,
     replay_metadata_dir,
@@ -157,6 +161,49 @@ async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
     assert reopened.quorum.log.log_start_offset == snapshot_id.end_offset
     reopened.quorum.close()
     assert replay_metadata_dir(tmp_path).image == before.image
+
+
+async def snapshot_written(server: ControllerServer) -> None:
+    """Wait until no snapshot is being written."""
+    with trio.fail_after(DEADLINE):
+        while server._snapshotting:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+
+
+@pytest.mark.parametrize("snapshot", [False, True], ids=["log", "snapshot"])
+async def test_producer_id_blocks_survive_a_restart(tmp_path: Path, snapshot: bool) -> None:
+    # With a snapshot after every commit, the restart reads the blocks from the snapshot.
+    config = ControllerConfig()
+    if snapshot:
+        config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
+    epoch = 0
+
+    async def work(server: ControllerServer) -> None:
+        nonlocal epoch
+        epoch = await register(server, 1)
+        for start in (0, 1000):
+            response = await server.submit(AllocateProducerIdsRequest(1, epoch))
+            assert response == AllocateProducerIdsResponse(ErrorCode.none, start, 1000)
+        if snapshot:
+            await snapshot_written(server)
+            # One more commit, so a snapshot is certainly taken after the blocks.
+            await create(server, "after", 1, 1)
+            await snapshot_written(server)
+
+    before = await serve(tmp_path, work, config)
+    assert before.image.next_producer_id == 2000
+    latest = before.quorum.latest_snapshot()
+    assert (latest is not None) == snapshot
+    if latest is not None:
+        assert ProducerIdsRecord(-1, -1, 2000) in latest[1]
+
+    async def after_restart(server: ControllerServer) -> None:
+        assert server.image == before.image
+        assert server.controller.producer_ids.next_producer_id() == 2000
+        response = await server.submit(AllocateProducerIdsRequest(1, epoch))
+        assert response == AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000)
+
+    await serve(tmp_path, after_restart)
 
 
 async def test_an_expired_session_fences_the_broker_and_moves_leadership(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from minikafka.controller import (
     MetadataRecordError,
     PartitionChangeRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -91,6 +92,7 @@ RECORD_STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]]
     UnfenceBrokerRecord: st.builds(UnfenceBrokerRecord, ints, ints),
     RemoveTopicRecord: st.builds(RemoveTopicRecord, st.uuids()),
     FeatureLevelRecord: st.builds(FeatureLevelRecord, texts, ints),
+    ProducerIdsRecord: st.builds(ProducerIdsRecord, ints, ints, ints),
 }
 
 any_record = st.one_of(*RECORD_STRATEGIES.values())
@@ -98,7 +100,7 @@ any_record = st.one_of(*RECORD_STRATEGIES.values())
 
 def test_every_record_type_has_a_strategy_and_a_distinct_api_key() -> None:
     assert set(RECORD_STRATEGIES) == set(RECORD_TYPES.values())
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 12]  # Kafka's api keys
+    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15]  # Kafka's api keys
 
 
 # --- round trips ------------------------------------------------------------------------
@@ -125,6 +127,13 @@ def test_known_encoding_of_a_fence_record() -> None:
     """Zig-zag varints, field by field: broker_id 3 -> 6, broker_epoch -1 -> 1."""
     assert encode_record(FenceBrokerRecord(3, -1)) == bytes([1, 7, 0, 6, 1])
     assert encode_record(FenceBrokerRecord(64, 0)) == bytes([1, 7, 0, 0x80, 0x01, 0])
+
+
+def test_known_encoding_of_a_producer_ids_record() -> None:
+    """Api key 15, as in Kafka; broker_id 1 -> 2, broker_epoch 5 -> 10, 1000 -> 2000."""
+    encoded = encode_record(ProducerIdsRecord(1, 5, 1000))
+    assert encoded == bytes([1, 15, 0, 2, 10, 0xD0, 0x0F])
+    assert decode_record(encoded) == ProducerIdsRecord(1, 5, 1000)
 
 
 def test_known_encoding_of_nullable_fields() -> None:

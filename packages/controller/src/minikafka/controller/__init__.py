@@ -1,8 +1,9 @@
 """minikafka.controller: what a Kafka controller decides, and the metadata log it decides into.
 
 Replica placement (seed 001), the metadata records of KRaft and the image brokers replay
-them into, the timeline structures and the pipelined QuorumController (seed 004), the
-partition and replica state machines, and a single-voter quorum on the log package.
+them into, the timeline structures and the pipelined QuorumController (seed 004), producer
+id blocks (KIP-730), the partition and replica state machines, and a single-voter quorum on
+the log package.
 """
 
 from ._assign_cmd import render_assignment_table as render_assignment_table
@@ -35,6 +36,7 @@ from ._placement import parse_replica_assignment as parse_replica_assignment
 from ._placement import rack_alternated_broker_list as rack_alternated_broker_list
 from ._placement import replica_index as replica_index
 from ._placement import validate_manual_assignment as validate_manual_assignment
+from ._producer_id_control import PRODUCER_ID_BLOCK_SIZE as PRODUCER_ID_BLOCK_SIZE
 from ._quorum import METADATA_TOPIC as METADATA_TOPIC
 from ._quorum import MetadataBatch as MetadataBatch
 from ._quorum import MetadataQuorum as MetadataQuorum
@@ -52,6 +54,7 @@ from ._records import MetadataRecord as MetadataRecord
 from ._records import MetadataRecordError as MetadataRecordError
 from ._records import PartitionChangeRecord as PartitionChangeRecord
 from ._records import PartitionRecord as PartitionRecord
+from ._records import ProducerIdsRecord as ProducerIdsRecord
 from ._records import RegisterBrokerRecord as RegisterBrokerRecord
 from ._records import RemoveTopicRecord as RemoveTopicRecord
 from ._records import TopicRecord as TopicRecord
@@ -59,6 +62,8 @@ from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
 from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
 from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
+from ._requests import AllocateProducerIdsRequest as AllocateProducerIdsRequest
+from ._requests import AllocateProducerIdsResponse as AllocateProducerIdsResponse
 from ._requests import AlterableConfig as AlterableConfig
 from ._requests import AlterConfigOp as AlterConfigOp
 from ._requests import AlterPartitionItem as AlterPartitionItem
@@ -125,10 +130,13 @@ __all__ = [
     "NO_LEADER_CHANGE",
     "PARTITION_TRANSITIONS",
     "PARTITION_TRANSITION_REASONS",
+    "PRODUCER_ID_BLOCK_SIZE",
     "REPLICA_TRANSITIONS",
     "REPLICA_TRANSITION_REASONS",
     "TOPIC_CONFIG_KEYS",
     "Action",
+    "AllocateProducerIdsRequest",
+    "AllocateProducerIdsResponse",
     "AlterConfigOp",
     "AlterPartitionItem",
     "AlterPartitionReassignmentsRequest",
@@ -191,6 +199,7 @@ __all__ = [
     "PartitionState",
     "PartitionStateMachine",
     "PlacementError",
+    "ProducerIdsRecord",
     "Publisher",
     "QuorumController",
     "ReassignablePartition",

@@ -34,9 +34,11 @@ from kio.schema.errors import ErrorCode
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
 from ._config_control import ConfigurationControlManager, FeatureControlManager
+from ._producer_id_control import ProducerIdControlManager
 from ._records import ConfigResourceType, FeatureLevelRecord, MetadataRecord
 from ._replication_control import ReplicationControlManager
 from ._requests import (
+    AllocateProducerIdsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
@@ -95,6 +97,7 @@ class QuorumController:
     configs: ConfigurationControlManager = attrs.field(init=False)
     features: FeatureControlManager = attrs.field(init=False)
     replication: ReplicationControlManager = attrs.field(init=False)
+    producer_ids: ProducerIdControlManager = attrs.field(init=False)
     epoch: int | None = attrs.field(init=False, default=None)  # None: not the active one
     last_committed_offset: int = attrs.field(init=False, default=-1)
     _next_offset: int = attrs.field(init=False, default=0)
@@ -112,6 +115,7 @@ class QuorumController:
         self.replication = ReplicationControlManager(
             self.registry, self.config, self.cluster, self.configs, self.rng
         )
+        self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
 
     @property
     def active(self) -> bool:
@@ -124,6 +128,7 @@ class QuorumController:
         self.replication.replay(record)
         self.configs.replay(record)
         self.features.replay(record)
+        self.producer_ids.replay(record)
 
     def replay_committed(self, records: Iterable[MetadataRecord], last_offset: int) -> None:
         """Records the quorum committed, replayed by a controller that is not active (at
@@ -225,6 +230,8 @@ class QuorumController:
                 result = self._heartbeat(request, now)
             case IncrementalAlterConfigsRequest():
                 result = self.configs.incremental_alter(request, self._resource_exists(request))
+            case AllocateProducerIdsRequest():
+                result = self.producer_ids.allocate(request)
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
         return result

@@ -32,6 +32,7 @@ from ._records import (
     MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
+    ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
@@ -97,6 +98,9 @@ class MetadataImage:
     configs: Mapping[tuple[int, str], Mapping[str, str]] = attrs.field(
         factory=lambda: MappingProxyType({})
     )
+    # The first producer id of the next block the controller hands out (Kafka's
+    # ProducerIdsImage); every id below it belongs to a block already given to a broker.
+    next_producer_id: int = 0
 
     def topic(self, name: str) -> TopicImage | None:
         topic_id = self.topic_ids.get(name)
@@ -115,6 +119,9 @@ class MetadataImage:
         for (resource_type, resource_name), entries in sorted(self.configs.items()):
             for name, value in sorted(entries.items()):
                 yield ConfigRecord(resource_type, resource_name, name, value)
+        if self.next_producer_id != 0:
+            # One record stands for every block handed out; no broker asked for it.
+            yield ProducerIdsRecord(-1, -1, self.next_producer_id)
 
     def describe(self) -> str:
         """A human-readable dump, as ``python -m minikafka.controller replay`` prints it."""
@@ -143,6 +150,7 @@ class MetadataImage:
         for (resource_type, resource_name), entries in sorted(self.configs.items()):
             for name, value in sorted(entries.items()):
                 lines.append(f"config {resource_type}:{resource_name} {name}={value}")
+        lines.append(f"producer ids next_producer_id={self.next_producer_id}")
         return "\n".join(lines)
 
 
@@ -187,9 +195,11 @@ class MetadataDelta:
     _topics: dict[uuid.UUID, _TopicDelta] = attrs.field(init=False, factory=dict)
     _deleted: dict[uuid.UUID, TopicImage] = attrs.field(init=False, factory=dict)
     _configs: dict[tuple[int, str], dict[str, str]] = attrs.field(init=False, factory=dict)
+    _next_producer_id: int = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.offset = self.image.offset
+        self._next_producer_id = self.image.next_producer_id
 
     # --- replay ----------------------------------------------------------------------
 
@@ -228,6 +238,14 @@ class MetadataDelta:
                     entries[record.name] = record.value
             case FeatureLevelRecord():
                 self._features[record.name] = record.feature_level
+            case ProducerIdsRecord():
+                # Each block starts where the last one ended: a record that does not move
+                # the next id forward would hand out ids that are already taken.
+                if record.next_producer_id <= self._next_producer_id:
+                    raise MetadataReplayError(
+                        f"{record} does not move next_producer_id past {self._next_producer_id}"
+                    )
+                self._next_producer_id = record.next_producer_id
 
     def _id_taken(self, topic_id: uuid.UUID) -> bool:
         if topic_id in self.image.topics and topic_id not in self._deleted:
@@ -304,6 +322,7 @@ class MetadataDelta:
             topics=MappingProxyType(topics),
             topic_ids=MappingProxyType({t.name: t.topic_id for t in topics.values()}),
             configs=MappingProxyType(configs),
+            next_producer_id=self._next_producer_id,
         )
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:

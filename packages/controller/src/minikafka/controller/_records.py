@@ -153,6 +153,21 @@ class FeatureLevelRecord:
     feature_level: int
 
 
+@attrs.frozen
+class ProducerIdsRecord:
+    """A block of producer ids was handed out (KIP-730): every id below
+    ``next_producer_id`` is taken, so no two producers ever share one, across restarts too.
+
+    ``broker_id`` and ``broker_epoch`` say which broker asked; in a snapshot, where the
+    record stands for the whole history, they are -1.
+    """
+
+    API_KEY: ClassVar[int] = 15
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -164,6 +179,7 @@ MetadataRecord: TypeAlias = (
     | UnfenceBrokerRecord
     | RemoveTopicRecord
     | FeatureLevelRecord
+    | ProducerIdsRecord
 )
 
 RECORD_TYPES: dict[int, type[MetadataRecord]] = {

@@ -3,8 +3,9 @@
 They mirror the Kafka APIs that reach the controller (CreateTopics, DeleteTopics,
 CreatePartitions, BrokerRegistration, BrokerHeartbeat, AlterPartition,
 AlterPartitionReassignments, ListPartitionReassignments, IncrementalAlterConfigs,
-DescribeConfigs), trimmed to what the controller decides. The broker translates between
-these and the wire (kio's generated messages), so the controller core never sees bytes.
+DescribeConfigs, AllocateProducerIds), trimmed to what the controller decides. The broker
+translates between these and the wire (kio's generated messages), so the controller core
+never sees bytes.
 Errors are Kafka's codes (``ErrorCode``), per topic or per partition as Kafka answers them.
 """
 
@@ -128,6 +129,24 @@ class BrokerHeartbeatResponse:
     is_caught_up: bool = False
     is_fenced: bool = True
     should_shut_down: bool = False
+
+
+@attrs.frozen
+class AllocateProducerIdsRequest:
+    """A broker needs producer ids for InitProducerId and asks for a block (KIP-730)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@attrs.frozen
+class AllocateProducerIdsResponse:
+    """The block ``[producer_id_start, producer_id_start + producer_id_len)``, now the
+    asking broker's alone."""
+
+    error_code: ErrorCode
+    producer_id_start: int = -1
+    producer_id_len: int = 0
 
 
 # --- partitions ------------------------------------------------------------------------
@@ -264,6 +283,7 @@ ControllerRequest: TypeAlias = (
     | ListPartitionReassignmentsRequest
     | IncrementalAlterConfigsRequest
     | DescribeConfigsRequest
+    | AllocateProducerIdsRequest
 )
 
 ControllerResponse: TypeAlias = (
@@ -277,6 +297,7 @@ ControllerResponse: TypeAlias = (
     | ListPartitionReassignmentsResponse
     | IncrementalAlterConfigsResponse
     | DescribeConfigsResponse
+    | AllocateProducerIdsResponse
 )
 
 

@@ -27,6 +27,8 @@ from ._image import BrokerRegistration, MetadataDelta, MetadataImage
 from ._partition import PartitionRegistration
 from ._records import BrokerEndpoint, MetadataRecord
 from ._requests import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
@@ -58,6 +60,7 @@ class ClusterState:
     # topic name -> (topic id, partition id -> registration)
     topics: Mapping[str, tuple[uuid.UUID, Mapping[int, PartitionRegistration]]]
     configs: Mapping[tuple[int, str], Mapping[str, str]]
+    next_producer_id: int
 
 
 def controller_state(controller: QuorumController, epoch: int = LATEST_EPOCH) -> ClusterState:
@@ -78,6 +81,7 @@ def controller_state(controller: QuorumController, epoch: int = LATEST_EPOCH) ->
         brokers=dict(controller.cluster.brokers.items(epoch)),
         topics=topics,
         configs=configs,
+        next_producer_id=controller.producer_ids.next_producer_id(epoch),
     )
 
 
@@ -88,6 +92,7 @@ def image_state(image: MetadataImage) -> ClusterState:
         brokers=dict(image.brokers),
         topics={t.name: (t.topic_id, dict(t.partitions)) for t in image.topics.values()},
         configs={k: dict(v) for k, v in image.configs.items()},
+        next_producer_id=image.next_producer_id,
     )
 
 
@@ -253,6 +258,16 @@ class ControllerHarness:
         )
         response = self.request(beat)
         assert isinstance(response, BrokerHeartbeatResponse)
+        return response
+
+    def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int | None = None
+    ) -> AllocateProducerIdsResponse:
+        """A block of producer ids for ``broker_id``, asked with its current epoch by
+        default; committed."""
+        epoch = self.broker_epochs.get(broker_id, -1) if broker_epoch is None else broker_epoch
+        response = self.request(AllocateProducerIdsRequest(broker_id, epoch))
+        assert isinstance(response, AllocateProducerIdsResponse)
         return response
 
     def add_brokers(
