@@ -35,6 +35,7 @@ from ._names import (
     CLEANER_OFFSET_CHECKPOINT,
     DELETE_DIR_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT,
+    METADATA_PARTITION_DIR,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
@@ -106,7 +107,7 @@ class LogManager:
             if path.is_dir() and path.name.endswith(DELETE_DIR_SUFFIX):
                 shutil.rmtree(path)  # a deletion the last run did not finish
                 continue
-            if not is_partition_dir(path):
+            if not is_partition_dir(path) or path.name == METADATA_PARTITION_DIR:
                 continue
             tp = TopicPartition.parse(path.name)
             self.logs[tp] = Log.open(

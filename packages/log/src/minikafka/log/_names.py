@@ -33,6 +33,9 @@ REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+# The KRaft metadata log lives beside the partitions in the first log dir, but Raft owns
+# it, not the LogManager (Kafka's LogManager skips it the same way).
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
 
 
 @attrs.frozen(order=True)

@@ -1,0 +1,29 @@
+"""minikafka.broker: the assembled broker (all seeds).
+
+KafkaApis (one handler per API), the MetadataCache built from the KRaft metadata image,
+the broker's configuration under Kafka's names, the BrokerServer that assembles the
+network layer, the log, the controller's quorum and the ReplicaManager, and the
+``minikafka`` command.
+"""
+
+from ._apis import KafkaApis as KafkaApis
+from ._config import BrokerSettings as BrokerSettings
+from ._config import KafkaConfig as KafkaConfig
+from ._config import parse_override as parse_override
+from ._config import read_properties as read_properties
+from ._fetch import encode_fetch_response as encode_fetch_response
+from ._metadata_cache import MetadataCache as MetadataCache
+from ._producer_ids import ProducerIdManager as ProducerIdManager
+from ._server import BrokerServer as BrokerServer
+
+__all__ = [
+    "BrokerServer",
+    "BrokerSettings",
+    "KafkaApis",
+    "KafkaConfig",
+    "MetadataCache",
+    "ProducerIdManager",
+    "encode_fetch_response",
+    "parse_override",
+    "read_properties",
+]

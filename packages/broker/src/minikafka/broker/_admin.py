@@ -1,0 +1,236 @@
+"""The admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs.
+
+A KRaft broker decides none of these itself. It translates the request into the
+controller's request type, submits it to the QuorumController (in this process, in
+combined mode; Kafka forwards it over the network otherwise) and answers once the
+controller's records are committed, by which time this broker's MetadataCache has
+replayed them too. DescribeConfigs is read from the metadata image.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from minikafka.controller import ConfigResourceType
+from minikafka.controller import CreatableTopic as ControllerCreatableTopic
+from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
+from minikafka.controller import CreatePartitionsResponse as ControllerCreatePartitionsResponse
+from minikafka.controller import CreatePartitionsTopic as ControllerCreatePartitionsTopic
+from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
+from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
+from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
+from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
+from minikafka.controller._server import ControllerError, ControllerServer
+from minikafka.log import LOG_KEYS, LogConfig
+from minikafka.net import Request, build, nested, response_schema
+
+from ._body import request_body
+from ._config import KafkaConfig
+from ._metadata_cache import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE, MetadataCache
+
+CREATE_TOPICS_KEY = 19
+DELETE_TOPICS_KEY = 20
+DESCRIBE_CONFIGS_KEY = 32
+CREATE_PARTITIONS_KEY = 37
+NO_THROTTLE = datetime.timedelta(0)
+
+# DescribeConfigs' config_source values (KIP-226)
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+
+def _response_class(request: Request) -> type[ResponsePayload]:
+    cls = response_schema(request.api_key, request.api_version)
+    assert cls is not None
+    return cls
+
+
+async def _submit(controller: ControllerServer, request: object) -> object | ErrorCode:
+    try:
+        return await controller.submit(request)  # type: ignore[arg-type]
+    except ControllerError as exc:
+        return exc.error_code
+
+
+async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
+    body = request_body(request)
+    topics = tuple(
+        ControllerCreatableTopic(
+            name=t.name,
+            num_partitions=int(t.num_partitions),
+            replication_factor=int(t.replication_factor),
+            assignments=tuple(
+                tuple(int(b) for b in a.broker_ids)
+                for a in sorted(t.assignments, key=lambda a: int(a.partition_index))
+            ),
+            configs=tuple((c.name, c.value) for c in t.configs if c.value is not None),
+        )
+        for t in body.topics
+    )
+    answer = await _submit(
+        controller,
+        ControllerCreateTopics(topics, validate_only=bool(getattr(body, "validate_only", False))),
+    )
+    cls = _response_class(request)
+    result_cls = nested(cls, "topics")
+    if isinstance(answer, ControllerCreateTopicsResponse):
+        results = [
+            build(result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message)
+            for r in answer.topics
+        ]
+    else:
+        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        results = [
+            build(result_cls, name=t.name, error_code=code, error_message=None) for t in topics
+        ]
+    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=tuple(results)))
+
+
+async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
+    body = request_body(request)
+    names = tuple(str(n) for n in body.topic_names)
+    answer = await _submit(controller, ControllerDeleteTopics(names=names))
+    cls = _response_class(request)
+    result_cls = nested(cls, "responses")
+    if isinstance(answer, ControllerDeleteTopicsResponse):
+        codes = {r.name: r.error_code for r in answer.topics}
+    else:
+        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        codes = dict.fromkeys(names, code)
+    results = tuple(
+        build(result_cls, name=n, error_code=codes.get(n, ErrorCode.unknown_server_error))
+        for n in names
+    )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, responses=results))
+
+
+async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
+    body = request_body(request)
+    topics = tuple(
+        ControllerCreatePartitionsTopic(
+            name=t.name,
+            count=int(t.count),
+            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())),
+        )
+        for t in body.topics
+    )
+    answer = await _submit(
+        controller,
+        ControllerCreatePartitions(topics, validate_only=bool(body.validate_only)),
+    )
+    cls = _response_class(request)
+    result_cls = nested(cls, "results")
+    if isinstance(answer, ControllerCreatePartitionsResponse):
+        results = [
+            build(result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message)
+            for r in answer.topics
+        ]
+    else:
+        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        results = [build(result_cls, name=t.name, error_code=code) for t in topics]
+    request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))
+
+
+# --- DescribeConfigs ---------------------------------------------------------------------
+
+
+def topic_config_entries(
+    topic: str, cache: MetadataCache, config: KafkaConfig
+) -> list[tuple[str, str, int]]:
+    """(name, value, source) of every topic-level key, as Kafka lists them."""
+    overrides = cache.topic_config_overrides(topic)
+    given = config.properties
+    entries: list[tuple[str, str, int]] = []
+    defaults = LogConfig()
+    for setting in LOG_KEYS:
+        if setting.topic_key in overrides:
+            entries.append((setting.topic_key, overrides[setting.topic_key], DYNAMIC_TOPIC_CONFIG))
+        elif setting.broker_key in given:
+            entries.append((setting.topic_key, given[setting.broker_key], STATIC_BROKER_CONFIG))
+        else:
+            value = _render(getattr(defaults, setting.field))
+            entries.append((setting.topic_key, value, DEFAULT_CONFIG))
+    broker_defaults = {
+        MIN_INSYNC_REPLICAS: str(config.broker.min_insync_replicas),
+        UNCLEAN_LEADER_ELECTION_ENABLE: _render(config.controller.unclean_leader_election_enable),
+    }
+    for key, default in broker_defaults.items():
+        if key in overrides:
+            entries.append((key, overrides[key], DYNAMIC_TOPIC_CONFIG))
+        elif key in given:
+            entries.append((key, given[key], STATIC_BROKER_CONFIG))
+        else:
+            entries.append((key, default, DEFAULT_CONFIG))
+    return sorted(entries)
+
+
+def _render(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, frozenset):
+        return ",".join(sorted(value))
+    return str(value)
+
+
+def handle_describe_configs(request: Request, cache: MetadataCache, config: KafkaConfig) -> None:
+    body = request_body(request)
+    cls = _response_class(request)
+    result_cls = nested(cls, "results")
+    entry_cls = nested(result_cls, "configs")
+    results = []
+    for resource in body.resources:
+        kind = int(resource.resource_type)
+        name = resource.resource_name
+        error, message, entries = _describe(kind, name, cache, config)
+        wanted = resource.configuration_keys
+        if wanted is not None:
+            entries = [e for e in entries if e[0] in set(wanted)]
+        configs = tuple(
+            build(
+                entry_cls,
+                name=key,
+                value=value,
+                read_only=source != DYNAMIC_TOPIC_CONFIG,
+                is_default=source == DEFAULT_CONFIG,
+                config_source=source,
+                is_sensitive=False,
+                synonyms=(),
+                config_type=0,
+                documentation=None,
+            )
+            for key, value, source in entries
+        )
+        results.append(
+            build(
+                result_cls,
+                error_code=error,
+                error_message=message,
+                resource_type=kind,
+                resource_name=name,
+                configs=configs,
+            )
+        )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))
+
+
+def _describe(
+    kind: int, name: str, cache: MetadataCache, config: KafkaConfig
+) -> tuple[ErrorCode, str | None, list[tuple[str, str, int]]]:
+    if kind == ConfigResourceType.TOPIC:
+        if cache.topic(name) is None:
+            return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", []
+        return ErrorCode.none, None, topic_config_entries(name, cache, config)
+    if kind == ConfigResourceType.BROKER:
+        if name not in ("", str(config.node_id)):
+            return ErrorCode.invalid_request, f"this is broker {config.node_id}, not {name}", []
+        return ErrorCode.none, None, _broker_entries(config.properties)
+    return ErrorCode.invalid_request, f"resource type {kind} cannot be described", []
+
+
+def _broker_entries(properties: Mapping[str, str]) -> list[tuple[str, str, int]]:
+    return sorted((k, v, STATIC_BROKER_CONFIG) for k, v in properties.items())

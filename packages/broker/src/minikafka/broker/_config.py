@@ -1,0 +1,255 @@
+"""KafkaConfig: ``server.properties`` plus ``--override key=value``, Kafka's names and defaults.
+
+Every layer reads the keys it owns (the network layer's ``NetConfig``, the log's
+``LogConfig`` and ``LogManagerSchedule``, the controller's ``ControllerConfig``); this
+module adds the broker's own keys and checks the whole set: a key no layer knows, or a
+value a layer cannot use, stops start-up with a :class:`ConfigError` naming the key.
+
+Only KRaft combined mode on one node exists so far, so ``process.roles`` must be
+``broker,controller`` and ``controller.quorum.voters`` may name only this node. Both
+default to exactly that, so ``listeners`` and ``log.dirs`` are all a single node needs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import attrs
+
+from minikafka.controller import ControllerConfig
+from minikafka.controller._config import parse_bool, parse_int
+from minikafka.log import LOG_KEYS, LogConfig, LogManagerSchedule
+from minikafka.net import ConfigError, Listener, NetConfig, parse_listeners
+
+_HOURS = 3600 * 1000
+_MINUTES = 60 * 1000
+
+
+@attrs.frozen
+class BrokerSettings:
+    """The broker's own keys (the layers' keys live in their own config classes)."""
+
+    node_id: int = 1
+    process_roles: tuple[str, ...] = ("broker", "controller")
+    controller_quorum_voters: str = ""  # "" means: this node alone
+    log_dirs: tuple[Path, ...] = (Path("/tmp/kraft-combined-logs"),)
+    metadata_log_dir: Path | None = None  # None: the first of log.dirs, as in Kafka
+    advertised_listeners: tuple[Listener, ...] = ()  # (): the listeners themselves
+    auto_create_topics_enable: bool = True
+    min_insync_replicas: int = 1
+    broker_heartbeat_interval_ms: int = 2000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
+
+
+@attrs.frozen
+class KafkaConfig:
+    """The whole configuration of one broker process."""
+
+    broker: BrokerSettings
+    net: NetConfig
+    log: LogConfig
+    schedule: LogManagerSchedule
+    controller: ControllerConfig
+    properties: Mapping[str, str]
+    """Every key as given (``server.properties`` with the overrides applied)."""
+
+    @property
+    def node_id(self) -> int:
+        return self.broker.node_id
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        return self.broker.metadata_log_dir or self.broker.log_dirs[0]
+
+    @property
+    def advertised_listeners(self) -> tuple[Listener, ...]:
+        return self.broker.advertised_listeners or self.net.listeners
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> KafkaConfig:
+        props = {key.strip(): value.strip() for key, value in props.items()}
+        unknown = sorted(set(props) - known_keys())
+        if unknown:
+            raise ConfigError(unknown[0], "unknown configuration key")
+        broker = _broker_settings(props)
+        net = NetConfig.from_properties(props)
+        log = LogConfig.from_properties(_with_retention_units(props))
+        schedule = _schedule(props)
+        controller = ControllerConfig.from_properties(props)
+        _check_roles(broker)
+        return cls(broker, net, log, schedule, controller, dict(props))
+
+    @classmethod
+    def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
+        """Read ``path`` (a Java properties file) if given, then apply ``overrides``."""
+        props: dict[str, str] = {}
+        if path is not None:
+            props.update(read_properties(path))
+        props.update(overrides)
+        return cls.from_properties(props)
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """The ``key=value`` lines of a properties file (``#``/``!`` comments, ``:`` too)."""
+    props: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        match = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if match is None:
+            raise ConfigError(line, f"{path}:{number}: expected key=value")
+        props[match[1]] = match[2]
+    return props
+
+
+def parse_override(item: str) -> tuple[str, str]:
+    """``key=value`` from the command line."""
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(item, "an override must be key=value")
+    return key.strip(), value.strip()
+
+
+# --- the keys ---------------------------------------------------------------------------
+
+_BROKER_KEYS: dict[str, Callable[[str, str], object]] = {
+    "node.id": lambda k, v: parse_int(k, v),
+    "process.roles": lambda k, v: tuple(p.strip() for p in v.split(",") if p.strip()),
+    "controller.quorum.voters": lambda k, v: v,
+    "log.dirs": lambda k, v: _paths(k, v),
+    "log.dir": lambda k, v: _paths(k, v),
+    "metadata.log.dir": lambda k, v: Path(v),
+    "advertised.listeners": lambda k, v: parse_listeners(v, k),
+    "auto.create.topics.enable": parse_bool,
+    "min.insync.replicas": lambda k, v: parse_int(k, v, minimum=1),
+    "broker.heartbeat.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
+    "replica.high.watermark.checkpoint.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
+    "controlled.shutdown.timeout.ms": lambda k, v: parse_int(k, v, minimum=0),
+}
+_FIELDS = {
+    "node.id": "node_id",
+    "process.roles": "process_roles",
+    "controller.quorum.voters": "controller_quorum_voters",
+    "log.dirs": "log_dirs",
+    "log.dir": "log_dirs",
+    "metadata.log.dir": "metadata_log_dir",
+    "advertised.listeners": "advertised_listeners",
+    "auto.create.topics.enable": "auto_create_topics_enable",
+    "min.insync.replicas": "min_insync_replicas",
+    "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
+    "replica.high.watermark.checkpoint.interval.ms": (
+        "replica_high_watermark_checkpoint_interval_ms"
+    ),
+    "controlled.shutdown.timeout.ms": "controlled_shutdown_timeout_ms",
+}
+# Keys Kafka's sample server.properties sets that only have one possible value here.
+_FIXED_KEYS: dict[str, Callable[[str], bool]] = {
+    "controller.listener.names": lambda v: True,  # no separate controller listener yet
+    "inter.broker.listener.name": lambda v: True,
+    "listener.security.protocol.map": lambda v: all(
+        part.split(":")[-1].strip().upper() == "PLAINTEXT" for part in v.split(",") if part
+    ),
+    "num.recovery.threads.per.data.dir": lambda v: v.isdigit() and int(v) >= 1,
+    "socket.send.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
+    "socket.receive.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
+    "offsets.topic.replication.factor": lambda v: v.isdigit() and int(v) >= 1,
+    "transaction.state.log.replication.factor": lambda v: v.isdigit() and int(v) >= 1,
+    "transaction.state.log.min.isr": lambda v: v.isdigit() and int(v) >= 1,
+}
+_SCHEDULE_KEYS = {
+    "log.retention.check.interval.ms": "retention_check_interval_ms",
+    "log.flush.scheduler.interval.ms": "flush_check_interval_ms",
+    "log.flush.offset.checkpoint.interval.ms": "recovery_point_checkpoint_interval_ms",
+    "log.flush.start.offset.checkpoint.interval.ms": "start_offset_checkpoint_interval_ms",
+    "log.cleaner.backoff.ms": "cleaner_backoff_ms",
+    "log.cleaner.enable": "cleaner_enable",
+}
+_RETENTION_UNITS = {
+    # Kafka's precedence: .ms over .minutes over .hours (and log.roll.ms over .hours).
+    "log.retention.ms": (("log.retention.minutes", _MINUTES), ("log.retention.hours", _HOURS)),
+    "log.roll.ms": (("log.roll.hours", _HOURS),),
+}
+_CONTROLLER_KEYS = {
+    "broker.session.timeout.ms",
+    "num.partitions",
+    "default.replication.factor",
+    "unclean.leader.election.enable",
+    "metadata.log.max.record.bytes.between.snapshots",
+}
+
+
+def known_keys() -> set[str]:
+    keys = set(_BROKER_KEYS) | set(_FIXED_KEYS) | set(_SCHEDULE_KEYS) | _CONTROLLER_KEYS
+    keys |= set(NetConfig.KEYS)
+    keys |= {setting.broker_key for setting in LOG_KEYS}
+    for units in _RETENTION_UNITS.values():
+        keys |= {key for key, _ in units}
+    return keys
+
+
+def _paths(key: str, value: str) -> tuple[Path, ...]:
+    paths = tuple(Path(p.strip()) for p in value.split(",") if p.strip())
+    if not paths:
+        raise ConfigError(key, "names no directory")
+    return paths
+
+
+def _broker_settings(props: Mapping[str, str]) -> BrokerSettings:
+    values: dict[str, object] = {}
+    for key, parse in _BROKER_KEYS.items():
+        if key in props and not (key == "log.dir" and "log.dirs" in props):
+            values[_FIELDS[key]] = parse(key, props[key])
+    for key, check in _FIXED_KEYS.items():
+        if key in props and not check(props[key]):
+            raise ConfigError(key, f"{props[key]!r} is not supported by minikafka")
+    return BrokerSettings(**values)  # type: ignore[arg-type]
+
+
+def _with_retention_units(props: Mapping[str, str]) -> dict[str, str]:
+    """Turn ``log.retention.hours`` and friends into the ``.ms`` key the log reads."""
+    result = dict(props)
+    for ms_key, units in _RETENTION_UNITS.items():
+        if ms_key in result:
+            continue
+        for key, factor in units:
+            if key in result:
+                result[ms_key] = str(parse_int(key, result[key], minimum=-1) * factor)
+                break
+    return result
+
+
+def _schedule(props: Mapping[str, str]) -> LogManagerSchedule:
+    values: dict[str, object] = {}
+    for key, field in _SCHEDULE_KEYS.items():
+        if key not in props:
+            continue
+        if field == "cleaner_enable":
+            values[field] = parse_bool(key, props[key])
+        else:
+            values[field] = parse_int(key, props[key], minimum=1, maximum=2**63 - 1)
+    return LogManagerSchedule(**values)  # type: ignore[arg-type]
+
+
+def _check_roles(broker: BrokerSettings) -> None:
+    if set(broker.process_roles) != {"broker", "controller"}:
+        raise ConfigError(
+            "process.roles",
+            f"{','.join(broker.process_roles)!r}: only combined mode (broker,controller) "
+            "on one node is implemented",
+        )
+    voters = broker.controller_quorum_voters
+    if voters:
+        for voter in voters.split(","):
+            match = re.fullmatch(r"\s*(\d+)@([^:]+|\[[^\]]+\]):(\d+)\s*", voter)
+            if match is None:
+                raise ConfigError("controller.quorum.voters", f"{voter!r} is not id@host:port")
+            if int(match[1]) != broker.node_id:
+                raise ConfigError(
+                    "controller.quorum.voters",
+                    f"voter {match[1]} is not this node ({broker.node_id}): only a "
+                    "single-voter quorum is implemented",
+                )

@@ -1,0 +1,120 @@
+"""Fetch: seed 000's fetch path from the request to ``sendfile``.
+
+The handler turns the request into :class:`FetchPartition` reads for the
+ReplicaManager, which answers now or from a DelayedFetch. The answer is written by
+hand here rather than through kio, because the records must not pass through Python:
+every field before and after a partition's records is encoded into bytes, and the
+records themselves go into the response as a file region of the segment, which the
+Processor sends with ``os.sendfile`` (the zero-copy step of the seed).
+
+Fetch sessions (KIP-227) are declined: every response has session id 0 and is a full
+response, which the protocol allows and every client handles.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import TopicPartition
+from minikafka.net import FileRegion, Request
+from minikafka.replication import (
+    FetchParams,
+    FetchPartition,
+    FetchPartitionResult,
+    ReplicaManager,
+)
+
+from ._body import request_body
+
+FETCH_KEY = 1
+READ_COMMITTED = 1
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PARTITION_HEAD = struct.Struct(">ihqq")  # partition, error, high watermark, last stable
+_I64 = struct.Struct(">q")
+
+
+def handle_fetch(request: Request, replica_manager: ReplicaManager) -> None:
+    body = request_body(request)
+    version = request.api_version
+    fetches = [
+        FetchPartition(
+            TopicPartition(topic.topic, int(p.partition)),
+            int(p.fetch_offset),
+            int(p.partition_max_bytes),
+            int(getattr(p, "current_leader_epoch", -1)),
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    ]
+    params = FetchParams(
+        replica_id=int(body.replica_id),
+        max_wait_ms=int(body.max_wait.total_seconds() * 1000),
+        min_bytes=int(body.min_bytes),
+        max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
+    )
+    read_committed = int(getattr(body, "isolation_level", 0)) == READ_COMMITTED
+
+    def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
+        request.respond_parts(encode_fetch_response(version, results, read_committed))
+
+    if params.replica_id >= 0:
+        # Follower fetching is the multi-broker issue's; a single node has no followers.
+        respond([(f, FetchPartitionResult(ErrorCode.not_leader_or_follower)) for f in fetches])
+        return
+    replica_manager.fetch_messages(params, fetches, respond, trio.current_time())
+
+
+def encode_fetch_response(
+    version: int,
+    results: Sequence[tuple[FetchPartition, FetchPartitionResult]],
+    read_committed: bool,
+) -> list[bytes | FileRegion]:
+    """A Fetch response body (v4-v11, the non-flexible versions) as bytes and file regions.
+
+    Partitions of one topic are grouped in the order the request named them, as Kafka's
+    response keeps the request's order.
+    """
+    parts: list[bytes | FileRegion] = []
+    head = bytearray(_I32.pack(0))  # throttle_time_ms
+    if version >= 7:
+        head += _I16.pack(ErrorCode.none.value) + _I32.pack(0)  # error_code, session_id 0
+    topics: list[tuple[str, list[tuple[FetchPartition, FetchPartitionResult]]]] = []
+    for fetch, result in results:
+        topic = fetch.topic_partition.topic
+        if not topics or topics[-1][0] != topic:
+            topics.append((topic, []))
+        topics[-1][1].append((fetch, result))
+    head += _I32.pack(len(topics))
+    for topic, partitions in topics:
+        name = topic.encode()
+        head += _I16.pack(len(name)) + name + _I32.pack(len(partitions))
+        for fetch, result in partitions:
+            head += _PARTITION_HEAD.pack(
+                fetch.topic_partition.partition,
+                result.error_code.value,
+                result.high_watermark,
+                result.last_stable_offset,
+            )
+            if version >= 5:
+                head += _I64.pack(result.log_start_offset)
+            # No transactions: read_committed consumers get an empty aborted list.
+            head += _I32.pack(0 if read_committed else -1)
+            if version >= 11:
+                head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)
+            records = result.records
+            if records is None or records.length == 0:
+                head += _I32.pack(0)
+                continue
+            head += _I32.pack(records.length)
+            parts.append(bytes(head))
+            parts.append(records.file_region())
+            head = bytearray()
+    if head:
+        parts.append(bytes(head))
+    return parts

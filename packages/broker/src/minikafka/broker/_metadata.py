@@ -1,0 +1,171 @@
+"""Metadata and ListOffsets: what clients ask before they produce or fetch.
+
+Metadata answers from the MetadataCache: the live brokers (with their address on the
+listener the client came in through), this broker as the controller (combined mode),
+and for each topic its partitions' leader, leader epoch, replicas and ISR. A topic that
+does not exist is created on the spot when the client allows it and
+``auto.create.topics.enable`` is on, through the controller like any other creation.
+
+ListOffsets turns "earliest", "latest" and a timestamp into an offset; "latest" is the
+high watermark, since a consumer may not read past it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
+
+from minikafka.controller import NO_LEADER, TopicImage
+from minikafka.log import TopicPartition
+from minikafka.net import Request, build, nested, response_schema
+from minikafka.replication import ReplicaManager, ReplicationError
+
+from ._body import request_body
+from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+
+METADATA_KEY = 3
+LIST_OFFSETS_KEY = 2
+NO_THROTTLE = datetime.timedelta(0)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
+
+
+def metadata_response(
+    request: Request,
+    cache: MetadataCache,
+    cluster_id: str,
+    names: list[str] | None,
+    errors: Mapping[str, ErrorCode] | None = None,
+) -> ResponsePayload:
+    """The Metadata response for ``names`` (None: every topic).
+
+    ``errors`` gives the error for a topic that is not in the cache (an auto-creation
+    that failed or is still under way); otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
+    """
+    cls = response_schema(METADATA_KEY, request.api_version)
+    assert cls is not None
+    broker_cls = nested(cls, "brokers")
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    brokers = tuple(
+        build(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in cache.alive_brokers(request.listener)
+    )
+    topics = []
+    for name in cache.topic_names() if names is None else names:
+        topic = cache.topic(name)
+        if topic is None:
+            error = (errors or {}).get(name, ErrorCode.unknown_topic_or_partition)
+            topics.append(
+                build(
+                    topic_cls,
+                    error_code=error,
+                    name=name,
+                    is_internal=False,
+                    partitions=(),
+                    topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
+            )
+            continue
+        topics.append(
+            build(
+                topic_cls,
+                error_code=ErrorCode.none,
+                name=name,
+                is_internal=name in INTERNAL_TOPICS,
+                partitions=tuple(_partitions(partition_cls, topic, cache)),
+                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        brokers=brokers,
+        cluster_id=cluster_id,
+        # Combined mode: the controller is this process. (KRaft brokers answer with a
+        # random live broker, since clients send admin requests there to be forwarded.)
+        controller_id=cache.broker_id,
+        topics=tuple(topics),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _partitions(
+    partition_cls: type[Entity], topic: TopicImage, cache: MetadataCache
+) -> list[Entity]:
+    alive = {b.broker_id for b in cache.image.brokers.values() if not b.fenced}
+    result: list[Entity] = []
+    for index in sorted(topic.partitions):
+        p = topic.partitions[index]
+        error = ErrorCode.none if p.leader != NO_LEADER else ErrorCode.leader_not_available
+        result.append(
+            build(
+                partition_cls,
+                error_code=error,
+                partition_index=index,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replicas),
+                isr_nodes=tuple(p.isr),
+                offline_replicas=tuple(r for r in p.replicas if r not in alive),
+            )
+        )
+    return result
+
+
+def requested_topics(request: Request) -> list[str] | None:
+    """The names a Metadata request asks for; None for "all topics" (a null list)."""
+    topics = getattr(request.body, "topics", None)
+    if topics is None:
+        return None
+    return [t.name for t in topics]
+
+
+def handle_list_offsets(request: Request, replica_manager: ReplicaManager) -> None:
+    body = request_body(request)
+    cls = response_schema(LIST_OFFSETS_KEY, request.api_version)
+    assert cls is not None
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, int(p.partition_index))
+            partitions.append(
+                build(
+                    partition_cls,
+                    partition_index=p.partition_index,
+                    **_list_offset(
+                        replica_manager,
+                        tp,
+                        int(p.timestamp),
+                        int(getattr(p, "current_leader_epoch", -1)),
+                    ),
+                )
+            )
+        topics.append(build(topic_cls, name=topic.name, partitions=tuple(partitions)))
+    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics)))
+
+
+def _list_offset(
+    replica_manager: ReplicaManager, tp: TopicPartition, timestamp: int, leader_epoch: int
+) -> dict[str, object]:
+    partition = replica_manager.get_partition(tp)
+    if partition is None:
+        return {"error_code": ErrorCode.unknown_topic_or_partition}
+    try:
+        found = partition.fetch_offset_for_timestamp(timestamp, leader_epoch)
+    except ReplicationError as exc:
+        return {"error_code": exc.error_code}
+    if found is None:
+        # No record at or after the timestamp: offset -1, as Kafka answers.
+        return {"error_code": ErrorCode.none, "timestamp": -1, "offset": -1}
+    return {
+        "error_code": ErrorCode.none,
+        "timestamp": found.timestamp,
+        "offset": found.offset,
+        "leader_epoch": -1 if found.leader_epoch is None else found.leader_epoch,
+    }

@@ -1,0 +1,78 @@
+"""MetadataCache: what this broker tells clients about the cluster, from the metadata image.
+
+In KRaft mode the broker does not ask anyone: it replays the committed metadata log into
+a MetadataImage (the controller package does that) and answers Metadata requests, topic
+lookups and configuration questions from the newest image. Replacing the image is one
+assignment, so every request sees one consistent version of the cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+import attrs
+
+from minikafka.controller import ConfigResourceType, MetadataImage, TopicImage
+from minikafka.log import LOG_KEYS, LogConfig
+
+# Topic-level keys that are not the log's own (the controller validates them).
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@attrs.frozen
+class AliveBroker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@attrs.define(eq=False)
+class MetadataCache:
+    broker_id: int
+    image: MetadataImage = attrs.field(factory=MetadataImage)
+
+    def update(self, image: MetadataImage) -> None:
+        self.image = image
+
+    def topic(self, name: str) -> TopicImage | None:
+        return self.image.topic(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
+        return self.image.topics.get(topic_id)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.image.topic_ids)
+
+    def alive_brokers(self, listener: str) -> list[AliveBroker]:
+        """Unfenced brokers with an endpoint on ``listener`` (the one the client used)."""
+        brokers = []
+        for broker in sorted(self.image.brokers.values(), key=lambda b: b.broker_id):
+            if broker.fenced:
+                continue
+            for endpoint in broker.endpoints:
+                if endpoint.name == listener:
+                    brokers.append(
+                        AliveBroker(broker.broker_id, endpoint.host, endpoint.port, broker.rack)
+                    )
+        return brokers
+
+    def topic_config_overrides(self, topic: str) -> Mapping[str, str]:
+        return self.image.configs.get((ConfigResourceType.TOPIC, topic), {})
+
+    def log_config(self, topic: str, defaults: LogConfig) -> LogConfig:
+        """The topic's LogConfig: its overrides over the broker's defaults."""
+        overrides = self.topic_config_overrides(topic)
+        if not overrides:
+            return defaults
+        log_keys = {setting.topic_key for setting in LOG_KEYS}
+        return LogConfig.from_properties(
+            {k: v for k, v in overrides.items() if k in log_keys}, defaults
+        )
+
+    def min_insync_replicas(self, topic: str, default: int) -> int:
+        value = self.topic_config_overrides(topic).get(MIN_INSYNC_REPLICAS)
+        return default if value is None else int(value)

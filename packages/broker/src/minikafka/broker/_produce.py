@@ -1,0 +1,112 @@
+"""Produce: seed 000's produce path from the request to the log and back.
+
+The handler does no per-record work: each partition's ``records`` is handed to the
+ReplicaManager as the bytes the producer sent (one copy, into a bytearray, so the log
+can write offsets into the batch headers in place). ``acks=0`` gets no response at all,
+as the protocol says; ``acks=1`` is answered once the leader has appended; ``acks=all``
+when the high watermark passes the batches (a DelayedProduce).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import trio
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from minikafka.log import TopicPartition
+from minikafka.net import Request, build, nested, response_schema
+from minikafka.replication import ProducePartitionResult, ReplicaManager
+
+from ._body import request_body
+from ._metadata_cache import MetadataCache
+
+PRODUCE_KEY = 0
+NO_THROTTLE = datetime.timedelta(0)
+
+
+def handle_produce(request: Request, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+    body = request_body(request)
+    acks = int(body.acks)
+    timeout_ms = int(body.timeout.total_seconds() * 1000)
+    order: list[TopicPartition] = []
+    entries: dict[TopicPartition, bytearray] = {}
+    refused: dict[TopicPartition, ProducePartitionResult] = {}
+    for topic in body.topic_data:
+        for data in topic.partition_data:
+            tp = TopicPartition(topic.name, int(data.index))
+            order.append(tp)
+            if acks not in (-1, 0, 1):
+                refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            elif cache.topic(topic.name) is None:
+                refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
+            else:
+                entries[tp] = bytearray(data.records or b"")
+    if getattr(body, "transactional_id", None) is not None:
+        # Transactions are not implemented: refuse rather than write what no one commits.
+        refused = dict.fromkeys(
+            order, ProducePartitionResult(ErrorCode.transactional_id_authorization_failed)
+        )
+        entries = {}
+
+    def respond(results: dict[TopicPartition, ProducePartitionResult]) -> None:
+        if acks == 0:
+            # No response on the wire. Kafka closes the connection on an error instead,
+            # so the producer notices something went wrong at its next send.
+            if any(r.error_code is not ErrorCode.none for r in results.values()):
+                request.close_connection()
+            else:
+                request.respond_nothing()
+            return
+        request.respond(_response(request.api_version, order, results))
+
+    if not entries:
+        respond(refused)
+        return
+    replica_manager.append_records(
+        timeout_ms,
+        acks,
+        entries,
+        lambda results: respond({**refused, **results}),
+        trio.current_time(),
+    )
+
+
+def _response(
+    version: int,
+    order: list[TopicPartition],
+    results: dict[TopicPartition, ProducePartitionResult],
+) -> ResponsePayload:
+    cls = response_schema(PRODUCE_KEY, version)
+    assert cls is not None
+    topic_cls = nested(cls, "responses")
+    partition_cls = nested(topic_cls, "partition_responses")
+    by_topic: dict[str, list[object]] = {}
+    for tp in order:
+        result = results[tp]
+        append_time = (
+            datetime.datetime.fromtimestamp(result.log_append_time / 1000, datetime.UTC)
+            if result.log_append_time >= 0
+            else None
+        )
+        by_topic.setdefault(tp.topic, []).append(
+            build(
+                partition_cls,
+                index=tp.partition,
+                error_code=result.error_code,
+                base_offset=result.base_offset,
+                log_append_time=append_time,
+                log_start_offset=result.log_start_offset,
+                record_errors=(),
+                error_message=result.error_message,
+            )
+        )
+    return build(
+        cls,
+        responses=tuple(
+            build(topic_cls, name=name, partition_responses=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+        throttle_time=NO_THROTTLE,
+    )

@@ -1,0 +1,82 @@
+"""InitProducerId: producer ids for idempotent producers (KIP-98, KIP-730).
+
+An idempotent producer numbers its batches per partition; the leader keeps the last
+sequence numbers per producer id and drops a retried batch it already has. That only
+works if no two producers ever share an id, across restarts too. So ids come in blocks
+of 1000 from the controller, which writes each block into the metadata log
+(``ProducerIdsRecord``) before handing it out; the broker gives ids from its block one
+by one and asks for a new block when it runs out (Kafka's ProducerIdManager).
+
+Without a transactional id every InitProducerId gets a fresh id with epoch 0.
+Transactions are not implemented, so a transactional id is refused.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Awaitable, Callable
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.controller import AllocateProducerIdsResponse
+from minikafka.net import Request, build, response_schema
+
+from ._body import request_body
+
+INIT_PRODUCER_ID_KEY = 22
+NO_THROTTLE = datetime.timedelta(0)
+
+
+class ProducerIdsUnavailable(Exception):
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name)
+        self.error_code = error_code
+
+
+@attrs.define(eq=False)
+class ProducerIdManager:
+    """Hands out ids from the current block; fetches the next block when it runs dry."""
+
+    allocate_block: Callable[[], Awaitable[AllocateProducerIdsResponse]]
+    _next: int = attrs.field(init=False, default=0)
+    _end: int = attrs.field(init=False, default=0)
+    _lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
+
+    async def generate_producer_id(self) -> int:
+        async with self._lock:  # one block request at a time; the others wait for it
+            if self._next >= self._end:
+                block = await self.allocate_block()
+                if block.error_code is not ErrorCode.none:
+                    raise ProducerIdsUnavailable(block.error_code)
+                self._next = block.producer_id_start
+                self._end = block.producer_id_start + block.producer_id_len
+            producer_id = self._next
+            self._next += 1
+            return producer_id
+
+
+async def handle_init_producer_id(request: Request, manager: ProducerIdManager) -> None:
+    body = request_body(request)
+    cls = response_schema(INIT_PRODUCER_ID_KEY, request.api_version)
+    assert cls is not None
+    producer_id, epoch, error = -1, -1, ErrorCode.none
+    if getattr(body, "transactional_id", None) is not None:
+        # A transactional producer first looks for its transaction coordinator, which
+        # this broker does not offer; answering NOT_COORDINATOR says so.
+        error = ErrorCode.not_coordinator
+    else:
+        try:
+            producer_id, epoch = await manager.generate_producer_id(), 0
+        except ProducerIdsUnavailable as exc:
+            error = exc.error_code
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=error,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+        )
+    )

@@ -1,0 +1,261 @@
+"""BrokerServer: one process in KRaft combined mode (``process.roles=broker,controller``).
+
+How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerServer``):
+
+1. ``meta.properties`` ties the log dirs to one cluster id and this node id;
+2. the LogManager loads every partition's log, recovering what a crash damaged;
+3. the metadata quorum (``__cluster_metadata-0``) is replayed into a MetadataImage and
+   the QuorumController, which becomes the active controller;
+4. the image is applied to the ReplicaManager *declaratively*: for each partition the
+   image places here, become its leader (or follower); logs it no longer places here
+   are deleted. From now on every committed metadata delta is applied the same way;
+5. the broker registers with the controller and heartbeats until it is unfenced;
+6. only then do the listeners open, so no client sees a half-started broker.
+
+Shutdown runs the other way: stop accepting, finish requests in flight, stop the
+background tasks, then flush every log and write the checkpoints and the clean-shutdown
+marker, so the next start needs no recovery.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Mapping
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.controller import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    BrokerEndpoint,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ConfigResourceType,
+    LocalPartition,
+    MetadataDelta,
+    MetadataImage,
+)
+from minikafka.controller._server import ControllerError, ControllerServer
+from minikafka.log import LogManager, TopicPartition
+from minikafka.net import Listener, SocketServer
+from minikafka.replication import PartitionState, ReplicaManager, TopicSettings
+
+from ._apis import KafkaApis
+from ._config import KafkaConfig
+from ._meta_properties import ensure_formatted
+from ._metadata_cache import MetadataCache
+from ._producer_ids import ProducerIdManager
+
+_logger = logging.getLogger("minikafka.broker")
+
+
+@attrs.define(eq=False)
+class BrokerServer:
+    config: KafkaConfig
+    cluster_id: str
+    log_manager: LogManager
+    controller: ControllerServer
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    apis: KafkaApis
+    socket_server: SocketServer
+    incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
+    broker_epoch: int = -1
+    _unfenced: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
+
+    @classmethod
+    def open(cls, config: KafkaConfig, rng: random.Random | None = None) -> BrokerServer:
+        """Load the logs and the metadata; nothing listens until :meth:`run`."""
+        dirs = [*config.broker.log_dirs]
+        if config.metadata_log_dir not in dirs:
+            dirs.append(config.metadata_log_dir)
+        cluster_id = ensure_formatted(dirs, config.node_id)
+        log_manager = LogManager.startup(
+            config.broker.log_dirs, config.log, schedule=config.schedule
+        )
+        controller = ControllerServer.open(config.metadata_log_dir, config.controller, rng)
+        cache = MetadataCache(config.node_id, controller.image)
+
+        def topic_settings(topic: str) -> TopicSettings:
+            return TopicSettings(
+                cache.log_config(topic, config.log),
+                cache.min_insync_replicas(topic, config.broker.min_insync_replicas),
+            )
+
+        replica_manager = ReplicaManager(
+            config.node_id,
+            log_manager,
+            topic_settings,
+            config.broker.replica_high_watermark_checkpoint_interval_ms,
+        )
+        broker: BrokerServer | None = None
+
+        async def allocate_block() -> AllocateProducerIdsResponse:
+            assert broker is not None
+            request = AllocateProducerIdsRequest(config.node_id, broker.broker_epoch)
+            try:
+                response = await controller.submit(request)
+            except ControllerError as exc:
+                return AllocateProducerIdsResponse(exc.error_code)
+            assert isinstance(response, AllocateProducerIdsResponse)
+            return response
+
+        apis = KafkaApis(
+            config,
+            cluster_id,
+            cache,
+            replica_manager,
+            controller,
+            ProducerIdManager(allocate_block),
+        )
+        broker = cls(
+            config,
+            cluster_id,
+            log_manager,
+            controller,
+            cache,
+            replica_manager,
+            apis,
+            SocketServer(config.net, apis),
+        )
+        return broker
+
+    def bound_address(self) -> tuple[str, int]:
+        return self.socket_server.bound_address()
+
+    # --- metadata -------------------------------------------------------------------------
+
+    def _apply_initial_image(self) -> None:
+        """Everything the replayed image says, as one delta from an empty image."""
+        image = self.controller.image
+        delta = MetadataDelta(MetadataImage())
+        for record in image.records():
+            delta.replay(record)
+        delta.offset = image.offset
+        self._on_metadata(delta, delta.apply())
+        stray = self.replica_manager.remove_stray_logs()
+        if stray:
+            _logger.info("deleted %d stray log(s): %s", len(stray), ", ".join(map(str, stray)))
+
+    def _on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        """A committed delta: update the cache, then make the local replicas match."""
+        old_configs = delta.image.configs
+        self.metadata_cache.update(image)
+        changes = delta.local_changes(self.config.node_id)
+        if not changes.empty:
+            self.replica_manager.stop_replicas(changes.deleted | changes.stopped)
+            self.replica_manager.become_leader_or_follower(
+                _states(changes.leaders), _states(changes.followers), trio.current_time()
+            )
+        for (kind, name), entries in image.configs.items():
+            if kind == ConfigResourceType.TOPIC and old_configs.get((kind, name)) != entries:
+                self.replica_manager.update_topic_settings(name)
+
+    # --- running ----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start everything, serve until :meth:`shutdown`, then close cleanly."""
+        clean = False
+        try:
+            async with trio.open_nursery() as nursery:
+                self._apply_initial_image()
+                self.controller.subscribe(self._on_metadata)
+                await nursery.start(self.controller.run)
+                await nursery.start(self.log_manager.run)
+                await nursery.start(self.replica_manager.run)
+                # Bind now (a port of 0 becomes a real one to register), but requests
+                # wait in KafkaApis until the controller has unfenced this broker.
+                await nursery.start(self.socket_server.serve)
+                await self._register()
+                nursery.start_soon(self._heartbeat_loop)
+                await self._unfenced.wait()
+                self.apis.ready.set()
+                host, port = self.bound_address()
+                _logger.info(
+                    "minikafka broker %d (cluster %s) listening on %s:%d",
+                    self.config.node_id,
+                    self.cluster_id,
+                    host,
+                    port,
+                )
+                task_status.started()
+                await self._stop.wait()
+                grace = self.config.broker.controlled_shutdown_timeout_ms / 1000
+                await self.socket_server.shutdown(grace_seconds=grace)
+                nursery.cancel_scope.cancel()
+                clean = True
+        finally:
+            if clean:
+                # Flush, checkpoint, mark the shutdown clean: the next start recovers nothing.
+                self.log_manager.shutdown()
+            self._stopped.set()
+
+    async def shutdown(self) -> None:
+        """Stop serving and close everything; returns once :meth:`run` has finished."""
+        self._stop.set()
+        await self._stopped.wait()
+
+    async def _register(self) -> None:
+        endpoints = tuple(
+            BrokerEndpoint(listener.name, listener.host, self._port_of(listener))
+            for listener in self.config.advertised_listeners
+        )
+        response = await self.controller.submit(
+            BrokerRegistrationRequest(self.config.node_id, self.incarnation_id, endpoints)
+        )
+        assert isinstance(response, BrokerRegistrationResponse)
+        if response.error_code is not ErrorCode.none:
+            raise RuntimeError(f"broker registration failed: {response.error_code.name}")
+        self.broker_epoch = response.broker_epoch
+
+    def _port_of(self, listener: Listener) -> int:
+        """The advertised port, or the bound one where the listener asked for port 0."""
+        if listener.port != 0:
+            return listener.port
+        return self.socket_server.bound_address(listener.name)[1]
+
+    async def _heartbeat_loop(self) -> None:
+        """Heartbeat at once, then every ``broker.heartbeat.interval.ms``."""
+        interval = self.config.broker.broker_heartbeat_interval_ms / 1000
+        while True:
+            request = BrokerHeartbeatRequest(
+                self.config.node_id, self.broker_epoch, self.metadata_cache.image.offset
+            )
+            try:
+                response = await self.controller.submit(request)
+            except ControllerError as exc:
+                _logger.warning("heartbeat failed: %s", exc.error_code.name)
+            else:
+                assert isinstance(response, BrokerHeartbeatResponse)
+                if response.error_code is ErrorCode.none and not response.is_fenced:
+                    self._unfenced.set()
+            # The first heartbeat normally unfences (the registration is replayed by
+            # then); if it did not, try again soon rather than a whole interval later.
+            await trio.sleep(interval if self._unfenced.is_set() else min(interval, 0.1))
+
+
+def _states(
+    partitions: Mapping[TopicPartition, LocalPartition],
+) -> dict[TopicPartition, tuple[uuid.UUID, PartitionState]]:
+    """The controller's registrations as the replication layer's partition states."""
+    return {
+        tp: (
+            local.topic_id,
+            PartitionState(
+                local.partition.leader,
+                local.partition.leader_epoch,
+                local.partition.partition_epoch,
+                tuple(local.partition.replicas),
+                tuple(local.partition.isr),
+            ),
+        )
+        for tp, local in partitions.items()
+    }

@@ -1,0 +1,44 @@
+"""minikafka.replication: partitions, the ReplicaManager and the purgatory (seed 000).
+
+The leader side of Kafka's replication: a Partition keeps the ISR and moves the high
+watermark to the smallest log end offset among the in-sync replicas; the ReplicaManager
+appends producers' batches to leader partitions and reads fetches as file slices; the
+purgatory parks ``acks=all`` produces (DelayedProduce) and long-polling fetches
+(DelayedFetch) until the condition they wait for holds or their deadline passes.
+"""
+
+from ._delayed import DelayedFetch as DelayedFetch
+from ._delayed import DelayedProduce as DelayedProduce
+from ._partition import LogReadResult as LogReadResult
+from ._partition import Partition as Partition
+from ._partition import PartitionState as PartitionState
+from ._partition import ReplicaState as ReplicaState
+from ._partition import ReplicationError as ReplicationError
+from ._purgatory import DelayedOperation as DelayedOperation
+from ._purgatory import DelayedOperationPurgatory as DelayedOperationPurgatory
+from ._replica_manager import HIGH_WATERMARK_CHECKPOINT as HIGH_WATERMARK_CHECKPOINT
+from ._replica_manager import ReplicaManager as ReplicaManager
+from ._replica_manager import TopicSettings as TopicSettings
+from ._results import FetchParams as FetchParams
+from ._results import FetchPartition as FetchPartition
+from ._results import FetchPartitionResult as FetchPartitionResult
+from ._results import ProducePartitionResult as ProducePartitionResult
+
+__all__ = [
+    "HIGH_WATERMARK_CHECKPOINT",
+    "DelayedFetch",
+    "DelayedOperation",
+    "DelayedOperationPurgatory",
+    "DelayedProduce",
+    "FetchParams",
+    "FetchPartition",
+    "FetchPartitionResult",
+    "LogReadResult",
+    "Partition",
+    "PartitionState",
+    "ProducePartitionResult",
+    "ReplicaManager",
+    "ReplicaState",
+    "ReplicationError",
+    "TopicSettings",
+]

@@ -1,0 +1,265 @@
+"""Partition: one replica of a topic partition on this broker, as leader or follower.
+
+Seed 000's replication vocabulary, kept on the leader:
+
+- LEO (log end offset): the offset the next record will get, one per replica. The
+  leader knows its own from its log and each follower's from the offsets the follower
+  fetches from (a follower fetching offset ``n`` has everything below ``n``).
+- ISR (in-sync replicas): the replicas that keep up. The controller owns the list; the
+  leader proposes changes with AlterPartition (the multi-broker issue).
+- HW (high watermark): the smallest LEO among the ISR. Records below it are on every
+  in-sync replica, so consumers may read them and ``acks=all`` may be answered.
+- ``min.insync.replicas``: an ``acks=all`` write is refused with NOT_ENOUGH_REPLICAS when
+  the ISR is smaller than this, because the write could not be as durable as promised.
+
+A Partition is a core: it changes only when called, with ``now`` passed in.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import (
+    LATEST_TIMESTAMP,
+    FetchDataInfo,
+    Log,
+    LogAppendInfo,
+    TimestampAndOffset,
+    TopicPartition,
+)
+
+
+class ReplicationError(Exception):
+    """A request this partition refuses, carrying the Kafka error code to answer with."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@attrs.frozen
+class PartitionState:
+    """What the controller decided for one partition (Kafka's LeaderAndIsrPartitionState).
+
+    In KRaft mode the broker reads it from the metadata image; in ZooKeeper mode it comes
+    in a LeaderAndIsr request. Either way the Partition only obeys it.
+    """
+
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@attrs.define(eq=False)
+class ReplicaState:
+    """What the leader knows of one follower (Kafka's ``Replica``)."""
+
+    broker_id: int
+    log_end_offset: int = -1  # unknown until the follower's first fetch
+    last_caught_up_time: float = 0.0
+
+
+@attrs.frozen
+class LogReadResult:
+    """A read for a fetch, with the offsets the response reports beside the records."""
+
+    info: FetchDataInfo
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    last_stable_offset: int
+
+
+@attrs.define(eq=False)
+class Partition:
+    topic_partition: TopicPartition
+    topic_id: uuid.UUID
+    local_broker_id: int
+    log: Log
+    min_insync_replicas: int = 1
+    leader_id: int = -1
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: frozenset[int] = frozenset()
+    remote_replicas: dict[int, ReplicaState] = attrs.field(factory=dict)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    # --- becoming leader or follower ----------------------------------------------------
+
+    def make_leader(self, state: PartitionState, now: float) -> bool:
+        """Lead as the controller decided; False if ``state`` is older than what we have."""
+        if state.leader_epoch < self.leader_epoch:
+            return False
+        new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+        self._update_assignment(state)
+        if new_epoch:
+            # Every follower must fetch again before the leader counts its LEO (Kafka
+            # resets the remote replicas' state when a leader epoch starts).
+            self.remote_replicas = {
+                b: ReplicaState(b, last_caught_up_time=now)
+                for b in self.replicas
+                if b != self.local_broker_id
+            }
+            # KIP-101: the new epoch starts at the leader's log end offset.
+            self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+        else:
+            for b in self.replicas:
+                if b != self.local_broker_id and b not in self.remote_replicas:
+                    self.remote_replicas[b] = ReplicaState(b, last_caught_up_time=now)
+            for b in list(self.remote_replicas):
+                if b not in self.replicas:
+                    del self.remote_replicas[b]
+        self.maybe_increment_leader_hw()
+        return True
+
+    def make_follower(self, state: PartitionState) -> bool:
+        """Follow ``state.leader``; False if ``state`` is older than what we have."""
+        if state.leader_epoch < self.leader_epoch:
+            return False
+        self._update_assignment(state)
+        self.remote_replicas = {}
+        return True
+
+    def _update_assignment(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = tuple(state.replicas)
+        self.isr = frozenset(state.isr)
+
+    # --- the leader's write path ----------------------------------------------------------
+
+    def append_records_to_leader(
+        self, records: bytearray | memoryview, required_acks: int
+    ) -> LogAppendInfo:
+        """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
+        if not self.is_leader:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {self.local_broker_id} is not the leader of {self.topic_partition}",
+            )
+        # Checked before the append: with too few in-sync replicas an acks=all write
+        # could not reach the promised number of copies, so it is refused outright.
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise ReplicationError(
+                ErrorCode.not_enough_replicas,
+                f"the ISR of {self.topic_partition} has {len(self.isr)} replica(s), below "
+                f"min.insync.replicas={self.min_insync_replicas}",
+            )
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_leader_hw()
+        return info
+
+    def maybe_increment_leader_hw(self) -> bool:
+        """Move the HW to the smallest LEO in the ISR; True if it moved."""
+        if not self.is_leader:
+            return False
+        new_hw = self.log.log_end_offset
+        for broker_id in self.isr:
+            if broker_id == self.local_broker_id:
+                continue
+            replica = self.remote_replicas.get(broker_id)
+            new_hw = min(new_hw, replica.log_end_offset if replica else -1)
+        if new_hw < 0:
+            return False  # a follower in the ISR has not fetched in this epoch yet
+        return self.log.maybe_increment_high_watermark(new_hw)
+
+    def update_follower_fetch_state(self, broker_id: int, fetch_offset: int, now: float) -> bool:
+        """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved."""
+        replica = self.remote_replicas.get(broker_id)
+        if replica is None:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {broker_id} is not a replica of {self.topic_partition}",
+            )
+        replica.log_end_offset = fetch_offset
+        if fetch_offset >= self.log.log_end_offset:
+            replica.last_caught_up_time = now
+        return self.maybe_increment_leader_hw()
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> ErrorCode | None:
+        """For DelayedProduce: the answer once the HW reaches ``required_offset``, else None."""
+        if not self.is_leader:
+            return ErrorCode.not_leader_or_follower
+        if self.log.high_watermark < required_offset:
+            return None
+        # The records are in, but the ISR may have shrunk below the minimum meanwhile.
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.not_enough_replicas_after_append
+        return ErrorCode.none
+
+    # --- the read path --------------------------------------------------------------------
+
+    def read_records(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        from_follower: bool,
+        min_one_message: bool,
+        current_leader_epoch: int = -1,
+    ) -> LogReadResult:
+        """Batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
+        self._check_leader_epoch(current_leader_epoch)
+        log = self.log
+        # Snapshot the offsets before reading, as Kafka does: the response must not claim
+        # a HW beyond the data it carries.
+        high_watermark = log.high_watermark
+        info = log.read(
+            fetch_offset,
+            max_bytes,
+            max_offset=None if from_follower else high_watermark,
+            min_one_message=min_one_message,
+        )
+        return LogReadResult(
+            info,
+            high_watermark=high_watermark,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+            # No transactions yet: the last stable offset is the high watermark.
+            last_stable_offset=high_watermark,
+        )
+
+    def fetch_offset_for_timestamp(
+        self, timestamp: int, current_leader_epoch: int = -1
+    ) -> TimestampAndOffset | None:
+        """ListOffsets for a consumer: earliest, latest (the HW) or the first at a time."""
+        self._check_leader_epoch(current_leader_epoch)
+        log = self.log
+        if timestamp == LATEST_TIMESTAMP:
+            # A consumer may not see past the HW, so "latest" is the HW, not the LEO.
+            hw = log.high_watermark
+            return TimestampAndOffset(-1, hw, log.leader_epoch_cache.epoch_for_offset(hw))
+        found = log.fetch_offset_by_timestamp(timestamp)
+        if timestamp >= 0 and found is not None and found.offset >= log.high_watermark:
+            return None  # nothing a consumer may read yet has such a timestamp
+        return found
+
+    def _check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """KIP-320: a client that names a leader epoch is told when its view is off."""
+        if not self.is_leader:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {self.local_broker_id} is not the leader of {self.topic_partition}",
+            )
+        if current_leader_epoch < 0:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise ReplicationError(
+                ErrorCode.fenced_leader_epoch,
+                f"leader epoch {current_leader_epoch} is older than {self.leader_epoch}",
+            )
+        if current_leader_epoch > self.leader_epoch:
+            raise ReplicationError(
+                ErrorCode.unknown_leader_epoch,
+                f"leader epoch {current_leader_epoch} is newer than {self.leader_epoch}",
+            )

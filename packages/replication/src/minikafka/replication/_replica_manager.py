@@ -1,0 +1,345 @@
+"""ReplicaManager: every partition replica on this broker, and the two purgatories.
+
+Seed 000's produce path ends here (``ReplicaManager.appendRecords`` -> the leader
+Partition -> Log), and so does its fetch path (``fetchMessages`` -> Partition -> Log ->
+file slices). What is decided here, per request:
+
+- produce: ``acks=0`` and ``acks=1`` are answered as soon as the leader has appended;
+  ``acks=all`` parks a :class:`DelayedProduce` keyed by the partitions it wrote;
+- fetch: answered at once if ``fetch.max.wait.ms`` is 0, if there is an error, or if at
+  least ``fetch.min.bytes`` are there; otherwise a :class:`DelayedFetch` waits;
+- every append and every high-watermark move checks the keys of the partitions it
+  touched, which is what completes the waiting operations (data arrives -> fetch
+  answered; HW passes the batch -> produce answered).
+
+Which partitions exist and who leads them is not decided here: the broker hands over
+the partitions whose state changed (:meth:`become_leader_or_follower`,
+:meth:`stop_replicas`), and the manager makes the local replicas match, declaratively.
+
+The manager is a core (``now`` is passed in); :meth:`ReplicaManager.run` is its small trio
+shell: the expiration reaper and the high-watermark checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import (
+    InvalidRecordError,
+    LogConfig,
+    LogManager,
+    LogOffsetMetadata,
+    OffsetOutOfRangeError,
+    TopicPartition,
+)
+
+from ._delayed import DelayedFetch, DelayedProduce, FetchCallback, ProduceCallback
+from ._partition import Partition, PartitionState, ReplicationError
+from ._purgatory import DelayedOperationPurgatory
+from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
+
+_logger = logging.getLogger(__name__)
+
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+
+
+@attrs.frozen
+class TopicSettings:
+    """What a partition needs from its topic's configuration."""
+
+    log_config: LogConfig
+    min_insync_replicas: int = 1
+
+
+@attrs.define(eq=False)
+class ReplicaManager:
+    broker_id: int
+    log_manager: LogManager
+    topic_settings: Callable[[str], TopicSettings]
+    """The topic's settings as the metadata image says (overrides over broker defaults)."""
+    high_watermark_checkpoint_interval_ms: int = 5000
+    partitions: dict[TopicPartition, Partition] = attrs.field(init=False, factory=dict)
+    produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = attrs.field(
+        init=False, factory=lambda: DelayedOperationPurgatory("Produce")
+    )
+    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
+        init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
+    )
+    _deadline_added: Callable[[], None] = attrs.field(init=False, default=lambda: None)
+
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        return self.partitions.get(tp)
+
+    # --- metadata -----------------------------------------------------------------------
+
+    def become_leader_or_follower(
+        self,
+        leaders: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
+        followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
+        now: float,
+    ) -> None:
+        """Lead and follow what the controller decided (Kafka's becomeLeaderOrFollower).
+
+        Declarative: the broker passes the partitions whose state changed, with their
+        new state, and each local replica is made to match.
+        """
+        for tp, (topic_id, state) in leaders.items():
+            partition = self._get_or_create_partition(tp, topic_id)
+            if partition.make_leader(state, now):
+                _logger.info(
+                    "leading %s at leader epoch %d, ISR %s", tp, state.leader_epoch, state.isr
+                )
+            self._partition_changed(tp)
+        for tp, (topic_id, state) in followers.items():
+            partition = self._get_or_create_partition(tp, topic_id)
+            if partition.make_follower(state):
+                _logger.info("following broker %d for %s", state.leader, tp)
+            self._partition_changed(tp)
+
+    def stop_replicas(self, topic_partitions: Iterable[TopicPartition]) -> None:
+        """No longer a replica here (topic deleted or reassigned away): delete the logs."""
+        for tp in topic_partitions:
+            self._remove_partition(tp)
+
+    def update_topic_settings(self, topic: str) -> None:
+        """Re-read a topic's settings after its configuration changed."""
+        settings = self.topic_settings(topic)
+        for tp, partition in self.partitions.items():
+            if tp.topic == topic:
+                partition.log.config = settings.log_config
+                partition.min_insync_replicas = settings.min_insync_replicas
+
+    def remove_stray_logs(self) -> list[TopicPartition]:
+        """Delete logs on disk that the metadata no longer places here (deleted while down)."""
+        stray = [tp for tp in self.log_manager.logs if tp not in self.partitions]
+        for tp in stray:
+            _logger.info("deleting stray log %s: no longer a replica here", tp)
+            self.log_manager.delete_log(tp)
+        return stray
+
+    def _get_or_create_partition(self, tp: TopicPartition, topic_id: uuid.UUID) -> Partition:
+        partition = self.partitions.get(tp)
+        settings = self.topic_settings(tp.topic)
+        if partition is None or partition.topic_id != topic_id:
+            if partition is not None:  # the topic was recreated under the same name
+                self._remove_partition(tp)
+            log = self.log_manager.get_or_create_log(tp, settings.log_config)
+            partition = Partition(tp, topic_id, self.broker_id, log)
+            self.partitions[tp] = partition
+        partition.log.config = settings.log_config
+        partition.min_insync_replicas = settings.min_insync_replicas
+        return partition
+
+    def _remove_partition(self, tp: TopicPartition) -> None:
+        if self.partitions.pop(tp, None) is None and self.log_manager.get_log(tp) is None:
+            return
+        self.log_manager.delete_log(tp)
+        # Whatever waits on it is answered now (with NOT_LEADER / UNKNOWN_TOPIC).
+        self._partition_changed(tp)
+
+    def _partition_changed(self, tp: TopicPartition) -> None:
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    # --- produce ------------------------------------------------------------------------
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Mapping[TopicPartition, bytearray],
+        respond: ProduceCallback,
+        now: float,
+    ) -> None:
+        """Append to each leader partition; answer now or when the HW passes (acks=all)."""
+        results: dict[TopicPartition, ProducePartitionResult] = {}
+        waiting: dict[TopicPartition, int] = {}
+        for tp, records in entries.items():
+            partition = self.partitions.get(tp)
+            if partition is None:
+                results[tp] = ProducePartitionResult(
+                    ErrorCode.unknown_topic_or_partition,
+                    error_message=f"{tp} is not hosted on broker {self.broker_id}",
+                )
+                continue
+            try:
+                info = partition.append_records_to_leader(records, required_acks)
+            except ReplicationError as exc:
+                results[tp] = ProducePartitionResult(exc.error_code, error_message=str(exc))
+                continue
+            except InvalidRecordError as exc:
+                # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE...:
+                # nothing of this partition's data was appended.
+                code = ErrorCode(getattr(exc, "error_code", ErrorCode.invalid_record.value))
+                results[tp] = ProducePartitionResult(code, error_message=str(exc))
+                continue
+            results[tp] = ProducePartitionResult(
+                ErrorCode.none,
+                base_offset=info.first_offset,
+                log_append_time=info.log_append_time,
+                log_start_offset=partition.log.log_start_offset,
+            )
+            waiting[tp] = info.last_offset + 1
+            self._partition_changed(tp)
+        if required_acks != -1 or not waiting:
+            respond(results)
+            return
+        operation = DelayedProduce(
+            now + timeout_ms / 1000, results, waiting, self.partitions.get, respond
+        )
+        if not self.produce_purgatory.try_complete_else_watch(operation, waiting):
+            self._deadline_added()
+
+    # --- fetch --------------------------------------------------------------------------
+
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        fetches: list[FetchPartition],
+        respond: FetchCallback,
+        now: float,
+    ) -> None:
+        """Read each partition; answer now or park a DelayedFetch until enough data."""
+        if params.is_from_follower:
+            for fetch in fetches:
+                self._update_follower_fetch_state(params.replica_id, fetch, now)
+        results = self.read_from_local_log(params, fetches)
+        total = sum(result.size for _, result in results)
+        errors = any(result.error_code is not ErrorCode.none for _, result in results)
+        if params.max_wait_ms <= 0 or not fetches or total >= params.min_bytes or errors:
+            respond(results)
+            return
+        positions = [(fetch, self._fetch_position(fetch, result)) for fetch, result in results]
+        operation = DelayedFetch(
+            now + params.max_wait_ms / 1000,
+            params,
+            positions,
+            self.partitions.get,
+            lambda: self.read_from_local_log(params, fetches),
+            respond,
+        )
+        keys = [fetch.topic_partition for fetch in fetches]
+        if not self.fetch_purgatory.try_complete_else_watch(operation, keys):
+            self._deadline_added()
+
+    def read_from_local_log(
+        self, params: FetchParams, fetches: list[FetchPartition]
+    ) -> list[tuple[FetchPartition, FetchPartitionResult]]:
+        """Read in request order within ``max_bytes`` overall (Kafka's readFromLocalLog).
+
+        The first partition that has data is read even if its first batch is larger than
+        the limits (``min_one_message``), so a consumer never gets stuck behind a batch
+        bigger than its ``max.partition.fetch.bytes``; after that the limits hold.
+        """
+        limit = params.max_bytes
+        min_one_message = True
+        results: list[tuple[FetchPartition, FetchPartitionResult]] = []
+        for fetch in fetches:
+            result = self._read(params, fetch, min(fetch.max_bytes, limit), min_one_message)
+            if result.size > 0:
+                min_one_message = False
+            limit = max(0, limit - result.size)
+            results.append((fetch, result))
+        return results
+
+    def _read(
+        self, params: FetchParams, fetch: FetchPartition, max_bytes: int, min_one_message: bool
+    ) -> FetchPartitionResult:
+        partition = self.partitions.get(fetch.topic_partition)
+        if partition is None:
+            return FetchPartitionResult(ErrorCode.unknown_topic_or_partition)
+        try:
+            read = partition.read_records(
+                fetch.fetch_offset,
+                max_bytes,
+                from_follower=params.is_from_follower,
+                min_one_message=min_one_message,
+                current_leader_epoch=fetch.current_leader_epoch,
+            )
+        except ReplicationError as exc:
+            return FetchPartitionResult(exc.error_code, error_message=str(exc))
+        except OffsetOutOfRangeError as exc:
+            log = partition.log
+            return FetchPartitionResult(
+                ErrorCode.offset_out_of_range,
+                high_watermark=log.high_watermark,
+                last_stable_offset=log.high_watermark,
+                log_start_offset=log.log_start_offset,
+                error_message=str(exc),
+            )
+        return FetchPartitionResult(
+            ErrorCode.none,
+            high_watermark=read.high_watermark,
+            last_stable_offset=read.last_stable_offset,
+            log_start_offset=read.log_start_offset,
+            records=read.info.records,
+        )
+
+    def _fetch_position(
+        self, fetch: FetchPartition, result: FetchPartitionResult
+    ) -> LogOffsetMetadata | None:
+        if result.error_code is not ErrorCode.none:
+            return None
+        partition = self.partitions[fetch.topic_partition]
+        return partition.log.offset_metadata(fetch.fetch_offset)
+
+    def _update_follower_fetch_state(
+        self, replica_id: int, fetch: FetchPartition, now: float
+    ) -> None:
+        partition = self.partitions.get(fetch.topic_partition)
+        if partition is None or not partition.is_leader:
+            return
+        try:
+            moved = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now)
+        except ReplicationError:
+            return  # answered by the read with the same error
+        if moved:
+            self._partition_changed(fetch.topic_partition)
+
+    # --- the shell ----------------------------------------------------------------------
+
+    def expire(self, now: float) -> int:
+        return self.produce_purgatory.expire(now) + self.fetch_purgatory.expire(now)
+
+    def next_deadline(self) -> float | None:
+        deadlines = [
+            d
+            for d in (self.produce_purgatory.next_deadline(), self.fetch_purgatory.next_deadline())
+            if d is not None
+        ]
+        return min(deadlines, default=None)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self.log_manager.checkpoint(HIGH_WATERMARK_CHECKPOINT)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The expiration reaper and the HW checkpoint, until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._reaper)
+            nursery.start_soon(self._checkpointer)
+            task_status.started()
+
+    async def _reaper(self) -> None:
+        while True:
+            added = trio.Event()
+            self._deadline_added = added.set
+            deadline = self.next_deadline()
+            with trio.move_on_at(math.inf if deadline is None else deadline):
+                await added.wait()
+                continue  # an earlier deadline may have arrived: recompute
+            self.expire(trio.current_time())
+
+    async def _checkpointer(self) -> None:
+        while True:
+            await trio.sleep(self.high_watermark_checkpoint_interval_ms / 1000)
+            try:
+                self.checkpoint_high_watermarks()
+            except OSError:
+                _logger.exception("writing the high-watermark checkpoint failed")

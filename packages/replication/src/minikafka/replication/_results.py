@@ -1,0 +1,63 @@
+"""What the ReplicaManager is asked and what it answers, per partition (Kafka's names).
+
+Plain values, so KafkaApis can turn them into any version of the Produce and Fetch
+responses and tests can compare them.
+"""
+
+from __future__ import annotations
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import FileSlice, TopicPartition
+
+
+@attrs.frozen
+class ProducePartitionResult:
+    """Kafka's ``PartitionResponse`` for one partition of a produce request."""
+
+    error_code: ErrorCode
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@attrs.frozen
+class FetchParams:
+    """The request-level settings of a fetch (Kafka's ``FetchParams``)."""
+
+    replica_id: int  # -1 for a consumer, the broker id for a follower
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@attrs.frozen
+class FetchPartition:
+    """What one partition of a fetch asks for (Kafka's ``PartitionData``)."""
+
+    topic_partition: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@attrs.frozen
+class FetchPartitionResult:
+    """Kafka's ``FetchPartitionData``: the records as a file slice, and the offsets."""
+
+    error_code: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: FileSlice | None = None
+    error_message: str | None = None
+
+    @property
+    def size(self) -> int:
+        return self.records.length if self.records is not None else 0
