@@ -1,0 +1,167 @@
+"""Helpers for tests and benchmarks that need a real broker.
+
+:class:`BrokerProcess` runs ``python -m minikafka.broker broker`` as a child process, the
+way a user runs it, and waits (with a deadline, never a bare sleep) for the line it
+prints when it is ready for clients. The compatibility tests, the crash-safety test and
+the benchmarks drive it with real Kafka clients; ``kill()`` is SIGKILL, ``stop()`` is
+SIGTERM and a clean shutdown.
+
+:func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
+an OS-chosen port, for tests that talk to it with the NetworkClient.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import trio
+
+from ._config import KafkaConfig
+from ._server import BrokerServer
+
+_READY = re.compile(r"minikafka broker ready on (?P<host>[^\s]+):(?P<port>\d+)")
+
+
+class BrokerFailed(RuntimeError):
+    """The broker process exited or did not become ready in time; carries its output."""
+
+
+@attrs.define(eq=False)
+class BrokerProcess:
+    """A broker in a child process with its data in ``data_dir``."""
+
+    data_dir: Path
+    port: int = 0  # 0: the OS picks one at the first start; restarts keep it
+    overrides: Mapping[str, str] = attrs.field(factory=dict)
+    host: str = "127.0.0.1"
+    process: subprocess.Popen[bytes] | None = attrs.field(init=False, default=None)
+    output: list[str] = attrs.field(init=False, factory=list)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        props = {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "log.dirs": str(self.data_dir),
+            **self.overrides,
+        }
+        command = [sys.executable, "-m", "minikafka.broker", "broker"]
+        for key, value in props.items():
+            command += ["--override", f"{key}={value}"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+        )
+        self._wait_ready(timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        assert self.process is not None
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + timeout
+        stdout = self.process.stdout
+        buffer = b""
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                self.process.wait()
+                raise BrokerFailed(self._describe("exited during start-up"))
+            buffer += chunk
+            *lines, rest = buffer.split(b"\n")
+            buffer = rest
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                self.output.append(line)
+                match = _READY.search(line)
+                if match:
+                    self.port = int(match["port"])
+                    self._drain_in_background()
+                    return
+        self.kill()
+        raise BrokerFailed(self._describe(f"not ready after {timeout:.0f}s"))
+
+    def _drain_in_background(self) -> None:
+        # The broker keeps logging; a full pipe would block it. A daemon thread reads on.
+        assert self.process is not None
+        assert self.process.stdout is not None
+        stdout = self.process.stdout
+
+        def drain() -> None:
+            for raw in iter(stdout.readline, b""):
+                self.output.append(raw.decode(errors="replace").rstrip("\n"))
+
+        threading.Thread(target=drain, daemon=True).start()
+
+    def _describe(self, what: str) -> str:
+        tail = "\n".join(self.output[-40:])
+        return f"broker {what}; its output:\n{tail}"
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait for the clean shutdown; the exit status."""
+        if self.process is None:
+            return 0
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise BrokerFailed(self._describe(f"did not stop within {timeout:.0f}s")) from None
+        finally:
+            self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies with whatever is in its memory (a crash)."""
+        if self.process is None:
+            return
+        self.process.kill()
+        self.process.wait()
+        self.process = None
+
+    def restart(self, timeout: float = 60.0) -> None:
+        self.stop()
+        self.start(timeout)
+
+    def __enter__(self) -> BrokerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.stop()
+
+
+def single_node_config(data_dir: Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
+    """A single-node config on 127.0.0.1 port 0 with data in ``data_dir``."""
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "log.dirs": str(data_dir),
+        **(overrides or {}),
+    }
+    return KafkaConfig.from_properties(props)
+
+
+@asynccontextmanager
+async def running_broker(config: KafkaConfig) -> AsyncIterator[BrokerServer]:
+    """A BrokerServer in this trio loop, shut down cleanly on exit."""
+    server = BrokerServer.open(config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.run)
+        try:
+            yield server
+        finally:
+            await server.shutdown()
