@@ -1,0 +1,29 @@
+"""Fixtures of the compatibility tests: a real broker process for real clients.
+
+Every test that proves a cell of the README's compatibility matrix is marked
+``@pytest.mark.compat(api, client)``; ``scripts/compat_matrix.py`` builds the table from
+those marks, and a test checks the README carries the current table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from minikafka.broker.testing import BrokerProcess
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker per test module; tests use their own topic names."""
+    with BrokerProcess(tmp_path_factory.mktemp("broker")) as process:
+        yield process
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker of this test alone (for restarts)."""
+    with BrokerProcess(tmp_path / "data") as process:
+        yield process
