@@ -26,11 +26,10 @@ bootstrap:
 sync: bootstrap
 	@$(UV) sync --frozen --all-packages --quiet
 
-# Today the broker is the network layer's demo server (ApiVersions and Metadata);
-# later issues replace this target's command with the assembled broker.
+# A single-node broker (KRaft combined mode) for any Kafka client; Ctrl-C stops it cleanly.
 run: sync
 	@mkdir -p $(DATA)
-	$(RUN) python -m minikafka.net --host 127.0.0.1 --port $(PORT)
+	$(RUN) minikafka broker --override listeners=PLAINTEXT://127.0.0.1:$(PORT) --override log.dirs=$(DATA)
 
 lint: sync
 	$(RUN) ruff check .

@@ -55,19 +55,21 @@ def broker(
 
 
 async def _serve(server: BrokerServer) -> None:
-    async with trio.open_nursery() as nursery:
-        await nursery.start(server.run)
-        # Printed once the broker is ready for clients; scripts and tests wait for it.
-        host, port = server.bound_address()
-        print(f"minikafka broker ready on {host}:{port}", flush=True)
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    # The receiver stays open until the end: a second Ctrl-C (or the SIGINT that
+    # `uv run` forwards beside the terminal's own) must not interrupt the clean shutdown.
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            # Printed once the broker is ready for clients; scripts and tests wait for it.
+            host, port = server.bound_address()
+            print(f"minikafka broker ready on {host}:{port}", flush=True)
             async for signum in signals:
                 logging.getLogger("minikafka.broker").info(
                     "%s: shutting down", signal.Signals(signum).name
                 )
                 break
-        await server.shutdown()
-        nursery.cancel_scope.cancel()
+            await server.shutdown()
+            nursery.cancel_scope.cancel()
 
 
 def main() -> None:
