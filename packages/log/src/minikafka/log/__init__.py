@@ -3,7 +3,8 @@
 Record batch v2 headers checked and given offsets without decoding records; segments
 with sparse offset and time indexes; the Log with its log start offset, log end offset,
 high watermark and recovery point; recovery after a crash; retention; compaction; the
-leader-epoch cache of KIP-101; the LogManager with Kafka's checkpoint files.
+leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98; the LogManager
+with Kafka's checkpoint files.
 """
 
 from minikafka.net import ConfigError as ConfigError
@@ -44,6 +45,12 @@ from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
 from ._names import TopicPartition as TopicPartition
+from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
+from ._producer_state import BatchMetadata as BatchMetadata
+from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochError
+from ._producer_state import OutOfOrderSequenceError as OutOfOrderSequenceError
+from ._producer_state import ProducerStateEntry as ProducerStateEntry
+from ._producer_state import ProducerStateManager as ProducerStateManager
 from ._records import Header as Header
 from ._records import Record as Record
 from ._records import build_batch as build_batch
@@ -64,9 +71,11 @@ __all__ = [
     "LATEST_TIMESTAMP",
     "LOG_KEYS",
     "MAX_TIMESTAMP",
+    "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "BatchMetadata",
     "CheckpointError",
     "CleanResult",
     "CompressionType",
@@ -76,6 +85,7 @@ __all__ = [
     "FetchDataInfo",
     "FileSlice",
     "Header",
+    "InvalidProducerEpochError",
     "InvalidRecordError",
     "LeaderEpochCheckpointFile",
     "LeaderEpochFileCache",
@@ -92,6 +102,9 @@ __all__ = [
     "OffsetCheckpointFile",
     "OffsetIndex",
     "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "ProducerStateEntry",
+    "ProducerStateManager",
     "Record",
     "RecordBatchHeader",
     "RecordTooLargeError",

@@ -43,7 +43,9 @@ MAX_TIMESTAMP_OFFSET = 35
 PARTITION_LEADER_EPOCH_OFFSET = 12
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
+NO_PRODUCER_ID = -1  # a producer without idempotence (KIP-98)
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
@@ -127,6 +129,14 @@ class RecordBatchHeader:
     @property
     def next_offset(self) -> int:
         return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        """The last record's sequence: baseSequence + lastOffsetDelta, wrapping past 2^31 - 1
+        to 0 (Kafka's ``DefaultRecordBatch.lastSequence``); -1 for a batch without one."""
+        if self.base_sequence < 0:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % 2**31
 
     @property
     def compression(self) -> CompressionType:

@@ -13,6 +13,8 @@ matters. The cleaner (Kafka's LogCleaner, one pass of ``Cleaner.clean``):
 3. Tombstones (a key with a null value) are kept for ``delete.retention.ms`` so that a
    consumer reading the log sees the delete: the first pass stamps the batch with a
    delete horizon (KIP-534), a pass after the horizon drops them.
+4. The last batch of every idempotent producer stays, emptied of its records if none
+   survive, so that the producer's state can be rebuilt from the log (KIP-98).
 
 Crash safety comes from the order of renames: the new segment is written as
 ``.cleaned`` and fsynced, renamed ``.swap``, the old segments renamed ``.deleted``, and
@@ -228,6 +230,11 @@ def _filter_batch(
         return original, 0
     dropped = len(records) - len(kept)
     if not kept:
+        # Kafka keeps the last batch of each idempotent producer, emptied: the log is
+        # where its epoch and last sequence are rebuilt from (see Log.open).
+        entry = log.producer_state.last_entry(header.producer_id)
+        if entry is not None and entry.last_data_offset == header.last_offset:
+            return _empty_batch(header), dropped
         return None, dropped
     return (
         build_batch(

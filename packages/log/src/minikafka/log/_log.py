@@ -13,7 +13,9 @@ and four offsets:
 
 Appends go to the active segment, rolled by size, age or a full index. Reads start with
 a binary search over segment base offsets. Followers truncate with
-:meth:`Log.truncate_to` to the offset the leader-epoch cache (KIP-101) agrees on.
+:meth:`Log.truncate_to` to the offset the leader-epoch cache (KIP-101) agrees on. The
+idempotent producers' state (KIP-98, :mod:`._producer_state`) is checked on a leader's
+append and kept by every replica, so that a follower can take over.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ._epoch_cache import LeaderEpochFileCache
 from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted, emit
 from ._loader import load_segments
 from ._names import DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, TopicPartition
+from ._producer_state import BatchMetadata, ProducerStateManager
 from ._records import decode_batch
 from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
 from ._validator import (
@@ -72,6 +75,7 @@ class Log:
     recovery_point: int
     last_flush_ms: int
     flush_requested_offset: int = 0  # a roll asks for the finished segment to be fsynced
+    producer_state: ProducerStateManager = attrs.field(factory=ProducerStateManager)
     _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
     _hw_position: LogOffsetMetadata | None = None  # cleared whenever segments shrink or go
 
@@ -119,6 +123,7 @@ class Log:
             recovery_point=min(recovery_point, leo),
             last_flush_ms=now,
         )
+        log._rebuild_producer_state()
         if loaded.recovered_segments:
             emit(
                 LogRecovered(
@@ -155,18 +160,27 @@ class Log:
     # --- the write path ---------------------------------------------------------------
 
     def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
-        """Validate a producer's batches, give them offsets (in place) and append them."""
+        """Validate a producer's batches, give them offsets (in place) and append them.
+
+        An idempotent producer's retry of a batch the log holds appends nothing and is
+        answered with the original's offsets (``duplicate=True``); a batch out of its
+        producer's sequence or epoch raises before anything of the request is written.
+        """
         batches = validate_batches(
             records, max_message_bytes=self.config.max_message_bytes, from_client=True
         )
         if not batches:
             return append_info(batches)
+        duplicate = self.producer_state.validate_append(batches)
+        if duplicate is not None:
+            return self._duplicate_info(duplicate)
         now = self.clock()
         append_time = now if self.config.log_append_time else None
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
         self._append(records, batches, info, now)
+        self.producer_state.update_batches(batches)  # the headers now carry their offsets
         if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
@@ -186,6 +200,7 @@ class Log:
             )
         info = append_info(batches)
         self._append(records, batches, info, self.clock())
+        self.producer_state.update_batches(batches)  # unchecked: the leader decided
         for _, header in batches:
             latest = self.leader_epoch_cache.latest_epoch
             if header.partition_leader_epoch >= 0 and (
@@ -193,6 +208,21 @@ class Log:
             ):
                 self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         return info
+
+    def _duplicate_info(self, original: BatchMetadata) -> LogAppendInfo:
+        """The answer to a retried batch: the offsets and time the original was given."""
+        return LogAppendInfo(
+            first_offset=original.first_offset,
+            last_offset=original.last_offset,
+            max_timestamp=original.max_timestamp,
+            offset_of_max_timestamp=original.last_offset,
+            # Under LogAppendTime the original's maxTimestamp is the time it was appended.
+            log_append_time=original.max_timestamp if self.config.log_append_time else -1,
+            record_count=original.last_offset - original.first_offset + 1,
+            batch_count=1,
+            valid_bytes=0,
+            duplicate=True,
+        )
 
     def _append(
         self,
@@ -406,6 +436,8 @@ class Log:
         self.recovery_point = min(self.recovery_point, target_offset)
         self.log_start_offset = min(self.log_start_offset, target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
+        if self.producer_state.last_producer_offset >= target_offset:
+            self._rebuild_producer_state()  # a removed batch had a producer id
         tp = self.topic_partition
         emit(LogTruncated(tp.topic, tp.partition, target_offset, previous))
         return True
@@ -418,8 +450,25 @@ class Log:
         self.log_start_offset = self.log_end_offset = new_offset
         self.high_watermark = self.recovery_point = new_offset
         self.leader_epoch_cache.clear()
+        self.producer_state.clear()
         tp = self.topic_partition
         emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
+
+    def _rebuild_producer_state(self) -> None:
+        """Replay the producer ids and sequences of every batch from the log start on.
+
+        Kafka writes the state to a ``.snapshot`` file at each roll and at shutdown, so
+        that loading and truncation replay only the batches after the latest snapshot.
+        We rebuild it by scanning the batch headers (no record is decoded): simpler,
+        at the price of reading every header of the log at start-up.
+        """
+        start = self.log_start_offset
+        self.producer_state.rebuild(
+            header
+            for segment in self.segments[self._segment_for(start) :]
+            for _, header in segment.batches()
+            if header.last_offset >= start
+        )
 
     def maybe_increment_log_start_offset(self, new_start: int, reason: str = "") -> bool:
         """Move the log start offset forward (retention, DeleteRecords); never past the HW."""

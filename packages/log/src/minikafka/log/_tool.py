@@ -196,20 +196,13 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _last_sequence(header: RecordBatchHeader) -> int:
-    """DefaultRecordBatch.lastSequence: sequences wrap at Int.MaxValue; -1 means none."""
-    if header.base_sequence < 0:
-        return -1
-    return (header.base_sequence + header.last_offset_delta) % (2**31)
-
-
 def format_batch(header: RecordBatchHeader, position: int, valid: bool = True) -> str:
     """One batch the way kafka-dump-log.sh prints it."""
     horizon = header.delete_horizon_ms
     return (
         f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
         f"count: {header.record_count} baseSequence: {header.base_sequence} "
-        f"lastSequence: {_last_sequence(header)} producerId: {header.producer_id} "
+        f"lastSequence: {header.last_sequence} producerId: {header.producer_id} "
         f"producerEpoch: {header.producer_epoch} "
         f"partitionLeaderEpoch: {header.partition_leader_epoch} "
         f"isTransactional: {_bool(header.is_transactional)} "

@@ -44,7 +44,12 @@ class UnexpectedAppendOffsetError(InvalidRecordError):
 
 @attrs.frozen
 class LogAppendInfo:
-    """What an append did: the offsets it was given and what the broker answers with."""
+    """What an append did: the offsets it was given and what the broker answers with.
+
+    ``duplicate``: an idempotent producer's retry of a batch the log already holds
+    (KIP-98). Nothing was written (``valid_bytes`` is 0); the offsets, timestamps and
+    counts are the original batch's, which the producer is answered with, no error.
+    """
 
     first_offset: int
     last_offset: int
@@ -54,6 +59,7 @@ class LogAppendInfo:
     record_count: int
     batch_count: int
     valid_bytes: int
+    duplicate: bool = False
 
     @property
     def empty(self) -> bool:

@@ -28,10 +28,26 @@ def keyed_batch(
     pairs: Iterable[tuple[bytes | None, bytes | None]],
     timestamp_ms: int = 1_700_000_000_000,
     compression: CompressionType = CompressionType.NONE,
+    *,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
 ) -> bytearray:
-    """A producer's batch of ``(key, value)`` records, ready for ``append_as_leader``."""
+    """A producer's batch of ``(key, value)`` records, ready for ``append_as_leader``.
+
+    An idempotent producer's batch gives its ``producer_id``, ``producer_epoch`` and the
+    ``base_sequence`` of its first record.
+    """
     records = make_records(pairs, timestamp_ms=timestamp_ms)
-    return bytearray(build_batch(records, compression=compression))
+    return bytearray(
+        build_batch(
+            records,
+            compression=compression,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+        )
+    )
 
 
 def value_batch(
