@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from minikafka.controller import ConfigResourceType
+from minikafka.controller import ConfigResourceType, ControllerError, ControllerServer
 from minikafka.controller import CreatableTopic as ControllerCreatableTopic
 from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
 from minikafka.controller import CreatePartitionsResponse as ControllerCreatePartitionsResponse
@@ -24,7 +24,6 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.controller._server import ControllerError, ControllerServer
 from minikafka.log import LOG_KEYS, LogConfig
 from minikafka.net import Request, build, nested, response_schema
 

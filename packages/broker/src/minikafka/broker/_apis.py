@@ -16,8 +16,13 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.controller import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
-from minikafka.controller._server import ControllerError, ControllerServer
+from minikafka.controller import (
+    ControllerError,
+    ControllerServer,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 from minikafka.net import Request, handle_api_versions
 from minikafka.replication import ReplicaManager
 

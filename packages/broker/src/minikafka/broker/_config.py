@@ -18,8 +18,7 @@ from pathlib import Path
 
 import attrs
 
-from minikafka.controller import ControllerConfig
-from minikafka.controller._config import parse_bool, parse_int
+from minikafka.controller import ControllerConfig, parse_bool, parse_int
 from minikafka.log import LOG_KEYS, LogConfig, LogManagerSchedule
 from minikafka.net import ConfigError, Listener, NetConfig, parse_listeners
 

@@ -37,11 +37,12 @@ from minikafka.controller import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     ConfigResourceType,
+    ControllerError,
+    ControllerServer,
     LocalPartition,
     MetadataDelta,
     MetadataImage,
 )
-from minikafka.controller._server import ControllerError, ControllerServer
 from minikafka.log import LogManager, TopicPartition
 from minikafka.net import Listener, SocketServer
 from minikafka.replication import PartitionState, ReplicaManager, TopicSettings

@@ -9,6 +9,8 @@ the log package.
 from ._assign_cmd import render_assignment_table as render_assignment_table
 from ._config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
 from ._config import ControllerConfig as ControllerConfig
+from ._config import parse_bool as parse_bool
+from ._config import parse_int as parse_int
 from ._controller import Action as Action
 from ._controller import AppendRecords as AppendRecords
 from ._controller import QuorumController as QuorumController
@@ -230,6 +232,8 @@ __all__ = [
     "load_metadata",
     "new_leader_and_isr",
     "on_new_partition_creation",
+    "parse_bool",
+    "parse_int",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
     "render_assignment_table",
