@@ -1,20 +1,48 @@
-"""The ``minikafka`` command (typer): ``broker`` and the tools beside it."""
+"""The ``minikafka`` command (typer): ``broker`` and the tools beside it.
+
+``topics``, ``produce`` and ``consume`` are Kafka's ``kafka-topics.sh``,
+``kafka-console-producer.sh`` and ``kafka-console-consumer.sh`` on minikafka's own
+NetworkClient (their logic is in ``_tools_admin``, ``_tools_produce`` and
+``_tools_consume``); ``dump-log`` is ``kafka-dump-log.sh``, the log package's tool.
+A broker's error is printed under Kafka's name and the tool exits 1; a bad argument
+exits 2.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import trio
 import typer
+from rich.console import Console
 
+from minikafka.log._tool import PathError, dump
+from minikafka.log._tool import verify as verify_log
 from minikafka.net import ConfigError
 
 from ._config import KafkaConfig, parse_override
 from ._server import BrokerServer
+from ._tools_admin import (
+    create_partitions,
+    create_topic,
+    delete_topic,
+    describe_table,
+    describe_topics,
+    list_topics,
+    parse_config,
+)
+from ._tools_client import Cluster, ToolError, connect
+from ._tools_consume import ConsoleConsumer, ConsumeOptions, parse_offset
+from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
+from ._tools_produce import produce as produce_lines
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="minikafka",
@@ -70,6 +98,283 @@ async def _serve(server: BrokerServer) -> None:
                 break
             await server.shutdown()
             nursery.cancel_scope.cancel()
+
+
+# --- the client tools ----------------------------------------------------------------
+
+BootstrapServer = Annotated[
+    str,
+    typer.Option("--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"),
+]
+
+
+def _run_tool(tool: Callable[[Cluster], Awaitable[T]], bootstrap: str, client_id: str) -> T:
+    """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
+
+    async def main() -> T:
+        async with connect(bootstrap, client_id=client_id) as cluster:
+            return await tool(cluster)
+
+    try:
+        return trio.run(main)
+    except ToolError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _usage(message: str) -> typer.BadParameter:
+    return typer.BadParameter(message)
+
+
+@app.command()
+def topics(
+    bootstrap_server: BootstrapServer,
+    create: Annotated[bool, typer.Option("--create", help="create --topic")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="list the topics")] = False,
+    describe: Annotated[
+        bool, typer.Option("--describe", help="describe --topic, or every topic")
+    ] = False,
+    alter: Annotated[
+        bool, typer.Option("--alter", help="grow --topic to --partitions partitions")
+    ] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="delete --topic")] = False,
+    topic: Annotated[str | None, typer.Option("--topic", help="the topic")] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option("--partitions", help="partition count (default: the broker's num.partitions)"),
+    ] = None,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option(
+            "--replication-factor", help="replicas per partition (default.replication.factor)"
+        ),
+    ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="KEY=VALUE", help="a topic config (repeatable)"),
+    ] = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="--create: no error if it exists")
+    ] = False,
+    if_exists: Annotated[
+        bool, typer.Option("--if-exists", help="--alter/--delete: no error if it is missing")
+    ] = False,
+    exclude_internal: Annotated[
+        bool, typer.Option("--exclude-internal", help="--list/--describe: hide internal topics")
+    ] = False,
+) -> None:
+    """Create, list, describe, alter or delete topics (kafka-topics.sh)."""
+    actions = {"--create": create, "--list": list_, "--describe": describe}
+    actions |= {"--alter": alter, "--delete": delete}
+    chosen = [name for name, on in actions.items() if on]
+    if len(chosen) != 1:
+        raise _usage("give exactly one of " + ", ".join(actions))
+    action = chosen[0]
+    if action in ("--create", "--alter", "--delete") and topic is None:
+        raise _usage(f"{action} needs --topic")
+    if action == "--alter" and partitions is None:
+        raise _usage("--alter needs --partitions")
+    try:
+        configs = dict(parse_config(item) for item in config or ())
+    except ToolError as e:
+        raise _usage(str(e)) from None
+
+    async def run(cluster: Cluster) -> None:
+        if action == "--create":
+            assert topic is not None
+            created = await create_topic(
+                cluster,
+                topic,
+                partitions=-1 if partitions is None else partitions,
+                replication_factor=-1 if replication_factor is None else replication_factor,
+                configs=configs,
+                if_not_exists=if_not_exists,
+            )
+            if created:
+                print(f"Created topic {topic}.")
+        elif action == "--list":
+            for name in await list_topics(cluster, exclude_internal=exclude_internal):
+                print(name)
+        elif action == "--describe":
+            found = await describe_topics(
+                cluster, None if topic is None else [topic], exclude_internal=exclude_internal
+            )
+            if found:
+                Console().print(describe_table(found))
+        elif action == "--alter":
+            assert topic is not None
+            assert partitions is not None
+            if await create_partitions(cluster, topic, partitions, if_exists=if_exists):
+                print(f"Topic {topic} now has {partitions} partitions.")
+        else:
+            assert topic is not None
+            if await delete_topic(cluster, topic, if_exists=if_exists):
+                print(f"Deleted topic {topic}.")
+
+    _run_tool(run, bootstrap_server, "minikafka-topics")
+
+
+@app.command()
+def produce(
+    bootstrap_server: BootstrapServer,
+    topic: Annotated[str, typer.Option("--topic", help="the topic to produce to")],
+    partition: Annotated[
+        int | None,
+        typer.Option("--partition", help="send every record here (default: by key, or sticky)"),
+    ] = None,
+    acks: Annotated[str, typer.Option("--acks", metavar="0|1|all", help="acks")] = "all",
+    compression: Annotated[
+        str,
+        typer.Option("--compression", metavar="none|gzip|snappy|lz4|zstd", help="compression.type"),
+    ] = "none",
+    key_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--key-separator",
+            metavar="SEP",
+            help="split each line into key SEP value (parse.key=true, key.separator)",
+        ),
+    ] = None,
+    batch_lines: Annotated[
+        int, typer.Option("--batch-lines", min=1, help="flush after this many lines")
+    ] = 500,
+    batch_bytes: Annotated[
+        int, typer.Option("--batch-bytes", min=1, help="flush after this many bytes (batch.size)")
+    ] = 16384,
+    linger_ms: Annotated[
+        int, typer.Option("--linger-ms", min=0, help="flush a line at most this much later")
+    ] = 1000,
+    request_timeout_ms: Annotated[
+        int, typer.Option("--request-timeout-ms", min=1, help="the Produce request's timeout")
+    ] = 30_000,
+) -> None:
+    """Send each line of stdin as a record (kafka-console-producer.sh)."""
+    try:
+        options = ProduceOptions(
+            topic=topic,
+            partition=partition,
+            acks=parse_acks(acks),
+            compression=parse_compression(compression),
+            key_separator=_unescape(key_separator) if key_separator else None,
+            batch_lines=batch_lines,
+            batch_bytes=batch_bytes,
+            linger_ms=linger_ms,
+            timeout_ms=request_timeout_ms,
+        )
+    except ToolError as e:
+        raise _usage(str(e)) from None
+    fd = sys.stdin.fileno()
+
+    async def run(cluster: Cluster) -> int:
+        return (await produce_lines(cluster, options, read_lines(fd))).failed
+
+    failed = _run_tool(run, bootstrap_server, "minikafka-console-producer")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def consume(
+    bootstrap_server: BootstrapServer,
+    topic: Annotated[str, typer.Option("--topic", help="the topic to consume")],
+    partition: Annotated[
+        int | None, typer.Option("--partition", help="only this partition (default: all)")
+    ] = None,
+    offset: Annotated[
+        str,
+        typer.Option("--offset", metavar="earliest|latest|N", help="where to start"),
+    ] = "latest",
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="the same as --offset earliest")
+    ] = False,
+    max_messages: Annotated[
+        int | None, typer.Option("--max-messages", min=1, help="exit after this many records")
+    ] = None,
+    timeout_ms: Annotated[
+        int | None,
+        typer.Option("--timeout-ms", min=0, help="exit after this long with no new record"),
+    ] = None,
+    print_key: Annotated[bool, typer.Option("--print-key", help="print the key")] = False,
+    print_offset: Annotated[bool, typer.Option("--print-offset", help="print the offset")] = False,
+    print_partition: Annotated[
+        bool, typer.Option("--print-partition", help="print the partition")
+    ] = False,
+    key_separator: Annotated[
+        str, typer.Option("--key-separator", metavar="SEP", help="between printed columns")
+    ] = "\\t",
+) -> None:
+    """Print the records of a topic's partitions (kafka-console-consumer.sh, no group)."""
+    try:
+        start = "earliest" if from_beginning else parse_offset(offset)
+    except ToolError as e:
+        raise _usage(str(e)) from None
+    options = ConsumeOptions(
+        topic=topic,
+        partition=partition,
+        offset=start,
+        max_messages=max_messages,
+        timeout_ms=timeout_ms,
+        print_key=print_key,
+        print_offset=print_offset,
+        print_partition=print_partition,
+        separator=_unescape(key_separator),
+    )
+
+    async def run(cluster: Cluster) -> None:
+        consumer = ConsoleConsumer(cluster, options)
+        await consumer.assign()
+        try:
+            await consumer.run(sys.stdout.buffer)
+        finally:
+            # ConsoleConsumer prints this on the way out, Ctrl-C included.
+            print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
+
+    try:
+        _run_tool(run, bootstrap_server, "minikafka-console-consumer")
+    except BrokenPipeError:
+        _stdout_to_devnull()
+
+
+@app.command("dump-log")
+def dump_log(
+    path: Annotated[
+        Path, typer.Argument(help="a .log, .index or .timeindex file, or a partition directory")
+    ],
+    deep: Annotated[
+        bool, typer.Option("--deep", help="also print every record (--deep-iteration)")
+    ] = False,
+    index: Annotated[
+        bool, typer.Option("--index", help="also print each segment's index entries")
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="check every batch (length, magic, CRC, offsets) instead"),
+    ] = False,
+) -> None:
+    """Print or check log segments (kafka-dump-log.sh); exits 1 if something is corrupt."""
+    try:
+        if verify:
+            status = verify_log(path, sys.stdout)
+        else:
+            status = dump(path, sys.stdout, deep=deep, index=index)
+    except PathError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        status = 0
+    raise typer.Exit(status)
+
+
+def _unescape(separator: str) -> str:
+    """``\\t`` and ``\\n`` as typed on a command line: a tab and a newline."""
+    return separator.replace("\\t", "\t").replace("\\n", "\n")
+
+
+def _stdout_to_devnull() -> None:
+    """After ``| head`` closed the pipe: keep the interpreter's final flush from failing."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def main() -> None:

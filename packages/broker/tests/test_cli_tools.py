@@ -1,0 +1,594 @@
+"""The client tools (issue 5): ``minikafka topics``, ``produce``, ``consume`` and ``dump-log``.
+
+Each test runs a broker in this trio loop (``running_broker``) and calls the tools' async
+functions with a :class:`Cluster` over the NetworkClient; the command itself is run as a
+subprocess (``python -m minikafka.broker``) for the smoke tests, and through typer's
+CliRunner in a worker thread (the command calls ``trio.run`` itself) for its output.
+The broker uses real threads, so the tests keep real time with deadlines.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+import trio
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+from rich.console import Console
+from typer.testing import CliRunner
+
+from minikafka.broker._cli import app
+from minikafka.broker._tools_admin import (
+    PartitionDescription,
+    TopicDescription,
+    create_partitions,
+    create_topic,
+    delete_topic,
+    describe_table,
+    describe_topics,
+    list_topics,
+    parse_config,
+)
+from minikafka.broker._tools_client import Cluster, KafkaError, ToolError, connect, parse_bootstrap
+from minikafka.broker._tools_consume import (
+    ConsoleConsumer,
+    ConsumedRecord,
+    ConsumeOptions,
+    consume,
+    format_record,
+    parse_offset,
+    records_after,
+)
+from minikafka.broker._tools_produce import (
+    ProduceOptions,
+    ProduceResult,
+    murmur2,
+    parse_acks,
+    parse_compression,
+    partition_for_key,
+    produce,
+)
+from minikafka.broker.testing import running_broker, single_node_config
+from minikafka.log import CompressionType, Record, build_batch, make_records
+from minikafka.net import Node
+
+DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+async def cluster(data_dir: Path) -> AsyncIterator[Cluster]:
+    config = single_node_config(data_dir, {"num.partitions": "2"})
+    async with running_broker(config) as server:
+        host, port = server.bound_address()
+        async with connect(f"{host}:{port}", client_id="tests") as cluster:
+            yield cluster
+
+
+def bootstrap(cluster: Cluster) -> str:
+    node = cluster.bootstrap[0]
+    return f"{node.host}:{node.port}"
+
+
+async def lines_of(lines: Sequence[bytes]) -> AsyncIterator[bytes]:
+    for line in lines:
+        yield line
+
+
+async def send(
+    cluster: Cluster, options: ProduceOptions, lines: Sequence[bytes]
+) -> tuple[ProduceResult, list[str]]:
+    reported: list[str] = []
+    result = await produce(cluster, options, lines_of(lines), reported.append)
+    return result, reported
+
+
+async def read_all(cluster: Cluster, topic: str, **settings: object) -> list[bytes]:
+    out = io.BytesIO()
+    options = ConsumeOptions(topic, **settings)  # type: ignore[arg-type]
+    await consume(cluster, options, out)
+    return out.getvalue().splitlines()
+
+
+# --- topics -------------------------------------------------------------------------------
+
+
+async def test_create_list_describe_delete(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        assert await create_topic(
+            cluster,
+            "orders",
+            partitions=3,
+            replication_factor=1,
+            configs={"retention.ms": "60000", "cleanup.policy": "compact"},
+        )
+        assert await create_topic(cluster, "payments", partitions=1)
+        assert await list_topics(cluster) == ["orders", "payments"]
+
+        (orders,) = await describe_topics(cluster, ["orders"])
+        assert orders.name == "orders"
+        assert not orders.internal
+        assert [(p.partition, p.leader, p.replicas, p.isr) for p in orders.partitions] == [
+            (0, 1, (1,), (1,)),
+            (1, 1, (1,), (1,)),
+            (2, 1, (1,), (1,)),
+        ]
+        assert orders.replication_factor == 1
+        # Only what differs from the defaults, as kafka-topics.sh --describe shows.
+        assert orders.configs == (("cleanup.policy", "compact"), ("retention.ms", "60000"))
+
+        everything = await describe_topics(cluster)
+        assert [t.name for t in everything] == ["orders", "payments"]
+        assert everything[1].configs == ()
+
+        assert await delete_topic(cluster, "orders")
+        assert await list_topics(cluster) == ["payments"]
+
+
+async def test_create_without_partitions_takes_the_broker_defaults(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "defaults")  # -1 and -1: KIP-464
+        (topic,) = await describe_topics(cluster, ["defaults"])
+        assert len(topic.partitions) == 2  # num.partitions=2 in the fixture
+        assert topic.replication_factor == 1
+
+
+async def test_broker_errors_carry_kafka_error_names(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "t", partitions=1)
+        with pytest.raises(KafkaError, match=r"^TOPIC_ALREADY_EXISTS"):
+            await create_topic(cluster, "t", partitions=1)
+        assert not await create_topic(cluster, "t", partitions=1, if_not_exists=True)
+        with pytest.raises(KafkaError, match=r"^INVALID_PARTITIONS"):
+            await create_topic(cluster, "zero", partitions=0)
+        with pytest.raises(KafkaError, match=r"^INVALID_REPLICATION_FACTOR"):
+            await create_topic(cluster, "three", partitions=1, replication_factor=3)
+        with pytest.raises(KafkaError, match=r"^INVALID_CONFIG"):
+            await create_topic(cluster, "bad", configs={"no.such.config": "1"})
+        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+            await delete_topic(cluster, "missing")
+        assert not await delete_topic(cluster, "missing", if_exists=True)
+        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION") as caught:
+            await describe_topics(cluster, ["missing"])
+        assert caught.value.code == 3
+        assert await list_topics(cluster) == ["t"]
+
+
+async def test_alter_adds_partitions(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "grow", partitions=1)
+        assert await create_partitions(cluster, "grow", 4)
+        (topic,) = await describe_topics(cluster, ["grow"])
+        assert [p.partition for p in topic.partitions] == [0, 1, 2, 3]
+        with pytest.raises(KafkaError, match=r"^INVALID_PARTITIONS"):
+            await create_partitions(cluster, "grow", 2)
+        assert not await create_partitions(cluster, "missing", 2, if_exists=True)
+
+
+def test_describe_table_shows_partitions_and_configs() -> None:
+    topic = TopicDescription(
+        "orders",
+        False,
+        (
+            PartitionDescription(0, 1, (1, 2), (1, 2)),
+            PartitionDescription(1, -1, (2,), ()),
+        ),
+        (("retention.ms", "60000"),),
+    )
+    buffer = io.StringIO()
+    Console(file=buffer, width=200).print(describe_table([topic]))
+    text = buffer.getvalue()
+    for heading in ("Topic", "Partition", "Leader", "Replicas", "ISR", "Configs"):
+        assert heading in text
+    assert "retention.ms=60000" in text
+    assert "PartitionCount: 2" in text
+    rows = [line for line in text.splitlines() if "orders" in line]
+    assert len(rows) == 2
+    assert "1,2" in rows[0]
+    assert "none" in rows[1]  # partition 1 has no leader
+
+
+def test_argument_parsers() -> None:
+    assert parse_config("retention.ms=1000") == ("retention.ms", "1000")
+    assert parse_config("a=b=c") == ("a", "b=c")
+    with pytest.raises(ToolError):
+        parse_config("novalue")
+    assert parse_bootstrap("localhost:9092,[::1]:9093") == (
+        Node(-1, "localhost", 9092),
+        Node(-2, "::1", 9093),
+    )
+    for bad in ("localhost", "host:port", ":9092", "h:0"):
+        with pytest.raises(ToolError):
+            parse_bootstrap(bad)
+    assert parse_acks("all") == -1
+    assert parse_acks("0") == 0
+    with pytest.raises(ToolError):
+        parse_acks("2")
+    assert parse_compression("ZSTD") is CompressionType.ZSTD
+    with pytest.raises(ToolError):
+        parse_compression("brotli")
+    assert parse_offset("earliest") == "earliest"
+    assert parse_offset("42") == 42
+    with pytest.raises(ToolError):
+        parse_offset("-1")
+
+
+# --- produce ------------------------------------------------------------------------------
+
+
+async def test_produce_with_each_compression_and_read_back(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        for codec in CompressionType:
+            topic = f"codec-{codec.name.lower()}"
+            await create_topic(cluster, topic, partitions=1)
+            lines = [f"{codec.name} line {i} ".encode() * 20 for i in range(50)]
+            options = ProduceOptions(topic, compression=codec, batch_lines=20)
+            result, errors = await send(cluster, options, lines)
+            assert errors == []
+            assert (result.sent, result.failed) == (50, 0)
+            # 20 + 20 + 10 lines: one batch per flush, each acknowledged at its offsets.
+            assert [(a.partition, a.base_offset, a.count) for a in result.acks] == [
+                (0, 0, 20),
+                (0, 20, 20),
+                (0, 40, 10),
+            ]
+            got = await read_all(cluster, topic, offset="earliest", max_messages=50)
+            assert got == lines
+
+
+async def test_keys_are_split_and_partitioned_like_kafka(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "keyed", partitions=3)
+        keys = [f"user-{i}".encode() for i in range(12)]
+        lines = [k + b":value of " + k + b":with:colons" for k in keys]
+        options = ProduceOptions("keyed", key_separator=":", compression=CompressionType.GZIP)
+        result, _ = await send(cluster, options, lines)
+        assert result.sent == 12
+        out = io.BytesIO()
+        consumer = ConsoleConsumer(
+            cluster,
+            ConsumeOptions(
+                "keyed", offset="earliest", max_messages=12, print_key=True, print_partition=True
+            ),
+        )
+        await consumer.assign()
+        await consumer.run(out)
+        seen = {}
+        for line in out.getvalue().splitlines():
+            partition, key, value = line.split(b"\t")
+            assert value == b"value of " + key + b":with:colons"
+            seen[key] = int(partition.removeprefix(b"Partition:"))
+        assert seen == {k: partition_for_key(k, 3) for k in keys}
+        assert len(set(seen.values())) > 1
+
+
+async def test_a_line_without_the_key_separator_stops_the_producer(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "strict", partitions=1)
+        options = ProduceOptions("strict", key_separator="=")
+        with pytest.raises(ToolError, match="No key separator found on line number 3"):
+            await send(cluster, options, [b"a=1", b"b=2", b"oops", b"c=3"])
+        # What came before the bad line was still sent, as Kafka's producer flushes on close.
+        assert await read_all(
+            cluster, "strict", offset="earliest", timeout_ms=300, print_key=True
+        ) == [b"a\t1", b"b\t2"]
+
+
+async def test_acks_and_partition_choice(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "acks", partitions=2)
+        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=0), [b"zero"])
+        assert (result.sent, result.acks) == (1, [])  # no response to acks=0
+        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=1), [b"one"])
+        assert [(a.partition, a.base_offset) for a in result.acks] == [(1, 1)]
+        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=-1), [b"all"])
+        assert [(a.partition, a.base_offset) for a in result.acks] == [(1, 2)]
+        assert await read_all(cluster, "acks", partition=1, offset="earliest", max_messages=3) == [
+            b"zero",
+            b"one",
+            b"all",
+        ]
+        # Unkeyed lines of one flush stick to one partition; the next flush moves on.
+        result, _ = await send(cluster, ProduceOptions("acks", batch_lines=3), [b"x"] * 6)
+        assert [a.count for a in result.acks] == [3, 3]
+        assert result.acks[0].partition != result.acks[1].partition
+
+
+async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
+    cluster: Cluster,
+) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "two", partitions=2)
+        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+            await send(cluster, ProduceOptions("two", partition=5), [b"x"])
+        # The producer's Metadata allows auto-creation (auto.create.topics.enable=true),
+        # and, as in Kafka, it asks at the first send: no input, no topic.
+        result, _ = await send(cluster, ProduceOptions("created-by-producer"), [])
+        assert result.sent == 0
+        assert "created-by-producer" not in await list_topics(cluster)
+        result, _ = await send(cluster, ProduceOptions("created-by-producer"), [b"x"])
+        assert result.sent == 1
+        assert "created-by-producer" in await list_topics(cluster)
+
+
+async def test_batches_flush_by_bytes_and_by_linger(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "flush", partitions=1)
+        big = [b"x" * 100] * 4
+        result, _ = await send(cluster, ProduceOptions("flush", batch_bytes=150), big)
+        assert [a.count for a in result.acks] == [2, 2]  # 2 x ~108 bytes reach 150
+
+        async def slow_lines() -> AsyncIterator[bytes]:
+            yield b"first"
+            await trio.sleep(0.5)  # ten lingers: the first line goes alone
+            yield b"second"
+
+        options = ProduceOptions("flush", linger_ms=50)
+        result = await produce(cluster, options, slow_lines(), lambda _: None)
+        assert [a.count for a in result.acks] == [1, 1]
+
+
+def test_murmur2_is_kafkas() -> None:
+    # Kafka's UtilsTest.testMurmur2, as signed ints.
+    cases = {
+        "21": -973932308,
+        "foobar": -790332482,
+        "a-little-bit-long-string": -985981536,
+        "a-little-bit-longer-string": -1486304829,
+        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        "abc": 479470107,
+    }
+    for text, expected in cases.items():
+        assert murmur2(text.encode()) == expected & 0xFFFFFFFF
+    for n in range(64):
+        data = bytes(range(n))
+        assert murmur2(data) == kafka_python_murmur2(data) & 0xFFFFFFFF
+
+
+# --- consume ------------------------------------------------------------------------------
+
+
+async def test_consume_from_earliest_latest_and_an_offset(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "c", partitions=1)
+        await send(cluster, ProduceOptions("c"), [b"m%d" % i for i in range(5)])
+
+        assert await read_all(cluster, "c", offset="earliest", max_messages=3) == [
+            b"m0",
+            b"m1",
+            b"m2",
+        ]
+        assert await read_all(cluster, "c", offset=3, max_messages=5, timeout_ms=300) == [
+            b"m3",
+            b"m4",
+        ]
+        assert await read_all(cluster, "c", offset=2, max_messages=1, print_offset=True) == [
+            b"Offset:2\tm2"
+        ]
+
+        # latest: only what is produced after the consumer found its position.
+        latest = ConsoleConsumer(cluster, ConsumeOptions("c", offset="latest", max_messages=2))
+        assert await latest.assign() == {0: 5}
+        await send(cluster, ProduceOptions("c"), [b"new1", b"new2"])
+        out = io.BytesIO()
+        assert await latest.run(out) == 2
+        assert out.getvalue() == b"new1\nnew2\n"
+
+
+async def test_consume_waits_for_new_records(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "live", partitions=2)
+        consumer = ConsoleConsumer(cluster, ConsumeOptions("live", offset="latest", max_messages=3))
+        assert await consumer.assign() == {0: 0, 1: 0}
+        out = io.BytesIO()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(consumer.run, out)
+            await trio.sleep(0.3)  # the consumer is in a fetch's max_wait by now
+            await send(cluster, ProduceOptions("live", partition=1), [b"a", b"b"])
+            await send(cluster, ProduceOptions("live", partition=0), [b"c", b"d"])
+        # three of the four, then --max-messages stops it
+        assert consumer.consumed == 3
+        assert out.getvalue().splitlines() == [b"a", b"b", b"c"]
+
+
+async def test_consume_timeout_and_out_of_range_reset(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "idle", partitions=1)
+        await send(cluster, ProduceOptions("idle"), [b"a", b"b", b"c"])
+        consumer = ConsoleConsumer(cluster, ConsumeOptions("idle", offset=100, timeout_ms=400))
+        await consumer.assign()
+        start = trio.current_time()
+        assert await consumer.run(io.BytesIO()) == 0
+        assert trio.current_time() - start >= 0.4
+        assert consumer.positions == {0: 3}  # OFFSET_OUT_OF_RANGE: reset to latest
+
+        earliest = ConsoleConsumer(
+            cluster, ConsumeOptions("idle", offset="earliest", timeout_ms=300)
+        )
+        await earliest.assign()
+        earliest.positions[0] = 100
+        out = io.BytesIO()
+        assert await earliest.run(out) == 3  # reset to earliest, then everything
+        assert out.getvalue() == b"a\nb\nc\n"
+
+
+async def test_consume_errors(cluster: Cluster) -> None:
+    with trio.fail_after(DEADLINE):
+        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+            await read_all(cluster, "missing", max_messages=1)
+        await create_topic(cluster, "one", partitions=1)
+        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+            await read_all(cluster, "one", partition=3, max_messages=1)
+
+
+def test_records_after_skips_before_the_position_and_stops_at_a_cut_batch() -> None:
+    first = build_batch(make_records([(None, b"a"), (b"k", b"b")], timestamp_ms=1))
+    control = build_batch([Record(2, 1, None, b"\x00\x00\x00\x00")], is_control=True)
+    third = build_batch(make_records([(None, b"c")], first_offset=3, timestamp_ms=1))
+    fourth = build_batch(make_records([(None, b"d")], first_offset=4, timestamp_ms=1))
+    data = first + control + third + fourth[:-5]
+    records, position = records_after(data, 1)
+    assert [(r.offset, r.key, r.value) for r in records] == [(1, b"k", b"b"), (3, None, b"c")]
+    assert position == 4  # the cut-off batch at offset 4 is fetched again
+    assert records_after(b"", 7) == ([], 7)
+    assert records_after(data[:10], 0) == ([], 0)
+    corrupt = bytearray(first)
+    corrupt[-1] ^= 0xFF
+    with pytest.raises(ToolError, match="corrupt"):
+        records_after(bytes(corrupt), 0)
+
+
+def test_format_record_is_kafkas_default_formatter() -> None:
+    record = ConsumedRecord(2, Record(7, 0, None, b"v"))
+    assert format_record(record, ConsumeOptions("t")) == b"v\n"
+    everything = ConsumeOptions("t", print_key=True, print_offset=True, print_partition=True)
+    assert format_record(record, everything) == b"Partition:2\tOffset:7\tnull\tv\n"
+    keyed = ConsumedRecord(0, Record(1, 0, b"k", None))
+    assert format_record(keyed, ConsumeOptions("t", print_key=True, separator=":")) == b"k:null\n"
+
+
+# --- dump-log -----------------------------------------------------------------------------
+
+
+async def test_dump_log_of_a_partition_directory(cluster: Cluster, data_dir: Path) -> None:
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "dumped", partitions=1)
+        await send(
+            cluster,
+            ProduceOptions("dumped", compression=CompressionType.GZIP, key_separator=":"),
+            [b"k1:hello", b"k2:world"],
+        )
+    partition_dir = data_dir / "dumped-0"
+    runner = CliRunner()
+
+    result = runner.invoke(app, ["dump-log", str(partition_dir)])
+    assert result.exit_code == 0, result.output
+    assert "Dumping" in result.output
+    assert "baseOffset: 0 lastOffset: 1 count: 2" in result.output
+    assert "compresscodec: gzip" in result.output
+    assert "payload" not in result.output
+
+    result = runner.invoke(app, ["dump-log", str(partition_dir), "--deep"])
+    assert result.exit_code == 0, result.output
+    assert "| offset: 0" in result.output
+    assert "key: k1 payload: hello" in result.output
+    assert "key: k2 payload: world" in result.output
+
+    result = runner.invoke(app, ["dump-log", str(partition_dir), "--verify"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("OK: 1 batches, 2 records")
+
+    # A copy with one flipped byte: verify names the batch and fails.
+    broken = data_dir.parent / "broken" / "dumped-0"
+    shutil.copytree(partition_dir, broken)
+    (segment,) = broken.glob("*.log")
+    raw = bytearray(segment.read_bytes())
+    raw[-3] ^= 0xFF
+    segment.write_bytes(bytes(raw))
+    result = runner.invoke(app, ["dump-log", str(broken), "--verify"])
+    assert result.exit_code == 1
+    assert "CORRUPT" in result.output
+    result = runner.invoke(app, ["dump-log", str(broken)])
+    assert result.exit_code == 1
+    assert "isvalid: false" in result.output
+
+    result = runner.invoke(app, ["dump-log", str(data_dir / "nowhere")])
+    assert result.exit_code == 2
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+async def minikafka(
+    *args: str, stdin: bytes = b"", check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    return await trio.run_process(
+        [sys.executable, "-m", "minikafka.broker", *args],
+        stdin=stdin,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=check,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+async def test_the_command_round_trip(cluster: Cluster) -> None:
+    server = ["--bootstrap-server", bootstrap(cluster)]
+    with trio.fail_after(DEADLINE * 2):
+        created = await minikafka(
+            "topics", *server, "--create", "--topic", "cmd", "--partitions", "2"
+        )
+        assert created.stdout == b"Created topic cmd.\n"
+        listed = await minikafka("topics", *server, "--list")
+        assert listed.stdout == b"cmd\n"
+
+        again = await minikafka(
+            "topics", *server, "--create", "--topic", "cmd", "--partitions", "2", check=False
+        )
+        assert again.returncode == 1
+        assert b"Error: TOPIC_ALREADY_EXISTS" in again.stderr
+
+        lines = b"".join(b"k%d:v%d\n" % (i, i) for i in range(10))
+        produced = await minikafka(
+            "produce", *server, "--topic", "cmd", "--key-separator", ":", "--compression", "lz4",
+            stdin=lines,
+        )  # fmt: skip
+        assert produced.stdout == produced.stderr == b""
+        consumed = await minikafka(
+            "consume", *server, "--topic", "cmd", "--from-beginning", "--max-messages", "10",
+            "--print-key",
+        )  # fmt: skip
+        assert sorted(consumed.stdout.splitlines()) == sorted(
+            b"k%d\tv%d" % (i, i) for i in range(10)
+        )
+        assert consumed.stderr == b"Processed a total of 10 messages\n"
+
+        missing = await minikafka(
+            "consume", *server, "--topic", "nope", "--timeout-ms", "100", check=False
+        )
+        assert missing.returncode == 1
+        assert b"UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
+
+
+async def test_the_topics_command_prints_a_table_and_checks_its_arguments(
+    cluster: Cluster,
+) -> None:
+    server = ["--bootstrap-server", bootstrap(cluster)]
+    runner = CliRunner()
+
+    def invoke(*args: str) -> tuple[int, str]:
+        result = runner.invoke(app, ["topics", *server, *args], env={"COLUMNS": "200"})
+        return result.exit_code, result.output
+
+    with trio.fail_after(DEADLINE):
+        # The command calls trio.run itself: give it a thread of its own.
+        code, output = await trio.to_thread.run_sync(
+            invoke, "--create", "--topic", "tbl", "--partitions", "2", "--config",
+            "retention.ms=5000",
+        )  # fmt: skip
+        assert (code, output) == (0, "Created topic tbl.\n")
+        code, output = await trio.to_thread.run_sync(invoke, "--describe", "--topic", "tbl")
+        assert code == 0
+        assert "retention.ms=5000" in output
+        assert sum("tbl" in line for line in output.splitlines()) == 2
+
+        code, output = await trio.to_thread.run_sync(invoke, "--alter", "--topic", "tbl")
+        assert code == 2
+        assert "--alter needs --partitions" in output
+        code, output = await trio.to_thread.run_sync(invoke, "--list", "--delete")
+        assert code == 2
+        code, output = await trio.to_thread.run_sync(invoke, "--delete", "--topic", "tbl")
+        assert (code, output) == (0, "Deleted topic tbl.\n")
+        code, output = await trio.to_thread.run_sync(invoke, "--delete", "--topic", "tbl")
+        assert code == 1
+        assert "Error: UNKNOWN_TOPIC_OR_PARTITION" in output
