@@ -82,6 +82,8 @@ class DelayedFetch(DelayedOperation):
             partition = self.partitions(fetch.topic_partition)
             if partition is None or not partition.is_leader:
                 return self.force_complete()  # the answer is now an error: give it
+            if 0 <= fetch.current_leader_epoch != partition.leader_epoch:
+                return self.force_complete()  # KIP-320: the fetcher's epoch is out of date
             log = partition.log
             end_offset = log.log_end_offset if self.params.is_from_follower else log.high_watermark
             if end_offset == start.offset:

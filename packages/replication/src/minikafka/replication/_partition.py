@@ -23,6 +23,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import (
+    EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchDataInfo,
     Log,
@@ -88,6 +89,7 @@ class Partition:
     replicas: tuple[int, ...] = ()
     isr: frozenset[int] = frozenset()
     remote_replicas: dict[int, ReplicaState] = attrs.field(factory=dict)
+    leader_epoch_start_offset: int | None = None  # the log end when this leadership began
 
     @property
     def is_leader(self) -> bool:
@@ -97,7 +99,7 @@ class Partition:
 
     def make_leader(self, state: PartitionState, now: float) -> bool:
         """Lead as the controller decided; False if ``state`` is older than what we have."""
-        if state.leader_epoch < self.leader_epoch:
+        if self._is_stale(state):
             return False
         new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
         self._update_assignment(state)
@@ -111,6 +113,7 @@ class Partition:
             }
             # KIP-101: the new epoch starts at the leader's log end offset.
             self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+            self.leader_epoch_start_offset = self.log.log_end_offset
         else:
             for b in self.replicas:
                 if b != self.local_broker_id and b not in self.remote_replicas:
@@ -123,11 +126,20 @@ class Partition:
 
     def make_follower(self, state: PartitionState) -> bool:
         """Follow ``state.leader``; False if ``state`` is older than what we have."""
-        if state.leader_epoch < self.leader_epoch:
+        if self._is_stale(state):
             return False
         self._update_assignment(state)
         self.remote_replicas = {}
+        self.leader_epoch_start_offset = None
         return True
+
+    def _is_stale(self, state: PartitionState) -> bool:
+        # An older leader epoch, or the same one at an older partition epoch (an ISR
+        # change we have already applied a newer version of): Kafka skips both.
+        return (state.leader_epoch, state.partition_epoch) < (
+            self.leader_epoch,
+            self.partition_epoch,
+        )
 
     def _update_assignment(self, state: PartitionState) -> None:
         self.leader_id = state.leader
@@ -235,14 +247,32 @@ class Partition:
         """ListOffsets for a consumer: earliest, latest (the HW) or the first at a time."""
         self._check_leader_epoch(current_leader_epoch)
         log = self.log
+        hw = log.high_watermark
+        # KIP-207: a new leader learns the HW from its followers' fetches, so until the HW
+        # reaches the start of its epoch, "latest" could be lower than what the previous
+        # leader already answered. Kafka answers OFFSET_NOT_AVAILABLE (retriable) then.
+        start = self.leader_epoch_start_offset
+        lagging = start is not None and start > hw
         if timestamp == LATEST_TIMESTAMP:
+            if lagging:
+                raise self._offset_not_available(hw)
             # A consumer may not see past the HW, so "latest" is the HW, not the LEO.
-            hw = log.high_watermark
             return TimestampAndOffset(-1, hw, log.leader_epoch_cache.epoch_for_offset(hw))
         found = log.fetch_offset_by_timestamp(timestamp)
-        if timestamp >= 0 and found is not None and found.offset >= log.high_watermark:
-            return None  # nothing a consumer may read yet has such a timestamp
+        if timestamp == EARLIEST_TIMESTAMP:
+            return found
+        if found is not None and found.offset >= hw:
+            found = None  # nothing a consumer may read yet has such a timestamp
+        if found is None and lagging:
+            raise self._offset_not_available(hw)
         return found
+
+    def _offset_not_available(self, hw: int) -> ReplicationError:
+        return ReplicationError(
+            ErrorCode.offset_not_available,
+            f"the high watermark {hw} of {self.topic_partition} has not reached the start "
+            f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch} yet",
+        )
 
     def _check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a client that names a leader epoch is told when its view is off."""

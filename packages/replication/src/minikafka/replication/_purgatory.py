@@ -66,6 +66,8 @@ class DelayedOperationPurgatory(Generic[Op]):
     _watchers: dict[Hashable, list[Op]] = attrs.field(init=False, factory=dict)
     _deadlines: list[tuple[float, int, Op]] = attrs.field(init=False, factory=list)
     _sequence: itertools.count[int] = attrs.field(init=False, factory=itertools.count)
+    _checking: dict[Hashable, bool] = attrs.field(init=False, factory=dict)
+    """Keys being checked now -> whether they were checked again meanwhile."""
 
     def try_complete_else_watch(self, operation: Op, keys: Iterable[Hashable]) -> bool:
         """Complete ``operation`` now if it can; otherwise park it under every key.
@@ -83,22 +85,31 @@ class DelayedOperationPurgatory(Generic[Op]):
 
     def check_and_complete(self, key: Hashable) -> int:
         """Let every operation watching ``key`` check again; the number it completed."""
-        watching = self._watchers.get(key)
-        if not watching:
+        if key in self._checking:
+            # Called from inside an answer given by the check of this key below (the
+            # answer caused the next request at once: a consumer fetching again, a
+            # producer's next batch). That check goes round once more instead.
+            self._checking[key] = True
             return 0
         completed = 0
-        still: list[Op] = []
-        for operation in watching:
-            if operation.completed:
-                continue  # completed through another key or by expiration: drop it
-            if operation.try_complete():
-                completed += 1
-            else:
-                still.append(operation)
-        if still:
-            self._watchers[key] = still
-        else:
-            del self._watchers[key]
+        try:
+            while watching := self._watchers.pop(key, None):
+                self._checking[key] = False
+                try:
+                    for operation in watching:
+                        # Skip those completed through another key or by expiration.
+                        if not operation.completed and operation.try_complete():
+                            completed += 1
+                finally:
+                    # Operations parked under the key meanwhile went into a fresh list.
+                    parked = self._watchers.pop(key, [])
+                    still = [op for op in (*watching, *parked) if not op.completed]
+                    if still:
+                        self._watchers[key] = still
+                if not self._checking[key]:
+                    break
+        finally:
+            self._checking.pop(key, None)
         return completed
 
     def expire(self, now: float) -> int:

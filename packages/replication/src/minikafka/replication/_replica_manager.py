@@ -207,10 +207,15 @@ class ReplicaManager:
         now: float,
     ) -> None:
         """Read each partition; answer now or park a DelayedFetch until enough data."""
-        if params.is_from_follower:
-            for fetch in fetches:
-                self._update_follower_fetch_state(params.replica_id, fetch, now)
         results = self.read_from_local_log(params, fetches)
+        if params.is_from_follower:
+            # Only a read that succeeded says what the follower has: a fetch past the log
+            # end or from a fenced epoch must not count toward the HW (Kafka updates the
+            # follower's state from the read's result, after the read).
+            results = [
+                (fetch, self._update_follower_fetch_state(params.replica_id, fetch, result, now))
+                for fetch, result in results
+            ]
         total = sum(result.size for _, result in results)
         errors = any(result.error_code is not ErrorCode.none for _, result in results)
         if params.max_wait_ms <= 0 or not fetches or total >= params.min_bytes or errors:
@@ -255,6 +260,16 @@ class ReplicaManager:
         partition = self.partitions.get(fetch.topic_partition)
         if partition is None:
             return FetchPartitionResult(ErrorCode.unknown_topic_or_partition)
+        if (
+            params.is_from_follower
+            and partition.is_leader
+            and params.replica_id not in partition.remote_replicas
+        ):
+            return FetchPartitionResult(
+                ErrorCode.not_leader_or_follower,
+                error_message=f"broker {params.replica_id} is not a replica of "
+                f"{fetch.topic_partition}",
+            )
         try:
             read = partition.read_records(
                 fetch.fetch_offset,
@@ -291,17 +306,17 @@ class ReplicaManager:
         return partition.log.offset_metadata(fetch.fetch_offset)
 
     def _update_follower_fetch_state(
-        self, replica_id: int, fetch: FetchPartition, now: float
-    ) -> None:
+        self, replica_id: int, fetch: FetchPartition, result: FetchPartitionResult, now: float
+    ) -> FetchPartitionResult:
         partition = self.partitions.get(fetch.topic_partition)
-        if partition is None or not partition.is_leader:
-            return
-        try:
-            moved = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now)
-        except ReplicationError:
-            return  # answered by the read with the same error
-        if moved:
-            self._partition_changed(fetch.topic_partition)
+        if partition is None or result.error_code is not ErrorCode.none:
+            return result
+        if not partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now):
+            return result
+        self._partition_changed(fetch.topic_partition)
+        # The follower hears at once of the HW its own fetch moved, as in Kafka.
+        hw = partition.log.high_watermark
+        return attrs.evolve(result, high_watermark=hw, last_stable_offset=hw)
 
     # --- the shell ----------------------------------------------------------------------
 

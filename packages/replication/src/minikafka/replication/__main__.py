@@ -1,0 +1,150 @@
+"""``python -m minikafka.replication [--dir DIR]``: the purgatory at work, step by step.
+
+One partition, ``orders-0``, has replicas on brokers 1, 2 and 3; this process is broker 1,
+its leader, and ``min.insync.replicas`` is 2. The followers are simulated by calling what
+their Fetch requests would call, and time is passed in by hand (``t=``), so every run
+prints the same story:
+
+1. an ``acks=all`` produce is appended to the leader's log and parked in the produce
+   purgatory: the high watermark (HW) has not passed it;
+2. the followers fetch; the leader learns their log end offsets (LEO) from the offsets
+   they fetch from, and moves the HW to the smallest LEO in the ISR; when the HW passes
+   the batch, the parked produce is answered;
+3. a consumer's long-polling fetch (``fetch.min.bytes``) waits in the fetch purgatory
+   until enough bytes lie below the HW, which takes new data *and* the followers;
+4. the controller shrinks the ISR to the leader alone: ``acks=all`` is refused with
+   NOT_ENOUGH_REPLICAS, ``acks=1`` is still accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import uuid
+from pathlib import Path
+
+from minikafka.log import LogConfig, LogManager, TopicPartition
+from minikafka.log.testing import ManualClock, keyed_batch
+
+from . import (
+    FetchParams,
+    FetchPartition,
+    FetchPartitionResult,
+    PartitionState,
+    ProducePartitionResult,
+    ReplicaManager,
+    TopicSettings,
+)
+
+TP = TopicPartition("orders", 0)
+TOPIC_ID = uuid.uuid4()
+Produced = dict[TopicPartition, ProducePartitionResult]
+Fetched = list[tuple[FetchPartition, FetchPartitionResult]]
+
+
+def yes_no(answers: list[Produced] | list[Fetched]) -> str:
+    return "yes" if answers else "no"
+
+
+def run(data: Path) -> None:
+    clock = ManualClock()  # the logs' clock (record timestamps, segment ages)
+    settings = TopicSettings(LogConfig(), min_insync_replicas=2)
+    manager = ReplicaManager(1, LogManager.startup([data], clock=clock), lambda _: settings)
+    lead = {TP: (TOPIC_ID, PartitionState(1, 0, 0, replicas=(1, 2, 3), isr=(1, 2, 3)))}
+    manager.become_leader_or_follower(lead, {}, now=0.0)
+    partition = manager.get_partition(TP)
+    assert partition is not None
+    log = partition.log
+
+    def show(t: float, what: str) -> None:
+        leos = {b: r.log_end_offset for b, r in sorted(partition.remote_replicas.items())}
+        print(
+            f"  t={t:.1f}  {what:<36} LEO={log.log_end_offset} followers={leos} "
+            f"HW={log.high_watermark}"
+        )
+
+    def produce(t: float, acks: int, values: list[bytes], answers: list[Produced]) -> None:
+        batch = keyed_batch([(None, v) for v in values], timestamp_ms=clock.now_ms)
+        manager.append_records(30_000, acks, {TP: batch}, answers.append, now=t)
+
+    def follower_fetch(t: float, broker: int, offset: int) -> None:
+        params = FetchParams(replica_id=broker, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        manager.fetch_messages(params, [FetchPartition(TP, offset, 1 << 20)], lambda _: None, t)
+        show(t, f"broker {broker} fetches from offset {offset}")
+
+    print(
+        f"{TP}: replicas [1, 2, 3], leader broker 1, ISR [1, 2, 3], "
+        f"min.insync.replicas=2; logs in {data}"
+    )
+
+    print("\n1. A producer sends 3 records with acks=all (followers at -1: not fetched yet)")
+    produced: list[Produced] = []
+    produce(0.0, -1, [b"a", b"b", b"c"], produced)
+    show(0.0, "appended on the leader")
+    print(
+        f"  answered: {yes_no(produced)}; waiting in the produce purgatory: "
+        f"{manager.produce_purgatory.delayed} (deadline t={manager.next_deadline():.1f})"
+    )
+
+    print("\n2. The followers fetch; the HW is the smallest LEO in the ISR")
+    follower_fetch(0.1, 2, 3)
+    follower_fetch(0.2, 3, 1)
+    print(f"  answered: {yes_no(produced)} (broker 3 has only offset 0)")
+    follower_fetch(0.3, 3, 3)
+    answer = produced[0][TP]
+    print(f"  answered: {answer.error_code.name.upper()} at base offset {answer.base_offset}")
+
+    print("\n3. A consumer long-polls from offset 3: min_bytes=200, max_wait=5000 ms")
+    fetched: list[Fetched] = []
+    params = FetchParams(replica_id=-1, max_wait_ms=5000, min_bytes=200, max_bytes=1 << 20)
+    manager.fetch_messages(params, [FetchPartition(TP, 3, 1 << 20)], fetched.append, now=1.0)
+    print(
+        f"  answered: {yes_no(fetched)}; waiting in the fetch purgatory: "
+        f"{manager.fetch_purgatory.delayed}"
+    )
+    produce(1.1, 1, [b"d"], [])
+    show(1.1, "1 small record, acks=1")
+    print(f"  answered: {yes_no(fetched)} (the record is not below the HW yet)")
+    follower_fetch(1.2, 2, 4)
+    follower_fetch(1.2, 3, 4)
+    print(f"  answered: {yes_no(fetched)} (below the HW now, but fewer than 200 bytes)")
+    produce(1.3, 1, [b"x" * 100] * 2, [])
+    show(1.3, "2 records of 100 bytes, acks=1")
+    follower_fetch(1.4, 2, 6)
+    follower_fetch(1.4, 3, 6)
+    [(_, result)] = fetched[0]
+    print(
+        f"  answered: {result.error_code.name.upper()} with {result.size} bytes from offset 3, "
+        f"HW={result.high_watermark}"
+    )
+
+    print("\n4. The controller shrinks the ISR to [1]; min.insync.replicas is 2")
+    shrunk = PartitionState(1, 0, 1, replicas=(1, 2, 3), isr=(1,))
+    manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)
+    for acks in (-1, 1):
+        answers: list[Produced] = []
+        produce(2.0, acks, [b"late"], answers)
+        result_p = answers[0][TP]
+        print(
+            f"  acks={acks:>2}: {result_p.error_code.name.upper()}"
+            + (f" at offset {result_p.base_offset}" if result_p.base_offset >= 0 else "")
+        )
+    manager.log_manager.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minikafka.replication", description=__doc__)
+    parser.add_argument("--dir", type=Path, help="where the logs go (default: a temp dir)")
+    args = parser.parse_args(argv)
+    if args.dir is not None:
+        if args.dir.exists() and any(args.dir.iterdir()):
+            parser.error(f"{args.dir} is not empty: the demo starts from empty logs")
+        run(args.dir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="minikafka-replication-") as tmp:
+            run(Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

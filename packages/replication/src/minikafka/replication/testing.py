@@ -1,0 +1,174 @@
+"""Helpers for tests of replication and of the packages built on it (broker, simulations).
+
+A ReplicaManager over a LogManager in a temporary directory, with a manual clock for the
+logs; partitions made leader in one call; callbacks that keep what they were answered;
+follower fetches as the leader sees them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Generic, TypeVar
+
+import attrs
+
+from minikafka.log import Log, LogConfig, LogManager, TopicPartition
+from minikafka.log.testing import ManualClock
+
+from ._partition import Partition, PartitionState
+from ._replica_manager import ReplicaManager, TopicSettings
+from ._results import FetchParams, FetchPartition, FetchPartitionResult
+
+T = TypeVar("T")
+
+FetchAnswer = list[tuple[FetchPartition, FetchPartitionResult]]
+
+
+def partition_state(
+    replicas: tuple[int, ...] = (1,),
+    *,
+    leader: int | None = None,
+    isr: tuple[int, ...] | None = None,
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
+) -> PartitionState:
+    """The controller's decision: ``leader`` defaults to the first replica, the ISR to all."""
+    return PartitionState(
+        leader=replicas[0] if leader is None else leader,
+        leader_epoch=leader_epoch,
+        partition_epoch=partition_epoch,
+        replicas=replicas,
+        isr=replicas if isr is None else isr,
+    )
+
+
+def open_partition(
+    dir: Path,
+    tp: TopicPartition | None = None,
+    *,
+    broker_id: int = 1,
+    min_insync_replicas: int = 1,
+    config: LogConfig | None = None,
+    clock: ManualClock | None = None,
+) -> Partition:
+    """A Partition over a fresh Log in ``dir/<topic>-<partition>`` (default ``t-0``).
+
+    Neither leader nor follower until ``make_leader`` or ``make_follower``.
+    """
+    tp = tp or TopicPartition("t", 0)
+    log = Log.open(dir / str(tp), config, clock=clock or ManualClock())
+    return Partition(tp, uuid.uuid4(), broker_id, log, min_insync_replicas=min_insync_replicas)
+
+
+@attrs.define
+class SettingsTable:
+    """``ReplicaManager.topic_settings``: per-topic overrides over one default, editable."""
+
+    default: TopicSettings = attrs.field(factory=lambda: TopicSettings(LogConfig()))
+    topics: dict[str, TopicSettings] = attrs.field(factory=dict)
+
+    def __call__(self, topic: str) -> TopicSettings:
+        return self.topics.get(topic, self.default)
+
+
+def replica_manager(
+    dir: Path,
+    *,
+    broker_id: int = 1,
+    settings: Callable[[str], TopicSettings] | None = None,
+    min_insync_replicas: int = 1,
+    clock: ManualClock | None = None,
+    high_watermark_checkpoint_interval_ms: int = 5000,
+) -> ReplicaManager:
+    """A ReplicaManager over a LogManager started on ``dir`` (no partition yet)."""
+    logs = LogManager.startup([dir], clock=clock or ManualClock())
+    table = settings or SettingsTable(TopicSettings(LogConfig(), min_insync_replicas))
+    return ReplicaManager(
+        broker_id,
+        logs,
+        table,
+        high_watermark_checkpoint_interval_ms=high_watermark_checkpoint_interval_ms,
+    )
+
+
+def lead(
+    manager: ReplicaManager,
+    tp: TopicPartition,
+    replicas: tuple[int, ...] | None = None,
+    *,
+    isr: tuple[int, ...] | None = None,
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
+    topic_id: uuid.UUID | None = None,
+    now: float = 0.0,
+) -> Partition:
+    """Make ``manager``'s broker the leader of ``tp`` (replicas default: that broker alone)."""
+    existing = manager.get_partition(tp)
+    if topic_id is None:
+        topic_id = existing.topic_id if existing is not None else uuid.uuid4()
+    state = partition_state(
+        replicas or (manager.broker_id,),
+        leader=manager.broker_id,
+        isr=isr,
+        leader_epoch=leader_epoch,
+        partition_epoch=partition_epoch,
+    )
+    manager.become_leader_or_follower({tp: (topic_id, state)}, {}, now)
+    partition = manager.get_partition(tp)
+    assert partition is not None
+    assert partition.is_leader
+    return partition
+
+
+@attrs.define
+class Answers(Generic[T]):
+    """A response callback that keeps every answer it is given."""
+
+    calls: list[T] = attrs.field(factory=list)
+
+    def __call__(self, answer: T) -> None:
+        self.calls.append(answer)
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.calls)
+
+    @property
+    def only(self) -> T:
+        """The one answer (a request is answered exactly once)."""
+        assert len(self.calls) == 1, f"expected one answer, got {len(self.calls)}"
+        return self.calls[0]
+
+
+def discard(_answer: object) -> None:
+    """A response callback for requests whose answer a test does not look at."""
+
+
+def follower_fetch(
+    manager: ReplicaManager,
+    broker_id: int,
+    tp: TopicPartition,
+    fetch_offset: int,
+    now: float = 0.0,
+    *,
+    current_leader_epoch: int = -1,
+    max_bytes: int = 1 << 20,
+) -> FetchPartitionResult:
+    """A follower's fetch from ``fetch_offset`` answered at once (max_wait 0): its result."""
+    params = FetchParams(replica_id=broker_id, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes)
+    answers: Answers[FetchAnswer] = Answers()
+    fetch = FetchPartition(tp, fetch_offset, max_bytes, current_leader_epoch)
+    manager.fetch_messages(params, [fetch], answers, now)
+    [(_, result)] = answers.only
+    return result
+
+
+def consumer_params(
+    *, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20
+) -> FetchParams:
+    """A consumer's fetch settings (replica id -1)."""
+    return FetchParams(
+        replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes
+    )
