@@ -44,6 +44,7 @@ from ._log import Log as Log
 from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
+from ._names import REPLICATION_OFFSET_CHECKPOINT as REPLICATION_OFFSET_CHECKPOINT
 from ._names import TopicPartition as TopicPartition
 from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
 from ._producer_state import BatchMetadata as BatchMetadata
@@ -73,6 +74,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
+    "REPLICATION_OFFSET_CHECKPOINT",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "BatchMetadata",

@@ -36,6 +36,7 @@ from minikafka.log import (
     LogConfig,
     LogManager,
     LogOffsetMetadata,
+    REPLICATION_OFFSET_CHECKPOINT,
     OffsetOutOfRangeError,
     TopicPartition,
 )
@@ -47,7 +48,8 @@ from ._results import FetchParams, FetchPartition, FetchPartitionResult, Produce
 
 _logger = logging.getLogger(__name__)
 
-HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+# The high watermarks live in the log dirs beside the LogManager's own checkpoints.
+HIGH_WATERMARK_CHECKPOINT = REPLICATION_OFFSET_CHECKPOINT
 
 
 @attrs.frozen
