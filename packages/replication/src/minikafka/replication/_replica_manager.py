@@ -32,11 +32,11 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import (
+    REPLICATION_OFFSET_CHECKPOINT,
     InvalidRecordError,
     LogConfig,
     LogManager,
     LogOffsetMetadata,
-    REPLICATION_OFFSET_CHECKPOINT,
     OffsetOutOfRangeError,
     TopicPartition,
 )
