@@ -769,12 +769,6 @@ async def test_records_that_are_no_batch_are_refused(broker: Kafka, records: byt
     assert (await broker.produce("t", batch([b"ok"]))).base_offset == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (Kafka divergence): Produce v3+ must carry exactly one batch per partition "
-    "(Kafka's ProduceRequest.validateRecords, INVALID_RECORD); the broker answers "
-    "empty records with NONE and base_offset -1, and appends two batches",
-)
 @pytest.mark.parametrize("count", [0, 2], ids=["no-batch", "two-batches"])
 async def test_a_produce_partition_must_hold_exactly_one_batch(broker: Kafka, count: int) -> None:
     await broker.create_topic("t")
@@ -982,12 +976,6 @@ async def test_a_parked_fetch_is_answered_when_its_topic_is_deleted(broker: Kafk
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: BrokerServer.shutdown waits out controlled.shutdown.timeout.ms (30 s by "
-    "default) for a fetch parked in purgatory (a consumer's long poll) instead of "
-    "completing or dropping delayed operations as Kafka's shutdown does",
-)
 async def test_shutdown_does_not_wait_for_a_parked_fetch(tmp_path: Path) -> None:
     grace_ms = 3000
     config = single_node_config(
@@ -1266,13 +1254,6 @@ async def test_describe_configs_shows_static_broker_settings(tmp_path: Path) -> 
         assert {c.name: c.value for c in broker_entries}["log.retention.ms"] == "5000"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with log.retention.hours=24 (or log.roll.hours) on the broker, "
-    "DescribeConfigs reports the topic's retention.ms as the default 604800000 "
-    "(source DEFAULT_CONFIG), though the log uses 86400000: topic_config_entries "
-    "looks only for the .ms broker key",
-)
 async def test_describe_configs_reports_retention_given_in_hours(tmp_path: Path) -> None:
     async with kafka(tmp_path / "data", {"log.retention.hours": "24"}) as k:
         await k.create_topic("t")

@@ -178,30 +178,15 @@ def test_retention_ms_wins_over_minutes_which_wins_over_hours() -> None:
     assert config(log_roll_ms="500", log_roll_hours="3").log.segment_ms == 500
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: log.retention.hours=-1 (Kafka: keep forever) is refused, and the "
-    "ConfigError names log.retention.ms, a key the user never gave: the hours are "
-    "multiplied to -3600000 ms before the log checks the range [-1, ...]",
-)
 @pytest.mark.parametrize("key", ["log.retention.hours", "log.retention.minutes"])
 def test_negative_retention_in_hours_or_minutes_means_forever(key: str) -> None:
     assert KafkaConfig.from_properties({**MINIMAL, key: "-1"}).log.retention_ms == -1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: log.roll.hours=0 is refused naming log.roll.ms, not log.roll.hours",
-)
 def test_a_bad_roll_hours_is_named_as_given() -> None:
     assert refused({"log.roll.hours": "0"}).key == "log.roll.hours"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a non-integer log.retention.hours is silently ignored when "
-    "log.retention.ms is also given (Kafka parses every key and refuses it)",
-)
 def test_a_bad_hours_value_is_refused_even_when_ms_wins() -> None:
     error = refused({"log.retention.ms": "1000", "log.retention.hours": "abc"})
     assert error.key == "log.retention.hours"
@@ -286,11 +271,6 @@ def test_voters_must_name_this_node_id() -> None:
     assert "2" in str(error)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: metadata.log.dir= (empty) is accepted as Path('') and puts the metadata "
-    "log in the current directory, while an empty log.dirs is refused",
-)
 def test_an_empty_metadata_log_dir_is_refused() -> None:
     assert refused({"metadata.log.dir": ""}).key == "metadata.log.dir"
 

@@ -24,11 +24,11 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.log import LOG_KEYS, LogConfig
+from minikafka.log import LOG_KEYS
 from minikafka.net import Request, build, nested, response_schema
 
 from ._body import request_body
-from ._config import KafkaConfig
+from ._config import KafkaConfig, unit_keys
 from ._metadata_cache import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE, MetadataCache
 
 CREATE_TOPICS_KEY = 19
@@ -141,30 +141,33 @@ async def handle_create_partitions(request: Request, controller: ControllerServe
 def topic_config_entries(
     topic: str, cache: MetadataCache, config: KafkaConfig
 ) -> list[tuple[str, str, int]]:
-    """(name, value, source) of every topic-level key, as Kafka lists them."""
+    """(name, value, source) of every topic-level key, as Kafka lists them.
+
+    A key the topic overrides is DYNAMIC_TOPIC_CONFIG; otherwise the value is the
+    broker's effective default (``config.log``, which already turned
+    ``log.retention.hours`` into milliseconds), STATIC_BROKER_CONFIG if the broker's
+    configuration set it in any unit, DEFAULT_CONFIG if not.
+    """
     overrides = cache.topic_config_overrides(topic)
     given = config.properties
     entries: list[tuple[str, str, int]] = []
-    defaults = LogConfig()
     for setting in LOG_KEYS:
         if setting.topic_key in overrides:
             entries.append((setting.topic_key, overrides[setting.topic_key], DYNAMIC_TOPIC_CONFIG))
-        elif setting.broker_key in given:
-            entries.append((setting.topic_key, given[setting.broker_key], STATIC_BROKER_CONFIG))
-        else:
-            value = _render(getattr(defaults, setting.field))
-            entries.append((setting.topic_key, value, DEFAULT_CONFIG))
+            continue
+        broker_keys = {setting.broker_key, *unit_keys(setting.broker_key)}
+        source = STATIC_BROKER_CONFIG if broker_keys & given.keys() else DEFAULT_CONFIG
+        entries.append((setting.topic_key, _render(getattr(config.log, setting.field)), source))
     broker_defaults = {
         MIN_INSYNC_REPLICAS: str(config.broker.min_insync_replicas),
         UNCLEAN_LEADER_ELECTION_ENABLE: _render(config.controller.unclean_leader_election_enable),
     }
-    for key, default in broker_defaults.items():
+    for key, value in broker_defaults.items():
         if key in overrides:
             entries.append((key, overrides[key], DYNAMIC_TOPIC_CONFIG))
-        elif key in given:
-            entries.append((key, given[key], STATIC_BROKER_CONFIG))
         else:
-            entries.append((key, default, DEFAULT_CONFIG))
+            source = STATIC_BROKER_CONFIG if key in given else DEFAULT_CONFIG
+            entries.append((key, value, source))
     return sorted(entries)
 
 

@@ -121,7 +121,7 @@ _BROKER_KEYS: dict[str, Callable[[str, str], object]] = {
     "controller.quorum.voters": lambda k, v: v,
     "log.dirs": lambda k, v: _paths(k, v),
     "log.dir": lambda k, v: _paths(k, v),
-    "metadata.log.dir": lambda k, v: Path(v),
+    "metadata.log.dir": lambda k, v: _path(k, v),
     "advertised.listeners": lambda k, v: parse_listeners(v, k),
     "auto.create.topics.enable": parse_bool,
     "min.insync.replicas": lambda k, v: parse_int(k, v, minimum=1),
@@ -169,8 +169,12 @@ _SCHEDULE_KEYS = {
 }
 _RETENTION_UNITS = {
     # Kafka's precedence: .ms over .minutes over .hours (and log.roll.ms over .hours).
-    "log.retention.ms": (("log.retention.minutes", _MINUTES), ("log.retention.hours", _HOURS)),
-    "log.roll.ms": (("log.roll.hours", _HOURS),),
+    # Each entry: the unit key, its factor in ms, its smallest value (-1: keep forever).
+    "log.retention.ms": (
+        ("log.retention.minutes", _MINUTES, -1),
+        ("log.retention.hours", _HOURS, -1),
+    ),
+    "log.roll.ms": (("log.roll.hours", _HOURS, 1),),
 }
 _CONTROLLER_KEYS = {
     "broker.session.timeout.ms",
@@ -186,8 +190,19 @@ def known_keys() -> set[str]:
     keys |= set(NetConfig.KEYS)
     keys |= {setting.broker_key for setting in LOG_KEYS}
     for units in _RETENTION_UNITS.values():
-        keys |= {key for key, _ in units}
+        keys |= {key for key, _, _ in units}
     return keys
+
+
+def unit_keys(ms_key: str) -> tuple[str, ...]:
+    """The keys that set ``ms_key`` in other units (``log.retention.hours``...)."""
+    return tuple(key for key, _, _ in _RETENTION_UNITS.get(ms_key, ()))
+
+
+def _path(key: str, value: str) -> Path:
+    if not value.strip():
+        raise ConfigError(key, "names no directory")
+    return Path(value.strip())
 
 
 def _paths(key: str, value: str) -> tuple[Path, ...]:
@@ -209,15 +224,19 @@ def _broker_settings(props: Mapping[str, str]) -> BrokerSettings:
 
 
 def _with_retention_units(props: Mapping[str, str]) -> dict[str, str]:
-    """Turn ``log.retention.hours`` and friends into the ``.ms`` key the log reads."""
+    """Turn ``log.retention.hours`` and friends into the ``.ms`` key the log reads.
+
+    Every unit key given is checked, and named in the error, even when a more precise
+    one wins, as Kafka checks every key it is given.
+    """
     result = dict(props)
     for ms_key, units in _RETENTION_UNITS.items():
-        if ms_key in result:
-            continue
-        for key, factor in units:
-            if key in result:
-                result[ms_key] = str(parse_int(key, result[key], minimum=-1) * factor)
-                break
+        for key, factor, minimum in units:
+            if key not in props:
+                continue
+            value = parse_int(key, props[key], minimum=minimum)
+            if ms_key not in result:  # the first unit given, in order of precedence, wins
+                result[ms_key] = str(-1 if value == -1 else value * factor)
     return result
 
 

@@ -10,12 +10,13 @@ when the high watermark passes the batches (a DelayedProduce).
 from __future__ import annotations
 
 import datetime
+import struct
 
 import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from minikafka.log import TopicPartition
+from minikafka.log import RECORD_BATCH_OVERHEAD, TopicPartition
 from minikafka.net import Request, build, nested, response_schema
 from minikafka.replication import ProducePartitionResult, ReplicaManager
 
@@ -23,6 +24,7 @@ from ._body import request_body
 from ._metadata_cache import MetadataCache
 
 PRODUCE_KEY = 0
+_BATCH_LENGTH = struct.Struct(">i")
 NO_THROTTLE = datetime.timedelta(0)
 
 
@@ -41,8 +43,13 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
             elif cache.topic(topic.name) is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
+            elif not _one_batch(data.records):
+                refused[tp] = ProducePartitionResult(
+                    ErrorCode.invalid_record,
+                    error_message="a partition's records must be exactly one record batch",
+                )
             else:
-                entries[tp] = bytearray(data.records or b"")
+                entries[tp] = bytearray(data.records)
     if getattr(body, "transactional_id", None) is not None:
         # Transactions are not implemented: refuse rather than write what no one commits.
         refused = dict.fromkeys(
@@ -110,3 +117,14 @@ def _response(
         ),
         throttle_time=NO_THROTTLE,
     )
+
+
+def _one_batch(records: bytes | None) -> bool:
+    """Produce v3+ carries exactly one batch per partition (Kafka's validateRecords).
+
+    Checked from the first batch's length field alone: the log validates the rest.
+    """
+    if not records or len(records) < RECORD_BATCH_OVERHEAD:
+        return False
+    (batch_length,) = _BATCH_LENGTH.unpack_from(records, 8)
+    return bool(batch_length + 12 == len(records))

@@ -190,6 +190,7 @@ class BrokerServer:
                 task_status.started()
                 await self._stop.wait()
                 grace = self.config.broker.controlled_shutdown_timeout_ms / 1000
+                self.replica_manager.shutdown()  # answer long polls now, not at their deadline
                 await self.socket_server.shutdown(grace_seconds=grace)
                 nursery.cancel_scope.cancel()
                 clean = True

@@ -75,6 +75,7 @@ class ReplicaManager:
         init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
     )
     _deadline_added: Callable[[], None] = attrs.field(init=False, default=lambda: None)
+    _shutting_down: bool = attrs.field(init=False, default=False)
 
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
@@ -197,7 +198,7 @@ class ReplicaManager:
             now + timeout_ms / 1000, results, waiting, self.partitions.get, respond
         )
         if not self.produce_purgatory.try_complete_else_watch(operation, waiting):
-            self._deadline_added()
+            self._parked()
 
     # --- fetch --------------------------------------------------------------------------
 
@@ -234,7 +235,7 @@ class ReplicaManager:
         )
         keys = [fetch.topic_partition for fetch in fetches]
         if not self.fetch_purgatory.try_complete_else_watch(operation, keys):
-            self._deadline_added()
+            self._parked()
 
     def read_from_local_log(
         self, params: FetchParams, fetches: list[FetchPartition]
@@ -321,6 +322,22 @@ class ReplicaManager:
         return attrs.evolve(result, high_watermark=hw, last_stable_offset=hw)
 
     # --- the shell ----------------------------------------------------------------------
+
+    def _parked(self) -> None:
+        if self._shutting_down:
+            self.expire(math.inf)  # nothing waits once the broker is stopping
+        else:
+            self._deadline_added()
+
+    def shutdown(self) -> None:
+        """Answer every parked request now, and park none from here on.
+
+        A consumer's long poll may wait up to ``fetch.max.wait.ms``; a stopping broker
+        answers it at once with what there is, rather than hold its shutdown for it
+        (Kafka's ReplicaManager shuts its purgatories down the same way).
+        """
+        self._shutting_down = True
+        self.expire(math.inf)
 
     def expire(self, now: float) -> int:
         return self.produce_purgatory.expire(now) + self.fetch_purgatory.expire(now)
