@@ -613,6 +613,13 @@ async def test_metadata_of_an_invalid_name_is_an_error_not_a_topic(broker: Kafka
     assert (await broker.metadata(None)).topics == ()
 
 
+async def test_metadata_never_creates_an_internal_topic(broker: Kafka) -> None:
+    # __consumer_offsets is created by the group coordinator with its own settings.
+    [topic] = (await broker.metadata(["__consumer_offsets"], allow=True)).topics
+    assert topic.error_code is ErrorCode.unknown_topic_or_partition
+    assert (await broker.metadata(None)).topics == ()
+
+
 async def test_metadata_of_no_topics_and_of_existing_and_missing_ones(broker: Kafka) -> None:
     await broker.create_topic("here")
     assert (await broker.metadata([])).topics == ()  # an empty list: no topics, none created
@@ -816,6 +823,17 @@ async def test_a_transactional_produce_is_refused(broker: Kafka) -> None:
     await broker.create_topic("t")
     result = await broker.produce("t", batch([b"a"]), transactional_id="tx")
     assert result.error_code is ErrorCode.transactional_id_authorization_failed
+    assert broker.log_end_offset("t") == 0
+
+
+@pytest.mark.parametrize("bits", [0x10, 0x20], ids=["transactional", "control"])
+async def test_transactional_and_control_batches_are_refused(broker: Kafka, bits: int) -> None:
+    # Without transaction markers a read_committed consumer would take them as committed.
+    await broker.create_topic("t")
+    data = bytearray(batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=0))
+    data[22] |= bits  # attributes' low byte; the CRC is not checked before this refusal
+    result = await broker.produce("t", bytes(data))
+    assert result.error_code is ErrorCode.invalid_record
     assert broker.log_end_offset("t") == 0
 
 

@@ -35,7 +35,7 @@ from ._admin import (
 from ._config import KafkaConfig
 from ._fetch import handle_fetch
 from ._metadata import handle_list_offsets, metadata_response, requested_topics
-from ._metadata_cache import MetadataCache
+from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 from ._produce import handle_produce
 from ._producer_ids import ProducerIdManager, handle_init_producer_id
 
@@ -108,7 +108,13 @@ class KafkaApis:
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
         errors: dict[str, ErrorCode] = {}
-        missing = [n for n in names or () if self.metadata_cache.topic(n) is None]
+        # Internal topics are created with their own settings by their owners (the
+        # group coordinator creates __consumer_offsets), never as ordinary topics here.
+        missing = [
+            n
+            for n in names or ()
+            if self.metadata_cache.topic(n) is None and n not in INTERNAL_TOPICS
+        ]
         # Before v4 there is no allow_auto_topic_creation field and clients expect it on.
         allowed = getattr(request.body, "allow_auto_topic_creation", True)
         if missing and allowed and self.config.broker.auto_create_topics_enable:

@@ -25,6 +25,7 @@ from ._metadata_cache import MetadataCache
 
 PRODUCE_KEY = 0
 _BATCH_LENGTH = struct.Struct(">i")
+_ATTRIBUTES = struct.Struct(">h")
 NO_THROTTLE = datetime.timedelta(0)
 
 
@@ -47,6 +48,13 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
                     error_message="a partition's records must be exactly one record batch",
+                )
+            elif _transactional(data.records):
+                # Without transaction markers a read_committed consumer would see these
+                # batches as committed: refuse them rather than store a lie.
+                refused[tp] = ProducePartitionResult(
+                    ErrorCode.invalid_record,
+                    error_message="transactional batches are not supported by this broker",
                 )
             else:
                 entries[tp] = bytearray(data.records)
@@ -128,3 +136,9 @@ def _one_batch(records: bytes | None) -> bool:
         return False
     (batch_length,) = _BATCH_LENGTH.unpack_from(records, 8)
     return bool(batch_length + 12 == len(records))
+
+
+def _transactional(records: bytes) -> bool:
+    """The batch is part of a transaction, or a transaction marker (attributes bits 4, 5)."""
+    (attributes,) = _ATTRIBUTES.unpack_from(records, 21)
+    return bool(attributes & 0x30)
