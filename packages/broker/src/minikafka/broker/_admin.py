@@ -56,6 +56,11 @@ async def _submit(controller: ControllerServer, request: object) -> object | Err
         return exc.error_code
 
 
+def _failure(answer: object) -> ErrorCode:
+    """The error for every item of a request the controller did not answer as asked."""
+    return answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+
+
 async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
     body = request_body(request)
     topics = tuple(
@@ -83,7 +88,7 @@ async def handle_create_topics(request: Request, controller: ControllerServer) -
             for r in answer.topics
         ]
     else:
-        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        code = _failure(answer)
         results = [
             build(result_cls, name=t.name, error_code=code, error_message=None) for t in topics
         ]
@@ -99,8 +104,7 @@ async def handle_delete_topics(request: Request, controller: ControllerServer) -
     if isinstance(answer, ControllerDeleteTopicsResponse):
         codes = {r.name: r.error_code for r in answer.topics}
     else:
-        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
-        codes = dict.fromkeys(names, code)
+        codes = dict.fromkeys(names, _failure(answer))
     results = tuple(
         build(result_cls, name=n, error_code=codes.get(n, ErrorCode.unknown_server_error))
         for n in names
@@ -130,7 +134,7 @@ async def handle_create_partitions(request: Request, controller: ControllerServe
             for r in answer.topics
         ]
     else:
-        code = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        code = _failure(answer)
         results = [build(result_cls, name=t.name, error_code=code) for t in topics]
     request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))
 
