@@ -12,10 +12,16 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
+import attrs
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from minikafka.controller import ConfigResourceType, ControllerError, ControllerServer
+from minikafka.controller import (
+    COMPRESSION_TYPE,
+    ConfigResourceType,
+    ControllerError,
+    ControllerServer,
+)
 from minikafka.controller import CreatableTopic as ControllerCreatableTopic
 from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
 from minikafka.controller import CreatePartitionsResponse as ControllerCreatePartitionsResponse
@@ -24,7 +30,7 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.log import LOG_KEYS
+from minikafka.log import LOG_KEYS, LogConfig
 from minikafka.net import Request, build, nested, response_schema
 
 from ._body import request_body
@@ -142,10 +148,24 @@ async def handle_create_partitions(request: Request, controller: ControllerServe
 # --- DescribeConfigs ---------------------------------------------------------------------
 
 
+@attrs.frozen
+class ConfigEntry:
+    """One DescribeConfigs entry: the value in force, where it comes from, and why.
+
+    ``synonyms`` lists every place that sets the key, the one in force first (KIP-226):
+    the topic's override, the broker's key as given, the default.
+    """
+
+    name: str
+    value: str
+    source: int
+    synonyms: tuple[tuple[str, str, int], ...] = ()
+
+
 def topic_config_entries(
     topic: str, cache: MetadataCache, config: KafkaConfig
-) -> list[tuple[str, str, int]]:
-    """(name, value, source) of every topic-level key, as Kafka lists them.
+) -> list[ConfigEntry]:
+    """Every topic-level key, as Kafka lists them for a topic.
 
     A key the topic overrides is DYNAMIC_TOPIC_CONFIG; otherwise the value is the
     broker's effective default (``config.log``, which already turned
@@ -153,26 +173,33 @@ def topic_config_entries(
     configuration set it in any unit, DEFAULT_CONFIG if not.
     """
     overrides = cache.topic_config_overrides(topic)
-    given = config.properties
-    entries: list[tuple[str, str, int]] = []
-    for setting in LOG_KEYS:
-        if setting.topic_key in overrides:
-            entries.append((setting.topic_key, overrides[setting.topic_key], DYNAMIC_TOPIC_CONFIG))
-            continue
-        broker_keys = {setting.broker_key, *unit_keys(setting.broker_key)}
-        source = STATIC_BROKER_CONFIG if broker_keys & given.keys() else DEFAULT_CONFIG
-        entries.append((setting.topic_key, _render(getattr(config.log, setting.field)), source))
-    broker_defaults = {
-        MIN_INSYNC_REPLICAS: str(config.broker.min_insync_replicas),
-        UNCLEAN_LEADER_ELECTION_ENABLE: _render(config.controller.unclean_leader_election_enable),
+    # topic key -> (broker key, the broker's effective value, Kafka's default)
+    keys: dict[str, tuple[str, str, str]] = {
+        setting.topic_key: (
+            setting.broker_key,
+            _render(getattr(config.log, setting.field)),
+            _render(getattr(_KAFKA_DEFAULTS, setting.field)),
+        )
+        for setting in LOG_KEYS
     }
-    for key, value in broker_defaults.items():
+    keys[MIN_INSYNC_REPLICAS] = (MIN_INSYNC_REPLICAS, str(config.broker.min_insync_replicas), "1")
+    unclean = _render(config.controller.unclean_leader_election_enable)
+    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = (UNCLEAN_LEADER_ELECTION_ENABLE, unclean, "false")
+    keys[COMPRESSION_TYPE] = (COMPRESSION_TYPE, "producer", "producer")
+    entries = []
+    for key, (broker_key, effective, default) in sorted(keys.items()):
+        given = [k for k in (broker_key, *unit_keys(broker_key)) if k in config.properties]
+        synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
+        synonyms.append((broker_key, default, DEFAULT_CONFIG))
         if key in overrides:
-            entries.append((key, overrides[key], DYNAMIC_TOPIC_CONFIG))
+            synonyms.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
+            entries.append(ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms)))
         else:
-            source = STATIC_BROKER_CONFIG if key in given else DEFAULT_CONFIG
-            entries.append((key, value, source))
-    return sorted(entries)
+            entries.append(ConfigEntry(key, effective, synonyms[0][2], tuple(synonyms)))
+    return entries
+
+
+_KAFKA_DEFAULTS = LogConfig()
 
 
 def _render(value: object) -> str:
@@ -188,6 +215,7 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
     cls = _response_class(request)
     result_cls = nested(cls, "results")
     entry_cls = nested(result_cls, "configs")
+    synonym_cls = nested(entry_cls, "synonyms")
     results = []
     for resource in body.resources:
         kind = int(resource.resource_type)
@@ -195,21 +223,27 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
         error, message, entries = _describe(kind, name, cache, config)
         wanted = resource.configuration_keys
         if wanted is not None:
-            entries = [e for e in entries if e[0] in set(wanted)]
+            entries = [e for e in entries if e.name in set(wanted)]
+        with_synonyms = bool(getattr(body, "include_synonyms", False))
         configs = tuple(
             build(
                 entry_cls,
-                name=key,
-                value=value,
-                read_only=source != DYNAMIC_TOPIC_CONFIG,
-                is_default=source == DEFAULT_CONFIG,
-                config_source=source,
+                name=e.name,
+                value=e.value,
+                # Topic configs can be altered; the broker's static ones cannot.
+                read_only=kind != ConfigResourceType.TOPIC,
+                is_default=e.source == DEFAULT_CONFIG,
+                config_source=e.source,
                 is_sensitive=False,
-                synonyms=(),
+                synonyms=tuple(
+                    build(synonym_cls, name=n, value=v, source=src) for n, v, src in e.synonyms
+                )
+                if with_synonyms
+                else (),
                 config_type=0,
                 documentation=None,
             )
-            for key, value, source in entries
+            for e in entries
         )
         results.append(
             build(
@@ -226,7 +260,7 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
 
 def _describe(
     kind: int, name: str, cache: MetadataCache, config: KafkaConfig
-) -> tuple[ErrorCode, str | None, list[tuple[str, str, int]]]:
+) -> tuple[ErrorCode, str | None, list[ConfigEntry]]:
     if kind == ConfigResourceType.TOPIC:
         if cache.topic(name) is None:
             return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", []
@@ -238,5 +272,9 @@ def _describe(
     return ErrorCode.invalid_request, f"resource type {kind} cannot be described", []
 
 
-def _broker_entries(properties: Mapping[str, str]) -> list[tuple[str, str, int]]:
-    return sorted((k, v, STATIC_BROKER_CONFIG) for k, v in properties.items())
+def _broker_entries(properties: Mapping[str, str]) -> list[ConfigEntry]:
+    """The broker's configuration as given (its static keys; defaults are not listed)."""
+    return [
+        ConfigEntry(k, v, STATIC_BROKER_CONFIG, ((k, v, STATIC_BROKER_CONFIG),))
+        for k, v in sorted(properties.items())
+    ]

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.controller import ConfigResourceType, MetadataImage, TopicImage
+from minikafka.controller import METADATA_TOPIC, ConfigResourceType, MetadataImage, TopicImage
 from minikafka.log import LOG_KEYS, LogConfig
 
 # Topic-level keys that are not the log's own (the controller validates them).
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", METADATA_TOPIC})
 
 
 @attrs.frozen

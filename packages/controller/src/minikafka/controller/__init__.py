@@ -7,6 +7,7 @@ the log package.
 """
 
 from ._assign_cmd import render_assignment_table as render_assignment_table
+from ._config import COMPRESSION_TYPE as COMPRESSION_TYPE
 from ._config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
 from ._config import ControllerConfig as ControllerConfig
 from ._config import parse_bool as parse_bool
@@ -39,12 +40,12 @@ from ._placement import rack_alternated_broker_list as rack_alternated_broker_li
 from ._placement import replica_index as replica_index
 from ._placement import validate_manual_assignment as validate_manual_assignment
 from ._producer_id_control import PRODUCER_ID_BLOCK_SIZE as PRODUCER_ID_BLOCK_SIZE
-from ._quorum import METADATA_TOPIC as METADATA_TOPIC
 from ._quorum import MetadataBatch as MetadataBatch
 from ._quorum import MetadataQuorum as MetadataQuorum
 from ._quorum import NotLeaderError as NotLeaderError
 from ._quorum import SingleVoterQuorum as SingleVoterQuorum
 from ._quorum import SnapshotId as SnapshotId
+from ._records import METADATA_TOPIC as METADATA_TOPIC
 from ._records import NO_LEADER as NO_LEADER
 from ._records import NO_LEADER_CHANGE as NO_LEADER_CHANGE
 from ._records import BrokerEndpoint as BrokerEndpoint
@@ -126,6 +127,7 @@ from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
 
 __all__ = [
+    "COMPRESSION_TYPE",
     "LATEST_EPOCH",
     "METADATA_TOPIC",
     "NO_LEADER",

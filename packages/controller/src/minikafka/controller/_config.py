@@ -15,6 +15,9 @@ from minikafka.log import LOG_KEYS, ConfigError, LogConfig
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+# Kafka's brokers recompress when a topic names a codec; minikafka's never decode a
+# batch, so only "producer" (keep the producer's codec, Kafka's default) is accepted.
+COMPRESSION_TYPE = "compression.type"
 
 
 def parse_bool(key: str, raw: str) -> bool:
@@ -36,7 +39,7 @@ def parse_int(key: str, raw: str, minimum: int = 0, maximum: int = 2**31 - 1) ->
 
 TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(
     {setting.topic_key for setting in LOG_KEYS}
-    | {UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS}
+    | {UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS, COMPRESSION_TYPE}
 )
 
 
@@ -48,6 +51,11 @@ def validate_topic_config(key: str, value: str) -> None:
         parse_bool(key, value)
     elif key == MIN_INSYNC_REPLICAS:
         parse_int(key, value, minimum=1)
+    elif key == COMPRESSION_TYPE:
+        if value.strip() != "producer":
+            raise ConfigError(
+                key, f"{value!r}: only 'producer' is supported (batches keep the producer's codec)"
+            )
     else:
         LogConfig.from_properties({key: value})
 

@@ -36,9 +36,8 @@ from minikafka.log import (
     iter_records,
 )
 
-from ._records import MetadataRecord, decode_record, encode_record
+from ._records import METADATA_TOPIC, MetadataRecord, decode_record, encode_record
 
-METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
 QUORUM_STATE_FILE = "quorum-state"
 SNAPSHOT_SUFFIX = ".checkpoint"

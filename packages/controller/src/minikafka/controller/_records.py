@@ -32,6 +32,9 @@ NO_LEADER_CHANGE = -2  # a PartitionChangeRecord that leaves the leader alone
 
 FRAME_VERSION = 1
 
+# The topic of the KRaft metadata log; no client may create or write a topic of this name.
+METADATA_TOPIC = "__cluster_metadata"
+
 
 class ConfigResourceType(enum.IntEnum):
     """Kafka's ConfigResource.Type codes, as DescribeConfigs and ConfigRecord carry them."""

@@ -36,6 +36,7 @@ from ._placement import (
     validate_manual_assignment,
 )
 from ._records import (
+    METADATA_TOPIC,
     NO_LEADER,
     ConfigRecord,
     ConfigResourceType,
@@ -95,6 +96,11 @@ def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate: what may name a directory under every ``log.dirs``."""
     if not name or name in (".", ".."):
         raise _Refused(ErrorCode.invalid_topic_exception, f"{name!r} is not a legal topic name")
+    if name == METADATA_TOPIC:
+        # Its partition directory is the metadata log's own (Kafka's ControllerApis).
+        raise _Refused(
+            ErrorCode.invalid_request, f"creation of internal topic {name} is prohibited"
+        )
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise _Refused(
             ErrorCode.invalid_topic_exception,

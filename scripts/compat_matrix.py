@@ -1,0 +1,265 @@
+"""The README's compatibility matrix (API x client), built from the tests that prove it.
+
+Every compatibility test that proves a cell carries ``@pytest.mark.compat(api, client)``
+(DESIGN.md section 9). This script reads the test modules ``tests/compat/test_*.py`` with
+:mod:`ast` -- it neither imports nor runs them -- and collects those marks wherever pytest
+would apply them:
+
+- in a test function's decorators, including ``pytest.param(..., marks=...)`` inside its
+  ``parametrize`` (the whole test is then named);
+- in a ``Test*`` class's decorators or its ``pytestmark`` (every test method in it);
+- in the module's ``pytestmark`` (every test in the module).
+
+A test marked ``xfail`` as a whole proves nothing and is left out (a failing parameter,
+``pytest.param(..., marks=pytest.mark.xfail)``, leaves the others standing).
+
+It renders a Markdown table: one row per API, in ApiVersions key order, with the versions
+the broker advertises (``KafkaApis.SUPPORTED``), and one column per client. A proven cell
+shows ✓ and a number; the numbered notes under the table name the tests.
+
+    uv run python scripts/compat_matrix.py           # print the table
+    uv run python scripts/compat_matrix.py --write   # put it into README.md
+    uv run python scripts/compat_matrix.py --check   # exit 1 if README.md holds another
+
+``--write`` replaces what lies between ``<!-- compat-matrix:start -->`` and
+``<!-- compat-matrix:end -->``; ``tests/compat/test_matrix.py`` runs ``--check`` so the
+README cannot go stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import attrs
+from kio.schema.index import api_key_map
+
+from minikafka.broker import KafkaApis
+from minikafka.net import api_name
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests" / "compat"
+README = ROOT / "README.md"
+START = "<!-- compat-matrix:start -->"
+END = "<!-- compat-matrix:end -->"
+CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka")
+# Cells no test can prove because the client has no way to send the request.
+NOT_OFFERED = frozenset(
+    ("kcat", api) for api in ("CreateTopics", "DeleteTopics", "DescribeConfigs", "CreatePartitions")
+)
+API_KEYS: Mapping[str, int] = {api_name(key): key for key in api_key_map}
+
+
+class MatrixError(Exception):
+    """A compat mark the matrix cannot use, or a README without the markers."""
+
+
+@attrs.frozen(order=True)
+class ProvingTest:
+    """A test function, as pytest names it within its module."""
+
+    module: str  # file name, e.g. test_kcat.py
+    line: int
+    name: str  # test_x, or TestClass::test_x
+
+
+@attrs.frozen
+class CompatMark:
+    api: str
+    client: str
+    test: ProvingTest
+
+
+# --- collecting the marks ----------------------------------------------------------------
+
+
+def _is_compat(node: ast.AST) -> bool:
+    """``pytest.mark.compat(...)`` or ``mark.compat(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "compat"):
+        return False
+    owner = func.value
+    return (isinstance(owner, ast.Attribute) and owner.attr == "mark") or (
+        isinstance(owner, ast.Name) and owner.id == "mark"
+    )
+
+
+def _cells_in(nodes: Iterable[ast.AST], where: str) -> list[tuple[str, str]]:
+    """The (api, client) of every compat mark anywhere inside ``nodes``."""
+    cells = []
+    for node in nodes:
+        for call in ast.walk(node):
+            if not _is_compat(call):
+                continue
+            assert isinstance(call, ast.Call)
+            args = call.args
+            if call.keywords or len(args) != 2:
+                raise MatrixError(f"{where}:{call.lineno}: compat takes (api, client)")
+            values = [a.value for a in args if isinstance(a, ast.Constant)]
+            if len(values) != 2 or not all(isinstance(v, str) for v in values):
+                raise MatrixError(f"{where}:{call.lineno}: compat's arguments must be literals")
+            api, client = str(values[0]), str(values[1])
+            if api not in API_KEYS:
+                raise MatrixError(f"{where}:{call.lineno}: {api!r} is not a Kafka API name")
+            if client not in CLIENTS:
+                raise MatrixError(
+                    f"{where}:{call.lineno}: client {client!r} is not one of {', '.join(CLIENTS)}"
+                )
+            cells.append((api, client))
+    return cells
+
+
+def _is_xfail(node: ast.AST) -> bool:
+    """``pytest.mark.xfail`` or ``pytest.mark.xfail(...)`` (a test expected to fail)."""
+    target = node.func if isinstance(node, ast.Call) else node
+    return isinstance(target, ast.Attribute) and target.attr == "xfail"
+
+
+def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.AST]:
+    """The marks a ``pytestmark = ...`` in ``body`` applies."""
+    values: list[ast.AST] = []
+    for statement in body:
+        if isinstance(statement, ast.Assign):
+            names = statement.targets
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            names = [statement.target]
+        else:
+            continue
+        if any(isinstance(n, ast.Name) and n.id == "pytestmark" for n in names):
+            value = statement.value
+            assert value is not None
+            # One mark, or a list of them.
+            values.extend(value.elts if isinstance(value, ast.List | ast.Tuple) else [value])
+    return values
+
+
+def _tests(
+    body: Sequence[ast.stmt], prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, list[ast.AST]]]:
+    """(name, function, marks of the enclosing classes) of every test in ``body``."""
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            if statement.name.startswith("test"):
+                yield prefix + statement.name, statement, []
+        elif isinstance(statement, ast.ClassDef) and statement.name.startswith("Test"):
+            inherited = [*statement.decorator_list, *_pytestmark(statement.body)]
+            for name, function, outer in _tests(statement.body, f"{statement.name}::"):
+                yield name, function, [*inherited, *outer]
+
+
+def collect(path: Path) -> list[CompatMark]:
+    """The compat marks of one test module, read without importing it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    module_level = _pytestmark(tree.body)
+    module_marks = _cells_in(module_level, path.name)
+    marks: list[CompatMark] = []
+    for name, function, inherited in _tests(tree.body):
+        if any(_is_xfail(d) for d in [*module_level, *inherited, *function.decorator_list]):
+            continue  # a test expected to fail proves nothing
+        cells = [
+            *module_marks,
+            *_cells_in(inherited, path.name),
+            *_cells_in(function.decorator_list, path.name),
+        ]
+        test = ProvingTest(path.name, function.lineno, name)
+        marks.extend(CompatMark(api, client, test) for api, client in dict.fromkeys(cells))
+    return marks
+
+
+def collect_all(tests_dir: Path) -> list[CompatMark]:
+    """The compat marks of every ``test_*.py`` in ``tests_dir``."""
+    return [mark for path in sorted(tests_dir.glob("test_*.py")) for mark in collect(path)]
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+def render(marks: Iterable[CompatMark], advertised: Mapping[int, tuple[int, int]]) -> str:
+    """The Markdown table and its notes, between (not including) the README markers."""
+    cells: dict[tuple[str, str], list[ProvingTest]] = {}
+    for mark in marks:
+        cells.setdefault((mark.api, mark.client), []).append(mark.test)
+    rows = sorted({API_KEYS[api] for api, _ in cells} | set(advertised))
+
+    lines = [
+        "<!-- generated by scripts/compat_matrix.py from the compat marks in tests/compat;"
+        " do not edit -->",
+        "",
+        "| API (key) | versions | " + " | ".join(CLIENTS) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in CLIENTS) + " |",
+    ]
+    notes: list[str] = []
+    for key in rows:
+        api = api_name(key)
+        low_high = advertised.get(key)
+        versions = f"{low_high[0]}-{low_high[1]}" if low_high else "not advertised"
+        row = [f"{api} ({key})", versions]
+        for client in CLIENTS:
+            tests = cells.get((api, client))
+            if not tests:
+                row.append("n/a" if (client, api) in NOT_OFFERED else "–")
+                continue
+            notes.append(_note(len(notes) + 1, api, client, tests))
+            row.append(f"✓ ({len(notes)})")
+        lines.append("| " + " | ".join(row) + " |")
+    legend = "✓ (n): proven by the tests of note n; n/a: the client cannot send it; –: no test yet."
+    lines += ["", legend, ""]
+    lines += notes
+    return "\n".join(lines) + "\n"
+
+
+def _note(number: int, api: str, client: str, tests: Sequence[ProvingTest]) -> str:
+    by_module: dict[str, list[str]] = {}
+    for test in sorted(set(tests)):
+        by_module.setdefault(test.module, []).append(f"`{test.name}`")
+    where = "; ".join(f"{module}: {', '.join(names)}" for module, names in by_module.items())
+    return f"- ({number}) {api} × {client}: {where}"
+
+
+def replace_between_markers(text: str, block: str) -> str:
+    """``text`` with ``block`` between the markers, which stay."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise MatrixError(f"README has no {START} ... {END} section")
+    return text[: start + len(START)] + "\n" + block + text[end:]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--write", action="store_true", help="update the README in place")
+    action.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
+    parser.add_argument("--tests", type=Path, default=TESTS, help="directory of test modules")
+    parser.add_argument("--readme", type=Path, default=README, help="the README to update")
+    args = parser.parse_args(argv)
+    try:
+        block = render(collect_all(args.tests), KafkaApis.SUPPORTED)
+        if not (args.write or args.check):
+            sys.stdout.write(block)
+            return 0
+        text = args.readme.read_text(encoding="utf-8")
+        updated = replace_between_markers(text, block)
+    except (MatrixError, SyntaxError) as exc:
+        print(f"compat_matrix: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        if updated != text:
+            print(
+                f"compat_matrix: {args.readme} holds a stale matrix;"
+                " run `uv run python scripts/compat_matrix.py --write`",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    if updated != text:
+        args.readme.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
