@@ -37,7 +37,7 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests $(wildcard bench/*.py) book/diagrams.py
+	$(RUN) mypy packages/*/src packages/*/tests tests $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py
 
 pytest: sync
 	$(RUN) pytest -q
