@@ -65,7 +65,7 @@ from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 from minikafka.broker import BrokerServer, KafkaApis, ProducerIdManager
 from minikafka.broker._producer_ids import ProducerIdsUnavailable
-from minikafka.broker.testing import BrokerProcess, running_broker, single_node_config
+from minikafka.broker.testing import BrokerFailed, BrokerProcess, running_broker, single_node_config
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.log import (
     CompressionType,
@@ -1352,6 +1352,20 @@ async def test_the_broker_command_serves_and_stops_cleanly_on_sigterm(tmp_path: 
     finally:
         await trio.to_thread.run_sync(process.kill)
     assert any("minikafka broker ready on" in line for line in process.output)
+
+
+async def test_a_port_in_use_stops_start_up_with_one_line(tmp_path: Path) -> None:
+    first = BrokerProcess(tmp_path / "first")
+    await trio.to_thread.run_sync(first.start)
+    try:
+        second = BrokerProcess(tmp_path / "second", port=first.port)
+        with pytest.raises(BrokerFailed) as failed:
+            await trio.to_thread.run_sync(second.start)
+        assert "cannot listen" in str(failed.value)
+        assert "Address already in use" in str(failed.value)
+        assert "Traceback" not in str(failed.value)
+    finally:
+        await trio.to_thread.run_sync(first.kill)
 
 
 # --- bad input ----------------------------------------------------------------------------

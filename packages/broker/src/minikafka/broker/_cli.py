@@ -79,7 +79,23 @@ def broker(
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
-    trio.run(_serve, server)
+    try:
+        trio.run(_serve, server)
+    except BaseExceptionGroup as group:
+        # A listener that cannot be bound (port in use, no such address) is the user's to
+        # fix: say so in one line. Anything else is a bug and keeps its traceback.
+        bind_errors, rest = group.split(OSError)
+        if bind_errors is None or rest is not None:
+            raise
+        typer.echo(f"minikafka broker: cannot listen: {_first(bind_errors)}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 async def _serve(server: BrokerServer) -> None:
