@@ -72,9 +72,12 @@ class BrokerProcess:
         assert self.process.stdout is not None
         deadline = time.monotonic() + timeout
         stdout = self.process.stdout
+        # poll, not select: a test process may hold more than FD_SETSIZE (1024) files.
+        poller = select.poll()
+        poller.register(stdout, select.POLLIN)
         buffer = b""
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
+            ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
             if not ready:
                 break
             chunk = os.read(stdout.fileno(), 65536)
