@@ -168,10 +168,12 @@ class BackgroundConsumer:
         assert self.process.stderr is not None
         fd = self.process.stderr.fileno()
         deadline = time.monotonic() + TIMEOUT
+        poller = select.poll()  # not select(): the test process may hold > 1024 files
+        poller.register(fd, select.POLLIN)
         while (match := pattern.search(self.stderr)) is None:
             left = deadline - time.monotonic()
             assert left > 0, f"kcat never printed {pattern.pattern!r}: {self.stderr!r}"
-            ready, _, _ = select.select([fd], [], [], left)
+            ready = poller.poll(left * 1000)
             if ready:
                 chunk = os.read(fd, 65536)
                 assert chunk, f"kcat exited: {self.stderr!r}"

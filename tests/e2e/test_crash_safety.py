@@ -426,9 +426,11 @@ class Gate:
         self._listener.close()
 
     def _pump(self, link: _Link, direction: str, src: socket.socket, dst: socket.socket) -> None:
+        poller = select.poll()  # not select(): the test process may hold > 1024 files
+        poller.register(src, select.POLLIN)
         try:
             while not link.dropped:
-                readable, _, _ = select.select([src], [], [], _POLL)
+                readable = poller.poll(_POLL * 1000)
                 if not readable:
                     continue
                 with self._cond:

@@ -119,7 +119,11 @@ class _SparseIndex(abc.ABC):
         os.fsync(self._fd)
 
     def close(self) -> None:
-        os.close(self._fd)
+        # Idempotent: closing a descriptor twice could close another file that reused
+        # its number in between.
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def rename(self, path: Path) -> None:
         os.rename(self.path, path)

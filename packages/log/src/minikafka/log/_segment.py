@@ -260,16 +260,22 @@ class LogSegment:
             )
 
     def close(self) -> None:
+        if self._fd < 0:
+            return  # already closed
         self.on_become_inactive()
-        self.offset_index.close()
-        self.time_index.close()
-        os.close(self._fd)
+        self.close_handlers()
 
     def close_handlers(self) -> None:
-        """Close the files without touching them (for a segment that is being deleted)."""
+        """Close the files without touching them (for a segment that is being deleted).
+
+        Idempotent: closing a descriptor twice could close another file that reused its
+        number in between.
+        """
         self.offset_index.close()
         self.time_index.close()
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def paths(self) -> list[Path]:
         return [self.log_path, self.offset_index.path, self.time_index.path]

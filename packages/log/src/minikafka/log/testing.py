@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import attrs
 
 from ._batch import CompressionType
 from ._log import Log
 from ._records import Record, build_batch, decode_batch, make_records
+from ._segment import LogSegment
 
 
 @attrs.define
@@ -64,3 +67,29 @@ def read_all_records(log: Log) -> list[Record]:
         _, batch = decode_batch(segment.read_batch(position, header))
         records.extend(batch)
     return records
+
+
+@contextmanager
+def segments_closed_after() -> Iterator[None]:
+    """Close every segment opened inside the block, whether or not its log was closed.
+
+    Tests (hypothesis ones especially) open many logs and drop them; without this their
+    descriptors pile up in the one pytest process until it hits its limit. The
+    ``conftest.py`` of the log's and replication's tests wraps every test in it
+    (closing is idempotent, so logs a test closed itself are fine).
+    """
+    opened: list[LogSegment] = []
+    original = LogSegment.__dict__["open"]
+
+    def tracking(*args: Any, **kwargs: Any) -> LogSegment:
+        segment: LogSegment = original.__func__(LogSegment, *args, **kwargs)
+        opened.append(segment)
+        return segment
+
+    LogSegment.open = staticmethod(tracking)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LogSegment.open = original  # type: ignore[method-assign]
+        for segment in opened:
+            segment.close_handlers()
