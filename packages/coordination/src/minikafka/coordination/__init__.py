@@ -1,9 +1,11 @@
 """minikafka.coordination: consumer groups (seeds 002 and 000).
 
-So far the client side of a rebalance, as Kafka designs it: the assignors a group leader
-runs (Range, RoundRobin, Sticky, CooperativeSticky), the consumer protocol's
-subscription and assignment encodings, and the eager and cooperative (KIP-429)
-rebalance protocols. The group coordinator follows with issue 6.
+The group coordinator's state machine as a sans-IO core (Empty, PreparingRebalance,
+CompletingRebalance, Stable, Dead; the join and sync phases, heartbeats, session and
+rebalance timeouts, static members), and the client side of a rebalance as Kafka designs
+it: the assignors a group leader runs (Range, RoundRobin, Sticky, CooperativeSticky), the
+consumer protocol's subscription and assignment encodings, and the eager and cooperative
+(KIP-429) rebalance protocols. Offsets in ``__consumer_offsets`` and the group APIs follow.
 """
 
 from ._assignor import NO_GENERATION as NO_GENERATION
@@ -23,6 +25,33 @@ from ._cooperative_sticky import CooperativeStickyAssignor as CooperativeStickyA
 from ._cooperative_sticky import cooperative_violations as cooperative_violations
 from ._cooperative_sticky import encode_cooperative_user_data as encode_cooperative_user_data
 from ._cooperative_sticky import revoked_partitions as revoked_partitions
+from ._coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS as NEW_MEMBER_JOIN_TIMEOUT_MS
+from ._coordinator import GroupConfig as GroupConfig
+from ._coordinator import GroupCoordinator as GroupCoordinator
+from ._coordinator import GroupReply as GroupReply
+from ._group import GroupMetadata as GroupMetadata
+from ._group import GroupSummary as GroupSummary
+from ._group import ListedGroup as ListedGroup
+from ._group import MemberMetadata as MemberMetadata
+from ._group import MemberSummary as MemberSummary
+from ._group import offset_commit_error as offset_commit_error
+from ._group import validate_current_member as validate_current_member
+from ._group_requests import HeartbeatRequest as HeartbeatRequest
+from ._group_requests import HeartbeatResponse as HeartbeatResponse
+from ._group_requests import JoinGroupRequest as JoinGroupRequest
+from ._group_requests import JoinGroupResponse as JoinGroupResponse
+from ._group_requests import JoinGroupResponseMember as JoinGroupResponseMember
+from ._group_requests import LeaveGroupMemberResponse as LeaveGroupMemberResponse
+from ._group_requests import LeaveGroupRequest as LeaveGroupRequest
+from ._group_requests import LeaveGroupResponse as LeaveGroupResponse
+from ._group_requests import MemberIdentity as MemberIdentity
+from ._group_requests import SyncGroupRequest as SyncGroupRequest
+from ._group_requests import SyncGroupResponse as SyncGroupResponse
+from ._group_state import GROUP_TRANSITION_REASONS as GROUP_TRANSITION_REASONS
+from ._group_state import GROUP_TRANSITIONS as GROUP_TRANSITIONS
+from ._group_state import GroupState as GroupState
+from ._group_state import IllegalGroupStateTransitionError as IllegalGroupStateTransitionError
+from ._group_state import check_group_transition as check_group_transition
 from ._range import RangeAssignor as RangeAssignor
 from ._round_robin import RoundRobinAssignor as RoundRobinAssignor
 from ._sticky import MemberData as MemberData
@@ -32,19 +61,44 @@ from ._sticky import encode_sticky_user_data as encode_sticky_user_data
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
+    "GROUP_TRANSITIONS",
+    "GROUP_TRANSITION_REASONS",
     "HIGHEST_ASSIGNMENT_VERSION",
     "HIGHEST_SUBSCRIPTION_VERSION",
+    "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "NO_GENERATION",
     "Assignment",
     "ConsumerProtocolError",
     "CooperativeStickyAssignor",
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupMetadata",
+    "GroupReply",
+    "GroupState",
+    "GroupSummary",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "IllegalGroupStateTransitionError",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "JoinGroupResponseMember",
+    "LeaveGroupMemberResponse",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "ListedGroup",
     "MemberData",
+    "MemberIdentity",
+    "MemberMetadata",
+    "MemberSummary",
     "PartitionAssignor",
     "RangeAssignor",
     "RebalanceProtocol",
     "RoundRobinAssignor",
     "StickyAssignor",
     "Subscription",
+    "SyncGroupRequest",
+    "SyncGroupResponse",
+    "check_group_transition",
     "cooperative_violations",
     "decode_assignment",
     "decode_sticky_user_data",
@@ -53,5 +107,7 @@ __all__ = [
     "encode_cooperative_user_data",
     "encode_sticky_user_data",
     "encode_subscription",
+    "offset_commit_error",
     "revoked_partitions",
+    "validate_current_member",
 ]
