@@ -8,7 +8,6 @@ assignment, so every request sees one consistent version of the cluster.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 
 import attrs
@@ -40,9 +39,6 @@ class MetadataCache:
 
     def topic(self, name: str) -> TopicImage | None:
         return self.image.topic(name)
-
-    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
-        return self.image.topics.get(topic_id)
 
     def topic_names(self) -> list[str]:
         return sorted(self.image.topic_ids)
