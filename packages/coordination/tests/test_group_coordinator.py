@@ -33,6 +33,7 @@ from minikafka.coordination._group_requests import (
     SyncGroupResponse,
 )
 from minikafka.coordination._group_state import GroupState
+from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 G = GroupState
 E = ErrorCode
@@ -46,6 +47,7 @@ class Harness:
     """Sends requests with fresh ids and checks that each is answered exactly once."""
 
     coordinator: GroupCoordinator
+    topic: InMemoryOffsetsTopic = attrs.field(factory=InMemoryOffsetsTopic)
     now: float = 0.0
     next_id: int = 0
     answers: dict[int, GroupResponse] = attrs.field(factory=dict)
@@ -54,9 +56,11 @@ class Harness:
     @classmethod
     def make(cls, **config: int) -> Harness:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
-        return cls(GroupCoordinator(GroupConfig(**config), random.Random(7)))
+        return cls(serving_coordinator(GroupConfig(**config), random.Random(7)))
 
     def _take(self, replies: Sequence[GroupReply]) -> None:
+        # Writes to __consumer_offsets commit at once here; their replies come in too.
+        replies = [*replies, *self.topic.flush(self.coordinator, self.now)]
         for reply in replies:
             assert reply.request_id in self.sent, "a reply to no request"
             assert reply.request_id not in self.answers, "a request answered twice"
@@ -734,7 +738,9 @@ def test_unload_answers_parked_syncs_with_not_coordinator() -> None:
     assert group.state is G.DEAD
     assert h.coordinator.group("g") is None
     assert h.coordinator.unload_group("g") == []
-    assert h.coordinator.next_deadline() is None
+    # No group timer is left, only the periodic offsets-expiry check.
+    retention_check = h.coordinator.config.offsets_retention_check_interval_ms / 1000
+    assert h.coordinator.next_deadline() == retention_check
 
 
 def test_unload_answers_parked_joins_with_not_coordinator() -> None:
@@ -774,7 +780,9 @@ def test_describe_and_list_groups() -> None:
 
 def test_next_deadline_follows_sessions() -> None:
     h = Harness.make()
-    assert h.coordinator.next_deadline() is None
+    # With no group, only the offsets-expiry check is scheduled.
+    retention_check = h.coordinator.config.offsets_retention_check_interval_ms / 1000
+    assert h.coordinator.next_deadline() == retention_check
     a, b = stable_group(h, ["a", "b"])
     assert h.coordinator.next_deadline() == h.now + SESSION_MS / 1000
     h.advance(2.0)

@@ -23,6 +23,7 @@ from minikafka.controller import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from minikafka.coordination import GroupCoordinatorService
 from minikafka.net import Request, handle_api_versions
 from minikafka.replication import ReplicaManager
 
@@ -34,8 +35,20 @@ from ._admin import (
 )
 from ._config import KafkaConfig
 from ._fetch import handle_fetch
+from ._groups import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_list_groups,
+    handle_offset_commit,
+    handle_offset_fetch,
+    handle_sync_group,
+)
 from ._metadata import handle_list_offsets, metadata_response, requested_topics
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+from ._offsets_topic import handle_find_coordinator
 from ._produce import handle_produce
 from ._producer_ids import ProducerIdManager, handle_init_producer_id
 
@@ -50,6 +63,7 @@ class KafkaApis:
     replica_manager: ReplicaManager
     controller: ControllerServer
     producer_ids: ProducerIdManager
+    groups: GroupCoordinatorService
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _handlers: dict[int, Handler] = attrs.field(init=False)
@@ -59,12 +73,22 @@ class KafkaApis:
         1: (4, 11),  # Fetch
         2: (1, 5),  # ListOffsets
         3: (1, 8),  # Metadata
+        8: (2, 7),  # OffsetCommit
+        9: (1, 5),  # OffsetFetch
+        10: (0, 2),  # FindCoordinator
+        11: (0, 5),  # JoinGroup
+        12: (0, 3),  # Heartbeat
+        13: (0, 3),  # LeaveGroup
+        14: (0, 3),  # SyncGroup
+        15: (0, 4),  # DescribeGroups
+        16: (0, 2),  # ListGroups
         18: (0, 4),  # ApiVersions
         19: (2, 4),  # CreateTopics
         20: (1, 3),  # DeleteTopics
         22: (0, 1),  # InitProducerId
         32: (1, 3),  # DescribeConfigs
         37: (0, 1),  # CreatePartitions
+        42: (0, 1),  # DeleteGroups
     }
 
     def __attrs_post_init__(self) -> None:
@@ -73,12 +97,24 @@ class KafkaApis:
             1: self._fetch,
             2: self._list_offsets,
             3: self._metadata,
+            8: lambda r: handle_offset_commit(r, self.groups),
+            9: lambda r: handle_offset_fetch(r, self.groups),
+            10: lambda r: handle_find_coordinator(
+                r, self.controller, self.metadata_cache, self.config
+            ),
+            11: lambda r: handle_join_group(r, self.groups),
+            12: lambda r: handle_heartbeat(r, self.groups),
+            13: lambda r: handle_leave_group(r, self.groups),
+            14: lambda r: handle_sync_group(r, self.groups),
+            15: lambda r: handle_describe_groups(r, self.groups),
+            16: lambda r: handle_list_groups(r, self.groups),
             18: self._api_versions,
             19: lambda r: handle_create_topics(r, self.controller),
             20: lambda r: handle_delete_topics(r, self.controller),
             22: lambda r: handle_init_producer_id(r, self.producer_ids),
             32: self._describe_configs,
             37: lambda r: handle_create_partitions(r, self.controller),
+            42: lambda r: handle_delete_groups(r, self.groups),
         }
         assert self._handlers.keys() == self.SUPPORTED.keys()
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 
 from minikafka.controller import ControllerConfig, parse_bool, parse_int
+from minikafka.coordination import GroupConfig
 from minikafka.log import LOG_KEYS, LogConfig, LogManagerSchedule
 from minikafka.net import ConfigError, Listener, NetConfig, parse_listeners
 
@@ -41,6 +42,11 @@ class BrokerSettings:
     broker_heartbeat_interval_ms: int = 2000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
+    # Kafka's default is 3, and its sample server.properties sets 1 for one node; minikafka
+    # runs on one node unless told otherwise, so groups work out of the box.
+    offsets_topic_replication_factor: int = 1
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offsets_commit_timeout_ms: int = 5000
 
 
 @attrs.frozen
@@ -52,6 +58,7 @@ class KafkaConfig:
     log: LogConfig
     schedule: LogManagerSchedule
     controller: ControllerConfig
+    group: GroupConfig
     properties: Mapping[str, str]
     """Every key as given (``server.properties`` with the overrides applied)."""
 
@@ -78,8 +85,9 @@ class KafkaConfig:
         log = LogConfig.from_properties(_with_retention_units(props))
         schedule = _schedule(props)
         controller = ControllerConfig.from_properties(props)
+        group = _group_config(props)
         _check_roles(broker)
-        return cls(broker, net, log, schedule, controller, dict(props))
+        return cls(broker, net, log, schedule, controller, group, dict(props))
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -128,6 +136,9 @@ _BROKER_KEYS: dict[str, Callable[[str, str], object]] = {
     "broker.heartbeat.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
     "replica.high.watermark.checkpoint.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
     "controlled.shutdown.timeout.ms": lambda k, v: parse_int(k, v, minimum=0),
+    "offsets.topic.replication.factor": lambda k, v: parse_int(k, v, minimum=1, maximum=32767),
+    "offsets.topic.segment.bytes": lambda k, v: parse_int(k, v, minimum=1, maximum=2**31 - 1),
+    "offsets.commit.timeout.ms": lambda k, v: parse_int(k, v, minimum=1),
 }
 _FIELDS = {
     "node.id": "node_id",
@@ -144,6 +155,9 @@ _FIELDS = {
         "replica_high_watermark_checkpoint_interval_ms"
     ),
     "controlled.shutdown.timeout.ms": "controlled_shutdown_timeout_ms",
+    "offsets.topic.replication.factor": "offsets_topic_replication_factor",
+    "offsets.topic.segment.bytes": "offsets_topic_segment_bytes",
+    "offsets.commit.timeout.ms": "offsets_commit_timeout_ms",
 }
 # Keys Kafka's sample server.properties sets that only have one possible value here.
 _FIXED_KEYS: dict[str, Callable[[str], bool]] = {
@@ -155,7 +169,6 @@ _FIXED_KEYS: dict[str, Callable[[str], bool]] = {
     "num.recovery.threads.per.data.dir": lambda v: v.isdigit() and int(v) >= 1,
     "socket.send.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
     "socket.receive.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
-    "offsets.topic.replication.factor": lambda v: v.isdigit() and int(v) >= 1,
     "transaction.state.log.replication.factor": lambda v: v.isdigit() and int(v) >= 1,
     "transaction.state.log.min.isr": lambda v: v.isdigit() and int(v) >= 1,
 }
@@ -176,6 +189,17 @@ _RETENTION_UNITS = {
     ),
     "log.roll.ms": (("log.roll.hours", _HOURS, 1),),
 }
+# The group coordinator's keys: Kafka's name -> (GroupConfig field, smallest value).
+_GROUP_KEYS = {
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", 1),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", 1),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", 0),
+    "group.max.size": ("group_max_size", 1),
+    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", 1),
+    "offsets.retention.minutes": ("offsets_retention_minutes", 1),
+    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 1),
+    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 0),
+}
 _CONTROLLER_KEYS = {
     "broker.session.timeout.ms",
     "num.partitions",
@@ -187,6 +211,7 @@ _CONTROLLER_KEYS = {
 
 def known_keys() -> set[str]:
     keys = set(_BROKER_KEYS) | set(_FIXED_KEYS) | set(_SCHEDULE_KEYS) | _CONTROLLER_KEYS
+    keys |= set(_GROUP_KEYS)
     keys |= set(NetConfig.KEYS)
     keys |= {setting.broker_key for setting in LOG_KEYS}
     for units in _RETENTION_UNITS.values():
@@ -250,6 +275,22 @@ def _schedule(props: Mapping[str, str]) -> LogManagerSchedule:
         else:
             values[field] = parse_int(key, props[key], minimum=1, maximum=2**63 - 1)
     return LogManagerSchedule(**values)  # type: ignore[arg-type]
+
+
+def _group_config(props: Mapping[str, str]) -> GroupConfig:
+    values = {
+        field: parse_int(key, props[key], minimum=minimum, maximum=2**31 - 1)
+        for key, (field, minimum) in _GROUP_KEYS.items()
+        if key in props
+    }
+    config = GroupConfig(**values)
+    if config.group_max_session_timeout_ms < config.group_min_session_timeout_ms:
+        raise ConfigError(
+            "group.max.session.timeout.ms",
+            f"{config.group_max_session_timeout_ms} is below group.min.session.timeout.ms "
+            f"({config.group_min_session_timeout_ms})",
+        )
+    return config
 
 
 def _check_roles(broker: BrokerSettings) -> None:

@@ -43,6 +43,7 @@ from minikafka.controller import (
     MetadataDelta,
     MetadataImage,
 )
+from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
 from minikafka.log import LogManager, TopicPartition
 from minikafka.net import Listener, SocketServer
 from minikafka.replication import PartitionState, ReplicaManager, TopicSettings
@@ -51,6 +52,7 @@ from ._apis import KafkaApis
 from ._config import KafkaConfig
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
+from ._offsets_topic import ReplicaOffsetsTopic
 from ._producer_ids import ProducerIdManager
 
 _logger = logging.getLogger("minikafka.broker")
@@ -64,6 +66,7 @@ class BrokerServer:
     controller: ControllerServer
     metadata_cache: MetadataCache
     replica_manager: ReplicaManager
+    groups: GroupCoordinatorService
     apis: KafkaApis
     socket_server: SocketServer
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
@@ -109,6 +112,10 @@ class BrokerServer:
             assert isinstance(response, AllocateProducerIdsResponse)
             return response
 
+        groups = GroupCoordinatorService(
+            GroupCoordinator(config.group, rng or random.Random()),
+            ReplicaOffsetsTopic(replica_manager, config.broker.offsets_commit_timeout_ms),
+        )
         apis = KafkaApis(
             config,
             cluster_id,
@@ -116,6 +123,7 @@ class BrokerServer:
             replica_manager,
             controller,
             ProducerIdManager(allocate_block),
+            groups,
         )
         broker = cls(
             config,
@@ -124,6 +132,7 @@ class BrokerServer:
             controller,
             cache,
             replica_manager,
+            groups,
             apis,
             SocketServer(config.net, apis),
         )
@@ -156,6 +165,15 @@ class BrokerServer:
             self.replica_manager.become_leader_or_follower(
                 _states(changes.leaders), _states(changes.followers), trio.current_time()
             )
+            # The group coordinator follows the leadership of __consumer_offsets.
+            for tp in changes.deleted | changes.stopped | set(changes.followers):
+                if tp.topic == OFFSETS_TOPIC:
+                    self.groups.resign(tp.partition)
+            for tp in changes.leaders:
+                if tp.topic == OFFSETS_TOPIC:
+                    loaded = self.groups.become_leader(tp.partition)
+                    if loaded:
+                        _logger.info("loaded %d group(s) from %s", loaded, tp)
         for (kind, name), entries in image.configs.items():
             if kind == ConfigResourceType.TOPIC and old_configs.get((kind, name)) != entries:
                 self.replica_manager.update_topic_settings(name)
@@ -172,6 +190,7 @@ class BrokerServer:
                 await nursery.start(self.controller.run)
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
+                await nursery.start(self.groups.run)
                 # Bind now (a port of 0 becomes a real one to register), but requests
                 # wait in KafkaApis until the controller has unfenced this broker.
                 await nursery.start(self.socket_server.serve)

@@ -5,7 +5,10 @@ CompletingRebalance, Stable, Dead; the join and sync phases, heartbeats, session
 rebalance timeouts, static members), and the client side of a rebalance as Kafka designs
 it: the assignors a group leader runs (Range, RoundRobin, Sticky, CooperativeSticky), the
 consumer protocol's subscription and assignment encodings, and the eager and cooperative
-(KIP-429) rebalance protocols. Offsets in ``__consumer_offsets`` and the group APIs follow.
+(KIP-429) rebalance protocols. Offsets and group metadata live as records of the
+compacted topic ``__consumer_offsets`` (``GroupMetadataManager``, the record codec),
+which the coordinator reaches through the ``OffsetsTopic`` port; ``GroupCoordinatorService``
+is the trio shell the broker's request handlers call.
 """
 
 from ._assignor import NO_GENERATION as NO_GENERATION
@@ -26,6 +29,7 @@ from ._cooperative_sticky import cooperative_violations as cooperative_violation
 from ._cooperative_sticky import encode_cooperative_user_data as encode_cooperative_user_data
 from ._cooperative_sticky import revoked_partitions as revoked_partitions
 from ._coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS as NEW_MEMBER_JOIN_TIMEOUT_MS
+from ._coordinator import CoordinatorWrite as CoordinatorWrite
 from ._coordinator import GroupConfig as GroupConfig
 from ._coordinator import GroupCoordinator as GroupCoordinator
 from ._coordinator import GroupReply as GroupReply
@@ -36,6 +40,12 @@ from ._group import MemberMetadata as MemberMetadata
 from ._group import MemberSummary as MemberSummary
 from ._group import offset_commit_error as offset_commit_error
 from ._group import validate_current_member as validate_current_member
+from ._group_metadata_manager import OFFSETS_TOPIC as OFFSETS_TOPIC
+from ._group_metadata_manager import GroupMetadataManager as GroupMetadataManager
+from ._group_metadata_manager import PartitionStatus as PartitionStatus
+from ._group_metadata_manager import StoredRecord as StoredRecord
+from ._group_metadata_manager import partition_for as partition_for
+from ._group_requests import CommittedOffset as CommittedOffset
 from ._group_requests import HeartbeatRequest as HeartbeatRequest
 from ._group_requests import HeartbeatResponse as HeartbeatResponse
 from ._group_requests import JoinGroupRequest as JoinGroupRequest
@@ -45,6 +55,9 @@ from ._group_requests import LeaveGroupMemberResponse as LeaveGroupMemberRespons
 from ._group_requests import LeaveGroupRequest as LeaveGroupRequest
 from ._group_requests import LeaveGroupResponse as LeaveGroupResponse
 from ._group_requests import MemberIdentity as MemberIdentity
+from ._group_requests import OffsetCommitRequest as OffsetCommitRequest
+from ._group_requests import OffsetCommitResponse as OffsetCommitResponse
+from ._group_requests import OffsetFetchResponse as OffsetFetchResponse
 from ._group_requests import SyncGroupRequest as SyncGroupRequest
 from ._group_requests import SyncGroupResponse as SyncGroupResponse
 from ._group_state import GROUP_TRANSITION_REASONS as GROUP_TRANSITION_REASONS
@@ -52,8 +65,17 @@ from ._group_state import GROUP_TRANSITIONS as GROUP_TRANSITIONS
 from ._group_state import GroupState as GroupState
 from ._group_state import IllegalGroupStateTransitionError as IllegalGroupStateTransitionError
 from ._group_state import check_group_transition as check_group_transition
+from ._offsets_records import GroupMetadataKey as GroupMetadataKey
+from ._offsets_records import GroupMetadataValue as GroupMetadataValue
+from ._offsets_records import OffsetKey as OffsetKey
+from ._offsets_records import OffsetsRecordError as OffsetsRecordError
+from ._offsets_records import OffsetValue as OffsetValue
+from ._offsets_records import StoredMember as StoredMember
+from ._offsets_records import decode_record as decode_record
 from ._range import RangeAssignor as RangeAssignor
 from ._round_robin import RoundRobinAssignor as RoundRobinAssignor
+from ._service import GroupCoordinatorService as GroupCoordinatorService
+from ._service import OffsetsTopic as OffsetsTopic
 from ._sticky import MemberData as MemberData
 from ._sticky import StickyAssignor as StickyAssignor
 from ._sticky import decode_sticky_user_data as decode_sticky_user_data
@@ -67,12 +89,19 @@ __all__ = [
     "HIGHEST_SUBSCRIPTION_VERSION",
     "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "NO_GENERATION",
+    "OFFSETS_TOPIC",
     "Assignment",
+    "CommittedOffset",
     "ConsumerProtocolError",
     "CooperativeStickyAssignor",
+    "CoordinatorWrite",
     "GroupConfig",
     "GroupCoordinator",
+    "GroupCoordinatorService",
     "GroupMetadata",
+    "GroupMetadataKey",
+    "GroupMetadataManager",
+    "GroupMetadataValue",
     "GroupReply",
     "GroupState",
     "GroupSummary",
@@ -90,17 +119,28 @@ __all__ = [
     "MemberIdentity",
     "MemberMetadata",
     "MemberSummary",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchResponse",
+    "OffsetKey",
+    "OffsetValue",
+    "OffsetsRecordError",
+    "OffsetsTopic",
     "PartitionAssignor",
+    "PartitionStatus",
     "RangeAssignor",
     "RebalanceProtocol",
     "RoundRobinAssignor",
     "StickyAssignor",
+    "StoredMember",
+    "StoredRecord",
     "Subscription",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "check_group_transition",
     "cooperative_violations",
     "decode_assignment",
+    "decode_record",
     "decode_sticky_user_data",
     "decode_subscription",
     "encode_assignment",
@@ -108,6 +148,7 @@ __all__ = [
     "encode_sticky_user_data",
     "encode_subscription",
     "offset_commit_error",
+    "partition_for",
     "revoked_partitions",
     "validate_current_member",
 ]

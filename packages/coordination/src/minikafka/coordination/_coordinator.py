@@ -17,19 +17,29 @@ gets exactly one reply. Time is in seconds, timeouts in milliseconds as Kafka na
 
 The rules are those of Kafka's ``GroupCoordinator`` (2.4-3.x), including static
 membership (KIP-345), MEMBER_ID_REQUIRED (KIP-394), the pending-sync timeout and
-KIP-814's ``skip_assignment``. Writing the group to ``__consumer_offsets`` before
-answering the leader's SyncGroup is left to the offsets store, which comes later.
+KIP-814's ``skip_assignment``.
+
+What must survive the coordinator is written to its ``__consumer_offsets`` partition
+before anyone is told (seed 000): the group on every new generation (the leader's
+SyncGroup is answered, and the group becomes Stable, only once the assignment is
+stored) and every committed offset. The core does not write itself: it queues
+``CoordinatorWrite`` values the shell takes with ``take_writes()`` and appends, and the
+shell reports each outcome with ``complete_write(write_id, error, now)``, which answers
+the requests that waited for it. Groups are served only from partitions this broker
+leads and has replayed (``begin_loading``, ``load_partition``, ``unload_partition``).
 """
 
 from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 from typing import TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
+
+from minikafka.log import TopicPartition
 
 from ._group import (
     GroupMetadata,
@@ -39,8 +49,10 @@ from ._group import (
     offset_commit_error,
     validate_current_member,
 )
+from ._group_metadata_manager import GroupMetadataManager, PartitionStatus, StoredRecord
 from ._group_requests import (
     UNKNOWN_MEMBER_ID,
+    CommittedOffset,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -48,19 +60,33 @@ from ._group_requests import (
     LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from ._group_state import GroupState
+from ._offsets_records import OffsetValue
 
-__all__ = ["GroupConfig", "GroupCoordinator", "GroupReply", "GroupResponse"]
+__all__ = [
+    "CoordinatorWrite",
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupReply",
+    "GroupResponse",
+]
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a new member's JoinGroup may stay parked before the member is dropped
 (Kafka's ``NewMemberJoinTimeoutMs``): its client may have given up and rejoined."""
 
 GroupResponse: TypeAlias = (
-    JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse
+    JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
 )
 
 _S = GroupState
@@ -76,6 +102,14 @@ class GroupConfig:
         default=3000, validator=attrs.validators.ge(0)
     )
     group_max_size: int = 2**31 - 1
+    offsets_topic_num_partitions: int = attrs.field(default=50, validator=attrs.validators.gt(0))
+    offsets_retention_minutes: int = attrs.field(
+        default=7 * 24 * 60, validator=attrs.validators.gt(0)
+    )
+    offsets_retention_check_interval_ms: int = attrs.field(
+        default=600_000, validator=attrs.validators.gt(0)
+    )
+    offset_metadata_max_bytes: int = 4096
 
 
 @attrs.frozen
@@ -86,16 +120,51 @@ class GroupReply:
     response: GroupResponse
 
 
+@attrs.frozen
+class CoordinatorWrite:
+    """Append ``records`` to ``__consumer_offsets`` partition ``partition`` (acks=all),
+    then report with ``complete_write(write_id, ...)``."""
+
+    write_id: int
+    partition: int
+    records: tuple[StoredRecord, ...]
+
+
+_WriteDone: TypeAlias = Callable[[ErrorCode, float, list["GroupReply"]], None]
+
+
 @attrs.define(eq=False)
 class GroupCoordinator:
     config: GroupConfig = attrs.field(factory=GroupConfig)
     rng: random.Random = attrs.field(factory=random.Random)
-    _groups: dict[str, GroupMetadata] = attrs.field(init=False, factory=dict)
+    manager: GroupMetadataManager = attrs.field(init=False)
+    _writes: list[CoordinatorWrite] = attrs.field(init=False, factory=list)
+    _write_done: dict[int, _WriteDone] = attrs.field(init=False, factory=dict)
+    _next_write_id: int = attrs.field(init=False, default=0)
+    _next_offsets_expiry: float | None = attrs.field(init=False, default=None)
+
+    @manager.default
+    def _manager(self) -> GroupMetadataManager:
+        return GroupMetadataManager(self.config.offsets_topic_num_partitions)
+
+    @property
+    def _groups(self) -> dict[str, GroupMetadata]:
+        return self.manager.groups
 
     # --- reading -----------------------------------------------------------------------
 
     def group(self, group_id: str) -> GroupMetadata | None:
         return self._groups.get(group_id)
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """NONE when this coordinator serves ``group_id`` now; else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS, the answer every group request gets."""
+        return self.manager.group_status(group_id)
+
+    @property
+    def loading(self) -> bool:
+        """A partition is being replayed (ListGroups answers LOAD_IN_PROGRESS)."""
+        return PartitionStatus.LOADING in self.manager.partitions.values()
 
     def describe_group(self, group_id: str) -> GroupSummary:
         """DescribeGroups: an unknown group is reported Dead with no members."""
@@ -110,7 +179,47 @@ class GroupCoordinator:
 
     def next_deadline(self) -> float | None:
         deadlines = [d for group in self._groups.values() for d in _deadlines(group)]
+        if self._next_offsets_expiry is not None:
+            deadlines.append(self._next_offsets_expiry)
         return min(deadlines, default=None)
+
+    # --- the log behind the cache --------------------------------------------------------
+
+    def take_writes(self) -> list[CoordinatorWrite]:
+        """The appends to perform, oldest first; each is then reported to complete_write."""
+        writes, self._writes = self._writes, []
+        return writes
+
+    def complete_write(self, write_id: int, error: ErrorCode, now: float) -> list[GroupReply]:
+        """The append ``write_id`` is committed (NONE) or failed with ``error``."""
+        out: list[GroupReply] = []
+        self._write_done.pop(write_id)(error, now, out)
+        return out
+
+    def _write(self, group_id: str, records: Iterable[StoredRecord], done: _WriteDone) -> None:
+        self._next_write_id += 1
+        partition = self.manager.partition_for(group_id)
+        self._writes.append(CoordinatorWrite(self._next_write_id, partition, tuple(records)))
+        self._write_done[self._next_write_id] = done
+
+    def begin_loading(self, partition: int) -> None:
+        """This broker became the leader of ``partition``: its groups answer
+        COORDINATOR_LOAD_IN_PROGRESS until :meth:`load_partition`."""
+        self.manager.begin_loading(partition)
+
+    def load_partition(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
+        """The partition's records from its start: rebuild its groups and offsets."""
+        loaded = self.manager.load(partition, records, now)
+        if self._next_offsets_expiry is None:
+            self._next_offsets_expiry = now + self.config.offsets_retention_check_interval_ms / 1000
+        return loaded
+
+    def unload_partition(self, partition: int) -> list[GroupReply]:
+        """This broker stopped leading ``partition``: its groups go Dead."""
+        out: list[GroupReply] = []
+        for group in self.manager.unload(partition):
+            out.extend(_make_dead(group))
+        return out
 
     # --- JoinGroup ---------------------------------------------------------------------
 
@@ -126,6 +235,9 @@ class GroupCoordinator:
 
         if not r.group_id:
             return fail(ErrorCode.invalid_group_id)
+        status = self.group_status(r.group_id)
+        if status is not ErrorCode.none:
+            return fail(status)
         lowest, highest = (
             self.config.group_min_session_timeout_ms,
             self.config.group_max_session_timeout_ms,
@@ -403,7 +515,7 @@ class GroupCoordinator:
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
             group.initial_delay_remaining_ms = None
         group.new_member_added = False
-        group.transition_to(_S.PREPARING_REBALANCE)
+        group.transition_to(_S.PREPARING_REBALANCE, now)
         self._try_complete_join(group, now, out)
 
     def _try_complete_join(self, group: GroupMetadata, now: float, out: list[GroupReply]) -> None:
@@ -427,8 +539,11 @@ class GroupCoordinator:
             # Nobody rejoined: wait another rebalance timeout while sessions expire.
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
             return
-        group.init_next_generation()
+        group.init_next_generation(now)
         if group.state is _S.EMPTY:
+            # Everyone left: the generation still moves on, and the log must say so.
+            record = self.manager.group_record(group, {}, now)
+            self._write(group.group_id, [record], _ignore_outcome)
             return
         for member in group.members.values():
             if member.awaiting_join is not None:
@@ -468,6 +583,9 @@ class GroupCoordinator:
             out.append(GroupReply(request_id, SyncGroupResponse(error)))
             return out
 
+        status = self.group_status(r.group_id)
+        if status is not ErrorCode.none:
+            return answer(status)
         group = self._groups.get(r.group_id)
         if group is None:
             return answer(ErrorCode.unknown_member_id)
@@ -508,15 +626,40 @@ class GroupCoordinator:
             )
         member.awaiting_sync = request_id
         group.remove_pending_sync_member(member.member_id)
-        if group.is_leader(member.member_id):
-            # "The coordinator takes the leader's plan apart and sends each member only its
-            # own partitions" (seed 002 §2.2); a member the leader left out gets nothing.
-            plan = dict(r.assignments)
-            for m in group.members.values():
-                m.assignment = plan.get(m.member_id, b"")
-            self._propagate_assignment(group, ErrorCode.none, now, out)
-            group.transition_to(_S.STABLE)
+        if group.is_leader(member.member_id) and not group.assignment_write_pending:
+            self._store_assignment(group, dict(r.assignments), now)
         return out
+
+    def _store_assignment(self, group: GroupMetadata, plan: dict[str, bytes], now: float) -> None:
+        """Write the group with the leader's plan, then hand the plan out: "the
+        coordinator takes the leader's plan apart and sends each member only its own
+        partitions" (seed 002 §2.2); a member the leader left out gets nothing. Until the
+        record is committed the group stays CompletingRebalance and every SyncGroup waits,
+        so no member consumes under an assignment a new coordinator would not know."""
+        assignments = {m: plan.get(m, b"") for m in group.members}
+        generation = group.generation_id
+        group.assignment_write_pending = True
+
+        def stored(error: ErrorCode, now: float, out: list[GroupReply]) -> None:
+            group.assignment_write_pending = False
+            if (
+                self._groups.get(group.group_id) is not group
+                or group.state is not _S.COMPLETING_REBALANCE
+                or group.generation_id != generation
+            ):
+                return  # a rebalance or an unload overtook the write; they answered
+            if error is not ErrorCode.none:
+                for m in group.members.values():
+                    m.assignment = None
+                self._propagate_assignment(group, _store_group_error(error), now, out)
+                self._maybe_prepare_rebalance(group, now, out)
+                return
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            self._propagate_assignment(group, ErrorCode.none, now, out)
+            group.transition_to(_S.STABLE, now)
+
+        self._write(group.group_id, [self.manager.group_record(group, assignments, now)], stored)
 
     # --- Heartbeat ---------------------------------------------------------------------
 
@@ -524,6 +667,9 @@ class GroupCoordinator:
         return [GroupReply(request_id, HeartbeatResponse(self._heartbeat(request, now)))]
 
     def _heartbeat(self, r: HeartbeatRequest, now: float) -> ErrorCode:
+        status = self.group_status(r.group_id)
+        if status is not ErrorCode.none:
+            return status
         group = self._groups.get(r.group_id)
         if group is None:
             return ErrorCode.unknown_member_id
@@ -552,6 +698,9 @@ class GroupCoordinator:
         self, request_id: int, request: LeaveGroupRequest, now: float
     ) -> list[GroupReply]:
         out: list[GroupReply] = []
+        status = self.group_status(request.group_id)
+        if status is not ErrorCode.none:
+            return [GroupReply(request_id, LeaveGroupResponse(status))]
         group = self._groups.get(request.group_id)
         results: list[LeaveGroupMemberResponse] = []
         if group is not None and group.state is _S.DEAD:
@@ -614,7 +763,78 @@ class GroupCoordinator:
         elif group.state is _S.PREPARING_REBALANCE:
             self._try_complete_join(group, now, out)
 
-    # --- OffsetCommit, deletion, unloading ---------------------------------------------
+    # --- OffsetCommit and OffsetFetch ----------------------------------------------------
+
+    def commit_offsets(
+        self, request_id: int, request: OffsetCommitRequest, now: float
+    ) -> list[GroupReply]:
+        """OffsetCommit: checked against the group's state (``offset_commit_error``),
+        written to ``__consumer_offsets``, and answered (and cached) once committed."""
+        r = request
+        out: list[GroupReply] = []
+
+        def answer(errors: dict[TopicPartition, ErrorCode]) -> None:
+            response = OffsetCommitResponse(tuple((tp, errors[tp]) for tp, _ in r.offsets))
+            out.append(GroupReply(request_id, response))
+
+        error = self.group_status(r.group_id)
+        if error is ErrorCode.none:
+            error = self.validate_offset_commit(
+                r.group_id, r.member_id, r.generation_id, now, r.group_instance_id
+            )
+        if error is not ErrorCode.none:
+            answer({tp: error for tp, _ in r.offsets})
+            return out
+        errors: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        stamp = int(now * 1000)
+        expire = stamp + r.retention_time_ms if r.retention_time_ms >= 0 else None
+        for tp, committed in r.offsets:
+            if len(committed.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+                continue
+            accepted[tp] = OffsetValue(
+                committed.offset, committed.metadata, stamp, committed.leader_epoch, expire
+            )
+        if not accepted:
+            answer(errors)
+            return out
+
+        def written(error: ErrorCode, now: float, out: list[GroupReply]) -> None:
+            code = _commit_error(error)
+            if code is ErrorCode.none:
+                group = self._groups.get(r.group_id)
+                if group is None and self.group_status(r.group_id) is ErrorCode.none:
+                    # Deleted while the write was in flight: the log has the offsets now.
+                    group = self._groups[r.group_id] = GroupMetadata(r.group_id)
+                if group is not None:
+                    group.offsets.update(accepted)
+            errors.update(dict.fromkeys(accepted, code))
+            response = OffsetCommitResponse(tuple((tp, errors[tp]) for tp, _ in r.offsets))
+            out.append(GroupReply(request_id, response))
+
+        self._write(r.group_id, self.manager.offset_records(r.group_id, accepted.items()), written)
+        return out
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> OffsetFetchResponse:
+        """OffsetFetch: the committed offset of each partition (None where there is none),
+        or of every partition the group committed when ``partitions`` is None."""
+        status = self.group_status(group_id)
+        if status is not ErrorCode.none:
+            return OffsetFetchResponse(status)
+        group = self._groups.get(group_id)
+        committed = {} if group is None else group.offsets
+        wanted = sorted(committed) if partitions is None else list(partitions)
+        return OffsetFetchResponse(
+            ErrorCode.none,
+            tuple(
+                (tp, None if v is None else CommittedOffset(v.offset, v.leader_epoch, v.metadata))
+                for tp in wanted
+                for v in [committed.get(tp)]
+            ),
+        )
 
     def validate_offset_commit(
         self,
@@ -637,48 +857,52 @@ class GroupCoordinator:
             self._schedule_heartbeat(group.members[member_id], now)
         return ErrorCode.none
 
-    def delete_group(self, group_id: str) -> ErrorCode:
-        """DeleteGroups: only a group without members may go (Empty -> Dead)."""
+    # --- deletion, retention, unloading -------------------------------------------------
+
+    def delete_group(self, group_id: str, now: float = 0.0) -> ErrorCode:
+        """DeleteGroups: only a group without members may go (Empty -> Dead); tombstones
+        for its offsets and for the group let compaction remove it from the log too."""
+        status = self.group_status(group_id)
+        if status is not ErrorCode.none:
+            return status
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.group_id_not_found
         if group.state is not _S.EMPTY:
             return ErrorCode.non_empty_group
-        group.transition_to(_S.DEAD)
+        group.transition_to(_S.DEAD, now)
         del self._groups[group_id]
+        self._write(group_id, self.manager.tombstones(group), _ignore_outcome)
         return ErrorCode.none
+
+    def _expire_offsets(self, now: float) -> None:
+        """``offsets.retention.minutes``: drop expired offsets and write their tombstones;
+        an Empty group left with no offsets is deleted too (Kafka's cleanupGroupMetadata)."""
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        for group, expired in list(self.manager.expired_offsets(now, retention_ms)):
+            records = self.manager.offset_records(group.group_id, [(tp, None) for tp in expired])
+            for tp in expired:
+                del group.offsets[tp]
+            if group.state is _S.EMPTY and not group.offsets and not group.members:
+                group.transition_to(_S.DEAD, now)
+                del self._groups[group.group_id]
+                records.extend(self.manager.tombstones(group))
+            self._write(group.group_id, records, _ignore_outcome)
+        self._next_offsets_expiry = now + self.config.offsets_retention_check_interval_ms / 1000
 
     def unload_group(self, group_id: str) -> list[GroupReply]:
         """This broker is no longer the group's coordinator (its ``__consumer_offsets``
-        partition moved): "whatever its state, the group becomes Dead" (seed 002 §1), and
-        the parked requests are told NOT_COORDINATOR so their clients look it up again."""
+        partition moved): "whatever its state, the group becomes Dead" (seed 002 §1)."""
         group = self._groups.pop(group_id, None)
-        if group is None:
-            return []
-        out: list[GroupReply] = []
-        for member in group.members.values():
-            if member.awaiting_join is not None:
-                out.append(
-                    GroupReply(
-                        member.awaiting_join,
-                        JoinGroupResponse.error(ErrorCode.not_coordinator, member.member_id),
-                    )
-                )
-                member.awaiting_join = None
-            if member.awaiting_sync is not None:
-                out.append(
-                    GroupReply(member.awaiting_sync, SyncGroupResponse(ErrorCode.not_coordinator))
-                )
-                member.awaiting_sync = None
-        group.join_deadline = group.sync_deadline = None
-        group.transition_to(_S.DEAD)
-        return out
+        return [] if group is None else _make_dead(group)
 
     # --- timers ------------------------------------------------------------------------
 
     def on_timer(self, now: float) -> list[GroupReply]:
         """Fire every timer due at ``now``, earliest first."""
         out: list[GroupReply] = []
+        if self._next_offsets_expiry is not None and self._next_offsets_expiry <= now:
+            self._expire_offsets(now)
         while True:
             due = self._earliest_due(now)
             if due is None:
@@ -740,6 +964,57 @@ class GroupCoordinator:
         for member_id in missing:
             group.remove(member_id)  # they have no parked request: they never synced
         self._prepare_rebalance(group, now, out)
+
+
+def _make_dead(group: GroupMetadata) -> list[GroupReply]:
+    """An unloaded group goes Dead; its parked requests are told NOT_COORDINATOR so
+    their clients look the coordinator up again."""
+    out: list[GroupReply] = []
+    for member in group.members.values():
+        if member.awaiting_join is not None:
+            out.append(
+                GroupReply(
+                    member.awaiting_join,
+                    JoinGroupResponse.error(ErrorCode.not_coordinator, member.member_id),
+                )
+            )
+            member.awaiting_join = None
+        if member.awaiting_sync is not None:
+            out.append(
+                GroupReply(member.awaiting_sync, SyncGroupResponse(ErrorCode.not_coordinator))
+            )
+            member.awaiting_sync = None
+    group.join_deadline = group.sync_deadline = None
+    group.transition_to(_S.DEAD)
+    return out
+
+
+def _ignore_outcome(error: ErrorCode, now: float, out: list[GroupReply]) -> None:
+    """Writes nobody waits for (an emptied group, tombstones): Kafka logs a failure and
+    goes on; the next write or the next load puts the log and the cache back in step."""
+
+
+def _store_group_error(error: ErrorCode) -> ErrorCode:
+    """What a member is told when its group could not be stored (Kafka's storeGroup)."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.unknown_server_error
+    return error
+
+
+def _commit_error(error: ErrorCode) -> ErrorCode:
+    """The same mapping for an OffsetCommit, whose too-large case has its own code."""
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.invalid_commit_offset_size
+    return _store_group_error(error)
 
 
 def _deadlines(group: GroupMetadata) -> list[float]:

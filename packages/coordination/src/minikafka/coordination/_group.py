@@ -20,8 +20,11 @@ from collections.abc import Collection, Mapping
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.log import TopicPartition
+
 from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponseMember, Protocols
 from ._group_state import GROUP_TRANSITIONS, GroupState, check_group_transition
+from ._offsets_records import OffsetValue
 
 __all__ = [
     "GroupMetadata",
@@ -148,11 +151,20 @@ class GroupMetadata:
     initial_delay_remaining_ms: int | None = attrs.field(init=False, default=None)
     new_member_added: bool = attrs.field(init=False, default=False)
     sync_deadline: float | None = attrs.field(init=False, default=None)
+    # When the group entered its state (seconds, the coordinator's clock); the offsets of
+    # an Empty group expire counting from here (KIP-211). None: not known (before a load).
+    state_timestamp: float | None = attrs.field(init=False, default=None)
+    # The committed offsets, as replayed from and written to __consumer_offsets.
+    offsets: dict[TopicPartition, OffsetValue] = attrs.field(init=False, factory=dict)
+    # The leader's assignment is being written to __consumer_offsets (SyncGroup waits).
+    assignment_write_pending: bool = attrs.field(init=False, default=False)
 
     # --- state -------------------------------------------------------------------------
 
-    def transition_to(self, target: GroupState) -> None:
+    def transition_to(self, target: GroupState, now: float | None = None) -> None:
         self.state = check_group_transition(self.state, target)
+        if now is not None:
+            self.state_timestamp = now
 
     def can_rebalance(self) -> bool:
         return self.state in GROUP_TRANSITIONS[GroupState.PREPARING_REBALANCE]
@@ -319,15 +331,15 @@ class GroupMetadata:
                 return True
         return False
 
-    def init_next_generation(self) -> None:
+    def init_next_generation(self, now: float | None = None) -> None:
         """A join phase ends: a new generation, to CompletingRebalance (or Empty)."""
         self.generation_id += 1
         if self._members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(GroupState.COMPLETING_REBALANCE)
+            self.transition_to(GroupState.COMPLETING_REBALANCE, now)
         else:
             self.protocol_name = None
-            self.transition_to(GroupState.EMPTY)
+            self.transition_to(GroupState.EMPTY, now)
         self.clear_pending_sync_members()
 
     def current_member_metadata(self) -> tuple[JoinGroupResponseMember, ...]:

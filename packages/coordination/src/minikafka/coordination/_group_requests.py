@@ -15,8 +15,14 @@ from typing import TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.log import TopicPartition
+
 __all__ = [
     "UNKNOWN_MEMBER_ID",
+    "CommittedOffset",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "JoinGroupRequest",
@@ -155,3 +161,38 @@ class LeaveGroupMemberResponse:
 class LeaveGroupResponse:
     error_code: ErrorCode
     members: tuple[LeaveGroupMemberResponse, ...] = ()
+
+
+@attrs.frozen
+class CommittedOffset:
+    """One partition's position in an OffsetCommit: the next offset to consume, the
+    leader epoch of the record before it (KIP-320, -1 unknown) and the client's note."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+
+
+@attrs.frozen
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    offsets: tuple[tuple[TopicPartition, CommittedOffset], ...]
+    group_instance_id: str | None = None
+    # OffsetCommit v2-v4's retention_time_ms; -1 (or later versions): the broker's
+    # offsets.retention.minutes, counted from when the group becomes Empty (KIP-211).
+    retention_time_ms: int = -1
+
+
+@attrs.frozen
+class OffsetCommitResponse:
+    errors: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
+@attrs.frozen
+class OffsetFetchResponse:
+    """The group-level error (v2+), and each partition's committed offset (None: none)."""
+
+    error_code: ErrorCode
+    offsets: tuple[tuple[TopicPartition, CommittedOffset | None], ...] = ()

@@ -56,6 +56,7 @@ from ._records import Header as Header
 from ._records import Record as Record
 from ._records import build_batch as build_batch
 from ._records import decode_batch as decode_batch
+from ._records import iter_decoded_batches as iter_decoded_batches
 from ._records import iter_records as iter_records
 from ._records import make_records as make_records
 from ._segment import FetchDataInfo as FetchDataInfo
@@ -123,6 +124,7 @@ __all__ = [
     "decode_batch",
     "decompress",
     "iter_batches",
+    "iter_decoded_batches",
     "iter_records",
     "make_records",
     "read_batch_header",

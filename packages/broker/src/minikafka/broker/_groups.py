@@ -1,0 +1,424 @@
+"""The group APIs: kio's per-version requests in, the group coordinator's answers out.
+
+Seed 000's consume path and seed 002: a consumer in a group finds its coordinator
+(FindCoordinator, in ``_offsets_topic.py``), joins (JoinGroup), learns its partitions
+(SyncGroup), keeps its session alive (Heartbeat), commits and reads its positions
+(OffsetCommit, OffsetFetch) and leaves (LeaveGroup); the admin tools list, describe and
+delete groups. The decisions are the coordinator's (``minikafka.coordination``); these
+handlers only translate between the wire and the core's values, version by version:
+
+- JoinGroup v0-5: v0 has no rebalance timeout, v2 adds throttle time, v4 makes a new
+  member rejoin with the id it is handed (KIP-394), v5 adds static members (KIP-345).
+- SyncGroup v0-3, Heartbeat v0-3: v1 adds throttle time, v3 the group instance id.
+- LeaveGroup v0-3: one member until v3, which leaves members in a batch (KIP-345).
+- OffsetCommit v2-7: v2-4 carry a retention time, v6 the leader epoch (KIP-320), v7
+  the group instance id. OffsetFetch v1-5: v2 asks for all partitions with a null
+  topic list and adds the top-level error, v5 returns the leader epoch.
+- DescribeGroups v0-4, ListGroups v0-2, DeleteGroups v0-1.
+
+JoinGroup and SyncGroup are answered when the rebalance completes, which may take
+the rebalance timeout; everything else is answered at once or after one write to
+``__consumer_offsets``.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity, ResponsePayload
+
+from minikafka.coordination import (
+    CommittedOffset,
+    GroupCoordinatorService,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    MemberIdentity,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
+from minikafka.log import TopicPartition
+from minikafka.net import Request, build, nested, response_schema
+
+from ._body import request_body
+from ._metadata_cache import MetadataCache
+
+NO_THROTTLE = datetime.timedelta(0)
+_MS = datetime.timedelta(milliseconds=1)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
+# Without an authorizer Kafka reports every operation a group supports: READ (3),
+# DELETE (6) and DESCRIBE (8), as a bit field (AclEntry.supportedOperations).
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+# JoinGroup v9 tells a replaced static leader not to assign (KIP-814); older versions
+# must not name it the leader at all, or it would run the assignor for nothing.
+SKIP_ASSIGNMENT_VERSION = 9
+
+
+def _response_class(request: Request) -> type[ResponsePayload]:
+    cls = response_schema(request.api_key, request.api_version)
+    assert cls is not None
+    return cls
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return value // _MS
+
+
+def client_host(connection_id: str) -> str:
+    """The peer's address as Kafka's ``clientAddress.toString`` spells it: ``/1.2.3.4``.
+
+    The net layer names a socket connection ``local-remote-processor-index`` with each
+    address as ``host:port`` (IPv6 hosts have colons, never dashes); "" otherwise.
+    """
+    parts = connection_id.split("-")
+    if len(parts) < 2 or ":" not in parts[1]:
+        return ""
+    return "/" + parts[1].rpartition(":")[0]
+
+
+# "The remaining APIs are groups using Kafka for group coordination and must have a
+# non-empty groupId" (Kafka's GroupCoordinator.isValidGroupId); OffsetCommit,
+# OffsetFetch, DescribeGroups and DeleteGroups accept "" for old consumers' sake.
+def _invalid_group_id(group_id: str) -> bool:
+    return not group_id
+
+
+# --- JoinGroup and SyncGroup --------------------------------------------------------------
+
+
+async def handle_join_group(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    version = request.api_version
+    rebalance_timeout = getattr(body, "rebalance_timeout", None)  # not in v0
+    answer = await service.join_group(
+        JoinGroupRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            protocol_type=body.protocol_type,
+            protocols=tuple((p.name, p.metadata) for p in body.protocols),
+            session_timeout_ms=_ms(body.session_timeout),
+            rebalance_timeout_ms=-1 if rebalance_timeout is None else _ms(rebalance_timeout),
+            group_instance_id=getattr(body, "group_instance_id", None),
+            client_id=request.header.client_id or "",
+            client_host=client_host(request.connection_id),
+            version=version,
+        )
+    )
+    members, leader = answer.members, answer.leader
+    if answer.skip_assignment and version < SKIP_ASSIGNMENT_VERSION:
+        # Kafka answers the old leader's id here, so the new one acts as a follower and
+        # fetches its unchanged assignment with SyncGroup; any id but its own will do.
+        members, leader = (), ""
+    cls = _response_class(request)
+    member_cls = nested(cls, "members")
+    # Before v7 the protocol name is not nullable: "" for none (Kafka's NoProtocol).
+    protocol_name = answer.protocol_name if version >= 7 else answer.protocol_name or ""
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=answer.error_code,
+            generation_id=answer.generation_id,
+            protocol_type=answer.protocol_type,
+            protocol_name=protocol_name,
+            leader=leader,
+            skip_assignment=answer.skip_assignment,
+            member_id=answer.member_id,
+            members=tuple(
+                build(
+                    member_cls,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata,
+                )
+                for m in members
+            ),
+        )
+    )
+
+
+async def handle_sync_group(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    cls = _response_class(request)
+    if _invalid_group_id(body.group_id):
+        request.respond(
+            build(
+                cls,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.invalid_group_id,
+                assignment=b"",
+            )
+        )
+        return
+    answer = await service.sync_group(
+        SyncGroupRequest(
+            group_id=body.group_id,
+            generation_id=int(body.generation_id),
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=getattr(body, "protocol_type", None),
+            protocol_name=getattr(body, "protocol_name", None),
+            # Only the leader sends assignments; a member listed twice gets the last.
+            assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
+        )
+    )
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=answer.error_code,
+            protocol_type=answer.protocol_type,
+            protocol_name=answer.protocol_name,
+            assignment=answer.assignment,
+        )
+    )
+
+
+# --- Heartbeat and LeaveGroup -------------------------------------------------------------
+
+
+async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    if _invalid_group_id(body.group_id):
+        error = ErrorCode.invalid_group_id
+    else:
+        answer = await service.heartbeat(
+            HeartbeatRequest(
+                group_id=body.group_id,
+                generation_id=int(body.generation_id),
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+            )
+        )
+        error = answer.error_code
+    request.respond(build(_response_class(request), throttle_time=NO_THROTTLE, error_code=error))
+
+
+async def handle_leave_group(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    cls = _response_class(request)
+    if _invalid_group_id(body.group_id):
+        request.respond(
+            build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_group_id, members=())
+        )
+        return
+    if request.api_version < 3:
+        members: tuple[MemberIdentity, ...] = (MemberIdentity(body.member_id),)
+    else:
+        members = tuple(MemberIdentity(m.member_id, m.group_instance_id) for m in body.members)
+    answer = await service.leave_group(
+        LeaveGroupRequest(body.group_id, members, version=request.api_version)
+    )
+    # Before v3 the core folds the one member's error into the top-level one.
+    member_cls = nested(cls, "members") if request.api_version >= 3 else None
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=answer.error_code,
+            members=()
+            if member_cls is None
+            else tuple(
+                build(
+                    member_cls,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    error_code=m.error_code,
+                )
+                for m in answer.members
+            ),
+        )
+    )
+
+
+# --- OffsetCommit and OffsetFetch ---------------------------------------------------------
+
+
+async def handle_offset_commit(
+    request: Request, service: GroupCoordinatorService, cache: MetadataCache | None = None
+) -> None:
+    """OffsetCommit v2-7. With ``cache``, a partition that does not exist is refused with
+    UNKNOWN_TOPIC_OR_PARTITION before the group is asked, as Kafka's KafkaApis does; a
+    request with nothing left to commit is answered without the coordinator."""
+    body = request_body(request)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: list[tuple[TopicPartition, CommittedOffset]] = []
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, int(p.partition_index))
+            if cache is not None and not _partition_exists(cache, tp):
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+                continue
+            committed = CommittedOffset(
+                int(p.committed_offset),
+                int(getattr(p, "committed_leader_epoch", -1)),  # v6+
+                p.committed_metadata or "",  # nullable: null is "no metadata"
+            )
+            offsets.append((tp, committed))
+    if offsets:
+        retention = getattr(body, "retention_time", None)  # v2-4 only
+        answer = await service.commit_offsets(
+            OffsetCommitRequest(
+                group_id=body.group_id,
+                generation_id=int(body.generation_id_or_member_epoch),
+                member_id=body.member_id,
+                offsets=tuple(offsets),
+                group_instance_id=getattr(body, "group_instance_id", None),
+                retention_time_ms=-1 if retention is None else _ms(retention),
+            )
+        )
+        errors.update(answer.errors)
+    cls = _response_class(request)
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    topics = tuple(
+        build(
+            topic_cls,
+            name=topic.name,
+            partitions=tuple(
+                build(
+                    partition_cls,
+                    partition_index=p.partition_index,
+                    error_code=errors[TopicPartition(topic.name, int(p.partition_index))],
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in body.topics
+    )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=topics))
+
+
+def _partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
+    topic = cache.topic(tp.topic)
+    return topic is not None and tp.partition in topic.partitions
+
+
+async def handle_offset_fetch(request: Request, service: GroupCoordinatorService) -> None:
+    """OffsetFetch v1-5: a null topic list (v2+) asks for every committed partition."""
+    body = request_body(request)
+    version = request.api_version
+    wanted: list[tuple[str, list[int]]] | None = None
+    if body.topics is not None:
+        wanted = [(t.name, [int(i) for i in t.partition_indexes]) for t in body.topics]
+    answer = service.fetch_offsets(
+        body.group_id,
+        None if wanted is None else [TopicPartition(n, i) for n, ids in wanted for i in ids],
+    )
+    committed = dict(answer.offsets)
+    group_error = answer.error_code
+    if wanted is None:
+        # Every committed partition, grouped by topic in the core's (sorted) order.
+        wanted = []
+        for tp, _ in answer.offsets:
+            if not wanted or wanted[-1][0] != tp.topic:
+                wanted.append((tp.topic, []))
+            wanted[-1][1].append(tp.partition)
+    if group_error is not ErrorCode.none:
+        if version >= 2:
+            wanted = []  # the error is the top-level one, and no partitions are listed
+        committed = {}
+    cls = _response_class(request)
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    # v1 has no top-level error: "we put it at the partition level" (OffsetFetchResponse).
+    partition_error = group_error if version < 2 else ErrorCode.none
+    topics = tuple(
+        build(
+            topic_cls,
+            name=name,
+            partitions=tuple(
+                _fetched_partition(
+                    partition_cls, i, committed.get(TopicPartition(name, i)), partition_error
+                )
+                for i in indexes
+            ),
+        )
+        for name, indexes in wanted
+    )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=group_error, topics=topics))
+
+
+def _fetched_partition(
+    partition_cls: type[Entity], index: int, offset: CommittedOffset | None, error: ErrorCode
+) -> Entity:
+    # No committed offset: offset -1 and metadata "" (Kafka's UNKNOWN_PARTITION), no error.
+    return build(
+        partition_cls,
+        partition_index=index,
+        committed_offset=-1 if offset is None else offset.offset,
+        committed_leader_epoch=-1 if offset is None else offset.leader_epoch,
+        metadata="" if offset is None else offset.metadata,
+        error_code=error,
+    )
+
+
+# --- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
+
+
+async def handle_describe_groups(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    cls = _response_class(request)
+    group_cls = nested(cls, "groups")
+    member_cls = nested(group_cls, "members")
+    with_operations = bool(getattr(body, "include_authorized_operations", False))  # v3+
+    groups = []
+    for group_id in body.groups:
+        error, summary = service.describe_group(group_id)
+        ok = error is ErrorCode.none
+        groups.append(
+            build(
+                group_cls,
+                error_code=error,
+                group_id=group_id,
+                # A group this broker cannot answer for has no state (Kafka's NoState);
+                # one it does not know is Dead.
+                group_state=summary.state.value if ok else "",
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol,
+                members=tuple(
+                    build(
+                        member_cls,
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in summary.members
+                ),
+                authorized_operations=GROUP_OPERATIONS
+                if with_operations and ok
+                else AUTHORIZED_OPERATIONS_OMITTED,
+            )
+        )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups)))
+
+
+async def handle_list_groups(request: Request, service: GroupCoordinatorService) -> None:
+    # While a partition of __consumer_offsets is loading the list is incomplete, and
+    # says so with COORDINATOR_LOAD_IN_PROGRESS (the groups known so far still come).
+    error, listed = service.list_groups()
+    cls = _response_class(request)
+    group_cls = nested(cls, "groups")
+    groups = tuple(
+        build(
+            group_cls, group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value
+        )
+        for g in listed
+    )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=error, groups=groups))
+
+
+async def handle_delete_groups(request: Request, service: GroupCoordinatorService) -> None:
+    body = request_body(request)
+    cls = _response_class(request)
+    result_cls = nested(cls, "results")
+    # A group named twice is deleted once and answered once, as Kafka does.
+    names = list(dict.fromkeys(body.groups_names))
+    results = tuple(
+        build(result_cls, group_id=name, error_code=service.delete_group(name)) for name in names
+    )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, results=results))

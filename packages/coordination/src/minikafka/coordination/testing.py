@@ -1,0 +1,44 @@
+"""Helpers other packages' tests (and the simulator) reuse: a coordinator that serves
+every group at once, and an in-memory ``__consumer_offsets`` that completes its writes."""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._coordinator import GroupConfig, GroupCoordinator, GroupReply
+from ._group_metadata_manager import StoredRecord
+
+__all__ = ["InMemoryOffsetsTopic", "serving_coordinator"]
+
+
+def serving_coordinator(
+    config: GroupConfig | None = None, rng: random.Random | None = None, now: float = 0.0
+) -> GroupCoordinator:
+    """A coordinator that leads every ``__consumer_offsets`` partition, all empty."""
+    coordinator = GroupCoordinator(config or GroupConfig(), rng or random.Random(0))
+    for partition in range(coordinator.config.offsets_topic_num_partitions):
+        coordinator.begin_loading(partition)
+        coordinator.load_partition(partition, [], now)
+    return coordinator
+
+
+@attrs.define
+class InMemoryOffsetsTopic:
+    """The partitions of ``__consumer_offsets`` as lists: every write is appended and
+    committed at once (or fails with ``fail_with``), so a test can replay what was written."""
+
+    partitions: dict[int, list[StoredRecord]] = attrs.field(factory=dict)
+    fail_with: ErrorCode = ErrorCode.none
+
+    def flush(self, coordinator: GroupCoordinator, now: float) -> list[GroupReply]:
+        """Perform every queued write (and those their completions queue)."""
+        replies: list[GroupReply] = []
+        while writes := coordinator.take_writes():
+            for write in writes:
+                if self.fail_with is ErrorCode.none:
+                    self.partitions.setdefault(write.partition, []).extend(write.records)
+                replies.extend(coordinator.complete_write(write.write_id, self.fail_with, now))
+        return replies
