@@ -342,3 +342,22 @@ def test_replay_skips_records_it_cannot_read() -> None:
     d.topic.partitions[partition][:0] = [(b"\x00\x09junk", b"x"), (b"\xff", None)]
     fresh = replayed(d)
     assert fresh.fetch_offsets("g", [TP0]).offsets == ((TP0, CommittedOffset(3, 3, "m")),)
+
+
+def test_an_empty_group_without_offsets_is_removed_at_the_next_check() -> None:
+    config = GroupConfig(
+        group_initial_rebalance_delay_ms=0,
+        offsets_topic_num_partitions=5,
+        offsets_retention_check_interval_ms=10_000,
+    )
+    d = driver(config)
+    member, _ = d.stable_member()
+    d.take(d.coordinator.leave_group(d.rid(), LeaveGroupRequest.single("g", member), d.now))
+    d.commit({TP0: 1}, group="kept")  # a group with offsets stays until they expire
+    assert state_of(d, "g") is G.EMPTY
+    d.now += 10
+    d.take(d.coordinator.on_timer(d.now))
+    assert d.coordinator.group("g") is None
+    assert d.coordinator.group("kept") is not None
+    assert d.topic.partitions[partition_for("g", 5)][-1][1] is None  # the group's tombstone
+    assert replayed(d, config).group("g") is None

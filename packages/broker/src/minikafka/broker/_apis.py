@@ -9,6 +9,7 @@ compatibility tests with real clients.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import ClassVar
 
@@ -54,6 +55,13 @@ from ._producer_ids import ProducerIdManager, handle_init_producer_id
 
 Handler = Callable[[Request], Awaitable[None]]
 
+# Requests that wait for other clients: a JoinGroup is held until the whole group has
+# rejoined, a SyncGroup until the leader's assignment is stored, an OffsetCommit until
+# it is replicated. Kafka parks them in purgatories; here each runs in a task of its own,
+# so the num.io.threads handlers are never all held by one rebalance.
+_PARKING_APIS = frozenset({8, 11, 14})
+_logger = logging.getLogger("minikafka.broker")
+
 
 @attrs.define(eq=False)
 class KafkaApis:
@@ -67,6 +75,7 @@ class KafkaApis:
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _handlers: dict[int, Handler] = attrs.field(init=False)
+    _parked: trio.Nursery | None = attrs.field(init=False, default=None)
 
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = {
         0: (3, 8),  # Produce
@@ -97,7 +106,7 @@ class KafkaApis:
             1: self._fetch,
             2: self._list_offsets,
             3: self._metadata,
-            8: lambda r: handle_offset_commit(r, self.groups),
+            8: lambda r: handle_offset_commit(r, self.groups, self.metadata_cache),
             9: lambda r: handle_offset_fetch(r, self.groups),
             10: lambda r: handle_find_coordinator(
                 r, self.controller, self.metadata_cache, self.config
@@ -121,10 +130,33 @@ class KafkaApis:
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
 
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the tasks of the requests that wait for other clients (_PARKING_APIS)."""
+        async with trio.open_nursery() as nursery:
+            self._parked = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
     async def handle(self, request: Request) -> None:
         if not self.ready.is_set():
             await self.ready.wait()
+        if request.api_key in _PARKING_APIS and self._parked is not None:
+            self._parked.start_soon(self._handle_parked, request)
+            return
         await self._handlers[request.api_key](request)
+
+    async def _handle_parked(self, request: Request) -> None:
+        try:
+            await self._handlers[request.api_key](request)
+        except Exception:
+            # What the handler pool does for a failed handler: this connection only.
+            _logger.exception(
+                "%s request from %s failed; closing the connection",
+                request.api_name,
+                request.connection_id,
+            )
+            if not request.responded:
+                request.close_connection()
 
     async def _api_versions(self, request: Request) -> None:
         handle_api_versions(request, self.SUPPORTED)

@@ -77,11 +77,22 @@ def client_host(connection_id: str) -> str:
     return "/" + parts[1].rpartition(":")[0]
 
 
-# "The remaining APIs are groups using Kafka for group coordination and must have a
-# non-empty groupId" (Kafka's GroupCoordinator.isValidGroupId); OffsetCommit,
-# OffsetFetch, DescribeGroups and DeleteGroups accept "" for old consumers' sake.
-def _invalid_group_id(group_id: str) -> bool:
-    return not group_id
+def _refuse_empty_group_id(request: Request) -> None:
+    """INVALID_GROUP_ID for SyncGroup, Heartbeat and LeaveGroup (the core checks JoinGroup).
+
+    Kafka's isValidGroupId: "The remaining APIs are groups using Kafka for group
+    coordination and must have a non-empty groupId"; OffsetCommit, OffsetFetch,
+    DescribeGroups and DeleteGroups accept "" for old consumers' sake.
+    """
+    request.respond(
+        build(
+            _response_class(request),
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.invalid_group_id,
+            assignment=b"",  # SyncGroup
+            members=(),  # LeaveGroup v3
+        )
+    )
 
 
 # --- JoinGroup and SyncGroup --------------------------------------------------------------
@@ -140,16 +151,8 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
 
 async def handle_sync_group(request: Request, service: GroupCoordinatorService) -> None:
     body = request_body(request)
-    cls = _response_class(request)
-    if _invalid_group_id(body.group_id):
-        request.respond(
-            build(
-                cls,
-                throttle_time=NO_THROTTLE,
-                error_code=ErrorCode.invalid_group_id,
-                assignment=b"",
-            )
-        )
+    if not body.group_id:
+        _refuse_empty_group_id(request)
         return
     answer = await service.sync_group(
         SyncGroupRequest(
@@ -165,7 +168,7 @@ async def handle_sync_group(request: Request, service: GroupCoordinatorService) 
     )
     request.respond(
         build(
-            cls,
+            _response_class(request),
             throttle_time=NO_THROTTLE,
             error_code=answer.error_code,
             protocol_type=answer.protocol_type,
@@ -180,55 +183,47 @@ async def handle_sync_group(request: Request, service: GroupCoordinatorService) 
 
 async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -> None:
     body = request_body(request)
-    if _invalid_group_id(body.group_id):
-        error = ErrorCode.invalid_group_id
-    else:
-        answer = await service.heartbeat(
-            HeartbeatRequest(
-                group_id=body.group_id,
-                generation_id=int(body.generation_id),
-                member_id=body.member_id,
-                group_instance_id=getattr(body, "group_instance_id", None),
-            )
+    if not body.group_id:
+        _refuse_empty_group_id(request)
+        return
+    answer = await service.heartbeat(
+        HeartbeatRequest(
+            group_id=body.group_id,
+            generation_id=int(body.generation_id),
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),  # v3+
         )
-        error = answer.error_code
-    request.respond(build(_response_class(request), throttle_time=NO_THROTTLE, error_code=error))
+    )
+    cls = _response_class(request)
+    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=answer.error_code))
 
 
 async def handle_leave_group(request: Request, service: GroupCoordinatorService) -> None:
     body = request_body(request)
-    cls = _response_class(request)
-    if _invalid_group_id(body.group_id):
-        request.respond(
-            build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_group_id, members=())
-        )
+    version = request.api_version
+    if not body.group_id:
+        _refuse_empty_group_id(request)
         return
-    if request.api_version < 3:
-        members: tuple[MemberIdentity, ...] = (MemberIdentity(body.member_id),)
+    if version < 3:
+        leaving: tuple[MemberIdentity, ...] = (MemberIdentity(body.member_id),)
     else:
-        members = tuple(MemberIdentity(m.member_id, m.group_instance_id) for m in body.members)
-    answer = await service.leave_group(
-        LeaveGroupRequest(body.group_id, members, version=request.api_version)
-    )
-    # Before v3 the core folds the one member's error into the top-level one.
-    member_cls = nested(cls, "members") if request.api_version >= 3 else None
-    request.respond(
-        build(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=answer.error_code,
-            members=()
-            if member_cls is None
-            else tuple(
-                build(
-                    member_cls,
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    error_code=m.error_code,
-                )
-                for m in answer.members
-            ),
+        leaving = tuple(MemberIdentity(m.member_id, m.group_instance_id) for m in body.members)
+    answer = await service.leave_group(LeaveGroupRequest(body.group_id, leaving, version=version))
+    cls = _response_class(request)
+    members: tuple[Entity, ...] = ()
+    if version >= 3:  # before, the core folds the one member's error into the top level
+        member_cls = nested(cls, "members")
+        members = tuple(
+            build(
+                member_cls,
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                error_code=m.error_code,
+            )
+            for m in answer.members
         )
+    request.respond(
+        build(cls, throttle_time=NO_THROTTLE, error_code=answer.error_code, members=members)
     )
 
 

@@ -191,6 +191,7 @@ class BrokerServer:
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.groups.run)
+                await nursery.start(self.apis.run)
                 # Bind now (a port of 0 becomes a real one to register), but requests
                 # wait in KafkaApis until the controller has unfenced this broker.
                 await nursery.start(self.socket_server.serve)
@@ -210,6 +211,7 @@ class BrokerServer:
                 await self._stop.wait()
                 grace = self.config.broker.controlled_shutdown_timeout_ms / 1000
                 self.replica_manager.shutdown()  # answer long polls now, not at their deadline
+                self.groups.shutdown()  # and JoinGroups parked in a rebalance
                 await self.socket_server.shutdown(grace_seconds=grace)
                 nursery.cancel_scope.cancel()
                 clean = True

@@ -877,17 +877,25 @@ class GroupCoordinator:
 
     def _expire_offsets(self, now: float) -> None:
         """``offsets.retention.minutes``: drop expired offsets and write their tombstones;
-        an Empty group left with no offsets is deleted too (Kafka's cleanupGroupMetadata)."""
+        an Empty group left with no offsets is deleted too, with its own tombstone
+        (Kafka's cleanupGroupMetadata), so groups nobody uses do not pile up."""
         retention_ms = self.config.offsets_retention_minutes * 60_000
-        for group, expired in list(self.manager.expired_offsets(now, retention_ms)):
+        for group in list(self._groups.values()):
+            expired = self.manager.expired_offsets(group, now, retention_ms)
             records = self.manager.offset_records(group.group_id, [(tp, None) for tp in expired])
             for tp in expired:
                 del group.offsets[tp]
-            if group.state is _S.EMPTY and not group.offsets and not group.members:
+            if (
+                group.state is _S.EMPTY
+                and not group.offsets
+                and not group.pending_members
+                and not group.assignment_write_pending
+            ):
                 group.transition_to(_S.DEAD, now)
                 del self._groups[group.group_id]
                 records.extend(self.manager.tombstones(group))
-            self._write(group.group_id, records, _ignore_outcome)
+            if records:
+                self._write(group.group_id, records, _ignore_outcome)
         self._next_offsets_expiry = now + self.config.offsets_retention_check_interval_ms / 1000
 
     def unload_group(self, group_id: str) -> list[GroupReply]:

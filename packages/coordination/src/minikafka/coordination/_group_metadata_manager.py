@@ -24,7 +24,7 @@ wall-clock timestamps in milliseconds).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -200,26 +200,22 @@ class GroupMetadataManager:
 
     # --- retention ----------------------------------------------------------------------
 
+    @staticmethod
     def expired_offsets(
-        self, now: float, retention_ms: int
-    ) -> Iterator[tuple[GroupMetadata, list[TopicPartition]]]:
+        group: GroupMetadata, now: float, retention_ms: int
+    ) -> list[TopicPartition]:
         """Offsets past ``offsets.retention.minutes`` (KIP-211): a group's offsets live as
         long as it has members; once it is Empty they expire ``retention`` after it became
         Empty (or after their commit, for a group that never had members). An offset
-        committed with an explicit expire timestamp (OffsetCommit v1-v4's retention time)
+        committed with an explicit expire timestamp (OffsetCommit v2-v4's retention time)
         expires then."""
-        for group in self.groups.values():
-            if not group.offsets:
-                continue
-            if group.state is not GroupState.EMPTY:
-                continue
-            expired = [
-                tp
-                for tp, value in group.offsets.items()
-                if _expires_at(group, value, retention_ms) <= now
-            ]
-            if expired:
-                yield group, expired
+        if group.state is not GroupState.EMPTY:
+            return []
+        return [
+            tp
+            for tp, value in group.offsets.items()
+            if _expires_at(group, value, retention_ms) <= now
+        ]
 
 
 def _expires_at(group: GroupMetadata, value: OffsetValue, retention_ms: int) -> float:

@@ -103,6 +103,13 @@ class GroupCoordinatorService:
         """This broker no longer leads ``partition``: its groups go Dead."""
         self._dispatch(self.core.unload_partition(partition))
 
+    def shutdown(self) -> None:
+        """The broker is stopping: every group goes Dead and the requests parked in a
+        rebalance are answered NOT_COORDINATOR now, so the clients look for the group's
+        next coordinator instead of holding the shutdown up until their timeouts."""
+        for partition in list(self.core.manager.partitions):
+            self.resign(partition)
+
     # --- the APIs -------------------------------------------------------------------------
 
     async def join_group(self, request: JoinGroupRequest) -> JoinGroupResponse:
