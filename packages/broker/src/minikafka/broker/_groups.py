@@ -50,9 +50,6 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
 # Without an authorizer Kafka reports every operation a group supports: READ (3),
 # DELETE (6) and DESCRIBE (8), as a bit field (AclEntry.supportedOperations).
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-# JoinGroup v9 tells a replaced static leader not to assign (KIP-814); older versions
-# must not name it the leader at all, or it would run the assignor for nothing.
-SKIP_ASSIGNMENT_VERSION = 9
 
 
 def _response_class(request: Request) -> type[ResponsePayload]:
@@ -116,11 +113,6 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
             version=version,
         )
     )
-    members, leader = answer.members, answer.leader
-    if answer.skip_assignment and version < SKIP_ASSIGNMENT_VERSION:
-        # Kafka answers the old leader's id here, so the new one acts as a follower and
-        # fetches its unchanged assignment with SyncGroup; any id but its own will do.
-        members, leader = (), ""
     cls = _response_class(request)
     member_cls = nested(cls, "members")
     # Before v7 the protocol name is not nullable: "" for none (Kafka's NoProtocol).
@@ -133,7 +125,7 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
             generation_id=answer.generation_id,
             protocol_type=answer.protocol_type,
             protocol_name=protocol_name,
-            leader=leader,
+            leader=answer.leader,
             skip_assignment=answer.skip_assignment,
             member_id=answer.member_id,
             members=tuple(
@@ -143,7 +135,7 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
                     group_instance_id=m.group_instance_id,
                     metadata=m.metadata,
                 )
-                for m in members
+                for m in answer.members
             ),
         )
     )

@@ -76,6 +76,12 @@ from ._range import RangeAssignor as RangeAssignor
 from ._round_robin import RoundRobinAssignor as RoundRobinAssignor
 from ._service import GroupCoordinatorService as GroupCoordinatorService
 from ._service import OffsetsTopic as OffsetsTopic
+from ._simulate import simulate as simulate
+from ._simulate_values import SimulationConfig as SimulationConfig
+from ._simulate_values import SimulationError as SimulationError
+from ._simulate_values import SimulationResult as SimulationResult
+from ._simulate_values import parse_events as parse_events
+from ._simulate_values import render_simulation as render_simulation
 from ._sticky import MemberData as MemberData
 from ._sticky import StickyAssignor as StickyAssignor
 from ._sticky import decode_sticky_user_data as decode_sticky_user_data
@@ -131,6 +137,9 @@ __all__ = [
     "RangeAssignor",
     "RebalanceProtocol",
     "RoundRobinAssignor",
+    "SimulationConfig",
+    "SimulationError",
+    "SimulationResult",
     "StickyAssignor",
     "StoredMember",
     "StoredRecord",
@@ -148,7 +157,10 @@ __all__ = [
     "encode_sticky_user_data",
     "encode_subscription",
     "offset_commit_error",
+    "parse_events",
     "partition_for",
+    "render_simulation",
     "revoked_partitions",
+    "simulate",
     "validate_current_member",
 ]

@@ -63,6 +63,7 @@ from ._group_requests import (
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchResponse,
+    Protocols,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -472,6 +473,12 @@ class GroupCoordinator:
                 GroupReply(member.awaiting_sync, SyncGroupResponse(ErrorCode.fenced_instance_id))
             )
             member.awaiting_sync = None
+        old_leader = group.leader_id
+        old_settings = (
+            member.supported_protocols,
+            member.rebalance_timeout_ms,
+            member.session_timeout_ms,
+        )
         group.replace_static_member(instance_id, old_member_id, new_member_id)
         self._park_join(member, request_id, r, group, out)
         self._schedule_heartbeat(member, now)
@@ -480,8 +487,16 @@ class GroupCoordinator:
             # its assignment under its new id (a restarted static member costs nothing).
             if group.protocol_name == group.select_protocol():
                 member.awaiting_join = None
-                self._answer_current_generation(
-                    group, member, request_id, out, skip_assignment=True
+                self._store_static_member(
+                    group,
+                    member,
+                    instance_id,
+                    old_member_id,
+                    old_leader,
+                    old_settings,
+                    request_id,
+                    r,
+                    now,
                 )
             else:
                 self._maybe_prepare_rebalance(group, now, out)
@@ -489,6 +504,47 @@ class GroupCoordinator:
             # The leader may have assigned to the old id already: do it again.
             self._prepare_rebalance(group, now, out)
         # PreparingRebalance: the member now simply waits with the others.
+
+    def _store_static_member(
+        self,
+        group: GroupMetadata,
+        member: MemberMetadata,
+        instance_id: str,
+        old_member_id: str,
+        old_leader: str | None,
+        old_settings: tuple[Protocols, int, int],
+        request_id: int,
+        r: JoinGroupRequest,
+        now: float,
+    ) -> None:
+        """The replaced static member's new id is written with the group before it is
+        answered (a new coordinator must know it), and undone if the write fails."""
+        generation = group.generation_id
+        new_member_id = member.member_id
+        response = self._join_response(group, member, skip_assignment=True)
+        if r.version < 9:
+            # Before KIP-814 a leader cannot be told to skip the assignment: it is told
+            # the old leader's id instead, acts as a follower and syncs its assignment.
+            response = attrs.evolve(
+                response, leader=old_leader or "", members=(), skip_assignment=False
+            )
+        assignments = {m.member_id: m.assignment or b"" for m in group.members.values()}
+
+        def stored(error: ErrorCode, now: float, out: list[GroupReply]) -> None:
+            if error is ErrorCode.none:
+                out.append(GroupReply(request_id, response))
+                return
+            if (
+                self._groups.get(group.group_id) is group
+                and group.generation_id == generation
+                and group.static_member_id(instance_id) == new_member_id
+            ):
+                group.replace_static_member(instance_id, new_member_id, old_member_id)
+                group.update_member(member, *old_settings)
+            failure = JoinGroupResponse.error(_store_group_error(error), new_member_id)
+            out.append(GroupReply(request_id, failure))
+
+        self._write(group.group_id, [self.manager.group_record(group, assignments, now)], stored)
 
     # --- the rebalance -----------------------------------------------------------------
 
