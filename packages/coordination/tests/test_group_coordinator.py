@@ -715,12 +715,12 @@ def test_offset_commit_rules() -> None:
 
 def test_delete_group() -> None:
     h = Harness.make()
-    assert h.coordinator.delete_group("g") is E.group_id_not_found
+    assert h.coordinator.delete_group("g", h.now) is E.group_id_not_found
     (a,) = stable_group(h, ["a"])
-    assert h.coordinator.delete_group("g") is E.non_empty_group
+    assert h.coordinator.delete_group("g", h.now) is E.non_empty_group
     h.leave(LeaveGroupRequest("g", (MemberIdentity(a),)))
     group = h.group
-    assert h.coordinator.delete_group("g") is E.none
+    assert h.coordinator.delete_group("g", h.now) is E.none
     assert group.state is G.DEAD
     assert h.coordinator.group("g") is None
     assert h.coordinator.describe_group("g").state is G.DEAD

@@ -915,7 +915,7 @@ class GroupCoordinator:
 
     # --- deletion, retention, unloading -------------------------------------------------
 
-    def delete_group(self, group_id: str, now: float = 0.0) -> ErrorCode:
+    def delete_group(self, group_id: str, now: float) -> ErrorCode:
         """DeleteGroups: only a group without members may go (Empty -> Dead); tombstones
         for its offsets and for the group let compaction remove it from the log too."""
         status = self.group_status(group_id)

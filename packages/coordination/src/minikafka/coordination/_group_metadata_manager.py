@@ -105,8 +105,11 @@ class GroupMetadataManager:
 
     def load(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
         """Replay the partition from its start; the last record per key wins, as after
-        compaction. Returns how many groups it holds. Records of other coordinators
-        (transactions, share groups) and malformed ones are skipped, as Kafka does."""
+        compaction. Returns how many groups it holds. Record types this coordinator does
+        not know (KIP-848's consumer and share groups) are skipped, as Kafka does. A
+        malformed record is skipped too, where Kafka fails the whole load and leaves the
+        partition's groups without a coordinator: the log has checked every batch's CRC,
+        so such a record was written wrong, and the groups around it are still good."""
         offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
         stored: dict[str, GroupMetadataValue] = {}
         for key_bytes, value_bytes in records:
