@@ -3,7 +3,8 @@
 ``topics``, ``produce`` and ``consume`` are Kafka's ``kafka-topics.sh``,
 ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh`` on minikafka's own
 NetworkClient (their logic is in ``_tools_admin``, ``_tools_produce`` and
-``_tools_consume``); ``dump-log`` is ``kafka-dump-log.sh``, the log package's tool.
+``_tools_consume``), ``groups`` is ``kafka-consumer-groups.sh`` (``_tools_groups``);
+``dump-log`` is ``kafka-dump-log.sh``, the log package's tool.
 A broker's error is printed under Kafka's name and the tool exits 1; a bad argument
 exits 2.
 """
@@ -39,6 +40,9 @@ from ._tools_admin import (
 )
 from ._tools_client import Cluster, ToolError, connect
 from ._tools_consume import ConsoleConsumer, ConsumeOptions, parse_offset
+from ._tools_groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
+from ._tools_groups import delete_groups as delete_consumer_groups
+from ._tools_groups import describe as describe_consumer_groups
 from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._tools_produce import produce as produce_lines
 
@@ -350,6 +354,82 @@ def consume(
         _run_tool(run, bootstrap_server, "minikafka-console-consumer")
     except BrokenPipeError:
         _stdout_to_devnull()
+
+
+@app.command()
+def groups(
+    bootstrap_server: BootstrapServer,
+    list_: Annotated[bool, typer.Option("--list", help="list the consumer groups")] = False,
+    describe: Annotated[
+        bool, typer.Option("--describe", help="describe --group or --all-groups")
+    ] = False,
+    delete: Annotated[
+        bool, typer.Option("--delete", help="delete --group or --all-groups")
+    ] = False,
+    group: Annotated[
+        list[str] | None, typer.Option("--group", metavar="GROUP", help="the group (repeatable)")
+    ] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="--describe/--delete: every consumer group")
+    ] = False,
+    offsets: Annotated[
+        bool, typer.Option("--offsets", help="--describe: offsets and lag (the default)")
+    ] = False,
+    members: Annotated[
+        bool, typer.Option("--members", help="--describe: the members and their partitions")
+    ] = False,
+    state: Annotated[
+        bool, typer.Option("--state", help="--describe: coordinator, assignor, state, #members")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="--describe --members: each one's partitions")
+    ] = False,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            "--timeout", min=0, metavar="MS", help="how long to retry a busy or moving coordinator"
+        ),
+    ] = DEFAULT_TIMEOUT_MS,
+) -> None:
+    """List, describe or delete consumer groups (kafka-consumer-groups.sh)."""
+    actions = {"--list": list_, "--describe": describe, "--delete": delete}
+    chosen = [name for name, on in actions.items() if on]
+    if len(chosen) != 1:
+        raise _usage("give exactly one of " + ", ".join(actions))
+    action = chosen[0]
+    if action != "--list" and not group and not all_groups:
+        raise _usage(f"{action} needs --group or --all-groups")
+    if group and all_groups:
+        raise _usage("give --group or --all-groups, not both")
+    views = {"--offsets": offsets, "--members": members, "--state": state}
+    picked = [name for name, on in views.items() if on]
+    if len(picked) > 1:
+        raise _usage("give at most one of " + ", ".join(views))
+    if (picked or verbose) and action != "--describe":
+        raise _usage(f"{(picked or ['--verbose'])[0]} is for --describe")
+    view: View = "members" if members else "state" if state else "offsets"
+
+    async def run(cluster: Cluster) -> bool:
+        if action == "--list":
+            for name in await list_groups(cluster, timeout_ms=timeout):
+                print(name)
+            return True
+        names = await list_groups(cluster, timeout_ms=timeout) if all_groups else list(group or ())
+        if action == "--describe":
+            return await describe_consumer_groups(
+                cluster, names, view, sys.stdout, sys.stderr, verbose=verbose, timeout_ms=timeout
+            )
+        out, errors = deletion_report(
+            await delete_consumer_groups(cluster, names, timeout_ms=timeout)
+        )
+        for line in errors:
+            print(line, file=sys.stderr)
+        for line in out:
+            print(line)
+        return not errors
+
+    ok = _run_tool(run, bootstrap_server, "minikafka-consumer-groups")
+    raise typer.Exit(0 if ok else 1)
 
 
 @app.command("dump-log")
