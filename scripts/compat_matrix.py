@@ -47,8 +47,23 @@ START = "<!-- compat-matrix:start -->"
 END = "<!-- compat-matrix:end -->"
 CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka")
 # Cells no test can prove because the client has no way to send the request.
+# Requests a client has no way to send (kcat has no admin; aiokafka cannot delete groups).
 NOT_OFFERED = frozenset(
-    ("kcat", api) for api in ("CreateTopics", "DeleteTopics", "DescribeConfigs", "CreatePartitions")
+    {
+        *(
+            ("kcat", api)
+            for api in (
+                "CreateTopics",
+                "DeleteTopics",
+                "DescribeConfigs",
+                "CreatePartitions",
+                "DescribeGroups",
+                "ListGroups",
+                "DeleteGroups",
+            )
+        ),
+        ("aiokafka", "DeleteGroups"),
+    }
 )
 API_KEYS: Mapping[str, int] = {api_name(key): key for key in api_key_map}
 

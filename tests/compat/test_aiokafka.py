@@ -3,7 +3,7 @@
 DESIGN.md section 9: each real client drives the broker the way a user does. aiokafka is
 asyncio while the repository runs pytest under trio, so each test is a plain function
 that runs its own coroutine with ``asyncio.run``. Consumers use ``assign`` without a group
-(the broker has no group coordinator yet). Records are read back byte for byte: keys,
+(groups are in ``test_groups_aiokafka.py``). Records are read back byte for byte: keys,
 values, headers, timestamps and their order within a partition; every wait has a deadline.
 A few checks read aiokafka's internals, where it keeps no public view: the versions each
 connection learned from ApiVersions, a Metadata request without auto-creation, and the
@@ -93,7 +93,7 @@ async def _producer(bootstrap: str, **config: Any) -> AsyncIterator[Any]:
 
 @asynccontextmanager
 async def _consumer(bootstrap: str, **config: Any) -> AsyncIterator[Any]:
-    # No group: the broker has no group coordinator yet, so assign() and no commits.
+    # No group here (test_groups_aiokafka.py has them): assign() and no commits.
     config.setdefault("auto_offset_reset", "none")
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,

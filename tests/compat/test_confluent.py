@@ -1,10 +1,10 @@
 """confluent-kafka (librdkafka) against the real broker: admin, produce, consume by assign.
 
 Each test proves cells of the README's compatibility matrix (``@pytest.mark.compat``).
-Consumers only ``assign`` and never commit: the broker has no group coordinator yet
-(issue 6). confluent-kafka insists on a ``group.id`` even for a consumer that only
-assigns; with ``enable.auto.commit`` off it never uses it for anything but a coordinator
-lookup that finds no broker offering FindCoordinator, which is harmless.
+Consumers here only ``assign`` and never commit; consumer groups have their own tests in
+``test_groups_confluent.py``. confluent-kafka insists on a ``group.id`` even for a
+consumer that only assigns; with ``enable.auto.commit`` off it only looks the
+coordinator up.
 
 What is read back is compared with what was written: keys, values, headers, timestamps,
 offsets and the order within each partition. Where the client's choice is invisible on
@@ -112,7 +112,7 @@ def stored_codec(codec: str, librdkafka: tuple[int, ...]) -> str:
     when it concludes the broker cannot read the codec:
 
     - lz4 only for a broker that advertises FindCoordinator, its proxy for Kafka >= 0.8.2
-      (src/rdkafka_feature.c); this broker will with consumer groups (issue 6);
+      (src/rdkafka_feature.c); this broker does since consumer groups arrived;
     - before librdkafka 2.11.1 (#5130), gzip, snappy and lz4 also need Produce v0 in the
       advertised range, and this broker starts at Produce v3, as Kafka 4.0 does (KIP-896).
     """

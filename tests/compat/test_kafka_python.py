@@ -2,7 +2,7 @@
 
 DESIGN.md section 9: each real client drives the broker the way a user does. These tests
 use kafka-python's API (``KafkaAdminClient``, ``KafkaProducer``, ``KafkaConsumer`` with
-``assign``; no groups, the broker has no coordinator yet) and check the records read back
+``assign``; groups are in ``test_groups_kafka_python.py``) and check the records read back
 byte for byte: keys, values, headers, timestamps and their order within a partition.
 Every wait is a poll loop with a deadline. Two places reach inside the client, each says
 why: the idempotent producer's id, and retried Produce requests built by hand.
@@ -45,7 +45,7 @@ def _producer(bootstrap: str, **config: Any) -> Any:
 
 
 def _consumer(bootstrap: str, **config: Any) -> Any:
-    # No group: the broker has no group coordinator yet, so assign() and no commits.
+    # No group here (test_groups_kafka_python.py has them): assign() and no commits.
     config.setdefault("auto_offset_reset", "none")
     return KafkaConsumer(
         bootstrap_servers=bootstrap,

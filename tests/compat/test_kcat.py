@@ -64,7 +64,7 @@ def stored_codec(codec: str, librdkafka: tuple[int, ...]) -> str:
     when it concludes the broker cannot read the codec:
 
     - lz4 only for a broker that advertises FindCoordinator, its proxy for Kafka >= 0.8.2
-      (src/rdkafka_feature.c); this broker will with consumer groups (issue 6);
+      (src/rdkafka_feature.c); this broker does since consumer groups arrived;
     - before librdkafka 2.11.1 (#5130), gzip, snappy and lz4 also need Produce v0 in the
       advertised range, and this broker starts at Produce v3, as Kafka 4.0 does (KIP-896).
     """
