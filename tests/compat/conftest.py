@@ -27,3 +27,25 @@ def own_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A broker of this test alone (for restarts)."""
     with BrokerProcess(tmp_path / "data") as process:
         yield process
+
+
+# The group tests' broker: a short initial rebalance delay (Kafka's 3 s would only slow
+# them down) and a minimum session timeout below the consumers' own.
+GROUP_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "200",
+    "group.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for a module's groups; each test has its own topic and group."""
+    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES) as process:
+        yield process
+
+
+@pytest.fixture
+def own_group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A group broker of this test alone, to restart."""
+    with BrokerProcess(tmp_path / "data", overrides=GROUP_OVERRIDES) as process:
+        yield process

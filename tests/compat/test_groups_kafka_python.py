@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -46,32 +45,12 @@ from minikafka.broker.testing import BrokerProcess
 
 WAIT = 60.0  # seconds a condition may take on a loaded machine before the test fails
 SESSION_MS = 6000
-# The broker's group settings: a short initial delay (Kafka's 3 s would only slow the
-# tests down) and a minimum session timeout below the consumers' own.
-GROUP_OVERRIDES = {
-    "group.initial.rebalance.delay.ms": "200",
-    "group.min.session.timeout.ms": "1000",
-}
 
 # (partition, offset, key, value) of one record, as produced and as consumed.
 Record = tuple[int, int, bytes | None, bytes | None]
 
 
 # --- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for the module's groups; each test has its own topic and group."""
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES) as process:
-        yield process
-
-
-@pytest.fixture
-def own_group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A broker of this test alone, to restart."""
-    with BrokerProcess(tmp_path / "data", overrides=GROUP_OVERRIDES) as process:
-        yield process
 
 
 @pytest.fixture

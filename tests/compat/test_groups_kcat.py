@@ -25,8 +25,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 import pytest
@@ -44,12 +43,6 @@ pytestmark = [
 
 WAIT = 60.0  # seconds a condition may take on a loaded machine before the test fails
 SESSION_MS = 6000
-# The broker's group settings: a short initial delay (Kafka's 3 s would only slow the
-# tests down) and a minimum session timeout below the consumers' own.
-GROUP_OVERRIDES = {
-    "group.initial.rebalance.delay.ms": "200",
-    "group.min.session.timeout.ms": "1000",
-}
 REBALANCED = re.compile(r"^% Group \S+ rebalanced \(memberid (\S*)\): (assigned|revoked): (.*)$")
 
 # (partition, offset, key, value) of one record as kcat printed it.
@@ -57,20 +50,6 @@ Record = tuple[int, int, str, str]
 
 
 # --- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for the module's groups; each test has its own topic and group."""
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES) as process:
-        yield process
-
-
-@pytest.fixture
-def own_group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A broker of this test alone, to restart."""
-    with BrokerProcess(tmp_path / "data", overrides=GROUP_OVERRIDES) as process:
-        yield process
 
 
 @pytest.fixture
