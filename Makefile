@@ -19,6 +19,7 @@ help:
 	@echo "make lint   - ruff, ruff format --check, import-linter"
 	@echo "make book   - build the book (executes every cell, warnings are errors)"
 	@echo "make bench  - run the benchmarks under bench/"
+	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -37,7 +38,9 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests tests $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py
+	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py
+	@# Each lab's modules are checked on their own: every lab has a scenario.py.
+	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
 pytest: sync
 	$(RUN) pytest -q
@@ -51,8 +54,16 @@ test: lint typecheck pytest book
 bench: sync
 	$(RUN) python -m bench
 
-lab:
-	@echo "make lab: no labs yet (issue 7)"; exit 2
+# `make lab 1`: the number is a second goal; take it as the lab's number and make it a no-op.
+ifeq (lab,$(firstword $(MAKECMDGOALS)))
+LAB := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+$(eval $(LAB):;@:)
+endif
+
+# Runs labs/NN-*/test_lab.py against your exercises.py (`make test` checks solutions.py).
+lab: sync
+	@if [ -z "$(LAB)" ]; then echo "usage: make lab N   (labs: $$($(RUN) python -m minikafka.labs list | cut -d' ' -f1 | tr '\n' ' '))" >&2; exit 2; fi
+	@$(RUN) python -m minikafka.labs run $(LAB)
 
 cluster:
 	@echo "make cluster: no multi-node cluster yet"; exit 2

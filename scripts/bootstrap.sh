@@ -28,6 +28,8 @@ fi
 # "command package" pairs: the command the tests run and the Debian package that has it.
 needed=(
     "kcat kcat"
+    # Spark (the labs, through PySpark 4) runs on Java 17 or newer.
+    "java openjdk-17-jre-headless"
 )
 missing=()
 for pair in "${needed[@]}"; do

@@ -1,0 +1,37 @@
+"""minikafka.labs: the harness of the PySpark labs (DESIGN.md section 7).
+
+A lab's scenario drives the real broker with tracing on; the reader's exercises turn the
+traces into numbers with Spark; the lab's tests compare those numbers with what the
+scenario recorded on its own side (client counts, timings, its log of what it did)::
+
+    spark = spark_session()
+    requests = read_events(spark, run_dir / "traces", RequestCompleted)
+    lab = find_lab(1)
+    lab.implementation().request_counts(requests).show()
+"""
+
+from ._exercise import ExerciseNotDone as ExerciseNotDone
+from ._lab import IMPLEMENTATION_ENV as IMPLEMENTATION_ENV
+from ._lab import LABS_ROOT as LABS_ROOT
+from ._lab import Lab as Lab
+from ._lab import all_labs as all_labs
+from ._lab import find_lab as find_lab
+from ._lab import lab_of as lab_of
+from ._spark import SPARK_MASTER_ENV as SPARK_MASTER_ENV
+from ._spark import read_events as read_events
+from ._spark import spark_session as spark_session
+from ._spark import trace_schema as trace_schema
+
+__all__ = [
+    "IMPLEMENTATION_ENV",
+    "LABS_ROOT",
+    "SPARK_MASTER_ENV",
+    "ExerciseNotDone",
+    "Lab",
+    "all_labs",
+    "find_lab",
+    "lab_of",
+    "read_events",
+    "spark_session",
+    "trace_schema",
+]

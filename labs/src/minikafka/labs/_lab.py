@@ -1,0 +1,95 @@
+"""Finding the labs and loading their modules (DESIGN.md section 7).
+
+A lab is a directory ``labs/NN-topic/`` of plain modules (``scenario.py``,
+``exercises.py``, ``solutions.py``, ``test_lab.py``), not a package: its name starts with a
+digit. :class:`Lab` loads them by path under names of their own, so two labs'
+``scenario`` modules never meet in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import attrs
+
+LABS_ROOT = Path(__file__).resolve().parents[3]
+"""The repository's ``labs/`` directory (this package lives in ``labs/src``)."""
+
+IMPLEMENTATION_ENV = "MINIKAFKA_LAB_IMPL"
+"""Which answers a lab's tests check: ``solutions`` (the default, ``make test``) or
+``exercises`` (``make lab N``)."""
+
+IMPLEMENTATIONS = ("solutions", "exercises")
+
+_LAB_DIR = re.compile(r"^(?P<number>\d{2})-[a-z0-9-]+$")
+
+
+@attrs.frozen
+class Lab:
+    number: int
+    directory: Path
+
+    @property
+    def name(self) -> str:
+        return self.directory.name
+
+    def module(self, name: str) -> ModuleType:
+        """The lab's ``name``.py, loaded once per process."""
+        qualified = f"minikafka_lab{self.number:02d}_{name}"
+        loaded = sys.modules.get(qualified)
+        if loaded is not None:
+            return loaded
+        path = self.directory / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(qualified, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        # Registered before it runs: attrs and dataclasses look their module up by name.
+        sys.modules[qualified] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[qualified]
+            raise
+        return module
+
+    def implementation(self, which: str | None = None) -> ModuleType:
+        """``solutions.py`` or ``exercises.py``: ``which``, else ``$MINIKAFKA_LAB_IMPL``."""
+        chosen = which or os.environ.get(IMPLEMENTATION_ENV) or "solutions"
+        if chosen not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"{IMPLEMENTATION_ENV}={chosen!r}: expected one of {', '.join(IMPLEMENTATIONS)}"
+            )
+        return self.module(chosen)
+
+
+def all_labs() -> list[Lab]:
+    """Every lab under ``labs/``, by number."""
+    labs = []
+    for path in sorted(LABS_ROOT.iterdir()):
+        match = _LAB_DIR.match(path.name)
+        if match and path.is_dir():
+            labs.append(Lab(int(match["number"]), path))
+    return labs
+
+
+def find_lab(number: int) -> Lab:
+    for lab in all_labs():
+        if lab.number == number:
+            return lab
+    known = ", ".join(str(lab.number) for lab in all_labs()) or "none"
+    raise LookupError(f"there is no lab {number} (labs: {known})")
+
+
+def lab_of(file: str | Path) -> Lab:
+    """The lab a file (a ``test_lab.py``'s ``__file__``) belongs to."""
+    directory = Path(file).resolve().parent
+    match = _LAB_DIR.match(directory.name)
+    if match is None:
+        raise LookupError(f"{file} is not in a lab directory (labs/NN-topic/)")
+    return Lab(int(match["number"]), directory)
