@@ -16,6 +16,10 @@ from ._controller import Action as Action
 from ._controller import AppendRecords as AppendRecords
 from ._controller import QuorumController as QuorumController
 from ._controller import Reply as Reply
+from ._events import BrokerRegistrationChanged as BrokerRegistrationChanged
+from ._events import PartitionLeaderElected as PartitionLeaderElected
+from ._events import QuorumLeaderElected as QuorumLeaderElected
+from ._events import RecordsApplied as RecordsApplied
 from ._image import BrokerRegistration as BrokerRegistration
 from ._image import LocalPartition as LocalPartition
 from ._image import LocalReplicaChanges as LocalReplicaChanges
@@ -156,6 +160,7 @@ __all__ = [
     "BrokerHeartbeatResponse",
     "BrokerMetadata",
     "BrokerRegistration",
+    "BrokerRegistrationChanged",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
     "ConfigRecord",
@@ -198,6 +203,7 @@ __all__ = [
     "OngoingReassignment",
     "PartitionChangeBuilder",
     "PartitionChangeRecord",
+    "PartitionLeaderElected",
     "PartitionRecord",
     "PartitionRegistration",
     "PartitionState",
@@ -206,8 +212,10 @@ __all__ = [
     "ProducerIdsRecord",
     "Publisher",
     "QuorumController",
+    "QuorumLeaderElected",
     "ReassignablePartition",
     "ReassignmentResult",
+    "RecordsApplied",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
     "ReplayResult",

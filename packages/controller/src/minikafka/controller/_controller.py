@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
 from ._config_control import ConfigurationControlManager, FeatureControlManager
+from ._events import BrokerRegistrationChanged, RecordsApplied, emit, tracing
 from ._producer_id_control import ProducerIdControlManager
 from ._records import ConfigResourceType, FeatureLevelRecord, MetadataRecord
 from ._replication_control import ReplicationControlManager
@@ -135,10 +136,15 @@ class QuorumController:
         start-up, or a standby following the leader)."""
         if self.active:
             raise RuntimeError("the active controller replays its own records as it writes them")
+        types: collections.Counter[str] | None = collections.Counter() if tracing() else None
         for record in records:
             self._replay(record)
+            if types is not None:
+                types[type(record).__name__] += 1
         self.last_committed_offset = last_offset
         self._next_offset = last_offset + 1
+        if types:
+            emit(RecordsApplied(last_offset, -1, types.total(), dict(types)))
 
     def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
         """Start again from a snapshot of the image taken at ``offset``."""
@@ -243,15 +249,23 @@ class QuorumController:
         the old one led or kept in sync must move now, as if its session had expired."""
         was_unfenced = self.cluster.is_unfenced(request.broker_id)
         result = self.cluster.register(request, self._next_offset, now)
+        if result.records and tracing():
+            event = BrokerRegistrationChanged(
+                request.broker_id, self._next_offset, True, "registered"
+            )
+            emit(event)
         if not result.records or not was_unfenced:
             return result
         moved = self.replication.handle_broker_fenced(request.broker_id)
         return ControllerResult((*result.records, *moved), result.response)
 
-    def _fence(self, broker_id: int) -> list[MetadataRecord]:
+    def _fence(self, broker_id: int, reason: str) -> list[MetadataRecord]:
         """Fence the broker and move what it led or kept in sync: on session expiry, or
-        when a heartbeat asks to be fenced or to shut down."""
-        return [self.cluster.fence(broker_id), *self.replication.handle_broker_fenced(broker_id)]
+        when a heartbeat asks to be fenced or to shut down (``reason``, for the trace)."""
+        fence = self.cluster.fence(broker_id)
+        if tracing():
+            emit(BrokerRegistrationChanged(broker_id, fence.broker_epoch, True, reason))
+        return [fence, *self.replication.handle_broker_fenced(broker_id)]
 
     def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
         if request.resource_type == ConfigResourceType.TOPIC:
@@ -276,9 +290,16 @@ class QuorumController:
         fenced = registration.fenced
         if request.want_fence or request.want_shutdown:
             if not fenced:
-                records, fenced = self._fence(broker_id), True
+                reason = "controlled_shutdown" if request.want_shutdown else "fence_requested"
+                records, fenced = self._fence(broker_id, reason), True
         elif fenced and caught_up:
-            records = [self.cluster.unfence(broker_id)]
+            unfence = self.cluster.unfence(broker_id)
+            if tracing():
+                event = BrokerRegistrationChanged(
+                    broker_id, unfence.broker_epoch, False, "caught_up"
+                )
+                emit(event)
+            records = [unfence]
             records += self.replication.handle_broker_unfenced(broker_id)
             fenced = False
         response = BrokerHeartbeatResponse(ErrorCode.none, caught_up, fenced, request.want_shutdown)
@@ -298,6 +319,10 @@ class QuorumController:
                 self._replay(record)
             self._next_offset += len(records)
             self.registry.get_or_create_snapshot(self._next_offset - 1)
+            if tracing():
+                types = collections.Counter(type(record).__name__ for record in records)
+                last = self._next_offset - 1
+                emit(RecordsApplied(last, self.epoch, len(records), dict(types)))
             actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
         if request_id is None or response is None:
             return actions
@@ -323,5 +348,5 @@ class QuorumController:
         actions: list[Action] = []
         for broker_id in self.cluster.expired(now):
             # Each broker's records are replayed before the next broker is decided.
-            actions += self._write(self._fence(broker_id))
+            actions += self._write(self._fence(broker_id, "session_timeout"))
         return actions

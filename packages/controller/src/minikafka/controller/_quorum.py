@@ -36,6 +36,7 @@ from minikafka.log import (
     iter_records,
 )
 
+from ._events import QuorumLeaderElected, emit
 from ._records import METADATA_TOPIC, MetadataRecord, decode_record, encode_record
 
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
@@ -152,6 +153,7 @@ class SingleVoterQuorum:
         epoch = max(state.get("leaderEpoch", 0), log.leader_epoch_cache.latest_epoch or 0) + 1
         quorum = cls(path, node_id, log, epoch)
         quorum._write_state()
+        emit(QuorumLeaderElected(node_id, epoch))
         quorum.commit()  # everything from earlier epochs is committed with this fsync
         return quorum
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from ._cluster_control import ClusterControlManager
 from ._config import UNCLEAN_LEADER_ELECTION_ENABLE, ControllerConfig, validate_topic_config
 from ._config_control import ConfigurationControlManager
+from ._events import PartitionLeaderElected, emit, tracing
 from ._partition import PartitionChangeBuilder, PartitionRegistration
 from ._placement import (
     Assignment,
@@ -38,6 +39,7 @@ from ._placement import (
 from ._records import (
     METADATA_TOPIC,
     NO_LEADER,
+    NO_LEADER_CHANGE,
     ConfigRecord,
     ConfigResourceType,
     MetadataRecord,
@@ -195,6 +197,45 @@ class ReplicationControlManager:
             unclean_election=self._unclean(key[0]),
         )
 
+    def _trace_elections(self, records: Sequence[MetadataRecord], reason: str) -> None:
+        """Trace the leaders ``records`` (about to be written) elect, judged against the
+        state they will be replayed onto; a leader from outside the ISR is unclean."""
+        if not tracing():
+            return
+        names: Mapping[uuid.UUID, str] = {
+            r.topic_id: r.name for r in records if isinstance(r, TopicRecord)
+        }
+        for record in records:
+            match record:
+                case PartitionRecord():
+                    name = names.get(record.topic_id) or self.topics[record.topic_id].name
+                    event = PartitionLeaderElected(
+                        name,
+                        record.partition_id,
+                        record.leader,
+                        NO_LEADER,
+                        record.leader_epoch,
+                        record.isr,
+                        reason,
+                    )
+                    emit(event)
+                case PartitionChangeRecord() if record.leader != NO_LEADER_CHANGE:
+                    before = self.partitions[(record.topic_id, record.partition_id)]
+                    after = before.merge(record)
+                    unclean = after.leader != NO_LEADER and after.leader not in before.isr
+                    event = PartitionLeaderElected(
+                        self.topics[record.topic_id].name,
+                        record.partition_id,
+                        after.leader,
+                        before.leader,
+                        after.leader_epoch,
+                        after.isr,
+                        "unclean" if unclean else reason,
+                    )
+                    emit(event)
+                case _:
+                    pass
+
     # --- CreateTopics ----------------------------------------------------------------------
 
     def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
@@ -218,9 +259,10 @@ class ReplicationControlManager:
                 continue
             results.append(result)
             records += topic_records
-        return ControllerResult(
-            () if request.validate_only else tuple(records), CreateTopicsResponse(tuple(results))
-        )
+        if request.validate_only:
+            records = []
+        self._trace_elections(records, "new_partition")
+        return ControllerResult(tuple(records), CreateTopicsResponse(tuple(results)))
 
     def _create_topic(
         self, topic: CreatableTopic
@@ -341,10 +383,10 @@ class ReplicationControlManager:
                 )
                 continue
             results.append(CreatePartitionsTopicResult(item.name, ErrorCode.none))
-        return ControllerResult(
-            () if request.validate_only else tuple(records),
-            CreatePartitionsResponse(tuple(results)),
-        )
+        if request.validate_only:
+            records = []
+        self._trace_elections(records, "new_partition")
+        return ControllerResult(tuple(records), CreatePartitionsResponse(tuple(results)))
 
     def _create_partitions(self, item: CreatePartitionsTopic) -> list[PartitionRecord]:
         topic = self.topic_named(item.name)
@@ -411,6 +453,7 @@ class ReplicationControlManager:
             change = builder.build()
             if change is not None:
                 records.append(change)
+        self._trace_elections(records, "broker_fenced")
         return records
 
     def handle_broker_unfenced(self, broker_id: int) -> list[PartitionChangeRecord]:
@@ -425,6 +468,7 @@ class ReplicationControlManager:
                 change = self._builder(key, acceptable).build()
                 if change is not None:
                     records.append(change)
+        self._trace_elections(records, "broker_unfenced")
         return records
 
     # --- AlterPartition (KIP-497) ----------------------------------------------------------
@@ -466,6 +510,8 @@ class ReplicationControlManager:
                     after.partition_epoch,
                 )
             )
+        # Only a completed reassignment moves the leader here (phase B).
+        self._trace_elections(records, "reassignment")
         return ControllerResult(
             tuple(records), AlterPartitionResponse(ErrorCode.none, tuple(results))
         )
@@ -518,6 +564,7 @@ class ReplicationControlManager:
             if change is not None:
                 records.append(change)
             results.append(ReassignmentResult(item.topic, item.partition, ErrorCode.none))
+        self._trace_elections(records, "reassignment")
         return ControllerResult(tuple(records), AlterPartitionReassignmentsResponse(tuple(results)))
 
     def _reassign(self, item: ReassignablePartition) -> PartitionChangeRecord | None:

@@ -33,6 +33,12 @@ from ._coordinator import CoordinatorWrite as CoordinatorWrite
 from ._coordinator import GroupConfig as GroupConfig
 from ._coordinator import GroupCoordinator as GroupCoordinator
 from ._coordinator import GroupReply as GroupReply
+from ._events import GroupStateChanged as GroupStateChanged
+from ._events import MemberAssigned as MemberAssigned
+from ._events import MemberJoined as MemberJoined
+from ._events import MemberRemoved as MemberRemoved
+from ._events import RebalanceCompleted as RebalanceCompleted
+from ._events import RebalanceStarted as RebalanceStarted
 from ._group import GroupMetadata as GroupMetadata
 from ._group import GroupSummary as GroupSummary
 from ._group import ListedGroup as ListedGroup
@@ -110,6 +116,7 @@ __all__ = [
     "GroupMetadataValue",
     "GroupReply",
     "GroupState",
+    "GroupStateChanged",
     "GroupSummary",
     "HeartbeatRequest",
     "HeartbeatResponse",
@@ -121,9 +128,12 @@ __all__ = [
     "LeaveGroupRequest",
     "LeaveGroupResponse",
     "ListedGroup",
+    "MemberAssigned",
     "MemberData",
     "MemberIdentity",
+    "MemberJoined",
     "MemberMetadata",
+    "MemberRemoved",
     "MemberSummary",
     "OffsetCommitRequest",
     "OffsetCommitResponse",
@@ -135,7 +145,9 @@ __all__ = [
     "PartitionAssignor",
     "PartitionStatus",
     "RangeAssignor",
+    "RebalanceCompleted",
     "RebalanceProtocol",
+    "RebalanceStarted",
     "RoundRobinAssignor",
     "SimulationConfig",
     "SimulationError",

@@ -41,6 +41,16 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
 
+from ._consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
+from ._events import (
+    MemberAssigned,
+    MemberJoined,
+    MemberRemoved,
+    RebalanceCompleted,
+    RebalanceStarted,
+    emit,
+    tracing,
+)
 from ._group import (
     GroupMetadata,
     GroupSummary,
@@ -252,7 +262,7 @@ class GroupCoordinator:
             group = self._groups[r.group_id] = GroupMetadata(r.group_id)
         if not self._accept_joining_member(group, r.member_id):
             if group.has(r.member_id) or group.is_pending_member(r.member_id):
-                self._remove_member_and_update_group(group, r.member_id, now, out)
+                self._remove_member_and_update_group(group, r.member_id, now, out, "group_max_size")
             return fail(ErrorCode.group_max_size_reached, UNKNOWN_MEMBER_ID)
         if r.member_id == UNKNOWN_MEMBER_ID:
             self._new_member_join(group, request_id, r, now, out)
@@ -343,6 +353,7 @@ class GroupCoordinator:
         if error is not ErrorCode.none:
             return fail(error)
         member = group.members[r.member_id]
+        _trace_join(group, member.member_id, r.client_id, now)
         if group.state is _S.PREPARING_REBALANCE:
             return self._update_member_and_rebalance(group, member, request_id, r, now, out)
         if group.state is _S.COMPLETING_REBALANCE:
@@ -406,11 +417,12 @@ class GroupCoordinator:
             heartbeat_deadline=now + NEW_MEMBER_JOIN_TIMEOUT_MS / 1000,
             is_new=True,
         )
+        _trace_join(group, member_id, r.client_id, now)
         # Only the group's very first rebalance is stretched for latecomers.
         if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)
-        self._maybe_prepare_rebalance(group, now, out)
+        self._maybe_prepare_rebalance(group, now, out, "member_joined", member_id, r.client_id)
 
     def _update_member_and_rebalance(
         self,
@@ -422,7 +434,9 @@ class GroupCoordinator:
         out: list[GroupReply],
     ) -> None:
         self._park_join(member, request_id, r, group, out)
-        self._maybe_prepare_rebalance(group, now, out)
+        self._maybe_prepare_rebalance(
+            group, now, out, "member_rejoined", member.member_id, r.client_id
+        )
 
     def _park_join(
         self,
@@ -460,6 +474,10 @@ class GroupCoordinator:
         """A static member rejoined with no member id: it takes over its instance's
         member under a new id, and the old id is fenced (KIP-345)."""
         member = group.members[old_member_id]
+        if tracing():
+            removed = MemberRemoved(group.group_id, old_member_id, member.client_id, "replaced")
+            emit(removed, now)
+            _trace_join(group, new_member_id, r.client_id, now)
         if member.awaiting_join is not None:
             out.append(
                 GroupReply(
@@ -480,6 +498,7 @@ class GroupCoordinator:
             member.session_timeout_ms,
         )
         group.replace_static_member(instance_id, old_member_id, new_member_id)
+        cause = ("static_member_replaced", new_member_id, r.client_id)
         self._park_join(member, request_id, r, group, out)
         self._schedule_heartbeat(member, now)
         if group.state is _S.STABLE:
@@ -499,10 +518,10 @@ class GroupCoordinator:
                     now,
                 )
             else:
-                self._maybe_prepare_rebalance(group, now, out)
+                self._maybe_prepare_rebalance(group, now, out, *cause)
         elif group.state is _S.COMPLETING_REBALANCE:
             # The leader may have assigned to the old id already: do it again.
-            self._prepare_rebalance(group, now, out)
+            self._prepare_rebalance(group, now, out, *cause)
         # PreparingRebalance: the member now simply waits with the others.
 
     def _store_static_member(
@@ -549,12 +568,28 @@ class GroupCoordinator:
     # --- the rebalance -----------------------------------------------------------------
 
     def _maybe_prepare_rebalance(
-        self, group: GroupMetadata, now: float, out: list[GroupReply]
+        self,
+        group: GroupMetadata,
+        now: float,
+        out: list[GroupReply],
+        reason: str,
+        member_id: str | None = None,
+        client_id: str | None = None,
     ) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(group, now, out)
+            self._prepare_rebalance(group, now, out, reason, member_id, client_id)
 
-    def _prepare_rebalance(self, group: GroupMetadata, now: float, out: list[GroupReply]) -> None:
+    def _prepare_rebalance(
+        self,
+        group: GroupMetadata,
+        now: float,
+        out: list[GroupReply],
+        reason: str,
+        member_id: str | None = None,
+        client_id: str | None = None,
+    ) -> None:
+        """Start a join phase; ``reason``, ``member_id`` and ``client_id`` say why, for
+        the trace (the codes are listed on ``RebalanceStarted``)."""
         if group.state is _S.COMPLETING_REBALANCE:
             # Members waiting for an assignment that will not come: rejoin.
             for member in group.members.values():
@@ -571,7 +606,15 @@ class GroupCoordinator:
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
             group.initial_delay_remaining_ms = None
         group.new_member_added = False
+        left_generation = group.generation_id
         group.transition_to(_S.PREPARING_REBALANCE, now)
+        group.rebalance_start = now
+        if tracing():
+            members = len(group.members)
+            started = RebalanceStarted(
+                group.group_id, left_generation, reason, member_id, client_id, members
+            )
+            emit(started, now)
         self._try_complete_join(group, now, out)
 
     def _try_complete_join(self, group: GroupMetadata, now: float, out: list[GroupReply]) -> None:
@@ -591,6 +634,7 @@ class GroupCoordinator:
         for member in group.not_yet_rejoined_members():
             if not member.is_static:
                 group.remove(member.member_id)
+                _trace_removed(group, member, "join_timeout", now)
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined: wait another rebalance timeout while sessions expire.
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
@@ -626,6 +670,8 @@ class GroupCoordinator:
             out.append(GroupReply(member.awaiting_sync, response))
             member.awaiting_sync = None
             self._schedule_heartbeat(member, now)
+            if ok:
+                _trace_assigned(group, member, now)
 
     # --- SyncGroup ---------------------------------------------------------------------
 
@@ -662,6 +708,7 @@ class GroupCoordinator:
         if group.state is _S.STABLE:
             group.remove_pending_sync_member(member.member_id)
             self._schedule_heartbeat(member, now)
+            _trace_assigned(group, member, now)
             out.append(
                 GroupReply(
                     request_id,
@@ -708,12 +755,24 @@ class GroupCoordinator:
                 for m in group.members.values():
                     m.assignment = None
                 self._propagate_assignment(group, _store_group_error(error), now, out)
-                self._maybe_prepare_rebalance(group, now, out)
+                self._maybe_prepare_rebalance(group, now, out, "write_failed")
                 return
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             self._propagate_assignment(group, ErrorCode.none, now, out)
             group.transition_to(_S.STABLE, now)
+            if tracing():
+                start = group.rebalance_start
+                completed = RebalanceCompleted(
+                    group.group_id,
+                    group.generation_id,
+                    group.protocol_name,
+                    group.leader_id,
+                    len(group.members),
+                    0.0 if start is None else (now - start) * 1000,
+                    {m: _partition_count(group, data) for m, data in assignments.items()},
+                )
+                emit(completed, now)
 
         self._write(group.group_id, [self.manager.group_record(group, assignments, now)], stored)
 
@@ -774,14 +833,14 @@ class GroupCoordinator:
                 )
                 error = ErrorCode.unknown_member_id if current is None else ErrorCode.none
                 if current is not None:
-                    self._remove_member_and_update_group(group, current, now, out)
+                    self._remove_member_and_update_group(group, current, now, out, "left")
             elif group.is_pending_member(leaving.member_id):
                 error = ErrorCode.none
-                self._remove_member_and_update_group(group, leaving.member_id, now, out)
+                self._remove_member_and_update_group(group, leaving.member_id, now, out, "left")
             else:
                 error = validate_current_member(group, leaving.member_id, leaving.group_instance_id)
                 if error is ErrorCode.none:
-                    self._remove_member_and_update_group(group, leaving.member_id, now, out)
+                    self._remove_member_and_update_group(group, leaving.member_id, now, out, "left")
             results.append(
                 LeaveGroupMemberResponse(leaving.member_id, leaving.group_instance_id, error)
             )
@@ -795,10 +854,12 @@ class GroupCoordinator:
         return out
 
     def _remove_member_and_update_group(
-        self, group: GroupMetadata, member_id: str, now: float, out: list[GroupReply]
+        self, group: GroupMetadata, member_id: str, now: float, out: list[GroupReply], reason: str
     ) -> None:
         """A member leaves, fails or is dropped: its parked requests are answered
-        UNKNOWN_MEMBER_ID (so a live client rejoins) and the group rebalances."""
+        UNKNOWN_MEMBER_ID (so a live client rejoins) and the group rebalances. ``reason``
+        is the trace's ``MemberRemoved`` code (a pending member id is no member: only
+        the rebalance it may start is traced)."""
         member = group.members.get(member_id)
         if member is not None:
             if member.awaiting_join is not None:
@@ -814,8 +875,13 @@ class GroupCoordinator:
                 )
                 member.awaiting_sync = None
         group.remove(member_id)
+        client_id = None
+        if member is not None:
+            client_id = member.client_id
+            _trace_removed(group, member, reason, now)
         if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group, now, out)
+            cause = "member_left" if reason == "left" else reason
+            self._maybe_prepare_rebalance(group, now, out, cause, member_id, client_id)
         elif group.state is _S.PREPARING_REBALANCE:
             self._try_complete_join(group, now, out)
 
@@ -980,7 +1046,14 @@ class GroupCoordinator:
                 # A pending member id that never came back, or a member whose session
                 # expired: "the coordinator may need a whole session.timeout to notice a
                 # crashed member" (seed 002 §3.2).
-                self._remove_member_and_update_group(group, member_id, now, out)
+                member = group.members.get(member_id)
+                if member is None:
+                    reason = "pending_member_expired"
+                elif member.is_new:
+                    reason = "new_member_join_timeout"
+                else:
+                    reason = "session_timeout"
+                self._remove_member_and_update_group(group, member_id, now, out, reason)
 
     def _earliest_due(self, now: float) -> tuple[str, GroupMetadata, str] | None:
         best: tuple[float, str, GroupMetadata, str] | None = None
@@ -1026,8 +1099,45 @@ class GroupCoordinator:
         if not missing or group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE):
             return
         for member_id in missing:
-            group.remove(member_id)  # they have no parked request: they never synced
-        self._prepare_rebalance(group, now, out)
+            member = group.remove(member_id)  # they have no parked request: they never synced
+            if member is not None:
+                _trace_removed(group, member, "sync_timeout", now)
+        self._prepare_rebalance(group, now, out, "sync_timeout")
+
+
+def _partition_count(group: GroupMetadata, assignment: bytes) -> int:
+    """How many partitions an assignment gives, for the trace: 0 for none at all (the
+    leader left the member out), -1 when it is not a consumer assignment we can read."""
+    if not assignment:
+        return 0
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return -1
+    try:
+        return len(decode_assignment(assignment).partitions)
+    except ValueError:
+        return -1
+
+
+def _trace_join(group: GroupMetadata, member_id: str, client_id: str, now: float) -> None:
+    """A JoinGroup accepted: called before it changes anything, so the group's
+    generation and state are those it arrived in."""
+    if tracing():
+        state = group.state.value
+        emit(MemberJoined(group.group_id, member_id, client_id, group.generation_id, state), now)
+
+
+def _trace_assigned(group: GroupMetadata, member: MemberMetadata, now: float) -> None:
+    if tracing():
+        partitions = _partition_count(group, member.assignment or b"")
+        event = MemberAssigned(
+            group.group_id, member.member_id, member.client_id, group.generation_id, partitions
+        )
+        emit(event, now)
+
+
+def _trace_removed(group: GroupMetadata, member: MemberMetadata, reason: str, now: float) -> None:
+    if tracing():
+        emit(MemberRemoved(group.group_id, member.member_id, member.client_id, reason), now)
 
 
 def _make_dead(group: GroupMetadata) -> list[GroupReply]:

@@ -22,6 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
 
+from ._events import GroupStateChanged, emit, tracing
 from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponseMember, Protocols
 from ._group_state import GROUP_TRANSITIONS, GroupState, check_group_transition
 from ._offsets_records import OffsetValue
@@ -158,13 +159,22 @@ class GroupMetadata:
     offsets: dict[TopicPartition, OffsetValue] = attrs.field(init=False, factory=dict)
     # The leader's assignment is being written to __consumer_offsets (SyncGroup waits).
     assignment_write_pending: bool = attrs.field(init=False, default=False)
+    # When the group last entered PreparingRebalance (seconds, the coordinator's clock),
+    # for the duration the trace's rebalance_end reports.
+    rebalance_start: float | None = attrs.field(init=False, default=None)
 
     # --- state -------------------------------------------------------------------------
 
     def transition_to(self, target: GroupState, now: float | None = None) -> None:
-        self.state = check_group_transition(self.state, target)
+        previous = self.state
+        self.state = check_group_transition(previous, target)
         if now is not None:
             self.state_timestamp = now
+        if tracing():
+            event = GroupStateChanged(
+                self.group_id, previous.value, target.value, self.generation_id, len(self._members)
+            )
+            emit(event, now)
 
     def can_rebalance(self) -> bool:
         return self.state in GROUP_TRANSITIONS[GroupState.PREPARING_REBALANCE]

@@ -9,6 +9,11 @@ purgatory parks ``acks=all`` produces (DelayedProduce) and long-polling fetches
 
 from ._delayed import DelayedFetch as DelayedFetch
 from ._delayed import DelayedProduce as DelayedProduce
+from ._events import BecameFollower as BecameFollower
+from ._events import BecameLeader as BecameLeader
+from ._events import DelayedOperationCompleted as DelayedOperationCompleted
+from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
+from ._events import IsrChanged as IsrChanged
 from ._partition import LogReadResult as LogReadResult
 from ._partition import Partition as Partition
 from ._partition import PartitionState as PartitionState
@@ -26,13 +31,18 @@ from ._results import ProducePartitionResult as ProducePartitionResult
 
 __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
+    "BecameFollower",
+    "BecameLeader",
     "DelayedFetch",
     "DelayedOperation",
+    "DelayedOperationCompleted",
     "DelayedOperationPurgatory",
     "DelayedProduce",
     "FetchParams",
     "FetchPartition",
     "FetchPartitionResult",
+    "HighWatermarkAdvanced",
+    "IsrChanged",
     "LogReadResult",
     "Partition",
     "PartitionState",

@@ -6,6 +6,9 @@ records. DelayedFetch waits until the partitions it reads hold at least
 ``fetch.min.bytes`` beyond the fetch offsets, or until ``fetch.max.wait.ms``. Both are
 woken by the ReplicaManager through the purgatory's watch keys (the partitions), never
 by polling.
+
+Each traces its answer (``replication.delayed_op``) if it waited: the ReplicaManager
+sets ``clock`` once the purgatory has parked it, and ``created`` says since when.
 """
 
 from __future__ import annotations
@@ -17,12 +20,23 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import LogOffsetMetadata, TopicPartition
 
+from ._events import DelayedOperationCompleted, emit, tracing
 from ._partition import Partition
 from ._purgatory import DelayedOperation
 from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
 
 ProduceCallback = Callable[[dict[TopicPartition, ProducePartitionResult]], None]
 FetchCallback = Callable[[list[tuple[FetchPartition, FetchPartitionResult]]], None]
+
+
+def _trace_answer(
+    kind: str, clock: Callable[[], float] | None, created: float, expired: bool, partitions: int
+) -> None:
+    if clock is None or not tracing():
+        return  # answered without waiting, or nobody records
+    waited_ms = max(clock() - created, 0.0) * 1000
+    outcome = "expired" if expired else "completed"
+    emit(DelayedOperationCompleted(kind, outcome, waited_ms, partitions))
 
 
 @attrs.define(eq=False)
@@ -33,6 +47,11 @@ class DelayedProduce(DelayedOperation):
     required_offsets: dict[TopicPartition, int]  # partitions still waiting -> last offset + 1
     partitions: Callable[[TopicPartition], Partition | None]
     respond: ProduceCallback
+    created: float = attrs.field(default=0.0, kw_only=True)
+    """When it was parked, on the ReplicaManager's clock (for the trace)."""
+    clock: Callable[[], float] | None = attrs.field(default=None, kw_only=True)
+    """The ReplicaManager's clock, set once it waits in the purgatory (for the trace)."""
+    _expired: bool = attrs.field(init=False, default=False)
 
     def try_complete(self) -> bool:
         for tp, required in list(self.required_offsets.items()):
@@ -52,6 +71,7 @@ class DelayedProduce(DelayedOperation):
         # Written to the leader but not acknowledged by enough replicas in time: the
         # producer hears REQUEST_TIMED_OUT and may retry (the idempotent producer's
         # sequence numbers make that retry harmless).
+        self._expired = True
         for tp in self.required_offsets:
             self.results[tp] = ProducePartitionResult(
                 ErrorCode.request_timed_out,
@@ -60,6 +80,7 @@ class DelayedProduce(DelayedOperation):
         self.required_offsets.clear()
 
     def on_complete(self) -> None:
+        _trace_answer("produce", self.clock, self.created, self._expired, len(self.results))
         self.respond(self.results)
 
 
@@ -73,6 +94,11 @@ class DelayedFetch(DelayedOperation):
     partitions: Callable[[TopicPartition], Partition | None]
     read: Callable[[], list[tuple[FetchPartition, FetchPartitionResult]]]
     respond: FetchCallback
+    created: float = attrs.field(default=0.0, kw_only=True)
+    """When it was parked, on the ReplicaManager's clock (for the trace)."""
+    clock: Callable[[], float] | None = attrs.field(default=None, kw_only=True)
+    """The ReplicaManager's clock, set once it waits in the purgatory (for the trace)."""
+    _expired: bool = attrs.field(init=False, default=False)
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -98,6 +124,11 @@ class DelayedFetch(DelayedOperation):
                 accumulated += min(available, fetch.max_bytes)
         return accumulated >= self.params.min_bytes and self.force_complete()
 
+    def on_expiration(self) -> None:
+        # fetch.max.wait.ms passed: answered with whatever there is (see on_complete).
+        self._expired = True
+
     def on_complete(self) -> None:
+        _trace_answer("fetch", self.clock, self.created, self._expired, len(self.fetches))
         # Read again: the answer carries whatever is there now, up to the limits.
         self.respond(self.read())

@@ -32,6 +32,8 @@ from minikafka.log import (
     TopicPartition,
 )
 
+from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged, emit, tracing
+
 
 class ReplicationError(Exception):
     """A request this partition refuses, carrying the Kafka error code to answer with."""
@@ -102,6 +104,7 @@ class Partition:
         if self._is_stale(state):
             return False
         new_epoch = state.leader_epoch != self.leader_epoch or not self.is_leader
+        previous_isr = self.isr
         self._update_assignment(state)
         if new_epoch:
             # Every follower must fetch again before the leader counts its LEO (Kafka
@@ -114,7 +117,30 @@ class Partition:
             # KIP-101: the new epoch starts at the leader's log end offset.
             self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
             self.leader_epoch_start_offset = self.log.log_end_offset
+            if tracing():
+                tp = self.topic_partition
+                event = BecameLeader(
+                    tp.topic,
+                    tp.partition,
+                    self.leader_epoch,
+                    self.partition_epoch,
+                    self.replicas,
+                    tuple(sorted(self.isr)),
+                    self.log.log_end_offset,
+                )
+                emit(event)
         else:
+            if self.isr != previous_isr and tracing():
+                tp = self.topic_partition
+                changed = IsrChanged(
+                    tp.topic,
+                    tp.partition,
+                    self.leader_epoch,
+                    self.partition_epoch,
+                    tuple(sorted(previous_isr)),
+                    tuple(sorted(self.isr)),
+                )
+                emit(changed)
             for b in self.replicas:
                 if b != self.local_broker_id and b not in self.remote_replicas:
                     self.remote_replicas[b] = ReplicaState(b, last_caught_up_time=now)
@@ -128,7 +154,14 @@ class Partition:
         """Follow ``state.leader``; False if ``state`` is older than what we have."""
         if self._is_stale(state):
             return False
+        new_epoch = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id
         self._update_assignment(state)
+        if new_epoch and tracing():
+            tp = self.topic_partition
+            event = BecameFollower(
+                tp.topic, tp.partition, self.leader_id, self.leader_epoch, self.partition_epoch
+            )
+            emit(event)
         self.remote_replicas = {}
         self.leader_epoch_start_offset = None
         return True
@@ -183,7 +216,14 @@ class Partition:
             new_hw = min(new_hw, replica.log_end_offset if replica else -1)
         if new_hw < 0:
             return False  # a follower in the ISR has not fetched in this epoch yet
-        return self.log.maybe_increment_high_watermark(new_hw)
+        previous = self.log.high_watermark
+        if not self.log.maybe_increment_high_watermark(new_hw):
+            return False
+        if tracing():
+            tp = self.topic_partition
+            hw = self.log.high_watermark
+            emit(HighWatermarkAdvanced(tp.topic, tp.partition, previous, hw, self.leader_epoch))
+        return True
 
     def update_follower_fetch_state(self, broker_id: int, fetch_offset: int, now: float) -> bool:
         """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved."""

@@ -76,6 +76,11 @@ class ReplicaManager:
     )
     _deadline_added: Callable[[], None] = attrs.field(init=False, default=lambda: None)
     _shutting_down: bool = attrs.field(init=False, default=False)
+    # The latest ``now`` a call brought: how long parked requests waited, for the trace.
+    _now: float = attrs.field(init=False, default=0.0)
+
+    def _clock(self) -> float:
+        return self._now
 
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
@@ -93,6 +98,7 @@ class ReplicaManager:
         Declarative: the broker passes the partitions whose state changed, with their
         new state, and each local replica is made to match.
         """
+        self._now = now
         for tp, (topic_id, state) in leaders.items():
             partition = self._get_or_create_partition(tp, topic_id)
             if partition.make_leader(state, now):
@@ -162,6 +168,7 @@ class ReplicaManager:
         now: float,
     ) -> None:
         """Append to each leader partition; answer now or when the HW passes (acks=all)."""
+        self._now = now
         results: dict[TopicPartition, ProducePartitionResult] = {}
         waiting: dict[TopicPartition, int] = {}
         for tp, records in entries.items():
@@ -195,9 +202,10 @@ class ReplicaManager:
             respond(results)
             return
         operation = DelayedProduce(
-            now + timeout_ms / 1000, results, waiting, self.partitions.get, respond
+            now + timeout_ms / 1000, results, waiting, self.partitions.get, respond, created=now
         )
         if not self.produce_purgatory.try_complete_else_watch(operation, waiting):
+            operation.clock = self._clock
             self._parked()
 
     # --- fetch --------------------------------------------------------------------------
@@ -210,6 +218,7 @@ class ReplicaManager:
         now: float,
     ) -> None:
         """Read each partition; answer now or park a DelayedFetch until enough data."""
+        self._now = now
         results = self.read_from_local_log(params, fetches)
         if params.is_from_follower:
             # Only a read that succeeded says what the follower has: a fetch past the log
@@ -232,9 +241,11 @@ class ReplicaManager:
             self.partitions.get,
             lambda: self.read_from_local_log(params, fetches),
             respond,
+            created=now,
         )
         keys = [fetch.topic_partition for fetch in fetches]
         if not self.fetch_purgatory.try_complete_else_watch(operation, keys):
+            operation.clock = self._clock
             self._parked()
 
     def read_from_local_log(
@@ -340,6 +351,8 @@ class ReplicaManager:
         self.expire(math.inf)
 
     def expire(self, now: float) -> int:
+        if math.isfinite(now):  # shutdown expires everything "at infinity"
+            self._now = now
         return self.produce_purgatory.expire(now) + self.fetch_purgatory.expire(now)
 
     def next_deadline(self) -> float | None:

@@ -1,0 +1,122 @@
+"""Trace events of the KRaft controller (DESIGN.md section 7; seed 004, KIP-500/631).
+
+The controller's decisions are records in the metadata log; these events say which
+decisions were taken and why, so a reader can line a broker's leadership changes up with
+their cause: a batch of records applied (by the active controller as it writes them, or
+by a controller replaying committed ones), a partition leader elected, a broker
+registered, fenced or unfenced, and the metadata quorum electing its leader.
+
+The controller's ``now`` is the shell's trio clock, not the time of day, so these events
+keep the tracer's default timestamp (the wall clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+import attrs
+
+from minikafka.trace import TraceEvent, get_tracer, register_event
+
+__all__ = [
+    "BrokerRegistrationChanged",
+    "PartitionLeaderElected",
+    "QuorumLeaderElected",
+    "RecordsApplied",
+    "emit",
+    "tracing",
+]
+
+
+@register_event
+@attrs.frozen
+class RecordsApplied(TraceEvent):
+    """A batch of metadata records was replayed into the controller's state.
+
+    By the active controller when it writes them (``epoch`` is its epoch; the records
+    are not committed yet, seed 004's pipelining), or by a controller that is not active
+    replaying committed records or a snapshot (``epoch`` -1: it does not know the
+    epochs they were written in). ``record_types`` counts the records by type name
+    (``PartitionChangeRecord``...).
+    """
+
+    COMPONENT: ClassVar[str] = "controller"
+    EVENT: ClassVar[str] = "records_applied"
+
+    last_offset: int
+    epoch: int
+    count: int
+    record_types: Mapping[str, int]
+
+
+@register_event
+@attrs.frozen
+class PartitionLeaderElected(TraceEvent):
+    """The active controller gave a partition a new leader (written as a record).
+
+    ``reason`` is ``new_partition`` (CreateTopics, CreatePartitions: the first unfenced
+    replica), ``broker_fenced`` (the leader was fenced: session expired, it asked to be
+    fenced or to shut down, or it registered again), ``broker_unfenced`` (a leaderless
+    partition's replica came back), ``reassignment`` (a reassignment moved leadership off
+    a removed replica) or ``unclean`` (the new leader was not in the ISR:
+    ``unclean.leader.election.enable``). ``leader`` is -1 when no replica may lead (the
+    partition goes offline) and ``previous_leader`` -1 for a new partition. ``isr`` is the
+    ISR after the change.
+    """
+
+    COMPONENT: ClassVar[str] = "controller"
+    EVENT: ClassVar[str] = "election"
+
+    topic: str
+    partition: int
+    leader: int
+    previous_leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    reason: str
+
+
+@register_event
+@attrs.frozen
+class BrokerRegistrationChanged(TraceEvent):
+    """A broker's registration changed (KIP-631).
+
+    ``reason`` is ``registered`` (a BrokerRegistration; the broker starts fenced and
+    ``broker_epoch`` is the new registration's), ``caught_up`` (a heartbeat showed it
+    replayed the log past its registration: unfenced), ``session_timeout`` (no heartbeat
+    for ``broker.session.timeout.ms``), ``fence_requested`` or ``controlled_shutdown``
+    (a heartbeat asked to be fenced, or to shut down).
+    """
+
+    COMPONENT: ClassVar[str] = "controller"
+    EVENT: ClassVar[str] = "broker_registration"
+
+    broker_id: int
+    broker_epoch: int
+    fenced: bool
+    reason: str
+
+
+@register_event
+@attrs.frozen
+class QuorumLeaderElected(TraceEvent):
+    """The metadata quorum elected ``leader_id`` in ``epoch`` (the single voter wins
+    every election: one per start)."""
+
+    COMPONENT: ClassVar[str] = "controller"
+    EVENT: ClassVar[str] = "quorum_leader"
+
+    leader_id: int
+    epoch: int
+
+
+def tracing() -> bool:
+    """Whether events are kept: check before building one that costs something."""
+    return get_tracer().enabled
+
+
+def emit(event: TraceEvent, ts: float | None = None) -> None:
+    tracer = get_tracer()
+    if tracer.enabled:
+        tracer.emit(event, ts)

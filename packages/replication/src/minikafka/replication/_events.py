@@ -1,0 +1,129 @@
+"""Trace events of replication (DESIGN.md section 7; seed 000's replication vocabulary).
+
+What a reader needs to see how durable and how fresh a partition is: when this replica
+became leader or follower and at which epoch, when the ISR the controller gave the leader
+changed, when the high watermark moved (records become visible to consumers and
+``acks=all`` writes may be answered), and how long requests waited in a purgatory for
+that to happen.
+
+The ReplicaManager's ``now`` is the shell's trio clock, not the time of day, so these
+events keep the tracer's default timestamp (the wall clock); only durations are taken
+from ``now``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import attrs
+
+from minikafka.trace import TraceEvent, get_tracer, register_event
+
+__all__ = [
+    "BecameFollower",
+    "BecameLeader",
+    "DelayedOperationCompleted",
+    "HighWatermarkAdvanced",
+    "IsrChanged",
+    "emit",
+    "tracing",
+]
+
+
+@register_event
+@attrs.frozen
+class HighWatermarkAdvanced(TraceEvent):
+    """The leader moved a partition's HW up, from ``previous`` to ``high_watermark``
+    (the smallest log end offset among the ISR)."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "hw_advance"
+
+    topic: str
+    partition: int
+    previous: int
+    high_watermark: int
+    leader_epoch: int
+
+
+@register_event
+@attrs.frozen
+class DelayedOperationCompleted(TraceEvent):
+    """A request that waited in a purgatory was answered.
+
+    ``kind`` is ``produce`` (an ``acks=all`` DelayedProduce) or ``fetch`` (a long-polling
+    DelayedFetch); ``outcome`` is ``completed`` (what it waited for happened, or the
+    partition changed under it) or ``expired`` (its deadline passed, or the broker was
+    stopping). ``waited_ms`` runs from parking to answering on the ReplicaManager's clock;
+    ``partitions`` is the number of partitions the answer covers. Operations answered at
+    once, without waiting, are not traced.
+    """
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "delayed_op"
+
+    kind: str
+    outcome: str
+    waited_ms: float
+    partitions: int
+
+
+@register_event
+@attrs.frozen
+class BecameLeader(TraceEvent):
+    """This broker leads the partition from ``leader_epoch`` on, which starts at
+    ``log_end_offset`` (KIP-101)."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "become_leader"
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    log_end_offset: int
+
+
+@register_event
+@attrs.frozen
+class BecameFollower(TraceEvent):
+    """This broker follows ``leader`` from ``leader_epoch`` on."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "become_follower"
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
+@register_event
+@attrs.frozen
+class IsrChanged(TraceEvent):
+    """The leader applied a new ISR from the controller within its leader epoch (the ISR
+    shrank or expanded at a new ``partition_epoch``)."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "isr_change"
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    previous_isr: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def tracing() -> bool:
+    """Whether events are kept: check before building one on a hot path."""
+    return get_tracer().enabled
+
+
+def emit(event: TraceEvent, ts: float | None = None) -> None:
+    tracer = get_tracer()
+    if tracer.enabled:
+        tracer.emit(event, ts)

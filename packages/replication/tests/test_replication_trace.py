@@ -1,0 +1,171 @@
+"""Replication's trace events (DESIGN.md section 7): leadership, ISR changes, HW moves
+and the answers of requests that waited in a purgatory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import TopicPartition
+from minikafka.log.testing import value_batch
+from minikafka.replication import (
+    BecameFollower,
+    BecameLeader,
+    DelayedOperationCompleted,
+    FetchPartition,
+    HighWatermarkAdvanced,
+    IsrChanged,
+    ProducePartitionResult,
+)
+from minikafka.replication.testing import (
+    Answers,
+    FetchAnswer,
+    consumer_params,
+    discard,
+    follower_fetch,
+    lead,
+    partition_state,
+    replica_manager,
+)
+from minikafka.trace import event_types
+from minikafka.trace.testing import recording_tracer
+
+TP = TopicPartition("orders", 0)
+OTHER = TopicPartition("orders", 1)
+
+ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
+
+
+def test_the_events_are_registered_under_replication() -> None:
+    types = event_types()
+    assert types["replication", "hw_advance"] is HighWatermarkAdvanced
+    assert types["replication", "delayed_op"] is DelayedOperationCompleted
+    assert types["replication", "become_leader"] is BecameLeader
+    assert types["replication", "become_follower"] is BecameFollower
+    assert types["replication", "isr_change"] is IsrChanged
+
+
+def test_leadership_isr_changes_and_following_are_traced(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    with recording_tracer() as tracer:
+        lead(manager, TP, (1, 2, 3), isr=(1, 2, 3), leader_epoch=4, partition_epoch=7)
+        # The controller shrinks the ISR (same leader epoch, next partition epoch).
+        lead(manager, TP, (1, 2, 3), isr=(1, 3), leader_epoch=4, partition_epoch=8)
+        # The same state again, and a stale one: nothing changes, nothing is traced.
+        lead(manager, TP, (1, 2, 3), isr=(1, 3), leader_epoch=4, partition_epoch=8)
+        partition = manager.get_partition(TP)
+        assert partition is not None
+        assert not partition.make_leader(
+            partition_state((1, 2, 3), leader_epoch=3, partition_epoch=9), 0.0
+        )
+        # Broker 2 takes over.
+        follower = partition_state((1, 2, 3), leader=2, leader_epoch=5, partition_epoch=9)
+        manager.become_leader_or_follower({}, {TP: (partition.topic_id, follower)}, 0.0)
+    assert tracer.events == [
+        BecameLeader("orders", 0, 4, 7, (1, 2, 3), (1, 2, 3), 0),
+        IsrChanged("orders", 0, 4, 8, (1, 2, 3), (1, 3)),
+        BecameFollower("orders", 0, 2, 5, 9),
+    ]
+
+
+def test_the_hw_is_traced_only_when_it_moves_up(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    lead(manager, TP, (1, 2), isr=(1, 2), leader_epoch=3)
+    with recording_tracer() as tracer:
+        manager.append_records(30_000, 1, {TP: value_batch(5)}, discard, now=0.0)
+        assert tracer.events == []  # the follower has not fetched: the HW stays at 0
+        follower_fetch(manager, 2, TP, 2, now=1.0)
+        follower_fetch(manager, 2, TP, 2, now=2.0)  # the same offset again: no move
+        follower_fetch(manager, 2, TP, 5, now=3.0)
+    assert tracer.of_type(HighWatermarkAdvanced) == [
+        HighWatermarkAdvanced("orders", 0, 0, 2, 3),
+        HighWatermarkAdvanced("orders", 0, 2, 5, 3),
+    ]
+
+
+def test_a_leader_alone_advances_on_every_append_and_answers_acks_all_at_once(
+    tmp_path: Path,
+) -> None:
+    manager = replica_manager(tmp_path)
+    lead(manager, TP)
+    answers: ProduceAnswers = Answers()
+    with recording_tracer() as tracer:
+        manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
+        manager.append_records(30_000, -1, {TP: value_batch(3)}, answers, now=0.0)
+    assert len(answers.calls) == 2
+    assert tracer.events == [
+        HighWatermarkAdvanced("orders", 0, 0, 2, 0),
+        HighWatermarkAdvanced("orders", 0, 2, 5, 0),
+    ]  # no delayed_op: neither produce waited
+
+
+def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    lead(manager, TP, (1, 2), isr=(1, 2))
+    lead(manager, OTHER, (1, 2), isr=(1, 2))
+    answers: ProduceAnswers = Answers()
+    with recording_tracer() as tracer:
+        batches = {TP: value_batch(3), OTHER: value_batch(1)}
+        manager.append_records(30_000, -1, batches, answers, now=10.0)
+        follower_fetch(manager, 2, TP, 3, now=10.25)
+        assert not answers.answered
+        follower_fetch(manager, 2, OTHER, 1, now=11.5)
+    assert answers.only[TP].error_code is ErrorCode.none
+    assert tracer.of_type(DelayedOperationCompleted) == [
+        DelayedOperationCompleted("produce", "completed", 1500.0, 2)
+    ]
+    # The HW moves come first: they are what completes the produce.
+    assert [type(e).__name__ for e in tracer.events] == [
+        "HighWatermarkAdvanced",
+        "HighWatermarkAdvanced",
+        "DelayedOperationCompleted",
+    ]
+
+
+def test_an_expired_produce_and_an_expired_fetch_are_traced(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    lead(manager, TP, (1, 2), isr=(1, 2))
+    produced: ProduceAnswers = Answers()
+    fetched: Answers[FetchAnswer] = Answers()
+    with recording_tracer() as tracer:
+        manager.append_records(2_000, -1, {TP: value_batch(1)}, produced, now=1.0)
+        params = consumer_params(max_wait_ms=500, min_bytes=1)
+        manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], fetched, now=2.0)
+        assert manager.expire(2.5) == 1  # the fetch's fetch.max.wait.ms
+        assert manager.expire(3.0) == 1  # the produce's timeout
+    assert produced.only[TP].error_code is ErrorCode.request_timed_out
+    assert fetched.answered
+    assert tracer.of_type(DelayedOperationCompleted) == [
+        DelayedOperationCompleted("fetch", "expired", 500.0, 1),
+        DelayedOperationCompleted("produce", "expired", 2000.0, 1),
+    ]
+
+
+def test_a_long_poll_completed_by_new_data_is_traced(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    lead(manager, TP)
+    fetched: Answers[FetchAnswer] = Answers()
+    with recording_tracer() as tracer:
+        params = consumer_params(max_wait_ms=5_000, min_bytes=1)
+        fetches = [FetchPartition(TP, 0, 1 << 20), FetchPartition(OTHER, 0, 1 << 20)]
+        lead(manager, OTHER)
+        manager.fetch_messages(params, fetches, fetched, now=4.0)
+        assert not fetched.answered
+        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard, now=4.75)
+    assert len(fetched.calls) == 1
+    assert tracer.of_type(DelayedOperationCompleted) == [
+        DelayedOperationCompleted("fetch", "completed", 750.0, 2)
+    ]
+
+
+def test_nothing_is_traced_when_tracing_is_off(tmp_path: Path) -> None:
+    manager = replica_manager(tmp_path)
+    with recording_tracer() as tracer:
+        tracer.close()
+        lead(manager, TP, (1, 2), isr=(1, 2))
+        answers: ProduceAnswers = Answers()
+        manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
+        follower_fetch(manager, 2, TP, 2, now=1.0)
+        assert answers.answered
+    assert tracer.records == []
