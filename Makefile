@@ -10,6 +10,9 @@ RUN := $(UV) run --frozen --all-packages --quiet
 
 PORT ?= 9092
 DATA ?= ./data
+# `make run` traces each run into a directory of its own under $(TRACES), named by its
+# start time (UTC); `minikafka trace summary DIR` reads one.
+TRACES ?= ./traces
 
 .PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster clean
 
@@ -27,10 +30,12 @@ bootstrap:
 sync: bootstrap
 	@$(UV) sync --frozen --all-packages --quiet
 
-# A single-node broker (KRaft combined mode) for any Kafka client; Ctrl-C stops it cleanly.
+# A single-node broker (KRaft combined mode) for any Kafka client; Ctrl-C stops it cleanly
+# (and writes out the last of its trace events).
 run: sync
 	@mkdir -p $(DATA)
-	$(RUN) minikafka broker --override listeners=PLAINTEXT://127.0.0.1:$(PORT) --override log.dirs=$(DATA)
+	$(RUN) minikafka broker --override listeners=PLAINTEXT://127.0.0.1:$(PORT) --override log.dirs=$(DATA) \
+		--trace-dir $(TRACES)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 lint: sync
 	$(RUN) ruff check .

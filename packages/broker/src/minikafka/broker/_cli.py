@@ -4,9 +4,14 @@
 ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh`` on minikafka's own
 NetworkClient (their logic is in ``_tools_admin``, ``_tools_produce`` and
 ``_tools_consume``), ``groups`` is ``kafka-consumer-groups.sh`` (``_tools_groups``);
-``dump-log`` is ``kafka-dump-log.sh``, the log package's tool.
+``dump-log`` is ``kafka-dump-log.sh``, the log package's tool; ``trace summary`` is
+``python -m minikafka.trace summary``.
 A broker's error is printed under Kafka's name and the tool exits 1; a bad argument
 exits 2.
+
+``broker --trace-dir DIR`` (or ``MINIKAFKA_TRACE_DIR``) installs the process's tracer
+(DESIGN.md section 7) before anything that emits is built, and closes it after the
+clean shutdown, so the last buffer of events reaches the file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ from rich.console import Console
 from minikafka.log._tool import PathError, dump
 from minikafka.log._tool import verify as verify_log
 from minikafka.net import ConfigError
+from minikafka.trace import (
+    TRACE_DIR_ENV,
+    JsonLinesTracer,
+    Tracer,
+    configure_from_env,
+    configure_tracing,
+    format_summary,
+    read_trace,
+    summarize,
+    trace_files,
+)
 
 from ._config import KafkaConfig, parse_override
 from ._server import BrokerServer
@@ -71,6 +87,16 @@ def broker(
         list[str] | None,
         typer.Option("--override", help="key=value, applied over the file (repeatable)"),
     ] = None,
+    trace_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--trace-dir",
+            metavar="DIR",
+            file_okay=False,
+            help="write trace events (JSON Lines) into DIR, created if missing "
+            "(default: $MINIKAFKA_TRACE_DIR, else no tracing)",
+        ),
+    ] = None,
 ) -> None:
     """Run a single-node broker (KRaft combined mode) until SIGTERM or Ctrl-C."""
     logging.basicConfig(
@@ -79,6 +105,22 @@ def broker(
     try:
         overrides = dict(parse_override(item) for item in override or ())
         config = KafkaConfig.load(config_file, overrides)
+    except ConfigError as exc:
+        typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    # Before BrokerServer.open: log recovery emits while the logs load, and the
+    # SocketServer keeps the tracer it is built with.
+    _start_tracing(trace_dir, config.node_id)
+    try:
+        _run_broker(config)
+    finally:
+        # Events are buffered: closing the tracer (which installing the NullTracer does)
+        # writes the last of them out. Nothing emits any more once trio.run has returned.
+        configure_tracing(None, config.node_id)
+
+
+def _run_broker(config: KafkaConfig) -> None:
+    try:
         server = BrokerServer.open(config)
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
@@ -93,6 +135,28 @@ def broker(
             raise
         typer.echo(f"minikafka broker: cannot listen: {_first(bind_errors)}", err=True)
         raise typer.Exit(1) from None
+
+
+def _start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:
+    """Install this process's tracer for broker ``node_id`` and say where it writes.
+
+    ``--trace-dir`` wins over ``MINIKAFKA_TRACE_DIR``; neither: a NullTracer. A
+    directory is one run: the file names carry node and pid, so the processes of a
+    local cluster (and a restarted broker) can share it.
+    """
+    try:
+        if trace_dir is not None:
+            tracer = configure_tracing(trace_dir, node_id)
+        else:
+            tracer = configure_from_env(node_id)
+    except OSError as exc:
+        where = trace_dir if trace_dir is not None else f"${TRACE_DIR_ENV}"
+        typer.echo(f"minikafka broker: cannot trace into {where}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if isinstance(tracer, JsonLinesTracer):
+        pattern = f"trace-node{tracer.node}-{tracer.pid}-*.jsonl"
+        print(f"minikafka broker: tracing to {tracer.directory.resolve() / pattern}", flush=True)
+    return tracer
 
 
 def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
@@ -461,6 +525,45 @@ def dump_log(
         _stdout_to_devnull()
         status = 0
     raise typer.Exit(status)
+
+
+# --- traces ----------------------------------------------------------------------------
+
+trace_app = typer.Typer(
+    name="trace",
+    help="Inspect trace directories (what --trace-dir and MINIKAFKA_TRACE_DIR write).",
+    no_args_is_help=True,
+)
+app.add_typer(trace_app)
+
+
+@trace_app.callback()
+def _trace_group() -> None:
+    """Inspect trace directories (what --trace-dir and MINIKAFKA_TRACE_DIR write)."""
+
+
+@trace_app.command("summary")
+def trace_summary(
+    directory: Annotated[Path, typer.Argument(help="a trace directory")],
+) -> None:
+    """Count events per component and event, with time range and nodes.
+
+    The same report as ``python -m minikafka.trace summary DIR``.
+    """
+    if not directory.is_dir():
+        typer.echo(f"{directory}: not a directory", err=True)
+        raise typer.Exit(2)
+    files = trace_files(directory)
+    if not files:
+        print(f"{directory}: no trace files (*.jsonl)")
+        return
+    try:
+        rows = summarize(read_trace(directory))
+    except ValueError as e:  # a line that is not JSON names its file and line
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    print(f"{directory}: {len(files)} trace file(s)")
+    print(format_summary(rows))
 
 
 def _unescape(separator: str) -> str:

@@ -4,7 +4,9 @@
 way a user runs it, and waits (with a deadline, never a bare sleep) for the line it
 prints when it is ready for clients. The compatibility tests, the crash-safety test and
 the benchmarks drive it with real Kafka clients; ``kill()`` is SIGKILL, ``stop()`` is
-SIGTERM and a clean shutdown.
+SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: after
+``stop()`` the directory holds every event the broker emitted (read it with
+``minikafka.trace.read_trace``); after ``kill()``, what it had written out by then.
 
 :func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
 an OS-chosen port, for tests that talk to it with the NetworkClient.
@@ -45,6 +47,9 @@ class BrokerProcess:
     port: int = 0  # 0: the OS picks one at the first start; restarts keep it
     overrides: Mapping[str, str] = attrs.field(factory=dict)
     host: str = "127.0.0.1"
+    trace_dir: Path | None = None
+    """``--trace-dir``: the broker's trace events go here (None: no flag; the broker then
+    honours ``MINIKAFKA_TRACE_DIR`` if this process's environment sets it)."""
     process: subprocess.Popen[bytes] | None = attrs.field(init=False, default=None)
     output: list[str] = attrs.field(init=False, factory=list)
 
@@ -61,6 +66,8 @@ class BrokerProcess:
         command = [sys.executable, "-m", "minikafka.broker", "broker"]
         for key, value in props.items():
             command += ["--override", f"{key}={value}"]
+        if self.trace_dir is not None:
+            command += ["--trace-dir", str(self.trace_dir)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env

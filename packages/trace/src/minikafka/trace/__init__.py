@@ -33,6 +33,9 @@ from ._global import get_tracer as get_tracer
 from ._global import install_tracer as install_tracer
 from ._schema import all_spark_schemas as all_spark_schemas
 from ._schema import spark_schema as spark_schema
+from ._summary import EventSummary as EventSummary
+from ._summary import format_summary as format_summary
+from ._summary import summarize as summarize
 from ._tracer import NullTracer as NullTracer
 from ._tracer import Tracer as Tracer
 from ._tracer import TracerClosedError as TracerClosedError
@@ -45,6 +48,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "ENVELOPE_FIELDS",
     "TRACE_DIR_ENV",
+    "EventSummary",
     "JsonLinesTracer",
     "NullTracer",
     "TraceEvent",
@@ -55,10 +59,12 @@ __all__ = [
     "configure_tracing",
     "decode_event",
     "event_types",
+    "format_summary",
     "get_tracer",
     "install_tracer",
     "read_trace",
     "register_event",
     "spark_schema",
+    "summarize",
     "trace_files",
 ]
