@@ -15,10 +15,12 @@ from minikafka.trace import (
     TraceEvent,
     configure_from_env,
     configure_tracing,
+    emit,
     get_tracer,
     install_tracer,
     read_trace,
     register_event,
+    tracing,
 )
 from minikafka.trace.testing import RecordingTracer, recording_tracer
 
@@ -109,3 +111,21 @@ def test_recording_tracer_collects_events_and_restores() -> None:
     assert tracer.events == [Ping(1), Ping(2)]
     assert tracer.of_type(Ping) == [Ping(1), Ping(2)]
     assert tracer.records[0] == (5.0, Ping(1))
+
+
+def test_emit_goes_to_the_installed_tracer_only_while_it_keeps_events() -> None:
+    previous = install_tracer(NullTracer())
+    try:
+        assert not tracing()
+        emit(Ping(0))  # dropped: nothing to check but that it does not fail
+        with recording_tracer() as recorder:
+            assert tracing()
+            emit(Ping(1), ts=12.5)
+            emit(Ping(2))
+            recorder.close()
+            assert not tracing()
+            emit(Ping(3))  # a closed tracer keeps nothing, and emit does not raise
+        assert recorder.records[0] == (12.5, Ping(1))
+        assert recorder.events == [Ping(1), Ping(2)]
+    finally:
+        install_tracer(previous)

@@ -31,10 +31,12 @@ from collections.abc import Iterable, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.trace import emit, tracing
+
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
 from ._config_control import ConfigurationControlManager, FeatureControlManager
-from ._events import BrokerRegistrationChanged, RecordsApplied, emit, tracing
+from ._events import BrokerRegistrationChanged, RecordsApplied
 from ._producer_id_control import ProducerIdControlManager
 from ._records import ConfigResourceType, FeatureLevelRecord, MetadataRecord
 from ._replication_control import ReplicationControlManager

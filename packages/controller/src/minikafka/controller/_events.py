@@ -17,15 +17,13 @@ from typing import ClassVar
 
 import attrs
 
-from minikafka.trace import TraceEvent, get_tracer, register_event
+from minikafka.trace import TraceEvent, register_event
 
 __all__ = [
     "BrokerRegistrationChanged",
     "PartitionLeaderElected",
     "QuorumLeaderElected",
     "RecordsApplied",
-    "emit",
-    "tracing",
 ]
 
 
@@ -109,14 +107,3 @@ class QuorumLeaderElected(TraceEvent):
 
     leader_id: int
     epoch: int
-
-
-def tracing() -> bool:
-    """Whether events are kept: check before building one that costs something."""
-    return get_tracer().enabled
-
-
-def emit(event: TraceEvent, ts: float | None = None) -> None:
-    tracer = get_tracer()
-    if tracer.enabled:
-        tracer.emit(event, ts)

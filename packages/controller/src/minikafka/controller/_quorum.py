@@ -35,8 +35,9 @@ from minikafka.log import (
     build_batch,
     iter_records,
 )
+from minikafka.trace import emit
 
-from ._events import QuorumLeaderElected, emit
+from ._events import QuorumLeaderElected
 from ._records import METADATA_TOPIC, MetadataRecord, decode_record, encode_record
 
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"

@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.trace import emit, tracing
+
 from ._cluster_control import ClusterControlManager
 from ._config import UNCLEAN_LEADER_ELECTION_ENABLE, ControllerConfig, validate_topic_config
 from ._config_control import ConfigurationControlManager
-from ._events import PartitionLeaderElected, emit, tracing
+from ._events import PartitionLeaderElected
 from ._partition import PartitionChangeBuilder, PartitionRegistration
 from ._placement import (
     Assignment,

@@ -40,6 +40,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
+from minikafka.trace import emit, tracing
 
 from ._consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
 from ._events import (
@@ -48,8 +49,6 @@ from ._events import (
     MemberRemoved,
     RebalanceCompleted,
     RebalanceStarted,
-    emit,
-    tracing,
 )
 from ._group import (
     GroupMetadata,

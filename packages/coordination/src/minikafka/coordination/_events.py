@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import attrs
 
-from minikafka.trace import TraceEvent, get_tracer, register_event
+from minikafka.trace import TraceEvent, register_event
 
 __all__ = [
     "GroupStateChanged",
@@ -26,8 +26,6 @@ __all__ = [
     "MemberRemoved",
     "RebalanceCompleted",
     "RebalanceStarted",
-    "emit",
-    "tracing",
 ]
 
 
@@ -159,14 +157,3 @@ class MemberRemoved(TraceEvent):
     member_id: str
     client_id: str
     reason: str
-
-
-def tracing() -> bool:
-    """Whether events are kept: check before building one that costs something."""
-    return get_tracer().enabled
-
-
-def emit(event: TraceEvent, ts: float | None = None) -> None:
-    tracer = get_tracer()
-    if tracer.enabled:
-        tracer.emit(event, ts)

@@ -21,8 +21,9 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
+from minikafka.trace import emit, tracing
 
-from ._events import GroupStateChanged, emit, tracing
+from ._events import GroupStateChanged
 from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponseMember, Protocols
 from ._group_state import GROUP_TRANSITIONS, GroupState, check_group_transition
 from ._offsets_records import OffsetValue

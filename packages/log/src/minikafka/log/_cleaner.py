@@ -28,8 +28,10 @@ from collections.abc import Callable
 
 import attrs
 
+from minikafka.trace import emit
+
 from ._batch import RecordBatchHeader, TimestampType
-from ._events import LogCleaned, emit
+from ._events import LogCleaned
 from ._index import MAX_RELATIVE_OFFSET
 from ._log import Log
 from ._names import (

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import attrs
 
-from minikafka.trace import TraceEvent, get_tracer, register_event
+from minikafka.trace import TraceEvent, register_event
 
 
 @register_event
@@ -73,9 +73,3 @@ class LogCleaned(TraceEvent):
     bytes_before: int
     bytes_after: int
     records_removed: int
-
-
-def emit(event: TraceEvent) -> None:
-    tracer = get_tracer()
-    if tracer.enabled:
-        tracer.emit(event)

@@ -28,11 +28,13 @@ from pathlib import Path
 
 import attrs
 
+from minikafka.trace import emit
+
 from ._batch import RecordBatchHeader, TimestampType
 from ._checkpoint import LeaderEpochCheckpointFile
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
-from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted, emit
+from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted
 from ._loader import load_segments
 from ._names import DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, TopicPartition
 from ._producer_state import BatchMetadata, ProducerStateManager

@@ -19,8 +19,9 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import LogOffsetMetadata, TopicPartition
+from minikafka.trace import emit, tracing
 
-from ._events import DelayedOperationCompleted, emit, tracing
+from ._events import DelayedOperationCompleted
 from ._partition import Partition
 from ._purgatory import DelayedOperation
 from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult

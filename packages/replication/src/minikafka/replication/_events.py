@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import attrs
 
-from minikafka.trace import TraceEvent, get_tracer, register_event
+from minikafka.trace import TraceEvent, register_event
 
 __all__ = [
     "BecameFollower",
@@ -25,8 +25,6 @@ __all__ = [
     "DelayedOperationCompleted",
     "HighWatermarkAdvanced",
     "IsrChanged",
-    "emit",
-    "tracing",
 ]
 
 
@@ -116,14 +114,3 @@ class IsrChanged(TraceEvent):
     partition_epoch: int
     previous_isr: tuple[int, ...]
     isr: tuple[int, ...]
-
-
-def tracing() -> bool:
-    """Whether events are kept: check before building one on a hot path."""
-    return get_tracer().enabled
-
-
-def emit(event: TraceEvent, ts: float | None = None) -> None:
-    tracer = get_tracer()
-    if tracer.enabled:
-        tracer.emit(event, ts)

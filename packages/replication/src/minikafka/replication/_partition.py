@@ -31,8 +31,9 @@ from minikafka.log import (
     TimestampAndOffset,
     TopicPartition,
 )
+from minikafka.trace import emit, tracing
 
-from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged, emit, tracing
+from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged
 
 
 class ReplicationError(Exception):

@@ -29,8 +29,10 @@ from ._files import trace_files as trace_files
 from ._global import TRACE_DIR_ENV as TRACE_DIR_ENV
 from ._global import configure_from_env as configure_from_env
 from ._global import configure_tracing as configure_tracing
+from ._global import emit as emit
 from ._global import get_tracer as get_tracer
 from ._global import install_tracer as install_tracer
+from ._global import tracing as tracing
 from ._schema import all_spark_schemas as all_spark_schemas
 from ._schema import spark_schema as spark_schema
 from ._summary import EventSummary as EventSummary
@@ -58,6 +60,7 @@ __all__ = [
     "configure_from_env",
     "configure_tracing",
     "decode_event",
+    "emit",
     "event_types",
     "format_summary",
     "get_tracer",
@@ -67,4 +70,5 @@ __all__ = [
     "spark_schema",
     "summarize",
     "trace_files",
+    "tracing",
 ]

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from threading import Lock
 
+from ._event import TraceEvent
 from ._tracer import NullTracer, Tracer
 from ._writer import JsonLinesTracer
 
@@ -27,6 +28,23 @@ def get_tracer() -> Tracer:
     time, so reconfiguring takes effect everywhere.
     """
     return _tracer
+
+
+def tracing() -> bool:
+    """Whether the installed tracer keeps events: check it before building an event that
+    costs something to build (a dict of assignment sizes, a count of record types)."""
+    return _tracer.enabled
+
+
+def emit(event: TraceEvent, ts: float | None = None) -> None:
+    """Hand ``event`` to the installed tracer, if it keeps events.
+
+    This is how packages emit: ``ts`` is seconds since the epoch (a core with a clock
+    of its own passes its ``now``); None means the tracer's wall clock.
+    """
+    tracer = _tracer
+    if tracer.enabled:
+        tracer.emit(event, ts)
 
 
 def install_tracer(tracer: Tracer) -> Tracer:
