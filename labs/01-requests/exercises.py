@@ -24,17 +24,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: F401  (you will want it)
 
 from minikafka.labs import ExerciseNotDone
+from minikafka.net import REQUEST_TIME_COMPONENTS
 
-COMPONENTS = (
-    "request_queue_ms",
-    "local_ms",
-    "remote_ms",
-    "response_queue_ms",
-    "response_send_ms",
-    "total_ms",
-)
-"""Kafka's request time breakdown, in the order a request lives through it; the first
-five add up to ``total_ms``."""
+# Kafka's request time breakdown, in the order a request lives through it; the first
+# five add up to ``total_ms`` (the fields of minikafka.net's RequestMetrics).
+COMPONENTS = REQUEST_TIME_COMPONENTS
 
 
 def request_counts(requests: DataFrame, by_client: bool = False) -> DataFrame:

@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from minikafka.labs import IMPLEMENTATION_ENV, ExerciseNotDone, lab_of, read_events, trace_schema
-from minikafka.net import RequestCompleted
+from minikafka.net import REQUEST_TIME_COMPONENTS, RequestCompleted
 from minikafka.trace import read_trace
 
 LAB = lab_of(__file__)
@@ -43,14 +43,6 @@ Record = dict[str, Any]
 # librdkafka's names for the request types it counts, where they are not Kafka's.
 _LIBRDKAFKA_NAMES = {"ApiVersion": "ApiVersions", "Offset": "ListOffsets"}
 _SIZE_PREFIX = 4  # librdkafka counts a frame's 4-byte size; the trace does not
-_COMPONENTS = (
-    "request_queue_ms",
-    "local_ms",
-    "remote_ms",
-    "response_queue_ms",
-    "response_send_ms",
-    "total_ms",
-)
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +209,7 @@ def test_time_percentiles(
     assert result.columns == ["api_name", "component", "requests", "p50_ms", "p99_ms"]
     rows = rows_by(result, "api_name", "component")
     apis = {r["api_name"] for r in raw}
-    assert set(rows) == {(api, component) for api in apis for component in _COMPONENTS}
+    assert set(rows) == {(api, component) for api in apis for component in REQUEST_TIME_COMPONENTS}
     for (api, component), row in rows.items():
         values = [r[component] for r in raw if r["api_name"] == api]
         assert row.requests == len(values)

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 import minikafka.broker  # noqa: F401  (registers every package's events for decode_event)
 from minikafka.broker._cli import app
 from minikafka.broker.testing import BrokerProcess
+from minikafka.net import REQUEST_TIME_COMPONENTS
 from minikafka.trace import TRACE_DIR_ENV, decode_event, read_trace, trace_files
 
 DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow
@@ -36,13 +37,7 @@ RECORDS = 300
 VALUE = b"v" * 100
 SEGMENT_BYTES = 4096  # 300 batches of one 100 B record: about 42 KB, so about ten rolls
 CLIENT_ID = "tracing-test"
-COMPONENTS = (
-    "request_queue_ms",
-    "local_ms",
-    "remote_ms",
-    "response_queue_ms",
-    "response_send_ms",
-)
+STAGES = REQUEST_TIME_COMPONENTS[:-1]  # the five that add up to total_ms
 
 Record = dict[str, object]
 
@@ -170,7 +165,7 @@ def test_requests_carry_kafkas_time_breakdown(run: TracedRun) -> None:
         assert request["response_bytes"] > 0  # no acks=0 here: every request is answered
         total = request["total_ms"]
         assert isinstance(total, float)
-        parts = [request[name] for name in COMPONENTS]
+        parts = [request[name] for name in STAGES]
         for part in parts:
             assert isinstance(part, float)
             assert -1e-6 <= part <= total + 1e-6, request

@@ -43,6 +43,7 @@ from ._headers import parse_request_header as parse_request_header
 from ._headers import request_header_version as request_header_version
 from ._headers import response_header_version as response_header_version
 from ._processor import Processor as Processor
+from ._request import REQUEST_TIME_COMPONENTS as REQUEST_TIME_COMPONENTS
 from ._request import FileRegion as FileRegion
 from ._request import Request as Request
 from ._request import RequestMetrics as RequestMetrics
@@ -53,6 +54,7 @@ from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
 
 __all__ = [
+    "REQUEST_TIME_COMPONENTS",
     "Acceptor",
     "ClientError",
     "ConfigError",

@@ -170,6 +170,13 @@ class Request:
         )
 
 
+REQUEST_TIME_COMPONENTS: tuple[str, ...] = tuple(
+    field.name for field in attrs.fields(RequestMetrics)
+)
+"""The breakdown's names in the order a request lives through them (``request_queue_ms``
+... ``response_send_ms``), then ``total_ms``, their sum: the columns of ``net.request``."""
+
+
 def _or(value: float | None, default: float) -> float:
     # Not `value or default`: 0.0 is a real time on trio's virtual clock.
     return default if value is None else value
