@@ -41,6 +41,7 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 # uses lz4-java's fast compressor, like cramjam's default block mode.
 _GZIP_LEVEL = 6
 _ZSTD_LEVEL = 3
+_LZ4_DEFAULT_LEVEL = 9
 _ZSTD_FIRST_BUFFER = 1 << 20
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -58,18 +59,22 @@ _LZ4_UNCOMPRESSED = 0x80000000  # high bit of a block size: the block is stored 
 _LE_UINT32 = struct.Struct("<I")
 
 
-def compress(codec: CompressionType, data: Buffer) -> bytes:
-    """``data`` compressed and framed as Kafka's Java client frames it."""
+def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> bytes:
+    """``data`` compressed and framed as Kafka's Java client frames it.
+
+    ``level`` is KIP-390's ``compression.<codec>.level``; None is Kafka's default level.
+    SNAPPY has no levels.
+    """
     codec = CompressionType(codec)  # a plain int works too; an unknown one is a ValueError
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
-        return gzip.compress(data, compresslevel=_GZIP_LEVEL, mtime=0)
+        return gzip.compress(data, compresslevel=level or _GZIP_LEVEL, mtime=0)
     if codec is CompressionType.SNAPPY:
         return _xerial_compress(memoryview(data))
     if codec is CompressionType.LZ4:
-        return _lz4_compress(memoryview(data))
-    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+        return _lz4_compress(memoryview(data), level)
+    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
 
 
 def decompress(codec: CompressionType, data: Buffer, max_size: int | None = None) -> bytes:
@@ -154,11 +159,21 @@ def _snappy_decompress(view: memoryview, max_size: int | None) -> bytes:
     return bytes(out)
 
 
-def _lz4_compress(view: memoryview) -> bytes:
+def _lz4_compress(view: memoryview, level: int | None = None) -> bytes:
+    # Kafka's default level (9) uses lz4-java's fast compressor; another level its high
+    # compressor at that level (KIP-390).
+    fast = level is None or level == _LZ4_DEFAULT_LEVEL
     parts = [_LZ4_HEADER]
     for start in range(0, len(view), _LZ4_BLOCK):
         chunk = view[start : start + _LZ4_BLOCK]
-        block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        if fast:
+            block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        else:
+            block = bytes(
+                cramjam.lz4.compress_block(
+                    chunk, mode="high_compression", compression=level, store_size=False
+                )
+            )
         if len(block) >= len(chunk):  # incompressible: store it, as Lz4BlockOutputStream does
             parts += (_LE_UINT32.pack(len(chunk) | _LZ4_UNCOMPRESSED), bytes(chunk))
         else:

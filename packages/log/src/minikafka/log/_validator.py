@@ -2,34 +2,57 @@
 
 A leader trusts nothing a producer sends: every batch's length, magic and CRC-32C are
 checked, its record count must agree with its offset range, and it must fit
-``max.message.bytes``. Then the leader gives each batch its offsets by writing
-``baseOffset`` (and ``partitionLeaderEpoch``) into the header in place. The CRC starts
-at ``attributes``, after both fields, precisely so that this needs no re-checksum and no
-look at the records: the batch stays the producer's bytes, compressed or not.
+``max.message.bytes``. Then every record inside is walked (:mod:`._record_checks`),
+decompressing a compressed batch with a bound on its size: a CRC only proves that the
+bytes arrived as sent, not that a consumer can read them.
 
-A follower appends batches that already carry the leader's offsets; it checks them the
-same way and that their offsets only move forward.
+Then the leader gives each batch its offsets by writing ``baseOffset`` (and
+``partitionLeaderEpoch``) into the header in place. The CRC starts at ``attributes``,
+after both fields, precisely so that this needs no re-checksum: the batch stays the
+producer's bytes, compressed or not (Kafka's "in place" assignment). Only when the
+topic's ``compression.type`` names a codec other than the batch's does the leader
+rewrite it: the same record bytes, compressed with the topic's codec, under a header
+with new attributes, length and CRC (Kafka recompresses in the same case).
+
+A follower appends batches that already carry the leader's offsets; it checks their
+structure the same way and that their offsets only move forward, and never recompresses.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 import attrs
 
 from ._batch import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     CompressionType,
     InvalidRecordError,
     RecordBatchHeader,
+    compute_crc,
     iter_batches,
     set_log_append_time,
     write_offset_and_epoch,
 )
+from ._compression import compress, decompress
+from ._record_checks import RecordRules, check_records
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 
 MAX_OFFSET = 2**63 - 1
 MIN_RECORD_BYTES = 7  # length, attributes, timestamp/offset deltas, key, value, header count
+# A compressed batch may decompress to this much and no more (a decompression bomb is
+# refused while inflating, see _compression): generous for any real producer, whose
+# batches are bounded by its batch.size and the broker's max.message.bytes.
+MIN_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
+DECOMPRESSION_RATIO_LIMIT = 16
 
 
 class RecordTooLargeError(InvalidRecordError):
@@ -144,6 +167,89 @@ def _validate_client_batch(position: int, header: RecordBatchHeader) -> None:
             f"batch at position {position} is a control batch; clients may not send those",
             position,
         )
+
+
+def decompressed_limit(max_message_bytes: int) -> int:
+    """The most a batch from a client may decompress to."""
+    return max(MIN_DECOMPRESSED_LIMIT, DECOMPRESSION_RATIO_LIMIT * max_message_bytes)
+
+
+def validate_records(
+    buf: bytes | bytearray | memoryview,
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    rules: RecordRules,
+    max_decompressed: int,
+) -> list[bytes | None]:
+    """Walk every record of every batch; the decompressed payload of each compressed one.
+
+    A payload that does not decompress is CORRUPT_MESSAGE (2); records that do not match
+    their header are INVALID_RECORD (87). The payloads are returned so that a batch to be
+    recompressed is not decompressed twice.
+    """
+    payloads: list[bytes | None] = []
+    for position, header in batches:
+        start, end = position + RECORD_BATCH_OVERHEAD, position + header.size
+        try:
+            if header.compression is CompressionType.NONE:
+                check_records(buf, start, end, header, rules)  # in the request's buffer
+                payloads.append(None)
+                continue
+            data = decompress(header.compression, memoryview(buf)[start:end], max_decompressed)
+            check_records(data, 0, len(data), header, rules)
+            payloads.append(data)
+        except InvalidRecordError as e:
+            # The same class (and so the same error code), with the batch named.
+            raise type(e)(f"batch at position {position}: {e}", position) from e
+    return payloads
+
+
+def recompress(
+    buf: bytearray | memoryview,
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    payloads: Sequence[bytes | None],
+    target: CompressionType,
+    level: int | None,
+    max_message_bytes: int,
+) -> tuple[bytearray, Batches]:
+    """The batches with every one not already in ``target`` rewritten in it.
+
+    A record's bytes do not depend on the codec around them, so the rewrite needs no
+    record decoded: the uncompressed record bytes are compressed with ``target`` and put
+    under the original header with the codec bits, batchLength and CRC changed. The
+    offsets are assigned afterwards, as for any batch.
+    """
+    out = bytearray()
+    result: Batches = []
+    for (position, header), payload in zip(batches, payloads, strict=True):
+        if header.compression is target:
+            out += buf[position : position + header.size]
+        else:
+            records = payload
+            if records is None:  # uncompressed: the records are the payload itself
+                records = bytes(buf[position + RECORD_BATCH_OVERHEAD : position + header.size])
+            body = compress(target, records, level)
+            start = len(out)
+            out += buf[position : position + RECORD_BATCH_OVERHEAD]
+            out += body
+            size = RECORD_BATCH_OVERHEAD + len(body)
+            _INT32.pack_into(out, start + 8, size - LOG_OVERHEAD)  # batchLength
+            attributes = (header.attributes & ~COMPRESSION_MASK) | target.value
+            _INT16.pack_into(out, start + ATTRIBUTES_OFFSET, attributes)
+            _UINT32.pack_into(out, start + CRC_OFFSET, compute_crc(out, start, size))
+    # Headers are read back once the buffer is complete (its positions are final).
+    position = 0
+    for _ in batches:
+        new = RecordBatchHeader.read(out, position)
+        if new.size > max_message_bytes:
+            # Kafka checks the batch it stores: a recompressed batch can grow.
+            raise RecordTooLargeError(
+                f"batch at position {position} is {new.size} bytes once recompressed, more "
+                f"than max.message.bytes={max_message_bytes}",
+                position,
+            )
+        result.append((position, new))
+        position += new.size
+    return out, result
 
 
 def assign_offsets(
