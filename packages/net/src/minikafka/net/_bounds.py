@@ -9,12 +9,21 @@ kio will use, reading only lengths, and rejects any array, string or byte field 
 claims more bytes than the frame has left. It allocates nothing and decodes no value;
 record batches (``records``) are skipped by their length, so a produce request costs
 a few dozen steps however large it is.
+
+It also refuses a null where the schema has no null: a negative length on an array,
+string or byte field the schema declares non-nullable. Kafka's generated readers throw
+("non-nullable field topics was serialized as null") and the request is malformed; kio
+would hand the handler ``None`` where its types promise a tuple or a ``str``, and the
+handler would fail deep inside with a TypeError. Refused here, such a body closes its
+connection like any other malformed one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import struct
+import types
+import typing
 from functools import cache
 
 import attrs
@@ -24,7 +33,6 @@ from kio.serial._introspect import (  # kio 0.6.5's schema introspection (pinned
     classify_field,
     get_field_tag,
     get_schema_field_type,
-    is_optional,
 )
 from kio.static.protocol import Entity
 
@@ -65,7 +73,11 @@ class _FieldPlan:
     """The primitive's Kafka type; empty for an entity field or array."""
     entity: type[Entity] | None
     is_array: bool
-    nullable_entity: bool
+    nullable: bool
+    """The field itself may be null (an array, string, bytes or struct)."""
+    nullable_items: bool
+    """An array's elements may be null (a string array's ``str | None``)."""
+    name: str
 
 
 @cache
@@ -81,10 +93,25 @@ def _plan(schema: type[Entity]) -> tuple[tuple[_FieldPlan, ...], bool]:
                 kafka_type="" if entity else get_schema_field_type(field),
                 entity=entity,
                 is_array=kind.is_array,
-                nullable_entity=isinstance(kind, EntityField) and is_optional(field),
+                nullable=_admits_none(field.type),
+                nullable_items=kind.is_array and _admits_none(_item_type(field.type)),
+                name=f"{schema.__name__}.{field.name}",
             )
         )
     return tuple(plans), bool(schema.__flexible__)
+
+
+def _admits_none(annotation: object) -> bool:
+    """``X | None`` at the top of the annotation (kio's spelling of "nullable")."""
+    origin = typing.get_origin(annotation)
+    return origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(annotation)
+
+
+def _item_type(annotation: object) -> object:
+    """The element type of ``tuple[X, ...]`` or ``tuple[X, ...] | None``."""
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    return typing.get_args(annotation)[0]
 
 
 class _Walker:
@@ -104,9 +131,13 @@ class _Walker:
 
     def field(self, plan: _FieldPlan, flexible: bool, pos: int) -> int:
         count = 1
+        nullable = plan.nullable
         if plan.is_array:
             count, pos = self.array_length(flexible, pos)
-        elif plan.nullable_entity:
+            if count < 0:
+                return self.null(plan, pos)
+            nullable = plan.nullable_items
+        elif plan.entity is not None and plan.nullable:
             (marker,) = self.unpack(">b", pos)
             pos += 1
             if marker < 0:
@@ -115,30 +146,40 @@ class _Walker:
             if plan.entity is not None:
                 pos = self.entity(plan.entity, pos)
             else:
-                pos = self.primitive(plan.kafka_type, flexible, pos)
+                pos = self.primitive(plan, nullable, flexible, pos)
         return pos
 
-    def primitive(self, kafka_type: str, flexible: bool, pos: int) -> int:
+    def null(self, plan: _FieldPlan, pos: int) -> int:
+        """A null where the schema allows one ends the field; anywhere else it is malformed."""
+        if plan.nullable:
+            return pos
+        raise BoundsError(f"non-nullable field {plan.name} was serialized as null")
+
+    def primitive(self, plan: _FieldPlan, nullable: bool, flexible: bool, pos: int) -> int:
+        kafka_type = plan.kafka_type
         size = _FIXED_SIZES.get(kafka_type)
         if size is not None:
             return self.skip(pos, size)
         if kafka_type in _VARINTS:
             return self.uvarint(pos)[1]
-        if kafka_type == "string":
+        if kafka_type in ("string", "bytes", "records"):
             if flexible:
-                length, pos = self.uvarint(pos)
-                return self.skip(pos, length - 1) if length else pos
-            (length,) = self.unpack(">h", pos)
-            return self.skip(pos + 2, max(length, 0))
-        if kafka_type in ("bytes", "records"):
-            if flexible:
-                length, pos = self.uvarint(pos)
-                return self.skip(pos, length - 1) if length else pos
-            (length,) = self.unpack(">i", pos)
-            return self.skip(pos + 4, max(length, 0))
+                raw, pos = self.uvarint(pos)
+                length = raw - 1
+            else:
+                fmt = ">h" if kafka_type == "string" else ">i"
+                (length,) = self.unpack(fmt, pos)
+                pos += struct.calcsize(fmt)
+            if length < 0:
+                # Any negative length is a null to Kafka's readers, not only -1.
+                if nullable:
+                    return pos
+                raise BoundsError(f"non-nullable field {plan.name} was serialized as null")
+            return self.skip(pos, length)
         raise BoundsError(f"no bounds rule for kafka type {kafka_type!r}")
 
     def array_length(self, flexible: bool, pos: int) -> tuple[int, int]:
+        """The declared element count (negative: a null array) and where the elements begin."""
         if flexible:
             raw, pos = self.uvarint(pos)
             count = raw - 1
@@ -148,7 +189,7 @@ class _Walker:
         # Every element takes at least one byte: more elements than bytes left is a lie.
         if count > self.end - pos:
             raise BoundsError(f"array of {count} elements with {self.end - pos} bytes left")
-        return max(count, 0), pos
+        return count, pos
 
     def tagged_fields(self, pos: int) -> int:
         count, pos = self.uvarint(pos)
