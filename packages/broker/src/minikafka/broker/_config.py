@@ -21,7 +21,14 @@ import attrs
 from minikafka.controller import ControllerConfig, parse_bool, parse_int
 from minikafka.coordination import GroupConfig
 from minikafka.log import LOG_KEYS, LogConfig, LogManagerSchedule
-from minikafka.net import ConfigError, Listener, NetConfig, parse_listeners
+from minikafka.net import (
+    ConfigError,
+    Listener,
+    NetConfig,
+    listener_endpoints,
+    parse_listeners,
+    security_protocol_map,
+)
 
 _HOURS = 3600 * 1000
 _MINUTES = 60 * 1000
@@ -87,6 +94,7 @@ class KafkaConfig:
         controller = ControllerConfig.from_properties(props)
         group = _group_config(props)
         _check_roles(broker)
+        _check_advertised_listeners(broker, net)
         return cls(broker, net, log, schedule, controller, group, dict(props))
 
     @classmethod
@@ -130,6 +138,7 @@ _BROKER_KEYS: dict[str, Callable[[str, str], object]] = {
     "log.dirs": lambda k, v: _paths(k, v),
     "log.dir": lambda k, v: _paths(k, v),
     "metadata.log.dir": lambda k, v: _path(k, v),
+    # Parsed again in _broker_settings with listener.security.protocol.map.
     "advertised.listeners": lambda k, v: parse_listeners(v, k),
     "auto.create.topics.enable": parse_bool,
     "min.insync.replicas": lambda k, v: parse_int(k, v, minimum=1),
@@ -163,9 +172,6 @@ _FIELDS = {
 _FIXED_KEYS: dict[str, Callable[[str], bool]] = {
     "controller.listener.names": lambda v: True,  # no separate controller listener yet
     "inter.broker.listener.name": lambda v: True,
-    "listener.security.protocol.map": lambda v: all(
-        part.split(":")[-1].strip().upper() == "PLAINTEXT" for part in v.split(",") if part
-    ),
     "num.recovery.threads.per.data.dir": lambda v: v.isdigit() and int(v) >= 1,
     "socket.send.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
     "socket.receive.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
@@ -242,6 +248,11 @@ def _broker_settings(props: Mapping[str, str]) -> BrokerSettings:
     for key, parse in _BROKER_KEYS.items():
         if key in props and not (key == "log.dir" and "log.dirs" in props):
             values[_FIELDS[key]] = parse(key, props[key])
+    if "advertised.listeners" in props:
+        # The same parsing as listeners (minikafka.net), names checked against the map.
+        values["advertised_listeners"] = listener_endpoints(
+            props["advertised.listeners"], "advertised.listeners", security_protocol_map(props)
+        )
     for key, check in _FIXED_KEYS.items():
         if key in props and not check(props[key]):
             raise ConfigError(key, f"{props[key]!r} is not supported by minikafka")
@@ -291,6 +302,18 @@ def _group_config(props: Mapping[str, str]) -> GroupConfig:
             f"({config.group_min_session_timeout_ms})",
         )
     return config
+
+
+def _check_advertised_listeners(broker: BrokerSettings, net: NetConfig) -> None:
+    """Kafka's rule: advertise only listeners this broker has."""
+    names = {listener.name for listener in net.listeners}
+    for listener in broker.advertised_listeners:
+        if listener.name not in names:
+            raise ConfigError(
+                "advertised.listeners",
+                f"listener {listener.name} is not one of the listeners "
+                f"({', '.join(sorted(names))})",
+            )
 
 
 def _check_roles(broker: BrokerSettings) -> None:

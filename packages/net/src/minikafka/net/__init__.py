@@ -22,15 +22,21 @@ from ._codec import encode_entity as encode_entity
 from ._codec import nested as nested
 from ._codec import request_schema as request_schema
 from ._codec import response_schema as response_schema
+from ._config import DEFAULT_SECURITY_PROTOCOL_MAP as DEFAULT_SECURITY_PROTOCOL_MAP
+from ._config import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from ._config import ConfigError as ConfigError
 from ._config import Listener as Listener
 from ._config import NetConfig as NetConfig
+from ._config import listener_endpoints as listener_endpoints
 from ._config import parse_listeners as parse_listeners
+from ._config import parse_security_protocol_map as parse_security_protocol_map
+from ._config import security_protocol_map as security_protocol_map
 from ._connection import KafkaChannel as KafkaChannel
 from ._demo import DemoApis as DemoApis
 from ._events import ConnectionAccepted as ConnectionAccepted
 from ._events import ConnectionClosed as ConnectionClosed
 from ._events import RequestCompleted as RequestCompleted
+from ._framing import ForeignProtocol as ForeignProtocol
 from ._framing import FrameDecoder as FrameDecoder
 from ._framing import FrameError as FrameError
 from ._framing import FrameTooLarge as FrameTooLarge
@@ -42,7 +48,9 @@ from ._headers import encode_request_header as encode_request_header
 from ._headers import parse_request_header as parse_request_header
 from ._headers import request_header_version as request_header_version
 from ._headers import response_header_version as response_header_version
+from ._memory_pool import MemoryPool as MemoryPool
 from ._processor import Processor as Processor
+from ._quotas import ConnectionQuotas as ConnectionQuotas
 from ._request import REQUEST_TIME_COMPONENTS as REQUEST_TIME_COMPONENTS
 from ._request import FileRegion as FileRegion
 from ._request import Request as Request
@@ -54,15 +62,19 @@ from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
 
 __all__ = [
+    "DEFAULT_SECURITY_PROTOCOL_MAP",
     "REQUEST_TIME_COMPONENTS",
+    "SECURITY_PROTOCOLS",
     "Acceptor",
     "ClientError",
     "ConfigError",
     "ConnectionAccepted",
     "ConnectionClosed",
+    "ConnectionQuotas",
     "DemoApis",
     "DisconnectedError",
     "FileRegion",
+    "ForeignProtocol",
     "FrameDecoder",
     "FrameError",
     "FrameTooLarge",
@@ -70,6 +82,7 @@ __all__ = [
     "InvalidRequest",
     "KafkaChannel",
     "Listener",
+    "MemoryPool",
     "NetConfig",
     "NetworkClient",
     "Node",
@@ -94,11 +107,14 @@ __all__ = [
     "encode_frame",
     "encode_request_header",
     "handle_api_versions",
+    "listener_endpoints",
     "nested",
     "parse_listeners",
     "parse_request_header",
+    "parse_security_protocol_map",
     "request_header_version",
     "request_schema",
     "response_header_version",
     "response_schema",
+    "security_protocol_map",
 ]

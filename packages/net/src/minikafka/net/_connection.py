@@ -12,10 +12,16 @@ response (acks=0 produce) still unmutes the connection.
 Kafka's Processor mutes by removing ``OP_READ`` from the selector and unmutes in
 ``processCompletedSends``; here the connection's task simply does not call
 ``receive_some`` while a request is in flight.
+
+With ``queued.max.request.bytes`` set, a connection also takes its next request's bytes
+from the MemoryPool as soon as the size prefix is known, and reads no further while the
+pool is empty (Kafka mutes such channels "for memory pressure"). That wait happens only
+between requests, so it never reorders them.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -25,14 +31,18 @@ import attrs
 import trio
 
 from ._codec import API_VERSIONS_KEY, BodyDecodeError, api_name, decode_request_body
-from ._framing import FrameDecoder, FrameError
+from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
 from ._request import FileRegion, Request, Response, ResponseAction
 
 if TYPE_CHECKING:
+    from ._memory_pool import MemoryPool
     from ._processor import Processor
 
 log = logging.getLogger("minikafka.net")
+
+# Close reasons that are part of normal life, not worth a log line.
+_QUIET_REASONS = ("", "shutdown", "closed by client", "idle")
 
 
 class ShortFileRegion(Exception):
@@ -46,6 +56,8 @@ class KafkaChannel:
     stream: trio.abc.Stream
     processor: Processor
     decoder: FrameDecoder
+    peer_address: str | None = None
+    """The client's IP address, normalised (what ``max.connections.per.ip`` counts)."""
     muted: bool = attrs.field(init=False, default=False)
     requests: int = attrs.field(init=False, default=0)
     close_reason: str = attrs.field(init=False, default="")
@@ -53,6 +65,9 @@ class KafkaChannel:
     _response_receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
     _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _reserved: int = attrs.field(init=False, default=0)
+    """Bytes taken from the MemoryPool for the next frame, not yet handed to a Request."""
+    _in_flight: Request | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         # Room for one response: a muted connection has at most one request in flight.
@@ -77,8 +92,13 @@ class KafkaChannel:
             self._read_scope.cancel()
 
     async def run(self) -> None:
+        logged = False
         try:
             await self._serve()
+        except ForeignProtocol as e:
+            self.close_reason = f"bad frame: {e}"
+            self._log_foreign_protocol(e)
+            logged = True
         except FrameError as e:
             self.close_reason = f"bad frame: {e}"
         except InvalidRequest as e:
@@ -94,11 +114,41 @@ class KafkaChannel:
             self.close_reason = f"internal error: {type(e).__name__}: {e}"
         finally:
             self._responses.close()
+            self._release_memory()
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
-            if self.close_reason not in ("", "shutdown", "closed by client", "idle"):
+            if self.close_reason not in _QUIET_REASONS and not logged:
                 log.info("closed %s: %s", self.id, self.close_reason)
             self.processor.connection_closed(self)
+
+    def _log_foreign_protocol(self, error: ForeignProtocol) -> None:
+        """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
+        if error.protocol == "TLS":
+            log.warning(
+                "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
+                "(TLS is not implemented: the client must use security.protocol=PLAINTEXT)",
+                self.id,
+                self.listener,
+            )
+        else:
+            log.warning(
+                "%s: a client sent an %s request to PLAINTEXT listener %s; closing the "
+                "connection (this port speaks the Kafka protocol)",
+                self.id,
+                error.protocol,
+                self.listener,
+            )
+
+    def _release_memory(self) -> None:
+        """Whatever this connection still holds of the MemoryPool goes back to it."""
+        pool = self.processor.memory_pool
+        if pool is not None and self._reserved:
+            pool.release(self._reserved)
+            self._reserved = 0
+        if self._in_flight is not None:
+            # The handler may still hold it; release_buffer is idempotent.
+            self._in_flight.release_buffer()
+            self._in_flight = None
 
     async def _serve(self) -> None:
         processor = self.processor
@@ -109,9 +159,11 @@ class KafkaChannel:
             # Kafka's startTimeNanos is taken before parsing: parse time counts as
             # request queue time, not as no time at all.
             request = self._parse(frame, received=trio.current_time())
+            self._hand_over_memory(request)
             self.muted = True
             await processor.channel.send_request(request)
             response = await self._response_receive.receive()
+            self._in_flight = None
             if response.action is ResponseAction.CLOSE:
                 self.close_reason = f"closed by the {request.api_name} handler"
                 return
@@ -127,13 +179,27 @@ class KafkaChannel:
             processor.request_completed(self, request)
             self.muted = False
 
+    def _hand_over_memory(self, request: Request) -> None:
+        pool = self.processor.memory_pool
+        if pool is None or not self._reserved:
+            return
+        nbytes, self._reserved = self._reserved, 0
+        request.hold_buffer(lambda: pool.release(nbytes))
+        self._in_flight = request
+
     async def _next_frame(self) -> bytes | None:
         """The next complete request frame, reading only while unmuted."""
         idle = self._idle_seconds
         read_size = self.processor.config.read_chunk_bytes
+        pool = self.processor.memory_pool
         while True:
             if self._stop.is_set():
                 break
+            if pool is not None and not self._reserved:
+                size = self.decoder.next_frame_size()
+                if size is not None:
+                    await self._reserve(pool, size)
+                    continue  # stopped, or reserved: either way, look again
             frame = self.decoder.next_frame()
             if frame is not None:
                 return frame
@@ -155,6 +221,17 @@ class KafkaChannel:
             self.decoder.feed(data)
         self.close_reason = "shutdown"
         return None
+
+    async def _reserve(self, pool: MemoryPool, size: int) -> None:
+        """Take ``size`` bytes from the pool, waiting (muted) while it is exhausted."""
+        while not pool.try_allocate(size):
+            with trio.CancelScope() as scope:
+                self._read_scope = scope  # stop_reading() cancels this wait too
+                await pool.wait_for_memory()
+            self._read_scope = None
+            if self._stop.is_set():
+                return
+        self._reserved = size
 
     def _parse(self, frame: bytes, received: float) -> Request:
         """Header, API check and body: what Kafka's Processor does in ``parseRequestHeader``."""
@@ -206,10 +283,17 @@ async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
     (zero-copy: Kafka's ``FileRecords.writeTo`` via ``transferTo``). Other streams
     (the in-memory streams tests use) get the bytes read with ``os.pread``.
     """
-    if isinstance(region.file, int):
-        fd, owned = region.file, False
+    file = region.file
+    release: Callable[[], object] | None
+    # Pinned or opened now, never earlier: a descriptor number taken when the response
+    # was built could have been closed and given to another file by now.
+    if isinstance(file, int):
+        fd, release = file, None
+    elif isinstance(file, (str, os.PathLike)):
+        fd = os.open(file, os.O_RDONLY)
+        release = functools.partial(os.close, fd)
     else:
-        fd, owned = os.open(region.file, os.O_RDONLY), True
+        fd, release = file.pin(), file.unpin
     try:
         if isinstance(stream, trio.SocketStream):
             await _sendfile(stream, fd, region)
@@ -219,8 +303,8 @@ async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
                 raise ShortFileRegion(f"{len(data)} of {region.length} bytes")
             await stream.send_all(data)
     finally:
-        if owned:
-            os.close(fd)
+        if release is not None:
+            release()
 
 
 async def _sendfile(stream: trio.SocketStream, fd: int, region: FileRegion) -> None:

@@ -8,6 +8,12 @@ start of the next (the "sticky packet" problem the seed names). Kafka's
 bytes. :class:`FrameDecoder` is the same state machine with no socket: feed it
 whatever bytes arrived, take out the complete frames.
 
+A size prefix above ``socket.request.max.bytes`` is refused before any of its body is
+buffered. Two of those are worth naming, because they are not attacks but mistakes: a
+client speaking TLS to a PLAINTEXT listener (a TLS record header ``16 03 01 ..`` read as
+a size is about 369 MB) and an HTTP request (``GET `` read as a size is about 1.2 GB).
+:class:`ForeignProtocol` says which, so the log line can tell the operator.
+
 Bytes that belong to frames not yet taken out stay buffered here. On the broker they
 are the pipelined requests a client sent ahead, and the Processor takes out only one
 at a time (see ``_connection.py``): the decoder is our ``stagedReceives``.
@@ -15,6 +21,7 @@ at a time (see ``_connection.py``): the decoder is our ``stagedReceives``.
 
 from __future__ import annotations
 
+import re
 import struct
 
 import attrs
@@ -37,6 +44,35 @@ class FrameTooLarge(FrameError):
         super().__init__(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")
         self.size = size
         self.limit = limit
+
+
+class ForeignProtocol(FrameTooLarge):
+    """An oversized "frame" whose first bytes are another protocol's (TLS or HTTP)."""
+
+    def __init__(self, protocol: str, size: int, limit: int) -> None:
+        FrameError.__init__(
+            self,
+            f"{protocol} from a client on a plaintext Kafka listener "
+            f"(its first bytes read as a frame of {size} bytes)",
+        )
+        self.protocol = protocol
+        self.size = size
+        self.limit = limit
+
+
+# A TLS record header: content type 22 (handshake), then the record version 3.0-3.4
+# (SSL 3.0, TLS 1.0-1.3 ClientHellos all use 3.x here).
+_TLS_HANDSHAKE = re.compile(rb"\x16\x03[\x00-\x04]")
+_HTTP_METHODS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN", b"PRI ")
+
+
+def foreign_protocol(prefix: bytes) -> str | None:
+    """Which protocol ``prefix`` (a frame's first 4 bytes) belongs to, if not Kafka."""
+    if _TLS_HANDSHAKE.match(prefix):
+        return "TLS"
+    if prefix[:4] in _HTTP_METHODS:
+        return "HTTP"
+    return None
 
 
 class InvalidFrameSize(FrameError):
@@ -70,15 +106,26 @@ class FrameDecoder:
         """Bytes received but not yet returned as frames."""
         return len(self._buffer) - self._start
 
-    def next_frame(self) -> bytes | None:
-        available = len(self._buffer) - self._start
-        if available < SIZE_PREFIX.size:
+    def next_frame_size(self) -> int | None:
+        """The size the next frame declares, once its prefix is here; checked as in
+        :meth:`next_frame` (the Processor reserves memory for it before reading the body)."""
+        if len(self._buffer) - self._start < SIZE_PREFIX.size:
             return None
         (size,) = SIZE_PREFIX.unpack_from(self._buffer, self._start)
         if size < 0:
             raise InvalidFrameSize(f"negative frame size {size}")
         if size > self.max_frame_bytes:
+            prefix = bytes(self._buffer[self._start : self._start + SIZE_PREFIX.size])
+            protocol = foreign_protocol(prefix)
+            if protocol is not None:
+                raise ForeignProtocol(protocol, size, self.max_frame_bytes)
             raise FrameTooLarge(size, self.max_frame_bytes)
+        return int(size)
+
+    def next_frame(self) -> bytes | None:
+        size = self.next_frame_size()
+        if size is None:
+            return None
         end = self._start + SIZE_PREFIX.size + size
         if len(self._buffer) < end:
             return None

@@ -32,6 +32,8 @@ from ._config import NetConfig
 from ._connection import KafkaChannel
 from ._events import ConnectionAccepted, ConnectionClosed, RequestCompleted
 from ._framing import FrameDecoder
+from ._memory_pool import MemoryPool
+from ._quotas import ConnectionQuotas
 from ._request import Request, RequestMetrics, Response
 
 log = logging.getLogger("minikafka.net")
@@ -47,6 +49,10 @@ class Processor:
     supported_apis: Mapping[int, tuple[int, int]]
     tracer: Tracer
     on_request_completed: RequestCompletedHook | None = None
+    memory_pool: MemoryPool | None = None
+    """``queued.max.request.bytes``, shared by every Processor; None: unbounded."""
+    quotas: ConnectionQuotas | None = None
+    """The SocketServer's ConnectionQuotas: told when a counted connection closes."""
     connections: dict[str, KafkaChannel] = attrs.field(init=False, factory=dict)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _send: trio.MemorySendChannel[Response] = attrs.field(init=False)
@@ -68,8 +74,14 @@ class Processor:
         finally:
             self.channel.remove_processor(self.id)
 
-    def accept(self, stream: trio.abc.Stream, listener: str) -> KafkaChannel:
-        """Take ownership of a new connection (called by the Acceptor)."""
+    def accept(
+        self, stream: trio.abc.Stream, listener: str, peer_address: str | None = None
+    ) -> KafkaChannel:
+        """Take ownership of a new connection (called by the Acceptor).
+
+        ``peer_address`` is given for a connection the Acceptor counted in the
+        ConnectionQuotas; its slot is freed when the connection closes.
+        """
         if self._nursery is None:
             raise RuntimeError(f"processor {self.id} is not running")
         self._connection_index += 1
@@ -79,6 +91,7 @@ class Processor:
             stream=stream,
             processor=self,
             decoder=FrameDecoder(self.config.socket_request_max_bytes),
+            peer_address=peer_address,
         )
         self.connections[connection.id] = connection
         self._all_closed = trio.Event()
@@ -129,6 +142,8 @@ class Processor:
 
     def connection_closed(self, connection: KafkaChannel) -> None:
         self.connections.pop(connection.id, None)
+        if self.quotas is not None and connection.peer_address is not None:
+            self.quotas.connection_closed(connection.peer_address)
         self.tracer.emit(
             ConnectionClosed(connection.id, self.id, connection.close_reason, connection.requests)
         )

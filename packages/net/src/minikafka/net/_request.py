@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -22,16 +23,31 @@ from ._framing import SIZE_PREFIX
 from ._headers import RequestHeader, encode_response_header, response_header_version
 
 
+class PinnableFile(Protocol):
+    """A file whose owner may close its descriptor when idle (the log's descriptor pool).
+
+    ``pin`` returns a descriptor that stays open, and keeps naming this file, until the
+    matching ``unpin``; it raises OSError if the file is gone.
+    """
+
+    def pin(self) -> int: ...
+
+    def unpin(self) -> None: ...
+
+
 @attrs.frozen
 class FileRegion:
     """``length`` bytes of a file from ``position``, sent with ``os.sendfile``.
 
     ``file`` is an open file descriptor (the owner keeps it open until the send is
-    done) or a path the Processor opens for the send. This is how the log's zero-copy
-    fetch leaves the page cache for the socket without passing through Python.
+    done), a path the Processor opens for the send, or a :class:`PinnableFile` the
+    Processor pins for the send (a log segment: its descriptor may have been closed and
+    its number reused while the response waited, so the number is only asked for when
+    the bytes are sent). This is how the log's zero-copy fetch leaves the page cache for
+    the socket without passing through Python.
     """
 
-    file: int | str | os.PathLike[str]
+    file: int | str | os.PathLike[str] | PinnableFile
     position: int
     length: int
 
@@ -97,6 +113,18 @@ class Request:
     response_dequeue_time: float | None = attrs.field(init=False, default=None)
     send_complete_time: float | None = attrs.field(init=False, default=None)
     response_size: int = attrs.field(init=False, default=0)
+    _release: Callable[[], None] | None = attrs.field(init=False, default=None)
+
+    def hold_buffer(self, release: Callable[[], None]) -> None:
+        """The request holds memory from ``queued.max.request.bytes``; ``release`` frees it."""
+        self._release = release
+
+    def release_buffer(self) -> None:
+        """Give the request's bytes back to the pool (Kafka's ``releaseBuffer``): once the
+        handler is done with it, or its connection closed first. Idempotent."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     @property
     def api_key(self) -> int:

@@ -6,6 +6,13 @@ put them into the RequestChannel (bounded by ``queued.max.requests``);
 ``num.io.threads`` handler tasks take them out and call the :class:`RequestHandler`
 (the broker's KafkaApis); responses travel back through the owning Processor.
 
+The limits an attacker (or a runaway client) meets here: ``max.connections`` and
+``max.connections.per.ip`` (the ConnectionQuotas, see ``_quotas.py``),
+``queued.max.request.bytes`` (the MemoryPool, see ``_memory_pool.py``), and the
+process's own descriptor limit: when ``accept()`` fails with EMFILE/ENFILE the Acceptor
+says so once, backs off and tries again, while the connections the broker already
+holds are served as before.
+
 Shutdown is graceful, in Kafka's order: stop accepting, stop reading new requests,
 let the requests in flight be answered, close the connections, stop the handlers.
 """
@@ -23,14 +30,21 @@ import trio
 from minikafka.trace import Tracer, get_tracer
 
 from ._channel import RequestChannel
-from ._config import Listener, NetConfig
+from ._config import INT_MAX, Listener, NetConfig
+from ._memory_pool import MemoryPool
 from ._processor import Processor, RequestCompletedHook
+from ._quotas import ConnectionQuotas, normalise_address
 from ._request import Request
 
 log = logging.getLogger("minikafka.net")
 
 # accept() errors that mean "out of resources right now", not "the listener is broken"
 _TRANSIENT_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+# While accept() keeps failing: wait this long, doubling up to the maximum, so a broker
+# out of descriptors does not spin, yet accepts again soon after some are freed.
+_ACCEPT_BACKOFF = (0.01, 0.5)
+# A failing accept() or a full max.connections is logged at most this often.
+_LOG_EVERY_SECONDS = 60.0
 
 
 class RequestHandler(Protocol):
@@ -51,9 +65,13 @@ class Acceptor:
 
     listener: Listener
     processors: list[Processor]
+    quotas: ConnectionQuotas | None = None
     bound: list[tuple[str, int]] = attrs.field(init=False, factory=list)
+    accept_failures: int = attrs.field(init=False, default=0)
+    """accept() calls that failed for want of descriptors or memory, ever."""
     _listeners: list[trio.SocketListener] = attrs.field(init=False, factory=list)
     _next_processor: int = attrs.field(init=False, default=0)
+    _last_logged: dict[str, float] = attrs.field(init=False, factory=dict)
 
     async def bind(self) -> None:
         self._listeners = await trio.open_tcp_listeners(self.listener.port, host=self.listener.host)
@@ -73,17 +91,92 @@ class Acceptor:
     async def _accept_loop(self, socket_listener: trio.SocketListener) -> None:
         async with socket_listener:
             while True:
-                try:
-                    stream = await socket_listener.accept()
-                except OSError as e:
-                    if e.errno not in _TRANSIENT_ACCEPT_ERRORS:
-                        raise
-                    log.warning("accept on %s failed (%s); retrying", self.listener, e)
-                    await trio.sleep(0.1)  # back off while descriptors are exhausted
+                if self.quotas is None:
+                    stream = await self._accept(socket_listener)
+                    self._next().accept(stream, self.listener.name)
                     continue
-                processor = self.processors[self._next_processor % len(self.processors)]
-                self._next_processor += 1
-                processor.accept(stream, self.listener.name)
+                await self._wait_for_slot(self.quotas)
+                try:
+                    stream = await self._accept(socket_listener)
+                except BaseException:
+                    self.quotas.release_slot()
+                    raise
+                address = _peer_address(stream)
+                if not self.quotas.add_address(address):
+                    self.quotas.release_slot()
+                    await trio.aclose_forcefully(stream)
+                    log.info(
+                        "rejected a connection from %s on %s: it already holds the "
+                        "maximum of %d connections (max.connections.per.ip)",
+                        address,
+                        self.listener,
+                        self.quotas.limit_for(address),
+                    )
+                    continue
+                try:
+                    self._next().accept(stream, self.listener.name, address)
+                except BaseException:
+                    self.quotas.connection_closed(address)
+                    await trio.aclose_forcefully(stream)
+                    raise
+
+    def _next(self) -> Processor:
+        processor = self.processors[self._next_processor % len(self.processors)]
+        self._next_processor += 1
+        return processor
+
+    async def _wait_for_slot(self, quotas: ConnectionQuotas) -> None:
+        """max.connections: block (not reset) until the broker holds fewer connections."""
+        if quotas.total >= quotas.max_connections and self._may_log("slot"):
+            log.info(
+                "%s: the broker holds max.connections=%d connections; accepting more "
+                "once one closes",
+                self.listener,
+                quotas.max_connections,
+            )
+        await quotas.acquire_slot()
+
+    async def _accept(self, socket_listener: trio.SocketListener) -> trio.SocketStream:
+        """accept(), riding out EMFILE/ENFILE: existing connections are served meanwhile."""
+        backoff, longest = _ACCEPT_BACKOFF
+        failed = 0
+        while True:
+            try:
+                stream = await socket_listener.accept()
+            except OSError as e:
+                if e.errno not in _TRANSIENT_ACCEPT_ERRORS:
+                    raise
+                failed += 1
+                self.accept_failures += 1
+                if self._may_log("accept"):
+                    log.warning(
+                        "accept on %s failed: %s; connections already open are still "
+                        "served; retrying (logged at most once a minute)",
+                        self.listener,
+                        e.strerror or e,
+                    )
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, longest)
+                continue
+            if failed:
+                log.info("%s: accepting again after %d failed accept()s", self.listener, failed)
+                self._last_logged.pop("accept", None)
+            return stream
+
+    def _may_log(self, what: str) -> bool:
+        now = trio.current_time()
+        last = self._last_logged.get(what)
+        if last is not None and now - last < _LOG_EVERY_SECONDS:
+            return False
+        self._last_logged[what] = now
+        return True
+
+
+def _peer_address(stream: trio.SocketStream) -> str:
+    try:
+        return normalise_address(str(stream.socket.getpeername()[0]))
+    except OSError:
+        return "unknown"  # already reset by the client; it will close at its first read
 
 
 @attrs.define(eq=False)
@@ -95,6 +188,10 @@ class SocketServer:
     channel: RequestChannel = attrs.field(init=False)
     processors: list[Processor] = attrs.field(init=False, factory=list)
     acceptors: list[Acceptor] = attrs.field(init=False, factory=list)
+    memory_pool: MemoryPool | None = attrs.field(init=False, default=None)
+    """``queued.max.request.bytes``; None when unbounded (Kafka's default, -1)."""
+    quotas: ConnectionQuotas | None = attrs.field(init=False, default=None)
+    """max.connections and max.connections.per.ip; None when neither is set."""
     _acceptor_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
     _handler_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -102,6 +199,8 @@ class SocketServer:
 
     def __attrs_post_init__(self) -> None:
         self.channel = RequestChannel(self.config.queued_max_requests)
+        if self.config.memory_pool_bytes is not None:
+            self.memory_pool = MemoryPool(self.config.memory_pool_bytes)
 
     def bound_address(self, listener: str | None = None) -> tuple[str, int]:
         """(host, port) actually bound for a listener (the first one by default)."""
@@ -113,11 +212,13 @@ class SocketServer:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Bind every listener, then serve until :meth:`shutdown` has finished."""
         supported = dict(self.handler.api_versions())
+        if _has_connection_limits(self.config):
+            self.quotas = await ConnectionQuotas.resolve(self.config)
         # Bind first, outside any nursery, so "address already in use" reaches the
         # caller as a plain OSError and no half-started server is left behind.
         try:
             for listener in self.config.listeners:
-                acceptor = Acceptor(listener, self.processors)
+                acceptor = Acceptor(listener, self.processors, self.quotas)
                 await acceptor.bind()
                 self.acceptors.append(acceptor)
         except OSError:
@@ -127,7 +228,14 @@ class SocketServer:
         async with trio.open_nursery() as nursery:
             for i in range(self.config.num_network_threads):
                 processor = Processor(
-                    i, self.config, self.channel, supported, self.tracer, self.on_request_completed
+                    i,
+                    self.config,
+                    self.channel,
+                    supported,
+                    self.tracer,
+                    self.on_request_completed,
+                    memory_pool=self.memory_pool,
+                    quotas=self.quotas,
                 )
                 self.processors.append(processor)
                 await nursery.start(processor.run)
@@ -167,9 +275,17 @@ class SocketServer:
                 )
                 if not request.responded:
                     request.close_connection()
+            finally:
+                # Kafka's KafkaRequestHandler: the handler is done with the request's
+                # bytes (a delayed answer keeps only what it built from them).
+                request.release_buffer()
             if request.api_local_complete_time is None:
                 # Not answered yet: the rest is remote time (a delayed operation).
                 request.api_local_complete_time = trio.current_time()
+
+    @property
+    def connection_count(self) -> int:
+        return sum(len(processor.connections) for processor in self.processors)
 
     async def shutdown(self, grace_seconds: float = 30.0) -> None:
         """Stop accepting, finish requests in flight, close connections, stop handlers."""
@@ -190,3 +306,12 @@ class SocketServer:
             processor.stop()
         self.tracer.flush()
         self._stopped.set()
+
+
+def _has_connection_limits(config: NetConfig) -> bool:
+    # Without limits there is nothing to count: the accept path stays as it was.
+    return (
+        config.max_connections < INT_MAX
+        or config.max_connections_per_ip < INT_MAX
+        or bool(config.max_connections_per_ip_overrides)
+    )
