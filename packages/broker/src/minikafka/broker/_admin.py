@@ -17,7 +17,6 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from minikafka.controller import (
-    COMPRESSION_TYPE,
     ConfigResourceType,
     ControllerError,
     ControllerServer,
@@ -30,7 +29,7 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.log import LOG_KEYS, LogConfig
+from minikafka.log import LOG_KEYS, NO_EFFECT, TOPIC_ONLY_KEYS, LogConfig
 from minikafka.net import Request, build, nested, response_schema
 
 from ._body import request_body
@@ -170,11 +169,12 @@ def topic_config_entries(
     A key the topic overrides is DYNAMIC_TOPIC_CONFIG; otherwise the value is the
     broker's effective default (``config.log``, which already turned
     ``log.retention.hours`` into milliseconds), STATIC_BROKER_CONFIG if the broker's
-    configuration set it in any unit, DEFAULT_CONFIG if not.
+    configuration set it in any unit, DEFAULT_CONFIG if not. A key with no broker-level
+    default in Kafka (``remote.storage.enable``...) has only its DEFAULT_CONFIG synonym.
     """
     overrides = cache.topic_config_overrides(topic)
-    # topic key -> (broker key, the broker's effective value, Kafka's default)
-    keys: dict[str, tuple[str, str, str]] = {
+    # topic key -> (broker key or None, the broker's effective value, Kafka's default)
+    keys: dict[str, tuple[str | None, str, str]] = {
         setting.topic_key: (
             setting.broker_key,
             _render(getattr(config.log, setting.field)),
@@ -182,21 +182,31 @@ def topic_config_entries(
         )
         for setting in LOG_KEYS
     }
+    for topic_only in TOPIC_ONLY_KEYS:
+        default = _render(getattr(_KAFKA_DEFAULTS, topic_only.field))
+        keys[topic_only.topic_key] = (None, default, default)
     keys[MIN_INSYNC_REPLICAS] = (MIN_INSYNC_REPLICAS, str(config.broker.min_insync_replicas), "1")
     unclean = _render(config.controller.unclean_leader_election_enable)
     keys[UNCLEAN_LEADER_ELECTION_ENABLE] = (UNCLEAN_LEADER_ELECTION_ENABLE, unclean, "false")
-    keys[COMPRESSION_TYPE] = (COMPRESSION_TYPE, "producer", "producer")
     entries = []
     for key, (broker_key, effective, default) in sorted(keys.items()):
-        given = [k for k in (broker_key, *unit_keys(broker_key)) if k in config.properties]
-        synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
-        synonyms.append((broker_key, default, DEFAULT_CONFIG))
+        synonyms: list[tuple[str, str, int]] = []
+        if broker_key is not None:
+            given = [k for k in (broker_key, *unit_keys(broker_key)) if k in config.properties]
+            synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
+        synonyms.append((broker_key or key, default, DEFAULT_CONFIG))
         if key in overrides:
             synonyms.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
             entries.append(ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms)))
         else:
             entries.append(ConfigEntry(key, effective, synonyms[0][2], tuple(synonyms)))
     return entries
+
+
+def _documentation(name: str) -> str | None:
+    """DescribeConfigs' documentation (KIP-569): why a stored config does nothing here."""
+    reason = NO_EFFECT.get(name)
+    return None if reason is None else f"Stored, no effect in minikafka: {reason}."
 
 
 _KAFKA_DEFAULTS = LogConfig()
@@ -241,7 +251,7 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
                 if with_synonyms
                 else (),
                 config_type=0,
-                documentation=None,
+                documentation=_documentation(e.name) if kind == ConfigResourceType.TOPIC else None,
             )
             for e in entries
         )

@@ -13,11 +13,15 @@ from collections.abc import Mapping
 import attrs
 
 from minikafka.controller import METADATA_TOPIC, ConfigResourceType, MetadataImage, TopicImage
-from minikafka.log import LOG_KEYS, LogConfig
+from minikafka.log import LOG_KEYS, TOPIC_ONLY_KEYS, LogConfig
 
 # Topic-level keys that are not the log's own (the controller validates them).
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+# Every topic config the log reads (the others are the controller's and the partition's).
+_LOG_TOPIC_KEYS = frozenset(
+    {s.topic_key for s in LOG_KEYS} | {s.topic_key for s in TOPIC_ONLY_KEYS}
+)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", METADATA_TOPIC})
 
 
@@ -64,9 +68,8 @@ class MetadataCache:
         overrides = self.topic_config_overrides(topic)
         if not overrides:
             return defaults
-        log_keys = {setting.topic_key for setting in LOG_KEYS}
         return LogConfig.from_properties(
-            {k: v for k, v in overrides.items() if k in log_keys}, defaults
+            {k: v for k, v in overrides.items() if k in _LOG_TOPIC_KEYS}, defaults
         )
 
     def min_insync_replicas(self, topic: str, default: int) -> int:

@@ -1,8 +1,10 @@
 """The controller's configuration, with Kafka's keys and defaults.
 
 Topic-level keys a CreateTopics or IncrementalAlterConfigs request may set are the log's
-(``segment.bytes``, ``cleanup.policy``...) plus the two replication ones the controller
-and the partition leader act on; anything else is INVALID_CONFIG, as in Kafka.
+(every config of Kafka's ``TopicConfig``: ``segment.bytes``, ``cleanup.policy``,
+``compression.type``...; see ``minikafka.log.NO_EFFECT`` for those stored without effect)
+plus the two replication ones the controller and the partition leader act on; anything
+else is INVALID_CONFIG, as in Kafka.
 """
 
 from __future__ import annotations
@@ -11,12 +13,11 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from minikafka.log import LOG_KEYS, ConfigError, LogConfig
+from minikafka.log import LOG_KEYS, TOPIC_ONLY_KEYS, ConfigError, LogConfig
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
-# Kafka's brokers recompress when a topic names a codec; minikafka's never decode a
-# batch, so only "producer" (keep the producer's codec, Kafka's default) is accepted.
+# The leader recompresses a batch whose codec is not the topic's (the log's validator).
 COMPRESSION_TYPE = "compression.type"
 
 
@@ -39,7 +40,8 @@ def parse_int(key: str, raw: str, minimum: int = 0, maximum: int = 2**31 - 1) ->
 
 TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(
     {setting.topic_key for setting in LOG_KEYS}
-    | {UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS, COMPRESSION_TYPE}
+    | {setting.topic_key for setting in TOPIC_ONLY_KEYS}
+    | {UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS}
 )
 
 
@@ -51,11 +53,6 @@ def validate_topic_config(key: str, value: str) -> None:
         parse_bool(key, value)
     elif key == MIN_INSYNC_REPLICAS:
         parse_int(key, value, minimum=1)
-    elif key == COMPRESSION_TYPE:
-        if value.strip() != "producer":
-            raise ConfigError(
-                key, f"{value!r}: only 'producer' is supported (batches keep the producer's codec)"
-            )
     else:
         LogConfig.from_properties({key: value})
 

@@ -25,7 +25,10 @@ from ._cleaner import CleanResult as CleanResult
 from ._cleaner import clean as clean
 from ._compression import compress as compress
 from ._compression import decompress as decompress
+from ._config import COMPRESSION_TYPES as COMPRESSION_TYPES
 from ._config import LOG_KEYS as LOG_KEYS
+from ._config import NO_EFFECT as NO_EFFECT
+from ._config import TOPIC_ONLY_KEYS as TOPIC_ONLY_KEYS
 from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
@@ -35,6 +38,9 @@ from ._events import LogRecovered as LogRecovered
 from ._events import LogTruncated as LogTruncated
 from ._events import SegmentRolled as SegmentRolled
 from ._events import SegmentsDeleted as SegmentsDeleted
+from ._files import FilePool as FilePool
+from ._files import PooledFile as PooledFile
+from ._files import raise_open_files_limit as raise_open_files_limit
 from ._index import OffsetIndex as OffsetIndex
 from ._index import TimeIndex as TimeIndex
 from ._log import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
@@ -52,6 +58,9 @@ from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochEr
 from ._producer_state import OutOfOrderSequenceError as OutOfOrderSequenceError
 from ._producer_state import ProducerStateEntry as ProducerStateEntry
 from ._producer_state import ProducerStateManager as ProducerStateManager
+from ._record_checks import InvalidTimestampError as InvalidTimestampError
+from ._record_checks import RecordRules as RecordRules
+from ._record_checks import check_records as check_records
 from ._records import Header as Header
 from ._records import Record as Record
 from ._records import build_batch as build_batch
@@ -64,18 +73,24 @@ from ._segment import FileSlice as FileSlice
 from ._segment import LogOffsetMetadata as LogOffsetMetadata
 from ._segment import LogSegment as LogSegment
 from ._segment import TimestampAndOffset as TimestampAndOffset
+from ._storage import KAFKA_STORAGE_ERROR as KAFKA_STORAGE_ERROR
+from ._storage import KafkaStorageError as KafkaStorageError
 from ._validator import LogAppendInfo as LogAppendInfo
 from ._validator import RecordTooLargeError as RecordTooLargeError
 from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
 
 __all__ = [
+    "COMPRESSION_TYPES",
     "EARLIEST_TIMESTAMP",
+    "KAFKA_STORAGE_ERROR",
     "LATEST_TIMESTAMP",
     "LOG_KEYS",
     "MAX_TIMESTAMP",
+    "NO_EFFECT",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "REPLICATION_OFFSET_CHECKPOINT",
+    "TOPIC_ONLY_KEYS",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "BatchMetadata",
@@ -86,10 +101,13 @@ __all__ = [
     "CorruptRecordError",
     "EpochEntry",
     "FetchDataInfo",
+    "FilePool",
     "FileSlice",
     "Header",
     "InvalidProducerEpochError",
     "InvalidRecordError",
+    "InvalidTimestampError",
+    "KafkaStorageError",
     "LeaderEpochCheckpointFile",
     "LeaderEpochFileCache",
     "Log",
@@ -106,10 +124,12 @@ __all__ = [
     "OffsetIndex",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "PooledFile",
     "ProducerStateEntry",
     "ProducerStateManager",
     "Record",
     "RecordBatchHeader",
+    "RecordRules",
     "RecordTooLargeError",
     "SegmentRolled",
     "SegmentsDeleted",
@@ -119,6 +139,7 @@ __all__ = [
     "TopicPartition",
     "UnexpectedAppendOffsetError",
     "build_batch",
+    "check_records",
     "clean",
     "compress",
     "decode_batch",
@@ -127,5 +148,6 @@ __all__ = [
     "iter_decoded_batches",
     "iter_records",
     "make_records",
+    "raise_open_files_limit",
     "read_batch_header",
 ]

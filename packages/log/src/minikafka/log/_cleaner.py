@@ -4,6 +4,9 @@
 partition is a record keyed by (group, topic, partition), and only the newest one
 matters. The cleaner (Kafka's LogCleaner, one pass of ``Cleaner.clean``):
 
+0. Picks the logs to clean: those whose dirty ratio reaches ``min.cleanable.dirty.ratio``,
+   and (KIP-354) those whose oldest dirty record is older than ``max.compaction.lag.ms``,
+   whatever their ratio, so that a key's old values are gone within a known time.
 1. Builds an *offset map* key -> latest offset over the dirty part of the log, from the
    first dirty offset up to the first uncleanable one (never the active segment, never
    past the high watermark, never records younger than ``min.compaction.lag.ms``).
@@ -31,6 +34,7 @@ import attrs
 from minikafka.trace import emit
 
 from ._batch import RecordBatchHeader, TimestampType
+from ._config import MAX_LONG
 from ._events import LogCleaned
 from ._index import MAX_RELATIVE_OFFSET
 from ._log import Log
@@ -85,6 +89,36 @@ def dirty_ratio(log: Log, first_dirty_offset: int, now: int) -> float:
     total = sum(s.size for s in segments)
     dirty = sum(s.size for s in segments if s.base_offset >= first_dirty_offset)
     return dirty / total if total else 0.0
+
+
+def max_compaction_delay(log: Log, first_dirty_offset: int, now: int) -> int:
+    """How long past ``max.compaction.lag.ms`` the oldest dirty record is; 0 if it is not.
+
+    KIP-354 (Kafka's ``LogCleanerManager.maxCompactionDelay``): the first batch of each
+    dirty segment below the active one gives the segment's age; batches without a
+    timestamp (<= 0) say nothing.
+    """
+    lag = log.config.max_compaction_lag_ms
+    if lag >= MAX_LONG:
+        return 0
+    oldest: int | None = None
+    for segment in log.segments[:-1]:
+        if segment.next_offset <= first_dirty_offset:
+            continue
+        for _, header in segment.batches():
+            if header.max_timestamp > 0:
+                oldest = header.max_timestamp if oldest is None else min(oldest, header.max_timestamp)
+            break  # the first batch only, as Kafka reads it
+    if oldest is None:
+        return 0
+    return max(now - lag - oldest, 0)
+
+
+def should_clean(log: Log, first_dirty_offset: int, now: int) -> bool:
+    """Whether a pass is due: dirty enough, or a dirty record waited max.compaction.lag.ms."""
+    if max_compaction_delay(log, first_dirty_offset, now) > 0:
+        return True
+    return dirty_ratio(log, first_dirty_offset, now) >= log.config.min_cleanable_dirty_ratio
 
 
 def build_offset_map(segments: list[LogSegment], first_dirty_offset: int) -> dict[bytes, int]:
@@ -156,7 +190,9 @@ def _clean_group(
     for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         name = segment_file_name(group[0].base_offset, kind) + CLEANED_SUFFIX
         (log.dir / name).unlink(missing_ok=True)
-    cleaned = LogSegment.open(log.dir, group[0].base_offset, log.config, now, suffix=CLEANED_SUFFIX)
+    cleaned = LogSegment.open(
+        log.dir, group[0].base_offset, log.config, now, suffix=CLEANED_SUFFIX, files=log.files
+    )
     try:
         return _write_and_swap(log, group, cleaned, offset_map, now, crash_hook)
     except BaseException:

@@ -93,6 +93,14 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @property
+    def max_segment_ms(self) -> int:
+        """When the active segment rolls by age: a compacted topic's at max.compaction.lag.ms
+        at the latest (KIP-354), since the cleaner never touches the active segment."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    @property
     def target_compression(self) -> CompressionType | None:
         """The codec the leader stores batches in; None keeps the producer's."""
         return COMPRESSION_TYPES[self.compression_type]

@@ -38,6 +38,7 @@ from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted
 from ._loader import load_segments
 from ._names import DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, TopicPartition
 from ._producer_state import BatchMetadata, ProducerStateManager
+from ._record_checks import MAX_LONG, RecordRules
 from ._records import decode_batch
 from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
 from ._validator import (
@@ -45,7 +46,10 @@ from ._validator import (
     UnexpectedAppendOffsetError,
     append_info,
     assign_offsets,
+    decompressed_limit,
+    recompress,
     validate_batches,
+    validate_records,
 )
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
@@ -164,20 +168,46 @@ class Log:
     def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         """Validate a producer's batches, give them offsets (in place) and append them.
 
+        Every record is checked (:mod:`._record_checks`); a batch whose codec is not the
+        topic's ``compression.type`` is recompressed into a new buffer, any other keeps
+        the producer's bytes.
+
         An idempotent producer's retry of a batch the log holds appends nothing and is
         answered with the original's offsets (``duplicate=True``); a batch out of its
         producer's sequence or epoch raises before anything of the request is written.
         """
+        config = self.config
         batches = validate_batches(
-            records, max_message_bytes=self.config.max_message_bytes, from_client=True
+            records, max_message_bytes=config.max_message_bytes, from_client=True
         )
         if not batches:
             return append_info(batches)
+        now = self.clock()
+        # Every record is walked before anything is written: a batch with a good CRC but
+        # records no consumer can read must not reach the log (Kafka's LogValidator).
+        rules = RecordRules(
+            require_key=config.compact,
+            now_ms=now,
+            before_max_ms=MAX_LONG if config.log_append_time else config.timestamp_before_max_ms,
+            after_max_ms=MAX_LONG if config.log_append_time else config.timestamp_after_max_ms,
+        )
+        payloads = validate_records(
+            records, batches, rules, decompressed_limit(config.max_message_bytes)
+        )
         duplicate = self.producer_state.validate_append(batches)
         if duplicate is not None:
             return self._duplicate_info(duplicate)
-        now = self.clock()
-        append_time = now if self.config.log_append_time else None
+        target = config.target_compression
+        if target is not None and any(h.compression is not target for _, h in batches):
+            records, batches = recompress(
+                records,
+                batches,
+                payloads,
+                target,
+                config.compression_level,
+                config.max_message_bytes,
+            )
+        append_time = now if config.log_append_time else None
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )

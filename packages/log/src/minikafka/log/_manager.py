@@ -27,7 +27,7 @@ import trio
 
 from ._batch import CorruptRecordError
 from ._checkpoint import OffsetCheckpointFile
-from ._cleaner import clean, dirty_ratio
+from ._cleaner import clean, should_clean
 from ._config import LogConfig
 from ._log import Log, wall_clock_ms
 from ._names import (
@@ -201,7 +201,7 @@ class LogManager:
             if not log.config.compact or tp in self.uncleanable:
                 continue
             first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
-            if dirty_ratio(log, first_dirty, now) < log.config.min_cleanable_dirty_ratio:
+            if not should_clean(log, first_dirty, now):
                 continue
             try:
                 result = clean(log, first_dirty, now)

@@ -306,7 +306,7 @@ class LogSegment:
         if self.size > 0 and self.size > self.config.segment_bytes - batch_bytes:
             return "segment.bytes"
         if self.size > 0 and self._time_waited_for_roll(now_ms, max_timestamp) > (
-            self.config.segment_ms
+            self.config.max_segment_ms
         ):
             return "segment.ms"
         if self.offset_index.full:
