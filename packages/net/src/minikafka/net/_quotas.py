@@ -5,8 +5,9 @@ Kafka's ``SocketServer.ConnectionQuotas``, for two of its limits:
 - ``max.connections`` (KIP-402): when the broker holds that many connections the
   Acceptors stop accepting until one closes. They do not accept-and-reset: a client
   over the limit waits in the listen backlog, and gets in as soon as a slot frees.
-  A slot is taken *before* ``accept()``, so the waiting connection costs no descriptor
-  and several Acceptors can never overshoot the limit together.
+  The Acceptor waits for a free slot *before* ``accept()``, so the waiting client
+  costs no descriptor; it takes the slot after ``accept()`` (waiting again, with the
+  socket in hand as Kafka does, in the rare case another listener took it meanwhile).
 - ``max.connections.per.ip`` with ``max.connections.per.ip.overrides``: a new
   connection from an address that already holds its limit is closed at once. The
   overrides name hosts or addresses; names are resolved once, when the server starts,
@@ -50,7 +51,7 @@ class ConnectionQuotas:
     overrides: Mapping[str, int] = attrs.field(factory=dict)
     """Normalised address -> its limit (hosts already resolved)."""
     total: int = attrs.field(init=False, default=0)
-    """Connections held, plus slots taken by Acceptors about to accept."""
+    """Connections held (counted from accept() until their close)."""
     waiting_for_slot: int = attrs.field(init=False, default=0)
     """Acceptor loops blocked on ``max.connections``."""
     _per_address: dict[str, int] = attrs.field(init=False, factory=dict)
@@ -81,15 +82,20 @@ class ConnectionQuotas:
     def connections_from(self, address: str) -> int:
         return self._per_address.get(address, 0)
 
+    async def wait_for_slot(self) -> None:
+        """Return once the broker holds fewer than ``max.connections``."""
+        if self.total < self.max_connections:
+            return
+        self.waiting_for_slot += 1
+        try:
+            while self.total >= self.max_connections:
+                await self._slot_freed.wait()
+        finally:
+            self.waiting_for_slot -= 1
+
     async def acquire_slot(self) -> None:
-        """Wait until the broker holds fewer than ``max.connections``, then take a slot."""
-        if self.total >= self.max_connections:
-            self.waiting_for_slot += 1
-            try:
-                while self.total >= self.max_connections:
-                    await self._slot_freed.wait()
-            finally:
-                self.waiting_for_slot -= 1
+        """Wait for a free slot, then take it (no checkpoint between the two)."""
+        await self.wait_for_slot()
         self.total += 1
 
     def release_slot(self) -> None:

@@ -96,10 +96,11 @@ class Acceptor:
                     self._next().accept(stream, self.listener.name)
                     continue
                 await self._wait_for_slot(self.quotas)
+                stream = await self._accept(socket_listener)
                 try:
-                    stream = await self._accept(socket_listener)
+                    await self.quotas.acquire_slot()  # at once, unless another listener won
                 except BaseException:
-                    self.quotas.release_slot()
+                    await trio.aclose_forcefully(stream)
                     raise
                 address = _peer_address(stream)
                 if not self.quotas.add_address(address):
@@ -134,7 +135,7 @@ class Acceptor:
                 self.listener,
                 quotas.max_connections,
             )
-        await quotas.acquire_slot()
+        await quotas.wait_for_slot()
 
     async def _accept(self, socket_listener: trio.SocketListener) -> trio.SocketStream:
         """accept(), riding out EMFILE/ENFILE: existing connections are served meanwhile."""
