@@ -69,6 +69,7 @@ from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
 from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
 from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
+from ._requests import MAX_RECORDS_PER_USER_OP as MAX_RECORDS_PER_USER_OP
 from ._requests import AllocateProducerIdsRequest as AllocateProducerIdsRequest
 from ._requests import AllocateProducerIdsResponse as AllocateProducerIdsResponse
 from ._requests import AlterableConfig as AlterableConfig
@@ -133,6 +134,7 @@ from ._tool import replay_metadata_dir as replay_metadata_dir
 __all__ = [
     "COMPRESSION_TYPE",
     "LATEST_EPOCH",
+    "MAX_RECORDS_PER_USER_OP",
     "METADATA_TOPIC",
     "NO_LEADER",
     "NO_LEADER_CHANGE",

@@ -211,7 +211,7 @@ def assign_replicas_to_brokers(
     ``start_partition_id`` numbers the partitions from there, for adding partitions to a
     topic.
     """
-    _check_request(n_partitions, replication_factor, brokers)
+    check_placement_request(n_partitions, replication_factor, brokers)
     start_index, replica_shift = draw_start_index_and_shift(
         len(brokers), start_index, replica_shift, rng or random.Random()
     )
@@ -235,9 +235,14 @@ def assign_replicas_to_brokers(
     )
 
 
-def _check_request(
+def check_placement_request(
     n_partitions: int, replication_factor: int, brokers: Sequence[BrokerMetadata]
 ) -> None:
+    """Refuse, before any partition is placed, a request placement would refuse.
+
+    Costs one pass over the brokers whatever ``n_partitions`` is, so a caller can ask
+    before it decides whether the placement is worth computing at all.
+    """
     if n_partitions <= 0:
         raise PlacementError(
             ErrorCode.invalid_partitions, "Number of partitions must be larger than 0."

@@ -17,6 +17,7 @@ replays (``replay``) before it appends them to the metadata log.
 
 from __future__ import annotations
 
+import collections
 import random
 import re
 import uuid
@@ -34,8 +35,10 @@ from ._events import PartitionLeaderElected
 from ._partition import PartitionChangeBuilder, PartitionRegistration
 from ._placement import (
     Assignment,
+    BrokerMetadata,
     PlacementError,
     assign_replicas_to_brokers,
+    check_placement_request,
     validate_manual_assignment,
 )
 from ._records import (
@@ -51,6 +54,7 @@ from ._records import (
     TopicRecord,
 )
 from ._requests import (
+    MAX_RECORDS_PER_USER_OP,
     AlterPartitionItem,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -85,6 +89,31 @@ class TopicInfo:
     name: str
     topic_id: uuid.UUID
     num_partitions: int
+
+
+_DUPLICATE = "Duplicate topic name."
+
+
+@attrs.frozen
+class _NewTopic:
+    """A topic of a CreateTopics request that passed every check but placement."""
+
+    topic: CreatableTopic
+    configs: tuple[tuple[str, str], ...]
+    partitions: int
+    replication_factor: int  # -1 for a manual assignment (its lists say)
+
+    @property
+    def record_count(self) -> int:
+        """TopicRecord, one ConfigRecord per config, one PartitionRecord per partition."""
+        return 1 + len(self.configs) + self.partitions
+
+
+def _too_large(records: int) -> str:
+    return (
+        f"Unable to perform excessively large batch operation: {records} records, "
+        f"more than the {MAX_RECORDS_PER_USER_OP} one request may write."
+    )
 
 
 class _Refused(Exception):
@@ -239,25 +268,55 @@ class ReplicationControlManager:
                     pass
 
     # --- CreateTopics ----------------------------------------------------------------------
+    #
+    # Two passes, so that a request's size is judged before any of it is placed: the first
+    # checks each topic and counts the records it would write (cheap: no placement), the
+    # second places the topics only if the whole request is within
+    # MAX_RECORDS_PER_USER_OP. Validate-only requests take the same two passes.
 
     def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
-        records: list[MetadataRecord] = []
-        results: list[CreatableTopicResult] = []
-        seen: set[str] = set()
+        listed = collections.Counter(t.name for t in request.topics)
+        outcomes: dict[str, _NewTopic | _Refused] = {}
+        folded_names: dict[str, str] = {}
         for topic in request.topics:
+            if topic.name in outcomes:
+                continue  # one answer per name, as Kafka gives
             try:
+                if listed[topic.name] > 1:
+                    # Which of the entries was meant? Kafka creates none of them.
+                    raise _Refused(ErrorCode.invalid_request, "Duplicate topic name.")
                 folded = topic.name.replace(".", "_")
-                if folded in seen:
+                other = folded_names.setdefault(folded, topic.name)
+                if other != topic.name:
                     raise _Refused(
                         ErrorCode.invalid_request,
-                        f"topic {topic.name!r} is listed twice (or with '.' for '_')",
+                        f"topic {topic.name!r} collides with topic {other!r} of this request",
                     )
-                seen.add(folded)
-                topic_records, result = self._create_topic(topic)
+                outcomes[topic.name] = self._check_new_topic(topic)
             except _Refused as refused:
-                results.append(
-                    CreatableTopicResult(topic.name, refused.error_code, refused.message)
-                )
+                outcomes[topic.name] = refused
+        planned = [o for o in outcomes.values() if isinstance(o, _NewTopic)]
+        total = sum(p.record_count for p in planned)
+        if total > MAX_RECORDS_PER_USER_OP:
+            message = _too_large(total)
+            return ControllerResult(
+                (),
+                CreateTopicsResponse(
+                    tuple(
+                        CreatableTopicResult(name, ErrorCode.policy_violation, message)
+                        for name in outcomes
+                    )
+                ),
+            )
+        records: list[MetadataRecord] = []
+        results: list[CreatableTopicResult] = []
+        for name, outcome in outcomes.items():
+            try:
+                if isinstance(outcome, _Refused):
+                    raise outcome
+                topic_records, result = self._create_topic(outcome)
+            except _Refused as refused:
+                results.append(CreatableTopicResult(name, refused.error_code, refused.message))
                 continue
             results.append(result)
             records += topic_records
@@ -266,9 +325,8 @@ class ReplicationControlManager:
         self._trace_elections(records, "new_partition")
         return ControllerResult(tuple(records), CreateTopicsResponse(tuple(results)))
 
-    def _create_topic(
-        self, topic: CreatableTopic
-    ) -> tuple[list[MetadataRecord], CreatableTopicResult]:
+    def _check_new_topic(self, topic: CreatableTopic) -> _NewTopic:
+        """Everything about a new topic that can be known without placing it."""
         validate_topic_name(topic.name)
         if self.topic_named(topic.name) is not None:
             raise _Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
@@ -280,15 +338,66 @@ class ReplicationControlManager:
                     ErrorCode.invalid_topic_exception,
                     f"topic {topic.name!r} collides with existing topic {other!r}",
                 )
-        for key, value in topic.configs:
-            self._check_config(key, value)
-        assignment = self._assignment_for(topic)
+        configs = self._checked_configs(topic)
+        if topic.assignments:
+            if topic.replication_factor != -1 or topic.num_partitions != -1:
+                raise _Refused(
+                    ErrorCode.invalid_request,
+                    "A manual partition assignment was given, so the number of partitions "
+                    "and the replication factor must both be -1.",
+                )
+            return _NewTopic(topic, configs, len(topic.assignments), -1)
+        # Kafka's ranges: a positive count, or -1 for the controller's default.
+        if topic.replication_factor < -1 or topic.replication_factor == 0:
+            raise _Refused(
+                ErrorCode.invalid_replication_factor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if topic.num_partitions < -1 or topic.num_partitions == 0:
+            raise _Refused(
+                ErrorCode.invalid_partitions,
+                "Number of partitions must be larger than 0, or -1 to use the default value.",
+            )
+        partitions = (
+            self.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        )
+        factor = (
+            self.config.default_replication_factor
+            if topic.replication_factor == -1
+            else topic.replication_factor
+        )
+        try:
+            check_placement_request(partitions, factor, self._placement_brokers())
+        except PlacementError as exc:
+            raise _Refused(exc.error_code, exc.message) from None
+        return _NewTopic(topic, configs, partitions, factor)
+
+    def _checked_configs(self, topic: CreatableTopic) -> tuple[tuple[str, str], ...]:
+        nulls = [key for key, value in topic.configs if value is None]
+        if nulls:
+            # A null would mean "delete" in IncrementalAlterConfigs; at creation there is
+            # nothing to delete, and Kafka refuses it rather than guess.
+            raise _Refused(
+                ErrorCode.invalid_config,
+                f"Null value not supported for topic configs: {','.join(nulls)}",
+            )
+        configs = tuple((key, value) for key, value in topic.configs if value is not None)
+        for key, value in configs:
+            try:
+                validate_topic_config(key, value)
+            except ValueError as exc:
+                raise _Refused(ErrorCode.invalid_config, str(exc)) from None
+        return configs
+
+    def _create_topic(self, new: _NewTopic) -> tuple[list[MetadataRecord], CreatableTopicResult]:
+        topic = new.topic
+        assignment = self._assignment_for(new)
         topic_id = self._new_topic_id()
         records: list[MetadataRecord] = [TopicRecord(topic.name, topic_id)]
         records += self._partition_records(topic_id, assignment)
         records += [
             ConfigRecord(ConfigResourceType.TOPIC, topic.name, key, value)
-            for key, value in topic.configs
+            for key, value in new.configs
         ]
         replication_factor = len(assignment[0])
         result = CreatableTopicResult(
@@ -303,33 +412,31 @@ class ReplicationControlManager:
             if topic_id not in self.topics:
                 return topic_id
 
-    def _check_config(self, key: str, value: str) -> None:
-        try:
-            validate_topic_config(key, value)
-        except ValueError as exc:
-            raise _Refused(ErrorCode.invalid_config, str(exc)) from None
+    def _placement_brokers(self) -> list[BrokerMetadata]:
+        return sorted(self.cluster.usable_brokers(), key=lambda b: b.id)
 
-    def _assignment_for(self, topic: CreatableTopic) -> Assignment:
+    def _assignment_for(self, new: _NewTopic) -> Assignment:
+        topic = new.topic
         try:
-            if topic.assignments:
-                if topic.num_partitions != -1 or topic.replication_factor != -1:
+            if not topic.assignments:
+                return assign_replicas_to_brokers(
+                    new.partitions, new.replication_factor, self._placement_brokers(), rng=self.rng
+                )
+            ids = topic.partition_ids
+            if ids is None:
+                ids = tuple(range(len(topic.assignments)))
+            assignment: Assignment = {}
+            for partition_id, replicas in zip(ids, topic.assignments, strict=True):
+                if partition_id in assignment:
                     raise _Refused(
-                        ErrorCode.invalid_request,
-                        "give either an assignment or partitions and replication factor, not both",
+                        ErrorCode.invalid_replica_assignment,
+                        f"Found multiple manual partition assignments for partition "
+                        f"{partition_id}.",
                     )
-                assignment = dict(enumerate(topic.assignments))
-                validate_manual_assignment(assignment, list(self.cluster.brokers))
-                return assignment
-            partitions = (
-                self.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
-            )
-            factor = (
-                self.config.default_replication_factor
-                if topic.replication_factor == -1
-                else topic.replication_factor
-            )
-            brokers = sorted(self.cluster.usable_brokers(), key=lambda b: b.id)
-            return assign_replicas_to_brokers(partitions, factor, brokers, rng=self.rng)
+                assignment[partition_id] = replicas
+            # Partition ids must run 0..n-1: "only partition 5" is refused, not renumbered.
+            validate_manual_assignment(assignment, list(self.cluster.brokers))
+            return assignment
         except PlacementError as exc:
             raise _Refused(exc.error_code, exc.message) from None
 
@@ -351,46 +458,102 @@ class ReplicationControlManager:
             )
         return records
 
-    # --- DeleteTopics and CreatePartitions -------------------------------------------------
+    # --- DeleteTopics -------------------------------------------------------------------------
 
     def delete_topics(self, request: DeleteTopicsRequest) -> ControllerResult[DeleteTopicsResponse]:
-        records: list[MetadataRecord] = []
-        results: list[DeletableTopicResult] = []
-        removed: set[uuid.UUID] = set()
-        targets: list[tuple[str | None, uuid.UUID | None]]
-        targets = [(name, self.topics_by_name.get(name)) for name in request.names]
-        targets += [(None, topic_id) for topic_id in request.topic_ids]
-        for name, topic_id in targets:
-            topic = None if topic_id is None else self.topics.get(topic_id)
-            if topic is None or topic.topic_id in removed:
-                error = ErrorCode.unknown_topic_or_partition if name else ErrorCode.unknown_topic_id
-                results.append(DeletableTopicResult(name, topic_id, error, "no such topic"))
-                continue
-            removed.add(topic.topic_id)
-            records.append(RemoveTopicRecord(topic.topic_id))
-            results.append(DeletableTopicResult(topic.name, topic.topic_id, ErrorCode.none))
-        return ControllerResult(tuple(records), DeleteTopicsResponse(tuple(results)))
+        # (name, id, error or None when the topic is to be deleted), one per name or id.
+        entries: list[tuple[str | None, uuid.UUID | None, _Refused | None]] = []
+        listed_names = collections.Counter(request.names)
+        for name in dict.fromkeys(request.names):
+            topic_id = self.topics_by_name.get(name)
+            if listed_names[name] > 1:
+                entries.append((name, None, _Refused(ErrorCode.invalid_request, _DUPLICATE)))
+            elif topic_id is None:
+                # "" too: a name no topic has (Kafka's findTopicIds), not a missing id.
+                unknown = _Refused(ErrorCode.unknown_topic_or_partition, "no such topic")
+                entries.append((name, None, unknown))
+            else:
+                entries.append((name, topic_id, None))
+        listed_ids = collections.Counter(request.topic_ids)
+        for topic_id in dict.fromkeys(request.topic_ids):
+            if listed_ids[topic_id] > 1:
+                refused = _Refused(ErrorCode.invalid_request, "Duplicate topic id.")
+                entries.append((None, topic_id, refused))
+            elif topic_id.int == 0:
+                refused = _Refused(ErrorCode.invalid_request, "The zero topic id names no topic.")
+                entries.append((None, topic_id, refused))
+            elif topic_id not in self.topics:
+                unknown = _Refused(ErrorCode.unknown_topic_id, "no such topic")
+                entries.append((None, topic_id, unknown))
+            else:
+                entries.append((self.topics[topic_id].name, topic_id, None))
+        # A topic named once by name and once by id: as for any duplicate, delete neither.
+        chosen = collections.Counter(i for _, i, error in entries if error is None)
+        both = _Refused(
+            ErrorCode.invalid_request, "The topic name maps to a topic id also in the request."
+        )
+        entries = [
+            (n, i, both if error is None and chosen[i] > 1 else error) for n, i, error in entries
+        ]
+        doomed = [i for _, i, error in entries if error is None and i is not None]
+        if len(doomed) > MAX_RECORDS_PER_USER_OP:
+            too_large = _Refused(ErrorCode.policy_violation, _too_large(len(doomed)))
+            entries = [(n, i, too_large) for n, i, _ in entries]
+            doomed = []
+        results = tuple(
+            DeletableTopicResult(n, i, ErrorCode.none)
+            if error is None
+            else DeletableTopicResult(n, i, error.error_code, error.message)
+            for n, i, error in entries
+        )
+        records = tuple(RemoveTopicRecord(topic_id) for topic_id in doomed)
+        return ControllerResult(records, DeleteTopicsResponse(results))
+
+    # --- CreatePartitions ---------------------------------------------------------------------
 
     def create_partitions(
         self, request: CreatePartitionsRequest
     ) -> ControllerResult[CreatePartitionsResponse]:
+        listed = collections.Counter(item.name for item in request.topics)
+        outcomes: dict[str, tuple[CreatePartitionsTopic, TopicInfo] | _Refused] = {}
+        for item in request.topics:
+            if item.name in outcomes:
+                continue
+            try:
+                if listed[item.name] > 1:
+                    raise _Refused(ErrorCode.invalid_request, _DUPLICATE)
+                outcomes[item.name] = (item, self._check_new_partitions(item))
+            except _Refused as refused:
+                outcomes[item.name] = refused
+        total = sum(
+            o[0].count - o[1].num_partitions for o in outcomes.values() if isinstance(o, tuple)
+        )
+        if total > MAX_RECORDS_PER_USER_OP:
+            message = _too_large(total)
+            too_large = tuple(
+                CreatePartitionsTopicResult(name, ErrorCode.policy_violation, message)
+                for name in outcomes
+            )
+            return ControllerResult((), CreatePartitionsResponse(too_large))
         records: list[MetadataRecord] = []
         results: list[CreatePartitionsTopicResult] = []
-        for item in request.topics:
+        for name, outcome in outcomes.items():
             try:
-                records += self._create_partitions(item)
+                if isinstance(outcome, _Refused):
+                    raise outcome
+                records += self._create_partitions(*outcome)
             except _Refused as refused:
                 results.append(
-                    CreatePartitionsTopicResult(item.name, refused.error_code, refused.message)
+                    CreatePartitionsTopicResult(name, refused.error_code, refused.message)
                 )
                 continue
-            results.append(CreatePartitionsTopicResult(item.name, ErrorCode.none))
+            results.append(CreatePartitionsTopicResult(name, ErrorCode.none))
         if request.validate_only:
             records = []
         self._trace_elections(records, "new_partition")
         return ControllerResult(tuple(records), CreatePartitionsResponse(tuple(results)))
 
-    def _create_partitions(self, item: CreatePartitionsTopic) -> list[PartitionRecord]:
+    def _check_new_partitions(self, item: CreatePartitionsTopic) -> TopicInfo:
         topic = self.topic_named(item.name)
         if topic is None:
             raise _Refused(ErrorCode.unknown_topic_or_partition, f"no topic {item.name!r}")
@@ -400,16 +563,21 @@ class ReplicationControlManager:
                 ErrorCode.invalid_partitions,
                 f"topic {item.name!r} has {current} partitions; {item.count} would not add any",
             )
+        if item.assignments and len(item.assignments) != item.count - current:
+            raise _Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"{len(item.assignments)} assignments for {item.count - current} new partitions",
+            )
+        return topic
+
+    def _create_partitions(
+        self, item: CreatePartitionsTopic, topic: TopicInfo
+    ) -> list[PartitionRecord]:
+        current = topic.num_partitions
         first = self.partitions[(topic.topic_id, 0)]
         factor = len(first.replicas)
         try:
             if item.assignments:
-                if len(item.assignments) != item.count - current:
-                    raise _Refused(
-                        ErrorCode.invalid_replica_assignment,
-                        f"{len(item.assignments)} assignments for "
-                        f"{item.count - current} new partitions",
-                    )
                 manual = {current + i: r for i, r in enumerate(item.assignments)}
                 validate_manual_assignment(
                     {0: first.replicas, **{i - current + 1: r for i, r in manual.items()}},
@@ -419,7 +587,7 @@ class ReplicationControlManager:
             else:
                 # As AdminUtils does for new partitions: continue the walk where partition 0's
                 # leader started it, numbering from the current count.
-                brokers = sorted(self.cluster.usable_brokers(), key=lambda b: b.id)
+                brokers = self._placement_brokers()
                 ids = [b.id for b in brokers]
                 start = next((i for i, b in enumerate(ids) if b >= first.replicas[0]), 0)
                 assignment = assign_replicas_to_brokers(

@@ -20,6 +20,17 @@ from kio.schema.errors import ErrorCode
 
 from ._records import BrokerEndpoint, MetadataRecord
 
+MAX_RECORDS_PER_USER_OP = 10_000
+"""The most records one client request may make the controller write (Kafka's
+QuorumController.MAX_RECORDS_PER_USER_OP, equal to its largest metadata batch).
+
+A CreateTopics costs one TopicRecord, one ConfigRecord per config and one
+PartitionRecord per partition; a CreatePartitions one PartitionRecord per new partition;
+a DeleteTopics one RemoveTopicRecord per topic. A request over the limit is refused as a
+whole with POLICY_VIOLATION, validate-only or not: without it one request for 10^7
+partitions would hold the controller's single event queue for seconds and build
+gigabytes of assignment before anyone said no."""
+
 # --- topics ----------------------------------------------------------------------------
 
 
@@ -28,8 +39,12 @@ class CreatableTopic:
     name: str
     num_partitions: int = -1  # -1: the controller's num.partitions
     replication_factor: int = -1  # -1: default.replication.factor
-    assignments: tuple[tuple[int, ...], ...] = ()  # manual: replicas of partition 0, 1, ...
-    configs: tuple[tuple[str, str], ...] = ()
+    # Manual: each partition's replicas, for partitions 0, 1, ... unless partition_ids says
+    # which partition each one is (as CreateTopics does, partition_index by partition_index).
+    assignments: tuple[tuple[int, ...], ...] = ()
+    # A None value is refused (INVALID_CONFIG), as Kafka refuses a null config value.
+    configs: tuple[tuple[str, str | None], ...] = ()
+    partition_ids: tuple[int, ...] | None = None
 
 
 @attrs.frozen
