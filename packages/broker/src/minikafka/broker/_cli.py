@@ -16,9 +16,11 @@ clean shutdown, so the last buffer of events reaches the file.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -119,22 +121,45 @@ def broker(
         configure_tracing(None, config.node_id)
 
 
+_BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
+
+
 def _run_broker(config: KafkaConfig) -> None:
     try:
         server = BrokerServer.open(config)
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except OSError as exc:
+        # Loading the logs or the metadata log: a full or failing disk, a dir we may not
+        # write. The user's to fix; the message names the file when the OS did.
+        typer.echo(f"minikafka broker: cannot start: {_describe(exc)}", err=True)
+        raise typer.Exit(1) from None
     try:
         trio.run(_serve, server)
     except BaseExceptionGroup as group:
-        # A listener that cannot be bound (port in use, no such address) is the user's to
-        # fix: say so in one line. Anything else is a bug and keeps its traceback.
-        bind_errors, rest = group.split(OSError)
-        if bind_errors is None or rest is not None:
+        # A listener that cannot be bound (port in use, no such address) or a disk that
+        # fails while starting is the user's to fix: say which in one line. Anything
+        # else is a bug and keeps its traceback.
+        os_errors, rest = group.split(OSError)
+        if os_errors is None or rest is not None:
             raise
-        typer.echo(f"minikafka broker: cannot listen: {_first(bind_errors)}", err=True)
+        first = _first(os_errors)
+        if isinstance(first, socket.gaierror) or getattr(first, "errno", None) in _BIND_ERRNOS:
+            typer.echo(f"minikafka broker: cannot listen: {first}", err=True)
+        else:
+            assert isinstance(first, OSError)
+            typer.echo(f"minikafka broker: stopped by an I/O error: {_describe(first)}", err=True)
         raise typer.Exit(1) from None
+
+
+def _describe(exc: OSError) -> str:
+    """``[Errno 28] No space left on device: 'path'``, whatever the OSError's shape."""
+    if exc.errno is None:
+        return str(exc)
+    name = errno.errorcode.get(exc.errno, str(exc.errno))
+    text = f"{exc.strerror or exc} ({name})"
+    return f"{exc.filename}: {text}" if exc.filename else text
 
 
 def _start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:

@@ -179,6 +179,32 @@ class QuorumController:
         self._pending.clear()
         return failed
 
+    def append_failed(self, base_offset: int, error_code: ErrorCode) -> list[Action]:
+        """The quorum refused the records from ``base_offset`` on, and left none of them.
+
+        Everything decided from there (the failed write and any written after it, in the
+        same event or later) is reverted, so the controller's state is again exactly what
+        the log holds; the responses resting on those records fail with ``error_code``.
+        Earlier writes still commit. Kafka fails such an event's request and renounces
+        (reverting to the last committed offset); with one voter and a log that undid the
+        append cleanly, reverting to just before it is enough.
+        """
+        if not self.active or base_offset > self._next_offset:
+            return []
+        # A write's snapshot sits at its last offset, and one stays at the committed offset:
+        # either way there is one at base_offset - 1.
+        self.registry.revert_to_snapshot(base_offset - 1)
+        self._next_offset = base_offset
+        failed: list[Action] = []
+        kept: collections.deque[tuple[int, int, ControllerResponse]] = collections.deque()
+        for offset, request_id, response in self._pending:
+            if offset >= base_offset:
+                failed.append(Reply(request_id, None, error_code))
+            else:
+                kept.append((offset, request_id, response))
+        self._pending = kept
+        return failed
+
     def handle_commit(self, offset: int) -> list[Action]:
         """The quorum committed everything up to ``offset``: release the responses."""
         if offset <= self.last_committed_offset:

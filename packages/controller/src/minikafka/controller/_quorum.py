@@ -12,6 +12,13 @@ the epoch in ``quorum-state`` goes up by one, and everything already in the log 
 committed by the first fsync of the new epoch, as a Raft leader commits its predecessors'
 entries together with its own first one.
 
+One operation's records may be many (creating 100,000 partitions is ~4 MB of them):
+they are split into batches of at most ``MAX_BATCH_SIZE_BYTES`` (Kafka's Raft client caps
+a batch at 8 MiB), appended one after the other, and committed together: the fsync that
+commits stops only at the end of a whole operation, and an append that fails part-way
+truncates the log back to where the operation began. What the disk refuses becomes a
+``MetadataLogError`` saying whether the log is still trustworthy (issue 15).
+
 Snapshots (``<end offset>-<epoch>.checkpoint``, Kafka's names) hold the image as records
 in ordinary record batches. Start-up loads the newest snapshot and replays only the log
 after it; once a snapshot is written, the log before it may be deleted.
@@ -20,15 +27,18 @@ after it; once a snapshot is written, the log before it may be deleted.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import attrs
+from kio.schema.errors import ErrorCode
 
 from minikafka.log import (
     CorruptRecordError,
+    KafkaStorageError,
     Log,
     LogConfig,
     Record,
@@ -44,10 +54,33 @@ METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
 QUORUM_STATE_FILE = "quorum-state"
 SNAPSHOT_SUFFIX = ".checkpoint"
 _READ_CHUNK = 1 << 20
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+"""The largest batch the quorum writes (Kafka's ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``)."""
+# What a v2 record adds around its value at most, with no key and no headers: length,
+# attributes, timestamp delta, offset delta, key length, value length, header count.
+_RECORD_OVERHEAD = 32
+_BATCH_OVERHEAD = 61
+
+_logger = logging.getLogger(__name__)
 
 
 class NotLeaderError(Exception):
     """An append in an epoch that is not the quorum's current one."""
+
+
+class MetadataLogError(Exception):
+    """The metadata log refused an append (or an fsync); ``error_code`` is the answer.
+
+    ``fatal`` is False when the log is exactly as before the append (a full disk, whose
+    write was undone): the controller fails the request and goes on. True when the log
+    cannot be trusted (an fsync failed, or undoing the append failed): the controller
+    must stop being active until the process restarts.
+    """
+
+    def __init__(self, message: str, *, error_code: ErrorCode, fatal: bool) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.fatal = fatal
 
 
 @attrs.frozen
@@ -103,8 +136,34 @@ class MetadataQuorum(Protocol):
 
 
 def _encode_batch(records: Sequence[MetadataRecord], base_offset: int, epoch: int) -> bytearray:
-    values = [Record(base_offset + i, 0, None, encode_record(r)) for i, r in enumerate(records)]
-    return bytearray(build_batch(values, partition_leader_epoch=epoch))
+    return _build(list(map(encode_record, records)), base_offset, epoch)
+
+
+def _build(values: Sequence[bytes], base_offset: int, epoch: int) -> bytearray:
+    records = [Record(base_offset + i, 0, None, value) for i, value in enumerate(values)]
+    return bytearray(build_batch(records, partition_leader_epoch=epoch))
+
+
+def split_into_batches(
+    values: Sequence[bytes], max_batch_bytes: int = MAX_BATCH_SIZE_BYTES
+) -> list[list[bytes]]:
+    """Encoded records grouped, in order, into batches of at most ``max_batch_bytes``.
+
+    A record too large for any batch gets one of its own (the log refuses it).
+    """
+    batches: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = _BATCH_OVERHEAD
+    for value in values:
+        record_size = len(value) + _RECORD_OVERHEAD
+        if current and size + record_size > max_batch_bytes:
+            batches.append(current)
+            current, size = [], _BATCH_OVERHEAD
+        current.append(value)
+        size += record_size
+    if current:
+        batches.append(current)
+    return batches
 
 
 def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
@@ -137,13 +196,21 @@ class SingleVoterQuorum:
     log: Log
     epoch: int
     high_watermark: int = 0
+    appended_end: int = attrs.field(
+        default=attrs.Factory(lambda self: self.log.log_end_offset, takes_self=True)
+    )
+    """The end of the last whole operation appended: what an fsync may commit up to."""
 
     @classmethod
     def open(cls, metadata_dir: Path, node_id: int) -> SingleVoterQuorum:
         path = Path(metadata_dir) / METADATA_PARTITION_DIR
         path.mkdir(parents=True, exist_ok=True)
         # The metadata log is never trimmed by time or size, only after a snapshot.
-        config = LogConfig(retention_ms=-1, retention_bytes=-1)
+        # Its batches are the quorum's own, up to 8 MiB (Kafka's KafkaMetadataLog sets
+        # max.message.bytes to the same figure).
+        config = LogConfig(
+            retention_ms=-1, retention_bytes=-1, max_message_bytes=MAX_BATCH_SIZE_BYTES
+        )
         state = cls._read_state(path)
         snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
@@ -195,17 +262,53 @@ class SingleVoterQuorum:
         return self.log.log_end_offset
 
     def append(self, epoch: int, records: Sequence[MetadataRecord]) -> int:
+        """Append one operation's records, in as many batches as they need, or none of them.
+
+        Raises MetadataLogError if the log refused any batch (see its ``fatal``).
+        """
         if epoch != self.epoch:
             raise NotLeaderError(f"append in epoch {epoch}; the quorum is in epoch {self.epoch}")
-        info = self.log.append_as_leader(
-            _encode_batch(records, self.log.log_end_offset, epoch), epoch
-        )
-        return info.last_offset
+        start = self.log.log_end_offset
+        try:
+            for values in split_into_batches([encode_record(r) for r in records]):
+                self.log.append_as_leader(_build(values, self.log.log_end_offset, epoch), epoch)
+        except Exception as exc:
+            raise self._undo_append(start, exc) from exc
+        # Only now may a commit cover these records: an fsync running in a worker thread
+        # reads this, never the log end, which passes through each batch of the operation.
+        self.appended_end = self.log.log_end_offset
+        return self.appended_end - 1
+
+    def _undo_append(self, start: int, exc: Exception) -> MetadataLogError:
+        """Truncate back to ``start`` after a failed append; the error to raise."""
+        undone = True
+        if self.log.log_end_offset > start:
+            try:
+                self.log.truncate_to(start)
+            except OSError:
+                undone = False
+        clean = isinstance(exc, KafkaStorageError) and not exc.offline
+        if not isinstance(exc, OSError):  # a batch the log refused (too large...): a bug
+            code, fatal = ErrorCode.unknown_server_error, not undone
+        else:
+            code, fatal = ErrorCode.kafka_storage_error, not (undone and clean)
+        message = f"appending to the metadata log in {self.dir} failed: {exc}"
+        return MetadataLogError(message, error_code=code, fatal=fatal)
 
     def fsync(self) -> int:
-        """fsync the log to its end (safe off the event loop); returns the offset covered."""
-        end = self.log.log_end_offset
-        self.log.fsync_up_to(end)
+        """fsync the log to the end of the last whole operation (safe off the event loop).
+
+        Returns the offset covered; raises MetadataLogError (fatal) if the fsync failed.
+        """
+        end = self.appended_end
+        try:
+            self.log.fsync_up_to(end)
+        except OSError as exc:
+            raise MetadataLogError(
+                f"fsync of the metadata log in {self.dir} failed: {exc}",
+                error_code=ErrorCode.kafka_storage_error,
+                fatal=True,
+            ) from exc
         return end
 
     def mark_committed(self, end: int) -> int:
@@ -253,11 +356,15 @@ class SingleVoterQuorum:
         """
         snapshot = SnapshotId(end_offset, self.epoch)
         tmp = self.dir / (snapshot.file_name + ".part")
-        with open(tmp, "wb") as out:
-            if records:
-                out.write(_encode_batch(records, 0, self.epoch))
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with open(tmp, "wb") as out:
+                if records:
+                    out.write(_encode_batch(records, 0, self.epoch))
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: give the space back, try later
+            raise
         os.replace(tmp, self.dir / snapshot.file_name)
         _fsync_dir(self.dir)
         return snapshot
@@ -272,6 +379,13 @@ class SingleVoterQuorum:
             self.log.delete_old_segments()
             self.log.purge_deleted_segments(now=2**62)  # nothing reads those segments
 
-    def close(self) -> None:
-        self.commit()
-        self.log.close()
+    def close(self, *, commit: bool = True) -> None:
+        """Commit what was appended and close the log; ``commit=False`` after the log
+        failed: nothing more is written, and the next start recovers and commits it."""
+        try:
+            if commit:
+                self.commit()
+        except MetadataLogError as exc:
+            _logger.error("%s; the next start recovers the metadata log", exc)
+        finally:
+            self.log.close()

@@ -11,6 +11,13 @@ worker thread whatever has been appended, then queues a commit event. That is th
 pipeline of seed 004 — requests keep being decided while earlier records are still on
 their way to disk, and no answer leaves before its records are durable.
 
+A metadata log that refuses a write (a full disk) fails the requests whose records it
+held, with KAFKA_STORAGE_ERROR, and the controller reverts to just before them; it stays
+active and later requests succeed once space is back. An fsync that fails, or an append
+that could not be undone, leaves a log that cannot be trusted: the controller resigns
+(reverting to the last committed offset, as Kafka's renounce does) and stays inactive
+until the process restarts, answering NOT_CONTROLLER; the broker keeps serving data.
+
 On each commit the newly committed records are also replayed into a ``MetadataDelta``
 and published as a new ``MetadataImage`` to whoever subscribed (the broker, in combined
 mode), and once enough log has accumulated the image is written as a snapshot.
@@ -19,6 +26,7 @@ mode), and once enough log has accumulated the image is written as a snapshot.
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import random
 from collections.abc import Callable
@@ -31,10 +39,12 @@ from kio.schema.errors import ErrorCode
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import SingleVoterQuorum
+from ._quorum import MetadataLogError, SingleVoterQuorum
 from ._requests import ControllerRequest, ControllerResponse
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
+
+_logger = logging.getLogger("minikafka.controller")
 
 
 class ControllerError(Exception):
@@ -61,7 +71,12 @@ class _Tick:
     pass
 
 
-_Event = _Request | _Committed | _Tick
+@attrs.frozen
+class _LogFailed:
+    error: MetadataLogError
+
+
+_Event = _Request | _Committed | _Tick | _LogFailed
 
 
 def load_metadata(
@@ -107,6 +122,8 @@ class ControllerServer:
     _snapshot_size: int = attrs.field(init=False, default=0)  # log size at the last snapshot
     _snapshotting: bool = attrs.field(init=False, default=False)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    failure: MetadataLogError | None = attrs.field(init=False, default=None)
+    """Why the metadata log can no longer be trusted (this node resigned); None if fine."""
 
     def __attrs_post_init__(self) -> None:
         self._send, self._receive = trio.open_memory_channel(math.inf)
@@ -144,7 +161,7 @@ class ControllerServer:
             for event, replies in self._waiting.values():
                 replies.append(Reply(-1, None, ErrorCode.not_controller))
                 event.set()
-            self.quorum.close()
+            self.quorum.close(commit=self.failure is None)
 
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
         """Queue ``request`` and wait for the answer, which comes after its records commit."""
@@ -173,6 +190,8 @@ class ControllerServer:
                     self._publish(event.offset)
                 case _Tick():
                     actions = self.controller.on_timer(now)
+                case _LogFailed():
+                    actions = self._resign(event.error)
             self._carry_out(actions)
             self._queue_moved.set()
             self._queue_moved = trio.Event()
@@ -181,7 +200,13 @@ class ControllerServer:
         while True:
             await self._commit_wanted.wait()
             self._commit_wanted = trio.Event()
-            end = await trio.to_thread.run_sync(self.quorum.fsync)
+            if self.failure is not None:
+                return  # nothing commits in this process any more
+            try:
+                end = await trio.to_thread.run_sync(self.quorum.fsync)
+            except MetadataLogError as exc:
+                self._send.send_nowait(_LogFailed(exc))
+                return
             high_watermark = self.quorum.mark_committed(end)
             self._send.send_nowait(_Committed(high_watermark - 1))
 
@@ -198,9 +223,17 @@ class ControllerServer:
     # --- actions -----------------------------------------------------------------------
 
     def _carry_out(self, actions: list[Action]) -> None:
-        for action in actions:
+        for i, action in enumerate(actions):
             if isinstance(action, AppendRecords):
-                last = self.quorum.append(action.epoch, action.records)
+                try:
+                    last = self.quorum.append(action.epoch, action.records)
+                except MetadataLogError as exc:
+                    # The rest of this list was decided on top of the refused records:
+                    # its appends go with them; its replies are among those failed.
+                    self._carry_out(self._append_failed(action, exc))
+                    rest = actions[i + 1 :]
+                    self._carry_out([a for a in rest if not isinstance(a, AppendRecords)])
+                    return
                 # The core numbered the records itself (broker epochs are offsets): the
                 # log must agree, or the controller's state is wrong.
                 if last != action.last_offset:
@@ -212,6 +245,37 @@ class ControllerServer:
                 if waiter is not None:
                     waiter[1].append(action)
                     waiter[0].set()
+
+    def _append_failed(self, action: AppendRecords, exc: MetadataLogError) -> list[Action]:
+        # The requests whose records were refused hear why; after a fatal failure the
+        # ones still waiting for earlier records hear NOT_CONTROLLER from the resignation.
+        failed = self.controller.append_failed(action.base_offset, exc.error_code)
+        if exc.fatal:
+            return failed + self._resign(exc)
+        _logger.error(
+            "%s; the request(s) writing offsets from %d on get %s, the controller stays "
+            "active and reverts to offset %d",
+            exc,
+            action.base_offset,
+            exc.error_code.name,
+            action.base_offset - 1,
+        )
+        return failed
+
+    def _resign(self, exc: MetadataLogError) -> list[Action]:
+        """The metadata log cannot be trusted: stop being the active controller."""
+        if self.failure is not None:
+            return []
+        self.failure = exc
+        _logger.error(
+            "%s; this node is no longer the active controller (reverted to the last "
+            "committed offset %d) until it is restarted: admin requests get NOT_CONTROLLER, "
+            "data is still served",
+            exc,
+            self.controller.last_committed_offset,
+        )
+        self._uncommitted.clear()  # never published in this process
+        return self.controller.resign()
 
     def _publish(self, offset: int) -> None:
         delta = MetadataDelta(self.image)
@@ -237,9 +301,14 @@ class ControllerServer:
 
     async def _write_snapshot(self, image: MetadataImage) -> None:
         records = list(image.records())
-        snapshot = await trio.to_thread.run_sync(
-            self.quorum.write_snapshot, image.offset + 1, records
-        )
-        self.quorum.snapshot_written(snapshot)
+        try:
+            snapshot = await trio.to_thread.run_sync(
+                self.quorum.write_snapshot, image.offset + 1, records
+            )
+            self.quorum.snapshot_written(snapshot)
+        except OSError as exc:
+            # A snapshot only shortens the next start's replay: try again after as much
+            # log again, rather than fail the controller over it.
+            _logger.warning("writing a metadata snapshot in %s failed: %s", self.quorum.dir, exc)
         self._snapshot_size = self.quorum.log.size
         self._snapshotting = False

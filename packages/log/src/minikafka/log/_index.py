@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import errno
 import os
 import struct
 from array import array
@@ -99,7 +100,11 @@ class _SparseIndex(abc.ABC):
         return (self._keys[-1], self._values[-1]) if self._keys else None
 
     def _append(self, key: int, value: int) -> None:
-        os.write(self._fd, self._encode(key, value))
+        entry = self._encode(key, value)
+        if os.write(self._fd, entry) != len(entry):
+            # A short write means a full disk; the segment cuts the torn entry off (a
+            # misaligned file would make every later entry unreadable after a restart).
+            raise OSError(errno.ENOSPC, f"short write of an entry to {self.path}")
         self._keys.append(key)
         self._values.append(value)
 

@@ -36,11 +36,20 @@ from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
 from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted
 from ._loader import load_segments
-from ._names import DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, TopicPartition
+from ._names import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TopicPartition,
+    segment_file_name,
+)
 from ._producer_state import BatchMetadata, ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
 from ._records import decode_batch
 from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
+from ._storage import storage_error
 from ._validator import (
     LogAppendInfo,
     UnexpectedAppendOffsetError,
@@ -263,11 +272,25 @@ class Log:
         info: LogAppendInfo,
         now: int,
     ) -> None:
+        # A disk that refuses the write (issue 15) must not leave a torn tail behind: a
+        # retried append would land after it and the offsets would no longer match the
+        # bytes. Whatever fails is undone, and the caller hears KafkaStorageError (56).
         segment = self._maybe_roll(info, now)
-        segment.append(records, batches)
+        size, next_offset = segment.size, segment.next_offset
+        try:
+            segment.append(records, batches)
+        except OSError as exc:
+            try:
+                segment.truncate_back(size, next_offset)
+            except OSError:
+                raise storage_error(f"appending to {self.dir}", exc, undone=False) from exc
+            raise storage_error(f"appending to {self.dir}", exc, undone=True) from exc
         self.log_end_offset = info.last_offset + 1
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush(self.log_end_offset)
+            try:
+                self.flush(self.log_end_offset)
+            except OSError as exc:  # fsyncgate: nothing after a failed fsync is trusted
+                raise storage_error(f"flushing {self.dir}", exc, undone=False) from exc
 
     def _maybe_roll(self, info: LogAppendInfo, now: int) -> LogSegment:
         active = self.active_segment
@@ -284,15 +307,21 @@ class Log:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
         active = self.active_segment
         new_base = max(self.log_end_offset, base_offset or 0)
+        if active.size == 0 and active.base_offset == new_base:
+            return active  # nothing to close; an empty segment is already "new"
+        # The new files first: if the disk refuses them the log is left as it was, with
+        # its active segment, and the append that wanted the roll fails alone.
+        try:
+            if active.size:
+                active.on_become_inactive()
+            segment = LogSegment.open(self.dir, new_base, self.config, self.clock())
+        except OSError as exc:
+            undone = self._undo_roll(active, new_base)
+            raise storage_error(f"rolling {self.dir}", exc, undone=undone) from exc
         if active.size == 0:
-            if active.base_offset == new_base:
-                return active  # nothing to close; an empty segment is already "new"
             self.segments.pop()  # an empty segment at the wrong base: replace it
             active.close_handlers()
             active.delete_files()
-        else:
-            active.on_become_inactive()
-        segment = LogSegment.open(self.dir, new_base, self.config, self.clock())
         self.segments.append(segment)
         # Kafka fsyncs the finished segment in the background; the LogManager's flusher
         # does it here, off the append path.
@@ -300,6 +329,23 @@ class Log:
         tp = self.topic_partition
         emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
         return segment
+
+    def _undo_roll(self, active: LogSegment, new_base: int) -> bool:
+        """After a roll failed: cut a torn time-index entry, remove the new empty files.
+
+        True when the log's files are as they were (a full disk); False when even that
+        failed and the log cannot be trusted any more.
+        """
+        try:
+            active.time_index.truncate_to(active.next_offset)  # rewrites whole entries only
+            if new_base != active.base_offset:
+                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                    path = self.dir / segment_file_name(new_base, suffix)
+                    if path.exists() and path.stat().st_size == 0:
+                        path.unlink()
+        except OSError:
+            return False
+        return True
 
     # --- flushing -----------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from ._names import (
     delete_dir_name,
     is_partition_dir,
 )
+from ._storage import KafkaStorageError
 
 _logger = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class LogManager:
     uncleanable: set[TopicPartition] = attrs.field(factory=set)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
+    offline_dirs: dict[Path, str] = attrs.field(factory=dict)
+    """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
+    dir_failure_listeners: list[Callable[[Path], None]] = attrs.field(factory=list)
 
     @classmethod
     def startup(
@@ -136,10 +140,16 @@ class LogManager:
             return self.logs[tp]
         if config is not None:
             self.topic_configs[tp.topic] = config
-        counts = dict.fromkeys(self.log_dirs, 0)
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise KafkaStorageError(
+                None, f"cannot create the log of {tp}: every log dir is offline", offline=True
+            )
+        counts = dict.fromkeys(online, 0)
         for d in self._dir_of.values():
-            counts[d] += 1
-        log_dir = min(self.log_dirs, key=lambda d: counts[d])
+            if d in counts:
+                counts[d] += 1
+        log_dir = min(online, key=lambda d: counts[d])
         log = Log.open(log_dir / str(tp), self.config_for(tp.topic), clock=self.clock)
         self.logs[tp] = log
         self._dir_of[tp] = log_dir
@@ -165,7 +175,7 @@ class LogManager:
 
     def cleanup_logs(self) -> int:
         """Retention for every log, then remove files whose deletion delay has passed."""
-        deleted = sum(log.delete_old_segments() for log in self.logs.values())
+        deleted = sum(log.delete_old_segments() for log in self._online_logs())
         self.purge_deleted()
         return deleted
 
@@ -183,7 +193,7 @@ class LogManager:
         """(log, offset) pairs due for an fsync: ``flush.ms`` passed, or a roll asked."""
         now = self.clock()
         due = []
-        for log in self.logs.values():
+        for log in self._online_logs():
             if log.flush_requested_offset > log.recovery_point:
                 due.append((log, log.flush_requested_offset))
             elif (
@@ -198,7 +208,7 @@ class LogManager:
         now = self.clock()
         cleaned = 0
         for tp, log in self.logs.items():
-            if not log.config.compact or tp in self.uncleanable:
+            if not log.config.compact or tp in self.uncleanable or self.is_offline(tp):
                 continue
             first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
             if not should_clean(log, first_dirty, now):
@@ -226,6 +236,8 @@ class LogManager:
             CLEANER_OFFSET_CHECKPOINT: lambda tp, log: self.cleaner_offsets.get(tp),
         }[name]
         for log_dir in self.log_dirs:
+            if log_dir in self.offline_dirs:
+                continue  # its files are not to be touched until restart
             entries = {}
             for tp, log in self.logs.items():
                 offset = value(tp, log)
@@ -268,13 +280,25 @@ class LogManager:
             await trio.sleep(self.schedule.flush_check_interval_ms / 1000)
             for log, offset in self.logs_to_flush():
                 # fsync can take long on a busy disk: a worker thread, off the event loop.
-                await trio.to_thread.run_sync(log.fsync_up_to, offset)
+                try:
+                    await trio.to_thread.run_sync(log.fsync_up_to, offset)
+                except OSError as exc:
+                    # fsyncgate: the recovery point stays where it was, and the dir goes
+                    # offline, so neither a retried fsync nor a clean shutdown can claim
+                    # that these bytes are on disk.
+                    self.mark_dir_offline(log.dir.parent, f"fsync of {log.dir} failed: {exc}")
+                    continue
                 log.mark_flushed(offset)
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
-        for log in self.logs.values():
-            log.flush()
+        for tp, log in self.logs.items():
+            if self.is_offline(tp):
+                continue  # not flushed and not marked clean: the next start recovers it
+            try:
+                log.flush()
+            except OSError as exc:
+                self.mark_dir_offline(self._dir_of[tp], f"fsync of {log.dir} failed: {exc}")
         for name in (
             RECOVERY_POINT_CHECKPOINT,
             LOG_START_OFFSET_CHECKPOINT,
@@ -289,4 +313,36 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         self._pending_dir_deletes.clear()
         for log_dir in self.log_dirs:
-            (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+            if log_dir not in self.offline_dirs:
+                (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+
+    # --- failed log dirs (Kafka's LogDirFailureChannel) -------------------------------------
+
+    def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
+        """Take ``log_dir`` offline until restart, after a write or fsync it failed.
+
+        Kafka's LogDirFailureChannel: the partitions in it answer KAFKA_STORAGE_ERROR (the
+        listeners, the ReplicaManager, see to that), nothing more is flushed, cleaned or
+        checkpointed there, and shutdown leaves it unclean, so the next start recovers
+        its logs. Kafka halts a broker once all its dirs are offline; this one stays up
+        to serve metadata and the other dirs, and says in one line what happened.
+        """
+        if log_dir in self.offline_dirs:
+            return
+        self.offline_dirs[log_dir] = reason
+        _logger.error(
+            "log dir %s is offline until restart: %s; its partitions answer KAFKA_STORAGE_ERROR",
+            log_dir,
+            reason,
+        )
+        for listener in self.dir_failure_listeners:
+            listener(log_dir)
+
+    def log_dir_of(self, tp: TopicPartition) -> Path | None:
+        return self._dir_of.get(tp)
+
+    def is_offline(self, tp: TopicPartition) -> bool:
+        return self._dir_of.get(tp) in self.offline_dirs
+
+    def _online_logs(self) -> list[Log]:
+        return [log for tp, log in self.logs.items() if not self.is_offline(tp)]

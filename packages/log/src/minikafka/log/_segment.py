@@ -491,3 +491,18 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         self._load_end()  # what is left ends where the last remaining batch ends
         return removed
+
+    def truncate_back(self, size: int, next_offset: int) -> None:
+        """Undo an append that failed part-way (a full disk): the segment as it was.
+
+        ``size`` and ``next_offset`` are what the segment had before the append. The file
+        is cut to ``size`` (a short write or the index appends after a whole write may
+        have left bytes beyond it) and the index entries for offsets from
+        ``next_offset`` on are dropped, which also cuts a torn entry from the index file.
+        """
+        self.offset_index.truncate_to(next_offset)
+        self.time_index.truncate_to(next_offset)
+        os.ftruncate(self._fd, size)
+        self.size = size
+        self._bytes_since_last_index_entry = 0
+        self._load_end()

@@ -107,7 +107,7 @@ class DelayedFetch(DelayedOperation):
             if start is None:
                 continue
             partition = self.partitions(fetch.topic_partition)
-            if partition is None or not partition.is_leader:
+            if partition is None or not partition.is_leader or partition.offline_reason:
                 return self.force_complete()  # the answer is now an error: give it
             if 0 <= fetch.current_leader_epoch != partition.leader_epoch:
                 return self.force_complete()  # KIP-320: the fetcher's epoch is out of date

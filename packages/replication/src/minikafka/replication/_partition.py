@@ -93,6 +93,11 @@ class Partition:
     isr: frozenset[int] = frozenset()
     remote_replicas: dict[int, ReplicaState] = attrs.field(factory=dict)
     leader_epoch_start_offset: int | None = None  # the log end when this leadership began
+    offline_reason: str | None = None
+    """Why the log is offline (its dir failed a write or fsync); None while it is usable.
+
+    Kafka's ``HostedPartition.Offline``: until the broker restarts, every produce, fetch
+    and ListOffsets on the partition is answered KAFKA_STORAGE_ERROR."""
 
     @property
     def is_leader(self) -> bool:
@@ -188,6 +193,7 @@ class Partition:
         self, records: bytearray | memoryview, required_acks: int
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
+        self._check_online()
         if not self.is_leader:
             raise ReplicationError(
                 ErrorCode.not_leader_or_follower,
@@ -241,6 +247,10 @@ class Partition:
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> ErrorCode | None:
         """For DelayedProduce: the answer once the HW reaches ``required_offset``, else None."""
+        if self.offline_reason is not None:
+            # The records may never reach the disk: the producer must not wait for a
+            # high watermark that cannot move, nor be told they are safe.
+            return ErrorCode.kafka_storage_error
         if not self.is_leader:
             return ErrorCode.not_leader_or_follower
         if self.log.high_watermark < required_offset:
@@ -317,6 +327,7 @@ class Partition:
 
     def _check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: a client that names a leader epoch is told when its view is off."""
+        self._check_online()
         if not self.is_leader:
             raise ReplicationError(
                 ErrorCode.not_leader_or_follower,
@@ -333,4 +344,16 @@ class Partition:
             raise ReplicationError(
                 ErrorCode.unknown_leader_epoch,
                 f"leader epoch {current_leader_epoch} is newer than {self.leader_epoch}",
+            )
+
+    def mark_offline(self, reason: str) -> None:
+        """The log's dir failed: refuse everything with KAFKA_STORAGE_ERROR until restart."""
+        self.offline_reason = reason
+
+    def _check_online(self) -> None:
+        if self.offline_reason is not None:
+            raise ReplicationError(
+                ErrorCode.kafka_storage_error,
+                f"{self.topic_partition} is offline on broker {self.local_broker_id}: "
+                f"{self.offline_reason}",
             )

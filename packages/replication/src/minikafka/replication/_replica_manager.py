@@ -12,6 +12,13 @@ file slices). What is decided here, per request:
   touched, which is what completes the waiting operations (data arrives -> fetch
   answered; HW passes the batch -> produce answered).
 
+A disk that fails (issue 15) is answered, never raised: KAFKA_STORAGE_ERROR for the
+partition whose write it refused. A full disk's refused write is undone by the log, which
+stays online, so writes resume once space is freed; any other failure, and every failed
+fsync, takes the log dir offline until restart (Kafka's LogDirFailureChannel): its
+partitions answer KAFKA_STORAGE_ERROR and the acks=all produces waiting on them are
+answered at once.
+
 Which partitions exist and who leads them is not decided here: the broker hands over
 the partitions whose state changed (:meth:`become_leader_or_follower`,
 :meth:`stop_replicas`), and the manager makes the local replicas match, declaratively.
@@ -26,6 +33,7 @@ import logging
 import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
 import attrs
 import trio
@@ -34,6 +42,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.log import (
     REPLICATION_OFFSET_CHECKPOINT,
     InvalidRecordError,
+    KafkaStorageError,
     LogConfig,
     LogManager,
     LogOffsetMetadata,
@@ -76,8 +85,13 @@ class ReplicaManager:
     )
     _deadline_added: Callable[[], None] = attrs.field(init=False, default=lambda: None)
     _shutting_down: bool = attrs.field(init=False, default=False)
+    offline_partitions: dict[TopicPartition, str] = attrs.field(init=False, factory=dict)
+    """Partitions whose log could not even be created or led here, with why."""
     # The latest ``now`` a call brought: how long parked requests waited, for the trace.
     _now: float = attrs.field(init=False, default=0.0)
+
+    def __attrs_post_init__(self) -> None:
+        self.log_manager.dir_failure_listeners.append(self._on_log_dir_failure)
 
     def _clock(self) -> float:
         return self._now
@@ -100,16 +114,29 @@ class ReplicaManager:
         """
         self._now = now
         for tp, (topic_id, state) in leaders.items():
-            partition = self._get_or_create_partition(tp, topic_id)
-            if partition.make_leader(state, now):
-                _logger.info(
-                    "leading %s at leader epoch %d, ISR %s", tp, state.leader_epoch, state.isr
-                )
+            if tp in self.offline_partitions:
+                continue  # its disk failed: nothing is done with it until restart
+            try:
+                partition = self._get_or_create_partition(tp, topic_id)
+                if partition.make_leader(state, now):
+                    _logger.info(
+                        "leading %s at leader epoch %d, ISR %s", tp, state.leader_epoch, state.isr
+                    )
+            except OSError as exc:
+                # Creating the log or writing its leader-epoch checkpoint failed (a full
+                # disk): this partition is offline; the metadata and every other
+                # partition go on (Kafka marks the partition offline the same way).
+                self._partition_failed(tp, exc)
             self._partition_changed(tp)
         for tp, (topic_id, state) in followers.items():
-            partition = self._get_or_create_partition(tp, topic_id)
-            if partition.make_follower(state):
-                _logger.info("following broker %d for %s", state.leader, tp)
+            if tp in self.offline_partitions:
+                continue
+            try:
+                partition = self._get_or_create_partition(tp, topic_id)
+                if partition.make_follower(state):
+                    _logger.info("following broker %d for %s", state.leader, tp)
+            except OSError as exc:
+                self._partition_failed(tp, exc)
             self._partition_changed(tp)
 
     def stop_replicas(self, topic_partitions: Iterable[TopicPartition]) -> None:
@@ -147,9 +174,13 @@ class ReplicaManager:
         return partition
 
     def _remove_partition(self, tp: TopicPartition) -> None:
+        self.offline_partitions.pop(tp, None)
         if self.partitions.pop(tp, None) is None and self.log_manager.get_log(tp) is None:
             return
-        self.log_manager.delete_log(tp)
+        try:
+            self.log_manager.delete_log(tp)
+        except OSError as exc:  # the rename failed: a restart finds it as a stray log
+            _logger.error("could not delete the log of %s: %s", tp, exc)
         # Whatever waits on it is answered now (with NOT_LEADER / UNKNOWN_TOPIC).
         self._partition_changed(tp)
 
@@ -174,15 +205,17 @@ class ReplicaManager:
         for tp, records in entries.items():
             partition = self.partitions.get(tp)
             if partition is None:
-                results[tp] = ProducePartitionResult(
-                    ErrorCode.unknown_topic_or_partition,
-                    error_message=f"{tp} is not hosted on broker {self.broker_id}",
-                )
+                results[tp] = self._missing_partition_result(tp)
                 continue
             try:
                 info = partition.append_records_to_leader(records, required_acks)
             except ReplicationError as exc:
                 results[tp] = ProducePartitionResult(exc.error_code, error_message=str(exc))
+                continue
+            except OSError as exc:
+                results[tp] = ProducePartitionResult(
+                    ErrorCode.kafka_storage_error, error_message=self._storage_failed(tp, exc)
+                )
                 continue
             except InvalidRecordError as exc:
                 # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE...:
@@ -273,7 +306,8 @@ class ReplicaManager:
     ) -> FetchPartitionResult:
         partition = self.partitions.get(fetch.topic_partition)
         if partition is None:
-            return FetchPartitionResult(ErrorCode.unknown_topic_or_partition)
+            missing = self._missing_partition_result(fetch.topic_partition)
+            return FetchPartitionResult(missing.error_code, error_message=missing.error_message)
         if (
             params.is_from_follower
             and partition.is_leader
@@ -294,6 +328,9 @@ class ReplicaManager:
             )
         except ReplicationError as exc:
             return FetchPartitionResult(exc.error_code, error_message=str(exc))
+        except OSError as exc:  # a read the disk refused (EIO): Kafka takes the dir offline
+            message = self._storage_failed(fetch.topic_partition, exc)
+            return FetchPartitionResult(ErrorCode.kafka_storage_error, error_message=message)
         except OffsetOutOfRangeError as exc:
             log = partition.log
             return FetchPartitionResult(
@@ -331,6 +368,57 @@ class ReplicaManager:
         # The follower hears at once of the HW its own fetch moved, as in Kafka.
         hw = partition.log.high_watermark
         return attrs.evolve(result, high_watermark=hw, last_stable_offset=hw)
+
+    # --- failed disks ---------------------------------------------------------------------
+
+    def _missing_partition_result(self, tp: TopicPartition) -> ProducePartitionResult:
+        reason = self.offline_partitions.get(tp)
+        if reason is not None:
+            return ProducePartitionResult(
+                ErrorCode.kafka_storage_error, error_message=f"{tp} is offline: {reason}"
+            )
+        return ProducePartitionResult(
+            ErrorCode.unknown_topic_or_partition,
+            error_message=f"{tp} is not hosted on broker {self.broker_id}",
+        )
+
+    def _storage_failed(self, tp: TopicPartition, exc: OSError) -> str:
+        """A write or read of ``tp``'s log failed: the message for the answer.
+
+        A full disk whose write the log undid leaves everything online; anything else
+        takes the partition's log dir offline (which tells ``_on_log_dir_failure``).
+        """
+        message = str(exc)
+        if isinstance(exc, KafkaStorageError) and not exc.offline:
+            _logger.warning("%s: %s", tp, message)
+            return message
+        log_dir = self.log_manager.log_dir_of(tp)
+        if log_dir is None:
+            self._partition_failed(tp, exc)
+        else:
+            self.log_manager.mark_dir_offline(log_dir, f"{tp}: {message}")
+        return message
+
+    def _partition_failed(self, tp: TopicPartition, exc: OSError) -> None:
+        reason = str(exc)
+        _logger.error("%s is offline until restart: %s", tp, reason)
+        partition = self.partitions.get(tp)
+        if partition is None:
+            self.offline_partitions[tp] = reason
+        else:
+            partition.mark_offline(reason)
+
+    def _on_log_dir_failure(self, log_dir: Path) -> None:
+        """The LogManager took ``log_dir`` offline: so are the partitions in it.
+
+        What waits on them is answered now: a DelayedProduce with KAFKA_STORAGE_ERROR,
+        a DelayedFetch with the same error on a fresh read.
+        """
+        reason = f"log dir {log_dir} is offline: {self.log_manager.offline_dirs.get(log_dir)}"
+        for tp, partition in self.partitions.items():
+            if self.log_manager.log_dir_of(tp) == log_dir and partition.offline_reason is None:
+                partition.mark_offline(reason)
+                self._partition_changed(tp)
 
     # --- the shell ----------------------------------------------------------------------
 

@@ -1,0 +1,135 @@
+"""A failing disk under the ReplicaManager (issue 15): KAFKA_STORAGE_ERROR, never a raise.
+
+A full disk's refused write is answered KAFKA_STORAGE_ERROR and undone, and the next
+produce succeeds; a failure the log cannot undo (or a failed fsync) takes the log dir
+offline: produce and fetch answer KAFKA_STORAGE_ERROR, and an acks=all produce waiting
+on the high watermark is answered at once. Failures are injected by wrapping os.write.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import TopicPartition
+from minikafka.log.testing import value_batch
+from minikafka.replication import FetchPartition, ProducePartitionResult
+from minikafka.replication.testing import (
+    Answers,
+    consumer_params,
+    lead,
+    partition_state,
+    replica_manager,
+)
+
+TP = TopicPartition("orders", 0)
+OTHER = TopicPartition("orders", 1)
+
+ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
+
+
+@contextmanager
+def refused_writes(monkeypatch: pytest.MonkeyPatch, err: int) -> Iterator[None]:
+    """Every write to a segment file fails with ``err`` after a short write of 7 bytes."""
+    real_write = os.write
+
+    def write(fd: int, data: Any) -> int:
+        try:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            path = ""
+        if path.endswith(".log") and len(data) > 7:
+            real_write(fd, bytes(data[:7]))  # torn bytes the log must cut off
+            raise OSError(err, os.strerror(err))
+        return real_write(fd, data)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", write)
+        yield
+
+
+def produce(manager: Any, acks: int = 1, tp: TopicPartition = TP) -> ProduceAnswers:
+    answers: ProduceAnswers = Answers()
+    manager.append_records(30_000, acks, {tp: value_batch(2)}, answers, now=0.0)
+    return answers
+
+
+def test_a_full_disk_answers_storage_error_and_writes_resume_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC: KAFKA_STORAGE_ERROR (not an exception), the HW stays, the next write works."""
+    manager = replica_manager(tmp_path)
+    partition = lead(manager, TP)
+    assert produce(manager).only[TP].error_code is ErrorCode.none
+    with refused_writes(monkeypatch, errno.ENOSPC):
+        result = produce(manager, acks=-1).only[TP]
+    assert result.error_code is ErrorCode.kafka_storage_error
+    assert "No space left" in (result.error_message or "")
+    assert (partition.log.log_end_offset, partition.log.high_watermark) == (2, 2)
+    assert partition.offline_reason is None
+    assert manager.log_manager.offline_dirs == {}
+    again = produce(manager, acks=-1).only[TP]
+    assert (again.error_code, again.base_offset) == (ErrorCode.none, 2)
+
+
+def test_a_write_the_log_cannot_undo_takes_the_dir_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EIO: the dir goes offline; every partition in it answers KAFKA_STORAGE_ERROR."""
+    manager = replica_manager(tmp_path)
+    lead(manager, TP)
+    lead(manager, OTHER)
+    with refused_writes(monkeypatch, errno.EIO):
+        assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
+    assert list(manager.log_manager.offline_dirs) == [tmp_path]
+    for tp in (TP, OTHER):
+        assert produce(manager, tp=tp).only[tp].error_code is ErrorCode.kafka_storage_error
+        answers: Answers[Any] = Answers()
+        manager.fetch_messages(consumer_params(), [FetchPartition(tp, 0, 1 << 20)], answers, 0.0)
+        [(_, fetched)] = answers.only
+        assert fetched.error_code is ErrorCode.kafka_storage_error
+
+
+def test_a_waiting_acks_all_produce_is_answered_when_its_dir_goes_offline(
+    tmp_path: Path,
+) -> None:
+    """An acks=all produce parked on the HW hears KAFKA_STORAGE_ERROR at once, not a timeout.
+
+    (The flusher takes the dir offline after a failed fsync through the same call.)
+    """
+    manager = replica_manager(tmp_path)
+    lead(manager, TP, (1, 2), isr=(1, 2))  # the follower never fetches: the HW stays
+    answers = produce(manager, acks=-1)
+    assert not answers.answered
+    assert manager.produce_purgatory.delayed == 1
+    manager.log_manager.mark_dir_offline(tmp_path, "fsync failed: [Errno 5] EIO")
+    assert answers.only[TP].error_code is ErrorCode.kafka_storage_error
+    assert manager.produce_purgatory.delayed == 0
+
+
+def test_a_log_that_cannot_be_created_leaves_the_partition_offline_not_the_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Becoming leader of a new partition on a full disk: that partition is offline, the
+    call returns (it runs inside the controller's metadata publisher), others go on."""
+    manager = replica_manager(tmp_path)
+    lead(manager, OTHER)
+
+    def no_space(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    state = partition_state((1,), leader=1)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "mkdir", no_space)
+        manager.become_leader_or_follower({TP: (uuid.uuid4(), state)}, {}, 0.0)
+    assert TP in manager.offline_partitions
+    assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
+    assert produce(manager, tp=OTHER).only[OTHER].error_code is ErrorCode.none
