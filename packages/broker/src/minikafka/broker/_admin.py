@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import attrs
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
+from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.controller import (
     ConfigResourceType,
@@ -34,7 +34,12 @@ from minikafka.net import Request, build, nested, response_schema
 
 from ._body import request_body
 from ._config import KafkaConfig, unit_keys
-from ._metadata_cache import MIN_INSYNC_REPLICAS, UNCLEAN_LEADER_ELECTION_ENABLE, MetadataCache
+from ._metadata_cache import (
+    INTERNAL_TOPICS,
+    MIN_INSYNC_REPLICAS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
+    MetadataCache,
+)
 
 CREATE_TOPICS_KEY = 19
 DELETE_TOPICS_KEY = 20
@@ -66,82 +71,150 @@ def _failure(answer: object) -> ErrorCode:
     return answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
 
 
+def _internal_refusal(name: str, verb: str) -> str | None:
+    """Why a client may not ``verb`` ``name``, if it is an internal topic.
+
+    ``__consumer_offsets`` is created by the group coordinator with its own settings
+    (compacted, ``offsets.topic.num.partitions`` partitions): created by a client with one
+    partition and ``cleanup.policy=delete``, no group could find its coordinator again;
+    deleted, every group's offsets would go; given more partitions, groups would hash onto
+    partitions the coordinator never loads. Kafka guards these topics with ACLs and
+    refuses ``__cluster_metadata`` outright (ControllerApis); this broker has no
+    authorizer, so it refuses every internal topic the way Kafka refuses that one.
+    """
+    if name in INTERNAL_TOPICS:
+        return f"{verb} of internal topic {name} is prohibited."
+    return None
+
+
 async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
     body = request_body(request)
-    topics = tuple(
-        ControllerCreatableTopic(
-            name=t.name,
-            num_partitions=int(t.num_partitions),
-            replication_factor=int(t.replication_factor),
-            assignments=tuple(
-                tuple(int(b) for b in a.broker_ids)
-                for a in sorted(t.assignments, key=lambda a: int(a.partition_index))
-            ),
-            configs=tuple((c.name, c.value) for c in t.configs if c.value is not None),
-        )
-        for t in body.topics
-    )
-    answer = await _submit(
-        controller,
-        ControllerCreateTopics(topics, validate_only=bool(getattr(body, "validate_only", False))),
-    )
     cls = _response_class(request)
     result_cls = nested(cls, "topics")
-    if isinstance(answer, ControllerCreateTopicsResponse):
-        results = [
-            build(result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message)
-            for r in answer.topics
-        ]
-    else:
-        code = _failure(answer)
-        results = [
-            build(result_cls, name=t.name, error_code=code, error_message=None) for t in topics
-        ]
-    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=tuple(results)))
+    # One answer per name, in the order the names first appear (Kafka answers a name
+    # listed twice once, with INVALID_REQUEST, as the controller does).
+    answers: dict[str, object] = {}
+    submitted = []
+    for t in body.topics:
+        refusal = _internal_refusal(t.name, "Creation")
+        if refusal is not None:
+            answers[t.name] = build(
+                result_cls, name=t.name, error_code=ErrorCode.invalid_request, error_message=refusal
+            )
+            continue
+        answers.setdefault(t.name, None)
+        submitted.append(
+            ControllerCreatableTopic(
+                name=t.name,
+                num_partitions=int(t.num_partitions),
+                replication_factor=int(t.replication_factor),
+                # As given, partition_index and all: the controller refuses a gap or a
+                # repeat instead of this handler renumbering them.
+                assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in t.assignments),
+                partition_ids=tuple(int(a.partition_index) for a in t.assignments),
+                configs=tuple((c.name, c.value) for c in t.configs),
+            )
+        )
+    if submitted:
+        validate_only = bool(getattr(body, "validate_only", False))
+        answer = await _submit(controller, ControllerCreateTopics(tuple(submitted), validate_only))
+        if isinstance(answer, ControllerCreateTopicsResponse):
+            for r in answer.topics:
+                answers[r.name] = build(
+                    result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message
+                )
+        else:
+            code = _failure(answer)
+            for t in submitted:
+                answers[t.name] = build(
+                    result_cls, name=t.name, error_code=code, error_message=None
+                )
+    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=_in_order(answers, result_cls)))
 
 
 async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
     body = request_body(request)
-    names = tuple(str(n) for n in body.topic_names)
-    answer = await _submit(controller, ControllerDeleteTopics(names=names))
     cls = _response_class(request)
     result_cls = nested(cls, "responses")
-    if isinstance(answer, ControllerDeleteTopicsResponse):
-        codes = {r.name: r.error_code for r in answer.topics}
-    else:
-        codes = dict.fromkeys(names, _failure(answer))
-    results = tuple(
-        build(result_cls, name=n, error_code=codes.get(n, ErrorCode.unknown_server_error))
-        for n in names
-    )
+    names = tuple(str(n) for n in body.topic_names)
+    answers: dict[str, object] = {}
+    deletable = []
+    for name in names:
+        refusal = _internal_refusal(name, "Deletion")
+        if refusal is not None:
+            answers[name] = build(
+                result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=refusal
+            )
+        else:
+            answers.setdefault(name, None)
+            deletable.append(name)
+    if deletable:
+        answer = await _submit(controller, ControllerDeleteTopics(names=tuple(deletable)))
+        if isinstance(answer, ControllerDeleteTopicsResponse):
+            for r in answer.topics:
+                if r.name is not None:
+                    answers[r.name] = build(
+                        result_cls,
+                        name=r.name,
+                        error_code=r.error_code,
+                        error_message=r.error_message,
+                    )
+        else:
+            code = _failure(answer)
+            for name in deletable:
+                answers[name] = build(result_cls, name=name, error_code=code)
+    results = _in_order(answers, result_cls)
     request.respond(build(cls, throttle_time=NO_THROTTLE, responses=results))
 
 
 async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
     body = request_body(request)
-    topics = tuple(
-        ControllerCreatePartitionsTopic(
-            name=t.name,
-            count=int(t.count),
-            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())),
-        )
-        for t in body.topics
-    )
-    answer = await _submit(
-        controller,
-        ControllerCreatePartitions(topics, validate_only=bool(body.validate_only)),
-    )
     cls = _response_class(request)
     result_cls = nested(cls, "results")
-    if isinstance(answer, ControllerCreatePartitionsResponse):
-        results = [
-            build(result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message)
-            for r in answer.topics
-        ]
-    else:
-        code = _failure(answer)
-        results = [build(result_cls, name=t.name, error_code=code) for t in topics]
-    request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))
+    answers: dict[str, object] = {}
+    submitted = []
+    for t in body.topics:
+        refusal = _internal_refusal(t.name, "Adding partitions")
+        if refusal is not None:
+            answers[t.name] = build(
+                result_cls, name=t.name, error_code=ErrorCode.invalid_request, error_message=refusal
+            )
+            continue
+        answers.setdefault(t.name, None)
+        submitted.append(
+            ControllerCreatePartitionsTopic(
+                name=t.name,
+                count=int(t.count),
+                assignments=tuple(
+                    tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())
+                ),
+            )
+        )
+    if submitted:
+        answer = await _submit(
+            controller,
+            ControllerCreatePartitions(tuple(submitted), validate_only=bool(body.validate_only)),
+        )
+        if isinstance(answer, ControllerCreatePartitionsResponse):
+            for r in answer.topics:
+                answers[r.name] = build(
+                    result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message
+                )
+        else:
+            code = _failure(answer)
+            for t in submitted:
+                answers[t.name] = build(result_cls, name=t.name, error_code=code)
+    results = _in_order(answers, result_cls)
+    request.respond(build(cls, throttle_time=NO_THROTTLE, results=results))
+
+
+def _in_order(answers: Mapping[str, object], result_cls: type[Entity]) -> tuple[object, ...]:
+    """The answers in the order the names first appeared; a name the controller left
+    unanswered (it never does) is UNKNOWN_SERVER_ERROR rather than silently dropped."""
+    return tuple(
+        build(result_cls, name=n, error_code=ErrorCode.unknown_server_error) if a is None else a
+        for n, a in answers.items()
+    )
 
 
 # --- DescribeConfigs ---------------------------------------------------------------------

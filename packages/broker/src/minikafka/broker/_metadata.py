@@ -30,6 +30,13 @@ METADATA_KEY = 3
 LIST_OFFSETS_KEY = 2
 NO_THROTTLE = datetime.timedelta(0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
+# KIP-430: asked for, a bit field of AclOperation codes. Without an authorizer Kafka
+# lists every operation the resource type supports (AclEntry.supportedOperations):
+# a topic READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11; the cluster CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def metadata_response(
@@ -49,6 +56,17 @@ def metadata_response(
     broker_cls = nested(cls, "brokers")
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
+    # v8+: the client may ask for the operations it is allowed (every one, here).
+    topic_operations = (
+        TOPIC_OPERATIONS
+        if getattr(request.body, "include_topic_authorized_operations", False)
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    cluster_operations = (
+        CLUSTER_OPERATIONS
+        if getattr(request.body, "include_cluster_authorized_operations", False)
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
     brokers = tuple(
         build(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
         for b in cache.alive_brokers(request.listener)
@@ -65,7 +83,7 @@ def metadata_response(
                     name=name,
                     is_internal=False,
                     partitions=(),
-                    topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                    topic_authorized_operations=topic_operations,
                 )
             )
             continue
@@ -76,7 +94,7 @@ def metadata_response(
                 name=name,
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=tuple(_partitions(partition_cls, topic, cache)),
-                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                topic_authorized_operations=topic_operations,
             )
         )
     return build(
@@ -88,7 +106,7 @@ def metadata_response(
         # random live broker, since clients send admin requests there to be forwarded.)
         controller_id=cache.broker_id,
         topics=tuple(topics),
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=cluster_operations,
     )
 
 

@@ -40,6 +40,7 @@ from ._metadata_cache import MetadataCache
 
 FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 NO_THROTTLE = datetime.timedelta(0)
 # Read a whole segment per step when replaying: a slice that ends mid-batch would need
 # stitching, and the offsets topic's segments are bounded by offsets.topic.segment.bytes.
@@ -118,11 +119,14 @@ async def handle_find_coordinator(
     request: Request, controller: ControllerServer, cache: MetadataCache, config: KafkaConfig
 ) -> None:
     """FindCoordinator v0-2: the leader of the group's ``__consumer_offsets`` partition.
-    Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE."""
+    Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE; any
+    other key type is no coordinator Kafka knows, INVALID_REQUEST (its CoordinatorType)."""
     body = request_body(request)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
     error, message, node = ErrorCode.none, None, None
-    if key_type != GROUP_KEY_TYPE:
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        error, message = ErrorCode.invalid_request, f"Unknown coordinator type: {key_type}"
+    elif key_type == TRANSACTION_KEY_TYPE:
         error, message = ErrorCode.coordinator_not_available, "transactions are not supported"
     else:
         error = await ensure_offsets_topic(controller, cache, config)

@@ -21,9 +21,10 @@ from minikafka.net import Request, build, nested, response_schema
 from minikafka.replication import ProducePartitionResult, ReplicaManager
 
 from ._body import request_body
-from ._metadata_cache import MetadataCache
+from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 PRODUCE_KEY = 0
+ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 _BATCH_LENGTH = struct.Struct(">i")
 _ATTRIBUTES = struct.Struct(">h")
 NO_THROTTLE = datetime.timedelta(0)
@@ -36,12 +37,22 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
     order: list[TopicPartition] = []
     entries: dict[TopicPartition, bytearray] = {}
     refused: dict[TopicPartition, ProducePartitionResult] = {}
+    # Kafka lets its own admin tools' client id write internal topics, and no one else.
+    internal_allowed = request.header.client_id == ADMIN_CLIENT_ID
     for topic in body.topic_data:
         for data in topic.partition_data:
             tp = TopicPartition(topic.name, int(data.index))
             order.append(tp)
             if acks not in (-1, 0, 1):
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            elif topic.name in INTERNAL_TOPICS and not internal_allowed:
+                # Only their coordinators write internal topics (ReplicaManager's
+                # internalTopicsAllowed): a client's records in __consumer_offsets would
+                # be replayed as group metadata and offsets.
+                refused[tp] = ProducePartitionResult(
+                    ErrorCode.invalid_topic_exception,
+                    error_message=f"Cannot append to internal topic {topic.name}",
+                )
             elif cache.topic(topic.name) is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
             elif not _one_batch(data.records):
