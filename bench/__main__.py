@@ -13,12 +13,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import broker_clients, log_io, net_reactor, tracing
+from . import broker_clients, log_io, log_validate, net_reactor, tracing
 from ._common import ROOT, Report, find_bench_error, write_results
 
 BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     net_reactor.NAME: net_reactor.run,
     log_io.NAME: log_io.run,
+    log_validate.NAME: log_validate.run,
     broker_clients.NAME: broker_clients.run,
     tracing.NAME: tracing.run,
 }

@@ -108,7 +108,12 @@ def check_records(
             raise InvalidRecordError(
                 f"{end - pos} bytes follow the {count} records the batch declares"
             )
-        length, pos = _varint(data, pos, end, "record length")
+        # Each varint's one-byte case (almost all of them) is decoded inline: a function
+        # call per field would double the cost of the walk.
+        if (b := data[pos]) < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _varint_slow(data, pos, end, "record length", 32)
         record_end = pos + length
         if length < MIN_RECORD_SIZE - 1 or record_end > end:
             raise InvalidRecordError(
@@ -116,12 +121,18 @@ def check_records(
             )
         pos += 1  # attributes: no record-level attribute is defined
         timestamp_delta, pos = _varint(data, pos, record_end, "timestamp delta", 64)
-        offset_delta, pos = _varint(data, pos, record_end, "offset delta")
+        if pos < record_end and (b := data[pos]) < 0x80:
+            offset_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            offset_delta, pos = _varint_slow(data, pos, record_end, "offset delta", 32)
         if offset_delta != index:
             # A producer numbers its records 0..n-1; anything else would give two records
             # one offset, or leave holes a consumer cannot explain.
             raise InvalidRecordError(f"record {index} has offset delta {offset_delta}")
-        key_length, pos = _varint(data, pos, record_end, "key length")
+        if pos < record_end and (b := data[pos]) < 0x80:
+            key_length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            key_length, pos = _varint_slow(data, pos, record_end, "key length", 32)
         if key_length == -1:
             if rules.require_key:
                 raise InvalidRecordError(
@@ -135,7 +146,10 @@ def check_records(
         if value_length < -1:
             raise InvalidRecordError(f"record {index} has value length {value_length}")
         pos += max(value_length, 0)
-        header_count, pos = _varint(data, pos, record_end, "header count")
+        if pos < record_end and (b := data[pos]) < 0x80:
+            header_count, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            header_count, pos = _varint_slow(data, pos, record_end, "header count", 32)
         if not 0 <= header_count <= (record_end - pos) // 2:  # 2 bytes per header at least
             raise InvalidRecordError(f"record {index} claims {header_count} headers")
         for _ in range(header_count):
