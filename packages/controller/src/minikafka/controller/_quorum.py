@@ -173,6 +173,17 @@ def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
         yield record.offset, decode_record(record.value)
 
 
+def _whole_batches(data: bytes) -> bytes:
+    """The batches of a read that are whole (a read of a chunk may end inside one)."""
+    end = 0
+    while end + 12 <= len(data):
+        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12  # offset, length
+        if end + size > len(data):
+            break
+        end += size
+    return data[:end]
+
+
 def latest_snapshot_id(path: Path) -> SnapshotId | None:
     """The snapshot in partition directory ``path`` with the highest end offset."""
     ids = [SnapshotId.parse(p.name) for p in path.iterdir()]
@@ -270,7 +281,8 @@ class SingleVoterQuorum:
             raise NotLeaderError(f"append in epoch {epoch}; the quorum is in epoch {self.epoch}")
         start = self.log.log_end_offset
         try:
-            for values in split_into_batches([encode_record(r) for r in records]):
+            encoded = [encode_record(r) for r in records]
+            for values in split_into_batches(encoded, MAX_BATCH_SIZE_BYTES):
                 self.log.append_as_leader(_build(values, self.log.log_end_offset, epoch), epoch)
         except Exception as exc:
             raise self._undo_append(start, exc) from exc
@@ -329,11 +341,8 @@ class SingleVoterQuorum:
             fetched = self.log.read(offset, _READ_CHUNK, max_offset=self.high_watermark)
             if fetched.records is None:
                 return
-            records = [
-                (o, r)
-                for o, r in decode_metadata_records(fetched.records.read_bytes())
-                if o >= offset
-            ]
+            data = _whole_batches(fetched.records.read_bytes())
+            records = [(o, r) for o, r in decode_metadata_records(data) if o >= offset]
             if not records:
                 return
             yield MetadataBatch(tuple(records))
