@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import struct
 import typing
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -310,11 +311,13 @@ NULL_ARRAYS = {
 
 @pytest.mark.parametrize("case", list(NULL_ARRAYS), ids=list(NULL_ARRAYS))
 async def test_a_null_array_closes_the_connection_and_nothing_else(
-    tmp_path: Path, case: str
+    tmp_path: Path, case: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Each API of the issue with its non-nullable array sent as null: that connection is
-    closed (no handler runs, so no TypeError); the same bytes with an empty array are
-    answered, and the broker serves a bystander afterwards."""
+    closed as a malformed request, before any handler runs (no TypeError, no ERROR
+    traceback in the log); the same bytes with an empty array are answered, and the
+    broker serves a bystander afterwards."""
+    caplog.set_level(logging.INFO)
     api_key, version, before, after = NULL_ARRAYS[case]
 
     def frame(count: int) -> bytes:
@@ -335,6 +338,9 @@ async def test_a_null_array_closes_the_connection_and_nothing_else(
         assert answer is not None
         await control.aclose()
         await k.bystander_is_served()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    assert any("invalid request" in r.getMessage() for r in caplog.records)
 
 
 # --- item 1: the record limit, validate-only included; and a restart after it all ---------
