@@ -16,6 +16,7 @@ from minikafka.log import (
     Log,
     LogConfig,
     OffsetOutOfRangeError,
+    PooledFile,
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
     build_batch,
@@ -87,7 +88,8 @@ def test_read_is_a_file_slice_of_the_segment(tmp_path: Path) -> None:
     assert fetched.records is not None
     region = fetched.records
     assert region.path == log.segments[0].log_path
-    assert os.pread(region.fd, region.length, region.position) == region.read_bytes()
+    whole = region.path.read_bytes()
+    assert whole[region.position : region.position + region.length] == region.read_bytes()
     offsets = [h.base_offset for _, h in iter_batches(region.read_bytes())]
     assert offsets == [4, 6, 8]  # the batch holding offset 4 starts at 4
 
@@ -370,14 +372,20 @@ def test_a_read_goes_to_a_socket_with_sendfile(tmp_path: Path) -> None:
     fetched = log.read(6, 100_000).records
     assert fetched is not None
     region = fetched.file_region()
+    # The segment's pooled file itself: the Processor pins it for the send (see _files).
     assert (region.file, region.position, region.length) == (
-        fetched.path,
+        fetched.file,
         fetched.position,
         fetched.length,
     )
+    assert isinstance(region.file, PooledFile)
     sender, receiver = socket.socketpair()
-    with sender, receiver, open(region.file, "rb") as segment_file:
-        sent = os.sendfile(sender.fileno(), segment_file.fileno(), region.position, region.length)
+    with sender, receiver:
+        fd = region.file.pin()
+        try:
+            sent = os.sendfile(sender.fileno(), fd, region.position, region.length)
+        finally:
+            region.file.unpin()
         assert sent == fetched.length
         received = b""
         while len(received) < sent:

@@ -30,6 +30,7 @@ import trio
 import typer
 from rich.console import Console
 
+from minikafka.log import raise_open_files_limit
 from minikafka.log._tool import PathError, dump
 from minikafka.log._tool import verify as verify_log
 from minikafka.net import ConfigError
@@ -110,6 +111,9 @@ def broker(
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+    # As the JVM does for every Kafka broker (HotSpot's MaxFDLimit): the soft limit of
+    # open files up to the hard one, before the LogManager sizes its descriptor pool.
+    raise_open_files_limit()
     # Before BrokerServer.open: log recovery emits while the logs load, and the
     # SocketServer keeps the tracer it is built with.
     _start_tracing(trace_dir, config.node_id)

@@ -18,10 +18,19 @@ A checkpoint is never edited in place: ``write`` writes ``<path>.tmp``, fsyncs i
 over ``<path>`` and fsyncs the directory (Kafka's ``Utils.atomicMoveWithFallback`` with
 ``needFlushParentDir``), so a crash leaves either the old file or the new one, never half of
 each. A leftover ``.tmp`` is an unfinished write and is never read.
+
+A write that fails (a full disk, no descriptor left: ``ENOSPC``, ``EMFILE``) therefore
+leaves the previous checkpoint as it was. It is never silent: the LogManager logs it at
+ERROR with the file and the errno and writes again at the next interval; a partition's
+``leader-epoch-checkpoint``, written on the append path when an epoch begins, keeps what
+it could not write and is retried by the LogManager's recovery-point task.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import logging
 import os
 import re
 import threading
@@ -34,6 +43,8 @@ import attrs
 from ._names import TopicPartition
 
 T = TypeVar("T")
+
+_logger = logging.getLogger(__name__)
 
 CURRENT_VERSION = 0
 """Both entry formats are at version 0 (``OffsetCheckpointFile.CURRENT_VERSION``)."""
@@ -112,11 +123,18 @@ class CheckpointFile(Generic[T]):
         lines.extend(self.formatter.to_line(entry) for entry in entries)
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         with self._lock:
-            # "w" truncates, so a .tmp left by a crashed write is simply overwritten.
-            with open(self.tmp_path, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                # "w" truncates, so a .tmp left by a crashed write is simply overwritten.
+                with open(self.tmp_path, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError:
+                # The previous checkpoint is untouched; a half-written .tmp (a full disk)
+                # would only take space. The first error is the one to report.
+                with contextlib.suppress(OSError):
+                    self.tmp_path.unlink(missing_ok=True)
+                raise
             # rename(2) replaces the target atomically; fsyncing the directory makes the
             # rename itself durable, otherwise a crash could bring back the old file.
             os.replace(self.tmp_path, self.path)
@@ -170,6 +188,20 @@ class CheckpointFile(Generic[T]):
             return parse_int(line, 0, _INT32_MAX, what)
         except ValueError as e:
             raise CheckpointError(self.path, line_number, str(e)) from None
+
+
+def log_checkpoint_failure(path: Path, exc: OSError) -> None:
+    """The one ERROR line a failed checkpoint write gets: the file, the errno, what next."""
+    code = exc.errno
+    name = errno.errorcode.get(code, "?") if code is not None else "?"
+    _logger.error(
+        "cannot write checkpoint %s: %s (errno %s %s); the previous checkpoint is kept "
+        "and the write is retried at the next interval",
+        path,
+        exc.strerror or exc,
+        code,
+        name,
+    )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -264,13 +296,33 @@ class LeaderEpochCheckpointFile:
 
     path: Path = attrs.field(converter=Path)
     _file: CheckpointFile[EpochEntry] = attrs.field(init=False, repr=False)
+    _pending: list[EpochEntry] | None = attrs.field(init=False, default=None, repr=False)
 
     @_file.default
     def _open_file(self) -> CheckpointFile[EpochEntry]:
         return CheckpointFile(self.path, EPOCH_FORMATTER)
 
     def write(self, entries: Sequence[EpochEntry]) -> None:
-        self._file.write(entries)
+        """Write the entries; a failure is logged and kept for :meth:`write_pending`.
+
+        Not raised: the write happens on the append path when an epoch begins, where
+        the batch is already in the log, and the cache in memory is right. The file is
+        what a restart reads, so the LogManager retries it at its next checkpoint
+        interval, and a shutdown with it still unwritten is not a clean one.
+        """
+        try:
+            self._file.write(entries)
+        except OSError as exc:
+            log_checkpoint_failure(self.path, exc)
+            self._pending = list(entries)
+        else:
+            self._pending = None
+
+    def write_pending(self) -> bool:
+        """Retry a failed write; True when the file holds the latest entries."""
+        if self._pending is not None:
+            self.write(self._pending)
+        return self._pending is None
 
     def read(self) -> list[EpochEntry]:
         return self._file.read()

@@ -14,7 +14,9 @@ timestamp is larger than the last entry's, so both columns are monotonic.
 Kafka preallocates ``segment.index.bytes`` and memory-maps the file; here the entries
 live in two Python arrays and are appended to the file as they are made. ``full`` is
 the same rule: a segment rolls when its index has ``segment.index.bytes / entry size``
-entries.
+entries. Because lookups never read the file, an index needs a descriptor only to
+append, truncate or fsync: it holds a :class:`~._files.PooledFile`, which the LogManager's
+pool closes when idle (Kafka opens its index files lazily for the same reason).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from __future__ import annotations
 import abc
 import bisect
 import errno
-import os
 import struct
 from array import array
 from pathlib import Path
 from typing import ClassVar, Self
 
 import attrs
+
+from ._files import FilePool, PooledFile
 
 MAX_RELATIVE_OFFSET = 2**31 - 1  # entries hold offsets relative to the segment's base
 
@@ -44,26 +47,29 @@ class _SparseIndex(abc.ABC):
     path: Path
     base_offset: int
     max_entries: int
-    _fd: int
+    _file: PooledFile
     _keys: array[int] = attrs.field(factory=lambda: array("q"))
     _values: array[int] = attrs.field(factory=lambda: array("q"))
 
     ENTRY: ClassVar[struct.Struct]
 
     @classmethod
-    def open(cls, path: Path, base_offset: int, max_index_bytes: int) -> Self:
-        # O_APPEND: after a reopen, new entries go after the loaded ones, not over them.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        index = cls(path, base_offset, max(1, max_index_bytes // cls.ENTRY.size), fd)
+    def open(
+        cls, path: Path, base_offset: int, max_index_bytes: int, files: FilePool | None = None
+    ) -> Self:
+        # O_APPEND (the pool's files all are): after a reopen, new entries go after the
+        # loaded ones, not over them. Without a pool the index gets one of its own.
+        file = (files or FilePool(1)).file(path)
+        index = cls(path, base_offset, max(1, max_index_bytes // cls.ENTRY.size), file)
         try:
             index._load()
-        except CorruptIndexError:
-            os.close(fd)
+        except BaseException:
+            file.close()
             raise
         return index
 
     def _load(self) -> None:
-        data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
+        data = self._file.pread(self._file.stat().st_size, 0)
         if len(data) % self.ENTRY.size:
             raise CorruptIndexError(
                 f"{self.path}: {len(data)} bytes is not a whole number of entries"
@@ -101,7 +107,7 @@ class _SparseIndex(abc.ABC):
 
     def _append(self, key: int, value: int) -> None:
         entry = self._encode(key, value)
-        if os.write(self._fd, entry) != len(entry):
+        if self._file.write(entry) != len(entry):
             # A short write means a full disk; the segment cuts the torn entry off (a
             # misaligned file would make every later entry unreadable after a restart).
             raise OSError(errno.ENOSPC, f"short write of an entry to {self.path}")
@@ -115,23 +121,23 @@ class _SparseIndex(abc.ABC):
     def _truncate_entries(self, keep: int) -> None:
         del self._keys[keep:]
         del self._values[keep:]
-        os.ftruncate(self._fd, keep * self.ENTRY.size)
+        self._file.truncate(keep * self.ENTRY.size)
 
     def reset(self) -> None:
         self._truncate_entries(0)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        self._file.fsync()
 
     def close(self) -> None:
-        # Idempotent: closing a descriptor twice could close another file that reused
-        # its number in between.
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()  # idempotent
+
+    @property
+    def file(self) -> PooledFile:
+        return self._file
 
     def rename(self, path: Path) -> None:
-        os.rename(self.path, path)
+        self._file.rename(path)
         self.path = path
 
 

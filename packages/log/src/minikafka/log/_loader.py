@@ -11,6 +11,10 @@ What a crash can leave behind, and what loading does about it (Kafka's LogLoader
   holding the recovery point on is rescanned batch by batch with its CRC; the first bad
   batch and everything after it (later segments included) is cut, and indexes are
   rebuilt. What remains is exactly a prefix of what was appended.
+
+Loading opens each segment's files through the log's descriptor pool (:mod:`._files`),
+which closes the least recently used as it goes: a broker whose logs hold more segments
+than it may keep open still loads them all, one after the other.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import attrs
 
 from ._batch import CorruptRecordError
 from ._config import LogConfig
+from ._files import FilePool
 from ._names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -48,15 +53,21 @@ def load_segments(
     recovery_point: int,
     log_start_offset: int,
     had_clean_shutdown: bool,
+    files: FilePool,
 ) -> LoadedSegments:
     _remove_unfinished_files(dir)
-    _complete_swaps(dir, config, now)
-    segments = _open_live_segments(dir, config, now, had_clean_shutdown)
-    recovered = truncated = 0
-    if not had_clean_shutdown and segments:
-        recovered, truncated = _recover(segments, recovery_point)
-    if not segments:
-        segments.append(LogSegment.open(dir, log_start_offset, config, now))
+    _complete_swaps(dir, config, now, files)
+    segments = _open_live_segments(dir, config, now, had_clean_shutdown, files)
+    try:
+        recovered = truncated = 0
+        if not had_clean_shutdown and segments:
+            recovered, truncated = _recover(segments, recovery_point)
+        if not segments:
+            segments.append(LogSegment.open(dir, log_start_offset, config, now, files=files))
+    except BaseException:
+        for segment in segments:  # a log that fails to load keeps no descriptor
+            segment.close_handlers()
+        raise
     return LoadedSegments(segments, recovered, truncated)
 
 
@@ -66,11 +77,11 @@ def _remove_unfinished_files(dir: Path) -> None:
             path.unlink()
 
 
-def _complete_swaps(dir: Path, config: LogConfig, now: int) -> None:
+def _complete_swaps(dir: Path, config: LogConfig, now: int, files: FilePool) -> None:
     """Finish a compaction's swap: its ``.log.swap`` file is the proof it was complete."""
     for swap_log in sorted(dir.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
         base = offset_from_file_name(swap_log.name)
-        swap = LogSegment.open(dir, base, config, now, suffix=SWAP_SUFFIX)
+        swap = LogSegment.open(dir, base, config, now, suffix=SWAP_SUFFIX, files=files)
         for live in dir.glob(f"*{LOG_SUFFIX}"):
             if base <= offset_from_file_name(live.name) < max(swap.next_offset, base + 1):
                 _unlink_segment_files(dir, offset_from_file_name(live.name), "")
@@ -87,22 +98,27 @@ def _unlink_segment_files(dir: Path, base_offset: int, suffix: str) -> None:
 
 
 def _open_live_segments(
-    dir: Path, config: LogConfig, now: int, had_clean_shutdown: bool
+    dir: Path, config: LogConfig, now: int, had_clean_shutdown: bool, files: FilePool
 ) -> list[LogSegment]:
     bases = sorted(offset_from_file_name(p.name) for p in dir.glob(f"*{LOG_SUFFIX}"))
     for index in (*dir.glob(f"*{INDEX_SUFFIX}"), *dir.glob(f"*{TIME_INDEX_SUFFIX}")):
         if offset_from_file_name(index.name) not in bases:
             index.unlink()  # an index without its log is useless
-    segments = []
-    for base in bases:
-        try:
-            segment = LogSegment.open(dir, base, config, now)
-        except CorruptRecordError:
-            if had_clean_shutdown:
-                raise
-            # Finding the end of a damaged segment failed; recovery below rescans it.
-            segment = LogSegment.open(dir, base, config, now, trust_end=False)
-        segments.append(segment)
+    segments: list[LogSegment] = []
+    try:
+        for base in bases:
+            try:
+                segment = LogSegment.open(dir, base, config, now, files=files)
+            except CorruptRecordError:
+                if had_clean_shutdown:
+                    raise
+                # Finding the end of a damaged segment failed; recovery below rescans it.
+                segment = LogSegment.open(dir, base, config, now, trust_end=False, files=files)
+            segments.append(segment)
+    except BaseException:
+        for opened in segments:
+            opened.close_handlers()
+        raise
     return segments
 
 

@@ -35,6 +35,7 @@ from ._checkpoint import LeaderEpochCheckpointFile
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
 from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted
+from ._files import STANDALONE_CAPACITY, FilePool
 from ._loader import load_segments
 from ._names import (
     DELETED_SUFFIX,
@@ -93,6 +94,11 @@ class Log:
     producer_state: ProducerStateManager = attrs.field(factory=ProducerStateManager)
     _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
     _hw_position: LogOffsetMetadata | None = None  # cleared whenever segments shrink or go
+    # Where the segments' descriptors come from: the LogManager's pool, shared by all its
+    # logs (see _files); a log opened on its own has a small one of its own.
+    files: FilePool = attrs.field(factory=lambda: FilePool(STANDALONE_CAPACITY))
+    # The cache's file, kept so the LogManager can retry a write that failed.
+    leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
 
     # --- opening and closing -------------------------------------------------------
 
@@ -107,6 +113,7 @@ class Log:
         high_watermark: int = 0,
         had_clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
+        files: FilePool | None = None,
     ) -> Log:
         """Open or create the log in ``dir`` (named ``<topic>-<partition>``).
 
@@ -117,10 +124,12 @@ class Log:
         dir.mkdir(parents=True, exist_ok=True)
         tp = TopicPartition.parse(dir.name)
         now = clock()
+        files = files or FilePool(STANDALONE_CAPACITY)
         loaded = load_segments(
-            dir, config, now, recovery_point, log_start_offset, had_clean_shutdown
+            dir, config, now, recovery_point, log_start_offset, had_clean_shutdown, files
         )
-        cache = LeaderEpochFileCache.open(LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT))
+        epoch_file = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT)
+        cache = LeaderEpochFileCache.open(epoch_file)
         leo = loaded.segments[-1].next_offset
         start = min(max(log_start_offset, loaded.segments[0].base_offset), leo)
         cache.truncate_from_end(leo)
@@ -137,6 +146,8 @@ class Log:
             high_watermark=min(max(high_watermark, start), leo),
             recovery_point=min(recovery_point, leo),
             last_flush_ms=now,
+            files=files,
+            leader_epoch_checkpoint=epoch_file,
         )
         log._rebuild_producer_state()
         if loaded.recovered_segments:
@@ -155,6 +166,15 @@ class Log:
         """Close every file (the LogManager flushes first on a clean shutdown)."""
         for segment in self.segments:
             segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close_handlers()
+        self._pending_deletes.clear()
+
+    def close_handlers(self) -> None:
+        """Close every file without writing to it (a log whose directory is being deleted:
+        its files may already have been renamed away from under the segments' paths)."""
+        for segment in self.segments:
+            segment.close_handlers()
         for _, segment in self._pending_deletes:
             segment.close_handlers()
         self._pending_deletes.clear()
@@ -314,7 +334,9 @@ class Log:
         try:
             if active.size:
                 active.on_become_inactive()
-            segment = LogSegment.open(self.dir, new_base, self.config, self.clock())
+            segment = LogSegment.open(
+                self.dir, new_base, self.config, self.clock(), files=self.files
+            )
         except OSError as exc:
             undone = self._undo_roll(active, new_base)
             raise storage_error(f"rolling {self.dir}", exc, undone=undone) from exc
@@ -524,7 +546,9 @@ class Log:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
         self._schedule_delete(self.segments)
-        self.segments = [LogSegment.open(self.dir, new_offset, self.config, self.clock())]
+        self.segments = [
+            LogSegment.open(self.dir, new_offset, self.config, self.clock(), files=self.files)
+        ]
         self.log_start_offset = self.log_end_offset = new_offset
         self.high_watermark = self.recovery_point = new_offset
         self.leader_epoch_cache.clear()
@@ -659,7 +683,7 @@ class Log:
 
     def delete(self) -> None:
         """Close and remove every file of the log (the directory goes with the LogManager)."""
-        self.close()
+        self.close_handlers()
         for path in self.dir.iterdir():
             path.unlink()
         os.rmdir(self.dir)

@@ -13,6 +13,16 @@ loaded, so a crash from then on is noticed at the next start.
 
 The broker runs :meth:`LogManager.run`, which schedules retention, cleaning, flushing
 and checkpointing as Kafka's LogManager does with its scheduler.
+
+Every log of a LogManager takes its descriptors from one :class:`~._files.FilePool`,
+sized from ``RLIMIT_NOFILE``: the number of partitions a broker hosts is bounded by its
+disk, not by how many files it may hold open.
+
+A checkpoint that cannot be written (a full disk, no descriptor left) is logged at ERROR
+with the file and the errno; the previous checkpoint stays as it was (the new one is
+written beside it and renamed over it), and the next interval writes it again. At
+shutdown such a failure leaves that dir without the clean-shutdown marker, so the next
+start recovers its logs from the older recovery points rather than trust them.
 """
 
 from __future__ import annotations
@@ -26,9 +36,10 @@ import attrs
 import trio
 
 from ._batch import CorruptRecordError
-from ._checkpoint import OffsetCheckpointFile
+from ._checkpoint import OffsetCheckpointFile, log_checkpoint_failure
 from ._cleaner import clean, should_clean
 from ._config import LogConfig
+from ._files import FilePool
 from ._log import Log, wall_clock_ms
 from ._names import (
     CLEAN_SHUTDOWN_FILE,
@@ -45,6 +56,12 @@ from ._names import (
 from ._storage import KafkaStorageError
 
 _logger = logging.getLogger(__name__)
+
+
+def _epochs_written(log: Log) -> bool:
+    """Retry the log's leader-epoch checkpoint if its last write failed; True if written."""
+    file = log.leader_epoch_checkpoint
+    return file is None or file.write_pending()
 
 
 @attrs.frozen
@@ -71,6 +88,7 @@ class LogManager:
     uncleanable: set[TopicPartition] = attrs.field(factory=set)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
+    files: FilePool = attrs.field(factory=FilePool)  # every log's descriptors (see _files)
     offline_dirs: dict[Path, str] = attrs.field(factory=dict)
     """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
     dir_failure_listeners: list[Callable[[Path], None]] = attrs.field(factory=list)
@@ -84,14 +102,19 @@ class LogManager:
         topic_configs: Mapping[str, LogConfig] | None = None,
         schedule: LogManagerSchedule | None = None,
         clock: Callable[[], int] = wall_clock_ms,
+        files: FilePool | None = None,
     ) -> LogManager:
-        """Load every log in ``log.dirs``, recovering those a crash may have damaged."""
+        """Load every log in ``log.dirs``, recovering those a crash may have damaged.
+
+        ``files`` defaults to a pool of half the process's ``RLIMIT_NOFILE``.
+        """
         manager = cls(
             tuple(Path(d) for d in log_dirs),
             default_config or LogConfig(),
             clock,
             schedule or LogManagerSchedule(),
             topic_configs=dict(topic_configs or {}),
+            files=files or FilePool(),
         )
         for log_dir in manager.log_dirs:
             manager._load_dir(log_dir)
@@ -122,6 +145,7 @@ class LogManager:
                 high_watermark=hws.get(tp, 0),
                 had_clean_shutdown=clean,
                 clock=self.clock,
+                files=self.files,
             )
             self._dir_of[tp] = log_dir
         marker.unlink(missing_ok=True)
@@ -150,7 +174,9 @@ class LogManager:
             if d in counts:
                 counts[d] += 1
         log_dir = min(online, key=lambda d: counts[d])
-        log = Log.open(log_dir / str(tp), self.config_for(tp.topic), clock=self.clock)
+        log = Log.open(
+            log_dir / str(tp), self.config_for(tp.topic), clock=self.clock, files=self.files
+        )
         self.logs[tp] = log
         self._dir_of[tp] = log_dir
         return log
@@ -186,7 +212,7 @@ class LogManager:
         due = [entry for entry in self._pending_dir_deletes if entry[0] <= now]
         self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
         for _, path, log in due:
-            log.close()
+            log.close_handlers()  # its dir was renamed: nothing is written to it any more
             shutil.rmtree(path, ignore_errors=True)
 
     def logs_to_flush(self) -> list[tuple[Log, int]]:
@@ -227,14 +253,19 @@ class LogManager:
             self.checkpoint(CLEANER_OFFSET_CHECKPOINT)
         return cleaned
 
-    def checkpoint(self, name: str) -> None:
-        """Write one of the per-dir checkpoint files for the logs in each dir."""
+    def checkpoint(self, name: str) -> set[Path]:
+        """Write one of the per-dir checkpoint files for the logs in each dir.
+
+        Returns the dirs whose file could not be written (logged, and left to the next
+        interval: the others are written all the same).
+        """
         value: Callable[[TopicPartition, Log], int | None] = {
             RECOVERY_POINT_CHECKPOINT: lambda tp, log: log.recovery_point,
             LOG_START_OFFSET_CHECKPOINT: lambda tp, log: log.log_start_offset,
             REPLICATION_OFFSET_CHECKPOINT: lambda tp, log: log.high_watermark,
             CLEANER_OFFSET_CHECKPOINT: lambda tp, log: self.cleaner_offsets.get(tp),
         }[name]
+        failed: set[Path] = set()
         for log_dir in self.log_dirs:
             if log_dir in self.offline_dirs:
                 continue  # its files are not to be touched until restart
@@ -243,7 +274,30 @@ class LogManager:
                 offset = value(tp, log)
                 if self._dir_of[tp] == log_dir and offset is not None:
                     entries[tp] = offset
-            OffsetCheckpointFile(log_dir / name).write(entries)
+            path = log_dir / name
+            try:
+                OffsetCheckpointFile(path).write(entries)
+            except OSError as exc:
+                failed.add(log_dir)
+                log_checkpoint_failure(path, exc)
+        return failed
+
+    def checkpoint_leader_epochs(self) -> int:
+        """Write again every ``leader-epoch-checkpoint`` whose last write failed.
+
+        Those writes happen when an epoch begins or the log is truncated, on the append
+        or fetch path; a failure there is logged and kept for this retry (see
+        LeaderEpochCheckpointFile). Returns how many are still unwritten.
+        """
+        unwritten = 0
+        for tp, log in self.logs.items():
+            if not self.is_offline(tp) and not _epochs_written(log):
+                unwritten += 1
+        return unwritten
+
+    def _checkpoint_recovery_points(self) -> None:
+        self.checkpoint(RECOVERY_POINT_CHECKPOINT)
+        self.checkpoint_leader_epochs()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the scheduled tasks until cancelled (the broker's nursery owns this)."""
@@ -254,7 +308,7 @@ class LogManager:
             nursery.start_soon(
                 self._every,
                 s.recovery_point_checkpoint_interval_ms,
-                lambda: self.checkpoint(RECOVERY_POINT_CHECKPOINT),
+                self._checkpoint_recovery_points,
             )
             nursery.start_soon(
                 self._every,
@@ -299,21 +353,29 @@ class LogManager:
                 log.flush()
             except OSError as exc:
                 self.mark_dir_offline(self._dir_of[tp], f"fsync of {log.dir} failed: {exc}")
+        unchecked: set[Path] = set()  # dirs with a checkpoint that could not be written
         for name in (
             RECOVERY_POINT_CHECKPOINT,
             LOG_START_OFFSET_CHECKPOINT,
             REPLICATION_OFFSET_CHECKPOINT,
             CLEANER_OFFSET_CHECKPOINT,
         ):
-            self.checkpoint(name)
+            unchecked |= self.checkpoint(name)
+        for tp, log in self.logs.items():
+            if not self.is_offline(tp) and not _epochs_written(log):
+                unchecked.add(self._dir_of[tp])
         for log in self.logs.values():
             log.close()
         for _, path, log in self._pending_dir_deletes:
-            log.close()
+            log.close_handlers()
             shutil.rmtree(path, ignore_errors=True)
         self._pending_dir_deletes.clear()
         for log_dir in self.log_dirs:
-            if log_dir not in self.offline_dirs:
+            if log_dir in unchecked:
+                # The files hold older offsets than the logs: without the marker, the next
+                # start recovers from those older recovery points instead of trusting them.
+                _logger.error("%s is left without a clean-shutdown marker", log_dir)
+            elif log_dir not in self.offline_dirs:
                 (log_dir / CLEAN_SHUTDOWN_FILE).touch()
 
     # --- failed log dirs (Kafka's LogDirFailureChannel) -------------------------------------

@@ -6,6 +6,11 @@ the page cache and reach the disk when the kernel writes them back or when the l
 flushed (``fsync``). Reads never copy batches through Python: :meth:`LogSegment.read`
 answers with a :class:`FileSlice` (file, position, length) that the network layer sends
 with ``sendfile``, the zero-copy path of seed 000's fetch.
+
+A segment does not own descriptors: its three files are pooled files
+(:class:`~._files.PooledFile`) of the LogManager's pool, opened on use and closed when
+the pool needs the room, so a broker can host far more segments than it may hold open
+(see :mod:`._files`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from ._batch import (
     read_batch_header,
 )
 from ._config import LogConfig
+from ._files import STANDALONE_CAPACITY, FilePool, PooledFile
 from ._index import MAX_RELATIVE_OFFSET, CorruptIndexError, OffsetIndex, TimeIndex
 from ._names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from ._records import decode_batch
@@ -39,33 +45,42 @@ _SCAN_CHUNK = 1024 * 1024  # how much a scan reads at once: many small batches p
 _HEADER_SCAN_CHUNK = 16 * 1024  # a lookup scans about index.interval.bytes (4 KiB) of headers
 
 
+def _pread(file: int | PooledFile, size: int, position: int) -> bytes:
+    return os.pread(file, size, position) if isinstance(file, int) else file.pread(size, position)
+
+
 @attrs.frozen
 class FileSlice:
     """``length`` bytes of a segment file from ``position``: what a fetch sends.
 
-    ``fd`` is the segment's open file, valid while the log is not changed; what is sent
-    later goes by :meth:`file_region`, which names the file by path.
+    ``file`` is the segment's pooled file (or a descriptor the caller owns: tools, tests);
+    ``path`` its name when the slice was taken.
     """
 
-    fd: int
+    file: int | PooledFile
     path: Path
     position: int
     length: int
 
     def read_bytes(self) -> bytes:
         """The bytes themselves (tools, tests, and the broker's non-zero-copy path)."""
-        return os.pread(self.fd, self.length, self.position)
+        return _pread(self.file, self.length, self.position)
 
     def file_region(self) -> FileRegion:
         """The network layer's description of the same bytes, for a fetch response.
 
-        By path, not by ``fd``: the response may wait in a queue while retention or a
-        follower's truncation closes the segment, and a closed descriptor's number can be
-        reused by another file. Opening the path at send time either reads this
-        segment's bytes or fails (the segment is gone and the connection is closed);
-        it never sends another file's bytes.
+        The response may wait in a queue while the pool evicts the descriptor, retention
+        renames the segment to ``.deleted`` or the cleaner puts a new segment under the
+        same name; a descriptor *number* taken now could by then name another file, and
+        the *path* could name the cleaner's new segment. The region therefore carries
+        the pooled file itself: the Processor pins it for the ``sendfile`` (reopening it
+        under its current name if it was evicted), so the bytes sent are this segment's,
+        or the send fails (the segment was deleted) and the connection is closed.
+        A caller-owned descriptor is sent by path, as before.
         """
-        return FileRegion(self.path, self.position, self.length)
+        if isinstance(self.file, int):
+            return FileRegion(self.path, self.position, self.length)
+        return FileRegion(self.file, self.position, self.length)
 
 
 @attrs.frozen
@@ -95,12 +110,15 @@ class TimestampAndOffset:
 
 
 def scan_batches(
-    fd: int, start: int, end: int, *, verify_crc: bool
+    file: int | PooledFile, start: int, end: int, *, verify_crc: bool
 ) -> Iterator[tuple[int, RecordBatchHeader]]:
-    """Every batch header in ``[start, end)`` of an open file, read in large chunks.
+    """Every batch header in ``[start, end)`` of a file, read in large chunks.
 
-    Raises CorruptRecordError (with the absolute position) at the first batch that is
-    torn, has a bad length or magic, or (with ``verify_crc``) a bad CRC.
+    A pooled file is pinned for each read, not across the yields: whatever the caller
+    does between two batches (open other segments, as the cleaner does) may evict it, and
+    the next read reopens it. Raises CorruptRecordError (with the absolute position) at
+    the first batch that is torn, has a bad length or magic, or (with ``verify_crc``) a
+    bad CRC.
     """
     # Checking CRCs needs every byte; finding offsets needs only each 61-byte header, so
     # a header scan reads small chunks and skips over large batches without reading them.
@@ -111,7 +129,7 @@ def scan_batches(
     while position < end:
         rel = position - origin
         if len(buf) - rel < RECORD_BATCH_OVERHEAD:
-            buf, origin, rel = os.pread(fd, min(chunk, end - position), position), position, 0
+            buf, origin, rel = _pread(file, min(chunk, end - position), position), position, 0
         if len(buf) - rel >= LOG_OVERHEAD:
             size = _INT32.unpack_from(buf, rel + 8)[0] + LOG_OVERHEAD
             if position + size > end:
@@ -121,7 +139,7 @@ def scan_batches(
                     position,
                 )
             if verify_crc and rel + size > len(buf):  # a batch longer than the chunk
-                buf, origin, rel = os.pread(fd, size, position), position, 0
+                buf, origin, rel = _pread(file, size, position), position, 0
         header = read_batch_header(buf, rel, origin, whole=verify_crc)
         if verify_crc:
             check_crc(buf, rel, header, origin)
@@ -133,14 +151,14 @@ _Index = TypeVar("_Index", OffsetIndex, TimeIndex)
 
 
 def _open_index(
-    kind: type[_Index], path: Path, base_offset: int, config: LogConfig
+    kind: type[_Index], path: Path, base_offset: int, config: LogConfig, files: FilePool
 ) -> tuple[_Index, bool]:
     """The index at ``path``; a damaged one is replaced by an empty one (False: rebuild it)."""
     try:
-        return kind.open(path, base_offset, config.segment_index_bytes), True
+        return kind.open(path, base_offset, config.segment_index_bytes, files), True
     except CorruptIndexError:
         path.unlink()
-        return kind.open(path, base_offset, config.segment_index_bytes), False
+        return kind.open(path, base_offset, config.segment_index_bytes, files), False
 
 
 @attrs.define(eq=False)
@@ -151,7 +169,7 @@ class LogSegment:
     base_offset: int
     config: LogConfig
     suffix: str  # "" for a live segment; ".cleaned" or ".swap" while compaction builds one
-    _fd: int
+    _file: PooledFile  # the .log file
     offset_index: OffsetIndex
     time_index: TimeIndex
     created_ms: int
@@ -174,33 +192,49 @@ class LogSegment:
         suffix: str = "",
         *,
         trust_end: bool = True,
+        files: FilePool | None = None,
     ) -> LogSegment:
         """Open (creating if absent) the segment's three files.
 
         The segment's end is found from its offset index and a scan of the batches after
         the last entry; a segment that may hold a torn or unflushed tail must be
         :meth:`recover`-ed instead of trusted (``trust_end=False`` skips the scan).
+        ``files`` is the pool the descriptors come from (the log's); a segment opened on
+        its own gets a small pool of its own.
         """
+        files = files or FilePool(STANDALONE_CAPACITY)
         log_path = dir / (segment_file_name(base_offset, LOG_SUFFIX) + suffix)
-        fd = os.open(log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        log_file = files.file(log_path)
         index_path = dir / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix)
         time_path = dir / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix)
-        # A missing index (a crash between renames, a user's rm) is rebuilt, never trusted
-        # empty: an empty index would still answer, only slowly, and hide the damage.
-        indexes_ok = (index_path.exists() and time_path.exists()) or os.fstat(fd).st_size == 0
-        offset_index, offset_ok = _open_index(OffsetIndex, index_path, base_offset, config)
-        time_index, time_ok = _open_index(TimeIndex, time_path, base_offset, config)
+        opened: list[PooledFile] = [log_file]
+        try:
+            size = log_file.stat().st_size
+            # A missing index (a crash between renames, a user's rm) is rebuilt, never
+            # trusted empty: an empty index would still answer, only slowly, and hide the
+            # damage.
+            indexes_ok = (index_path.exists() and time_path.exists()) or size == 0
+            offset_index, offset_ok = _open_index(
+                OffsetIndex, index_path, base_offset, config, files
+            )
+            opened.append(offset_index.file)
+            time_index, time_ok = _open_index(TimeIndex, time_path, base_offset, config, files)
+            opened.append(time_index.file)
+        except BaseException:
+            for file in opened:  # no descriptor outlives a segment that failed to open
+                file.close()
+            raise
         indexes_ok = indexes_ok and offset_ok and time_ok
         segment = cls(
             dir,
             base_offset,
             config,
             suffix,
-            fd,
+            log_file,
             offset_index,
             time_index,
             created_ms=now_ms,
-            size=os.fstat(fd).st_size,
+            size=size,
             next_offset=base_offset,
         )
         if not trust_end:
@@ -220,8 +254,13 @@ class LogSegment:
         return self.dir / (segment_file_name(self.base_offset, LOG_SUFFIX) + self.suffix)
 
     @property
-    def fd(self) -> int:
-        return self._fd
+    def file(self) -> PooledFile:
+        """The ``.log`` file (pin it for a descriptor; see :mod:`._files`)."""
+        return self._file
+
+    @property
+    def files(self) -> tuple[PooledFile, PooledFile, PooledFile]:
+        return self._file, self.offset_index.file, self.time_index.file
 
     def _indexes_consistent(self) -> bool:
         """Kafka's index sanity check: every entry must point inside this segment."""
@@ -239,16 +278,18 @@ class LogSegment:
         self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_time or (-1, -1)
         _, position = self.offset_index.lookup(last_time[1] if last_time else self.base_offset)
         self.next_offset = self.base_offset
-        for _, header in scan_batches(self._fd, position, self.size, verify_crc=False):
+        for _, header in scan_batches(self._file, position, self.size, verify_crc=False):
             self.next_offset = header.next_offset
             if header.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = header.max_timestamp
                 self.offset_of_max_timestamp_so_far = header.last_offset
-        first = next(scan_batches(self._fd, 0, self.size, verify_crc=False), None)
+        first = next(scan_batches(self._file, 0, self.size, verify_crc=False), None)
         self.rolling_based_timestamp = first[1].max_timestamp if first else None
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        # Each fsync pins its file, reopening it if the pool closed it: a fresh
+        # descriptor's fsync flushes the file's dirty pages all the same (see _files).
+        self._file.fsync()
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -260,22 +301,22 @@ class LogSegment:
             )
 
     def close(self) -> None:
-        if self._fd < 0:
+        if self._file.closed:
             return  # already closed
-        self.on_become_inactive()
-        self.close_handlers()
+        try:
+            self.on_become_inactive()  # may need to reopen the evicted time index
+        finally:
+            self.close_handlers()  # whatever happened, no descriptor is left behind
 
     def close_handlers(self) -> None:
         """Close the files without touching them (for a segment that is being deleted).
 
-        Idempotent: closing a descriptor twice could close another file that reused its
-        number in between.
+        Idempotent. A file pinned by a fetch response being sent is closed when that
+        send ends; no reopen is possible from now on.
         """
         self.offset_index.close()
         self.time_index.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
 
     def paths(self) -> list[Path]:
         return [self.log_path, self.offset_index.path, self.time_index.path]
@@ -286,7 +327,7 @@ class LogSegment:
             stem = path.name[: len(path.name) - len(self.suffix)] if self.suffix else path.name
             target = self.dir / (stem + new_suffix)
             if path == self.log_path:
-                os.rename(path, target)
+                self._file.rename(target)
             elif path == self.offset_index.path:
                 self.offset_index.rename(target)
             else:
@@ -332,11 +373,11 @@ class LogSegment:
         written = 0
         try:
             while written < len(view):  # a write to a regular file can be short (disk full)
-                written += os.write(self._fd, view[written:])
+                written += self._file.write(view[written:])
         except BaseException:
             # Cut what did get written, so the file ends where the log thinks it does
             # and a retried append lands where its index entries will say.
-            os.ftruncate(self._fd, self.size)
+            self._file.truncate(self.size)
             raise
         base = self.size
         for position, header in batches:
@@ -351,7 +392,7 @@ class LogSegment:
         """The first batch whose last offset is >= ``offset``: index lookup, then a scan."""
         _, indexed = self.offset_index.lookup(offset)
         for position, header in scan_batches(
-            self._fd, max(indexed, start_position), self.size, verify_crc=False
+            self._file, max(indexed, start_position), self.size, verify_crc=False
         ):
             if header.last_offset >= offset:
                 return position, header
@@ -380,13 +421,13 @@ class LogSegment:
         length = min(limit - position, wanted)
         if length <= 0:
             return FetchDataInfo(metadata, None)
-        return FetchDataInfo(metadata, FileSlice(self._fd, self.log_path, position, length))
+        return FetchDataInfo(metadata, FileSlice(self._file, self.log_path, position, length))
 
     def batches(self, verify_crc: bool = False) -> Iterator[tuple[int, RecordBatchHeader]]:
-        return scan_batches(self._fd, 0, self.size, verify_crc=verify_crc)
+        return scan_batches(self._file, 0, self.size, verify_crc=verify_crc)
 
     def read_batch(self, position: int, header: RecordBatchHeader) -> bytes:
-        return os.pread(self._fd, header.size, position)
+        return self._file.pread(header.size, position)
 
     def find_offset_by_timestamp(
         self, timestamp: int, start_offset: int
@@ -398,7 +439,9 @@ class LogSegment:
         """
         from_offset = max(self.time_index.lookup(timestamp), start_offset)
         _, position = self.offset_index.lookup(from_offset)
-        for batch_position, header in scan_batches(self._fd, position, self.size, verify_crc=False):
+        for batch_position, header in scan_batches(
+            self._file, position, self.size, verify_crc=False
+        ):
             if header.max_timestamp < timestamp or header.last_offset < start_offset:
                 continue
             _, records = decode_batch(self.read_batch(batch_position, header))
@@ -416,7 +459,7 @@ class LogSegment:
         """What retention.ms compares: the newest record, or the file's mtime without one."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return int(self._file.stat().st_mtime * 1000)
 
     # --- recovery and truncation ------------------------------------------------------
 
@@ -435,7 +478,7 @@ class LogSegment:
         self.next_offset = self.base_offset
         valid = 0
         try:
-            for position, header in scan_batches(self._fd, 0, self.size, verify_crc=True):
+            for position, header in scan_batches(self._file, 0, self.size, verify_crc=True):
                 if header.base_offset < self.next_offset or (
                     header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
                 ):
@@ -450,7 +493,7 @@ class LogSegment:
             pass  # everything from the first bad batch on is cut below
         truncated = self.size - valid
         if truncated:
-            os.ftruncate(self._fd, valid)
+            self._file.truncate(valid)
             self.size = valid
         self.on_become_inactive()
         return truncated
@@ -486,7 +529,7 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        self._file.truncate(position)
         self.size = position
         self._bytes_since_last_index_entry = 0
         self._load_end()  # what is left ends where the last remaining batch ends
@@ -502,7 +545,7 @@ class LogSegment:
         """
         self.offset_index.truncate_to(next_offset)
         self.time_index.truncate_to(next_offset)
-        os.ftruncate(self._fd, size)
+        self._file.truncate(size)
         self.size = size
         self._bytes_since_last_index_entry = 0
         self._load_end()
