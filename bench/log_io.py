@@ -431,7 +431,15 @@ def _read_log_sendfile(sink: Sink, log: Log, case: ReadCase, fetches: int, secon
             records = read(ops % fetches * step, size, max_offset=high_watermark).records
             if records is None:
                 raise BenchError(f"Log.read found nothing at fetch {ops}")
-            _send_region(sock_fd, records.fd, records.position, records.length)
+            # As the Processor does: pin the segment's pooled file for the send.
+            file = records.file
+            if isinstance(file, int):
+                raise BenchError("Log.read answered a raw descriptor, not the segment's file")
+            fd = file.pin()
+            try:
+                _send_region(sock_fd, fd, records.position, records.length)
+            finally:
+                file.unpin()
             ops += 1
             sent += records.length
             if clock() >= deadline:
@@ -492,16 +500,20 @@ def _run_read_case(log: Log, case: ReadCase, sink: Sink, s: Settings) -> CaseOut
     _check_regions(log, case, fetches)
     if len(log.segments) != 1:
         raise BenchError("the read log rolled; the ceiling sends from one segment file")
-    fd = log.active_segment.fd
+    # The ceiling sends from one descriptor of the segment, pinned for the whole case.
+    fd = log.active_segment.file.pin()
     paths: list[tuple[str, Callable[[], Timed]]] = [
         (CEILING_SENDFILE, lambda: _read_ceiling(sink, fd, case, fetches, s.run_seconds)),
         (LOG_SENDFILE, lambda: _read_log_sendfile(sink, log, case, fetches, s.run_seconds)),
         (LOG_COPY, lambda: _read_log_copy(sink, log, case, fetches, s.run_seconds)),
     ]
     runs: dict[str, list[Measurement]] = {path: [] for path, _ in paths}
-    for repeat in range(s.repeats):
-        for path, body in _rotated(paths, repeat):
-            runs[path].append(_measure(path, body, sink))
+    try:
+        for repeat in range(s.repeats):
+            for path, body in _rotated(paths, repeat):
+                runs[path].append(_measure(path, body, sink))
+    finally:
+        log.active_segment.file.unpin()
     facts: dict[str, object] = {
         "batch_bytes": case.batch.size,
         "records_per_batch": case.batch.records,
