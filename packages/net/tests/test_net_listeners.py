@@ -76,6 +76,17 @@ def test_a_listener_mapped_to_a_secure_protocol_is_refused_naming_the_map(protoc
     assert f"CLIENT://127.0.0.1:0 uses security protocol {protocol}" in str(error)
 
 
+def test_controller_listener_names_speak_plaintext_without_a_map() -> None:
+    """KRaft's effective map: with no map given, controller listeners are PLAINTEXT."""
+    config = NetConfig.from_properties(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+            "controller.listener.names": "CONTROLLER",
+        }
+    )
+    assert [lis.security_protocol for lis in config.listeners] == ["PLAINTEXT", "PLAINTEXT"]
+
+
 def test_a_custom_listener_name_mapped_to_plaintext_is_served() -> None:
     config = NetConfig.from_properties(
         {

@@ -275,10 +275,18 @@ class NetConfig:
 
 
 def security_protocol_map(props: Mapping[str, str]) -> dict[str, str]:
-    """``listener.security.protocol.map`` from ``props``, Kafka's default if absent."""
-    return parse_security_protocol_map(
-        props.get(SECURITY_PROTOCOL_MAP_KEY, DEFAULT_SECURITY_PROTOCOL_MAP)
-    )
+    """``listener.security.protocol.map`` from ``props``, Kafka's default if absent.
+
+    Without the key, KRaft's effective map also lets each of ``controller.listener.names``
+    speak PLAINTEXT (so Kafka's sample ``server.properties`` reads the same here).
+    """
+    if SECURITY_PROTOCOL_MAP_KEY in props:
+        return parse_security_protocol_map(props[SECURITY_PROTOCOL_MAP_KEY])
+    mapping = parse_security_protocol_map(DEFAULT_SECURITY_PROTOCOL_MAP)
+    for name in props.get("controller.listener.names", "").split(","):
+        if name.strip():
+            mapping.setdefault(name.strip().upper(), PLAINTEXT)
+    return mapping
 
 
 def _parse(
