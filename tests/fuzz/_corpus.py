@@ -153,12 +153,14 @@ BASE: Overrides = {
 
 # Extra valid requests per API besides the base one: overrides on top of BASE.
 VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
-    0: tuple(
-        {"records": record_batch(codec), "acks": acks}
-        for codec in CompressionType
-        for acks in ((-1,) if codec is CompressionType.NONE else (1,))
-    )
-    + ({"acks": 0},),
+    0: (
+        *(
+            {"records": record_batch(codec), "acks": acks}
+            for codec in CompressionType
+            for acks in ((-1,) if codec is CompressionType.NONE else (1,))
+        ),
+        {"acks": 0},
+    ),
     3: ({"MetadataRequest.topics": None},),
     19: ({"validate_only": True, "CreatableTopic.name": "fuzz-validated"},),
     32: ({"resource_type": 4, "resource_name": "1"},),  # the broker's own configs
@@ -180,9 +182,7 @@ class Seed:
 
     def payload(self, correlation_id: int, client_id: str | None = "fuzz") -> bytes:
         """Header and body, without the size prefix."""
-        header = encode_request_header(
-            self.api_key, self.api_version, correlation_id, client_id
-        )
+        header = encode_request_header(self.api_key, self.api_version, correlation_id, client_id)
         return header + encode_entity(self.body)
 
 
@@ -217,9 +217,7 @@ def _fit(hint: object, value: object, values: Mapping[str, object]) -> object:
         if dataclasses.is_dataclass(element):
             # Elements given as overrides of their own fields: {"name": ...} each.
             entity = typing.cast(type[Entity], element)
-            return tuple(
-                _entity(entity, {**values, **_qualified(entity, v)}) for v in value
-            )
+            return tuple(_entity(entity, {**values, **_qualified(entity, v)}) for v in value)
         return tuple(_fit(element, v, values) for v in value)
     if isinstance(inner, type):
         if issubclass(inner, i64Timedelta | i32Timedelta):
@@ -304,4 +302,3 @@ def seeds_by_api() -> Mapping[int, tuple[Seed, ...]]:
 def iter_payloads(correlation_id: int = 1) -> Iterator[tuple[Seed, bytes]]:
     for seed in corpus():
         yield seed, seed.payload(correlation_id)
-

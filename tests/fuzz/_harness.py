@@ -42,6 +42,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.broker.testing import BrokerFailed, BrokerProcess
+from minikafka.net import InvalidRequest as NetInvalidRequest
 from minikafka.net import (
     decode_request_body,
     decode_response_body,
@@ -50,9 +51,7 @@ from minikafka.net import (
     parse_request_header,
     response_header_version,
 )
-from minikafka.net import InvalidRequest as NetInvalidRequest
 from minikafka.net._codec import BodyDecodeError
-
 from tests.fuzz._corpus import PARTITIONS, SUPPORTED, TOPIC, corpus, ms
 from tests.fuzz._mutate import Case, frame
 
@@ -215,6 +214,7 @@ class FuzzSession:
     _ports: dict[int, Case] = attrs.field(init=False, factory=dict)
     _last_case: Case | None = attrs.field(init=False, default=None)
     _probe_count: int = attrs.field(init=False, default=0)
+    _reported_cases: int = attrs.field(init=False, default=0)
 
     # --- life cycle -----------------------------------------------------------------
 
@@ -255,7 +255,9 @@ class FuzzSession:
     def warm_up(self) -> None:
         """Every corpus request once, then the RSS baseline: the corpus must be answered."""
         for number, seed in enumerate(corpus()):
-            case = Case("corpus", 0, number, "corpus", seed.name, "unmutated", frame(seed.payload(7)))
+            case = Case(
+                "corpus", 0, number, "corpus", seed.name, "unmutated", frame(seed.payload(7))
+            )
             before = len(self.failures)
             outcome = self.run(case)
             if outcome not in ("answered", "unanswered acks=0") and len(self.failures) == before:
@@ -274,10 +276,18 @@ class FuzzSession:
         if status != 0:
             self._fail(None, "unclean stop", f"broker exited with status {status} on SIGTERM")
         self._verify_logs()
+        seen = len(self.broker.output)
         try:
             self.broker.start()
-        except BrokerFailed as e:
-            self._fail(None, "restart failed", str(e))
+        except BrokerFailed:
+            startup = self.broker.output[seen:]
+            problems = [line for line in startup if " INFO " not in line]
+            self._fail(
+                None,
+                "restart failed",
+                f"the broker does not start again on {self.data_dir}:\n"
+                + "\n".join([*problems[:20], "...", *startup[-5:]]),
+            )
             return
         self._open_bystander()
         self._bystander_round()
@@ -301,7 +311,7 @@ class FuzzSession:
         )
         if result.returncode != 0:
             self._fail(
-                self._last_case,
+                None,
                 "log verify",
                 f"minikafka.log verify {self.data_dir} exited {result.returncode}:\n"
                 f"{result.stdout[-2000:]}{result.stderr[-2000:]}",
@@ -328,9 +338,9 @@ class FuzzSession:
         for number, case in enumerate(cases, start=1):
             self.run(case)
             self.cases_run += 1
-            if number % health_every == 0 and not self.check_health(case):
-                if not self._replace_broker(case):
-                    return
+            healthy = number % health_every != 0 or self.check_health(case)
+            if not healthy and not self._replace_broker(case):
+                return
 
     def run(self, case: Case) -> str:
         """Send one case on a fresh connection; the outcome's name."""
@@ -341,7 +351,7 @@ class FuzzSession:
         return outcome
 
     def _exchange(self, case: Case) -> str:
-        expected = expected_requests(case.data) if case.framed else []
+        expected = expected_requests(case.data)
         probe_id = PROBE_ID
         while any(e.correlation_id == probe_id for e in expected):
             probe_id += 1
@@ -395,7 +405,9 @@ class FuzzSession:
                 self._fail(case, "short response", f"response frame of {len(response)} bytes")
                 return "bad response"
             (correlation,) = struct.unpack_from(">i", response)
-            match = next((i for i, e in enumerate(pending) if e.correlation_id == correlation), None)
+            match = next(
+                (i for i, e in enumerate(pending) if e.correlation_id == correlation), None
+            )
             if match is None:
                 self._fail(
                     case,
@@ -564,20 +576,23 @@ class FuzzSession:
         return "broker output, last lines:\n" + "\n".join(self.broker.output[-30:])
 
     def _fail(self, case: Case | None, signature: str, message: str) -> None:
-        placeholder = Case("none", 0, 0, "-", "-", "no case", b"")
+        placeholder = Case("none", 0, 0, "-", "-", "after the run", b"")
         self.failures.append(Failure(signature, case or placeholder, message))
 
     # --- the report -------------------------------------------------------------------
 
-    def report(self, elapsed: float) -> str:
+    def report(self, elapsed: float, family: str, since: int = 0) -> str:
+        """The run's numbers and its failures (those after ``since``), grouped."""
+        cases = self.cases_run - self._reported_cases
+        self._reported_cases = self.cases_run
         lines = [
-            f"{self.label}: {self.cases_run} cases in {elapsed:.1f}s, "
-            f"{len(self.failures)} failures, broker restarts {self.restarts}, "
+            f"{self.label} [{family}]: {cases} cases in {elapsed:.1f}s, "
+            f"{len(self.failures) - since} failures, broker restarts {self.restarts}, "
             f"RSS baseline {self.rss_baseline >> 20} MiB peak {self.rss_peak >> 20} MiB",
             "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
         ]
         groups: dict[str, list[Failure]] = collections.defaultdict(list)
-        for failure in self.failures:
+        for failure in self.failures[since:]:
             groups[failure.signature].append(failure)
         for signature, members in groups.items():
             first = members[0]
@@ -600,22 +615,27 @@ def run_family(
     family: str,
     make_case: Callable[[int, int], Case],
     default_cases: int,
+    *,
+    last: bool = True,
 ) -> None:
-    """Run ``family``'s cases (or the one being replayed), then fail with the report."""
+    """Run ``family``'s cases (or the one being replayed), then fail with the report.
+
+    ``last``: the module's last family also stops the broker, verifies the logs and
+    restarts it (``FuzzSession.finish``)."""
     if options.replay is not None:
         replay_family, seed, index = options.replay
         if replay_family != family:
             pytest.skip(f"replaying a {replay_family} case")
         cases: Iterable[Case] = [make_case(seed, index)]
-        print(make_case(seed, index).describe())
     else:
         count = default_cases if options.cases is None else options.cases
         cases = (make_case(options.seed, index) for index in range(count))
     start = time.monotonic()
+    before = len(session.failures)
     session.run_all(cases)
-    session.finish()
-    report = session.report(time.monotonic() - start)
+    if last:
+        session.finish()
+    report = session.report(time.monotonic() - start, family, since=before)
     REPORTS.append(report)
-    print(report)
-    if session.failures:
+    if len(session.failures) > before:
         pytest.fail(report, pytrace=False)

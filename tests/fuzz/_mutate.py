@@ -20,7 +20,6 @@ import struct
 import attrs
 
 from minikafka.net import encode_entity
-
 from tests.fuzz._corpus import SUPPORTED, Seed, corpus, seeds_by_api
 
 INT32_MAX, INT32_MIN = 2**31 - 1, -(2**31)
@@ -61,6 +60,8 @@ class Case:
         return f"{self.family}:{self.seed}:{self.index}"
 
     def describe(self) -> str:
+        if self.family == "none":
+            return "no one case: found at the end of the run (stop, verify, restart)"
         shown = self.data[:512].hex()
         more = f"... ({len(self.data)} bytes)" if len(self.data) > 512 else ""
         return (
@@ -130,8 +131,15 @@ def length_lie(rng: random.Random, body: bytearray) -> str:
         return interesting_value(rng, body)
     at, width, value = rng.choice(candidates)
     if width == 0:
-        lie = rng.choice((b"\x00", b"\x01", b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x08",
-                          bytes([min(value + 1, 0x7F)])))
+        lie = rng.choice(
+            (
+                b"\x00",
+                b"\x01",
+                b"\xff\xff\xff\xff\x0f",
+                b"\x80\x80\x80\x80\x08",
+                bytes([min(value + 1, 0x7F)]),
+            )
+        )
         body[at : at + 1] = lie
         return f"compact length {value - 1} -> {lie.hex()} at {at}"
     low, high = (-(2**15), 2**15 - 1) if width == 2 else (INT32_MIN, INT32_MAX)
@@ -150,7 +158,9 @@ def truncate(rng: random.Random, body: bytearray) -> str:
 
 def extend(rng: random.Random, body: bytearray) -> str:
     extra = rng.choice((1, 2, 4, 16, 64, 1000))
-    tail = bytes(rng.randrange(256) for _ in range(extra)) if rng.random() < 0.5 else b"\x00" * extra
+    tail = (
+        bytes(rng.randrange(256) for _ in range(extra)) if rng.random() < 0.5 else b"\x00" * extra
+    )
     body.extend(tail)
     return f"extended by {extra} bytes"
 

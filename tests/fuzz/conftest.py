@@ -9,7 +9,10 @@ printed in the terminal summary, failures or not, so the numbers are always visi
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +35,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # pyproject's 120 s per test is for ordinary tests; a fuzz run's time grows with its
+    # case count (the default run takes well under a minute per test).
+    cases = config.getoption("--fuzz-cases", default=None) or 1500
+    for item in items:
+        if item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.timeout(max(600, cases // 5)))
+
+
 def _parse_replay(value: str | None) -> tuple[str, int, int] | None:
     if value is None:
         return None
@@ -50,17 +62,24 @@ def fuzz_options(request: pytest.FixtureRequest) -> FuzzOptions:
 
 
 @pytest.fixture(scope="module")
-def fuzz_session(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[FuzzSession]:
-    """A broker process for this module's cases, warmed up with the whole corpus."""
+def fuzz_session(request: pytest.FixtureRequest) -> Iterator[FuzzSession]:
+    """A broker process for this module's cases, warmed up with the whole corpus.
+
+    Its data lives in a directory of its own, not under pytest's basetemp: pytest
+    prunes all but the newest three basetemps of a user, and a concurrent pytest run
+    would delete a long fuzz run's logs under the broker's feet. The directory is kept
+    when the run failed, for ``python -m minikafka.log dump``.
+    """
     label = request.module.__name__.rsplit(".", 1)[-1]
-    session = FuzzSession(tmp_path_factory.mktemp(label), label)
+    root = Path(tempfile.mkdtemp(prefix=f"minikafka-{label}-"))
+    session = FuzzSession(root, label)
     session.start()
     try:
         yield session
     finally:
         session.close()
+        if not session.failures:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,0 +1,415 @@
+"""Valid but nasty requests: well-formed bytes whose values attack the broker's semantics.
+
+A byte-level fuzzer rarely produces these, because every length and CRC must still
+add up: a CreateTopics for 2**31-1 partitions, a topic named ``__consumer_offsets`` or
+``../x``, a Produce whose record batch has a correct CRC-32C but claims INT32_MAX
+records, compression bits 7, or a gzip stream of garbage. Each case builds a request of
+one API and one advertised version from the corpus's table (``_corpus.build_request``)
+with some fields replaced by hostile values drawn from ``random.Random(f"nasty:{seed}:
+{index}")``; record batches are rewritten after building and their CRC recomputed so
+that only the semantic check stands between them and the log.
+"""
+
+from __future__ import annotations
+
+import datetime
+import random
+import struct
+from collections.abc import Callable
+
+from crc32c import crc32c
+
+from minikafka.log import CompressionType, compress
+from minikafka.net import request_schema
+from tests.fuzz._corpus import (
+    DOOMED_TOPIC,
+    SUPPORTED,
+    TOPIC,
+    Overrides,
+    Seed,
+    build_request,
+    record_batch,
+)
+from tests.fuzz._mutate import INT32_MAX, INT32_MIN, Case, correlation_id, frame
+
+INTERNAL_TOPICS = ("__consumer_offsets", "__cluster_metadata", "__transaction_state")
+NAMES = (
+    "",
+    ".",
+    "..",
+    "a/b",
+    "../../etc",
+    "x" * 249,
+    "x" * 250,
+    "x" * 2000,
+    "é",
+    "\x00",
+    "a b",
+    "fuzz\n",
+    "-",
+    *INTERNAL_TOPICS,
+)
+INT16 = (-1, 0, 1, 2, 3, 2**15 - 1, -(2**15), -2)
+INT32 = (-1, 0, 1, 2, INT32_MAX, INT32_MIN, 100_000, 1 << 24, -2)
+INT64 = (-1, 0, -2, -3, 2**63 - 1, -(2**63), 2**40)
+TIMEOUTS = (-1, 0, 1, INT32_MIN, 100)
+"""Timeouts stay short or negative: a long one only parks the case (and the run)."""
+
+# Offsets inside a v2 record batch header (Kafka's DefaultRecordBatch).
+BASE_OFFSET, LENGTH, MAGIC, CRC, ATTRIBUTES, LAST_DELTA = 0, 8, 16, 17, 21, 23
+FIRST_TS, MAX_TS, PRODUCER_ID, EPOCH, SEQUENCE, COUNT, RECORDS = 27, 35, 43, 51, 53, 57, 61
+
+
+def ms(value: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=value)
+
+
+def _seal(batch: bytearray) -> bytes:
+    struct.pack_into(">I", batch, CRC, crc32c(bytes(batch[ATTRIBUTES:])))
+    return bytes(batch)
+
+
+def nasty_batch(rng: random.Random) -> tuple[str, bytes | None]:
+    """A batch with a correct CRC and a hostile header or payload."""
+    codec = rng.choice(list(CompressionType))
+    count = rng.choice((1, 3, 10))
+    batch = bytearray(record_batch(codec, count))
+    what = rng.randrange(15)
+    if what == 0:
+        bits = rng.choice((5, 6, 7))
+        struct.pack_into(">h", batch, ATTRIBUTES, (batch[ATTRIBUTES + 1] & ~7) | bits)
+        return f"compression bits {bits}", _seal(batch)
+    if what == 1:
+        raw = bytearray(record_batch(CompressionType.NONE, count))
+        claimed = rng.choice([c for c in CompressionType if c is not CompressionType.NONE])
+        struct.pack_into(">h", raw, ATTRIBUTES, int(claimed))
+        return f"{claimed.name} claimed, records uncompressed", _seal(raw)
+    if what == 2:
+        claimed = rng.choice([c for c in CompressionType if c is not CompressionType.NONE])
+        garbage = bytes(rng.randrange(256) for _ in range(rng.choice((1, 50, 5000))))
+        if rng.random() < 0.5:
+            garbage = b"\x00" * 1_000_000  # compresses to little, expands to a lot
+        stream = compress(claimed, garbage)
+        raw = bytearray(record_batch(claimed, count)[:RECORDS]) + stream
+        struct.pack_into(">i", raw, LENGTH, len(raw) - 12)
+        return f"{claimed.name} stream of {len(garbage)} non-record bytes", _seal(raw)
+    if what == 3:
+        value = rng.choice((0, -1, INT32_MAX, INT32_MIN, count + 1, count - 1))
+        struct.pack_into(">i", batch, COUNT, value)
+        return f"records count {count} -> {value}", _seal(batch)
+    if what == 4:
+        value = rng.choice((-1, INT32_MAX, count, count + 5, INT32_MIN))
+        struct.pack_into(">i", batch, LAST_DELTA, value)
+        return f"lastOffsetDelta {count - 1} -> {value}", _seal(batch)
+    if what == 5:
+        value = rng.choice((-1, 2**62, 100, -(2**63)))
+        struct.pack_into(">q", batch, BASE_OFFSET, value)
+        return f"baseOffset {value}", bytes(batch)  # not covered by the CRC
+    if what == 6:
+        (length,) = struct.unpack_from(">i", batch, LENGTH)
+        value = rng.choice((length + 1, length - 1, 0, -1, INT32_MAX, 10))
+        struct.pack_into(">i", batch, LENGTH, value)
+        return f"batchLength {length} -> {value}", bytes(batch)
+    if what == 7:
+        magic = rng.choice((0, 1, 3, 0xFF))
+        batch[MAGIC] = magic
+        return f"magic {magic}", _seal(batch)
+    if what == 8 and codec is CompressionType.NONE and len(batch) > RECORDS:
+        at = rng.randrange(RECORDS, len(batch))
+        batch[at] = rng.choice((0x00, 0x7F, 0x80, 0xFF, 0x01))
+        return f"record byte {at} set, CRC recomputed", _seal(batch)
+    if what == 9:
+        struct.pack_into(
+            ">qhi",
+            batch,
+            PRODUCER_ID,
+            rng.choice((12345, 0, 2**62)),
+            rng.choice((0, 1, -5)),
+            rng.choice((0, -5, INT32_MAX)),
+        )
+        return "idempotent fields without InitProducerId", _seal(batch)
+    if what == 10:
+        bit = rng.choice((0x10, 0x20, 0x30, 0x08, 0x40))
+        struct.pack_into(">h", batch, ATTRIBUTES, int(codec) | bit)
+        return f"attribute bits {bit:#x}", _seal(batch)
+    if what == 11:
+        first = rng.choice((-1, 2**63 - 1, -(2**63), 0))
+        struct.pack_into(">qq", batch, FIRST_TS, first, rng.choice((first, -1, 0, 2**63 - 1)))
+        return f"timestamps from {first}", _seal(batch)
+    if what == 12:
+        second = record_batch(codec, count)
+        return "two batches with the same offsets", bytes(batch) + second
+    if what == 13:
+        return "a batch and a torn one", bytes(batch) + bytes(batch[: rng.randrange(1, 61)])
+    return rng.choice((("no records (null)", None), ("empty records", b"")))
+
+
+def _name(rng: random.Random) -> str:
+    return rng.choice(NAMES)
+
+
+def produce(rng: random.Random) -> Overrides:
+    detail, records = nasty_batch(rng)
+    o: dict[str, object] = {"records": records, "_detail": detail}
+    if rng.random() < 0.3:
+        o["TopicProduceData.name"] = _name(rng)
+    if rng.random() < 0.2:
+        o["index"] = rng.choice(INT32)
+    if rng.random() < 0.2:
+        o["acks"] = rng.choice((2, -2, 2**15 - 1, -(2**15), 0, -1))
+    if rng.random() < 0.1:
+        o["ProduceRequest.timeout"] = ms(rng.choice(TIMEOUTS))
+    if rng.random() < 0.1:
+        o["transactional_id"] = rng.choice(("tx", ""))
+    if rng.random() < 0.1:
+        o["TopicProduceData.partition_data"] = tuple({"index": i} for i in (0, 0, 1, 2, 99))
+    return o
+
+
+def fetch(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"FetchTopic.topic": _name(rng)},
+            {"partition": rng.choice(INT32)},
+            {"fetch_offset": rng.choice(INT64)},
+            {"partition_max_bytes": rng.choice(INT32)},
+            {"max_bytes": rng.choice(INT32)},
+            {"max_wait": ms(rng.choice(TIMEOUTS)), "min_bytes": rng.choice(INT32)},
+            {"replica_id": rng.choice((1, 0, -2, 1000, INT32_MAX))},
+            {"isolation_level": rng.choice((2, -1, 127))},
+            {"session_id": rng.choice(INT32), "session_epoch": rng.choice(INT32)},
+            {"FetchTopic.partitions": tuple({"partition": p} for p in (0, 0, 1, 1, 2))},
+            {"FetchRequest.topics": tuple({"topic": n} for n in NAMES)},
+        )
+    )
+
+
+def list_offsets(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"ListOffsetsPartition.timestamp": rng.choice(INT64)},
+            {"partition_index": rng.choice(INT32)},
+            {"ListOffsetsTopic.name": _name(rng)},
+            {"replica_id": rng.choice((1, 0, -2))},
+            {"isolation_level": rng.choice((2, -1))},
+            {"current_leader_epoch": rng.choice(INT32)},
+        )
+    )
+
+
+def metadata(rng: random.Random) -> Overrides:
+    many = rng.choice((1, 10, 1000))
+    return rng.choice(
+        (
+            {"MetadataRequestTopic.name": _name(rng), "allow_auto_topic_creation": True},
+            {
+                "MetadataRequest.topics": tuple({"name": f"auto-{i}"} for i in range(many)),
+                "allow_auto_topic_creation": rng.random() < 0.2,
+            },
+            {
+                "MetadataRequest.topics": tuple({"name": n} for n in NAMES),
+                "allow_auto_topic_creation": True,
+            },
+        )
+    )
+
+
+def offset_commit(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"OffsetCommitRequestTopic.name": _name(rng)},
+            {"partition_index": rng.choice(INT32)},
+            {"committed_offset": rng.choice(INT64)},
+            {"committed_metadata": rng.choice(("x" * 4097, "x" * 32767, "\x00"))},
+            {"generation_id_or_member_epoch": rng.choice(INT32), "member_id": "nobody"},
+            {"group_id": rng.choice(("", *INTERNAL_TOPICS, "x" * 32767))},
+            {"retention_time": ms(rng.choice(INT64[:4]))},
+        )
+    )
+
+
+def group_ids(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"group_id": rng.choice(("", "x" * 32767, *INTERNAL_TOPICS))},
+            {"member_id": rng.choice(("nobody", "x" * 32767)), "generation_id": rng.choice(INT32)},
+            {"group_instance_id": rng.choice(("static", ""))},
+            {
+                "groups": tuple(
+                    rng.choice(("", "g", "x" * 1000)) for _ in range(rng.choice((0, 3, 500)))
+                )
+            },
+            {"groups_names": ("", "fuzz-group", *INTERNAL_TOPICS)},
+            {"key": rng.choice(("", "x" * 32767)), "key_type": rng.choice((1, 2, -1, 127))},
+            {"LeaveGroupRequest.members": tuple({"member_id": f"m{i}"} for i in range(200))},
+        )
+    )
+
+
+def join_group(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"session_timeout": ms(rng.choice((0, -1, 99, INT32_MAX, INT32_MIN)))},
+            {"rebalance_timeout": ms(rng.choice((0, -1, INT32_MIN, 1)))},
+            {"JoinGroupRequest.protocols": ()},
+            {"JoinGroupRequestProtocol.name": "", "JoinGroupRequestProtocol.metadata": b"\xff" * 9},
+            {"protocol_type": rng.choice(("", "connect", "x" * 32767))},
+            {"JoinGroupRequest.protocols": tuple({"name": f"p{i % 3}"} for i in range(300))},
+            {"member_id": "made-up-member", "group_instance_id": "static"},
+        )
+    )
+
+
+def sync_group(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"SyncGroupRequest.assignments": tuple({"member_id": m} for m in ("", "a", "a"))},
+            {
+                "SyncGroupRequestAssignment.assignment": b"\xff" * 100,
+                "SyncGroupRequest.assignments": ({"member_id": "x"},),
+            },
+            {"generation_id": rng.choice(INT32), "member_id": "nobody"},
+        )
+    )
+
+
+def create_topics(rng: random.Random) -> Overrides:
+    o: dict[str, object] = {"validate_only": rng.random() < 0.3}
+    choice = rng.randrange(6)
+    if choice == 0:
+        o["num_partitions"] = rng.choice(INT32)
+    elif choice == 1:
+        o["replication_factor"] = rng.choice(INT16)
+    elif choice == 2:
+        o["CreatableTopic.name"] = _name(rng)
+    elif choice == 3:
+        brokers = rng.choice(((1, 1), (-1,), (99,), (), (1, 2, 3)))
+        o["num_partitions"], o["replication_factor"] = -1, -1
+        o["assignments"] = tuple(
+            {"partition_index": p, "broker_ids": brokers}
+            for p in rng.choice(((0, 0), (5,), (-1,), (0, 1)))
+        )
+    elif choice == 4:
+        key, value = rng.choice(
+            (
+                ("segment.bytes", "0"),
+                ("segment.bytes", "-1"),
+                ("retention.ms", "x"),
+                ("cleanup.policy", "nonsense"),
+                ("foo.bar", "1"),
+                ("min.insync.replicas", "0"),
+                ("max.message.bytes", "-5"),
+                ("segment.bytes", None),
+                ("compression.type", "rar"),
+                ("segment.index.bytes", "1"),
+                ("segment.ms", "0"),
+            )
+        )
+        o["CreatableTopicConfig.name"], o["CreatableTopicConfig.value"] = key, value
+    else:
+        many = rng.choice((2, 100, 1000))
+        o["CreateTopicsRequest.topics"] = tuple(
+            {"name": rng.choice((DOOMED_TOPIC, f"many-{i}"))} for i in range(many)
+        )
+    if rng.random() < 0.2:
+        o["timeout"] = ms(rng.choice(TIMEOUTS))
+    return o
+
+
+def delete_topics(rng: random.Random) -> Overrides:
+    names = tuple(n for n in (*NAMES, DOOMED_TOPIC, DOOMED_TOPIC, "missing") if rng.random() < 0.3)
+    return {
+        "DeleteTopicsRequest.topic_names": names or (_name(rng),),
+        "timeout": ms(rng.choice((*TIMEOUTS, 5000))),
+    }
+
+
+def create_partitions(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"CreatePartitionsTopic.count": rng.choice(INT32), "validate_only": rng.random() < 0.5},
+            {"CreatePartitionsTopic.name": _name(rng), "CreatePartitionsTopic.count": 8},
+            {
+                "CreatePartitionsTopic.count": 5,
+                "CreatePartitionsTopic.assignments": tuple(
+                    {"broker_ids": b} for b in ((1, 1), (99,))
+                ),
+            },
+            {"CreatePartitionsRequest.topics": ({"name": TOPIC}, {"name": TOPIC})},
+        )
+    )
+
+
+def describe_configs(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"resource_type": rng.choice((0, 1, 3, 99, -1, 127))},
+            {"resource_type": 4, "resource_name": rng.choice(("", "999", "-1", "x"))},
+            {"resource_name": _name(rng)},
+            {
+                "configuration_keys": tuple(
+                    rng.choice(("", "x" * 1000, "segment.bytes")) for _ in range(50)
+                )
+            },
+        )
+    )
+
+
+def misc(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"client_software_name": rng.choice(("", "!!", "x" * 32767, "é"))},
+            {"transactional_id": rng.choice(("tx", "", "x" * 32767))},
+            {"transaction_timeout": ms(rng.choice((*TIMEOUTS, INT32_MAX)))},
+        )
+    )
+
+
+NASTY: dict[int, Callable[[random.Random], Overrides]] = {
+    0: produce,
+    1: fetch,
+    2: list_offsets,
+    3: metadata,
+    8: offset_commit,
+    9: group_ids,
+    10: group_ids,
+    11: join_group,
+    12: group_ids,
+    13: group_ids,
+    14: sync_group,
+    15: group_ids,
+    16: group_ids,
+    18: misc,
+    19: create_topics,
+    20: delete_topics,
+    22: misc,
+    32: describe_configs,
+    37: create_partitions,
+    42: group_ids,
+}
+assert NASTY.keys() == SUPPORTED.keys()
+
+
+def nasty_case(seed_value: int, index: int) -> Case:
+    """Case ``index`` of the valid-but-nasty run of ``seed_value``."""
+    rng = random.Random(f"nasty:{seed_value}:{index}")
+    api_key = rng.choice(sorted(NASTY))
+    low, high = SUPPORTED[api_key]
+    version = rng.randint(low, high)
+    cls = request_schema(api_key, version)
+    assert cls is not None
+    overrides = dict(NASTY[api_key](rng))
+    detail = str(overrides.pop("_detail", ""))
+    shown = {k: (v if len(repr(v)) < 80 else repr(v)[:77] + "...") for k, v in overrides.items()}
+    try:
+        body = build_request(cls, overrides)
+    except (ValueError, TypeError) as e:
+        # A value this version's types cannot hold (kio checks ranges): send the plain
+        # request instead, saying so, so the case index keeps its meaning.
+        body = build_request(cls, {})
+        shown = {"unencodable": f"{type(e).__name__}: {e}"}
+    seed = Seed(api_key, version, 0, body)
+    payload = seed.payload(correlation_id(rng))
+    return Case(
+        "nasty", seed_value, index, "nasty", seed.name, f"{shown} {detail}".strip(), frame(payload)
+    )
