@@ -276,6 +276,25 @@ async def test_queued_request_bytes_bound_the_requests_read() -> None:
             await conn.aclose()
 
 
+async def test_an_empty_frame_with_a_pool_closes_only_its_connection() -> None:
+    """A zero-length frame takes zero bytes from the pool: the connection is closed as
+    any bad header is, the server does not spin on it, and a bystander is served."""
+    config = NetConfig(socket_request_max_bytes=4096, queued_max_request_bytes=8192)
+    async with serving(ScriptedHandler(_echo), config) as server:
+        victim = await RawConnection.open(server)
+        await victim.send(b"\x00\x00\x00\x00")
+        bystander = await RawConnection.open(server)
+        with trio.fail_after(10):
+            assert await victim.wait_closed()
+            assert await _answered(bystander, 5)
+        assert server.memory_pool is not None
+        await bystander.aclose()
+        with trio.fail_after(10):
+            await wait_until(
+                lambda: server.memory_pool is not None and server.memory_pool.used == 0
+            )
+
+
 # --- out of descriptors -------------------------------------------------------------------
 
 

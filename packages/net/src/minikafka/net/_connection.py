@@ -65,8 +65,9 @@ class KafkaChannel:
     _response_receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
     _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _reserved: int = attrs.field(init=False, default=0)
-    """Bytes taken from the MemoryPool for the next frame, not yet handed to a Request."""
+    _reserved: int | None = attrs.field(init=False, default=None)
+    """Bytes taken from the MemoryPool for the next frame, not yet handed to a Request
+    (None: nothing taken; 0 is a real reservation, for an empty frame)."""
     _in_flight: Request | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
@@ -142,9 +143,9 @@ class KafkaChannel:
     def _release_memory(self) -> None:
         """Whatever this connection still holds of the MemoryPool goes back to it."""
         pool = self.processor.memory_pool
-        if pool is not None and self._reserved:
+        if pool is not None and self._reserved is not None:
             pool.release(self._reserved)
-            self._reserved = 0
+            self._reserved = None
         if self._in_flight is not None:
             # The handler may still hold it; release_buffer is idempotent.
             self._in_flight.release_buffer()
@@ -181,9 +182,9 @@ class KafkaChannel:
 
     def _hand_over_memory(self, request: Request) -> None:
         pool = self.processor.memory_pool
-        if pool is None or not self._reserved:
+        if pool is None or self._reserved is None:
             return
-        nbytes, self._reserved = self._reserved, 0
+        nbytes, self._reserved = self._reserved, None
         request.hold_buffer(lambda: pool.release(nbytes))
         self._in_flight = request
 
@@ -195,7 +196,7 @@ class KafkaChannel:
         while True:
             if self._stop.is_set():
                 break
-            if pool is not None and not self._reserved:
+            if pool is not None and self._reserved is None:
                 size = self.decoder.next_frame_size()
                 if size is not None:
                     await self._reserve(pool, size)

@@ -45,6 +45,7 @@ _TRANSIENT_ACCEPT_ERRORS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOB
 _ACCEPT_BACKOFF = (0.01, 0.5)
 # A failing accept() or a full max.connections is logged at most this often.
 _LOG_EVERY_SECONDS = 60.0
+_MAX_RATE_LIMITED = 1024
 
 
 class RequestHandler(Protocol):
@@ -106,13 +107,16 @@ class Acceptor:
                 if not self.quotas.add_address(address):
                     self.quotas.release_slot()
                     await trio.aclose_forcefully(stream)
-                    log.info(
-                        "rejected a connection from %s on %s: it already holds the "
-                        "maximum of %d connections (max.connections.per.ip)",
-                        address,
-                        self.listener,
-                        self.quotas.limit_for(address),
-                    )
+                    # Kafka logs every rejection; a flood of them would flood the log.
+                    if self._may_log(f"per-ip {address}"):
+                        log.info(
+                            "rejected a connection from %s on %s: it already holds the "
+                            "maximum of %d connections (max.connections.per.ip; logged at "
+                            "most once a minute per address)",
+                            address,
+                            self._where,
+                            self.quotas.limit_for(address),
+                        )
                     continue
                 try:
                     self._next().accept(stream, self.listener.name, address)
@@ -132,7 +136,7 @@ class Acceptor:
             log.info(
                 "%s: the broker holds max.connections=%d connections; accepting more "
                 "once one closes",
-                self.listener,
+                self._where,
                 quotas.max_connections,
             )
         await quotas.wait_for_slot()
@@ -149,26 +153,37 @@ class Acceptor:
                     raise
                 failed += 1
                 self.accept_failures += 1
-                if self._may_log("accept"):
+                if self._may_log("accept failed"):
                     log.warning(
                         "accept on %s failed: %s; connections already open are still "
                         "served; retrying (logged at most once a minute)",
-                        self.listener,
+                        self._where,
                         e.strerror or e,
                     )
                 await trio.sleep(backoff)
                 backoff = min(backoff * 2, longest)
                 continue
-            if failed:
-                log.info("%s: accepting again after %d failed accept()s", self.listener, failed)
-                self._last_logged.pop("accept", None)
+            if failed and self._may_log("accept resumed"):
+                log.info("%s: accepting again after %d failed accept()s", self._where, failed)
             return stream
 
+    @property
+    def _where(self) -> str:
+        """The listener as bound (port 0 resolved), for log lines."""
+        if not self.bound:
+            return str(self.listener)
+        host, port = self.bound[0]
+        return f"{self.listener.name}://{host}:{port}"
+
     def _may_log(self, what: str) -> bool:
+        """Rate limit: True at most once per ``_LOG_EVERY_SECONDS`` for each ``what``."""
         now = trio.current_time()
         last = self._last_logged.get(what)
         if last is not None and now - last < _LOG_EVERY_SECONDS:
             return False
+        if len(self._last_logged) >= _MAX_RATE_LIMITED:
+            # Many addresses rejected at once: forget them rather than grow without end.
+            self._last_logged.clear()
         self._last_logged[what] = now
         return True
 
