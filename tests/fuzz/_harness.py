@@ -72,6 +72,7 @@ create. A broker that allocates per claimed length or per claimed partition coun
 blows through it."""
 PROBE_ID = 0x50524F42  # "PROB"
 TRACEBACK = "Traceback (most recent call last)"
+_LOG_ERROR = re.compile(r"^\S+ \S+ (?:ERROR|CRITICAL) (\S+):")
 BROKER_OVERRIDES = {
     # JoinGroup parks until every member rejoins or the rebalance timeout: the corpus's
     # groups use 500 ms timeouts, which Kafka's 6 s minimum would refuse.
@@ -555,6 +556,13 @@ class FuzzSession:
         for at in range(self._seen_output, end):
             if TRACEBACK in lines[at]:
                 self._traceback_at(lines, at, end)
+            elif (error := _LOG_ERROR.search(lines[at])) and TRACEBACK not in "".join(
+                lines[at + 1 : at + 2]
+            ):
+                # An ERROR the broker logs is a broken promise too: bad client input is
+                # answered with an error code, not logged as the broker's own failure.
+                case = self._case_named_in(lines[at])
+                self._fail(case, f"ERROR logged by {error[1]}", lines[at][:2000])
         self._seen_output = end
 
     def _traceback_at(self, lines: list[str], at: int, end: int) -> None:
@@ -562,15 +570,19 @@ class FuzzSession:
         # the remote port says which case's connection it was.
         context = lines[max(0, at - 1) : min(end, at + 40)]
         text = "\n".join(context)
-        case = self._last_case
-        head = lines[at - 1] if at > 0 else ""
-        for port in re.findall(r"127\.0\.0\.1:(\d+)", head):
-            case = self._ports.get(int(port), case)
+        case = self._case_named_in(lines[at - 1] if at > 0 else "")
         last = next(
             (line for line in context[1:] if line and not line.startswith((" ", TRACEBACK))),
             "?",
         )
         self._fail(case, f"traceback: {last.strip()[:120]}", text)
+
+    def _case_named_in(self, line: str) -> Case | None:
+        """The case whose connection a log line names ("local-remote"), else the last."""
+        case = self._last_case
+        for port in re.findall(r"127\.0\.0\.1:(\d+)", line):
+            case = self._ports.get(int(port), case)
+        return case
 
     def _tail(self) -> str:
         return "broker output, last lines:\n" + "\n".join(self.broker.output[-30:])
