@@ -80,6 +80,28 @@ def test_advertised_listeners_go_through_the_same_map() -> None:
     assert foreign.value.key == "advertised.listeners"
 
 
+def test_the_limits_are_broker_keys() -> None:
+    """The new keys are known to KafkaConfig (not "unknown configuration key") and reach
+    the network layer; a bad value names its key."""
+    base = {"log.dirs": "/tmp/minikafka-unused", "listeners": "PLAINTEXT://127.0.0.1:0"}
+    config = KafkaConfig.from_properties(
+        {
+            **base,
+            "max.connections": "1000",
+            "max.connections.per.ip": "100",
+            "max.connections.per.ip.overrides": "127.0.0.1:500",
+            "queued.max.request.bytes": str(200 * 1024 * 1024),
+        }
+    )
+    assert config.net.max_connections == 1000
+    assert config.net.max_connections_per_ip == 100
+    assert config.net.max_connections_per_ip_overrides == (("127.0.0.1", 500),)
+    assert config.net.memory_pool_bytes == 200 * 1024 * 1024
+    with pytest.raises(ConfigError) as err:
+        KafkaConfig.from_properties({**base, "max.connections.per.ip": "0"})
+    assert err.value.key == "max.connections.per.ip"
+
+
 # --- out of descriptors -------------------------------------------------------------------
 
 _READY = re.compile(r"minikafka broker ready on [^\s]+:(?P<port>\d+)")
