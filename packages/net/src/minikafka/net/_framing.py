@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import NoReturn
 
 import attrs
 
@@ -112,20 +113,26 @@ class FrameDecoder:
         if len(self._buffer) - self._start < SIZE_PREFIX.size:
             return None
         (size,) = SIZE_PREFIX.unpack_from(self._buffer, self._start)
+        if not 0 <= size <= self.max_frame_bytes:
+            self._refuse(size)
+        return size  # type: ignore[no-any-return]
+
+    def _refuse(self, size: int) -> NoReturn:
         if size < 0:
             raise InvalidFrameSize(f"negative frame size {size}")
-        if size > self.max_frame_bytes:
-            prefix = bytes(self._buffer[self._start : self._start + SIZE_PREFIX.size])
-            protocol = foreign_protocol(prefix)
-            if protocol is not None:
-                raise ForeignProtocol(protocol, size, self.max_frame_bytes)
-            raise FrameTooLarge(size, self.max_frame_bytes)
-        return int(size)
+        prefix = bytes(self._buffer[self._start : self._start + SIZE_PREFIX.size])
+        protocol = foreign_protocol(prefix)
+        if protocol is not None:
+            raise ForeignProtocol(protocol, size, self.max_frame_bytes)
+        raise FrameTooLarge(size, self.max_frame_bytes)
 
     def next_frame(self) -> bytes | None:
-        size = self.next_frame_size()
-        if size is None:
+        # next_frame_size inlined: this runs once per request.
+        if len(self._buffer) - self._start < SIZE_PREFIX.size:
             return None
+        (size,) = SIZE_PREFIX.unpack_from(self._buffer, self._start)
+        if not 0 <= size <= self.max_frame_bytes:
+            self._refuse(size)
         end = self._start + SIZE_PREFIX.size + size
         if len(self._buffer) < end:
             return None
