@@ -94,6 +94,27 @@ def test_delete_log_renames_then_removes(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]
 
 
+def test_a_topic_of_249_characters_can_be_deleted(tmp_path: Path) -> None:
+    """Deleting a partition of the longest legal topic name renames it within 255 bytes.
+
+    Found by the fuzz suite: ``<topic>-<partition>.<32 hex>-delete`` was 290 bytes, the
+    rename failed after the controller had committed the deletion, and the broker could
+    not start again. Kafka cuts the topic short in that name, and so do we.
+    """
+    clock = ManualClock()
+    manager = LogManager.startup([tmp_path], SMALL, clock=clock)
+    tp = TopicPartition("t" * 249, 12)
+    manager.get_or_create_log(tp).append_as_leader(value_batch(1), leader_epoch=0)
+    manager.delete_log(tp)
+    (renamed,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(renamed.name) <= 255
+    assert renamed.name.endswith("-delete")
+    manager.shutdown()
+    # A restart does not take the renamed directory for a partition, and removes it.
+    LogManager.startup([tmp_path], SMALL, clock=clock).shutdown()
+    assert not renamed.exists()
+
+
 def test_a_leftover_delete_dir_is_removed_at_startup(tmp_path: Path) -> None:
     leftover = tmp_path / "t-0.0123abcd-delete"
     leftover.mkdir()

@@ -67,8 +67,19 @@ def offset_from_file_name(name: str) -> int:
     return int(digits)
 
 
+# A file name may be at most 255 bytes on Linux file systems. A topic name may be 249
+# characters, so ``<topic>-<partition>`` fits, but not with a 32-digit id and ``-delete``.
+MAX_FILE_NAME_BYTES = 255
+
+
 def delete_dir_name(tp: TopicPartition) -> str:
-    return f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    """``<topic>-<partition>.<uuid>-delete``, the topic cut short to fit 255 bytes.
+
+    Kafka's ``LocalLog.logDeleteDirName`` truncates the same way: the directory is only
+    waiting to be removed, so the name needs to be unique, not to say the whole topic.
+    """
+    suffix = f"-{tp.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+    return tp.topic[: MAX_FILE_NAME_BYTES - len(suffix)] + suffix
 
 
 def is_partition_dir(path: Path) -> bool:
