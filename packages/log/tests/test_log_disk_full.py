@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from minikafka.log import KafkaStorageError, Log, LogConfig
+from minikafka.log import KafkaStorageError, Log, LogConfig, LogManager, TopicPartition
+from minikafka.log._names import CLEAN_SHUTDOWN_FILE
 from minikafka.log.testing import ManualClock, read_all_records, value_batch
 
 SMALL = LogConfig(segment_bytes=1000, index_interval_bytes=150)
@@ -182,3 +183,31 @@ def test_a_failed_write_that_is_not_a_full_disk_says_offline(
         log.append_as_leader(value_batch(1), leader_epoch=0)
     assert e.value.offline
     assert log.log_end_offset == 0
+
+
+def test_a_shutdown_on_a_full_disk_closes_every_file_and_is_not_marked_clean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean shutdown while the disk is still full ends without an error.
+
+    Closing the active segment appends its last time-index entry, which a full disk
+    refuses: the broker used to stop with "stopped by an I/O error". Now every file is
+    closed, the failure is logged, and the dir gets no clean-shutdown marker, so the next
+    start recovers it instead of trusting it; nothing acknowledged is lost.
+    """
+    manager = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
+    tps = [TopicPartition("full", p) for p in range(3)]
+    for tp in tps:
+        manager.get_or_create_log(tp).append_as_leader(value_batch(5), leader_epoch=0)
+    before = set(os.listdir("/proc/self/fd"))
+    with failing_writes(monkeypatch, ".timeindex") as failed:
+        manager.shutdown()
+    assert failed, "the time index was never written: the test proves nothing"
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    assert len(set(os.listdir("/proc/self/fd")) - before) == 0
+    reopened = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
+    for tp in tps:
+        log = reopened.get_log(tp)
+        assert log is not None
+        assert len(read_all_records(log)) == 5
+    reopened.shutdown()

@@ -163,12 +163,22 @@ class Log:
         return log
 
     def close(self) -> None:
-        """Close every file (the LogManager flushes first on a clean shutdown)."""
+        """Close every file (the LogManager flushes first on a clean shutdown).
+
+        Every segment is closed even if one fails (a full disk refusing the active
+        segment's last time-index entry); the first failure is raised after.
+        """
+        failure: OSError | None = None
         for segment in self.segments:
-            segment.close()
+            try:
+                segment.close()
+            except OSError as exc:
+                failure = failure or exc
         for _, segment in self._pending_deletes:
             segment.close_handlers()
         self._pending_deletes.clear()
+        if failure is not None:
+            raise failure
 
     def close_handlers(self) -> None:
         """Close every file without writing to it (a log whose directory is being deleted:

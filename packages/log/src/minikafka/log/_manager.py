@@ -364,8 +364,14 @@ class LogManager:
         for tp, log in self.logs.items():
             if not self.is_offline(tp) and not _epochs_written(log):
                 unchecked.add(self._dir_of[tp])
-        for log in self.logs.values():
-            log.close()
+        for tp, log in self.logs.items():
+            try:
+                log.close()  # appends each active segment's last time-index entry
+            except OSError as exc:
+                # A disk still full at shutdown: the entry is an optimisation the next
+                # start can do without, but the dir is not left marked clean.
+                _logger.error("closing %s failed: %s", log.dir, exc)
+                unchecked.add(self._dir_of[tp])
         for _, path, log in self._pending_dir_deletes:
             log.close_handlers()
             shutil.rmtree(path, ignore_errors=True)
@@ -376,7 +382,10 @@ class LogManager:
                 # start recovers from those older recovery points instead of trusting them.
                 _logger.error("%s is left without a clean-shutdown marker", log_dir)
             elif log_dir not in self.offline_dirs:
-                (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+                try:
+                    (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+                except OSError as exc:  # no inode left: the next start simply recovers
+                    _logger.error("cannot write %s in %s: %s", CLEAN_SHUTDOWN_FILE, log_dir, exc)
 
     # --- failed log dirs (Kafka's LogDirFailureChannel) -------------------------------------
 
