@@ -107,7 +107,9 @@ def max_compaction_delay(log: Log, first_dirty_offset: int, now: int) -> int:
             continue
         for _, header in segment.batches():
             if header.max_timestamp > 0:
-                oldest = header.max_timestamp if oldest is None else min(oldest, header.max_timestamp)
+                oldest = (
+                    header.max_timestamp if oldest is None else min(oldest, header.max_timestamp)
+                )
             break  # the first batch only, as Kafka reads it
     if oldest is None:
         return 0
