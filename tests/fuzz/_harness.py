@@ -72,6 +72,7 @@ create. A broker that allocates per claimed length or per claimed partition coun
 blows through it."""
 PROBE_ID = 0x50524F42  # "PROB"
 TRACEBACK = "Traceback (most recent call last)"
+_RAISED = re.compile(r"^[\s|]*((?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\b.*)$")
 _LOG_ERROR = re.compile(r"^\S+ \S+ (?:ERROR|CRITICAL) (\S+):")
 BROKER_OVERRIDES = {
     # JoinGroup parks until every member rejoins or the rebalance timeout: the corpus's
@@ -269,9 +270,11 @@ class FuzzSession:
 
     def finish(self) -> None:
         """Stop, verify every log, start again on the same data, answer, stop."""
-        assert self.broker.process is not None
         self._scan_output()
-        status = self.broker.stop()
+        # A broker that died (and was given up on) has no process to stop: its logs
+        # are still verified and it must still start again.
+        alive = self.broker.process is not None and self.broker.process.poll() is None
+        status = self.broker.stop() if alive else 0
         self._wait_output_drained()
         self._scan_output()
         if status != 0:
@@ -337,9 +340,12 @@ class FuzzSession:
 
     def run_all(self, cases: Iterable[Case], health_every: int = 100) -> None:
         for number, case in enumerate(cases, start=1):
-            self.run(case)
+            outcome = self.run(case)
             self.cases_run += 1
-            healthy = number % health_every != 0 or self.check_health(case)
+            # A refused connection means the broker is gone: find out now, not at the
+            # end of the batch (every case until then would fail the same way).
+            due = number % health_every == 0 or outcome == "connect failed"
+            healthy = not due or self.check_health(case)
             if not healthy and not self._replace_broker(case):
                 return
 
@@ -571,10 +577,10 @@ class FuzzSession:
         context = lines[max(0, at - 1) : min(end, at + 40)]
         text = "\n".join(context)
         case = self._case_named_in(lines[at - 1] if at > 0 else "")
-        last = next(
-            (line for line in context[1:] if line and not line.startswith((" ", TRACEBACK))),
-            "?",
-        )
+        # The exception's own line: "SomeError: message", possibly behind "|" of an
+        # exception group; the innermost (last) one is the cause.
+        raised = [m[1] for line in context[1:] if (m := _RAISED.match(line))]
+        last = raised[-1] if raised else "?"
         self._fail(case, f"traceback: {last.strip()[:120]}", text)
 
     def _case_named_in(self, line: str) -> Case | None:
@@ -644,10 +650,12 @@ def run_family(
         cases = (make_case(options.seed, index) for index in range(count))
     start = time.monotonic()
     before = len(session.failures)
-    session.run_all(cases)
-    if last:
-        session.finish()
-    report = session.report(time.monotonic() - start, family, since=before)
-    REPORTS.append(report)
+    try:
+        session.run_all(cases)
+        if last:
+            session.finish()
+    finally:
+        report = session.report(time.monotonic() - start, family, since=before)
+        REPORTS.append(report)
     if len(session.failures) > before:
         pytest.fail(report, pytrace=False)
