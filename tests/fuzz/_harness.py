@@ -73,6 +73,7 @@ blows through it."""
 PROBE_ID = 0x50524F42  # "PROB"
 TRACEBACK = "Traceback (most recent call last)"
 _RAISED = re.compile(r"^[\s|]*((?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\b.*)$")
+_LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d ")
 _LOG_ERROR = re.compile(r"^\S+ \S+ (?:ERROR|CRITICAL) (\S+):")
 BROKER_OVERRIDES = {
     # JoinGroup parks until every member rejoins or the rebalance timeout: the corpus's
@@ -217,6 +218,7 @@ class FuzzSession:
     _last_case: Case | None = attrs.field(init=False, default=None)
     _probe_count: int = attrs.field(init=False, default=0)
     _reported_cases: int = attrs.field(init=False, default=0)
+    _in_traceback: bool = attrs.field(init=False, default=False)
 
     # --- life cycle -----------------------------------------------------------------
 
@@ -560,8 +562,14 @@ class FuzzSession:
         lines = self.broker.output
         end = len(lines)
         for at in range(self._seen_output, end):
+            if _LOG_RECORD.match(lines[at]):
+                self._in_traceback = False
             if TRACEBACK in lines[at]:
-                self._traceback_at(lines, at, end)
+                # A chained exception prints several tracebacks in one log record:
+                # one failure per record.
+                if not self._in_traceback:
+                    self._traceback_at(lines, at, end)
+                self._in_traceback = True
             elif (error := _LOG_ERROR.search(lines[at])) and TRACEBACK not in "".join(
                 lines[at + 1 : at + 2]
             ):
