@@ -38,7 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # pyproject's 120 s per test is for ordinary tests; a fuzz run's time grows with its
     # case count (the default run takes well under a minute per test).
-    cases = config.getoption("--fuzz-cases", default=None) or 1500
+    cases = config.getoption("--fuzz-cases", default=None) or 3000
     for item in items:
         if item.path.parent == Path(__file__).parent:
             item.add_marker(pytest.mark.timeout(max(600, cases // 5)))

@@ -10,7 +10,7 @@ from tests.fuzz._framing import framing_case
 from tests.fuzz._harness import FuzzOptions, FuzzSession, run_family
 from tests.fuzz._mutate import mutation_case
 
-DEFAULT_CASES = 1500
+DEFAULT_CASES = 3000
 FRAMING_CASES = 60
 
 

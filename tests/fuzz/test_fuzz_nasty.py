@@ -12,7 +12,7 @@ from __future__ import annotations
 from tests.fuzz._harness import FuzzOptions, FuzzSession, run_family
 from tests.fuzz._nasty import nasty_case
 
-DEFAULT_CASES = 800
+DEFAULT_CASES = 1500
 
 
 def test_nasty_requests_leave_the_broker_serving(
