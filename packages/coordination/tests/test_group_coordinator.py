@@ -411,6 +411,21 @@ def test_member_ids_are_client_id_and_uuid_and_deterministic_with_the_rng() -> N
     assert uid[14] == "4"  # a version 4 UUID
 
 
+def test_a_member_id_fits_the_protocol_whatever_the_client_id() -> None:
+    """A member id travels as an int16-length string, so it is at most 32,767 characters.
+
+    Found by the fuzz suite: a 32,767-character client id made a member id of 32,804,
+    and the JoinGroup answer could not be encoded (the broker logged a traceback and
+    closed the connection). The client id is cut short, the UUID kept whole.
+    """
+    for client_id, instance in (("c" * 32_767, None), ("c", "i" * 32_767)):
+        h = Harness.make()
+        member_id = h.join_response(h.join(client_id=client_id, instance=instance)).member_id
+        assert len(member_id) == 32_767
+        assert member_id.startswith((instance or client_id)[:100])
+        assert len(member_id.rsplit("-", 5)[-5:][0]) == 8  # the UUID's first group, whole
+
+
 def test_pending_member_holds_the_rebalance_until_it_rejoins_or_expires() -> None:
     h = Harness.make()
     a, b = stable_group(h, ["a", "b"])

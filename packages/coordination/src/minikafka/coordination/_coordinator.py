@@ -90,6 +90,8 @@ __all__ = [
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a new member's JoinGroup may stay parked before the member is dropped
 (Kafka's ``NewMemberJoinTimeoutMs``): its client may have given up and rejoined."""
+MAX_PROTOCOL_STRING = 2**15 - 1
+"""The longest string the protocol carries (int16 length): a member id must fit."""
 
 GroupResponse: TypeAlias = (
     JoinGroupResponse
@@ -304,9 +306,12 @@ class GroupCoordinator:
                 )
             )
             return
-        # Kafka's member id: the client id (a static member's instance id) and a UUID.
+        # Kafka's member id: the client id (a static member's instance id) and a UUID,
+        # the prefix cut short so that the id still fits the protocol's int16 strings (a
+        # 32,767-character client id made an answer that could not be encoded).
         prefix = r.client_id if r.group_instance_id is None else r.group_instance_id
-        member_id = f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
+        suffix = f"-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
+        member_id = prefix[: MAX_PROTOCOL_STRING - len(suffix)] + suffix
         if r.group_instance_id is not None:
             old_member_id = group.static_member_id(r.group_instance_id)
             if old_member_id is None:
