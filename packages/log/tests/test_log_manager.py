@@ -15,7 +15,7 @@ from minikafka.log import (
 )
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
 from minikafka.net.testing import wait_until
-from minikafka.trace.testing import recording_tracer
+from minikafka.trace.testing import RecordingTracer
 
 SMALL = LogConfig(segment_bytes=1000, file_delete_delay_ms=500)
 
@@ -34,8 +34,8 @@ def test_logs_are_created_spread_over_dirs_and_reloaded(tmp_path: Path) -> None:
     manager.shutdown()
     assert (tmp_path / "a" / ".kafka_cleanshutdown").exists()
 
-    with recording_tracer() as tracer:
-        again = LogManager.startup(dirs, SMALL, clock=ManualClock())
+    tracer = RecordingTracer()
+    again = LogManager.startup(dirs, SMALL, clock=ManualClock(), tracer=tracer)
     assert not tracer.of_type(LogRecovered)  # clean shutdown: nothing rescanned
     assert not (tmp_path / "a" / ".kafka_cleanshutdown").exists()  # a crash would show
     ends = {tp.partition: log.log_end_offset for tp, log in again.logs.items()}
@@ -70,8 +70,8 @@ def test_an_unclean_shutdown_recovers_from_the_recovery_point(tmp_path: Path) ->
     for _ in range(3):
         log.append_as_leader(value_batch(1), leader_epoch=0)
     # No shutdown(): the process died.
-    with recording_tracer() as tracer:
-        again = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
+    tracer = RecordingTracer()
+    again = LogManager.startup([tmp_path], SMALL, clock=ManualClock(), tracer=tracer)
     (event,) = tracer.of_type(LogRecovered)
     assert event.segments_recovered == 1  # only the segment holding the recovery point on
     reloaded = again.get_log(TopicPartition("t", 0))

@@ -19,7 +19,7 @@ from minikafka.log import (
     make_records,
 )
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
-from minikafka.trace.testing import recording_tracer
+from minikafka.trace.testing import RecordingTracer
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256)
 
@@ -95,8 +95,8 @@ def test_recovery_keeps_exactly_a_prefix(
                     f.write(bytes([byte[0] ^ 0x5A]))
         crash(log)
 
-        with recording_tracer() as tracer:
-            again = Log.open(dir, CONFIG, recovery_point=flushed, clock=ManualClock())
+        tracer = RecordingTracer()
+        again = Log.open(dir, CONFIG, recovery_point=flushed, clock=ManualClock(), tracer=tracer)
         survived = batches_on_disk(again)
         assert survived == appended[: len(survived)]
         assert again.log_end_offset >= flushed
@@ -119,8 +119,10 @@ def test_a_clean_shutdown_skips_recovery(tmp_path: Path) -> None:
         log.append_as_leader(value_batch(2), 0)
     log.flush()
     log.close()
-    with recording_tracer() as tracer:
-        again = Log.open(tmp_path / "t-0", CONFIG, recovery_point=40, had_clean_shutdown=True)
+    tracer = RecordingTracer()
+    again = Log.open(
+        tmp_path / "t-0", CONFIG, recovery_point=40, had_clean_shutdown=True, tracer=tracer
+    )
     assert again.log_end_offset == 40
     assert not [e for e in tracer.events if isinstance(e, LogRecovered)]
 

@@ -31,8 +31,6 @@ from collections.abc import Callable
 
 import attrs
 
-from minikafka.trace import emit
-
 from ._batch import RecordBatchHeader, TimestampType
 from ._config import MAX_LONG
 from ._events import LogCleaned
@@ -158,8 +156,12 @@ def clean(
         removed += _clean_group(log, group, offset_map, now, crash_hook or _no_crash)
     after = sum(s.size for s in log.segments if s.base_offset < next_dirty)
     result = CleanResult(first_dirty_offset, next_dirty, before, after, removed)
-    tp = log.topic_partition
-    emit(LogCleaned(tp.topic, tp.partition, first_dirty_offset, next_dirty, before, after, removed))
+    if log.tracer.enabled:  # the log's tracer: its LogManager's, the node's
+        tp = log.topic_partition
+        event = LogCleaned(
+            tp.topic, tp.partition, first_dirty_offset, next_dirty, before, after, removed
+        )
+        log.tracer.emit(event)
     return result
 
 

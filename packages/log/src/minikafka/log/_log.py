@@ -28,7 +28,7 @@ from pathlib import Path
 
 import attrs
 
-from minikafka.trace import emit
+from minikafka.trace import NullTracer, Tracer
 
 from ._batch import RecordBatchHeader, TimestampType
 from ._checkpoint import LeaderEpochCheckpointFile
@@ -99,6 +99,8 @@ class Log:
     files: FilePool = attrs.field(factory=lambda: FilePool(STANDALONE_CAPACITY))
     # The cache's file, kept so the LogManager can retry a write that failed.
     leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
+    # Where this log's events go: its LogManager's tracer, the node's (issue 16).
+    tracer: Tracer = attrs.field(factory=NullTracer)
 
     # --- opening and closing -------------------------------------------------------
 
@@ -114,6 +116,7 @@ class Log:
         had_clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
         files: FilePool | None = None,
+        tracer: Tracer | None = None,
     ) -> Log:
         """Open or create the log in ``dir`` (named ``<topic>-<partition>``).
 
@@ -148,10 +151,11 @@ class Log:
             last_flush_ms=now,
             files=files,
             leader_epoch_checkpoint=epoch_file,
+            tracer=NullTracer() if tracer is None else tracer,
         )
         log._rebuild_producer_state()
-        if loaded.recovered_segments:
-            emit(
+        if loaded.recovered_segments and log.tracer.enabled:
+            log.tracer.emit(
                 LogRecovered(
                     tp.topic,
                     tp.partition,
@@ -359,7 +363,8 @@ class Log:
         # does it here, off the append path.
         self.flush_requested_offset = new_base
         tp = self.topic_partition
-        emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
+        if self.tracer.enabled:
+            self.tracer.emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
         return segment
 
     def _undo_roll(self, active: LogSegment, new_base: int) -> bool:
@@ -548,8 +553,9 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
             self._rebuild_producer_state()  # a removed batch had a producer id
-        tp = self.topic_partition
-        emit(LogTruncated(tp.topic, tp.partition, target_offset, previous))
+        if self.tracer.enabled:
+            tp = self.topic_partition
+            self.tracer.emit(LogTruncated(tp.topic, tp.partition, target_offset, previous))
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -563,8 +569,9 @@ class Log:
         self.high_watermark = self.recovery_point = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
-        tp = self.topic_partition
-        emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
+        if self.tracer.enabled:
+            tp = self.topic_partition
+            self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
 
     def _rebuild_producer_state(self) -> None:
         """Replay the producer ids and sequences of every batch from the log start on.
@@ -650,15 +657,16 @@ class Log:
         self._schedule_delete(doomed)
         self.maybe_increment_log_start_offset(self.segments[0].base_offset)
         tp = self.topic_partition
-        emit(
-            SegmentsDeleted(
-                tp.topic,
-                tp.partition,
-                reason,
-                tuple(s.base_offset for s in doomed),
-                self.log_start_offset,
+        if self.tracer.enabled:
+            self.tracer.emit(
+                SegmentsDeleted(
+                    tp.topic,
+                    tp.partition,
+                    reason,
+                    tuple(s.base_offset for s in doomed),
+                    self.log_start_offset,
+                )
             )
-        )
         return len(doomed)
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:

@@ -35,6 +35,8 @@ from pathlib import Path
 import attrs
 import trio
 
+from minikafka.trace import NullTracer, Tracer
+
 from ._batch import CorruptRecordError
 from ._checkpoint import OffsetCheckpointFile, log_checkpoint_failure
 from ._cleaner import clean, should_clean
@@ -92,6 +94,8 @@ class LogManager:
     offline_dirs: dict[Path, str] = attrs.field(factory=dict)
     """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
     dir_failure_listeners: list[Callable[[Path], None]] = attrs.field(factory=list)
+    tracer: Tracer = attrs.field(factory=NullTracer)
+    """Where every log of this manager emits: the node's tracer, from whoever builds it."""
 
     @classmethod
     def startup(
@@ -103,6 +107,7 @@ class LogManager:
         schedule: LogManagerSchedule | None = None,
         clock: Callable[[], int] = wall_clock_ms,
         files: FilePool | None = None,
+        tracer: Tracer | None = None,
     ) -> LogManager:
         """Load every log in ``log.dirs``, recovering those a crash may have damaged.
 
@@ -115,6 +120,7 @@ class LogManager:
             schedule or LogManagerSchedule(),
             topic_configs=dict(topic_configs or {}),
             files=files or FilePool(),
+            tracer=NullTracer() if tracer is None else tracer,
         )
         for log_dir in manager.log_dirs:
             manager._load_dir(log_dir)
@@ -146,6 +152,7 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self.clock,
                 files=self.files,
+                tracer=self.tracer,
             )
             self._dir_of[tp] = log_dir
         marker.unlink(missing_ok=True)
@@ -175,7 +182,11 @@ class LogManager:
                 counts[d] += 1
         log_dir = min(online, key=lambda d: counts[d])
         log = Log.open(
-            log_dir / str(tp), self.config_for(tp.topic), clock=self.clock, files=self.files
+            log_dir / str(tp),
+            self.config_for(tp.topic),
+            clock=self.clock,
+            files=self.files,
+            tracer=self.tracer,
         )
         self.logs[tp] = log
         self._dir_of[tp] = log_dir
