@@ -29,13 +29,22 @@ from minikafka.controller import (
 )
 from minikafka.controller.testing import ControllerHarness
 from minikafka.trace import event_types
-from minikafka.trace.testing import recording_tracer
+from minikafka.trace.testing import RecordingTracer
 
 
-def cluster(n: int, config: ControllerConfig | None = None) -> ControllerHarness:
-    h = ControllerHarness.start(config)
+def cluster(
+    n: int, config: ControllerConfig | None = None, tracer: RecordingTracer | None = None
+) -> ControllerHarness:
+    h = ControllerHarness.start(config, tracer=tracer)
     h.add_brokers(range(1, n + 1))
     return h
+
+
+def traced_cluster(n: int) -> tuple[ControllerHarness, RecordingTracer]:
+    """A cluster whose controller emits to a tracer of its own, emptied once it is set up
+    (the tests look at what comes after)."""
+    tracer = RecordingTracer()
+    return cluster(n, tracer=tracer), tracer
 
 
 def created(h: ControllerHarness, name: str, *assignments: tuple[int, ...]) -> uuid.UUID:
@@ -63,9 +72,9 @@ def test_the_events_are_registered_under_controller() -> None:
 
 
 def test_bootstrap_and_brokers_joining() -> None:
-    with recording_tracer() as tracer:
-        h = ControllerHarness.start()
-        h.add_brokers([1, 2])
+    tracer = RecordingTracer()
+    h = ControllerHarness.start(tracer=tracer)
+    h.add_brokers([1, 2])
     epochs = h.broker_epochs
     assert tracer.of_type(BrokerRegistrationChanged) == [
         BrokerRegistrationChanged(1, epochs[1], True, "registered"),
@@ -85,14 +94,14 @@ def test_bootstrap_and_brokers_joining() -> None:
 
 
 def test_new_partitions_are_elections_and_validate_only_is_none() -> None:
-    h = cluster(3)
+    h, tracer = traced_cluster(3)
     before = h.last_offset
-    with recording_tracer() as tracer:
-        h.create_topic("orders", assignments=((2, 3), (3, 1)))
-        h.request(
-            CreateTopicsRequest((CreatableTopic("dry", 2, 1),), validate_only=True)  # no records
-        )
-        h.request(CreatePartitionsRequest((CreatePartitionsTopic("orders", 3, ((1, 2),)),)))
+    tracer.records.clear()
+    h.create_topic("orders", assignments=((2, 3), (3, 1)))
+    h.request(
+        CreateTopicsRequest((CreatableTopic("dry", 2, 1),), validate_only=True)  # no records
+    )
+    h.request(CreatePartitionsRequest((CreatePartitionsTopic("orders", 3, ((1, 2),)),)))
     assert tracer.of_type(PartitionLeaderElected) == [
         PartitionLeaderElected("orders", 0, 2, NO_LEADER, 0, (2, 3), "new_partition"),
         PartitionLeaderElected("orders", 1, 3, NO_LEADER, 0, (3, 1), "new_partition"),
@@ -105,13 +114,13 @@ def test_new_partitions_are_elections_and_validate_only_is_none() -> None:
 
 
 def test_a_session_timeout_fences_and_elects_and_the_last_isr_member_leads_again() -> None:
-    h = cluster(2)
+    h, tracer = traced_cluster(2)
     created(h, "t", (1, 2))
-    with recording_tracer() as tracer:
-        expire(h, 2)  # the leader's session ends: broker 2 takes over
-        expire(h)  # and broker 2's: nobody may lead, the ISR keeps [2]
-        h.heartbeat(1)  # out of sync: unfenced, but may not lead
-        h.heartbeat(2)  # the last in-sync replica returns and leads
+    tracer.records.clear()
+    expire(h, 2)  # the leader's session ends: broker 2 takes over
+    expire(h)  # and broker 2's: nobody may lead, the ISR keeps [2]
+    h.heartbeat(1)  # out of sync: unfenced, but may not lead
+    h.heartbeat(2)  # the last in-sync replica returns and leads
     assert [
         (e.broker_id, e.fenced, e.reason) for e in tracer.of_type(BrokerRegistrationChanged)
     ] == [
@@ -128,18 +137,18 @@ def test_a_session_timeout_fences_and_elects_and_the_last_isr_member_leads_again
 
 
 def test_want_shutdown_and_want_fence_are_their_own_reasons() -> None:
-    h = cluster(3)
+    h, tracer = traced_cluster(3)
     created(h, "t", (1, 2, 3))
-    with recording_tracer() as tracer:
-        for broker, shutdown in ((1, True), (2, False)):
-            beat = BrokerHeartbeatRequest(
-                broker,
-                h.broker_epochs[broker],
-                h.committed_offset,
-                want_fence=not shutdown,
-                want_shutdown=shutdown,
-            )
-            h.request(beat)
+    tracer.records.clear()
+    for broker, shutdown in ((1, True), (2, False)):
+        beat = BrokerHeartbeatRequest(
+            broker,
+            h.broker_epochs[broker],
+            h.committed_offset,
+            want_fence=not shutdown,
+            want_shutdown=shutdown,
+        )
+        h.request(beat)
     assert [
         (e.broker_id, e.fenced, e.reason) for e in tracer.of_type(BrokerRegistrationChanged)
     ] == [(1, True, "controlled_shutdown"), (2, True, "fence_requested")]
@@ -152,7 +161,7 @@ def test_want_shutdown_and_want_fence_are_their_own_reasons() -> None:
 
 
 def test_an_out_of_sync_leader_is_an_unclean_election() -> None:
-    h = cluster(2)
+    h, tracer = traced_cluster(2)
     created(h, "t", (1, 2))
     h.request(
         IncrementalAlterConfigsRequest(
@@ -162,9 +171,9 @@ def test_an_out_of_sync_leader_is_an_unclean_election() -> None:
         )
     )
     expire(h, 1)  # broker 2 leaves the ISR; the leader stays
-    with recording_tracer() as tracer:
-        expire(h)  # broker 1, the only in-sync replica, goes: nobody may lead cleanly
-        h.heartbeat(2)  # the out-of-sync replica returns and leads, unclean
+    tracer.records.clear()
+    expire(h)  # broker 1, the only in-sync replica, goes: nobody may lead cleanly
+    h.heartbeat(2)  # the out-of-sync replica returns and leads, unclean
     assert tracer.of_type(PartitionLeaderElected) == [
         PartitionLeaderElected("t", 0, NO_LEADER, 1, 1, (1,), "broker_fenced"),
         PartitionLeaderElected("t", 0, 2, NO_LEADER, 2, (2,), "unclean"),
@@ -172,11 +181,11 @@ def test_an_out_of_sync_leader_is_an_unclean_election() -> None:
 
 
 def test_a_reassignment_that_moves_the_leader_is_traced_when_it_completes() -> None:
-    h = cluster(3)
+    h, tracer = traced_cluster(3)
     created(h, "r", (1, 2))
-    with recording_tracer() as tracer:
-        # The targets are in sync already: phases U, A and B in one record.
-        h.request(AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2,)),)))
+    tracer.records.clear()
+    # The targets are in sync already: phases U, A and B in one record.
+    h.request(AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2,)),)))
     assert tracer.of_type(PartitionLeaderElected) == [
         PartitionLeaderElected("r", 0, 2, 1, 1, (2,), "reassignment")
     ]
@@ -185,11 +194,11 @@ def test_a_reassignment_that_moves_the_leader_is_traced_when_it_completes() -> N
 def test_a_standby_replaying_committed_records_traces_them_without_an_epoch() -> None:
     h = cluster(2)
     created(h, "t", (1, 2))
-    standby = QuorumController()
+    tracer = RecordingTracer()
+    standby = QuorumController(tracer=tracer)
     records = [record for _, record in h.committed_records()]
-    with recording_tracer() as tracer:
-        standby.replay_committed(records, h.committed_offset)
-        standby.replay_committed([], h.committed_offset)  # nothing: no event
+    standby.replay_committed(records, h.committed_offset)
+    standby.replay_committed([], h.committed_offset)  # nothing: no event
     assert tracer.events == [
         RecordsApplied(
             h.committed_offset,
@@ -207,9 +216,9 @@ def test_a_standby_replaying_committed_records_traces_them_without_an_epoch() ->
 
 
 def test_every_start_of_the_single_voter_quorum_is_an_election(tmp_path: Path) -> None:
-    with recording_tracer() as tracer:
-        for _ in range(2):
-            SingleVoterQuorum.open(tmp_path, node_id=3).close()
+    tracer = RecordingTracer(node=3)
+    for _ in range(2):
+        SingleVoterQuorum.open(tmp_path, node_id=3, tracer=tracer).close()
     # (The log's own events, such as its recovery on the second start, come too.)
     assert tracer.of_type(QuorumLeaderElected) == [
         QuorumLeaderElected(3, 1),
@@ -218,9 +227,9 @@ def test_every_start_of_the_single_voter_quorum_is_an_election(tmp_path: Path) -
 
 
 def test_nothing_is_traced_when_tracing_is_off() -> None:
-    with recording_tracer() as tracer:
-        tracer.close()
-        h = cluster(2)
-        created(h, "t", (1, 2))
-        expire(h, 2)
+    tracer = RecordingTracer()
+    tracer.close()  # a closed tracer is not enabled: emitting to it would raise
+    h = cluster(2, tracer=tracer)
+    created(h, "t", (1, 2))
+    expire(h, 2)
     assert tracer.records == []

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.trace import emit, tracing
+from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
@@ -95,6 +95,9 @@ Action = AppendRecords | Reply
 class QuorumController:
     config: ControllerConfig = attrs.field(factory=ControllerConfig)
     rng: random.Random = attrs.field(factory=random.Random)
+    # The node's tracer, from whoever builds the controller (issue 16); the managers that
+    # emit share it.
+    tracer: Tracer = attrs.field(factory=NullTracer)
     registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
     cluster: ClusterControlManager = attrs.field(init=False)
     configs: ConfigurationControlManager = attrs.field(init=False)
@@ -116,7 +119,7 @@ class QuorumController:
         self.configs = ConfigurationControlManager(self.registry)
         self.features = FeatureControlManager(self.registry)
         self.replication = ReplicationControlManager(
-            self.registry, self.config, self.cluster, self.configs, self.rng
+            self.registry, self.config, self.cluster, self.configs, self.rng, self.tracer
         )
         self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
 
@@ -138,7 +141,9 @@ class QuorumController:
         start-up, or a standby following the leader)."""
         if self.active:
             raise RuntimeError("the active controller replays its own records as it writes them")
-        types: collections.Counter[str] | None = collections.Counter() if tracing() else None
+        types: collections.Counter[str] | None = (
+            collections.Counter() if self.tracer.enabled else None
+        )
         for record in records:
             self._replay(record)
             if types is not None:
@@ -146,7 +151,7 @@ class QuorumController:
         self.last_committed_offset = last_offset
         self._next_offset = last_offset + 1
         if types:
-            emit(RecordsApplied(last_offset, -1, types.total(), dict(types)))
+            self.tracer.emit(RecordsApplied(last_offset, -1, types.total(), dict(types)))
 
     def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
         """Start again from a snapshot of the image taken at ``offset``."""
@@ -277,11 +282,11 @@ class QuorumController:
         the old one led or kept in sync must move now, as if its session had expired."""
         was_unfenced = self.cluster.is_unfenced(request.broker_id)
         result = self.cluster.register(request, self._next_offset, now)
-        if result.records and tracing():
+        if result.records and self.tracer.enabled:
             event = BrokerRegistrationChanged(
                 request.broker_id, self._next_offset, True, "registered"
             )
-            emit(event)
+            self.tracer.emit(event)
         if not result.records or not was_unfenced:
             return result
         moved = self.replication.handle_broker_fenced(request.broker_id)
@@ -291,8 +296,9 @@ class QuorumController:
         """Fence the broker and move what it led or kept in sync: on session expiry, or
         when a heartbeat asks to be fenced or to shut down (``reason``, for the trace)."""
         fence = self.cluster.fence(broker_id)
-        if tracing():
-            emit(BrokerRegistrationChanged(broker_id, fence.broker_epoch, True, reason))
+        if self.tracer.enabled:
+            event = BrokerRegistrationChanged(broker_id, fence.broker_epoch, True, reason)
+            self.tracer.emit(event)
         return [fence, *self.replication.handle_broker_fenced(broker_id)]
 
     def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
@@ -322,11 +328,11 @@ class QuorumController:
                 records, fenced = self._fence(broker_id, reason), True
         elif fenced and caught_up:
             unfence = self.cluster.unfence(broker_id)
-            if tracing():
+            if self.tracer.enabled:
                 event = BrokerRegistrationChanged(
                     broker_id, unfence.broker_epoch, False, "caught_up"
                 )
-                emit(event)
+                self.tracer.emit(event)
             records = [unfence]
             records += self.replication.handle_broker_unfenced(broker_id)
             fenced = False
@@ -347,10 +353,10 @@ class QuorumController:
                 self._replay(record)
             self._next_offset += len(records)
             self.registry.get_or_create_snapshot(self._next_offset - 1)
-            if tracing():
+            if self.tracer.enabled:
                 types = collections.Counter(type(record).__name__ for record in records)
                 last = self._next_offset - 1
-                emit(RecordsApplied(last, self.epoch, len(records), dict(types)))
+                self.tracer.emit(RecordsApplied(last, self.epoch, len(records), dict(types)))
             actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
         if request_id is None or response is None:
             return actions

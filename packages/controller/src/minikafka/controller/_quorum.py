@@ -45,7 +45,7 @@ from minikafka.log import (
     build_batch,
     iter_records,
 )
-from minikafka.trace import emit
+from minikafka.trace import NullTracer, Tracer
 
 from ._events import QuorumLeaderElected
 from ._records import METADATA_TOPIC, MetadataRecord, decode_record, encode_record
@@ -213,7 +213,12 @@ class SingleVoterQuorum:
     """The end of the last whole operation appended: what an fsync may commit up to."""
 
     @classmethod
-    def open(cls, metadata_dir: Path, node_id: int) -> SingleVoterQuorum:
+    def open(
+        cls, metadata_dir: Path, node_id: int, tracer: Tracer | None = None
+    ) -> SingleVoterQuorum:
+        """Open the metadata log and win this start's election; ``tracer`` (the node's)
+        gets the election and the metadata log's own events."""
+        tracer = NullTracer(node_id) if tracer is None else tracer
         path = Path(metadata_dir) / METADATA_PARTITION_DIR
         path.mkdir(parents=True, exist_ok=True)
         # The metadata log is never trimmed by time or size, only after a snapshot.
@@ -225,14 +230,15 @@ class SingleVoterQuorum:
         state = cls._read_state(path)
         snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
-        log = Log.open(path, config, log_start_offset=start, recovery_point=0)
+        log = Log.open(path, config, log_start_offset=start, recovery_point=0, tracer=tracer)
         if log.log_end_offset < start:  # the log was lost behind the snapshot
             log.truncate_fully_and_start_at(start)
         # Winning the election: a new epoch, durable before anything is written in it.
         epoch = max(state.get("leaderEpoch", 0), log.leader_epoch_cache.latest_epoch or 0) + 1
         quorum = cls(path, node_id, log, epoch)
         quorum._write_state()
-        emit(QuorumLeaderElected(node_id, epoch))
+        if tracer.enabled:
+            tracer.emit(QuorumLeaderElected(node_id, epoch))
         quorum.commit()  # everything from earlier epochs is committed with this fsync
         return quorum
 

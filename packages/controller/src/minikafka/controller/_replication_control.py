@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.trace import emit, tracing
+from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
 from ._config import UNCLEAN_LEADER_ELECTION_ENABLE, ControllerConfig, validate_topic_config
@@ -153,6 +153,7 @@ class ReplicationControlManager:
     cluster: ClusterControlManager
     configs: ConfigurationControlManager
     rng: random.Random
+    tracer: Tracer = attrs.field(factory=NullTracer)  # the QuorumController's
     topics: TimelineHashMap[uuid.UUID, TopicInfo] = attrs.field(init=False)
     topics_by_name: TimelineHashMap[str, uuid.UUID] = attrs.field(init=False)
     # One flat map for every partition of every topic, so that nothing but the managers'
@@ -231,7 +232,7 @@ class ReplicationControlManager:
     def _trace_elections(self, records: Sequence[MetadataRecord], reason: str) -> None:
         """Trace the leaders ``records`` (about to be written) elect, judged against the
         state they will be replayed onto; a leader from outside the ISR is unclean."""
-        if not tracing():
+        if not self.tracer.enabled:
             return
         names: Mapping[uuid.UUID, str] = {
             r.topic_id: r.name for r in records if isinstance(r, TopicRecord)
@@ -249,7 +250,7 @@ class ReplicationControlManager:
                         record.isr,
                         reason,
                     )
-                    emit(event)
+                    self.tracer.emit(event)
                 case PartitionChangeRecord() if record.leader != NO_LEADER_CHANGE:
                     before = self.partitions[(record.topic_id, record.partition_id)]
                     after = before.merge(record)
@@ -263,7 +264,7 @@ class ReplicationControlManager:
                         after.isr,
                         "unclean" if unclean else reason,
                     )
-                    emit(event)
+                    self.tracer.emit(event)
                 case _:
                     pass
 

@@ -36,6 +36,8 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.trace import NullTracer, Tracer
+
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
 from ._image import MetadataDelta, MetadataImage
@@ -130,11 +132,20 @@ class ControllerServer:
 
     @classmethod
     def open(
-        cls, metadata_dir: Path, config: ControllerConfig, rng: random.Random | None = None
+        cls,
+        metadata_dir: Path,
+        config: ControllerConfig,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
     ) -> ControllerServer:
-        """Open the metadata log in ``metadata_dir`` and rebuild the state it holds."""
-        quorum = SingleVoterQuorum.open(metadata_dir, config.node_id)
-        controller = QuorumController(config, rng or random.Random())
+        """Open the metadata log in ``metadata_dir`` and rebuild the state it holds.
+
+        ``tracer`` is the node's (default: none); the quorum, its log and the controller
+        all emit through it.
+        """
+        tracer = NullTracer(config.node_id) if tracer is None else tracer
+        quorum = SingleVoterQuorum.open(metadata_dir, config.node_id, tracer)
+        controller = QuorumController(config, rng or random.Random(), tracer)
         image = load_metadata(quorum, controller)
         return cls(controller, quorum, image)
 

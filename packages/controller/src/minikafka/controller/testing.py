@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.trace import NullTracer, Tracer
+
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
 from ._image import BrokerRegistration, MetadataDelta, MetadataImage
@@ -133,9 +135,15 @@ class ControllerHarness:
         seed: int = 0,
         epoch: int = 1,
         now: float = 0.0,
+        tracer: Tracer | None = None,
     ) -> ControllerHarness:
-        """A new cluster whose controller is active in ``epoch``, its bootstrap committed."""
-        controller = QuorumController(config or ControllerConfig(), rng=random.Random(seed))
+        """A new cluster whose controller is active in ``epoch``, its bootstrap committed;
+        the controller emits to ``tracer`` (default: nowhere)."""
+        controller = QuorumController(
+            config or ControllerConfig(),
+            random.Random(seed),
+            NullTracer() if tracer is None else tracer,
+        )
         harness = cls(controller, now)
         harness.become_leader(epoch)
         harness.commit()
