@@ -10,8 +10,9 @@ A broker's error is printed under Kafka's name and the tool exits 1; a bad argum
 exits 2.
 
 ``broker --trace-dir DIR`` (or ``MINIKAFKA_TRACE_DIR``) installs the process's tracer
-(DESIGN.md section 7) before anything that emits is built, and closes it after the
-clean shutdown, so the last buffer of events reaches the file.
+(DESIGN.md section 7) and hands it to ``BrokerServer.open``, which builds every component
+with it, and closes it after the clean shutdown, so the last buffer of events reaches the
+file.
 """
 
 from __future__ import annotations
@@ -114,11 +115,12 @@ def broker(
     # As the JVM does for every Kafka broker (HotSpot's MaxFDLimit): the soft limit of
     # open files up to the hard one, before the LogManager sizes its descriptor pool.
     raise_open_files_limit()
-    # Before BrokerServer.open: log recovery emits while the logs load, and the
-    # SocketServer keeps the tracer it is built with.
-    _start_tracing(trace_dir, config.node_id)
+    # Before BrokerServer.open, which builds every component with this tracer (log
+    # recovery emits while the logs load). It is also the process's, the default of an
+    # embedder's BrokerServer.open.
+    tracer = _start_tracing(trace_dir, config.node_id)
     try:
-        _run_broker(config)
+        _run_broker(config, tracer)
     finally:
         # Events are buffered: closing the tracer (which installing the NullTracer does)
         # writes the last of them out. Nothing emits any more once trio.run has returned.
@@ -128,9 +130,9 @@ def broker(
 _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
-def _run_broker(config: KafkaConfig) -> None:
+def _run_broker(config: KafkaConfig, tracer: Tracer) -> None:
     try:
-        server = BrokerServer.open(config)
+        server = BrokerServer.open(config, tracer=tracer)
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None

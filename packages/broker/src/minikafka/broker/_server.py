@@ -47,6 +47,7 @@ from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordin
 from minikafka.log import LogManager, TopicPartition
 from minikafka.net import Listener, SocketServer
 from minikafka.replication import PartitionState, ReplicaManager, TopicSettings
+from minikafka.trace import Tracer, get_tracer
 
 from ._apis import KafkaApis
 from ._config import KafkaConfig
@@ -69,6 +70,8 @@ class BrokerServer:
     groups: GroupCoordinatorService
     apis: KafkaApis
     socket_server: SocketServer
+    tracer: Tracer
+    """This node's tracer: every component above was built with it (issue 16)."""
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
     broker_epoch: int = -1
     _unfenced: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -76,16 +79,27 @@ class BrokerServer:
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
 
     @classmethod
-    def open(cls, config: KafkaConfig, rng: random.Random | None = None) -> BrokerServer:
-        """Load the logs and the metadata; nothing listens until :meth:`run`."""
+    def open(
+        cls,
+        config: KafkaConfig,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
+    ) -> BrokerServer:
+        """Load the logs and the metadata; nothing listens until :meth:`run`.
+
+        Every component emits to ``tracer``, this node's; the default is the process's
+        (:func:`minikafka.trace.get_tracer`, which the CLI configures), so several
+        brokers in one process each pass their own.
+        """
+        tracer = get_tracer() if tracer is None else tracer
         dirs = [*config.broker.log_dirs]
         if config.metadata_log_dir not in dirs:
             dirs.append(config.metadata_log_dir)
         cluster_id = ensure_formatted(dirs, config.node_id)
         log_manager = LogManager.startup(
-            config.broker.log_dirs, config.log, schedule=config.schedule
+            config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
         )
-        controller = ControllerServer.open(config.metadata_log_dir, config.controller, rng)
+        controller = ControllerServer.open(config.metadata_log_dir, config.controller, rng, tracer)
         cache = MetadataCache(config.node_id, controller.image)
 
         def topic_settings(topic: str) -> TopicSettings:
@@ -134,7 +148,8 @@ class BrokerServer:
             replica_manager,
             groups,
             apis,
-            SocketServer(config.net, apis),
+            SocketServer(config.net, apis, tracer=tracer),
+            tracer,
         )
         return broker
 
