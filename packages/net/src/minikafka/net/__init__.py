@@ -5,6 +5,9 @@ the trio Reactor (Acceptor, Processors, RequestChannel, handler pool) with Kafka
 per-connection ordering, zero-copy file regions, and the client-side NetworkClient.
 """
 
+from ._api_keys import ApiKey as ApiKey
+from ._api_spec import ApiSpec as ApiSpec
+from ._api_spec import ApiTable as ApiTable
 from ._api_versions import api_versions_response as api_versions_response
 from ._api_versions import handle_api_versions as handle_api_versions
 from ._channel import RequestChannel as RequestChannel
@@ -66,6 +69,9 @@ __all__ = [
     "REQUEST_TIME_COMPONENTS",
     "SECURITY_PROTOCOLS",
     "Acceptor",
+    "ApiKey",
+    "ApiSpec",
+    "ApiTable",
     "ClientError",
     "ConfigError",
     "ConnectionAccepted",

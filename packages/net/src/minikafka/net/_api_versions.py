@@ -16,17 +16,35 @@ from __future__ import annotations
 
 import datetime
 import re
+import typing
 from collections.abc import Mapping
 
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v1.response import ApiVersionsResponse as ApiVersionsResponseV1
+from kio.schema.api_versions.v2.response import ApiVersionsResponse as ApiVersionsResponseV2
+from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
+from kio.schema.api_versions.v3.response import ApiVersionsResponse as ApiVersionsResponseV3
+from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsRequestV4
+from kio.schema.api_versions.v4.response import ApiVersionsResponse as ApiVersionsResponseV4
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
 from kio.static.protocol import ResponsePayload
 
-from ._codec import API_VERSIONS_KEY, build, nested, response_schema
+from ._api_keys import ApiKey
+from ._codec import build, nested, response_schema
 from ._request import Request
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+ApiVersionsResponse = (
+    ApiVersionsResponseV0
+    | ApiVersionsResponseV1
+    | ApiVersionsResponseV2
+    | ApiVersionsResponseV3
+    | ApiVersionsResponseV4
+)
+API_VERSIONS_RESPONSES: tuple[type[ApiVersionsResponse], ...] = typing.get_args(ApiVersionsResponse)
 
 
 def api_versions_response(
@@ -35,7 +53,7 @@ def api_versions_response(
     error: ErrorCode = ErrorCode.none,
 ) -> ResponsePayload:
     """The ApiVersions response body of ``version`` listing ``supported``."""
-    cls = response_schema(API_VERSIONS_KEY, version)
+    cls = response_schema(ApiKey.API_VERSIONS, version)
     if cls is None:
         raise ValueError(f"no ApiVersions response schema for v{version}")
     entry = nested(cls, "api_keys")
@@ -53,9 +71,9 @@ def handle_api_versions(request: Request, supported: Mapping[int, tuple[int, int
         request.respond(api_versions_response(supported, 0, ErrorCode.unsupported_version))
         return
     version = request.api_version
-    if version >= 3:
-        name = getattr(request.body, "client_software_name", "")
-        software_version = getattr(request.body, "client_software_version", "")
+    body = request.body
+    if isinstance(body, ApiVersionsRequestV3 | ApiVersionsRequestV4):  # KIP-511, from v3
+        name, software_version = body.client_software_name, body.client_software_version
         if not (_SOFTWARE.match(name) and _SOFTWARE.match(software_version)):
             request.respond(api_versions_response({}, version, ErrorCode.invalid_request))
             return

@@ -26,8 +26,9 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from ._api_keys import ApiKey
+from ._api_versions import API_VERSIONS_RESPONSES
 from ._codec import (
-    API_VERSIONS_KEY,
     BodyDecodeError,
     api_name,
     build,
@@ -164,7 +165,7 @@ class _NodeConnection:
             raise FrameError(f"correlation id {correlation_id}, expected {item.correlation_id}")
         api_version = item.api_version
         if (
-            item.api_key == API_VERSIONS_KEY
+            item.api_key == ApiKey.API_VERSIONS
             and _error_code(frame, offset) == ErrorCode.unsupported_version
         ):
             api_version = 0  # the broker answered in v0, see _api_versions.py
@@ -315,17 +316,18 @@ class NetworkClient:
     async def _negotiate(self, connection: _NodeConnection) -> dict[int, tuple[int, int]]:
         version = 3
         for _ in range(2):
-            cls = request_schema(API_VERSIONS_KEY, version)
+            cls = request_schema(ApiKey.API_VERSIONS, version)
             assert cls is not None
             request = build(cls, client_software_name="minikafka", client_software_version="0.1.0")
             response = await self._send_on(connection, request)
-            error = int(getattr(response, "error_code", 0))
+            if not isinstance(response, API_VERSIONS_RESPONSES):
+                raise ClientError(f"ApiVersions answered with {type(response).__name__}")
+            error = int(response.error_code)
             ranges = {
-                int(k.api_key): (int(k.min_version), int(k.max_version))
-                for k in getattr(response, "api_keys", ())
+                int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
             }
-            if error == ErrorCode.unsupported_version and API_VERSIONS_KEY in ranges:
-                version = min(version, ranges[API_VERSIONS_KEY][1])
+            if error == ErrorCode.unsupported_version and ApiKey.API_VERSIONS in ranges:
+                version = min(version, ranges[ApiKey.API_VERSIONS][1])
                 continue
             if error != ErrorCode.none:
                 raise ClientError(f"ApiVersions failed with error {error}")

@@ -3,27 +3,28 @@
 kio generates one frozen dataclass per (API, version, request|response) from Kafka's
 own JSON schemas and gives it a native codec; this module is the thin index over it
 the rest of minikafka uses, plus :func:`build`, which constructs the class of any
-version from the fields it has (so one handler can answer Metadata v0 to v13).
+version from the fields it has (so one handler can answer Metadata v0 to v13) and
+refuses a field name that no version of the message has (a typo is an error, not a
+silently missing field).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
+import re
 import typing
 from collections.abc import Mapping
 from functools import cache
 from typing import TypeVar
 
 from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
-from kio.schema.index import api_key_map
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 from ._bounds import BoundsError, check_bounds
-
-API_VERSIONS_KEY = 18
-METADATA_KEY = 3
 
 E = TypeVar("E", bound=Entity)
 
@@ -100,11 +101,44 @@ def build(cls: type[E], /, **values: object) -> E:
 
     Kafka's schemas grow by versions: Metadata v1 adds ``controller_id``, v2
     ``cluster_id``, v13 a top-level ``error_code``. A handler gives every value it
-    knows and each version takes what it carries; a field the class requires but no
-    value names is a programming error and raises ``TypeError``.
+    knows and each version takes what it carries. A name that no version of the
+    message has is a programming error and raises ``TypeError``, as does a field the
+    class requires but no value names.
     """
     names = {f.name for f in _fields(cls)}
+    unknown = values.keys() - names
+    if unknown:
+        unknown -= _message_fields(cls)
+        if unknown:
+            raise TypeError(
+                f"no version of {cls.__module__}.{cls.__qualname__} has a field "
+                + ", ".join(repr(name) for name in sorted(unknown))
+            )
     return cls(**{k: v for k, v in values.items() if k in names})
+
+
+# kio lays its classes out as kio.schema.<message>.v<version>.<request|response|...>,
+# with the nested entities beside the top-level class in the same module.
+_SCHEMA_MODULE = re.compile(r"^kio\.schema\.(?P<message>\w+)\.v\d+\.(?P<part>\w+)$")
+
+
+@cache
+def _message_fields(cls: type[Entity]) -> frozenset[str]:
+    """Every field name of ``cls`` in any version of its message (same class name)."""
+    match = _SCHEMA_MODULE.match(cls.__module__)
+    if match is None:
+        return frozenset(f.name for f in _fields(cls))
+    names: set[str] = set()
+    for version in schema_name_map.get(match["message"], {}):
+        module_name = f"kio.schema.{match['message']}.v{version}.{match['part']}"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        sibling = getattr(module, cls.__name__, None)
+        if isinstance(sibling, type) and dataclasses.is_dataclass(sibling):
+            names.update(f.name for f in dataclasses.fields(sibling))
+    return frozenset(names)
 
 
 def nested(cls: type[Entity], field_name: str) -> type[Entity]:

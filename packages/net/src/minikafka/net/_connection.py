@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from ._codec import API_VERSIONS_KEY, BodyDecodeError, api_name, decode_request_body
+from ._api_keys import ApiKey
+from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
 from ._request import FileRegion, Request, Response, ResponseAction
@@ -250,7 +251,7 @@ class KafkaChannel:
                 body = decode_request_body(header.api_key, header.api_version, frame, offset)
             except BodyDecodeError as e:
                 raise InvalidRequest(str(e)) from e
-        elif header.api_key != API_VERSIONS_KEY:
+        elif header.api_key != ApiKey.API_VERSIONS:
             # Only ApiVersions is answered at a version we do not speak (KIP-511); the
             # handler replies in v0 with UNSUPPORTED_VERSION and the supported ranges.
             raise UnsupportedApiVersion(

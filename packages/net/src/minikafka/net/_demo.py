@@ -8,17 +8,52 @@ shape with many more handlers.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from typing import ClassVar
 
 import attrs
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v0.request import MetadataRequest as MetadataRequestV0
+from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
+from kio.schema.metadata.v2.request import MetadataRequest as MetadataRequestV2
+from kio.schema.metadata.v3.request import MetadataRequest as MetadataRequestV3
+from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
+from kio.schema.metadata.v5.request import MetadataRequest as MetadataRequestV5
+from kio.schema.metadata.v6.request import MetadataRequest as MetadataRequestV6
+from kio.schema.metadata.v7.request import MetadataRequest as MetadataRequestV7
+from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
+from kio.schema.metadata.v9.request import MetadataRequest as MetadataRequestV9
+from kio.schema.metadata.v10.request import MetadataRequest as MetadataRequestV10
+from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV11
+from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 
+from ._api_keys import ApiKey
+from ._api_spec import ApiSpec, ApiTable
 from ._api_versions import NO_THROTTLE, handle_api_versions
-from ._codec import API_VERSIONS_KEY, METADATA_KEY, build, nested, response_schema
+from ._codec import build, nested, response_schema
 from ._request import Request, RequestMetrics
+
+# The Metadata versions served, one kio class each (from v10 a topic carries its id),
+# as a type for the handler and as the classes the body is checked against.
+MetadataRequest = (
+    MetadataRequestV0
+    | MetadataRequestV1
+    | MetadataRequestV2
+    | MetadataRequestV3
+    | MetadataRequestV4
+    | MetadataRequestV5
+    | MetadataRequestV6
+    | MetadataRequestV7
+    | MetadataRequestV8
+    | MetadataRequestV9
+    | MetadataRequestV10
+    | MetadataRequestV11
+    | MetadataRequestV12
+)
+_METADATA: tuple[type[MetadataRequest], ...] = typing.get_args(MetadataRequest)
 
 
 @attrs.define(eq=False)
@@ -30,26 +65,20 @@ class DemoApis:
     port: int
     cluster_id: str = "minikafka-demo"
 
-    SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = {
-        API_VERSIONS_KEY: (0, 4),
-        METADATA_KEY: (0, 12),
-    }
-
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
-        return self.SUPPORTED
+        return self.TABLE.versions()
 
     async def handle(self, request: Request) -> None:
-        if request.api_key == API_VERSIONS_KEY:
-            handle_api_versions(request, self.SUPPORTED)
-        elif request.api_key == METADATA_KEY:
-            self.handle_metadata(request)
-        else:  # the Processor lets through only what api_versions() lists
-            raise AssertionError(f"unexpected {request.api_name}")
+        # The Processor lets through only what api_versions() lists.
+        await self.TABLE.dispatch(self, request)
 
-    def handle_metadata(self, request: Request) -> None:
-        cls = response_schema(METADATA_KEY, request.api_version)
+    async def _api_versions(self, request: Request) -> None:
+        handle_api_versions(request, self.TABLE.versions())
+
+    async def _metadata(self, request: Request) -> None:
+        body = request.body_as(_METADATA)
+        cls = response_schema(ApiKey.METADATA, request.api_version)
         assert cls is not None
-        assert request.body is not None
         broker = build(
             nested(cls, "brokers"),
             node_id=BrokerId(self.node_id),
@@ -59,17 +88,22 @@ class DemoApis:
         )
         # No topic exists: each one asked for by name is unknown. (v0 asks for "all
         # topics" with an empty list, v1+ with null; either way the answer is none.)
+        asked: list[tuple[object, object]] = (
+            [(t.name, t.topic_id) for t in body.topics or ()]
+            if isinstance(body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12)
+            else [(t.name, None) for t in body.topics or ()]
+        )
         topic_cls = nested(cls, "topics")
         topics = tuple(
             build(
                 topic_cls,
                 error_code=ErrorCode.unknown_topic_or_partition,
-                name=topic.name,
-                topic_id=getattr(topic, "topic_id", None),
+                name=name,
+                topic_id=topic_id,
                 is_internal=False,
                 partitions=(),
             )
-            for topic in (getattr(request.body, "topics", None) or ())
+            for name, topic_id in asked
         )
         request.respond(
             build(
@@ -82,6 +116,13 @@ class DemoApis:
                 error_code=ErrorCode.none,
             )
         )
+
+    # The demo's whole protocol surface: ApiVersions, dispatch and the Processor's
+    # version check are all read from these rows.
+    TABLE: ClassVar[ApiTable[DemoApis]] = ApiTable(
+        ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
+        ApiSpec(ApiKey.METADATA, 0, 12, _metadata),
+    )
 
 
 def format_request_line(request: Request, metrics: RequestMetrics) -> str:

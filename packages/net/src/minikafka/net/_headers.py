@@ -33,9 +33,9 @@ from kio.schema.index import api_key_map
 from kio.serial import entity_reader
 from kio.static.primitive import i16, i32
 
-from ._codec import API_VERSIONS_KEY, encode_entity, request_schema, response_schema
+from ._api_keys import ApiKey
+from ._codec import encode_entity, request_schema, response_schema
 
-CONTROLLED_SHUTDOWN_KEY = 7
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in v0-v2
 
 
@@ -63,19 +63,19 @@ class RequestHeader:
 
 def request_header_version(api_key: int, api_version: int) -> int | None:
     """The request header version for this API version, ``None`` if unknown."""
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+    if api_key == ApiKey.CONTROLLED_SHUTDOWN and api_version == 0:
         return 0
     schema = request_schema(api_key, api_version)
     if schema is not None:
         return 2 if schema.__header_schema__ is request_header_v2.RequestHeader else 1
-    if api_key == API_VERSIONS_KEY and api_version >= 0:
+    if api_key == ApiKey.API_VERSIONS and api_version >= 0:
         # KIP-511: a newer client's ApiVersions still gets an answer.
         return 2 if api_version >= 3 else 1
     return None
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
-    if api_key == API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0  # always v0, see the module docstring
     schema = response_schema(api_key, api_version)
     if schema is not None and schema.__header_schema__ is response_header_v1.ResponseHeader:
@@ -96,17 +96,19 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     api_key, api_version, correlation_id = peek_api(frame)
     version = request_header_version(api_key, api_version)
     if version is None:
-        if api_key not in api_key_map and api_key != CONTROLLED_SHUTDOWN_KEY:
+        if api_key not in api_key_map and api_key != ApiKey.CONTROLLED_SHUTDOWN:
             raise UnknownApiKey(f"unknown api key {api_key}")
         raise UnsupportedApiVersion(f"api key {api_key} has no version {api_version}")
     if version == 0:
         return RequestHeader(api_key, api_version, correlation_id, None, 0), _FIXED.size
-    schema = request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+    schema: type[request_header_v1.RequestHeader | request_header_v2.RequestHeader] = (
+        request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+    )
     try:
         header, size = entity_reader(schema)(frame, 0)
     except Exception as e:
         raise InvalidRequest(f"malformed request header: {type(e).__name__}: {e}") from e
-    client_id: str | None = getattr(header, "client_id", None)
+    client_id: str | None = header.client_id
     return RequestHeader(api_key, api_version, correlation_id, client_id, version), size
 
 
@@ -138,12 +140,12 @@ def encode_response_header(correlation_id: int, version: int) -> bytes:
 
 def parse_response_header(frame: bytes, version: int) -> tuple[int, int]:
     """The client side: ``(correlation_id, body offset)``."""
-    schema = (
+    schema: type[response_header_v0.ResponseHeader | response_header_v1.ResponseHeader] = (
         response_header_v1.ResponseHeader if version == 1 else response_header_v0.ResponseHeader
     )
     try:
         header, size = entity_reader(schema)(frame, 0)
     except Exception as e:
         raise InvalidRequest(f"malformed response header: {type(e).__name__}: {e}") from e
-    correlation_id: int = getattr(header, "correlation_id", -1)
+    correlation_id = int(header.correlation_id)
     return correlation_id, size

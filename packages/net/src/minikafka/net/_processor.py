@@ -95,7 +95,8 @@ class Processor:
         )
         self.connections[connection.id] = connection
         self._all_closed = trio.Event()
-        self.tracer.emit(ConnectionAccepted(listener, connection.id, self.id))
+        if self.tracer.enabled:
+            self.tracer.emit(ConnectionAccepted(listener, connection.id, self.id))
         self._nursery.start_soon(connection.run)
         return connection
 
@@ -144,9 +145,12 @@ class Processor:
         self.connections.pop(connection.id, None)
         if self.quotas is not None and connection.peer_address is not None:
             self.quotas.connection_closed(connection.peer_address)
-        self.tracer.emit(
-            ConnectionClosed(connection.id, self.id, connection.close_reason, connection.requests)
-        )
+        if self.tracer.enabled:
+            self.tracer.emit(
+                ConnectionClosed(
+                    connection.id, self.id, connection.close_reason, connection.requests
+                )
+            )
         if not self.connections:
             self._all_closed.set()
 

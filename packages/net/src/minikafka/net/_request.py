@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -21,6 +21,8 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from ._codec import api_name, encode_entity
 from ._framing import SIZE_PREFIX
 from ._headers import RequestHeader, encode_response_header, response_header_version
+
+B = TypeVar("B", bound=RequestPayload)
 
 
 class PinnableFile(Protocol):
@@ -125,6 +127,20 @@ class Request:
         release, self._release = self._release, None
         if release is not None:
             release()
+
+    def body_as(self, versions: tuple[type[B], ...]) -> B:
+        """The body, typed as one of ``versions``: the kio classes of the versions served.
+
+        kio generates one class per API version (``ProduceRequest`` of v3 and of v8 are
+        different types), so a handler names the classes of the versions it serves (a
+        Union type, one member per version) and reads the fields they share; a field
+        that only some versions have is read after an ``isinstance`` check against
+        those versions. A body of any other class is a bug in the server's table.
+        """
+        body = self.body
+        if not isinstance(body, versions):
+            raise TypeError(f"{self.api_name} v{self.api_version}: unexpected body {body!r:.80}")
+        return body
 
     @property
     def api_key(self) -> int:

@@ -27,7 +27,7 @@ from typing import Protocol
 import attrs
 import trio
 
-from minikafka.trace import Tracer, get_tracer
+from minikafka.trace import Tracer
 
 from ._channel import RequestChannel
 from ._config import INT_MAX, Listener, NetConfig
@@ -200,7 +200,9 @@ class SocketServer:
     config: NetConfig
     handler: RequestHandler
     on_request_completed: RequestCompletedHook | None = None
-    tracer: Tracer = attrs.field(factory=get_tracer)
+    tracer: Tracer = attrs.field(kw_only=True)
+    """Where the Reactor's events go, with this node's id: given by whoever builds the
+    server (the broker passes its node's tracer), never looked up globally."""
     channel: RequestChannel = attrs.field(init=False)
     processors: list[Processor] = attrs.field(init=False, factory=list)
     acceptors: list[Acceptor] = attrs.field(init=False, factory=list)

@@ -14,6 +14,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.trace import NullTracer
 
+from ._api_keys import ApiKey
 from ._api_versions import handle_api_versions
 from ._codec import build, decode_response_body, encode_entity, response_schema
 from ._config import Listener, NetConfig
@@ -143,13 +144,15 @@ class ScriptedHandler:
     """A handler whose Metadata behaviour a test scripts; ApiVersions from ``supported``."""
 
     on_metadata: Callable[[Request], Awaitable[None]]
-    supported: Mapping[int, tuple[int, int]] = attrs.field(factory=lambda: {18: (0, 4), 3: (0, 12)})
+    supported: Mapping[int, tuple[int, int]] = attrs.field(
+        factory=lambda: {ApiKey.API_VERSIONS: (0, 4), ApiKey.METADATA: (0, 12)}
+    )
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.supported
 
     async def handle(self, request: Request) -> None:
-        if request.api_key == 3:
+        if request.api_key == ApiKey.METADATA:
             await self.on_metadata(request)
         else:
             handle_api_versions(request, self.supported)
