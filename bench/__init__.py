@@ -1,4 +1,4 @@
-"""minikafka's benchmarks (DESIGN.md section 10): ``python -m bench`` or ``make bench``.
+"""minikafka's benchmarks (ARCHITECTURE.md, "Performance"): ``python -m bench`` or ``make bench``.
 
 Each benchmark module measures one mechanism against a ceiling in the same run and
 returns a :class:`bench._common.Report`; ``__main__`` prints the reports' tables and

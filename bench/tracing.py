@@ -1,7 +1,7 @@
 """What tracing costs: one emit into the JSON Lines tracer, and the broker traced or not.
 
-Issue 7's benchmark (DESIGN.md section 7: tracing is "cheap enough to leave on (measured
-in bench/)"). Two parts, in one run:
+Issue 7's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enough to leave on
+(measured in bench/)"). Two parts, in one run:
 
 - ``emit``: in this process, ``EMITS`` events through each of: the guard a hot path uses
   with tracing off (``if tracer.enabled: tracer.emit(...)`` on a ``NullTracer``), an

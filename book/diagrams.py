@@ -1,6 +1,6 @@
 """State diagrams for the book, drawn as SVG straight from the cores' transition tables.
 
-DESIGN.md section 8: diagrams of state machines are generated from the tables the code runs
+ARCHITECTURE.md, "The book": diagrams of state machines are generated from the tables the code runs
 on, so a picture cannot drift from the code. The book builds offline with neither graphviz
 nor mermaid, so this module lays the states out itself: rounded boxes spaced evenly on an
 ellipse (turned and widened until no two boxes come close), transitions as gently curved

@@ -1,7 +1,7 @@
 """The README's compatibility matrix (API x client), built from the tests that prove it.
 
 Every compatibility test that proves a cell carries ``@pytest.mark.compat(api, client)``
-(DESIGN.md section 9). This script reads the test modules ``tests/compat/test_*.py`` with
+(ARCHITECTURE.md, "Tests"). This script reads the test modules ``tests/compat/test_*.py`` with
 :mod:`ast` -- it neither imports nor runs them -- and collects those marks wherever pytest
 would apply them:
 

@@ -1,4 +1,4 @@
-"""Lab 01's exercises: the anatomy of a request (DESIGN.md section 7).
+"""Lab 01's exercises: the anatomy of a request (ARCHITECTURE.md, "Traces and labs").
 
 Write each function with Spark's DataFrame API, then run ``make lab 1``: it runs the
 scenario (a broker driven by librdkafka clients) and checks every answer against what

@@ -1,5 +1,5 @@
 """Lab 01's scenario: one broker, producers with every ``acks``, consumers with and without
-long polling, and a burst (DESIGN.md section 7).
+long polling, and a burst (ARCHITECTURE.md, "Traces and labs").
 
 ``run(out)`` starts ``minikafka broker`` (:class:`BrokerProcess`) with its data in
 ``out/data`` and its trace in ``out/traces``, creates the topic ``lab01`` (one partition)

@@ -1,4 +1,4 @@
-"""Lab 01's reference answers: where a request spends its time (DESIGN.md section 7).
+"""Lab 01's reference answers: where a request spends its time (ARCHITECTURE.md, "Traces and labs").
 
 Every function takes the broker's ``net.request`` events,
 ``read_events(spark, traces, RequestCompleted)``: one row per request with its API,

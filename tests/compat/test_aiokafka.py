@@ -1,6 +1,6 @@
 """aiokafka (0.14) against a real minikafka broker: admin, produce, consume by assign.
 
-DESIGN.md section 9: each real client drives the broker the way a user does. aiokafka is
+ARCHITECTURE.md, "Tests": each real client drives the broker the way a user does. aiokafka is
 asyncio while the repository runs pytest under trio, so each test is a plain function
 that runs its own coroutine with ``asyncio.run``. Consumers use ``assign`` without a group
 (groups are in ``test_groups_aiokafka.py``). Records are read back byte for byte: keys,

@@ -1,6 +1,6 @@
 """kafka-python (3.x) against a real minikafka broker: admin, produce, consume by assign.
 
-DESIGN.md section 9: each real client drives the broker the way a user does. These tests
+ARCHITECTURE.md, "Tests": each real client drives the broker the way a user does. These tests
 use kafka-python's API (``KafkaAdminClient``, ``KafkaProducer``, ``KafkaConsumer`` with
 ``assign``; groups are in ``test_groups_kafka_python.py``) and check the records read back
 byte for byte: keys, values, headers, timestamps and their order within a partition.

@@ -1,4 +1,5 @@
-"""Crash safety (issue 5, DESIGN.md section 9): kill -9 during produce, nothing acknowledged lost.
+"""Crash safety (issue 5, ARCHITECTURE.md, "Tests"): kill -9 during produce, nothing acknowledged
+lost.
 
 Real clients (confluent-kafka and kafka-python) produce with ``acks=all`` and
 idempotence to a real broker process while the test SIGKILLs it and restarts it on the

@@ -1,6 +1,6 @@
 """The fuzz harness: send cases to one broker process and check what the broker promises.
 
-DESIGN.md section 5's promise about bad input is what is checked, per case and per
+ARCHITECTURE.md's ("Wire protocol") promise about bad input is what is checked, per case and per
 batch of cases:
 
 - per case: every response is for a request that is still waiting for one, in the

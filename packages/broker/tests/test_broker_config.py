@@ -1,7 +1,8 @@
 """KafkaConfig: Kafka's keys and defaults, server.properties, and start-up refusals.
 
 A key no layer knows, or a value a layer cannot use, stops start-up with a ConfigError
-naming the key (DESIGN.md section 6); ``meta.properties`` ties the log directories to one
+naming the key (ARCHITECTURE.md, "Configuration and commands"); ``meta.properties`` ties the log
+directories to one
 node. The ``minikafka broker`` command is run once as a subprocess to check that a bad
 key ends the process with a message naming it.
 """

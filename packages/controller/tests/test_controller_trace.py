@@ -1,5 +1,5 @@
-"""The controller's trace events (DESIGN.md section 7): records applied, partition leader
-elections with their causes, broker registrations, and the quorum's elections."""
+"""The controller's trace events (ARCHITECTURE.md, "Traces and labs"): records applied, partition
+leader elections with their causes, broker registrations, and the quorum's elections."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The group coordinator's trace events (DESIGN.md section 7): whole groups on virtual
-time through the simulator, and the rarer paths driven request by request."""
+"""The group coordinator's trace events (ARCHITECTURE.md, "Traces and labs"): whole groups on
+virtual time through the simulator, and the rarer paths driven request by request."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Replication's trace events (DESIGN.md section 7): leadership, ISR changes, HW moves
-and the answers of requests that waited in a purgatory."""
+"""Replication's trace events (ARCHITECTURE.md, "Traces and labs"): leadership, ISR changes, HW
+moves and the answers of requests that waited in a purgatory."""
 
 from __future__ import annotations
 

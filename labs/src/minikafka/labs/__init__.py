@@ -1,4 +1,4 @@
-"""minikafka.labs: the harness of the PySpark labs (DESIGN.md section 7).
+"""minikafka.labs: the harness of the PySpark labs (ARCHITECTURE.md, "Traces and labs").
 
 A lab's scenario drives the real broker with tracing on; the reader's exercises turn the
 traces into numbers with Spark; the lab's tests compare those numbers with what the

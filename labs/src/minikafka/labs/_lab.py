@@ -1,4 +1,4 @@
-"""Finding the labs and loading their modules (DESIGN.md section 7).
+"""Finding the labs and loading their modules (ARCHITECTURE.md, "Traces and labs").
 
 A lab is a directory ``labs/NN-topic/`` of plain modules (``scenario.py``,
 ``exercises.py``, ``solutions.py``, ``test_lab.py``), not a package: its name starts with a

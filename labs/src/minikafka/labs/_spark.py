@@ -1,4 +1,4 @@
-"""The labs' SparkSession and trace DataFrames (DESIGN.md section 7).
+"""The labs' SparkSession and trace DataFrames (ARCHITECTURE.md, "Traces and labs").
 
 One factory so every lab, test and book cell gets the same session: local mode on two
 cores unless ``SPARK_MASTER`` names a cluster, quiet logs, no web UI, and UTC, so the

@@ -10,8 +10,8 @@ A broker's error is printed under Kafka's name and the tool exits 1; a bad argum
 exits 2.
 
 ``broker --trace-dir DIR`` (or ``MINIKAFKA_TRACE_DIR``) installs the process's tracer
-(DESIGN.md section 7) and hands it to ``BrokerServer.open``, which builds every component
-with it, and closes it after the clean shutdown, so the last buffer of events reaches the
+(ARCHITECTURE.md, "Traces and labs") and hands it to ``BrokerServer.open``, which builds every
+component with it, and closes it after the clean shutdown, so the last buffer of events reaches the
 file.
 """
 

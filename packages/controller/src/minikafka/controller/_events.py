@@ -1,4 +1,4 @@
-"""Trace events of the KRaft controller (DESIGN.md section 7; seed 004, KIP-500/631).
+"""Trace events of the KRaft controller (ARCHITECTURE.md, "Traces and labs"; seed 004, KIP-500/631).
 
 The controller's decisions are records in the metadata log; these events say which
 decisions were taken and why, so a reader can line a broker's leadership changes up with

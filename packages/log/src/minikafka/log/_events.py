@@ -1,4 +1,5 @@
-"""Trace events of the log (DESIGN.md section 7): what changed the shape of a log on disk."""
+"""Trace events of the log (ARCHITECTURE.md, "Traces and labs"): what changed the shape of a log on
+disk."""
 
 from __future__ import annotations
 

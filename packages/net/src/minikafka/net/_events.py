@@ -1,4 +1,4 @@
-"""Trace events of the network layer (DESIGN.md section 7).
+"""Trace events of the network layer (ARCHITECTURE.md, "Traces and labs").
 
 ``net.request`` carries Kafka's request time breakdown for every request, so the
 labs can ask where a request spent its time: waiting in the RequestChannel, in the

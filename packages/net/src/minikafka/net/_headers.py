@@ -40,7 +40,8 @@ _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in 
 
 
 class InvalidRequest(Exception):
-    """A request the broker cannot read; its connection is closed (DESIGN.md 5)."""
+    """A request the broker cannot read; its connection is closed (ARCHITECTURE.md, "Wire
+    protocol")."""
 
 
 class UnknownApiKey(InvalidRequest):

@@ -1,4 +1,5 @@
-"""Trace events of replication (DESIGN.md section 7; seed 000's replication vocabulary).
+"""Trace events of replication (ARCHITECTURE.md, "Traces and labs"; seed 000's replication
+vocabulary).
 
 What a reader needs to see how durable and how fresh a partition is: when this replica
 became leader or follower and at which epoch, when the ISR the controller gave the leader

@@ -1,7 +1,7 @@
 """Trace event types: the :class:`TraceEvent` base, the registry and field-type rules.
 
-DESIGN section 7: every package declares its events as frozen attrs classes and registers
-them with :func:`register_event`. Registration checks, once and at import time, everything
+ARCHITECTURE.md, "Traces and labs": every package declares its events as frozen attrs classes and
+registers them with :func:`register_event`. Registration checks, once and at import time, everything
 the writer and the Spark schemas rely on, so emitting stays a few attribute reads.
 """
 

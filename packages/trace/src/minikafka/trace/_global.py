@@ -1,7 +1,7 @@
 """The process-wide tracer: configured once at start-up, looked up where events happen.
 
-A broker process has one tracer (DESIGN section 7: one buffered writer per process), so
-packages call :func:`get_tracer` rather than thread a tracer through every constructor.
+A broker process has one tracer (ARCHITECTURE.md, "Traces and labs": one buffered writer per
+process), so packages call :func:`get_tracer` rather than thread a tracer through every constructor.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Spark schemas for trace events, as the plain data of Spark's StructType JSON form.
 
-The labs (DESIGN section 7) read trace files with PySpark. Building the schema here as
-dicts keeps pyspark out of the broker's dependencies; a lab turns one into a real schema
+The labs (ARCHITECTURE.md, "Traces and labs") read trace files with PySpark. Building the schema
+here as dicts keeps pyspark out of the broker's dependencies; a lab turns one into a real schema
 with ``pyspark.sql.types.StructType.fromJson(spark_schema(RequestCompleted))``.
 """
 

@@ -1,4 +1,5 @@
-"""The JSON Lines tracer: one buffered, size-rotated writer per process (DESIGN section 7).
+"""The JSON Lines tracer: one buffered, size-rotated writer per process (ARCHITECTURE.md, "Traces
+and labs").
 
 Tracing is meant to stay on in cluster runs, so ``emit`` does no file I/O of its own: it
 encodes one line and appends it to a buffer. The buffer goes to disk when it outgrows

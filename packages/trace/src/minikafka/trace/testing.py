@@ -1,4 +1,5 @@
-"""Test helpers for packages that emit trace events (DESIGN section 2: ``<name>.testing``).
+"""Test helpers for packages that emit trace events (ARCHITECTURE.md, "Packages and layers":
+``<name>.testing``).
 
 with recording_tracer(node=1) as tracer:
     run_the_code_under_test()
