@@ -143,9 +143,7 @@ async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
         await register(server, 1)
         for i in range(5):
             await create(server, f"topic-{i}", 2, 1)
-        with trio.fail_after(DEADLINE):
-            while server.quorum.latest_snapshot() is None or server._snapshotting:  # noqa: ASYNC110
-                await trio.sleep(0.01)
+        await snapshot_written(server)
 
     before = await serve(tmp_path, work, config)
     snapshot = before.quorum.latest_snapshot()
@@ -166,8 +164,7 @@ async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
 async def snapshot_written(server: ControllerServer) -> None:
     """Wait until no snapshot is being written."""
     with trio.fail_after(DEADLINE):
-        while server._snapshotting:  # noqa: ASYNC110
-            await trio.sleep(0.01)
+        await server.wait_snapshot_written()
 
 
 @pytest.mark.parametrize("snapshot", [False, True], ids=["log", "snapshot"])
@@ -224,6 +221,8 @@ async def test_an_expired_session_fences_the_broker_and_moves_leadership(tmp_pat
                 await server.submit(
                     BrokerHeartbeatRequest(survivor, epochs[survivor], server.image.offset)
                 )
+                # The survivor's heartbeat interval, not a wait for something: time
+                # must pass (300 ms) for the leader's session to run out.
                 await trio.sleep(0.05)
         topic = server.image.topic("moving")
         assert topic is not None

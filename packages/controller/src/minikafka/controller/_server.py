@@ -123,12 +123,15 @@ class ControllerServer:
     _queue_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
     _snapshot_size: int = attrs.field(init=False, default=0)  # log size at the last snapshot
     _snapshotting: bool = attrs.field(init=False, default=False)
+    # Set while no snapshot is being written; a new one each time a snapshot starts.
+    _snapshot_done: trio.Event = attrs.field(init=False, factory=trio.Event)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     failure: MetadataLogError | None = attrs.field(init=False, default=None)
     """Why the metadata log can no longer be trusted (this node resigned); None if fine."""
 
     def __attrs_post_init__(self) -> None:
         self._send, self._receive = trio.open_memory_channel(math.inf)
+        self._snapshot_done.set()
 
     @classmethod
     def open(
@@ -308,6 +311,7 @@ class ControllerServer:
         if self.quorum.log.size - self._snapshot_size < threshold:
             return
         self._snapshotting = True
+        self._snapshot_done = trio.Event()
         self._nursery.start_soon(self._write_snapshot, self.image)
 
     async def _write_snapshot(self, image: MetadataImage) -> None:
@@ -323,3 +327,10 @@ class ControllerServer:
             _logger.warning("writing a metadata snapshot in %s failed: %s", self.quorum.dir, exc)
         self._snapshot_size = self.quorum.log.size
         self._snapshotting = False
+        self._snapshot_done.set()
+
+    async def wait_snapshot_written(self) -> None:
+        """Until no metadata snapshot is being written (at once if none is). A request's
+        answer comes after the commit that may start one, so a caller that waits here
+        after its last request finds the snapshot of that request's image or a later one."""
+        await self._snapshot_done.wait()
