@@ -24,8 +24,8 @@ from minikafka.net import (
 from minikafka.net.testing import METADATA_V9, ScriptedHandler, echo_metadata, serving, wait_until
 
 
-def has_queued(connection: Any, count: int) -> bool:
-    return len(connection.unsent) + len(connection.in_flight) == count
+def queued(client: NetworkClient, node: Node, count: int) -> bool:
+    return sum(client.queued(node)) == count
 
 
 def _node(server: SocketServer) -> Node:
@@ -93,7 +93,6 @@ async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None
         node = _node(server)
         async with NetworkClient.open(max_in_flight=2) as client:
             await client.api_versions(node)
-            connection = client._connections[node]
             results: list[int] = []
 
             async def one(i: int) -> None:
@@ -103,10 +102,8 @@ async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None
             async with trio.open_nursery() as nursery:
                 for i in range(5):
                     nursery.start_soon(one, i)
-                    await wait_until(functools.partial(has_queued, connection, i + 1))
-                await wait_until(
-                    lambda: len(connection.in_flight) == 2 and len(connection.unsent) == 3
-                )
+                    await wait_until(functools.partial(queued, client, node, i + 1))
+                await wait_until(lambda: client.queued(node) == (2, 3))
                 gate.set()
             assert order == sorted(order)  # sent and answered in correlation order
             assert results == [0, 1, 2, 3, 4]

@@ -225,6 +225,14 @@ class NetworkClient:
         if connection is not None:
             connection.fail(DisconnectedError(f"disconnected from node {node.node_id}"))
 
+    def queued(self, node: Node) -> tuple[int, int]:
+        """(in flight, waiting unsent) requests on the connection to ``node``, (0, 0)
+        without one: the first is what ``max_in_flight`` bounds, the rest wait their turn."""
+        connection = self._connections.get(node)
+        if connection is None:
+            return 0, 0
+        return len(connection.in_flight), len(connection.unsent)
+
     async def api_versions(self, node: Node) -> Mapping[int, tuple[int, int]]:
         """What the broker advertised when this client connected."""
         return (await self._connection(node)).api_versions
