@@ -36,7 +36,6 @@ import pytest
 from confluent_kafka import (
     Consumer,
     ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
     KafkaError,
     KafkaException,
     Message,
@@ -47,8 +46,6 @@ from confluent_kafka import (
 # confluent_kafka.admin re-exports these without listing them in __all__.
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclOperation,
-    AdminClient,
-    NewTopic,
 )
 
 from minikafka.broker.testing import BrokerProcess
@@ -66,6 +63,7 @@ from tests.compat._groups import (
     stop_all,
     wait_for,
 )
+from tests.compat._librdkafka import LibrdkafkaAdmin
 
 # --- the adapter ---------------------------------------------------------------------------
 
@@ -181,20 +179,12 @@ while True:
 
 
 @attrs.define
-class ConfluentGroups:
+class ConfluentGroups(LibrdkafkaAdmin):
     """confluent-kafka, as the group scenarios use it."""
 
     bootstrap: str
     changed: threading.Condition = attrs.field(factory=threading.Condition)
     auto_commits: bool = False
-
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
-
-    def create_topic(self, topic: str, partitions: int) -> None:
-        admin = self.admin()  # kept alive until the answer comes
-        futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=WAIT)
-        futures[topic].result(timeout=WAIT)
 
     def produce(
         self, topic: str, count: int, seed: str, partition: int | None = None
@@ -285,22 +275,6 @@ class ConfluentGroups:
         finally:
             consumer.close()
         return got
-
-    def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "cfg-watermarks"})
-        try:
-            return {
-                p: consumer.get_watermark_offsets(TopicPartition(topic, p), WAIT, cached=False)[1]
-                for p in range(partitions)
-            }
-        finally:
-            consumer.close()
-
-    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        admin = self.admin()
-        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        result = futures[group].result(timeout=WAIT)
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
 
     def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
         scenarios.assert_same_records(got, sent)

@@ -29,14 +29,12 @@ from collections.abc import Sequence
 
 import attrs
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 
 # confluent_kafka.admin re-exports these without listing them in __all__.
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
 from tests.compat._groups import SESSION_MS, WAIT, Member, Record, content, wait_for
+from tests.compat._librdkafka import LibrdkafkaAdmin
 
 pytestmark = [
     pytest.mark.external,
@@ -145,20 +143,12 @@ class KcatMember(Member):
 
 
 @attrs.define
-class KcatGroups:
+class KcatGroups(LibrdkafkaAdmin):
     """kcat, as the group scenarios use it (confluent-kafka's admin client beside it)."""
 
     bootstrap: str
     changed: threading.Condition = attrs.field(factory=threading.Condition)
     auto_commits: bool = True
-
-    def admin(self) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap})
-
-    def create_topic(self, topic: str, partitions: int) -> None:
-        admin = self.admin()  # kept alive until the answer comes
-        futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=WAIT)
-        futures[topic].result(timeout=WAIT)
 
     def produce(
         self, topic: str, count: int, seed: str, partition: int | None = None
@@ -205,22 +195,6 @@ class KcatGroups:
         assert result.returncode == 0, result.stderr.decode()
         records = [json.loads(line) for line in result.stdout.splitlines() if line]
         return [(r["partition"], r["offset"], r["key"], r["payload"]) for r in records]
-
-    def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kcatg-watermarks"})
-        try:
-            return {
-                p: consumer.get_watermark_offsets(TopicPartition(topic, p), WAIT, cached=False)[1]
-                for p in range(partitions)
-            }
-        finally:
-            consumer.close()
-
-    def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
-        admin = self.admin()
-        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
-        result = futures[group].result(timeout=WAIT)
-        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
 
     def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
         """By key and value, and no (partition, offset) twice; per partition, the offsets
