@@ -84,6 +84,7 @@ from minikafka.net import (
     build,
     encode_entity,
     encode_request_header,
+    has_field,
     request_schema,
 )
 from minikafka.net.testing import RawConnection, request_frame, wait_until
@@ -421,7 +422,10 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
     assert cls is not None
 
     def entry(key: str, **fields: object) -> tuple[object, ...]:
-        return (build(element(cls, key), name=topic, topic=topic, **fields),)
+        # A topic entry names its topic "name" in most messages, "topic" in Fetch.
+        entity = element(cls, key)
+        named = "name" if has_field(entity, "name") else "topic"
+        return (build(entity, **{named: topic}, **fields),)
 
     def part(key: str, **fields: object) -> object:
         return build(element(element(cls, key), "partitions"), **fields)

@@ -20,10 +20,10 @@ from kio.static.protocol import Entity
 
 from minikafka.broker import KafkaApis, encode_fetch_response
 from minikafka.log import FileSlice, TopicPartition, build_batch, make_records
-from minikafka.net import FileRegion, build, encode_entity, nested, response_schema
+from minikafka.net import ApiKey, FileRegion, build, encode_entity, nested, response_schema
 from minikafka.replication import FetchPartition, FetchPartitionResult
 
-FETCH_KEY = 1
+FETCH_KEY = ApiKey.FETCH
 LOW, HIGH = KafkaApis.SUPPORTED[FETCH_KEY]
 VERSIONS = range(LOW, HIGH + 1)
 

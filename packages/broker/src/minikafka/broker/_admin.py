@@ -32,7 +32,7 @@ from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsR
 from minikafka.log import LOG_KEYS, NO_EFFECT, TOPIC_ONLY_KEYS, LogConfig
 from minikafka.net import Request, build, nested, response_schema
 
-from ._body import request_body
+from ._body import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
 from ._config import KafkaConfig, unit_keys
 from ._metadata_cache import (
     INTERNAL_TOPICS,
@@ -41,10 +41,6 @@ from ._metadata_cache import (
     MetadataCache,
 )
 
-CREATE_TOPICS_KEY = 19
-DELETE_TOPICS_KEY = 20
-DESCRIBE_CONFIGS_KEY = 32
-CREATE_PARTITIONS_KEY = 37
 NO_THROTTLE = datetime.timedelta(0)
 
 # DescribeConfigs' config_source values (KIP-226)
@@ -88,7 +84,7 @@ def _internal_refusal(name: str, verb: str) -> str | None:
 
 
 async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
-    body = request_body(request)
+    body = request.body_as(CREATE_TOPICS)
     cls = _response_class(request)
     result_cls = nested(cls, "topics")
     # One answer per name, in the order the names first appear (Kafka answers a name
@@ -116,7 +112,7 @@ async def handle_create_topics(request: Request, controller: ControllerServer) -
             )
         )
     if submitted:
-        validate_only = bool(getattr(body, "validate_only", False))
+        validate_only = bool(body.validate_only)  # v1+
         answer = await _submit(controller, ControllerCreateTopics(tuple(submitted), validate_only))
         if isinstance(answer, ControllerCreateTopicsResponse):
             for r in answer.topics:
@@ -125,15 +121,15 @@ async def handle_create_topics(request: Request, controller: ControllerServer) -
                 )
         else:
             code = _failure(answer)
-            for t in submitted:
-                answers[t.name] = build(
-                    result_cls, name=t.name, error_code=code, error_message=None
+            for creatable in submitted:
+                answers[creatable.name] = build(
+                    result_cls, name=creatable.name, error_code=code, error_message=None
                 )
     request.respond(build(cls, throttle_time=NO_THROTTLE, topics=_in_order(answers, result_cls)))
 
 
 async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
-    body = request_body(request)
+    body = request.body_as(DELETE_TOPICS)
     cls = _response_class(request)
     result_cls = nested(cls, "responses")
     names = tuple(str(n) for n in body.topic_names)
@@ -168,7 +164,7 @@ async def handle_delete_topics(request: Request, controller: ControllerServer) -
 
 
 async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
-    body = request_body(request)
+    body = request.body_as(CREATE_PARTITIONS)
     cls = _response_class(request)
     result_cls = nested(cls, "results")
     answers: dict[str, object] = {}
@@ -202,8 +198,8 @@ async def handle_create_partitions(request: Request, controller: ControllerServe
                 )
         else:
             code = _failure(answer)
-            for t in submitted:
-                answers[t.name] = build(result_cls, name=t.name, error_code=code)
+            for grown in submitted:
+                answers[grown.name] = build(result_cls, name=grown.name, error_code=code)
     results = _in_order(answers, result_cls)
     request.respond(build(cls, throttle_time=NO_THROTTLE, results=results))
 
@@ -294,7 +290,7 @@ def _render(value: object) -> str:
 
 
 def handle_describe_configs(request: Request, cache: MetadataCache, config: KafkaConfig) -> None:
-    body = request_body(request)
+    body = request.body_as(DESCRIBE_CONFIGS)
     cls = _response_class(request)
     result_cls = nested(cls, "results")
     entry_cls = nested(result_cls, "configs")
@@ -307,7 +303,7 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
         wanted = resource.configuration_keys
         if wanted is not None:
             entries = [e for e in entries if e.name in set(wanted)]
-        with_synonyms = bool(getattr(body, "include_synonyms", False))
+        with_synonyms = bool(body.include_synonyms)  # v1+
         configs = tuple(
             build(
                 entry_cls,
@@ -315,7 +311,6 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
                 value=e.value,
                 # Topic configs can be altered; the broker's static ones cannot.
                 read_only=kind != ConfigResourceType.TOPIC,
-                is_default=e.source == DEFAULT_CONFIG,
                 config_source=e.source,
                 is_sensitive=False,
                 synonyms=tuple(

@@ -2,15 +2,16 @@
 
 The network layer's handler tasks call :meth:`KafkaApis.handle` with each request; the
 Processor has already refused what :meth:`KafkaApis.api_versions` does not list, so
-every request that arrives here has a handler. The table below is the broker's whole
-protocol surface; ApiVersions reports it verbatim, and each range is covered by the
-compatibility tests with real clients.
+every request that arrives here has a handler. The table at the end of the class
+(``KafkaApis.TABLE``, one :class:`~minikafka.net.ApiSpec` row per API) is the broker's
+whole protocol surface: ApiVersions reports it verbatim, dispatch and parking read it,
+and each range is covered by the compatibility tests with real clients.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import ClassVar
 
 import attrs
@@ -25,7 +26,7 @@ from minikafka.controller import (
     CreateTopicsResponse,
 )
 from minikafka.coordination import GroupCoordinatorService
-from minikafka.net import Request, handle_api_versions
+from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
 from minikafka.replication import ReplicaManager
 
 from ._admin import (
@@ -34,6 +35,7 @@ from ._admin import (
     handle_delete_topics,
     handle_describe_configs,
 )
+from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._fetch import handle_fetch
 from ._groups import (
@@ -53,13 +55,6 @@ from ._offsets_topic import handle_find_coordinator
 from ._produce import handle_produce
 from ._producer_ids import ProducerIdManager, handle_init_producer_id
 
-Handler = Callable[[Request], Awaitable[None]]
-
-# Requests that wait for other clients: a JoinGroup is held until the whole group has
-# rejoined, a SyncGroup until the leader's assignment is stored, an OffsetCommit until
-# it is replicated. Kafka parks them in purgatories; here each runs in a task of its own,
-# so the num.io.threads handlers are never all held by one rebalance.
-_PARKING_APIS = frozenset({8, 11, 14})
 _logger = logging.getLogger("minikafka.broker")
 
 
@@ -74,64 +69,13 @@ class KafkaApis:
     groups: GroupCoordinatorService
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
-    _handlers: dict[int, Handler] = attrs.field(init=False)
     _parked: trio.Nursery | None = attrs.field(init=False, default=None)
-
-    SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = {
-        0: (3, 8),  # Produce
-        1: (4, 11),  # Fetch
-        2: (1, 5),  # ListOffsets
-        3: (1, 8),  # Metadata
-        8: (2, 7),  # OffsetCommit
-        9: (1, 5),  # OffsetFetch
-        10: (0, 2),  # FindCoordinator
-        11: (0, 5),  # JoinGroup
-        12: (0, 3),  # Heartbeat
-        13: (0, 3),  # LeaveGroup
-        14: (0, 3),  # SyncGroup
-        15: (0, 4),  # DescribeGroups
-        16: (0, 2),  # ListGroups
-        18: (0, 4),  # ApiVersions
-        19: (2, 4),  # CreateTopics
-        20: (1, 3),  # DeleteTopics
-        22: (0, 1),  # InitProducerId
-        32: (1, 3),  # DescribeConfigs
-        37: (0, 1),  # CreatePartitions
-        42: (0, 1),  # DeleteGroups
-    }
-
-    def __attrs_post_init__(self) -> None:
-        self._handlers = {
-            0: self._produce,
-            1: self._fetch,
-            2: self._list_offsets,
-            3: self._metadata,
-            8: lambda r: handle_offset_commit(r, self.groups, self.metadata_cache),
-            9: lambda r: handle_offset_fetch(r, self.groups),
-            10: lambda r: handle_find_coordinator(
-                r, self.controller, self.metadata_cache, self.config
-            ),
-            11: lambda r: handle_join_group(r, self.groups),
-            12: lambda r: handle_heartbeat(r, self.groups),
-            13: lambda r: handle_leave_group(r, self.groups),
-            14: lambda r: handle_sync_group(r, self.groups),
-            15: lambda r: handle_describe_groups(r, self.groups),
-            16: lambda r: handle_list_groups(r, self.groups),
-            18: self._api_versions,
-            19: lambda r: handle_create_topics(r, self.controller),
-            20: lambda r: handle_delete_topics(r, self.controller),
-            22: lambda r: handle_init_producer_id(r, self.producer_ids),
-            32: self._describe_configs,
-            37: lambda r: handle_create_partitions(r, self.controller),
-            42: lambda r: handle_delete_groups(r, self.groups),
-        }
-        assert self._handlers.keys() == self.SUPPORTED.keys()
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Host the tasks of the requests that wait for other clients (_PARKING_APIS)."""
+        """Host the tasks of the requests that wait for other clients (``parks`` rows)."""
         async with trio.open_nursery() as nursery:
             self._parked = nursery
             task_status.started()
@@ -140,14 +84,14 @@ class KafkaApis:
     async def handle(self, request: Request) -> None:
         if not self.ready.is_set():
             await self.ready.wait()
-        if request.api_key in _PARKING_APIS and self._parked is not None:
+        if self.TABLE[request.api_key].parks and self._parked is not None:
             self._parked.start_soon(self._handle_parked, request)
             return
-        await self._handlers[request.api_key](request)
+        await self.TABLE.dispatch(self, request)
 
     async def _handle_parked(self, request: Request) -> None:
         try:
-            await self._handlers[request.api_key](request)
+            await self.TABLE.dispatch(self, request)
         except Exception:
             # What the handler pool does for a failed handler: this connection only.
             _logger.exception(
@@ -161,6 +105,8 @@ class KafkaApis:
     async def _api_versions(self, request: Request) -> None:
         handle_api_versions(request, self.SUPPORTED)
 
+    # --- one method per API, adapting the request to its handler's dependencies --------
+
     async def _produce(self, request: Request) -> None:
         handle_produce(request, self.replica_manager, self.metadata_cache)
 
@@ -173,6 +119,48 @@ class KafkaApis:
     async def _describe_configs(self, request: Request) -> None:
         handle_describe_configs(request, self.metadata_cache, self.config)
 
+    async def _offset_commit(self, request: Request) -> None:
+        await handle_offset_commit(request, self.groups, self.metadata_cache)
+
+    async def _offset_fetch(self, request: Request) -> None:
+        await handle_offset_fetch(request, self.groups)
+
+    async def _find_coordinator(self, request: Request) -> None:
+        await handle_find_coordinator(request, self.controller, self.metadata_cache, self.config)
+
+    async def _join_group(self, request: Request) -> None:
+        await handle_join_group(request, self.groups)
+
+    async def _heartbeat(self, request: Request) -> None:
+        await handle_heartbeat(request, self.groups)
+
+    async def _leave_group(self, request: Request) -> None:
+        await handle_leave_group(request, self.groups)
+
+    async def _sync_group(self, request: Request) -> None:
+        await handle_sync_group(request, self.groups)
+
+    async def _describe_groups(self, request: Request) -> None:
+        await handle_describe_groups(request, self.groups)
+
+    async def _list_groups(self, request: Request) -> None:
+        await handle_list_groups(request, self.groups)
+
+    async def _delete_groups(self, request: Request) -> None:
+        await handle_delete_groups(request, self.groups)
+
+    async def _create_topics(self, request: Request) -> None:
+        await handle_create_topics(request, self.controller)
+
+    async def _delete_topics(self, request: Request) -> None:
+        await handle_delete_topics(request, self.controller)
+
+    async def _create_partitions(self, request: Request) -> None:
+        await handle_create_partitions(request, self.controller)
+
+    async def _init_producer_id(self, request: Request) -> None:
+        await handle_init_producer_id(request, self.producer_ids)
+
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
         errors: dict[str, ErrorCode] = {}
@@ -184,7 +172,8 @@ class KafkaApis:
             if self.metadata_cache.topic(n) is None and n not in INTERNAL_TOPICS
         ]
         # Before v4 there is no allow_auto_topic_creation field and clients expect it on.
-        allowed = getattr(request.body, "allow_auto_topic_creation", True)
+        body = request.body_as(METADATA)
+        allowed = body.allow_auto_topic_creation if isinstance(body, METADATA_V4_PLUS) else True
         if missing and allowed and self.config.broker.auto_create_topics_enable:
             errors = await self._auto_create(missing)
         request.respond(
@@ -211,3 +200,34 @@ class KafkaApis:
             for r in response.topics
             if r.error_code is not ErrorCode.none
         }
+
+    # The broker's whole protocol surface, one row per API: ApiVersions advertises these
+    # ranges verbatim and dispatch reads the handler from the same row. ``parks`` marks
+    # the requests that wait for other clients (a JoinGroup is held until the whole group
+    # has rejoined, a SyncGroup until the leader's assignment is stored, an OffsetCommit
+    # until it is replicated): Kafka parks them in purgatories; here each runs in a task
+    # of its own, so the num.io.threads handlers are never all held by one rebalance.
+    TABLE: ClassVar[ApiTable[KafkaApis]] = ApiTable(
+        ApiSpec(ApiKey.PRODUCE, 3, 8, _produce),
+        ApiSpec(ApiKey.FETCH, 4, 11, _fetch),
+        ApiSpec(ApiKey.LIST_OFFSETS, 1, 5, _list_offsets),
+        ApiSpec(ApiKey.METADATA, 1, 8, _metadata),
+        ApiSpec(ApiKey.OFFSET_COMMIT, 2, 7, _offset_commit, parks=True),
+        ApiSpec(ApiKey.OFFSET_FETCH, 1, 5, _offset_fetch),
+        ApiSpec(ApiKey.FIND_COORDINATOR, 0, 2, _find_coordinator),
+        ApiSpec(ApiKey.JOIN_GROUP, 0, 5, _join_group, parks=True),
+        ApiSpec(ApiKey.HEARTBEAT, 0, 3, _heartbeat),
+        ApiSpec(ApiKey.LEAVE_GROUP, 0, 3, _leave_group),
+        ApiSpec(ApiKey.SYNC_GROUP, 0, 3, _sync_group, parks=True),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 4, _describe_groups),
+        ApiSpec(ApiKey.LIST_GROUPS, 0, 2, _list_groups),
+        ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
+        ApiSpec(ApiKey.CREATE_TOPICS, 2, 4, _create_topics),
+        ApiSpec(ApiKey.DELETE_TOPICS, 1, 3, _delete_topics),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 1, _init_producer_id),
+        ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 3, _describe_configs),
+        ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 1, _create_partitions),
+        ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
+    )
+    SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
+    """API key -> (min, max): what ApiVersions lists, derived from the table."""

@@ -28,9 +28,8 @@ from minikafka.replication import (
     ReplicaManager,
 )
 
-from ._body import request_body
+from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH
 
-FETCH_KEY = 1
 READ_COMMITTED = 1
 
 _I16 = struct.Struct(">h")
@@ -40,14 +39,14 @@ _I64 = struct.Struct(">q")
 
 
 def handle_fetch(request: Request, replica_manager: ReplicaManager) -> None:
-    body = request_body(request)
+    body = request.body_as(FETCH)
     version = request.api_version
     fetches = [
         FetchPartition(
             TopicPartition(topic.topic, int(p.partition)),
             int(p.fetch_offset),
             int(p.partition_max_bytes),
-            int(getattr(p, "current_leader_epoch", -1)),
+            int(p.current_leader_epoch) if isinstance(p, FETCH_PARTITION_WITH_EPOCH) else -1,
         )
         for topic in body.topics
         for p in topic.partitions
@@ -56,9 +55,9 @@ def handle_fetch(request: Request, replica_manager: ReplicaManager) -> None:
         replica_id=int(body.replica_id),
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=int(body.min_bytes),
-        max_bytes=int(getattr(body, "max_bytes", 2**31 - 1)),
+        max_bytes=int(body.max_bytes),  # v3+
     )
-    read_committed = int(getattr(body, "isolation_level", 0)) == READ_COMMITTED
+    read_committed = int(body.isolation_level) == READ_COMMITTED  # v4+
 
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
         request.respond_parts(encode_fetch_response(version, results, read_committed))

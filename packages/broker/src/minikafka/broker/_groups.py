@@ -25,7 +25,18 @@ from __future__ import annotations
 
 import datetime
 
+from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as DescribeGroupsRequestV3
+from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsRequestV4
 from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat.v3.request import HeartbeatRequest as HeartbeatRequestV3
+from kio.schema.join_group.v0.request import JoinGroupRequest as JoinGroupRequestV0
+from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupRequestV5
+from kio.schema.leave_group.v3.request import LeaveGroupRequest as LeaveGroupRequestV3
+from kio.schema.offset_commit.v2.request import OffsetCommitRequest as OffsetCommitRequestV2
+from kio.schema.offset_commit.v3.request import OffsetCommitRequest as OffsetCommitRequestV3
+from kio.schema.offset_commit.v4.request import OffsetCommitRequest as OffsetCommitRequestV4
+from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCommitRequestV7
+from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupRequestV3
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.coordination import (
@@ -41,7 +52,17 @@ from minikafka.coordination import (
 from minikafka.log import TopicPartition
 from minikafka.net import Request, build, nested, response_schema
 
-from ._body import request_body
+from ._body import (
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_COMMIT_PARTITION_WITH_EPOCH,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+)
 from ._metadata_cache import MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
@@ -96,9 +117,9 @@ def _refuse_empty_group_id(request: Request) -> None:
 
 
 async def handle_join_group(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(JOIN_GROUP)
     version = request.api_version
-    rebalance_timeout = getattr(body, "rebalance_timeout", None)  # not in v0
+    rebalance_timeout = None if isinstance(body, JoinGroupRequestV0) else body.rebalance_timeout
     answer = await service.join_group(
         JoinGroupRequest(
             group_id=body.group_id,
@@ -107,7 +128,9 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
             protocols=tuple((p.name, p.metadata) for p in body.protocols),
             session_timeout_ms=_ms(body.session_timeout),
             rebalance_timeout_ms=-1 if rebalance_timeout is None else _ms(rebalance_timeout),
-            group_instance_id=getattr(body, "group_instance_id", None),
+            group_instance_id=body.group_instance_id  # KIP-345, v5+
+            if isinstance(body, JoinGroupRequestV5)
+            else None,
             client_id=request.header.client_id or "",
             client_host=client_host(request.connection_id),
             version=version,
@@ -142,7 +165,7 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
 
 
 async def handle_sync_group(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(SYNC_GROUP)
     if not body.group_id:
         _refuse_empty_group_id(request)
         return
@@ -151,9 +174,12 @@ async def handle_sync_group(request: Request, service: GroupCoordinatorService) 
             group_id=body.group_id,
             generation_id=int(body.generation_id),
             member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            protocol_type=getattr(body, "protocol_type", None),
-            protocol_name=getattr(body, "protocol_name", None),
+            group_instance_id=body.group_instance_id  # KIP-345, v3+
+            if isinstance(body, SyncGroupRequestV3)
+            else None,
+            # SyncGroup v5 adds protocol_type and protocol_name (KIP-559); v0-3 are served.
+            protocol_type=None,
+            protocol_name=None,
             # Only the leader sends assignments; a member listed twice gets the last.
             assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
         )
@@ -174,7 +200,7 @@ async def handle_sync_group(request: Request, service: GroupCoordinatorService) 
 
 
 async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(HEARTBEAT)
     if not body.group_id:
         _refuse_empty_group_id(request)
         return
@@ -183,7 +209,9 @@ async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -
             group_id=body.group_id,
             generation_id=int(body.generation_id),
             member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),  # v3+
+            group_instance_id=body.group_instance_id  # KIP-345, v3+
+            if isinstance(body, HeartbeatRequestV3)
+            else None,
         )
     )
     cls = _response_class(request)
@@ -191,15 +219,15 @@ async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -
 
 
 async def handle_leave_group(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(LEAVE_GROUP)
     version = request.api_version
     if not body.group_id:
         _refuse_empty_group_id(request)
         return
-    if version < 3:
-        leaving: tuple[MemberIdentity, ...] = (MemberIdentity(body.member_id),)
-    else:
+    if isinstance(body, LeaveGroupRequestV3):  # KIP-345: a batch of members from v3
         leaving = tuple(MemberIdentity(m.member_id, m.group_instance_id) for m in body.members)
+    else:
+        leaving = (MemberIdentity(body.member_id),)
     answer = await service.leave_group(LeaveGroupRequest(body.group_id, leaving, version=version))
     cls = _response_class(request)
     members: tuple[Entity, ...] = ()
@@ -228,7 +256,7 @@ async def handle_offset_commit(
     """OffsetCommit v2-7. With ``cache``, a partition that does not exist is refused with
     UNKNOWN_TOPIC_OR_PARTITION before the group is asked, as Kafka's KafkaApis does; a
     request with nothing left to commit is answered without the coordinator."""
-    body = request_body(request)
+    body = request.body_as(OFFSET_COMMIT)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: list[tuple[TopicPartition, CommittedOffset]] = []
     for topic in body.topics:
@@ -239,19 +267,29 @@ async def handle_offset_commit(
                 continue
             committed = CommittedOffset(
                 int(p.committed_offset),
-                int(getattr(p, "committed_leader_epoch", -1)),  # v6+
+                int(p.committed_leader_epoch)
+                if isinstance(p, OFFSET_COMMIT_PARTITION_WITH_EPOCH)
+                else -1,
                 p.committed_metadata or "",  # nullable: null is "no metadata"
             )
             offsets.append((tp, committed))
     if offsets:
-        retention = getattr(body, "retention_time", None)  # v2-4 only
+        retention = (
+            body.retention_time
+            if isinstance(
+                body, OffsetCommitRequestV2 | OffsetCommitRequestV3 | OffsetCommitRequestV4
+            )
+            else None  # v5 dropped it: the broker's offsets.retention.minutes applies
+        )
         answer = await service.commit_offsets(
             OffsetCommitRequest(
                 group_id=body.group_id,
                 generation_id=int(body.generation_id_or_member_epoch),
                 member_id=body.member_id,
                 offsets=tuple(offsets),
-                group_instance_id=getattr(body, "group_instance_id", None),
+                group_instance_id=body.group_instance_id  # KIP-345, v7+
+                if isinstance(body, OffsetCommitRequestV7)
+                else None,
                 retention_time_ms=-1 if retention is None else _ms(retention),
             )
         )
@@ -284,7 +322,7 @@ def _partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
 
 async def handle_offset_fetch(request: Request, service: GroupCoordinatorService) -> None:
     """OffsetFetch v1-5: a null topic list (v2+) asks for every committed partition."""
-    body = request_body(request)
+    body = request.body_as(OFFSET_FETCH)
     version = request.api_version
     wanted: list[tuple[str, list[int]]] | None = None
     if body.topics is not None:
@@ -345,11 +383,14 @@ def _fetched_partition(
 
 
 async def handle_describe_groups(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(DESCRIBE_GROUPS)
     cls = _response_class(request)
     group_cls = nested(cls, "groups")
     member_cls = nested(group_cls, "members")
-    with_operations = bool(getattr(body, "include_authorized_operations", False))  # v3+
+    with_operations = (  # KIP-430, v3+
+        isinstance(body, DescribeGroupsRequestV3 | DescribeGroupsRequestV4)
+        and body.include_authorized_operations
+    )
     groups = []
     for group_id in body.groups:
         error, summary = service.describe_group(group_id)
@@ -400,7 +441,7 @@ async def handle_list_groups(request: Request, service: GroupCoordinatorService)
 
 
 async def handle_delete_groups(request: Request, service: GroupCoordinatorService) -> None:
-    body = request_body(request)
+    body = request.body_as(DELETE_GROUPS)
     cls = _response_class(request)
     result_cls = nested(cls, "results")
     # A group named twice is deleted once and answered once, as Kafka does.

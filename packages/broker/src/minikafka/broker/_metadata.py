@@ -16,18 +16,17 @@ import datetime
 from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.controller import NO_LEADER, TopicImage
 from minikafka.log import TopicPartition
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.net import ApiKey, Request, build, nested, response_schema
 from minikafka.replication import ReplicaManager, ReplicationError
 
-from ._body import request_body
+from ._body import LIST_OFFSETS, LIST_OFFSETS_PARTITION_WITH_EPOCH, METADATA
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
-METADATA_KEY = 3
-LIST_OFFSETS_KEY = 2
 NO_THROTTLE = datetime.timedelta(0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
 # KIP-430: asked for, a bit field of AclOperation codes. Without an authorizer Kafka
@@ -51,20 +50,22 @@ def metadata_response(
     ``errors`` gives the error for a topic that is not in the cache (an auto-creation
     that failed or is still under way); otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
     """
-    cls = response_schema(METADATA_KEY, request.api_version)
+    body = request.body_as(METADATA)
+    cls = response_schema(ApiKey.METADATA, request.api_version)
     assert cls is not None
     broker_cls = nested(cls, "brokers")
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
     # v8+: the client may ask for the operations it is allowed (every one, here).
+    v8 = body if isinstance(body, MetadataRequestV8) else None
     topic_operations = (
         TOPIC_OPERATIONS
-        if getattr(request.body, "include_topic_authorized_operations", False)
+        if v8 and v8.include_topic_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED
     )
     cluster_operations = (
         CLUSTER_OPERATIONS
-        if getattr(request.body, "include_cluster_authorized_operations", False)
+        if v8 and v8.include_cluster_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED
     )
     brokers = tuple(
@@ -135,15 +136,15 @@ def _partitions(
 
 def requested_topics(request: Request) -> list[str] | None:
     """The names a Metadata request asks for; None for "all topics" (a null list)."""
-    topics = getattr(request.body, "topics", None)
+    topics = request.body_as(METADATA).topics  # v1+: null asks for all
     if topics is None:
         return None
     return [t.name for t in topics]
 
 
 def handle_list_offsets(request: Request, replica_manager: ReplicaManager) -> None:
-    body = request_body(request)
-    cls = response_schema(LIST_OFFSETS_KEY, request.api_version)
+    body = request.body_as(LIST_OFFSETS)
+    cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
@@ -160,7 +161,9 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManager) -> No
                         replica_manager,
                         tp,
                         int(p.timestamp),
-                        int(getattr(p, "current_leader_epoch", -1)),
+                        int(p.current_leader_epoch)
+                        if isinstance(p, LIST_OFFSETS_PARTITION_WITH_EPOCH)
+                        else -1,
                     ),
                 )
             )

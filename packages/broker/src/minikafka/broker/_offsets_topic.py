@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v0.request import (
+    FindCoordinatorRequest as FindCoordinatorRequestV0,
+)
 
 from minikafka.controller import (
     ControllerError,
@@ -31,14 +34,13 @@ from minikafka.controller import (
 )
 from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
 from minikafka.log import TopicPartition, build_batch, iter_decoded_batches, make_records
-from minikafka.net import Request, build, response_schema
+from minikafka.net import ApiKey, Request, build, response_schema
 from minikafka.replication import ReplicaManager
 
-from ._body import request_body
+from ._body import FIND_COORDINATOR
 from ._config import KafkaConfig
 from ._metadata_cache import MetadataCache
 
-FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 NO_THROTTLE = datetime.timedelta(0)
@@ -121,8 +123,9 @@ async def handle_find_coordinator(
     """FindCoordinator v0-2: the leader of the group's ``__consumer_offsets`` partition.
     Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE; any
     other key type is no coordinator Kafka knows, INVALID_REQUEST (its CoordinatorType)."""
-    body = request_body(request)
-    key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    body = request.body_as(FIND_COORDINATOR)
+    # v0 knows only groups; the key type arrives in v1 (KIP-98).
+    key_type = GROUP_KEY_TYPE if isinstance(body, FindCoordinatorRequestV0) else int(body.key_type)
     error, message, node = ErrorCode.none, None, None
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         error, message = ErrorCode.invalid_request, f"Unknown coordinator type: {key_type}"
@@ -138,7 +141,7 @@ async def handle_find_coordinator(
         node = next((b for b in cache.alive_brokers(request.listener) if b.node_id == leader), None)
         if node is None:
             error = ErrorCode.coordinator_not_available
-    cls = response_schema(FIND_COORDINATOR_KEY, request.api_version)
+    cls = response_schema(ApiKey.FIND_COORDINATOR, request.api_version)
     assert cls is not None
     request.respond(
         build(

@@ -10,29 +10,25 @@ when the high watermark passes the batches (a DelayedProduce).
 from __future__ import annotations
 
 import datetime
-import struct
 
 import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from minikafka.log import RECORD_BATCH_OVERHEAD, TopicPartition
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.log import RECORD_BATCH_OVERHEAD, RecordBatchHeader, TopicPartition
+from minikafka.net import Acks, ApiKey, Request, build, nested, response_schema
 from minikafka.replication import ProducePartitionResult, ReplicaManager
 
-from ._body import request_body
+from ._body import PRODUCE
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
-PRODUCE_KEY = 0
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
-_BATCH_LENGTH = struct.Struct(">i")
-_ATTRIBUTES = struct.Struct(">h")
 NO_THROTTLE = datetime.timedelta(0)
 
 
 def handle_produce(request: Request, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
-    body = request_body(request)
-    acks = int(body.acks)
+    body = request.body_as(PRODUCE)
+    acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
     timeout_ms = int(body.timeout.total_seconds() * 1000)
     order: list[TopicPartition] = []
     entries: dict[TopicPartition, bytearray] = {}
@@ -43,7 +39,7 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
         for data in topic.partition_data:
             tp = TopicPartition(topic.name, int(data.index))
             order.append(tp)
-            if acks not in (-1, 0, 1):
+            if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
             elif topic.name in INTERNAL_TOPICS and not internal_allowed:
                 # Only their coordinators write internal topics (ReplicaManager's
@@ -55,12 +51,12 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
                 )
             elif cache.topic(topic.name) is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
-            elif not _one_batch(data.records):
+            elif (header := _one_batch(data.records)) is None:
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
                     error_message="a partition's records must be exactly one record batch",
                 )
-            elif _transactional(data.records):
+            elif header.is_transactional or header.is_control:
                 # Without transaction markers a read_committed consumer would see these
                 # batches as committed: refuse them rather than store a lie.
                 refused[tp] = ProducePartitionResult(
@@ -68,8 +64,8 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
                     error_message="transactional batches are not supported by this broker",
                 )
             else:
-                entries[tp] = bytearray(data.records)
-    if getattr(body, "transactional_id", None) is not None:
+                entries[tp] = bytearray(data.records or b"")
+    if body.transactional_id is not None:  # v3+
         # Transactions are not implemented: refuse rather than write what no one commits.
         refused = dict.fromkeys(
             order, ProducePartitionResult(ErrorCode.transactional_id_authorization_failed)
@@ -77,7 +73,7 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
         entries = {}
 
     def respond(results: dict[TopicPartition, ProducePartitionResult]) -> None:
-        if acks == 0:
+        if acks is Acks.NONE:
             # No response on the wire. Kafka closes the connection on an error instead,
             # so the producer notices something went wrong at its next send.
             if any(r.error_code is not ErrorCode.none for r in results.values()):
@@ -87,7 +83,7 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
             return
         request.respond(_response(request.api_version, order, results))
 
-    if not entries:
+    if not entries or acks is None:
         respond(refused)
         return
     replica_manager.append_records(
@@ -104,7 +100,7 @@ def _response(
     order: list[TopicPartition],
     results: dict[TopicPartition, ProducePartitionResult],
 ) -> ResponsePayload:
-    cls = response_schema(PRODUCE_KEY, version)
+    cls = response_schema(ApiKey.PRODUCE, version)
     assert cls is not None
     topic_cls = nested(cls, "responses")
     partition_cls = nested(topic_cls, "partition_responses")
@@ -138,18 +134,13 @@ def _response(
     )
 
 
-def _one_batch(records: bytes | None) -> bool:
-    """Produce v3+ carries exactly one batch per partition (Kafka's validateRecords).
+def _one_batch(records: bytes | None) -> RecordBatchHeader | None:
+    """The header of the one batch Produce v3+ carries per partition (Kafka's
+    validateRecords); None if ``records`` is not exactly one batch.
 
-    Checked from the first batch's length field alone: the log validates the rest.
+    Checked from the first batch's header alone: the log validates the rest.
     """
     if not records or len(records) < RECORD_BATCH_OVERHEAD:
-        return False
-    (batch_length,) = _BATCH_LENGTH.unpack_from(records, 8)
-    return bool(batch_length + 12 == len(records))
-
-
-def _transactional(records: bytes) -> bool:
-    """The batch is part of a transaction, or a transaction marker (attributes bits 4, 5)."""
-    (attributes,) = _ATTRIBUTES.unpack_from(records, 21)
-    return bool(attributes & 0x30)
+        return None
+    header = RecordBatchHeader.read(records)
+    return header if header.size == len(records) else None

@@ -21,11 +21,10 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import AllocateProducerIdsResponse
-from minikafka.net import Request, build, response_schema
+from minikafka.net import ApiKey, Request, build, response_schema
 
-from ._body import request_body
+from ._body import INIT_PRODUCER_ID
 
-INIT_PRODUCER_ID_KEY = 22
 NO_THROTTLE = datetime.timedelta(0)
 
 
@@ -58,11 +57,11 @@ class ProducerIdManager:
 
 
 async def handle_init_producer_id(request: Request, manager: ProducerIdManager) -> None:
-    body = request_body(request)
-    cls = response_schema(INIT_PRODUCER_ID_KEY, request.api_version)
+    body = request.body_as(INIT_PRODUCER_ID)
+    cls = response_schema(ApiKey.INIT_PRODUCER_ID, request.api_version)
     assert cls is not None
     producer_id, epoch, error = -1, -1, ErrorCode.none
-    if getattr(body, "transactional_id", None) is not None:
+    if body.transactional_id is not None:
         # A transactional producer first looks for its transaction coordinator, which
         # this broker does not offer; answering NOT_COORDINATOR says so.
         error = ErrorCode.not_coordinator

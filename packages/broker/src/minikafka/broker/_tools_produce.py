@@ -38,10 +38,11 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from minikafka.log import CompressionType, build_batch, make_records
+from minikafka.net import Acks
 
 from ._tools_client import Cluster, KafkaError, ToolError, check, error_name, lone_errors
 
-ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+ACKS = {"0": Acks.NONE, "1": Acks.LEADER, "all": Acks.ALL, "-1": Acks.ALL}
 COMPRESSIONS = {c.name.lower(): c for c in CompressionType}
 _RECORD_OVERHEAD = 8  # a record's length, attributes, deltas and header count, roughly
 
@@ -50,7 +51,8 @@ _RECORD_OVERHEAD = 8  # a record's length, attributes, deltas and header count, 
 class ProduceOptions:
     topic: str
     partition: int | None = None
-    acks: int = -1  # ConsoleProducer's --request-required-acks default, "all"
+    # ConsoleProducer's --request-required-acks default, "all"
+    acks: Acks = attrs.field(default=Acks.ALL, converter=Acks)
     compression: CompressionType = CompressionType.NONE
     key_separator: str | None = None
     batch_lines: int = 500
@@ -77,7 +79,7 @@ class ProduceResult:
     errors: list[str] = attrs.field(factory=list)
 
 
-def parse_acks(value: str) -> int:
+def parse_acks(value: str) -> Acks:
     try:
         return ACKS[value.lower()]
     except KeyError:
@@ -270,7 +272,7 @@ class ConsoleProducer:
             ),
         )
         node = self.cluster.node(leader)
-        if self.options.acks == 0:
+        if self.options.acks is Acks.NONE:
             await self.cluster.send_only(node, body)
             self.result.sent += sum(counts.values())
             return

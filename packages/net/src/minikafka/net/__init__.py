@@ -5,6 +5,7 @@ the trio Reactor (Acceptor, Processors, RequestChannel, handler pool) with Kafka
 per-connection ordering, zero-copy file regions, and the client-side NetworkClient.
 """
 
+from ._acks import Acks as Acks
 from ._api_keys import ApiKey as ApiKey
 from ._api_spec import ApiSpec as ApiSpec
 from ._api_spec import ApiTable as ApiTable
@@ -22,6 +23,7 @@ from ._codec import build as build
 from ._codec import decode_request_body as decode_request_body
 from ._codec import decode_response_body as decode_response_body
 from ._codec import encode_entity as encode_entity
+from ._codec import has_field as has_field
 from ._codec import nested as nested
 from ._codec import request_schema as request_schema
 from ._codec import response_schema as response_schema
@@ -69,6 +71,7 @@ __all__ = [
     "REQUEST_TIME_COMPONENTS",
     "SECURITY_PROTOCOLS",
     "Acceptor",
+    "Acks",
     "ApiKey",
     "ApiSpec",
     "ApiTable",
@@ -113,6 +116,7 @@ __all__ = [
     "encode_frame",
     "encode_request_header",
     "handle_api_versions",
+    "has_field",
     "listener_endpoints",
     "nested",
     "parse_listeners",
