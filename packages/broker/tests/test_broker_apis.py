@@ -960,7 +960,7 @@ async def test_a_parked_fetch_is_completed_by_a_produce_on_another_connection(
 ) -> None:
     await broker.create_topic("t")
     tp = TopicPartition("t", 0)
-    purgatory = broker.server.replica_manager.fetch_purgatory
+    purgatory = broker.server.replica_manager.core.fetch_purgatory
     max_wait = 10.0
     answers: list[tuple[float, PartitionData]] = []
 
@@ -984,7 +984,7 @@ async def test_a_parked_fetch_is_completed_by_a_produce_on_another_connection(
 async def test_a_parked_fetch_is_answered_when_its_topic_is_deleted(broker: Kafka) -> None:
     await broker.create_topic("t")
     tp = TopicPartition("t", 0)
-    purgatory = broker.server.replica_manager.fetch_purgatory
+    purgatory = broker.server.replica_manager.core.fetch_purgatory
     answers: list[tuple[float, PartitionData]] = []
 
     async def consume() -> None:
@@ -1023,7 +1023,7 @@ async def test_shutdown_does_not_wait_for_a_parked_fetch(tmp_path: Path) -> None
                     await k.fetch("t", max_wait_ms=60_000, min_bytes=1)
 
             nursery.start_soon(consume)
-            purgatory = server.replica_manager.fetch_purgatory
+            purgatory = server.replica_manager.core.fetch_purgatory
             await wait_until(lambda: purgatory.watched(TopicPartition("t", 0)) == 1, DEADLINE)
             start = time.monotonic()
         shutdown_took = time.monotonic() - start

@@ -75,7 +75,7 @@ def test_a_full_disk_answers_storage_error_and_writes_resume_after(
     assert "No space left" in (result.error_message or "")
     assert (partition.log.log_end_offset, partition.log.high_watermark) == (2, 2)
     assert partition.offline_reason is None
-    assert manager.log_manager.offline_dirs == {}
+    assert manager.core.log_manager.offline_dirs == {}
     again = produce(manager, acks=-1).only[TP]
     assert (again.error_code, again.base_offset) == (ErrorCode.none, 2)
 
@@ -89,7 +89,7 @@ def test_a_write_the_log_cannot_undo_takes_the_dir_offline(
     lead(manager, OTHER)
     with refused_writes(monkeypatch, errno.EIO):
         assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
-    assert list(manager.log_manager.offline_dirs) == [tmp_path]
+    assert list(manager.core.log_manager.offline_dirs) == [tmp_path]
     for tp in (TP, OTHER):
         assert produce(manager, tp=tp).only[tp].error_code is ErrorCode.kafka_storage_error
         answers: Answers[Any] = Answers()
@@ -109,10 +109,10 @@ def test_a_waiting_acks_all_produce_is_answered_when_its_dir_goes_offline(
     lead(manager, TP, (1, 2), isr=(1, 2))  # the follower never fetches: the HW stays
     answers = produce(manager, acks=-1)
     assert not answers.answered
-    assert manager.produce_purgatory.delayed == 1
-    manager.log_manager.mark_dir_offline(tmp_path, "fsync failed: [Errno 5] EIO")
+    assert manager.core.produce_purgatory.delayed == 1
+    manager.core.log_manager.mark_dir_offline(tmp_path, "fsync failed: [Errno 5] EIO")
     assert answers.only[TP].error_code is ErrorCode.kafka_storage_error
-    assert manager.produce_purgatory.delayed == 0
+    assert manager.core.produce_purgatory.delayed == 0
 
 
 def test_a_log_that_cannot_be_created_leaves_the_partition_offline_not_the_broker(
@@ -130,6 +130,6 @@ def test_a_log_that_cannot_be_created_leaves_the_partition_offline_not_the_broke
     with monkeypatch.context() as m:
         m.setattr(Path, "mkdir", no_space)
         manager.become_leader_or_follower({TP: (uuid.uuid4(), state)}, {}, 0.0)
-    assert TP in manager.offline_partitions
+    assert TP in manager.core.offline_partitions
     assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
     assert produce(manager, tp=OTHER).only[OTHER].error_code is ErrorCode.none

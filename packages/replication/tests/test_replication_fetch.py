@@ -9,10 +9,11 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
 from minikafka.log.testing import value_batch
-from minikafka.replication import FetchParams, FetchPartition, ReplicaManager
+from minikafka.replication import FetchParams, FetchPartition
 from minikafka.replication.testing import (
     Answers,
     FetchAnswer,
+    ManualShell,
     consumer_params,
     discard,
     follower_fetch,
@@ -29,7 +30,7 @@ BIG = 1 << 20
 
 def filled(
     tmp_path: Path, batches: int = 3, tps: tuple[TopicPartition, ...] = (A, B)
-) -> ReplicaManager:
+) -> ManualShell:
     """A manager leading ``tps`` alone (HW = LEO), each with ``batches`` batches of 9."""
     manager = replica_manager(tmp_path)
     for tp in tps:
@@ -40,7 +41,7 @@ def filled(
 
 
 def fetch_now(
-    manager: ReplicaManager,
+    manager: ManualShell,
     fetches: list[FetchPartition],
     params: FetchParams | None = None,
     now: float = 0.0,
@@ -54,9 +55,7 @@ def sizes(answer: FetchAnswer) -> list[int]:
     return [result.size for _, result in answer]
 
 
-def append(
-    manager: ReplicaManager, tp: TopicPartition, count: int = 1, value_bytes: int = 100
-) -> int:
+def append(manager: ManualShell, tp: TopicPartition, count: int = 1, value_bytes: int = 100) -> int:
     batch = value_batch(count, value_bytes)
     manager.append_records(30_000, 1, {tp: batch}, discard, 0.0)
     return len(batch)
@@ -185,7 +184,7 @@ def test_a_fetch_from_a_broker_that_is_not_a_replica_gets_no_data(tmp_path: Path
 def test_a_follower_fetch_from_a_follower_replica_is_refused(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, A, (1, 2))
-    partition = manager.get_partition(A)
+    partition = manager.core.get_partition(A)
     assert partition is not None
     follower = partition_state((2, 1), leader=2, leader_epoch=1)
     manager.become_leader_or_follower({}, {A: (partition.topic_id, follower)}, now=0.0)
@@ -197,7 +196,7 @@ def test_a_follower_fetch_from_a_follower_replica_is_refused(tmp_path: Path) -> 
 
 
 def park(
-    manager: ReplicaManager,
+    manager: ManualShell,
     fetches: list[FetchPartition],
     *,
     min_bytes: int,
@@ -209,7 +208,7 @@ def park(
     answers: Answers[FetchAnswer] = Answers()
     manager.fetch_messages(params, fetches, answers, now)
     assert not answers.answered
-    assert manager.fetch_purgatory.delayed >= 1
+    assert manager.core.fetch_purgatory.delayed >= 1
     return answers
 
 
@@ -218,20 +217,20 @@ def test_enough_data_at_once_is_answered_without_waiting(tmp_path: Path) -> None
     params = consumer_params(max_wait_ms=500, min_bytes=BATCH * 3)
     answer = fetch_now(manager, [FetchPartition(A, 0, BIG)], params)
     assert sizes(answer) == [BATCH * 3]
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0
 
 
 def test_max_wait_0_is_answered_at_once_even_without_data(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=0, tps=(A,))
     answer = fetch_now(manager, [FetchPartition(A, 0, BIG)], consumer_params(min_bytes=1000))
     assert sizes(answer) == [0]
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0
 
 
 def test_a_long_poll_completes_when_enough_bytes_arrive(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=0, tps=(A,))
     answers = park(manager, [FetchPartition(A, 0, BIG)], min_bytes=500)
-    assert manager.next_deadline() == 0.5
+    assert manager.core.next_deadline() == 0.5
     small = append(manager, A, 1, value_bytes=10)
     assert small < 500
     assert not answers.answered
@@ -240,8 +239,8 @@ def test_a_long_poll_completes_when_enough_bytes_arrive(tmp_path: Path) -> None:
     assert fetch.topic_partition == A
     assert result.size == small + large  # read again at completion: everything there now
     assert result.high_watermark == 2
-    assert manager.fetch_purgatory.delayed == 0
-    assert manager.expire(1.0) == 0
+    assert manager.core.fetch_purgatory.delayed == 0
+    assert manager.on_timer(1.0) == 0
 
 
 def test_bytes_on_several_partitions_add_up(tmp_path: Path) -> None:
@@ -259,7 +258,7 @@ def test_only_partition_max_bytes_counts_toward_min_bytes(tmp_path: Path) -> Non
     answers = park(manager, [FetchPartition(A, 0, 100)], min_bytes=150)
     append(manager, A, 9)  # BATCH bytes arrive, but at most 100 of them would be sent
     assert not answers.answered
-    assert manager.expire(0.5) == 1
+    assert manager.on_timer(0.5) == 1
     assert sizes(answers.only) == [BATCH]  # min_one_message at completion
 
 
@@ -286,10 +285,10 @@ def test_a_follower_long_poll_completes_on_an_append(tmp_path: Path) -> None:
 def test_a_long_poll_completes_when_a_new_segment_is_rolled(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=1, tps=(A,))
     answers = park(manager, [FetchPartition(A, 9, BIG)], min_bytes=1_000_000)
-    partition = manager.get_partition(A)
+    partition = manager.core.get_partition(A)
     assert partition is not None
     partition.log.roll()
-    manager.fetch_purgatory.check_and_complete(A)
+    manager.core.fetch_purgatory.check_and_complete(A)
     assert not answers.answered  # a new, empty segment: nothing to send yet
     size = append(manager, A, 1, value_bytes=10)
     [(_, result)] = answers.only  # far below min_bytes, but in a newer segment
@@ -301,14 +300,14 @@ def test_a_long_poll_completes_when_a_new_segment_is_rolled(tmp_path: Path) -> N
 def test_a_long_poll_expires_with_an_empty_answer(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=1, tps=(A,))
     answers = park(manager, [FetchPartition(A, 9, BIG)], min_bytes=1, max_wait_ms=250, now=4.0)
-    assert manager.next_deadline() == 4.25
-    assert manager.expire(4.2499) == 0
-    assert manager.expire(4.25) == 1
+    assert manager.core.next_deadline() == 4.25
+    assert manager.on_timer(4.2499) == 0
+    assert manager.on_timer(4.25) == 1
     [(_, result)] = answers.only
     assert result.error_code is ErrorCode.none
     assert result.records is None
     assert result.high_watermark == 9
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0
 
 
 def test_a_long_poll_on_a_deleted_partition_is_answered_at_once(tmp_path: Path) -> None:
@@ -323,7 +322,7 @@ def test_a_long_poll_on_a_deleted_partition_is_answered_at_once(tmp_path: Path) 
 def test_a_long_poll_on_a_partition_that_moved_away_answers_not_leader(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=1, tps=(A,))
     answers = park(manager, [FetchPartition(A, 9, BIG)], min_bytes=1)
-    partition = manager.get_partition(A)
+    partition = manager.core.get_partition(A)
     assert partition is not None
     follower = partition_state((2, 1), leader=2, leader_epoch=1)
     manager.become_leader_or_follower({}, {A: (partition.topic_id, follower)}, now=0.1)
@@ -351,10 +350,10 @@ def test_an_error_in_any_partition_answers_at_once(tmp_path: Path) -> None:
     )
     codes = [result.error_code for _, result in answer]
     assert codes == [ErrorCode.none, ErrorCode.unknown_topic_or_partition]
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0
 
 
 def test_a_fetch_of_no_partitions_is_answered_at_once(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     assert fetch_now(manager, [], consumer_params(max_wait_ms=500, min_bytes=10)) == []
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0

@@ -32,7 +32,7 @@ def test_become_leader_and_follower_create_the_logs(tmp_path: Path) -> None:
         {followed: (uuid.uuid4(), partition_state((2, 1)))},
         now=0.0,
     )
-    leader, follower = manager.get_partition(led), manager.get_partition(followed)
+    leader, follower = manager.core.get_partition(led), manager.core.get_partition(followed)
     assert leader is not None
     assert leader.is_leader
     assert follower is not None
@@ -40,7 +40,7 @@ def test_become_leader_and_follower_create_the_logs(tmp_path: Path) -> None:
     assert follower.leader_id == 2
     assert (tmp_path / "orders-0").is_dir()
     assert (tmp_path / "orders-1").is_dir()
-    assert set(manager.log_manager.logs) == {led, followed}
+    assert set(manager.core.log_manager.logs) == {led, followed}
 
 
 def test_a_stale_state_leaves_the_partition_as_it_is(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_a_stale_state_leaves_the_partition_as_it_is(tmp_path: Path) -> None:
     manager.become_leader_or_follower({}, {TP: (partition.topic_id, stale)}, now=1.0)
     assert partition.is_leader
     assert partition.leader_epoch == 3
-    assert manager.get_partition(TP) is partition
+    assert manager.core.get_partition(TP) is partition
 
 
 def test_stop_replicas_deletes_the_logs(tmp_path: Path) -> None:
@@ -58,8 +58,8 @@ def test_stop_replicas_deletes_the_logs(tmp_path: Path) -> None:
     lead(manager, TP)
     manager.append_records(30_000, 1, {TP: value_batch(3)}, discard, now=0.0)
     manager.stop_replicas([TP, TopicPartition("never-here", 0)])
-    assert manager.get_partition(TP) is None
-    assert manager.log_manager.get_log(TP) is None
+    assert manager.core.get_partition(TP) is None
+    assert manager.core.log_manager.get_log(TP) is None
     assert not (tmp_path / "orders-0").exists()  # renamed to ...-delete, removed later
     assert [p.name.endswith("-delete") for p in tmp_path.iterdir() if p.is_dir()] == [True]
 
@@ -71,7 +71,7 @@ def test_a_topic_recreated_under_the_same_name_starts_with_an_empty_log(tmp_path
     new = lead(manager, TP, topic_id=uuid.uuid4())
     assert new is not old
     assert new.log.log_end_offset == 0
-    assert manager.log_manager.get_log(TP) is new.log
+    assert manager.core.log_manager.get_log(TP) is new.log
 
 
 def test_remove_stray_logs_deletes_only_what_is_not_placed_here(tmp_path: Path) -> None:
@@ -82,11 +82,11 @@ def test_remove_stray_logs_deletes_only_what_is_not_placed_here(tmp_path: Path) 
     logs.shutdown()
 
     manager = replica_manager(tmp_path)  # loads both logs from disk
-    assert set(manager.log_manager.logs) == {stray, TP}
+    assert set(manager.core.log_manager.logs) == {stray, TP}
     lead(manager, TP)
-    assert manager.remove_stray_logs() == [stray]
-    assert set(manager.log_manager.logs) == {TP}
-    assert manager.remove_stray_logs() == []
+    assert manager.core.remove_stray_logs() == [stray]
+    assert set(manager.core.log_manager.logs) == {TP}
+    assert manager.core.remove_stray_logs() == []
 
 
 def test_update_topic_settings_reaches_every_partition_of_the_topic(tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_update_topic_settings_reaches_every_partition_of_the_topic(tmp_path: Pa
     refused: Answers[dict[TopicPartition, ProducePartitionResult]] = Answers()
     config = LogConfig(segment_bytes=4096, retention_ms=1000)
     table.topics["orders"] = TopicSettings(config, min_insync_replicas=2)
-    manager.update_topic_settings("orders")
+    manager.core.update_topic_settings("orders")
     for partition in partitions:
         assert partition.log.config == config
         assert partition.min_insync_replicas == 2
@@ -121,12 +121,12 @@ def test_the_hw_checkpoint_is_what_a_restart_resumes_from(tmp_path: Path) -> Non
     lead(manager, TP, (1, 2), isr=(1, 2))
     manager.append_records(30_000, 1, {TP: value_batch(5)}, discard, now=0.0)
     follower_fetch(manager, 2, TP, 3)
-    manager.checkpoint_high_watermarks()
+    manager.core.checkpoint_high_watermarks()
     path = tmp_path / HIGH_WATERMARK_CHECKPOINT
     assert OffsetCheckpointFile(path).read() == {TP: 3}
     # A crash now: the LogManager reloads the HW from the checkpoint, not the log end.
     again = replica_manager(tmp_path)
-    log = again.log_manager.get_log(TP)
+    log = again.core.log_manager.get_log(TP)
     assert log is not None
     assert (log.high_watermark, log.log_end_offset) == (3, 5)
     partition = lead(again, TP, (1, 2), isr=(1, 2), leader_epoch=1)

@@ -35,8 +35,8 @@ def test_acks_1_and_0_are_answered_once_the_leader_has_appended(tmp_path: Path) 
         assert result.error_code is ErrorCode.none
         assert result.base_offset == (0 if acks == 1 else 3)
         assert result.log_start_offset == 0
-    assert manager.produce_purgatory.delayed == 0
-    partition = manager.get_partition(TP)
+    assert manager.core.produce_purgatory.delayed == 0
+    partition = manager.core.get_partition(TP)
     assert partition is not None
     assert (partition.log.log_end_offset, partition.log.high_watermark) == (6, 0)
 
@@ -49,7 +49,7 @@ def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(tmp_path:
     assert answers.only[TP] == ProducePartitionResult(
         ErrorCode.none, base_offset=0, log_start_offset=0
     )
-    assert manager.produce_purgatory.delayed == 0
+    assert manager.core.produce_purgatory.delayed == 0
 
 
 def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(tmp_path: Path) -> None:
@@ -59,9 +59,9 @@ def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(tmp_path: Path
     answers: ProduceAnswers = Answers()
     manager.append_records(30_000, -1, {TP: value_batch(3)}, answers, now=0.0)
     assert not answers.answered
-    assert manager.produce_purgatory.delayed == 1
-    assert manager.produce_purgatory.watched(TP) == 1
-    assert manager.next_deadline() == 30.0
+    assert manager.core.produce_purgatory.delayed == 1
+    assert manager.core.produce_purgatory.watched(TP) == 1
+    assert manager.core.next_deadline() == 30.0
 
     follower_fetch(manager, 2, TP, 4, now=1.0)  # has offsets 0-3: short of offset 4
     assert not answers.answered
@@ -69,8 +69,8 @@ def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(tmp_path: Path
     assert answers.only[TP].error_code is ErrorCode.none
     assert answers.only[TP].base_offset == 2
     assert result.high_watermark == 5  # the follower hears of the HW its fetch moved
-    assert manager.produce_purgatory.delayed == 0
-    assert manager.next_deadline() is None
+    assert manager.core.produce_purgatory.delayed == 0
+    assert manager.core.next_deadline() is None
 
 
 def test_acks_all_over_two_partitions_waits_for_both(tmp_path: Path) -> None:
@@ -95,13 +95,13 @@ def test_acks_all_times_out_with_request_timed_out(tmp_path: Path) -> None:
     lead(manager, TP, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
     manager.append_records(1_500, -1, {TP: value_batch(1)}, answers, now=10.0)
-    assert manager.next_deadline() == 11.5
-    assert manager.expire(11.49) == 0
-    assert manager.expire(11.5) == 1
+    assert manager.core.next_deadline() == 11.5
+    assert manager.on_timer(11.49) == 0
+    assert manager.on_timer(11.5) == 1
     result = answers.only[TP]
     assert result.error_code is ErrorCode.request_timed_out
     assert result.error_message is not None
-    partition = manager.get_partition(TP)
+    partition = manager.core.get_partition(TP)
     assert partition is not None
     assert partition.log.log_end_offset == 1  # written all the same, only not confirmed
     follower_fetch(manager, 2, TP, 1, now=12.0)  # too late: answered once only
@@ -117,7 +117,7 @@ def test_a_partition_that_is_deleted_while_waiting_answers_unknown_partition(
     manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
     manager.stop_replicas([TP])
     assert answers.only[TP].error_code is ErrorCode.unknown_topic_or_partition
-    assert manager.produce_purgatory.delayed == 0
+    assert manager.core.produce_purgatory.delayed == 0
 
 
 def test_a_leader_that_becomes_follower_while_waiting_answers_not_leader(
@@ -151,7 +151,7 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(tmp_path: Path) -> 
     refused: ProduceAnswers = Answers()
     manager.append_records(30_000, -1, {TP: value_batch(1)}, refused, now=0.0)
     assert refused.only[TP].error_code is ErrorCode.not_enough_replicas
-    assert manager.produce_purgatory.delayed == 0
+    assert manager.core.produce_purgatory.delayed == 0
     accepted: ProduceAnswers = Answers()
     manager.append_records(30_000, 1, {TP: value_batch(1)}, accepted, now=0.0)
     assert accepted.only[TP].error_code is ErrorCode.none
@@ -181,7 +181,7 @@ def test_errors_and_waiting_partitions_are_answered_together(tmp_path: Path) -> 
         unknown: ErrorCode.unknown_topic_or_partition,
         OTHER: ErrorCode.corrupt_message,
     }
-    other = manager.get_partition(OTHER)
+    other = manager.core.get_partition(OTHER)
     assert other is not None
     assert other.log.log_end_offset == 0
 
@@ -191,7 +191,7 @@ def test_acks_all_where_every_partition_failed_is_answered_at_once(tmp_path: Pat
     answers: ProduceAnswers = Answers()
     manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
     assert answers.only[TP].error_code is ErrorCode.unknown_topic_or_partition
-    assert manager.produce_purgatory.delayed == 0
+    assert manager.core.produce_purgatory.delayed == 0
 
 
 def test_a_too_large_batch_is_refused_with_message_too_large(tmp_path: Path) -> None:

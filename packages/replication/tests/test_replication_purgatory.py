@@ -53,17 +53,17 @@ def test_a_check_of_its_key_completes_it_once_the_condition_holds() -> None:
     gate = Gate(deadline=5.0)
     assert not purgatory.try_complete_else_watch(gate, ["a"])
     assert (purgatory.delayed, purgatory.watched("a")) == (1, 1)
-    assert purgatory.check_and_complete("a") == 0  # checked, condition still false
+    assert len(purgatory.check_and_complete("a")) == 0  # checked, condition still false
     assert gate.tries == 2
     assert not gate.completed
     gate.open = True
-    assert purgatory.check_and_complete("b") == 0  # another key: not even asked
+    assert len(purgatory.check_and_complete("b")) == 0  # another key: not even asked
     assert gate.tries == 2
-    assert purgatory.check_and_complete("a") == 1
+    assert len(purgatory.check_and_complete("a")) == 1
     assert gate.events == ["completed"]
     assert (purgatory.delayed, purgatory.watched("a"), purgatory.next_deadline()) == (0, 0, None)
-    assert purgatory.check_and_complete("a") == 0  # nothing left to complete
-    assert purgatory.expire(100.0) == 0  # nor to expire
+    assert len(purgatory.check_and_complete("a")) == 0  # nothing left to complete
+    assert len(purgatory.expire(100.0)) == 0  # nor to expire
     assert gate.events == ["completed"]
 
 
@@ -72,13 +72,13 @@ def test_expiry_completes_at_the_deadline_exactly_once() -> None:
     gate = Gate(deadline=5.0)
     purgatory.try_complete_else_watch(gate, ["a", "b"])
     assert purgatory.next_deadline() == 5.0
-    assert purgatory.expire(4.999) == 0
+    assert len(purgatory.expire(4.999)) == 0
     assert not gate.completed
-    assert purgatory.expire(5.0) == 1  # the deadline itself is due
+    assert len(purgatory.expire(5.0)) == 1  # the deadline itself is due
     assert gate.events == ["expired", "completed"]
-    assert purgatory.expire(10.0) == 0
+    assert len(purgatory.expire(10.0)) == 0
     gate.open = True
-    assert purgatory.check_and_complete("a") + purgatory.check_and_complete("b") == 0
+    assert len(purgatory.check_and_complete("a")) + len(purgatory.check_and_complete("b")) == 0
     assert gate.events == ["expired", "completed"]
     assert gate.tries == 1  # a completed operation is never asked again
 
@@ -91,11 +91,11 @@ def test_completion_through_one_key_removes_it_from_the_others() -> None:
     purgatory.try_complete_else_watch(other, ["b"])
     assert [purgatory.watched(k) for k in "abc"] == [1, 2, 1]
     gate.open = True
-    assert purgatory.check_and_complete("a") == 1
+    assert len(purgatory.check_and_complete("a")) == 1
     assert [purgatory.watched(k) for k in "abc"] == [0, 1, 0]
     tries = gate.tries
-    assert purgatory.check_and_complete("b") == 0  # ``other`` is still closed
-    assert purgatory.check_and_complete("c") == 0
+    assert len(purgatory.check_and_complete("b")) == 0  # ``other`` is still closed
+    assert len(purgatory.check_and_complete("c")) == 0
     assert gate.tries == tries  # dropped from b and c without being asked again
     assert gate.events == ["completed"]
     assert purgatory.delayed == 1
@@ -107,7 +107,7 @@ def test_one_check_completes_every_ready_operation_on_the_key() -> None:
     for gate in gates:
         purgatory.try_complete_else_watch(gate, ["k"])
     gates[1].open = gates[3].open = True
-    assert purgatory.check_and_complete("k") == 2
+    assert len(purgatory.check_and_complete("k")) == 2
     assert [g.completed for g in gates] == [False, True, False, True]
     assert purgatory.watched("k") == 2
 
@@ -123,10 +123,10 @@ def test_next_deadline_is_the_earliest_still_waiting() -> None:
     early.open = True
     purgatory.check_and_complete("b")  # completed by its key: its deadline no longer counts
     assert purgatory.next_deadline() == 6.0
-    assert purgatory.expire(6.0) == 1
+    assert len(purgatory.expire(6.0)) == 1
     assert middle.events == ["expired", "completed"]
     assert purgatory.next_deadline() == 9.0
-    assert purgatory.expire(9.0) == 1
+    assert len(purgatory.expire(9.0)) == 1
     assert purgatory.next_deadline() is None
 
 
@@ -135,7 +135,7 @@ def test_an_operation_without_keys_waits_only_for_its_deadline() -> None:
     gate = Gate(deadline=1.0)
     assert not purgatory.try_complete_else_watch(gate, [])
     assert purgatory.delayed == 1
-    assert purgatory.expire(1.0) == 1
+    assert len(purgatory.expire(1.0)) == 1
     assert gate.events == ["expired", "completed"]
 
 
@@ -159,11 +159,11 @@ def test_operations_parked_while_a_check_completes_others_stay_watched() -> None
     purgatory.try_complete_else_watch(first, ["k"])
     purgatory.try_complete_else_watch(waiting, ["k"])
     first.open = True
-    assert purgatory.check_and_complete("k") == 1
+    assert len(purgatory.check_and_complete("k")) == 1
     assert done == ["first"]
     assert purgatory.watched("k") == 2
     follow_up.open = waiting.open = True
-    assert purgatory.check_and_complete("k") == 2
+    assert len(purgatory.check_and_complete("k")) == 2
     assert sorted(done) == ["first", "follow-up", "waiting"]
 
 
@@ -176,13 +176,13 @@ def test_a_change_made_inside_a_completion_is_seen_by_operations_checked_before_
         def on_complete(self) -> None:
             super().on_complete()
             earlier.open = True  # the answer changed what ``earlier`` waits for ...
-            assert purgatory.check_and_complete("k") == 0  # ... the running check goes again
+            assert len(purgatory.check_and_complete("k")) == 0  # ... the running check goes again
 
     purgatory.try_complete_else_watch(earlier, ["k"])  # checked first, still closed
     opener = Opener(deadline=50.0, open=False)
     purgatory.try_complete_else_watch(opener, ["k"])
     opener.open = True
-    assert purgatory.check_and_complete("k") == 2
+    assert len(purgatory.check_and_complete("k")) == 2
     assert earlier.events == ["completed"]
     assert opener.events == ["completed"]
     assert purgatory.watched("k") == 0
@@ -204,7 +204,7 @@ def test_an_answer_that_raises_leaves_the_other_operations_watched() -> None:
     with pytest.raises(RuntimeError):
         purgatory.check_and_complete("k")
     assert purgatory.watched("k") == 1  # ``after`` was not reached, and is still watched
-    assert purgatory.check_and_complete("k") == 1
+    assert len(purgatory.check_and_complete("k")) == 1
     assert after.events == ["completed"]
 
 
@@ -218,7 +218,7 @@ def test_completed_operations_are_swept_from_watch_lists_they_were_not_checked_o
     assert purgatory.delayed == 0
     assert purgatory.watched("shared") == 0
     purgatory.expire(0.0)  # the reaper's pass also sweeps the lists
-    assert purgatory.check_and_complete("shared") == 0
+    assert len(purgatory.check_and_complete("shared")) == 0
     assert purgatory.next_deadline() is None
 
 

@@ -1,7 +1,7 @@
-"""ReplicaManager.run, the trio shell: the expiration reaper and the HW checkpoint.
+"""ReplicaManagerService, the trio shell: the expiration reaper and the HW checkpoint.
 
-Virtual time (``autojump_clock``): the core calls get ``now=trio.current_time()``, the
-same clock the reaper reads.
+Virtual time (``autojump_clock``): the shell passes ``now=trio.current_time()`` to the
+core, the same clock the reaper sleeps on.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from minikafka.replication import (
     FetchPartition,
     ProducePartitionResult,
     ReplicaManager,
+    ReplicaManagerService,
 )
 from minikafka.replication.testing import (
     Answers,
@@ -29,7 +30,7 @@ from minikafka.replication.testing import (
     consumer_params,
     discard,
     lead,
-    replica_manager,
+    replica_manager_core,
 )
 
 TP = TopicPartition("orders", 0)
@@ -54,9 +55,13 @@ class Timed(Answers[FetchAnswer]):
                 await self.arrived.wait()
 
 
-def long_poll(manager: ReplicaManager, max_wait_ms: int, answers: Timed) -> None:
+def replica_manager(tmp_path: Path) -> ReplicaManagerService:
+    return ReplicaManagerService(replica_manager_core(tmp_path))
+
+
+def long_poll(manager: ReplicaManagerService, max_wait_ms: int, answers: Timed) -> None:
     params = consumer_params(max_wait_ms=max_wait_ms, min_bytes=1)
-    manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], answers, trio.current_time())
+    manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], answers)
     assert not answers.answered
 
 
@@ -76,7 +81,7 @@ async def test_the_reaper_expires_a_long_poll_at_its_deadline(
     [(_, result)] = answers.only
     assert result.error_code is ErrorCode.none
     assert result.records is None
-    assert manager.fetch_purgatory.delayed == 0
+    assert manager.core.fetch_purgatory.delayed == 0
 
 
 async def test_an_earlier_deadline_parked_later_wakes_the_reaper(
@@ -109,10 +114,10 @@ async def test_a_long_poll_answered_by_data_is_not_answered_again_at_its_deadlin
         await nursery.start(manager.run)
         start = trio.current_time()
         long_poll(manager, 500, answers)
-        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard, trio.current_time())
+        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard)
         assert answers.times == [start]
         params = consumer_params(max_wait_ms=2_000, min_bytes=1)
-        manager.fetch_messages(params, [FetchPartition(TP, 2, 1 << 20)], later, start)
+        manager.fetch_messages(params, [FetchPartition(TP, 2, 1 << 20)], later)
         await later.wait()  # the reaper ran past the first deadline meanwhile
         nursery.cancel_scope.cancel()
     assert len(answers.calls) == 1
@@ -134,7 +139,7 @@ async def test_the_reaper_times_out_an_acks_all_produce(
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         start = trio.current_time()
-        manager.append_records(3_000, -1, {TP: value_batch(1)}, respond, start)
+        manager.append_records(3_000, -1, {TP: value_batch(1)}, respond)
         with trio.fail_after(60):
             await done.wait()
         elapsed = trio.current_time() - start
@@ -168,40 +173,40 @@ class RecordingManager(ReplicaManager):
 
 def recording_manager(tmp_path: Path, failures: int = 0) -> RecordingManager:
     logs = LogManager.startup([tmp_path], clock=ManualClock())
-    return RecordingManager(
-        1, logs, SettingsTable(), high_watermark_checkpoint_interval_ms=5_000, failures=failures
-    )
+    return RecordingManager(1, logs, SettingsTable(), failures=failures)
 
 
 async def test_the_hw_checkpoint_is_written_on_schedule(
     autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
-    manager = recording_manager(tmp_path)
+    core = recording_manager(tmp_path)
+    manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     checkpoint = OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         start = trio.current_time()
-        manager.append_records(30_000, 1, {TP: value_batch(3)}, discard, start)
-        await manager.wait_for_writes(1)
+        manager.append_records(30_000, 1, {TP: value_batch(3)}, discard)
+        await core.wait_for_writes(1)
         assert checkpoint.read() == {TP: 3}
-        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard, trio.current_time())
-        await manager.wait_for_writes(2)
+        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard)
+        await core.wait_for_writes(2)
         assert checkpoint.read() == {TP: 5}
         nursery.cancel_scope.cancel()
-    assert manager.written == [pytest.approx(start + 5.0), pytest.approx(start + 10.0)]
+    assert core.written == [pytest.approx(start + 5.0), pytest.approx(start + 10.0)]
 
 
 async def test_a_failed_checkpoint_is_logged_and_retried_at_the_next_tick(
     autojump_clock: trio.testing.MockClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    manager = recording_manager(tmp_path, failures=1)
+    core = recording_manager(tmp_path, failures=1)
+    manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         start = trio.current_time()
-        await manager.wait_for_writes(1)
+        await core.wait_for_writes(1)
         nursery.cancel_scope.cancel()
-    assert manager.written == [pytest.approx(start + 10.0)]
+    assert core.written == [pytest.approx(start + 10.0)]
     assert "high-watermark checkpoint failed" in caplog.text
     assert OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT).read() == {TP: 0}

@@ -3,6 +3,8 @@ moves and the answers of requests that waited in a purgatory."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -21,6 +23,7 @@ from minikafka.replication import (
 from minikafka.replication.testing import (
     Answers,
     FetchAnswer,
+    ManualShell,
     consumer_params,
     discard,
     follower_fetch,
@@ -29,12 +32,26 @@ from minikafka.replication.testing import (
     replica_manager,
 )
 from minikafka.trace import event_types
-from minikafka.trace.testing import recording_tracer
+from minikafka.trace.testing import RecordingTracer
 
 TP = TopicPartition("orders", 0)
 OTHER = TopicPartition("orders", 1)
 
 ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
+
+
+def traced_manager(tmp_path: Path, broker_id: int = 1) -> ManualShell:
+    """A manager whose core and partitions report to their own RecordingTracer."""
+    return replica_manager(tmp_path, broker_id=broker_id, tracer=RecordingTracer(broker_id))
+
+
+@contextmanager
+def recording(manager: ManualShell) -> Iterator[RecordingTracer]:
+    """The manager's tracer, keeping only what is emitted inside the block."""
+    tracer = manager.core.tracer
+    assert isinstance(tracer, RecordingTracer)
+    tracer.records.clear()
+    yield tracer
 
 
 def test_the_events_are_registered_under_replication() -> None:
@@ -47,14 +64,14 @@ def test_the_events_are_registered_under_replication() -> None:
 
 
 def test_leadership_isr_changes_and_following_are_traced(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
-    with recording_tracer() as tracer:
+    manager = traced_manager(tmp_path)
+    with recording(manager) as tracer:
         lead(manager, TP, (1, 2, 3), isr=(1, 2, 3), leader_epoch=4, partition_epoch=7)
         # The controller shrinks the ISR (same leader epoch, next partition epoch).
         lead(manager, TP, (1, 2, 3), isr=(1, 3), leader_epoch=4, partition_epoch=8)
         # The same state again, and a stale one: nothing changes, nothing is traced.
         lead(manager, TP, (1, 2, 3), isr=(1, 3), leader_epoch=4, partition_epoch=8)
-        partition = manager.get_partition(TP)
+        partition = manager.core.get_partition(TP)
         assert partition is not None
         assert not partition.make_leader(
             partition_state((1, 2, 3), leader_epoch=3, partition_epoch=9), 0.0
@@ -70,9 +87,9 @@ def test_leadership_isr_changes_and_following_are_traced(tmp_path: Path) -> None
 
 
 def test_the_hw_is_traced_only_when_it_moves_up(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
+    manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2), leader_epoch=3)
-    with recording_tracer() as tracer:
+    with recording(manager) as tracer:
         manager.append_records(30_000, 1, {TP: value_batch(5)}, discard, now=0.0)
         assert tracer.events == []  # the follower has not fetched: the HW stays at 0
         follower_fetch(manager, 2, TP, 2, now=1.0)
@@ -87,10 +104,10 @@ def test_the_hw_is_traced_only_when_it_moves_up(tmp_path: Path) -> None:
 def test_a_leader_alone_advances_on_every_append_and_answers_acks_all_at_once(
     tmp_path: Path,
 ) -> None:
-    manager = replica_manager(tmp_path)
+    manager = traced_manager(tmp_path)
     lead(manager, TP)
     answers: ProduceAnswers = Answers()
-    with recording_tracer() as tracer:
+    with recording(manager) as tracer:
         manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
         manager.append_records(30_000, -1, {TP: value_batch(3)}, answers, now=0.0)
     assert len(answers.calls) == 2
@@ -101,11 +118,11 @@ def test_a_leader_alone_advances_on_every_append_and_answers_acks_all_at_once(
 
 
 def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
+    manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     lead(manager, OTHER, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
-    with recording_tracer() as tracer:
+    with recording(manager) as tracer:
         batches = {TP: value_batch(3), OTHER: value_batch(1)}
         manager.append_records(30_000, -1, batches, answers, now=10.0)
         follower_fetch(manager, 2, TP, 3, now=10.25)
@@ -124,16 +141,16 @@ def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path
 
 
 def test_an_expired_produce_and_an_expired_fetch_are_traced(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
+    manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     produced: ProduceAnswers = Answers()
     fetched: Answers[FetchAnswer] = Answers()
-    with recording_tracer() as tracer:
+    with recording(manager) as tracer:
         manager.append_records(2_000, -1, {TP: value_batch(1)}, produced, now=1.0)
         params = consumer_params(max_wait_ms=500, min_bytes=1)
         manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], fetched, now=2.0)
-        assert manager.expire(2.5) == 1  # the fetch's fetch.max.wait.ms
-        assert manager.expire(3.0) == 1  # the produce's timeout
+        assert manager.on_timer(2.5) == 1  # the fetch's fetch.max.wait.ms
+        assert manager.on_timer(3.0) == 1  # the produce's timeout
     assert produced.only[TP].error_code is ErrorCode.request_timed_out
     assert fetched.answered
     assert tracer.of_type(DelayedOperationCompleted) == [
@@ -143,10 +160,10 @@ def test_an_expired_produce_and_an_expired_fetch_are_traced(tmp_path: Path) -> N
 
 
 def test_a_long_poll_completed_by_new_data_is_traced(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
+    manager = traced_manager(tmp_path)
     lead(manager, TP)
     fetched: Answers[FetchAnswer] = Answers()
-    with recording_tracer() as tracer:
+    with recording(manager) as tracer:
         params = consumer_params(max_wait_ms=5_000, min_bytes=1)
         fetches = [FetchPartition(TP, 0, 1 << 20), FetchPartition(OTHER, 0, 1 << 20)]
         lead(manager, OTHER)
@@ -160,8 +177,8 @@ def test_a_long_poll_completed_by_new_data_is_traced(tmp_path: Path) -> None:
 
 
 def test_nothing_is_traced_when_tracing_is_off(tmp_path: Path) -> None:
-    manager = replica_manager(tmp_path)
-    with recording_tracer() as tracer:
+    manager = traced_manager(tmp_path)
+    with recording(manager) as tracer:
         tracer.close()
         lead(manager, TP, (1, 2), isr=(1, 2))
         answers: ProduceAnswers = Answers()
@@ -169,3 +186,20 @@ def test_nothing_is_traced_when_tracing_is_off(tmp_path: Path) -> None:
         follower_fetch(manager, 2, TP, 2, now=1.0)
         assert answers.answered
     assert tracer.records == []
+
+
+def test_two_brokers_in_one_process_trace_to_their_own_tracers(tmp_path: Path) -> None:
+    """Tracing is injected (issue 16): each manager, and its partitions, emit to the tracer
+    it was built with, so brokers sharing a process write distinguishable streams."""
+    one = traced_manager(tmp_path / "one", broker_id=1)
+    two = traced_manager(tmp_path / "two", broker_id=2)
+    with recording(one) as first, recording(two) as second:
+        lead(one, TP)
+        lead(two, OTHER)
+        one.append_records(30_000, 1, {TP: value_batch(2)}, discard, now=0.0)
+    assert (first.node, second.node) == (1, 2)
+    assert first.events == [
+        BecameLeader("orders", 0, 0, 0, (1,), (1,), 0),
+        HighWatermarkAdvanced("orders", 0, 0, 2, 0),
+    ]
+    assert second.events == [BecameLeader("orders", 1, 0, 0, (2,), (2,), 0)]

@@ -27,7 +27,7 @@ from minikafka.controller import (
 )
 from minikafka.coordination import GroupCoordinatorService
 from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
-from minikafka.replication import ReplicaManager
+from minikafka.replication import ReplicaManagerService
 
 from ._admin import (
     handle_create_partitions,
@@ -63,7 +63,7 @@ class KafkaApis:
     config: KafkaConfig
     cluster_id: str
     metadata_cache: MetadataCache
-    replica_manager: ReplicaManager
+    replica_manager: ReplicaManagerService
     controller: ControllerServer
     producer_ids: ProducerIdManager
     groups: GroupCoordinatorService

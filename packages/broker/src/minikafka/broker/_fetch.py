@@ -16,7 +16,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
@@ -25,7 +24,7 @@ from minikafka.replication import (
     FetchParams,
     FetchPartition,
     FetchPartitionResult,
-    ReplicaManager,
+    ReplicaManagerService,
 )
 
 from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH
@@ -38,7 +37,7 @@ _PARTITION_HEAD = struct.Struct(">ihqq")  # partition, error, high watermark, la
 _I64 = struct.Struct(">q")
 
 
-def handle_fetch(request: Request, replica_manager: ReplicaManager) -> None:
+def handle_fetch(request: Request, replica_manager: ReplicaManagerService) -> None:
     body = request.body_as(FETCH)
     version = request.api_version
     fetches = [
@@ -66,7 +65,7 @@ def handle_fetch(request: Request, replica_manager: ReplicaManager) -> None:
         # Follower fetching is the multi-broker issue's; a single node has no followers.
         respond([(f, FetchPartitionResult(ErrorCode.not_leader_or_follower)) for f in fetches])
         return
-    replica_manager.fetch_messages(params, fetches, respond, trio.current_time())
+    replica_manager.fetch_messages(params, fetches, respond)
 
 
 def encode_fetch_response(

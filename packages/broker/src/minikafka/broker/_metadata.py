@@ -22,7 +22,7 @@ from kio.static.protocol import Entity, ResponsePayload
 from minikafka.controller import NO_LEADER, TopicImage
 from minikafka.log import TopicPartition
 from minikafka.net import ApiKey, Request, build, nested, response_schema
-from minikafka.replication import ReplicaManager, ReplicationError
+from minikafka.replication import ReplicaManagerService, ReplicationError
 
 from ._body import LIST_OFFSETS, LIST_OFFSETS_PARTITION_WITH_EPOCH, METADATA
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
@@ -142,7 +142,7 @@ def requested_topics(request: Request) -> list[str] | None:
     return [t.name for t in topics]
 
 
-def handle_list_offsets(request: Request, replica_manager: ReplicaManager) -> None:
+def handle_list_offsets(request: Request, replica_manager: ReplicaManagerService) -> None:
     body = request.body_as(LIST_OFFSETS)
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
@@ -172,7 +172,7 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManager) -> No
 
 
 def _list_offset(
-    replica_manager: ReplicaManager, tp: TopicPartition, timestamp: int, leader_epoch: int
+    replica_manager: ReplicaManagerService, tp: TopicPartition, timestamp: int, leader_epoch: int
 ) -> dict[str, object]:
     partition = replica_manager.get_partition(tp)
     if partition is None:

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 import attrs
-import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v0.request import (
     FindCoordinatorRequest as FindCoordinatorRequestV0,
@@ -35,7 +34,7 @@ from minikafka.controller import (
 from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
 from minikafka.log import TopicPartition, build_batch, iter_decoded_batches, make_records
 from minikafka.net import ApiKey, Request, build, response_schema
-from minikafka.replication import ReplicaManager
+from minikafka.replication import ReplicaManagerService
 
 from ._body import FIND_COORDINATOR
 from ._config import KafkaConfig
@@ -51,7 +50,7 @@ _WHOLE_SEGMENT = 2**31 - 1
 
 @attrs.define(eq=False)
 class ReplicaOffsetsTopic:
-    replica_manager: ReplicaManager
+    replica_manager: ReplicaManagerService
     commit_timeout_ms: int
 
     def append(
@@ -67,7 +66,6 @@ class ReplicaOffsetsTopic:
             -1,
             {tp: bytearray(batch)},
             lambda results: on_committed(results[tp].error_code),
-            trio.current_time(),
         )
 
     def read(self, partition: int) -> Iterator[StoredRecord]:

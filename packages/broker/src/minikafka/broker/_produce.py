@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import datetime
 
-import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from minikafka.log import RECORD_BATCH_OVERHEAD, RecordBatchHeader, TopicPartition
 from minikafka.net import Acks, ApiKey, Request, build, nested, response_schema
-from minikafka.replication import ProducePartitionResult, ReplicaManager
+from minikafka.replication import ProducePartitionResult, ReplicaManagerService
 
 from ._body import PRODUCE
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
@@ -26,7 +25,9 @@ ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 NO_THROTTLE = datetime.timedelta(0)
 
 
-def handle_produce(request: Request, replica_manager: ReplicaManager, cache: MetadataCache) -> None:
+def handle_produce(
+    request: Request, replica_manager: ReplicaManagerService, cache: MetadataCache
+) -> None:
     body = request.body_as(PRODUCE)
     acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
     timeout_ms = int(body.timeout.total_seconds() * 1000)
@@ -91,7 +92,6 @@ def handle_produce(request: Request, replica_manager: ReplicaManager, cache: Met
         acks,
         entries,
         lambda results: respond({**refused, **results}),
-        trio.current_time(),
     )
 
 

@@ -46,7 +46,12 @@ from minikafka.controller import (
 from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
 from minikafka.log import LogManager, TopicPartition
 from minikafka.net import Listener, SocketServer
-from minikafka.replication import PartitionState, ReplicaManager, TopicSettings
+from minikafka.replication import (
+    PartitionState,
+    ReplicaManager,
+    ReplicaManagerService,
+    TopicSettings,
+)
 from minikafka.trace import Tracer, get_tracer
 
 from ._apis import KafkaApis
@@ -66,7 +71,7 @@ class BrokerServer:
     log_manager: LogManager
     controller: ControllerServer
     metadata_cache: MetadataCache
-    replica_manager: ReplicaManager
+    replica_manager: ReplicaManagerService
     groups: GroupCoordinatorService
     apis: KafkaApis
     socket_server: SocketServer
@@ -108,10 +113,8 @@ class BrokerServer:
                 cache.min_insync_replicas(topic, config.broker.min_insync_replicas),
             )
 
-        replica_manager = ReplicaManager(
-            config.node_id,
-            log_manager,
-            topic_settings,
+        replica_manager = ReplicaManagerService(
+            ReplicaManager(config.node_id, log_manager, topic_settings, tracer=tracer),
             config.broker.replica_high_watermark_checkpoint_interval_ms,
         )
         broker: BrokerServer | None = None
@@ -178,7 +181,7 @@ class BrokerServer:
         if not changes.empty:
             self.replica_manager.stop_replicas(changes.deleted | changes.stopped)
             self.replica_manager.become_leader_or_follower(
-                _states(changes.leaders), _states(changes.followers), trio.current_time()
+                _states(changes.leaders), _states(changes.followers)
             )
             # The group coordinator follows the leadership of __consumer_offsets.
             for tp in changes.deleted | changes.stopped | set(changes.followers):

@@ -5,8 +5,15 @@ watermark to the smallest log end offset among the in-sync replicas; the Replica
 appends producers' batches to leader partitions and reads fetches as file slices; the
 purgatory parks ``acks=all`` produces (DelayedProduce) and long-polling fetches
 (DelayedFetch) until the condition they wait for holds or their deadline passes.
+
+Every module but ``_shell`` is a core (no trio, no clock: ``now`` is an argument, answers
+are returned as values); :class:`ReplicaManagerService` is the trio shell that owns the
+clock, the timers and the sending of answers.
 """
 
+from ._callbacks import FetchCallback as FetchCallback
+from ._callbacks import ProduceCallback as ProduceCallback
+from ._callbacks import ResponseCallbacks as ResponseCallbacks
 from ._delayed import DelayedFetch as DelayedFetch
 from ._delayed import DelayedProduce as DelayedProduce
 from ._events import BecameFollower as BecameFollower
@@ -27,7 +34,11 @@ from ._replica_manager import TopicSettings as TopicSettings
 from ._results import FetchParams as FetchParams
 from ._results import FetchPartition as FetchPartition
 from ._results import FetchPartitionResult as FetchPartitionResult
+from ._results import FetchResponse as FetchResponse
 from ._results import ProducePartitionResult as ProducePartitionResult
+from ._results import ProduceResponse as ProduceResponse
+from ._results import Response as Response
+from ._shell import ReplicaManagerService as ReplicaManagerService
 
 __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
@@ -38,17 +49,24 @@ __all__ = [
     "DelayedOperationCompleted",
     "DelayedOperationPurgatory",
     "DelayedProduce",
+    "FetchCallback",
     "FetchParams",
     "FetchPartition",
     "FetchPartitionResult",
+    "FetchResponse",
     "HighWatermarkAdvanced",
     "IsrChanged",
     "LogReadResult",
     "Partition",
     "PartitionState",
+    "ProduceCallback",
     "ProducePartitionResult",
+    "ProduceResponse",
     "ReplicaManager",
+    "ReplicaManagerService",
     "ReplicaState",
     "ReplicationError",
+    "Response",
+    "ResponseCallbacks",
     "TopicSettings",
 ]

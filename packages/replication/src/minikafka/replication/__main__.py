@@ -14,6 +14,10 @@ prints the same story:
    until enough bytes lie below the HW, which takes new data *and* the followers;
 4. the controller shrinks the ISR to the leader alone: ``acks=all`` is refused with
    NOT_ENOUGH_REPLICAS, ``acks=1`` is still accepted.
+
+The ReplicaManager is used as its shell uses it: each request gets a number, and every
+call returns the answers it produced (to its own request, or to parked ones it
+completed) as values; here they are kept in a dict by request number.
 """
 
 from __future__ import annotations
@@ -29,21 +33,20 @@ from minikafka.log.testing import ManualClock, keyed_batch
 from . import (
     FetchParams,
     FetchPartition,
-    FetchPartitionResult,
+    FetchResponse,
     PartitionState,
-    ProducePartitionResult,
+    ProduceResponse,
     ReplicaManager,
+    Response,
     TopicSettings,
 )
 
 TP = TopicPartition("orders", 0)
 TOPIC_ID = uuid.uuid4()
-Produced = dict[TopicPartition, ProducePartitionResult]
-Fetched = list[tuple[FetchPartition, FetchPartitionResult]]
 
 
-def yes_no(answers: list[Produced] | list[Fetched]) -> str:
-    return "yes" if answers else "no"
+def yes_no(answer: Response | None) -> str:
+    return "yes" if answer is not None else "no"
 
 
 def run(data: Path) -> None:
@@ -51,7 +54,7 @@ def run(data: Path) -> None:
     settings = TopicSettings(LogConfig(), min_insync_replicas=2)
     manager = ReplicaManager(1, LogManager.startup([data], clock=clock), lambda _: settings)
     lead = {TP: (TOPIC_ID, PartitionState(1, 0, 0, replicas=(1, 2, 3), isr=(1, 2, 3)))}
-    manager.become_leader_or_follower(lead, {}, now=0.0)
+    manager.become_leader_or_follower(lead, {}, now=0.0)  # nothing waits yet: no answers
     partition = manager.get_partition(TP)
     assert partition is not None
     log = partition.log
@@ -63,13 +66,22 @@ def run(data: Path) -> None:
             f"HW={log.high_watermark}"
         )
 
-    def produce(t: float, acks: int, values: list[bytes], answers: list[Produced]) -> None:
+    answers: dict[int, Response] = {}  # request number -> its answer, once given
+    numbers = iter(range(1, 1_000))
+
+    def produce(t: float, acks: int, values: list[bytes]) -> int:
         batch = keyed_batch([(None, v) for v in values], timestamp_ms=clock.now_ms)
-        manager.append_records(30_000, acks, {TP: batch}, answers.append, now=t)
+        request = next(numbers)
+        answers.update(
+            (r.request_id, r)
+            for r in manager.append_records(30_000, acks, {TP: batch}, request, now=t)
+        )
+        return request
 
     def follower_fetch(t: float, broker: int, offset: int) -> None:
         params = FetchParams(replica_id=broker, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
-        manager.fetch_messages(params, [FetchPartition(TP, offset, 1 << 20)], lambda _: None, t)
+        fetch = [FetchPartition(TP, offset, 1 << 20)]
+        answers.update((r.request_id, r) for r in manager.fetch_messages(params, fetch, 0, t))
         show(t, f"broker {broker} fetches from offset {offset}")
 
     print(
@@ -78,41 +90,49 @@ def run(data: Path) -> None:
     )
 
     print("\n1. A producer sends 3 records with acks=all (followers at -1: not fetched yet)")
-    produced: list[Produced] = []
-    produce(0.0, -1, [b"a", b"b", b"c"], produced)
+    produced = produce(0.0, -1, [b"a", b"b", b"c"])
     show(0.0, "appended on the leader")
     print(
-        f"  answered: {yes_no(produced)}; waiting in the produce purgatory: "
+        f"  answered: {yes_no(answers.get(produced))}; waiting in the produce purgatory: "
         f"{manager.produce_purgatory.delayed} (deadline t={manager.next_deadline():.1f})"
     )
 
     print("\n2. The followers fetch; the HW is the smallest LEO in the ISR")
     follower_fetch(0.1, 2, 3)
     follower_fetch(0.2, 3, 1)
-    print(f"  answered: {yes_no(produced)} (broker 3 has only offset 0)")
+    print(f"  answered: {yes_no(answers.get(produced))} (broker 3 has only offset 0)")
     follower_fetch(0.3, 3, 3)
-    answer = produced[0][TP]
+    produce_answer = answers[produced]
+    assert isinstance(produce_answer, ProduceResponse)
+    answer = produce_answer.results[TP]
     print(f"  answered: {answer.error_code.name.upper()} at base offset {answer.base_offset}")
 
     print("\n3. A consumer long-polls from offset 3: min_bytes=200, max_wait=5000 ms")
-    fetched: list[Fetched] = []
+    fetched = next(numbers)
     params = FetchParams(replica_id=-1, max_wait_ms=5000, min_bytes=200, max_bytes=1 << 20)
-    manager.fetch_messages(params, [FetchPartition(TP, 3, 1 << 20)], fetched.append, now=1.0)
+    long_poll = [FetchPartition(TP, 3, 1 << 20)]
+    answers.update(
+        (r.request_id, r) for r in manager.fetch_messages(params, long_poll, fetched, now=1.0)
+    )
     print(
-        f"  answered: {yes_no(fetched)}; waiting in the fetch purgatory: "
+        f"  answered: {yes_no(answers.get(fetched))}; waiting in the fetch purgatory: "
         f"{manager.fetch_purgatory.delayed}"
     )
-    produce(1.1, 1, [b"d"], [])
+    produce(1.1, 1, [b"d"])
     show(1.1, "1 small record, acks=1")
-    print(f"  answered: {yes_no(fetched)} (the record is not below the HW yet)")
+    print(f"  answered: {yes_no(answers.get(fetched))} (the record is not below the HW yet)")
     follower_fetch(1.2, 2, 4)
     follower_fetch(1.2, 3, 4)
-    print(f"  answered: {yes_no(fetched)} (below the HW now, but fewer than 200 bytes)")
-    produce(1.3, 1, [b"x" * 100] * 2, [])
+    print(
+        f"  answered: {yes_no(answers.get(fetched))} (below the HW now, but fewer than 200 bytes)"
+    )
+    produce(1.3, 1, [b"x" * 100] * 2)
     show(1.3, "2 records of 100 bytes, acks=1")
     follower_fetch(1.4, 2, 6)
     follower_fetch(1.4, 3, 6)
-    [(_, result)] = fetched[0]
+    fetch_answer = answers[fetched]
+    assert isinstance(fetch_answer, FetchResponse)
+    [(_, result)] = fetch_answer.results
     print(
         f"  answered: {result.error_code.name.upper()} with {result.size} bytes from offset 3, "
         f"HW={result.high_watermark}"
@@ -120,11 +140,11 @@ def run(data: Path) -> None:
 
     print("\n4. The controller shrinks the ISR to [1]; min.insync.replicas is 2")
     shrunk = PartitionState(1, 0, 1, replicas=(1, 2, 3), isr=(1,))
-    manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)
+    manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)  # none either
     for acks in (-1, 1):
-        answers: list[Produced] = []
-        produce(2.0, acks, [b"late"], answers)
-        result_p = answers[0][TP]
+        late = answers[produce(2.0, acks, [b"late"])]
+        assert isinstance(late, ProduceResponse)
+        result_p = late.results[TP]
         print(
             f"  acks={acks:>2}: {result_p.error_code.name.upper()}"
             + (f" at offset {result_p.base_offset}" if result_p.base_offset >= 0 else "")

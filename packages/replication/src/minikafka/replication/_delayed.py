@@ -7,8 +7,11 @@ records. DelayedFetch waits until the partitions it reads hold at least
 woken by the ReplicaManager through the purgatory's watch keys (the partitions), never
 by polling.
 
-Each traces its answer (``replication.delayed_op``) if it waited: the ReplicaManager
-sets ``clock`` once the purgatory has parked it, and ``created`` says since when.
+Each carries the id its caller gave the request and, once completed, its answer as a
+value (``response``): the ReplicaManager returns it to its shell, which sends it. No
+operation holds a clock or a callback into the shell; ``created`` (when it was parked)
+lets the ReplicaManager trace how long it waited, with the ``now`` of the call that
+completed it.
 """
 
 from __future__ import annotations
@@ -19,40 +22,32 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import LogOffsetMetadata, TopicPartition
-from minikafka.trace import emit, tracing
 
-from ._events import DelayedOperationCompleted
 from ._partition import Partition
 from ._purgatory import DelayedOperation
-from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
-
-ProduceCallback = Callable[[dict[TopicPartition, ProducePartitionResult]], None]
-FetchCallback = Callable[[list[tuple[FetchPartition, FetchPartitionResult]]], None]
-
-
-def _trace_answer(
-    kind: str, clock: Callable[[], float] | None, created: float, expired: bool, partitions: int
-) -> None:
-    if clock is None or not tracing():
-        return  # answered without waiting, or nobody records
-    waited_ms = max(clock() - created, 0.0) * 1000
-    outcome = "expired" if expired else "completed"
-    emit(DelayedOperationCompleted(kind, outcome, waited_ms, partitions))
+from ._results import (
+    FetchParams,
+    FetchPartition,
+    FetchPartitionResult,
+    FetchResponse,
+    ProducePartitionResult,
+    ProduceResponse,
+)
 
 
 @attrs.define(eq=False)
 class DelayedProduce(DelayedOperation):
     """Waits until every appended partition's HW passes its batches (acks=all)."""
 
+    request_id: int
     results: dict[TopicPartition, ProducePartitionResult]
     required_offsets: dict[TopicPartition, int]  # partitions still waiting -> last offset + 1
     partitions: Callable[[TopicPartition], Partition | None]
-    respond: ProduceCallback
     created: float = attrs.field(default=0.0, kw_only=True)
-    """When it was parked, on the ReplicaManager's clock (for the trace)."""
-    clock: Callable[[], float] | None = attrs.field(default=None, kw_only=True)
-    """The ReplicaManager's clock, set once it waits in the purgatory (for the trace)."""
-    _expired: bool = attrs.field(init=False, default=False)
+    """When it was parked, on the shell's clock (for the trace)."""
+    expired: bool = attrs.field(init=False, default=False)
+    response: ProduceResponse | None = attrs.field(init=False, default=None)
+    """The answer, once completed."""
 
     def try_complete(self) -> bool:
         for tp, required in list(self.required_offsets.items()):
@@ -72,7 +67,7 @@ class DelayedProduce(DelayedOperation):
         # Written to the leader but not acknowledged by enough replicas in time: the
         # producer hears REQUEST_TIMED_OUT and may retry (the idempotent producer's
         # sequence numbers make that retry harmless).
-        self._expired = True
+        self.expired = True
         for tp in self.required_offsets:
             self.results[tp] = ProducePartitionResult(
                 ErrorCode.request_timed_out,
@@ -81,25 +76,24 @@ class DelayedProduce(DelayedOperation):
         self.required_offsets.clear()
 
     def on_complete(self) -> None:
-        _trace_answer("produce", self.clock, self.created, self._expired, len(self.results))
-        self.respond(self.results)
+        self.response = ProduceResponse(self.request_id, self.results)
 
 
 @attrs.define(eq=False)
 class DelayedFetch(DelayedOperation):
     """Waits for ``min_bytes`` of new data on the partitions it reads (long polling)."""
 
+    request_id: int
     params: FetchParams
     fetches: list[tuple[FetchPartition, LogOffsetMetadata | None]]
     """Each partition with where its fetch offset lies (None: the read failed)."""
     partitions: Callable[[TopicPartition], Partition | None]
     read: Callable[[], list[tuple[FetchPartition, FetchPartitionResult]]]
-    respond: FetchCallback
     created: float = attrs.field(default=0.0, kw_only=True)
-    """When it was parked, on the ReplicaManager's clock (for the trace)."""
-    clock: Callable[[], float] | None = attrs.field(default=None, kw_only=True)
-    """The ReplicaManager's clock, set once it waits in the purgatory (for the trace)."""
-    _expired: bool = attrs.field(init=False, default=False)
+    """When it was parked, on the shell's clock (for the trace)."""
+    expired: bool = attrs.field(init=False, default=False)
+    response: FetchResponse | None = attrs.field(init=False, default=None)
+    """The answer, once completed."""
 
     def try_complete(self) -> bool:
         accumulated = 0
@@ -127,9 +121,8 @@ class DelayedFetch(DelayedOperation):
 
     def on_expiration(self) -> None:
         # fetch.max.wait.ms passed: answered with whatever there is (see on_complete).
-        self._expired = True
+        self.expired = True
 
     def on_complete(self) -> None:
-        _trace_answer("fetch", self.clock, self.created, self._expired, len(self.fetches))
         # Read again: the answer carries whatever is there now, up to the limits.
-        self.respond(self.read())
+        self.response = FetchResponse(self.request_id, self.read())

@@ -12,7 +12,9 @@ Seed 000's replication vocabulary, kept on the leader:
 - ``min.insync.replicas``: an ``acks=all`` write is refused with NOT_ENOUGH_REPLICAS when
   the ISR is smaller than this, because the write could not be as durable as promised.
 
-A Partition is a core: it changes only when called, with ``now`` passed in.
+A Partition is a core: it changes only when called, with ``now`` passed in, and reports
+its trace events to the tracer it was given (its broker's, so that brokers sharing a
+process write distinguishable streams).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from minikafka.log import (
     TimestampAndOffset,
     TopicPartition,
 )
-from minikafka.trace import emit, tracing
+from minikafka.trace import NullTracer, Tracer
 
 from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged
 
@@ -98,6 +100,7 @@ class Partition:
 
     Kafka's ``HostedPartition.Offline``: until the broker restarts, every produce, fetch
     and ListOffsets on the partition is answered KAFKA_STORAGE_ERROR."""
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True, repr=False)
 
     @property
     def is_leader(self) -> bool:
@@ -123,7 +126,7 @@ class Partition:
             # KIP-101: the new epoch starts at the leader's log end offset.
             self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
             self.leader_epoch_start_offset = self.log.log_end_offset
-            if tracing():
+            if self.tracer.enabled:
                 tp = self.topic_partition
                 event = BecameLeader(
                     tp.topic,
@@ -134,9 +137,9 @@ class Partition:
                     tuple(sorted(self.isr)),
                     self.log.log_end_offset,
                 )
-                emit(event)
+                self.tracer.emit(event)
         else:
-            if self.isr != previous_isr and tracing():
+            if self.isr != previous_isr and self.tracer.enabled:
                 tp = self.topic_partition
                 changed = IsrChanged(
                     tp.topic,
@@ -146,7 +149,7 @@ class Partition:
                     tuple(sorted(previous_isr)),
                     tuple(sorted(self.isr)),
                 )
-                emit(changed)
+                self.tracer.emit(changed)
             for b in self.replicas:
                 if b != self.local_broker_id and b not in self.remote_replicas:
                     self.remote_replicas[b] = ReplicaState(b, last_caught_up_time=now)
@@ -162,12 +165,12 @@ class Partition:
             return False
         new_epoch = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id
         self._update_assignment(state)
-        if new_epoch and tracing():
+        if new_epoch and self.tracer.enabled:
             tp = self.topic_partition
             event = BecameFollower(
                 tp.topic, tp.partition, self.leader_id, self.leader_epoch, self.partition_epoch
             )
-            emit(event)
+            self.tracer.emit(event)
         self.remote_replicas = {}
         self.leader_epoch_start_offset = None
         return True
@@ -226,10 +229,12 @@ class Partition:
         previous = self.log.high_watermark
         if not self.log.maybe_increment_high_watermark(new_hw):
             return False
-        if tracing():
+        if self.tracer.enabled:
             tp = self.topic_partition
             hw = self.log.high_watermark
-            emit(HighWatermarkAdvanced(tp.topic, tp.partition, previous, hw, self.leader_epoch))
+            self.tracer.emit(
+                HighWatermarkAdvanced(tp.topic, tp.partition, previous, hw, self.leader_epoch)
+            )
         return True
 
     def update_follower_fetch_state(self, broker_id: int, fetch_offset: int, now: float) -> bool:

@@ -8,24 +8,28 @@ that much data is there. Kafka parks such a request as a *delayed operation* in 
 - something it watches changes (new data, a moved high watermark): whoever made the
   change calls :meth:`DelayedOperationPurgatory.check_and_complete` with the *watch key*
   (the partition), and each operation watching it checks again (``try_complete``);
-- its deadline passes: the expiration reaper completes it anyway (``on_expiration``,
-  then ``on_complete``, which answers with what is there or a timeout error).
+- its deadline passes: :meth:`DelayedOperationPurgatory.expire` completes it anyway
+  (``on_expiration``, then ``on_complete``, which prepares the answer with what is there
+  or a timeout error).
 
-Completion happens exactly once, whichever comes first. This module is a core: it keeps
-no clock (``now`` is passed in), so the broker's trio shell runs the reaper and tests
-move time by hand. Kafka uses a hierarchical timing wheel for the deadlines; a heap does
-the same job here at the scale of one Python process.
+Completion happens exactly once, whichever comes first. Both ways return the operations
+they completed, as values: an operation prepares its answer in ``on_complete`` and the
+caller (the ReplicaManager) hands it on; nothing here calls back into a shell. This module
+is a core: it keeps no clock (``now`` is passed in), so the broker's trio shell sleeps
+until :meth:`~DelayedOperationPurgatory.next_deadline` and tests move time by hand.
+Kafka uses a hierarchical timing wheel for the deadlines; a heap
+(:class:`minikafka.common.Deadlines`) does the same job here at the scale of one process.
 """
 
 from __future__ import annotations
 
 import abc
-import heapq
-import itertools
 from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
 import attrs
+
+from minikafka.common import Deadlines
 
 
 @attrs.define(eq=False)
@@ -41,7 +45,7 @@ class DelayedOperation(abc.ABC):
 
     @abc.abstractmethod
     def on_complete(self) -> None:
-        """Answer the request; called exactly once."""
+        """Prepare the answer to the request; called exactly once."""
 
     def on_expiration(self) -> None:  # noqa: B027 - optional hook, most operations need none
         """Called before :meth:`on_complete` when the deadline, not the condition, ended it."""
@@ -64,8 +68,8 @@ class DelayedOperationPurgatory(Generic[Op]):
 
     name: str
     _watchers: dict[Hashable, list[Op]] = attrs.field(init=False, factory=dict)
-    _deadlines: list[tuple[float, int, Op]] = attrs.field(init=False, factory=list)
-    _sequence: itertools.count[int] = attrs.field(init=False, factory=itertools.count)
+    _deadlines: Deadlines[Op] = attrs.field(init=False, factory=Deadlines)
+    """Every operation still waiting, by deadline (completed ones are cancelled)."""
     _checking: dict[Hashable, bool] = attrs.field(init=False, factory=dict)
     """Keys being checked now -> whether they were checked again meanwhile."""
 
@@ -80,18 +84,18 @@ class DelayedOperationPurgatory(Generic[Op]):
             return True
         for key in keys:
             self._watchers.setdefault(key, []).append(operation)
-        heapq.heappush(self._deadlines, (operation.deadline, next(self._sequence), operation))
+        self._deadlines.schedule(operation, operation.deadline)
         return False
 
-    def check_and_complete(self, key: Hashable) -> int:
-        """Let every operation watching ``key`` check again; the number it completed."""
+    def check_and_complete(self, key: Hashable) -> list[Op]:
+        """Let every operation watching ``key`` check again; those it completed."""
         if key in self._checking:
-            # Called from inside an answer given by the check of this key below (the
-            # answer caused the next request at once: a consumer fetching again, a
-            # producer's next batch). That check goes round once more instead.
+            # Called from inside a completion run by the check of this key below (an
+            # answer prepared there changed the state again: a read that took a log dir
+            # offline). That check goes round once more instead.
             self._checking[key] = True
-            return 0
-        completed = 0
+            return []
+        completed: list[Op] = []
         try:
             while watching := self._watchers.pop(key, None):
                 self._checking[key] = False
@@ -99,10 +103,13 @@ class DelayedOperationPurgatory(Generic[Op]):
                     for operation in watching:
                         # Skip those completed through another key or by expiration.
                         if not operation.completed and operation.try_complete():
-                            completed += 1
+                            completed.append(operation)
                 finally:
                     # Operations parked under the key meanwhile went into a fresh list.
                     parked = self._watchers.pop(key, [])
+                    for op in watching:
+                        if op.completed:  # its deadline no longer matters
+                            self._deadlines.cancel(op)
                     still = [op for op in (*watching, *parked) if not op.completed]
                     if still:
                         self._watchers[key] = still
@@ -112,24 +119,21 @@ class DelayedOperationPurgatory(Generic[Op]):
             self._checking.pop(key, None)
         return completed
 
-    def expire(self, now: float) -> int:
-        """Complete every operation whose deadline has passed; how many that was."""
-        expired = 0
-        while self._deadlines and self._deadlines[0][0] <= now:
-            _, _, operation = heapq.heappop(self._deadlines)
+    def expire(self, now: float) -> list[Op]:
+        """Complete every operation whose deadline has passed; those it completed."""
+        expired: list[Op] = []
+        for operation in self._deadlines.pop_due(now):
             if operation.completed:
                 continue
             operation.on_expiration()
             if operation.force_complete():
-                expired += 1
+                expired.append(operation)
         self._purge_completed()
         return expired
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of an operation still waiting (None: nothing waits)."""
-        while self._deadlines and self._deadlines[0][2].completed:
-            heapq.heappop(self._deadlines)
-        return self._deadlines[0][0] if self._deadlines else None
+        return self._deadlines.next_deadline()
 
     def watched(self, key: Hashable) -> int:
         """How many operations still wait on ``key`` (Kafka's ``watched`` metric)."""
@@ -138,7 +142,7 @@ class DelayedOperationPurgatory(Generic[Op]):
     @property
     def delayed(self) -> int:
         """How many operations still wait (Kafka's ``PurgatorySize``)."""
-        return sum(not op.completed for _, _, op in self._deadlines)
+        return len(self._deadlines)
 
     def _purge_completed(self) -> None:
         # Operations completed through one key stay in the lists of their other keys

@@ -23,8 +23,13 @@ Which partitions exist and who leads them is not decided here: the broker hands 
 the partitions whose state changed (:meth:`become_leader_or_follower`,
 :meth:`stop_replicas`), and the manager makes the local replicas match, declaratively.
 
-The manager is a core (``now`` is passed in); :meth:`ReplicaManager.run` is its small trio
-shell: the expiration reaper and the high-watermark checkpoint.
+The manager is a core (issue 16's contract): no trio, no clock, no I/O but the log, which
+it calls as the synchronous local library it is (an append is a ``write`` into the page
+cache; handing every append out to the shell would only add a round trip). ``now`` is an
+argument of every call that may depend on time and is never kept. Every call returns the
+answers it produced as values (:data:`Response`: its own request's, and those of parked
+requests it completed); the shell (:class:`ReplicaManagerService`) sends them, sleeps until
+:meth:`next_deadline`, calls :meth:`on_timer`, and writes the HW checkpoint on its interval.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import attrs
-import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import (
@@ -49,11 +53,21 @@ from minikafka.log import (
     OffsetOutOfRangeError,
     TopicPartition,
 )
+from minikafka.trace import NullTracer, Tracer
 
-from ._delayed import DelayedFetch, DelayedProduce, FetchCallback, ProduceCallback
+from ._delayed import DelayedFetch, DelayedProduce
+from ._events import DelayedOperationCompleted
 from ._partition import Partition, PartitionState, ReplicationError
 from ._purgatory import DelayedOperationPurgatory
-from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
+from ._results import (
+    FetchParams,
+    FetchPartition,
+    FetchPartitionResult,
+    FetchResponse,
+    ProducePartitionResult,
+    ProduceResponse,
+    Response,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -75,7 +89,7 @@ class ReplicaManager:
     log_manager: LogManager
     topic_settings: Callable[[str], TopicSettings]
     """The topic's settings as the metadata image says (overrides over broker defaults)."""
-    high_watermark_checkpoint_interval_ms: int = 5000
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True, repr=False)
     partitions: dict[TopicPartition, Partition] = attrs.field(init=False, factory=dict)
     produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = attrs.field(
         init=False, factory=lambda: DelayedOperationPurgatory("Produce")
@@ -83,18 +97,16 @@ class ReplicaManager:
     fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
         init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
     )
-    _deadline_added: Callable[[], None] = attrs.field(init=False, default=lambda: None)
     _shutting_down: bool = attrs.field(init=False, default=False)
     offline_partitions: dict[TopicPartition, str] = attrs.field(init=False, factory=dict)
     """Partitions whose log could not even be created or led here, with why."""
-    # The latest ``now`` a call brought: how long parked requests waited, for the trace.
-    _now: float = attrs.field(init=False, default=0.0)
+    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(init=False, factory=list)
+    """Parked operations completed during the current call; it returns their answers.
 
-    def __attrs_post_init__(self) -> None:
-        self.log_manager.dir_failure_listeners.append(self._on_log_dir_failure)
-
-    def _clock(self) -> float:
-        return self._now
+    Completion happens deep inside a call (a follower's fetch moves the HW, which
+    completes a produce; a re-read that fails takes a log dir offline, which completes
+    others), so the operations are gathered here and every public call ends by handing
+    them out (:meth:`_responses`): the list is empty between calls."""
 
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
@@ -106,13 +118,13 @@ class ReplicaManager:
         leaders: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
         followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
         now: float,
-    ) -> None:
+    ) -> list[Response]:
         """Lead and follow what the controller decided (Kafka's becomeLeaderOrFollower).
 
         Declarative: the broker passes the partitions whose state changed, with their
-        new state, and each local replica is made to match.
+        new state, and each local replica is made to match. Returns the answers of the
+        parked requests this completed (a new leader epoch, a lost leadership).
         """
-        self._now = now
         for tp, (topic_id, state) in leaders.items():
             if tp in self.offline_partitions:
                 continue  # its disk failed: nothing is done with it until restart
@@ -138,11 +150,18 @@ class ReplicaManager:
             except OSError as exc:
                 self._partition_failed(tp, exc)
             self._partition_changed(tp)
+        return self._responses(now)
 
-    def stop_replicas(self, topic_partitions: Iterable[TopicPartition]) -> None:
-        """No longer a replica here (topic deleted or reassigned away): delete the logs."""
+    def stop_replicas(
+        self, topic_partitions: Iterable[TopicPartition], now: float
+    ) -> list[Response]:
+        """No longer a replica here (topic deleted or reassigned away): delete the logs.
+
+        What waited on them is answered (NOT_LEADER / UNKNOWN_TOPIC): the answers.
+        """
         for tp in topic_partitions:
             self._remove_partition(tp)
+        return self._responses(now)
 
     def update_topic_settings(self, topic: str) -> None:
         """Re-read a topic's settings after its configuration changed."""
@@ -167,7 +186,7 @@ class ReplicaManager:
             if partition is not None:  # the topic was recreated under the same name
                 self._remove_partition(tp)
             log = self.log_manager.get_or_create_log(tp, settings.log_config)
-            partition = Partition(tp, topic_id, self.broker_id, log)
+            partition = Partition(tp, topic_id, self.broker_id, log, tracer=self.tracer)
             self.partitions[tp] = partition
         partition.log.config = settings.log_config
         partition.min_insync_replicas = settings.min_insync_replicas
@@ -185,8 +204,8 @@ class ReplicaManager:
         self._partition_changed(tp)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
-        self.produce_purgatory.check_and_complete(tp)
-        self.fetch_purgatory.check_and_complete(tp)
+        self._completed += self.produce_purgatory.check_and_complete(tp)
+        self._completed += self.fetch_purgatory.check_and_complete(tp)
 
     # --- produce ------------------------------------------------------------------------
 
@@ -195,11 +214,15 @@ class ReplicaManager:
         timeout_ms: int,
         required_acks: int,
         entries: Mapping[TopicPartition, bytearray],
-        respond: ProduceCallback,
+        request_id: int,
         now: float,
-    ) -> None:
-        """Append to each leader partition; answer now or when the HW passes (acks=all)."""
-        self._now = now
+    ) -> list[Response]:
+        """Append to each leader partition; answer now or when the HW passes (acks=all).
+
+        The answer to ``request_id`` is among the returned responses unless it waits in
+        the produce purgatory; a later call (a follower's fetch, :meth:`on_timer`)
+        returns it then.
+        """
         results: dict[TopicPartition, ProducePartitionResult] = {}
         waiting: dict[TopicPartition, int] = {}
         for tp, records in entries.items():
@@ -232,14 +255,13 @@ class ReplicaManager:
             waiting[tp] = info.last_offset + 1
             self._partition_changed(tp)
         if required_acks != -1 or not waiting:
-            respond(results)
-            return
+            return self._responses(now, ProduceResponse(request_id, results))
         operation = DelayedProduce(
-            now + timeout_ms / 1000, results, waiting, self.partitions.get, respond, created=now
+            now + timeout_ms / 1000, request_id, results, waiting, self.partitions.get, created=now
         )
-        if not self.produce_purgatory.try_complete_else_watch(operation, waiting):
-            operation.clock = self._clock
-            self._parked()
+        if self.produce_purgatory.try_complete_else_watch(operation, waiting):
+            return self._responses(now, operation.response)
+        return self._parked(now)
 
     # --- fetch --------------------------------------------------------------------------
 
@@ -247,11 +269,14 @@ class ReplicaManager:
         self,
         params: FetchParams,
         fetches: list[FetchPartition],
-        respond: FetchCallback,
+        request_id: int,
         now: float,
-    ) -> None:
-        """Read each partition; answer now or park a DelayedFetch until enough data."""
-        self._now = now
+    ) -> list[Response]:
+        """Read each partition; answer now or park a DelayedFetch until enough data.
+
+        As for :meth:`append_records`: the answer to ``request_id`` is returned now, or
+        by the call that completes the DelayedFetch.
+        """
         results = self.read_from_local_log(params, fetches)
         if params.is_from_follower:
             # Only a read that succeeded says what the follower has: a fetch past the log
@@ -264,22 +289,21 @@ class ReplicaManager:
         total = sum(result.size for _, result in results)
         errors = any(result.error_code is not ErrorCode.none for _, result in results)
         if params.max_wait_ms <= 0 or not fetches or total >= params.min_bytes or errors:
-            respond(results)
-            return
+            return self._responses(now, FetchResponse(request_id, results))
         positions = [(fetch, self._fetch_position(fetch, result)) for fetch, result in results]
         operation = DelayedFetch(
             now + params.max_wait_ms / 1000,
+            request_id,
             params,
             positions,
             self.partitions.get,
             lambda: self.read_from_local_log(params, fetches),
-            respond,
             created=now,
         )
         keys = [fetch.topic_partition for fetch in fetches]
-        if not self.fetch_purgatory.try_complete_else_watch(operation, keys):
-            operation.clock = self._clock
-            self._parked()
+        if self.fetch_purgatory.try_complete_else_watch(operation, keys):
+            return self._responses(now, operation.response)
+        return self._parked(now)
 
     def read_from_local_log(
         self, params: FetchParams, fetches: list[FetchPartition]
@@ -396,7 +420,11 @@ class ReplicaManager:
         if log_dir is None:
             self._partition_failed(tp, exc)
         else:
+            # The LogManager tells its listeners (the shell, which calls
+            # :meth:`on_log_dir_failure`); the partitions are marked here as well, so the
+            # core is right with or without a shell listening.
             self.log_manager.mark_dir_offline(log_dir, f"{tp}: {message}")
+            self._dir_failed(log_dir)
         return message
 
     def _partition_failed(self, tp: TopicPartition, exc: OSError) -> None:
@@ -408,42 +436,27 @@ class ReplicaManager:
         else:
             partition.mark_offline(reason)
 
-    def _on_log_dir_failure(self, log_dir: Path) -> None:
+    def on_log_dir_failure(self, log_dir: Path, now: float) -> list[Response]:
         """The LogManager took ``log_dir`` offline: so are the partitions in it.
 
-        What waits on them is answered now: a DelayedProduce with KAFKA_STORAGE_ERROR,
-        a DelayedFetch with the same error on a fresh read.
+        What waits on them is answered now (the returned responses): a DelayedProduce
+        with KAFKA_STORAGE_ERROR, a DelayedFetch with the same error on a fresh read.
+        The shell calls this from the LogManager's ``dir_failure_listeners``.
         """
+        self._dir_failed(log_dir)
+        return self._responses(now)
+
+    def _dir_failed(self, log_dir: Path) -> None:
         reason = f"log dir {log_dir} is offline: {self.log_manager.offline_dirs.get(log_dir)}"
         for tp, partition in self.partitions.items():
             if self.log_manager.log_dir_of(tp) == log_dir and partition.offline_reason is None:
                 partition.mark_offline(reason)
                 self._partition_changed(tp)
 
-    # --- the shell ----------------------------------------------------------------------
-
-    def _parked(self) -> None:
-        if self._shutting_down:
-            self.expire(math.inf)  # nothing waits once the broker is stopping
-        else:
-            self._deadline_added()
-
-    def shutdown(self) -> None:
-        """Answer every parked request now, and park none from here on.
-
-        A consumer's long poll may wait up to ``fetch.max.wait.ms``; a stopping broker
-        answers it at once with what there is, rather than hold its shutdown for it
-        (Kafka's ReplicaManager shuts its purgatories down the same way).
-        """
-        self._shutting_down = True
-        self.expire(math.inf)
-
-    def expire(self, now: float) -> int:
-        if math.isfinite(now):  # shutdown expires everything "at infinity"
-            self._now = now
-        return self.produce_purgatory.expire(now) + self.fetch_purgatory.expire(now)
+    # --- timers and shutdown -------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
+        """When :meth:`on_timer` has work: the earliest deadline of a parked request."""
         deadlines = [
             d
             for d in (self.produce_purgatory.next_deadline(), self.fetch_purgatory.next_deadline())
@@ -451,30 +464,57 @@ class ReplicaManager:
         ]
         return min(deadlines, default=None)
 
+    def on_timer(self, now: float) -> list[Response]:
+        """Complete every parked request whose deadline has passed: their answers."""
+        self._completed += self.produce_purgatory.expire(now)
+        self._completed += self.fetch_purgatory.expire(now)
+        return self._responses(now)
+
+    def shutdown(self, now: float) -> list[Response]:
+        """Answer every parked request now, and park none from here on.
+
+        A consumer's long poll may wait up to ``fetch.max.wait.ms``; a stopping broker
+        answers it at once with what there is, rather than hold its shutdown for it
+        (Kafka's ReplicaManager shuts its purgatories down the same way).
+        """
+        self._shutting_down = True
+        return self._expire_all(now)
+
     def checkpoint_high_watermarks(self) -> None:
+        """Write every partition's HW beside the logs (the shell calls it on its interval)."""
         self.log_manager.checkpoint(HIGH_WATERMARK_CHECKPOINT)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The expiration reaper and the HW checkpoint, until cancelled."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._reaper)
-            nursery.start_soon(self._checkpointer)
-            task_status.started()
+    def _expire_all(self, now: float) -> list[Response]:
+        self._completed += self.produce_purgatory.expire(math.inf)
+        self._completed += self.fetch_purgatory.expire(math.inf)
+        return self._responses(now)
 
-    async def _reaper(self) -> None:
-        while True:
-            added = trio.Event()
-            self._deadline_added = added.set
-            deadline = self.next_deadline()
-            with trio.move_on_at(math.inf if deadline is None else deadline):
-                await added.wait()
-                continue  # an earlier deadline may have arrived: recompute
-            self.expire(trio.current_time())
+    def _parked(self, now: float) -> list[Response]:
+        if self._shutting_down:
+            return self._expire_all(now)  # nothing waits once the broker is stopping
+        return self._responses(now)
 
-    async def _checkpointer(self) -> None:
-        while True:
-            await trio.sleep(self.high_watermark_checkpoint_interval_ms / 1000)
-            try:
-                self.checkpoint_high_watermarks()
-            except OSError:
-                _logger.exception("writing the high-watermark checkpoint failed")
+    def _responses(self, now: float, own: Response | None = None) -> list[Response]:
+        """The answers of the operations this call completed, then ``own`` (the caller's).
+
+        Each parked request's answer is traced with how long it waited (``now`` minus
+        when it was parked).
+        """
+        completed, self._completed = self._completed, []
+        responses: list[Response] = []
+        for operation in completed:
+            if self.tracer.enabled:
+                kind = "produce" if isinstance(operation, DelayedProduce) else "fetch"
+                outcome = "expired" if operation.expired else "completed"
+                waited_ms = max(now - operation.created, 0.0) * 1000
+                partitions = (
+                    len(operation.results)
+                    if isinstance(operation, DelayedProduce)
+                    else len(operation.fetches)
+                )
+                self.tracer.emit(DelayedOperationCompleted(kind, outcome, waited_ms, partitions))
+            assert operation.response is not None  # set by on_complete
+            responses.append(operation.response)
+        if own is not None:
+            responses.append(own)
+        return responses

@@ -61,3 +61,28 @@ class FetchPartitionResult:
     @property
     def size(self) -> int:
         return self.records.length if self.records is not None else 0
+
+
+@attrs.frozen
+class ProduceResponse:
+    """The per-partition answer to the produce request the caller numbered ``request_id``.
+
+    The core hands these back as values; its shell sends them (Kafka's ``responseCallback``
+    is called here by the shell, never by the core).
+    """
+
+    request_id: int
+    results: dict[TopicPartition, ProducePartitionResult]
+
+
+@attrs.frozen
+class FetchResponse:
+    """The per-partition answer to the fetch the caller numbered ``request_id``, in the
+    request's order."""
+
+    request_id: int
+    results: list[tuple[FetchPartition, FetchPartitionResult]]
+
+
+Response = ProduceResponse | FetchResponse
+"""What a ReplicaManager call answers: its own request, or requests it completed."""

@@ -1,25 +1,31 @@
 """Helpers for tests of replication and of the packages built on it (broker, simulations).
 
 A ReplicaManager over a LogManager in a temporary directory, with a manual clock for the
-logs; partitions made leader in one call; callbacks that keep what they were answered;
-follower fetches as the leader sees them.
+logs, driven by hand (:class:`ManualShell`: ``now`` passed to each call, the answers sent
+to callbacks, as the trio shell does); partitions made leader in one call; callbacks that
+keep what they were answered; follower fetches as the leader sees them.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import attrs
 
 from minikafka.log import Log, LogConfig, LogManager, TopicPartition
 from minikafka.log.testing import ManualClock
+from minikafka.trace import NullTracer, Tracer
 
+from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._partition import Partition, PartitionState
 from ._replica_manager import ReplicaManager, TopicSettings
 from ._results import FetchParams, FetchPartition, FetchPartitionResult
+
+if TYPE_CHECKING:
+    from ._shell import ReplicaManagerService
 
 T = TypeVar("T")
 
@@ -73,6 +79,85 @@ class SettingsTable:
         return self.topics.get(topic, self.default)
 
 
+def replica_manager_core(
+    dir: Path,
+    *,
+    broker_id: int = 1,
+    settings: Callable[[str], TopicSettings] | None = None,
+    min_insync_replicas: int = 1,
+    clock: ManualClock | None = None,
+    tracer: Tracer | None = None,
+) -> ReplicaManager:
+    """A ReplicaManager core over a LogManager started on ``dir`` (no partition yet)."""
+    logs = LogManager.startup([dir], clock=clock or ManualClock())
+    table = settings or SettingsTable(TopicSettings(LogConfig(), min_insync_replicas))
+    return ReplicaManager(broker_id, logs, table, tracer=tracer or NullTracer(broker_id))
+
+
+@attrs.define(eq=False)
+class ManualShell:
+    """A ReplicaManager driven by hand, as :class:`ReplicaManagerService` drives it.
+
+    Each call takes ``now`` (the trio shell reads its clock instead) and the answers the
+    core returns go to the callbacks the caller gave. A log dir the LogManager takes
+    offline by itself is answered at ``failure_time``.
+    """
+
+    core: ReplicaManager
+    callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
+    failure_time: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        self.core.log_manager.dir_failure_listeners.append(
+            lambda log_dir: self.callbacks.deliver(
+                self.core.on_log_dir_failure(log_dir, self.failure_time)
+            )
+        )
+
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: Mapping[TopicPartition, bytearray],
+        respond: ProduceCallback,
+        now: float,
+    ) -> None:
+        request_id = self.callbacks.produce(respond)
+        self.callbacks.deliver(
+            self.core.append_records(timeout_ms, required_acks, entries, request_id, now)
+        )
+
+    def fetch_messages(
+        self,
+        params: FetchParams,
+        fetches: list[FetchPartition],
+        respond: FetchCallback,
+        now: float,
+    ) -> None:
+        request_id = self.callbacks.fetch(respond)
+        self.callbacks.deliver(self.core.fetch_messages(params, fetches, request_id, now))
+
+    def become_leader_or_follower(
+        self,
+        leaders: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
+        followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
+        now: float,
+    ) -> None:
+        self.callbacks.deliver(self.core.become_leader_or_follower(leaders, followers, now))
+
+    def stop_replicas(self, topic_partitions: Iterable[TopicPartition], now: float = 0.0) -> None:
+        self.callbacks.deliver(self.core.stop_replicas(topic_partitions, now))
+
+    def on_timer(self, now: float) -> int:
+        """Expire what is due at ``now``; how many requests that answered."""
+        responses = self.core.on_timer(now)
+        self.callbacks.deliver(responses)
+        return len(responses)
+
+    def shutdown(self, now: float = 0.0) -> None:
+        self.callbacks.deliver(self.core.shutdown(now))
+
+
 def replica_manager(
     dir: Path,
     *,
@@ -80,21 +165,22 @@ def replica_manager(
     settings: Callable[[str], TopicSettings] | None = None,
     min_insync_replicas: int = 1,
     clock: ManualClock | None = None,
-    high_watermark_checkpoint_interval_ms: int = 5000,
-) -> ReplicaManager:
-    """A ReplicaManager over a LogManager started on ``dir`` (no partition yet)."""
-    logs = LogManager.startup([dir], clock=clock or ManualClock())
-    table = settings or SettingsTable(TopicSettings(LogConfig(), min_insync_replicas))
-    return ReplicaManager(
-        broker_id,
-        logs,
-        table,
-        high_watermark_checkpoint_interval_ms=high_watermark_checkpoint_interval_ms,
+    tracer: Tracer | None = None,
+) -> ManualShell:
+    """A ReplicaManager over a LogManager started on ``dir`` (no partition yet), by hand."""
+    core = replica_manager_core(
+        dir,
+        broker_id=broker_id,
+        settings=settings,
+        min_insync_replicas=min_insync_replicas,
+        clock=clock,
+        tracer=tracer,
     )
+    return ManualShell(core)
 
 
 def lead(
-    manager: ReplicaManager,
+    manager: ManualShell | ReplicaManagerService,
     tp: TopicPartition,
     replicas: tuple[int, ...] | None = None,
     *,
@@ -105,18 +191,19 @@ def lead(
     now: float = 0.0,
 ) -> Partition:
     """Make ``manager``'s broker the leader of ``tp`` (replicas default: that broker alone)."""
-    existing = manager.get_partition(tp)
+    core = manager.core
+    existing = core.get_partition(tp)
     if topic_id is None:
         topic_id = existing.topic_id if existing is not None else uuid.uuid4()
     state = partition_state(
-        replicas or (manager.broker_id,),
-        leader=manager.broker_id,
+        replicas or (core.broker_id,),
+        leader=core.broker_id,
         isr=isr,
         leader_epoch=leader_epoch,
         partition_epoch=partition_epoch,
     )
-    manager.become_leader_or_follower({tp: (topic_id, state)}, {}, now)
-    partition = manager.get_partition(tp)
+    manager.callbacks.deliver(core.become_leader_or_follower({tp: (topic_id, state)}, {}, now))
+    partition = core.get_partition(tp)
     assert partition is not None
     assert partition.is_leader
     return partition
@@ -147,7 +234,7 @@ def discard(_answer: object) -> None:
 
 
 def follower_fetch(
-    manager: ReplicaManager,
+    manager: ManualShell,
     broker_id: int,
     tp: TopicPartition,
     fetch_offset: int,
