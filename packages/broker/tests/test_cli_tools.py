@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from rich.console import Console
 from typer.testing import CliRunner
@@ -330,7 +331,9 @@ async def test_batches_flush_by_bytes_and_by_linger(cluster: Cluster) -> None:
 
         async def slow_lines() -> AsyncIterator[bytes]:
             yield b"first"
-            await trio.sleep(0.5)  # ten lingers: the first line goes alone
+            # Not a wait for something: the input stays idle for ten lingers, so the
+            # first line goes alone.
+            await trio.sleep(0.5)
             yield b"second"
 
         options = ProduceOptions("flush", linger_ms=50)
@@ -393,7 +396,8 @@ async def test_consume_waits_for_new_records(cluster: Cluster) -> None:
         out = io.BytesIO()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(consumer.run, out)
-            await trio.sleep(0.3)  # the consumer is in a fetch's max_wait by now
+            # Every task waits: the consumer's fetch is parked in the broker's max_wait.
+            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
             await send(cluster, ProduceOptions("live", partition=1), [b"a", b"b"])
             await send(cluster, ProduceOptions("live", partition=0), [b"c", b"d"])
         # three of the four, then --max-messages stops it
