@@ -66,6 +66,7 @@ class KafkaChannel:
     _response_receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
     _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _closed: trio.Event = attrs.field(init=False, factory=trio.Event)
     _reserved: int | None = attrs.field(init=False, default=None)
     """Bytes taken from the MemoryPool for the next frame, not yet handed to a Request
     (None: nothing taken; 0 is a real reservation, for an empty frame)."""
@@ -122,6 +123,12 @@ class KafkaChannel:
             if self.close_reason not in _QUIET_REASONS and not logged:
                 log.info("closed %s: %s", self.id, self.close_reason)
             self.processor.connection_closed(self)
+            self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Until the connection is closed and its Processor has let it go
+        (``close_reason`` says why)."""
+        await self._closed.wait()
 
     def _log_foreign_protocol(self, error: ForeignProtocol) -> None:
         """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
