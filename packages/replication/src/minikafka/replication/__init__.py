@@ -15,6 +15,7 @@ from ._callbacks import FetchCallback as FetchCallback
 from ._callbacks import ProduceCallback as ProduceCallback
 from ._callbacks import ResponseCallbacks as ResponseCallbacks
 from ._delayed import DelayedFetch as DelayedFetch
+from ._delayed import DelayedOperations as DelayedOperations
 from ._delayed import DelayedProduce as DelayedProduce
 from ._events import BecameFollower as BecameFollower
 from ._events import BecameLeader as BecameLeader
@@ -48,6 +49,7 @@ __all__ = [
     "DelayedOperation",
     "DelayedOperationCompleted",
     "DelayedOperationPurgatory",
+    "DelayedOperations",
     "DelayedProduce",
     "FetchCallback",
     "FetchParams",

@@ -1,4 +1,5 @@
-"""DelayedProduce and DelayedFetch: the two operations the ReplicaManager parks.
+"""DelayedProduce and DelayedFetch: the two operations the ReplicaManager parks, and
+DelayedOperations, its two purgatories.
 
 DelayedProduce (``acks=all``) waits, for each partition it wrote, until the high
 watermark reaches the offset after its last batch: then every in-sync replica has the
@@ -10,21 +11,24 @@ by polling.
 Each carries the id its caller gave the request and, once completed, its answer as a
 value (``response``): the ReplicaManager returns it to its shell, which sends it. No
 operation holds a clock or a callback into the shell; ``created`` (when it was parked)
-lets the ReplicaManager trace how long it waited, with the ``now`` of the call that
-completed it.
+lets :class:`DelayedOperations` trace how long it waited, with the ``now`` of the call
+that completed it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import LogOffsetMetadata, TopicPartition
+from minikafka.trace import NullTracer, Tracer
 
+from ._events import DelayedOperationCompleted
 from ._partition import Partition
-from ._purgatory import DelayedOperation
+from ._purgatory import DelayedOperation, DelayedOperationPurgatory
 from ._results import (
     FetchParams,
     FetchPartition,
@@ -32,6 +36,7 @@ from ._results import (
     FetchResponse,
     ProducePartitionResult,
     ProduceResponse,
+    Response,
 )
 
 
@@ -39,6 +44,7 @@ from ._results import (
 class DelayedProduce(DelayedOperation):
     """Waits until every appended partition's HW passes its batches (acks=all)."""
 
+    KIND: ClassVar[str] = "produce"
     request_id: int
     results: dict[TopicPartition, ProducePartitionResult]
     required_offsets: dict[TopicPartition, int]  # partitions still waiting -> last offset + 1
@@ -78,11 +84,16 @@ class DelayedProduce(DelayedOperation):
     def on_complete(self) -> None:
         self.response = ProduceResponse(self.request_id, self.results)
 
+    @property
+    def partition_count(self) -> int:
+        return len(self.results)
+
 
 @attrs.define(eq=False)
 class DelayedFetch(DelayedOperation):
     """Waits for ``min_bytes`` of new data on the partitions it reads (long polling)."""
 
+    KIND: ClassVar[str] = "fetch"
     request_id: int
     params: FetchParams
     fetches: list[tuple[FetchPartition, LogOffsetMetadata | None]]
@@ -126,3 +137,63 @@ class DelayedFetch(DelayedOperation):
     def on_complete(self) -> None:
         # Read again: the answer carries whatever is there now, up to the limits.
         self.response = FetchResponse(self.request_id, self.read())
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.fetches)
+
+
+@attrs.define(eq=False)
+class DelayedOperations:
+    """The ReplicaManager's two purgatories, and the answers of what they complete.
+
+    Completion happens deep inside a ReplicaManager call (a follower's fetch moves the HW,
+    which completes a produce; a re-read that fails takes a log dir offline, which
+    completes others), so the completed operations are gathered in ``_completed`` and
+    every public call of the ReplicaManager ends by taking their answers
+    (:meth:`answers`): the list is empty between calls, and holds no time.
+    """
+
+    tracer: Tracer = attrs.field(factory=NullTracer)
+    produce: DelayedOperationPurgatory[DelayedProduce] = attrs.field(
+        init=False, factory=lambda: DelayedOperationPurgatory("Produce")
+    )
+    fetch: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
+        init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
+    )
+    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(init=False, factory=list)
+
+    def check(self, tp: TopicPartition) -> None:
+        """Something behind ``tp`` changed: let the operations watching it check again."""
+        self._completed += self.produce.check_and_complete(tp)
+        self._completed += self.fetch.check_and_complete(tp)
+
+    def expire(self, now: float) -> None:
+        """Complete the operations whose deadline is ``now`` or before (all: ``math.inf``)."""
+        self._completed += self.produce.expire(now)
+        self._completed += self.fetch.expire(now)
+
+    def next_deadline(self) -> float | None:
+        deadlines = (self.produce.next_deadline(), self.fetch.next_deadline())
+        return min((d for d in deadlines if d is not None), default=None)
+
+    def answers(self, now: float, own: Response | None = None) -> list[Response]:
+        """The answers of the operations completed since the last call, then ``own``.
+
+        Each is traced with how long its request waited (``now`` minus when it was parked).
+        """
+        completed, self._completed = self._completed, []
+        responses: list[Response] = []
+        for operation in completed:
+            if self.tracer.enabled:
+                outcome = "expired" if operation.expired else "completed"
+                waited_ms = max(now - operation.created, 0.0) * 1000
+                event = DelayedOperationCompleted(
+                    operation.KIND, outcome, waited_ms, operation.partition_count
+                )
+                self.tracer.emit(event)
+            assert operation.response is not None  # set by on_complete
+            responses.append(operation.response)
+        if own is not None:
+            responses.append(own)
+        return responses

@@ -55,8 +55,7 @@ from minikafka.log import (
 )
 from minikafka.trace import NullTracer, Tracer
 
-from ._delayed import DelayedFetch, DelayedProduce
-from ._events import DelayedOperationCompleted
+from ._delayed import DelayedFetch, DelayedOperations, DelayedProduce
 from ._partition import Partition, PartitionState, ReplicationError
 from ._purgatory import DelayedOperationPurgatory
 from ._results import (
@@ -91,22 +90,22 @@ class ReplicaManager:
     """The topic's settings as the metadata image says (overrides over broker defaults)."""
     tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True, repr=False)
     partitions: dict[TopicPartition, Partition] = attrs.field(init=False, factory=dict)
-    produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = attrs.field(
-        init=False, factory=lambda: DelayedOperationPurgatory("Produce")
-    )
-    fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
-        init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
-    )
+    delayed: DelayedOperations = attrs.field(init=False)
     _shutting_down: bool = attrs.field(init=False, default=False)
     offline_partitions: dict[TopicPartition, str] = attrs.field(init=False, factory=dict)
     """Partitions whose log could not even be created or led here, with why."""
-    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(init=False, factory=list)
-    """Parked operations completed during the current call; it returns their answers.
 
-    Completion happens deep inside a call (a follower's fetch moves the HW, which
-    completes a produce; a re-read that fails takes a log dir offline, which completes
-    others), so the operations are gathered here and every public call ends by handing
-    them out (:meth:`_responses`): the list is empty between calls."""
+    @delayed.default
+    def _delayed_operations(self) -> DelayedOperations:
+        return DelayedOperations(self.tracer)
+
+    @property
+    def produce_purgatory(self) -> DelayedOperationPurgatory[DelayedProduce]:
+        return self.delayed.produce
+
+    @property
+    def fetch_purgatory(self) -> DelayedOperationPurgatory[DelayedFetch]:
+        return self.delayed.fetch
 
     def get_partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
@@ -150,7 +149,7 @@ class ReplicaManager:
             except OSError as exc:
                 self._partition_failed(tp, exc)
             self._partition_changed(tp)
-        return self._responses(now)
+        return self.delayed.answers(now)
 
     def stop_replicas(
         self, topic_partitions: Iterable[TopicPartition], now: float
@@ -161,7 +160,7 @@ class ReplicaManager:
         """
         for tp in topic_partitions:
             self._remove_partition(tp)
-        return self._responses(now)
+        return self.delayed.answers(now)
 
     def update_topic_settings(self, topic: str) -> None:
         """Re-read a topic's settings after its configuration changed."""
@@ -204,8 +203,7 @@ class ReplicaManager:
         self._partition_changed(tp)
 
     def _partition_changed(self, tp: TopicPartition) -> None:
-        self._completed += self.produce_purgatory.check_and_complete(tp)
-        self._completed += self.fetch_purgatory.check_and_complete(tp)
+        self.delayed.check(tp)
 
     # --- produce ------------------------------------------------------------------------
 
@@ -255,12 +253,12 @@ class ReplicaManager:
             waiting[tp] = info.last_offset + 1
             self._partition_changed(tp)
         if required_acks != -1 or not waiting:
-            return self._responses(now, ProduceResponse(request_id, results))
+            return self.delayed.answers(now, ProduceResponse(request_id, results))
         operation = DelayedProduce(
             now + timeout_ms / 1000, request_id, results, waiting, self.partitions.get, created=now
         )
         if self.produce_purgatory.try_complete_else_watch(operation, waiting):
-            return self._responses(now, operation.response)
+            return self.delayed.answers(now, operation.response)
         return self._parked(now)
 
     # --- fetch --------------------------------------------------------------------------
@@ -289,7 +287,7 @@ class ReplicaManager:
         total = sum(result.size for _, result in results)
         errors = any(result.error_code is not ErrorCode.none for _, result in results)
         if params.max_wait_ms <= 0 or not fetches or total >= params.min_bytes or errors:
-            return self._responses(now, FetchResponse(request_id, results))
+            return self.delayed.answers(now, FetchResponse(request_id, results))
         positions = [(fetch, self._fetch_position(fetch, result)) for fetch, result in results]
         operation = DelayedFetch(
             now + params.max_wait_ms / 1000,
@@ -302,7 +300,7 @@ class ReplicaManager:
         )
         keys = [fetch.topic_partition for fetch in fetches]
         if self.fetch_purgatory.try_complete_else_watch(operation, keys):
-            return self._responses(now, operation.response)
+            return self.delayed.answers(now, operation.response)
         return self._parked(now)
 
     def read_from_local_log(
@@ -444,7 +442,7 @@ class ReplicaManager:
         The shell calls this from the LogManager's ``dir_failure_listeners``.
         """
         self._dir_failed(log_dir)
-        return self._responses(now)
+        return self.delayed.answers(now)
 
     def _dir_failed(self, log_dir: Path) -> None:
         reason = f"log dir {log_dir} is offline: {self.log_manager.offline_dirs.get(log_dir)}"
@@ -457,18 +455,12 @@ class ReplicaManager:
 
     def next_deadline(self) -> float | None:
         """When :meth:`on_timer` has work: the earliest deadline of a parked request."""
-        deadlines = [
-            d
-            for d in (self.produce_purgatory.next_deadline(), self.fetch_purgatory.next_deadline())
-            if d is not None
-        ]
-        return min(deadlines, default=None)
+        return self.delayed.next_deadline()
 
     def on_timer(self, now: float) -> list[Response]:
         """Complete every parked request whose deadline has passed: their answers."""
-        self._completed += self.produce_purgatory.expire(now)
-        self._completed += self.fetch_purgatory.expire(now)
-        return self._responses(now)
+        self.delayed.expire(now)
+        return self.delayed.answers(now)
 
     def shutdown(self, now: float) -> list[Response]:
         """Answer every parked request now, and park none from here on.
@@ -485,36 +477,10 @@ class ReplicaManager:
         self.log_manager.checkpoint(HIGH_WATERMARK_CHECKPOINT)
 
     def _expire_all(self, now: float) -> list[Response]:
-        self._completed += self.produce_purgatory.expire(math.inf)
-        self._completed += self.fetch_purgatory.expire(math.inf)
-        return self._responses(now)
+        self.delayed.expire(math.inf)
+        return self.delayed.answers(now)
 
     def _parked(self, now: float) -> list[Response]:
         if self._shutting_down:
             return self._expire_all(now)  # nothing waits once the broker is stopping
-        return self._responses(now)
-
-    def _responses(self, now: float, own: Response | None = None) -> list[Response]:
-        """The answers of the operations this call completed, then ``own`` (the caller's).
-
-        Each parked request's answer is traced with how long it waited (``now`` minus
-        when it was parked).
-        """
-        completed, self._completed = self._completed, []
-        responses: list[Response] = []
-        for operation in completed:
-            if self.tracer.enabled:
-                kind = "produce" if isinstance(operation, DelayedProduce) else "fetch"
-                outcome = "expired" if operation.expired else "completed"
-                waited_ms = max(now - operation.created, 0.0) * 1000
-                partitions = (
-                    len(operation.results)
-                    if isinstance(operation, DelayedProduce)
-                    else len(operation.fetches)
-                )
-                self.tracer.emit(DelayedOperationCompleted(kind, outcome, waited_ms, partitions))
-            assert operation.response is not None  # set by on_complete
-            responses.append(operation.response)
-        if own is not None:
-            responses.append(own)
-        return responses
+        return self.delayed.answers(now)
