@@ -18,20 +18,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.coordination._assignor import (
+from minikafka.coordination.assignors._assignor import (
     Assignment,
     PartitionAssignor,
     RebalanceProtocol,
     Subscription,
 )
-from minikafka.coordination._cooperative_sticky import (
+from minikafka.coordination.assignors._cooperative_sticky import (
     CooperativeStickyAssignor,
     cooperative_violations,
     revoked_partitions,
 )
-from minikafka.coordination._range import RangeAssignor
-from minikafka.coordination._round_robin import RoundRobinAssignor
-from minikafka.coordination._sticky import StickyAssignor
+from minikafka.coordination.assignors._range import RangeAssignor
+from minikafka.coordination.assignors._round_robin import RoundRobinAssignor
+from minikafka.coordination.assignors._sticky import StickyAssignor
 from minikafka.log import TopicPartition
 
 DETERMINISTIC = settings(derandomize=True, max_examples=300, deadline=None)

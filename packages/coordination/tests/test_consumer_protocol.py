@@ -32,8 +32,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 from kio.static.protocol import Entity
 
-from minikafka.coordination._assignor import Assignment, Subscription
-from minikafka.coordination._consumer_protocol import (
+from minikafka.coordination.assignors._assignor import Assignment, Subscription
+from minikafka.coordination.assignors._consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
@@ -41,11 +41,11 @@ from minikafka.coordination._consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from minikafka.coordination._cooperative_sticky import (
+from minikafka.coordination.assignors._cooperative_sticky import (
     cooperative_member_data,
     encode_cooperative_user_data,
 )
-from minikafka.coordination._sticky import (
+from minikafka.coordination.assignors._sticky import (
     MemberData,
     decode_sticky_user_data,
     encode_sticky_user_data,

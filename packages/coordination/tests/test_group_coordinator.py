@@ -12,15 +12,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from kio.schema.errors import ErrorCode
 
-from minikafka.coordination._coordinator import (
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
-    GroupConfig,
-    GroupCoordinator,
-    GroupReply,
-    GroupResponse,
-)
-from minikafka.coordination._group import GroupMetadata, offset_commit_error
-from minikafka.coordination._group_requests import (
+from minikafka.coordination.group._config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
+from minikafka.coordination.group._coordinator import GroupCoordinator
+from minikafka.coordination.group._group import GroupMetadata, offset_commit_error
+from minikafka.coordination.group._group_requests import (
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -32,7 +27,8 @@ from minikafka.coordination._group_requests import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from minikafka.coordination._group_state import GroupState
+from minikafka.coordination.group._group_state import GroupState
+from minikafka.coordination.group._results import GroupReply, GroupResponse
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 G = GroupState

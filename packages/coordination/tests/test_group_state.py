@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from minikafka.coordination._group import GroupMetadata
-from minikafka.coordination._group_state import (
+from minikafka.coordination.group._group import GroupMetadata
+from minikafka.coordination.group._group_state import (
     GROUP_TRANSITION_REASONS,
     GROUP_TRANSITIONS,
     GroupState,

@@ -4,7 +4,8 @@ virtual time through the simulator, and the rarer paths driven request by reques
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import attrs
 import pytest
@@ -30,10 +31,10 @@ from minikafka.coordination import (
     parse_events,
     simulate,
 )
-from minikafka.coordination._group_requests import Protocols
+from minikafka.coordination.group._group_requests import Protocols
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 from minikafka.log import TopicPartition
-from minikafka.trace import TraceEvent, event_types
+from minikafka.trace import NullTracer, TraceEvent, Tracer, event_types
 from minikafka.trace.testing import RecordingTracer, recording_tracer
 
 SIM_PARTITIONS = 6
@@ -235,17 +236,51 @@ RANGE: Protocols = (("range", b"meta"),)
 REBALANCE_MS = 5_000  # below the session timeout, so rebalance timers fire first
 
 
+@attrs.define(eq=False)
+class _Relay:
+    """The tracer a Driver's coordinator is built with (tracing is injected, issue 16);
+    ``Driver.recording`` points it at a RecordingTracer for the length of a block."""
+
+    target: Tracer = attrs.field(factory=NullTracer)
+    node: int = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.target.enabled
+
+    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        self.target.emit(event, ts)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 @attrs.define
 class Driver:
-    coordinator: GroupCoordinator = attrs.field(
-        factory=lambda: serving_coordinator(
-            GroupConfig(group_initial_rebalance_delay_ms=0), random.Random(3)
-        )
-    )
+    relay: _Relay = attrs.field(factory=_Relay)
+    coordinator: GroupCoordinator = attrs.field()
     topic: InMemoryOffsetsTopic = attrs.field(factory=InMemoryOffsetsTopic)
     now: float = 10.0
     next_id: int = 0
     answers: dict[int, object] = attrs.field(factory=dict)
+
+    @coordinator.default
+    def _coordinator(self) -> GroupCoordinator:
+        config = GroupConfig(group_initial_rebalance_delay_ms=0)
+        return serving_coordinator(config, random.Random(3), tracer=self.relay)
+
+    @contextmanager
+    def recording(self) -> Iterator[RecordingTracer]:
+        """What the coordinator emits within the block."""
+        tracer = RecordingTracer()
+        self.relay.target = tracer
+        try:
+            yield tracer
+        finally:
+            self.relay.target = NullTracer()
 
     def _take(self, replies: Sequence[GroupReply]) -> None:
         for reply in [*replies, *self.topic.flush(self.coordinator, self.now)]:
@@ -315,7 +350,7 @@ def _assignment(*partitions: int) -> bytes:
 
 def test_the_member_id_required_bounce_is_no_join_and_timestamps_are_the_cores_clock() -> None:
     d = Driver()
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         bounce = d.join(client_id="a")
         assert tracer.records == []
         assert bounce is not None
@@ -339,7 +374,7 @@ def test_a_member_that_never_syncs_is_removed_with_sync_timeout() -> None:
     d.join(a, "a")
     assert d.state() is GroupState.COMPLETING_REBALANCE
     generation = d.group_generation
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         d.sync(a, {a: _assignment(0, 1), b: _assignment(2)})
         assert d.state() is GroupState.STABLE
         d.advance(REBALANCE_MS / 1000)
@@ -356,7 +391,7 @@ def test_a_failed_assignment_write_restarts_the_rebalance() -> None:
     a = d.new_member("a")
     generation = d.group_generation
     d.topic.fail_with = ErrorCode.not_enough_replicas
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         d.sync(a, {a: _assignment(0)})
     assert tracer.of_type(RebalanceCompleted) == []
     assert tracer.of_type(MemberAssigned) == []
@@ -373,7 +408,7 @@ def test_a_restarted_static_member_is_traced_as_replaced_and_joined() -> None:
     old = first.member_id
     d.sync(old, {old: _assignment(0, 1, 2)})
     assert d.state() is GroupState.STABLE
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         again = d.join(client_id="s2", instance="i-1")
     assert again is not None
     new = again.member_id
@@ -382,7 +417,7 @@ def test_a_restarted_static_member_is_traced_as_replaced_and_joined() -> None:
         MemberJoined("g", new, "s2", 1, "Stable"),
     ]
     # A new protocol does need a rebalance, caused by the static member's replacement.
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         d.join(client_id="s3", instance="i-1", protocols=(("roundrobin", b"m"), ("range", b"m")))
     started = tracer.of_type(RebalanceStarted)
     assert [(s.reason, s.client_id, s.generation_id) for s in started] == [
@@ -395,7 +430,7 @@ def test_assignment_sizes_that_cannot_be_decoded_are_minus_one() -> None:
     a = d.new_member("a")
     b = d.new_member("b")
     d.join(a, "a")
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         d.sync(b)
         d.sync(a, {a: b"not an assignment"})  # b left out: it gets no bytes at all
     (end,) = tracer.of_type(RebalanceCompleted)
@@ -406,7 +441,7 @@ def test_assignment_sizes_that_cannot_be_decoded_are_minus_one() -> None:
     }
 
     other = Driver()
-    with recording_tracer() as tracer:
+    with other.recording() as tracer:
         worker = other.new_member("w", protocol_type="connect")
         other.sync(worker, {worker: _assignment(0)})
     (end,) = tracer.of_type(RebalanceCompleted)
@@ -421,7 +456,7 @@ def test_a_dynamic_member_that_does_not_rejoin_is_removed_with_join_timeout() ->
     d.sync(b)
     d.sync(a, {a: _assignment(0), b: _assignment(1)})
     assert d.state() is GroupState.STABLE
-    with recording_tracer() as tracer:
+    with d.recording() as tracer:
         d.join(a, "a", protocols=(("range", b"changed"),))  # a rejoins; b never does
         d.advance(REBALANCE_MS / 1000)
     assert [(s.reason, s.member_id) for s in tracer.of_type(RebalanceStarted)] == [

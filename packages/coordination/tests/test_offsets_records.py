@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.coordination._offsets_records import (
+from minikafka.coordination.group._offsets_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetKey,

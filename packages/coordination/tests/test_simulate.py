@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from minikafka.coordination.__main__ import app
-from minikafka.coordination._coordinator import GroupConfig
-from minikafka.coordination._group_state import GroupState
-from minikafka.coordination._simulate import simulate
-from minikafka.coordination._simulate_values import (
+from minikafka.coordination.group._config import GroupConfig
+from minikafka.coordination.group._group_state import GroupState
+from minikafka.coordination.simulate._simulate import simulate
+from minikafka.coordination.simulate._simulate_values import (
     EntryKind,
     EventAction,
     GroupEvent,

@@ -130,7 +130,7 @@ class BrokerServer:
             return response
 
         groups = GroupCoordinatorService(
-            GroupCoordinator(config.group, rng or random.Random()),
+            GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
             ReplicaOffsetsTopic(replica_manager, config.broker.offsets_commit_timeout_ms),
         )
         apis = KafkaApis(

@@ -16,8 +16,13 @@ from typing import Annotated
 
 import typer
 
-from ._simulate import simulate
-from ._simulate_values import SimulationConfig, SimulationError, parse_events, render_simulation
+from .simulate._simulate import simulate
+from .simulate._simulate_values import (
+    SimulationConfig,
+    SimulationError,
+    parse_events,
+    render_simulation,
+)
 
 app = typer.Typer(
     name="python -m minikafka.coordination",

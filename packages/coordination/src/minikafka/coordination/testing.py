@@ -8,17 +8,27 @@ import random
 import attrs
 from kio.schema.errors import ErrorCode
 
-from ._coordinator import GroupConfig, GroupCoordinator, GroupReply
-from ._group_metadata_manager import StoredRecord
+from minikafka.trace import NullTracer, Tracer
+
+from .group._config import GroupConfig
+from .group._coordinator import GroupCoordinator
+from .group._group_metadata_manager import StoredRecord
+from .group._results import GroupReply
 
 __all__ = ["InMemoryOffsetsTopic", "serving_coordinator"]
 
 
 def serving_coordinator(
-    config: GroupConfig | None = None, rng: random.Random | None = None, now: float = 0.0
+    config: GroupConfig | None = None,
+    rng: random.Random | None = None,
+    now: float = 0.0,
+    tracer: Tracer | None = None,
 ) -> GroupCoordinator:
-    """A coordinator that leads every ``__consumer_offsets`` partition, all empty."""
-    coordinator = GroupCoordinator(config or GroupConfig(), rng or random.Random(0))
+    """A coordinator that leads every ``__consumer_offsets`` partition, all empty; its
+    events go to ``tracer`` (none by default)."""
+    coordinator = GroupCoordinator(
+        config or GroupConfig(), rng or random.Random(0), tracer=tracer or NullTracer()
+    )
     for partition in range(coordinator.config.offsets_topic_num_partitions):
         coordinator.begin_loading(partition)
         coordinator.load_partition(partition, [], now)

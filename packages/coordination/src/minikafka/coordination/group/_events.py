@@ -1,4 +1,4 @@
-"""Trace events of the group coordinator (DESIGN.md section 7; seed 002 §§1-3).
+"""Trace events of the group coordinator (ARCHITECTURE.md, "Traces and labs"; seed 002 §§1-3).
 
 A consumer group's life is a handful of moves of its state machine (seed 002 §1) and
 the rebalances they make up: who joined, left or went silent, why a rebalance started,

@@ -25,17 +25,18 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
 
-from ._assignor import NO_GENERATION, RebalanceProtocol, Subscription
-from ._consumer_protocol import (
+from ..assignors._assignor import NO_GENERATION, RebalanceProtocol, Subscription
+from ..assignors._consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from ._cooperative_sticky import CooperativeStickyAssignor, cooperative_violations
-from ._coordinator import GroupCoordinator, GroupReply, GroupResponse
-from ._group_requests import (
+from ..assignors._cooperative_sticky import CooperativeStickyAssignor, cooperative_violations
+from ..assignors._sticky import StickyAssignor
+from ..group._coordinator import GroupCoordinator
+from ..group._group_requests import (
     UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -47,8 +48,8 @@ from ._group_requests import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from ..group._results import GroupReply, GroupResponse
 from ._simulate_values import EntryKind, SimulationConfig, SimulationError, format_partitions
-from ._sticky import StickyAssignor
 
 __all__ = ["Call", "SimulatedConsumer", "World"]
 

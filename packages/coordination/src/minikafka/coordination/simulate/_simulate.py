@@ -25,10 +25,12 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
+from minikafka.trace import Tracer, get_tracer
 
-from ._consumer_protocol import decode_assignment
-from ._coordinator import GroupCoordinator, GroupReply
-from ._group_state import GroupState
+from ..assignors._consumer_protocol import decode_assignment
+from ..group._coordinator import GroupCoordinator
+from ..group._group_state import GroupState
+from ..group._results import GroupReply
 from ._simulate_consumer import Call, SimulatedConsumer
 from ._simulate_values import (
     EVENT_GAP_MS,
@@ -50,10 +52,13 @@ __all__ = ["simulate"]
 _MAX_STEPS = 1_000_000
 
 
-def simulate(config: SimulationConfig) -> SimulationResult:
-    """Run ``config``'s group from its first JoinGroup until the last event has settled."""
+def simulate(config: SimulationConfig, tracer: Tracer | None = None) -> SimulationResult:
+    """Run ``config``'s group from its first JoinGroup until the last event has settled.
+
+    The coordinator's events go to ``tracer``; the simulator is a shell, so its default is
+    the process's tracer (what ``python -m minikafka.trace`` and the labs configure)."""
     config.check()
-    return _Simulator(config).run()
+    return _Simulator(config, get_tracer() if tracer is None else tracer).run()
 
 
 @attrs.define
@@ -70,6 +75,7 @@ class _OpenRebalance:
 @attrs.define(eq=False)
 class _Simulator:
     config: SimulationConfig
+    tracer: Tracer
     now: float = 0.0  # seconds, the coordinator's unit
     coordinator: GroupCoordinator = attrs.field(init=False)
     _processing_rng: random.Random = attrs.field(init=False)
@@ -87,7 +93,9 @@ class _Simulator:
 
     def __attrs_post_init__(self) -> None:
         c = self.config
-        self.coordinator = GroupCoordinator(c.group_config, random.Random(c.seed))
+        self.coordinator = GroupCoordinator(
+            c.group_config, random.Random(c.seed), tracer=self.tracer
+        )
         # The coordinator serves a group only from the __consumer_offsets partition it
         # leads and has replayed: this one leads the group's partition, empty so far.
         partition = self.coordinator.manager.partition_for(c.group_id)

@@ -3,9 +3,10 @@
 Kafka's ``GroupMetadata`` and ``MemberMetadata``: what the coordinator knows of a group
 and of each member, and the bookkeeping rules that need no clock and send no answers
 (adding and removing members, choosing the protocol, electing a leader, starting the
-next generation). The coordinator (``_coordinator.py``) decides when these happen and
-answers the parked requests; the timers it runs are stored here as plain deadlines so a
-group's whole state is in one place.
+next generation). The membership manager (``_membership.py``, ``_rebalance.py``) decides
+when these happen and answers the parked requests; the timers it runs are stored here as
+plain deadlines so a group's whole state is in one place (``_timers.py`` keeps them in a
+heap for the coordinator's ``next_deadline``).
 
 A member "awaiting join" or "awaiting sync" holds the id of the request the coordinator
 has not answered yet (Kafka keeps a callback instead).
@@ -21,7 +22,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
-from minikafka.trace import emit, tracing
+from minikafka.trace import NullTracer, Tracer
 
 from ._events import GroupStateChanged
 from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponseMember, Protocols
@@ -37,6 +38,8 @@ __all__ = [
     "offset_commit_error",
     "validate_current_member",
 ]
+
+_NO_TRACER = NullTracer()
 
 
 @attrs.define(eq=False)
@@ -166,16 +169,20 @@ class GroupMetadata:
 
     # --- state -------------------------------------------------------------------------
 
-    def transition_to(self, target: GroupState, now: float | None = None) -> None:
+    def transition_to(
+        self, target: GroupState, now: float | None = None, tracer: Tracer = _NO_TRACER
+    ) -> None:
+        """Move along an edge of ``GROUP_TRANSITIONS`` (the only way a group's state
+        changes), reporting the move to the coordinator's ``tracer``."""
         previous = self.state
         self.state = check_group_transition(previous, target)
         if now is not None:
             self.state_timestamp = now
-        if tracing():
+        if tracer.enabled:
             event = GroupStateChanged(
                 self.group_id, previous.value, target.value, self.generation_id, len(self._members)
             )
-            emit(event, now)
+            tracer.emit(event, now)
 
     def can_rebalance(self) -> bool:
         return self.state in GROUP_TRANSITIONS[GroupState.PREPARING_REBALANCE]
@@ -342,15 +349,15 @@ class GroupMetadata:
                 return True
         return False
 
-    def init_next_generation(self, now: float | None = None) -> None:
+    def init_next_generation(self, now: float | None = None, tracer: Tracer = _NO_TRACER) -> None:
         """A join phase ends: a new generation, to CompletingRebalance (or Empty)."""
         self.generation_id += 1
         if self._members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(GroupState.COMPLETING_REBALANCE, now)
+            self.transition_to(GroupState.COMPLETING_REBALANCE, now, tracer)
         else:
             self.protocol_name = None
-            self.transition_to(GroupState.EMPTY, now)
+            self.transition_to(GroupState.EMPTY, now, tracer)
         self.clear_pending_sync_members()
 
     def current_member_metadata(self) -> tuple[JoinGroupResponseMember, ...]:

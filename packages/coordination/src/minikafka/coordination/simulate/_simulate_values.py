@@ -23,13 +23,13 @@ import attrs
 
 from minikafka.log import TopicPartition
 
-from ._assignor import PartitionAssignor, RebalanceProtocol
-from ._cooperative_sticky import CooperativeStickyAssignor
-from ._coordinator import GroupConfig
-from ._group_state import GroupState
-from ._range import RangeAssignor
-from ._round_robin import RoundRobinAssignor
-from ._sticky import StickyAssignor
+from ..assignors._assignor import PartitionAssignor, RebalanceProtocol
+from ..assignors._cooperative_sticky import CooperativeStickyAssignor
+from ..assignors._range import RangeAssignor
+from ..assignors._round_robin import RoundRobinAssignor
+from ..assignors._sticky import StickyAssignor
+from ..group._config import GroupConfig
+from ..group._group_state import GroupState
 
 __all__ = [
     "ASSIGNORS",

@@ -1,4 +1,5 @@
-"""The group coordinator's shell: the core on trio, the log behind a port (DESIGN.md §3).
+"""The group coordinator's shell: the core on trio, the log behind a port (ARCHITECTURE.md, "Cores
+and shells").
 
 The broker's request handlers call the async methods here; each turns into a call of
 the sans-IO ``GroupCoordinator`` with a fresh request id and the time, and waits for the
@@ -8,8 +9,8 @@ write to ``__consumer_offsets`` is committed (the leader's SyncGroup, an OffsetC
 
 The coordination package does not know the replication layer; the broker hands it an
 ``OffsetsTopic``, the port through which the coordinator appends to and replays its
-partitions (DESIGN.md section 2). Appends are made in the order the core queued them, so
-the log holds the records in the order the cache applied them.
+partitions (ARCHITECTURE.md, "Packages and layers"). Appends are made in the order the core queued
+them, so the log holds the records in the order the cache applied them.
 
 Time is the wall clock (``time.time``), because the records carry commit and state
 timestamps that must mean something after a restart; timers sleep on trio's clock for
@@ -29,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.log import TopicPartition
 
-from ._coordinator import GroupCoordinator, GroupReply, GroupResponse
+from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
 from ._group_metadata_manager import PartitionStatus, StoredRecord
 from ._group_requests import (
@@ -46,6 +47,7 @@ from ._group_requests import (
     SyncGroupResponse,
 )
 from ._group_state import GroupState
+from ._results import GroupReply, GroupResponse
 
 __all__ = ["GroupCoordinatorService", "OffsetsTopic"]
 

@@ -1,0 +1,286 @@
+"""GroupCoordinator: consumer groups as a core (seed 002 §§1-3, seed 000).
+
+Kafka's newer group coordinator is a shard (``GroupCoordinatorShard``) composing a
+membership manager (``GroupMetadataManager``: join, sync, heartbeat, leave, static
+members, timeouts) and an offsets manager (``OffsetMetadataManager``: commit, fetch,
+expiry, deletion), each handler returning the records to write and the response to send
+once they are. This is that shape: :class:`GroupCoordinator` routes each call to
+``_membership.py`` or ``_offsets.py``, keeps the writes in flight (``_results.py``) and the
+timers (``_timers.py``), and hands the shell replies and writes.
+
+It is sans-IO: requests come in with an id and the time, and the answers go out as
+``GroupReply`` values, possibly later and possibly for other requests (the JoinGroup
+that completes a rebalance answers every parked JoinGroup). Timers are deadlines the
+shell reads from ``next_deadline()`` and fires with ``on_timer(now)``. Every request
+gets exactly one reply. Time is in seconds, timeouts in milliseconds as Kafka names them.
+Trace events go to the ``tracer`` it is built with.
+
+What must survive the coordinator is written to its ``__consumer_offsets`` partition
+before anyone is told (seed 000): the group on every new generation (the leader's
+SyncGroup is answered, and the group becomes Stable, only once the assignment is
+stored) and every committed offset. The core does not write itself: it queues
+``CoordinatorWrite`` values the shell takes with ``take_writes()`` and appends, and the
+shell reports each outcome with ``complete_write(write_id, error, now)``, which answers
+the requests that waited for it. Groups are served only from partitions this broker
+leads and has replayed (``begin_loading``, ``load_partition``, ``unload_partition``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Iterable
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import TopicPartition
+from minikafka.trace import NullTracer, Tracer
+
+from ._config import GroupConfig
+from ._group import GroupMetadata, GroupSummary, ListedGroup
+from ._group_metadata_manager import GroupMetadataManager, PartitionStatus, StoredRecord
+from ._group_requests import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+)
+from ._group_state import GroupState
+from ._membership import MembershipManager
+from ._offsets import OffsetsManager
+from ._rebalance import Rebalancer
+from ._results import (
+    AssignmentStored,
+    CoordinatorWrite,
+    GroupAction,
+    GroupReply,
+    OffsetsCommitted,
+    PendingWrites,
+    StaticMemberStored,
+    WriteOutcome,
+)
+from ._timers import GroupTimers
+
+__all__ = ["GroupCoordinator"]
+
+
+def _share_config(
+    coordinator: GroupCoordinator, _: attrs.Attribute[GroupConfig], config: GroupConfig
+) -> GroupConfig:
+    """A new config (tests lower a timeout mid-scenario) reaches the managers too."""
+    if hasattr(coordinator, "offsets"):
+        coordinator.membership.rebalancer.config = config
+        coordinator.offsets.config = config
+    return config
+
+
+@attrs.define(eq=False)
+class GroupCoordinator:
+    config: GroupConfig = attrs.field(factory=GroupConfig, on_setattr=_share_config)
+    rng: random.Random = attrs.field(factory=random.Random)
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
+    manager: GroupMetadataManager = attrs.field(init=False)
+    membership: MembershipManager = attrs.field(init=False)
+    offsets: OffsetsManager = attrs.field(init=False)
+    _writes: PendingWrites = attrs.field(init=False, factory=PendingWrites)
+    _timers: GroupTimers = attrs.field(init=False, factory=GroupTimers)
+
+    def __attrs_post_init__(self) -> None:
+        self.manager = GroupMetadataManager(self.config.offsets_topic_num_partitions)
+        rebalancer = Rebalancer(self.config, self.manager, self.tracer)
+        self.membership = MembershipManager(rebalancer, self.rng)
+        self.offsets = OffsetsManager(self.config, self.manager, self.tracer)
+
+    @property
+    def _groups(self) -> dict[str, GroupMetadata]:
+        return self.manager.groups
+
+    # --- reading -----------------------------------------------------------------------
+
+    def group(self, group_id: str) -> GroupMetadata | None:
+        return self._groups.get(group_id)
+
+    def group_status(self, group_id: str) -> ErrorCode:
+        """NONE when this coordinator serves ``group_id`` now; else NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS, the answer every group request gets."""
+        return self.manager.group_status(group_id)
+
+    @property
+    def loading(self) -> bool:
+        """A partition is being replayed (ListGroups answers LOAD_IN_PROGRESS)."""
+        return PartitionStatus.LOADING in self.manager.partitions.values()
+
+    def describe_group(self, group_id: str) -> GroupSummary:
+        """DescribeGroups: an unknown group is reported Dead with no members."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return GroupSummary(GroupState.DEAD, "", "", ())
+        return group.summary()
+
+    def list_groups(self, states: Collection[GroupState] | None = None) -> list[ListedGroup]:
+        """ListGroups, optionally only groups in ``states`` (v4's states filter)."""
+        return [g.overview() for g in self._groups.values() if states is None or g.state in states]
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> OffsetFetchResponse:
+        return self.offsets.fetch_offsets(group_id, partitions)
+
+    # --- the requests: each returns the replies it makes now -----------------------------
+
+    def join_group(
+        self, request_id: int, request: JoinGroupRequest, now: float
+    ) -> list[GroupReply]:
+        actions = self.membership.join_group(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def sync_group(
+        self, request_id: int, request: SyncGroupRequest, now: float
+    ) -> list[GroupReply]:
+        actions = self.membership.sync_group(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def heartbeat(self, request_id: int, request: HeartbeatRequest, now: float) -> list[GroupReply]:
+        actions = self.membership.heartbeat(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def leave_group(
+        self, request_id: int, request: LeaveGroupRequest, now: float
+    ) -> list[GroupReply]:
+        actions = self.membership.leave_group(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def commit_offsets(
+        self, request_id: int, request: OffsetCommitRequest, now: float
+    ) -> list[GroupReply]:
+        actions = self.offsets.commit_offsets(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def validate_offset_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        now: float,
+        group_instance_id: str | None = None,
+    ) -> ErrorCode:
+        """Whether an OffsetCommit may be written (``OffsetsManager.validate_offset_commit``)."""
+        error = self.offsets.validate_offset_commit(
+            group_id, member_id, generation_id, now, group_instance_id
+        )
+        self._rearm(group_id)  # an accepted commit is a heartbeat
+        return error
+
+    def delete_group(self, group_id: str, now: float) -> ErrorCode:
+        """DeleteGroups (``OffsetsManager.delete_group``)."""
+        error, actions = self.offsets.delete_group(group_id, now)
+        self._carry_out(actions, group_id)
+        return error
+
+    # --- the log behind the cache --------------------------------------------------------
+
+    def take_writes(self) -> list[CoordinatorWrite]:
+        """The appends to perform, oldest first; each is then reported to complete_write."""
+        return self._writes.take()
+
+    def complete_write(self, write_id: int, error: ErrorCode, now: float) -> list[GroupReply]:
+        """The append ``write_id`` is committed (NONE) or failed with ``error``."""
+        outcome = self._writes.complete(write_id)
+        return self._carry_out(self._written(outcome, error, now), outcome.group_id)
+
+    def _written(self, outcome: WriteOutcome, error: ErrorCode, now: float) -> list[GroupAction]:
+        """Hand a reported write to the manager that knows what it meant."""
+        if isinstance(outcome, AssignmentStored):
+            return self.membership.assignment_stored(outcome, error, now)
+        if isinstance(outcome, StaticMemberStored):
+            return self.membership.static_member_stored(outcome, error)
+        if isinstance(outcome, OffsetsCommitted):
+            return self.offsets.offsets_committed(outcome, error)
+        return []  # Unanswered
+
+    def begin_loading(self, partition: int) -> None:
+        """This broker became the leader of ``partition``: its groups answer
+        COORDINATOR_LOAD_IN_PROGRESS until :meth:`load_partition`."""
+        self.manager.begin_loading(partition)
+
+    def load_partition(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
+        """The partition's records from its start: rebuild its groups and offsets."""
+        loaded = self.manager.load(partition, records, now)
+        for group_id in self._partition_groups(partition):
+            self._rearm(group_id)  # restored members must heartbeat within their session
+        if not self._timers.expiry_scheduled:
+            self._timers.schedule_expiry(
+                now + self.config.offsets_retention_check_interval_ms / 1000
+            )
+        return loaded
+
+    def unload_partition(self, partition: int) -> list[GroupReply]:
+        """This broker stopped leading ``partition``: its groups go Dead."""
+        out: list[GroupReply] = []
+        for group in self.manager.unload(partition):
+            out += self._carry_out(self.membership.rebalancer.make_dead(group), group.group_id)
+        return out
+
+    def unload_group(self, group_id: str) -> list[GroupReply]:
+        """This broker is no longer the group's coordinator (its ``__consumer_offsets``
+        partition moved): "whatever its state, the group becomes Dead" (seed 002 §1)."""
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return []
+        return self._carry_out(self.membership.rebalancer.make_dead(group), group_id)
+
+    def _partition_groups(self, partition: int) -> list[str]:
+        return [g for g in self._groups if self.manager.partition_for(g) == partition]
+
+    # --- timers ------------------------------------------------------------------------
+
+    def next_deadline(self) -> float | None:
+        return self._timers.next_deadline()
+
+    def on_timer(self, now: float) -> list[GroupReply]:
+        """Fire every timer due at ``now``, earliest first."""
+        out: list[GroupReply] = []
+        if self._timers.expiry_due(now):
+            expired = self.offsets.expire_offsets(now)
+            self._timers.schedule_expiry(
+                now + self.config.offsets_retention_check_interval_ms / 1000
+            )
+            out += self._carry_out(expired, *{_group_of(a) for a in expired})
+        while (key := self._timers.pop_earliest(now, self._groups)) is not None:
+            kind, group_id, member_id = key
+            group = self._groups[group_id]
+            if kind == "join":
+                actions = self.membership.on_join_deadline(group, now)
+            elif kind == "sync":
+                actions = self.membership.on_sync_deadline(group, now)
+            else:
+                actions = self.membership.on_member_expired(group, member_id, now)
+            out += self._carry_out(actions, group_id)
+        return out
+
+    # --- carrying out what the managers decided ----------------------------------------------
+
+    def _carry_out(self, actions: Iterable[GroupAction], *group_ids: str) -> list[GroupReply]:
+        """Queue the writes, re-arm the timers of the groups the call touched, and return
+        the replies; the order of the actions is kept within each kind."""
+        replies: list[GroupReply] = []
+        for action in actions:
+            if isinstance(action, GroupReply):
+                replies.append(action)
+            else:
+                assert action.response is not None
+                self._writes.add(self.manager.partition_for(action.response.group_id), action)
+        for group_id in group_ids:
+            self._rearm(group_id)
+        return replies
+
+    def _rearm(self, group_id: str) -> None:
+        self._timers.rearm(group_id, self._groups.get(group_id))
+
+
+def _group_of(action: GroupAction) -> str:
+    assert not isinstance(action, GroupReply)
+    assert action.response is not None
+    return action.response.group_id

@@ -1,0 +1,208 @@
+"""What the group coordinator's handlers return, and the writes waiting to be committed.
+
+Kafka's newer coordinator answers every request with a ``CoordinatorResult(records,
+response)``: the records to append to ``__consumer_offsets``, and the response to send once
+they are committed. One call here may answer several requests (the JoinGroup that ends a
+join phase answers every parked JoinGroup; a LeaveGroup answers the departing members'
+parked requests too) and may ask for several writes, so a handler returns a list of
+actions, in the order they happened:
+
+- a :class:`GroupReply`: answer a request now;
+- an :data:`Append`, a ``minikafka.common.CoreResult`` whose ``records`` go to the log and
+  whose ``response`` is a :data:`WriteOutcome`, a value saying what to do once the append
+  is committed or has failed (answer an OffsetCommit, hand the leader's assignment out,
+  undo a static member's new id). It is a value, not a callback: the coordinator keeps it
+  with the write's id in :class:`PendingWrites` and, when the shell reports the write,
+  gives it to the manager that knows what it means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import CoreResult
+from minikafka.log import TopicPartition
+
+from ._group import GroupMetadata, MemberMetadata
+from ._group_metadata_manager import StoredRecord
+from ._group_requests import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    Protocols,
+    SyncGroupResponse,
+)
+from ._offsets_records import OffsetValue
+
+__all__ = [
+    "Append",
+    "AssignmentStored",
+    "CoordinatorWrite",
+    "GroupAction",
+    "GroupReply",
+    "GroupResponse",
+    "OffsetsCommitted",
+    "PendingWrites",
+    "StaticMemberStored",
+    "Unanswered",
+    "WriteOutcome",
+    "commit_error",
+    "store_group_error",
+]
+
+GroupResponse: TypeAlias = (
+    JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
+)
+
+
+@attrs.frozen
+class GroupReply:
+    """Answer request ``request_id`` with ``response``."""
+
+    request_id: int
+    response: GroupResponse
+
+
+@attrs.frozen
+class CoordinatorWrite:
+    """Append ``records`` to ``__consumer_offsets`` partition ``partition`` (acks=all),
+    then report with ``complete_write(write_id, ...)``."""
+
+    write_id: int
+    partition: int
+    records: tuple[StoredRecord, ...]
+
+
+# --- what a committed (or failed) write means ------------------------------------------
+
+
+@attrs.frozen
+class Unanswered:
+    """Nobody waits for this write (an emptied group, tombstones, expired offsets): Kafka
+    logs a failure and goes on; the next write or the next load puts the log and the cache
+    back in step."""
+
+    group_id: str
+
+
+@attrs.frozen(eq=False)
+class AssignmentStored:
+    """The group of generation ``generation`` with the leader's plan: once committed, the
+    plan is handed out and the group is Stable."""
+
+    group: GroupMetadata
+    generation: int
+    assignments: Mapping[str, bytes]
+
+    @property
+    def group_id(self) -> str:
+        return self.group.group_id
+
+
+@attrs.frozen(eq=False)
+class StaticMemberStored:
+    """A static member's new member id (KIP-345): answer its JoinGroup once committed,
+    give the instance its old id back if the write failed."""
+
+    group: GroupMetadata
+    member: MemberMetadata
+    instance_id: str
+    old_member_id: str
+    new_member_id: str
+    generation: int
+    old_settings: tuple[Protocols, int, int]
+    request_id: int
+    response: JoinGroupResponse
+
+    @property
+    def group_id(self) -> str:
+        return self.group.group_id
+
+
+@attrs.frozen(eq=False)
+class OffsetsCommitted:
+    """An OffsetCommit's accepted offsets: cached and answered once committed; ``errors``
+    holds the partitions refused before the write (metadata too large)."""
+
+    group_id: str
+    request_id: int
+    request: OffsetCommitRequest
+    accepted: Mapping[TopicPartition, OffsetValue]
+    errors: Mapping[TopicPartition, ErrorCode]
+
+
+WriteOutcome: TypeAlias = Unanswered | AssignmentStored | StaticMemberStored | OffsetsCommitted
+
+Append: TypeAlias = CoreResult[StoredRecord, WriteOutcome]
+"""Records for the group's ``__consumer_offsets`` partition, then what to do when the
+append is reported (the ``response`` of the ``CoreResult``)."""
+
+GroupAction: TypeAlias = GroupReply | Append
+
+
+def append(records: list[StoredRecord], outcome: WriteOutcome) -> Append:
+    return CoreResult(tuple(records), outcome)
+
+
+# --- the bookkeeping of writes in flight ------------------------------------------------
+
+
+@attrs.define(eq=False)
+class PendingWrites:
+    """Writes queued for the shell (``take``) and those it has not reported yet, by id:
+    the one place that knows which write is which."""
+
+    _queued: list[CoordinatorWrite] = attrs.field(init=False, factory=list)
+    _in_flight: dict[int, WriteOutcome] = attrs.field(init=False, factory=dict)
+    _next_id: int = attrs.field(init=False, default=0)
+
+    def add(self, partition: int, write: Append) -> None:
+        assert write.response is not None
+        self._next_id += 1
+        self._queued.append(CoordinatorWrite(self._next_id, partition, write.records))
+        self._in_flight[self._next_id] = write.response
+
+    def take(self) -> list[CoordinatorWrite]:
+        """The appends to perform, oldest first."""
+        writes, self._queued = self._queued, []
+        return writes
+
+    def complete(self, write_id: int) -> WriteOutcome:
+        """The outcome the write ``write_id`` was queued with; it is no longer in flight."""
+        return self._in_flight.pop(write_id)
+
+
+# --- how a failed write is reported to clients -------------------------------------------
+
+
+def store_group_error(error: ErrorCode) -> ErrorCode:
+    """What a member is told when its group could not be stored (Kafka's storeGroup)."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.unknown_server_error
+    return error
+
+
+def commit_error(error: ErrorCode) -> ErrorCode:
+    """The same mapping for an OffsetCommit, whose too-large case has its own code."""
+    if error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.invalid_commit_offset_size
+    return store_group_error(error)
