@@ -53,7 +53,8 @@ class DelayedOperationCompleted(TraceEvent):
     ``kind`` is ``produce`` (an ``acks=all`` DelayedProduce) or ``fetch`` (a long-polling
     DelayedFetch); ``outcome`` is ``completed`` (what it waited for happened, or the
     partition changed under it) or ``expired`` (its deadline passed, or the broker was
-    stopping). ``waited_ms`` runs from parking to answering on the ReplicaManager's clock;
+    stopping). ``waited_ms`` runs from parking to answering on the shell's clock (the
+    ``now`` of the calls that parked and answered it);
     ``partitions`` is the number of partitions the answer covers. Operations answered at
     once, without waiting, are not traced.
     """
