@@ -1,10 +1,15 @@
 """aiokafka (0.14) against a real minikafka broker: admin, produce, consume by assign.
 
-ARCHITECTURE.md, "Tests": each real client drives the broker the way a user does. aiokafka is
-asyncio while the repository runs pytest under trio, so each test is a plain function
-that runs its own coroutine with ``asyncio.run``. Consumers use ``assign`` without a group
-(groups are in ``test_groups_aiokafka.py``). Records are read back byte for byte: keys,
-values, headers, timestamps and their order within a partition; every wait has a deadline.
+ARCHITECTURE.md, "Tests": each real client drives the broker the way a user does. Consumers
+use ``assign`` without a group (groups are in ``test_groups_aiokafka.py``). Records are
+read back byte for byte: keys, values, headers, timestamps and their order within a
+partition; every wait has a deadline. The produce and consume scenarios are those of
+``_clients.py``, shared with kafka-python; this module is their adapter
+(:class:`Aiokafka`), and adds aiokafka's admin client and its hand-built batches.
+
+aiokafka is asyncio while the repository runs pytest under trio: each test's coroutines
+run on an asyncio event loop in a thread of its own (``_clients.AsyncioThread``), and the
+adapter hands them over and waits for the answers, so the scenarios stay plain functions.
 A few checks read aiokafka's internals, where it keeps no public view: the versions each
 connection learned from ApiVersions, a Metadata request without auto-creation, and the
 idempotent producer's id.
@@ -13,12 +18,12 @@ idempotent producer's id.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from typing import Any, TypeVar
 
+import attrs
 import pytest
 from aiokafka import (  # type: ignore[import-untyped]
     AIOKafkaConsumer,
@@ -48,11 +53,10 @@ from aiokafka.errors import (  # type: ignore[import-untyped]
 from aiokafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped]
 
 from minikafka.broker.testing import BrokerProcess
+from tests.compat import _clients as scenarios
+from tests.compat._clients import WAIT, AsyncioThread, Record, content, read
 
-# (key, value, headers) as aiokafka hands them back.
-Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
-
-WAIT = 20.0  # seconds a test waits for something that normally takes milliseconds
+T = TypeVar("T")
 
 # API key -> (min, max) versions the broker advertises at least: Produce, Fetch,
 # ListOffsets, Metadata, ApiVersions, CreateTopics, DeleteTopics, InitProducerId,
@@ -69,6 +73,9 @@ _ADVERTISED = {
     32: (1, 3),
     37: (0, 1),
 }
+
+
+# --- aiokafka's clients, on the event loop ---------------------------------------------------
 
 
 @asynccontextmanager
@@ -126,6 +133,7 @@ async def _create_topic(
 
 
 async def _wait_for_leaders(admin: Any, name: str, partitions: int) -> None:
+    # aiokafka's admin client does not wait for the partitions' leaders: ask for them.
     deadline = time.monotonic() + WAIT
     while True:
         (described,) = await admin.describe_topics([name])
@@ -136,59 +144,215 @@ async def _wait_for_leaders(admin: Any, name: str, partitions: int) -> None:
         await asyncio.sleep(0.05)
 
 
-def _records(rng: random.Random, count: int, prefix: str) -> list[Record]:
-    """Seeded records: keys, values of varied size (some compressible), headers."""
-    records: list[Record] = []
-    for i in range(count):
-        size = rng.choice([0, 1, 17, 300, 2000])
-        if i % 2:
-            value = rng.randbytes(size)
-        else:
-            value = (f"{prefix}-{i}-".encode() * (size // 8 + 1))[:size]
-        headers = (("seq", str(i).encode()), ("src", prefix.encode()))[: i % 3]
-        records.append((f"{prefix}-key-{i}".encode(), value, headers))
-    return records
+# --- the adapter ---------------------------------------------------------------------------
 
 
-async def _send_all(
-    producer: Any, topic: str, records: Sequence[Record], partition: int = 0
-) -> list[Any]:
-    futures = [
-        await producer.send(topic, key=key, value=value, headers=list(headers), partition=partition)
-        for key, value, headers in records
-    ]
-    return list(await asyncio.wait_for(asyncio.gather(*futures), WAIT))
+@attrs.frozen
+class _Producer:
+    """An AIOKafkaProducer, driven from the test's thread."""
+
+    loop: AsyncioThread
+    producer: Any
+
+    def send_all(
+        self,
+        topic: str,
+        records: Sequence[Record],
+        partition: int | None = 0,
+        timestamps: Sequence[int] | None = None,
+    ) -> list[Any]:
+        stamps: Sequence[int | None] = timestamps or [None] * len(records)
+        return self.loop.run(self._send_all(topic, records, partition, stamps))
+
+    async def _send_all(
+        self,
+        topic: str,
+        records: Sequence[Record],
+        partition: int | None,
+        stamps: Sequence[int | None],
+    ) -> list[Any]:
+        futures = [
+            await self.producer.send(
+                topic,
+                value,
+                key=key,
+                headers=list(headers),
+                partition=partition,
+                timestamp_ms=stamp,
+            )
+            for (key, value, headers), stamp in zip(records, stamps, strict=True)
+        ]
+        return list(await asyncio.wait_for(asyncio.gather(*futures), WAIT))
+
+    def send_batch(self, topic: str, records: Sequence[Record]) -> Any:
+        """``records`` in one batch built by hand (``create_batch``, ``send_batch``) to
+        partition 0: one record batch on the wire."""
+
+        async def send() -> Any:
+            batch = self.producer.create_batch()
+            for key, value, _ in records:
+                assert batch.append(key=key, value=value, timestamp=None)
+            batch.close()
+            sent = await self.producer.send_batch(batch, topic, partition=0)
+            return await asyncio.wait_for(sent, WAIT)
+
+        return self.loop.run(send())
+
+    def producer_id(self) -> int:
+        producer_id: int = self.producer._txn_manager.producer_id  # no public view
+        return producer_id
 
 
-async def _poll(consumer: Any, count: int) -> list[Any]:
-    """getmany until ``count`` records arrived (fail at the deadline); them in order."""
-    deadline = time.monotonic() + WAIT
-    got: list[Any] = []
-    while len(got) < count:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"{len(got)} of {count} records within {WAIT}s")
-        batches = await consumer.getmany(timeout_ms=int(min(remaining, 1.0) * 1000))
-        for batch in batches.values():
-            got.extend(batch)
-    return got
+@attrs.frozen
+class _Consumer:
+    """An AIOKafkaConsumer, driven from the test's thread."""
+
+    loop: AsyncioThread
+    consumer: Any
+
+    def _call(self, method: Callable[..., T], *args: Any) -> T:
+        """A plain method of the consumer, called on the loop's thread (aiokafka's
+        state belongs to its loop)."""
+
+        async def call() -> T:
+            return method(*args)
+
+        return self.loop.run(call())
+
+    def assign(self, tps: Sequence[Any]) -> None:
+        self._call(self.consumer.assign, list(tps))
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self._call(self.consumer.seek, tp, offset)
+
+    def seek_to_beginning(self, *tps: Any) -> None:
+        self.loop.run(self.consumer.seek_to_beginning(*tps))
+
+    def seek_to_end(self, tp: Any) -> None:
+        self.loop.run(self.consumer.seek_to_end(tp))
+
+    def position(self, tp: Any) -> int:
+        position: int = self.loop.run(self.consumer.position(tp))
+        return position
+
+    def poll_once(self, timeout_ms: int) -> dict[Any, list[Any]]:
+        batches: dict[Any, list[Any]] = self.loop.run(self.consumer.getmany(timeout_ms=timeout_ms))
+        return batches
+
+    def records(self, count: int) -> list[Any]:
+        return self.loop.run(self._records(count))
+
+    async def _records(self, count: int) -> list[Any]:
+        deadline = time.monotonic() + WAIT
+        got: list[Any] = []
+        while len(got) < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"{len(got)} of {count} records within {WAIT}s")
+            batches = await self.consumer.getmany(timeout_ms=int(min(remaining, 1.0) * 1000))
+            for batch in batches.values():
+                got.extend(batch)
+        return got
+
+    def fails_out_of_range(self) -> bool:
+        try:
+            self.loop.run(asyncio.wait_for(self.consumer.getone(), WAIT))
+        except OffsetOutOfRangeError:
+            return True
+        except TimeoutError:
+            return False
+        return False  # a record from an out-of-range offset
+
+    def beginning_offsets(self, tps: Sequence[Any]) -> dict[Any, int]:
+        offsets: dict[Any, int] = self.loop.run(self.consumer.beginning_offsets(tps))
+        return offsets
+
+    def end_offsets(self, tps: Sequence[Any]) -> dict[Any, int]:
+        offsets: dict[Any, int] = self.loop.run(self.consumer.end_offsets(tps))
+        return offsets
+
+    def offsets_for_times(self, times: Mapping[Any, int]) -> dict[Any, Any]:
+        found: dict[Any, Any] = self.loop.run(self.consumer.offsets_for_times(dict(times)))
+        return found
+
+    def highwater(self, tp: Any) -> int | None:
+        offset: int | None = self._call(self.consumer.highwater, tp)
+        return offset
+
+    def last_stable_offset(self, tp: Any) -> int | None:
+        offset: int | None = self._call(self.consumer.last_stable_offset, tp)
+        return offset
 
 
-async def _read(bootstrap: str, tp: Any, start: int, count: int, **config: Any) -> list[Any]:
-    async with _consumer(bootstrap, **config) as consumer:
-        consumer.assign([tp])
-        consumer.seek(tp, start)
-        records = await _poll(consumer, count)
-        # Exactly what was asked for, from the start offset on, nothing past it.
-        assert [r.offset for r in records] == list(range(start, start + count))
-        assert (await consumer.end_offsets([tp]))[tp] == start + count
-        # The high watermark the Fetch response carried.
-        assert consumer.highwater(tp) == start + count
-        return records
+@attrs.frozen
+class Aiokafka:
+    """aiokafka, as the produce and consume scenarios use it: its coroutines run on
+    ``loop``, which the fixture closes at the end of the test."""
+
+    bootstrap: str
+    loop: AsyncioThread = attrs.field(factory=AsyncioThread)
+    prefix = "aio"
+    too_large = MessageSizeTooLargeError
+    keeps_last_stable_offset = True
+
+    def tp(self, topic: str, partition: int) -> Any:
+        return TopicPartition(topic, partition)
+
+    def create_topic(
+        self, name: str, partitions: int = 1, configs: dict[str, str] | None = None
+    ) -> None:
+        async def create() -> None:
+            async with _admin(self.bootstrap) as admin:
+                await _create_topic(admin, name, partitions, configs)
+
+        self.loop.run(create())
+
+    @contextmanager
+    def _entered(self, manager: AbstractAsyncContextManager[T]) -> Iterator[T]:
+        """An async context manager of the loop, entered and left from the test's thread."""
+        entered = self.loop.run(manager.__aenter__())
+        try:
+            yield entered
+        finally:
+            self.loop.run(manager.__aexit__(None, None, None))
+
+    @contextmanager
+    def producer(self, **config: Any) -> Iterator[_Producer]:
+        with self._entered(_producer(self.bootstrap, **config)) as producer:
+            yield _Producer(self.loop, producer)
+
+    @contextmanager
+    def consumer(self, **config: Any) -> Iterator[_Consumer]:
+        with self._entered(_consumer(self.bootstrap, **config)) as consumer:
+            yield _Consumer(self.loop, consumer)
+
+    def acks_config(self, acks: int | str) -> dict[str, Any]:
+        return {"acks": acks}
+
+    def batch_config(self, codec: str | None, batch_bytes: int) -> dict[str, Any]:
+        return {"compression_type": codec, "max_batch_size": batch_bytes}
+
+    def too_large_config(self) -> dict[str, Any]:
+        # The client would refuse it itself; raise its limit so the broker is the one to say no.
+        return {"max_request_size": 4 * 1024 * 1024}
+
+    def reconnect_config(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        return {"retry_backoff_ms": 50}, {"retry_backoff_ms": 50}
 
 
-def _content(records: Sequence[Any]) -> list[Record]:
-    return [(r.key, r.value, tuple(r.headers)) for r in records]
+@contextmanager
+def _aiokafka(broker: BrokerProcess) -> Iterator[Aiokafka]:
+    client = Aiokafka(broker.bootstrap)
+    try:
+        yield client
+    finally:
+        client.loop.close()
+
+
+@pytest.fixture
+def client(broker: BrokerProcess) -> Iterator[Aiokafka]:
+    with _aiokafka(broker) as client:
+        yield client
 
 
 # --- ApiVersions and Metadata ----------------------------------------------------------
@@ -196,9 +360,9 @@ def _content(records: Sequence[Any]) -> list[Record]:
 
 @pytest.mark.compat("ApiVersions", "aiokafka")
 @pytest.mark.compat("Metadata", "aiokafka")
-def test_bootstrap_and_metadata(broker: BrokerProcess) -> None:
+def test_bootstrap_and_metadata(broker: BrokerProcess, client: Aiokafka) -> None:
     async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
+        async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-metadata", partitions=3)
             cluster = await admin.describe_cluster()
             (node,) = cluster["brokers"]
@@ -233,23 +397,22 @@ def test_bootstrap_and_metadata(broker: BrokerProcess) -> None:
             assert created["error_code"] == 0
             assert "aio-metadata-created" in await admin.list_topics()
 
-        # auto.create.topics.enable: the producer's Metadata request creates the topic.
-        async with _producer(broker.bootstrap) as producer:
-            metadata = await producer.send_and_wait("aio-metadata-auto", b"auto", key=b"k")
-        assert (metadata.topic, metadata.offset) == ("aio-metadata-auto", 0)
-        tp = TopicPartition("aio-metadata-auto", metadata.partition)
-        assert _content(await _read(broker.bootstrap, tp, 0, 1)) == [(b"k", b"auto", ())]
-
-    asyncio.run(run())
+    client.loop.run(run())
+    # auto.create.topics.enable: the producer's Metadata request creates the topic.
+    with client.producer() as producer:
+        (metadata,) = producer.send_all("aio-metadata-auto", [(b"k", b"auto", ())], None)
+    assert (metadata.topic, metadata.offset) == ("aio-metadata-auto", 0)
+    tp = TopicPartition("aio-metadata-auto", metadata.partition)
+    assert content(read(client, tp, 0, 1)) == [(b"k", b"auto", ())]
 
 
 # --- Admin: CreateTopics, DescribeConfigs, CreatePartitions, DeleteTopics --------------
 
 
 @pytest.mark.compat("CreateTopics", "aiokafka")
-def test_create_topics(broker: BrokerProcess) -> None:
+def test_create_topics(client: Aiokafka) -> None:
     async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
+        async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-create", partitions=4)
             assert "aio-create" in await admin.list_topics()
 
@@ -276,13 +439,13 @@ def test_create_topics(broker: BrokerProcess) -> None:
                 "aio-create": TopicAlreadyExistsError,
             }
 
-    asyncio.run(run())
+    client.loop.run(run())
 
 
 @pytest.mark.compat("DescribeConfigs", "aiokafka")
-def test_describe_configs(broker: BrokerProcess) -> None:
+def test_describe_configs(client: Aiokafka) -> None:
     async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
+        async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-configs", configs={"retention.ms": "3600000"})
             (response,) = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, "aio-configs")]
@@ -310,27 +473,20 @@ def test_describe_configs(broker: BrokerProcess) -> None:
                 "retention.ms": "3600000",
             }
 
-    asyncio.run(run())
+    client.loop.run(run())
 
 
 @pytest.mark.compat("CreatePartitions", "aiokafka")
-def test_create_partitions(broker: BrokerProcess) -> None:
-    async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
+def test_create_partitions(client: Aiokafka) -> None:
+    async def grow() -> None:
+        async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-partitions", partitions=2)
             response = await admin.create_partitions({"aio-partitions": NewPartitions(5)})
             assert [(t[0], t[1]) for t in response.topic_errors] == [("aio-partitions", 0)]
             await _wait_for_leaders(admin, "aio-partitions", 5)
 
-            async with _producer(broker.bootstrap) as producer:
-                assert await producer.partitions_for("aio-partitions") == {0, 1, 2, 3, 4}
-                metadata = await producer.send_and_wait(
-                    "aio-partitions", b"in partition 4", key=b"k", partition=4
-                )
-            assert (metadata.partition, metadata.offset) == (4, 0)
-            records = await _read(broker.bootstrap, TopicPartition("aio-partitions", 4), 0, 1)
-            assert _content(records) == [(b"k", b"in partition 4", ())]
-
+    async def refuse() -> None:
+        async with _admin(client.bootstrap) as admin:
             with pytest.raises(InvalidPartitionsError):  # fewer than it has
                 await admin.create_partitions({"aio-partitions": NewPartitions(3)})
             with pytest.raises(UnknownTopicOrPartitionError):
@@ -339,15 +495,23 @@ def test_create_partitions(broker: BrokerProcess) -> None:
             (unchanged,) = await admin.describe_topics(["aio-partitions"])
             assert len(unchanged["partitions"]) == 5
 
-    asyncio.run(run())
+    client.loop.run(grow())
+    with client.producer() as producer:
+        partitions = client.loop.run(producer.producer.partitions_for("aio-partitions"))
+        assert partitions == {0, 1, 2, 3, 4}
+        (metadata,) = producer.send_all("aio-partitions", [(b"k", b"in partition 4", ())], 4)
+    assert (metadata.partition, metadata.offset) == (4, 0)
+    records = read(client, TopicPartition("aio-partitions", 4), 0, 1)
+    assert content(records) == [(b"k", b"in partition 4", ())]
+    client.loop.run(refuse())
 
 
 @pytest.mark.compat("DeleteTopics", "aiokafka")
-def test_delete_topics(broker: BrokerProcess) -> None:
+def test_delete_topics(client: Aiokafka) -> None:
     async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
+        async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-delete", partitions=2)
-            async with _producer(broker.bootstrap) as producer:
+            async with _producer(client.bootstrap) as producer:
                 await producer.send_and_wait("aio-delete", b"gone after delete", partition=1)
 
             assert _errors(await admin.delete_topics(["aio-delete"])) == {"aio-delete": NoError}
@@ -360,12 +524,12 @@ def test_delete_topics(broker: BrokerProcess) -> None:
 
             # A topic created again under the same name starts empty.
             await _create_topic(admin, "aio-delete", partitions=2)
-        async with _consumer(broker.bootstrap) as consumer:
+        async with _consumer(client.bootstrap) as consumer:
             tps = [TopicPartition("aio-delete", p) for p in range(2)]
             assert await consumer.beginning_offsets(tps) == dict.fromkeys(tps, 0)
             assert await consumer.end_offsets(tps) == dict.fromkeys(tps, 0)
 
-    asyncio.run(run())
+    client.loop.run(run())
 
 
 # --- Produce -------------------------------------------------------------------------
@@ -374,371 +538,103 @@ def test_delete_topics(broker: BrokerProcess) -> None:
 @pytest.mark.compat("Produce", "aiokafka")
 @pytest.mark.compat("Fetch", "aiokafka")
 @pytest.mark.parametrize("acks", [0, 1, "all"])
-def test_produce_acks(broker: BrokerProcess, acks: int | str) -> None:
-    topic = f"aio-acks-{acks}"
-    records = _records(random.Random(f"acks-{acks}"), 50, topic)
-
-    async def run() -> None:
-        async with _producer(broker.bootstrap, acks=acks, linger_ms=5) as producer:
-            sent = await _send_all(producer, topic, records)
-        if acks != 0:  # acks=0 gets no response, so no offsets
-            assert [m.offset for m in sent] == list(range(50))
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap) as consumer:
-            # With acks=0 the records were only written to the socket: wait for them.
-            deadline = time.monotonic() + WAIT
-            while (await consumer.end_offsets([tp]))[tp] < 50:
-                assert time.monotonic() < deadline, "acks=0 records never landed"
-                await asyncio.sleep(0.05)
-        assert _content(await _read(broker.bootstrap, tp, 0, 50)) == records
-
-    asyncio.run(run())
+def test_produce_acks(client: Aiokafka, acks: int | str) -> None:
+    scenarios.produce_with_acks(client, acks)
 
 
 @pytest.mark.compat("Produce", "aiokafka")
 @pytest.mark.compat("Fetch", "aiokafka")
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_produce_compression(broker: BrokerProcess, codec: str | None) -> None:
+def test_produce_compression(client: Aiokafka, codec: str | None) -> None:
+    records = scenarios.produce_compressed(client, codec)
     topic = f"aio-codec-{codec or 'none'}"
-    records = _records(random.Random(f"codec-{codec}"), 200, topic)
-
-    async def run() -> None:
-        # Lingering packs many records into each (compressed) batch.
-        async with _producer(
-            broker.bootstrap, compression_type=codec, linger_ms=50, max_batch_size=16 * 1024
-        ) as producer:
-            sent = await _send_all(producer, topic, records)
-            # A batch built by hand (send_batch) goes out as one record batch.
-            batch = producer.create_batch()
-            for i in range(20):
-                assert batch.append(key=b"b%d" % i, value=b"batch %d" % i, timestamp=None)
-            batch.close()
-            whole = await asyncio.wait_for(
-                await producer.send_batch(batch, topic, partition=0), WAIT
-            )
-        assert [m.offset for m in sent] == list(range(200))
-        assert whole.offset == 200
-        tp = TopicPartition(topic, 0)
-        expected = records + [(b"b%d" % i, b"batch %d" % i, ()) for i in range(20)]
-        assert _content(await _read(broker.bootstrap, tp, 0, 220)) == expected
-        # From the middle of a batch: the broker hands the whole batch, the client skips.
-        assert _content(await _read(broker.bootstrap, tp, 137, 83)) == expected[137:]
-        assert _content(await _read(broker.bootstrap, tp, 210, 10)) == expected[210:]
-
-    asyncio.run(run())
+    # A batch built by hand (send_batch) goes out as one record batch.
+    by_hand: list[Record] = [(b"b%d" % i, b"batch %d" % i, ()) for i in range(20)]
+    with client.producer(**client.batch_config(codec, 16 * 1024)) as producer:
+        whole = producer.send_batch(topic, by_hand)
+    assert whole.offset == 200
+    tp = TopicPartition(topic, 0)
+    expected = records + by_hand
+    assert content(read(client, tp, 0, 220)) == expected
+    # From the middle of a batch: the broker hands the whole batch, the client skips.
+    assert content(read(client, tp, 137, 83)) == expected[137:]
+    assert content(read(client, tp, 210, 10)) == expected[210:]
 
 
 @pytest.mark.compat("InitProducerId", "aiokafka")
 @pytest.mark.compat("Produce", "aiokafka")
-def test_idempotent_producer(broker: BrokerProcess) -> None:
-    topic = "aio-idempotent"
-    records = _records(random.Random("idempotent"), 100, topic)
-
-    async def run() -> None:
-        async with _producer(broker.bootstrap, enable_idempotence=True, linger_ms=5) as producer:
-            sent = await _send_all(producer, topic, records)
-            # InitProducerId gave the producer an id; its batches carry it and sequences.
-            producer_id = producer._txn_manager.producer_id
-            assert producer_id >= 0
-        assert [m.offset for m in sent] == list(range(100))
-        async with _producer(broker.bootstrap, enable_idempotence=True) as other:
-            await other.send_and_wait(topic, b"producer", key=b"second", partition=0)
-            assert other._txn_manager.producer_id != producer_id
-        read = _content(await _read(broker.bootstrap, TopicPartition(topic, 0), 0, 101))
-        assert read == [*records, (b"second", b"producer", ())]
-
-    asyncio.run(run())
+def test_idempotent_producer(client: Aiokafka) -> None:
+    scenarios.idempotent_producer(client)
 
 
 @pytest.mark.compat("Produce", "aiokafka")
 @pytest.mark.compat("Fetch", "aiokafka")
-def test_keyed_records_keep_partition_and_order(broker: BrokerProcess) -> None:
-    topic = "aio-keyed"
-    rng = random.Random("keyed")
-    keys = [f"key-{i}".encode() for i in range(10)]
-    sent_order = [
-        (key, f"{key.decode()}#{i}".encode()) for i, key in enumerate(rng.choices(keys, k=300))
-    ]
-
-    async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
-            await _create_topic(admin, topic, partitions=4)
-        async with _producer(broker.bootstrap, linger_ms=5) as producer:
-            futures = [await producer.send(topic, value, key=key) for key, value in sent_order]
-            placed = await asyncio.wait_for(asyncio.gather(*futures), WAIT)
-        partition_of: dict[bytes, int] = {}
-        for (key, _), metadata in zip(sent_order, placed, strict=True):
-            assert partition_of.setdefault(key, metadata.partition) == metadata.partition
-        assert len(set(partition_of.values())) > 1  # ten keys spread over four partitions
-
-        async with _consumer(broker.bootstrap) as consumer:
-            consumer.assign([TopicPartition(topic, p) for p in range(4)])
-            await consumer.seek_to_beginning()
-            got = await _poll(consumer, 300)
-        for p in range(4):
-            in_partition = [(r.key, r.value) for r in got if r.partition == p]
-            expected = [kv for kv in sent_order if partition_of[kv[0]] == p]
-            assert in_partition == expected
-            assert [r.offset for r in got if r.partition == p] == list(range(len(expected)))
-
-    asyncio.run(run())
+def test_keyed_records_keep_partition_and_order(client: Aiokafka) -> None:
+    scenarios.keyed_records_keep_partition_and_order(client)
 
 
 @pytest.mark.compat("Produce", "aiokafka")
-def test_record_too_large(broker: BrokerProcess) -> None:
-    topic = "aio-too-large"
-
-    async def run() -> None:
-        # The client would refuse it itself; raise its limit so the broker is the one to say no.
-        async with _producer(broker.bootstrap, max_request_size=4 * 1024 * 1024) as producer:
-            with pytest.raises(MessageSizeTooLargeError):
-                await producer.send_and_wait(topic, b"x" * 2_000_000, key=b"big", partition=0)
-            fits = await producer.send_and_wait(topic, b"y" * 900_000, key=b"ok", partition=0)
-        assert fits.offset == 0  # the rejected batch took no offset
-        (record,) = await _read(broker.bootstrap, TopicPartition(topic, 0), 0, 1)
-        assert (record.key, record.value) == (b"ok", b"y" * 900_000)
-
-    asyncio.run(run())
+def test_record_too_large(client: Aiokafka) -> None:
+    scenarios.record_too_large(client)
 
 
 # --- Consume by assign ---------------------------------------------------------------
 
 
-async def _fill(bootstrap: str, topic: str, records: Sequence[Record]) -> None:
-    async with _producer(bootstrap, linger_ms=5) as producer:
-        await _send_all(producer, topic, records)
+@pytest.mark.compat("Fetch", "aiokafka")
+@pytest.mark.compat("ListOffsets", "aiokafka")
+def test_consume_from_earliest(client: Aiokafka) -> None:
+    scenarios.consume_from_earliest(client)
 
 
 @pytest.mark.compat("Fetch", "aiokafka")
 @pytest.mark.compat("ListOffsets", "aiokafka")
-def test_consume_from_earliest(broker: BrokerProcess) -> None:
-    topic = "aio-earliest"
-    records = _records(random.Random("earliest"), 60, topic)
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, records)
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap) as consumer:
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            assert await consumer.position(tp) == 0
-            got = await _poll(consumer, 60)
-        assert [r.offset for r in got] == list(range(60))
-        assert _content(got) == records
-        assert all(r.topic == topic and r.partition == 0 for r in got)
-
-    asyncio.run(run())
-
-
-@pytest.mark.compat("Fetch", "aiokafka")
-@pytest.mark.compat("ListOffsets", "aiokafka")
-def test_consume_from_latest(broker: BrokerProcess) -> None:
-    topic = "aio-latest"
-    old = _records(random.Random("latest-old"), 20, "old")
-    new = _records(random.Random("latest-new"), 5, "new")
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, old)
-        tp = TopicPartition(topic, 0)
-        # A long fetch.max.wait: the broker must answer when data arrives, not at the timeout.
-        async with _consumer(broker.bootstrap, fetch_max_wait_ms=5000) as consumer:
-            consumer.assign([tp])
-            await consumer.seek_to_end(tp)
-            assert await consumer.position(tp) == 20
-            started = time.monotonic()
-            assert await consumer.getmany(timeout_ms=200) == {}
-            await _fill(broker.bootstrap, topic, new)
-            got = await _poll(consumer, 5)
-            waited = time.monotonic() - started
-        assert [r.offset for r in got] == list(range(20, 25))
-        assert _content(got) == new
-        assert waited < 4.0, f"fetch waited {waited:.1f}s although records had arrived"
-
-    asyncio.run(run())
+def test_consume_from_latest(client: Aiokafka) -> None:
+    scenarios.consume_from_latest(client)
 
 
 @pytest.mark.compat("Produce", "aiokafka")
 @pytest.mark.compat("Fetch", "aiokafka")
 @pytest.mark.parametrize("codec", [None, "gzip"])
-def test_log_append_time(broker: BrokerProcess, codec: str | None) -> None:
-    """message.timestamp.type=LogAppendTime: the broker stamps the batches it appends."""
-    topic = f"aio-log-append-time-{codec or 'none'}"
-
-    async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
-            await _create_topic(admin, topic, configs={"message.timestamp.type": "LogAppendTime"})
-        async with _producer(broker.bootstrap, compression_type=codec, linger_ms=20) as producer:
-            before = int(time.time() * 1000)
-            futures = [
-                await producer.send(
-                    topic, b"v%d" % i, key=b"%d" % i, partition=0, timestamp_ms=1000 + i
-                )
-                for i in range(10)
-            ]
-            sent = await asyncio.wait_for(asyncio.gather(*futures), WAIT)
-            after = int(time.time() * 1000)
-        # The Produce response carries the append time; the producer's own stamps are gone.
-        for metadata in sent:
-            assert metadata.timestamp_type == 1
-            assert before - 1000 <= metadata.timestamp <= after + 1000
-        got = await _read(broker.bootstrap, TopicPartition(topic, 0), 0, 10)
-        assert [(r.key, r.value) for r in got] == [(b"%d" % i, b"v%d" % i) for i in range(10)]
-        assert [r.timestamp for r in got] == [m.timestamp for m in sent]
-        assert all(r.timestamp_type == 1 for r in got)  # LogAppendTime
-
-    asyncio.run(run())
+def test_log_append_time(client: Aiokafka, codec: str | None) -> None:
+    sent = scenarios.log_append_time(client, codec)
+    # aiokafka also says which kind of timestamp the Produce response carried.
+    assert all(metadata.timestamp_type == 1 for metadata in sent)
 
 
 @pytest.mark.compat("Fetch", "aiokafka")
-def test_consume_from_offset(broker: BrokerProcess) -> None:
-    topic = "aio-offset"
-    records = _records(random.Random("offset"), 40, topic)
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, records)
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap) as consumer:
-            consumer.assign([tp])
-            consumer.seek(tp, 25)
-            got = await _poll(consumer, 15)
-            assert [r.offset for r in got] == list(range(25, 40))
-            assert _content(got) == records[25:]
-            # Seek back: the same records again.
-            consumer.seek(tp, 3)
-            again = await _poll(consumer, 37)
-        assert _content(again) == records[3:]
-
-    asyncio.run(run())
+def test_consume_from_offset(client: Aiokafka) -> None:
+    scenarios.consume_from_offset(client)
 
 
 @pytest.mark.compat("ListOffsets", "aiokafka")
 @pytest.mark.compat("Fetch", "aiokafka")
-def test_consume_from_timestamp(broker: BrokerProcess) -> None:
-    topic = "aio-timestamp"
-    base = 1_700_000_000_000
-
-    async def run() -> None:
-        async with _producer(broker.bootstrap, linger_ms=5) as producer:
-            futures = [
-                await producer.send(
-                    topic, b"at %d" % i, key=b"%d" % i, partition=0, timestamp_ms=base + 1000 * i
-                )
-                for i in range(10)
-            ]
-            await asyncio.wait_for(asyncio.gather(*futures), WAIT)
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap) as consumer:
-            found = (await consumer.offsets_for_times({tp: base + 4500}))[tp]
-            assert (found.offset, found.timestamp) == (5, base + 5000)
-            exact = (await consumer.offsets_for_times({tp: base + 3000}))[tp]
-            assert (exact.offset, exact.timestamp) == (3, base + 3000)
-            first = (await consumer.offsets_for_times({tp: 0}))[tp]
-            assert (first.offset, first.timestamp) == (0, base)
-            assert await consumer.offsets_for_times({tp: base + 60_000}) == {tp: None}
-            consumer.assign([tp])
-            consumer.seek(tp, found.offset)
-            got = await _poll(consumer, 5)
-        assert [(r.offset, r.timestamp, r.value) for r in got] == [
-            (i, base + 1000 * i, b"at %d" % i) for i in range(5, 10)
-        ]
-        assert all(r.timestamp_type == 0 for r in got)  # CreateTime
-
-    asyncio.run(run())
+def test_consume_from_timestamp(client: Aiokafka) -> None:
+    scenarios.consume_from_timestamp(client)
 
 
 @pytest.mark.compat("Fetch", "aiokafka")
 @pytest.mark.compat("ListOffsets", "aiokafka")
-def test_read_committed(broker: BrokerProcess) -> None:
-    """isolation_level=read_committed: without transactions everything is committed."""
-    topic = "aio-read-committed"
-    records = _records(random.Random("read-committed"), 30, topic)
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, records)
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap, isolation_level="read_committed") as consumer:
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            got = await _poll(consumer, 30)
-            # The last stable offset the Fetch response carried: the high watermark.
-            assert consumer.last_stable_offset(tp) == consumer.highwater(tp) == 30
-            assert await consumer.end_offsets([tp]) == {tp: 30}
-        assert _content(got) == records
-
-    asyncio.run(run())
+def test_read_committed(client: Aiokafka) -> None:
+    scenarios.read_committed(client)
 
 
 @pytest.mark.compat("ListOffsets", "aiokafka")
-def test_beginning_and_end_offsets(broker: BrokerProcess) -> None:
-    topic = "aio-offsets"
-
-    async def run() -> None:
-        async with _admin(broker.bootstrap) as admin:
-            await _create_topic(admin, topic, partitions=3)
-        async with _producer(broker.bootstrap, linger_ms=5) as producer:
-            for partition, count in [(0, 7), (2, 13)]:
-                await _send_all(producer, topic, [(b"k", b"v", ())] * count, partition=partition)
-        tps = [TopicPartition(topic, p) for p in range(3)]
-        async with _consumer(broker.bootstrap) as consumer:
-            assert await consumer.beginning_offsets(tps) == dict.fromkeys(tps, 0)
-            assert await consumer.end_offsets(tps) == dict(zip(tps, [7, 0, 13], strict=True))
-
-    asyncio.run(run())
+def test_beginning_and_end_offsets(client: Aiokafka) -> None:
+    scenarios.beginning_and_end_offsets(client)
 
 
 @pytest.mark.compat("Fetch", "aiokafka")
-def test_fetch_returns_record_larger_than_fetch_size(broker: BrokerProcess) -> None:
-    # KIP-74: a record batch bigger than the fetch limits still comes back (alone).
-    topic = "aio-fetch-size"
-    records: list[Record] = [(b"%d" % i, bytes([i]) * 5000, ()) for i in range(30)]
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, records)
-        got = await _read(
-            broker.bootstrap,
-            TopicPartition(topic, 0),
-            0,
-            30,
-            max_partition_fetch_bytes=1024,
-            fetch_max_bytes=2048,
-        )
-        assert _content(got) == records
-
-    asyncio.run(run())
+def test_fetch_returns_record_larger_than_fetch_size(client: Aiokafka) -> None:
+    scenarios.fetch_returns_record_larger_than_fetch_size(client)
 
 
 @pytest.mark.compat("Fetch", "aiokafka")
-def test_fetch_out_of_range(broker: BrokerProcess) -> None:
-    topic = "aio-out-of-range"
-    records = _records(random.Random("out-of-range"), 5, topic)
-
-    async def run() -> None:
-        await _fill(broker.bootstrap, topic, records)
-        tp = TopicPartition(topic, 0)
-        async with _consumer(broker.bootstrap) as consumer:
-            consumer.assign([tp])
-            consumer.seek(tp, 1000)
-            with pytest.raises(OffsetOutOfRangeError):
-                await asyncio.wait_for(consumer.getone(), WAIT)
-        # With a reset policy the client falls back to the earliest offset.
-        async with _consumer(broker.bootstrap, auto_offset_reset="earliest") as resetting:
-            resetting.assign([tp])
-            resetting.seek(tp, 1000)
-            got = await _poll(resetting, 5)
-        assert _content(got) == records
-
-    asyncio.run(run())
+def test_fetch_out_of_range(client: Aiokafka) -> None:
+    scenarios.fetch_out_of_range(client)
 
 
 # --- Across a broker restart ---------------------------------------------------------
-
-
-def _bounce(broker: BrokerProcess, how: str) -> None:
-    if how == "stop":
-        broker.restart()
-    else:
-        broker.kill()
-        broker.start()
 
 
 @pytest.mark.compat("Produce", "aiokafka")
@@ -746,31 +642,5 @@ def _bounce(broker: BrokerProcess, how: str) -> None:
 @pytest.mark.compat("InitProducerId", "aiokafka")
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_read_back_across_restart(own_broker: BrokerProcess, how: str) -> None:
-    """Acknowledged records survive a clean restart and a SIGKILL; clients reconnect."""
-    topic = "aio-restart"
-    before = _records(random.Random("restart-before"), 80, "before")
-    after = _records(random.Random("restart-after"), 20, "after")
-    tp = TopicPartition(topic, 0)
-
-    async def run() -> None:
-        # The same producer and consumer live through the restart and reconnect.
-        async with (
-            _producer(
-                own_broker.bootstrap, enable_idempotence=True, linger_ms=5, retry_backoff_ms=50
-            ) as producer,
-            _consumer(own_broker.bootstrap, retry_backoff_ms=50) as consumer,
-        ):
-            await _send_all(producer, topic, before)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            assert _content(await _poll(consumer, 80)) == before
-
-            await asyncio.to_thread(_bounce, own_broker, how)
-
-            sent = await _send_all(producer, topic, after)
-            assert [m.offset for m in sent] == list(range(80, 100))
-            assert _content(await _poll(consumer, 20)) == after
-        # A fresh consumer after the restart reads it all, in order.
-        assert _content(await _read(own_broker.bootstrap, tp, 0, 100)) == before + after
-
-    asyncio.run(run())
+    with _aiokafka(own_broker) as client:
+        scenarios.read_back_across_restart(client, own_broker, how)
