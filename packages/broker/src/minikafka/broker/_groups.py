@@ -50,7 +50,7 @@ from minikafka.coordination import (
     SyncGroupRequest,
 )
 from minikafka.log import TopicPartition
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.net import ApiKey, Request, build, nested, response_schema
 
 from ._body import (
     DELETE_GROUPS,
@@ -102,13 +102,19 @@ def _refuse_empty_group_id(request: Request) -> None:
     coordination and must have a non-empty groupId"; OffsetCommit, OffsetFetch,
     DescribeGroups and DeleteGroups accept "" for old consumers' sake.
     """
+    # The fields these answers have beyond an error: SyncGroup's (empty) assignment and
+    # LeaveGroup v3's per-member results.
+    extra: dict[str, object] = {}
+    if request.api_key == ApiKey.SYNC_GROUP:
+        extra["assignment"] = b""
+    elif request.api_key == ApiKey.LEAVE_GROUP:
+        extra["members"] = ()
     request.respond(
         build(
             _response_class(request),
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.invalid_group_id,
-            assignment=b"",  # SyncGroup
-            members=(),  # LeaveGroup v3
+            **extra,
         )
     )
 
