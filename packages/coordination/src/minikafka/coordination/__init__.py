@@ -9,6 +9,11 @@ consumer protocol's subscription and assignment encodings, and the eager and coo
 compacted topic ``__consumer_offsets`` (``GroupMetadataManager``, the record codec),
 which the coordinator reaches through the ``OffsetsTopic`` port; ``GroupCoordinatorService``
 is the trio shell the broker's request handlers call.
+
+Three subpackages: ``group`` (the coordinator: a shard composing a membership and an
+offsets manager, as Kafka's newer coordinator is), ``assignors`` (the assignors and the
+consumer protocol's codecs) and ``simulate`` (the simulator). This module re-exports their
+public names.
 """
 
 from .assignors._assignor import NO_GENERATION as NO_GENERATION
