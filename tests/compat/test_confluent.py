@@ -9,16 +9,14 @@ coordinator up.
 What is read back is compared with what was written: keys, values, headers, timestamps,
 offsets and the order within each partition. Where the client's choice is invisible on
 the wire to a reader (the compression codec, the idempotent producer's id), the batch
-headers in the broker's segment files are read directly (record batch v2 layout, KIP-98).
+headers in the broker's segment files are read directly (record batch v2 layout, KIP-98),
+with the questions ``_clients.py`` asks of kcat's batches too.
 """
 
 from __future__ import annotations
 
-import re
-import struct
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -49,12 +47,16 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourceType,
 )
 
-from minikafka.broker import KafkaApis
 from minikafka.broker.testing import BrokerProcess
+from tests.compat._clients import (
+    CODECS,
+    assert_codec_stored,
+    assert_one_idempotent_producer,
+    stored_batches,
+)
+from tests.compat._groups import unique_name
 
 TIMEOUT = 20.0  # seconds any one client operation may take before the test fails
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # batch attributes & 7
-FIND_COORDINATOR = 10  # API key
 LIBRDKAFKA = tuple(int(part) for part in libversion()[0].split(".")[:3])
 
 
@@ -88,46 +90,13 @@ class Received:
     timestamp: tuple[int, int]
 
 
-@attrs.frozen
-class StoredBatch:
-    """The fields of a record batch v2 header these tests look at."""
-
-    base_offset: int
-    last_offset: int
-    codec: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    count: int
-
-
 # --- helpers -----------------------------------------------------------------------------
-
-
-def stored_codec(codec: str, librdkafka: tuple[int, ...]) -> str:
-    """The codec on disk when librdkafka of version ``librdkafka`` is told to use ``codec``.
-
-    librdkafka decides from the broker's ApiVersions and quietly sends a batch
-    uncompressed ("Broker does not support compression type X: not compressing batch")
-    when it concludes the broker cannot read the codec:
-
-    - lz4 only for a broker that advertises FindCoordinator, its proxy for Kafka >= 0.8.2
-      (src/rdkafka_feature.c); this broker does since consumer groups arrived;
-    - before librdkafka 2.11.1 (#5130), gzip, snappy and lz4 also need Produce v0 in the
-      advertised range, and this broker starts at Produce v3, as Kafka 4.0 does (KIP-896).
-    """
-    advertised = KafkaApis.SUPPORTED
-    if codec == "lz4" and FIND_COORDINATOR not in advertised:
-        return "none"
-    if codec in ("gzip", "snappy", "lz4") and librdkafka < (2, 11, 1) and advertised[0][0] > 0:
-        return "none"
-    return codec
 
 
 @pytest.fixture
 def topic(request: pytest.FixtureRequest) -> str:
     """A topic name of this test alone, so one broker serves the whole module."""
-    return "cf-" + re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name).strip("-")
+    return unique_name(request, "cf-")
 
 
 @pytest.fixture
@@ -146,6 +115,19 @@ def result_of(futures: Mapping[Any, Any]) -> dict[Any, object]:
             assert isinstance(error, KafkaError)
             out[key] = error.name()
     return out
+
+
+def described(admin: AdminClient, topic: str) -> dict[str, Any]:
+    """The topic's configuration, as DescribeConfigs tells it."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    configs = result_of(admin.describe_configs([resource]))[resource]
+    assert isinstance(configs, dict)
+    return configs
+
+
+def created_and_described(admin: AdminClient, new_topic: NewTopic) -> dict[str, Any]:
+    assert result_of(admin.create_topics([new_topic])) == {new_topic.topic: None}
+    return described(admin, new_topic.topic)
 
 
 def produce(
@@ -261,31 +243,6 @@ def from_beginning(topic: str, partitions: Iterable[int] = (0,)) -> list[TopicPa
     return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
 
 
-def stored_batches(data_dir: Path, topic: str, partition: int) -> list[StoredBatch]:
-    """The batch headers in the partition's segment files, read without the broker."""
-    batches = []
-    for segment in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
-        data = segment.read_bytes()
-        position = 0
-        while position + 61 <= len(data):
-            base_offset, length = struct.unpack_from(">qi", data, position)
-            attributes, last_delta = struct.unpack_from(">hi", data, position + 21)
-            producer_id, epoch, sequence, count = struct.unpack_from(">qhii", data, position + 43)
-            batches.append(
-                StoredBatch(
-                    base_offset,
-                    base_offset + last_delta,
-                    attributes & 0x7,
-                    producer_id,
-                    epoch,
-                    sequence,
-                    count,
-                )
-            )
-            position += 12 + length
-    return batches
-
-
 def keyed_records(count: int, prefix: str = "") -> list[Outgoing]:
     return [
         Outgoing(
@@ -369,12 +326,7 @@ def test_create_topics_errors(admin: AdminClient, topic: str) -> None:
 @pytest.mark.compat("DescribeConfigs", "confluent-kafka")
 def test_describe_configs(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
     overrides = {"retention.ms": "3600000", "cleanup.policy": "compact"}
-    assert result_of(admin.create_topics([NewTopic(topic, 1, 1, config=overrides)])) == {
-        topic: None
-    }
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = result_of(admin.describe_configs([resource]))[resource]
-    assert isinstance(configs, dict)
+    configs = created_and_described(admin, NewTopic(topic, 1, 1, config=overrides))
     for name, value in overrides.items():
         assert configs[name].value == value
         assert configs[name].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -404,30 +356,21 @@ def test_describe_configs(broker: BrokerProcess, admin: AdminClient, topic: str)
 
 @pytest.mark.compat("DescribeConfigs", "confluent-kafka")
 def test_describe_configs_topic_keys_are_not_read_only(admin: AdminClient, topic: str) -> None:
-    assert result_of(admin.create_topics([NewTopic(topic, 1, 1)])) == {topic: None}
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = result_of(admin.describe_configs([resource]))[resource]
-    assert isinstance(configs, dict)
+    configs = created_and_described(admin, NewTopic(topic, 1, 1))
     assert {name for name, entry in configs.items() if entry.is_read_only} == set()
 
 
 @pytest.mark.compat("CreateTopics", "confluent-kafka")
 def test_create_topics_accepts_compression_type_producer(admin: AdminClient, topic: str) -> None:
     new_topic = NewTopic(topic, 1, 1, config={"compression.type": "producer"})
-    assert result_of(admin.create_topics([new_topic])) == {topic: None}
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = result_of(admin.describe_configs([resource]))[resource]
-    assert isinstance(configs, dict)
+    configs = created_and_described(admin, new_topic)
     assert configs["compression.type"].value == "producer"
 
 
 @pytest.mark.compat("DescribeConfigs", "confluent-kafka")
 def test_describe_configs_lists_synonyms(admin: AdminClient, topic: str) -> None:
     new_topic = NewTopic(topic, 1, 1, config={"retention.ms": "3600000"})
-    assert result_of(admin.create_topics([new_topic])) == {topic: None}
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = result_of(admin.describe_configs([resource]))[resource]
-    assert isinstance(configs, dict)
+    configs = created_and_described(admin, new_topic)
     override = configs["retention.ms"].synonyms
     assert override["retention.ms"].value == "3600000"
     assert override["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -526,13 +469,7 @@ def test_produce_compression(broker: BrokerProcess, topic: str, codec: str) -> N
     )
     got = read_all(broker.bootstrap, from_beginning(topic))
     assert_read_back(got, sent, delivered)
-    batches = stored_batches(broker.data_dir, topic, 0)
-    assert sum(b.count for b in batches) == 300
-    # librdkafka sends a batch uncompressed when compressing does not make it smaller, as
-    # may happen to a batch of one record; batches of several must carry the codec.
-    several = [b for b in batches if b.count > 1]
-    assert several, batches
-    assert {b.codec for b in several} == {CODECS[stored_codec(codec, LIBRDKAFKA)]}
+    assert_codec_stored(broker, topic, 300, codec, LIBRDKAFKA)
 
 
 @pytest.mark.compat("Produce", "confluent-kafka")
@@ -547,11 +484,7 @@ def test_idempotent_producer(broker: BrokerProcess, topic: str) -> None:
     )
     got = read_all(broker.bootstrap, from_beginning(topic))
     assert_read_back(got, sent, delivered)
-    batches = stored_batches(broker.data_dir, topic, 0)
-    assert len({b.producer_id for b in batches}) == 1
-    assert batches[0].producer_id >= 0
-    # Sequences run on from batch to batch, starting at 0 (KIP-98).
-    assert [b.base_sequence for b in batches] == [b.base_offset for b in batches]
+    assert_one_idempotent_producer(stored_batches(broker.data_dir, topic))
 
 
 @pytest.mark.compat("Produce", "confluent-kafka")
@@ -676,7 +609,7 @@ def test_consume_from_an_offset(broker: BrokerProcess, topic: str, codec: str) -
     produce(broker.bootstrap, topic, sent, **{"compression.type": codec, "linger.ms": 50})
     if codec != "none":
         assert any(
-            b.base_offset < 37 <= b.last_offset for b in stored_batches(broker.data_dir, topic, 0)
+            b.base_offset < 37 <= b.last_offset for b in stored_batches(broker.data_dir, topic)
         )
     got = read_all(broker.bootstrap, [TopicPartition(topic, 0, 37)])
     assert [(r.offset, r.value) for r in got] == [(i, sent[i].value) for i in range(37, 100)]
@@ -717,7 +650,7 @@ def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
     produce(broker.bootstrap, topic, sent, **{"linger.ms": 100, "compression.type": "gzip"})
     # The lookups below land inside a compressed batch: the broker must find the record,
     # not just the batch (Kafka's LogSegment.findOffsetByTimestamp).
-    batches = stored_batches(broker.data_dir, topic, 0)
+    batches = stored_batches(broker.data_dir, topic)
     assert any(b.base_offset < 3 and b.last_offset > 4 for b in batches), batches
 
     consumer = new_consumer(broker.bootstrap)
@@ -822,7 +755,4 @@ def test_read_back_across_restart(own_broker: BrokerProcess) -> None:
 
     # The topic's shape and configuration survived too.
     assert len(admin.list_topics(topic, timeout=TIMEOUT).topics[topic].partitions) == 3
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    configs = result_of(admin.describe_configs([resource]))[resource]
-    assert isinstance(configs, dict)
-    assert configs["retention.ms"].value == "7200000"
+    assert described(admin, topic)["retention.ms"].value == "7200000"

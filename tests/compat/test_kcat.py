@@ -6,7 +6,8 @@ the simple consumer: no group, no commits) and looks offsets up by timestamp (``
 Its JSON envelope (``-J``) carries key, value, headers, offset and timestamp of every
 record, so what is read back is compared field by field with what was written. The
 compression codec and the idempotent producer's id are checked in the batch headers of
-the broker's segment files (record batch v2 layout, KIP-98).
+the broker's segment files (record batch v2 layout, KIP-98), with the questions
+``_clients.py`` asks of confluent-kafka's batches too.
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ import os
 import re
 import select
 import shutil
-import struct
 import subprocess
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 from confluent_kafka import Producer
 
-from minikafka.broker import KafkaApis
 from minikafka.broker.testing import BrokerProcess
+from tests.compat._clients import (
+    CODECS,
+    assert_codec_stored,
+    assert_one_idempotent_producer,
+    stored_batches,
+)
+from tests.compat._groups import unique_name
 
 pytestmark = [
     pytest.mark.external,
@@ -37,49 +41,15 @@ pytestmark = [
 ]
 
 TIMEOUT = 30.0  # seconds one kcat run may take before the test fails
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # batch attributes & 7
-FIND_COORDINATOR = 10  # API key
 # Reach end-of-partition quickly instead of after the default 500 ms long poll.
 FAST_EOF = ("-X", "fetch.wait.max.ms=100")
 REACHED_END = re.compile(rb"Reached end of topic \S+ \[0\] at offset (\d+)")
 
 
-@attrs.frozen
-class StoredBatch:
-    """The fields of a record batch v2 header these tests look at."""
-
-    base_offset: int
-    last_offset: int
-    codec: int
-    producer_id: int
-    base_sequence: int
-    count: int
-
-
-def stored_codec(codec: str, librdkafka: tuple[int, ...]) -> str:
-    """The codec on disk when librdkafka of version ``librdkafka`` is told to use ``codec``.
-
-    librdkafka decides from the broker's ApiVersions and quietly sends a batch
-    uncompressed ("Broker does not support compression type X: not compressing batch")
-    when it concludes the broker cannot read the codec:
-
-    - lz4 only for a broker that advertises FindCoordinator, its proxy for Kafka >= 0.8.2
-      (src/rdkafka_feature.c); this broker does since consumer groups arrived;
-    - before librdkafka 2.11.1 (#5130), gzip, snappy and lz4 also need Produce v0 in the
-      advertised range, and this broker starts at Produce v3, as Kafka 4.0 does (KIP-896).
-    """
-    advertised = KafkaApis.SUPPORTED
-    if codec == "lz4" and FIND_COORDINATOR not in advertised:
-        return "none"
-    if codec in ("gzip", "snappy", "lz4") and librdkafka < (2, 11, 1) and advertised[0][0] > 0:
-        return "none"
-    return codec
-
-
 @pytest.fixture
 def topic(request: pytest.FixtureRequest) -> str:
     """A topic name of this test alone, so one broker serves the whole module."""
-    return "kcat-" + re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name).strip("-")
+    return unique_name(request, "kcat-")
 
 
 def kcat(
@@ -117,25 +87,6 @@ def consume_json(bootstrap: str, topic: str, *args: str) -> list[dict[str, Any]]
     """``kcat -C -J`` up to the end of partition 0 (``-e``): one dict per record."""
     result = kcat(bootstrap, "-C", "-t", topic, "-p", "0", "-J", "-e", "-q", *FAST_EOF, *args)
     return [json.loads(line) for line in result.stdout.decode().splitlines() if line]
-
-
-def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[StoredBatch]:
-    """The batch headers in the partition's segment files, read without the broker."""
-    batches = []
-    for segment in sorted((data_dir / f"{topic}-{partition}").glob("*.log")):
-        data = segment.read_bytes()
-        position = 0
-        while position + 61 <= len(data):
-            base_offset, length = struct.unpack_from(">qi", data, position)
-            attributes, last_delta = struct.unpack_from(">hi", data, position + 21)
-            producer_id, _, sequence, count = struct.unpack_from(">qhii", data, position + 43)
-            last_offset = base_offset + last_delta
-            codec = attributes & 0x7
-            batches.append(
-                StoredBatch(base_offset, last_offset, codec, producer_id, sequence, count)
-            )
-            position += 12 + length
-    return batches
 
 
 def lines_of(count: int, prefix: str = "") -> list[str]:
@@ -266,13 +217,7 @@ def test_produce_compression(broker: BrokerProcess, topic: str, codec: str) -> N
     lines = [f"k{i}:" + f"compressible {i} " * 20 for i in range(300)]
     produce_lines(broker.bootstrap, topic, lines, "-z", codec, "-X", "linger.ms=50")
     assert_records(consume_json(broker.bootstrap, topic, "-o", "beginning"), lines, 0)
-    batches = stored_batches(broker.data_dir, topic)
-    assert sum(b.count for b in batches) == 300
-    # librdkafka sends a batch uncompressed when compressing does not make it smaller, as
-    # may happen to a batch of one record; batches of several must carry the codec.
-    several = [b for b in batches if b.count > 1]
-    assert several, batches
-    assert {b.codec for b in several} == {CODECS[stored_codec(codec, kcat_librdkafka())]}
+    assert_codec_stored(broker, topic, 300, codec, kcat_librdkafka())
 
 
 @pytest.mark.compat("Produce", "kcat")
@@ -281,10 +226,7 @@ def test_idempotent_producer(broker: BrokerProcess, topic: str) -> None:
     lines = lines_of(100)
     produce_lines(broker.bootstrap, topic, lines, "-X", "enable.idempotence=true")
     assert_records(consume_json(broker.bootstrap, topic, "-o", "beginning"), lines, 0)
-    batches = stored_batches(broker.data_dir, topic)
-    assert len({b.producer_id for b in batches}) == 1
-    assert batches[0].producer_id >= 0
-    assert [b.base_sequence for b in batches] == [b.base_offset for b in batches]
+    assert_one_idempotent_producer(stored_batches(broker.data_dir, topic))
 
 
 @pytest.mark.compat("Produce", "kcat")
