@@ -11,12 +11,17 @@ Declare an event, emit it, read it back::
         partition: int
         base_offset: int
 
-    configure_tracing(Path("traces"), node=1)
-    tracer = get_tracer()
-    if tracer.enabled:
-        tracer.emit(SegmentRolled("orders", 0, 1200))
-    tracer.flush()
+    tracer = JsonLinesTracer.open(Path("traces"), node=1)  # or a NullTracer: off
+    log = Log.open(path, tracer=tracer)  # every component is given its node's tracer
+    ...
+    if self.tracer.enabled:  # inside the component
+        self.tracer.emit(SegmentRolled("orders", 0, 1200))
+    ...
+    tracer.close()
     records = list(read_trace(Path("traces")))
+
+The process's default tracer (:func:`configure_tracing`, :func:`get_tracer`) is only for
+whoever assembles a node and was given none: ``minikafka broker``, ``BrokerServer.open``.
 """
 
 from ._event import ENVELOPE_FIELDS as ENVELOPE_FIELDS
@@ -29,10 +34,8 @@ from ._files import trace_files as trace_files
 from ._global import TRACE_DIR_ENV as TRACE_DIR_ENV
 from ._global import configure_from_env as configure_from_env
 from ._global import configure_tracing as configure_tracing
-from ._global import emit as emit
 from ._global import get_tracer as get_tracer
 from ._global import install_tracer as install_tracer
-from ._global import tracing as tracing
 from ._schema import all_spark_schemas as all_spark_schemas
 from ._schema import spark_schema as spark_schema
 from ._summary import EventSummary as EventSummary
@@ -60,7 +63,6 @@ __all__ = [
     "configure_from_env",
     "configure_tracing",
     "decode_event",
-    "emit",
     "event_types",
     "format_summary",
     "get_tracer",
@@ -70,5 +72,4 @@ __all__ = [
     "spark_schema",
     "summarize",
     "trace_files",
-    "tracing",
 ]

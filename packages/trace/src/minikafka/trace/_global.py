@@ -1,7 +1,9 @@
-"""The process-wide tracer: configured once at start-up, looked up where events happen.
+"""The process's default tracer: configured once at start-up, by the command that starts it.
 
-A broker process has one tracer (ARCHITECTURE.md, "Traces and labs": one buffered writer per
-process), so packages call :func:`get_tracer` rather than thread a tracer through every constructor.
+Components never look a tracer up: each is given one by whoever builds it (ARCHITECTURE.md,
+"Traces and labs"), so several nodes, each with its own tracer and node id, can live in one
+process. What stays global is only a default: ``minikafka broker`` configures it here and
+passes it on, and ``BrokerServer.open`` falls back on :func:`get_tracer` when given none.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import os
 from pathlib import Path
 from threading import Lock
 
-from ._event import TraceEvent
 from ._tracer import NullTracer, Tracer
 from ._writer import JsonLinesTracer
 
@@ -24,27 +25,10 @@ _tracer: Tracer = NullTracer()
 def get_tracer() -> Tracer:
     """The installed tracer: a :class:`NullTracer` until :func:`configure_tracing`.
 
-    Look it up when emitting (it is one global read) instead of keeping it from import
-    time, so reconfiguring takes effect everywhere.
+    For whoever assembles a node and was given no tracer; a component keeps the tracer
+    it was built with and never calls this.
     """
     return _tracer
-
-
-def tracing() -> bool:
-    """Whether the installed tracer keeps events: check it before building an event that
-    costs something to build (a dict of assignment sizes, a count of record types)."""
-    return _tracer.enabled
-
-
-def emit(event: TraceEvent, ts: float | None = None) -> None:
-    """Hand ``event`` to the installed tracer, if it keeps events.
-
-    This is how packages emit: ``ts`` is seconds since the epoch (a core with a clock
-    of its own passes its ``now``); None means the tracer's wall clock.
-    """
-    tracer = _tracer
-    if tracer.enabled:
-        tracer.emit(event, ts)
 
 
 def install_tracer(tracer: Tracer) -> Tracer:
