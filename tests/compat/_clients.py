@@ -45,6 +45,7 @@ CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # batch attri
 
 # (key, value, headers) of one record, as produced and as read back.
 Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
+Stamps = Sequence[int] | None  # the records' timestamps (ms), or the producer's clock
 
 
 # --- librdkafka: what its batches look like on disk ----------------------------------------
@@ -154,14 +155,16 @@ class AsyncioThread:
         self.thread.join(WAIT)
         self.loop.close()
 
+    def __enter__(self) -> AsyncioThread:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 class Producer(Protocol):
     def send_all(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        partition: int | None = 0,
-        timestamps: Sequence[int] | None = None,
+        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
     ) -> list[Any]:
         """Send ``records`` in order (to ``partition``, or where the partitioner puts
         them), wait for every answer; their RecordMetadata, in order. An error the
@@ -265,6 +268,15 @@ def content(records: Iterable[Any]) -> list[Record]:
 def fill(client: Client, topic: str, records: Sequence[Record], partition: int = 0) -> list[Any]:
     with client.producer(linger_ms=5) as producer:
         return producer.send_all(topic, records, partition)
+
+
+def seeded_partition(client: Client, name: str, count: int) -> tuple[Any, list[Record]]:
+    """Partition 0 of the topic ``<prefix>-<name>``, filled with ``count`` records seeded
+    with ``name``; the partition and its records."""
+    topic = f"{client.prefix}-{name}"
+    records = seeded_records(random.Random(name), count, topic)
+    fill(client, topic, records)
+    return client.tp(topic, 0), records
 
 
 def read(client: Client, tp: Any, start: int, count: int, **config: Any) -> list[Any]:
@@ -388,7 +400,7 @@ def log_append_time(client: Client, codec: str | None) -> list[Any]:
     records: list[Record] = [(b"%d" % i, b"v%d" % i, ()) for i in range(10)]
     with client.producer(compression_type=codec, linger_ms=20) as producer:
         before = int(time.time() * 1000)
-        sent = producer.send_all(topic, records, timestamps=[1000 + i for i in range(10)])
+        sent = producer.send_all(topic, records, at=[1000 + i for i in range(10)])
         after = int(time.time() * 1000)
     # The Produce response carries the append time; the producer's own stamps are gone.
     for metadata in sent:
@@ -404,10 +416,7 @@ def log_append_time(client: Client, codec: str | None) -> list[Any]:
 
 
 def consume_from_earliest(client: Client) -> None:
-    topic = f"{client.prefix}-earliest"
-    records = seeded_records(random.Random("earliest"), 60, topic)
-    fill(client, topic, records)
-    tp = client.tp(topic, 0)
+    tp, records = seeded_partition(client, "earliest", 60)
     with client.consumer() as consumer:
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
@@ -415,7 +424,7 @@ def consume_from_earliest(client: Client) -> None:
         got = consumer.records(60)
     assert [r.offset for r in got] == list(range(60))
     assert content(got) == records
-    assert all(r.topic == topic and r.partition == 0 for r in got)
+    assert all(r.topic == tp.topic and r.partition == 0 for r in got)
 
 
 def consume_from_latest(client: Client) -> None:
@@ -442,10 +451,7 @@ def consume_from_latest(client: Client) -> None:
 
 
 def consume_from_offset(client: Client) -> None:
-    topic = f"{client.prefix}-offset"
-    records = seeded_records(random.Random("offset"), 40, topic)
-    fill(client, topic, records)
-    tp = client.tp(topic, 0)
+    tp, records = seeded_partition(client, "offset", 40)
     with client.consumer() as consumer:
         consumer.assign([tp])
         consumer.seek(tp, 25)
@@ -463,7 +469,7 @@ def consume_from_timestamp(client: Client) -> None:
     base = 1_700_000_000_000
     records: list[Record] = [(b"%d" % i, b"at %d" % i, ()) for i in range(10)]
     with client.producer(linger_ms=5) as producer:
-        producer.send_all(topic, records, timestamps=[base + 1000 * i for i in range(10)])
+        producer.send_all(topic, records, at=[base + 1000 * i for i in range(10)])
     tp = client.tp(topic, 0)
     with client.consumer() as consumer:
         found = consumer.offsets_for_times({tp: base + 4500})[tp]
@@ -484,10 +490,7 @@ def consume_from_timestamp(client: Client) -> None:
 
 def read_committed(client: Client) -> None:
     """isolation_level=read_committed: without transactions everything is committed."""
-    topic = f"{client.prefix}-read-committed"
-    records = seeded_records(random.Random("read-committed"), 30, topic)
-    fill(client, topic, records)
-    tp = client.tp(topic, 0)
+    tp, records = seeded_partition(client, "read-committed", 30)
     with client.consumer(isolation_level="read_committed") as consumer:
         consumer.assign([tp])
         consumer.seek_to_beginning(tp)
@@ -523,10 +526,7 @@ def fetch_returns_record_larger_than_fetch_size(client: Client) -> None:
 
 
 def fetch_out_of_range(client: Client) -> None:
-    topic = f"{client.prefix}-out-of-range"
-    records = seeded_records(random.Random("out-of-range"), 5, topic)
-    fill(client, topic, records)
-    tp = client.tp(topic, 0)
+    tp, records = seeded_partition(client, "out-of-range", 5)
     with client.consumer() as consumer:
         consumer.assign([tp])
         consumer.seek(tp, 1000)

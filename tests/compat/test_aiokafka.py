@@ -54,7 +54,7 @@ from aiokafka.protocol.metadata import MetadataRequest  # type: ignore[import-un
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _clients as scenarios
-from tests.compat._clients import WAIT, AsyncioThread, Record, content, read
+from tests.compat._clients import WAIT, AsyncioThread, Record, Stamps, content, read
 
 T = TypeVar("T")
 
@@ -155,21 +155,17 @@ class _Producer:
     producer: Any
 
     def send_all(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        partition: int | None = 0,
-        timestamps: Sequence[int] | None = None,
+        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
     ) -> list[Any]:
-        stamps: Sequence[int | None] = timestamps or [None] * len(records)
-        return self.loop.run(self._send_all(topic, records, partition, stamps))
+        times: Sequence[int | None] = at or [None] * len(records)
+        return self.loop.run(self._send_all(topic, records, partition, times))
 
     async def _send_all(
         self,
         topic: str,
         records: Sequence[Record],
         partition: int | None,
-        stamps: Sequence[int | None],
+        times: Sequence[int | None],
     ) -> list[Any]:
         futures = [
             await self.producer.send(
@@ -180,7 +176,7 @@ class _Producer:
                 partition=partition,
                 timestamp_ms=stamp,
             )
-            for (key, value, headers), stamp in zip(records, stamps, strict=True)
+            for (key, value, headers), stamp in zip(records, times, strict=True)
         ]
         return list(await asyncio.wait_for(asyncio.gather(*futures), WAIT))
 
@@ -290,7 +286,7 @@ class Aiokafka:
     ``loop``, which the fixture closes at the end of the test."""
 
     bootstrap: str
-    loop: AsyncioThread = attrs.field(factory=AsyncioThread)
+    loop: AsyncioThread
     prefix = "aio"
     too_large = MessageSizeTooLargeError
     keeps_last_stable_offset = True
@@ -340,19 +336,10 @@ class Aiokafka:
         return {"retry_backoff_ms": 50}, {"retry_backoff_ms": 50}
 
 
-@contextmanager
-def _aiokafka(broker: BrokerProcess) -> Iterator[Aiokafka]:
-    client = Aiokafka(broker.bootstrap)
-    try:
-        yield client
-    finally:
-        client.loop.close()
-
-
 @pytest.fixture
 def client(broker: BrokerProcess) -> Iterator[Aiokafka]:
-    with _aiokafka(broker) as client:
-        yield client
+    with AsyncioThread() as loop:
+        yield Aiokafka(broker.bootstrap, loop)
 
 
 # --- ApiVersions and Metadata ----------------------------------------------------------
@@ -642,5 +629,5 @@ def test_fetch_out_of_range(client: Aiokafka) -> None:
 @pytest.mark.compat("InitProducerId", "aiokafka")
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_read_back_across_restart(own_broker: BrokerProcess, how: str) -> None:
-    with _aiokafka(own_broker) as client:
-        scenarios.read_back_across_restart(client, own_broker, how)
+    with AsyncioThread() as loop:
+        scenarios.read_back_across_restart(Aiokafka(own_broker.bootstrap, loop), own_broker, how)

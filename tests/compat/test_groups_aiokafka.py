@@ -11,7 +11,7 @@ aiokafka's default round-robin assignor); this module is their adapter, and adds
 has no way to delete a group.
 
 The repository runs pytest under trio, so aiokafka's coroutines run on an asyncio event
-loop in a thread of its own (:class:`AsyncioThread`), one per test; the scenarios, which
+loop in a thread of its own (``_clients.AsyncioThread``), one per test; the scenarios, which
 are plain functions, hand it their coroutines and wait for the answers.
 
 One thing is read from aiokafka's internals, where it keeps no public view: a consumer's
@@ -24,9 +24,9 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import pytest
@@ -45,32 +45,10 @@ from aiokafka.errors import KafkaError, NoError, for_code  # type: ignore[import
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
+from tests.compat._clients import AsyncioThread
 from tests.compat._groups import SESSION_MS, WAIT, ChildMember, Member, Record, ends_of
 
-T = TypeVar("T")
-
 # --- the adapter ---------------------------------------------------------------------------
-
-
-class AsyncioThread:
-    """An asyncio event loop running in a thread of its own until ``close()``."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def start(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the loop; its result, or its exception."""
-        return self.start(coroutine).result(2 * WAIT)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(WAIT)
-        self.loop.close()
 
 
 def consumer_config(bootstrap: str, group: str, client_id: str, **extra: Any) -> dict[str, Any]:
@@ -199,7 +177,7 @@ class AiokafkaGroups:
     """aiokafka, as the group scenarios use it: its coroutines run on ``loop``."""
 
     bootstrap: str
-    loop: AsyncioThread = attrs.field(factory=AsyncioThread)
+    loop: AsyncioThread
     changed: threading.Condition = attrs.field(factory=threading.Condition)
     auto_commits: bool = False
 
@@ -327,11 +305,8 @@ class AiokafkaGroups:
 
 @pytest.fixture
 def client(group_broker: BrokerProcess) -> Iterator[AiokafkaGroups]:
-    client = AiokafkaGroups(group_broker.bootstrap)
-    try:
-        yield client
-    finally:
-        client.loop.close()
+    with AsyncioThread() as loop:
+        yield AiokafkaGroups(group_broker.bootstrap, loop)
 
 
 @pytest.fixture
@@ -374,13 +349,11 @@ def test_a_killed_consumer_is_replaced_after_its_session(client: AiokafkaGroups,
 @pytest.mark.compat("OffsetFetch", "aiokafka")
 @pytest.mark.compat("JoinGroup", "aiokafka")
 def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerProcess) -> None:
-    client = AiokafkaGroups(own_group_broker.bootstrap)
-    try:
+    with AsyncioThread() as loop:
+        client = AiokafkaGroups(own_group_broker.bootstrap, loop)
         scenarios.committed_offsets_resume_also_after_a_restart(
             client, own_group_broker, "aiog-resume"
         )
-    finally:
-        client.loop.close()
 
 
 # --- the admin client's view ---------------------------------------------------------------

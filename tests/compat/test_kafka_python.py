@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, closing
 from typing import Any
 
 import attrs
@@ -30,20 +30,16 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _clients as scenarios
-from tests.compat._clients import WAIT, Record, content, read, seeded_records
+from tests.compat._clients import WAIT, Record, Stamps, content, read, seeded_records
 
 # --- the adapter ---------------------------------------------------------------------------
 
 
 class _Producer(KafkaProducer):  # type: ignore[misc]
     def send_all(
-        self,
-        topic: str,
-        records: Sequence[Record],
-        partition: int | None = 0,
-        timestamps: Sequence[int] | None = None,
+        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
     ) -> list[Any]:
-        stamps: Sequence[int | None] = timestamps or [None] * len(records)
+        times: Sequence[int | None] = at or [None] * len(records)
         futures = [
             self.send(
                 topic,
@@ -53,7 +49,7 @@ class _Producer(KafkaProducer):  # type: ignore[misc]
                 partition=partition,
                 timestamp_ms=stamp,
             )
-            for (key, value, headers), stamp in zip(records, stamps, strict=True)
+            for (key, value, headers), stamp in zip(records, times, strict=True)
         ]
         self.flush(timeout=WAIT)
         return [future.get(timeout=WAIT) for future in futures]
@@ -130,30 +126,20 @@ class KafkaPython:
     def tp(self, topic: str, partition: int) -> Any:
         return TopicPartition(topic, partition)
 
+    def admin(self) -> AbstractContextManager[Any]:
+        return closing(KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-admin"))
+
     def create_topic(
         self, name: str, partitions: int = 1, configs: dict[str, str] | None = None
     ) -> None:
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-admin")
-        try:
+        with self.admin() as admin:
             _create_topic(admin, name, partitions, configs)
-        finally:
-            admin.close()
 
-    @contextmanager
-    def producer(self, **config: Any) -> Iterator[_Producer]:
-        producer = _producer(self.bootstrap, **config)
-        try:
-            yield producer
-        finally:
-            producer.close()
+    def producer(self, **config: Any) -> AbstractContextManager[_Producer]:
+        return closing(_producer(self.bootstrap, **config))
 
-    @contextmanager
-    def consumer(self, **config: Any) -> Iterator[_Consumer]:
-        consumer = _consumer(self.bootstrap, **config)
-        try:
-            yield consumer
-        finally:
-            consumer.close()
+    def consumer(self, **config: Any) -> AbstractContextManager[_Consumer]:
+        return closing(_consumer(self.bootstrap, **config))
 
     def acks_config(self, acks: int | str) -> dict[str, Any]:
         # Idempotence needs acks=all; ask for it off explicitly with 0 and 1.
@@ -177,12 +163,9 @@ def client(broker: BrokerProcess) -> KafkaPython:
 
 
 @pytest.fixture
-def admin(broker: BrokerProcess) -> Iterator[Any]:
-    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="compat-admin")
-    try:
-        yield client
-    finally:
-        client.close()
+def admin(client: KafkaPython) -> Iterator[Any]:
+    with client.admin() as admin:
+        yield admin
 
 
 # --- ApiVersions and Metadata ----------------------------------------------------------

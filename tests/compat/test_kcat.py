@@ -291,10 +291,10 @@ def test_consume_from_end_sees_only_new_records(broker: BrokerProcess, topic: st
 @pytest.mark.compat("ListOffsets", "kcat")
 def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
     # kcat cannot set a record's timestamp; librdkafka through confluent-kafka can.
-    base = (int(time.time()) - 120) * 1000  # recent, so retention never touches it
     producer = Producer(
         {"bootstrap.servers": broker.bootstrap, "linger.ms": 100, "compression.type": "zstd"}
     )
+    base = (int(time.time()) - 120) * 1000  # recent, so retention never touches it
     for i in range(10):
         producer.produce(topic, key=f"k{i}", value=f"t{i}", timestamp=base + i * 1000)
     assert producer.flush(TIMEOUT) == 0
