@@ -1,0 +1,151 @@
+"""Leader and ISR changes: fenced and unfenced brokers, and AlterPartition (KIP-497).
+
+What ZooKeeper-mode Kafka did with LeaderAndIsr requests and the ISR znodes (seed 001),
+the KRaft controller does with PartitionChangeRecords, each built by the
+``PartitionChangeBuilder`` (which elects a leader when the current one may no longer
+lead):
+
+- a broker *fenced* (its session expired, or it asked to shut down) leaves every ISR it
+  is in, and the partitions it led elect another leader (Kafka's
+  ReplicationControlManager.handleBrokerFenced);
+- a broker *unfenced* may lead the partitions left without a leader
+  (handleBrokerUnfenced);
+- a leader's *AlterPartition* asks to shrink or expand its ISR. It is fenced twice:
+  by the broker epoch (a restarted broker's old incarnation loses), and by the leader
+  epoch and partition epoch it was built on (a request built on an older view of the
+  partition loses). KIP-497 replaced ZooKeeper-mode's AlterIsr with it.
+
+``LeaderAndIsrControl`` only decides: it reads ``ReplicationState`` and returns records.
+"""
+
+from __future__ import annotations
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from ._records import NO_LEADER, MetadataRecord, PartitionChangeRecord
+from ._replication_state import Refused, ReplicationState
+from ._requests import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    ControllerResult,
+)
+
+
+@attrs.define(eq=False)
+class LeaderAndIsrControl:
+    state: ReplicationState
+
+    # --- brokers coming and going ------------------------------------------------------------
+
+    def handle_broker_fenced(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Take ``broker_id`` out of every ISR and elect new leaders where it led.
+
+        The ISR never becomes empty: if the broker was its last member it stays, so that
+        when it comes back it can lead again without losing anything (leader -1 meanwhile).
+        """
+
+        def acceptable(b: int) -> bool:
+            return b != broker_id and self.state.cluster.is_unfenced(b)
+
+        records = []
+        for key, partition in self.state.partitions.items():
+            if broker_id not in partition.isr:
+                continue
+            builder = self.state.builder(key, acceptable)
+            builder.target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+            change = builder.build()
+            if change is not None:
+                records.append(change)
+        self.state.trace_elections(records, "broker_fenced")
+        return records
+
+    def handle_broker_unfenced(self, broker_id: int) -> list[PartitionChangeRecord]:
+        """Elect leaders for leaderless partitions this broker can now lead."""
+
+        def acceptable(b: int) -> bool:
+            return b == broker_id or self.state.cluster.is_unfenced(b)
+
+        records = []
+        for key, partition in self.state.partitions.items():
+            if partition.leader == NO_LEADER and broker_id in partition.replicas:
+                change = self.state.builder(key, acceptable).build()
+                if change is not None:
+                    records.append(change)
+        self.state.trace_elections(records, "broker_unfenced")
+        return records
+
+    # --- AlterPartition (KIP-497) ----------------------------------------------------------
+
+    def alter_partition(
+        self, request: AlterPartitionRequest
+    ) -> ControllerResult[AlterPartitionResponse]:
+        error = self.state.cluster.check_epoch(request.broker_id, request.broker_epoch)
+        if error != ErrorCode.none:
+            return ControllerResult((), AlterPartitionResponse(error))
+        records: list[MetadataRecord] = []
+        results = []
+        for item in request.partitions:
+            try:
+                change = self._alter_partition(request.broker_id, item)
+            except Refused as refused:
+                results.append(
+                    AlterPartitionResult(item.topic_id, item.partition, refused.error_code)
+                )
+                continue
+            before = self.state.partitions[(item.topic_id, item.partition)]
+            after = before if change is None else before.merge(change)
+            # A completed reassignment may move leadership in the same change.
+            code = (
+                ErrorCode.new_leader_elected
+                if after.leader != request.broker_id
+                else ErrorCode.none
+            )
+            if change is not None:
+                records.append(change)
+            results.append(
+                AlterPartitionResult(
+                    item.topic_id,
+                    item.partition,
+                    code,
+                    after.leader,
+                    after.leader_epoch,
+                    after.isr,
+                    after.partition_epoch,
+                )
+            )
+        # Only a completed reassignment moves the leader here (phase B).
+        self.state.trace_elections(records, "reassignment")
+        return ControllerResult(
+            tuple(records), AlterPartitionResponse(ErrorCode.none, tuple(results))
+        )
+
+    def _alter_partition(
+        self, broker_id: int, item: AlterPartitionItem
+    ) -> PartitionChangeRecord | None:
+        key = (item.topic_id, item.partition)
+        if item.topic_id not in self.state.topics:
+            raise Refused(ErrorCode.unknown_topic_id, "unknown topic id")
+        partition = self.state.partitions.get(key)
+        if partition is None:
+            raise Refused(ErrorCode.unknown_topic_or_partition, "unknown partition")
+        if partition.leader != broker_id:
+            raise Refused(ErrorCode.not_leader_or_follower, "only the leader may alter the ISR")
+        # The epochs are the fence: a request built on an older view of the partition
+        # (another leader was elected, or the controller changed the ISR since) must lose.
+        if item.leader_epoch < partition.leader_epoch:
+            raise Refused(ErrorCode.fenced_leader_epoch, "stale leader epoch")
+        if item.leader_epoch > partition.leader_epoch:
+            raise Refused(ErrorCode.unknown_leader_epoch, "leader epoch from the future")
+        if item.partition_epoch != partition.partition_epoch:
+            raise Refused(ErrorCode.invalid_update_version, "stale partition epoch")
+        if broker_id not in item.new_isr or len(set(item.new_isr)) != len(item.new_isr):
+            raise Refused(ErrorCode.invalid_request, "the ISR must hold the leader, once each")
+        for replica in item.new_isr:
+            if replica not in partition.replicas or not self.state.cluster.is_unfenced(replica):
+                raise Refused(ErrorCode.ineligible_replica, f"broker {replica} may not be in sync")
+        builder = self.state.builder(key)
+        builder.target_isr = item.new_isr
+        return builder.build()
