@@ -53,25 +53,24 @@ from aiokafka.errors import (  # type: ignore[import-untyped]
 from aiokafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped]
 
 from minikafka.broker.testing import BrokerProcess
+from minikafka.net import ApiKey
 from tests.compat import _clients as scenarios
 from tests.compat._clients import WAIT, AsyncioThread, Record, Stamps, content, read
 
 T = TypeVar("T")
 
-# API key -> (min, max) versions the broker advertises at least: Produce, Fetch,
-# ListOffsets, Metadata, ApiVersions, CreateTopics, DeleteTopics, InitProducerId,
-# DescribeConfigs, CreatePartitions.
+# API -> (min, max): the versions the broker advertises at least.
 _ADVERTISED = {
-    0: (3, 8),
-    1: (4, 11),
-    2: (1, 5),
-    3: (1, 8),
-    18: (0, 4),
-    19: (2, 4),
-    20: (1, 3),
-    22: (0, 1),
-    32: (1, 3),
-    37: (0, 1),
+    ApiKey.PRODUCE: (3, 8),
+    ApiKey.FETCH: (4, 11),
+    ApiKey.LIST_OFFSETS: (1, 5),
+    ApiKey.METADATA: (1, 8),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 4),
+    ApiKey.DELETE_TOPICS: (1, 3),
+    ApiKey.INIT_PRODUCER_ID: (0, 1),
+    ApiKey.DESCRIBE_CONFIGS: (1, 3),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
 }
 
 

@@ -35,7 +35,7 @@ from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.broker import KafkaApis
 from minikafka.log import CompressionType, build_batch, make_records
-from minikafka.net import encode_entity, encode_request_header, request_schema
+from minikafka.net import ApiKey, encode_entity, encode_request_header, request_schema
 
 TOPIC = "fuzz"
 """The topic the harness creates before the first case (PARTITIONS partitions)."""
@@ -153,7 +153,7 @@ BASE: Overrides = {
 
 # Extra valid requests per API besides the base one: overrides on top of BASE.
 VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
-    0: (
+    ApiKey.PRODUCE: (
         *(
             {"records": record_batch(codec), "acks": acks}
             for codec in CompressionType
@@ -161,9 +161,10 @@ VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
         ),
         {"acks": 0},
     ),
-    3: ({"MetadataRequest.topics": None},),
-    19: ({"validate_only": True, "CreatableTopic.name": "fuzz-validated"},),
-    32: ({"resource_type": 4, "resource_name": "1"},),  # the broker's own configs
+    ApiKey.METADATA: ({"MetadataRequest.topics": None},),
+    ApiKey.CREATE_TOPICS: ({"validate_only": True, "CreatableTopic.name": "fuzz-validated"},),
+    # The broker's own configs (ConfigResource type 4, BROKER).
+    ApiKey.DESCRIBE_CONFIGS: ({"resource_type": 4, "resource_name": "1"},),
 }
 
 

@@ -42,8 +42,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.broker.testing import BrokerFailed, BrokerProcess
-from minikafka.net import InvalidRequest as NetInvalidRequest
 from minikafka.net import (
+    ApiKey,
     decode_request_body,
     decode_response_body,
     encode_entity,
@@ -51,6 +51,7 @@ from minikafka.net import (
     parse_request_header,
     response_header_version,
 )
+from minikafka.net import InvalidRequest as NetInvalidRequest
 from minikafka.net._codec import BodyDecodeError
 from tests.fuzz._corpus import PARTITIONS, SUPPORTED, TOPIC, corpus, ms
 from tests.fuzz._mutate import Case, frame
@@ -62,7 +63,7 @@ PARKING_DEADLINE = 3.0
 """Requests Kafka parks by design (Fetch up to max.wait, JoinGroup and SyncGroup until
 the rebalance, Produce acks=all until the HW) may stay unanswered this long; after that
 the case counts as parked, not failed (a mutated max.wait can be 24 days)."""
-PARKING_APIS = frozenset({0, 1, 11, 14})
+PARKING_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 HEALTH_DEADLINE = 20.0
 RSS_HEADROOM = 256 << 20
 """How far VmRSS may grow over its level after the warm-up: requests are sent one at a
@@ -183,7 +184,7 @@ def _acks_zero(payload: bytes) -> bool:
     """A Produce with acks=0 is never answered (Kafka's rule); read it as the broker would."""
     try:
         header, offset = parse_request_header(payload)
-        if header.api_key != 0:
+        if header.api_key != ApiKey.PRODUCE:
             return False
         body = decode_request_body(header.api_key, header.api_version, payload, offset)
     except (NetInvalidRequest, BodyDecodeError):
@@ -254,7 +255,7 @@ class FuzzSession:
             timeout=i32Timedelta.parse(ms(10_000)),
             validate_only=False,
         )
-        self._ask(body, 19, 4)
+        self._ask(body, ApiKey.CREATE_TOPICS, 4)
 
     def warm_up(self) -> None:
         """Every corpus request once, then the RSS baseline: the corpus must be answered."""
@@ -367,7 +368,7 @@ class FuzzSession:
         data = case.data
         if case.framed:
             data += request_bytes(ApiVersionsRequest(), probe_id)
-            expected.append(Expected(18, 0, probe_id, False))
+            expected.append(Expected(ApiKey.API_VERSIONS, 0, probe_id, False))
         try:
             sock = socket.create_connection(("127.0.0.1", self.broker.port), timeout=10)
         except OSError as e:
@@ -460,7 +461,7 @@ class FuzzSession:
         api_key, version = got.api_key, got.version
         low, high = SUPPORTED.get(api_key, (0, -1))
         if not low <= version <= high:
-            if api_key != 18:
+            if api_key != ApiKey.API_VERSIONS:
                 return  # an answer to what the broker does not speak: nothing to decode
             version = 0  # KIP-511: UNSUPPORTED_VERSION in a v0 body
         try:
@@ -522,7 +523,10 @@ class FuzzSession:
         )
         reader = FrameReader(self._bystander)
         deadline = time.monotonic() + HEALTH_DEADLINE
-        for want, api_key, version in ((versions_id, 18, 0), (metadata_id, 3, 8)):
+        for want, api_key, version in (
+            (versions_id, ApiKey.API_VERSIONS, 0),
+            (metadata_id, ApiKey.METADATA, 8),
+        ):
             response = reader.next_frame(deadline)
             assert response is not None, f"bystander: no answer within {HEALTH_DEADLINE:.0f}s"
             (correlation,) = struct.unpack_from(">i", response)

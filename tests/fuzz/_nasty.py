@@ -20,7 +20,7 @@ from collections.abc import Callable
 from crc32c import crc32c
 
 from minikafka.log import CompressionType, compress
-from minikafka.net import request_schema
+from minikafka.net import ApiKey, request_schema
 from tests.fuzz._corpus import (
     DOOMED_TOPIC,
     SUPPORTED,
@@ -365,27 +365,27 @@ def misc(rng: random.Random) -> Overrides:
     )
 
 
-NASTY: dict[int, Callable[[random.Random], Overrides]] = {
-    0: produce,
-    1: fetch,
-    2: list_offsets,
-    3: metadata,
-    8: offset_commit,
-    9: group_ids,
-    10: group_ids,
-    11: join_group,
-    12: group_ids,
-    13: group_ids,
-    14: sync_group,
-    15: group_ids,
-    16: group_ids,
-    18: misc,
-    19: create_topics,
-    20: delete_topics,
-    22: misc,
-    32: describe_configs,
-    37: create_partitions,
-    42: group_ids,
+NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
+    ApiKey.PRODUCE: produce,
+    ApiKey.FETCH: fetch,
+    ApiKey.LIST_OFFSETS: list_offsets,
+    ApiKey.METADATA: metadata,
+    ApiKey.OFFSET_COMMIT: offset_commit,
+    ApiKey.OFFSET_FETCH: group_ids,
+    ApiKey.FIND_COORDINATOR: group_ids,
+    ApiKey.JOIN_GROUP: join_group,
+    ApiKey.HEARTBEAT: group_ids,
+    ApiKey.LEAVE_GROUP: group_ids,
+    ApiKey.SYNC_GROUP: sync_group,
+    ApiKey.DESCRIBE_GROUPS: group_ids,
+    ApiKey.LIST_GROUPS: group_ids,
+    ApiKey.API_VERSIONS: misc,
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.INIT_PRODUCER_ID: misc,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
+    ApiKey.DELETE_GROUPS: group_ids,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 
@@ -398,11 +398,13 @@ def nasty_case(seed_value: int, index: int) -> Case:
         # Random draws rarely pair a creation with the deletion of the same name, and
         # what a deletion does with a name (a rename to a "-delete" directory) is where
         # a name the creation accepted can break the broker.
-        api_key, version = (19, 4) if index < len(NAMES) else (20, 3)
+        api_key, version = (
+            (ApiKey.CREATE_TOPICS, 4) if index < len(NAMES) else (ApiKey.DELETE_TOPICS, 3)
+        )
         name = NAMES[index % len(NAMES)]
         overrides: dict[str, object] = (
             {"CreatableTopic.name": name}
-            if api_key == 19
+            if api_key == ApiKey.CREATE_TOPICS
             else {"DeleteTopicsRequest.topic_names": (name,)}
         )
     else:
