@@ -43,9 +43,9 @@ from ._files import PooledFile as PooledFile
 from ._files import raise_open_files_limit as raise_open_files_limit
 from ._index import OffsetIndex as OffsetIndex
 from ._index import TimeIndex as TimeIndex
-from ._log import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
-from ._log import LATEST_TIMESTAMP as LATEST_TIMESTAMP
-from ._log import MAX_TIMESTAMP as MAX_TIMESTAMP
+from ._list_offsets import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
+from ._list_offsets import LATEST_TIMESTAMP as LATEST_TIMESTAMP
+from ._list_offsets import MAX_TIMESTAMP as MAX_TIMESTAMP
 from ._log import Log as Log
 from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
 from ._manager import LogManager as LogManager

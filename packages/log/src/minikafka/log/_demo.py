@@ -15,7 +15,8 @@ from typing import TextIO
 
 from ._batch import CompressionType, CorruptRecordError, RecordBatchHeader, read_batch_header
 from ._config import LogConfig
-from ._log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, Log
+from ._list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from ._log import Log
 from ._names import LOG_SUFFIX, segment_file_name
 from ._records import build_batch, make_records
 from ._tool import PathError, dump_segment

@@ -1,27 +1,24 @@
-"""Log: one partition's segments, its offsets, and what replication needs from it.
+"""Log: one partition's log as clients and replicas see it.
 
-Kafka's UnifiedLog in one class. It owns the ordered segments of ``<topic>-<partition>/``
-and four offsets:
+Kafka's ``UnifiedLog``. The segments on disk, with the *log end offset* (LEO) and the
+*recovery point*, are a :class:`~._local_log.LocalLog` it composes (as Kafka's does since
+KIP-405); the Log adds what the offsets mean to the rest of the broker:
 
 - the *log start offset*: the first offset still readable (retention and DeleteRecords
   move it forward);
-- the *log end offset* (LEO): the offset the next appended record gets;
 - the *high watermark* (HW): set by replication, the end of what every in-sync replica
   has; consumers read below it;
-- the *recovery point*: everything below it has been fsynced, so a restart after a crash
-  rescans only the segments from it on.
+- the leader-epoch cache (KIP-101), with which followers truncate
+  (:meth:`Log.truncate_to`) to the offset they and the leader agree on;
+- the idempotent producers' state (KIP-98, :mod:`._producer_state`), checked on a
+  leader's append and kept by every replica, so that a follower can take over.
 
-Appends go to the active segment, rolled by size, age or a full index. Reads start with
-a binary search over segment base offsets. Followers truncate with
-:meth:`Log.truncate_to` to the offset the leader-epoch cache (KIP-101) agrees on. The
-idempotent producers' state (KIP-98, :mod:`._producer_state`) is checked on a leader's
-append and kept by every replica, so that a follower can take over.
+Every append is validated here before the LocalLog writes it; reads are checked against
+the log's range; retention's choices (:mod:`._retention`) move the log start offset.
 """
 
 from __future__ import annotations
 
-import bisect
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,27 +27,25 @@ import attrs
 
 from minikafka.trace import NullTracer, Tracer
 
-from ._batch import RecordBatchHeader, TimestampType
+from ._batch import RecordBatchHeader
 from ._checkpoint import LeaderEpochCheckpointFile
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
-from ._events import LogRecovered, LogTruncated, SegmentRolled, SegmentsDeleted
+from ._events import LogTruncated, SegmentsDeleted
 from ._files import STANDALONE_CAPACITY, FilePool
-from ._loader import load_segments
-from ._names import (
-    DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LEADER_EPOCH_CHECKPOINT,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TopicPartition,
-    segment_file_name,
-)
+from ._list_offsets import offset_by_timestamp
+from ._local_log import LocalLog
+from ._names import LEADER_EPOCH_CHECKPOINT, TopicPartition
 from ._producer_state import BatchMetadata, ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
-from ._records import decode_batch
+from ._retention import (
+    Breach,
+    before_log_start,
+    deletable_segments,
+    retention_ms_breached,
+    retention_size_breached,
+)
 from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
-from ._storage import storage_error
 from ._validator import (
     LogAppendInfo,
     UnexpectedAppendOffsetError,
@@ -61,10 +56,6 @@ from ._validator import (
     validate_batches,
     validate_records,
 )
-
-EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
-LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (the broker answers the HW)
-MAX_TIMESTAMP = -3  # ListOffsets (KIP-734): the record with the largest timestamp
 
 
 class OffsetOutOfRangeError(Exception):
@@ -79,28 +70,13 @@ def wall_clock_ms() -> int:
 
 @attrs.define(eq=False)
 class Log:
-    dir: Path
-    topic_partition: TopicPartition
-    config: LogConfig
-    clock: Callable[[], int]
-    segments: list[LogSegment]
+    local: LocalLog  # the segments, the log end offset and the recovery point
     leader_epoch_cache: LeaderEpochFileCache
     log_start_offset: int
-    log_end_offset: int
     high_watermark: int
-    recovery_point: int
-    last_flush_ms: int
-    flush_requested_offset: int = 0  # a roll asks for the finished segment to be fsynced
     producer_state: ProducerStateManager = attrs.field(factory=ProducerStateManager)
-    _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
-    _hw_position: LogOffsetMetadata | None = None  # cleared whenever segments shrink or go
-    # Where the segments' descriptors come from: the LogManager's pool, shared by all its
-    # logs (see _files); a log opened on its own has a small one of its own.
-    files: FilePool = attrs.field(factory=lambda: FilePool(STANDALONE_CAPACITY))
     # The cache's file, kept so the LogManager can retry a write that failed.
     leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
-    # Where this log's events go: its LogManager's tracer, the node's (issue 16).
-    tracer: Tracer = attrs.field(factory=NullTracer)
 
     # --- opening and closing -------------------------------------------------------
 
@@ -123,88 +99,102 @@ class Log:
         After an unclean shutdown the segments from the recovery point on are rescanned
         (:mod:`._loader`); the checkpointed offsets come from the LogManager.
         """
-        config = config or LogConfig()
-        dir.mkdir(parents=True, exist_ok=True)
-        tp = TopicPartition.parse(dir.name)
-        now = clock()
-        files = files or FilePool(STANDALONE_CAPACITY)
-        loaded = load_segments(
-            dir, config, now, recovery_point, log_start_offset, had_clean_shutdown, files
+        local = LocalLog.open(
+            dir,
+            config or LogConfig(),
+            clock,
+            files or FilePool(STANDALONE_CAPACITY),
+            # Where this log's events go: its LogManager's tracer, the node's (issue 16).
+            NullTracer() if tracer is None else tracer,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
         )
         epoch_file = LeaderEpochCheckpointFile(dir / LEADER_EPOCH_CHECKPOINT)
         cache = LeaderEpochFileCache.open(epoch_file)
-        leo = loaded.segments[-1].next_offset
-        start = min(max(log_start_offset, loaded.segments[0].base_offset), leo)
+        leo = local.log_end_offset
+        start = min(max(log_start_offset, local.segments[0].base_offset), leo)
         cache.truncate_from_end(leo)
         cache.truncate_from_start(start)
         log = cls(
-            dir,
-            tp,
-            config,
-            clock,
-            loaded.segments,
+            local,
             cache,
             log_start_offset=start,
-            log_end_offset=leo,
             high_watermark=min(max(high_watermark, start), leo),
-            recovery_point=min(recovery_point, leo),
-            last_flush_ms=now,
-            files=files,
             leader_epoch_checkpoint=epoch_file,
-            tracer=NullTracer() if tracer is None else tracer,
         )
         log._rebuild_producer_state()
-        if loaded.recovered_segments and log.tracer.enabled:
-            log.tracer.emit(
-                LogRecovered(
-                    tp.topic,
-                    tp.partition,
-                    loaded.recovered_segments,
-                    loaded.truncated_bytes,
-                    leo,
-                )
-            )
         return log
 
     def close(self) -> None:
-        """Close every file (the LogManager flushes first on a clean shutdown).
-
-        Every segment is closed even if one fails (a full disk refusing the active
-        segment's last time-index entry); the first failure is raised after.
-        """
-        failure: OSError | None = None
-        for segment in self.segments:
-            try:
-                segment.close()
-            except OSError as exc:
-                failure = failure or exc
-        for _, segment in self._pending_deletes:
-            segment.close_handlers()
-        self._pending_deletes.clear()
-        if failure is not None:
-            raise failure
+        """Close every file (the LogManager flushes first on a clean shutdown)."""
+        self.local.close()
 
     def close_handlers(self) -> None:
-        """Close every file without writing to it (a log whose directory is being deleted:
-        its files may already have been renamed away from under the segments' paths)."""
-        for segment in self.segments:
-            segment.close_handlers()
-        for _, segment in self._pending_deletes:
-            segment.close_handlers()
-        self._pending_deletes.clear()
+        """Close every file without writing to it (its directory is being deleted)."""
+        self.local.close_handlers()
+
+    def delete(self) -> None:
+        """Close and remove every file of the log (the directory goes with the LogManager)."""
+        self.local.delete()
+
+    # --- the LocalLog's, forwarded as Kafka's UnifiedLog forwards them -----------------
+
+    @property
+    def dir(self) -> Path:
+        return self.local.dir
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self.local.topic_partition
+
+    @property
+    def config(self) -> LogConfig:
+        return self.local.config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:  # a topic's configs were altered
+        self.local.config = config
+
+    @property
+    def clock(self) -> Callable[[], int]:
+        return self.local.clock
+
+    @property
+    def files(self) -> FilePool:
+        return self.local.files
+
+    @property
+    def tracer(self) -> Tracer:
+        return self.local.tracer
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return self.local.segments
 
     @property
     def active_segment(self) -> LogSegment:
-        return self.segments[-1]
+        return self.local.active_segment
 
     @property
     def size(self) -> int:
-        return sum(segment.size for segment in self.segments)
+        return self.local.size
 
-    def _segment_for(self, offset: int) -> int:
-        """Index of the last segment whose base offset is <= ``offset`` (0 if none)."""
-        i = bisect.bisect_right(self.segments, offset, key=lambda s: s.base_offset)
-        return max(i - 1, 0)
+    @property
+    def log_end_offset(self) -> int:
+        return self.local.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self.local.recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self.local.last_flush_ms
+
+    @property
+    def flush_requested_offset(self) -> int:
+        return self.local.flush_requested_offset
 
     # --- the write path ---------------------------------------------------------------
 
@@ -254,7 +244,7 @@ class Log:
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
-        self._append(records, batches, info, now)
+        self.local.append(records, batches, info, now)
         self.producer_state.update_batches(batches)  # the headers now carry their offsets
         if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
@@ -274,7 +264,7 @@ class Log:
                 f"offset {self.log_end_offset}"
             )
         info = append_info(batches)
-        self._append(records, batches, info, self.clock())
+        self.local.append(records, batches, info, self.clock())
         self.producer_state.update_batches(batches)  # unchecked: the leader decided
         for _, header in batches:
             latest = self.leader_epoch_cache.latest_epoch
@@ -299,112 +289,22 @@ class Log:
             duplicate=True,
         )
 
-    def _append(
-        self,
-        records: bytes | bytearray | memoryview,
-        batches: list[tuple[int, RecordBatchHeader]],
-        info: LogAppendInfo,
-        now: int,
-    ) -> None:
-        # A disk that refuses the write (issue 15) must not leave a torn tail behind: a
-        # retried append would land after it and the offsets would no longer match the
-        # bytes. Whatever fails is undone, and the caller hears KafkaStorageError (56).
-        segment = self._maybe_roll(info, now)
-        size, next_offset = segment.size, segment.next_offset
-        try:
-            segment.append(records, batches)
-        except OSError as exc:
-            try:
-                segment.truncate_back(size, next_offset)
-            except OSError:
-                raise storage_error(f"appending to {self.dir}", exc, undone=False) from exc
-            raise storage_error(f"appending to {self.dir}", exc, undone=True) from exc
-        self.log_end_offset = info.last_offset + 1
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            try:
-                self.flush(self.log_end_offset)
-            except OSError as exc:  # fsyncgate: nothing after a failed fsync is trusted
-                raise storage_error(f"flushing {self.dir}", exc, undone=False) from exc
-
-    def _maybe_roll(self, info: LogAppendInfo, now: int) -> LogSegment:
-        active = self.active_segment
-        reason = active.should_roll(info.valid_bytes, info.max_timestamp, info.last_offset, now)
-        if reason is None:
-            return active
-        # Normally the new segment starts at the log end. Only a follower batch too far
-        # ahead for the active segment's 32-bit relative offsets starts one at its own
-        # first offset (Kafka's rule), leaving a gap between segments.
-        overflow = reason == "relative offset overflow"
-        return self.roll(reason, info.first_offset if overflow else None)
-
     def roll(self, reason: str = "requested", base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
-        active = self.active_segment
-        new_base = max(self.log_end_offset, base_offset or 0)
-        if active.size == 0 and active.base_offset == new_base:
-            return active  # nothing to close; an empty segment is already "new"
-        # The new files first: if the disk refuses them the log is left as it was, with
-        # its active segment, and the append that wanted the roll fails alone.
-        try:
-            if active.size:
-                active.on_become_inactive()
-            segment = LogSegment.open(
-                self.dir, new_base, self.config, self.clock(), files=self.files
-            )
-        except OSError as exc:
-            undone = self._undo_roll(active, new_base)
-            raise storage_error(f"rolling {self.dir}", exc, undone=undone) from exc
-        if active.size == 0:
-            self.segments.pop()  # an empty segment at the wrong base: replace it
-            active.close_handlers()
-            active.delete_files()
-        self.segments.append(segment)
-        # Kafka fsyncs the finished segment in the background; the LogManager's flusher
-        # does it here, off the append path.
-        self.flush_requested_offset = new_base
-        tp = self.topic_partition
-        if self.tracer.enabled:
-            self.tracer.emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
-        return segment
+        return self.local.roll(reason, base_offset)
 
-    def _undo_roll(self, active: LogSegment, new_base: int) -> bool:
-        """After a roll failed: cut a torn time-index entry, remove the new empty files.
-
-        True when the log's files are as they were (a full disk); False when even that
-        failed and the log cannot be trusted any more.
-        """
-        try:
-            active.time_index.truncate_to(active.next_offset)  # rewrites whole entries only
-            if new_base != active.base_offset:
-                for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                    path = self.dir / segment_file_name(new_base, suffix)
-                    if path.exists() and path.stat().st_size == 0:
-                        path.unlink()
-        except OSError:
-            return False
-        return True
-
-    # --- flushing -----------------------------------------------------------------------
+    # --- flushing (the LocalLog's recovery point) -----------------------------------------
 
     def fsync_up_to(self, offset: int) -> None:
-        """fsync the segments holding offsets in [recovery point, offset).
-
-        Safe to call from a worker thread: it only reads the segment list it snapshots
-        and segments are closed only after ``file.delete.delay.ms``.
-        """
-        for segment in list(self.segments):
-            if segment.base_offset < offset and segment.next_offset > self.recovery_point:
-                segment.flush()
+        """fsync the segments holding offsets in [recovery point, offset) (thread-safe)."""
+        self.local.fsync_up_to(offset)
 
     def mark_flushed(self, offset: int, now: int | None = None) -> None:
         """Move the recovery point after a successful fsync (on the owning thread)."""
-        self.recovery_point = max(self.recovery_point, min(offset, self.log_end_offset))
-        self.last_flush_ms = self.clock() if now is None else now
+        self.local.mark_flushed(offset, now)
 
     def flush(self, offset: int | None = None) -> None:
-        target = self.log_end_offset if offset is None else offset
-        self.fsync_up_to(target)
-        self.mark_flushed(target)
+        self.local.flush(offset)
 
     # --- the read path ----------------------------------------------------------------
 
@@ -427,90 +327,21 @@ class Log:
                 f"{self.log_end_offset}] of {self.topic_partition}"
             )
         end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
-        if start_offset >= end:
-            return FetchDataInfo(self.offset_metadata(start_offset), None)
-        limit = None if end == self.log_end_offset else self._high_watermark_metadata(end)
-        for segment in self.segments[self._segment_for(start_offset) :]:
-            max_position = None
-            if limit is not None:
-                if segment.base_offset > limit.segment_base_offset:
-                    break
-                if segment.base_offset == limit.segment_base_offset:
-                    max_position = limit.relative_position
-            fetched = segment.read(
-                max(start_offset, segment.base_offset), max_bytes, max_position, min_one_message
-            )
-            if fetched is not None:
-                return fetched
-            # The offset lies in a gap (compaction removed it): go on to the next segment.
-        return FetchDataInfo(self.offset_metadata(start_offset), None)
-
-    def _high_watermark_metadata(self, offset: int) -> LogOffsetMetadata:
-        """Where a consumer's reads stop, remembered until the HW or the segments change.
-
-        Every consumer fetch asks for it, and the HW moves far less often than consumers
-        fetch (Kafka keeps the HW's position beside it for the same reason).
-        """
-        cached = self._hw_position
-        if cached is None or cached.offset != offset:
-            cached = self._hw_position = self.offset_metadata(offset)
-        return cached
+        return self.local.read(start_offset, end, max_bytes, min_one_message)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Which segment ``offset`` is in and the position of the batch that holds it."""
-        for segment in self.segments[self._segment_for(offset) :]:
-            found = segment.translate_offset(offset)
-            if found is not None:
-                return LogOffsetMetadata(offset, segment.base_offset, found[0])
-        active = self.active_segment
-        return LogOffsetMetadata(offset, active.base_offset, active.size)
+        return self.local.offset_metadata(offset)
 
     def batches(self) -> Iterator[tuple[LogSegment, int, RecordBatchHeader]]:
         """Every batch of the log as (segment, position, header), for tools."""
-        for segment in self.segments:
-            for position, header in segment.batches():
-                yield segment, position, header
+        return self.local.batches()
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``."""
-        cache = self.leader_epoch_cache
-        if timestamp == EARLIEST_TIMESTAMP:
-            start = self.log_start_offset
-            return TimestampAndOffset(-1, start, cache.epoch_for_offset(start))
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampAndOffset(-1, self.log_end_offset, cache.latest_epoch)
-        if timestamp == MAX_TIMESTAMP:
-            return self._max_timestamp_offset()
-        for segment in self.segments:
-            if segment.largest_timestamp < timestamp:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
-            if found is not None:
-                return attrs.evolve(found, leader_epoch=cache.epoch_for_offset(found.offset))
-        return None
-
-    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
-        best: LogSegment | None = None
-        for segment in self.segments:
-            if segment.size and (
-                best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far
-            ):
-                best = segment
-        if best is None or best.max_timestamp_so_far < 0:
-            return None
-        found = best.translate_offset(best.offset_of_max_timestamp_so_far)
-        if found is None:
-            return None
-        position, header = found
-        _, records = decode_batch(best.read_batch(position, header))
-        for record in records:
-            if (
-                record.timestamp == header.max_timestamp
-                or header.timestamp_type is TimestampType.LOG_APPEND_TIME
-            ):
-                epoch = self.leader_epoch_cache.epoch_for_offset(record.offset)
-                return TimestampAndOffset(header.max_timestamp, record.offset, epoch)
-        return None
+        return offset_by_timestamp(
+            self.local, self.leader_epoch_cache, self.log_start_offset, timestamp
+        )
 
     # --- replication's hooks ------------------------------------------------------------
 
@@ -537,18 +368,9 @@ class Log:
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
-        keep = self._segment_for(target_offset) + 1
-        doomed = self.segments[keep:]
-        del self.segments[keep:]
-        self._schedule_delete(doomed)
-        self.active_segment.truncate_to(target_offset)
-        # Kafka sets the log end to the target even when that falls inside a batch it
-        # removed whole; ending where the data ends keeps "segments follow each other
-        # without holes", which recovery relies on.
-        self.log_end_offset = self.active_segment.next_offset
-        target_offset = self.log_end_offset
+        # The LocalLog may end below the target: it removes a batch the target cuts whole.
+        target_offset = self.local.truncate_to(target_offset)
         self.high_watermark = min(self.high_watermark, target_offset)
-        self.recovery_point = min(self.recovery_point, target_offset)
         self.log_start_offset = min(self.log_start_offset, target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
@@ -561,12 +383,8 @@ class Log:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
-        self._schedule_delete(self.segments)
-        self.segments = [
-            LogSegment.open(self.dir, new_offset, self.config, self.clock(), files=self.files)
-        ]
-        self.log_start_offset = self.log_end_offset = new_offset
-        self.high_watermark = self.recovery_point = new_offset
+        self.local.truncate_fully_and_start_at(new_offset)
+        self.log_start_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         if self.tracer.enabled:
@@ -584,7 +402,7 @@ class Log:
         start = self.log_start_offset
         self.producer_state.rebuild(
             header
-            for segment in self.segments[self._segment_for(start) :]
+            for segment in self.segments[self.local.segment_index_for(start) :]
             for _, header in segment.batches()
             if header.last_offset >= start
         )
@@ -600,7 +418,7 @@ class Log:
             )
         self.log_start_offset = new_start
         self.leader_epoch_cache.truncate_from_start(new_start)
-        self.recovery_point = max(self.recovery_point, new_start)
+        self.local.recovery_point = max(self.local.recovery_point, new_start)
         return True
 
     # --- retention ------------------------------------------------------------------------
@@ -614,47 +432,23 @@ class Log:
         """
         deleted = 0
         if self.config.delete:
-            deleted += self._delete_segments(self._retention_ms_breached, "retention.ms")
-            deleted += self._delete_segments(self._retention_size_breached(), "retention.bytes")
-        deleted += self._delete_segments(self._before_log_start, "log start offset")
+            now, config = self.clock(), self.config
+            deleted += self._delete_segments(
+                retention_ms_breached(config.retention_ms, now), "retention.ms"
+            )
+            deleted += self._delete_segments(
+                retention_size_breached(config.retention_bytes, self.size), "retention.bytes"
+            )
+        deleted += self._delete_segments(
+            before_log_start(self.log_start_offset), "log start offset"
+        )
         return deleted
 
-    def _retention_ms_breached(self, segment: LogSegment, _next: LogSegment | None) -> bool:
-        retention = self.config.retention_ms
-        return retention >= 0 and self.clock() - segment.largest_timestamp > retention
-
-    def _retention_size_breached(self) -> Callable[[LogSegment, LogSegment | None], bool]:
-        excess = self.size - self.config.retention_bytes
-
-        def breached(segment: LogSegment, _next: LogSegment | None) -> bool:
-            nonlocal excess
-            if self.config.retention_bytes < 0 or excess - segment.size < 0:
-                return False
-            excess -= segment.size
-            return True
-
-        return breached
-
-    def _before_log_start(self, _segment: LogSegment, following: LogSegment | None) -> bool:
-        return following is not None and following.base_offset <= self.log_start_offset
-
-    def _delete_segments(
-        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str
-    ) -> int:
-        doomed: list[LogSegment] = []
-        for i, segment in enumerate(self.segments):
-            following = self.segments[i + 1] if i + 1 < len(self.segments) else None
-            upper = following.base_offset if following else self.log_end_offset
-            last_and_empty = following is None and segment.size == 0
-            if upper > self.high_watermark or last_and_empty or not predicate(segment, following):
-                break
-            doomed.append(segment)
+    def _delete_segments(self, breach: Breach, reason: str) -> int:
+        doomed = deletable_segments(self.segments, self.log_end_offset, self.high_watermark, breach)
         if not doomed:
             return 0
-        if len(doomed) == len(self.segments):
-            self.roll(reason)  # a log always has an active segment
-        del self.segments[: len(doomed)]
-        self._schedule_delete(doomed)
+        self.local.remove_oldest_segments(doomed, reason)
         self.maybe_increment_log_start_offset(self.segments[0].base_offset)
         tp = self.topic_partition
         if self.tracer.enabled:
@@ -669,39 +463,10 @@ class Log:
             )
         return len(doomed)
 
-    def _schedule_delete(self, segments: list[LogSegment]) -> None:
-        """Rename to ``.deleted`` now, remove after ``file.delete.delay.ms``.
-
-        The rename takes the segment out of the log for any restart; the delay keeps its
-        descriptor valid for slices taken just before. Truncation, retention and
-        compaction all come through here, so this is where the remembered position of
-        the high watermark is forgotten.
-        """
-        self._hw_position = None
-        due = self.clock() + self.config.file_delete_delay_ms
-        for segment in segments:
-            segment.change_suffix(DELETED_SUFFIX)
-            self._pending_deletes.append((due, segment))
-
     def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
         """Swap compacted segments in (the cleaner's last step, after ``.swap`` is on disk)."""
-        first = self.segments.index(old[0])
-        self.segments[first : first + len(old)] = [new]
-        self._schedule_delete(old)
+        self.local.replace_segments(new, old)
 
     def purge_deleted_segments(self, now: int | None = None) -> int:
         """Close and unlink the segments whose deletion delay has passed."""
-        now = self.clock() if now is None else now
-        due = [segment for when, segment in self._pending_deletes if when <= now]
-        self._pending_deletes = [(w, s) for w, s in self._pending_deletes if w > now]
-        for segment in due:
-            segment.close_handlers()
-            segment.delete_files()
-        return len(due)
-
-    def delete(self) -> None:
-        """Close and remove every file of the log (the directory goes with the LogManager)."""
-        self.close_handlers()
-        for path in self.dir.iterdir():
-            path.unlink()
-        os.rmdir(self.dir)
+        return self.local.purge_deleted_segments(now)

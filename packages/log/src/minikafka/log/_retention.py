@@ -1,0 +1,71 @@
+"""Retention: which of a log's oldest segments may be deleted, and why.
+
+The decisions of Kafka's ``UnifiedLog.deleteOldSegments``: a ``cleanup.policy=delete``
+topic keeps data for ``retention.ms`` and up to ``retention.bytes`` per partition, and
+every log drops what its log start offset has passed (DeleteRecords). Only whole
+segments go, oldest first, and only those entirely below the high watermark.
+
+These functions only decide, from values they are given (the time included); the Log
+takes the chosen segments out (:meth:`~minikafka.log._log.Log.delete_old_segments`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._segment import LogSegment
+
+# Whether a segment may go, given the one after it (None for the active segment).
+Breach = Callable[[LogSegment, LogSegment | None], bool]
+
+
+def retention_ms_breached(retention_ms: int, now: int) -> Breach:
+    """``retention.ms``: the segment's newest record is older than the limit (-1: never)."""
+
+    def breached(segment: LogSegment, _next: LogSegment | None) -> bool:
+        return retention_ms >= 0 and now - segment.largest_timestamp > retention_ms
+
+    return breached
+
+
+def retention_size_breached(retention_bytes: int, log_size: int) -> Breach:
+    """``retention.bytes``: the log without this segment is still at least the limit."""
+    excess = log_size - retention_bytes
+
+    def breached(segment: LogSegment, _next: LogSegment | None) -> bool:
+        nonlocal excess
+        if retention_bytes < 0 or excess - segment.size < 0:
+            return False
+        excess -= segment.size
+        return True
+
+    return breached
+
+
+def before_log_start(log_start_offset: int) -> Breach:
+    """The log start offset has passed the whole segment (the next one starts at or below it)."""
+
+    def breached(_segment: LogSegment, following: LogSegment | None) -> bool:
+        return following is not None and following.base_offset <= log_start_offset
+
+    return breached
+
+
+def deletable_segments(
+    segments: list[LogSegment], log_end_offset: int, high_watermark: int, breach: Breach
+) -> list[LogSegment]:
+    """The oldest segments, in order, that ``breach`` accepts, stopping at the first it does not.
+
+    A segment that reaches above the high watermark stays (deleting uncommitted data on
+    the leader would leave the followers' copies the only ones), and so does an empty
+    active segment.
+    """
+    doomed: list[LogSegment] = []
+    for i, segment in enumerate(segments):
+        following = segments[i + 1] if i + 1 < len(segments) else None
+        upper = following.base_offset if following else log_end_offset
+        last_and_empty = following is None and segment.size == 0
+        if upper > high_watermark or last_and_empty or not breach(segment, following):
+            break
+        doomed.append(segment)
+    return doomed
