@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import attrs
 import pytest
@@ -49,6 +50,44 @@ Record = tuple[int, int, Any, Any]
 def unique_name(request: pytest.FixtureRequest, prefix: str) -> str:
     """The topic and group id of this test alone."""
     return prefix + re.sub(r"[^a-zA-Z0-9._-]", "-", request.node.name).strip("-")
+
+
+def consumer_config(
+    bootstrap: str, group: str, client_id: str, session_ms: int | None = None
+) -> dict[str, Any]:
+    """A group consumer's settings, in the Java client's names: a short session and
+    heartbeat, so that a dead member is noticed within seconds, and short fetch waits, so
+    that a member asked to stop notices soon. ``session_ms``: a longer session (and as long
+    a poll interval), for a member only its LeaveGroup should end. Auto-commit is off:
+    the consumers commit what they handled."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": client_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": session_ms or SESSION_MS,
+        "heartbeat.interval.ms": 500,
+        "max.poll.interval.ms": session_ms or 30000,
+        "fetch.max.wait.ms": 100,
+    }
+
+
+def python_config(bootstrap: str, group: str, client_id: str, **options: Any) -> dict[str, Any]:
+    """:func:`consumer_config` for kafka-python and aiokafka, which spell the Java
+    client's names with underscores."""
+    config = consumer_config(bootstrap, group, client_id, **options)
+    return {key.replace(".", "_"): value for key, value in config.items()}
+
+
+def seeded(seed: str, count: int) -> list[tuple[bytes, bytes]]:
+    """``count`` (key, value) pairs: keys that spread over the partitions, values that
+    differ from one ``seed`` to the next."""
+    rng = random.Random(seed)
+    return [
+        (f"{seed}-key-{i}".encode(), f"{seed}-{i}-{rng.getrandbits(64):016x}".encode())
+        for i in range(count)
+    ]
 
 
 # --- members -------------------------------------------------------------------------------
@@ -74,9 +113,16 @@ class Member:
     crashed: str | None = None  # why its consumer stopped working
     stopped: bool = False  # by the test: its consumer's end is no crash
 
+    @contextlib.contextmanager
+    def reporting(self) -> Iterator[None]:
+        """Change what the member reports, then wake whoever waits for a condition on it."""
+        with self.changed:
+            yield
+            self.changed.notify_all()
+
     def on_event(self, kind: str, partitions: Iterable[int]) -> None:
         parts = frozenset(partitions)
-        with self.changed:
+        with self.reporting():
             self.events.append((kind, parts))
             if kind == "assign":
                 self.assignment = self.assignment | parts if self.cooperative else parts
@@ -88,23 +134,24 @@ class Member:
             if self.events[0][0] == "assign":
                 size = len(self.assignment)
                 self.smallest = size if self.smallest is None else min(self.smallest, size)
-            self.changed.notify_all()
 
     def on_records(self, records: Sequence[Record]) -> None:
-        with self.changed:
+        with self.reporting():
             self.records.extend(records)
-            self.changed.notify_all()
 
     def on_error(self, what: str) -> None:
-        with self.changed:
+        with self.reporting():
             self.errors.append(what)
-            self.changed.notify_all()
 
     def on_crash(self, why: str) -> None:
-        with self.changed:
+        with self.reporting():
             if not self.stopped:
                 self.crashed = why
-            self.changed.notify_all()
+
+    def on_stop(self) -> None:
+        """The test ends the consumer: what follows is no crash."""
+        with self.reporting():
+            self.stopped = True
 
     @property
     def alive(self) -> bool:
@@ -157,16 +204,61 @@ class ThreadMember(Member):
 
 
 @attrs.define(eq=False)
-class ChildMember(Member):
-    """A consumer in a child process, so that it can be SIGKILLed.
-
-    The child runs the client's script with its config (JSON) and topic as arguments, and
-    reports JSON lines on stdout: ``{"kind": "assign" | "revoke", "partitions": [...]}``
-    (with ``"member"``, its member id, if the client tells it) and ``{"kind": "records",
-    "records": [[partition, offset, key hex, value hex], ...]}``.
-    """
+class ProcessMember(Member):
+    """A consumer in a process of its own, which the test can SIGKILL."""
 
     process: subprocess.Popen[bytes] | None = None
+
+    def lines(self, stream: IO[bytes] | None) -> Iterator[str]:
+        """The lines of one of its output streams as they come, until it closes."""
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            yield raw.decode(errors="replace").rstrip("\n")
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup, no commit, the session simply stops."""
+        self.on_stop()
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(WAIT)
+
+
+# What every child's script starts with: its arguments, how it reports, what it commits.
+CHILD_PRELUDE = r"""
+import json, sys
+
+config, topic = json.loads(sys.argv[1]), sys.argv[2]
+
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+
+def ends(batch):  # what to commit after (partition, offset, key, value) records
+    return {partition: offset + 1 for partition, offset, _, _ in batch}
+
+
+def report(batch):
+    emit(kind="records", records=[[p, o, k.hex(), v.hex()] for p, o, k, v in batch])
+"""
+
+
+@attrs.define(eq=False)
+class ChildMember(ProcessMember):
+    """A consumer in a child process, so that it can be SIGKILLed.
+
+    The child runs :data:`CHILD_PRELUDE` and then the client's script, with its config
+    (JSON) and topic as arguments, and reports JSON lines on stdout: ``{"kind": "assign" |
+    "revoke", "partitions": [...]}`` (with ``"member"``, its member id, if the client tells
+    it) and ``{"kind": "records", "records": [[partition, offset, key hex, value hex],
+    ...]}``.
+    """
+
     output: list[str] = attrs.field(factory=list)
 
     @classmethod
@@ -180,7 +272,7 @@ class ChildMember(Member):
     ) -> ChildMember:
         member = cls(name, changed)
         member.process = subprocess.Popen(
-            [sys.executable, "-c", script, json.dumps(config), topic],
+            [sys.executable, "-c", CHILD_PRELUDE + script, json.dumps(config), topic],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
@@ -189,9 +281,7 @@ class ChildMember(Member):
 
     def _read(self) -> None:
         assert self.process is not None
-        assert self.process.stdout is not None
-        for raw in iter(self.process.stdout.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
+        for line in self.lines(self.process.stdout):
             self.output.append(line)  # the client's log lines too
             if not line.startswith("{"):
                 continue
@@ -205,18 +295,6 @@ class ChildMember(Member):
                 self.on_event(event["kind"], event["partitions"])
         tail = "\n".join(self.output[-20:])
         self.on_crash(f"the child exited ({self.process.wait()}): {tail}")
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL: no LeaveGroup, no commit, the session simply stops."""
-        with self.changed:
-            self.stopped = True
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(WAIT)
 
     def stop(self) -> None:
         self.kill()
@@ -486,16 +564,24 @@ def two_members_and_an_empty_group(
     client: GroupClient, name: str, limit: int | None = None
 ) -> Iterator[tuple[list[Member], str, list[Record]]]:
     """Two consumers of group ``name`` sharing its four partitions, and the group
-    ``name-empty`` that consumed (all, or ``limit``) of its 40 records and committed them:
-    the members, the empty group's id and what it consumed. The members stop at the end."""
+    ``name-empty`` that consumed (all, or ``limit``) of its 40 records and committed them
+    (the admin client reads those offsets back): the members, the empty group's id and
+    what it consumed. The members stop at the end."""
     client.create_topic(name, 4)
     empty = name + "-empty"
     client.produce(name, 40, name)
     done = client.consume_and_commit(empty, name, 4, limit=limit)
     assert len(done) == (40 if limit is None else limit)
+    assert client.committed_offsets(empty) == ends_of(name, done)
     members = [client.join(name, name, f"{name}-{i}") for i in range(2)]
     try:
         wait_for(members, lambda: shares(members, 4), "two consumers share four partitions")
         yield members, empty, done
     finally:
         stop_all(members)
+
+
+def as_described(members: Iterable[Member]) -> set[tuple[str, str, str, frozenset[int]]]:
+    """What DescribeGroups must say of ``members``: (member id, client id, client host,
+    assigned partitions) each, as the consumers themselves know them."""
+    return {(m.member_id, m.name, "/127.0.0.1", m.assignment) for m in members}

@@ -1,6 +1,7 @@
 """What the confluent-kafka and kcat group adapters both ask of librdkafka's clients:
-creating topics, end offsets and a group's committed offsets (kcat can do none of these
-itself, so confluent-kafka's AdminClient does them for it)."""
+their consumers' settings, creating topics, end offsets and a group's committed offsets
+(kcat can do none of the last three itself, so confluent-kafka's AdminClient does them
+for it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartiti
 # confluent_kafka.admin re-exports these without listing them in __all__.
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from tests.compat._groups import WAIT
+from tests.compat._groups import WAIT, consumer_config
+
+# librdkafka's name where it differs from the Java client's.
+RENAMED = {"fetch.max.wait.ms": "fetch.wait.max.ms"}
+
+
+def librdkafka_config(
+    bootstrap: str, group: str, client_id: str, session_ms: int | None = None, **extra: object
+) -> dict[str, object]:
+    """The group consumers' settings (:func:`_groups.consumer_config`) in librdkafka's
+    names, and ``extra``."""
+    config = consumer_config(bootstrap, group, client_id, session_ms)
+    return {**{RENAMED.get(key, key): value for key, value in config.items()}, **extra}
 
 
 class LibrdkafkaAdmin:

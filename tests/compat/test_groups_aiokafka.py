@@ -21,7 +21,6 @@ member id (to compare with DescribeGroups).
 from __future__ import annotations
 
 import asyncio
-import random
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,29 +45,15 @@ from aiokafka.errors import KafkaError, NoError, for_code  # type: ignore[import
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
 from tests.compat._clients import AsyncioThread
-from tests.compat._groups import SESSION_MS, WAIT, ChildMember, Member, Record, ends_of
+from tests.compat._groups import WAIT, ChildMember, Member, Record, python_config
 
 # --- the adapter ---------------------------------------------------------------------------
 
 
-def consumer_config(bootstrap: str, group: str, client_id: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap_servers": bootstrap,
-        "group_id": group,
-        "client_id": client_id,
-        "enable_auto_commit": False,
-        "auto_offset_reset": "earliest",
-        "session_timeout_ms": SESSION_MS,
-        "heartbeat_interval_ms": 500,
-        "max_poll_interval_ms": 30000,
-        "fetch_max_wait_ms": 100,
-        **extra,
-    }
-
-
 def next_offsets(topic: str, records: Iterable[Record]) -> dict[Any, int]:
     """What to commit after ``records``: one past the last offset of each partition."""
-    return {TopicPartition(t, p): o for (t, p), o in sorted(ends_of(topic, records).items())}
+    ends = scenarios.ends_of(topic, records)
+    return {TopicPartition(t, p): o for (t, p), o in sorted(ends.items())}
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -131,17 +116,11 @@ class TaskMember(Member):
         self.task.result(WAIT)
 
 
-# The consumer of a child process: the same loop, reporting as JSON lines on stdout.
+# The consumer of a child process (after _groups.CHILD_PRELUDE): the same loop.
 CHILD = r"""
-import asyncio, json, sys
+import asyncio
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.abc import ConsumerRebalanceListener
-
-config, topic = json.loads(sys.argv[1]), sys.argv[2]
-
-
-def emit(**event):
-    print(json.dumps(event), flush=True)
 
 
 class Listener(ConsumerRebalanceListener):
@@ -157,15 +136,11 @@ async def main():
     consumer.subscribe([topic], listener=Listener())
     await consumer.start()
     while True:
-        batches = await consumer.getmany(timeout_ms=100)
-        batch = [r for records in batches.values() for r in records]
+        polled = (await consumer.getmany(timeout_ms=100)).values()
+        batch = [(r.partition, r.offset, r.key, r.value) for records in polled for r in records]
         if batch:
-            last = {}
-            for r in batch:
-                last[r.partition] = r.offset + 1
-            await consumer.commit({TopicPartition(topic, p): o for p, o in last.items()})
-            records = [[r.partition, r.offset, r.key.hex(), r.value.hex()] for r in batch]
-            emit(kind="records", records=records)
+            await consumer.commit({TopicPartition(topic, p): o for p, o in ends(batch).items()})
+            report(batch)
 
 
 asyncio.run(main())
@@ -211,16 +186,13 @@ class AiokafkaGroups:
     async def _produce(
         self, topic: str, count: int, seed: str, partition: int | None
     ) -> list[Record]:
-        rng = random.Random(seed)
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5)
         await producer.start()
         try:
-            sent = []
-            for i in range(count):
-                key = f"{seed}-key-{i}".encode()
-                value = f"{seed}-{i}-{rng.getrandbits(64):016x}".encode()
-                future = await producer.send(topic, value, key=key, partition=partition)
-                sent.append((key, value, future))
+            sent = [
+                (key, value, await producer.send(topic, value, key=key, partition=partition))
+                for key, value in scenarios.seeded(seed, count)
+            ]
             landed: list[Record] = []
             for key, value, future in sent:
                 metadata = await asyncio.wait_for(future, WAIT)
@@ -230,16 +202,13 @@ class AiokafkaGroups:
             await producer.stop()
 
     def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
-        extra = {}
-        if session_ms is not None:
-            extra = {"session_timeout_ms": session_ms, "max_poll_interval_ms": session_ms}
-        config = consumer_config(self.bootstrap, group, name, **extra)
+        config = python_config(self.bootstrap, group, name, session_ms=session_ms)
         member = TaskMember(name, self.changed, config=config, topic=topic)
         member.task = self.loop.start(member.run())
         return member
 
     def join_killable(self, group: str, topic: str, name: str) -> Member:
-        config = consumer_config(self.bootstrap, group, name)
+        config = python_config(self.bootstrap, group, name)
         return ChildMember.start(self.changed, CHILD, config, topic, name)
 
     def consume_and_commit(
@@ -250,7 +219,7 @@ class AiokafkaGroups:
     async def _consume_and_commit(
         self, group: str, topic: str, partitions: int, limit: int | None
     ) -> list[Record]:
-        consumer = AIOKafkaConsumer(**consumer_config(self.bootstrap, group, f"{group}-single"))
+        consumer = AIOKafkaConsumer(**python_config(self.bootstrap, group, f"{group}-single"))
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         got: list[Record] = []
         consumer.subscribe([topic])
@@ -380,7 +349,7 @@ async def described_groups(bootstrap: str, groups: Sequence[str]) -> dict[str, A
 @pytest.mark.compat("DescribeGroups", "aiokafka")
 @pytest.mark.compat("OffsetFetch", "aiokafka")
 def test_admin_sees_the_groups_as_the_consumers_do(client: AiokafkaGroups, name: str) -> None:
-    with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, done):
+    with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, _):
         # ListGroups v0-2: id and protocol type; the state comes with v4 (KIP-518).
         listed = client.loop.run(client.admin("list_consumer_groups"))
         assert {(name, "consumer"), (empty, "consumer")} <= set(listed)
@@ -393,14 +362,13 @@ def test_admin_sees_the_groups_as_the_consumers_do(client: AiokafkaGroups, name:
         seen = set()
         for member_id, client_id, client_host, metadata, assignment in described:
             subscription = ConsumerProtocolMemberMetadata.decode(metadata)
+            assert tuple(subscription.subscription) == (name,)
             partitions = ConsumerProtocolMemberAssignment.decode(assignment).partitions()
             assert {tp.topic for tp in partitions} == {name}
-            held = frozenset(tp.partition for tp in partitions)
-            seen.add((member_id, client_id, client_host, held, tuple(subscription.subscription)))
-        expected = {(m.member_id, m.name, "/127.0.0.1", m.assignment, (name,)) for m in members}
-        assert seen == expected
+            seen.add(
+                (member_id, client_id, client_host, frozenset(tp.partition for tp in partitions))
+            )
+        assert seen == scenarios.as_described(members)
         assert groups[empty] == (0, empty, "Empty", "consumer", "", [])
         # A group the coordinator does not know is Dead, without an error (Kafka's answer).
         assert groups[unknown] == (0, unknown, "Dead", "", "", [])
-
-        assert client.committed_offsets(empty) == ends_of(name, done)

@@ -23,7 +23,6 @@ so a dead consumer is noticed within seconds.
 from __future__ import annotations
 
 import logging
-import random
 import subprocess
 import sys
 import threading
@@ -50,37 +49,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
-from tests.compat._groups import (
-    SESSION_MS,
-    WAIT,
-    ChildMember,
-    Member,
-    Record,
-    ThreadMember,
-    ends_of,
-    handled,
-    shares,
-    stop_all,
-    wait_for,
-)
-from tests.compat._librdkafka import LibrdkafkaAdmin
+from tests.compat._groups import WAIT, ChildMember, Member, Record, ThreadMember, ends_of
+from tests.compat._librdkafka import LibrdkafkaAdmin, librdkafka_config
 
 # --- the adapter ---------------------------------------------------------------------------
-
-
-def consumer_config(bootstrap: str, group: str, client_id: str, **extra: object) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "client.id": client_id,
-        "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": SESSION_MS,
-        "heartbeat.interval.ms": 500,
-        "max.poll.interval.ms": 30000,
-        "fetch.wait.max.ms": 100,
-        **extra,
-    }
 
 
 def record_of(message: Message) -> Record:
@@ -143,16 +115,9 @@ class ConfluentMember(ThreadMember):
             consumer.close()  # LeaveGroup
 
 
-# The consumer of a child process: the same loop, reporting as JSON lines on stdout.
+# The consumer of a child process (after _groups.CHILD_PRELUDE): the same loop.
 CHILD = r"""
-import json, sys
 from confluent_kafka import Consumer, TopicPartition
-
-config, topic = json.loads(sys.argv[1]), sys.argv[2]
-
-
-def emit(**event):
-    print(json.dumps(event), flush=True)
 
 
 def on_assign(consumer, partitions):
@@ -166,15 +131,12 @@ def on_revoke(consumer, partitions):
 consumer = Consumer(config)
 consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
 while True:
-    batch = [m for m in consumer.consume(100, 0.1) if m.error() is None]
+    polled = [m for m in consumer.consume(100, 0.1) if m.error() is None]
+    batch = [(m.partition(), m.offset(), m.key(), m.value()) for m in polled]
     if batch:
-        last = {}
-        for m in batch:
-            last[m.partition()] = m.offset() + 1
-        offsets = [TopicPartition(topic, p, o) for p, o in last.items()]
+        offsets = [TopicPartition(topic, p, o) for p, o in ends(batch).items()]
         consumer.commit(offsets=offsets, asynchronous=False)
-        records = [[m.partition(), m.offset(), m.key().hex(), m.value().hex()] for m in batch]
-        emit(kind="records", records=records)
+        report(batch)
 """
 
 
@@ -189,7 +151,6 @@ class ConfluentGroups(LibrdkafkaAdmin):
     def produce(
         self, topic: str, count: int, seed: str, partition: int | None = None
     ) -> list[Record]:
-        rng = random.Random(seed)
         landed: list[Record] = []
         errors: list[KafkaError] = []
 
@@ -200,9 +161,7 @@ class ConfluentGroups(LibrdkafkaAdmin):
             landed.append(record_of(message))
 
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
-        for i in range(count):
-            key = f"{seed}-key-{i}".encode()
-            value = f"{seed}-{i}-{rng.getrandbits(64):016x}".encode()
+        for key, value in scenarios.seeded(seed, count):
             if partition is None:
                 producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
             else:
@@ -215,16 +174,14 @@ class ConfluentGroups(LibrdkafkaAdmin):
         return landed
 
     def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
-        extra = {}
-        if session_ms is not None:
-            extra = {"session.timeout.ms": session_ms, "max.poll.interval.ms": session_ms}
-        return self.join_with(group, topic, name, extra)
+        return self.join_with(group, topic, name, {"session_ms": session_ms})
 
     def join_with(
-        self, group: str, topic: str, name: str, extra: Mapping[str, object]
+        self, group: str, topic: str, name: str, extra: Mapping[str, Any]
     ) -> ConfluentMember:
-        """A member whose consumer has ``extra`` in its config."""
-        config = consumer_config(self.bootstrap, group, name, **extra)
+        """A member whose consumer has ``extra`` in its config (and ``session_ms``, a
+        session of its own)."""
+        config = librdkafka_config(self.bootstrap, group, name, **extra)
         cooperative = config.get("partition.assignment.strategy") == "cooperative-sticky"
         member = ConfluentMember(
             name, self.changed, cooperative=cooperative, config=config, topic=topic
@@ -233,13 +190,13 @@ class ConfluentGroups(LibrdkafkaAdmin):
         return member
 
     def join_killable(self, group: str, topic: str, name: str) -> Member:
-        config = consumer_config(self.bootstrap, group, name)
+        config = librdkafka_config(self.bootstrap, group, name)
         return ChildMember.start(self.changed, CHILD, config, topic, name)
 
     def consume_and_commit(
         self, group: str, topic: str, partitions: int, limit: int | None
     ) -> list[Record]:
-        config = consumer_config(
+        config = librdkafka_config(
             self.bootstrap, group, f"{group}-single", **{"enable.partition.eof": True}
         )
         consumer = Consumer(config)
@@ -385,13 +342,17 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
     first = client.join_with(name, name, f"{name}-0", traced)
     members = [first]
     try:
-        wait_for(members, lambda: shares(members, 6), "the first consumer holds all six")
+        scenarios.wait_for(
+            members, lambda: scenarios.shares(members, 6), "the first consumer holds all six"
+        )
         assert first.events == [("assign", frozenset(range(6)))]
         seen = len(first.events)
 
         second = client.join_with(name, name, f"{name}-1", cooperative)
         members.append(second)
-        wait_for(members, lambda: shares(members, 6), "two consumers share six partitions")
+        scenarios.wait_for(
+            members, lambda: scenarios.shares(members, 6), "two consumers share six partitions"
+        )
         # KIP-429: the first gives up only what moves, and keeps the rest throughout.
         revoked = [parts for kind, parts in first.events[seen:] if kind == "revoke"]
         assert revoked == [second.assignment]
@@ -409,10 +370,12 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
         assert description.partition_assignor == "cooperative-sticky"
 
         sent = client.produce(name, 120, name)
-        wait_for(members, lambda: len(handled(members)) >= 120, "120 records between two")
-        assert sorted(handled(members)) == sorted(sent)
+        scenarios.wait_for(
+            members, lambda: len(scenarios.handled(members)) >= 120, "120 records between two"
+        )
+        assert sorted(scenarios.handled(members)) == sorted(sent)
     finally:
-        stop_all(members)
+        scenarios.stop_all(members)
     assert [m.errors for m in members] == [[], []]
 
 
@@ -425,7 +388,7 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
 @pytest.mark.compat("OffsetFetch", "confluent-kafka")
 def test_admin_sees_the_groups_as_the_consumers_do(client: ConfluentGroups, name: str) -> None:
     admin = client.admin()
-    with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, done):
+    with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, _):
         listed = admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT)
         assert listed.errors == []
         ours = {g.group_id: g for g in listed.valid if g.group_id in (name, empty)}
@@ -454,10 +417,9 @@ def test_admin_sees_the_groups_as_the_consumers_do(client: ConfluentGroups, name
             )
             for m in stable.members
         }
-        assert described == {(m.member_id, m.name, "/127.0.0.1", m.assignment) for m in members}
+        assert described == scenarios.as_described(members)
         assert idle.state == ConsumerGroupState.EMPTY
         assert idle.members == []
-        assert client.committed_offsets(empty) == ends_of(name, done)
 
         # A group with members cannot be deleted; an empty one can.
         futures = admin.delete_consumer_groups([name, empty], request_timeout=WAIT)

@@ -30,11 +30,10 @@ from collections.abc import Sequence
 import attrs
 import pytest
 
-# confluent_kafka.admin re-exports these without listing them in __all__.
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
-from tests.compat._groups import SESSION_MS, WAIT, Member, Record, content, wait_for
-from tests.compat._librdkafka import LibrdkafkaAdmin
+from tests.compat._groups import WAIT, ProcessMember, Record, content
+from tests.compat._librdkafka import LibrdkafkaAdmin, librdkafka_config
 
 pytestmark = [
     pytest.mark.external,
@@ -47,25 +46,23 @@ REBALANCED = re.compile(r"^% Group \S+ rebalanced \(memberid (\S*)\): (assigned|
 # --- the adapter ---------------------------------------------------------------------------
 
 
-def group_options(client_id: str, **extra: object) -> list[str]:
-    config: dict[str, object] = {
-        "client.id": client_id,
-        "auto.offset.reset": "earliest",
-        "session.timeout.ms": SESSION_MS,
-        "heartbeat.interval.ms": 500,
-        "max.poll.interval.ms": 30000,
-        "auto.commit.interval.ms": 100,
-        "fetch.wait.max.ms": 100,
-        **extra,
-    }
-    return [arg for key, value in config.items() for arg in ("-X", f"{key}={value}")]
+def kcat_group(
+    bootstrap: str, group: str, client_id: str, session_ms: int | None = None
+) -> list[str]:
+    """``kcat -b ... -G group`` with the group consumers' settings as ``-X`` options, but
+    auto-commit on (every 100 ms): kcat cannot commit otherwise."""
+    config = librdkafka_config(bootstrap, group, client_id, session_ms)
+    config.update({"enable.auto.commit": "true", "auto.commit.interval.ms": 100})
+    # -b and -G say these.
+    options = {k: v for k, v in config.items() if k not in ("bootstrap.servers", "group.id")}
+    xs = [arg for key, value in options.items() for arg in ("-X", f"{key}={value}")]
+    return ["kcat", "-b", bootstrap, "-G", group, *xs]
 
 
 @attrs.define(eq=False)
-class KcatMember(Member):
+class KcatMember(ProcessMember):
     """One ``kcat -G``: its assignment, rebalance events and records, as it prints them."""
 
-    process: subprocess.Popen[bytes] | None = None
     stderr: list[str] = attrs.field(factory=list)
     exited: int | None = None
 
@@ -77,10 +74,9 @@ class KcatMember(Member):
         group: str,
         topic: str,
         name: str,
-        **extra: object,
+        session_ms: int | None,
     ) -> KcatMember:
-        command = ["kcat", "-b", bootstrap, "-G", group, "-J", "-u"]
-        command += [*group_options(name, **extra), topic]
+        command = [*kcat_group(bootstrap, group, name, session_ms), "-J", "-u", topic]
         member = cls(name, changed)
         member.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         threading.Thread(target=member._read_records, daemon=True).start()
@@ -89,22 +85,19 @@ class KcatMember(Member):
 
     def _read_records(self) -> None:
         assert self.process is not None
-        assert self.process.stdout is not None
-        for raw in iter(self.process.stdout.readline, b""):
-            record = json.loads(raw)
+        for line in self.lines(self.process.stdout):
+            record = json.loads(line)
             self.on_records(
                 [(record["partition"], record["offset"], record["key"], record["payload"])]
             )
         code = self.process.wait()
-        with self.changed:
+        with self.reporting():
             self.exited = code
         self.on_crash(f"kcat exited ({code}): " + "\n".join(self.stderr[-20:]))
 
     def _read_events(self) -> None:
         assert self.process is not None
-        assert self.process.stderr is not None
-        for raw in iter(self.process.stderr.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
+        for line in self.lines(self.process.stderr):
             self.stderr.append(line)
             event = REBALANCED.match(line)
             if event is not None:
@@ -113,14 +106,9 @@ class KcatMember(Member):
                 parts = (int(p) for p in re.findall(r"\[(\d+)\]", listed))
                 self.on_event("assign" if kind == "assigned" else "revoke", parts)
 
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
     def leave(self) -> None:
         """SIGTERM: kcat closes its consumer (commit, LeaveGroup) and exits."""
-        with self.changed:
-            self.stopped = True
+        self.on_stop()
         assert self.process is not None
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -128,18 +116,12 @@ class KcatMember(Member):
         self.wait_exited()
 
     def kill(self) -> None:
-        """SIGKILL: no commit, no LeaveGroup, the session simply stops."""
-        with self.changed:
-            self.stopped = True
-        assert self.process is not None
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(WAIT)
+        super().kill()
         self.wait_exited()
 
     def wait_exited(self) -> None:
         """Until its output is read to the end."""
-        wait_for([self], lambda: self.exited is not None, f"{self.name}'s output")
+        scenarios.wait_for([self], lambda: self.exited is not None, f"{self.name}'s output")
 
 
 @attrs.define
@@ -170,13 +152,10 @@ class KcatGroups(LibrdkafkaAdmin):
         assert result.returncode == 0, result.stderr.decode()
         return [(-1, -1, key, value) for key, value in pairs]
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
-        extra = {}
-        if session_ms is not None:
-            extra = {"session.timeout.ms": session_ms, "max.poll.interval.ms": session_ms}
-        return KcatMember.start(self.changed, self.bootstrap, group, topic, name, **extra)
+    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> KcatMember:
+        return KcatMember.start(self.changed, self.bootstrap, group, topic, name, session_ms)
 
-    def join_killable(self, group: str, topic: str, name: str) -> Member:
+    def join_killable(self, group: str, topic: str, name: str) -> KcatMember:
         return self.join(group, topic, name)
 
     def consume_and_commit(
@@ -185,9 +164,8 @@ class KcatGroups(LibrdkafkaAdmin):
         """One ``kcat -G`` run to its end (``-c N`` records, or ``-e``: the end of every
         partition); it commits what it handed out when it closes."""
         until = ["-e"] if limit is None else ["-c", str(limit)]
-        command = ["kcat", "-b", self.bootstrap, "-G", group, "-J", "-q", *group_options(group)]
         result = subprocess.run(
-            [*command, *until, topic],
+            [*kcat_group(self.bootstrap, group, group), "-J", "-q", *until, topic],
             capture_output=True,
             timeout=WAIT,
             check=False,

@@ -197,33 +197,23 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
 
 
 def test_bad_marks_and_missing_markers_are_errors(tmp_path: Path) -> None:
-    write_module(
-        tmp_path,
-        "test_bad.py",
-        """
-        import pytest
+    for mark, error in (
+        ('"Produce", "java"', "test_bad.py:4: client 'java'"),
+        ('"Produse", "kcat"', "'Produse' is not a Kafka API name"),
+    ):
+        write_module(
+            tmp_path,
+            "test_bad.py",
+            f"""
+            import pytest
 
-        @pytest.mark.compat("Produce", "java")
-        def test_produce() -> None: ...
-        """,
-    )
-    result = run_script("--tests", str(tmp_path))
-    assert result.returncode == 2
-    assert "test_bad.py:4: client 'java'" in result.stderr
-
-    write_module(
-        tmp_path,
-        "test_bad.py",
-        """
-        import pytest
-
-        @pytest.mark.compat("Produse", "kcat")
-        def test_produce() -> None: ...
-        """,
-    )
-    result = run_script("--tests", str(tmp_path))
-    assert result.returncode == 2
-    assert "'Produse' is not a Kafka API name" in result.stderr
+            @pytest.mark.compat({mark})
+            def test_produce() -> None: ...
+            """,
+        )
+        result = run_script("--tests", str(tmp_path))
+        assert result.returncode == 2
+        assert error in result.stderr
 
     (tmp_path / "test_bad.py").unlink()
     readme = tmp_path / "README.md"
