@@ -66,13 +66,13 @@ from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 from minikafka.broker import BrokerServer, KafkaApis, ProducerIdManager
 from minikafka.broker._producer_ids import ProducerIdsUnavailable
 from minikafka.broker.testing import BrokerFailed, BrokerProcess, running_broker, single_node_config
+from minikafka.common import TopicPartition
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.log import (
     CompressionType,
     Record,
     RecordBatchHeader,
     TimestampType,
-    TopicPartition,
     build_batch,
     decode_batch,
     make_records,

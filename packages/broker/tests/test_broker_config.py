@@ -16,8 +16,13 @@ from pathlib import Path
 import pytest
 
 from minikafka.broker import BrokerServer, KafkaConfig, parse_override, read_properties
+from minikafka.broker._config import BROKER_CONFIG, known_keys
 from minikafka.broker.testing import running_broker, single_node_config
-from minikafka.net import ConfigError, Listener
+from minikafka.common import ConfigError, ConfigKey
+from minikafka.controller import CONTROLLER_CONFIG, REPLICATION_TOPIC_CONFIG
+from minikafka.coordination import GROUP_CONFIG
+from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG
+from minikafka.net import NET_CONFIG, Listener
 
 MINIMAL = {"listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": "/tmp/minikafka-test-data"}
 HOUR_MS = 3600 * 1000
@@ -408,3 +413,28 @@ async def test_an_empty_dir_is_formatted_and_a_new_dir_joins_its_cluster(tmp_pat
     async with running_broker(both) as server:
         assert server.cluster_id == cluster_id
     assert read_properties(second / "meta.properties")["cluster.id"] == cluster_id
+
+
+def test_each_key_is_declared_once_and_known_keys_are_the_declarations() -> None:
+    """KafkaConfig is assembled from the packages' ConfigDefs: every server.properties name
+    belongs to exactly one declared ConfigKey (a topic config's broker-level synonym is its
+    own key's), and the known keys are exactly those names."""
+    owner: dict[str, set[int]] = {}
+    keys: dict[int, ConfigKey] = {}
+    server_names = (
+        (BROKER_CONFIG, True),
+        (NET_CONFIG, True),
+        (LOG_MANAGER_CONFIG, True),
+        (CONTROLLER_CONFIG, True),
+        (GROUP_CONFIG, True),
+        (LOG_CONFIG, False),  # a topic sets the names, the broker the synonyms
+        (REPLICATION_TOPIC_CONFIG, False),
+    )
+    for config_def, own_names in server_names:
+        for key in config_def:
+            keys[id(key)] = key
+            names = ((key.name,) if own_names else ()) + key.synonym_names()
+            for name in names:
+                owner.setdefault(name, set()).add(id(key))
+    assert {name: ids for name, ids in owner.items() if len(ids) > 1} == {}
+    assert set(owner) == known_keys()

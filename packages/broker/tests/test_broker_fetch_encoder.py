@@ -19,8 +19,9 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
 from minikafka.broker import KafkaApis, encode_fetch_response
-from minikafka.log import FileSlice, TopicPartition, build_batch, make_records
-from minikafka.net import ApiKey, FileRegion, build, encode_entity, nested, response_schema
+from minikafka.common import FileRegion, TopicPartition
+from minikafka.log import FileSlice, build_batch, make_records
+from minikafka.net import ApiKey, build, encode_entity, nested, response_schema
 from minikafka.replication import FetchPartition, FetchPartitionResult
 
 FETCH_KEY = ApiKey.FETCH

@@ -29,7 +29,8 @@ from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.broker import BrokerServer
 from minikafka.broker.testing import BrokerProcess, running_broker, single_node_config
-from minikafka.log import TopicPartition, build_batch, make_records
+from minikafka.common import TopicPartition
+from minikafka.log import build_batch, make_records
 from minikafka.net import (
     NetworkClient,
     Node,

@@ -26,7 +26,8 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from minikafka.broker import KafkaConfig
-from minikafka.net import ConfigError, Listener
+from minikafka.common import ConfigError
+from minikafka.net import Listener
 from minikafka.net.testing import request_frame
 
 _BROKER = [sys.executable, "-m", "minikafka.broker", "broker"]

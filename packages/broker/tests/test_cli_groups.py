@@ -54,7 +54,7 @@ from minikafka.broker._tools_groups import (
 )
 from minikafka.broker._tools_produce import ProduceOptions, produce
 from minikafka.broker.testing import running_broker, single_node_config
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.net import Node
 
 DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow

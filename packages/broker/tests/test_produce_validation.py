@@ -37,9 +37,8 @@ from kio.static.primitive import Records, i8, i16, i32, i32Timedelta
 
 from minikafka.broker.testing import BrokerProcess, running_broker, single_node_config
 from minikafka.log import (
-    LOG_KEYS,
+    LOG_CONFIG,
     NO_EFFECT,
-    TOPIC_ONLY_KEYS,
     CompressionType,
     build_batch,
     compress,
@@ -201,7 +200,7 @@ async def test_every_kafka_topic_config_is_accepted_and_described(tmp_path: Path
     async with broker(tmp_path) as kafka:
         assert await kafka.create_topic("t", configs) is ErrorCode.none
         described = await kafka.describe("t")
-        every = {s.topic_key for s in LOG_KEYS} | {s.topic_key for s in TOPIC_ONLY_KEYS}
+        every = LOG_CONFIG.names()
         assert every <= set(described)
         assert described["max.compaction.lag.ms"][0] == "60000"
         assert described["compression.type"][0] == "zstd"

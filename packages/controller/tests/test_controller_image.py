@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import attrs
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.controller import (
     NO_LEADER,
     BrokerEndpoint,
@@ -36,7 +37,6 @@ from minikafka.controller import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
-from minikafka.log import TopicPartition
 
 TOPIC = ConfigResourceType.TOPIC
 FOO = uuid.UUID(int=0xF00)

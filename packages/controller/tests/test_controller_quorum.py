@@ -19,6 +19,7 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.controller import (
     METADATA_TOPIC,
     AllocateProducerIdsRequest,
@@ -42,7 +43,6 @@ from minikafka.controller import (
     replay_metadata_dir,
 )
 from minikafka.controller.__main__ import main
-from minikafka.log import TopicPartition
 
 DEADLINE = 20.0
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minikafka.common import TopicPartition
 from minikafka.coordination.assignors._assignor import (
     Assignment,
     PartitionAssignor,
@@ -32,7 +33,6 @@ from minikafka.coordination.assignors._cooperative_sticky import (
 from minikafka.coordination.assignors._range import RangeAssignor
 from minikafka.coordination.assignors._round_robin import RoundRobinAssignor
 from minikafka.coordination.assignors._sticky import StickyAssignor
-from minikafka.log import TopicPartition
 
 DETERMINISTIC = settings(derandomize=True, max_examples=300, deadline=None)
 

@@ -32,6 +32,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 from kio.static.protocol import Entity
 
+from minikafka.common import TopicPartition
 from minikafka.coordination.assignors._assignor import Assignment, Subscription
 from minikafka.coordination.assignors._consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -51,7 +52,6 @@ from minikafka.coordination.assignors._sticky import (
     encode_sticky_user_data,
     sticky_member_data,
 )
-from minikafka.log import TopicPartition
 
 DETERMINISTIC = settings(derandomize=True, max_examples=200, deadline=None)
 

@@ -9,6 +9,7 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.coordination import (
     CommittedOffset,
     GroupConfig,
@@ -24,7 +25,6 @@ from minikafka.coordination import (
     SyncGroupRequest,
 )
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
-from minikafka.log import TopicPartition
 from minikafka.trace.testing import RecordingTracer, recording_tracer
 
 GROUPS = ("g-a", "g-b", "g-c")

@@ -11,6 +11,7 @@ import attrs
 import pytest
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.coordination import (
     Assignment,
     GroupConfig,
@@ -33,7 +34,6 @@ from minikafka.coordination import (
 )
 from minikafka.coordination.group._group_requests import Protocols
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
-from minikafka.log import TopicPartition
 from minikafka.trace import NullTracer, TraceEvent, Tracer, event_types
 from minikafka.trace.testing import RecordingTracer, recording_tracer
 

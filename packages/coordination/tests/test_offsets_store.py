@@ -12,6 +12,7 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.coordination import (
     CommittedOffset,
     GroupConfig,
@@ -32,7 +33,6 @@ from minikafka.coordination import (
     partition_for,
 )
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
-from minikafka.log import TopicPartition
 
 E = ErrorCode
 G = GroupState

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from minikafka.common import TopicPartition
 from minikafka.coordination.__main__ import app
 from minikafka.coordination.group._config import GroupConfig
 from minikafka.coordination.group._group_state import GroupState
@@ -36,7 +37,6 @@ from minikafka.coordination.simulate._simulate_values import (
     parse_events,
     render_simulation,
 )
-from minikafka.log import TopicPartition
 
 EXAMPLE = ["--members", "3", "--partitions", "5", "--assignor", "range"]
 EXAMPLE_EVENTS = "join:4,leave:2,crash:1"

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minikafka.common import TopicPartition
 from minikafka.log._checkpoint import (
     CheckpointError,
     EpochEntry,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
 )
-from minikafka.log._names import LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, TopicPartition
+from minikafka.log._names import LEADER_EPOCH_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 
 # Kafka's legal topic characters (Topic.LEGAL_CHARS); 249 is the maximum length.
 topics = st.text(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from minikafka.log import LOG_KEYS, LogConfig
-from minikafka.net import ConfigError
+from minikafka.common import ConfigError
+from minikafka.log import LOG_CONFIG, LogConfig
 
 
 def test_defaults_are_kafkas() -> None:
@@ -48,4 +48,4 @@ def test_bad_values_name_the_key(key: str, value: str) -> None:
 
 def test_every_setting_has_a_field() -> None:
     fields = {f.name for f in LogConfig.__attrs_attrs__}
-    assert {s.field for s in LOG_KEYS} <= fields
+    assert {s.field for s in LOG_CONFIG} <= fields

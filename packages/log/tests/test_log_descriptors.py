@@ -16,15 +16,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from minikafka.log import (
-    FilePool,
-    Log,
-    LogConfig,
-    LogManager,
-    TopicPartition,
-    clean,
-    iter_batches,
-)
+from minikafka.common import FileRegion, TopicPartition
+from minikafka.log import FilePool, Log, LogConfig, LogManager, clean, iter_batches
 from minikafka.log._files import MIN_CAPACITY, ClosedFileError, default_capacity
 from minikafka.log._names import (
     CLEAN_SHUTDOWN_FILE,
@@ -32,7 +25,6 @@ from minikafka.log._names import (
     RECOVERY_POINT_CHECKPOINT,
 )
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
-from minikafka.net import FileRegion
 from minikafka.net._connection import send_file_region
 
 SMALL_SEGMENTS = LogConfig(segment_bytes=600, index_interval_bytes=100, file_delete_delay_ms=0)

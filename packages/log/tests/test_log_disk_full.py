@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from minikafka.log import KafkaStorageError, Log, LogConfig, LogManager, TopicPartition
+from minikafka.common import TopicPartition
+from minikafka.log import KafkaStorageError, Log, LogConfig, LogManager
 from minikafka.log._names import CLEAN_SHUTDOWN_FILE
 from minikafka.log.testing import ManualClock, read_all_records, value_batch
 

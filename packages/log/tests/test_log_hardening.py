@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.log import (
     MAX_TIMESTAMP,
     InvalidRecordError,
     Log,
     LogConfig,
     LogManager,
-    TopicPartition,
     build_batch,
     clean,
     iter_batches,

@@ -6,13 +6,8 @@ from pathlib import Path
 
 import trio
 
-from minikafka.log import (
-    LogConfig,
-    LogManager,
-    LogManagerSchedule,
-    LogRecovered,
-    TopicPartition,
-)
+from minikafka.common import TopicPartition
+from minikafka.log import LogConfig, LogManager, LogManagerSchedule, LogRecovered
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
 from minikafka.net.testing import wait_until
 from minikafka.trace.testing import RecordingTracer

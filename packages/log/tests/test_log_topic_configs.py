@@ -7,15 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.log import (
-    LOG_KEYS,
-    NO_EFFECT,
-    TOPIC_ONLY_KEYS,
-    CompressionType,
-    ConfigError,
-    Log,
-    LogConfig,
-)
+from minikafka.common import ConfigError
+from minikafka.log import LOG_CONFIG, NO_EFFECT, CompressionType, Log, LogConfig
 from minikafka.log._cleaner import max_compaction_delay, should_clean
 from minikafka.log.testing import ManualClock, keyed_batch
 
@@ -59,7 +52,7 @@ KAFKA_TOPIC_CONFIGS = {
 
 def test_every_kafka_topic_config_is_a_log_key() -> None:
     """The table is complete: no documented topic config is missing (nor invented)."""
-    keys = {s.topic_key for s in LOG_KEYS} | {s.topic_key for s in TOPIC_ONLY_KEYS}
+    keys = LOG_CONFIG.names()
     assert keys == set(KAFKA_TOPIC_CONFIGS)
     assert set(NO_EFFECT) <= keys
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from minikafka.net import ConfigError, Listener, NetConfig, parse_listeners
+from minikafka.common import ConfigError
+from minikafka.net import Listener, NetConfig, parse_listeners
 
 
 def test_listeners_parse() -> None:

@@ -20,7 +20,8 @@ import attrs
 import pytest
 import trio
 
-from minikafka.net import Acceptor, ConfigError, Listener, MemoryPool, NetConfig, Request
+from minikafka.common import ConfigError
+from minikafka.net import Acceptor, Listener, MemoryPool, NetConfig, Request
 from minikafka.net.testing import (
     METADATA_V9,
     RawConnection,

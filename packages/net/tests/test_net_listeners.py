@@ -15,9 +15,9 @@ import ssl
 import pytest
 import trio
 
+from minikafka.common import ConfigError
 from minikafka.net import (
     DEFAULT_SECURITY_PROTOCOL_MAP,
-    ConfigError,
     ForeignProtocol,
     FrameDecoder,
     FrameTooLarge,

@@ -9,7 +9,8 @@ from pathlib import Path
 import trio
 from kio.schema.metadata.v9.response import MetadataResponse
 
-from minikafka.net import FileRegion, NetConfig, Request
+from minikafka.common import FileRegion
+from minikafka.net import NetConfig, Request
 from minikafka.net._headers import encode_response_header
 from minikafka.net.testing import (
     METADATA_V9,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.replication import FetchPartition, ProducePartitionResult
 from minikafka.replication.testing import (
@@ -56,7 +56,7 @@ def refused_writes(monkeypatch: pytest.MonkeyPatch, err: int) -> Iterator[None]:
         yield
 
 
-def produce(manager: Any, acks: int = 1, tp: TopicPartition = TP) -> ProduceAnswers:
+def produce(manager: Any, acks: Acks = Acks.LEADER, tp: TopicPartition = TP) -> ProduceAnswers:
     answers: ProduceAnswers = Answers()
     manager.append_records(30_000, acks, {tp: value_batch(2)}, answers, now=0.0)
     return answers
@@ -70,13 +70,13 @@ def test_a_full_disk_answers_storage_error_and_writes_resume_after(
     partition = lead(manager, TP)
     assert produce(manager).only[TP].error_code is ErrorCode.none
     with refused_writes(monkeypatch, errno.ENOSPC):
-        result = produce(manager, acks=-1).only[TP]
+        result = produce(manager, acks=Acks.ALL).only[TP]
     assert result.error_code is ErrorCode.kafka_storage_error
     assert "No space left" in (result.error_message or "")
     assert (partition.log.log_end_offset, partition.log.high_watermark) == (2, 2)
     assert partition.offline_reason is None
     assert manager.core.log_manager.offline_dirs == {}
-    again = produce(manager, acks=-1).only[TP]
+    again = produce(manager, acks=Acks.ALL).only[TP]
     assert (again.error_code, again.base_offset) == (ErrorCode.none, 2)
 
 
@@ -107,7 +107,7 @@ def test_a_waiting_acks_all_produce_is_answered_when_its_dir_goes_offline(
     """
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))  # the follower never fetches: the HW stays
-    answers = produce(manager, acks=-1)
+    answers = produce(manager, acks=Acks.ALL)
     assert not answers.answered
     assert manager.core.produce_purgatory.delayed == 1
     manager.core.log_manager.mark_dir_offline(tmp_path, "fsync failed: [Errno 5] EIO")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.replication import FetchParams, FetchPartition
 from minikafka.replication.testing import (
@@ -36,7 +36,7 @@ def filled(
     for tp in tps:
         lead(manager, tp)
         for _ in range(batches):
-            manager.append_records(30_000, 1, {tp: value_batch(9, 100)}, discard, 0.0)
+            manager.append_records(30_000, Acks.LEADER, {tp: value_batch(9, 100)}, discard, 0.0)
     return manager
 
 
@@ -57,7 +57,7 @@ def sizes(answer: FetchAnswer) -> list[int]:
 
 def append(manager: ManualShell, tp: TopicPartition, count: int = 1, value_bytes: int = 100) -> int:
     batch = value_batch(count, value_bytes)
-    manager.append_records(30_000, 1, {tp: batch}, discard, 0.0)
+    manager.append_records(30_000, Acks.LEADER, {tp: batch}, discard, 0.0)
     return len(batch)
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import LogConfig, LogManager, OffsetCheckpointFile, TopicPartition
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import LogConfig, LogManager, OffsetCheckpointFile
 from minikafka.log.testing import ManualClock, value_batch
 from minikafka.replication import HIGH_WATERMARK_CHECKPOINT, ProducePartitionResult, TopicSettings
 from minikafka.replication.testing import (
@@ -56,7 +57,7 @@ def test_a_stale_state_leaves_the_partition_as_it_is(tmp_path: Path) -> None:
 def test_stop_replicas_deletes_the_logs(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP)
-    manager.append_records(30_000, 1, {TP: value_batch(3)}, discard, now=0.0)
+    manager.append_records(30_000, Acks.LEADER, {TP: value_batch(3)}, discard, now=0.0)
     manager.stop_replicas([TP, TopicPartition("never-here", 0)])
     assert manager.core.get_partition(TP) is None
     assert manager.core.log_manager.get_log(TP) is None
@@ -67,7 +68,7 @@ def test_stop_replicas_deletes_the_logs(tmp_path: Path) -> None:
 def test_a_topic_recreated_under_the_same_name_starts_with_an_empty_log(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     old = lead(manager, TP, topic_id=uuid.uuid4())
-    manager.append_records(30_000, 1, {TP: value_batch(3)}, discard, now=0.0)
+    manager.append_records(30_000, Acks.LEADER, {TP: value_batch(3)}, discard, now=0.0)
     new = lead(manager, TP, topic_id=uuid.uuid4())
     assert new is not old
     assert new.log.log_end_offset == 0
@@ -103,7 +104,9 @@ def test_update_topic_settings_reaches_every_partition_of_the_topic(tmp_path: Pa
         assert partition.min_insync_replicas == 2
     assert other.min_insync_replicas == 1
     assert other.log.config == LogConfig()
-    manager.append_records(30_000, -1, {partitions[0].topic_partition: value_batch(1)}, refused, 0)
+    manager.append_records(
+        30_000, Acks.ALL, {partitions[0].topic_partition: value_batch(1)}, refused, 0
+    )
     assert refused.only[partitions[0].topic_partition].error_code is ErrorCode.not_enough_replicas
 
 
@@ -119,7 +122,7 @@ def test_the_settings_in_force_when_a_partition_is_created_are_used(tmp_path: Pa
 def test_the_hw_checkpoint_is_what_a_restart_resumes_from(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
-    manager.append_records(30_000, 1, {TP: value_batch(5)}, discard, now=0.0)
+    manager.append_records(30_000, Acks.LEADER, {TP: value_batch(5)}, discard, now=0.0)
     follower_fetch(manager, 2, TP, 3)
     manager.core.checkpoint_high_watermarks()
     path = tmp_path / HIGH_WATERMARK_CHECKPOINT

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import Acks
 from minikafka.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -59,7 +60,7 @@ def test_a_single_replica_leader_moves_the_hw_to_its_log_end(tmp_path: Path) -> 
     partition.log.append_as_leader(value_batch(3), leader_epoch=-1)
     partition.make_leader(partition_state((1,)), now=0.0)
     assert partition.log.high_watermark == 3
-    partition.append_records_to_leader(value_batch(2), required_acks=-1)
+    partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
     assert partition.log.high_watermark == 5
 
 
@@ -88,7 +89,7 @@ def test_an_isr_change_in_the_same_epoch_keeps_what_the_followers_fetched(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=1)
+    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 4, now=1.0)
     partition.update_follower_fetch_state(3, 1, now=1.0)
     assert partition.log.high_watermark == 1
@@ -100,11 +101,11 @@ def test_an_isr_change_in_the_same_epoch_keeps_what_the_followers_fetched(
 
 def test_a_new_leader_epoch_forgets_the_followers_positions(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=1)
+    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 4, now=1.0)
     partition.update_follower_fetch_state(3, 4, now=1.0)
     assert partition.log.high_watermark == 4
-    partition.append_records_to_leader(value_batch(2), required_acks=1)
+    partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
     assert partition.make_leader(partition_state((1, 2, 3), leader_epoch=1, partition_epoch=1), 2)
     assert {b: r.log_end_offset for b, r in partition.remote_replicas.items()} == {2: -1, 3: -1}
     assert partition.log.high_watermark == 4  # never back, not forward until they fetch
@@ -127,7 +128,7 @@ def test_a_follower_refuses_writes_and_reads(tmp_path: Path) -> None:
     assert not partition.is_leader
     assert partition.remote_replicas == {}
     with pytest.raises(ReplicationError) as write:
-        partition.append_records_to_leader(value_batch(1), required_acks=1)
+        partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
     with pytest.raises(ReplicationError) as read:
         partition.read_records(0, 1000, from_follower=False, min_one_message=True)
     with pytest.raises(ReplicationError) as offsets:
@@ -154,7 +155,7 @@ def test_a_leader_that_becomes_follower_and_back_starts_a_new_epoch(tmp_path: Pa
 
 def test_the_hw_is_the_smallest_log_end_offset_in_the_isr(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=1)
+    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
     assert partition.log.log_end_offset == 5
     assert partition.log.high_watermark == 0
     assert not partition.update_follower_fetch_state(2, 5, now=1.0)  # 3 has not fetched
@@ -167,7 +168,7 @@ def test_the_hw_is_the_smallest_log_end_offset_in_the_isr(tmp_path: Path) -> Non
 
 def test_a_replica_outside_the_isr_does_not_hold_the_hw_back(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2))
-    partition.append_records_to_leader(value_batch(5), required_acks=1)
+    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
     assert partition.update_follower_fetch_state(2, 5, now=1.0)
     assert partition.log.high_watermark == 5
     assert partition.remote_replicas[3].log_end_offset == -1
@@ -175,7 +176,7 @@ def test_a_replica_outside_the_isr_does_not_hold_the_hw_back(tmp_path: Path) -> 
 
 def test_the_hw_never_goes_back(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=1)
+    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 5, now=1.0)
     partition.update_follower_fetch_state(3, 5, now=1.0)
     assert partition.log.high_watermark == 5
@@ -183,7 +184,7 @@ def test_the_hw_never_goes_back(tmp_path: Path) -> None:
     # at most where it was; it does not move it back.
     assert not partition.update_follower_fetch_state(3, 1, now=2.0)
     assert partition.log.high_watermark == 5
-    partition.append_records_to_leader(value_batch(1), required_acks=1)
+    partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 6, now=3.0)
     assert partition.log.high_watermark == 5
 
@@ -192,7 +193,7 @@ def test_last_caught_up_time_moves_only_when_the_follower_reaches_the_log_end(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=1)
+    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 3, now=4.0)
     assert partition.remote_replicas[2].last_caught_up_time == 0.0
     partition.update_follower_fetch_state(2, 5, now=6.0)
@@ -218,7 +219,7 @@ def test_the_hw_is_monotonic_and_never_beyond_what_every_isr_member_has(
     previous = 0
     for kind, amount in steps:
         if kind == "append":
-            partition.append_records_to_leader(value_batch(int(amount)), required_acks=1)
+            partition.append_records_to_leader(value_batch(int(amount)), required_acks=Acks.LEADER)
         else:
             broker = int(str(kind))
             offset = round(amount * partition.log.log_end_offset)
@@ -236,11 +237,11 @@ def test_the_hw_is_monotonic_and_never_beyond_what_every_isr_member_has(
 def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path, isr=(1,), min_insync_replicas=2)
     with pytest.raises(ReplicationError) as refused:
-        partition.append_records_to_leader(value_batch(2), required_acks=-1)
+        partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
     assert error_of(refused) is ErrorCode.not_enough_replicas
     assert "min.insync.replicas=2" in str(refused.value)
     assert partition.log.log_end_offset == 0  # nothing was written
-    info = partition.append_records_to_leader(value_batch(2), required_acks=1)
+    info = partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
     assert (info.first_offset, info.last_offset) == (0, 1)
     assert partition.log.high_watermark == 2  # the ISR is the leader alone
 
@@ -249,7 +250,7 @@ def test_acks_all_is_accepted_when_the_isr_is_exactly_min_insync_replicas(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2), min_insync_replicas=2)
-    info = partition.append_records_to_leader(value_batch(2), required_acks=-1)
+    info = partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
     assert info.last_offset == 1
     assert partition.check_enough_replicas_reach_offset(2) is None  # HW not there yet
     partition.update_follower_fetch_state(2, 2, now=1.0)
@@ -260,7 +261,7 @@ def test_not_enough_replicas_after_append_when_the_isr_shrinks_meanwhile(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2), min_insync_replicas=2)
-    partition.append_records_to_leader(value_batch(3), required_acks=-1)
+    partition.append_records_to_leader(value_batch(3), required_acks=Acks.ALL)
     assert partition.check_enough_replicas_reach_offset(3) is None
     # Broker 2 drops out of the ISR: the HW moves (the leader alone), but the write
     # reached fewer copies than min.insync.replicas.
@@ -278,8 +279,8 @@ def test_not_enough_replicas_after_append_when_the_isr_shrinks_meanwhile(
 def test_consumers_read_up_to_the_hw_followers_to_the_log_end(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
     first, second = value_batch(2), value_batch(3)
-    partition.append_records_to_leader(first, required_acks=1)
-    partition.append_records_to_leader(second, required_acks=1)
+    partition.append_records_to_leader(first, required_acks=Acks.LEADER)
+    partition.append_records_to_leader(second, required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
     assert partition.log.high_watermark == 2
@@ -297,7 +298,7 @@ def test_consumers_read_up_to_the_hw_followers_to_the_log_end(tmp_path: Path) ->
 
 def test_list_offsets_latest_is_the_hw_not_the_log_end(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=1)
+    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
     partition.update_follower_fetch_state(2, 3, now=1.0)
     partition.update_follower_fetch_state(3, 3, now=1.0)
     latest = partition.fetch_offset_for_timestamp(LATEST_TIMESTAMP)
@@ -311,7 +312,7 @@ def test_list_offsets_latest_is_the_hw_not_the_log_end(tmp_path: Path) -> None:
 def test_timestamps_past_the_hw_are_not_visible(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
     for i in range(3):
-        partition.append_records_to_leader(keyed_batch([(b"k", b"v")], T0 + 1000 * i), 1)
+        partition.append_records_to_leader(keyed_batch([(b"k", b"v")], T0 + 1000 * i), Acks.LEADER)
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
     found = partition.fetch_offset_for_timestamp(T0 + 500)
@@ -370,7 +371,7 @@ def test_kip_320_the_current_leader_epoch_is_checked(
 ) -> None:
     partition = open_partition(tmp_path)
     partition.make_leader(partition_state((1,), leader_epoch=3), now=0.0)
-    partition.append_records_to_leader(value_batch(1), required_acks=1)
+    partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
     calls: list[Callable[[], object]] = [
         lambda: partition.read_records(
             0, 100, from_follower=False, min_one_message=True, current_leader_epoch=epoch

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import LogConfig, TopicPartition
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import LogConfig
 from minikafka.log.testing import value_batch
 from minikafka.replication import ProducePartitionResult, TopicSettings
 from minikafka.replication.testing import (
@@ -28,7 +29,7 @@ ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
 def test_acks_1_and_0_are_answered_once_the_leader_has_appended(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))  # the follower never fetches
-    for acks in (1, 0):
+    for acks in (Acks.LEADER, Acks.NONE):
         answers: ProduceAnswers = Answers()
         manager.append_records(30_000, acks, {TP: value_batch(3)}, answers, now=0.0)
         result = answers.only[TP]
@@ -45,7 +46,7 @@ def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(tmp_path:
     manager = replica_manager(tmp_path)
     lead(manager, TP)
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(2)}, answers, now=0.0)
     assert answers.only[TP] == ProducePartitionResult(
         ErrorCode.none, base_offset=0, log_start_offset=0
     )
@@ -55,9 +56,9 @@ def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(tmp_path:
 def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
-    manager.append_records(30_000, 1, {TP: value_batch(2)}, discard, now=0.0)
+    manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=0.0)
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(3)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(3)}, answers, now=0.0)
     assert not answers.answered
     assert manager.core.produce_purgatory.delayed == 1
     assert manager.core.produce_purgatory.watched(TP) == 1
@@ -79,7 +80,7 @@ def test_acks_all_over_two_partitions_waits_for_both(tmp_path: Path) -> None:
         lead(manager, tp, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
     manager.append_records(
-        30_000, -1, {TP: value_batch(1), OTHER: value_batch(2)}, answers, now=0.0
+        30_000, Acks.ALL, {TP: value_batch(1), OTHER: value_batch(2)}, answers, now=0.0
     )
     follower_fetch(manager, 2, TP, 1, now=1.0)
     assert not answers.answered
@@ -94,7 +95,7 @@ def test_acks_all_times_out_with_request_timed_out(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
-    manager.append_records(1_500, -1, {TP: value_batch(1)}, answers, now=10.0)
+    manager.append_records(1_500, Acks.ALL, {TP: value_batch(1)}, answers, now=10.0)
     assert manager.core.next_deadline() == 11.5
     assert manager.on_timer(11.49) == 0
     assert manager.on_timer(11.5) == 1
@@ -114,7 +115,7 @@ def test_a_partition_that_is_deleted_while_waiting_answers_unknown_partition(
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, answers, now=0.0)
     manager.stop_replicas([TP])
     assert answers.only[TP].error_code is ErrorCode.unknown_topic_or_partition
     assert manager.core.produce_purgatory.delayed == 0
@@ -126,7 +127,7 @@ def test_a_leader_that_becomes_follower_while_waiting_answers_not_leader(
     manager = replica_manager(tmp_path)
     partition = lead(manager, TP, (1, 2), isr=(1, 2))
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, answers, now=0.0)
     follower = partition_state((2, 1), leader=2, leader_epoch=1, partition_epoch=1)
     manager.become_leader_or_follower({}, {TP: (partition.topic_id, follower)}, now=1.0)
     assert answers.only[TP].error_code is ErrorCode.not_leader_or_follower
@@ -138,7 +139,7 @@ def test_an_isr_shrinking_below_the_minimum_while_waiting_answers_after_append(
     manager = replica_manager(tmp_path, min_insync_replicas=2)
     partition = lead(manager, TP, (1, 2, 3), isr=(1, 2))
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, answers, now=0.0)
     assert not answers.answered
     lead(manager, TP, (1, 2, 3), isr=(1,), partition_epoch=1, now=1.0)
     assert partition.log.high_watermark == 1
@@ -149,11 +150,11 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(tmp_path: Path) -> 
     manager = replica_manager(tmp_path, min_insync_replicas=2)
     lead(manager, TP, (1, 2, 3), isr=(1,))
     refused: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(1)}, refused, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, refused, now=0.0)
     assert refused.only[TP].error_code is ErrorCode.not_enough_replicas
     assert manager.core.produce_purgatory.delayed == 0
     accepted: ProduceAnswers = Answers()
-    manager.append_records(30_000, 1, {TP: value_batch(1)}, accepted, now=0.0)
+    manager.append_records(30_000, Acks.LEADER, {TP: value_batch(1)}, accepted, now=0.0)
     assert accepted.only[TP].error_code is ErrorCode.none
     assert accepted.only[TP].base_offset == 0  # the refused batch was never written
 
@@ -168,7 +169,7 @@ def test_errors_and_waiting_partitions_are_answered_together(tmp_path: Path) -> 
     answers: ProduceAnswers = Answers()
     manager.append_records(
         30_000,
-        -1,
+        Acks.ALL,
         {TP: value_batch(1), unknown: value_batch(1), OTHER: corrupt},
         answers,
         now=0.0,
@@ -189,7 +190,7 @@ def test_errors_and_waiting_partitions_are_answered_together(tmp_path: Path) -> 
 def test_acks_all_where_every_partition_failed_is_answered_at_once(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, -1, {TP: value_batch(1)}, answers, now=0.0)
+    manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, answers, now=0.0)
     assert answers.only[TP].error_code is ErrorCode.unknown_topic_or_partition
     assert manager.core.produce_purgatory.delayed == 0
 
@@ -199,5 +200,7 @@ def test_a_too_large_batch_is_refused_with_message_too_large(tmp_path: Path) -> 
     manager = replica_manager(tmp_path, settings=table)
     lead(manager, TP)
     answers: ProduceAnswers = Answers()
-    manager.append_records(30_000, 1, {TP: value_batch(5, value_bytes=100)}, answers, now=0.0)
+    manager.append_records(
+        30_000, Acks.LEADER, {TP: value_batch(5, value_bytes=100)}, answers, now=0.0
+    )
     assert answers.only[TP].error_code is ErrorCode.message_too_large

@@ -14,7 +14,8 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import LogManager, OffsetCheckpointFile, TopicPartition
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import LogManager, OffsetCheckpointFile
 from minikafka.log.testing import ManualClock, value_batch
 from minikafka.replication import (
     HIGH_WATERMARK_CHECKPOINT,
@@ -114,7 +115,7 @@ async def test_a_long_poll_answered_by_data_is_not_answered_again_at_its_deadlin
         await nursery.start(manager.run)
         start = trio.current_time()
         long_poll(manager, 500, answers)
-        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard)
+        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard)
         assert answers.times == [start]
         params = consumer_params(max_wait_ms=2_000, min_bytes=1)
         manager.fetch_messages(params, [FetchPartition(TP, 2, 1 << 20)], later)
@@ -139,7 +140,7 @@ async def test_the_reaper_times_out_an_acks_all_produce(
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         start = trio.current_time()
-        manager.append_records(3_000, -1, {TP: value_batch(1)}, respond)
+        manager.append_records(3_000, Acks.ALL, {TP: value_batch(1)}, respond)
         with trio.fail_after(60):
             await done.wait()
         elapsed = trio.current_time() - start
@@ -186,10 +187,10 @@ async def test_the_hw_checkpoint_is_written_on_schedule(
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         start = trio.current_time()
-        manager.append_records(30_000, 1, {TP: value_batch(3)}, discard)
+        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(3)}, discard)
         await core.wait_for_writes(1)
         assert checkpoint.read() == {TP: 3}
-        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard)
+        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard)
         await core.wait_for_writes(2)
         assert checkpoint.read() == {TP: 5}
         nursery.cancel_scope.cancel()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.replication import (
     BecameFollower,
@@ -90,7 +90,7 @@ def test_the_hw_is_traced_only_when_it_moves_up(tmp_path: Path) -> None:
     manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2), leader_epoch=3)
     with recording(manager) as tracer:
-        manager.append_records(30_000, 1, {TP: value_batch(5)}, discard, now=0.0)
+        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(5)}, discard, now=0.0)
         assert tracer.events == []  # the follower has not fetched: the HW stays at 0
         follower_fetch(manager, 2, TP, 2, now=1.0)
         follower_fetch(manager, 2, TP, 2, now=2.0)  # the same offset again: no move
@@ -108,8 +108,8 @@ def test_a_leader_alone_advances_on_every_append_and_answers_acks_all_at_once(
     lead(manager, TP)
     answers: ProduceAnswers = Answers()
     with recording(manager) as tracer:
-        manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
-        manager.append_records(30_000, -1, {TP: value_batch(3)}, answers, now=0.0)
+        manager.append_records(30_000, Acks.ALL, {TP: value_batch(2)}, answers, now=0.0)
+        manager.append_records(30_000, Acks.ALL, {TP: value_batch(3)}, answers, now=0.0)
     assert len(answers.calls) == 2
     assert tracer.events == [
         HighWatermarkAdvanced("orders", 0, 0, 2, 0),
@@ -124,7 +124,7 @@ def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path
     answers: ProduceAnswers = Answers()
     with recording(manager) as tracer:
         batches = {TP: value_batch(3), OTHER: value_batch(1)}
-        manager.append_records(30_000, -1, batches, answers, now=10.0)
+        manager.append_records(30_000, Acks.ALL, batches, answers, now=10.0)
         follower_fetch(manager, 2, TP, 3, now=10.25)
         assert not answers.answered
         follower_fetch(manager, 2, OTHER, 1, now=11.5)
@@ -146,7 +146,7 @@ def test_an_expired_produce_and_an_expired_fetch_are_traced(tmp_path: Path) -> N
     produced: ProduceAnswers = Answers()
     fetched: Answers[FetchAnswer] = Answers()
     with recording(manager) as tracer:
-        manager.append_records(2_000, -1, {TP: value_batch(1)}, produced, now=1.0)
+        manager.append_records(2_000, Acks.ALL, {TP: value_batch(1)}, produced, now=1.0)
         params = consumer_params(max_wait_ms=500, min_bytes=1)
         manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], fetched, now=2.0)
         assert manager.on_timer(2.5) == 1  # the fetch's fetch.max.wait.ms
@@ -169,7 +169,7 @@ def test_a_long_poll_completed_by_new_data_is_traced(tmp_path: Path) -> None:
         lead(manager, OTHER)
         manager.fetch_messages(params, fetches, fetched, now=4.0)
         assert not fetched.answered
-        manager.append_records(30_000, 1, {TP: value_batch(2)}, discard, now=4.75)
+        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=4.75)
     assert len(fetched.calls) == 1
     assert tracer.of_type(DelayedOperationCompleted) == [
         DelayedOperationCompleted("fetch", "completed", 750.0, 2)
@@ -182,7 +182,7 @@ def test_nothing_is_traced_when_tracing_is_off(tmp_path: Path) -> None:
         tracer.close()
         lead(manager, TP, (1, 2), isr=(1, 2))
         answers: ProduceAnswers = Answers()
-        manager.append_records(30_000, -1, {TP: value_batch(2)}, answers, now=0.0)
+        manager.append_records(30_000, Acks.ALL, {TP: value_batch(2)}, answers, now=0.0)
         follower_fetch(manager, 2, TP, 2, now=1.0)
         assert answers.answered
     assert tracer.records == []
@@ -196,7 +196,7 @@ def test_two_brokers_in_one_process_trace_to_their_own_tracers(tmp_path: Path) -
     with recording(one) as first, recording(two) as second:
         lead(one, TP)
         lead(two, OTHER)
-        one.append_records(30_000, 1, {TP: value_batch(2)}, discard, now=0.0)
+        one.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=0.0)
     assert (first.node, second.node) == (1, 2)
     assert first.events == [
         BecameLeader("orders", 0, 0, 0, (1,), (1,), 0),

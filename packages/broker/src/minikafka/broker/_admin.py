@@ -17,6 +17,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.controller import (
+    MIN_INSYNC_REPLICAS,
+    UNCLEAN_LEADER_ELECTION_ENABLE,
     ConfigResourceType,
     ControllerError,
     ControllerServer,
@@ -29,17 +31,12 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.log import LOG_KEYS, NO_EFFECT, TOPIC_ONLY_KEYS, LogConfig
+from minikafka.log import LOG_CONFIG, NO_EFFECT, LogConfig
 from minikafka.net import Request, build, nested, response_schema
 
 from ._body import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
-from ._config import KafkaConfig, unit_keys
-from ._metadata_cache import (
-    INTERNAL_TOPICS,
-    MIN_INSYNC_REPLICAS,
-    UNCLEAN_LEADER_ELECTION_ENABLE,
-    MetadataCache,
-)
+from ._config import KafkaConfig
+from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -242,28 +239,27 @@ def topic_config_entries(
     default in Kafka (``remote.storage.enable``...) has only its DEFAULT_CONFIG synonym.
     """
     overrides = cache.topic_config_overrides(topic)
-    # topic key -> (broker key or None, the broker's effective value, Kafka's default)
-    keys: dict[str, tuple[str | None, str, str]] = {
-        setting.topic_key: (
-            setting.broker_key,
-            _render(getattr(config.log, setting.field)),
-            _render(getattr(_KAFKA_DEFAULTS, setting.field)),
-        )
-        for setting in LOG_KEYS
-    }
-    for topic_only in TOPIC_ONLY_KEYS:
-        default = _render(getattr(_KAFKA_DEFAULTS, topic_only.field))
-        keys[topic_only.topic_key] = (None, default, default)
-    keys[MIN_INSYNC_REPLICAS] = (MIN_INSYNC_REPLICAS, str(config.broker.min_insync_replicas), "1")
+    # topic key -> (its broker-level synonyms, the broker's effective value, Kafka's default)
+    keys: dict[str, tuple[tuple[str, ...], str, str]] = {}
+    for log_key in LOG_CONFIG:
+        assert log_key.field is not None
+        effective = _render(getattr(config.log, log_key.field))
+        default = _render(getattr(_KAFKA_DEFAULTS, log_key.field))
+        # A key with no broker-level default in Kafka has only its DEFAULT_CONFIG synonym.
+        synonyms_of = log_key.synonym_names()
+        keys[log_key.name] = (synonyms_of, effective if synonyms_of else default, default)
+    keys[MIN_INSYNC_REPLICAS] = (
+        (MIN_INSYNC_REPLICAS,),
+        str(config.broker.min_insync_replicas),
+        "1",
+    )
     unclean = _render(config.controller.unclean_leader_election_enable)
-    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = (UNCLEAN_LEADER_ELECTION_ENABLE, unclean, "false")
+    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = ((UNCLEAN_LEADER_ELECTION_ENABLE,), unclean, "false")
     entries = []
-    for key, (broker_key, effective, default) in sorted(keys.items()):
-        synonyms: list[tuple[str, str, int]] = []
-        if broker_key is not None:
-            given = [k for k in (broker_key, *unit_keys(broker_key)) if k in config.properties]
-            synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
-        synonyms.append((broker_key or key, default, DEFAULT_CONFIG))
+    for key, (broker_keys, effective, default) in sorted(keys.items()):
+        given = [k for k in broker_keys if k in config.properties]
+        synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
+        synonyms.append((broker_keys[0] if broker_keys else key, default, DEFAULT_CONFIG))
         if key in overrides:
             synonyms.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
             entries.append(ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms)))

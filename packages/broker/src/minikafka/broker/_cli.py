@@ -31,10 +31,10 @@ import trio
 import typer
 from rich.console import Console
 
+from minikafka.common import ConfigError
 from minikafka.log import raise_open_files_limit
 from minikafka.log._tool import PathError, dump
 from minikafka.log._tool import verify as verify_log
-from minikafka.net import ConfigError
 from minikafka.trace import (
     TRACE_DIR_ENV,
     JsonLinesTracer,

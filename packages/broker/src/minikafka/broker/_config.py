@@ -1,9 +1,11 @@
 """KafkaConfig: ``server.properties`` plus ``--override key=value``, Kafka's names and defaults.
 
-Every layer reads the keys it owns (the network layer's ``NetConfig``, the log's
-``LogConfig`` and ``LogManagerSchedule``, the controller's ``ControllerConfig``); this
-module adds the broker's own keys and checks the whole set: a key no layer knows, or a
-value a layer cannot use, stops start-up with a :class:`ConfigError` naming the key.
+Every package declares the keys it owns in a :class:`~minikafka.common.ConfigDef` (the
+network layer's ``NET_CONFIG``, the log's ``LOG_CONFIG`` and ``LOG_MANAGER_CONFIG``, the
+controller's ``CONTROLLER_CONFIG``, the group coordinator's ``GROUP_CONFIG``); this module
+declares the broker's own (:data:`BROKER_CONFIG`) and assembles ``KafkaConfig`` from all
+of them: a key none declares, or a value a package cannot use, stops start-up with a
+:class:`ConfigError` naming the key.
 
 Only KRaft combined mode on one node exists so far, so ``process.roles`` must be
 ``broker,controller`` and ``controller.quorum.voters`` may name only this node. Both
@@ -13,16 +15,22 @@ default to exactly that, so ``listeners`` and ``log.dirs`` are all a single node
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
 
-from minikafka.controller import ControllerConfig, parse_bool, parse_int
-from minikafka.coordination import GroupConfig
-from minikafka.log import LOG_KEYS, LogConfig, LogManagerSchedule
+from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, Synonym, at_least
+from minikafka.controller import (
+    CONTROLLER_CONFIG,
+    MIN_INSYNC,
+    REPLICATION_TOPIC_CONFIG,
+    ControllerConfig,
+)
+from minikafka.coordination import GROUP_CONFIG, GroupConfig
+from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG, LogConfig, LogManagerSchedule
 from minikafka.net import (
-    ConfigError,
+    NET_CONFIG,
     Listener,
     NetConfig,
     listener_endpoints,
@@ -36,7 +44,8 @@ _MINUTES = 60 * 1000
 
 @attrs.frozen
 class BrokerSettings:
-    """The broker's own keys (the layers' keys live in their own config classes)."""
+    """The broker's own keys (:data:`BROKER_CONFIG`; the packages' keys live in their own
+    config classes). ``node_id`` is the controller's ``node.id``, copied here."""
 
     node_id: int = 1
     process_roles: tuple[str, ...] = ("broker", "controller")
@@ -87,12 +96,12 @@ class KafkaConfig:
         unknown = sorted(set(props) - known_keys())
         if unknown:
             raise ConfigError(unknown[0], "unknown configuration key")
-        broker = _broker_settings(props)
-        net = NetConfig.from_properties(props)
-        log = LogConfig.from_properties(_with_retention_units(props))
-        schedule = _schedule(props)
         controller = ControllerConfig.from_properties(props)
-        group = _group_config(props)
+        broker = _broker_settings(props, controller.node_id)
+        net = NetConfig.from_properties(props)
+        log = LogConfig.from_properties(props)  # the broker-level names, units included
+        schedule = LOG_MANAGER_CONFIG.apply(LogManagerSchedule(), props)
+        group = GroupConfig.from_properties(props)
         _check_roles(broker)
         _check_advertised_listeners(broker, net)
         return cls(broker, net, log, schedule, controller, group, dict(props))
@@ -131,104 +140,6 @@ def parse_override(item: str) -> tuple[str, str]:
 
 # --- the keys ---------------------------------------------------------------------------
 
-_BROKER_KEYS: dict[str, Callable[[str, str], object]] = {
-    "node.id": lambda k, v: parse_int(k, v),
-    "process.roles": lambda k, v: tuple(p.strip() for p in v.split(",") if p.strip()),
-    "controller.quorum.voters": lambda k, v: v,
-    "log.dirs": lambda k, v: _paths(k, v),
-    "log.dir": lambda k, v: _paths(k, v),
-    "metadata.log.dir": lambda k, v: _path(k, v),
-    # Parsed again in _broker_settings with listener.security.protocol.map.
-    "advertised.listeners": lambda k, v: parse_listeners(v, k),
-    "auto.create.topics.enable": parse_bool,
-    "min.insync.replicas": lambda k, v: parse_int(k, v, minimum=1),
-    "broker.heartbeat.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
-    "replica.high.watermark.checkpoint.interval.ms": lambda k, v: parse_int(k, v, minimum=1),
-    "controlled.shutdown.timeout.ms": lambda k, v: parse_int(k, v, minimum=0),
-    "offsets.topic.replication.factor": lambda k, v: parse_int(k, v, minimum=1, maximum=32767),
-    "offsets.topic.segment.bytes": lambda k, v: parse_int(k, v, minimum=1, maximum=2**31 - 1),
-    "offsets.commit.timeout.ms": lambda k, v: parse_int(k, v, minimum=1),
-}
-_FIELDS = {
-    "node.id": "node_id",
-    "process.roles": "process_roles",
-    "controller.quorum.voters": "controller_quorum_voters",
-    "log.dirs": "log_dirs",
-    "log.dir": "log_dirs",
-    "metadata.log.dir": "metadata_log_dir",
-    "advertised.listeners": "advertised_listeners",
-    "auto.create.topics.enable": "auto_create_topics_enable",
-    "min.insync.replicas": "min_insync_replicas",
-    "broker.heartbeat.interval.ms": "broker_heartbeat_interval_ms",
-    "replica.high.watermark.checkpoint.interval.ms": (
-        "replica_high_watermark_checkpoint_interval_ms"
-    ),
-    "controlled.shutdown.timeout.ms": "controlled_shutdown_timeout_ms",
-    "offsets.topic.replication.factor": "offsets_topic_replication_factor",
-    "offsets.topic.segment.bytes": "offsets_topic_segment_bytes",
-    "offsets.commit.timeout.ms": "offsets_commit_timeout_ms",
-}
-# Keys Kafka's sample server.properties sets that only have one possible value here.
-_FIXED_KEYS: dict[str, Callable[[str], bool]] = {
-    "controller.listener.names": lambda v: True,  # no separate controller listener yet
-    "inter.broker.listener.name": lambda v: True,
-    "num.recovery.threads.per.data.dir": lambda v: v.isdigit() and int(v) >= 1,
-    "socket.send.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
-    "socket.receive.buffer.bytes": lambda v: bool(re.fullmatch(r"-?\d+", v)),
-    "transaction.state.log.replication.factor": lambda v: v.isdigit() and int(v) >= 1,
-    "transaction.state.log.min.isr": lambda v: v.isdigit() and int(v) >= 1,
-}
-_SCHEDULE_KEYS = {
-    "log.retention.check.interval.ms": "retention_check_interval_ms",
-    "log.flush.scheduler.interval.ms": "flush_check_interval_ms",
-    "log.flush.offset.checkpoint.interval.ms": "recovery_point_checkpoint_interval_ms",
-    "log.flush.start.offset.checkpoint.interval.ms": "start_offset_checkpoint_interval_ms",
-    "log.cleaner.backoff.ms": "cleaner_backoff_ms",
-    "log.cleaner.enable": "cleaner_enable",
-}
-_RETENTION_UNITS = {
-    # Kafka's precedence: .ms over .minutes over .hours (and log.roll.ms over .hours).
-    # Each entry: the unit key, its factor in ms, its smallest value (-1: keep forever).
-    "log.retention.ms": (
-        ("log.retention.minutes", _MINUTES, -1),
-        ("log.retention.hours", _HOURS, -1),
-    ),
-    "log.roll.ms": (("log.roll.hours", _HOURS, 1),),
-}
-# The group coordinator's keys: Kafka's name -> (GroupConfig field, smallest value).
-_GROUP_KEYS = {
-    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", 1),
-    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", 1),
-    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", 0),
-    "group.max.size": ("group_max_size", 1),
-    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", 1),
-    "offsets.retention.minutes": ("offsets_retention_minutes", 1),
-    "offsets.retention.check.interval.ms": ("offsets_retention_check_interval_ms", 1),
-    "offset.metadata.max.bytes": ("offset_metadata_max_bytes", 0),
-}
-_CONTROLLER_KEYS = {
-    "broker.session.timeout.ms",
-    "num.partitions",
-    "default.replication.factor",
-    "unclean.leader.election.enable",
-    "metadata.log.max.record.bytes.between.snapshots",
-}
-
-
-def known_keys() -> set[str]:
-    keys = set(_BROKER_KEYS) | set(_FIXED_KEYS) | set(_SCHEDULE_KEYS) | _CONTROLLER_KEYS
-    keys |= set(_GROUP_KEYS)
-    keys |= set(NetConfig.KEYS)
-    keys |= {setting.broker_key for setting in LOG_KEYS}
-    for units in _RETENTION_UNITS.values():
-        keys |= {key for key, _, _ in units}
-    return keys
-
-
-def unit_keys(ms_key: str) -> tuple[str, ...]:
-    """The keys that set ``ms_key`` in other units (``log.retention.hours``...)."""
-    return tuple(key for key, _, _ in _RETENTION_UNITS.get(ms_key, ()))
-
 
 def _path(key: str, value: str) -> Path:
     if not value.strip():
@@ -243,65 +154,143 @@ def _paths(key: str, value: str) -> tuple[Path, ...]:
     return paths
 
 
-def _broker_settings(props: Mapping[str, str]) -> BrokerSettings:
-    values: dict[str, object] = {}
-    for key, parse in _BROKER_KEYS.items():
-        if key in props and not (key == "log.dir" and "log.dirs" in props):
-            values[_FIELDS[key]] = parse(key, props[key])
-    if "advertised.listeners" in props:
-        # The same parsing as listeners (minikafka.net), names checked against the map.
-        values["advertised_listeners"] = listener_endpoints(
-            props["advertised.listeners"], "advertised.listeners", security_protocol_map(props)
-        )
-    for key, check in _FIXED_KEYS.items():
-        if key in props and not check(props[key]):
-            raise ConfigError(key, f"{props[key]!r} is not supported by minikafka")
-    return BrokerSettings(**values)  # type: ignore[arg-type]
+_INT = ConfigType.INT
+_ADVERTISED_LISTENERS = "advertised.listeners"
+_PROCESS_ROLES = "process.roles"
+_QUORUM_VOTERS = "controller.quorum.voters"
+
+BROKER_CONFIG = ConfigDef(
+    (
+        ConfigKey(_PROCESS_ROLES, ConfigType.LIST, "process_roles", doc="broker,controller."),
+        ConfigKey(
+            _QUORUM_VOTERS,
+            ConfigType.STRING,
+            "controller_quorum_voters",
+            doc="id@host:port,...; empty: this node alone.",
+        ),
+        ConfigKey(
+            "log.dirs",
+            _paths,
+            "log_dirs",
+            doc="Where the partitions' directories live.",
+            synonyms=(Synonym("log.dir"),),
+        ),
+        ConfigKey(
+            "metadata.log.dir",
+            _path,
+            "metadata_log_dir",
+            doc="Where the KRaft metadata log lives; default: the first of log.dirs.",
+        ),
+        # Parsed again in _broker_settings with listener.security.protocol.map.
+        ConfigKey(
+            _ADVERTISED_LISTENERS,
+            lambda k, v: parse_listeners(v, k),
+            "advertised_listeners",
+            doc="What clients are told to connect to; default: the listeners.",
+        ),
+        ConfigKey(
+            "auto.create.topics.enable",
+            ConfigType.BOOLEAN,
+            "auto_create_topics_enable",
+            doc="A Metadata request for an unknown topic creates it.",
+        ),
+        MIN_INSYNC,  # the broker-level default of the topic config (min_insync_replicas)
+        ConfigKey(
+            "broker.heartbeat.interval.ms",
+            _INT,
+            "broker_heartbeat_interval_ms",
+            at_least(1),
+            "How often the broker heartbeats to the controller.",
+        ),
+        ConfigKey(
+            "replica.high.watermark.checkpoint.interval.ms",
+            _INT,
+            "replica_high_watermark_checkpoint_interval_ms",
+            at_least(1),
+            "How often replication-offset-checkpoint is written.",
+        ),
+        ConfigKey(
+            "controlled.shutdown.timeout.ms",
+            _INT,
+            "controlled_shutdown_timeout_ms",
+            at_least(0),
+            "How long in-flight requests may finish at shutdown.",
+        ),
+        ConfigKey(
+            "offsets.topic.replication.factor",
+            ConfigType.SHORT,
+            "offsets_topic_replication_factor",
+            at_least(1),
+            "Replicas of __consumer_offsets.",
+        ),
+        ConfigKey(
+            "offsets.topic.segment.bytes",
+            _INT,
+            "offsets_topic_segment_bytes",
+            at_least(1),
+            "segment.bytes of __consumer_offsets.",
+        ),
+        ConfigKey(
+            "offsets.commit.timeout.ms",
+            _INT,
+            "offsets_commit_timeout_ms",
+            at_least(1),
+            "How long an offset commit waits for its record to be replicated.",
+        ),
+        # Keys Kafka's sample server.properties sets that only have one meaning here:
+        # accepted and checked, read by nothing.
+        ConfigKey(
+            "inter.broker.listener.name",
+            ConfigType.STRING,
+            None,
+            doc="Not used: one node has no inter-broker traffic.",
+        ),
+        ConfigKey(
+            "transaction.state.log.replication.factor",
+            ConfigType.SHORT,
+            None,
+            at_least(1),
+            "Not used: transactions are not implemented.",
+        ),
+        ConfigKey(
+            "transaction.state.log.min.isr",
+            _INT,
+            None,
+            at_least(1),
+            "Not used: transactions are not implemented.",
+        ),
+    )
+)
+"""The broker's own keys (Kafka's ServerConfigs, KRaftConfigs and the offsets topic's)."""
 
 
-def _with_retention_units(props: Mapping[str, str]) -> dict[str, str]:
-    """Turn ``log.retention.hours`` and friends into the ``.ms`` key the log reads.
+def known_keys() -> frozenset[str]:
+    """Every key some package declares: the names ``server.properties`` may set.
 
-    Every unit key given is checked, and named in the error, even when a more precise
-    one wins, as Kafka checks every key it is given.
+    The topic configs' broker-level names are their synonyms (``log.segment.bytes``, not
+    ``segment.bytes``, which only a topic sets).
     """
-    result = dict(props)
-    for ms_key, units in _RETENTION_UNITS.items():
-        for key, factor, minimum in units:
-            if key not in props:
-                continue
-            value = parse_int(key, props[key], minimum=minimum)
-            if ms_key not in result:  # the first unit given, in order of precedence, wins
-                result[ms_key] = str(-1 if value == -1 else value * factor)
-    return result
+    return (
+        BROKER_CONFIG.names()
+        | BROKER_CONFIG.synonym_names()
+        | NET_CONFIG.names()
+        | LOG_CONFIG.synonym_names()
+        | LOG_MANAGER_CONFIG.names()
+        | CONTROLLER_CONFIG.names()
+        | REPLICATION_TOPIC_CONFIG.synonym_names()
+        | GROUP_CONFIG.names()
+    )
 
 
-def _schedule(props: Mapping[str, str]) -> LogManagerSchedule:
-    values: dict[str, object] = {}
-    for key, field in _SCHEDULE_KEYS.items():
-        if key not in props:
-            continue
-        if field == "cleaner_enable":
-            values[field] = parse_bool(key, props[key])
-        else:
-            values[field] = parse_int(key, props[key], minimum=1, maximum=2**63 - 1)
-    return LogManagerSchedule(**values)  # type: ignore[arg-type]
-
-
-def _group_config(props: Mapping[str, str]) -> GroupConfig:
-    values = {
-        field: parse_int(key, props[key], minimum=minimum, maximum=2**31 - 1)
-        for key, (field, minimum) in _GROUP_KEYS.items()
-        if key in props
-    }
-    config = GroupConfig(**values)
-    if config.group_max_session_timeout_ms < config.group_min_session_timeout_ms:
-        raise ConfigError(
-            "group.max.session.timeout.ms",
-            f"{config.group_max_session_timeout_ms} is below group.min.session.timeout.ms "
-            f"({config.group_min_session_timeout_ms})",
+def _broker_settings(props: Mapping[str, str], node_id: int) -> BrokerSettings:
+    settings = BROKER_CONFIG.apply(BrokerSettings(node_id=node_id), props)
+    if _ADVERTISED_LISTENERS in props:
+        # The same parsing as listeners (minikafka.net), names checked against the map.
+        advertised = listener_endpoints(
+            props[_ADVERTISED_LISTENERS], _ADVERTISED_LISTENERS, security_protocol_map(props)
         )
-    return config
+        settings = attrs.evolve(settings, advertised_listeners=advertised)
+    return settings
 
 
 def _check_advertised_listeners(broker: BrokerSettings, net: NetConfig) -> None:
@@ -310,7 +299,7 @@ def _check_advertised_listeners(broker: BrokerSettings, net: NetConfig) -> None:
     for listener in broker.advertised_listeners:
         if listener.name not in names:
             raise ConfigError(
-                "advertised.listeners",
+                _ADVERTISED_LISTENERS,
                 f"listener {listener.name} is not one of the listeners "
                 f"({', '.join(sorted(names))})",
             )
@@ -319,7 +308,7 @@ def _check_advertised_listeners(broker: BrokerSettings, net: NetConfig) -> None:
 def _check_roles(broker: BrokerSettings) -> None:
     if set(broker.process_roles) != {"broker", "controller"}:
         raise ConfigError(
-            "process.roles",
+            _PROCESS_ROLES,
             f"{','.join(broker.process_roles)!r}: only combined mode (broker,controller) "
             "on one node is implemented",
         )
@@ -328,10 +317,10 @@ def _check_roles(broker: BrokerSettings) -> None:
         for voter in voters.split(","):
             match = re.fullmatch(r"\s*(\d+)@([^:]+|\[[^\]]+\]):(\d+)\s*", voter)
             if match is None:
-                raise ConfigError("controller.quorum.voters", f"{voter!r} is not id@host:port")
+                raise ConfigError(_QUORUM_VOTERS, f"{voter!r} is not id@host:port")
             if int(match[1]) != broker.node_id:
                 raise ConfigError(
-                    "controller.quorum.voters",
+                    _QUORUM_VOTERS,
                     f"voter {match[1]} is not this node ({broker.node_id}): only a "
                     "single-voter quorum is implemented",
                 )

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
-from minikafka.net import FileRegion, Request
+from minikafka.common import FileRegion, TopicPartition
+from minikafka.net import Request
 from minikafka.replication import (
     FetchParams,
     FetchPartition,

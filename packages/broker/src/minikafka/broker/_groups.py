@@ -39,6 +39,7 @@ from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCom
 from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupRequestV3
 from kio.static.protocol import Entity, ResponsePayload
 
+from minikafka.common import TopicPartition
 from minikafka.coordination import (
     CommittedOffset,
     GroupCoordinatorService,
@@ -49,7 +50,6 @@ from minikafka.coordination import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
-from minikafka.log import TopicPartition
 from minikafka.net import ApiKey, Request, build, nested, response_schema
 
 from ._body import (

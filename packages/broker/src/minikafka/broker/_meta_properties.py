@@ -13,7 +13,7 @@ import os
 import uuid
 from pathlib import Path
 
-from minikafka.net import ConfigError
+from minikafka.common import ConfigError
 
 META_PROPERTIES = "meta.properties"
 

@@ -19,8 +19,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
 from kio.static.protocol import Entity, ResponsePayload
 
+from minikafka.common import TopicPartition
 from minikafka.controller import NO_LEADER, TopicImage
-from minikafka.log import TopicPartition
 from minikafka.net import ApiKey, Request, build, nested, response_schema
 from minikafka.replication import ReplicaManagerService, ReplicationError
 

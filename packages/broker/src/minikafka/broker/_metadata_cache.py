@@ -12,16 +12,17 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.controller import METADATA_TOPIC, ConfigResourceType, MetadataImage, TopicImage
-from minikafka.log import LOG_KEYS, TOPIC_ONLY_KEYS, LogConfig
-
-# Topic-level keys that are not the log's own (the controller validates them).
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-# Every topic config the log reads (the others are the controller's and the partition's).
-_LOG_TOPIC_KEYS = frozenset(
-    {s.topic_key for s in LOG_KEYS} | {s.topic_key for s in TOPIC_ONLY_KEYS}
+from minikafka.controller import (
+    METADATA_TOPIC,
+    MIN_INSYNC_REPLICAS,
+    ConfigResourceType,
+    MetadataImage,
+    TopicImage,
 )
+from minikafka.log import LOG_CONFIG, LogConfig
+
+# Every topic config the log reads (the others are the controller's and the partition's).
+_LOG_TOPIC_KEYS = LOG_CONFIG.names()
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", METADATA_TOPIC})
 
 

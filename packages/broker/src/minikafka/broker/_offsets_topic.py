@@ -24,6 +24,7 @@ from kio.schema.find_coordinator.v0.request import (
     FindCoordinatorRequest as FindCoordinatorRequestV0,
 )
 
+from minikafka.common import Acks, TopicPartition
 from minikafka.controller import (
     ControllerError,
     ControllerServer,
@@ -32,7 +33,7 @@ from minikafka.controller import (
     CreateTopicsResponse,
 )
 from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
-from minikafka.log import TopicPartition, build_batch, iter_decoded_batches, make_records
+from minikafka.log import build_batch, iter_decoded_batches, make_records
 from minikafka.net import ApiKey, Request, build, response_schema
 from minikafka.replication import ReplicaManagerService
 
@@ -63,7 +64,7 @@ class ReplicaOffsetsTopic:
         batch = build_batch(make_records(records, timestamp_ms=int(time.time() * 1000)))
         self.replica_manager.append_records(
             self.commit_timeout_ms,
-            -1,
+            Acks.ALL,
             {tp: bytearray(batch)},
             lambda results: on_committed(results[tp].error_code),
         )

@@ -14,8 +14,9 @@ import datetime
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from minikafka.log import RECORD_BATCH_OVERHEAD, RecordBatchHeader, TopicPartition
-from minikafka.net import Acks, ApiKey, Request, build, nested, response_schema
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import RECORD_BATCH_OVERHEAD, RecordBatchHeader
+from minikafka.net import ApiKey, Request, build, nested, response_schema
 from minikafka.replication import ProducePartitionResult, ReplicaManagerService
 
 from ._body import PRODUCE

@@ -20,6 +20,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.net import ApiKey, Request, build, response_schema
 
@@ -28,7 +29,7 @@ from ._body import INIT_PRODUCER_ID
 NO_THROTTLE = datetime.timedelta(0)
 
 
-class ProducerIdsUnavailable(Exception):
+class ProducerIdsUnavailable(ApiError):
     def __init__(self, error_code: ErrorCode) -> None:
         super().__init__(error_code.name)
         self.error_code = error_code

@@ -28,6 +28,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -44,7 +45,7 @@ from minikafka.controller import (
     MetadataImage,
 )
 from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
-from minikafka.log import LogManager, TopicPartition
+from minikafka.log import LogManager
 from minikafka.net import Listener, SocketServer
 from minikafka.replication import (
     PartitionState,

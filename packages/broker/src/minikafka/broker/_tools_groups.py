@@ -54,8 +54,8 @@ from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
+from minikafka.common import TopicPartition
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
-from minikafka.log import TopicPartition
 from minikafka.net import Node
 
 from ._tools_client import Cluster, KafkaError, ToolError, check, error_name

@@ -37,8 +37,8 @@ from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from minikafka.common import Acks
 from minikafka.log import CompressionType, build_batch, make_records
-from minikafka.net import Acks
 
 from ._tools_client import Cluster, KafkaError, ToolError, check, error_name, lone_errors
 

@@ -1,11 +1,55 @@
-"""minikafka.common: what every layer shares.
+"""minikafka.common: what every layer shares, at the bottom of the layers.
 
-The core/shell contract's two types live here so that every core (the controller, the
-group coordinator, replication, the Raft quorum) speaks the same way: :class:`CoreResult`
-is what a core asks its shell to do, :class:`Deadlines` is how it knows its next timer.
+- The core/shell contract's two types, so that every core (the controller, the group
+  coordinator, replication, the Raft quorum) speaks the same way: :class:`CoreResult` is
+  what a core asks its shell to do, :class:`Deadlines` is how it knows its next timer.
+- The vocabulary every layer uses: :class:`TopicPartition`, :class:`Acks` (produce's
+  ``acks``), :class:`FileRegion` (bytes of a file the log hands the network layer to send
+  with ``sendfile``).
+- Errors: :class:`ConfigError` (a bad configuration value, naming the key) and
+  :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`.
+- :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
+  ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
 """
 
+from ._acks import Acks as Acks
+from ._config_def import ConfigDef as ConfigDef
+from ._config_def import ConfigKey as ConfigKey
+from ._config_def import ConfigType as ConfigType
+from ._config_def import Parser as Parser
+from ._config_def import Synonym as Synonym
+from ._config_def import Validator as Validator
+from ._config_def import at_least as at_least
+from ._config_def import between as between
+from ._config_def import matches as matches
+from ._config_def import one_of as one_of
 from ._deadlines import Deadlines as Deadlines
+from ._errors import ApiError as ApiError
+from ._errors import ConfigError as ConfigError
+from ._errors import ErrorCode as ErrorCode
+from ._file_region import FileRegion as FileRegion
+from ._file_region import PinnableFile as PinnableFile
 from ._result import CoreResult as CoreResult
+from ._topic_partition import TopicPartition as TopicPartition
 
-__all__ = ["CoreResult", "Deadlines"]
+__all__ = [
+    "Acks",
+    "ApiError",
+    "ConfigDef",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigType",
+    "CoreResult",
+    "Deadlines",
+    "ErrorCode",
+    "FileRegion",
+    "Parser",
+    "PinnableFile",
+    "Synonym",
+    "TopicPartition",
+    "Validator",
+    "at_least",
+    "between",
+    "matches",
+    "one_of",
+]

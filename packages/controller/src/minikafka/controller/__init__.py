@@ -7,11 +7,13 @@ the log package.
 """
 
 from ._assign_cmd import render_assignment_table as render_assignment_table
-from ._config import COMPRESSION_TYPE as COMPRESSION_TYPE
+from ._config import CONTROLLER_CONFIG as CONTROLLER_CONFIG
+from ._config import MIN_INSYNC as MIN_INSYNC
+from ._config import MIN_INSYNC_REPLICAS as MIN_INSYNC_REPLICAS
+from ._config import REPLICATION_TOPIC_CONFIG as REPLICATION_TOPIC_CONFIG
 from ._config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
+from ._config import UNCLEAN_LEADER_ELECTION_ENABLE as UNCLEAN_LEADER_ELECTION_ENABLE
 from ._config import ControllerConfig as ControllerConfig
-from ._config import parse_bool as parse_bool
-from ._config import parse_int as parse_int
 from ._controller import Action as Action
 from ._controller import AppendRecords as AppendRecords
 from ._controller import QuorumController as QuorumController
@@ -132,18 +134,22 @@ from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
 
 __all__ = [
-    "COMPRESSION_TYPE",
+    "CONTROLLER_CONFIG",
     "LATEST_EPOCH",
     "MAX_RECORDS_PER_USER_OP",
     "METADATA_TOPIC",
+    "MIN_INSYNC",
+    "MIN_INSYNC_REPLICAS",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
     "PARTITION_TRANSITIONS",
     "PARTITION_TRANSITION_REASONS",
     "PRODUCER_ID_BLOCK_SIZE",
+    "REPLICATION_TOPIC_CONFIG",
     "REPLICA_TRANSITIONS",
     "REPLICA_TRANSITION_REASONS",
     "TOPIC_CONFIG_KEYS",
+    "UNCLEAN_LEADER_ELECTION_ENABLE",
     "Action",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
@@ -244,8 +250,6 @@ __all__ = [
     "load_metadata",
     "new_leader_and_isr",
     "on_new_partition_creation",
-    "parse_bool",
-    "parse_int",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
     "render_assignment_table",

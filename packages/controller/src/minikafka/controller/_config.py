@@ -1,91 +1,106 @@
-"""The controller's configuration, with Kafka's keys and defaults.
+"""The controller's configuration, with Kafka's keys and defaults (declared in a ConfigDef).
 
 Topic-level keys a CreateTopics or IncrementalAlterConfigs request may set are the log's
 (every config of Kafka's ``TopicConfig``: ``segment.bytes``, ``cleanup.policy``,
 ``compression.type``...; see ``minikafka.log.NO_EFFECT`` for those stored without effect)
-plus the two replication ones the controller and the partition leader act on; anything
-else is INVALID_CONFIG, as in Kafka.
+plus the two replication ones the controller and the partition leader act on
+(:data:`REPLICATION_TOPIC_CONFIG`); anything else is INVALID_CONFIG, as in Kafka.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import attrs
 
-from minikafka.log import LOG_KEYS, TOPIC_ONLY_KEYS, ConfigError, LogConfig
+from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, Synonym, at_least
+from minikafka.log import LOG_CONFIG
 
-UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
-# The leader recompresses a batch whose codec is not the topic's (the log's validator).
-COMPRESSION_TYPE = "compression.type"
+_SAME = (Synonym(),)  # the broker's default is spelled like the topic config
 
-
-def parse_bool(key: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value not in ("true", "false"):
-        raise ConfigError(key, f"{raw!r} is neither true nor false")
-    return value == "true"
-
-
-def parse_int(key: str, raw: str, minimum: int = 0, maximum: int = 2**31 - 1) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(key, f"{raw!r} is not an integer") from None
-    if not minimum <= value <= maximum:
-        raise ConfigError(key, f"{value} is outside [{minimum}, {maximum}]")
-    return value
-
-
-TOPIC_CONFIG_KEYS: frozenset[str] = frozenset(
-    {setting.topic_key for setting in LOG_KEYS}
-    | {setting.topic_key for setting in TOPIC_ONLY_KEYS}
-    | {UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS}
+UNCLEAN_LEADER_ELECTION = ConfigKey(
+    "unclean.leader.election.enable",
+    ConfigType.BOOLEAN,
+    "unclean_leader_election_enable",
+    doc="Whether a replica outside the ISR may become leader (losing committed records).",
+    synonyms=_SAME,
 )
+MIN_INSYNC = ConfigKey(
+    "min.insync.replicas",
+    ConfigType.INT,
+    "min_insync_replicas",
+    at_least(1),
+    "How many in-sync replicas an acks=all produce needs.",
+    synonyms=_SAME,
+)
+UNCLEAN_LEADER_ELECTION_ENABLE = UNCLEAN_LEADER_ELECTION.name
+MIN_INSYNC_REPLICAS = MIN_INSYNC.name
+
+REPLICATION_TOPIC_CONFIG = ConfigDef((UNCLEAN_LEADER_ELECTION, MIN_INSYNC))
+"""The topic configs that are not the log's: the controller and the partition act on them."""
+TOPIC_CONFIG = LOG_CONFIG + REPLICATION_TOPIC_CONFIG
+"""Every topic config a topic may set."""
+TOPIC_CONFIG_KEYS: frozenset[str] = TOPIC_CONFIG.names()
 
 
 def validate_topic_config(key: str, value: str) -> None:
     """Raise ConfigError naming ``key`` if a topic may not have ``key=value``."""
-    if key not in TOPIC_CONFIG_KEYS:
+    if key not in TOPIC_CONFIG:
         raise ConfigError(key, "is not a topic config")
-    if key == UNCLEAN_LEADER_ELECTION_ENABLE:
-        parse_bool(key, value)
-    elif key == MIN_INSYNC_REPLICAS:
-        parse_int(key, value, minimum=1)
-    else:
-        LogConfig.from_properties({key: value})
+    TOPIC_CONFIG[key].parse(value)
 
 
 @attrs.frozen
 class ControllerConfig:
+    """The controller's settings; :data:`CONTROLLER_CONFIG` declares their keys."""
+
     node_id: int = 1
     broker_session_timeout_ms: int = 9000
     num_partitions: int = 1
     default_replication_factor: int = 1
     unclean_leader_election_enable: bool = False
-    # Write a snapshot of the image once this many bytes of records followed the last one.
     metadata_log_max_record_bytes_between_snapshots: int = 20 * 1024 * 1024
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerConfig:
-        """Read the keys this class knows from ``props``; other keys are left alone."""
-        parsers: dict[str, tuple[str, Callable[[str, str], object]]] = {
-            "node.id": ("node_id", parse_int),
-            "broker.session.timeout.ms": ("broker_session_timeout_ms", _positive),
-            "num.partitions": ("num_partitions", _positive),
-            "default.replication.factor": ("default_replication_factor", _positive),
-            UNCLEAN_LEADER_ELECTION_ENABLE: ("unclean_leader_election_enable", parse_bool),
-            "metadata.log.max.record.bytes.between.snapshots": (
-                "metadata_log_max_record_bytes_between_snapshots",
-                _positive,
-            ),
-        }
-        values = {
-            field: parse(key, props[key]) for key, (field, parse) in parsers.items() if key in props
-        }
-        return cls(**values)  # type: ignore[arg-type]
+        """Read the keys :data:`CONTROLLER_CONFIG` declares; other keys are left alone."""
+        return CONTROLLER_CONFIG.apply(cls(), props)
 
 
-def _positive(key: str, raw: str) -> int:
-    return parse_int(key, raw, minimum=1)
+_INT = ConfigType.INT
+
+CONTROLLER_CONFIG = ConfigDef(
+    (
+        ConfigKey("node.id", _INT, "node_id", at_least(0), "This node's id (KRaft)."),
+        ConfigKey(
+            "broker.session.timeout.ms",
+            _INT,
+            "broker_session_timeout_ms",
+            at_least(1),
+            "A broker that sends no heartbeat for this long is fenced.",
+        ),
+        ConfigKey(
+            "num.partitions",
+            _INT,
+            "num_partitions",
+            at_least(1),
+            "Partitions of a topic created without a count.",
+        ),
+        ConfigKey(
+            "default.replication.factor",
+            _INT,
+            "default_replication_factor",
+            at_least(1),
+            "Replicas of a topic created without a replication factor.",
+        ),
+        UNCLEAN_LEADER_ELECTION,  # the broker-level default of the topic config
+        ConfigKey(
+            "metadata.log.max.record.bytes.between.snapshots",
+            _INT,
+            "metadata_log_max_record_bytes_between_snapshots",
+            at_least(1),
+            "Write a snapshot of the image once this many bytes of records followed the last.",
+        ),
+    )
+)
+"""The controller's broker keys (Kafka's KRaftConfigs and ReplicationConfigs)."""

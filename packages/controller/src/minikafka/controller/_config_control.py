@@ -11,7 +11,7 @@ from __future__ import annotations
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import ConfigError
+from minikafka.common import ConfigError
 
 from ._config import validate_topic_config
 from ._records import ConfigRecord, ConfigResourceType, FeatureLevelRecord, MetadataRecord

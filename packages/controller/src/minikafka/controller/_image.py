@@ -21,7 +21,7 @@ from typing import TypeVar
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._partition import PartitionRegistration
 from ._records import (

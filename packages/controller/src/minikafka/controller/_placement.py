@@ -31,6 +31,8 @@ from typing import TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
+
 Assignment: TypeAlias = dict[int, tuple[int, ...]]
 """Partition id -> replica broker ids, the preferred leader first."""
 
@@ -45,7 +47,7 @@ class BrokerMetadata:
     rack: str | None = None
 
 
-class PlacementError(Exception):
+class PlacementError(ApiError):
     """A request placement refuses, with the Kafka error code the broker answers with."""
 
     def __init__(self, error_code: ErrorCode, message: str) -> None:

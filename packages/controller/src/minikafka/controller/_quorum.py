@@ -36,6 +36,7 @@ from typing import Protocol
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.log import (
     CorruptRecordError,
     KafkaStorageError,
@@ -68,7 +69,7 @@ class NotLeaderError(Exception):
     """An append in an epoch that is not the quorum's current one."""
 
 
-class MetadataLogError(Exception):
+class MetadataLogError(ApiError):
     """The metadata log refused an append (or an fsync); ``error_code`` is the answer.
 
     ``fatal`` is False when the log is exactly as before the append (a full disk, whose

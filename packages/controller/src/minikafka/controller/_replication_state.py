@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
@@ -58,7 +59,7 @@ def too_large(records: int) -> str:
     )
 
 
-class Refused(Exception):
+class Refused(ApiError):
     """A decision that ends in a Kafka error for one topic or partition."""
 
     def __init__(self, error_code: ErrorCode, message: str) -> None:

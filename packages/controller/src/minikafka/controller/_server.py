@@ -36,6 +36,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import ControllerConfig
@@ -49,7 +50,7 @@ Publisher = Callable[[MetadataDelta, MetadataImage], None]
 _logger = logging.getLogger("minikafka.controller")
 
 
-class ControllerError(Exception):
+class ControllerError(ApiError):
     """A request the controller could not answer (NOT_CONTROLLER after a resignation)."""
 
     def __init__(self, error_code: ErrorCode) -> None:

@@ -43,6 +43,7 @@ from .assignors._sticky import MemberData as MemberData
 from .assignors._sticky import StickyAssignor as StickyAssignor
 from .assignors._sticky import decode_sticky_user_data as decode_sticky_user_data
 from .assignors._sticky import encode_sticky_user_data as encode_sticky_user_data
+from .group._config import GROUP_CONFIG as GROUP_CONFIG
 from .group._config import NEW_MEMBER_JOIN_TIMEOUT_MS as NEW_MEMBER_JOIN_TIMEOUT_MS
 from .group._config import GroupConfig as GroupConfig
 from .group._coordinator import GroupCoordinator as GroupCoordinator
@@ -104,6 +105,7 @@ from .simulate._simulate_values import render_simulation as render_simulation
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
+    "GROUP_CONFIG",
     "GROUP_TRANSITIONS",
     "GROUP_TRANSITION_REASONS",
     "HIGHEST_ASSIGNMENT_VERSION",

@@ -7,8 +7,6 @@ leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98; the Lo
 with Kafka's checkpoint files.
 """
 
-from minikafka.net import ConfigError as ConfigError
-
 from ._batch import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
 from ._batch import CompressionType as CompressionType
 from ._batch import CorruptRecordError as CorruptRecordError
@@ -26,9 +24,9 @@ from ._cleaner import clean as clean
 from ._compression import compress as compress
 from ._compression import decompress as decompress
 from ._config import COMPRESSION_TYPES as COMPRESSION_TYPES
-from ._config import LOG_KEYS as LOG_KEYS
+from ._config import LOG_CONFIG as LOG_CONFIG
+from ._config import LOG_MANAGER_CONFIG as LOG_MANAGER_CONFIG
 from ._config import NO_EFFECT as NO_EFFECT
-from ._config import TOPIC_ONLY_KEYS as TOPIC_ONLY_KEYS
 from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
@@ -51,7 +49,6 @@ from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
 from ._names import REPLICATION_OFFSET_CHECKPOINT as REPLICATION_OFFSET_CHECKPOINT
-from ._names import TopicPartition as TopicPartition
 from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
 from ._producer_state import BatchMetadata as BatchMetadata
 from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochError
@@ -84,20 +81,19 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "KAFKA_STORAGE_ERROR",
     "LATEST_TIMESTAMP",
-    "LOG_KEYS",
+    "LOG_CONFIG",
+    "LOG_MANAGER_CONFIG",
     "MAX_TIMESTAMP",
     "NO_EFFECT",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "REPLICATION_OFFSET_CHECKPOINT",
-    "TOPIC_ONLY_KEYS",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "BatchMetadata",
     "CheckpointError",
     "CleanResult",
     "CompressionType",
-    "ConfigError",
     "CorruptRecordError",
     "EpochEntry",
     "FetchDataInfo",
@@ -136,7 +132,6 @@ __all__ = [
     "TimeIndex",
     "TimestampAndOffset",
     "TimestampType",
-    "TopicPartition",
     "UnexpectedAppendOffsetError",
     "build_batch",
     "check_records",

@@ -33,6 +33,8 @@ from collections.abc import Iterator
 import attrs
 from crc32c import crc32c
 
+from minikafka.common import ApiError, ErrorCode
+
 HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: what a reader needs to find the next batch
@@ -78,10 +80,10 @@ CONTROL_MASK = 0x20
 DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the tombstones' delete horizon
 
 
-class InvalidRecordError(Exception):
+class InvalidRecordError(ApiError):
     """A batch that is well formed but breaks a rule: Kafka's INVALID_RECORD (87)."""
 
-    error_code = 87
+    error_code = ErrorCode.invalid_record
 
     def __init__(self, message: str, position: int = 0) -> None:
         super().__init__(message)
@@ -91,7 +93,7 @@ class InvalidRecordError(Exception):
 class CorruptRecordError(InvalidRecordError):
     """Bytes that are not a batch (bad CRC, bad length, bad magic): CORRUPT_MESSAGE (2)."""
 
-    error_code = 2
+    error_code = ErrorCode.corrupt_message
 
 
 @attrs.frozen

@@ -40,7 +40,7 @@ from typing import Generic, TypeVar
 
 import attrs
 
-from ._names import TopicPartition
+from minikafka.common import TopicPartition
 
 T = TypeVar("T")
 

@@ -2,25 +2,38 @@
 
 Each setting has two names in Kafka: the topic-level key a topic overrides
 (``segment.bytes``) and the broker-level key that sets the default for every topic
-(``log.segment.bytes``). :data:`LOG_KEYS` is that table; :data:`TOPIC_ONLY_KEYS` holds the
-few topic configs Kafka gives no broker-level default. A bad value raises
-:class:`~minikafka.net.ConfigError` naming the key that was given.
+(``log.segment.bytes``): :data:`LOG_CONFIG` declares each topic config with the broker-level
+names as its synonyms (Kafka's ``ServerTopicConfigSynonyms``); the few topic configs Kafka
+gives no broker-level default have none. A bad value raises
+:class:`~minikafka.common.ConfigError` naming the key that was given.
 
 Every topic config Kafka 3.x documents (its ``TopicConfig``) is accepted with its type
 checked, so a CreateTopics that works on Kafka works here. Most are honoured; the ones
 that are stored and described but change nothing here are listed, with the reason, in
-:data:`NO_EFFECT`. A value that would promise something minikafka cannot do (tiered
-storage) is refused instead of being silently ignored.
+:data:`NO_EFFECT` (each key's ``no_effect``). A value that would promise something
+minikafka cannot do (tiered storage) is refused instead of being silently ignored.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import attrs
 
-from minikafka.net import ConfigError
+from minikafka.common import (
+    ConfigDef,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    Parser,
+    Synonym,
+    Validator,
+    at_least,
+    between,
+    matches,
+    one_of,
+)
 
 from ._batch import CompressionType
 
@@ -138,59 +151,11 @@ class LogConfig:
     ) -> LogConfig:
         """Topic-level keys (``segment.bytes``) or broker-level ones (``log.segment.bytes``).
 
-        Keys this table does not know are left alone: the broker checks for unknown keys
-        across every layer's table.
+        The topic-level name wins over the broker-level one (and ``log.retention.ms`` over
+        ``log.retention.hours``). Keys :data:`LOG_CONFIG` does not declare are left alone:
+        the broker checks for unknown keys across every package's declarations.
         """
-        values: dict[str, object] = {}
-        for setting in LOG_KEYS:
-            for key in (setting.broker_key, setting.topic_key):  # topic-level wins
-                if key in props:
-                    values[setting.field] = setting.parse(key, props[key].strip())
-        for topic_setting in TOPIC_ONLY_KEYS:
-            if topic_setting.topic_key in props:
-                raw = props[topic_setting.topic_key].strip()
-                values[topic_setting.field] = topic_setting.parse(topic_setting.topic_key, raw)
-        return attrs.evolve(defaults or cls(), **values)  # type: ignore[arg-type]
-
-
-@attrs.frozen
-class Setting:
-    topic_key: str
-    broker_key: str
-    field: str
-    parse: Callable[[str, str], object]
-
-
-@attrs.frozen
-class TopicOnlySetting:
-    """A topic config with no broker-level default in Kafka."""
-
-    topic_key: str
-    field: str
-    parse: Callable[[str, str], object]
-
-
-def _long(minimum: int, maximum: int = MAX_LONG) -> Callable[[str, str], object]:
-    def parse(key: str, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(key, f"{raw!r} is not an integer") from None
-        if not minimum <= value <= maximum:
-            raise ConfigError(key, f"{value} is outside [{minimum}, {maximum}]")
-        return value
-
-    return parse
-
-
-def _ratio(key: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(key, f"{raw!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise ConfigError(key, f"{value} is not between 0 and 1")
-    return value
+        return LOG_CONFIG.apply(defaults or cls(), props)
 
 
 def _policy(key: str, raw: str) -> frozenset[str]:
@@ -200,47 +165,8 @@ def _policy(key: str, raw: str) -> frozenset[str]:
     return policies
 
 
-def _timestamp_type(key: str, raw: str) -> str:
-    if raw not in ("CreateTime", "LogAppendTime"):
-        raise ConfigError(key, f"{raw!r} is neither CreateTime nor LogAppendTime")
-    return raw
-
-
-def _int(minimum: int, maximum: int, *also: int) -> Callable[[str, str], object]:
-    """An int in [minimum, maximum] or one of ``also`` (KIP-390's -1 for "the default")."""
-    bounded = _long(minimum, maximum)
-
-    def parse(key: str, raw: str) -> int:
-        if raw.lstrip("-").isdigit() and int(raw) in also:
-            return int(raw)
-        value = bounded(key, raw)
-        assert isinstance(value, int)
-        return value
-
-    return parse
-
-
-def _bool(key: str, raw: str) -> bool:
-    if raw.lower() not in ("true", "false"):
-        raise ConfigError(key, f"{raw!r} is neither true nor false")
-    return raw.lower() == "true"
-
-
-def _compression_type(key: str, raw: str) -> str:
-    if raw not in COMPRESSION_TYPES:
-        raise ConfigError(key, f"{raw!r} is not one of {', '.join(COMPRESSION_TYPES)}")
-    return raw
-
-
-def _format_version(key: str, raw: str) -> str:
-    # An ApiVersion/MetadataVersion such as 0.10.2, 2.8 or 3.0-IV1.
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?(-IV\d+)?", raw):
-        raise ConfigError(key, f"{raw!r} is not a message format version such as 3.0-IV1")
-    return raw
-
-
 def _remote_storage(key: str, raw: str) -> bool:
-    if _bool(key, raw):
+    if ConfigType.BOOLEAN.parse(key, raw):
         # Accepting it would be a lie: a topic whose owner believes old segments go to
         # remote storage would instead keep (and lose) everything on local disk.
         raise ConfigError(key, "tiered storage (KIP-405) does not exist in minikafka")
@@ -258,135 +184,277 @@ def _throttled_replicas(key: str, raw: str) -> str:
     return ",".join(entries)
 
 
-LOG_KEYS: tuple[Setting, ...] = (
-    # Positions in a segment are 32-bit in the index, so a segment stays below 2 GiB.
-    Setting("segment.bytes", "log.segment.bytes", "segment_bytes", _long(14, 2**31 - 1)),
-    Setting("segment.ms", "log.roll.ms", "segment_ms", _long(1)),
-    Setting("segment.index.bytes", "log.index.size.max.bytes", "segment_index_bytes", _long(8)),
-    Setting("index.interval.bytes", "log.index.interval.bytes", "index_interval_bytes", _long(0)),
-    Setting("retention.ms", "log.retention.ms", "retention_ms", _long(-1)),
-    Setting("retention.bytes", "log.retention.bytes", "retention_bytes", _long(-1)),
-    Setting("flush.messages", "log.flush.interval.messages", "flush_messages", _long(1)),
-    Setting("flush.ms", "log.flush.interval.ms", "flush_ms", _long(0)),
-    Setting("cleanup.policy", "log.cleanup.policy", "cleanup_policy", _policy),
-    Setting(
-        "delete.retention.ms",
-        "log.cleaner.delete.retention.ms",
-        "delete_retention_ms",
-        _long(0),
-    ),
-    Setting(
-        "min.compaction.lag.ms",
-        "log.cleaner.min.compaction.lag.ms",
-        "min_compaction_lag_ms",
-        _long(0),
-    ),
-    Setting(
-        "min.cleanable.dirty.ratio",
-        "log.cleaner.min.cleanable.ratio",
-        "min_cleanable_dirty_ratio",
-        _ratio,
-    ),
-    Setting("max.message.bytes", "message.max.bytes", "max_message_bytes", _long(0)),
-    Setting(
-        "message.timestamp.type",
-        "log.message.timestamp.type",
-        "message_timestamp_type",
-        _timestamp_type,
-    ),
-    Setting(
-        "file.delete.delay.ms", "log.segment.delete.delay.ms", "file_delete_delay_ms", _long(0)
-    ),
-    Setting(
-        "max.compaction.lag.ms",
-        "log.cleaner.max.compaction.lag.ms",
-        "max_compaction_lag_ms",
-        _long(1),
-    ),
-    Setting("compression.type", "compression.type", "compression_type", _compression_type),
-    Setting(
-        "compression.gzip.level", "compression.gzip.level", "compression_gzip_level", _int(1, 9, -1)
-    ),
-    Setting("compression.lz4.level", "compression.lz4.level", "compression_lz4_level", _int(1, 17)),
-    Setting(
-        "compression.zstd.level",
-        "compression.zstd.level",
-        "compression_zstd_level",
-        _int(-131072, 22),
-    ),
-    Setting(
-        "message.timestamp.difference.max.ms",
-        "log.message.timestamp.difference.max.ms",
-        "message_timestamp_difference_max_ms",
-        _long(0),
-    ),
-    Setting(
-        "message.timestamp.before.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "message_timestamp_before_max_ms",
-        _long(0),
-    ),
-    Setting(
-        "message.timestamp.after.max.ms",
-        "log.message.timestamp.after.max.ms",
-        "message_timestamp_after_max_ms",
-        _long(0),
-    ),
-    Setting("segment.jitter.ms", "log.roll.jitter.ms", "segment_jitter_ms", _long(0)),
-    Setting("preallocate", "log.preallocate", "preallocate", _bool),
-    Setting(
-        "message.downconversion.enable",
-        "log.message.downconversion.enable",
-        "message_downconversion_enable",
-        _bool,
-    ),
-    Setting(
-        "message.format.version",
-        "log.message.format.version",
-        "message_format_version",
-        _format_version,
-    ),
-    Setting("local.retention.ms", "log.local.retention.ms", "local_retention_ms", _long(-2)),
-    Setting(
-        "local.retention.bytes", "log.local.retention.bytes", "local_retention_bytes", _long(-2)
-    ),
+_HOURS = 3600 * 1000
+_MINUTES = 60 * 1000
+_BOOL, _INT, _LONG = ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG
+_SAME = (Synonym(),)  # the broker-level default is spelled like the topic config
+_NO_QUOTAS = "no replication quotas (KIP-73) yet, so replication is never throttled"
+_TIERED_ONLY = (
+    "applies only to tiered storage, which does not exist here "
+    "(remote.storage.enable=true is refused)"
 )
-"""Every setting: topic-level key, broker-level key, field, parser."""
 
-TOPIC_ONLY_KEYS: tuple[TopicOnlySetting, ...] = (
-    TopicOnlySetting("remote.storage.enable", "remote_storage_enable", _remote_storage),
-    TopicOnlySetting(
-        "leader.replication.throttled.replicas",
-        "leader_replication_throttled_replicas",
-        _throttled_replicas,
-    ),
-    TopicOnlySetting(
-        "follower.replication.throttled.replicas",
-        "follower_replication_throttled_replicas",
-        _throttled_replicas,
-    ),
+
+def _key(
+    name: str,
+    broker: str | tuple[Synonym, ...] | None,
+    kind: ConfigType | Parser,
+    field: str,
+    validator: Validator | None = None,
+    no_effect: str | None = None,
+) -> ConfigKey:
+    """A topic config and its broker-level synonyms (a name, or none for a topic-only key)."""
+    synonyms = (Synonym(broker),) if isinstance(broker, str) else broker or ()
+    return ConfigKey(name, kind, field, validator, synonyms=synonyms, no_effect=no_effect)
+
+
+LOG_CONFIG = ConfigDef(
+    (
+        # Positions in a segment are 32-bit in the index, so a segment stays below 2 GiB.
+        _key("segment.bytes", "log.segment.bytes", _INT, "segment_bytes", at_least(14)),
+        _key(
+            "segment.ms",
+            (Synonym("log.roll.ms"), Synonym("log.roll.hours", _HOURS, _INT)),
+            _LONG,
+            "segment_ms",
+            at_least(1),
+        ),
+        _key(
+            "segment.index.bytes",
+            "log.index.size.max.bytes",
+            _LONG,
+            "segment_index_bytes",
+            at_least(8),
+        ),
+        _key(
+            "index.interval.bytes",
+            "log.index.interval.bytes",
+            _LONG,
+            "index_interval_bytes",
+            at_least(0),
+        ),
+        # Kafka's precedence: .ms over .minutes over .hours; -1 keeps forever.
+        _key(
+            "retention.ms",
+            (
+                Synonym("log.retention.ms"),
+                Synonym("log.retention.minutes", _MINUTES, _INT),
+                Synonym("log.retention.hours", _HOURS, _INT),
+            ),
+            _LONG,
+            "retention_ms",
+            at_least(-1),
+        ),
+        _key("retention.bytes", "log.retention.bytes", _LONG, "retention_bytes", at_least(-1)),
+        _key("flush.messages", "log.flush.interval.messages", _LONG, "flush_messages", at_least(1)),
+        _key("flush.ms", "log.flush.interval.ms", _LONG, "flush_ms", at_least(0)),
+        _key("cleanup.policy", "log.cleanup.policy", _policy, "cleanup_policy"),
+        _key(
+            "delete.retention.ms",
+            "log.cleaner.delete.retention.ms",
+            _LONG,
+            "delete_retention_ms",
+            at_least(0),
+        ),
+        _key(
+            "min.compaction.lag.ms",
+            "log.cleaner.min.compaction.lag.ms",
+            _LONG,
+            "min_compaction_lag_ms",
+            at_least(0),
+        ),
+        _key(
+            "min.cleanable.dirty.ratio",
+            "log.cleaner.min.cleanable.ratio",
+            ConfigType.DOUBLE,
+            "min_cleanable_dirty_ratio",
+            between(0.0, 1.0),
+        ),
+        _key("max.message.bytes", "message.max.bytes", _INT, "max_message_bytes", at_least(0)),
+        _key(
+            "message.timestamp.type",
+            "log.message.timestamp.type",
+            ConfigType.STRING,
+            "message_timestamp_type",
+            one_of("CreateTime", "LogAppendTime"),
+        ),
+        _key(
+            "file.delete.delay.ms",
+            "log.segment.delete.delay.ms",
+            _LONG,
+            "file_delete_delay_ms",
+            at_least(0),
+        ),
+        _key(
+            "max.compaction.lag.ms",
+            "log.cleaner.max.compaction.lag.ms",
+            _LONG,
+            "max_compaction_lag_ms",
+            at_least(1),
+        ),
+        _key(
+            "compression.type",
+            _SAME,
+            ConfigType.STRING,
+            "compression_type",
+            one_of(*COMPRESSION_TYPES),
+        ),
+        _key("compression.gzip.level", _SAME, _INT, "compression_gzip_level", between(1, 9, -1)),
+        _key("compression.lz4.level", _SAME, _INT, "compression_lz4_level", between(1, 17)),
+        _key("compression.zstd.level", _SAME, _INT, "compression_zstd_level", between(-131072, 22)),
+        _key(
+            "message.timestamp.difference.max.ms",
+            "log.message.timestamp.difference.max.ms",
+            _LONG,
+            "message_timestamp_difference_max_ms",
+            at_least(0),
+        ),
+        _key(
+            "message.timestamp.before.max.ms",
+            "log.message.timestamp.before.max.ms",
+            _LONG,
+            "message_timestamp_before_max_ms",
+            at_least(0),
+        ),
+        _key(
+            "message.timestamp.after.max.ms",
+            "log.message.timestamp.after.max.ms",
+            _LONG,
+            "message_timestamp_after_max_ms",
+            at_least(0),
+        ),
+        # Accepted, stored and described, but they change nothing here; each says why, as
+        # DescribeConfigs' documentation (KIP-569) tells an operator.
+        _key(
+            "segment.jitter.ms",
+            "log.roll.jitter.ms",
+            _LONG,
+            "segment_jitter_ms",
+            at_least(0),
+            "segments roll at exactly segment.ms; jitter only spreads the rolls of many "
+            "partitions created together, a load concern of large clusters",
+        ),
+        _key(
+            "preallocate",
+            "log.preallocate",
+            _BOOL,
+            "preallocate",
+            no_effect="segment files grow as they are written; preallocation is a "
+            "file-system tuning (Kafka's own default is false)",
+        ),
+        _key(
+            "message.downconversion.enable",
+            "log.message.downconversion.enable",
+            _BOOL,
+            "message_downconversion_enable",
+            no_effect="only record format v2 is stored and served, so there is never an "
+            "older format to convert to",
+        ),
+        _key(
+            "message.format.version",
+            "log.message.format.version",
+            ConfigType.STRING,
+            "message_format_version",
+            # An ApiVersion/MetadataVersion such as 0.10.2, 2.8 or 3.0-IV1.
+            matches(r"\d+\.\d+(\.\d+)?(-IV\d+)?", "a message format version such as 3.0-IV1"),
+            "deprecated since Kafka 3.0, where it is ignored as here: every batch is format v2",
+        ),
+        _key(
+            "local.retention.ms",
+            "log.local.retention.ms",
+            _LONG,
+            "local_retention_ms",
+            at_least(-2),
+            _TIERED_ONLY,
+        ),
+        _key(
+            "local.retention.bytes",
+            "log.local.retention.bytes",
+            _LONG,
+            "local_retention_bytes",
+            at_least(-2),
+            _TIERED_ONLY,
+        ),
+        # Topic configs without a broker-level default (Kafka has none for them either).
+        _key(
+            "remote.storage.enable",
+            None,
+            _remote_storage,
+            "remote_storage_enable",
+            no_effect="only false is accepted: tiered storage (KIP-405) does not exist",
+        ),
+        _key(
+            "leader.replication.throttled.replicas",
+            None,
+            _throttled_replicas,
+            "leader_replication_throttled_replicas",
+            no_effect=_NO_QUOTAS,
+        ),
+        _key(
+            "follower.replication.throttled.replicas",
+            None,
+            _throttled_replicas,
+            "follower_replication_throttled_replicas",
+            no_effect=_NO_QUOTAS,
+        ),
+    )
 )
-"""Topic configs without a broker-level default (Kafka has none for them either)."""
+"""Every topic config: its name, its broker-level synonyms, type, field and validator.
+
+Every topic config Kafka 3.x documents; a topic sets the names (``segment.bytes``), the
+broker's ``server.properties`` the synonyms (``log.segment.bytes``)."""
 
 NO_EFFECT: Mapping[str, str] = {
-    # The one table of topic configs minikafka accepts, stores and describes, but that
-    # change nothing here, each with the reason an operator would want to know.
-    "segment.jitter.ms": "segments roll at exactly segment.ms; jitter only spreads the rolls "
-    "of many partitions created together, a load concern of large clusters",
-    "preallocate": "segment files grow as they are written; preallocation is a file-system "
-    "tuning (Kafka's own default is false)",
-    "message.downconversion.enable": "only record format v2 is stored and served, so there is "
-    "never an older format to convert to",
-    "message.format.version": "deprecated since Kafka 3.0, where it is ignored as here: "
-    "every batch is format v2",
-    "local.retention.ms": "applies only to tiered storage, which does not exist here "
-    "(remote.storage.enable=true is refused)",
-    "local.retention.bytes": "applies only to tiered storage, which does not exist here "
-    "(remote.storage.enable=true is refused)",
-    "remote.storage.enable": "only false is accepted: tiered storage (KIP-405) does not exist",
-    "leader.replication.throttled.replicas": "no replication quotas (KIP-73) yet, so "
-    "replication is never throttled",
-    "follower.replication.throttled.replicas": "no replication quotas (KIP-73) yet, so "
-    "replication is never throttled",
+    key.name: key.no_effect for key in LOG_CONFIG if key.no_effect is not None
 }
 """Topic config -> why it is stored but has no effect in minikafka."""
+
+LOG_MANAGER_CONFIG = ConfigDef(
+    (
+        ConfigKey(
+            "log.retention.check.interval.ms",
+            _LONG,
+            "retention_check_interval_ms",
+            at_least(1),
+            "How often retention looks for segments to delete.",
+        ),
+        ConfigKey(
+            "log.flush.scheduler.interval.ms",
+            _LONG,
+            "flush_check_interval_ms",
+            at_least(1),
+            "How often the flusher looks for logs due a flush (flush.ms).",
+        ),
+        ConfigKey(
+            "log.flush.offset.checkpoint.interval.ms",
+            _LONG,
+            "recovery_point_checkpoint_interval_ms",
+            at_least(1),
+            "How often the recovery points are checkpointed.",
+        ),
+        ConfigKey(
+            "log.flush.start.offset.checkpoint.interval.ms",
+            _LONG,
+            "start_offset_checkpoint_interval_ms",
+            at_least(1),
+            "How often the log start offsets are checkpointed.",
+        ),
+        ConfigKey(
+            "log.cleaner.backoff.ms",
+            _LONG,
+            "cleaner_backoff_ms",
+            at_least(1),
+            "How long the cleaner sleeps when no log needs cleaning.",
+        ),
+        ConfigKey("log.cleaner.enable", _BOOL, "cleaner_enable", doc="Whether compaction runs."),
+        ConfigKey(
+            "num.recovery.threads.per.data.dir",
+            _INT,
+            None,
+            at_least(1),
+            "Not used: recovery runs in the one thread that opens the logs.",
+        ),
+    )
+)
+"""The LogManager's broker keys (its ``LogManagerSchedule``): how often each background
+task runs (the ones on an interval), and whether the cleaner runs at all."""

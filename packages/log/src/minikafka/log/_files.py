@@ -165,7 +165,7 @@ class PooledFile:
 
         Reopens the file (by its current path, without ``O_CREAT``) if the pool had closed
         it. The network layer pins a segment for the ``sendfile`` of a fetch response
-        (``minikafka.net.FileRegion``); a segment deleted meanwhile makes this raise
+        (``minikafka.common.FileRegion``); a segment deleted meanwhile makes this raise
         (ClosedFileError or FileNotFoundError), which closes that one connection.
         """
         pool = self.pool

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from minikafka.common import TopicPartition
 from minikafka.trace import Tracer
 
 from ._batch import RecordBatchHeader
@@ -37,7 +38,6 @@ from ._names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
-    TopicPartition,
     segment_file_name,
 )
 from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from minikafka.common import ApiError, ErrorCode, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._batch import RecordBatchHeader
@@ -35,7 +36,7 @@ from ._events import LogTruncated, SegmentsDeleted
 from ._files import STANDALONE_CAPACITY, FilePool
 from ._list_offsets import offset_by_timestamp
 from ._local_log import LocalLog
-from ._names import LEADER_EPOCH_CHECKPOINT, TopicPartition
+from ._names import LEADER_EPOCH_CHECKPOINT
 from ._producer_state import BatchMetadata, ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
 from ._retention import (
@@ -58,10 +59,10 @@ from ._validator import (
 )
 
 
-class OffsetOutOfRangeError(Exception):
+class OffsetOutOfRangeError(ApiError):
     """A read outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
 
-    error_code = 1
+    error_code = ErrorCode.offset_out_of_range
 
 
 def wall_clock_ms() -> int:

@@ -35,6 +35,7 @@ from pathlib import Path
 import attrs
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._batch import CorruptRecordError
@@ -51,7 +52,6 @@ from ._names import (
     METADATA_PARTITION_DIR,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     delete_dir_name,
     is_partition_dir,
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import attrs
+from minikafka.common import TopicPartition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -36,23 +36,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 # The KRaft metadata log lives beside the partitions in the first log dir, but Raft owns
 # it, not the LogManager (Kafka's LogManager skips it the same way).
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
-
-
-@attrs.frozen(order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @classmethod
-    def parse(cls, name: str) -> TopicPartition:
-        """``orders-3`` -> TopicPartition("orders", 3); topics may contain dashes."""
-        topic, sep, partition = name.rpartition("-")
-        if not sep or not topic or not partition.isdigit():
-            raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
-        return cls(topic, int(partition))
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:

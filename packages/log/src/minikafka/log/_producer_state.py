@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from minikafka.common import ErrorCode
+
 from ._batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, InvalidRecordError, RecordBatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -39,7 +41,7 @@ MAX_SEQUENCE = 2**31 - 1
 class OutOfOrderSequenceError(InvalidRecordError):
     """A batch that does not continue its producer's sequence: OUT_OF_ORDER_SEQUENCE_NUMBER (45)."""
 
-    error_code = 45
+    error_code = ErrorCode.out_of_order_sequence_number
 
 
 class InvalidProducerEpochError(InvalidRecordError):
@@ -49,7 +51,7 @@ class InvalidProducerEpochError(InvalidRecordError):
     bumped its epoch to reset its sequences), so the old one's writes are fenced.
     """
 
-    error_code = 47
+    error_code = ErrorCode.invalid_producer_epoch
 
 
 @attrs.frozen

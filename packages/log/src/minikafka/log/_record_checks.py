@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import attrs
 
+from minikafka.common import ErrorCode
+
 from ._batch import InvalidRecordError, RecordBatchHeader
 from ._compression import Buffer
 
@@ -38,7 +40,7 @@ MIN_RECORD_SIZE = 7
 class InvalidTimestampError(InvalidRecordError):
     """A CreateTime timestamp outside the topic's bounds: Kafka's INVALID_TIMESTAMP (32)."""
 
-    error_code = 32
+    error_code = ErrorCode.invalid_timestamp
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import attrs
 
-from minikafka.net import FileRegion
+from minikafka.common import FileRegion
 
 from ._batch import (
     LOG_OVERHEAD,

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import errno
 
-KAFKA_STORAGE_ERROR = 56
+from minikafka.common import ApiError, ErrorCode
+
+KAFKA_STORAGE_ERROR = ErrorCode.kafka_storage_error
 """Kafka's error code for KafkaStorageException."""
 
 RECOVERABLE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 """What a write may fail with and be undone, the log staying online: the disk is full."""
 
 
-class KafkaStorageError(OSError):
+class KafkaStorageError(ApiError, OSError):
     """A log's disk failed an operation: KAFKA_STORAGE_ERROR (56) for the request.
 
     An ``OSError`` (with the original ``errno``) so that code which already survives a

@@ -25,6 +25,8 @@ from typing import TextIO
 
 import attrs
 
+from minikafka.common import TopicPartition
+
 from ._batch import (
     CorruptRecordError,
     RecordBatchHeader,
@@ -40,7 +42,6 @@ from ._names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    TopicPartition,
     is_partition_dir,
     offset_from_file_name,
 )

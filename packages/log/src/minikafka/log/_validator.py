@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from minikafka.common import ErrorCode
+
 from ._batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -58,7 +60,7 @@ DECOMPRESSION_RATIO_LIMIT = 16
 class RecordTooLargeError(InvalidRecordError):
     """A batch larger than ``max.message.bytes``: Kafka's MESSAGE_TOO_LARGE (10)."""
 
-    error_code = 10
+    error_code = ErrorCode.message_too_large
 
 
 class UnexpectedAppendOffsetError(InvalidRecordError):

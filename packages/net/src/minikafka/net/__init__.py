@@ -5,7 +5,6 @@ the trio Reactor (Acceptor, Processors, RequestChannel, handler pool) with Kafka
 per-connection ordering, zero-copy file regions, and the client-side NetworkClient.
 """
 
-from ._acks import Acks as Acks
 from ._api_keys import ApiKey as ApiKey
 from ._api_spec import ApiSpec as ApiSpec
 from ._api_spec import ApiTable as ApiTable
@@ -28,8 +27,8 @@ from ._codec import nested as nested
 from ._codec import request_schema as request_schema
 from ._codec import response_schema as response_schema
 from ._config import DEFAULT_SECURITY_PROTOCOL_MAP as DEFAULT_SECURITY_PROTOCOL_MAP
+from ._config import NET_CONFIG as NET_CONFIG
 from ._config import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
-from ._config import ConfigError as ConfigError
 from ._config import Listener as Listener
 from ._config import NetConfig as NetConfig
 from ._config import listener_endpoints as listener_endpoints
@@ -57,7 +56,6 @@ from ._memory_pool import MemoryPool as MemoryPool
 from ._processor import Processor as Processor
 from ._quotas import ConnectionQuotas as ConnectionQuotas
 from ._request import REQUEST_TIME_COMPONENTS as REQUEST_TIME_COMPONENTS
-from ._request import FileRegion as FileRegion
 from ._request import Request as Request
 from ._request import RequestMetrics as RequestMetrics
 from ._request import Response as Response
@@ -68,21 +66,19 @@ from ._server import SocketServer as SocketServer
 
 __all__ = [
     "DEFAULT_SECURITY_PROTOCOL_MAP",
+    "NET_CONFIG",
     "REQUEST_TIME_COMPONENTS",
     "SECURITY_PROTOCOLS",
     "Acceptor",
-    "Acks",
     "ApiKey",
     "ApiSpec",
     "ApiTable",
     "ClientError",
-    "ConfigError",
     "ConnectionAccepted",
     "ConnectionClosed",
     "ConnectionQuotas",
     "DemoApis",
     "DisconnectedError",
-    "FileRegion",
     "ForeignProtocol",
     "FrameDecoder",
     "FrameError",

@@ -13,9 +13,10 @@ import sys
 
 import trio
 
+from minikafka.common import ConfigError
 from minikafka.trace import configure_from_env
 
-from ._config import ConfigError, Listener, NetConfig
+from ._config import Listener, NetConfig
 from ._demo import DemoApis, format_request_line
 from ._server import SocketServer
 

@@ -16,23 +16,16 @@ size of the MemoryPool requests are read into (KIP-72). A bad value raises
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from typing import ClassVar, TypeVar
+from collections.abc import Mapping
 
 import attrs
+
+from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
 
 INT_MAX = 2**31 - 1
 """Java's ``Integer.MAX_VALUE``: Kafka's default for the connection limits (no limit)."""
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message names the key."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
 
 
 # --- listeners and their security protocols ----------------------------------------------
@@ -41,6 +34,12 @@ PLAINTEXT = "PLAINTEXT"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's SecurityProtocol names; only PLAINTEXT is implemented."""
 SECURITY_PROTOCOL_MAP_KEY = "listener.security.protocol.map"
+LISTENERS = "listeners"
+QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
+SOCKET_REQUEST_MAX_BYTES = "socket.request.max.bytes"
+MAX_CONNECTIONS_PER_IP = "max.connections.per.ip"
+MAX_CONNECTIONS_PER_IP_OVERRIDES = "max.connections.per.ip.overrides"
+CONTROLLER_LISTENER_NAMES = "controller.listener.names"
 DEFAULT_SECURITY_PROTOCOL_MAP = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 """Kafka's default: each security protocol's name is a listener name speaking it."""
 
@@ -62,7 +61,7 @@ _LISTENER = re.compile(
 )
 
 
-def parse_listeners(value: str, key: str = "listeners") -> tuple[Listener, ...]:
+def parse_listeners(value: str, key: str = LISTENERS) -> tuple[Listener, ...]:
     """The syntax of a listener list; :func:`listener_endpoints` also finds the protocols."""
     listeners: list[Listener] = []
     for item in (part.strip() for part in value.split(",")):
@@ -120,7 +119,7 @@ def listener_endpoints(
     return tuple(resolved)
 
 
-def check_plaintext(listeners: tuple[Listener, ...], key: str = "listeners") -> None:
+def check_plaintext(listeners: tuple[Listener, ...], key: str = LISTENERS) -> None:
     """Refuse a listener whose name promises TLS or SASL: neither is implemented.
 
     Serving plaintext under such a name would look secure to whoever configured it
@@ -153,25 +152,18 @@ def parse_connection_overrides(value: str, key: str) -> tuple[tuple[str, int], .
             raise ConfigError(key, f"{item!r} is not host:count")
         if not _VALID_HOST.fullmatch(host):
             raise ConfigError(key, f"contains an invalid address: {host!r}")
-        overrides[host] = _parse(key, raw.strip(), int, minimum=0, maximum=INT_MAX)
+        overrides[host] = _count(key, raw.strip())
     return tuple(overrides.items())
 
 
+def _count(key: str, raw: str) -> int:
+    count = ConfigType.INT.parse(key, raw)
+    assert isinstance(count, int)
+    at_least(0)(key, count)
+    return count
+
+
 # --- the config ---------------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def _at_least(minimum: int) -> Callable[[object, attrs.Attribute[int], int], None]:
-    def check(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-        if value < minimum:
-            raise ConfigError(_key_of(attribute.name), f"{value} is below the minimum {minimum}")
-
-    return check
-
-
-def _key_of(field: str) -> str:
-    return next((k for k, f in NetConfig.KEYS.items() if f == field), field)
 
 
 def _plaintext_only(
@@ -186,62 +178,38 @@ DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
 
 @attrs.frozen
 class NetConfig:
-    """What the Reactor needs; each field is the Kafka key in its docstring."""
+    """What the Reactor needs; :data:`NET_CONFIG` declares the Kafka key of each field."""
 
     listeners: tuple[Listener, ...] = attrs.field(
         default=(DEFAULT_LISTENER,), validator=_plaintext_only
     )
-    """``listeners``, with ``listener.security.protocol.map`` applied."""
-    num_network_threads: int = attrs.field(default=3, validator=_at_least(1))
-    """``num.network.threads``: Processors (each owns its connections)."""
-    num_io_threads: int = attrs.field(default=8, validator=_at_least(1))
-    """``num.io.threads``: request handler tasks."""
-    queued_max_requests: int = attrs.field(default=500, validator=_at_least(1))
-    """``queued.max.requests``: RequestChannel capacity before Processors stop reading."""
-    socket_request_max_bytes: int = attrs.field(
-        default=DEFAULT_MAX_FRAME_BYTES, validator=_at_least(1)
-    )
-    """``socket.request.max.bytes``"""
-    connections_max_idle_ms: int = attrs.field(default=600_000, validator=_at_least(1))
-    """``connections.max.idle.ms``"""
+    num_network_threads: int = 3
+    num_io_threads: int = 8
+    queued_max_requests: int = 500
+    socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    connections_max_idle_ms: int = 600_000
     queued_max_request_bytes: int = -1
-    """``queued.max.request.bytes``: the MemoryPool requests are read into; <= 0 unbounded."""
-    max_connections: int = attrs.field(default=INT_MAX, validator=_at_least(0))
-    """``max.connections``: the Acceptor waits while the broker holds this many."""
-    max_connections_per_ip: int = attrs.field(default=INT_MAX, validator=_at_least(0))
-    """``max.connections.per.ip``: a connection over its address's limit is closed."""
+    max_connections: int = INT_MAX
+    max_connections_per_ip: int = INT_MAX
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = ()
-    """``max.connections.per.ip.overrides``: (host or address, limit), hosts as given."""
-    read_chunk_bytes: int = attrs.field(default=65536, validator=_at_least(1))
-    """How much one read asks the socket for (ours; Kafka sizes its buffers per receive)."""
-
-    KEYS: ClassVar[Mapping[str, str]] = {
-        "listeners": "listeners",
-        SECURITY_PROTOCOL_MAP_KEY: "listeners",
-        "num.network.threads": "num_network_threads",
-        "num.io.threads": "num_io_threads",
-        "queued.max.requests": "queued_max_requests",
-        "socket.request.max.bytes": "socket_request_max_bytes",
-        "connections.max.idle.ms": "connections_max_idle_ms",
-        "queued.max.request.bytes": "queued_max_request_bytes",
-        "max.connections": "max_connections",
-        "max.connections.per.ip": "max_connections_per_ip",
-        "max.connections.per.ip.overrides": "max_connections_per_ip_overrides",
-    }
+    read_chunk_bytes: int = 65536
+    """How much one read asks the socket for (ours, not a key: Kafka sizes its buffers
+    per receive)."""
 
     def __attrs_post_init__(self) -> None:
+        NET_CONFIG.validate(self)  # a NetConfig built in code obeys the same bounds
         # Kafka's KafkaConfig.validateValues, for the keys this layer owns.
         if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
             # Otherwise one request could be bigger than the whole pool.
             raise ConfigError(
-                "queued.max.request.bytes",
-                f"{self.queued_max_request_bytes} must be at least socket.request.max.bytes "
+                QUEUED_MAX_REQUEST_BYTES,
+                f"{self.queued_max_request_bytes} must be at least {SOCKET_REQUEST_MAX_BYTES} "
                 f"({self.socket_request_max_bytes}) when set",
             )
         if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
             raise ConfigError(
-                "max.connections.per.ip",
-                "can be 0 only if max.connections.per.ip.overrides is set",
+                MAX_CONNECTIONS_PER_IP,
+                f"can be 0 only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} is set",
             )
 
     @property
@@ -251,25 +219,13 @@ class NetConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> NetConfig:
-        """Read the keys this layer owns from ``props``; other keys are left alone."""
-        values: dict[str, object] = {}
-        for key, field in cls.KEYS.items():
-            if key not in props or field == "listeners":
-                continue
-            raw = props[key].strip()
-            if field == "max_connections_per_ip_overrides":
-                values[field] = parse_connection_overrides(raw, key)
-            elif field == "queued_max_request_bytes":
-                values[field] = _parse(key, raw, int, minimum=-(2**63), maximum=2**63 - 1)
-            elif field in ("max_connections", "max_connections_per_ip"):
-                values[field] = _parse(key, raw, int, minimum=0, maximum=INT_MAX)
-            else:
-                values[field] = _parse(key, raw, int, minimum=1)
-        raw_listeners = props.get("listeners", str(DEFAULT_LISTENER)).strip()
-        listeners = listener_endpoints(raw_listeners, "listeners", security_protocol_map(props))
+        """Read the keys :data:`NET_CONFIG` declares from ``props``; other keys are left alone."""
+        values = NET_CONFIG.parse(props)
+        raw_listeners = props.get(LISTENERS, str(DEFAULT_LISTENER)).strip()
+        listeners = listener_endpoints(raw_listeners, LISTENERS, security_protocol_map(props))
         # Name the key that made a listener secure: the map if it was given, else listeners.
         given_map = SECURITY_PROTOCOL_MAP_KEY in props
-        check_plaintext(listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else "listeners")
+        check_plaintext(listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS)
         values["listeners"] = listeners
         return cls(**values)  # type: ignore[arg-type]
 
@@ -283,27 +239,95 @@ def security_protocol_map(props: Mapping[str, str]) -> dict[str, str]:
     if SECURITY_PROTOCOL_MAP_KEY in props:
         return parse_security_protocol_map(props[SECURITY_PROTOCOL_MAP_KEY])
     mapping = parse_security_protocol_map(DEFAULT_SECURITY_PROTOCOL_MAP)
-    for name in props.get("controller.listener.names", "").split(","):
+    for name in props.get(CONTROLLER_LISTENER_NAMES, "").split(","):
         if name.strip():
             mapping.setdefault(name.strip().upper(), PLAINTEXT)
     return mapping
 
 
-def _parse(
-    key: str,
-    raw: str,
-    kind: Callable[[str], T],
-    minimum: int | None = None,
-    maximum: int | None = None,
-) -> T:
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(
-            key, f"{raw!r} is not a valid {getattr(kind, '__name__', kind)}"
-        ) from None
-    if minimum is not None and isinstance(value, int) and value < minimum:
-        raise ConfigError(key, f"{value} is below the minimum {minimum}")
-    if maximum is not None and isinstance(value, int) and value > maximum:
-        raise ConfigError(key, f"{value} is above the maximum {maximum}")
-    return value
+_INT, _LONG = ConfigType.INT, ConfigType.LONG
+
+NET_CONFIG = ConfigDef(
+    (
+        # Read by NetConfig.from_properties together (a listener's name needs the map).
+        ConfigKey(
+            LISTENERS,
+            lambda k, v: parse_listeners(v, k),
+            None,
+            doc="NAME://host:port,... to accept on.",
+        ),
+        ConfigKey(
+            SECURITY_PROTOCOL_MAP_KEY,
+            lambda k, v: parse_security_protocol_map(v, k),
+            None,
+            doc="LISTENER_NAME:SECURITY_PROTOCOL,...; only PLAINTEXT is implemented.",
+        ),
+        ConfigKey(
+            CONTROLLER_LISTENER_NAMES,
+            ConfigType.LIST,
+            None,
+            doc="Listener names that speak PLAINTEXT when the map is not given (no separate "
+            "controller listener yet).",
+        ),
+        ConfigKey(
+            "num.network.threads",
+            _INT,
+            "num_network_threads",
+            at_least(1),
+            "Processors (each owns its connections).",
+        ),
+        ConfigKey("num.io.threads", _INT, "num_io_threads", at_least(1), "Request handler tasks."),
+        ConfigKey(
+            "queued.max.requests",
+            _INT,
+            "queued_max_requests",
+            at_least(1),
+            "RequestChannel capacity before Processors stop reading.",
+        ),
+        ConfigKey(
+            SOCKET_REQUEST_MAX_BYTES,
+            _INT,
+            "socket_request_max_bytes",
+            at_least(1),
+            "The largest request frame accepted.",
+        ),
+        ConfigKey(
+            "connections.max.idle.ms",
+            _LONG,
+            "connections_max_idle_ms",
+            at_least(1),
+            "An idle connection is closed after this long.",
+        ),
+        ConfigKey(
+            QUEUED_MAX_REQUEST_BYTES,
+            _LONG,
+            "queued_max_request_bytes",
+            doc="The MemoryPool requests are read into (KIP-72); <= 0 unbounded.",
+        ),
+        ConfigKey(
+            "max.connections",
+            _INT,
+            "max_connections",
+            at_least(0),
+            "The Acceptor waits while the broker holds this many (KIP-402).",
+        ),
+        ConfigKey(
+            MAX_CONNECTIONS_PER_IP,
+            _INT,
+            "max_connections_per_ip",
+            at_least(0),
+            "A connection over its address's limit is closed.",
+        ),
+        ConfigKey(
+            MAX_CONNECTIONS_PER_IP_OVERRIDES,
+            lambda k, v: parse_connection_overrides(v, k),
+            "max_connections_per_ip_overrides",
+            doc="host:count,... (hosts as given: names are resolved when the server starts).",
+        ),
+        # Kafka's socket buffer sizes: accepted (the sample server.properties sets them),
+        # the operating system's defaults are used.
+        ConfigKey("socket.send.buffer.bytes", _INT, None, doc="Not used: the OS's default."),
+        ConfigKey("socket.receive.buffer.bytes", _INT, None, doc="Not used: the OS's default."),
+    )
+)
+"""The network layer's keys (Kafka's SocketServerConfigs and listener keys)."""

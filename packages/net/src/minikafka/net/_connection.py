@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from minikafka.common import FileRegion
+
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
-from ._request import FileRegion, Request, Response, ResponseAction
+from ._request import Request, Response, ResponseAction
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool

@@ -11,47 +11,19 @@ the connection. We keep Kafka's timestamps and metric names (``RequestQueueTimeM
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import attrs
 from kio.static.protocol import RequestPayload, ResponsePayload
+
+from minikafka.common import FileRegion
 
 from ._codec import api_name, encode_entity
 from ._framing import SIZE_PREFIX
 from ._headers import RequestHeader, encode_response_header, response_header_version
 
 B = TypeVar("B", bound=RequestPayload)
-
-
-class PinnableFile(Protocol):
-    """A file whose owner may close its descriptor when idle (the log's descriptor pool).
-
-    ``pin`` returns a descriptor that stays open, and keeps naming this file, until the
-    matching ``unpin``; it raises OSError if the file is gone.
-    """
-
-    def pin(self) -> int: ...
-
-    def unpin(self) -> None: ...
-
-
-@attrs.frozen
-class FileRegion:
-    """``length`` bytes of a file from ``position``, sent with ``os.sendfile``.
-
-    ``file`` is an open file descriptor (the owner keeps it open until the send is
-    done), a path the Processor opens for the send, or a :class:`PinnableFile` the
-    Processor pins for the send (a log segment: its descriptor may have been closed and
-    its number reused while the response waited, so the number is only asked for when
-    the bytes are sent). This is how the log's zero-copy fetch leaves the page cache for
-    the socket without passing through Python.
-    """
-
-    file: int | str | os.PathLike[str] | PinnableFile
-    position: int
-    length: int
 
 
 Part = bytes | FileRegion

@@ -27,7 +27,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from minikafka.log import LogConfig, LogManager, TopicPartition
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import LogConfig, LogManager
 from minikafka.log.testing import ManualClock, keyed_batch
 
 from . import (
@@ -69,7 +70,7 @@ def run(data: Path) -> None:
     answers: dict[int, Response] = {}  # request number -> its answer, once given
     numbers = iter(range(1, 1_000))
 
-    def produce(t: float, acks: int, values: list[bytes]) -> int:
+    def produce(t: float, acks: Acks, values: list[bytes]) -> int:
         batch = keyed_batch([(None, v) for v in values], timestamp_ms=clock.now_ms)
         request = next(numbers)
         answers.update(
@@ -90,7 +91,7 @@ def run(data: Path) -> None:
     )
 
     print("\n1. A producer sends 3 records with acks=all (followers at -1: not fetched yet)")
-    produced = produce(0.0, -1, [b"a", b"b", b"c"])
+    produced = produce(0.0, Acks.ALL, [b"a", b"b", b"c"])
     show(0.0, "appended on the leader")
     print(
         f"  answered: {yes_no(answers.get(produced))}; waiting in the produce purgatory: "
@@ -118,7 +119,7 @@ def run(data: Path) -> None:
         f"  answered: {yes_no(answers.get(fetched))}; waiting in the fetch purgatory: "
         f"{manager.fetch_purgatory.delayed}"
     )
-    produce(1.1, 1, [b"d"])
+    produce(1.1, Acks.LEADER, [b"d"])
     show(1.1, "1 small record, acks=1")
     print(f"  answered: {yes_no(answers.get(fetched))} (the record is not below the HW yet)")
     follower_fetch(1.2, 2, 4)
@@ -126,7 +127,7 @@ def run(data: Path) -> None:
     print(
         f"  answered: {yes_no(answers.get(fetched))} (below the HW now, but fewer than 200 bytes)"
     )
-    produce(1.3, 1, [b"x" * 100] * 2)
+    produce(1.3, Acks.LEADER, [b"x" * 100] * 2)
     show(1.3, "2 records of 100 bytes, acks=1")
     follower_fetch(1.4, 2, 6)
     follower_fetch(1.4, 3, 6)
@@ -141,7 +142,7 @@ def run(data: Path) -> None:
     print("\n4. The controller shrinks the ISR to [1]; min.insync.replicas is 2")
     shrunk = PartitionState(1, 0, 1, replicas=(1, 2, 3), isr=(1,))
     manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)  # none either
-    for acks in (-1, 1):
+    for acks in (Acks.ALL, Acks.LEADER):
         late = answers[produce(2.0, acks, [b"late"])]
         assert isinstance(late, ProduceResponse)
         result_p = late.results[TP]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._results import (
     FetchPartition,

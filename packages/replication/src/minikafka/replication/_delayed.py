@@ -23,7 +23,8 @@ from typing import ClassVar
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import LogOffsetMetadata, TopicPartition
+from minikafka.common import TopicPartition
+from minikafka.log import LogOffsetMetadata
 from minikafka.trace import NullTracer, Tracer
 
 from ._events import DelayedOperationCompleted

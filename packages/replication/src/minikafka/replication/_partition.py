@@ -24,6 +24,7 @@ import uuid
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import Acks, ApiError, TopicPartition
 from minikafka.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -31,14 +32,13 @@ from minikafka.log import (
     Log,
     LogAppendInfo,
     TimestampAndOffset,
-    TopicPartition,
 )
 from minikafka.trace import NullTracer, Tracer
 
 from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged
 
 
-class ReplicationError(Exception):
+class ReplicationError(ApiError):
     """A request this partition refuses, carrying the Kafka error code to answer with."""
 
     def __init__(self, error_code: ErrorCode, message: str) -> None:
@@ -193,7 +193,7 @@ class Partition:
     # --- the leader's write path ----------------------------------------------------------
 
     def append_records_to_leader(
-        self, records: bytearray | memoryview, required_acks: int
+        self, records: bytearray | memoryview, required_acks: Acks
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
         self._check_online()
@@ -204,7 +204,7 @@ class Partition:
             )
         # Checked before the append: with too few in-sync replicas an acks=all write
         # could not reach the promised number of copies, so it is refused outright.
-        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+        if required_acks == Acks.ALL and len(self.isr) < self.min_insync_replicas:
             raise ReplicationError(
                 ErrorCode.not_enough_replicas,
                 f"the ISR of {self.topic_partition} has {len(self.isr)} replica(s), below "

@@ -43,6 +43,7 @@ from pathlib import Path
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import Acks, TopicPartition
 from minikafka.log import (
     REPLICATION_OFFSET_CHECKPOINT,
     InvalidRecordError,
@@ -51,7 +52,6 @@ from minikafka.log import (
     LogManager,
     LogOffsetMetadata,
     OffsetOutOfRangeError,
-    TopicPartition,
 )
 from minikafka.trace import NullTracer, Tracer
 
@@ -210,7 +210,7 @@ class ReplicaManager:
     def append_records(
         self,
         timeout_ms: int,
-        required_acks: int,
+        required_acks: Acks,
         entries: Mapping[TopicPartition, bytearray],
         request_id: int,
         now: float,
@@ -241,8 +241,7 @@ class ReplicaManager:
             except InvalidRecordError as exc:
                 # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE...:
                 # nothing of this partition's data was appended.
-                code = ErrorCode(getattr(exc, "error_code", ErrorCode.invalid_record.value))
-                results[tp] = ProducePartitionResult(code, error_message=str(exc))
+                results[tp] = ProducePartitionResult(exc.error_code, error_message=str(exc))
                 continue
             results[tp] = ProducePartitionResult(
                 ErrorCode.none,
@@ -252,7 +251,7 @@ class ReplicaManager:
             )
             waiting[tp] = info.last_offset + 1
             self._partition_changed(tp)
-        if required_acks != -1 or not waiting:
+        if required_acks != Acks.ALL or not waiting:
             return self.delayed.answers(now, ProduceResponse(request_id, results))
         operation = DelayedProduce(
             now + timeout_ms / 1000, request_id, results, waiting, self.partitions.get, created=now

@@ -9,7 +9,8 @@ from __future__ import annotations
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import FileSlice, TopicPartition
+from minikafka.common import TopicPartition
+from minikafka.log import FileSlice
 
 
 @attrs.frozen

@@ -26,7 +26,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from minikafka.log import TopicPartition
+from minikafka.common import Acks, TopicPartition
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._partition import Partition, PartitionState
@@ -73,7 +73,7 @@ class ReplicaManagerService:
     def append_records(
         self,
         timeout_ms: int,
-        required_acks: int,
+        required_acks: Acks,
         entries: Mapping[TopicPartition, bytearray],
         respond: ProduceCallback,
     ) -> None:

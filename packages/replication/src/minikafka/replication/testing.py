@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import attrs
 
-from minikafka.log import Log, LogConfig, LogManager, TopicPartition
+from minikafka.common import Acks, TopicPartition
+from minikafka.log import Log, LogConfig, LogManager
 from minikafka.log.testing import ManualClock
 from minikafka.trace import NullTracer, Tracer
 
@@ -117,7 +118,7 @@ class ManualShell:
     def append_records(
         self,
         timeout_ms: int,
-        required_acks: int,
+        required_acks: Acks,
         entries: Mapping[TopicPartition, bytearray],
         respond: ProduceCallback,
         now: float,

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 NO_GENERATION = -1
 """Kafka's ``DEFAULT_GENERATION``: the member does not know (or does not say) its generation."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._assignor import NO_GENERATION, Assignment, Subscription
 

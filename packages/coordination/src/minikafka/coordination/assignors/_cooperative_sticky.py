@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._assignor import NO_GENERATION, Assignment, RebalanceProtocol, Subscription
 from ._sticky import MemberData, sticky_assignment

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._assignor import Assignment, RebalanceProtocol, Subscription, sorted_members
 

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._assignor import (
     NO_GENERATION,

@@ -1,10 +1,15 @@
-"""The broker's group settings (Kafka's ``group.*`` and ``offsets.*`` configs)."""
+"""The broker's group settings (Kafka's ``group.*`` and ``offsets.*`` configs), declared in
+:data:`GROUP_CONFIG` (a :class:`minikafka.common.ConfigDef`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
-__all__ = ["MAX_PROTOCOL_STRING", "NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig"]
+from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least
+
+__all__ = ["GROUP_CONFIG", "MAX_PROTOCOL_STRING", "NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig"]
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a new member's JoinGroup may stay parked before the member is dropped
@@ -31,3 +36,78 @@ class GroupConfig:
         default=600_000, validator=attrs.validators.gt(0)
     )
     offset_metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> GroupConfig:
+        """Read the keys :data:`GROUP_CONFIG` declares; other keys are left alone."""
+        config = GROUP_CONFIG.apply(cls(), props)
+        if config.group_max_session_timeout_ms < config.group_min_session_timeout_ms:
+            raise ConfigError(
+                _MAX_SESSION.name,
+                f"{config.group_max_session_timeout_ms} is below {_MIN_SESSION.name} "
+                f"({config.group_min_session_timeout_ms})",
+            )
+        return config
+
+
+_INT = ConfigType.INT
+_MIN_SESSION = ConfigKey(
+    "group.min.session.timeout.ms",
+    _INT,
+    "group_min_session_timeout_ms",
+    at_least(1),
+    "The shortest session timeout a member may ask for.",
+)
+_MAX_SESSION = ConfigKey(
+    "group.max.session.timeout.ms",
+    _INT,
+    "group_max_session_timeout_ms",
+    at_least(1),
+    "The longest session timeout a member may ask for.",
+)
+
+GROUP_CONFIG = ConfigDef(
+    (
+        _MIN_SESSION,
+        _MAX_SESSION,
+        ConfigKey(
+            "group.initial.rebalance.delay.ms",
+            _INT,
+            "group_initial_rebalance_delay_ms",
+            at_least(0),
+            "How long the first rebalance of an empty group waits for more members.",
+        ),
+        ConfigKey(
+            "group.max.size", _INT, "group_max_size", at_least(1), "Members a group may have."
+        ),
+        ConfigKey(
+            "offsets.topic.num.partitions",
+            _INT,
+            "offsets_topic_num_partitions",
+            at_least(1),
+            "Partitions of __consumer_offsets.",
+        ),
+        ConfigKey(
+            "offsets.retention.minutes",
+            _INT,
+            "offsets_retention_minutes",
+            at_least(1),
+            "How long an empty group's committed offsets are kept.",
+        ),
+        ConfigKey(
+            "offsets.retention.check.interval.ms",
+            _INT,
+            "offsets_retention_check_interval_ms",
+            at_least(1),
+            "How often expired offsets are looked for.",
+        ),
+        ConfigKey(
+            "offset.metadata.max.bytes",
+            _INT,
+            "offset_metadata_max_bytes",
+            at_least(0),
+            "The longest metadata string a commit may carry.",
+        ),
+    )
+)
+"""The group coordinator's keys (Kafka's GroupCoordinatorConfig)."""

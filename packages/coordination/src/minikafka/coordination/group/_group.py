@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._events import GroupStateChanged

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._group import GroupMetadata, MemberMetadata
 from ._group_state import GroupState

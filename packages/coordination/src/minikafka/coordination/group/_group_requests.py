@@ -15,7 +15,7 @@ from typing import TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 __all__ = [
     "UNKNOWN_MEMBER_ID",

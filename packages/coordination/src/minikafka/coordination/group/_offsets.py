@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import GroupConfig

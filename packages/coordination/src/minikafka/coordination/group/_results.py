@@ -24,8 +24,7 @@ from typing import TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import CoreResult
-from minikafka.log import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 
 from ._group import GroupMetadata, MemberMetadata
 from ._group_metadata_manager import StoredRecord

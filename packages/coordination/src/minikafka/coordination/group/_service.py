@@ -28,7 +28,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup

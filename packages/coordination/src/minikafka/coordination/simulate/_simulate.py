@@ -24,7 +24,7 @@ from collections.abc import Callable
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.trace import Tracer, get_tracer
 
 from ..assignors._consumer_protocol import decode_assignment

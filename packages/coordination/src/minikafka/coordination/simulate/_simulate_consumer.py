@@ -23,7 +23,7 @@ from typing import Protocol, TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ..assignors._assignor import NO_GENERATION, RebalanceProtocol, Subscription
 from ..assignors._consumer_protocol import (

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from minikafka.log import TopicPartition
+from minikafka.common import TopicPartition
 
 from ..assignors._assignor import PartitionAssignor, RebalanceProtocol
 from ..assignors._cooperative_sticky import CooperativeStickyAssignor
