@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+from typing import Any
 
 import pytest
 
@@ -26,30 +26,49 @@ from minikafka.controller._states import (
 P = PartitionState
 R = ReplicaState
 
-# Kafka 2.8's validPreviousStates, written out edge by edge (from, to), independently of the
-# module's table.
-KAFKA_PARTITION_EDGES = {
-    (P.NON_EXISTENT, P.NEW),
-    (P.NEW, P.ONLINE),
-    (P.ONLINE, P.ONLINE),
-    (P.OFFLINE, P.ONLINE),
-    (P.NEW, P.OFFLINE),
-    (P.ONLINE, P.OFFLINE),
-    (P.OFFLINE, P.OFFLINE),
-    (P.OFFLINE, P.NON_EXISTENT),
-}
-KAFKA_REPLICA_EDGES = {
-    (R.NON_EXISTENT_REPLICA, R.NEW_REPLICA),
-    *((s, R.ONLINE_REPLICA) for s in (R.NEW_REPLICA, R.ONLINE_REPLICA, R.OFFLINE_REPLICA)),
-    (R.REPLICA_DELETION_INELIGIBLE, R.ONLINE_REPLICA),
-    *((s, R.OFFLINE_REPLICA) for s in (R.NEW_REPLICA, R.ONLINE_REPLICA, R.OFFLINE_REPLICA)),
-    (R.REPLICA_DELETION_INELIGIBLE, R.OFFLINE_REPLICA),
-    (R.OFFLINE_REPLICA, R.REPLICA_DELETION_STARTED),
-    (R.REPLICA_DELETION_STARTED, R.REPLICA_DELETION_SUCCESSFUL),
-    (R.OFFLINE_REPLICA, R.REPLICA_DELETION_INELIGIBLE),
-    (R.REPLICA_DELETION_STARTED, R.REPLICA_DELETION_INELIGIBLE),
-    (R.REPLICA_DELETION_SUCCESSFUL, R.NON_EXISTENT_REPLICA),
-}
+
+def _edges(states: type[PartitionState] | type[ReplicaState], table: str) -> set[tuple[Any, Any]]:
+    """``From -> To`` lines in Kafka's state names, as (from, to) members of ``states``."""
+    return {
+        (states(before.strip()), states(after.strip()))
+        for before, after in (line.split("->") for line in table.strip().splitlines())
+    }
+
+
+# Kafka 2.8's validPreviousStates, written out edge by edge in Kafka's names, independently
+# of the module's table.
+KAFKA_PARTITION_EDGES = _edges(
+    P,
+    """
+    NonExistentPartition -> NewPartition
+    NewPartition -> OnlinePartition
+    OnlinePartition -> OnlinePartition
+    OfflinePartition -> OnlinePartition
+    NewPartition -> OfflinePartition
+    OnlinePartition -> OfflinePartition
+    OfflinePartition -> OfflinePartition
+    OfflinePartition -> NonExistentPartition
+    """,
+)
+KAFKA_REPLICA_EDGES = _edges(
+    R,
+    """
+    NonExistentReplica -> NewReplica
+    NewReplica -> OnlineReplica
+    OnlineReplica -> OnlineReplica
+    OfflineReplica -> OnlineReplica
+    ReplicaDeletionIneligible -> OnlineReplica
+    NewReplica -> OfflineReplica
+    OnlineReplica -> OfflineReplica
+    OfflineReplica -> OfflineReplica
+    ReplicaDeletionIneligible -> OfflineReplica
+    OfflineReplica -> ReplicaDeletionStarted
+    ReplicaDeletionStarted -> ReplicaDeletionSuccessful
+    OfflineReplica -> ReplicaDeletionIneligible
+    ReplicaDeletionStarted -> ReplicaDeletionIneligible
+    ReplicaDeletionSuccessful -> NonExistentReplica
+    """,
+)
 
 TP: TopicPartition = ("t", 0)
 REPLICA: PartitionAndReplica = ("t", 0, 1000)
@@ -120,32 +139,35 @@ def _put_replica(machine: ReplicaStateMachine, state: ReplicaState) -> None:
     assert machine.state(REPLICA) is state
 
 
-@pytest.mark.parametrize(("source", "target"), list(itertools.product(P, P)))
-def test_partition_sweep(source: PartitionState, target: PartitionState) -> None:
-    machine = PartitionStateMachine()
-    _put_partition(machine, source)
-    result = machine.handle_state_changes([TP], target)
-    change = StateChange(TP, source, target)
-    if (source, target) in KAFKA_PARTITION_EDGES:
-        assert (result.changed, result.invalid) == ((change,), ())
-        assert machine.state(TP) is target
-    else:
-        assert (result.changed, result.invalid) == ((), (change,))
-        assert machine.state(TP) is source  # refused: nothing changes
+SWEEPS = [
+    *(
+        (PartitionStateMachine, _put_partition, TP, KAFKA_PARTITION_EDGES, s, t)
+        for s in P
+        for t in P
+    ),
+    *(
+        (ReplicaStateMachine, _put_replica, REPLICA, KAFKA_REPLICA_EDGES, s, t)
+        for s in R
+        for t in R
+    ),
+]
 
 
-@pytest.mark.parametrize(("source", "target"), list(itertools.product(R, R)))
-def test_replica_sweep(source: ReplicaState, target: ReplicaState) -> None:
-    machine = ReplicaStateMachine()
-    _put_replica(machine, source)
-    result = machine.handle_state_changes([REPLICA], target)
-    change = StateChange(REPLICA, source, target)
-    if (source, target) in KAFKA_REPLICA_EDGES:
+@pytest.mark.parametrize(("machine_class", "put", "key", "edges", "source", "target"), SWEEPS)
+def test_sweep(
+    machine_class: Any, put: Any, key: Any, edges: set[Any], source: Any, target: Any
+) -> None:
+    """Every (source, target) pair of both machines: Kafka's edges move, the rest are refused."""
+    machine = machine_class()
+    put(machine, source)
+    result = machine.handle_state_changes([key], target)
+    change = StateChange(key, source, target)
+    if (source, target) in edges:
         assert (result.changed, result.invalid) == ((change,), ())
-        assert machine.state(REPLICA) is target
+        assert machine.state(key) is target
     else:
         assert (result.changed, result.invalid) == ((), (change,))
-        assert machine.state(REPLICA) is source
+        assert machine.state(key) is source  # refused: nothing changes
 
 
 def test_reaching_non_existent_forgets_the_key() -> None:

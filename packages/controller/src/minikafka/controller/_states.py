@@ -173,47 +173,44 @@ def _handle(
     return StateChangeResult(changed, invalid)
 
 
-@attrs.define(eq=False)
-class PartitionStateMachine:
+class _StateMachine(Generic[K, S]):
+    """One state per key, moved along ``table``; a key never stored is in ``initial``."""
+
+    def __init__(self, initial: S, table: Mapping[S, frozenset[S]]) -> None:
+        self._initial = initial
+        self._table = table
+        self._states: dict[K, S] = {}
+
+    def state(self, key: K) -> S:
+        return self._states.get(key, self._initial)
+
+    def handle_state_changes(self, keys: Iterable[K], target: S) -> StateChangeResult[K, S]:
+        """Move each key to ``target`` where the table allows it; report the others
+        (Kafka logs "Invalid state transition" for them and leaves their state alone)."""
+        return _handle(self._states, keys, target, self._initial, self._table)
+
+    def _in_state(self, state: S) -> list[K]:
+        return [key for key, s in self._states.items() if s is state]
+
+
+class PartitionStateMachine(_StateMachine[TopicPartition, PartitionState]):
     """The state of each partition; unknown partitions are ``NON_EXISTENT``."""
 
-    _states: dict[TopicPartition, PartitionState] = attrs.field(init=False, factory=dict)
-
-    def state(self, partition: TopicPartition) -> PartitionState:
-        return self._states.get(partition, PartitionState.NON_EXISTENT)
-
-    def handle_state_changes(
-        self, partitions: Iterable[TopicPartition], target: PartitionState
-    ) -> StateChangeResult[TopicPartition, PartitionState]:
-        """Move each partition to ``target`` where the table allows it; report the others
-        (Kafka logs "Invalid state transition" for them and leaves their state alone)."""
-        return _handle(
-            self._states, partitions, target, PartitionState.NON_EXISTENT, PARTITION_TRANSITIONS
-        )
+    def __init__(self) -> None:
+        super().__init__(PartitionState.NON_EXISTENT, PARTITION_TRANSITIONS)
 
     def partitions_in_state(self, state: PartitionState) -> list[TopicPartition]:
-        return [p for p, s in self._states.items() if s is state]
+        return self._in_state(state)
 
 
-@attrs.define(eq=False)
-class ReplicaStateMachine:
+class ReplicaStateMachine(_StateMachine[PartitionAndReplica, ReplicaState]):
     """The state of each replica; unknown replicas are ``NON_EXISTENT_REPLICA``."""
 
-    _states: dict[PartitionAndReplica, ReplicaState] = attrs.field(init=False, factory=dict)
-
-    def state(self, replica: PartitionAndReplica) -> ReplicaState:
-        return self._states.get(replica, ReplicaState.NON_EXISTENT_REPLICA)
-
-    def handle_state_changes(
-        self, replicas: Iterable[PartitionAndReplica], target: ReplicaState
-    ) -> StateChangeResult[PartitionAndReplica, ReplicaState]:
-        """Move each replica to ``target`` where the table allows it; report the others."""
-        return _handle(
-            self._states, replicas, target, ReplicaState.NON_EXISTENT_REPLICA, REPLICA_TRANSITIONS
-        )
+    def __init__(self) -> None:
+        super().__init__(ReplicaState.NON_EXISTENT_REPLICA, REPLICA_TRANSITIONS)
 
     def replicas_in_state(self, state: ReplicaState) -> list[PartitionAndReplica]:
-        return [r for r, s in self._states.items() if s is state]
+        return self._in_state(state)
 
 
 def new_leader_and_isr(
