@@ -10,9 +10,11 @@
   :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`.
 - :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
   ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
+- :func:`subcommand_parser`: the argparse preamble of every ``python -m minikafka.<package>``.
 """
 
 from ._acks import Acks as Acks
+from ._cli import subcommand_parser as subcommand_parser
 from ._config_def import ConfigDef as ConfigDef
 from ._config_def import ConfigKey as ConfigKey
 from ._config_def import ConfigType as ConfigType
@@ -52,4 +54,5 @@ __all__ = [
     "between",
     "matches",
     "one_of",
+    "subcommand_parser",
 ]

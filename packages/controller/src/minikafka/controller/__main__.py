@@ -11,27 +11,27 @@ or a directory without a metadata log.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from minikafka.common import subcommand_parser
 
 from ._assign_cmd import add_assign_arguments, run_assign
 from ._tool import ReplayError, print_replay
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.controller",
-        description="Replica placement and the KRaft metadata log of minikafka's controller.",
+    parser, commands = subcommand_parser(
+        "python -m minikafka.controller",
+        "Replica placement and the KRaft metadata log of minikafka's controller.",
+        {
+            "assign": "place partitions' replicas on brokers, as AdminUtils does",
+            "replay": "print the image a metadata log holds",
+        },
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    assign_parser = commands.add_parser(
-        "assign", help="place partitions' replicas on brokers, as AdminUtils does"
-    )
-    add_assign_arguments(assign_parser)
-    replay_parser = commands.add_parser("replay", help="print the image a metadata log holds")
-    replay_parser.add_argument(
+    add_assign_arguments(commands["assign"])
+    commands["replay"].add_argument(
         "dir", type=Path, help="a metadata dir (holding __cluster_metadata-0) or that partition"
     )
     args = parser.parse_args(argv)

@@ -9,41 +9,39 @@ Exit status: 0 fine, 1 a corrupt batch or index, 2 a missing or unrecognised PAT
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from minikafka.common import subcommand_parser
 
 from ._demo import demo
 from ._tool import PathError, dump, verify
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.log",
-        description="Dump and verify minikafka log segments and indexes (kafka-dump-log.sh).",
+    parser, commands = subcommand_parser(
+        "python -m minikafka.log",
+        "Dump and verify minikafka log segments and indexes (kafka-dump-log.sh).",
+        {
+            "dump": "print each batch (or index entry), like kafka-dump-log.sh --files",
+            "verify": "check every batch's structure, CRC-32C and offsets",
+            "demo": "write a small log and walk through it",
+        },
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    dump_parser = commands.add_parser(
-        "dump", help="print each batch (or index entry), like kafka-dump-log.sh --files"
-    )
-    dump_parser.add_argument(
+    commands["dump"].add_argument(
         "path", type=Path, help="a .log, .index or .timeindex file, or a partition directory"
     )
-    dump_parser.add_argument(
+    commands["dump"].add_argument(
         "--deep", action="store_true", help="also print every record (--deep-iteration)"
     )
-    dump_parser.add_argument(
+    commands["dump"].add_argument(
         "--index", action="store_true", help="also print each segment's index entries"
     )
-    verify_parser = commands.add_parser(
-        "verify", help="check every batch's structure, CRC-32C and offsets"
-    )
-    verify_parser.add_argument("path", type=Path, help="a .log file or a partition directory")
-    demo_parser = commands.add_parser("demo", help="write a small log and walk through it")
-    demo_parser.add_argument("--dir", type=Path, help="write it here (default: a temp dir)")
-    demo_parser.add_argument("--keep", action="store_true", help="keep the temp dir")
+    commands["verify"].add_argument("path", type=Path, help="a .log file or a partition directory")
+    commands["demo"].add_argument("--dir", type=Path, help="write it here (default: a temp dir)")
+    commands["demo"].add_argument("--keep", action="store_true", help="keep the temp dir")
     args = parser.parse_args(argv)
 
     try:
