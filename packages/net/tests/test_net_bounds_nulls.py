@@ -34,7 +34,7 @@ from kio.serial._introspect import (
 from kio.static.protocol import Entity
 
 from minikafka.net import Request, encode_request_header, request_schema
-from minikafka.net._bounds import BoundsError, check_bounds
+from minikafka.net._bounds import _FIXED_SIZES, _VARINTS, BoundsError, check_bounds
 from minikafka.net.testing import (
     METADATA_V9,
     RawConnection,
@@ -43,23 +43,6 @@ from minikafka.net.testing import (
     serving,
 )
 
-_FIXED = {
-    "bool": 1,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "uint16": 2,
-    "error_code": 2,
-    "int32": 4,
-    "uint32": 4,
-    "timedelta_i32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-    "timedelta_i64": 8,
-    "datetime_i64": 8,
-    "uuid": 16,
-}
 _ITEM = "[]"  # a path step meaning "the array's (one) element"
 
 # Every request schema kio models, for every API key and version: a superset of what the
@@ -104,9 +87,9 @@ def _null(kafka_type: str, flexible: bool) -> bytes:
 
 
 def _minimal_primitive(kafka_type: str, flexible: bool) -> bytes:
-    if kafka_type in _FIXED:
-        return bytes(_FIXED[kafka_type])
-    if kafka_type in ("uvarint", "varint", "uvarlong", "varlong"):
+    if kafka_type in _FIXED_SIZES:  # the bounds check's own table of widths
+        return bytes(_FIXED_SIZES[kafka_type])
+    if kafka_type in _VARINTS:
         return b"\x00"
     text = b"a" if kafka_type == "string" else b""
     if flexible:
