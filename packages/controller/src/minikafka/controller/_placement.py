@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import TypeAlias
 
 import attrs
@@ -88,21 +88,31 @@ def assign_replicas_to_brokers_rack_unaware(
     """Kafka's assignment without racks: round-robin leaders, shifted followers."""
     brokers = sorted(broker_ids)
     n = len(brokers)
-    next_replica_shift = replica_shift
-    first_partition_id = max(0, start_partition_id)
     assignment: Assignment = {}
-    for partition_id in range(first_partition_id, first_partition_id + n_partitions):
-        # A new pass over the broker list: move every follower one step further from its
-        # leader, so this pass does not repeat the previous pass's leader/follower pairs.
-        if partition_id > 0 and partition_id % n == 0:
-            next_replica_shift += 1
-        first_replica_index = (partition_id + start_index) % n
+    for partition_id, first_replica_index, shift in leader_walk(
+        n_partitions, n, start_index, replica_shift, start_partition_id
+    ):
         followers = (
-            brokers[replica_index(first_replica_index, next_replica_shift, j, n)]
+            brokers[replica_index(first_replica_index, shift, j, n)]
             for j in range(replication_factor - 1)
         )
         assignment[partition_id] = (brokers[first_replica_index], *followers)
     return assignment
+
+
+def leader_walk(
+    n_partitions: int, n_brokers: int, start_index: int, replica_shift: int, start_partition_id: int
+) -> Iterator[tuple[int, int, int]]:
+    """For each new partition: its id, its leader's position in the broker list, and the
+    shift of its followers (``nextReplicaShift``)."""
+    next_replica_shift = replica_shift
+    first_partition_id = max(0, start_partition_id)
+    for partition_id in range(first_partition_id, first_partition_id + n_partitions):
+        # A new pass over the broker list: move every follower one step further from its
+        # leader, so this pass does not repeat the previous pass's leader/follower pairs.
+        if partition_id > 0 and partition_id % n_brokers == 0:
+            next_replica_shift += 1
+        yield partition_id, (partition_id + start_index) % n_brokers, next_replica_shift
 
 
 # --- the rack-aware walk -----------------------------------------------------------------
@@ -133,18 +143,14 @@ def assign_replicas_to_brokers_rack_aware(
 ) -> Assignment:
     """Kafka's assignment with racks: the rack-unaware walk over a rack-alternated list."""
     arranged = rack_alternated_broker_list(broker_racks)
-    n = len(arranged)
-    next_replica_shift = replica_shift
-    first_partition_id = max(0, start_partition_id)
-    assignment: Assignment = {}
-    for partition_id in range(first_partition_id, first_partition_id + n_partitions):
-        if partition_id > 0 and partition_id % n == 0:
-            next_replica_shift += 1
-        first_replica_index = (partition_id + start_index) % n
-        assignment[partition_id] = _rack_aware_replicas(
-            arranged, broker_racks, first_replica_index, next_replica_shift, replication_factor
+    return {
+        partition_id: _rack_aware_replicas(
+            arranged, broker_racks, first_replica_index, shift, replication_factor
         )
-    return assignment
+        for partition_id, first_replica_index, shift in leader_walk(
+            n_partitions, len(arranged), start_index, replica_shift, start_partition_id
+        )
+    }
 
 
 def _rack_aware_replicas(
