@@ -59,6 +59,16 @@ def _kafka_python_supports(codec: CompressionType, monkeypatch: pytest.MonkeyPat
         pytest.skip("kafka-python has no zstd library in this venv (pip package zstandard)")
 
 
+@pytest.fixture(params=CODECS, ids=lambda c: c.name)
+def kafka_python_codec(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> CompressionType:
+    """Every codec in turn, with kafka-python made able to use it (or the test skipped)."""
+    codec: CompressionType = request.param
+    _kafka_python_supports(codec, monkeypatch)
+    return codec
+
+
 optional_bytes = st.none() | st.binary(max_size=40)
 headers = st.lists(st.builds(Header, st.text(max_size=10), optional_bytes), max_size=3).map(tuple)
 
@@ -137,11 +147,8 @@ def test_kafka_python_reads_what_we_build(records: list[Record]) -> None:
         assert _kafka_python_records(build_batch(records, compression=codec)) == records
 
 
-@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
-def test_kafka_python_reads_every_codec(
-    codec: CompressionType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _kafka_python_supports(codec, monkeypatch)
+def test_kafka_python_reads_every_codec(kafka_python_codec: CompressionType) -> None:
+    codec = kafka_python_codec
     records = [
         Record(100 + 3 * i, NOW - i, b"key%d" % i, b"value " * 50, (Header("h", b"v"),))
         for i in range(50)
@@ -149,11 +156,8 @@ def test_kafka_python_reads_every_codec(
     assert _kafka_python_records(build_batch(records, compression=codec)) == records
 
 
-@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.name)
-def test_we_read_what_kafka_python_builds(
-    codec: CompressionType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    _kafka_python_supports(codec, monkeypatch)
+def test_we_read_what_kafka_python_builds(kafka_python_codec: CompressionType) -> None:
+    codec = kafka_python_codec
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=codec.value,

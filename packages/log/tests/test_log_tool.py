@@ -180,27 +180,30 @@ def test_show_bytes() -> None:
     assert show_bytes(bytes(40)) == "0x" + "00" * 32 + "..."
 
 
-def test_dump_index_files(partition: Path) -> None:
-    batches = {(p.name, pos): h for p, pos, h in _batches(partition)}
-    index = partition / "00000000000000000000.index"
+# An index file's suffix, the struct of one entry, and how kafka-dump-log.sh prints an entry.
+_INDEX_FILES = [
+    ("index", ">ii", "offset: {} position: {}"),
+    ("timeindex", ">qi", "timestamp: {} offset: {}"),
+]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "entry", "line"), _INDEX_FILES, ids=[i[0] for i in _INDEX_FILES]
+)
+def test_dump_index_files(partition: Path, suffix: str, entry: str, line: str) -> None:
+    index = partition / f"00000000000000000000.{suffix}"
     status, output = _run("dump", index)
     assert status == 0
-    entries = list(struct.iter_unpack(">ii", index.read_bytes()))
+    entries = list(struct.iter_unpack(entry, index.read_bytes()))
     assert len(entries) >= 3
-    assert output.splitlines() == [f"Dumping {index}"] + [
-        f"offset: {offset} position: {position}" for offset, position in entries
-    ]
-    for offset, position in entries:  # each entry is a batch's last offset and position
-        assert batches[FIRST_LOG, position].last_offset == offset
+    assert output.splitlines() == [f"Dumping {index}"] + [line.format(*e) for e in entries]
 
-    time_index = partition / "00000000000000000000.timeindex"
-    status, output = _run("dump", time_index)
-    assert status == 0
-    time_entries = list(struct.iter_unpack(">qi", time_index.read_bytes()))
-    assert len(time_entries) >= 3
-    assert output.splitlines() == [f"Dumping {time_index}"] + [
-        f"timestamp: {timestamp} offset: {offset}" for timestamp, offset in time_entries
-    ]
+
+def test_each_offset_index_entry_is_a_batchs_last_offset_and_position(partition: Path) -> None:
+    batches = {(p.name, pos): h for p, pos, h in _batches(partition)}
+    index = partition / "00000000000000000000.index"
+    for offset, position in struct.iter_unpack(">ii", index.read_bytes()):
+        assert batches[FIRST_LOG, position].last_offset == offset
 
 
 def test_dump_with_index_adds_each_segments_indexes(partition: Path) -> None:
