@@ -23,6 +23,7 @@ it, so it is read here by hand.
 from __future__ import annotations
 
 import struct
+from typing import TypeVar
 
 import attrs
 import kio.schema.request_header.v1 as request_header_v1
@@ -32,9 +33,12 @@ import kio.schema.response_header.v1 as response_header_v1
 from kio.schema.index import api_key_map
 from kio.serial import entity_reader
 from kio.static.primitive import i16, i32
+from kio.static.protocol import Entity
 
 from ._api_keys import ApiKey
 from ._codec import encode_entity, request_schema, response_schema
+
+H = TypeVar("H", bound=Entity)
 
 _FIXED = struct.Struct(">hhi")  # api_key, api_version, correlation_id: same in v0-v2
 
@@ -105,10 +109,7 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     schema: type[request_header_v1.RequestHeader | request_header_v2.RequestHeader] = (
         request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
     )
-    try:
-        header, size = entity_reader(schema)(frame, 0)
-    except Exception as e:
-        raise InvalidRequest(f"malformed request header: {type(e).__name__}: {e}") from e
+    header, size = _read_header(schema, frame, "request")
     client_id: str | None = header.client_id
     return RequestHeader(api_key, api_version, correlation_id, client_id, version), size
 
@@ -144,9 +145,14 @@ def parse_response_header(frame: bytes, version: int) -> tuple[int, int]:
     schema: type[response_header_v0.ResponseHeader | response_header_v1.ResponseHeader] = (
         response_header_v1.ResponseHeader if version == 1 else response_header_v0.ResponseHeader
     )
-    try:
-        header, size = entity_reader(schema)(frame, 0)
-    except Exception as e:
-        raise InvalidRequest(f"malformed response header: {type(e).__name__}: {e}") from e
+    header, size = _read_header(schema, frame, "response")
     correlation_id = int(header.correlation_id)
     return correlation_id, size
+
+
+def _read_header(schema: type[H], frame: bytes, side: str) -> tuple[H, int]:
+    """kio reads a flexible header; whatever it raises makes a malformed ``side`` header."""
+    try:
+        return entity_reader(schema)(frame, 0)
+    except Exception as e:
+        raise InvalidRequest(f"malformed {side} header: {type(e).__name__}: {e}") from e
