@@ -123,15 +123,18 @@ def test_round_robin_deals_all_partitions_in_turn() -> None:
     assert partitions_of(result) == {"C0": tps("t0p0 t0p2 t1p1"), "C1": tps("t0p1 t1p0 t1p2")}
 
 
+# The unequal subscriptions of Kafka's RoundRobinAssignor and StickyAssignor documentation.
+UNEQUAL_SUBSCRIPTIONS = {
+    "C0": Subscription(["t0"]),
+    "C1": Subscription(["t0", "t1"]),
+    "C2": Subscription(["t0", "t1", "t2"]),
+}
+UNEQUAL_CLUSTER = {"t0": 1, "t1": 2, "t2": 3}
+
+
 def test_round_robin_passes_over_members_not_subscribed() -> None:
     # The example of Kafka's RoundRobinAssignor documentation.
-    subscriptions = {
-        "C0": Subscription(["t0"]),
-        "C1": Subscription(["t0", "t1"]),
-        "C2": Subscription(["t0", "t1", "t2"]),
-    }
-    cluster = {"t0": 1, "t1": 2, "t2": 3}
-    result = RoundRobinAssignor().assign(cluster, subscriptions)
+    result = RoundRobinAssignor().assign(UNEQUAL_CLUSTER, UNEQUAL_SUBSCRIPTIONS)
     assert partitions_of(result) == {
         "C0": tps("t0p0"),
         "C1": tps("t1p0"),
@@ -170,12 +173,7 @@ def test_sticky_keeps_everything_of_the_remaining_members_when_one_leaves() -> N
 
 
 def test_sticky_with_unequal_subscriptions_matches_kafkas_example() -> None:
-    subscriptions = {
-        "C0": Subscription(["t0"]),
-        "C1": Subscription(["t0", "t1"]),
-        "C2": Subscription(["t0", "t1", "t2"]),
-    }
-    cluster = {"t0": 1, "t1": 2, "t2": 3}
+    subscriptions, cluster = UNEQUAL_SUBSCRIPTIONS, UNEQUAL_CLUSTER
     first = StickyAssignor().assign(cluster, subscriptions)
     # RoundRobin gives C2 four partitions here; Sticky balances as far as subscriptions allow.
     assert partitions_of(first) == {
