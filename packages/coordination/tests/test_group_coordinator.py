@@ -182,6 +182,15 @@ class Harness:
         return group
 
 
+def joined_group(*clients: str) -> tuple[Harness, list[str]]:
+    """Members join within the initial delay (3 s) and, 6 s later, share the first
+    generation in CompletingRebalance, waiting for the leader's SyncGroup."""
+    h = Harness.make(group_initial_rebalance_delay_ms=3000)
+    ids = [h.new_member(client)[0] for client in clients]
+    h.advance(6.0)
+    return h, ids
+
+
 def stable_group(h: Harness, clients: Sequence[str]) -> list[str]:
     """Members join one by one into a first generation and sync into Stable."""
     # Members arriving within the initial delay share the first generation.
@@ -336,10 +345,7 @@ def test_the_leader_rejoining_a_stable_group_starts_a_rebalance() -> None:
 
 
 def test_a_follower_rejoining_unchanged_in_completing_rebalance_gets_the_generation_again() -> None:
-    h = Harness.make(group_initial_rebalance_delay_ms=3000)
-    a, _ = h.new_member("a")
-    b, _ = h.new_member("b")
-    h.advance(6.0)
+    h, (a, b) = joined_group("a", "b")
     again = h.join_response(h.join(b))
     assert (again.error_code, again.generation_id, again.leader, again.members) == (
         E.none,
@@ -353,10 +359,7 @@ def test_a_follower_rejoining_unchanged_in_completing_rebalance_gets_the_generat
 
 
 def test_a_sync_waiting_in_completing_rebalance_is_told_to_rejoin_when_a_rebalance_starts() -> None:
-    h = Harness.make(group_initial_rebalance_delay_ms=3000)
-    _a, _ = h.new_member("a")
-    b, _ = h.new_member("b")
-    h.advance(6.0)
+    h, (_a, b) = joined_group("a", "b")
     sync_b = h.sync(b, 1)
     assert h.pending(sync_b)
     h.new_member("c")  # a new member: back to PreparingRebalance
@@ -460,10 +463,7 @@ def test_a_superseded_join_is_answered() -> None:
 
 
 def test_sync_timeout_removes_members_that_never_synced() -> None:
-    h = Harness.make(group_initial_rebalance_delay_ms=3000)
-    a, _ = h.new_member("a")
-    b, _ = h.new_member("b")
-    h.advance(6.0)
+    h, (a, b) = joined_group("a", "b")
     sync_a = h.sync(a, 1, {a: b"A", b: b"B"})
     assert h.sync_response(sync_a).assignment == b"A"
     for _ in range(6):  # b heartbeats but never sends SyncGroup
@@ -628,10 +628,7 @@ def test_sync_errors() -> None:
 
 
 def test_superseded_sync_is_answered() -> None:
-    h = Harness.make(group_initial_rebalance_delay_ms=3000)
-    h.new_member("a")
-    b, _ = h.new_member("b")
-    h.advance(6.0)
+    h, (_a, b) = joined_group("a", "b")
     first = h.sync(b, 1)
     second = h.sync(b, 1)
     assert h.sync_response(first).error_code is E.rebalance_in_progress
@@ -738,10 +735,7 @@ def test_delete_group() -> None:
 
 
 def test_unload_answers_parked_syncs_with_not_coordinator() -> None:
-    h = Harness.make(group_initial_rebalance_delay_ms=3000)
-    h.new_member("a")
-    b, _ = h.new_member("b")
-    h.advance(6.0)
+    h, (_a, b) = joined_group("a", "b")
     sync_b = h.sync(b, 1)
     group = h.group
     h.unload()
