@@ -245,8 +245,12 @@ def test_start_index_and_shift_must_be_broker_list_positions(
 # --- properties --------------------------------------------------------------------------
 
 
+Layout = tuple[list[BrokerMetadata], int, Assignment]
+"""The brokers, the replication factor, and the assignment placed on them."""
+
+
 @st.composite
-def _layouts(draw: st.DrawFn, *, racks: bool) -> tuple[list[BrokerMetadata], int, Assignment]:
+def _layouts(draw: st.DrawFn, *, racks: bool) -> Layout:
     n = draw(st.integers(1, 12))
     ids = sorted(draw(st.sets(st.integers(0, 2000), min_size=n, max_size=n)))
     rack_names = draw(st.lists(st.sampled_from("abcd"), min_size=n, max_size=n)) if racks else None
@@ -272,9 +276,7 @@ def _spread_within_one(counts: Counter[int], brokers: list[BrokerMetadata]) -> b
 
 @DETERMINISTIC
 @given(_layouts(racks=False))
-def test_every_partition_has_rf_distinct_replicas(
-    case: tuple[list[BrokerMetadata], int, Assignment],
-) -> None:
+def test_every_partition_has_rf_distinct_replicas(case: Layout) -> None:
     brokers, replication_factor, layout = case
     ids = {b.id for b in brokers}
     for replicas in layout.values():
@@ -283,20 +285,17 @@ def test_every_partition_has_rf_distinct_replicas(
         assert set(replicas) <= ids
 
 
+@pytest.mark.parametrize("racks", [False, True], ids=["rack_unaware", "rack_aware"])
 @DETERMINISTIC
-@given(_layouts(racks=False))
-def test_rack_unaware_leaders_are_balanced(
-    case: tuple[list[BrokerMetadata], int, Assignment],
-) -> None:
-    brokers, _, layout = case
+@given(data=st.data())
+def test_leaders_are_balanced(racks: bool, data: st.DataObject) -> None:
+    brokers, _, layout = data.draw(_layouts(racks=racks))
     assert _spread_within_one(Counter(r[0] for r in layout.values()), brokers)
 
 
 @DETERMINISTIC
 @given(_layouts(racks=False))
-def test_rack_unaware_followers_balanced_over_whole_passes(
-    case: tuple[list[BrokerMetadata], int, Assignment],
-) -> None:
+def test_rack_unaware_followers_balanced_over_whole_passes(case: Layout) -> None:
     brokers, replication_factor, layout = case
     whole = len(layout) - len(layout) % len(brokers)
     full_passes = {p: r for p, r in layout.items() if p < whole}
@@ -308,24 +307,13 @@ def test_rack_unaware_followers_balanced_over_whole_passes(
 
 @DETERMINISTIC
 @given(_layouts(racks=True))
-def test_rack_aware_partitions_span_as_many_racks_as_they_can(
-    case: tuple[list[BrokerMetadata], int, Assignment],
-) -> None:
+def test_rack_aware_partitions_span_as_many_racks_as_they_can(case: Layout) -> None:
     brokers, replication_factor, layout = case
     rack_of = {b.id: b.rack for b in brokers}
     n_racks = len(set(rack_of.values()))
     for replicas in layout.values():
         assert len(set(replicas)) == replication_factor
         assert len({rack_of[b] for b in replicas}) == min(replication_factor, n_racks)
-
-
-@DETERMINISTIC
-@given(_layouts(racks=True))
-def test_rack_aware_leaders_are_balanced(
-    case: tuple[list[BrokerMetadata], int, Assignment],
-) -> None:
-    brokers, _, layout = case
-    assert _spread_within_one(Counter(r[0] for r in layout.values()), brokers)
 
 
 @DETERMINISTIC
