@@ -21,19 +21,17 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
-from minikafka.replication import FetchPartition, ProducePartitionResult
+from minikafka.replication import FetchPartition
 from minikafka.replication.testing import (
+    OTHER,
+    TP,
     Answers,
+    ProduceAnswers,
     consumer_params,
     lead,
     partition_state,
     replica_manager,
 )
-
-TP = TopicPartition("orders", 0)
-OTHER = TopicPartition("orders", 1)
-
-ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
 
 
 @contextmanager

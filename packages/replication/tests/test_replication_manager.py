@@ -13,6 +13,7 @@ from minikafka.log import LogConfig, LogManager, OffsetCheckpointFile
 from minikafka.log.testing import ManualClock, value_batch
 from minikafka.replication import HIGH_WATERMARK_CHECKPOINT, ProducePartitionResult, TopicSettings
 from minikafka.replication.testing import (
+    TP,
     Answers,
     SettingsTable,
     discard,
@@ -21,8 +22,6 @@ from minikafka.replication.testing import (
     partition_state,
     replica_manager,
 )
-
-TP = TopicPartition("orders", 0)
 
 
 def test_become_leader_and_follower_create_the_logs(tmp_path: Path) -> None:

@@ -11,7 +11,10 @@ from minikafka.log import LogConfig
 from minikafka.log.testing import value_batch
 from minikafka.replication import ProducePartitionResult, TopicSettings
 from minikafka.replication.testing import (
+    OTHER,
+    TP,
     Answers,
+    ProduceAnswers,
     SettingsTable,
     discard,
     follower_fetch,
@@ -19,11 +22,6 @@ from minikafka.replication.testing import (
     partition_state,
     replica_manager,
 )
-
-TP = TopicPartition("orders", 0)
-OTHER = TopicPartition("orders", 1)
-
-ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
 
 
 def test_acks_1_and_0_are_answered_once_the_leader_has_appended(tmp_path: Path) -> None:

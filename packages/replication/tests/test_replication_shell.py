@@ -25,6 +25,7 @@ from minikafka.replication import (
     ReplicaManagerService,
 )
 from minikafka.replication.testing import (
+    TP,
     Answers,
     FetchAnswer,
     SettingsTable,
@@ -33,8 +34,6 @@ from minikafka.replication.testing import (
     lead,
     replica_manager_core,
 )
-
-TP = TopicPartition("orders", 0)
 
 
 @attrs.define(eq=False)

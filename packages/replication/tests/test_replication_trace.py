@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Acks, TopicPartition
+from minikafka.common import Acks
 from minikafka.log.testing import value_batch
 from minikafka.replication import (
     BecameFollower,
@@ -18,12 +18,14 @@ from minikafka.replication import (
     FetchPartition,
     HighWatermarkAdvanced,
     IsrChanged,
-    ProducePartitionResult,
 )
 from minikafka.replication.testing import (
+    OTHER,
+    TP,
     Answers,
     FetchAnswer,
     ManualShell,
+    ProduceAnswers,
     consumer_params,
     discard,
     follower_fetch,
@@ -33,11 +35,6 @@ from minikafka.replication.testing import (
 )
 from minikafka.trace import event_types
 from minikafka.trace.testing import RecordingTracer
-
-TP = TopicPartition("orders", 0)
-OTHER = TopicPartition("orders", 1)
-
-ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
 
 
 def traced_manager(tmp_path: Path, broker_id: int = 1) -> ManualShell:

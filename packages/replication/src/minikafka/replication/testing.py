@@ -23,7 +23,7 @@ from minikafka.trace import NullTracer, Tracer
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._partition import Partition, PartitionState
 from ._replica_manager import ReplicaManager, TopicSettings
-from ._results import FetchParams, FetchPartition, FetchPartitionResult
+from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
 
 if TYPE_CHECKING:
     from ._shell import ReplicaManagerService
@@ -228,6 +228,13 @@ class Answers(Generic[T]):
         """The one answer (a request is answered exactly once)."""
         assert len(self.calls) == 1, f"expected one answer, got {len(self.calls)}"
         return self.calls[0]
+
+
+ProduceAnswers = Answers[dict[TopicPartition, ProducePartitionResult]]
+"""A produce callback that keeps the per-partition results it was answered."""
+
+TP = TopicPartition("orders", 0)  # the partition a test leads, unless it names another
+OTHER = TopicPartition("orders", 1)
 
 
 def discard(_answer: object) -> None:
