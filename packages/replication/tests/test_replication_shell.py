@@ -6,6 +6,8 @@ core, the same clock the reaper sleeps on.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import attrs
@@ -28,6 +30,7 @@ from minikafka.replication.testing import (
     TP,
     Answers,
     FetchAnswer,
+    ProduceAnswers,
     SettingsTable,
     consumer_params,
     discard,
@@ -59,6 +62,16 @@ def replica_manager(tmp_path: Path) -> ReplicaManagerService:
     return ReplicaManagerService(replica_manager_core(tmp_path))
 
 
+@asynccontextmanager
+async def running(manager: ReplicaManagerService) -> AsyncIterator[float]:
+    """The shell running (its reaper and its checkpoint timer) until the block ends; the
+    block is given the time it started at."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        yield trio.current_time()
+        nursery.cancel_scope.cancel()
+
+
 def long_poll(manager: ReplicaManagerService, max_wait_ms: int, answers: Timed) -> None:
     params = consumer_params(max_wait_ms=max_wait_ms, min_bytes=1)
     manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], answers)
@@ -71,12 +84,9 @@ async def test_the_reaper_expires_a_long_poll_at_its_deadline(
     manager = replica_manager(tmp_path)
     lead(manager, TP)
     answers = Timed()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         long_poll(manager, 500, answers)
         await answers.wait()
-        nursery.cancel_scope.cancel()
     assert answers.times == [pytest.approx(start + 0.5)]
     [(_, result)] = answers.only
     assert result.error_code is ErrorCode.none
@@ -90,9 +100,7 @@ async def test_an_earlier_deadline_parked_later_wakes_the_reaper(
     manager = replica_manager(tmp_path)
     lead(manager, TP)
     slow, quick = Timed(), Timed()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         long_poll(manager, 10_000, slow)
         await trio.testing.wait_all_tasks_blocked()  # the reaper now waits for t+10
         long_poll(manager, 1_000, quick)
@@ -100,7 +108,6 @@ async def test_an_earlier_deadline_parked_later_wakes_the_reaper(
         assert quick.times == [pytest.approx(start + 1.0)]
         assert not slow.answered
         await slow.wait()
-        nursery.cancel_scope.cancel()
     assert slow.times == [pytest.approx(start + 10.0)]
 
 
@@ -110,16 +117,13 @@ async def test_a_long_poll_answered_by_data_is_not_answered_again_at_its_deadlin
     manager = replica_manager(tmp_path)
     lead(manager, TP)
     answers, later = Timed(), Timed()
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         long_poll(manager, 500, answers)
         manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard)
         assert answers.times == [start]
         params = consumer_params(max_wait_ms=2_000, min_bytes=1)
         manager.fetch_messages(params, [FetchPartition(TP, 2, 1 << 20)], later)
         await later.wait()  # the reaper ran past the first deadline meanwhile
-        nursery.cancel_scope.cancel()
     assert len(answers.calls) == 1
     assert later.times == [pytest.approx(start + 2.0)]
 
@@ -130,20 +134,17 @@ async def test_the_reaper_times_out_an_acks_all_produce(
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     done = trio.Event()
-    answers: Answers[dict[TopicPartition, ProducePartitionResult]] = Answers()
+    answers = ProduceAnswers()
 
     def respond(answer: dict[TopicPartition, ProducePartitionResult]) -> None:
         answers(answer)
         done.set()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         manager.append_records(3_000, Acks.ALL, {TP: value_batch(1)}, respond)
         with trio.fail_after(60):
             await done.wait()
         elapsed = trio.current_time() - start
-        nursery.cancel_scope.cancel()
     assert elapsed == pytest.approx(3.0)
     assert answers.only[TP].error_code is ErrorCode.request_timed_out
 
@@ -183,16 +184,13 @@ async def test_the_hw_checkpoint_is_written_on_schedule(
     manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     checkpoint = OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         manager.append_records(30_000, Acks.LEADER, {TP: value_batch(3)}, discard)
         await core.wait_for_writes(1)
         assert checkpoint.read() == {TP: 3}
         manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard)
         await core.wait_for_writes(2)
         assert checkpoint.read() == {TP: 5}
-        nursery.cancel_scope.cancel()
     assert core.written == [pytest.approx(start + 5.0), pytest.approx(start + 10.0)]
 
 
@@ -202,11 +200,8 @@ async def test_a_failed_checkpoint_is_logged_and_retried_at_the_next_tick(
     core = recording_manager(tmp_path, failures=1)
     manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        start = trio.current_time()
+    async with running(manager) as start:
         await core.wait_for_writes(1)
-        nursery.cancel_scope.cancel()
     assert core.written == [pytest.approx(start + 10.0)]
     assert "high-watermark checkpoint failed" in caplog.text
     assert OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT).read() == {TP: 0}
