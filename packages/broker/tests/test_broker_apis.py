@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_args, get_type_hints
+from typing import Any, TypeVar, cast
 
 import attrs
 import pytest
@@ -27,11 +27,6 @@ from kio.schema.create_partitions.v1.request import (
 from kio.schema.create_partitions.v1.response import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
-)
-from kio.schema.create_topics.v4.request import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
 )
 from kio.schema.create_topics.v4.response import CreatableTopicResult, CreateTopicsResponse
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
@@ -55,17 +50,24 @@ from kio.schema.list_offsets.v5.response import ListOffsetsPartitionResponse, Li
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
 from kio.schema.metadata.v1.response import MetadataResponse as MetadataResponseV1
-from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse, MetadataResponseTopic
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.produce.v8.response import PartitionProduceResponse, ProduceResponse
 from kio.schema.types import BrokerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
-from kio.static.protocol import Entity, RequestPayload, ResponsePayload
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.broker import BrokerServer, KafkaApis, ProducerIdManager
 from minikafka.broker._producer_ids import ProducerIdsUnavailable
-from minikafka.broker.testing import BrokerFailed, BrokerProcess, running_broker, single_node_config
+from minikafka.broker._tools_admin import create_topics_request
+from minikafka.broker._tools_client import metadata_request
+from minikafka.broker.testing import (
+    BrokerFailed,
+    BrokerProcess,
+    element,
+    running_broker,
+    single_node_config,
+)
 from minikafka.common import TopicPartition
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.log import (
@@ -200,17 +202,6 @@ def fetch_request(
     )
 
 
-def metadata_request(names: Sequence[str] | None, *, allow: bool = True) -> MetadataRequest:
-    return MetadataRequest(
-        topics=None
-        if names is None
-        else tuple(MetadataRequestTopic(name=TopicName(n)) for n in names),
-        allow_auto_topic_creation=allow,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
-
-
 @attrs.define
 class Kafka:
     """A running broker and a client connected to it."""
@@ -301,7 +292,9 @@ class Kafka:
     async def metadata(
         self, names: Sequence[str] | None, *, allow: bool = True
     ) -> MetadataResponse:
-        return await self.call(metadata_request(names, allow=allow), MetadataResponse)
+        return await self.call(
+            metadata_request(names, allow_auto_topic_creation=allow), MetadataResponse
+        )
 
     async def topic(self, name: str) -> MetadataResponseTopic:
         [topic] = (await self.metadata([name], allow=False)).topics
@@ -316,20 +309,8 @@ class Kafka:
         configs: Mapping[str, str] | None = None,
         validate_only: bool = False,
     ) -> CreatableTopicResult:
-        body = CreateTopicsRequest(
-            topics=(
-                CreatableTopic(
-                    name=TopicName(name),
-                    num_partitions=i32(partitions),
-                    replication_factor=i16(replication_factor),
-                    assignments=(),
-                    configs=tuple(
-                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-                    ),
-                ),
-            ),
-            timeout=ms(30_000),
-            validate_only=validate_only,
+        body = create_topics_request(
+            name, partitions, replication_factor, configs, validate_only=validate_only
         )
         [result] = (await self.call(body, CreateTopicsResponse)).topics
         assert result.name == name
@@ -404,16 +385,6 @@ async def broker(tmp_path: Path) -> AsyncIterator[Kafka]:
 
 async def test_api_versions_lists_exactly_what_kafka_apis_supports(broker: Kafka) -> None:
     assert await broker.client.api_versions(broker.node) == dict(KafkaApis.SUPPORTED)
-
-
-def element(cls: type[Entity], field_name: str) -> type[Entity]:
-    """The element class of a ``tuple[X, ...]`` or ``tuple[X, ...] | None`` field."""
-    hint = get_type_hints(cls)[field_name]
-    if type(None) in get_args(hint):  # an optional array
-        [hint] = [a for a in get_args(hint) if a is not type(None)]
-    [item, _ellipsis] = get_args(hint)
-    assert isinstance(item, type)
-    return cast(type[Entity], item)
 
 
 def _version_body(api_key: int, version: int, topic: str, count: int) -> RequestPayload:
@@ -693,7 +664,7 @@ async def test_produce_acks_0_gets_no_response_and_the_connection_goes_on(broker
     await raw.send(
         request_frame(produce, 1)
         + request_frame(produce, 2)
-        + request_frame(metadata_request(["t"], allow=False), 3)
+        + request_frame(metadata_request(["t"]), 3)
     )
     with trio.fail_after(DEADLINE):
         answer = await raw.receive_response(3, 8)
@@ -1393,7 +1364,7 @@ async def _still_serving(k: Kafka) -> None:
     """Another connection is answered, and nothing reached the log."""
     async with NetworkClient.open(client_id="second") as other:
         with trio.fail_after(DEADLINE):
-            response = await other.send(k.node, metadata_request(["t"], allow=False))
+            response = await other.send(k.node, metadata_request(["t"]))
     assert isinstance(response, MetadataResponse)
     assert response.topics[0].error_code is ErrorCode.none
     assert k.log_end_offset("t") == 0

@@ -11,11 +11,9 @@ deleted and that the broker still answers a bystander.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import logging
 import struct
-import typing
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,10 +23,16 @@ import attrs
 import pytest
 import trio
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.broker import BrokerServer
-from minikafka.broker.testing import BrokerProcess, running_broker, single_node_config
+from minikafka.broker.testing import (
+    BrokerProcess,
+    WireClient,
+    element,
+    request_body,
+    running_broker,
+    single_node_config,
+)
 from minikafka.common import TopicPartition
 from minikafka.log import build_batch, make_records
 from minikafka.net import (
@@ -49,32 +53,9 @@ ALL_CLUSTER_OPERATIONS = 0b1_1111_1010_0000  # CREATE 5, ALTER..IDEMPOTENT_WRITE
 MS_30S = datetime.timedelta(seconds=30)
 
 
-def _element(cls: type[Entity], field: str) -> type[Entity]:
-    """The element class of an array-of-entities field (nullable or not)."""
-    hint = {f.name: f.type for f in dataclasses.fields(cls)}[field]
-    if typing.get_origin(hint) is not tuple:
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    item = typing.get_args(hint)[0]
-    assert isinstance(item, type)
-    return item
-
-
-def body(api_key: int, version: int, **fields: Any) -> RequestPayload:
-    cls = request_schema(api_key, version)
-    assert cls is not None
-    return build(cls, **fields)
-
-
 @attrs.define
-class Client:
-    """A NetworkClient talking to one broker (in this process or in a child process)."""
-
-    client: NetworkClient
-    node: Node
-
-    async def call(self, request: RequestPayload) -> Any:
-        with trio.fail_after(DEADLINE):
-            return await self.client.send(self.node, request)
+class Client(WireClient):
+    """A client of one broker (in this process or in a child process)."""
 
     async def create(
         self,
@@ -86,9 +67,9 @@ class Client:
         """CreateTopics v4 of ``(name, partitions, replication factor)``s."""
         cls = request_schema(19, 4)
         assert cls is not None
-        topic_cls = _element(cls, "topics")
-        config_cls = _element(topic_cls, "configs")
-        assignment_cls = _element(topic_cls, "assignments")
+        topic_cls = element(cls, "topics")
+        config_cls = element(topic_cls, "configs")
+        assignment_cls = element(topic_cls, "assignments")
         request = build(
             cls,
             topics=tuple(
@@ -114,7 +95,7 @@ class Client:
         return [(t.name, t.error_code) for t in response.topics]
 
     async def delete(self, *names: str) -> list[tuple[str, ErrorCode]]:
-        response = await self.call(body(20, 3, topic_names=names, timeout=MS_30S))
+        response = await self.call(request_body(20, 3, topic_names=names, timeout=MS_30S))
         return [(r.name, r.error_code) for r in response.responses]
 
     async def add_partitions(
@@ -122,7 +103,7 @@ class Client:
     ) -> list[tuple[str, ErrorCode]]:
         cls = request_schema(37, 1)
         assert cls is not None
-        topic_cls = _element(cls, "topics")
+        topic_cls = element(cls, "topics")
         request = build(
             cls,
             topics=tuple(build(topic_cls, name=n, count=c, assignments=None) for n, c in topics),
@@ -133,12 +114,12 @@ class Client:
         return [(r.name, r.error_code) for r in response.results]
 
     async def find_coordinator(self, key: str, key_type: int = 0) -> Any:
-        return await self.call(body(10, 2, key=key, key_type=key_type))
+        return await self.call(request_body(10, 2, key=key, key_type=key_type))
 
     async def metadata(self, names: Sequence[str] | None, *, operations: bool = False) -> Any:
         cls = request_schema(3, 8)
         assert cls is not None
-        topic_cls = _element(cls, "topics")
+        topic_cls = element(cls, "topics")
         return await self.call(
             build(
                 cls,
@@ -202,8 +183,8 @@ async def test_internal_topics_cannot_be_created_deleted_grown_or_written(tmp_pa
         end = hosted.log.log_end_offset
         cls = request_schema(0, 8)
         assert cls is not None
-        topic_cls = _element(cls, "topic_data")
-        partition_cls = _element(topic_cls, "partition_data")
+        topic_cls = element(cls, "topic_data")
+        partition_cls = element(topic_cls, "partition_data")
         records = build_batch(make_records([(b"key", b"value")], timestamp_ms=1))
         produce = build(
             cls,

@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 
 from minikafka.broker._cli import app
 from minikafka.broker._tools_admin import create_topic
-from minikafka.broker._tools_client import Cluster, connect
+from minikafka.broker._tools_client import Cluster
 from minikafka.broker._tools_groups import (
     GroupDescription,
     GroupMember,
@@ -53,7 +53,7 @@ from minikafka.broker._tools_groups import (
     state_table,
 )
 from minikafka.broker._tools_produce import ProduceOptions, produce
-from minikafka.broker.testing import running_broker, single_node_config
+from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.common import TopicPartition
 from minikafka.net import Node
 
@@ -68,16 +68,8 @@ OVERRIDES = {
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    config = single_node_config(tmp_path / "data", OVERRIDES)
-    async with running_broker(config) as server:
-        host, port = server.bound_address()
-        async with connect(f"{host}:{port}", client_id="tests") as cluster:
-            yield cluster
-
-
-def bootstrap(cluster: Cluster) -> str:
-    node = cluster.bootstrap[0]
-    return f"{node.host}:{node.port}"
+    async with tool_cluster(single_node_config(tmp_path / "data", OVERRIDES)) as cluster:
+        yield cluster
 
 
 async def records(count: int) -> AsyncIterator[bytes]:

@@ -36,7 +36,7 @@ from minikafka.broker._tools_admin import (
     list_topics,
     parse_config,
 )
-from minikafka.broker._tools_client import Cluster, KafkaError, ToolError, connect, parse_bootstrap
+from minikafka.broker._tools_client import Cluster, KafkaError, ToolError, parse_bootstrap
 from minikafka.broker._tools_consume import (
     ConsoleConsumer,
     ConsumedRecord,
@@ -55,7 +55,7 @@ from minikafka.broker._tools_produce import (
     partition_for_key,
     produce,
 )
-from minikafka.broker.testing import running_broker, single_node_config
+from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.log import CompressionType, Record, build_batch, make_records
 from minikafka.net import Node
 
@@ -69,16 +69,8 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def cluster(data_dir: Path) -> AsyncIterator[Cluster]:
-    config = single_node_config(data_dir, {"num.partitions": "2"})
-    async with running_broker(config) as server:
-        host, port = server.bound_address()
-        async with connect(f"{host}:{port}", client_id="tests") as cluster:
-            yield cluster
-
-
-def bootstrap(cluster: Cluster) -> str:
-    node = cluster.bootstrap[0]
-    return f"{node.host}:{node.port}"
+    async with tool_cluster(single_node_config(data_dir, {"num.partitions": "2"})) as cluster:
+        yield cluster
 
 
 async def lines_of(lines: Sequence[bytes]) -> AsyncIterator[bytes]:

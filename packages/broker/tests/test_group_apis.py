@@ -14,19 +14,24 @@ import datetime
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any, cast, get_args, get_type_hints
+from typing import Any, cast
 
 import attrs
 import pytest
 import trio
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
-from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.broker import BrokerServer, KafkaApis
-from minikafka.broker.testing import running_broker, single_node_config
+from minikafka.broker.testing import (
+    WireClient,
+    element,
+    request_body,
+    running_broker,
+    single_node_config,
+)
 from minikafka.coordination import GroupState
-from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
+from minikafka.net import NetworkClient, Node, build, request_schema
 from minikafka.net.testing import wait_until
 
 DEADLINE = 30.0  # seconds; generous for a shared 2-core machine
@@ -61,37 +66,9 @@ def ms(value: int) -> i32Timedelta:
     return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
 
 
-def element(cls: type[Entity], field_name: str) -> type[Entity]:
-    """The element class of a ``tuple[X, ...]`` or ``tuple[X, ...] | None`` field."""
-    hint = get_type_hints(cls)[field_name]
-    if type(None) in get_args(hint):
-        [hint] = [a for a in get_args(hint) if a is not type(None)]
-    [item, _ellipsis] = get_args(hint)
-    assert isinstance(item, type)
-    return cast(type[Entity], item)
-
-
-def request(api_key: int, version: int, **fields: object) -> RequestPayload:
-    """``api_key`` v``version`` from the fields that version has (the others are dropped)."""
-    cls = request_schema(api_key, version)
-    assert cls is not None
-    return build(cls, **fields)
-
-
 @attrs.define
-class Client:
-    """One connection to the broker: a group member, or an admin tool."""
-
-    network: NetworkClient
-    node: Node
-
-    async def call(self, body: RequestPayload) -> Any:
-        with trio.fail_after(DEADLINE):
-            response = await self.network.send(self.node, body)
-        # The answer to vN of an API is that API's vN response class.
-        expected = response_schema(int(body.__api_key__), int(body.__version__))
-        assert type(response) is expected, response
-        return response
+class Client(WireClient):
+    """A group member, or an admin tool, and the requests it sends."""
 
     async def join(
         self,
@@ -172,7 +149,7 @@ class Client:
         member_id: str,
         instance_id: str | None = None,
     ) -> ErrorCode:
-        body = request(
+        body = request_body(
             HEARTBEAT,
             version,
             group_id=group,
@@ -189,7 +166,7 @@ class Client:
         if version < 3:
             [(member_id, _)] = members
             return await self.call(
-                request(LEAVE_GROUP, version, group_id=group, member_id=member_id)
+                request_body(LEAVE_GROUP, version, group_id=group, member_id=member_id)
             )
         cls = request_schema(LEAVE_GROUP, version)
         assert cls is not None
@@ -269,16 +246,16 @@ class Client:
         return await self.call(build(cls, group_id=group, topics=topics))
 
     async def describe(self, version: int, *groups: str, operations: bool = False) -> Any:
-        body = request(
+        body = request_body(
             DESCRIBE_GROUPS, version, groups=groups, include_authorized_operations=operations
         )
         return (await self.call(body)).groups
 
     async def list_groups(self, version: int) -> Any:
-        return await self.call(request(LIST_GROUPS, version))
+        return await self.call(request_body(LIST_GROUPS, version))
 
     async def delete(self, version: int, *groups: str) -> dict[str, ErrorCode]:
-        response = await self.call(request(DELETE_GROUPS, version, groups_names=groups))
+        response = await self.call(request_body(DELETE_GROUPS, version, groups_names=groups))
         return {r.group_id: r.error_code for r in response.results}
 
 
@@ -317,7 +294,7 @@ class Broker:
         await self.create_topic(admin)
 
     async def find_coordinator(self, admin: Client) -> None:
-        found = await admin.call(request(FIND_COORDINATOR, 2, key="any", key_type=0))
+        found = await admin.call(request_body(FIND_COORDINATOR, 2, key="any", key_type=0))
         assert found.error_code is ErrorCode.none
         assert int(found.node_id) == self.server.config.node_id
 

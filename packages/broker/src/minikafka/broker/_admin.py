@@ -10,7 +10,8 @@ replayed them too. DescribeConfigs is read from the metadata image.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -80,22 +81,76 @@ def _internal_refusal(name: str, verb: str) -> str | None:
     return None
 
 
+class _TopicResult(Protocol):
+    """The controller's answer for one topic it created, deleted or grew."""
+
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def error_code(self) -> ErrorCode: ...
+    @property
+    def error_message(self) -> str | None: ...
+
+
+@attrs.define
+class _TopicAnswers:
+    """One answer per topic name of an admin request, in the order the names first appear.
+
+    Kafka answers a name listed twice once (with INVALID_REQUEST, as the controller
+    does), so the answers are keyed by name; None marks a name still waiting for the
+    controller.
+    """
+
+    result_cls: type[Entity]
+    answers: dict[str, object] = attrs.field(factory=dict)
+
+    def refused(self, name: str, verb: str) -> bool:
+        """Answer ``name`` with INVALID_REQUEST if it is internal; False if it goes on."""
+        refusal = _internal_refusal(name, verb)
+        if refusal is None:
+            self.answers.setdefault(name, None)
+            return False
+        self.answers[name] = build(
+            self.result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=refusal
+        )
+        return True
+
+    def settle(self, outcome: Sequence[_TopicResult] | ErrorCode, names: Sequence[str]) -> None:
+        """The controller's answers; or its one error, for every name submitted."""
+        if isinstance(outcome, ErrorCode):
+            for name in names:
+                self.answers[name] = build(
+                    self.result_cls, name=name, error_code=outcome, error_message=None
+                )
+            return
+        for r in outcome:
+            if r.name is not None:  # a topic named by its id only (KIP-516) has no name
+                self.answers[r.name] = build(
+                    self.result_cls,
+                    name=r.name,
+                    error_code=r.error_code,
+                    error_message=r.error_message,
+                )
+
+    def in_order(self) -> tuple[object, ...]:
+        """The answers in the order the names first appeared; a name the controller left
+        unanswered (it never does) is UNKNOWN_SERVER_ERROR rather than silently dropped."""
+        return tuple(
+            build(self.result_cls, name=n, error_code=ErrorCode.unknown_server_error)
+            if a is None
+            else a
+            for n, a in self.answers.items()
+        )
+
+
 async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(CREATE_TOPICS)
     cls = _response_class(request)
-    result_cls = nested(cls, "topics")
-    # One answer per name, in the order the names first appear (Kafka answers a name
-    # listed twice once, with INVALID_REQUEST, as the controller does).
-    answers: dict[str, object] = {}
+    answers = _TopicAnswers(nested(cls, "topics"))
     submitted = []
     for t in body.topics:
-        refusal = _internal_refusal(t.name, "Creation")
-        if refusal is not None:
-            answers[t.name] = build(
-                result_cls, name=t.name, error_code=ErrorCode.invalid_request, error_message=refusal
-            )
+        if answers.refused(t.name, "Creation"):
             continue
-        answers.setdefault(t.name, None)
         submitted.append(
             ControllerCreatableTopic(
                 name=t.name,
@@ -111,69 +166,39 @@ async def handle_create_topics(request: Request, controller: ControllerServer) -
     if submitted:
         validate_only = bool(body.validate_only)  # v1+
         answer = await _submit(controller, ControllerCreateTopics(tuple(submitted), validate_only))
-        if isinstance(answer, ControllerCreateTopicsResponse):
-            for r in answer.topics:
-                answers[r.name] = build(
-                    result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message
-                )
-        else:
-            code = _failure(answer)
-            for creatable in submitted:
-                answers[creatable.name] = build(
-                    result_cls, name=creatable.name, error_code=code, error_message=None
-                )
-    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=_in_order(answers, result_cls)))
+        outcome = (
+            answer.topics
+            if isinstance(answer, ControllerCreateTopicsResponse)
+            else _failure(answer)
+        )
+        answers.settle(outcome, [c.name for c in submitted])
+    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=answers.in_order()))
 
 
 async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(DELETE_TOPICS)
     cls = _response_class(request)
-    result_cls = nested(cls, "responses")
-    names = tuple(str(n) for n in body.topic_names)
-    answers: dict[str, object] = {}
-    deletable = []
-    for name in names:
-        refusal = _internal_refusal(name, "Deletion")
-        if refusal is not None:
-            answers[name] = build(
-                result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=refusal
-            )
-        else:
-            answers.setdefault(name, None)
-            deletable.append(name)
+    answers = _TopicAnswers(nested(cls, "responses"))
+    deletable = [str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")]
     if deletable:
         answer = await _submit(controller, ControllerDeleteTopics(names=tuple(deletable)))
-        if isinstance(answer, ControllerDeleteTopicsResponse):
-            for r in answer.topics:
-                if r.name is not None:
-                    answers[r.name] = build(
-                        result_cls,
-                        name=r.name,
-                        error_code=r.error_code,
-                        error_message=r.error_message,
-                    )
-        else:
-            code = _failure(answer)
-            for name in deletable:
-                answers[name] = build(result_cls, name=name, error_code=code)
-    results = _in_order(answers, result_cls)
-    request.respond(build(cls, throttle_time=NO_THROTTLE, responses=results))
+        outcome = (
+            answer.topics
+            if isinstance(answer, ControllerDeleteTopicsResponse)
+            else _failure(answer)
+        )
+        answers.settle(outcome, deletable)
+    request.respond(build(cls, throttle_time=NO_THROTTLE, responses=answers.in_order()))
 
 
 async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(CREATE_PARTITIONS)
     cls = _response_class(request)
-    result_cls = nested(cls, "results")
-    answers: dict[str, object] = {}
+    answers = _TopicAnswers(nested(cls, "results"))
     submitted = []
     for t in body.topics:
-        refusal = _internal_refusal(t.name, "Adding partitions")
-        if refusal is not None:
-            answers[t.name] = build(
-                result_cls, name=t.name, error_code=ErrorCode.invalid_request, error_message=refusal
-            )
+        if answers.refused(t.name, "Adding partitions"):
             continue
-        answers.setdefault(t.name, None)
         submitted.append(
             ControllerCreatePartitionsTopic(
                 name=t.name,
@@ -188,26 +213,13 @@ async def handle_create_partitions(request: Request, controller: ControllerServe
             controller,
             ControllerCreatePartitions(tuple(submitted), validate_only=bool(body.validate_only)),
         )
-        if isinstance(answer, ControllerCreatePartitionsResponse):
-            for r in answer.topics:
-                answers[r.name] = build(
-                    result_cls, name=r.name, error_code=r.error_code, error_message=r.error_message
-                )
-        else:
-            code = _failure(answer)
-            for grown in submitted:
-                answers[grown.name] = build(result_cls, name=grown.name, error_code=code)
-    results = _in_order(answers, result_cls)
-    request.respond(build(cls, throttle_time=NO_THROTTLE, results=results))
-
-
-def _in_order(answers: Mapping[str, object], result_cls: type[Entity]) -> tuple[object, ...]:
-    """The answers in the order the names first appeared; a name the controller left
-    unanswered (it never does) is UNKNOWN_SERVER_ERROR rather than silently dropped."""
-    return tuple(
-        build(result_cls, name=n, error_code=ErrorCode.unknown_server_error) if a is None else a
-        for n, a in answers.items()
-    )
+        outcome = (
+            answer.topics
+            if isinstance(answer, ControllerCreatePartitionsResponse)
+            else _failure(answer)
+        )
+        answers.settle(outcome, [g.name for g in submitted])
+    request.respond(build(cls, throttle_time=NO_THROTTLE, results=answers.in_order()))
 
 
 # --- DescribeConfigs ---------------------------------------------------------------------

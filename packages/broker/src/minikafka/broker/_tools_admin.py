@@ -77,19 +77,16 @@ def parse_config(item: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-async def create_topic(
-    cluster: Cluster,
+def create_topics_request(
     topic: str,
-    *,
-    partitions: int = -1,
-    replication_factor: int = -1,
+    partitions: int,
+    replication_factor: int,
     configs: Mapping[str, str] | None = None,
-    if_not_exists: bool = False,
-) -> bool:
-    """Create ``topic``; False if it existed and ``if_not_exists`` said that is fine."""
-    if not -1 <= replication_factor <= 2**15 - 1:
-        raise ToolError(f"replication factor {replication_factor} is out of range")
-    body = CreateTopicsRequest(
+    *,
+    validate_only: bool = False,
+) -> CreateTopicsRequest:
+    """CreateTopics v4 of one topic (-1: the broker's default partitions or factor)."""
+    return CreateTopicsRequest(
         topics=(
             CreatableTopic(
                 name=TopicName(topic),
@@ -102,8 +99,23 @@ async def create_topic(
             ),
         ),
         timeout=i32Timedelta.parse(ADMIN_TIMEOUT),
-        validate_only=False,
+        validate_only=validate_only,
     )
+
+
+async def create_topic(
+    cluster: Cluster,
+    topic: str,
+    *,
+    partitions: int = -1,
+    replication_factor: int = -1,
+    configs: Mapping[str, str] | None = None,
+    if_not_exists: bool = False,
+) -> bool:
+    """Create ``topic``; False if it existed and ``if_not_exists`` said that is fine."""
+    if not -1 <= replication_factor <= 2**15 - 1:
+        raise ToolError(f"replication factor {replication_factor} is out of range")
+    body = create_topics_request(topic, partitions, replication_factor, configs)
     await cluster.metadata([])  # learn where the controller is
     response = await cluster.request(cluster.controller(), body, CreateTopicsResponse)
     (result,) = response.topics

@@ -75,6 +75,20 @@ def parse_bootstrap(servers: str) -> tuple[Node, ...]:
     return tuple(nodes)
 
 
+def metadata_request(
+    topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = False
+) -> MetadataRequest:
+    """Metadata v8 for ``topics`` (None: every topic), no authorized operations (KIP-430)."""
+    return MetadataRequest(
+        topics=None
+        if topics is None
+        else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+
+
 @attrs.define(eq=False)
 class Cluster:
     """The brokers a tool knows, learnt from Metadata; requests go through ``client``."""
@@ -107,14 +121,7 @@ class Cluster:
         self, topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = False
     ) -> MetadataResponse:
         """Metadata for ``topics`` (None: every topic) from the first server that answers."""
-        body = MetadataRequest(
-            topics=None
-            if topics is None
-            else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
-            allow_auto_topic_creation=allow_auto_topic_creation,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
+        body = metadata_request(topics, allow_auto_topic_creation=allow_auto_topic_creation)
         failure: ToolError | None = None
         # Known brokers first (a refresh), then the bootstrap list.
         for node in (*self.brokers.values(), *self.bootstrap):

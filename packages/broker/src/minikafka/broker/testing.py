@@ -9,7 +9,10 @@ SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: a
 ``minikafka.trace.read_trace``); after ``kill()``, what it had written out by then.
 
 :func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
-an OS-chosen port, for tests that talk to it with the NetworkClient.
+an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool_cluster`
+connects the command-line tools' :class:`Cluster` to it and :class:`WireClient` one
+NetworkClient connection. :func:`request_body` and :func:`element` build a request of
+any version from kio's classes, field by field.
 """
 
 from __future__ import annotations
@@ -25,12 +28,17 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast, get_args, get_type_hints
 
 import attrs
 import trio
+from kio.static.protocol import Entity, RequestPayload
+
+from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
 
 from ._config import KafkaConfig
 from ._server import BrokerServer
+from ._tools_client import Cluster, connect
 
 _READY = re.compile(r"minikafka broker ready on (?P<host>[^\s]+):(?P<port>\d+)")
 
@@ -175,3 +183,52 @@ async def running_broker(config: KafkaConfig) -> AsyncIterator[BrokerServer]:
             yield server
         finally:
             await server.shutdown()
+
+
+@asynccontextmanager
+async def tool_cluster(config: KafkaConfig) -> AsyncIterator[Cluster]:
+    """A broker of ``config`` in this trio loop and the tools' Cluster connected to it."""
+    async with running_broker(config) as server:
+        host, port = server.bound_address()
+        async with connect(f"{host}:{port}", client_id="tests") as cluster:
+            yield cluster
+
+
+def bootstrap(cluster: Cluster) -> str:
+    """The ``--bootstrap-server`` value that reaches ``cluster``'s broker."""
+    node = cluster.bootstrap[0]
+    return f"{node.host}:{node.port}"
+
+
+def element(cls: type[Entity], field_name: str) -> type[Entity]:
+    """The element class of a ``tuple[X, ...]`` or ``tuple[X, ...] | None`` field."""
+    hint = get_type_hints(cls)[field_name]
+    if type(None) in get_args(hint):  # an optional array
+        [hint] = [a for a in get_args(hint) if a is not type(None)]
+    [item, _ellipsis] = get_args(hint)
+    assert isinstance(item, type)
+    return cast(type[Entity], item)
+
+
+def request_body(api_key: int, version: int, **fields: object) -> RequestPayload:
+    """``api_key`` v``version`` from the fields that version has (the others are dropped)."""
+    cls = request_schema(api_key, version)
+    assert cls is not None
+    return build(cls, **fields)
+
+
+@attrs.define
+class WireClient:
+    """One NetworkClient connection to a broker: a group member, or an admin tool."""
+
+    network: NetworkClient
+    node: Node
+    deadline: float = 30.0  # seconds; generous for a shared 2-core machine
+
+    async def call(self, body: RequestPayload) -> Any:
+        with trio.fail_after(self.deadline):
+            response = await self.network.send(self.node, body)
+        # The answer to vN of an API is that API's vN response class.
+        expected = response_schema(int(body.__api_key__), int(body.__version__))
+        assert type(response) is expected, response
+        return response
