@@ -80,16 +80,22 @@ async def test_negotiation_falls_back_when_api_versions_v3_is_unknown() -> None:
         assert await client.send(_node(server), METADATA_V9) is not None
 
 
-async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None:
-    gate = trio.Event()
-    order: list[int] = []
+def gated_echo(gate: trio.Event, order: list[int] | None = None) -> ScriptedHandler:
+    """Answers Metadata only once ``gate`` is set, noting each correlation id in ``order``."""
 
     async def gated(request: Request) -> None:
         await gate.wait()
-        order.append(request.header.correlation_id)
+        if order is not None:
+            order.append(request.header.correlation_id)
         echo_metadata(request)
 
-    async with serving(ScriptedHandler(gated)) as server:
+    return ScriptedHandler(gated)
+
+
+async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None:
+    gate = trio.Event()
+    order: list[int] = []
+    async with serving(gated_echo(gate, order)) as server:
         node = _node(server)
         async with NetworkClient.open(max_in_flight=2) as client:
             await client.api_versions(node)
@@ -111,12 +117,7 @@ async def test_in_flight_requests_are_limited_and_the_rest_wait_unsent() -> None
 
 async def test_a_timeout_closes_the_connection_and_fails_what_was_in_flight() -> None:
     gate = trio.Event()
-
-    async def gated(request: Request) -> None:
-        await gate.wait()
-        echo_metadata(request)
-
-    async with serving(ScriptedHandler(gated)) as server:
+    async with serving(gated_echo(gate)) as server:
         node = _node(server)
         async with NetworkClient.open(request_timeout=0.2) as client:
             await client.api_versions(node)
