@@ -216,48 +216,32 @@ def test_kip_279_follower_with_an_epoch_unknown_to_the_leader() -> None:
 # --- truncation -----------------------------------------------------------------------
 
 
-def test_truncate_from_end_is_inclusive_at_an_epoch_boundary() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_end(8)
-    assert cache.entries == (E(2, 6),)
+# Kafka's LeaderEpochFileCacheTest cases, each on the entries (2, 6), (3, 8), (4, 11): which
+# end is truncated, at which offset, and the entries left.
+_EPOCHS = ((2, 6), (3, 8), (4, 11))
+_TRUNCATIONS = [
+    pytest.param("end", 8, [(2, 6)], id="from_end_is_inclusive_at_an_epoch_boundary"),
+    pytest.param("end", 9, [(2, 6), (3, 8)], id="from_end_between_boundaries"),
+    pytest.param("end", UNDEFINED_EPOCH_OFFSET, _EPOCHS, id="from_end_undefined_changes_nothing"),
+    pytest.param("start", 9, [(3, 9), (4, 11)], id="from_start_between_boundaries_moves_floor"),
+    pytest.param("start", 8, [(3, 8), (4, 11)], id="from_start_on_boundary_keeps_that_entry"),
+    *(
+        pytest.param("start", start, _EPOCHS, id=f"from_start_{start}_before_first_changes_nothing")
+        for start in (1, 6, UNDEFINED_EPOCH_OFFSET)
+    ),
+    pytest.param("start", 15, [(4, 15)], id="from_start_beyond_last_entry_keeps_latest_epoch"),
+]
 
 
-def test_truncate_from_end_between_boundaries() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_end(9)
-    assert cache.entries == (E(2, 6), E(3, 8))
-    assert cache.latest_epoch == 3
-
-
-def test_truncate_from_start_between_boundaries_moves_floor_entry() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_start(9)
-    assert cache.entries == (E(3, 9), E(4, 11))
-
-
-def test_truncate_from_start_on_boundary_keeps_that_entry() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_start(8)
-    assert cache.entries == (E(3, 8), E(4, 11))
-
-
-@pytest.mark.parametrize("start", [1, 6, UNDEFINED_EPOCH_OFFSET])
-def test_truncate_from_start_at_or_before_first_entry_changes_nothing(start: int) -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_start(start)
-    assert cache.entries == (E(2, 6), E(3, 8), E(4, 11))
-
-
-def test_truncate_from_start_beyond_last_entry_keeps_latest_epoch() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_start(15)
-    assert cache.entries == (E(4, 15),)
-
-
-def test_truncate_from_end_undefined_offset_changes_nothing() -> None:
-    cache = cache_with((2, 6), (3, 8), (4, 11))
-    cache.truncate_from_end(UNDEFINED_EPOCH_OFFSET)
-    assert len(cache.entries) == 3
+@pytest.mark.parametrize(("end", "offset", "left"), _TRUNCATIONS)
+def test_truncate(end: str, offset: int, left: list[tuple[int, int]]) -> None:
+    cache = cache_with(*_EPOCHS)
+    if end == "end":
+        cache.truncate_from_end(offset)
+    else:
+        cache.truncate_from_start(offset)
+    assert cache.entries == tuple(E(epoch, start) for epoch, start in left)
+    assert cache.latest_epoch == left[-1][0]
 
 
 def test_truncation_of_empty_cache() -> None:
