@@ -92,6 +92,13 @@ class _TopicResult(Protocol):
     def error_message(self) -> str | None: ...
 
 
+class _ControllerAnswer(Protocol):
+    """The controller's response to a CreateTopics, DeleteTopics or CreatePartitions."""
+
+    @property
+    def topics(self) -> Sequence[_TopicResult]: ...
+
+
 @attrs.define
 class _TopicAnswers:
     """One answer per topic name of an admin request, in the order the names first appear.
@@ -101,8 +108,16 @@ class _TopicAnswers:
     controller.
     """
 
-    result_cls: type[Entity]
-    answers: dict[str, object] = attrs.field(factory=dict)
+    request: Request
+    field: str
+    """The response's array of per-topic results: topics, responses or results."""
+    response_cls: type[ResponsePayload] = attrs.field(init=False)
+    result_cls: type[Entity] = attrs.field(init=False)
+    answers: dict[str, object] = attrs.field(init=False, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        self.response_cls = _response_class(self.request)
+        self.result_cls = nested(self.response_cls, self.field)
 
     def refused(self, name: str, verb: str) -> bool:
         """Answer ``name`` with INVALID_REQUEST if it is internal; False if it goes on."""
@@ -115,15 +130,24 @@ class _TopicAnswers:
         )
         return True
 
-    def settle(self, outcome: Sequence[_TopicResult] | ErrorCode, names: Sequence[str]) -> None:
-        """The controller's answers; or its one error, for every name submitted."""
-        if isinstance(outcome, ErrorCode):
+    async def submit(
+        self,
+        controller: ControllerServer,
+        request: object,
+        response_type: type[_ControllerAnswer],
+        names: Sequence[str],
+    ) -> None:
+        """Submit ``request`` about ``names``; keep the controller's answers, or its one
+        error for every name submitted."""
+        answer = await _submit(controller, request)
+        if not isinstance(answer, response_type):
+            code = _failure(answer)
             for name in names:
                 self.answers[name] = build(
-                    self.result_cls, name=name, error_code=outcome, error_message=None
+                    self.result_cls, name=name, error_code=code, error_message=None
                 )
             return
-        for r in outcome:
+        for r in answer.topics:
             if r.name is not None:  # a topic named by its id only (KIP-516) has no name
                 self.answers[r.name] = build(
                     self.result_cls,
@@ -132,94 +156,82 @@ class _TopicAnswers:
                     error_message=r.error_message,
                 )
 
-    def in_order(self) -> tuple[object, ...]:
-        """The answers in the order the names first appeared; a name the controller left
+    def respond(self) -> None:
+        """Answer every name in the order it first appeared; a name the controller left
         unanswered (it never does) is UNKNOWN_SERVER_ERROR rather than silently dropped."""
-        return tuple(
+        results = tuple(
             build(self.result_cls, name=n, error_code=ErrorCode.unknown_server_error)
             if a is None
             else a
             for n, a in self.answers.items()
         )
+        self.request.respond(
+            build(self.response_cls, throttle_time=NO_THROTTLE, **{self.field: results})
+        )
 
 
 async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(CREATE_TOPICS)
-    cls = _response_class(request)
-    answers = _TopicAnswers(nested(cls, "topics"))
-    submitted = []
-    for t in body.topics:
-        if answers.refused(t.name, "Creation"):
-            continue
-        submitted.append(
-            ControllerCreatableTopic(
-                name=t.name,
-                num_partitions=int(t.num_partitions),
-                replication_factor=int(t.replication_factor),
-                # As given, partition_index and all: the controller refuses a gap or a
-                # repeat instead of this handler renumbering them.
-                assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in t.assignments),
-                partition_ids=tuple(int(a.partition_index) for a in t.assignments),
-                configs=tuple((c.name, c.value) for c in t.configs),
-            )
+    answers = _TopicAnswers(request, "topics")
+    submitted = tuple(
+        ControllerCreatableTopic(
+            name=t.name,
+            num_partitions=int(t.num_partitions),
+            replication_factor=int(t.replication_factor),
+            # As given, partition_index and all: the controller refuses a gap or a
+            # repeat instead of this handler renumbering them.
+            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in t.assignments),
+            partition_ids=tuple(int(a.partition_index) for a in t.assignments),
+            configs=tuple((c.name, c.value) for c in t.configs),
         )
+        for t in body.topics
+        if not answers.refused(t.name, "Creation")
+    )
     if submitted:
         validate_only = bool(body.validate_only)  # v1+
-        answer = await _submit(controller, ControllerCreateTopics(tuple(submitted), validate_only))
-        outcome = (
-            answer.topics
-            if isinstance(answer, ControllerCreateTopicsResponse)
-            else _failure(answer)
+        await answers.submit(
+            controller,
+            ControllerCreateTopics(submitted, validate_only),
+            ControllerCreateTopicsResponse,
+            [c.name for c in submitted],
         )
-        answers.settle(outcome, [c.name for c in submitted])
-    request.respond(build(cls, throttle_time=NO_THROTTLE, topics=answers.in_order()))
+    answers.respond()
 
 
 async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(DELETE_TOPICS)
-    cls = _response_class(request)
-    answers = _TopicAnswers(nested(cls, "responses"))
+    answers = _TopicAnswers(request, "responses")
     deletable = [str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")]
     if deletable:
-        answer = await _submit(controller, ControllerDeleteTopics(names=tuple(deletable)))
-        outcome = (
-            answer.topics
-            if isinstance(answer, ControllerDeleteTopicsResponse)
-            else _failure(answer)
+        await answers.submit(
+            controller,
+            ControllerDeleteTopics(names=tuple(deletable)),
+            ControllerDeleteTopicsResponse,
+            deletable,
         )
-        answers.settle(outcome, deletable)
-    request.respond(build(cls, throttle_time=NO_THROTTLE, responses=answers.in_order()))
+    answers.respond()
 
 
 async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
     body = request.body_as(CREATE_PARTITIONS)
-    cls = _response_class(request)
-    answers = _TopicAnswers(nested(cls, "results"))
-    submitted = []
-    for t in body.topics:
-        if answers.refused(t.name, "Adding partitions"):
-            continue
-        submitted.append(
-            ControllerCreatePartitionsTopic(
-                name=t.name,
-                count=int(t.count),
-                assignments=tuple(
-                    tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())
-                ),
-            )
+    answers = _TopicAnswers(request, "results")
+    submitted = tuple(
+        ControllerCreatePartitionsTopic(
+            name=t.name,
+            count=int(t.count),
+            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())),
         )
+        for t in body.topics
+        if not answers.refused(t.name, "Adding partitions")
+    )
     if submitted:
-        answer = await _submit(
+        await answers.submit(
             controller,
-            ControllerCreatePartitions(tuple(submitted), validate_only=bool(body.validate_only)),
+            ControllerCreatePartitions(submitted, validate_only=bool(body.validate_only)),
+            ControllerCreatePartitionsResponse,
+            [g.name for g in submitted],
         )
-        outcome = (
-            answer.topics
-            if isinstance(answer, ControllerCreatePartitionsResponse)
-            else _failure(answer)
-        )
-        answers.settle(outcome, [g.name for g in submitted])
-    request.respond(build(cls, throttle_time=NO_THROTTLE, results=answers.in_order()))
+    answers.respond()
 
 
 # --- DescribeConfigs ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 from kio.schema.create_partitions.v1.request import (
@@ -37,9 +38,12 @@ from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.protocol import RequestPayload, ResponsePayload
 from rich.table import Table
 
 from ._tools_client import Cluster, KafkaError, ToolError, check
+
+R = TypeVar("R", bound=ResponsePayload)
 
 TOPIC_RESOURCE = 2  # DescribeConfigs resource_type of a topic
 DEFAULT_CONFIG = 5  # DescribeConfigs config_source of a value nobody set (KIP-226)
@@ -116,13 +120,9 @@ async def create_topic(
     if not -1 <= replication_factor <= 2**15 - 1:
         raise ToolError(f"replication factor {replication_factor} is out of range")
     body = create_topics_request(topic, partitions, replication_factor, configs)
-    await cluster.metadata([])  # learn where the controller is
-    response = await cluster.request(cluster.controller(), body, CreateTopicsResponse)
-    (result,) = response.topics
-    if if_not_exists and result.error_code == ErrorCode.topic_already_exists:
-        return False
-    check(result.error_code, result.error_message)
-    return True
+    (result,) = (await _to_controller(cluster, body, CreateTopicsResponse)).topics
+    tolerated = ErrorCode.topic_already_exists if if_not_exists else None
+    return _done(result.error_code, result.error_message, tolerated)
 
 
 async def list_topics(cluster: Cluster, *, exclude_internal: bool = False) -> list[str]:
@@ -202,13 +202,9 @@ async def create_partitions(
         timeout=i32Timedelta.parse(ADMIN_TIMEOUT),
         validate_only=False,
     )
-    await cluster.metadata([])
-    response = await cluster.request(cluster.controller(), body, CreatePartitionsResponse)
-    (result,) = response.results
-    if if_exists and result.error_code == ErrorCode.unknown_topic_or_partition:
-        return False
-    check(result.error_code, result.error_message)
-    return True
+    (result,) = (await _to_controller(cluster, body, CreatePartitionsResponse)).results
+    tolerated = ErrorCode.unknown_topic_or_partition if if_exists else None
+    return _done(result.error_code, result.error_message, tolerated)
 
 
 async def delete_topic(cluster: Cluster, topic: str, *, if_exists: bool = False) -> bool:
@@ -216,12 +212,23 @@ async def delete_topic(cluster: Cluster, topic: str, *, if_exists: bool = False)
     body = DeleteTopicsRequest(
         topic_names=(TopicName(topic),), timeout=i32Timedelta.parse(ADMIN_TIMEOUT)
     )
-    await cluster.metadata([])
-    response = await cluster.request(cluster.controller(), body, DeleteTopicsResponse)
-    (result,) = response.responses
-    if if_exists and result.error_code == ErrorCode.unknown_topic_or_partition:
+    (result,) = (await _to_controller(cluster, body, DeleteTopicsResponse)).responses
+    tolerated = ErrorCode.unknown_topic_or_partition if if_exists else None
+    return _done(result.error_code, f"topic {topic!r}", tolerated)
+
+
+async def _to_controller(cluster: Cluster, body: RequestPayload, response_type: type[R]) -> R:
+    """Send an admin request where Kafka's AdminClient sends it: to the controller."""
+    await cluster.metadata([])  # learn where the controller is
+    return await cluster.request(cluster.controller(), body, response_type)
+
+
+def _done(code: ErrorCode, message: str | None, tolerated: ErrorCode | None) -> bool:
+    """True on success; False on the one error the caller said is fine (``--if-exists``,
+    ``--if-not-exists``); any other error raises KafkaError."""
+    if tolerated is not None and code == tolerated:
         return False
-    check(result.error_code, f"topic {topic!r}")
+    check(code, message)
     return True
 
 
