@@ -28,11 +28,10 @@ from ._group_requests import (
     JoinGroupRequest,
     JoinGroupResponse,
     Protocols,
-    SyncGroupResponse,
 )
 from ._group_state import GroupState
 from ._group_trace import trace_join
-from ._rebalance import Rebalancer, join_response, schedule_heartbeat
+from ._rebalance import Rebalancer, answer_parked, join_response, schedule_heartbeat
 from ._results import (
     GroupAction,
     GroupReply,
@@ -239,14 +238,7 @@ class JoinGroupHandler:
             removed = MemberRemoved(group.group_id, old_member_id, member.client_id, "replaced")
             tracer.emit(removed, now)
             trace_join(tracer, group, new_member_id, r.client_id, now)
-        if member.awaiting_join is not None:
-            response = JoinGroupResponse.error(ErrorCode.fenced_instance_id, old_member_id)
-            out.append(GroupReply(member.awaiting_join, response))
-            member.awaiting_join = None
-        if member.awaiting_sync is not None:
-            sync = SyncGroupResponse(ErrorCode.fenced_instance_id)
-            out.append(GroupReply(member.awaiting_sync, sync))
-            member.awaiting_sync = None
+        out += answer_parked(member, ErrorCode.fenced_instance_id, old_member_id)
         old_leader = group.leader_id
         old_settings = (
             member.supported_protocols,

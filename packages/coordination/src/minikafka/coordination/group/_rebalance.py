@@ -25,7 +25,7 @@ from ._config import GroupConfig
 from ._events import RebalanceStarted
 from ._group import GroupMetadata, MemberMetadata
 from ._group_metadata_manager import GroupMetadataManager
-from ._group_requests import JoinGroupResponse, SyncGroupResponse
+from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
 from ._group_state import GroupState
 from ._group_trace import trace_assigned, trace_completed, trace_removed
 from ._results import (
@@ -265,14 +265,7 @@ class Rebalancer:
         out: list[GroupAction] = []
         member = group.members.get(member_id)
         if member is not None:
-            if member.awaiting_join is not None:
-                response = JoinGroupResponse.error(ErrorCode.unknown_member_id)
-                out.append(GroupReply(member.awaiting_join, response))
-                member.awaiting_join = None
-            if member.awaiting_sync is not None:
-                sync = SyncGroupResponse(ErrorCode.unknown_member_id)
-                out.append(GroupReply(member.awaiting_sync, sync))
-                member.awaiting_sync = None
+            out += answer_parked(member, ErrorCode.unknown_member_id)
         group.remove(member_id)
         client_id = None
         if member is not None:
@@ -290,14 +283,22 @@ class Rebalancer:
         their clients look the coordinator up again."""
         out: list[GroupAction] = []
         for member in group.members.values():
-            if member.awaiting_join is not None:
-                response = JoinGroupResponse.error(ErrorCode.not_coordinator, member.member_id)
-                out.append(GroupReply(member.awaiting_join, response))
-                member.awaiting_join = None
-            if member.awaiting_sync is not None:
-                sync = SyncGroupResponse(ErrorCode.not_coordinator)
-                out.append(GroupReply(member.awaiting_sync, sync))
-                member.awaiting_sync = None
+            out += answer_parked(member, ErrorCode.not_coordinator, member.member_id)
         group.join_deadline = group.sync_deadline = None
         group.transition_to(_S.DEAD, None, self.tracer)
         return out
+
+
+def answer_parked(
+    member: MemberMetadata, error: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID
+) -> list[GroupAction]:
+    """Answer the member's parked JoinGroup and SyncGroup, if any, with ``error`` (the
+    JoinGroup response carrying ``member_id``), so its client stops waiting."""
+    out: list[GroupAction] = []
+    if member.awaiting_join is not None:
+        out.append(GroupReply(member.awaiting_join, JoinGroupResponse.error(error, member_id)))
+        member.awaiting_join = None
+    if member.awaiting_sync is not None:
+        out.append(GroupReply(member.awaiting_sync, SyncGroupResponse(error)))
+        member.awaiting_sync = None
+    return out
