@@ -41,11 +41,6 @@ from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.fetch.v11.response import FetchResponse, PartitionData
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
-from kio.schema.list_offsets.v5.request import (
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
 from kio.schema.list_offsets.v5.response import ListOffsetsPartitionResponse, ListOffsetsResponse
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
@@ -60,7 +55,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from minikafka.broker import BrokerServer, KafkaApis, ProducerIdManager
 from minikafka.broker._producer_ids import ProducerIdsUnavailable
 from minikafka.broker._tools_admin import create_topics_request
-from minikafka.broker._tools_client import metadata_request
+from minikafka.broker._tools_client import list_offsets_request, metadata_request
 from minikafka.broker.testing import (
     BrokerFailed,
     BrokerProcess,
@@ -269,22 +264,7 @@ class Kafka:
     async def list_offset(
         self, topic: str, timestamp: int, partition: int = 0
     ) -> ListOffsetsPartitionResponse:
-        body = ListOffsetsRequest(
-            replica_id=BrokerId(-1),
-            isolation_level=i8(0),
-            topics=(
-                ListOffsetsTopic(
-                    name=TopicName(topic),
-                    partitions=(
-                        ListOffsetsPartition(
-                            partition_index=i32(partition),
-                            current_leader_epoch=i32(-1),
-                            timestamp=i64(timestamp),
-                        ),
-                    ),
-                ),
-            ),
-        )
+        body = list_offsets_request({topic: [partition]}, timestamp)
         response = await self.call(body, ListOffsetsResponse)
         [[result]] = [t.partitions for t in response.topics]
         return result

@@ -15,15 +15,21 @@ name (``TOPIC_ALREADY_EXISTS``), and every tool exits 1 on a :class:`ToolError`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
 import attrs
 from kio.schema.errors import ErrorCode
+from kio.schema.list_offsets.v5.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.types import TopicName
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.net import ClientError, NetworkClient, Node, api_name
@@ -86,6 +92,33 @@ def metadata_request(
         allow_auto_topic_creation=allow_auto_topic_creation,
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
+    )
+
+
+CONSUMER_REPLICA_ID = -1  # a Fetch or ListOffsets from a client, not a follower
+READ_UNCOMMITTED = 0
+
+
+def list_offsets_request(topics: Mapping[str, Iterable[int]], timestamp: int) -> ListOffsetsRequest:
+    """ListOffsets v5 of ``timestamp`` (-2 earliest, -1 latest, or a time) for each
+    topic's partitions, as a read_uncommitted consumer asks."""
+    return ListOffsetsRequest(
+        replica_id=BrokerId(CONSUMER_REPLICA_ID),
+        isolation_level=i8(READ_UNCOMMITTED),
+        topics=tuple(
+            ListOffsetsTopic(
+                name=TopicName(name),
+                partitions=tuple(
+                    ListOffsetsPartition(
+                        partition_index=i32(p),
+                        current_leader_epoch=i32(-1),
+                        timestamp=i64(timestamp),
+                    )
+                    for p in partitions
+                ),
+            )
+            for name, partitions in topics.items()
+        ),
     )
 
 

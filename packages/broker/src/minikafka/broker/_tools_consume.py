@@ -32,23 +32,24 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
-from kio.schema.list_offsets.v5.request import (
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from minikafka.log import CorruptRecordError, Record, decode_batch
 
-from ._tools_client import Cluster, KafkaError, ToolError, check
+from ._tools_client import (
+    CONSUMER_REPLICA_ID,
+    READ_UNCOMMITTED,
+    Cluster,
+    KafkaError,
+    ToolError,
+    check,
+    list_offsets_request,
+)
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark
-CONSUMER_REPLICA_ID = -1  # a Fetch or ListOffsets from a client, not a follower
-READ_UNCOMMITTED = 0
 RETRY_BACKOFF = 0.1  # retry.backoff.ms, after an error that new metadata may fix
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -179,23 +180,7 @@ class ConsoleConsumer:
         timestamp = EARLIEST_TIMESTAMP if which == "earliest" else LATEST_TIMESTAMP
         offsets = {}
         for leader, group in self._by_leader(partitions).items():
-            body = ListOffsetsRequest(
-                replica_id=BrokerId(CONSUMER_REPLICA_ID),
-                isolation_level=i8(READ_UNCOMMITTED),
-                topics=(
-                    ListOffsetsTopic(
-                        name=TopicName(self.options.topic),
-                        partitions=tuple(
-                            ListOffsetsPartition(
-                                partition_index=i32(p),
-                                current_leader_epoch=i32(-1),
-                                timestamp=i64(timestamp),
-                            )
-                            for p in group
-                        ),
-                    ),
-                ),
-            )
+            body = list_offsets_request({self.options.topic: group}, timestamp)
             response = await self.cluster.request(
                 self.cluster.node(leader), body, ListOffsetsResponse
             )

@@ -43,22 +43,17 @@ from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
 from kio.schema.list_groups.v2.request import ListGroupsRequest
 from kio.schema.list_groups.v2.response import ListGroupsResponse
-from kio.schema.list_offsets.v5.request import (
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
-from kio.schema.types import BrokerId, GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.schema.types import GroupId
+from kio.static.primitive import i8
 
 from minikafka.common import TopicPartition
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from minikafka.net import Node
 
-from ._tools_client import Cluster, KafkaError, ToolError, check, error_name
+from ._tools_client import Cluster, KafkaError, ToolError, check, error_name, list_offsets_request
 
 T = TypeVar("T")
 
@@ -67,8 +62,6 @@ DEFAULT_TIMEOUT_MS = 5000  # kafka-consumer-groups.sh --timeout
 RETRY_BACKOFF = 0.1  # retry.backoff.ms
 GROUP_KEY_TYPE = 0  # FindCoordinator key_type of a consumer group
 LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
-CONSUMER_REPLICA_ID = -1
-READ_UNCOMMITTED = 0
 NO_OFFSET = -1  # OffsetFetch: nothing committed
 # Errors that a moment and a fresh FindCoordinator fix; the AdminClient retries them.
 RETRIABLE = frozenset(
@@ -272,24 +265,7 @@ async def log_end_offsets(
         topics: dict[str, list[int]] = {}
         for tp in group:
             topics.setdefault(tp.topic, []).append(tp.partition)
-        body = ListOffsetsRequest(
-            replica_id=BrokerId(CONSUMER_REPLICA_ID),
-            isolation_level=i8(READ_UNCOMMITTED),
-            topics=tuple(
-                ListOffsetsTopic(
-                    name=TopicName(name),
-                    partitions=tuple(
-                        ListOffsetsPartition(
-                            partition_index=i32(p),
-                            current_leader_epoch=i32(-1),
-                            timestamp=i64(LATEST_TIMESTAMP),
-                        )
-                        for p in indexes
-                    ),
-                )
-                for name, indexes in topics.items()
-            ),
-        )
+        body = list_offsets_request(topics, LATEST_TIMESTAMP)
         answer = await cluster.request(cluster.node(leader), body, ListOffsetsResponse)
         for topic in answer.topics:
             for p in topic.partitions:
