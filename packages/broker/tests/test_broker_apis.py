@@ -60,6 +60,7 @@ from minikafka.broker.testing import (
     BrokerFailed,
     BrokerProcess,
     element,
+    request_class,
     running_broker,
     single_node_config,
 )
@@ -82,7 +83,6 @@ from minikafka.net import (
     encode_entity,
     encode_request_header,
     has_field,
-    request_schema,
 )
 from minikafka.net.testing import RawConnection, request_frame, wait_until
 
@@ -369,8 +369,7 @@ async def test_api_versions_lists_exactly_what_kafka_apis_supports(broker: Kafka
 
 def _version_body(api_key: int, version: int, topic: str, count: int) -> RequestPayload:
     """A plain request of ``api_key`` v``version`` about ``topic``, built with ``build``."""
-    cls = request_schema(api_key, version)
-    assert cls is not None
+    cls = request_class(api_key, version)
 
     def entry(key: str, **fields: object) -> tuple[object, ...]:
         # A topic entry names its topic "name" in most messages, "topic" in Fetch.

@@ -29,7 +29,7 @@ from minikafka.broker.testing import (
     BrokerProcess,
     WireClient,
     element,
-    request_body,
+    request_class,
     running_broker,
     single_node_config,
 )
@@ -40,7 +40,6 @@ from minikafka.net import (
     Node,
     build,
     encode_request_header,
-    request_schema,
 )
 from minikafka.net.testing import RawConnection
 
@@ -65,8 +64,7 @@ class Client(WireClient):
         assignments: Sequence[tuple[int, Sequence[int]]] = (),
     ) -> list[tuple[str, ErrorCode]]:
         """CreateTopics v4 of ``(name, partitions, replication factor)``s."""
-        cls = request_schema(19, 4)
-        assert cls is not None
+        cls = request_class(19, 4)
         topic_cls = element(cls, "topics")
         config_cls = element(topic_cls, "configs")
         assignment_cls = element(topic_cls, "assignments")
@@ -95,14 +93,13 @@ class Client(WireClient):
         return [(t.name, t.error_code) for t in response.topics]
 
     async def delete(self, *names: str) -> list[tuple[str, ErrorCode]]:
-        response = await self.call(request_body(20, 3, topic_names=names, timeout=MS_30S))
+        response = await self.call(build(request_class(20, 3), topic_names=names, timeout=MS_30S))
         return [(r.name, r.error_code) for r in response.responses]
 
     async def add_partitions(
         self, *topics: tuple[str, int], validate_only: bool = False
     ) -> list[tuple[str, ErrorCode]]:
-        cls = request_schema(37, 1)
-        assert cls is not None
+        cls = request_class(37, 1)
         topic_cls = element(cls, "topics")
         request = build(
             cls,
@@ -114,11 +111,10 @@ class Client(WireClient):
         return [(r.name, r.error_code) for r in response.results]
 
     async def find_coordinator(self, key: str, key_type: int = 0) -> Any:
-        return await self.call(request_body(10, 2, key=key, key_type=key_type))
+        return await self.call(build(request_class(10, 2), key=key, key_type=key_type))
 
     async def metadata(self, names: Sequence[str] | None, *, operations: bool = False) -> Any:
-        cls = request_schema(3, 8)
-        assert cls is not None
+        cls = request_class(3, 8)
         topic_cls = element(cls, "topics")
         return await self.call(
             build(
@@ -181,8 +177,7 @@ async def test_internal_topics_cannot_be_created_deleted_grown_or_written(tmp_pa
         hosted = server.replica_manager.get_partition(tp)
         assert hosted is not None
         end = hosted.log.log_end_offset
-        cls = request_schema(0, 8)
-        assert cls is not None
+        cls = request_class(0, 8)
         topic_cls = element(cls, "topic_data")
         partition_cls = element(topic_cls, "partition_data")
         records = build_batch(make_records([(b"key", b"value")], timestamp_ms=1))

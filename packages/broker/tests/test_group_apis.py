@@ -27,11 +27,12 @@ from minikafka.broker.testing import (
     WireClient,
     element,
     request_body,
+    request_class,
     running_broker,
     single_node_config,
 )
 from minikafka.coordination import GroupState
-from minikafka.net import NetworkClient, Node, build, request_schema
+from minikafka.net import NetworkClient, Node, build
 from minikafka.net.testing import wait_until
 
 DEADLINE = 30.0  # seconds; generous for a shared 2-core machine
@@ -82,8 +83,7 @@ class Client(WireClient):
         session_ms: int = 10_000,
         rebalance_ms: int = 30_000,
     ) -> Any:
-        cls = request_schema(JOIN_GROUP, version)
-        assert cls is not None
+        cls = request_class(JOIN_GROUP, version)
         protocol_cls = element(cls, "protocols")
         body = build(
             cls,
@@ -124,9 +124,7 @@ class Client(WireClient):
         plan: Mapping[str, bytes] | None = None,
         instance_id: str | None = None,
     ) -> Any:
-        cls = request_schema(SYNC_GROUP, version)
-        assert cls is not None
-        assignment_cls = element(cls, "assignments")
+        cls = request_class(SYNC_GROUP, version)
         return await self.call(
             build(
                 cls,
@@ -135,7 +133,7 @@ class Client(WireClient):
                 member_id=member_id,
                 group_instance_id=instance_id,
                 assignments=tuple(
-                    build(assignment_cls, member_id=m, assignment=a)
+                    build(element(cls, "assignments"), member_id=m, assignment=a)
                     for m, a in (plan or {}).items()
                 ),
             )
@@ -168,15 +166,14 @@ class Client(WireClient):
             return await self.call(
                 request_body(LEAVE_GROUP, version, group_id=group, member_id=member_id)
             )
-        cls = request_schema(LEAVE_GROUP, version)
-        assert cls is not None
-        identity = element(cls, "members")
+        cls = request_class(LEAVE_GROUP, version)
         return await self.call(
             build(
                 cls,
                 group_id=group,
                 members=tuple(
-                    build(identity, member_id=m, group_instance_id=i) for m, i in members
+                    build(element(cls, "members"), member_id=m, group_instance_id=i)
+                    for m, i in members
                 ),
             )
         )
@@ -192,8 +189,7 @@ class Client(WireClient):
     ) -> list[tuple[str, int, ErrorCode]]:
         """OffsetCommit of topic -> (partition, offset, leader epoch, metadata) entries;
         the answer as (topic, partition, error) in the response's order."""
-        cls = request_schema(OFFSET_COMMIT, version)
-        assert cls is not None
+        cls = request_class(OFFSET_COMMIT, version)
         topic_cls = element(cls, "topics")
         partition_cls = element(topic_cls, "partitions")
         body = build(
@@ -232,8 +228,7 @@ class Client(WireClient):
         self, group: str, version: int, partitions: Mapping[str, Sequence[int]] | None
     ) -> Any:
         """OffsetFetch of topic -> partitions; None asks for all (v2+)."""
-        cls = request_schema(OFFSET_FETCH, version)
-        assert cls is not None
+        cls = request_class(OFFSET_FETCH, version)
         topic_cls = element(cls, "topics")
         topics = (
             None
@@ -299,8 +294,7 @@ class Broker:
         assert int(found.node_id) == self.server.config.node_id
 
     async def create_topic(self, admin: Client, partitions: int = 2) -> None:
-        cls = request_schema(CREATE_TOPICS, 4)
-        assert cls is not None
+        cls = request_class(CREATE_TOPICS, 4)
         topic = build(
             element(cls, "topics"),
             name=TOPIC,

@@ -11,8 +11,8 @@ SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: a
 :func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
 an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool_cluster`
 connects the command-line tools' :class:`Cluster` to it and :class:`WireClient` one
-NetworkClient connection. :func:`request_body` and :func:`element` build a request of
-any version from kio's classes, field by field.
+NetworkClient connection. :func:`request_body`, :func:`request_class` and :func:`element`
+build a request of any version from kio's classes, field by field.
 """
 
 from __future__ import annotations
@@ -210,11 +210,16 @@ def element(cls: type[Entity], field_name: str) -> type[Entity]:
     return cast(type[Entity], item)
 
 
-def request_body(api_key: int, version: int, **fields: object) -> RequestPayload:
-    """``api_key`` v``version`` from the fields that version has (the others are dropped)."""
+def request_class(api_key: int, version: int) -> type[RequestPayload]:
+    """kio's class of ``api_key`` v``version`` (a version kio has)."""
     cls = request_schema(api_key, version)
     assert cls is not None
-    return build(cls, **fields)
+    return cls
+
+
+def request_body(api_key: int, version: int, **fields: object) -> RequestPayload:
+    """``api_key`` v``version`` from the fields that version has (the others are dropped)."""
+    return build(request_class(api_key, version), **fields)
 
 
 @attrs.define
