@@ -59,6 +59,9 @@ def test_matches_a_plain_dict(operations: list[tuple[str, int, int]]) -> None:
             for k in due:
                 del model[k]
         assert d.next_deadline() == (min(model.values()) if model else None)
+        top = d.peek()
+        assert (top[0] if top else None) == d.next_deadline()
+        assert top is None or model[top[1]] == top[0]
         assert len(d) == len(model)
 
 

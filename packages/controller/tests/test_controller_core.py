@@ -432,6 +432,31 @@ def test_session_timeout_fences_the_broker_and_moves_its_leaderships() -> None:
     assert h.advance(0.0) == []  # a fenced broker is not fenced again
 
 
+def test_a_fence_the_log_refused_is_decided_again() -> None:
+    """A broker whose fencing write failed is still unfenced, so it is fenced again.
+
+    Session deadlines come from a heap (issue 16), and a fenced broker's deadline is
+    dropped; when the quorum refuses the FenceBrokerRecord, the revert makes the broker
+    unfenced again, and its deadline must come back with it, or a dead broker would keep
+    its leaderships for ever.
+    """
+    h = cluster(3)
+    created(h, "t", (1, 2, 3))
+    h.now = 4.5
+    h.heartbeat(2)
+    h.heartbeat(3)
+    (fence,) = h.advance(4.51)  # t=9.01: broker 1's session ran out
+    assert isinstance(fence, AppendRecords)
+    assert fence.records[0] == FenceBrokerRecord(1, h.broker_epochs[1])
+    assert h.controller.next_deadline() == 13.5  # broker 1 is fenced: not its deadline
+    h.refuse(fence, ErrorCode.kafka_storage_error)
+    assert h.controller.cluster.is_unfenced(1)
+    assert h.controller.next_deadline() == 9.0  # back, and already past
+    (again,) = h.advance(0.0)
+    assert isinstance(again, AppendRecords)
+    assert again.records[0] == FenceBrokerRecord(1, h.broker_epochs[1])
+
+
 def test_brokers_expiring_together_are_fenced_one_after_the_other() -> None:
     h = cluster(3)
     topic_id = created(h, "t", (1, 2, 3))

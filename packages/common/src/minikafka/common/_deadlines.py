@@ -52,6 +52,14 @@ class Deadlines(Generic[K]):
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 
+    def peek(self) -> tuple[float, K] | None:
+        """The earliest ``(time, key)`` without unscheduling it, or None."""
+        self._drop_stale()
+        if not self._heap:
+            return None
+        when, _, key = self._heap[0]
+        return when, key
+
     def pop_due(self, now: float) -> list[K]:
         """Every key due at or before ``now``, earliest first; they are unscheduled."""
         due: list[K] = []

@@ -19,6 +19,8 @@ from __future__ import annotations
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import Deadlines
+
 from ._image import BrokerRegistration
 from ._placement import BrokerMetadata
 from ._records import (
@@ -38,6 +40,9 @@ class ClusterControlManager:
     session_timeout: float  # seconds
     brokers: TimelineHashMap[int, BrokerRegistration] = attrs.field(init=False)
     _last_contact: dict[int, float] = attrs.field(init=False, factory=dict)
+    # When each broker's session runs out, earliest first: next_deadline() reads the top
+    # instead of scanning every broker. A cache of _last_contact, rebuilt after a revert.
+    _sessions: Deadlines[int] = attrs.field(init=False, factory=Deadlines)
     _heard_from: set[int] = attrs.field(init=False, factory=set)  # in this term, for real
 
     def __attrs_post_init__(self) -> None:
@@ -114,6 +119,7 @@ class ClusterControlManager:
 
     def touch(self, broker_id: int, now: float) -> None:
         self._last_contact[broker_id] = now
+        self._sessions.schedule(broker_id, now + self.session_timeout)
         self._heard_from.add(broker_id)
 
     def reset_sessions(self, now: float) -> None:
@@ -125,6 +131,18 @@ class ClusterControlManager:
         """
         self._last_contact = dict.fromkeys(self.brokers, now)
         self._heard_from = set()
+        self.resync_sessions()
+
+    def resync_sessions(self) -> None:
+        """Rebuild the deadlines from the last contacts, after the timeline was reverted.
+
+        A revert can unfence a broker again (its FenceBrokerRecord was never written)
+        without any heartbeat; its session deadline, dropped when it was fenced, must
+        come back, or a dead broker would never be fenced.
+        """
+        self._sessions = Deadlines()
+        for broker_id, last in self._last_contact.items():
+            self._sessions.schedule(broker_id, last + self.session_timeout)
 
     def _session_alive(self, broker_id: int, now: float) -> bool:
         last = self._last_contact.get(broker_id)
@@ -132,16 +150,19 @@ class ClusterControlManager:
 
     def expired(self, now: float) -> list[int]:
         """Unfenced brokers whose session ran out, lowest id first."""
-        return sorted(
-            b.broker_id
-            for b in self.brokers.values()
-            if not b.fenced and not self._session_alive(b.broker_id, now)
-        )
+        due = self._sessions.pop_due(now)
+        return sorted(b for b in due if self.is_unfenced(b) and not self._session_alive(b, now))
 
     def next_deadline(self) -> float | None:
-        deadlines = [
-            self._last_contact.get(b.broker_id, 0.0) + self.session_timeout
-            for b in self.brokers.values()
-            if not b.fenced
-        ]
-        return min(deadlines, default=None)
+        """When the first unfenced broker's session runs out (None: no one to fence).
+
+        Deadlines of fenced or departed brokers are dropped as they reach the top: a
+        broker is unfenced again only by a heartbeat, which schedules it anew, or by a
+        revert, after which :meth:`resync_sessions` rebuilds them all.
+        """
+        while (top := self._sessions.peek()) is not None:
+            when, broker_id = top
+            if self.is_unfenced(broker_id):
+                return when
+            self._sessions.cancel(broker_id)
+        return None

@@ -199,6 +199,7 @@ class QuorumController:
         # A write's snapshot sits at its last offset, and one stays at the committed offset:
         # either way there is one at base_offset - 1.
         self.registry.revert_to_snapshot(base_offset - 1)
+        self.cluster.resync_sessions()  # a reverted fence makes a broker unfenced again
         self._next_offset = base_offset
         failed: list[Action] = []
         kept: collections.deque[tuple[int, int, ControllerResponse]] = collections.deque()

@@ -232,6 +232,13 @@ class ControllerHarness:
 
     # --- time ---------------------------------------------------------------------------
 
+    def refuse(self, append: AppendRecords, error_code: ErrorCode) -> list[Action]:
+        """The quorum refuses ``append`` and everything after it (a full disk): the fake
+        log forgets those records and the controller reverts to just before them."""
+        self.log = [entry for entry in self.log if entry[0] < append.base_offset]
+        self._batch_ends = [end for end in self._batch_ends if end < append.base_offset]
+        return self._absorb(self.controller.append_failed(append.base_offset, error_code))
+
     def advance(self, seconds: float) -> list[Action]:
         """Move the clock and let the controller's timer fire."""
         self.now += seconds
