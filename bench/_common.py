@@ -79,10 +79,16 @@ class ServerProcess:
 
 @contextmanager
 def spawned_server(
-    argv: Sequence[str], cpus: set[int] | None = None, start_timeout: float = 30.0
+    argv: Sequence[str],
+    cpus: set[int] | None = None,
+    start_timeout: float = 30.0,
+    *,
+    ready: re.Pattern[str] = _LISTENING,
+    stop_timeout: float = 10.0,
 ) -> Iterator[ServerProcess]:
-    """Start ``argv`` from the repository root (on ``cpus`` if given), wait for its
-    ``listening on`` line, and stop it with SIGTERM (then SIGKILL) on exit."""
+    """Start ``argv`` from the repository root (on ``cpus`` if given), wait for the line
+    ``ready`` matches (by default ``listening on``; its ``host`` and ``port`` groups give
+    the address), and stop it with SIGTERM (then SIGKILL after ``stop_timeout``) on exit."""
     env = dict(os.environ)
     env.pop("MINIKAFKA_TRACE_DIR", None)  # tracing would be measured too
     env["PYTHONUNBUFFERED"] = "1"
@@ -120,7 +126,7 @@ def spawned_server(
             if line is None:
                 server.check_alive()
                 raise BenchError(f"{shlex.join(argv)} closed its output before listening")
-            if match := _LISTENING.search(line):
+            if match := ready.search(line):
                 server.host, server.port = match["host"], int(match["port"])
                 break
         try:
@@ -138,7 +144,7 @@ def spawned_server(
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=stop_timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()

@@ -31,10 +31,8 @@ import pstats
 import re
 import runpy
 import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,7 +52,13 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 from minikafka.log import build_batch, make_records
 from minikafka.net import NetworkClient, Node
 
-from ._common import ROOT, BenchError, markdown_table, process_cpu_seconds
+from ._common import (
+    BenchError,
+    ServerProcess,
+    markdown_table,
+    process_cpu_seconds,
+    spawned_server,
+)
 from .net_reactor import Scenario, _Connection, scenarios
 
 HOPS = ("read", "frame", "parse", "queue", "handler", "encode", "respond", "write", "other")
@@ -184,55 +188,14 @@ def serve(out: Path, target: str, args: Sequence[str]) -> None:
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
-@attrs.define(eq=False)
-class _Server:
-    process: subprocess.Popen[str]
-    profile: Path
-    host: str = ""
-    port: int = 0
-    output: list[str] = attrs.field(factory=list)
-
-
 @contextmanager
-def _spawn(target: str, args: Sequence[str], profile: Path) -> Iterator[_Server]:
+def _spawn(target: str, args: Sequence[str], profile: Path) -> Iterator[ServerProcess]:
+    """The server under ``--serve``, stopped with SIGTERM, which writes ``profile``."""
     argv = [sys.executable, "-m", "bench.profile_request_path", "--serve", str(profile)]
-    env = {k: v for k, v in os.environ.items() if k != "MINIKAFKA_TRACE_DIR"}
-    env["PYTHONUNBUFFERED"] = "1"
-    process = subprocess.Popen(
-        [*argv, target, *args],
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    server = _Server(process, profile)
-    ready = threading.Event()
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            server.output.append(line)
-            if not ready.is_set() and (match := _READY.search(line)):
-                server.host, server.port = match["host"], int(match["port"])
-                ready.set()
-        ready.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        if not ready.wait(60) or not server.port:
-            raise BenchError("server did not start:\n" + "".join(server.output[-20:]))
+    with spawned_server(
+        [*argv, target, *args], start_timeout=60.0, ready=_READY, stop_timeout=30.0
+    ) as server:
         yield server
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        reader.join(timeout=5)
 
 
 # --- the client side ----------------------------------------------------------------
@@ -287,7 +250,7 @@ async def _prepare_topic(host: str, port: int) -> None:
 
 
 async def _drive(
-    server: _Server, scenario: Scenario, signals: tuple[int, int] | None
+    server: ServerProcess, scenario: Scenario, signals: tuple[int, int] | None
 ) -> tuple[int, float]:
     """Warm up, then the timed rounds (profiled if ``signals``): (requests, server CPU s)."""
     batches = scenario.batches(scenario.rounds)

@@ -17,11 +17,8 @@ file.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -36,10 +33,6 @@ from minikafka.log import raise_open_files_limit
 from minikafka.log._tool import PathError, dump
 from minikafka.log._tool import verify as verify_log
 from minikafka.trace import (
-    TRACE_DIR_ENV,
-    JsonLinesTracer,
-    Tracer,
-    configure_from_env,
     configure_tracing,
     format_summary,
     read_trace,
@@ -48,7 +41,7 @@ from minikafka.trace import (
 )
 
 from ._config import KafkaConfig, parse_override
-from ._server import BrokerServer
+from ._run import run_broker, start_tracing
 from ._tools_admin import (
     create_partitions,
     create_topic,
@@ -118,101 +111,13 @@ def broker(
     # Before BrokerServer.open, which builds every component with this tracer (log
     # recovery emits while the logs load). It is also the process's, the default of an
     # embedder's BrokerServer.open.
-    tracer = _start_tracing(trace_dir, config.node_id)
+    tracer = start_tracing(trace_dir, config.node_id)
     try:
-        _run_broker(config, tracer)
+        run_broker(config, tracer)
     finally:
         # Events are buffered: closing the tracer (which installing the NullTracer does)
         # writes the last of them out. Nothing emits any more once trio.run has returned.
         configure_tracing(None, config.node_id)
-
-
-_BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
-
-
-def _run_broker(config: KafkaConfig, tracer: Tracer) -> None:
-    try:
-        server = BrokerServer.open(config, tracer=tracer)
-    except ConfigError as exc:
-        typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        # Loading the logs or the metadata log: a full or failing disk, a dir we may not
-        # write. The user's to fix; the message names the file when the OS did.
-        typer.echo(f"minikafka broker: cannot start: {_describe(exc)}", err=True)
-        raise typer.Exit(1) from None
-    try:
-        trio.run(_serve, server)
-    except BaseExceptionGroup as group:
-        # A listener that cannot be bound (port in use, no such address) or a disk that
-        # fails while starting is the user's to fix: say which in one line. Anything
-        # else is a bug and keeps its traceback.
-        os_errors, rest = group.split(OSError)
-        if os_errors is None or rest is not None:
-            raise
-        first = _first(os_errors)
-        if isinstance(first, socket.gaierror) or getattr(first, "errno", None) in _BIND_ERRNOS:
-            typer.echo(f"minikafka broker: cannot listen: {first}", err=True)
-        else:
-            assert isinstance(first, OSError)
-            typer.echo(f"minikafka broker: stopped by an I/O error: {_describe(first)}", err=True)
-        raise typer.Exit(1) from None
-
-
-def _describe(exc: OSError) -> str:
-    """``[Errno 28] No space left on device: 'path'``, whatever the OSError's shape."""
-    if exc.errno is None:
-        return str(exc)
-    name = errno.errorcode.get(exc.errno, str(exc.errno))
-    text = f"{exc.strerror or exc} ({name})"
-    return f"{exc.filename}: {text}" if exc.filename else text
-
-
-def _start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:
-    """Install this process's tracer for broker ``node_id`` and say where it writes.
-
-    ``--trace-dir`` wins over ``MINIKAFKA_TRACE_DIR``; neither: a NullTracer. A
-    directory is one run: the file names carry node and pid, so the processes of a
-    local cluster (and a restarted broker) can share it.
-    """
-    try:
-        if trace_dir is not None:
-            tracer = configure_tracing(trace_dir, node_id)
-        else:
-            tracer = configure_from_env(node_id)
-    except OSError as exc:
-        where = trace_dir if trace_dir is not None else f"${TRACE_DIR_ENV}"
-        typer.echo(f"minikafka broker: cannot trace into {where}: {exc}", err=True)
-        raise typer.Exit(2) from None
-    if isinstance(tracer, JsonLinesTracer):
-        pattern = f"trace-node{tracer.node}-{tracer.pid}-*.jsonl"
-        print(f"minikafka broker: tracing to {tracer.directory.resolve() / pattern}", flush=True)
-    return tracer
-
-
-def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
-    first: BaseException = group
-    while isinstance(first, BaseExceptionGroup):
-        first = first.exceptions[0]
-    return first
-
-
-async def _serve(server: BrokerServer) -> None:
-    # The receiver stays open until the end: a second Ctrl-C (or the SIGINT that
-    # `uv run` forwards beside the terminal's own) must not interrupt the clean shutdown.
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(server.run)
-            # Printed once the broker is ready for clients; scripts and tests wait for it.
-            host, port = server.bound_address()
-            print(f"minikafka broker ready on {host}:{port}", flush=True)
-            async for signum in signals:
-                logging.getLogger("minikafka.broker").info(
-                    "%s: shutting down", signal.Signals(signum).name
-                )
-                break
-            await server.shutdown()
-            nursery.cancel_scope.cancel()
 
 
 # --- the client tools ----------------------------------------------------------------
