@@ -44,11 +44,26 @@ class RequestChannel:
 
     async def send_request(self, request: Request) -> None:
         """Queue a request; waits while ``queued.max.requests`` are already queued."""
-        await self._send.send(request)
+        # With room, no trip through trio's scheduler: ``send`` would yield even then.
+        if not self.try_send_request(request):
+            await self._send.send(request)
+
+    def try_send_request(self, request: Request) -> bool:
+        """Queue a request if there is room now (the Processor's path); False if full."""
+        try:
+            self._send.send_nowait(request)
+        except trio.WouldBlock:
+            return False
+        return True
 
     async def receive_request(self) -> Request:
         """The next request; raises ``trio.EndOfChannel`` once closed and drained."""
-        return await self._receive.receive()
+        # A handler takes what is already queued without yielding to the scheduler
+        # (``receive`` would, even then): requests queued together are handled together.
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            return await self._receive.receive()
 
     def send_response(self, response: Response) -> None:
         """Route a response to the Processor that owns its connection."""

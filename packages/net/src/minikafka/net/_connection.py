@@ -17,6 +17,15 @@ With ``queued.max.request.bytes`` set, a connection also takes its next request'
 from the MemoryPool as soon as the size prefix is known, and reads no further while the
 pool is empty (Kafka mutes such channels "for memory pressure"). That wait happens only
 between requests, so it never reorders them.
+
+Who does the work. While the connection is muted its task is parked, and the connection
+belongs to its Processor, as in Kafka where the Processor thread does everything. When the
+response arrives the Processor (:meth:`KafkaChannel.deliver`) writes it if the socket takes
+it at once, completes the request, unmutes, and if the next request is already read it
+parses it, mutes again and queues it: a client that pipelines is served without waking its
+connection's task at all, which costs a trio task switch per request otherwise. The task is
+handed the connection back only for what must wait: a read, a write the socket cannot take
+now, a file region (sendfile), a full RequestChannel, memory from the pool, or a close.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
-from ._request import Request, Response, ResponseAction
+from ._request import Part, Request, Response, ResponseAction
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -52,6 +61,18 @@ class ShortFileRegion(Exception):
     """A file region ended before its promised length; the frame cannot be finished."""
 
 
+class _Queued:
+    """The Processor queued the next request itself: nothing to hand back."""
+
+
+_QUEUED = _Queued()
+
+HandBack = Response | Request | Exception | None
+"""What the Processor hands a parked connection's task: a response to finish (close, or
+write what the socket did not take), a request to queue (the RequestChannel was full),
+the error the next frame raised, or None: read on."""
+
+
 @attrs.define(eq=False)
 class KafkaChannel:
     id: str
@@ -64,8 +85,14 @@ class KafkaChannel:
     muted: bool = attrs.field(init=False, default=False)
     requests: int = attrs.field(init=False, default=0)
     close_reason: str = attrs.field(init=False, default="")
-    _responses: trio.MemorySendChannel[Response] = attrs.field(init=False)
-    _response_receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
+    _handed_back: trio.MemorySendChannel[HandBack] = attrs.field(init=False)
+    _hand_back_receive: trio.MemoryReceiveChannel[HandBack] = attrs.field(init=False)
+    _parked: bool = attrs.field(init=False, default=False)
+    """The task waits for the Processor to hand the connection back (so the Processor
+    may write to the socket and take the next request itself)."""
+    _fd: int = attrs.field(init=False, default=-1)
+    """The socket's descriptor for the Processor's non-blocking writes; -1 when the
+    stream is not a socket (tests' in-memory streams): the task then does all the I/O."""
     _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _closed: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -75,15 +102,70 @@ class KafkaChannel:
     _in_flight: Request | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
-        # Room for one response: a muted connection has at most one request in flight.
-        self._responses, self._response_receive = trio.open_memory_channel[Response](1)
+        # Room for one: a muted connection has at most one request in flight.
+        self._handed_back, self._hand_back_receive = trio.open_memory_channel[HandBack](1)
+        if isinstance(self.stream, trio.SocketStream):
+            self._fd = self.stream.socket.fileno()
 
     def deliver(self, response: Response) -> None:
-        """Called by the owning Processor with this connection's response."""
+        """Called by the owning Processor with this connection's response.
+
+        The fast path of the module docstring: write, complete, take the next request,
+        all without the connection's task; whatever must wait is handed back to it.
+        """
+        self._in_flight = None
+        handed: HandBack = response
+        if self._parked and response.action is not ResponseAction.CLOSE:
+            try:
+                next_step = self._write_and_continue(response)
+            except Exception as e:  # a bad next frame: the task closes, as if it had read it
+                next_step = e
+            if isinstance(next_step, _Queued):
+                return
+            handed = next_step
         try:
-            self._responses.send_nowait(response)
+            self._handed_back.send_nowait(handed)
         except (trio.WouldBlock, trio.ClosedResourceError):
             log.warning("%s: dropped a response for a connection that is not waiting", self.id)
+
+    def _write_and_continue(self, response: Response) -> HandBack | _Queued:
+        """Write ``response`` without blocking and queue the next request if it is here.
+
+        Returns what the task must do next: finish a response (what was not written),
+        queue a request (the RequestChannel is full: the task waits, that is backpressure),
+        read (None), or nothing (``_QUEUED``: the next request is on its way, still muted).
+        """
+        if response.action is ResponseAction.SEND:
+            left = self._write_nowait(response.parts)
+            if left:
+                return attrs.evolve(response, parts=left) if left != response.parts else response
+        self._completed(response.request)
+        request = self._take_request_nowait()
+        if request is None:
+            return None
+        if self.processor.channel.try_send_request(request):
+            return _QUEUED
+        return request
+
+    def _write_nowait(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
+        """Write what the socket takes now; returns the parts (or rest of one) not written.
+
+        Only bytes: a file region goes to the task, which sends it with sendfile.
+        """
+        if self._fd < 0 or not all(isinstance(part, bytes) for part in parts):
+            return parts
+        try:
+            written = os.writev(self._fd, parts)  # type: ignore[arg-type]  # all bytes: checked
+        except (BlockingIOError, InterruptedError):
+            return parts
+        except OSError:
+            return parts  # the task's write meets the same error and closes with it
+        for index, part in enumerate(parts):
+            assert isinstance(part, bytes)
+            if written < len(part):
+                return (part[written:], *parts[index + 1 :])
+            written -= len(part)
+        return ()
 
     @property
     def _idle_seconds(self) -> float:
@@ -118,7 +200,8 @@ class KafkaChannel:
             log.exception("%s: unexpected error; closing the connection", self.id)
             self.close_reason = f"internal error: {type(e).__name__}: {e}"
         finally:
-            self._responses.close()
+            self._parked = False
+            self._handed_back.close()
             self._release_memory()
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
@@ -162,33 +245,80 @@ class KafkaChannel:
             self._in_flight = None
 
     async def _serve(self) -> None:
-        processor = self.processor
+        request: Request | None = None
         while True:
-            frame = await self._next_frame()
-            if frame is None:
-                return
-            # Kafka's startTimeNanos is taken before parsing: parse time counts as
-            # request queue time, not as no time at all.
-            request = self._parse(frame, received=trio.current_time())
-            self._hand_over_memory(request)
-            self.muted = True
-            await processor.channel.send_request(request)
-            response = await self._response_receive.receive()
-            self._in_flight = None
-            if response.action is ResponseAction.CLOSE:
-                self.close_reason = f"closed by the {request.api_name} handler"
-                return
-            if response.action is ResponseAction.SEND:
-                # A client that stops reading is as idle as one that stops writing.
-                with trio.move_on_after(self._idle_seconds) as write_scope:
-                    await self._write(response)
-                if write_scope.cancelled_caught:
-                    self.close_reason = "idle: response not read"
+            if request is None:
+                request = await self._next_request()
+                if request is None:
                     return
-            request.send_complete_time = trio.current_time()
-            self.requests += 1
-            processor.request_completed(self, request)
-            self.muted = False
+            await self.processor.channel.send_request(request)
+            # Muted: the connection is the Processor's until it hands it back.
+            self._parked = True
+            try:
+                handed = await self._hand_back_receive.receive()
+            finally:
+                self._parked = False
+            if isinstance(handed, Exception):
+                raise handed
+            if isinstance(handed, Response):
+                if not await self._finish(handed):
+                    return
+                request = None
+            else:
+                request = handed  # parsed but not queued, or None: read the next
+
+    async def _finish(self, response: Response) -> bool:
+        """Close, or write and complete, what the Processor handed back; False: closed."""
+        request = response.request
+        if response.action is ResponseAction.CLOSE:
+            self.close_reason = f"closed by the {request.api_name} handler"
+            return False
+        if response.action is ResponseAction.SEND:
+            # A client that stops reading is as idle as one that stops writing.
+            with trio.move_on_after(self._idle_seconds) as write_scope:
+                await self._write(response)
+            if write_scope.cancelled_caught:
+                self.close_reason = "idle: response not read"
+                return False
+        self._completed(request)
+        return True
+
+    def _completed(self, request: Request) -> None:
+        """The response is written (or there is none): count it and unmute."""
+        request.send_complete_time = trio.current_time()
+        self.requests += 1
+        self.processor.request_completed(self, request)
+        self.muted = False
+
+    async def _next_request(self) -> Request | None:
+        """Read until a whole request is here, and mute; None when the connection ends."""
+        frame = await self._next_frame()
+        if frame is None:
+            return None
+        return self._dispatch(frame)
+
+    def _take_request_nowait(self) -> Request | None:
+        """The next request if it is already read and (with a pool) its memory is free now."""
+        if self._stop.is_set():
+            return None
+        pool = self.processor.memory_pool
+        if pool is not None and self._reserved is None:
+            size = self.decoder.next_frame_size()
+            if size is None or not pool.try_allocate(size):
+                return None
+            self._reserved = size
+        frame = self.decoder.next_frame()
+        if frame is None:
+            return None
+        return self._dispatch(frame)
+
+    def _dispatch(self, frame: bytes) -> Request:
+        # Kafka's startTimeNanos is taken before parsing: parse time counts as
+        # request queue time, not as no time at all.
+        request = self._parse(frame, received=trio.current_time())
+        self._hand_over_memory(request)
+        self.muted = True
+        return request
 
     def _hand_over_memory(self, request: Request) -> None:
         pool = self.processor.memory_pool

@@ -106,7 +106,19 @@ class Processor:
             self._send.send_nowait(response)
 
     async def _process_responses(self) -> None:
-        async for response in self._receive:
+        receive = self._receive
+        while True:
+            # Everything already queued is delivered before this task waits again:
+            # responses that arrive together cost one wake-up, not one each.
+            try:
+                response = receive.receive_nowait()
+            except trio.WouldBlock:
+                try:
+                    response = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+            except trio.EndOfChannel:
+                return
             response.request.response_dequeue_time = trio.current_time()
             connection = self.connections.get(response.request.connection_id)
             if connection is not None:
