@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least
+from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least, between
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
 
@@ -172,6 +172,8 @@ def _plaintext_only(
     check_plaintext(value)
 
 
+_OS_DEFAULT_READ_SIZE = 65_536
+
 DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
 """Ours: Kafka binds ``PLAINTEXT://:9092``, every interface; a teaching broker stays local."""
 
@@ -192,9 +194,8 @@ class NetConfig:
     max_connections: int = INT_MAX
     max_connections_per_ip: int = INT_MAX
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = ()
-    read_chunk_bytes: int = 65536
-    """How much one read asks the socket for (ours, not a key: Kafka sizes its buffers
-    per receive)."""
+    socket_send_buffer_bytes: int = 102_400
+    socket_receive_buffer_bytes: int = 102_400
 
     def __attrs_post_init__(self) -> None:
         NET_CONFIG.validate(self)  # a NetConfig built in code obeys the same bounds
@@ -211,6 +212,16 @@ class NetConfig:
                 MAX_CONNECTIONS_PER_IP,
                 f"can be 0 only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} is set",
             )
+
+    @property
+    def read_size(self) -> int:
+        """How much one read asks the socket for: what its receive buffer can hold
+        (``socket.receive.buffer.bytes``; with the OS's default, 64 KiB). A read never
+        returns more than the kernel has buffered, so a larger size would only be a
+        larger allocation per read."""
+        if self.socket_receive_buffer_bytes > 0:
+            return self.socket_receive_buffer_bytes
+        return _OS_DEFAULT_READ_SIZE
 
     @property
     def memory_pool_bytes(self) -> int | None:
@@ -324,10 +335,24 @@ NET_CONFIG = ConfigDef(
             "max_connections_per_ip_overrides",
             doc="host:count,... (hosts as given: names are resolved when the server starts).",
         ),
-        # Kafka's socket buffer sizes: accepted (the sample server.properties sets them),
-        # the operating system's defaults are used.
-        ConfigKey("socket.send.buffer.bytes", _INT, None, doc="Not used: the OS's default."),
-        ConfigKey("socket.receive.buffer.bytes", _INT, None, doc="Not used: the OS's default."),
+        # Kafka's SO_SNDBUF / SO_RCVBUF for client connections; -1: the OS's default
+        # (Linux then grows the buffers on demand). Kafka accepts 0 and fails on it when
+        # the first socket is configured; refusing it at start-up names the key instead.
+        ConfigKey(
+            "socket.send.buffer.bytes",
+            _INT,
+            "socket_send_buffer_bytes",
+            between(1, INT_MAX, -1),
+            "SO_SNDBUF of each accepted connection; -1 for the OS's default.",
+        ),
+        ConfigKey(
+            "socket.receive.buffer.bytes",
+            _INT,
+            "socket_receive_buffer_bytes",
+            between(1, INT_MAX, -1),
+            "SO_RCVBUF of the listening sockets (inherited by each connection) and the "
+            "size of one read; -1 for the OS's default.",
+        ),
     )
 )
 """The network layer's keys (Kafka's SocketServerConfigs and listener keys)."""

@@ -331,7 +331,7 @@ class KafkaChannel:
     async def _next_frame(self) -> bytes | None:
         """The next complete request frame, reading only while unmuted."""
         idle = self._idle_seconds
-        read_size = self.processor.config.read_chunk_bytes
+        read_size = self.processor.config.read_size
         pool = self.processor.memory_pool
         while True:
             if self._stop.is_set():

@@ -125,6 +125,8 @@ class Processor:
                 connection.deliver(response)
 
     def request_completed(self, connection: KafkaChannel, request: Request) -> None:
+        if not self.tracer.enabled and self.on_request_completed is None:
+            return  # nobody reads the breakdown: do not build it
         metrics = request.metrics()
         if self.tracer.enabled:
             self.tracer.emit(

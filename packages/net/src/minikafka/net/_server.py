@@ -19,8 +19,10 @@ let the requests in flight be answered, close the connections, stop the handlers
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import socket
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -67,6 +69,12 @@ class Acceptor:
     listener: Listener
     processors: list[Processor]
     quotas: ConnectionQuotas | None = None
+    send_buffer_bytes: int = -1
+    """``socket.send.buffer.bytes``: SO_SNDBUF of each accepted socket (-1: the OS's)."""
+    receive_buffer_bytes: int = -1
+    """``socket.receive.buffer.bytes``: SO_RCVBUF of the listening socket, which accepted
+    sockets inherit; set before any connection arrives, since TCP settles its window
+    scale in the handshake."""
     bound: list[tuple[str, int]] = attrs.field(init=False, factory=list)
     accept_failures: int = attrs.field(init=False, default=0)
     """accept() calls that failed for want of descriptors or memory, ever."""
@@ -77,6 +85,10 @@ class Acceptor:
     async def bind(self) -> None:
         self._listeners = await trio.open_tcp_listeners(self.listener.port, host=self.listener.host)
         for socket_listener in self._listeners:
+            if self.receive_buffer_bytes > 0:
+                socket_listener.socket.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes
+                )
             address = socket_listener.socket.getsockname()
             self.bound.append((address[0], address[1]))
 
@@ -165,6 +177,13 @@ class Acceptor:
                 continue
             if failed and self._may_log("accept resumed"):
                 log.info("%s: accepting again after %d failed accept()s", self._where, failed)
+            if self.send_buffer_bytes > 0:
+                # Kafka's Acceptor.configureAcceptedSocketChannel. A socket the client has
+                # already reset may refuse; its first read will close it.
+                with contextlib.suppress(OSError):
+                    stream.socket.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes
+                    )
             return stream
 
     @property
@@ -236,7 +255,13 @@ class SocketServer:
         # caller as a plain OSError and no half-started server is left behind.
         try:
             for listener in self.config.listeners:
-                acceptor = Acceptor(listener, self.processors, self.quotas)
+                acceptor = Acceptor(
+                    listener,
+                    self.processors,
+                    self.quotas,
+                    send_buffer_bytes=self.config.socket_send_buffer_bytes,
+                    receive_buffer_bytes=self.config.socket_receive_buffer_bytes,
+                )
                 await acceptor.bind()
                 self.acceptors.append(acceptor)
         except OSError:
