@@ -9,6 +9,7 @@ from minikafka.net import NetConfig, Request
 from minikafka.net._headers import parse_response_header
 from minikafka.net.testing import (
     METADATA_V9,
+    RawConnection,
     ScriptedHandler,
     echo_metadata,
     request_frame,
@@ -87,3 +88,38 @@ async def test_a_client_that_stops_reading_is_closed_as_idle(
             await connection.wait_closed()
         assert connection.close_reason == "idle: response not read"
         assert trio.current_time() - start >= 60
+
+
+# Over real sockets the connection's task waits for readability with no deadline of its
+# own: its Processor closes it (Kafka's Selector idle expiry), checking a few times per
+# idle period. Loopback sockets in one process leave trio nothing to wait for but its
+# clock, so the autojump clock still runs these in virtual time.
+
+
+async def test_the_processor_closes_an_idle_socket(autojump_clock: trio.testing.MockClock) -> None:
+    config = NetConfig(connections_max_idle_ms=int(TEN_MINUTES * 1000))
+    async with serving(ScriptedHandler(_echo), config) as server:
+        conn = await RawConnection.open(server)
+        await _round_trip(conn.stream, 1)
+        last_activity = trio.current_time()
+        (connection,) = (c for p in server.processors for c in p.connections.values())
+        with trio.fail_after(2 * TEN_MINUTES):  # virtual time: never closing fails, not hangs
+            assert await conn.wait_closed()
+        idle_for = trio.current_time() - last_activity
+        # At most one check interval late: a tenth of the period, capped at a second.
+        assert TEN_MINUTES <= idle_for <= TEN_MINUTES + 1.0 + 0.01
+        await connection.wait_closed()
+        assert connection.close_reason == "idle"
+        await conn.aclose()
+
+
+async def test_activity_keeps_a_socket_open(autojump_clock: trio.testing.MockClock) -> None:
+    config = NetConfig(connections_max_idle_ms=1000)
+    async with serving(ScriptedHandler(_echo), config) as server:
+        conn = await RawConnection.open(server)
+        for cid in range(10):  # a request every 0.9 s for 9 s, with a 1 s idle limit
+            await _round_trip(conn.stream, cid)
+            await trio.sleep(0.9)
+        await _round_trip(conn.stream, 99)
+        assert server.connection_count == 1
+        await conn.aclose()

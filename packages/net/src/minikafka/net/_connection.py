@@ -94,6 +94,10 @@ class KafkaChannel:
     """The socket's descriptor for the Processor's non-blocking writes; -1 when the
     stream is not a socket (tests' in-memory streams): the task then does all the I/O."""
     _read_scope: trio.CancelScope | None = attrs.field(init=False, default=None)
+    _reading: bool = attrs.field(init=False, default=False)
+    """The task waits for the socket to become readable (unmuted, no request here)."""
+    _read_since: float = attrs.field(init=False, default=0.0)
+    _expired: bool = attrs.field(init=False, default=False)
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _closed: trio.Event = attrs.field(init=False, factory=trio.Event)
     _reserved: int | None = attrs.field(init=False, default=None)
@@ -177,6 +181,8 @@ class KafkaChannel:
         self._stop.set()
         if self._read_scope is not None:
             self._read_scope.cancel()
+        if self._reading:
+            self._wake_reader()
 
     async def run(self) -> None:
         logged = False
@@ -344,11 +350,12 @@ class KafkaChannel:
             frame = self.decoder.next_frame()
             if frame is not None:
                 return frame
-            with trio.move_on_after(idle) as scope:
-                self._read_scope = scope
-                data = await self.stream.receive_some(read_size)
-            self._read_scope = None
-            if scope.cancelled_caught:
+            data: bytes | bytearray | None
+            if self._fd >= 0:
+                data = await self._read_socket(read_size)
+            else:
+                data = await self._read_stream(read_size, idle)
+            if data is None:
                 if self._stop.is_set():
                     break
                 # connections.max.idle.ms: nothing arrived for that long.
@@ -362,6 +369,52 @@ class KafkaChannel:
             self.decoder.feed(data)
         self.close_reason = "shutdown"
         return None
+
+    async def _read_socket(self, size: int) -> bytes | None:
+        """One read from the socket; None if the Processor ended the wait (idle, shutdown).
+
+        A plain non-blocking read first, and only if there is nothing to read a wait for
+        readability: no deadline of its own, since the Processor closes idle connections
+        (:meth:`expire_if_idle`), as Kafka's Selector does; a deadline per read would cost
+        a cancel scope per request.
+        """
+        assert isinstance(self.stream, trio.SocketStream)
+        sock = self.stream.socket
+        while True:
+            try:
+                return os.read(self._fd, size)
+            except BlockingIOError:
+                pass
+            self._read_since = trio.current_time()
+            self._reading = True
+            try:
+                await trio.lowlevel.wait_readable(sock)
+            except trio.ClosedResourceError:
+                return None  # notify_closing: the Processor or stop_reading woke us
+            finally:
+                self._reading = False
+            if self._expired or self._stop.is_set():
+                return None
+
+    async def _read_stream(self, size: int, idle: float) -> bytes | bytearray | None:
+        """One read from any other stream (tests' in-memory pairs), with its own deadline."""
+        with trio.move_on_after(idle) as scope:
+            self._read_scope = scope
+            data = await self.stream.receive_some(size)
+        self._read_scope = None
+        return None if scope.cancelled_caught else data
+
+    def expire_if_idle(self, now: float, idle: float) -> None:
+        """Close the connection if it has waited ``idle`` seconds for a request (called by
+        the Processor's idle check; Kafka's ``Selector`` idle expiry)."""
+        if self._reading and now - self._read_since >= idle:
+            self._expired = True
+            self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        # Only ever followed by closing the socket: the task returns and run() closes it.
+        if isinstance(self.stream, trio.SocketStream):
+            trio.lowlevel.notify_closing(self.stream.socket)
 
     async def _reserve(self, pool: MemoryPool, size: int) -> None:
         """Take ``size`` bytes from the pool, waiting (muted) while it is exhausted."""

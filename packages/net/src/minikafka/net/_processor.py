@@ -70,6 +70,7 @@ class Processor:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._process_responses)
+                nursery.start_soon(self._close_idle_connections)
                 task_status.started()
         finally:
             self.channel.remove_processor(self.id)
@@ -123,6 +124,18 @@ class Processor:
             connection = self.connections.get(response.request.connection_id)
             if connection is not None:
                 connection.deliver(response)
+
+    async def _close_idle_connections(self) -> None:
+        """``connections.max.idle.ms``: close connections that have waited that long for a
+        request. Kafka's Selector checks its least recently used channel on every poll;
+        here the Processor looks at its connections a few times per idle period (at most
+        once a second), so one closes at most a tenth of the period (or 1 s) late."""
+        idle = self.config.connections_max_idle_ms / 1000
+        while True:
+            await trio.sleep(min(idle / 10, 1.0))
+            now = trio.current_time()
+            for connection in list(self.connections.values()):
+                connection.expire_if_idle(now, idle)
 
     def request_completed(self, connection: KafkaChannel, request: Request) -> None:
         if not self.tracer.enabled and self.on_request_completed is None:
