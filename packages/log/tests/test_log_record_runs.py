@@ -2,13 +2,14 @@
 columns must reach exactly the verdicts of the record-by-record walk (issue 17).
 
 The walk itself is tested through the log in test_log_validator_records.py; here each
-batch is checked twice, once as shipped and once with runs turned off (MIN_RUN out of
-reach), and the outcomes (accepted, or the same error class and message) must agree.
+batch is checked twice, once as shipped (check_records) and once by the walk alone
+(walk_records), and the outcomes (accepted, or the same error class and message) must agree.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -20,17 +21,19 @@ from minikafka.log import (
     Record,
     RecordBatchHeader,
     RecordRules,
-    _record_checks,
     build_batch,
     check_records,
 )
 from minikafka.log._batch import HEADER
+from minikafka.log._compression import Buffer
+from minikafka.log._record_checks import walk_records
 from minikafka.log._record_runs import offset_delta_column, verified_run
 
 NOW = 1_700_000_000_000
 MAX_LONG = 2**63 - 1
 
 Outcome = tuple[str, str] | None
+Check = Callable[[Buffer, int, int, RecordBatchHeader, RecordRules], None]
 
 
 def uniform(n: int, *, key: bytes | None = b"key-0000", value_bytes: int = 100) -> bytearray:
@@ -40,27 +43,24 @@ def uniform(n: int, *, key: bytes | None = b"key-0000", value_bytes: int = 100) 
 
 
 def outcome(
-    data: bytes | bytearray | memoryview, header: RecordBatchHeader, rules: RecordRules
+    check: Check,
+    data: bytes | bytearray | memoryview,
+    header: RecordBatchHeader,
+    rules: RecordRules,
 ) -> Outcome:
     try:
-        check_records(data, HEADER.size, len(data), header, rules)
+        check(data, HEADER.size, len(data), header, rules)
     except InvalidRecordError as e:
         return type(e).__name__, str(e)
     return None
 
 
 def both_ways(
-    monkeypatch: pytest.MonkeyPatch,
-    data: bytes | bytearray | memoryview,
-    header: RecordBatchHeader,
-    rules: RecordRules,
+    data: bytes | bytearray | memoryview, header: RecordBatchHeader, rules: RecordRules
 ) -> Outcome:
     """The verdict with runs, after checking that the walk alone reaches the same one."""
-    with_runs = outcome(data, header, rules)
-    with monkeypatch.context() as m:
-        m.setattr(_record_checks, "MIN_RUN", 2**40)
-        walked = outcome(data, header, rules)
-    assert with_runs == walked
+    with_runs = outcome(check_records, data, header, rules)
+    assert with_runs == outcome(walk_records, data, header, rules)
     return with_runs
 
 
@@ -105,7 +105,7 @@ def test_a_uniform_batch_is_proved_in_runs() -> None:
     assert n == 64
     rest, size2 = verified_run(batch, start + n * size, len(batch), 64, 200, True, None)
     assert (rest, start + n * size + rest * size2) == (136, len(batch))
-    assert outcome(batch, header, RecordRules(require_key=True)) is None
+    assert outcome(check_records, batch, header, RecordRules(require_key=True)) is None
 
 
 LARGE = 9000  # about 1 MiB of records: runs across the offset delta's 1/2-byte widths
@@ -160,23 +160,21 @@ def tampered(large: bytes, how: str) -> tuple[bytearray, RecordBatchHeader]:
     ],
 )
 def test_a_bad_record_deep_in_a_run_is_reported_as_the_walk_reports_it(
-    monkeypatch: pytest.MonkeyPatch, large: bytes, how: str, error: type, message: str
+    large: bytes, how: str, error: type, message: str
 ) -> None:
     """One record broken in the middle of 9,000 same-shaped ones: the runs stop before it
     and the walk names it, with the same error as when it walks every record."""
     batch, header = tampered(large, how)
-    result = both_ways(monkeypatch, batch, header, RecordRules(require_key=True))
+    result = both_ways(batch, header, RecordRules(require_key=True))
     assert result is not None
     assert result[0] == error.__name__
     assert message in result[1]
 
 
-def test_the_intact_large_batch_passes_both_ways(
-    monkeypatch: pytest.MonkeyPatch, large: bytes
-) -> None:
+def test_the_intact_large_batch_passes_both_ways(large: bytes) -> None:
     header = RecordBatchHeader.read(large)
     for data in (large, bytearray(large), memoryview(large)):
-        assert both_ways(monkeypatch, data, header, RecordRules(require_key=True)) is None
+        assert both_ways(data, header, RecordRules(require_key=True)) is None
 
 
 @pytest.mark.parametrize(
@@ -189,7 +187,6 @@ def test_the_intact_large_batch_passes_both_ways(
     ],
 )
 def test_timestamps_are_checked_where_the_window_can_fail(
-    monkeypatch: pytest.MonkeyPatch,
     large: bytes,
     before: int,
     after: int,
@@ -199,7 +196,7 @@ def test_timestamps_are_checked_where_the_window_can_fail(
     that does not is walked, and the first record out of range is named."""
     header = RecordBatchHeader.read(large)
     rules = RecordRules(now_ms=NOW, before_max_ms=before, after_max_ms=after)
-    result = both_ways(monkeypatch, large, header, rules)
+    result = both_ways(large, header, rules)
     if failing is None:
         assert result is None
     else:
@@ -208,7 +205,7 @@ def test_timestamps_are_checked_where_the_window_can_fail(
         assert f"of record {failing} is out of range" in result[1]
 
 
-def test_records_with_headers_and_null_values_run_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_records_with_headers_and_null_values_run_too() -> None:
     """Header lengths are structural bytes like the others; a null value is -1."""
     records = [
         Record(i, NOW, None, None if i % 50 else b"x", (Header("trace", b"0123"),))
@@ -216,14 +213,14 @@ def test_records_with_headers_and_null_values_run_too(monkeypatch: pytest.Monkey
     ]
     batch = bytearray(build_batch(records))
     header = RecordBatchHeader.read(batch)
-    assert both_ways(monkeypatch, batch, header, RecordRules()) is None
-    result = both_ways(monkeypatch, batch, header, RecordRules(require_key=True))
+    assert both_ways(batch, header, RecordRules()) is None
+    result = both_ways(batch, header, RecordRules(require_key=True))
     assert result is not None
     assert "without key (record 0)" in result[1]
 
 
 @pytest.mark.parametrize("seed", range(60))
-def test_random_damage_gets_the_walks_verdict(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+def test_random_damage_gets_the_walks_verdict(seed: int) -> None:
     """Mostly same-shaped batches (some values of other lengths, some wide timestamps),
     with bytes flipped, inserted or removed anywhere: runs and walk always agree."""
     rng = random.Random(seed)
@@ -258,4 +255,4 @@ def test_random_damage_gets_the_walks_verdict(monkeypatch: pytest.MonkeyPatch, s
         after_max_ms=rng.choice([MAX_LONG, 50, 100_000]),
     )
     data = memoryview(batch) if rng.random() < 0.3 else batch
-    both_ways(monkeypatch, data, header, rules)
+    both_ways(data, header, rules)

@@ -126,34 +126,56 @@ def check_records(
     ``data`` is the batch's uncompressed record bytes: the request's own buffer for an
     uncompressed batch (no copy), the decompressed payload otherwise.
     """
+    count = _claimed_count(start, end, header)
+    if count < MIN_RUN:
+        return walk_records(data, start, end, header, rules)
+    window = rules.delta_window(header.base_timestamp)
+    records: Records
+    if isinstance(data, memoryview):
+        # Columns are cut with strided slices, which a memoryview copies item by item
+        # (six times slower than bytes'); one copy of the records is cheaper.
+        records, pos, end = bytes(data[start:end]), 0, end - start
+    else:
+        records, pos = data, start
+    index, walk = 0, FIRST_WALK
+    while index < count and pos < end:
+        if count - index >= MIN_RUN:
+            n, size = verified_run(records, pos, end, index, count, rules.require_key, window)
+            pos, index = pos + n * size, index + n
+            if n >= MIN_RUN:
+                walk = FIRST_WALK
+                continue
+        stop = min(count, index + walk)
+        pos, index = _walk(records, pos, end, index, stop, header, rules, window)
+        walk = min(2 * walk, MAX_WALK)
+    _check_end(pos, end, index, count)
+
+
+def walk_records(
+    data: Buffer,
+    start: int,
+    end: int,
+    header: RecordBatchHeader,
+    rules: RecordRules,
+) -> None:
+    """:func:`check_records` without runs: every record walked one by one. The reference
+    the runs are tested against, and what a batch of records of varying shapes costs."""
+    count = _claimed_count(start, end, header)
+    window = rules.delta_window(header.base_timestamp)
+    pos, index = _walk(data, start, end, 0, count, header, rules, window)
+    _check_end(pos, end, index, count)
+
+
+def _claimed_count(start: int, end: int, header: RecordBatchHeader) -> int:
     count = header.record_count
     if count > (end - start) // MIN_RECORD_SIZE:
         # Checked first, so that a small payload claiming 2^31 - 1 records is refused
         # without walking it: every record takes 7 bytes at least.
         raise InvalidRecordError(f"batch claims {count} records in {end - start} bytes of records")
-    window = rules.delta_window(header.base_timestamp)
-    pos, index = start, 0
-    if count >= MIN_RUN:
-        records: Records
-        if isinstance(data, memoryview):
-            # Columns are cut with strided slices, which a memoryview copies item by item
-            # (six times slower than bytes'); one copy of the records is cheaper.
-            records, pos, end = bytes(data[start:end]), 0, end - start
-        else:
-            records = data
-        walk = FIRST_WALK
-        while index < count and pos < end:
-            if count - index >= MIN_RUN:
-                n, size = verified_run(records, pos, end, index, count, rules.require_key, window)
-                pos, index = pos + n * size, index + n
-                if n >= MIN_RUN:
-                    walk = FIRST_WALK
-                    continue
-            stop = min(count, index + walk)
-            pos, index = _walk(records, pos, end, index, stop, header, rules, window)
-            walk = min(2 * walk, MAX_WALK)
-    else:
-        pos, index = _walk(data, pos, end, 0, count, header, rules, window)
+    return count
+
+
+def _check_end(pos: int, end: int, index: int, count: int) -> None:
     if pos < end:
         raise InvalidRecordError(f"{end - pos} bytes follow the {count} records the batch declares")
     if index != count:
