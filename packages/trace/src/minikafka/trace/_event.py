@@ -2,7 +2,8 @@
 
 ARCHITECTURE.md, "Traces and labs": every package declares its events as frozen attrs classes and
 registers them with :func:`register_event`. Registration checks, once and at import time, everything
-the writer and the Spark schemas rely on, so emitting stays a few attribute reads.
+the writer and the Spark schemas rely on, and compiles the class's line encoder (``_encode``), so
+emitting stays a few attribute reads and one formatted string.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Mapping
 from typing import ClassVar, Literal, TypeVar
 
 import attrs
+
+from ._encode import Encoder, compile_encoder
 
 ENVELOPE_FIELDS = ("ts", "node", "component", "event")
 """The names every written line starts with; event fields may not reuse them."""
@@ -66,6 +69,8 @@ class EventSpec:
     aliases: tuple[str, ...]
     """The matching ``__init__`` argument names (attrs strips a leading underscore)."""
     types: tuple[FieldType, ...]
+    encode: Encoder = attrs.field(eq=False, repr=False)
+    """``encode(event, ts, node)``: the event's JSON line, generated for this class."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -146,7 +151,8 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
         names.append(field.name)
         aliases.append(field.alias)
         kinds.append(kind)
-    return EventSpec(cls, component, event, tuple(names), tuple(aliases), tuple(kinds))
+    encode = compile_encoder(component, event, tuple(names), tuple(kinds))
+    return EventSpec(cls, component, event, tuple(names), tuple(aliases), tuple(kinds), encode)
 
 
 def register_event(cls: type[E]) -> type[E]:

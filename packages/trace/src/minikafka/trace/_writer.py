@@ -2,7 +2,8 @@
 and labs").
 
 Tracing is meant to stay on in cluster runs, so ``emit`` does no file I/O of its own: it
-encodes one line and appends it to a buffer. The buffer goes to disk when it outgrows
+encodes one line with its class's generated encoder (``_encode``: no dict, no generic JSON
+walk) and appends it to a buffer. The buffer goes to disk when it outgrows
 ``buffer_bytes``, on ``flush()``, on ``close()`` and at interpreter exit. Each line is
 
     {"ts":1718000000.123,"node":1,"component":"net","event":"request","api_key":18,...}
@@ -11,10 +12,8 @@ encodes one line and appends it to a buffer. The buffer goes to disk when it out
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from threading import Lock
 from types import TracebackType
@@ -22,6 +21,7 @@ from typing import BinaryIO
 
 import attrs
 
+from ._encode import Encoder
 from ._event import TraceEvent, spec_for_class
 from ._files import next_seq, trace_file_name
 from ._tracer import TracerClosedError
@@ -29,34 +29,12 @@ from ._tracer import TracerClosedError
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_BUFFER_BYTES = 64 * 1024
 
-
-def _json_default(value: object) -> object:
-    # Map fields may hold any Mapping (a MappingProxyType, a frozen view); the C encoder
-    # only knows dict, and calls back here for the rest.
-    if isinstance(value, Mapping):
-        return dict(value)
-    raise TypeError(f"trace field value {value!r} of type {type(value).__name__} is not JSON")
-
-
-# One shared encoder: json.dumps(..., separators=...) would build a new one per call.
-# ensure_ascii keeps every line pure ASCII, so len(line) is its size in bytes.
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+_now = time.time
 
 
 def encode_line(event: TraceEvent, ts: float, node: int) -> str:
     """One trace line, newline included: the envelope, then the event's own fields."""
-    spec = spec_for_class(type(event))
-    # A shallow dict of the field values: tuples encode as arrays as they are, so there is
-    # nothing to gain from attrs.asdict's recursive copy.
-    record: dict[str, object] = {
-        "ts": ts,
-        "node": node,
-        "component": spec.component,
-        "event": spec.event,
-    }
-    for name in spec.names:
-        record[name] = getattr(event, name)
-    return _encoder.encode(record) + "\n"
+    return spec_for_class(type(event)).encode(event, ts, node)
 
 
 @attrs.define(eq=False)
@@ -76,6 +54,8 @@ class JsonLinesTracer:
     _file_bytes: int = attrs.field(init=False, default=0)
     _file: BinaryIO | None = attrs.field(init=False, default=None)
     _closed: bool = attrs.field(init=False, default=False)
+    # Each event class's generated line encoder (_encode), looked up once per tracer.
+    _encoders: dict[type[TraceEvent], Encoder] = attrs.field(init=False, factory=dict)
 
     @classmethod
     def open(
@@ -116,13 +96,19 @@ class JsonLinesTracer:
         return self.directory / trace_file_name(self.node, self.pid, self._seq)
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        cls = type(event)
+        encode = self._encoders.get(cls)
+        if encode is None:
+            # First event of this class here: its generated encoder, or the TypeError
+            # naming the missing @register_event.
+            encode = self._encoders[cls] = spec_for_class(cls).encode
         # Encoding outside the lock lets threads serialise in parallel with a write-out.
-        line = encode_line(event, time.time() if ts is None else float(ts), self.node)
+        line = encode(event, _now() if ts is None else float(ts), self.node)
         size = len(line)
         with self._lock:
             if self._closed:
                 raise TracerClosedError(
-                    f"trace event {type(event).__name__} emitted after the tracer for node "
+                    f"trace event {cls.__name__} emitted after the tracer for node "
                     f"{self.node} in {self.directory} was closed"
                 )
             if self._file_bytes and self._file_bytes + size > self.max_file_bytes:
