@@ -222,17 +222,20 @@ def _walk(
             timestamp_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
         else:
             timestamp_delta, pos = _varint_slow(data, pos + 1, record_end, "timestamp delta", 64)
+        # The offset delta must be the record's index, whose zigzag form is 2 * index: the
+        # raw varint is compared with that, and decoded only to report a wrong one.
         if pos < record_end and (b := data[pos]) < 0x80:
-            offset_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            if b != index << 1:
+                _offset_delta_error(index, (b >> 1) ^ -(b & 1))
+            pos += 1
         elif pos + 1 < record_end and (c := data[pos + 1]) < 0x80:
-            u = (b & 0x7F) | c << 7
-            offset_delta, pos = (u >> 1) ^ -(u & 1), pos + 2
+            if (u := (b & 0x7F) | c << 7) != index << 1:
+                _offset_delta_error(index, (u >> 1) ^ -(u & 1))
+            pos += 2
         else:
             offset_delta, pos = _varint_slow(data, pos, record_end, "offset delta", 32)
-        if offset_delta != index:
-            # A producer numbers its records 0..n-1; anything else would give two records
-            # one offset, or leave holes a consumer cannot explain.
-            raise InvalidRecordError(f"record {index} has offset delta {offset_delta}")
+            if offset_delta != index:
+                _offset_delta_error(index, offset_delta)
         if pos < record_end and (b := data[pos]) < 0x80:
             key_length, pos = (b >> 1) ^ -(b & 1), pos + 1
         else:
@@ -274,6 +277,12 @@ def _walk(
             _timestamp_error(header.base_timestamp + timestamp_delta, index, rules)
         index += 1
     return pos, index
+
+
+def _offset_delta_error(index: int, offset_delta: int) -> NoReturn:
+    # A producer numbers its records 0..n-1; anything else would give two records one
+    # offset, or leave holes a consumer cannot explain.
+    raise InvalidRecordError(f"record {index} has offset delta {offset_delta}")
 
 
 def _skip_headers(data: Buffer, pos: int, record_end: int, index: int, count: int) -> int:
