@@ -47,6 +47,8 @@ from ._tracer import TracerClosedError as TracerClosedError
 from ._writer import DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES
 from ._writer import DEFAULT_MAX_FILE_BYTES as DEFAULT_MAX_FILE_BYTES
 from ._writer import JsonLinesTracer as JsonLinesTracer
+from ._writer import encode_line as encode_line
+from ._writer import reference_line as reference_line
 
 __all__ = [
     "DEFAULT_BUFFER_BYTES",
@@ -63,11 +65,13 @@ __all__ = [
     "configure_from_env",
     "configure_tracing",
     "decode_event",
+    "encode_line",
     "event_types",
     "format_summary",
     "get_tracer",
     "install_tracer",
     "read_trace",
+    "reference_line",
     "register_event",
     "spark_schema",
     "summarize",

@@ -162,7 +162,7 @@ def compile_encoder(
         "_null": "null",
         "_true": "true",
         "_false": "false",
-        "_slow": reference_encoder(component, event, names),
+        "_slow": reference_encoder(component, event, names),  # as EventSpec.reference
     }
     code = compile(source, f"<trace encoder {component}.{event}>", "exec")
     # The source is built from checked identifiers and repr'd constants only.

@@ -17,7 +17,7 @@ from typing import ClassVar, Literal, TypeVar
 
 import attrs
 
-from ._encode import Encoder, compile_encoder
+from ._encode import Encoder, compile_encoder, reference_encoder
 
 ENVELOPE_FIELDS = ("ts", "node", "component", "event")
 """The names every written line starts with; event fields may not reuse them."""
@@ -71,6 +71,8 @@ class EventSpec:
     types: tuple[FieldType, ...]
     encode: Encoder = attrs.field(eq=False, repr=False)
     """``encode(event, ts, node)``: the event's JSON line, generated for this class."""
+    reference: Encoder = attrs.field(eq=False, repr=False)
+    """The same line by definition (a dict through ``json``): slower, for tests and bench/."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -151,8 +153,12 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
         names.append(field.name)
         aliases.append(field.alias)
         kinds.append(kind)
-    encode = compile_encoder(component, event, tuple(names), tuple(kinds))
-    return EventSpec(cls, component, event, tuple(names), tuple(aliases), tuple(kinds), encode)
+    field_names, field_kinds = tuple(names), tuple(kinds)
+    encode = compile_encoder(component, event, field_names, field_kinds)
+    reference = reference_encoder(component, event, field_names)
+    return EventSpec(
+        cls, component, event, field_names, tuple(aliases), field_kinds, encode, reference
+    )
 
 
 def register_event(cls: type[E]) -> type[E]:

@@ -60,7 +60,9 @@ def spark_schema(event_type: type[TraceEvent]) -> dict[str, object]:
 
 def all_spark_schemas() -> dict[str, dict[str, object]]:
     """The schema of every registered event, keyed ``"component.event"``, sorted by key."""
-    return {
+    schemas = {
         f"{component}.{event}": spark_schema(cls)
         for (component, event), cls in event_types().items()
     }
+    # By the joined key, not by (component, event): "test-x.a" sorts before "test.b".
+    return dict(sorted(schemas.items()))

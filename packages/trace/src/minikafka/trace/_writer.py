@@ -33,8 +33,21 @@ _now = time.time
 
 
 def encode_line(event: TraceEvent, ts: float, node: int) -> str:
-    """One trace line, newline included: the envelope, then the event's own fields."""
+    """One trace line, newline included: the envelope, then the event's own fields.
+
+    Written by the event class's generated encoder (``_encode``); byte for byte the same
+    as :func:`reference_line`.
+    """
     return spec_for_class(type(event)).encode(event, ts, node)
+
+
+def reference_line(event: TraceEvent, ts: float, node: int) -> str:
+    """The line by definition: the envelope and fields as a dict, through ``json``.
+
+    What the writer did before issue 17, kept to hold the generated encoders to and to
+    measure them against (bench/tracing.py).
+    """
+    return spec_for_class(type(event)).reference(event, ts, node)
 
 
 @attrs.define(eq=False)
