@@ -30,6 +30,7 @@ threads) on the first.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -54,7 +55,10 @@ from minikafka.trace import (
     JsonLinesTracer,
     NullTracer,
     Tracer,
+    encode_line,
     read_trace,
+    reference_line,
+    spark_schema,
     trace_files,
 )
 
@@ -109,8 +113,22 @@ class Settings:
 # --- emit ---------------------------------------------------------------------------------
 
 
+_T0 = 8123.456789
+"""A ``time.perf_counter()`` reading: the Processor's durations are differences of two."""
+_TS0 = 1_718_000_000.123456
+
+
+def _ms(i: int, start: float, length: float) -> float:
+    # A difference of two perf_counter readings, in ms, as RequestMetrics computes it: the
+    # subtraction leaves 16-17 significant digits, and their shortest repr is what the
+    # encoder must write (0.041 would flatter it: short floats format 2-3x faster).
+    begin = _T0 + i * 0.000317 + start
+    return (begin + length - begin) * 1000.0
+
+
 def _event(correlation_id: int = 7) -> RequestCompleted:
-    """A Produce request's line, with values of a real one's sizes."""
+    """A Produce request's line, with values of a real one's sizes and precision."""
+    i = correlation_id
     return RequestCompleted(
         listener="PLAINTEXT",
         connection_id="127.0.0.1:9092-127.0.0.1:53412-0",
@@ -122,12 +140,12 @@ def _event(correlation_id: int = 7) -> RequestCompleted:
         correlation_id=correlation_id,
         request_bytes=191,
         response_bytes=54,
-        request_queue_ms=0.041,
-        local_ms=0.318,
-        remote_ms=0.002,
-        response_queue_ms=0.057,
-        response_send_ms=0.031,
-        total_ms=0.449,
+        request_queue_ms=_ms(i, 0.0, 0.000041),
+        local_ms=_ms(i, 0.000041, 0.000318),
+        remote_ms=_ms(i, 0.000359, 0.000002),
+        response_queue_ms=_ms(i, 0.000361, 0.000057),
+        response_send_ms=_ms(i, 0.000418, 0.000031),
+        total_ms=_ms(i, 0.0, 0.000449),
     )
 
 
@@ -214,6 +232,120 @@ def _emit_bench(settings: Settings, scratch: Path) -> list[EmitOutcome]:
             outcomes[case.name].runs.append(run)
             print(
                 f"  run {r + 1}/{settings.repeats}  emit  {case.name:<44} "
+                f"{run.ns_per_event:>8,.0f} ns/event",
+                flush=True,
+            )
+    return list(outcomes.values())
+
+
+# --- encode --------------------------------------------------------------------------------
+
+ENCODE_DISTINCT = 1000
+"""Distinct pre-built events (and timestamps) the encode cases cycle through."""
+
+
+def _encode_inputs() -> tuple[list[RequestCompleted], list[float]]:
+    return [_event(i) for i in range(ENCODE_DISTINCT)], [
+        _TS0 + i * 0.000317 for i in range(ENCODE_DISTINCT)
+    ]
+
+
+def _template_ceiling() -> tuple[str, list[tuple[object, ...]]]:
+    """The least Python that can write the same lines: one ``%`` template per event class,
+    applied to tuples of the values extracted and strings escaped before the clock starts.
+
+    It does only what cannot be skipped (the floats' shortest repr, the ints' decimal
+    digits, joining the text): no attribute reads, type checks or escaping.
+    """
+    schema = spark_schema(RequestCompleted)
+    spelled = {"double": "%r", "long": "%d", "string": "%s"}
+    fields = schema["fields"]
+    assert isinstance(fields, list)
+    template = '{"ts":%r,"node":%d,"component":"net","event":"request"'
+    names: list[str] = []
+    for field in fields[4:]:
+        template += f',"{field["name"]}":{spelled[field["type"]]}'
+        names.append(field["name"])
+    template += "}\n"
+    events, stamps = _encode_inputs()
+    rows: list[tuple[object, ...]] = []
+    for event, ts in zip(events, stamps, strict=True):
+        values: list[object] = [ts, 1]
+        for name in names:
+            value = getattr(event, name)
+            values.append(json.dumps(value) if isinstance(value, str) else value)
+        rows.append(tuple(values))
+    return template, rows
+
+
+def _encode_ceiling() -> Callable[[int], None]:
+    template, rows = _template_ceiling()
+
+    def body(n: int) -> None:
+        for _ in range(n // len(rows)):
+            for values in rows:
+                _ = template % values
+
+    return body
+
+
+def _encode_with(
+    encode: Callable[[RequestCompleted, float, int], str],
+) -> Callable[[], Callable[[int], None]]:
+    def prepare() -> Callable[[int], None]:
+        events, stamps = _encode_inputs()
+        pairs = list(zip(events, stamps, strict=True))
+
+        def body(n: int) -> None:
+            for _ in range(n // len(pairs)):
+                for event, ts in pairs:
+                    encode(event, ts, 1)
+
+        return body
+
+    return prepare
+
+
+@attrs.frozen
+class EncodeCase:
+    name: str
+    prepare: Callable[[], Callable[[int], None]]
+    """Builds the inputs (untimed) and returns the timed loop over ``n`` events."""
+
+
+ENCODE_CEILING = "ceiling: a % template, values pre-extracted"
+ENCODE_CASES = (
+    EncodeCase(ENCODE_CEILING, _encode_ceiling),
+    EncodeCase("generated: encode_line (issue 17)", _encode_with(encode_line)),
+    EncodeCase("reference: dict through json (before)", _encode_with(reference_line)),
+)
+
+
+def _check_encoders() -> None:
+    """All three write the same bytes, or the comparison means nothing."""
+    template, rows = _template_ceiling()
+    events, stamps = _encode_inputs()
+    for event, ts, values in zip(events, stamps, rows, strict=True):
+        line = encode_line(event, ts, 1)
+        if line != reference_line(event, ts, 1) or line != template % values:
+            raise BenchError(f"the encoders disagree on {event!r}:\n{line}{template % values}")
+
+
+def _encode_bench(settings: Settings) -> list[EmitOutcome]:
+    _check_encoders()
+    n = max(ENCODE_DISTINCT, settings.emits // ENCODE_DISTINCT * ENCODE_DISTINCT)
+    outcomes = {case.name: EmitOutcome(case.name, []) for case in ENCODE_CASES}
+    for r in range(settings.repeats):
+        for case in ENCODE_CASES:
+            body = case.prepare()
+            body(ENCODE_DISTINCT)  # warm-up
+            started = time.perf_counter()
+            body(n)
+            seconds = time.perf_counter() - started
+            run = EmitRun(n, seconds, seconds / n * 1e9, n / seconds, None)
+            outcomes[case.name].runs.append(run)
+            print(
+                f"  run {r + 1}/{settings.repeats}  encode  {case.name:<44} "
                 f"{run.ns_per_event:>8,.0f} ns/event",
                 flush=True,
             )
@@ -492,6 +624,7 @@ def run(quick: bool = False) -> Report:
         if pinned is not None:
             os.sched_setaffinity(0, pinned[0])
         emits = _emit_bench(settings, scratch)
+        encodes = _encode_bench(settings)
         produce, facts = _produce_bench(settings, scratch, pinned)
     finally:
         if original_cpus is not None:
@@ -525,6 +658,15 @@ def run(quick: bool = False) -> Report:
         "emit": [
             {"case": o.case, "median": attrs.asdict(o.median), "runs": _runs(o.runs)} for o in emits
         ],
+        "encode": [
+            {
+                "case": o.case,
+                "median": attrs.asdict(o.median),
+                "over_ceiling": o.median.ns_per_event / encodes[0].median.ns_per_event,
+                "runs": _runs(o.runs),
+            }
+            for o in encodes
+        ],
         "produce": [
             {
                 "workload": o.workload,
@@ -537,7 +679,8 @@ def run(quick: bool = False) -> Report:
         "overhead": _overheads(produce),
         "trace_files": attrs.asdict(facts),
     }
-    return Report(NAME, document, _table(emits, produce, facts), _chart(emits, produce))
+    table = _table(emits, produce, facts)
+    return Report(NAME, document, _encode_table(encodes) + "\n\n" + table, _chart(emits, produce))
 
 
 def _runs(runs: Sequence[EmitRun] | Sequence[ProduceRun]) -> list[dict[str, Any]]:
@@ -647,6 +790,24 @@ def _table(
             "these figures are disturbed, rerun when idle."
         )
     return table
+
+
+def _encode_table(encodes: Sequence[EmitOutcome]) -> str:
+    ceiling = encodes[0].median.ns_per_event
+    rows = []
+    for o in encodes:
+        spread = [r.ns_per_event for r in o.runs]
+        rows.append(
+            [
+                o.case,
+                f"{o.median.events:,}",
+                f"{o.median.ns_per_event:,.0f}",
+                f"{min(spread):,.0f}-{max(spread):,.0f}" if len(spread) > 1 else "",
+                f"{o.median.ns_per_event / ceiling:.2f}x",
+            ]
+        )
+    header = ["encode one net.request line (16 fields, 7 floats)", "events", "ns/event"]
+    return markdown_table([*header, "ns/event range", "over the ceiling"], rows)
 
 
 def _chart(emits: Sequence[EmitOutcome], produce: Sequence[ProduceOutcome]) -> str:
