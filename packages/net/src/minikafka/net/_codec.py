@@ -105,15 +105,15 @@ def build(cls: type[E], /, **values: object) -> E:
     message has is a programming error and raises ``TypeError``, as does a field the
     class requires but no value names.
     """
-    names = {f.name for f in _fields(cls)}
-    unknown = values.keys() - names
+    names = _field_names(cls)
+    if names.issuperset(values):
+        return cls(**values)  # every value is this version's: no filtered copy
+    unknown = values.keys() - names - _message_fields(cls)
     if unknown:
-        unknown -= _message_fields(cls)
-        if unknown:
-            raise TypeError(
-                f"no version of {cls.__module__}.{cls.__qualname__} has a field "
-                + ", ".join(repr(name) for name in sorted(unknown))
-            )
+        raise TypeError(
+            f"no version of {cls.__module__}.{cls.__qualname__} has a field "
+            + ", ".join(repr(name) for name in sorted(unknown))
+        )
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
@@ -141,6 +141,7 @@ def _message_fields(cls: type[Entity]) -> frozenset[str]:
     return frozenset(names)
 
 
+@cache
 def nested(cls: type[Entity], field_name: str) -> type[Entity]:
     """The element class of a ``tuple[X, ...]`` field, e.g. a response's broker entries."""
     hint = _hints(cls)[field_name]
@@ -152,7 +153,13 @@ def nested(cls: type[Entity], field_name: str) -> type[Entity]:
 
 
 def has_field(cls: type[Entity], field_name: str) -> bool:
-    return field_name in {f.name for f in _fields(cls)}
+    return field_name in _field_names(cls)
+
+
+@cache
+def _field_names(cls: type[Entity]) -> frozenset[str]:
+    # Looked up on every build(): dataclasses.fields() makes a tuple each call.
+    return frozenset(f.name for f in _fields(cls))
 
 
 @cache

@@ -4,6 +4,10 @@ It answers the two requests every client sends first, ApiVersions and Metadata, 
 is enough for ``kcat -L`` and kafka-python's ``KafkaAdminClient`` to connect and list
 an empty cluster. The real broker's KafkaApis (``minikafka.broker``) has the same
 shape with many more handlers.
+
+Both answers are cached as encoded bytes (issue 17): ApiVersions per version (in
+``_api_versions``), Metadata per (version, topics asked), since nothing in this
+cluster ever changes.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
+from kio.static.protocol import ResponsePayload
 
 from ._api_keys import ApiKey
 from ._api_spec import ApiSpec, ApiTable
 from ._api_versions import NO_THROTTLE, handle_api_versions
-from ._codec import build, nested, response_schema
+from ._codec import build, encode_entity, nested, response_schema
 from ._request import Request, RequestMetrics
 
 # The Metadata versions served, one kio class each (from v10 a topic carries its id),
@@ -54,6 +59,7 @@ MetadataRequest = (
     | MetadataRequestV12
 )
 _METADATA: tuple[type[MetadataRequest], ...] = typing.get_args(MetadataRequest)
+_MAX_METADATA_BODIES = 256
 
 
 @attrs.define(eq=False)
@@ -64,20 +70,43 @@ class DemoApis:
     host: str
     port: int
     cluster_id: str = "minikafka-demo"
+    # (version, topics asked, who this broker is) -> the encoded Metadata body. The
+    # broker's identity is in the key so that changing a field cannot serve a stale
+    # answer; the bound keeps clients asking for ever new names from growing it.
+    _metadata_bodies: dict[tuple[object, ...], bytes] = attrs.field(init=False, factory=dict)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
-        return self.TABLE.versions()
+        return self.SUPPORTED
 
     async def handle(self, request: Request) -> None:
         # The Processor lets through only what api_versions() lists.
         await self.TABLE.dispatch(self, request)
 
     async def _api_versions(self, request: Request) -> None:
-        handle_api_versions(request, self.TABLE.versions())
+        handle_api_versions(request, self.SUPPORTED)
 
     async def _metadata(self, request: Request) -> None:
         body = request.body_as(_METADATA)
-        cls = response_schema(ApiKey.METADATA, request.api_version)
+        # No topic exists: each one asked for by name is unknown. (v0 asks for "all
+        # topics" with an empty list, v1+ with null; either way the answer is none.)
+        asked: tuple[tuple[object, object], ...] = (
+            tuple((t.name, t.topic_id) for t in body.topics or ())
+            if isinstance(body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12)
+            else tuple((t.name, None) for t in body.topics or ())
+        )
+        key = (request.api_version, asked, self.node_id, self.host, self.port, self.cluster_id)
+        encoded = self._metadata_bodies.get(key)
+        if encoded is None:
+            encoded = encode_entity(self._metadata_response(request.api_version, asked))
+            if len(self._metadata_bodies) >= _MAX_METADATA_BODIES:
+                self._metadata_bodies.clear()
+            self._metadata_bodies[key] = encoded
+        request.respond_parts((encoded,))
+
+    def _metadata_response(
+        self, version: int, asked: tuple[tuple[object, object], ...]
+    ) -> ResponsePayload:
+        cls = response_schema(ApiKey.METADATA, version)
         assert cls is not None
         broker = build(
             nested(cls, "brokers"),
@@ -85,13 +114,6 @@ class DemoApis:
             host=self.host,
             port=i32(self.port),
             rack=None,
-        )
-        # No topic exists: each one asked for by name is unknown. (v0 asks for "all
-        # topics" with an empty list, v1+ with null; either way the answer is none.)
-        asked: list[tuple[object, object]] = (
-            [(t.name, t.topic_id) for t in body.topics or ()]
-            if isinstance(body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12)
-            else [(t.name, None) for t in body.topics or ()]
         )
         topic_cls = nested(cls, "topics")
         topics = tuple(
@@ -105,16 +127,14 @@ class DemoApis:
             )
             for name, topic_id in asked
         )
-        request.respond(
-            build(
-                cls,
-                throttle_time=NO_THROTTLE,
-                brokers=(broker,),
-                cluster_id=self.cluster_id,
-                controller_id=BrokerId(self.node_id),
-                topics=topics,
-                error_code=ErrorCode.none,
-            )
+        return build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            brokers=(broker,),
+            cluster_id=self.cluster_id,
+            controller_id=BrokerId(self.node_id),
+            topics=topics,
+            error_code=ErrorCode.none,
         )
 
     # The demo's whole protocol surface: ApiVersions, dispatch and the Processor's
@@ -123,6 +143,7 @@ class DemoApis:
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
         ApiSpec(ApiKey.METADATA, 0, 12, _metadata),
     )
+    SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
 
 
 def format_request_line(request: Request, metrics: RequestMetrics) -> str:
