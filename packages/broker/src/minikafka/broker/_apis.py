@@ -49,7 +49,7 @@ from ._groups import (
     handle_offset_fetch,
     handle_sync_group,
 )
-from ._metadata import handle_list_offsets, metadata_response, requested_topics
+from ._metadata import handle_list_offsets, metadata_body, requested_topics
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 from ._offsets_topic import handle_find_coordinator
 from ._produce import handle_produce
@@ -176,8 +176,8 @@ class KafkaApis:
         allowed = body.allow_auto_topic_creation if isinstance(body, METADATA_V4_PLUS) else True
         if missing and allowed and self.config.broker.auto_create_topics_enable:
             errors = await self._auto_create(missing)
-        request.respond(
-            metadata_response(request, self.metadata_cache, self.cluster_id, names, errors)
+        request.respond_parts(
+            (metadata_body(request, self.metadata_cache, self.cluster_id, names, errors),)
         )
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:

@@ -6,6 +6,10 @@ and for each topic its partitions' leader, leader epoch, replicas and ISR. A top
 does not exist is created on the spot when the client allows it and
 ``auto.create.topics.enable`` is on, through the controller like any other creation.
 
+The answer is a function of the image and of the request's version, listener, topics
+and flags: :func:`metadata_body` keeps it encoded in the MetadataCache until the image
+changes (issue 17).
+
 ListOffsets turns "earliest", "latest" and a timestamp into an offset; "latest" is the
 high watermark, since a consumer may not read past it.
 """
@@ -21,7 +25,7 @@ from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.common import TopicPartition
 from minikafka.controller import NO_LEADER, TopicImage
-from minikafka.net import ApiKey, Request, build, nested, response_schema
+from minikafka.net import ApiKey, Request, build, encode_entity, nested, response_schema
 from minikafka.replication import ReplicaManagerService, ReplicationError
 
 from ._body import LIST_OFFSETS, LIST_OFFSETS_PARTITION_WITH_EPOCH, METADATA
@@ -38,6 +42,46 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
+def metadata_body(
+    request: Request,
+    cache: MetadataCache,
+    cluster_id: str,
+    names: list[str] | None,
+    errors: Mapping[str, ErrorCode] | None = None,
+) -> bytes:
+    """:func:`metadata_response` encoded, computed once per image and request shape."""
+    topic_operations, cluster_operations = _operations(request)
+    key = (
+        request.api_version,
+        request.listener,
+        cluster_id,
+        None if names is None else tuple(names),
+        topic_operations,
+        cluster_operations,
+        tuple(errors.items()) if errors else (),
+    )
+    return cache.response_body(
+        key,
+        lambda: encode_entity(metadata_response(request, cache, cluster_id, names, errors)),
+    )
+
+
+def _operations(request: Request) -> tuple[int, int]:
+    """KIP-430, v8+: the client may ask for the operations it is allowed (every one,
+    here); ``(topic, cluster)`` bit fields, or the "not asked" marker."""
+    body = request.body_as(METADATA)
+    if not isinstance(body, MetadataRequestV8):
+        return AUTHORIZED_OPERATIONS_OMITTED, AUTHORIZED_OPERATIONS_OMITTED
+    return (
+        TOPIC_OPERATIONS
+        if body.include_topic_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+        CLUSTER_OPERATIONS
+        if body.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
 def metadata_response(
     request: Request,
     cache: MetadataCache,
@@ -50,24 +94,12 @@ def metadata_response(
     ``errors`` gives the error for a topic that is not in the cache (an auto-creation
     that failed or is still under way); otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
     """
-    body = request.body_as(METADATA)
     cls = response_schema(ApiKey.METADATA, request.api_version)
     assert cls is not None
     broker_cls = nested(cls, "brokers")
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
-    # v8+: the client may ask for the operations it is allowed (every one, here).
-    v8 = body if isinstance(body, MetadataRequestV8) else None
-    topic_operations = (
-        TOPIC_OPERATIONS
-        if v8 and v8.include_topic_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
-    cluster_operations = (
-        CLUSTER_OPERATIONS
-        if v8 and v8.include_cluster_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED
-    )
+    topic_operations, cluster_operations = _operations(request)
     brokers = tuple(
         build(broker_cls, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
         for b in cache.alive_brokers(request.listener)

@@ -4,11 +4,17 @@ In KRaft mode the broker does not ask anyone: it replays the committed metadata 
 a MetadataImage (the controller package does that) and answers Metadata requests, topic
 lookups and configuration questions from the newest image. Replacing the image is one
 assignment, so every request sees one consistent version of the cluster.
+
+An image never changes once published (a new version is a new object), so whatever is
+computed from it alone stays right until the next one: the cache keeps encoded Metadata
+response bodies keyed by what else they depend on, and drops them all when the image
+is replaced (issue 17: a client's periodic Metadata request then costs a dictionary
+lookup instead of building and encoding every topic's partitions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import attrs
 
@@ -24,6 +30,9 @@ from minikafka.log import LOG_CONFIG, LogConfig
 # Every topic config the log reads (the others are the controller's and the partition's).
 _LOG_TOPIC_KEYS = LOG_CONFIG.names()
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", METADATA_TOPIC})
+# Distinct bodies kept for one image: a few per client kind (version, listener, topics
+# asked); the bound stops clients asking for ever new topic lists from growing it.
+MAX_RESPONSE_BODIES = 256
 
 
 @attrs.frozen
@@ -38,9 +47,31 @@ class AliveBroker:
 class MetadataCache:
     broker_id: int
     image: MetadataImage = attrs.field(factory=MetadataImage)
+    # The image the bodies were computed from, compared by identity: a replaced image
+    # (by update() or by assigning ``image``) empties the cache on the next lookup.
+    _bodies_image: MetadataImage | None = attrs.field(init=False, default=None, repr=False)
+    _bodies: dict[Hashable, bytes] = attrs.field(init=False, factory=dict, repr=False)
 
     def update(self, image: MetadataImage) -> None:
         self.image = image
+
+    def response_body(self, key: Hashable, make: Callable[[], bytes]) -> bytes:
+        """The bytes ``make()`` returns for the current image and ``key``, computed once.
+
+        ``key`` must name everything the body depends on besides the image (API version,
+        listener, topics asked, flags); ``make`` must read the cluster only from
+        :attr:`image`.
+        """
+        if self._bodies_image is not self.image:
+            self._bodies.clear()
+            self._bodies_image = self.image
+        body = self._bodies.get(key)
+        if body is None:
+            body = make()
+            if len(self._bodies) >= MAX_RESPONSE_BODIES:
+                self._bodies.clear()
+            self._bodies[key] = body
+        return body
 
     def topic(self, name: str) -> TopicImage | None:
         return self.image.topic(name)

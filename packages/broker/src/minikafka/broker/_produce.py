@@ -5,25 +5,49 @@ ReplicaManager as the bytes the producer sent (one copy, into a bytearray, so th
 can write offsets into the batch headers in place). ``acks=0`` gets no response at all,
 as the protocol says; ``acks=1`` is answered once the leader has appended; ``acks=all``
 when the high watermark passes the batches (a DelayedProduce).
+
+Issue 17, the per-request cost of small produces: the handler checks that each
+partition's records are one batch from two header fields read with one ``struct`` call
+(the log decodes the whole header again when it validates the batch, which it must),
+and the response, a few fixed-width fields per partition in every version served (v3-v8,
+none flexible), is written by :func:`encode_produce_response` with ``struct`` instead of
+being built as kio objects and encoded field by field; a test holds it to kio's
+encoding byte for byte.
 """
 
 from __future__ import annotations
 
-import datetime
+import struct
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log import RECORD_BATCH_OVERHEAD, RecordBatchHeader
-from minikafka.net import ApiKey, Request, build, nested, response_schema
+from minikafka.log import RECORD_BATCH_OVERHEAD
+from minikafka.net import Request
 from minikafka.replication import ProducePartitionResult, ReplicaManagerService
 
 from ._body import PRODUCE
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
-NO_THROTTLE = datetime.timedelta(0)
+
+# The record batch v2 header's batchLength (offset 8) and attributes (offset 21), in one
+# unpack: what the one-batch check reads. batchLength counts the bytes after itself,
+# so the batch occupies batchLength + 12 bytes.
+_LENGTH_AND_ATTRIBUTES = struct.Struct(">8xi9xh")
+_BATCH_LENGTH_OVERHEAD = 12
+_TRANSACTIONAL_OR_CONTROL = 0x10 | 0x20  # attribute bits 4 and 5 (KIP-98)
+
+# ProduceResponse v3-v8, per partition: index, error_code, base_offset and
+# log_append_time_ms (-1 unless LogAppendTime), then log_start_offset from v5, then
+# record_errors and error_message from v8. throttle_time_ms closes the response.
+_PARTITION = struct.Struct(">ihqq")
+_PARTITION_V5 = struct.Struct(">ihqqq")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_NO_RECORD_ERRORS = _I32.pack(0)  # an empty record_errors array
+_NULL_STRING = _I16.pack(-1)
+_NO_THROTTLE = _I32.pack(0)
 
 
 def handle_produce(
@@ -53,12 +77,12 @@ def handle_produce(
                 )
             elif cache.topic(topic.name) is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
-            elif (header := _one_batch(data.records)) is None:
+            elif (attributes := _one_batch(data.records)) is None:
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
                     error_message="a partition's records must be exactly one record batch",
                 )
-            elif header.is_transactional or header.is_control:
+            elif attributes & _TRANSACTIONAL_OR_CONTROL:
                 # Without transaction markers a read_committed consumer would see these
                 # batches as committed: refuse them rather than store a lie.
                 refused[tp] = ProducePartitionResult(
@@ -83,7 +107,7 @@ def handle_produce(
             else:
                 request.respond_nothing()
             return
-        request.respond(_response(request.api_version, order, results))
+        request.respond_parts((encode_produce_response(request.api_version, order, results),))
 
     if not entries or acks is None:
         respond(refused)
@@ -96,52 +120,57 @@ def handle_produce(
     )
 
 
-def _response(
+def encode_produce_response(
     version: int,
     order: list[TopicPartition],
     results: dict[TopicPartition, ProducePartitionResult],
-) -> ResponsePayload:
-    cls = response_schema(ApiKey.PRODUCE, version)
-    assert cls is not None
-    topic_cls = nested(cls, "responses")
-    partition_cls = nested(topic_cls, "partition_responses")
-    by_topic: dict[str, list[object]] = {}
+) -> bytes:
+    """The ProduceResponse body of ``version`` (3-8): partitions in request order, grouped
+    by topic in the order each topic first appears, as kio would encode them."""
+    by_topic: dict[str, list[bytes]] = {}
     for tp in order:
         result = results[tp]
-        append_time = (
-            datetime.datetime.fromtimestamp(result.log_append_time / 1000, datetime.UTC)
-            if result.log_append_time >= 0
-            else None
-        )
-        by_topic.setdefault(tp.topic, []).append(
-            build(
-                partition_cls,
-                index=tp.partition,
-                error_code=result.error_code,
-                base_offset=result.base_offset,
-                log_append_time=append_time,
-                log_start_offset=result.log_start_offset,
-                record_errors=(),
-                error_message=result.error_message,
+        append_time = result.log_append_time if result.log_append_time >= 0 else -1
+        if version >= 5:
+            fields = _PARTITION_V5.pack(
+                tp.partition,
+                result.error_code,
+                result.base_offset,
+                append_time,
+                result.log_start_offset,
             )
-        )
-    return build(
-        cls,
-        responses=tuple(
-            build(topic_cls, name=name, partition_responses=tuple(parts))
-            for name, parts in by_topic.items()
-        ),
-        throttle_time=NO_THROTTLE,
-    )
+        else:
+            fields = _PARTITION.pack(
+                tp.partition, result.error_code, result.base_offset, append_time
+            )
+        if version >= 8:
+            fields += _NO_RECORD_ERRORS + _nullable_string(result.error_message)
+        by_topic.setdefault(tp.topic, []).append(fields)
+    out = [_I32.pack(len(by_topic))]
+    for name, partitions in by_topic.items():
+        out.append(_nullable_string(name))
+        out.append(_I32.pack(len(partitions)))
+        out.extend(partitions)
+    out.append(_NO_THROTTLE)
+    return b"".join(out)
 
 
-def _one_batch(records: bytes | None) -> RecordBatchHeader | None:
-    """The header of the one batch Produce v3+ carries per partition (Kafka's
+def _nullable_string(value: str | None) -> bytes:
+    if value is None:
+        return _NULL_STRING
+    encoded = value.encode()
+    return _I16.pack(len(encoded)) + encoded
+
+
+def _one_batch(records: bytes | None) -> int | None:
+    """The attributes of the one batch Produce v3+ carries per partition (Kafka's
     validateRecords); None if ``records`` is not exactly one batch.
 
     Checked from the first batch's header alone: the log validates the rest.
     """
     if not records or len(records) < RECORD_BATCH_OVERHEAD:
         return None
-    header = RecordBatchHeader.read(records)
-    return header if header.size == len(records) else None
+    batch_length, attributes = _LENGTH_AND_ATTRIBUTES.unpack_from(records)
+    if batch_length + _BATCH_LENGTH_OVERHEAD != len(records):
+        return None
+    return int(attributes)
