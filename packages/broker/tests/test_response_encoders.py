@@ -1,4 +1,4 @@
-"""The hand-written Produce response encoder against kio's, byte for byte.
+"""The hand-written Produce and Heartbeat response encoders against kio's, byte for byte.
 
 ``encode_produce_response`` writes the fields with ``struct``; the reference is the
 response built as kio objects (one per topic and partition) and encoded by kio's
@@ -16,6 +16,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaApis
+from minikafka.broker._groups import encode_heartbeat_response
 from minikafka.broker._produce import encode_produce_response
 from minikafka.common import TopicPartition
 from minikafka.net import ApiKey, build, encode_entity, nested, response_schema
@@ -126,3 +127,29 @@ def test_random_results(seed: int) -> None:
         for tp in order
     }
     assert encode_produce_response(version, order, results) == reference(version, order, results)
+
+
+HEARTBEAT_LOW, HEARTBEAT_HIGH = KafkaApis.SUPPORTED[ApiKey.HEARTBEAT]
+
+
+def test_heartbeat_versions_are_the_ones_encoded() -> None:
+    assert (HEARTBEAT_LOW, HEARTBEAT_HIGH) == (0, 3)  # v4 is flexible: a wider encoder
+
+
+@pytest.mark.parametrize("version", range(HEARTBEAT_LOW, HEARTBEAT_HIGH + 1))
+@pytest.mark.parametrize(
+    "error",
+    [
+        ErrorCode.none,
+        ErrorCode.rebalance_in_progress,
+        ErrorCode.unknown_member_id,
+        ErrorCode.illegal_generation,
+        ErrorCode.fenced_instance_id,
+        ErrorCode.coordinator_not_available,
+    ],
+)
+def test_heartbeat(version: int, error: ErrorCode) -> None:
+    cls = response_schema(ApiKey.HEARTBEAT, version)
+    assert cls is not None
+    expected = encode_entity(build(cls, throttle_time=datetime.timedelta(0), error_code=error))
+    assert encode_heartbeat_response(version, error) == expected
