@@ -18,6 +18,7 @@ from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataRequ
 from kio.schema.types import TopicName
 from kio.static.protocol import RequestPayload
 
+import minikafka.net._demo as demo_module
 from minikafka.net import DemoApis, RequestHeader, decode_response_body, encode_entity
 from minikafka.net._api_versions import _MAX_BODIES, api_versions_body, api_versions_response
 from minikafka.net._framing import SIZE_PREFIX
@@ -121,3 +122,22 @@ async def test_demo_metadata_follows_the_brokers_identity() -> None:
     demo.host, demo.port = "localhost", 9093
     after = await ask(demo, body)
     assert [(b.host, b.port) for b in after.brokers] == [("localhost", 9093)]
+
+
+async def test_a_repeated_demo_metadata_request_builds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cache's point: the second identical request encodes no kio object."""
+    encoded: list[object] = []
+
+    def counting_encode(entity: Any) -> bytes:
+        encoded.append(entity)
+        return encode_entity(entity)
+
+    monkeypatch.setattr(demo_module, "encode_entity", counting_encode)
+    demo = DemoApis(1, "127.0.0.1", 9092)
+    body = MetadataRequestV1(topics=None)
+    first = await ask(demo, body)
+    second = await ask(demo, body)
+    assert first == second
+    assert len(encoded) == 1
