@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import broker_clients, log_io, log_validate, net_reactor, tracing
+from . import broker_clients, broker_produce, log_io, log_validate, net_reactor, tracing
 from ._common import ROOT, Report, find_bench_error, write_results
 
 BENCHMARKS: dict[str, Callable[[bool], Report]] = {
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     log_validate.NAME: log_validate.run,
     broker_clients.NAME: broker_clients.run,
     tracing.NAME: tracing.run,
+    broker_produce.NAME: broker_produce.run,
 }
 
 

@@ -1,0 +1,94 @@
+"""The large-produce ceiling: a bare trio loopback server that reads whole frames into place.
+
+``python -m bench.sink_server --port 0 --response-bytes N`` prints ``listening on
+host:port`` and then, on every connection, reads Kafka's 4-byte size-prefixed frames
+and answers each with one fixed frame of ``N`` bytes (size prefix included) carrying
+the request's correlation id (the four bytes after ``api_key`` and ``api_version``), so
+that a client checks its answers exactly as it checks the broker's Produce responses.
+
+It is the least a trio server must do to take a 1 MiB Produce request off a socket:
+``recv_into`` straight into one reused buffer of the frame's size (no copy beyond the
+kernel's, no parsing, no log), then one small ``send_all``. What the broker does beyond
+that on the produce path (the Processor's reads and memory pool, decoding the request,
+the record batch checks, appending to the log, the response) is the gap between the two.
+``bench.echo_server`` is the small-request ceiling; this one is for large frames, where
+its copy of every received chunk into a growing buffer would be part of the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import struct
+import sys
+from functools import partial
+
+import trio
+
+SIZE_PREFIX = struct.Struct(">i")
+CORRELATION_OFFSET = 4  # in the frame after its size prefix: api_key (2), api_version (2)
+MIN_RESPONSE_BYTES = SIZE_PREFIX.size + 4  # a size prefix and a correlation id
+MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
+
+
+async def _read_exactly(sock: trio.socket.SocketType, view: memoryview) -> bool:
+    """Fill ``view`` from ``sock``; False if the peer closed first."""
+    filled = 0
+    while filled < len(view):
+        n = await sock.recv_into(view[filled:])
+        if n == 0:
+            return False
+        filled += n
+    return True
+
+
+async def answer_frames(stream: trio.SocketStream, response_bytes: int) -> None:
+    """Serve one connection until the peer closes it."""
+    prefix = SIZE_PREFIX.pack(response_bytes - SIZE_PREFIX.size)
+    padding = bytes(response_bytes - MIN_RESPONSE_BYTES)
+    head = bytearray(SIZE_PREFIX.size)
+    body = bytearray(1 << 20)  # grown to the largest frame seen, then reused
+    sock = stream.socket
+    async with stream:
+        try:
+            while await _read_exactly(sock, memoryview(head)):
+                (size,) = SIZE_PREFIX.unpack(head)
+                if not CORRELATION_OFFSET + 4 <= size <= MAX_FRAME_BYTES:
+                    return  # not a Kafka request: drop the connection, as a broker would
+                if size > len(body):
+                    body = bytearray(size)
+                if not await _read_exactly(sock, memoryview(body)[:size]):
+                    return
+                correlation = body[CORRELATION_OFFSET : CORRELATION_OFFSET + 4]
+                await stream.send_all(prefix + correlation + padding)
+        except (trio.BrokenResourceError, ConnectionError):
+            return
+
+
+async def serve(host: str, port: int, response_bytes: int) -> None:
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()
+    print(f"bench.sink_server: listening on {bound[0]}:{bound[1]}", flush=True)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            handler = partial(answer_frames, response_bytes=response_bytes)
+            nursery.start_soon(trio.serve_listeners, handler, listeners)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.sink_server", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--response-bytes", type=int, default=64)
+    args = parser.parse_args(argv)
+    if args.response_bytes < MIN_RESPONSE_BYTES:
+        parser.error(f"--response-bytes must be at least {MIN_RESPONSE_BYTES}")
+    trio.run(serve, args.host, args.port, args.response_bytes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
