@@ -13,7 +13,16 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import broker_clients, broker_produce, log_io, log_validate, net_reactor, tracing
+from . import (
+    broker_clients,
+    broker_memory,
+    broker_produce,
+    e2e_latency,
+    log_io,
+    log_validate,
+    net_reactor,
+    tracing,
+)
 from ._common import ROOT, Report, find_bench_error, write_results
 
 BENCHMARKS: dict[str, Callable[[bool], Report]] = {
@@ -23,6 +32,8 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     broker_clients.NAME: broker_clients.run,
     tracing.NAME: tracing.run,
     broker_produce.NAME: broker_produce.run,
+    broker_memory.NAME: broker_memory.run,
+    e2e_latency.NAME: e2e_latency.run,
 }
 
 

@@ -73,15 +73,16 @@ def broker_argv(data_dir: Path, *overrides: str) -> list[str]:
 
 @contextmanager
 def spawned_broker(
-    data_dir: Path, cpus: set[int] | None = None, *overrides: str
+    data_dir: Path, cpus: set[int] | None = None, *overrides: str, stop_timeout: float = 30.0
 ) -> Iterator[ServerProcess]:
-    """A broker process, ready for clients; stopped on exit (also on errors)."""
+    """A broker process, ready for clients; stopped on exit (also on errors): SIGTERM,
+    then SIGKILL after ``stop_timeout`` (its return code then is -9)."""
     with spawned_server(
         broker_argv(data_dir, *overrides),
         cpus,
         start_timeout=60.0,
         ready=BROKER_READY,
-        stop_timeout=30.0,
+        stop_timeout=stop_timeout,
     ) as server:
         yield server
 
