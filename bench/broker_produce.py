@@ -13,13 +13,17 @@ acknowledged produces must cover one contiguous range of offsets).
   window only keeps its socket fed); each request carries ONE record of 100 bytes in
   one record batch v2 (about 190 bytes a frame). Ceiling: ``bench.echo_server``, which
   frames the same requests and answers each with a frame as large as the broker's
-  Produce response, and nothing else. It gets ten times the requests, since it is far
-  faster: its run must last long enough to time and to read CPU use from 10 ms ticks.
+  Produce response, and nothing else.
 - ``large produce``: one connection, up to 4 requests unanswered, each carrying one
   uncompressed batch of 100-byte records just under 1 MiB (the broker's default
   ``message.max.bytes`` is 1 MiB + 12). Ceiling: ``bench.sink_server``, which reads each
   frame into place with ``recv_into`` and answers the same small frame: what it costs to
-  take 1 MiB off a loopback socket in trio.
+  take 1 MiB off a loopback socket in trio. The requests are written with one
+  ``sendmsg`` each of their first 12 bytes (size, API key and version, correlation id)
+  and the rest, shared, so that hundreds of them need no copy of a megabyte apiece.
+
+Each ceiling gets ten times the broker's requests, since it is far faster: its run must
+last long enough to time and to read CPU use from 10 ms ticks.
 
 Each scenario runs ``REPEATS`` times on each server, alternating; the median run (by
 rate) is quoted with the range. Server CPU is the server process's user+system time
