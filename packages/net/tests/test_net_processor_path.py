@@ -79,6 +79,49 @@ async def test_responses_the_socket_cannot_take_at_once_stay_in_order() -> None:
         await conn.aclose()
 
 
+async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> None:
+    """Guarantees: order per connection, and bounded memory per connection. While a
+    response waits for a client that is not reading, the connection keeps reading that
+    client's next requests into its decoder (so the kernel never has to drop the
+    client's segments and the acknowledgements in them), but no more than one read's
+    size, and takes none of them until the response is written."""
+    huge = 16 * 1024 * 1024  # more than both ends' socket buffers can hold
+    read_size = 8192
+    handled: list[int] = []
+
+    async def first_is_huge(request: Request) -> None:
+        cid = request.header.correlation_id
+        handled.append(cid)
+        if cid == 0:
+            request.respond_parts((b"\0" * huge,))
+        else:
+            echo_metadata(request)
+
+    config = NetConfig(socket_send_buffer_bytes=4096, socket_receive_buffer_bytes=read_size)
+    async with serving(ScriptedHandler(first_is_huge), config) as server:
+        conn = await RawConnection.open(server)
+        await conn.send(request_frame(METADATA_V9, 0))
+        await wait_until(lambda: handled == [0])
+        (connection,) = (c for p in server.processors for c in p.connections.values())
+        frame = request_frame(METADATA_V9, 1)
+        follow_up = b"".join(request_frame(METADATA_V9, cid) for cid in range(1, 2001))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(conn.send, follow_up)  # blocks once every buffer is full
+            await wait_until(lambda: connection.decoder.buffered >= read_size - len(frame))
+            assert connection.decoder.buffered <= read_size
+            assert handled == [0]  # read, not taken: the connection is still muted
+            with trio.fail_after(30):
+                first = await conn.receive_frame()
+                assert first is not None
+                assert len(first) == 4 + 1 + huge
+                for cid in range(1, 2001):
+                    response = await conn.receive_response(3, 9)
+                    assert response is not None
+                    assert response[0] == cid
+        assert handled == list(range(2001))
+        await conn.aclose()
+
+
 def test_socket_buffer_keys_are_read_under_kafkas_names() -> None:
     defaults = NetConfig()
     assert (defaults.socket_send_buffer_bytes, defaults.socket_receive_buffer_bytes) == (

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from ._processor import Processor
 
 log = logging.getLogger("minikafka.net")
+
+_IOV_MAX = 1024
+"""Linux's limit on the buffers of one ``writev``; a longer response takes several."""
 
 # Close reasons that are part of normal life, not worth a log line.
 _QUIET_REASONS = ("", "shutdown", "closed by client", "idle")
@@ -159,7 +162,8 @@ class KafkaChannel:
         if self._fd < 0 or not all(isinstance(part, bytes) for part in parts):
             return parts
         try:
-            written = os.writev(self._fd, parts)  # type: ignore[arg-type]  # all bytes: checked
+            # type: all bytes, checked above; at most IOV_MAX buffers per call.
+            written = os.writev(self._fd, parts[:_IOV_MAX])  # type: ignore[arg-type]
         except (BlockingIOError, InterruptedError):
             return parts
         except OSError:
@@ -463,14 +467,88 @@ class KafkaChannel:
         )
 
     async def _write(self, response: Response) -> None:
-        for part in response.parts:
-            if isinstance(part, bytes):
-                await self.stream.send_all(part)
-            else:
-                await send_file_region(self.stream, part)
+        if self._fd < 0:
+            for part in response.parts:
+                if isinstance(part, bytes):
+                    await self.stream.send_all(part)
+                else:
+                    await send_file_region(self.stream, part)
+            return
+        parts = response.parts
+        while parts:
+            part = parts[0]
+            if not isinstance(part, bytes):
+                await send_file_region(self.stream, part, self._wait_writable)
+                parts = parts[1:]
+                continue
+            left = self._write_some(parts)
+            if left == parts:
+                await self._wait_writable()
+            parts = left
+
+    def _write_some(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
+        """One non-blocking ``writev`` of the leading bytes parts; what is left. Unlike
+        the Processor's :meth:`_write_nowait`, a socket error is raised: the task closes."""
+        run: list[bytes] = []
+        for part in parts[:_IOV_MAX]:
+            if not isinstance(part, bytes):
+                break
+            run.append(part)
+        try:
+            written = os.writev(self._fd, run)
+        except (BlockingIOError, InterruptedError):
+            return parts
+        for index, part in enumerate(run):
+            if written < len(part):
+                return (part[written:], *parts[index + 1 :])
+            written -= len(part)
+        return parts[len(run) :]
+
+    async def _wait_writable(self) -> None:
+        """Wait until the socket takes more, reading ahead (bounded) meanwhile.
+
+        Muted means no request is *taken*; the bytes may still be read. A client that
+        pipelines keeps writing while its connection waits to write a response, and if
+        nobody reads, the receive buffer fills. Linux then drops the client's segments
+        (``TCPRcvQDrop``: a buffer set with ``socket.receive.buffer.bytes`` cannot grow),
+        and with them the acknowledgements this write waits for: both ends back off
+        exponentially and the connection freezes for seconds at a time (measured on
+        loopback, issue 17). So while it waits, the task also reads into the frame
+        decoder, up to one read's size (``read_size``) buffered: the requests stay
+        queued in order, untouched, and memory per connection stays bounded.
+        """
+        assert isinstance(self.stream, trio.SocketStream)
+        sock = self.stream.socket
+        limit = self.processor.config.read_size
+        if self.decoder.buffered >= limit:
+            await trio.lowlevel.wait_writable(sock)
+            return
+
+        async def read_ahead() -> None:
+            while self.decoder.buffered < limit:
+                await trio.lowlevel.wait_readable(sock)
+                try:
+                    data = os.read(self._fd, limit - self.decoder.buffered)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    break  # the write, or the next read, meets it and closes
+                if not data:
+                    break  # end of stream: the next read after this write sees it
+                self.decoder.feed(data)
+            await trio.sleep_forever()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_ahead)
+            await trio.lowlevel.wait_writable(sock)
+            nursery.cancel_scope.cancel()
 
 
-async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
+async def send_file_region(
+    stream: trio.abc.Stream,
+    region: FileRegion,
+    wait_writable: Callable[[], Awaitable[None]] | None = None,
+) -> None:
     """Write a file region: ``os.sendfile`` on a TCP socket, a copy otherwise.
 
     sendfile moves the bytes from the page cache to the socket inside the kernel
@@ -490,7 +568,7 @@ async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
         fd, release = file.pin(), file.unpin
     try:
         if isinstance(stream, trio.SocketStream):
-            await _sendfile(stream, fd, region)
+            await _sendfile(stream, fd, region, wait_writable)
         else:
             data = os.pread(fd, region.length, region.position)
             if len(data) < region.length:
@@ -501,14 +579,22 @@ async def send_file_region(stream: trio.abc.Stream, region: FileRegion) -> None:
             release()
 
 
-async def _sendfile(stream: trio.SocketStream, fd: int, region: FileRegion) -> None:
+async def _sendfile(
+    stream: trio.SocketStream,
+    fd: int,
+    region: FileRegion,
+    wait_writable: Callable[[], Awaitable[None]] | None,
+) -> None:
     sock = stream.socket
     position, remaining = region.position, region.length
     while remaining > 0:
         try:
             sent = os.sendfile(sock.fileno(), fd, position, remaining)
         except BlockingIOError:
-            await trio.lowlevel.wait_writable(sock)
+            if wait_writable is not None:
+                await wait_writable()
+            else:
+                await trio.lowlevel.wait_writable(sock)
             continue
         if sent == 0:
             raise ShortFileRegion(f"file ended {remaining} bytes early at position {position}")
