@@ -324,11 +324,23 @@ def write_results(report: Report, stem: str, directory: Path = RESULTS) -> list[
     """``<stem>.json`` and, if the report has a chart, ``<stem>.svg``."""
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / f"{stem}.json"]
-    written[0].write_text(json.dumps(report.document, indent=2) + "\n")
+    # JSON has no NaN: a figure that could not be measured (a stalled run) is null.
+    written[0].write_text(json.dumps(_finite(report.document), indent=2, allow_nan=False) + "\n")
     if report.chart_svg is not None:
         written.append(directory / f"{stem}.svg")
         written[1].write_text(report.chart_svg)
     return written
+
+
+def _finite(value: object) -> object:
+    """``value`` with every NaN or infinite float replaced by None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def bar_chart_svg(
