@@ -162,7 +162,7 @@ class KafkaChannel:
         if self._fd < 0 or not all(isinstance(part, bytes) for part in parts):
             return parts
         try:
-            # type: all bytes, checked above; at most IOV_MAX buffers per call.
+            # All bytes (checked above); at most IOV_MAX buffers per call.
             written = os.writev(self._fd, parts[:_IOV_MAX])  # type: ignore[arg-type]
         except (BlockingIOError, InterruptedError):
             return parts
