@@ -21,7 +21,7 @@ import argparse
 import signal
 import struct
 import sys
-from functools import partial
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -64,28 +64,44 @@ async def answer_frames(stream: trio.abc.Stream, response_bytes: int) -> None:
                     return
 
 
-async def serve(host: str, port: int, response_bytes: int) -> None:
+Answer = Callable[[trio.SocketStream, int], Awaitable[None]]
+"""A ceiling's connection handler: the stream and ``--response-bytes``."""
+
+
+async def serve(
+    host: str, port: int, response_bytes: int, answer: Answer = answer_frames, name: str = ""
+) -> None:
+    """Listen, print ``<name>: listening on host:port``, and serve every connection with
+    ``answer`` until SIGINT or SIGTERM (shared by ``bench.sink_server``)."""
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()
-    print(f"bench.echo_server: listening on {bound[0]}:{bound[1]}", flush=True)
+    print(f"{name or 'bench.echo_server'}: listening on {bound[0]}:{bound[1]}", flush=True)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            handler = partial(answer_frames, response_bytes=response_bytes)
+
+            async def handler(stream: trio.SocketStream) -> None:
+                await answer(stream, response_bytes)
+
             nursery.start_soon(trio.serve_listeners, handler, listeners)
             async for _ in signals:
                 nursery.cancel_scope.cancel()
                 break
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.echo_server", description=__doc__)
+def main(
+    argv: list[str] | None = None,
+    answer: Answer = answer_frames,
+    name: str = "bench.echo_server",
+    description: str | None = __doc__,
+) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {name}", description=description)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--response-bytes", type=int, default=64)
     args = parser.parse_args(argv)
     if args.response_bytes < MIN_RESPONSE_BYTES:
         parser.error(f"--response-bytes must be at least {MIN_RESPONSE_BYTES}")
-    trio.run(serve, args.host, args.port, args.response_bytes)
+    trio.run(serve, args.host, args.port, args.response_bytes, answer, name)
     return 0
 
 

@@ -17,13 +17,12 @@ its copy of every received chunk into a growing buffer would be part of the figu
 
 from __future__ import annotations
 
-import argparse
-import signal
 import struct
 import sys
-from functools import partial
 
 import trio
+
+from . import echo_server
 
 SIZE_PREFIX = struct.Struct(">i")
 CORRELATION_OFFSET = 4  # in the frame after its size prefix: api_key (2), api_version (2)
@@ -65,29 +64,9 @@ async def answer_frames(stream: trio.SocketStream, response_bytes: int) -> None:
             return
 
 
-async def serve(host: str, port: int, response_bytes: int) -> None:
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound = listeners[0].socket.getsockname()
-    print(f"bench.sink_server: listening on {bound[0]}:{bound[1]}", flush=True)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            handler = partial(answer_frames, response_bytes=response_bytes)
-            nursery.start_soon(trio.serve_listeners, handler, listeners)
-            async for _ in signals:
-                nursery.cancel_scope.cancel()
-                break
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.sink_server", description=__doc__)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--response-bytes", type=int, default=64)
-    args = parser.parse_args(argv)
-    if args.response_bytes < MIN_RESPONSE_BYTES:
-        parser.error(f"--response-bytes must be at least {MIN_RESPONSE_BYTES}")
-    trio.run(serve, args.host, args.port, args.response_bytes)
-    return 0
+    # The listener, signals and command line are the echo server's; only the answer differs.
+    return echo_server.main(argv, answer_frames, "bench.sink_server", __doc__)
 
 
 if __name__ == "__main__":
