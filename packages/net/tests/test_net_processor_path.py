@@ -82,9 +82,9 @@ async def test_responses_the_socket_cannot_take_at_once_stay_in_order() -> None:
 async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> None:
     """Guarantees: order per connection, and bounded memory per connection. While a
     response waits for a client that is not reading, the connection keeps reading that
-    client's next requests into its decoder (so the kernel never has to drop the
-    client's segments and the acknowledgements in them), but no more than one read's
-    size, and takes none of them until the response is written."""
+    client's next requests into its decoder (so the kernel's receive buffer drains, and
+    does not drop the client's segments and the acknowledgements in them), but no more
+    than one read's size, and takes none of them until the response is written."""
     huge = 16 * 1024 * 1024  # more than both ends' socket buffers can hold
     read_size = 8192
     handled: list[int] = []

@@ -515,7 +515,9 @@ class KafkaChannel:
         exponentially and the connection freezes for seconds at a time (measured on
         loopback, issue 17). So while it waits, the task also reads into the frame
         decoder, up to one read's size (``read_size``) buffered: the requests stay
-        queued in order, untouched, and memory per connection stays bounded.
+        queued in order, untouched, and memory per connection stays bounded. That makes
+        the freeze rare, not impossible (a client that goes on pipelining fills this
+        too); ``socket.receive.buffer.bytes=-1`` lets Linux size the buffer instead.
         """
         assert isinstance(self.stream, trio.SocketStream)
         sock = self.stream.socket
