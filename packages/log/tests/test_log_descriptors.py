@@ -25,7 +25,7 @@ from minikafka.log._names import (
     RECOVERY_POINT_CHECKPOINT,
 )
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
-from minikafka.net._connection import send_file_region
+from minikafka.net._socket_io import send_file_region
 
 SMALL_SEGMENTS = LogConfig(segment_bytes=600, index_interval_bytes=100, file_delete_delay_ms=0)
 

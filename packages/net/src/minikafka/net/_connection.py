@@ -30,22 +30,20 @@ now, a file region (sendfile), a full RequestChannel, memory from the pool, or a
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
 import trio
-
-from minikafka.common import FileRegion
 
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
 from ._request import Part, Request, Response, ResponseAction
+from ._socket_io import ShortFileRegion, send_file_region, write_parts
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -53,15 +51,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("minikafka.net")
 
-_IOV_MAX = 1024
-"""Linux's limit on the buffers of one ``writev``; a longer response takes several."""
-
 # Close reasons that are part of normal life, not worth a log line.
 _QUIET_REASONS = ("", "shutdown", "closed by client", "idle")
-
-
-class ShortFileRegion(Exception):
-    """A file region ended before its promised length; the frame cannot be finished."""
 
 
 class _Queued:
@@ -157,23 +148,15 @@ class KafkaChannel:
     def _write_nowait(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
         """Write what the socket takes now; returns the parts (or rest of one) not written.
 
-        Only bytes: a file region goes to the task, which sends it with sendfile.
+        Only the leading bytes: a file region goes to the task, which sends it with
+        sendfile. A socket error is left to the task, whose write meets it and closes.
         """
-        if self._fd < 0 or not all(isinstance(part, bytes) for part in parts):
+        if self._fd < 0:
             return parts
         try:
-            # All bytes (checked above); at most IOV_MAX buffers per call.
-            written = os.writev(self._fd, parts[:_IOV_MAX])  # type: ignore[arg-type]
-        except (BlockingIOError, InterruptedError):
-            return parts
+            return write_parts(self._fd, parts)
         except OSError:
-            return parts  # the task's write meets the same error and closes with it
-        for index, part in enumerate(parts):
-            assert isinstance(part, bytes)
-            if written < len(part):
-                return (part[written:], *parts[index + 1 :])
-            written -= len(part)
-        return ()
+            return parts
 
     @property
     def _idle_seconds(self) -> float:
@@ -481,28 +464,10 @@ class KafkaChannel:
                 await send_file_region(self.stream, part, self._wait_writable)
                 parts = parts[1:]
                 continue
-            left = self._write_some(parts)
+            left = write_parts(self._fd, parts)  # a socket error closes the connection
             if left == parts:
                 await self._wait_writable()
             parts = left
-
-    def _write_some(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
-        """One non-blocking ``writev`` of the leading bytes parts; what is left. Unlike
-        the Processor's :meth:`_write_nowait`, a socket error is raised: the task closes."""
-        run: list[bytes] = []
-        for part in parts[:_IOV_MAX]:
-            if not isinstance(part, bytes):
-                break
-            run.append(part)
-        try:
-            written = os.writev(self._fd, run)
-        except (BlockingIOError, InterruptedError):
-            return parts
-        for index, part in enumerate(run):
-            if written < len(part):
-                return (part[written:], *parts[index + 1 :])
-            written -= len(part)
-        return parts[len(run) :]
 
     async def _wait_writable(self) -> None:
         """Wait until the socket takes more, reading ahead (bounded) meanwhile.
@@ -544,63 +509,3 @@ class KafkaChannel:
             nursery.start_soon(read_ahead)
             await trio.lowlevel.wait_writable(sock)
             nursery.cancel_scope.cancel()
-
-
-async def send_file_region(
-    stream: trio.abc.Stream,
-    region: FileRegion,
-    wait_writable: Callable[[], Awaitable[None]] | None = None,
-) -> None:
-    """Write a file region: ``os.sendfile`` on a TCP socket, a copy otherwise.
-
-    sendfile moves the bytes from the page cache to the socket inside the kernel
-    (zero-copy: Kafka's ``FileRecords.writeTo`` via ``transferTo``). Other streams
-    (the in-memory streams tests use) get the bytes read with ``os.pread``.
-    """
-    file = region.file
-    release: Callable[[], object] | None
-    # Pinned or opened now, never earlier: a descriptor number taken when the response
-    # was built could have been closed and given to another file by now.
-    if isinstance(file, int):
-        fd, release = file, None
-    elif isinstance(file, (str, os.PathLike)):
-        fd = os.open(file, os.O_RDONLY)
-        release = functools.partial(os.close, fd)
-    else:
-        fd, release = file.pin(), file.unpin
-    try:
-        if isinstance(stream, trio.SocketStream):
-            await _sendfile(stream, fd, region, wait_writable)
-        else:
-            data = os.pread(fd, region.length, region.position)
-            if len(data) < region.length:
-                raise ShortFileRegion(f"{len(data)} of {region.length} bytes")
-            await stream.send_all(data)
-    finally:
-        if release is not None:
-            release()
-
-
-async def _sendfile(
-    stream: trio.SocketStream,
-    fd: int,
-    region: FileRegion,
-    wait_writable: Callable[[], Awaitable[None]] | None,
-) -> None:
-    sock = stream.socket
-    position, remaining = region.position, region.length
-    while remaining > 0:
-        try:
-            sent = os.sendfile(sock.fileno(), fd, position, remaining)
-        except BlockingIOError:
-            if wait_writable is not None:
-                await wait_writable()
-            else:
-                await trio.lowlevel.wait_writable(sock)
-            continue
-        if sent == 0:
-            raise ShortFileRegion(f"file ended {remaining} bytes early at position {position}")
-        position += sent
-        remaining -= sent
-        # A fast reader never makes sendfile block; yield so other connections run.
-        await trio.lowlevel.checkpoint()
