@@ -21,7 +21,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
@@ -205,6 +206,97 @@ def machine_busy_seconds() -> float | None:
 def own_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def cpu_percent(before: float | None, after: float | None, seconds: float) -> float | None:
+    """CPU seconds used between two readings, as a percentage of one core over ``seconds``."""
+    return None if before is None or after is None else 100 * (after - before) / seconds
+
+
+@attrs.frozen
+class CpuUse:
+    """Who used the CPU over a timed stretch, as percentages of one core."""
+
+    seconds: float
+    server_percent: float | None
+    client_percent: float
+    other_percent: float | None
+    """The rest of the machine: high means the figures are disturbed."""
+
+
+@attrs.define
+class CpuMeter:
+    """Readings of the server's, this process's and the machine's CPU time at the start of
+    a timed stretch (:meth:`start`); :meth:`stop` turns them into a :class:`CpuUse`."""
+
+    server_cpu: Callable[[], float | None]
+    _server: float | None = None
+    _client: float = 0.0
+    _busy: float | None = None
+    _started: float = 0.0
+
+    @classmethod
+    def start(cls, server_cpu: Callable[[], float | None]) -> CpuMeter:
+        meter = cls(server_cpu)
+        meter._server, meter._client = server_cpu(), own_cpu_seconds()
+        meter._busy, meter._started = machine_busy_seconds(), time.perf_counter()
+        return meter
+
+    def stop(self) -> CpuUse:
+        seconds = time.perf_counter() - self._started
+        server = cpu_percent(self._server, self.server_cpu(), seconds)
+        client = 100 * (own_cpu_seconds() - self._client) / seconds
+        machine = cpu_percent(self._busy, machine_busy_seconds(), seconds)
+        other = None
+        if machine is not None and server is not None:
+            other = max(0.0, machine - server - client)
+        return CpuUse(seconds, server, client, other)
+
+
+@attrs.frozen
+class Pinning:
+    """Where :func:`pinned_client` put this process and where servers go (None: unpinned)."""
+
+    client: set[int] | None
+    servers: set[int] | None
+
+    @property
+    def document(self) -> dict[str, list[int]] | None:
+        if self.client is None or self.servers is None:
+            return None
+        return {"client": sorted(self.client), "servers": sorted(self.servers)}
+
+
+@contextmanager
+def pinned_client() -> Iterator[Pinning]:
+    """Pin this process to the first half of the CPUs (:func:`split_cpus`) for the block;
+    the other half is for the servers. Nothing is pinned when the machine cannot be split."""
+    pinned = split_cpus()
+    if pinned is None:
+        yield Pinning(None, None)
+        return
+    original = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, pinned[0])
+    try:
+        yield Pinning(*pinned)
+    finally:
+        os.sched_setaffinity(0, original)
+
+
+def report_header(
+    name: str, description: str | None, quick: bool, repeats: int, started: str, clock: float
+) -> dict[str, object]:
+    """The fields every benchmark's JSON starts with (``clock``: ``time.perf_counter()``
+    when it started)."""
+    return {
+        "benchmark": name,
+        "description": description,
+        "command": command_line(),
+        "quick": quick,
+        "repeats": repeats,
+        "started_at": started,
+        "duration_s": round(time.perf_counter() - clock, 2),
+    }
 
 
 # --- facts and statistics ------------------------------------------------------------

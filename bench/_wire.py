@@ -380,7 +380,3 @@ def check_offsets(offsets: Sequence[int], records_per_request: int) -> None:
                 f"base offsets {a} then {b}: acknowledged produces are not contiguous "
                 f"({records_per_request} records each)"
             )
-
-
-def cpu_percent(before: float | None, after: float | None, seconds: float) -> float | None:
-    return None if before is None or after is None else 100 * (after - before) / seconds

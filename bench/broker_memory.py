@@ -28,7 +28,6 @@ median of ``REPEATS`` repeats.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -47,12 +46,12 @@ from ._common import (
     Report,
     ServerProcess,
     bar_chart_svg,
-    command_line,
     machine_facts,
     markdown_table,
     now_utc,
+    pinned_client,
+    report_header,
     spawned_server,
-    split_cpus,
 )
 from ._wire import (
     CLIENT_ID,
@@ -205,17 +204,12 @@ def run(quick: bool = False) -> Report:
     open_files = raise_open_files_limit()
     if open_files < IDLE_CONNECTIONS + 100:
         raise BenchError(f"RLIMIT_NOFILE's hard limit is {open_files}: too few for the run")
-    pinned = split_cpus()
-    client_cpus, server_cpus = pinned if pinned is not None else (None, None)
-    original_cpus = os.sched_getaffinity(0) if pinned is not None else None
-    if client_cpus is not None:
-        os.sched_setaffinity(0, client_cpus)
     broker_runs: list[Memory] = []
     echo_runs: list[Memory] = []
-    try:
+    with pinned_client() as pinning:
         for i in range(repeats):
             with tempfile.TemporaryDirectory(prefix="minikafka-bench-memory-") as scratch:
-                on_broker, on_echo = _one_repeat(Path(scratch), requests, server_cpus)
+                on_broker, on_echo = _one_repeat(Path(scratch), requests, pinning.servers)
             broker_runs.append(on_broker)
             echo_runs.append(on_echo)
             print(
@@ -224,17 +218,8 @@ def run(quick: bool = False) -> Report:
                 f"peak under load {on_broker.load_peak_kib / 1024:.1f} MiB",
                 flush=True,
             )
-    finally:
-        if original_cpus is not None:
-            os.sched_setaffinity(0, original_cpus)
     document: dict[str, object] = {
-        "benchmark": NAME,
-        "description": __doc__,
-        "command": command_line(),
-        "quick": quick,
-        "repeats": repeats,
-        "started_at": started,
-        "duration_s": round(time.perf_counter() - clock, 2),
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
         "units": "KiB (VmRSS)",
         "rlimit_nofile": open_files,
         "servers": {
@@ -247,6 +232,7 @@ def run(quick: bool = False) -> Report:
             "in_flight": LOAD_WINDOW,
             "per_send_all": LOAD_PER_GROUP,
         },
+        "cpu_pinning": pinning.document,
         "machine": machine_facts(),
         "broker_runs": [
             {**attrs.asdict(m), "per_connection_kib": m.per_connection_kib} for m in broker_runs

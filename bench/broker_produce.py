@@ -45,18 +45,17 @@ import trio
 
 from ._common import (
     BenchError,
+    CpuMeter,
     Report,
     ServerProcess,
     bar_chart_svg,
-    command_line,
     latency_summary,
-    machine_busy_seconds,
     machine_facts,
     markdown_table,
     now_utc,
-    own_cpu_seconds,
+    pinned_client,
+    report_header,
     spawned_server,
-    split_cpus,
 )
 from ._wire import (
     MEASUREMENT_DEADLINE,
@@ -66,7 +65,6 @@ from ._wire import (
     batch_of_about,
     broker_argv,
     check_offsets,
-    cpu_percent,
     create_topic,
     learn_produce_check,
     produce_request,
@@ -182,29 +180,20 @@ async def _measure(
             async with trio.open_nursery() as nursery:
                 for pipe in pipes:
                     nursery.start_soon(pipe.drive, warmup, scenario.window, False)
-            server_cpu, client_cpu = server.cpu_seconds(), own_cpu_seconds()
-            busy = machine_busy_seconds()
-            started = time.perf_counter()
+            meter = CpuMeter.start(server.cpu_seconds)
             async with trio.open_nursery() as nursery:
                 for pipe in pipes:
                     nursery.start_soon(pipe.drive, timed, scenario.window, True)
-            seconds = time.perf_counter() - started
-            server_after, client_after = server.cpu_seconds(), own_cpu_seconds()
-            busy_after = machine_busy_seconds()
+            use = meter.stop()
         finally:
             for pipe in pipes:
                 await pipe.stream.aclose()
+    seconds = use.seconds
     responses = sum(p.responses for p in pipes)
     if responses != timed_requests * scenario.connections:
         raise BenchError(f"{responses} responses to {timed_requests * scenario.connections}")
     if is_broker:
         check_offsets([o for p in pipes for o in p.base_offsets], scenario.records_per_request)
-    client = 100 * (client_after - client_cpu) / seconds
-    server_percent = cpu_percent(server_cpu, server_after, seconds)
-    machine = cpu_percent(busy, busy_after, seconds)
-    other = None
-    if machine is not None and server_percent is not None:
-        other = max(0.0, machine - server_percent - client)
     return Measurement(
         server=label,
         requests=responses,
@@ -212,9 +201,9 @@ async def _measure(
         requests_per_s=responses / seconds,
         mb_per_s=sum(p.bytes_sent for p in pipes) / seconds / 1e6,
         latency=latency_summary([x for p in pipes for x in p.latencies]),
-        server_cpu_percent=server_percent,
-        client_cpu_percent=client,
-        other_cpu_percent=other,
+        server_cpu_percent=use.server_percent,
+        client_cpu_percent=use.client_percent,
+        other_cpu_percent=use.other_percent,
     )
 
 
@@ -292,37 +281,20 @@ def _records_in(batch: bytes) -> int:
 def run(quick: bool = False) -> Report:
     started, clock = now_utc(), time.perf_counter()
     repeats = 1 if quick else REPEATS
-    pinned = split_cpus()
-    client_cpus, server_cpus = pinned if pinned is not None else (None, None)
-    original_cpus = os.sched_getaffinity(0) if pinned is not None else None
-    if client_cpus is not None:
-        os.sched_setaffinity(0, client_cpus)
-    try:
-        with tempfile.TemporaryDirectory(prefix="minikafka-bench-produce-") as scratch:
-            data = Path(scratch) / "data"
-            with spawned_broker(data, server_cpus) as broker:
-                outcomes = [
-                    _run_scenario(broker, s, repeats, server_cpus) for s in scenarios(quick)
-                ]
-    finally:
-        if original_cpus is not None:
-            os.sched_setaffinity(0, original_cpus)
+    with (
+        pinned_client() as pinning,
+        tempfile.TemporaryDirectory(prefix="minikafka-bench-produce-") as scratch,
+        spawned_broker(Path(scratch) / "data", pinning.servers) as broker,
+    ):
+        outcomes = [_run_scenario(broker, s, repeats, pinning.servers) for s in scenarios(quick)]
     document: dict[str, object] = {
-        "benchmark": NAME,
-        "description": __doc__,
-        "command": command_line(),
-        "quick": quick,
-        "repeats": repeats,
-        "started_at": started,
-        "duration_s": round(time.perf_counter() - clock, 2),
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
         "servers": {
             "broker": " ".join(["python", *broker_argv(Path("<scratch>/data"))[1:]]),
             "echo": " ".join(["python", *ECHO_ARGV[1:], "--response-bytes", "N"]),
             "sink": " ".join(["python", *SINK_ARGV[1:], "--response-bytes", "N"]),
         },
-        "cpu_pinning": None
-        if pinned is None
-        else {"client": sorted(pinned[0]), "servers": sorted(pinned[1])},
+        "cpu_pinning": pinning.document,
         "machine": machine_facts(),
         "scenarios": [_document(o) for o in outcomes],
     }

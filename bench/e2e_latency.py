@@ -35,7 +35,7 @@ threads included) on the first.
 
 from __future__ import annotations
 
-import os
+import functools
 import signal
 import struct
 import tempfile
@@ -55,19 +55,19 @@ from confluent_kafka.cimpl import NewTopic
 
 from ._common import (
     BenchError,
+    CpuMeter,
     Report,
     bar_chart_svg,
-    command_line,
+    cpu_percent,
     latency_summary,
-    machine_busy_seconds,
     machine_facts,
     markdown_table,
     now_utc,
-    own_cpu_seconds,
+    pinned_client,
     process_cpu_seconds,
-    split_cpus,
+    report_header,
 )
-from ._wire import VALUE_BYTES, broker_argv, cpu_percent, spawned_broker
+from ._wire import VALUE_BYTES, broker_argv, spawned_broker
 
 NAME = "e2e_latency"
 RATES = (1_000, 10_000)
@@ -220,11 +220,11 @@ def _one_run(
     produce, poll, clock = producer.produce, producer.poll, time.perf_counter
     start = clock()
     timed_start = start + warmup * interval
-    client, broker, busy = own_cpu_seconds(), process_cpu_seconds(broker_pid), None
+    broker_cpu = functools.partial(process_cpu_seconds, broker_pid)
+    meter = CpuMeter.start(broker_cpu)
     for i in range(warmup + timed):
         if i == warmup:
-            client, broker = own_cpu_seconds(), process_cpu_seconds(broker_pid)
-            busy = machine_busy_seconds()
+            meter = CpuMeter.start(broker_cpu)  # the timed records start here
         if (wait := start + i * interval - clock()) > 0:
             poll(0)  # serve delivery callbacks while ahead of the pace
             time.sleep(wait)
@@ -232,8 +232,7 @@ def _one_run(
     sending = clock() - timed_start
     stall = _wait_for_delivery(producer, receiver, broker_pid)
     elapsed = clock() - timed_start
-    client_after, broker_after = own_cpu_seconds(), process_cpu_seconds(broker_pid)
-    busy_after = machine_busy_seconds()
+    use = meter.stop()
     if stall is not None:
         producer.purge()  # drop what the broker never answered, so the client can close
         producer.flush(1)
@@ -248,12 +247,6 @@ def _one_run(
             f"{scenario.title}: the consumer saw {receiver.next_sequence:,} of "
             f"{warmup + timed:,} records"
         )
-    client_percent = 100 * (client_after - client) / elapsed
-    broker_percent = cpu_percent(broker, broker_after, elapsed)
-    machine = cpu_percent(busy, busy_after, elapsed)
-    other = None
-    if machine is not None and broker_percent is not None:
-        other = max(0.0, machine - broker_percent - client_percent)
     return Run(
         rate=scenario.rate,
         acks=scenario.acks,
@@ -262,9 +255,9 @@ def _one_run(
         seconds=elapsed,
         achieved_rate_per_s=timed / sending,
         latency=latency_summary([ns / 1e9 for ns in receiver.latencies_ns]),
-        broker_cpu_percent=broker_percent,
-        client_cpu_percent=client_percent,
-        other_cpu_percent=other,
+        broker_cpu_percent=use.server_percent,
+        client_cpu_percent=use.client_percent,
+        other_cpu_percent=use.other_percent,
         stall=stall,
     )
 
@@ -305,13 +298,8 @@ def run(quick: bool = False) -> Report:
     repeats = 1 if quick else REPEATS
     seconds = QUICK_SECONDS if quick else SECONDS
     all_scenarios = [Scenario(rate, acks) for rate in RATES for acks in ACKS]
-    pinned = split_cpus()
-    client_cpus, server_cpus = pinned if pinned is not None else (None, None)
-    original_cpus = os.sched_getaffinity(0) if pinned is not None else None
-    if client_cpus is not None:
-        os.sched_setaffinity(0, client_cpus)
     runs: dict[Scenario, list[Run]] = {s: [] for s in all_scenarios}
-    try:
+    with pinned_client() as pinning:
         for r in range(repeats):
             for s in all_scenarios:
                 if any(x.stall for x in runs[s]):
@@ -320,7 +308,7 @@ def run(quick: bool = False) -> Report:
                 with (
                     tempfile.TemporaryDirectory(prefix="minikafka-bench-e2e-") as scratch,
                     spawned_broker(
-                        Path(scratch) / "data", server_cpus, stop_timeout=STOP_SECONDS
+                        Path(scratch) / "data", pinning.servers, stop_timeout=STOP_SECONDS
                     ) as broker,
                 ):
                     topic = f"bench-e2e-{s.rate}-acks-{s.acks}-run-{r}"
@@ -338,29 +326,18 @@ def run(quick: bool = False) -> Report:
                     + (f"  {done.stall}" if done.stall else ""),
                     flush=True,
                 )
-    finally:
-        if original_cpus is not None:
-            os.sched_setaffinity(0, original_cpus)
     machine = machine_facts()
     machine["confluent_kafka"] = metadata.version("confluent-kafka")
     machine["librdkafka"] = confluent_kafka.libversion()[0]
     document: dict[str, object] = {
-        "benchmark": NAME,
-        "description": __doc__,
-        "command": command_line(),
-        "quick": quick,
-        "repeats": repeats,
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
         "timed_seconds": seconds,
         "warmup_seconds": WARMUP_SECONDS,
         "goal_p99_ms": GOAL_P99_MS,
-        "started_at": started,
-        "duration_s": round(time.perf_counter() - clock, 2),
         "broker": " ".join(["python", *broker_argv(Path("<scratch>/data"))[1:]]),
         "producer": {"linger.ms": 0, "compression.type": "none", "other": "librdkafka defaults"},
         "consumer": {"assign": "partition 0 from the beginning", "other": "librdkafka defaults"},
-        "cpu_pinning": None
-        if pinned is None
-        else {"client": sorted(pinned[0]), "broker": sorted(pinned[1])},
+        "cpu_pinning": pinning.document,
         "machine": machine,
         "scenarios": [
             {

@@ -42,18 +42,17 @@ from minikafka.net.testing import METADATA_V9, request_frame
 
 from ._common import (
     BenchError,
+    CpuMeter,
     Report,
     ServerProcess,
     bar_chart_svg,
-    command_line,
     latency_summary,
-    machine_busy_seconds,
     machine_facts,
     markdown_table,
     now_utc,
-    own_cpu_seconds,
+    pinned_client,
+    report_header,
     spawned_server,
-    split_cpus,
 )
 
 NAME = "net_reactor"
@@ -227,19 +226,15 @@ async def _measure(
             async with trio.open_nursery() as nursery:
                 for connection in connections:
                     nursery.start_soon(connection.drive, warmup, scenario.in_flight, False)
-            server_cpu, client_cpu = server.cpu_seconds(), own_cpu_seconds()
-            busy = machine_busy_seconds()
-            started = time.perf_counter()
+            meter = CpuMeter.start(server.cpu_seconds)
             async with trio.open_nursery() as nursery:
                 for connection in connections:
                     nursery.start_soon(connection.drive, timed, scenario.in_flight, True)
-            seconds = time.perf_counter() - started
-            server_cpu_after, client_cpu_after = server.cpu_seconds(), own_cpu_seconds()
-            busy_after = machine_busy_seconds()
+            use = meter.stop()
         finally:
             for connection in connections:
                 await connection.stream.aclose()
-    client = client_cpu_after - client_cpu
+    seconds = use.seconds
     responses = sum(c.responses for c in connections)
     if responses != scenario.requests(rounds):
         raise BenchError(f"{responses} responses to {scenario.requests(rounds)} requests")
@@ -256,30 +251,10 @@ async def _measure(
         bytes_received=received,
         mb_per_s=(sent + received) / seconds / 1e6,
         response_frame_bytes=received / responses,
-        server_cpu_percent=_percent(server_cpu, server_cpu_after, seconds),
-        client_cpu_percent=100 * client / seconds,
-        other_cpu_percent=_others(busy_after, busy, server_cpu, server_cpu_after, client, seconds),
+        server_cpu_percent=use.server_percent,
+        client_cpu_percent=use.client_percent,
+        other_cpu_percent=use.other_percent,
     )
-
-
-def _percent(before: float | None, after: float | None, seconds: float) -> float | None:
-    return None if before is None or after is None else 100 * (after - before) / seconds
-
-
-def _others(
-    busy_after: float | None,
-    busy: float | None,
-    server_before: float | None,
-    server_after: float | None,
-    client: float,
-    seconds: float,
-) -> float | None:
-    """The machine's busy CPU time less the server's and the client's, as a percentage."""
-    machine = _percent(busy, busy_after, seconds)
-    server = _percent(server_before, server_after, seconds)
-    if machine is None or server is None:
-        return None
-    return max(0.0, machine - server - 100 * client / seconds)
 
 
 # --- the run ---------------------------------------------------------------------------
@@ -312,31 +287,15 @@ def run(quick: bool = False) -> Report:
     burst of load from elsewhere on the machine does not land on one server only."""
     started, clock = now_utc(), time.perf_counter()
     repeats = 1 if quick else REPEATS
-    pinned = split_cpus()
-    client_cpus, server_cpus = pinned if pinned is not None else (None, None)
-    original_cpus = os.sched_getaffinity(0) if pinned is not None else None
-    if client_cpus is not None:
-        os.sched_setaffinity(0, client_cpus)
-    try:
-        outcomes = _run_scenarios(scenarios(quick), repeats, server_cpus)
-    finally:
-        if original_cpus is not None:
-            os.sched_setaffinity(0, original_cpus)
+    with pinned_client() as pinning:
+        outcomes = _run_scenarios(scenarios(quick), repeats, pinning.servers)
     document: dict[str, object] = {
-        "benchmark": NAME,
-        "description": __doc__,
-        "command": command_line(),
-        "quick": quick,
-        "repeats": repeats,
-        "started_at": started,
-        "duration_s": round(time.perf_counter() - clock, 2),
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
         "servers": {
             "reactor": " ".join(["python", *REACTOR_ARGV[1:]]),
             "ceiling": " ".join(["python", *CEILING_ARGV[1:], "--response-bytes", "N"]),
         },
-        "cpu_pinning": None
-        if pinned is None
-        else {"client": sorted(pinned[0]), "servers": sorted(pinned[1])},
+        "cpu_pinning": pinning.document,
         "machine": machine_facts(),
         "scenarios": [_scenario_document(outcome) for outcome in outcomes],
     }
