@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
+from typing import TypeVar
 from xml.sax.saxutils import escape
 
 import attrs
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 """The repository root: servers are started from here so ``python -m bench.x`` resolves."""
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+T = TypeVar("T")
 
 _LISTENING = re.compile(r"listening on (?P<host>[^\s:]+):(?P<port>\d+)")
 
@@ -376,6 +379,12 @@ def percentile(ordered: Sequence[float], p: float) -> float:
         return math.nan
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return ordered[min(rank, len(ordered)) - 1]
+
+
+def median_run(runs: Sequence[T], key: Callable[[T], float]) -> T:
+    """The run with the median ``key`` (the lower middle one of an even count): a whole
+    run is quoted, so its figures belong together."""
+    return sorted(runs, key=key)[(len(runs) - 1) // 2]
 
 
 def latency_summary(seconds: Sequence[float]) -> dict[str, float]:

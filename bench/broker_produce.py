@@ -52,6 +52,7 @@ from ._common import (
     latency_summary,
     machine_facts,
     markdown_table,
+    median_run,
     now_utc,
     pinned_client,
     report_header,
@@ -225,7 +226,7 @@ class Outcome:
 
 
 def _median_run(runs: Sequence[Measurement]) -> Measurement:
-    return sorted(runs, key=lambda m: m.requests_per_s)[(len(runs) - 1) // 2]
+    return median_run(runs, lambda m: m.requests_per_s)
 
 
 def _run_scenario(

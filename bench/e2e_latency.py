@@ -62,6 +62,7 @@ from ._common import (
     latency_summary,
     machine_facts,
     markdown_table,
+    median_run,
     now_utc,
     pinned_client,
     process_cpu_seconds,
@@ -290,7 +291,7 @@ def _median_run(runs: Sequence[Run]) -> Run:
     finished = [r for r in runs if r.stall is None]
     if not finished:
         return runs[0]
-    return sorted(finished, key=lambda r: r.latency["p99_ms"])[(len(finished) - 1) // 2]
+    return median_run(finished, lambda r: r.latency["p99_ms"])
 
 
 def run(quick: bool = False) -> Report:

@@ -49,6 +49,7 @@ from ._common import (
     latency_summary,
     machine_facts,
     markdown_table,
+    median_run,
     now_utc,
     pinned_client,
     report_header,
@@ -278,8 +279,7 @@ class Outcome:
 
 
 def _median_run(runs: Sequence[Measurement]) -> Measurement:
-    """The run with the median request rate (the lower middle one of an even count)."""
-    return sorted(runs, key=lambda m: m.requests_per_s)[(len(runs) - 1) // 2]
+    return median_run(runs, lambda m: m.requests_per_s)
 
 
 def run(quick: bool = False) -> Report:
