@@ -20,7 +20,7 @@ from kio.static.protocol import RequestPayload
 
 import minikafka.net._demo as demo_module
 from minikafka.net import DemoApis, RequestHeader, decode_response_body, encode_entity
-from minikafka.net._api_versions import _MAX_BODIES, api_versions_body, api_versions_response
+from minikafka.net._api_versions import _encoded, api_versions_body, api_versions_response
 from minikafka.net._framing import SIZE_PREFIX
 from minikafka.net._headers import request_header_version, response_header_version
 from minikafka.net._request import Request, Response, ResponseAction
@@ -46,9 +46,12 @@ def test_api_versions_body_follows_the_table() -> None:
 
 
 def test_api_versions_cache_stays_right_past_its_bound() -> None:
-    tables = [{18: (0, 4), 3: (0, high)} for high in range(_MAX_BODIES + 10)]
+    bound = _encoded.cache_info().maxsize
+    assert bound is not None
+    tables = [{18: (0, 4), 3: (0, high)} for high in range(bound + 10)]
     for table in tables + tables[:3]:
         assert api_versions_body(table, 2) == encode_entity(api_versions_response(table, 2))
+    assert _encoded.cache_info().currsize <= bound
 
 
 def make_request(body: RequestPayload, sent: list[Response]) -> Request:

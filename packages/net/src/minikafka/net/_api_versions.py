@@ -21,6 +21,7 @@ reason (``ApiVersionsResponse.DEFAULT_API_VERSIONS_RESPONSE``).
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import typing
 from collections.abc import Mapping
@@ -70,27 +71,23 @@ def api_versions_response(
     return build(cls, error_code=error, api_keys=api_keys, throttle_time=NO_THROTTLE)
 
 
-# (version, error, the table's (key, (min, max)) pairs) -> the encoded body. A server has
-# one table, so this holds a handful of entries; the bound only stops a caller that
-# builds tables on the fly (tests) from growing it without end.
-_BODIES: dict[tuple[int, ErrorCode, tuple[tuple[int, tuple[int, int]], ...]], bytes] = {}
-_MAX_BODIES = 64
-
-
 def api_versions_body(
     supported: Mapping[int, tuple[int, int]],
     version: int,
     error: ErrorCode = ErrorCode.none,
 ) -> bytes:
     """:func:`api_versions_response` encoded, from the cache when it has been before."""
-    key = (version, error, tuple(supported.items()))
-    body = _BODIES.get(key)
-    if body is None:
-        body = encode_entity(api_versions_response(supported, version, error))
-        if len(_BODIES) >= _MAX_BODIES:
-            _BODIES.clear()
-        _BODIES[key] = body
-    return body
+    return _encoded(version, error, tuple(supported.items()))
+
+
+# A server has one table, so this holds a handful of entries; the bound only stops a
+# caller that builds tables on the fly (tests) from growing it without end. Its key is
+# everything the body depends on, so servers in one process share it safely.
+@functools.lru_cache(maxsize=64)
+def _encoded(
+    version: int, error: ErrorCode, table: tuple[tuple[int, tuple[int, int]], ...]
+) -> bytes:
+    return encode_entity(api_versions_response(dict(table), version, error))
 
 
 def handle_api_versions(request: Request, supported: Mapping[int, tuple[int, int]]) -> None:
