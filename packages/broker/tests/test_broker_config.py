@@ -51,7 +51,9 @@ def test_listeners_and_log_dirs_alone_make_a_single_node_config() -> None:
     assert c.broker.log_dirs == (Path("/tmp/minikafka-test-data"),)
     assert c.node_id == 1
     assert c.broker.process_roles == ("broker", "controller")
-    assert c.broker.controller_quorum_voters == ""
+    assert c.broker.controller_quorum_voters == ()
+    assert c.roles.single_node
+    assert c.roles.inter_broker_listener_name == "PLAINTEXT"
     # Kafka's rules: the metadata log lives in the first log dir, advertised = listeners.
     assert c.metadata_log_dir == Path("/tmp/minikafka-test-data")
     assert c.advertised_listeners == c.net.listeners
@@ -152,6 +154,11 @@ def test_keys_of_kafkas_sample_server_properties_with_their_only_value_here() ->
     c = KafkaConfig.from_properties(
         {
             **MINIMAL,
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": "1@127.0.0.1:9093",
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:9092",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -164,6 +171,7 @@ def test_keys_of_kafkas_sample_server_properties_with_their_only_value_here() ->
         }
     )
     assert c.node_id == 1
+    assert c.roles.single_node
 
 
 # --- retention units --------------------------------------------------------------------
@@ -257,12 +265,14 @@ def test_the_first_unknown_key_is_named_when_there_are_several() -> None:
         ("num.recovery.threads.per.data.dir", "0"),
         ("socket.send.buffer.bytes", "big"),
         ("offsets.topic.replication.factor", "3x"),
-        ("process.roles", "broker"),
-        ("process.roles", "controller"),
         ("process.roles", ""),
+        ("process.roles", "broker,zookeeper"),
+        ("process.roles", "broker,broker"),
         ("controller.quorum.voters", "2@localhost:9093"),
-        ("controller.quorum.voters", "1@localhost:9093,2@localhost:9094"),
         ("controller.quorum.voters", "localhost:9093"),
+        ("controller.quorum.voters", "1@localhost:9093,1@localhost:9094"),
+        ("controller.quorum.voters", "1@localhost:0"),
+        ("inter.broker.listener.name", "INTERNAL"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_key(key: str, value: str) -> None:
@@ -438,3 +448,103 @@ def test_each_key_is_declared_once_and_known_keys_are_the_declarations() -> None
                 owner.setdefault(name, set()).add(id(key))
     assert {name: ids for name, ids in owner.items() if len(ids) > 1} == {}
     assert set(owner) == known_keys()
+
+
+# --- KRaft roles (Kafka's KafkaConfig.validateValues) ---------------------------------------
+
+BROKER_ONLY = {
+    "process.roles": "broker",
+    "node.id": "2",
+    "controller.quorum.voters": "1@localhost:9093",
+    "controller.listener.names": "CONTROLLER",
+}
+CONTROLLER_ONLY = {
+    "process.roles": "controller",
+    "node.id": "1",
+    "controller.quorum.voters": "1@localhost:9093",
+    "controller.listener.names": "CONTROLLER",
+    "listeners": "CONTROLLER://127.0.0.1:9093",
+}
+
+
+def test_a_broker_only_node_and_a_controller_only_node_are_kafka_configs() -> None:
+    broker = config(**{k.replace(".", "_"): v for k, v in BROKER_ONLY.items()})
+    assert broker.roles.is_broker
+    assert not broker.roles.is_controller
+    assert not broker.roles.single_node
+    assert [str(v) for v in broker.roles.voters] == ["1@localhost:9093"]
+    controller = KafkaConfig.from_properties({**MINIMAL, **CONTROLLER_ONLY})
+    assert controller.roles.is_controller
+    assert not controller.roles.is_broker
+    assert controller.roles.inter_broker_listener_name is None
+    assert controller.advertised_listeners == ()
+
+
+def test_several_voters_parse_with_ipv6_hosts() -> None:
+    c = config(controller_quorum_voters="1@[::1]:9093,2@host-b:9094,3@10.0.0.3:9095")
+    assert [str(v) for v in c.roles.voters] == ["1@[::1]:9093", "2@host-b:9094", "3@10.0.0.3:9095"]
+    assert not c.roles.single_node  # combined, but with other voters: a cluster
+
+
+@pytest.mark.parametrize(
+    ("props", "key", "says"),
+    [
+        # A broker-only node: controllers are elsewhere, and it must know how to reach them.
+        ({**BROKER_ONLY, "controller.quorum.voters": ""}, "controller.quorum.voters", "must name"),
+        ({**BROKER_ONLY, "node.id": "1"}, "controller.quorum.voters", "only controllers vote"),
+        ({**BROKER_ONLY, "controller.listener.names": ""}, "controller.listener.names", "must"),
+        (
+            {**BROKER_ONLY, "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
+            "controller.listener.names",
+            "does not listen as a controller",
+        ),
+        # A controller-only node: a voter, reachable on its controller listener, nothing else.
+        ({**CONTROLLER_ONLY, "node.id": "2"}, "controller.quorum.voters", "not one of the voters"),
+        (
+            {**CONTROLLER_ONLY, "listeners": "PLAINTEXT://127.0.0.1:9092"},
+            "controller.listener.names",
+            "could not be reached",
+        ),
+        (
+            {**CONTROLLER_ONLY, "listeners": "CONTROLLER://:9093,PLAINTEXT://:9092"},
+            "listeners",
+            "serves no clients",
+        ),
+        # A broker advertises no controller listener, and talks to brokers on one it has.
+        (
+            {
+                "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                "controller.listener.names": "CONTROLLER",
+                "advertised.listeners": "CONTROLLER://127.0.0.1:9093",
+            },
+            "advertised.listeners",
+            "controller listener",
+        ),
+        (
+            {
+                "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "CONTROLLER",
+            },
+            "inter.broker.listener.name",
+            "not one of the advertised listeners",
+        ),
+    ],
+)
+def test_kafkas_role_rules_refuse_naming_the_key(
+    props: dict[str, str], key: str, says: str
+) -> None:
+    error = refused(props)
+    assert error.key == key
+    assert says in str(error)
+
+
+def test_a_combined_node_advertises_its_listeners_but_the_controllers() -> None:
+    # Kafka's sample kraft/server.properties, without advertised.listeners.
+    c = config(
+        listeners="PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        controller_listener_names="CONTROLLER",
+        controller_quorum_voters="1@127.0.0.1:9093",
+    )
+    assert c.advertised_listeners == (Listener("PLAINTEXT", "127.0.0.1", 9092),)
+    assert c.roles.single_node

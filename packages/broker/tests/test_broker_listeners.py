@@ -70,7 +70,12 @@ def test_the_broker_refuses_a_map_that_makes_a_listener_secure(tmp_path: Path) -
 def test_advertised_listeners_go_through_the_same_map() -> None:
     """One parser for listener lists: advertised names must be mapped and be listeners."""
     base = {"log.dirs": "/tmp/minikafka-unused", "listeners": "CLIENT://127.0.0.1:9092"}
-    mapped = {**base, "listener.security.protocol.map": "CLIENT:PLAINTEXT"}
+    mapped = {
+        **base,
+        "listener.security.protocol.map": "CLIENT:PLAINTEXT",
+        # Kafka's default inter-broker listener is PLAINTEXT, which this broker lacks.
+        "inter.broker.listener.name": "CLIENT",
+    }
     config = KafkaConfig.from_properties({**mapped, "advertised.listeners": "CLIENT://kafka:9092"})
     assert config.advertised_listeners == (Listener("CLIENT", "kafka", 9092, "PLAINTEXT"),)
     with pytest.raises(ConfigError) as unmapped:

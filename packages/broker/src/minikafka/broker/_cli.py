@@ -4,7 +4,8 @@
 ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh`` on minikafka's own
 NetworkClient (their logic is in ``_tools_admin``, ``_tools_produce`` and
 ``_tools_consume``), ``groups`` is ``kafka-consumer-groups.sh`` (``_tools_groups``);
-``dump-log`` is ``kafka-dump-log.sh``, the log package's tool; ``trace summary`` is
+``dump-log`` is ``kafka-dump-log.sh``, the log package's tool; ``storage`` is
+``kafka-storage.sh`` (``_tools_storage``); ``trace summary`` is
 ``python -m minikafka.trace summary``.
 A broker's error is printed under Kafka's name and the tool exits 1; a bad argument
 exits 2.
@@ -58,6 +59,7 @@ from ._tools_groups import delete_groups as delete_consumer_groups
 from ._tools_groups import describe as describe_consumer_groups
 from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._tools_produce import produce as produce_lines
+from ._tools_storage import storage_app
 
 T = TypeVar("T")
 
@@ -471,6 +473,7 @@ trace_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(trace_app)
+app.add_typer(storage_app)
 
 
 @trace_app.callback()

@@ -7,9 +7,10 @@ declares the broker's own (:data:`BROKER_CONFIG`) and assembles ``KafkaConfig`` 
 of them: a key none declares, or a value a package cannot use, stops start-up with a
 :class:`ConfigError` naming the key.
 
-Only KRaft combined mode on one node exists so far, so ``process.roles`` must be
-``broker,controller`` and ``controller.quorum.voters`` may name only this node. Both
-default to exactly that, so ``listeners`` and ``log.dirs`` are all a single node needs.
+The KRaft roles (``process.roles``, ``controller.quorum.voters``, the controller and
+inter-broker listeners) are checked together by :mod:`._roles`, as Kafka does. They
+default to minikafka's single node, combined mode and the only voter, so ``listeners``
+and ``log.dirs`` are all a single node needs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,19 @@ from minikafka.net import (
     security_protocol_map,
 )
 
+from ._roles import (
+    ADVERTISED_LISTENERS,
+    CONTROLLER_LISTENER_NAMES,
+    INTER_BROKER_LISTENER_NAME,
+    PROCESS_ROLES,
+    QUORUM_VOTERS,
+    QuorumVoter,
+    Roles,
+    check_roles,
+    parse_roles,
+    parse_voters,
+)
+
 _HOURS = 3600 * 1000
 _MINUTES = 60 * 1000
 
@@ -49,7 +63,8 @@ class BrokerSettings:
 
     node_id: int = 1
     process_roles: tuple[str, ...] = ("broker", "controller")
-    controller_quorum_voters: str = ""  # "" means: this node alone
+    controller_quorum_voters: tuple[QuorumVoter, ...] = ()  # (): this node alone
+    inter_broker_listener_name: str | None = None  # None: PLAINTEXT, as in Kafka
     log_dirs: tuple[Path, ...] = (Path("/tmp/kraft-combined-logs"),)
     metadata_log_dir: Path | None = None  # None: the first of log.dirs, as in Kafka
     advertised_listeners: tuple[Listener, ...] = ()  # (): the listeners themselves
@@ -75,6 +90,8 @@ class KafkaConfig:
     schedule: LogManagerSchedule
     controller: ControllerConfig
     group: GroupConfig
+    roles: Roles
+    """process.roles and the listeners each role needs, checked together (:mod:`._roles`)."""
     properties: Mapping[str, str]
     """Every key as given (``server.properties`` with the overrides applied)."""
 
@@ -88,7 +105,9 @@ class KafkaConfig:
 
     @property
     def advertised_listeners(self) -> tuple[Listener, ...]:
-        return self.broker.advertised_listeners or self.net.listeners
+        """What clients are told: ``advertised.listeners``, else the listeners that are
+        not the controller's (none on a controller-only node)."""
+        return self.roles.advertised_listeners
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> KafkaConfig:
@@ -102,9 +121,17 @@ class KafkaConfig:
         log = LogConfig.from_properties(props)  # the broker-level names, units included
         schedule = LOG_MANAGER_CONFIG.apply(LogManagerSchedule(), props)
         group = GroupConfig.from_properties(props)
-        _check_roles(broker)
         _check_advertised_listeners(broker, net)
-        return cls(broker, net, log, schedule, controller, group, dict(props))
+        roles = check_roles(
+            broker.process_roles,
+            broker.node_id,
+            broker.controller_quorum_voters,
+            props.get(CONTROLLER_LISTENER_NAMES, "").split(","),
+            broker.inter_broker_listener_name,
+            net.listeners,
+            broker.advertised_listeners,
+        )
+        return cls(broker, net, log, schedule, controller, group, roles, dict(props))
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -155,18 +182,21 @@ def _paths(key: str, value: str) -> tuple[Path, ...]:
 
 
 _INT = ConfigType.INT
-_ADVERTISED_LISTENERS = "advertised.listeners"
-_PROCESS_ROLES = "process.roles"
-_QUORUM_VOTERS = "controller.quorum.voters"
 
 BROKER_CONFIG = ConfigDef(
     (
-        ConfigKey(_PROCESS_ROLES, ConfigType.LIST, "process_roles", doc="broker,controller."),
+        ConfigKey(PROCESS_ROLES, parse_roles, "process_roles", doc="broker, controller or both."),
         ConfigKey(
-            _QUORUM_VOTERS,
-            ConfigType.STRING,
+            QUORUM_VOTERS,
+            parse_voters,
             "controller_quorum_voters",
-            doc="id@host:port,...; empty: this node alone.",
+            doc="id@host:port,...; empty: this node alone (combined mode only).",
+        ),
+        ConfigKey(
+            INTER_BROKER_LISTENER_NAME,
+            ConfigType.STRING,
+            "inter_broker_listener_name",
+            doc="The listener brokers reach each other on; default PLAINTEXT.",
         ),
         ConfigKey(
             "log.dirs",
@@ -183,7 +213,7 @@ BROKER_CONFIG = ConfigDef(
         ),
         # Parsed again in _broker_settings with listener.security.protocol.map.
         ConfigKey(
-            _ADVERTISED_LISTENERS,
+            ADVERTISED_LISTENERS,
             lambda k, v: parse_listeners(v, k),
             "advertised_listeners",
             doc="What clients are told to connect to; default: the listeners.",
@@ -240,12 +270,6 @@ BROKER_CONFIG = ConfigDef(
         # Keys Kafka's sample server.properties sets that only have one meaning here:
         # accepted and checked, read by nothing.
         ConfigKey(
-            "inter.broker.listener.name",
-            ConfigType.STRING,
-            None,
-            doc="Not used: one node has no inter-broker traffic.",
-        ),
-        ConfigKey(
             "transaction.state.log.replication.factor",
             ConfigType.SHORT,
             None,
@@ -284,10 +308,10 @@ def known_keys() -> frozenset[str]:
 
 def _broker_settings(props: Mapping[str, str], node_id: int) -> BrokerSettings:
     settings = BROKER_CONFIG.apply(BrokerSettings(node_id=node_id), props)
-    if _ADVERTISED_LISTENERS in props:
+    if ADVERTISED_LISTENERS in props:
         # The same parsing as listeners (minikafka.net), names checked against the map.
         advertised = listener_endpoints(
-            props[_ADVERTISED_LISTENERS], _ADVERTISED_LISTENERS, security_protocol_map(props)
+            props[ADVERTISED_LISTENERS], ADVERTISED_LISTENERS, security_protocol_map(props)
         )
         settings = attrs.evolve(settings, advertised_listeners=advertised)
     return settings
@@ -299,28 +323,7 @@ def _check_advertised_listeners(broker: BrokerSettings, net: NetConfig) -> None:
     for listener in broker.advertised_listeners:
         if listener.name not in names:
             raise ConfigError(
-                _ADVERTISED_LISTENERS,
+                ADVERTISED_LISTENERS,
                 f"listener {listener.name} is not one of the listeners "
                 f"({', '.join(sorted(names))})",
             )
-
-
-def _check_roles(broker: BrokerSettings) -> None:
-    if set(broker.process_roles) != {"broker", "controller"}:
-        raise ConfigError(
-            _PROCESS_ROLES,
-            f"{','.join(broker.process_roles)!r}: only combined mode (broker,controller) "
-            "on one node is implemented",
-        )
-    voters = broker.controller_quorum_voters
-    if voters:
-        for voter in voters.split(","):
-            match = re.fullmatch(r"\s*(\d+)@([^:]+|\[[^\]]+\]):(\d+)\s*", voter)
-            if match is None:
-                raise ConfigError(_QUORUM_VOTERS, f"{voter!r} is not id@host:port")
-            if int(match[1]) != broker.node_id:
-                raise ConfigError(
-                    _QUORUM_VOTERS,
-                    f"voter {match[1]} is not this node ({broker.node_id}): only a "
-                    "single-voter quorum is implemented",
-                )

@@ -1,26 +1,54 @@
-"""``meta.properties``: which cluster and which node a log directory belongs to.
+"""``meta.properties`` and ``minikafka storage``: which cluster and node a directory is for.
 
 Kafka refuses to start a KRaft node on directories that ``kafka-storage.sh format`` did
 not prepare, and refuses directories that belong to another cluster or node, so a
-mistyped ``log.dirs`` cannot mix two clusters' data. minikafka formats an empty
-directory itself on first start (``make run`` needs no extra step) and keeps the checks.
+mistyped ``log.dirs`` cannot mix two clusters' data. Every node of a cluster is
+formatted with the same cluster id, made once by ``random-uuid``:
+``minikafka storage format -t CLUSTER_ID -c server.properties`` is kafka-storage.sh's
+``format``, writing ``meta.properties`` into each of ``log.dirs`` and
+``metadata.log.dir``.
+
+minikafka's single node (combined roles, the only voter) formats an empty directory
+itself on first start, so ``make run`` needs no extra step; any other node refuses an
+unformatted directory and names the command to run.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from minikafka.common import ConfigError
 
 META_PROPERTIES = "meta.properties"
+FORMAT_COMMAND = "minikafka storage format -t <cluster id> -c <server.properties>"
+METADATA_VERSION_NAME = "3.0-IV1"
+"""Kafka's name of metadata.version 1, the feature level a fresh minikafka cluster starts
+at (the controller's bootstrap FeatureLevelRecord)."""
+
+
+class StorageError(Exception):
+    """A log directory is not formatted, or formatted for another cluster or node."""
 
 
 def new_cluster_id() -> str:
     """A random 16-byte id in URL-safe base64 without padding, as Kafka writes it."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def parse_cluster_id(value: str) -> str:
+    """``value`` if it is a Kafka Uuid string (22 characters of URL-safe base64)."""
+    try:
+        raw = base64.urlsafe_b64decode(value + "==")
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(value) != 22 or len(raw) != 16:
+        raise StorageError(f"Cluster ID string {value} does not appear to be a valid UUID")
+    return value
 
 
 def read_meta(path: Path) -> dict[str, str]:
@@ -33,13 +61,52 @@ def read_meta(path: Path) -> dict[str, str]:
     return props
 
 
-def ensure_formatted(dirs: list[Path], node_id: int) -> str:
-    """The cluster id of ``dirs``, writing ``meta.properties`` where it is missing."""
+def format_storage(
+    dirs: Sequence[Path],
+    metadata_dir: Path,
+    cluster_id: str,
+    node_id: int,
+    *,
+    ignore_formatted: bool = False,
+) -> list[str]:
+    """Write ``meta.properties`` into every directory not yet formatted; the lines
+    kafka-storage.sh prints. Nothing is written if one is formatted already, unless
+    ``ignore_formatted`` (then the formatted ones are left as they are)."""
+    parse_cluster_id(cluster_id)
+    everything = [*dirs] + ([] if metadata_dir in dirs else [metadata_dir])
+    formatted = [d for d in everything if (d / META_PROPERTIES).exists()]
+    if formatted and not ignore_formatted:
+        raise StorageError(
+            f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted "
+            "to ignore this directory and format the others."
+        )
+    todo = [d for d in everything if d not in formatted]
+    if not todo:
+        return ["All of the log directories are already formatted."]
+    lines = []
+    for d in todo:
+        d.mkdir(parents=True, exist_ok=True)
+        _write(d / META_PROPERTIES, cluster_id, node_id)
+        kind = "metadata" if d == metadata_dir else "data"
+        lines.append(
+            f"Formatting {kind} directory {d} with metadata.version {METADATA_VERSION_NAME}."
+        )
+    return lines
+
+
+def ensure_formatted(dirs: list[Path], node_id: int, *, create: bool) -> str:
+    """The cluster id of ``dirs``; where ``meta.properties`` is missing, write it if
+    ``create`` (the single node's first start), else raise :class:`StorageError`."""
     found: dict[Path, dict[str, str]] = {}
     for d in dirs:
-        d.mkdir(parents=True, exist_ok=True)
         if (d / META_PROPERTIES).exists():
             found[d] = read_meta(d / META_PROPERTIES)
+        elif not create:
+            raise StorageError(
+                f"no {META_PROPERTIES} in {d}: format the node's directories first with "
+                f"`{FORMAT_COMMAND}` (the same cluster id on every node; "
+                "`minikafka storage random-uuid` makes one)"
+            )
     cluster_ids = {props.get("cluster.id") for props in found.values()}
     if len(cluster_ids) > 1:
         raise ConfigError("log.dirs", f"the directories belong to different clusters: {found}")
@@ -54,6 +121,7 @@ def ensure_formatted(dirs: list[Path], node_id: int) -> str:
         cluster_id = new_cluster_id()
     for d in dirs:
         if d not in found:
+            d.mkdir(parents=True, exist_ok=True)
             _write(d / META_PROPERTIES, cluster_id, node_id)
     return cluster_id
 
@@ -64,3 +132,9 @@ def _write(path: Path, cluster_id: str, node_id: int) -> None:
     with tmp.open("rb") as f:
         os.fsync(f.fileno())
     tmp.replace(path)
+    # The rename reaches the disk with its directory's entry (Kafka fsyncs the dir too).
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -27,6 +27,7 @@ from minikafka.trace import (
 )
 
 from ._config import KafkaConfig
+from ._meta_properties import StorageError
 from ._server import BrokerServer
 
 _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
@@ -38,6 +39,9 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except StorageError as exc:
+        typer.echo(f"minikafka broker: cannot start: {exc}", err=True)
+        raise typer.Exit(1) from None
     except OSError as exc:
         # Loading the logs or the metadata log: a full or failing disk, a dir we may not
         # write. The user's to fix; the message names the file when the OS did.

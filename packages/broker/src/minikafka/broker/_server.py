@@ -28,7 +28,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import ConfigError, TopicPartition
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -61,6 +61,7 @@ from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._offsets_topic import ReplicaOffsetsTopic
 from ._producer_ids import ProducerIdManager
+from ._roles import PROCESS_ROLES, QUORUM_VOTERS, Roles
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -101,7 +102,17 @@ class BrokerServer:
         dirs = [*config.broker.log_dirs]
         if config.metadata_log_dir not in dirs:
             dirs.append(config.metadata_log_dir)
-        cluster_id = ensure_formatted(dirs, config.node_id)
+        roles = config.roles
+        cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
+        if not roles.single_node:
+            # Formatted and configured as Kafka would have it, but this build has no way
+            # yet to reach other nodes: brokers fetching the metadata log from a controller
+            # and several voters are issue 18's and 19's next steps.
+            raise ConfigError(
+                PROCESS_ROLES if not roles.is_combined else QUORUM_VOTERS,
+                f"{roles} (voters {_voters(roles)}): this version runs only a single "
+                "node, broker,controller and the only voter",
+            )
         log_manager = LogManager.startup(
             config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
         )
@@ -301,3 +312,7 @@ def _states(
         )
         for tp, local in partitions.items()
     }
+
+
+def _voters(roles: Roles) -> str:
+    return ",".join(str(v) for v in roles.voters) or "(this node alone)"

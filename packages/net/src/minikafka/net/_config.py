@@ -277,8 +277,8 @@ NET_CONFIG = ConfigDef(
             CONTROLLER_LISTENER_NAMES,
             ConfigType.LIST,
             None,
-            doc="Listener names that speak PLAINTEXT when the map is not given (no separate "
-            "controller listener yet).",
+            doc="The controllers' listener names (KRaft); they speak PLAINTEXT when the map "
+            "is not given.",
         ),
         ConfigKey(
             "num.network.threads",

@@ -1,0 +1,119 @@
+"""``minikafka storage`` (kafka-storage.sh) and the start-up checks on formatted directories.
+
+Guarantees tested: every node of a cluster is formatted with one cluster id before it
+starts, and a node never starts on directories formatted for another node or on none at
+all (except minikafka's single node, which formats itself); formatting never overwrites a
+directory that is already formatted unless told to leave it alone.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from minikafka.broker import BrokerServer, KafkaConfig, read_properties
+from minikafka.broker._cli import app
+from minikafka.broker._meta_properties import StorageError, format_storage, parse_cluster_id
+from minikafka.common import ConfigError
+
+CLUSTER_ID = "kqIiZwiNTAefqAx6mrUyyA"
+
+
+def broker_only(tmp_path: Path) -> Path:
+    """A broker-only node's server.properties, two log dirs and its own metadata dir."""
+    path = tmp_path / "broker-2.properties"
+    path.write_text(
+        "process.roles=broker\n"
+        "node.id=2\n"
+        "controller.quorum.voters=1@127.0.0.1:9093\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:0\n"
+        f"log.dirs={tmp_path / 'a'},{tmp_path / 'b'}\n"
+        f"metadata.log.dir={tmp_path / 'meta'}\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def storage(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["storage", *args])
+    return result.exit_code, result.output
+
+
+def test_random_uuid_prints_a_kafka_uuid() -> None:
+    code, output = storage("random-uuid")
+    assert code == 0
+    printed = output.strip()
+    assert len(printed) == 22
+    assert len(base64.urlsafe_b64decode(printed + "==")) == 16
+    assert storage("random-uuid")[1].strip() != printed  # random, not a constant
+
+
+def test_format_writes_meta_properties_into_every_directory(tmp_path: Path) -> None:
+    code, output = storage("format", "-t", CLUSTER_ID, "-c", str(broker_only(tmp_path)))
+    assert code == 0, output
+    assert output.splitlines() == [
+        f"Formatting data directory {tmp_path / 'a'} with metadata.version 3.0-IV1.",
+        f"Formatting data directory {tmp_path / 'b'} with metadata.version 3.0-IV1.",
+        f"Formatting metadata directory {tmp_path / 'meta'} with metadata.version 3.0-IV1.",
+    ]
+    for name in ("a", "b", "meta"):
+        meta = read_properties(tmp_path / name / "meta.properties")
+        assert meta == {"version": "1", "cluster.id": CLUSTER_ID, "node.id": "2"}
+
+
+def test_format_refuses_a_formatted_directory_unless_told_to_ignore_it(tmp_path: Path) -> None:
+    config = str(broker_only(tmp_path))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "meta.properties").write_text(
+        "version=1\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\nnode.id=2\n", encoding="utf-8"
+    )
+    code, output = storage("format", "-t", CLUSTER_ID, "-c", config)
+    assert code == 1
+    assert f"Log directory {tmp_path / 'b'} is already formatted" in output
+    assert not (tmp_path / "a" / "meta.properties").exists()  # nothing written at all
+    code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "--ignore-formatted")
+    assert code == 0
+    assert "directory " + str(tmp_path / "b") not in output  # left as it was
+    assert read_properties(tmp_path / "b" / "meta.properties")["cluster.id"].startswith("AAAA")
+    assert read_properties(tmp_path / "a" / "meta.properties")["cluster.id"] == CLUSTER_ID
+    code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "-g")
+    assert (code, output.strip()) == (0, "All of the log directories are already formatted.")
+
+
+@pytest.mark.parametrize("bad", ["nope", "", "kqIiZwiNTAefqAx6mrUyy", "kqIiZwiNTAefqAx6mrUyy!"])
+def test_format_refuses_a_cluster_id_that_is_not_a_uuid(tmp_path: Path, bad: str) -> None:
+    code, output = storage("format", "-t", bad, "-c", str(broker_only(tmp_path)))
+    assert code == 1
+    assert "does not appear to be a valid UUID" in output
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(StorageError):
+        parse_cluster_id(bad)
+
+
+def test_format_refuses_a_bad_config_naming_the_key(tmp_path: Path) -> None:
+    config = str(broker_only(tmp_path))
+    code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "--override", "node.id=1")
+    assert code == 2
+    assert "controller.quorum.voters" in output  # a broker-only node may not be a voter
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_node_other_than_the_single_node_refuses_unformatted_dirs(tmp_path: Path) -> None:
+    config = KafkaConfig.load(broker_only(tmp_path), {})
+    with pytest.raises(StorageError) as caught:
+        BrokerServer.open(config)
+    assert "minikafka storage format" in str(caught.value)  # names the command to run
+    assert not (tmp_path / "a" / "meta.properties").exists()  # and formats nothing itself
+
+
+def test_a_formatted_broker_only_node_is_refused_as_not_runnable_yet(tmp_path: Path) -> None:
+    config = KafkaConfig.load(broker_only(tmp_path), {})
+    format_storage(config.broker.log_dirs, config.metadata_log_dir, CLUSTER_ID, 2)
+    with pytest.raises(ConfigError) as caught:
+        BrokerServer.open(config)
+    assert caught.value.key == "process.roles"
+    assert "single node" in str(caught.value)
