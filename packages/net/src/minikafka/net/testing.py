@@ -1,5 +1,6 @@
 """Helpers other packages' tests reuse: a server on a free port, raw frames, a raw
-reader, a scriptable handler, and waiting for a condition with a deadline."""
+reader, a scriptable handler, waiting for a condition with a deadline, and the TCP
+fault proxy that cluster tests put between nodes."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ._api_keys import ApiKey
 from ._api_versions import handle_api_versions
 from ._codec import build, decode_response_body, encode_entity, response_schema
 from ._config import Listener, NetConfig
+from ._fault_proxy import FaultProxy as FaultProxy
 from ._framing import SIZE_PREFIX, FrameDecoder
 from ._headers import encode_request_header, parse_response_header, response_header_version
 from ._processor import RequestCompletedHook
