@@ -46,7 +46,7 @@ from minikafka.controller import (
 )
 from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
 from minikafka.log import LogManager
-from minikafka.net import Listener, SocketServer
+from minikafka.net import Listener, NetConfig, SocketServer
 from minikafka.replication import (
     PartitionState,
     ReplicaManager,
@@ -57,6 +57,7 @@ from minikafka.trace import Tracer, get_tracer
 
 from ._apis import KafkaApis
 from ._config import KafkaConfig
+from ._controller_apis import ControllerApis
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._offsets_topic import ReplicaOffsetsTopic
@@ -79,6 +80,9 @@ class BrokerServer:
     socket_server: SocketServer
     tracer: Tracer
     """This node's tracer: every component above was built with it (issue 16)."""
+    controller_socket_server: SocketServer | None = None
+    """The controller's own listeners (``controller.listener.names``), serving
+    ControllerApis; None when every listener is the broker's."""
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
     broker_epoch: int = -1
     _unfenced: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -163,13 +167,26 @@ class BrokerServer:
             replica_manager,
             groups,
             apis,
-            SocketServer(config.net, apis, tracer=tracer),
+            SocketServer(_listening(config, controller=False), apis, tracer=tracer),
             tracer,
         )
+        controller_net = _listening(config, controller=True)
+        if controller_net.listeners:
+            # Kafka's combined mode: the controller has a SocketServer of its own, on
+            # the listeners brokers on other nodes reach it by.
+            broker.controller_socket_server = SocketServer(
+                controller_net, ControllerApis(controller, cluster_id), tracer=tracer
+            )
         return broker
 
     def bound_address(self) -> tuple[str, int]:
         return self.socket_server.bound_address()
+
+    def controller_address(self) -> tuple[str, int]:
+        """Where the controller listener is bound (KeyError if this node has none)."""
+        if self.controller_socket_server is None:
+            raise KeyError("no controller listener")
+        return self.controller_socket_server.bound_address()
 
     # --- metadata -------------------------------------------------------------------------
 
@@ -218,6 +235,8 @@ class BrokerServer:
                 self._apply_initial_image()
                 self.controller.subscribe(self._on_metadata)
                 await nursery.start(self.controller.run)
+                if self.controller_socket_server is not None:
+                    await nursery.start(self.controller_socket_server.serve)
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.groups.run)
@@ -243,6 +262,8 @@ class BrokerServer:
                 self.replica_manager.shutdown()  # answer long polls now, not at their deadline
                 self.groups.shutdown()  # and JoinGroups parked in a rebalance
                 await self.socket_server.shutdown(grace_seconds=grace)
+                if self.controller_socket_server is not None:
+                    await self.controller_socket_server.shutdown(grace_seconds=grace)
                 nursery.cancel_scope.cancel()
                 clean = True
         finally:
@@ -316,3 +337,10 @@ def _states(
 
 def _voters(roles: Roles) -> str:
     return ",".join(str(v) for v in roles.voters) or "(this node alone)"
+
+
+def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
+    """The network config of the controller's listeners, or of the broker's (the rest)."""
+    names = set(config.roles.controller_listener_names)
+    chosen = tuple(lst for lst in config.net.listeners if (lst.name in names) == controller)
+    return attrs.evolve(config.net, listeners=chosen)

@@ -29,6 +29,16 @@ from ._image import MetadataDelta as MetadataDelta
 from ._image import MetadataImage as MetadataImage
 from ._image import MetadataReplayError as MetadataReplayError
 from ._image import TopicImage as TopicImage
+from ._metadata_fetch import DEFAULT_FETCH_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES
+from ._metadata_fetch import DivergingEpoch as DivergingEpoch
+from ._metadata_fetch import MetadataFetchAnswer as MetadataFetchAnswer
+from ._metadata_fetch import answer_fetch as answer_fetch
+from ._metadata_fetch import read_snapshot as read_snapshot
+from ._observer import CommittedDivergenceError as CommittedDivergenceError
+from ._observer import FetchPosition as FetchPosition
+from ._observer import MetadataObserver as MetadataObserver
+from ._observer import ObserverUpdate as ObserverUpdate
+from ._observer import replay_update as replay_update
 from ._partition import PartitionChangeBuilder as PartitionChangeBuilder
 from ._partition import PartitionRegistration as PartitionRegistration
 from ._placement import Assignment as Assignment
@@ -135,6 +145,7 @@ from ._tool import replay_metadata_dir as replay_metadata_dir
 
 __all__ = [
     "CONTROLLER_CONFIG",
+    "DEFAULT_FETCH_MAX_BYTES",
     "LATEST_EPOCH",
     "MAX_RECORDS_PER_USER_OP",
     "METADATA_TOPIC",
@@ -171,6 +182,7 @@ __all__ = [
     "BrokerRegistrationChanged",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "CommittedDivergenceError",
     "ConfigRecord",
     "ConfigResourceType",
     "ControllerConfig",
@@ -192,8 +204,10 @@ __all__ = [
     "DeleteTopicsResponse",
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
+    "DivergingEpoch",
     "FeatureLevelRecord",
     "FenceBrokerRecord",
+    "FetchPosition",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
     "ListPartitionReassignmentsRequest",
@@ -202,12 +216,15 @@ __all__ = [
     "LocalReplicaChanges",
     "MetadataBatch",
     "MetadataDelta",
+    "MetadataFetchAnswer",
     "MetadataImage",
+    "MetadataObserver",
     "MetadataQuorum",
     "MetadataRecord",
     "MetadataRecordError",
     "MetadataReplayError",
     "NotLeaderError",
+    "ObserverUpdate",
     "OngoingReassignment",
     "PartitionChangeBuilder",
     "PartitionChangeRecord",
@@ -242,6 +259,7 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "answer_fetch",
     "assign_replicas_to_brokers",
     "assign_replicas_to_brokers_rack_aware",
     "assign_replicas_to_brokers_rack_unaware",
@@ -252,8 +270,10 @@ __all__ = [
     "on_new_partition_creation",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
+    "read_snapshot",
     "render_assignment_table",
     "replay_metadata_dir",
+    "replay_update",
     "replica_index",
     "validate_manual_assignment",
 ]

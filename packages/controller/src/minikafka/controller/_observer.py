@@ -32,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.log import UNDEFINED_EPOCH, Log, LogConfig
 from minikafka.trace import NullTracer, Tracer
 
+from ._image import MetadataDelta, MetadataImage
 from ._metadata_fetch import DivergingEpoch, MetadataFetchAnswer
 from ._quorum import (
     MAX_BATCH_SIZE_BYTES,
@@ -62,6 +63,8 @@ class ObserverUpdate:
 
     committed: tuple[tuple[int, MetadataRecord], ...] = ()
     reset_to_snapshot: tuple[MetadataRecord, ...] | None = None
+    snapshot_offset: int = -1
+    """With ``reset_to_snapshot``: the last offset the snapshot covers (its end - 1)."""
     truncated_to: int | None = None
     snapshot_wanted: SnapshotId | None = None
 
@@ -134,7 +137,7 @@ class MetadataObserver:
         self.log.truncate_fully_and_start_at(snapshot_id.end_offset)
         self.applied_offset = snapshot_id.end_offset - 1
         self.high_watermark = snapshot_id.end_offset
-        return ObserverUpdate(reset_to_snapshot=records)
+        return ObserverUpdate(reset_to_snapshot=records, snapshot_offset=self.applied_offset)
 
     def close(self) -> None:
         self.log.close()
@@ -188,3 +191,22 @@ class MetadataObserver:
         if out:
             self.applied_offset = out[-1][0]
         return out
+
+
+def replay_update(
+    image: MetadataImage, update: ObserverUpdate
+) -> tuple[MetadataDelta, MetadataImage] | None:
+    """The delta and the new image after ``update``, or None if it changed nothing; a
+    snapshot rebuilds the image from nothing before the committed records go on top."""
+    if update.reset_to_snapshot is not None:
+        delta = MetadataDelta(MetadataImage())
+        for record in update.reset_to_snapshot:
+            delta.replay(record)
+        delta.offset = update.snapshot_offset
+    elif update.committed:
+        delta = MetadataDelta(image)
+    else:
+        return None
+    for offset, record in update.committed:
+        delta.replay(record, offset)
+    return delta, delta.apply()

@@ -122,6 +122,7 @@ class ControllerServer:
     )
     _commit_wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
     _queue_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _log_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
     _snapshot_size: int = attrs.field(init=False, default=0)  # log size at the last snapshot
     _snapshotting: bool = attrs.field(init=False, default=False)
     # Set while no snapshot is being written; a new one each time a snapshot starts.
@@ -223,6 +224,7 @@ class ControllerServer:
                 self._send.send_nowait(_LogFailed(exc))
                 return
             high_watermark = self.quorum.mark_committed(end)
+            self._wake_fetchers()
             self._send.send_nowait(_Committed(high_watermark - 1))
 
     async def _timer(self) -> None:
@@ -234,6 +236,18 @@ class ControllerServer:
                 continue  # something happened: the deadline may have changed
             self._send.send_nowait(_Tick())
             await moved.wait()  # do not tick again before the tick was handled
+
+    # --- the metadata log's fetchers ------------------------------------------------------
+
+    @property
+    def log_moved(self) -> trio.Event:
+        """Set at the next append to the metadata log or move of its high watermark: what
+        a long-polling Fetch of ``__cluster_metadata`` waits for."""
+        return self._log_moved
+
+    def _wake_fetchers(self) -> None:
+        self._log_moved.set()
+        self._log_moved = trio.Event()
 
     # --- actions -----------------------------------------------------------------------
 
@@ -255,6 +269,7 @@ class ControllerServer:
                     raise RuntimeError(f"metadata log put {action} at last offset {last}")
                 self._uncommitted.append(action)
                 self._commit_wanted.set()
+                self._wake_fetchers()
             else:
                 waiter = self._waiting.pop(action.request_id, None)
                 if waiter is not None:

@@ -1,0 +1,183 @@
+"""The trio shell of a broker's metadata observer: Fetch and FetchSnapshot over the network.
+
+:class:`~minikafka.controller.MetadataObserver` decides; this loop carries it out against
+the controller's listener (:class:`~minikafka.broker._controller_apis.ControllerApis`): it sends a
+Fetch of ``__cluster_metadata-0`` at the observer's position (long-polling, as
+KafkaRaftClient does), hands the answer to the observer, fetches a snapshot piece by
+piece when the observer wants one, and passes every :class:`ObserverUpdate` to the
+broker, which replays it. A failed request is retried after ``backoff`` seconds; the loop
+runs until cancelled.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+
+import trio
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v13 import request as fetch_v13
+from kio.schema.fetch.v13.response import FetchResponse
+from kio.schema.fetch_snapshot.v0 import request as snapshot_v0
+from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from minikafka.controller import (
+    DEFAULT_FETCH_MAX_BYTES,
+    METADATA_TOPIC,
+    DivergingEpoch,
+    MetadataFetchAnswer,
+    MetadataObserver,
+    ObserverUpdate,
+    SnapshotId,
+)
+from minikafka.net import ClientError, NetworkClient, Node
+
+from ._controller_apis import METADATA_TOPIC_ID
+
+SNAPSHOT_CHUNK_BYTES = 1024 * 1024
+
+
+class MetadataFetchError(Exception):
+    """The controller answered a fetch of the metadata log with an error."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(error_code.name)
+        self.error_code = error_code
+
+
+async def fetch_metadata_forever(
+    client: NetworkClient,
+    controller: Node,
+    observer: MetadataObserver,
+    apply: Callable[[ObserverUpdate], None],
+    *,
+    node_id: int,
+    cluster_id: str,
+    max_wait_ms: int = 500,
+    backoff: float = 0.1,
+) -> None:
+    """Keep ``observer`` caught up with the controller at ``controller``."""
+    while True:
+        try:
+            answer = await fetch_once(
+                client, controller, observer, node_id, cluster_id, max_wait_ms
+            )
+            update = observer.on_fetch(answer)
+            if update.snapshot_wanted is not None:
+                data = await fetch_snapshot(
+                    client, controller, update.snapshot_wanted, node_id, cluster_id
+                )
+                update = observer.on_snapshot(update.snapshot_wanted, data)
+            apply(update)
+            if answer.error is not ErrorCode.none:
+                await trio.sleep(backoff)
+        except (ClientError, MetadataFetchError):
+            await trio.sleep(backoff)
+
+
+async def fetch_once(
+    client: NetworkClient,
+    controller: Node,
+    observer: MetadataObserver,
+    node_id: int,
+    cluster_id: str,
+    max_wait_ms: int,
+) -> MetadataFetchAnswer:
+    """One Fetch at the observer's position, its answer as the core's value."""
+    position = observer.position()
+    request = fetch_v13.FetchRequest(
+        cluster_id=cluster_id,
+        replica_id=BrokerId(node_id),
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
+        min_bytes=i32(1),
+        max_bytes=i32(DEFAULT_FETCH_MAX_BYTES),
+        topics=(
+            fetch_v13.FetchTopic(
+                topic_id=METADATA_TOPIC_ID,
+                partitions=(
+                    fetch_v13.FetchPartition(
+                        partition=i32(0),
+                        fetch_offset=i64(position.fetch_offset),
+                        last_fetched_epoch=i32(position.last_fetched_epoch),
+                        partition_max_bytes=i32(DEFAULT_FETCH_MAX_BYTES),
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+    response = await client.send(controller, request)
+    assert isinstance(response, FetchResponse)
+    if response.error_code is not ErrorCode.none:
+        raise MetadataFetchError(response.error_code)
+    partitions = [p for t in response.responses for p in t.partitions]
+    if len(partitions) != 1:
+        raise MetadataFetchError(ErrorCode.unknown_server_error)
+    data = partitions[0]
+    diverging = (
+        DivergingEpoch(int(data.diverging_epoch.epoch), int(data.diverging_epoch.end_offset))
+        if data.diverging_epoch.end_offset >= 0  # the field's default is (-1, -1): none
+        else None
+    )
+    snapshot = (
+        SnapshotId(int(data.snapshot_id.end_offset), int(data.snapshot_id.epoch))
+        if data.snapshot_id.end_offset >= 0
+        else None
+    )
+    return MetadataFetchAnswer(
+        leader_id=int(data.current_leader.leader_id),
+        leader_epoch=int(data.current_leader.leader_epoch),
+        high_watermark=int(data.high_watermark),
+        log_start_offset=int(data.log_start_offset),
+        records=bytes(data.records or b""),
+        diverging_epoch=diverging,
+        snapshot_id=snapshot,
+        error=data.error_code,
+    )
+
+
+async def fetch_snapshot(
+    client: NetworkClient,
+    controller: Node,
+    snapshot_id: SnapshotId,
+    node_id: int,
+    cluster_id: str,
+) -> bytes:
+    """The whole snapshot ``snapshot_id``, in pieces of ``SNAPSHOT_CHUNK_BYTES``."""
+    data = bytearray()
+    while True:
+        request = snapshot_v0.FetchSnapshotRequest(
+            cluster_id=cluster_id,
+            replica_id=BrokerId(node_id),
+            max_bytes=i32(SNAPSHOT_CHUNK_BYTES),
+            topics=(
+                snapshot_v0.TopicSnapshot(
+                    name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        snapshot_v0.PartitionSnapshot(
+                            partition=i32(0),
+                            current_leader_epoch=i32(-1),
+                            snapshot_id=snapshot_v0.SnapshotId(
+                                end_offset=i64(snapshot_id.end_offset),
+                                epoch=i32(snapshot_id.epoch),
+                            ),
+                            position=i64(len(data)),
+                        ),
+                    ),
+                ),
+            ),
+        )
+        response = await client.send(controller, request)
+        assert isinstance(response, FetchSnapshotResponse)
+        parts = [p for t in response.topics for p in t.partitions]
+        if response.error_code is not ErrorCode.none or len(parts) != 1:
+            raise MetadataFetchError(response.error_code)
+        part = parts[0]
+        if part.error_code is not ErrorCode.none:
+            raise MetadataFetchError(part.error_code)  # e.g. SNAPSHOT_NOT_FOUND: a newer one
+        data += part.unaligned_records
+        if len(data) >= part.size or not part.unaligned_records:
+            return bytes(data)
