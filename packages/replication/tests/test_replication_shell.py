@@ -22,6 +22,8 @@ from minikafka.log.testing import ManualClock, value_batch
 from minikafka.replication import (
     HIGH_WATERMARK_CHECKPOINT,
     FetchPartition,
+    IsrChangeAnswer,
+    IsrChangeProposal,
     ProducePartitionResult,
     ReplicaManager,
     ReplicaManagerService,
@@ -205,3 +207,55 @@ async def test_a_failed_checkpoint_is_logged_and_retried_at_the_next_tick(
     assert core.written == [pytest.approx(start + 10.0)]
     assert "high-watermark checkpoint failed" in caplog.text
     assert OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT).read() == {TP: 0}
+
+
+@attrs.define(eq=False)
+class FakeController:
+    """Accepts every AlterPartition with the next partition epoch, as the controller
+    would for a leader in its current epoch; keeps what it was asked."""
+
+    asked: list[IsrChangeProposal] = attrs.field(factory=list)
+
+    async def __call__(self, proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+        self.asked.extend(proposals)
+        await trio.sleep(0.01)  # a round trip
+        return [
+            IsrChangeAnswer(
+                p.topic_partition, ErrorCode.none, p.new_isr, p.leader_epoch, p.partition_epoch + 1
+            )
+            for p in proposals
+        ]
+
+
+async def test_a_stalled_follower_leaves_the_isr_and_acks_all_completes(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    # Seed 000: acks=all waits for the ISR; a follower that stops fetching holds it back
+    # only until replica.lag.time.max.ms, when the leader's AlterPartition removes it.
+    controller = FakeController()
+    manager = ReplicaManagerService(
+        replica_manager_core(tmp_path), replica_lag_time_max_ms=10_000, alter_partition=controller
+    )
+    lead(manager, TP, (1, 2), isr=(1, 2))
+    answers = ProduceAnswers()
+    done = trio.Event()
+
+    def respond(answer: dict[TopicPartition, ProducePartitionResult]) -> None:
+        answers(answer)
+        done.set()
+
+    async with running(manager) as start:
+        manager.append_records(60_000, Acks.ALL, {TP: value_batch(3)}, respond)
+        assert not answers.calls  # follower 2 has not fetched: the HW is 0
+        with trio.fail_after(60):  # virtual seconds
+            await done.wait()
+        finished = trio.current_time()
+    [proposal] = controller.asked
+    assert proposal.new_isr == (1,)
+    # Not before the lag (10 s), and at the first check after it (every 5 s).
+    assert 10.0 < finished - start <= 15.1
+    assert answers.only[TP].error_code is ErrorCode.none
+    partition = manager.get_partition(TP)
+    assert partition is not None
+    assert partition.isr == frozenset({1})
+    assert partition.log.high_watermark == 3

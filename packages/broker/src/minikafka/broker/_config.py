@@ -72,6 +72,7 @@ class BrokerSettings:
     min_insync_replicas: int = 1
     broker_heartbeat_interval_ms: int = 2000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
+    replica_lag_time_max_ms: int = 30_000
     controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
     # Kafka's default is 3, and its sample server.properties sets 1 for one node; minikafka
     # runs on one node unless told otherwise, so groups work out of the box.
@@ -238,6 +239,13 @@ BROKER_CONFIG = ConfigDef(
             "replica_high_watermark_checkpoint_interval_ms",
             at_least(1),
             "How often replication-offset-checkpoint is written.",
+        ),
+        ConfigKey(
+            "replica.lag.time.max.ms",
+            _INT,
+            "replica_lag_time_max_ms",
+            at_least(1),
+            "A follower not caught up for this long leaves the ISR (KIP-497's AlterPartition).",
         ),
         ConfigKey(
             "controlled.shutdown.timeout.ms",

@@ -32,6 +32,9 @@ from minikafka.common import ConfigError, TopicPartition
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     BrokerEndpoint,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -48,6 +51,8 @@ from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordin
 from minikafka.log import LogManager
 from minikafka.net import Listener, NetConfig, SocketServer
 from minikafka.replication import (
+    IsrChangeAnswer,
+    IsrChangeProposal,
     PartitionState,
     ReplicaManager,
     ReplicaManagerService,
@@ -129,11 +134,20 @@ class BrokerServer:
                 cache.min_insync_replicas(topic, config.broker.min_insync_replicas),
             )
 
+        broker: BrokerServer | None = None
+
+        async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+            assert broker is not None
+            return await _alter_partition(
+                controller, config.node_id, broker.broker_epoch, proposals
+            )
+
         replica_manager = ReplicaManagerService(
             ReplicaManager(config.node_id, log_manager, topic_settings, tracer=tracer),
             config.broker.replica_high_watermark_checkpoint_interval_ms,
+            replica_lag_time_max_ms=config.broker.replica_lag_time_max_ms,
+            alter_partition=alter_partition,
         )
-        broker: BrokerServer | None = None
 
         async def allocate_block() -> AllocateProducerIdsResponse:
             assert broker is not None
@@ -344,3 +358,41 @@ def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
     names = set(config.roles.controller_listener_names)
     chosen = tuple(lst for lst in config.net.listeners if (lst.name in names) == controller)
     return attrs.evolve(config.net, listeners=chosen)
+
+
+async def _alter_partition(
+    controller: ControllerServer,
+    broker_id: int,
+    broker_epoch: int,
+    proposals: list[IsrChangeProposal],
+) -> list[IsrChangeAnswer]:
+    """The leader's ISR proposals as one AlterPartition to the controller (KIP-497)."""
+    items = tuple(
+        AlterPartitionItem(
+            p.topic_id, p.topic_partition.partition, p.leader_epoch, p.new_isr, p.partition_epoch
+        )
+        for p in proposals
+    )
+    try:
+        response = await controller.submit(AlterPartitionRequest(broker_id, broker_epoch, items))
+    except ControllerError as exc:
+        return [IsrChangeAnswer(p.topic_partition, exc.error_code) for p in proposals]
+    assert isinstance(response, AlterPartitionResponse)
+    by_partition = {(r.topic_id, r.partition): r for r in response.partitions}
+    answers = []
+    for p in proposals:
+        result = by_partition.get((p.topic_id, p.topic_partition.partition))
+        if response.error_code is not ErrorCode.none or result is None:
+            error = response.error_code if result is None else result.error_code
+            answers.append(IsrChangeAnswer(p.topic_partition, error))
+            continue
+        answers.append(
+            IsrChangeAnswer(
+                p.topic_partition,
+                result.error_code,
+                result.isr,
+                result.leader_epoch,
+                result.partition_epoch,
+            )
+        )
+    return answers

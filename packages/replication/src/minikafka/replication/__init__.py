@@ -22,6 +22,8 @@ from ._events import BecameLeader as BecameLeader
 from ._events import DelayedOperationCompleted as DelayedOperationCompleted
 from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
 from ._events import IsrChanged as IsrChanged
+from ._partition import IsrChangeAnswer as IsrChangeAnswer
+from ._partition import IsrChangeProposal as IsrChangeProposal
 from ._partition import LogReadResult as LogReadResult
 from ._partition import Partition as Partition
 from ._partition import PartitionState as PartitionState
@@ -57,6 +59,8 @@ __all__ = [
     "FetchPartitionResult",
     "FetchResponse",
     "HighWatermarkAdvanced",
+    "IsrChangeAnswer",
+    "IsrChangeProposal",
     "IsrChanged",
     "LogReadResult",
     "Partition",

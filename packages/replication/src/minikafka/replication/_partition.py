@@ -6,7 +6,12 @@ Seed 000's replication vocabulary, kept on the leader:
   leader knows its own from its log and each follower's from the offsets the follower
   fetches from (a follower fetching offset ``n`` has everything below ``n``).
 - ISR (in-sync replicas): the replicas that keep up. The controller owns the list; the
-  leader proposes changes with AlterPartition (the multi-broker issue).
+  leader proposes changes with AlterPartition (KIP-497): it drops a follower that has not
+  caught up for ``replica.lag.time.max.ms`` (:meth:`Partition.maybe_shrink_isr`) and adds
+  one back once it has reached the high watermark in the current leader epoch. While a
+  proposal is in flight the leader counts the *maximal* ISR (the committed one plus any
+  replica being added) for the HW, so no acknowledged write ever rests on fewer replicas
+  than the controller may decide.
 - HW (high watermark): the smallest LEO among the ISR. Records below it are on every
   in-sync replica, so consumers may read them and ``acks=all`` may be answered.
 - ``min.insync.replicas``: an ``acks=all`` write is refused with NOT_ENOUGH_REPLICAS when
@@ -68,6 +73,54 @@ class ReplicaState:
     broker_id: int
     log_end_offset: int = -1  # unknown until the follower's first fetch
     last_caught_up_time: float = 0.0
+    # The leader's LEO and the time at the follower's previous fetch: a follower that
+    # reaches where the leader was then was caught up then (Kafka's
+    # lastFetchLeaderLogEndOffset), so steady fetching under steady produce counts.
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_time: float = 0.0
+
+    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now: float) -> None:
+        """Kafka's ``Replica.updateFetchStateOrThrow``: the follower has all below
+        ``fetch_offset``; when was it last caught up?"""
+        if fetch_offset >= leader_log_end_offset:
+            self.last_caught_up_time = max(self.last_caught_up_time, now)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time = max(self.last_caught_up_time, self.last_fetch_time)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_time = now
+
+
+@attrs.frozen
+class IsrChangeProposal:
+    """An AlterPartition the leader wants sent to the controller (KIP-497)."""
+
+    topic_partition: TopicPartition
+    topic_id: uuid.UUID
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+    """The partition epoch the proposal builds on: the controller refuses it if stale."""
+
+
+@attrs.frozen
+class IsrChangeAnswer:
+    """The controller's answer to one proposal: the partition's state if accepted."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    isr: tuple[int, ...] = ()
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+
+@attrs.define(eq=False)
+class PendingIsrChange:
+    """A proposal not yet answered, and the ISR the leader counts meanwhile."""
+
+    proposal: IsrChangeProposal
+    maximal_isr: frozenset[int]
+    sent: bool = False
 
 
 @attrs.frozen
@@ -95,6 +148,7 @@ class Partition:
     isr: frozenset[int] = frozenset()
     remote_replicas: dict[int, ReplicaState] = attrs.field(factory=dict)
     leader_epoch_start_offset: int | None = None  # the log end when this leadership began
+    pending_isr_change: PendingIsrChange | None = None
     offline_reason: str | None = None
     """Why the log is offline (its dir failed a write or fsync); None while it is usable.
 
@@ -184,6 +238,9 @@ class Partition:
         )
 
     def _update_assignment(self, state: PartitionState) -> None:
+        # The controller's state is the truth: a proposal still in flight is answered by
+        # it (the new partition epoch), or made moot.
+        self.pending_isr_change = None
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
         self.partition_epoch = state.partition_epoch
@@ -219,7 +276,7 @@ class Partition:
         if not self.is_leader:
             return False
         new_hw = self.log.log_end_offset
-        for broker_id in self.isr:
+        for broker_id in self.maximal_isr:
             if broker_id == self.local_broker_id:
                 continue
             replica = self.remote_replicas.get(broker_id)
@@ -245,9 +302,104 @@ class Partition:
                 ErrorCode.not_leader_or_follower,
                 f"broker {broker_id} is not a replica of {self.topic_partition}",
             )
-        replica.log_end_offset = fetch_offset
-        if fetch_offset >= self.log.log_end_offset:
-            replica.last_caught_up_time = now
+        replica.update_fetch_state(fetch_offset, self.log.log_end_offset, now)
+        moved = self.maybe_increment_leader_hw()
+        self._maybe_expand_isr(replica)
+        return moved
+
+    # --- the ISR's changes (KIP-497) -------------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR the HW is computed over: the committed ISR, plus a replica whose
+        addition is in flight (a removal in flight still counts the replica)."""
+        pending = self.pending_isr_change
+        return self.isr if pending is None else pending.maximal_isr
+
+    def maybe_shrink_isr(self, now: float, max_lag: float) -> bool:
+        """Propose dropping every follower not caught up within ``max_lag`` seconds
+        (``replica.lag.time.max.ms``); True if a proposal was made."""
+        if not self.is_leader or self.pending_isr_change is not None:
+            return False
+        out_of_sync = {
+            b
+            for b in self.isr
+            if b != self.local_broker_id
+            and (r := self.remote_replicas.get(b)) is not None
+            and now - r.last_caught_up_time > max_lag
+        }
+        if not out_of_sync:
+            return False
+        # Until the controller agrees, the slow followers still count for the HW: the
+        # shrink is not real before it commits (the maximal ISR stays the old one).
+        self._propose(self.isr - out_of_sync, maximal=self.isr)
+        return True
+
+    def _maybe_expand_isr(self, replica: ReplicaState) -> None:
+        """Propose adding a follower back once it has caught up to the HW, in this epoch."""
+        if not self.is_leader or self.pending_isr_change is not None:
+            return
+        if replica.broker_id in self.isr or replica.broker_id not in self.replicas:
+            return
+        start = self.leader_epoch_start_offset
+        caught_up = replica.log_end_offset >= self.log.high_watermark and (
+            start is not None and replica.log_end_offset >= start
+        )
+        if caught_up:
+            grown = self.isr | {replica.broker_id}
+            self._propose(grown, maximal=grown)
+
+    def _propose(self, new_isr: frozenset[int], *, maximal: frozenset[int]) -> None:
+        proposal = IsrChangeProposal(
+            self.topic_partition,
+            self.topic_id,
+            self.leader_epoch,
+            tuple(sorted(new_isr)),
+            self.partition_epoch,
+        )
+        self.pending_isr_change = PendingIsrChange(proposal, maximal)
+
+    def take_isr_change(self) -> IsrChangeProposal | None:
+        """The proposal to send now, if one waits unsent (each is sent once)."""
+        pending = self.pending_isr_change
+        if pending is None or pending.sent:
+            return None
+        pending.sent = True
+        return pending.proposal
+
+    def on_isr_change_answer(
+        self,
+        error_code: ErrorCode,
+        isr: tuple[int, ...],
+        leader_epoch: int,
+        partition_epoch: int,
+    ) -> bool:
+        """The controller's answer to the proposal in flight; True if the HW moved.
+
+        Accepted: the new ISR and partition epoch are this leader's now (the metadata log
+        will say the same). Refused (a stale partition epoch, a fenced leader epoch):
+        the proposal is dropped and the leader waits for the metadata, then proposes
+        again if it still should."""
+        if self.pending_isr_change is None:
+            return False
+        self.pending_isr_change = None
+        fresh = leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch
+        if error_code is ErrorCode.none and fresh:
+            previous = self.isr
+            self.isr = frozenset(isr)
+            self.partition_epoch = partition_epoch
+            if self.tracer.enabled:
+                tp = self.topic_partition
+                self.tracer.emit(
+                    IsrChanged(
+                        tp.topic,
+                        tp.partition,
+                        self.leader_epoch,
+                        self.partition_epoch,
+                        tuple(sorted(previous)),
+                        tuple(sorted(self.isr)),
+                    )
+                )
         return self.maybe_increment_leader_hw()
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> ErrorCode | None:

@@ -56,7 +56,13 @@ from minikafka.log import (
 from minikafka.trace import NullTracer, Tracer
 
 from ._delayed import DelayedFetch, DelayedOperations, DelayedProduce
-from ._partition import Partition, PartitionState, ReplicationError
+from ._partition import (
+    IsrChangeAnswer,
+    IsrChangeProposal,
+    Partition,
+    PartitionState,
+    ReplicationError,
+)
 from ._purgatory import DelayedOperationPurgatory
 from ._results import (
     FetchParams,
@@ -449,6 +455,35 @@ class ReplicaManager:
             if self.log_manager.log_dir_of(tp) == log_dir and partition.offline_reason is None:
                 partition.mark_offline(reason)
                 self._partition_changed(tp)
+
+    # --- the ISR's changes (KIP-497) -----------------------------------------------------
+
+    def maybe_shrink_isr(self, now: float, max_lag: float) -> None:
+        """Every led partition proposes dropping followers not caught up within
+        ``max_lag`` seconds (Kafka's isr-expiration task; the shell runs it every
+        ``replica.lag.time.max.ms`` / 2). The proposals wait in :meth:`take_isr_changes`."""
+        for partition in self.partitions.values():
+            if partition.offline_reason is None:
+                partition.maybe_shrink_isr(now, max_lag)
+
+    def take_isr_changes(self) -> list[IsrChangeProposal]:
+        """The AlterPartition proposals not sent yet (shrinks, and expansions made by
+        followers' fetches), each handed out once."""
+        proposals = (p.take_isr_change() for p in self.partitions.values())
+        return [proposal for proposal in proposals if proposal is not None]
+
+    def on_isr_change_answers(
+        self, answers: Iterable[IsrChangeAnswer], now: float
+    ) -> list[Response]:
+        """The controller's answers: the parked requests they completed (an ISR that
+        shrank moves the HW, which answers acks=all produces)."""
+        for answer in answers:
+            partition = self.partitions.get(answer.topic_partition)
+            if partition is not None and partition.on_isr_change_answer(
+                answer.error_code, answer.isr, answer.leader_epoch, answer.partition_epoch
+            ):
+                self._partition_changed(answer.topic_partition)
+        return self._parked(now)
 
     # --- timers and shutdown -------------------------------------------------------------
 

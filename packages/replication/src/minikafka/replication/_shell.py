@@ -12,7 +12,11 @@ module that imports trio (import-linter's "Replication cores do not import trio"
 - writes the high-watermark checkpoint every
   ``replica.high.watermark.checkpoint.interval.ms``;
 - listens for log dirs the LogManager takes offline (a failed flush in its own tasks) and
-  sends the answers that completes.
+  sends the answers that completes;
+- runs Kafka's isr-expiration task every ``replica.lag.time.max.ms`` / 2 and sends the
+  leaders' ISR proposals (those and the expansions followers' fetches make) to the
+  controller with ``alter_partition``, handing the answers back to the core. Without
+  ``alter_partition`` (no controller to ask) no ISR change is proposed.
 """
 
 from __future__ import annotations
@@ -20,20 +24,24 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 import attrs
 import trio
+from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
-from ._partition import Partition, PartitionState
+from ._partition import IsrChangeAnswer, IsrChangeProposal, Partition, PartitionState
 from ._replica_manager import ReplicaManager
 from ._results import FetchParams, FetchPartition, Response
 
 _logger = logging.getLogger(__name__)
+
+AlterPartitionSender = Callable[[list[IsrChangeProposal]], Awaitable[list[IsrChangeAnswer]]]
+"""Sends proposals to the controller (AlterPartition) and returns its answers."""
 
 
 @attrs.define(eq=False)
@@ -41,6 +49,9 @@ class ReplicaManagerService:
     core: ReplicaManager
     high_watermark_checkpoint_interval_ms: int = 5000
     callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
+    replica_lag_time_max_ms: int = 30_000
+    alter_partition: AlterPartitionSender | None = None
+    _isr_changes: trio.Event = attrs.field(init=False, factory=trio.Event)
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
     _sleeping_until: float = attrs.field(init=False, default=math.inf)
     """The deadline the expiry task sleeps until (to know when a call must wake it)."""
@@ -91,6 +102,8 @@ class ReplicaManagerService:
         request_id = self.callbacks.fetch(respond)
         now = trio.current_time()
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
+        if params.is_from_follower:
+            self._isr_changes.set()  # a follower that caught up may be proposed back
 
     def shutdown(self) -> None:
         """Answer every parked request now, and park none from here on."""
@@ -114,7 +127,34 @@ class ReplicaManagerService:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._expire_at_deadlines)
             nursery.start_soon(self._checkpointer)
+            if self.alter_partition is not None:
+                nursery.start_soon(self._isr_expiration)
+                nursery.start_soon(self._send_isr_changes, self.alter_partition)
             task_status.started()
+
+    async def _isr_expiration(self) -> None:
+        lag = self.replica_lag_time_max_ms / 1000
+        while True:
+            await trio.sleep(lag / 2)
+            self.core.maybe_shrink_isr(trio.current_time(), lag)
+            self._isr_changes.set()
+
+    async def _send_isr_changes(self, send: AlterPartitionSender) -> None:
+        while True:
+            await self._isr_changes.wait()
+            self._isr_changes = trio.Event()
+            proposals = self.core.take_isr_changes()
+            if not proposals:
+                continue
+            try:
+                answers = await send(proposals)
+            except Exception as exc:  # the controller unreachable: propose again later
+                _logger.warning("AlterPartition failed: %s", exc)
+                answers = [
+                    IsrChangeAnswer(p.topic_partition, ErrorCode.request_timed_out)
+                    for p in proposals
+                ]
+            self._carry_out(self.core.on_isr_change_answers(answers, trio.current_time()))
 
     async def _expire_at_deadlines(self) -> None:
         while True:
