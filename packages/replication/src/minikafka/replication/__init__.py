@@ -22,6 +22,10 @@ from ._events import BecameLeader as BecameLeader
 from ._events import DelayedOperationCompleted as DelayedOperationCompleted
 from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
 from ._events import IsrChanged as IsrChanged
+from ._fetcher import EpochAnswer as EpochAnswer
+from ._fetcher import EpochRequest as EpochRequest
+from ._fetcher import FetchedPartition as FetchedPartition
+from ._fetcher import ReplicaFetcher as ReplicaFetcher
 from ._partition import IsrChangeAnswer as IsrChangeAnswer
 from ._partition import IsrChangeProposal as IsrChangeProposal
 from ._partition import LogReadResult as LogReadResult
@@ -53,11 +57,14 @@ __all__ = [
     "DelayedOperationPurgatory",
     "DelayedOperations",
     "DelayedProduce",
+    "EpochAnswer",
+    "EpochRequest",
     "FetchCallback",
     "FetchParams",
     "FetchPartition",
     "FetchPartitionResult",
     "FetchResponse",
+    "FetchedPartition",
     "HighWatermarkAdvanced",
     "IsrChangeAnswer",
     "IsrChangeProposal",
@@ -68,6 +75,7 @@ __all__ = [
     "ProduceCallback",
     "ProducePartitionResult",
     "ProduceResponse",
+    "ReplicaFetcher",
     "ReplicaManager",
     "ReplicaManagerService",
     "ReplicaState",

@@ -417,6 +417,42 @@ class Partition:
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 
+    # --- the follower's write path (seed 000: followers fetch like consumers) --------------
+
+    def append_records_to_follower(
+        self, records: bytes, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> None:
+        """Append what the leader sent, with the leader's offsets and epochs, and take
+        the leader's HW (capped at this log's end) and log start offset."""
+        self._check_online()
+        if self.is_leader:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {self.local_broker_id} leads {self.topic_partition}: it fetches "
+                "from no one",
+            )
+        log = self.log
+        if records:
+            log.append_as_follower(records)
+        # Kafka's follower HW: the leader's, but never past what this replica has.
+        log.update_high_watermark(min(leader_high_watermark, log.log_end_offset))
+        if 0 <= leader_log_start_offset <= log.high_watermark:
+            log.maybe_increment_log_start_offset(leader_log_start_offset, "leader")
+
+    def truncate_to(self, offset: int) -> bool:
+        """A follower drops what its leader never had (KIP-101); True if it dropped any."""
+        self._check_online()
+        return self.log.truncate_to(offset)
+
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch, as the leader answers it (KIP-279): the largest epoch
+        at most ``leader_epoch`` this log knows, and where it ends. The asker names the
+        leader epoch it believes current, checked as in KIP-320."""
+        self._check_leader_epoch(current_leader_epoch)
+        return self.log.leader_epoch_cache.end_offset_for(leader_epoch, self.log.log_end_offset)
+
     # --- the read path --------------------------------------------------------------------
 
     def read_records(

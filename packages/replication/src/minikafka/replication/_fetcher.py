@@ -1,0 +1,217 @@
+"""The follower's half of replication: a fetcher per leader broker (seed 000; KIP-101,
+KIP-279, KIP-320; Kafka's ``AbstractFetcherThread`` and ``ReplicaFetcherThread``).
+
+A follower replicates the way a consumer reads: it sends the leader Fetch requests, with
+its own broker id as ``replica_id``, asks for each partition from its log end, and
+appends what comes back with the leader's offsets and epochs. Two things make it more
+than a consumer:
+
+- **Truncation first.** A follower that was, or followed, a leader in an earlier epoch
+  may hold records the current leader never had (they were never committed). Before its
+  first fetch in a new leader epoch it asks the leader, with OffsetsForLeaderEpoch, where
+  its own latest epoch ends on the leader, and truncates to that (KIP-101, with KIP-279's
+  rule for an epoch the leader never had: use the largest epoch both know).
+- **Epoch fencing.** Every request names the leader epoch the follower believes current
+  (KIP-320); a leader that has moved on answers FENCED_LEADER_EPOCH, one that has not yet
+  heard of the epoch answers UNKNOWN_LEADER_EPOCH, and the follower backs off
+  (``replica.fetch.backoff.ms``) until the metadata brings the new leader.
+
+The fetcher is a core: it builds requests as values, takes answers as values, and calls
+the follower's Partitions directly for the appends and truncations (the log is a local,
+synchronous library here, as it is for the ReplicaManager). Its shell sends the requests
+to the leader's broker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition
+from minikafka.log import UNDEFINED_EPOCH
+
+from ._partition import Partition, ReplicationError
+from ._results import FetchPartition
+
+REPLICA_FETCH_MAX_BYTES = 1024 * 1024
+"""``replica.fetch.max.bytes``: Kafka's default, per partition."""
+REPLICA_FETCH_BACKOFF_MS = 1000
+"""``replica.fetch.backoff.ms``: Kafka's default."""
+
+# Errors after which the follower waits for the metadata to say who leads now.
+_WAIT_FOR_METADATA = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+    }
+)
+
+
+@attrs.define(eq=False)
+class PartitionFetchState:
+    """Where one partition's fetching stands (Kafka's ``PartitionFetchState``)."""
+
+    fetch_offset: int
+    current_leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+@attrs.frozen
+class EpochRequest:
+    """One partition of an OffsetsForLeaderEpoch request to the leader."""
+
+    topic_partition: TopicPartition
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@attrs.frozen
+class EpochAnswer:
+    """The leader's answer: ``leader_epoch`` ends at ``end_offset`` in its log."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    leader_epoch: int = UNDEFINED_EPOCH
+    end_offset: int = -1
+
+
+@attrs.frozen
+class FetchedPartition:
+    """One partition of the leader's Fetch answer, records as bytes."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+@attrs.define(eq=False)
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from one leader broker."""
+
+    broker_id: int
+    source_broker: int
+    local: Mapping[TopicPartition, Partition]
+    """The follower's partitions (its ReplicaManager's)."""
+    fetch_max_bytes: int = REPLICA_FETCH_MAX_BYTES
+    backoff: float = REPLICA_FETCH_BACKOFF_MS / 1000
+    states: dict[TopicPartition, PartitionFetchState] = attrs.field(factory=dict)
+
+    # --- which partitions -----------------------------------------------------------------
+
+    def add_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        """Start (or restart, in a new leader epoch) fetching ``tps``: truncation first."""
+        for tp in tps:
+            partition = self.local[tp]
+            self.states[tp] = PartitionFetchState(
+                partition.log.log_end_offset, partition.leader_epoch
+            )
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        for tp in tps:
+            self.states.pop(tp, None)
+
+    # --- truncation (KIP-101, KIP-279) ----------------------------------------------------
+
+    def epoch_requests(self, now: float) -> list[EpochRequest]:
+        """OffsetsForLeaderEpoch for the partitions that must truncate before fetching."""
+        requests = []
+        for tp, state in self.states.items():
+            if not state.truncating or state.delayed_until > now:
+                continue
+            latest = self.local[tp].log.leader_epoch_cache.latest_epoch
+            if latest is None:
+                # Nothing written in any epoch: nothing can diverge; fetch from the end.
+                state.truncating = False
+                state.fetch_offset = self.local[tp].log.log_end_offset
+                continue
+            requests.append(EpochRequest(tp, state.current_leader_epoch, latest))
+        return requests
+
+    def on_epoch_answers(
+        self, answers: Iterable[EpochAnswer], now: float
+    ) -> list[tuple[TopicPartition, int]]:
+        """Truncate where the leader says; the (partition, offset) truncations made."""
+        truncated = []
+        for answer in answers:
+            state = self.states.get(answer.topic_partition)
+            if state is None or not state.truncating:
+                continue
+            if answer.error_code is not ErrorCode.none:
+                state.delayed_until = now + self.backoff
+                continue
+            partition = self.local[answer.topic_partition]
+            target, complete = self._truncation_offset(partition, answer)
+            if target < partition.log.log_end_offset:
+                partition.truncate_to(target)
+                truncated.append((answer.topic_partition, target))
+            # Not complete: this log did not know the leader's epoch; it truncated to its
+            # own end of an older one and asks again about its new latest epoch.
+            state.truncating = not complete
+            state.fetch_offset = partition.log.log_end_offset
+        return truncated
+
+    @staticmethod
+    def _truncation_offset(partition: Partition, answer: EpochAnswer) -> tuple[int, bool]:
+        """Kafka's ``getOffsetTruncationState``: where to truncate, and whether that is
+        the end of truncating."""
+        log = partition.log
+        if answer.end_offset < 0:
+            # The leader has no answer (an old message format, or its log was deleted):
+            # KIP-101's fallback, the high watermark, which both have committed.
+            return min(log.high_watermark, log.log_end_offset), True
+        if answer.leader_epoch == UNDEFINED_EPOCH:
+            return min(answer.end_offset, log.log_end_offset), True
+        epoch, local_end = log.leader_epoch_cache.end_offset_for(
+            answer.leader_epoch, log.log_end_offset
+        )
+        if epoch != answer.leader_epoch:
+            # KIP-279: the leader's largest epoch <= ours is one this log never had.
+            return min(max(local_end, 0), log.log_end_offset), False
+        return min(answer.end_offset, local_end), True
+
+    # --- fetching ---------------------------------------------------------------------------
+
+    def fetch_request(self, now: float) -> list[FetchPartition]:
+        """The partitions to fetch now, each from its log end, naming the leader epoch."""
+        return [
+            FetchPartition(tp, state.fetch_offset, self.fetch_max_bytes, state.current_leader_epoch)
+            for tp, state in self.states.items()
+            if not state.truncating and state.delayed_until <= now
+        ]
+
+    def on_fetch_answers(self, fetched: Iterable[FetchedPartition], now: float) -> int:
+        """Append what the leader sent; the number of partitions that advanced."""
+        advanced = 0
+        for data in fetched:
+            state = self.states.get(data.topic_partition)
+            if state is None or state.truncating:
+                continue
+            if data.error_code is ErrorCode.none:
+                partition = self.local[data.topic_partition]
+                try:
+                    partition.append_records_to_follower(
+                        data.records, data.high_watermark, data.log_start_offset
+                    )
+                except ReplicationError:
+                    state.delayed_until = now + self.backoff
+                    continue
+                if partition.log.log_end_offset > state.fetch_offset:
+                    advanced += 1
+                state.fetch_offset = partition.log.log_end_offset
+            elif data.error_code is ErrorCode.offset_out_of_range:
+                # Our end is past the leader's (an unclean election) or before its start:
+                # find out where the logs agree again before fetching.
+                state.truncating = True
+            elif data.error_code in _WAIT_FOR_METADATA:
+                state.delayed_until = now + self.backoff
+            else:
+                state.delayed_until = now + self.backoff
+        return advanced

@@ -1,0 +1,186 @@
+"""The follower's fetcher against a real leader, both in this process (seed 000; KIP-101,
+KIP-279, KIP-320).
+
+Two ReplicaManagers on their own log directories play brokers 1 and 2; the fetcher's
+requests are handed to the leader's ``fetch_messages`` and OffsetsForLeaderEpoch answers
+come from the leader's Partition, as the shell would carry them over the network.
+Guarantees tested:
+
+- a follower's log becomes byte-for-byte the leader's, and an acks=all produce is
+  answered only once the follower has fetched past it (acknowledged means on the ISR);
+- a replica that led with writes nobody fetched, then follows the new leader, truncates
+  exactly the records the new leader never had, and then holds the new leader's log;
+- a follower naming an old leader epoch is fenced and backs off instead of fetching.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import Acks, TopicPartition
+from minikafka.log.testing import value_batch
+from minikafka.replication import (
+    EpochAnswer,
+    FetchedPartition,
+    FetchParams,
+    FetchResponse,
+    PartitionState,
+    ProduceResponse,
+    ReplicaFetcher,
+    ReplicaManager,
+    ReplicationError,
+)
+from minikafka.replication.testing import replica_manager_core
+
+TP = TopicPartition("replicated", 0)
+TOPIC_ID = uuid.UUID(int=7)
+
+
+def state(leader: int, epoch: int, isr: tuple[int, ...] = (1, 2)) -> PartitionState:
+    return PartitionState(leader, epoch, epoch, replicas=(1, 2), isr=isr)
+
+
+def lead(manager: ReplicaManager, s: PartitionState, now: float = 0.0) -> None:
+    manager.become_leader_or_follower({TP: (TOPIC_ID, s)}, {}, now)
+
+
+def follow(manager: ReplicaManager, s: PartitionState, now: float = 0.0) -> None:
+    manager.become_leader_or_follower({}, {TP: (TOPIC_ID, s)}, now)
+
+
+@attrs.define
+class Link:
+    """The fetcher of ``follower`` pointed at ``leader``, and what the leader answered
+    to others along the way (produce answers completed by the follower's fetches)."""
+
+    leader: ReplicaManager
+    fetcher: ReplicaFetcher
+    completed: list[ProduceResponse] = attrs.field(factory=list)
+    truncations: list[tuple[TopicPartition, int]] = attrs.field(factory=list)
+    _next_id: int = 1000
+
+    def pump(self, now: float) -> None:
+        """One round: OffsetsForLeaderEpoch if truncating, then one Fetch."""
+        answers = []
+        for request in self.fetcher.epoch_requests(now):
+            partition = self.leader.partitions[request.topic_partition]
+            try:
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    request.current_leader_epoch, request.leader_epoch
+                )
+            except ReplicationError as exc:
+                answers.append(EpochAnswer(request.topic_partition, exc.error_code))
+            else:
+                answers.append(EpochAnswer(request.topic_partition, ErrorCode.none, epoch, end))
+        self.truncations += self.fetcher.on_epoch_answers(answers, now)
+        fetches = self.fetcher.fetch_request(now)
+        if not fetches:
+            return
+        self._next_id += 1
+        params = FetchParams(self.fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        fetched: list[FetchedPartition] = []
+        for response in self.leader.fetch_messages(params, fetches, self._next_id, now):
+            if isinstance(response, ProduceResponse):
+                self.completed.append(response)
+                continue
+            assert isinstance(response, FetchResponse)
+            for fetch, result in response.results:
+                data = result.records.read_bytes() if result.records is not None else b""
+                fetched.append(
+                    FetchedPartition(
+                        fetch.topic_partition,
+                        result.error_code,
+                        result.high_watermark,
+                        result.log_start_offset,
+                        data,
+                    )
+                )
+        self.fetcher.on_fetch_answers(fetched, now)
+
+
+def log_bytes(manager: ReplicaManager) -> bytes:
+    log = manager.partitions[TP].log
+    read = log.read(log.log_start_offset, 1 << 30)
+    return read.records.read_bytes() if read.records is not None else b""
+
+
+def link(follower: ReplicaManager, leader: ReplicaManager) -> Link:
+    fetcher = ReplicaFetcher(follower.broker_id, leader.broker_id, follower.partitions)
+    fetcher.add_partitions([TP])
+    return Link(leader, fetcher)
+
+
+def test_a_follower_replicates_the_leader_and_acks_all_waits_for_it(tmp_path: Path) -> None:
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0))
+    follow(broker2, state(1, 0))
+    to_leader = link(broker2, broker1)
+    answered = broker1.append_records(30_000, Acks.ALL, {TP: value_batch(3)}, 1, now=0.0)
+    assert answered == []  # the follower has nothing yet: the HW stays at 0
+    to_leader.pump(1.0)  # brings offsets 0-2 to the follower
+    assert broker2.partitions[TP].log.log_end_offset == 3
+    assert to_leader.completed == []  # the leader learns it only from the next fetch
+    to_leader.pump(2.0)
+    [produce] = to_leader.completed
+    assert produce.request_id == 1
+    assert produce.results[TP].error_code is ErrorCode.none
+    assert broker1.partitions[TP].log.high_watermark == 3
+    assert broker2.partitions[TP].log.high_watermark == 3  # the HW travels in the answer
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(5)}, 2, now=3.0)
+    to_leader.pump(4.0)
+    assert log_bytes(broker2) == log_bytes(broker1)  # byte for byte, offsets and epochs
+
+
+def test_a_returning_leader_truncates_what_the_new_leader_never_had(tmp_path: Path) -> None:
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0))
+    follow(broker2, state(1, 0))
+    to_1 = link(broker2, broker1)
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, 1, now=0.0)
+    to_1.pump(1.0)
+    to_1.pump(2.0)  # both have offsets 0-1, committed
+    # acks=1 writes the follower never fetches: broker 1 then dies.
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, 2, now=3.0)
+    assert broker1.partitions[TP].log.log_end_offset == 4
+    # Broker 2 is elected in epoch 1 and takes a write of its own at offset 2.
+    lead(broker2, state(2, 1, isr=(2,)), now=4.0)
+    broker2.append_records(30_000, Acks.LEADER, {TP: value_batch(1)}, 3, now=4.0)
+    # Broker 1 returns as a follower of broker 2.
+    follow(broker1, state(2, 1, isr=(2,)), now=5.0)
+    to_2 = link(broker1, broker2)
+    to_2.pump(6.0)
+    # Epoch 0 ends at offset 2 on the new leader: offsets 2-3 of broker 1 were never
+    # committed, and are gone; offset 2 is now the new leader's record.
+    assert to_2.truncations == [(TP, 2)]
+    assert broker1.partitions[TP].log.log_end_offset == 3
+    assert log_bytes(broker1) == log_bytes(broker2)
+    epochs = [
+        (e.epoch, e.start_offset) for e in broker1.partitions[TP].log.leader_epoch_cache.entries
+    ]
+    assert epochs == [(0, 0), (1, 2)]
+
+
+def test_a_follower_with_an_old_epoch_is_fenced_and_backs_off(tmp_path: Path) -> None:
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0))
+    follow(broker2, state(1, 0))
+    to_leader = link(broker2, broker1)
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(1)}, 1, now=0.0)
+    to_leader.pump(1.0)
+    lead(broker1, state(1, 3), now=2.0)  # a new leader epoch the follower has not heard of
+    to_leader.pump(2.0)  # FENCED_LEADER_EPOCH
+    assert to_leader.fetcher.fetch_request(2.5) == []  # backing off (1 s by default)
+    assert to_leader.fetcher.fetch_request(3.0) != []
+    follow(broker2, state(1, 3), now=3.0)  # the metadata arrives: fetch in epoch 3
+    to_leader.fetcher.add_partitions([TP])
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, 2, now=3.0)
+    to_leader.pump(3.0)
+    to_leader.pump(3.5)
+    assert log_bytes(broker2) == log_bytes(broker1)
