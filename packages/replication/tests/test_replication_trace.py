@@ -16,8 +16,10 @@ from minikafka.replication import (
     BecameLeader,
     DelayedOperationCompleted,
     FetchPartition,
+    FollowerTruncated,
     HighWatermarkAdvanced,
     IsrChanged,
+    IsrChangeProposed,
 )
 from minikafka.replication.testing import (
     OTHER,
@@ -30,6 +32,7 @@ from minikafka.replication.testing import (
     discard,
     follower_fetch,
     lead,
+    open_partition,
     partition_state,
     replica_manager,
 )
@@ -200,3 +203,31 @@ def test_two_brokers_in_one_process_trace_to_their_own_tracers(tmp_path: Path) -
         HighWatermarkAdvanced("orders", 0, 0, 2, 0),
     ]
     assert second.events == [BecameLeader("orders", 1, 0, 0, (2,), (2,), 0)]
+
+
+def test_isr_proposals_carry_the_lag_and_truncations_are_traced(tmp_path: Path) -> None:
+    # Seed 000's ISR episodes, as a lab reads them: who left and how far behind it was.
+    tracer = RecordingTracer(1)
+    partition = open_partition(tmp_path, TP, tracer=tracer)
+    partition.make_leader(partition_state((1, 2, 3), isr=(1, 2, 3)), now=0.0)
+    partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
+    partition.update_follower_fetch_state(2, 2, now=1.0)
+    tracer.records.clear()
+    assert partition.maybe_shrink_isr(now=40.0, max_lag=30.0)
+    assert partition.take_isr_change() is not None
+    # Follower 2 was last caught up at t=1, follower 3 never since the epoch began (t=0).
+    assert tracer.events == [
+        IsrChangeProposed(
+            TP.topic, TP.partition, "shrink", 0, 0, (1, 2, 3), (1,), (2, 3), (39_000.0, 40_000.0), 0
+        )
+    ]
+    event_type = event_types()["replication", "isr_propose"]
+    assert event_type is IsrChangeProposed
+    # A follower truncating its tail (KIP-101) says from where to where.
+    follower_log = open_partition(tmp_path / "follower", TP, broker_id=2, tracer=tracer)
+    follower_log.make_follower(partition_state((1, 2), leader=1, isr=(1, 2)))
+    follower_log.log.append_as_leader(value_batch(3), leader_epoch=0)
+    tracer.records.clear()
+    assert follower_log.truncate_to(1)
+    assert tracer.events == [FollowerTruncated(TP.topic, TP.partition, 1, 0, 3, 1)]
+    assert event_types()["replication", "follower_truncate"] is FollowerTruncated

@@ -20,8 +20,10 @@ from ._delayed import DelayedProduce as DelayedProduce
 from ._events import BecameFollower as BecameFollower
 from ._events import BecameLeader as BecameLeader
 from ._events import DelayedOperationCompleted as DelayedOperationCompleted
+from ._events import FollowerTruncated as FollowerTruncated
 from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
 from ._events import IsrChanged as IsrChanged
+from ._events import IsrChangeProposed as IsrChangeProposed
 from ._fetcher import EpochAnswer as EpochAnswer
 from ._fetcher import EpochRequest as EpochRequest
 from ._fetcher import FetchedPartition as FetchedPartition
@@ -65,9 +67,11 @@ __all__ = [
     "FetchPartitionResult",
     "FetchResponse",
     "FetchedPartition",
+    "FollowerTruncated",
     "HighWatermarkAdvanced",
     "IsrChangeAnswer",
     "IsrChangeProposal",
+    "IsrChangeProposed",
     "IsrChanged",
     "LogReadResult",
     "Partition",

@@ -2,10 +2,11 @@
 vocabulary).
 
 What a reader needs to see how durable and how fresh a partition is: when this replica
-became leader or follower and at which epoch, when the ISR the controller gave the leader
-changed, when the high watermark moved (records become visible to consumers and
-``acks=all`` writes may be answered), and how long requests waited in a purgatory for
-that to happen.
+became leader or follower and at which epoch; when the leader proposed an ISR change and
+why (how long each follower had not caught up); when the ISR the controller gave the
+leader changed; when a follower cut a tail its new leader never had; when the high
+watermark moved (records become visible to consumers and ``acks=all`` writes may be
+answered); and how long requests waited in a purgatory for that to happen.
 
 The ReplicaManager's ``now`` is the shell's trio clock, not the time of day, so these
 events keep the tracer's default timestamp (the wall clock); only durations are taken
@@ -24,7 +25,9 @@ __all__ = [
     "BecameFollower",
     "BecameLeader",
     "DelayedOperationCompleted",
+    "FollowerTruncated",
     "HighWatermarkAdvanced",
+    "IsrChangeProposed",
     "IsrChanged",
 ]
 
@@ -116,3 +119,44 @@ class IsrChanged(TraceEvent):
     partition_epoch: int
     previous_isr: tuple[int, ...]
     isr: tuple[int, ...]
+
+
+@register_event
+@attrs.frozen
+class IsrChangeProposed(TraceEvent):
+    """The leader asked the controller (AlterPartition, KIP-497) to ``shrink`` or
+    ``expand`` the ISR to ``proposed_isr``. ``replicas`` are the followers leaving or
+    joining, ``lag_ms`` how long each had not been caught up (for a shrink: more than
+    ``replica.lag.time.max.ms``; for an expansion: 0, it just caught up to the HW)."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "isr_propose"
+
+    topic: str
+    partition: int
+    kind: str
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    proposed_isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    lag_ms: tuple[float, ...]
+    high_watermark: int
+
+
+@register_event
+@attrs.frozen
+class FollowerTruncated(TraceEvent):
+    """A follower cut its log from ``log_end_offset`` back to ``truncated_to``, where
+    its log and its leader's agree (KIP-101/KIP-279: the records after were never
+    committed)."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "follower_truncate"
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    log_end_offset: int
+    truncated_to: int

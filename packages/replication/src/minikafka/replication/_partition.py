@@ -40,7 +40,14 @@ from minikafka.log import (
 )
 from minikafka.trace import NullTracer, Tracer
 
-from ._events import BecameFollower, BecameLeader, HighWatermarkAdvanced, IsrChanged
+from ._events import (
+    BecameFollower,
+    BecameLeader,
+    FollowerTruncated,
+    HighWatermarkAdvanced,
+    IsrChanged,
+    IsrChangeProposed,
+)
 
 
 class ReplicationError(ApiError):
@@ -333,6 +340,12 @@ class Partition:
         # Until the controller agrees, the slow followers still count for the HW: the
         # shrink is not real before it commits (the maximal ISR stays the old one).
         self._propose(self.isr - out_of_sync, maximal=self.isr)
+        if self.tracer.enabled:
+            leaving = tuple(sorted(out_of_sync))
+            lags = tuple(
+                (now - self.remote_replicas[b].last_caught_up_time) * 1000 for b in leaving
+            )
+            self._trace_proposal("shrink", leaving, lags)
         return True
 
     def _maybe_expand_isr(self, replica: ReplicaState) -> None:
@@ -348,6 +361,29 @@ class Partition:
         if caught_up:
             grown = self.isr | {replica.broker_id}
             self._propose(grown, maximal=grown)
+            if self.tracer.enabled:
+                self._trace_proposal("expand", (replica.broker_id,), (0.0,))
+
+    def _trace_proposal(
+        self, kind: str, replicas: tuple[int, ...], lag_ms: tuple[float, ...]
+    ) -> None:
+        pending = self.pending_isr_change
+        assert pending is not None
+        tp = self.topic_partition
+        self.tracer.emit(
+            IsrChangeProposed(
+                tp.topic,
+                tp.partition,
+                kind,
+                self.leader_epoch,
+                self.partition_epoch,
+                tuple(sorted(self.isr)),
+                pending.proposal.new_isr,
+                replicas,
+                lag_ms,
+                self.log.high_watermark,
+            )
+        )
 
     def _propose(self, new_isr: frozenset[int], *, maximal: frozenset[int]) -> None:
         proposal = IsrChangeProposal(
@@ -442,7 +478,16 @@ class Partition:
     def truncate_to(self, offset: int) -> bool:
         """A follower drops what its leader never had (KIP-101); True if it dropped any."""
         self._check_online()
-        return self.log.truncate_to(offset)
+        end = self.log.log_end_offset
+        truncated = self.log.truncate_to(offset)
+        if truncated and self.tracer.enabled:
+            tp = self.topic_partition
+            self.tracer.emit(
+                FollowerTruncated(
+                    tp.topic, tp.partition, self.leader_id, self.leader_epoch, end, offset
+                )
+            )
+        return truncated
 
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int, leader_epoch: int

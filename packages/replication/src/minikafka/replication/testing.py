@@ -59,6 +59,7 @@ def open_partition(
     min_insync_replicas: int = 1,
     config: LogConfig | None = None,
     clock: ManualClock | None = None,
+    tracer: Tracer | None = None,
 ) -> Partition:
     """A Partition over a fresh Log in ``dir/<topic>-<partition>`` (default ``t-0``).
 
@@ -66,7 +67,14 @@ def open_partition(
     """
     tp = tp or TopicPartition("t", 0)
     log = Log.open(dir / str(tp), config, clock=clock or ManualClock())
-    return Partition(tp, uuid.uuid4(), broker_id, log, min_insync_replicas=min_insync_replicas)
+    return Partition(
+        tp,
+        uuid.uuid4(),
+        broker_id,
+        log,
+        min_insync_replicas=min_insync_replicas,
+        tracer=tracer or NullTracer(broker_id),
+    )
 
 
 @attrs.define
