@@ -12,7 +12,8 @@ SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: a
 an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool_cluster`
 connects the command-line tools' :class:`Cluster` to it and :class:`WireClient` one
 NetworkClient connection. :func:`request_body`, :func:`request_class` and :func:`element`
-build a request of any version from kio's classes, field by field.
+build a request of any version from kio's classes, field by field. :class:`LocalCluster`
+is a whole cluster's cores in one process, stepped in virtual time (``_local_cluster``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from kio.static.protocol import Entity, RequestPayload
 from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
 
 from ._config import KafkaConfig
+from ._local_cluster import LocalBroker as LocalBroker
+from ._local_cluster import LocalCluster as LocalCluster
 from ._server import BrokerServer
 from ._tools_client import Cluster, connect
 

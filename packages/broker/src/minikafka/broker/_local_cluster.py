@@ -1,0 +1,303 @@
+"""A cluster in one process, in virtual time: seed 000's replication and failover end to end.
+
+Every part is one of this project's cores, and what the network would carry between them
+is a method call: the QuorumController (behind ``ControllerHarness``'s fake quorum, which
+commits when told), and per broker a ReplicaManager on its own log directory, a metadata
+image it replays the committed records into, and a ReplicaFetcher per leader it follows.
+One :meth:`LocalCluster.step` is what the shells do concurrently on a real cluster:
+
+1. the controller's clock moves (a broker silent for ``broker.session.timeout.ms`` is
+   fenced, and the partitions it led get a new leader from their ISR);
+2. every live broker heartbeats, and replays what was committed into its image, becoming
+   leader or follower of what the image says (a new leader epoch restarts its fetcher,
+   truncation first);
+3. every live follower fetches once from each live leader (OffsetsForLeaderEpoch when
+   truncating, then Fetch), which also moves the leaders' high watermarks and answers
+   their waiting ``acks=all`` produces;
+4. every leader checks its ISR (``replica.lag.time.max.ms``) and sends its AlterPartition
+   proposals to the controller.
+
+:meth:`kill` stops a broker cold (no heartbeat, no fetch, nobody can fetch from it; its
+logs stay on disk); :meth:`restart` opens its log directory again, as a new incarnation.
+The tests that prove what replication promises under such failures run on this, seeded,
+and so does the book's chapter on replication across brokers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import Acks, TopicPartition
+from minikafka.controller import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ControllerConfig,
+    MetadataDelta,
+    MetadataImage,
+)
+from minikafka.controller.testing import ControllerHarness
+from minikafka.log import LogConfig, LogManager, build_batch, make_records
+from minikafka.replication import (
+    EpochAnswer,
+    FetchedPartition,
+    FetchParams,
+    FetchResponse,
+    IsrChangeAnswer,
+    ProducePartitionResult,
+    ProduceResponse,
+    ReplicaFetcher,
+    ReplicaManager,
+    ReplicationError,
+    Response,
+    TopicSettings,
+)
+
+from ._server import _states
+
+
+@attrs.define(eq=False)
+class LocalBroker:
+    broker_id: int
+    dir: Path
+    manager: ReplicaManager
+    image: MetadataImage = attrs.field(factory=MetadataImage)
+    fetchers: dict[int, ReplicaFetcher] = attrs.field(factory=dict)
+    alive: bool = True
+
+
+@attrs.define(eq=False)
+class LocalCluster:
+    harness: ControllerHarness
+    brokers: dict[int, LocalBroker]
+    settings: TopicSettings
+    replica_lag_time_max_s: float = 30.0
+    acknowledged: dict[int, dict[TopicPartition, ProducePartitionResult]] = attrs.field(
+        factory=dict
+    )
+    """Produce request id -> its answer, once the leader answered it."""
+    _next_request_id: int = 1
+
+    @classmethod
+    def start(
+        cls,
+        root: Path,
+        broker_ids: Sequence[int] = (1, 2, 3),
+        *,
+        seed: int = 0,
+        min_insync_replicas: int = 1,
+        broker_session_timeout_ms: int = 9000,
+        replica_lag_time_max_ms: int = 30_000,
+    ) -> LocalCluster:
+        config = ControllerConfig(broker_session_timeout_ms=broker_session_timeout_ms)
+        harness = ControllerHarness.start(config, seed=seed)
+        harness.add_brokers(broker_ids)
+        settings = TopicSettings(LogConfig(), min_insync_replicas)
+        brokers = {b: _open_broker(root / f"broker-{b}", b, settings) for b in broker_ids}
+        cluster = cls(harness, brokers, settings, replica_lag_time_max_ms / 1000)
+        cluster._publish()
+        return cluster
+
+    @property
+    def now(self) -> float:
+        return self.harness.now
+
+    # --- what clients and operators do ------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+        self.harness.create_topic(name, partitions, replication_factor)
+        self._publish()
+
+    def leader_of(self, tp: TopicPartition) -> int:
+        """The leader the committed metadata names (-1: none)."""
+        topic = self.harness.image().topic(tp.topic)
+        assert topic is not None, tp
+        return topic.partitions[tp.partition].leader
+
+    def produce(
+        self, tp: TopicPartition, values: Sequence[bytes], acks: Acks = Acks.ALL
+    ) -> int | None:
+        """Send one batch to the partition's leader; the request id, or None if there is
+        no live leader to take it (a client would retry after a metadata refresh)."""
+        leader = self.leader_of(tp)
+        broker = self.brokers.get(leader)
+        if broker is None or not broker.alive:
+            return None
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        records = make_records([(None, v) for v in values], timestamp_ms=0)
+        batch = bytearray(build_batch(records))
+        self._collect(
+            broker.manager.append_records(30_000, acks, {tp: batch}, request_id, self.now)
+        )
+        return request_id
+
+    def kill(self, broker_id: int) -> None:
+        """The broker stops dead: no more heartbeats, fetches or answers."""
+        self.brokers[broker_id].alive = False
+
+    def restart(self, broker_id: int) -> None:
+        """Open the broker's log directory again, as a new incarnation that registers,
+        replays the whole metadata and follows or leads what it says."""
+        old = self.brokers[broker_id]
+        old.manager.log_manager.shutdown()
+        self.brokers[broker_id] = _open_broker(old.dir, broker_id, self.settings)
+        # A new incarnation id each start (seeded: the run is deterministic).
+        self._next_request_id += 1
+        self.harness.register(broker_id, incarnation=uuid.UUID(int=self._next_request_id))
+        self.harness.heartbeat(broker_id)
+        self._publish()
+
+    # --- time ---------------------------------------------------------------------------------
+
+    def step(self, seconds: float = 0.5) -> None:
+        self.harness.advance(seconds)
+        self.harness.commit()
+        for broker in self._alive():
+            self.harness.heartbeat(broker.broker_id)
+        self._publish()
+        for broker in self._alive():
+            self._collect(broker.manager.on_timer(self.now))
+        for broker in self._alive():
+            for fetcher in broker.fetchers.values():
+                self._pump(fetcher)
+        for broker in self._alive():
+            self._alter_partitions(broker)
+        self._publish()
+
+    def run(self, seconds: float, step: float = 0.5) -> None:
+        for _ in range(round(seconds / step)):
+            self.step(step)
+
+    # --- inside -------------------------------------------------------------------------------
+
+    def _alive(self) -> list[LocalBroker]:
+        return [b for b in self.brokers.values() if b.alive]
+
+    def _collect(self, responses: Iterable[Response]) -> None:
+        for response in responses:
+            if isinstance(response, ProduceResponse):
+                self.acknowledged[response.request_id] = response.results
+
+    def _publish(self) -> None:
+        """Each live broker replays what is newly committed and obeys it."""
+        committed = self.harness.committed_records()
+        for broker in self._alive():
+            fresh = [(o, r) for o, r in committed if o > broker.image.offset]
+            if not fresh:
+                continue
+            delta = MetadataDelta(broker.image)
+            for offset, record in fresh:
+                delta.replay(record, offset)
+            broker.image = delta.apply()
+            changes = delta.local_changes(broker.broker_id)
+            manager = broker.manager
+            self._collect(manager.stop_replicas(changes.deleted | changes.stopped, self.now))
+            self._collect(
+                manager.become_leader_or_follower(
+                    _states(changes.leaders), _states(changes.followers), self.now
+                )
+            )
+            moved = (
+                set(changes.leaders) | set(changes.followers) | changes.stopped | changes.deleted
+            )
+            for fetcher in broker.fetchers.values():
+                fetcher.remove_partitions(moved)
+            for tp, local in changes.followers.items():
+                leader = local.partition.leader
+                if leader < 0:
+                    continue  # no leader to follow until one is elected
+                if leader not in broker.fetchers:
+                    broker.fetchers[leader] = ReplicaFetcher(
+                        broker.broker_id, leader, manager.partitions
+                    )
+                broker.fetchers[leader].add_partitions([tp])
+
+    def _pump(self, fetcher: ReplicaFetcher) -> None:
+        leader = self.brokers.get(fetcher.source_broker)
+        if leader is None or not leader.alive:
+            return  # the connection fails: nothing fetched this round
+        answers = []
+        for request in fetcher.epoch_requests(self.now):
+            partition = leader.manager.partitions.get(request.topic_partition)
+            if partition is None:
+                answers.append(
+                    EpochAnswer(request.topic_partition, ErrorCode.not_leader_or_follower)
+                )
+                continue
+            try:
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    request.current_leader_epoch, request.leader_epoch
+                )
+            except ReplicationError as exc:
+                answers.append(EpochAnswer(request.topic_partition, exc.error_code))
+            else:
+                answers.append(EpochAnswer(request.topic_partition, ErrorCode.none, epoch, end))
+        fetcher.on_epoch_answers(answers, self.now)
+        fetches = fetcher.fetch_request(self.now)
+        if not fetches:
+            return
+        params = FetchParams(fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 30)
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        fetched: list[FetchedPartition] = []
+        for response in leader.manager.fetch_messages(params, fetches, request_id, self.now):
+            if isinstance(response, FetchResponse) and response.request_id == request_id:
+                for fetch, result in response.results:
+                    records = result.records.read_bytes() if result.records is not None else b""
+                    fetched.append(
+                        FetchedPartition(
+                            fetch.topic_partition,
+                            result.error_code,
+                            result.high_watermark,
+                            result.log_start_offset,
+                            records,
+                        )
+                    )
+            else:
+                self._collect([response])
+        fetcher.on_fetch_answers(fetched, self.now)
+
+    def _alter_partitions(self, broker: LocalBroker) -> None:
+        manager = broker.manager
+        manager.maybe_shrink_isr(self.now, self.replica_lag_time_max_s)
+        proposals = manager.take_isr_changes()
+        if not proposals:
+            return
+        items = tuple(
+            AlterPartitionItem(
+                p.topic_id,
+                p.topic_partition.partition,
+                p.leader_epoch,
+                p.new_isr,
+                p.partition_epoch,
+            )
+            for p in proposals
+        )
+        epoch = self.harness.broker_epochs[broker.broker_id]
+        response = self.harness.request(AlterPartitionRequest(broker.broker_id, epoch, items))
+        assert isinstance(response, AlterPartitionResponse)
+        results = {(r.topic_id, r.partition): r for r in response.partitions}
+        answers = []
+        for p in proposals:
+            r = results.get((p.topic_id, p.topic_partition.partition))
+            if r is None or response.error_code is not ErrorCode.none:
+                answers.append(IsrChangeAnswer(p.topic_partition, response.error_code))
+            else:
+                answers.append(
+                    IsrChangeAnswer(
+                        p.topic_partition, r.error_code, r.isr, r.leader_epoch, r.partition_epoch
+                    )
+                )
+        self._collect(manager.on_isr_change_answers(answers, self.now))
+
+
+def _open_broker(dir: Path, broker_id: int, settings: TopicSettings) -> LocalBroker:
+    logs = LogManager.startup([dir])
+    manager = ReplicaManager(broker_id, logs, lambda topic: settings)
+    return LocalBroker(broker_id, dir, manager)
