@@ -140,3 +140,55 @@ def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(tmp_path: Path)
     assert one_id is not None
     assert cluster.acknowledged[all_id][TP].error_code is ErrorCode.not_enough_replicas
     assert cluster.acknowledged[one_id][TP].error_code is ErrorCode.none
+
+
+def test_a_controlled_shutdown_moves_leadership_before_the_broker_stops(tmp_path: Path) -> None:
+    cluster = LocalCluster.start(tmp_path, seed=5, min_insync_replicas=2)
+    cluster.create_topic(TP.topic, 1, 3)
+    cluster.run(2.0)
+    leader = cluster.leader_of(TP)
+    cluster.shutdown(leader)
+    # The stopping broker leads nothing, and nobody waits a session timeout for it.
+    assert cluster.leader_of(TP) not in (leader, -1)
+    request_id = cluster.produce(TP, [b"right-after"], Acks.ALL)
+    cluster.run(1.0)
+    assert request_id is not None
+    assert cluster.acknowledged[request_id][TP].error_code is ErrorCode.none
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_unclean_election_loses_exactly_the_out_of_sync_writes(
+    tmp_path: Path, unclean: bool
+) -> None:
+    # Seed 000: only a replica outside the ISR may lead after the ISR is gone, and only
+    # if unclean.leader.election.enable; what the old leader took alone is then lost.
+    cluster = LocalCluster.start(tmp_path, (1, 2), seed=13)
+    configs = (("unclean.leader.election.enable", str(unclean).lower()),)
+    cluster.create_topic(TP.topic, 1, 2, configs)
+    cluster.produce(TP, [b"both-have-this"], Acks.ALL)
+    cluster.run(2.0)
+    leader = cluster.leader_of(TP)
+    follower = 3 - leader
+    cluster.kill(follower)
+    cluster.run(12.0)  # fenced: the ISR is the leader alone
+    alone = cluster.produce(TP, [b"only-the-leader-had-this"], Acks.LEADER)
+    cluster.step()
+    assert alone is not None
+    assert cluster.acknowledged[alone][TP].error_code is ErrorCode.none
+    cluster.kill(leader)
+    cluster.run(12.0)
+    assert cluster.leader_of(TP) == -1  # offline: nobody in the ISR is alive
+    cluster.restart(follower)
+    cluster.run(2.0)
+    if not unclean:
+        assert cluster.leader_of(TP) == -1  # stays offline rather than lose data
+        cluster.restart(leader)
+        settle(cluster)
+        assert values_in(cluster, follower) == [b"both-have-this", b"only-the-leader-had-this"]
+        return
+    assert cluster.leader_of(TP) == follower  # elected from outside the ISR
+    cluster.restart(leader)
+    settle(cluster)
+    # Exactly what the old leader took while alone is gone, from every replica.
+    for broker_id in (1, 2):
+        assert values_in(cluster, broker_id) == [b"both-have-this"]

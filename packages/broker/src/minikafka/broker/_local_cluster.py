@@ -109,8 +109,14 @@ class LocalCluster:
 
     # --- what clients and operators do ------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
-        self.harness.create_topic(name, partitions, replication_factor)
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.harness.create_topic(name, partitions, replication_factor, configs=configs)
         self._publish()
 
     def leader_of(self, tp: TopicPartition) -> int:
@@ -140,6 +146,14 @@ class LocalCluster:
     def kill(self, broker_id: int) -> None:
         """The broker stops dead: no more heartbeats, fetches or answers."""
         self.brokers[broker_id].alive = False
+
+    def shutdown(self, broker_id: int) -> None:
+        """Controlled shutdown: the broker asks the controller (a heartbeat with
+        ``wantShutDown``) to move its leaderships away, sees that committed, then stops."""
+        self.harness.heartbeat(broker_id, want_shutdown=True)
+        self.harness.commit()
+        self._publish()
+        self.kill(broker_id)
 
     def restart(self, broker_id: int) -> None:
         """Open the broker's log directory again, as a new incarnation that registers,
