@@ -192,3 +192,48 @@ def test_unclean_election_loses_exactly_the_out_of_sync_writes(
     # Exactly what the old leader took while alone is gone, from every replica.
     for broker_id in (1, 2):
         assert values_in(cluster, broker_id) == [b"both-have-this"]
+
+
+def test_a_reassignment_copies_the_log_and_drops_the_old_replica(tmp_path: Path) -> None:
+    # KIP-236 with seed 000's follower mechanics: the new replica really fetches the log,
+    # joins the ISR through the leader's AlterPartition, and only then is the old one
+    # removed, its log deleted; a producer writing throughout loses nothing.
+    cluster = LocalCluster.start(tmp_path, (1, 2, 3, 4), seed=17, min_insync_replicas=2)
+    cluster.create_topic(TP.topic, 1, 3)
+    cluster.run(2.0)
+    old = set(cluster.harness.partition(TP.topic, 0).replicas)
+    joining = (set(cluster.brokers) - old).pop()  # the broker with no replica yet
+    leaving = min(old)
+    new = (*sorted(old - {leaving}), joining)
+    written = []
+    for i in range(10):
+        request_id = cluster.produce(TP, [f"before-{i}".encode()], Acks.ALL)
+        assert request_id is not None
+        written.append(request_id)
+        cluster.step()
+    assert cluster.reassign(TP, new) is ErrorCode.none
+    for i in range(20):
+        request_id = cluster.produce(TP, [f"during-{i}".encode()], Acks.ALL)
+        if request_id is not None:
+            written.append(request_id)
+        cluster.step()
+    cluster.run(5.0)
+    registration = cluster.harness.partition(TP.topic, 0)
+    assert set(registration.replicas) == set(new)
+    assert not registration.adding_replicas
+    assert not registration.removing_replicas
+    assert TP not in cluster.brokers[leaving].manager.partitions  # stopped, log deleted
+    # Renamed for deletion at once (Kafka's ``-delete`` suffix); the files go after
+    # file.delete.delay.ms, as in Kafka.
+    assert not (tmp_path / f"broker-{leaving}" / str(TP)).exists()
+    acknowledged = [
+        request_id
+        for request_id in written
+        if cluster.acknowledged.get(request_id, {}).get(TP) is not None
+        and cluster.acknowledged[request_id][TP].error_code is ErrorCode.none
+    ]
+    assert len(acknowledged) == len(written)  # nothing refused, nothing lost
+    leader = cluster.leader_of(TP)
+    for broker_id in new:
+        assert log_bytes(cluster, broker_id) == log_bytes(cluster, leader)
+        assert len(values_in(cluster, broker_id)) == 30

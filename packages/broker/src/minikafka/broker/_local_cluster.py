@@ -35,11 +35,14 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 from minikafka.controller import (
     AlterPartitionItem,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     ControllerConfig,
     MetadataDelta,
     MetadataImage,
+    ReassignablePartition,
 )
 from minikafka.controller.testing import ControllerHarness
 from minikafka.log import LogConfig, LogManager, build_batch, make_records
@@ -142,6 +145,17 @@ class LocalCluster:
             broker.manager.append_records(30_000, acks, {tp: batch}, request_id, self.now)
         )
         return request_id
+
+    def reassign(self, tp: TopicPartition, replicas: tuple[int, ...]) -> ErrorCode:
+        """AlterPartitionReassignments (KIP-236): move the partition to ``replicas``; the
+        controller adds the new ones, waits for them in the ISR, then drops the old."""
+        request = AlterPartitionReassignmentsRequest(
+            (ReassignablePartition(tp.topic, tp.partition, replicas),)
+        )
+        response = self.harness.request(request)
+        assert isinstance(response, AlterPartitionReassignmentsResponse)
+        self._publish()
+        return response.partitions[0].error_code
 
     def kill(self, broker_id: int) -> None:
         """The broker stops dead: no more heartbeats, fetches or answers."""
