@@ -55,6 +55,9 @@ from minikafka.net import ApiKey, Request, build, handle_api_versions, response_
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
 
+MAX_FETCH_WAIT_S = 0.5
+"""The longest a metadata Fetch waits for news here (KafkaRaftClient's own fetches ask
+for 500 ms)."""
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 SUPPORTED: Mapping[int, tuple[int, int]] = {
@@ -131,8 +134,11 @@ class ControllerApis:
         )
         if _nothing_new(answer, int(partition.fetch_offset)):
             # Long polling: answer when the log or its high watermark moves, or at max_wait.
+            # The wait holds one of this listener's handler tasks, so it is capped:
+            # registrations and heartbeats must not queue behind many brokers' polls
+            # (Kafka parks such fetches in a purgatory instead).
             moved = self.server.log_moved
-            with trio.move_on_after(body.max_wait.total_seconds()):
+            with trio.move_on_after(min(body.max_wait.total_seconds(), MAX_FETCH_WAIT_S)):
                 await moved.wait()
             answer = answer_fetch(
                 quorum, int(partition.fetch_offset), int(partition.last_fetched_epoch), max_bytes
