@@ -16,6 +16,7 @@ from minikafka.replication import (
     BecameLeader,
     DelayedOperationCompleted,
     FetchPartition,
+    FollowerFetched,
     FollowerTruncated,
     HighWatermarkAdvanced,
     IsrChanged,
@@ -132,11 +133,18 @@ def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path
     assert tracer.of_type(DelayedOperationCompleted) == [
         DelayedOperationCompleted("produce", "completed", 1500.0, 2)
     ]
-    # The HW moves come first: they are what completes the produce.
+    # Each follower fetch moves the HW, and the HW moves are what completes the produce.
     assert [type(e).__name__ for e in tracer.events] == [
         "HighWatermarkAdvanced",
+        "FollowerFetched",
         "HighWatermarkAdvanced",
+        "FollowerFetched",
         "DelayedOperationCompleted",
+    ]
+    # The follower's lag, as the leader saw it at each fetch: caught up both times.
+    assert tracer.of_type(FollowerFetched) == [
+        FollowerFetched(TP.topic, TP.partition, 2, 3, 3, 3, 0, 0.0),
+        FollowerFetched(OTHER.topic, OTHER.partition, 2, 1, 1, 1, 0, 0.0),
     ]
 
 

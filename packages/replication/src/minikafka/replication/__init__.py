@@ -20,6 +20,7 @@ from ._delayed import DelayedProduce as DelayedProduce
 from ._events import BecameFollower as BecameFollower
 from ._events import BecameLeader as BecameLeader
 from ._events import DelayedOperationCompleted as DelayedOperationCompleted
+from ._events import FollowerFetched as FollowerFetched
 from ._events import FollowerTruncated as FollowerTruncated
 from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
 from ._events import IsrChanged as IsrChanged
@@ -67,6 +68,7 @@ __all__ = [
     "FetchPartitionResult",
     "FetchResponse",
     "FetchedPartition",
+    "FollowerFetched",
     "FollowerTruncated",
     "HighWatermarkAdvanced",
     "IsrChangeAnswer",

@@ -25,6 +25,7 @@ __all__ = [
     "BecameFollower",
     "BecameLeader",
     "DelayedOperationCompleted",
+    "FollowerFetched",
     "FollowerTruncated",
     "HighWatermarkAdvanced",
     "IsrChangeProposed",
@@ -160,3 +161,24 @@ class FollowerTruncated(TraceEvent):
     leader_epoch: int
     log_end_offset: int
     truncated_to: int
+
+
+@register_event
+@attrs.frozen
+class FollowerFetched(TraceEvent):
+    """The leader took a follower's fetch at ``fetch_offset`` (it has everything below):
+    ``lag`` records behind the leader's log end, last caught up ``caught_up_ms_ago``
+    (what ``replica.lag.time.max.ms`` is compared with). One per follower fetch: the
+    series a lab reads each follower's lag from."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "follower_fetch"
+
+    topic: str
+    partition: int
+    follower: int
+    fetch_offset: int
+    log_end_offset: int
+    high_watermark: int
+    lag: int
+    caught_up_ms_ago: float

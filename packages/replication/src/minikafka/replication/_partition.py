@@ -43,6 +43,7 @@ from minikafka.trace import NullTracer, Tracer
 from ._events import (
     BecameFollower,
     BecameLeader,
+    FollowerFetched,
     FollowerTruncated,
     HighWatermarkAdvanced,
     IsrChanged,
@@ -311,6 +312,20 @@ class Partition:
             )
         replica.update_fetch_state(fetch_offset, self.log.log_end_offset, now)
         moved = self.maybe_increment_leader_hw()
+        if self.tracer.enabled:
+            tp, end = self.topic_partition, self.log.log_end_offset
+            self.tracer.emit(
+                FollowerFetched(
+                    tp.topic,
+                    tp.partition,
+                    broker_id,
+                    fetch_offset,
+                    end,
+                    self.log.high_watermark,
+                    end - fetch_offset,
+                    (now - replica.last_caught_up_time) * 1000,
+                )
+            )
         self._maybe_expand_isr(replica)
         return moved
 
