@@ -184,3 +184,23 @@ def test_a_follower_with_an_old_epoch_is_fenced_and_backs_off(tmp_path: Path) ->
     to_leader.pump(3.0)
     to_leader.pump(3.5)
     assert log_bytes(broker2) == log_bytes(broker1)
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+    # The leader's retention deleted offsets 0-7 while the follower was away: fetching
+    # from 0 is out of range, so the follower starts empty at the leader's log start.
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0, isr=(1,)))
+    for _ in range(10):
+        broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(1)}, 1, now=0.0)
+    leader_log = broker1.partitions[TP].log
+    assert leader_log.maybe_increment_log_start_offset(8, "retention")
+    leader_log.delete_old_segments()
+    follow(broker2, state(1, 0, isr=(1,)))
+    to_leader = link(broker2, broker1)
+    to_leader.pump(1.0)  # OFFSET_OUT_OF_RANGE at 0
+    to_leader.pump(2.0)  # from 8
+    follower_log = broker2.partitions[TP].log
+    assert (follower_log.log_start_offset, follower_log.log_end_offset) == (8, 10)
+    assert log_bytes(broker2) == log_bytes(broker1)

@@ -207,9 +207,18 @@ class ReplicaFetcher:
                     advanced += 1
                 state.fetch_offset = partition.log.log_end_offset
             elif data.error_code is ErrorCode.offset_out_of_range:
-                # Our end is past the leader's (an unclean election) or before its start:
-                # find out where the logs agree again before fetching.
-                state.truncating = True
+                if 0 <= state.fetch_offset < data.log_start_offset:
+                    # Behind the leader's log start (its retention deleted what this
+                    # replica lacks): start over empty at the leader's start (Kafka's
+                    # truncateFullyAndStartAt).
+                    self.local[data.topic_partition].truncate_fully_and_start_at(
+                        data.log_start_offset
+                    )
+                    state.fetch_offset = data.log_start_offset
+                else:
+                    # Past the leader's end (an unclean election): find out where the
+                    # logs agree again before fetching.
+                    state.truncating = True
             elif data.error_code in _WAIT_FOR_METADATA:
                 state.delayed_until = now + self.backoff
             else:

@@ -504,6 +504,20 @@ class Partition:
             )
         return truncated
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """A follower behind its leader's log start drops everything and starts empty
+        at ``offset``, where the leader's log now begins."""
+        self._check_online()
+        end = self.log.log_end_offset
+        self.log.truncate_fully_and_start_at(offset)
+        if self.tracer.enabled:
+            tp = self.topic_partition
+            self.tracer.emit(
+                FollowerTruncated(
+                    tp.topic, tp.partition, self.leader_id, self.leader_epoch, end, offset
+                )
+            )
+
     def last_offset_for_leader_epoch(
         self, current_leader_epoch: int, leader_epoch: int
     ) -> tuple[int, int]:
