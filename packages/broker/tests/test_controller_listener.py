@@ -50,7 +50,7 @@ from minikafka.controller import (
 )
 from minikafka.controller.testing import image_state
 from minikafka.net import NetworkClient, Node
-from minikafka.net.testing import wait_until
+from minikafka.net.testing import FaultProxy, wait_until
 
 DEADLINE = 20.0
 TWO_LISTENERS = {
@@ -247,3 +247,46 @@ async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Pa
         data = current.responses[0].partitions[0]
         assert data.error_code == ErrorCode.none
         assert data.records  # from offset 0: the bootstrap records at least
+
+
+async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path) -> None:
+    # The metadata fetch loop through the fault proxy: while the link is stalled (a
+    # partition: nothing delivered, nothing closed) the copy stops advancing; healed, it
+    # catches up; cut (reset), the loop reconnects and catches up. Guarantee: the remote
+    # image never holds anything but a committed prefix of the controller's log.
+    config = single_node_config(tmp_path / "node-1", TWO_LISTENERS)
+    async with running_broker(config) as node, trio.open_nursery() as nursery:
+        host, port = node.controller_address()
+        proxy = FaultProxy(host, port)
+        await nursery.start(proxy.run)
+        remote = RemoteBroker(tmp_path / "node-2")
+        async with NetworkClient.open(client_id="broker-2") as client:
+            nursery.start_soon(
+                lambda: fetch_metadata_forever(
+                    client,
+                    Node(1, "127.0.0.1", proxy.port),
+                    remote.observer,
+                    remote.apply,
+                    node_id=2,
+                    cluster_id=node.cluster_id,
+                    backoff=0.05,
+                )
+            )
+            await create(node, "first")
+            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            proxy.stall()
+            await create(node, "while-stalled")
+            stalled_at = remote.image.offset
+            with trio.move_on_after(1.0):  # a window in which nothing may arrive
+                await wait_until(lambda: remote.image.offset != stalled_at, DEADLINE)
+            assert remote.image.offset == stalled_at
+            assert "while-stalled" not in {t.name for t in remote.image.topics.values()}
+            proxy.heal()
+            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            proxy.cut()
+            await create(node, "after-the-cut")
+            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            assert image_state(remote.image) == image_state(node.controller.image)
+            assert proxy.connections_accepted >= 2  # the loop reconnected after the cut
+            nursery.cancel_scope.cancel()
+        remote.observer.close()

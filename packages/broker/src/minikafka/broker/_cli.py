@@ -59,7 +59,7 @@ from ._tools_groups import delete_groups as delete_consumer_groups
 from ._tools_groups import describe as describe_consumer_groups
 from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._tools_produce import produce as produce_lines
-from ._tools_storage import storage_app
+from ._tools_storage import Overrides, storage_app
 
 T = TypeVar("T")
 
@@ -82,10 +82,7 @@ def broker(
     config_file: Annotated[
         Path | None, typer.Argument(help="a server.properties file", exists=True, dir_okay=False)
     ] = None,
-    override: Annotated[
-        list[str] | None,
-        typer.Option("--override", help="key=value, applied over the file (repeatable)"),
-    ] = None,
+    override: Overrides = None,
     trace_dir: Annotated[
         Path | None,
         typer.Option(

@@ -19,6 +19,12 @@ from minikafka.common import ConfigError
 from ._config import KafkaConfig, parse_override
 from ._meta_properties import StorageError, format_storage, new_cluster_id
 
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option("--override", help="key=value, applied over the file (repeatable)"),
+]
+"""``--override key=value``, as kafka-server-start.sh and kafka-storage.sh take it."""
+
 storage_app = typer.Typer(
     name="storage",
     help="Format a node's log directories for a KRaft cluster (kafka-storage.sh).",
@@ -48,10 +54,7 @@ def format_(
             "--config", "-c", help="the node's server.properties", exists=True, dir_okay=False
         ),
     ] = None,
-    override: Annotated[
-        list[str] | None,
-        typer.Option("--override", help="key=value, applied over the file (repeatable)"),
-    ] = None,
+    override: Overrides = None,
     ignore_formatted: Annotated[
         bool,
         typer.Option(
