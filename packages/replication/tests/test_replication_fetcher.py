@@ -24,7 +24,6 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.replication import (
-    EpochAnswer,
     FetchedPartition,
     FetchParams,
     FetchResponse,
@@ -32,7 +31,6 @@ from minikafka.replication import (
     ProduceResponse,
     ReplicaFetcher,
     ReplicaManager,
-    ReplicationError,
 )
 from minikafka.replication.testing import replica_manager_core
 
@@ -65,17 +63,7 @@ class Link:
 
     def pump(self, now: float) -> None:
         """One round: OffsetsForLeaderEpoch if truncating, then one Fetch."""
-        answers = []
-        for request in self.fetcher.epoch_requests(now):
-            partition = self.leader.partitions[request.topic_partition]
-            try:
-                epoch, end = partition.last_offset_for_leader_epoch(
-                    request.current_leader_epoch, request.leader_epoch
-                )
-            except ReplicationError as exc:
-                answers.append(EpochAnswer(request.topic_partition, exc.error_code))
-            else:
-                answers.append(EpochAnswer(request.topic_partition, ErrorCode.none, epoch, end))
+        answers = self.leader.last_offsets_for_leader_epochs(self.fetcher.epoch_requests(now))
         self.truncations += self.fetcher.on_epoch_answers(answers, now)
         fetches = self.fetcher.fetch_request(now)
         if not fetches:

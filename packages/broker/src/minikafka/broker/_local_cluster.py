@@ -47,7 +47,6 @@ from minikafka.controller import (
 from minikafka.controller.testing import ControllerHarness
 from minikafka.log import LogConfig, LogManager, build_batch, make_records
 from minikafka.replication import (
-    EpochAnswer,
     FetchedPartition,
     FetchParams,
     FetchResponse,
@@ -56,7 +55,6 @@ from minikafka.replication import (
     ProduceResponse,
     ReplicaFetcher,
     ReplicaManager,
-    ReplicationError,
     Response,
     TopicSettings,
 )
@@ -250,22 +248,8 @@ class LocalCluster:
         leader = self.brokers.get(fetcher.source_broker)
         if leader is None or not leader.alive:
             return  # the connection fails: nothing fetched this round
-        answers = []
-        for request in fetcher.epoch_requests(self.now):
-            partition = leader.manager.partitions.get(request.topic_partition)
-            if partition is None:
-                answers.append(
-                    EpochAnswer(request.topic_partition, ErrorCode.not_leader_or_follower)
-                )
-                continue
-            try:
-                epoch, end = partition.last_offset_for_leader_epoch(
-                    request.current_leader_epoch, request.leader_epoch
-                )
-            except ReplicationError as exc:
-                answers.append(EpochAnswer(request.topic_partition, exc.error_code))
-            else:
-                answers.append(EpochAnswer(request.topic_partition, ErrorCode.none, epoch, end))
+        requests = fetcher.epoch_requests(self.now)
+        answers = leader.manager.last_offsets_for_leader_epochs(requests)
         fetcher.on_epoch_answers(answers, self.now)
         fetches = fetcher.fetch_request(self.now)
         if not fetches:

@@ -56,6 +56,7 @@ from minikafka.log import (
 from minikafka.trace import NullTracer, Tracer
 
 from ._delayed import DelayedFetch, DelayedOperations, DelayedProduce
+from ._fetcher import EpochAnswer, EpochRequest
 from ._partition import (
     IsrChangeAnswer,
     IsrChangeProposal,
@@ -455,6 +456,29 @@ class ReplicaManager:
             if self.log_manager.log_dir_of(tp) == log_dir and partition.offline_reason is None:
                 partition.mark_offline(reason)
                 self._partition_changed(tp)
+
+    # --- OffsetsForLeaderEpoch (KIP-101, KIP-279) ----------------------------------------
+
+    def last_offsets_for_leader_epochs(self, requests: Iterable[EpochRequest]) -> list[EpochAnswer]:
+        """What this leader answers a follower's OffsetsForLeaderEpoch, per partition:
+        where the asked epoch ends here, or why it cannot say (Kafka's
+        ``ReplicaManager.lastOffsetForLeaderEpoch``)."""
+        answers = []
+        for request in requests:
+            tp = request.topic_partition
+            partition = self.partitions.get(tp)
+            if partition is None:
+                answers.append(EpochAnswer(tp, ErrorCode.not_leader_or_follower))
+                continue
+            try:
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    request.current_leader_epoch, request.leader_epoch
+                )
+            except ReplicationError as exc:
+                answers.append(EpochAnswer(tp, exc.error_code))
+            else:
+                answers.append(EpochAnswer(tp, ErrorCode.none, epoch, end))
+        return answers
 
     # --- the ISR's changes (KIP-497) -----------------------------------------------------
 
