@@ -50,6 +50,8 @@ from minikafka.controller import (
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     FeatureLevelRecord,
     FenceBrokerRecord,
     IncrementalAlterConfigsRequest,
@@ -1436,3 +1438,52 @@ def test_topics_that_collide_within_one_request_are_refused() -> None:
     )
     assert isinstance(response, CreateTopicsResponse)
     assert [t.error_code for t in response.topics] == [ErrorCode.none, ErrorCode.invalid_request]
+
+
+# --- preferred leader election -----------------------------------------------------------------
+
+
+def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_replica() -> None:
+    # After a failover the returning broker leads nothing: ElectLeaders (preferred) moves
+    # each partition back to its first replica, once that replica is in sync again.
+    h = cluster(3)
+    topic_id = created(h, "t", (1, 2, 3), (2, 3, 1))
+    h.now = 4.5
+    h.heartbeat(2)
+    h.heartbeat(3)
+    h.advance(5.0)  # broker 1's session expires: fenced, out of the ISRs, not leader
+    assert h.partition("t", 0).leader == 2
+    h.heartbeat(1)  # back and unfenced, but not in sync yet
+    assert h.partition("t", 0).isr == (2, 3)
+
+    def elect(*partitions: tuple[str, int]) -> dict[tuple[str, int], ErrorCode]:
+        response = h.request(ElectLeadersRequest(partitions or None))
+        assert isinstance(response, ElectLeadersResponse)
+        return {(r.topic, r.partition): r.error_code for r in response.partitions}
+
+    assert elect(("t", 0)) == {("t", 0): ErrorCode.preferred_leader_not_available}
+    assert h.partition("t", 0).leader == 2  # never an unclean move
+    # The leader takes broker 1 back into the ISR (it caught up), then the election works.
+    p0 = h.partition("t", 0)
+    grown = h.request(
+        AlterPartitionRequest(
+            2,
+            h.broker_epochs[2],
+            (AlterPartitionItem(topic_id, 0, p0.leader_epoch, (1, 2, 3), p0.partition_epoch),),
+        )
+    )
+    assert isinstance(grown, AlterPartitionResponse)
+    assert grown.partitions[0].error_code == ErrorCode.none
+    before = h.partition("t", 0).leader_epoch
+    assert elect() == {
+        ("t", 0): ErrorCode.none,
+        ("t", 1): ErrorCode.election_not_needed,  # broker 2 already leads it, as preferred
+    }
+    assert h.partition("t", 0).leader == 1
+    assert h.partition("t", 0).leader_epoch == before + 1  # a new leader, a new epoch
+    assert elect(("t", 0), ("missing", 0), ("t", 7)) == {
+        ("t", 0): ErrorCode.election_not_needed,
+        ("missing", 0): ErrorCode.unknown_topic_or_partition,
+        ("t", 7): ErrorCode.unknown_topic_or_partition,
+    }
+    assert image_state(h.image()) == h.state()  # the broker's replay agrees

@@ -40,6 +40,8 @@ from minikafka.controller import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     ControllerConfig,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     MetadataDelta,
     MetadataImage,
     ReassignablePartition,
@@ -154,6 +156,15 @@ class LocalCluster:
         assert isinstance(response, AlterPartitionReassignmentsResponse)
         self._publish()
         return response.partitions[0].error_code
+
+    def elect_preferred(self, *partitions: TopicPartition) -> dict[TopicPartition, ErrorCode]:
+        """ElectLeaders (preferred) for ``partitions``, or all: each back to its first
+        replica if that replica is in sync; the answer per partition."""
+        asked = tuple((tp.topic, tp.partition) for tp in partitions) or None
+        response = self.harness.request(ElectLeadersRequest(asked))
+        assert isinstance(response, ElectLeadersResponse)
+        self._publish()
+        return {TopicPartition(r.topic, r.partition): r.error_code for r in response.partitions}
 
     def kill(self, broker_id: int) -> None:
         """The broker stops dead: no more heartbeats, fetches or answers."""

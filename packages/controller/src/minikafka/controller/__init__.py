@@ -112,6 +112,9 @@ from ._requests import DeleteTopicsRequest as DeleteTopicsRequest
 from ._requests import DeleteTopicsResponse as DeleteTopicsResponse
 from ._requests import DescribeConfigsRequest as DescribeConfigsRequest
 from ._requests import DescribeConfigsResponse as DescribeConfigsResponse
+from ._requests import ElectionResult as ElectionResult
+from ._requests import ElectLeadersRequest as ElectLeadersRequest
+from ._requests import ElectLeadersResponse as ElectLeadersResponse
 from ._requests import IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest
 from ._requests import IncrementalAlterConfigsResponse as IncrementalAlterConfigsResponse
 from ._requests import ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequest
@@ -205,6 +208,9 @@ __all__ = [
     "DescribeConfigsRequest",
     "DescribeConfigsResponse",
     "DivergingEpoch",
+    "ElectLeadersRequest",
+    "ElectLeadersResponse",
+    "ElectionResult",
     "FeatureLevelRecord",
     "FenceBrokerRecord",
     "FetchPosition",

@@ -55,6 +55,7 @@ from ._requests import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
@@ -272,6 +273,8 @@ class QuorumController:
                 result = self.configs.incremental_alter(request, self._resource_exists(request))
             case AllocateProducerIdsRequest():
                 result = self.producer_ids.allocate(request)
+            case ElectLeadersRequest():
+                result = self.replication.elect_preferred(request)
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
         return result

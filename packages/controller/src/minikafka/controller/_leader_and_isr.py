@@ -10,6 +10,8 @@ lead):
   ReplicationControlManager.handleBrokerFenced);
 - a broker *unfenced* may lead the partitions left without a leader
   (handleBrokerUnfenced);
+- a *preferred election* (ElectLeaders) gives partitions back to their first replica
+  when it is in sync, as after a failover the returning broker leads nothing;
 - a leader's *AlterPartition* asks to shrink or expand its ISR. It is fenced twice:
   by the broker epoch (a restarted broker's old incarnation loses), and by the leader
   epoch and partition epoch it was built on (a request built on an older view of the
@@ -19,6 +21,8 @@ lead):
 """
 
 from __future__ import annotations
+
+import uuid
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -31,6 +35,9 @@ from ._requests import (
     AlterPartitionResponse,
     AlterPartitionResult,
     ControllerResult,
+    ElectionResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
 )
 
 
@@ -76,6 +83,53 @@ class LeaderAndIsrControl:
                     records.append(change)
         self.state.trace_elections(records, "broker_unfenced")
         return records
+
+    # --- preferred leader election (kafka-leader-election.sh --election-type preferred) ----
+
+    def elect_preferred(
+        self, request: ElectLeadersRequest
+    ) -> ControllerResult[ElectLeadersResponse]:
+        """Give each partition back to its preferred leader, the first replica, where
+        that replica is in sync and unfenced; Kafka's answers per partition otherwise."""
+        keys: list[tuple[str, int, tuple[uuid.UUID, int] | None]] = []
+        if request.partitions is None:
+            for topic_id, info in self.state.topics.items():
+                keys += [(info.name, p, (topic_id, p)) for p in range(info.num_partitions)]
+        else:
+            for name, p in request.partitions:
+                named = self.state.topic_named(name)
+                key = None if named is None else (named.topic_id, p)
+                keys.append((name, p, key if key in self.state.partitions else None))
+        records: list[MetadataRecord] = []
+        results = []
+        for name, p, key in keys:
+            if key is None:
+                results.append(ElectionResult(name, p, ErrorCode.unknown_topic_or_partition))
+                continue
+            partition = self.state.partitions[key]
+            preferred = partition.replicas[0] if partition.replicas else NO_LEADER
+            if partition.leader == preferred:
+                results.append(ElectionResult(name, p, ErrorCode.election_not_needed))
+                continue
+            builder = self.state.builder(key)
+            builder.elect_preferred = True
+            change = builder.build()
+            if change is None or change.leader != preferred:
+                results.append(
+                    ElectionResult(
+                        name,
+                        p,
+                        ErrorCode.preferred_leader_not_available,
+                        f"broker {preferred} is not in sync or not available",
+                    )
+                )
+                continue
+            records.append(change)
+            results.append(ElectionResult(name, p, ErrorCode.none))
+        self.state.trace_elections(records, "preferred")
+        return ControllerResult(
+            tuple(records), ElectLeadersResponse(ErrorCode.none, tuple(results))
+        )
 
     # --- AlterPartition (KIP-497) ----------------------------------------------------------
 

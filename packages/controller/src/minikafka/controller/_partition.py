@@ -122,6 +122,9 @@ class PartitionChangeBuilder:
     target_replicas: tuple[int, ...] | None = None
     target_adding: tuple[int, ...] | None = None
     target_removing: tuple[int, ...] | None = None
+    elect_preferred: bool = False
+    """Move leadership to the first replica (the preferred leader) if it may lead:
+    ElectLeaders with the PREFERRED election type (Kafka's ``Election.PREFERRED``)."""
 
     def build(self) -> PartitionChangeRecord | None:
         replicas = self.partition.replicas if self.target_replicas is None else self.target_replicas
@@ -146,6 +149,16 @@ class PartitionChangeBuilder:
         leader = self.partition.leader
         if leader not in replicas or leader not in isr or not self.is_acceptable_leader(leader):
             leader, isr = self._elect(replicas, isr)
+        # Rule 3: a preferred election moves a healthy leadership to the first replica,
+        # only if that replica is in sync and may lead (never an unclean move).
+        preferred = replicas[0] if replicas else NO_LEADER
+        if (
+            self.elect_preferred
+            and leader != preferred
+            and preferred in isr
+            and self.is_acceptable_leader(preferred)
+        ):
+            leader = preferred
         return self._record(replicas, isr, adding, removing, leader)
 
     def _elect(self, replicas: Sequence[int], isr: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:

@@ -53,6 +53,8 @@ from ._requests import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     ListPartitionReassignmentsResponse,
 )
 from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
@@ -129,6 +131,11 @@ class ReplicationControlManager:
         self, request: AlterPartitionRequest
     ) -> ControllerResult[AlterPartitionResponse]:
         return self.leader_and_isr.alter_partition(request)
+
+    def elect_preferred(
+        self, request: ElectLeadersRequest
+    ) -> ControllerResult[ElectLeadersResponse]:
+        return self.leader_and_isr.elect_preferred(request)
 
     def alter_partition_reassignments(
         self, request: AlterPartitionReassignmentsRequest

@@ -203,6 +203,28 @@ class AlterPartitionResponse:
 
 
 @attrs.frozen
+class ElectLeadersRequest:
+    """Elect each partition's preferred leader (the first replica), or every partition's
+    when ``partitions`` is None (kafka-leader-election.sh --all-topic-partitions)."""
+
+    partitions: tuple[tuple[str, int], ...] | None = None
+
+
+@attrs.frozen
+class ElectionResult:
+    topic: str
+    partition: int
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class ElectLeadersResponse:
+    error_code: ErrorCode
+    partitions: tuple[ElectionResult, ...] = ()
+
+
+@attrs.frozen
 class ReassignablePartition:
     topic: str
     partition: int
@@ -299,6 +321,7 @@ ControllerRequest: TypeAlias = (
     | IncrementalAlterConfigsRequest
     | DescribeConfigsRequest
     | AllocateProducerIdsRequest
+    | ElectLeadersRequest
 )
 
 ControllerResponse: TypeAlias = (
@@ -313,6 +336,7 @@ ControllerResponse: TypeAlias = (
     | IncrementalAlterConfigsResponse
     | DescribeConfigsResponse
     | AllocateProducerIdsResponse
+    | ElectLeadersResponse
 )
 
 
