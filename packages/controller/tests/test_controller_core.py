@@ -479,7 +479,9 @@ def test_brokers_expiring_together_are_fenced_one_after_the_other() -> None:
         (1, 2, 3), (3,), leader=3, leader_epoch=2, partition_epoch=2
     )
     expire(h)
-    assert h.controller.next_deadline() is None  # nobody left to fence
+    assert h.controller.cluster.next_deadline() is None  # nobody left to fence
+    # What remains is the leader-imbalance check (auto.leader.rebalance.enable, 300 s).
+    assert h.controller.next_deadline() == 300.0
 
 
 def test_the_last_isr_member_stays_and_leads_again_when_it_returns() -> None:
@@ -1487,3 +1489,45 @@ def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_rep
         ("t", 7): ErrorCode.unknown_topic_or_partition,
     }
     assert image_state(h.image()) == h.state()  # the broker's replay agrees
+
+
+def test_auto_rebalance_moves_leadership_back_at_the_imbalance_check() -> None:
+    # auto.leader.rebalance.enable: at leader.imbalance.check.interval.seconds, a broker
+    # leading fewer than its share of the partitions it is preferred for gets them back
+    # (where it is in sync); with the feature off nothing moves.
+    for enabled in (True, False):
+        config = ControllerConfig(
+            auto_leader_rebalance_enable=enabled, leader_imbalance_check_interval_seconds=60
+        )
+        h = cluster(3, config)
+        topic_id = created(h, "t", (1, 2, 3), (1, 3, 2))
+        h.heartbeat(2)
+        h.heartbeat(3)
+        h.request(
+            BrokerHeartbeatRequest(1, h.broker_epochs[1], h.committed_offset, want_fence=True)
+        )
+        assert h.partition("t", 0).leader != 1
+        h.heartbeat(1)  # back, unfenced; the leaders take it back into their ISRs
+        for partition_id in (0, 1):
+            p = h.partition("t", partition_id)
+            h.request(
+                AlterPartitionRequest(
+                    p.leader,
+                    h.broker_epochs[p.leader],
+                    (
+                        AlterPartitionItem(
+                            topic_id, partition_id, p.leader_epoch, (1, 2, 3), p.partition_epoch
+                        ),
+                    ),
+                )
+            )
+        for _ in range(13):  # 65 s of heartbeats, past the 60 s check
+            h.advance(5.0)
+            h.commit()
+            for broker_id in (1, 2, 3):
+                h.heartbeat(broker_id)
+        leaders = (h.partition("t", 0).leader, h.partition("t", 1).leader)
+        if enabled:
+            assert leaders == (1, 1)  # both back on their preferred replica
+        else:
+            assert 1 not in leaders  # nothing moved them

@@ -60,6 +60,9 @@ class ControllerConfig:
     default_replication_factor: int = 1
     unclean_leader_election_enable: bool = False
     metadata_log_max_record_bytes_between_snapshots: int = 20 * 1024 * 1024
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> ControllerConfig:
@@ -100,6 +103,26 @@ CONTROLLER_CONFIG = ConfigDef(
             "metadata_log_max_record_bytes_between_snapshots",
             at_least(1),
             "Write a snapshot of the image once this many bytes of records followed the last.",
+        ),
+        ConfigKey(
+            "auto.leader.rebalance.enable",
+            ConfigType.BOOLEAN,
+            "auto_leader_rebalance_enable",
+            doc="Move leadership back to preferred replicas when a broker's imbalance is high.",
+        ),
+        ConfigKey(
+            "leader.imbalance.check.interval.seconds",
+            ConfigType.LONG,
+            "leader_imbalance_check_interval_seconds",
+            at_least(1),
+            "How often the controller checks the leader imbalance.",
+        ),
+        ConfigKey(
+            "leader.imbalance.per.broker.percentage",
+            _INT,
+            "leader_imbalance_per_broker_percentage",
+            at_least(0),
+            "A broker leading fewer than this percent of its preferred partitions is rebalanced.",
         ),
     )
 )

@@ -108,6 +108,8 @@ class QuorumController:
     epoch: int | None = attrs.field(init=False, default=None)  # None: not the active one
     last_committed_offset: int = attrs.field(init=False, default=-1)
     _next_offset: int = attrs.field(init=False, default=0)
+    _rebalance_at: float | None = attrs.field(init=False, default=None)
+    """When the next leader-imbalance check is due (None: auto rebalance is off)."""
     # Responses waiting for their records to commit: (offset, request id, response).
     _pending: collections.deque[tuple[int, int, ControllerResponse]] = attrs.field(
         init=False, factory=collections.deque
@@ -167,6 +169,12 @@ class QuorumController:
         self._next_offset = self.last_committed_offset + 1
         self.registry.get_or_create_snapshot(self.last_committed_offset)
         self.cluster.reset_sessions(now)
+        config = self.config
+        self._rebalance_at = (
+            now + config.leader_imbalance_check_interval_seconds
+            if config.auto_leader_rebalance_enable
+            else None
+        )
         if self.features.levels.get(METADATA_VERSION) is None:
             # A new cluster: its first record says which metadata version it speaks.
             return self._write((FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),))
@@ -377,7 +385,11 @@ class QuorumController:
     # --- time -------------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
-        return self.cluster.next_deadline() if self.active else None
+        """The next session expiry, or the next leader-imbalance check, if active."""
+        if not self.active:
+            return None
+        deadlines = [d for d in (self.cluster.next_deadline(), self._rebalance_at) if d is not None]
+        return min(deadlines, default=None)
 
     def on_timer(self, now: float) -> list[Action]:
         """Fence every broker whose session expired, moving its leaderships away."""
@@ -387,4 +399,11 @@ class QuorumController:
         for broker_id in self.cluster.expired(now):
             # Each broker's records are replayed before the next broker is decided.
             actions += self._write(self._fence(broker_id, "session_timeout"))
+        if self._rebalance_at is not None and now >= self._rebalance_at:
+            # auto.leader.rebalance.enable: Kafka's checkAndTriggerAutoLeaderRebalance.
+            self._rebalance_at = now + self.config.leader_imbalance_check_interval_seconds
+            percentage = self.config.leader_imbalance_per_broker_percentage
+            records = self.replication.rebalance_leaders(percentage)
+            if records:
+                actions += self._write(tuple(records))
         return actions

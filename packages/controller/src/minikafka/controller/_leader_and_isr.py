@@ -131,6 +131,31 @@ class LeaderAndIsrControl:
             tuple(records), ElectLeadersResponse(ErrorCode.none, tuple(results))
         )
 
+    def rebalance_leaders(self, percentage: int) -> list[PartitionChangeRecord]:
+        """auto.leader.rebalance.enable: for every broker whose share of the partitions
+        it is the preferred leader of, but does not lead, exceeds ``percentage`` percent
+        (``leader.imbalance.per.broker.percentage``), elect it where it is in sync."""
+        preferred_of: dict[int, list[tuple[uuid.UUID, int]]] = {}
+        for key, partition in self.state.partitions.items():
+            if partition.replicas:
+                preferred_of.setdefault(partition.replicas[0], []).append(key)
+        records = []
+        for broker_id in sorted(preferred_of):
+            keys = preferred_of[broker_id]
+            not_leading = [k for k in keys if self.state.partitions[k].leader != broker_id]
+            if len(not_leading) * 100 <= percentage * len(keys):
+                continue
+            if not self.state.cluster.is_unfenced(broker_id):
+                continue
+            for key in not_leading:
+                builder = self.state.builder(key)
+                builder.elect_preferred = True
+                change = builder.build()
+                if change is not None and change.leader == broker_id:
+                    records.append(change)
+        self.state.trace_elections(records, "auto_rebalance")
+        return records
+
     # --- AlterPartition (KIP-497) ----------------------------------------------------------
 
     def alter_partition(

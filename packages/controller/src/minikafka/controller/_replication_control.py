@@ -132,6 +132,9 @@ class ReplicationControlManager:
     ) -> ControllerResult[AlterPartitionResponse]:
         return self.leader_and_isr.alter_partition(request)
 
+    def rebalance_leaders(self, percentage: int) -> list[PartitionChangeRecord]:
+        return self.leader_and_isr.rebalance_leaders(percentage)
+
     def elect_preferred(
         self, request: ElectLeadersRequest
     ) -> ControllerResult[ElectLeadersResponse]:
