@@ -410,6 +410,11 @@ class Partition:
         )
         self.pending_isr_change = PendingIsrChange(proposal, maximal)
 
+    @property
+    def has_unsent_isr_change(self) -> bool:
+        pending = self.pending_isr_change
+        return pending is not None and not pending.sent
+
     def take_isr_change(self) -> IsrChangeProposal | None:
         """The proposal to send now, if one waits unsent (each is sent once)."""
         pending = self.pending_isr_change

@@ -100,6 +100,9 @@ class ReplicaManager:
     delayed: DelayedOperations = attrs.field(init=False)
     _shutting_down: bool = attrs.field(init=False, default=False)
     offline_partitions: dict[TopicPartition, str] = attrs.field(init=False, factory=dict)
+    _proposing: set[TopicPartition] = attrs.field(init=False, factory=set)
+    """Partitions with an ISR proposal not handed out yet: what :meth:`take_isr_changes`
+    looks at, so a follower's fetch never costs a scan of every partition."""
     """Partitions whose log could not even be created or led here, with why."""
 
     @delayed.default
@@ -390,7 +393,10 @@ class ReplicaManager:
         partition = self.partitions.get(fetch.topic_partition)
         if partition is None or result.error_code is not ErrorCode.none:
             return result
-        if not partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now):
+        moved = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now)
+        if partition.has_unsent_isr_change:
+            self._proposing.add(fetch.topic_partition)  # it caught up: proposed back
+        if not moved:
             return result
         self._partition_changed(fetch.topic_partition)
         # The follower hears at once of the HW its own fetch moved, as in Kafka.
@@ -486,14 +492,22 @@ class ReplicaManager:
         """Every led partition proposes dropping followers not caught up within
         ``max_lag`` seconds (Kafka's isr-expiration task; the shell runs it every
         ``replica.lag.time.max.ms`` / 2). The proposals wait in :meth:`take_isr_changes`."""
-        for partition in self.partitions.values():
-            if partition.offline_reason is None:
-                partition.maybe_shrink_isr(now, max_lag)
+        for tp, partition in self.partitions.items():
+            if partition.offline_reason is None and partition.maybe_shrink_isr(now, max_lag):
+                self._proposing.add(tp)
+
+    @property
+    def has_isr_changes(self) -> bool:
+        """Whether :meth:`take_isr_changes` has anything to hand out."""
+        return bool(self._proposing)
 
     def take_isr_changes(self) -> list[IsrChangeProposal]:
         """The AlterPartition proposals not sent yet (shrinks, and expansions made by
         followers' fetches), each handed out once."""
-        proposals = (p.take_isr_change() for p in self.partitions.values())
+        proposing, self._proposing = self._proposing, set()
+        proposals = (
+            self.partitions[tp].take_isr_change() for tp in proposing if tp in self.partitions
+        )
         return [proposal for proposal in proposals if proposal is not None]
 
     def on_isr_change_answers(

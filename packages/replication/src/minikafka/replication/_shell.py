@@ -102,8 +102,8 @@ class ReplicaManagerService:
         request_id = self.callbacks.fetch(respond)
         now = trio.current_time()
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
-        if params.is_from_follower:
-            self._isr_changes.set()  # a follower that caught up may be proposed back
+        if self.core.has_isr_changes:
+            self._isr_changes.set()  # a follower caught up and is proposed back
 
     def shutdown(self) -> None:
         """Answer every parked request now, and park none from here on."""
@@ -137,7 +137,8 @@ class ReplicaManagerService:
         while True:
             await trio.sleep(lag / 2)
             self.core.maybe_shrink_isr(trio.current_time(), lag)
-            self._isr_changes.set()
+            if self.core.has_isr_changes:
+                self._isr_changes.set()
 
     async def _send_isr_changes(self, send: AlterPartitionSender) -> None:
         while True:
