@@ -76,17 +76,7 @@ class Link:
                 self.completed.append(response)
                 continue
             assert isinstance(response, FetchResponse)
-            for fetch, result in response.results:
-                data = result.records.read_bytes() if result.records is not None else b""
-                fetched.append(
-                    FetchedPartition(
-                        fetch.topic_partition,
-                        result.error_code,
-                        result.high_watermark,
-                        result.log_start_offset,
-                        data,
-                    )
-                )
+            fetched += [FetchedPartition.of(f, r) for f, r in response.results]
         self.fetcher.on_fetch_answers(fetched, now)
 
 

@@ -271,17 +271,7 @@ class LocalCluster:
         fetched: list[FetchedPartition] = []
         for response in leader.manager.fetch_messages(params, fetches, request_id, self.now):
             if isinstance(response, FetchResponse) and response.request_id == request_id:
-                for fetch, result in response.results:
-                    records = result.records.read_bytes() if result.records is not None else b""
-                    fetched.append(
-                        FetchedPartition(
-                            fetch.topic_partition,
-                            result.error_code,
-                            result.high_watermark,
-                            result.log_start_offset,
-                            records,
-                        )
-                    )
+                fetched += [FetchedPartition.of(f, r) for f, r in response.results]
             else:
                 self._collect([response])
         fetcher.on_fetch_answers(fetched, self.now)

@@ -33,7 +33,7 @@ from minikafka.common import TopicPartition
 from minikafka.log import UNDEFINED_EPOCH
 
 from ._partition import Partition, ReplicationError
-from ._results import FetchPartition
+from ._results import FetchPartition, FetchPartitionResult
 
 REPLICA_FETCH_MAX_BYTES = 1024 * 1024
 """``replica.fetch.max.bytes``: Kafka's default, per partition."""
@@ -90,6 +90,18 @@ class FetchedPartition:
     high_watermark: int = -1
     log_start_offset: int = -1
     records: bytes = b""
+
+    @classmethod
+    def of(cls, fetch: FetchPartition, result: FetchPartitionResult) -> FetchedPartition:
+        """The leader's own answer (records as a file slice) as a follower receives it."""
+        records = result.records.read_bytes() if result.records is not None else b""
+        return cls(
+            fetch.topic_partition,
+            result.error_code,
+            result.high_watermark,
+            result.log_start_offset,
+            records,
+        )
 
 
 @attrs.define(eq=False)
