@@ -29,12 +29,12 @@ from ._fetcher import EpochAnswer as EpochAnswer
 from ._fetcher import EpochRequest as EpochRequest
 from ._fetcher import FetchedPartition as FetchedPartition
 from ._fetcher import ReplicaFetcher as ReplicaFetcher
-from ._partition import IsrChangeAnswer as IsrChangeAnswer
-from ._partition import IsrChangeProposal as IsrChangeProposal
+from ._isr import IsrChangeAnswer as IsrChangeAnswer
+from ._isr import IsrChangeProposal as IsrChangeProposal
+from ._isr import ReplicaState as ReplicaState
 from ._partition import LogReadResult as LogReadResult
 from ._partition import Partition as Partition
 from ._partition import PartitionState as PartitionState
-from ._partition import ReplicaState as ReplicaState
 from ._partition import ReplicationError as ReplicationError
 from ._purgatory import DelayedOperation as DelayedOperation
 from ._purgatory import DelayedOperationPurgatory as DelayedOperationPurgatory

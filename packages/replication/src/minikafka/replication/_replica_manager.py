@@ -57,13 +57,8 @@ from minikafka.trace import NullTracer, Tracer
 
 from ._delayed import DelayedFetch, DelayedOperations, DelayedProduce
 from ._fetcher import EpochAnswer, EpochRequest
-from ._partition import (
-    IsrChangeAnswer,
-    IsrChangeProposal,
-    Partition,
-    PartitionState,
-    ReplicationError,
-)
+from ._isr import IsrChangeAnswer, IsrChangeProposal
+from ._partition import Partition, PartitionState, ReplicationError
 from ._purgatory import DelayedOperationPurgatory
 from ._results import (
     FetchParams,

@@ -34,7 +34,8 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
-from ._partition import IsrChangeAnswer, IsrChangeProposal, Partition, PartitionState
+from ._isr import IsrChangeAnswer, IsrChangeProposal
+from ._partition import Partition, PartitionState
 from ._replica_manager import ReplicaManager
 from ._results import FetchParams, FetchPartition, Response
 

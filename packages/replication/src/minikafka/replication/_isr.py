@@ -1,0 +1,72 @@
+"""What a leader tracks of its followers, and the ISR changes it proposes (seed 000,
+KIP-497): each follower's log end offset and when it was last caught up (the measure
+``replica.lag.time.max.ms`` is compared with), an AlterPartition proposal, the
+controller's answer, and the proposal in flight with the maximal ISR counted meanwhile.
+Plain values; the decisions are :class:`~minikafka.replication.Partition`'s.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition
+
+
+@attrs.define(eq=False)
+class ReplicaState:
+    """What the leader knows of one follower (Kafka's ``Replica``)."""
+
+    broker_id: int
+    log_end_offset: int = -1  # unknown until the follower's first fetch
+    last_caught_up_time: float = 0.0
+    # The leader's LEO and the time at the follower's previous fetch: a follower that
+    # reaches where the leader was then was caught up then (Kafka's
+    # lastFetchLeaderLogEndOffset), so steady fetching under steady produce counts.
+    last_fetch_leader_log_end_offset: int = -1
+    last_fetch_time: float = 0.0
+
+    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now: float) -> None:
+        """Kafka's ``Replica.updateFetchStateOrThrow``: the follower has all below
+        ``fetch_offset``; when was it last caught up?"""
+        if fetch_offset >= leader_log_end_offset:
+            self.last_caught_up_time = max(self.last_caught_up_time, now)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time = max(self.last_caught_up_time, self.last_fetch_time)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_time = now
+
+
+@attrs.frozen
+class IsrChangeProposal:
+    """An AlterPartition the leader wants sent to the controller (KIP-497)."""
+
+    topic_partition: TopicPartition
+    topic_id: uuid.UUID
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+    """The partition epoch the proposal builds on: the controller refuses it if stale."""
+
+
+@attrs.frozen
+class IsrChangeAnswer:
+    """The controller's answer to one proposal: the partition's state if accepted."""
+
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    isr: tuple[int, ...] = ()
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+
+@attrs.define(eq=False)
+class PendingIsrChange:
+    """A proposal not yet answered, and the ISR the leader counts meanwhile."""
+
+    proposal: IsrChangeProposal
+    maximal_isr: frozenset[int]
+    sent: bool = False
