@@ -22,7 +22,7 @@ from minikafka.controller import (
     UNCLEAN_LEADER_ELECTION_ENABLE,
     ConfigResourceType,
     ControllerError,
-    ControllerServer,
+    ControllerRequest,
 )
 from minikafka.controller import CreatableTopic as ControllerCreatableTopic
 from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
@@ -37,6 +37,7 @@ from minikafka.net import Request, build, nested, response_schema
 
 from ._body import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
 from ._config import KafkaConfig
+from ._controller_channel import ControllerChannel
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
@@ -53,9 +54,9 @@ def _response_class(request: Request) -> type[ResponsePayload]:
     return cls
 
 
-async def _submit(controller: ControllerServer, request: object) -> object | ErrorCode:
+async def _submit(controller: ControllerChannel, request: ControllerRequest) -> object | ErrorCode:
     try:
-        return await controller.submit(request)  # type: ignore[arg-type]
+        return await controller.submit(request)
     except ControllerError as exc:
         return exc.error_code
 
@@ -111,6 +112,9 @@ class _TopicAnswers:
     request: Request
     field: str
     """The response's array of per-topic results: topics, responses or results."""
+    guard_internal: bool = True
+    """Refuse internal topics (a client's request); off on the controller's listener,
+    where a broker creates ``__consumer_offsets`` for its group coordinator."""
     response_cls: type[ResponsePayload] = attrs.field(init=False)
     result_cls: type[Entity] = attrs.field(init=False)
     answers: dict[str, object] = attrs.field(init=False, factory=dict)
@@ -121,7 +125,7 @@ class _TopicAnswers:
 
     def refused(self, name: str, verb: str) -> bool:
         """Answer ``name`` with INVALID_REQUEST if it is internal; False if it goes on."""
-        refusal = _internal_refusal(name, verb)
+        refusal = _internal_refusal(name, verb) if self.guard_internal else None
         if refusal is None:
             self.answers.setdefault(name, None)
             return False
@@ -132,8 +136,8 @@ class _TopicAnswers:
 
     async def submit(
         self,
-        controller: ControllerServer,
-        request: object,
+        controller: ControllerChannel,
+        request: ControllerRequest,
         response_type: type[_ControllerAnswer],
         names: Sequence[str],
     ) -> None:
@@ -170,9 +174,11 @@ class _TopicAnswers:
         )
 
 
-async def handle_create_topics(request: Request, controller: ControllerServer) -> None:
+async def handle_create_topics(
+    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+) -> None:
     body = request.body_as(CREATE_TOPICS)
-    answers = _TopicAnswers(request, "topics")
+    answers = _TopicAnswers(request, "topics", guard_internal)
     submitted = tuple(
         ControllerCreatableTopic(
             name=t.name,
@@ -198,9 +204,11 @@ async def handle_create_topics(request: Request, controller: ControllerServer) -
     answers.respond()
 
 
-async def handle_delete_topics(request: Request, controller: ControllerServer) -> None:
+async def handle_delete_topics(
+    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+) -> None:
     body = request.body_as(DELETE_TOPICS)
-    answers = _TopicAnswers(request, "responses")
+    answers = _TopicAnswers(request, "responses", guard_internal)
     deletable = [str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")]
     if deletable:
         await answers.submit(
@@ -212,9 +220,11 @@ async def handle_delete_topics(request: Request, controller: ControllerServer) -
     answers.respond()
 
 
-async def handle_create_partitions(request: Request, controller: ControllerServer) -> None:
+async def handle_create_partitions(
+    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+) -> None:
     body = request.body_as(CREATE_PARTITIONS)
-    answers = _TopicAnswers(request, "results")
+    answers = _TopicAnswers(request, "results", guard_internal)
     submitted = tuple(
         ControllerCreatePartitionsTopic(
             name=t.name,

@@ -20,7 +20,6 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     ControllerError,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -37,7 +36,8 @@ from ._admin import (
 )
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
-from ._fetch import handle_fetch
+from ._controller_channel import ControllerChannel
+from ._fetch import handle_fetch, handle_offset_for_leader_epoch
 from ._groups import (
     handle_delete_groups,
     handle_describe_groups,
@@ -64,7 +64,8 @@ class KafkaApis:
     cluster_id: str
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerService
-    controller: ControllerServer
+    controller: ControllerChannel
+    """The QuorumController in this process (combined mode) or a RemoteController."""
     producer_ids: ProducerIdManager
     groups: GroupCoordinatorService
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -112,6 +113,9 @@ class KafkaApis:
 
     async def _fetch(self, request: Request) -> None:
         handle_fetch(request, self.replica_manager)
+
+    async def _offset_for_leader_epoch(self, request: Request) -> None:
+        handle_offset_for_leader_epoch(request, self.replica_manager)
 
     async def _list_offsets(self, request: Request) -> None:
         handle_list_offsets(request, self.replica_manager)
@@ -184,21 +188,31 @@ class KafkaApis:
         """Create ``names`` with the default partitions and replication factor.
 
         Kafka's broker answers LEADER_NOT_AVAILABLE and lets the client ask again; this
-        broker is its own controller and the creation commits in about one fsync, so it
-        waits and answers with the new topics' metadata straight away.
+        broker waits for the controller's answer (about one fsync in combined mode) and
+        answers with the new topics' metadata when it has replayed them.
         """
-        request = CreateTopicsRequest(tuple(CreatableTopic(name) for name in dict.fromkeys(names)))
+        # This broker's num.partitions and default.replication.factor, as Kafka's
+        # AutoTopicCreationManager sends them: the controller may be configured apart.
+        defaults = self.config.controller
+        request = CreateTopicsRequest(
+            tuple(
+                CreatableTopic(name, defaults.num_partitions, defaults.default_replication_factor)
+                for name in dict.fromkeys(names)
+            )
+        )
         try:
             response = await self.controller.submit(request)
         except ControllerError as exc:
             return dict.fromkeys(names, exc.error_code)
         assert isinstance(response, CreateTopicsResponse)
+        # Created (or created by someone else meanwhile) but not replayed here yet, as on
+        # a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
         return {
             r.name: ErrorCode.leader_not_available
-            if r.error_code is ErrorCode.topic_already_exists
+            if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
             else r.error_code
             for r in response.topics
-            if r.error_code is not ErrorCode.none
+            if r.error_code is not ErrorCode.none or self.metadata_cache.topic(r.name) is None
         }
 
     # The broker's whole protocol surface, one row per API: ApiVersions advertises these
@@ -228,6 +242,7 @@ class KafkaApis:
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 3, _describe_configs),
         ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 1, _create_partitions),
         ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
+        ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3, _offset_for_leader_epoch),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""

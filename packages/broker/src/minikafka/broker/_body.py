@@ -114,6 +114,12 @@ from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v3.request import OffsetFetchRequest as OffsetFetchRequestV3
 from kio.schema.offset_fetch.v4.request import OffsetFetchRequest as OffsetFetchRequestV4
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as OffsetFetchRequestV5
+from kio.schema.offset_for_leader_epoch.v2.request import (
+    OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2,
+)
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV3,
+)
 from kio.schema.produce.v3.request import ProduceRequest as ProduceRequestV3
 from kio.schema.produce.v4.request import ProduceRequest as ProduceRequestV4
 from kio.schema.produce.v5.request import ProduceRequest as ProduceRequestV5
@@ -148,6 +154,12 @@ FetchRequest = (
     | FetchRequestV11
 )
 FETCH: tuple[type[FetchRequest], ...] = typing.get_args(FetchRequest)
+
+# v2 names the asker's current leader epoch (KIP-320), v3 the asking replica (a follower).
+OffsetForLeaderEpochRequest = OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3
+OFFSET_FOR_LEADER_EPOCH: tuple[type[OffsetForLeaderEpochRequest], ...] = typing.get_args(
+    OffsetForLeaderEpochRequest
+)
 
 ListOffsetsRequest = (
     ListOffsetsRequestV1
@@ -286,4 +298,5 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.DESCRIBE_CONFIGS: DESCRIBE_CONFIGS,
     ApiKey.CREATE_PARTITIONS: CREATE_PARTITIONS,
     ApiKey.DELETE_GROUPS: DELETE_GROUPS,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: OFFSET_FOR_LEADER_EPOCH,
 }

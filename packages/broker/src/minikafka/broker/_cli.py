@@ -53,6 +53,7 @@ from ._tools_admin import (
     parse_config,
 )
 from ._tools_client import Cluster, ToolError, connect
+from ._tools_cluster import cluster_app
 from ._tools_consume import ConsoleConsumer, ConsumeOptions, parse_offset
 from ._tools_groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
 from ._tools_groups import delete_groups as delete_consumer_groups
@@ -471,6 +472,7 @@ trace_app = typer.Typer(
 )
 app.add_typer(trace_app)
 app.add_typer(storage_app)
+app.add_typer(cluster_app)
 
 
 @trace_app.callback()

@@ -73,6 +73,12 @@ class BrokerSettings:
     broker_heartbeat_interval_ms: int = 2000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     replica_lag_time_max_ms: int = 30_000
+    num_replica_fetchers: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
     controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
     # Kafka's default is 3, and its sample server.properties sets 1 for one node; minikafka
     # runs on one node unless told otherwise, so groups work out of the box.
@@ -246,6 +252,48 @@ BROKER_CONFIG = ConfigDef(
             "replica_lag_time_max_ms",
             at_least(1),
             "A follower not caught up for this long leaves the ISR (KIP-497's AlterPartition).",
+        ),
+        ConfigKey(
+            "num.replica.fetchers",
+            _INT,
+            "num_replica_fetchers",
+            at_least(1),
+            "Fetcher tasks per leader broker a follower fetches from.",
+        ),
+        ConfigKey(
+            "replica.fetch.max.bytes",
+            _INT,
+            "replica_fetch_max_bytes",
+            at_least(0),
+            "A follower's fetch size per partition.",
+        ),
+        ConfigKey(
+            "replica.fetch.response.max.bytes",
+            _INT,
+            "replica_fetch_response_max_bytes",
+            at_least(0),
+            "A follower's fetch size per request.",
+        ),
+        ConfigKey(
+            "replica.fetch.wait.max.ms",
+            _INT,
+            "replica_fetch_wait_max_ms",
+            at_least(0),
+            "How long a follower's fetch waits at the leader for replica.fetch.min.bytes.",
+        ),
+        ConfigKey(
+            "replica.fetch.min.bytes",
+            _INT,
+            "replica_fetch_min_bytes",
+            at_least(1),
+            "What a follower's fetch waits for at the leader.",
+        ),
+        ConfigKey(
+            "replica.fetch.backoff.ms",
+            _INT,
+            "replica_fetch_backoff_ms",
+            at_least(0),
+            "A follower's pause after a failed fetch.",
         ),
         ConfigKey(
             "controlled.shutdown.timeout.ms",

@@ -8,8 +8,12 @@ another node needs from its controller:
   the metadata log reaching the brokers, answered by :func:`answer_fetch`, long-polling up
   to ``max_wait_ms`` when there is nothing new;
 - ``FetchSnapshot`` (KIP-630): the latest snapshot, in pieces of ``max_bytes``;
-- ``BrokerRegistration`` and ``BrokerHeartbeat`` (KIP-631): the wire forms of the
-  requests the QuorumController already decides, handed to its event queue.
+- ``BrokerRegistration`` and ``BrokerHeartbeat`` (KIP-631), ``AlterPartition`` (KIP-497)
+  and ``AllocateProducerIds`` (KIP-730): the wire forms of the requests the
+  QuorumController already decides, handed to its event queue;
+- ``CreateTopics``, ``DeleteTopics`` and ``CreatePartitions``: a client's admin requests,
+  forwarded by a broker (KIP-590), answered by the same handlers a combined node runs,
+  except that a broker may create the internal ``__consumer_offsets``.
 
 The versions served are those whose every field this controller honours; the Processor
 answers any other with UNSUPPORTED_VERSION before it reaches this module.
@@ -23,6 +27,12 @@ from collections.abc import Mapping
 
 import attrs
 import trio
+from kio.schema.allocate_producer_ids.v0 import response as producer_ids_v0
+from kio.schema.allocate_producer_ids.v0.request import (
+    AllocateProducerIdsRequest as ProducerIdsWire,
+)
+from kio.schema.alter_partition.v2 import response as alter_v2
+from kio.schema.alter_partition.v2.request import AlterPartitionRequest as AlterPartitionWire
 from kio.schema.broker_heartbeat.v0.request import BrokerHeartbeatRequest as HeartbeatWire
 from kio.schema.broker_registration.v0.request import (
     BrokerRegistrationRequest as RegistrationWire,
@@ -32,12 +42,17 @@ from kio.schema.fetch.v13 import response as fetch_v13
 from kio.schema.fetch.v13.request import FetchRequest
 from kio.schema.fetch_snapshot.v0 import response as snapshot_v0
 from kio.schema.fetch_snapshot.v0.request import FetchSnapshotRequest
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId, ProducerId, TopicName
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 
 from minikafka.controller import (
     DEFAULT_FETCH_MAX_BYTES,
     METADATA_TOPIC,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     BrokerEndpoint,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -51,6 +66,8 @@ from minikafka.controller import (
     read_snapshot,
 )
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
+
+from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
@@ -68,6 +85,13 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     # KIP-966's previous broker epoch, none of which this controller honours.
     ApiKey.BROKER_REGISTRATION: (0, 0),
     ApiKey.BROKER_HEARTBEAT: (0, 0),
+    # v2: topic ids; v3 adds KIP-903's broker epochs in the ISR, not kept here.
+    ApiKey.ALTER_PARTITION: (2, 2),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    # What a broker forwards: the versions its own clients may use (KafkaApis.TABLE).
+    ApiKey.CREATE_TOPICS: (2, 4),
+    ApiKey.DELETE_TOPICS: (1, 3),
+    ApiKey.CREATE_PARTITIONS: (0, 1),
 }
 
 
@@ -93,6 +117,16 @@ class ControllerApis:
                 await self._broker_registration(request)
             case ApiKey.BROKER_HEARTBEAT:
                 await self._broker_heartbeat(request)
+            case ApiKey.ALTER_PARTITION:
+                await self._alter_partition(request)
+            case ApiKey.ALLOCATE_PRODUCER_IDS:
+                await self._allocate_producer_ids(request)
+            case ApiKey.CREATE_TOPICS:
+                await handle_create_topics(request, self.server, guard_internal=False)
+            case ApiKey.DELETE_TOPICS:
+                await handle_delete_topics(request, self.server, guard_internal=False)
+            case ApiKey.CREATE_PARTITIONS:
+                await handle_create_partitions(request, self.server, guard_internal=False)
 
     # --- the metadata log -----------------------------------------------------------------
 
@@ -261,6 +295,64 @@ class ControllerApis:
                 is_caught_up=answer.is_caught_up,
                 is_fenced=answer.is_fenced,
                 should_shut_down=answer.should_shut_down,
+            )
+        )
+
+    async def _alter_partition(self, request: Request) -> None:
+        body = request.body_as((AlterPartitionWire,))
+        items = tuple(
+            AlterPartitionItem(
+                topic.topic_id or uuid.UUID(int=0),
+                int(p.partition_index),
+                int(p.leader_epoch),
+                tuple(int(b) for b in p.new_isr),
+                int(p.partition_epoch),
+            )
+            for topic in body.topics
+            for p in topic.partitions
+        )
+        internal = AlterPartitionRequest(int(body.broker_id), int(body.broker_epoch), items)
+        try:
+            answer = await self.server.submit(internal)
+        except ControllerError as exc:
+            answer = AlterPartitionResponse(exc.error_code)
+        assert isinstance(answer, AlterPartitionResponse)
+        topics: dict[uuid.UUID, list[alter_v2.PartitionData]] = {}
+        for r in answer.partitions:
+            topics.setdefault(r.topic_id, []).append(
+                alter_v2.PartitionData(
+                    partition_index=i32(r.partition),
+                    error_code=r.error_code,
+                    leader_id=BrokerId(r.leader),
+                    leader_epoch=i32(r.leader_epoch),
+                    isr=tuple(BrokerId(b) for b in r.isr),
+                    partition_epoch=i32(r.partition_epoch),
+                )
+            )
+        request.respond(
+            alter_v2.AlterPartitionResponse(
+                throttle_time=_NO_THROTTLE,
+                error_code=answer.error_code,
+                topics=tuple(
+                    alter_v2.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()
+                ),
+            )
+        )
+
+    async def _allocate_producer_ids(self, request: Request) -> None:
+        body = request.body_as((ProducerIdsWire,))
+        internal = AllocateProducerIdsRequest(int(body.broker_id), int(body.broker_epoch))
+        try:
+            answer = await self.server.submit(internal)
+        except ControllerError as exc:
+            answer = AllocateProducerIdsResponse(exc.error_code)
+        assert isinstance(answer, AllocateProducerIdsResponse)
+        request.respond(
+            producer_ids_v0.AllocateProducerIdsResponse(
+                throttle_time=_NO_THROTTLE,
+                error_code=answer.error_code,
+                producer_id_start=ProducerId(answer.producer_id_start),
+                producer_id_len=i32(answer.producer_id_len),
             )
         )
 

@@ -7,29 +7,39 @@ every field before and after a partition's records is encoded into bytes, and th
 records themselves go into the response as a file region of the segment, which the
 Processor sends with ``os.sendfile`` (the zero-copy step of the seed).
 
+A follower fetches the same way, with its broker id as ``replica_id``: the
+ReplicaManager then also records how far that follower has read, which moves the high
+watermark and the ISR (seed 000). Before its first fetch in a new leader epoch a follower
+asks OffsetForLeaderEpoch where its latest epoch ends here (KIP-101), answered by
+:func:`handle_offset_for_leader_epoch`.
+
 Fetch sessions (KIP-227) are declined: every response has session id 0 and is a full
 response, which the protocol allows and every client handles.
 """
 
 from __future__ import annotations
 
+import datetime
 import struct
 from collections.abc import Sequence
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity
 
 from minikafka.common import FileRegion, TopicPartition
-from minikafka.net import Request
+from minikafka.net import Request, build, nested, response_schema
 from minikafka.replication import (
+    EpochRequest,
     FetchParams,
     FetchPartition,
     FetchPartitionResult,
     ReplicaManagerService,
 )
 
-from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH
+from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH, OFFSET_FOR_LEADER_EPOCH
 
 READ_COMMITTED = 1
+NO_THROTTLE = datetime.timedelta(0)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -61,11 +71,51 @@ def handle_fetch(request: Request, replica_manager: ReplicaManagerService) -> No
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
         request.respond_parts(encode_fetch_response(version, results, read_committed))
 
-    if params.replica_id >= 0:
-        # Follower fetching is the multi-broker issue's; a single node has no followers.
-        respond([(f, FetchPartitionResult(ErrorCode.not_leader_or_follower)) for f in fetches])
-        return
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def handle_offset_for_leader_epoch(
+    request: Request, replica_manager: ReplicaManagerService
+) -> None:
+    """OffsetForLeaderEpoch v2-v3: where each asked epoch ends in this leader's log (the
+    follower's truncation point, KIP-101/279), fenced by the asker's current epoch
+    (KIP-320)."""
+    body = request.body_as(OFFSET_FOR_LEADER_EPOCH)
+    asked = [
+        EpochRequest(
+            TopicPartition(topic.topic, int(p.partition)),
+            int(p.current_leader_epoch),
+            int(p.leader_epoch),
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    ]
+    answers = replica_manager.last_offsets_for_leader_epochs(asked)
+    cls = response_schema(request.api_key, request.api_version)
+    assert cls is not None
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    by_topic: dict[str, list[Entity]] = {}
+    for answer in answers:
+        by_topic.setdefault(answer.topic_partition.topic, []).append(
+            build(
+                partition_cls,
+                error_code=answer.error_code,
+                partition=answer.topic_partition.partition,
+                leader_epoch=answer.leader_epoch,
+                end_offset=answer.end_offset,
+            )
+        )
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                build(topic_cls, topic=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+    )
 
 
 def encode_fetch_response(

@@ -27,7 +27,6 @@ from kio.schema.find_coordinator.v0.request import (
 from minikafka.common import Acks, TopicPartition
 from minikafka.controller import (
     ControllerError,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -39,6 +38,7 @@ from minikafka.replication import ReplicaManagerService
 
 from ._body import FIND_COORDINATOR
 from ._config import KafkaConfig
+from ._controller_channel import ControllerChannel
 from ._metadata_cache import MetadataCache
 
 GROUP_KEY_TYPE = 0
@@ -89,7 +89,7 @@ class ReplicaOffsetsTopic:
 
 
 async def ensure_offsets_topic(
-    controller: ControllerServer, cache: MetadataCache, config: KafkaConfig
+    controller: ControllerChannel, cache: MetadataCache, config: KafkaConfig
 ) -> ErrorCode:
     """Create ``__consumer_offsets`` unless it exists; COORDINATOR_NOT_AVAILABLE when it
     cannot be (too few brokers for ``offsets.topic.replication.factor``), as Kafka says."""
@@ -117,7 +117,7 @@ async def ensure_offsets_topic(
 
 
 async def handle_find_coordinator(
-    request: Request, controller: ControllerServer, cache: MetadataCache, config: KafkaConfig
+    request: Request, controller: ControllerChannel, cache: MetadataCache, config: KafkaConfig
 ) -> None:
     """FindCoordinator v0-2: the leader of the group's ``__consumer_offsets`` partition.
     Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE; any

@@ -27,6 +27,7 @@ from minikafka.trace import (
 )
 
 from ._config import KafkaConfig
+from ._controller_node import ControllerNode
 from ._meta_properties import StorageError
 from ._server import BrokerServer
 
@@ -35,7 +36,11 @@ _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
     try:
-        server = BrokerServer.open(config, tracer=tracer)
+        server: BrokerServer | ControllerNode
+        if config.roles.is_broker:
+            server = BrokerServer.open(config, tracer=tracer)
+        else:
+            server = ControllerNode.open(config, tracer=tracer)
     except ConfigError as exc:
         typer.echo(f"minikafka broker: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -103,7 +108,7 @@ def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
     return first
 
 
-async def _serve(server: BrokerServer) -> None:
+async def _serve(server: BrokerServer | ControllerNode) -> None:
     # The receiver stays open until the end: a second Ctrl-C (or the SIGINT that
     # `uv run` forwards beside the terminal's own) must not interrupt the clean shutdown.
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -111,7 +116,8 @@ async def _serve(server: BrokerServer) -> None:
             await nursery.start(server.run)
             # Printed once the broker is ready for clients; scripts and tests wait for it.
             host, port = server.bound_address()
-            print(f"minikafka broker ready on {host}:{port}", flush=True)
+            role = "broker" if isinstance(server, BrokerServer) else "controller"
+            print(f"minikafka {role} ready on {host}:{port}", flush=True)
             async for signum in signals:
                 logging.getLogger("minikafka.broker").info(
                     "%s: shutting down", signal.Signals(signum).name

@@ -1,20 +1,29 @@
-"""BrokerServer: one process in KRaft combined mode (``process.roles=broker,controller``).
+"""BrokerServer: one broker process in KRaft mode, combined with the controller or not.
 
 How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerServer``):
 
 1. ``meta.properties`` ties the log dirs to one cluster id and this node id;
 2. the LogManager loads every partition's log, recovering what a crash damaged;
-3. the metadata quorum (``__cluster_metadata-0``) is replayed into a MetadataImage and
-   the QuorumController, which becomes the active controller;
-4. the image is applied to the ReplicaManager *declaratively*: for each partition the
-   image places here, become its leader (or follower); logs it no longer places here
-   are deleted. From now on every committed metadata delta is applied the same way;
-5. the broker registers with the controller and heartbeats until it is unfenced;
-6. only then do the listeners open, so no client sees a half-started broker.
+3. the metadata: in combined mode (``process.roles=broker,controller``, minikafka's single
+   node) the quorum's ``__cluster_metadata-0`` is replayed into a MetadataImage and the
+   QuorumController in this process, which becomes the active controller. A broker-only
+   node (``process.roles=broker``) is instead an observer of the controller named by
+   ``controller.quorum.voters``: it keeps its own copy of the log, fetched over the
+   network (:mod:`._metadata_fetcher`), and publishes its first image only once it has
+   caught up with the controller's high watermark (Kafka's MetadataLoader);
+4. each published image is applied to the ReplicaManager *declaratively*: for each
+   partition the image places here, become its leader or follower (a follower fetches
+   from its leader, :mod:`._replica_fetchers`); logs it no longer places here are
+   deleted. Every committed metadata delta afterwards is applied the same way;
+5. the broker registers with the controller and heartbeats until it is unfenced (in
+   process, or over the controller listener: :mod:`._controller_channel`);
+6. only then do the listeners open to requests, so no client sees a half-started broker.
 
-Shutdown runs the other way: stop accepting, finish requests in flight, stop the
-background tasks, then flush every log and write the checkpoints and the clean-shutdown
-marker, so the next start needs no recovery.
+Shutdown runs the other way. A broker-only node first asks the controller to move its
+leaderships away (a heartbeat with ``wantShutDown``, KIP-631's controlled shutdown); then
+it stops accepting, finishes requests in flight, stops the background tasks, and flushes
+every log and writes the checkpoints and the clean-shutdown marker, so the next start
+needs no recovery.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 import trio
@@ -46,10 +55,14 @@ from minikafka.controller import (
     LocalPartition,
     MetadataDelta,
     MetadataImage,
+    MetadataObserver,
+    MetadataRecord,
+    ObserverUpdate,
+    replay_update,
 )
 from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
 from minikafka.log import LogManager
-from minikafka.net import Listener, NetConfig, SocketServer
+from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
 from minikafka.replication import (
     IsrChangeAnswer,
     IsrChangeProposal,
@@ -63,13 +76,18 @@ from minikafka.trace import Tracer, get_tracer
 from ._apis import KafkaApis
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
+from ._controller_channel import ControllerChannel, RemoteController
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
+from ._metadata_fetcher import fetch_metadata_forever
 from ._offsets_topic import ReplicaOffsetsTopic
 from ._producer_ids import ProducerIdManager
+from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
 from ._roles import PROCESS_ROLES, QUORUM_VOTERS, Roles
 
 _logger = logging.getLogger("minikafka.broker")
+_RETRY_S = 0.1
+"""How soon a failed registration or an unfencing heartbeat is tried again."""
 
 
 @attrs.define(eq=False)
@@ -77,20 +95,32 @@ class BrokerServer:
     config: KafkaConfig
     cluster_id: str
     log_manager: LogManager
-    controller: ControllerServer
+    controller: ControllerServer | None
+    """The QuorumController in this process (combined mode); None on a broker-only node."""
+    channel: ControllerChannel
+    """Where this broker's requests to the controller go: ``controller`` itself, or a
+    RemoteController over the controller listener."""
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerService
+    fetchers: ReplicaFetcherManager
     groups: GroupCoordinatorService
     apis: KafkaApis
     socket_server: SocketServer
     tracer: Tracer
     """This node's tracer: every component above was built with it (issue 16)."""
+    observer: MetadataObserver | None = None
+    """A broker-only node's copy of the metadata log; None in combined mode."""
     controller_socket_server: SocketServer | None = None
     """The controller's own listeners (``controller.listener.names``), serving
     ControllerApis; None when every listener is the broker's."""
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
     broker_epoch: int = -1
+    _image: MetadataImage = attrs.field(factory=MetadataImage)
+    """The latest image replayed (a broker-only node's may be ahead of the published one)."""
+    _published: bool = False
     _unfenced: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _metadata_published: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set (and replaced) at each published delta."""
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
 
@@ -112,21 +142,43 @@ class BrokerServer:
         if config.metadata_log_dir not in dirs:
             dirs.append(config.metadata_log_dir)
         roles = config.roles
-        cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
-        if not roles.single_node:
-            # Formatted and configured as Kafka would have it, but this build has no way
-            # yet to reach other nodes: brokers fetching the metadata log from a controller
-            # and several voters are issue 18's and 19's next steps.
+        if not roles.is_broker:
+            raise ConfigError(PROCESS_ROLES, f"{roles}: a controller-only node is a ControllerNode")
+        if roles.is_controller and not roles.single_node:
+            # Several voters need the Raft quorum of issue 19.
             raise ConfigError(
-                PROCESS_ROLES if not roles.is_combined else QUORUM_VOTERS,
-                f"{roles} (voters {_voters(roles)}): this version runs only a single "
-                "node, broker,controller and the only voter",
+                QUORUM_VOTERS,
+                f"{roles} (voters {_voters(roles)}): this version runs one controller; a "
+                "combined node must be the only voter",
             )
+        if not roles.is_controller and len(roles.voters) != 1:
+            raise ConfigError(
+                QUORUM_VOTERS,
+                f"{_voters(roles)}: this version runs one controller, so a broker names "
+                "exactly one voter",
+            )
+        cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
         log_manager = LogManager.startup(
             config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
         )
-        controller = ControllerServer.open(config.metadata_log_dir, config.controller, rng, tracer)
-        cache = MetadataCache(config.node_id, controller.image)
+        controller: ControllerServer | None = None
+        observer: MetadataObserver | None = None
+        channel: ControllerChannel
+        if roles.is_controller:
+            controller = ControllerServer.open(
+                config.metadata_log_dir, config.controller, rng, tracer
+            )
+            channel, image = controller, controller.image
+        else:
+            voter = roles.voters[0]
+            channel = RemoteController(
+                Node(voter.node_id, voter.host, voter.port),
+                cluster_id,
+                client_id=f"broker-{config.node_id}-to-controller",
+            )
+            observer, snapshot = MetadataObserver.open(config.metadata_log_dir, tracer)
+            image = _image_of(snapshot, observer.applied_offset)
+        cache = MetadataCache(config.node_id, image)
 
         def topic_settings(topic: str) -> TopicSettings:
             return TopicSettings(
@@ -138,9 +190,7 @@ class BrokerServer:
 
         async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
             assert broker is not None
-            return await _alter_partition(
-                controller, config.node_id, broker.broker_epoch, proposals
-            )
+            return await _alter_partition(channel, config.node_id, broker.broker_epoch, proposals)
 
         replica_manager = ReplicaManagerService(
             ReplicaManager(config.node_id, log_manager, topic_settings, tracer=tracer),
@@ -153,7 +203,7 @@ class BrokerServer:
             assert broker is not None
             request = AllocateProducerIdsRequest(config.node_id, broker.broker_epoch)
             try:
-                response = await controller.submit(request)
+                response = await channel.submit(request)
             except ControllerError as exc:
                 return AllocateProducerIdsResponse(exc.error_code)
             assert isinstance(response, AllocateProducerIdsResponse)
@@ -168,24 +218,41 @@ class BrokerServer:
             cluster_id,
             cache,
             replica_manager,
-            controller,
+            channel,
             ProducerIdManager(allocate_block),
             groups,
+        )
+        settings = config.broker
+        fetchers = ReplicaFetcherManager(
+            config.node_id,
+            replica_manager,
+            ReplicaFetchConfig(
+                settings.num_replica_fetchers,
+                settings.replica_fetch_max_bytes,
+                settings.replica_fetch_response_max_bytes,
+                settings.replica_fetch_wait_max_ms,
+                settings.replica_fetch_min_bytes,
+                settings.replica_fetch_backoff_ms,
+            ),
         )
         broker = cls(
             config,
             cluster_id,
             log_manager,
             controller,
+            channel,
             cache,
             replica_manager,
+            fetchers,
             groups,
             apis,
             SocketServer(_listening(config, controller=False), apis, tracer=tracer),
             tracer,
+            observer,
+            image=image,
         )
         controller_net = _listening(config, controller=True)
-        if controller_net.listeners:
+        if controller is not None and controller_net.listeners:
             # Kafka's combined mode: the controller has a SocketServer of its own, on
             # the listeners brokers on other nodes reach it by.
             broker.controller_socket_server = SocketServer(
@@ -202,16 +269,23 @@ class BrokerServer:
             raise KeyError("no controller listener")
         return self.controller_socket_server.bound_address()
 
+    @property
+    def is_fenced(self) -> bool:
+        return not self._unfenced.is_set()
+
     # --- metadata -------------------------------------------------------------------------
 
-    def _apply_initial_image(self) -> None:
-        """Everything the replayed image says, as one delta from an empty image."""
-        image = self.controller.image
+    def _publish_whole(self, image: MetadataImage) -> None:
+        """Everything ``image`` says, as one delta from an empty image: the first image,
+        and a snapshot that replaced a broker-only node's log. Logs it does not place
+        here are strays (their partitions were deleted or moved while this node was
+        away) and are deleted."""
         delta = MetadataDelta(MetadataImage())
         for record in image.records():
             delta.replay(record)
         delta.offset = image.offset
         self._on_metadata(delta, delta.apply())
+        self._published = True
         stray = self.replica_manager.remove_stray_logs()
         if stray:
             _logger.info("deleted %d stray log(s): %s", len(stray), ", ".join(map(str, stray)))
@@ -219,13 +293,20 @@ class BrokerServer:
     def _on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """A committed delta: update the cache, then make the local replicas match."""
         old_configs = delta.image.configs
+        self._image = image
         self.metadata_cache.update(image)
+        self._metadata_published.set()
+        self._metadata_published = trio.Event()
         changes = delta.local_changes(self.config.node_id)
         if not changes.empty:
+            moved = changes.deleted | changes.stopped | set(changes.leaders)
+            # Fetchers let go first: a log about to be deleted is nobody's to append to.
+            self.fetchers.remove_partitions(moved | set(changes.followers))
             self.replica_manager.stop_replicas(changes.deleted | changes.stopped)
             self.replica_manager.become_leader_or_follower(
                 _states(changes.leaders), _states(changes.followers)
             )
+            self.fetchers.add_partitions(self._leaders_of(changes.followers, image))
             # The group coordinator follows the leadership of __consumer_offsets.
             for tp in changes.deleted | changes.stopped | set(changes.followers):
                 if tp.topic == OFFSETS_TOPIC:
@@ -239,6 +320,52 @@ class BrokerServer:
             if kind == ConfigResourceType.TOPIC and old_configs.get((kind, name)) != entries:
                 self.replica_manager.update_topic_settings(name)
 
+    def _leaders_of(
+        self, followers: Mapping[TopicPartition, LocalPartition], image: MetadataImage
+    ) -> dict[TopicPartition, Node]:
+        """Where each followed partition's leader is, on the inter-broker listener."""
+        listener = self.config.roles.inter_broker_listener_name or "PLAINTEXT"
+        nodes: dict[TopicPartition, Node] = {}
+        for tp, local in followers.items():
+            leader = image.brokers.get(local.partition.leader)
+            if leader is None:
+                continue  # no leader (-1) until the controller elects one
+            endpoint = next((e for e in leader.endpoints if e.name == listener), None)
+            if endpoint is None:
+                _logger.warning("broker %d has no %s listener", leader.broker_id, listener)
+                continue
+            nodes[tp] = Node(leader.broker_id, endpoint.host, endpoint.port)
+        return nodes
+
+    def _on_observer_update(self, update: ObserverUpdate) -> None:
+        """A broker-only node's fetched metadata: replay it; publish once caught up."""
+        replayed = replay_update(self._image, update)
+        if replayed is not None:
+            delta, image = replayed
+            if not self._published:
+                self._image = image
+            elif update.reset_to_snapshot is not None:
+                self._publish_whole(image)
+            else:
+                self._on_metadata(delta, image)
+        observer = self.observer
+        assert observer is not None
+        caught_up = 0 <= observer.high_watermark <= observer.applied_offset + 1
+        if not self._published and caught_up:
+            self._publish_whole(self._image)
+
+    async def _follow_metadata(self, controller: Node) -> None:
+        assert self.observer is not None
+        async with NetworkClient.open(client_id=f"raft-observer-{self.config.node_id}") as client:
+            await fetch_metadata_forever(
+                client,
+                controller,
+                self.observer,
+                self._on_observer_update,
+                node_id=self.config.node_id,
+                cluster_id=self.cluster_id,
+            )
+
     # --- running ----------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -246,13 +373,19 @@ class BrokerServer:
         clean = False
         try:
             async with trio.open_nursery() as nursery:
-                self._apply_initial_image()
-                self.controller.subscribe(self._on_metadata)
-                await nursery.start(self.controller.run)
-                if self.controller_socket_server is not None:
-                    await nursery.start(self.controller_socket_server.serve)
+                if self.controller is not None:
+                    self._publish_whole(self.controller.image)
+                    self.controller.subscribe(self._on_metadata)
+                    await nursery.start(self.controller.run)
+                    if self.controller_socket_server is not None:
+                        await nursery.start(self.controller_socket_server.serve)
+                else:
+                    assert isinstance(self.channel, RemoteController)
+                    await nursery.start(self.channel.run)
+                    nursery.start_soon(self._follow_metadata, self.channel.node)
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
+                await nursery.start(self.fetchers.run)
                 await nursery.start(self.groups.run)
                 await nursery.start(self.apis.run)
                 # Bind now (a port of 0 becomes a real one to register), but requests
@@ -273,6 +406,9 @@ class BrokerServer:
                 task_status.started()
                 await self._stop.wait()
                 grace = self.config.broker.controlled_shutdown_timeout_ms / 1000
+                if self.controller is None:
+                    await self._controlled_shutdown(grace)
+                self.fetchers.shutdown()
                 self.replica_manager.shutdown()  # answer long polls now, not at their deadline
                 self.groups.shutdown()  # and JoinGroups parked in a rebalance
                 await self.socket_server.shutdown(grace_seconds=grace)
@@ -284,6 +420,8 @@ class BrokerServer:
             if clean:
                 # Flush, checkpoint, mark the shutdown clean: the next start recovers nothing.
                 self.log_manager.shutdown()
+            if self.observer is not None:
+                self.observer.close()
             self._stopped.set()
 
     async def shutdown(self) -> None:
@@ -292,17 +430,27 @@ class BrokerServer:
         await self._stopped.wait()
 
     async def _register(self) -> None:
+        """BrokerRegistration, until the controller takes it (it may not be up yet)."""
         endpoints = tuple(
             BrokerEndpoint(listener.name, listener.host, self._port_of(listener))
             for listener in self.config.advertised_listeners
         )
-        response = await self.controller.submit(
-            BrokerRegistrationRequest(self.config.node_id, self.incarnation_id, endpoints)
-        )
-        assert isinstance(response, BrokerRegistrationResponse)
-        if response.error_code is not ErrorCode.none:
-            raise RuntimeError(f"broker registration failed: {response.error_code.name}")
-        self.broker_epoch = response.broker_epoch
+        request = BrokerRegistrationRequest(self.config.node_id, self.incarnation_id, endpoints)
+        while True:
+            try:
+                response = await self.channel.submit(request)
+            except ControllerError as exc:
+                error = exc.error_code
+            else:
+                assert isinstance(response, BrokerRegistrationResponse)
+                if response.error_code is ErrorCode.none:
+                    self.broker_epoch = response.broker_epoch
+                    return
+                error = response.error_code
+            if self.controller is not None:
+                raise RuntimeError(f"broker registration failed: {error.name}")
+            _logger.warning("broker registration failed (%s); retrying", error.name)
+            await trio.sleep(_RETRY_S)
 
     def _port_of(self, listener: Listener) -> int:
         """The advertised port, or the bound one where the listener asked for port 0."""
@@ -314,20 +462,61 @@ class BrokerServer:
         """Heartbeat at once, then every ``broker.heartbeat.interval.ms``."""
         interval = self.config.broker.broker_heartbeat_interval_ms / 1000
         while True:
-            request = BrokerHeartbeatRequest(
-                self.config.node_id, self.broker_epoch, self.metadata_cache.image.offset
-            )
-            try:
-                response = await self.controller.submit(request)
-            except ControllerError as exc:
-                _logger.warning("heartbeat failed: %s", exc.error_code.name)
-            else:
-                assert isinstance(response, BrokerHeartbeatResponse)
-                if response.error_code is ErrorCode.none and not response.is_fenced:
-                    self._unfenced.set()
+            await self._heartbeat()
             # The first heartbeat normally unfences (the registration is replayed by
             # then); if it did not, try again soon rather than a whole interval later.
-            await trio.sleep(interval if self._unfenced.is_set() else min(interval, 0.1))
+            await trio.sleep(interval if self._unfenced.is_set() else min(interval, _RETRY_S))
+
+    async def _heartbeat(self, *, want_shutdown: bool = False) -> BrokerHeartbeatResponse | None:
+        request = BrokerHeartbeatRequest(
+            self.config.node_id,
+            self.broker_epoch,
+            self.metadata_cache.image.offset,
+            want_shutdown=want_shutdown,
+        )
+        try:
+            response = await self.channel.submit(request)
+        except ControllerError as exc:
+            _logger.warning("heartbeat failed: %s", exc.error_code.name)
+            return None
+        assert isinstance(response, BrokerHeartbeatResponse)
+        if response.error_code is not ErrorCode.none:
+            _logger.warning("heartbeat refused: %s", response.error_code.name)
+        elif not response.is_fenced:
+            self._unfenced.set()
+        return response
+
+    async def _controlled_shutdown(self, grace: float) -> None:
+        """KIP-631's controlled shutdown: ask to be fenced with ``wantShutDown``, which
+        moves every leadership here to another in-sync replica, and wait until this
+        broker's own image shows it leads nothing, so producers move before it stops."""
+        with trio.move_on_after(grace) as scope:
+            while True:
+                response = await self._heartbeat(want_shutdown=True)
+                if response is not None and response.should_shut_down:
+                    break
+                await trio.sleep(_RETRY_S)
+            while self._leads_anything():
+                await self._metadata_published.wait()
+        if scope.cancelled_caught:
+            _logger.warning("controlled shutdown did not finish within %.0f s", grace)
+
+    def _leads_anything(self) -> bool:
+        me = self.config.node_id
+        return any(
+            p.leader == me
+            for topic in self.metadata_cache.image.topics.values()
+            for p in topic.partitions.values()
+        )
+
+
+def _image_of(snapshot: Sequence[MetadataRecord], last_offset: int) -> MetadataImage:
+    """The image a snapshot's records make (empty without a snapshot)."""
+    delta = MetadataDelta(MetadataImage())
+    for record in snapshot:
+        delta.replay(record)
+    delta.offset = last_offset
+    return delta.apply()
 
 
 def _states(
@@ -361,7 +550,7 @@ def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
 
 
 async def _alter_partition(
-    controller: ControllerServer,
+    controller: ControllerChannel,
     broker_id: int,
     broker_epoch: int,
     proposals: list[IsrChangeProposal],

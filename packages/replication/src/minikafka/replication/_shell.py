@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
+from ._fetcher import EpochAnswer, EpochRequest
 from ._isr import IsrChangeAnswer, IsrChangeProposal
 from ._partition import Partition, PartitionState
 from ._replica_manager import ReplicaManager
@@ -105,6 +106,10 @@ class ReplicaManagerService:
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
         if self.core.has_isr_changes:
             self._isr_changes.set()  # a follower caught up and is proposed back
+
+    def last_offsets_for_leader_epochs(self, requests: Iterable[EpochRequest]) -> list[EpochAnswer]:
+        """OffsetsForLeaderEpoch: where each asked epoch ends in this leader's log."""
+        return self.core.last_offsets_for_leader_epochs(requests)
 
     def shutdown(self) -> None:
         """Answer every parked request now, and park none from here on."""

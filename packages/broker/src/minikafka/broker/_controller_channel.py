@@ -1,0 +1,309 @@
+"""How a broker reaches its controller (Kafka's ``NodeToControllerChannelManager``; KIP-590,
+KIP-631, KIP-497).
+
+Everything a KRaft broker cannot decide alone goes to the active controller as one of the
+controller's requests: registering and heartbeating (KIP-631), proposing an ISR change
+(AlterPartition, KIP-497), taking a block of producer ids, and creating, deleting or
+growing topics for a client (KIP-590 forwards these; the broker never writes metadata).
+:class:`ControllerChannel` is that one operation, ``submit``. In combined mode the
+controller is in the same process and the :class:`~minikafka.controller.ControllerServer`
+itself is the channel; a broker-only node uses :class:`RemoteController`, which carries
+the same requests over the controller's listener as the wire APIs
+:class:`~minikafka.broker._controller_apis.ControllerApis` serves, and turns the answers
+back into the controller's response types. Callers cannot tell the two apart, so the
+handlers of :mod:`._admin`, the ISR proposals and the producer id blocks are one code path
+in both modes.
+
+Kafka wraps a client's admin request in an Envelope with the client's principal; there
+is no authorization here, so the broker sends the request itself, in the newest version
+both ends read (CreateTopics v4, DeleteTopics v3, CreatePartitions v1).
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Protocol
+
+import attrs
+import trio
+from kio.schema.allocate_producer_ids.v0 import request as producer_ids_v0
+from kio.schema.allocate_producer_ids.v0 import response as producer_ids_v0_response
+from kio.schema.alter_partition.v2 import request as alter_v2
+from kio.schema.alter_partition.v2 import response as alter_v2_response
+from kio.schema.broker_heartbeat.v0 import request as heartbeat_v0
+from kio.schema.broker_heartbeat.v0 import response as heartbeat_v0_response
+from kio.schema.broker_registration.v0 import request as registration_v0
+from kio.schema.broker_registration.v0 import response as registration_v0_response
+from kio.schema.create_partitions.v1 import request as partitions_v1
+from kio.schema.create_partitions.v1 import response as partitions_v1_response
+from kio.schema.create_topics.v4 import request as create_v4
+from kio.schema.create_topics.v4 import response as create_v4_response
+from kio.schema.delete_topics.v3 import request as delete_v3
+from kio.schema.delete_topics.v3 import response as delete_v3_response
+from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
+from kio.static.protocol import RequestPayload
+
+from minikafka.controller import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ControllerError,
+    ControllerRequest,
+    ControllerResponse,
+    CreatableTopicResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from minikafka.net import ClientError, NetworkClient, Node
+
+ADMIN_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
+"""The ``timeout_ms`` of forwarded admin requests: the controller answers once its
+records commit, which is what Kafka's AdminClient default of 30 s allows for."""
+
+
+class ControllerChannel(Protocol):
+    """Submit one of the controller's requests; the answer comes once its records are
+    committed. Raises :class:`~minikafka.controller.ControllerError` with the error every
+    item of the request gets (the controller is unreachable, not active, ...)."""
+
+    async def submit(self, request: ControllerRequest) -> ControllerResponse: ...
+
+
+@attrs.define(eq=False)
+class RemoteController:
+    """The channel to a controller on another node, over its controller listener.
+
+    Its connection lives while :meth:`run` does; a request submitted before that, or
+    after, fails as the unreachable controller does."""
+
+    node: Node
+    cluster_id: str
+    client_id: str = "minikafka-controller-channel"
+    _client: NetworkClient | None = attrs.field(init=False, default=None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with NetworkClient.open(client_id=self.client_id) as client:
+            self._client = client
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._client = None
+
+    async def submit(self, request: ControllerRequest) -> ControllerResponse:
+        if self._client is None:
+            raise ControllerError(ErrorCode.request_timed_out)
+        try:
+            return await self._submit(request)
+        except ClientError as exc:
+            # Unreachable or too slow: every caller retries (heartbeats, ISR proposals)
+            # or hands the error to its client, which retries (admin requests).
+            raise ControllerError(ErrorCode.request_timed_out) from exc
+
+    async def _submit(self, request: ControllerRequest) -> ControllerResponse:
+        match request:
+            case BrokerRegistrationRequest():
+                return await self._register(request)
+            case BrokerHeartbeatRequest():
+                return await self._heartbeat(request)
+            case AlterPartitionRequest():
+                return await self._alter_partition(request)
+            case AllocateProducerIdsRequest():
+                return await self._allocate_producer_ids(request)
+            case CreateTopicsRequest():
+                return await self._create_topics(request)
+            case DeleteTopicsRequest():
+                return await self._delete_topics(request)
+            case CreatePartitionsRequest():
+                return await self._create_partitions(request)
+        # The rest (reassignments, configs, elections) are sent by admin tools straight
+        # to a controller, never through a broker here.
+        raise ControllerError(ErrorCode.unsupported_version)
+
+    async def _send(self, body: RequestPayload, expected: type[object]) -> object:
+        assert self._client is not None
+        response = await self._client.send(self.node, body)
+        if not isinstance(response, expected):
+            raise ControllerError(ErrorCode.unknown_server_error)
+        return response
+
+    # --- broker lifecycle (KIP-631) ----------------------------------------------------------
+
+    async def _register(self, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+        wire = registration_v0.BrokerRegistrationRequest(
+            broker_id=BrokerId(request.broker_id),
+            cluster_id=self.cluster_id,
+            incarnation_id=request.incarnation_id,
+            listeners=tuple(
+                registration_v0.Listener(
+                    name=e.name,
+                    host=e.host,
+                    port=u16(e.port),
+                    security_protocol=i16(e.security_protocol),
+                )
+                for e in request.endpoints
+            ),
+            features=(),
+            rack=request.rack,
+        )
+        answer = await self._send(wire, registration_v0_response.BrokerRegistrationResponse)
+        assert isinstance(answer, registration_v0_response.BrokerRegistrationResponse)
+        return BrokerRegistrationResponse(answer.error_code, int(answer.broker_epoch))
+
+    async def _heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+        wire = heartbeat_v0.BrokerHeartbeatRequest(
+            broker_id=BrokerId(request.broker_id),
+            broker_epoch=i64(request.broker_epoch),
+            current_metadata_offset=i64(request.current_metadata_offset),
+            want_fence=request.want_fence,
+            want_shut_down=request.want_shutdown,
+        )
+        answer = await self._send(wire, heartbeat_v0_response.BrokerHeartbeatResponse)
+        assert isinstance(answer, heartbeat_v0_response.BrokerHeartbeatResponse)
+        return BrokerHeartbeatResponse(
+            answer.error_code, answer.is_caught_up, answer.is_fenced, answer.should_shut_down
+        )
+
+    # --- what a leader and a producer-id manager ask for ---------------------------------
+
+    async def _alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        topics: dict[object, list[alter_v2.PartitionData]] = {}
+        for item in request.partitions:
+            topics.setdefault(item.topic_id, []).append(
+                alter_v2.PartitionData(
+                    partition_index=i32(item.partition),
+                    leader_epoch=i32(item.leader_epoch),
+                    new_isr=tuple(BrokerId(b) for b in item.new_isr),
+                    partition_epoch=i32(item.partition_epoch),
+                )
+            )
+        wire = alter_v2.AlterPartitionRequest(
+            broker_id=BrokerId(request.broker_id),
+            broker_epoch=i64(request.broker_epoch),
+            topics=tuple(
+                alter_v2.TopicData(topic_id=topic_id, partitions=tuple(parts))  # type: ignore[arg-type]
+                for topic_id, parts in topics.items()
+            ),
+        )
+        answer = await self._send(wire, alter_v2_response.AlterPartitionResponse)
+        assert isinstance(answer, alter_v2_response.AlterPartitionResponse)
+        return AlterPartitionResponse(
+            answer.error_code,
+            tuple(
+                AlterPartitionResult(
+                    topic.topic_id,  # type: ignore[arg-type]
+                    int(p.partition_index),
+                    p.error_code,
+                    int(p.leader_id),
+                    int(p.leader_epoch),
+                    tuple(int(b) for b in p.isr),
+                    int(p.partition_epoch),
+                )
+                for topic in answer.topics
+                for p in topic.partitions
+            ),
+        )
+
+    async def _allocate_producer_ids(
+        self, request: AllocateProducerIdsRequest
+    ) -> AllocateProducerIdsResponse:
+        wire = producer_ids_v0.AllocateProducerIdsRequest(
+            broker_id=BrokerId(request.broker_id), broker_epoch=i64(request.broker_epoch)
+        )
+        answer = await self._send(wire, producer_ids_v0_response.AllocateProducerIdsResponse)
+        assert isinstance(answer, producer_ids_v0_response.AllocateProducerIdsResponse)
+        return AllocateProducerIdsResponse(
+            answer.error_code, int(answer.producer_id_start), int(answer.producer_id_len)
+        )
+
+    # --- a client's admin requests, forwarded (KIP-590) ----------------------------------
+
+    async def _create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        wire = create_v4.CreateTopicsRequest(
+            topics=tuple(
+                create_v4.CreatableTopic(
+                    name=TopicName(t.name),
+                    num_partitions=i32(t.num_partitions),
+                    replication_factor=i16(t.replication_factor),
+                    assignments=tuple(
+                        create_v4.CreatableReplicaAssignment(
+                            partition_index=i32(
+                                t.partition_ids[i] if t.partition_ids is not None else i
+                            ),
+                            broker_ids=tuple(BrokerId(b) for b in replicas),
+                        )
+                        for i, replicas in enumerate(t.assignments)
+                    ),
+                    configs=tuple(
+                        create_v4.CreatableTopicConfig(name=k, value=v) for k, v in t.configs
+                    ),
+                )
+                for t in request.topics
+            ),
+            timeout=ADMIN_TIMEOUT,
+            validate_only=request.validate_only,
+        )
+        answer = await self._send(wire, create_v4_response.CreateTopicsResponse)
+        assert isinstance(answer, create_v4_response.CreateTopicsResponse)
+        return CreateTopicsResponse(
+            tuple(
+                CreatableTopicResult(str(r.name), r.error_code, r.error_message)
+                for r in answer.topics
+            )
+        )
+
+    async def _delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        if request.topic_ids:
+            raise ControllerError(ErrorCode.unsupported_version)  # v6+ only; never sent here
+        wire = delete_v3.DeleteTopicsRequest(
+            topic_names=tuple(TopicName(n) for n in request.names), timeout=ADMIN_TIMEOUT
+        )
+        answer = await self._send(wire, delete_v3_response.DeleteTopicsResponse)
+        assert isinstance(answer, delete_v3_response.DeleteTopicsResponse)
+        return DeleteTopicsResponse(
+            tuple(DeletableTopicResult(str(r.name), None, r.error_code) for r in answer.responses)
+        )
+
+    async def _create_partitions(
+        self, request: CreatePartitionsRequest
+    ) -> CreatePartitionsResponse:
+        wire = partitions_v1.CreatePartitionsRequest(
+            topics=tuple(
+                partitions_v1.CreatePartitionsTopic(
+                    name=TopicName(t.name),
+                    count=i32(t.count),
+                    assignments=tuple(
+                        partitions_v1.CreatePartitionsAssignment(
+                            broker_ids=tuple(BrokerId(b) for b in replicas)
+                        )
+                        for replicas in t.assignments
+                    )
+                    or None,
+                )
+                for t in request.topics
+            ),
+            timeout=ADMIN_TIMEOUT,
+            validate_only=request.validate_only,
+        )
+        answer = await self._send(wire, partitions_v1_response.CreatePartitionsResponse)
+        assert isinstance(answer, partitions_v1_response.CreatePartitionsResponse)
+        return CreatePartitionsResponse(
+            tuple(
+                CreatePartitionsTopicResult(str(r.name), r.error_code, r.error_message)
+                for r in answer.results
+            )
+        )

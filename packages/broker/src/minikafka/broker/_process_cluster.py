@@ -1,0 +1,323 @@
+"""A KRaft cluster of real processes on one machine: what ``make cluster`` runs and what
+the fault tests kill, pause and restart.
+
+One controller-only node (``process.roles=controller``, node id 0) and N broker-only nodes
+(ids 1..N), each a ``minikafka broker`` process of its own, laid out under one root
+directory the way an operator would lay out separate machines:
+
+.. code-block:: text
+
+    cluster/
+      cluster.json              the layout: cluster id, ports, broker overrides
+      node-0.properties         each node's server.properties
+      node-0/                   its log.dirs (and metadata.log.dir)
+      node-0.log                its stdout and stderr, appended across restarts
+      node-0.pid                the pid of its running process
+      traces/                   every node's trace files (``--trace-dir``)
+
+The layout is written once (:meth:`ProcessCluster.create`: a cluster id from
+``storage random-uuid``, every node formatted with it, as kafka-storage.sh would) and
+read back by each later command (:meth:`ProcessCluster.load`), so ``minikafka cluster``
+can start, stop, kill and restart nodes from separate invocations; pid files, not child
+handles, say which processes are running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from ._config import KafkaConfig
+from ._meta_properties import format_storage, new_cluster_id
+
+CONTROLLER_ID = 0
+LAYOUT_FILE = "cluster.json"
+DEFAULT_BROKER_PORT = 9092
+DEFAULT_CONTROLLER_PORT = 9090
+CLUSTER_DEFAULTS: Mapping[str, str] = {
+    # Kafka's defaults for a cluster (its sample configs set 1 for a single node).
+    "default.replication.factor": "3",
+    "offsets.topic.replication.factor": "3",
+}
+
+
+class ClusterError(RuntimeError):
+    """A node did not start, or did not stop, in time; the message says which and why."""
+
+
+@attrs.define(eq=False)
+class ProcessCluster:
+    root: Path
+    cluster_id: str
+    controller_port: int
+    broker_ports: dict[int, int]
+    overrides: dict[str, str] = attrs.field(factory=dict)
+    """Applied to every node's properties (the brokers' and the controller's)."""
+    host: str = "127.0.0.1"
+    _children: dict[int, subprocess.Popen[bytes]] = attrs.field(init=False, factory=dict)
+
+    # --- layout -----------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        root: Path,
+        brokers: int = 3,
+        *,
+        broker_port: int = DEFAULT_BROKER_PORT,
+        controller_port: int = DEFAULT_CONTROLLER_PORT,
+        overrides: Mapping[str, str] | None = None,
+    ) -> ProcessCluster:
+        """Write the layout and every node's properties, and format every node."""
+        root = Path(root).resolve()
+        cluster = cls(
+            root,
+            new_cluster_id(),
+            controller_port,
+            {b: broker_port + b - 1 for b in range(1, brokers + 1)},
+            {**CLUSTER_DEFAULTS, **(overrides or {})},
+        )
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "traces").mkdir(exist_ok=True)
+        layout = {
+            "cluster_id": cluster.cluster_id,
+            "controller_port": controller_port,
+            "broker_ports": {str(b): p for b, p in cluster.broker_ports.items()},
+            "overrides": cluster.overrides,
+        }
+        (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
+        for node in cluster.node_ids:
+            cluster.add_node(node)
+        return cluster
+
+    @classmethod
+    def load(cls, root: Path) -> ProcessCluster:
+        root = Path(root).resolve()
+        layout = json.loads((root / LAYOUT_FILE).read_text())
+        return cls(
+            root,
+            layout["cluster_id"],
+            int(layout["controller_port"]),
+            {int(b): int(p) for b, p in layout["broker_ports"].items()},
+            dict(layout["overrides"]),
+        )
+
+    def add_node(self, node: int) -> None:
+        """Write ``node``'s properties and format its directory (a new broker joins with
+        the cluster's id, as an operator adds a machine)."""
+        if node != CONTROLLER_ID and node not in self.broker_ports:
+            self.broker_ports[node] = max(self.broker_ports.values()) + 1
+            self._save_ports()
+        props = self.properties(node)
+        self.properties_file(node).write_text(
+            "".join(f"{key}={value}\n" for key, value in props.items())
+        )
+        config = KafkaConfig.from_properties(props)
+        format_storage(
+            config.broker.log_dirs,
+            config.metadata_log_dir,
+            self.cluster_id,
+            node,
+            ignore_formatted=True,
+        )
+
+    def _save_ports(self) -> None:
+        path = self.root / LAYOUT_FILE
+        layout = json.loads(path.read_text())
+        layout["broker_ports"] = {str(b): p for b, p in self.broker_ports.items()}
+        path.write_text(json.dumps(layout, indent=2) + "\n")
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [CONTROLLER_ID, *sorted(self.broker_ports)]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.host}:{p}" for _, p in sorted(self.broker_ports.items()))
+
+    def properties(self, node: int) -> dict[str, str]:
+        voters = f"{CONTROLLER_ID}@{self.host}:{self.controller_port}"
+        common = {
+            "node.id": str(node),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.node_dir(node)),
+        }
+        if node == CONTROLLER_ID:
+            role = {
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://{self.host}:{self.controller_port}",
+            }
+        else:
+            role = {
+                "process.roles": "broker",
+                "listeners": f"PLAINTEXT://{self.host}:{self.broker_ports[node]}",
+                "inter.broker.listener.name": "PLAINTEXT",
+            }
+        return {**common, **role, **self.overrides}
+
+    def node_dir(self, node: int) -> Path:
+        return self.root / f"node-{node}"
+
+    def properties_file(self, node: int) -> Path:
+        return self.root / f"node-{node}.properties"
+
+    def log_file(self, node: int) -> Path:
+        return self.root / f"node-{node}.log"
+
+    def pid_file(self, node: int) -> Path:
+        return self.root / f"node-{node}.pid"
+
+    def role(self, node: int) -> str:
+        return "controller" if node == CONTROLLER_ID else "broker"
+
+    def port(self, node: int) -> int:
+        return self.controller_port if node == CONTROLLER_ID else self.broker_ports[node]
+
+    # --- processes ----------------------------------------------------------------------------
+
+    def pid(self, node: int) -> int | None:
+        """The pid of ``node``'s running process, or None if it is not running."""
+        child = self._children.get(node)
+        if child is not None:
+            return child.pid if child.poll() is None else None
+        try:
+            pid = int(self.pid_file(node).read_text())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return pid
+        return pid
+
+    def start(self, node: int, *, wait: bool = True, timeout: float = 60.0) -> None:
+        """Start ``node``'s process (detached: it outlives this one) and, with ``wait``,
+        return once it has printed that it is ready."""
+        if self.pid(node) is not None:
+            raise ClusterError(f"node {node} is already running (pid {self.pid(node)})")
+        log = self.log_file(node)
+        offset = log.stat().st_size if log.exists() else 0
+        command = [
+            sys.executable,
+            "-m",
+            "minikafka.broker",
+            "broker",
+            str(self.properties_file(node)),
+            "--trace-dir",
+            str(self.root / "traces"),
+        ]
+        with log.open("ab") as out:
+            child = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C in the terminal is not meant for it
+            )
+        self._children[node] = child
+        self.pid_file(node).write_text(f"{child.pid}\n")
+        if wait:
+            self.wait_ready(node, offset, timeout)
+
+    def wait_ready(self, node: int, offset: int, timeout: float) -> None:
+        """Wait until ``node`` prints its ready line after ``offset`` of its log file."""
+        deadline = time.monotonic() + timeout
+        marker = f"minikafka {self.role(node)} ready on".encode()
+        while time.monotonic() < deadline:
+            with self.log_file(node).open("rb") as f:
+                f.seek(offset)
+                if marker in f.read():
+                    return
+            if self.pid(node) is None:
+                raise ClusterError(f"node {node} exited while starting:\n{self.tail(node)}")
+            time.sleep(0.05)  # polling a file, inside the deadline
+        raise ClusterError(f"node {node} not ready after {timeout:.0f}s:\n{self.tail(node)}")
+
+    def tail(self, node: int, lines: int = 20) -> str:
+        try:
+            text = self.log_file(node).read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def up(self, timeout: float = 60.0) -> None:
+        """Start every node that is not running: the controller first, then the brokers,
+        which register with it and catch up with its metadata log."""
+        if self.pid(CONTROLLER_ID) is None:
+            self.start(CONTROLLER_ID, timeout=timeout)
+        offsets = {}
+        for node in sorted(self.broker_ports):
+            if self.pid(node) is None:
+                log = self.log_file(node)
+                offsets[node] = log.stat().st_size if log.exists() else 0
+                self.start(node, wait=False)
+        for node, offset in offsets.items():
+            self.wait_ready(node, offset, timeout)
+
+    def signal(self, node: int, signum: signal.Signals) -> None:
+        pid = self.pid(node)
+        if pid is None:
+            raise ClusterError(f"node {node} is not running")
+        os.kill(pid, signum)
+
+    def kill(self, node: int) -> None:
+        """SIGKILL: the node stops dead, as a crashed machine does."""
+        self.signal(node, signal.SIGKILL)
+        self.wait_exit(node, 30.0)
+
+    def stop(self, node: int, timeout: float = 60.0) -> None:
+        """SIGTERM: a broker moves its leaderships away (controlled shutdown), finishes
+        what is in flight and closes its logs cleanly."""
+        if self.pid(node) is None:
+            return
+        self.signal(node, signal.SIGTERM)
+        self.wait_exit(node, timeout)
+
+    def wait_exit(self, node: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        child = self._children.get(node)
+        while self.pid(node) is not None:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"node {node} still running after {timeout:.0f}s")
+            if child is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.wait(timeout=0.05)
+            else:
+                time.sleep(0.05)  # not our child: poll its pid, inside the deadline
+        self._children.pop(node, None)
+        self.pid_file(node).unlink(missing_ok=True)
+
+    def restart(self, node: int, timeout: float = 60.0) -> None:
+        """Start a node again (after kill or stop); its data is as it left it."""
+        if self.pid(node) is not None:
+            self.stop(node, timeout)
+        self.start(node, timeout=timeout)
+
+    def down(self, timeout: float = 60.0) -> None:
+        """Stop the brokers (together: each moves its leaderships away), then the
+        controller, which they need for that."""
+        brokers = [b for b in sorted(self.broker_ports) if self.pid(b) is not None]
+        for node in brokers:
+            self.signal(node, signal.SIGTERM)
+        for node in brokers:
+            self.wait_exit(node, timeout)
+        self.stop(CONTROLLER_ID, timeout)
+
+    def kill_all(self) -> None:
+        """SIGKILL every running node (a test's cleanup)."""
+        for node in self.node_ids:
+            if self.pid(node) is not None:
+                self.kill(node)

@@ -1,0 +1,248 @@
+"""The followers' shell: fetcher tasks that copy the leaders' logs (seed 000; Kafka's
+``ReplicaFetcherManager`` and ``ReplicaFetcherThread``).
+
+A broker follows each partition the metadata makes it a follower of. Partitions are
+grouped by their leader broker, and by ``num.replica.fetchers`` within a leader (Kafka's
+hash of topic and partition), into fetchers; each fetcher is a
+:class:`~minikafka.replication.ReplicaFetcher` core driven by one task with its own
+connection to the leader. The task's loop is the whole of ``ReplicaFetcherThread``:
+
+1. partitions in a new leader epoch truncate first: OffsetForLeaderEpoch v3 for the
+   epoch of their last record, and the core truncates where the leader says (KIP-101);
+2. one Fetch v11 with this broker's id as ``replica_id`` and each partition's current
+   leader epoch (KIP-320), long-polling up to ``replica.fetch.wait.max.ms`` for
+   ``replica.fetch.min.bytes``; the core appends what comes back, with the leader's
+   offsets, epochs, high watermark and log start offset;
+3. a failed request (the leader gone, the connection cut) waits
+   ``replica.fetch.backoff.ms`` and tries again, until the metadata names a new leader.
+
+:meth:`ReplicaFetcherManager.remove_partitions` is called with every metadata change
+before the ReplicaManager stops or deletes a partition, so a fetcher never touches a log
+it no longer owns; :meth:`~ReplicaFetcherManager.add_partitions` after it has made them
+followers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import zlib
+from collections.abc import Iterable, Mapping
+
+import attrs
+import trio
+from kio.schema.fetch.v11 import request as fetch_v11
+from kio.schema.fetch.v11.response import FetchResponse
+from kio.schema.offset_for_leader_epoch.v3 import request as epoch_v3
+from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from minikafka.common import TopicPartition
+from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.replication import (
+    EpochAnswer,
+    EpochRequest,
+    FetchedPartition,
+    FetchPartition,
+    ReplicaFetcher,
+    ReplicaManagerService,
+)
+
+_logger = logging.getLogger("minikafka.broker")
+
+
+@attrs.frozen
+class ReplicaFetchConfig:
+    """The ``replica.fetch.*`` keys, with Kafka's defaults."""
+
+    num_replica_fetchers: int = 1
+    max_bytes: int = 1024 * 1024
+    """``replica.fetch.max.bytes``: per partition."""
+    response_max_bytes: int = 10 * 1024 * 1024
+    """``replica.fetch.response.max.bytes``: per request."""
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    backoff_ms: int = 1000
+
+
+@attrs.define(eq=False)
+class _Fetcher:
+    """One fetcher: its core, where its leader is, and the task running it."""
+
+    core: ReplicaFetcher
+    node: Node
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    wake: trio.Event = attrs.field(factory=trio.Event)
+
+
+@attrs.define(eq=False)
+class ReplicaFetcherManager:
+    broker_id: int
+    replica_manager: ReplicaManagerService
+    config: ReplicaFetchConfig = ReplicaFetchConfig()
+    fetchers: dict[tuple[int, int], _Fetcher] = attrs.field(init=False, factory=dict)
+    """(leader broker id, fetcher id) -> its fetcher."""
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    def fetcher_id(self, tp: TopicPartition) -> int:
+        """Which of a leader's ``num.replica.fetchers`` fetches ``tp`` (stable across runs)."""
+        key = f"{tp.topic}-{tp.partition}".encode()
+        return zlib.crc32(key) % self.config.num_replica_fetchers
+
+    def remove_partitions(self, tps: Iterable[TopicPartition]) -> None:
+        """Stop fetching ``tps`` (a new epoch, a new role, or gone); idle fetchers stop."""
+        tps = set(tps)
+        for key, fetcher in list(self.fetchers.items()):
+            fetcher.core.remove_partitions(tps)
+            if not fetcher.core.states:
+                fetcher.scope.cancel()  # idle: Kafka shuts such fetcher threads down
+                del self.fetchers[key]
+
+    def add_partitions(self, followed: Mapping[TopicPartition, Node]) -> None:
+        """Fetch each of ``followed`` (already a follower in the ReplicaManager) from the
+        leader at its node, truncating first."""
+        for tp, node in followed.items():
+            key = (node.node_id, self.fetcher_id(tp))
+            fetcher = self.fetchers.get(key)
+            if fetcher is not None and fetcher.node != node:
+                fetcher.scope.cancel()  # the leader came back on another address
+                fetcher = None
+            if fetcher is None:
+                fetcher = self._start(key, node)
+            fetcher.core.add_partitions([tp])
+            fetcher.wake.set()
+
+    def shutdown(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.scope.cancel()
+        self.fetchers.clear()
+
+    def _start(self, key: tuple[int, int], node: Node) -> _Fetcher:
+        core = ReplicaFetcher(
+            self.broker_id,
+            node.node_id,
+            self.replica_manager.core.partitions,
+            fetch_max_bytes=self.config.max_bytes,
+            backoff=self.config.backoff_ms / 1000,
+        )
+        fetcher = _Fetcher(core, node)
+        self.fetchers[key] = fetcher
+        if self._nursery is not None:
+            self._nursery.start_soon(self._run_fetcher, fetcher)
+        return fetcher
+
+    async def _run_fetcher(self, fetcher: _Fetcher) -> None:
+        node = fetcher.node
+        name = f"ReplicaFetcherThread-{self.broker_id}-{node.node_id}"
+        with fetcher.scope:
+            async with NetworkClient.open(client_id=name) as client:
+                while True:
+                    try:
+                        busy = await self._round(client, fetcher)
+                    except ClientError as exc:
+                        _logger.info("%s: %s; retrying", name, exc)
+                        client.disconnect(node)
+                        busy = False
+                    if not busy:
+                        fetcher.wake = trio.Event()
+                        with trio.move_on_after(self.config.backoff_ms / 1000):
+                            await fetcher.wake.wait()
+
+    async def _round(self, client: NetworkClient, fetcher: _Fetcher) -> bool:
+        """One truncation step and one fetch; False if there was nothing to send."""
+        core = fetcher.core
+        asked = core.epoch_requests(trio.current_time())
+        if asked:
+            answers = await self._offsets_for_leader_epoch(client, fetcher.node, asked)
+            core.on_epoch_answers(answers, trio.current_time())  # traced by each Partition
+        fetches = core.fetch_request(trio.current_time())
+        if not fetches:
+            return bool(asked)
+        fetched = await self._fetch(client, fetcher.node, fetches)
+        # Only answers to what is still asked: a partition that moved on (a new epoch, a
+        # truncation) while the fetch was in flight must not take the old answer.
+        current = {tp: (s.fetch_offset, s.current_leader_epoch) for tp, s in core.states.items()}
+        sent = {f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches}
+        fresh = [f for f in fetched if current.get(f.topic_partition) == sent[f.topic_partition]]
+        core.on_fetch_answers(fresh, trio.current_time())
+        return True
+
+    async def _offsets_for_leader_epoch(
+        self, client: NetworkClient, node: Node, asked: list[EpochRequest]
+    ) -> list[EpochAnswer]:
+        topics: dict[str, list[epoch_v3.OffsetForLeaderPartition]] = {}
+        for r in asked:
+            topics.setdefault(r.topic_partition.topic, []).append(
+                epoch_v3.OffsetForLeaderPartition(
+                    partition=i32(r.topic_partition.partition),
+                    current_leader_epoch=i32(r.current_leader_epoch),
+                    leader_epoch=i32(r.leader_epoch),
+                )
+            )
+        request = epoch_v3.OffsetForLeaderEpochRequest(
+            replica_id=BrokerId(self.broker_id),
+            topics=tuple(
+                epoch_v3.OffsetForLeaderTopic(topic=TopicName(t), partitions=tuple(ps))
+                for t, ps in topics.items()
+            ),
+        )
+        response = await client.send(node, request)
+        assert isinstance(response, OffsetForLeaderEpochResponse)
+        return [
+            EpochAnswer(
+                TopicPartition(t.topic, int(p.partition)),
+                p.error_code,
+                int(p.leader_epoch),
+                int(p.end_offset),
+            )
+            for t in response.topics
+            for p in t.partitions
+        ]
+
+    async def _fetch(
+        self, client: NetworkClient, node: Node, fetches: list[FetchPartition]
+    ) -> list[FetchedPartition]:
+        topics: dict[str, list[fetch_v11.FetchPartition]] = {}
+        for f in fetches:
+            topics.setdefault(f.topic_partition.topic, []).append(
+                fetch_v11.FetchPartition(
+                    partition=i32(f.topic_partition.partition),
+                    current_leader_epoch=i32(f.current_leader_epoch),
+                    fetch_offset=i64(f.fetch_offset),
+                    partition_max_bytes=i32(f.max_bytes),
+                )
+            )
+        request = fetch_v11.FetchRequest(
+            replica_id=BrokerId(self.broker_id),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self.config.wait_max_ms)),
+            min_bytes=i32(self.config.min_bytes),
+            max_bytes=i32(self.config.response_max_bytes),
+            topics=tuple(
+                fetch_v11.FetchTopic(topic=TopicName(t), partitions=tuple(ps))
+                for t, ps in topics.items()
+            ),
+            forgotten_topics_data=(),
+        )
+        response = await client.send(node, request)
+        assert isinstance(response, FetchResponse)
+        return [
+            FetchedPartition(
+                TopicPartition(t.topic, int(p.partition_index)),
+                p.error_code,
+                int(p.high_watermark),
+                int(p.log_start_offset),
+                bytes(p.records or b""),
+            )
+            for t in response.responses
+            for p in t.partitions
+        ]

@@ -1,0 +1,175 @@
+"""``minikafka cluster up|down|status|kill N|restart N``: the small supervisor behind
+``make cluster`` (:mod:`._process_cluster` does the work).
+
+``up`` lays the cluster out on first use (one controller, ``--brokers`` brokers on
+consecutive ports from ``--port``, data under ``--dir``) and starts whatever is not
+running; ``status`` shows each node's role, port, pid and whether the controller has it
+fenced, then every partition's leader and ISR, from the brokers' own Metadata.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import trio
+import typer
+
+from minikafka.net import NetworkClient
+
+from ._process_cluster import (
+    CONTROLLER_ID,
+    DEFAULT_BROKER_PORT,
+    DEFAULT_CONTROLLER_PORT,
+    LAYOUT_FILE,
+    ClusterError,
+    ProcessCluster,
+)
+from ._tools_client import Cluster, ToolError, lone_errors, parse_bootstrap
+
+cluster_app = typer.Typer(
+    name="cluster",
+    help="Run a KRaft cluster on this machine: one controller and several brokers.",
+    no_args_is_help=True,
+)
+
+Dir = Annotated[Path, typer.Option("--dir", help="the cluster's directory")]
+
+
+@cluster_app.callback()
+def _cluster_group() -> None:
+    """Run a KRaft cluster on this machine: one controller and several brokers."""
+
+
+def _load(root: Path) -> ProcessCluster:
+    if not (root / LAYOUT_FILE).exists():
+        typer.echo(
+            f"minikafka cluster: no cluster in {root} (run `minikafka cluster up`)", err=True
+        )
+        raise typer.Exit(1)
+    return ProcessCluster.load(root)
+
+
+def _node(cluster: ProcessCluster, node: int) -> int:
+    if node not in cluster.node_ids:
+        typer.echo(f"minikafka cluster: no node {node} (nodes: {cluster.node_ids})", err=True)
+        raise typer.Exit(2)
+    return node
+
+
+@cluster_app.command()
+def up(
+    root: Dir = Path("cluster"),
+    brokers: Annotated[int, typer.Option(help="brokers, on first use", min=1)] = 3,
+    port: Annotated[int, typer.Option(help="the first broker's port")] = DEFAULT_BROKER_PORT,
+    controller_port: Annotated[
+        int, typer.Option(help="the controller's port")
+    ] = DEFAULT_CONTROLLER_PORT,
+) -> None:
+    """Start the cluster (laying it out first if ``--dir`` has none)."""
+    try:
+        if (root / LAYOUT_FILE).exists():
+            cluster = ProcessCluster.load(root)
+        else:
+            cluster = ProcessCluster.create(
+                root, brokers, broker_port=port, controller_port=controller_port
+            )
+            print(f"minikafka cluster: new cluster {cluster.cluster_id} in {cluster.root}")
+        cluster.up()
+    except ClusterError as exc:
+        typer.echo(f"minikafka cluster: {exc}", err=True)
+        raise typer.Exit(1) from None
+    print(f"minikafka cluster: up; bootstrap servers {cluster.bootstrap}")
+    _status(cluster)
+
+
+@cluster_app.command()
+def down(root: Dir = Path("cluster")) -> None:
+    """Stop every node: the brokers (controlled shutdown), then the controller."""
+    cluster = _load(root)
+    try:
+        cluster.down()
+    except ClusterError as exc:
+        typer.echo(f"minikafka cluster: {exc}", err=True)
+        raise typer.Exit(1) from None
+    print("minikafka cluster: down")
+
+
+@cluster_app.command()
+def status(root: Dir = Path("cluster")) -> None:
+    """Each node's role, pid and fencing; each partition's leader and ISR."""
+    _status(_load(root))
+
+
+@cluster_app.command()
+def kill(node: int, root: Dir = Path("cluster")) -> None:
+    """SIGKILL node N: it stops dead, as a crashed machine does."""
+    cluster = _load(root)
+    try:
+        cluster.kill(_node(cluster, node))
+    except ClusterError as exc:
+        typer.echo(f"minikafka cluster: {exc}", err=True)
+        raise typer.Exit(1) from None
+    print(f"minikafka cluster: node {node} killed")
+
+
+@cluster_app.command()
+def restart(node: int, root: Dir = Path("cluster")) -> None:
+    """Start node N again (stopping it first if it runs)."""
+    cluster = _load(root)
+    try:
+        cluster.restart(_node(cluster, node))
+    except ClusterError as exc:
+        typer.echo(f"minikafka cluster: {exc}", err=True)
+        raise typer.Exit(1) from None
+    print(f"minikafka cluster: node {node} running")
+
+
+def _status(cluster: ProcessCluster) -> None:
+    alive: set[int] | None = None
+    partitions: list[tuple[str, int, int, list[int], list[int]]] = []
+    if any(cluster.pid(b) is not None for b in cluster.broker_ports):
+        try:
+            with lone_errors():
+                alive, partitions = trio.run(_metadata, cluster)
+        except ToolError as exc:
+            print(f"(no broker answered Metadata: {exc})")
+    print(f"{'NODE':<6}{'ROLE':<12}{'PORT':<7}{'PID':<9}STATE")
+    for node in cluster.node_ids:
+        pid = cluster.pid(node)
+        if pid is None:
+            state = "stopped"
+        elif node == CONTROLLER_ID or alive is None:
+            state = "running"
+        else:
+            state = "running" if node in alive else "running, fenced"
+        shown = "-" if pid is None else str(pid)
+        print(f"{node:<6}{cluster.role(node):<12}{cluster.port(node):<7}{shown:<9}{state}")
+    if partitions:
+        print()
+        print(f"{'TOPIC':<28}{'PARTITION':<11}{'LEADER':<8}{'REPLICAS':<12}ISR")
+        for topic, index, leader, replicas, isr in partitions:
+            print(
+                f"{topic:<28}{index:<11}{leader:<8}"
+                f"{','.join(map(str, replicas)):<12}{','.join(map(str, isr))}"
+            )
+
+
+async def _metadata(
+    cluster: ProcessCluster,
+) -> tuple[set[int], list[tuple[str, int, int, list[int], list[int]]]]:
+    async with NetworkClient.open(client_id="minikafka-cluster", request_timeout=5.0) as client:
+        tool = Cluster(client, parse_bootstrap(cluster.bootstrap))
+        response = await tool.metadata(None)
+    rows = [
+        (
+            str(t.name),
+            int(p.partition_index),
+            int(p.leader_id),
+            [int(r) for r in p.replica_nodes],
+            [int(r) for r in p.isr_nodes],
+        )
+        for t in sorted(response.topics, key=lambda t: str(t.name))
+        for p in sorted(t.partitions, key=lambda p: int(p.partition_index))
+    ]
+    return {int(b.node_id) for b in response.brokers}, rows
