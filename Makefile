@@ -13,8 +13,9 @@ DATA ?= ./data
 # `make run` traces each run into a directory of its own under $(TRACES), named by its
 # start time (UTC); `minikafka trace summary DIR` reads one.
 TRACES ?= ./traces
+CLUSTER ?= ./cluster
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster clean
+.PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster cluster-down clean
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
@@ -23,6 +24,8 @@ help:
 	@echo "make book   - build the book (executes every cell, warnings are errors)"
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
+	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER))"
+	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -70,8 +73,13 @@ lab: sync
 	@if [ -z "$(LAB)" ]; then echo "usage: make lab N   (labs: $$($(RUN) python -m minikafka.labs list | cut -d' ' -f1 | tr '\n' ' '))" >&2; exit 2; fi
 	@$(RUN) python -m minikafka.labs run $(LAB)
 
-cluster:
-	@echo "make cluster: no multi-node cluster yet"; exit 2
+# One controller (127.0.0.1:9090) and three brokers (9092-9094), data, logs and traces
+# under ./cluster/; `minikafka cluster status|kill N|restart N|down` manage it after.
+cluster: sync
+	@$(RUN) minikafka cluster up --dir $(CLUSTER)
+
+cluster-down: sync
+	@$(RUN) minikafka cluster down --dir $(CLUSTER)
 
 clean:
 	rm -rf book/_build .mypy_cache .ruff_cache .pytest_cache
