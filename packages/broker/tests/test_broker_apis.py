@@ -434,6 +434,10 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
         },
         20: lambda: {"topic_names": (topic,), "timeout": seconds},
         22: lambda: {"transactional_id": None, "transaction_timeout": seconds},
+        23: lambda: {
+            "replica_id": -1,  # v3+: a consumer (KIP-320's validation) asks too
+            "topics": entry("topics", partitions=(part("topics", partition=0, leader_epoch=0),)),
+        },
         32: lambda: {
             "resources": (
                 build(
@@ -456,7 +460,7 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
 
 
 # Create the topics first, use them, grow them, delete them last.
-_SWEEP_ORDER = (19, 18, 3, 0, 1, 2, 10, 22, 32, 37, 20)
+_SWEEP_ORDER = (19, 18, 3, 0, 1, 23, 2, 10, 22, 32, 37, 20)
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions.
 _GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42)
 

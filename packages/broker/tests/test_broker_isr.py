@@ -39,7 +39,7 @@ async def test_a_follower_that_never_fetches_is_shrunk_out_and_acks_all_complete
 ) -> None:
     overrides = {"replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "60000"}
     async with running_broker(single_node_config(tmp_path, overrides)) as node:
-        controller = node.controller
+        controller = node.local_controller
         registered = await controller.submit(
             BrokerRegistrationRequest(
                 2, uuid.uuid4(), (BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19092),)

@@ -95,7 +95,7 @@ async def following(node: BrokerServer, remote: RemoteBroker) -> AsyncIterator[N
 
 async def create(node: BrokerServer, *names: str) -> None:
     request = CreateTopicsRequest(tuple(CreatableTopic(name, 3, 1) for name in names))
-    await node.controller.submit(request)
+    await node.local_controller.submit(request)
 
 
 async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
@@ -104,12 +104,12 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         await create(node, "orders", "payments")
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
-            assert image_state(remote.image) == image_state(node.controller.image)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            assert image_state(remote.image) == image_state(node.local_controller.image)
             await create(node, "created-while-following")  # the long poll wakes on commit
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
             assert "created-while-following" in {t.name for t in remote.image.topics.values()}
-            assert image_state(remote.image) == image_state(node.controller.image)
+            assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
         # A restart resumes from the copy on disk: nothing before its end is fetched again.
         remote = RemoteBroker(tmp_path / "node-2")
@@ -117,8 +117,8 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         assert remote.observer.position().fetch_offset == end > 0
         await create(node, "while-restarting")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
-        assert image_state(remote.image) == image_state(node.controller.image)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+        assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
 
 
@@ -148,7 +148,7 @@ async def test_a_broker_registers_and_is_unfenced_over_the_wire(tmp_path: Path) 
         registered = await client.send(controller, _registration(node.cluster_id, 2))
         assert isinstance(registered, BrokerRegistrationResponse)
         assert registered.error_code == ErrorCode.none
-        assert node.controller.image.brokers[2].fenced  # fenced until caught up
+        assert node.local_controller.image.brokers[2].fenced  # fenced until caught up
         with trio.fail_after(DEADLINE):
             while True:
                 beat = await client.send(
@@ -156,7 +156,7 @@ async def test_a_broker_registers_and_is_unfenced_over_the_wire(tmp_path: Path) 
                     BrokerHeartbeatRequest(
                         broker_id=BrokerId(2),
                         broker_epoch=i64(registered.broker_epoch),
-                        current_metadata_offset=i64(node.controller.image.offset),
+                        current_metadata_offset=i64(node.local_controller.image.offset),
                         want_fence=False,
                         want_shut_down=False,
                     ),
@@ -166,7 +166,7 @@ async def test_a_broker_registers_and_is_unfenced_over_the_wire(tmp_path: Path) 
                 if not beat.is_fenced:
                     break
                 await trio.sleep(0.05)  # Kafka's broker heartbeats again soon while fenced
-        await wait_until(lambda: not node.controller.image.brokers[2].fenced, DEADLINE)
+        await wait_until(lambda: not node.local_controller.image.brokers[2].fenced, DEADLINE)
 
 
 async def test_each_listener_advertises_its_own_apis(tmp_path: Path) -> None:
@@ -197,12 +197,12 @@ async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(tmp_path:
     async with running_broker(config) as node:
         for name in ("a", "b", "c"):
             await create(node, name)
-        await node.controller.wait_snapshot_written()
-        assert node.controller.quorum.log.log_start_offset > 0
+        await node.local_controller.wait_snapshot_written()
+        assert node.local_controller.quorum.log.log_start_offset > 0
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
-        assert image_state(remote.image) == image_state(node.controller.image)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+        assert image_state(remote.image) == image_state(node.local_controller.image)
         snapshots = list((tmp_path / "node-2" / "__cluster_metadata-0").glob("*.checkpoint"))
         assert snapshots, "the snapshot was fetched and kept"
         remote.observer.close()
@@ -213,7 +213,7 @@ async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Pa
     async with running_broker(config) as node, NetworkClient.open(client_id="t") as client:
         host, port = node.controller_address()
         controller = Node(1, host, port)
-        epoch = node.controller.quorum.epoch
+        epoch = node.local_controller.quorum.epoch
 
         def fetch(topic_id: uuid.UUID, leader_epoch: int) -> fetch_v13.FetchRequest:
             partition = fetch_v13.FetchPartition(
@@ -273,7 +273,7 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
                 )
             )
             await create(node, "first")
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
             proxy.stall()
             await create(node, "while-stalled")
             stalled_at = remote.image.offset
@@ -282,11 +282,11 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
             assert remote.image.offset == stalled_at
             assert "while-stalled" not in {t.name for t in remote.image.topics.values()}
             proxy.heal()
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
             proxy.cut()
             await create(node, "after-the-cut")
-            await wait_until(lambda: remote.image.offset == node.controller.image.offset, DEADLINE)
-            assert image_state(remote.image) == image_state(node.controller.image)
+            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            assert image_state(remote.image) == image_state(node.local_controller.image)
             assert proxy.connections_accepted >= 2  # the loop reconnected after the cut
             nursery.cancel_scope.cancel()
         remote.observer.close()

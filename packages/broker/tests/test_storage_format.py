@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 
 from minikafka.broker import BrokerServer, KafkaConfig, read_properties
 from minikafka.broker._cli import app
+from minikafka.broker._controller_channel import RemoteController
 from minikafka.broker._meta_properties import StorageError, format_storage, parse_cluster_id
 from minikafka.common import ConfigError
+from minikafka.net import Node
 
 CLUSTER_ID = "kqIiZwiNTAefqAx6mrUyyA"
 
@@ -110,10 +112,31 @@ def test_a_node_other_than_the_single_node_refuses_unformatted_dirs(tmp_path: Pa
     assert not (tmp_path / "a" / "meta.properties").exists()  # and formats nothing itself
 
 
-def test_a_formatted_broker_only_node_is_refused_as_not_runnable_yet(tmp_path: Path) -> None:
+def test_a_formatted_broker_only_node_opens_as_an_observer_of_its_controller(
+    tmp_path: Path,
+) -> None:
     config = KafkaConfig.load(broker_only(tmp_path), {})
+    format_storage(config.broker.log_dirs, config.metadata_log_dir, CLUSTER_ID, 2)
+    server = BrokerServer.open(config)
+    try:
+        assert server.controller is None  # no QuorumController in this process
+        assert server.observer is not None  # its own copy of the metadata log
+        assert server.observer.dir.parent == tmp_path / "meta"
+        assert isinstance(server.channel, RemoteController)
+        assert server.channel.node == Node(1, "127.0.0.1", 9093)
+    finally:
+        assert server.observer is not None
+        server.observer.close()
+        server.log_manager.shutdown()
+
+
+def test_a_broker_naming_several_voters_is_refused_until_the_quorum_exists(
+    tmp_path: Path,
+) -> None:
+    overrides = {"controller.quorum.voters": "1@127.0.0.1:9093,3@127.0.0.1:9095"}
+    config = KafkaConfig.load(broker_only(tmp_path), overrides)
     format_storage(config.broker.log_dirs, config.metadata_log_dir, CLUSTER_ID, 2)
     with pytest.raises(ConfigError) as caught:
         BrokerServer.open(config)
-    assert caught.value.key == "process.roles"
-    assert "single node" in str(caught.value)
+    assert caught.value.key == "controller.quorum.voters"
+    assert "one controller" in str(caught.value)

@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -75,15 +75,18 @@ class ProcessCluster:
         *,
         broker_port: int = DEFAULT_BROKER_PORT,
         controller_port: int = DEFAULT_CONTROLLER_PORT,
+        broker_ports: Sequence[int] | None = None,
         overrides: Mapping[str, str] | None = None,
     ) -> ProcessCluster:
-        """Write the layout and every node's properties, and format every node."""
+        """Write the layout and every node's properties, and format every node. Brokers
+        listen on consecutive ports from ``broker_port``, or on ``broker_ports``."""
         root = Path(root).resolve()
+        ports = list(broker_ports or range(broker_port, broker_port + brokers))
         cluster = cls(
             root,
             new_cluster_id(),
             controller_port,
-            {b: broker_port + b - 1 for b in range(1, brokers + 1)},
+            {b: ports[b - 1] for b in range(1, brokers + 1)},
             {**CLUSTER_DEFAULTS, **(overrides or {})},
         )
         root.mkdir(parents=True, exist_ok=True)

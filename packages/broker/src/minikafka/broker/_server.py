@@ -270,6 +270,13 @@ class BrokerServer:
         return self.controller_socket_server.bound_address()
 
     @property
+    def local_controller(self) -> ControllerServer:
+        """The QuorumController in this process; a broker-only node has none."""
+        if self.controller is None:
+            raise LookupError(f"broker {self.config.node_id} is broker-only: no controller here")
+        return self.controller
+
+    @property
     def is_fenced(self) -> bool:
         return not self._unfenced.is_set()
 

@@ -13,7 +13,10 @@ an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool
 connects the command-line tools' :class:`Cluster` to it and :class:`WireClient` one
 NetworkClient connection. :func:`request_body`, :func:`request_class` and :func:`element`
 build a request of any version from kio's classes, field by field. :class:`LocalCluster`
-is a whole cluster's cores in one process, stepped in virtual time (``_local_cluster``).
+is a whole cluster's cores in one process, stepped in virtual time (``_local_cluster``);
+:class:`ProcessCluster` a real one, a process per node (what ``make cluster`` runs), and
+:func:`free_ports` the ports a test gives it. :func:`replica_batches` reads a replica's
+batch headers from its files, to compare replicas once their brokers have stopped.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import os
 import re
 import select
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -40,6 +45,8 @@ from minikafka.net import NetworkClient, Node, build, request_schema, response_s
 from ._config import KafkaConfig
 from ._local_cluster import LocalBroker as LocalBroker
 from ._local_cluster import LocalCluster as LocalCluster
+from ._process_cluster import ClusterError as ClusterError
+from ._process_cluster import ProcessCluster as ProcessCluster
 from ._server import BrokerServer
 from ._tools_client import Cluster, connect
 
@@ -240,3 +247,50 @@ class WireClient:
         expected = response_schema(int(body.__api_key__), int(body.__version__))
         assert type(response) is expected, response
         return response
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct ports free on ``host`` just now (the OS's choice, released at
+    once: a cluster's nodes need their ports before they start, to name each other)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@attrs.frozen
+class StoredBatchHeader:
+    """What identifies a record batch in a replica's files: equal headers (CRC included)
+    on two replicas mean the same records at the same offsets, in the same epoch."""
+
+    base_offset: int
+    last_offset: int
+    partition_leader_epoch: int
+    crc: int
+
+
+_BATCH_HEAD = struct.Struct(">qiibIhi")  # base offset, length, epoch, magic, crc, attrs, delta
+
+
+def replica_batches(partition_dir: Path) -> list[StoredBatchHeader]:
+    """The batch headers of every segment in ``partition_dir``, in offset order (read
+    from the files, without a broker: the replica's broker must have stopped)."""
+    batches = []
+    for segment in sorted(partition_dir.glob("*.log")):
+        data = segment.read_bytes()
+        position = 0
+        while position + _BATCH_HEAD.size <= len(data):
+            base, length, epoch, _magic, crc, _attrs, delta = _BATCH_HEAD.unpack_from(
+                data, position
+            )
+            if length <= 0 or position + 12 + length > len(data):
+                break  # a torn tail: not a batch
+            batches.append(StoredBatchHeader(base, base + delta, epoch, crc))
+            position += 12 + length
+    return batches
