@@ -1,0 +1,40 @@
+"""Fixtures of the cluster tests: KRaft clusters of real processes.
+
+Every cluster is one controller (node 0) and brokers 1..N, each a ``minikafka broker``
+process of its own (:class:`~minikafka.broker.testing.ProcessCluster`, what ``make
+cluster`` runs), on ports the OS picked, under the test's own directory, with the
+settings of :data:`tests.cluster._cluster.FAST`. Whatever runs at the end is killed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from minikafka.broker.testing import ProcessCluster, free_ports
+from tests.cluster._cluster import FAST, MakeCluster
+
+
+@pytest.fixture
+def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeCluster]:
+    """``make_cluster(brokers=3, **{"key": "value"})``: a started cluster; the overrides go
+    over :data:`FAST` into every node's properties."""
+    made: list[ProcessCluster] = []
+
+    def make(brokers: int = 3, **overrides: str) -> ProcessCluster:
+        ports = free_ports(brokers + 1)
+        cluster = ProcessCluster.create(
+            tmp_path_factory.mktemp("cluster"),
+            brokers,
+            controller_port=ports[0],
+            broker_ports=ports[1:],
+            overrides={**FAST, **overrides},
+        )
+        made.append(cluster)
+        cluster.up()
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.kill_all()

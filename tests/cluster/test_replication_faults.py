@@ -1,0 +1,195 @@
+"""Replication under faults, with real processes: the ISR, acks=all and truncation
+(seed 000's replication sections; KIP-497, KIP-101, KIP-631).
+
+- **A follower that stops fetching leaves the ISR, and comes back**: SIGSTOP freezes a
+  follower; after ``replica.lag.time.max.ms`` its leader proposes the ISR without it
+  (AlterPartition), and ``acks=all`` completes with the rest. With both followers frozen
+  ``acks=all`` is refused (NOT_ENOUGH_REPLICAS, ``min.insync.replicas=2``) while
+  ``acks=1`` still succeeds; thawed, each catches up and is proposed back.
+- **A leader's unreplicated tail is truncated**: a leader takes ``acks=1`` records its
+  followers never fetched and dies; a follower is elected and written to; the old leader
+  returns as a follower, finds with OffsetForLeaderEpoch where its log diverged, and
+  truncates what no one else had (the trace shows it). Those records were never
+  committed, and no replica keeps them.
+- **Controlled shutdown**: a SIGTERMed broker asks the controller to move its
+  leaderships away (``wantShutDown``) and leads nothing before its process exits; an
+  idempotent producer writing meanwhile sees no error.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from minikafka.broker.testing import ProcessCluster, replica_batches
+from minikafka.trace import read_trace
+from tests.cluster._cluster import (
+    WAIT,
+    Condition,
+    MakeCluster,
+    create_topic,
+    in_sync,
+    state,
+    wait_for,
+)
+
+
+def produce(
+    cluster: ProcessCluster, topic: str, values: list[bytes], **config: object
+) -> list[KafkaError | None]:
+    """Send ``values`` to partition 0 and wait for each one's outcome: None (written) or
+    the error the broker answered (no retries: the first answer is the outcome)."""
+    outcomes: list[KafkaError | None] = []
+
+    def report(error: KafkaError | None, _message: Message) -> None:
+        outcomes.append(error)
+
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "log_level": 0, "retries": 0, **config}
+    )
+    for value in values:
+        producer.produce(topic, value, partition=0, on_delivery=report)
+    remaining = producer.flush(WAIT)
+    assert remaining == 0, f"{remaining} records without an outcome"
+    return outcomes
+
+
+@contextmanager
+def frozen(cluster: ProcessCluster, *nodes: int) -> Iterator[None]:
+    """SIGSTOP ``nodes`` for the block (a machine that stopped answering), then SIGCONT."""
+    for node in nodes:
+        cluster.signal(node, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for node in nodes:
+            cluster.signal(node, signal.SIGCONT)
+
+
+def isr_is(cluster: ProcessCluster, topic: str, isr: set[int]) -> Condition:
+    return lambda: set(state(cluster, topic).isr) == isr
+
+
+def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
+    make_cluster: MakeCluster,
+) -> None:
+    # Brokers are fenced only after a minute here: what moves the ISR is the leader's
+    # own view of its followers (replica.lag.time.max.ms), not the controller's.
+    cluster = make_cluster(
+        **{"replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "60000"}
+    )
+    create_topic(cluster, "isr", configs={"min.insync.replicas": "2"})
+    leader, first, second = _leader_first(cluster, "isr")
+    assert produce(cluster, "isr", [b"all three"], acks="all") == [None]
+    with frozen(cluster, first):
+        # acks=all waits for the frozen follower until the leader drops it from the ISR.
+        assert produce(cluster, "isr", [b"two of three"], acks="all") == [None]
+        wait_for(isr_is(cluster, "isr", {leader, second}), f"ISR without {first}")
+        with frozen(cluster, second):
+            wait_for(isr_is(cluster, "isr", {leader}), f"ISR without {first} and {second}")
+            [refused] = produce(cluster, "isr", [b"one of three"], acks="all")
+            assert refused is not None
+            assert refused.code() == KafkaError.NOT_ENOUGH_REPLICAS
+            assert produce(cluster, "isr", [b"leader only"], acks="1") == [None]
+    # Thawed, both fetch what they missed and are proposed back.
+    wait_for(in_sync(cluster, "isr", 0), "both followers back in the ISR")
+    cluster.down()
+    logs = [replica_batches(cluster.node_dir(b) / "isr-0") for b in (leader, first, second)]
+    assert logs[0] == logs[1] == logs[2]
+    assert logs[0][-1].last_offset == 2  # "one of three" was refused: three records
+    shrinks = [
+        e
+        for e in read_trace(cluster.root / "traces")
+        if e["event"] == "isr_propose" and e["kind"] == "shrink" and e["topic"] == "isr"
+    ]
+    assert [e["replicas"] for e in shrinks][:2] == [[first], [second]]
+    assert all(lag >= 2000 for e in shrinks for lag in e["lag_ms"])  # type: ignore[attr-defined]
+
+
+def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster(**{"broker.session.timeout.ms": "6000"})
+    create_topic(cluster, "diverge")
+    assert produce(cluster, "diverge", [b"c%d" % i for i in range(10)], acks="all") == [None] * 10
+    old, first, second = _leader_first(cluster, "diverge")
+    wait_for(in_sync(cluster, "diverge", 0), "all three in sync")
+    # The followers stop fetching (well within the session timeout, so they stay in
+    # the ISR); the leader writes five records alone and dies before anyone has them.
+    with frozen(cluster, first, second):
+        written = produce(cluster, "diverge", [b"lost%d" % i for i in range(5)], acks="1")
+        assert written == [None] * 5
+        cluster.kill(old)
+    wait_for(
+        lambda: state(cluster, "diverge").leader in (first, second), "a follower elected leader"
+    )
+    new = state(cluster, "diverge").leader
+    assert produce(cluster, "diverge", [b"n%d" % i for i in range(3)], acks="all") == [None] * 3
+    cluster.start(old)
+    wait_for(in_sync(cluster, "diverge", 0), f"{old} back in the ISR")
+    cluster.down()
+    logs = {b: replica_batches(cluster.node_dir(b) / "diverge-0") for b in (old, first, second)}
+    assert logs[old] == logs[first] == logs[second]
+    assert logs[old][-1].last_offset == 12  # ten committed, then the new leader's three
+    truncations = [
+        e
+        for e in read_trace(cluster.root / "traces")
+        if e["event"] == "follower_truncate" and e["topic"] == "diverge" and e["node"] == old
+    ]
+    assert truncations, "the old leader never truncated"
+    assert truncations[0]["log_end_offset"] == 15  # ten committed and five of its own
+    assert truncations[0]["truncated_to"] == 10
+    assert truncations[0]["leader"] == new
+
+
+def test_controlled_shutdown_moves_leadership_before_the_process_exits(
+    make_cluster: MakeCluster,
+) -> None:
+    # Fenced only after a minute: leadership can only move in time if the stopping
+    # broker asks for it (controlled shutdown), not because it went silent.
+    cluster = make_cluster(**{"broker.session.timeout.ms": "60000"})
+    create_topic(cluster, "steady", 3, {"min.insync.replicas": "2"})
+    wait_for(
+        lambda: {state(cluster, "steady", p).leader for p in range(3)} == {1, 2, 3},
+        "one partition led by each broker",
+    )
+    errors: list[KafkaError] = []
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+    )
+
+    def report(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            errors.append(error)
+
+    stopping = 2
+    cluster.signal(stopping, signal.SIGTERM)
+    deadline = time.monotonic() + WAIT
+    number = 0
+    while cluster.pid(stopping) is not None:
+        assert time.monotonic() < deadline, "broker 2 did not stop"
+        for p in range(3):
+            producer.produce("steady", b"%d" % number, partition=p, on_delivery=report)
+        number += 1
+        producer.poll(0.01)
+    cluster.wait_exit(stopping, WAIT)
+    # Right after the exit, and long before its session could time out:
+    assert all(state(cluster, "steady", p).leader != stopping for p in range(3))
+    assert producer.flush(WAIT) == 0
+    assert not errors, errors
+    cluster.down()  # the controller's trace is complete once it has stopped
+    reasons = [
+        e["reason"]
+        for e in read_trace(cluster.root / "traces")
+        if e["event"] == "broker_registration" and e["broker_id"] == stopping and e["fenced"]
+    ]
+    assert reasons == ["registered", "controlled_shutdown"]
+
+
+def _leader_first(cluster: ProcessCluster, topic: str) -> tuple[int, int, int]:
+    """The partition's leader, then its two followers."""
+    now = state(cluster, topic)
+    followers = sorted(set(now.replicas) - {now.leader})
+    return now.leader, followers[0], followers[1]
