@@ -11,6 +11,10 @@
   returns as a follower, finds with OffsetForLeaderEpoch where its log diverged, and
   truncates what no one else had (the trace shows it). Those records were never
   committed, and no replica keeps them.
+- **Unclean election loses data only when enabled**: with both followers dead the leader
+  writes alone, then dies; when the followers return, the topic with
+  ``unclean.leader.election.enable`` elects one of them and loses exactly what the dead
+  leader wrote alone, while the other topic waits for that leader and loses nothing.
 - **Controlled shutdown**: a SIGTERMed broker asks the controller to move its
   leaderships away (``wantShutDown``) and leads nothing before its process exits; an
   idempotent producer writing meanwhile sees no error.
@@ -23,7 +27,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
 from minikafka.trace import read_trace
@@ -31,6 +37,7 @@ from tests.cluster._cluster import (
     WAIT,
     Condition,
     MakeCluster,
+    admin,
     create_topic,
     in_sync,
     state,
@@ -193,3 +200,77 @@ def _leader_first(cluster: ProcessCluster, topic: str) -> tuple[int, int, int]:
     now = state(cluster, topic)
     followers = sorted(set(now.replicas) - {now.leader})
     return now.leader, followers[0], followers[1]
+
+
+def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_enabled(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster()
+    # Two topics on the same three brokers, broker 1 leading both; only one allows an
+    # out-of-sync replica to be elected (unclean.leader.election.enable, a topic config).
+    for name, unclean in (("careful", "false"), ("reckless", "true")):
+        client = admin(cluster)
+        topic = NewTopic(
+            name,
+            num_partitions=1,
+            replica_assignment=[[1, 2, 3]],
+            config={"unclean.leader.election.enable": unclean},
+        )
+        client.create_topics([topic])[name].result(timeout=WAIT)
+        wait_for(in_sync(cluster, name, 0), f"{name} in sync")
+    committed = [b"c%d" % i for i in range(10)]
+    alone = [b"alone%d" % i for i in range(5)]
+    for name in ("careful", "reckless"):
+        assert produce(cluster, name, committed, acks="all") == [None] * 10
+    # Both followers die; fenced, they leave the ISR, and broker 1 writes alone.
+    cluster.kill(2)
+    cluster.kill(3)
+    for name in ("careful", "reckless"):
+        wait_for(isr_is(cluster, name, {1}), f"{name}'s ISR down to broker 1")
+        assert produce(cluster, name, alone, acks="all") == [None] * 5  # min.insync 1
+    # Broker 1 dies too; the followers come back, without what it wrote alone.
+    cluster.kill(1)
+    cluster.start(2)
+    cluster.start(3)
+    wait_for(lambda: state(cluster, "reckless").leader in (2, 3), "an unclean election")
+    # The careful topic waits for broker 1, the only replica with every acknowledged
+    # record (by now the controller has seen brokers 2 and 3 unfenced, and elected
+    # for the reckless topic on that same event).
+    assert state(cluster, "careful").leader == -1
+    assert read_values(cluster, "reckless") == committed  # the five are gone
+    cluster.start(1)
+    wait_for(lambda: state(cluster, "careful").leader == 1, "broker 1 leading careful again")
+    assert read_values(cluster, "careful") == committed + alone  # nothing lost
+    wait_for(in_sync(cluster, "reckless", 0), "broker 1 back in reckless's ISR")
+    cluster.down()
+    # Broker 1 truncated its five records of reckless: every replica agrees again.
+    logs = [replica_batches(cluster.node_dir(b) / "reckless-0") for b in (1, 2, 3)]
+    assert logs[0] == logs[1] == logs[2]
+    elections = [
+        e
+        for e in read_trace(cluster.root / "traces")
+        if e["event"] == "election" and e["topic"] == "reckless" and e["reason"] == "unclean"
+    ]
+    assert len(elections) == 1
+
+
+def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
+    """Partition 0 from its start to its high watermark, as the leader serves it."""
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "log_level": 0}
+    )
+    try:
+        end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
+        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT
+        while len(values) < end:
+            assert time.monotonic() < deadline, f"read {len(values)} of {end}"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                value = message.value()
+                assert value is not None
+                values.append(value)
+        return values
+    finally:
+        consumer.close()
