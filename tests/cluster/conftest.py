@@ -13,22 +13,33 @@ from collections.abc import Iterator
 import pytest
 
 from minikafka.broker.testing import ProcessCluster, free_ports
-from tests.cluster._cluster import FAST, MakeCluster
+from tests.cluster._cluster import FAST, MakeCluster, Proxies
 
 
 @pytest.fixture
 def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeCluster]:
-    """``make_cluster(brokers=3, **{"key": "value"})``: a started cluster; the overrides go
-    over :data:`FAST` into every node's properties."""
+    """``make_cluster(brokers=3, proxies=None, **{"key": "value"})``: a started cluster;
+    the overrides go over :data:`FAST` into every node's properties. Given a list,
+    ``proxies`` gets a :class:`Proxies` whose proxies carry every link between brokers."""
     made: list[ProcessCluster] = []
+    started: list[Proxies] = []
 
-    def make(brokers: int = 3, **overrides: str) -> ProcessCluster:
-        ports = free_ports(brokers + 1)
+    def make(
+        brokers: int = 3, proxies: list[Proxies] | None = None, **overrides: str
+    ) -> ProcessCluster:
+        ports = free_ports(1 + 2 * brokers)
+        replication: dict[int, tuple[int, int]] = {}
+        if proxies is not None:
+            links = Proxies({b: ports[brokers + b] for b in range(1, brokers + 1)})
+            started.append(links)
+            proxies.append(links)
+            replication = {b: (ports[brokers + b], links.port(b)) for b in range(1, brokers + 1)}
         cluster = ProcessCluster.create(
             tmp_path_factory.mktemp("cluster"),
             brokers,
             controller_port=ports[0],
-            broker_ports=ports[1:],
+            broker_ports=ports[1 : brokers + 1],
+            replication_ports=replication,
             overrides={**FAST, **overrides},
         )
         made.append(cluster)
@@ -38,3 +49,5 @@ def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeClust
     yield make
     for cluster in made:
         cluster.kill_all()
+    for links in started:
+        links.close()

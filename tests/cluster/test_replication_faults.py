@@ -6,8 +6,9 @@
   (AlterPartition), and ``acks=all`` completes with the rest. With both followers frozen
   ``acks=all`` is refused (NOT_ENOUGH_REPLICAS, ``min.insync.replicas=2``) while
   ``acks=1`` still succeeds; thawed, each catches up and is proposed back.
-- **A leader's unreplicated tail is truncated**: a leader takes ``acks=1`` records its
-  followers never fetched and dies; a follower is elected and written to; the old leader
+- **A leader's unreplicated tail is truncated**: with the links into it stalled by a
+  fault proxy, a leader takes ``acks=1`` records its followers never fetch, and dies; a
+  follower is elected and written to; the old leader
   returns as a follower, finds with OffsetForLeaderEpoch where its log diverged, and
   truncates what no one else had (the trace shows it). Those records were never
   committed, and no replica keeps them.
@@ -32,11 +33,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
+from minikafka.net.testing import FaultProxy
 from minikafka.trace import read_trace
 from tests.cluster._cluster import (
     WAIT,
     Condition,
     MakeCluster,
+    Proxies,
     admin,
     create_topic,
     in_sync,
@@ -118,17 +121,23 @@ def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
 
 
 def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeCluster) -> None:
-    cluster = make_cluster(**{"broker.session.timeout.ms": "6000"})
+    links: list[Proxies] = []
+    cluster = make_cluster(proxies=links, **{"broker.session.timeout.ms": "6000"})
+    [proxies] = links
     create_topic(cluster, "diverge")
     assert produce(cluster, "diverge", [b"c%d" % i for i in range(10)], acks="all") == [None] * 10
     old, first, second = _leader_first(cluster, "diverge")
     wait_for(in_sync(cluster, "diverge", 0), "all three in sync")
-    # The followers stop fetching (well within the session timeout, so they stay in
-    # the ISR); the leader writes five records alone and dies before anyone has them.
-    with frozen(cluster, first, second):
-        written = produce(cluster, "diverge", [b"lost%d" % i for i in range(5)], acks="1")
-        assert written == [None] * 5
-        cluster.kill(old)
+    # The links into the leader stall: the followers' fetches (and the answers the
+    # leader gives them) are held in the proxy. The leader writes five records alone
+    # and dies; the held answers are dropped with the links. The followers heartbeat
+    # to the controller as before, so they stay in the ISR.
+    proxies.call(old, FaultProxy.stall)
+    written = produce(cluster, "diverge", [b"lost%d" % i for i in range(5)], acks="1")
+    assert written == [None] * 5
+    cluster.kill(old)
+    proxies.call(old, FaultProxy.cut)
+    proxies.call(old, FaultProxy.heal)
     wait_for(
         lambda: state(cluster, "diverge").leader in (first, second), "a follower elected leader"
     )
@@ -136,6 +145,9 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
     assert produce(cluster, "diverge", [b"n%d" % i for i in range(3)], acks="all") == [None] * 3
     cluster.start(old)
     wait_for(in_sync(cluster, "diverge", 0), f"{old} back in the ISR")
+    assert read_values(cluster, "diverge") == [b"c%d" % i for i in range(10)] + [
+        b"n%d" % i for i in range(3)
+    ]
     cluster.down()
     logs = {b: replica_batches(cluster.node_dir(b) / "diverge-0") for b in (old, first, second)}
     assert logs[old] == logs[first] == logs[second]
@@ -148,7 +160,12 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
     assert truncations, "the old leader never truncated"
     assert truncations[0]["log_end_offset"] == 15  # ten committed and five of its own
     assert truncations[0]["truncated_to"] == 10
-    assert truncations[0]["leader"] == new
+    elections = [
+        (e["leader"], e["reason"])
+        for e in read_trace(cluster.root / "traces")
+        if e["event"] == "election" and e["topic"] == "diverge"
+    ]
+    assert truncations[0]["leader"] == new, elections
 
 
 def test_controlled_shutdown_moves_leadership_before_the_process_exits(

@@ -62,6 +62,10 @@ class ProcessCluster:
     broker_ports: dict[int, int]
     overrides: dict[str, str] = attrs.field(factory=dict)
     """Applied to every node's properties (the brokers' and the controller's)."""
+    replication_ports: dict[int, tuple[int, int]] = attrs.field(factory=dict)
+    """Broker -> (port, advertised port) of a REPLICATION listener that brokers reach each
+    other by (``inter.broker.listener.name``); a test advertises a fault proxy's port to
+    put the proxy on every link into that broker. Empty: PLAINTEXT for everything."""
     host: str = "127.0.0.1"
     _children: dict[int, subprocess.Popen[bytes]] = attrs.field(init=False, factory=dict)
 
@@ -76,6 +80,7 @@ class ProcessCluster:
         broker_port: int = DEFAULT_BROKER_PORT,
         controller_port: int = DEFAULT_CONTROLLER_PORT,
         broker_ports: Sequence[int] | None = None,
+        replication_ports: Mapping[int, tuple[int, int]] | None = None,
         overrides: Mapping[str, str] | None = None,
     ) -> ProcessCluster:
         """Write the layout and every node's properties, and format every node. Brokers
@@ -88,6 +93,7 @@ class ProcessCluster:
             controller_port,
             {b: ports[b - 1] for b in range(1, brokers + 1)},
             {**CLUSTER_DEFAULTS, **(overrides or {})},
+            dict(replication_ports or {}),
         )
         root.mkdir(parents=True, exist_ok=True)
         (root / "traces").mkdir(exist_ok=True)
@@ -96,6 +102,7 @@ class ProcessCluster:
             "controller_port": controller_port,
             "broker_ports": {str(b): p for b, p in cluster.broker_ports.items()},
             "overrides": cluster.overrides,
+            "replication_ports": {str(b): list(p) for b, p in cluster.replication_ports.items()},
         }
         (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
         for node in cluster.node_ids:
@@ -112,6 +119,7 @@ class ProcessCluster:
             int(layout["controller_port"]),
             {int(b): int(p) for b, p in layout["broker_ports"].items()},
             dict(layout["overrides"]),
+            {int(b): (int(p[0]), int(p[1])) for b, p in layout["replication_ports"].items()},
         )
 
     def add_node(self, node: int) -> None:
@@ -160,6 +168,18 @@ class ProcessCluster:
             role = {
                 "process.roles": "controller",
                 "listeners": f"CONTROLLER://{self.host}:{self.controller_port}",
+            }
+        elif node in self.replication_ports:
+            port, advertised = self.replication_ports[node]
+            client = f"PLAINTEXT://{self.host}:{self.broker_ports[node]}"
+            role = {
+                "process.roles": "broker",
+                "listeners": f"{client},REPLICATION://{self.host}:{port}",
+                "advertised.listeners": f"{client},REPLICATION://{self.host}:{advertised}",
+                "listener.security.protocol.map": (
+                    "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                ),
+                "inter.broker.listener.name": "REPLICATION",
             }
         else:
             role = {

@@ -173,8 +173,10 @@ class FaultProxy:
                         if not data:
                             break
                         await send.send((trio.current_time() + link.delay, data))
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass  # one end went away: the connection is over either way
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            # One end went away (a reset arrives wrapped in the nursery's group): the
+            # connection is over either way.
+            pass
         finally:
             done.cancel()
 
