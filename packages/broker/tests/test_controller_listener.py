@@ -104,10 +104,14 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         await create(node, "orders", "payments")
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
             assert image_state(remote.image) == image_state(node.local_controller.image)
             await create(node, "created-while-following")  # the long poll wakes on commit
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
             assert "created-while-following" in {t.name for t in remote.image.topics.values()}
             assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
@@ -117,7 +121,9 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         assert remote.observer.position().fetch_offset == end > 0
         await create(node, "while-restarting")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
         assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
 
@@ -201,7 +207,9 @@ async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(tmp_path:
         assert node.local_controller.quorum.log.log_start_offset > 0
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
         assert image_state(remote.image) == image_state(node.local_controller.image)
         snapshots = list((tmp_path / "node-2" / "__cluster_metadata-0").glob("*.checkpoint"))
         assert snapshots, "the snapshot was fetched and kept"
@@ -273,7 +281,9 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
                 )
             )
             await create(node, "first")
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
             proxy.stall()
             await create(node, "while-stalled")
             stalled_at = remote.image.offset
@@ -282,10 +292,14 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
             assert remote.image.offset == stalled_at
             assert "while-stalled" not in {t.name for t in remote.image.topics.values()}
             proxy.heal()
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
             proxy.cut()
             await create(node, "after-the-cut")
-            await wait_until(lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE)
+            await wait_until(
+                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+            )
             assert image_state(remote.image) == image_state(node.local_controller.image)
             assert proxy.connections_accepted >= 2  # the loop reconnected after the cut
             nursery.cancel_scope.cancel()
