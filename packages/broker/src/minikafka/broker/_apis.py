@@ -54,6 +54,11 @@ from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 from ._offsets_topic import handle_find_coordinator
 from ._produce import handle_produce
 from ._producer_ids import ProducerIdManager, handle_init_producer_id
+from ._reassignments import (
+    handle_alter_partition_reassignments,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+)
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -162,6 +167,15 @@ class KafkaApis:
     async def _create_partitions(self, request: Request) -> None:
         await handle_create_partitions(request, self.controller)
 
+    async def _alter_partition_reassignments(self, request: Request) -> None:
+        await handle_alter_partition_reassignments(request, self.controller)
+
+    async def _list_partition_reassignments(self, request: Request) -> None:
+        await handle_list_partition_reassignments(request, self.controller)
+
+    async def _elect_leaders(self, request: Request) -> None:
+        await handle_elect_leaders(request, self.controller)
+
     async def _init_producer_id(self, request: Request) -> None:
         await handle_init_producer_id(request, self.producer_ids)
 
@@ -243,6 +257,9 @@ class KafkaApis:
         ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 1, _create_partitions),
         ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3, _offset_for_leader_epoch),
+        ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
+        ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments),
+        ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 
+from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
 from kio.schema.create_partitions.v0.request import (
     CreatePartitionsRequest as CreatePartitionsRequestV0,
 )
@@ -43,6 +44,9 @@ from kio.schema.describe_groups.v1.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v2.request import DescribeGroupsRequest as DescribeGroupsRequestV2
 from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as DescribeGroupsRequestV3
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsRequestV4
+from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersRequestV0
+from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersRequestV1
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersRequestV2
 from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchRequestV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchRequestV6
@@ -89,6 +93,7 @@ from kio.schema.list_offsets.v4.request import ListOffsetsPartition as ListOffse
 from kio.schema.list_offsets.v4.request import ListOffsetsRequest as ListOffsetsRequestV4
 from kio.schema.list_offsets.v5.request import ListOffsetsPartition as ListOffsetsPartitionV5
 from kio.schema.list_offsets.v5.request import ListOffsetsRequest as ListOffsetsRequestV5
+from kio.schema.list_partition_reassignments.v0 import request as list_v0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v2.request import MetadataRequest as MetadataRequestV2
 from kio.schema.metadata.v3.request import MetadataRequest as MetadataRequestV3
@@ -154,6 +159,9 @@ FetchRequest = (
     | FetchRequestV11
 )
 FETCH: tuple[type[FetchRequest], ...] = typing.get_args(FetchRequest)
+
+ElectLeadersRequest = ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
+ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = typing.get_args(ElectLeadersRequest)
 
 # v2 names the asker's current leader epoch (KIP-320), v3 the asking replica (a follower).
 OffsetForLeaderEpochRequest = OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3
@@ -299,4 +307,8 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.CREATE_PARTITIONS: CREATE_PARTITIONS,
     ApiKey.DELETE_GROUPS: DELETE_GROUPS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: OFFSET_FOR_LEADER_EPOCH,
+    # Their handlers (_reassignments) name their own versions: one each, ElectLeaders v0-v2.
+    ApiKey.ELECT_LEADERS: ELECT_LEADERS,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (alter_v0.AlterPartitionReassignmentsRequest,),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (list_v0.ListPartitionReassignmentsRequest,),
 }

@@ -11,9 +11,10 @@ another node needs from its controller:
 - ``BrokerRegistration`` and ``BrokerHeartbeat`` (KIP-631), ``AlterPartition`` (KIP-497)
   and ``AllocateProducerIds`` (KIP-730): the wire forms of the requests the
   QuorumController already decides, handed to its event queue;
-- ``CreateTopics``, ``DeleteTopics`` and ``CreatePartitions``: a client's admin requests,
-  forwarded by a broker (KIP-590), answered by the same handlers a combined node runs,
-  except that a broker may create the internal ``__consumer_offsets``.
+- ``CreateTopics``, ``DeleteTopics``, ``CreatePartitions``, ``ElectLeaders``,
+  ``AlterPartitionReassignments`` and ``ListPartitionReassignments``: a client's admin
+  requests, forwarded by a broker (KIP-590), answered by the same handlers a combined
+  node runs, except that a broker may create the internal ``__consumer_offsets``.
 
 The versions served are those whose every field this controller honours; the Processor
 answers any other with UNSUPPORTED_VERSION before it reaches this module.
@@ -68,6 +69,11 @@ from minikafka.controller import (
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 
 from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ._reassignments import (
+    handle_alter_partition_reassignments,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+)
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
@@ -92,6 +98,9 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.CREATE_TOPICS: (2, 4),
     ApiKey.DELETE_TOPICS: (1, 3),
     ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 
@@ -127,6 +136,12 @@ class ControllerApis:
                 await handle_delete_topics(request, self.server, guard_internal=False)
             case ApiKey.CREATE_PARTITIONS:
                 await handle_create_partitions(request, self.server, guard_internal=False)
+            case ApiKey.ELECT_LEADERS:
+                await handle_elect_leaders(request, self.server)
+            case ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+                await handle_alter_partition_reassignments(request, self.server)
+            case ApiKey.LIST_PARTITION_REASSIGNMENTS:
+                await handle_list_partition_reassignments(request, self.server)
 
     # --- the metadata log -----------------------------------------------------------------
 

@@ -30,6 +30,9 @@ from kio.schema.allocate_producer_ids.v0 import request as producer_ids_v0
 from kio.schema.allocate_producer_ids.v0 import response as producer_ids_v0_response
 from kio.schema.alter_partition.v2 import request as alter_v2
 from kio.schema.alter_partition.v2 import response as alter_v2_response
+from kio.schema.alter_partition_reassignments.v0.response import (
+    AlterPartitionReassignmentsResponse as AlterReassignmentsWire,
+)
 from kio.schema.broker_heartbeat.v0 import request as heartbeat_v0
 from kio.schema.broker_heartbeat.v0 import response as heartbeat_v0_response
 from kio.schema.broker_registration.v0 import request as registration_v0
@@ -40,7 +43,11 @@ from kio.schema.create_topics.v4 import request as create_v4
 from kio.schema.create_topics.v4 import response as create_v4_response
 from kio.schema.delete_topics.v3 import request as delete_v3
 from kio.schema.delete_topics.v3 import response as delete_v3_response
+from kio.schema.elect_leaders.v1.response import ElectLeadersResponse as ElectLeadersWire
 from kio.schema.errors import ErrorCode
+from kio.schema.list_partition_reassignments.v0.response import (
+    ListPartitionReassignmentsResponse as ListReassignmentsWire,
+)
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 from kio.static.protocol import RequestPayload
@@ -48,6 +55,7 @@ from kio.static.protocol import RequestPayload
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
@@ -67,8 +75,19 @@ from minikafka.controller import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ListPartitionReassignmentsRequest,
 )
 from minikafka.net import ClientError, NetworkClient, Node
+
+from ._reassignments import (
+    alter_reassignments_from_wire,
+    alter_reassignments_to_wire,
+    elect_leaders_from_wire,
+    elect_leaders_to_wire,
+    list_reassignments_from_wire,
+    list_reassignments_to_wire,
+)
 
 ADMIN_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 """The ``timeout_ms`` of forwarded admin requests: the controller answers once its
@@ -130,8 +149,21 @@ class RemoteController:
                 return await self._delete_topics(request)
             case CreatePartitionsRequest():
                 return await self._create_partitions(request)
-        # The rest (reassignments, configs, elections) are sent by admin tools straight
-        # to a controller, never through a broker here.
+            case AlterPartitionReassignmentsRequest():
+                answer = await self._send(
+                    alter_reassignments_to_wire(request), AlterReassignmentsWire
+                )
+                assert isinstance(answer, AlterReassignmentsWire)
+                return alter_reassignments_from_wire(answer)
+            case ListPartitionReassignmentsRequest():
+                listed = await self._send(list_reassignments_to_wire(), ListReassignmentsWire)
+                assert isinstance(listed, ListReassignmentsWire)
+                return list_reassignments_from_wire(listed)
+            case ElectLeadersRequest():
+                elected = await self._send(elect_leaders_to_wire(request), ElectLeadersWire)
+                assert isinstance(elected, ElectLeadersWire)
+                return elect_leaders_from_wire(elected)
+        # Configs are altered by no client of this broker (it serves DescribeConfigs only).
         raise ControllerError(ErrorCode.unsupported_version)
 
     async def _send(self, body: RequestPayload, expected: type[object]) -> object:
