@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 import trio
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster
@@ -141,3 +143,40 @@ class Proxies:
         self._thread.join(WAIT)
         if self.failure is not None:
             raise self.failure
+
+
+def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
+    """Partition 0 from its start to its high watermark, as the leader serves it."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "reader",
+            # No group offsets: committing them on close would wait for a group
+            # coordinator, which a cluster that lost brokers may not have.
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
+    try:
+        end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
+        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + WAIT
+        while len(values) < end:
+            assert time.monotonic() < deadline, f"read {len(values)} of {end}"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                value = message.value()
+                assert value is not None
+                values.append(value)
+        return values
+    finally:
+        consumer.close()
+
+
+def create_on(cluster: ProcessCluster, topic: str, replicas: list[int]) -> None:
+    """A one-partition topic on exactly ``replicas`` (the first leads), once in sync."""
+    client = admin(cluster)
+    new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas])
+    client.create_topics([new])[topic].result(timeout=WAIT)
+    wait_for(in_sync(cluster, topic, 0, len(replicas)), f"{topic} in sync")

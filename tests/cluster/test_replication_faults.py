@@ -28,8 +28,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
@@ -43,6 +42,7 @@ from tests.cluster._cluster import (
     admin,
     create_topic,
     in_sync,
+    read_values,
     state,
     wait_for,
 )
@@ -274,25 +274,3 @@ def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_e
         if e["event"] == "election" and e["topic"] == "reckless" and e["reason"] == "unclean"
     ]
     assert len(elections) == 1
-
-
-def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
-    """Partition 0 from its start to its high watermark, as the leader serves it."""
-    consumer = Consumer(
-        {"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "log_level": 0}
-    )
-    try:
-        end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
-        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
-        values: list[bytes] = []
-        deadline = time.monotonic() + WAIT
-        while len(values) < end:
-            assert time.monotonic() < deadline, f"read {len(values)} of {end}"
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                value = message.value()
-                assert value is not None
-                values.append(value)
-        return values
-    finally:
-        consumer.close()

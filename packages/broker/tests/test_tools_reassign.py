@@ -1,0 +1,82 @@
+"""The JSON files of ``minikafka reassign-partitions`` (Kafka's formats) and the answers
+to bad ones: each names what is wrong, and nothing is sent to the cluster."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from minikafka.broker._cli import app
+from minikafka.broker._tools_client import ToolError
+from minikafka.broker._tools_reassign import (
+    assignment_json,
+    parse_assignment,
+    parse_topics_to_move,
+)
+
+
+def test_an_assignment_round_trips_through_kafkas_json() -> None:
+    assignment = {("b", 0): (2, 3, 4), ("a", 1): (3, 4, 2), ("a", 0): (4, 2, 3)}
+    text = assignment_json(assignment)
+    document = json.loads(text)
+    assert document["version"] == 1
+    assert [(p["topic"], p["partition"]) for p in document["partitions"]] == [
+        ("a", 0),
+        ("a", 1),
+        ("b", 0),
+    ]
+    assert document["partitions"][0]["log_dirs"] == ["any", "any", "any"]
+    assert parse_assignment(text) == assignment
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("not json", "not JSON"),
+        ("[]", "must hold an object"),
+        ('{"version": 1}', '"partitions"'),
+        ('{"partitions": [{"topic": "a"}]}', "topic/partition/replicas"),
+        ('{"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 1]}]}', "not valid"),
+        ('{"partitions": [{"topic": "a", "partition": 0, "replicas": []}]}', "not valid"),
+        (
+            '{"partitions": [{"topic": "a", "partition": 0, "replicas": [1]},'
+            ' {"topic": "a", "partition": 0, "replicas": [2]}]}',
+            "listed twice",
+        ),
+    ],
+)
+def test_a_bad_reassignment_file_is_refused_saying_why(text: str, says: str) -> None:
+    with pytest.raises(ToolError, match=says):
+        parse_assignment(text)
+
+
+def test_topics_to_move() -> None:
+    assert parse_topics_to_move('{"topics": [{"topic": "x"}, {"topic": "y"}], "version": 1}') == [
+        "x",
+        "y",
+    ]
+    with pytest.raises(ToolError, match='"topics"'):
+        parse_topics_to_move('{"version": 1}')
+    with pytest.raises(ToolError, match='no "topic"'):
+        parse_topics_to_move('{"topics": [{"name": "x"}]}')
+
+
+def test_the_tools_refuse_bad_usage_before_connecting() -> None:
+    runner = CliRunner()
+    # No broker listens on port 1: a usage error must stop before any connection.
+    both = runner.invoke(
+        app, ["reassign-partitions", "--bootstrap-server", "127.0.0.1:1", "--execute", "--verify"]
+    )
+    assert both.exit_code == 2
+    assert "exactly one of" in both.output
+    missing = runner.invoke(
+        app, ["reassign-partitions", "--bootstrap-server", "127.0.0.1:1", "--execute"]
+    )
+    assert missing.exit_code == 2
+    assert "--reassignment-json-file" in missing.output
+    election = ["leader-election", "--bootstrap-server", "127.0.0.1:1", "--all-topic-partitions"]
+    unclean = runner.invoke(app, [*election, "--election-type", "UNCLEAN"])
+    assert unclean.exit_code == 2
+    assert "PREFERRED" in unclean.output

@@ -1,0 +1,78 @@
+"""The cluster's admin APIs from real clients: ElectLeaders (KIP-460) and the
+reassignment APIs (KIP-455), against a three-broker KRaft cluster of real processes (the
+requests are forwarded by the broker a client asks to the controller, KIP-590).
+
+kafka-python's KafkaAdminClient moves a partition from brokers {1, 2} to {3, 2}
+(AlterPartitionReassignments), lists what is moving (ListPartitionReassignments), and
+elects the preferred leader (ElectLeaders); confluent-kafka's AdminClient asks the same
+election of a partition whose preferred replica leads already, which the controller
+answers ELECTION_NOT_NEEDED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import ElectionType, KafkaError
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+
+from minikafka.broker.testing import ProcessCluster, free_ports
+from tests.cluster._cluster import FAST, WAIT, admin, create_on, state, wait_for
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    ports = free_ports(4)
+    made = ProcessCluster.create(
+        tmp_path_factory.mktemp("cluster"),
+        3,
+        controller_port=ports[0],
+        broker_ports=ports[1:],
+        overrides=FAST,
+    )
+    made.up()
+    yield made
+    made.kill_all()
+
+
+@pytest.mark.compat("AlterPartitionReassignments", "kafka-python")
+@pytest.mark.compat("ListPartitionReassignments", "kafka-python")
+@pytest.mark.compat("ElectLeaders", "kafka-python")
+def test_kafka_python_moves_a_partition_and_elects_its_preferred_leader(
+    cluster: ProcessCluster,
+) -> None:
+    create_on(cluster, "kp-move", [1, 2])
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        tp = TopicPartition("kp-move", 0)
+        assert client.alter_partition_reassignments({tp: [3, 2]}) == {tp: None}
+        moving = client.list_partition_reassignments()
+        # Copying an empty log is quick: the move may be over already.
+        assert set(moving) <= {tp}
+        wait_for(lambda: state(cluster, "kp-move").replicas == (3, 2), "replicas 3, 2")
+        assert client.list_partition_reassignments() == {}
+        wait_for(lambda: len(state(cluster, "kp-move").isr) == 2, "both in sync")
+        # Leadership left broker 1 for an in-sync replica; ask for the preferred one, 3.
+        client.elect_leaders(0, {"kp-move": [0]}, raise_errors=False)
+        wait_for(lambda: state(cluster, "kp-move").leader == 3, "broker 3 leading")
+    finally:
+        client.close()
+
+
+@pytest.mark.compat("ElectLeaders", "confluent-kafka")
+def test_confluent_kafka_elects_a_preferred_leader_or_hears_it_is_not_needed(
+    cluster: ProcessCluster,
+) -> None:
+    create_on(cluster, "ck-elect", [2, 3])
+    client = admin(cluster)
+    partition = ConfluentTopicPartition("ck-elect", 0)
+    future = client.elect_leaders(ElectionType.PREFERRED, [partition])
+    results = future.result(timeout=WAIT)  # each partition's outcome: None or its error
+    [(answered, error)] = list(results.items())
+    assert (answered.topic, answered.partition) == ("ck-elect", 0)
+    assert error is not None  # broker 2, the preferred replica, leads already
+    assert error.code() == KafkaError.ELECTION_NOT_NEEDED
+    assert state(cluster, "ck-elect").leader == 2
