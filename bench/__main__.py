@@ -17,6 +17,7 @@ from . import (
     broker_clients,
     broker_memory,
     broker_produce,
+    cluster_replication,
     e2e_latency,
     log_io,
     log_validate,
@@ -34,6 +35,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     broker_produce.NAME: broker_produce.run,
     broker_memory.NAME: broker_memory.run,
     e2e_latency.NAME: e2e_latency.run,
+    cluster_replication.NAME: cluster_replication.run,
 }
 
 

@@ -169,9 +169,10 @@ def _value(sequence: int) -> bytes:
     return head + _FILLER[: VALUE_BYTES - len(head)]
 
 
-def _create_topic(bootstrap: str, topic: str) -> None:
+def _create_topic(bootstrap: str, topic: str, replication_factor: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for name, future in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30).items():
+    new = [NewTopic(topic, 1, replication_factor)]
+    for name, future in admin.create_topics(new, operation_timeout=30).items():
         try:
             future.result()
         except Exception as e:
@@ -179,9 +180,18 @@ def _create_topic(bootstrap: str, topic: str) -> None:
 
 
 def _one_run(
-    bootstrap: str, broker_pid: int, scenario: Scenario, seconds: float, topic: str
+    bootstrap: str,
+    broker_pid: int,
+    scenario: Scenario,
+    seconds: float,
+    topic: str,
+    *,
+    create: bool = True,
 ) -> Run:
-    _create_topic(bootstrap, topic)
+    """One timed run on a new topic (``create``), or on one the caller made
+    (``broker_pid``: the process of the partition's leader)."""
+    if create:
+        _create_topic(bootstrap, topic)
     warmup = round(scenario.rate * WARMUP_SECONDS)
     timed = round(scenario.rate * seconds)
     receiver = _Receiver(

@@ -297,11 +297,15 @@ class LocalLog:
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Which segment ``offset`` is in and the position of the batch that holds it."""
+        active = self.active_segment
+        if offset == self.log_end_offset:
+            # The log end is the end of the active segment: no scan. Caught-up followers
+            # and consumers fetch here, and every delayed fetch asks again on each append.
+            return LogOffsetMetadata(offset, active.base_offset, active.size)
         for segment in self.segments[self.segment_index_for(offset) :]:
             found = segment.translate_offset(offset)
             if found is not None:
                 return LogOffsetMetadata(offset, segment.base_offset, found[0])
-        active = self.active_segment
         return LogOffsetMetadata(offset, active.base_offset, active.size)
 
     def batches(self) -> Iterator[tuple[LogSegment, int, RecordBatchHeader]]:

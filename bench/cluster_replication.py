@@ -1,0 +1,291 @@
+"""Replication's cost: a single node against three brokers with RF 3 (issue 18).
+
+Throughput, in one run: a confluent-kafka (librdkafka) producer in this process sends
+``RECORDS`` 100-byte records to a one-partition topic as fast as it can (``linger.ms=5``,
+librdkafka's default batch size, no compression), timed from the first ``produce()`` to
+the last acknowledgement, in three scenarios:
+
+- **single node, acks=1**: ``python -m minikafka.broker broker`` (KRaft combined mode),
+  a topic of one replica: the ceiling the others are measured against;
+- **3 brokers, RF 3, acks=all**: a controller and three broker-only nodes, each a
+  process of its own (``minikafka.broker.testing.ProcessCluster``, what ``make cluster``
+  runs), ``min.insync.replicas=1``; a record is acknowledged once both followers have
+  fetched it (their next fetch tells the leader, which moves the high watermark);
+- **3 brokers, RF 3, acks=1**: the same cluster; acknowledged once the leader has it,
+  while the followers copy in the background.
+
+Each scenario reports records/s and MB/s (values only), and the CPU of every process
+(the producer's and each node's) as percentages of one core. Then the **end-to-end
+latency** at a steady 10,000 records/s with ``acks=all`` and RF 3 (``linger.ms=0``;
+``e2e_latency``'s producer and consumer, their figures p50/p99/max), against issue 18's
+goal: p99 under 5 ms, and RF 3 ``acks=all`` at least half the single node's throughput.
+A fresh node set per scenario; four processes and this one share the machine's CPUs (no
+pinning: there are more processes than cores).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient
+
+from minikafka.broker.testing import ProcessCluster, free_ports
+
+from . import e2e_latency
+from ._common import (
+    BenchError,
+    Report,
+    bar_chart_svg,
+    machine_facts,
+    markdown_table,
+    now_utc,
+    own_cpu_seconds,
+    process_cpu_seconds,
+    report_header,
+)
+from ._wire import VALUE_BYTES, spawned_broker
+
+NAME = "cluster_replication"
+RECORDS = 300_000
+QUICK_RECORDS = 30_000
+LATENCY_RATES = (500, 10_000)
+"""The goal's rate, and one the cluster keeps up with on two cores (see bench/README.md)."""
+GOAL_RATE = 10_000
+GOAL_RATIO = 0.5
+GOAL_P99_MS = 5.0
+_VALUE = b"x" * VALUE_BYTES
+
+
+@attrs.frozen
+class Throughput:
+    scenario: str
+    records: int
+    seconds: float
+    records_per_s: float
+    mb_per_s: float
+    cpu_percent: dict[str, float | None]
+    """Process -> CPU over the timed stretch, % of one core (producer, node-N)."""
+
+
+def _produce(bootstrap: str, topic: str, records: int, acks: str) -> tuple[float, list[str]]:
+    """Send ``records`` values as fast as librdkafka takes them; (seconds, errors)."""
+    errors: list[str] = []
+
+    def report(error: KafkaError | None, _message: Message) -> None:
+        if error is not None:
+            errors.append(str(error))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1_000_000,
+            "on_delivery": report,
+            "delivery.report.only.error": True,
+        }
+    )
+    producer.list_topics(topic, timeout=30)  # connected, leader known
+    start = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, _VALUE, partition=0)
+                break
+            except BufferError:
+                producer.poll(0.001)  # the client's queue is full: let it drain
+    if producer.flush(120) != 0:
+        raise BenchError(f"{topic}: records still unacknowledged after 120 s")
+    return time.perf_counter() - start, errors
+
+
+def _measure(
+    scenario: str,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    acks: str,
+    pids: Mapping[str, int],
+) -> Throughput:
+    before = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+    own = own_cpu_seconds()
+    seconds, errors = _produce(bootstrap, topic, records, acks)
+    if errors:
+        raise BenchError(f"{scenario}: delivery errors {errors[:3]}")
+    cpu: dict[str, float | None] = {"producer": 100 * (own_cpu_seconds() - own) / seconds}
+    for name, pid in pids.items():
+        after, was = process_cpu_seconds(pid), before[name]
+        cpu[name] = None if after is None or was is None else 100 * (after - was) / seconds
+    rate = records / seconds
+    return Throughput(scenario, records, seconds, rate, rate * VALUE_BYTES / 1e6, cpu)
+
+
+@contextmanager
+def _cluster(root: Path) -> Iterator[ProcessCluster]:
+    ports = free_ports(4)
+    cluster = ProcessCluster.create(
+        root,
+        3,
+        controller_port=ports[0],
+        broker_ports=ports[1:],
+        overrides={"min.insync.replicas": "1"},
+    )
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def _create(bootstrap: str, topic: str, replication_factor: int) -> None:
+    e2e_latency._create_topic(bootstrap, topic, replication_factor)
+
+
+def _leader_pid(cluster: ProcessCluster, topic: str) -> int:
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=30)
+    leader = metadata.topics[topic].partitions[0].leader
+    pid = cluster.pid(leader)
+    if pid is None:
+        raise BenchError(f"{topic}: leader {leader} is not running")
+    return pid
+
+
+def _wait_in_sync(cluster: ProcessCluster, topic: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(
+            topic, timeout=30
+        )
+        found = metadata.topics[topic]
+        if found.error is None and len(found.partitions[0].isrs) == 3:
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"{topic}: not in sync after 60 s")
+        time.sleep(0.1)  # polling the cluster's metadata, inside the deadline
+
+
+def run(quick: bool = False) -> Report:
+    started, clock = now_utc(), time.perf_counter()
+    records = QUICK_RECORDS if quick else RECORDS
+    seconds = e2e_latency.QUICK_SECONDS if quick else e2e_latency.SECONDS
+    results: list[Throughput] = []
+    with tempfile.TemporaryDirectory(prefix="minikafka-bench-cluster-") as scratch:
+        with spawned_broker(Path(scratch) / "single") as broker:
+            bootstrap = f"{broker.host}:{broker.port}"
+            _create(bootstrap, "single", 1)
+            results.append(
+                _measure(
+                    "single node, acks=1", bootstrap, "single", records, "1",
+                    {"node": broker.pid},
+                )
+            )  # fmt: skip
+            broker.check_alive()
+        for acks in ("all", "1"):
+            with _cluster(Path(scratch) / f"cluster-acks-{acks}") as cluster:
+                topic = f"rf3-acks-{acks}"
+                _create(cluster.bootstrap, topic, 3)
+                _wait_in_sync(cluster, topic)
+                pids = {f"node-{n}": cluster.pid(n) for n in cluster.node_ids}
+                results.append(
+                    _measure(
+                        f"3 brokers, RF 3, acks={acks}",
+                        cluster.bootstrap,
+                        topic,
+                        records,
+                        acks,
+                        {name: pid for name, pid in pids.items() if pid is not None},
+                    )
+                )
+        latencies: list[e2e_latency.Run] = []
+        for rate in LATENCY_RATES:
+            with _cluster(Path(scratch) / f"cluster-latency-{rate}") as cluster:
+                topic = f"rf3-latency-{rate}"
+                _create(cluster.bootstrap, topic, 3)
+                _wait_in_sync(cluster, topic)
+                latencies.append(
+                    e2e_latency._one_run(
+                        cluster.bootstrap,
+                        _leader_pid(cluster, topic),
+                        e2e_latency.Scenario(rate, "all"),
+                        seconds,
+                        topic,
+                        create=False,
+                    )
+                )
+    for r in results:
+        print(f"  {r.scenario:<28} {r.records_per_s:>10,.0f} rec/s  {r.mb_per_s:6.1f} MB/s")
+    for latency in latencies:
+        print(
+            f"  e2e {latency.rate:,}/s acks=all RF 3: p50 {latency.latency['p50_ms']:.2f} ms  "
+            f"p99 {latency.latency['p99_ms']:.2f} ms  max {latency.latency['max_ms']:.2f} ms"
+        )
+    document: dict[str, object] = {
+        **report_header(NAME, __doc__, quick, 1, started, clock),
+        "records": records,
+        "value_bytes": VALUE_BYTES,
+        "producer": {"linger.ms": 5, "compression.type": "none", "other": "librdkafka defaults"},
+        "goal": {"rf3_acks_all_over_single": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
+        "machine": machine_facts(),
+        "throughput": [attrs.asdict(r) for r in results],
+        "latency": [attrs.asdict(x) for x in latencies],
+    }
+    return Report(NAME, document, _table(results, latencies), _chart(results))
+
+
+def _table(results: list[Throughput], latencies: list[e2e_latency.Run]) -> str:
+    ceiling = results[0].records_per_s
+    header = ["scenario", "records/s", "MB/s", "x single node", "CPU (% of a core)"]
+    rows = []
+    for r in results:
+        cpu = ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_percent.items() if v is not None)
+        rows.append(
+            [
+                r.scenario,
+                f"{r.records_per_s:,.0f}",
+                f"{r.mb_per_s:.1f}",
+                f"{r.records_per_s / ceiling:.2f}",
+                cpu,
+            ]
+        )
+    for latency in latencies:
+        lat = latency.latency
+        rows.append(
+            [
+                f"e2e latency, {latency.rate:,}/s, acks=all, RF 3, linger.ms=0",
+                f"{latency.achieved_rate_per_s:,.0f} sent",
+                "",
+                f"p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms, "
+                f"max {lat['max_ms']:.2f} ms",
+                f"leader {_percent(latency.broker_cpu_percent)}",
+            ]
+        )
+    rf3_all = results[1].records_per_s / ceiling
+    goal = next(x for x in latencies if x.rate == GOAL_RATE).latency["p99_ms"]
+    table = markdown_table(header, rows)
+    table += (
+        f"\nceiling: the single node in the same run. Goals (issue 18): RF 3 acks=all "
+        f">= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
+        f"{'met' if rf3_all >= GOAL_RATIO else 'not met'}); p99 < {GOAL_P99_MS:g} ms at "
+        f"{GOAL_RATE:,}/s (measured {goal:.2f} ms: "
+        f"{'met' if goal < GOAL_P99_MS else 'not met'})."
+    )
+    return table
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _chart(results: list[Throughput]) -> str:
+    return bar_chart_svg(
+        "minikafka produce throughput: single node vs three brokers (RF 3)",
+        "records/s",
+        [(r.scenario, [("records/s", r.records_per_s)]) for r in results],
+    )
