@@ -14,7 +14,8 @@ the last acknowledgement, in three scenarios:
 - **3 brokers, RF 3, acks=1**: the same cluster; acknowledged once the leader has it,
   while the followers copy in the background.
 
-Each scenario reports records/s and MB/s (values only), and the CPU of every process
+Each scenario runs ``REPEATS`` times, interleaved, on fresh nodes; the median run is
+quoted with the range. It reports records/s and MB/s (values only), and the CPU of every process
 (the producer's and each node's) as percentages of one core. Then the **end-to-end
 latency** at a steady 10,000 records/s with ``acks=all`` and RF 3 (``linger.ms=0``;
 ``e2e_latency``'s producer and consumer, their figures p50/p99/max), against issue 18's
@@ -44,6 +45,7 @@ from ._common import (
     bar_chart_svg,
     machine_facts,
     markdown_table,
+    median_run,
     now_utc,
     own_cpu_seconds,
     process_cpu_seconds,
@@ -53,8 +55,9 @@ from ._wire import VALUE_BYTES, spawned_broker
 
 NAME = "cluster_replication"
 RECORDS = 300_000
+REPEATS = 3
 QUICK_RECORDS = 30_000
-LATENCY_RATES = (500, 10_000)
+LATENCY_RATES = (200, 10_000)
 """The goal's rate, and one the cluster keeps up with on two cores (see bench/README.md)."""
 GOAL_RATE = 10_000
 GOAL_RATIO = 0.5
@@ -175,26 +178,25 @@ def run(quick: bool = False) -> Report:
     started, clock = now_utc(), time.perf_counter()
     records = QUICK_RECORDS if quick else RECORDS
     seconds = e2e_latency.QUICK_SECONDS if quick else e2e_latency.SECONDS
-    results: list[Throughput] = []
+    repeats = 1 if quick else REPEATS
+    runs: dict[str, list[Throughput]] = {}
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-cluster-") as scratch:
-        with spawned_broker(Path(scratch) / "single") as broker:
-            bootstrap = f"{broker.host}:{broker.port}"
-            _create(bootstrap, "single", 1)
-            results.append(
-                _measure(
-                    "single node, acks=1", bootstrap, "single", records, "1",
-                    {"node": broker.pid},
+        for r in range(repeats):  # interleaved, fresh nodes each time: the median is quoted
+            with spawned_broker(Path(scratch) / f"single-{r}") as broker:
+                bootstrap = f"{broker.host}:{broker.port}"
+                _create(bootstrap, "single", 1)
+                done = _measure(
+                    "single node, acks=1", bootstrap, "single", records, "1", {"node": broker.pid}
                 )
-            )  # fmt: skip
-            broker.check_alive()
-        for acks in ("all", "1"):
-            with _cluster(Path(scratch) / f"cluster-acks-{acks}") as cluster:
-                topic = f"rf3-acks-{acks}"
-                _create(cluster.bootstrap, topic, 3)
-                _wait_in_sync(cluster, topic)
-                pids = {f"node-{n}": cluster.pid(n) for n in cluster.node_ids}
-                results.append(
-                    _measure(
+                runs.setdefault(done.scenario, []).append(done)
+                broker.check_alive()
+            for acks in ("all", "1"):
+                with _cluster(Path(scratch) / f"cluster-acks-{acks}-{r}") as cluster:
+                    topic = f"rf3-acks-{acks}"
+                    _create(cluster.bootstrap, topic, 3)
+                    _wait_in_sync(cluster, topic)
+                    pids = {f"node-{n}": cluster.pid(n) for n in cluster.node_ids}
+                    done = _measure(
                         f"3 brokers, RF 3, acks={acks}",
                         cluster.bootstrap,
                         topic,
@@ -202,7 +204,11 @@ def run(quick: bool = False) -> Report:
                         acks,
                         {name: pid for name, pid in pids.items() if pid is not None},
                     )
-                )
+                    runs.setdefault(done.scenario, []).append(done)
+            print(f"  run {r + 1}/{repeats}: " + ", ".join(
+                f"{name} {done[-1].records_per_s:,.0f}/s" for name, done in runs.items()
+            ), flush=True)  # fmt: skip
+        results = [median_run(done, lambda t: t.records_per_s) for done in runs.values()]
         latencies: list[e2e_latency.Run] = []
         for rate in LATENCY_RATES:
             with _cluster(Path(scratch) / f"cluster-latency-{rate}") as cluster:
@@ -219,36 +225,46 @@ def run(quick: bool = False) -> Report:
                         create=False,
                     )
                 )
-    for r in results:
-        print(f"  {r.scenario:<28} {r.records_per_s:>10,.0f} rec/s  {r.mb_per_s:6.1f} MB/s")
+    for median in results:
+        print(
+            f"  {median.scenario:<28} {median.records_per_s:>10,.0f} rec/s  "
+            f"{median.mb_per_s:6.1f} MB/s (median)"
+        )
     for latency in latencies:
         print(
             f"  e2e {latency.rate:,}/s acks=all RF 3: p50 {latency.latency['p50_ms']:.2f} ms  "
             f"p99 {latency.latency['p99_ms']:.2f} ms  max {latency.latency['max_ms']:.2f} ms"
         )
     document: dict[str, object] = {
-        **report_header(NAME, __doc__, quick, 1, started, clock),
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
         "records": records,
         "value_bytes": VALUE_BYTES,
         "producer": {"linger.ms": 5, "compression.type": "none", "other": "librdkafka defaults"},
         "goal": {"rf3_acks_all_over_single": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
         "machine": machine_facts(),
         "throughput": [attrs.asdict(r) for r in results],
+        "throughput_runs": {name: [attrs.asdict(x) for x in done] for name, done in runs.items()},
         "latency": [attrs.asdict(x) for x in latencies],
     }
-    return Report(NAME, document, _table(results, latencies), _chart(results))
+    return Report(NAME, document, _table(results, latencies, runs), _chart(results))
 
 
-def _table(results: list[Throughput], latencies: list[e2e_latency.Run]) -> str:
+def _table(
+    results: list[Throughput],
+    latencies: list[e2e_latency.Run],
+    runs: Mapping[str, list[Throughput]],
+) -> str:
     ceiling = results[0].records_per_s
     header = ["scenario", "records/s", "MB/s", "x single node", "CPU (% of a core)"]
     rows = []
     for r in results:
         cpu = ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_percent.items() if v is not None)
+        rates = [x.records_per_s for x in runs[r.scenario]]
+        spread = f" ({min(rates):,.0f}-{max(rates):,.0f})" if len(rates) > 1 else ""
         rows.append(
             [
                 r.scenario,
-                f"{r.records_per_s:,.0f}",
+                f"{r.records_per_s:,.0f}{spread}",
                 f"{r.mb_per_s:.1f}",
                 f"{r.records_per_s / ceiling:.2f}",
                 cpu,

@@ -1,0 +1,119 @@
+"""A consumer group survives the death of its coordinator (seed 000's group coordinator
+moves with the leadership of its ``__consumer_offsets`` partition).
+
+Three confluent-kafka consumers in one group share a six-partition RF 3 topic holding
+numbered records. Each processes a batch, then commits it synchronously. Midway, the
+broker that is the group's coordinator is SIGKILLed: the partition of
+``__consumer_offsets`` that holds the group gets a new leader, which loads the group's
+committed offsets from its copy of the log and becomes the coordinator; the consumers
+find it and rejoin. Guarantee checked: **every record is processed, and the only ones
+processed twice are those of a batch whose commit did not succeed** (the consumer saw
+the commit fail, so it is Kafka's documented at-least-once window, and nothing beyond
+it); committed offsets survive the coordinator's death.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from minikafka.broker.testing import ProcessCluster
+from tests.cluster._cluster import WAIT, MakeCluster, create_topic, wait_for
+
+PARTITIONS = 6
+RECORDS = 6000
+GROUP = "workers"
+
+
+class Worker:
+    """One consumer thread: what it processed, and which batches it could not commit."""
+
+    def __init__(self, cluster: ProcessCluster, name: str, stop: threading.Event) -> None:
+        self.processed: list[tuple[int, int]] = []  # (partition, offset)
+        self.uncommitted: set[tuple[int, int]] = set()
+        self.errors: list[str] = []
+        self.stop = stop
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": GROUP,
+                "client.id": name,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "log_level": 0,
+            }
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.consumer.subscribe(["jobs"])
+            while not self.stop.is_set():
+                batch = [m for m in self.consumer.consume(100, 0.2) if m.error() is None]
+                if not batch:
+                    continue
+                done = [(m.partition(), m.offset()) for m in batch]
+                taken = [(p, o) for p, o in done if p is not None and o is not None]
+                self.processed += taken
+                try:
+                    self.consumer.commit(asynchronous=False)
+                except KafkaException:
+                    # The coordinator is gone, or a rebalance began: these may be
+                    # processed again by whoever owns their partitions next.
+                    self.uncommitted.update(taken)
+        except Exception as exc:  # reported by the test
+            self.errors.append(repr(exc))
+        finally:
+            self.consumer.close()
+
+
+def coordinator(cluster: ProcessCluster) -> int:
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    [described] = client.describe_consumer_groups([GROUP]).values()
+    return int(described.result(timeout=WAIT).coordinator.id)
+
+
+def test_a_group_keeps_consuming_when_its_coordinator_dies(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster()
+    create_topic(cluster, "jobs", PARTITIONS, {"min.insync.replicas": "2"})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+    )
+    for n in range(RECORDS):
+        producer.produce("jobs", b"%d" % n, partition=n % PARTITIONS)
+    assert producer.flush(WAIT) == 0
+    stop = threading.Event()
+    workers = [Worker(cluster, f"worker-{i}", stop) for i in range(3)]
+    for w in workers:
+        w.thread.start()
+    try:
+        wait_for(lambda: sum(len(w.processed) for w in workers) >= RECORDS // 3, "a third done")
+        dead = coordinator(cluster)
+        cluster.kill(dead)
+        wait_for(lambda: coordinator(cluster) not in (dead, -1), "a new coordinator")
+        wait_for(
+            lambda: len({r for w in workers for r in w.processed}) >= RECORDS,
+            "every record processed",
+            timeout=WAIT * 2,
+        )
+    finally:
+        stop.set()
+        for w in workers:
+            w.thread.join(WAIT)
+    assert not [e for w in workers for e in w.errors]
+    counts = Counter(r for w in workers for r in w.processed)
+    assert len(counts) == RECORDS
+    uncommitted = set().union(*(w.uncommitted for w in workers))
+    twice = {r for r, n in counts.items() if n > 1}
+    # A batch processed twice must be one whose commit failed, or one taken over from a
+    # partition whose last batch failed to commit (its offsets come after that batch).
+    failed_from: dict[int, int] = {}
+    for partition, offset in uncommitted:
+        failed_from[partition] = min(failed_from.get(partition, offset), offset)
+    beyond = {(p, o) for p, o in twice if p not in failed_from or o < failed_from[p]}
+    assert not beyond, f"processed twice without a failed commit: {sorted(beyond)[:10]}"
