@@ -2,8 +2,9 @@
 moves with the leadership of its ``__consumer_offsets`` partition).
 
 Three confluent-kafka consumers in one group share a six-partition RF 3 topic holding
-numbered records. Each processes a batch, then commits it synchronously. Midway, the
-broker that is the group's coordinator is SIGKILLed: the partition of
+numbered records. Each processes a batch, then commits it synchronously. Once a third
+is processed the consumers pause, the broker that is the group's coordinator is
+SIGKILLed, and they go on: the partition of
 ``__consumer_offsets`` that holds the group gets a new leader, which loads the group's
 committed offsets from its copy of the log and becomes the coordinator; the consumers
 find it and rejoin. Guarantee checked: **every record is processed, and the only ones
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -31,11 +33,19 @@ GROUP = "workers"
 class Worker:
     """One consumer thread: what it processed, and which batches it could not commit."""
 
-    def __init__(self, cluster: ProcessCluster, name: str, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        cluster: ProcessCluster,
+        name: str,
+        stop: threading.Event,
+        hold: Callable[[], bool],
+    ) -> None:
         self.processed: list[tuple[int, int]] = []  # (partition, offset)
         self.uncommitted: set[tuple[int, int]] = set()
         self.errors: list[str] = []
         self.stop = stop
+        self.hold = hold
+        """True while the test wants consumption paused (around the kill)."""
         self.consumer = Consumer(
             {
                 "bootstrap.servers": cluster.bootstrap,
@@ -54,6 +64,9 @@ class Worker:
         try:
             self.consumer.subscribe(["jobs"])
             while not self.stop.is_set():
+                if self.hold():
+                    self.stop.wait(0.05)  # the background thread keeps the membership
+                    continue
                 batch = [m for m in self.consumer.consume(100, 0.2) if m.error() is None]
                 if not batch:
                     continue
@@ -87,17 +100,28 @@ def test_a_group_keeps_consuming_when_its_coordinator_dies(make_cluster: MakeClu
     for n in range(RECORDS):
         producer.produce("jobs", b"%d" % n, partition=n % PARTITIONS)
     assert producer.flush(WAIT) == 0
-    stop = threading.Event()
-    workers = [Worker(cluster, f"worker-{i}", stop) for i in range(3)]
+    stop, resume = threading.Event(), threading.Event()
+    workers: list[Worker] = []
+
+    def hold() -> bool:
+        # Pause once a third is processed, until the coordinator has been killed.
+        return not resume.is_set() and processed() >= RECORDS // 3
+
+    def processed() -> int:
+        return len({r for w in workers for r in w.processed})
+
+    workers += [Worker(cluster, f"worker-{i}", stop, hold) for i in range(3)]
     for w in workers:
         w.thread.start()
     try:
-        wait_for(lambda: sum(len(w.processed) for w in workers) >= RECORDS // 3, "a third done")
+        wait_for(lambda: processed() >= RECORDS // 3, "a third processed")
         dead = coordinator(cluster)
         cluster.kill(dead)
+        at_kill = processed()
+        resume.set()
         wait_for(lambda: coordinator(cluster) not in (dead, -1), "a new coordinator")
         wait_for(
-            lambda: len({r for w in workers for r in w.processed}) >= RECORDS,
+            lambda: processed() >= RECORDS,
             "every record processed",
             timeout=WAIT * 2,
         )
@@ -106,6 +130,7 @@ def test_a_group_keeps_consuming_when_its_coordinator_dies(make_cluster: MakeClu
         for w in workers:
             w.thread.join(WAIT)
     assert not [e for w in workers for e in w.errors]
+    assert at_kill < RECORDS  # the rest was consumed under the new coordinator
     counts = Counter(r for w in workers for r in w.processed)
     assert len(counts) == RECORDS
     uncommitted = set().union(*(w.uncommitted for w in workers))
