@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
 import attrs
 import trio
@@ -15,7 +17,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from minikafka.broker.testing import ProcessCluster
+from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net.testing import FaultProxy
 
 WAIT = 60.0
@@ -180,3 +182,18 @@ def create_on(cluster: ProcessCluster, topic: str, replicas: list[int]) -> None:
     new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas])
     client.create_topics([new])[topic].result(timeout=WAIT)
     wait_for(in_sync(cluster, topic, 0, len(replicas)), f"{topic} in sync")
+
+
+@contextmanager
+def shared_cluster(root: Path, brokers: int = 3) -> Iterator[ProcessCluster]:
+    """A started cluster with :data:`FAST` settings for a module's tests to share (each
+    uses topics of its own); killed at the end."""
+    ports = free_ports(brokers + 1)
+    cluster = ProcessCluster.create(
+        root, brokers, controller_port=ports[0], broker_ports=ports[1:], overrides=FAST
+    )
+    try:
+        cluster.up()
+        yield cluster
+    finally:
+        cluster.kill_all()

@@ -25,8 +25,15 @@ from aiokafka import TopicPartition as AioTopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.structs import TopicPartition as KafkaTopicPartition
 
-from minikafka.broker.testing import ProcessCluster, free_ports
-from tests.cluster._cluster import FAST, WAIT, create_topic, in_sync, state, wait_for
+from minikafka.broker.testing import ProcessCluster
+from tests.cluster._cluster import (
+    WAIT,
+    create_topic,
+    in_sync,
+    shared_cluster,
+    state,
+    wait_for,
+)
 
 Writer = Callable[[str, str, threading.Event, list[int]], None]
 """(bootstrap, topic, stop, acked): write 0, 1, 2, ... until ``stop``, appending each
@@ -37,17 +44,8 @@ Reader = Callable[[str, str], list[int]]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     """One cluster for the three clients: each has a topic of its own."""
-    ports = free_ports(4)
-    made = ProcessCluster.create(
-        tmp_path_factory.mktemp("cluster"),
-        3,
-        controller_port=ports[0],
-        broker_ports=ports[1:],
-        overrides=FAST,
-    )
-    made.up()
-    yield made
-    made.kill_all()
+    with shared_cluster(tmp_path_factory.mktemp("cluster")) as made:
+        yield made
 
 
 def move_leader_while_writing(cluster: ProcessCluster, topic: str, write: Writer) -> list[int]:

@@ -1,9 +1,10 @@
 """Failover with real processes and a real client: what replication promises when a
 leader dies (seed 000; KIP-101, KIP-320, KIP-631).
 
-An idempotent ``acks=all`` confluent-kafka producer writes numbered records to an RF 3
-topic with ``min.insync.replicas=2`` while the leader of its partitions is SIGKILLed
-and restarted, five times. The guarantees checked:
+An idempotent ``acks=all`` confluent-kafka producer and an idempotent kafka-python one
+write numbered records to an RF 3 topic with ``min.insync.replicas=2`` (two partitions
+each) while the leader of one of their partitions is SIGKILLed and restarted, five
+times. The guarantees checked:
 
 - **acknowledged means durable**: every record the producer saw acknowledged is read
   back after all the kills;
@@ -24,6 +25,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+from kafka import KafkaProducer
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
 from tests.cluster._cluster import (
@@ -36,18 +38,21 @@ from tests.cluster._cluster import (
     wait_for,
 )
 
-PARTITIONS = 2
+PARTITIONS = 4
+CONFLUENT, KAFKA_PYTHON = (0, 1), (2, 3)  # the partitions each producer writes
 KILLS = 5
 
 
 class NumberedProducer:
-    """Writes 0, 1, 2, ... to every partition (each number once per partition) until
-    stopped; keeps what was acknowledged, per partition, in acknowledgement order."""
+    """confluent-kafka writing 0, 1, 2, ... to each of its partitions until stopped;
+    keeps what was acknowledged, per partition, in acknowledgement order."""
+
+    partitions = CONFLUENT
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.topic = topic
-        self.acked: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
-        self.errors: list[KafkaError] = []
+        self.acked: dict[int, list[int]] = {p: [] for p in self.partitions}
+        self.errors: list[object] = []
         self.stop = threading.Event()
         self.producer = Producer(
             {
@@ -74,7 +79,7 @@ class NumberedProducer:
     def _run(self) -> None:
         number = 0
         while not self.stop.is_set():
-            for partition in range(PARTITIONS):
+            for partition in self.partitions:
                 self.producer.produce(
                     self.topic, str(number).encode(), partition=partition, on_delivery=self._report
                 )
@@ -85,6 +90,42 @@ class NumberedProducer:
 
     def count(self) -> int:
         return sum(len(v) for v in self.acked.values())
+
+
+class KafkaPythonProducer(NumberedProducer):
+    """The same with kafka-python's idempotent producer (``enable_idempotence``)."""
+
+    partitions = KAFKA_PYTHON
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.acked = {p: [] for p in self.partitions}
+        self.errors = []
+        self.stop = threading.Event()
+        self.python = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            enable_idempotence=True,  # acks=all, retries, in order
+            linger_ms=5,
+            delivery_timeout_ms=120_000,
+            metadata_max_age_ms=1000,
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        number = 0
+        while not self.stop.is_set():
+            for partition in self.partitions:
+                future = self.python.send(self.topic, str(number).encode(), partition=partition)
+                future.add_callback(self._acked, partition, number)
+                future.add_errback(self.errors.append)
+            number += 1
+            if number % 100 == 0:
+                self.python.flush(WAIT * 2)  # bounded in flight, about as fast as the other
+        self.python.flush(WAIT * 2)
+        self.python.close(WAIT)
+
+    def _acked(self, partition: int, number: int, _metadata: object) -> None:
+        self.acked[partition].append(number)
 
 
 def read_all(bootstrap: str, topic: str) -> dict[int, list[int]]:
@@ -135,38 +176,48 @@ def assert_replicas_agree(cluster: ProcessCluster, topic: str) -> None:
             assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def acknowledged(producer: NumberedProducer, count: int) -> Condition:
-    return lambda: producer.count() >= count
+def acknowledged(producers: list[NumberedProducer], counts: list[int]) -> Condition:
+    return lambda: all(p.count() >= c for p, c in zip(producers, counts, strict=True))
 
 
-def led_by_another(cluster: ProcessCluster, old: int) -> Condition:
-    return lambda: state(cluster, "numbers", 0).leader not in (old, -1)
+def led_by_another(cluster: ProcessCluster, partition: int, old: int) -> Condition:
+    return lambda: state(cluster, "numbers", partition).leader not in (old, -1)
 
 
 def test_acknowledged_records_survive_five_leader_kills(make_cluster: MakeCluster) -> None:
     cluster = make_cluster()
     create_topic(cluster, "numbers", PARTITIONS, {"min.insync.replicas": "2"})
-    producer = NumberedProducer(cluster.bootstrap, "numbers")
-    producer.thread.start()
+    producers = [
+        NumberedProducer(cluster.bootstrap, "numbers"),
+        KafkaPythonProducer(cluster.bootstrap, "numbers"),
+    ]
+    for producer in producers:
+        producer.thread.start()
     try:
-        for _ in range(KILLS):
-            wait_for(acknowledged(producer, producer.count() + 500), "records acknowledged")
-            leader = state(cluster, "numbers", 0).leader
+        for kill in range(KILLS):
+            wanted = [p.count() + 500 for p in producers]
+            wait_for(acknowledged(producers, wanted), "records acknowledged by both")
+            # Alternately the leader of one producer's partition and of the other's.
+            partition = (CONFLUENT, KAFKA_PYTHON)[kill % 2][0]
+            leader = state(cluster, "numbers", partition).leader
             cluster.kill(leader)
-            wait_for(led_by_another(cluster, leader), f"a new leader after {leader} died")
+            wait_for(led_by_another(cluster, partition, leader), f"a leader after {leader}")
             cluster.start(leader)
             for p in range(PARTITIONS):
                 wait_for(in_sync(cluster, "numbers", p), f"{leader} back in numbers-{p}'s ISR")
     finally:
-        producer.stop.set()
-        producer.thread.join(WAIT * 2)
-    assert not producer.errors, producer.errors
+        for producer in producers:
+            producer.stop.set()
+        for producer in producers:
+            producer.thread.join(WAIT * 2)
     read = read_all(cluster.bootstrap, "numbers")
-    for p in range(PARTITIONS):
-        acked, values = producer.acked[p], read[p]
-        assert len(values) == len(set(values)), f"numbers-{p}: duplicates"
-        assert values == sorted(values), f"numbers-{p}: out of order"
-        assert not set(acked) - set(values), f"numbers-{p}: acknowledged records lost"
-        assert acked == sorted(acked)
+    for producer in producers:
+        assert not producer.errors, producer.errors
+        for p in producer.partitions:
+            acked, values = producer.acked[p], read[p]
+            assert len(values) == len(set(values)), f"numbers-{p}: duplicates"
+            assert values == sorted(values), f"numbers-{p}: out of order"
+            assert not set(acked) - set(values), f"numbers-{p}: acknowledged records lost"
+            assert acked == sorted(acked)
     cluster.down()
     assert_replicas_agree(cluster, "numbers")

@@ -19,23 +19,15 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from minikafka.broker.testing import ProcessCluster, free_ports
-from tests.cluster._cluster import FAST, WAIT, admin, create_on, state, wait_for
+from minikafka.broker.testing import ProcessCluster
+from tests.cluster._cluster import WAIT, admin, create_on, shared_cluster, state, wait_for
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    ports = free_ports(4)
-    made = ProcessCluster.create(
-        tmp_path_factory.mktemp("cluster"),
-        3,
-        controller_port=ports[0],
-        broker_ports=ports[1:],
-        overrides=FAST,
-    )
-    made.up()
-    yield made
-    made.kill_all()
+    """One cluster for the module: each test has its own topic."""
+    with shared_cluster(tmp_path_factory.mktemp("cluster")) as made:
+        yield made
 
 
 @pytest.mark.compat("AlterPartitionReassignments", "kafka-python")

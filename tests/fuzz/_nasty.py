@@ -365,6 +365,54 @@ def misc(rng: random.Random) -> Overrides:
     )
 
 
+def offset_for_leader_epoch(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"leader_epoch": rng.choice(INT32)},
+            {"current_leader_epoch": rng.choice(INT32)},
+            {"replica_id": rng.choice((1, 0, -2, 1000, INT32_MAX))},
+            {"OffsetForLeaderTopic.topic": _name(rng)},
+            {"partition": rng.choice(INT32)},
+        )
+    )
+
+
+def elect_leaders(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"election_type": rng.choice((0, 1, 2, -1, 127))},
+            {"topic_partitions": None},
+            {"TopicPartitions.topic": _name(rng)},
+            {"TopicPartitions.partitions": tuple(rng.choice(INT32) for _ in range(3))},
+            {"timeout": ms(rng.choice(TIMEOUTS))},
+        )
+    )
+
+
+def reassignments(rng: random.Random) -> Overrides:
+    """AlterPartitionReassignments: moves to brokers that do not exist, to none, twice the
+    same broker, cancels of nothing; on internal and impossible topics."""
+    return rng.choice(
+        (
+            {"ReassignablePartition.replicas": rng.choice(((), (1, 1), (99,), (1,), None))},
+            {"ReassignablePartition.replicas": (INT32_MAX, -1)},
+            {"ReassignableTopic.name": _name(rng), "ReassignablePartition.replicas": (1,)},
+            {"partition_index": rng.choice(INT32), "ReassignablePartition.replicas": (1,)},
+            {"timeout": ms(rng.choice(TIMEOUTS))},
+        )
+    )
+
+
+def list_reassignments(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"ListPartitionReassignmentsTopics.name": _name(rng)},
+            {"partition_indexes": tuple(rng.choice(INT32) for _ in range(3))},
+            {"ListPartitionReassignmentsRequest.topics": None},
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -386,6 +434,10 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.DELETE_GROUPS: group_ids,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
+    ApiKey.ELECT_LEADERS: elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 
