@@ -1,0 +1,108 @@
+"""``minikafka cluster``, the supervisor behind ``make cluster``, as a user runs it: up
+(laying the cluster out on first use), status, kill N, restart N, down; and kcat ``-L``
+against it lists the three brokers with the partitions' leaders spread over them."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster._cluster import WAIT, wait_for
+
+
+def consecutive_free_ports(count: int) -> int:
+    """The first of ``count`` consecutive ports free on 127.0.0.1 just now."""
+    for _ in range(50):
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        first: int = probe.getsockname()[1]
+        probe.close()
+        taken = []
+        try:
+            for port in range(first, first + count):
+                s = socket.socket()
+                taken.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in taken:
+                s.close()
+    raise AssertionError(f"no {count} consecutive free ports")
+
+
+def cluster_cli(root: Path, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "minikafka.broker", "cluster", *args, "--dir", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def status_rows(root: Path) -> dict[str, list[str]]:
+    """NODE -> the rest of its row in ``minikafka cluster status``."""
+    lines = cluster_cli(root, "status").splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("NODE")))
+    rows = {}
+    for line in lines[header + 1 :]:
+        if not line.strip():
+            break
+        node, *rest = line.split()
+        rows[node] = rest
+    return rows
+
+
+@pytest.mark.external
+def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None:
+    root = tmp_path / "cluster"
+    first = consecutive_free_ports(4)  # the controller, then brokers 1-3
+    try:
+        up = cluster_cli(root, "up", "--controller-port", str(first), "--port", str(first + 1))
+        assert "new cluster" in up
+        bootstrap = f"127.0.0.1:{first + 1}"
+        create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
+        subprocess.run(
+            [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
+            check=True,
+            capture_output=True,
+            timeout=WAIT,
+        )
+        listed = subprocess.run(
+            ["kcat", "-b", bootstrap, "-L", "-t", "spread"],
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            check=True,
+        ).stdout
+        assert " 3 brokers:" in listed
+        leaders = {
+            line.split("leader ")[1].split(",")[0]
+            for line in listed.splitlines()
+            if "leader " in line
+        }
+        assert leaders == {"1", "2", "3"}  # default.replication.factor 3, leaders spread
+        rows = status_rows(root)
+        assert rows["0"][0] == "controller"
+        assert all(rows[b][0] == "broker" and rows[b][-1] == "running" for b in "123")
+        cluster_cli(root, "kill", "2")
+        assert status_rows(root)["2"][-1] == "stopped"
+        cluster_cli(root, "restart", "2")
+        wait_for(lambda: status_rows(root)["2"][-1] == "running", "broker 2 running again")
+        cluster_cli(root, "down")
+        assert all(r[-1] == "stopped" for r in status_rows(root).values())
+        assert sorted(p.name for p in (root / "traces").iterdir())  # every node traced
+        assert (root / "node-2.log").read_text().count("minikafka broker ready") == 2
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            capture_output=True,
+            timeout=WAIT * 2,
+        )
