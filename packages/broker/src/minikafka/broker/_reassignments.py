@@ -17,6 +17,7 @@ INVALID_REQUEST: the controller elects unclean leaders only as
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
@@ -69,6 +70,18 @@ async def _submit(channel: ControllerChannel, internal: ControllerRequest) -> ob
         return exc.error_code
 
 
+def _by_topic(
+    topic_cls: type[Entity], name: str, partitions: str, rows: Iterable[tuple[str, Entity]]
+) -> tuple[Entity, ...]:
+    """Per-partition entities grouped under their topics, in first-seen order: the
+    ``topic_cls`` entities a response lists (its topic field ``name``, its list of
+    partitions ``partitions``)."""
+    grouped: dict[str, list[Entity]] = {}
+    for topic, entity in rows:
+        grouped.setdefault(topic, []).append(entity)
+    return tuple(build(topic_cls, **{name: t, partitions: tuple(ps)}) for t, ps in grouped.items())
+
+
 # --- AlterPartitionReassignments -------------------------------------------------------
 
 
@@ -99,25 +112,25 @@ async def handle_alter_partition_reassignments(
             )
         )
         return
-    topics: dict[str, list[Entity]] = {}
-    for r in answer.partitions:
-        topics.setdefault(r.topic, []).append(
+    rows = (
+        (
+            r.topic,
             build(
                 partition_cls,
                 partition_index=r.partition,
                 error_code=r.error_code,
                 error_message=r.error_message,
-            )
+            ),
         )
+        for r in answer.partitions
+    )
     request.respond(
         build(
             cls,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
             error_message=None,
-            responses=tuple(
-                build(topic_cls, name=name, partitions=tuple(ps)) for name, ps in topics.items()
-            ),
+            responses=_by_topic(topic_cls, "name", "partitions", rows),
         )
     )
 
@@ -176,28 +189,27 @@ async def handle_list_partition_reassignments(request: Request, channel: Control
         if body.topics is None
         else {(str(t.name), int(i)) for t in body.topics for i in t.partition_indexes}
     )
-    topics: dict[str, list[Entity]] = {}
-    for r in answer.reassignments:
-        if asked is not None and (r.topic, r.partition) not in asked:
-            continue
-        topics.setdefault(r.topic, []).append(
+    rows = (
+        (
+            r.topic,
             build(
                 partition_cls,
                 partition_index=r.partition,
                 replicas=r.replicas,
                 adding_replicas=r.adding_replicas,
                 removing_replicas=r.removing_replicas,
-            )
+            ),
         )
+        for r in answer.reassignments
+        if asked is None or (r.topic, r.partition) in asked
+    )
     request.respond(
         build(
             cls,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
             error_message=None,
-            topics=tuple(
-                build(topic_cls, name=name, partitions=tuple(ps)) for name, ps in topics.items()
-            ),
+            topics=_by_topic(topic_cls, "name", "partitions", rows),
         )
     )
 
@@ -253,21 +265,21 @@ async def handle_elect_leaders(request: Request, channel: ControllerChannel) -> 
             error = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
     topic_cls = nested(cls, "replica_election_results")
     partition_cls = nested(topic_cls, "partition_result")
-    topics: dict[str, list[Entity]] = {}
-    for r in results:
-        topics.setdefault(r.topic, []).append(
+    rows = (
+        (
+            r.topic,
             build(
                 partition_cls,
                 partition_id=r.partition,
                 error_code=r.error_code,
                 error_message=r.error_message,
-            )
+            ),
         )
+        for r in results
+    )
     fields: dict[str, object] = {
         "throttle_time": NO_THROTTLE,
-        "replica_election_results": tuple(
-            build(topic_cls, topic=name, partition_result=tuple(ps)) for name, ps in topics.items()
-        ),
+        "replica_election_results": _by_topic(topic_cls, "topic", "partition_result", rows),
     }
     if request.api_version >= 1:
         fields["error_code"] = error

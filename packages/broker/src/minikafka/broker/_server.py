@@ -497,12 +497,15 @@ class BrokerServer:
         """KIP-631's controlled shutdown: ask to be fenced with ``wantShutDown``, which
         moves every leadership here to another in-sync replica, and wait until this
         broker's own image shows it leads nothing, so producers move before it stops."""
+        # A controller that does not answer is asked again at the heartbeat interval,
+        # not faster: each failure is logged.
+        retry = min(self.config.broker.broker_heartbeat_interval_ms / 1000, 0.5)
         with trio.move_on_after(grace) as scope:
             while True:
                 response = await self._heartbeat(want_shutdown=True)
                 if response is not None and response.should_shut_down:
                     break
-                await trio.sleep(_RETRY_S)
+                await trio.sleep(retry)
             while self._leads_anything():
                 await self._metadata_published.wait()
         if scope.cancelled_caught:
