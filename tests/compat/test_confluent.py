@@ -647,7 +647,9 @@ def test_consume_out_of_range_offset_resets(broker: BrokerProcess, topic: str) -
 def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
     base = (int(time.time()) - 120) * 1000  # recent, so retention never touches it
     sent = [Outgoing(value=f"t{i}".encode(), timestamp=base + i * 1000) for i in range(10)]
-    produce(broker.bootstrap, topic, sent, **{"linger.ms": 100, "compression.type": "gzip"})
+    # A long linger: on a loaded machine 100 ms was not always enough to put all ten in
+    # one batch, and the lookups below are about records inside a batch.
+    produce(broker.bootstrap, topic, sent, **{"linger.ms": 1000, "compression.type": "gzip"})
     # The lookups below land inside a compressed batch: the broker must find the record,
     # not just the batch (Kafka's LogSegment.findOffsetByTimestamp).
     batches = stored_batches(broker.data_dir, topic)
