@@ -164,7 +164,16 @@ class ReplicaFetcherManager:
         asked = core.epoch_requests(trio.current_time())
         if asked:
             answers = await self._offsets_for_leader_epoch(client, fetcher.node, asked)
-            core.on_epoch_answers(answers, trio.current_time())  # traced by each Partition
+            # As for fetches below: an answer about an epoch the partition has left (it
+            # was re-added in a newer one meanwhile) must not decide its truncation.
+            epochs = {r.topic_partition: r.current_leader_epoch for r in asked}
+            still = [
+                a
+                for a in answers
+                if (s := core.states.get(a.topic_partition)) is not None
+                and s.current_leader_epoch == epochs.get(a.topic_partition)
+            ]
+            core.on_epoch_answers(still, trio.current_time())  # traced by each Partition
         fetches = core.fetch_request(trio.current_time())
         if not fetches:
             return bool(asked)
