@@ -205,9 +205,8 @@ def run(quick: bool = False) -> Report:
                         {name: pid for name, pid in pids.items() if pid is not None},
                     )
                     runs.setdefault(done.scenario, []).append(done)
-            print(f"  run {r + 1}/{repeats}: " + ", ".join(
-                f"{name} {done[-1].records_per_s:,.0f}/s" for name, done in runs.items()
-            ), flush=True)  # fmt: skip
+            so_far = ", ".join(f"{name} {x[-1].records_per_s:,.0f}/s" for name, x in runs.items())
+            print(f"  run {r + 1}/{repeats}: {so_far}", flush=True)
         results = [median_run(done, lambda t: t.records_per_s) for done in runs.values()]
         latencies: list[e2e_latency.Run] = []
         for rate in LATENCY_RATES:
