@@ -177,6 +177,19 @@ def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
         consumer.close()
 
 
+def known_state(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionState:
+    """``state``, waiting until the answering broker knows the partition's leader (a
+    broker that has not replayed the topic yet says -1)."""
+    found: list[PartitionState] = []
+
+    def known() -> bool:
+        found[:] = [state(cluster, topic, partition)]
+        return found[0].leader >= 0
+
+    wait_for(known, f"a known leader of {topic}-{partition}")
+    return found[0]
+
+
 def create_on(cluster: ProcessCluster, topic: str, replicas: list[int]) -> None:
     """A one-partition topic on exactly ``replicas`` (the first leads), once in sync."""
     client = admin(cluster)

@@ -30,6 +30,7 @@ from tests.cluster._cluster import (
     WAIT,
     create_topic,
     in_sync,
+    known_state,
     shared_cluster,
     state,
     wait_for,
@@ -66,7 +67,7 @@ def move_leader_while_writing(cluster: ProcessCluster, topic: str, write: Writer
     thread.start()
     try:
         wait_for(lambda: len(acked) >= 100 or bool(failure), "records flowing")
-        leader = state(cluster, topic).leader
+        leader = known_state(cluster, topic).leader
         cluster.stop(leader)  # SIGTERM: its leadership moves before it exits
         # The other brokers replay that move a moment apart from each other.
         wait_for(lambda: state(cluster, topic).leader not in (leader, -1), "another leader")

@@ -34,6 +34,7 @@ from tests.cluster._cluster import (
     MakeCluster,
     create_topic,
     in_sync,
+    known_state,
     state,
     wait_for,
 )
@@ -199,7 +200,7 @@ def test_acknowledged_records_survive_five_leader_kills(make_cluster: MakeCluste
             wait_for(acknowledged(producers, wanted), "records acknowledged by both")
             # Alternately the leader of one producer's partition and of the other's.
             partition = (CONFLUENT, KAFKA_PYTHON)[kill % 2][0]
-            leader = state(cluster, "numbers", partition).leader
+            leader = known_state(cluster, "numbers", partition).leader
             cluster.kill(leader)
             wait_for(led_by_another(cluster, partition, leader), f"a leader after {leader}")
             cluster.start(leader)
