@@ -36,6 +36,10 @@ from tests.cluster._cluster import (
     wait_for,
 )
 
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
+
 Writer = Callable[[str, str, threading.Event, list[int]], None]
 """(bootstrap, topic, stop, acked): write 0, 1, 2, ... until ``stop``, appending each
 acknowledged number to ``acked`` in acknowledgement order."""

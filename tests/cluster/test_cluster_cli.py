@@ -13,6 +13,10 @@ import pytest
 
 from tests.cluster._cluster import WAIT, wait_for
 
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
+
 
 def consecutive_free_ports(count: int) -> int:
     """The first of ``count`` consecutive ports free on 127.0.0.1 just now."""

@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kafka import KafkaProducer
@@ -38,6 +39,10 @@ from tests.cluster._cluster import (
     state,
     wait_for,
 )
+
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
 
 PARTITIONS = 4
 CONFLUENT, KAFKA_PYTHON = (0, 1), (2, 3)  # the partitions each producer writes

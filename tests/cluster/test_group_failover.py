@@ -19,11 +19,16 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
 from tests.cluster._cluster import WAIT, MakeCluster, create_topic, wait_for
+
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
 
 PARTITIONS = 6
 RECORDS = 6000

@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
 from minikafka.broker.testing import ProcessCluster
@@ -33,6 +34,10 @@ from tests.cluster._cluster import (
     state,
     wait_for,
 )
+
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
 
 
 def tool(cluster: ProcessCluster, *args: str) -> str:

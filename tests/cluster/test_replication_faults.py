@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
@@ -47,6 +48,10 @@ from tests.cluster._cluster import (
     state,
     wait_for,
 )
+
+# Clusters of real processes, killed and restarted: minutes on a loaded two-core
+# machine, more than the suite's default per-test timeout.
+pytestmark = pytest.mark.timeout(300)
 
 
 def produce(
