@@ -8,11 +8,12 @@ settings of :data:`tests.cluster._cluster.FAST`. Whatever runs at the end is kil
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
 
-from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.broker.testing import ProcessCluster
 from tests.cluster._cluster import FAST, MakeCluster, Proxies
 
 
@@ -27,13 +28,22 @@ def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeClust
     def make(
         brokers: int = 3, proxies: list[Proxies] | None = None, **overrides: str
     ) -> ProcessCluster:
-        ports = free_ports(1 + 2 * brokers)
+        # The ports stay bound until the proxies have theirs: a proxy binding port 0 must
+        # not be given one of them (a node would then find its port taken).
+        held = [socket.create_server(("127.0.0.1", 0)) for _ in range(1 + 2 * brokers)]
+        ports = [s.getsockname()[1] for s in held]
         replication: dict[int, tuple[int, int]] = {}
-        if proxies is not None:
-            links = Proxies({b: ports[brokers + b] for b in range(1, brokers + 1)})
-            started.append(links)
-            proxies.append(links)
-            replication = {b: (ports[brokers + b], links.port(b)) for b in range(1, brokers + 1)}
+        try:
+            if proxies is not None:
+                links = Proxies({b: ports[brokers + b] for b in range(1, brokers + 1)})
+                started.append(links)
+                proxies.append(links)
+                replication = {
+                    b: (ports[brokers + b], links.port(b)) for b in range(1, brokers + 1)
+                }
+        finally:
+            for s in held:
+                s.close()
         cluster = ProcessCluster.create(
             tmp_path_factory.mktemp("cluster"),
             brokers,
