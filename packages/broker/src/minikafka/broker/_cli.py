@@ -21,11 +21,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, TypeVar
 
-import trio
 import typer
 from rich.console import Console
 
@@ -41,6 +39,10 @@ from minikafka.trace import (
     trace_files,
 )
 
+from ._cli_common import BootstrapServer
+from ._cli_common import run_tool as _run_tool
+from ._cli_common import usage as _usage
+from ._cli_reassign import leader_election, reassign_partitions
 from ._config import KafkaConfig, parse_override
 from ._run import run_broker, start_tracing
 from ._tools_admin import (
@@ -52,7 +54,7 @@ from ._tools_admin import (
     list_topics,
     parse_config,
 )
-from ._tools_client import Cluster, ToolError, connect
+from ._tools_client import Cluster, ToolError
 from ._tools_cluster import cluster_app
 from ._tools_consume import ConsoleConsumer, ConsumeOptions, parse_offset
 from ._tools_groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
@@ -60,17 +62,6 @@ from ._tools_groups import delete_groups as delete_consumer_groups
 from ._tools_groups import describe as describe_consumer_groups
 from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._tools_produce import produce as produce_lines
-from ._tools_reassign import (
-    assignment_json,
-    current_assignment,
-    elect_preferred,
-    parse_assignment,
-    parse_topics_to_move,
-)
-from ._tools_reassign import execute as execute_reassignment
-from ._tools_reassign import generate as generate_assignment
-from ._tools_reassign import ongoing as ongoing_reassignments
-from ._tools_reassign import verify as verify_reassignment
 from ._tools_storage import Overrides, storage_app
 
 T = TypeVar("T")
@@ -133,30 +124,8 @@ def broker(
 
 # --- the client tools ----------------------------------------------------------------
 
-BootstrapServer = Annotated[
-    str,
-    typer.Option("--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"),
-]
-
-
-def _run_tool(tool: Callable[[Cluster], Awaitable[T]], bootstrap: str, client_id: str) -> T:
-    """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
-
-    async def main() -> T:
-        async with connect(bootstrap, client_id=client_id) as cluster:
-            return await tool(cluster)
-
-    try:
-        return trio.run(main)
-    except ToolError as e:
-        typer.echo(f"Error: {e}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-
-
-def _usage(message: str) -> typer.BadParameter:
-    return typer.BadParameter(message)
+app.command("reassign-partitions")(reassign_partitions)
+app.command("leader-election")(leader_election)
 
 
 @app.command()
@@ -441,118 +410,6 @@ def groups(
 
     ok = _run_tool(run, bootstrap_server, "minikafka-consumer-groups")
     raise typer.Exit(0 if ok else 1)
-
-
-@app.command("reassign-partitions")
-def reassign_partitions(
-    bootstrap_server: BootstrapServer,
-    generate: Annotated[
-        bool, typer.Option("--generate", help="propose an assignment over --broker-list")
-    ] = False,
-    execute: Annotated[
-        bool, typer.Option("--execute", help="start the reassignment in the JSON file")
-    ] = False,
-    verify: Annotated[
-        bool, typer.Option("--verify", help="say which reassignments have finished")
-    ] = False,
-    cancel: Annotated[
-        bool, typer.Option("--cancel", help="cancel those still in progress")
-    ] = False,
-    topics_to_move_json_file: Annotated[
-        Path | None,
-        typer.Option("--topics-to-move-json-file", exists=True, dir_okay=False),
-    ] = None,
-    broker_list: Annotated[
-        str | None, typer.Option("--broker-list", help="--generate: e.g. 1,2,3")
-    ] = None,
-    reassignment_json_file: Annotated[
-        Path | None,
-        typer.Option("--reassignment-json-file", exists=True, dir_okay=False),
-    ] = None,
-) -> None:
-    """Move partitions' replicas between brokers (kafka-reassign-partitions.sh)."""
-    actions = {"--generate": generate, "--execute": execute, "--verify": verify}
-    actions["--cancel"] = cancel
-    chosen = [name for name, on in actions.items() if on]
-    if len(chosen) != 1:
-        raise _usage("give exactly one of " + ", ".join(actions))
-    action = chosen[0]
-    try:
-        if action == "--generate":
-            if topics_to_move_json_file is None or broker_list is None:
-                raise _usage("--generate needs --topics-to-move-json-file and --broker-list")
-            moving = parse_topics_to_move(topics_to_move_json_file.read_text())
-            brokers = [int(b) for b in broker_list.split(",") if b.strip()]
-        else:
-            if reassignment_json_file is None:
-                raise _usage(f"{action} needs --reassignment-json-file")
-            target = parse_assignment(reassignment_json_file.read_text())
-    except (ToolError, ValueError) as e:
-        raise _usage(str(e)) from None
-
-    async def run(cluster: Cluster) -> None:
-        if action == "--generate":
-            current, proposed = await generate_assignment(cluster, moving, brokers)
-            print(f"Current partition replica assignment\n{assignment_json(current)}\n")
-            print(f"Proposed partition reassignment configuration\n{assignment_json(proposed)}")
-        elif action == "--execute":
-            current = await current_assignment(cluster, {t for t, _ in target})
-            print(f"Current partition replica assignment\n\n{assignment_json(current)}\n")
-            print("Save this to use as the --reassignment-json-file option during rollback")
-            await execute_reassignment(cluster, dict(target))
-            names = ",".join(f"{t}-{p}" for t, p in sorted(target))
-            print(f"Successfully started partition reassignments for {names}")
-        elif action == "--verify":
-            print("Status of partition reassignment:")
-            for line in await verify_reassignment(cluster, target):
-                print(line)
-        else:
-            moving_now = await ongoing_reassignments(cluster)
-            cancelled = sorted(key for key in target if key in moving_now)
-            if cancelled:
-                await execute_reassignment(cluster, dict.fromkeys(cancelled))
-            names = ",".join(f"{t}-{p}" for t, p in cancelled)
-            print(f"Successfully cancelled partition reassignments for: {names}")
-
-    _run_tool(run, bootstrap_server, "minikafka-reassign-partitions")
-
-
-@app.command("leader-election")
-def leader_election(
-    bootstrap_server: BootstrapServer,
-    election_type: Annotated[
-        str, typer.Option("--election-type", help="PREFERRED (UNCLEAN is not made on request)")
-    ],
-    all_topic_partitions: Annotated[
-        bool, typer.Option("--all-topic-partitions", help="every partition")
-    ] = False,
-    topic: Annotated[str | None, typer.Option("--topic")] = None,
-    partition: Annotated[int | None, typer.Option("--partition")] = None,
-) -> None:
-    """Move leadership back to each partition's preferred replica (kafka-leader-election.sh)."""
-    if election_type.upper() != "PREFERRED":
-        raise _usage("--election-type: only PREFERRED elections are made on request")
-    if all_topic_partitions == (topic is not None):
-        raise _usage("give --all-topic-partitions, or --topic with --partition")
-    if topic is not None and partition is None:
-        raise _usage("--topic needs --partition")
-    asked = None if topic is None or partition is None else [(topic, partition)]
-
-    async def run(cluster: Cluster) -> bool:
-        elected, not_needed, failed = await elect_preferred(cluster, asked)
-        if elected:
-            print(
-                "Successfully completed leader election (PREFERRED) for partitions "
-                + ", ".join(elected)
-            )
-        if not_needed:
-            print("Valid replica already elected for partitions " + ", ".join(not_needed))
-        for line in failed:
-            print(f"Error completing leader election (PREFERRED) for partition: {line}")
-        return not failed
-
-    if not _run_tool(run, bootstrap_server, "minikafka-leader-election"):
-        raise typer.Exit(1)
 
 
 @app.command("dump-log")

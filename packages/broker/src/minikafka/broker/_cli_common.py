@@ -1,0 +1,40 @@
+"""What the ``minikafka`` client tools share: the ``--bootstrap-server`` option, running a
+tool against a cluster (a ToolError is one line on stderr and exit status 1), and usage
+errors (exit status 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+import trio
+import typer
+
+from ._tools_client import Cluster, ToolError, connect
+
+T = TypeVar("T")
+
+BootstrapServer = Annotated[
+    str,
+    typer.Option("--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"),
+]
+
+
+def run_tool(tool: Callable[[Cluster], Awaitable[T]], bootstrap: str, client_id: str) -> T:
+    """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
+
+    async def main() -> T:
+        async with connect(bootstrap, client_id=client_id) as cluster:
+            return await tool(cluster)
+
+    try:
+        return trio.run(main)
+    except ToolError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def usage(message: str) -> typer.BadParameter:
+    return typer.BadParameter(message)
