@@ -13,7 +13,7 @@ from pathlib import Path
 
 import attrs
 import trio
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -161,7 +161,11 @@ def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
         }
     )
     try:
-        end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
+        try:
+            end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
+        except KafkaException as exc:
+            # Name what the brokers say now: the failure must be readable from CI's output.
+            raise AssertionError(f"{exc}; {topic}-0 is now {state(cluster, topic)}") from exc
         consumer.assign([KafkaTopicPartition(topic, 0, 0)])
         values: list[bytes] = []
         deadline = time.monotonic() + WAIT

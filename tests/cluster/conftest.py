@@ -8,8 +8,10 @@ settings of :data:`tests.cluster._cluster.FAST`. Whatever runs at the end is kil
 
 from __future__ import annotations
 
+import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,8 +19,52 @@ from minikafka.broker.testing import ProcessCluster
 from tests.cluster._cluster import FAST, MakeCluster, Proxies
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keeps each phase's report on the test item, for the fixtures' teardown to read."""
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+def _print_diagnostics(cluster: ProcessCluster) -> None:
+    """What each node last said: a failure on a loaded CI machine can then be read from
+    the test's output alone (the cluster's directory is gone with the machine)."""
+    for node in cluster.node_ids:
+        print(f"----- node {node} (pid {cluster.pid(node)}): the end of {cluster.log_file(node)}")
+        print(cluster.tail(node, 40))
+    print("----- the last replication and election events of the cluster's traces")
+    for event in _replication_events(cluster.root / "traces")[-40:]:
+        print(json.dumps(event, separators=(",", ":")))
+
+
+_SHOWN = {"election", "isr_change", "become_leader", "become_follower", "truncated"}
+_SHOWN |= {"follower_truncate", "broker_registration", "hw_advance", "isr_propose"}
+
+
+def _replication_events(traces: Path) -> list[dict[str, object]]:
+    events = []
+    for path in traces.glob("*.jsonl"):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a line the SIGKILL cut short
+            if event.get("event") in _SHOWN and not str(event.get("topic", "")).startswith("__"):
+                events.append(event)
+    events.sort(key=lambda e: float(e.get("ts", 0)))
+    return events
+
+
 @pytest.fixture
-def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeCluster]:
+def make_cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[MakeCluster]:
     """``make_cluster(brokers=3, proxies=None, **{"key": "value"})``: a started cluster;
     the overrides go over :data:`FAST` into every node's properties. Given a list,
     ``proxies`` gets a :class:`Proxies` whose proxies carry every link between brokers."""
@@ -57,6 +103,10 @@ def make_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeClust
         return cluster
 
     yield make
+    call = request.node.stash.get(_REPORTS, {}).get("call")
+    if call is not None and call.failed:
+        for cluster in made:
+            _print_diagnostics(cluster)
     for cluster in made:
         cluster.kill_all()
     for links in started:
