@@ -1,0 +1,28 @@
+"""minikafka.raft: KRaft's Raft as a sans-IO core, and a simulator that proves it.
+
+KIP-595 (the quorum: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch with diverging
+epochs, the high watermark from the voters' fetch offsets), KIP-630 (snapshots and
+FetchSnapshot), KIP-996 (pre-vote); seed 004 (KRaft replaces ZooKeeper with a Raft quorum
+of controllers). :class:`RaftNode` is one voter or observer; :mod:`._simulator` runs
+whole quorums in virtual time under faults and checks Raft's invariants after every step.
+"""
+
+from ._config import RaftConfig as RaftConfig
+from ._log import Entry as Entry
+from ._log import EpochEnd as EpochEnd
+from ._log import MemoryLog as MemoryLog
+from ._log import RaftLog as RaftLog
+from ._log import Snapshot as Snapshot
+from ._log import SnapshotId as SnapshotId
+from ._messages import Envelope as Envelope
+from ._messages import Errors as Errors
+from ._node import NotLeaderError as NotLeaderError
+from ._node import Output as Output
+from ._node import RaftNode as RaftNode
+from ._states import TRANSITIONS as TRANSITIONS
+from ._states import RaftStateError as RaftStateError
+from ._states import State as State
+from ._store import ElectionState as ElectionState
+from ._store import FileStateStore as FileStateStore
+from ._store import MemoryStateStore as MemoryStateStore
+from ._store import QuorumStateStore as QuorumStateStore

@@ -1,0 +1,67 @@
+"""The quorum's timing, under Kafka's configuration keys and defaults (KIP-595).
+
+- ``quorum.election.timeout.ms`` (1000): how long a voter without a leader waits before
+  standing; each wait is this plus a random part as long again, so that two voters
+  rarely stand at once.
+- ``quorum.fetch.timeout.ms`` (2000): a follower that has not heard from its leader for
+  this long stands for election (after a pre-vote); a leader that has not been fetched
+  from by a majority for 1.5 times this resigns (check-quorum).
+- ``quorum.election.backoff.max.ms`` (1000): the ceiling of the random, doubling wait
+  after a lost election.
+- ``quorum.request.timeout.ms`` (2000) and ``quorum.retry.backoff.ms`` (20): a request not
+  answered within the first is given up; a destination is asked again after the second.
+
+The last three fields are internal in Kafka too: how long a leader holds a fetch that
+found nothing new (``FETCH_MAX_WAIT_MS``, 500 ms), how many entries one fetch returns and
+how many bytes one FetchSnapshot chunk carries.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from minikafka.common import ConfigError
+
+
+@attrs.frozen
+class RaftConfig:
+    """Times in seconds, as every core of minikafka takes ``now``."""
+
+    election_timeout: float = 1.0
+    fetch_timeout: float = 2.0
+    election_backoff_max: float = 1.0
+    request_timeout: float = 2.0
+    retry_backoff: float = 0.02
+    fetch_max_wait: float = 0.5
+    fetch_max_entries: int = 100
+    snapshot_chunk_bytes: int = 64 * 1024
+
+    def __attrs_post_init__(self) -> None:
+        for key, value in (
+            ("quorum.election.timeout.ms", self.election_timeout),
+            ("quorum.fetch.timeout.ms", self.fetch_timeout),
+            ("quorum.election.backoff.max.ms", self.election_backoff_max),
+            ("quorum.request.timeout.ms", self.request_timeout),
+            ("quorum.retry.backoff.ms", self.retry_backoff),
+        ):
+            if value <= 0:
+                raise ConfigError(f"{key} must be positive, not {value * 1000:g}")
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, str]) -> RaftConfig:
+        """The ``quorum.*`` keys of a server.properties, in milliseconds."""
+        fields = {
+            "quorum.election.timeout.ms": "election_timeout",
+            "quorum.fetch.timeout.ms": "fetch_timeout",
+            "quorum.election.backoff.max.ms": "election_backoff_max",
+            "quorum.request.timeout.ms": "request_timeout",
+            "quorum.retry.backoff.ms": "retry_backoff",
+        }
+        values: dict[str, float] = {}
+        for key, field in fields.items():
+            if key in properties:
+                try:
+                    values[field] = int(properties[key]) / 1000
+                except ValueError:
+                    raise ConfigError(f"{key} must be a whole number of milliseconds") from None
+        return cls(**values)

@@ -1,0 +1,217 @@
+"""The replicated log as the Raft core sees it (KIP-595's log, KIP-630's snapshots).
+
+Kafka's ``ReplicatedLog`` is the interface between ``KafkaRaftClient`` and the disk: append
+as leader or follower, truncate, find where an epoch ends, read, flush, and keep snapshots
+below which the log may be deleted. The core calls it synchronously, as Kafka's Raft
+client does; what makes it testable is that a log is a value the core is given, and the
+simulator gives it :class:`MemoryLog`, whose ``crash`` keeps exactly what was flushed.
+
+A Raft log entry has an offset, the epoch of the leader that wrote it, and a payload the
+core never looks inside (the controller's records). Epochs never go down along the log,
+so "where does epoch E end" (``end_offset_for_epoch``) is a search over the first
+offset of each epoch: the leader-epoch cache of seed 000, again.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Protocol
+
+import attrs
+
+
+@attrs.frozen
+class Entry:
+    """One record of the replicated log. A ``control`` entry is the quorum's own (the
+    LeaderChange record a new leader writes first); the state machine never sees it."""
+
+    offset: int
+    epoch: int
+    data: bytes
+    control: bool = False
+
+
+@attrs.frozen(order=True)
+class SnapshotId:
+    """A snapshot holds the state after every entry below ``end_offset``; ``epoch`` is
+    the epoch of the last entry it covers (Kafka's ``OffsetAndEpoch``)."""
+
+    end_offset: int
+    epoch: int
+
+
+@attrs.frozen
+class Snapshot:
+    """A snapshot's identity and its bytes (the state machine's, opaque to the core)."""
+
+    id: SnapshotId
+    payload: bytes
+
+
+@attrs.frozen
+class EpochEnd:
+    """Where ``epoch`` ends in a log: ``end_offset`` is the first offset after it.
+
+    Asked about an epoch it does not have, a log answers the largest epoch below it and
+    where that one ends: the offset up to which the two logs can agree."""
+
+    epoch: int
+    end_offset: int
+
+
+class RaftLog(Protocol):
+    """What the Raft core asks of its log."""
+
+    @property
+    def start_offset(self) -> int:
+        """The first offset still in the log (the latest snapshot's end, or 0)."""
+        ...
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next entry gets (the log end offset, LEO)."""
+        ...
+
+    @property
+    def flushed_end_offset(self) -> int:
+        """Everything below this survives a crash."""
+        ...
+
+    @property
+    def last_epoch(self) -> int:
+        """The epoch of the last entry (or of the snapshot, for an empty log); 0 if none."""
+        ...
+
+    def end_offset_for_epoch(self, epoch: int) -> EpochEnd: ...
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        """Append at the end; the first entry's offset must be ``end_offset``."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry at ``offset`` and after."""
+        ...
+
+    def read(self, start: int, max_entries: int) -> list[Entry]: ...
+
+    def flush(self) -> None:
+        """Make every entry durable (fsync)."""
+        ...
+
+    def latest_snapshot(self) -> Snapshot | None: ...
+
+    def create_snapshot(self, snapshot: Snapshot) -> None:
+        """Keep a snapshot of the committed state and delete the log below it."""
+        ...
+
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        """Replace the whole log by a snapshot fetched from the leader."""
+        ...
+
+
+class MemoryLog:
+    """A :class:`RaftLog` in memory that knows what a crash would keep.
+
+    ``_entries`` holds the log from ``start_offset``; ``_epoch_starts`` is the leader-epoch
+    cache (the first offset of each epoch, ascending). Snapshots are durable at once, as
+    Kafka writes a snapshot to a file, fsyncs it and only then renames it into place.
+    """
+
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+        self._start = 0
+        self._flushed = 0
+        self._epoch_starts: list[tuple[int, int]] = []  # (epoch, first offset)
+        self._snapshot: Snapshot | None = None
+
+    @property
+    def start_offset(self) -> int:
+        return self._start
+
+    @property
+    def end_offset(self) -> int:
+        return self._start + len(self._entries)
+
+    @property
+    def flushed_end_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_epoch(self) -> int:
+        if self._entries:
+            return self._entries[-1].epoch
+        return self._snapshot.id.epoch if self._snapshot else 0
+
+    def end_offset_for_epoch(self, epoch: int) -> EpochEnd:
+        epochs = [e for e, _ in self._epoch_starts]
+        i = bisect.bisect_right(epochs, epoch)  # _epoch_starts[:i] have epochs <= epoch
+        if i == 0:
+            # No entry of ``epoch`` or older in the log: the snapshot may cover it; if it
+            # does not, the answer is (-1, -1), "below what this log can tell".
+            snap = self._snapshot
+            if snap is None:
+                return EpochEnd(0, 0)
+            if snap.id.epoch <= epoch:
+                return EpochEnd(snap.id.epoch, snap.id.end_offset)
+            return EpochEnd(-1, -1)
+        end = self._epoch_starts[i][1] if i < len(epochs) else self.end_offset
+        return EpochEnd(epochs[i - 1], end)
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if entry.offset != self.end_offset:
+                raise ValueError(f"entry at {entry.offset}, the log ends at {self.end_offset}")
+            if entry.epoch < self.last_epoch:
+                raise ValueError(f"epoch {entry.epoch} after epoch {self.last_epoch}")
+            if not self._epoch_starts or self._epoch_starts[-1][0] != entry.epoch:
+                self._epoch_starts.append((entry.epoch, entry.offset))
+            self._entries.append(entry)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self._start:
+            raise ValueError(f"cannot truncate to {offset}, below the snapshot at {self._start}")
+        del self._entries[offset - self._start :]
+        while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
+            self._epoch_starts.pop()
+        self._flushed = min(self._flushed, offset)
+
+    def read(self, start: int, max_entries: int) -> list[Entry]:
+        if start < self._start:
+            raise ValueError(f"offset {start} is below the log start {self._start}")
+        return self._entries[start - self._start : start - self._start + max_entries]
+
+    def flush(self) -> None:
+        self._flushed = self.end_offset
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def create_snapshot(self, snapshot: Snapshot) -> None:
+        end = snapshot.id.end_offset
+        if not self._start <= end <= self._flushed:
+            raise ValueError(f"a snapshot at {end} outside the flushed log [{self._start}, {self._flushed})")
+        if self._snapshot is not None and end <= self._snapshot.id.end_offset:
+            return  # it has one as recent already
+        del self._entries[: end - self._start]
+        self._start = end
+        self._epoch_starts = []
+        for entry in self._entries:
+            if not self._epoch_starts or self._epoch_starts[-1][0] != entry.epoch:
+                self._epoch_starts.append((entry.epoch, entry.offset))
+        self._snapshot = snapshot
+
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        self._entries = []
+        self._epoch_starts = []
+        self._start = self._flushed = snapshot.id.end_offset
+        self._snapshot = snapshot
+
+    def crash(self) -> MemoryLog:
+        """What a restarted node finds: the flushed entries and the snapshot."""
+        survivor = MemoryLog()
+        survivor._start = self._start
+        survivor._snapshot = self._snapshot
+        survivor.append(self._entries[: self._flushed - self._start])
+        survivor._flushed = survivor.end_offset
+        return survivor

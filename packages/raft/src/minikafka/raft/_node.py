@@ -1,0 +1,850 @@
+"""A KRaft quorum member as a sans-IO core: Kafka's ``KafkaRaftClient`` and ``QuorumState``
+(KIP-595, KIP-630 snapshots, KIP-996 pre-vote), with time and the network as values.
+
+A shell (or the simulator) drives a :class:`RaftNode` through four calls, each taking
+``now`` and returning an :class:`Output`: ``receive`` a message, ``handle_timer`` when
+``timer()`` is due, ``append`` entries as the leader, ``resign`` to step down. The Output
+says what to send and which entries became committed, in log order, for the state
+machine (the controller) to apply. The log and the ``quorum-state`` store are given to the
+node and called synchronously, as Kafka's Raft client calls its log; every rule that
+needs the disk to be in a given state first (a vote, an epoch) writes before it answers.
+
+The rules, each in one method below:
+
+- *Elections.* A voter whose election timer (or, as a follower, fetch timer) runs out
+  asks for pre-votes; a majority lets it enter the next epoch as a candidate, vote for
+  itself and ask for votes. A voter grants one vote per epoch, to a candidate whose log is
+  at least as complete as its own (last epoch, then end offset), and writes the vote down
+  before answering. A majority makes the candidate the leader, which appends a control
+  entry in its new epoch and announces itself with BeginQuorumEpoch.
+- *Replication.* Followers and observers fetch from the leader with the offset they need
+  and the epoch of the entry before it. The leader checks that its log holds that epoch up
+  to there; if not, it answers where the epoch ends in its log (``diverging_epoch``) and
+  the fetcher truncates to it. A fetch below the leader's log start gets a snapshot id,
+  and the fetcher copies the snapshot with FetchSnapshot.
+- *Commitment.* The leader's high watermark is the offset a majority of voters have (its
+  own flushed log and the followers' fetch offsets); it moves only to an offset past the
+  start of the leader's own epoch, never for entries of earlier epochs alone.
+- *Check-quorum.* A leader not fetched from by a majority for 1.5 fetch timeouts resigns;
+  a voter that still hears from its leader refuses pre-votes, so a node cut off and
+  come back cannot unseat a working leader.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+
+import attrs
+
+from minikafka.trace import NullTracer, Tracer
+
+from ._config import RaftConfig
+from ._events import HighWatermarkAdvanced, LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
+from ._log import Entry, RaftLog, Snapshot, SnapshotId
+from ._messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    DivergingEpoch,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    Envelope,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    VoteRequest,
+    VoteResponse,
+)
+from ._states import RaftStateError, State, check_transition
+from ._store import ElectionState, QuorumStateStore
+
+NO_LEADER = -1
+_LEADERLESS = frozenset({State.UNATTACHED, State.VOTED, State.PROSPECTIVE, State.CANDIDATE})
+
+
+class NotLeaderError(Exception):
+    """``append`` on a node that is not the leader."""
+
+
+@attrs.frozen
+class Output:
+    """What a call asks its shell to do: send ``messages``; give the state machine
+    ``snapshot`` (if any, first) and then ``committed``, the newly committed data entries."""
+
+    messages: tuple[Envelope, ...] = ()
+    committed: tuple[Entry, ...] = ()
+    snapshot: Snapshot | None = None
+
+
+@attrs.define
+class _Inflight:
+    correlation_id: int
+    deadline: float
+
+
+@attrs.define
+class _ReplicaProgress:
+    """What the leader knows of one replica: the offset it last fetched from (it has
+    everything below) and when it last fetched."""
+
+    end_offset: int = 0
+    last_fetch: float | None = None
+
+
+@attrs.define
+class _LeaderState:
+    epoch_start_offset: int
+    voters: dict[int, _ReplicaProgress]
+    observers: dict[int, _ReplicaProgress]
+    unannounced: set[int]  # voters not yet answering BeginQuorumEpoch nor fetching
+    parked: dict[int, tuple[Envelope, float]]  # replica -> (its fetch, expiry)
+
+
+@attrs.define
+class _SnapshotDownload:
+    id: SnapshotId
+    data: bytearray
+
+
+class RaftNode:
+    """One member of a KRaft quorum: a voter if ``node_id`` is in ``voters``, else an
+    observer (a broker following the metadata log)."""
+
+    def __init__(
+        self,
+        node_id: int,
+        voters: Sequence[int],
+        log: RaftLog,
+        store: QuorumStateStore,
+        now: float,
+        *,
+        config: RaftConfig | None = None,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.voters = tuple(sorted(voters))
+        self.is_voter = node_id in self.voters
+        self.log = log
+        self.store = store
+        self.config = config or RaftConfig()
+        self.rng = rng or random.Random(node_id)
+        self.tracer: Tracer = tracer or NullTracer()
+        self._correlation = itertools.count(1)
+        self._inflight: dict[int, _Inflight] = {}
+        self._retry_at: dict[int, float] = {}
+        self._outbox: list[Envelope] = []
+        self._leader: _LeaderState | None = None
+        self._download: _SnapshotDownload | None = None
+        # Per state: who answered this round's (pre-)vote requests, how.
+        self._granted: set[int] = set()
+        self._rejected: set[int] = set()
+        self._election_retries = 0
+        self._election_deadline: float | None = None
+        self._fetch_deadline: float | None = None
+        self._last_leader_contact: float | None = None
+        self._leaderless_since: float | None = now
+        self._ended: set[int] = set()  # voters told of our resignation
+        self._successors: tuple[int, ...] = ()
+        # The high watermark this node knows (not durable: learned again after a crash),
+        # and how far the state machine has been given the log.
+        self.high_watermark = 0
+        snapshot = log.latest_snapshot()
+        self._applied = 0
+        self._pending_snapshot = snapshot
+        if snapshot is not None:
+            self.high_watermark = snapshot.id.end_offset
+        durable = store.read() or ElectionState(0)
+        self.epoch = durable.epoch
+        self.leader_id: int | None = durable.leader_id
+        self.voted_id: int | None = durable.voted_id
+        self.state = State.UNATTACHED
+        self._enter_after_restart(durable, now)
+        self._started: float | None = now  # the first handle_timer sends what is needed
+
+    # -- what the shell calls ------------------------------------------------------
+
+    def receive(self, envelope: Envelope, now: float) -> Output:
+        message = envelope.message
+        if envelope.is_request:
+            self._handle_request(envelope, now)
+        else:
+            inflight = self._inflight.get(envelope.source)
+            if inflight is None or inflight.correlation_id != envelope.correlation_id:
+                return self._output(now)  # late or duplicated: its request was given up
+            del self._inflight[envelope.source]
+            self._handle_response(envelope.source, message, now)
+        return self._output(now)
+
+    def timer(self) -> float | None:
+        """When ``handle_timer`` must next be called (aioquic's ``get_timer``)."""
+        deadlines = [self._started, self._election_deadline, self._fetch_deadline]
+        deadlines += [i.deadline for i in self._inflight.values()]
+        deadlines += self._retry_at.values()
+        if self._leader is not None:
+            deadlines.append(self._check_quorum_deadline())
+            deadlines += [expiry for _, expiry in self._leader.parked.values()]
+        found = [d for d in deadlines if d is not None]
+        return min(found) if found else None
+
+    def handle_timer(self, now: float) -> Output:
+        self._started = None
+        for destination, inflight in list(self._inflight.items()):
+            if inflight.deadline <= now:  # given up: ask again after the backoff
+                del self._inflight[destination]
+                self._retry_at[destination] = now + self.config.retry_backoff
+                if self.state in (State.FOLLOWER, State.UNATTACHED) and not self.is_voter:
+                    self._observer_lost_leader(now)
+        for destination, at in list(self._retry_at.items()):
+            if at <= now:
+                del self._retry_at[destination]
+        if self._leader is not None:
+            for replica, (request, expiry) in list(self._leader.parked.items()):
+                if expiry <= now:
+                    del self._leader.parked[replica]
+                    self._answer_fetch(request, now, park=False)
+            if self._check_quorum_deadline() <= now:
+                self._resign("check-quorum: no majority fetched within 1.5 fetch timeouts", now)
+        if self._fetch_deadline is not None and self._fetch_deadline <= now:
+            self._fetch_deadline = None
+            if self.is_voter:
+                self._become(State.PROSPECTIVE, now, why="fetch timeout")
+            else:
+                self._observer_lost_leader(now)
+        if self._election_deadline is not None and self._election_deadline <= now:
+            self._election_deadline = None
+            self._election_timed_out(now)
+        return self._output(now)
+
+    def append(self, data: Sequence[bytes], now: float) -> tuple[int, Output]:
+        """Append ``data`` as the leader; returns the last entry's offset. It is
+        committed once the high watermark passes it (``Output.committed`` says when)."""
+        if self.state is not State.LEADER:
+            raise NotLeaderError(f"node {self.node_id} is {self.state.value}, not the leader")
+        start = self.log.end_offset
+        entries = [Entry(start + i, self.epoch, value) for i, value in enumerate(data)]
+        self._append_as_leader(entries, now)
+        return self.log.end_offset - 1, self._output(now)
+
+    def resign(self, now: float) -> Output:
+        """Step down gracefully (a controlled shutdown): EndQuorumEpoch to the voters."""
+        if self.state is State.LEADER:
+            self._resign("shutting down", now)
+        return self._output(now)
+
+    def create_snapshot(self, end_offset: int, payload: bytes) -> SnapshotId:
+        """Keep the state machine's state after every entry below ``end_offset`` (which it
+        has applied, so it is committed) as a snapshot; the log below may go."""
+        if end_offset > self._applied:
+            raise ValueError(f"offset {end_offset} is past what was applied ({self._applied})")
+        epoch = self._epoch_of(end_offset - 1)
+        snapshot = Snapshot(SnapshotId(end_offset, epoch), payload)
+        self.log.create_snapshot(snapshot)
+        return snapshot.id
+
+    def _epoch_of(self, offset: int) -> int:
+        if offset < 0:
+            return 0
+        if offset >= self.log.start_offset:
+            return self.log.read(offset, 1)[0].epoch
+        snapshot = self.log.latest_snapshot()
+        assert snapshot is not None and snapshot.id.end_offset == offset + 1
+        return snapshot.id.epoch
+
+    @property
+    def applied_offset(self) -> int:
+        """Every entry below this has been handed to the state machine."""
+        return self._applied
+
+    # -- requests --------------------------------------------------------------------
+
+    def _handle_request(self, envelope: Envelope, now: float) -> None:
+        message = envelope.message
+        if isinstance(message, VoteRequest):
+            self._reply(envelope, self._handle_vote(message, now))
+        elif isinstance(message, BeginQuorumEpochRequest):
+            self._reply(envelope, self._handle_begin_quorum_epoch(message, now))
+        elif isinstance(message, EndQuorumEpochRequest):
+            self._reply(envelope, self._handle_end_quorum_epoch(message, now))
+        elif isinstance(message, FetchRequest):
+            self._answer_fetch(envelope, now, park=True)
+        elif isinstance(message, FetchSnapshotRequest):
+            self._reply(envelope, self._handle_fetch_snapshot(message))
+
+    def _handle_vote(self, request: VoteRequest, now: float) -> VoteResponse:
+        granted, reason = self._vote_decision(request, now)
+        if granted and not request.pre_vote:
+            if self.state is not State.VOTED:
+                self._become(State.VOTED, now, voted_id=request.candidate_id, why="vote")
+        if self.tracer.enabled:
+            self.tracer.emit(
+                VoteAnswered(
+                    self.node_id,
+                    request.candidate_id,
+                    request.candidate_epoch,
+                    request.pre_vote,
+                    granted,
+                    reason,
+                ),
+                ts=now,
+            )
+        return VoteResponse(
+            Errors.NONE, self.epoch, self.leader_id, granted, request.pre_vote, reason
+        )
+
+    def _vote_decision(self, request: VoteRequest, now: float) -> tuple[bool, str]:
+        if not self.is_voter:
+            return False, "an observer does not vote"
+        if request.candidate_id not in self.voters:
+            return False, f"{request.candidate_id} is not a voter"
+        if request.candidate_epoch < self.epoch:
+            return False, f"epoch {request.candidate_epoch} is older than {self.epoch}"
+        if not request.pre_vote and request.candidate_epoch > self.epoch:
+            self._observe_epoch(request.candidate_epoch, None, now)
+        if not self._log_is_up_to_date(request):
+            return False, "the candidate's log is behind this voter's"
+        if request.pre_vote:
+            if self.state is State.LEADER:
+                return False, "this voter is the leader"
+            if self._hears_from_leader(now):
+                return False, f"this voter still hears from leader {self.leader_id}"
+            return True, "pre-vote: log up to date and no leader heard from"
+        if self.leader_id is not None:
+            return False, f"epoch {self.epoch} already has leader {self.leader_id}"
+        if self.voted_id is not None and self.voted_id != request.candidate_id:
+            return False, f"already voted for {self.voted_id} in epoch {self.epoch}"
+        return True, "log up to date, no other vote in this epoch"
+
+    def _log_is_up_to_date(self, request: VoteRequest) -> bool:
+        mine = (self.log.last_epoch, self.log.end_offset)
+        return (request.last_offset_epoch, request.last_offset) >= mine
+
+    def _hears_from_leader(self, now: float) -> bool:
+        contact = self._last_leader_contact
+        return (
+            self.state is State.FOLLOWER
+            and contact is not None
+            and now - contact < self.config.fetch_timeout
+        )
+
+    def _handle_begin_quorum_epoch(
+        self, request: BeginQuorumEpochRequest, now: float
+    ) -> BeginQuorumEpochResponse:
+        if request.leader_epoch < self.epoch:
+            return BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, self.epoch, self.leader_id)
+        self._observe_epoch(request.leader_epoch, request.leader_id, now)
+        if self.state is State.FOLLOWER and self.leader_id == request.leader_id:
+            self._heard_from_leader(now)
+        return BeginQuorumEpochResponse(Errors.NONE, self.epoch, self.leader_id)
+
+    def _handle_end_quorum_epoch(
+        self, request: EndQuorumEpochRequest, now: float
+    ) -> EndQuorumEpochResponse:
+        if request.leader_epoch < self.epoch:
+            return EndQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, self.epoch, self.leader_id)
+        self._observe_epoch(request.leader_epoch, request.leader_id, now)
+        if self.state is State.FOLLOWER and self.leader_id == request.leader_id:
+            # The leader is going: stand soon, the most complete successors first, each
+            # position waiting twice as long as the one before it.
+            self._become(State.UNATTACHED, now, why="the leader resigned")
+            successors = request.preferred_successors
+            if self.node_id in successors:
+                position = successors.index(self.node_id)
+                backoff = min(
+                    self.config.retry_backoff * 2**position, self.config.election_backoff_max
+                )
+                self._election_deadline = now + backoff
+        return EndQuorumEpochResponse(Errors.NONE, self.epoch, self.leader_id)
+
+    def _answer_fetch(self, envelope: Envelope, now: float, *, park: bool) -> None:
+        request = envelope.message
+        assert isinstance(request, FetchRequest)
+        leader = self._leader
+        if leader is None:
+            error = Errors.NOT_LEADER_OR_FOLLOWER
+            if request.current_leader_epoch > self.epoch:
+                error = Errors.UNKNOWN_LEADER_EPOCH
+            self._reply(envelope, FetchResponse(error, self.epoch, self.leader_id))
+            return
+        if request.current_leader_epoch != self.epoch:
+            error = Errors.FENCED_LEADER_EPOCH
+            if request.current_leader_epoch > self.epoch:
+                error = Errors.UNKNOWN_LEADER_EPOCH
+            self._reply(envelope, FetchResponse(error, self.epoch, self.node_id))
+            return
+        response = self._validate_fetch_position(request)
+        if response is None:
+            is_voter = request.replica_id in self.voters
+            progress = (leader.voters if is_voter else leader.observers).setdefault(
+                request.replica_id, _ReplicaProgress()
+            )
+            progress.end_offset = request.fetch_offset
+            progress.last_fetch = now
+            leader.unannounced.discard(request.replica_id)
+            if is_voter:
+                self._maybe_advance_leader_hw(now)
+            records = self.log.read(request.fetch_offset, self.config.fetch_max_entries)
+            if not records and park and request.fetch_offset >= self.log.end_offset:
+                # Nothing new: hold the fetch until there is (a long poll).
+                leader.parked[request.replica_id] = (envelope, now + self.config.fetch_max_wait)
+                return
+            response = FetchResponse(
+                Errors.NONE, self.epoch, self.node_id, self.high_watermark, tuple(records)
+            )
+        self._reply(envelope, response)
+
+    def _validate_fetch_position(self, request: FetchRequest) -> FetchResponse | None:
+        """None if the fetcher's log agrees with ours up to its fetch offset; else the
+        answer that puts it right: a snapshot to copy, or where its epoch diverges."""
+        log = self.log
+        snapshot = log.latest_snapshot()
+        if request.fetch_offset < log.start_offset and snapshot is not None:
+            return FetchResponse(
+                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=snapshot.id
+            )
+        if request.fetch_offset == 0 and request.last_fetched_epoch == 0:
+            return None
+        end = log.end_offset_for_epoch(request.last_fetched_epoch)
+        if end.epoch == request.last_fetched_epoch and request.fetch_offset <= end.end_offset:
+            return None
+        if end.end_offset < log.start_offset and snapshot is not None:
+            return FetchResponse(
+                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=snapshot.id
+            )
+        return FetchResponse(
+            Errors.NONE,
+            self.epoch,
+            self.node_id,
+            self.high_watermark,
+            diverging_epoch=DivergingEpoch(end.epoch, end.end_offset),
+        )
+
+    def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+        if self.state is not State.LEADER or request.current_leader_epoch != self.epoch:
+            return FetchSnapshotResponse(Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self.leader_id)
+        snapshot = self.log.latest_snapshot()
+        if snapshot is None or snapshot.id != request.snapshot_id:
+            return FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, self.epoch, self.node_id)
+        size = len(snapshot.payload)
+        if not 0 <= request.position <= size:
+            return FetchSnapshotResponse(Errors.POSITION_OUT_OF_RANGE, self.epoch, self.node_id)
+        chunk = snapshot.payload[request.position : request.position + self.config.snapshot_chunk_bytes]
+        return FetchSnapshotResponse(
+            Errors.NONE, self.epoch, self.node_id, snapshot.id, size, request.position, chunk
+        )
+
+    # -- responses -------------------------------------------------------------------
+
+    def _handle_response(self, source: int, message: Message, now: float) -> None:
+        if isinstance(message, VoteResponse):
+            self._handle_vote_response(source, message, now)
+        elif isinstance(message, BeginQuorumEpochResponse):
+            self._observe_epoch(message.leader_epoch, message.leader_id, now)
+            if self._leader is not None and message.error is Errors.NONE:
+                self._leader.unannounced.discard(source)
+        elif isinstance(message, EndQuorumEpochResponse):
+            self._observe_epoch(message.leader_epoch, message.leader_id, now)
+            if message.error is Errors.NONE:
+                self._ended.add(source)
+        elif isinstance(message, FetchResponse):
+            self._handle_fetch_response(source, message, now)
+        elif isinstance(message, FetchSnapshotResponse):
+            self._handle_fetch_snapshot_response(source, message, now)
+
+    def _handle_vote_response(self, source: int, response: VoteResponse, now: float) -> None:
+        self._observe_epoch(response.leader_epoch, response.leader_id, now)
+        expected = State.PROSPECTIVE if response.pre_vote else State.CANDIDATE
+        if self.state is not expected:
+            return
+        (self._granted if response.vote_granted else self._rejected).add(source)
+        majority = len(self.voters) // 2 + 1
+        if len(self._granted) >= majority:
+            if expected is State.PROSPECTIVE:
+                self._become(State.CANDIDATE, now, why="pre-votes")
+            else:
+                self._become(State.LEADER, now, why="votes")
+        elif len(self._rejected) >= len(self.voters) - majority + 1:
+            if expected is State.PROSPECTIVE and self.leader_id not in (None, self.node_id):
+                # It stood because it lost touch with a leader the others still follow.
+                self._become(State.FOLLOWER, now, leader_id=self.leader_id, why="pre-vote lost")
+            elif expected is State.PROSPECTIVE:
+                self._become(State.UNATTACHED, now, why="pre-vote lost")
+            else:
+                self._election_deadline = now + self._election_backoff()
+
+    def _handle_fetch_response(self, source: int, response: FetchResponse, now: float) -> None:
+        self._observe_epoch(response.leader_epoch, response.leader_id, now)
+        if response.error is not Errors.NONE:
+            if not self.is_voter and self.leader_id is None:
+                self._retry_at[source] = now + self.config.retry_backoff
+            return
+        if self.state is not State.FOLLOWER or source != self.leader_id:
+            return
+        self._heard_from_leader(now)
+        if response.diverging_epoch is not None:
+            self._truncate_to_diverging(response.diverging_epoch, now)
+        elif response.snapshot_id is not None:
+            self._download = _SnapshotDownload(response.snapshot_id, bytearray())
+        elif response.records:
+            if response.records[0].offset != self.log.end_offset:
+                return  # not the entries asked for (a duplicate); fetch again
+            self.log.append(response.records)
+            # A follower reports in its next fetch that it has these: make it true.
+            self.log.flush()
+        if response.snapshot_id is None and response.diverging_epoch is None:
+            self._advance_hw(min(response.high_watermark, self.log.end_offset), now)
+
+    def _truncate_to_diverging(self, diverging: DivergingEpoch, now: float) -> None:
+        mine = self.log.end_offset_for_epoch(diverging.epoch)
+        target = min(diverging.end_offset, mine.end_offset)
+        if target < self.high_watermark:
+            raise RaftStateError(
+                f"node {self.node_id} would truncate to {target}, below its high watermark "
+                f"{self.high_watermark}: committed entries would be lost"
+            )
+        old = self.log.end_offset
+        self.log.truncate_to(target)
+        if self.tracer.enabled:
+            self.tracer.emit(LogTruncated(self.node_id, self.epoch, old, target), ts=now)
+
+    def _handle_fetch_snapshot_response(
+        self, source: int, response: FetchSnapshotResponse, now: float
+    ) -> None:
+        self._observe_epoch(response.leader_epoch, response.leader_id, now)
+        download = self._download
+        if self.state is not State.FOLLOWER or source != self.leader_id or download is None:
+            return
+        if response.error is not Errors.NONE:
+            self._download = None  # the leader has another snapshot now: fetch again
+            return
+        if response.snapshot_id != download.id or response.position != len(download.data):
+            return
+        self._heard_from_leader(now)
+        download.data += response.unaligned_records
+        if len(download.data) < response.size:
+            return
+        snapshot = Snapshot(download.id, bytes(download.data))
+        self._download = None
+        self.log.install_snapshot(snapshot)
+        self._pending_snapshot = snapshot
+        self._applied = 0
+        if self.tracer.enabled:
+            event = SnapshotInstalled(
+                self.node_id, self.epoch, snapshot.id.end_offset, snapshot.id.epoch, response.size
+            )
+            self.tracer.emit(event, ts=now)
+        self._advance_hw(snapshot.id.end_offset, now)
+
+    # -- leadership ------------------------------------------------------------------
+
+    def _append_as_leader(self, entries: Sequence[Entry], now: float) -> None:
+        self.log.append(entries)
+        # The leader counts itself as having only what is on its disk.
+        self.log.flush()
+        self._maybe_advance_leader_hw(now)
+        self._wake_parked(now)
+
+    def _maybe_advance_leader_hw(self, now: float) -> None:
+        leader = self._leader
+        assert leader is not None
+        offsets = sorted(
+            (
+                self.log.flushed_end_offset if voter == self.node_id else progress.end_offset
+                for voter, progress in leader.voters.items()
+            ),
+            reverse=True,
+        )
+        majority_has = offsets[len(self.voters) // 2]
+        if self._may_commit(majority_has, leader):
+            if self._advance_hw(majority_has, now):
+                self._wake_parked(now)
+
+    def _may_commit(self, offset: int, leader: _LeaderState) -> bool:
+        """Raft's commitment rule: an offset counts as committed only once it covers an
+        entry of the leader's own epoch. An entry of an earlier epoch on a majority could
+        still be replaced by a voter whose log ends in a later epoch and wins an election
+        (the Raft paper's figure 8)."""
+        return offset > leader.epoch_start_offset
+
+    def _wake_parked(self, now: float) -> None:
+        leader = self._leader
+        if leader is not None and leader.parked:
+            parked, leader.parked = leader.parked, {}
+            for request, _ in parked.values():
+                self._answer_fetch(request, now, park=False)
+
+    def _check_quorum_deadline(self) -> float:
+        """When the leader must resign unless more voters fetch: 1.5 fetch timeouts after
+        the last fetch of the majority's least recent member."""
+        leader = self._leader
+        assert leader is not None
+        others = sorted(
+            (p.last_fetch or 0.0 for v, p in leader.voters.items() if v != self.node_id),
+            reverse=True,
+        )
+        needed = len(self.voters) // 2  # besides the leader
+        if needed == 0:
+            return float("inf")
+        return others[needed - 1] + 1.5 * self.config.fetch_timeout
+
+    def _resign(self, why: str, now: float) -> None:
+        leader = self._leader
+        assert leader is not None
+        successors = sorted(
+            (v for v in leader.voters if v != self.node_id),
+            key=lambda v: -leader.voters[v].end_offset,
+        )
+        self._successors = tuple(successors)
+        self._become(State.RESIGNED, now, why=why)
+
+    # -- state changes ---------------------------------------------------------------
+
+    def _observe_epoch(self, epoch: int, leader_id: int | None, now: float) -> None:
+        """What every message tells: an epoch, maybe its leader. A higher epoch, or the
+        leader of our epoch when we did not know it, moves us."""
+        if epoch > self.epoch:
+            if leader_id is not None and leader_id != self.node_id:
+                self._become(State.FOLLOWER, now, epoch=epoch, leader_id=leader_id, why="leader")
+            else:
+                self._become(State.UNATTACHED, now, epoch=epoch, why="higher epoch")
+        elif epoch == self.epoch and leader_id not in (None, self.node_id):
+            # Only news moves it: a Prospective that already knows this leader stood
+            # because it lost touch with it.
+            if self.state in _LEADERLESS and self.leader_id is None:
+                self._become(State.FOLLOWER, now, leader_id=leader_id, why="leader")
+
+    def _observer_lost_leader(self, now: float) -> None:
+        if self.state is State.FOLLOWER:
+            self._become(State.UNATTACHED, now, why="observer lost leader")
+
+    def _election_timed_out(self, now: float) -> None:
+        if not self.is_voter or self.state in (State.LEADER, State.FOLLOWER):
+            return
+        self._become(State.PROSPECTIVE, now, why="election timeout")
+
+    def _election_backoff(self) -> float:
+        """Binary exponential backoff after a lost election, randomized."""
+        self._election_retries += 1
+        ceiling = min(
+            self.config.retry_backoff * 2**self._election_retries,
+            self.config.election_backoff_max,
+        )
+        return self.rng.uniform(0, ceiling)
+
+    def _random_election_timeout(self) -> float:
+        return self.config.election_timeout * (1 + self.rng.random())
+
+    def _heard_from_leader(self, now: float) -> None:
+        self._last_leader_contact = now
+        self._fetch_deadline = now + self.config.fetch_timeout
+
+    def _enter_after_restart(self, durable: ElectionState, now: float) -> None:
+        """Where a (re)started node resumes, from what it wrote down."""
+        if durable.leader_id == self.node_id:
+            # It led this epoch before the crash; it must not lead it again (its log may
+            # lack what it acknowledged as appended but never flushed).
+            self.state = State.RESIGNED
+            self._election_deadline = now + self._random_election_timeout()
+        elif durable.leader_id is not None:
+            self.state = State.FOLLOWER
+            self._fetch_deadline = now + self.config.fetch_timeout
+        elif durable.voted_id is not None:
+            self.state = State.VOTED
+            self._election_deadline = now + self._random_election_timeout()
+        else:
+            self.state = State.UNATTACHED
+            if self.is_voter:
+                self._election_deadline = now + self._random_election_timeout()
+        if len(self.voters) == 1 and self.is_voter and self.state is not State.LEADER:
+            # A quorum of one elects itself at once.
+            self._become(State.PROSPECTIVE, now, why="single voter")
+
+    def _become(
+        self,
+        new: State,
+        now: float,
+        *,
+        why: str,
+        epoch: int | None = None,
+        leader_id: int | None = None,
+        voted_id: int | None = None,
+    ) -> None:
+        old = self.state
+        reason = check_transition(old, new, self.is_voter)
+        epoch = self.epoch if epoch is None else epoch
+        if epoch < self.epoch:
+            raise RaftStateError(f"node {self.node_id} cannot go back to epoch {epoch}")
+        if epoch > self.epoch:
+            self.leader_id = self.voted_id = None
+        if old is State.LEADER:
+            self._leave_leadership(now)
+        self.epoch = epoch
+        self._granted.clear()
+        self._rejected.clear()
+        self._election_deadline = self._fetch_deadline = None
+        self._download = None
+        self._inflight.clear()  # answers to the old state's requests no longer matter
+        if new is State.CANDIDATE:
+            self.epoch += 1
+            self.leader_id, self.voted_id = None, self.node_id
+            self._granted.add(self.node_id)
+        elif new is State.VOTED:
+            self.voted_id = voted_id
+        elif new is State.LEADER:
+            self.leader_id = self.node_id
+        elif new is State.FOLLOWER and leader_id is not None:
+            self.leader_id = leader_id
+        elif new is State.UNATTACHED:
+            self.leader_id = None  # by definition: it knows no leader of its epoch
+        self._persist(ElectionState(self.epoch, self.leader_id, self.voted_id), why)
+        self.state = new
+        if new is State.PROSPECTIVE:
+            self._granted.add(self.node_id)
+            self._election_deadline = now + self._random_election_timeout()
+        elif new is State.CANDIDATE:
+            self._election_deadline = now + self._random_election_timeout()
+        elif new in (State.UNATTACHED, State.VOTED, State.RESIGNED) and self.is_voter:
+            self._election_deadline = now + self._random_election_timeout()
+        elif new is State.FOLLOWER:
+            self._fetch_deadline = now + self.config.fetch_timeout
+            self._last_leader_contact = None  # until the leader itself answers
+        if new is State.RESIGNED:
+            self._ended = set()
+        leaderless = -1.0
+        if new in (State.FOLLOWER, State.LEADER):
+            if self._leaderless_since is not None:
+                leaderless = now - self._leaderless_since
+            self._leaderless_since = None
+        elif self._leaderless_since is None:
+            self._leaderless_since = now
+        if self.tracer.enabled:
+            leader = NO_LEADER if self.leader_id is None else self.leader_id
+            self.tracer.emit(
+                StateChanged(
+                    self.node_id,
+                    old.value,
+                    new.value,
+                    self.epoch,
+                    leader,
+                    reason,
+                    leaderless if new is State.LEADER else -1.0,
+                ),
+                ts=now,
+            )
+        if new is State.LEADER:
+            self._begin_leadership(now)
+        elif new is State.PROSPECTIVE and len(self._granted) > len(self.voters) // 2:
+            self._become(State.CANDIDATE, now, why="pre-votes")
+        elif new is State.CANDIDATE and len(self._granted) > len(self.voters) // 2:
+            self._become(State.LEADER, now, why="votes")
+
+    def _persist(self, state: ElectionState, why: str) -> None:
+        """Write ``quorum-state`` (durably) if it changed: before any answer leaves."""
+        if self.store.read() != state:
+            self.store.write(state)
+
+    def _begin_leadership(self, now: float) -> None:
+        start = self.log.end_offset
+        self._leader = _LeaderState(
+            epoch_start_offset=start,
+            voters={v: _ReplicaProgress(last_fetch=now) for v in self.voters},
+            observers={},
+            unannounced={v for v in self.voters if v != self.node_id},
+            parked={},
+        )
+        self._election_retries = 0
+        # Kafka's LeaderChange control record: an entry of the new epoch to commit, which
+        # commits everything before it too.
+        self._append_as_leader([Entry(start, self.epoch, b"", control=True)], now)
+
+    def _leave_leadership(self, now: float) -> None:
+        leader = self._leader
+        assert leader is not None
+        self._leader = None
+        for request, _ in leader.parked.values():
+            self._reply(request, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, None))
+
+    def _advance_hw(self, offset: int, now: float) -> bool:
+        if offset <= self.high_watermark:
+            return False
+        old, self.high_watermark = self.high_watermark, offset
+        if self.tracer.enabled:
+            self.tracer.emit(HighWatermarkAdvanced(self.node_id, self.epoch, old, offset), ts=now)
+        return True
+
+    # -- sending ---------------------------------------------------------------------
+
+    def _send(self, destination: int, message: Message, now: float) -> None:
+        if destination in self._inflight or destination in self._retry_at:
+            return
+        correlation_id = next(self._correlation)
+        deadline = now + self.config.request_timeout
+        self._inflight[destination] = _Inflight(correlation_id, deadline)
+        self._outbox.append(Envelope(self.node_id, destination, correlation_id, message))
+
+    def _reply(self, request: Envelope, message: Message) -> None:
+        self._outbox.append(
+            Envelope(self.node_id, request.source, request.correlation_id, message)
+        )
+
+    def _send_what_the_state_needs(self, now: float) -> None:
+        state = self.state
+        others = [v for v in self.voters if v != self.node_id]
+        if state in (State.PROSPECTIVE, State.CANDIDATE):
+            pre_vote = state is State.PROSPECTIVE
+            vote = VoteRequest(
+                self.epoch + 1 if pre_vote else self.epoch,
+                self.node_id,
+                self.log.last_epoch,
+                self.log.end_offset,
+                pre_vote,
+            )
+            for voter in others:
+                if voter not in self._granted and voter not in self._rejected:
+                    self._send(voter, vote, now)
+        elif state is State.LEADER:
+            assert self._leader is not None
+            for voter in self._leader.unannounced:
+                self._send(voter, BeginQuorumEpochRequest(self.epoch, self.node_id), now)
+        elif state is State.RESIGNED:
+            end = EndQuorumEpochRequest(self.epoch, self.node_id, self._successors)
+            for voter in others:
+                if voter not in self._ended:
+                    self._send(voter, end, now)
+        elif state is State.FOLLOWER and self.leader_id is not None:
+            download = self._download
+            if download is not None:
+                request: Message = FetchSnapshotRequest(
+                    self.node_id, self.epoch, download.id, len(download.data)
+                )
+            else:
+                request = FetchRequest(
+                    self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch
+                )
+            self._send(self.leader_id, request, now)
+        elif state is State.UNATTACHED and not self.is_voter and not self._inflight:
+            # An observer looks for the leader: any voter's answer names it.
+            voter = self.rng.choice(self.voters)
+            fetch = FetchRequest(self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch)
+            self._send(voter, fetch, now)
+
+    def _output(self, now: float) -> Output:
+        self._send_what_the_state_needs(now)
+        messages, self._outbox = tuple(self._outbox), []
+        snapshot = None
+        if self._pending_snapshot is not None and self.high_watermark >= self._pending_snapshot.id.end_offset:
+            snapshot, self._pending_snapshot = self._pending_snapshot, None
+            self._applied = snapshot.id.end_offset
+        committed: list[Entry] = []
+        end = min(self.high_watermark, self.log.end_offset)
+        while self._applied < end and self._applied >= self.log.start_offset:
+            batch = self.log.read(self._applied, end - self._applied)
+            if not batch:
+                break
+            committed += (e for e in batch if not e.control)
+            self._applied = batch[-1].offset + 1
+        return Output(messages, tuple(committed), snapshot)

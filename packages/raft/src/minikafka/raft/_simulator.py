@@ -1,0 +1,502 @@
+"""Whole quorums in one process, in virtual time, under faults: Raft's invariants checked
+after every step (Kafka's ``RaftEventSimulationTest``, and Jack Vanlightly's TLA+
+invariants of KRaft, as properties of a run).
+
+A :class:`Simulation` runs voters and observers as :class:`RaftNode` cores over a simulated
+network that drops, duplicates and delays messages (random delays reorder them), and a
+*fault schedule*: crashes (a node loses everything it had not flushed, then restarts from
+its disk), restarts, partitions (one group of nodes cut off from the rest) and heals. A
+client appends a value to whoever leads, every ``append_interval``; each node applies what
+its node commits to a state machine, the list of values, and snapshots it now and then.
+
+After every event the simulation checks:
+
+1. **Election safety**: at most one leader per epoch, ever.
+2. **Committed means durable**: an entry below some node's high watermark is the same
+   entry, at the same offset, in every log that holds that offset below its own high
+   watermark, and no node ever removes one (a truncation below a high watermark).
+3. **The high watermark never goes back** on a node, for as long as it runs.
+4. **State machine safety**: every node applies the same values in the same order.
+
+Then the faults stop, the network heals and crashed nodes restart, and the simulation
+checks **liveness**: within ``settle`` virtual seconds every entry the leader has is
+committed and applied by every voter and observer.
+
+Everything random comes from the seed: one failing seed fails the same way again. A
+failing schedule is shrunk (:func:`shrink`): faults are removed one at a time for as long
+as the run still fails, leaving a schedule with no fault to spare.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
+
+import attrs
+
+from minikafka.trace import NullTracer, Tracer
+
+from ._config import RaftConfig
+from ._log import Entry, MemoryLog
+from ._messages import Envelope
+from ._node import NotLeaderError, Output, RaftNode
+from ._states import RaftStateError, State
+from ._store import MemoryStateStore, QuorumStateStore
+
+FaultKind = Literal["crash", "restart", "partition", "heal"]
+FAULT_KINDS: tuple[str, ...] = ("crash", "partition", "drop", "duplicate", "delay")
+"""What ``--faults`` may name: node crashes, partitions, and three network misbehaviours."""
+
+
+@attrs.frozen
+class Fault:
+    """At virtual time ``at``: crash or restart ``nodes[0]``; cut ``nodes`` off from the
+    rest; or heal every partition."""
+
+    at: float
+    kind: FaultKind
+    nodes: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        what = {"crash": "crash", "restart": "restart", "partition": "isolate", "heal": "heal"}
+        nodes = " ".join(map(str, self.nodes))
+        return f"t={self.at:7.3f}s {what[self.kind]} {nodes}".rstrip()
+
+
+@attrs.frozen
+class Scenario:
+    voters: int = 3
+    observers: int = 0
+    faults: tuple[Fault, ...] = ()
+    duration: float = 10.0  # the faulty phase, in virtual seconds
+    settle: float = 30.0  # the liveness bound after it
+    append_interval: float = 0.1
+    snapshot_every: int = 50  # a node snapshots after applying this many entries
+    drop: float = 0.0
+    duplicate: float = 0.0
+    max_delay: float = 0.005
+
+    @property
+    def voter_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.voters + 1))
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        return tuple(range(1, self.voters + self.observers + 1))
+
+
+def random_scenario(
+    seed: int, voters: int = 3, observers: int = 0, kinds: Sequence[str] = FAULT_KINDS
+) -> Scenario:
+    """A scenario drawn from ``seed``: a few crashes, restarts and partitions among the
+    enabled ``kinds``, and the network's misbehaviour."""
+    rng = random.Random(f"scenario-{seed}")
+    nodes = list(range(1, voters + observers + 1))
+    duration = 10.0
+    faults: list[Fault] = []
+    for _ in range(rng.randint(0, 8)):
+        at = round(rng.uniform(0.5, duration), 3)
+        options: list[FaultKind] = []
+        if "crash" in kinds:
+            options += ["crash", "restart"]
+        if "partition" in kinds:
+            options += ["partition", "heal"]
+        if not options:
+            break
+        kind = rng.choice(options)
+        if kind in ("crash", "restart"):
+            faults.append(Fault(at, kind, (rng.choice(nodes),)))
+        elif kind == "partition":
+            size = rng.randint(1, max(1, len(nodes) // 2))
+            faults.append(Fault(at, kind, tuple(sorted(rng.sample(nodes, size)))))
+        else:
+            faults.append(Fault(at, kind))
+    return Scenario(
+        voters=voters,
+        observers=observers,
+        faults=tuple(sorted(faults, key=lambda f: f.at)),
+        duration=duration,
+        drop=rng.choice([0.0, 0.01, 0.05, 0.2]) if "drop" in kinds else 0.0,
+        duplicate=rng.choice([0.0, 0.01, 0.05]) if "duplicate" in kinds else 0.0,
+        max_delay=rng.choice([0.001, 0.01, 0.1]) if "delay" in kinds else 0.001,
+    )
+
+
+class NodeFactory(Protocol):
+    def __call__(
+        self,
+        node_id: int,
+        voters: Sequence[int],
+        log: MemoryLog,
+        store: QuorumStateStore,
+        now: float,
+        *,
+        config: RaftConfig,
+        rng: random.Random,
+        tracer: Tracer,
+    ) -> RaftNode: ...
+
+
+class Violation(AssertionError):
+    """An invariant failed; ``at`` is the virtual time."""
+
+    def __init__(self, message: str, at: float) -> None:
+        super().__init__(f"t={at:.3f}s: {message}")
+        self.at = at
+
+
+@attrs.frozen
+class Result:
+    seed: int
+    scenario: Scenario
+    violation: Violation | None
+    events: int
+    commits: int  # entries committed by the end
+    elections: int  # epochs that had a leader
+    wall_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+
+@attrs.define
+class _SimNode:
+    """A node's disk (log and quorum-state), which survives crashes, and its process."""
+
+    node_id: int
+    log: MemoryLog
+    store: MemoryStateStore
+    raft: RaftNode | None = None
+    life: int = 0
+    timer_at: float | None = None
+    hw_seen: int = 0  # the high watermark as last checked, in this life
+    checked: int = 0  # entries below this were compared with the committed ones
+    applied: list[tuple[int, bytes]] = attrs.Factory(list)  # the state machine
+    since_snapshot: int = 0
+
+
+class Simulation:
+    """One seeded run of a scenario. ``node_factory`` builds each node (tests pass a
+    broken one to show the invariants catch it); ``tracer_for(node_id)`` traces it."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        seed: int,
+        *,
+        config: RaftConfig | None = None,
+        node_factory: NodeFactory = RaftNode,
+        tracer_for: Callable[[int], Tracer] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.config = config or RaftConfig()
+        self.node_factory = node_factory
+        self.tracer_for = tracer_for or (lambda _: NullTracer())
+        self.now = 0.0
+        self.network = random.Random(f"network-{seed}")
+        self.nodes = {
+            n: _SimNode(n, MemoryLog(), MemoryStateStore()) for n in scenario.node_ids
+        }
+        self.isolated: frozenset[int] = frozenset()
+        self.healed = False
+        self.leaders: dict[int, int] = {}  # epoch -> the one leader it had
+        self.committed: dict[int, Entry] = {}  # offset -> the entry committed there
+        self.appended = 0
+        self.events = 0
+        self._queue: list[tuple[float, int, str, object]] = []
+        self._seq = itertools.count()
+
+    # -- the run ---------------------------------------------------------------------
+
+    def run(self) -> Result:
+        started = time.perf_counter()
+        violation = None
+        try:
+            self._run()
+        except Violation as v:
+            violation = v
+        except RaftStateError as e:
+            violation = Violation(f"a node broke a rule: {e}", self.now)
+        return Result(
+            self.seed,
+            self.scenario,
+            violation,
+            self.events,
+            len(self.committed),
+            len(self.leaders),
+            time.perf_counter() - started,
+        )
+
+    def _run(self) -> None:
+        scenario = self.scenario
+        for node in self.nodes.values():
+            self._start(node)
+        for fault in scenario.faults:
+            self._push(fault.at, "fault", fault)
+        self._push(scenario.append_interval, "append", None)
+        self._push(scenario.duration, "heal_all", None)
+        end = scenario.duration + scenario.settle
+        while self._queue:
+            at, _, kind, payload = heapq.heappop(self._queue)
+            if at > end:
+                break
+            self.now = at
+            self.events += 1
+            self._step(kind, payload)
+            self._check()
+        self._check_liveness()
+
+    def _push(self, at: float, kind: str, payload: object) -> None:
+        heapq.heappush(self._queue, (at, next(self._seq), kind, payload))
+
+    def _step(self, kind: str, payload: object) -> None:
+        if kind == "deliver":
+            assert isinstance(payload, Envelope)
+            node = self.nodes[payload.destination]
+            if node.raft is not None:
+                self._carry_out(node, node.raft.receive(payload, self.now))
+        elif kind == "timer":
+            assert isinstance(payload, tuple)
+            node_id, life = payload
+            node = self.nodes[node_id]
+            if node.raft is not None and node.life == life and node.timer_at is not None:
+                if node.timer_at <= self.now:
+                    node.timer_at = None
+                    self._carry_out(node, node.raft.handle_timer(self.now))
+        elif kind == "fault":
+            assert isinstance(payload, Fault)
+            self._fault(payload)
+        elif kind == "append":
+            self._client_append()
+        elif kind == "heal_all":
+            self.healed = True
+            self.isolated = frozenset()
+            for node in self.nodes.values():
+                if node.raft is None:
+                    self._start(node)
+
+    def _fault(self, fault: Fault) -> None:
+        if fault.kind == "crash":
+            node = self.nodes[fault.nodes[0]]
+            if node.raft is not None:
+                node.raft = None
+                node.log = node.log.crash()  # what was not flushed is gone
+                node.timer_at = None
+        elif fault.kind == "restart":
+            node = self.nodes[fault.nodes[0]]
+            if node.raft is None:
+                self._start(node)
+        elif fault.kind == "partition":
+            self.isolated = frozenset(fault.nodes)
+        else:
+            self.isolated = frozenset()
+
+    def _start(self, node: _SimNode) -> None:
+        node.life += 1
+        node.hw_seen = node.checked = 0
+        node.applied = []
+        node.since_snapshot = 0
+        rng = random.Random(f"node-{self.seed}-{node.node_id}-{node.life}")
+        node.raft = self.node_factory(
+            node.node_id,
+            self.scenario.voter_ids,
+            node.log,
+            node.store,
+            self.now,
+            config=self.config,
+            rng=rng,
+            tracer=self.tracer_for(node.node_id),
+        )
+        self._carry_out(node, Output())
+
+    def _client_append(self) -> None:
+        scenario = self.scenario
+        if self.now < scenario.duration + scenario.settle / 2:
+            leaders = [
+                n.raft for n in self.nodes.values() if n.raft and n.raft.state is State.LEADER
+            ]
+            if leaders:
+                leader = max(leaders, key=lambda r: r.epoch)
+                self.appended += 1
+                try:
+                    _, output = leader.append([b"v%d" % self.appended], self.now)
+                except NotLeaderError:
+                    pass
+                else:
+                    self._carry_out(self.nodes[leader.node_id], output)
+            self._push(self.now + scenario.append_interval, "append", None)
+
+    def _carry_out(self, node: _SimNode, output: Output) -> None:
+        """What a shell does with an Output: send, apply, and set the timer."""
+        assert node.raft is not None
+        for envelope in output.messages:
+            self._send(envelope)
+        if output.snapshot is not None:
+            state = _decode_state(output.snapshot.payload)
+            node.applied = []  # the snapshot replaces the state machine
+            self._check_applied(node, state)
+            node.applied = state
+        if output.committed:
+            fresh = [(e.offset, e.data) for e in output.committed]
+            self._check_applied(node, fresh, entries=output.committed)
+            node.applied += fresh
+            node.since_snapshot += len(fresh)
+            if node.since_snapshot >= self.scenario.snapshot_every:
+                node.since_snapshot = 0
+                node.raft.create_snapshot(node.raft.applied_offset, _encode_state(node.applied))
+        timer = node.raft.timer()
+        if timer is not None and (node.timer_at is None or timer < node.timer_at or node.timer_at < self.now):
+            node.timer_at = max(timer, self.now)
+            self._push(node.timer_at, "timer", (node.node_id, node.life))
+
+    def _send(self, envelope: Envelope) -> None:
+        scenario, network = self.scenario, self.network
+        a, b = envelope.source, envelope.destination
+        if (a in self.isolated) != (b in self.isolated):
+            return  # partitioned
+        lossy = not self.healed
+        if lossy and network.random() < scenario.drop:
+            return
+        copies = 2 if lossy and network.random() < scenario.duplicate else 1
+        for _ in range(copies):
+            delay = network.uniform(0.0001, scenario.max_delay)
+            self._push(self.now + delay, "deliver", envelope)
+
+    # -- the invariants ---------------------------------------------------------------
+
+    def _check(self) -> None:
+        for node in self.nodes.values():
+            raft = node.raft
+            if raft is None:
+                continue
+            if raft.state is State.LEADER:
+                other = self.leaders.setdefault(raft.epoch, raft.node_id)
+                if other != raft.node_id:
+                    raise Violation(
+                        f"two leaders in epoch {raft.epoch}: {other} and {raft.node_id}", self.now
+                    )
+            if raft.high_watermark < node.hw_seen:
+                raise Violation(
+                    f"node {node.node_id}'s high watermark went back from {node.hw_seen} "
+                    f"to {raft.high_watermark}",
+                    self.now,
+                )
+            node.hw_seen = raft.high_watermark
+            log = node.log
+            if log.end_offset < node.checked and log.end_offset < raft.high_watermark:
+                raise Violation(
+                    f"node {node.node_id} removed committed entries: its log ends at "
+                    f"{log.end_offset}, below its high watermark {raft.high_watermark}",
+                    self.now,
+                )
+            high = min(raft.high_watermark, log.end_offset)
+            low = max(node.checked, log.start_offset)
+            if low < high:
+                for entry in log.read(low, high - low):
+                    self._check_committed(node.node_id, entry)
+            node.checked = max(node.checked, high)
+
+    def _check_committed(self, node_id: int, entry: Entry) -> None:
+        known = self.committed.setdefault(entry.offset, entry)
+        if known != entry:
+            raise Violation(
+                f"offset {entry.offset} committed as epoch {known.epoch} {known.data!r}, but "
+                f"node {node_id} has epoch {entry.epoch} {entry.data!r} there below its "
+                f"high watermark",
+                self.now,
+            )
+
+    def _check_applied(
+        self,
+        node: _SimNode,
+        applied: Sequence[tuple[int, bytes]],
+        entries: Sequence[Entry] = (),
+    ) -> None:
+        for entry in entries:
+            self._check_committed(node.node_id, entry)
+        for offset, data in applied:
+            known = self.committed.get(offset)
+            if known is not None and known.data != data:
+                raise Violation(
+                    f"node {node.node_id} applied {data!r} at {offset}, committed "
+                    f"{known.data!r}",
+                    self.now,
+                )
+        offsets = [o for o, _ in node.applied] + [o for o, _ in applied]
+        if any(a >= b for a, b in itertools.pairwise(offsets)):
+            raise Violation(f"node {node.node_id} applied entries out of order", self.now)
+
+    def _check_liveness(self) -> None:
+        live = [n for n in self.nodes.values() if n.raft is not None]
+        leaders = [n.raft for n in live if n.raft and n.raft.state is State.LEADER]
+        if not leaders:
+            raise Violation(f"no leader {self.scenario.settle:g}s after the faults ended", self.now)
+        leader = max(leaders, key=lambda r: r.epoch)
+        end = leader.log.end_offset
+        if leader.high_watermark < end:
+            raise Violation(
+                f"leader {leader.node_id} has committed {leader.high_watermark} of {end} "
+                f"entries {self.scenario.settle:g}s after the faults ended",
+                self.now,
+            )
+        for node in live:
+            assert node.raft is not None
+            if node.raft.applied_offset < end:
+                raise Violation(
+                    f"node {node.node_id} ({node.raft.state.value}) applied "
+                    f"{node.raft.applied_offset} of {end} committed entries "
+                    f"{self.scenario.settle:g}s after the faults ended",
+                    self.now,
+                )
+
+
+def _encode_state(applied: Sequence[tuple[int, bytes]]) -> bytes:
+    return json.dumps([[o, d.decode()] for o, d in applied]).encode()
+
+
+def _decode_state(payload: bytes) -> list[tuple[int, bytes]]:
+    return [(int(o), str(d).encode()) for o, d in json.loads(payload)]
+
+
+def shrink(
+    scenario: Scenario,
+    seed: int,
+    fails: Callable[[Scenario], bool] | None = None,
+) -> Scenario:
+    """The scenario with as few faults as still make the run fail: each fault is dropped
+    in turn and stays dropped if the run (same seed) still fails."""
+    if fails is None:
+
+        def fails(candidate: Scenario) -> bool:
+            return not Simulation(candidate, seed).run().ok
+
+    faults = list(scenario.faults)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(faults)):
+            candidate = attrs.evolve(scenario, faults=tuple(faults[:i] + faults[i + 1 :]))
+            if fails(candidate):
+                faults = list(candidate.faults)
+                changed = True
+                break
+    return attrs.evolve(scenario, faults=tuple(faults))
+
+
+def describe(scenario: Scenario) -> str:
+    """The schedule, one fault per line, with the network's misbehaviour first."""
+    lines = [
+        f"{scenario.voters} voters, {scenario.observers} observers; network: drop "
+        f"{scenario.drop:g}, duplicate {scenario.duplicate:g}, delay up to "
+        f"{scenario.max_delay * 1000:g} ms; faults until t={scenario.duration:g}s"
+    ]
+    lines += [f"  {fault}" for fault in scenario.faults] or ["  (no faults)"]
+    return "\n".join(lines)
+
