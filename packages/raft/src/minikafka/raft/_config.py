@@ -45,7 +45,7 @@ class RaftConfig:
             ("quorum.retry.backoff.ms", self.retry_backoff),
         ):
             if value <= 0:
-                raise ConfigError(f"{key} must be positive, not {value * 1000:g}")
+                raise ConfigError(key, f"must be positive, not {value * 1000:g}")
 
     @classmethod
     def from_properties(cls, properties: dict[str, str]) -> RaftConfig:
@@ -63,5 +63,5 @@ class RaftConfig:
                 try:
                     values[field] = int(properties[key]) / 1000
                 except ValueError:
-                    raise ConfigError(f"{key} must be a whole number of milliseconds") from None
-        return cls(**values)
+                    raise ConfigError(key, "must be a whole number of milliseconds") from None
+        return cls(**values)  # type: ignore[arg-type]

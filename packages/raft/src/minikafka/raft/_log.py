@@ -190,7 +190,9 @@ class MemoryLog:
     def create_snapshot(self, snapshot: Snapshot) -> None:
         end = snapshot.id.end_offset
         if not self._start <= end <= self._flushed:
-            raise ValueError(f"a snapshot at {end} outside the flushed log [{self._start}, {self._flushed})")
+            raise ValueError(
+                f"a snapshot at {end} outside the flushed log [{self._start}, {self._flushed})"
+            )
         if self._snapshot is not None and end <= self._snapshot.id.end_offset:
             return  # it has one as recent already
         del self._entries[: end - self._start]

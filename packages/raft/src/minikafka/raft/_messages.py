@@ -135,7 +135,13 @@ class FetchSnapshotResponse:
     unaligned_records: bytes = b""
 
 
-Request = VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest | FetchSnapshotRequest
+Request = (
+    VoteRequest
+    | BeginQuorumEpochRequest
+    | EndQuorumEpochRequest
+    | FetchRequest
+    | FetchSnapshotRequest
+)
 Response = (
     VoteResponse
     | BeginQuorumEpochResponse

@@ -41,7 +41,13 @@ import attrs
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import RaftConfig
-from ._events import HighWatermarkAdvanced, LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
+from ._events import (
+    HighWatermarkAdvanced,
+    LogTruncated,
+    SnapshotInstalled,
+    StateChanged,
+    VoteAnswered,
+)
 from ._log import Entry, RaftLog, Snapshot, SnapshotId
 from ._messages import (
     BeginQuorumEpochRequest,
@@ -63,6 +69,7 @@ from ._states import RaftStateError, State, check_transition
 from ._store import ElectionState, QuorumStateStore
 
 NO_LEADER = -1
+_WAITING = frozenset({State.UNATTACHED, State.VOTED, State.RESIGNED})
 _LEADERLESS = frozenset({State.UNATTACHED, State.VOTED, State.PROSPECTIVE, State.CANDIDATE})
 
 
@@ -180,6 +187,14 @@ class RaftNode:
             self._handle_response(envelope.source, message, now)
         return self._output(now)
 
+    def handle_disconnect(self, destination: int, now: float) -> Output:
+        """The connection to ``destination`` failed (refused, reset): its request is
+        given up at once and asked again after the retry backoff, not the request timeout."""
+        if destination in self._inflight:
+            del self._inflight[destination]
+            self._retry_at[destination] = now + self.config.retry_backoff
+        return self._output(now)
+
     def timer(self) -> float | None:
         """When ``handle_timer`` must next be called (aioquic's ``get_timer``)."""
         deadlines = [self._started, self._election_deadline, self._fetch_deadline]
@@ -212,7 +227,7 @@ class RaftNode:
         if self._fetch_deadline is not None and self._fetch_deadline <= now:
             self._fetch_deadline = None
             if self.is_voter:
-                self._become(State.PROSPECTIVE, now, why="fetch timeout")
+                self._become(State.PROSPECTIVE, now, why="fetch timeout: the leader did not answer")
             else:
                 self._observer_lost_leader(now)
         if self._election_deadline is not None and self._election_deadline <= now:
@@ -252,8 +267,14 @@ class RaftNode:
         if offset >= self.log.start_offset:
             return self.log.read(offset, 1)[0].epoch
         snapshot = self.log.latest_snapshot()
-        assert snapshot is not None and snapshot.id.end_offset == offset + 1
+        assert snapshot is not None
+        assert snapshot.id.end_offset == offset + 1
         return snapshot.id.epoch
+
+    @property
+    def _known_leader(self) -> int | None:
+        """The leader answers name: none once that leader (this node) has resigned."""
+        return None if self.state is State.RESIGNED else self.leader_id
 
     @property
     def applied_offset(self) -> int:
@@ -277,9 +298,8 @@ class RaftNode:
 
     def _handle_vote(self, request: VoteRequest, now: float) -> VoteResponse:
         granted, reason = self._vote_decision(request, now)
-        if granted and not request.pre_vote:
-            if self.state is not State.VOTED:
-                self._become(State.VOTED, now, voted_id=request.candidate_id, why="vote")
+        if granted and not request.pre_vote and self.state is not State.VOTED:
+            self._become(State.VOTED, now, voted_id=request.candidate_id, why="grants a vote")
         if self.tracer.enabled:
             self.tracer.emit(
                 VoteAnswered(
@@ -293,7 +313,7 @@ class RaftNode:
                 ts=now,
             )
         return VoteResponse(
-            Errors.NONE, self.epoch, self.leader_id, granted, request.pre_vote, reason
+            Errors.NONE, self.epoch, self._known_leader, granted, request.pre_vote, reason
         )
 
     def _vote_decision(self, request: VoteRequest, now: float) -> tuple[bool, str]:
@@ -335,30 +355,36 @@ class RaftNode:
         self, request: BeginQuorumEpochRequest, now: float
     ) -> BeginQuorumEpochResponse:
         if request.leader_epoch < self.epoch:
-            return BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, self.epoch, self.leader_id)
+            return BeginQuorumEpochResponse(
+                Errors.FENCED_LEADER_EPOCH, self.epoch, self._known_leader
+            )
         self._observe_epoch(request.leader_epoch, request.leader_id, now)
         if self.state is State.FOLLOWER and self.leader_id == request.leader_id:
             self._heard_from_leader(now)
-        return BeginQuorumEpochResponse(Errors.NONE, self.epoch, self.leader_id)
+        return BeginQuorumEpochResponse(Errors.NONE, self.epoch, self._known_leader)
 
     def _handle_end_quorum_epoch(
         self, request: EndQuorumEpochRequest, now: float
     ) -> EndQuorumEpochResponse:
         if request.leader_epoch < self.epoch:
-            return EndQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, self.epoch, self.leader_id)
+            return EndQuorumEpochResponse(
+                Errors.FENCED_LEADER_EPOCH, self.epoch, self._known_leader
+            )
         self._observe_epoch(request.leader_epoch, request.leader_id, now)
         if self.state is State.FOLLOWER and self.leader_id == request.leader_id:
-            # The leader is going: stand soon, the most complete successors first, each
-            # position waiting twice as long as the one before it.
-            self._become(State.UNATTACHED, now, why="the leader resigned")
+            # The leader is going: stop waiting for it (its fetch timer runs out soon) and
+            # stop vouching for it in pre-votes. The most complete successors stand
+            # first, each position waiting twice as long as the one before it.
+            self._last_leader_contact = None
             successors = request.preferred_successors
+            wait = self._random_election_timeout()
             if self.node_id in successors:
                 position = successors.index(self.node_id)
-                backoff = min(
+                wait = min(
                     self.config.retry_backoff * 2**position, self.config.election_backoff_max
                 )
-                self._election_deadline = now + backoff
-        return EndQuorumEpochResponse(Errors.NONE, self.epoch, self.leader_id)
+            self._fetch_deadline = now + wait
+        return EndQuorumEpochResponse(Errors.NONE, self.epoch, self._known_leader)
 
     def _answer_fetch(self, envelope: Envelope, now: float, *, park: bool) -> None:
         request = envelope.message
@@ -368,7 +394,7 @@ class RaftNode:
             error = Errors.NOT_LEADER_OR_FOLLOWER
             if request.current_leader_epoch > self.epoch:
                 error = Errors.UNKNOWN_LEADER_EPOCH
-            self._reply(envelope, FetchResponse(error, self.epoch, self.leader_id))
+            self._reply(envelope, FetchResponse(error, self.epoch, self._known_leader))
             return
         if request.current_leader_epoch != self.epoch:
             error = Errors.FENCED_LEADER_EPOCH
@@ -378,15 +404,16 @@ class RaftNode:
             return
         response = self._validate_fetch_position(request)
         if response is None:
-            is_voter = request.replica_id in self.voters
-            progress = (leader.voters if is_voter else leader.observers).setdefault(
-                request.replica_id, _ReplicaProgress()
-            )
-            progress.end_offset = request.fetch_offset
-            progress.last_fetch = now
-            leader.unannounced.discard(request.replica_id)
-            if is_voter:
-                self._maybe_advance_leader_hw(now)
+            if park:  # a fetch just arrived (not one held until now): it says where the replica is
+                is_voter = request.replica_id in self.voters
+                progress = (leader.voters if is_voter else leader.observers).setdefault(
+                    request.replica_id, _ReplicaProgress()
+                )
+                progress.end_offset = request.fetch_offset
+                progress.last_fetch = now
+                leader.unannounced.discard(request.replica_id)
+                if is_voter:
+                    self._maybe_advance_leader_hw(now)
             records = self.log.read(request.fetch_offset, self.config.fetch_max_entries)
             if not records and park and request.fetch_offset >= self.log.end_offset:
                 # Nothing new: hold the fetch until there is (a long poll).
@@ -425,14 +452,18 @@ class RaftNode:
 
     def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
         if self.state is not State.LEADER or request.current_leader_epoch != self.epoch:
-            return FetchSnapshotResponse(Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self.leader_id)
+            return FetchSnapshotResponse(
+                Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self._known_leader
+            )
         snapshot = self.log.latest_snapshot()
         if snapshot is None or snapshot.id != request.snapshot_id:
             return FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, self.epoch, self.node_id)
         size = len(snapshot.payload)
         if not 0 <= request.position <= size:
             return FetchSnapshotResponse(Errors.POSITION_OUT_OF_RANGE, self.epoch, self.node_id)
-        chunk = snapshot.payload[request.position : request.position + self.config.snapshot_chunk_bytes]
+        chunk = snapshot.payload[
+            request.position : request.position + self.config.snapshot_chunk_bytes
+        ]
         return FetchSnapshotResponse(
             Errors.NONE, self.epoch, self.node_id, snapshot.id, size, request.position, chunk
         )
@@ -464,9 +495,9 @@ class RaftNode:
         majority = len(self.voters) // 2 + 1
         if len(self._granted) >= majority:
             if expected is State.PROSPECTIVE:
-                self._become(State.CANDIDATE, now, why="pre-votes")
+                self._become(State.CANDIDATE, now, why="a majority granted pre-votes")
             else:
-                self._become(State.LEADER, now, why="votes")
+                self._become(State.LEADER, now, why="a majority voted for it")
         elif len(self._rejected) >= len(self.voters) - majority + 1:
             if expected is State.PROSPECTIVE and self.leader_id not in (None, self.node_id):
                 # It stood because it lost touch with a leader the others still follow.
@@ -479,8 +510,8 @@ class RaftNode:
     def _handle_fetch_response(self, source: int, response: FetchResponse, now: float) -> None:
         self._observe_epoch(response.leader_epoch, response.leader_id, now)
         if response.error is not Errors.NONE:
-            if not self.is_voter and self.leader_id is None:
-                self._retry_at[source] = now + self.config.retry_backoff
+            # Not (or no longer) the leader: ask again after the backoff, not at once.
+            self._retry_at[source] = now + self.config.retry_backoff
             return
         if self.state is not State.FOLLOWER or source != self.leader_id:
             return
@@ -559,9 +590,8 @@ class RaftNode:
             reverse=True,
         )
         majority_has = offsets[len(self.voters) // 2]
-        if self._may_commit(majority_has, leader):
-            if self._advance_hw(majority_has, now):
-                self._wake_parked(now)
+        if self._may_commit(majority_has, leader) and self._advance_hw(majority_has, now):
+            self._wake_parked(now)
 
     def _may_commit(self, offset: int, leader: _LeaderState) -> bool:
         """Raft's commitment rule: an offset counts as committed only once it covers an
@@ -608,18 +638,24 @@ class RaftNode:
         leader of our epoch when we did not know it, moves us."""
         if epoch > self.epoch:
             if leader_id is not None and leader_id != self.node_id:
-                self._become(State.FOLLOWER, now, epoch=epoch, leader_id=leader_id, why="leader")
+                self._become(
+                    State.FOLLOWER, now, epoch=epoch, leader_id=leader_id, why="learns the leader"
+                )
             else:
-                self._become(State.UNATTACHED, now, epoch=epoch, why="higher epoch")
-        elif epoch == self.epoch and leader_id not in (None, self.node_id):
+                self._become(State.UNATTACHED, now, epoch=epoch, why="sees a higher epoch")
+        elif (
+            epoch == self.epoch
+            and leader_id not in (None, self.node_id)
             # Only news moves it: a Prospective that already knows this leader stood
             # because it lost touch with it.
-            if self.state in _LEADERLESS and self.leader_id is None:
-                self._become(State.FOLLOWER, now, leader_id=leader_id, why="leader")
+            and self.leader_id is None
+            and self.state in _LEADERLESS
+        ):
+            self._become(State.FOLLOWER, now, leader_id=leader_id, why="learns the leader")
 
     def _observer_lost_leader(self, now: float) -> None:
         if self.state is State.FOLLOWER:
-            self._become(State.UNATTACHED, now, why="observer lost leader")
+            self._become(State.UNATTACHED, now, why="the leader stopped answering")
 
     def _election_timed_out(self, now: float) -> None:
         if not self.is_voter or self.state in (State.LEADER, State.FOLLOWER):
@@ -661,7 +697,7 @@ class RaftNode:
                 self._election_deadline = now + self._random_election_timeout()
         if len(self.voters) == 1 and self.is_voter and self.state is not State.LEADER:
             # A quorum of one elects itself at once.
-            self._become(State.PROSPECTIVE, now, why="single voter")
+            self._become(State.PROSPECTIVE, now, why="the only voter")
 
     def _become(
         self,
@@ -674,7 +710,7 @@ class RaftNode:
         voted_id: int | None = None,
     ) -> None:
         old = self.state
-        reason = check_transition(old, new, self.is_voter)
+        check_transition(old, new, self.is_voter)
         epoch = self.epoch if epoch is None else epoch
         if epoch < self.epoch:
             raise RaftStateError(f"node {self.node_id} cannot go back to epoch {epoch}")
@@ -705,9 +741,7 @@ class RaftNode:
         if new is State.PROSPECTIVE:
             self._granted.add(self.node_id)
             self._election_deadline = now + self._random_election_timeout()
-        elif new is State.CANDIDATE:
-            self._election_deadline = now + self._random_election_timeout()
-        elif new in (State.UNATTACHED, State.VOTED, State.RESIGNED) and self.is_voter:
+        elif new is State.CANDIDATE or (new in _WAITING and self.is_voter):
             self._election_deadline = now + self._random_election_timeout()
         elif new is State.FOLLOWER:
             self._fetch_deadline = now + self.config.fetch_timeout
@@ -730,7 +764,7 @@ class RaftNode:
                     new.value,
                     self.epoch,
                     leader,
-                    reason,
+                    why,
                     leaderless if new is State.LEADER else -1.0,
                 ),
                 ts=now,
@@ -738,9 +772,9 @@ class RaftNode:
         if new is State.LEADER:
             self._begin_leadership(now)
         elif new is State.PROSPECTIVE and len(self._granted) > len(self.voters) // 2:
-            self._become(State.CANDIDATE, now, why="pre-votes")
+            self._become(State.CANDIDATE, now, why="a majority granted pre-votes")
         elif new is State.CANDIDATE and len(self._granted) > len(self.voters) // 2:
-            self._become(State.LEADER, now, why="votes")
+            self._become(State.LEADER, now, why="a majority voted for it")
 
     def _persist(self, state: ElectionState, why: str) -> None:
         """Write ``quorum-state`` (durably) if it changed: before any answer leaves."""
@@ -787,9 +821,7 @@ class RaftNode:
         self._outbox.append(Envelope(self.node_id, destination, correlation_id, message))
 
     def _reply(self, request: Envelope, message: Message) -> None:
-        self._outbox.append(
-            Envelope(self.node_id, request.source, request.correlation_id, message)
-        )
+        self._outbox.append(Envelope(self.node_id, request.source, request.correlation_id, message))
 
     def _send_what_the_state_needs(self, now: float) -> None:
         state = self.state
@@ -836,7 +868,10 @@ class RaftNode:
         self._send_what_the_state_needs(now)
         messages, self._outbox = tuple(self._outbox), []
         snapshot = None
-        if self._pending_snapshot is not None and self.high_watermark >= self._pending_snapshot.id.end_offset:
+        if (
+            self._pending_snapshot is not None
+            and self.high_watermark >= self._pending_snapshot.id.end_offset
+        ):
             snapshot, self._pending_snapshot = self._pending_snapshot, None
             self._applied = snapshot.id.end_offset
         committed: list[Entry] = []

@@ -39,9 +39,10 @@ from typing import Literal, Protocol
 
 import attrs
 
-from minikafka.trace import NullTracer, Tracer
+from minikafka.trace import NullTracer, TraceEvent, Tracer
 
 from ._config import RaftConfig
+from ._events import LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
 from ._log import Entry, MemoryLog
 from ._messages import Envelope
 from ._node import NotLeaderError, Output, RaftNode
@@ -99,7 +100,7 @@ def random_scenario(
     nodes = list(range(1, voters + observers + 1))
     duration = 10.0
     faults: list[Fault] = []
-    for _ in range(rng.randint(0, 8)):
+    for _ in range(rng.randint(0, 12)):
         at = round(rng.uniform(0.5, duration), 3)
         options: list[FaultKind] = []
         if "crash" in kinds:
@@ -109,7 +110,14 @@ def random_scenario(
         if not options:
             break
         kind = rng.choice(options)
-        if kind in ("crash", "restart"):
+        if kind == "crash":
+            node = rng.choice(nodes)
+            faults.append(Fault(at, kind, (node,)))
+            if rng.random() < 0.7:
+                # Most crashed nodes come back soon, in the middle of what they left.
+                back = round(at + rng.uniform(0.01, 2.0), 3)
+                faults.append(Fault(back, "restart", (node,)))
+        elif kind == "restart":
             faults.append(Fault(at, kind, (rng.choice(nodes),)))
         elif kind == "partition":
             size = rng.randint(1, max(1, len(nodes) // 2))
@@ -201,9 +209,7 @@ class Simulation:
         self.tracer_for = tracer_for or (lambda _: NullTracer())
         self.now = 0.0
         self.network = random.Random(f"network-{seed}")
-        self.nodes = {
-            n: _SimNode(n, MemoryLog(), MemoryStateStore()) for n in scenario.node_ids
-        }
+        self.nodes = {n: _SimNode(n, MemoryLog(), MemoryStateStore()) for n in scenario.node_ids}
         self.isolated: frozenset[int] = frozenset()
         self.healed = False
         self.leaders: dict[int, int] = {}  # epoch -> the one leader it had
@@ -262,14 +268,23 @@ class Simulation:
             node = self.nodes[payload.destination]
             if node.raft is not None:
                 self._carry_out(node, node.raft.receive(payload, self.now))
+            elif payload.is_request:
+                # Nothing listens there: the sender's connection is refused.
+                self._push(self.now + self.scenario.max_delay, "refused", payload)
+        elif kind == "refused":
+            assert isinstance(payload, Envelope)
+            sender = self.nodes[payload.source]
+            if sender.raft is not None:
+                output = sender.raft.handle_disconnect(payload.destination, self.now)
+                self._carry_out(sender, output)
         elif kind == "timer":
             assert isinstance(payload, tuple)
             node_id, life = payload
             node = self.nodes[node_id]
-            if node.raft is not None and node.life == life and node.timer_at is not None:
-                if node.timer_at <= self.now:
-                    node.timer_at = None
-                    self._carry_out(node, node.raft.handle_timer(self.now))
+            due = node.timer_at is not None and node.timer_at <= self.now
+            if node.raft is not None and node.life == life and due:
+                node.timer_at = None
+                self._carry_out(node, node.raft.handle_timer(self.now))
         elif kind == "fault":
             assert isinstance(payload, Fault)
             self._fault(payload)
@@ -352,7 +367,9 @@ class Simulation:
                 node.since_snapshot = 0
                 node.raft.create_snapshot(node.raft.applied_offset, _encode_state(node.applied))
         timer = node.raft.timer()
-        if timer is not None and (node.timer_at is None or timer < node.timer_at or node.timer_at < self.now):
+        if timer is not None and (
+            node.timer_at is None or timer < node.timer_at or node.timer_at < self.now
+        ):
             node.timer_at = max(timer, self.now)
             self._push(node.timer_at, "timer", (node.node_id, node.life))
 
@@ -425,8 +442,7 @@ class Simulation:
             known = self.committed.get(offset)
             if known is not None and known.data != data:
                 raise Violation(
-                    f"node {node.node_id} applied {data!r} at {offset}, committed "
-                    f"{known.data!r}",
+                    f"node {node.node_id} applied {data!r} at {offset}, committed {known.data!r}",
                     self.now,
                 )
         offsets = [o for o, _ in node.applied] + [o for o, _ in applied]
@@ -500,3 +516,34 @@ def describe(scenario: Scenario) -> str:
     lines += [f"  {fault}" for fault in scenario.faults] or ["  (no faults)"]
     return "\n".join(lines)
 
+
+def format_timeline(records: Sequence[tuple[float, TraceEvent]], *, votes: bool = True) -> str:
+    """A run's elections as lines a reader can follow: state changes, votes (real ones;
+    ``votes=False`` leaves them out), truncations and snapshot installs, by time."""
+    lines = []
+    for ts, event in sorted(records, key=lambda r: r[0]):
+        if isinstance(event, StateChanged):
+            leader = "" if event.leader_id < 0 else f", leader {event.leader_id}"
+            waited = (
+                f" after {event.leaderless_for * 1000:.0f} ms without one"
+                if event.leaderless_for >= 0
+                else ""
+            )
+            text = (
+                f"{event.old} -> {event.new} (epoch {event.epoch}{leader}): {event.reason}{waited}"
+            )
+        elif isinstance(event, VoteAnswered) and votes and not event.pre_vote:
+            answer = "grants" if event.granted else "refuses"
+            text = (
+                f"{answer} its vote to {event.candidate_id} for epoch "
+                f"{event.candidate_epoch}: {event.reason}"
+            )
+        elif isinstance(event, LogTruncated):
+            text = f"truncates its log from {event.old_end_offset} to {event.new_end_offset}"
+        elif isinstance(event, SnapshotInstalled):
+            text = f"installs the leader's snapshot up to {event.end_offset}"
+        else:
+            continue
+        node = getattr(event, "node_id", "?")
+        lines.append(f"{ts:8.3f}s  node {node}  {text}")
+    return "\n".join(lines)

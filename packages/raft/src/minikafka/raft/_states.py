@@ -57,7 +57,7 @@ TRANSITIONS: dict[tuple[State, State], str] = {
     (L, F): "learns the leader of a higher epoch",
     (F, U): "sees a higher epoch with no leader known; an observer loses its leader",
     (F, F): "learns the leader of a higher epoch",
-    (F, P): "fetch timeout: no answer from the leader, asks for pre-votes",
+    (F, P): "fetch timeout (no answer from the leader, or it resigned): asks for pre-votes",
     (R, U): "sees a higher epoch with no leader known",
     (R, F): "learns the leader of a higher epoch",
     (R, P): "election timeout after resigning",
