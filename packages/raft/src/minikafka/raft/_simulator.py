@@ -44,12 +44,14 @@ from minikafka.trace import NullTracer, TraceEvent, Tracer
 from ._config import RaftConfig
 from ._events import LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
 from ._log import Entry, MemoryLog
-from ._messages import Envelope
+from ._messages import Envelope, VoteResponse
 from ._node import NotLeaderError, Output, RaftNode
 from ._states import RaftStateError, State
 from ._store import MemoryStateStore, QuorumStateStore
 
-FaultKind = Literal["crash", "restart", "partition", "heal"]
+FaultKind = Literal["crash", "restart", "partition", "heal", "crash-after"]
+Trigger = Literal["vote", "append", "commit"]
+TRIGGERS: tuple[Trigger, ...] = ("vote", "append", "commit")
 FAULT_KINDS: tuple[str, ...] = ("crash", "partition", "drop", "duplicate", "delay")
 """What ``--faults`` may name: node crashes, partitions, and three network misbehaviours."""
 
@@ -57,15 +59,29 @@ FAULT_KINDS: tuple[str, ...] = ("crash", "partition", "drop", "duplicate", "dela
 @attrs.frozen
 class Fault:
     """At virtual time ``at``: crash or restart ``nodes[0]``; cut ``nodes`` off from the
-    rest; or heal every partition."""
+    rest (no ``nodes``: crash, or cut off, whoever leads then); heal every partition; or (``crash-after``) arm ``nodes[0]`` to crash right after
+    its next ``trigger`` (it grants a vote, appends as leader, or commits as leader) and
+    restart ``down`` seconds later.
+
+    Crashes at random times rarely land in the instant after a vote or a write, which is
+    where durability rules matter; crash points are how FoundationDB's simulation and
+    Jepsen-style tests reach them."""
 
     at: float
     kind: FaultKind
     nodes: tuple[int, ...] = ()
+    trigger: Trigger | None = None
+    down: float = 0.0
 
     def __str__(self) -> str:
+        default = {"restart": "every crashed node", "heal": ""}.get(self.kind, "the leader")
+        nodes = " ".join(map(str, self.nodes)) or default
+        if self.kind == "crash-after":
+            return (
+                f"t={self.at:7.3f}s crash {nodes} right after its next {self.trigger}, "
+                f"restart {self.down * 1000:.0f} ms later"
+            )
         what = {"crash": "crash", "restart": "restart", "partition": "isolate", "heal": "heal"}
-        nodes = " ".join(map(str, self.nodes))
         return f"t={self.at:7.3f}s {what[self.kind]} {nodes}".rstrip()
 
 
@@ -110,7 +126,11 @@ def random_scenario(
         if not options:
             break
         kind = rng.choice(options)
-        if kind == "crash":
+        if kind == "crash" and rng.random() < 0.5:
+            trigger = rng.choice(TRIGGERS)
+            down = round(rng.uniform(0.001, 0.5), 3)
+            faults.append(Fault(at, "crash-after", (rng.choice(nodes),), trigger, down))
+        elif kind == "crash":
             node = rng.choice(nodes)
             faults.append(Fault(at, kind, (node,)))
             if rng.random() < 0.7:
@@ -216,6 +236,7 @@ class Simulation:
         self.committed: dict[int, Entry] = {}  # offset -> the entry committed there
         self.appended = 0
         self.events = 0
+        self.armed: dict[int, Fault] = {}  # node -> the crash point it will crash at
         self._queue: list[tuple[float, int, str, object]] = []
         self._seq = itertools.count()
 
@@ -298,20 +319,49 @@ class Simulation:
                     self._start(node)
 
     def _fault(self, fault: Fault) -> None:
+        if not fault.nodes and fault.kind in ("crash", "partition", "crash-after"):
+            # Aimed at whoever leads now (nothing happens if no one does).
+            leader = self._leader()
+            if leader is None:
+                return
+            fault = attrs.evolve(fault, nodes=(leader.node_id,))
         if fault.kind == "crash":
-            node = self.nodes[fault.nodes[0]]
-            if node.raft is not None:
-                node.raft = None
-                node.log = node.log.crash()  # what was not flushed is gone
-                node.timer_at = None
+            self._crash(self.nodes[fault.nodes[0]])
+        elif fault.kind == "crash-after":
+            self.armed[fault.nodes[0]] = fault
         elif fault.kind == "restart":
-            node = self.nodes[fault.nodes[0]]
-            if node.raft is None:
-                self._start(node)
+            # No nodes: every crashed node.
+            for node_id in fault.nodes or tuple(self.nodes):
+                node = self.nodes[node_id]
+                if node.raft is None:
+                    self._start(node)
         elif fault.kind == "partition":
             self.isolated = frozenset(fault.nodes)
         else:
             self.isolated = frozenset()
+
+    def _leader(self) -> RaftNode | None:
+        """The leader of the highest epoch among the running nodes, if any."""
+        leaders = [n.raft for n in self.nodes.values() if n.raft and n.raft.state is State.LEADER]
+        return max(leaders, key=lambda r: r.epoch) if leaders else None
+
+    def _crash(self, node: _SimNode) -> None:
+        if node.raft is not None:
+            node.raft = None
+            node.log = node.log.crash()  # what was not flushed is gone
+            node.timer_at = None
+
+    def _crash_point(self, node: _SimNode, trigger: Trigger) -> bool:
+        """Crash ``node`` now if it is armed for ``trigger``; True if it crashed."""
+        fault = self.armed.get(node.node_id)
+        if fault is None or fault.trigger != trigger or self.healed:
+            return False
+        del self.armed[node.node_id]
+        self._crash(node)
+        self._push(
+            self.now + fault.down, "fault", Fault(self.now + fault.down, "restart", fault.nodes)
+        )
+        return True
 
     def _start(self, node: _SimNode) -> None:
         node.life += 1
@@ -334,25 +384,36 @@ class Simulation:
     def _client_append(self) -> None:
         scenario = self.scenario
         if self.now < scenario.duration + scenario.settle / 2:
-            leaders = [
-                n.raft for n in self.nodes.values() if n.raft and n.raft.state is State.LEADER
-            ]
-            if leaders:
-                leader = max(leaders, key=lambda r: r.epoch)
+            leader = self._leader()
+            if leader is not None:
                 self.appended += 1
                 try:
                     _, output = leader.append([b"v%d" % self.appended], self.now)
                 except NotLeaderError:
                     pass
                 else:
-                    self._carry_out(self.nodes[leader.node_id], output)
+                    node = self.nodes[leader.node_id]
+                    self._carry_out(node, output)
+                    self._crash_point(node, "append")
             self._push(self.now + scenario.append_interval, "append", None)
 
     def _carry_out(self, node: _SimNode, output: Output) -> None:
         """What a shell does with an Output: send, apply, and set the timer."""
         assert node.raft is not None
+        hw = node.hw_seen
         for envelope in output.messages:
             self._send(envelope)
+        granted = any(
+            isinstance(e.message, VoteResponse)
+            and e.message.vote_granted
+            and not e.message.pre_vote
+            for e in output.messages
+        )
+        if granted and self._crash_point(node, "vote"):
+            return
+        leading = node.raft.state is State.LEADER
+        if leading and node.raft.high_watermark > hw and self._crash_point(node, "commit"):
+            return
         if output.snapshot is not None:
             state = _decode_state(output.snapshot.payload)
             node.applied = []  # the snapshot replaces the state machine
