@@ -4,6 +4,7 @@ invariants after every step, and shrink any failing schedule (KIP-595; see ``_si
     python -m minikafka.raft simulate --voters 3 --observers 2 --seeds 1000
     python -m minikafka.raft simulate --seed 17 --timeline      # one run, its elections
     python -m minikafka.raft simulate --faults crash,partition  # only these faults
+    python -m minikafka.raft simulate --storm --seeds 300       # crash storms
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from collections.abc import Sequence
 
 from minikafka.trace.testing import RecordingTracer
 
-from ._simulator import FAULT_KINDS, Simulation, describe, format_timeline, random_scenario, shrink
+from ._simulator import (
+    FAULT_KINDS,
+    Simulation,
+    describe,
+    format_timeline,
+    random_scenario,
+    shrink,
+    storm_scenario,
+)
 
 
 def _recorder(tracers: dict[int, RecordingTracer], node: int) -> RecordingTracer:
@@ -38,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"comma-separated, among {','.join(FAULT_KINDS)} (default: all)",
     )
     simulate.add_argument(
+        "--storm",
+        action="store_true",
+        help="crash storms (the leader crashed again and again, crash points armed)",
+    )
+    simulate.add_argument(
         "--timeline", action="store_true", help="print the run's elections (with --seed)"
     )
     args = parser.parse_args(argv)
@@ -55,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     failed = events = commits = elections = 0
     for seed in seeds:
-        scenario = random_scenario(seed, args.voters, args.observers, kinds)
+        if args.storm:
+            scenario = storm_scenario(seed, args.voters, args.observers)
+        else:
+            scenario = random_scenario(seed, args.voters, args.observers, kinds)
         tracers: dict[int, RecordingTracer] = {}
         tracer_for = functools.partial(_recorder, tracers) if args.timeline else None
         result = Simulation(scenario, seed, tracer_for=tracer_for).run()

@@ -58,10 +58,11 @@ FAULT_KINDS: tuple[str, ...] = ("crash", "partition", "drop", "duplicate", "dela
 
 @attrs.frozen
 class Fault:
-    """At virtual time ``at``: crash or restart ``nodes[0]``; cut ``nodes`` off from the
-    rest (no ``nodes``: crash, or cut off, whoever leads then); heal every partition; or (``crash-after``) arm ``nodes[0]`` to crash right after
-    its next ``trigger`` (it grants a vote, appends as leader, or commits as leader) and
-    restart ``down`` seconds later.
+    """At virtual time ``at``: crash or restart ``nodes[0]`` (restart with no ``nodes``:
+    every crashed node); cut ``nodes`` off from the rest; heal every partition; or
+    (``crash-after``) arm ``nodes[0]`` to crash right after its next ``trigger`` (it grants
+    a vote, appends as leader, or commits as leader) and restart ``down`` seconds later.
+    With no ``nodes``, a crash, a partition or a crash point is aimed at whoever leads.
 
     Crashes at random times rarely land in the instant after a vote or a write, which is
     where durability rules matter; crash points are how FoundationDB's simulation and
@@ -152,6 +153,33 @@ def random_scenario(
         drop=rng.choice([0.0, 0.01, 0.05, 0.2]) if "drop" in kinds else 0.0,
         duplicate=rng.choice([0.0, 0.01, 0.05]) if "duplicate" in kinds else 0.0,
         max_delay=rng.choice([0.001, 0.01, 0.1]) if "delay" in kinds else 0.001,
+    )
+
+
+def storm_scenario(seed: int, voters: int = 3, observers: int = 0) -> Scenario:
+    """A crash storm drawn from ``seed``: whoever leads is crashed every 0.5 to 2.5 s and
+    everything crashed comes back soon after, while every voter is armed with a crash
+    point (right after its next vote, append or commit, back within 50 ms). Durability
+    rules fail in these instants; random scenarios reach them rarely."""
+    rng = random.Random(f"storm-{seed}")
+    faults: list[Fault] = []
+    at = 1.5
+    while at < 9.0:
+        faults.append(Fault(round(at, 3), "crash"))
+        faults.append(Fault(round(at + rng.uniform(0.05, 1.5), 3), "restart"))
+        for voter in range(1, voters + 1):
+            point = round(at + rng.uniform(0, 2), 3)
+            trigger = rng.choice(TRIGGERS)
+            down = round(rng.uniform(0.001, 0.05), 3)
+            faults.append(Fault(point, "crash-after", (voter,), trigger, down))
+        at += rng.uniform(0.5, 2.5)
+    return Scenario(
+        voters=voters,
+        observers=observers,
+        faults=tuple(sorted(faults, key=lambda f: f.at)),
+        duration=10.0,
+        settle=20.0,
+        max_delay=rng.choice([0.001, 0.01, 0.05]),
     )
 
 
