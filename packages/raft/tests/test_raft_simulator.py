@@ -3,6 +3,8 @@ broken rule is caught (what makes the clean runs mean something)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 import pytest
 
@@ -71,7 +73,7 @@ def test_a_quorum_that_never_heals_is_reported_as_not_live() -> None:
     assert "after the faults ended" in str(result.violation)
 
 
-def _no_heal(push):  # type: ignore[no-untyped-def]
+def _no_heal(push: Callable[[float, str, object], None]) -> Callable[[float, str, object], None]:
     def push_but_heal(at: float, kind: str, payload: object) -> None:
         if kind != "heal_all":
             push(at, kind, payload)
