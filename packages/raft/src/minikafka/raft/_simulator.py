@@ -98,6 +98,7 @@ class Scenario:
     drop: float = 0.0
     duplicate: float = 0.0
     max_delay: float = 0.005
+    heals: bool = True  # False: crashed nodes stay down and partitions stay (liveness fails)
 
     @property
     def voter_ids(self) -> tuple[int, ...]:
@@ -296,7 +297,8 @@ class Simulation:
         for fault in scenario.faults:
             self._push(fault.at, "fault", fault)
         self._push(scenario.append_interval, "append", None)
-        self._push(scenario.duration, "heal_all", None)
+        if scenario.heals:
+            self._push(scenario.duration, "heal_all", None)
         end = scenario.duration + scenario.settle
         while self._queue:
             at, _, kind, payload = heapq.heappop(self._queue)
