@@ -43,7 +43,7 @@ from minikafka.trace import NullTracer, TraceEvent, Tracer
 
 from ._config import RaftConfig
 from ._events import LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
-from ._log import Entry, MemoryLog
+from ._log import Entry, MemoryLog, RaftLog
 from ._messages import Envelope, VoteResponse
 from ._node import NotLeaderError, Output, RaftNode
 from ._states import RaftStateError, State
@@ -184,12 +184,18 @@ def storm_scenario(seed: int, voters: int = 3, observers: int = 0) -> Scenario:
     )
 
 
+class CrashableLog(RaftLog, Protocol):
+    def crash(self) -> CrashableLog:
+        """The log a restarted node finds: what was flushed, nothing after."""
+        ...
+
+
 class NodeFactory(Protocol):
     def __call__(
         self,
         node_id: int,
         voters: Sequence[int],
-        log: MemoryLog,
+        log: CrashableLog,
         store: QuorumStateStore,
         now: float,
         *,
@@ -227,7 +233,7 @@ class _SimNode:
     """A node's disk (log and quorum-state), which survives crashes, and its process."""
 
     node_id: int
-    log: MemoryLog
+    log: CrashableLog
     store: MemoryStateStore
     raft: RaftNode | None = None
     life: int = 0
@@ -240,7 +246,8 @@ class _SimNode:
 
 class Simulation:
     """One seeded run of a scenario. ``node_factory`` builds each node (tests pass a
-    broken one to show the invariants catch it); ``tracer_for(node_id)`` traces it."""
+    broken one to show the invariants catch it); ``tracer_for(node_id)`` traces it;
+    ``log_for(node_id)`` is its disk (a :class:`MemoryLog` unless given)."""
 
     def __init__(
         self,
@@ -250,6 +257,7 @@ class Simulation:
         config: RaftConfig | None = None,
         node_factory: NodeFactory = RaftNode,
         tracer_for: Callable[[int], Tracer] | None = None,
+        log_for: Callable[[int], CrashableLog] | None = None,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -258,7 +266,8 @@ class Simulation:
         self.tracer_for = tracer_for or (lambda _: NullTracer())
         self.now = 0.0
         self.network = random.Random(f"network-{seed}")
-        self.nodes = {n: _SimNode(n, MemoryLog(), MemoryStateStore()) for n in scenario.node_ids}
+        log_for = log_for or (lambda _: MemoryLog())
+        self.nodes = {n: _SimNode(n, log_for(n), MemoryStateStore()) for n in scenario.node_ids}
         self.isolated: frozenset[int] = frozenset()
         self.healed = False
         self.leaders: dict[int, int] = {}  # epoch -> the one leader it had

@@ -1,0 +1,227 @@
+"""The Raft log on disk: ``__cluster_metadata-0`` as minikafka.log segments (KIP-595's
+``KafkaMetadataLog``, KIP-630's snapshot files).
+
+Each entry is one record batch whose partition leader epoch is the entry's epoch, so the
+log's leader-epoch cache (the one seed 000's followers truncate with) is also where Raft
+finds where an epoch ends. One batch an entry, because the core truncates and fetches by
+entry, and Kafka's log truncates whole batches (Kafka's Raft works in the leader's
+batches, which followers copy byte for byte; ours hands out entries). A control entry is
+a control batch holding one LeaderChange record (key: version 0, type 2), as Kafka writes
+it. ``flush`` is an fsync of the segments; a snapshot is a file
+``<end offset>-<epoch>.checkpoint`` written to a temporary name, fsynced and renamed,
+after which the log before it is deleted. What the files hold after a process crash is
+what the next open finds (the page cache survives the process), so everything found
+counts as flushed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from minikafka.log import Log, LogConfig, Record, build_batch, iter_decoded_batches
+
+from ._log import Entry, EpochEnd, Snapshot, SnapshotId
+
+SNAPSHOT_SUFFIX = ".checkpoint"
+LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")  # version 0, LEADER_CHANGE
+_READ_BYTES = 1 << 20
+
+
+def snapshot_file_name(snapshot_id: SnapshotId) -> str:
+    return f"{snapshot_id.end_offset:020d}-{snapshot_id.epoch:010d}{SNAPSHOT_SUFFIX}"
+
+
+def _parse_snapshot_name(name: str) -> SnapshotId | None:
+    stem, dot, suffix = name.partition(".")
+    offset, dash, epoch = stem.partition("-")
+    if f"{dot}{suffix}" != SNAPSHOT_SUFFIX or not dash or not (offset + epoch).isdigit():
+        return None
+    return SnapshotId(int(offset), int(epoch))
+
+
+class FileRaftLog:
+    """A :class:`~minikafka.raft.RaftLog` in a partition directory."""
+
+    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.dir = directory
+        self._config = config
+        self._snapshot = self._load_latest_snapshot()
+        start = self._snapshot.id.end_offset if self._snapshot else 0
+        self.log = Log.open(directory, config, log_start_offset=start)
+        if self.log.log_end_offset < start:
+            # The snapshot is newer than anything in the log: the log restarts at its end.
+            self.log.truncate_fully_and_start_at(start)
+        self._flushed = self.log.log_end_offset
+
+    def close(self) -> None:
+        self.log.close()
+
+    def crash(self) -> FileRaftLog:
+        """What a restart finds after the machine lost power: the unflushed entries are
+        cut off the files (a process crash alone keeps them, in the page cache)."""
+        self.log.truncate_to(max(self._flushed, self.start_offset))
+        self.log.close()
+        return FileRaftLog(self.dir, self._config)
+
+    @property
+    def start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def flushed_end_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_epoch(self) -> int:
+        latest = self.log.leader_epoch_cache.latest_epoch
+        if latest is not None and self.end_offset > self.start_offset:
+            return latest
+        return self._snapshot.id.epoch if self._snapshot else 0
+
+    def _epoch_starts(self) -> list[tuple[int, int]]:
+        """(epoch, first offset) of the epochs that have entries in the log."""
+        starts = [
+            (e.epoch, max(e.start_offset, self.start_offset))
+            for e in self.log.leader_epoch_cache.entries
+        ]
+        # An epoch whose entries all went into the snapshot is the snapshot's business.
+        return [
+            (epoch, first)
+            for i, (epoch, first) in enumerate(starts)
+            if first < (starts[i + 1][1] if i + 1 < len(starts) else self.end_offset)
+        ]
+
+    def end_offset_for_epoch(self, epoch: int) -> EpochEnd:
+        starts = self._epoch_starts()
+        older = [i for i, (e, _) in enumerate(starts) if e <= epoch]
+        if not older:
+            snapshot = self._snapshot
+            if snapshot is None:
+                return EpochEnd(0, 0)
+            if snapshot.id.epoch <= epoch:
+                return EpochEnd(snapshot.id.epoch, snapshot.id.end_offset)
+            return EpochEnd(-1, -1)
+        i = older[-1]
+        end = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
+        return EpochEnd(starts[i][0], end)
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if entry.offset != self.end_offset:
+                raise ValueError(f"entry at {entry.offset}, the log ends at {self.end_offset}")
+            if entry.epoch < self.last_epoch:
+                raise ValueError(f"epoch {entry.epoch} after epoch {self.last_epoch}")
+            key = LEADER_CHANGE_KEY if entry.control else None
+            batch = build_batch(
+                [Record(entry.offset, 0, key, entry.data)],
+                partition_leader_epoch=entry.epoch,
+                is_control=entry.control,
+            )
+            self.log.append_as_follower(batch)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.start_offset:
+            raise ValueError(
+                f"cannot truncate to {offset}, below the snapshot at {self.start_offset}"
+            )
+        self.log.truncate_to(offset)
+        self._flushed = min(self._flushed, offset)
+
+    def read(self, start: int, max_entries: int) -> list[Entry]:
+        if start < self.start_offset:
+            raise ValueError(f"offset {start} is below the log start {self.start_offset}")
+        entries: list[Entry] = []
+        offset = start
+        while len(entries) < max_entries and offset < self.end_offset:
+            fetched = self.log.read(offset, _READ_BYTES)
+            if fetched.records is None:
+                break
+            found = 0
+            for _, header, records in iter_decoded_batches(_whole(fetched.records.read_bytes())):
+                for record in records:
+                    if record.offset < offset or len(entries) >= max_entries:
+                        continue
+                    data = record.value or b""
+                    entries.append(
+                        Entry(record.offset, header.partition_leader_epoch, data, header.is_control)
+                    )
+                    found += 1
+            if not found:
+                break
+            offset = entries[-1].offset + 1
+        return entries
+
+    def flush(self) -> None:
+        self.log.flush()
+        self._flushed = self.end_offset
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def create_snapshot(self, snapshot: Snapshot) -> None:
+        end = snapshot.id.end_offset
+        if not self.start_offset <= end <= self._flushed:
+            raise ValueError(
+                f"a snapshot at {end} outside the flushed log [{self.start_offset}, "
+                f"{self._flushed})"
+            )
+        if self._snapshot is not None and end <= self._snapshot.id.end_offset:
+            return
+        self._write_snapshot(snapshot)
+        # The Log moves its start only below its high watermark; a snapshot holds only
+        # committed entries, so the Raft high watermark is at least its end.
+        self.log.maybe_increment_high_watermark(end)
+        self.log.maybe_increment_log_start_offset(end, "snapshot")
+        self.log.delete_old_segments()
+
+    def install_snapshot(self, snapshot: Snapshot) -> None:
+        self._write_snapshot(snapshot)
+        self.log.truncate_fully_and_start_at(snapshot.id.end_offset)
+        self._flushed = snapshot.id.end_offset
+
+    def _write_snapshot(self, snapshot: Snapshot) -> None:
+        path = self.dir / snapshot_file_name(snapshot.id)
+        partial = path.with_name(path.name + ".part")
+        with open(partial, "wb") as f:
+            f.write(snapshot.payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, path)
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        old = self._snapshot
+        self._snapshot = snapshot
+        if old is not None and old.id != snapshot.id:
+            (self.dir / snapshot_file_name(old.id)).unlink(missing_ok=True)
+
+    def _load_latest_snapshot(self) -> Snapshot | None:
+        found = [
+            (snapshot_id, path)
+            for path in self.dir.iterdir()
+            if (snapshot_id := _parse_snapshot_name(path.name)) is not None
+        ]
+        if not found:
+            return None
+        snapshot_id, path = max(found, key=lambda f: f[0].end_offset)
+        return Snapshot(snapshot_id, path.read_bytes())
+
+
+def _whole(data: bytes) -> bytes:
+    """The batches of a read that are whole (a read of a chunk may end inside one)."""
+    end = 0
+    while end + 12 <= len(data):
+        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12  # offset, length
+        if end + size > len(data):
+            break
+        end += size
+    return data[:end]
