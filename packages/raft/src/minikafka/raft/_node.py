@@ -48,6 +48,7 @@ from ._events import (
     StateChanged,
     VoteAnswered,
 )
+from ._leader import LeaderState, check_fetch_position, snapshot_chunk
 from ._log import Entry, RaftLog, Snapshot, SnapshotId
 from ._messages import (
     BeginQuorumEpochRequest,
@@ -94,24 +95,6 @@ class _Inflight:
 
 
 @attrs.define
-class _ReplicaProgress:
-    """What the leader knows of one replica: the offset it last fetched from (it has
-    everything below) and when it last fetched."""
-
-    end_offset: int = 0
-    last_fetch: float | None = None
-
-
-@attrs.define
-class _LeaderState:
-    epoch_start_offset: int
-    voters: dict[int, _ReplicaProgress]
-    observers: dict[int, _ReplicaProgress]
-    unannounced: set[int]  # voters not yet answering BeginQuorumEpoch nor fetching
-    parked: dict[int, tuple[Envelope, float]]  # replica -> (its fetch, expiry)
-
-
-@attrs.define
 class _SnapshotDownload:
     id: SnapshotId
     data: bytearray
@@ -145,7 +128,7 @@ class RaftNode:
         self._inflight: dict[int, _Inflight] = {}
         self._retry_at: dict[int, float] = {}
         self._outbox: list[Envelope] = []
-        self._leader: _LeaderState | None = None
+        self._leader: LeaderState | None = None
         self._download: _SnapshotDownload | None = None
         # Per state: who answered this round's (pre-)vote requests, how.
         self._granted: set[int] = set()
@@ -201,7 +184,7 @@ class RaftNode:
         deadlines += [i.deadline for i in self._inflight.values()]
         deadlines += self._retry_at.values()
         if self._leader is not None:
-            deadlines.append(self._check_quorum_deadline())
+            deadlines.append(self._leader.check_quorum_deadline(self.config.fetch_timeout))
             deadlines += [expiry for _, expiry in self._leader.parked.values()]
         found = [d for d in deadlines if d is not None]
         return min(found) if found else None
@@ -222,7 +205,7 @@ class RaftNode:
                 if expiry <= now:
                     del self._leader.parked[replica]
                     self._answer_fetch(request, now, park=False)
-            if self._check_quorum_deadline() <= now:
+            if self._leader.check_quorum_deadline(self.config.fetch_timeout) <= now:
                 self._resign("check-quorum: no majority fetched within 1.5 fetch timeouts", now)
         if self._fetch_deadline is not None and self._fetch_deadline <= now:
             self._fetch_deadline = None
@@ -402,18 +385,23 @@ class RaftNode:
                 error = Errors.UNKNOWN_LEADER_EPOCH
             self._reply(envelope, FetchResponse(error, self.epoch, self.node_id))
             return
-        response = self._validate_fetch_position(request)
-        if response is None:
-            if park:  # a fetch just arrived (not one held until now): it says where the replica is
-                is_voter = request.replica_id in self.voters
-                progress = (leader.voters if is_voter else leader.observers).setdefault(
-                    request.replica_id, _ReplicaProgress()
-                )
-                progress.end_offset = request.fetch_offset
-                progress.last_fetch = now
-                leader.unannounced.discard(request.replica_id)
-                if is_voter:
-                    self._maybe_advance_leader_hw(now)
+        correction = check_fetch_position(self.log, request)
+        if isinstance(correction, DivergingEpoch):
+            response = FetchResponse(
+                Errors.NONE,
+                self.epoch,
+                self.node_id,
+                self.high_watermark,
+                diverging_epoch=correction,
+            )
+        elif correction is not None:
+            response = FetchResponse(
+                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=correction
+            )
+        else:
+            # A fetch that just arrived (not one held until now) says where the replica is.
+            if park and leader.record_fetch(request.replica_id, request.fetch_offset, now):
+                self._maybe_advance_leader_hw(now)
             records = self.log.read(request.fetch_offset, self.config.fetch_max_entries)
             if not records and park and request.fetch_offset >= self.log.end_offset:
                 # Nothing new: hold the fetch until there is (a long poll).
@@ -424,46 +412,18 @@ class RaftNode:
             )
         self._reply(envelope, response)
 
-    def _validate_fetch_position(self, request: FetchRequest) -> FetchResponse | None:
-        """None if the fetcher's log agrees with ours up to its fetch offset; else the
-        answer that puts it right: a snapshot to copy, or where its epoch diverges."""
-        log = self.log
-        snapshot = log.latest_snapshot()
-        if request.fetch_offset < log.start_offset and snapshot is not None:
-            return FetchResponse(
-                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=snapshot.id
-            )
-        if request.fetch_offset == 0 and request.last_fetched_epoch == 0:
-            return None
-        end = log.end_offset_for_epoch(request.last_fetched_epoch)
-        if end.epoch == request.last_fetched_epoch and request.fetch_offset <= end.end_offset:
-            return None
-        if end.end_offset < log.start_offset and snapshot is not None:
-            return FetchResponse(
-                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=snapshot.id
-            )
-        return FetchResponse(
-            Errors.NONE,
-            self.epoch,
-            self.node_id,
-            self.high_watermark,
-            diverging_epoch=DivergingEpoch(end.epoch, end.end_offset),
-        )
-
     def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
         if self.state is not State.LEADER or request.current_leader_epoch != self.epoch:
             return FetchSnapshotResponse(
                 Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self._known_leader
             )
         snapshot = self.log.latest_snapshot()
-        if snapshot is None or snapshot.id != request.snapshot_id:
-            return FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, self.epoch, self.node_id)
+        chunk = snapshot_chunk(
+            snapshot, request.snapshot_id, request.position, self.config.snapshot_chunk_bytes
+        )
+        if isinstance(chunk, str) or snapshot is None:
+            return FetchSnapshotResponse(Errors[str(chunk)], self.epoch, self.node_id)
         size = len(snapshot.payload)
-        if not 0 <= request.position <= size:
-            return FetchSnapshotResponse(Errors.POSITION_OUT_OF_RANGE, self.epoch, self.node_id)
-        chunk = snapshot.payload[
-            request.position : request.position + self.config.snapshot_chunk_bytes
-        ]
         return FetchSnapshotResponse(
             Errors.NONE, self.epoch, self.node_id, snapshot.id, size, request.position, chunk
         )
@@ -582,18 +542,11 @@ class RaftNode:
     def _maybe_advance_leader_hw(self, now: float) -> None:
         leader = self._leader
         assert leader is not None
-        offsets = sorted(
-            (
-                self.log.flushed_end_offset if voter == self.node_id else progress.end_offset
-                for voter, progress in leader.voters.items()
-            ),
-            reverse=True,
-        )
-        majority_has = offsets[len(self.voters) // 2]
+        majority_has = leader.majority_end_offset(self.log.flushed_end_offset)
         if self._may_commit(majority_has, leader) and self._advance_hw(majority_has, now):
             self._wake_parked(now)
 
-    def _may_commit(self, offset: int, leader: _LeaderState) -> bool:
+    def _may_commit(self, offset: int, leader: LeaderState) -> bool:
         """Raft's commitment rule: an offset counts as committed only once it covers an
         entry of the leader's own epoch. An entry of an earlier epoch on a majority could
         still be replaced by a voter whose log ends in a later epoch and wins an election
@@ -601,34 +554,13 @@ class RaftNode:
         return offset > leader.epoch_start_offset
 
     def _wake_parked(self, now: float) -> None:
-        leader = self._leader
-        if leader is not None and leader.parked:
-            parked, leader.parked = leader.parked, {}
-            for request, _ in parked.values():
+        if self._leader is not None:
+            for request in self._leader.take_parked():
                 self._answer_fetch(request, now, park=False)
 
-    def _check_quorum_deadline(self) -> float:
-        """When the leader must resign unless more voters fetch: 1.5 fetch timeouts after
-        the last fetch of the majority's least recent member."""
-        leader = self._leader
-        assert leader is not None
-        others = sorted(
-            (p.last_fetch or 0.0 for v, p in leader.voters.items() if v != self.node_id),
-            reverse=True,
-        )
-        needed = len(self.voters) // 2  # besides the leader
-        if needed == 0:
-            return float("inf")
-        return others[needed - 1] + 1.5 * self.config.fetch_timeout
-
     def _resign(self, why: str, now: float) -> None:
-        leader = self._leader
-        assert leader is not None
-        successors = sorted(
-            (v for v in leader.voters if v != self.node_id),
-            key=lambda v: -leader.voters[v].end_offset,
-        )
-        self._successors = tuple(successors)
+        assert self._leader is not None
+        self._successors = self._leader.preferred_successors()
         self._become(State.RESIGNED, now, why=why)
 
     # -- state changes ---------------------------------------------------------------
@@ -783,13 +715,7 @@ class RaftNode:
 
     def _begin_leadership(self, now: float) -> None:
         start = self.log.end_offset
-        self._leader = _LeaderState(
-            epoch_start_offset=start,
-            voters={v: _ReplicaProgress(last_fetch=now) for v in self.voters},
-            observers={},
-            unannounced={v for v in self.voters if v != self.node_id},
-            parked={},
-        )
+        self._leader = LeaderState.begin(self.node_id, self.voters, start, now)
         self._election_retries = 0
         # Kafka's LeaderChange control record: an entry of the new epoch to commit, which
         # commits everything before it too.
