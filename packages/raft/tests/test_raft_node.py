@@ -195,9 +195,9 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_own_epoch() -> Non
     leader.handle_timer(5.0)  # Prospective
     for voter in (2, 3):
         pre = VoteResponse(Errors.NONE, 1, None, True, pre_vote=True)
-        leader._inflight.clear()
+        leader._requests.forget()
         leader._handle_response(voter, pre, 5.0)
-    leader._inflight.clear()
+    leader._requests.forget()
     leader._handle_response(2, VoteResponse(Errors.NONE, 2, None, True), 5.0)
     assert leader.state is State.LEADER
     assert leader.epoch == 2

@@ -32,7 +32,6 @@ The rules, each in one method below:
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Sequence
 
@@ -66,6 +65,7 @@ from ._messages import (
     VoteRequest,
     VoteResponse,
 )
+from ._requests import RequestManager
 from ._states import RaftStateError, State, check_transition
 from ._store import ElectionState, QuorumStateStore
 
@@ -86,12 +86,6 @@ class Output:
     messages: tuple[Envelope, ...] = ()
     committed: tuple[Entry, ...] = ()
     snapshot: Snapshot | None = None
-
-
-@attrs.define
-class _Inflight:
-    correlation_id: int
-    deadline: float
 
 
 @attrs.define
@@ -124,9 +118,7 @@ class RaftNode:
         self.config = config or RaftConfig()
         self.rng = rng or random.Random(node_id)
         self.tracer: Tracer = tracer or NullTracer()
-        self._correlation = itertools.count(1)
-        self._inflight: dict[int, _Inflight] = {}
-        self._retry_at: dict[int, float] = {}
+        self._requests = RequestManager(self.config.request_timeout, self.config.retry_backoff)
         self._outbox: list[Envelope] = []
         self._leader: LeaderState | None = None
         self._download: _SnapshotDownload | None = None
@@ -163,26 +155,21 @@ class RaftNode:
         if envelope.is_request:
             self._handle_request(envelope, now)
         else:
-            inflight = self._inflight.get(envelope.source)
-            if inflight is None or inflight.correlation_id != envelope.correlation_id:
+            if not self._requests.answered(envelope.source, envelope.correlation_id):
                 return self._output(now)  # late or duplicated: its request was given up
-            del self._inflight[envelope.source]
             self._handle_response(envelope.source, message, now)
         return self._output(now)
 
     def handle_disconnect(self, destination: int, now: float) -> Output:
         """The connection to ``destination`` failed (refused, reset): its request is
         given up at once and asked again after the retry backoff, not the request timeout."""
-        if destination in self._inflight:
-            del self._inflight[destination]
-            self._retry_at[destination] = now + self.config.retry_backoff
+        self._requests.failed(destination, now)
         return self._output(now)
 
     def timer(self) -> float | None:
         """When ``handle_timer`` must next be called (aioquic's ``get_timer``)."""
         deadlines = [self._started, self._election_deadline, self._fetch_deadline]
-        deadlines += [i.deadline for i in self._inflight.values()]
-        deadlines += self._retry_at.values()
+        deadlines += self._requests.deadlines()
         if self._leader is not None:
             deadlines.append(self._leader.check_quorum_deadline(self.config.fetch_timeout))
             deadlines += [expiry for _, expiry in self._leader.parked.values()]
@@ -191,15 +178,9 @@ class RaftNode:
 
     def handle_timer(self, now: float) -> Output:
         self._started = None
-        for destination, inflight in list(self._inflight.items()):
-            if inflight.deadline <= now:  # given up: ask again after the backoff
-                del self._inflight[destination]
-                self._retry_at[destination] = now + self.config.retry_backoff
-                if self.state in (State.FOLLOWER, State.UNATTACHED) and not self.is_voter:
-                    self._observer_lost_leader(now)
-        for destination, at in list(self._retry_at.items()):
-            if at <= now:
-                del self._retry_at[destination]
+        for _ in self._requests.expire(now):  # given up: asked again after the backoff
+            if not self.is_voter:
+                self._observer_lost_leader(now)
         if self._leader is not None:
             for replica, (request, expiry) in list(self._leader.parked.items()):
                 if expiry <= now:
@@ -471,7 +452,7 @@ class RaftNode:
         self._observe_epoch(response.leader_epoch, response.leader_id, now)
         if response.error is not Errors.NONE:
             # Not (or no longer) the leader: ask again after the backoff, not at once.
-            self._retry_at[source] = now + self.config.retry_backoff
+            self._requests.failed(source, now)
             return
         if self.state is not State.FOLLOWER or source != self.leader_id:
             return
@@ -655,7 +636,7 @@ class RaftNode:
         self._rejected.clear()
         self._election_deadline = self._fetch_deadline = None
         self._download = None
-        self._inflight.clear()  # answers to the old state's requests no longer matter
+        self._requests.forget()  # answers to the old state's requests no longer matter
         if new is State.CANDIDATE:
             self.epoch += 1
             self.leader_id, self.voted_id = None, self.node_id
@@ -739,11 +720,9 @@ class RaftNode:
     # -- sending ---------------------------------------------------------------------
 
     def _send(self, destination: int, message: Message, now: float) -> None:
-        if destination in self._inflight or destination in self._retry_at:
+        if not self._requests.ready(destination):
             return
-        correlation_id = next(self._correlation)
-        deadline = now + self.config.request_timeout
-        self._inflight[destination] = _Inflight(correlation_id, deadline)
+        correlation_id = self._requests.sent(destination, now)
         self._outbox.append(Envelope(self.node_id, destination, correlation_id, message))
 
     def _reply(self, request: Envelope, message: Message) -> None:
@@ -784,7 +763,7 @@ class RaftNode:
                     self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch
                 )
             self._send(self.leader_id, request, now)
-        elif state is State.UNATTACHED and not self.is_voter and not self._inflight:
+        elif state is State.UNATTACHED and not self.is_voter and self._requests.idle:
             # An observer looks for the leader: any voter's answer names it.
             voter = self.rng.choice(self.voters)
             fetch = FetchRequest(self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch)
