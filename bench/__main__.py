@@ -22,6 +22,7 @@ from . import (
     log_io,
     log_validate,
     net_reactor,
+    raft_quorum,
     tracing,
 )
 from ._common import ROOT, Report, find_bench_error, write_results
@@ -36,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     broker_memory.NAME: broker_memory.run,
     e2e_latency.NAME: e2e_latency.run,
     cluster_replication.NAME: cluster_replication.run,
+    raft_quorum.NAME: raft_quorum.run,
 }
 
 

@@ -272,6 +272,7 @@ class Simulation:
         self.healed = False
         self.leaders: dict[int, int] = {}  # epoch -> the one leader it had
         self.committed: dict[int, Entry] = {}  # offset -> the entry committed there
+        self.commit_times: dict[int, float] = {}  # offset -> when a node first had it committed
         self.appended = 0
         self.events = 0
         self.armed: dict[int, Fault] = {}  # node -> the crash point it will crash at
@@ -486,6 +487,10 @@ class Simulation:
             delay = network.uniform(0.0001, scenario.max_delay)
             self._push(self.now + delay, "deliver", envelope)
 
+    def first_commit_after(self, at: float) -> float:
+        """When the first entry committed after virtual time ``at`` was (failover time)."""
+        return min(t for t in self.commit_times.values() if t > at)
+
     # -- the invariants ---------------------------------------------------------------
 
     def _check(self) -> None:
@@ -522,6 +527,7 @@ class Simulation:
 
     def _check_committed(self, node_id: int, entry: Entry) -> None:
         known = self.committed.setdefault(entry.offset, entry)
+        self.commit_times.setdefault(entry.offset, self.now)
         if known != entry:
             raise Violation(
                 f"offset {entry.offset} committed as epoch {known.epoch} {known.data!r}, but "
