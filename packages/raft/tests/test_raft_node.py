@@ -3,8 +3,6 @@ clock moved by the test. What the simulator checks at random, this checks by nam
 
 from __future__ import annotations
 
-from collections import deque
-
 import pytest
 
 from minikafka.raft import (
@@ -16,7 +14,6 @@ from minikafka.raft import (
     MemoryLog,
     MemoryStateStore,
     NotLeaderError,
-    Output,
     RaftConfig,
     RaftNode,
     State,
@@ -28,54 +25,9 @@ from minikafka.raft._messages import (
     VoteRequest,
     VoteResponse,
 )
+from minikafka.raft.testing import Wire
 
 CONFIG = RaftConfig()
-
-
-class Wire:
-    """Nodes 1..n on a perfect network; ``cut`` drops everything to and from a node."""
-
-    def __init__(self, voters: int, observers: int = 0) -> None:
-        ids = range(1, voters + observers + 1)
-        self.voters = list(range(1, voters + 1))
-        self.logs = {n: MemoryLog() for n in ids}
-        self.stores = {n: MemoryStateStore() for n in ids}
-        self.nodes = {n: self.start(n, 0.0) for n in ids}
-        self.queue: deque[Envelope] = deque()
-        self.cut: set[int] = set()
-        self.committed: dict[int, list[bytes]] = {n: [] for n in ids}
-
-    def start(self, n: int, now: float) -> RaftNode:
-        return RaftNode(n, self.voters, self.logs[n], self.stores[n], now, config=CONFIG)
-
-    def take(self, node: int, output: Output) -> None:
-        self.queue.extend(output.messages)
-        self.committed[node] += [e.data for e in output.committed]
-
-    def settle(self, now: float) -> None:
-        """Deliver until nothing is in flight, at ``now``."""
-        while self.queue:
-            envelope = self.queue.popleft()
-            if {envelope.source, envelope.destination} & self.cut:
-                continue
-            self.take(envelope.destination, self.nodes[envelope.destination].receive(envelope, now))
-
-    def tick(self, now: float) -> None:
-        for n, node in self.nodes.items():
-            timer = node.timer()
-            if n not in self.cut and timer is not None and timer <= now:
-                self.take(n, node.handle_timer(now))
-        self.settle(now)
-
-    def run_until(self, until: float, step: float = 0.05, start: float = 0.0) -> None:
-        now = start
-        while now < until:
-            now = round(now + step, 6)
-            self.tick(now)
-
-    def leader(self) -> RaftNode:
-        (leader,) = [n for n in self.nodes.values() if n.state is State.LEADER]
-        return leader
 
 
 def test_a_single_voter_elects_itself_and_commits_what_it_appends() -> None:

@@ -5,6 +5,7 @@ invariants after every step, and shrink any failing schedule (KIP-595; see ``_si
     python -m minikafka.raft simulate --seed 17 --timeline      # one run, its elections
     python -m minikafka.raft simulate --faults crash,partition  # only these faults
     python -m minikafka.raft simulate --storm --seeds 300       # crash storms
+    python -m minikafka.raft simulate --seed 3 --observers 2 --describe  # the leader's view
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 from minikafka.trace.testing import RecordingTracer
 
+from ._describe import format_replication, format_status
 from ._simulator import (
     FAULT_KINDS,
     Simulation,
@@ -54,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulate.add_argument(
         "--timeline", action="store_true", help="print the run's elections (with --seed)"
     )
+    simulate.add_argument(
+        "--describe",
+        action="store_true",
+        help="print the leader's DescribeQuorum at the end, as kafka-metadata-quorum.sh does",
+    )
     args = parser.parse_args(argv)
     kinds = [k for k in args.faults.split(",") if k]
     unknown = sorted(set(kinds) - set(FAULT_KINDS))
@@ -75,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             scenario = random_scenario(seed, args.voters, args.observers, kinds)
         tracers: dict[int, RecordingTracer] = {}
         tracer_for = functools.partial(_recorder, tracers) if args.timeline else None
-        result = Simulation(scenario, seed, tracer_for=tracer_for).run()
+        simulation = Simulation(scenario, seed, tracer_for=tracer_for)
+        result = simulation.run()
         events += result.events
         commits += result.commits
         elections += result.elections
@@ -83,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(describe(scenario))
             records = [r for t in tracers.values() for r in t.records]
             print(format_timeline(records))
+        leader = simulation.leader()
+        info = leader.describe_quorum(simulation.now) if leader else None
+        if args.describe and info is not None:
+            print(format_status(info, simulation.now))
+            print()
+            print(format_replication(info))
         if not result.ok:
             failed += 1
             print(f"seed {seed}: {result.violation}")

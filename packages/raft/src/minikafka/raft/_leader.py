@@ -19,10 +19,12 @@ from ._messages import DivergingEpoch, Envelope, FetchRequest
 
 @attrs.define
 class ReplicaProgress:
-    """The offset a replica last fetched from (it has everything below) and when."""
+    """The offset a replica last fetched from (it has everything below), when, and when
+    it last fetched from the leader's log end (it had everything the leader had)."""
 
     end_offset: int = 0
     last_fetch: float | None = None
+    last_caught_up: float | None = None
 
 
 @attrs.define
@@ -48,7 +50,9 @@ class LeaderState:
             unannounced={v for v in voters if v != node_id},
         )
 
-    def record_fetch(self, replica_id: int, fetch_offset: int, now: float) -> bool:
+    def record_fetch(
+        self, replica_id: int, fetch_offset: int, leader_end_offset: int, now: float
+    ) -> bool:
         """A fetch from ``replica_id`` arrived; True if the replica is a voter."""
         is_voter = replica_id in self.voters
         progress = (self.voters if is_voter else self.observers).setdefault(
@@ -56,6 +60,8 @@ class LeaderState:
         )
         progress.end_offset = fetch_offset
         progress.last_fetch = now
+        if fetch_offset >= leader_end_offset:
+            progress.last_caught_up = now
         self.unannounced.discard(replica_id)
         return is_voter
 

@@ -40,6 +40,7 @@ import attrs
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import RaftConfig
+from ._describe import QuorumInfo, ReplicaInfo
 from ._events import (
     HighWatermarkAdvanced,
     LogTruncated,
@@ -240,6 +241,26 @@ class RaftNode:
         """The leader answers name: none once that leader (this node) has resigned."""
         return None if self.state is State.RESIGNED else self.leader_id
 
+    def describe_quorum(self, now: float) -> QuorumInfo | None:
+        """What DescribeQuorum answers (only the leader can): None on any other node."""
+        leader = self._leader
+        if leader is None:
+            return None
+        own = self.log.end_offset
+        voters = [
+            ReplicaInfo(v, own, now, now)
+            if v == self.node_id
+            else ReplicaInfo(v, p.end_offset, p.last_fetch, p.last_caught_up)
+            for v, p in sorted(leader.voters.items())
+        ]
+        observers = [
+            ReplicaInfo(o, p.end_offset, p.last_fetch, p.last_caught_up)
+            for o, p in sorted(leader.observers.items())
+        ]
+        return QuorumInfo(
+            self.node_id, self.epoch, self.high_watermark, tuple(voters), tuple(observers)
+        )
+
     @property
     def applied_offset(self) -> int:
         """Every entry below this has been handed to the state machine."""
@@ -381,7 +402,8 @@ class RaftNode:
             )
         else:
             # A fetch that just arrived (not one held until now) says where the replica is.
-            if park and leader.record_fetch(request.replica_id, request.fetch_offset, now):
+            fetched = (request.replica_id, request.fetch_offset, self.log.end_offset, now)
+            if park and leader.record_fetch(*fetched):
                 self._maybe_advance_leader_hw(now)
             records = self.log.read(request.fetch_offset, self.config.fetch_max_entries)
             if not records and park and request.fetch_offset >= self.log.end_offset:

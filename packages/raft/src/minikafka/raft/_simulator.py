@@ -361,7 +361,7 @@ class Simulation:
     def _fault(self, fault: Fault) -> None:
         if not fault.nodes and fault.kind in ("crash", "partition", "crash-after"):
             # Aimed at whoever leads now (nothing happens if no one does).
-            leader = self._leader()
+            leader = self.leader()
             if leader is None:
                 return
             fault = attrs.evolve(fault, nodes=(leader.node_id,))
@@ -380,7 +380,7 @@ class Simulation:
         else:
             self.isolated = frozenset()
 
-    def _leader(self) -> RaftNode | None:
+    def leader(self) -> RaftNode | None:
         """The leader of the highest epoch among the running nodes, if any."""
         leaders = [n.raft for n in self.nodes.values() if n.raft and n.raft.state is State.LEADER]
         return max(leaders, key=lambda r: r.epoch) if leaders else None
@@ -424,7 +424,7 @@ class Simulation:
     def _client_append(self) -> None:
         scenario = self.scenario
         if self.now < scenario.duration + scenario.settle / 2:
-            leader = self._leader()
+            leader = self.leader()
             if leader is not None:
                 self.appended += 1
                 try:
