@@ -45,6 +45,7 @@ from minikafka.log import (
     Record,
     build_batch,
     iter_records,
+    whole_batches,
 )
 from minikafka.trace import NullTracer, Tracer
 
@@ -172,17 +173,6 @@ def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
         if record.value is None:
             raise CorruptRecordError(f"metadata record at offset {record.offset} has no value")
         yield record.offset, decode_record(record.value)
-
-
-def _whole_batches(data: bytes) -> bytes:
-    """The batches of a read that are whole (a read of a chunk may end inside one)."""
-    end = 0
-    while end + 12 <= len(data):
-        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12  # offset, length
-        if end + size > len(data):
-            break
-        end += size
-    return data[:end]
 
 
 def latest_snapshot_id(path: Path) -> SnapshotId | None:
@@ -348,7 +338,7 @@ class SingleVoterQuorum:
             fetched = self.log.read(offset, _READ_CHUNK, max_offset=self.high_watermark)
             if fetched.records is None:
                 return
-            data = _whole_batches(fetched.records.read_bytes())
+            data = whole_batches(fetched.records.read_bytes())
             records = [(o, r) for o, r in decode_metadata_records(data) if o >= offset]
             if not records:
                 return

@@ -65,6 +65,7 @@ from ._records import decode_batch as decode_batch
 from ._records import iter_decoded_batches as iter_decoded_batches
 from ._records import iter_records as iter_records
 from ._records import make_records as make_records
+from ._records import whole_batches as whole_batches
 from ._segment import FetchDataInfo as FetchDataInfo
 from ._segment import FileSlice as FileSlice
 from ._segment import LogOffsetMetadata as LogOffsetMetadata
@@ -145,4 +146,5 @@ __all__ = [
     "make_records",
     "raise_open_files_limit",
     "read_batch_header",
+    "whole_batches",
 ]

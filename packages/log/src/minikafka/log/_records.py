@@ -337,6 +337,18 @@ def decode_batch(
         ) from e
 
 
+def whole_batches(data: bytes) -> bytes:
+    """The batches at the start of ``data`` that are whole: a read of a chunk of a log may
+    end inside a batch (each batch starts with its offset and its length)."""
+    end = 0
+    while end + 12 <= len(data):
+        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12
+        if end + size > len(data):
+            break
+        end += size
+    return data[:end]
+
+
 def iter_decoded_batches(
     buf: Buffer, *, verify_crc: bool = True, max_size: int | None = None
 ) -> Iterator[tuple[int, RecordBatchHeader, list[Record]]]:

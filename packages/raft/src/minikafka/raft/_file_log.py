@@ -20,7 +20,14 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from minikafka.log import Log, LogConfig, Record, build_batch, iter_decoded_batches
+from minikafka.log import (
+    Log,
+    LogConfig,
+    Record,
+    build_batch,
+    iter_decoded_batches,
+    whole_batches,
+)
 
 from ._log import Entry, EpochEnd, Snapshot, SnapshotId
 
@@ -144,7 +151,9 @@ class FileRaftLog:
             if fetched.records is None:
                 break
             found = 0
-            for _, header, records in iter_decoded_batches(_whole(fetched.records.read_bytes())):
+            for _, header, records in iter_decoded_batches(
+                whole_batches(fetched.records.read_bytes())
+            ):
                 for record in records:
                     if record.offset < offset or len(entries) >= max_entries:
                         continue
@@ -214,14 +223,3 @@ class FileRaftLog:
             return None
         snapshot_id, path = max(found, key=lambda f: f[0].end_offset)
         return Snapshot(snapshot_id, path.read_bytes())
-
-
-def _whole(data: bytes) -> bytes:
-    """The batches of a read that are whole (a read of a chunk may end inside one)."""
-    end = 0
-    while end + 12 <= len(data):
-        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12  # offset, length
-        if end + size > len(data):
-            break
-        end += size
-    return data[:end]
