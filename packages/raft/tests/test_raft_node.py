@@ -226,3 +226,15 @@ def test_an_observer_never_votes_and_finds_the_leader_by_asking_any_voter() -> N
     (reply,) = observer.receive(Envelope(2, 4, 1, VoteRequest(9, 2, 5, 5)), 4.0).messages
     assert isinstance(reply.message, VoteResponse)
     assert not reply.message.vote_granted
+
+
+def test_a_snapshot_must_cover_applied_entries_and_not_go_back() -> None:
+    wire = Wire(1)
+    node = wire.nodes[1]
+    node.append([b"a", b"b", b"c"], 0.0)
+    assert node.applied_offset == 4
+    with pytest.raises(ValueError, match="past what was applied"):
+        node.create_snapshot(5, b"")
+    assert node.create_snapshot(3, b"state").end_offset == 3
+    with pytest.raises(ValueError, match="below the log start"):
+        node.create_snapshot(1, b"older")

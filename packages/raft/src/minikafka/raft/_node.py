@@ -232,8 +232,8 @@ class RaftNode:
         if offset >= self.log.start_offset:
             return self.log.read(offset, 1)[0].epoch
         snapshot = self.log.latest_snapshot()
-        assert snapshot is not None
-        assert snapshot.id.end_offset == offset + 1
+        if snapshot is None or snapshot.id.end_offset != offset + 1:
+            raise ValueError(f"offset {offset} is below the log start {self.log.start_offset}")
         return snapshot.id.epoch
 
     @property
