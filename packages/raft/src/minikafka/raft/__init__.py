@@ -7,6 +7,7 @@ of controllers). :class:`RaftNode` is one voter or observer; :mod:`._simulator` 
 whole quorums in virtual time under faults and checks Raft's invariants after every step.
 """
 
+from ._config import QUORUM_CONFIG as QUORUM_CONFIG
 from ._config import RaftConfig as RaftConfig
 from ._log import Entry as Entry
 from ._log import EpochEnd as EpochEnd

@@ -1,4 +1,5 @@
-"""The quorum's timing, under Kafka's configuration keys and defaults (KIP-595).
+"""The quorum's timing, under Kafka's configuration keys and defaults (KIP-595), declared
+in a ConfigDef like every package's keys (:data:`QUORUM_CONFIG`).
 
 - ``quorum.election.timeout.ms`` (1000): how long a voter without a leader waits before
   standing; each wait is this plus a random part as long again, so that two voters
@@ -18,9 +19,11 @@ how many bytes one FetchSnapshot chunk carries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
-from minikafka.common import ConfigError
+from minikafka.common import ConfigDef, ConfigError, ConfigKey
 
 
 @attrs.frozen
@@ -36,32 +39,36 @@ class RaftConfig:
     fetch_max_entries: int = 100
     snapshot_chunk_bytes: int = 64 * 1024
 
-    def __attrs_post_init__(self) -> None:
-        for key, value in (
-            ("quorum.election.timeout.ms", self.election_timeout),
-            ("quorum.fetch.timeout.ms", self.fetch_timeout),
-            ("quorum.election.backoff.max.ms", self.election_backoff_max),
-            ("quorum.request.timeout.ms", self.request_timeout),
-            ("quorum.retry.backoff.ms", self.retry_backoff),
-        ):
-            if value <= 0:
-                raise ConfigError(key, f"must be positive, not {value * 1000:g}")
-
     @classmethod
-    def from_properties(cls, properties: dict[str, str]) -> RaftConfig:
-        """The ``quorum.*`` keys of a server.properties, in milliseconds."""
-        fields = {
-            "quorum.election.timeout.ms": "election_timeout",
-            "quorum.fetch.timeout.ms": "fetch_timeout",
-            "quorum.election.backoff.max.ms": "election_backoff_max",
-            "quorum.request.timeout.ms": "request_timeout",
-            "quorum.retry.backoff.ms": "retry_backoff",
-        }
-        values: dict[str, float] = {}
-        for key, field in fields.items():
-            if key in properties:
-                try:
-                    values[field] = int(properties[key]) / 1000
-                except ValueError:
-                    raise ConfigError(key, "must be a whole number of milliseconds") from None
-        return cls(**values)  # type: ignore[arg-type]
+    def from_properties(cls, properties: Mapping[str, str]) -> RaftConfig:
+        """The ``quorum.*`` keys of a server.properties; other keys are left alone."""
+        return QUORUM_CONFIG.apply(cls(), properties)
+
+
+def _positive_ms_as_seconds(key: str, raw: str) -> float:
+    try:
+        ms = int(raw)
+    except ValueError:
+        raise ConfigError(key, "must be a whole number of milliseconds") from None
+    if ms <= 0:
+        raise ConfigError(key, f"must be positive, not {ms}")
+    return ms / 1000
+
+
+def _key(name: str, field: str, doc: str) -> ConfigKey:
+    return ConfigKey(name, _positive_ms_as_seconds, field, doc=doc)
+
+
+QUORUM_CONFIG = ConfigDef(
+    (
+        _key("quorum.election.timeout.ms", "election_timeout", "Wait before standing."),
+        _key("quorum.fetch.timeout.ms", "fetch_timeout", "Silence before a follower stands."),
+        _key(
+            "quorum.election.backoff.max.ms",
+            "election_backoff_max",
+            "Ceiling of the wait after a lost election.",
+        ),
+        _key("quorum.request.timeout.ms", "request_timeout", "A request is given up after."),
+        _key("quorum.retry.backoff.ms", "retry_backoff", "Wait before asking again."),
+    )
+)

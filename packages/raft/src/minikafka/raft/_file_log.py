@@ -29,7 +29,7 @@ from minikafka.log import (
     whole_batches,
 )
 
-from ._log import Entry, EpochEnd, Snapshot, SnapshotId
+from ._log import Entry, EpochEnd, Snapshot, SnapshotId, check_append, epoch_end, is_new_snapshot
 
 SNAPSHOT_SUFFIX = ".checkpoint"
 LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")  # version 0, LEADER_CHANGE
@@ -106,25 +106,11 @@ class FileRaftLog:
         ]
 
     def end_offset_for_epoch(self, epoch: int) -> EpochEnd:
-        starts = self._epoch_starts()
-        older = [i for i, (e, _) in enumerate(starts) if e <= epoch]
-        if not older:
-            snapshot = self._snapshot
-            if snapshot is None:
-                return EpochEnd(0, 0)
-            if snapshot.id.epoch <= epoch:
-                return EpochEnd(snapshot.id.epoch, snapshot.id.end_offset)
-            return EpochEnd(-1, -1)
-        i = older[-1]
-        end = starts[i + 1][1] if i + 1 < len(starts) else self.end_offset
-        return EpochEnd(starts[i][0], end)
+        return epoch_end(self._epoch_starts(), self.end_offset, self._snapshot, epoch)
 
     def append(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if entry.offset != self.end_offset:
-                raise ValueError(f"entry at {entry.offset}, the log ends at {self.end_offset}")
-            if entry.epoch < self.last_epoch:
-                raise ValueError(f"epoch {entry.epoch} after epoch {self.last_epoch}")
+            check_append(self, entry)
             key = LEADER_CHANGE_KEY if entry.control else None
             batch = build_batch(
                 [Record(entry.offset, 0, key, entry.data)],
@@ -175,14 +161,9 @@ class FileRaftLog:
         return self._snapshot
 
     def create_snapshot(self, snapshot: Snapshot) -> None:
-        end = snapshot.id.end_offset
-        if not self.start_offset <= end <= self._flushed:
-            raise ValueError(
-                f"a snapshot at {end} outside the flushed log [{self.start_offset}, "
-                f"{self._flushed})"
-            )
-        if self._snapshot is not None and end <= self._snapshot.id.end_offset:
+        if not is_new_snapshot(self, snapshot):
             return
+        end = snapshot.id.end_offset
         self._write_snapshot(snapshot)
         # The Log moves its start only below its high watermark; a snapshot holds only
         # committed entries, so the Raft high watermark is at least its end.

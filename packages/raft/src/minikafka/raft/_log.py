@@ -110,6 +110,50 @@ class RaftLog(Protocol):
         ...
 
 
+def epoch_end(
+    epoch_starts: Sequence[tuple[int, int]],
+    end_offset: int,
+    snapshot: Snapshot | None,
+    epoch: int,
+) -> EpochEnd:
+    """Where ``epoch`` ends in a log whose epochs start at ``epoch_starts`` (ascending
+    ``(epoch, first offset)`` pairs of the entries it still holds) and which ends at
+    ``end_offset``: the largest epoch at most ``epoch``, and the first offset after it.
+    Older than every entry, only the snapshot can answer; if it cannot either, the answer
+    is (-1, -1), "below what this log can tell"."""
+    epochs = [e for e, _ in epoch_starts]
+    i = bisect.bisect_right(epochs, epoch)  # epoch_starts[:i] have epochs <= epoch
+    if i == 0:
+        if snapshot is None:
+            return EpochEnd(0, 0)
+        if snapshot.id.epoch <= epoch:
+            return EpochEnd(snapshot.id.epoch, snapshot.id.end_offset)
+        return EpochEnd(-1, -1)
+    end = epoch_starts[i][1] if i < len(epochs) else end_offset
+    return EpochEnd(epochs[i - 1], end)
+
+
+def check_append(log: RaftLog, entry: Entry) -> None:
+    """An entry may only continue the log, in an epoch no older than its last one."""
+    if entry.offset != log.end_offset:
+        raise ValueError(f"entry at {entry.offset}, the log ends at {log.end_offset}")
+    if entry.epoch < log.last_epoch:
+        raise ValueError(f"epoch {entry.epoch} after epoch {log.last_epoch}")
+
+
+def is_new_snapshot(log: RaftLog, snapshot: Snapshot) -> bool:
+    """Whether ``snapshot`` is newer than the log's; raises if it covers entries the log
+    does not have on disk (a snapshot holds only committed, flushed state)."""
+    end = snapshot.id.end_offset
+    if not log.start_offset <= end <= log.flushed_end_offset:
+        raise ValueError(
+            f"a snapshot at {end} outside the flushed log [{log.start_offset}, "
+            f"{log.flushed_end_offset})"
+        )
+    latest = log.latest_snapshot()
+    return latest is None or end > latest.id.end_offset
+
+
 class MemoryLog:
     """A :class:`RaftLog` in memory that knows what a crash would keep.
 
@@ -144,26 +188,11 @@ class MemoryLog:
         return self._snapshot.id.epoch if self._snapshot else 0
 
     def end_offset_for_epoch(self, epoch: int) -> EpochEnd:
-        epochs = [e for e, _ in self._epoch_starts]
-        i = bisect.bisect_right(epochs, epoch)  # _epoch_starts[:i] have epochs <= epoch
-        if i == 0:
-            # No entry of ``epoch`` or older in the log: the snapshot may cover it; if it
-            # does not, the answer is (-1, -1), "below what this log can tell".
-            snap = self._snapshot
-            if snap is None:
-                return EpochEnd(0, 0)
-            if snap.id.epoch <= epoch:
-                return EpochEnd(snap.id.epoch, snap.id.end_offset)
-            return EpochEnd(-1, -1)
-        end = self._epoch_starts[i][1] if i < len(epochs) else self.end_offset
-        return EpochEnd(epochs[i - 1], end)
+        return epoch_end(self._epoch_starts, self.end_offset, self._snapshot, epoch)
 
     def append(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if entry.offset != self.end_offset:
-                raise ValueError(f"entry at {entry.offset}, the log ends at {self.end_offset}")
-            if entry.epoch < self.last_epoch:
-                raise ValueError(f"epoch {entry.epoch} after epoch {self.last_epoch}")
+            check_append(self, entry)
             if not self._epoch_starts or self._epoch_starts[-1][0] != entry.epoch:
                 self._epoch_starts.append((entry.epoch, entry.offset))
             self._entries.append(entry)
@@ -188,13 +217,9 @@ class MemoryLog:
         return self._snapshot
 
     def create_snapshot(self, snapshot: Snapshot) -> None:
-        end = snapshot.id.end_offset
-        if not self._start <= end <= self._flushed:
-            raise ValueError(
-                f"a snapshot at {end} outside the flushed log [{self._start}, {self._flushed})"
-            )
-        if self._snapshot is not None and end <= self._snapshot.id.end_offset:
+        if not is_new_snapshot(self, snapshot):
             return  # it has one as recent already
+        end = snapshot.id.end_offset
         del self._entries[: end - self._start]
         self._start = end
         self._epoch_starts = []
