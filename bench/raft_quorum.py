@@ -39,7 +39,8 @@ import attrs
 
 from minikafka.raft import Envelope, MemoryLog, MemoryStateStore, Output, RaftNode, State
 from minikafka.raft._file_log import FileRaftLog
-from minikafka.raft._simulator import Fault, Scenario, Simulation
+from minikafka.raft._scenarios import Fault, Scenario
+from minikafka.raft._simulator import Simulation
 
 from ._common import (
     Report,

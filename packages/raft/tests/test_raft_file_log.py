@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from minikafka.log import LogConfig
 from minikafka.raft import Entry, MemoryLog, Snapshot, SnapshotId
 from minikafka.raft._file_log import FileRaftLog
-from minikafka.raft._simulator import Simulation, random_scenario
+from minikafka.raft._scenarios import random_scenario
+from minikafka.raft._simulator import Simulation
 
 # Small segments, so that appends roll segments and snapshots delete whole ones.
 SMALL = LogConfig(segment_bytes=1024)

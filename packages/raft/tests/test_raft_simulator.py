@@ -9,16 +9,8 @@ import pytest
 from minikafka.raft import ElectionState, RaftNode
 from minikafka.raft.__main__ import main
 from minikafka.raft._messages import VoteRequest
-from minikafka.raft._simulator import (
-    Fault,
-    Result,
-    Scenario,
-    Simulation,
-    describe,
-    random_scenario,
-    shrink,
-    storm_scenario,
-)
+from minikafka.raft._scenarios import Fault, Scenario, describe, random_scenario, storm_scenario
+from minikafka.raft._simulator import Result, Simulation, shrink
 
 # (voters, observers, seeds): a few hundred seeds in all, about half a minute.
 SHAPES = [(3, 2, range(120)), (5, 1, range(30)), (1, 1, range(20)), (4, 0, range(20))]

@@ -12,7 +12,8 @@ from minikafka.raft._events import (
     StateChanged,
     VoteAnswered,
 )
-from minikafka.raft._simulator import Fault, Scenario, Simulation
+from minikafka.raft._scenarios import Fault, Scenario
+from minikafka.raft._simulator import Simulation
 from minikafka.trace import decode_event, event_types, spark_schema
 from minikafka.trace._event import spec_for_class
 from minikafka.trace.testing import RecordingTracer

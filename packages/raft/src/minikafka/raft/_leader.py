@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import attrs
 
+from ._describe import QuorumInfo, ReplicaInfo
 from ._log import RaftLog, Snapshot, SnapshotId
 from ._messages import DivergingEpoch, Envelope, FetchRequest
 
@@ -93,6 +94,20 @@ class LeaderState:
         """The other voters, the ones whose logs reach furthest first (EndQuorumEpoch)."""
         others = [v for v in self.voters if v != self.node_id]
         return tuple(sorted(others, key=lambda v: -self.voters[v].end_offset))
+
+    def describe(self, epoch: int, high_watermark: int, own_end: int, now: float) -> QuorumInfo:
+        """DescribeQuorum's answer: every replica's progress, the leader's own as of now."""
+        voters = [
+            ReplicaInfo(v, own_end, now, now)
+            if v == self.node_id
+            else ReplicaInfo(v, p.end_offset, p.last_fetch, p.last_caught_up)
+            for v, p in sorted(self.voters.items())
+        ]
+        observers = [
+            ReplicaInfo(o, p.end_offset, p.last_fetch, p.last_caught_up)
+            for o, p in sorted(self.observers.items())
+        ]
+        return QuorumInfo(self.node_id, epoch, high_watermark, tuple(voters), tuple(observers))
 
     def take_parked(self) -> list[Envelope]:
         parked, self.parked = self.parked, {}

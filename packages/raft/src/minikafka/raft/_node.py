@@ -40,7 +40,7 @@ import attrs
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import RaftConfig
-from ._describe import QuorumInfo, ReplicaInfo
+from ._describe import QuorumInfo
 from ._events import (
     HighWatermarkAdvanced,
     LogTruncated,
@@ -243,23 +243,9 @@ class RaftNode:
 
     def describe_quorum(self, now: float) -> QuorumInfo | None:
         """What DescribeQuorum answers (only the leader can): None on any other node."""
-        leader = self._leader
-        if leader is None:
+        if self._leader is None:
             return None
-        own = self.log.end_offset
-        voters = [
-            ReplicaInfo(v, own, now, now)
-            if v == self.node_id
-            else ReplicaInfo(v, p.end_offset, p.last_fetch, p.last_caught_up)
-            for v, p in sorted(leader.voters.items())
-        ]
-        observers = [
-            ReplicaInfo(o, p.end_offset, p.last_fetch, p.last_caught_up)
-            for o, p in sorted(leader.observers.items())
-        ]
-        return QuorumInfo(
-            self.node_id, self.epoch, self.high_watermark, tuple(voters), tuple(observers)
-        )
+        return self._leader.describe(self.epoch, self.high_watermark, self.log.end_offset, now)
 
     @property
     def applied_offset(self) -> int:
