@@ -14,6 +14,9 @@ DATA ?= ./data
 # start time (UTC); `minikafka trace summary DIR` reads one.
 TRACES ?= ./traces
 CLUSTER ?= ./cluster
+# `make cluster CONTROLLERS=3`: a Raft quorum of three controllers (9090, 9089, 9088) and
+# brokers numbered after them; it applies when the cluster is first laid out.
+CONTROLLERS ?= 1
 
 .PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster cluster-down clean
 
@@ -24,7 +27,8 @@ help:
 	@echo "make book   - build the book (executes every cell, warnings are errors)"
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
-	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER))"
+	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
+	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 
 bootstrap:
@@ -76,7 +80,7 @@ lab: sync
 # One controller (127.0.0.1:9090) and three brokers (9092-9094), data, logs and traces
 # under ./cluster/; `minikafka cluster status|kill N|restart N|down` manage it after.
 cluster: sync
-	@$(RUN) minikafka cluster up --dir $(CLUSTER)
+	@$(RUN) minikafka cluster up --dir $(CLUSTER) --controllers $(CONTROLLERS)
 
 cluster-down: sync
 	@$(RUN) minikafka cluster down --dir $(CLUSTER)

@@ -1,6 +1,7 @@
 """Fixtures of the cluster tests: KRaft clusters of real processes.
 
-Every cluster is one controller (node 0) and brokers 1..N, each a ``minikafka broker``
+Every cluster is one controller (node 0) and brokers 1..N (or, with ``controllers=3``, a
+Raft quorum of controllers 0..2 and brokers 3..), each a ``minikafka broker``
 process of its own (:class:`~minikafka.broker.testing.ProcessCluster`, what ``make
 cluster`` runs), on ports the OS picked, under the test's own directory, with the
 settings of :data:`tests.cluster._cluster.FAST`. Whatever runs at the end is killed.
@@ -65,37 +66,54 @@ def _replication_events(traces: Path) -> list[dict[str, object]]:
 def make_cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[MakeCluster]:
-    """``make_cluster(brokers=3, proxies=None, **{"key": "value"})``: a started cluster;
-    the overrides go over :data:`FAST` into every node's properties. Given a list,
-    ``proxies`` gets a :class:`Proxies` whose proxies carry every link between brokers."""
+    """``make_cluster(brokers=3, proxies=None, controllers=1, controller_proxies=None,
+    **{"key": "value"})``: a started cluster; the overrides go over :data:`FAST` into
+    every node's properties. Given a list, ``proxies`` gets a :class:`Proxies` whose
+    proxies carry every link between brokers, and ``controller_proxies`` one whose proxies
+    carry every link into each controller (the voters are named by the proxies' ports)."""
     made: list[ProcessCluster] = []
     started: list[Proxies] = []
 
     def make(
-        brokers: int = 3, proxies: list[Proxies] | None = None, **overrides: str
+        brokers: int = 3,
+        proxies: list[Proxies] | None = None,
+        controllers: int = 1,
+        controller_proxies: list[Proxies] | None = None,
+        **overrides: str,
     ) -> ProcessCluster:
         # The ports stay bound until the proxies have theirs: a proxy binding port 0 must
         # not be given one of them (a node would then find its port taken).
-        held = [socket.create_server(("127.0.0.1", 0)) for _ in range(1 + 2 * brokers)]
+        count = 2 * controllers + 2 * brokers
+        held = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
         ports = [s.getsockname()[1] for s in held]
+        cports, bports = ports[:controllers], ports[controllers : controllers + brokers]
+        spare = ports[controllers + brokers :]
+        ids = range(controllers, controllers + brokers)
         replication: dict[int, tuple[int, int]] = {}
+        listen: dict[int, int] = {}
         try:
             if proxies is not None:
-                links = Proxies({b: ports[brokers + b] for b in range(1, brokers + 1)})
+                links = Proxies({b: spare[i] for i, b in enumerate(ids)})
                 started.append(links)
                 proxies.append(links)
-                replication = {
-                    b: (ports[brokers + b], links.port(b)) for b in range(1, brokers + 1)
-                }
+                replication = {b: (spare[i], links.port(b)) for i, b in enumerate(ids)}
+            if controller_proxies is not None:
+                listen = {c: spare[brokers + c] for c in range(controllers)}
+                into = Proxies(listen)
+                started.append(into)
+                controller_proxies.append(into)
+                cports = [into.port(c) for c in range(controllers)]
         finally:
             for s in held:
                 s.close()
         cluster = ProcessCluster.create(
             tmp_path_factory.mktemp("cluster"),
             brokers,
-            controller_port=ports[0],
-            broker_ports=ports[1 : brokers + 1],
+            controllers=controllers,
+            controller_ports=cports,
+            broker_ports=bports,
             replication_ports=replication,
+            controller_listen_ports=listen,
             overrides={**FAST, **overrides},
         )
         made.append(cluster)

@@ -85,6 +85,7 @@ from minikafka.net import (
     has_field,
 )
 from minikafka.net.testing import RawConnection, request_frame, wait_until
+from minikafka.raft._describe_wire import encode_describe_quorum_request
 
 R = TypeVar("R", bound=ResponsePayload)
 
@@ -456,6 +457,8 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
             "timeout": seconds,
         },
         45: lambda: {"timeout": seconds, "topics": ()},
+        # DescribeQuorum: the metadata quorum (one voter here, the leader, answering).
+        55: lambda: {"topics": encode_describe_quorum_request().topics},
         46: lambda: {"timeout": seconds, "topics": None},
         37: lambda: {
             "topics": entry("topics", count=count, assignments=None),
@@ -467,7 +470,7 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
 
 
 # Create the topics first, use them, grow them, delete them last.
-_SWEEP_ORDER = (19, 18, 3, 0, 1, 23, 2, 10, 22, 32, 37, 43, 45, 46, 20)
+_SWEEP_ORDER = (19, 18, 3, 0, 1, 23, 2, 10, 22, 32, 37, 43, 45, 46, 55, 20)
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions.
 _GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42)
 

@@ -38,6 +38,7 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 
 from minikafka.broker import BrokerServer
 from minikafka.broker._controller_apis import METADATA_TOPIC_ID, SUPPORTED
+from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._metadata_fetcher import fetch_metadata_forever
 from minikafka.broker.testing import running_broker, single_node_config
 from minikafka.controller import (
@@ -82,7 +83,7 @@ async def following(node: BrokerServer, remote: RemoteBroker) -> AsyncIterator[N
         n.start_soon(
             lambda: fetch_metadata_forever(
                 client,
-                Node(node.config.node_id, host, port),
+                ControllerLocator((Node(node.config.node_id, host, port),)),
                 remote.observer,
                 remote.apply,
                 node_id=2,
@@ -272,7 +273,7 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
             nursery.start_soon(
                 lambda: fetch_metadata_forever(
                     client,
-                    Node(1, "127.0.0.1", proxy.port),
+                    ControllerLocator((Node(1, "127.0.0.1", proxy.port),)),
                     remote.observer,
                     remote.apply,
                     node_id=2,

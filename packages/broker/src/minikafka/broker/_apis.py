@@ -16,16 +16,20 @@ from typing import ClassVar
 
 import attrs
 import trio
+from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
+from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     ControllerError,
+    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
 from minikafka.coordination import GroupCoordinatorService
 from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
+from minikafka.raft._describe_wire import encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerService
 
 from ._admin import (
@@ -36,7 +40,8 @@ from ._admin import (
 )
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
-from ._controller_channel import ControllerChannel
+from ._controller_channel import ControllerChannel, RemoteController
+from ._controller_raft_apis import DESCRIBE_QUORUM_VERSIONS, describe_quorum
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
 from ._groups import (
     handle_delete_groups,
@@ -176,6 +181,20 @@ class KafkaApis:
     async def _elect_leaders(self, request: Request) -> None:
         await handle_elect_leaders(request, self.controller)
 
+    async def _describe_quorum(self, request: Request) -> None:
+        # KIP-595: any broker answers for the quorum by asking its active controller.
+        if isinstance(self.controller, ControllerServer):
+            describe_quorum(request, self.controller)
+            return
+        assert isinstance(self.controller, RemoteController)
+        try:
+            answer = await self.controller.forward(request.body_as((DescribeQuorumRequest,)))
+        except ControllerError as exc:
+            request.respond(encode_describe_quorum_error(exc.error_code))
+            return
+        assert isinstance(answer, DescribeQuorumResponse)
+        request.respond(answer)
+
     async def _init_producer_id(self, request: Request) -> None:
         await handle_init_producer_id(request, self.producer_ids)
 
@@ -260,6 +279,7 @@ class KafkaApis:
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
         ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments),
         ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments),
+        ApiSpec(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS, _describe_quorum),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""

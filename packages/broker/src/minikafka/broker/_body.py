@@ -44,6 +44,7 @@ from kio.schema.describe_groups.v1.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v2.request import DescribeGroupsRequest as DescribeGroupsRequestV2
 from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as DescribeGroupsRequestV3
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsRequestV4
+from kio.schema.describe_quorum.v1 import request as describe_quorum_v1
 from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersRequestV0
 from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersRequestV1
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersRequestV2
@@ -311,4 +312,6 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.ELECT_LEADERS: ELECT_LEADERS,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (alter_v0.AlterPartitionReassignmentsRequest,),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (list_v0.ListPartitionReassignmentsRequest,),
+    # Forwarded to the active controller as it came (KIP-595): v1 only.
+    ApiKey.DESCRIBE_QUORUM: (describe_quorum_v1.DescribeQuorumRequest,),
 }

@@ -62,6 +62,7 @@ from ._tools_groups import delete_groups as delete_consumer_groups
 from ._tools_groups import describe as describe_consumer_groups
 from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._tools_produce import produce as produce_lines
+from ._tools_quorum import quorum_app
 from ._tools_storage import Overrides, storage_app
 
 T = TypeVar("T")
@@ -453,6 +454,7 @@ trace_app = typer.Typer(
 app.add_typer(trace_app)
 app.add_typer(storage_app)
 app.add_typer(cluster_app)
+app.add_typer(quorum_app)
 
 
 @trace_app.callback()

@@ -38,6 +38,7 @@ from minikafka.net import (
     parse_listeners,
     security_protocol_map,
 )
+from minikafka.raft import QUORUM_CONFIG, RaftConfig
 
 from ._roles import (
     ADVERTISED_LISTENERS,
@@ -97,6 +98,8 @@ class KafkaConfig:
     schedule: LogManagerSchedule
     controller: ControllerConfig
     group: GroupConfig
+    raft: RaftConfig
+    """The ``quorum.*`` timings of a quorum of several controllers (KIP-595)."""
     roles: Roles
     """process.roles and the listeners each role needs, checked together (:mod:`._roles`)."""
     properties: Mapping[str, str]
@@ -128,6 +131,7 @@ class KafkaConfig:
         log = LogConfig.from_properties(props)  # the broker-level names, units included
         schedule = LOG_MANAGER_CONFIG.apply(LogManagerSchedule(), props)
         group = GroupConfig.from_properties(props)
+        raft = RaftConfig.from_properties(props)
         _check_advertised_listeners(broker, net)
         roles = check_roles(
             broker.process_roles,
@@ -138,7 +142,7 @@ class KafkaConfig:
             net.listeners,
             broker.advertised_listeners,
         )
-        return cls(broker, net, log, schedule, controller, group, roles, dict(props))
+        return cls(broker, net, log, schedule, controller, group, raft, roles, dict(props))
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -359,6 +363,7 @@ def known_keys() -> frozenset[str]:
         | CONTROLLER_CONFIG.names()
         | REPLICATION_TOPIC_CONFIG.synonym_names()
         | GROUP_CONFIG.names()
+        | QUORUM_CONFIG.names()
     )
 
 

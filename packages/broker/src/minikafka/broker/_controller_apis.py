@@ -69,6 +69,12 @@ from minikafka.controller import (
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 
 from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ._controller_raft_apis import (
+    DESCRIBE_QUORUM_VERSIONS,
+    RAFT_APIS,
+    describe_quorum,
+    handle_raft_request,
+)
 from ._reassignments import (
     handle_alter_partition_reassignments,
     handle_elect_leaders,
@@ -101,6 +107,7 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.DESCRIBE_QUORUM: DESCRIBE_QUORUM_VERSIONS,
 }
 
 
@@ -112,12 +119,20 @@ class ControllerApis:
     cluster_id: str
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
-        return SUPPORTED
+        # The election APIs only where there is an election: a quorum of several voters.
+        return {**SUPPORTED, **RAFT_APIS} if self.server.raft is not None else SUPPORTED
 
     async def handle(self, request: Request) -> None:
+        raft = self.server.raft
         match request.api_key:
             case ApiKey.API_VERSIONS:
-                handle_api_versions(request, SUPPORTED)
+                handle_api_versions(request, self.api_versions())
+            case ApiKey.FETCH | ApiKey.FETCH_SNAPSHOT | ApiKey.VOTE if raft is not None:
+                await handle_raft_request(request, raft, self.cluster_id)
+            case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH if raft is not None:
+                await handle_raft_request(request, raft, self.cluster_id)
+            case ApiKey.DESCRIBE_QUORUM:
+                describe_quorum(request, self.server)
             case ApiKey.FETCH:
                 await self._fetch(request)
             case ApiKey.FETCH_SNAPSHOT:

@@ -14,6 +14,13 @@ back into the controller's response types. Callers cannot tell the two apart, so
 handlers of :mod:`._admin`, the ISR proposals and the producer id blocks are one code path
 in both modes.
 
+With several controllers (``controller.quorum.voters`` naming three), only the active one
+answers; the others say NOT_CONTROLLER. A :class:`ControllerLocator` says which voter to
+ask: the leader that the broker's metadata fetcher last heard of (a voter that does not
+lead names the leader in its Fetch answer, KIP-595), or, while none is known, the next
+voter after one that failed to answer. Callers retry as they always do (heartbeats on
+their interval, clients on NOT_CONTROLLER), and their next attempt goes to the new one.
+
 Kafka wraps a client's admin request in an Envelope with the client's principal; there
 is no authorization here, so the broker sends the request itself, in the newest version
 both ends read (CreateTopics v4, DeleteTopics v3, CreatePartitions v1).
@@ -103,16 +110,49 @@ class ControllerChannel(Protocol):
 
 
 @attrs.define(eq=False)
+class ControllerLocator:
+    """Which of the voters is the active controller, as far as this broker knows."""
+
+    voters: tuple[Node, ...]
+    leader_epoch: int = -1
+    """The quorum's epoch of the leader last heard of (-1: none yet)."""
+    _index: int = 0
+
+    @property
+    def node(self) -> Node:
+        return self.voters[self._index]
+
+    def leader_is(self, leader_id: int, epoch: int) -> None:
+        """A voter named the leader of ``epoch`` (-1: it knows of none)."""
+        if epoch < self.leader_epoch:
+            return  # an answer from a voter that has not heard of the newer epoch
+        self.leader_epoch = epoch
+        for i, voter in enumerate(self.voters):
+            if voter.node_id == leader_id:
+                self._index = i
+
+    def failed(self, node: Node) -> None:
+        """``node`` did not answer (or does not lead and names no leader): try the next."""
+        if node == self.node and len(self.voters) > 1:
+            self._index = (self._index + 1) % len(self.voters)
+
+
+@attrs.define(eq=False)
 class RemoteController:
-    """The channel to a controller on another node, over its controller listener.
+    """The channel to the active controller on another node, over its controller listener.
 
     Its connection lives while :meth:`run` does; a request submitted before that, or
     after, fails as the unreachable controller does."""
 
-    node: Node
+    locator: ControllerLocator
     cluster_id: str
     client_id: str = "minikafka-controller-channel"
     _client: NetworkClient | None = attrs.field(init=False, default=None)
+
+    @property
+    def node(self) -> Node:
+        """The controller the next request goes to."""
+        return self.locator.node
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with NetworkClient.open(client_id=self.client_id) as client:
@@ -126,11 +166,28 @@ class RemoteController:
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
         if self._client is None:
             raise ControllerError(ErrorCode.request_timed_out)
+        node = self.node
         try:
-            return await self._submit(request)
+            response = await self._submit(request)
         except ClientError as exc:
             # Unreachable or too slow: every caller retries (heartbeats, ISR proposals)
             # or hands the error to its client, which retries (admin requests).
+            self.locator.failed(node)
+            raise ControllerError(ErrorCode.request_timed_out) from exc
+        if getattr(response, "error_code", None) is ErrorCode.not_controller:
+            self.locator.failed(node)  # unless the fetcher learns the leader first
+        return response
+
+    async def forward(self, body: RequestPayload) -> object:
+        """Send a client's request as it is to the active controller (DescribeQuorum,
+        which only the quorum's leader can answer); raises ControllerError if unreachable."""
+        if self._client is None:
+            raise ControllerError(ErrorCode.request_timed_out)
+        node = self.node
+        try:
+            return await self._client.send(node, body)
+        except ClientError as exc:
+            self.locator.failed(node)
             raise ControllerError(ErrorCode.request_timed_out) from exc
 
     async def _submit(self, request: ControllerRequest) -> ControllerResponse:

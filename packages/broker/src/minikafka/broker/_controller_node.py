@@ -6,8 +6,12 @@ writing ``__cluster_metadata-0`` in ``metadata.log.dir``, and a SocketServer on 
 ``controller.listener.names`` listeners answering the brokers (ControllerApis: the
 metadata log by Fetch and FetchSnapshot, registrations, heartbeats, AlterPartition,
 producer id blocks and forwarded admin requests). ``make cluster`` runs one beside
-three broker-only nodes. With one voter it is the active controller from the start;
-several voters are the Raft quorum's business (issue 19).
+three broker-only nodes. With one voter it is the active controller from the start.
+With several (``controller.quorum.voters`` naming three or five controllers, ``make
+cluster CONTROLLERS=3``) the metadata log is a Raft quorum (:mod:`minikafka.raft`, driven
+by :class:`~minikafka.controller.RaftQuorum`): the listener also serves Vote,
+BeginQuorumEpoch and EndQuorumEpoch, and this node is the active controller while it
+leads the quorum, a standby replaying the log otherwise.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ import attrs
 import trio
 
 from minikafka.common import ConfigError
-from minikafka.controller import ControllerServer
-from minikafka.net import SocketServer
+from minikafka.controller import ControllerServer, ListenerEndpoint, RaftQuorum
+from minikafka.net import Node, SocketServer
 from minikafka.trace import Tracer, get_tracer
 
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._meta_properties import ensure_formatted
+from ._quorum_transport import NetworkTransport
 from ._roles import PROCESS_ROLES, QUORUM_VOTERS
 
 _logger = logging.getLogger("minikafka.broker")
@@ -37,6 +42,8 @@ class ControllerNode:
     cluster_id: str
     controller: ControllerServer
     socket_server: SocketServer
+    transport: NetworkTransport | None = None
+    """How the Raft node reaches the other voters (None with one voter)."""
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
 
@@ -48,15 +55,36 @@ class ControllerNode:
         roles = config.roles
         if roles.is_broker:
             raise ConfigError(PROCESS_ROLES, f"{roles}: a node with the broker role is a broker")
-        if [v.node_id for v in roles.voters] != [config.node_id]:
-            raise ConfigError(
-                QUORUM_VOTERS,
-                "this version runs one controller: the voters must be this node alone",
-            )
+        if config.node_id not in {v.node_id for v in roles.voters}:
+            raise ConfigError(QUORUM_VOTERS, f"node.id {config.node_id} is not one of the voters")
         cluster_id = ensure_formatted([config.metadata_log_dir], config.node_id, create=False)
-        controller = ControllerServer.open(config.metadata_log_dir, config.controller, rng, tracer)
+        transport: NetworkTransport | None = None
+        if len(roles.voters) == 1:
+            controller = ControllerServer.open(
+                config.metadata_log_dir, config.controller, rng, tracer
+            )
+        else:
+            me = next(v for v in roles.voters if v.node_id == config.node_id)
+            transport = NetworkTransport(
+                {v.node_id: Node(v.node_id, v.host, v.port) for v in roles.voters},
+                f"raft-{config.node_id}",
+                config.raft.request_timeout,
+            )
+            quorum = RaftQuorum.open(
+                config.metadata_log_dir,
+                config.node_id,
+                [v.node_id for v in roles.voters],
+                transport,
+                cluster_id,
+                config.raft,
+                endpoints=[ListenerEndpoint(roles.controller_listener_names[0], me.host, me.port)],
+                rng=rng,
+                tracer=tracer,
+            )
+            controller = ControllerServer.open_raft(quorum, config.controller, rng, tracer)
         apis = ControllerApis(controller, cluster_id)
-        return cls(config, cluster_id, controller, SocketServer(config.net, apis, tracer=tracer))
+        server = SocketServer(config.net, apis, tracer=tracer)
+        return cls(config, cluster_id, controller, server, transport)
 
     def bound_address(self) -> tuple[str, int]:
         return self.socket_server.bound_address()
@@ -64,6 +92,8 @@ class ControllerNode:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
+                if self.transport is not None:
+                    await nursery.start(self.transport.run)
                 await nursery.start(self.controller.run)
                 await nursery.start(self.socket_server.serve)
                 host, port = self.bound_address()
@@ -76,6 +106,8 @@ class ControllerNode:
                 )
                 task_status.started()
                 await self._stop.wait()
+                # A leader hands over first (EndQuorumEpoch), while it can still answer.
+                await self.controller.resign()
                 await self.socket_server.shutdown(grace_seconds=1.0)
                 nursery.cancel_scope.cancel()
         finally:

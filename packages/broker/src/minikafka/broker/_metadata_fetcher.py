@@ -7,6 +7,11 @@ KafkaRaftClient does), hands the answer to the observer, fetches a snapshot piec
 piece when the observer wants one, and passes every :class:`ObserverUpdate` to the
 broker, which replays it. A failed request is retried after ``backoff`` seconds; the loop
 runs until cancelled.
+
+With several controllers it fetches from the quorum's leader: a voter that does not lead
+answers NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH) naming the leader and its epoch,
+and the :class:`~minikafka.broker._controller_channel.ControllerLocator` it shares with
+the broker's controller channel moves there; a voter that does not answer is skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from minikafka.controller import (
 from minikafka.net import ClientError, NetworkClient, Node
 
 from ._controller_apis import METADATA_TOPIC_ID
+from ._controller_channel import ControllerLocator
 
 SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 
@@ -49,7 +55,7 @@ class MetadataFetchError(Exception):
 
 async def fetch_metadata_forever(
     client: NetworkClient,
-    controller: Node,
+    locator: ControllerLocator,
     observer: MetadataObserver,
     apply: Callable[[ObserverUpdate], None],
     *,
@@ -58,12 +64,17 @@ async def fetch_metadata_forever(
     max_wait_ms: int = 500,
     backoff: float = 0.1,
 ) -> None:
-    """Keep ``observer`` caught up with the controller at ``controller``."""
+    """Keep ``observer`` caught up with the quorum's leader (``locator`` finds it)."""
     while True:
+        controller = locator.node
         try:
             answer = await fetch_once(
-                client, controller, observer, node_id, cluster_id, max_wait_ms
+                client, controller, observer, node_id, cluster_id, max_wait_ms, locator.leader_epoch
             )
+            if answer.leader_id >= 0 or answer.leader_epoch > locator.leader_epoch:
+                locator.leader_is(answer.leader_id, answer.leader_epoch)
+            if answer.error is not ErrorCode.none and answer.leader_id < 0:
+                locator.failed(controller)  # no leader named: ask another voter
             update = observer.on_fetch(answer)
             if update.snapshot_wanted is not None:
                 data = await fetch_snapshot(
@@ -74,6 +85,7 @@ async def fetch_metadata_forever(
             if answer.error is not ErrorCode.none:
                 await trio.sleep(backoff)
         except (ClientError, MetadataFetchError):
+            locator.failed(controller)
             await trio.sleep(backoff)
 
 
@@ -84,6 +96,7 @@ async def fetch_once(
     node_id: int,
     cluster_id: str,
     max_wait_ms: int,
+    leader_epoch: int = -1,
 ) -> MetadataFetchAnswer:
     """One Fetch at the observer's position, its answer as the core's value."""
     position = observer.position()
@@ -99,6 +112,7 @@ async def fetch_once(
                 partitions=(
                     fetch_v13.FetchPartition(
                         partition=i32(0),
+                        current_leader_epoch=i32(leader_epoch),
                         fetch_offset=i64(position.fetch_offset),
                         last_fetched_epoch=i32(position.last_fetched_epoch),
                         partition_max_bytes=i32(DEFAULT_FETCH_MAX_BYTES),

@@ -3,7 +3,10 @@ the fault tests kill, pause and restart.
 
 One controller-only node (``process.roles=controller``, node id 0) and N broker-only nodes
 (ids 1..N), each a ``minikafka broker`` process of its own, laid out under one root
-directory the way an operator would lay out separate machines:
+directory the way an operator would lay out separate machines. With ``controllers=3``
+(or 5) the controllers are a Raft quorum (issue 19): node ids 0..C-1 on ports counting
+down from the first controller's (9090, 9089, 9088), and the brokers' ids follow them
+(C..C+N-1), as Kafka's own multi-node examples number controllers first:
 
 .. code-block:: text
 
@@ -58,7 +61,7 @@ class ClusterError(RuntimeError):
 class ProcessCluster:
     root: Path
     cluster_id: str
-    controller_port: int
+    controller_ports: dict[int, int]
     broker_ports: dict[int, int]
     overrides: dict[str, str] = attrs.field(factory=dict)
     """Applied to every node's properties (the brokers' and the controller's)."""
@@ -66,6 +69,9 @@ class ProcessCluster:
     """Broker -> (port, advertised port) of a REPLICATION listener that brokers reach each
     other by (``inter.broker.listener.name``); a test advertises a fault proxy's port to
     put the proxy on every link into that broker. Empty: PLAINTEXT for everything."""
+    controller_listen_ports: dict[int, int] = attrs.field(factory=dict)
+    """Controller -> the port it listens on when that is not the one the voters name (a
+    test puts a fault proxy on the named port). Empty: each listens where it is named."""
     host: str = "127.0.0.1"
     _children: dict[int, subprocess.Popen[bytes]] = attrs.field(init=False, factory=dict)
 
@@ -80,29 +86,38 @@ class ProcessCluster:
         broker_port: int = DEFAULT_BROKER_PORT,
         controller_port: int = DEFAULT_CONTROLLER_PORT,
         broker_ports: Sequence[int] | None = None,
+        controllers: int = 1,
+        controller_ports: Sequence[int] | None = None,
         replication_ports: Mapping[int, tuple[int, int]] | None = None,
+        controller_listen_ports: Mapping[int, int] | None = None,
         overrides: Mapping[str, str] | None = None,
     ) -> ProcessCluster:
         """Write the layout and every node's properties, and format every node. Brokers
-        listen on consecutive ports from ``broker_port``, or on ``broker_ports``."""
+        listen on consecutive ports from ``broker_port``, or on ``broker_ports``; the
+        controllers on ports down from ``controller_port``, or on ``controller_ports``."""
         root = Path(root).resolve()
         ports = list(broker_ports or range(broker_port, broker_port + brokers))
+        cports = list(controller_ports or range(controller_port, controller_port - controllers, -1))
         cluster = cls(
             root,
             new_cluster_id(),
-            controller_port,
-            {b: ports[b - 1] for b in range(1, brokers + 1)},
+            {c: cports[c] for c in range(controllers)},
+            {controllers + b: ports[b] for b in range(brokers)},
             {**CLUSTER_DEFAULTS, **(overrides or {})},
             dict(replication_ports or {}),
+            dict(controller_listen_ports or {}),
         )
         root.mkdir(parents=True, exist_ok=True)
         (root / "traces").mkdir(exist_ok=True)
         layout = {
             "cluster_id": cluster.cluster_id,
-            "controller_port": controller_port,
+            "controller_ports": {str(c): p for c, p in cluster.controller_ports.items()},
             "broker_ports": {str(b): p for b, p in cluster.broker_ports.items()},
             "overrides": cluster.overrides,
             "replication_ports": {str(b): list(p) for b, p in cluster.replication_ports.items()},
+            "controller_listen_ports": {
+                str(c): p for c, p in cluster.controller_listen_ports.items()
+            },
         }
         (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
         for node in cluster.node_ids:
@@ -113,19 +128,24 @@ class ProcessCluster:
     def load(cls, root: Path) -> ProcessCluster:
         root = Path(root).resolve()
         layout = json.loads((root / LAYOUT_FILE).read_text())
+        if "controller_ports" in layout:
+            controllers = {int(c): int(p) for c, p in layout["controller_ports"].items()}
+        else:  # a layout written before several controllers existed
+            controllers = {CONTROLLER_ID: int(layout["controller_port"])}
         return cls(
             root,
             layout["cluster_id"],
-            int(layout["controller_port"]),
+            controllers,
             {int(b): int(p) for b, p in layout["broker_ports"].items()},
             dict(layout["overrides"]),
             {int(b): (int(p[0]), int(p[1])) for b, p in layout["replication_ports"].items()},
+            {int(c): int(p) for c, p in layout.get("controller_listen_ports", {}).items()},
         )
 
     def add_node(self, node: int) -> None:
         """Write ``node``'s properties and format its directory (a new broker joins with
         the cluster's id, as an operator adds a machine)."""
-        if node != CONTROLLER_ID and node not in self.broker_ports:
+        if node not in self.controller_ports and node not in self.broker_ports:
             self.broker_ports[node] = max(self.broker_ports.values()) + 1
             self._save_ports()
         props = self.properties(node)
@@ -149,14 +169,23 @@ class ProcessCluster:
 
     @property
     def node_ids(self) -> list[int]:
-        return [CONTROLLER_ID, *sorted(self.broker_ports)]
+        return [*sorted(self.controller_ports), *sorted(self.broker_ports)]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return sorted(self.controller_ports)
+
+    @property
+    def controller_port(self) -> int:
+        """The first controller's port."""
+        return self.controller_ports[min(self.controller_ports)]
 
     @property
     def bootstrap(self) -> str:
         return ",".join(f"{self.host}:{p}" for _, p in sorted(self.broker_ports.items()))
 
     def properties(self, node: int) -> dict[str, str]:
-        voters = f"{CONTROLLER_ID}@{self.host}:{self.controller_port}"
+        voters = ",".join(f"{c}@{self.host}:{p}" for c, p in sorted(self.controller_ports.items()))
         common = {
             "node.id": str(node),
             "controller.quorum.voters": voters,
@@ -164,10 +193,10 @@ class ProcessCluster:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.node_dir(node)),
         }
-        if node == CONTROLLER_ID:
+        if node in self.controller_ports:
             role = {
                 "process.roles": "controller",
-                "listeners": f"CONTROLLER://{self.host}:{self.controller_port}",
+                "listeners": f"CONTROLLER://{self.host}:{self.listen_port(node)}",
             }
         elif node in self.replication_ports:
             port, advertised = self.replication_ports[node]
@@ -189,6 +218,11 @@ class ProcessCluster:
             }
         return {**common, **role, **self.overrides}
 
+    def listen_port(self, node: int) -> int:
+        """Where ``node`` listens (a controller behind a proxy listens apart from the
+        port the voters name)."""
+        return self.controller_listen_ports.get(node) or self.port(node)
+
     def node_dir(self, node: int) -> Path:
         return self.root / f"node-{node}"
 
@@ -202,10 +236,10 @@ class ProcessCluster:
         return self.root / f"node-{node}.pid"
 
     def role(self, node: int) -> str:
-        return "controller" if node == CONTROLLER_ID else "broker"
+        return "controller" if node in self.controller_ports else "broker"
 
     def port(self, node: int) -> int:
-        return self.controller_port if node == CONTROLLER_ID else self.broker_ports[node]
+        return self.controller_ports.get(node) or self.broker_ports[node]
 
     # --- processes ----------------------------------------------------------------------------
 
@@ -277,18 +311,18 @@ class ProcessCluster:
         return "\n".join(text.splitlines()[-lines:])
 
     def up(self, timeout: float = 60.0) -> None:
-        """Start every node that is not running: the controller first, then the brokers,
-        which register with it and catch up with its metadata log."""
-        if self.pid(CONTROLLER_ID) is None:
-            self.start(CONTROLLER_ID, timeout=timeout)
-        offsets = {}
-        for node in sorted(self.broker_ports):
-            if self.pid(node) is None:
-                log = self.log_file(node)
-                offsets[node] = log.stat().st_size if log.exists() else 0
-                self.start(node, wait=False)
-        for node, offset in offsets.items():
-            self.wait_ready(node, offset, timeout)
+        """Start every node that is not running: the controllers first (together: a
+        quorum elects its leader once a majority is up), then the brokers, which register
+        with the active controller and catch up with its metadata log."""
+        for group in (self.controller_ids, sorted(self.broker_ports)):
+            offsets = {}
+            for node in group:
+                if self.pid(node) is None:
+                    log = self.log_file(node)
+                    offsets[node] = log.stat().st_size if log.exists() else 0
+                    self.start(node, wait=False)
+            for node, offset in offsets.items():
+                self.wait_ready(node, offset, timeout)
 
     def signal(self, node: int, signum: signal.Signals) -> None:
         pid = self.pid(node)
@@ -331,13 +365,13 @@ class ProcessCluster:
 
     def down(self, timeout: float = 60.0) -> None:
         """Stop the brokers (together: each moves its leaderships away), then the
-        controller, which they need for that."""
-        brokers = [b for b in sorted(self.broker_ports) if self.pid(b) is not None]
-        for node in brokers:
-            self.signal(node, signal.SIGTERM)
-        for node in brokers:
-            self.wait_exit(node, timeout)
-        self.stop(CONTROLLER_ID, timeout)
+        controllers, which they need for that."""
+        for group in (sorted(self.broker_ports), self.controller_ids):
+            running = [n for n in group if self.pid(n) is not None]
+            for node in running:
+                self.signal(node, signal.SIGTERM)
+            for node in running:
+                self.wait_exit(node, timeout)
 
     def kill_all(self) -> None:
         """SIGKILL every running node (a test's cleanup)."""

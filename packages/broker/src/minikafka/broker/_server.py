@@ -76,7 +76,7 @@ from minikafka.trace import Tracer, get_tracer
 from ._apis import KafkaApis
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
-from ._controller_channel import ControllerChannel, RemoteController
+from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
@@ -151,12 +151,6 @@ class BrokerServer:
                 f"{roles} (voters {_voters(roles)}): this version runs one controller; a "
                 "combined node must be the only voter",
             )
-        if not roles.is_controller and len(roles.voters) != 1:
-            raise ConfigError(
-                QUORUM_VOTERS,
-                f"{_voters(roles)}: this version runs one controller, so a broker names "
-                "exactly one voter",
-            )
         cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
         log_manager = LogManager.startup(
             config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
@@ -170,9 +164,11 @@ class BrokerServer:
             )
             channel, image = controller, controller.image
         else:
-            voter = roles.voters[0]
+            locator = ControllerLocator(
+                tuple(Node(v.node_id, v.host, v.port) for v in roles.voters)
+            )
             channel = RemoteController(
-                Node(voter.node_id, voter.host, voter.port),
+                locator,
                 cluster_id,
                 client_id=f"broker-{config.node_id}-to-controller",
             )
@@ -361,12 +357,12 @@ class BrokerServer:
         if not self._published and caught_up:
             self._publish_whole(self._image)
 
-    async def _follow_metadata(self, controller: Node) -> None:
+    async def _follow_metadata(self, locator: ControllerLocator) -> None:
         assert self.observer is not None
         async with NetworkClient.open(client_id=f"raft-observer-{self.config.node_id}") as client:
             await fetch_metadata_forever(
                 client,
-                controller,
+                locator,
                 self.observer,
                 self._on_observer_update,
                 node_id=self.config.node_id,
@@ -389,7 +385,7 @@ class BrokerServer:
                 else:
                     assert isinstance(self.channel, RemoteController)
                     await nursery.start(self.channel.run)
-                    nursery.start_soon(self._follow_metadata, self.channel.node)
+                    nursery.start_soon(self._follow_metadata, self.channel.locator)
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.fetchers.run)

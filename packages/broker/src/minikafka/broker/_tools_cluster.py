@@ -18,7 +18,6 @@ import typer
 from minikafka.net import NetworkClient
 
 from ._process_cluster import (
-    CONTROLLER_ID,
     DEFAULT_BROKER_PORT,
     DEFAULT_CONTROLLER_PORT,
     LAYOUT_FILE,
@@ -61,6 +60,9 @@ def _node(cluster: ProcessCluster, node: int) -> int:
 def up(
     root: Dir = Path("cluster"),
     brokers: Annotated[int, typer.Option(help="brokers, on first use", min=1)] = 3,
+    controllers: Annotated[
+        int, typer.Option(help="controllers, on first use (3 or 5: a Raft quorum)", min=1)
+    ] = 1,
     port: Annotated[int, typer.Option(help="the first broker's port")] = DEFAULT_BROKER_PORT,
     controller_port: Annotated[
         int, typer.Option(help="the controller's port")
@@ -72,7 +74,11 @@ def up(
             cluster = ProcessCluster.load(root)
         else:
             cluster = ProcessCluster.create(
-                root, brokers, broker_port=port, controller_port=controller_port
+                root,
+                brokers,
+                broker_port=port,
+                controller_port=controller_port,
+                controllers=controllers,
             )
             print(f"minikafka cluster: new cluster {cluster.cluster_id} in {cluster.root}")
         cluster.up()
@@ -139,7 +145,7 @@ def _status(cluster: ProcessCluster) -> None:
         pid = cluster.pid(node)
         if pid is None:
             state = "stopped"
-        elif node == CONTROLLER_ID or alive is None:
+        elif node in cluster.controller_ports or alive is None:
             state = "running"
         else:
             state = "running" if node in alive else "running, fenced"

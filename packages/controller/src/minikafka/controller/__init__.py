@@ -61,6 +61,9 @@ from ._quorum import MetadataQuorum as MetadataQuorum
 from ._quorum import NotLeaderError as NotLeaderError
 from ._quorum import SingleVoterQuorum as SingleVoterQuorum
 from ._quorum import SnapshotId as SnapshotId
+from ._raft_quorum import ListenerEndpoint as ListenerEndpoint
+from ._raft_quorum import QuorumUnavailableError as QuorumUnavailableError
+from ._raft_quorum import RaftQuorum as RaftQuorum
 from ._records import METADATA_TOPIC as METADATA_TOPIC
 from ._records import NO_LEADER as NO_LEADER
 from ._records import NO_LEADER_CHANGE as NO_LEADER_CHANGE
@@ -218,6 +221,7 @@ __all__ = [
     "IncrementalAlterConfigsResponse",
     "ListPartitionReassignmentsRequest",
     "ListPartitionReassignmentsResponse",
+    "ListenerEndpoint",
     "LocalPartition",
     "LocalReplicaChanges",
     "MetadataBatch",
@@ -244,6 +248,8 @@ __all__ = [
     "Publisher",
     "QuorumController",
     "QuorumLeaderElected",
+    "QuorumUnavailableError",
+    "RaftQuorum",
     "ReassignablePartition",
     "ReassignmentResult",
     "RecordsApplied",

@@ -29,7 +29,7 @@ from pathlib import Path
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import UNDEFINED_EPOCH, Log, LogConfig
+from minikafka.log import UNDEFINED_EPOCH, Log, LogConfig, whole_batches
 from minikafka.trace import NullTracer, Tracer
 
 from ._image import MetadataDelta, MetadataImage
@@ -39,6 +39,7 @@ from ._quorum import (
     METADATA_PARTITION_DIR,
     SnapshotId,
     decode_metadata_records,
+    last_offset_in,
     latest_snapshot_id,
 )
 from ._records import MetadataRecord
@@ -179,17 +180,15 @@ class MetadataObserver:
             fetched = self.log.read(offset, MAX_BATCH_SIZE_BYTES, max_offset=end)
             if fetched.records is None:
                 break
-            batch = [
-                (o, r)
-                for o, r in decode_metadata_records(fetched.records.read_bytes())
-                if offset <= o < end
-            ]
-            if not batch:
+            data = whole_batches(fetched.records.read_bytes())
+            out += [(o, r) for o, r in decode_metadata_records(data) if offset <= o < end]
+            # Control batches (a Raft leader's LeaderChange) hold no records to replay,
+            # but the reader passes them: what is applied is where the read ended.
+            last = min(last_offset_in(data), end - 1)
+            if last < offset:
                 break
-            out.extend(batch)
-            offset = batch[-1][0] + 1
-        if out:
-            self.applied_offset = out[-1][0]
+            offset = last + 1
+        self.applied_offset = max(self.applied_offset, offset - 1)
         return out
 
 

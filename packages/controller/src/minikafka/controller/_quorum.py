@@ -44,7 +44,7 @@ from minikafka.log import (
     LogConfig,
     Record,
     build_batch,
-    iter_records,
+    iter_decoded_batches,
     whole_batches,
 )
 from minikafka.trace import NullTracer, Tracer
@@ -137,6 +137,12 @@ class MetadataQuorum(Protocol):
     def latest_snapshot(self) -> tuple[SnapshotId, list[MetadataRecord]] | None: ...
 
 
+def encode_snapshot(records: Sequence[MetadataRecord]) -> bytes:
+    """A snapshot file's bytes: the image's records in one batch from offset 0 (an empty
+    image is an empty file)."""
+    return bytes(_encode_batch(records, 0, 0)) if records else b""
+
+
 def _encode_batch(records: Sequence[MetadataRecord], base_offset: int, epoch: int) -> bytearray:
     return _build(list(map(encode_record, records)), base_offset, epoch)
 
@@ -169,10 +175,24 @@ def split_into_batches(
 
 
 def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
-    for record in iter_records(buf):
-        if record.value is None:
-            raise CorruptRecordError(f"metadata record at offset {record.offset} has no value")
-        yield record.offset, decode_record(record.value)
+    """The metadata records in ``buf``, skipping control batches (the LeaderChange a
+    Raft leader writes first in its epoch is the quorum's, not the controller's)."""
+    for _, header, records in iter_decoded_batches(buf):
+        if header.is_control:
+            continue
+        for record in records:
+            if record.value is None:
+                raise CorruptRecordError(f"metadata record at offset {record.offset} has no value")
+            yield record.offset, decode_record(record.value)
+
+
+def last_offset_in(buf: bytes) -> int:
+    """The offset of the last record of the whole batches in ``buf`` (-1 if none),
+    control batches included: how far a reader of ``buf`` has come."""
+    last = -1
+    for _, header, _ in iter_decoded_batches(buf, verify_crc=False):
+        last = header.last_offset
+    return last
 
 
 def latest_snapshot_id(path: Path) -> SnapshotId | None:

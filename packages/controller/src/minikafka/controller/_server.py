@@ -29,6 +29,7 @@ import collections
 import logging
 import math
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,12 +38,28 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
+from minikafka.raft import QuorumInfo, ReplicaInfo
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import MetadataLogError, SingleVoterQuorum
+from ._quorum import (
+    MetadataLogError,
+    NotLeaderError,
+    SingleVoterQuorum,
+    decode_metadata_records,
+    encode_snapshot,
+)
+from ._raft_quorum import (
+    RaftCommitted,
+    RaftEvent,
+    RaftLeaderReady,
+    RaftQuorum,
+    RaftResigned,
+    RaftSnapshotLoaded,
+)
+from ._records import decode_record
 from ._requests import ControllerRequest, ControllerResponse
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
@@ -79,7 +96,12 @@ class _LogFailed:
     error: MetadataLogError
 
 
-_Event = _Request | _Committed | _Tick | _LogFailed
+@attrs.frozen
+class _Raft:
+    event: RaftEvent
+
+
+_Event = _Request | _Committed | _Tick | _LogFailed | _Raft
 
 
 def load_metadata(
@@ -110,8 +132,10 @@ def load_metadata(
 @attrs.define(eq=False)
 class ControllerServer:
     controller: QuorumController
-    quorum: SingleVoterQuorum
+    single: SingleVoterQuorum | None
+    """The one-voter quorum, or None when ``raft`` holds several voters' quorum."""
     image: MetadataImage
+    raft: RaftQuorum | None = None
     _publishers: list[Publisher] = attrs.field(init=False, factory=list)
     _send: trio.MemorySendChannel[_Event] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
@@ -154,6 +178,46 @@ class ControllerServer:
         image = load_metadata(quorum, controller)
         return cls(controller, quorum, image)
 
+    @classmethod
+    def open_raft(
+        cls,
+        quorum: RaftQuorum,
+        config: ControllerConfig,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
+    ) -> ControllerServer:
+        """A controller on a quorum of several voters (issue 19). It starts with nothing
+        and learns the state from the quorum: the latest snapshot and the committed
+        entries the Raft node hands over once it knows the high watermark."""
+        tracer = NullTracer(config.node_id) if tracer is None else tracer
+        controller = QuorumController(config, rng or random.Random(), tracer)
+        return cls(controller, None, MetadataImage(), quorum)
+
+    @property
+    def quorum(self) -> SingleVoterQuorum:
+        """The one-voter quorum (LookupError on a controller of several voters)."""
+        if self.single is None:
+            raise LookupError("this controller is one of several voters: see .raft")
+        return self.single
+
+    def describe_quorum(self) -> tuple[QuorumInfo, float] | None:
+        """DescribeQuorum's answer and the wall clock minus the clock its times were read
+        on; None unless this node leads the quorum (only the leader knows the others)."""
+        now = trio.current_time()
+        if self.raft is not None:
+            info = self.raft.describe()
+            return None if info is None else (info, self.raft.wall_clock_offset)
+        # One voter: the leader, always caught up with itself.
+        quorum = self.quorum
+        me = ReplicaInfo(quorum.node_id, quorum.log_end_offset, now, now)
+        info = QuorumInfo(quorum.node_id, quorum.epoch, quorum.high_watermark, (me,), ())
+        return info, time.time() - now
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this node is the active controller (it leads the quorum)."""
+        return self.controller.active
+
     def subscribe(self, publisher: Publisher) -> None:
         """Call ``publisher(delta, image)`` after every commit."""
         self._publishers.append(publisher)
@@ -165,11 +229,15 @@ class ControllerServer:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self._carry_out(
-                    self.controller.become_leader(self.quorum.epoch, trio.current_time())
-                )
+                if self.raft is not None:
+                    # Active once the quorum elects this node: RaftLeaderReady.
+                    await nursery.start(self.raft.run, self._on_raft)
+                else:
+                    self._carry_out(
+                        self.controller.become_leader(self.quorum.epoch, trio.current_time())
+                    )
+                    nursery.start_soon(self._committer)
                 nursery.start_soon(self._event_loop)
-                nursery.start_soon(self._committer)
                 nursery.start_soon(self._timer)
                 task_status.started()
         finally:
@@ -177,7 +245,17 @@ class ControllerServer:
             for event, replies in self._waiting.values():
                 replies.append(Reply(-1, None, ErrorCode.not_controller))
                 event.set()
-            self.quorum.close(commit=self.failure is None)
+            if self.single is not None:
+                self.single.close(commit=self.failure is None)
+
+    async def resign(self) -> None:
+        """A controlled shutdown of one of several voters: hand leadership over first
+        (EndQuorumEpoch), so the next leader is elected without waiting for a timeout."""
+        if self.raft is not None:
+            await self.raft.resign()
+
+    def _on_raft(self, event: RaftEvent) -> None:
+        self._send.send_nowait(_Raft(event))
 
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
         """Queue ``request`` and wait for the answer, which comes after its records commit."""
@@ -208,6 +286,8 @@ class ControllerServer:
                     actions = self.controller.on_timer(now)
                 case _LogFailed():
                     actions = self._resign(event.error)
+                case _Raft():
+                    actions = self._handle_raft(event.event, now)
             self._carry_out(actions)
             self._queue_moved.set()
             self._queue_moved = trio.Event()
@@ -255,7 +335,17 @@ class ControllerServer:
         for i, action in enumerate(actions):
             if isinstance(action, AppendRecords):
                 try:
-                    last = self.quorum.append(action.epoch, action.records)
+                    last = self._append(action)
+                except NotLeaderError:
+                    # The quorum moved on (its RaftResigned is queued behind this event):
+                    # these records never reach the log; their requests hear NOT_CONTROLLER.
+                    failed = self.controller.append_failed(
+                        action.base_offset, ErrorCode.not_controller
+                    )
+                    self._carry_out(failed)
+                    rest = actions[i + 1 :]
+                    self._carry_out([a for a in rest if not isinstance(a, AppendRecords)])
+                    return
                 except MetadataLogError as exc:
                     # The rest of this list was decided on top of the refused records:
                     # its appends go with them; its replies are among those failed.
@@ -268,13 +358,82 @@ class ControllerServer:
                 if last != action.last_offset:
                     raise RuntimeError(f"metadata log put {action} at last offset {last}")
                 self._uncommitted.append(action)
-                self._commit_wanted.set()
-                self._wake_fetchers()
+                if self.single is not None:
+                    self._commit_wanted.set()
+                    self._wake_fetchers()
             else:
                 waiter = self._waiting.pop(action.request_id, None)
                 if waiter is not None:
                     waiter[1].append(action)
                     waiter[0].set()
+
+    def _append(self, action: AppendRecords) -> int:
+        if self.raft is not None:
+            return self.raft.append(action.epoch, action.records)
+        return self.quorum.append(action.epoch, action.records)
+
+    # --- several voters: what the Raft node reports ----------------------------------------
+
+    def _handle_raft(self, event: RaftEvent, now: float) -> list[Action]:
+        controller = self.controller
+        match event:
+            case RaftCommitted() if controller.active:
+                # Our own records: answer the requests whose whole operation committed
+                # (the high watermark may stop inside one; Raft counts entries).
+                offset = -1
+                for append in self._uncommitted:
+                    if append.last_offset >= event.high_watermark:
+                        break
+                    offset = append.last_offset
+                if offset < 0:
+                    return []
+                actions = controller.handle_commit(offset)
+                self._publish(offset)
+                return actions
+            case RaftCommitted():
+                self._replay_committed(event)
+            case RaftSnapshotLoaded():
+                records = [r for _, r in decode_metadata_records(event.snapshot.payload)]
+                offset = event.snapshot.id.end_offset - 1
+                controller.load_snapshot(records, offset)
+                delta = MetadataDelta(MetadataImage())
+                for record in records:
+                    delta.replay(record)
+                delta.offset = offset
+                self._publish_delta(delta)
+            case RaftLeaderReady():
+                # Everything below the high watermark is committed and was replayed; the
+                # LeaderChange entry at its end is the quorum's, not a record.
+                controller.replay_committed((), event.high_watermark - 1)
+                _logger.info(
+                    "controller %d is active in epoch %d",
+                    self.controller.config.node_id,
+                    event.epoch,
+                )
+                return controller.become_leader(event.epoch, now)
+            case RaftResigned():
+                # Seed 004's revert: what was applied but not committed is undone, and the
+                # requests waiting on it hear NOT_CONTROLLER; the new leader serves them.
+                _logger.info(
+                    "controller %d is no longer active (epoch %d); reverted to offset %d",
+                    self.controller.config.node_id,
+                    event.epoch,
+                    controller.last_committed_offset,
+                )
+                self._uncommitted.clear()
+                return controller.resign()
+        return []
+
+    def _replay_committed(self, event: RaftCommitted) -> None:
+        """A standby controller replays what the leader committed, as a broker does."""
+        records = [(e.offset, decode_record(e.data)) for e in event.entries]
+        if not records:
+            return
+        self.controller.replay_committed((r for _, r in records), records[-1][0])
+        delta = MetadataDelta(self.image)
+        for offset, record in records:
+            delta.replay(record, offset)
+        self._publish_delta(delta)
 
     def _append_failed(self, action: AppendRecords, exc: MetadataLogError) -> list[Action]:
         # The requests whose records were refused hear why; after a fatal failure the
@@ -315,6 +474,9 @@ class ControllerServer:
                 delta.replay(record, append.base_offset + i)
         if delta.offset == self.image.offset:
             return
+        self._publish_delta(delta)
+
+    def _publish_delta(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()
         for publisher in self._publishers:
             publisher(delta, self.image)
@@ -324,24 +486,33 @@ class ControllerServer:
         threshold = self.controller.config.metadata_log_max_record_bytes_between_snapshots
         if self._snapshotting or self._nursery is None:
             return
-        if self.quorum.log.size - self._snapshot_size < threshold:
+        if self._log_size() - self._snapshot_size < threshold:
             return
         self._snapshotting = True
         self._snapshot_done = trio.Event()
         self._nursery.start_soon(self._write_snapshot, self.image)
 
+    def _log_size(self) -> int:
+        return self.raft.log_size if self.raft is not None else self.quorum.log.size
+
     async def _write_snapshot(self, image: MetadataImage) -> None:
         records = list(image.records())
         try:
-            snapshot = await trio.to_thread.run_sync(
-                self.quorum.write_snapshot, image.offset + 1, records
-            )
-            self.quorum.snapshot_written(snapshot)
+            if self.raft is not None:
+                # The Raft log keeps the snapshot (and drops the log below it); the
+                # payload is the image's records in a batch, as the one-voter quorum's.
+                payload = await trio.to_thread.run_sync(encode_snapshot, records)
+                self.raft.create_snapshot(image.offset + 1, payload)
+            else:
+                snapshot = await trio.to_thread.run_sync(
+                    self.quorum.write_snapshot, image.offset + 1, records
+                )
+                self.quorum.snapshot_written(snapshot)
         except OSError as exc:
             # A snapshot only shortens the next start's replay: try again after as much
             # log again, rather than fail the controller over it.
-            _logger.warning("writing a metadata snapshot in %s failed: %s", self.quorum.dir, exc)
-        self._snapshot_size = self.quorum.log.size
+            _logger.warning("writing a metadata snapshot failed: %s", exc)
+        self._snapshot_size = self._log_size()
         self._snapshotting = False
         self._snapshot_done.set()
 

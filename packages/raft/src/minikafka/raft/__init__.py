@@ -9,6 +9,9 @@ whole quorums in virtual time under faults and checks Raft's invariants after ev
 
 from ._config import QUORUM_CONFIG as QUORUM_CONFIG
 from ._config import RaftConfig as RaftConfig
+from ._describe import QuorumInfo as QuorumInfo
+from ._describe import ReplicaInfo as ReplicaInfo
+from ._file_log import FileRaftLog as FileRaftLog
 from ._log import Entry as Entry
 from ._log import EpochEnd as EpochEnd
 from ._log import MemoryLog as MemoryLog

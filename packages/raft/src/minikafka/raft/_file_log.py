@@ -20,19 +20,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from minikafka.log import (
-    Log,
-    LogConfig,
-    Record,
-    build_batch,
-    iter_decoded_batches,
-    whole_batches,
-)
+from minikafka.log import Log, LogConfig, whole_batches
 
+from ._batches import decode_entries, entry_batch
 from ._log import Entry, EpochEnd, Snapshot, SnapshotId, check_append, epoch_end, is_new_snapshot
 
 SNAPSHOT_SUFFIX = ".checkpoint"
-LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")  # version 0, LEADER_CHANGE
 _READ_BYTES = 1 << 20
 
 
@@ -111,13 +104,7 @@ class FileRaftLog:
     def append(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
             check_append(self, entry)
-            key = LEADER_CHANGE_KEY if entry.control else None
-            batch = build_batch(
-                [Record(entry.offset, 0, key, entry.data)],
-                partition_leader_epoch=entry.epoch,
-                is_control=entry.control,
-            )
-            self.log.append_as_follower(batch)
+            self.log.append_as_follower(entry_batch(entry))
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.start_offset:
@@ -136,20 +123,10 @@ class FileRaftLog:
             fetched = self.log.read(offset, _READ_BYTES)
             if fetched.records is None:
                 break
-            found = 0
-            for _, header, records in iter_decoded_batches(
-                whole_batches(fetched.records.read_bytes())
-            ):
-                for record in records:
-                    if record.offset < offset or len(entries) >= max_entries:
-                        continue
-                    data = record.value or b""
-                    entries.append(
-                        Entry(record.offset, header.partition_leader_epoch, data, header.is_control)
-                    )
-                    found += 1
+            found = decode_entries(whole_batches(fetched.records.read_bytes()), offset)
             if not found:
                 break
+            entries += found[: max_entries - len(entries)]
             offset = entries[-1].offset + 1
         return entries
 

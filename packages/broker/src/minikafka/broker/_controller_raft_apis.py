@@ -1,0 +1,119 @@
+"""The Raft half of a controller's listener when the quorum has several voters (KIP-595,
+KIP-630): Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot.
+
+Each request is decoded into the Raft core's value (:mod:`minikafka.raft.wire`), handed
+to the controller's :class:`~minikafka.controller.RaftQuorum`, and its answer encoded
+back. Fetch and FetchSnapshot come from the other voters and from the brokers alike: a
+broker is an observer, fetching the same log from the same leader, never counted in the
+high watermark. A node that is not the leader answers NOT_LEADER_OR_FOLLOWER and names
+the leader it knows, so the fetcher moves there.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+
+from kio.schema.describe_quorum.v1 import request as dq_v1
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32, i32Timedelta
+from kio.static.protocol import ResponsePayload
+
+from minikafka.controller import ControllerServer, QuorumUnavailableError, RaftQuorum
+from minikafka.net import ApiKey, Request, build, response_schema
+from minikafka.raft import wire
+from minikafka.raft._describe_wire import (
+    check_describe_quorum_request,
+    encode_describe_quorum_error,
+    encode_describe_quorum_response,
+)
+from minikafka.raft._messages import (
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    VoteResponse,
+)
+from minikafka.raft._messages import (
+    Request as RaftRequest,
+)
+
+DESCRIBE_QUORUM_VERSIONS = (1, 1)  # v1: KIP-836's last fetch and caught-up times
+RAFT_APIS: Mapping[int, tuple[int, int]] = {
+    # KIP-853's versions, the ones minikafka.raft.wire encodes (Vote v2 carries KIP-996's
+    # PreVote flag).
+    ApiKey.VOTE: (2, 2),
+    ApiKey.BEGIN_QUORUM_EPOCH: (1, 1),
+    ApiKey.END_QUORUM_EPOCH: (1, 1),
+}
+_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+def _error(request: Request, code: ErrorCode) -> ResponsePayload:
+    """The request's response with only a top-level ``code``."""
+    cls = response_schema(request.api_key, request.api_version)
+    assert cls is not None
+    if request.api_key == ApiKey.FETCH:
+        return build(
+            cls, throttle_time=_NO_THROTTLE, error_code=code, session_id=i32(0), responses=()
+        )
+    if request.api_key == ApiKey.FETCH_SNAPSHOT:
+        return build(cls, throttle_time=_NO_THROTTLE, error_code=code, topics=())
+    return build(cls, error_code=code, topics=())
+
+
+async def handle_raft_request(request: Request, quorum: RaftQuorum, cluster_id: str) -> None:
+    body = request.body
+    if getattr(body, "cluster_id", None) not in (None, cluster_id):
+        request.respond(_error(request, ErrorCode.inconsistent_cluster_id))
+        return
+    try:
+        source, message = wire.decode_request(body)  # type: ignore[arg-type]
+    except ValueError:
+        # Only __cluster_metadata-0 is replicated by the quorum.
+        request.respond(_error(request, ErrorCode.invalid_request))
+        return
+    try:
+        answer = await quorum.handle(source, message)
+    except QuorumUnavailableError:
+        # Starting, or too busy to answer in time: the sender retries.
+        request.respond(_error(request, ErrorCode.request_timed_out))
+        return
+    request.respond(_encode(message, answer, quorum))
+
+
+def _encode(request: RaftRequest, answer: Message, quorum: RaftQuorum) -> ResponsePayload:
+    match answer:
+        case VoteResponse():
+            return wire.encode_vote_response(answer)
+        case BeginQuorumEpochResponse():
+            return wire.encode_begin_quorum_epoch_response(answer)
+        case EndQuorumEpochResponse():
+            return wire.encode_end_quorum_epoch_response(answer)
+        case FetchResponse():
+            return wire.encode_fetch_response(answer, quorum.raft_log.start_offset)
+        case FetchSnapshotResponse():
+            assert isinstance(request, FetchSnapshotRequest)
+            return wire.encode_fetch_snapshot_response(answer, request.snapshot_id)
+    raise AssertionError(f"the Raft node answered {request} with {answer}")
+
+
+def describe_quorum(request: Request, server: ControllerServer) -> None:
+    """DescribeQuorum (KIP-595, KIP-836): the leader describes the quorum; any other
+    node answers NOT_LEADER_OR_FOLLOWER, and the asker tries another controller."""
+    body = request.body_as((dq_v1.DescribeQuorumRequest,))
+    response: ResponsePayload
+    try:
+        check_describe_quorum_request(body)
+    except ValueError:
+        response = encode_describe_quorum_error(ErrorCode.unknown_topic_or_partition, body)
+    else:
+        described = server.describe_quorum()
+        if described is None:
+            response = encode_describe_quorum_error(ErrorCode.not_leader_or_follower)
+        else:
+            info, offset = described
+            response = encode_describe_quorum_response(info, wall_clock_offset=offset)
+    request.respond(response)

@@ -1,0 +1,197 @@
+"""``minikafka metadata-quorum``: Kafka's kafka-metadata-quorum.sh, ``describe --status``
+and ``describe --replication`` (KIP-595's DescribeQuorum, with KIP-836's lag times).
+
+Only the quorum's leader can describe it, so the tool finds it one of two ways, as Kafka's
+does: ``--bootstrap-server`` names brokers, any of which forwards the request to the
+active controller; ``--bootstrap-controller`` names controllers, and the tool asks each in
+turn until the leader answers (the others say NOT_LEADER_OR_FOLLOWER). The answer is
+decoded by :mod:`minikafka.raft._describe_wire` to wall-clock seconds and printed by
+:mod:`minikafka.raft._describe`, whose two views are the script's.
+
+``--status`` begins with the cluster id, which DescribeQuorum does not carry: from a
+broker it comes from Metadata; a controller is asked DescribeCluster (KIP-919) if it
+advertises the API, and the line is left empty otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+import attrs
+import typer
+from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
+from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
+from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
+
+from minikafka.net import ApiKey, ClientError, Node
+from minikafka.raft._describe import QuorumInfo, format_replication, format_status
+from minikafka.raft._describe_wire import (
+    DescribeQuorumError,
+    decode_describe_quorum_response,
+    encode_describe_quorum_request,
+)
+
+from ._cli_common import run_tool, usage
+from ._tools_client import Cluster, KafkaError, ToolError, check
+
+View = Literal["status", "replication"]
+CLIENT_ID = "minikafka-metadata-quorum"
+CONTROLLER_ENDPOINTS = 2
+"""DescribeCluster's ``endpoint_type`` for controllers (KIP-919; 1 is brokers)."""
+
+
+# --- the work ----------------------------------------------------------------------------
+
+
+async def describe_quorum(cluster: Cluster, *, via_controller: bool) -> QuorumInfo:
+    """The quorum as its leader describes it, times in seconds since the epoch.
+
+    Each bootstrap server is tried in order until one answers: a broker that cannot be
+    reached is skipped, as is (with ``via_controller``) a controller that is not the
+    leader. :class:`KafkaError` for an error code, :class:`ToolError` if none answered.
+    """
+    failure: ToolError | None = None
+    for node in cluster.bootstrap:
+        try:
+            response = await cluster.request(
+                node, encode_describe_quorum_request(), DescribeQuorumResponse
+            )
+        except ToolError as e:
+            failure = e
+            continue
+        try:
+            return decode_describe_quorum_response(response)
+        except DescribeQuorumError as e:
+            if via_controller and e.error_code == ErrorCode.not_leader_or_follower:
+                # A follower cannot describe the quorum; another controller may lead it.
+                failure = KafkaError(e.error_code, f"controller {_where(node)} is not the leader")
+                continue
+            raise KafkaError(e.error_code, f"DescribeQuorum to {_where(node)}") from None
+        except ValueError as e:
+            raise ToolError(f"DescribeQuorum to {_where(node)}: {e}") from None
+    assert failure is not None
+    raise failure
+
+
+async def describe_cluster_id(cluster: Cluster, *, via_controller: bool) -> str:
+    """The cluster id for ``--status``: a broker's Metadata, a controller's DescribeCluster
+    if it serves one we can send (v1, which asks for controllers), else ""."""
+    if not via_controller:
+        metadata = await cluster.metadata([])  # no topics: only the brokers and the id
+        return metadata.cluster_id or ""
+    for node in cluster.bootstrap:
+        try:
+            served = await cluster.client.api_versions(node)
+        except ClientError:
+            continue  # unreachable: describe_quorum reports it if no other answers
+        low, high = served.get(ApiKey.DESCRIBE_CLUSTER, (0, -1))
+        if not low <= DescribeClusterRequest.__version__ <= high:
+            return ""
+        request = DescribeClusterRequest(
+            include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS)
+        )
+        described = await cluster.request(node, request, DescribeClusterResponse)
+        check(described.error_code, described.error_message)
+        return described.cluster_id
+    return ""
+
+
+async def describe(
+    cluster: Cluster,
+    view: View,
+    *,
+    via_controller: bool,
+    now: Callable[[], float] = time.time,
+) -> str:
+    """What ``describe --status`` or ``describe --replication`` prints."""
+    if view == "replication":
+        return format_replication(await describe_quorum(cluster, via_controller=via_controller))
+    cluster_id = await describe_cluster_id(cluster, via_controller=via_controller)
+    info = await describe_quorum(cluster, via_controller=via_controller)
+    # The times are the leader's wall clock, so the lag time is measured on this one.
+    return format_status(info, now(), cluster_id)
+
+
+def _where(node: Node) -> str:
+    return f"{node.host}:{node.port}"
+
+
+# --- the command -------------------------------------------------------------------------
+
+quorum_app = typer.Typer(
+    name="metadata-quorum",
+    help="Describe the KRaft metadata quorum: its leader, voters and their replication "
+    "(kafka-metadata-quorum.sh).",
+    no_args_is_help=True,
+)
+
+
+@attrs.frozen
+class _Bootstrap:
+    server: str | None
+    controller: str | None
+
+
+@quorum_app.callback()
+def _quorum_group(
+    ctx: typer.Context,
+    bootstrap_server: Annotated[
+        str | None,
+        typer.Option(
+            "--bootstrap-server",
+            metavar="HOST:PORT",
+            help="broker(s), comma-separated; a broker forwards to the active controller",
+        ),
+    ] = None,
+    bootstrap_controller: Annotated[
+        str | None,
+        typer.Option(
+            "--bootstrap-controller",
+            metavar="HOST:PORT",
+            help="controller(s), comma-separated; the quorum's leader answers",
+        ),
+    ] = None,
+) -> None:
+    """Describe the KRaft metadata quorum: its leader, voters and their replication
+    (kafka-metadata-quorum.sh)."""
+    # Checked by the subcommand, so that `describe --help` works without either.
+    ctx.obj = _Bootstrap(bootstrap_server, bootstrap_controller)
+
+
+@quorum_app.command("describe")
+def describe_command(
+    ctx: typer.Context,
+    status: Annotated[
+        bool,
+        typer.Option(
+            "--status", help="a summary: leader, epoch, high watermark, lag, voters, observers"
+        ),
+    ] = False,
+    replication: Annotated[
+        bool,
+        typer.Option(
+            "--replication",
+            help="one row a replica: log end offset, lag, last fetch and catch-up times",
+        ),
+    ] = False,
+) -> None:
+    """Describe the metadata quorum, as its leader sees it."""
+    bootstrap = ctx.obj
+    assert isinstance(bootstrap, _Bootstrap)
+    if (bootstrap.server is None) == (bootstrap.controller is None):
+        raise usage("give exactly one of --bootstrap-server, --bootstrap-controller")
+    if status == replication:
+        raise usage("give exactly one of --status, --replication")
+    view: View = "status" if status else "replication"
+    via_controller = bootstrap.controller is not None
+    servers = bootstrap.controller if bootstrap.controller is not None else bootstrap.server
+    assert servers is not None
+
+    async def run(cluster: Cluster) -> str:
+        return await describe(cluster, view, via_controller=via_controller)
+
+    print(run_tool(run, servers, CLIENT_ID))

@@ -1,0 +1,202 @@
+"""DescribeQuorum in Kafka's wire schema, v1: KIP-595's request and answer, with the two
+per-replica times KIP-836 added (``last_fetch_timestamp``, ``last_caught_up_timestamp``).
+
+The leader builds a :class:`~._describe.QuorumInfo` on its own clock (virtual time in
+the simulator, a monotonic clock in a shell); the wire carries epoch milliseconds, read
+off the leader's wall clock, so a node encodes with the offset between its clock and the
+wall clock, and a client decodes to seconds since the epoch. That is what
+``kafka-metadata-quorum.sh describe --replication`` prints, and what
+:func:`~._describe.format_replication` prints of a decoded answer.
+
+As with :mod:`._wire`, the request must name exactly ``__cluster_metadata-0``. Errors
+sit where Kafka puts them: NOT_LEADER_OR_FOLLOWER (a node that is not the leader) and
+UNKNOWN_TOPIC_OR_PARTITION (a request for another partition) on the partition, anything
+else (a broker that could not reach the controller, an authorization failure) at the top
+level with no topics. A client gets either as :class:`DescribeQuorumError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kio.schema.describe_quorum.v1 import request as dq_req
+from kio.schema.describe_quorum.v1 import response as dq_res
+from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i64
+
+from ._describe import QuorumInfo, ReplicaInfo
+from ._wire import METADATA_TOPIC, NO_ID, _only_partition
+
+UNKNOWN_TIME = -1
+"""The schema's value of a timestamp the leader does not know (never fetched)."""
+
+PARTITION_ERRORS = frozenset(
+    {ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition}
+)
+"""The codes Kafka answers on the partition rather than at the top level."""
+
+
+class DescribeQuorumError(Exception):
+    """The answer carried an error code instead of the quorum (top level or partition)."""
+
+    def __init__(self, error_code: int, *, partition_level: bool) -> None:
+        self.error_code = int(error_code)
+        self.partition_level = partition_level
+        self.name = error_name(error_code)
+        where = f"{METADATA_TOPIC}-0" if partition_level else "top level"
+        super().__init__(f"DescribeQuorum failed with {self.name} ({where})")
+
+
+def error_name(code: int) -> str:
+    """Kafka's name of an error code (``NOT_LEADER_OR_FOLLOWER``)."""
+    try:
+        return ErrorCode(int(code)).name.upper()
+    except ValueError:
+        return f"UNKNOWN_ERROR_CODE({int(code)})"
+
+
+# -- the request -------------------------------------------------------------------------
+
+
+def encode_describe_quorum_request() -> dq_req.DescribeQuorumRequest:
+    """What a client asks: the one partition of the metadata quorum."""
+    partition = dq_req.PartitionData(partition_index=i32(0))
+    topic = dq_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    return dq_req.DescribeQuorumRequest(topics=(topic,))
+
+
+def check_describe_quorum_request(request: dq_req.DescribeQuorumRequest) -> None:
+    """``ValueError`` unless ``request`` asks for ``__cluster_metadata-0`` and nothing else;
+    the node then answers UNKNOWN_TOPIC_OR_PARTITION (:func:`encode_describe_quorum_error`
+    with the request), as Kafka does."""
+    _only_partition(request.topics, "DescribeQuorum")
+
+
+# -- the answer ---------------------------------------------------------------------------
+
+
+def _epoch_ms(seconds: float | None, wall_clock_offset: float) -> i64:
+    return i64(UNKNOWN_TIME if seconds is None else round((seconds + wall_clock_offset) * 1000))
+
+
+def _seconds(epoch_ms: int) -> float | None:
+    return None if epoch_ms == UNKNOWN_TIME else epoch_ms / 1000
+
+
+def _replica_states(
+    replicas: Iterable[ReplicaInfo], wall_clock_offset: float
+) -> tuple[dq_res.ReplicaState, ...]:
+    return tuple(
+        dq_res.ReplicaState(
+            replica_id=BrokerId(r.replica_id),
+            log_end_offset=i64(r.log_end_offset),
+            last_fetch_timestamp=_epoch_ms(r.last_fetch, wall_clock_offset),
+            last_caught_up_timestamp=_epoch_ms(r.last_caught_up, wall_clock_offset),
+        )
+        for r in replicas
+    )
+
+
+def _answer(partitions: tuple[dq_res.PartitionData, ...]) -> dq_res.DescribeQuorumResponse:
+    topic = dq_res.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=partitions)
+    return dq_res.DescribeQuorumResponse(error_code=ErrorCode.none, topics=(topic,))
+
+
+def encode_describe_quorum_response(
+    info: QuorumInfo, *, wall_clock_offset: float
+) -> dq_res.DescribeQuorumResponse:
+    """The leader's answer. ``wall_clock_offset`` is the wall clock minus the clock
+    ``info``'s times were read on (seconds), so the times go out as epoch milliseconds,
+    the leader's wall clock the schema names; an unknown time goes out as -1."""
+    partition = dq_res.PartitionData(
+        partition_index=i32(0),
+        error_code=ErrorCode.none,
+        leader_id=BrokerId(info.leader_id),
+        leader_epoch=i32(info.leader_epoch),
+        high_watermark=i64(info.high_watermark),
+        current_voters=_replica_states(info.voters, wall_clock_offset),
+        observers=_replica_states(info.observers, wall_clock_offset),
+    )
+    return _answer((partition,))
+
+
+def _error_partition(index: int, code: ErrorCode) -> dq_res.PartitionData:
+    # An error answer knows no leader: the leader id says so with the schema's -1
+    # ("unknown"). Kafka leaves the epoch and high watermark at zero and so do we; a
+    # reader must look at the error code first (decode does).
+    return dq_res.PartitionData(
+        partition_index=i32(index),
+        error_code=code,
+        leader_id=BrokerId(NO_ID),
+        leader_epoch=i32(0),
+        high_watermark=i64(0),
+        current_voters=(),
+        observers=(),
+    )
+
+
+def encode_describe_quorum_error(
+    error_code: int, request: dq_req.DescribeQuorumRequest | None = None
+) -> dq_res.DescribeQuorumResponse:
+    """An answer carrying ``error_code`` instead of the quorum.
+
+    NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_OR_PARTITION go on the partition, as in
+    Kafka's KafkaRaftClient: on each partition ``request`` named (so a request for
+    another topic hears about that topic), on ``__cluster_metadata-0`` without one. Any
+    other code goes at the top level with no topics, which is Kafka's answer to a request
+    that failed as a whole.
+    """
+    code = ErrorCode(int(error_code))
+    if code == ErrorCode.none:
+        raise ValueError("an error answer needs an error code")
+    if code not in PARTITION_ERRORS:
+        return dq_res.DescribeQuorumResponse(error_code=code, topics=())
+    if request is None:
+        return _answer((_error_partition(0, code),))
+    return dq_res.DescribeQuorumResponse(
+        error_code=ErrorCode.none,
+        topics=tuple(
+            dq_res.TopicData(
+                topic_name=t.topic_name,
+                partitions=tuple(_error_partition(p.partition_index, code) for p in t.partitions),
+            )
+            for t in request.topics
+        ),
+    )
+
+
+def decode_describe_quorum_response(response: dq_res.DescribeQuorumResponse) -> QuorumInfo:
+    """The quorum as the leader described it, times in seconds since the epoch (None:
+    unknown). :class:`DescribeQuorumError` on an error code, top level first (such an
+    answer has no topics); ``ValueError`` if it is not about ``__cluster_metadata-0`` or
+    names a leader that is not a voter."""
+    if response.error_code != ErrorCode.none:
+        raise DescribeQuorumError(response.error_code, partition_level=False)
+    p = _only_partition(response.topics, "DescribeQuorumResponse")
+    assert isinstance(p, dq_res.PartitionData)
+    if p.error_code != ErrorCode.none:
+        raise DescribeQuorumError(p.error_code, partition_level=True)
+    voters = _replicas(p.current_voters)
+    if all(v.replica_id != p.leader_id for v in voters):
+        # Both views start from the leader's own row; an answer without one is broken.
+        raise ValueError(f"DescribeQuorumResponse: leader {p.leader_id} is not among the voters")
+    return QuorumInfo(
+        leader_id=int(p.leader_id),
+        leader_epoch=int(p.leader_epoch),
+        high_watermark=int(p.high_watermark),
+        voters=voters,
+        observers=_replicas(p.observers),
+    )
+
+
+def _replicas(states: Iterable[dq_res.ReplicaState]) -> tuple[ReplicaInfo, ...]:
+    return tuple(
+        ReplicaInfo(
+            replica_id=int(s.replica_id),
+            log_end_offset=int(s.log_end_offset),
+            last_fetch=_seconds(s.last_fetch_timestamp),
+            last_caught_up=_seconds(s.last_caught_up_timestamp),
+        )
+        for s in states
+    )
