@@ -238,7 +238,7 @@ def decode_fetch_snapshot_response(
         int(p.current_leader.leader_epoch),
         _optional(int(p.current_leader.leader_id)),
         snapshot if error is Errors.NONE else None,
-        int(p.size),
+        int(p.size) if error is Errors.NONE else 0,  # an error answer's size is -1
         int(p.position),
         bytes(p.unaligned_records),
     )

@@ -1,0 +1,143 @@
+"""Three controllers in one process, a Raft quorum over real sockets (issue 19, seed 004).
+
+Every link into each controller goes through a :class:`FaultProxy`, so a test can cut a
+leader off. What is checked:
+
+- one of the three becomes the active controller, and the others replay what it commits
+  (their images agree, offset for offset);
+- a leader cut off from the others cannot commit: the request it had accepted waits, and
+  when check-quorum makes it resign the request fails with NOT_CONTROLLER and its
+  records are reverted (seed 004's timeline revert): neither the old leader's state nor
+  the new leader's has them; after the partition heals, the old leader follows the new
+  one and every image is the same again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.broker._config import KafkaConfig
+from minikafka.broker._controller_node import ControllerNode
+from minikafka.broker._meta_properties import format_storage, new_cluster_id
+from minikafka.broker.testing import free_ports
+from minikafka.controller import (
+    BrokerEndpoint,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ControllerError,
+)
+from minikafka.net.testing import FaultProxy
+
+DEADLINE = 60.0
+# Short timeouts: a cut-off leader resigns after 1.5 fetch timeouts.
+QUORUM = {"quorum.fetch.timeout.ms": "1000", "quorum.election.timeout.ms": "500"}
+
+
+@asynccontextmanager
+async def quorum(tmp_path: Path) -> AsyncIterator[tuple[list[ControllerNode], list[FaultProxy]]]:
+    """Controllers 0, 1 and 2 running in this trio loop, each behind its proxy."""
+    listen = free_ports(3)
+    cluster_id = new_cluster_id()
+    async with trio.open_nursery() as nursery:
+        proxies = [FaultProxy("127.0.0.1", port) for port in listen]
+        for proxy in proxies:
+            await nursery.start(proxy.run)
+        voters = ",".join(f"{i}@127.0.0.1:{p.port}" for i, p in enumerate(proxies))
+        nodes = []
+        for i, port in enumerate(listen):
+            data = tmp_path / f"node-{i}"
+            config = KafkaConfig.from_properties(
+                {
+                    "node.id": str(i),
+                    "process.roles": "controller",
+                    "controller.quorum.voters": voters,
+                    "controller.listener.names": "CONTROLLER",
+                    "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                    "log.dirs": str(data),
+                    **QUORUM,
+                }
+            )
+            format_storage([data], data, cluster_id, i)
+            nodes.append(ControllerNode.open(config))
+        for node in nodes:
+            await nursery.start(node.run)
+        try:
+            yield nodes, proxies
+        finally:
+            for node in nodes:
+                await node.shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def active(nodes: list[ControllerNode], among: list[int]) -> int:
+    """The controller among ``among`` that is active, once one is."""
+    with trio.fail_after(DEADLINE):
+        while True:
+            leaders = [i for i in among if nodes[i].controller.is_active]
+            if leaders:
+                return leaders[0]
+            await trio.sleep(0.05)  # polling the nodes' state, inside the deadline
+
+
+async def same_images(nodes: list[ControllerNode], at_least: int) -> None:
+    """Until every controller's image is at the same offset, at least ``at_least``."""
+    with trio.fail_after(DEADLINE):
+        while True:
+            offsets = {node.controller.image.offset for node in nodes}
+            if len(offsets) == 1 and offsets.pop() >= at_least:
+                return
+            await trio.sleep(0.05)  # polling the nodes' state, inside the deadline
+
+
+def registration(broker_id: int) -> BrokerRegistrationRequest:
+    endpoint = BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
+    return BrokerRegistrationRequest(broker_id, uuid.uuid4(), (endpoint,))
+
+
+async def test_the_standby_controllers_replay_what_the_leader_commits(tmp_path: Path) -> None:
+    async with quorum(tmp_path) as (nodes, _):
+        leader = await active(nodes, [0, 1, 2])
+        response = await nodes[leader].controller.submit(registration(7))
+        assert isinstance(response, BrokerRegistrationResponse)
+        assert response.error_code is ErrorCode.none
+        committed = nodes[leader].controller.image.offset
+        await same_images(nodes, committed)
+        for node in nodes:
+            assert 7 in node.controller.image.brokers
+            assert not node.controller.is_active or node is nodes[leader]
+
+
+async def test_a_cut_off_leader_fails_what_it_holds_and_reverts(tmp_path: Path) -> None:
+    async with quorum(tmp_path) as (nodes, proxies):
+        leader = await active(nodes, [0, 1, 2])
+        old = nodes[leader].controller
+        proxies[leader].refuse(True)
+        proxies[leader].cut()
+        assert old.is_active  # check-quorum needs 1.5 fetch timeouts to notice
+        # Accepted and applied by the leader, never committed: no follower can fetch it.
+        with trio.fail_after(DEADLINE), pytest.raises(ControllerError) as failed:
+            await old.submit(registration(8))
+        assert failed.value.error_code is ErrorCode.not_controller
+        assert old.controller.epoch is None  # resigned: no longer active
+        # Reverted to the committed state: broker 8 is in no controller's state.
+        assert old.controller.cluster.brokers.get(8) is None
+        others = [i for i in range(3) if i != leader]
+        new = nodes[await active(nodes, others)].controller
+        assert new.controller.cluster.brokers.get(8) is None
+        response = await new.submit(registration(9))
+        assert isinstance(response, BrokerRegistrationResponse)
+        # Healed: the old leader follows the new one; every image is the same.
+        proxies[leader].refuse(False)
+        proxies[leader].heal()
+        await same_images(nodes, new.image.offset)
+        for node in nodes:
+            assert 9 in node.controller.image.brokers
+            assert 8 not in node.controller.image.brokers
