@@ -18,6 +18,7 @@ from . import (
     broker_memory,
     broker_produce,
     cluster_replication,
+    controller_quorum,
     e2e_latency,
     log_io,
     log_validate,
@@ -38,6 +39,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     e2e_latency.NAME: e2e_latency.run,
     cluster_replication.NAME: cluster_replication.run,
     raft_quorum.NAME: raft_quorum.run,
+    controller_quorum.NAME: controller_quorum.run,
 }
 
 

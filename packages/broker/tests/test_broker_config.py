@@ -23,6 +23,7 @@ from minikafka.controller import CONTROLLER_CONFIG, REPLICATION_TOPIC_CONFIG
 from minikafka.coordination import GROUP_CONFIG
 from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG
 from minikafka.net import NET_CONFIG, Listener
+from minikafka.raft import QUORUM_CONFIG
 
 MINIMAL = {"listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": "/tmp/minikafka-test-data"}
 HOUR_MS = 3600 * 1000
@@ -437,6 +438,7 @@ def test_each_key_is_declared_once_and_known_keys_are_the_declarations() -> None
         (LOG_MANAGER_CONFIG, True),
         (CONTROLLER_CONFIG, True),
         (GROUP_CONFIG, True),
+        (QUORUM_CONFIG, True),
         (LOG_CONFIG, False),  # a topic sets the names, the broker the synonyms
         (REPLICATION_TOPIC_CONFIG, False),
     )

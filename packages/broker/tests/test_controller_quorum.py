@@ -5,6 +5,8 @@ leader off. What is checked:
 
 - one of the three becomes the active controller, and the others replay what it commits
   (their images agree, offset for offset);
+- a follower cut off while the leader snapshots and drops its log comes back by copying
+  the snapshot (FetchSnapshot, KIP-630) and ends with the same image;
 - a leader cut off from the others cannot commit: the request it had accepted waits, and
   when check-quorum makes it resign the request fails with NOT_CONTROLLER and its
   records are reverted (seed 004's timeline revert): neither the old leader's state nor
@@ -19,6 +21,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 from kio.schema.errors import ErrorCode
@@ -40,8 +43,21 @@ DEADLINE = 60.0
 QUORUM = {"quorum.fetch.timeout.ms": "1000", "quorum.election.timeout.ms": "500"}
 
 
+@attrs.define
+class Quorum:
+    nodes: list[ControllerNode]
+    proxies: list[FaultProxy]
+    configs: list[KafkaConfig]
+    nursery: trio.Nursery
+
+    async def restart(self, i: int) -> None:
+        """Start controller ``i`` again on its directory (after ``shutdown``)."""
+        self.nodes[i] = ControllerNode.open(self.configs[i])
+        await self.nursery.start(self.nodes[i].run)
+
+
 @asynccontextmanager
-async def quorum(tmp_path: Path) -> AsyncIterator[tuple[list[ControllerNode], list[FaultProxy]]]:
+async def quorum(tmp_path: Path, **overrides: str) -> AsyncIterator[Quorum]:
     """Controllers 0, 1 and 2 running in this trio loop, each behind its proxy."""
     listen = free_ports(3)
     cluster_id = new_cluster_id()
@@ -50,29 +66,33 @@ async def quorum(tmp_path: Path) -> AsyncIterator[tuple[list[ControllerNode], li
         for proxy in proxies:
             await nursery.start(proxy.run)
         voters = ",".join(f"{i}@127.0.0.1:{p.port}" for i, p in enumerate(proxies))
-        nodes = []
+        configs = []
         for i, port in enumerate(listen):
             data = tmp_path / f"node-{i}"
-            config = KafkaConfig.from_properties(
-                {
-                    "node.id": str(i),
-                    "process.roles": "controller",
-                    "controller.quorum.voters": voters,
-                    "controller.listener.names": "CONTROLLER",
-                    "listeners": f"CONTROLLER://127.0.0.1:{port}",
-                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                    "log.dirs": str(data),
-                    **QUORUM,
-                }
+            configs.append(
+                KafkaConfig.from_properties(
+                    {
+                        "node.id": str(i),
+                        "process.roles": "controller",
+                        "controller.quorum.voters": voters,
+                        "controller.listener.names": "CONTROLLER",
+                        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                        "log.dirs": str(data),
+                        **QUORUM,
+                        **overrides,
+                    }
+                )
             )
             format_storage([data], data, cluster_id, i)
-            nodes.append(ControllerNode.open(config))
+        nodes = [ControllerNode.open(config) for config in configs]
         for node in nodes:
             await nursery.start(node.run)
+        running = Quorum(nodes, proxies, configs, nursery)
         try:
-            yield nodes, proxies
+            yield running
         finally:
-            for node in nodes:
+            for node in running.nodes:
                 await node.shutdown()
             nursery.cancel_scope.cancel()
 
@@ -103,7 +123,8 @@ def registration(broker_id: int) -> BrokerRegistrationRequest:
 
 
 async def test_the_standby_controllers_replay_what_the_leader_commits(tmp_path: Path) -> None:
-    async with quorum(tmp_path) as (nodes, _):
+    async with quorum(tmp_path) as running:
+        nodes = running.nodes
         leader = await active(nodes, [0, 1, 2])
         response = await nodes[leader].controller.submit(registration(7))
         assert isinstance(response, BrokerRegistrationResponse)
@@ -116,7 +137,8 @@ async def test_the_standby_controllers_replay_what_the_leader_commits(tmp_path: 
 
 
 async def test_a_cut_off_leader_fails_what_it_holds_and_reverts(tmp_path: Path) -> None:
-    async with quorum(tmp_path) as (nodes, proxies):
+    async with quorum(tmp_path) as running:
+        nodes, proxies = running.nodes, running.proxies
         leader = await active(nodes, [0, 1, 2])
         old = nodes[leader].controller
         proxies[leader].refuse(True)
@@ -141,3 +163,29 @@ async def test_a_cut_off_leader_fails_what_it_holds_and_reverts(tmp_path: Path) 
         for node in nodes:
             assert 9 in node.controller.image.brokers
             assert 8 not in node.controller.image.brokers
+
+
+async def test_a_follower_behind_the_log_start_copies_the_snapshot(tmp_path: Path) -> None:
+    # A snapshot after every commit: the leader's log start moves with each one.
+    every_commit = {"metadata.log.max.record.bytes.between.snapshots": "1"}
+    async with quorum(tmp_path, **every_commit) as running:
+        nodes = running.nodes
+        leader = await active(nodes, [0, 1, 2])
+        behind = next(i for i in range(3) if i != leader)
+        await nodes[behind].shutdown()
+        stopped_at = nodes[behind].controller.image.offset
+        server = nodes[leader].controller
+        assert server.raft is not None
+        for broker_id in (7, 8, 9):
+            await server.submit(registration(broker_id))
+        with trio.fail_after(DEADLINE):
+            while True:  # until a snapshot moved the log start past what it has
+                if server.raft.raft_log.start_offset > stopped_at + 1:
+                    break
+                await trio.sleep(0.05)  # polling the leader's log, inside the deadline
+        await running.restart(behind)
+        await same_images(running.nodes, server.image.offset)
+        lagging = running.nodes[behind].controller
+        assert lagging.raft is not None
+        assert lagging.raft.raft_log.latest_snapshot() is not None
+        assert sorted(lagging.image.brokers) == [7, 8, 9]

@@ -18,7 +18,6 @@ from minikafka.broker import BrokerServer, KafkaConfig, read_properties
 from minikafka.broker._cli import app
 from minikafka.broker._controller_channel import RemoteController
 from minikafka.broker._meta_properties import StorageError, format_storage, parse_cluster_id
-from minikafka.common import ConfigError
 from minikafka.net import Node
 
 CLUSTER_ID = "kqIiZwiNTAefqAx6mrUyyA"
@@ -130,13 +129,23 @@ def test_a_formatted_broker_only_node_opens_as_an_observer_of_its_controller(
         server.log_manager.shutdown()
 
 
-def test_a_broker_naming_several_voters_is_refused_until_the_quorum_exists(
-    tmp_path: Path,
-) -> None:
+def test_a_broker_naming_several_voters_follows_whichever_leads(tmp_path: Path) -> None:
     overrides = {"controller.quorum.voters": "1@127.0.0.1:9093,3@127.0.0.1:9095"}
     config = KafkaConfig.load(broker_only(tmp_path), overrides)
     format_storage(config.broker.log_dirs, config.metadata_log_dir, CLUSTER_ID, 2)
-    with pytest.raises(ConfigError) as caught:
-        BrokerServer.open(config)
-    assert caught.value.key == "controller.quorum.voters"
-    assert "one controller" in str(caught.value)
+    server = BrokerServer.open(config)
+    try:
+        assert isinstance(server.channel, RemoteController)
+        locator = server.channel.locator
+        assert locator.voters == (Node(1, "127.0.0.1", 9093), Node(3, "127.0.0.1", 9095))
+        assert server.channel.node == Node(1, "127.0.0.1", 9093)  # until one is named
+        locator.leader_is(3, 5)  # a voter's Fetch answer names the leader of epoch 5
+        assert server.channel.node == Node(3, "127.0.0.1", 9095)
+        locator.leader_is(1, 4)  # an older epoch's news changes nothing
+        assert server.channel.node == Node(3, "127.0.0.1", 9095)
+        locator.failed(Node(3, "127.0.0.1", 9095))  # it stopped answering: try the next
+        assert server.channel.node == Node(1, "127.0.0.1", 9093)
+    finally:
+        assert server.observer is not None
+        server.observer.close()
+        server.log_manager.shutdown()

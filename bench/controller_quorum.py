@@ -1,0 +1,452 @@
+"""The metadata quorum over real processes: what a commit costs with one controller and
+with three, and how long the quorum is without a leader when its active controller dies
+(issue 19, item 8; seed 004, KIP-595).
+
+Each cluster is ``minikafka.broker.testing.ProcessCluster`` (what ``minikafka cluster up
+--controllers N`` runs): controllers 0..C-1 (``process.roles=controller``) and one broker
+(node C), each a ``python -m minikafka.broker broker`` process of its own, with Kafka's
+default ``quorum.*`` timings. This process talks to the controllers' listener directly
+(``NetworkClient``, what a broker's forwarding does), not through the broker.
+
+**Commit latency.** The bench finds the active controller (the voter that answers
+DescribeQuorum; the others answer NOT_LEADER_OR_FOLLOWER), then sends it CreateTopics v4
+of one new topic (1 partition, RF 1, ``timeout`` 30 s) at a time and waits for the answer.
+The controller answers once the topic's records are committed: with one voter, once its
+log is flushed; with three, once the leader and one follower have flushed them (the
+follower's next fetch tells the leader, which moves the high watermark). Each
+round trip is timed; ``TOPICS`` of them per run, ``REPEATS`` runs on fresh clusters,
+interleaved, the median run quoted with the range:
+
+- ``1 controller``: one voter, its own majority;
+- ``3 controllers``: a Raft quorum, commits need a follower's fetch and fsync.
+
+Ceilings, in the same run: what the disk allows (``bench.raft_quorum``'s ``_fsync_case``):
+``os.write`` + ``os.fsync`` of 100 bytes once (the floor of one durable voter) and twice
+in a row (a leader and the one follower that makes a majority of three, not overlapped).
+
+**Failover.** In the 3-controller cluster, ``FAILOVERS`` times: SIGKILL the active
+controller and time from the kill to the first CreateTopics a surviving controller
+acknowledges (a task per survivor sends one creation after another, each with a short
+timeout, until one is answered without error); then restart the killed controller and
+wait until it has caught up (DescribeQuorum: every voter's log end offset equal to the
+leader's) before the next kill. The expected order, in the same run: the simulator's
+failover over as many crashes (``bench.raft_quorum.failover_times``, virtual time, the
+same defaults) and the configured bound, ``quorum.fetch.timeout.ms`` plus up to two
+election timeouts plus the election backoff. Both are context, not pass/fail: a real
+failover adds a process's scheduling, the wire and the new leader's first flush.
+
+Quoted: commits/s and commit latency percentiles; failover seconds per kill, median, max.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+import trio
+from kio.schema.create_topics.v4 import request as ct_req
+from kio.schema.create_topics.v4 import response as ct_res
+from kio.schema.describe_quorum.v1 import response as dq_res
+from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from minikafka.broker.testing import ClusterError, ProcessCluster, free_ports
+from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.raft import QuorumInfo
+from minikafka.raft._config import RaftConfig
+from minikafka.raft._describe_wire import (
+    DescribeQuorumError,
+    decode_describe_quorum_response,
+    encode_describe_quorum_request,
+)
+
+from ._common import (
+    BenchError,
+    Report,
+    bar_chart_svg,
+    latency_summary,
+    machine_facts,
+    markdown_table,
+    median_run,
+    now_utc,
+    report_header,
+)
+from .raft_quorum import _fsync_case, failover_times
+
+NAME = "controller_quorum"
+TOPICS = 300
+QUICK_TOPICS = 30
+REPEATS = 3
+FAILOVERS = 20
+QUICK_FAILOVERS = 3
+CONTROLLER_COUNTS = (1, 3)
+OVERRIDES = {
+    # As bench/cluster_replication.py; and one broker cannot hold three replicas.
+    "min.insync.replicas": "1",
+    "default.replication.factor": "1",
+    "offsets.topic.replication.factor": "1",
+}
+CREATE_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
+PROBE_TIMEOUT = 1.0
+"""A failover probe not answered within this is given up (its connection closed) and
+sent again under a new name."""
+PROBE_PAUSE = 0.01
+"""Between a survivor's refusal (NOT_CONTROLLER) and the next probe: the resolution of
+the failover figure, and what keeps the probes from taking the CPU the election needs."""
+WAIT = 60.0
+"""Deadline of every wait that is not measured (a leader, a warm-up, a catch-up)."""
+POLL = 0.05
+
+
+@attrs.frozen
+class Settings:
+    topics: int
+    repeats: int
+    failovers: int
+    probe_timeout_s: float
+    probe_pause_s: float
+
+    @classmethod
+    def choose(cls, quick: bool) -> Settings:
+        if quick:
+            return cls(QUICK_TOPICS, 1, QUICK_FAILOVERS, PROBE_TIMEOUT, PROBE_PAUSE)
+        return cls(TOPICS, REPEATS, FAILOVERS, PROBE_TIMEOUT, PROBE_PAUSE)
+
+
+@attrs.frozen
+class Commits:
+    case: str
+    topics: int
+    seconds: float
+    commits_per_second: float
+    latency_ms: dict[str, float]
+
+
+@attrs.frozen
+class Failover:
+    killed: int
+    new_leader: int
+    seconds: float
+    """From the SIGKILL to the first creation the new leader acknowledged."""
+    probes: int
+    refusals: dict[str, int]
+    """Error name (or ``timeout``/``disconnected``) -> probes answered so."""
+    rejoin_seconds: float
+    """From restarting the killed controller to every voter at the leader's log end."""
+
+
+# --- the cluster ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _cluster(root: Path, controllers: int) -> Iterator[ProcessCluster]:
+    ports = free_ports(controllers + 1)
+    try:
+        cluster = ProcessCluster.create(
+            root,
+            1,
+            controllers=controllers,
+            controller_ports=ports[:controllers],
+            broker_ports=ports[controllers:],
+            overrides=OVERRIDES,
+        )
+    except ClusterError as e:
+        raise BenchError(str(e)) from e
+    try:
+        cluster.up()
+        yield cluster
+    except ClusterError as e:
+        raise BenchError(str(e)) from e
+    finally:
+        cluster.kill_all()
+
+
+def _node(cluster: ProcessCluster, controller: int) -> Node:
+    return Node(controller, cluster.host, cluster.listen_port(controller))
+
+
+def _create_request(name: str) -> ct_req.CreateTopicsRequest:
+    topic = ct_req.CreatableTopic(
+        name=TopicName(name),
+        num_partitions=i32(1),
+        replication_factor=i16(1),
+        assignments=(),
+        configs=(),
+    )
+    return ct_req.CreateTopicsRequest(topics=(topic,), timeout=CREATE_TIMEOUT)
+
+
+async def _create(client: NetworkClient, node: Node, name: str) -> ErrorCode:
+    """CreateTopics of ``name`` at ``node``: the answer's error code for it."""
+    response = await client.send(node, _create_request(name))
+    if not isinstance(response, ct_res.CreateTopicsResponse) or len(response.topics) != 1:
+        raise BenchError(f"node {node.node_id}: unexpected answer to CreateTopics: {response!r}")
+    return response.topics[0].error_code
+
+
+async def _describe(client: NetworkClient, node: Node) -> QuorumInfo | None:
+    """The quorum as ``node`` describes it; None unless it leads (or if it is down)."""
+    try:
+        response = await client.send(node, encode_describe_quorum_request())
+    except ClientError:
+        return None
+    if not isinstance(response, dq_res.DescribeQuorumResponse):
+        raise BenchError(f"node {node.node_id}: unexpected answer to DescribeQuorum")
+    try:
+        return decode_describe_quorum_response(response)
+    except DescribeQuorumError:
+        return None
+
+
+async def _leader(client: NetworkClient, cluster: ProcessCluster) -> QuorumInfo:
+    """The quorum as its leader describes it, once one of the controllers leads."""
+    with trio.move_on_after(WAIT):
+        while True:
+            for c in cluster.controller_ids:
+                if cluster.pid(c) is not None and (
+                    info := await _describe(client, _node(cluster, c))
+                ):
+                    return info
+            await trio.sleep(POLL)
+    raise BenchError(f"no controller leads the quorum after {WAIT:.0f} s")
+
+
+async def _warm_up(client: NetworkClient, node: Node, name: str) -> None:
+    """Create ``name`` once the broker is registered and unfenced (untimed)."""
+    last = None
+    with trio.move_on_after(WAIT):
+        while True:
+            last = await _create(client, node, name)
+            if last in (ErrorCode.none, ErrorCode.topic_already_exists):
+                return
+            await trio.sleep(POLL)
+    raise BenchError(f"warm-up creation at node {node.node_id} still failing ({last!r})")
+
+
+# --- commit latency --------------------------------------------------------------------------
+
+
+async def _commit_run(cluster: ProcessCluster, prefix: str, topics: int) -> list[float]:
+    async with NetworkClient.open(client_id="bench-controller-quorum") as client:
+        leader = _node(cluster, (await _leader(client, cluster)).leader_id)
+        await _warm_up(client, leader, f"{prefix}-warm-up")
+        latencies = []
+        for i in range(topics):
+            request = _create_request(f"{prefix}-{i}")
+            started = time.perf_counter()
+            response = await client.send(leader, request)
+            latencies.append(time.perf_counter() - started)
+            assert isinstance(response, ct_res.CreateTopicsResponse)
+            code = response.topics[0].error_code
+            if code != ErrorCode.none:
+                raise BenchError(f"{prefix}-{i}: controller {leader.node_id} answered {code!r}")
+        return latencies
+
+
+def _commits(case: str, latencies: list[float]) -> Commits:
+    seconds = sum(latencies)
+    return Commits(
+        case, len(latencies), seconds, len(latencies) / seconds, latency_summary(latencies)
+    )
+
+
+# --- failover --------------------------------------------------------------------------------
+
+
+async def _first_acknowledged(
+    client: NetworkClient, cluster: ProcessCluster, survivors: list[int], names: Iterator[str]
+) -> tuple[int, float, int, Counter[str]]:
+    """Probe every survivor until one acknowledges a creation: (its id, when, probes,
+    refusals by kind)."""
+    found: list[tuple[int, float]] = []
+    refusals: Counter[str] = Counter()
+    probes = 0
+
+    async def probe(controller: int, cancel: trio.CancelScope) -> None:
+        nonlocal probes
+        node = _node(cluster, controller)
+        while True:
+            probes += 1
+            try:
+                code = await _create(client, node, next(names))
+            except ClientError as e:
+                refusals["timeout" if "timed out" in str(e) else "disconnected"] += 1
+            else:
+                if code == ErrorCode.none:
+                    found.append((controller, time.perf_counter()))
+                    cancel.cancel()
+                    return
+                refusals[code.name.upper()] += 1
+            await trio.sleep(PROBE_PAUSE)
+
+    with trio.move_on_after(WAIT) as deadline:
+        async with trio.open_nursery() as nursery:
+            for controller in survivors:
+                nursery.start_soon(probe, controller, nursery.cancel_scope)
+    if not found:
+        raise BenchError(
+            f"no survivor of {survivors} acknowledged a creation within {WAIT:.0f} s "
+            f"({dict(refusals)}; deadline hit: {deadline.cancelled_caught})"
+        )
+    return found[0][0], found[0][1], probes, refusals
+
+
+async def _caught_up(client: NetworkClient, cluster: ProcessCluster) -> None:
+    """Until the leader says every voter's log ends where its own does."""
+    with trio.move_on_after(WAIT):
+        while True:
+            info = await _leader(client, cluster)
+            ends = {v.replica_id: v.log_end_offset for v in info.voters}
+            if len(ends) == len(cluster.controller_ids) and len(set(ends.values())) == 1:
+                return
+            await trio.sleep(POLL)
+    raise BenchError(f"the controllers did not catch up within {WAIT:.0f} s")
+
+
+async def _failovers(cluster: ProcessCluster, count: int) -> list[Failover]:
+    names = (f"failover-{i}" for i in itertools.count())
+    done = []
+    async with NetworkClient.open(
+        client_id="bench-controller-quorum",
+        request_timeout=PROBE_TIMEOUT,
+        connect_timeout=PROBE_TIMEOUT,
+    ) as client:
+        info = await _leader(client, cluster)
+        await _warm_up(client, _node(cluster, info.leader_id), "failover-warm-up")
+        await _caught_up(client, cluster)
+        for run in range(count):
+            leader = (await _leader(client, cluster)).leader_id
+            survivors = [c for c in cluster.controller_ids if c != leader]
+            killed_at = time.perf_counter()
+            cluster.kill(leader)  # SIGKILL, then reaped: a few milliseconds
+            client.disconnect(_node(cluster, leader))
+            new, acked_at, probes, refusals = await _first_acknowledged(
+                client, cluster, survivors, names
+            )
+            seconds = acked_at - killed_at
+            restarted = time.perf_counter()
+            await trio.to_thread.run_sync(cluster.start, leader)
+            await _caught_up(client, cluster)
+            rejoin = time.perf_counter() - restarted
+            done.append(Failover(leader, new, seconds, probes, dict(refusals), rejoin))
+            print(
+                f"  failover {run + 1}/{count}: killed {leader}, {new} acknowledged after "
+                f"{seconds:.3f} s ({probes} probes); {leader} rejoined in {rejoin:.2f} s",
+                flush=True,
+            )
+    return done
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+def run(quick: bool = False) -> Report:
+    settings = Settings.choose(quick)
+    started, clock = now_utc(), time.perf_counter()
+    runs: dict[str, list[Commits]] = {}
+    with tempfile.TemporaryDirectory(prefix="minikafka-bench-quorum-") as scratch:
+        for r in range(settings.repeats):  # interleaved, fresh clusters: the median is quoted
+            for controllers in CONTROLLER_COUNTS:
+                case = f"{controllers} controller{'s' if controllers > 1 else ''}, 1 broker"
+                with _cluster(Path(scratch) / f"commits-{controllers}-{r}", controllers) as c:
+                    latencies = trio.run(_commit_run, c, f"c{controllers}-r{r}", settings.topics)
+                runs.setdefault(case, []).append(_commits(case, latencies))
+            so_far = ", ".join(
+                f"{case} {x[-1].commits_per_second:,.0f}/s" for case, x in runs.items()
+            )
+            print(f"  run {r + 1}/{settings.repeats}: {so_far}", flush=True)
+        for fsyncs in (1, 2):
+            case = f"ceiling: {fsyncs} fsync{'s' if fsyncs > 1 else ''}"
+            for _ in range(settings.repeats):
+                _, latencies = _fsync_case(fsyncs, settings.topics)
+                runs.setdefault(case, []).append(_commits(case, latencies))
+        with _cluster(Path(scratch) / "failover", 3) as c:
+            failovers = trio.run(_failovers, c, settings.failovers)
+    commits = [median_run(x, lambda o: o.commits_per_second) for x in runs.values()]
+    simulated = failover_times(settings.failovers)
+    config = RaftConfig()
+    bound = config.fetch_timeout + 2 * config.election_timeout + config.election_backoff_max
+    seconds = [f.seconds for f in failovers]
+    document: dict[str, object] = {
+        **report_header(NAME, __doc__, quick, settings.repeats, started, clock),
+        "settings": attrs.asdict(settings),
+        "overrides": OVERRIDES,
+        "quorum_config": attrs.asdict(config),
+        "machine": machine_facts(),
+        "outcomes": [attrs.asdict(o) for o in commits],
+        "runs": {case: [attrs.asdict(o) for o in x] for case, x in runs.items()},
+        "failover": {
+            "runs": [attrs.asdict(f) for f in failovers],
+            "median_s": statistics.median(seconds),
+            "max_s": max(seconds),
+            "min_s": min(seconds),
+        },
+        "expected": {
+            "simulator_virtual_s": {
+                "runs": simulated,
+                "median": statistics.median(simulated),
+                "max": max(simulated),
+            },
+            "configured_bound_s": bound,
+        },
+    }
+    return Report(
+        NAME, document, _table(commits, runs, failovers, simulated, bound), _chart(commits)
+    )
+
+
+def _table(
+    commits: list[Commits],
+    runs: dict[str, list[Commits]],
+    failovers: list[Failover],
+    simulated: list[float],
+    bound: float,
+) -> str:
+    rows = []
+    for o in commits:
+        rates = [x.commits_per_second for x in runs[o.case]]
+        spread = f" ({min(rates):,.0f}-{max(rates):,.0f})" if len(rates) > 1 else ""
+        rows.append(
+            [
+                o.case,
+                f"{o.topics:,}",
+                f"{o.commits_per_second:,.0f}{spread}",
+                f"{o.latency_ms['p50_ms']:.3f}",
+                f"{o.latency_ms['p99_ms']:.3f}",
+                f"{o.latency_ms['max_ms']:.3f}",
+            ]
+        )
+    table = markdown_table(
+        ["case", "commits", "commits/s (range)", "p50 ms", "p99 ms", "max ms"], rows
+    )
+    seconds = [f.seconds for f in failovers]
+    rejoin = [f.rejoin_seconds for f in failovers]
+    table += (
+        f"\nfailover, 3 controllers, {len(seconds)} SIGKILLs of the active controller "
+        f"(kill to the first creation acknowledged): median {statistics.median(seconds):.2f} s, "
+        f"max {max(seconds):.2f} s, min {min(seconds):.2f} s"
+        f"\n  each: {', '.join(f'{s:.2f}' for s in seconds)}"
+        f"\n  the killed controller restarted and caught up in: median "
+        f"{statistics.median(rejoin):.2f} s, max {max(rejoin):.2f} s"
+        f"\nexpected order: the simulator (virtual time, {len(simulated)} crashes) median "
+        f"{statistics.median(simulated):.2f} s, max {max(simulated):.2f} s; configured bound "
+        f"quorum.fetch.timeout.ms + 2 x quorum.election.timeout.ms + backoff = {bound:.1f} s"
+    )
+    return table
+
+
+def _chart(commits: list[Commits]) -> str:
+    return bar_chart_svg(
+        "Metadata commits through the controller quorum, real processes",
+        "commits/s",
+        [("commits/s", [(o.case, o.commits_per_second) for o in commits])],
+    )
