@@ -73,11 +73,15 @@ from ._common import (
     BenchError,
     Report,
     bar_chart_svg,
+    cpu_percent,
     latency_summary,
+    machine_busy_seconds,
     machine_facts,
     markdown_table,
     median_run,
     now_utc,
+    own_cpu_seconds,
+    process_cpu_seconds,
     report_header,
 )
 from .raft_quorum import _fsync_case, failover_times
@@ -127,8 +131,59 @@ class Commits:
     case: str
     topics: int
     seconds: float
+    """The sum of the round trips (they run one after another)."""
     commits_per_second: float
     latency_ms: dict[str, float]
+    cpu_percent: dict[str, float | None]
+    """Over the timed stretch, % of one core: each node (``leader``, ``follower-N``,
+    ``broker``), this process (``bench``) and the rest of the machine (``other``)."""
+    latencies_ms: list[float] = attrs.field(repr=False)
+    """Every round trip, in order: whether they grow with the number of topics."""
+
+
+@attrs.define
+class CpuReading:
+    """CPU seconds of named processes, this one and the whole machine, at one moment."""
+
+    pids: dict[str, int]
+    nodes: dict[str, float | None]
+    own: float
+    machine: float | None
+    at: float
+
+    @classmethod
+    def take(cls, pids: dict[str, int]) -> CpuReading:
+        nodes = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
+        return cls(pids, nodes, own_cpu_seconds(), machine_busy_seconds(), time.perf_counter())
+
+    def since(self, before: CpuReading) -> dict[str, float | None]:
+        """Each process's share of a core between ``before`` and this reading, and
+        ``other``: the machine's busy time less all of them."""
+        seconds = self.at - before.at
+        shares = {
+            name: cpu_percent(before.nodes[name], self.nodes[name], seconds) for name in self.pids
+        }
+        shares["bench"] = cpu_percent(before.own, self.own, seconds)
+        machine = cpu_percent(before.machine, self.machine, seconds)
+        known = [v for v in shares.values() if v is not None]
+        shares["other"] = None if machine is None else max(0.0, machine - sum(known))
+        return shares
+
+
+def _pids(cluster: ProcessCluster, leader: int) -> dict[str, int]:
+    """The running nodes by role: ``leader``, ``follower-N``, ``broker``."""
+    named = {}
+    for node in cluster.node_ids:
+        pid = cluster.pid(node)
+        if pid is None:
+            continue
+        if node == leader:
+            named["leader"] = pid
+        elif node in cluster.controller_ids:
+            named[f"follower-{node}"] = pid
+        else:
+            named["broker"] = pid
+    return named
 
 
 @attrs.frozen
@@ -235,10 +290,11 @@ async def _warm_up(client: NetworkClient, node: Node, name: str) -> None:
 # --- commit latency --------------------------------------------------------------------------
 
 
-async def _commit_run(cluster: ProcessCluster, prefix: str, topics: int) -> list[float]:
+async def _commit_run(cluster: ProcessCluster, case: str, prefix: str, topics: int) -> Commits:
     async with NetworkClient.open(client_id="bench-controller-quorum") as client:
         leader = _node(cluster, (await _leader(client, cluster)).leader_id)
         await _warm_up(client, leader, f"{prefix}-warm-up")
+        before = CpuReading.take(_pids(cluster, leader.node_id))
         latencies = []
         for i in range(topics):
             request = _create_request(f"{prefix}-{i}")
@@ -249,13 +305,20 @@ async def _commit_run(cluster: ProcessCluster, prefix: str, topics: int) -> list
             code = response.topics[0].error_code
             if code != ErrorCode.none:
                 raise BenchError(f"{prefix}-{i}: controller {leader.node_id} answered {code!r}")
-        return latencies
+        cpu = CpuReading.take(before.pids).since(before)
+    return _commits(case, latencies, cpu)
 
 
-def _commits(case: str, latencies: list[float]) -> Commits:
+def _commits(case: str, latencies: list[float], cpu: dict[str, float | None]) -> Commits:
     seconds = sum(latencies)
     return Commits(
-        case, len(latencies), seconds, len(latencies) / seconds, latency_summary(latencies)
+        case,
+        len(latencies),
+        seconds,
+        len(latencies) / seconds,
+        latency_summary(latencies),
+        cpu,
+        [round(x * 1000, 3) for x in latencies],
     )
 
 
@@ -358,8 +421,8 @@ def run(quick: bool = False) -> Report:
             for controllers in CONTROLLER_COUNTS:
                 case = f"{controllers} controller{'s' if controllers > 1 else ''}, 1 broker"
                 with _cluster(Path(scratch) / f"commits-{controllers}-{r}", controllers) as c:
-                    latencies = trio.run(_commit_run, c, f"c{controllers}-r{r}", settings.topics)
-                runs.setdefault(case, []).append(_commits(case, latencies))
+                    done = trio.run(_commit_run, c, case, f"c{controllers}-r{r}", settings.topics)
+                runs.setdefault(case, []).append(done)
             so_far = ", ".join(
                 f"{case} {x[-1].commits_per_second:,.0f}/s" for case, x in runs.items()
             )
@@ -367,10 +430,14 @@ def run(quick: bool = False) -> Report:
         for fsyncs in (1, 2):
             case = f"ceiling: {fsyncs} fsync{'s' if fsyncs > 1 else ''}"
             for _ in range(settings.repeats):
+                before = CpuReading.take({})
                 _, latencies = _fsync_case(fsyncs, settings.topics)
-                runs.setdefault(case, []).append(_commits(case, latencies))
+                cpu = CpuReading.take({}).since(before)
+                runs.setdefault(case, []).append(_commits(case, latencies, cpu))
         with _cluster(Path(scratch) / "failover", 3) as c:
+            before = CpuReading.take({})
             failovers = trio.run(_failovers, c, settings.failovers)
+            failover_other = CpuReading.take({}).since(before)["other"]
     commits = [median_run(x, lambda o: o.commits_per_second) for x in runs.values()]
     simulated = failover_times(settings.failovers)
     config = RaftConfig()
@@ -389,6 +456,9 @@ def run(quick: bool = False) -> Report:
             "median_s": statistics.median(seconds),
             "max_s": max(seconds),
             "min_s": min(seconds),
+            # The machine's busy time less this process's, over the whole failover
+            # stretch: the cluster's processes are in it, so only a rough sign of load.
+            "machine_cpu_percent_less_bench": failover_other,
         },
         "expected": {
             "simulator_virtual_s": {

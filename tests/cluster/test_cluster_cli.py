@@ -118,3 +118,69 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
             capture_output=True,
             timeout=WAIT * 2,
         )
+
+
+def metadata_quorum(bootstrap: str, view: str) -> str:
+    """``minikafka metadata-quorum --bootstrap-server B describe --VIEW``'s output ("" if
+    it failed: no leader yet)."""
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "minikafka.broker", "metadata-quorum"),
+            *("--bootstrap-server", bootstrap, "describe", f"--{view}"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    return result.stdout if result.returncode == 0 else ""
+
+
+def status_fields(bootstrap: str) -> dict[str, str]:
+    lines = metadata_quorum(bootstrap, "status").splitlines()
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+def test_make_cluster_with_three_controllers_describes_its_quorum(tmp_path: Path) -> None:
+    """``make cluster CONTROLLERS=3``: three controllers elect a leader; a broker answers
+    ``metadata-quorum describe`` for them (the leader, its epoch, the high watermark,
+    every voter's and observer's lag); killing the leader makes another one lead."""
+    root = tmp_path / "cluster"
+    first = consecutive_free_ports(6)  # controllers on first+2, first+1, first; brokers after
+    try:
+        cluster_cli(
+            root, "up", "--controllers", "3", "--controller-port", str(first + 2),
+            "--port", str(first + 3),
+        )  # fmt: skip
+        rows = status_rows(root)
+        assert [rows[n][0] for n in "012345"] == ["controller"] * 3 + ["broker"] * 3
+        bootstrap = f"127.0.0.1:{first + 3}"
+        wait_for(lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"}, "a leader")
+        status = status_fields(bootstrap)
+        assert int(status["LeaderEpoch"]) >= 1
+        assert int(status["HighWatermark"]) > 0  # the brokers' registrations, at least
+        assert status["CurrentVoters"] == "[0,1,2]"
+        wait_for(
+            lambda: status_fields(bootstrap).get("CurrentObservers") == "[3,4,5]",
+            "every broker fetching the metadata log as an observer",
+        )
+        replication = metadata_quorum(bootstrap, "replication").splitlines()
+        assert replication[0].split() == [
+            "NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+            "Status",
+        ]  # fmt: skip
+        statuses = sorted(line.split()[-1] for line in replication[1:])
+        assert statuses == ["Follower", "Follower", "Leader"] + ["Observer"] * 3
+        leader = status["LeaderId"]
+        cluster_cli(root, "kill", leader)
+        wait_for(
+            lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"} - {leader},
+            "another controller leads",
+        )
+        cluster_cli(root, "down")
+        assert all(r[-1] == "stopped" for r in status_rows(root).values())
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            capture_output=True,
+            timeout=WAIT * 2,
+        )
