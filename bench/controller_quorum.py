@@ -109,6 +109,8 @@ the failover figure, and what keeps the probes from taking the CPU the election 
 WAIT = 60.0
 """Deadline of every wait that is not measured (a leader, a warm-up, a catch-up)."""
 POLL = 0.05
+OTHER_CPU_WARNING = 20.0
+"""Above this share of a core used by other processes, the table warns."""
 
 
 @attrs.frozen
@@ -493,11 +495,22 @@ def _table(
                 f"{o.latency_ms['p50_ms']:.3f}",
                 f"{o.latency_ms['p99_ms']:.3f}",
                 f"{o.latency_ms['max_ms']:.3f}",
+                ", ".join(
+                    f"{name} {share:.0f}"
+                    for name, share in o.cpu_percent.items()
+                    if share is not None and name != "other"
+                ),
+                _percent(o.cpu_percent["other"]),
             ]
         )
-    table = markdown_table(
-        ["case", "commits", "commits/s (range)", "p50 ms", "p99 ms", "max ms"], rows
-    )
+    header = ["case", "commits", "commits/s (range)", "p50 ms", "p99 ms", "max ms"]
+    table = markdown_table([*header, "CPU (% of a core)", "other CPU"], rows)
+    busiest = max((o.cpu_percent["other"] or 0.0 for o in commits), default=0.0)
+    if busiest > OTHER_CPU_WARNING:
+        table += (
+            f"\nwarning: other processes used up to {busiest:.0f}% of a core during the "
+            "timed runs: the figures are disturbed"
+        )
     seconds = [f.seconds for f in failovers]
     rejoin = [f.rejoin_seconds for f in failovers]
     table += (
@@ -512,6 +525,10 @@ def _table(
         f"quorum.fetch.timeout.ms + 2 x quorum.election.timeout.ms + backoff = {bound:.1f} s"
     )
     return table
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
 
 
 def _chart(commits: list[Commits]) -> str:

@@ -16,6 +16,7 @@ leader off. What is checked:
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -37,6 +38,9 @@ from minikafka.controller import (
     ControllerError,
 )
 from minikafka.net.testing import FaultProxy
+from minikafka.raft import State
+from minikafka.raft._events import StateChanged
+from minikafka.trace.testing import RecordingTracer
 
 DEADLINE = 60.0
 # Short timeouts: a cut-off leader resigns after 1.5 fetch timeouts.
@@ -48,11 +52,12 @@ class Quorum:
     nodes: list[ControllerNode]
     proxies: list[FaultProxy]
     configs: list[KafkaConfig]
+    tracers: list[RecordingTracer]
     nursery: trio.Nursery
 
     async def restart(self, i: int) -> None:
         """Start controller ``i`` again on its directory (after ``shutdown``)."""
-        self.nodes[i] = ControllerNode.open(self.configs[i])
+        self.nodes[i] = ControllerNode.open(self.configs[i], tracer=self.tracers[i])
         await self.nursery.start(self.nodes[i].run)
 
 
@@ -85,10 +90,11 @@ async def quorum(tmp_path: Path, **overrides: str) -> AsyncIterator[Quorum]:
                 )
             )
             format_storage([data], data, cluster_id, i)
-        nodes = [ControllerNode.open(config) for config in configs]
+        tracers = [RecordingTracer(i) for i in range(3)]
+        nodes = [ControllerNode.open(c, tracer=t) for c, t in zip(configs, tracers, strict=True)]
         for node in nodes:
             await nursery.start(node.run)
-        running = Quorum(nodes, proxies, configs, nursery)
+        running = Quorum(nodes, proxies, configs, tracers, nursery)
         try:
             yield running
         finally:
@@ -123,9 +129,19 @@ def registration(broker_id: int) -> BrokerRegistrationRequest:
 
 
 async def test_the_standby_controllers_replay_what_the_leader_commits(tmp_path: Path) -> None:
+    started = time.time()
     async with quorum(tmp_path) as running:
         nodes = running.nodes
         leader = await active(nodes, [0, 1, 2])
+        # The election is in the leader's trace, stamped with the wall clock (the core
+        # stamps its own clock, trio's; the shell moves it).
+        elected = [
+            ts
+            for ts, event in running.tracers[leader].records
+            if isinstance(event, StateChanged) and event.new == State.LEADER.value
+        ]
+        assert elected
+        assert started <= elected[-1] <= time.time()
         response = await nodes[leader].controller.submit(registration(7))
         assert isinstance(response, BrokerRegistrationResponse)
         assert response.error_code is ErrorCode.none

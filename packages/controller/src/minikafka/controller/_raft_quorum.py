@@ -64,7 +64,7 @@ from minikafka.raft._messages import (
     Request,
     VoteRequest,
 )
-from minikafka.trace import NullTracer, Tracer
+from minikafka.trace import NullTracer, TraceEvent, Tracer
 
 from ._quorum import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION_DIR, NotLeaderError
 from ._records import MetadataRecord, encode_record
@@ -125,6 +125,32 @@ class QuorumTransport(Protocol):
         """Drop the connection (a request was given up: its late answer must not be
         read as the next one's)."""
         ...
+
+
+@attrs.frozen
+class WallClockTracer:
+    """The node's tracer, its timestamps moved from the node's clock (trio's, which the
+    core stamps its events with) to the wall clock every other trace event uses."""
+
+    inner: Tracer
+    offset: float
+
+    @property
+    def node(self) -> int:
+        return self.inner.node
+
+    @property
+    def enabled(self) -> bool:
+        return self.inner.enabled
+
+    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        self.inner.emit(event, None if ts is None else ts + self.offset)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class QuorumUnavailableError(Exception):
@@ -234,7 +260,7 @@ class RaftQuorum:
             now,
             config=self.config,
             rng=self.rng,
-            tracer=self.tracer,
+            tracer=WallClockTracer(self.tracer, self.wall_clock_offset),
         )
         self._idle.set()
         try:
