@@ -310,7 +310,10 @@ class RaftQuorum:
         return last
 
     def create_snapshot(self, end_offset: int, payload: bytes) -> None:
-        if self.node is not None:
+        """Keep the state machine's snapshot of everything below ``end_offset``; nothing
+        if the log already starts there or later (a snapshot fetched from the leader
+        while this one was being encoded covers it)."""
+        if self.node is not None and end_offset > self.raft_log.start_offset:
             self.node.create_snapshot(end_offset, payload)
 
     async def handle(self, source: int, message: Request) -> Message:

@@ -21,6 +21,14 @@ until the process restarts, answering NOT_CONTROLLER; the broker keeps serving d
 On each commit the newly committed records are also replayed into a ``MetadataDelta``
 and published as a new ``MetadataImage`` to whoever subscribed (the broker, in combined
 mode), and once enough log has accumulated the image is written as a snapshot.
+
+With several voters (:meth:`ControllerServer.open_raft`, issue 19) the quorum is a
+:class:`~minikafka.controller.RaftQuorum`, and there is no committer task: a record is
+committed when a majority of the controllers has it, and the Raft node says so. Its
+reports are events on the same queue: entries committed (the active controller answers
+the requests whose whole operation committed; a standby replays them), leadership gained
+(``become_leader``, on top of everything committed before) and lost (``resign``: seed
+004's revert to the committed state, NOT_CONTROLLER for whoever waits).
 """
 
 from __future__ import annotations
