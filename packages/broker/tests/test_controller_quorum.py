@@ -6,7 +6,8 @@ leader off. What is checked:
 - one of the three becomes the active controller, and the others replay what it commits
   (their images agree, offset for offset);
 - a follower cut off while the leader snapshots and drops its log comes back by copying
-  the snapshot (FetchSnapshot, KIP-630) and ends with the same image;
+  the snapshot (FetchSnapshot, KIP-630) and ends with the same image, and so does a
+  broker that starts after the snapshot (an observer, given only the voters' addresses);
 - a leader cut off from the others cannot commit: the request it had accepted waits, and
   when check-quorum makes it resign the request fails with NOT_CONTROLLER and its
   records are reverted (seed 004's timeline revert): neither the old leader's state nor
@@ -28,21 +29,43 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker._config import KafkaConfig
+from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._controller_node import ControllerNode
 from minikafka.broker._meta_properties import format_storage, new_cluster_id
+from minikafka.broker._metadata_fetcher import fetch_metadata_forever
 from minikafka.broker.testing import free_ports
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     ControllerError,
+    MetadataImage,
+    MetadataObserver,
+    ObserverUpdate,
+    replay_update,
 )
+from minikafka.net import NetworkClient, Node
 from minikafka.net.testing import FaultProxy
 from minikafka.raft import State
 from minikafka.raft._events import StateChanged
 from minikafka.trace.testing import RecordingTracer
 
 DEADLINE = 60.0
+
+
+class RemoteBroker:
+    """What a broker on another node keeps: its observer and the image it replays."""
+
+    def __init__(self, metadata_dir: Path) -> None:
+        self.observer, _ = MetadataObserver.open(metadata_dir)
+        self.image = MetadataImage()
+
+    def apply(self, update: ObserverUpdate) -> None:
+        replayed = replay_update(self.image, update)
+        if replayed is not None:
+            self.image = replayed[1]
+
+
 # Short timeouts: a cut-off leader resigns after 1.5 fetch timeouts.
 QUORUM = {"quorum.fetch.timeout.ms": "1000", "quorum.election.timeout.ms": "500"}
 
@@ -53,6 +76,7 @@ class Quorum:
     proxies: list[FaultProxy]
     configs: list[KafkaConfig]
     tracers: list[RecordingTracer]
+    cluster_id: str
     nursery: trio.Nursery
 
     async def restart(self, i: int) -> None:
@@ -94,7 +118,7 @@ async def quorum(tmp_path: Path, **overrides: str) -> AsyncIterator[Quorum]:
         nodes = [ControllerNode.open(c, tracer=t) for c, t in zip(configs, tracers, strict=True)]
         for node in nodes:
             await nursery.start(node.run)
-        running = Quorum(nodes, proxies, configs, tracers, nursery)
+        running = Quorum(nodes, proxies, configs, tracers, cluster_id, nursery)
         try:
             yield running
         finally:
@@ -205,3 +229,29 @@ async def test_a_follower_behind_the_log_start_copies_the_snapshot(tmp_path: Pat
         assert lagging.raft is not None
         assert lagging.raft.raft_log.latest_snapshot() is not None
         assert sorted(lagging.image.brokers) == [7, 8, 9]
+
+        # A broker arriving now starts below every voter's log start: it finds the leader
+        # through whichever voter it asks first, copies the snapshot, then fetches on.
+        voters = tuple(Node(i, "127.0.0.1", p.port) for i, p in enumerate(running.proxies))
+        remote = RemoteBroker(tmp_path / "broker-4")
+        async with NetworkClient.open(client_id="broker-4") as client, trio.open_nursery() as n:
+            n.start_soon(
+                lambda: fetch_metadata_forever(
+                    client,
+                    ControllerLocator(voters),
+                    remote.observer,
+                    remote.apply,
+                    node_id=4,
+                    cluster_id=running.cluster_id,
+                    backoff=0.05,
+                )
+            )
+            with trio.fail_after(DEADLINE):
+                while True:
+                    if remote.image.offset >= server.image.offset:
+                        break
+                    await trio.sleep(0.05)  # polling the observer, inside the deadline
+            n.cancel_scope.cancel()
+        assert sorted(remote.image.brokers) == [7, 8, 9]
+        assert remote.observer.log.log_start_offset > 0  # it began at the snapshot
+        remote.observer.close()

@@ -21,7 +21,9 @@ SMALL = LogConfig(segment_bytes=1024)
 Op = tuple[str, int, int]
 ops = st.lists(
     st.tuples(
-        st.sampled_from(["append", "append", "append", "control", "truncate", "flush", "snapshot"]),
+        st.sampled_from(
+            ["append", "append", "unit", "unit", "control", "truncate", "flush", "snapshot"]
+        ),
         st.integers(0, 6),
         st.integers(0, 2),
     ),
@@ -29,20 +31,40 @@ ops = st.lists(
 )
 
 
+def between_units(log: MemoryLog | FileRaftLog, offset: int) -> int:
+    """``offset``, or the end of the unit before it if it falls inside one: the core cuts
+    a log (truncation, snapshots) only between units."""
+    while offset > log.start_offset and log.read(offset - 1, 1)[0].continued:
+        offset -= 1
+    return offset
+
+
 def apply(log: MemoryLog | FileRaftLog, op: Op) -> None:
     kind, a, b = op
-    if kind in ("append", "control"):
+    if kind in ("append", "control", "unit"):
         epoch = log.last_epoch + b
         start = log.end_offset
         log.append(
-            [Entry(start + i, epoch, b"e%d" % (start + i), kind == "control") for i in range(a + 1)]
+            [
+                Entry(
+                    start + i,
+                    epoch,
+                    b"e%d" % (start + i),
+                    kind == "control",
+                    continued=kind == "unit" and i < a,
+                )
+                for i in range(a + 1)
+            ]
         )
     elif kind == "truncate":
-        log.truncate_to(max(log.start_offset, log.end_offset - a))
+        log.truncate_to(between_units(log, max(log.start_offset, log.end_offset - a)))
     elif kind == "flush":
         log.flush()
     elif kind == "snapshot" and log.flushed_end_offset > log.start_offset:
         end = log.flushed_end_offset - min(a, log.flushed_end_offset - log.start_offset - 1)
+        end = between_units(log, end)
+        if end == log.start_offset:
+            return
         epoch = log.read(end - 1, 1)[0].epoch
         log.create_snapshot(Snapshot(SnapshotId(end, epoch), b"state at %d" % end))
 
@@ -56,6 +78,7 @@ def observe(log: MemoryLog | FileRaftLog) -> tuple[object, ...]:
         log.last_epoch,
         tuple(log.end_offset_for_epoch(e) for e in epochs),
         tuple(log.read(log.start_offset, 1000)),
+        tuple(len(log.read(o, 1)) for o in range(log.start_offset, log.end_offset)),
         log.latest_snapshot(),
     )
 

@@ -55,6 +55,27 @@ def test_three_voters_elect_one_leader_and_replicate_to_everyone() -> None:
     assert all(n.epoch == leader.epoch for n in wire.nodes.values())
 
 
+def test_entries_appended_together_are_fetched_and_committed_whole() -> None:
+    """One append is one unit (a controller operation): a fetch never ends inside it,
+    although it holds more entries than a fetch returns, so no follower's log, and no
+    high watermark, ever stops in its middle."""
+    wire = Wire(3)
+    wire.run_until(3.0)
+    leader = wire.leader()
+    unit = [b"op-%d" % i for i in range(CONFIG.fetch_max_entries + 50)]
+    start = leader.log.end_offset
+    last, output = leader.append(unit, 3.0)
+    assert last == start + len(unit) - 1
+    assert [e.continued for e in leader.log.read(start, 1)] == [True] * (len(unit) - 1) + [False]
+    wire.take(leader.node_id, output)
+    seen_hw = {leader.high_watermark}
+    for step in range(1, 41):  # a second: the followers' held fetches bring them the HW
+        wire.tick(3.0 + step * 0.025)
+        seen_hw |= {n.high_watermark for n in wire.nodes.values()}
+    assert all(hw <= start or hw == last + 1 for hw in seen_hw), sorted(seen_hw)
+    assert all(wire.committed[n] == unit for n in wire.nodes)
+
+
 def test_a_vote_is_written_down_before_it_is_answered_and_given_once_per_epoch() -> None:
     log, store = MemoryLog(), MemoryStateStore()
     voter = RaftNode(1, [1, 2, 3], log, store, 0.0)

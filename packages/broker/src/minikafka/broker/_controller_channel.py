@@ -185,10 +185,14 @@ class RemoteController:
             raise ControllerError(ErrorCode.request_timed_out)
         node = self.node
         try:
-            return await self._client.send(node, body)
+            answer = await self._client.send(node, body)
         except ClientError as exc:
             self.locator.failed(node)
             raise ControllerError(ErrorCode.request_timed_out) from exc
+        errors = [p.error_code for t in getattr(answer, "topics", ()) for p in t.partitions]
+        if ErrorCode.not_leader_or_follower in errors:
+            self.locator.failed(node)  # unless the fetcher learns the leader first
+        return answer
 
     async def _submit(self, request: ControllerRequest) -> ControllerResponse:
         match request:

@@ -66,23 +66,33 @@ async def fetch_metadata_forever(
 ) -> None:
     """Keep ``observer`` caught up with the quorum's leader (``locator`` finds it)."""
     while True:
-        controller = locator.node
+        controller, known = locator.node, locator.leader_epoch
         try:
             answer = await fetch_once(
-                client, controller, observer, node_id, cluster_id, max_wait_ms, locator.leader_epoch
+                client, controller, observer, node_id, cluster_id, max_wait_ms, known
             )
-            if answer.leader_id >= 0 or answer.leader_epoch > locator.leader_epoch:
+            if answer.leader_id >= 0 or answer.leader_epoch > known:
                 locator.leader_is(answer.leader_id, answer.leader_epoch)
-            if answer.error is not ErrorCode.none and answer.leader_id < 0:
-                locator.failed(controller)  # no leader named: ask another voter
+            if answer.error is not ErrorCode.none and (
+                answer.leader_id < 0 or answer.leader_epoch < known
+            ):
+                # No leader named, or a voter behind the quorum (cut off, it still names
+                # an old leader): ask another voter.
+                locator.failed(controller)
             update = observer.on_fetch(answer)
             if update.snapshot_wanted is not None:
                 data = await fetch_snapshot(
-                    client, controller, update.snapshot_wanted, node_id, cluster_id
+                    client,
+                    controller,
+                    update.snapshot_wanted,
+                    node_id,
+                    cluster_id,
+                    locator.leader_epoch,
                 )
                 update = observer.on_snapshot(update.snapshot_wanted, data)
             apply(update)
-            if answer.error is not ErrorCode.none:
+            if answer.error is not ErrorCode.none and locator.leader_epoch == known:
+                # Learned nothing new (a newer epoch is asked again at once).
                 await trio.sleep(backoff)
         except (ClientError, MetadataFetchError):
             locator.failed(controller)
@@ -159,6 +169,7 @@ async def fetch_snapshot(
     snapshot_id: SnapshotId,
     node_id: int,
     cluster_id: str,
+    leader_epoch: int = -1,
 ) -> bytes:
     """The whole snapshot ``snapshot_id``, in pieces of ``SNAPSHOT_CHUNK_BYTES``."""
     data = bytearray()
@@ -173,7 +184,7 @@ async def fetch_snapshot(
                     partitions=(
                         snapshot_v0.PartitionSnapshot(
                             partition=i32(0),
-                            current_leader_epoch=i32(-1),
+                            current_leader_epoch=i32(leader_epoch),
                             snapshot_id=snapshot_v0.SnapshotId(
                                 end_offset=i64(snapshot_id.end_offset),
                                 epoch=i32(snapshot_id.epoch),

@@ -94,6 +94,9 @@ class RaftCommitted:
 
 @attrs.frozen
 class RaftSnapshotLoaded:
+    """The node copied the leader's snapshot (it was behind the leader's log start): the
+    state machine starts again from it."""
+
     snapshot: Snapshot
 
 
@@ -107,6 +110,9 @@ class RaftLeaderReady:
 
 @attrs.frozen
 class RaftResigned:
+    """This node no longer leads ``epoch``: what it appended and did not see committed may
+    be lost or kept by the next leader, which decides; commits after this are replayed."""
+
     epoch: int
 
 
@@ -177,8 +183,13 @@ class RaftQuorum:
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
     _answers: dict[int, tuple[trio.Event, list[Message]]] = attrs.field(init=False, factory=dict)
     _next_id: int = attrs.field(init=False, default=0)
-    _leading: int | None = attrs.field(init=False, default=None)  # epoch announced ready
+    # The epoch this node was announced ready to lead in (RaftLeaderReady), None if not.
+    _leading: int | None = attrs.field(init=False, default=None)
+    # (epoch, log end just after that epoch's LeaderChange entry): once the high watermark
+    # reaches it, everything before this node's epoch is committed.
     _leader_end: tuple[int, int] | None = attrs.field(init=False, default=None)
+    # Requests on their way to other voters, and an event set when there are none (a
+    # resigning leader waits on it for its EndQuorumEpoch to leave).
     _sending: int = attrs.field(init=False, default=0)
     _idle: trio.Event = attrs.field(init=False, factory=trio.Event)
 
@@ -298,7 +309,9 @@ class RaftQuorum:
 
     def append(self, epoch: int, records: Sequence[MetadataRecord]) -> int:
         """Append one operation's records as the leader of ``epoch`` (one entry each);
-        returns the last one's offset. They commit when a majority has them."""
+        returns the last one's offset. They commit when a majority has them, all of them
+        or none (one unit of the Raft log). A disk error in the Raft log propagates and
+        stops this controller (Kafka's fatal fault handler): the other voters go on."""
         node = self.node
         if node is None or node.epoch != epoch:
             raise NotLeaderError(f"append in epoch {epoch}; the quorum is in epoch {self.epoch}")
@@ -319,7 +332,7 @@ class RaftQuorum:
     async def handle(self, source: int, message: Request) -> Message:
         """A request that arrived from ``source``; returns the node's answer."""
         node = self.node
-        if node is None:
+        if node is None or self._nursery is None:
             raise QuorumUnavailableError(f"the Raft node of controller {self.node_id} is not up")
         correlation_id = self._next_id
         self._next_id += 1
@@ -346,8 +359,9 @@ class RaftQuorum:
         for envelope in output.messages:
             if envelope.is_request:
                 if self._nursery is not None and envelope.destination in self.voters:
+                    if self._sending == 0:
+                        self._idle = trio.Event()
                     self._sending += 1
-                    self._idle = trio.Event()
                     self._nursery.start_soon(self._send, envelope)
             else:
                 waiting = self._answers.pop(envelope.correlation_id, None)
@@ -387,10 +401,12 @@ class RaftQuorum:
                     response = await self.transport.send(peer, body)
                 message = raft_wire.decode_response(envelope.message, response)
             except (ConnectionError, ValueError, trio.TooSlowError) as exc:
-                if not isinstance(exc, ConnectionError):
+                if isinstance(exc, trio.TooSlowError):
                     self.transport.disconnect(peer)  # a late answer is not the next one's
                 _logger.debug("raft %s to %d failed: %s", envelope.message, peer, exc)
-                self._carry_out(node.handle_disconnect(envelope.destination, trio.current_time()))
+                now = trio.current_time()
+                failed = node.handle_disconnect(peer, now, envelope.correlation_id)
+                self._carry_out(failed)
                 return
             reply = Envelope(envelope.destination, self.node_id, envelope.correlation_id, message)
             self._carry_out(node.receive(reply, trio.current_time()))

@@ -233,7 +233,8 @@ class ControllerServer:
     # --- running -----------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Become the active controller and serve until cancelled; then close the log."""
+        """Serve until cancelled, then close the log: with one voter as the active
+        controller from the start; with several, active while this node leads."""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -386,8 +387,9 @@ class ControllerServer:
         controller = self.controller
         match event:
             case RaftCommitted() if controller.active:
-                # Our own records: answer the requests whose whole operation committed
-                # (the high watermark may stop inside one; Raft counts entries).
+                # Our own records: answer the requests whose operations committed. An
+                # operation is one unit of the Raft log, committed whole, so the high
+                # watermark ends one of the appends waiting here.
                 offset = -1
                 for append in self._uncommitted:
                     if append.last_offset >= event.high_watermark:
@@ -401,6 +403,8 @@ class ControllerServer:
             case RaftCommitted():
                 self._replay_committed(event)
             case RaftSnapshotLoaded():
+                # A whole new image, published as a delta from nothing: a subscriber
+                # cannot see what it dropped (none subscribes on a controller-only node).
                 records = [r for _, r in decode_metadata_records(event.snapshot.payload)]
                 offset = event.snapshot.id.end_offset - 1
                 controller.load_snapshot(records, offset)
@@ -516,7 +520,7 @@ class ControllerServer:
                     self.quorum.write_snapshot, image.offset + 1, records
                 )
                 self.quorum.snapshot_written(snapshot)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             # A snapshot only shortens the next start's replay: try again after as much
             # log again, rather than fail the controller over it.
             _logger.warning("writing a metadata snapshot failed: %s", exc)

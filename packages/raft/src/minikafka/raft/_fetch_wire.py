@@ -23,7 +23,7 @@ from kio.schema.fetch_snapshot.v0 import response as snap_res
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import Records, i8, i32, i32Timedelta, i64
 
-from minikafka.log import whole_batches
+from minikafka.log import InvalidRecordError, whole_batches
 
 from ._batches import decode_entries, encode_entries
 from ._log import SnapshotId
@@ -149,7 +149,10 @@ def decode_fetch_response(response: fetch_res.FetchResponse, fetch_offset: int) 
         if p.snapshot_id.end_offset >= 0
         else None
     )
-    records = decode_entries(whole_batches(bytes(p.records or b"")), fetch_offset)
+    try:
+        records = decode_entries(whole_batches(bytes(p.records or b"")), fetch_offset)
+    except InvalidRecordError as exc:  # a bad CRC, a batch that does not parse
+        raise ValueError(f"Fetch answered with records that do not decode: {exc}") from exc
     return FetchResponse(
         Errors(int(p.error_code)),
         int(p.current_leader.leader_epoch),

@@ -1,12 +1,12 @@
 """The Raft log on disk: ``__cluster_metadata-0`` as minikafka.log segments (KIP-595's
 ``KafkaMetadataLog``, KIP-630's snapshot files).
 
-Each entry is one record batch whose partition leader epoch is the entry's epoch, so the
-log's leader-epoch cache (the one seed 000's followers truncate with) is also where Raft
-finds where an epoch ends. One batch an entry, because the core truncates and fetches by
-entry, and Kafka's log truncates whole batches (Kafka's Raft works in the leader's
-batches, which followers copy byte for byte; ours hands out entries). A control entry is
-a control batch holding one LeaderChange record (key: version 0, type 2), as Kafka writes
+Each unit (the entries appended together: one controller operation) is one record batch
+whose partition leader epoch is the entries' epoch, so the log's leader-epoch cache (the
+one seed 000's followers truncate with) is also where Raft finds where an epoch ends, and
+a batch is never cut: the core truncates only between units (at an epoch's end, the high
+watermark or a snapshot), as Kafka's log truncates whole batches. A control entry is a
+control batch holding one LeaderChange record (key: version 0, type 2), as Kafka writes
 it. ``flush`` is an fsync of the segments; a snapshot is a file
 ``<end offset>-<epoch>.checkpoint`` written to a temporary name, fsynced and renamed,
 after which the log before it is deleted. What the files hold after a process crash is
@@ -16,14 +16,24 @@ counts as flushed.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from minikafka.log import Log, LogConfig, whole_batches
 
-from ._batches import decode_entries, entry_batch
-from ._log import Entry, EpochEnd, Snapshot, SnapshotId, check_append, epoch_end, is_new_snapshot
+from ._batches import decode_entries, unit_batch, units
+from ._log import (
+    Entry,
+    EpochEnd,
+    Snapshot,
+    SnapshotId,
+    check_append,
+    epoch_end,
+    is_new_snapshot,
+    whole_units,
+)
 
 SNAPSHOT_SUFFIX = ".checkpoint"
 _READ_BYTES = 1 << 20
@@ -102,9 +112,12 @@ class FileRaftLog:
         return epoch_end(self._epoch_starts(), self.end_offset, self._snapshot, epoch)
 
     def append(self, entries: Sequence[Entry]) -> None:
-        for entry in entries:
-            check_append(self, entry)
-            self.log.append_as_follower(entry_batch(entry))
+        for unit in units(entries):
+            check_append(self, unit[0])
+            for before, entry in itertools.pairwise(unit):
+                if (entry.offset, entry.epoch) != (before.offset + 1, before.epoch):
+                    raise ValueError(f"{entry} does not follow {before} in one unit")
+            self.log.append_as_follower(unit_batch(unit))
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.start_offset:
@@ -126,7 +139,7 @@ class FileRaftLog:
             found = decode_entries(whole_batches(fetched.records.read_bytes()), offset)
             if not found:
                 break
-            entries += found[: max_entries - len(entries)]
+            entries += whole_units(found, max_entries - len(entries))
             offset = entries[-1].offset + 1
         return entries
 

@@ -7,7 +7,11 @@ client does; what makes it testable is that a log is a value the core is given, 
 simulator gives it :class:`MemoryLog`, whose ``crash`` keeps exactly what was flushed.
 
 A Raft log entry has an offset, the epoch of the leader that wrote it, and a payload the
-core never looks inside (the controller's records). Epochs never go down along the log,
+core never looks inside (the controller's records). Entries appended together are one
+*unit* (Kafka's record batch: one controller operation's records), which the log never
+splits: a read that reaches into a unit returns the rest of it too, so a follower's log
+ends, and the high watermark moves, only between units, and an operation commits whole
+or not at all. Epochs never go down along the log,
 so "where does epoch E end" (``end_offset_for_epoch``) is a search over the first
 offset of each epoch: the leader-epoch cache of seed 000, again.
 """
@@ -30,6 +34,8 @@ class Entry:
     epoch: int
     data: bytes
     control: bool = False
+    continued: bool = False
+    """More entries of the same unit follow (the last entry of a unit says False)."""
 
 
 @attrs.frozen(order=True)
@@ -93,7 +99,10 @@ class RaftLog(Protocol):
         """Remove every entry at ``offset`` and after."""
         ...
 
-    def read(self, start: int, max_entries: int) -> list[Entry]: ...
+    def read(self, start: int, max_entries: int) -> list[Entry]:
+        """About ``max_entries`` from ``start``: more if the last one read is
+        ``continued``, up to the end of its unit (:func:`whole_units`)."""
+        ...
 
     def flush(self) -> None:
         """Make every entry durable (fsync)."""
@@ -131,6 +140,15 @@ def epoch_end(
         return EpochEnd(-1, -1)
     end = epoch_starts[i][1] if i < len(epochs) else end_offset
     return EpochEnd(epochs[i - 1], end)
+
+
+def whole_units(entries: Sequence[Entry], max_entries: int) -> list[Entry]:
+    """The first ``max_entries`` of ``entries`` and, if the last of them is ``continued``,
+    the rest of its unit: a read never ends inside a unit."""
+    end = min(max_entries, len(entries))
+    while 0 < end < len(entries) and entries[end - 1].continued:
+        end += 1
+    return list(entries[:end])
 
 
 def check_append(log: RaftLog, entry: Entry) -> None:
@@ -208,7 +226,7 @@ class MemoryLog:
     def read(self, start: int, max_entries: int) -> list[Entry]:
         if start < self._start:
             raise ValueError(f"offset {start} is below the log start {self._start}")
-        return self._entries[start - self._start : start - self._start + max_entries]
+        return whole_units(self._entries[start - self._start :], max_entries)
 
     def flush(self) -> None:
         self._flushed = self.end_offset

@@ -161,10 +161,14 @@ class RaftNode:
             self._handle_response(envelope.source, message, now)
         return self._output(now)
 
-    def handle_disconnect(self, destination: int, now: float) -> Output:
+    def handle_disconnect(
+        self, destination: int, now: float, correlation_id: int | None = None
+    ) -> Output:
         """The connection to ``destination`` failed (refused, reset): its request is
-        given up at once and asked again after the retry backoff, not the request timeout."""
-        self._requests.failed(destination, now)
+        given up at once and asked again after the retry backoff, not the request timeout.
+        ``correlation_id`` names the request that failed: if another has been sent since
+        (a new state forgets old requests), the failure is old news and changes nothing."""
+        self._requests.failed(destination, now, correlation_id)
         return self._output(now)
 
     def timer(self) -> float | None:
@@ -201,12 +205,15 @@ class RaftNode:
         return self._output(now)
 
     def append(self, data: Sequence[bytes], now: float) -> tuple[int, Output]:
-        """Append ``data`` as the leader; returns the last entry's offset. It is
-        committed once the high watermark passes it (``Output.committed`` says when)."""
+        """Append ``data`` as the leader, as one unit (it commits whole or not at all);
+        returns the last entry's offset. It is committed once the high watermark passes
+        it (``Output.committed`` says when)."""
         if self.state is not State.LEADER:
             raise NotLeaderError(f"node {self.node_id} is {self.state.value}, not the leader")
-        start = self.log.end_offset
-        entries = [Entry(start + i, self.epoch, value) for i, value in enumerate(data)]
+        start, last = self.log.end_offset, len(data) - 1
+        entries = [
+            Entry(start + i, self.epoch, value, continued=i < last) for i, value in enumerate(data)
+        ]
         self._append_as_leader(entries, now)
         return self.log.end_offset - 1, self._output(now)
 
@@ -790,7 +797,9 @@ class RaftNode:
         committed: list[Entry] = []
         end = min(self.high_watermark, self.log.end_offset)
         while self._applied < end and self._applied >= self.log.start_offset:
-            batch = self.log.read(self._applied, end - self._applied)
+            # Units never straddle the high watermark (every log ends between units), so
+            # the cut at ``end`` only guards what must never be handed out: uncommitted.
+            batch = [e for e in self.log.read(self._applied, end - self._applied) if e.offset < end]
             if not batch:
                 break
             committed += (e for e in batch if not e.control)

@@ -51,8 +51,15 @@ class RequestManager:
         del self._inflight[source]
         return True
 
-    def failed(self, destination: int, now: float) -> None:
-        """The request to ``destination`` failed, or its answer was an error: back off."""
+    def failed(self, destination: int, now: float, correlation_id: int | None = None) -> None:
+        """The request to ``destination`` failed, or its answer was an error: back off.
+        With ``correlation_id``, only if that request is still the one in flight (a
+        failure reported late must not cancel a newer request)."""
+        inflight = self._inflight.get(destination)
+        if correlation_id is not None and (
+            inflight is None or inflight.correlation_id != correlation_id
+        ):
+            return
         self._inflight.pop(destination, None)
         self._retry_at[destination] = now + self.retry_backoff
 
