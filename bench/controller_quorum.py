@@ -286,10 +286,13 @@ async def _leader(client: NetworkClient, cluster: ProcessCluster) -> QuorumInfo:
 
 async def _warm_up(client: NetworkClient, node: Node, name: str) -> None:
     """Create ``name`` once the broker is registered and unfenced (untimed)."""
-    last = None
+    last: object = None
     with trio.move_on_after(WAIT):
         while True:
-            last = await _create(client, node, name)
+            try:
+                last = await _create(client, node, name)
+            except ClientError as e:  # a short timeout of the failover's client
+                last = e
             if last in (ErrorCode.none, ErrorCode.topic_already_exists):
                 return
             await trio.sleep(POLL)
