@@ -413,6 +413,17 @@ def list_reassignments(rng: random.Random) -> Overrides:
     )
 
 
+def describe_quorum(rng: random.Random) -> Overrides:
+    """DescribeQuorum about other partitions than __cluster_metadata-0, or about none."""
+    return rng.choice(
+        (
+            {"TopicData.topic_name": rng.choice((*INTERNAL_TOPICS, *NAMES))},
+            {"TopicData.topic_name": "__cluster_metadata", "partition_index": rng.choice(INT32)},
+            {"DescribeQuorumRequest.topics": ()},
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -438,6 +449,7 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.ELECT_LEADERS: elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
+    ApiKey.DESCRIBE_QUORUM: describe_quorum,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 
