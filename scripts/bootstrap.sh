@@ -36,6 +36,8 @@ for pair in "${needed[@]}"; do
     cmd=${pair%% *}; pkg=${pair##* }
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
 done
+# ZooKeeper mode (issue 20) runs Debian's ZooKeeper server, which puts no command on PATH.
+[[ -f /usr/share/java/zookeeper.jar ]] || missing+=("zookeeper")
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: apt-get install ${missing[*]}" >&2

@@ -1,0 +1,28 @@
+"""minikafka.zk: ZooKeeper for ZooKeeper mode (seed 001; issue 20).
+
+A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo driven
+from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
+controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
+writes in them (:mod:`._znodes`).
+"""
+
+from kazoo.exceptions import BadVersionError as BadVersionError
+from kazoo.exceptions import NodeExistsError as NodeExistsError
+from kazoo.exceptions import NoNodeError as NoNodeError
+
+from ._client import SESSION_CONNECTED as SESSION_CONNECTED
+from ._client import SESSION_LOST as SESSION_LOST
+from ._client import SESSION_SUSPENDED as SESSION_SUSPENDED
+from ._client import SessionChanged as SessionChanged
+from ._client import Stat as Stat
+from ._client import WatchFired as WatchFired
+from ._client import ZkClient as ZkClient
+from ._client import ZkEvent as ZkEvent
+from ._server import INSTALL as INSTALL
+from ._server import ZooKeeperError as ZooKeeperError
+from ._server import ZooKeeperServer as ZooKeeperServer
+from ._znodes import BrokerRegistration as BrokerRegistration
+from ._znodes import ControllerRegistration as ControllerRegistration
+from ._znodes import PartitionState as PartitionState
+from ._znodes import TopicAssignment as TopicAssignment
+from ._znodes import ZnodeError as ZnodeError

@@ -1,0 +1,191 @@
+"""ZooKeeper from trio: kazoo's client, never blocking the event loop (Kafka's
+``ZooKeeperClient``, under ``KafkaZkClient``).
+
+kazoo runs its connection in threads of its own and hands back results through
+``IAsyncResult`` objects that call a function when done. :meth:`ZkClient._call` links
+one to a trio event (through the trio token, from kazoo's thread), so a trio task awaits
+a znode read the way it awaits a socket. The calls that only exist blocking in kazoo
+(connecting, closing) run in a worker thread.
+
+Watches are ZooKeeper's one-shot triggers: a read that sets one is told once when the
+znode (or its children) changes, and must read again (and set a new watch) to hear of the
+next change. Kafka's controller turns every watch into an event on its single queue
+(``ControllerEventManager``); here every watch set through a client, and every change of
+its session (suspended, reconnected, expired), is put on :attr:`ZkClient.events`, one
+channel the owner reads in order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any, cast
+
+import attrs
+import trio
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
+
+SESSION_LOST = "LOST"
+SESSION_SUSPENDED = "SUSPENDED"
+SESSION_CONNECTED = "CONNECTED"
+
+
+@attrs.frozen
+class WatchFired:
+    """A watch set on ``path`` fired: ``kind`` is ZooKeeper's event type (``CREATED``,
+    ``DELETED``, ``CHANGED``, ``CHILD``). ZooKeeper says only that something happened,
+    not what: the owner reads the znode again."""
+
+    kind: str
+    path: str
+
+
+@attrs.frozen
+class SessionChanged:
+    """The session's state: ``SUSPENDED`` (the connection dropped, the session may
+    survive), ``CONNECTED`` (again), ``LOST`` (expired: every ephemeral znode of this
+    session is gone, and so are its watches)."""
+
+    state: str
+
+
+ZkEvent = WatchFired | SessionChanged
+
+
+@attrs.frozen
+class Stat:
+    """What a read learns besides the data: ``version`` for a conditional update (KIP-497's
+    AlterPartition writes the ISR only over the version it read), ``ephemeral_owner`` the
+    session that owns an ephemeral znode (0 for a persistent one)."""
+
+    version: int
+    ephemeral_owner: int
+    children: int
+
+    @classmethod
+    def of(cls, stat: ZnodeStat) -> Stat:
+        return cls(int(stat.version), int(stat.ephemeralOwner), int(stat.numChildren))
+
+
+@attrs.define(eq=False)
+class ZkClient:
+    """A connection to ZooKeeper at ``hosts`` (``zookeeper.connect``) with a session of
+    ``session_timeout`` seconds (``zookeeper.session.timeout.ms``)."""
+
+    hosts: str
+    session_timeout: float = 18.0
+    _kazoo: Any = attrs.field(init=False, default=None)
+    _token: trio.lowlevel.TrioToken | None = attrs.field(init=False, default=None)
+    _send: trio.MemorySendChannel[ZkEvent] = attrs.field(init=False)
+    events: trio.MemoryReceiveChannel[ZkEvent] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self.events = trio.open_memory_channel(float("inf"))
+
+    # --- the session ------------------------------------------------------------------
+
+    async def connect(self, connect_timeout: float = 30.0) -> None:
+        """Open the session (in a worker thread: kazoo connects blocking); raises
+        kazoo's ``KazooTimeoutError`` if no server answered within ``connect_timeout``."""
+        self._token = trio.lowlevel.current_trio_token()
+        self._kazoo = KazooClient(hosts=self.hosts, timeout=self.session_timeout)
+        self._kazoo.add_listener(self._on_state)
+        kazoo = self._kazoo
+        await trio.to_thread.run_sync(lambda: kazoo.start(timeout=connect_timeout))
+
+    async def close(self) -> None:
+        """End the session: ZooKeeper deletes its ephemeral znodes at once."""
+        if self._kazoo is None:
+            return
+        kazoo, self._kazoo = self._kazoo, None
+        await trio.to_thread.run_sync(kazoo.stop)
+        await trio.to_thread.run_sync(kazoo.close)
+
+    @property
+    def session_id(self) -> int:
+        """The session's id (what an ephemeral znode's ``ephemeral_owner`` names)."""
+        return int(self._client().client_id[0])
+
+    def _on_state(self, state: str) -> None:
+        # kazoo's thread: hand over to the trio loop; the listener must not block.
+        names = {
+            KazooState.LOST: SESSION_LOST,
+            KazooState.SUSPENDED: SESSION_SUSPENDED,
+            KazooState.CONNECTED: SESSION_CONNECTED,
+        }
+        self._deliver(SessionChanged(names.get(state, str(state))))
+
+    def _deliver(self, event: ZkEvent) -> None:
+        token = self._token
+        if token is None:
+            return
+        with contextlib.suppress(trio.RunFinishedError):  # the trio program has ended
+            token.run_sync_soon(self._send.send_nowait, event)
+
+    def _watch(self, event: WatchedEvent) -> None:
+        self._deliver(WatchFired(str(event.type), str(event.path)))
+
+    # --- reads and writes ---------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self._kazoo is None:
+            raise RuntimeError("the ZooKeeper client is not connected")
+        return self._kazoo
+
+    async def _call(self, start: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one of kazoo's ``*_async`` calls; its result, or its exception raised."""
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+        result = start(*args, **kwargs)
+        result.rawlink(lambda _: token.run_sync_soon(done.set))
+        await done.wait()
+        return result.get(block=False)
+
+    async def create(
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, makepath: bool = False
+    ) -> str:
+        """Create ``path``; raises ``NodeExistsError`` if it exists (how Kafka's controller
+        election is won or lost: one ephemeral ``/controller``, first come)."""
+        client = self._client()
+        created = await self._call(
+            client.create_async, path, data, ephemeral=ephemeral, makepath=makepath
+        )
+        return str(created)
+
+    async def get(self, path: str, *, watch: bool = False) -> tuple[bytes, Stat]:
+        """The znode's data and stat; raises ``NoNodeError``. With ``watch``, a
+        :class:`WatchFired` arrives on :attr:`events` when it next changes or goes."""
+        client = self._client()
+        data, stat = await self._call(client.get_async, path, self._watch if watch else None)
+        return bytes(data or b""), Stat.of(stat)
+
+    async def exists(self, path: str, *, watch: bool = False) -> Stat | None:
+        """The stat, or None; with ``watch``, hear when it is created, changed or deleted."""
+        client = self._client()
+        stat = await self._call(client.exists_async, path, self._watch if watch else None)
+        return None if stat is None else Stat.of(stat)
+
+    async def get_children(self, path: str, *, watch: bool = False) -> list[str]:
+        """The children's names, sorted; with ``watch``, hear when the list changes."""
+        client = self._client()
+        children = await self._call(client.get_children_async, path, self._watch if watch else None)
+        return sorted(cast(list[str], children))
+
+    async def set(self, path: str, data: bytes, *, version: int = -1) -> Stat:
+        """Write ``data``; with ``version``, only over that version (``BadVersionError``
+        otherwise: someone wrote since it was read)."""
+        client = self._client()
+        return Stat.of(await self._call(client.set_async, path, data, version))
+
+    async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None:
+        client = self._client()
+        if recursive:
+            await trio.to_thread.run_sync(lambda: client.delete(path, version, recursive=True))
+        else:
+            await self._call(client.delete_async, path, version)
+
+    async def ensure_path(self, path: str) -> None:
+        """Create ``path`` and its parents where missing (Kafka's persistent paths)."""
+        client = self._client()
+        await self._call(client.ensure_path_async, path)

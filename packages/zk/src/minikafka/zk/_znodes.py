@@ -1,0 +1,259 @@
+"""Kafka's znodes in ZooKeeper mode and the JSON in them (Kafka 2.8's ``ZkData``; seed 001).
+
+Seed 001 follows a topic through these paths: the admin tool writes the assignment to
+``/brokers/topics/<topic>``; the controller, watching ``/brokers/topics``, elects each
+partition's first leader and writes it with the ISR to
+``/brokers/topics/<topic>/partitions/<p>/state``; brokers are the ephemeral
+``/brokers/ids/<id>``, gone when their session ends; the controller is whoever created
+the ephemeral ``/controller`` first, and ``/controller_epoch`` counts the elections so a
+deposed controller's requests can be refused.
+
+Each value class encodes to the bytes Kafka writes (same keys, same versions) and decodes
+what Kafka wrote, so a Kafka tool reading this ZooKeeper, or this code reading a Kafka's,
+agree. Decoding bad bytes raises :class:`ZnodeError` naming the path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+BROKERS = "/brokers"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+ADMIN = "/admin"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+CLUSTER_ID = "/cluster/id"
+
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION, "/config")
+"""What a Kafka broker creates at start-up if missing (``KafkaZkClient.createTopLevelPaths``)."""
+
+
+class ZnodeError(ValueError):
+    """A znode's bytes are not what Kafka writes there."""
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def _json(data: Mapping[str, object]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _parse(path: str, data: bytes) -> dict[str, object]:
+    try:
+        parsed = json.loads(data)
+    except ValueError as exc:
+        raise ZnodeError(f"{path}: not JSON: {data[:80]!r}") from exc
+    if not isinstance(parsed, dict):
+        raise ZnodeError(f"{path}: not a JSON object: {data[:80]!r}")
+    return parsed
+
+
+def _int(path: str, obj: Mapping[str, object], key: str) -> int:
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ZnodeError(f"{path}: {key!r} is not a number: {value!r}")
+    return value
+
+
+def _ints(path: str, value: object) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise ZnodeError(f"{path}: not a list of broker ids: {value!r}")
+    return tuple(value)
+
+
+@attrs.frozen
+class BrokerRegistration:
+    """``/brokers/ids/<id>`` (version 5): where clients and other brokers reach it."""
+
+    broker_id: int
+    endpoints: tuple[str, ...]  # "LISTENER://host:port"
+    security_protocols: Mapping[str, str]  # listener name -> security protocol
+    rack: str | None = None
+    timestamp_ms: int = 0
+
+    def encode(self) -> bytes:
+        # The top-level host and port are the first PLAINTEXT endpoint's, for old clients.
+        host, port = "", -1
+        for endpoint in self.endpoints:
+            name, _, address = endpoint.partition("://")
+            if self.security_protocols.get(name) == "PLAINTEXT":
+                host, _, port_text = address.rpartition(":")
+                port = int(port_text)
+                break
+        data: dict[str, object] = {
+            "version": 5,
+            "host": host,
+            "port": port,
+            "endpoints": list(self.endpoints),
+            "jmx_port": -1,
+            "timestamp": str(self.timestamp_ms or int(time.time() * 1000)),
+            "listener_security_protocol_map": dict(self.security_protocols),
+            "features": {},
+        }
+        if self.rack is not None:
+            data["rack"] = self.rack
+        return _json(data)
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes) -> BrokerRegistration:
+        path = broker_path(broker_id)
+        obj = _parse(path, data)
+        endpoints = obj.get("endpoints")
+        if not isinstance(endpoints, list) or not all(isinstance(e, str) for e in endpoints):
+            raise ZnodeError(f"{path}: 'endpoints' is not a list of strings")
+        protocols = obj.get("listener_security_protocol_map") or {}
+        if not isinstance(protocols, dict):
+            raise ZnodeError(f"{path}: 'listener_security_protocol_map' is not an object")
+        rack = obj.get("rack")
+        timestamp = obj.get("timestamp", "0")
+        return cls(
+            broker_id,
+            tuple(endpoints),
+            {str(k): str(v) for k, v in protocols.items()},
+            rack if isinstance(rack, str) else None,
+            int(timestamp) if isinstance(timestamp, str) and timestamp.isdigit() else 0,
+        )
+
+
+@attrs.frozen
+class TopicAssignment:
+    """``/brokers/topics/<topic>`` (version 2): each partition's replicas, and, during a
+    reassignment (KIP-455), the replicas being added and removed."""
+
+    partitions: Mapping[int, tuple[int, ...]]
+    topic_id: uuid.UUID | None = None
+    adding: Mapping[int, tuple[int, ...]] = attrs.field(factory=dict)
+    removing: Mapping[int, tuple[int, ...]] = attrs.field(factory=dict)
+
+    def encode(self) -> bytes:
+        def by_partition(replicas: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
+            return {str(p): list(r) for p, r in sorted(replicas.items())}
+
+        data: dict[str, object] = {
+            "version": 2,
+            "partitions": by_partition(self.partitions),
+            "adding_replicas": by_partition(self.adding),
+            "removing_replicas": by_partition(self.removing),
+        }
+        if self.topic_id is not None:
+            data["topic_id"] = str(self.topic_id)
+        return _json(data)
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes) -> TopicAssignment:
+        path = topic_path(topic)
+        obj = _parse(path, data)
+
+        def by_partition(key: str) -> dict[int, tuple[int, ...]]:
+            value = obj.get(key) or {}
+            if not isinstance(value, dict):
+                raise ZnodeError(f"{path}: {key!r} is not an object")
+            try:
+                return {int(p): _ints(path, r) for p, r in value.items()}
+            except ValueError as exc:
+                raise ZnodeError(f"{path}: {key!r} has a partition that is no number") from exc
+
+        topic_id = obj.get("topic_id")
+        try:
+            parsed_id = uuid.UUID(topic_id) if isinstance(topic_id, str) else None
+        except ValueError as exc:
+            raise ZnodeError(f"{path}: 'topic_id' is no UUID: {topic_id!r}") from exc
+        return cls(
+            by_partition("partitions"),
+            parsed_id,
+            by_partition("adding_replicas"),
+            by_partition("removing_replicas"),
+        )
+
+
+@attrs.frozen
+class PartitionState:
+    """``/brokers/topics/<topic>/partitions/<p>/state`` (version 1): the leader, its
+    epoch, the ISR, and the epoch of the controller that wrote them. The znode's version
+    (not in the JSON) is what a conditional ISR update names (KIP-497)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def encode(self) -> bytes:
+        return _json(
+            {
+                "version": 1,
+                "leader": self.leader,
+                "leader_epoch": self.leader_epoch,
+                "controller_epoch": self.controller_epoch,
+                "isr": list(self.isr),
+            }
+        )
+
+    @classmethod
+    def decode(cls, topic: str, partition: int, data: bytes) -> PartitionState:
+        path = partition_state_path(topic, partition)
+        obj = _parse(path, data)
+        return cls(
+            _int(path, obj, "leader"),
+            _int(path, obj, "leader_epoch"),
+            _ints(path, obj.get("isr")),
+            _int(path, obj, "controller_epoch"),
+        )
+
+
+@attrs.frozen
+class ControllerRegistration:
+    """``/controller`` (version 1): the broker that is the controller, ephemeral: it goes
+    with that broker's session, and the next broker to create it is the controller."""
+
+    broker_id: int
+    timestamp_ms: int = 0
+
+    def encode(self) -> bytes:
+        timestamp = self.timestamp_ms or int(time.time() * 1000)
+        return _json({"version": 1, "brokerid": self.broker_id, "timestamp": str(timestamp)})
+
+    @classmethod
+    def decode(cls, data: bytes) -> ControllerRegistration:
+        obj = _parse(CONTROLLER, data)
+        timestamp = obj.get("timestamp", "0")
+        return cls(
+            _int(CONTROLLER, obj, "brokerid"),
+            int(timestamp) if isinstance(timestamp, str) and timestamp.isdigit() else 0,
+        )
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    """``/controller_epoch``: the number alone, as text."""
+    return str(epoch).encode()
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    try:
+        return int(data.decode())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ZnodeError(f"{CONTROLLER_EPOCH}: not a number: {data[:40]!r}") from exc

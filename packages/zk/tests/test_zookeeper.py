@@ -1,0 +1,111 @@
+"""A real ZooKeeper (Debian's package) driven from trio: what ZooKeeper mode rests on.
+
+- the server starts on a port of its own and answers ``ruok``;
+- an ephemeral znode lives exactly as long as its session (how Kafka knows a broker or
+  the controller is gone);
+- creating a znode that exists fails (how a controller election is won by one broker);
+- a conditional write over a stale version fails (KIP-497's ISR updates);
+- a watch fires once, on the client's single event channel, and the event names the path;
+- a server that goes away is seen as a suspended session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+
+from minikafka.broker.testing import free_ports
+from minikafka.zk import (
+    SESSION_SUSPENDED,
+    BadVersionError,
+    NodeExistsError,
+    SessionChanged,
+    WatchFired,
+    ZkClient,
+    ZkEvent,
+    ZooKeeperServer,
+)
+from minikafka.zk._server import ZOOKEEPER_JAR
+
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(
+        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+    ),
+]
+
+DEADLINE = 30.0
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    zookeeper = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
+    zookeeper.start()
+    try:
+        yield zookeeper
+    finally:
+        zookeeper.kill()
+
+
+@asynccontextmanager
+async def connected(server: ZooKeeperServer) -> AsyncIterator[ZkClient]:
+    client = ZkClient(server.connect_string, session_timeout=6.0)
+    await client.connect(connect_timeout=DEADLINE)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def next_event(client: ZkClient, kind: type[ZkEvent], state: str = "") -> ZkEvent:
+    """The next event of ``kind`` (a SessionChanged to ``state``, if given)."""
+    with trio.fail_after(DEADLINE):
+        async for event in client.events:
+            if isinstance(event, kind) and (
+                not state or (isinstance(event, SessionChanged) and event.state == state)
+            ):
+                return event
+    raise AssertionError("the event channel closed")
+
+
+async def test_an_ephemeral_znode_lives_as_long_as_its_session(server: ZooKeeperServer) -> None:
+    assert server.four_letters("ruok") == "imok"
+    async with connected(server) as watcher:
+        await watcher.ensure_path("/brokers/ids")
+        async with connected(server) as broker:
+            await broker.create("/brokers/ids/1", b"{}", ephemeral=True)
+            _, stat = await watcher.get("/brokers/ids/1")
+            assert stat.ephemeral_owner == broker.session_id
+            assert await watcher.get_children("/brokers/ids", watch=True) == ["1"]
+        # The session closed: ZooKeeper removed the znode and told the watcher.
+        fired = await next_event(watcher, WatchFired)
+        assert fired == WatchFired("CHILD", "/brokers/ids")
+        assert await watcher.get_children("/brokers/ids") == []
+
+
+async def test_the_first_to_create_wins_and_stale_writes_fail(server: ZooKeeperServer) -> None:
+    async with connected(server) as first, connected(server) as second:
+        await first.create("/controller", b'{"brokerid":1}', ephemeral=True)
+        with pytest.raises(NodeExistsError):
+            await second.create("/controller", b'{"brokerid":2}', ephemeral=True)
+        await first.create("/state", b"v0")
+        _, stat = await first.get("/state", watch=True)
+        await second.set("/state", b"v1", version=stat.version)
+        with pytest.raises(BadVersionError):  # first read version 0; it is 1 now
+            await first.set("/state", b"v1'", version=stat.version)
+        assert await next_event(first, WatchFired) == WatchFired("CHANGED", "/state")
+        data, _ = await first.get("/state")
+        assert data == b"v1"
+
+
+async def test_a_server_going_away_suspends_the_session(server: ZooKeeperServer) -> None:
+    async with connected(server) as client:
+        server.kill()
+        # The connection is gone; the session may survive (it has not timed out), so
+        # ZooKeeper mode's owner keeps its role until it hears LOST.
+        suspended = await next_event(client, SessionChanged, SESSION_SUSPENDED)
+        assert suspended == SessionChanged(SESSION_SUSPENDED)
