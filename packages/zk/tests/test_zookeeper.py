@@ -22,12 +22,19 @@ from minikafka.broker.testing import free_ports
 from minikafka.zk import (
     SESSION_SUSPENDED,
     BadVersionError,
+    BrokerRegistration,
+    Elected,
+    Lost,
     NodeExistsError,
     SessionChanged,
     WatchFired,
     ZkClient,
     ZkEvent,
     ZooKeeperServer,
+    active_controller,
+    controller_epoch,
+    register_broker,
+    try_to_elect,
 )
 from minikafka.zk._server import ZOOKEEPER_JAR
 
@@ -109,3 +116,35 @@ async def test_a_server_going_away_suspends_the_session(server: ZooKeeperServer)
         # ZooKeeper mode's owner keeps its role until it hears LOST.
         suspended = await next_event(client, SessionChanged, SESSION_SUSPENDED)
         assert suspended == SessionChanged(SESSION_SUSPENDED)
+
+
+async def test_one_controller_per_epoch_and_the_next_after_a_session_ends(
+    server: ZooKeeperServer,
+) -> None:
+    """Seed 001's election: two brokers race for /controller; exactly one wins, in epoch
+    1; when its session ends the other wins epoch 2 (it heard of the deletion through its
+    watch); the epoch never goes back."""
+    async with connected(server) as two:
+        async with connected(server) as one:
+            outcomes = [await try_to_elect(one, 1), await try_to_elect(two, 2)]
+            assert outcomes == [Elected(1, 1), Lost(1)]
+            assert await active_controller(two, watch=True) == 1
+        # Broker 1's session ended (a crash would end it at its timeout): /controller is
+        # gone, the watch says so, and broker 2 wins the next epoch.
+        assert await next_event(two, WatchFired) == WatchFired("DELETED", "/controller")
+        assert await try_to_elect(two, 2) == Elected(2, 2)
+        assert await controller_epoch(two) == 2
+        assert await active_controller(two) == 2
+
+
+async def test_a_broker_id_is_registered_once(server: ZooKeeperServer) -> None:
+    registration = BrokerRegistration(
+        3, ("PLAINTEXT://127.0.0.1:9094",), {"PLAINTEXT": "PLAINTEXT"}
+    )
+    async with connected(server) as broker, connected(server) as impostor:
+        await register_broker(broker, registration)
+        await register_broker(broker, registration)  # its own, again: fine (a retry)
+        with pytest.raises(NodeExistsError):
+            await register_broker(impostor, registration)
+        data, _ = await impostor.get("/brokers/ids/3")
+        assert BrokerRegistration.decode(3, data).endpoints == registration.endpoints

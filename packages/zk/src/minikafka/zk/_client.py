@@ -18,12 +18,13 @@ channel the owner reads in order.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import attrs
 import trio
 from kazoo.client import KazooClient
+from kazoo.exceptions import RolledBackError
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
 SESSION_LOST = "LOST"
@@ -51,6 +52,36 @@ class SessionChanged:
 
 
 ZkEvent = WatchFired | SessionChanged
+
+
+@attrs.frozen
+class Create:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+
+
+@attrs.frozen
+class SetData:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@attrs.frozen
+class Check:
+    path: str
+    version: int
+
+
+@attrs.frozen
+class Delete:
+    path: str
+    version: int = -1
+
+
+Op = Create | SetData | Check | Delete
+"""One operation of a :meth:`ZkClient.transaction`."""
 
 
 @attrs.frozen
@@ -184,6 +215,26 @@ class ZkClient:
             await trio.to_thread.run_sync(lambda: client.delete(path, version, recursive=True))
         else:
             await self._call(client.delete_async, path, version)
+
+    async def transaction(self, ops: Sequence[Op]) -> None:
+        """Apply ``ops`` atomically (ZooKeeper's multi): all of them or, if one fails,
+        none, raising that one's error (``NodeExistsError``, ``BadVersionError``...)."""
+        tx = self._client().transaction()
+        for op in ops:
+            match op:
+                case Create(path, data, ephemeral):
+                    tx.create(path, data, ephemeral=ephemeral)
+                case SetData(path, data, version):
+                    tx.set_data(path, data, version)
+                case Check(path, version):
+                    tx.check(path, version)
+                case Delete(path, version):
+                    tx.delete(path, version)
+        results = await self._call(tx.commit_async)
+        for result in results:
+            # The op that failed carries its error; the others say they were rolled back.
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+                raise result
 
     async def ensure_path(self, path: str) -> None:
         """Create ``path`` and its parents where missing (Kafka's persistent paths)."""
