@@ -64,6 +64,7 @@ from ._tools_produce import ProduceOptions, parse_acks, parse_compression, read_
 from ._tools_produce import produce as produce_lines
 from ._tools_quorum import quorum_app
 from ._tools_storage import Overrides, storage_app
+from ._tools_zookeeper import zookeeper_app
 
 T = TypeVar("T")
 
@@ -455,6 +456,7 @@ app.add_typer(trace_app)
 app.add_typer(storage_app)
 app.add_typer(cluster_app)
 app.add_typer(quorum_app)
+app.add_typer(zookeeper_app)
 
 
 @trace_app.callback()

@@ -98,6 +98,11 @@ class ZooKeeperServer:
             os.kill(pid, 0)
         except (OSError, ValueError):
             return None
+        # Started by this process through another ZooKeeperServer object: once it exits
+        # it is a zombie until reaped, and a zombie still answers kill(pid, 0).
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return None
         return pid
 
     def start(self, timeout: float = 60.0) -> None:
