@@ -6,6 +6,10 @@ the rest of minikafka uses, plus :func:`build`, which constructs the class of an
 version from the fields it has (so one handler can answer Metadata v0 to v13) and
 refuses a field name that no version of the message has (a typo is an error, not a
 silently missing field).
+
+kio has no classes for the ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica,
+UpdateMetadata, ControlledShutdown: Kafka 4.0 dropped their schemas); ``_zk_schemas``
+writes them in kio's form and the lookups below fall back to it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
+from . import _zk_schemas
 from ._bounds import BoundsError, check_bounds
 
 E = TypeVar("E", bound=Entity)
@@ -35,7 +40,7 @@ class BodyDecodeError(Exception):
 
 def api_name(api_key: int) -> str:
     """Kafka's name for an API key, e.g. ``Metadata`` for 3."""
-    name = api_key_map.get(api_key)
+    name = api_key_map.get(api_key) or _zk_schemas.API_NAMES.get(api_key)
     if name is None:
         return f"Unknown({api_key})"
     return "".join(part.capitalize() for part in name.split("_"))
@@ -46,7 +51,7 @@ def request_schema(api_key: int, api_version: int) -> type[RequestPayload] | Non
     try:
         return load_request_schema(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity):
-        return None
+        return _zk_schemas.REQUESTS.get((api_key, api_version))
 
 
 @cache
@@ -54,7 +59,7 @@ def response_schema(api_key: int, api_version: int) -> type[ResponsePayload] | N
     try:
         return load_response_schema(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity):
-        return None
+        return _zk_schemas.RESPONSES.get((api_key, api_version))
 
 
 def decode_request_body(
