@@ -35,7 +35,7 @@ from ._messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
-from ._wire import METADATA_TOPIC, NO_ID
+from ._wire import METADATA_TOPIC, _id, _optional
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
@@ -47,14 +47,6 @@ def _only(items: Sequence[object], what: str) -> object:
     if len(items) != 1:
         raise ValueError(f"{what}: {len(items)} entries, not just {METADATA_TOPIC}-0")
     return items[0]
-
-
-def _leader_id(value: int | None) -> BrokerId:
-    return BrokerId(NO_ID if value is None else value)
-
-
-def _optional(value: int) -> int | None:
-    return None if value == NO_ID else value
 
 
 # -- Fetch ------------------------------------------------------------------------------
@@ -114,7 +106,7 @@ def encode_fetch_response(message: FetchResponse, log_start_offset: int) -> fetc
             end_offset=i64(diverging.end_offset if diverging else -1),
         ),
         current_leader=fetch_res.LeaderIdAndEpoch(
-            leader_id=_leader_id(message.leader_id), leader_epoch=i32(message.leader_epoch)
+            leader_id=_id(message.leader_id), leader_epoch=i32(message.leader_epoch)
         ),
         snapshot_id=fetch_res.SnapshotId(
             end_offset=i64(snapshot.end_offset if snapshot else -1),
@@ -213,7 +205,7 @@ def encode_fetch_snapshot_response(
             end_offset=i64(snapshot.end_offset), epoch=i32(snapshot.epoch)
         ),
         current_leader=snap_res.LeaderIdAndEpoch(
-            leader_id=_leader_id(message.leader_id), leader_epoch=i32(message.leader_epoch)
+            leader_id=_id(message.leader_id), leader_epoch=i32(message.leader_epoch)
         ),
         size=i64(message.size if message.snapshot_id else -1),
         position=i64(message.position),
