@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
@@ -26,13 +27,16 @@ from minikafka.zk import (
     Elected,
     Lost,
     NodeExistsError,
+    PartitionState,
     SessionChanged,
+    TopicAssignment,
     WatchFired,
     ZkClient,
     ZkEvent,
     ZooKeeperServer,
     active_controller,
     controller_epoch,
+    read_cluster,
     register_broker,
     try_to_elect,
 )
@@ -148,3 +152,30 @@ async def test_a_broker_id_is_registered_once(server: ZooKeeperServer) -> None:
             await register_broker(impostor, registration)
         data, _ = await impostor.get("/brokers/ids/3")
         assert BrokerRegistration.decode(3, data).endpoints == registration.endpoints
+
+
+async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeeperServer) -> None:
+    """What the elected controller reads (seed 001: brokers, assignments, partition
+    states, deletions) and the watches that bring it every later change."""
+    async with connected(server) as admin, connected(server) as controller:
+        registration = BrokerRegistration(
+            1, ("PLAINTEXT://127.0.0.1:9092",), {"PLAINTEXT": "PLAINTEXT"}
+        )
+        await register_broker(admin, registration)
+        await admin.ensure_path("/brokers/topics")
+        await admin.create("/brokers/topics/orders", TopicAssignment({0: (1,), 1: (1,)}).encode())
+        state = PartitionState(1, 0, (1,), 1)
+        await admin.create(
+            "/brokers/topics/orders/partitions/0/state", state.encode(), makepath=True
+        )
+        cluster = await read_cluster(controller)
+        assert cluster.brokers[1].registration == attrs.evolve(
+            registration, timestamp_ms=cluster.brokers[1].registration.timestamp_ms
+        )
+        assert cluster.brokers[1].epoch > 0  # the registration's czxid
+        assert cluster.topics["orders"].partitions == {0: (1,), 1: (1,)}
+        assert cluster.partitions == {("orders", 0): (state, 0), ("orders", 1): None}
+        assert cluster.deleting == frozenset()
+        # A topic created after the read reaches the controller as a watch on the list.
+        await admin.create("/brokers/topics/payments", TopicAssignment({0: (1,)}).encode())
+        assert await next_event(controller, WatchFired) == WatchFired("CHILD", "/brokers/topics")

@@ -22,6 +22,9 @@ from ._client import Stat as Stat
 from ._client import WatchFired as WatchFired
 from ._client import ZkClient as ZkClient
 from ._client import ZkEvent as ZkEvent
+from ._cluster import LiveBroker as LiveBroker
+from ._cluster import ZkCluster as ZkCluster
+from ._cluster import read_cluster as read_cluster
 from ._election import Elected as Elected
 from ._election import Lost as Lost
 from ._election import active_controller as active_controller

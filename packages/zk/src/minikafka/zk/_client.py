@@ -93,10 +93,15 @@ class Stat:
     version: int
     ephemeral_owner: int
     children: int
+    created_zxid: int = 0
+    """The transaction that created the znode: a broker's registration's is its broker
+    epoch in ZooKeeper mode (Kafka's ``czxid``), new at every registration."""
 
     @classmethod
     def of(cls, stat: ZnodeStat) -> Stat:
-        return cls(int(stat.version), int(stat.ephemeralOwner), int(stat.numChildren))
+        return cls(
+            int(stat.version), int(stat.ephemeralOwner), int(stat.numChildren), int(stat.czxid)
+        )
 
 
 @attrs.define(eq=False)
