@@ -161,11 +161,21 @@ def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
         }
     )
     try:
-        try:
-            end = consumer.get_watermark_offsets(KafkaTopicPartition(topic, 0), timeout=WAIT)[1]
-        except KafkaException as exc:
-            # Name what the brokers say now: the failure must be readable from CI's output.
-            raise AssertionError(f"{exc}; {topic}-0 is now {state(cluster, topic)}") from exc
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                tp = KafkaTopicPartition(topic, 0)
+                end = consumer.get_watermark_offsets(tp, timeout=WAIT / 4)[1]
+                break
+            except KafkaException as exc:
+                # Right after a leader change librdkafka may still hold metadata from a
+                # broker that had not replayed it (Local: Unknown partition): ask again,
+                # as an application would, until the deadline.
+                if time.monotonic() > deadline:
+                    # Name what the brokers say now: readable from CI's output alone.
+                    now = state(cluster, topic)
+                    raise AssertionError(f"{exc}; {topic}-0 is now {now}") from exc
+                consumer.poll(0.5)  # lets librdkafka refresh its metadata meanwhile
         consumer.assign([KafkaTopicPartition(topic, 0, 0)])
         values: list[bytes] = []
         deadline = time.monotonic() + WAIT
