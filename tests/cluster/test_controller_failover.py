@@ -237,8 +237,14 @@ def test_without_a_majority_nothing_is_written_and_nothing_lost(
     cluster.start(followers[0])
     active_controller(cluster, (followers[0], followers[1]))
     create_topic(cluster, "after")
-    topics = admin(cluster).list_topics(timeout=WAIT).topics
-    assert {"before-0", "before-1", "after"} <= set(topics)
+    # Every broker replays the new topic a moment apart: wait until the one asked has.
+    wait_for(
+        lambda: (
+            {"before-0", "before-1", "after"}
+            <= set(admin(cluster).list_topics(timeout=WAIT).topics)
+        ),
+        "the topics created before and after, all listed",
+    )
 
 
 def test_a_partitioned_leader_resigns_and_the_majority_elects_another(
