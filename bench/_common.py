@@ -373,6 +373,11 @@ def now_utc() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
+def format_percent(value: float | None) -> str:
+    """A CPU share for a table: "-" where it could not be measured."""
+    return "-" if value is None else f"{value:.0f}%"
+
+
 def percentile(ordered: Sequence[float], p: float) -> float:
     """Nearest-rank percentile of an already sorted sample."""
     if not ordered:

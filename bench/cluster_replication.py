@@ -43,6 +43,7 @@ from ._common import (
     BenchError,
     Report,
     bar_chart_svg,
+    format_percent,
     machine_facts,
     markdown_table,
     median_run,
@@ -278,7 +279,7 @@ def _table(
                 "",
                 f"p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms, "
                 f"max {lat['max_ms']:.2f} ms",
-                f"leader {_percent(latency.broker_cpu_percent)}",
+                f"leader {format_percent(latency.broker_cpu_percent)}",
             ]
         )
     rf3_all = results[1].records_per_s / ceiling
@@ -292,10 +293,6 @@ def _table(
         f"{'met' if goal < GOAL_P99_MS else 'not met'})."
     )
     return table
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}%"
 
 
 def _chart(results: list[Throughput]) -> str:

@@ -83,6 +83,7 @@ from ._common import (
     Report,
     bar_chart_svg,
     cpu_percent,
+    format_percent,
     latency_summary,
     machine_busy_seconds,
     machine_facts,
@@ -515,7 +516,7 @@ def _table(
                     for name, share in o.cpu_percent.items()
                     if share is not None and name != "other"
                 ),
-                _percent(o.cpu_percent["other"]),
+                format_percent(o.cpu_percent["other"]),
             ]
         )
     header = ["case", "commits", "commits/s (range)", "p50 ms", "p99 ms", "max ms"]
@@ -543,10 +544,6 @@ def _table(
         f"quorum.fetch.timeout.ms + 2 x quorum.election.timeout.ms + backoff = {bound:.1f} s"
     )
     return table
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}%"
 
 
 def _chart(commits: list[Commits]) -> str:
