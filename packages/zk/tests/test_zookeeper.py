@@ -24,6 +24,9 @@ from minikafka.zk import (
     SESSION_SUSPENDED,
     BadVersionError,
     BrokerRegistration,
+    Check,
+    Create,
+    Delete,
     Elected,
     Lost,
     NodeExistsError,
@@ -111,6 +114,32 @@ async def test_the_first_to_create_wins_and_stale_writes_fail(server: ZooKeeperS
         assert await next_event(first, WatchFired) == WatchFired("CHANGED", "/state")
         data, _ = await first.get("/state")
         assert data == b"v1"
+
+
+async def test_a_transaction_makes_parents_and_deletes_whole_subtrees_under_one_check(
+    server: ZooKeeperServer,
+) -> None:
+    """How the controller writes: every write of one event in one transaction, guarded by
+    a check of ``/controller_epoch``'s version; a partition's state znode created with
+    its parents, a deleted topic's znode removed with everything under it."""
+    state = "/brokers/topics/t/partitions/0/state"
+    async with connected(server) as client:
+        await client.create("/controller_epoch", b"1")
+        await client.transaction(
+            [Check("/controller_epoch", 0), Create(state, b"{}", parents=True)]
+        )
+        assert await client.get_children("/brokers/topics/t/partitions") == ["0"]
+        await client.set("/controller_epoch", b"2")  # another controller's epoch
+        with pytest.raises(BadVersionError):
+            await client.transaction(
+                [Check("/controller_epoch", 0), Delete("/brokers/topics/t", recursive=True)]
+            )
+        assert await client.exists(state) is not None  # the stale controller deleted nothing
+        await client.transaction(
+            [Check("/controller_epoch", 1), Delete("/brokers/topics/t", recursive=True)]
+        )
+        assert await client.exists("/brokers/topics/t") is None
+        assert await client.get_children("/brokers/topics") == []
 
 
 async def test_a_server_going_away_suspends_the_session(server: ZooKeeperServer) -> None:

@@ -148,11 +148,24 @@ from ._timeline import TimelineLong as TimelineLong
 from ._timeline import TimelineObject as TimelineObject
 from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
+from ._zk_context import ControllerContext as ControllerContext
+from ._zk_context import Leadership as Leadership
+from ._zk_controller import ControlledShutdownResult as ControlledShutdownResult
+from ._zk_controller import IllegalStateTransitionError as IllegalStateTransitionError
+from ._zk_controller import ZkController as ZkController
+from ._zk_controller import ZkControllerResult as ZkControllerResult
+from ._zk_events import ControllerRequestSent as ControllerRequestSent
+from ._zk_events import StateTransition as StateTransition
+from ._zk_events import ZkControllerElected as ZkControllerElected
+from ._zk_events import ZkWatchFired as ZkWatchFired
+from ._zk_requests import LEADER_DURING_DELETE as LEADER_DURING_DELETE
+from ._zk_requests import BrokerRequest as BrokerRequest
 
 __all__ = [
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
     "LATEST_EPOCH",
+    "LEADER_DURING_DELETE",
     "MAX_RECORDS_PER_USER_OP",
     "METADATA_TOPIC",
     "MIN_INSYNC",
@@ -188,12 +201,16 @@ __all__ = [
     "BrokerRegistrationChanged",
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
+    "BrokerRequest",
     "CommittedDivergenceError",
     "ConfigRecord",
     "ConfigResourceType",
+    "ControlledShutdownResult",
     "ControllerConfig",
+    "ControllerContext",
     "ControllerError",
     "ControllerRequest",
+    "ControllerRequestSent",
     "ControllerResponse",
     "ControllerResult",
     "ControllerServer",
@@ -217,8 +234,10 @@ __all__ = [
     "FeatureLevelRecord",
     "FenceBrokerRecord",
     "FetchPosition",
+    "IllegalStateTransitionError",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "Leadership",
     "ListPartitionReassignmentsRequest",
     "ListPartitionReassignmentsResponse",
     "ListenerEndpoint",
@@ -262,6 +281,7 @@ __all__ = [
     "SingleVoterQuorum",
     "SnapshotId",
     "SnapshotRegistry",
+    "StateTransition",
     "TimelineHashMap",
     "TimelineHashSet",
     "TimelineInteger",
@@ -271,6 +291,10 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "ZkController",
+    "ZkControllerElected",
+    "ZkControllerResult",
+    "ZkWatchFired",
     "answer_fetch",
     "assign_replicas_to_brokers",
     "assign_replicas_to_brokers_rack_aware",

@@ -23,6 +23,7 @@ lead):
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -210,21 +211,48 @@ class LeaderAndIsrControl:
         partition = self.state.partitions.get(key)
         if partition is None:
             raise Refused(ErrorCode.unknown_topic_or_partition, "unknown partition")
-        if partition.leader != broker_id:
-            raise Refused(ErrorCode.not_leader_or_follower, "only the leader may alter the ISR")
-        # The epochs are the fence: a request built on an older view of the partition
-        # (another leader was elected, or the controller changed the ISR since) must lose.
-        if item.leader_epoch < partition.leader_epoch:
-            raise Refused(ErrorCode.fenced_leader_epoch, "stale leader epoch")
-        if item.leader_epoch > partition.leader_epoch:
-            raise Refused(ErrorCode.unknown_leader_epoch, "leader epoch from the future")
-        if item.partition_epoch != partition.partition_epoch:
-            raise Refused(ErrorCode.invalid_update_version, "stale partition epoch")
-        if broker_id not in item.new_isr or len(set(item.new_isr)) != len(item.new_isr):
-            raise Refused(ErrorCode.invalid_request, "the ISR must hold the leader, once each")
-        for replica in item.new_isr:
-            if replica not in partition.replicas or not self.state.cluster.is_unfenced(replica):
-                raise Refused(ErrorCode.ineligible_replica, f"broker {replica} may not be in sync")
+        error = isr_proposal_error(
+            broker_id,
+            item,
+            leader=partition.leader,
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch,
+            replicas=partition.replicas,
+            eligible=self.state.cluster.is_unfenced,
+        )
+        if error is not None:
+            raise Refused(*error)
         builder = self.state.builder(key)
         builder.target_isr = item.new_isr
         return builder.build()
+
+
+def isr_proposal_error(
+    broker_id: int,
+    item: AlterPartitionItem,
+    *,
+    leader: int,
+    leader_epoch: int,
+    partition_epoch: int,
+    replicas: Sequence[int],
+    eligible: Callable[[int], bool],
+) -> tuple[ErrorCode, str] | None:
+    """Why a leader's ISR proposal must be refused, or None: the checks of KIP-497 that
+    both controllers make (KRaft over its records, ZooKeeper mode over the state znode,
+    whose version is the partition epoch)."""
+    if leader != broker_id:
+        return ErrorCode.not_leader_or_follower, "only the leader may alter the ISR"
+    # The epochs are the fence: a request built on an older view of the partition
+    # (another leader was elected, or the controller changed the ISR since) must lose.
+    if item.leader_epoch < leader_epoch:
+        return ErrorCode.fenced_leader_epoch, "stale leader epoch"
+    if item.leader_epoch > leader_epoch:
+        return ErrorCode.unknown_leader_epoch, "leader epoch from the future"
+    if item.partition_epoch != partition_epoch:
+        return ErrorCode.invalid_update_version, "stale partition epoch"
+    if broker_id not in item.new_isr or len(set(item.new_isr)) != len(item.new_isr):
+        return ErrorCode.invalid_request, "the ISR must hold the leader, once each"
+    for replica in item.new_isr:
+        if replica not in replicas or not eligible(replica):
+            return ErrorCode.ineligible_replica, f"broker {replica} may not be in sync"
+    return None

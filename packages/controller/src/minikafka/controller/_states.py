@@ -184,6 +184,23 @@ class _StateMachine(Generic[K, S]):
     def state(self, key: K) -> S:
         return self._states.get(key, self._initial)
 
+    def initialize(self, key: K, state: S) -> None:
+        """Set ``key``'s state without a transition: what a newly elected controller
+        learns from ZooKeeper (Kafka's ``initializePartitionState``)."""
+        if state is self._initial:
+            self._states.pop(key, None)
+        else:
+            self._states[key] = state
+
+    def illegal(self, keys: Iterable[K], target: S) -> list[StateChange[K, S]]:
+        """The changes to ``target`` the table forbids, without making any."""
+        allowed = self._table[target]
+        return [
+            StateChange(key, self.state(key), target)
+            for key in keys
+            if self.state(key) not in allowed
+        ]
+
     def handle_state_changes(self, keys: Iterable[K], target: S) -> StateChangeResult[K, S]:
         """Move each key to ``target`` where the table allows it; report the others
         (Kafka logs "Invalid state transition" for them and leaves their state alone)."""

@@ -106,6 +106,7 @@ __all__ = [
     "api_name",
     "api_versions_response",
     "build",
+    "controlled_shutdown_v3",
     "decode_request_body",
     "decode_response_body",
     "encode_entity",
@@ -113,6 +114,7 @@ __all__ = [
     "encode_request_header",
     "handle_api_versions",
     "has_field",
+    "leader_and_isr_v5",
     "listener_endpoints",
     "nested",
     "parse_listeners",
@@ -123,4 +125,10 @@ __all__ = [
     "response_header_version",
     "response_schema",
     "security_protocol_map",
+    "stop_replica_v3",
+    "update_metadata_v7",
 ]
+from ._zk_schemas import controlled_shutdown_v3 as controlled_shutdown_v3
+from ._zk_schemas import leader_and_isr_v5 as leader_and_isr_v5
+from ._zk_schemas import stop_replica_v3 as stop_replica_v3
+from ._zk_schemas import update_metadata_v7 as update_metadata_v7

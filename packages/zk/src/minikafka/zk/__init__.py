@@ -16,6 +16,7 @@ from ._client import SESSION_SUSPENDED as SESSION_SUSPENDED
 from ._client import Check as Check
 from ._client import Create as Create
 from ._client import Delete as Delete
+from ._client import Op as Op
 from ._client import SessionChanged as SessionChanged
 from ._client import SetData as SetData
 from ._client import Stat as Stat
@@ -34,8 +35,17 @@ from ._election import try_to_elect as try_to_elect
 from ._server import INSTALL as INSTALL
 from ._server import ZooKeeperError as ZooKeeperError
 from ._server import ZooKeeperServer as ZooKeeperServer
+from ._znodes import BROKER_IDS as BROKER_IDS
+from ._znodes import CONTROLLER as CONTROLLER
+from ._znodes import CONTROLLER_EPOCH as CONTROLLER_EPOCH
+from ._znodes import DELETE_TOPICS as DELETE_TOPICS
+from ._znodes import TOPICS as TOPICS
 from ._znodes import BrokerRegistration as BrokerRegistration
 from ._znodes import ControllerRegistration as ControllerRegistration
 from ._znodes import PartitionState as PartitionState
 from ._znodes import TopicAssignment as TopicAssignment
 from ._znodes import ZnodeError as ZnodeError
+from ._znodes import broker_path as broker_path
+from ._znodes import delete_topic_path as delete_topic_path
+from ._znodes import partition_state_path as partition_state_path
+from ._znodes import topic_path as topic_path

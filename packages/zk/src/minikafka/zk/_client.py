@@ -24,7 +24,7 @@ from typing import Any, cast
 import attrs
 import trio
 from kazoo.client import KazooClient
-from kazoo.exceptions import RolledBackError
+from kazoo.exceptions import NoNodeError, RolledBackError
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
 SESSION_LOST = "LOST"
@@ -59,6 +59,9 @@ class Create:
     path: str
     data: bytes = b""
     ephemeral: bool = False
+    parents: bool = False
+    """Create the missing parents first (outside the transaction: empty persistent znodes,
+    harmless if the transaction then fails), as Kafka creates a partition's state znode."""
 
 
 @attrs.frozen
@@ -78,6 +81,9 @@ class Check:
 class Delete:
     path: str
     version: int = -1
+    recursive: bool = False
+    """Delete the znode's descendants first, in the same transaction (a deleted topic's
+    partitions and their state znodes)."""
 
 
 Op = Create | SetData | Check | Delete
@@ -224,7 +230,13 @@ class ZkClient:
     async def transaction(self, ops: Sequence[Op]) -> None:
         """Apply ``ops`` atomically (ZooKeeper's multi): all of them or, if one fails,
         none, raising that one's error (``NodeExistsError``, ``BadVersionError``...)."""
-        tx = self._client().transaction()
+        client = self._client()
+        for op in ops:
+            if isinstance(op, Create) and op.parents:
+                parent = op.path.rsplit("/", 1)[0]
+                if parent:
+                    await self.ensure_path(parent)
+        tx = client.transaction()
         for op in ops:
             match op:
                 case Create(path, data, ephemeral):
@@ -233,13 +245,29 @@ class ZkClient:
                     tx.set_data(path, data, version)
                 case Check(path, version):
                     tx.check(path, version)
-                case Delete(path, version):
+                case Delete(path, version, recursive):
+                    if recursive:
+                        for descendant in await self._descendants(path):
+                            tx.delete(descendant)
                     tx.delete(path, version)
         results = await self._call(tx.commit_async)
         for result in results:
             # The op that failed carries its error; the others say they were rolled back.
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
                 raise result
+
+    async def _descendants(self, path: str) -> list[str]:
+        """Every znode under ``path``, deepest first (an absent ``path`` has none)."""
+        try:
+            children = await self.get_children(path)
+        except NoNodeError:
+            return []
+        found: list[str] = []
+        for child in children:
+            below = f"{path}/{child}"
+            found.extend(await self._descendants(below))
+            found.append(below)
+        return found
 
     async def ensure_path(self, path: str) -> None:
         """Create ``path`` and its parents where missing (Kafka's persistent paths)."""

@@ -96,14 +96,22 @@ class BrokerRegistration:
     rack: str | None = None
     timestamp_ms: int = 0
 
+    def addresses(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> (host, port), from the ``LISTENER://host:port`` endpoints."""
+        found: dict[str, tuple[str, int]] = {}
+        for endpoint in self.endpoints:
+            name, _, address = endpoint.partition("://")
+            host, _, port = address.rpartition(":")
+            if port.isdigit():
+                found[name] = (host, int(port))
+        return found
+
     def encode(self) -> bytes:
         # The top-level host and port are the first PLAINTEXT endpoint's, for old clients.
         host, port = "", -1
-        for endpoint in self.endpoints:
-            name, _, address = endpoint.partition("://")
+        for name, (address, number) in self.addresses().items():
             if self.security_protocols.get(name) == "PLAINTEXT":
-                host, _, port_text = address.rpartition(":")
-                port = int(port_text)
+                host, port = address, number
                 break
         data: dict[str, object] = {
             "version": 5,

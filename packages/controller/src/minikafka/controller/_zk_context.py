@@ -1,0 +1,99 @@
+"""What a ZooKeeper-mode controller knows about the cluster (Kafka 2.8's ``ControllerContext``).
+
+A newly elected controller reads the znodes once (:func:`minikafka.zk.read_cluster`) and
+from then on keeps this copy, changed by the events it processes and by the writes it
+makes itself. It is the only writer of every partition's state znode, so it can predict
+each znode's version after its own write (a created znode is version 0; each write adds
+one): the version it knows is the one its next conditional write names, and the one it
+tells brokers as the partition epoch (``zk_version``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import attrs
+
+from minikafka.zk import LiveBroker, TopicAssignment, ZkCluster
+from minikafka.zk import PartitionState as ZkPartitionState
+
+from ._states import TopicPartition
+
+
+@attrs.frozen
+class Leadership:
+    """A partition's state znode as the controller last wrote or read it."""
+
+    state: ZkPartitionState
+    version: int
+
+
+@attrs.define(eq=False)
+class ControllerContext:
+    epoch: int
+    brokers: dict[int, LiveBroker] = attrs.field(factory=dict)
+    """Live brokers (registered in ``/brokers/ids``) with their broker epochs."""
+    shutting_down: set[int] = attrs.field(factory=set)
+    """Brokers in a controlled shutdown: alive, but no longer eligible to lead."""
+    topics: dict[str, TopicAssignment] = attrs.field(factory=dict)
+    leadership: dict[TopicPartition, Leadership] = attrs.field(factory=dict)
+    deleting: set[str] = attrs.field(factory=set)
+    """Topics queued for deletion (``/admin/delete_topics``) and not yet gone."""
+
+    @classmethod
+    def load(cls, epoch: int, cluster: ZkCluster) -> ControllerContext:
+        leadership = {
+            tp: Leadership(*found) for tp, found in cluster.partitions.items() if found is not None
+        }
+        return cls(
+            epoch,
+            dict(cluster.brokers),
+            set(),
+            dict(cluster.topics),
+            leadership,
+            set(cluster.deleting) & set(cluster.topics),
+        )
+
+    # --- brokers ------------------------------------------------------------------------
+
+    def is_live(self, broker_id: int) -> bool:
+        """Alive and not shutting down: may lead and be in an ISR (``liveBrokerIds``)."""
+        return broker_id in self.brokers and broker_id not in self.shutting_down
+
+    def live_or_shutting_down(self) -> list[int]:
+        """Every registered broker: whom the controller sends metadata."""
+        return sorted(self.brokers)
+
+    # --- topics and partitions ------------------------------------------------------------
+
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        assignment = self.topics.get(tp[0])
+        if assignment is None:
+            return ()
+        return assignment.partitions.get(tp[1], ())
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        assignment = self.topics.get(topic)
+        return None if assignment is None else assignment.topic_id
+
+    def topic_of_id(self, topic_id: uuid.UUID) -> str | None:
+        for name, assignment in self.topics.items():
+            if assignment.topic_id == topic_id:
+                return name
+        return None
+
+    def partitions(self, topic: str | None = None) -> Iterator[TopicPartition]:
+        """Every partition (of ``topic``), in topic and partition order."""
+        names = sorted(self.topics) if topic is None else [topic]
+        for name in names:
+            for index in sorted(self.topics[name].partitions):
+                yield (name, index)
+
+    def partitions_on(self, brokers: set[int]) -> list[TopicPartition]:
+        return [tp for tp in self.partitions() if brokers & set(self.replicas(tp))]
+
+    def replicas_on(self, brokers: set[int]) -> list[tuple[str, int, int]]:
+        return [
+            (tp[0], tp[1], b) for tp in self.partitions() for b in self.replicas(tp) if b in brokers
+        ]

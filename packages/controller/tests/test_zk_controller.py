@@ -1,0 +1,543 @@
+"""The ZooKeeper-mode controller's core (seed 001; issue 20), event by event.
+
+Guarantees checked:
+- a topic's creation runs seed 001's four steps in order, writes each partition's first
+  leader and ISR, and tells the replicas (LeaderAndIsr, is_new) and every broker
+  (UpdateMetadata);
+- a leader's failure moves leadership to an in-sync replica only (never an out-of-sync
+  one unless unclean election is enabled), and the last in-sync replica stays in the ISR
+  so that it can lead again without loss;
+- every write is conditional on the version the controller predicted, and the
+  predictions hold (checked against an in-memory ZooKeeper over random event sequences);
+- AlterPartition is fenced by broker epoch, leader epoch and partition epoch;
+- controlled shutdown moves leadership off the broker before it stops;
+- deletion stops and deletes every replica, waits for a dead broker, then removes the
+  znodes;
+- a transition the tables forbid is an error, not skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+
+from minikafka.controller import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    BrokerRequest,
+    ControlledShutdownResult,
+    IllegalStateTransitionError,
+    PartitionState,
+    ZkController,
+    ZkControllerResult,
+)
+from minikafka.controller._zk_events import StateTransition
+from minikafka.net import leader_and_isr_v5 as lai
+from minikafka.net import stop_replica_v3 as sr
+from minikafka.net import update_metadata_v7 as umr
+from minikafka.trace.testing import RecordingTracer
+from minikafka.zk import (
+    BrokerRegistration,
+    Check,
+    Create,
+    Delete,
+    LiveBroker,
+    Op,
+    SetData,
+    TopicAssignment,
+    ZkCluster,
+)
+from minikafka.zk import PartitionState as ZkPartitionState
+
+EPOCH = 3
+R = TypeVar("R")
+TOPIC_ID = uuid.UUID(int=7)
+
+
+def broker(broker_id: int, epoch: int = 100) -> LiveBroker:
+    registration = BrokerRegistration(
+        broker_id, (f"PLAINTEXT://127.0.0.1:{9092 + broker_id}",), {"PLAINTEXT": "PLAINTEXT"}
+    )
+    return LiveBroker(registration, epoch + broker_id)
+
+
+def brokers(*ids: int) -> dict[int, LiveBroker]:
+    return {b: broker(b) for b in ids}
+
+
+def assignment(
+    replicas: Mapping[int, Sequence[int]], topic_id: uuid.UUID = TOPIC_ID
+) -> TopicAssignment:
+    return TopicAssignment({p: tuple(r) for p, r in replicas.items()}, topic_id)
+
+
+def started(
+    live: Iterable[int] = (1, 2, 3), *, unclean: bool = False, tracer: RecordingTracer | None = None
+) -> ZkController:
+    cluster = ZkCluster(brokers(*live), {}, {}, frozenset())
+    controller, _ = ZkController.become_active(
+        0, EPOCH, cluster, unclean_leader_election=unclean, tracer=tracer
+    )
+    return controller
+
+
+def requests(result: ZkControllerResult, kind: type[R]) -> dict[int, R]:
+    return {r.broker_id: r.payload for r in result.requests if isinstance(r.payload, kind)}
+
+
+def partition_states(request: Any) -> dict[tuple[str, int], Any]:
+    return {
+        (t.topic_name, p.partition_index): p
+        for t in request.topic_states
+        for p in t.partition_states
+    }
+
+
+def leadership(
+    controller: ZkController, topic: str, partition: int
+) -> tuple[ZkPartitionState, int]:
+    found = controller.context.leadership[(topic, partition)]
+    return found.state, found.version
+
+
+# --- creation (seed 001) --------------------------------------------------------------------
+
+
+def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
+    tracer = RecordingTracer()
+    controller = started(tracer=tracer)
+    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})})
+
+    transitions = [
+        (e.machine, e.partition, e.replica, e.from_state, e.to_state)
+        for e in tracer.events
+        if isinstance(e, StateTransition)
+    ]
+    assert transitions == [
+        ("partition", 0, -1, "NonExistentPartition", "NewPartition"),
+        ("partition", 1, -1, "NonExistentPartition", "NewPartition"),
+        ("replica", 0, 1, "NonExistentReplica", "NewReplica"),
+        ("replica", 0, 2, "NonExistentReplica", "NewReplica"),
+        ("replica", 1, 2, "NonExistentReplica", "NewReplica"),
+        ("replica", 1, 3, "NonExistentReplica", "NewReplica"),
+        ("partition", 0, -1, "NewPartition", "OnlinePartition"),
+        ("partition", 1, -1, "NewPartition", "OnlinePartition"),
+        ("replica", 0, 1, "NewReplica", "OnlineReplica"),
+        ("replica", 0, 2, "NewReplica", "OnlineReplica"),
+        ("replica", 1, 2, "NewReplica", "OnlineReplica"),
+        ("replica", 1, 3, "NewReplica", "OnlineReplica"),
+    ]
+    assert all(e.cause == "TopicChange" for e in tracer.events if isinstance(e, StateTransition))
+    # The first live replica leads, every live replica is in sync; znodes created at v0.
+    assert result.writes == (
+        Create(
+            "/brokers/topics/t/partitions/0/state",
+            ZkPartitionState(1, 0, (1, 2), EPOCH).encode(),
+            parents=True,
+        ),
+        Create(
+            "/brokers/topics/t/partitions/1/state",
+            ZkPartitionState(2, 0, (2, 3), EPOCH).encode(),
+            parents=True,
+        ),
+    )
+    leader_and_isr = requests(result, lai.LeaderAndIsrRequest)
+    assert sorted(leader_and_isr) == [1, 2, 3]
+    on_2 = partition_states(leader_and_isr[2])
+    assert sorted(on_2) == [("t", 0), ("t", 1)]
+    assert all(p.is_new for p in on_2.values())
+    first = on_2[("t", 0)]
+    assert (first.leader, first.leader_epoch, first.isr, first.zk_version) == (1, 0, (1, 2), 0)
+    request = leader_and_isr[2]
+    assert (request.controller_id, request.controller_epoch, request.broker_epoch) == (
+        0,
+        EPOCH,
+        102,
+    )
+    assert {(leader.broker_id, leader.port) for leader in request.live_leaders} == {
+        (1, 9093),
+        (2, 9094),
+    }
+    # Every broker hears the new partitions, after LeaderAndIsr.
+    update = requests(result, umr.UpdateMetadataRequest)
+    assert sorted(update) == [1, 2, 3]
+    assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
+    assert [b.id_ for b in update[3].live_brokers] == [1, 2, 3]
+    kinds = [type(r.payload).__name__ for r in result.requests if r.broker_id == 1]
+    assert kinds == ["LeaderAndIsrRequest", "UpdateMetadataRequest"]
+
+
+def test_a_partition_with_no_live_replica_stays_new_until_one_comes() -> None:
+    controller = started(live=[1])
+    result = controller.on_topic_change({"t": assignment({0: [2, 3]})})
+    assert controller.psm.state(("t", 0)) is PartitionState.NEW
+    assert result.writes == ()
+    result = controller.on_broker_change(brokers(1, 3))
+    assert controller.psm.state(("t", 0)) is PartitionState.ONLINE
+    assert leadership(controller, "t", 0) == (ZkPartitionState(3, 0, (3,), EPOCH), 0)
+    assert isinstance(result.writes[0], Create)
+
+
+def test_added_partitions_are_created_and_existing_ones_left_alone() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [3, 1]})})
+    assert [w.path for w in result.writes] == ["/brokers/topics/t/partitions/1/state"]
+    assert leadership(controller, "t", 0)[1] == 0
+
+
+def test_a_topic_written_without_an_id_gets_one() -> None:
+    controller = started()
+    result = controller.on_topic_change({"t": TopicAssignment({0: (1,)})})
+    topic_id = controller.context.topic_id("t")
+    assert topic_id is not None
+    assert result.writes[0] == SetData(
+        "/brokers/topics/t", TopicAssignment({0: (1,)}, topic_id).encode()
+    )
+    # The watch fires again for that write: nothing more to do.
+    again = controller.on_topic_change({"t": TopicAssignment({0: (1,)}, topic_id)})
+    assert again.writes == ()
+    assert again.requests == ()
+
+
+# --- brokers failing and coming back ----------------------------------------------------------
+
+
+def test_a_dead_leader_is_replaced_by_an_in_sync_replica() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    result = controller.on_broker_change(brokers(2, 3))
+
+    state, version = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (2, (2, 3))
+    assert state.leader_epoch == 1
+    assert version == 1
+    assert result.writes[0] == SetData(
+        "/brokers/topics/t/partitions/0/state", ZkPartitionState(2, 1, (2, 3), EPOCH).encode(), 0
+    )
+    assert sorted(requests(result, lai.LeaderAndIsrRequest)) == [2, 3]
+    assert sorted(requests(result, umr.UpdateMetadataRequest)) == [2, 3]  # not the dead one
+    assert controller.rsm.state(("t", 0, 1)).value == "OfflineReplica"
+
+
+def test_the_last_in_sync_replica_stays_in_the_isr_and_leads_again_when_back() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    controller.on_broker_change(brokers(1, 3))  # 2 leaves the ISR
+    controller.on_broker_change(brokers(3))  # 1, the last in sync, dies
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (-1, (1,))
+    assert controller.psm.state(("t", 0)) is PartitionState.OFFLINE
+    controller.on_broker_change(brokers(2, 3))  # 2 is back but was not in sync: no leader
+    assert leadership(controller, "t", 0)[0].leader == -1
+    controller.on_broker_change(brokers(1, 2, 3))
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (1, (1,))
+    assert controller.psm.state(("t", 0)) is PartitionState.ONLINE
+
+
+def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled() -> None:
+    tracer = RecordingTracer()
+    controller = started(unclean=True, tracer=tracer)
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    controller.on_broker_change(brokers(1, 3))
+    controller.on_broker_change(brokers(3))
+    controller.on_broker_change(brokers(2, 3))
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (2, (2,))
+    reasons = [getattr(e, "reason", None) for e in tracer.events]
+    assert "unclean" in reasons
+
+
+def test_a_bounced_broker_is_failed_then_started() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    result = controller.on_broker_change({**brokers(2, 3), 1: broker(1, epoch=500)})
+    state, _ = leadership(controller, "t", 0)
+    assert state.leader == 2  # it lost leadership as it died
+    assert requests(result, lai.LeaderAndIsrRequest)[1].broker_epoch == 501  # the new incarnation
+
+
+# --- AlterPartition (KIP-497) -------------------------------------------------------------------
+
+
+def alter(
+    controller: ZkController, *, leader: int = 1, isr: tuple[int, ...] = (1,), **fields: int
+) -> ZkControllerResult:
+    state, version = leadership(controller, "t", 0)
+    item = AlterPartitionItem(
+        TOPIC_ID,
+        0,
+        fields.get("leader_epoch", state.leader_epoch),
+        isr,
+        fields.get("partition_epoch", version),
+    )
+    epoch = fields.get("broker_epoch", controller.context.brokers[leader].epoch)
+    return controller.on_alter_partition(AlterPartitionRequest(leader, epoch, (item,)))
+
+
+def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    result = alter(controller, isr=(1, 3))
+    assert result.response is not None
+    assert result.response.error_code == ErrorCode.none
+    (answer,) = result.response.partitions  # type: ignore[union-attr]
+    assert (answer.error_code, answer.isr, answer.leader_epoch, answer.partition_epoch) == (
+        ErrorCode.none,
+        (1, 3),
+        0,
+        1,
+    )
+    assert result.writes == (
+        SetData(
+            "/brokers/topics/t/partitions/0/state",
+            ZkPartitionState(1, 0, (1, 3), EPOCH).encode(),
+            0,
+        ),
+    )
+    assert sorted(requests(result, umr.UpdateMetadataRequest)) == [1, 2, 3]
+    assert requests(result, lai.LeaderAndIsrRequest) == {}
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"partition_epoch": 5}, ErrorCode.invalid_update_version),
+        ({"leader_epoch": 4}, ErrorCode.unknown_leader_epoch),
+        ({"leader": 2}, ErrorCode.not_leader_or_follower),
+    ],
+)
+def test_alter_partition_is_fenced_by_epochs(fields: dict[str, int], error: ErrorCode) -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    result = alter(controller, isr=(fields.get("leader", 1),), **fields)
+    assert result.writes == ()
+    assert result.response.partitions[0].error_code == error  # type: ignore[union-attr]
+
+
+def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    result = alter(controller, broker_epoch=1)
+    assert result.response is not None
+    assert result.response.error_code == ErrorCode.stale_broker_epoch
+    assert result.writes == ()
+
+
+# --- controlled shutdown ------------------------------------------------------------------------
+
+
+def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> None:
+    controller = started()
+    controller.on_topic_change(
+        {
+            "t": assignment({0: [1, 2], 1: [2, 1], 2: [1]}),
+            "u": assignment({0: [1, 3]}, uuid.UUID(int=8)),
+        }
+    )
+    alter_u = AlterPartitionItem(uuid.UUID(int=8), 0, 0, (1,), 0)  # u-0's ISR is only 1
+    controller.on_alter_partition(AlterPartitionRequest(1, 101, (alter_u,)))
+    result = controller.on_controlled_shutdown(1, 101)
+
+    assert isinstance(result.response, ControlledShutdownResult)
+    assert result.response.remaining == (("u", 0),)  # t-2 has one replica: not counted
+    assert leadership(controller, "t", 0)[0].leader == 2
+    assert leadership(controller, "t", 0)[0].isr == (2,)
+    assert leadership(controller, "t", 1)[0].isr == (2,)  # the follower left the ISR
+    stop = requests(result, sr.StopReplicaRequest)[1]
+    assert [(k, p.delete_partition) for k, p in partition_states(stop).items()] == [
+        (("t", 1), False)
+    ]
+    assert 1 not in {
+        leader.broker_id for leader in requests(result, lai.LeaderAndIsrRequest)[2].live_leaders
+    }
+    stale = controller.on_controlled_shutdown(1, 7)
+    assert stale.response is not None
+    assert stale.response.error_code == ErrorCode.stale_broker_epoch
+
+
+# --- deletion ---------------------------------------------------------------------------------
+
+
+def test_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    result = controller.on_topic_deletion(["t", "never-existed"])
+    assert Delete("/admin/delete_topics/never-existed") in result.writes
+    stops = requests(result, sr.StopReplicaRequest)
+    assert sorted(stops) == [1, 2]
+    assert all(p.delete_partition for p in partition_states(stops[1]).values())
+    update = requests(result, umr.UpdateMetadataRequest)[1]
+    assert partition_states(update)[("t", 0)].leader == -2  # LeaderDuringDelete
+
+    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
+    assert "t" in controller.context.topics  # broker 2 has not answered
+    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
+    assert done.writes == (
+        Delete("/brokers/topics/t", recursive=True),
+        Delete("/admin/delete_topics/t"),
+    )
+    assert "t" not in controller.context.topics
+    assert controller.rsm.state(("t", 0, 1)).value == "NonExistentReplica"
+
+
+def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    controller.on_broker_change(brokers(1, 3))
+    result = controller.on_topic_deletion(["t"])
+    assert requests(result, sr.StopReplicaRequest) == {}
+    assert controller.rsm.state(("t", 0, 2)).value == "ReplicaDeletionIneligible"
+    back = controller.on_broker_change(brokers(1, 2, 3))
+    assert sorted(requests(back, sr.StopReplicaRequest)) == [1, 2]
+    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
+    failed = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.kafka_storage_error})
+    assert sorted(requests(failed, sr.StopReplicaRequest)) == [2]  # retried at once
+    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
+    assert Delete("/brokers/topics/t", recursive=True) in done.writes
+
+
+# --- taking over --------------------------------------------------------------------------------
+
+
+def test_a_new_controller_loads_the_cluster_and_elects_where_leaders_are_gone() -> None:
+    state = ZkPartitionState(1, 4, (1, 2), 2)  # written by the previous controller (epoch 2)
+    cluster = ZkCluster(
+        brokers(2, 3),
+        {"t": assignment({0: [1, 2], 1: [2, 3]})},
+        {("t", 0): (state, 6), ("t", 1): (ZkPartitionState(2, 0, (2, 3), 2), 0)},
+        frozenset(),
+    )
+    controller, result = ZkController.become_active(0, EPOCH, cluster)
+    assert leadership(controller, "t", 0) == (ZkPartitionState(2, 5, (2,), EPOCH), 7)
+    assert result.writes[0].version == 6  # type: ignore[union-attr]
+    update = requests(result, umr.UpdateMetadataRequest)
+    assert sorted(update) == [2, 3]
+    assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
+    assert sorted(requests(result, lai.LeaderAndIsrRequest)) == [2, 3]
+
+
+def test_an_illegal_transition_is_an_error() -> None:
+    controller = started()
+    with pytest.raises(
+        IllegalStateTransitionError, match="NonExistentPartition -> OnlinePartition"
+    ):
+        controller._partitions_to([("t", 0)], PartitionState.ONLINE)
+
+
+# --- the controller's version predictions, on an in-memory ZooKeeper -------------------------
+
+
+@attrs.define
+class MemoryZnodes:
+    """Just enough of ZooKeeper to apply the controller's transactions and fail them as
+    ZooKeeper would: a create over an existing znode, a write over a wrong version."""
+
+    nodes: dict[str, tuple[bytes, int]] = attrs.Factory(dict)
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        for op in ops:
+            match op:
+                case Create(path, data):
+                    assert path not in self.nodes, f"create over existing {path}"
+                    self.nodes[path] = (data, 0)
+                case SetData(path, data, version):
+                    if path.count("/") > 3:  # a state znode: must exist at that version
+                        assert self.nodes[path][1] == version, f"{path} is not at v{version}"
+                    old = self.nodes.get(path, (b"", -1))[1]
+                    self.nodes[path] = (data, old + 1)
+                case Delete(path, _, recursive):
+                    for known in [p for p in self.nodes if p == path or p.startswith(path + "/")]:
+                        if recursive or known == path:
+                            del self.nodes[known]
+                case Check():
+                    pass
+
+
+events = st.lists(
+    st.one_of(
+        st.tuples(st.just("brokers"), st.sets(st.integers(1, 4))),
+        st.tuples(st.just("topic"), st.integers(0, 2), st.integers(1, 3)),
+        st.tuples(st.just("shrink"), st.integers(0, 2)),
+        st.tuples(st.just("delete"), st.integers(0, 2)),
+        st.tuples(st.just("stopped"), st.integers(1, 4)),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(events)
+def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
+    script: list[tuple[Any, ...]],
+) -> None:
+    controller = started(live=[1, 2, 3])
+    zk = MemoryZnodes()
+    topics: dict[str, TopicAssignment] = {}
+    unanswered: list[BrokerRequest] = []
+
+    def carry_out(result: ZkControllerResult) -> None:
+        zk.apply(result.writes)
+        unanswered.extend(
+            r for r in result.requests if isinstance(r.payload, sr.StopReplicaRequest)
+        )
+        for tp, known in controller.context.leadership.items():
+            path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
+            assert zk.nodes[path] == (known.state.encode(), known.version)
+            state = known.state
+            assert set(state.isr) <= set(controller.context.replicas(tp))
+            assert state.isr
+            if state.leader >= 0 and tp[0] not in controller.context.deleting:
+                assert state.leader in state.isr
+                assert state.leader in controller.context.brokers
+                assert controller.psm.state(tp) is PartitionState.ONLINE
+        # A deleted topic leaves no state znode behind.
+        for path in zk.nodes:
+            if path.endswith("/state"):
+                _, _, _, topic, _, index, _ = path.split("/")
+                assert (topic, int(index)) in controller.context.leadership
+
+    for kind, *args in script:
+        if kind == "brokers":
+            carry_out(controller.on_broker_change(brokers(*args[0])))
+        elif kind == "topic":
+            name = f"t{args[0]}"
+            if name not in topics and name not in controller.context.topics:
+                replicas = {p: [1 + (p + i) % 4 for i in range(args[1])] for p in range(2)}
+                topics[name] = assignment(replicas, uuid.UUID(int=args[0] + 1))
+                carry_out(controller.on_topic_change(topics))
+        elif kind == "shrink":
+            tp = (f"t{args[0]}", 0)
+            current = controller.context.leadership.get(tp)
+            if current is None or current.state.leader < 0 or tp[0] in controller.context.deleting:
+                continue
+            leader = current.state.leader
+            item = AlterPartitionItem(
+                uuid.UUID(int=args[0] + 1),
+                0,
+                current.state.leader_epoch,
+                (leader,),
+                current.version,
+            )
+            epoch = controller.context.brokers[leader].epoch
+            result = controller.on_alter_partition(AlterPartitionRequest(leader, epoch, (item,)))
+            assert result.response is not None
+            assert result.response.error_code == ErrorCode.none
+            carry_out(result)
+        elif kind == "delete":
+            topics.pop(f"t{args[0]}", None)
+            carry_out(controller.on_topic_deletion([f"t{args[0]}"]))
+        else:  # every StopReplica sent so far is answered (by brokers still alive)
+            answering, unanswered[:] = list(unanswered), []
+            for request in answering:
+                if request.broker_id in controller.context.brokers:
+                    answers = dict.fromkeys(partition_states(request.payload), ErrorCode.none)
+                    carry_out(controller.on_stop_replica_response(request.broker_id, answers))
