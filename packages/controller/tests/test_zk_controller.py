@@ -34,14 +34,14 @@ from minikafka.controller import (
     BrokerRequest,
     ControlledShutdownResult,
     IllegalStateTransitionError,
+    LeaderAndIsr,
     PartitionState,
+    StopReplica,
+    UpdateMetadata,
     ZkController,
     ZkControllerResult,
 )
 from minikafka.controller._zk_events import StateTransition
-from minikafka.net import leader_and_isr_v5 as lai
-from minikafka.net import stop_replica_v3 as sr
-from minikafka.net import update_metadata_v7 as umr
 from minikafka.trace.testing import RecordingTracer
 from minikafka.zk import (
     BrokerRegistration,
@@ -93,11 +93,7 @@ def requests(result: ZkControllerResult, kind: type[R]) -> dict[int, R]:
 
 
 def partition_states(request: Any) -> dict[tuple[str, int], Any]:
-    return {
-        (t.topic_name, p.partition_index): p
-        for t in request.topic_states
-        for p in t.partition_states
-    }
+    return {(p.topic, p.partition): p for p in request.partitions}
 
 
 def leadership(
@@ -148,7 +144,7 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
             parents=True,
         ),
     )
-    leader_and_isr = requests(result, lai.LeaderAndIsrRequest)
+    leader_and_isr = requests(result, LeaderAndIsr)
     assert sorted(leader_and_isr) == [1, 2, 3]
     on_2 = partition_states(leader_and_isr[2])
     assert sorted(on_2) == [("t", 0), ("t", 1)]
@@ -166,12 +162,12 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
         (2, 9094),
     }
     # Every broker hears the new partitions, after LeaderAndIsr.
-    update = requests(result, umr.UpdateMetadataRequest)
+    update = requests(result, UpdateMetadata)
     assert sorted(update) == [1, 2, 3]
     assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
-    assert [b.id_ for b in update[3].live_brokers] == [1, 2, 3]
-    kinds = [type(r.payload).__name__ for r in result.requests if r.broker_id == 1]
-    assert kinds == ["LeaderAndIsrRequest", "UpdateMetadataRequest"]
+    assert [b.broker_id for b in update[3].live_brokers] == [1, 2, 3]
+    kinds = [r.api for r in result.requests if r.broker_id == 1]
+    assert kinds == ["LeaderAndIsr", "UpdateMetadata"]
 
 
 def test_a_partition_with_no_live_replica_stays_new_until_one_comes() -> None:
@@ -222,8 +218,8 @@ def test_a_dead_leader_is_replaced_by_an_in_sync_replica() -> None:
     assert result.writes[0] == SetData(
         "/brokers/topics/t/partitions/0/state", ZkPartitionState(2, 1, (2, 3), EPOCH).encode(), 0
     )
-    assert sorted(requests(result, lai.LeaderAndIsrRequest)) == [2, 3]
-    assert sorted(requests(result, umr.UpdateMetadataRequest)) == [2, 3]  # not the dead one
+    assert sorted(requests(result, LeaderAndIsr)) == [2, 3]
+    assert sorted(requests(result, UpdateMetadata)) == [2, 3]  # not the dead one
     assert controller.rsm.state(("t", 0, 1)).value == "OfflineReplica"
 
 
@@ -262,7 +258,7 @@ def test_a_bounced_broker_is_failed_then_started() -> None:
     result = controller.on_broker_change({**brokers(2, 3), 1: broker(1, epoch=500)})
     state, _ = leadership(controller, "t", 0)
     assert state.leader == 2  # it lost leadership as it died
-    assert requests(result, lai.LeaderAndIsrRequest)[1].broker_epoch == 501  # the new incarnation
+    assert requests(result, LeaderAndIsr)[1].broker_epoch == 501  # the new incarnation
 
 
 # --- AlterPartition (KIP-497) -------------------------------------------------------------------
@@ -303,8 +299,8 @@ def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> N
             0,
         ),
     )
-    assert sorted(requests(result, umr.UpdateMetadataRequest)) == [1, 2, 3]
-    assert requests(result, lai.LeaderAndIsrRequest) == {}
+    assert sorted(requests(result, UpdateMetadata)) == [1, 2, 3]
+    assert requests(result, LeaderAndIsr) == {}
 
 
 @pytest.mark.parametrize(
@@ -352,13 +348,9 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
     assert leadership(controller, "t", 0)[0].leader == 2
     assert leadership(controller, "t", 0)[0].isr == (2,)
     assert leadership(controller, "t", 1)[0].isr == (2,)  # the follower left the ISR
-    stop = requests(result, sr.StopReplicaRequest)[1]
-    assert [(k, p.delete_partition) for k, p in partition_states(stop).items()] == [
-        (("t", 1), False)
-    ]
-    assert 1 not in {
-        leader.broker_id for leader in requests(result, lai.LeaderAndIsrRequest)[2].live_leaders
-    }
+    stop = requests(result, StopReplica)[1]
+    assert [(k, p.delete) for k, p in partition_states(stop).items()] == [(("t", 1), False)]
+    assert 1 not in {leader.broker_id for leader in requests(result, LeaderAndIsr)[2].live_leaders}
     stale = controller.on_controlled_shutdown(1, 7)
     assert stale.response is not None
     assert stale.response.error_code == ErrorCode.stale_broker_epoch
@@ -372,10 +364,10 @@ def test_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> N
     controller.on_topic_change({"t": assignment({0: [1, 2]})})
     result = controller.on_topic_deletion(["t", "never-existed"])
     assert Delete("/admin/delete_topics/never-existed") in result.writes
-    stops = requests(result, sr.StopReplicaRequest)
+    stops = requests(result, StopReplica)
     assert sorted(stops) == [1, 2]
-    assert all(p.delete_partition for p in partition_states(stops[1]).values())
-    update = requests(result, umr.UpdateMetadataRequest)[1]
+    assert all(p.delete for p in partition_states(stops[1]).values())
+    update = requests(result, UpdateMetadata)[1]
     assert partition_states(update)[("t", 0)].leader == -2  # LeaderDuringDelete
 
     controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
@@ -394,13 +386,13 @@ def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None
     controller.on_topic_change({"t": assignment({0: [1, 2]})})
     controller.on_broker_change(brokers(1, 3))
     result = controller.on_topic_deletion(["t"])
-    assert requests(result, sr.StopReplicaRequest) == {}
+    assert requests(result, StopReplica) == {}
     assert controller.rsm.state(("t", 0, 2)).value == "ReplicaDeletionIneligible"
     back = controller.on_broker_change(brokers(1, 2, 3))
-    assert sorted(requests(back, sr.StopReplicaRequest)) == [1, 2]
+    assert sorted(requests(back, StopReplica)) == [1, 2]
     controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
     failed = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.kafka_storage_error})
-    assert sorted(requests(failed, sr.StopReplicaRequest)) == [2]  # retried at once
+    assert sorted(requests(failed, StopReplica)) == [2]  # retried at once
     done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
     assert Delete("/brokers/topics/t", recursive=True) in done.writes
 
@@ -419,10 +411,10 @@ def test_a_new_controller_loads_the_cluster_and_elects_where_leaders_are_gone() 
     controller, result = ZkController.become_active(0, EPOCH, cluster)
     assert leadership(controller, "t", 0) == (ZkPartitionState(2, 5, (2,), EPOCH), 7)
     assert result.writes[0].version == 6  # type: ignore[union-attr]
-    update = requests(result, umr.UpdateMetadataRequest)
+    update = requests(result, UpdateMetadata)
     assert sorted(update) == [2, 3]
     assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
-    assert sorted(requests(result, lai.LeaderAndIsrRequest)) == [2, 3]
+    assert sorted(requests(result, LeaderAndIsr)) == [2, 3]
 
 
 def test_an_illegal_transition_is_an_error() -> None:
@@ -486,9 +478,7 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
 
     def carry_out(result: ZkControllerResult) -> None:
         zk.apply(result.writes)
-        unanswered.extend(
-            r for r in result.requests if isinstance(r.payload, sr.StopReplicaRequest)
-        )
+        unanswered.extend(r for r in result.requests if isinstance(r.payload, StopReplica))
         for tp, known in controller.context.leadership.items():
             path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
             assert zk.nodes[path] == (known.state.encode(), known.version)

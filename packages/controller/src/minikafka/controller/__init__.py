@@ -158,12 +158,25 @@ from ._zk_events import ControllerRequestSent as ControllerRequestSent
 from ._zk_events import StateTransition as StateTransition
 from ._zk_events import ZkControllerElected as ZkControllerElected
 from ._zk_events import ZkWatchFired as ZkWatchFired
+from ._zk_requests import EPOCH_DURING_DELETE as EPOCH_DURING_DELETE
 from ._zk_requests import LEADER_DURING_DELETE as LEADER_DURING_DELETE
+from ._zk_requests import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from ._zk_requests import BrokerRequest as BrokerRequest
+from ._zk_requests import ControllerToBroker as ControllerToBroker
+from ._zk_requests import LeaderAndIsr as LeaderAndIsr
+from ._zk_requests import LeaderAndIsrPartition as LeaderAndIsrPartition
+from ._zk_requests import LiveLeader as LiveLeader
+from ._zk_requests import MetadataBroker as MetadataBroker
+from ._zk_requests import MetadataEndpoint as MetadataEndpoint
+from ._zk_requests import StopReplica as StopReplica
+from ._zk_requests import StopReplicaPartition as StopReplicaPartition
+from ._zk_requests import UpdateMetadata as UpdateMetadata
+from ._zk_requests import UpdateMetadataPartition as UpdateMetadataPartition
 
 __all__ = [
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
+    "EPOCH_DURING_DELETE",
     "LATEST_EPOCH",
     "LEADER_DURING_DELETE",
     "MAX_RECORDS_PER_USER_OP",
@@ -178,6 +191,7 @@ __all__ = [
     "REPLICATION_TOPIC_CONFIG",
     "REPLICA_TRANSITIONS",
     "REPLICA_TRANSITION_REASONS",
+    "SECURITY_PROTOCOLS",
     "TOPIC_CONFIG_KEYS",
     "UNCLEAN_LEADER_ELECTION_ENABLE",
     "Action",
@@ -214,6 +228,7 @@ __all__ = [
     "ControllerResponse",
     "ControllerResult",
     "ControllerServer",
+    "ControllerToBroker",
     "CreatableTopic",
     "CreatableTopicResult",
     "CreatePartitionsRequest",
@@ -237,14 +252,19 @@ __all__ = [
     "IllegalStateTransitionError",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResponse",
+    "LeaderAndIsr",
+    "LeaderAndIsrPartition",
     "Leadership",
     "ListPartitionReassignmentsRequest",
     "ListPartitionReassignmentsResponse",
     "ListenerEndpoint",
+    "LiveLeader",
     "LocalPartition",
     "LocalReplicaChanges",
     "MetadataBatch",
+    "MetadataBroker",
     "MetadataDelta",
+    "MetadataEndpoint",
     "MetadataFetchAnswer",
     "MetadataImage",
     "MetadataObserver",
@@ -282,6 +302,8 @@ __all__ = [
     "SnapshotId",
     "SnapshotRegistry",
     "StateTransition",
+    "StopReplica",
+    "StopReplicaPartition",
     "TimelineHashMap",
     "TimelineHashSet",
     "TimelineInteger",
@@ -291,6 +313,8 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "UpdateMetadata",
+    "UpdateMetadataPartition",
     "ZkController",
     "ZkControllerElected",
     "ZkControllerResult",

@@ -17,41 +17,127 @@ shown to brokers with leader -2 (``LeaderDuringDelete``), so clients stop using 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 import attrs
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i16, i32, i64
-from kio.static.protocol import RequestPayload
-
-from minikafka.net import leader_and_isr_v5 as lai
-from minikafka.net import stop_replica_v3 as sr
-from minikafka.net import update_metadata_v7 as umr
 
 from ._states import TopicPartition
 from ._zk_context import ControllerContext
 
 LEADER_DURING_DELETE = -2
 """The leader UpdateMetadata names for a partition of a topic being deleted."""
+EPOCH_DURING_DELETE = -2
+"""The leader epoch StopReplica names for a replica to delete (any epoch will do)."""
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 """Kafka's ``SecurityProtocol`` ids, as UpdateMetadata carries them."""
 
 
+# --- the three requests, as values (the broker package puts them on the wire) ------------------
+
+
+@attrs.frozen
+class LeaderAndIsrPartition:
+    """What a replica's broker must do with one partition: lead it or follow ``leader``."""
+
+    topic: str
+    topic_id: uuid.UUID | None
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    is_new: bool = False
+
+
+@attrs.frozen
+class LiveLeader:
+    broker_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
+class LeaderAndIsr:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: tuple[LeaderAndIsrPartition, ...]
+    live_leaders: tuple[LiveLeader, ...]
+    """Where each leader named above is, on the inter-broker listener."""
+
+
+@attrs.frozen
+class UpdateMetadataPartition:
+    topic: str
+    topic_id: uuid.UUID | None
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@attrs.frozen
+class MetadataEndpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@attrs.frozen
+class MetadataBroker:
+    broker_id: int
+    endpoints: tuple[MetadataEndpoint, ...]
+    rack: str | None
+
+
+@attrs.frozen
+class UpdateMetadata:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: tuple[UpdateMetadataPartition, ...]
+    live_brokers: tuple[MetadataBroker, ...]
+
+
+@attrs.frozen
+class StopReplicaPartition:
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete: bool
+
+
+@attrs.frozen
+class StopReplica:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: tuple[StopReplicaPartition, ...]
+
+
+ControllerToBroker = LeaderAndIsr | UpdateMetadata | StopReplica
+
+
 @attrs.frozen
 class BrokerRequest:
-    """One request for one broker: LeaderAndIsr v5, UpdateMetadata v7 or StopReplica v3."""
+    """One request for one broker."""
 
     broker_id: int
-    payload: RequestPayload
+    payload: ControllerToBroker
 
     @property
     def api(self) -> str:
-        return type(self.payload).__name__.removesuffix("Request")
-
-    @property
-    def partitions(self) -> int:
-        topics = getattr(self.payload, "topic_states", ())
-        return sum(len(t.partition_states) for t in topics)
+        return type(self.payload).__name__
 
 
 @attrs.define(eq=False)
@@ -95,15 +181,14 @@ class RequestBatch:
         out: list[BrokerRequest] = []
         for broker, partitions in sorted(self._leader_and_isr.items()):
             if broker in context.brokers:
-                out.append(
-                    BrokerRequest(
-                        broker, self._leader_and_isr_request(context, broker, partitions, listener)
-                    )
-                )
+                request = self._leader_and_isr_request(context, broker, partitions, listener)
+                out.append(BrokerRequest(broker, request))
         for broker, tps in sorted(self._update_metadata.items()):
             if broker in context.brokers:
                 out.append(
-                    BrokerRequest(broker, self._update_metadata_request(context, broker, tps))
+                    BrokerRequest(
+                        broker, _update_metadata(self.controller_id, context, broker, tps)
+                    )
                 )
         for broker, stops in sorted(self._stop_replica.items()):
             if broker in context.brokers:
@@ -120,134 +205,103 @@ class RequestBatch:
         broker: int,
         partitions: dict[TopicPartition, bool],
         listener: str,
-    ) -> lai.LeaderAndIsrRequest:
-        by_topic: dict[str, list[lai.LeaderAndIsrPartitionState]] = {}
-        leaders: set[int] = set()
+    ) -> LeaderAndIsr:
+        states = []
         for tp, is_new in sorted(partitions.items()):
             current = context.leadership.get(tp)
             if current is None:
                 continue
             state = current.state
-            leaders.add(state.leader)
             assignment = context.topics[tp[0]]
-            by_topic.setdefault(tp[0], []).append(
-                lai.LeaderAndIsrPartitionState(
-                    partition_index=i32(tp[1]),
-                    controller_epoch=i32(state.controller_epoch),
-                    leader=BrokerId(state.leader),
-                    leader_epoch=i32(state.leader_epoch),
-                    isr=tuple(i32(b) for b in state.isr),
-                    zk_version=i32(current.version),
-                    replicas=tuple(i32(b) for b in context.replicas(tp)),
-                    adding_replicas=tuple(i32(b) for b in assignment.adding.get(tp[1], ())),
-                    removing_replicas=tuple(i32(b) for b in assignment.removing.get(tp[1], ())),
-                    is_new=is_new,
+            states.append(
+                LeaderAndIsrPartition(
+                    tp[0],
+                    assignment.topic_id,
+                    tp[1],
+                    state.controller_epoch,
+                    state.leader,
+                    state.leader_epoch,
+                    state.isr,
+                    current.version,
+                    context.replicas(tp),
+                    assignment.adding.get(tp[1], ()),
+                    assignment.removing.get(tp[1], ()),
+                    is_new,
                 )
             )
         live_leaders = []
-        for leader in sorted(leaders):
+        for leader in sorted({s.leader for s in states}):
             live = context.brokers.get(leader)
             address = None if live is None else live.registration.addresses().get(listener)
             if address is not None:
-                live_leaders.append(
-                    lai.LeaderAndIsrLiveLeader(
-                        broker_id=BrokerId(leader), host_name=address[0], port=i32(address[1])
-                    )
-                )
-        return lai.LeaderAndIsrRequest(
-            controller_id=BrokerId(self.controller_id),
-            controller_epoch=i32(context.epoch),
-            broker_epoch=i64(context.brokers[broker].epoch),
-            type_=i8(0),
-            topic_states=tuple(
-                lai.LeaderAndIsrTopicState(
-                    topic_name=TopicName(topic),
-                    topic_id=context.topic_id(topic),
-                    partition_states=tuple(states),
-                )
-                for topic, states in by_topic.items()
-            ),
-            live_leaders=tuple(live_leaders),
-        )
-
-    def _update_metadata_request(
-        self, context: ControllerContext, broker: int, tps: set[TopicPartition]
-    ) -> umr.UpdateMetadataRequest:
-        by_topic: dict[str, list[umr.UpdateMetadataPartitionState]] = {}
-        for tp in sorted(tps):
-            current = context.leadership.get(tp)
-            if current is None:
-                continue
-            state = current.state
-            replicas = context.replicas(tp)
-            leader = LEADER_DURING_DELETE if tp[0] in context.deleting else state.leader
-            by_topic.setdefault(tp[0], []).append(
-                umr.UpdateMetadataPartitionState(
-                    partition_index=i32(tp[1]),
-                    controller_epoch=i32(state.controller_epoch),
-                    leader=BrokerId(leader),
-                    leader_epoch=i32(state.leader_epoch),
-                    isr=tuple(BrokerId(b) for b in state.isr),
-                    zk_version=i32(current.version),
-                    replicas=tuple(BrokerId(b) for b in replicas),
-                    offline_replicas=tuple(
-                        BrokerId(b) for b in replicas if b not in context.brokers
-                    ),
-                )
-            )
-        return umr.UpdateMetadataRequest(
-            controller_id=BrokerId(self.controller_id),
-            controller_epoch=i32(context.epoch),
-            broker_epoch=i64(context.brokers[broker].epoch),
-            topic_states=tuple(
-                umr.UpdateMetadataTopicState(
-                    topic_name=TopicName(topic),
-                    topic_id=context.topic_id(topic),
-                    partition_states=tuple(states),
-                )
-                for topic, states in by_topic.items()
-            ),
-            live_brokers=tuple(_live_broker(context, b) for b in context.live_or_shutting_down()),
+                live_leaders.append(LiveLeader(leader, *address))
+        return LeaderAndIsr(
+            self.controller_id,
+            context.epoch,
+            context.brokers[broker].epoch,
+            tuple(states),
+            tuple(live_leaders),
         )
 
     def _stop_replica_request(
         self, context: ControllerContext, broker: int, stops: dict[TopicPartition, bool]
-    ) -> sr.StopReplicaRequest:
-        by_topic: dict[str, list[sr.StopReplicaPartitionState]] = {}
+    ) -> StopReplica:
+        partitions = []
         for tp, delete in sorted(stops.items()):
             current = context.leadership.get(tp)
-            # A deleted partition's replicas stop whatever epoch they are at (-2, as Kafka).
-            epoch = -2 if delete or current is None else current.state.leader_epoch
-            by_topic.setdefault(tp[0], []).append(
-                sr.StopReplicaPartitionState(
-                    partition_index=i32(tp[1]), leader_epoch=i32(epoch), delete_partition=delete
-                )
-            )
-        return sr.StopReplicaRequest(
-            controller_id=BrokerId(self.controller_id),
-            controller_epoch=i32(context.epoch),
-            broker_epoch=i64(context.brokers[broker].epoch),
-            topic_states=tuple(
-                sr.StopReplicaTopicState(topic_name=TopicName(t), partition_states=tuple(states))
-                for t, states in by_topic.items()
-            ),
+            epoch = EPOCH_DURING_DELETE if delete or current is None else current.state.leader_epoch
+            partitions.append(StopReplicaPartition(tp[0], tp[1], epoch, delete))
+        return StopReplica(
+            self.controller_id, context.epoch, context.brokers[broker].epoch, tuple(partitions)
         )
 
 
-def _live_broker(context: ControllerContext, broker_id: int) -> umr.UpdateMetadataBroker:
+def _update_metadata(
+    controller_id: int, context: ControllerContext, broker: int, tps: set[TopicPartition]
+) -> UpdateMetadata:
+    partitions = []
+    for tp in sorted(tps):
+        current = context.leadership.get(tp)
+        if current is None:
+            continue
+        state = current.state
+        replicas = context.replicas(tp)
+        leader = LEADER_DURING_DELETE if tp[0] in context.deleting else state.leader
+        partitions.append(
+            UpdateMetadataPartition(
+                tp[0],
+                context.topic_id(tp[0]),
+                tp[1],
+                state.controller_epoch,
+                leader,
+                state.leader_epoch,
+                state.isr,
+                current.version,
+                replicas,
+                tuple(b for b in replicas if b not in context.brokers),
+            )
+        )
+    return UpdateMetadata(
+        controller_id,
+        context.epoch,
+        context.brokers[broker].epoch,
+        tuple(partitions),
+        tuple(_metadata_broker(context, b) for b in context.live_or_shutting_down()),
+    )
+
+
+def _metadata_broker(context: ControllerContext, broker_id: int) -> MetadataBroker:
     registration = context.brokers[broker_id].registration
-    return umr.UpdateMetadataBroker(
-        id_=BrokerId(broker_id),
-        endpoints=tuple(
-            umr.UpdateMetadataEndpoint(
-                port=i32(port),
-                host=host,
-                listener=name,
-                security_protocol=i16(
-                    SECURITY_PROTOCOLS.get(registration.security_protocols.get(name, name), 0)
-                ),
+    return MetadataBroker(
+        broker_id,
+        tuple(
+            MetadataEndpoint(
+                name,
+                host,
+                port,
+                SECURITY_PROTOCOLS.get(registration.security_protocols.get(name, name), 0),
             )
             for name, (host, port) in registration.addresses().items()
         ),
-        rack=registration.rack,
+        registration.rack,
     )
