@@ -55,7 +55,7 @@ class ControllerContext:
             set(cluster.deleting) & set(cluster.topics),
         )
 
-    # --- brokers ------------------------------------------------------------------------
+    # --- brokers --------------------------------------------------------------------------
 
     def is_live(self, broker_id: int) -> bool:
         """Alive and not shutting down: may lead and be in an ISR (``liveBrokerIds``)."""

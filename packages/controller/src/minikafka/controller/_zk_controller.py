@@ -178,7 +178,7 @@ class ZkController:
         )
         return controller, controller._on_startup()
 
-    # --- events ------------------------------------------------------------------------------
+    # --- events ---------------------------------------------------------------------------
 
     def _on_startup(self) -> ZkControllerResult:
         self._begin("Startup")
@@ -572,7 +572,7 @@ class ZkController:
             others = [b for b in context.replicas(tp) if b != broker and context.is_live(b)]
             self._batch.add_leader_and_isr(context, others, tp)
 
-    # --- bookkeeping ----------------------------------------------------------------------------
+    # --- bookkeeping ----------------------------------------------------------------------
 
     def _assign_topic_ids(self, topics: Mapping[str, TopicAssignment]) -> None:
         """Topics written without an id get one (KIP-516: a 2.8 controller does this for

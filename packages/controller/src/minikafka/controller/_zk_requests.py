@@ -197,7 +197,7 @@ class RequestBatch:
                 )
         return out
 
-    # --- building each request --------------------------------------------------------------
+    # --- building each request ------------------------------------------------------------
 
     def _leader_and_isr_request(
         self,
