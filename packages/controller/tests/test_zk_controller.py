@@ -18,6 +18,8 @@ Guarantees checked:
 
 from __future__ import annotations
 
+import json
+import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -29,10 +31,19 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     AlterPartitionItem,
     AlterPartitionRequest,
+    AlterPartitionResponse,
     BrokerRequest,
     ControlledShutdownResult,
+    ControllerConfig,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     IllegalStateTransitionError,
     LeaderAndIsr,
     PartitionState,
@@ -82,8 +93,9 @@ def started(
     live: Iterable[int] = (1, 2, 3), *, unclean: bool = False, tracer: RecordingTracer | None = None
 ) -> ZkController:
     cluster = ZkCluster(brokers(*live), {}, {}, frozenset())
+    config = ControllerConfig(default_replication_factor=2, unclean_leader_election_enable=unclean)
     controller, _ = ZkController.become_active(
-        0, EPOCH, cluster, unclean_leader_election=unclean, tracer=tracer
+        0, EPOCH, cluster, config=config, tracer=tracer, rng=random.Random(5)
     )
     return controller
 
@@ -283,9 +295,9 @@ def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> N
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
     result = alter(controller, isr=(1, 3))
-    assert result.response is not None
+    assert isinstance(result.response, AlterPartitionResponse)
     assert result.response.error_code == ErrorCode.none
-    (answer,) = result.response.partitions  # type: ignore[union-attr]
+    (answer,) = result.response.partitions
     assert (answer.error_code, answer.isr, answer.leader_epoch, answer.partition_epoch) == (
         ErrorCode.none,
         (1, 3),
@@ -316,14 +328,15 @@ def test_alter_partition_is_fenced_by_epochs(fields: dict[str, int], error: Erro
     controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
     result = alter(controller, isr=(fields.get("leader", 1),), **fields)
     assert result.writes == ()
-    assert result.response.partitions[0].error_code == error  # type: ignore[union-attr]
+    assert isinstance(result.response, AlterPartitionResponse)
+    assert result.response.partitions[0].error_code == error
 
 
 def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> None:
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
     result = alter(controller, broker_epoch=1)
-    assert result.response is not None
+    assert isinstance(result.response, AlterPartitionResponse)
     assert result.response.error_code == ErrorCode.stale_broker_epoch
     assert result.writes == ()
 
@@ -352,7 +365,7 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
     assert [(k, p.delete) for k, p in partition_states(stop).items()] == [(("t", 1), False)]
     assert 1 not in {leader.broker_id for leader in requests(result, LeaderAndIsr)[2].live_leaders}
     stale = controller.on_controlled_shutdown(1, 7)
-    assert stale.response is not None
+    assert isinstance(stale.response, ControlledShutdownResult)
     assert stale.response.error_code == ErrorCode.stale_broker_epoch
 
 
@@ -395,6 +408,72 @@ def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None
     assert sorted(requests(failed, StopReplica)) == [2]  # retried at once
     done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
     assert Delete("/brokers/topics/t", recursive=True) in done.writes
+
+
+# --- admin requests (they write znodes; the watches do the rest) ----------------------------
+
+
+def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partitions() -> None:
+    controller = started()
+    request = CreateTopicsRequest((CreatableTopic("t", 3, 2),))
+    result = controller.on_create_topics(request)
+    assert isinstance(result.response, CreateTopicsResponse)
+    assert result.response.topics[0].error_code == ErrorCode.none
+    (write,) = result.writes
+    assert isinstance(write, Create)
+    assert write.path == "/brokers/topics/t"
+    written = TopicAssignment.decode("t", write.data)
+    assert sorted(written.partitions) == [0, 1, 2]
+    assert all(len(r) == 2 for r in written.partitions.values())
+    assert controller.context.leadership == {}  # nothing happens before the watch fires
+    again = controller.on_create_topics(request)  # before the watch: already exists
+    assert isinstance(again.response, CreateTopicsResponse)
+    assert again.response.topics[0].error_code == ErrorCode.topic_already_exists
+    assert again.writes == ()
+    created = controller.on_topic_change({"t": written})
+    assert len([w for w in created.writes if isinstance(w, Create)]) == 3
+    assert controller.context.pending == {}
+
+
+def test_create_topics_is_checked_as_in_kraft_mode() -> None:
+    controller = started()
+    result = controller.on_create_topics(
+        CreateTopicsRequest((CreatableTopic("bad name", 1, 1), CreatableTopic("t", 1, 4)))
+    )
+    assert isinstance(result.response, CreateTopicsResponse)
+    errors = [t.error_code for t in result.response.topics]
+    assert errors == [ErrorCode.invalid_topic_exception, ErrorCode.invalid_replication_factor]
+    assert result.writes == ()
+
+
+def test_delete_topics_lists_the_topic_for_the_deletion_manager() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    result = controller.on_delete_topics(DeleteTopicsRequest(("t", "u")))
+    assert result.writes == (Create("/admin/delete_topics/t"),)
+    assert isinstance(result.response, DeleteTopicsResponse)
+    assert [r.error_code for r in result.response.topics] == [
+        ErrorCode.none,
+        ErrorCode.unknown_topic_or_partition,
+    ]
+    assert controller.on_delete_topics(DeleteTopicsRequest(("t",))).writes == ()
+
+
+def test_producer_id_blocks_follow_each_other_under_a_conditional_write() -> None:
+    controller = started()
+    first = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 101))
+    second = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(2, 102))
+    assert isinstance(first.response, AllocateProducerIdsResponse)
+    assert isinstance(second.response, AllocateProducerIdsResponse)
+    assert (first.response.producer_id_start, second.response.producer_id_start) == (0, 1000)
+    assert isinstance(first.writes[0], Create)
+    assert isinstance(second.writes[0], SetData)
+    assert second.writes[0].version == 0
+    assert json.loads(second.writes[0].data)["block_end"] == "1999"
+    stale = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 5))
+    assert isinstance(stale.response, AllocateProducerIdsResponse)
+    assert stale.response.error_code != ErrorCode.none
+    assert stale.writes == ()
 
 
 # --- taking over --------------------------------------------------------------------------------
@@ -519,7 +598,7 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
             )
             epoch = controller.context.brokers[leader].epoch
             result = controller.on_alter_partition(AlterPartitionRequest(leader, epoch, (item,)))
-            assert result.response is not None
+            assert isinstance(result.response, AlterPartitionResponse)
             assert result.response.error_code == ErrorCode.none
             carry_out(result)
         elif kind == "delete":

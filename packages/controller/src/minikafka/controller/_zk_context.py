@@ -40,12 +40,25 @@ class ControllerContext:
     leadership: dict[TopicPartition, Leadership] = attrs.field(factory=dict)
     deleting: set[str] = attrs.field(factory=set)
     """Topics queued for deletion (``/admin/delete_topics``) and not yet gone."""
+    pending: dict[str, TopicAssignment] = attrs.field(factory=dict)
+    """Assignments this controller wrote for CreateTopics or CreatePartitions whose watch
+    has not fired yet: taken into account by the next request, created on TopicChange."""
+    pending_deletion: set[str] = attrs.field(factory=set)
+    """Topics this controller listed under ``/admin/delete_topics``, watch not fired yet."""
+    next_producer_id: int = 0
+    """The first id of the next producer id block (``/latest_producer_id_block``)."""
+    producer_id_block_version: int = -1
+    """That znode's version (-1: it does not exist yet)."""
 
     @classmethod
-    def load(cls, epoch: int, cluster: ZkCluster) -> ControllerContext:
+    def load(
+        cls, epoch: int, cluster: ZkCluster, producer_id_block: tuple[int, int] | None = None
+    ) -> ControllerContext:
+        """``producer_id_block``: the next producer id and the znode's version, if any."""
         leadership = {
             tp: Leadership(*found) for tp, found in cluster.partitions.items() if found is not None
         }
+        next_id, version = producer_id_block if producer_id_block is not None else (0, -1)
         return cls(
             epoch,
             dict(cluster.brokers),
@@ -53,6 +66,8 @@ class ControllerContext:
             dict(cluster.topics),
             leadership,
             set(cluster.deleting) & set(cluster.topics),
+            next_producer_id=next_id,
+            producer_id_block_version=version,
         )
 
     # --- brokers --------------------------------------------------------------------------

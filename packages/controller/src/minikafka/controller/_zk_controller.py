@@ -30,6 +30,7 @@ elections are not here yet.
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -52,9 +53,22 @@ from minikafka.zk import (
 )
 from minikafka.zk import PartitionState as ZkPartitionState
 
+from ._config import ControllerConfig
 from ._events import PartitionLeaderElected
 from ._leader_and_isr import isr_proposal_error
-from ._requests import AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResult
+from ._requests import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResult,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from ._states import (
     PARTITION_TRANSITION_REASONS,
     REPLICA_TRANSITION_REASONS,
@@ -66,6 +80,7 @@ from ._states import (
     StateChange,
     TopicPartition,
 )
+from ._zk_admin import allocate_producer_ids, create_partitions, create_topics, delete_topics
 from ._zk_context import ControllerContext, Leadership
 from ._zk_events import StateTransition
 from ._zk_requests import BrokerRequest, RequestBatch
@@ -89,7 +104,7 @@ class ZkControllerResult:
 
     writes: tuple[Op, ...] = ()
     requests: tuple[BrokerRequest, ...] = ()
-    response: AlterPartitionResponse | ControlledShutdownResult | None = None
+    response: ZkResponse = None
 
 
 @attrs.frozen
@@ -99,6 +114,17 @@ class ControlledShutdownResult:
 
     error_code: ErrorCode
     remaining: tuple[TopicPartition, ...] = ()
+
+
+ZkResponse = (
+    AlterPartitionResponse
+    | ControlledShutdownResult
+    | CreateTopicsResponse
+    | CreatePartitionsResponse
+    | DeleteTopicsResponse
+    | AllocateProducerIdsResponse
+    | None
+)
 
 
 # --- elections (Kafka's PartitionLeaderElectionAlgorithms) ----------------------------------
@@ -137,11 +163,13 @@ class ZkController:
 
     controller_id: int
     context: ControllerContext
+    config: ControllerConfig = attrs.field(factory=ControllerConfig)
+    """num.partitions, default.replication.factor, unclean.leader.election.enable."""
     listener: str = "PLAINTEXT"
     """The inter-broker listener: where LeaderAndIsr tells followers to fetch from."""
-    unclean_leader_election: bool = False
     tracer: Tracer = attrs.field(factory=NullTracer)
-    new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
+    rng: random.Random = attrs.field(factory=random.Random)
+    """Placement's random start and shift, and topic ids."""
     psm: PartitionStateMachine = attrs.field(factory=PartitionStateMachine)
     rsm: ReplicaStateMachine = attrs.field(factory=ReplicaStateMachine)
     _cause: str = attrs.field(init=False, default="")
@@ -160,21 +188,22 @@ class ZkController:
         epoch: int,
         cluster: ZkCluster,
         *,
+        config: ControllerConfig | None = None,
         listener: str = "PLAINTEXT",
-        unclean_leader_election: bool = False,
         tracer: Tracer | None = None,
-        new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4,
+        rng: random.Random | None = None,
+        producer_id_block: tuple[int, int] | None = None,
     ) -> tuple[ZkController, ZkControllerResult]:
         """Take over (Kafka's ``onControllerFailover``): load the context, set each
         partition's and replica's state from what ZooKeeper says, tell every broker the
         whole cluster, and bring every partition without a leader online."""
         controller = cls(
             controller_id,
-            ControllerContext.load(epoch, cluster),
+            ControllerContext.load(epoch, cluster, producer_id_block),
+            config or ControllerConfig(),
             listener,
-            unclean_leader_election,
             tracer or NullTracer(),
-            new_topic_id,
+            rng or random.Random(),
         )
         return controller, controller._on_startup()
 
@@ -249,6 +278,8 @@ class ZkController:
                 assignment = attrs.evolve(assignment, topic_id=known.topic_id)
             context.topics[name] = assignment
             created.extend((name, p) for p in sorted(assignment.partitions) if p not in before)
+        for name in fresh:
+            context.pending.pop(name, None)
         self._assign_topic_ids({n: context.topics[n] for n in fresh})
         if created:
             self._on_new_partition_creation(created)
@@ -259,6 +290,7 @@ class ZkController:
         ``TopicDeletionManager``). A name that is no topic is just unlisted."""
         self._begin("TopicDeletion")
         for name in sorted(set(topics)):
+            self.context.pending_deletion.discard(name)
             if name not in self.context.topics:
                 self._writes.append(Delete(delete_topic_path(name)))
             else:
@@ -330,6 +362,32 @@ class ZkController:
                 )
             )
         return self._end(AlterPartitionResponse(ErrorCode.none, tuple(results)))
+
+    def on_create_topics(self, request: CreateTopicsRequest) -> ZkControllerResult:
+        """Write each new topic's assignment (:mod:`._zk_admin`); its watch then brings
+        the partitions to life (:meth:`on_topic_change`)."""
+        self._begin("CreateTopics")
+        writes, response = create_topics(self.context, self.config, self.rng, request)
+        self._writes.extend(writes)
+        return self._end(response)
+
+    def on_create_partitions(self, request: CreatePartitionsRequest) -> ZkControllerResult:
+        self._begin("CreatePartitions")
+        writes, response = create_partitions(self.context, self.config, self.rng, request)
+        self._writes.extend(writes)
+        return self._end(response)
+
+    def on_delete_topics(self, request: DeleteTopicsRequest) -> ZkControllerResult:
+        self._begin("DeleteTopics")
+        writes, response = delete_topics(self.context, request)
+        self._writes.extend(writes)
+        return self._end(response)
+
+    def on_allocate_producer_ids(self, request: AllocateProducerIdsRequest) -> ZkControllerResult:
+        self._begin("AllocateProducerIds")
+        writes, response = allocate_producer_ids(self.context, self.config, request)
+        self._writes.extend(writes)
+        return self._end(response)
 
     def on_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ZkControllerResult:
         """A broker asks to stop (Kafka's ``doControlledShutdown``): it leaves every ISR,
@@ -504,7 +562,10 @@ class ZkController:
             unclean = False
         else:
             found = offline_partition_leader(
-                replicas, current.state.isr, context.is_live, self.unclean_leader_election
+                replicas,
+                current.state.isr,
+                context.is_live,
+                self.config.unclean_leader_election_enable,
             )
             chosen, unclean = (None, False) if found is None else (found[:2], found[2])
         if chosen is None:
@@ -579,7 +640,9 @@ class ZkController:
         topics an older tool created), written back into their assignment znode."""
         for name, assignment in topics.items():
             if assignment.topic_id is None:
-                assignment = attrs.evolve(assignment, topic_id=self.new_topic_id())
+                assignment = attrs.evolve(
+                    assignment, topic_id=uuid.UUID(int=self.rng.getrandbits(128), version=4)
+                )
                 self.context.topics[name] = assignment
                 self._writes.append(SetData(topic_path(name), assignment.encode()))
 
@@ -595,9 +658,7 @@ class ZkController:
         self._writes = []
         self._batch = RequestBatch(self.controller_id)
 
-    def _end(
-        self, response: AlterPartitionResponse | ControlledShutdownResult | None = None
-    ) -> ZkControllerResult:
+    def _end(self, response: ZkResponse = None) -> ZkControllerResult:
         requests = self._batch.requests(self.context, self.listener)
         return ZkControllerResult(tuple(self._writes), tuple(requests), response)
 

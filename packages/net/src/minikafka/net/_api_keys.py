@@ -6,9 +6,11 @@ list, with the same numbers, so code says ``ApiKey.JOIN_GROUP`` where the wire s
 It is an ``IntEnum`` because the number read from a frame is compared with it as it is:
 a key the broker does not know stays a plain ``int`` in the header and is refused there.
 
-The list is kio's (the keys whose JSON schemas Kafka still ships) plus
-``CONTROLLED_SHUTDOWN`` (7), which survives only as the one API whose v0 uses request
-header v0 (see ``_headers.py``).
+The list is kio's (the keys whose JSON schemas Kafka still ships) plus the four
+ZooKeeper-era inter-broker APIs Kafka 4.0 dropped, whose classes ``_zk_schemas`` writes:
+``LEADER_AND_ISR`` (4), ``STOP_REPLICA`` (5), ``UPDATE_METADATA`` (6) and
+``CONTROLLED_SHUTDOWN`` (7), whose v0 is also the one API that uses request header v0
+(see ``_headers.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
