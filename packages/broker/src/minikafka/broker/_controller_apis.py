@@ -69,6 +69,7 @@ from minikafka.controller import (
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 
 from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ._controller_channel import ControllerChannel
 from ._controller_raft_apis import (
     DESCRIBE_QUORUM_VERSIONS,
     RAFT_APIS,
@@ -142,9 +143,9 @@ class ControllerApis:
             case ApiKey.BROKER_HEARTBEAT:
                 await self._broker_heartbeat(request)
             case ApiKey.ALTER_PARTITION:
-                await self._alter_partition(request)
+                await handle_alter_partition(request, self.server)
             case ApiKey.ALLOCATE_PRODUCER_IDS:
-                await self._allocate_producer_ids(request)
+                await handle_allocate_producer_ids(request, self.server)
             case ApiKey.CREATE_TOPICS:
                 await handle_create_topics(request, self.server, guard_internal=False)
             case ApiKey.DELETE_TOPICS:
@@ -328,63 +329,66 @@ class ControllerApis:
             )
         )
 
-    async def _alter_partition(self, request: Request) -> None:
-        body = request.body_as((AlterPartitionWire,))
-        items = tuple(
-            AlterPartitionItem(
-                topic.topic_id or uuid.UUID(int=0),
-                int(p.partition_index),
-                int(p.leader_epoch),
-                tuple(int(b) for b in p.new_isr),
-                int(p.partition_epoch),
-            )
-            for topic in body.topics
-            for p in topic.partitions
-        )
-        internal = AlterPartitionRequest(int(body.broker_id), int(body.broker_epoch), items)
-        try:
-            answer = await self.server.submit(internal)
-        except ControllerError as exc:
-            answer = AlterPartitionResponse(exc.error_code)
-        assert isinstance(answer, AlterPartitionResponse)
-        topics: dict[uuid.UUID, list[alter_v2.PartitionData]] = {}
-        for r in answer.partitions:
-            topics.setdefault(r.topic_id, []).append(
-                alter_v2.PartitionData(
-                    partition_index=i32(r.partition),
-                    error_code=r.error_code,
-                    leader_id=BrokerId(r.leader),
-                    leader_epoch=i32(r.leader_epoch),
-                    isr=tuple(BrokerId(b) for b in r.isr),
-                    partition_epoch=i32(r.partition_epoch),
-                )
-            )
-        request.respond(
-            alter_v2.AlterPartitionResponse(
-                throttle_time=_NO_THROTTLE,
-                error_code=answer.error_code,
-                topics=tuple(
-                    alter_v2.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()
-                ),
-            )
-        )
 
-    async def _allocate_producer_ids(self, request: Request) -> None:
-        body = request.body_as((ProducerIdsWire,))
-        internal = AllocateProducerIdsRequest(int(body.broker_id), int(body.broker_epoch))
-        try:
-            answer = await self.server.submit(internal)
-        except ControllerError as exc:
-            answer = AllocateProducerIdsResponse(exc.error_code)
-        assert isinstance(answer, AllocateProducerIdsResponse)
-        request.respond(
-            producer_ids_v0.AllocateProducerIdsResponse(
-                throttle_time=_NO_THROTTLE,
-                error_code=answer.error_code,
-                producer_id_start=ProducerId(answer.producer_id_start),
-                producer_id_len=i32(answer.producer_id_len),
+async def handle_alter_partition(request: Request, controller: ControllerChannel) -> None:
+    """A leader's ISR proposal (KIP-497), for whichever controller ``controller`` is."""
+    body = request.body_as((AlterPartitionWire,))
+    items = tuple(
+        AlterPartitionItem(
+            topic.topic_id or uuid.UUID(int=0),
+            int(p.partition_index),
+            int(p.leader_epoch),
+            tuple(int(b) for b in p.new_isr),
+            int(p.partition_epoch),
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    )
+    internal = AlterPartitionRequest(int(body.broker_id), int(body.broker_epoch), items)
+    try:
+        answer = await controller.submit(internal)
+    except ControllerError as exc:
+        answer = AlterPartitionResponse(exc.error_code)
+    assert isinstance(answer, AlterPartitionResponse)
+    topics: dict[uuid.UUID, list[alter_v2.PartitionData]] = {}
+    for r in answer.partitions:
+        topics.setdefault(r.topic_id, []).append(
+            alter_v2.PartitionData(
+                partition_index=i32(r.partition),
+                error_code=r.error_code,
+                leader_id=BrokerId(r.leader),
+                leader_epoch=i32(r.leader_epoch),
+                isr=tuple(BrokerId(b) for b in r.isr),
+                partition_epoch=i32(r.partition_epoch),
             )
         )
+    request.respond(
+        alter_v2.AlterPartitionResponse(
+            throttle_time=_NO_THROTTLE,
+            error_code=answer.error_code,
+            topics=tuple(
+                alter_v2.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()
+            ),
+        )
+    )
+
+
+async def handle_allocate_producer_ids(request: Request, controller: ControllerChannel) -> None:
+    body = request.body_as((ProducerIdsWire,))
+    internal = AllocateProducerIdsRequest(int(body.broker_id), int(body.broker_epoch))
+    try:
+        answer = await controller.submit(internal)
+    except ControllerError as exc:
+        answer = AllocateProducerIdsResponse(exc.error_code)
+    assert isinstance(answer, AllocateProducerIdsResponse)
+    request.respond(
+        producer_ids_v0.AllocateProducerIdsResponse(
+            throttle_time=_NO_THROTTLE,
+            error_code=answer.error_code,
+            producer_id_start=ProducerId(answer.producer_id_start),
+            producer_id_len=i32(answer.producer_id_len),
+        )
+    )
 
 
 def _nothing_new(answer: MetadataFetchAnswer, fetch_offset: int) -> bool:

@@ -154,6 +154,7 @@ from ._zk_controller import ControlledShutdownResult as ControlledShutdownResult
 from ._zk_controller import IllegalStateTransitionError as IllegalStateTransitionError
 from ._zk_controller import ZkController as ZkController
 from ._zk_controller import ZkControllerResult as ZkControllerResult
+from ._zk_controller import ZkResponse as ZkResponse
 from ._zk_events import ControllerRequestSent as ControllerRequestSent
 from ._zk_events import StateTransition as StateTransition
 from ._zk_events import ZkControllerElected as ZkControllerElected
@@ -318,6 +319,7 @@ __all__ = [
     "ZkController",
     "ZkControllerElected",
     "ZkControllerResult",
+    "ZkResponse",
     "ZkWatchFired",
     "answer_fetch",
     "assign_replicas_to_brokers",

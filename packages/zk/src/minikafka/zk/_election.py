@@ -98,14 +98,15 @@ async def controller_epoch(client: ZkClient) -> int:
     return decode_controller_epoch(data)
 
 
-async def register_broker(client: ZkClient, registration: BrokerRegistration) -> None:
-    """Create the ephemeral ``/brokers/ids/<id>``; ``NodeExistsError`` if a live session
-    of another process holds that id (two brokers with one ``broker.id``)."""
+async def register_broker(client: ZkClient, registration: BrokerRegistration) -> int:
+    """Create the ephemeral ``/brokers/ids/<id>`` and return the broker epoch it gives
+    (the znode's czxid, as Kafka 2.8); ``NodeExistsError`` if a live session of another
+    process holds that id (two brokers with one ``broker.id``)."""
     await client.ensure_path(BROKER_IDS)
     path = broker_path(registration.broker_id)
-    try:
+    with contextlib.suppress(NodeExistsError):
         await client.create(path, registration.encode(), ephemeral=True)
-    except NodeExistsError:
-        _, stat = await client.get(path)
-        if stat.ephemeral_owner != client.session_id:
-            raise
+    _, stat = await client.get(path)
+    if stat.ephemeral_owner != client.session_id:
+        raise NodeExistsError(f"{path} is held by another session: is broker.id taken?")
+    return stat.created_zxid

@@ -1,0 +1,457 @@
+"""The ZooKeeper-mode controller's trio shell: the election, the one event queue, the writes
+and the channel to each broker (seed 001; Kafka 2.8's ``KafkaController``,
+``ControllerEventManager`` and ``ControllerChannelManager``).
+
+Every broker of a ZooKeeper-mode cluster runs one of these; at most one is *active*. The
+shell keeps Kafka's shape:
+
+- **one event queue, one consumer.** Watches that fire (the broker list, the topic list or
+  a topic's assignment, the deletion list, ``/controller`` itself), requests from brokers
+  and clients (AlterPartition, ControlledShutdown, CreateTopics...) and StopReplica answers
+  are all events, taken one at a time by :meth:`_process_events`, so the core
+  (:class:`~minikafka.controller.ZkController`) never sees two at once;
+- **an election** whenever ``/controller`` is free: the winner reads the cluster from
+  ZooKeeper (setting every watch), builds the core, and carries out what taking over
+  asks; the losers watch ``/controller`` and try again when it goes;
+- **the writes of an event in one transaction**, guarded by a check that
+  ``/controller_epoch`` still has the version this controller wrote when it won. If
+  another controller has been elected meanwhile the check fails, nothing is written, and
+  this one resigns: the fence that keeps a zombie controller from changing ZooKeeper
+  (brokers fence its requests with STALE_CONTROLLER_EPOCH);
+- **one queue and one sender task per broker** (Kafka's RequestSendThread): requests to a
+  broker go in order, each retried until it is answered or the broker is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+
+import attrs
+import trio
+from kazoo.exceptions import KazooException
+from kio.schema.errors import ErrorCode
+
+from minikafka.controller import (
+    AllocateProducerIdsRequest,
+    AlterPartitionRequest,
+    BrokerRequest,
+    ControlledShutdownResult,
+    ControllerConfig,
+    ControllerError,
+    ControllerRequest,
+    ControllerRequestSent,
+    ControllerResponse,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    StopReplica,
+    ZkController,
+    ZkControllerElected,
+    ZkControllerResult,
+    ZkResponse,
+    ZkWatchFired,
+)
+from minikafka.controller._zk_admin import LATEST_PRODUCER_ID_BLOCK, decode_producer_id_block
+from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import stop_replica_v3 as sr
+from minikafka.trace import Tracer
+from minikafka.zk import (
+    BROKER_IDS,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    DELETE_TOPICS,
+    TOPICS,
+    Check,
+    Elected,
+    NoNodeError,
+    WatchFired,
+    ZkClient,
+    read_cluster,
+    try_to_elect,
+)
+
+from ._zk_wire import stop_replica_errors, to_wire
+
+_logger = logging.getLogger("minikafka.broker.zk_controller")
+_RETRY_S = 0.2
+"""How soon a request to a broker that did not answer is sent again."""
+ADMIN_WAIT_S = 30.0
+"""How long CreateTopics and DeleteTopics wait for the controller to finish the job
+(Kafka's request ``timeout``, which the controller's requests do not carry here)."""
+
+
+class ControllerMovedError(Exception):
+    """This controller's epoch is no longer ZooKeeper's: another one was elected."""
+
+
+@attrs.frozen
+class _Elect:
+    pass
+
+
+@attrs.frozen
+class _Watch:
+    fired: WatchFired
+
+
+@attrs.frozen
+class _Submit:
+    request: ControllerRequest
+    reply: trio.MemorySendChannel[ZkResponse | ControllerError]
+
+
+@attrs.frozen
+class _Shutdown:
+    broker_id: int
+    broker_epoch: int
+    reply: trio.MemorySendChannel[ZkResponse | ControllerError]
+
+
+@attrs.frozen
+class _StopReplicaAnswered:
+    broker_id: int
+    errors: Mapping[tuple[str, int], ErrorCode]
+
+
+@attrs.frozen
+class _Resign:
+    why: str
+
+
+_Event = _Elect | _Watch | _Submit | _Shutdown | _StopReplicaAnswered | _Resign
+
+
+def event_name(path: str, kind: str) -> str | None:
+    """The controller event a watch on ``path`` becomes (Kafka's names), if any."""
+    if path == BROKER_IDS:
+        return "BrokerChange"
+    if path == TOPICS or (path.startswith(TOPICS + "/") and path.count("/") == 3):
+        return "TopicChange"
+    if path == DELETE_TOPICS:
+        return "TopicDeletion"
+    if path == CONTROLLER and kind == "DELETED":
+        return "Reelect"
+    return None
+
+
+@attrs.define(eq=False)
+class ZkControllerShell:
+    broker_id: int
+    zk: ZkClient
+    config: ControllerConfig
+    listener: str
+    """The inter-broker listener, where requests to brokers go."""
+    tracer: Tracer
+    client_id: str = "minikafka-zk-controller"
+    on_active: Callable[[bool], None] = lambda active: None
+    """Told when this broker becomes the controller (True) and stops being it (False)."""
+    core: ZkController | None = attrs.field(init=False, default=None)
+    _epoch_version: int = attrs.field(init=False, default=-1)
+    _events: trio.MemorySendChannel[_Event] = attrs.field(init=False)
+    _queue: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
+    _processed: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set (and replaced) after each event: what admin requests wait on."""
+    _senders: dict[int, tuple[Node, trio.MemorySendChannel[BrokerRequest], trio.CancelScope]] = (
+        attrs.field(init=False, factory=dict)
+    )
+    _client: NetworkClient | None = attrs.field(init=False, default=None)
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._events, self._queue = trio.open_memory_channel(math.inf)
+
+    @property
+    def active(self) -> bool:
+        return self.core is not None
+
+    @property
+    def epoch(self) -> int:
+        return -1 if self.core is None else self.core.context.epoch
+
+    # --- what the broker hands in -----------------------------------------------------------
+
+    def elect(self) -> None:
+        """Try to become the controller (at start, and when ``/controller`` was deleted)."""
+        self._events.send_nowait(_Elect())
+
+    def watch_fired(self, fired: WatchFired) -> None:
+        name = event_name(fired.path, fired.kind)
+        if self.tracer.enabled:
+            self.tracer.emit(ZkWatchFired(fired.kind, fired.path, name or ""))
+        if name == "Reelect":
+            self.elect()
+        elif name is not None:
+            self._events.send_nowait(_Watch(fired))
+
+    def resign(self, why: str) -> None:
+        """The session was lost: whatever this broker controlled, it no longer does."""
+        self._events.send_nowait(_Resign(why))
+
+    async def submit(self, request: ControllerRequest) -> ControllerResponse:
+        """One request for the controller (this broker must be it: NOT_CONTROLLER
+        otherwise). CreateTopics and DeleteTopics wait until the job is done, as a
+        client expects the topic usable (or gone) once answered."""
+        send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
+        self._events.send_nowait(_Submit(request, send))
+        answer = await receive.receive()
+        if isinstance(answer, ControllerError):
+            raise answer
+        if answer is None:
+            raise ControllerError(ErrorCode.unknown_server_error)
+        if isinstance(request, CreateTopicsRequest) and not request.validate_only:
+            names = {
+                t.name for t in getattr(answer, "topics", ()) if t.error_code is ErrorCode.none
+            }
+            await self._wait_for(lambda core: all(_created(core, n) for n in names))
+        elif isinstance(request, DeleteTopicsRequest):
+            names = set(request.names)
+            await self._wait_for(lambda core: not names & set(core.context.topics))
+        return answer  # type: ignore[return-value]
+
+    async def _wait_for(self, done: Callable[[ZkController], bool]) -> None:
+        with trio.move_on_after(ADMIN_WAIT_S):
+            while self.core is not None and not done(self.core):
+                await self._processed.wait()
+
+    # --- the event loop ---------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with (
+            NetworkClient.open(client_id=self.client_id) as client,
+            trio.open_nursery() as nursery,
+        ):
+            self._client = client
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await self._process_events()
+            finally:
+                self._stop_senders()
+                nursery.cancel_scope.cancel()
+
+    async def _process_events(self) -> None:
+        async for event in self._queue:
+            try:
+                await self._process(event)
+            except ControllerMovedError as exc:
+                self._resign_now(str(exc))
+            except (KazooException, ConnectionError) as exc:
+                # ZooKeeper went away mid-event: the session decides what happens next
+                # (resumed: the next watch or retry carries on; lost: resign).
+                _logger.warning("controller event %s failed: %s", type(event).__name__, exc)
+                if isinstance(event, _Submit | _Shutdown):
+                    event.reply.send_nowait(ControllerError(ErrorCode.request_timed_out))
+            self._processed.set()
+            self._processed = trio.Event()
+
+    async def _process(self, event: _Event) -> None:
+        match event:
+            case _Elect():
+                if self.core is None:
+                    await self._try_to_elect()
+            case _Resign(why):
+                self._resign_now(why)
+            case _Submit(request, reply):
+                if self.core is None:
+                    reply.send_nowait(ControllerError(ErrorCode.not_controller))
+                    return
+                await self._answer(self._submitted(self.core, request), reply)
+            case _Shutdown(broker_id, broker_epoch, reply):
+                if self.core is None:
+                    reply.send_nowait(ControllerError(ErrorCode.not_controller))
+                    return
+                await self._answer(self.core.on_controlled_shutdown(broker_id, broker_epoch), reply)
+            case _Watch(fired) if self.core is not None:
+                await self._on_watch(self.core, fired)
+            case _StopReplicaAnswered(broker_id, errors) if self.core is not None:
+                await self._carry_out(self.core.on_stop_replica_response(broker_id, errors))
+
+    async def _answer(
+        self,
+        result: ZkControllerResult,
+        reply: trio.MemorySendChannel[ZkResponse | ControllerError],
+    ) -> None:
+        try:
+            await self._carry_out(result)
+        except ControllerMovedError:
+            reply.send_nowait(ControllerError(ErrorCode.not_controller))
+            raise
+        reply.send_nowait(result.response)
+
+    def _submitted(self, core: ZkController, request: ControllerRequest) -> ZkControllerResult:
+        match request:
+            case AlterPartitionRequest():
+                return core.on_alter_partition(request)
+            case CreateTopicsRequest():
+                return core.on_create_topics(request)
+            case CreatePartitionsRequest():
+                return core.on_create_partitions(request)
+            case DeleteTopicsRequest():
+                return core.on_delete_topics(request)
+            case AllocateProducerIdsRequest():
+                return core.on_allocate_producer_ids(request)
+        raise ControllerError(ErrorCode.unsupported_version)
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControlledShutdownResult:
+        """A broker's ControlledShutdown, on the event loop like any request."""
+        send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
+        self._events.send_nowait(_Shutdown(broker_id, broker_epoch, send))
+        answer = await receive.receive()
+        if isinstance(answer, ControllerError):
+            raise answer
+        assert isinstance(answer, ControlledShutdownResult)
+        return answer
+
+    async def _on_watch(self, core: ZkController, fired: WatchFired) -> None:
+        # ZooKeeper says only that something changed: read it again (re-arming the watches).
+        cluster = await read_cluster(self.zk, watch=True)
+        name = event_name(fired.path, fired.kind)
+        if name == "BrokerChange":
+            await self._carry_out(core.on_broker_change(cluster.brokers))
+        elif name == "TopicChange":
+            await self._carry_out(core.on_topic_change(cluster.topics))
+        elif name == "TopicDeletion":
+            await self._carry_out(core.on_topic_deletion(cluster.deleting))
+
+    # --- becoming the controller, and stopping --------------------------------------------------
+
+    async def _try_to_elect(self) -> None:
+        outcome = await try_to_elect(self.zk, self.broker_id)
+        if not isinstance(outcome, Elected):
+            # Someone else controls; hear when /controller goes (or try again if it just did).
+            if await self.zk.exists(CONTROLLER, watch=True) is None:
+                self.elect()
+            return
+        self._epoch_version = outcome.epoch_version
+        cluster = await read_cluster(self.zk, watch=True)
+        await self.zk.exists(CONTROLLER, watch=True)
+        block: tuple[int, int] | None = None
+        try:
+            data, stat = await self.zk.get(LATEST_PRODUCER_ID_BLOCK)
+            block = (decode_producer_id_block(data), stat.version)
+        except NoNodeError:
+            pass
+        core, result = ZkController.become_active(
+            self.broker_id,
+            outcome.epoch,
+            cluster,
+            config=self.config,
+            listener=self.listener,
+            tracer=self.tracer,
+            producer_id_block=block,
+        )
+        self.core = core
+        _logger.info("broker %d is the controller, epoch %d", self.broker_id, outcome.epoch)
+        if self.tracer.enabled:
+            self.tracer.emit(ZkControllerElected(self.broker_id, outcome.epoch, False))
+        self.on_active(True)
+        await self._carry_out(result)
+
+    def _resign_now(self, why: str) -> None:
+        if self.core is None:
+            return
+        epoch = self.core.context.epoch
+        _logger.warning(
+            "broker %d resigns as controller (epoch %d): %s", self.broker_id, epoch, why
+        )
+        self.core = None
+        self._stop_senders()
+        if self.tracer.enabled:
+            self.tracer.emit(ZkControllerElected(self.broker_id, epoch, True))
+        self.on_active(False)
+        self.elect()  # the watch on /controller may be gone with the session: look again
+
+    # --- carrying out what the core decided -------------------------------------------------------
+
+    async def _carry_out(self, result: ZkControllerResult) -> None:
+        if result.writes:
+            try:
+                await self.zk.transaction(
+                    [Check(CONTROLLER_EPOCH, self._epoch_version), *result.writes]
+                )
+            except KazooException as exc:
+                raise ControllerMovedError(f"a write failed ({type(exc).__name__}): {exc}") from exc
+        if self.core is None:
+            return
+        self._sync_senders(self.core)
+        for request in result.requests:
+            sender = self._senders.get(request.broker_id)
+            if sender is not None:
+                sender[1].send_nowait(request)
+
+    def _sync_senders(self, core: ZkController) -> None:
+        """One sender per live broker, at its current address; none for the others."""
+        wanted: dict[int, Node] = {}
+        for broker_id, live in core.context.brokers.items():
+            address = live.registration.addresses().get(self.listener)
+            if address is not None:
+                wanted[broker_id] = Node(broker_id, *address)
+        for broker_id in list(self._senders):
+            if wanted.get(broker_id) != self._senders[broker_id][0]:
+                self._senders.pop(broker_id)[2].cancel()
+        assert self._nursery is not None
+        for broker_id, node in wanted.items():
+            if broker_id not in self._senders:
+                send, receive = trio.open_memory_channel[BrokerRequest](math.inf)
+                scope = trio.CancelScope()
+                self._senders[broker_id] = (node, send, scope)
+                self._nursery.start_soon(self._send_to, node, receive, scope)
+
+    def _stop_senders(self) -> None:
+        for _, _, scope in self._senders.values():
+            scope.cancel()
+        self._senders.clear()
+
+    async def _send_to(
+        self, node: Node, queue: trio.MemoryReceiveChannel[BrokerRequest], scope: trio.CancelScope
+    ) -> None:
+        """Kafka's RequestSendThread: each request in order, until it is answered."""
+        with scope:
+            async for request in queue:
+                await self._send_one(node, request)
+
+    async def _send_one(self, node: Node, request: BrokerRequest) -> None:
+        assert self._client is not None
+        wire = to_wire(request.payload)
+        while True:
+            try:
+                answer = await self._client.send(node, wire)
+            except ClientError as exc:
+                self._trace(request, f"unreachable: {exc}")
+                self._client.disconnect(node)
+                await trio.sleep(_RETRY_S)
+                continue
+            error = getattr(answer, "error_code", ErrorCode.none)
+            self._trace(request, error.name.upper() if isinstance(error, ErrorCode) else str(error))
+            stop = request.payload
+            if isinstance(answer, sr.StopReplicaResponse) and isinstance(stop, StopReplica):
+                errors = stop_replica_errors(answer)
+                if answer.error_code is not ErrorCode.none:  # the whole request failed
+                    errors = {(p.topic, p.partition): answer.error_code for p in stop.partitions}
+                self._events.send_nowait(_StopReplicaAnswered(request.broker_id, errors))
+            return
+
+    def _trace(self, request: BrokerRequest, error: str) -> None:
+        if self.tracer.enabled:
+            partitions = len(getattr(request.payload, "partitions", ()))
+            self.tracer.emit(
+                ControllerRequestSent(
+                    request.api,
+                    request.broker_id,
+                    request.payload.controller_epoch,
+                    partitions,
+                    error,
+                )
+            )
+
+
+def _created(core: ZkController, name: str) -> bool:
+    """The topic exists and every partition has its state znode (a leader, or none live)."""
+    assignment = core.context.topics.get(name)
+    if assignment is None:
+        return False
+    return all((name, p) in core.context.leadership for p in assignment.partitions)
