@@ -64,6 +64,7 @@ from minikafka.zk import (
     SetData,
     TopicAssignment,
     ZkCluster,
+    encode_topic_config,
 )
 from minikafka.zk import PartitionState as ZkPartitionState
 
@@ -388,6 +389,7 @@ def test_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> N
     done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
     assert done.writes == (
         Delete("/brokers/topics/t", recursive=True),
+        Delete("/config/topics/t", must_exist=False),
         Delete("/admin/delete_topics/t"),
     )
     assert "t" not in controller.context.topics
@@ -415,11 +417,16 @@ def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None
 
 def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partitions() -> None:
     controller = started()
-    request = CreateTopicsRequest((CreatableTopic("t", 3, 2),))
+    request = CreateTopicsRequest(
+        (CreatableTopic("t", 3, 2, configs=(("retention.ms", "60000"),)),)
+    )
     result = controller.on_create_topics(request)
     assert isinstance(result.response, CreateTopicsResponse)
     assert result.response.topics[0].error_code == ErrorCode.none
-    (write,) = result.writes
+    config, write = result.writes
+    assert config == Create(
+        "/config/topics/t", encode_topic_config({"retention.ms": "60000"}), parents=True
+    )
     assert isinstance(write, Create)
     assert write.path == "/brokers/topics/t"
     written = TopicAssignment.decode("t", write.data)

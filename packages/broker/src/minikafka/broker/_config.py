@@ -49,6 +49,7 @@ from ._roles import (
     QuorumVoter,
     Roles,
     check_roles,
+    check_zookeeper_mode,
     parse_roles,
     parse_voters,
 )
@@ -86,6 +87,9 @@ class BrokerSettings:
     offsets_topic_replication_factor: int = 1
     offsets_topic_segment_bytes: int = 100 * 1024 * 1024
     offsets_commit_timeout_ms: int = 5000
+    zookeeper_connect: str | None = None  # set: ZooKeeper mode (no process.roles)
+    zookeeper_session_timeout_ms: int = 18_000
+    zookeeper_connection_timeout_ms: int | None = None  # None: the session timeout
 
 
 @attrs.frozen
@@ -108,6 +112,12 @@ class KafkaConfig:
     @property
     def node_id(self) -> int:
         return self.broker.node_id
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        """``zookeeper.connect`` is set: the brokers and their controller meet in
+        ZooKeeper (issue 20), not in a KRaft quorum."""
+        return self.broker.zookeeper_connect is not None
 
     @property
     def metadata_log_dir(self) -> Path:
@@ -133,6 +143,15 @@ class KafkaConfig:
         group = GroupConfig.from_properties(props)
         raft = RaftConfig.from_properties(props)
         _check_advertised_listeners(broker, net)
+        if broker.zookeeper_connect is not None:
+            roles = check_zookeeper_mode(
+                props,
+                broker.node_id,
+                broker.inter_broker_listener_name,
+                net.listeners,
+                broker.advertised_listeners,
+            )
+            return cls(broker, net, log, schedule, controller, group, raft, roles, dict(props))
         roles = check_roles(
             broker.process_roles,
             broker.node_id,
@@ -193,6 +212,17 @@ def _paths(key: str, value: str) -> tuple[Path, ...]:
 
 
 _INT = ConfigType.INT
+ZOOKEEPER_CONNECT = "zookeeper.connect"
+_ZOOKEEPER_HOST = re.compile(r"[A-Za-z0-9.\-\[\]:]+:\d+")
+
+
+def _zookeeper_connect(key: str, value: str) -> str:
+    """Kafka's (ZooKeeper's) connect string: host:port pairs, then an optional chroot."""
+    hosts, slash, chroot = value.strip().partition("/")
+    if not hosts or not all(_ZOOKEEPER_HOST.fullmatch(h.strip()) for h in hosts.split(",")):
+        raise ConfigError(key, f"{value!r} is not host:port[,host:port...][/chroot]")
+    return hosts.replace(" ", "") + (slash + chroot.rstrip("/") if chroot.strip("/") else "")
+
 
 BROKER_CONFIG = ConfigDef(
     (
@@ -202,6 +232,26 @@ BROKER_CONFIG = ConfigDef(
             parse_voters,
             "controller_quorum_voters",
             doc="id@host:port,...; empty: this node alone (combined mode only).",
+        ),
+        ConfigKey(
+            ZOOKEEPER_CONNECT,
+            _zookeeper_connect,
+            "zookeeper_connect",
+            doc="host:port[,host:port...][/chroot]: ZooKeeper mode's ensemble (issue 20).",
+        ),
+        ConfigKey(
+            "zookeeper.session.timeout.ms",
+            _INT,
+            "zookeeper_session_timeout_ms",
+            at_least(1),
+            "How long ZooKeeper keeps this broker's session (and its znodes) without news.",
+        ),
+        ConfigKey(
+            "zookeeper.connection.timeout.ms",
+            _INT,
+            "zookeeper_connection_timeout_ms",
+            at_least(1),
+            "How long start-up waits to connect to ZooKeeper; default: the session timeout.",
         ),
         ConfigKey(
             INTER_BROKER_LISTENER_NAME,
@@ -361,6 +411,7 @@ def known_keys() -> frozenset[str]:
         | LOG_CONFIG.synonym_names()
         | LOG_MANAGER_CONFIG.names()
         | CONTROLLER_CONFIG.names()
+        | CONTROLLER_CONFIG.synonym_names()
         | REPLICATION_TOPIC_CONFIG.synonym_names()
         | GROUP_CONFIG.names()
         | QUORUM_CONFIG.names()

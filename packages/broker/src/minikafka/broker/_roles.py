@@ -25,7 +25,7 @@ never talk to a controller), and ``inter.broker.listener.name`` must be one of t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -200,6 +200,29 @@ def check_roles(
     return attrs.evolve(
         kept, inter_broker_listener_name=inter_broker, advertised_listeners=effective
     )
+
+
+def check_zookeeper_mode(
+    props: Mapping[str, str],
+    node_id: int,
+    inter_broker_listener_name: str | None,
+    listeners: tuple[Listener, ...],
+    advertised: tuple[Listener, ...],
+) -> Roles:
+    """ZooKeeper mode (``zookeeper.connect`` set): a broker, whose controller is whichever
+    broker wins ``/controller``. The KRaft keys mean nothing there, so setting one is a
+    mistake Kafka 2.8 would not let pass either."""
+    for key in (PROCESS_ROLES, QUORUM_VOTERS, CONTROLLER_LISTENER_NAMES):
+        if key in props:
+            raise ConfigError(
+                key, "is a KRaft setting; zookeeper.connect is set, so this is ZooKeeper mode"
+            )
+    # The listener rules are a combined node's with no controller listener: every
+    # listener is the broker's and the inter-broker one must be advertised.
+    checked = check_roles(
+        (BROKER, CONTROLLER), node_id, (), (), inter_broker_listener_name, listeners, advertised
+    )
+    return attrs.evolve(checked, roles=(BROKER,))
 
 
 def _list(voters: tuple[QuorumVoter, ...]) -> str:

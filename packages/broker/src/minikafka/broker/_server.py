@@ -60,7 +60,7 @@ from minikafka.controller import (
     ObserverUpdate,
     replay_update,
 )
-from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinator, GroupCoordinatorService
+from minikafka.coordination import GroupCoordinator, GroupCoordinatorService
 from minikafka.log import LogManager
 from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
 from minikafka.replication import (
@@ -77,6 +77,7 @@ from ._apis import KafkaApis
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
+from ._local_replicas import apply_replica_changes
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
@@ -302,23 +303,15 @@ class BrokerServer:
         self._metadata_published = trio.Event()
         changes = delta.local_changes(self.config.node_id)
         if not changes.empty:
-            moved = changes.deleted | changes.stopped | set(changes.leaders)
-            # Fetchers let go first: a log about to be deleted is nobody's to append to.
-            self.fetchers.remove_partitions(moved | set(changes.followers))
-            self.replica_manager.stop_replicas(changes.deleted | changes.stopped)
-            self.replica_manager.become_leader_or_follower(
-                _states(changes.leaders), _states(changes.followers)
+            apply_replica_changes(
+                self.replica_manager,
+                self.fetchers,
+                self.groups,
+                leaders=_states(changes.leaders),
+                followers=_states(changes.followers),
+                leader_nodes=self._leaders_of(changes.followers, image),
+                deleted=changes.deleted | changes.stopped,
             )
-            self.fetchers.add_partitions(self._leaders_of(changes.followers, image))
-            # The group coordinator follows the leadership of __consumer_offsets.
-            for tp in changes.deleted | changes.stopped | set(changes.followers):
-                if tp.topic == OFFSETS_TOPIC:
-                    self.groups.resign(tp.partition)
-            for tp in changes.leaders:
-                if tp.topic == OFFSETS_TOPIC:
-                    loaded = self.groups.become_leader(tp.partition)
-                    if loaded:
-                        _logger.info("loaded %d group(s) from %s", loaded, tp)
         for (kind, name), entries in image.configs.items():
             if kind == ConfigResourceType.TOPIC and old_configs.get((kind, name)) != entries:
                 self.replica_manager.update_topic_settings(name)

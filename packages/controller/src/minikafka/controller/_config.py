@@ -74,7 +74,14 @@ _INT = ConfigType.INT
 
 CONTROLLER_CONFIG = ConfigDef(
     (
-        ConfigKey("node.id", _INT, "node_id", at_least(0), "This node's id (KRaft)."),
+        ConfigKey(
+            "node.id",
+            _INT,
+            "node_id",
+            at_least(0),
+            "This node's id (KRaft); broker.id, ZooKeeper mode's name for it, also sets it.",
+            synonyms=(Synonym("broker.id"),),
+        ),
         ConfigKey(
             "broker.session.timeout.ms",
             _INT,

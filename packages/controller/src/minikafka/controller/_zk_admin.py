@@ -13,7 +13,8 @@ counts, replication factors, manual assignments, configs) and the placement of i
 are :class:`~._topic_creation.TopicCreation`'s, run over a scratch copy of the cluster
 made from the controller's context (:func:`scratch_cluster`). Its records are turned into
 the znodes ZooKeeper mode keeps instead: a TopicRecord and its PartitionRecords become one
-assignment znode; a ProducerIdsRecord becomes ``/latest_producer_id_block``.
+assignment znode, its ConfigRecords ``/config/topics/<topic>``; a ProducerIdsRecord becomes
+``/latest_producer_id_block``.
 """
 
 from __future__ import annotations
@@ -26,18 +27,32 @@ from collections.abc import Mapping
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.zk import Create, Op, SetData, TopicAssignment, delete_topic_path, topic_path
+from minikafka.zk import (
+    Create,
+    Op,
+    SetData,
+    TopicAssignment,
+    delete_topic_path,
+    encode_topic_config,
+    topic_config_path,
+    topic_path,
+)
 
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
 from ._config_control import ConfigurationControlManager
 from ._producer_id_control import ProducerIdControlManager
-from ._records import PartitionRecord, ProducerIdsRecord, RegisterBrokerRecord, TopicRecord
+from ._records import (
+    ConfigRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from ._replication_control import ReplicationControlManager
 from ._requests import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
-    CreatableTopicResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -120,26 +135,23 @@ def create_topics(
     rng: random.Random,
     request: CreateTopicsRequest,
 ) -> tuple[list[Op], CreateTopicsResponse]:
-    configured = {t.name for t in request.topics if t.configs}
-    if configured:
-        # Topic configs live in /config/topics and reach brokers through /config/changes
-        # notifications, which this ZooKeeper mode does not implement yet: refuse rather
-        # than create a topic whose settings no broker would apply.
-        results = tuple(
-            CreatableTopicResult(
-                t.name,
-                ErrorCode.invalid_config,
-                "topic configs are not supported in ZooKeeper mode",
-            )
-            for t in request.topics
-        )
-        return [], CreateTopicsResponse(results)
     scratch = scratch_cluster(context, config, rng)
     decided = scratch.replication.creation.create_topics(request)
     created = _assignments(decided.records, {})
+    configs: dict[str, dict[str, str]] = {name: {} for name in created}
+    for record in decided.records:
+        if isinstance(record, ConfigRecord) and record.value is not None:
+            configs[record.resource_name][record.name] = record.value
+    writes: list[Op] = []
     for name, assignment in created.items():
         context.pending[name] = assignment
-    return [Create(topic_path(n), a.encode()) for n, a in created.items()], decided.response
+        # As Kafka's AdminZkClient: the config first, so that no broker ever sees the
+        # topic without its settings (brokers read it when told to host a partition).
+        writes.append(
+            Create(topic_config_path(name), encode_topic_config(configs[name]), parents=True)
+        )
+        writes.append(Create(topic_path(name), assignment.encode()))
+    return writes, decided.response
 
 
 def create_partitions(

@@ -49,6 +49,7 @@ from minikafka.zk import (
     ZkCluster,
     delete_topic_path,
     partition_state_path,
+    topic_config_path,
     topic_path,
 )
 from minikafka.zk import PartitionState as ZkPartitionState
@@ -510,6 +511,7 @@ class ZkController:
         """Every replica is deleted: forget them and remove the topic's znodes."""
         self._replicas_to(replicas, _R.NON_EXISTENT_REPLICA)
         self._writes.append(Delete(topic_path(topic), recursive=True))
+        self._writes.append(Delete(topic_config_path(topic), must_exist=False))
         self._writes.append(Delete(delete_topic_path(topic)))
         for tp in self.context.partitions(topic):
             self.context.leadership.pop(tp, None)

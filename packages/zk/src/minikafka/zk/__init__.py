@@ -46,6 +46,9 @@ from ._znodes import PartitionState as PartitionState
 from ._znodes import TopicAssignment as TopicAssignment
 from ._znodes import ZnodeError as ZnodeError
 from ._znodes import broker_path as broker_path
+from ._znodes import decode_topic_config as decode_topic_config
 from ._znodes import delete_topic_path as delete_topic_path
+from ._znodes import encode_topic_config as encode_topic_config
 from ._znodes import partition_state_path as partition_state_path
+from ._znodes import topic_config_path as topic_config_path
 from ._znodes import topic_path as topic_path

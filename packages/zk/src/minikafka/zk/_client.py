@@ -84,6 +84,8 @@ class Delete:
     recursive: bool = False
     """Delete the znode's descendants first, in the same transaction (a deleted topic's
     partitions and their state znodes)."""
+    must_exist: bool = True
+    """False: a znode that is not there is no error (left out of the transaction)."""
 
 
 Op = Create | SetData | Check | Delete
@@ -245,7 +247,9 @@ class ZkClient:
                     tx.set_data(path, data, version)
                 case Check(path, version):
                     tx.check(path, version)
-                case Delete(path, version, recursive):
+                case Delete(path, version, recursive, must_exist):
+                    if not must_exist and await self.exists(path) is None:
+                        continue
                     if recursive:
                         for descendant in await self._descendants(path):
                             tx.delete(descendant)

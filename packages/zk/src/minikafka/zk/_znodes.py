@@ -32,6 +32,7 @@ DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CLUSTER_ID = "/cluster/id"
+TOPIC_CONFIGS = "/config/topics"
 
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION, "/config")
 """What a Kafka broker creates at start-up if missing (``KafkaZkClient.createTopLevelPaths``)."""
@@ -51,6 +52,23 @@ def topic_path(topic: str) -> str:
 
 def partition_state_path(topic: str, partition: int) -> str:
     return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{TOPIC_CONFIGS}/{topic}"
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    """``/config/topics/<topic>`` (version 1): the topic's overrides of the broker defaults."""
+    return _json({"version": 1, "config": dict(config)})
+
+
+def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
+    path = topic_config_path(topic)
+    config = _parse(path, data).get("config") or {}
+    if not isinstance(config, dict):
+        raise ZnodeError(f"{path}: 'config' is not an object")
+    return {str(k): str(v) for k, v in config.items()}
 
 
 def delete_topic_path(topic: str) -> str:
