@@ -210,13 +210,41 @@ def test_a_bad_hours_value_is_refused_even_when_ms_wins() -> None:
 # --- refusals ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "key", ["bogus.key", "broker.id", "log.retention.days", "zookeeper.connect"]
-)
+@pytest.mark.parametrize("key", ["bogus.key", "log.retention.days", "zookeeper.sasl.client"])
 def test_an_unknown_key_is_refused_by_name(key: str) -> None:
     error = refused({key: "1"})
     assert error.key == key
     assert key in str(error)
+
+
+def test_zookeeper_connect_makes_a_zookeeper_mode_broker_named_by_broker_id() -> None:
+    config = KafkaConfig.from_properties(
+        {"zookeeper.connect": "127.0.0.1:2181,127.0.0.1:2182/kafka", "broker.id": "3"}
+    )
+    assert config.zookeeper_mode
+    assert config.node_id == 3
+    assert config.broker.zookeeper_connect == "127.0.0.1:2181,127.0.0.1:2182/kafka"
+    assert config.roles.roles == ("broker",)
+    assert not KafkaConfig.from_properties({}).zookeeper_mode
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"zookeeper.connect": "localhost"}, "zookeeper.connect"),
+        ({"zookeeper.connect": "h:1", "process.roles": "broker"}, "process.roles"),
+        (
+            {"zookeeper.connect": "h:1", "controller.quorum.voters": "1@h:2"},
+            "controller.quorum.voters",
+        ),
+        (
+            {"zookeeper.connect": "h:1", "zookeeper.session.timeout.ms": "0"},
+            "zookeeper.session.timeout.ms",
+        ),
+    ],
+)
+def test_a_bad_zookeeper_mode_setting_is_refused_by_name(props: dict[str, str], key: str) -> None:
+    assert refused(props).key == key
 
 
 def test_the_first_unknown_key_is_named_when_there_are_several() -> None:

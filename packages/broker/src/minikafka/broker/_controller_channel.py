@@ -154,6 +154,12 @@ class RemoteController:
         """The controller the next request goes to."""
         return self.locator.node
 
+    @property
+    def client(self) -> NetworkClient | None:
+        """The connection pool, while :meth:`run` runs (ZooKeeper mode sends its
+        ControlledShutdown on it)."""
+        return self._client
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with NetworkClient.open(client_id=self.client_id) as client:
             self._client = client

@@ -52,6 +52,7 @@ def metadata_body(
     """:func:`metadata_response` encoded, computed once per image and request shape."""
     topic_operations, cluster_operations = _operations(request)
     key = (
+        cache.controller_id,
         request.api_version,
         request.listener,
         cluster_id,
@@ -137,7 +138,7 @@ def metadata_response(
         cluster_id=cluster_id,
         # Combined mode: the controller is this process. (KRaft brokers answer with a
         # random live broker, since clients send admin requests there to be forwarded.)
-        controller_id=cache.broker_id,
+        controller_id=cache.broker_id if cache.controller_id is None else cache.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=cluster_operations,
     )

@@ -47,6 +47,9 @@ class AliveBroker:
 class MetadataCache:
     broker_id: int
     image: MetadataImage = attrs.field(factory=MetadataImage)
+    controller_id: int | None = None
+    """The controller clients are told of: ZooKeeper mode's, from UpdateMetadata; None in
+    KRaft mode, where it is this broker (combined mode's controller is this process)."""
     # The image the bodies were computed from, compared by identity: a replaced image
     # (by update() or by assigning ``image``) empties the cache on the next lookup.
     _bodies_image: MetadataImage | None = attrs.field(init=False, default=None, repr=False)

@@ -30,14 +30,17 @@ from ._config import KafkaConfig
 from ._controller_node import ControllerNode
 from ._meta_properties import StorageError
 from ._server import BrokerServer
+from ._zk_server import ZkBrokerServer
 
 _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
 def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
     try:
-        server: BrokerServer | ControllerNode
-        if config.roles.is_broker:
+        server: BrokerServer | ControllerNode | ZkBrokerServer
+        if config.zookeeper_mode:
+            server = ZkBrokerServer.open(config, tracer=tracer)
+        elif config.roles.is_broker:
             server = BrokerServer.open(config, tracer=tracer)
         else:
             server = ControllerNode.open(config, tracer=tracer)
@@ -108,7 +111,7 @@ def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
     return first
 
 
-async def _serve(server: BrokerServer | ControllerNode) -> None:
+async def _serve(server: BrokerServer | ControllerNode | ZkBrokerServer) -> None:
     # The receiver stays open until the end: a second Ctrl-C (or the SIGINT that
     # `uv run` forwards beside the terminal's own) must not interrupt the clean shutdown.
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
@@ -116,7 +119,7 @@ async def _serve(server: BrokerServer | ControllerNode) -> None:
             await nursery.start(server.run)
             # Printed once the broker is ready for clients; scripts and tests wait for it.
             host, port = server.bound_address()
-            role = "broker" if isinstance(server, BrokerServer) else "controller"
+            role = "controller" if isinstance(server, ControllerNode) else "broker"
             print(f"minikafka {role} ready on {host}:{port}", flush=True)
             async for signum in signals:
                 logging.getLogger("minikafka.broker").info(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import attrs
 import trio
@@ -43,9 +44,13 @@ from minikafka.controller import (
     ControllerRequest,
     ControllerRequestSent,
     ControllerResponse,
+    CreatableTopicResult,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeletableTopicResult,
     DeleteTopicsRequest,
+    DeleteTopicsResponse,
     StopReplica,
     ZkController,
     ZkControllerElected,
@@ -77,7 +82,7 @@ from ._zk_wire import stop_replica_errors, to_wire
 _logger = logging.getLogger("minikafka.broker.zk_controller")
 _RETRY_S = 0.2
 """How soon a request to a broker that did not answer is sent again."""
-ADMIN_WAIT_S = 30.0
+ADMIN_WAIT_S = 20.0
 """How long CreateTopics and DeleteTopics wait for the controller to finish the job
 (Kafka's request ``timeout``, which the controller's requests do not carry here)."""
 
@@ -200,20 +205,32 @@ class ZkControllerShell:
             raise answer
         if answer is None:
             raise ControllerError(ErrorCode.unknown_server_error)
-        if isinstance(request, CreateTopicsRequest) and not request.validate_only:
-            names = {
-                t.name for t in getattr(answer, "topics", ()) if t.error_code is ErrorCode.none
-            }
-            await self._wait_for(lambda core: all(_created(core, n) for n in names))
-        elif isinstance(request, DeleteTopicsRequest):
-            names = set(request.names)
-            await self._wait_for(lambda core: not names & set(core.context.topics))
-        return answer  # type: ignore[return-value]
+        if isinstance(answer, CreateTopicsResponse) and not request_validate_only(request):
+            created = {t.name for t in answer.topics if t.error_code is ErrorCode.none}
+            late = await self._wait_for(created, lambda core, name: _created(core, name))
+            answer = CreateTopicsResponse(
+                tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
+            )
+        elif isinstance(answer, DeleteTopicsResponse):
+            deleted = {t.name for t in answer.topics if t.error_code is ErrorCode.none and t.name}
+            late = await self._wait_for(deleted, lambda core, name: name not in core.context.topics)
+            answer = DeleteTopicsResponse(
+                tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
+            )
+        assert not isinstance(answer, ControlledShutdownResult)  # not a submitted request's
+        return answer
 
-    async def _wait_for(self, done: Callable[[ZkController], bool]) -> None:
+    async def _wait_for(
+        self, names: set[str], done: Callable[[ZkController, str], bool]
+    ) -> set[str]:
+        """Wait until ``done`` holds for every name; those for which it does not within
+        :data:`ADMIN_WAIT_S` are answered REQUEST_TIMED_OUT, as Kafka's purgatory does
+        (a deletion waits for a replica's broker that is down, for one)."""
         with trio.move_on_after(ADMIN_WAIT_S):
-            while self.core is not None and not done(self.core):
+            while self.core is not None and not all(done(self.core, n) for n in names):
                 await self._processed.wait()
+        core = self.core
+        return set(names) if core is None else {n for n in names if not done(core, n)}
 
     # --- the event loop ---------------------------------------------------------------------
 
@@ -447,6 +464,17 @@ class ZkControllerShell:
                     error,
                 )
             )
+
+
+def request_validate_only(request: ControllerRequest) -> bool:
+    return bool(getattr(request, "validate_only", False))
+
+
+T = TypeVar("T", CreatableTopicResult, DeletableTopicResult)
+
+
+def _timed_out(result: T) -> T:
+    return attrs.evolve(result, error_code=ErrorCode.request_timed_out, error_message=None)
 
 
 def _created(core: ZkController, name: str) -> bool:

@@ -1,0 +1,399 @@
+"""ZkBrokerServer: one broker process in ZooKeeper mode (seed 001; Kafka 2.8's ``KafkaServer``).
+
+Start-up, in order:
+
+1. the LogManager loads every partition's log (as in KRaft mode);
+2. the broker connects to ZooKeeper (``zookeeper.connect``), reads the cluster id from
+   ``/cluster/id`` (the first broker of a cluster creates it);
+3. its listeners bind, and it registers as the ephemeral ``/brokers/ids/<broker.id>``
+   with Kafka's JSON: the znode's creation (its czxid) is the broker epoch, new at each
+   registration; the znode lives as long as the session, so a broker that dies or is
+   cut off past ``zookeeper.session.timeout.ms`` leaves the cluster by itself;
+4. it tries to become the controller (:mod:`._zk_controller_shell`); one broker wins;
+5. from then on it obeys the controller: UpdateMetadata fills the MetadataCache clients
+   are answered from, LeaderAndIsr makes it lead or follow (the same path as KRaft mode,
+   :mod:`._local_replicas`), StopReplica stops and deletes replicas.
+
+ZooKeeper's events come on one channel: watches go to the controller shell; a session
+that is lost (expired) ends the controller role and the registration, and when the
+client has a new session the broker registers again (a new broker epoch) and stands for
+election again.
+
+Shutdown is Kafka's controlled shutdown: the broker asks the controller to move its
+leaderships away (ControlledShutdown) before it stops serving.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import ConfigError
+from minikafka.controller import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    ConfigResourceType,
+    ControllerError,
+    LeaderAndIsr,
+    StopReplica,
+    UpdateMetadata,
+)
+from minikafka.coordination import GroupCoordinator, GroupCoordinatorService
+from minikafka.log import LogManager
+from minikafka.net import SocketServer
+from minikafka.net import leader_and_isr_v5 as lai
+from minikafka.net import stop_replica_v3 as sr
+from minikafka.net import update_metadata_v7 as umr
+from minikafka.replication import (
+    IsrChangeAnswer,
+    IsrChangeProposal,
+    ReplicaManager,
+    ReplicaManagerService,
+    TopicSettings,
+)
+from minikafka.trace import Tracer, get_tracer
+from minikafka.zk import (
+    SESSION_CONNECTED,
+    SESSION_LOST,
+    BrokerRegistration,
+    NodeExistsError,
+    NoNodeError,
+    SessionChanged,
+    WatchFired,
+    ZkClient,
+    decode_topic_config,
+    register_broker,
+    topic_config_path,
+)
+
+from ._config import ZOOKEEPER_CONNECT, KafkaConfig
+from ._controller_channel import ControllerLocator, RemoteController
+from ._local_replicas import apply_replica_changes
+from ._meta_properties import new_cluster_id
+from ._metadata_cache import MetadataCache
+from ._offsets_topic import ReplicaOffsetsTopic
+from ._producer_ids import ProducerIdManager
+from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
+from ._server import _alter_partition
+from ._zk_apis import ZkControllerChannel, ZkKafkaApis
+from ._zk_controller_shell import ZkControllerShell
+from ._zk_metadata import ZkBrokerMetadata
+from ._zk_wire import leader_and_isr_response, stop_replica_response
+
+_logger = logging.getLogger("minikafka.broker")
+CLUSTER_ID_PATH = "/cluster/id"
+_SHUTDOWN_RETRY_S = 0.5
+
+
+@attrs.define(eq=False)
+class ZkBrokerServer:
+    config: KafkaConfig
+    log_manager: LogManager
+    zk: ZkClient
+    metadata: ZkBrokerMetadata
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManagerService
+    fetchers: ReplicaFetcherManager
+    groups: GroupCoordinatorService
+    shell: ZkControllerShell
+    channel: ZkControllerChannel
+    apis: ZkKafkaApis
+    socket_server: SocketServer
+    tracer: Tracer
+    cluster_id: str = ""
+    _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _registration_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.metadata.broker_epoch
+
+    @classmethod
+    def open(
+        cls, config: KafkaConfig, rng: random.Random | None = None, tracer: Tracer | None = None
+    ) -> ZkBrokerServer:
+        """Load the logs; nothing touches ZooKeeper or listens until :meth:`run`."""
+        hosts = config.broker.zookeeper_connect
+        if hosts is None:
+            raise ConfigError(ZOOKEEPER_CONNECT, "is required for a ZooKeeper-mode broker")
+        tracer = get_tracer() if tracer is None else tracer
+        node_id = config.node_id
+        settings = config.broker
+        log_manager = LogManager.startup(
+            settings.log_dirs, config.log, schedule=config.schedule, tracer=tracer
+        )
+        session = settings.zookeeper_session_timeout_ms / 1000
+        zk = ZkClient(hosts, session_timeout=session)
+        metadata = ZkBrokerMetadata(node_id)
+        cache = MetadataCache(node_id, metadata.image)
+        listener = config.roles.inter_broker_listener_name or "PLAINTEXT"
+        shell = ZkControllerShell(
+            node_id, zk, config.controller, listener, tracer, client_id=f"controller-{node_id}"
+        )
+        remote = RemoteController(
+            ControllerLocator(()), "", client_id=f"broker-{node_id}-to-controller"
+        )
+        channel = ZkControllerChannel(shell, remote, metadata, listener)
+
+        def topic_settings(topic: str) -> TopicSettings:
+            return TopicSettings(
+                cache.log_config(topic, config.log),
+                cache.min_insync_replicas(topic, settings.min_insync_replicas),
+            )
+
+        async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+            return await _alter_partition(channel, node_id, metadata.broker_epoch, proposals)
+
+        replica_manager = ReplicaManagerService(
+            ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
+            settings.replica_high_watermark_checkpoint_interval_ms,
+            replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
+            alter_partition=alter_partition,
+        )
+
+        async def allocate_block() -> AllocateProducerIdsResponse:
+            request = AllocateProducerIdsRequest(node_id, metadata.broker_epoch)
+            try:
+                response = await channel.submit(request)
+            except ControllerError as exc:
+                return AllocateProducerIdsResponse(exc.error_code)
+            assert isinstance(response, AllocateProducerIdsResponse)
+            return response
+
+        groups = GroupCoordinatorService(
+            GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
+            ReplicaOffsetsTopic(replica_manager, settings.offsets_commit_timeout_ms),
+        )
+        fetchers = ReplicaFetcherManager(
+            node_id,
+            replica_manager,
+            ReplicaFetchConfig(
+                settings.num_replica_fetchers,
+                settings.replica_fetch_max_bytes,
+                settings.replica_fetch_response_max_bytes,
+                settings.replica_fetch_wait_max_ms,
+                settings.replica_fetch_min_bytes,
+                settings.replica_fetch_backoff_ms,
+            ),
+        )
+        apis = ZkKafkaApis(
+            config,
+            "",
+            cache,
+            replica_manager,
+            channel,
+            ProducerIdManager(allocate_block),
+            groups,
+            zk_channel=channel,
+        )
+        server = cls(
+            config,
+            log_manager,
+            zk,
+            metadata,
+            cache,
+            replica_manager,
+            fetchers,
+            groups,
+            shell,
+            channel,
+            apis,
+            SocketServer(config.net, apis, tracer=tracer),
+            tracer,
+        )
+        apis.node = server
+        return server
+
+    def bound_address(self) -> tuple[str, int]:
+        return self.socket_server.bound_address()
+
+    # --- running ---------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        clean = False
+        settings = self.config.broker
+        connect_ms = (
+            settings.zookeeper_connection_timeout_ms or settings.zookeeper_session_timeout_ms
+        )
+        try:
+            await self.zk.connect(connect_timeout=connect_ms / 1000)
+            self.cluster_id = await _cluster_id(self.zk)
+            self.apis.cluster_id = self.cluster_id
+            self.channel.remote.cluster_id = self.cluster_id
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.log_manager.run)
+                await nursery.start(self.replica_manager.run)
+                await nursery.start(self.fetchers.run)
+                await nursery.start(self.groups.run)
+                await nursery.start(self.apis.run)
+                await nursery.start(self.shell.run)
+                await nursery.start(self.channel.remote.run)
+                await nursery.start(self.socket_server.serve)
+                self.apis.ready.set()  # the controller's first requests may come at once
+                await self._register()
+                nursery.start_soon(self._zookeeper_events)
+                self.shell.elect()
+                host, port = self.bound_address()
+                _logger.info(
+                    "minikafka broker %d (ZooKeeper mode, cluster %s) listening on %s:%d",
+                    self.config.node_id,
+                    self.cluster_id,
+                    host,
+                    port,
+                )
+                task_status.started()
+                await self._stop.wait()
+                grace = settings.controlled_shutdown_timeout_ms / 1000
+                await self._controlled_shutdown(grace)
+                self.fetchers.shutdown()
+                self.replica_manager.shutdown()
+                self.groups.shutdown()
+                await self.socket_server.shutdown(grace_seconds=grace)
+                nursery.cancel_scope.cancel()
+                clean = True
+        finally:
+            with contextlib.suppress(Exception):
+                await self.zk.close()
+            if clean:
+                self.log_manager.shutdown()
+            self._stopped.set()
+
+    async def shutdown(self) -> None:
+        self._stop.set()
+        await self._stopped.wait()
+
+    async def _register(self) -> None:
+        """The ephemeral ``/brokers/ids/<id>``; its czxid is the new broker epoch."""
+        async with self._registration_lock:
+            endpoints = []
+            protocols = {}
+            for listener in self.config.advertised_listeners:
+                port = listener.port or self.socket_server.bound_address(listener.name)[1]
+                endpoints.append(f"{listener.name}://{listener.host}:{port}")
+                protocols[listener.name] = listener.security_protocol
+            registration = BrokerRegistration(self.config.node_id, tuple(endpoints), protocols)
+            while True:
+                try:
+                    self.metadata.broker_epoch = await register_broker(self.zk, registration)
+                    break
+                except NodeExistsError:
+                    # The previous session's znode lingers until ZooKeeper expires it.
+                    _logger.warning(
+                        "broker.id %d is registered by another session; waiting for it to go",
+                        self.config.node_id,
+                    )
+                    await trio.sleep(1.0)
+            _logger.info("registered, broker epoch %d", self.metadata.broker_epoch)
+
+    async def _zookeeper_events(self) -> None:
+        lost = False
+        async for event in self.zk.events:
+            match event:
+                case WatchFired():
+                    self.shell.watch_fired(event)
+                case SessionChanged(state) if state == SESSION_LOST:
+                    lost = True
+                    self.shell.resign("ZooKeeper session expired")
+                case SessionChanged(state) if state == SESSION_CONNECTED and lost:
+                    # A new session: the old one's znodes and watches are gone.
+                    lost = False
+                    await self._register()
+                    self.shell.elect()
+
+    async def _controlled_shutdown(self, grace: float) -> None:
+        """Kafka 2.8's controlled shutdown: ask the controller until this broker leads
+        nothing it could hand over, or ``grace`` runs out."""
+        with trio.move_on_after(grace) as scope:
+            while True:
+                try:
+                    error, remaining = await self.channel.controlled_shutdown(
+                        self.config.node_id, self.metadata.broker_epoch
+                    )
+                except ControllerError as exc:
+                    error, remaining = exc.error_code, -1
+                if error is ErrorCode.none and remaining == 0:
+                    return
+                await trio.sleep(_SHUTDOWN_RETRY_S)
+        if scope.cancelled_caught:
+            _logger.warning("controlled shutdown did not finish within %.0f s", grace)
+
+    # --- the controller's requests ----------------------------------------------------------
+
+    async def on_leader_and_isr(self, request: LeaderAndIsr) -> lai.LeaderAndIsrResponse:
+        error, outcome = self.metadata.leader_and_isr(request)
+        ids = {p.topic: p.topic_id for p in request.partitions}
+        if error is not ErrorCode.none:
+            return leader_and_isr_response(error, {}, ids)
+        # A topic's settings (retention, segment size, min.insync.replicas...) are read
+        # from ZooKeeper when the broker first hosts one of its partitions, as Kafka does.
+        await self._load_topic_configs({tp.topic for tp in outcome.errors})
+        apply_replica_changes(
+            self.replica_manager,
+            self.fetchers,
+            self.groups,
+            leaders=outcome.leaders,
+            followers=outcome.followers,
+            leader_nodes=outcome.leader_nodes,
+        )
+        return leader_and_isr_response(ErrorCode.none, outcome.errors, ids)
+
+    def on_update_metadata(self, request: UpdateMetadata) -> umr.UpdateMetadataResponse:
+        error = self.metadata.update_metadata(request)
+        if error is ErrorCode.none:
+            self._publish()
+        return umr.UpdateMetadataResponse(error_code=error)
+
+    def on_stop_replica(self, request: StopReplica) -> sr.StopReplicaResponse:
+        error, outcome = self.metadata.stop_replica(request)
+        if error is ErrorCode.none:
+            apply_replica_changes(
+                self.replica_manager,
+                self.fetchers,
+                self.groups,
+                leaders={},
+                followers={},
+                leader_nodes={},
+                deleted=outcome.deleted,
+                stopped=outcome.stopped - outcome.deleted,
+            )
+        return stop_replica_response(error, outcome.errors)
+
+    def _publish(self) -> None:
+        self.metadata_cache.update(self.metadata.image)
+        self.metadata_cache.controller_id = self.metadata.controller_id
+
+    async def _load_topic_configs(self, topics: set[str]) -> None:
+        key = ConfigResourceType.TOPIC
+        missing = [t for t in sorted(topics) if (key, t) not in self.metadata.image.configs]
+        if not missing:
+            return
+        configs = dict(self.metadata.image.configs)
+        for topic in missing:
+            try:
+                data, _ = await self.zk.get(topic_config_path(topic))
+                configs[(key, topic)] = decode_topic_config(topic, data)
+            except NoNodeError:
+                configs[(key, topic)] = {}
+        self.metadata.image = attrs.evolve(self.metadata.image, configs=configs)
+        self._publish()
+
+
+async def _cluster_id(zk: ZkClient) -> str:
+    """``/cluster/id``, created by the first broker (Kafka's JSON: version and id)."""
+
+    await zk.ensure_path("/cluster")
+    with contextlib.suppress(NodeExistsError):
+        data = json.dumps({"version": "1", "id": new_cluster_id()}).encode()
+        await zk.create(CLUSTER_ID_PATH, data)
+    data, _ = await zk.get(CLUSTER_ID_PATH)
+    try:
+        return str(json.loads(data)["id"])
+    except (ValueError, KeyError, TypeError):
+        return data.decode(errors="replace")

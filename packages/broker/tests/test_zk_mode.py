@@ -1,0 +1,208 @@
+"""ZooKeeper mode in one process: three ZkBrokerServers on a real ZooKeeper (issue 20).
+
+Guarantees checked:
+- one broker wins ``/controller``; a topic created through any broker gets an assignment
+  znode, then (through the controller's watch) each partition a leader and ISR in its
+  state znode, and every broker learns them by UpdateMetadata;
+- records produced with acks=all are on every in-sync replica and read back in order;
+- a broker refuses a LeaderAndIsr from an older controller epoch (STALE_CONTROLLER_EPOCH),
+  so a zombie controller changes nothing;
+- when the controller broker stops, another is elected with a higher epoch, and the
+  stopped broker's leaderships had moved before it stopped (controlled shutdown);
+- a deleted topic's znodes and logs are gone from every broker.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.broker import KafkaConfig, ZkBrokerServer
+from minikafka.broker._tools_admin import create_topic, delete_topic
+from minikafka.broker._tools_client import connect
+from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
+from minikafka.broker._tools_produce import ProduceOptions, produce
+from minikafka.broker._zk_wire import to_wire
+from minikafka.broker.testing import free_ports
+from minikafka.common import TopicPartition
+from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
+from minikafka.net import NetworkClient, Node
+from minikafka.zk import ZkClient, ZooKeeperServer, controller_epoch
+from minikafka.zk._server import ZOOKEEPER_JAR
+
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(
+        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+    ),
+]
+
+DEADLINE = 60.0
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def broker_config(zookeeper: ZooKeeperServer, broker_id: int, port: int, data: Path) -> KafkaConfig:
+    return KafkaConfig.from_properties(
+        {
+            "zookeeper.connect": zookeeper.connect_string,
+            "zookeeper.session.timeout.ms": "6000",
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "log.dirs": str(data / f"broker-{broker_id}"),
+            "controlled.shutdown.timeout.ms": "10000",
+            "replica.fetch.wait.max.ms": "100",
+        }
+    )
+
+
+@asynccontextmanager
+async def zk_cluster(
+    zookeeper: ZooKeeperServer, data: Path, count: int = 3
+) -> AsyncIterator[dict[int, ZkBrokerServer]]:
+    ports = free_ports(count)
+    brokers = {
+        i + 1: ZkBrokerServer.open(broker_config(zookeeper, i + 1, port, data))
+        for i, port in enumerate(ports)
+    }
+    async with trio.open_nursery() as nursery:
+        for broker in brokers.values():
+            await nursery.start(broker.run)
+        try:
+            yield brokers
+        finally:
+            for broker in brokers.values():
+                await broker.shutdown()
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    """Poll the brokers' state (no event says "all brokers agree") within the deadline."""
+    with trio.move_on_after(DEADLINE):
+        while not check():  # noqa: ASYNC110
+            await trio.sleep(0.05)
+        return
+    raise AssertionError(f"not within {DEADLINE} s: {what}")
+
+
+def log_end(broker: ZkBrokerServer, tp: TopicPartition) -> int:
+    partition = broker.replica_manager.get_partition(tp)
+    return -1 if partition is None else partition.log.log_end_offset
+
+
+def controller_of(brokers: dict[int, ZkBrokerServer]) -> ZkBrokerServer:
+    (active,) = [b for b in brokers.values() if b.shell.active]
+    return active
+
+
+def bootstrap(broker: ZkBrokerServer) -> str:
+    host, port = broker.bound_address()
+    return f"{host}:{port}"
+
+
+async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_deletes(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    async with zk_cluster(zookeeper, tmp_path) as brokers:
+        await eventually(lambda: sum(b.shell.active for b in brokers.values()) == 1, "a controller")
+        first = controller_of(brokers)
+
+        # Created through a broker that is not the controller: forwarded to it.
+        other = next(b for b in brokers.values() if b is not first)
+        async with connect(bootstrap(other), client_id="test") as cluster:
+            assert await create_topic(cluster, "t", partitions=3, replication_factor=3)
+        every_broker_knows = lambda: all(  # noqa: E731
+            (topic := b.metadata_cache.topic("t")) is not None
+            and len(topic.partitions) == 3
+            and all(p.leader >= 0 and len(p.isr) == 3 for p in topic.partitions.values())
+            for b in brokers.values()
+        )
+        await eventually(every_broker_knows, "every broker knows t's leaders")
+
+        # acks=all: acknowledged means on every in-sync replica.
+        lines = [f"record-{i}".encode() for i in range(30)]
+
+        async def source() -> AsyncIterator[bytes]:
+            for line in lines:
+                yield line
+
+        async with connect(bootstrap(other), client_id="test") as cluster:
+            result = await produce(cluster, ProduceOptions("t", partition=0), source())
+        assert (result.sent, result.failed) == (len(lines), 0)
+        tp = TopicPartition("t", 0)
+        await eventually(
+            lambda: all(log_end(b, tp) == 30 for b in brokers.values()),
+            "every replica has the 30 records",
+        )
+        async with connect(bootstrap(first), client_id="test") as cluster:
+            consumer = ConsoleConsumer(cluster, ConsumeOptions("t", 0, "earliest"))
+            await consumer.assign()
+            read: list[bytes] = []
+            with trio.fail_after(DEADLINE):
+                while len(read) < 30:
+                    read += [c.record.value or b"" for c in await consumer.poll(200)]
+        assert read == lines  # order per partition
+
+        # A zombie: a request from an older controller epoch is refused whole.
+        stale = LeaderAndIsr(
+            first.config.node_id,
+            first.shell.epoch - 1,
+            -1,
+            (LeaderAndIsrPartition("t", uuid.uuid4(), 0, 0, 1, 99, (1,), 0, (1, 2, 3)),),
+            (),
+        )
+        async with NetworkClient.open(client_id="zombie") as client:
+            host, port = other.bound_address()
+            answer = await client.send(Node(other.config.node_id, host, port), to_wire(stale))
+        assert getattr(answer, "error_code", None) == ErrorCode.stale_controller_epoch
+        assert other.metadata.leader_epochs[tp] < 99
+
+        # The controller stops (controlled shutdown): its leaderships move first, and
+        # another broker becomes the controller with a higher epoch.
+        epoch = first.shell.epoch
+        first_id = first.config.node_id
+        await first.shutdown()
+        rest = {i: b for i, b in brokers.items() if b is not first}
+        await eventually(lambda: any(b.shell.active for b in rest.values()), "a new controller")
+        assert controller_of(rest).shell.epoch > epoch
+        zk = ZkClient(zookeeper.connect_string)
+        await zk.connect()
+        try:
+            assert await controller_epoch(zk) > epoch
+        finally:
+            await zk.close()
+        await eventually(
+            lambda: all(first_id not in leaders(b, "t") for b in rest.values()),
+            "no partition is led by the stopped broker",
+        )
+
+        # Deleted: gone from the brokers' metadata and disks. (t has a replica on the
+        # stopped broker: its deletion waits for it; u lives on the two that run.)
+        async with connect(bootstrap(other), client_id="test") as cluster:
+            assert await create_topic(cluster, "u", partitions=2, replication_factor=2)
+            await eventually(
+                lambda: all(b.metadata_cache.topic("u") is not None for b in rest.values()),
+                "every broker knows u",
+            )
+            assert await delete_topic(cluster, "u")
+        assert all(b.metadata_cache.topic("u") is None for b in rest.values())
+        for b in rest.values():
+            assert b.replica_manager.get_partition(TopicPartition("u", 0)) is None
+
+
+def leaders(broker: ZkBrokerServer, topic: str) -> list[int]:
+    found = broker.metadata_cache.topic(topic)
+    return [] if found is None else [p.leader for p in found.partitions.values()]
