@@ -17,6 +17,17 @@ CLUSTER ?= ./cluster
 # `make cluster CONTROLLERS=3`: a Raft quorum of three controllers (9090, 9089, 9088) and
 # brokers numbered after them; it applies when the cluster is first laid out.
 CONTROLLERS ?= 1
+# `make cluster MODE=zk`: ZooKeeper mode (a ZooKeeper on 127.0.0.1:2181, three brokers that
+# elect their controller through it); with MODE=kraft (the default) the cluster is KRaft's.
+# Both apply when the cluster is first laid out (in $(CLUSTER)).
+MODE ?= kraft
+ifeq ($(MODE),zk)
+CLUSTER_FLAGS = --zookeeper
+else ifeq ($(MODE),kraft)
+CLUSTER_FLAGS = --controllers $(CONTROLLERS)
+else
+$(error MODE must be kraft or zk, not $(MODE))
+endif
 
 .PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster cluster-down clean
 
@@ -28,7 +39,8 @@ help:
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
 	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
-	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088"
+	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088;"
+	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 
 bootstrap:
@@ -80,7 +92,7 @@ lab: sync
 # One controller (127.0.0.1:9090) and three brokers (9092-9094), data, logs and traces
 # under ./cluster/; `minikafka cluster status|kill N|restart N|down` manage it after.
 cluster: sync
-	@$(RUN) minikafka cluster up --dir $(CLUSTER) --controllers $(CONTROLLERS)
+	@$(RUN) minikafka cluster up --dir $(CLUSTER) $(CLUSTER_FLAGS)
 
 cluster-down: sync
 	@$(RUN) minikafka cluster down --dir $(CLUSTER)

@@ -18,6 +18,11 @@ down from the first controller's (9090, 9089, 9088), and the brokers' ids follow
       node-0.pid                the pid of its running process
       traces/                   every node's trace files (``--trace-dir``)
 
+With ``zookeeper=True`` the cluster is in ZooKeeper mode (issue 20) instead: no
+controller node, brokers numbered from 0, and a ZooKeeper server (Debian's, standalone)
+under ``zookeeper/`` on ``zookeeper_port``, started before the brokers and stopped after
+them; the brokers elect their controller among themselves.
+
 The layout is written once (:meth:`ProcessCluster.create`: a cluster id from
 ``storage random-uuid``, every node formatted with it, as kafka-storage.sh would) and
 read back by each later command (:meth:`ProcessCluster.load`), so ``minikafka cluster``
@@ -39,6 +44,8 @@ from pathlib import Path
 
 import attrs
 
+from minikafka.zk import ZooKeeperError, ZooKeeperServer
+
 from ._config import KafkaConfig
 from ._meta_properties import format_storage, new_cluster_id
 
@@ -46,6 +53,7 @@ CONTROLLER_ID = 0
 LAYOUT_FILE = "cluster.json"
 DEFAULT_BROKER_PORT = 9092
 DEFAULT_CONTROLLER_PORT = 9090
+DEFAULT_ZOOKEEPER_PORT = 2181
 CLUSTER_DEFAULTS: Mapping[str, str] = {
     # Kafka's defaults for a cluster (its sample configs set 1 for a single node).
     "default.replication.factor": "3",
@@ -72,8 +80,11 @@ class ProcessCluster:
     controller_listen_ports: dict[int, int] = attrs.field(factory=dict)
     """Controller -> the port it listens on when that is not the one the voters name (a
     test puts a fault proxy on the named port). Empty: each listens where it is named."""
+    zookeeper_port: int | None = None
+    """ZooKeeper mode's server port; None: a KRaft cluster."""
     host: str = "127.0.0.1"
     _children: dict[int, subprocess.Popen[bytes]] = attrs.field(init=False, factory=dict)
+    _zookeeper_server: ZooKeeperServer | None = attrs.field(init=False, default=None)
 
     # --- layout -----------------------------------------------------------------------------
 
@@ -91,21 +102,26 @@ class ProcessCluster:
         replication_ports: Mapping[int, tuple[int, int]] | None = None,
         controller_listen_ports: Mapping[int, int] | None = None,
         overrides: Mapping[str, str] | None = None,
+        zookeeper: bool = False,
+        zookeeper_port: int = DEFAULT_ZOOKEEPER_PORT,
     ) -> ProcessCluster:
         """Write the layout and every node's properties, and format every node. Brokers
         listen on consecutive ports from ``broker_port``, or on ``broker_ports``; the
         controllers on ports down from ``controller_port``, or on ``controller_ports``."""
         root = Path(root).resolve()
         ports = list(broker_ports or range(broker_port, broker_port + brokers))
+        if zookeeper:
+            controllers = 0  # the brokers elect their controller through ZooKeeper
         cports = list(controller_ports or range(controller_port, controller_port - controllers, -1))
         cluster = cls(
             root,
-            new_cluster_id(),
+            "" if zookeeper else new_cluster_id(),  # ZooKeeper mode's is /cluster/id's
             {c: cports[c] for c in range(controllers)},
             {controllers + b: ports[b] for b in range(brokers)},
             {**CLUSTER_DEFAULTS, **(overrides or {})},
             dict(replication_ports or {}),
             dict(controller_listen_ports or {}),
+            zookeeper_port if zookeeper else None,
         )
         root.mkdir(parents=True, exist_ok=True)
         (root / "traces").mkdir(exist_ok=True)
@@ -118,6 +134,7 @@ class ProcessCluster:
             "controller_listen_ports": {
                 str(c): p for c, p in cluster.controller_listen_ports.items()
             },
+            "zookeeper_port": cluster.zookeeper_port,
         }
         (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
         for node in cluster.node_ids:
@@ -140,6 +157,7 @@ class ProcessCluster:
             dict(layout["overrides"]),
             {int(b): (int(p[0]), int(p[1])) for b, p in layout["replication_ports"].items()},
             {int(c): int(p) for c, p in layout.get("controller_listen_ports", {}).items()},
+            layout.get("zookeeper_port"),
         )
 
     def add_node(self, node: int) -> None:
@@ -153,6 +171,8 @@ class ProcessCluster:
             "".join(f"{key}={value}\n" for key, value in props.items())
         )
         config = KafkaConfig.from_properties(props)
+        if config.zookeeper_mode:
+            return  # ZooKeeper mode's directories need no formatting
         format_storage(
             config.broker.log_dirs,
             config.metadata_log_dir,
@@ -184,7 +204,24 @@ class ProcessCluster:
     def bootstrap(self) -> str:
         return ",".join(f"{self.host}:{p}" for _, p in sorted(self.broker_ports.items()))
 
+    @property
+    def zookeeper_mode(self) -> bool:
+        return self.zookeeper_port is not None
+
+    @property
+    def zookeeper(self) -> ZooKeeperServer:
+        """ZooKeeper mode's server (its files under ``zookeeper/``)."""
+        if self.zookeeper_port is None:
+            raise ClusterError("a KRaft cluster has no ZooKeeper")
+        if self._zookeeper_server is None:
+            self._zookeeper_server = ZooKeeperServer(
+                self.root / "zookeeper", self.zookeeper_port, host=self.host
+            )
+        return self._zookeeper_server
+
     def properties(self, node: int) -> dict[str, str]:
+        if self.zookeeper_port is not None:
+            return self._zookeeper_mode_properties(node, self.zookeeper_port)
         voters = ",".join(f"{c}@{self.host}:{p}" for c, p in sorted(self.controller_ports.items()))
         common = {
             "node.id": str(node),
@@ -217,6 +254,24 @@ class ProcessCluster:
                 "inter.broker.listener.name": "PLAINTEXT",
             }
         return {**common, **role, **self.overrides}
+
+    def _zookeeper_mode_properties(self, node: int, zookeeper_port: int) -> dict[str, str]:
+        props = {
+            "broker.id": str(node),
+            "zookeeper.connect": f"{self.host}:{zookeeper_port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.broker_ports[node]}",
+            "log.dirs": str(self.node_dir(node)),
+        }
+        if node in self.replication_ports:
+            port, advertised = self.replication_ports[node]
+            client = f"PLAINTEXT://{self.host}:{self.broker_ports[node]}"
+            props |= {
+                "listeners": f"{client},REPLICATION://{self.host}:{port}",
+                "advertised.listeners": f"{client},REPLICATION://{self.host}:{advertised}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "inter.broker.listener.name": "REPLICATION",
+            }
+        return {**props, **self.overrides}
 
     def listen_port(self, node: int) -> int:
         """Where ``node`` listens (a controller behind a proxy listens apart from the
@@ -314,6 +369,11 @@ class ProcessCluster:
         """Start every node that is not running: the controllers first (together: a
         quorum elects its leader once a majority is up), then the brokers, which register
         with the active controller and catch up with its metadata log."""
+        if self.zookeeper_port is not None and self.zookeeper.pid() is None:
+            try:
+                self.zookeeper.start(timeout)
+            except ZooKeeperError as exc:
+                raise ClusterError(str(exc)) from None
         for group in (self.controller_ids, sorted(self.broker_ports)):
             offsets = {}
             for node in group:
@@ -372,9 +432,13 @@ class ProcessCluster:
                 self.signal(node, signal.SIGTERM)
             for node in running:
                 self.wait_exit(node, timeout)
+        if self.zookeeper_port is not None:
+            self.zookeeper.stop()
 
     def kill_all(self) -> None:
-        """SIGKILL every running node (a test's cleanup)."""
+        """SIGKILL every running node (a test's cleanup), and ZooKeeper."""
         for node in self.node_ids:
             if self.pid(node) is not None:
                 self.kill(node)
+        if self.zookeeper_port is not None:
+            self.zookeeper.kill()

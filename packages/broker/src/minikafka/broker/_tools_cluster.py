@@ -2,7 +2,8 @@
 ``make cluster`` (:mod:`._process_cluster` does the work).
 
 ``up`` lays the cluster out on first use (one controller, ``--brokers`` brokers on
-consecutive ports from ``--port``, data under ``--dir``) and starts whatever is not
+consecutive ports from ``--port``, data under ``--dir``; with ``--zookeeper``, a
+ZooKeeper server and brokers in ZooKeeper mode instead) and starts whatever is not
 running; ``status`` shows each node's role, port, pid and whether the controller has it
 fenced, then every partition's leader and ISR, from the brokers' own Metadata.
 """
@@ -20,6 +21,7 @@ from minikafka.net import NetworkClient
 from ._process_cluster import (
     DEFAULT_BROKER_PORT,
     DEFAULT_CONTROLLER_PORT,
+    DEFAULT_ZOOKEEPER_PORT,
     LAYOUT_FILE,
     ClusterError,
     ProcessCluster,
@@ -67,6 +69,17 @@ def up(
     controller_port: Annotated[
         int, typer.Option(help="the controller's port")
     ] = DEFAULT_CONTROLLER_PORT,
+    zookeeper: Annotated[
+        bool,
+        typer.Option(
+            "--zookeeper",
+            help="ZooKeeper mode, on first use: a ZooKeeper server and brokers that elect "
+            "their controller through it (no controller nodes)",
+        ),
+    ] = False,
+    zookeeper_port: Annotated[
+        int, typer.Option(help="ZooKeeper's port (ZooKeeper mode)")
+    ] = DEFAULT_ZOOKEEPER_PORT,
 ) -> None:
     """Start the cluster (laying it out first if ``--dir`` has none)."""
     try:
@@ -79,8 +92,11 @@ def up(
                 broker_port=port,
                 controller_port=controller_port,
                 controllers=controllers,
+                zookeeper=zookeeper,
+                zookeeper_port=zookeeper_port,
             )
-            print(f"minikafka cluster: new cluster {cluster.cluster_id} in {cluster.root}")
+            kind = "ZooKeeper-mode cluster" if zookeeper else f"cluster {cluster.cluster_id}"
+            print(f"minikafka cluster: new {kind} in {cluster.root}")
         cluster.up()
     except ClusterError as exc:
         typer.echo(f"minikafka cluster: {exc}", err=True)
@@ -141,6 +157,11 @@ def _status(cluster: ProcessCluster) -> None:
         except ToolError as exc:
             print(f"(no broker answered Metadata: {exc})")
     print(f"{'NODE':<6}{'ROLE':<12}{'PORT':<7}{'PID':<9}STATE")
+    if cluster.zookeeper_port is not None:
+        pid = cluster.zookeeper.pid()
+        shown = "-" if pid is None else str(pid)
+        state = "stopped" if pid is None else "running"
+        print(f"{'zk':<6}{'zookeeper':<12}{cluster.zookeeper_port:<7}{shown:<9}{state}")
     for node in cluster.node_ids:
         pid = cluster.pid(node)
         if pid is None:
@@ -148,7 +169,8 @@ def _status(cluster: ProcessCluster) -> None:
         elif node in cluster.controller_ports or alive is None:
             state = "running"
         else:
-            state = "running" if node in alive else "running, fenced"
+            absent = "running, not registered" if cluster.zookeeper_mode else "running, fenced"
+            state = "running" if node in alive else absent
         shown = "-" if pid is None else str(pid)
         print(f"{node:<6}{cluster.role(node):<12}{cluster.port(node):<7}{shown:<9}{state}")
     if partitions:

@@ -231,12 +231,16 @@ class ZkController:
                     state = _R.OFFLINE_REPLICA
                 self.rsm.initialize((tp[0], tp[1], replica), state)
         self._batch.add_update_metadata(context.live_or_shutting_down(), context.partitions())
-        online = [
-            r
-            for r in self._replicas_of()
-            if self.rsm.state(r) is _R.ONLINE_REPLICA and r[0] not in context.deleting
-        ]
-        self._replicas_to(online, _R.ONLINE_REPLICA)
+        # Kafka's ReplicaStateMachine.startup: every replica is told again what it is;
+        # a replica whose broker is down leaves the ISRs it is still written into (its
+        # broker may have died while there was no controller to take it out).
+        replicas = [r for r in self._replicas_of() if r[0] not in context.deleting]
+        self._replicas_to(
+            [r for r in replicas if self.rsm.state(r) is _R.ONLINE_REPLICA], _R.ONLINE_REPLICA
+        )
+        self._replicas_to(
+            [r for r in replicas if self.rsm.state(r) is _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
+        )
         self._trigger_online_partition_state_change()
         self._resume_deletions()
         return self._end()
