@@ -24,6 +24,10 @@ WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
 an election, a restart) on a loaded two-core machine."""
 
+MODES = ("kraft", "zookeeper")
+"""The two ways a cluster runs (issue 20): suites that must hold in both take them as a
+parameter."""
+
 FAST = {
     # A killed broker is fenced, and its partitions get new leaders, within 5 s: short
     # for the tests, long enough that a loaded two-core machine fences no live broker.
@@ -31,6 +35,9 @@ FAST = {
     "broker.session.timeout.ms": "5000",
     "group.initial.rebalance.delay.ms": "200",
     "group.min.session.timeout.ms": "1000",
+    # ZooKeeper mode's equivalent: a killed broker's session (and its registration, and
+    # the controller role if it held it) ends within 6 s.
+    "zookeeper.session.timeout.ms": "6000",
 }
 
 MakeCluster = Callable[..., ProcessCluster]
@@ -213,12 +220,21 @@ def create_on(cluster: ProcessCluster, topic: str, replicas: list[int]) -> None:
 
 
 @contextmanager
-def shared_cluster(root: Path, brokers: int = 3) -> Iterator[ProcessCluster]:
+def shared_cluster(
+    root: Path, brokers: int = 3, *, mode: str = "kraft"
+) -> Iterator[ProcessCluster]:
     """A started cluster with :data:`FAST` settings for a module's tests to share (each
-    uses topics of its own); killed at the end."""
+    uses topics of its own); killed at the end. ``mode`` ``zookeeper``: ZooKeeper mode
+    (a ZooKeeper server, brokers 0..N-1 electing their controller through it)."""
     ports = free_ports(brokers + 1)
     cluster = ProcessCluster.create(
-        root, brokers, controller_port=ports[0], broker_ports=ports[1:], overrides=FAST
+        root,
+        brokers,
+        controller_port=ports[0],
+        broker_ports=ports[1:],
+        overrides=FAST,
+        zookeeper=mode == "zookeeper",
+        zookeeper_port=ports[0],
     )
     try:
         cluster.up()

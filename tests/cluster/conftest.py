@@ -45,7 +45,7 @@ def _print_diagnostics(cluster: ProcessCluster) -> None:
 
 
 _SHOWN = {"election", "isr_change", "become_leader", "become_follower", "truncated"}
-_SHOWN |= {"follower_truncate", "broker_registration", "hw_advance", "isr_propose"}
+_SHOWN |= {"follower_truncate", "broker_registration", "hw_advance", "isr_propose", "elected"}
 
 
 def _replication_events(traces: Path) -> list[dict[str, object]]:
@@ -67,8 +67,9 @@ def make_cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[MakeCluster]:
     """``make_cluster(brokers=3, proxies=None, controllers=1, controller_proxies=None,
-    **{"key": "value"})``: a started cluster; the overrides go over :data:`FAST` into
-    every node's properties. Given a list, ``proxies`` gets a :class:`Proxies` whose
+    mode="kraft", **{"key": "value"})``: a started cluster (``mode="zookeeper"``: in
+    ZooKeeper mode, its server on the first controller port); the overrides go over
+    :data:`FAST` into every node's properties. Given a list, ``proxies`` gets a :class:`Proxies` whose
     proxies carry every link between brokers, and ``controller_proxies`` one whose proxies
     carry every link into each controller (the voters are named by the proxies' ports)."""
     made: list[ProcessCluster] = []
@@ -79,6 +80,7 @@ def make_cluster(
         proxies: list[Proxies] | None = None,
         controllers: int = 1,
         controller_proxies: list[Proxies] | None = None,
+        mode: str = "kraft",
         **overrides: str,
     ) -> ProcessCluster:
         # The ports stay bound until the proxies have theirs: a proxy binding port 0 must
@@ -115,6 +117,8 @@ def make_cluster(
             replication_ports=replication,
             controller_listen_ports=listen,
             overrides={**FAST, **overrides},
+            zookeeper=mode == "zookeeper",
+            zookeeper_port=cports[0],  # held above like the others: free
         )
         made.append(cluster)
         cluster.up()
@@ -126,6 +130,6 @@ def make_cluster(
         for cluster in made:
             _print_diagnostics(cluster)
     for cluster in made:
-        cluster.kill_all()
+        cluster.kill_all()  # ZooKeeper too
     for links in started:
         links.close()

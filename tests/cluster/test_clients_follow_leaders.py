@@ -1,5 +1,6 @@
 """Every client follows a leader move without losing a record (seed 000: a client learns
-the new leader from Metadata after NOT_LEADER_OR_FOLLOWER, and retries there).
+the new leader from Metadata after NOT_LEADER_OR_FOLLOWER, and retries there), in KRaft
+mode and in ZooKeeper mode alike (issue 20: what clients see must not depend on the mode).
 
 kcat, kafka-python and aiokafka each write numbered records with ``acks=all`` to an RF 3
 partition while its leader is stopped under controlled shutdown, which moves the
@@ -27,6 +28,7 @@ from kafka.structs import TopicPartition as KafkaTopicPartition
 
 from minikafka.broker.testing import ProcessCluster
 from tests.cluster._cluster import (
+    MODES,
     WAIT,
     create_topic,
     in_sync,
@@ -46,10 +48,13 @@ acknowledged number to ``acked`` in acknowledgement order."""
 Reader = Callable[[str, str], list[int]]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    """One cluster for the three clients: each has a topic of its own."""
-    with shared_cluster(tmp_path_factory.mktemp("cluster")) as made:
+@pytest.fixture(scope="module", params=MODES)
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[ProcessCluster]:
+    """One cluster for the clients, in each mode (KRaft, ZooKeeper): each client has a
+    topic of its own, and every guarantee must hold in both modes (issue 20)."""
+    with shared_cluster(tmp_path_factory.mktemp("cluster"), mode=request.param) as made:
         yield made
 
 

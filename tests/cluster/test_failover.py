@@ -4,7 +4,9 @@ leader dies (seed 000; KIP-101, KIP-320, KIP-631).
 An idempotent ``acks=all`` confluent-kafka producer and an idempotent kafka-python one
 write numbered records to an RF 3 topic with ``min.insync.replicas=2`` (two partitions
 each) while the leader of one of their partitions is SIGKILLed and restarted, five
-times. The guarantees checked:
+times, in KRaft mode and in ZooKeeper mode (where a killed broker leaves when its
+ZooKeeper session expires, and the leader killed may be the controller too). The
+guarantees checked:
 
 - **acknowledged means durable**: every record the producer saw acknowledged is read
   back after all the kills;
@@ -30,6 +32,7 @@ from kafka import KafkaProducer
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
 from tests.cluster._cluster import (
+    MODES,
     WAIT,
     Condition,
     MakeCluster,
@@ -190,8 +193,11 @@ def led_by_another(cluster: ProcessCluster, partition: int, old: int) -> Conditi
     return lambda: state(cluster, "numbers", partition).leader not in (old, -1)
 
 
-def test_acknowledged_records_survive_five_leader_kills(make_cluster: MakeCluster) -> None:
-    cluster = make_cluster()
+@pytest.mark.parametrize("mode", MODES)
+def test_acknowledged_records_survive_five_leader_kills(
+    make_cluster: MakeCluster, mode: str
+) -> None:
+    cluster = make_cluster(mode=mode)
     create_topic(cluster, "numbers", PARTITIONS, {"min.insync.replicas": "2"})
     producers = [
         NumberedProducer(cluster.bootstrap, "numbers"),
