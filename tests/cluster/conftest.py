@@ -69,9 +69,10 @@ def make_cluster(
     """``make_cluster(brokers=3, proxies=None, controllers=1, controller_proxies=None,
     mode="kraft", **{"key": "value"})``: a started cluster (``mode="zookeeper"``: in
     ZooKeeper mode, its server on the first controller port); the overrides go over
-    :data:`FAST` into every node's properties. Given a list, ``proxies`` gets a :class:`Proxies` whose
-    proxies carry every link between brokers, and ``controller_proxies`` one whose proxies
-    carry every link into each controller (the voters are named by the proxies' ports)."""
+    :data:`FAST` into every node's properties. Given a list, ``proxies`` gets a
+    :class:`Proxies` whose proxies carry every link between brokers, and
+    ``controller_proxies`` one whose proxies carry every link into each controller (the
+    voters are named by the proxies' ports)."""
     made: list[ProcessCluster] = []
     started: list[Proxies] = []
 
