@@ -24,6 +24,7 @@ shell keeps Kafka's shape:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -68,8 +69,11 @@ from minikafka.zk import (
     CONTROLLER_EPOCH,
     DELETE_TOPICS,
     TOPICS,
+    BadVersionError,
     Check,
     Elected,
+    Lost,
+    NodeExistsError,
     NoNodeError,
     WatchFired,
     ZkClient,
@@ -125,7 +129,12 @@ class _Resign:
     why: str
 
 
-_Event = _Elect | _Watch | _Submit | _Shutdown | _StopReplicaAnswered | _Resign
+@attrs.frozen
+class _Reconnected:
+    pass
+
+
+_Event = _Elect | _Watch | _Submit | _Shutdown | _StopReplicaAnswered | _Resign | _Reconnected
 
 
 def event_name(path: str, kind: str) -> str | None:
@@ -189,6 +198,13 @@ class ZkControllerShell:
             self.elect()
         elif name is not None:
             self._events.send_nowait(_Watch(fired))
+
+    def reconnected(self) -> None:
+        """The session survived a lost connection (ZooKeeper restarted, or reached
+        through another server). Kazoo does not set the watches again as ZooKeeper's own
+        client does, and whatever changed meanwhile fired no watch here: read everything
+        again, with watches."""
+        self._events.send_nowait(_Reconnected())
 
     def resign(self, why: str) -> None:
         """The session was lost: whatever this broker controlled, it no longer does."""
@@ -254,12 +270,21 @@ class ZkControllerShell:
                 await self._process(event)
             except ControllerMovedError as exc:
                 self._resign_now(str(exc))
-            except (KazooException, ConnectionError) as exc:
-                # ZooKeeper went away mid-event: the session decides what happens next
-                # (resumed: the next watch or retry carries on; lost: resign).
-                _logger.warning("controller event %s failed: %s", type(event).__name__, exc)
-                if isinstance(event, _Submit | _Shutdown):
-                    event.reply.send_nowait(ControllerError(ErrorCode.request_timed_out))
+            except KazooException as exc:
+                # ZooKeeper could not be reached mid-event (restarting, or the connection
+                # dropped). The core may have decided more than ZooKeeper now holds, so an
+                # active controller does what Kafka's does on an unexpected error: it
+                # resigns and gives /controller up, and the next one (perhaps itself)
+                # starts again from what ZooKeeper says (Kafka's triggerControllerMove).
+                _logger.warning("controller event %s failed: %r", type(event).__name__, exc)
+                _fail(event, ErrorCode.request_timed_out)
+                self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
+            except Exception as exc:
+                # A bug (an illegal transition, say): the same way out, loudly, rather
+                # than taking the whole broker down with the controller.
+                _logger.exception("controller event %s failed", type(event).__name__)
+                _fail(event, ErrorCode.unknown_server_error)
+                self._resign_now(f"{type(exc).__name__}: {exc}")
             self._processed.set()
             self._processed = trio.Event()
 
@@ -270,6 +295,8 @@ class ZkControllerShell:
                     await self._try_to_elect()
             case _Resign(why):
                 self._resign_now(why)
+            case _Reconnected():
+                await self._catch_up()
             case _Submit(request, reply):
                 if self.core is None:
                     reply.send_nowait(ControllerError(ErrorCode.not_controller))
@@ -323,6 +350,18 @@ class ZkControllerShell:
         assert isinstance(answer, ControlledShutdownResult)
         return answer
 
+    async def _catch_up(self) -> None:
+        if self.core is None:
+            await self._try_to_elect()
+            return
+        await self.zk.exists(CONTROLLER, watch=True)
+        cluster = await read_cluster(self.zk, watch=True)
+        await self._carry_out(self.core.on_broker_change(cluster.brokers))
+        if self.core is not None:
+            await self._carry_out(self.core.on_topic_change(cluster.topics))
+        if self.core is not None:
+            await self._carry_out(self.core.on_topic_deletion(cluster.deleting))
+
     async def _on_watch(self, core: ZkController, fired: WatchFired) -> None:
         # ZooKeeper says only that something changed: read it again (re-arming the watches).
         cluster = await read_cluster(self.zk, watch=True)
@@ -338,6 +377,11 @@ class ZkControllerShell:
 
     async def _try_to_elect(self) -> None:
         outcome = await try_to_elect(self.zk, self.broker_id)
+        if isinstance(outcome, Lost) and outcome.controller_id == self.broker_id:
+            # /controller is this broker's, left from before it resigned (its session
+            # lives on): give it up, so that every broker elects again, this one too.
+            await self._release_controller()
+            outcome = await try_to_elect(self.zk, self.broker_id)
         if not isinstance(outcome, Elected):
             # Someone else controls; hear when /controller goes (or try again if it just did).
             if await self.zk.exists(CONTROLLER, watch=True) is None:
@@ -368,6 +412,14 @@ class ZkControllerShell:
         self.on_active(True)
         await self._carry_out(result)
 
+    async def _release_controller(self) -> None:
+        try:
+            _, stat = await self.zk.get(CONTROLLER)
+            if stat.ephemeral_owner == self.zk.session_id:
+                await self.zk.delete(CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass  # gone already, or another broker's by now
+
     def _resign_now(self, why: str) -> None:
         if self.core is None:
             return
@@ -390,7 +442,9 @@ class ZkControllerShell:
                 await self.zk.transaction(
                     [Check(CONTROLLER_EPOCH, self._epoch_version), *result.writes]
                 )
-            except KazooException as exc:
+            except (BadVersionError, NodeExistsError, NoNodeError) as exc:
+                # The epoch check failed (another controller was elected), or a znode is
+                # not as this controller left it (another controller wrote it).
                 raise ControllerMovedError(f"a write failed ({type(exc).__name__}): {exc}") from exc
         if self.core is None:
             return
@@ -464,6 +518,13 @@ class ZkControllerShell:
                     error,
                 )
             )
+
+
+def _fail(event: _Event, error: ErrorCode) -> None:
+    """Answer a request whose event failed (unless it was answered before it failed)."""
+    if isinstance(event, _Submit | _Shutdown):
+        with contextlib.suppress(trio.WouldBlock):
+            event.reply.send_nowait(ControllerError(error))
 
 
 def request_validate_only(request: ControllerRequest) -> bool:

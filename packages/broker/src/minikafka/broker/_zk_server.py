@@ -32,6 +32,7 @@ import random
 
 import attrs
 import trio
+from kazoo.exceptions import ConnectionLoss, KazooException
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError
@@ -61,6 +62,7 @@ from minikafka.trace import Tracer, get_tracer
 from minikafka.zk import (
     SESSION_CONNECTED,
     SESSION_LOST,
+    SESSION_SUSPENDED,
     BrokerRegistration,
     NodeExistsError,
     NoNodeError,
@@ -89,6 +91,7 @@ from ._zk_wire import leader_and_isr_response, stop_replica_response
 _logger = logging.getLogger("minikafka.broker")
 CLUSTER_ID_PATH = "/cluster/id"
 _SHUTDOWN_RETRY_S = 0.5
+_ZK_RETRY_S = 0.2
 
 
 @attrs.define(eq=False)
@@ -293,19 +296,25 @@ class ZkBrokerServer:
             _logger.info("registered, broker epoch %d", self.metadata.broker_epoch)
 
     async def _zookeeper_events(self) -> None:
-        lost = False
+        lost = suspended = False
         async for event in self.zk.events:
             match event:
                 case WatchFired():
                     self.shell.watch_fired(event)
+                case SessionChanged(state) if state == SESSION_SUSPENDED:
+                    suspended = True
                 case SessionChanged(state) if state == SESSION_LOST:
                     lost = True
                     self.shell.resign("ZooKeeper session expired")
                 case SessionChanged(state) if state == SESSION_CONNECTED and lost:
                     # A new session: the old one's znodes and watches are gone.
-                    lost = False
+                    lost = suspended = False
                     await self._register()
                     self.shell.elect()
+                case SessionChanged(state) if state == SESSION_CONNECTED and suspended:
+                    # The same session: its znodes are there, its watches may not be.
+                    suspended = False
+                    self.shell.reconnected()
 
     async def _controlled_shutdown(self, grace: float) -> None:
         """Kafka 2.8's controlled shutdown: ask the controller until this broker leads
@@ -327,13 +336,18 @@ class ZkBrokerServer:
     # --- the controller's requests ----------------------------------------------------------
 
     async def on_leader_and_isr(self, request: LeaderAndIsr) -> lai.LeaderAndIsrResponse:
-        error, outcome = self.metadata.leader_and_isr(request)
         ids = {p.topic: p.topic_id for p in request.partitions}
+        # A topic's settings (retention, segment size, min.insync.replicas...) are read
+        # from ZooKeeper when the broker first hosts one of its partitions, as Kafka
+        # does; before anything else, so that a failed read changes nothing.
+        try:
+            await self._load_topic_configs({p.topic for p in request.partitions})
+        except KazooException as exc:
+            _logger.warning("LeaderAndIsr refused: topic configs unreadable (%s)", exc)
+            return leader_and_isr_response(ErrorCode.kafka_storage_error, {}, ids)
+        error, outcome = self.metadata.leader_and_isr(request)
         if error is not ErrorCode.none:
             return leader_and_isr_response(error, {}, ids)
-        # A topic's settings (retention, segment size, min.insync.replicas...) are read
-        # from ZooKeeper when the broker first hosts one of its partitions, as Kafka does.
-        await self._load_topic_configs({tp.topic for tp in outcome.errors})
         apply_replica_changes(
             self.replica_manager,
             self.fetchers,
@@ -369,6 +383,22 @@ class ZkBrokerServer:
         self.metadata_cache.update(self.metadata.image)
         self.metadata_cache.controller_id = self.metadata.controller_id
 
+    async def _read_topic_config(self, topic: str) -> dict[str, str]:
+        """``/config/topics/<topic>``, waiting out a connection loss (Kafka's ZooKeeper
+        client blocks until it reconnects) for at most the session timeout."""
+        retry = trio.current_time() + self.config.broker.zookeeper_session_timeout_ms / 1000
+        while True:
+            try:
+                data, _ = await self.zk.get(topic_config_path(topic))
+            except NoNodeError:
+                return {}
+            except ConnectionLoss:
+                if trio.current_time() > retry:
+                    raise
+                await trio.sleep(_ZK_RETRY_S)
+                continue
+            return decode_topic_config(topic, data)
+
     async def _load_topic_configs(self, topics: set[str]) -> None:
         key = ConfigResourceType.TOPIC
         missing = [t for t in sorted(topics) if (key, t) not in self.metadata.image.configs]
@@ -376,11 +406,7 @@ class ZkBrokerServer:
             return
         configs = dict(self.metadata.image.configs)
         for topic in missing:
-            try:
-                data, _ = await self.zk.get(topic_config_path(topic))
-                configs[(key, topic)] = decode_topic_config(topic, data)
-            except NoNodeError:
-                configs[(key, topic)] = {}
+            configs[(key, topic)] = await self._read_topic_config(topic)
         self.metadata.image = attrs.evolve(self.metadata.image, configs=configs)
         self._publish()
 
