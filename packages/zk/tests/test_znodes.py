@@ -3,6 +3,7 @@ encoded has Kafka's keys and versions, and bytes that are not Kafka's say which 
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
@@ -54,9 +55,11 @@ def test_a_topic_assignment_round_trips_with_reassignment_and_topic_id() -> None
     topic_id = uuid.uuid4()
     assignment = TopicAssignment({0: (1, 2), 1: (2, 3)}, topic_id, {1: (3,)}, {1: (1,)})
     written = json.loads(assignment.encode())
-    assert written["version"] == 2
+    assert written["version"] == 3
     assert written["partitions"] == {"0": [1, 2], "1": [2, 3]}  # partitions keyed as text
-    assert written["topic_id"] == str(topic_id)
+    # Kafka's Uuid.toString: 22 characters of URL-safe base64.
+    assert len(written["topic_id"]) == 22
+    assert base64.urlsafe_b64decode(written["topic_id"] + "==") == topic_id.bytes
     assert TopicAssignment.decode("t", assignment.encode()) == assignment
 
 

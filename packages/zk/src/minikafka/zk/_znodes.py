@@ -15,6 +15,8 @@ agree. Decoding bad bytes raises :class:`ZnodeError` naming the path.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import time
 import uuid
@@ -73,6 +75,21 @@ def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
 
 def delete_topic_path(topic: str) -> str:
     return f"{DELETE_TOPICS}/{topic}"
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``: the 16 bytes in URL-safe base64, without padding."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """Kafka's ``Uuid.fromString`` (the dashed hex form is taken too: it is unambiguous)."""
+    if len(text) == 22:
+        try:
+            return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=="))
+        except (ValueError, binascii.Error) as exc:
+            raise ValueError(f"not a Kafka Uuid: {text!r}") from exc
+    return uuid.UUID(text)
 
 
 def _json(data: Mapping[str, object]) -> bytes:
@@ -168,7 +185,9 @@ class BrokerRegistration:
 
 @attrs.frozen
 class TopicAssignment:
-    """``/brokers/topics/<topic>`` (version 2): each partition's replicas, and, during a
+    """``/brokers/topics/<topic>`` (version 3, Kafka 2.8's: with the topic id, KIP-516,
+    written as Kafka's ``Uuid.toString``, URL-safe base64 without padding): each
+    partition's replicas, and, during a
     reassignment (KIP-455), the replicas being added and removed."""
 
     partitions: Mapping[int, tuple[int, ...]]
@@ -181,13 +200,13 @@ class TopicAssignment:
             return {str(p): list(r) for p, r in sorted(replicas.items())}
 
         data: dict[str, object] = {
-            "version": 2,
+            "version": 3,
             "partitions": by_partition(self.partitions),
             "adding_replicas": by_partition(self.adding),
             "removing_replicas": by_partition(self.removing),
         }
         if self.topic_id is not None:
-            data["topic_id"] = str(self.topic_id)
+            data["topic_id"] = kafka_uuid(self.topic_id)
         return _json(data)
 
     @classmethod
@@ -206,7 +225,7 @@ class TopicAssignment:
 
         topic_id = obj.get("topic_id")
         try:
-            parsed_id = uuid.UUID(topic_id) if isinstance(topic_id, str) else None
+            parsed_id = parse_kafka_uuid(topic_id) if isinstance(topic_id, str) else None
         except ValueError as exc:
             raise ZnodeError(f"{path}: 'topic_id' is no UUID: {topic_id!r}") from exc
         return cls(
