@@ -82,6 +82,8 @@ class BrokerSettings:
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
     controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
+    controlled_shutdown_max_retries: int = 3  # ZooKeeper mode's ControlledShutdown
+    controlled_shutdown_retry_backoff_ms: int = 5000
     # Kafka's default is 3, and its sample server.properties sets 1 for one node; minikafka
     # runs on one node unless told otherwise, so groups work out of the box.
     offsets_topic_replication_factor: int = 1
@@ -355,6 +357,21 @@ BROKER_CONFIG = ConfigDef(
             "controlled_shutdown_timeout_ms",
             at_least(0),
             "How long in-flight requests may finish at shutdown.",
+        ),
+        ConfigKey(
+            "controlled.shutdown.max.retries",
+            _INT,
+            "controlled_shutdown_max_retries",
+            at_least(0),
+            "ZooKeeper mode: how many times a stopping broker asks again while it still "
+            "leads partitions the controller could not move.",
+        ),
+        ConfigKey(
+            "controlled.shutdown.retry.backoff.ms",
+            _INT,
+            "controlled_shutdown_retry_backoff_ms",
+            at_least(0),
+            "ZooKeeper mode: the pause between those attempts.",
         ),
         ConfigKey(
             "offsets.topic.replication.factor",

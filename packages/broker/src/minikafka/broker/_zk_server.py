@@ -90,7 +90,6 @@ from ._zk_wire import leader_and_isr_response, stop_replica_response
 
 _logger = logging.getLogger("minikafka.broker")
 CLUSTER_ID_PATH = "/cluster/id"
-_SHUTDOWN_RETRY_S = 0.5
 _ZK_RETRY_S = 0.2
 
 
@@ -317,10 +316,14 @@ class ZkBrokerServer:
                     self.shell.reconnected()
 
     async def _controlled_shutdown(self, grace: float) -> None:
-        """Kafka 2.8's controlled shutdown: ask the controller until this broker leads
-        nothing it could hand over, or ``grace`` runs out."""
+        """Kafka 2.8's controlled shutdown: ask the controller to move this broker's
+        leaderships away; while it still leads partitions the controller could not move
+        (no other replica in sync), ask again, ``controlled.shutdown.max.retries`` times,
+        then stop anyway, within ``grace`` in all."""
+        settings = self.config.broker
+        backoff = settings.controlled_shutdown_retry_backoff_ms / 1000
         with trio.move_on_after(grace) as scope:
-            while True:
+            for attempt in range(settings.controlled_shutdown_max_retries + 1):
                 try:
                     error, remaining = await self.channel.controlled_shutdown(
                         self.config.node_id, self.metadata.broker_epoch
@@ -329,7 +332,15 @@ class ZkBrokerServer:
                     error, remaining = exc.error_code, -1
                 if error is ErrorCode.none and remaining == 0:
                     return
-                await trio.sleep(_SHUTDOWN_RETRY_S)
+                _logger.info(
+                    "controlled shutdown attempt %d: %s, %d partition(s) still led here",
+                    attempt + 1,
+                    error.name,
+                    remaining,
+                )
+                if attempt < settings.controlled_shutdown_max_retries:
+                    await trio.sleep(backoff)
+            _logger.warning("controlled shutdown did not move every leadership; stopping")
         if scope.cancelled_caught:
             _logger.warning("controlled shutdown did not finish within %.0f s", grace)
 
