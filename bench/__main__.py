@@ -25,6 +25,7 @@ from . import (
     net_reactor,
     raft_quorum,
     tracing,
+    zookeeper_mode,
 )
 from ._common import ROOT, Report, find_bench_error, write_results
 
@@ -40,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     cluster_replication.NAME: cluster_replication.run,
     raft_quorum.NAME: raft_quorum.run,
     controller_quorum.NAME: controller_quorum.run,
+    zookeeper_mode.NAME: zookeeper_mode.run,
 }
 
 

@@ -60,8 +60,8 @@ class Create:
     data: bytes = b""
     ephemeral: bool = False
     parents: bool = False
-    """Create the missing parents first (outside the transaction: empty persistent znodes,
-    harmless if the transaction then fails), as Kafka creates a partition's state znode."""
+    """Create the missing parents too, in the same transaction (empty persistent znodes),
+    as Kafka creates a partition's ``partitions/<p>`` znodes with its state znode."""
 
 
 @attrs.frozen
@@ -179,9 +179,12 @@ class ZkClient:
 
     async def _call(self, start: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run one of kazoo's ``*_async`` calls; its result, or its exception raised."""
+        return await self._wait(start(*args, **kwargs))
+
+    async def _wait(self, result: Any) -> Any:
+        """Wait for one of kazoo's async results without blocking the event loop."""
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
-        result = start(*args, **kwargs)
         result.rawlink(lambda _: token.run_sync_soon(done.set))
         await done.wait()
         return result.get(block=False)
@@ -233,12 +236,9 @@ class ZkClient:
         """Apply ``ops`` atomically (ZooKeeper's multi): all of them or, if one fails,
         none, raising that one's error (``NodeExistsError``, ``BadVersionError``...)."""
         client = self._client()
-        for op in ops:
-            if isinstance(op, Create) and op.parents:
-                parent = op.path.rsplit("/", 1)[0]
-                if parent:
-                    await self.ensure_path(parent)
         tx = client.transaction()
+        for parent in await self._missing_parents(ops):
+            tx.create(parent, b"")
         for op in ops:
             match op:
                 case Create(path, data, ephemeral):
@@ -259,6 +259,23 @@ class ZkClient:
             # The op that failed carries its error; the others say they were rolled back.
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
                 raise result
+
+    async def _missing_parents(self, ops: Sequence[Op]) -> list[str]:
+        """The ancestors of ``parents=True`` creates that neither exist nor are created by
+        ``ops``, shallowest first: created in the same transaction. Their existence is
+        asked all at once (kazoo pipelines the requests), one round trip in all."""
+        created = {op.path for op in ops if isinstance(op, Create)}
+        wanted: list[str] = []
+        for op in ops:
+            if isinstance(op, Create) and op.parents:
+                parts = op.path.strip("/").split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    ancestor = "/" + "/".join(parts[:depth])
+                    if ancestor not in created and ancestor not in wanted:
+                        wanted.append(ancestor)
+        client = self._client()
+        asked = [(path, client.exists_async(path)) for path in wanted]
+        return [path for path, result in asked if await self._wait(result) is None]
 
     async def _descendants(self, path: str) -> list[str]:
         """Every znode under ``path``, deepest first (an absent ``path`` has none)."""
