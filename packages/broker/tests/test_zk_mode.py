@@ -9,6 +9,7 @@ Guarantees checked:
   so a zombie controller changes nothing;
 - when the controller broker stops, another is elected with a higher epoch, and the
   stopped broker's leaderships had moved before it stopped (controlled shutdown);
+- a topic grown by CreatePartitions gets its new partition, led, on every broker;
 - a deleted topic's znodes and logs are gone from every broker.
 """
 
@@ -24,7 +25,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
-from minikafka.broker._tools_admin import create_topic, delete_topic
+from minikafka.broker._tools_admin import create_partitions, create_topic, delete_topic
 from minikafka.broker._tools_client import connect
 from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
 from minikafka.broker._tools_produce import ProduceOptions, produce
@@ -193,10 +194,13 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         # stopped broker: its deletion waits for it; u lives on the two that run.)
         async with connect(bootstrap(other), client_id="test") as cluster:
             assert await create_topic(cluster, "u", partitions=2, replication_factor=2)
+            # Grown: the assignment znode changes, its watch creates the new partition.
+            assert await create_partitions(cluster, "u", 3)
             await eventually(
-                lambda: all(b.metadata_cache.topic("u") is not None for b in rest.values()),
-                "every broker knows u",
+                lambda: all(len(leaders(b, "u")) == 3 for b in rest.values()),
+                "every broker knows u's three partitions",
             )
+            assert all(leader >= 0 for b in rest.values() for leader in leaders(b, "u"))
             assert await delete_topic(cluster, "u")
         assert all(b.metadata_cache.topic("u") is None for b in rest.values())
         for b in rest.values():
