@@ -44,6 +44,8 @@ from minikafka.controller import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     IllegalStateTransitionError,
     LeaderAndIsr,
     PartitionState,
@@ -272,6 +274,32 @@ def test_a_bounced_broker_is_failed_then_started() -> None:
     state, _ = leadership(controller, "t", 0)
     assert state.leader == 2  # it lost leadership as it died
     assert requests(result, LeaderAndIsr)[1].broker_epoch == 501  # the new incarnation
+
+
+def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})})
+    controller.on_broker_change(brokers(2, 3))  # 1 dies: t-0 moves to 2
+    controller.on_broker_change(brokers(1, 2, 3))  # 1 is back, but only a follower
+    assert leadership(controller, "t", 0)[0].leader == 2
+    alter = AlterPartitionItem(
+        TOPIC_ID,
+        0,
+        leadership(controller, "t", 0)[0].leader_epoch,
+        (2, 1),
+        leadership(controller, "t", 0)[1],
+    )
+    controller.on_alter_partition(AlterPartitionRequest(2, 102, (alter,)))  # 1 caught up
+    result = controller.on_elect_leaders(ElectLeadersRequest((("t", 0), ("t", 1), ("u", 0))))
+    assert isinstance(result.response, ElectLeadersResponse)
+    assert [r.error_code for r in result.response.partitions] == [
+        ErrorCode.none,
+        ErrorCode.election_not_needed,
+        ErrorCode.unknown_topic_or_partition,
+    ]
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (1, (2, 1))
+    assert sorted(requests(result, LeaderAndIsr)) == [1, 2]
 
 
 # --- AlterPartition (KIP-497) -------------------------------------------------------------------

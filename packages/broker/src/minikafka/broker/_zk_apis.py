@@ -8,9 +8,8 @@ reused as they are. What differs:
 - what only the controller broker answers, because the controller is a broker here:
   ControlledShutdown, AlterPartition (a leader's ISR change, KIP-497) and
   AllocateProducerIds;
-- what needs a KRaft quorum is not offered (ElectLeaders, the reassignment APIs,
-  DescribeQuorum): ZooKeeper mode does not implement them yet, so it does not advertise
-  them.
+- what ZooKeeper mode does not do is not offered: DescribeQuorum (there is no quorum)
+  and the reassignment APIs (not implemented in this mode yet).
 
 A broker's own requests to the controller (:class:`ZkControllerChannel`) go to its own
 controller shell when it is the controller, and otherwise to the broker UpdateMetadata
@@ -55,7 +54,6 @@ from ._zk_wire import controlled_shutdown_response, from_wire
 
 KRAFT_ONLY: frozenset[int] = frozenset(
     {
-        ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
         ApiKey.DESCRIBE_QUORUM,

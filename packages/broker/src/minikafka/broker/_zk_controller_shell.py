@@ -52,6 +52,7 @@ from minikafka.controller import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectLeadersRequest,
     StopReplica,
     ZkController,
     ZkControllerElected,
@@ -336,6 +337,8 @@ class ZkControllerShell:
                 return core.on_delete_topics(request)
             case AllocateProducerIdsRequest():
                 return core.on_allocate_producer_ids(request)
+            case ElectLeadersRequest():
+                return core.on_elect_leaders(request)
         raise ControllerError(ErrorCode.unsupported_version)
 
     async def controlled_shutdown(

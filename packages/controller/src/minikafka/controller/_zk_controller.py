@@ -69,6 +69,9 @@ from ._requests import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    ElectionResult,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
 )
 from ._states import (
     PARTITION_TRANSITION_REASONS,
@@ -124,6 +127,7 @@ ZkResponse = (
     | CreatePartitionsResponse
     | DeleteTopicsResponse
     | AllocateProducerIdsResponse
+    | ElectLeadersResponse
     | None
 )
 
@@ -143,6 +147,15 @@ def offline_partition_leader(
         for replica in replicas:
             if live(replica):
                 return replica, (replica,), True
+    return None
+
+
+def preferred_leader(
+    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The first replica, if it is live and in sync; the ISR unchanged."""
+    if replicas and live(replicas[0]) and replicas[0] in isr:
+        return replicas[0], tuple(isr)
     return None
 
 
@@ -394,6 +407,34 @@ class ZkController:
         self._writes.extend(writes)
         return self._end(response)
 
+    def on_elect_leaders(self, request: ElectLeadersRequest) -> ZkControllerResult:
+        """ElectLeaders (preferred): give each partition back to its first replica where
+        that one is live and in sync (Kafka's PreferredReplicaPartitionLeaderElection,
+        an OnlinePartition -> OnlinePartition transition)."""
+        self._begin("ElectLeaders")
+        context = self.context
+        if request.partitions is None:
+            asked = [tp for tp in context.partitions() if tp[0] not in context.deleting]
+        else:
+            asked = list(request.partitions)
+        results = []
+        electable = []
+        for tp in asked:
+            current = context.leadership.get(tp)
+            replicas = context.replicas(tp)
+            if current is None or not replicas or tp[0] in context.deleting:
+                results.append(ElectionResult(*tp, ErrorCode.unknown_topic_or_partition))
+            elif current.state.leader == replicas[0]:
+                results.append(ElectionResult(*tp, ErrorCode.election_not_needed))
+            elif preferred_leader(replicas, current.state.isr, context.is_live) is None:
+                why = f"broker {replicas[0]} is not in sync or not available"
+                results.append(ElectionResult(*tp, ErrorCode.preferred_leader_not_available, why))
+            else:
+                electable.append(tp)
+                results.append(ElectionResult(*tp, ErrorCode.none))
+        self._partitions_to(electable, _P.ONLINE, election="preferred")
+        return self._end(ElectLeadersResponse(ErrorCode.none, tuple(results)))
+
     def on_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ZkControllerResult:
         """A broker asks to stop (Kafka's ``doControlledShutdown``): it leaves every ISR,
         the partitions it leads move to another in-sync replica, and the answer lists
@@ -565,6 +606,9 @@ class ZkController:
             return True
         if election == "controlled_shutdown":
             chosen = controlled_shutdown_leader(replicas, current.state.isr, context.is_live)
+            unclean = False
+        elif election == "preferred":
+            chosen = preferred_leader(replicas, current.state.isr, context.is_live)
             unclean = False
         else:
             found = offline_partition_leader(
