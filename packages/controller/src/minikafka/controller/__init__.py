@@ -150,11 +150,11 @@ from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
 from ._zk_context import ControllerContext as ControllerContext
 from ._zk_context import Leadership as Leadership
-from ._zk_controller import ControlledShutdownResult as ControlledShutdownResult
-from ._zk_controller import IllegalStateTransitionError as IllegalStateTransitionError
+from ._zk_machines import ControlledShutdownResult as ControlledShutdownResult
+from ._zk_machines import IllegalStateTransitionError as IllegalStateTransitionError
 from ._zk_controller import ZkController as ZkController
-from ._zk_controller import ZkControllerResult as ZkControllerResult
-from ._zk_controller import ZkResponse as ZkResponse
+from ._zk_machines import ZkControllerResult as ZkControllerResult
+from ._zk_machines import ZkResponse as ZkResponse
 from ._zk_events import ControllerRequestSent as ControllerRequestSent
 from ._zk_events import StateTransition as StateTransition
 from ._zk_events import ZkControllerElected as ZkControllerElected

@@ -22,178 +22,64 @@ has no timers of its own (the sessions that time out are ZooKeeper's), so its ca
 no ``now``. The trio shell (``minikafka.broker``'s ``ZkControllerShell``) turns watches
 into events and carries out what they return.
 
-The transitions and their side effects follow Kafka 2.8's ``ZkPartitionStateMachine``,
-``ZkReplicaStateMachine`` and ``TopicDeletionManager``; the elections its
-``PartitionLeaderElectionAlgorithms``. Partition reassignment and preferred-leader
-elections are not here yet.
+The transitions and their side effects are in :mod:`._zk_machines` (Kafka 2.8's
+``ZkPartitionStateMachine``, ``ZkReplicaStateMachine`` and the elections of its
+``PartitionLeaderElectionAlgorithms``), topic deletion in :mod:`._zk_deletion`
+(``TopicDeletionManager``); this module has the events. Partition reassignment is not
+here yet.
 """
 
 from __future__ import annotations
 
 import random
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
 
 import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.trace import NullTracer, Tracer
 from minikafka.zk import (
-    Create,
-    Delete,
     LiveBroker,
-    Op,
-    SetData,
     TopicAssignment,
     ZkCluster,
-    delete_topic_path,
-    partition_state_path,
-    topic_config_path,
-    topic_path,
 )
-from minikafka.zk import PartitionState as ZkPartitionState
 
 from ._config import ControllerConfig
-from ._events import PartitionLeaderElected
 from ._leader_and_isr import isr_proposal_error
 from ._requests import (
     AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
     CreatePartitionsRequest,
-    CreatePartitionsResponse,
     CreateTopicsRequest,
-    CreateTopicsResponse,
     DeleteTopicsRequest,
-    DeleteTopicsResponse,
     ElectionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
 )
 from ._states import (
-    PARTITION_TRANSITION_REASONS,
-    REPLICA_TRANSITION_REASONS,
-    PartitionAndReplica,
     PartitionState,
-    PartitionStateMachine,
     ReplicaState,
-    ReplicaStateMachine,
-    StateChange,
     TopicPartition,
 )
 from ._zk_admin import allocate_producer_ids, create_partitions, create_topics, delete_topics
-from ._zk_context import ControllerContext, Leadership
-from ._zk_events import StateTransition
-from ._zk_requests import BrokerRequest, RequestBatch
+from ._zk_context import ControllerContext
+from ._zk_deletion import TopicDeletion
+from ._zk_machines import (
+    ControlledShutdownResult,
+    ZkControllerResult,
+    preferred_leader,
+)
 
 _P = PartitionState
 _R = ReplicaState
 
 
-class IllegalStateTransitionError(Exception):
-    """The controller asked a state machine for a transition its table forbids."""
-
-    def __init__(self, changes: Sequence[StateChange[Any, Any]]) -> None:
-        listed = ", ".join(f"{c.key}: {c.from_state.value} -> {c.to_state.value}" for c in changes)
-        super().__init__(f"illegal state transition: {listed}")
-
-
-@attrs.frozen
-class ZkControllerResult:
-    """What one event asks the shell to do, in order: the writes (one transaction), then
-    the requests; ``response`` answers the broker that sent the event, if one did."""
-
-    writes: tuple[Op, ...] = ()
-    requests: tuple[BrokerRequest, ...] = ()
-    response: ZkResponse = None
-
-
-@attrs.frozen
-class ControlledShutdownResult:
-    """Kafka's ControlledShutdown answer: the partitions the broker still leads (it may
-    stop once this is empty, or when it gives up retrying)."""
-
-    error_code: ErrorCode
-    remaining: tuple[TopicPartition, ...] = ()
-
-
-ZkResponse = (
-    AlterPartitionResponse
-    | ControlledShutdownResult
-    | CreateTopicsResponse
-    | CreatePartitionsResponse
-    | DeleteTopicsResponse
-    | AllocateProducerIdsResponse
-    | ElectLeadersResponse
-    | None
-)
-
-
-# --- elections (Kafka's PartitionLeaderElectionAlgorithms) ----------------------------------
-
-
-def offline_partition_leader(
-    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool], unclean: bool
-) -> tuple[int, tuple[int, ...], bool] | None:
-    """The first live replica in the ISR (assignment order); with ``unclean``, failing
-    that, the first live replica at all, which becomes the whole ISR. None: no leader."""
-    for replica in replicas:
-        if live(replica) and replica in isr:
-            return replica, tuple(b for b in isr if live(b)), False
-    if unclean:
-        for replica in replicas:
-            if live(replica):
-                return replica, (replica,), True
-    return None
-
-
-def preferred_leader(
-    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
-) -> tuple[int, tuple[int, ...]] | None:
-    """The first replica, if it is live and in sync; the ISR unchanged."""
-    if replicas and live(replicas[0]) and replicas[0] in isr:
-        return replicas[0], tuple(isr)
-    return None
-
-
-def controlled_shutdown_leader(
-    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
-) -> tuple[int, tuple[int, ...]] | None:
-    """The first replica in the ISR that is live and not shutting down; the ISR without
-    the brokers shutting down (``live`` already excludes them)."""
-    for replica in replicas:
-        if live(replica) and replica in isr:
-            return replica, tuple(b for b in isr if live(b))
-    return None
-
-
 @attrs.define(eq=False)
-class ZkController:
+class ZkController(TopicDeletion):
     """The active controller's state and its event handlers. Build it with
     :meth:`become_active`, which also returns what taking over requires."""
-
-    controller_id: int
-    context: ControllerContext
-    config: ControllerConfig = attrs.field(factory=ControllerConfig)
-    """num.partitions, default.replication.factor, unclean.leader.election.enable."""
-    listener: str = "PLAINTEXT"
-    """The inter-broker listener: where LeaderAndIsr tells followers to fetch from."""
-    tracer: Tracer = attrs.field(factory=NullTracer)
-    rng: random.Random = attrs.field(factory=random.Random)
-    """Placement's random start and shift, and topic ids."""
-    psm: PartitionStateMachine = attrs.field(factory=PartitionStateMachine)
-    rsm: ReplicaStateMachine = attrs.field(factory=ReplicaStateMachine)
-    _cause: str = attrs.field(init=False, default="")
-    _deletion_started: set[str] = attrs.field(init=False, factory=set)
-    _writes: list[Op] = attrs.field(init=False, factory=list)
-    _batch: RequestBatch = attrs.field(init=False)
-
-    @_batch.default
-    def _new_batch(self) -> RequestBatch:
-        return RequestBatch(self.controller_id)
 
     @classmethod
     def become_active(
@@ -301,36 +187,6 @@ class ZkController:
         self._assign_topic_ids({n: context.topics[n] for n in fresh})
         if created:
             self._on_new_partition_creation(created)
-        return self._end()
-
-    def on_topic_deletion(self, topics: Iterable[str]) -> ZkControllerResult:
-        """``/admin/delete_topics`` lists ``topics``: delete them (Kafka's
-        ``TopicDeletionManager``). A name that is no topic is just unlisted."""
-        self._begin("TopicDeletion")
-        for name in sorted(set(topics)):
-            self.context.pending_deletion.discard(name)
-            if name not in self.context.topics:
-                self._writes.append(Delete(delete_topic_path(name)))
-            else:
-                self.context.deleting.add(name)
-        self._resume_deletions()
-        return self._end()
-
-    def on_stop_replica_response(
-        self, broker_id: int, errors: Mapping[TopicPartition, ErrorCode]
-    ) -> ZkControllerResult:
-        """A broker answered StopReplica: replicas being deleted are now deleted, or their
-        deletion failed and will be retried."""
-        self._begin("TopicDeletionStopReplicaResponseReceived")
-        done: list[PartitionAndReplica] = []
-        failed: list[PartitionAndReplica] = []
-        for tp, error in errors.items():
-            replica = (tp[0], tp[1], broker_id)
-            if self.rsm.state(replica) is _R.REPLICA_DELETION_STARTED:
-                (done if error == ErrorCode.none else failed).append(replica)
-        self._replicas_to(done, _R.REPLICA_DELETION_SUCCESSFUL)
-        self._fail_deletion(failed)
-        self._resume_deletions()
         return self._end()
 
     def on_alter_partition(self, request: AlterPartitionRequest) -> ZkControllerResult:
@@ -504,248 +360,3 @@ class ZkController:
             if self.psm.state(tp) in (_P.NEW, _P.OFFLINE) and tp[0] not in self.context.deleting
         ]
         self._partitions_to(waiting, _P.ONLINE)
-
-    # --- topic deletion (TopicDeletionManager) -----------------------------------------------
-
-    def _resume_deletions(self) -> None:
-        """Move every topic being deleted as far as it can go now."""
-        for topic in sorted(self.context.deleting):
-            replicas = self._replicas_of(topic)
-            states = {self.rsm.state(r) for r in replicas}
-            if states <= {_R.REPLICA_DELETION_SUCCESSFUL}:
-                self._complete_deletion(topic, replicas)
-            elif _R.REPLICA_DELETION_STARTED in states:
-                continue  # waiting for the brokers' StopReplica answers
-            elif any(not self.context.is_live(r[2]) for r in replicas):
-                # A replica's broker is down: the topic waits for it (ineligible).
-                self._fail_deletion([r for r in replicas if not self.context.is_live(r[2])])
-            else:
-                self._start_deletion(topic, replicas)
-
-    def _start_deletion(self, topic: str, replicas: list[PartitionAndReplica]) -> None:
-        """The first time, the partitions go (Offline, then NonExistent) and every broker
-        hears that the topic is being deleted (leader -2); then each replica not yet
-        deleted is stopped and its broker asked to delete it."""
-        partitions = list(self.context.partitions(topic))
-        if topic not in self._deletion_started:
-            self._deletion_started.add(topic)
-            self._partitions_to(
-                [tp for tp in partitions if self.psm.state(tp) is not _P.OFFLINE], _P.OFFLINE
-            )
-            self._partitions_to(partitions, _P.NON_EXISTENT)
-        self._batch.add_update_metadata(self.context.live_or_shutting_down(), partitions)
-        pending = [r for r in replicas if self.rsm.state(r) is not _R.REPLICA_DELETION_SUCCESSFUL]
-        self._replicas_to(
-            [r for r in pending if self.rsm.state(r) is not _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
-        )
-        self._replicas_to(pending, _R.REPLICA_DELETION_STARTED)
-
-    def _fail_deletion(self, replicas: Sequence[PartitionAndReplica]) -> None:
-        """Replicas that cannot be deleted now (their broker is down, or it answered with
-        an error) become ineligible until the broker is back."""
-        live_states = (_R.NEW_REPLICA, _R.ONLINE_REPLICA)
-        self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) in live_states], _R.OFFLINE_REPLICA
-        )
-        failing = (_R.OFFLINE_REPLICA, _R.REPLICA_DELETION_STARTED)
-        self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) in failing], _R.REPLICA_DELETION_INELIGIBLE
-        )
-
-    def _complete_deletion(self, topic: str, replicas: list[PartitionAndReplica]) -> None:
-        """Every replica is deleted: forget them and remove the topic's znodes."""
-        self._replicas_to(replicas, _R.NON_EXISTENT_REPLICA)
-        self._writes.append(Delete(topic_path(topic), recursive=True))
-        self._writes.append(Delete(topic_config_path(topic), must_exist=False))
-        self._writes.append(Delete(delete_topic_path(topic)))
-        for tp in self.context.partitions(topic):
-            self.context.leadership.pop(tp, None)
-            self.psm.initialize(tp, _P.NON_EXISTENT)
-        del self.context.topics[topic]
-        self.context.deleting.discard(topic)
-        self._deletion_started.discard(topic)
-
-    # --- the partition state machine's side effects --------------------------------------------
-
-    def _partitions_to(
-        self,
-        partitions: Sequence[TopicPartition],
-        target: PartitionState,
-        election: str = "offline",
-    ) -> None:
-        """Kafka's ``ZkPartitionStateMachine.handleStateChanges``: to Online, a new
-        partition gets its first leader and ISR (the state znode created) and the others
-        an election; a partition that cannot get a leader stays where it is."""
-        if not partitions:
-            return
-        illegal = self.psm.illegal(partitions, target)
-        if illegal:
-            raise IllegalStateTransitionError(illegal)
-        moved = list(partitions)
-        if target is _P.ONLINE:
-            moved = [tp for tp in partitions if self._lead(tp, election)]
-        for change in self.psm.handle_state_changes(moved, target).changed:
-            self._trace_transition(
-                "partition", change.key, -1, change, PARTITION_TRANSITION_REASONS
-            )
-
-    def _lead(self, tp: TopicPartition, election: str) -> bool:
-        """Give ``tp`` a leader: its first one (New), or by ``election``. False: none."""
-        context = self.context
-        replicas = context.replicas(tp)
-        current = context.leadership.get(tp)
-        if current is None:
-            live = tuple(b for b in replicas if context.is_live(b))
-            if not live:
-                return False
-            state = ZkPartitionState(live[0], 0, live, context.epoch)
-            self._writes.append(Create(partition_state_path(*tp), state.encode(), parents=True))
-            context.leadership[tp] = Leadership(state, 0)
-            self._batch.add_leader_and_isr(context, live, tp, is_new=True)
-            self._trace_election(tp, -1, context.leadership[tp], "new_partition")
-            return True
-        if election == "controlled_shutdown":
-            chosen = controlled_shutdown_leader(replicas, current.state.isr, context.is_live)
-            unclean = False
-        elif election == "preferred":
-            chosen = preferred_leader(replicas, current.state.isr, context.is_live)
-            unclean = False
-        else:
-            found = offline_partition_leader(
-                replicas,
-                current.state.isr,
-                context.is_live,
-                self.config.unclean_leader_election_enable,
-            )
-            chosen, unclean = (None, False) if found is None else (found[:2], found[2])
-        if chosen is None:
-            return False
-        leader, isr = chosen
-        updated = self._write(
-            tp,
-            ZkPartitionState(leader, current.state.leader_epoch + 1, isr, context.epoch),
-        )
-        self._batch.add_leader_and_isr(context, [b for b in replicas if context.is_live(b)], tp)
-        self._trace_election(tp, current.state.leader, updated, "unclean" if unclean else election)
-        return True
-
-    def _write(self, tp: TopicPartition, state: ZkPartitionState) -> Leadership:
-        """Update ``tp``'s state znode over the version this controller knows (a
-        conditional write: KIP-497), and remember the version it will have."""
-        current = self.context.leadership[tp]
-        state = attrs.evolve(state, controller_epoch=self.context.epoch)
-        self._writes.append(SetData(partition_state_path(*tp), state.encode(), current.version))
-        updated = Leadership(state, current.version + 1)
-        self.context.leadership[tp] = updated
-        return updated
-
-    # --- the replica state machine's side effects ----------------------------------------------
-
-    def _replicas_to(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
-        """Kafka's ``ZkReplicaStateMachine.handleStateChanges``."""
-        if not replicas:
-            return
-        illegal = self.rsm.illegal(replicas, target)
-        if illegal:
-            raise IllegalStateTransitionError(illegal)
-        context = self.context
-        for topic, index, broker in replicas:
-            tp = (topic, index)
-            before = self.rsm.state((topic, index, broker))
-            if target is _R.ONLINE_REPLICA and before is not _R.NEW_REPLICA:
-                if tp in context.leadership:
-                    self._batch.add_leader_and_isr(context, [broker], tp)
-            elif target is _R.OFFLINE_REPLICA:
-                self._batch.add_stop_replica(broker, tp, delete=False)
-                self._remove_from_isr(tp, broker)
-            elif target is _R.REPLICA_DELETION_STARTED:
-                self._batch.add_stop_replica(broker, tp, delete=True)
-        for change in self.rsm.handle_state_changes(replicas, target).changed:
-            topic, index, broker = change.key
-            self._trace_transition(
-                "replica", (topic, index), broker, change, REPLICA_TRANSITION_REASONS
-            )
-
-    def _remove_from_isr(self, tp: TopicPartition, broker: int) -> None:
-        """An offline replica leaves the ISR (never the last member, so that it may lead
-        again without loss); if it led, the partition is left without a leader."""
-        context = self.context
-        current = context.leadership.get(tp)
-        if current is None:
-            return
-        state = current.state
-        if broker not in state.isr and state.leader != broker:
-            return
-        isr = tuple(b for b in state.isr if b != broker) or state.isr
-        leader = -1 if state.leader == broker else state.leader
-        self._write(tp, ZkPartitionState(leader, state.leader_epoch + 1, isr, context.epoch))
-        if tp[0] not in context.deleting:
-            others = [b for b in context.replicas(tp) if b != broker and context.is_live(b)]
-            self._batch.add_leader_and_isr(context, others, tp)
-
-    # --- bookkeeping ----------------------------------------------------------------------
-
-    def _assign_topic_ids(self, topics: Mapping[str, TopicAssignment]) -> None:
-        """Topics written without an id get one (KIP-516: a 2.8 controller does this for
-        topics an older tool created), written back into their assignment znode."""
-        for name, assignment in topics.items():
-            if assignment.topic_id is None:
-                assignment = attrs.evolve(
-                    assignment, topic_id=uuid.UUID(int=self.rng.getrandbits(128), version=4)
-                )
-                self.context.topics[name] = assignment
-                self._writes.append(SetData(topic_path(name), assignment.encode()))
-
-    def _replicas_of(self, topic: str | None = None) -> list[PartitionAndReplica]:
-        return [
-            (t, p, b)
-            for t, p in self.context.partitions(topic)
-            for b in self.context.replicas((t, p))
-        ]
-
-    def _begin(self, cause: str) -> None:
-        self._cause = cause
-        self._writes = []
-        self._batch = RequestBatch(self.controller_id)
-
-    def _end(self, response: ZkResponse = None) -> ZkControllerResult:
-        requests = self._batch.requests(self.context, self.listener)
-        return ZkControllerResult(tuple(self._writes), tuple(requests), response)
-
-    def _trace_transition(
-        self,
-        machine: str,
-        tp: TopicPartition,
-        replica: int,
-        change: StateChange[Any, Any],
-        reasons: Mapping[Any, str],
-    ) -> None:
-        if self.tracer.enabled:
-            self.tracer.emit(
-                StateTransition(
-                    machine,
-                    tp[0],
-                    tp[1],
-                    replica,
-                    change.from_state.value,
-                    change.to_state.value,
-                    self._cause,
-                    reasons.get((change.from_state, change.to_state), ""),
-                )
-            )
-
-    def _trace_election(
-        self, tp: TopicPartition, previous: int, now: Leadership, reason: str
-    ) -> None:
-        if self.tracer.enabled:
-            self.tracer.emit(
-                PartitionLeaderElected(
-                    tp[0],
-                    tp[1],
-                    now.state.leader,
-                    previous,
-                    now.state.leader_epoch,
-                    now.state.isr,
-                    reason,
-                )
-            )

@@ -1,0 +1,349 @@
+"""The ZooKeeper-mode controller's state machines and what their transitions do (seed 001
+section 4; Kafka 2.8's ``ZkPartitionStateMachine`` and ``ZkReplicaStateMachine``).
+
+The tables of :mod:`._states` say which transitions are legal; this module hangs Kafka's
+side effects on them. A partition going online gets a leader (its first, or by an
+election) written to its state znode and sent to its replicas with LeaderAndIsr; a
+replica going offline is stopped and taken out of its partition's ISR; a replica being
+deleted is sent StopReplica with delete. :class:`ZkStateMachines` holds the controller's
+state (the context, both machines, and what the event being processed has decided so
+far: its writes and its request batch); :class:`~._zk_controller.ZkController` and
+:class:`~._zk_deletion.TopicDeletion` build on it. The elections are Kafka's
+``PartitionLeaderElectionAlgorithms``, plain functions.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.trace import NullTracer, Tracer
+from minikafka.zk import (
+    Create,
+    Op,
+    SetData,
+    TopicAssignment,
+    partition_state_path,
+    topic_path,
+)
+from minikafka.zk import PartitionState as ZkPartitionState
+
+from ._config import ControllerConfig
+from ._events import PartitionLeaderElected
+from ._requests import (
+    AllocateProducerIdsResponse,
+    AlterPartitionResponse,
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    ElectLeadersResponse,
+)
+from ._states import (
+    PARTITION_TRANSITION_REASONS,
+    REPLICA_TRANSITION_REASONS,
+    PartitionAndReplica,
+    PartitionState,
+    PartitionStateMachine,
+    ReplicaState,
+    ReplicaStateMachine,
+    StateChange,
+    TopicPartition,
+)
+from ._zk_context import ControllerContext, Leadership
+from ._zk_events import StateTransition
+from ._zk_requests import BrokerRequest, RequestBatch
+
+_P = PartitionState
+_R = ReplicaState
+
+
+class IllegalStateTransitionError(Exception):
+    """The controller asked a state machine for a transition its table forbids."""
+
+    def __init__(self, changes: Sequence[StateChange[Any, Any]]) -> None:
+        listed = ", ".join(f"{c.key}: {c.from_state.value} -> {c.to_state.value}" for c in changes)
+        super().__init__(f"illegal state transition: {listed}")
+
+
+@attrs.frozen
+class ZkControllerResult:
+    """What one event asks the shell to do, in order: the writes (one transaction), then
+    the requests; ``response`` answers the broker that sent the event, if one did."""
+
+    writes: tuple[Op, ...] = ()
+    requests: tuple[BrokerRequest, ...] = ()
+    response: ZkResponse = None
+
+
+@attrs.frozen
+class ControlledShutdownResult:
+    """Kafka's ControlledShutdown answer: the partitions the broker still leads (it may
+    stop once this is empty, or when it gives up retrying)."""
+
+    error_code: ErrorCode
+    remaining: tuple[TopicPartition, ...] = ()
+
+
+ZkResponse = (
+    AlterPartitionResponse
+    | ControlledShutdownResult
+    | CreateTopicsResponse
+    | CreatePartitionsResponse
+    | DeleteTopicsResponse
+    | AllocateProducerIdsResponse
+    | ElectLeadersResponse
+    | None
+)
+
+
+# --- elections (Kafka's PartitionLeaderElectionAlgorithms) ----------------------------------
+
+
+def offline_partition_leader(
+    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool], unclean: bool
+) -> tuple[int, tuple[int, ...], bool] | None:
+    """The first live replica in the ISR (assignment order); with ``unclean``, failing
+    that, the first live replica at all, which becomes the whole ISR. None: no leader."""
+    for replica in replicas:
+        if live(replica) and replica in isr:
+            return replica, tuple(b for b in isr if live(b)), False
+    if unclean:
+        for replica in replicas:
+            if live(replica):
+                return replica, (replica,), True
+    return None
+
+
+def preferred_leader(
+    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The first replica, if it is live and in sync; the ISR unchanged."""
+    if replicas and live(replicas[0]) and replicas[0] in isr:
+        return replicas[0], tuple(isr)
+    return None
+
+
+def controlled_shutdown_leader(
+    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The first replica in the ISR that is live and not shutting down; the ISR without
+    the brokers shutting down (``live`` already excludes them)."""
+    for replica in replicas:
+        if live(replica) and replica in isr:
+            return replica, tuple(b for b in isr if live(b))
+    return None
+
+
+@attrs.define(eq=False)
+class ZkStateMachines:
+    """What the controller knows and what the event in progress has decided."""
+
+    controller_id: int
+    context: ControllerContext
+    config: ControllerConfig = attrs.field(factory=ControllerConfig)
+    """num.partitions, default.replication.factor, unclean.leader.election.enable."""
+    listener: str = "PLAINTEXT"
+    """The inter-broker listener: where LeaderAndIsr tells followers to fetch from."""
+    tracer: Tracer = attrs.field(factory=NullTracer)
+    rng: random.Random = attrs.field(factory=random.Random)
+    """Placement's random start and shift, and topic ids."""
+    psm: PartitionStateMachine = attrs.field(factory=PartitionStateMachine)
+    rsm: ReplicaStateMachine = attrs.field(factory=ReplicaStateMachine)
+    _cause: str = attrs.field(init=False, default="")
+    _deletion_started: set[str] = attrs.field(init=False, factory=set)
+    _writes: list[Op] = attrs.field(init=False, factory=list)
+    _batch: RequestBatch = attrs.field(init=False)
+
+    @_batch.default
+    def _new_batch(self) -> RequestBatch:
+        return RequestBatch(self.controller_id)
+
+    # --- the partition state machine's side effects --------------------------------------------
+
+    def _partitions_to(
+        self,
+        partitions: Sequence[TopicPartition],
+        target: PartitionState,
+        election: str = "offline",
+    ) -> None:
+        """Kafka's ``ZkPartitionStateMachine.handleStateChanges``: to Online, a new
+        partition gets its first leader and ISR (the state znode created) and the others
+        an election; a partition that cannot get a leader stays where it is."""
+        if not partitions:
+            return
+        illegal = self.psm.illegal(partitions, target)
+        if illegal:
+            raise IllegalStateTransitionError(illegal)
+        moved = list(partitions)
+        if target is _P.ONLINE:
+            moved = [tp for tp in partitions if self._lead(tp, election)]
+        for change in self.psm.handle_state_changes(moved, target).changed:
+            self._trace_transition(
+                "partition", change.key, -1, change, PARTITION_TRANSITION_REASONS
+            )
+
+    def _lead(self, tp: TopicPartition, election: str) -> bool:
+        """Give ``tp`` a leader: its first one (New), or by ``election``. False: none."""
+        context = self.context
+        replicas = context.replicas(tp)
+        current = context.leadership.get(tp)
+        if current is None:
+            live = tuple(b for b in replicas if context.is_live(b))
+            if not live:
+                return False
+            state = ZkPartitionState(live[0], 0, live, context.epoch)
+            self._writes.append(Create(partition_state_path(*tp), state.encode(), parents=True))
+            context.leadership[tp] = Leadership(state, 0)
+            self._batch.add_leader_and_isr(context, live, tp, is_new=True)
+            self._trace_election(tp, -1, context.leadership[tp], "new_partition")
+            return True
+        if election == "controlled_shutdown":
+            chosen = controlled_shutdown_leader(replicas, current.state.isr, context.is_live)
+            unclean = False
+        elif election == "preferred":
+            chosen = preferred_leader(replicas, current.state.isr, context.is_live)
+            unclean = False
+        else:
+            found = offline_partition_leader(
+                replicas,
+                current.state.isr,
+                context.is_live,
+                self.config.unclean_leader_election_enable,
+            )
+            chosen, unclean = (None, False) if found is None else (found[:2], found[2])
+        if chosen is None:
+            return False
+        leader, isr = chosen
+        updated = self._write(
+            tp,
+            ZkPartitionState(leader, current.state.leader_epoch + 1, isr, context.epoch),
+        )
+        self._batch.add_leader_and_isr(context, [b for b in replicas if context.is_live(b)], tp)
+        self._trace_election(tp, current.state.leader, updated, "unclean" if unclean else election)
+        return True
+
+    def _write(self, tp: TopicPartition, state: ZkPartitionState) -> Leadership:
+        """Update ``tp``'s state znode over the version this controller knows (a
+        conditional write: KIP-497), and remember the version it will have."""
+        current = self.context.leadership[tp]
+        state = attrs.evolve(state, controller_epoch=self.context.epoch)
+        self._writes.append(SetData(partition_state_path(*tp), state.encode(), current.version))
+        updated = Leadership(state, current.version + 1)
+        self.context.leadership[tp] = updated
+        return updated
+
+    # --- the replica state machine's side effects ----------------------------------------------
+
+    def _replicas_to(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
+        """Kafka's ``ZkReplicaStateMachine.handleStateChanges``."""
+        if not replicas:
+            return
+        illegal = self.rsm.illegal(replicas, target)
+        if illegal:
+            raise IllegalStateTransitionError(illegal)
+        context = self.context
+        for topic, index, broker in replicas:
+            tp = (topic, index)
+            before = self.rsm.state((topic, index, broker))
+            if target is _R.ONLINE_REPLICA and before is not _R.NEW_REPLICA:
+                if tp in context.leadership:
+                    self._batch.add_leader_and_isr(context, [broker], tp)
+            elif target is _R.OFFLINE_REPLICA:
+                self._batch.add_stop_replica(broker, tp, delete=False)
+                self._remove_from_isr(tp, broker)
+            elif target is _R.REPLICA_DELETION_STARTED:
+                self._batch.add_stop_replica(broker, tp, delete=True)
+        for change in self.rsm.handle_state_changes(replicas, target).changed:
+            topic, index, broker = change.key
+            self._trace_transition(
+                "replica", (topic, index), broker, change, REPLICA_TRANSITION_REASONS
+            )
+
+    def _remove_from_isr(self, tp: TopicPartition, broker: int) -> None:
+        """An offline replica leaves the ISR (never the last member, so that it may lead
+        again without loss); if it led, the partition is left without a leader."""
+        context = self.context
+        current = context.leadership.get(tp)
+        if current is None:
+            return
+        state = current.state
+        if broker not in state.isr and state.leader != broker:
+            return
+        isr = tuple(b for b in state.isr if b != broker) or state.isr
+        leader = -1 if state.leader == broker else state.leader
+        self._write(tp, ZkPartitionState(leader, state.leader_epoch + 1, isr, context.epoch))
+        if tp[0] not in context.deleting:
+            others = [b for b in context.replicas(tp) if b != broker and context.is_live(b)]
+            self._batch.add_leader_and_isr(context, others, tp)
+
+    # --- bookkeeping ----------------------------------------------------------------------
+
+    def _assign_topic_ids(self, topics: Mapping[str, TopicAssignment]) -> None:
+        """Topics written without an id get one (KIP-516: a 2.8 controller does this for
+        topics an older tool created), written back into their assignment znode."""
+        for name, assignment in topics.items():
+            if assignment.topic_id is None:
+                assignment = attrs.evolve(
+                    assignment, topic_id=uuid.UUID(int=self.rng.getrandbits(128), version=4)
+                )
+                self.context.topics[name] = assignment
+                self._writes.append(SetData(topic_path(name), assignment.encode()))
+
+    def _replicas_of(self, topic: str | None = None) -> list[PartitionAndReplica]:
+        return [
+            (t, p, b)
+            for t, p in self.context.partitions(topic)
+            for b in self.context.replicas((t, p))
+        ]
+
+    def _begin(self, cause: str) -> None:
+        self._cause = cause
+        self._writes = []
+        self._batch = RequestBatch(self.controller_id)
+
+    def _end(self, response: ZkResponse = None) -> ZkControllerResult:
+        requests = self._batch.requests(self.context, self.listener)
+        return ZkControllerResult(tuple(self._writes), tuple(requests), response)
+
+    def _trace_transition(
+        self,
+        machine: str,
+        tp: TopicPartition,
+        replica: int,
+        change: StateChange[Any, Any],
+        reasons: Mapping[Any, str],
+    ) -> None:
+        if self.tracer.enabled:
+            self.tracer.emit(
+                StateTransition(
+                    machine,
+                    tp[0],
+                    tp[1],
+                    replica,
+                    change.from_state.value,
+                    change.to_state.value,
+                    self._cause,
+                    reasons.get((change.from_state, change.to_state), ""),
+                )
+            )
+
+    def _trace_election(
+        self, tp: TopicPartition, previous: int, now: Leadership, reason: str
+    ) -> None:
+        if self.tracer.enabled:
+            self.tracer.emit(
+                PartitionLeaderElected(
+                    tp[0],
+                    tp[1],
+                    now.state.leader,
+                    previous,
+                    now.state.leader_epoch,
+                    now.state.isr,
+                    reason,
+                )
+            )
