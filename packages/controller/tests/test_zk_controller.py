@@ -34,6 +34,8 @@ from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     AlterPartitionItem,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerRequest,
@@ -49,6 +51,7 @@ from minikafka.controller import (
     IllegalStateTransitionError,
     LeaderAndIsr,
     PartitionState,
+    ReassignablePartition,
     StopReplica,
     UpdateMetadata,
     ZkController,
@@ -370,6 +373,63 @@ def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> No
     assert result.writes == ()
 
 
+# --- reassignment (KIP-236, KIP-455) ------------------------------------------------------
+
+
+def reassign(controller: ZkController, replicas: tuple[int, ...] | None) -> ZkControllerResult:
+    request = AlterPartitionReassignmentsRequest((ReassignablePartition("t", 0, replicas),))
+    return controller.on_alter_partition_reassignments(request)
+
+
+def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadership() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    result = reassign(controller, (2, 3))
+    assert isinstance(result.response, AlterPartitionReassignmentsResponse)
+    assert result.response.partitions[0].error_code == ErrorCode.none
+    # Phase A: RS = TRS + (ORS - TRS), the new replica told to follow, a new leader epoch.
+    written = controller.context.topics["t"]
+    assert (written.partitions[0], written.adding[0], written.removing[0]) == (
+        (2, 3, 1),
+        (3,),
+        (1,),
+    )
+    assert sorted(requests(result, LeaderAndIsr)) == [1, 2, 3]
+    assert partition_states(requests(result, LeaderAndIsr)[3])[("t", 0)].is_new
+    assert leadership(controller, "t", 0)[0].leader_epoch == 1
+    listed = controller.list_reassignments().reassignments
+    assert [(r.topic, r.partition, r.adding_replicas) for r in listed] == [("t", 0, (3,))]
+    # Phase B, when the leader reports 3 in sync: 2 leads (1 is being removed), 1 is
+    # stopped and deleted, and the assignment is TRS alone.
+    state, version = leadership(controller, "t", 0)
+    item = AlterPartitionItem(TOPIC_ID, 0, state.leader_epoch, (1, 2, 3), version)
+    done = controller.on_alter_partition(AlterPartitionRequest(1, 101, (item,)))
+    assert isinstance(done.response, AlterPartitionResponse)
+    assert done.response.partitions[0].error_code == ErrorCode.new_leader_elected
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (2, (2, 3))
+    assert controller.context.topics["t"] == assignment({0: [2, 3]})
+    stop = requests(done, StopReplica)[1]
+    assert [(p.partition, p.delete) for p in stop.partitions] == [(0, True)]
+    assert controller.rsm.state(("t", 0, 1)).value == "NonExistentReplica"
+    assert controller.list_reassignments().reassignments == ()
+
+
+def test_a_cancelled_reassignment_goes_back_and_deletes_what_it_added() -> None:
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    reassign(controller, (2, 3))
+    cancelled = reassign(controller, None)
+    # ORS is RS without AR, in RS's order, as Kafka reads it: (2, 1), not (1, 2).
+    assert controller.context.topics["t"] == assignment({0: [2, 1]})
+    assert [(p.partition, p.delete) for p in requests(cancelled, StopReplica)[3].partitions] == [
+        (0, True)
+    ]
+    nothing = reassign(controller, None)
+    assert isinstance(nothing.response, AlterPartitionReassignmentsResponse)
+    assert nothing.response.partitions[0].error_code == ErrorCode.no_reassignment_in_progress
+
+
 # --- controlled shutdown ------------------------------------------------------------------------
 
 
@@ -577,6 +637,11 @@ events = st.lists(
         st.tuples(st.just("shrink"), st.integers(0, 2)),
         st.tuples(st.just("delete"), st.integers(0, 2)),
         st.tuples(st.just("stopped"), st.integers(1, 4)),
+        st.tuples(
+            st.just("reassign"),
+            st.integers(0, 2),
+            st.none() | st.lists(st.integers(1, 4), min_size=1, max_size=3, unique=True),
+        ),
     ),
     max_size=25,
 )
@@ -589,7 +654,6 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
 ) -> None:
     controller = started(live=[1, 2, 3])
     zk = MemoryZnodes()
-    topics: dict[str, TopicAssignment] = {}
     unanswered: list[BrokerRequest] = []
 
     def carry_out(result: ZkControllerResult) -> None:
@@ -616,10 +680,11 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
             carry_out(controller.on_broker_change(brokers(*args[0])))
         elif kind == "topic":
             name = f"t{args[0]}"
-            if name not in topics and name not in controller.context.topics:
+            if name not in controller.context.topics:
                 replicas = {p: [1 + (p + i) % 4 for i in range(args[1])] for p in range(2)}
-                topics[name] = assignment(replicas, uuid.UUID(int=args[0] + 1))
-                carry_out(controller.on_topic_change(topics))
+                new = assignment(replicas, uuid.UUID(int=args[0] + 1))
+                # What the watch reads back: ZooKeeper holds the controller's own writes.
+                carry_out(controller.on_topic_change({**controller.context.topics, name: new}))
         elif kind == "shrink":
             tp = (f"t{args[0]}", 0)
             current = controller.context.leadership.get(tp)
@@ -638,8 +703,15 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
             assert isinstance(result.response, AlterPartitionResponse)
             assert result.response.error_code == ErrorCode.none
             carry_out(result)
+        elif kind == "reassign":
+            target = None if args[1] is None else tuple(args[1])
+            move = ReassignablePartition(f"t{args[0]}", 0, target)
+            carry_out(
+                controller.on_alter_partition_reassignments(
+                    AlterPartitionReassignmentsRequest((move,))
+                )
+            )
         elif kind == "delete":
-            topics.pop(f"t{args[0]}", None)
             carry_out(controller.on_topic_deletion([f"t{args[0]}"]))
         else:  # every StopReplica sent so far is answered (by brokers still alive)
             answering, unanswered[:] = list(unanswered), []

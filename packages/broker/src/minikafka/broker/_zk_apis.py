@@ -8,8 +8,7 @@ reused as they are. What differs:
 - what only the controller broker answers, because the controller is a broker here:
   ControlledShutdown, AlterPartition (a leader's ISR change, KIP-497) and
   AllocateProducerIds;
-- what ZooKeeper mode does not do is not offered: DescribeQuorum (there is no quorum)
-  and the reassignment APIs (not implemented in this mode yet).
+- DescribeQuorum is not offered: there is no metadata quorum in this mode.
 
 A broker's own requests to the controller (:class:`ZkControllerChannel`) go to its own
 controller shell when it is the controller, and otherwise to the broker UpdateMetadata
@@ -52,14 +51,8 @@ from ._zk_controller_shell import ZkControllerShell
 from ._zk_metadata import ZkBrokerMetadata
 from ._zk_wire import controlled_shutdown_response, from_wire
 
-KRAFT_ONLY: frozenset[int] = frozenset(
-    {
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.DESCRIBE_QUORUM,
-    }
-)
-"""What a ZooKeeper-mode broker does not offer (yet): it needs KRaft's controller."""
+KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
+"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum."""
 
 
 class ZkBrokerNode(Protocol):

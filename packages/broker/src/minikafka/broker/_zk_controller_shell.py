@@ -37,6 +37,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     AllocateProducerIdsRequest,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerRequest,
     ControlledShutdownResult,
@@ -53,6 +54,7 @@ from minikafka.controller import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     ElectLeadersRequest,
+    ListPartitionReassignmentsRequest,
     StopReplica,
     ZkController,
     ZkControllerElected,
@@ -339,6 +341,10 @@ class ZkControllerShell:
                 return core.on_allocate_producer_ids(request)
             case ElectLeadersRequest():
                 return core.on_elect_leaders(request)
+            case AlterPartitionReassignmentsRequest():
+                return core.on_alter_partition_reassignments(request)
+            case ListPartitionReassignmentsRequest():
+                return ZkControllerResult(response=core.list_reassignments())
         raise ControllerError(ErrorCode.unsupported_version)
 
     async def controlled_shutdown(

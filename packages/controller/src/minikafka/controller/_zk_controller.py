@@ -25,8 +25,8 @@ into events and carries out what they return.
 The transitions and their side effects are in :mod:`._zk_machines` (Kafka 2.8's
 ``ZkPartitionStateMachine``, ``ZkReplicaStateMachine`` and the elections of its
 ``PartitionLeaderElectionAlgorithms``), topic deletion in :mod:`._zk_deletion`
-(``TopicDeletionManager``); this module has the events. Partition reassignment is not
-here yet.
+(``TopicDeletionManager``); this module has the events. partition reassignment in
+:mod:`._zk_reassignment`.
 """
 
 from __future__ import annotations
@@ -71,13 +71,14 @@ from ._zk_machines import (
     ZkControllerResult,
     preferred_leader,
 )
+from ._zk_reassignment import Reassignments
 
 _P = PartitionState
 _R = ReplicaState
 
 
 @attrs.define(eq=False)
-class ZkController(TopicDeletion):
+class ZkController(TopicDeletion, Reassignments):
     """The active controller's state and its event handlers. Build it with
     :meth:`become_active`, which also returns what taking over requires."""
 
@@ -141,6 +142,9 @@ class ZkController(TopicDeletion):
             [r for r in replicas if self.rsm.state(r) is _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
         )
         self._trigger_online_partition_state_change()
+        # Reassignments a previous controller left in phase A: finished if now in sync.
+        for tp in list(context.leadership):
+            self._maybe_complete_reassignment(tp)
         self._resume_deletions()
         return self._end()
 
@@ -177,10 +181,15 @@ class ZkController(TopicDeletion):
         }
         for name, assignment in fresh.items():
             known = context.topics.get(name)
-            before = set() if known is None else set(known.partitions)
-            if known is not None and assignment.topic_id is None:
-                assignment = attrs.evolve(assignment, topic_id=known.topic_id)
+            if known is not None:
+                # Only new partitions count (Kafka's processPartitionModifications): the
+                # replicas of existing ones change through reassignment, not by a rewrite.
+                added = {
+                    p: r for p, r in assignment.partitions.items() if p not in known.partitions
+                }
+                assignment = attrs.evolve(known, partitions={**known.partitions, **added})
             context.topics[name] = assignment
+            before = set() if known is None else set(known.partitions)
             created.extend((name, p) for p in sorted(assignment.partitions) if p not in before)
         for name in fresh:
             context.pending.pop(name, None)
@@ -222,13 +231,18 @@ class ZkController(TopicDeletion):
                 results.append(AlterPartitionResult(item.topic_id, item.partition, code))
                 continue
             # The leader epoch stays: only the ISR (and so the version) changes.
-            updated = self._write(tp, attrs.evolve(current.state, isr=item.new_isr))
+            self._write(tp, attrs.evolve(current.state, isr=item.new_isr))
             self._batch.add_update_metadata(context.live_or_shutting_down(), [tp])
+            # A reassignment waiting for its targets to be in sync may end here, and
+            # move the leadership away from the broker that asked.
+            self._maybe_complete_reassignment(tp)
+            updated = context.leadership[tp]
+            moved = updated.state.leader != request.broker_id
             results.append(
                 AlterPartitionResult(
                     item.topic_id,
                     item.partition,
-                    ErrorCode.none,
+                    ErrorCode.new_leader_elected if moved else ErrorCode.none,
                     updated.state.leader,
                     updated.state.leader_epoch,
                     updated.state.isr,

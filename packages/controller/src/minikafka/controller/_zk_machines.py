@@ -37,11 +37,13 @@ from ._config import ControllerConfig
 from ._events import PartitionLeaderElected
 from ._requests import (
     AllocateProducerIdsResponse,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteTopicsResponse,
     ElectLeadersResponse,
+    ListPartitionReassignmentsResponse,
 )
 from ._states import (
     PARTITION_TRANSITION_REASONS,
@@ -97,6 +99,8 @@ ZkResponse = (
     | DeleteTopicsResponse
     | AllocateProducerIdsResponse
     | ElectLeadersResponse
+    | AlterPartitionReassignmentsResponse
+    | ListPartitionReassignmentsResponse
     | None
 )
 
@@ -125,6 +129,17 @@ def preferred_leader(
     """The first replica, if it is live and in sync; the ISR unchanged."""
     if replicas and live(replicas[0]) and replicas[0] in isr:
         return replicas[0], tuple(isr)
+    return None
+
+
+def reassignment_leader(
+    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The first target replica that is live and in sync; the ISR unchanged (the
+    replicas being removed leave it right after)."""
+    for replica in replicas:
+        if live(replica) and replica in isr:
+            return replica, tuple(isr)
     return None
 
 
@@ -208,6 +223,9 @@ class ZkStateMachines:
         elif election == "preferred":
             chosen = preferred_leader(replicas, current.state.isr, context.is_live)
             unclean = False
+        elif election == "reassignment":
+            chosen = reassignment_leader(replicas, current.state.isr, context.is_live)
+            unclean = False
         else:
             found = offline_partition_leader(
                 replicas,
@@ -250,7 +268,11 @@ class ZkStateMachines:
         for topic, index, broker in replicas:
             tp = (topic, index)
             before = self.rsm.state((topic, index, broker))
-            if target is _R.ONLINE_REPLICA and before is not _R.NEW_REPLICA:
+            if target is _R.NEW_REPLICA and tp in context.leadership:
+                # A replica added to a partition that exists (a reassignment) starts
+                # following its leader.
+                self._batch.add_leader_and_isr(context, [broker], tp, is_new=True)
+            elif target is _R.ONLINE_REPLICA and before is not _R.NEW_REPLICA:
                 if tp in context.leadership:
                     self._batch.add_leader_and_isr(context, [broker], tp)
             elif target is _R.OFFLINE_REPLICA:
