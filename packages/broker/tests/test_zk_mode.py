@@ -9,6 +9,7 @@ Guarantees checked:
   so a zombie controller changes nothing;
 - when the controller broker stops, another is elected with a higher epoch, and the
   stopped broker's leaderships had moved before it stopped (controlled shutdown);
+- a partition reassigned to another broker is led there, and its old replica deleted;
 - a topic grown by CreatePartitions gets its new partition, led, on every broker;
 - a deleted topic's znodes and logs are gone from every broker.
 """
@@ -29,6 +30,7 @@ from minikafka.broker._tools_admin import create_partitions, create_topic, delet
 from minikafka.broker._tools_client import connect
 from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
 from minikafka.broker._tools_produce import ProduceOptions, produce
+from minikafka.broker._tools_reassign import execute, ongoing
 from minikafka.broker._zk_wire import to_wire
 from minikafka.broker.testing import free_ports
 from minikafka.common import TopicPartition
@@ -156,6 +158,21 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
                 while len(read) < 30:
                     read += [c.record.value or b"" for c in await consumer.poll(200)]
         assert read == lines  # order per partition
+
+        # Reassigned (KIP-236): r-0 moves from one broker to another, which catches up
+        # before the old replica is deleted and the new one leads.
+        async with connect(bootstrap(other), client_id="test") as cluster:
+            assert await create_topic(cluster, "r", partitions=1, replication_factor=1)
+            await eventually(lambda: leaders(other, "r") not in ([], [-1]), "r-0 led")
+            source = leaders(other, "r")[0]
+            target = next(b for b in brokers if b != source)
+            await execute(cluster, {("r", 0): (target,)})
+            await eventually(
+                lambda: all(leaders(b, "r") == [target] for b in brokers.values()),
+                f"r-0 led by {target} on every broker",
+            )
+            assert await ongoing(cluster) == {}
+        assert brokers[source].replica_manager.get_partition(TopicPartition("r", 0)) is None
 
         # A zombie: a request from an older controller epoch is refused whole.
         stale = LeaderAndIsr(
