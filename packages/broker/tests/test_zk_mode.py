@@ -164,15 +164,15 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         async with connect(bootstrap(other), client_id="test") as cluster:
             assert await create_topic(cluster, "r", partitions=1, replication_factor=1)
             await eventually(lambda: leaders(other, "r") not in ([], [-1]), "r-0 led")
-            source = leaders(other, "r")[0]
-            target = next(b for b in brokers if b != source)
+            origin = leaders(other, "r")[0]
+            target = next(b for b in brokers if b != origin)
             await execute(cluster, {("r", 0): (target,)})
             await eventually(
                 lambda: all(leaders(b, "r") == [target] for b in brokers.values()),
                 f"r-0 led by {target} on every broker",
             )
             assert await ongoing(cluster) == {}
-        assert brokers[source].replica_manager.get_partition(TopicPartition("r", 0)) is None
+        assert brokers[origin].replica_manager.get_partition(TopicPartition("r", 0)) is None
 
         # A zombie: a request from an older controller epoch is refused whole.
         stale = LeaderAndIsr(
