@@ -67,7 +67,7 @@ typecheck: sync
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
 pytest: sync
-	$(RUN) pytest -q
+	$(RUN) pytest -q --durations=15
 
 book: sync
 	rm -rf book/_build

@@ -39,11 +39,6 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError, TopicPartition
 from minikafka.controller import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-    AlterPartitionItem,
-    AlterPartitionRequest,
-    AlterPartitionResponse,
     BrokerEndpoint,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -60,20 +55,17 @@ from minikafka.controller import (
     ObserverUpdate,
     replay_update,
 )
-from minikafka.coordination import GroupCoordinator, GroupCoordinatorService
+from minikafka.coordination import GroupCoordinatorService
 from minikafka.log import LogManager
 from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
 from minikafka.replication import (
-    IsrChangeAnswer,
-    IsrChangeProposal,
     PartitionState,
-    ReplicaManager,
     ReplicaManagerService,
-    TopicSettings,
 )
 from minikafka.trace import Tracer, get_tracer
 
 from ._apis import KafkaApis
+from ._broker_parts import broker_parts
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
@@ -81,9 +73,7 @@ from ._local_replicas import apply_replica_changes
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
-from ._offsets_topic import ReplicaOffsetsTopic
-from ._producer_ids import ProducerIdManager
-from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
+from ._replica_fetchers import ReplicaFetcherManager
 from ._roles import PROCESS_ROLES, QUORUM_VOTERS, Roles
 
 _logger = logging.getLogger("minikafka.broker")
@@ -177,60 +167,16 @@ class BrokerServer:
             image = _image_of(snapshot, observer.applied_offset)
         cache = MetadataCache(config.node_id, image)
 
-        def topic_settings(topic: str) -> TopicSettings:
-            return TopicSettings(
-                cache.log_config(topic, config.log),
-                cache.min_insync_replicas(topic, config.broker.min_insync_replicas),
-            )
-
         broker: BrokerServer | None = None
 
-        async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+        def broker_epoch() -> int:
             assert broker is not None
-            return await _alter_partition(channel, config.node_id, broker.broker_epoch, proposals)
+            return broker.broker_epoch
 
-        replica_manager = ReplicaManagerService(
-            ReplicaManager(config.node_id, log_manager, topic_settings, tracer=tracer),
-            config.broker.replica_high_watermark_checkpoint_interval_ms,
-            replica_lag_time_max_ms=config.broker.replica_lag_time_max_ms,
-            alter_partition=alter_partition,
-        )
-
-        async def allocate_block() -> AllocateProducerIdsResponse:
-            assert broker is not None
-            request = AllocateProducerIdsRequest(config.node_id, broker.broker_epoch)
-            try:
-                response = await channel.submit(request)
-            except ControllerError as exc:
-                return AllocateProducerIdsResponse(exc.error_code)
-            assert isinstance(response, AllocateProducerIdsResponse)
-            return response
-
-        groups = GroupCoordinatorService(
-            GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
-            ReplicaOffsetsTopic(replica_manager, config.broker.offsets_commit_timeout_ms),
-        )
+        parts = broker_parts(config, log_manager, cache, channel, broker_epoch, tracer, rng)
+        replica_manager, fetchers, groups = parts.replica_manager, parts.fetchers, parts.groups
         apis = KafkaApis(
-            config,
-            cluster_id,
-            cache,
-            replica_manager,
-            channel,
-            ProducerIdManager(allocate_block),
-            groups,
-        )
-        settings = config.broker
-        fetchers = ReplicaFetcherManager(
-            config.node_id,
-            replica_manager,
-            ReplicaFetchConfig(
-                settings.num_replica_fetchers,
-                settings.replica_fetch_max_bytes,
-                settings.replica_fetch_response_max_bytes,
-                settings.replica_fetch_wait_max_ms,
-                settings.replica_fetch_min_bytes,
-                settings.replica_fetch_backoff_ms,
-            ),
+            config, cluster_id, cache, replica_manager, channel, parts.producer_ids, groups
         )
         broker = cls(
             config,
@@ -546,41 +492,3 @@ def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
     names = set(config.roles.controller_listener_names)
     chosen = tuple(lst for lst in config.net.listeners if (lst.name in names) == controller)
     return attrs.evolve(config.net, listeners=chosen)
-
-
-async def _alter_partition(
-    controller: ControllerChannel,
-    broker_id: int,
-    broker_epoch: int,
-    proposals: list[IsrChangeProposal],
-) -> list[IsrChangeAnswer]:
-    """The leader's ISR proposals as one AlterPartition to the controller (KIP-497)."""
-    items = tuple(
-        AlterPartitionItem(
-            p.topic_id, p.topic_partition.partition, p.leader_epoch, p.new_isr, p.partition_epoch
-        )
-        for p in proposals
-    )
-    try:
-        response = await controller.submit(AlterPartitionRequest(broker_id, broker_epoch, items))
-    except ControllerError as exc:
-        return [IsrChangeAnswer(p.topic_partition, exc.error_code) for p in proposals]
-    assert isinstance(response, AlterPartitionResponse)
-    by_partition = {(r.topic_id, r.partition): r for r in response.partitions}
-    answers = []
-    for p in proposals:
-        result = by_partition.get((p.topic_id, p.topic_partition.partition))
-        if response.error_code is not ErrorCode.none or result is None:
-            error = response.error_code if result is None else result.error_code
-            answers.append(IsrChangeAnswer(p.topic_partition, error))
-            continue
-        answers.append(
-            IsrChangeAnswer(
-                p.topic_partition,
-                result.error_code,
-                result.isr,
-                result.leader_epoch,
-                result.partition_epoch,
-            )
-        )
-    return answers

@@ -37,26 +37,20 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError
 from minikafka.controller import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
     ConfigResourceType,
     ControllerError,
     LeaderAndIsr,
     StopReplica,
     UpdateMetadata,
 )
-from minikafka.coordination import GroupCoordinator, GroupCoordinatorService
+from minikafka.coordination import GroupCoordinatorService
 from minikafka.log import LogManager
 from minikafka.net import SocketServer
 from minikafka.net import leader_and_isr_v5 as lai
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
 from minikafka.replication import (
-    IsrChangeAnswer,
-    IsrChangeProposal,
-    ReplicaManager,
     ReplicaManagerService,
-    TopicSettings,
 )
 from minikafka.trace import Tracer, get_tracer
 from minikafka.zk import (
@@ -74,15 +68,13 @@ from minikafka.zk import (
     topic_config_path,
 )
 
+from ._broker_parts import broker_parts
 from ._config import ZOOKEEPER_CONNECT, KafkaConfig
 from ._controller_channel import ControllerLocator, RemoteController
 from ._local_replicas import apply_replica_changes
 from ._meta_properties import new_cluster_id
 from ._metadata_cache import MetadataCache
-from ._offsets_topic import ReplicaOffsetsTopic
-from ._producer_ids import ProducerIdManager
-from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
-from ._server import _alter_partition
+from ._replica_fetchers import ReplicaFetcherManager
 from ._zk_apis import ZkControllerChannel, ZkKafkaApis
 from ._zk_controller_shell import ZkControllerShell
 from ._zk_metadata import ZkBrokerMetadata
@@ -144,54 +136,17 @@ class ZkBrokerServer:
         )
         channel = ZkControllerChannel(shell, remote, metadata, listener)
 
-        def topic_settings(topic: str) -> TopicSettings:
-            return TopicSettings(
-                cache.log_config(topic, config.log),
-                cache.min_insync_replicas(topic, settings.min_insync_replicas),
-            )
-
-        async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
-            return await _alter_partition(channel, node_id, metadata.broker_epoch, proposals)
-
-        replica_manager = ReplicaManagerService(
-            ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
-            settings.replica_high_watermark_checkpoint_interval_ms,
-            replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
-            alter_partition=alter_partition,
+        parts = broker_parts(
+            config, log_manager, cache, channel, lambda: metadata.broker_epoch, tracer, rng
         )
-
-        async def allocate_block() -> AllocateProducerIdsResponse:
-            request = AllocateProducerIdsRequest(node_id, metadata.broker_epoch)
-            try:
-                response = await channel.submit(request)
-            except ControllerError as exc:
-                return AllocateProducerIdsResponse(exc.error_code)
-            assert isinstance(response, AllocateProducerIdsResponse)
-            return response
-
-        groups = GroupCoordinatorService(
-            GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
-            ReplicaOffsetsTopic(replica_manager, settings.offsets_commit_timeout_ms),
-        )
-        fetchers = ReplicaFetcherManager(
-            node_id,
-            replica_manager,
-            ReplicaFetchConfig(
-                settings.num_replica_fetchers,
-                settings.replica_fetch_max_bytes,
-                settings.replica_fetch_response_max_bytes,
-                settings.replica_fetch_wait_max_ms,
-                settings.replica_fetch_min_bytes,
-                settings.replica_fetch_backoff_ms,
-            ),
-        )
+        replica_manager, fetchers, groups = parts.replica_manager, parts.fetchers, parts.groups
         apis = ZkKafkaApis(
             config,
             "",
             cache,
             replica_manager,
             channel,
-            ProducerIdManager(allocate_block),
+            parts.producer_ids,
             groups,
             zk_channel=channel,
         )
