@@ -10,8 +10,9 @@ Start-up, in order:
    registration; the znode lives as long as the session, so a broker that dies or is
    cut off past ``zookeeper.session.timeout.ms`` leaves the cluster by itself;
 4. it tries to become the controller (:mod:`._zk_controller_shell`); one broker wins;
-5. from then on it obeys the controller: UpdateMetadata fills the MetadataCache clients
-   are answered from, LeaderAndIsr makes it lead or follow (the same path as KRaft mode,
+5. it serves clients once the controller's first UpdateMetadata has arrived, and from
+   then on obeys the controller: UpdateMetadata fills the MetadataCache clients are
+   answered from, LeaderAndIsr makes it lead or follow (the same path as KRaft mode,
    :mod:`._local_replicas`), StopReplica stops and deletes replicas.
 
 ZooKeeper's events come on one channel: watches go to the controller shell; a session
@@ -104,6 +105,7 @@ class ZkBrokerServer:
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
     _registration_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
+    _first_metadata: trio.Event = attrs.field(init=False, factory=trio.Event)
 
     @property
     def broker_epoch(self) -> int:
@@ -126,7 +128,8 @@ class ZkBrokerServer:
         session = settings.zookeeper_session_timeout_ms / 1000
         zk = ZkClient(hosts, session_timeout=session)
         metadata = ZkBrokerMetadata(node_id)
-        cache = MetadataCache(node_id, metadata.image)
+        # No controller known until the first UpdateMetadata (Kafka's -1, not this broker).
+        cache = MetadataCache(node_id, metadata.image, controller_id=-1)
         listener = config.roles.inter_broker_listener_name or "PLAINTEXT"
         shell = ZkControllerShell(
             node_id, zk, config.controller, listener, tracer, client_id=f"controller-{node_id}"
@@ -197,6 +200,10 @@ class ZkBrokerServer:
                 await self._register()
                 nursery.start_soon(self._zookeeper_events)
                 self.shell.elect()
+                # Ready once the controller has told this broker the cluster: before
+                # that, Metadata would list no broker and no controller, and a client
+                # that asked then might wait long before asking again.
+                await self._first_metadata.wait()
                 host, port = self.bound_address()
                 _logger.info(
                     "minikafka broker %d (ZooKeeper mode, cluster %s) listening on %s:%d",
@@ -328,6 +335,7 @@ class ZkBrokerServer:
         error = self.metadata.update_metadata(request)
         if error is ErrorCode.none:
             self._publish()
+            self._first_metadata.set()
         return umr.UpdateMetadataResponse(error_code=error)
 
     def on_stop_replica(self, request: StopReplica) -> sr.StopReplicaResponse:
