@@ -89,6 +89,14 @@ class Delete:
 
 
 Op = Create | SetData | Check | Delete
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b/c`` -> ``["/a", "/a/b"]``, shallowest first."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: depth + 1]) for depth in range(len(parts))]
+
+
 """One operation of a :meth:`ZkClient.transaction`."""
 
 
@@ -237,11 +245,14 @@ class ZkClient:
         none, raising that one's error (``NodeExistsError``, ``BadVersionError``...)."""
         client = self._client()
         tx = client.transaction()
-        for parent in await self._missing_parents(ops):
-            tx.create(parent, b"")
+        missing = await self._missing_parents(ops)
         for op in ops:
             match op:
-                case Create(path, data, ephemeral):
+                case Create(path, data, ephemeral, parents):
+                    for ancestor in _ancestors(path) if parents else ():
+                        if ancestor in missing:
+                            missing.remove(ancestor)  # created once, just before it is needed
+                            tx.create(ancestor, b"")
                     tx.create(path, data, ephemeral=ephemeral)
                 case SetData(path, data, version):
                     tx.set_data(path, data, version)
@@ -262,19 +273,18 @@ class ZkClient:
 
     async def _missing_parents(self, ops: Sequence[Op]) -> list[str]:
         """The ancestors of ``parents=True`` creates that neither exist nor are created by
-        ``ops``, shallowest first: created in the same transaction. Their existence is
-        asked all at once (kazoo pipelines the requests), one round trip in all."""
+        ``ops``: created in the same transaction. Their existence is asked all at once
+        (kazoo pipelines the requests), one round trip in all."""
         created = {op.path for op in ops if isinstance(op, Create)}
-        wanted: list[str] = []
-        for op in ops:
-            if isinstance(op, Create) and op.parents:
-                parts = op.path.strip("/").split("/")[:-1]
-                for depth in range(1, len(parts) + 1):
-                    ancestor = "/" + "/".join(parts[:depth])
-                    if ancestor not in created and ancestor not in wanted:
-                        wanted.append(ancestor)
+        wanted = {
+            ancestor
+            for op in ops
+            if isinstance(op, Create) and op.parents
+            for ancestor in _ancestors(op.path)
+            if ancestor not in created
+        }
         client = self._client()
-        asked = [(path, client.exists_async(path)) for path in wanted]
+        asked = [(path, client.exists_async(path)) for path in sorted(wanted)]
         return [path for path, result in asked if await self._wait(result) is None]
 
     async def _descendants(self, path: str) -> list[str]:
