@@ -21,7 +21,8 @@ partitions (``--quick``: 200):
 - **failover**: SIGKILL the broker that leads the most partitions (in ZooKeeper mode, the
   controller broker: the controller and the leaders fail together), then time until a
   surviving broker's Metadata shows every partition led by a live broker. Ceiling: the
-  6 s session timeout, before which neither mode may even notice.
+  6 s session timeout both modes wait out (measured from the broker's last heartbeat or
+  ZooKeeper ping, so a kill just after one can be noticed a little sooner than 6 s).
 
 Quoted: each figure with its ceiling and their ratio; one run per case (a 10,000-partition
 cluster takes minutes to build).
