@@ -202,7 +202,7 @@ async def _controller_of(cluster: ProcessCluster) -> int:
 
 def _zookeeper_ceiling(root: Path, partitions: int) -> float:
     """ZooKeeper mode's writes alone: the same znodes, one transaction per topic."""
-    server = ZooKeeperServer(root / "ceiling-zookeeper", free_ports(1)[0])
+    server = ZooKeeperServer(root / f"ceiling-zookeeper-{partitions}", free_ports(1)[0])
     server.start()
 
     async def write() -> float:

@@ -80,7 +80,9 @@ from minikafka.zk import (
     NoNodeError,
     WatchFired,
     ZkClient,
+    read_brokers,
     read_cluster,
+    read_topics,
     try_to_elect,
 )
 
@@ -372,15 +374,23 @@ class ZkControllerShell:
             await self._carry_out(self.core.on_topic_deletion(cluster.deleting))
 
     async def _on_watch(self, core: ZkController, fired: WatchFired) -> None:
-        # ZooKeeper says only that something changed: read it again (re-arming the watches).
-        cluster = await read_cluster(self.zk, watch=True)
+        """ZooKeeper says only that something changed: read it again, re-arming the
+        watch, but only what the event is about (a cluster of 10,000 partitions is not
+        read again for every new topic: Kafka reads the new topics' assignments only)."""
         name = event_name(fired.path, fired.kind)
         if name == "BrokerChange":
-            await self._carry_out(core.on_broker_change(cluster.brokers))
+            await self._carry_out(core.on_broker_change(await read_brokers(self.zk)))
         elif name == "TopicChange":
-            await self._carry_out(core.on_topic_change(cluster.topics))
+            names = await self.zk.get_children(TOPICS, watch=True)
+            wanted = [n for n in names if n not in core.context.topics]
+            changed = fired.path.removeprefix(TOPICS + "/")
+            if fired.path != TOPICS and changed in names and changed not in wanted:
+                wanted.append(changed)  # an assignment rewritten: partitions added
+            read = await read_topics(self.zk, wanted, watch=True)
+            await self._carry_out(core.on_topic_change({**core.context.topics, **read}))
         elif name == "TopicDeletion":
-            await self._carry_out(core.on_topic_deletion(cluster.deleting))
+            listed = await self.zk.get_children(DELETE_TOPICS, watch=True)
+            await self._carry_out(core.on_topic_deletion(listed))
 
     # --- becoming the controller, and stopping --------------------------------------------------
 

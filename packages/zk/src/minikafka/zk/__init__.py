@@ -25,7 +25,9 @@ from ._client import ZkClient as ZkClient
 from ._client import ZkEvent as ZkEvent
 from ._cluster import LiveBroker as LiveBroker
 from ._cluster import ZkCluster as ZkCluster
+from ._cluster import read_brokers as read_brokers
 from ._cluster import read_cluster as read_cluster
+from ._cluster import read_topics as read_topics
 from ._election import Elected as Elected
 from ._election import Lost as Lost
 from ._election import active_controller as active_controller

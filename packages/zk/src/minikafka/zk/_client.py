@@ -215,6 +215,28 @@ class ZkClient:
         data, stat = await self._call(client.get_async, path, self._watch if watch else None)
         return bytes(data or b""), Stat.of(stat)
 
+    async def get_many(
+        self, paths: Sequence[str], *, watch: bool = False, chunk: int = 500
+    ) -> dict[str, tuple[bytes, Stat] | None]:
+        """Many reads at once: kazoo pipelines up to ``chunk`` requests before the first
+        answer is awaited, so reading a whole cluster costs a few round trips, not one
+        per znode (Kafka's controller reads the same way). A missing znode is None."""
+        client = self._client()
+        found: dict[str, tuple[bytes, Stat] | None] = {}
+        for start in range(0, len(paths), chunk):
+            asked = [
+                (path, client.get_async(path, self._watch if watch else None))
+                for path in paths[start : start + chunk]
+            ]
+            for path, result in asked:
+                try:
+                    data, stat = await self._wait(result)
+                except NoNodeError:
+                    found[path] = None
+                    continue
+                found[path] = (bytes(data or b""), Stat.of(stat))
+        return found
+
     async def exists(self, path: str, *, watch: bool = False) -> Stat | None:
         """The stat, or None; with ``watch``, hear when it is created, changed or deleted."""
         client = self._client()

@@ -12,10 +12,9 @@ queue: a broker joining or leaving, a topic created or deleted, partitions added
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import attrs
-from kazoo.exceptions import NoNodeError
 
 from ._client import ZkClient
 from ._znodes import (
@@ -52,32 +51,47 @@ async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
     (the broker list, the topic list, each topic's assignment, the deletion list)."""
     for path in (BROKER_IDS, TOPICS, DELETE_TOPICS):
         await client.ensure_path(path)
-    brokers: dict[int, LiveBroker] = {}
-    for child in await client.get_children(BROKER_IDS, watch=watch):
-        try:
-            data, stat = await client.get(broker_path(int(child)))
-        except NoNodeError:
-            continue  # its session ended between the two reads
-        registration = BrokerRegistration.decode(int(child), data)
-        brokers[registration.broker_id] = LiveBroker(registration, stat.created_zxid)
-    topics: dict[str, TopicAssignment] = {}
+    brokers = await read_brokers(client, watch=watch)
+    names = await client.get_children(TOPICS, watch=watch)
+    topics = await read_topics(client, names, watch=watch)
+    paths = {
+        (topic, p): partition_state_path(topic, p)
+        for topic, assignment in topics.items()
+        for p in sorted(assignment.partitions)
+    }
+    states = await client.get_many(list(paths.values()))
     partitions: dict[tuple[str, int], tuple[PartitionState, int] | None] = {}
-    for topic in await client.get_children(TOPICS, watch=watch):
-        try:
-            data, _ = await client.get(topic_path(topic), watch=watch)
-        except NoNodeError:
-            continue
-        assignment = TopicAssignment.decode(topic, data)
-        topics[topic] = assignment
-        for partition in sorted(assignment.partitions):
-            try:
-                raw, stat = await client.get(partition_state_path(topic, partition))
-            except NoNodeError:
-                partitions[(topic, partition)] = None
-                continue
-            partitions[(topic, partition)] = (
-                PartitionState.decode(topic, partition, raw),
-                stat.version,
-            )
+    for (topic, p), path in paths.items():
+        found = states[path]
+        partitions[(topic, p)] = (
+            None if found is None else (PartitionState.decode(topic, p, found[0]), found[1].version)
+        )
     deleting = frozenset(await client.get_children(DELETE_TOPICS, watch=watch))
     return ZkCluster(brokers, topics, partitions, deleting)
+
+
+async def read_brokers(client: ZkClient, *, watch: bool = True) -> dict[int, LiveBroker]:
+    """Every registered broker, with its epoch (the czxid of its registration)."""
+    children = await client.get_children(BROKER_IDS, watch=watch)
+    found = await client.get_many([broker_path(int(c)) for c in children if c.isdigit()])
+    brokers: dict[int, LiveBroker] = {}
+    for child in children:
+        read = found.get(broker_path(int(child))) if child.isdigit() else None
+        if read is None:
+            continue  # its session ended between the two reads
+        registration = BrokerRegistration.decode(int(child), read[0])
+        brokers[registration.broker_id] = LiveBroker(registration, read[1].created_zxid)
+    return brokers
+
+
+async def read_topics(
+    client: ZkClient, names: Iterable[str], *, watch: bool = True
+) -> dict[str, TopicAssignment]:
+    """The assignments of ``names`` (those still there), each with its watch."""
+    wanted = list(names)
+    found = await client.get_many([topic_path(t) for t in wanted], watch=watch)
+    return {
+        t: TopicAssignment.decode(t, read[0])
+        for t in wanted
+        if (read := found[topic_path(t)]) is not None
+    }
