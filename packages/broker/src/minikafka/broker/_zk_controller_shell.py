@@ -13,8 +13,10 @@ shell keeps Kafka's shape:
 - **an election** whenever ``/controller`` is free: the winner reads the cluster from
   ZooKeeper (setting every watch), builds the core, and carries out what taking over
   asks; the losers watch ``/controller`` and try again when it goes;
-- **the writes of an event in one transaction**, guarded by a check that
-  ``/controller_epoch`` still has the version this controller wrote when it won. If
+- **the writes of an event in one transaction** (or several of at most
+  :data:`MAX_OPS`, for an event that moves thousands of partitions), each guarded by a
+  check that ``/controller_epoch`` still has the version this controller wrote when it
+  won. If
   another controller has been elected meanwhile the check fails, nothing is written, and
   this one resigns: the fence that keeps a zombie controller from changing ZooKeeper
   (brokers fence its requests with STALE_CONTROLLER_EPOCH);
@@ -92,6 +94,9 @@ _logger = logging.getLogger("minikafka.broker.zk_controller")
 _RETRY_S = 0.2
 """How soon a request to a broker that did not answer is sent again."""
 ADMIN_WAIT_S = 20.0
+MAX_OPS = 1000
+"""The most ZooKeeper writes in one transaction (each about 200 bytes: well under the 1 MB
+ZooKeeper accepts in one request)."""
 """How long CreateTopics and DeleteTopics wait for the controller to finish the job
 (Kafka's request ``timeout``, which the controller's requests do not carry here)."""
 
@@ -456,11 +461,15 @@ class ZkControllerShell:
     # --- carrying out what the core decided -------------------------------------------------------
 
     async def _carry_out(self, result: ZkControllerResult) -> None:
-        if result.writes:
+        # At most MAX_OPS writes a transaction: ZooKeeper refuses a request over
+        # jute.maxbuffer (1 MB), and a failover of thousands of partitions writes each
+        # one's state. Every chunk carries the epoch check; Kafka, too, fences each write
+        # and not a whole event at once.
+        writes = result.writes
+        for start in range(0, len(writes), MAX_OPS):
+            chunk = writes[start : start + MAX_OPS]
             try:
-                await self.zk.transaction(
-                    [Check(CONTROLLER_EPOCH, self._epoch_version), *result.writes]
-                )
+                await self.zk.transaction([Check(CONTROLLER_EPOCH, self._epoch_version), *chunk])
             except (BadVersionError, NodeExistsError, NoNodeError) as exc:
                 # The epoch check failed (another controller was elected), or a znode is
                 # not as this controller left it (another controller wrote it).
