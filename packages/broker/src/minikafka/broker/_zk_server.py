@@ -34,6 +34,7 @@ import random
 import attrs
 import trio
 from kazoo.exceptions import ConnectionLoss, KazooException
+from kazoo.handlers.threading import KazooTimeoutError
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError
@@ -183,7 +184,14 @@ class ZkBrokerServer:
             settings.zookeeper_connection_timeout_ms or settings.zookeeper_session_timeout_ms
         )
         try:
-            await self.zk.connect(connect_timeout=connect_ms / 1000)
+            try:
+                await self.zk.connect(connect_timeout=connect_ms / 1000)
+            except KazooTimeoutError:
+                # The user's to fix (a server down, a wrong address): one line, no traceback.
+                raise ConnectionError(
+                    f"no ZooKeeper answered at {ZOOKEEPER_CONNECT}={self.zk.hosts} "
+                    f"within {connect_ms / 1000:.0f} s"
+                ) from None
             self.cluster_id = await _cluster_id(self.zk)
             self.apis.cluster_id = self.cluster_id
             self.channel.remote.cluster_id = self.cluster_id
