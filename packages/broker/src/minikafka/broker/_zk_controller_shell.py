@@ -231,7 +231,8 @@ class ZkControllerShell:
             raise answer
         if answer is None:
             raise ControllerError(ErrorCode.unknown_server_error)
-        if isinstance(answer, CreateTopicsResponse) and not request_validate_only(request):
+        validate_only = isinstance(request, CreateTopicsRequest) and request.validate_only
+        if isinstance(answer, CreateTopicsResponse) and not validate_only:
             created = {t.name for t in answer.topics if t.error_code is ErrorCode.none}
             late = await self._wait_for(created, lambda core, name: _created(core, name))
             answer = CreateTopicsResponse(
@@ -553,10 +554,6 @@ def _fail(event: _Event, error: ErrorCode) -> None:
     if isinstance(event, _Submit | _Shutdown):
         with contextlib.suppress(trio.WouldBlock):
             event.reply.send_nowait(ControllerError(error))
-
-
-def request_validate_only(request: ControllerRequest) -> bool:
-    return bool(getattr(request, "validate_only", False))
 
 
 T = TypeVar("T", CreatableTopicResult, DeletableTopicResult)

@@ -34,6 +34,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 from minikafka.controller import (
+    EPOCH_DURING_DELETE,
     LEADER_DURING_DELETE,
     BrokerEndpoint,
     BrokerRegistration,
@@ -49,7 +50,6 @@ from minikafka.replication import PartitionState
 
 NO_EPOCH = -1
 """A partition's leader epoch in StopReplica when the controller does not know it."""
-EPOCH_DURING_DELETE = -2
 
 
 @attrs.frozen

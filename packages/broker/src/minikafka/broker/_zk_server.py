@@ -108,10 +108,6 @@ class ZkBrokerServer:
     _registration_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _first_metadata: trio.Event = attrs.field(init=False, factory=trio.Event)
 
-    @property
-    def broker_epoch(self) -> int:
-        return self.metadata.broker_epoch
-
     @classmethod
     def open(
         cls, config: KafkaConfig, rng: random.Random | None = None, tracer: Tracer | None = None
