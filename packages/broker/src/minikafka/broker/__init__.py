@@ -6,6 +6,8 @@ network layer, the log, the controller's quorum and the ReplicaManager, and the
 ``minikafka`` command.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._apis import KafkaApis as KafkaApis
 from ._config import BrokerSettings as BrokerSettings
 from ._config import KafkaConfig as KafkaConfig

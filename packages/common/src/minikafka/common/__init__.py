@@ -11,8 +11,13 @@
 - :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
   ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
 - :func:`subcommand_parser`: the argparse preamble of every ``python -m minikafka.<package>``.
+
+Importing it first thing in a program leaves out hypothesis, which kio would otherwise
+load (``_program.py`` says why): this package is imported before kio by every package
+that can run as a program.
 """
 
+from . import _program as _program  # first, before kio: it runs leave_out_hypothesis()
 from ._acks import Acks as Acks
 from ._cli import subcommand_parser as subcommand_parser
 from ._config_def import ConfigDef as ConfigDef

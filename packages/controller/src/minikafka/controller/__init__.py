@@ -6,6 +6,8 @@ id blocks (KIP-730), the partition and replica state machines, and a single-vote
 the log package.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._assign_cmd import render_assignment_table as render_assignment_table
 from ._config import CONTROLLER_CONFIG as CONTROLLER_CONFIG
 from ._config import MIN_INSYNC as MIN_INSYNC

@@ -16,6 +16,8 @@ consumer protocol's codecs) and ``simulate`` (the simulator). This module re-exp
 public names.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from .assignors._assignor import NO_GENERATION as NO_GENERATION
 from .assignors._assignor import Assignment as Assignment
 from .assignors._assignor import PartitionAssignor as PartitionAssignor

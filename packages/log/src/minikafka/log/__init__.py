@@ -7,6 +7,8 @@ leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98; the Lo
 with Kafka's checkpoint files.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._batch import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
 from ._batch import CompressionType as CompressionType
 from ._batch import CorruptRecordError as CorruptRecordError

@@ -5,6 +5,8 @@ the trio Reactor (Acceptor, Processors, RequestChannel, handler pool) with Kafka
 per-connection ordering, zero-copy file regions, and the client-side NetworkClient.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._api_keys import ApiKey as ApiKey
 from ._api_spec import ApiSpec as ApiSpec
 from ._api_spec import ApiTable as ApiTable

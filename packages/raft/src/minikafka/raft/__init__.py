@@ -7,6 +7,8 @@ of controllers). :class:`RaftNode` is one voter or observer; :mod:`._simulator` 
 whole quorums in virtual time under faults and checks Raft's invariants after every step.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._config import QUORUM_CONFIG as QUORUM_CONFIG
 from ._config import RaftConfig as RaftConfig
 from ._describe import QuorumInfo as QuorumInfo

@@ -11,6 +11,8 @@ are returned as values); :class:`ReplicaManagerService` is the trio shell that o
 clock, the timers and the sending of answers.
 """
 
+import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
 from ._callbacks import FetchCallback as FetchCallback
 from ._callbacks import ProduceCallback as ProduceCallback
 from ._callbacks import ResponseCallbacks as ResponseCallbacks
