@@ -21,6 +21,11 @@ acknowledged produces must cover one contiguous range of offsets).
   take 1 MiB off a loopback socket in trio. The requests are written with one
   ``sendmsg`` each of their first 12 bytes (size, API key and version, correlation id)
   and the rest, shared, so that hundreds of them need no copy of a megabyte apiece.
+- ``large kept``: the same requests against a second ceiling, ``bench.sink_server
+  --append-to FILE``, which also appends every frame to a file (one ``write`` each, to
+  the page cache, as the broker's log does); it gets as many requests as the broker,
+  since the machine's page cache, not the loopback, is its limit. The broker's figure
+  is measured again beside it.
 
 Each ceiling gets ten times the broker's requests, since it is far faster: its run must
 last long enough to time and to read CPU use from 10 ms ticks.
@@ -78,6 +83,8 @@ REPEATS = 3
 """Runs of each scenario on each server (``--quick``: one); the median run is quoted."""
 ECHO_ARGV = (sys.executable, "-m", "bench.echo_server", "--port", "0")
 SINK_ARGV = (sys.executable, "-m", "bench.sink_server", "--port", "0")
+SCRATCH_FILE = "{scratch}/sink.log"
+"""Where the appending sink writes: in the run's scratch directory, beside the broker's."""
 LARGE_BATCH_LIMIT = 1024 * 1024
 BUSY_MACHINE_PERCENT = 20.0
 SMALL_GOAL_REQ_S = 25_000.0
@@ -137,6 +144,21 @@ def scenarios(quick: bool) -> list[Scenario]:
             ceiling="ceiling (bench.sink_server)",
             ceiling_argv=SINK_ARGV,
             goal=f">= {LARGE_GOAL_RATIO}x the ceiling",
+        ),
+        Scenario(
+            name="large kept",
+            title="large produce, against a sink that appends each frame to a file",
+            topic="bench-large-kept-produce",
+            records_per_request=0,
+            connections=1,
+            per_group=1,
+            window=4,
+            warmup=8,
+            requests=48 if quick else 512,
+            ceiling_requests=48 if quick else 512,
+            ceiling="ceiling (bench.sink_server --append-to)",
+            ceiling_argv=(*SINK_ARGV, "--append-to", SCRATCH_FILE),
+            goal="(no goal: where the page cache puts the ceiling)",
         ),
     ]
 
@@ -230,7 +252,11 @@ def _median_run(runs: Sequence[Measurement]) -> Measurement:
 
 
 def _run_scenario(
-    broker: ServerProcess, scenario: Scenario, repeats: int, server_cpus: set[int] | None
+    broker: ServerProcess,
+    scenario: Scenario,
+    repeats: int,
+    server_cpus: set[int] | None,
+    scratch: str,
 ) -> Outcome:
     records = 1 if scenario.name == "small" else 0
     batch = record_batch(1) if records else batch_of_about(LARGE_BATCH_LIMIT)
@@ -242,7 +268,8 @@ def _run_scenario(
     first = trio.run(learn_produce_check, broker.host, broker.port, frames, scenario.topic)
     check = ProduceCheck.learn(first, scenario.topic)
     response_bytes = len(first) + 4
-    argv = (*scenario.ceiling_argv, "--response-bytes", str(response_bytes))
+    ceiling_argv = [a.replace("{scratch}", scratch) for a in scenario.ceiling_argv]
+    argv = (*ceiling_argv, "--response-bytes", str(response_bytes))
     broker_runs: list[Measurement] = []
     ceiling_runs: list[Measurement] = []
     with spawned_server(argv, server_cpus) as ceiling:
@@ -287,13 +314,18 @@ def run(quick: bool = False) -> Report:
         tempfile.TemporaryDirectory(prefix="minikafka-bench-produce-") as scratch,
         spawned_broker(Path(scratch) / "data", pinning.servers) as broker,
     ):
-        outcomes = [_run_scenario(broker, s, repeats, pinning.servers) for s in scenarios(quick)]
+        outcomes = [
+            _run_scenario(broker, s, repeats, pinning.servers, scratch) for s in scenarios(quick)
+        ]
     document: dict[str, object] = {
         **report_header(NAME, __doc__, quick, repeats, started, clock),
         "servers": {
             "broker": " ".join(["python", *broker_argv(Path("<scratch>/data"))[1:]]),
             "echo": " ".join(["python", *ECHO_ARGV[1:], "--response-bytes", "N"]),
             "sink": " ".join(["python", *SINK_ARGV[1:], "--response-bytes", "N"]),
+            "sink, appending": " ".join(
+                ["python", *SINK_ARGV[1:], "--append-to", SCRATCH_FILE, "--response-bytes", "N"]
+            ),
         },
         "cpu_pinning": pinning.document,
         "machine": machine_facts(),

@@ -10,7 +10,17 @@ and warm-up stay out of the profile:
 - ``reactor latency``: the Reactor, 1 connection, one ApiVersions v3 at a time;
 - ``reactor pipelined``: the Reactor, 16 connections x 32 Metadata v9 in flight;
 - ``broker produce``: the broker, 4 connections x 32 Produce v8 in flight, each one
-  100-byte record, acks=1, to one partition (frames built before the clock starts).
+  100-byte record, acks=1, to one partition (frames built before the clock starts);
+- ``broker large produce``: the broker, 1 connection x 4 Produce v8 in flight, each one
+  uncompressed batch of 9,362 100-byte records (1 MiB, as ``broker_produce``'s large
+  scenario), acks=1. Its figures are per request, that is per MiB.
+
+With ``--allocations`` each workload runs a third time on a fresh server under memray's
+``Tracker`` (``--serve-memray``, started and stopped by the same signals), which records
+every allocation, the Python allocator's included: the allocations per request, each
+given to the hop of the innermost frame of its stack that has one. The two Reactor
+workloads are also run against ``bench.echo_server`` (``--serve-memray OUT echo``), the
+least a server allocates to answer the same frames.
 
 Each workload runs twice on one server: first unprofiled (the server's CPU time per
 request, from ``/proc``), then profiled. Every function's own time (cProfile's tottime)
@@ -34,7 +44,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -169,8 +179,11 @@ def attribute(stats: Mapping[Any, Any]) -> dict[str, float]:
 # --- the server side ----------------------------------------------------------------
 
 
+SERVERS = {"net": "minikafka.net", "broker": "minikafka.broker", "echo": "bench.echo_server"}
+
+
 def serve(out: Path, target: str, args: Sequence[str]) -> None:
-    """Run ``python -m minikafka.<target> ARGS`` here, profiled between SIGUSR1 and SIGUSR2."""
+    """Run ``python -m <SERVERS[target]> ARGS`` here, profiled between SIGUSR1 and SIGUSR2."""
     profiler = cProfile.Profile()
 
     def start(_signum: int, _frame: object) -> None:
@@ -181,17 +194,45 @@ def serve(out: Path, target: str, args: Sequence[str]) -> None:
         profiler.dump_stats(str(out) + ".part")
         os.replace(str(out) + ".part", out)
 
+    _run_server(target, args, start, stop)
+
+
+def serve_memray(out: Path, target: str, args: Sequence[str]) -> None:
+    """As :func:`serve`, but recording every allocation between the signals with memray."""
+    import memray  # only here: the Tracker is the allocation counter's instrument
+
+    part = Path(str(out) + ".part")
+    # Uncompressed: the capture is read once, right away, and compressing it failed here.
+    destination = memray.FileDestination(part, overwrite=True, compress_on_exit=False)
+    tracker = memray.Tracker(destination=destination, trace_python_allocators=True)
+
+    def start(_signum: int, _frame: object) -> None:
+        tracker.__enter__()
+
+    def stop(_signum: int, _frame: object) -> None:
+        tracker.__exit__(None, None, None)
+        os.replace(part, out)
+
+    _run_server(target, args, start, stop)
+
+
+_Handler = Callable[[int, Any], None]
+
+
+def _run_server(target: str, args: Sequence[str], start: _Handler, stop: _Handler) -> None:
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
-    module = {"net": "minikafka.net", "broker": "minikafka.broker"}[target]
+    module = SERVERS[target]
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 @contextmanager
-def _spawn(target: str, args: Sequence[str], profile: Path) -> Iterator[ServerProcess]:
-    """The server under ``--serve``, stopped with SIGTERM, which writes ``profile``."""
-    argv = [sys.executable, "-m", "bench.profile_request_path", "--serve", str(profile)]
+def _spawn(
+    target: str, args: Sequence[str], profile: Path, harness: str = "--serve"
+) -> Iterator[ServerProcess]:
+    """The server under ``harness``, stopped with SIGTERM; SIGUSR2 writes ``profile``."""
+    argv = [sys.executable, "-m", "bench.profile_request_path", harness, str(profile)]
     with spawned_server(
         [*argv, target, *args], start_timeout=60.0, ready=_READY, stop_timeout=30.0
     ) as server:
@@ -201,9 +242,13 @@ def _spawn(target: str, args: Sequence[str], profile: Path) -> Iterator[ServerPr
 # --- the client side ----------------------------------------------------------------
 
 
-def produce_request() -> ProduceRequest:
-    """One 100-byte record, acks=1, partition 0 of ``TOPIC``."""
-    records = make_records([(None, b"x" * 100)], timestamp_ms=int(time.time() * 1000))
+LARGE_RECORDS = 9_362
+"""100-byte records in a large produce's one batch: a 1 MiB frame, as ``broker_produce``."""
+
+
+def produce_request(count: int = 1) -> ProduceRequest:
+    """``count`` 100-byte records in one batch, acks=1, partition 0 of ``TOPIC``."""
+    records = make_records([(None, b"x" * 100)] * count, timestamp_ms=int(time.time() * 1000))
     return ProduceRequest(
         transactional_id=None,
         acks=i16(1),
@@ -292,6 +337,14 @@ class Profiled:
         return self.hop_seconds[hop] / sum(self.hop_seconds.values())
 
 
+def _wait_for(path: Path, server: ServerProcess) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():  # the server writes it between two of its turns
+        if time.monotonic() > deadline:
+            raise BenchError(f"the server wrote no profile:\n{''.join(server.output[-20:])}")
+        time.sleep(0.1)
+
+
 def _profile(
     name: str, target: str, args: Sequence[str], scenario: Scenario, scratch: Path
 ) -> Profiled:
@@ -302,11 +355,7 @@ def _profile(
             trio.run(_prepare_topic, server.host, server.port)
         requests, cpu = trio.run(_drive, server, scenario, None)
         profiled, _cpu = trio.run(_drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2))
-        deadline = time.monotonic() + 60
-        while not path.exists():  # the server writes it between two of its turns
-            if time.monotonic() > deadline:
-                raise BenchError(f"the server wrote no profile:\n{''.join(server.output[-20:])}")
-            time.sleep(0.1)
+        _wait_for(path, server)
     stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
     hops = attribute(stats)
     return Profiled(
@@ -316,6 +365,98 @@ def _profile(
         profiled_us_per_request=sum(hops.values()) / profiled * 1e6,
         hop_seconds=hops,
     )
+
+
+ALLOCATION_REQUESTS = 2_048
+"""Requests recorded per workload under memray (``--quick``: 256): it records every
+allocation, so a few thousand requests give the count without a file of gigabytes."""
+
+
+@attrs.frozen
+class Allocations:
+    name: str
+    requests: int
+    by_hop: dict[str, float]
+    """Allocations per request, by the hop that made them."""
+    echo_per_request: float | None
+    """``bench.echo_server``'s allocations per request on the same workload, if run."""
+
+    @property
+    def per_request(self) -> float:
+        return sum(self.by_hop.values())
+
+
+def count_allocations(path: Path) -> dict[str, int]:
+    """Allocations in a memray capture, by hop (frees and unmaps are not allocations)."""
+    import memray
+
+    frees = {
+        memray.AllocatorType.FREE,
+        memray.AllocatorType.PYMALLOC_FREE,
+        memray.AllocatorType.MUNMAP,
+    }
+    counts = dict.fromkeys(HOPS, 0)
+    for record in memray.FileReader(path).get_allocation_records():
+        if record.allocator in frees:
+            continue
+        counts[_stack_hop(record.stack_trace(max_stacks=24))] += record.n_allocations
+    return counts
+
+
+def _stack_hop(frames: Sequence[tuple[str, str, int]]) -> str:
+    """The hop of the innermost frame (memray's ``(function, file, line)``) that has one."""
+    for function, path, line in frames:
+        hop = _own_hop((path, line, function))
+        if hop and hop != "idle":
+            return hop
+    return "other"
+
+
+def _count(
+    name: str, target: str, args: Sequence[str], scenario: Scenario, scratch: Path, quick: bool
+) -> tuple[int, dict[str, int]]:
+    """Run ``scenario`` under memray on a fresh server: (requests, allocations by hop)."""
+    per_round = scenario.connections * scenario.in_flight
+    budget = min(256 if quick else ALLOCATION_REQUESTS, scenario.requests(scenario.rounds))
+    scenario = attrs.evolve(scenario, rounds=max(1, budget // per_round))
+    path = scratch / f"{name.replace(' ', '_')}.{target}.memray"
+    path.unlink(missing_ok=True)
+    with _spawn(target, args, path, "--serve-memray") as server:
+        if target == "broker":
+            trio.run(_prepare_topic, server.host, server.port)
+        requests, _cpu = trio.run(_drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2))
+        _wait_for(path, server)
+    return requests, count_allocations(path)
+
+
+def _allocations(
+    name: str, target: str, args: Sequence[str], scenario: Scenario, scratch: Path, quick: bool
+) -> Allocations:
+    requests, counts = _count(name, target, args, scenario, scratch, quick)
+    echo: float | None = None
+    if target == "net":  # the Reactor's workloads have a ceiling that frames the same bytes
+        echo_requests, echo_counts = _count(name, "echo", ["--port", "0"], scenario, scratch, quick)
+        echo = sum(echo_counts.values()) / echo_requests
+    return Allocations(
+        name=name,
+        requests=requests,
+        by_hop={hop: n / requests for hop, n in counts.items()},
+        echo_per_request=echo,
+    )
+
+
+def allocation_table(results: Sequence[Allocations]) -> str:
+    header = ["hop", *[f"{r.name} allocations/req" for r in results]]
+    rows = [[hop, *[f"{r.by_hop[hop]:.1f}" for r in results]] for hop in HOPS]
+    rows.append(["total", *[f"{r.per_request:.1f}" for r in results]])
+    rows.append(
+        [
+            "ceiling (bench.echo_server)",
+            *["-" if r.echo_per_request is None else f"{r.echo_per_request:.1f}" for r in results],
+        ]
+    )
+    rows.append(["requests", *[f"{r.requests:,}" for r in results]])
+    return markdown_table(header, rows)
 
 
 def workloads(quick: bool, data_dir: Path) -> list[tuple[str, str, list[str], Scenario]]:
@@ -338,10 +479,21 @@ def workloads(quick: bool, data_dir: Path) -> list[tuple[str, str, list[str], Sc
         rounds=5 if quick else 60,
         ceiling_rounds=0,
     )
+    large = Scenario(
+        name="large produce",
+        title="broker large produce: 1 conn x 4 in flight, 1 MiB batch of 100 B records, acks=1",
+        body=produce_request(LARGE_RECORDS),
+        connections=1,
+        in_flight=4,
+        warmup_rounds=2 if quick else 5,
+        rounds=3 if quick else 40,  # every write is built beforehand: 4 MiB a round
+        ceiling_rounds=0,
+    )
     return [
         ("reactor latency", "net", net, attrs.evolve(latency, rounds=latency.rounds // 2)),
         ("reactor pipelined", "net", net, attrs.evolve(pipelined, rounds=pipelined.rounds // 2)),
         ("broker produce", "broker", broker, produce),
+        ("broker large produce", "broker", broker, large),
     ]
 
 
@@ -374,11 +526,25 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--serve"]:
         serve(Path(args[1]), args[2], args[3:])
         return 0
+    if args[:1] == ["--serve-memray"]:
+        serve_memray(Path(args[1]), args[2], args[3:])
+        return 0
     parser = argparse.ArgumentParser(
         prog="python -m bench.profile_request_path", description=__doc__
     )
     parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
     parser.add_argument("--keep", type=Path, help="keep the .prof files in this directory")
+    parser.add_argument(
+        "--allocations",
+        action="store_true",
+        help="also count each workload's allocations per request under memray",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="WORKLOAD",
+        help='profile only this workload (repeatable), e.g. --only "broker large produce"',
+    )
     options = parser.parse_args(args)
     with tempfile.TemporaryDirectory(prefix="minikafka-profile-") as tmp:
         scratch = options.keep or Path(tmp)
@@ -387,8 +553,19 @@ def main(argv: list[str] | None = None) -> int:
         results = [
             _profile(name, target, server_args, scenario, scratch)
             for name, target, server_args, scenario in workloads(options.quick, data_dir)
+            if not options.only or name in options.only
+        ]
+        if not results:
+            parser.error(f"no workload is named {options.only}")
+        counted = [
+            _allocations(name, target, server_args, scenario, scratch, options.quick)
+            for name, target, server_args, scenario in workloads(options.quick, data_dir)
+            if options.allocations and (not options.only or name in options.only)
         ]
     print(table(results))
+    if counted:
+        print()
+        print(allocation_table(counted))
     return 0
 
 

@@ -13,12 +13,23 @@ that on the produce path (the Processor's reads and memory pool, decoding the re
 the record batch checks, appending to the log, the response) is the gap between the two.
 ``bench.echo_server`` is the small-request ceiling; this one is for large frames, where
 its copy of every received chunk into a growing buffer would be part of the figure.
+
+``--append-to FILE`` makes it a second ceiling, one that also keeps the bytes: after
+reading a frame it appends the frame to ``FILE`` with one ``write`` (``O_APPEND``, no
+fsync: the page cache, as the broker's log with its default flush settings), before
+answering. The broker writes each batch it accepts the same way, so the gap between the
+two sinks is what the machine charges for putting a megabyte into the page cache, and
+the gap between this one and the broker is what minikafka adds to it.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
+import os
 import struct
 import sys
+from pathlib import Path
 
 import trio
 
@@ -41,13 +52,16 @@ async def _read_exactly(sock: trio.socket.SocketType, view: memoryview) -> bool:
     return True
 
 
-async def answer_frames(stream: trio.SocketStream, response_bytes: int) -> None:
-    """Serve one connection until the peer closes it."""
+async def answer_frames(
+    stream: trio.SocketStream, response_bytes: int, append_to: Path | None = None
+) -> None:
+    """Serve one connection until the peer closes it, appending frames to ``append_to``."""
     prefix = SIZE_PREFIX.pack(response_bytes - SIZE_PREFIX.size)
     padding = bytes(response_bytes - MIN_RESPONSE_BYTES)
     head = bytearray(SIZE_PREFIX.size)
     body = bytearray(1 << 20)  # grown to the largest frame seen, then reused
     sock = stream.socket
+    fd = -1 if append_to is None else os.open(append_to, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     async with stream:
         try:
             while await _read_exactly(sock, memoryview(head)):
@@ -56,17 +70,33 @@ async def answer_frames(stream: trio.SocketStream, response_bytes: int) -> None:
                     return  # not a Kafka request: drop the connection, as a broker would
                 if size > len(body):
                     body = bytearray(size)
-                if not await _read_exactly(sock, memoryview(body)[:size]):
+                frame = memoryview(body)[:size]
+                if not await _read_exactly(sock, frame):
                     return
+                if fd >= 0:
+                    _write_all(fd, frame)
                 correlation = body[CORRELATION_OFFSET : CORRELATION_OFFSET + 4]
                 await stream.send_all(prefix + correlation + padding)
         except (trio.BrokenResourceError, ConnectionError):
             return
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def main(argv: list[str] | None = None) -> int:
-    # The listener, signals and command line are the echo server's; only the answer differs.
-    return echo_server.main(argv, answer_frames, "bench.sink_server", __doc__)
+    # The listener, signals and the rest of the command line are the echo server's; only
+    # the answer (and where it may append) differs.
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--append-to", type=Path)
+    own, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    answer = functools.partial(answer_frames, append_to=own.append_to)
+    return echo_server.main(rest, answer, "bench.sink_server", __doc__)
 
 
 if __name__ == "__main__":

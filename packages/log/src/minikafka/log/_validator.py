@@ -266,11 +266,11 @@ def assign_offsets(
     offset = next_offset
     for position, header in batches:
         write_offset_and_epoch(buf, position, offset, leader_epoch)
-        if log_append_time_ms is None:
-            new = attrs.evolve(header, base_offset=offset, partition_leader_epoch=leader_epoch)
-        else:
-            set_log_append_time(buf, position, header, log_append_time_ms)
-            new = RecordBatchHeader.read(buf, position)  # attributes, timestamp and CRC moved
+        if log_append_time_ms is not None:
+            set_log_append_time(buf, position, header, log_append_time_ms)  # CRC moves too
+        # Read back rather than copied with the new values: one struct call is cheaper
+        # than attrs.evolve on every append, and it is the header as it will be stored.
+        new = RecordBatchHeader.read(buf, position)
         assigned.append((position, new))
         offset = new.next_offset
     return assigned, append_info(assigned, log_append_time_ms)

@@ -78,27 +78,44 @@ class _FieldPlan:
     nullable_items: bool
     """An array's elements may be null (a string array's ``str | None``)."""
     name: str
+    item_size: int
+    """Bytes of one element if it is a fixed-size primitive (an ``int32`` or an array of
+    them), else 0: such an array is skipped in one step, whatever its count."""
+
+
+_Step = _FieldPlan | int
+"""A schema's walk: a field to follow, or a run of fixed-size fields to skip at once."""
 
 
 @cache
-def _plan(schema: type[Entity]) -> tuple[tuple[_FieldPlan, ...], bool]:
-    plans = []
+def _plan(schema: type[Entity]) -> tuple[tuple[_Step, ...], bool]:
+    """The steps for ``schema``, with every run of fixed-size fields merged into one
+    number of bytes (a request header's ``acks`` and ``timeout_ms`` are one skip of 6):
+    the walk is on every request's path, so it makes as few steps as it can."""
+    steps: list[_Step] = []
     for field in dataclasses.fields(schema):
         if get_field_tag(field) is not None:
             continue  # tagged fields are skipped by size in the tagged section
         kind = classify_field(field)
         entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
-        plans.append(
-            _FieldPlan(
-                kafka_type="" if entity else get_schema_field_type(field),
-                entity=entity,
-                is_array=kind.is_array,
-                nullable=_admits_none(field.type),
-                nullable_items=kind.is_array and _admits_none(_item_type(field.type)),
-                name=f"{schema.__name__}.{field.name}",
-            )
+        kafka_type = "" if entity else get_schema_field_type(field)
+        plan = _FieldPlan(
+            kafka_type=kafka_type,
+            entity=entity,
+            is_array=kind.is_array,
+            nullable=_admits_none(field.type),
+            nullable_items=kind.is_array and _admits_none(_item_type(field.type)),
+            name=f"{schema.__name__}.{field.name}",
+            item_size=_FIXED_SIZES.get(kafka_type, 0),
         )
-    return tuple(plans), bool(schema.__flexible__)
+        if plan.item_size and not plan.is_array:
+            if steps and isinstance(steps[-1], int):
+                steps[-1] += plan.item_size
+            else:
+                steps.append(plan.item_size)
+        else:
+            steps.append(plan)
+    return tuple(steps), bool(schema.__flexible__)
 
 
 def _admits_none(annotation: object) -> bool:
@@ -114,6 +131,11 @@ def _item_type(annotation: object) -> object:
     return typing.get_args(annotation)[0]
 
 
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+
 class _Walker:
     __slots__ = ("buf", "end")
 
@@ -122,9 +144,12 @@ class _Walker:
         self.end = len(buf)
 
     def entity(self, schema: type[Entity], pos: int) -> int:
-        plans, flexible = _plan(schema)
-        for plan in plans:
-            pos = self.field(plan, flexible, pos)
+        steps, flexible = _plan(schema)
+        for step in steps:
+            if isinstance(step, int):
+                pos = self.skip(pos, step)
+            else:
+                pos = self.field(step, flexible, pos)
         if flexible:
             pos = self.tagged_fields(pos)
         return pos
@@ -136,9 +161,12 @@ class _Walker:
             count, pos = self.array_length(flexible, pos)
             if count < 0:
                 return self.null(plan, pos)
+            if plan.item_size:
+                return self.skip(pos, count * plan.item_size)
             nullable = plan.nullable_items
         elif plan.entity is not None and plan.nullable:
-            (marker,) = self.unpack(">b", pos)
+            self.skip(pos, 1)
+            marker = _I8.unpack_from(self.buf, pos)[0]
             pos += 1
             if marker < 0:
                 return pos
@@ -157,9 +185,8 @@ class _Walker:
 
     def primitive(self, plan: _FieldPlan, nullable: bool, flexible: bool, pos: int) -> int:
         kafka_type = plan.kafka_type
-        size = _FIXED_SIZES.get(kafka_type)
-        if size is not None:
-            return self.skip(pos, size)
+        if plan.item_size:  # only as an array's element; a struct's runs are merged steps
+            return self.skip(pos, plan.item_size)
         if kafka_type in _VARINTS:
             return self.uvarint(pos)[1]
         if kafka_type in ("string", "bytes", "records"):
@@ -167,9 +194,10 @@ class _Walker:
                 raw, pos = self.uvarint(pos)
                 length = raw - 1
             else:
-                fmt = ">h" if kafka_type == "string" else ">i"
-                (length,) = self.unpack(fmt, pos)
-                pos += struct.calcsize(fmt)
+                prefix = _I16 if kafka_type == "string" else _I32
+                self.skip(pos, prefix.size)
+                length = prefix.unpack_from(self.buf, pos)[0]
+                pos += prefix.size
             if length < 0:
                 # Any negative length is a null to Kafka's readers, not only -1.
                 if nullable:
@@ -184,7 +212,8 @@ class _Walker:
             raw, pos = self.uvarint(pos)
             count = raw - 1
         else:
-            (count,) = self.unpack(">i", pos)
+            self.skip(pos, 4)
+            count = _I32.unpack_from(self.buf, pos)[0]
             pos += 4
         # Every element takes at least one byte: more elements than bytes left is a lie.
         if count > self.end - pos:
@@ -205,11 +234,6 @@ class _Walker:
         if size < 0 or pos + size > self.end:
             raise BoundsError(f"{size} bytes declared at {pos}, frame ends at {self.end}")
         return pos + size
-
-    def unpack(self, fmt: str, pos: int) -> tuple[int, ...]:
-        size = struct.calcsize(fmt)
-        self.skip(pos, size)
-        return struct.unpack_from(fmt, self.buf, pos)
 
     def uvarint(self, pos: int) -> tuple[int, int]:
         value, shift = 0, 0
