@@ -146,10 +146,8 @@ class _Walker:
     def entity(self, schema: type[Entity], pos: int) -> int:
         steps, flexible = _plan(schema)
         for step in steps:
-            if isinstance(step, int):
-                pos = self.skip(pos, step)
-            else:
-                pos = self.field(step, flexible, pos)
+            # A number is a run of fixed-size fields: one skip for all of them.
+            pos = self.skip(pos, step) if isinstance(step, int) else self.field(step, flexible, pos)
         if flexible:
             pos = self.tagged_fields(pos)
         return pos
