@@ -74,6 +74,7 @@ class TimestampType(enum.IntEnum):
 
 
 COMPRESSION_MASK = 0x07
+_CODECS = tuple(CompressionType)  # indexed by the attribute bits: values 0-4 in order
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
@@ -142,7 +143,10 @@ class RecordBatchHeader:
 
     @property
     def compression(self) -> CompressionType:
-        return CompressionType(self.attributes & COMPRESSION_MASK)
+        bits = self.attributes & COMPRESSION_MASK
+        # A table, not the enum's constructor (looked up on every append); 5-7 are no
+        # codec, and the constructor's ValueError says so.
+        return _CODECS[bits] if bits < len(_CODECS) else CompressionType(bits)
 
     @property
     def timestamp_type(self) -> TimestampType:

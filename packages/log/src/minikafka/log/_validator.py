@@ -123,6 +123,9 @@ def validate_batches(
     return batches
 
 
+_LAST_CODEC = max(CompressionType)  # once, not an iteration of the enum per batch
+
+
 def _validate_offsets(position: int, header: RecordBatchHeader) -> None:
     """What any stored batch must satisfy, whoever sent it: offsets that exist and move on."""
     if header.base_offset < 0 or header.last_offset_delta < 0 or header.record_count < 0:
@@ -133,7 +136,7 @@ def _validate_offsets(position: int, header: RecordBatchHeader) -> None:
         )
     if header.last_offset > MAX_OFFSET:
         raise InvalidRecordError(f"batch at position {position} ends past offset 2^63-1", position)
-    if header.attributes & COMPRESSION_MASK > max(CompressionType):
+    if header.attributes & COMPRESSION_MASK > _LAST_CODEC:
         raise InvalidRecordError(
             f"batch at position {position} names compression codec "
             f"{header.attributes & COMPRESSION_MASK}, which does not exist",
