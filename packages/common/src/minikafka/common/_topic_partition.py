@@ -11,7 +11,9 @@ from __future__ import annotations
 import attrs
 
 
-@attrs.frozen(order=True)
+# The hash is cached, as Kafka's TopicPartition caches it: every layer keys dicts by it,
+# several times per request, and a frozen value's hash never changes.
+@attrs.frozen(order=True, cache_hash=True)
 class TopicPartition:
     topic: str
     partition: int
