@@ -11,7 +11,9 @@ Guarantees checked:
   stopped broker's leaderships had moved before it stopped (controlled shutdown);
 - a partition reassigned to another broker is led there, and its old replica deleted;
 - a topic grown by CreatePartitions gets its new partition, led, on every broker;
-- a deleted topic's znodes and logs are gone from every broker.
+- a deleted topic's znodes and logs are gone from every broker;
+- a broker that stops and comes back leads the partitions it is the preferred replica of
+  again without anyone asking (``auto.leader.rebalance.enable``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,13 @@ def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
         server.kill()
 
 
-def broker_config(zookeeper: ZooKeeperServer, broker_id: int, port: int, data: Path) -> KafkaConfig:
+def broker_config(
+    zookeeper: ZooKeeperServer,
+    broker_id: int,
+    port: int,
+    data: Path,
+    overrides: dict[str, str] | None = None,
+) -> KafkaConfig:
     return KafkaConfig.from_properties(
         {
             "zookeeper.connect": zookeeper.connect_string,
@@ -69,6 +77,7 @@ def broker_config(zookeeper: ZooKeeperServer, broker_id: int, port: int, data: P
             "log.dirs": str(data / f"broker-{broker_id}"),
             "controlled.shutdown.timeout.ms": "10000",
             "replica.fetch.wait.max.ms": "100",
+            **(overrides or {}),
         }
     )
 
@@ -227,3 +236,55 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
 def leaders(broker: ZkBrokerServer, topic: str) -> list[int]:
     found = broker.metadata_cache.topic(topic)
     return [] if found is None else [p.leader for p in found.partitions.values()]
+
+
+async def test_a_returning_broker_leads_its_preferred_partitions_again_on_its_own(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    # auto.leader.rebalance.enable is on by default; the check every second, not 300.
+    ports = free_ports(3)
+    overrides = {"leader.imbalance.check.interval.seconds": "1"}
+
+    def config(broker_id: int) -> KafkaConfig:
+        return broker_config(zookeeper, broker_id, ports[broker_id - 1], tmp_path, overrides)
+
+    def preferred_lead(broker: ZkBrokerServer) -> bool:
+        topic = broker.metadata_cache.topic("t")
+        return topic is not None and all(
+            p.leader == p.replicas[0] and len(p.isr) == 3 for p in topic.partitions.values()
+        )
+
+    brokers = {i: ZkBrokerServer.open(config(i)) for i in (1, 2, 3)}
+    async with trio.open_nursery() as nursery:
+        for broker in brokers.values():
+            await nursery.start(broker.run)
+        try:
+            await eventually(lambda: any(b.shell.active for b in brokers.values()), "a controller")
+            async with connect(bootstrap(brokers[1]), client_id="test") as cluster:
+                assert await create_topic(cluster, "t", partitions=3, replication_factor=3)
+            await eventually(
+                lambda: all(preferred_lead(b) for b in brokers.values()), "t led as placed"
+            )
+            # A broker that is not the controller and is some partition's preferred
+            # leader stops (controlled shutdown moves its leaderships) and comes back.
+            topic = brokers[1].metadata_cache.topic("t")
+            assert topic is not None
+            firsts = {p.replicas[0] for p in topic.partitions.values()}
+            bounced = next(i for i, b in brokers.items() if i in firsts and not b.shell.active)
+            await brokers[bounced].shutdown()
+            rest = [b for i, b in brokers.items() if i != bounced]
+            await eventually(
+                lambda: all(bounced not in leaders(b, "t") for b in rest),
+                f"broker {bounced}'s leaderships moved away",
+            )
+            brokers[bounced] = ZkBrokerServer.open(config(bounced))
+            await nursery.start(brokers[bounced].run)
+            # No ElectLeaders: the controller's imbalance check gives them back once the
+            # returning broker is in sync again.
+            await eventually(
+                lambda: all(preferred_lead(b) for b in brokers.values()),
+                f"broker {bounced} leads its preferred partitions again",
+            )
+        finally:
+            for broker in brokers.values():
+                await broker.shutdown()

@@ -305,6 +305,84 @@ def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> No
     assert sorted(requests(result, LeaderAndIsr)) == [1, 2]
 
 
+def _catch_up(controller: ZkController, partition: int, isr: tuple[int, ...]) -> None:
+    """The partition's leader reports ``isr`` in sync (AlterPartition, as a leader would)."""
+    state, version = leadership(controller, "t", partition)
+    item = AlterPartitionItem(TOPIC_ID, partition, state.leader_epoch, isr, version)
+    leader = controller.context.brokers[state.leader]
+    request = AlterPartitionRequest(state.leader, leader.epoch, (item,))
+    result = controller.on_alter_partition(request)
+    assert isinstance(result.response, AlterPartitionResponse)
+    assert [r.error_code for r in result.response.partitions] == [ErrorCode.none]
+
+
+def bounced_first_replica(percentage: int = 10) -> tuple[ZkController, RecordingTracer]:
+    """Broker 1, first replica of t-0 and t-1, died and came back: both are led by others,
+    t-0 has 1 back in sync, t-1 does not; t-2 was never 1's."""
+    tracer = RecordingTracer()
+    cluster = ZkCluster(brokers(1, 2, 3), {}, {}, frozenset())
+    config = ControllerConfig(leader_imbalance_per_broker_percentage=percentage)
+    controller, _ = ZkController.become_active(
+        0, EPOCH, cluster, config=config, tracer=tracer, rng=random.Random(5)
+    )
+    controller.on_topic_change({"t": assignment({0: [1, 2], 1: [1, 3], 2: [2, 3]})})
+    controller.on_broker_change(brokers(2, 3))
+    controller.on_broker_change(brokers(1, 2, 3))
+    _catch_up(controller, 0, (2, 1))
+    assert [leadership(controller, "t", p)[0].leader for p in range(3)] == [2, 3, 2]
+    return controller, tracer
+
+
+def test_the_leader_imbalance_check_gives_leadership_back_where_the_first_replica_is_in_sync() -> (
+    None
+):
+    # auto.leader.rebalance.enable: broker 1 leads none of the two partitions it is the
+    # preferred replica of (100% > 10%): t-0 goes back to it; t-1 cannot, 1 is not in its
+    # ISR; t-2's preferred replica leads it already.
+    controller, tracer = bounced_first_replica()
+    result = controller.on_auto_leader_rebalance()
+    assert [leadership(controller, "t", p)[0].leader for p in range(3)] == [1, 3, 2]
+    assert leadership(controller, "t", 0)[0].isr == (2, 1)  # the ISR does not change
+    assert sorted(requests(result, LeaderAndIsr)) == [1, 2]
+    assert [w.path for w in result.writes if isinstance(w, SetData)] == [
+        "/brokers/topics/t/partitions/0/state"
+    ]
+    reasons = [getattr(e, "reason", None) for e in tracer.events]
+    assert reasons.count("auto_rebalance") == 1
+    # Balanced now (for what can move): a second check changes nothing.
+    again = controller.on_auto_leader_rebalance()
+    assert again.writes == ()
+    assert again.requests == ()
+
+
+@pytest.mark.parametrize(("percentage", "moves"), [(50, False), (49, True)])
+def test_the_leader_imbalance_check_leaves_an_imbalance_within_the_percentage(
+    percentage: int, moves: bool
+) -> None:
+    # After t-0 went back, broker 1 leads 1 of the 2 partitions it is preferred for:
+    # 50% imbalanced. With t-1 in sync on 1 too, it moves only if that is more than
+    # leader.imbalance.per.broker.percentage.
+    controller, _ = bounced_first_replica(percentage=percentage)
+    controller.on_elect_leaders(ElectLeadersRequest((("t", 0),)))
+    _catch_up(controller, 1, (3, 1))
+    result = controller.on_auto_leader_rebalance()
+    assert leadership(controller, "t", 1)[0].leader == (1 if moves else 3)
+    assert bool(result.writes) is moves
+
+
+def test_the_leader_imbalance_check_waits_for_a_reassignment_to_finish() -> None:
+    controller, _ = bounced_first_replica()
+    moved = controller.on_alter_partition_reassignments(
+        AlterPartitionReassignmentsRequest((ReassignablePartition("t", 2, (3, 2, 1)),))
+    )
+    assert isinstance(moved.response, AlterPartitionReassignmentsResponse)
+    assert [r.error_code for r in moved.response.partitions] == [ErrorCode.none]
+    result = controller.on_auto_leader_rebalance()
+    assert result.writes == ()
+    assert result.requests == ()
+    assert leadership(controller, "t", 0)[0].leader == 2
+
+
 # --- AlterPartition (KIP-497) -------------------------------------------------------------------
 
 

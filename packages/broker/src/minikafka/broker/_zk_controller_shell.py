@@ -94,11 +94,11 @@ _logger = logging.getLogger("minikafka.broker.zk_controller")
 _RETRY_S = 0.2
 """How soon a request to a broker that did not answer is sent again."""
 ADMIN_WAIT_S = 20.0
+"""How long CreateTopics and DeleteTopics wait for the controller to finish the job
+(Kafka's request ``timeout``, which the controller's requests do not carry here)."""
 MAX_OPS = 1000
 """The most ZooKeeper writes in one transaction (each about 200 bytes: well under the 1 MB
 ZooKeeper accepts in one request)."""
-"""How long CreateTopics and DeleteTopics wait for the controller to finish the job
-(Kafka's request ``timeout``, which the controller's requests do not carry here)."""
 
 
 class ControllerMovedError(Exception):
@@ -144,7 +144,21 @@ class _Reconnected:
     pass
 
 
-_Event = _Elect | _Watch | _Submit | _Shutdown | _StopReplicaAnswered | _Resign | _Reconnected
+@attrs.frozen
+class _CheckLeaderImbalance:
+    """Kafka's ``AutoPreferredReplicaLeaderElection``, posted on a schedule."""
+
+
+_Event = (
+    _Elect
+    | _Watch
+    | _Submit
+    | _Shutdown
+    | _StopReplicaAnswered
+    | _Resign
+    | _Reconnected
+    | _CheckLeaderImbalance
+)
 
 
 def event_name(path: str, kind: str) -> str | None:
@@ -268,12 +282,24 @@ class ZkControllerShell:
         ):
             self._client = client
             self._nursery = nursery
+            if self.config.auto_leader_rebalance_enable:
+                nursery.start_soon(self._post_leader_imbalance_checks)
             task_status.started()
             try:
                 await self._process_events()
             finally:
                 self._stop_senders()
                 nursery.cancel_scope.cancel()
+
+    async def _post_leader_imbalance_checks(self) -> None:
+        """``auto.leader.rebalance.enable``: every ``leader.imbalance.check.interval.seconds``
+        the check goes into the event queue, behind whatever is there (Kafka's controller
+        schedules it on its ``KafkaScheduler`` the same way); while this broker is not the
+        controller there is nothing to check."""
+        while True:
+            await trio.sleep(self.config.leader_imbalance_check_interval_seconds)
+            if self.core is not None:
+                self._events.send_nowait(_CheckLeaderImbalance())
 
     async def _process_events(self) -> None:
         async for event in self._queue:
@@ -322,6 +348,8 @@ class ZkControllerShell:
                 await self._on_watch(self.core, fired)
             case _StopReplicaAnswered(broker_id, errors) if self.core is not None:
                 await self._carry_out(self.core.on_stop_replica_response(broker_id, errors))
+            case _CheckLeaderImbalance() if self.core is not None:
+                await self._carry_out(self.core.on_auto_leader_rebalance())
 
     async def _answer(
         self,

@@ -19,8 +19,10 @@ skip), and the side effects of the transitions are what the event returns:
 
 Nothing here blocks, reads a clock or touches the network: the ZooKeeper-mode controller
 has no timers of its own (the sessions that time out are ZooKeeper's), so its calls take
-no ``now``. The trio shell (``minikafka.broker``'s ``ZkControllerShell``) turns watches
-into events and carries out what they return.
+no ``now``; its one periodic event, the leader-imbalance check, is posted by the shell on
+Kafka's schedule, as Kafka's ``KafkaScheduler`` posts it into the event queue. The trio
+shell (``minikafka.broker``'s ``ZkControllerShell``) turns watches into events and
+carries out what they return.
 
 The transitions and their side effects are in :mod:`._zk_machines` (Kafka 2.8's
 ``ZkPartitionStateMachine``, ``ZkReplicaStateMachine`` and the elections of its
@@ -304,6 +306,44 @@ class ZkController(TopicDeletion, Reassignments):
                 results.append(ElectionResult(*tp, ErrorCode.none))
         self._partitions_to(electable, _P.ONLINE, election="preferred")
         return self._end(ElectLeadersResponse(ErrorCode.none, tuple(results)))
+
+    def on_auto_leader_rebalance(self) -> ZkControllerResult:
+        """``auto.leader.rebalance.enable`` (Kafka's ``AutoPreferredReplicaLeaderElection``
+        event, which the shell posts every ``leader.imbalance.check.interval.seconds``).
+
+        For each broker, the partitions it is the preferred (first) replica of: if more
+        than ``leader.imbalance.per.broker.percentage`` percent of them are led by another
+        broker, each of those goes back to it where it is live and in sync. Nothing
+        moves while a reassignment is in progress or for a topic being deleted (Kafka's
+        ``checkAndTriggerAutoLeaderRebalance``): a broker that came back after a failure
+        leads again without anyone asking."""
+        self._begin("AutoPreferredReplicaLeaderElection")
+        context = self.context
+        if any(a.adding or a.removing for a in context.topics.values()):
+            return self._end()
+        preferred_of: dict[int, list[TopicPartition]] = {}
+        for tp in context.partitions():
+            replicas = context.replicas(tp)
+            if replicas and tp in context.leadership and tp[0] not in context.deleting:
+                preferred_of.setdefault(replicas[0], []).append(tp)
+        electable = []
+        percentage = self.config.leader_imbalance_per_broker_percentage
+        for broker, partitions in sorted(preferred_of.items()):
+            led_by_others = [
+                tp for tp in partitions if context.leadership[tp].state.leader != broker
+            ]
+            if len(led_by_others) * 100 <= percentage * len(partitions):
+                continue  # within the imbalance allowed
+            electable += [
+                tp
+                for tp in led_by_others
+                if preferred_leader(
+                    context.replicas(tp), context.leadership[tp].state.isr, context.is_live
+                )
+                is not None
+            ]
+        self._partitions_to(electable, _P.ONLINE, election="auto_rebalance")
+        return self._end()
 
     def on_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ZkControllerResult:
         """A broker asks to stop (Kafka's ``doControlledShutdown``): it leaves every ISR,

@@ -220,7 +220,7 @@ class ZkStateMachines:
         if election == "controlled_shutdown":
             chosen = controlled_shutdown_leader(replicas, current.state.isr, context.is_live)
             unclean = False
-        elif election == "preferred":
+        elif election in ("preferred", "auto_rebalance"):
             chosen = preferred_leader(replicas, current.state.isr, context.is_live)
             unclean = False
         elif election == "reassignment":
