@@ -36,6 +36,7 @@ from minikafka.broker.testing import ProcessCluster, replica_batches
 from minikafka.net.testing import FaultProxy
 from minikafka.trace import read_trace
 from tests.cluster._cluster import (
+    MODES,
     WAIT,
     Condition,
     MakeCluster,
@@ -235,18 +236,22 @@ def _leader_first(cluster: ProcessCluster, topic: str) -> tuple[int, int, int]:
     return now.leader, followers[0], followers[1]
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_enabled(
-    make_cluster: MakeCluster,
+    make_cluster: MakeCluster, mode: str
 ) -> None:
-    cluster = make_cluster()
-    # Two topics on the same three brokers, broker 1 leading both; only one allows an
+    # In ZooKeeper mode the controller reads the topic's override from /config/topics
+    # with its assignment; in KRaft mode it is a ConfigRecord in the metadata log.
+    cluster = make_cluster(mode=mode)
+    one, two, three = sorted(cluster.broker_ports)  # 1-3 in KRaft mode, 0-2 in ZooKeeper mode
+    # Two topics on the same three brokers, broker `one` leading both; only one allows an
     # out-of-sync replica to be elected (unclean.leader.election.enable, a topic config).
     for name, unclean in (("careful", "false"), ("reckless", "true")):
         client = admin(cluster)
         topic = NewTopic(
             name,
             num_partitions=1,
-            replica_assignment=[[1, 2, 3]],
+            replica_assignment=[[one, two, three]],
             config={"unclean.leader.election.enable": unclean},
         )
         client.create_topics([topic])[name].result(timeout=WAIT)
@@ -255,37 +260,37 @@ def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_e
     alone = [b"alone%d" % i for i in range(5)]
     for name in ("careful", "reckless"):
         assert produce(cluster, name, committed, acks="all") == [None] * 10
-    # Both followers die; fenced, they leave the ISR, and broker 1 writes alone.
-    cluster.kill(2)
-    cluster.kill(3)
+    # Both followers die; fenced, they leave the ISR, and broker `one` writes alone.
+    cluster.kill(two)
+    cluster.kill(three)
     for name in ("careful", "reckless"):
-        wait_for(isr_is(cluster, name, {1}), f"{name}'s ISR down to broker 1")
+        wait_for(isr_is(cluster, name, {one}), f"{name}'s ISR down to broker {one}")
         assert produce(cluster, name, alone, acks="all") == [None] * 5  # min.insync 1
-    # Broker 1 dies too; the followers come back, without what it wrote alone.
-    cluster.kill(1)
-    cluster.start(2)
-    cluster.start(3)
-    wait_for(lambda: state(cluster, "reckless").leader in (2, 3), "an unclean election")
-    # The careful topic waits for broker 1, the only replica with every acknowledged
-    # record (by now the controller has seen brokers 2 and 3 unfenced, and elected
+    # Broker `one` dies too; the followers come back, without what it wrote alone.
+    cluster.kill(one)
+    cluster.start(two)
+    cluster.start(three)
+    wait_for(lambda: state(cluster, "reckless").leader in (two, three), "an unclean election")
+    # The careful topic waits for broker `one`, the only replica with every acknowledged
+    # record (by now the controller has seen brokers `two` and `three` back, and elected
     # for the reckless topic on that same event).
     wait_for(lambda: state(cluster, "careful").leader == -1, "careful leaderless", timeout=10)
     assert read_values(cluster, "reckless") == committed  # the five are gone
-    cluster.start(1)
-    wait_for(lambda: state(cluster, "careful").leader == 1, "broker 1 leading careful again")
+    cluster.start(one)
+    wait_for(lambda: state(cluster, "careful").leader == one, "broker `one` leading careful")
     assert read_values(cluster, "careful") == committed + alone  # nothing lost
-    wait_for(in_sync(cluster, "reckless", 0), "broker 1 back in reckless's ISR")
+    wait_for(in_sync(cluster, "reckless", 0), "broker `one` back in reckless's ISR")
     cluster.down()
-    # Broker 1 truncated its five records of reckless: every replica agrees again.
-    logs = [replica_batches(cluster.node_dir(b) / "reckless-0") for b in (1, 2, 3)]
+    # Broker `one` truncated its five records of reckless: every replica agrees again.
+    logs = [replica_batches(cluster.node_dir(b) / "reckless-0") for b in (one, two, three)]
     assert logs[0] == logs[1] == logs[2]
     elections = [
         e
         for e in read_trace(cluster.root / "traces")
         if e["event"] == "election" and e["topic"] == "reckless" and e["reason"] == "unclean"
     ]
-    # Broker 2 or 3, whichever the controller saw unfenced first (on a loaded machine a
+    # Broker `two` or `three`, whichever the controller saw back first (on a loaded machine a
     # brief fencing of that one can make the other the next unclean leader: the records
     # lost are still exactly the five, as read above).
     assert elections
-    assert elections[0]["leader"] in (2, 3)
+    assert elections[0]["leader"] in (two, three)

@@ -270,6 +270,38 @@ def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled
     assert "unclean" in reasons
 
 
+@pytest.mark.parametrize(
+    ("broker_default", "topic_override", "unclean"),
+    [(False, "true", True), (True, "false", False), (True, None, True), (False, None, False)],
+)
+def test_unclean_election_follows_the_topic_config_over_the_broker_default(
+    broker_default: bool, topic_override: str | None, unclean: bool
+) -> None:
+    # unclean.leader.election.enable is a topic config: the topic's override (in
+    # /config/topics/t, read with its assignment) wins over the broker's default.
+    controller = started(unclean=broker_default)
+    overrides = {} if topic_override is None else {"unclean.leader.election.enable": topic_override}
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, {"t": overrides})
+    controller.on_broker_change(brokers(1, 3))  # 2 dies: leaves the ISR
+    controller.on_broker_change(brokers(3))  # 1, the last in sync, dies
+    controller.on_broker_change(brokers(2, 3))  # only 2, out of sync, is back
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == ((2, (2,)) if unclean else (-1, (1,)))
+
+
+def test_a_new_controller_reads_each_topics_unclean_setting() -> None:
+    cluster = ZkCluster(
+        brokers(2, 3),
+        {"t": assignment({0: [1, 2]})},
+        {("t", 0): (ZkPartitionState(1, 4, (1,), EPOCH - 1), 7)},
+        frozenset(),
+        {"t": {"unclean.leader.election.enable": "true"}},
+    )
+    controller, _ = ZkController.become_active(0, EPOCH, cluster, rng=random.Random(5))
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (2, (2,))  # broker default false, topic true
+
+
 def test_a_bounced_broker_is_failed_then_started() -> None:
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2]})})

@@ -39,6 +39,7 @@ from minikafka.zk import (
     ZooKeeperServer,
     active_controller,
     controller_epoch,
+    encode_topic_config,
     read_cluster,
     register_broker,
     try_to_elect,
@@ -197,6 +198,8 @@ async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeep
         await admin.create(
             "/brokers/topics/orders/partitions/0/state", state.encode(), makepath=True
         )
+        overrides = {"unclean.leader.election.enable": "true"}
+        await admin.create("/config/topics/orders", encode_topic_config(overrides), makepath=True)
         cluster = await read_cluster(controller)
         assert cluster.brokers[1].registration == attrs.evolve(
             registration, timestamp_ms=cluster.brokers[1].registration.timestamp_ms
@@ -205,6 +208,7 @@ async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeep
         assert cluster.topics["orders"].partitions == {0: (1,), 1: (1,)}
         assert cluster.partitions == {("orders", 0): (state, 0), ("orders", 1): None}
         assert cluster.deleting == frozenset()
+        assert cluster.configs == {"orders": overrides}  # what unclean election reads
         # A topic created after the read reaches the controller as a watch on the list.
         await admin.create("/brokers/topics/payments", TopicAssignment({0: (1,)}).encode())
         assert await next_event(controller, WatchFired) == WatchFired("CHILD", "/brokers/topics")

@@ -84,6 +84,7 @@ from minikafka.zk import (
     ZkClient,
     read_brokers,
     read_cluster,
+    read_topic_configs,
     read_topics,
     try_to_elect,
 )
@@ -403,7 +404,7 @@ class ZkControllerShell:
         cluster = await read_cluster(self.zk, watch=True)
         await self._carry_out(self.core.on_broker_change(cluster.brokers))
         if self.core is not None:
-            await self._carry_out(self.core.on_topic_change(cluster.topics))
+            await self._carry_out(self.core.on_topic_change(cluster.topics, cluster.configs))
         if self.core is not None:
             await self._carry_out(self.core.on_topic_deletion(cluster.deleting))
 
@@ -421,7 +422,10 @@ class ZkControllerShell:
             if fired.path != TOPICS and changed in names and changed not in wanted:
                 wanted.append(changed)  # an assignment rewritten: partitions added
             read = await read_topics(self.zk, wanted, watch=True)
-            await self._carry_out(core.on_topic_change({**core.context.topics, **read}))
+            # Each topic's config was written before its assignment (as Kafka's
+            # AdminZkClient does), so it is there to read with it.
+            configs = await read_topic_configs(self.zk, read)
+            await self._carry_out(core.on_topic_change({**core.context.topics, **read}, configs))
         elif name == "TopicDeletion":
             listed = await self.zk.get_children(DELETE_TOPICS, watch=True)
             await self._carry_out(core.on_topic_deletion(listed))

@@ -11,7 +11,7 @@ tells brokers as the partition epoch (``zk_version``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import attrs
 
@@ -43,6 +43,9 @@ class ControllerContext:
     pending: dict[str, TopicAssignment] = attrs.field(factory=dict)
     """Assignments this controller wrote for CreateTopics or CreatePartitions whose watch
     has not fired yet: taken into account by the next request, created on TopicChange."""
+    configs: dict[str, Mapping[str, str]] = attrs.field(factory=dict)
+    """Each topic's config overrides (``/config/topics/<topic>``), read with its
+    assignment: where ``unclean.leader.election.enable`` may be set per topic."""
     pending_deletion: set[str] = attrs.field(factory=set)
     """Topics this controller listed under ``/admin/delete_topics``, watch not fired yet."""
     next_producer_id: int = 0
@@ -68,7 +71,15 @@ class ControllerContext:
             set(cluster.deleting) & set(cluster.topics),
             next_producer_id=next_id,
             producer_id_block_version=version,
+            configs=dict(cluster.configs),
         )
+
+    def unclean_leader_election_enabled(self, topic: str, default: bool) -> bool:
+        """The topic's ``unclean.leader.election.enable``, or the broker's (``default``)
+        where the topic does not set it (Kafka's controller reads the topic's LogConfig
+        before an election with no live in-sync replica)."""
+        value = self.configs.get(topic, {}).get("unclean.leader.election.enable")
+        return default if value is None else value.strip().lower() == "true"
 
     # --- brokers --------------------------------------------------------------------------
 

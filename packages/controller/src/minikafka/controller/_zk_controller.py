@@ -169,11 +169,17 @@ class ZkController(TopicDeletion, Reassignments):
             self._on_broker_startup(new)
         return self._end()
 
-    def on_topic_change(self, topics: Mapping[str, TopicAssignment]) -> ZkControllerResult:
+    def on_topic_change(
+        self,
+        topics: Mapping[str, TopicAssignment],
+        configs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> ZkControllerResult:
         """``/brokers/topics`` or a topic's assignment changed: ``topics`` is every topic's
-        assignment now. New topics and new partitions are created (seed 001 section 4)."""
+        assignment now, ``configs`` the config overrides of those the shell read again.
+        New topics and new partitions are created (seed 001 section 4)."""
         self._begin("TopicChange")
         context = self.context
+        context.configs.update(configs or {})
         created: list[TopicPartition] = []
         fresh = {
             name: assignment

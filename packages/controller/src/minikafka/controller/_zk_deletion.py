@@ -124,5 +124,6 @@ class TopicDeletion(ZkStateMachines):
             self.context.leadership.pop(tp, None)
             self.psm.initialize(tp, _P.NON_EXISTENT)
         del self.context.topics[topic]
+        self.context.configs.pop(topic, None)
         self.context.deleting.discard(topic)
         self._deletion_started.discard(topic)

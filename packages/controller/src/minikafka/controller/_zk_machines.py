@@ -231,7 +231,9 @@ class ZkStateMachines:
                 replicas,
                 current.state.isr,
                 context.is_live,
-                self.config.unclean_leader_election_enable,
+                context.unclean_leader_election_enabled(
+                    tp[0], self.config.unclean_leader_election_enable
+                ),
             )
             chosen, unclean = (None, False) if found is None else (found[:2], found[2])
         if chosen is None:

@@ -27,6 +27,7 @@ from ._cluster import LiveBroker as LiveBroker
 from ._cluster import ZkCluster as ZkCluster
 from ._cluster import read_brokers as read_brokers
 from ._cluster import read_cluster as read_cluster
+from ._cluster import read_topic_configs as read_topic_configs
 from ._cluster import read_topics as read_topics
 from ._election import Elected as Elected
 from ._election import Lost as Lost

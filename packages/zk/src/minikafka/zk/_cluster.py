@@ -25,7 +25,9 @@ from ._znodes import (
     PartitionState,
     TopicAssignment,
     broker_path,
+    decode_topic_config,
     partition_state_path,
+    topic_config_path,
     topic_path,
 )
 
@@ -44,6 +46,9 @@ class ZkCluster:
     # a partition still NewPartition)
     partitions: Mapping[tuple[str, int], tuple[PartitionState, int] | None]
     deleting: frozenset[str]
+    configs: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    """Each topic's overrides (``/config/topics/<topic>``): the controller reads
+    ``unclean.leader.election.enable`` from them."""
 
 
 async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
@@ -67,7 +72,8 @@ async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
             None if found is None else (PartitionState.decode(topic, p, found[0]), found[1].version)
         )
     deleting = frozenset(await client.get_children(DELETE_TOPICS, watch=watch))
-    return ZkCluster(brokers, topics, partitions, deleting)
+    configs = await read_topic_configs(client, topics)
+    return ZkCluster(brokers, topics, partitions, deleting, configs)
 
 
 async def read_brokers(client: ZkClient, *, watch: bool = True) -> dict[int, LiveBroker]:
@@ -94,4 +100,16 @@ async def read_topics(
         t: TopicAssignment.decode(t, read[0])
         for t in wanted
         if (read := found[topic_path(t)]) is not None
+    }
+
+
+async def read_topic_configs(client: ZkClient, names: Iterable[str]) -> dict[str, dict[str, str]]:
+    """The config overrides of ``names`` (``/config/topics/<topic>``; none written: {}).
+    No watch: Kafka's controller does not watch them either (brokers follow changes
+    through ``/config/changes``)."""
+    wanted = list(names)
+    found = await client.get_many([topic_config_path(t) for t in wanted], watch=False)
+    return {
+        t: {} if (read := found[topic_config_path(t)]) is None else decode_topic_config(t, read[0])
+        for t in wanted
     }
