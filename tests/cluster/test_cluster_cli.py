@@ -1,6 +1,7 @@
 """``minikafka cluster``, the supervisor behind ``make cluster``, as a user runs it: up
 (laying the cluster out on first use), status, kill N, restart N, down; and kcat ``-L``
-against it lists the three brokers with the partitions' leaders spread over them."""
+against it lists the three brokers with the partitions' leaders spread over them, in
+KRaft mode and in ZooKeeper mode (``make cluster MODE=zk``)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,50 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
         assert all(r[-1] == "stopped" for r in status_rows(root).values())
         assert sorted(p.name for p in (root / "traces").iterdir())  # every node traced
         assert (root / "node-2.log").read_text().count("minikafka broker ready") == 2
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            capture_output=True,
+            timeout=WAIT * 2,
+        )
+
+
+@pytest.mark.external
+def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> None:
+    """``make cluster MODE=zk`` (``minikafka cluster up --zookeeper``): a ZooKeeper and
+    three brokers that elect their controller through it; kcat lists the three with the
+    partitions' leaders spread over them; a broker killed and restarted comes back on
+    its own data (its meta.properties: this cluster's id, its broker id)."""
+    root = tmp_path / "cluster"
+    first = consecutive_free_ports(4)  # ZooKeeper, then brokers 0-2
+    try:
+        up = cluster_cli(
+            root, "up", "--zookeeper", "--zookeeper-port", str(first), "--port", str(first + 1)
+        )
+        assert "new ZooKeeper-mode cluster" in up
+        bootstrap = f"127.0.0.1:{first + 1}"
+        create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
+        subprocess.run(
+            [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
+            check=True,
+            capture_output=True,
+            timeout=WAIT,
+        )
+        wait_for(
+            lambda: kcat_leaders(bootstrap, "spread") == {"0", "1", "2"},
+            "kcat lists the three partitions' leaders, spread over the brokers",
+        )
+        rows = status_rows(root)
+        assert all(rows[b][0] == "broker" and rows[b][-1] == "running" for b in "012")
+        cluster_cli(root, "kill", "1")
+        assert status_rows(root)["1"][-1] == "stopped"
+        cluster_cli(root, "restart", "1")
+        wait_for(lambda: status_rows(root)["1"][-1] == "running", "broker 1 running again")
+        meta = (root / "node-1" / "meta.properties").read_text()
+        assert "version=0\nbroker.id=1\ncluster.id=" in meta
+        cluster_cli(root, "down")
+        assert all(r[-1] == "stopped" for r in status_rows(root).values())
+        assert (root / "node-1.log").read_text().count("minikafka broker ready") == 2
     finally:
         subprocess.run(
             [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],

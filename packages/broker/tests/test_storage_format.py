@@ -3,7 +3,8 @@
 Guarantees tested: every node of a cluster is formatted with one cluster id before it
 starts, and a node never starts on directories formatted for another node or on none at
 all (except minikafka's single node, which formats itself); formatting never overwrites a
-directory that is already formatted unless told to leave it alone.
+directory that is already formatted unless told to leave it alone; a ZooKeeper-mode broker
+writes version 0 and refuses directories of another cluster, broker id or mode.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from typer.testing import CliRunner
 from minikafka.broker import BrokerServer, KafkaConfig, read_properties
 from minikafka.broker._cli import app
 from minikafka.broker._controller_channel import RemoteController
-from minikafka.broker._meta_properties import StorageError, format_storage, parse_cluster_id
+from minikafka.broker._meta_properties import (
+    StorageError,
+    check_and_write_zk_meta,
+    format_storage,
+    parse_cluster_id,
+    read_meta,
+)
 from minikafka.net import Node
 
 CLUSTER_ID = "kqIiZwiNTAefqAx6mrUyyA"
@@ -149,3 +156,41 @@ def test_a_broker_naming_several_voters_follows_whichever_leads(tmp_path: Path) 
         assert server.observer is not None
         server.observer.close()
         server.log_manager.shutdown()
+
+
+# --- ZooKeeper mode: meta.properties version 0 (Kafka 2.8's KafkaServer.startup) -------------
+
+
+def test_a_zookeeper_mode_broker_writes_version_0_where_missing(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    check_and_write_zk_meta(dirs, 2, CLUSTER_ID)
+    for d in dirs:
+        assert read_meta(d / "meta.properties") == {
+            "version": "0",
+            "broker.id": "2",
+            "cluster.id": CLUSTER_ID,
+        }
+    check_and_write_zk_meta(dirs, 2, CLUSTER_ID)  # its own directories: fine, again
+
+
+@pytest.mark.parametrize(
+    ("written", "refused_for"),
+    [
+        ("version=0\nbroker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n", "wrong cluster"),
+        ("broker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n", "wrong cluster"),  # implicit 0
+        ("version=0\nbroker.id=3\ncluster.id=kqIiZwiNTAefqAx6mrUyyA\n", "broker.id 3"),
+        (f"version=1\ncluster.id={CLUSTER_ID}\nnode.id=2\n", "only support version 0"),
+    ],
+)
+def test_a_zookeeper_mode_broker_refuses_directories_of_another_cluster_broker_or_mode(
+    tmp_path: Path, written: str, refused_for: str
+) -> None:
+    # Guarantee: a mistyped zookeeper.connect or broker.id, or a KRaft node's data,
+    # stops start-up before anything is written; the other directory is left alone.
+    ours, theirs = tmp_path / "a", tmp_path / "b"
+    theirs.mkdir()
+    (theirs / "meta.properties").write_text(written, encoding="utf-8")
+    with pytest.raises(StorageError, match=refused_for):
+        check_and_write_zk_meta([ours, theirs], 2, CLUSTER_ID)
+    assert not (ours / "meta.properties").exists()
+    assert (theirs / "meta.properties").read_text(encoding="utf-8") == written

@@ -13,11 +13,14 @@ Guarantees checked:
 - a topic grown by CreatePartitions gets its new partition, led, on every broker;
 - a deleted topic's znodes and logs are gone from every broker;
 - a broker that stops and comes back leads the partitions it is the preferred replica of
-  again without anyone asking (``auto.leader.rebalance.enable``).
+  again without anyone asking (``auto.leader.rebalance.enable``);
+- a broker started on another cluster's log directories refuses to start, in one line.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -288,3 +291,30 @@ async def test_a_returning_broker_leads_its_preferred_partitions_again_on_its_ow
         finally:
             for broker in brokers.values():
                 await broker.shutdown()
+
+
+def test_a_broker_refuses_log_dirs_of_another_cluster_with_one_line(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    # Guarantee: a ZooKeeper-mode broker pointed at another cluster's data stops before
+    # writing anything, naming the mismatch (Kafka's InconsistentClusterIdException),
+    # exit status 1, no traceback.
+    data = tmp_path / "data"
+    data.mkdir()
+    meta = "version=0\nbroker.id=1\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n"
+    (data / "meta.properties").write_text(meta, encoding="utf-8")
+    overrides = {
+        "zookeeper.connect": zookeeper.connect_string,
+        "broker.id": "1",
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "log.dirs": str(data),
+    }
+    argv = [sys.executable, "-m", "minikafka.broker", "broker"]
+    for key, value in overrides.items():
+        argv += ["--override", f"{key}={value}"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE, check=False)
+    assert run.returncode == 1, run.stderr
+    assert "cannot start: The Cluster ID" in run.stderr
+    assert "doesn't match stored clusterId AAAAAAAAAAAAAAAAAAAAAA" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert (data / "meta.properties").read_text(encoding="utf-8") == meta

@@ -11,6 +11,13 @@ formatted with the same cluster id, made once by ``random-uuid``:
 minikafka's single node (combined roles, the only voter) formats an empty directory
 itself on first start, so ``make run`` needs no extra step; any other node refuses an
 unformatted directory and names the command to run.
+
+A ZooKeeper-mode broker needs no formatting: its ``meta.properties`` is version 0
+(``broker.id`` and ``cluster.id``, the latter ZooKeeper's ``/cluster/id``), written at
+start-up once the cluster id is known (:func:`check_and_write_zk_meta`, Kafka 2.8's
+``KafkaServer.startup``). What it guards against is the same: a directory of another
+cluster (a ``zookeeper.connect`` pointing at the wrong ensemble), of another broker (a
+``broker.id`` changed under old data), or of a KRaft node.
 """
 
 from __future__ import annotations
@@ -126,9 +133,49 @@ def ensure_formatted(dirs: list[Path], node_id: int, *, create: bool) -> str:
     return cluster_id
 
 
+def check_and_write_zk_meta(dirs: Sequence[Path], broker_id: int, cluster_id: str) -> None:
+    """A ZooKeeper-mode broker's check of its ``log.dirs`` against ZooKeeper's cluster id
+    and its ``broker.id``, then ``meta.properties`` version 0 written where missing.
+    Raises :class:`StorageError` with Kafka's message for each inconsistency."""
+    found = {d: read_meta(d / META_PROPERTIES) for d in dirs if (d / META_PROPERTIES).exists()}
+    for d, props in found.items():
+        version = props.get("version", "0")  # a missing version is the implicit 0
+        if version != "0":
+            raise StorageError(
+                f"Found unexpected version in loaded `meta.properties` of {d}: version "
+                f"{version}. Zk-based brokers only support version 0 (which is implicit "
+                "when the `version` field is missing)."
+            )
+        stored = props.get("cluster.id")
+        if stored is not None and stored != cluster_id:
+            raise StorageError(
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in "
+                f"meta.properties of {d}. The broker is trying to join the wrong cluster. "
+                "Configured zookeeper.connect may be wrong."
+            )
+        if props.get("broker.id") != str(broker_id):
+            raise StorageError(
+                f"Configured broker.id {broker_id} doesn't match stored broker.id "
+                f"{props.get('broker.id')} in meta.properties of {d}. If you moved your "
+                "data, make sure your configured broker.id matches. If you intend to create "
+                "a new broker, you should remove all data in your data directories "
+                "(log.dirs)."
+            )
+    for d in dirs:
+        if d not in found:
+            d.mkdir(parents=True, exist_ok=True)
+            _write_lines(
+                d / META_PROPERTIES, f"version=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n"
+            )
+
+
 def _write(path: Path, cluster_id: str, node_id: int) -> None:
+    _write_lines(path, f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
+
+
+def _write_lines(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     with tmp.open("rb") as f:
         os.fsync(f.fileno())
     tmp.replace(path)

@@ -58,9 +58,14 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
     try:
         trio.run(_serve, server)
     except BaseExceptionGroup as group:
-        # A listener that cannot be bound (port in use, no such address) or a disk that
-        # fails while starting is the user's to fix: say which in one line. Anything
-        # else is a bug and keeps its traceback.
+        # A listener that cannot be bound (port in use, no such address), a disk that
+        # fails while starting, or (ZooKeeper mode, once the cluster id is known) log
+        # directories of another cluster or broker are the user's to fix: say which in
+        # one line. Anything else is a bug and keeps its traceback.
+        storage, others = group.split(StorageError)
+        if storage is not None and others is None:
+            typer.echo(f"minikafka broker: cannot start: {_first(storage)}", err=True)
+            raise typer.Exit(1) from None
         os_errors, rest = group.split(OSError)
         if os_errors is None or rest is not None:
             raise
@@ -104,7 +109,7 @@ def start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:
     return tracer
 
 
-def _first(group: BaseExceptionGroup[OSError]) -> BaseException:
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first: BaseException = group
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]

@@ -74,7 +74,7 @@ from ._broker_parts import broker_parts
 from ._config import ZOOKEEPER_CONNECT, KafkaConfig
 from ._controller_channel import ControllerLocator, RemoteController
 from ._local_replicas import apply_replica_changes
-from ._meta_properties import new_cluster_id
+from ._meta_properties import check_and_write_zk_meta, new_cluster_id
 from ._metadata_cache import MetadataCache
 from ._replica_fetchers import ReplicaFetcherManager
 from ._zk_apis import ZkControllerChannel, ZkKafkaApis
@@ -189,6 +189,11 @@ class ZkBrokerServer:
                     f"within {connect_ms / 1000:.0f} s"
                 ) from None
             self.cluster_id = await _cluster_id(self.zk)
+            # Before any log is written: these directories must be this cluster's and
+            # this broker's (or new), and then say so in meta.properties version 0.
+            check_and_write_zk_meta(
+                list(settings.log_dirs), self.config.node_id, self.cluster_id
+            )
             self.apis.cluster_id = self.cluster_id
             self.channel.remote.cluster_id = self.cluster_id
             async with trio.open_nursery() as nursery:
