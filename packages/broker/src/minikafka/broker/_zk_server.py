@@ -191,9 +191,7 @@ class ZkBrokerServer:
             self.cluster_id = await _cluster_id(self.zk)
             # Before any log is written: these directories must be this cluster's and
             # this broker's (or new), and then say so in meta.properties version 0.
-            check_and_write_zk_meta(
-                list(settings.log_dirs), self.config.node_id, self.cluster_id
-            )
+            check_and_write_zk_meta(list(settings.log_dirs), self.config.node_id, self.cluster_id)
             self.apis.cluster_id = self.cluster_id
             self.channel.remote.cluster_id = self.cluster_id
             async with trio.open_nursery() as nursery:
