@@ -91,7 +91,9 @@ def make_cluster(
         ports = [s.getsockname()[1] for s in held]
         cports, bports = ports[:controllers], ports[controllers : controllers + brokers]
         spare = ports[controllers + brokers :]
-        ids = range(controllers, controllers + brokers)
+        # Brokers are numbered after the controllers; ZooKeeper mode has none (0, 1, ...).
+        first = 0 if mode == "zookeeper" else controllers
+        ids = range(first, first + brokers)
         replication: dict[int, tuple[int, int]] = {}
         listen: dict[int, int] = {}
         try:

@@ -10,7 +10,8 @@ committed offsets from its copy of the log and becomes the coordinator; the cons
 find it and rejoin. Guarantee checked: **every record is processed, and the only ones
 processed twice are those of a batch whose commit did not succeed** (the consumer saw
 the commit fail, so it is Kafka's documented at-least-once window, and nothing beyond
-it); committed offsets survive the coordinator's death.
+it); committed offsets survive the coordinator's death. In KRaft mode and in ZooKeeper
+mode alike (issue 20).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
-from tests.cluster._cluster import WAIT, MakeCluster, create_topic, wait_for
+from tests.cluster._cluster import MODES, WAIT, MakeCluster, create_topic, wait_for
 
 # Clusters of real processes, killed and restarted: minutes on a loaded two-core
 # machine, more than the suite's default per-test timeout.
@@ -96,8 +97,11 @@ def coordinator(cluster: ProcessCluster) -> int:
     return int(described.result(timeout=WAIT).coordinator.id)
 
 
-def test_a_group_keeps_consuming_when_its_coordinator_dies(make_cluster: MakeCluster) -> None:
-    cluster = make_cluster()
+@pytest.mark.parametrize("mode", MODES)
+def test_a_group_keeps_consuming_when_its_coordinator_dies(
+    make_cluster: MakeCluster, mode: str
+) -> None:
+    cluster = make_cluster(mode=mode)
     create_topic(cluster, "jobs", PARTITIONS, {"min.insync.replicas": "2"})
     producer = Producer(
         {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}

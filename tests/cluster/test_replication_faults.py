@@ -91,13 +91,20 @@ def isr_is(cluster: ProcessCluster, topic: str, isr: set[int]) -> Condition:
     return lambda: set(state(cluster, topic).isr) == isr
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
-    make_cluster: MakeCluster,
+    make_cluster: MakeCluster, mode: str
 ) -> None:
-    # Brokers are fenced only after a minute here: what moves the ISR is the leader's
-    # own view of its followers (replica.lag.time.max.ms), not the controller's.
+    # Brokers are fenced (their ZooKeeper sessions end) only after 30 s or more here:
+    # what moves the ISR is the leader's own view of its followers
+    # (replica.lag.time.max.ms), not the controller's.
     cluster = make_cluster(
-        **{"replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "60000"}
+        mode=mode,
+        **{
+            "replica.lag.time.max.ms": "2000",
+            "broker.session.timeout.ms": "60000",
+            "zookeeper.session.timeout.ms": "30000",
+        },
     )
     create_topic(cluster, "isr", configs={"min.insync.replicas": "2"})
     leader, first, second = _leader_first(cluster, "isr")
@@ -127,9 +134,12 @@ def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
     assert all(lag >= 2000 for e in shrinks for lag in e["lag_ms"])  # type: ignore[attr-defined]
 
 
-def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeCluster) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_an_old_leader_truncates_the_records_no_follower_had(
+    make_cluster: MakeCluster, mode: str
+) -> None:
     links: list[Proxies] = []
-    cluster = make_cluster(proxies=links, **{"broker.session.timeout.ms": "6000"})
+    cluster = make_cluster(proxies=links, mode=mode, **{"broker.session.timeout.ms": "6000"})
     [proxies] = links
     create_topic(cluster, "diverge")
     assert produce(cluster, "diverge", [b"c%d" % i for i in range(10)], acks="all") == [None] * 10
@@ -173,22 +183,31 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
         for e in read_trace(cluster.root / "traces")
         if e["event"] == "election" and e["topic"] == "diverge"
     ]
+    # Fenced (KRaft) or its session gone (ZooKeeper mode): an offline partition's election.
     new = next(
-        leader for leader, before, why in elections if (before, why) == (old, "broker_fenced")
+        leader
+        for leader, before, why in elections
+        if before == old and why in ("broker_fenced", "offline")
     )
     assert new in (first, second)
     assert truncations[0]["leader"] == new, elections
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_controlled_shutdown_moves_leadership_before_the_process_exits(
-    make_cluster: MakeCluster,
+    make_cluster: MakeCluster, mode: str
 ) -> None:
-    # Fenced only after a minute: leadership can only move in time if the stopping
-    # broker asks for it (controlled shutdown), not because it went silent.
-    cluster = make_cluster(**{"broker.session.timeout.ms": "60000"})
+    # Fenced (its ZooKeeper session ended) only after 30 s or more: leadership can only
+    # move in time if the stopping broker asks for it (controlled shutdown), not
+    # because it went silent.
+    cluster = make_cluster(
+        mode=mode,
+        **{"broker.session.timeout.ms": "60000", "zookeeper.session.timeout.ms": "30000"},
+    )
+    brokers = sorted(cluster.broker_ports)
     create_topic(cluster, "steady", 3, {"min.insync.replicas": "2"})
     wait_for(
-        lambda: {state(cluster, "steady", p).leader for p in range(3)} == {1, 2, 3},
+        lambda: {state(cluster, "steady", p).leader for p in range(3)} == set(brokers),
         "one partition led by each broker",
     )
     errors: list[KafkaError] = []
@@ -200,12 +219,12 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
         if error is not None:
             errors.append(error)
 
-    stopping = 2
+    stopping = brokers[1]
     cluster.signal(stopping, signal.SIGTERM)
     deadline = time.monotonic() + WAIT
     number = 0
     while cluster.pid(stopping) is not None:
-        assert time.monotonic() < deadline, "broker 2 did not stop"
+        assert time.monotonic() < deadline, f"broker {stopping} did not stop"
         for p in range(3):
             producer.produce("steady", b"%d" % number, partition=p, on_delivery=report)
         number += 1
@@ -221,12 +240,23 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     assert producer.flush(WAIT) == 0
     assert not errors, errors
     cluster.down()  # the controller's trace is complete once it has stopped
-    reasons = [
+    trace = list(read_trace(cluster.root / "traces"))
+    moved = [
         e["reason"]
-        for e in read_trace(cluster.root / "traces")
-        if e["event"] == "broker_registration" and e["broker_id"] == stopping and e["fenced"]
+        for e in trace
+        if e["event"] == "election" and e["topic"] == "steady" and e["previous_leader"] == stopping
     ]
-    assert reasons == ["registered", "controlled_shutdown"]
+    # Its one partition, moved because it asked: ZooKeeper mode's controller elects for
+    # the ControlledShutdown request; KRaft's fences the broker that asked to shut down
+    # (its registration's trace says why).
+    assert moved == (["controlled_shutdown"] if mode == "zookeeper" else ["broker_fenced"])
+    if mode == "kraft":
+        reasons = [
+            e["reason"]
+            for e in trace
+            if e["event"] == "broker_registration" and e["broker_id"] == stopping and e["fenced"]
+        ]
+        assert reasons == ["registered", "controlled_shutdown"]
 
 
 def _leader_first(cluster: ProcessCluster, topic: str) -> tuple[int, int, int]:

@@ -4,6 +4,8 @@ Guarantees checked:
 - one broker wins ``/controller``; a topic created through any broker gets an assignment
   znode, then (through the controller's watch) each partition a leader and ISR in its
   state znode, and every broker learns them by UpdateMetadata;
+- a broker that is not the controller creates ``__consumer_offsets`` for its group
+  coordinator by writing the znodes itself, and the controller brings it to life;
 - records produced with acks=all are on every in-sync replica and read back in order;
 - a broker refuses a LeaderAndIsr from an older controller epoch (STALE_CONTROLLER_EPOCH),
   so a zombie controller changes nothing;
@@ -31,6 +33,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
+from minikafka.broker._offsets_topic import OFFSETS_TOPIC, ensure_offsets_topic
 from minikafka.broker._tools_admin import create_partitions, create_topic, delete_topic
 from minikafka.broker._tools_client import connect
 from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
@@ -146,6 +149,22 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
             for b in brokers.values()
         )
         await eventually(every_broker_knows, "every broker knows t's leaders")
+
+        # A group coordinator on a broker that is not the controller needs
+        # __consumer_offsets: it writes the topic's znodes itself (as Kafka 2.8's brokers
+        # do), and the controller's watch creates its partitions on every broker.
+        assert await ensure_offsets_topic(other.channel, other.metadata_cache, other.config) in (
+            ErrorCode.none,
+            ErrorCode.coordinator_not_available,  # written; not yet led on this broker
+        )
+        await eventually(
+            lambda: all(
+                (topic := b.metadata_cache.topic(OFFSETS_TOPIC)) is not None
+                and all(p.leader >= 0 for p in topic.partitions.values())
+                for b in brokers.values()
+            ),
+            "every broker knows __consumer_offsets, led",
+        )
 
         # acks=all: acknowledged means on every in-sync replica.
         lines = [f"record-{i}".encode() for i in range(30)]

@@ -12,24 +12,31 @@ reused as they are. What differs:
 
 A broker's own requests to the controller (:class:`ZkControllerChannel`) go to its own
 controller shell when it is the controller, and otherwise to the broker UpdateMetadata
-named as the controller, over the inter-broker listener.
+named as the controller, over the inter-broker listener; except the creation of
+``__consumer_offsets``, which a broker writes to ZooKeeper itself, as Kafka 2.8's do.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import ClassVar, Protocol
 
 import attrs
+from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     ControllerError,
     ControllerRequest,
     ControllerResponse,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
     LeaderAndIsr,
     StopReplica,
     UpdateMetadata,
+    admin_create_topics,
 )
 from minikafka.net import (
     ApiKey,
@@ -43,10 +50,12 @@ from minikafka.net import controlled_shutdown_v3 as cs
 from minikafka.net import leader_and_isr_v5 as lai
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
+from minikafka.zk import NodeExistsError, read_cluster
 
 from ._apis import KafkaApis
 from ._controller_apis import handle_allocate_producer_ids, handle_alter_partition
 from ._controller_channel import RemoteController
+from ._metadata_cache import INTERNAL_TOPICS
 from ._zk_controller_shell import ZkControllerShell
 from ._zk_metadata import ZkBrokerMetadata
 from ._zk_wire import controlled_shutdown_response, from_wire
@@ -75,8 +84,38 @@ class ZkControllerChannel:
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
         if self.shell.active:
             return await self.shell.submit(request)
+        if isinstance(request, CreateTopicsRequest) and all(
+            t.name in INTERNAL_TOPICS for t in request.topics
+        ):
+            return await self._create_internal_topics(request)
         self.remote.locator.voters = (self._controller_node(),)
         return await self.remote.submit(request)
+
+    async def _create_internal_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        """``__consumer_offsets`` for this broker's group coordinator, created as Kafka
+        2.8's brokers create it in ZooKeeper mode (``AutoTopicCreationManager`` through
+        ``AdminZkClient``): its config and assignment written straight to ZooKeeper,
+        placed as the controller would place it; the controller's watch on
+        ``/brokers/topics`` does the rest. Not through the controller broker: there, a
+        CreateTopics is a client's, and a client may not create an internal topic."""
+        zk = self.shell.zk
+        try:
+            cluster = await read_cluster(zk, watch=False)
+            writes, response = admin_create_topics(
+                cluster, self.shell.config, random.Random(), request
+            )
+            await zk.transaction(writes)
+        except NodeExistsError:
+            # Another broker wrote it first: it exists, which is all that was asked.
+            return CreateTopicsResponse(
+                tuple(
+                    CreatableTopicResult(t.name, ErrorCode.topic_already_exists)
+                    for t in request.topics
+                )
+            )
+        except KazooException as exc:
+            raise ControllerError(ErrorCode.coordinator_not_available) from exc
+        return response
 
     def _controller_node(self) -> Node:
         controller_id = self.metadata.controller_id

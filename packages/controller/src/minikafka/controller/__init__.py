@@ -150,6 +150,7 @@ from ._timeline import TimelineLong as TimelineLong
 from ._timeline import TimelineObject as TimelineObject
 from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
+from ._zk_admin import admin_create_topics as admin_create_topics
 from ._zk_context import ControllerContext as ControllerContext
 from ._zk_context import Leadership as Leadership
 from ._zk_controller import ZkController as ZkController
@@ -323,6 +324,7 @@ __all__ = [
     "ZkControllerResult",
     "ZkResponse",
     "ZkWatchFired",
+    "admin_create_topics",
     "answer_fetch",
     "assign_replicas_to_brokers",
     "assign_replicas_to_brokers_rack_aware",

@@ -15,6 +15,12 @@ made from the controller's context (:func:`scratch_cluster`). Its records are tu
 the znodes ZooKeeper mode keeps instead: a TopicRecord and its PartitionRecords become one
 assignment znode, its ConfigRecords ``/config/topics/<topic>``; a ProducerIdsRecord becomes
 ``/latest_producer_id_block``.
+
+The controller runs these for the requests it is sent. A broker that is not the
+controller writes an internal topic's znodes itself when its group coordinator needs
+``__consumer_offsets`` (:func:`admin_create_topics`, over what it just read from
+ZooKeeper): Kafka 2.8's brokers create it the same way, through ``AdminZkClient``, and
+the controller learns of it from its watch, as of any topic an admin tool wrote.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from minikafka.zk import (
     Op,
     SetData,
     TopicAssignment,
+    ZkCluster,
     delete_topic_path,
     encode_topic_config,
     topic_config_path,
@@ -152,6 +159,18 @@ def create_topics(
         )
         writes.append(Create(topic_path(name), assignment.encode()))
     return writes, decided.response
+
+
+def admin_create_topics(
+    cluster: ZkCluster,
+    config: ControllerConfig,
+    rng: random.Random,
+    request: CreateTopicsRequest,
+) -> tuple[list[Op], CreateTopicsResponse]:
+    """What an admin client (Kafka's ``AdminZkClient``) writes to create the topics of
+    ``request`` in the cluster as ZooKeeper has it now, decided as the controller would
+    decide it: a broker's own way to create an internal topic in ZooKeeper mode."""
+    return create_topics(ControllerContext.load(-1, cluster), config, rng, request)
 
 
 def create_partitions(
