@@ -33,7 +33,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
-from minikafka.broker._offsets_topic import OFFSETS_TOPIC, ensure_offsets_topic
+from minikafka.broker._offsets_topic import ensure_offsets_topic
 from minikafka.broker._tools_admin import create_partitions, create_topic, delete_topic
 from minikafka.broker._tools_client import connect
 from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
@@ -43,6 +43,7 @@ from minikafka.broker._zk_wire import to_wire
 from minikafka.broker.testing import free_ports
 from minikafka.common import TopicPartition
 from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
+from minikafka.coordination import OFFSETS_TOPIC
 from minikafka.net import NetworkClient, Node
 from minikafka.zk import ZkClient, ZooKeeperServer, controller_epoch
 from minikafka.zk._server import ZOOKEEPER_JAR
