@@ -81,6 +81,24 @@ def kcat_leaders(bootstrap: str, topic: str) -> set[str]:
     }
 
 
+def create_spread_topic(bootstrap: str, brokers: set[str]) -> None:
+    """``minikafka topics --create`` a three-partition topic, and wait until kcat lists
+    its leaders spread over ``brokers``."""
+    create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
+    subprocess.run(
+        [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
+        check=True,
+        capture_output=True,
+        timeout=WAIT,
+    )
+    # The topic exists once the controller has committed it; the broker kcat asks
+    # knows it once it has replayed that far, a moment later on a loaded machine.
+    wait_for(
+        lambda: kcat_leaders(bootstrap, "spread") == brokers,
+        "kcat lists the three partitions' leaders, spread over the brokers",
+    )
+
+
 @pytest.mark.external
 def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None:
     root = tmp_path / "cluster"
@@ -88,20 +106,7 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
     try:
         up = cluster_cli(root, "up", "--controller-port", str(first), "--port", str(first + 1))
         assert "new cluster" in up
-        bootstrap = f"127.0.0.1:{first + 1}"
-        create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
-        subprocess.run(
-            [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
-            check=True,
-            capture_output=True,
-            timeout=WAIT,
-        )
-        # The topic exists once the controller has committed it; the broker kcat asks
-        # knows it once it has replayed that far, a moment later on a loaded machine.
-        wait_for(
-            lambda: kcat_leaders(bootstrap, "spread") == {"1", "2", "3"},
-            "kcat lists the three partitions' leaders, spread over the brokers",
-        )
+        create_spread_topic(f"127.0.0.1:{first + 1}", {"1", "2", "3"})
         rows = status_rows(root)
         assert rows["0"][0] == "controller"
         assert all(rows[b][0] == "broker" and rows[b][-1] == "running" for b in "123")
@@ -134,18 +139,7 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
             root, "up", "--zookeeper", "--zookeeper-port", str(first), "--port", str(first + 1)
         )
         assert "new ZooKeeper-mode cluster" in up
-        bootstrap = f"127.0.0.1:{first + 1}"
-        create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
-        subprocess.run(
-            [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
-            check=True,
-            capture_output=True,
-            timeout=WAIT,
-        )
-        wait_for(
-            lambda: kcat_leaders(bootstrap, "spread") == {"0", "1", "2"},
-            "kcat lists the three partitions' leaders, spread over the brokers",
-        )
+        create_spread_topic(f"127.0.0.1:{first + 1}", {"0", "1", "2"})
         rows = status_rows(root)
         assert all(rows[b][0] == "broker" and rows[b][-1] == "running" for b in "012")
         cluster_cli(root, "kill", "1")
