@@ -1,11 +1,11 @@
-"""Where a small request's time goes: cProfile of the servers, attributed to hops.
+"""Where a request's time goes: cProfile of the servers, attributed to hops.
 
-``python -m bench.profile_request_path [--quick] [--keep DIR]`` profiles three workloads,
-each against a server in its own process, started through this module's ``--serve``
-harness (``python -m bench.profile_request_path --serve OUT net|broker ARGS...``), which
-runs ``python -m minikafka.net`` or ``python -m minikafka.broker`` unchanged and turns a
-``cProfile.Profile`` on at SIGUSR1 and off (writing ``OUT``) at SIGUSR2, so that start-up
-and warm-up stay out of the profile:
+``python -m bench.profile_request_path [--quick] [--keep DIR] [--allocations] [--only NAME]``
+profiles four workloads, each against a server in its own process, started through this
+module's ``--serve`` harness (``python -m bench.profile_request_path --serve OUT
+net|broker ARGS...``), which runs ``python -m minikafka.net`` or ``python -m
+minikafka.broker`` unchanged and turns a ``cProfile.Profile`` on at SIGUSR1 and off
+(writing ``OUT``) at SIGUSR2, so that start-up and warm-up stay out of the profile:
 
 - ``reactor latency``: the Reactor, 1 connection, one ApiVersions v3 at a time;
 - ``reactor pipelined``: the Reactor, 16 connections x 32 Metadata v9 in flight;
