@@ -157,16 +157,20 @@ class Proxies:
 
 def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
     """Partition 0 from its start to its high watermark, as the leader serves it."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": "reader",
-            # No group offsets: committing them on close would wait for a group
-            # coordinator, which a cluster that lost brokers may not have.
-            "enable.auto.commit": False,
-            "log_level": 0,
-        }
-    )
+
+    def reader() -> Consumer:
+        return Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "reader",
+                # No group offsets: committing them on close would wait for a group
+                # coordinator, which a cluster that lost brokers may not have.
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+
+    consumer = reader()
     try:
         deadline = time.monotonic() + WAIT
         while True:
@@ -176,13 +180,16 @@ def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
                 break
             except KafkaException as exc:
                 # Right after a leader change librdkafka may still hold metadata from a
-                # broker that had not replayed it (Local: Unknown partition): ask again,
-                # as an application would, until the deadline.
+                # broker that had not replayed it (Local: Unknown partition), and keep it
+                # for minutes: ask again with a new client, as an application restarted
+                # would, until the deadline.
                 if time.monotonic() > deadline:
                     # Name what the brokers say now: readable from CI's output alone.
                     now = state(cluster, topic)
                     raise AssertionError(f"{exc}; {topic}-0 is now {now}") from exc
-                consumer.poll(0.5)  # lets librdkafka refresh its metadata meanwhile
+                consumer.close()
+                time.sleep(0.2)  # polling, inside the deadline: do not spin
+                consumer = reader()
         consumer.assign([KafkaTopicPartition(topic, 0, 0)])
         values: list[bytes] = []
         deadline = time.monotonic() + WAIT
@@ -211,10 +218,17 @@ def known_state(cluster: ProcessCluster, topic: str, partition: int = 0) -> Part
     return found[0]
 
 
-def create_on(cluster: ProcessCluster, topic: str, replicas: list[int]) -> None:
+def create_on(
+    cluster: ProcessCluster,
+    topic: str,
+    replicas: list[int],
+    configs: Mapping[str, str] | None = None,
+) -> None:
     """A one-partition topic on exactly ``replicas`` (the first leads), once in sync."""
     client = admin(cluster)
-    new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas])
+    new = NewTopic(
+        topic, num_partitions=1, replica_assignment=[replicas], config=dict(configs or {})
+    )
     client.create_topics([new])[topic].result(timeout=WAIT)
     wait_for(in_sync(cluster, topic, 0, len(replicas)), f"{topic} in sync")
 

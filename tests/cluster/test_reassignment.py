@@ -7,8 +7,8 @@
   acknowledged record is read back once, in order; the first broker's copy is deleted
   (``log.segment.delete.delay.ms``).
 
-Both hold in KRaft mode and in ZooKeeper mode (issue 20), where the controller keeps the
-reassignment's phases in the topic znode.
+The move holds in KRaft mode and in ZooKeeper mode (issue 20), where the controller keeps
+the reassignment's phases in the topic znode.
 - **Cancelling restores the original replicas**: a move whose new replica cannot catch
   up (the links into the leader are stalled by a fault proxy) is still in progress, as
   ``--verify`` says; ``--cancel`` ends it with the partition back on its old brokers
@@ -133,12 +133,14 @@ def test_moving_a_partition_to_another_broker_loses_nothing(
     assert not set(acked) - set(read), "acknowledged records lost"
 
 
-@pytest.mark.parametrize("mode", MODES)
 def test_cancelling_a_reassignment_restores_the_original_replicas(
-    make_cluster: MakeCluster, tmp_path: Path, mode: str
+    make_cluster: MakeCluster, tmp_path: Path
 ) -> None:
+    # KRaft mode only: in ZooKeeper mode the controller's UpdateMetadata to the stalled
+    # broker travels the same stalled links, so that broker's Metadata answers lag the
+    # move, and the scenario is another one.
     links: list[Proxies] = []
-    cluster = make_cluster(4, proxies=links, mode=mode)
+    cluster = make_cluster(4, proxies=links)
     [proxies] = links
     one, two, three, four = sorted(cluster.broker_ports)
     create_on(cluster, "stuck", [one, two, three])
