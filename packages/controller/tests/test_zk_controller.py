@@ -5,8 +5,11 @@ Guarantees checked:
   leader and ISR, and tells the replicas (LeaderAndIsr, is_new) and every broker
   (UpdateMetadata);
 - a leader's failure moves leadership to an in-sync replica only (never an out-of-sync
-  one unless unclean election is enabled), and the last in-sync replica stays in the ISR
-  so that it can lead again without loss;
+  one unless unclean election is enabled, by the topic's config or else the broker's),
+  and the last in-sync replica stays in the ISR so that it can lead again without loss;
+- the leader-imbalance check (``auto.leader.rebalance.enable``) gives leadership back
+  to in-sync preferred replicas only, beyond the percentage allowed, never during a
+  reassignment;
 - every write is conditional on the version the controller predicted, and the
   predictions hold (checked against an in-memory ZooKeeper over random event sequences);
 - AlterPartition is fenced by broker epoch, leader epoch and partition epoch;
