@@ -50,7 +50,7 @@ from minikafka.net import controlled_shutdown_v3 as cs
 from minikafka.net import leader_and_isr_v5 as lai
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
-from minikafka.zk import NodeExistsError, read_cluster
+from minikafka.zk import TOPICS, NodeExistsError, ZkCluster, read_brokers, read_topics
 
 from ._apis import KafkaApis
 from ._controller_apis import handle_allocate_producer_ids, handle_alter_partition
@@ -100,7 +100,15 @@ class ZkControllerChannel:
         CreateTopics is a client's, and a client may not create an internal topic."""
         zk = self.shell.zk
         try:
-            cluster = await read_cluster(zk, watch=False)
+            # What the placement and the existence checks need: the brokers and the
+            # assignments (not every partition's state, which a creation never reads).
+            names = await zk.get_children(TOPICS)
+            cluster = ZkCluster(
+                await read_brokers(zk, watch=False),
+                await read_topics(zk, names, watch=False),
+                {},
+                frozenset(),
+            )
             writes, response = admin_create_topics(
                 cluster, self.shell.config, random.Random(), request
             )

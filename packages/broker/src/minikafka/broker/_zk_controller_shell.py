@@ -20,8 +20,9 @@ shell keeps Kafka's shape:
   another controller has been elected meanwhile the check fails, nothing is written, and
   this one resigns: the fence that keeps a zombie controller from changing ZooKeeper
   (brokers fence its requests with STALE_CONTROLLER_EPOCH);
-- **one queue and one sender task per broker** (Kafka's RequestSendThread): requests to a
-  broker go in order, each retried until it is answered or the broker is gone.
+- **one queue and one sender task per broker** (Kafka's RequestSendThread, in
+  :mod:`._zk_channel_manager`): requests to a broker go in order, each retried until it
+  is answered or the broker is gone.
 """
 
 from __future__ import annotations
@@ -41,12 +42,10 @@ from minikafka.controller import (
     AllocateProducerIdsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
-    BrokerRequest,
     ControlledShutdownResult,
     ControllerConfig,
     ControllerError,
     ControllerRequest,
-    ControllerRequestSent,
     ControllerResponse,
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -57,7 +56,6 @@ from minikafka.controller import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
-    StopReplica,
     ZkController,
     ZkControllerElected,
     ZkControllerResult,
@@ -65,8 +63,7 @@ from minikafka.controller import (
     ZkWatchFired,
 )
 from minikafka.controller._zk_admin import LATEST_PRODUCER_ID_BLOCK, decode_producer_id_block
-from minikafka.net import ClientError, NetworkClient, Node
-from minikafka.net import stop_replica_v3 as sr
+from minikafka.net import NetworkClient, Node
 from minikafka.trace import Tracer
 from minikafka.zk import (
     BROKER_IDS,
@@ -89,11 +86,9 @@ from minikafka.zk import (
     try_to_elect,
 )
 
-from ._zk_wire import stop_replica_errors, to_wire
+from ._zk_channel_manager import ControllerChannelManager
 
 _logger = logging.getLogger("minikafka.broker.zk_controller")
-_RETRY_S = 0.2
-"""How soon a request to a broker that did not answer is sent again."""
 ADMIN_WAIT_S = 20.0
 """How long CreateTopics and DeleteTopics wait for the controller to finish the job
 (Kafka's request ``timeout``, which the controller's requests do not carry here)."""
@@ -192,11 +187,7 @@ class ZkControllerShell:
     _queue: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
     _processed: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set (and replaced) after each event: what admin requests wait on."""
-    _senders: dict[int, tuple[Node, trio.MemorySendChannel[BrokerRequest], trio.CancelScope]] = (
-        attrs.field(init=False, factory=dict)
-    )
-    _client: NetworkClient | None = attrs.field(init=False, default=None)
-    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    _channels: ControllerChannelManager | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self._events, self._queue = trio.open_memory_channel(math.inf)
@@ -281,15 +272,16 @@ class ZkControllerShell:
             NetworkClient.open(client_id=self.client_id) as client,
             trio.open_nursery() as nursery,
         ):
-            self._client = client
-            self._nursery = nursery
+            self._channels = ControllerChannelManager(
+                client, nursery, self.tracer, self._stop_replica_answered
+            )
             if self.config.auto_leader_rebalance_enable:
                 nursery.start_soon(self._post_leader_imbalance_checks)
             task_status.started()
             try:
                 await self._process_events()
             finally:
-                self._stop_senders()
+                self._stop_channels()
                 nursery.cancel_scope.cancel()
 
     async def _post_leader_imbalance_checks(self) -> None:
@@ -485,7 +477,7 @@ class ZkControllerShell:
             "broker %d resigns as controller (epoch %d): %s", self.broker_id, epoch, why
         )
         self.core = None
-        self._stop_senders()
+        self._stop_channels()
         if self.tracer.enabled:
             self.tracer.emit(ZkControllerElected(self.broker_id, epoch, True))
         self.on_active(False)
@@ -507,78 +499,29 @@ class ZkControllerShell:
                 # The epoch check failed (another controller was elected), or a znode is
                 # not as this controller left it (another controller wrote it).
                 raise ControllerMovedError(f"a write failed ({type(exc).__name__}): {exc}") from exc
-        if self.core is None:
+        if self.core is None or self._channels is None:
             return
-        self._sync_senders(self.core)
-        for request in result.requests:
-            sender = self._senders.get(request.broker_id)
-            if sender is not None:
-                sender[1].send_nowait(request)
+        self._sync_channels(self.core)
+        self._channels.send(result.requests)
 
-    def _sync_senders(self, core: ZkController) -> None:
-        """One sender per live broker, at its current address; none for the others."""
-        wanted: dict[int, Node] = {}
+    def _sync_channels(self, core: ZkController) -> None:
+        """A channel to every live broker, at its current address (inter-broker listener)."""
+        assert self._channels is not None
+        brokers: dict[int, Node] = {}
         for broker_id, live in core.context.brokers.items():
             address = live.registration.addresses().get(self.listener)
             if address is not None:
-                wanted[broker_id] = Node(broker_id, *address)
-        for broker_id in list(self._senders):
-            if wanted.get(broker_id) != self._senders[broker_id][0]:
-                self._senders.pop(broker_id)[2].cancel()
-        assert self._nursery is not None
-        for broker_id, node in wanted.items():
-            if broker_id not in self._senders:
-                send, receive = trio.open_memory_channel[BrokerRequest](math.inf)
-                scope = trio.CancelScope()
-                self._senders[broker_id] = (node, send, scope)
-                self._nursery.start_soon(self._send_to, node, receive, scope)
+                brokers[broker_id] = Node(broker_id, *address)
+        self._channels.sync(brokers)
 
-    def _stop_senders(self) -> None:
-        for _, _, scope in self._senders.values():
-            scope.cancel()
-        self._senders.clear()
+    def _stop_channels(self) -> None:
+        if self._channels is not None:
+            self._channels.stop()
 
-    async def _send_to(
-        self, node: Node, queue: trio.MemoryReceiveChannel[BrokerRequest], scope: trio.CancelScope
+    def _stop_replica_answered(
+        self, broker_id: int, errors: Mapping[tuple[str, int], ErrorCode]
     ) -> None:
-        """Kafka's RequestSendThread: each request in order, until it is answered."""
-        with scope:
-            async for request in queue:
-                await self._send_one(node, request)
-
-    async def _send_one(self, node: Node, request: BrokerRequest) -> None:
-        assert self._client is not None
-        wire = to_wire(request.payload)
-        while True:
-            try:
-                answer = await self._client.send(node, wire)
-            except ClientError as exc:
-                self._trace(request, f"unreachable: {exc}")
-                self._client.disconnect(node)
-                await trio.sleep(_RETRY_S)
-                continue
-            error = getattr(answer, "error_code", ErrorCode.none)
-            self._trace(request, error.name.upper() if isinstance(error, ErrorCode) else str(error))
-            stop = request.payload
-            if isinstance(answer, sr.StopReplicaResponse) and isinstance(stop, StopReplica):
-                errors = stop_replica_errors(answer)
-                if answer.error_code is not ErrorCode.none:  # the whole request failed
-                    errors = {(p.topic, p.partition): answer.error_code for p in stop.partitions}
-                self._events.send_nowait(_StopReplicaAnswered(request.broker_id, errors))
-            return
-
-    def _trace(self, request: BrokerRequest, error: str) -> None:
-        if self.tracer.enabled:
-            partitions = len(getattr(request.payload, "partitions", ()))
-            self.tracer.emit(
-                ControllerRequestSent(
-                    request.api,
-                    request.broker_id,
-                    request.payload.controller_epoch,
-                    partitions,
-                    error,
-                )
-            )
+        self._events.send_nowait(_StopReplicaAnswered(broker_id, errors))
 
 
 def _fail(event: _Event, error: ErrorCode) -> None:
