@@ -158,6 +158,48 @@ def test_sparse_index_has_one_entry_per_interval(tmp_path: Path) -> None:
         assert found[0] == position
 
 
+def _translations_agree(log: Log) -> int:
+    """Every offset of the active segment (and a few past its end) translated both ways:
+    through the unindexed tail and by the index-and-scan it replaces. How many offsets
+    the tail answered."""
+    segment = log.active_segment
+    answered = 0
+    for offset in range(segment.base_offset, segment.next_offset + 3):
+        by_tail = segment.translate_offset(offset)
+        assert by_tail == segment._translate_by_scan(offset), offset
+        tail = segment._tail_last_offsets
+        answered += bool(tail and offset >= tail[0])
+    return answered
+
+
+def test_the_unindexed_tail_answers_what_the_scan_would(tmp_path: Path) -> None:
+    """Issue 17: a lookup past the last index entry bisects the batches appended since
+    (no file read) and must find the very batch the index-then-scan finds, through
+    appends of varied sizes, a truncation, a roll and a reopen."""
+    log = open_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300))
+    sizes = [1, 3, 1, 7, 2, 1, 1, 5]
+    for i in range(40):
+        log.append_as_leader(value_batch(sizes[i % len(sizes)], value_bytes=40), leader_epoch=0)
+    assert len(log.active_segment.offset_index) > 3
+    assert _translations_agree(log) > 0  # the tail was used, and agreed
+    log.truncate_to(log.log_end_offset - 4)
+    assert log.active_segment._tail is None  # unknown after a truncation: lookups scan
+    assert _translations_agree(log) == 0
+    for _ in range(20):  # the next index entry makes the tail known again
+        log.append_as_leader(value_batch(2, value_bytes=40), leader_epoch=0)
+    assert _translations_agree(log) > 0
+    while len(log.segments) == 1:
+        log.append_as_leader(value_batch(3, value_bytes=200), leader_epoch=0)
+    assert log.segments[0]._tail is None  # let go at the roll
+    assert _translations_agree(log) > 0
+    log.close()
+    reopened = open_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300))
+    assert _translations_agree(reopened) == 0  # not known after a reopen until an entry
+    for _ in range(10):
+        reopened.append_as_leader(value_batch(1, value_bytes=40), leader_epoch=0)
+    assert _translations_agree(reopened) > 0
+
+
 def test_bad_batches_are_rejected_and_nothing_is_appended(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     log.append_as_leader(value_batch(1), leader_epoch=0)

@@ -15,6 +15,7 @@ the pool needs the room, so a broker can host far more segments than it may hold
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -43,6 +44,9 @@ from ._records import decode_batch
 _INT32 = struct.Struct(">i")
 _SCAN_CHUNK = 1024 * 1024  # how much a scan reads at once: many small batches per syscall
 _HEADER_SCAN_CHUNK = 16 * 1024  # a lookup scans about index.interval.bytes (4 KiB) of headers
+# The most batches the unindexed tail remembers (see LogSegment._tail): with the default
+# index.interval.bytes (4 KiB) and the smallest batch (61 bytes) there are at most 69.
+_TAIL_LIMIT = 1024
 
 
 def _pread(file: int | PooledFile, size: int, position: int) -> bytes:
@@ -179,6 +183,16 @@ class LogSegment:
     offset_of_max_timestamp_so_far: int = -1
     rolling_based_timestamp: int | None = None  # the first batch's max timestamp
     _bytes_since_last_index_entry: int = 0
+    # The unindexed tail: the last offset, position and header of every batch from the
+    # last offset-index entry's batch (or the first batch, while the index is empty) to
+    # the end, in order; None when not known (after a truncation, a reopen of a
+    # non-empty segment, a roll, or past _TAIL_LIMIT batches) until the next index entry.
+    # The index is sparse, so finding an offset means scanning the batch headers after
+    # the entry before it: cheap in Kafka's JVM, about 5 us a header in Python, and a
+    # consumer at the end of the log asks for an offset in exactly this region on every
+    # fetch. Remembering it makes that lookup a bisect (issue 17).
+    _tail_last_offsets: list[int] | None = None
+    _tail: list[tuple[int, RecordBatchHeader]] | None = None
 
     # --- opening and closing -------------------------------------------------------
 
@@ -237,6 +251,8 @@ class LogSegment:
             size=size,
             next_offset=base_offset,
         )
+        if size == 0:
+            segment._forget_tail(known=True)  # nothing in it: its tail is known (empty)
         if not trust_end:
             return segment
         try:
@@ -294,7 +310,12 @@ class LogSegment:
         self.time_index.flush()
 
     def on_become_inactive(self) -> None:
-        """On roll: a last time-index entry so the segment's max timestamp survives a restart."""
+        """On roll: a last time-index entry so the segment's max timestamp survives a restart.
+
+        The unindexed tail is let go: consumers read at the end of the log, which is now
+        in the next segment.
+        """
+        self._forget_tail(known=False)
         if self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
@@ -389,7 +410,17 @@ class LogSegment:
     def translate_offset(
         self, offset: int, start_position: int = 0
     ) -> tuple[int, RecordBatchHeader] | None:
-        """The first batch whose last offset is >= ``offset``: index lookup, then a scan."""
+        """The first batch whose last offset is >= ``offset``: index lookup, then a scan
+        (or a bisect of the unindexed tail, which is what that scan would read)."""
+        last_offsets, tail = self._tail_last_offsets, self._tail
+        if last_offsets and tail and start_position == 0 and offset >= last_offsets[0]:
+            i = bisect.bisect_left(last_offsets, offset)
+            return tail[i] if i < len(tail) else None
+        return self._translate_by_scan(offset, start_position)
+
+    def _translate_by_scan(
+        self, offset: int, start_position: int = 0
+    ) -> tuple[int, RecordBatchHeader] | None:
         _, indexed = self.offset_index.lookup(offset)
         for position, header in scan_batches(
             self._file, max(indexed, start_position), self.size, verify_crc=False
@@ -471,6 +502,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self._forget_tail(known=True)  # rebuilt below, batch by batch, from position 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = -1
         self.rolling_based_timestamp = None
@@ -517,8 +549,20 @@ class LogSegment:
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
             )
             self._bytes_since_last_index_entry = 0
+            self._forget_tail(known=True)  # a scan from the new entry starts here
+        if self._tail_last_offsets is not None and self._tail is not None:
+            if len(self._tail) < _TAIL_LIMIT:
+                self._tail_last_offsets.append(header.last_offset)
+                self._tail.append((position, header))
+            else:
+                self._forget_tail(known=False)  # index.interval.bytes is set very high
         self._bytes_since_last_index_entry += header.size
         self.next_offset = header.next_offset
+
+    def _forget_tail(self, *, known: bool) -> None:
+        """Empty the unindexed tail (``known``: nothing is after the last index entry's
+        batch yet), or mark it unknown, so that lookups scan."""
+        self._tail_last_offsets, self._tail = ([], []) if known else (None, None)
 
     def truncate_to(self, offset: int) -> int:
         """Remove the batches holding offsets >= ``offset``; returns bytes removed."""
@@ -532,6 +576,7 @@ class LogSegment:
         self._file.truncate(position)
         self.size = position
         self._bytes_since_last_index_entry = 0
+        self._forget_tail(known=False)
         self._load_end()  # what is left ends where the last remaining batch ends
         return removed
 
@@ -548,4 +593,5 @@ class LogSegment:
         self._file.truncate(size)
         self.size = size
         self._bytes_since_last_index_entry = 0
+        self._forget_tail(known=False)
         self._load_end()
