@@ -17,6 +17,7 @@ from ._client import ClientError as ClientError
 from ._client import DisconnectedError as DisconnectedError
 from ._client import NetworkClient as NetworkClient
 from ._client import Node as Node
+from ._client import PendingRequest as PendingRequest
 from ._client import RequestTimedOut as RequestTimedOut
 from ._client import UnsupportedVersionError as UnsupportedVersionError
 from ._codec import api_name as api_name
@@ -93,6 +94,7 @@ __all__ = [
     "NetConfig",
     "NetworkClient",
     "Node",
+    "PendingRequest",
     "Processor",
     "Request",
     "RequestChannel",

@@ -245,6 +245,18 @@ class NetworkClient:
         ``expect_response=False`` is for requests the broker does not answer (acks=0
         produce): the call returns once the request is written.
         """
+        pending = await self.enqueue(node, body, expect_response=expect_response)
+        return await pending.response()
+
+    async def enqueue(
+        self, node: Node, body: RequestPayload, *, expect_response: bool = True
+    ) -> PendingRequest:
+        """Queue ``body`` on the connection to ``node`` (connecting first if need be) and
+        return without waiting for the response: what a producer's Sender needs, whose
+        requests to one node must go out in the order it made them (seed 000: ordering
+        per partition) while several are in flight. Two calls from one task are sent in
+        the order they were made; await :meth:`PendingRequest.response` for the answer.
+        """
         connection = await self._connection(node)
         api_key, api_version = int(body.__api_key__), int(body.__version__)
         low, high = connection.api_versions.get(api_key, (0, -1))
@@ -252,11 +264,16 @@ class NetworkClient:
             raise UnsupportedVersionError(
                 f"node {node.node_id} does not serve {api_name(api_key)} v{api_version}"
             )
-        return await self._send_on(connection, body, expect_response)
+        return self._enqueue_on(connection, body, expect_response)
 
     async def _send_on(
         self, connection: _NodeConnection, body: RequestPayload, expect_response: bool = True
     ) -> ResponsePayload | None:
+        return await self._enqueue_on(connection, body, expect_response).response()
+
+    def _enqueue_on(
+        self, connection: _NodeConnection, body: RequestPayload, expect_response: bool
+    ) -> PendingRequest:
         api_key, api_version = int(body.__api_key__), int(body.__version__)
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) % 2**31
@@ -270,20 +287,7 @@ class NetworkClient:
             SIZE_PREFIX.pack(len(payload)) + payload,
         )
         connection.enqueue(item)
-        with trio.move_on_after(self.request_timeout) as scope:
-            await item.done.wait()
-        if scope.cancelled_caught:
-            # Kafka's NetworkClient.handleTimedOutRequests: the whole connection goes.
-            self._drop(
-                connection,
-                RequestTimedOut(
-                    f"{api_name(api_key)} to node {connection.node.node_id} timed out "
-                    f"after {self.request_timeout}s"
-                ),
-            )
-        if item.error is not None:
-            raise item.error
-        return item.response
+        return PendingRequest(self, connection, item)
 
     def _drop(self, connection: _NodeConnection, error: Exception) -> None:
         if self._connections.get(connection.node) is connection:
@@ -341,6 +345,35 @@ class NetworkClient:
                 raise ClientError(f"ApiVersions failed with error {error}")
             return ranges
         raise ClientError("no ApiVersions version in common with the broker")
+
+
+@attrs.define(eq=False)
+class PendingRequest:
+    """A request queued by :meth:`NetworkClient.enqueue`: its response, when it comes."""
+
+    _client: NetworkClient
+    _connection: _NodeConnection
+    _item: _InFlight
+
+    async def response(self) -> ResponsePayload | None:
+        """Wait for the response (None for a request the broker does not answer); raises
+        what the connection failed with. Past ``request.timeout.ms`` the connection is
+        closed, as in Kafka's ``NetworkClient.handleTimedOutRequests``, failing everything
+        else in flight on it."""
+        item, connection = self._item, self._connection
+        with trio.move_on_after(self._client.request_timeout) as scope:
+            await item.done.wait()
+        if scope.cancelled_caught:
+            self._client._drop(
+                connection,
+                RequestTimedOut(
+                    f"{api_name(item.api_key)} to node {connection.node.node_id} timed out "
+                    f"after {self._client.request_timeout}s"
+                ),
+            )
+        if item.error is not None:
+            raise item.error
+        return item.response
 
 
 async def _run_connection(connection: _NodeConnection, stream: trio.SocketStream) -> None:

@@ -1,0 +1,203 @@
+"""The producer's configuration: Kafka's client property names, Kafka's defaults.
+
+A producer is configured with a dict of Kafka's own keys (``bootstrap.servers``,
+``linger.ms``, ``acks``...), as the Java client and confluent-kafka are. Values may be
+given as Python values or as the strings a properties file holds (``"5"``, ``"all"``,
+``"true"``). An unknown key, a value of the wrong kind or out of range, and a
+combination Kafka refuses (idempotence with ``acks`` other than all, more than five
+requests in flight, a delivery timeout shorter than linger plus request timeout) raise
+:class:`ConfigError` naming the key, before anything connects.
+
+The defaults are Kafka 4.0's ``ProducerConfig``: idempotence on and ``acks=all`` (KIP-679),
+``linger.ms=5`` (KIP-1030). Keys the Java client has and this one does not implement
+(transactions, interceptors, SSL and SASL, adaptive partitioning) are refused as unknown
+rather than accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from minikafka.common import Acks
+from minikafka.log import CompressionType
+
+ROUND_ROBIN_PARTITIONER = "org.apache.kafka.clients.producer.RoundRobinPartitioner"
+_PARTITIONERS = {"": "", ROUND_ROBIN_PARTITIONER: ROUND_ROBIN_PARTITIONER}
+_PARTITIONERS["RoundRobinPartitioner"] = ROUND_ROBIN_PARTITIONER
+_INT32_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is refused; the message names the key."""
+
+
+DeliveryCallback = Callable[[Any, Any], None]
+"""``on_delivery(error, message)``, as confluent-kafka calls it."""
+
+
+@attrs.frozen
+class ProducerConfig:
+    bootstrap_servers: tuple[tuple[str, int], ...]
+    client_id: str = "minikafka-producer"
+    acks: Acks = Acks.ALL
+    enable_idempotence: bool = True
+    linger_ms: int = 5
+    batch_size: int = 16_384
+    buffer_memory: int = 33_554_432
+    max_block_ms: int = 60_000
+    compression_type: CompressionType = CompressionType.NONE
+    max_in_flight: int = 5
+    request_timeout_ms: int = 30_000
+    delivery_timeout_ms: int = 120_000
+    retries: int = _INT32_MAX
+    retry_backoff_ms: int = 100
+    max_request_size: int = 1_048_576
+    metadata_max_age_ms: int = 300_000
+    partitioner: str = ""  # "" is Kafka's built-in: murmur2 for keys, sticky without
+    partitioner_ignore_keys: bool = False
+    on_delivery: DeliveryCallback | None = None
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, object]) -> ProducerConfig:
+        """Parse Kafka's keys; :class:`ConfigError` names the first key refused."""
+        values: dict[str, object] = {}
+        for key, raw in config.items():
+            parse = _KEYS.get(key)
+            if parse is None:
+                raise ConfigError(f"{key}: not a producer configuration key this client knows")
+            try:
+                values[_field(key)] = parse(raw)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{key}: invalid value {raw!r}: {exc}") from None
+        if "bootstrap_servers" not in values:
+            raise ConfigError("bootstrap.servers: required")
+        explicit_idempotence = "enable_idempotence" in values
+        parsed = cls(**values)  # type: ignore[arg-type]
+        return parsed._checked(explicit_idempotence)
+
+    def _checked(self, explicit_idempotence: bool) -> ProducerConfig:
+        """Kafka's cross-key rules (ProducerConfig.postProcessAndValidateIdempotenceConfigs)."""
+        if self.enable_idempotence:
+            conflict = None
+            if self.acks is not Acks.ALL:
+                conflict = ("acks", "must be all (-1) with enable.idempotence=true")
+            elif self.max_in_flight > 5:
+                conflict = (
+                    "max.in.flight.requests.per.connection",
+                    "must be at most 5 with enable.idempotence=true",
+                )
+            elif self.retries == 0:
+                conflict = ("retries", "must be above 0 with enable.idempotence=true")
+            if conflict is not None:
+                if explicit_idempotence:
+                    raise ConfigError(f"{conflict[0]}: {conflict[1]}")
+                # Idempotence on by default yields to a setting that cannot have it.
+                return attrs.evolve(self, enable_idempotence=False)._checked(False)
+        if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
+            raise ConfigError(
+                "delivery.timeout.ms: must be at least linger.ms + request.timeout.ms "
+                f"({self.linger_ms + self.request_timeout_ms})"
+            )
+        return self
+
+
+def _field(key: str) -> str:
+    return _FIELDS.get(key, key.replace(".", "_"))
+
+
+def _int(low: int, high: int = _INT32_MAX) -> Callable[[object], int]:
+    def parse(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            raise TypeError("expected an integer")
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(f"must be in [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def _bool(raw: object) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    raise TypeError("expected true or false")
+
+
+def _acks(raw: object) -> Acks:
+    text = str(raw).lower()
+    if text == "all":
+        return Acks.ALL
+    if text in ("-1", "0", "1"):
+        return Acks(int(text))
+    raise ValueError("expected all, -1, 0 or 1")
+
+
+def _compression(raw: object) -> CompressionType:
+    names = {c.name.lower(): c for c in CompressionType}
+    try:
+        return names[str(raw).lower()]
+    except KeyError:
+        raise ValueError("expected one of " + ", ".join(names)) from None
+
+
+def _bootstrap(raw: object) -> tuple[tuple[str, int], ...]:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("expected host:port[,host:port...]")
+    servers = []
+    for item in raw.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{item.strip()!r} is not host:port")
+        servers.append((host.strip("[]"), int(port)))
+    return tuple(servers)
+
+
+def _partitioner(raw: object) -> str:
+    text = "" if raw is None else str(raw)
+    if text not in _PARTITIONERS:
+        raise ValueError(f"expected empty (the built-in partitioner) or {ROUND_ROBIN_PARTITIONER}")
+    return _PARTITIONERS[text]
+
+
+def _client_id(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise TypeError("expected a string")
+    return raw
+
+
+def _callback(raw: object) -> DeliveryCallback:
+    if not callable(raw):
+        raise TypeError("expected a callable on_delivery(error, message)")
+    return raw
+
+
+_KEYS: dict[str, Callable[[object], object]] = {
+    "bootstrap.servers": _bootstrap,
+    "client.id": _client_id,
+    "acks": _acks,
+    "enable.idempotence": _bool,
+    "linger.ms": _int(0),
+    "batch.size": _int(0),
+    "buffer.memory": _int(1, 2**63 - 1),
+    "max.block.ms": _int(0, 2**63 - 1),
+    "compression.type": _compression,
+    "max.in.flight.requests.per.connection": _int(1),
+    "request.timeout.ms": _int(0),
+    "delivery.timeout.ms": _int(0),
+    "retries": _int(0),
+    "retry.backoff.ms": _int(0, 2**63 - 1),
+    "max.request.size": _int(1),
+    "metadata.max.age.ms": _int(0, 2**63 - 1),
+    "partitioner.class": _partitioner,
+    "partitioner.ignore.keys": _bool,
+    "on_delivery": _callback,  # confluent-kafka's key for the default delivery callback
+}
+_FIELDS = {
+    "max.in.flight.requests.per.connection": "max_in_flight",
+    "partitioner.class": "partitioner",
+}

@@ -1,0 +1,132 @@
+"""What a delivery report carries: :class:`KafkaError` and :class:`Message`, shaped as
+confluent-kafka's, so code written for it reads the same (``err.code()``, ``err.name()``,
+``msg.offset()``...).
+
+Broker errors keep Kafka's codes and names (``NOT_LEADER_OR_FOLLOWER``, 6). Errors the
+client itself decides have librdkafka's negative codes and underscored names:
+``_MSG_TIMED_OUT`` (``delivery.timeout.ms`` passed), ``_PURGE_QUEUE`` (the producer was
+closed without flushing), ``_TRANSPORT`` (the connection failed), ``_TIMED_OUT``.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from kio.schema.errors import ErrorCode
+
+from minikafka.log import Header
+
+# librdkafka's rd_kafka_resp_err_t values for the client's own errors
+MSG_TIMED_OUT = -192
+PURGE_QUEUE = -152
+TRANSPORT = -195
+TIMED_OUT = -185
+_LOCAL_NAMES = {
+    MSG_TIMED_OUT: "_MSG_TIMED_OUT",
+    PURGE_QUEUE: "_PURGE_QUEUE",
+    TRANSPORT: "_TRANSPORT",
+    TIMED_OUT: "_TIMED_OUT",
+}
+
+
+class KafkaError:
+    """An error code, its name, and what happened."""
+
+    __slots__ = ("_code", "_message")
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        self._code = int(code)
+        self._message = message
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        if self._code in _LOCAL_NAMES:
+            return _LOCAL_NAMES[self._code]
+        try:
+            return ErrorCode(self._code).name.upper()
+        except ValueError:
+            return f"UNKNOWN_ERROR_CODE({self._code})"
+
+    def str(self) -> str:
+        return self._message or self.name()
+
+    def retriable(self) -> bool:
+        if self._code in (TRANSPORT, TIMED_OUT):
+            return True
+        try:
+            return bool(ErrorCode(self._code).retriable)
+        except ValueError:
+            return False
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KafkaError):
+            return self._code == other._code
+        return isinstance(other, int) and self._code == other
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+    def __repr__(self) -> builtins.str:
+        return f"KafkaError{{code={self.name()},val={self._code},str={self.str()!r}}}"
+
+    __str__ = __repr__
+
+
+class KafkaException(Exception):
+    """Raised by the API for what cannot be a delivery report; ``args[0]`` is the
+    :class:`KafkaError`, as in confluent-kafka."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class Message:
+    """A produced record and where it landed (a delivery report's second argument)."""
+
+    __slots__ = ("_error", "_headers", "_key", "_offset", "_partition", "_topic", "_ts", "_value")
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[Header, ...],
+        timestamp: int,
+        error: KafkaError | None = None,
+    ) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+        self._key, self._value, self._headers = key, value, headers
+        self._ts, self._error = timestamp, error
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return [(h.key, h.value) for h in self._headers] or None
+
+    def timestamp(self) -> tuple[int, int]:
+        """(TIMESTAMP_CREATE_TIME = 1, milliseconds), as confluent-kafka gives it."""
+        return 1, self._ts
+
+    def error(self) -> KafkaError | None:
+        return self._error
+
+    def __repr__(self) -> str:
+        return f"Message({self._topic}-{self._partition}@{self._offset})"

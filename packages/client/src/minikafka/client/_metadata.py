@@ -1,0 +1,104 @@
+"""The client's view of the cluster: brokers, and each topic's partitions and leaders.
+
+A producer learns where to send from Metadata responses (seed 000: "the client asks any
+broker for metadata, then talks to each partition's leader"). It asks for the topics it
+produces to, when it first meets a topic, when a response says the leader moved
+(NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION...), when a batch waits for a
+partition without a leader, and every ``metadata.max.age.ms`` in any case. Kafka's
+producer lets a Metadata request create a topic it does not know
+(``allow.auto.create.topics``, on by default); the broker decides
+(``auto.create.topics.enable``).
+
+A core: :meth:`ClientMetadata.update` takes the decoded response and the time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import attrs
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v8.response import MetadataResponse
+
+from minikafka.common import TopicPartition
+from minikafka.net import Node
+
+
+@attrs.frozen
+class TopicInfo:
+    error: int  # ErrorCode of the topic in the last response
+    leaders: tuple[int, ...]  # per partition, -1 without a leader
+
+    @property
+    def available(self) -> tuple[int, ...]:
+        return tuple(p for p, leader in enumerate(self.leaders) if leader >= 0)
+
+
+@attrs.define
+class ClientMetadata:
+    bootstrap: tuple[Node, ...]
+    max_age_ms: int = 300_000
+    nodes: dict[int, Node] = attrs.field(factory=dict)
+    topics: dict[str, TopicInfo] = attrs.field(factory=dict)
+    wanted: set[str] = attrs.field(factory=set)
+    updated_at: float = -math.inf
+    _needs_update: bool = True
+
+    def want(self, topic: str) -> bool:
+        """Track ``topic``; True if it was new (a Metadata request is due)."""
+        if topic in self.wanted:
+            return False
+        self.wanted.add(topic)
+        self._needs_update = True
+        return True
+
+    def request_update(self) -> None:
+        self._needs_update = True
+
+    def update_due(self, now: float) -> bool:
+        return self._needs_update or (now - self.updated_at) * 1000 >= self.max_age_ms
+
+    def update(self, response: MetadataResponse, now: float) -> None:
+        self.nodes = {
+            int(b.node_id): Node(int(b.node_id), b.host, int(b.port)) for b in response.brokers
+        }
+        for topic in response.topics:
+            error = int(topic.error_code)
+            if error != ErrorCode.none and not topic.partitions:
+                self.topics[str(topic.name)] = TopicInfo(error, ())
+                continue
+            count = max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
+            leaders = [-1] * count
+            for p in topic.partitions:
+                leader = int(p.leader_id)
+                leaders[int(p.partition_index)] = leader if leader in self.nodes else -1
+            self.topics[str(topic.name)] = TopicInfo(error, tuple(leaders))
+        self.updated_at = now
+        # Ask again soon while a wanted topic has no partitions or a partition no leader.
+        self._needs_update = any(
+            t not in self.topics or not self.topics[t].leaders or -1 in self.topics[t].leaders
+            for t in self.wanted
+        )
+
+    def partitions(self, topic: str) -> TopicInfo | None:
+        info = self.topics.get(topic)
+        return info if info is not None and info.leaders else None
+
+    def leader_of(self, tp: TopicPartition) -> int | None:
+        info = self.topics.get(tp.topic)
+        if info is None or tp.partition >= len(info.leaders):
+            return None
+        leader = info.leaders[tp.partition]
+        return leader if leader >= 0 else None
+
+    def node(self, node_id: int) -> Node | None:
+        return self.nodes.get(node_id)
+
+    def led_by(self, node_id: int, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+        return [tp for tp in partitions if self.leader_of(tp) == node_id]
+
+    def any_node(self, index: int) -> Node:
+        """A broker to ask for metadata: a known one, else a bootstrap server."""
+        known = sorted(self.nodes.values(), key=lambda n: n.node_id) or list(self.bootstrap)
+        return known[index % len(known)]

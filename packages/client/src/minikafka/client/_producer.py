@@ -1,0 +1,295 @@
+"""``Producer``: the synchronous API, shaped like confluent-kafka's.
+
+The application's thread calls :meth:`Producer.produce`, which picks the partition and
+appends to the RecordAccumulator right there (as Kafka's ``KafkaProducer.send`` does on
+the caller's thread) and returns; a background thread runs the trio shell that sends.
+Delivery reports wait until the application calls :meth:`Producer.poll` or
+:meth:`Producer.flush`, which run the callbacks on the application's thread, as
+confluent-kafka does. ``len(producer)`` is how many records are queued, in flight, or
+acknowledged with their report not yet served.
+
+``produce`` blocks (up to ``max.block.ms``) only for what Kafka's producer blocks for:
+the topic's metadata the first time, and room in ``buffer.memory``. It raises
+:class:`BufferError` when the buffer stays full, :class:`KafkaException` for an unknown
+topic or a record larger than ``max.request.size``.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition
+from minikafka.log import Header
+from minikafka.net import NetworkClient, Node
+
+from ._accumulator import BufferFull, PendingRecord, RecordAccumulator
+from ._config import DeliveryCallback, ProducerConfig
+from ._message import PURGE_QUEUE, KafkaError, KafkaException, Message
+from ._metadata import ClientMetadata, TopicInfo
+from ._partitioner import Partitioner
+from ._sender import Delivery, Sender
+from ._shell import ProducerShell
+
+HeadersArg = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
+
+
+class Producer:
+    """A Kafka producer: ``Producer({"bootstrap.servers": "127.0.0.1:9092"})``."""
+
+    def __init__(self, config: Mapping[str, object], *, seed: int | None = None) -> None:
+        self.config = ProducerConfig.from_dict(config)
+        c = self.config
+        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
+        accumulator = RecordAccumulator(
+            c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
+        )
+        metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
+        self._sender = Sender(c, accumulator, metadata)
+        self._partitioner = Partitioner(
+            c.batch_size,
+            random.Random(seed),
+            round_robin=bool(c.partitioner),
+            ignore_keys=c.partitioner_ignore_keys,
+        )
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # metadata, room, reports
+        self._reports: collections.deque[tuple[DeliveryCallback | None, KafkaError | None, Message]]
+        self._reports = collections.deque()
+        self._outstanding = 0  # records appended whose report has not been served
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.CancelScope | None = None
+        self._closed = False
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name="minikafka-producer", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+
+    # --- the background thread ----------------------------------------------------
+
+    def _run(self, started: threading.Event) -> None:
+        trio.run(self._main, started)
+
+    async def _main(self, started: threading.Event) -> None:
+        c = self.config
+        async with NetworkClient.open(
+            client_id=c.client_id,
+            max_in_flight=c.max_in_flight,
+            request_timeout=c.request_timeout_ms / 1000,
+        ) as client:
+            self._shell = ProducerShell(
+                self._sender,
+                client,
+                self._deliver,
+                on_metadata=self._notify,
+                lock=self._lock,
+            )
+            with trio.CancelScope() as self._stop:
+                self._token = trio.lowlevel.current_trio_token()
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self._shell.run)
+                    started.set()
+            client.close()
+
+    def _deliver(self, deliveries: list[Delivery]) -> None:
+        for d in deliveries:
+            record = d.batch.records[d.index]
+            tp = d.batch.topic_partition
+            message = Message(
+                tp.topic,
+                tp.partition,
+                d.offset,
+                record.key,
+                record.value,
+                record.headers,
+                d.timestamp,
+                d.error,
+            )
+            callback = record.handle if callable(record.handle) else self.config.on_delivery
+            self._reports.append((callback, d.error, message))
+        self._notify()
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _wake(self) -> None:
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._shell.wake)
+
+    # --- the API ------------------------------------------------------------------
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        partition: int = -1,
+        on_delivery: DeliveryCallback | None = None,
+        timestamp: int = 0,
+        headers: HeadersArg = None,
+        *,
+        callback: DeliveryCallback | None = None,
+    ) -> None:
+        """Queue one record; its delivery report comes through :meth:`poll`/:meth:`flush`."""
+        if self._closed:
+            raise RuntimeError("the producer is closed")
+        record = PendingRecord(
+            topic,
+            _bytes(key),
+            _bytes(value),
+            _headers(headers),
+            timestamp or int(time.time() * 1000),
+            on_delivery or callback,
+        )
+        size = record.size
+        if size > self.config.max_request_size or size > self.config.buffer_memory:
+            raise KafkaException(
+                KafkaError(
+                    ErrorCode.message_too_large,
+                    f"the record is {size} bytes, more than max.request.size or buffer.memory",
+                )
+            )
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        with self._changed:
+            info = self._await_topic(topic, deadline)
+            if partition >= len(info.leaders):
+                raise KafkaException(
+                    KafkaError(
+                        ErrorCode.unknown_topic_or_partition,
+                        f"{topic} has {len(info.leaders)} partitions, not {partition + 1}",
+                    )
+                )
+            if partition < 0:
+                partition = self._partitioner.partition(
+                    topic, record.key, len(info.leaders), info.available
+                )
+            tp = TopicPartition(topic, partition)
+            wake = self._append(tp, record, deadline)
+            self._partitioner.on_append(topic, partition, size, len(info.leaders), info.available)
+            self._outstanding += 1
+        if wake:
+            self._wake()
+
+    def _await_topic(self, topic: str, deadline: float) -> TopicInfo:
+        metadata = self._sender.metadata
+        if metadata.want(topic):
+            self._wake()
+        while True:
+            info = metadata.partitions(topic)
+            if info is not None:
+                return info
+            known = metadata.topics.get(topic)
+            if known is not None and known.error not in (0, ErrorCode.leader_not_available):
+                raise KafkaException(KafkaError(known.error, f"topic {topic}"))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaException(
+                    KafkaError(
+                        ErrorCode.unknown_topic_or_partition,
+                        f"topic {topic} not in the metadata after max.block.ms",
+                    )
+                )
+            self._changed.wait(left)
+
+    def _append(self, tp: TopicPartition, record: PendingRecord, deadline: float) -> bool:
+        accumulator = self._sender.accumulator
+        while True:
+            try:
+                return accumulator.append(tp, record, time.monotonic())
+            except BufferFull:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BufferError("buffer.memory is full and max.block.ms passed") from None
+                accumulator.wait_for_room(True)
+                self._wake()
+                try:
+                    self._changed.wait(left)
+                finally:
+                    accumulator.wait_for_room(False)
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serve delivery reports (waiting up to ``timeout`` seconds for the first, -1 or
+        None: without limit); how many were served."""
+        if timeout is not None and timeout < 0:
+            timeout = None
+        with self._changed:
+            if not self._reports and timeout != 0:
+                self._changed.wait_for(lambda: bool(self._reports), timeout)
+            reports = list(self._reports)
+            self._reports.clear()
+            self._outstanding -= len(reports)
+            self._changed.notify_all()
+        for callback, error, message in reports:
+            if callback is not None:
+                callback(error, message)
+        return len(reports)
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send everything queued now (no lingering) and serve reports until every record
+        has one or ``timeout`` passes; how many records are still outstanding."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._lock:
+            self._sender.accumulator.begin_flush()
+        self._wake()
+        try:
+            while len(self) > 0:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    break
+                self.poll(0.1 if left is None else min(left, 0.1))
+        finally:
+            with self._lock:
+                self._sender.accumulator.end_flush()
+        return len(self)
+
+    def __len__(self) -> int:
+        return self._outstanding
+
+    def close(self, timeout: float | None = None) -> int:
+        """Flush (up to ``timeout``), fail what is left with ``_PURGE_QUEUE``, serve the
+        last reports and stop the background thread; the records left undelivered."""
+        if self._closed:
+            return 0
+        left = self.flush(timeout)
+        with self._lock:
+            self._sender.abort(KafkaError(PURGE_QUEUE, "the producer was closed"))
+        self._closed = True
+        if self._token is not None and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._stop.cancel)
+        self._thread.join(10)
+        with self._lock:
+            deliveries, self._sender.deliveries = self._sender.deliveries, []
+        self._deliver(deliveries)
+        self.poll(0)
+        return left
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return value.encode()
+
+
+def _headers(headers: HeadersArg) -> tuple[Header, ...]:
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return tuple(Header(k, _bytes(v)) for k, v in items)

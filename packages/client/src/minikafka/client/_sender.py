@@ -1,0 +1,294 @@
+"""The Sender: ready batches to their leaders, and what each answer means (seed 000).
+
+On each :meth:`Sender.poll` the Sender asks the accumulator which leaders have a batch
+ready, and for each leader with fewer than ``max.in.flight.requests.per.connection``
+requests unanswered, drains one request's worth of batches. An answer completes a
+batch (every record's delivery report, with its offset), sends it back to the queue for
+another attempt after ``retry.backoff.ms`` (a retriable error: the leader moved, too few
+in-sync replicas, a lost connection), or fails it (a fatal error, ``retries`` used up,
+``delivery.timeout.ms`` passed).
+
+**Idempotence** (KIP-98, on by default since Kafka 3.0). The producer gets a producer id
+and epoch (InitProducerId) and numbers each partition's batches with consecutive
+sequence numbers, first record first. The partition's leader keeps the last five
+batches' sequences per producer and appends a batch only if its first sequence follows
+the last one appended: a retried batch that did reach the log the first time is
+answered as a duplicate (with its original offset), and a batch that arrives after a
+gap is refused with OUT_OF_ORDER_SEQUENCE_NUMBER. Up to five requests may be in flight,
+so when a batch fails, those sent after it fail with OUT_OF_ORDER too, and each goes
+back to its queue in sequence order: the leader's check is what keeps the log in order
+with no duplicates. The Sender only saves itself requests that would be refused: a
+retried batch is sent again once nothing of its partition is in flight (Kafka's
+``shouldStopDrainBatchesForPartition``).
+A batch that fails for good leaves a gap no later batch can fill; then (and on
+UNKNOWN_PRODUCER_ID or an out-of-order batch with nothing before it unresolved) the
+producer asks for a new producer id and numbers from zero again, re-stamping what has
+not been acknowledged (Kafka bumps the epoch instead, KIP-360).
+
+A core: every call takes ``now``; it returns requests to make and leaves delivery
+reports in :attr:`Sender.deliveries` for the shell to hand out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import Acks, TopicPartition
+
+from ._accumulator import ProducerBatch, RecordAccumulator
+from ._config import ProducerConfig
+from ._message import MSG_TIMED_OUT, TRANSPORT, KafkaError
+from ._metadata import ClientMetadata
+
+_SEQUENCE_LIMIT = 2**31  # sequences wrap at Integer.MAX_VALUE, as in Kafka
+_METADATA_ERRORS = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.leader_not_available,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.kafka_storage_error,
+    }
+)
+_PRODUCER_ID_ERRORS = frozenset(
+    {
+        ErrorCode.out_of_order_sequence_number,
+        ErrorCode.unknown_producer_id,
+        ErrorCode.invalid_producer_epoch,
+    }
+)
+
+
+@attrs.frozen
+class ProducePlan:
+    """One Produce request: its leader and the batches in it."""
+
+    node: int
+    batches: tuple[ProducerBatch, ...]
+
+
+@attrs.frozen
+class PartitionResponse:
+    error: int
+    base_offset: int = -1
+    log_append_time: int = -1
+    error_message: str | None = None
+
+
+@attrs.frozen
+class Delivery:
+    """One record's delivery report."""
+
+    batch: ProducerBatch
+    index: int  # the record's place in its batch
+    offset: int  # -1 on error (and with acks=0)
+    timestamp: int
+    error: KafkaError | None
+
+
+@attrs.define
+class Sender:
+    config: ProducerConfig
+    accumulator: RecordAccumulator
+    metadata: ClientMetadata
+    producer_id: int = -1
+    producer_epoch: int = -1
+    deliveries: list[Delivery] = attrs.field(factory=list)
+    _next_sequence: dict[TopicPartition, int] = attrs.field(factory=dict)
+    # (producer id, partition) -> base sequences sent and not yet resolved
+    _unresolved: dict[tuple[int, TopicPartition], set[int]] = attrs.field(factory=dict)
+    _in_flight: dict[TopicPartition, int] = attrs.field(factory=dict)
+    _requests: dict[int, int] = attrs.field(factory=dict)
+
+    @property
+    def idempotent(self) -> bool:
+        return self.config.enable_idempotence
+
+    def needs_producer_id(self) -> bool:
+        return self.idempotent and self.producer_id < 0
+
+    def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        """InitProducerId answered: number every partition from zero under this id."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        self._next_sequence.clear()
+
+    def in_flight_requests(self) -> int:
+        return sum(self._requests.values())
+
+    # --- sending ------------------------------------------------------------------
+
+    def poll(self, now: float) -> list[ProducePlan]:
+        """The requests to make now (at most one per ready leader)."""
+        self._expire(now)
+        if self.needs_producer_id():
+            return []
+        check = self.accumulator.ready(self.metadata.leader_of, now, self._may_send)
+        if check.unknown_leaders:
+            self.metadata.request_update()
+        queued = list(self.accumulator.partitions_with_batches())
+        plans: list[ProducePlan] = []
+        for node in sorted(check.nodes):
+            if self._requests.get(node, 0) >= self.config.max_in_flight:
+                continue
+            batches = self.accumulator.drain(
+                node,
+                self.metadata.led_by(node, queued),
+                self.config.max_request_size,
+                now,
+                self._may_send,
+            )
+            if not batches:
+                continue
+            for batch in batches:
+                self._stamp(batch)
+                tp = batch.topic_partition
+                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+            self._requests[node] = self._requests.get(node, 0) + 1
+            plans.append(ProducePlan(node, tuple(batches)))
+        return plans
+
+    def next_poll_in(self, now: float) -> float:
+        """Seconds until a batch may become ready by itself (linger, backoff, expiry)."""
+        check = self.accumulator.ready(self.metadata.leader_of, now, self._may_send)
+        return check.next_check
+
+    def _may_send(self, tp: TopicPartition, batch: ProducerBatch) -> bool:
+        if not self.idempotent:
+            return True
+        if self.producer_id < 0:
+            return False
+        # A retry goes only once nothing of its partition is in flight: the batches sent
+        # after it are being refused as out of order and come back behind it, and until
+        # they have, anything sent after the retry would be refused too.
+        return batch.attempts == 0 or self._in_flight.get(tp, 0) == 0
+
+    def _stamp(self, batch: ProducerBatch) -> None:
+        """Give a batch its producer id and sequence (kept across retries)."""
+        if not self.idempotent:
+            batch.build(self.accumulator.compression)
+            return
+        if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
+            return  # a retry: the same bytes under the same sequence
+        tp = batch.topic_partition
+        sequence = self._next_sequence.get(tp, 0)
+        batch.payload = None
+        batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
+        batch.base_sequence = sequence
+        self._next_sequence[tp] = (sequence + len(batch.records)) % _SEQUENCE_LIMIT
+        self._unresolved.setdefault((self.producer_id, tp), set()).add(sequence)
+        batch.build(self.accumulator.compression)
+
+    # --- answers ------------------------------------------------------------------
+
+    def on_response(
+        self, plan: ProducePlan, results: Mapping[TopicPartition, PartitionResponse], now: float
+    ) -> None:
+        """The Produce response (for ``acks=0``, the request written: no offsets)."""
+        self._request_done(plan)
+        for batch in plan.batches:
+            answer = results.get(batch.topic_partition)
+            if answer is None:
+                answer = PartitionResponse(
+                    ErrorCode.unknown_server_error, error_message="no answer for the partition"
+                )
+            self._on_batch_answer(batch, answer, now)
+
+    def on_request_failed(self, plan: ProducePlan, message: str, now: float) -> None:
+        """No answer: the connection failed or the request timed out. Every batch in it
+        may or may not have been appended: retried (a duplicate is caught by its
+        sequence when idempotent)."""
+        self._request_done(plan)
+        self.metadata.request_update()
+        for batch in plan.batches:
+            self._retry_or_fail(batch, KafkaError(TRANSPORT, message), now)
+
+    def _request_done(self, plan: ProducePlan) -> None:
+        self._requests[plan.node] -= 1
+        for batch in plan.batches:
+            self._in_flight[batch.topic_partition] -= 1
+
+    def _on_batch_answer(self, batch: ProducerBatch, answer: PartitionResponse, now: float) -> None:
+        error = answer.error
+        if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
+            self._succeed(batch, answer)
+            return
+        kafka_error = KafkaError(error, answer.error_message)
+        if error in _METADATA_ERRORS:
+            self.metadata.request_update()
+        if self.idempotent and error in _PRODUCER_ID_ERRORS:
+            if batch.producer_id != self.producer_id or self._earlier_unresolved(batch):
+                # Something before it is being retried, or the producer id changed:
+                # this batch comes back in sequence order (re-stamped if need be).
+                self.accumulator.reenqueue(batch, now)
+                return
+            self._fail(batch, kafka_error)
+            return
+        self._retry_or_fail(batch, kafka_error, now)
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        past_deadline = (now - batch.created) * 1000 >= self.config.delivery_timeout_ms
+        if error.retriable() and batch.attempts < self.config.retries and not past_deadline:
+            self.accumulator.reenqueue(batch, now)
+        elif past_deadline and error.retriable():
+            self._fail(
+                batch, KafkaError(MSG_TIMED_OUT, f"delivery.timeout.ms passed: {error.str()}")
+            )
+        else:
+            self._fail(batch, error)
+
+    def _earlier_unresolved(self, batch: ProducerBatch) -> bool:
+        pending = self._unresolved.get((batch.producer_id, batch.topic_partition), set())
+        return any(_before(s, batch.base_sequence) for s in pending)
+
+    def _succeed(self, batch: ProducerBatch, answer: PartitionResponse) -> None:
+        self._resolve(batch)
+        append_time = answer.log_append_time
+        for i, record in enumerate(batch.records):
+            offset = answer.base_offset + i if answer.base_offset >= 0 else -1
+            timestamp = append_time if append_time >= 0 else record.timestamp_ms
+            self.deliveries.append(Delivery(batch, i, offset, timestamp, None))
+
+    def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
+        self._resolve(batch)
+        if self.idempotent and batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
+            # A gap in this partition's sequences that no later batch can fill: start
+            # again under a new producer id (see the module docstring).
+            self.producer_id = self.producer_epoch = -1
+            self._next_sequence.clear()
+        for i, record in enumerate(batch.records):
+            self.deliveries.append(Delivery(batch, i, -1, record.timestamp_ms, error))
+
+    def _resolve(self, batch: ProducerBatch) -> None:
+        self.accumulator.release(batch)
+        pending = self._unresolved.get((batch.producer_id, batch.topic_partition))
+        if pending is not None:
+            pending.discard(batch.base_sequence)
+
+    def _expire(self, now: float) -> None:
+        for batch in self.accumulator.expired(self.config.delivery_timeout_ms, now):
+            self._fail(
+                batch,
+                KafkaError(
+                    MSG_TIMED_OUT,
+                    f"{len(batch.records)} record(s) for {batch.topic_partition} not "
+                    f"delivered within delivery.timeout.ms ({self.config.delivery_timeout_ms})",
+                ),
+            )
+
+    def abort(self, error: KafkaError) -> None:
+        """Fail every queued batch (a producer closed without flushing)."""
+        for batch in self.accumulator.abort_all():
+            self._fail(batch, error)
+
+    @property
+    def acks(self) -> Acks:
+        return self.config.acks
+
+
+def _before(a: int, b: int) -> bool:
+    """Sequence ``a`` comes before ``b`` (sequences wrap at 2**31)."""
+    return a != b and (b - a) % _SEQUENCE_LIMIT < _SEQUENCE_LIMIT // 2

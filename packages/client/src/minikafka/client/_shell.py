@@ -1,0 +1,264 @@
+"""The producer's trio shell: carries out what the cores decide.
+
+Three tasks, as Kafka's producer has one Sender thread doing all three:
+
+- the **sender loop** asks the Sender what to send (:meth:`Sender.poll`), hands each
+  request to its leader's task, passes delivery reports on, and sleeps until linger or
+  backoff says a batch may be ready, or until something wakes it (a new batch, an
+  answer, new metadata, a flush);
+- the **metadata loop** sends a Metadata request whenever the metadata asks for one;
+- the **producer-id task** gets a producer id (InitProducerId) whenever the idempotent
+  Sender needs one.
+
+Requests to one broker go through one task per broker that queues them on the
+connection in the order the Sender made them (``NetworkClient.enqueue``) and then waits
+for each answer in a task of its own: several requests are in flight, and none can
+overtake another, which is what per-partition order needs.
+
+The cores are shared with the application's thread (:class:`~._producer.Producer` appends
+from there), so every call into them is made holding :attr:`ProducerShell.lock`, never
+across an ``await``. The clock is ``time.monotonic``, the same in both threads.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
+from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
+from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.response import ProduceResponse
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32Timedelta
+
+from minikafka.common import Acks, TopicPartition
+from minikafka.net import ClientError, NetworkClient, PendingRequest
+
+from ._accumulator import RecordAccumulator
+from ._metadata import ClientMetadata
+from ._sender import Delivery, PartitionResponse, ProducePlan, Sender
+
+_logger = logging.getLogger(__name__)
+
+
+def produce_request(plan: ProducePlan, acks: Acks, timeout_ms: int) -> ProduceRequest:
+    """Produce v8: one topic entry per topic, one partition entry per batch."""
+    by_topic: dict[str, list[PartitionProduceData]] = {}
+    for batch in plan.batches:
+        tp = batch.topic_partition
+        assert batch.payload is not None  # stamped by the Sender
+        by_topic.setdefault(tp.topic, []).append(
+            PartitionProduceData(index=tp.partition, records=Records(batch.payload))  # type: ignore[arg-type]
+        )
+    return ProduceRequest(
+        transactional_id=None,
+        acks=i16(int(acks)),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        topic_data=tuple(
+            TopicProduceData(name=TopicName(topic), partition_data=tuple(parts))
+            for topic, parts in by_topic.items()
+        ),
+    )
+
+
+def response_results(response: ProduceResponse) -> dict[TopicPartition, PartitionResponse]:
+    return {
+        TopicPartition(str(topic.name), int(p.index)): PartitionResponse(
+            int(p.error_code),
+            int(p.base_offset),
+            -1 if p.log_append_time is None else int(p.log_append_time.timestamp() * 1000),
+            p.error_message,
+        )
+        for topic in response.responses
+        for p in topic.partition_responses
+    }
+
+
+@attrs.define(eq=False)
+class ProducerShell:
+    sender: Sender
+    client: NetworkClient
+    on_deliveries: Callable[[list[Delivery]], None]
+    on_metadata: Callable[[], None] = lambda: None
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    clock: Callable[[], float] = time.monotonic
+    _wake_sender: trio.Event = attrs.field(factory=trio.Event)
+    _wake_metadata: trio.Event = attrs.field(factory=trio.Event)
+    _wake_producer_id: trio.Event = attrs.field(factory=trio.Event)
+    _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
+    _nursery: trio.Nursery | None = None
+    _metadata_attempt: int = 0
+
+    @property
+    def accumulator(self) -> RecordAccumulator:
+        return self.sender.accumulator
+
+    @property
+    def metadata(self) -> ClientMetadata:
+        return self.sender.metadata
+
+    def wake(self) -> None:
+        """Something changed (an append, a flush, an answer): look again. Trio thread."""
+        self._wake_sender.set()
+        self._wake_metadata.set()
+        self._wake_producer_id.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._metadata_loop)
+            nursery.start_soon(self._producer_id_loop)
+            nursery.start_soon(self._sender_loop)
+            task_status.started()
+
+    # --- the sender loop ----------------------------------------------------------
+
+    async def _sender_loop(self) -> None:
+        while True:
+            self._wake_sender = trio.Event()
+            with self.lock:
+                now = self.clock()
+                plans = self.sender.poll(now)
+                delay = self.sender.next_poll_in(now)
+                deliveries = self._take_deliveries()
+            if deliveries:
+                self.on_deliveries(deliveries)
+            for plan in plans:
+                self._queue_for(plan.node).send_nowait(plan)
+            if plans:
+                continue  # more may be ready at once (other leaders, room in flight)
+            with trio.move_on_after(min(delay, 1.0)):
+                await self._wake_sender.wait()
+
+    def _take_deliveries(self) -> list[Delivery]:
+        deliveries, self.sender.deliveries = self.sender.deliveries, []
+        return deliveries
+
+    def _queue_for(self, node_id: int) -> trio.MemorySendChannel[ProducePlan]:
+        queue = self._queues.get(node_id)
+        if queue is None:
+            queue, receive = trio.open_memory_channel[ProducePlan](math.inf)
+            self._queues[node_id] = queue
+            assert self._nursery is not None
+            self._nursery.start_soon(self._node_task, node_id, receive)
+        return queue
+
+    async def _node_task(self, node_id: int, plans: trio.MemoryReceiveChannel[ProducePlan]) -> None:
+        """Queue each request for ``node_id`` in order; wait for answers concurrently."""
+        async with trio.open_nursery() as answers:
+            async for plan in plans:
+                with self.lock:
+                    node = self.metadata.node(node_id)
+                    acks, timeout = self.sender.config.acks, self.sender.config.request_timeout_ms
+                if node is None:
+                    self._failed(plan, f"node {node_id} is no longer in the metadata")
+                    continue
+                request = produce_request(plan, acks, timeout)
+                try:
+                    pending = await self.client.enqueue(
+                        node, request, expect_response=acks is not Acks.NONE
+                    )
+                except ClientError as exc:
+                    self._failed(plan, str(exc))
+                    continue
+                answers.start_soon(self._answer, plan, pending)
+
+    async def _answer(self, plan: ProducePlan, pending: PendingRequest) -> None:
+        try:
+            response = await pending.response()
+        except ClientError as exc:
+            self._failed(plan, str(exc))
+            return
+        if response is None:  # acks=0: written, never answered
+            results = {b.topic_partition: PartitionResponse(ErrorCode.none) for b in plan.batches}
+        elif isinstance(response, ProduceResponse):
+            results = response_results(response)
+        else:
+            self._failed(plan, f"unexpected {type(response).__name__}")
+            return
+        with self.lock:
+            self.sender.on_response(plan, results, self.clock())
+        self.wake()
+
+    def _failed(self, plan: ProducePlan, message: str) -> None:
+        with self.lock:
+            self.sender.on_request_failed(plan, message, self.clock())
+        self.wake()
+
+    # --- metadata and the producer id ---------------------------------------------
+
+    async def _metadata_loop(self) -> None:
+        backoff = self.sender.config.retry_backoff_ms / 1000
+        while True:
+            self._wake_metadata = trio.Event()
+            with self.lock:
+                now = self.clock()
+                due = bool(self.metadata.wanted) and self.metadata.update_due(now)
+                topics = sorted(self.metadata.wanted)
+                node = self.metadata.any_node(self._metadata_attempt)
+            if due:
+                request = MetadataRequest(
+                    topics=tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+                    allow_auto_topic_creation=True,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                )
+                try:
+                    response = await self.client.send(node, request)
+                except ClientError as exc:
+                    _logger.info("Metadata from node %s failed: %s", node.node_id, exc)
+                    self._metadata_attempt += 1
+                    await trio.sleep(backoff)
+                    continue
+                if isinstance(response, MetadataResponse):
+                    with self.lock:
+                        self.metadata.update(response, self.clock())
+                    self.on_metadata()
+                    self._wake_sender.set()
+                with self.lock:
+                    again = self.metadata.update_due(self.clock())
+                if again:  # a topic still without partitions or leaders: not in a spin
+                    await trio.sleep(backoff)
+                    continue
+            with trio.move_on_after(self.metadata.max_age_ms / 1000):
+                await self._wake_metadata.wait()
+
+    async def _producer_id_loop(self) -> None:
+        backoff = self.sender.config.retry_backoff_ms / 1000
+        attempt = 0
+        while True:
+            self._wake_producer_id = trio.Event()
+            with self.lock:
+                needed = self.sender.needs_producer_id()
+                node = self.metadata.any_node(attempt)
+            if not needed:
+                await self._wake_producer_id.wait()
+                continue
+            request = InitProducerIdRequest(
+                transactional_id=None,
+                transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)),
+            )
+            try:
+                response = await self.client.send(node, request)
+            except ClientError as exc:
+                _logger.info("InitProducerId from node %s failed: %s", node.node_id, exc)
+                response = None
+            if isinstance(response, InitProducerIdResponse) and response.error_code == 0:
+                with self.lock:
+                    self.sender.set_producer_id(
+                        int(response.producer_id), int(response.producer_epoch)
+                    )
+                self._wake_sender.set()
+                continue
+            attempt += 1
+            await trio.sleep(backoff)
