@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -49,13 +48,12 @@ from minikafka.broker._tools_consume import (
 from minikafka.broker._tools_produce import (
     ProduceOptions,
     ProduceResult,
-    murmur2,
     parse_acks,
     parse_compression,
-    partition_for_key,
     produce,
 )
 from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
+from minikafka.client import partition_for_key
 from minikafka.log import CompressionType, Record, build_batch, make_records
 from minikafka.net import Node
 
@@ -331,23 +329,6 @@ async def test_batches_flush_by_bytes_and_by_linger(cluster: Cluster) -> None:
         options = ProduceOptions("flush", linger_ms=50)
         result = await produce(cluster, options, slow_lines(), lambda _: None)
         assert [a.count for a in result.acks] == [1, 1]
-
-
-def test_murmur2_is_kafkas() -> None:
-    # Kafka's UtilsTest.testMurmur2, as signed ints.
-    cases = {
-        "21": -973932308,
-        "foobar": -790332482,
-        "a-little-bit-long-string": -985981536,
-        "a-little-bit-longer-string": -1486304829,
-        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-        "abc": 479470107,
-    }
-    for text, expected in cases.items():
-        assert murmur2(text.encode()) == expected & 0xFFFFFFFF
-    for n in range(64):
-        data = bytes(range(n))
-        assert murmur2(data) == kafka_python_murmur2(data) & 0xFFFFFFFF
 
 
 # --- consume ------------------------------------------------------------------------------

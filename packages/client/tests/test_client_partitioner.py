@@ -7,6 +7,7 @@ import itertools
 import random
 
 import pytest
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from minikafka.client import Partitioner, murmur2, partition_for_key
 
@@ -24,6 +25,13 @@ JAVA_MURMUR2 = {
 @pytest.mark.parametrize(("key", "expected"), JAVA_MURMUR2.items())
 def test_murmur2_is_the_java_clients(key: bytes, expected: int) -> None:
     assert murmur2(key) == expected
+
+
+def test_murmur2_agrees_with_kafka_python_on_every_tail_length() -> None:
+    # kafka-python's murmur2 (another reading of Java's) returns Java's int as unsigned.
+    for n in range(64):
+        data = bytes(range(n))
+        assert murmur2(data) & 0xFFFFFFFF == kafka_python_murmur2(data) & 0xFFFFFFFF
 
 
 def test_a_key_goes_to_to_positive_hash_mod_partitions() -> None:

@@ -37,6 +37,7 @@ from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from minikafka.client import partition_for_key
 from minikafka.common import Acks
 from minikafka.log import CompressionType, build_batch, make_records
 
@@ -92,37 +93,6 @@ def parse_compression(value: str) -> CompressionType:
     except KeyError:
         names = "|".join(COMPRESSIONS)
         raise ToolError(f"invalid --compression {value!r}: expected {names}") from None
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (32-bit MurmurHash2, seed 0x9747b28c), as an unsigned int."""
-    mask = 0xFFFFFFFF
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & mask
-    whole = length - length % 4
-    for i in range(0, whole, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * m) & mask
-        k ^= k >> r
-        k = (k * m) & mask
-        h = (h * m) & mask
-        h ^= k
-    tail = data[whole:]
-    if tail:
-        # Java's switch falls through: 3 bytes left mixes all three, and so on.
-        for i in reversed(range(len(tail))):
-            h ^= tail[i] << (8 * i)
-        h = (h * m) & mask
-    h ^= h >> 13
-    h = (h * m) & mask
-    h ^= h >> 15
-    return h
-
-
-def partition_for_key(key: bytes, partitions: int) -> int:
-    """DefaultPartitioner: ``toPositive(murmur2(key)) % numPartitions``."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def _to_stderr(line: str) -> None:
