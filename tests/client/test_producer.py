@@ -155,6 +155,21 @@ def test_acks_0_sends_without_offsets(broker: BrokerProcess) -> None:
     ]
 
 
+def test_the_readmes_example_runs_as_written(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's producer example, against this broker instead of make run's."""
+    text = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
+    start = text.index("```python\nfrom minikafka.client import Producer")
+    code = text[start + len("```python\n") : text.index("```", start + 10)]
+    assert "127.0.0.1:9092" in code
+    exec(compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"), {})
+    lines = capsys.readouterr().out.split()
+    assert len(lines) == 3
+    partitions_offsets = [tuple(map(int, line.split("@"))) for line in lines]
+    assert [o for _, o in partitions_offsets] == sorted(o for _, o in partitions_offsets)
+
+
 def test_what_the_producer_refuses() -> None:
     with pytest.raises(ConfigError, match=r"^linger\.ms: invalid value"):
         Producer({"bootstrap.servers": "127.0.0.1:1", "linger.ms": -1})
