@@ -132,8 +132,8 @@ def run(
             if rng.random() < 0.05:  # the leader moved away and back
                 results[batch.topic_partition] = PartitionResponse(ErrorCode.not_leader_or_follower)
             else:
-                assert batch.payload is not None
-                results[batch.topic_partition] = leader.append(batch.topic_partition, batch.payload)
+                payload = batch.build(accumulator.compression)
+                results[batch.topic_partition] = leader.append(batch.topic_partition, payload)
         if fault < 0.10:  # appended, but the answer is lost with the connection
             lost = [plan, *connections[node]]
             connections[node].clear()
@@ -142,9 +142,9 @@ def run(
             continue
         sender.on_response(plan, results, now)
         for d in sender.deliveries:
-            reports[d.batch.records[d.index].value or b""].append(
-                (0 if d.error is None else d.error.code(), d.offset)
-            )
+            for i, record in enumerate(d.batch.records):
+                code = 0 if d.error is None else d.error.code()
+                reports[record.value or b""].append((code, d.offset(i)))
         sender.deliveries.clear()
     else:
         raise AssertionError("the run did not finish")

@@ -54,15 +54,14 @@ class PendingRecord:
     headers: tuple[Header, ...]
     timestamp_ms: int
     handle: object = None  # the shell's: whatever it needs to report the delivery
+    size: int = attrs.field(init=False)  # bytes it adds to a batch, about
 
-    @property
-    def size(self) -> int:
-        return (
-            _RECORD_OVERHEAD
-            + len(self.key or b"")
-            + len(self.value or b"")
-            + sum(len(h.key) + len(h.value or b"") + 2 for h in self.headers)
-        )
+    @size.default
+    def _size(self) -> int:
+        size = _RECORD_OVERHEAD + len(self.key or b"") + len(self.value or b"")
+        for header in self.headers:
+            size += len(header.key) + len(header.value or b"") + 2
+        return size
 
 
 @attrs.define(eq=False)

@@ -29,9 +29,11 @@ from minikafka.net import Node
 class TopicInfo:
     error: int  # ErrorCode of the topic in the last response
     leaders: tuple[int, ...]  # per partition, -1 without a leader
+    # The partitions with a leader, worked out once: every keyless record asks.
+    available: tuple[int, ...] = attrs.field(init=False)
 
-    @property
-    def available(self) -> tuple[int, ...]:
+    @available.default
+    def _available(self) -> tuple[int, ...]:
         return tuple(p for p, leader in enumerate(self.leaders) if leader >= 0)
 
 

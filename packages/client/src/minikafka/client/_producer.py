@@ -64,6 +64,8 @@ class Producer:
         self._reports: collections.deque[tuple[DeliveryCallback | None, KafkaError | None, Message]]
         self._reports = collections.deque()
         self._outstanding = 0  # records appended whose report has not been served
+        # One TopicPartition per partition produced to: no new object (and hash) a record.
+        self._topic_partitions: dict[tuple[str, int], TopicPartition] = {}
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.CancelScope | None = None
         self._closed = False
@@ -101,21 +103,22 @@ class Producer:
             client.close()
 
     def _deliver(self, deliveries: list[Delivery]) -> None:
+        default = self.config.on_delivery
         for d in deliveries:
-            record = d.batch.records[d.index]
             tp = d.batch.topic_partition
-            message = Message(
-                tp.topic,
-                tp.partition,
-                d.offset,
-                record.key,
-                record.value,
-                record.headers,
-                d.timestamp,
-                d.error,
-            )
-            callback = record.handle if callable(record.handle) else self.config.on_delivery
-            self._reports.append((callback, d.error, message))
+            for i, record in enumerate(d.batch.records):
+                message = Message(
+                    tp.topic,
+                    tp.partition,
+                    d.offset(i),
+                    record.key,
+                    record.value,
+                    record.headers,
+                    d.timestamp(i),
+                    d.error,
+                )
+                callback = record.handle if callable(record.handle) else default
+                self._reports.append((callback, d.error, message))
         self._notify()
 
     def _notify(self) -> None:
@@ -160,9 +163,13 @@ class Producer:
                     f"the record is {size} bytes, more than max.request.size or buffer.memory",
                 )
             )
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        now = time.monotonic()
+        deadline = now + self.config.max_block_ms / 1000
+        metadata = self._sender.metadata
         with self._changed:
-            info = self._await_topic(topic, deadline)
+            info = metadata.partitions(topic) if topic in metadata.wanted else None
+            if info is None:
+                info = self._await_topic(topic, deadline)
             if partition >= len(info.leaders):
                 raise KafkaException(
                     KafkaError(
@@ -174,8 +181,10 @@ class Producer:
                 partition = self._partitioner.partition(
                     topic, record.key, len(info.leaders), info.available
                 )
-            tp = TopicPartition(topic, partition)
-            wake = self._append(tp, record, deadline)
+            tp = self._topic_partitions.get((topic, partition))
+            if tp is None:
+                tp = self._topic_partitions[topic, partition] = TopicPartition(topic, partition)
+            wake = self._append(tp, record, now, deadline)
             self._partitioner.on_append(topic, partition, size, len(info.leaders), info.available)
             self._outstanding += 1
         if wake:
@@ -202,11 +211,13 @@ class Producer:
                 )
             self._changed.wait(left)
 
-    def _append(self, tp: TopicPartition, record: PendingRecord, deadline: float) -> bool:
+    def _append(
+        self, tp: TopicPartition, record: PendingRecord, now: float, deadline: float
+    ) -> bool:
         accumulator = self._sender.accumulator
         while True:
             try:
-                return accumulator.append(tp, record, time.monotonic())
+                return accumulator.append(tp, record, now)
             except BufferFull:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -217,6 +228,7 @@ class Producer:
                     self._changed.wait(left)
                 finally:
                     accumulator.wait_for_room(False)
+                now = time.monotonic()
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (waiting up to ``timeout`` seconds for the first, -1 or

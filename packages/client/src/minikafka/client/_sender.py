@@ -81,13 +81,21 @@ class PartitionResponse:
 
 @attrs.frozen
 class Delivery:
-    """One record's delivery report."""
+    """One batch's outcome, for the delivery reports of all its records: each appended at
+    ``base_offset`` plus its place in the batch, or every one failed with ``error``."""
 
     batch: ProducerBatch
-    index: int  # the record's place in its batch
-    offset: int  # -1 on error (and with acks=0)
-    timestamp: int
+    base_offset: int  # -1 on error, and with acks=0 (no answer, no offset)
+    log_append_time: int  # -1 unless the topic stamps LogAppendTime
     error: KafkaError | None
+
+    def offset(self, index: int) -> int:
+        return self.base_offset + index if self.base_offset >= 0 else -1
+
+    def timestamp(self, index: int) -> int:
+        if self.log_append_time >= 0:
+            return self.log_append_time
+        return self.batch.records[index].timestamp_ms
 
 
 @attrs.define
@@ -167,9 +175,10 @@ class Sender:
         return batch.attempts == 0 or self._in_flight.get(tp, 0) == 0
 
     def _stamp(self, batch: ProducerBatch) -> None:
-        """Give a batch its producer id and sequence (kept across retries)."""
+        """Give a batch its producer id and sequence (kept across retries). Its bytes are
+        built by whoever sends it (``ProducerBatch.build``), once, outside the lock the
+        application's thread appends under: a drained batch takes no more records."""
         if not self.idempotent:
-            batch.build(self.accumulator.compression)
             return
         if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
             return  # a retry: the same bytes under the same sequence
@@ -180,7 +189,6 @@ class Sender:
         batch.base_sequence = sequence
         self._next_sequence[tp] = (sequence + len(batch.records)) % _SEQUENCE_LIMIT
         self._unresolved.setdefault((self.producer_id, tp), set()).add(sequence)
-        batch.build(self.accumulator.compression)
 
     # --- answers ------------------------------------------------------------------
 
@@ -246,11 +254,7 @@ class Sender:
 
     def _succeed(self, batch: ProducerBatch, answer: PartitionResponse) -> None:
         self._resolve(batch)
-        append_time = answer.log_append_time
-        for i, record in enumerate(batch.records):
-            offset = answer.base_offset + i if answer.base_offset >= 0 else -1
-            timestamp = append_time if append_time >= 0 else record.timestamp_ms
-            self.deliveries.append(Delivery(batch, i, offset, timestamp, None))
+        self.deliveries.append(Delivery(batch, answer.base_offset, answer.log_append_time, None))
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         self._resolve(batch)
@@ -259,8 +263,7 @@ class Sender:
             # again under a new producer id (see the module docstring).
             self.producer_id = self.producer_epoch = -1
             self._next_sequence.clear()
-        for i, record in enumerate(batch.records):
-            self.deliveries.append(Delivery(batch, i, -1, record.timestamp_ms, error))
+        self.deliveries.append(Delivery(batch, -1, -1, error))
 
     def _resolve(self, batch: ProducerBatch) -> None:
         self.accumulator.release(batch)

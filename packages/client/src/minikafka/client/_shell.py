@@ -42,6 +42,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32Timedelta
 
 from minikafka.common import Acks, TopicPartition
+from minikafka.log import CompressionType
 from minikafka.net import ClientError, NetworkClient, PendingRequest
 
 from ._accumulator import RecordAccumulator
@@ -51,14 +52,17 @@ from ._sender import Delivery, PartitionResponse, ProducePlan, Sender
 _logger = logging.getLogger(__name__)
 
 
-def produce_request(plan: ProducePlan, acks: Acks, timeout_ms: int) -> ProduceRequest:
-    """Produce v8: one topic entry per topic, one partition entry per batch."""
+def produce_request(
+    plan: ProducePlan, acks: Acks, timeout_ms: int, compression: CompressionType
+) -> ProduceRequest:
+    """Produce v8: one topic entry per topic, one partition entry per batch (each batch's
+    bytes built here, the first time it is sent, and kept for its retries)."""
     by_topic: dict[str, list[PartitionProduceData]] = {}
     for batch in plan.batches:
         tp = batch.topic_partition
-        assert batch.payload is not None  # stamped by the Sender
+        records = Records(batch.build(compression))
         by_topic.setdefault(tp.topic, []).append(
-            PartitionProduceData(index=tp.partition, records=Records(batch.payload))  # type: ignore[arg-type]
+            PartitionProduceData(index=tp.partition, records=records)  # type: ignore[arg-type]
         )
     return ProduceRequest(
         transactional_id=None,
@@ -159,11 +163,14 @@ class ProducerShell:
             async for plan in plans:
                 with self.lock:
                     node = self.metadata.node(node_id)
-                    acks, timeout = self.sender.config.acks, self.sender.config.request_timeout_ms
+                    config = self.sender.config
                 if node is None:
                     self._failed(plan, f"node {node_id} is no longer in the metadata")
                     continue
-                request = produce_request(plan, acks, timeout)
+                acks = config.acks
+                request = produce_request(
+                    plan, acks, config.request_timeout_ms, config.compression_type
+                )
                 try:
                     pending = await self.client.enqueue(
                         node, request, expect_response=acks is not Acks.NONE

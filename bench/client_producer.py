@@ -1,0 +1,256 @@
+"""Issue 21's producer benchmark: minikafka.client against the Python clients users pick.
+
+One broker (``python -m minikafka.broker broker``, defaults, a fresh ``log.dirs``; on the
+second half of the CPUs when there are two or more), and four producers run in this
+process in turn, each to a fresh one-partition topic created before its clock starts:
+
+- **minikafka** (``minikafka.client.Producer``, pure Python on trio);
+- **kafka-python** (``kafka.KafkaProducer``, pure Python, threads);
+- **aiokafka** (``aiokafka.AIOKafkaProducer``, pure Python on asyncio);
+- **confluent-kafka** (librdkafka, C): the reference, not a ceiling a Python client can
+  be held to.
+
+Each sends ``RECORDS`` 100-byte values without keys with the same settings: ``acks=all``,
+``linger.ms=5``, ``batch.size=16384``, no compression; idempotence as each client ships
+(minikafka on, as Kafka 3.0+ clients are; the others off). The clock runs from the
+first ``produce``/``send`` to the moment every record is acknowledged (``flush``, or the
+last future), and a run counts only if the partition's end offset is then
+``RECORDS``. Runs are interleaved (one of each client, ``REPEATS`` times) and the
+median is quoted with the range; CPU is this process's (the client's) and the
+broker's, as percentages of one core.
+
+Consuming and end-to-end latency against the same clients come with the consumer, which
+is not built yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+from confluent_kafka import Consumer
+from confluent_kafka import Producer as RdProducer
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from minikafka.client import Producer as MiniProducer
+
+from ._common import (
+    BenchError,
+    CpuMeter,
+    Report,
+    bar_chart_svg,
+    format_percent,
+    machine_facts,
+    markdown_table,
+    now_utc,
+    pinned_client,
+    process_cpu_seconds,
+    report_header,
+)
+from ._wire import spawned_broker
+
+NAME = "client_producer"
+RECORDS = 100_000
+QUICK_RECORDS = 10_000
+REPEATS = 3
+VALUE = b"v" * 100
+SETTINGS = {"acks": "all", "linger.ms": 5, "batch.size": 16_384}
+
+
+def _minikafka(bootstrap: str, topic: str, records: int) -> None:
+    producer = MiniProducer({"bootstrap.servers": bootstrap, **SETTINGS})
+    try:
+        for i in range(records):
+            producer.produce(topic, VALUE)
+            if i % 10_000 == 0:
+                producer.poll(0)
+        if producer.flush(120):
+            raise BenchError("minikafka: records left after flush")
+    finally:
+        producer.close()
+
+
+def _confluent(bootstrap: str, topic: str, records: int) -> None:
+    producer = RdProducer({"bootstrap.servers": bootstrap, **SETTINGS})
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(topic, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(120):
+        raise BenchError("confluent-kafka: records left after flush")
+
+
+def _kafka_python(bootstrap: str, topic: str, records: int) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5, batch_size=16_384
+    )
+    try:
+        for _ in range(records):
+            producer.send(topic, VALUE)
+        producer.flush(120)
+    finally:
+        producer.close()
+
+
+def _aiokafka(bootstrap: str, topic: str, records: int) -> None:
+    from aiokafka import AIOKafkaProducer  # type: ignore[import-untyped]
+
+    async def main() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, acks="all", linger_ms=5, max_batch_size=16_384
+        )
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, VALUE) for _ in range(records)]
+            await producer.flush()
+            await asyncio.gather(*futures)
+        finally:
+            await producer.stop()
+
+    asyncio.run(main())
+
+
+CLIENTS: dict[str, Callable[[str, str, int], None]] = {
+    "minikafka": _minikafka,
+    "kafka-python": _kafka_python,
+    "aiokafka": _aiokafka,
+    "confluent-kafka (C)": _confluent,
+}
+
+
+@attrs.frozen
+class Run:
+    client: str
+    records: int
+    seconds: float
+    client_cpu_percent: float
+    broker_cpu_percent: float | None
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.records * len(VALUE) / self.seconds / 1e6
+
+
+def _end_offset(bootstrap: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-client-producer"})
+    try:
+        _, high = consumer.get_watermark_offsets(RdTopicPartition(topic, 0), timeout=30)
+        return int(high)
+    finally:
+        consumer.close()
+
+
+def _one_run(bootstrap: str, broker_pid: int, client: str, topic: str, records: int) -> Run:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
+        future.result(30)
+    meter = CpuMeter.start(lambda: process_cpu_seconds(broker_pid))
+    start = time.perf_counter()
+    CLIENTS[client](bootstrap, topic, records)
+    seconds = time.perf_counter() - start
+    use = meter.stop()
+    end = _end_offset(bootstrap, topic)
+    if end != records:
+        raise BenchError(f"{client}: the partition holds {end} records, not {records}")
+    return Run(client, records, seconds, use.client_percent, use.server_percent)
+
+
+def run(quick: bool = False) -> Report:
+    started, clock = now_utc(), time.perf_counter()
+    records = QUICK_RECORDS if quick else RECORDS
+    repeats = 1 if quick else REPEATS
+    runs: list[Run] = []
+    with (
+        pinned_client() as pinning,
+        tempfile.TemporaryDirectory(prefix="minikafka-bench-client-") as scratch,
+        spawned_broker(Path(scratch) / "data", pinning.servers) as broker,
+    ):
+        bootstrap = f"{broker.host}:{broker.port}"
+        for repeat in range(repeats):
+            for i, client in enumerate(CLIENTS):
+                one = _one_run(bootstrap, broker.pid, client, f"bench-{repeat}-{i}", records)
+                runs.append(one)
+                print(
+                    f"  run {repeat + 1}/{repeats}  {client:<20} {one.records_per_s:>10,.0f} "
+                    f"records/s  client CPU {one.client_cpu_percent:.0f}%",
+                    flush=True,
+                )
+    document: dict[str, object] = {
+        **report_header(NAME, __doc__, quick, repeats, started, clock),
+        "records": records,
+        "value_bytes": len(VALUE),
+        "settings": SETTINGS,
+        "cpu_pinning": pinning.document,
+        "machine": machine_facts(),
+        "runs": [{**attrs.asdict(r), "records_per_s": r.records_per_s} for r in runs],
+    }
+    return Report(NAME, document, _table(runs), _chart(runs))
+
+
+def _of(runs: Sequence[Run], client: str) -> list[Run]:
+    return [r for r in runs if r.client == client]
+
+
+def _median(runs: Sequence[Run]) -> Run:
+    ordered = sorted(runs, key=lambda r: r.records_per_s)
+    return ordered[len(ordered) // 2]
+
+
+def _table(runs: Sequence[Run]) -> str:
+    reference = _median(_of(runs, "confluent-kafka (C)")).records_per_s
+    rows = []
+    for client in CLIENTS:
+        mine = _of(runs, client)
+        median = _median(mine)
+        rates = [r.records_per_s for r in mine]
+        rows.append(
+            [
+                client,
+                f"{median.records_per_s:,.0f}",
+                f"{min(rates):,.0f}-{max(rates):,.0f}",
+                f"{median.mb_per_s:.1f}",
+                f"{median.records_per_s / reference:.3f}x",
+                format_percent(median.client_cpu_percent),
+                format_percent(median.broker_cpu_percent),
+            ]
+        )
+    mini = _median(_of(runs, "minikafka")).records_per_s
+    pure = {c: _median(_of(runs, c)).records_per_s for c in ("kafka-python", "aiokafka")}
+    verdict = ", ".join(f"{mini / rate:.2f}x {name}" for name, rate in pure.items())
+    return (
+        markdown_table(
+            [
+                "producer (100 B records, acks=all, linger.ms=5)",
+                "records/s (median)",
+                "range",
+                "MB/s",
+                "/ confluent-kafka",
+                "client CPU",
+                "broker CPU",
+            ],
+            rows,
+        )
+        + f"\nminikafka against the pure-Python clients: {verdict} (goal: above 1x each)"
+    )
+
+
+def _chart(runs: Sequence[Run]) -> str:
+    return bar_chart_svg(
+        "Producing 100-byte records (acks=all, linger.ms=5): median records/s",
+        "records/s",
+        [("produce", [(c, _median(_of(runs, c)).records_per_s) for c in CLIENTS])],
+    )
