@@ -63,17 +63,7 @@ class ProducerConfig:
     @classmethod
     def from_dict(cls, config: Mapping[str, object]) -> ProducerConfig:
         """Parse Kafka's keys; :class:`ConfigError` names the first key refused."""
-        values: dict[str, object] = {}
-        for key, raw in config.items():
-            parse = _KEYS.get(key)
-            if parse is None:
-                raise ConfigError(f"{key}: not a producer configuration key this client knows")
-            try:
-                values[_field(key)] = parse(raw)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{key}: invalid value {raw!r}: {exc}") from None
-        if "bootstrap_servers" not in values:
-            raise ConfigError("bootstrap.servers: required")
+        values = _parse(config, _KEYS, "producer")
         explicit_idempotence = "enable_idempotence" in values
         parsed = cls(**values)  # type: ignore[arg-type]
         return parsed._checked(explicit_idempotence)
@@ -102,6 +92,23 @@ class ProducerConfig:
                 f"({self.linger_ms + self.request_timeout_ms})"
             )
         return self
+
+
+def _parse(
+    config: Mapping[str, object], keys: Mapping[str, Callable[[object], object]], kind: str
+) -> dict[str, object]:
+    values: dict[str, object] = {}
+    for key, raw in config.items():
+        parse = keys.get(key)
+        if parse is None:
+            raise ConfigError(f"{key}: not a {kind} configuration key this client knows")
+        try:
+            values[_field(key)] = parse(raw)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{key}: invalid value {raw!r}: {exc}") from None
+    if "bootstrap_servers" not in values:
+        raise ConfigError("bootstrap.servers: required")
+    return values
 
 
 def _field(key: str) -> str:
@@ -200,4 +207,116 @@ _KEYS: dict[str, Callable[[object], object]] = {
 _FIELDS = {
     "max.in.flight.requests.per.connection": "max_in_flight",
     "partitioner.class": "partitioner",
+}
+
+
+# --- the consumer -------------------------------------------------------------------
+
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.StickyAssignor": "sticky",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+RebalanceCallback = Callable[[Any, list[Any]], None]
+"""``on_assign(consumer, partitions)``, as confluent-kafka calls it."""
+
+
+@attrs.frozen
+class ConsumerConfig:
+    """Kafka 4.0's ``ConsumerConfig`` keys and defaults, for the classic group protocol."""
+
+    bootstrap_servers: tuple[tuple[str, int], ...]
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    client_id: str = "minikafka-consumer"
+    # Kafka 3.0+: range first, cooperative-sticky second, so a group can move to
+    # cooperative-sticky by two rolling bounces (KIP-726).
+    partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 300_000
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5_000
+    auto_offset_reset: str = "latest"
+    fetch_min_bytes: int = 1
+    fetch_max_wait_ms: int = 500
+    fetch_max_bytes: int = 52_428_800
+    max_partition_fetch_bytes: int = 1_048_576
+    max_poll_records: int = 500
+    isolation_level: str = "read_uncommitted"
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    metadata_max_age_ms: int = 300_000
+    allow_auto_create_topics: bool = True
+    check_crcs: bool = True
+
+    @classmethod
+    def from_dict(cls, config: Mapping[str, object]) -> ConsumerConfig:
+        """Parse Kafka's keys; :class:`ConfigError` names the first key refused."""
+        parsed = cls(**_parse(config, _CONSUMER_KEYS, "consumer"))  # type: ignore[arg-type]
+        if parsed.heartbeat_interval_ms >= parsed.session_timeout_ms:
+            raise ConfigError("heartbeat.interval.ms: must be lower than session.timeout.ms")
+        if parsed.group_id is None and parsed.enable_auto_commit:
+            if "enable.auto.commit" in config:
+                raise ConfigError("enable.auto.commit: needs a group.id")
+            parsed = attrs.evolve(parsed, enable_auto_commit=False)  # Kafka's default then
+        return parsed
+
+
+def _choice(*names: str) -> Callable[[object], str]:
+    def parse(raw: object) -> str:
+        text = str(raw).lower()
+        if text not in names:
+            raise ValueError("expected one of " + ", ".join(names))
+        return text
+
+    return parse
+
+
+def _optional_string(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise TypeError("expected a non-empty string")
+    return raw
+
+
+def _assignors(raw: object) -> tuple[str, ...]:
+    items = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(items, list | tuple) or not items:
+        raise TypeError("expected a list of assignor names")
+    names = []
+    for item in items:
+        name = _ASSIGNOR_CLASSES.get(str(item).strip(), str(item).strip().lower())
+        if name not in ASSIGNORS:
+            raise ValueError(f"{item!r} is not one of " + ", ".join(ASSIGNORS))
+        names.append(name)
+    return tuple(names)
+
+
+_CONSUMER_KEYS: dict[str, Callable[[object], object]] = {
+    "bootstrap.servers": _bootstrap,
+    "group.id": _optional_string,
+    "group.instance.id": _optional_string,
+    "client.id": _client_id,
+    "partition.assignment.strategy": _assignors,
+    "session.timeout.ms": _int(1),
+    "heartbeat.interval.ms": _int(1),
+    "max.poll.interval.ms": _int(1),
+    "enable.auto.commit": _bool,
+    "auto.commit.interval.ms": _int(0),
+    "auto.offset.reset": _choice("earliest", "latest", "none"),
+    "fetch.min.bytes": _int(0),
+    "fetch.max.wait.ms": _int(0),
+    "fetch.max.bytes": _int(0),
+    "max.partition.fetch.bytes": _int(0),
+    "max.poll.records": _int(1),
+    "isolation.level": _choice("read_uncommitted", "read_committed"),
+    "request.timeout.ms": _int(0),
+    "retry.backoff.ms": _int(0, 2**63 - 1),
+    "metadata.max.age.ms": _int(0, 2**63 - 1),
+    "allow.auto.create.topics": _bool,
+    "check.crcs": _bool,
 }

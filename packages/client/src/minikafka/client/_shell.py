@@ -6,7 +6,8 @@ Three tasks, as Kafka's producer has one Sender thread doing all three:
   request to its leader's task, passes delivery reports on, and sleeps until linger or
   backoff says a batch may be ready, or until something wakes it (a new batch, an
   answer, new metadata, a flush);
-- the **metadata loop** sends a Metadata request whenever the metadata asks for one;
+- the **metadata loop** (``MetadataRefresher``) sends a Metadata request whenever the
+  metadata asks for one;
 - the **producer-id task** gets a producer id (InitProducerId) whenever the idempotent
   Sender needs one.
 
@@ -34,8 +35,6 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
-from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
@@ -47,6 +46,7 @@ from minikafka.net import ClientError, NetworkClient, PendingRequest
 
 from ._accumulator import RecordAccumulator
 from ._metadata import ClientMetadata
+from ._metadata_loop import MetadataRefresher
 from ._sender import Delivery, PartitionResponse, ProducePlan, Sender
 
 _logger = logging.getLogger(__name__)
@@ -97,11 +97,10 @@ class ProducerShell:
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     clock: Callable[[], float] = time.monotonic
     _wake_sender: trio.Event = attrs.field(factory=trio.Event)
-    _wake_metadata: trio.Event = attrs.field(factory=trio.Event)
     _wake_producer_id: trio.Event = attrs.field(factory=trio.Event)
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
-    _metadata_attempt: int = 0
+    _refresher: MetadataRefresher | None = None
 
     @property
     def accumulator(self) -> RecordAccumulator:
@@ -114,13 +113,26 @@ class ProducerShell:
     def wake(self) -> None:
         """Something changed (an append, a flush, an answer): look again. Trio thread."""
         self._wake_sender.set()
-        self._wake_metadata.set()
         self._wake_producer_id.set()
+        if self._refresher is not None:
+            self._refresher.wake()
+
+    def _on_metadata(self) -> None:
+        self.on_metadata()
+        self._wake_sender.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._metadata_loop)
+            self._refresher = MetadataRefresher(
+                self.client,
+                self.metadata,
+                self.lock,
+                self.clock,
+                self.sender.config.retry_backoff_ms,
+                self._on_metadata,
+            )
+            nursery.start_soon(self._refresher.run)
             nursery.start_soon(self._producer_id_loop)
             nursery.start_soon(self._sender_loop)
             task_status.started()
@@ -203,42 +215,6 @@ class ProducerShell:
         self.wake()
 
     # --- metadata and the producer id ---------------------------------------------
-
-    async def _metadata_loop(self) -> None:
-        backoff = self.sender.config.retry_backoff_ms / 1000
-        while True:
-            self._wake_metadata = trio.Event()
-            with self.lock:
-                now = self.clock()
-                due = bool(self.metadata.wanted) and self.metadata.update_due(now)
-                topics = sorted(self.metadata.wanted)
-                node = self.metadata.any_node(self._metadata_attempt)
-            if due:
-                request = MetadataRequest(
-                    topics=tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
-                    allow_auto_topic_creation=True,
-                    include_cluster_authorized_operations=False,
-                    include_topic_authorized_operations=False,
-                )
-                try:
-                    response = await self.client.send(node, request)
-                except ClientError as exc:
-                    _logger.info("Metadata from node %s failed: %s", node.node_id, exc)
-                    self._metadata_attempt += 1
-                    await trio.sleep(backoff)
-                    continue
-                if isinstance(response, MetadataResponse):
-                    with self.lock:
-                        self.metadata.update(response, self.clock())
-                    self.on_metadata()
-                    self._wake_sender.set()
-                with self.lock:
-                    again = self.metadata.update_due(self.clock())
-                if again:  # a topic still without partitions or leaders: not in a spin
-                    await trio.sleep(backoff)
-                    continue
-            with trio.move_on_after(self.metadata.max_age_ms / 1000):
-                await self._wake_metadata.wait()
 
     async def _producer_id_loop(self) -> None:
         backoff = self.sender.config.retry_backoff_ms / 1000

@@ -1,0 +1,244 @@
+"""The Fetcher: fetch requests to the leaders, records back to ``poll`` (seed 000).
+
+For every assigned partition with a position and nothing already buffered, the
+Fetcher asks the partition's leader for records from the position: one Fetch request
+per leader, and at most one in flight per leader at a time (Kafka's Fetcher waits
+for a node's answer before asking it again). A request waits on the broker until
+``fetch.min.bytes`` are there or ``fetch.max.wait.ms`` passes (the broker's
+DelayedFetch, the fetch chapter), and takes at most ``max.partition.fetch.bytes`` per
+partition and ``fetch.max.bytes`` in all. What comes back is buffered (Kafka's
+``completedFetches``) and handed to the application ``max.poll.records`` at a time;
+while the application works through one partition's records, the Fetcher is already
+fetching the others (prefetch).
+
+A fetched record set is a run of v2 batches: the first may start before the position
+(the batch that holds it), the last may be cut off at the size limit. Records before
+the position are skipped, a cut-off batch is fetched again from its start next time,
+and control batches (transaction markers) move the position on without handing
+anything out. With ``isolation.level=read_committed`` nothing at or past the last
+stable offset is handed out.
+
+Errors: OFFSET_OUT_OF_RANGE resets the position by ``auto.offset.reset`` (or is
+raised to the application with ``none``); a leader that moved (NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH...) refreshes the metadata and the partition is fetched from the
+new leader.
+
+A core: calls take ``now``; the shell sends the plans it returns.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+from collections.abc import Mapping
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition
+from minikafka.log import CorruptRecordError, Record, decode_batch
+
+from ._config import ConsumerConfig
+from ._message import KafkaError
+from ._metadata import ClientMetadata
+from ._subscription import SubscriptionState
+
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_STALE_METADATA = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.leader_not_available,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.kafka_storage_error,
+    }
+)
+
+
+@attrs.frozen
+class FetchPlan:
+    """One Fetch request: the leader, and per partition the offset and byte limit."""
+
+    node: int
+    partitions: tuple[tuple[TopicPartition, int, int], ...]
+
+
+@attrs.frozen
+class FetchedPartition:
+    """One partition's part of a Fetch response."""
+
+    error: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    records: bytes | None = None
+
+
+@attrs.frozen
+class ConsumedRecord:
+    topic_partition: TopicPartition
+    record: Record
+    leader_epoch: int
+
+
+@attrs.define
+class _Completed:
+    """Records fetched for one partition and not yet handed out, from ``position``."""
+
+    topic_partition: TopicPartition
+    position: int
+    records: collections.deque[ConsumedRecord]
+    next_position: int  # where the partition stands once every one is handed out
+
+
+def records_from(
+    data: bytes, position: int, stable_end: int | None, verify_crc: bool
+) -> tuple[list[tuple[Record, int]], int]:
+    """The records at or after ``position`` (and before ``stable_end``) in a fetched
+    record set, each with its batch's leader epoch, and the position after them."""
+    records: list[tuple[Record, int]] = []
+    at = 0
+    while len(data) - at >= _OFFSET_AND_LENGTH.size:
+        _, length = _OFFSET_AND_LENGTH.unpack_from(data, at)
+        if len(data) - at < _OFFSET_AND_LENGTH.size + length:
+            break  # cut off at the size limit: fetched again from its start
+        header, batch = decode_batch(data, at, verify_crc=verify_crc)
+        at += header.size
+        if header.next_offset <= position:
+            continue
+        if stable_end is not None and header.base_offset >= stable_end:
+            break
+        if not header.is_control:
+            epoch = header.partition_leader_epoch
+            records += ((r, epoch) for r in batch if r.offset >= position)
+        position = header.next_offset
+    return records, position
+
+
+@attrs.define
+class Fetcher:
+    config: ConsumerConfig
+    subscriptions: SubscriptionState
+    metadata: ClientMetadata
+    errors: list[KafkaError] = attrs.field(factory=list)  # for the application's poll
+    _in_flight: set[int] = attrs.field(factory=set)
+    _resetting: set[int] = attrs.field(factory=set)
+    _buffered: collections.deque[_Completed] = attrs.field(factory=collections.deque)
+
+    # --- fetching -----------------------------------------------------------------
+
+    def prepare(self) -> list[FetchPlan]:
+        """Fetch requests to send now: one per leader with none in flight."""
+        buffered = {c.topic_partition for c in self._buffered}
+        by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        for tp in self.subscriptions.fetchable():
+            if tp in buffered:
+                continue  # handed out first; the other partitions are prefetched
+            leader = self.metadata.leader_of(tp)
+            if leader is None:
+                self.metadata.request_update()
+                continue
+            if leader in self._in_flight:
+                continue
+            position = self.subscriptions.position(tp)
+            assert position is not None  # fetchable
+            by_node.setdefault(leader, []).append(
+                (tp, position, self.config.max_partition_fetch_bytes)
+            )
+        self._in_flight.update(by_node)
+        return [FetchPlan(node, tuple(parts)) for node, parts in sorted(by_node.items())]
+
+    def on_response(
+        self, plan: FetchPlan, results: Mapping[TopicPartition, FetchedPartition]
+    ) -> None:
+        self._in_flight.discard(plan.node)
+        committed_only = self.config.isolation_level == "read_committed"
+        for tp, offset, _ in plan.partitions:
+            result = results.get(tp)
+            state = self.subscriptions.assignment.get(tp)
+            if result is None or state is None or state.position != offset:
+                continue  # revoked, or sought elsewhere while the fetch was out
+            state.high_watermark = result.high_watermark
+            if result.error == ErrorCode.none:
+                stable_end = result.last_stable_offset if committed_only else None
+                try:
+                    records, after = records_from(
+                        result.records or b"", offset, stable_end, self.config.check_crcs
+                    )
+                except CorruptRecordError as exc:
+                    self.errors.append(KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}"))
+                    continue
+                if records:
+                    consumed = collections.deque(ConsumedRecord(tp, r, e) for r, e in records)
+                    self._buffered.append(_Completed(tp, offset, consumed, after))
+                elif after > offset:
+                    state.position = after  # only control batches: step over them
+            elif result.error == ErrorCode.offset_out_of_range:
+                if not self.subscriptions.request_reset(tp):
+                    self.errors.append(
+                        KafkaError(result.error, f"{tp} at {offset}, and auto.offset.reset=none")
+                    )
+            elif result.error in _STALE_METADATA:
+                self.metadata.request_update()
+            else:
+                self.errors.append(KafkaError(result.error, f"fetching {tp}"))
+
+    def on_failure(self, plan: FetchPlan) -> None:
+        """No answer (the connection failed): fetch again once the metadata is fresh."""
+        self._in_flight.discard(plan.node)
+        self.metadata.request_update()
+
+    def take(self, max_records: int) -> list[ConsumedRecord]:
+        """Up to ``max_records`` buffered records, positions moved past them."""
+        out: list[ConsumedRecord] = []
+        while self._buffered and len(out) < max_records:
+            completed = self._buffered[0]
+            state = self.subscriptions.assignment.get(completed.topic_partition)
+            if state is None or state.position != completed.position or state.paused:
+                self._buffered.popleft()  # revoked, sought elsewhere, or paused: dropped
+                continue
+            while completed.records and len(out) < max_records:
+                record = completed.records.popleft()
+                out.append(record)
+                completed.position = record.record.offset + 1
+                state.leader_epoch = record.leader_epoch
+            if not completed.records:
+                completed.position = completed.next_position
+                self._buffered.popleft()
+            state.position = completed.position
+        return out
+
+    def has_buffered(self) -> bool:
+        return bool(self._buffered)
+
+    def clear_buffer(self) -> None:
+        self._buffered.clear()
+
+    # --- resetting positions ------------------------------------------------------
+
+    def prepare_resets(self) -> dict[int, dict[TopicPartition, int]]:
+        """ListOffsets to send, per leader: each partition's EARLIEST or LATEST."""
+        by_node: dict[int, dict[TopicPartition, int]] = {}
+        for tp, timestamp in self.subscriptions.awaiting_reset().items():
+            leader = self.metadata.leader_of(tp)
+            if leader is None:
+                self.metadata.request_update()
+            elif leader not in self._resetting:
+                by_node.setdefault(leader, {})[tp] = timestamp
+        self._resetting.update(by_node)
+        return by_node
+
+    def on_reset(self, node: int, offsets: Mapping[TopicPartition, tuple[int, int]]) -> None:
+        """ListOffsets answered: (error, offset) per partition."""
+        self._resetting.discard(node)
+        for tp, (error, offset) in offsets.items():
+            if error == ErrorCode.none:
+                self.subscriptions.reset_done(tp, offset)
+            elif error in _STALE_METADATA:
+                self.metadata.request_update()
+            else:
+                self.errors.append(KafkaError(error, f"ListOffsets for {tp}"))
+
+    def on_reset_failed(self, node: int) -> None:
+        self._resetting.discard(node)
+        self.metadata.request_update()

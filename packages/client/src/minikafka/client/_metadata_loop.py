@@ -1,0 +1,74 @@
+"""The task that keeps a client's metadata fresh, shared by the producer and consumer
+shells: a Metadata request for the topics the client uses whenever the metadata asks
+for one (a new topic, a moved leader, ``metadata.max.age.ms``), to any known broker,
+the next one after a failure, ``retry.backoff.ms`` apart while a topic still lacks
+partitions or leaders."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import attrs
+import trio
+from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.types import TopicName
+
+from minikafka.net import ClientError, NetworkClient
+
+from ._metadata import ClientMetadata
+
+_logger = logging.getLogger(__name__)
+
+
+@attrs.define(eq=False)
+class MetadataRefresher:
+    client: NetworkClient
+    metadata: ClientMetadata
+    lock: threading.Lock
+    clock: Callable[[], float]
+    retry_backoff_ms: int
+    on_update: Callable[[], None]
+    allow_auto_create: bool = True
+    _wake: trio.Event = attrs.field(factory=trio.Event)
+    _attempt: int = 0
+
+    def wake(self) -> None:
+        """Look again now (trio thread): a topic was added or a refresh requested."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        backoff = self.retry_backoff_ms / 1000
+        while True:
+            self._wake = trio.Event()
+            with self.lock:
+                due = bool(self.metadata.wanted) and self.metadata.update_due(self.clock())
+                topics = sorted(self.metadata.wanted)
+                node = self.metadata.any_node(self._attempt)
+            if due:
+                request = MetadataRequest(
+                    topics=tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+                    allow_auto_topic_creation=self.allow_auto_create,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                )
+                try:
+                    response = await self.client.send(node, request)
+                except ClientError as exc:
+                    _logger.info("Metadata from node %s failed: %s", node.node_id, exc)
+                    self._attempt += 1
+                    await trio.sleep(backoff)
+                    continue
+                if isinstance(response, MetadataResponse):
+                    with self.lock:
+                        self.metadata.update(response, self.clock())
+                    self.on_update()
+                with self.lock:
+                    again = self.metadata.update_due(self.clock())
+                if again:  # a topic still without partitions or leaders: not in a spin
+                    await trio.sleep(backoff)
+                    continue
+            with trio.move_on_after(self.metadata.max_age_ms / 1000):
+                await self._wake.wait()

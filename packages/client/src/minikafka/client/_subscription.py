@@ -1,0 +1,119 @@
+"""SubscriptionState: what a consumer reads and where it is (Kafka's class of that name).
+
+A consumer either *subscribes* to topics, and the group decides which partitions it
+gets, or *assigns* itself partitions. Either way each assigned partition has a
+**position**: the offset of the next record to hand to the application. A new
+partition has none: its position comes from the group's committed offset, or, without
+one, from ``auto.offset.reset`` (``earliest``: the log start; ``latest``: the high
+watermark; ``none``: an error). :meth:`seek` sets it by hand. A partition may be
+paused (no fetches, position kept).
+
+A core: plain data, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from minikafka.common import TopicPartition
+
+EARLIEST = -2  # ListOffsets' timestamp for the log start offset
+LATEST = -1  # ... and for the high watermark
+
+
+@attrs.define
+class PartitionState:
+    position: int | None = None
+    leader_epoch: int | None = None  # of the last record handed out (KIP-320)
+    reset_to: int | None = None  # EARLIEST or LATEST while a reset is pending
+    paused: bool = False
+    high_watermark: int = -1
+
+
+@attrs.define
+class SubscriptionState:
+    auto_offset_reset: str = "latest"
+    subscription: frozenset[str] = frozenset()
+    manual: bool = False  # assign() was used, not subscribe()
+    assignment: dict[TopicPartition, PartitionState] = attrs.field(factory=dict)
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        if self.manual and self.assignment:
+            raise ValueError("subscribe() after assign(): unassign() first")
+        self.subscription, self.manual = frozenset(topics), False
+
+    def assign_manually(self, partitions: Iterable[TopicPartition]) -> None:
+        if self.subscription:
+            raise ValueError("assign() after subscribe(): unsubscribe() first")
+        self.manual = True
+        self.set_assignment(partitions)
+
+    def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
+        """The assigned partitions are now these: positions of those kept are kept."""
+        wanted = list(partitions)
+        self.assignment = {tp: self.assignment.get(tp) or PartitionState() for tp in wanted}
+
+    def add(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assignment.setdefault(tp, PartitionState())
+
+    def remove(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.assignment.pop(tp, None)
+
+    def unsubscribe(self) -> None:
+        self.subscription, self.manual = frozenset(), False
+        self.assignment = {}
+
+    # --- positions ----------------------------------------------------------------
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        state = self._state(tp)
+        if offset in (EARLIEST, LATEST):
+            state.position, state.reset_to = None, offset
+        else:
+            state.position, state.reset_to = offset, None
+
+    def position(self, tp: TopicPartition) -> int | None:
+        return self._state(tp).position
+
+    def needs_position(self) -> list[TopicPartition]:
+        """Assigned partitions with no position and no reset decided yet."""
+        return [
+            tp for tp, s in self.assignment.items() if s.position is None and s.reset_to is None
+        ]
+
+    def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> bool:
+        """Reset by ``auto.offset.reset`` (or ``strategy``); False for ``none``."""
+        name = strategy or self.auto_offset_reset
+        if name == "none":
+            return False
+        self._state(tp).reset_to = EARLIEST if name == "earliest" else LATEST
+        self._state(tp).position = None
+        return True
+
+    def awaiting_reset(self) -> dict[TopicPartition, int]:
+        return {tp: s.reset_to for tp, s in self.assignment.items() if s.reset_to is not None}
+
+    def reset_done(self, tp: TopicPartition, offset: int) -> None:
+        state = self.assignment.get(tp)
+        if state is not None and state.reset_to is not None:
+            state.position, state.reset_to = offset, None
+
+    def fetchable(self) -> list[TopicPartition]:
+        return [tp for tp, s in self.assignment.items() if s.position is not None and not s.paused]
+
+    def pause(self, partitions: Iterable[TopicPartition], paused: bool) -> None:
+        for tp in partitions:
+            self._state(tp).paused = paused
+
+    def positions(self) -> dict[TopicPartition, int]:
+        return {tp: s.position for tp, s in self.assignment.items() if s.position is not None}
+
+    def _state(self, tp: TopicPartition) -> PartitionState:
+        state = self.assignment.get(tp)
+        if state is None:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        return state
