@@ -1,8 +1,10 @@
-"""minikafka.client: the client's half of seed 000, the producer.
+"""minikafka.client: the client's half of seed 000, the producer and the consumer.
 
 Sans-IO cores (the partitioner, the RecordAccumulator, the Sender, the client's
-metadata) driven by a trio shell, under a synchronous ``Producer`` shaped like
-confluent-kafka's. See the package README and the book's chapter "The producer".
+metadata; the Fetcher, the subscription state and the consumer's side of the group
+protocol) driven by trio shells, under a synchronous ``Producer`` and ``Consumer``
+shaped like confluent-kafka's. See the package README and the book's chapters "The
+producer" and "The consumer".
 """
 
 from __future__ import annotations
@@ -15,10 +17,23 @@ from ._accumulator import ProducerBatch as ProducerBatch
 from ._accumulator import ReadyCheck as ReadyCheck
 from ._accumulator import RecordAccumulator as RecordAccumulator
 from ._config import ConfigError as ConfigError
+from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
+from ._consumer import Consumer as Consumer
+from ._coordinator import ConsumerCoordinator as ConsumerCoordinator
+from ._coordinator import MemberState as MemberState
+from ._coordinator import RebalanceEvent as RebalanceEvent
+from ._fetcher import FetchedPartition as FetchedPartition
+from ._fetcher import Fetcher as Fetcher
+from ._fetcher import FetchPlan as FetchPlan
+from ._message import OFFSET_BEGINNING as OFFSET_BEGINNING
+from ._message import OFFSET_END as OFFSET_END
+from ._message import OFFSET_INVALID as OFFSET_INVALID
+from ._message import OFFSET_STORED as OFFSET_STORED
 from ._message import KafkaError as KafkaError
 from ._message import KafkaException as KafkaException
 from ._message import Message as Message
+from ._message import TopicPartition as TopicPartition
 from ._metadata import ClientMetadata as ClientMetadata
 from ._metadata import TopicInfo as TopicInfo
 from ._partitioner import Partitioner as Partitioner
@@ -30,14 +45,26 @@ from ._sender import PartitionResponse as PartitionResponse
 from ._sender import ProducePlan as ProducePlan
 from ._sender import Sender as Sender
 from ._shell import ProducerShell as ProducerShell
+from ._subscription import SubscriptionState as SubscriptionState
 
 __all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
+    "OFFSET_STORED",
     "BufferFull",
     "ClientMetadata",
     "ConfigError",
+    "Consumer",
+    "ConsumerConfig",
+    "ConsumerCoordinator",
     "Delivery",
+    "FetchPlan",
+    "FetchedPartition",
+    "Fetcher",
     "KafkaError",
     "KafkaException",
+    "MemberState",
     "Message",
     "PartitionResponse",
     "Partitioner",
@@ -48,8 +75,11 @@ __all__ = [
     "ProducerConfig",
     "ProducerShell",
     "ReadyCheck",
+    "RebalanceEvent",
     "RecordAccumulator",
     "Sender",
+    "SubscriptionState",
+    "TopicPartition",
     "murmur2",
     "partition_for_key",
 ]

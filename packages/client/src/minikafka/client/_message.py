@@ -130,3 +130,44 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self._topic}-{self._partition}@{self._offset})"
+
+
+# confluent-kafka's special offsets
+OFFSET_BEGINNING = -2
+OFFSET_END = -1
+OFFSET_STORED = -1000
+OFFSET_INVALID = -1001
+
+
+class TopicPartition:
+    """A partition and, where it matters, an offset: what the consumer API takes and
+    gives (``assign``, ``seek``, ``commit``, ``position``, the rebalance callbacks), as
+    confluent-kafka's ``TopicPartition``."""
+
+    __slots__ = ("error", "offset", "partition", "topic")
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int = -1,
+        offset: int = OFFSET_INVALID,
+        error: KafkaError | None = None,
+    ) -> None:
+        self.topic, self.partition, self.offset, self.error = topic, partition, offset, error
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TopicPartition):
+            return NotImplemented
+        return (self.topic, self.partition, self.offset) == (
+            other.topic,
+            other.partition,
+            other.offset,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition))
+
+    def __repr__(self) -> builtins.str:
+        return (
+            f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset}}}"
+        )

@@ -1,0 +1,336 @@
+"""``Consumer``: the synchronous API, shaped like confluent-kafka's.
+
+A background thread runs the trio shell (fetching, the group protocol, heartbeats);
+the application's thread calls :meth:`Consumer.poll` or :meth:`Consumer.consume`, which
+hand out records the Fetcher has buffered and run the rebalance callbacks
+(``on_assign``, ``on_revoke``, ``on_lost``) right there, as confluent-kafka does: a
+revocation's callback runs before the member rejoins, so it can still commit what it
+processed. Positions move as records are handed out; ``commit`` commits them (or the
+offsets given), ``asynchronous=False`` waiting for the answer. Auto-commit
+(``enable.auto.commit``, on by default with a ``group.id``) commits the positions every
+``auto.commit.interval.ms``, and before an eager revocation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition as TP
+from minikafka.net import NetworkClient, Node
+
+from ._config import ConsumerConfig
+from ._consumer_shell import ConsumerShell
+from ._coordinator import ConsumerCoordinator, RebalanceEvent
+from ._fetcher import ConsumedRecord, Fetcher
+from ._message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+from ._metadata import ClientMetadata
+from ._subscription import EARLIEST, LATEST, SubscriptionState
+
+RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
+
+
+class Consumer:
+    """A Kafka consumer: ``Consumer({"bootstrap.servers": ..., "group.id": ...})``."""
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        self.config = ConsumerConfig.from_dict(config)
+        c = self.config
+        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
+        self._metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
+        self._subscriptions = SubscriptionState(c.auto_offset_reset)
+        self._fetcher = Fetcher(c, self._subscriptions, self._metadata)
+        self._coordinator = (
+            ConsumerCoordinator(c, self._subscriptions, self._metadata, c.group_id)
+            if c.group_id is not None
+            else None
+        )
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._callbacks: dict[str, RebalanceCallback | None] = {}
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.CancelScope | None = None
+        self._closed = False
+        started = threading.Event()
+        self._thread = threading.Thread(
+            target=lambda: trio.run(self._main, started), name="minikafka-consumer", daemon=True
+        )
+        self._thread.start()
+        started.wait()
+
+    async def _main(self, started: threading.Event) -> None:
+        c = self.config
+        async with NetworkClient.open(
+            client_id=c.client_id,
+            max_in_flight=5,
+            # A JoinGroup waits up to the rebalance timeout; a Fetch up to its max wait.
+            request_timeout=max(c.request_timeout_ms, c.max_poll_interval_ms + 5_000) / 1000,
+        ) as client:
+            self._shell = ConsumerShell(
+                self._fetcher, self._coordinator, client, self._notify, lock=self._lock
+            )
+            with trio.CancelScope() as self._stop:
+                self._token = trio.lowlevel.current_trio_token()
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self._shell.run)
+                    started.set()
+            with trio.CancelScope(shield=True):
+                await self._shell.leave_group()
+            client.close()
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _wake(self) -> None:
+        if self._token is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._shell.wake)
+
+    # --- subscribing and assigning ------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+    ) -> None:
+        if self._coordinator is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.invalid_group_id, "subscribe() needs a group.id")
+            )
+        with self._lock:
+            self._subscriptions.subscribe(topics)
+            for topic in topics:
+                self._metadata.want(topic)
+            self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+            self._coordinator.request_rejoin()
+        self._wake()
+
+    def unsubscribe(self) -> None:
+        with self._lock:
+            self._subscriptions.unsubscribe()
+            self._fetcher.clear_buffer()
+        self._wake()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read these partitions, from each one's offset (or the committed one, or by
+        ``auto.offset.reset``), outside any group rebalance."""
+        wanted = list(partitions)
+        with self._lock:
+            self._subscriptions.assign_manually(TP(p.topic, p.partition) for p in wanted)
+            for p in wanted:
+                self._metadata.want(p.topic)
+                self._position_from(p)
+        self._wake()
+
+    def _position_from(self, p: TopicPartition) -> None:
+        tp = TP(p.topic, p.partition)
+        if p.offset == OFFSET_BEGINNING:
+            self._subscriptions.seek(tp, EARLIEST)
+        elif p.offset == OFFSET_END:
+            self._subscriptions.seek(tp, LATEST)
+        elif p.offset >= 0:
+            self._subscriptions.seek(tp, p.offset)
+        elif self._coordinator is None and p.offset in (OFFSET_STORED, OFFSET_INVALID):
+            self._subscriptions.request_reset(tp)  # no group: nothing stored to start from
+
+    def assignment(self) -> list[TopicPartition]:
+        with self._lock:
+            return [TopicPartition(tp.topic, tp.partition) for tp in self._subscriptions.assignment]
+
+    def incremental_assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Add partitions to the assignment (what an ``on_assign`` of a cooperative
+        consumer may call; this consumer has already added them)."""
+        with self._lock:
+            for p in partitions:
+                self._subscriptions.add([TP(p.topic, p.partition)])
+                self._position_from(p)
+        self._wake()
+
+    def incremental_unassign(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._subscriptions.remove(TP(p.topic, p.partition) for p in partitions)
+        self._wake()
+
+    # --- reading ------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """One record (or an error as a Message whose ``error()`` is set), or None after
+        ``timeout`` seconds (None or -1: wait without limit)."""
+        messages = self.consume(1, -1 if timeout is None else timeout)
+        return messages[0] if messages else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to ``num_messages`` records (at most ``max.poll.records``)."""
+        if self._closed:
+            raise RuntimeError("the consumer is closed")
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        limit = min(num_messages, self.config.max_poll_records)
+        while True:
+            self._run_callbacks()
+            with self._changed:
+                errors, self._fetcher.errors = self._fetcher.errors, []
+                records = self._fetcher.take(limit) if not errors else []
+            if records or errors:
+                self._wake()  # positions moved: the Fetcher may fetch those partitions again
+                if errors:
+                    return [_error_message(e) for e in errors]
+                return [_message(r) for r in records]
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return []
+            with self._changed:
+                if (
+                    not self._fetcher.has_buffered()
+                    and not self._fetcher.errors
+                    and not (self._coordinator and self._coordinator.events)
+                ):
+                    self._changed.wait(0.1 if left is None else min(left, 0.1))
+
+    def _run_callbacks(self) -> None:
+        if self._coordinator is None:
+            return
+        with self._lock:
+            events: list[RebalanceEvent] = self._coordinator.events
+            self._coordinator.events = []
+        if not events:
+            return
+        for event in events:
+            callback = self._callbacks.get(event.kind)
+            if event.kind == "lost" and callback is None:
+                callback = self._callbacks.get("revoke")  # confluent-kafka's fallback
+            partitions = [TopicPartition(tp.topic, tp.partition) for tp in event.partitions]
+            if callback is not None:
+                callback(self, partitions)
+        with self._lock:
+            self._coordinator.events_done()
+        self._wake()
+
+    # --- positions and commits ----------------------------------------------------
+
+    def position(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+        with self._lock:
+            return [
+                TopicPartition(
+                    p.topic,
+                    p.partition,
+                    _or_invalid(self._subscriptions.assignment.get(TP(p.topic, p.partition))),
+                )
+                for p in partitions
+            ]
+
+    def seek(self, partition: TopicPartition) -> None:
+        with self._lock:
+            self._position_from(partition)
+            if partition.offset in (OFFSET_STORED, OFFSET_INVALID):
+                self._subscriptions.request_reset(TP(partition.topic, partition.partition))
+        self._wake()
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._subscriptions.pause((TP(p.topic, p.partition) for p in partitions), True)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._subscriptions.pause((TP(p.topic, p.partition) for p in partitions), False)
+        self._wake()
+
+    def commit(
+        self,
+        message: Message | None = None,
+        offsets: Iterable[TopicPartition] | None = None,
+        asynchronous: bool = True,
+    ) -> list[TopicPartition] | None:
+        """Commit ``message``'s offset + 1, or ``offsets``, or every position; with
+        ``asynchronous=False`` wait for the answer and raise KafkaException on an error."""
+        if self._coordinator is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.invalid_group_id, "commit() needs a group.id")
+            )
+        with self._lock:
+            if message is not None:
+                wanted = {TP(message.topic(), message.partition()): message.offset() + 1}
+            elif offsets is not None:
+                wanted = {TP(p.topic, p.partition): p.offset for p in offsets}
+            else:
+                wanted = self._subscriptions.positions()
+            request = self._coordinator.commit(wanted, time.monotonic())
+        if request is None:
+            if asynchronous:
+                return None
+            raise KafkaException(KafkaError(ErrorCode.none, "nothing to commit"))
+        self._wake()
+        if asynchronous:
+            return None
+        with self._changed:
+            self._changed.wait_for(
+                lambda: (
+                    request.commit_id in self._coordinator.commit_results  # type: ignore[union-attr]
+                    or self._closed
+                ),
+                self.config.request_timeout_ms / 1000,
+            )
+            error = self._coordinator.commit_results.pop(request.commit_id, KafkaError(-185))
+        if error is not None:
+            raise KafkaException(error)
+        return [TopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()]
+
+    # --- closing ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit the positions (with auto-commit), leave the group and stop."""
+        if self._closed:
+            return
+        if self._coordinator is not None and self.config.enable_auto_commit:
+            # Nothing to commit, or no longer a member: nothing to keep.
+            with contextlib.suppress(KafkaException):
+                self.commit(asynchronous=False)
+        self._closed = True
+        if self._token is not None and self._stop is not None:
+            with contextlib.suppress(trio.RunFinishedError):
+                self._token.run_sync_soon(self._stop.cancel)
+        self._thread.join(15)
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _or_invalid(state: Any) -> int:
+    return OFFSET_INVALID if state is None or state.position is None else int(state.position)
+
+
+def _message(consumed: ConsumedRecord) -> Message:
+    record, tp = consumed.record, consumed.topic_partition
+    return Message(
+        tp.topic,
+        tp.partition,
+        record.offset,
+        record.key,
+        record.value,
+        record.headers,
+        record.timestamp,
+    )
+
+
+def _error_message(error: KafkaError) -> Message:
+    return Message("", -1, -1, None, None, (), -1, error)

@@ -1,0 +1,444 @@
+"""The consumer's trio shell: carries out what the Fetcher and the coordinator decide.
+
+Tasks: the metadata loop (shared with the producer), the **fetch loop** (each leader's
+Fetch in a task of its own, at most one per leader; ListOffsets for positions to reset)
+and the **group loop** (FindCoordinator, JoinGroup, SyncGroup, heartbeats, OffsetFetch,
+OffsetCommit). Group requests go on a connection of their own to the coordinator, as in
+Kafka (whose client addresses the coordinator as node ``MAX_INT - id``): a JoinGroup
+that the broker holds until the group has rejoined, or a Fetch it holds for
+``fetch.max.wait.ms``, then delays nothing else.
+
+The cores are shared with the application's thread, which takes records and runs the
+rebalance callbacks in ``poll``; every call into them holds :attr:`ConsumerShell.lock`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v11.response import FetchResponse
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
+from kio.schema.heartbeat.v3.request import HeartbeatRequest
+from kio.schema.heartbeat.v3.response import HeartbeatResponse
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.join_group.v5.response import JoinGroupResponse
+from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.list_offsets.v5.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from kio.schema.list_offsets.v5.response import ListOffsetsResponse
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_commit.v7.response import OffsetCommitResponse
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
+from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.schema.sync_group.v3.response import SyncGroupResponse
+from kio.schema.types import BrokerId, GroupId, TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.protocol import RequestPayload
+
+from minikafka.common import TopicPartition
+from minikafka.net import ClientError, NetworkClient, Node
+
+from ._coordinator import (
+    ConsumerCoordinator,
+    FindCoordinator,
+    GroupRequest,
+    Heartbeat,
+    JoinGroup,
+    JoinMember,
+    LeaveGroup,
+    OffsetCommit,
+    OffsetFetch,
+    SyncGroup,
+)
+from ._fetcher import FetchedPartition, Fetcher, FetchPlan
+from ._metadata import ClientMetadata
+from ._metadata_loop import MetadataRefresher
+
+_logger = logging.getLogger(__name__)
+CONSUMER_REPLICA_ID = -1
+_MAX_NODE_ID = 2**31 - 1
+
+
+def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+@attrs.define(eq=False)
+class ConsumerShell:
+    fetcher: Fetcher
+    coordinator: ConsumerCoordinator | None
+    client: NetworkClient
+    on_change: Callable[[], None]  # records, events or answers for the application
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    clock: Callable[[], float] = time.monotonic
+    _wake_fetch: trio.Event = attrs.field(factory=trio.Event)
+    _wake_group: trio.Event = attrs.field(factory=trio.Event)
+    _refresher: MetadataRefresher | None = None
+    _coordinator_node: Node | None = None
+    _nursery: trio.Nursery | None = None
+
+    @property
+    def metadata(self) -> ClientMetadata:
+        return self.fetcher.metadata
+
+    def wake(self) -> None:
+        """Look again (trio thread): the application polled, sought, committed..."""
+        self._wake_fetch.set()
+        self._wake_group.set()
+        if self._refresher is not None:
+            self._refresher.wake()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            config = self.fetcher.config
+            self._refresher = MetadataRefresher(
+                self.client,
+                self.metadata,
+                self.lock,
+                self.clock,
+                config.retry_backoff_ms,
+                self._on_metadata,
+                config.allow_auto_create_topics,
+            )
+            nursery.start_soon(self._refresher.run)
+            nursery.start_soon(self._fetch_loop)
+            if self.coordinator is not None:
+                nursery.start_soon(self._group_loop)
+            task_status.started()
+
+    def _on_metadata(self) -> None:
+        self._wake_fetch.set()
+        self._wake_group.set()
+        self.on_change()
+
+    # --- fetching -----------------------------------------------------------------
+
+    async def _fetch_loop(self) -> None:
+        assert self._nursery is not None
+        while True:
+            self._wake_fetch = trio.Event()
+            with self.lock:
+                plans = self.fetcher.prepare()
+                resets = self.fetcher.prepare_resets()
+                nodes = {n: self.metadata.node(n) for n in [*(p.node for p in plans), *resets]}
+            for plan in plans:
+                self._nursery.start_soon(self._fetch, plan, nodes[plan.node])
+            for node_id, offsets in resets.items():
+                self._nursery.start_soon(self._list_offsets, node_id, nodes[node_id], offsets)
+            with trio.move_on_after(1.0):
+                await self._wake_fetch.wait()
+
+    def _fetch_request(self, plan: FetchPlan) -> FetchRequest:
+        config = self.fetcher.config
+        topics: dict[str, list[FetchPartition]] = {}
+        for tp, offset, max_bytes in plan.partitions:
+            topics.setdefault(tp.topic, []).append(
+                FetchPartition(
+                    partition=i32(tp.partition),
+                    current_leader_epoch=i32(-1),
+                    fetch_offset=i64(offset),
+                    log_start_offset=i64(-1),
+                    partition_max_bytes=i32(max_bytes),
+                )
+            )
+        return FetchRequest(
+            replica_id=BrokerId(CONSUMER_REPLICA_ID),
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=config.fetch_max_wait_ms)),
+            min_bytes=i32(config.fetch_min_bytes),
+            max_bytes=i32(config.fetch_max_bytes),
+            isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
+            session_id=i32(0),
+            session_epoch=i32(-1),
+            topics=tuple(
+                FetchTopic(topic=TopicName(t), partitions=tuple(parts))
+                for t, parts in topics.items()
+            ),
+            forgotten_topics_data=(),
+            rack_id="",
+        )
+
+    async def _fetch(self, plan: FetchPlan, node: Node | None) -> None:
+        response = None
+        if node is not None:
+            try:
+                response = await self.client.send(node, self._fetch_request(plan))
+            except ClientError as exc:
+                _logger.info("Fetch from node %s failed: %s", plan.node, exc)
+        with self.lock:
+            if isinstance(response, FetchResponse):
+                results = {
+                    TopicPartition(str(t.topic), int(p.partition_index)): FetchedPartition(
+                        int(p.error_code),
+                        int(p.high_watermark),
+                        int(p.last_stable_offset),
+                        None if p.records is None else bytes(p.records),
+                    )
+                    for t in response.responses
+                    for p in t.partitions
+                }
+                self.fetcher.on_response(plan, results)
+            else:
+                self.fetcher.on_failure(plan)
+        if response is None:
+            await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
+        self.on_change()
+        self.wake()
+
+    async def _list_offsets(
+        self, node_id: int, node: Node | None, offsets: dict[TopicPartition, int]
+    ) -> None:
+        request = ListOffsetsRequest(
+            replica_id=BrokerId(CONSUMER_REPLICA_ID),
+            isolation_level=i8(1 if self.fetcher.config.isolation_level == "read_committed" else 0),
+            topics=tuple(
+                ListOffsetsTopic(
+                    name=TopicName(topic),
+                    partitions=tuple(
+                        ListOffsetsPartition(
+                            partition_index=i32(tp.partition),
+                            current_leader_epoch=i32(-1),
+                            timestamp=i64(timestamp),
+                        )
+                        for tp, timestamp in offsets.items()
+                        if tp.topic == topic
+                    ),
+                )
+                for topic in sorted({tp.topic for tp in offsets})
+            ),
+        )
+        response = None
+        if node is not None:
+            try:
+                response = await self.client.send(node, request)
+            except ClientError as exc:
+                _logger.info("ListOffsets from node %s failed: %s", node_id, exc)
+        with self.lock:
+            if isinstance(response, ListOffsetsResponse):
+                answers = {
+                    TopicPartition(str(t.name), int(p.partition_index)): (
+                        int(p.error_code),
+                        int(p.offset),
+                    )
+                    for t in response.topics
+                    for p in t.partitions
+                }
+                self.fetcher.on_reset(node_id, answers)
+            else:
+                self.fetcher.on_reset_failed(node_id)
+        if response is None:
+            await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
+        self.wake()
+
+    # --- the group ----------------------------------------------------------------
+
+    async def _group_loop(self) -> None:
+        assert self._nursery is not None
+        assert self.coordinator is not None
+        while True:
+            self._wake_group = trio.Event()
+            with self.lock:
+                now = self.clock()
+                requests = self.coordinator.poll(now)
+                delay = self.coordinator.next_wakeup(now)
+                node = self._coordinator_node
+                bootstrap = self.metadata.any_node(0)
+            if requests or self.coordinator.events:
+                self.on_change()
+            for request in requests:
+                target = bootstrap if isinstance(request, FindCoordinator) else node
+                self._nursery.start_soon(self._group_request, request, target)
+            with trio.move_on_after(max(delay, 0.01)):
+                await self._wake_group.wait()
+
+    async def _group_request(self, request: GroupRequest, node: Node | None) -> None:
+        assert self.coordinator is not None
+        coordinator = self.coordinator
+        try:
+            if node is None:
+                raise ClientError("no coordinator")
+            response = await self.client.send(node, self._encode(request))
+        except ClientError as exc:
+            _logger.info("%s failed: %s", type(request).__name__, exc)
+            with self.lock:
+                now = self.clock()
+                if isinstance(request, FindCoordinator):
+                    coordinator.on_find_coordinator(-1, -1, now)
+                elif isinstance(request, OffsetCommit):
+                    coordinator.on_commit(request.commit_id, [ErrorCode.request_timed_out], now)
+                    coordinator.coordinator_unknown(now)
+                elif not isinstance(request, LeaveGroup):
+                    coordinator.coordinator_unknown(now)
+            self.on_change()
+            self.wake()
+            return
+        with self.lock:
+            follow_up = self._decode(request, response, self.clock())
+        if follow_up is not None:
+            await self._group_request(follow_up, node)
+            return
+        self.on_change()
+        self.wake()
+
+    def _encode(self, request: GroupRequest) -> RequestPayload:
+        group = GroupId(getattr(request, "group_id", ""))
+        if isinstance(request, FindCoordinator):
+            return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
+        if isinstance(request, JoinGroup):
+            return JoinGroupRequest(
+                group_id=group,
+                session_timeout=i32Timedelta.parse(
+                    datetime.timedelta(milliseconds=request.session_timeout_ms)
+                ),
+                rebalance_timeout=i32Timedelta.parse(
+                    datetime.timedelta(milliseconds=request.rebalance_timeout_ms)
+                ),
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                protocol_type="consumer",
+                protocols=tuple(
+                    JoinGroupRequestProtocol(name=name, metadata=metadata)
+                    for name, metadata in request.protocols
+                ),
+            )
+        if isinstance(request, SyncGroup):
+            return SyncGroupRequest(
+                group_id=group,
+                generation_id=i32(request.generation_id),
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                assignments=tuple(
+                    SyncGroupRequestAssignment(member_id=m, assignment=a)
+                    for m, a in request.assignments
+                ),
+            )
+        if isinstance(request, Heartbeat):
+            return HeartbeatRequest(
+                group_id=group,
+                generation_id=i32(request.generation_id),
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+            )
+        if isinstance(request, LeaveGroup):
+            return LeaveGroupRequest(
+                group_id=group,
+                members=(
+                    MemberIdentity(
+                        member_id=request.member_id, group_instance_id=request.group_instance_id
+                    ),
+                ),
+            )
+        if isinstance(request, OffsetFetch):
+            return OffsetFetchRequest(
+                group_id=group,
+                topics=tuple(
+                    OffsetFetchRequestTopic(
+                        name=TopicName(t), partition_indexes=tuple(map(i32, ps))
+                    )
+                    for t, ps in _by_topic(list(request.partitions)).items()
+                ),
+            )
+        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
+        for tp, offset, epoch in request.offsets:
+            topics.setdefault(tp.topic, []).append(
+                OffsetCommitRequestPartition(
+                    partition_index=i32(tp.partition),
+                    committed_offset=i64(offset),
+                    committed_leader_epoch=i32(epoch),
+                    committed_metadata="",
+                )
+            )
+        return OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=i32(request.generation_id),
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            topics=tuple(
+                OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(ps))
+                for t, ps in topics.items()
+            ),
+        )
+
+    def _decode(self, request: GroupRequest, response: object, now: float) -> GroupRequest | None:
+        """Hand an answer to the coordinator; a request that must follow on the same
+        connection at once (the SyncGroup after a JoinGroup)."""
+        coordinator = self.coordinator
+        assert coordinator is not None
+        if isinstance(response, FindCoordinatorResponse):
+            error = int(response.error_code)
+            if error == ErrorCode.none:
+                node_id = int(response.node_id)
+                self._coordinator_node = Node(
+                    _MAX_NODE_ID - node_id, response.host, int(response.port)
+                )
+                self.metadata.nodes.setdefault(
+                    node_id, Node(node_id, response.host, int(response.port))
+                )
+            coordinator.on_find_coordinator(error, int(response.node_id), now)
+        elif isinstance(response, JoinGroupResponse):
+            members = [
+                JoinMember(m.member_id, m.group_instance_id, bytes(m.metadata))
+                for m in response.members
+            ]
+            return coordinator.on_join(
+                int(response.error_code),
+                int(response.generation_id),
+                response.protocol_name,
+                response.leader,
+                response.member_id,
+                members,
+                now,
+            )
+        elif isinstance(response, SyncGroupResponse):
+            coordinator.on_sync(int(response.error_code), bytes(response.assignment), now)
+        elif isinstance(response, HeartbeatResponse):
+            coordinator.on_heartbeat(int(response.error_code), now)
+        elif isinstance(response, OffsetFetchResponse):
+            offsets = {
+                TopicPartition(str(t.name), int(p.partition_index)): (
+                    int(p.error_code) or int(response.error_code),
+                    int(p.committed_offset),
+                )
+                for t in response.topics
+                for p in t.partitions
+            }
+            coordinator.on_offset_fetch(offsets, now)
+        elif isinstance(response, OffsetCommitResponse):
+            assert isinstance(request, OffsetCommit)
+            errors = [int(p.error_code) for t in response.topics for p in t.partitions]
+            coordinator.on_commit(request.commit_id, errors, now)
+        return None
+
+    async def leave_group(self) -> None:
+        """LeaveGroup now (on close), if the coordinator says there is one to send."""
+        if self.coordinator is None:
+            return
+        with self.lock:
+            request = self.coordinator.leave()
+            node = self._coordinator_node
+        if request is not None and node is not None:
+            try:
+                with trio.move_on_after(5):
+                    await self.client.send(node, self._encode(request))
+            except ClientError as exc:
+                _logger.info("LeaveGroup failed: %s", exc)
