@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 import trio
+from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v13.request import MetadataRequest as MetadataRequestV13
 
 from minikafka.net import (
     DemoApis,
     DisconnectedError,
+    FrameDecoder,
     NetworkClient,
     Node,
     Request,
@@ -19,7 +21,11 @@ from minikafka.net import (
     SocketServer,
     UnsupportedVersionError,
     build,
+    encode_entity,
+    encode_frame,
+    parse_request_header,
     request_schema,
+    response_schema,
 )
 from minikafka.net.testing import METADATA_V9, ScriptedHandler, echo_metadata, serving, wait_until
 
@@ -143,3 +149,37 @@ async def test_connecting_to_nothing_fails_clearly() -> None:
     async with NetworkClient.open(connect_timeout=5) as client:
         with pytest.raises(DisconnectedError, match="cannot connect"):
             await client.send(Node(9, "127.0.0.1", 1), METADATA_V9)
+
+
+async def test_negotiation_survives_an_unsupported_answer_in_the_requests_version() -> None:
+    """librdkafka's mock cluster answers ApiVersions v3 with UNSUPPORTED_VERSION encoded
+    in v3's own layout, not v0's (KIP-511): the client must still find a version in
+    common (v0 here) instead of losing the connection, and go on to send requests."""
+
+    versions_asked: list[int] = []
+
+    async def handle(stream: trio.SocketStream) -> None:
+        decoder = FrameDecoder(1 << 20)
+        while data := await stream.receive_some(65536):
+            decoder.feed(data)
+            for frame in decoder.frames():
+                header, _ = parse_request_header(frame)
+                versions_asked.append(header.api_version)
+                correlation = header.correlation_id.to_bytes(4, "big")
+                if header.api_version == 3:  # the mock's bytes: error 35, one entry
+                    body = bytes.fromhex("00230100120000000200000000")  # 18: v0-v2, throttle
+                    await stream.send_all(encode_frame(correlation + body))
+                    continue
+                cls = response_schema(18, 0)
+                assert cls is not None
+                answer = build(cls, error_code=ErrorCode.none, api_keys=())
+                await stream.send_all(encode_frame(correlation + encode_entity(answer)))
+
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(trio.serve_tcp, handle, 0, host="127.0.0.1")
+        listeners = await nursery.start(serve)
+        port = listeners[0].socket.getsockname()[1]
+        async with NetworkClient.open(request_timeout=5) as client:
+            assert await client.api_versions(Node(1, "127.0.0.1", port)) == {}
+        assert versions_asked == [3, 0]
+        nursery.cancel_scope.cancel()

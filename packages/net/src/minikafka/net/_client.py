@@ -35,6 +35,7 @@ from ._codec import (
     decode_response_body,
     encode_entity,
     request_schema,
+    response_schema,
 )
 from ._framing import SIZE_PREFIX, FrameDecoder, FrameError
 from ._headers import (
@@ -168,9 +169,28 @@ class _NodeConnection:
             item.api_key == ApiKey.API_VERSIONS
             and _error_code(frame, offset) == ErrorCode.unsupported_version
         ):
-            api_version = 0  # the broker answered in v0, see _api_versions.py
-        item.finish(decode_response_body(item.api_key, api_version, frame, offset))
+            item.finish(_unsupported_api_versions(frame, offset))
+            self._wakeup.set()
+            return
+        try:
+            item.finish(decode_response_body(item.api_key, api_version, frame, offset))
+        except BodyDecodeError as error:
+            item.finish(error=error)  # taken out of in_flight: the connection's failure
+            raise  # will not reach it, so it hears of this one itself
         self._wakeup.set()
+
+
+def _unsupported_api_versions(frame: bytes, offset: int) -> ResponsePayload:
+    """A broker's answer to an ApiVersions version it does not speak (KIP-511): Kafka
+    answers in v0 with the range of ApiVersions it does speak; some brokers (librdkafka's
+    mock cluster) answer in the request's version instead. A body that does not read as
+    v0 gives an empty list, and the client asks again in v0, which every broker speaks."""
+    try:
+        return decode_response_body(ApiKey.API_VERSIONS, 0, frame, offset)
+    except BodyDecodeError:
+        cls = response_schema(ApiKey.API_VERSIONS, 0)
+        assert cls is not None
+        return build(cls, error_code=ErrorCode.unsupported_version, api_keys=())
 
 
 _CONNECTION_ERRORS = (
@@ -327,7 +347,7 @@ class NetworkClient:
 
     async def _negotiate(self, connection: _NodeConnection) -> dict[int, tuple[int, int]]:
         version = 3
-        for _ in range(2):
+        for _ in range(3):
             cls = request_schema(ApiKey.API_VERSIONS, version)
             assert cls is not None
             request = build(cls, client_software_name="minikafka", client_software_version="0.1.0")
@@ -338,8 +358,9 @@ class NetworkClient:
             ranges = {
                 int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
             }
-            if error == ErrorCode.unsupported_version and ApiKey.API_VERSIONS in ranges:
-                version = min(version, ranges[ApiKey.API_VERSIONS][1])
+            if error == ErrorCode.unsupported_version and version > 0:
+                offered = ranges.get(ApiKey.API_VERSIONS, (0, 0))[1]
+                version = offered if offered < version else 0
                 continue
             if error != ErrorCode.none:
                 raise ClientError(f"ApiVersions failed with error {error}")
@@ -363,7 +384,7 @@ class PendingRequest:
         item, connection = self._item, self._connection
         with trio.move_on_after(self._client.request_timeout) as scope:
             await item.done.wait()
-        if scope.cancelled_caught:
+        if scope.cancelled_caught and not item.done.is_set():
             self._client._drop(
                 connection,
                 RequestTimedOut(
@@ -371,6 +392,8 @@ class PendingRequest:
                     f"after {self._client.request_timeout}s"
                 ),
             )
+        if not item.done.is_set():  # the connection went without failing this item
+            item.finish(error=RequestTimedOut(f"{api_name(item.api_key)} got no answer"))
         if item.error is not None:
             raise item.error
         return item.response
