@@ -1,0 +1,247 @@
+"""The consumer's cores without a network: the Fetcher's reading of record sets and
+errors, and the coordinator's side of eager and cooperative rebalances, in virtual time."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from minikafka.client import (
+    ClientMetadata,
+    ConsumerConfig,
+    ConsumerCoordinator,
+    FetchedPartition,
+    Fetcher,
+    MemberState,
+    SubscriptionState,
+    TopicInfo,
+)
+from minikafka.client._coordinator import (
+    FindCoordinator,
+    Heartbeat,
+    JoinGroup,
+    JoinMember,
+    OffsetCommit,
+    OffsetFetch,
+)
+from minikafka.client._fetcher import records_from
+from minikafka.common import TopicPartition
+from minikafka.coordination import Assignment, decode_subscription, encode_assignment
+from minikafka.log import Record, build_batch, make_records
+from minikafka.net import Node
+
+TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def batch(first: int, count: int, *, control: bool = False) -> bytes:
+    records = make_records(
+        [(None, f"v{first + i}".encode()) for i in range(count)], first_offset=first, timestamp_ms=0
+    )
+    return build_batch(records, is_control=control)
+
+
+def values(records: list[tuple[Record, int]]) -> list[bytes | None]:
+    return [r.value for r, _ in records]
+
+
+def test_a_record_set_is_read_from_the_position_and_a_cut_batch_waits() -> None:
+    data = batch(0, 3) + batch(3, 3) + batch(6, 2)[:-5]  # the last one cut off
+    records, after = records_from(data, 4, None, verify_crc=True)
+    assert values(records) == [b"v4", b"v5"]  # 3 is before the position
+    assert after == 6  # the cut-off batch is fetched again from its start
+
+
+def test_control_batches_move_the_position_and_read_committed_stops_at_the_lso() -> None:
+    data = batch(0, 2) + batch(2, 1, control=True) + batch(3, 2)
+    records, after = records_from(data, 0, None, verify_crc=True)
+    assert values(records) == [b"v0", b"v1", b"v3", b"v4"]
+    assert after == 5
+    records, after = records_from(data, 0, 3, verify_crc=True)
+    assert values(records) == [b"v0", b"v1"]
+    assert after == 3
+
+
+def fetcher(**config: object) -> Fetcher:
+    c = ConsumerConfig.from_dict({"bootstrap.servers": "h:1", **config})
+    metadata = ClientMetadata((Node(-1, "h", 1),))
+    metadata.nodes = {1: Node(1, "h", 1), 2: Node(2, "h", 2)}
+    metadata.topics["t"] = TopicInfo(0, (1, 2))
+    subscriptions = SubscriptionState(c.auto_offset_reset)
+    subscriptions.assign_manually([TP0, TP1])
+    return Fetcher(c, subscriptions, metadata)
+
+
+def test_one_fetch_per_leader_and_what_is_buffered_is_not_fetched_again() -> None:
+    f = fetcher(**{"max.poll.records": 2})
+    f.subscriptions.seek(TP0, 0)
+    f.subscriptions.seek(TP1, 0)
+    plans = f.prepare()
+    assert [(p.node, [tp for tp, *_ in p.partitions]) for p in plans] == [(1, [TP0]), (2, [TP1])]
+    assert f.prepare() == []  # both leaders have a fetch in flight
+    f.on_response(plans[0], {TP0: FetchedPartition(ErrorCode.none, 3, 3, batch(0, 3))})
+    assert f.prepare() == []  # TP0's records wait to be handed out; TP1's fetch is out
+    assert [c.record.offset for c in f.take(2)] == [0, 1]
+    assert f.subscriptions.position(TP0) == 2
+    assert [c.record.offset for c in f.take(5)] == [2]
+    assert f.subscriptions.position(TP0) == 3
+    assert [tp for p in f.prepare() for tp, *_ in p.partitions] == [TP0]
+
+
+def test_out_of_range_resets_by_auto_offset_reset_or_is_reported() -> None:
+    f = fetcher(**{"auto.offset.reset": "earliest"})
+    f.subscriptions.seek(TP0, 50)
+    [plan] = [p for p in f.prepare() if p.node == 1]
+    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.offset_out_of_range)})
+    assert f.prepare_resets() == {1: {TP0: -2}}  # ListOffsets for the earliest offset
+    f.on_reset(1, {TP0: (ErrorCode.none, 7)})
+    assert f.subscriptions.position(TP0) == 7
+    strict = fetcher(**{"auto.offset.reset": "none"})
+    strict.subscriptions.seek(TP0, 50)
+    [plan] = [p for p in strict.prepare() if p.node == 1]
+    strict.on_response(plan, {TP0: FetchedPartition(ErrorCode.offset_out_of_range)})
+    assert [e.name() for e in strict.errors] == ["OFFSET_OUT_OF_RANGE"]
+
+
+def test_a_moved_leader_refreshes_the_metadata() -> None:
+    f = fetcher()
+    f.subscriptions.seek(TP0, 0)
+    f.metadata.update_due(0.0)
+    f.metadata._needs_update = False
+    [plan] = [p for p in f.prepare() if p.node == 1]
+    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.not_leader_or_follower)})
+    assert f.metadata.update_due(0.0)
+    assert f.errors == []
+
+
+# --- the coordinator ---------------------------------------------------------------
+
+
+def coordinator(strategy: str) -> ConsumerCoordinator:
+    config = ConsumerConfig.from_dict(
+        {
+            "bootstrap.servers": "h:1",
+            "group.id": "g",
+            "partition.assignment.strategy": strategy,
+            "enable.auto.commit": False,
+            "heartbeat.interval.ms": 1_000,
+        }
+    )
+    metadata = ClientMetadata((Node(-1, "h", 1),))
+    metadata.nodes = {1: Node(1, "h", 1)}
+    metadata.topics["t"] = TopicInfo(0, (1, 1, 1, 1))
+    subscriptions = SubscriptionState()
+    subscriptions.subscribe(["t"])
+    c = ConsumerCoordinator(config, subscriptions, metadata, "g")
+    [find] = c.poll(0.0)
+    assert isinstance(find, FindCoordinator)
+    c.on_find_coordinator(ErrorCode.none, 1, 0.0)
+    return c
+
+
+def join_as_leader(c: ConsumerCoordinator, now: float, other: bytes | None = None) -> JoinGroup:
+    [join] = [r for r in c.poll(now) if isinstance(r, JoinGroup)]
+    members = [
+        JoinMember("me", None, dict(join.protocols)[c.config.partition_assignment_strategy[0]])
+    ]
+    if other is not None:
+        members.append(JoinMember("zz-other", None, other))
+    sync = c.on_join(
+        ErrorCode.none, c.generation_id + 1, join.protocols[0][0], "me", "me", members, now
+    )
+    assert sync is not None
+    mine = dict(sync.assignments)["me"]
+    c.on_sync(ErrorCode.none, mine, now)
+    return join
+
+
+def test_kip_394_a_new_member_joins_again_with_the_id_it_was_given() -> None:
+    c = coordinator("range")
+    [join] = c.poll(0.0)
+    assert isinstance(join, JoinGroup)
+    assert join.member_id == ""
+    assert c.on_join(ErrorCode.member_id_required, -1, None, "", "m-1", [], 0.0) is None
+    [again] = c.poll(0.0)
+    assert isinstance(again, JoinGroup)
+    assert again.member_id == "m-1"
+
+
+def test_eager_revokes_everything_before_joining_and_waits_for_the_callback() -> None:
+    c = coordinator("range")
+    join_as_leader(c, 0.0)
+    assert [e.kind for e in c.events] == ["assign"]
+    assert len(c.subscriptions.assignment) == 4
+    c.events.clear()
+    c.events_done()
+    # The heartbeat is due after heartbeat.interval.ms, and says: rebalance.
+    assert c.poll(0.5) == [
+        OffsetFetch("g", (TP0, TP1, TopicPartition("t", 2), TopicPartition("t", 3)))
+    ]
+    [heartbeat] = c.poll(1.0)
+    assert isinstance(heartbeat, Heartbeat)
+    c.on_heartbeat(ErrorCode.rebalance_in_progress, 1.0)
+    assert c.poll(1.0) == []  # on_revoke must run first, with the partitions still held
+    assert [(e.kind, len(e.partitions)) for e in c.events] == [("revoke", 4)]
+    assert c.state is MemberState.PREPARING
+    assert len(c.subscriptions.assignment) == 4
+    c.events.clear()
+    c.events_done()
+    assert c.subscriptions.assignment == {}
+    [join] = c.poll(1.0)
+    assert isinstance(join, JoinGroup)
+    assert decode_subscription(dict(join.protocols)["range"]).owned_partitions == ()
+
+
+def test_cooperative_keeps_partitions_while_rejoining_and_revokes_only_what_moves() -> None:
+    c = coordinator("cooperative-sticky")
+    join_as_leader(c, 0.0)
+    c.events.clear()
+    c.events_done()
+    c.request_rejoin()
+    [join] = [r for r in c.poll(2.0) if isinstance(r, JoinGroup)]  # no revocation first
+    owned = decode_subscription(dict(join.protocols)["cooperative-sticky"]).owned_partitions
+    assert len(owned) == 4
+    # The new plan (as a leader elsewhere computed it) takes two partitions away.
+    c.on_join(ErrorCode.none, 2, "cooperative-sticky", "other", "me", [], 2.0)
+    c.on_sync(ErrorCode.none, encode_assignment(Assignment([TP0, TP1])), 2.0)
+    assert [(e.kind, e.partitions) for e in c.events] == [
+        ("revoke", (TopicPartition("t", 2), TopicPartition("t", 3))),
+        ("assign", ()),
+    ]
+    assert c.rejoin_needed  # the revoked partitions are handed out by a second rebalance
+    c.events.clear()
+    c.events_done()
+    assert set(c.subscriptions.assignment) == {TP0, TP1}
+
+
+def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation() -> None:
+    c = coordinator("range")
+    join_as_leader(c, 0.0)
+    c.events.clear()
+    c.events_done()
+    commit = c.commit({TP0: 10}, 0.1)
+    assert isinstance(commit, OffsetCommit)
+    assert (commit.generation_id, commit.member_id) == (0, "me")
+    c.on_heartbeat(ErrorCode.none, 0.2)
+    c.poll(1.0)
+    c.on_heartbeat(ErrorCode.unknown_member_id, 1.0)
+    assert [(e.kind, len(e.partitions)) for e in c.events] == [("lost", 4)]
+    assert c.subscriptions.assignment == {}
+    assert (c.member_id, c.generation_id) == ("", -1)
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_the_leader_assigns_with_the_chosen_assignor(strategy: str) -> None:
+    c = coordinator(strategy)
+    [join] = [r for r in c.poll(0.0) if isinstance(r, JoinGroup)]
+    mine = dict(join.protocols)[strategy]
+    sync = c.on_join(
+        ErrorCode.none,
+        1,
+        strategy,
+        "me",
+        "me",
+        [JoinMember("me", None, mine), JoinMember("you", None, mine)],
+        0.0,
+    )
+    assert sync is not None
+    assert sorted(member for member, _ in sync.assignments) == ["me", "you"]
