@@ -1,9 +1,10 @@
 """Failover with real processes and a real client: what replication promises when a
 leader dies (seed 000; KIP-101, KIP-320, KIP-631).
 
-An idempotent ``acks=all`` confluent-kafka producer and an idempotent kafka-python one
-write numbered records to an RF 3 topic with ``min.insync.replicas=2`` (two partitions
-each) while the leader of one of their partitions is SIGKILLed and restarted, five
+An idempotent ``acks=all`` confluent-kafka producer, an idempotent kafka-python one and
+minikafka's own (``minikafka.client``) write numbered records to an RF 3 topic with
+``min.insync.replicas=2`` (two partitions each) while the leader of one of their
+partitions is SIGKILLed and restarted, five
 times in KRaft mode and three times in ZooKeeper mode (where a killed broker leaves when
 its ZooKeeper session expires, and the leader killed may be the controller too). The
 guarantees checked:
@@ -31,6 +32,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kafka import KafkaProducer
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
+from minikafka.client import Producer as MinikafkaProducer
 from tests.cluster._cluster import (
     MODES,
     WAIT,
@@ -47,8 +49,8 @@ from tests.cluster._cluster import (
 # machine, more than the suite's default per-test timeout.
 pytestmark = pytest.mark.timeout(300)
 
-PARTITIONS = 4
-CONFLUENT, KAFKA_PYTHON = (0, 1), (2, 3)  # the partitions each producer writes
+PARTITIONS = 6
+CONFLUENT, KAFKA_PYTHON, MINIKAFKA = (0, 1), (2, 3), (4, 5)  # the partitions each writes
 KILLS = {"kraft": 5, "zookeeper": 3}
 """Leader kills per mode: ZooKeeper mode's each wait out a ZooKeeper session and often a
 controller election too, so three there keep the suite's time in bounds."""
@@ -139,6 +141,32 @@ class KafkaPythonProducer(NumberedProducer):
         self.acked[partition].append(number)
 
 
+class OwnProducer(NumberedProducer):
+    """The same with minikafka.client's producer, idempotent by default; its API is
+    confluent-kafka's, so the loop and the reports are the parent's."""
+
+    partitions = MINIKAFKA
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.acked = {p: [] for p in self.partitions}
+        self.errors = []
+        self.stop = threading.Event()
+        self.producer = MinikafkaProducer(  # type: ignore[assignment]
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 5,
+                "delivery.timeout.ms": 120_000,
+                "metadata.max.age.ms": 1000,
+            }
+        )
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        super()._run()
+        self.producer.close()
+
+
 def read_all(bootstrap: str, topic: str) -> dict[int, list[int]]:
     """Every record of every partition, from the start to the high watermark."""
     consumer = Consumer(
@@ -202,15 +230,16 @@ def test_acknowledged_records_survive_leader_kills(make_cluster: MakeCluster, mo
     producers = [
         NumberedProducer(cluster.bootstrap, "numbers"),
         KafkaPythonProducer(cluster.bootstrap, "numbers"),
+        OwnProducer(cluster.bootstrap, "numbers"),
     ]
     for producer in producers:
         producer.thread.start()
     try:
         for kill in range(KILLS[mode]):
             wanted = [p.count() + 500 for p in producers]
-            wait_for(acknowledged(producers, wanted), "records acknowledged by both")
-            # Alternately the leader of one producer's partition and of the other's.
-            partition = (CONFLUENT, KAFKA_PYTHON)[kill % 2][0]
+            wait_for(acknowledged(producers, wanted), "records acknowledged by all three")
+            # In turn the leader of one producer's partition, then the next one's.
+            partition = (CONFLUENT, KAFKA_PYTHON, MINIKAFKA)[kill % 3][0]
             leader = known_state(cluster, "numbers", partition).leader
             cluster.kill(leader)
             wait_for(led_by_another(cluster, partition, leader), f"a leader after {leader}")

@@ -111,6 +111,8 @@ class Sender:
     _unresolved: dict[tuple[int, TopicPartition], set[int]] = attrs.field(factory=dict)
     _in_flight: dict[TopicPartition, int] = attrs.field(factory=dict)
     _requests: dict[int, int] = attrs.field(factory=dict)
+    # (producer id, partition) -> reports held back until earlier batches resolve
+    _held: dict[tuple[int, TopicPartition], dict[int, Delivery]] = attrs.field(factory=dict)
 
     @property
     def idempotent(self) -> bool:
@@ -254,7 +256,7 @@ class Sender:
 
     def _succeed(self, batch: ProducerBatch, answer: PartitionResponse) -> None:
         self._resolve(batch)
-        self.deliveries.append(Delivery(batch, answer.base_offset, answer.log_append_time, None))
+        self._report(batch, Delivery(batch, answer.base_offset, answer.log_append_time, None))
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         self._resolve(batch)
@@ -263,7 +265,26 @@ class Sender:
             # again under a new producer id (see the module docstring).
             self.producer_id = self.producer_epoch = -1
             self._next_sequence.clear()
-        self.deliveries.append(Delivery(batch, -1, -1, error))
+        self._report(batch, Delivery(batch, -1, -1, error))
+
+    def _report(self, batch: ProducerBatch, delivery: Delivery) -> None:
+        """Reports of a partition go out in the order its records were produced, as
+        Kafka promises. A later batch can be answered first: after a leader moved, the
+        new leader may take it while an earlier one's answer is still to come from the
+        dead leader's connection (and will say DUPLICATE_SEQUENCE_NUMBER). Its report
+        waits until every earlier batch of the partition is resolved."""
+        key = (batch.producer_id, batch.topic_partition)
+        if batch.base_sequence >= 0 and self._earlier_unresolved(batch):
+            self._held.setdefault(key, {})[batch.base_sequence] = delivery
+            return
+        self.deliveries.append(delivery)
+        held = self._held.get(key)
+        pending = self._unresolved.get(key, set())
+        while held:
+            first = min(held)
+            if any(_before(s, first) for s in pending):
+                break
+            self.deliveries.append(held.pop(first))
 
     def _resolve(self, batch: ProducerBatch) -> None:
         self.accumulator.release(batch)
