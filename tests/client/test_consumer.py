@@ -290,3 +290,62 @@ def test_keys_and_headers_come_back(tmp_path: Path, broker: BrokerProcess) -> No
         [message] = drain(consumer, 1)
     assert (message.key(), message.value(), message.headers()) == (b"k", b"v", [("h", b"1")])
     assert message.timestamp() == (1, 1_700_000)
+
+
+def test_a_static_member_comes_back_to_its_partitions_without_a_rebalance(
+    broker: BrokerProcess,
+) -> None:
+    """KIP-345: a member with group.instance.id that closes sends no LeaveGroup, and a
+    successor with the same id, back within session.timeout.ms, gets the same
+    partitions while the other member notices nothing (no revocation)."""
+    topic = "c-static"
+    create_topic(broker.bootstrap, topic, 4)
+    base = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": "c-static-group",
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "range",
+        "session.timeout.ms": 10_000,
+        "heartbeat.interval.ms": 500,
+    }
+    revoked: list[str] = []
+    a = Consumer({**base, "group.instance.id": "a"})
+    b = Consumer({**base, "group.instance.id": "b"})
+    a.subscribe([topic])
+    b.subscribe([topic], on_revoke=lambda c, ps: revoked.append(f"b lost {len(ps)}"))
+    deadline = time.monotonic() + 60
+    while not (len(a.assignment()) == 2 and len(b.assignment()) == 2):
+        assert time.monotonic() < deadline, (a.assignment(), b.assignment())
+        a.consume(10, 0.1)
+        b.consume(10, 0.1)
+    mine = sorted((p.topic, p.partition) for p in a.assignment())
+    revoked.clear()
+    a.close()
+    again = Consumer({**base, "group.instance.id": "a"})
+    again.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while len(again.assignment()) < 2:
+        assert time.monotonic() < deadline
+        again.consume(10, 0.1)
+        b.consume(10, 0.1)
+    assert sorted((p.topic, p.partition) for p in again.assignment()) == mine
+    for _ in range(10):  # a while longer: no rebalance reaches b
+        b.consume(10, 0.1)
+    assert revoked == []
+    again.close()
+    b.close()
+
+
+def test_the_readmes_consumer_example_runs_as_written(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
+    start = text.index("```python\nfrom minikafka.client import Consumer")
+    code = text[start + len("```python\n") : text.index("```", start + 10)]
+    with Producer({"bootstrap.servers": broker.bootstrap}) as producer:
+        for i in range(3):
+            producer.produce("greetings", f"hello {i}".encode(), key=b"k1")
+        producer.flush(30)
+    exec(compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[1:3] for line in lines] == [["b'hello", f"{i}'"] for i in range(3)]
