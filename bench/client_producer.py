@@ -6,7 +6,9 @@ process in turn, each to a fresh one-partition topic created before its clock st
 
 - **minikafka** (``minikafka.client.Producer``, pure Python on trio);
 - **kafka-python** (``kafka.KafkaProducer``, pure Python, threads);
-- **aiokafka** (``aiokafka.AIOKafkaProducer``, pure Python on asyncio);
+- **aiokafka** (``aiokafka.AIOKafkaProducer``, on asyncio), as installed: its record
+  batch codec is compiled (Cython); and again in a child process with
+  ``AIOKAFKA_NO_EXTENSIONS=1``, pure Python (``_pure_python.py``);
 - **confluent-kafka** (librdkafka, C): the reference, not a ceiling a Python client can
   be held to.
 
@@ -26,6 +28,7 @@ is not built yet.
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +55,7 @@ from ._common import (
     process_cpu_seconds,
     report_header,
 )
+from ._pure_python import child_main, in_child, timed
 from ._wire import spawned_broker
 
 NAME = "client_producer"
@@ -120,12 +124,18 @@ def _aiokafka(bootstrap: str, topic: str, records: int) -> None:
     asyncio.run(main())
 
 
+def _aiokafka_pure(bootstrap: str, topic: str, records: int) -> None:
+    raise AssertionError("runs in a child process: see _one_run")
+
+
 CLIENTS: dict[str, Callable[[str, str, int], None]] = {
     "minikafka": _minikafka,
     "kafka-python": _kafka_python,
     "aiokafka": _aiokafka,
+    "aiokafka, pure Python": _aiokafka_pure,
     "confluent-kafka (C)": _confluent,
 }
+PURE_PYTHON = ("kafka-python", "aiokafka, pure Python")
 
 
 @attrs.frozen
@@ -159,14 +169,15 @@ def _one_run(bootstrap: str, broker_pid: int, client: str, topic: str, records: 
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
     meter = CpuMeter.start(lambda: process_cpu_seconds(broker_pid))
-    start = time.perf_counter()
-    CLIENTS[client](bootstrap, topic, records)
-    seconds = time.perf_counter() - start
+    if CLIENTS[client] is _aiokafka_pure:
+        _, seconds, cpu = in_child(NAME, [bootstrap, topic, str(records)])
+    else:
+        _, seconds, cpu = timed(lambda: CLIENTS[client](bootstrap, topic, records))
     use = meter.stop()
     end = _end_offset(bootstrap, topic)
     if end != records:
         raise BenchError(f"{client}: the partition holds {end} records, not {records}")
-    return Run(client, records, seconds, use.client_percent, use.server_percent)
+    return Run(client, records, seconds, 100 * cpu / seconds, use.server_percent)
 
 
 def run(quick: bool = False) -> Report:
@@ -229,7 +240,7 @@ def _table(runs: Sequence[Run]) -> str:
             ]
         )
     mini = _median(_of(runs, "minikafka")).records_per_s
-    pure = {c: _median(_of(runs, c)).records_per_s for c in ("kafka-python", "aiokafka")}
+    pure = {c: _median(_of(runs, c)).records_per_s for c in PURE_PYTHON}
     verdict = ", ".join(f"{mini / rate:.2f}x {name}" for name, rate in pure.items())
     return (
         markdown_table(
@@ -254,3 +265,8 @@ def _chart(runs: Sequence[Run]) -> str:
         "records/s",
         [("produce", [(c, _median(_of(runs, c)).records_per_s) for c in CLIENTS])],
     )
+
+
+if __name__ == "__main__":  # the pure-Python aiokafka child: --child BOOTSTRAP TOPIC RECORDS
+    _, bootstrap, topic, count = sys.argv[1:]
+    sys.exit(child_main(lambda: _aiokafka(bootstrap, topic, int(count))))

@@ -71,20 +71,37 @@ def fetcher(**config: object) -> Fetcher:
     return Fetcher(c, subscriptions, metadata)
 
 
-def test_one_fetch_per_leader_and_what_is_buffered_is_not_fetched_again() -> None:
+def test_one_fetch_per_leader_reading_ahead_one_fetch_per_partition() -> None:
     f = fetcher(**{"max.poll.records": 2})
     f.subscriptions.seek(TP0, 0)
     f.subscriptions.seek(TP1, 0)
     plans = f.prepare()
     assert [(p.node, [tp for tp, *_ in p.partitions]) for p in plans] == [(1, [TP0]), (2, [TP1])]
     assert f.prepare() == []  # both leaders have a fetch in flight
-    f.on_response(plans[0], {TP0: FetchedPartition(ErrorCode.none, 3, 3, batch(0, 3))})
-    assert f.prepare() == []  # TP0's records wait to be handed out; TP1's fetch is out
+    f.on_response(plans[0], {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(0, 3))})
+    # TP0's records wait to be handed out, and the next ones are fetched meanwhile,
+    # from where these end.
+    [ahead] = f.prepare()
+    assert ahead.partitions == ((TP0, 3, 1_048_576),)
+    f.on_response(ahead, {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(3, 2))})
+    assert f.prepare() == []  # two fetches' worth waits: no further read ahead
     assert [c.record.offset for c in f.take(2)] == [0, 1]
     assert f.subscriptions.position(TP0) == 2
-    assert [c.record.offset for c in f.take(5)] == [2]
-    assert f.subscriptions.position(TP0) == 3
-    assert [tp for p in f.prepare() for tp, *_ in p.partitions] == [TP0]
+    assert [c.record.offset for c in f.take(5)] == [2, 3, 4]
+    assert f.subscriptions.position(TP0) == 5
+    [again] = f.prepare()
+    assert again.partitions == ((TP0, 5, 1_048_576),)
+
+
+def test_a_seek_drops_what_was_read_ahead() -> None:
+    f = fetcher()
+    f.subscriptions.seek(TP0, 0)
+    [plan] = [p for p in f.prepare() if p.node == 1]
+    f.subscriptions.seek(TP0, 100)  # while the fetch from 0 is out
+    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(0, 3))})
+    assert f.take(10) == []
+    [plan] = [p for p in f.prepare() if p.node == 1]
+    assert plan.partitions[0][1] == 100
 
 
 def test_out_of_range_resets_by_auto_offset_reset_or_is_reported() -> None:

@@ -14,6 +14,7 @@ rebalance callbacks in ``poll``; every call into them holds :attr:`ConsumerShell
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import threading
@@ -53,6 +54,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
+from minikafka.log import CorruptRecordError
 from minikafka.net import ClientError, NetworkClient, Node
 
 from ._coordinator import (
@@ -185,18 +187,26 @@ class ConsumerShell:
                 response = await self.client.send(node, self._fetch_request(plan))
             except ClientError as exc:
                 _logger.info("Fetch from node %s failed: %s", plan.node, exc)
-        with self.lock:
-            if isinstance(response, FetchResponse):
-                results = {
-                    TopicPartition(str(t.topic), int(p.partition_index)): FetchedPartition(
+        results: dict[TopicPartition, FetchedPartition] = {}
+        if isinstance(response, FetchResponse):
+            offsets = {tp: offset for tp, offset, _ in plan.partitions}
+            for t in response.responses:
+                for p in t.partitions:
+                    tp = TopicPartition(str(t.topic), int(p.partition_index))
+                    fetched = FetchedPartition(
                         int(p.error_code),
                         int(p.high_watermark),
                         int(p.last_stable_offset),
                         None if p.records is None else bytes(p.records),
                     )
-                    for t in response.responses
-                    for p in t.partitions
-                }
+                    if fetched.error == ErrorCode.none and tp in offsets:
+                        # Read the records here, not holding the lock poll() needs.
+                        with contextlib.suppress(CorruptRecordError):  # the core reports it
+                            decoded = self.fetcher.decode(fetched, offsets[tp])
+                            fetched = attrs.evolve(fetched, decoded=decoded)
+                    results[tp] = fetched
+        with self.lock:
+            if isinstance(response, FetchResponse):
                 self.fetcher.on_response(plan, results)
             else:
                 self.fetcher.on_failure(plan)

@@ -8,8 +8,9 @@ for a node's answer before asking it again). A request waits on the broker until
 DelayedFetch, the fetch chapter), and takes at most ``max.partition.fetch.bytes`` per
 partition and ``fetch.max.bytes`` in all. What comes back is buffered (Kafka's
 ``completedFetches``) and handed to the application ``max.poll.records`` at a time;
-while the application works through one partition's records, the Fetcher is already
-fetching the others (prefetch).
+while the application works through one fetch's records, the Fetcher is already
+fetching the next ones from where they end (read ahead by at most one more fetch per
+partition, so the buffer stays bounded).
 
 A fetched record set is a run of v2 batches: the first may start before the position
 (the batch that holds it), the last may be cut off at the size limit. Records before
@@ -30,7 +31,8 @@ from __future__ import annotations
 
 import collections
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -72,10 +74,14 @@ class FetchedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     records: bytes | None = None
+    # ``records_from``'s answer for the fetch offset, when the shell read the record set
+    # already (outside the lock the application's thread takes records under).
+    decoded: tuple[list[tuple[Record, int]], int] | None = None
 
 
-@attrs.frozen
-class ConsumedRecord:
+class ConsumedRecord(NamedTuple):
+    """A record handed out (a tuple: one is made per record, so it must be cheap)."""
+
     topic_partition: TopicPartition
     record: Record
     leader_epoch: int
@@ -83,12 +89,13 @@ class ConsumedRecord:
 
 @attrs.define
 class _Completed:
-    """Records fetched for one partition and not yet handed out, from ``position``."""
+    """Records fetched for one partition and not yet handed out: ``records[index:]``."""
 
     topic_partition: TopicPartition
     position: int
-    records: collections.deque[ConsumedRecord]
+    records: list[tuple[Record, int]]  # each with its batch's leader epoch
     next_position: int  # where the partition stands once every one is handed out
+    index: int = 0
 
 
 def records_from(
@@ -129,48 +136,56 @@ class Fetcher:
 
     def prepare(self) -> list[FetchPlan]:
         """Fetch requests to send now: one per leader with none in flight."""
-        buffered = {c.topic_partition for c in self._buffered}
+        buffered: dict[TopicPartition, list[_Completed]] = {}
+        for completed in self._buffered:
+            buffered.setdefault(completed.topic_partition, []).append(completed)
         by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         for tp in self.subscriptions.fetchable():
-            if tp in buffered:
-                continue  # handed out first; the other partitions are prefetched
+            waiting = buffered.get(tp, [])
+            if len(waiting) > 1:
+                continue  # two fetches' worth waits: enough read ahead (memory bounded)
             leader = self.metadata.leader_of(tp)
             if leader is None:
                 self.metadata.request_update()
                 continue
             if leader in self._in_flight:
                 continue
-            position = self.subscriptions.position(tp)
-            assert position is not None  # fetchable
             by_node.setdefault(leader, []).append(
-                (tp, position, self.config.max_partition_fetch_bytes)
+                (tp, self._fetch_position(tp, waiting), self.config.max_partition_fetch_bytes)
             )
         self._in_flight.update(by_node)
         return [FetchPlan(node, tuple(parts)) for node, parts in sorted(by_node.items())]
+
+    def _fetch_position(self, tp: TopicPartition, waiting: Sequence[_Completed]) -> int:
+        """Where the next fetch of ``tp`` starts: after what is buffered, so that the
+        next records are on their way while the application works through these."""
+        if waiting:
+            return waiting[-1].next_position
+        position = self.subscriptions.position(tp)
+        assert position is not None  # fetchable
+        return position
 
     def on_response(
         self, plan: FetchPlan, results: Mapping[TopicPartition, FetchedPartition]
     ) -> None:
         self._in_flight.discard(plan.node)
-        committed_only = self.config.isolation_level == "read_committed"
         for tp, offset, _ in plan.partitions:
             result = results.get(tp)
             state = self.subscriptions.assignment.get(tp)
-            if result is None or state is None or state.position != offset:
-                continue  # revoked, or sought elsewhere while the fetch was out
+            waiting = [c for c in self._buffered if c.topic_partition == tp]
+            if result is None or state is None or state.position is None:
+                continue  # revoked, or reset while the fetch was out
+            if offset != self._fetch_position(tp, waiting):
+                continue  # sought elsewhere while the fetch was out
             state.high_watermark = result.high_watermark
             if result.error == ErrorCode.none:
-                stable_end = result.last_stable_offset if committed_only else None
                 try:
-                    records, after = records_from(
-                        result.records or b"", offset, stable_end, self.config.check_crcs
-                    )
+                    records, after = result.decoded or self.decode(result, offset)
                 except CorruptRecordError as exc:
                     self.errors.append(KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}"))
                     continue
                 if records:
-                    consumed = collections.deque(ConsumedRecord(tp, r, e) for r, e in records)
-                    self._buffered.append(_Completed(tp, offset, consumed, after))
+                    self._buffered.append(_Completed(tp, offset, records, after))
                 elif after > offset:
                     state.position = after  # only control batches: step over them
             elif result.error == ErrorCode.offset_out_of_range:
@@ -183,6 +198,13 @@ class Fetcher:
             else:
                 self.errors.append(KafkaError(result.error, f"fetching {tp}"))
 
+    def decode(self, result: FetchedPartition, offset: int) -> tuple[list[tuple[Record, int]], int]:
+        """The records of ``result`` from ``offset`` on (no state touched: the shell may
+        call it before taking the lock). Raises CorruptRecordError."""
+        committed_only = self.config.isolation_level == "read_committed"
+        stable_end = result.last_stable_offset if committed_only else None
+        return records_from(result.records or b"", offset, stable_end, self.config.check_crcs)
+
     def on_failure(self, plan: FetchPlan) -> None:
         """No answer (the connection failed): fetch again once the metadata is fresh."""
         self._in_flight.discard(plan.node)
@@ -193,19 +215,23 @@ class Fetcher:
         out: list[ConsumedRecord] = []
         while self._buffered and len(out) < max_records:
             completed = self._buffered[0]
-            state = self.subscriptions.assignment.get(completed.topic_partition)
+            tp = completed.topic_partition
+            state = self.subscriptions.assignment.get(tp)
             if state is None or state.position != completed.position or state.paused:
                 self._buffered.popleft()  # revoked, sought elsewhere, or paused: dropped
                 continue
-            while completed.records and len(out) < max_records:
-                record = completed.records.popleft()
-                out.append(record)
-                completed.position = record.record.offset + 1
-                state.leader_epoch = record.leader_epoch
-            if not completed.records:
+            start = completed.index
+            end = min(len(completed.records), start + max_records - len(out))
+            taken = completed.records[start:end]
+            out.extend(ConsumedRecord(tp, record, epoch) for record, epoch in taken)
+            completed.index = end
+            if end == len(completed.records):
                 completed.position = completed.next_position
                 self._buffered.popleft()
+            else:
+                completed.position = taken[-1][0].offset + 1
             state.position = completed.position
+            state.leader_epoch = taken[-1][1]
         return out
 
     def has_buffered(self) -> bool:

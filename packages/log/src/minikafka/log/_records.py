@@ -225,7 +225,19 @@ class _Reader:
     def varint(self, what: str, bits: int = 32) -> int:
         """A zigzag varint holding an int32 (at most 5 bytes) or an int64 (10 bytes); longer
         ones are corrupt, as in Kafka's ByteUtils.readVarint/readVarlong."""
-        start, shift, unsigned = self.pos, 0, 0
+        start = self.pos
+        if start < self.end:
+            byte = self.data[start]
+            if byte < 0x80:
+                # One byte, the common case (attributes-sized deltas, short lengths, no
+                # headers): nothing to accumulate and nothing that can overflow.
+                self.pos = start + 1
+                return (byte >> 1) ^ -(byte & 1)
+            if start + 1 < self.end and self.data[start + 1] < 0x80:  # two: lengths < 8 KiB
+                unsigned = (byte & 0x7F) | (self.data[start + 1] << 7)
+                self.pos = start + 2
+                return (unsigned >> 1) ^ -(unsigned & 1)
+        shift, unsigned = 0, 0
         max_bytes = (bits + 6) // 7
         for pos in range(start, min(start + max_bytes, self.end)):
             byte = self.data[pos]
@@ -249,8 +261,10 @@ class _Reader:
         self.pos += length
         return self.data[self.pos - length : self.pos]
 
-    def nullable_bytes(self, what: str) -> bytes | None:
-        length = self.varint(f"{what} length")
+    def nullable_bytes(self, what: str, length_what: str) -> bytes | None:
+        # Both labels are constants: a label built per call (an f-string) would cost a
+        # string per field of every record read.
+        length = self.varint(length_what)
         if length == -1:
             return None
         if length < 0:
@@ -268,21 +282,23 @@ def _read_record(reader: _Reader, header: RecordBatchHeader, log_append_time: bo
     reader.take(1, "record attributes")  # unused, as in Kafka
     timestamp_delta = reader.varint("timestamp delta", bits=64)
     offset_delta = reader.varint("offset delta")
-    key = reader.nullable_bytes("key")
-    value = reader.nullable_bytes("value")
+    key = reader.nullable_bytes("key", "key length")
+    value = reader.nullable_bytes("value", "value length")
     count = reader.varint("header count")
     if not 0 <= count <= (reader.end - reader.pos) // 2:  # a header takes 2 bytes or more
         raise CorruptRecordError(f"header count {count} at byte {reader.pos} is impossible")
     headers = []
     for _ in range(count):
-        raw_key = reader.nullable_bytes("header key")
+        raw_key = reader.nullable_bytes("header key", "header key length")
         if raw_key is None:  # Kafka: "Invalid negative header key size"
             raise CorruptRecordError(f"header key at byte {reader.pos} is null")
         try:
             header_key = raw_key.decode("utf-8")
         except UnicodeDecodeError as e:
             raise CorruptRecordError(f"header key before byte {reader.pos} is not UTF-8") from e
-        headers.append(Header(header_key, reader.nullable_bytes("header value")))
+        headers.append(
+            Header(header_key, reader.nullable_bytes("header value", "header value length"))
+        )
     if reader.pos != reader.end:
         raise CorruptRecordError(
             f"record declares {length} bytes but its fields end {reader.end - reader.pos} early"
