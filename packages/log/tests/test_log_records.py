@@ -29,6 +29,9 @@ from minikafka.log._compression import compress
 from minikafka.log._records import (
     Header,
     Record,
+    _read_plain_records,
+    _read_record,
+    _Reader,
     build_batch,
     decode_batch,
     iter_decoded_batches,
@@ -393,3 +396,76 @@ def test_mangled_payloads_raise_only_corrupt_record_error(
         return
     assert isinstance(header, RecordBatchHeader)
     assert len(decoded) == 5
+
+
+# --- the quick reader and the careful one agree -------------------------------------
+
+
+def _careful(data: bytes, header: RecordBatchHeader) -> list[Record] | CorruptRecordError:
+    reader = _Reader(data)
+    try:
+        records = [_read_record(reader, header, False) for _ in range(header.record_count)]
+    except CorruptRecordError as e:
+        return e
+    if reader.pos != len(data):
+        return CorruptRecordError("trailing bytes")
+    return records
+
+
+_FIELD = st.one_of(st.none(), st.binary(max_size=300), st.binary(min_size=8000, max_size=9000))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(_FIELD, _FIELD, st.integers(0, 20_000)), min_size=1, max_size=12),
+    st.integers(0, 2**40),
+    st.booleans(),
+    st.data(),
+)
+def test_the_quick_record_reader_reads_what_the_careful_one_reads(
+    fields: list[tuple[bytes | None, bytes | None, int]],
+    base_timestamp: int,
+    with_header: bool,
+    data: st.DataObject,
+) -> None:
+    """Issue 21: ``_read_plain_records`` (one- and two-byte varints read inline) must
+    return exactly the careful reader's records, or None, never something else; and on
+    damaged bytes, None wherever the careful reader finds the damage."""
+    records = [
+        Record(i * 3, base_timestamp + gap, key, value, (Header("h", b"1"),) if with_header else ())
+        for i, (key, value, gap) in enumerate(fields)
+    ]
+    batch = build_batch(records)
+    header = read_batch_header(batch, 0)
+    payload = bytes(batch[RECORD_BATCH_OVERHEAD:])
+    careful = _careful(payload, header)
+    quick = _read_plain_records(payload, header, False)
+    assert not isinstance(careful, CorruptRecordError)
+    assert quick is None or quick == careful
+    if not with_header and all(gap < 8192 for *_, gap in fields):
+        small = all(len(k or b"") < 8192 and len(v or b"") < 8192 for k, v, _ in fields)
+        if small:
+            assert quick == careful  # the ordinary case takes the quick path
+    # Damage one byte: the quick reader either agrees or gives up, never decides alone.
+    at = data.draw(st.integers(0, len(payload) - 1))
+    damaged = (
+        payload[:at] + bytes([payload[at] ^ data.draw(st.integers(1, 255))]) + payload[at + 1 :]
+    )
+    careful = _careful(damaged, header)
+    quick = _read_plain_records(damaged, header, False)
+    if isinstance(careful, CorruptRecordError):
+        assert quick is None
+    else:
+        assert quick is None or quick == careful
+
+
+@pytest.mark.parametrize("delta", [-2, 2])
+def test_the_quick_reader_gives_up_on_a_record_length_that_lies(delta: int) -> None:
+    records = [Record(i, NOW, b"k%d" % i, b"value %d" % i) for i in range(3)]
+    batch = build_batch(records)
+    header = read_batch_header(batch, 0)
+    payload = bytearray(batch[RECORD_BATCH_OVERHEAD:])
+    assert payload[0] < 0x80  # a one-byte zigzag length: +-2 is a length +-1
+    payload[0] += delta
+    assert isinstance(_careful(bytes(payload), header), CorruptRecordError)
+    assert _read_plain_records(bytes(payload), header, False) is None
