@@ -28,7 +28,7 @@ from minikafka.net import NetworkClient, Node
 from ._config import ConsumerConfig
 from ._consumer_shell import ConsumerShell
 from ._coordinator import ConsumerCoordinator, RebalanceEvent
-from ._fetcher import ConsumedRecord, Fetcher
+from ._fetcher import Fetcher
 from ._message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -192,7 +192,13 @@ class Consumer:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again
                 if errors:
                     return [_error_message(e) for e in errors]
-                return [_message(r) for r in records]
+                return [
+                    Message(
+                        tp.topic, tp.partition, r.offset, r.key, r.value, r.headers, r.timestamp
+                    )
+                    for tp, run in records
+                    for r in run
+                ]
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return []
@@ -317,19 +323,6 @@ class Consumer:
 
 def _or_invalid(state: Any) -> int:
     return OFFSET_INVALID if state is None or state.position is None else int(state.position)
-
-
-def _message(consumed: ConsumedRecord) -> Message:
-    record, tp = consumed.record, consumed.topic_partition
-    return Message(
-        tp.topic,
-        tp.partition,
-        record.offset,
-        record.key,
-        record.value,
-        record.headers,
-        record.timestamp,
-    )
 
 
 def _error_message(error: KafkaError) -> Message:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import collections
 import struct
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -76,15 +75,7 @@ class FetchedPartition:
     records: bytes | None = None
     # ``records_from``'s answer for the fetch offset, when the shell read the record set
     # already (outside the lock the application's thread takes records under).
-    decoded: tuple[list[tuple[Record, int]], int] | None = None
-
-
-class ConsumedRecord(NamedTuple):
-    """A record handed out (a tuple: one is made per record, so it must be cheap)."""
-
-    topic_partition: TopicPartition
-    record: Record
-    leader_epoch: int
+    decoded: tuple[list[Record], list[int], int] | None = None
 
 
 @attrs.define
@@ -93,17 +84,19 @@ class _Completed:
 
     topic_partition: TopicPartition
     position: int
-    records: list[tuple[Record, int]]  # each with its batch's leader epoch
+    records: list[Record]
+    epochs: list[int]  # each record's batch's leader epoch (KIP-320)
     next_position: int  # where the partition stands once every one is handed out
     index: int = 0
 
 
 def records_from(
     data: bytes, position: int, stable_end: int | None, verify_crc: bool
-) -> tuple[list[tuple[Record, int]], int]:
+) -> tuple[list[Record], list[int], int]:
     """The records at or after ``position`` (and before ``stable_end``) in a fetched
-    record set, each with its batch's leader epoch, and the position after them."""
-    records: list[tuple[Record, int]] = []
+    record set, their batches' leader epochs, and the position after them."""
+    records: list[Record] = []
+    epochs: list[int] = []
     at = 0
     while len(data) - at >= _OFFSET_AND_LENGTH.size:
         _, length = _OFFSET_AND_LENGTH.unpack_from(data, at)
@@ -116,10 +109,12 @@ def records_from(
         if stable_end is not None and header.base_offset >= stable_end:
             break
         if not header.is_control:
-            epoch = header.partition_leader_epoch
-            records += ((r, epoch) for r in batch if r.offset >= position)
+            if header.base_offset < position:
+                batch = [r for r in batch if r.offset >= position]
+            records += batch
+            epochs += [header.partition_leader_epoch] * len(batch)
         position = header.next_offset
-    return records, position
+    return records, epochs, position
 
 
 @attrs.define
@@ -180,12 +175,12 @@ class Fetcher:
             state.high_watermark = result.high_watermark
             if result.error == ErrorCode.none:
                 try:
-                    records, after = result.decoded or self.decode(result, offset)
+                    records, epochs, after = result.decoded or self.decode(result, offset)
                 except CorruptRecordError as exc:
                     self.errors.append(KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}"))
                     continue
                 if records:
-                    self._buffered.append(_Completed(tp, offset, records, after))
+                    self._buffered.append(_Completed(tp, offset, records, epochs, after))
                 elif after > offset:
                     state.position = after  # only control batches: step over them
             elif result.error == ErrorCode.offset_out_of_range:
@@ -198,7 +193,7 @@ class Fetcher:
             else:
                 self.errors.append(KafkaError(result.error, f"fetching {tp}"))
 
-    def decode(self, result: FetchedPartition, offset: int) -> tuple[list[tuple[Record, int]], int]:
+    def decode(self, result: FetchedPartition, offset: int) -> tuple[list[Record], list[int], int]:
         """The records of ``result`` from ``offset`` on (no state touched: the shell may
         call it before taking the lock). Raises CorruptRecordError."""
         committed_only = self.config.isolation_level == "read_committed"
@@ -210,10 +205,13 @@ class Fetcher:
         self._in_flight.discard(plan.node)
         self.metadata.request_update()
 
-    def take(self, max_records: int) -> list[ConsumedRecord]:
-        """Up to ``max_records`` buffered records, positions moved past them."""
-        out: list[ConsumedRecord] = []
-        while self._buffered and len(out) < max_records:
+    def take(self, max_records: int) -> list[tuple[TopicPartition, list[Record]]]:
+        """Up to ``max_records`` buffered records, as runs of one partition's records in
+        order, positions moved past them (no object made per record: a consumer hands
+        out hundreds of thousands a second)."""
+        out: list[tuple[TopicPartition, list[Record]]] = []
+        count = 0
+        while self._buffered and count < max_records:
             completed = self._buffered[0]
             tp = completed.topic_partition
             state = self.subscriptions.assignment.get(tp)
@@ -221,17 +219,18 @@ class Fetcher:
                 self._buffered.popleft()  # revoked, sought elsewhere, or paused: dropped
                 continue
             start = completed.index
-            end = min(len(completed.records), start + max_records - len(out))
+            end = min(len(completed.records), start + max_records - count)
             taken = completed.records[start:end]
-            out.extend(ConsumedRecord(tp, record, epoch) for record, epoch in taken)
+            out.append((tp, taken))
+            count += len(taken)
             completed.index = end
             if end == len(completed.records):
                 completed.position = completed.next_position
                 self._buffered.popleft()
             else:
-                completed.position = taken[-1][0].offset + 1
+                completed.position = taken[-1].offset + 1
             state.position = completed.position
-            state.leader_epoch = taken[-1][1]
+            state.leader_epoch = completed.epochs[end - 1]
         return out
 
     def has_buffered(self) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import attrs
 
@@ -63,9 +64,11 @@ class Header:
     value: bytes | None
 
 
-@attrs.frozen
-class Record:
-    """One record with its absolute offset and timestamp (ms), as a consumer sees it."""
+class Record(NamedTuple):
+    """One record with its absolute offset and timestamp (ms), as a consumer sees it.
+
+    A named tuple rather than an attrs class: a consumer makes one per record, hundreds
+    of thousands a second, and a tuple is made several times faster (issue 21)."""
 
     offset: int
     timestamp: int
