@@ -21,6 +21,7 @@ from minikafka.client._coordinator import (
     Heartbeat,
     JoinGroup,
     JoinMember,
+    LeaveGroup,
     OffsetCommit,
     OffsetFetch,
 )
@@ -266,3 +267,26 @@ def test_the_leader_assigns_with_the_chosen_assignor(strategy: str) -> None:
     )
     assert sync is not None
     assert sorted(member for member, _ in sync.assignments) == ["me", "you"]
+
+
+def test_a_member_whose_application_stops_polling_leaves_and_comes_back() -> None:
+    """max.poll.interval.ms: a member whose application has not polled for that long
+    leaves the group (its partitions lost), and joins again at the next poll."""
+    c = coordinator("range")
+    c.app_polled(0.0)
+    join_as_leader(c, 0.0)
+    c.events.clear()
+    c.events_done()
+    interval = c.config.max_poll_interval_ms / 1000
+    c.on_heartbeat(ErrorCode.none, 0.0)
+    assert not any(isinstance(r, LeaveGroup) for r in c.poll(interval - 1))
+    c.on_heartbeat(ErrorCode.none, interval - 1)
+    [leave] = c.poll(interval + 1)
+    assert isinstance(leave, LeaveGroup)
+    assert leave.member_id == "me"
+    assert [(e.kind, len(e.partitions)) for e in c.events] == [("lost", 4)]
+    c.events.clear()
+    c.events_done()
+    assert c.poll(interval + 2) == []  # no rejoin while the application is away
+    c.app_polled(interval + 3)
+    assert any(isinstance(r, JoinGroup) for r in c.poll(interval + 3))

@@ -16,6 +16,15 @@ from ._accumulator import PendingRecord as PendingRecord
 from ._accumulator import ProducerBatch as ProducerBatch
 from ._accumulator import ReadyCheck as ReadyCheck
 from ._accumulator import RecordAccumulator as RecordAccumulator
+from ._admin import RESOURCE_BROKER as RESOURCE_BROKER
+from ._admin import RESOURCE_TOPIC as RESOURCE_TOPIC
+from ._admin import AdminClient as AdminClient
+from ._admin import ClusterMetadata as ClusterMetadata
+from ._admin import ConfigEntry as ConfigEntry
+from ._admin import ConfigResource as ConfigResource
+from ._admin import ConsumerGroupDescription as ConsumerGroupDescription
+from ._admin import NewPartitions as NewPartitions
+from ._admin import NewTopic as NewTopic
 from ._config import ConfigError as ConfigError
 from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
@@ -52,12 +61,19 @@ __all__ = [
     "OFFSET_END",
     "OFFSET_INVALID",
     "OFFSET_STORED",
+    "RESOURCE_BROKER",
+    "RESOURCE_TOPIC",
+    "AdminClient",
     "BufferFull",
     "ClientMetadata",
+    "ClusterMetadata",
+    "ConfigEntry",
     "ConfigError",
+    "ConfigResource",
     "Consumer",
     "ConsumerConfig",
     "ConsumerCoordinator",
+    "ConsumerGroupDescription",
     "Delivery",
     "FetchPlan",
     "FetchedPartition",
@@ -66,6 +82,8 @@ __all__ = [
     "KafkaException",
     "MemberState",
     "Message",
+    "NewPartitions",
+    "NewTopic",
     "PartitionResponse",
     "Partitioner",
     "PendingRecord",

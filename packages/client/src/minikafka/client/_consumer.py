@@ -184,6 +184,9 @@ class Consumer:
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         limit = min(num_messages, self.config.max_poll_records)
         while True:
+            if self._coordinator is not None:
+                with self._lock:
+                    self._coordinator.app_polled(time.monotonic())
             self._run_callbacks()
             with self._changed:
                 errors, self._fetcher.errors = self._fetcher.errors, []

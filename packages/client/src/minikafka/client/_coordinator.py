@@ -186,6 +186,8 @@ class ConsumerCoordinator:
     _retry_at: float = 0.0
     _pending_commits: list[OffsetCommit] = attrs.field(factory=list)
     _revoking: tuple[TopicPartition, ...] = ()
+    _last_app_poll: float | None = None
+    _stalled: bool = False  # left after max.poll.interval.ms; back at the next poll
 
     @property
     def protocol_kind(self) -> RebalanceProtocol:
@@ -210,9 +212,22 @@ class ConsumerCoordinator:
                 self._finding = True
                 out.append(FindCoordinator(self.group_id))
             return out
-        # A join waits for the callbacks (on_revoke) the application has not run yet.
+        if self._poll_timed_out(now):
+            # max.poll.interval.ms without a poll: the application is stuck, and a member
+            # that does not process must not hold partitions. Leave (Kafka's
+            # maybeLeaveGroup); the partitions are lost; rejoin at the next poll.
+            lost = self.owned
+            leave = self.leave()
+            self.subscriptions.set_assignment(())
+            self._reset_member()
+            self._stalled = True
+            if lost:
+                self._emit("lost", lost)
+            return [leave] if leave is not None else []
+        # A join waits for the callbacks (on_revoke) the application has not run yet,
+        # and for the application itself after it let max.poll.interval.ms pass.
         joining = self.state is MemberState.UNJOINED and self.rejoin_needed
-        joining = joining and not self._waiting_for_events
+        joining = joining and not self._waiting_for_events and not self._stalled
         if joining and self.subscriptions.subscription and not self.subscriptions.manual:
             join = self._prepare_join(now)
             if join is not None:
@@ -484,6 +499,20 @@ class ConsumerCoordinator:
         request = LeaveGroup(self.group_id, self.member_id, None)
         self._reset_member()
         return request
+
+    def app_polled(self, now: float) -> None:
+        """The application called poll: it is alive (``max.poll.interval.ms``)."""
+        self._last_app_poll = now
+        if self._stalled:
+            self._stalled = False
+            self.rejoin_needed = True
+
+    def _poll_timed_out(self, now: float) -> bool:
+        if self._stalled or self._last_app_poll is None:
+            return False
+        if self.state not in (MemberState.STABLE, MemberState.SYNCING, MemberState.JOINING):
+            return False
+        return (now - self._last_app_poll) * 1000 > self.config.max_poll_interval_ms
 
     def _backoff(self, now: float) -> None:
         self._retry_at = now + self.config.retry_backoff_ms / 1000
