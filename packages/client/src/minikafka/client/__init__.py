@@ -25,6 +25,8 @@ from ._admin import ConfigResource as ConfigResource
 from ._admin import ConsumerGroupDescription as ConsumerGroupDescription
 from ._admin import NewPartitions as NewPartitions
 from ._admin import NewTopic as NewTopic
+from ._async import AsyncConsumer as AsyncConsumer
+from ._async import AsyncProducer as AsyncProducer
 from ._config import ConfigError as ConfigError
 from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
@@ -64,6 +66,8 @@ __all__ = [
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
     "AdminClient",
+    "AsyncConsumer",
+    "AsyncProducer",
     "BufferFull",
     "ClientMetadata",
     "ClusterMetadata",

@@ -147,22 +147,10 @@ class Producer:
         """Queue one record; its delivery report comes through :meth:`poll`/:meth:`flush`."""
         if self._closed:
             raise RuntimeError("the producer is closed")
-        record = PendingRecord(
-            topic,
-            _bytes(key),
-            _bytes(value),
-            _headers(headers),
-            timestamp or int(time.time() * 1000),
-            on_delivery or callback,
+        record = new_record(
+            self.config, topic, value, key, timestamp, headers, on_delivery or callback
         )
         size = record.size
-        if size > self.config.max_request_size or size > self.config.buffer_memory:
-            raise KafkaException(
-                KafkaError(
-                    ErrorCode.message_too_large,
-                    f"the record is {size} bytes, more than max.request.size or buffer.memory",
-                )
-            )
         now = time.monotonic()
         deadline = now + self.config.max_block_ms / 1000
         metadata = self._sender.metadata
@@ -170,22 +158,13 @@ class Producer:
             info = metadata.partitions(topic) if topic in metadata.wanted else None
             if info is None:
                 info = self._await_topic(topic, deadline)
-            if partition >= len(info.leaders):
-                raise KafkaException(
-                    KafkaError(
-                        ErrorCode.unknown_topic_or_partition,
-                        f"{topic} has {len(info.leaders)} partitions, not {partition + 1}",
-                    )
-                )
-            if partition < 0:
-                partition = self._partitioner.partition(
-                    topic, record.key, len(info.leaders), info.available
-                )
-            tp = self._topic_partitions.get((topic, partition))
-            if tp is None:
-                tp = self._topic_partitions[topic, partition] = TopicPartition(topic, partition)
+            tp = choose_partition(
+                self._partitioner, self._topic_partitions, info, record, partition
+            )
             wake = self._append(tp, record, now, deadline)
-            self._partitioner.on_append(topic, partition, size, len(info.leaders), info.available)
+            self._partitioner.on_append(
+                topic, tp.partition, size, len(info.leaders), info.available
+            )
             self._outstanding += 1
         if wake:
             self._wake()
@@ -292,6 +271,58 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def new_record(
+    config: ProducerConfig,
+    topic: str,
+    value: bytes | str | None,
+    key: bytes | str | None,
+    timestamp: int,
+    headers: HeadersArg,
+    handle: object,
+) -> PendingRecord:
+    """A record as the accumulator holds it; KafkaException if it can never be sent."""
+    record = PendingRecord(
+        topic,
+        _bytes(key),
+        _bytes(value),
+        _headers(headers),
+        timestamp or int(time.time() * 1000),
+        handle,
+    )
+    if record.size > config.max_request_size or record.size > config.buffer_memory:
+        raise KafkaException(
+            KafkaError(
+                ErrorCode.message_too_large,
+                f"the record is {record.size} bytes, more than max.request.size or buffer.memory",
+            )
+        )
+    return record
+
+
+def choose_partition(
+    partitioner: Partitioner,
+    cache: dict[tuple[str, int], TopicPartition],
+    info: TopicInfo,
+    record: PendingRecord,
+    partition: int,
+) -> TopicPartition:
+    """The record's partition: the one asked for, or the partitioner's choice."""
+    topic = record.topic
+    if partition >= len(info.leaders):
+        raise KafkaException(
+            KafkaError(
+                ErrorCode.unknown_topic_or_partition,
+                f"{topic} has {len(info.leaders)} partitions, not {partition + 1}",
+            )
+        )
+    if partition < 0:
+        partition = partitioner.partition(topic, record.key, len(info.leaders), info.available)
+    tp = cache.get((topic, partition))
+    if tp is None:  # one TopicPartition per partition: no new object (and hash) a record
+        tp = cache[topic, partition] = TopicPartition(topic, partition)
+    return tp
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:

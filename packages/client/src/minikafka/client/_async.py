@@ -1,0 +1,373 @@
+"""The async API for trio programs: the same cores and shells, in the caller's nursery.
+
+``Producer`` and ``Consumer`` run their trio shell on a thread of their own so that
+ordinary Python code can call them. A trio program needs no thread: ``AsyncProducer``
+and ``AsyncConsumer`` start the shell in a nursery of the caller's and await what the
+synchronous API blocks on::
+
+    async with AsyncProducer.open({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
+        message = await producer.send("greetings", b"hello")   # acknowledged
+        print(message.partition(), message.offset())
+
+    async with AsyncConsumer.open({"bootstrap.servers": ..., "group.id": "g"}) as consumer:
+        consumer.subscribe(["greetings"])
+        with trio.move_on_after(1.0):
+            for message in await consumer.getmany():
+                ...
+        await consumer.commit()
+
+Everything happens on trio's one thread, so the lock the cores are called under is
+never contended.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition as TP
+from minikafka.net import NetworkClient, Node
+
+from ._accumulator import BufferFull, RecordAccumulator
+from ._config import ConsumerConfig, ProducerConfig
+from ._consumer_shell import ConsumerShell
+from ._coordinator import ConsumerCoordinator
+from ._fetcher import Fetcher
+from ._message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+from ._metadata import ClientMetadata, TopicInfo
+from ._partitioner import Partitioner
+from ._producer import HeadersArg, choose_partition, new_record
+from ._sender import Delivery, Sender
+from ._shell import ProducerShell
+from ._subscription import EARLIEST, LATEST, SubscriptionState
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """One ``send``'s delivery report, when it comes."""
+
+    done: trio.Event = attrs.field(factory=trio.Event)
+    message: Message | None = None
+
+
+class AsyncProducer:
+    """The producer for trio programs: ``async with AsyncProducer.open(config) as p``."""
+
+    def __init__(self, config: Mapping[str, object], seed: int | None = None) -> None:
+        self.config = c = ProducerConfig.from_dict(config)
+        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
+        accumulator = RecordAccumulator(
+            c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
+        )
+        self._sender = Sender(c, accumulator, ClientMetadata(bootstrap, c.metadata_max_age_ms))
+        self._partitioner = Partitioner(
+            c.batch_size,
+            random.Random(seed),
+            round_robin=bool(c.partitioner),
+            ignore_keys=c.partitioner_ignore_keys,
+        )
+        self._topic_partitions: dict[tuple[str, int], TP] = {}
+        self._changed = trio.Event()  # metadata arrived or bytes were freed
+        self._outstanding = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self._shell: ProducerShell | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, config: Mapping[str, object], seed: int | None = None
+    ) -> AsyncIterator[AsyncProducer]:
+        producer = cls(config, seed)
+        c = producer.config
+        async with (
+            NetworkClient.open(
+                client_id=c.client_id,
+                max_in_flight=c.max_in_flight,
+                request_timeout=c.request_timeout_ms / 1000,
+            ) as client,
+            trio.open_nursery() as nursery,
+        ):
+            producer._shell = ProducerShell(
+                producer._sender,
+                client,
+                producer._deliver,
+                on_metadata=producer._signal,
+                lock=threading.Lock(),
+            )
+            await nursery.start(producer._shell.run)
+            try:
+                yield producer
+                await producer.flush()
+            finally:
+                nursery.cancel_scope.cancel()
+
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _deliver(self, deliveries: list[Delivery]) -> None:
+        for d in deliveries:
+            tp = d.batch.topic_partition
+            for i, record in enumerate(d.batch.records):
+                message = Message(
+                    tp.topic,
+                    tp.partition,
+                    d.offset(i),
+                    record.key,
+                    record.value,
+                    record.headers,
+                    d.timestamp(i),
+                    d.error,
+                )
+                if isinstance(record.handle, _Waiter):
+                    record.handle.message = message
+                    record.handle.done.set()
+                self._outstanding -= 1
+        if self._outstanding == 0:
+            self._idle.set()
+        self._signal()
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        partition: int = -1,
+        timestamp: int = 0,
+        headers: HeadersArg = None,
+    ) -> Message:
+        """Produce one record and wait for its acknowledgement; the delivered message,
+        or KafkaException with the error its delivery report carried."""
+        waiter = _Waiter()
+        await self.produce(topic, value, key, partition, timestamp, headers, waiter)
+        await waiter.done.wait()
+        assert waiter.message is not None
+        if waiter.message.error() is not None:
+            raise KafkaException(waiter.message.error())  # type: ignore[arg-type]
+        return waiter.message
+
+    async def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        partition: int = -1,
+        timestamp: int = 0,
+        headers: HeadersArg = None,
+        _waiter: _Waiter | None = None,
+    ) -> None:
+        """Queue one record (waiting, up to ``max.block.ms``, only for the topic's
+        metadata and for buffer room); :meth:`flush` waits for every report."""
+        assert self._shell is not None, "use `async with AsyncProducer.open(...)`"
+        record = new_record(self.config, topic, value, key, timestamp, headers, _waiter)
+        with trio.fail_after(self.config.max_block_ms / 1000) as scope:
+            info = await self._topic(topic)
+            tp = choose_partition(
+                self._partitioner, self._topic_partitions, info, record, partition
+            )
+            while True:
+                try:
+                    self._sender.accumulator.append(tp, record, time.monotonic())
+                    break
+                except BufferFull:
+                    self._sender.accumulator.wait_for_room(True)
+                    self._shell.wake()
+                    try:
+                        await self._changed.wait()
+                    finally:
+                        self._sender.accumulator.wait_for_room(False)
+        del scope
+        self._partitioner.on_append(
+            topic, tp.partition, record.size, len(info.leaders), info.available
+        )
+        self._outstanding += 1
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._shell.wake()
+
+    async def _topic(self, topic: str) -> TopicInfo:
+        metadata = self._sender.metadata
+        if metadata.want(topic):
+            assert self._shell is not None
+            self._shell.wake()
+        while (info := metadata.partitions(topic)) is None:
+            known = metadata.topics.get(topic)
+            if known is not None and known.error not in (0, ErrorCode.leader_not_available):
+                raise KafkaException(KafkaError(known.error, f"topic {topic}"))
+            await self._changed.wait()
+        return info
+
+    async def flush(self) -> None:
+        """Send everything queued now and wait until every record has its report."""
+        assert self._shell is not None
+        accumulator = self._sender.accumulator
+        accumulator.begin_flush()
+        try:
+            self._shell.wake()
+            await self._idle.wait()
+        finally:
+            accumulator.end_flush()
+
+
+class AsyncConsumer:
+    """The consumer for trio programs: ``async with AsyncConsumer.open(config) as c``.
+
+    Rebalance callbacks are plain functions called from :meth:`getmany`, as the
+    synchronous consumer calls them from ``poll``."""
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        self.config = c = ConsumerConfig.from_dict(config)
+        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
+        self._metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
+        self._subscriptions = SubscriptionState(c.auto_offset_reset)
+        self._fetcher = Fetcher(c, self._subscriptions, self._metadata)
+        self._coordinator = (
+            ConsumerCoordinator(c, self._subscriptions, self._metadata, c.group_id)
+            if c.group_id is not None
+            else None
+        )
+        self._changed = trio.Event()
+        self._shell: ConsumerShell | None = None
+        self._callbacks: dict[str, object] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: Mapping[str, object]) -> AsyncIterator[AsyncConsumer]:
+        consumer = cls(config)
+        c = consumer.config
+        async with (
+            NetworkClient.open(
+                client_id=c.client_id,
+                request_timeout=max(c.request_timeout_ms, c.max_poll_interval_ms + 5_000) / 1000,
+            ) as client,
+            trio.open_nursery() as nursery,
+        ):
+            consumer._shell = ConsumerShell(
+                consumer._fetcher,
+                consumer._coordinator,
+                client,
+                consumer._signal,
+                lock=threading.Lock(),
+            )
+            await nursery.start(consumer._shell.run)
+            try:
+                yield consumer
+                if consumer._coordinator is not None and c.enable_auto_commit:
+                    await consumer.commit()
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await consumer._shell.leave_group()
+                nursery.cancel_scope.cancel()
+
+    def _signal(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        on_assign: object = None,
+        on_revoke: object = None,
+        on_lost: object = None,
+    ) -> None:
+        if self._coordinator is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.invalid_group_id, "subscribe() needs a group.id")
+            )
+        self._subscriptions.subscribe(topics)
+        for topic in topics:
+            self._metadata.want(topic)
+        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+        self._coordinator.request_rejoin()
+        self._wake()
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._subscriptions.assign_manually(TP(p.topic, p.partition) for p in partitions)
+        for p in partitions:
+            self._metadata.want(p.topic)
+            tp = TP(p.topic, p.partition)
+            if p.offset == OFFSET_BEGINNING:
+                self._subscriptions.seek(tp, EARLIEST)
+            elif p.offset == OFFSET_END:
+                self._subscriptions.seek(tp, LATEST)
+            elif p.offset >= 0:
+                self._subscriptions.seek(tp, p.offset)
+            elif self._coordinator is None:
+                self._subscriptions.request_reset(tp)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._shell is not None:
+            self._shell.wake()
+
+    async def getmany(self, max_records: int | None = None) -> list[Message]:
+        """Up to ``max_records`` (``max.poll.records``) records, waiting for the first
+        (bound the wait the trio way: ``with trio.move_on_after(1): ...``); raises
+        KafkaException for a fetch error."""
+        limit = min(max_records or self.config.max_poll_records, self.config.max_poll_records)
+        while True:
+            if self._coordinator is not None:
+                self._coordinator.app_polled(time.monotonic())
+                self._run_callbacks()
+            if self._fetcher.errors:
+                raise KafkaException(self._fetcher.errors.pop(0))
+            runs = self._fetcher.take(limit)
+            if runs:
+                self._wake()
+                return [
+                    Message(
+                        tp.topic, tp.partition, r.offset, r.key, r.value, r.headers, r.timestamp
+                    )
+                    for tp, run in runs
+                    for r in run
+                ]
+            with trio.move_on_after(0.1):  # the coordinator's callbacks, if nothing else
+                await self._changed.wait()
+
+    def _run_callbacks(self) -> None:
+        assert self._coordinator is not None
+        events, self._coordinator.events = self._coordinator.events, []
+        if not events:
+            return
+        for event in events:
+            callback = self._callbacks.get(event.kind) or (
+                self._callbacks.get("revoke") if event.kind == "lost" else None
+            )
+            if callable(callback):
+                callback(self, [TopicPartition(tp.topic, tp.partition) for tp in event.partitions])
+        self._coordinator.events_done()
+        self._wake()
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition) for tp in self._subscriptions.assignment]
+
+    async def commit(self) -> None:
+        """Commit every position and wait for the answer."""
+        if self._coordinator is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.invalid_group_id, "commit() needs a group.id")
+            )
+        request = self._coordinator.commit(self._subscriptions.positions(), time.monotonic())
+        if request is None:
+            return
+        self._wake()
+        with trio.fail_after(self.config.request_timeout_ms / 1000):
+            while request.commit_id not in self._coordinator.commit_results:
+                await self._changed.wait()
+        error = self._coordinator.commit_results.pop(request.commit_id)
+        if error is not None:
+            raise KafkaException(error)
