@@ -124,16 +124,7 @@ class AsyncProducer:
         for d in deliveries:
             tp = d.batch.topic_partition
             for i, record in enumerate(d.batch.records):
-                message = Message(
-                    tp.topic,
-                    tp.partition,
-                    d.offset(i),
-                    record.key,
-                    record.value,
-                    record.headers,
-                    d.timestamp(i),
-                    d.error,
-                )
+                message = Message(tp.topic, tp.partition, d.record(i), d.error)
                 if isinstance(record.handle, _Waiter):
                     record.handle.message = message
                     record.handle.done.set()
@@ -328,13 +319,7 @@ class AsyncConsumer:
             runs = self._fetcher.take(limit)
             if runs:
                 self._wake()
-                return [
-                    Message(
-                        tp.topic, tp.partition, r.offset, r.key, r.value, r.headers, r.timestamp
-                    )
-                    for tp, run in runs
-                    for r in run
-                ]
+                return [Message(tp.topic, tp.partition, r) for tp, run in runs for r in run]
             with trio.move_on_after(0.1):  # the coordinator's callbacks, if nothing else
                 await self._changed.wait()
 

@@ -23,6 +23,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition as TP
+from minikafka.log import Record
 from minikafka.net import NetworkClient, Node
 
 from ._config import ConsumerConfig
@@ -195,13 +196,7 @@ class Consumer:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again
                 if errors:
                     return [_error_message(e) for e in errors]
-                return [
-                    Message(
-                        tp.topic, tp.partition, r.offset, r.key, r.value, r.headers, r.timestamp
-                    )
-                    for tp, run in records
-                    for r in run
-                ]
+                return [Message(tp.topic, tp.partition, r) for tp, run in records for r in run]
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return []
@@ -329,4 +324,4 @@ def _or_invalid(state: Any) -> int:
 
 
 def _error_message(error: KafkaError) -> Message:
-    return Message("", -1, -1, None, None, (), -1, error)
+    return Message("", -1, Record(-1, -1, None, None), error)

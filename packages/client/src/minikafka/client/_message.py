@@ -14,7 +14,7 @@ import builtins
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import Header
+from minikafka.log import Record
 
 # librdkafka's rd_kafka_resp_err_t values for the client's own errors
 MSG_TIMED_OUT = -192
@@ -84,24 +84,17 @@ class KafkaException(Exception):
 
 
 class Message:
-    """A produced record and where it landed (a delivery report's second argument)."""
+    """A record and where it is: what ``poll`` returns and a delivery report's second
+    argument. It keeps the log's ``Record`` as it is (offset, timestamp, key, value,
+    headers) beside the partition, rather than copying each field out: a consumer makes
+    one per record."""
 
-    __slots__ = ("_error", "_headers", "_key", "_offset", "_partition", "_topic", "_ts", "_value")
+    __slots__ = ("_error", "_partition", "_record", "_topic")
 
     def __init__(
-        self,
-        topic: str,
-        partition: int,
-        offset: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: tuple[Header, ...],
-        timestamp: int,
-        error: KafkaError | None = None,
+        self, topic: str, partition: int, record: Record, error: KafkaError | None = None
     ) -> None:
-        self._topic, self._partition, self._offset = topic, partition, offset
-        self._key, self._value, self._headers = key, value, headers
-        self._ts, self._error = timestamp, error
+        self._topic, self._partition, self._record, self._error = topic, partition, record, error
 
     def topic(self) -> str:
         return self._topic
@@ -110,26 +103,26 @@ class Message:
         return self._partition
 
     def offset(self) -> int:
-        return self._offset
+        return self._record.offset
 
     def key(self) -> bytes | None:
-        return self._key
+        return self._record.key
 
     def value(self) -> bytes | None:
-        return self._value
+        return self._record.value
 
     def headers(self) -> list[tuple[str, bytes | None]] | None:
-        return [(h.key, h.value) for h in self._headers] or None
+        return [(h.key, h.value) for h in self._record.headers] or None
 
     def timestamp(self) -> tuple[int, int]:
         """(TIMESTAMP_CREATE_TIME = 1, milliseconds), as confluent-kafka gives it."""
-        return 1, self._ts
+        return 1, self._record.timestamp
 
     def error(self) -> KafkaError | None:
         return self._error
 
-    def __repr__(self) -> str:
-        return f"Message({self._topic}-{self._partition}@{self._offset})"
+    def __repr__(self) -> builtins.str:
+        return f"Message({self._topic}-{self._partition}@{self._record.offset})"
 
 
 # confluent-kafka's special offsets

@@ -107,16 +107,7 @@ class Producer:
         for d in deliveries:
             tp = d.batch.topic_partition
             for i, record in enumerate(d.batch.records):
-                message = Message(
-                    tp.topic,
-                    tp.partition,
-                    d.offset(i),
-                    record.key,
-                    record.value,
-                    record.headers,
-                    d.timestamp(i),
-                    d.error,
-                )
+                message = Message(tp.topic, tp.partition, d.record(i), d.error)
                 callback = record.handle if callable(record.handle) else default
                 self._reports.append((callback, d.error, message))
         self._notify()

@@ -37,6 +37,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
+from minikafka.log import Record
 
 from ._accumulator import ProducerBatch, RecordAccumulator
 from ._config import ProducerConfig
@@ -96,6 +97,13 @@ class Delivery:
         if self.log_append_time >= 0:
             return self.log_append_time
         return self.batch.records[index].timestamp_ms
+
+    def record(self, index: int) -> Record:
+        """The record as it was stored (its offset and timestamp as the broker gave)."""
+        pending = self.batch.records[index]
+        return Record(
+            self.offset(index), self.timestamp(index), pending.key, pending.value, pending.headers
+        )
 
 
 @attrs.define
