@@ -35,20 +35,17 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from minikafka.client import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from ._clients import Run, chart, child_main, in_child, table, timed
 from ._common import (
     BenchError,
     CpuMeter,
     Report,
-    bar_chart_svg,
-    format_percent,
     machine_facts,
-    markdown_table,
     now_utc,
     pinned_client,
     process_cpu_seconds,
     report_header,
 )
-from ._pure_python import child_main, in_child, timed
 from ._wire import spawned_broker
 
 NAME = "client_consumer"
@@ -144,20 +141,6 @@ CLIENTS: dict[str, Callable[[str, int], int]] = {
     "aiokafka, pure Python": _aiokafka_pure,
     "confluent-kafka (C)": _confluent,
 }
-PURE_PYTHON = ("kafka-python", "aiokafka, pure Python")
-
-
-@attrs.frozen
-class Run:
-    client: str
-    records: int
-    seconds: float
-    client_cpu_percent: float
-    broker_cpu_percent: float | None
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds
 
 
 def _fill(bootstrap: str, records: int) -> None:
@@ -216,58 +199,16 @@ def run(quick: bool = False) -> Report:
     return Report(NAME, document, _table(runs), _chart(runs))
 
 
-def _median(runs: Sequence[Run]) -> Run:
-    ordered = sorted(runs, key=lambda r: r.records_per_s)
-    return ordered[len(ordered) // 2]
-
-
-def _of(runs: Sequence[Run], client: str) -> list[Run]:
-    return [r for r in runs if r.client == client]
-
-
 def _table(runs: Sequence[Run]) -> str:
-    reference = _median(_of(runs, "confluent-kafka (C)")).records_per_s
-    rows = []
-    for client in CLIENTS:
-        mine = _of(runs, client)
-        median = _median(mine)
-        rates = [r.records_per_s for r in mine]
-        rows.append(
-            [
-                client,
-                f"{median.records_per_s:,.0f}",
-                f"{min(rates):,.0f}-{max(rates):,.0f}",
-                f"{median.records_per_s * 100 / 1e6:.1f}",
-                f"{median.records_per_s / reference:.3f}x",
-                format_percent(median.client_cpu_percent),
-                format_percent(median.broker_cpu_percent),
-            ]
-        )
-    mini = _median(_of(runs, "minikafka")).records_per_s
-    pure = {c: _median(_of(runs, c)).records_per_s for c in PURE_PYTHON}
-    verdict = ", ".join(f"{mini / rate:.2f}x {name}" for name, rate in pure.items())
-    return (
-        markdown_table(
-            [
-                "consumer (100 B records, one partition)",
-                "records/s (median)",
-                "range",
-                "MB/s",
-                "/ confluent-kafka",
-                "client CPU",
-                "broker CPU",
-            ],
-            rows,
-        )
-        + f"\nminikafka against the pure-Python clients: {verdict} (goal: above 1x each)"
-    )
+    return table(runs, list(CLIENTS), "consumer (100 B records, one partition)", 100)
 
 
 def _chart(runs: Sequence[Run]) -> str:
-    return bar_chart_svg(
+    return chart(
+        runs,
+        list(CLIENTS),
         "Consuming 100-byte records from one partition: median records/s",
-        "records/s",
-        [("consume", [(c, _median(_of(runs, c)).records_per_s) for c in CLIENTS])],
+        "consume",
     )
 
 

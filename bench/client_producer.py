@@ -8,7 +8,7 @@ process in turn, each to a fresh one-partition topic created before its clock st
 - **kafka-python** (``kafka.KafkaProducer``, pure Python, threads);
 - **aiokafka** (``aiokafka.AIOKafkaProducer``, on asyncio), as installed: its record
   batch codec is compiled (Cython); and again in a child process with
-  ``AIOKAFKA_NO_EXTENSIONS=1``, pure Python (``_pure_python.py``);
+  ``AIOKAFKA_NO_EXTENSIONS=1``, pure Python (``_clients.py``);
 - **confluent-kafka** (librdkafka, C): the reference, not a ceiling a Python client can
   be held to.
 
@@ -21,8 +21,8 @@ last future), and a run counts only if the partition's end offset is then
 median is quoted with the range; CPU is this process's (the client's) and the
 broker's, as percentages of one core.
 
-Consuming and end-to-end latency against the same clients come with the consumer, which
-is not built yet.
+Consuming is ``client_consumer``'s; end-to-end latency against the same clients is not
+measured yet.
 """
 
 from __future__ import annotations
@@ -42,20 +42,17 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from minikafka.client import Producer as MiniProducer
 
+from ._clients import Run, chart, child_main, in_child, table, timed
 from ._common import (
     BenchError,
     CpuMeter,
     Report,
-    bar_chart_svg,
-    format_percent,
     machine_facts,
-    markdown_table,
     now_utc,
     pinned_client,
     process_cpu_seconds,
     report_header,
 )
-from ._pure_python import child_main, in_child, timed
 from ._wire import spawned_broker
 
 NAME = "client_producer"
@@ -135,24 +132,6 @@ CLIENTS: dict[str, Callable[[str, str, int], None]] = {
     "aiokafka, pure Python": _aiokafka_pure,
     "confluent-kafka (C)": _confluent,
 }
-PURE_PYTHON = ("kafka-python", "aiokafka, pure Python")
-
-
-@attrs.frozen
-class Run:
-    client: str
-    records: int
-    seconds: float
-    client_cpu_percent: float
-    broker_cpu_percent: float | None
-
-    @property
-    def records_per_s(self) -> float:
-        return self.records / self.seconds
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.records * len(VALUE) / self.seconds / 1e6
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:
@@ -212,58 +191,16 @@ def run(quick: bool = False) -> Report:
     return Report(NAME, document, _table(runs), _chart(runs))
 
 
-def _of(runs: Sequence[Run], client: str) -> list[Run]:
-    return [r for r in runs if r.client == client]
-
-
-def _median(runs: Sequence[Run]) -> Run:
-    ordered = sorted(runs, key=lambda r: r.records_per_s)
-    return ordered[len(ordered) // 2]
-
-
 def _table(runs: Sequence[Run]) -> str:
-    reference = _median(_of(runs, "confluent-kafka (C)")).records_per_s
-    rows = []
-    for client in CLIENTS:
-        mine = _of(runs, client)
-        median = _median(mine)
-        rates = [r.records_per_s for r in mine]
-        rows.append(
-            [
-                client,
-                f"{median.records_per_s:,.0f}",
-                f"{min(rates):,.0f}-{max(rates):,.0f}",
-                f"{median.mb_per_s:.1f}",
-                f"{median.records_per_s / reference:.3f}x",
-                format_percent(median.client_cpu_percent),
-                format_percent(median.broker_cpu_percent),
-            ]
-        )
-    mini = _median(_of(runs, "minikafka")).records_per_s
-    pure = {c: _median(_of(runs, c)).records_per_s for c in PURE_PYTHON}
-    verdict = ", ".join(f"{mini / rate:.2f}x {name}" for name, rate in pure.items())
-    return (
-        markdown_table(
-            [
-                "producer (100 B records, acks=all, linger.ms=5)",
-                "records/s (median)",
-                "range",
-                "MB/s",
-                "/ confluent-kafka",
-                "client CPU",
-                "broker CPU",
-            ],
-            rows,
-        )
-        + f"\nminikafka against the pure-Python clients: {verdict} (goal: above 1x each)"
-    )
+    return table(runs, list(CLIENTS), "producer (100 B records, acks=all, linger.ms=5)", len(VALUE))
 
 
 def _chart(runs: Sequence[Run]) -> str:
-    return bar_chart_svg(
+    return chart(
+        runs,
+        list(CLIENTS),
         "Producing 100-byte records (acks=all, linger.ms=5): median records/s",
-        "records/s",
-        [("produce", [(c, _median(_of(runs, c)).records_per_s) for c in CLIENTS])],
+        "produce",
     )
 
 

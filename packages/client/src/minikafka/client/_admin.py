@@ -50,6 +50,7 @@ from minikafka.net import ClientError, NetworkClient, Node
 
 from ._config import ConfigError, _bootstrap
 from ._message import TRANSPORT, KafkaError, KafkaException, TopicPartition
+from ._metadata import bootstrap_nodes
 
 T = TypeVar("T")
 RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
@@ -142,7 +143,7 @@ class AdminClient:
             servers = _bootstrap(config.get("bootstrap.servers"))
         except ValueError as exc:
             raise ConfigError(f"bootstrap.servers: invalid value: {exc}") from None
-        self._bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(servers))
+        self._bootstrap = bootstrap_nodes(servers)
         self._client_id = str(config.get("client.id", "minikafka-admin"))
         self._timeout = int(str(config.get("request.timeout.ms", 30_000))) / 1000
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minikafka-admin")

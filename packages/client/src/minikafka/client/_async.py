@@ -22,7 +22,6 @@ never contended.
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -33,27 +32,22 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition as TP
-from minikafka.net import NetworkClient, Node
+from minikafka.net import NetworkClient
 
-from ._accumulator import BufferFull, RecordAccumulator
+from ._accumulator import BufferFull
 from ._config import ConsumerConfig, ProducerConfig
+from ._consumer import consumer_cores, messages, position_from
 from ._consumer_shell import ConsumerShell
-from ._coordinator import ConsumerCoordinator
-from ._fetcher import Fetcher
 from ._message import (
-    OFFSET_BEGINNING,
-    OFFSET_END,
     KafkaError,
     KafkaException,
     Message,
     TopicPartition,
 )
-from ._metadata import ClientMetadata, TopicInfo
-from ._partitioner import Partitioner
-from ._producer import HeadersArg, choose_partition, new_record
-from ._sender import Delivery, Sender
+from ._metadata import TopicInfo
+from ._producer import HeadersArg, choose_partition, new_record, producer_cores
+from ._sender import Delivery
 from ._shell import ProducerShell
-from ._subscription import EARLIEST, LATEST, SubscriptionState
 
 
 @attrs.define(eq=False)
@@ -68,18 +62,8 @@ class AsyncProducer:
     """The producer for trio programs: ``async with AsyncProducer.open(config) as p``."""
 
     def __init__(self, config: Mapping[str, object], seed: int | None = None) -> None:
-        self.config = c = ProducerConfig.from_dict(config)
-        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
-        accumulator = RecordAccumulator(
-            c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
-        )
-        self._sender = Sender(c, accumulator, ClientMetadata(bootstrap, c.metadata_max_age_ms))
-        self._partitioner = Partitioner(
-            c.batch_size,
-            random.Random(seed),
-            round_robin=bool(c.partitioner),
-            ignore_keys=c.partitioner_ignore_keys,
-        )
+        self.config = ProducerConfig.from_dict(config)
+        self._sender, self._partitioner = producer_cores(self.config, seed)
         self._topic_partitions: dict[tuple[str, int], TP] = {}
         self._changed = trio.Event()  # metadata arrived or bytes were freed
         self._outstanding = 0
@@ -221,16 +205,9 @@ class AsyncConsumer:
     synchronous consumer calls them from ``poll``."""
 
     def __init__(self, config: Mapping[str, object]) -> None:
-        self.config = c = ConsumerConfig.from_dict(config)
-        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
-        self._metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
-        self._subscriptions = SubscriptionState(c.auto_offset_reset)
-        self._fetcher = Fetcher(c, self._subscriptions, self._metadata)
-        self._coordinator = (
-            ConsumerCoordinator(c, self._subscriptions, self._metadata, c.group_id)
-            if c.group_id is not None
-            else None
-        )
+        self.config = ConsumerConfig.from_dict(config)
+        self._fetcher, self._coordinator = consumer_cores(self.config)
+        self._metadata, self._subscriptions = self._fetcher.metadata, self._fetcher.subscriptions
         self._changed = trio.Event()
         self._shell: ConsumerShell | None = None
         self._callbacks: dict[str, object] = {}
@@ -290,15 +267,7 @@ class AsyncConsumer:
         self._subscriptions.assign_manually(TP(p.topic, p.partition) for p in partitions)
         for p in partitions:
             self._metadata.want(p.topic)
-            tp = TP(p.topic, p.partition)
-            if p.offset == OFFSET_BEGINNING:
-                self._subscriptions.seek(tp, EARLIEST)
-            elif p.offset == OFFSET_END:
-                self._subscriptions.seek(tp, LATEST)
-            elif p.offset >= 0:
-                self._subscriptions.seek(tp, p.offset)
-            elif self._coordinator is None:
-                self._subscriptions.request_reset(tp)
+            position_from(self._subscriptions, self._coordinator is not None, p)
         self._wake()
 
     def _wake(self) -> None:
@@ -319,7 +288,7 @@ class AsyncConsumer:
             runs = self._fetcher.take(limit)
             if runs:
                 self._wake()
-                return [Message(tp.topic, tp.partition, r) for tp, run in runs for r in run]
+                return messages(runs)
             with trio.move_on_after(0.1):  # the coordinator's callbacks, if nothing else
                 await self._changed.wait()
 

@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition as TP
 from minikafka.log import Record
-from minikafka.net import NetworkClient, Node
+from minikafka.net import NetworkClient
 
 from ._config import ConsumerConfig
 from ._consumer_shell import ConsumerShell
@@ -40,7 +40,7 @@ from ._message import (
     Message,
     TopicPartition,
 )
-from ._metadata import ClientMetadata
+from ._metadata import ClientMetadata, bootstrap_nodes
 from ._subscription import EARLIEST, LATEST, SubscriptionState
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
@@ -51,16 +51,8 @@ class Consumer:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
-        c = self.config
-        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
-        self._metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
-        self._subscriptions = SubscriptionState(c.auto_offset_reset)
-        self._fetcher = Fetcher(c, self._subscriptions, self._metadata)
-        self._coordinator = (
-            ConsumerCoordinator(c, self._subscriptions, self._metadata, c.group_id)
-            if c.group_id is not None
-            else None
-        )
+        self._fetcher, self._coordinator = consumer_cores(self.config)
+        self._metadata, self._subscriptions = self._fetcher.metadata, self._fetcher.subscriptions
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._callbacks: dict[str, RebalanceCallback | None] = {}
@@ -142,15 +134,7 @@ class Consumer:
         self._wake()
 
     def _position_from(self, p: TopicPartition) -> None:
-        tp = TP(p.topic, p.partition)
-        if p.offset == OFFSET_BEGINNING:
-            self._subscriptions.seek(tp, EARLIEST)
-        elif p.offset == OFFSET_END:
-            self._subscriptions.seek(tp, LATEST)
-        elif p.offset >= 0:
-            self._subscriptions.seek(tp, p.offset)
-        elif self._coordinator is None and p.offset in (OFFSET_STORED, OFFSET_INVALID):
-            self._subscriptions.request_reset(tp)  # no group: nothing stored to start from
+        position_from(self._subscriptions, self._coordinator is not None, p)
 
     def assignment(self) -> list[TopicPartition]:
         with self._lock:
@@ -196,7 +180,7 @@ class Consumer:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again
                 if errors:
                     return [_error_message(e) for e in errors]
-                return [Message(tp.topic, tp.partition, r) for tp, run in records for r in run]
+                return messages(records)
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return []
@@ -317,6 +301,39 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def consumer_cores(config: ConsumerConfig) -> tuple[Fetcher, ConsumerCoordinator | None]:
+    """The Fetcher (with the metadata and subscriptions) and, with a ``group.id``, the
+    coordinator a consumer's API drives, the synchronous one or the async one."""
+    nodes = bootstrap_nodes(config.bootstrap_servers)
+    metadata = ClientMetadata(nodes, config.metadata_max_age_ms)
+    subscriptions = SubscriptionState(config.auto_offset_reset)
+    coordinator = (
+        ConsumerCoordinator(config, subscriptions, metadata, config.group_id)
+        if config.group_id is not None
+        else None
+    )
+    return Fetcher(config, subscriptions, metadata), coordinator
+
+
+def position_from(subscriptions: SubscriptionState, in_group: bool, p: TopicPartition) -> None:
+    """Where an assigned partition starts: its offset, the log's start or end, or (with
+    no offset) the group's committed one, or ``auto.offset.reset`` without a group."""
+    tp = TP(p.topic, p.partition)
+    if p.offset == OFFSET_BEGINNING:
+        subscriptions.seek(tp, EARLIEST)
+    elif p.offset == OFFSET_END:
+        subscriptions.seek(tp, LATEST)
+    elif p.offset >= 0:
+        subscriptions.seek(tp, p.offset)
+    elif not in_group and p.offset in (OFFSET_STORED, OFFSET_INVALID):
+        subscriptions.request_reset(tp)  # no group: nothing stored to start from
+
+
+def messages(runs: list[tuple[TP, list[Record]]]) -> list[Message]:
+    """The Fetcher's runs of records as the API's messages."""
+    return [Message(tp.topic, tp.partition, r) for tp, run in runs for r in run]
 
 
 def _or_invalid(state: Any) -> int:

@@ -25,6 +25,12 @@ from minikafka.common import TopicPartition
 from minikafka.net import Node
 
 
+def bootstrap_nodes(servers: tuple[tuple[str, int], ...]) -> tuple[Node, ...]:
+    """``bootstrap.servers`` as nodes -1, -2, ...: unknown ids until the metadata names
+    them, as in Kafka's ``ClientUtils``."""
+    return tuple(Node(-1 - i, host, port) for i, (host, port) in enumerate(servers))
+
+
 @attrs.frozen
 class TopicInfo:
     error: int  # ErrorCode of the topic in the last response

@@ -28,12 +28,12 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 from minikafka.log import Header
-from minikafka.net import NetworkClient, Node
+from minikafka.net import NetworkClient
 
 from ._accumulator import BufferFull, PendingRecord, RecordAccumulator
 from ._config import DeliveryCallback, ProducerConfig
 from ._message import PURGE_QUEUE, KafkaError, KafkaException, Message
-from ._metadata import ClientMetadata, TopicInfo
+from ._metadata import ClientMetadata, TopicInfo, bootstrap_nodes
 from ._partitioner import Partitioner
 from ._sender import Delivery, Sender
 from ._shell import ProducerShell
@@ -46,19 +46,7 @@ class Producer:
 
     def __init__(self, config: Mapping[str, object], *, seed: int | None = None) -> None:
         self.config = ProducerConfig.from_dict(config)
-        c = self.config
-        bootstrap = tuple(Node(-1 - i, h, p) for i, (h, p) in enumerate(c.bootstrap_servers))
-        accumulator = RecordAccumulator(
-            c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
-        )
-        metadata = ClientMetadata(bootstrap, c.metadata_max_age_ms)
-        self._sender = Sender(c, accumulator, metadata)
-        self._partitioner = Partitioner(
-            c.batch_size,
-            random.Random(seed),
-            round_robin=bool(c.partitioner),
-            ignore_keys=c.partitioner_ignore_keys,
-        )
+        self._sender, self._partitioner = producer_cores(self.config, seed)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # metadata, room, reports
         self._reports: collections.deque[tuple[DeliveryCallback | None, KafkaError | None, Message]]
@@ -262,6 +250,23 @@ class Producer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def producer_cores(config: ProducerConfig, seed: int | None) -> tuple[Sender, Partitioner]:
+    """The Sender (with its accumulator and metadata) and the partitioner a producer's
+    API drives, the synchronous one or the async one."""
+    c = config
+    accumulator = RecordAccumulator(
+        c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
+    )
+    metadata = ClientMetadata(bootstrap_nodes(c.bootstrap_servers), c.metadata_max_age_ms)
+    partitioner = Partitioner(
+        c.batch_size,
+        random.Random(seed),
+        round_robin=bool(c.partitioner),
+        ignore_keys=c.partitioner_ignore_keys,
+    )
+    return Sender(c, accumulator, metadata), partitioner
 
 
 def new_record(
