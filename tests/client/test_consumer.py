@@ -237,6 +237,63 @@ def test_a_mixed_group_shares_the_work(broker: BrokerProcess) -> None:
         kp.close()
 
 
+def test_a_mixed_cooperative_group_moves_partitions_incrementally(
+    broker: BrokerProcess,
+) -> None:
+    """KIP-429 across clients: a minikafka consumer and a confluent-kafka one, both with
+    cooperative-sticky. The minikafka member alone first holds all four partitions; when
+    librdkafka's joins, minikafka revokes only the two it gives up (never all four), and
+    every record is read once by one of them."""
+    topic = "c-coop"
+    create_topic(broker.bootstrap, topic, 4)
+    group = "c-coop-group"
+    revoked: list[int] = []
+    ours = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+            **FAST_GROUP,
+        }
+    )
+    ours.subscribe([topic], on_revoke=lambda c, ps: revoked.append(len(ps)))
+    deadline = time.monotonic() + 60
+    while len(ours.assignment()) < 4:
+        assert time.monotonic() < deadline
+        ours.consume(10, 0.1)
+    rd = RdConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    )
+    rd.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 60
+        while not (len(ours.assignment()) == 2 and len(rd.assignment()) == 2):
+            assert time.monotonic() < deadline, (ours.assignment(), rd.assignment())
+            ours.consume(10, 0.1)
+            rd.poll(0.1)
+        assert revoked == [2]  # incremental: two given up, two kept throughout
+        produce(broker.bootstrap, topic, 400)
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < 400 and time.monotonic() < deadline:
+            values += [m.value() or b"" for m in ours.consume(100, 0.1)]
+            message = rd.poll(0.1)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+        assert sorted(values) == [f"{i:05d}".encode() for i in range(400)]
+    finally:
+        ours.close()
+        rd.close()
+
+
 def test_against_librdkafkas_mock_cluster() -> None:
     """A broker nobody here wrote: produce and read back through librdkafka's mock."""
     lines: list[str] = []
