@@ -290,3 +290,48 @@ def test_a_member_whose_application_stops_polling_leaves_and_comes_back() -> Non
     assert c.poll(interval + 2) == []  # no rejoin while the application is away
     c.app_polled(interval + 3)
     assert any(isinstance(r, JoinGroup) for r in c.poll(interval + 3))
+
+
+def epoch_batch(first: int, count: int, epoch: int) -> bytes:
+    records = make_records(
+        [(None, f"v{first + i}".encode()) for i in range(count)], first_offset=first, timestamp_ms=0
+    )
+    return build_batch(records, partition_leader_epoch=epoch)
+
+
+@pytest.mark.parametrize(
+    ("end_offset", "position_after"),
+    [(10, 6), (4, 4)],  # the new leader has all of epoch 3, or lost offsets 4 and 5
+)
+def test_kip_320_a_position_is_checked_against_a_new_leader(
+    end_offset: int, position_after: int
+) -> None:
+    f = fetcher(**{"auto.offset.reset": "earliest"})
+    f.metadata.topics["t"] = TopicInfo(0, (1, 2), (3, 3))
+    f.subscriptions.seek(TP0, 0)
+    [plan] = f.prepare()
+    assert plan.leader_epochs == (3,)  # sent, so a stale leader can refuse the fetch
+    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))})
+    assert offsets(f.take(10)) == [0, 1, 2, 3, 4, 5]
+    # The leader moves (epoch 4): no fetch until the position is validated.
+    f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
+    assert f.prepare_validations() == {2: {TP0: (4, 3)}}
+    assert all(tp != TP0 for p in f.prepare() for tp, *_ in p.partitions)
+    f.on_validation(2, {TP0: (ErrorCode.none, 3, end_offset)})
+    assert f.subscriptions.position(TP0) == position_after
+    plans = [p for p in f.prepare() if p.node == 2 and p.partitions[0][0] == TP0]
+    assert [p.partitions[0][1] for p in plans] == [position_after]
+
+
+def test_kip_320_truncation_without_a_reset_policy_is_reported() -> None:
+    f = fetcher(**{"auto.offset.reset": "none"})
+    f.metadata.topics["t"] = TopicInfo(0, (1, 2), (3, 3))
+    f.subscriptions.seek(TP0, 0)
+    [plan] = f.prepare()
+    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))})
+    f.take(10)
+    f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
+    f.prepare_validations()
+    f.on_validation(2, {TP0: (ErrorCode.none, 3, 2)})
+    assert [e.name() for e in f.errors] == ["OFFSET_OUT_OF_RANGE"]
+    assert f.subscriptions.position(TP0) == 6  # left for the application to decide

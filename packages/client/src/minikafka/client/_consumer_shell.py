@@ -47,6 +47,12 @@ from kio.schema.offset_commit.v7.request import (
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochResponse
 from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.schema.sync_group.v3.response import SyncGroupResponse
 from kio.schema.types import BrokerId, GroupId, TopicName
@@ -141,9 +147,13 @@ class ConsumerShell:
         while True:
             self._wake_fetch = trio.Event()
             with self.lock:
+                validations = self.fetcher.prepare_validations()
                 plans = self.fetcher.prepare()
                 resets = self.fetcher.prepare_resets()
-                nodes = {n: self.metadata.node(n) for n in [*(p.node for p in plans), *resets]}
+                wanted = [*(p.node for p in plans), *resets, *validations]
+                nodes = {n: self.metadata.node(n) for n in wanted}
+            for node_id, epochs in validations.items():
+                self._nursery.start_soon(self._validate, node_id, nodes[node_id], epochs)
             for plan in plans:
                 self._nursery.start_soon(self._fetch, plan, nodes[plan.node])
             for node_id, offsets in resets.items():
@@ -154,11 +164,12 @@ class ConsumerShell:
     def _fetch_request(self, plan: FetchPlan) -> FetchRequest:
         config = self.fetcher.config
         topics: dict[str, list[FetchPartition]] = {}
-        for tp, offset, max_bytes in plan.partitions:
+        epochs = plan.leader_epochs or (-1,) * len(plan.partitions)
+        for (tp, offset, max_bytes), epoch in zip(plan.partitions, epochs, strict=True):
             topics.setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=i32(tp.partition),
-                    current_leader_epoch=i32(-1),
+                    current_leader_epoch=i32(epoch),
                     fetch_offset=i64(offset),
                     log_start_offset=i64(-1),
                     partition_max_bytes=i32(max_bytes),
@@ -210,6 +221,53 @@ class ConsumerShell:
                 self.fetcher.on_response(plan, results)
             else:
                 self.fetcher.on_failure(plan)
+        if response is None:
+            await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
+        self.on_change()
+        self.wake()
+
+    async def _validate(
+        self, node_id: int, node: Node | None, epochs: dict[TopicPartition, tuple[int, int]]
+    ) -> None:
+        """KIP-320: ask the new leader where each position's epoch ends in its log."""
+        request = OffsetForLeaderEpochRequest(
+            replica_id=BrokerId(CONSUMER_REPLICA_ID),
+            topics=tuple(
+                OffsetForLeaderTopic(
+                    topic=TopicName(topic),
+                    partitions=tuple(
+                        OffsetForLeaderPartition(
+                            partition=i32(tp.partition),
+                            current_leader_epoch=i32(current),
+                            leader_epoch=i32(epoch),
+                        )
+                        for tp, (current, epoch) in epochs.items()
+                        if tp.topic == topic
+                    ),
+                )
+                for topic in sorted({tp.topic for tp in epochs})
+            ),
+        )
+        response = None
+        if node is not None:
+            try:
+                response = await self.client.send(node, request)
+            except ClientError as exc:
+                _logger.info("OffsetsForLeaderEpoch to node %s failed: %s", node_id, exc)
+        with self.lock:
+            if isinstance(response, OffsetForLeaderEpochResponse):
+                answers = {
+                    TopicPartition(str(t.topic), int(p.partition)): (
+                        int(p.error_code),
+                        int(p.leader_epoch),
+                        int(p.end_offset),
+                    )
+                    for t in response.topics
+                    for p in t.partitions
+                }
+                self.fetcher.on_validation(node_id, answers)
+            else:
+                self.fetcher.on_validation_failed(node_id)
         if response is None:
             await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
         self.on_change()

@@ -59,10 +59,13 @@ _STALE_METADATA = frozenset(
 
 @attrs.frozen
 class FetchPlan:
-    """One Fetch request: the leader, and per partition the offset and byte limit."""
+    """One Fetch request: the leader, per partition the offset and byte limit, and the
+    leader epochs the consumer knows (KIP-320: a leader that is older or newer than that
+    answers FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH instead of records)."""
 
     node: int
     partitions: tuple[tuple[TopicPartition, int, int], ...]
+    leader_epochs: tuple[int, ...] = ()  # per partition, -1 if not known
 
 
 @attrs.frozen
@@ -126,6 +129,8 @@ class Fetcher:
     _in_flight: set[int] = attrs.field(factory=set)
     _resetting: set[int] = attrs.field(factory=set)
     _buffered: collections.deque[_Completed] = attrs.field(factory=collections.deque)
+    _leader_epochs: dict[TopicPartition, int] = attrs.field(factory=dict)  # last seen
+    _validating: set[int] = attrs.field(factory=set)
 
     # --- fetching -----------------------------------------------------------------
 
@@ -134,6 +139,7 @@ class Fetcher:
         buffered: dict[TopicPartition, list[_Completed]] = {}
         for completed in self._buffered:
             buffered.setdefault(completed.topic_partition, []).append(completed)
+        self._note_leader_epochs()
         by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         for tp in self.subscriptions.fetchable():
             waiting = buffered.get(tp, [])
@@ -149,7 +155,83 @@ class Fetcher:
                 (tp, self._fetch_position(tp, waiting), self.config.max_partition_fetch_bytes)
             )
         self._in_flight.update(by_node)
-        return [FetchPlan(node, tuple(parts)) for node, parts in sorted(by_node.items())]
+        return [
+            FetchPlan(
+                node,
+                tuple(parts),
+                tuple(self._leader_epochs.get(tp, -1) for tp, *_ in parts),
+            )
+            for node, parts in sorted(by_node.items())
+        ]
+
+    # --- KIP-320: the position checked after a leader change ------------------------
+
+    def _note_leader_epochs(self) -> None:
+        """A partition whose leader epoch went up since its position was fetched waits
+        for validation: the new leader's log may not hold what the old one served
+        (an unclean election, or records the old leader had not replicated)."""
+        for tp, state in self.subscriptions.assignment.items():
+            epoch = self.metadata.leader_epoch_of(tp)
+            if epoch is None:
+                continue
+            known = self._leader_epochs.get(tp)
+            self._leader_epochs[tp] = epoch
+            if known is not None and epoch > known and state.leader_epoch is not None:
+                state.awaiting_validation = True
+
+    def prepare_validations(self) -> dict[int, dict[TopicPartition, tuple[int, int]]]:
+        """OffsetsForLeaderEpoch to send, per leader: for each partition, the leader epoch
+        the consumer now knows and the epoch of the records its position follows."""
+        self._note_leader_epochs()
+        by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
+        for tp, state in self.subscriptions.assignment.items():
+            if not state.awaiting_validation or state.leader_epoch is None:
+                continue
+            leader = self.metadata.leader_of(tp)
+            if leader is None:
+                self.metadata.request_update()
+            elif leader not in self._validating:
+                current = self._leader_epochs.get(tp, -1)
+                by_node.setdefault(leader, {})[tp] = (current, state.leader_epoch)
+        self._validating.update(by_node)
+        return by_node
+
+    def on_validation(
+        self, node: int, answers: Mapping[TopicPartition, tuple[int, int, int]]
+    ) -> None:
+        """OffsetsForLeaderEpoch answered: (error, epoch, end offset) per partition. An
+        end offset below the position means the log was truncated under the consumer:
+        the position goes back to it (``auto.offset.reset`` allowing, as Kafka's
+        consumer does), or the application hears of it."""
+        self._validating.discard(node)
+        for tp, (error, _epoch, end_offset) in answers.items():
+            state = self.subscriptions.assignment.get(tp)
+            if state is None or not state.awaiting_validation:
+                continue
+            if error in _STALE_METADATA:
+                self.metadata.request_update()
+                continue
+            state.awaiting_validation = False
+            if error != ErrorCode.none:
+                self.errors.append(KafkaError(error, f"validating the position of {tp}"))
+            elif state.position is not None and 0 <= end_offset < state.position:
+                if self.subscriptions.auto_offset_reset == "none":
+                    self.errors.append(
+                        KafkaError(
+                            ErrorCode.offset_out_of_range,
+                            f"{tp}: the log was truncated to {end_offset}, below the "
+                            f"position {state.position} (auto.offset.reset=none)",
+                        )
+                    )
+                else:
+                    self.subscriptions.seek(tp, end_offset)
+                self._buffered = collections.deque(
+                    c for c in self._buffered if c.topic_partition != tp
+                )
+
+    def on_validation_failed(self, node: int) -> None:
+        self._validating.discard(node)
+        self.metadata.request_update()
 
     def _fetch_position(self, tp: TopicPartition, waiting: Sequence[_Completed]) -> int:
         """Where the next fetch of ``tp`` starts: after what is buffered, so that the

@@ -35,6 +35,7 @@ def bootstrap_nodes(servers: tuple[tuple[str, int], ...]) -> tuple[Node, ...]:
 class TopicInfo:
     error: int  # ErrorCode of the topic in the last response
     leaders: tuple[int, ...]  # per partition, -1 without a leader
+    leader_epochs: tuple[int, ...] = ()  # per partition (KIP-320), when the broker says
     # The partitions with a leader, worked out once: every keyless record asks.
     available: tuple[int, ...] = attrs.field(init=False)
 
@@ -78,10 +79,12 @@ class ClientMetadata:
                 continue
             count = max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
             leaders = [-1] * count
+            epochs = [-1] * count
             for p in topic.partitions:
                 leader = int(p.leader_id)
                 leaders[int(p.partition_index)] = leader if leader in self.nodes else -1
-            self.topics[str(topic.name)] = TopicInfo(error, tuple(leaders))
+                epochs[int(p.partition_index)] = int(p.leader_epoch)
+            self.topics[str(topic.name)] = TopicInfo(error, tuple(leaders), tuple(epochs))
         self.updated_at = now
         # Ask again soon while a wanted topic has no partitions or a partition no leader.
         self._needs_update = any(
@@ -99,6 +102,13 @@ class ClientMetadata:
             return None
         leader = info.leaders[tp.partition]
         return leader if leader >= 0 else None
+
+    def leader_epoch_of(self, tp: TopicPartition) -> int | None:
+        info = self.topics.get(tp.topic)
+        if info is None or tp.partition >= len(info.leader_epochs):
+            return None
+        epoch = info.leader_epochs[tp.partition]
+        return epoch if epoch >= 0 else None
 
     def node(self, node_id: int) -> Node | None:
         return self.nodes.get(node_id)

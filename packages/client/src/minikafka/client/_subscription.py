@@ -30,6 +30,9 @@ class PartitionState:
     reset_to: int | None = None  # EARLIEST or LATEST while a reset is pending
     paused: bool = False
     high_watermark: int = -1
+    # KIP-320: the partition's leader changed since its position was fetched; the
+    # position is checked against the new leader's log before anything more is fetched.
+    awaiting_validation: bool = False
 
 
 @attrs.define
@@ -71,6 +74,7 @@ class SubscriptionState:
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         state = self._state(tp)
+        state.leader_epoch, state.awaiting_validation = None, False  # a new position
         if offset in (EARLIEST, LATEST):
             state.position, state.reset_to = None, offset
         else:
@@ -103,7 +107,11 @@ class SubscriptionState:
             state.position, state.reset_to = offset, None
 
     def fetchable(self) -> list[TopicPartition]:
-        return [tp for tp, s in self.assignment.items() if s.position is not None and not s.paused]
+        return [
+            tp
+            for tp, s in self.assignment.items()
+            if s.position is not None and not s.paused and not s.awaiting_validation
+        ]
 
     def pause(self, partitions: Iterable[TopicPartition], paused: bool) -> None:
         for tp in partitions:
