@@ -36,7 +36,7 @@ from minikafka.net import NetworkClient
 
 from ._accumulator import BufferFull
 from ._config import ConsumerConfig, ProducerConfig
-from ._consumer import consumer_cores, messages, position_from
+from ._consumer import consumer_cores, group_request_timeout, messages, position_from
 from ._consumer_shell import ConsumerShell
 from ._message import (
     KafkaError,
@@ -220,8 +220,11 @@ class AsyncConsumer:
         async with (
             NetworkClient.open(
                 client_id=c.client_id,
-                request_timeout=max(c.request_timeout_ms, c.max_poll_interval_ms + 5_000) / 1000,
+                request_timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000,
             ) as client,
+            NetworkClient.open(
+                client_id=c.client_id, request_timeout=group_request_timeout(c)
+            ) as group_client,
             trio.open_nursery() as nursery,
         ):
             consumer._shell = ConsumerShell(
@@ -230,6 +233,7 @@ class AsyncConsumer:
                 client,
                 consumer._signal,
                 lock=threading.Lock(),
+                group_client=group_client,
             )
             await nursery.start(consumer._shell.run)
             try:

@@ -68,14 +68,23 @@ class Consumer:
 
     async def _main(self, started: threading.Event) -> None:
         c = self.config
-        async with NetworkClient.open(
-            client_id=c.client_id,
-            max_in_flight=5,
-            # A JoinGroup waits up to the rebalance timeout; a Fetch up to its max wait.
-            request_timeout=max(c.request_timeout_ms, c.max_poll_interval_ms + 5_000) / 1000,
-        ) as client:
+        async with (
+            NetworkClient.open(
+                client_id=c.client_id,
+                # A Fetch is held up to fetch.max.wait.ms by the broker, on top.
+                request_timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000,
+            ) as client,
+            NetworkClient.open(
+                client_id=c.client_id, request_timeout=group_request_timeout(c)
+            ) as group_client,
+        ):
             self._shell = ConsumerShell(
-                self._fetcher, self._coordinator, client, self._notify, lock=self._lock
+                self._fetcher,
+                self._coordinator,
+                client,
+                self._notify,
+                lock=self._lock,
+                group_client=group_client,
             )
             with trio.CancelScope() as self._stop:
                 self._token = trio.lowlevel.current_trio_token()
@@ -301,6 +310,12 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def group_request_timeout(config: ConsumerConfig) -> float:
+    """Seconds a group request may take: a JoinGroup waits for the whole group to rejoin,
+    up to the rebalance timeout (``max.poll.interval.ms``), and a little more."""
+    return (max(config.request_timeout_ms, config.max_poll_interval_ms) + 5_000) / 1000
 
 
 def consumer_cores(config: ConsumerConfig) -> tuple[Fetcher, ConsumerCoordinator | None]:

@@ -104,6 +104,11 @@ class ConsumerShell:
     _refresher: MetadataRefresher | None = None
     _coordinator_node: Node | None = None
     _nursery: trio.Nursery | None = None
+    # The group's requests on a client of their own: a JoinGroup is answered only when
+    # the whole group has rejoined (up to the rebalance timeout, max.poll.interval.ms),
+    # while a Fetch to a silent broker must fail after request.timeout.ms (Kafka's
+    # consumer gives JoinGroup its own, longer, timeout the same way). None: ``client``.
+    group_client: NetworkClient | None = None
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -345,7 +350,7 @@ class ConsumerShell:
         try:
             if node is None:
                 raise ClientError("no coordinator")
-            response = await self.client.send(node, self._encode(request))
+            response = await (self.group_client or self.client).send(node, self._encode(request))
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
             with self.lock:
@@ -507,6 +512,6 @@ class ConsumerShell:
         if request is not None and node is not None:
             try:
                 with trio.move_on_after(5):
-                    await self.client.send(node, self._encode(request))
+                    await (self.group_client or self.client).send(node, self._encode(request))
             except ClientError as exc:
                 _logger.info("LeaveGroup failed: %s", exc)
