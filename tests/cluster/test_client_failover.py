@@ -69,8 +69,11 @@ def test_a_consumer_reads_on_through_a_leader_kill(
     assert [m.value() for m in got] == [f"{i:05d}".encode() for i in range(RECORDS)]
     assert [m.offset() for m in got] == list(range(RECORDS))
     # The new leader was asked where the position's epoch ends, and it had all of it.
-    assert validated
-    [(error, _epoch, end_offset)] = validated[0].values()
-    assert error == 0
-    assert end_offset >= RECORDS // 2
+    # A broker asked before the consumer's metadata caught up says it is not the leader
+    # (NOT_LEADER_OR_FOLLOWER, or a leader-epoch error): the consumer asks again.
+    answers = [answer for each in validated for answer in each.values()]
+    assert {error for error, _, _ in answers} <= {0, 6, 74, 75}, answers
+    answered = [end_offset for error, _, end_offset in answers if error == 0]
+    assert answered, answers
+    assert answered[-1] >= RECORDS // 2
     cluster.start(leader)

@@ -254,6 +254,7 @@ class ConsumerShell:
             ),
         )
         response = None
+        answers: dict[TopicPartition, tuple[int, int, int]] = {}
         if node is not None:
             try:
                 response = await self.client.send(node, request)
@@ -273,7 +274,8 @@ class ConsumerShell:
                 self.fetcher.on_validation(node_id, answers)
             else:
                 self.fetcher.on_validation_failed(node_id)
-        if response is None:
+        retry = response is None or any(error for error, _, _ in answers.values())
+        if retry:  # asked again once the metadata is fresh, not in a spin
             await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
         self.on_change()
         self.wake()
