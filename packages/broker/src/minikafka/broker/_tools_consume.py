@@ -23,7 +23,6 @@ with no new record; otherwise it runs until interrupted.
 from __future__ import annotations
 
 import datetime
-import struct
 from collections.abc import Sequence
 from typing import BinaryIO
 
@@ -36,7 +35,8 @@ from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from minikafka.log import CorruptRecordError, Record, decode_batch
+from minikafka.client import records_from
+from minikafka.log import CorruptRecordError, Record
 
 from ._tools_client import (
     CONSUMER_REPLICA_ID,
@@ -52,8 +52,6 @@ EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark
 RETRY_BACKOFF = 0.1  # retry.backoff.ms, after an error that new metadata may fix
 
-_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_LOG_OVERHEAD = _OFFSET_AND_LENGTH.size
 _STALE_METADATA = frozenset(
     {
         ErrorCode.not_leader_or_follower,
@@ -112,28 +110,13 @@ def format_record(consumed: ConsumedRecord, options: ConsumeOptions) -> bytes:
 
 
 def records_after(data: bytes, position: int) -> tuple[list[Record], int]:
-    """The records at or after ``position`` in a fetched record set, and the next position.
-
-    A cut-off batch at the end is left for the next fetch; a control batch moves the
-    position on but holds nothing to print.
-    """
-    records: list[Record] = []
-    at = 0
-    while len(data) - at >= _LOG_OVERHEAD:
-        _, length = _OFFSET_AND_LENGTH.unpack_from(data, at)
-        size = _LOG_OVERHEAD + length
-        if len(data) - at < size:
-            break  # Kafka's Fetcher: a partial batch at the end of the response
-        try:
-            header, batch = decode_batch(data, at, verify_crc=True)  # check.crcs=true
-        except CorruptRecordError as e:
-            raise ToolError(f"corrupt record set at offset {position}: {e}") from e
-        at += header.size
-        if header.next_offset <= position:
-            continue
-        if not header.is_control:
-            records += (r for r in batch if r.offset >= position)
-        position = header.next_offset
+    """The records at or after ``position`` in a fetched record set, and the next position:
+    the client's Fetcher reads it (``minikafka.client.records_from``: a cut-off batch at
+    the end is left for the next fetch, a control batch moves the position on)."""
+    try:
+        records, _, position = records_from(data, position, None, verify_crc=True)
+    except CorruptRecordError as e:
+        raise ToolError(f"corrupt record set at offset {position}: {e}") from e
     return records, position
 
 

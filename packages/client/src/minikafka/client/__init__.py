@@ -37,6 +37,7 @@ from ._coordinator import RebalanceEvent as RebalanceEvent
 from ._fetcher import FetchedPartition as FetchedPartition
 from ._fetcher import Fetcher as Fetcher
 from ._fetcher import FetchPlan as FetchPlan
+from ._fetcher import records_from as records_from
 from ._message import OFFSET_BEGINNING as OFFSET_BEGINNING
 from ._message import OFFSET_END as OFFSET_END
 from ._message import OFFSET_INVALID as OFFSET_INVALID
@@ -104,4 +105,5 @@ __all__ = [
     "TopicPartition",
     "murmur2",
     "partition_for_key",
+    "records_from",
 ]

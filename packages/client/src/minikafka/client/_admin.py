@@ -43,7 +43,6 @@ from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
-from kio.static.protocol import RequestPayload
 
 from minikafka.coordination import decode_assignment
 from minikafka.net import ClientError, NetworkClient, Node
@@ -209,9 +208,6 @@ class AdminClient:
         }
         return brokers.get(int(metadata.controller_id)) or next(iter(brokers.values()))
 
-    async def _send(self, client: NetworkClient, node: Node, request: RequestPayload) -> Any:
-        return await client.send(node, request)
-
     def _timeout_ms(self) -> i32Timedelta:
         return i32Timedelta.parse(datetime.timedelta(seconds=self._timeout))
 
@@ -239,7 +235,7 @@ class AdminClient:
                 timeout=self._timeout_ms(),
                 validate_only=validate_only,
             )
-            response = await self._send(client, await self._controller(client), request)
+            response = await client.send(await self._controller(client), request)
             assert isinstance(response, CreateTopicsResponse)
             return {
                 str(r.name): _error(int(r.error_code), r.error_message) for r in response.topics
@@ -254,7 +250,7 @@ class AdminClient:
             request = DeleteTopicsRequest(
                 topic_names=tuple(TopicName(t) for t in names), timeout=self._timeout_ms()
             )
-            response = await self._send(client, await self._controller(client), request)
+            response = await client.send(await self._controller(client), request)
             assert isinstance(response, DeleteTopicsResponse)
             return {str(r.name): _error(int(r.error_code)) for r in response.responses}
 
@@ -276,7 +272,7 @@ class AdminClient:
                 timeout=self._timeout_ms(),
                 validate_only=validate_only,
             )
-            response = await self._send(client, await self._controller(client), request)
+            response = await client.send(await self._controller(client), request)
             assert isinstance(response, CreatePartitionsResponse)
             return {
                 str(r.name): _error(int(r.error_code), r.error_message) for r in response.results
@@ -342,7 +338,7 @@ class AdminClient:
                 include_synonyms=False,
                 include_documentation=False,
             )
-            response = await self._send(client, node, request)
+            response = await client.send(node, request)
             assert isinstance(response, DescribeConfigsResponse)
             out: dict[ConfigResource, object] = {}
             for result in response.results:
@@ -367,8 +363,8 @@ class AdminClient:
             metadata = await self._metadata(client, ())
             groups: set[str] = set()
             for b in metadata.brokers:
-                response = await self._send(
-                    client, Node(int(b.node_id), b.host, int(b.port)), ListGroupsRequest()
+                response = await client.send(
+                    Node(int(b.node_id), b.host, int(b.port)), ListGroupsRequest()
                 )
                 assert isinstance(response, ListGroupsResponse)
                 if response.error_code != ErrorCode.none:
@@ -379,8 +375,8 @@ class AdminClient:
         return self._run([""], work)[""]
 
     async def _coordinator(self, client: NetworkClient, group: str) -> Node | KafkaError:
-        response = await self._send(
-            client, self._bootstrap[0], FindCoordinatorRequest(key=group, key_type=i8(0))
+        response = await client.send(
+            self._bootstrap[0], FindCoordinatorRequest(key=group, key_type=i8(0))
         )
         assert isinstance(response, FindCoordinatorResponse)
         if response.error_code != ErrorCode.none:
@@ -399,8 +395,7 @@ class AdminClient:
                 if isinstance(node, KafkaError):
                     out[group] = node
                     continue
-                response = await self._send(
-                    client,
+                response = await client.send(
                     node,
                     DescribeGroupsRequest(
                         groups=(GroupId(group),), include_authorized_operations=False
@@ -439,8 +434,8 @@ class AdminClient:
                 if isinstance(node, KafkaError):
                     out[group] = node
                     continue
-                response = await self._send(
-                    client, node, DeleteGroupsRequest(groups_names=(GroupId(group),))
+                response = await client.send(
+                    node, DeleteGroupsRequest(groups_names=(GroupId(group),))
                 )
                 assert isinstance(response, DeleteGroupsResponse)
                 out[group] = _error(int(response.results[0].error_code))
