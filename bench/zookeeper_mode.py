@@ -43,10 +43,10 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.response import MetadataResponse
 
-from minikafka.broker._tools_admin import create_topic
-from minikafka.broker._tools_client import Cluster, connect, metadata_request
 from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net import NetworkClient, Node
+from minikafka.tools._connection import Cluster, connect, metadata_request
+from minikafka.tools._topics import create_topic
 from minikafka.zk import Create, TopicAssignment, ZkClient, ZooKeeperServer
 from minikafka.zk import PartitionState as ZkPartitionState
 

@@ -54,8 +54,6 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.broker import BrokerServer, KafkaApis, ProducerIdManager
 from minikafka.broker._producer_ids import ProducerIdsUnavailable
-from minikafka.broker._tools_admin import create_topics_request
-from minikafka.broker._tools_client import list_offsets_request, metadata_request
 from minikafka.broker.testing import (
     BrokerFailed,
     BrokerProcess,
@@ -86,6 +84,8 @@ from minikafka.net import (
 )
 from minikafka.net.testing import RawConnection, request_frame, wait_until
 from minikafka.raft._describe_wire import encode_describe_quorum_request
+from minikafka.tools._connection import list_offsets_request, metadata_request
+from minikafka.tools._topics import create_topics_request
 
 R = TypeVar("R", bound=ResponsePayload)
 

@@ -34,17 +34,17 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
 from minikafka.broker._offsets_topic import ensure_offsets_topic
-from minikafka.broker._tools_admin import create_partitions, create_topic, delete_topic
-from minikafka.broker._tools_client import connect
-from minikafka.broker._tools_consume import ConsoleConsumer, ConsumeOptions
-from minikafka.broker._tools_produce import ProduceOptions, produce
-from minikafka.broker._tools_reassign import execute, ongoing
 from minikafka.broker._zk_wire import to_wire
 from minikafka.broker.testing import free_ports
 from minikafka.common import TopicPartition
 from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
 from minikafka.coordination import OFFSETS_TOPIC
 from minikafka.net import NetworkClient, Node
+from minikafka.tools._connection import connect
+from minikafka.tools._consume import ConsoleConsumer, ConsumeOptions
+from minikafka.tools._produce import ProduceOptions, produce
+from minikafka.tools._reassign import execute, ongoing
+from minikafka.tools._topics import create_partitions, create_topic, delete_topic
 from minikafka.zk import ZkClient, ZooKeeperServer, controller_epoch
 from minikafka.zk._server import ZOOKEEPER_JAR
 

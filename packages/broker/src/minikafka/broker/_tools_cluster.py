@@ -17,6 +17,7 @@ import trio
 import typer
 
 from minikafka.net import NetworkClient
+from minikafka.tools._connection import Cluster, ToolError, lone_errors, parse_bootstrap
 
 from ._process_cluster import (
     DEFAULT_BROKER_PORT,
@@ -26,7 +27,6 @@ from ._process_cluster import (
     ClusterError,
     ProcessCluster,
 )
-from ._tools_client import Cluster, ToolError, lone_errors, parse_bootstrap
 
 cluster_app = typer.Typer(
     name="cluster",

@@ -41,6 +41,7 @@ import trio
 from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
+from minikafka.tools._connection import Cluster, connect
 
 from ._config import KafkaConfig
 from ._local_cluster import LocalBroker as LocalBroker
@@ -48,7 +49,6 @@ from ._local_cluster import LocalCluster as LocalCluster
 from ._process_cluster import ClusterError as ClusterError
 from ._process_cluster import ProcessCluster as ProcessCluster
 from ._server import BrokerServer
-from ._tools_client import Cluster, connect
 
 _READY = re.compile(r"minikafka broker ready on (?P<host>[^\s]+):(?P<port>\d+)")
 

@@ -38,7 +38,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from minikafka.client import records_from
 from minikafka.log import CorruptRecordError, Record
 
-from ._tools_client import (
+from ._connection import (
     CONSUMER_REPLICA_ID,
     READ_UNCOMMITTED,
     Cluster,

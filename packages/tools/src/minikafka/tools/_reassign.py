@@ -34,8 +34,8 @@ from kio.static.primitive import i8, i32, i32Timedelta
 
 from minikafka.controller import BrokerMetadata, PlacementError, assign_replicas_to_brokers
 
-from ._tools_admin import describe_topics
-from ._tools_client import Cluster, KafkaError, ToolError, check
+from ._connection import Cluster, KafkaError, ToolError, check
+from ._topics import describe_topics
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 Assignment = dict[tuple[str, int], tuple[int, ...]]

@@ -53,7 +53,7 @@ from minikafka.common import TopicPartition
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from minikafka.net import Node
 
-from ._tools_client import Cluster, KafkaError, ToolError, check, error_name, list_offsets_request
+from ._connection import Cluster, KafkaError, ToolError, check, error_name, list_offsets_request
 
 T = TypeVar("T")
 

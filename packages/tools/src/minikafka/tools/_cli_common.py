@@ -10,7 +10,7 @@ from typing import Annotated, TypeVar
 import trio
 import typer
 
-from ._tools_client import Cluster, ToolError, connect
+from ._connection import Cluster, ToolError, connect
 
 T = TypeVar("T")
 

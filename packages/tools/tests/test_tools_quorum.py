@@ -24,8 +24,6 @@ from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
 from typer.testing import CliRunner
 
-from minikafka.broker._tools_client import KafkaError, connect
-from minikafka.broker._tools_quorum import describe, quorum_app
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 from minikafka.net.testing import serving
 from minikafka.raft._describe import QuorumInfo, ReplicaInfo
@@ -34,6 +32,8 @@ from minikafka.raft._describe_wire import (
     encode_describe_quorum_error,
     encode_describe_quorum_response,
 )
+from minikafka.tools._connection import KafkaError, connect
+from minikafka.tools._quorum import describe, quorum_app
 
 DEADLINE = 30.0  # seconds; a shared machine may be slow, never this slow
 WALL = 1_700_000_000.0  # the wall clock when the leader's clock read 0

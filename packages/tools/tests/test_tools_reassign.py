@@ -8,9 +8,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from minikafka.broker._cli import app
-from minikafka.broker._tools_client import ToolError
-from minikafka.broker._tools_reassign import (
+from minikafka.tools._cli import app
+from minikafka.tools._connection import ToolError
+from minikafka.tools._reassign import (
     assignment_json,
     parse_assignment,
     parse_topics_to_move,

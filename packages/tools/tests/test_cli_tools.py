@@ -1,8 +1,8 @@
-"""The client tools (issue 5): ``minikafka topics``, ``produce``, ``consume`` and ``dump-log``.
+"""The client tools (issue 5): ``minikafka topics``, ``produce`` and ``consume``.
 
 Each test runs a broker in this trio loop (``running_broker``) and calls the tools' async
 functions with a :class:`Cluster` over the NetworkClient; the command itself is run as a
-subprocess (``python -m minikafka.broker``) for the smoke tests, and through typer's
+subprocess (``python -m minikafka.tools``) for the smoke tests, and through typer's
 CliRunner in a worker thread (the command calls ``trio.run`` itself) for its output.
 The broker uses real threads, so the tests keep real time with deadlines.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -23,8 +22,29 @@ import trio.testing
 from rich.console import Console
 from typer.testing import CliRunner
 
-from minikafka.broker._cli import app
-from minikafka.broker._tools_admin import (
+from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
+from minikafka.client import partition_for_key
+from minikafka.log import CompressionType, Record, build_batch, make_records
+from minikafka.net import Node
+from minikafka.tools._cli import app
+from minikafka.tools._connection import Cluster, KafkaError, ToolError, parse_bootstrap
+from minikafka.tools._consume import (
+    ConsoleConsumer,
+    ConsumedRecord,
+    ConsumeOptions,
+    consume,
+    format_record,
+    parse_offset,
+    records_after,
+)
+from minikafka.tools._produce import (
+    ProduceOptions,
+    ProduceResult,
+    parse_acks,
+    parse_compression,
+    produce,
+)
+from minikafka.tools._topics import (
     PartitionDescription,
     TopicDescription,
     create_partitions,
@@ -35,27 +55,6 @@ from minikafka.broker._tools_admin import (
     list_topics,
     parse_config,
 )
-from minikafka.broker._tools_client import Cluster, KafkaError, ToolError, parse_bootstrap
-from minikafka.broker._tools_consume import (
-    ConsoleConsumer,
-    ConsumedRecord,
-    ConsumeOptions,
-    consume,
-    format_record,
-    parse_offset,
-    records_after,
-)
-from minikafka.broker._tools_produce import (
-    ProduceOptions,
-    ProduceResult,
-    parse_acks,
-    parse_compression,
-    produce,
-)
-from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
-from minikafka.client import partition_for_key
-from minikafka.log import CompressionType, Record, build_batch, make_records
-from minikafka.net import Node
 
 DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow
 
@@ -434,55 +433,6 @@ def test_format_record_is_kafkas_default_formatter() -> None:
     assert format_record(keyed, ConsumeOptions("t", print_key=True, separator=":")) == b"k:null\n"
 
 
-# --- dump-log -----------------------------------------------------------------------------
-
-
-async def test_dump_log_of_a_partition_directory(cluster: Cluster, data_dir: Path) -> None:
-    with trio.fail_after(DEADLINE):
-        await create_topic(cluster, "dumped", partitions=1)
-        await send(
-            cluster,
-            ProduceOptions("dumped", compression=CompressionType.GZIP, key_separator=":"),
-            [b"k1:hello", b"k2:world"],
-        )
-    partition_dir = data_dir / "dumped-0"
-    runner = CliRunner()
-
-    result = runner.invoke(app, ["dump-log", str(partition_dir)])
-    assert result.exit_code == 0, result.output
-    assert "Dumping" in result.output
-    assert "baseOffset: 0 lastOffset: 1 count: 2" in result.output
-    assert "compresscodec: gzip" in result.output
-    assert "payload" not in result.output
-
-    result = runner.invoke(app, ["dump-log", str(partition_dir), "--deep"])
-    assert result.exit_code == 0, result.output
-    assert "| offset: 0" in result.output
-    assert "key: k1 payload: hello" in result.output
-    assert "key: k2 payload: world" in result.output
-
-    result = runner.invoke(app, ["dump-log", str(partition_dir), "--verify"])
-    assert result.exit_code == 0, result.output
-    assert result.output.startswith("OK: 1 batches, 2 records")
-
-    # A copy with one flipped byte: verify names the batch and fails.
-    broken = data_dir.parent / "broken" / "dumped-0"
-    shutil.copytree(partition_dir, broken)
-    (segment,) = broken.glob("*.log")
-    raw = bytearray(segment.read_bytes())
-    raw[-3] ^= 0xFF
-    segment.write_bytes(bytes(raw))
-    result = runner.invoke(app, ["dump-log", str(broken), "--verify"])
-    assert result.exit_code == 1
-    assert "CORRUPT" in result.output
-    result = runner.invoke(app, ["dump-log", str(broken)])
-    assert result.exit_code == 1
-    assert "isvalid: false" in result.output
-
-    result = runner.invoke(app, ["dump-log", str(data_dir / "nowhere")])
-    assert result.exit_code == 2
-
-
 # --- the command --------------------------------------------------------------------------
 
 
@@ -490,7 +440,7 @@ async def minikafka(
     *args: str, stdin: bytes = b"", check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
     return await trio.run_process(
-        [sys.executable, "-m", "minikafka.broker", *args],
+        [sys.executable, "-m", "minikafka.tools", *args],
         stdin=stdin,
         capture_stdout=True,
         capture_stderr=True,

@@ -36,7 +36,7 @@ from minikafka.raft._describe_wire import (
 )
 
 from ._cli_common import run_tool, usage
-from ._tools_client import Cluster, KafkaError, ToolError, check
+from ._connection import Cluster, KafkaError, ToolError, check
 
 View = Literal["status", "replication"]
 CLIENT_ID = "minikafka-metadata-quorum"

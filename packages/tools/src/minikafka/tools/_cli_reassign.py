@@ -1,6 +1,6 @@
 """``minikafka reassign-partitions`` and ``minikafka leader-election``: the commands of
 Kafka's kafka-reassign-partitions.sh and kafka-leader-election.sh (the work is in
-:mod:`._tools_reassign`)."""
+:mod:`._reassign`)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import typer
 from ._cli_common import BootstrapServer
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
-from ._tools_client import Cluster, ToolError
-from ._tools_reassign import (
+from ._connection import Cluster, ToolError
+from ._reassign import (
     assignment_json,
     current_assignment,
     elect_preferred,
     parse_assignment,
     parse_topics_to_move,
 )
-from ._tools_reassign import execute as execute_reassignment
-from ._tools_reassign import generate as generate_assignment
-from ._tools_reassign import ongoing as ongoing_reassignments
-from ._tools_reassign import verify as verify_reassignment
+from ._reassign import execute as execute_reassignment
+from ._reassign import generate as generate_assignment
+from ._reassign import ongoing as ongoing_reassignments
+from ._reassign import verify as verify_reassignment
 
 
 def reassign_partitions(

@@ -33,10 +33,12 @@ from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kio.schema.errors import ErrorCode
 from typer.testing import CliRunner
 
-from minikafka.broker._cli import app
-from minikafka.broker._tools_admin import create_topic
-from minikafka.broker._tools_client import Cluster
-from minikafka.broker._tools_groups import (
+from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
+from minikafka.common import TopicPartition
+from minikafka.net import Node
+from minikafka.tools._cli import app
+from minikafka.tools._connection import Cluster
+from minikafka.tools._groups import (
     GroupDescription,
     GroupMember,
     PartitionOffsets,
@@ -52,10 +54,8 @@ from minikafka.broker._tools_groups import (
     state_notice,
     state_table,
 )
-from minikafka.broker._tools_produce import ProduceOptions, produce
-from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
-from minikafka.common import TopicPartition
-from minikafka.net import Node
+from minikafka.tools._produce import ProduceOptions, produce
+from minikafka.tools._topics import create_topic
 
 DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow
 JOIN_WAIT = 30.0  # seconds the consumers get to join, rebalance and catch up
@@ -410,7 +410,7 @@ def test_an_unreachable_broker_is_one_line_and_exit_1() -> None:
     server = f"127.0.0.1:{port}"
     error = f"Error: Metadata to bootstrap server ({server}): cannot connect"
     # As a process: what a user sees, with no traceback.
-    command = [sys.executable, "-m", "minikafka.broker", "groups", "--bootstrap-server", server]
+    command = [sys.executable, "-m", "minikafka.tools", "groups", "--bootstrap-server", server]
     result = subprocess.run(
         [*command, "--describe", "--group", "g"],
         capture_output=True,

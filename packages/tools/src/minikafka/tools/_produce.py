@@ -41,7 +41,7 @@ from minikafka.client import partition_for_key
 from minikafka.common import Acks
 from minikafka.log import CompressionType, build_batch, make_records
 
-from ._tools_client import Cluster, KafkaError, ToolError, check, error_name, lone_errors
+from ._connection import Cluster, KafkaError, ToolError, check, error_name, lone_errors
 
 ACKS = {"0": Acks.NONE, "1": Acks.LEADER, "all": Acks.ALL, "-1": Acks.ALL}
 COMPRESSIONS = {c.name.lower(): c for c in CompressionType}

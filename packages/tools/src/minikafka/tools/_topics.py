@@ -41,7 +41,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 from rich.table import Table
 
-from ._tools_client import Cluster, KafkaError, ToolError, check
+from ._connection import Cluster, KafkaError, ToolError, check
 
 R = TypeVar("R", bound=ResponsePayload)
 

@@ -1,0 +1,365 @@
+"""The client tools of the ``minikafka`` command (typer), Kafka's scripts on minikafka's client.
+
+``topics`` is ``kafka-topics.sh`` (its work is in :mod:`._topics`), ``produce`` and
+``consume`` are ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh``
+(:mod:`._produce`, :mod:`._consume`), ``groups`` is ``kafka-consumer-groups.sh``
+(:mod:`._groups`), ``reassign-partitions`` and ``leader-election`` are
+``kafka-reassign-partitions.sh`` and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`),
+``metadata-quorum`` is ``kafka-metadata-quorum.sh`` (:mod:`._quorum`). A broker's error is
+printed under Kafka's name and the tool exits 1; a bad argument exits 2.
+
+Like Kafka's, these tools are clients and nothing more: this package imports
+``minikafka.client`` and the packages below it, never the broker (the import-linter layers
+contract). The broker package adds them to its server commands to make the one
+``minikafka`` command; ``python -m minikafka.tools`` runs them alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ._cli_common import BootstrapServer
+from ._cli_common import run_tool as _run_tool
+from ._cli_common import usage as _usage
+from ._cli_reassign import leader_election, reassign_partitions
+from ._connection import Cluster, ToolError
+from ._consume import ConsoleConsumer, ConsumeOptions, parse_offset
+from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
+from ._groups import delete_groups as delete_consumer_groups
+from ._groups import describe as describe_consumer_groups
+from ._produce import ProduceOptions, parse_acks, parse_compression, read_lines
+from ._produce import produce as produce_lines
+from ._quorum import quorum_app
+from ._topics import (
+    create_partitions,
+    create_topic,
+    delete_topic,
+    describe_table,
+    describe_topics,
+    list_topics,
+    parse_config,
+)
+
+app = typer.Typer(
+    name="minikafka-tools",
+    help="minikafka's client tools: Kafka's scripts on minikafka.client.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """minikafka's client tools: Kafka's scripts on minikafka.client."""
+
+
+app.command("reassign-partitions")(reassign_partitions)
+app.command("leader-election")(leader_election)
+
+
+@app.command()
+def topics(
+    bootstrap_server: BootstrapServer,
+    create: Annotated[bool, typer.Option("--create", help="create --topic")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="list the topics")] = False,
+    describe: Annotated[
+        bool, typer.Option("--describe", help="describe --topic, or every topic")
+    ] = False,
+    alter: Annotated[
+        bool, typer.Option("--alter", help="grow --topic to --partitions partitions")
+    ] = False,
+    delete: Annotated[bool, typer.Option("--delete", help="delete --topic")] = False,
+    topic: Annotated[str | None, typer.Option("--topic", help="the topic")] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option("--partitions", help="partition count (default: the broker's num.partitions)"),
+    ] = None,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option(
+            "--replication-factor", help="replicas per partition (default.replication.factor)"
+        ),
+    ] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", metavar="KEY=VALUE", help="a topic config (repeatable)"),
+    ] = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="--create: no error if it exists")
+    ] = False,
+    if_exists: Annotated[
+        bool, typer.Option("--if-exists", help="--alter/--delete: no error if it is missing")
+    ] = False,
+    exclude_internal: Annotated[
+        bool, typer.Option("--exclude-internal", help="--list/--describe: hide internal topics")
+    ] = False,
+) -> None:
+    """Create, list, describe, alter or delete topics (kafka-topics.sh)."""
+    actions = {"--create": create, "--list": list_, "--describe": describe}
+    actions |= {"--alter": alter, "--delete": delete}
+    chosen = [name for name, on in actions.items() if on]
+    if len(chosen) != 1:
+        raise _usage("give exactly one of " + ", ".join(actions))
+    action = chosen[0]
+    if action in ("--create", "--alter", "--delete") and topic is None:
+        raise _usage(f"{action} needs --topic")
+    if action == "--alter" and partitions is None:
+        raise _usage("--alter needs --partitions")
+    try:
+        configs = dict(parse_config(item) for item in config or ())
+    except ToolError as e:
+        raise _usage(str(e)) from None
+
+    async def run(cluster: Cluster) -> None:
+        if action == "--create":
+            assert topic is not None
+            created = await create_topic(
+                cluster,
+                topic,
+                partitions=-1 if partitions is None else partitions,
+                replication_factor=-1 if replication_factor is None else replication_factor,
+                configs=configs,
+                if_not_exists=if_not_exists,
+            )
+            if created:
+                print(f"Created topic {topic}.")
+        elif action == "--list":
+            for name in await list_topics(cluster, exclude_internal=exclude_internal):
+                print(name)
+        elif action == "--describe":
+            found = await describe_topics(
+                cluster, None if topic is None else [topic], exclude_internal=exclude_internal
+            )
+            if found:
+                Console().print(describe_table(found))
+        elif action == "--alter":
+            assert topic is not None
+            assert partitions is not None
+            if await create_partitions(cluster, topic, partitions, if_exists=if_exists):
+                print(f"Topic {topic} now has {partitions} partitions.")
+        else:
+            assert topic is not None
+            if await delete_topic(cluster, topic, if_exists=if_exists):
+                print(f"Deleted topic {topic}.")
+
+    _run_tool(run, bootstrap_server, "minikafka-topics")
+
+
+@app.command()
+def produce(
+    bootstrap_server: BootstrapServer,
+    topic: Annotated[str, typer.Option("--topic", help="the topic to produce to")],
+    partition: Annotated[
+        int | None,
+        typer.Option("--partition", help="send every record here (default: by key, or sticky)"),
+    ] = None,
+    acks: Annotated[str, typer.Option("--acks", metavar="0|1|all", help="acks")] = "all",
+    compression: Annotated[
+        str,
+        typer.Option("--compression", metavar="none|gzip|snappy|lz4|zstd", help="compression.type"),
+    ] = "none",
+    key_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--key-separator",
+            metavar="SEP",
+            help="split each line into key SEP value (parse.key=true, key.separator)",
+        ),
+    ] = None,
+    batch_lines: Annotated[
+        int, typer.Option("--batch-lines", min=1, help="flush after this many lines")
+    ] = 500,
+    batch_bytes: Annotated[
+        int, typer.Option("--batch-bytes", min=1, help="flush after this many bytes (batch.size)")
+    ] = 16384,
+    linger_ms: Annotated[
+        int, typer.Option("--linger-ms", min=0, help="flush a line at most this much later")
+    ] = 1000,
+    request_timeout_ms: Annotated[
+        int, typer.Option("--request-timeout-ms", min=1, help="the Produce request's timeout")
+    ] = 30_000,
+) -> None:
+    """Send each line of stdin as a record (kafka-console-producer.sh)."""
+    try:
+        options = ProduceOptions(
+            topic=topic,
+            partition=partition,
+            acks=parse_acks(acks),
+            compression=parse_compression(compression),
+            key_separator=unescape(key_separator) if key_separator else None,
+            batch_lines=batch_lines,
+            batch_bytes=batch_bytes,
+            linger_ms=linger_ms,
+            timeout_ms=request_timeout_ms,
+        )
+    except ToolError as e:
+        raise _usage(str(e)) from None
+    fd = sys.stdin.fileno()
+
+    async def run(cluster: Cluster) -> int:
+        return (await produce_lines(cluster, options, read_lines(fd))).failed
+
+    failed = _run_tool(run, bootstrap_server, "minikafka-console-producer")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def consume(
+    bootstrap_server: BootstrapServer,
+    topic: Annotated[str, typer.Option("--topic", help="the topic to consume")],
+    partition: Annotated[
+        int | None, typer.Option("--partition", help="only this partition (default: all)")
+    ] = None,
+    offset: Annotated[
+        str,
+        typer.Option("--offset", metavar="earliest|latest|N", help="where to start"),
+    ] = "latest",
+    from_beginning: Annotated[
+        bool, typer.Option("--from-beginning", help="the same as --offset earliest")
+    ] = False,
+    max_messages: Annotated[
+        int | None, typer.Option("--max-messages", min=1, help="exit after this many records")
+    ] = None,
+    timeout_ms: Annotated[
+        int | None,
+        typer.Option("--timeout-ms", min=0, help="exit after this long with no new record"),
+    ] = None,
+    print_key: Annotated[bool, typer.Option("--print-key", help="print the key")] = False,
+    print_offset: Annotated[bool, typer.Option("--print-offset", help="print the offset")] = False,
+    print_partition: Annotated[
+        bool, typer.Option("--print-partition", help="print the partition")
+    ] = False,
+    key_separator: Annotated[
+        str, typer.Option("--key-separator", metavar="SEP", help="between printed columns")
+    ] = "\\t",
+) -> None:
+    """Print the records of a topic's partitions (kafka-console-consumer.sh, no group)."""
+    try:
+        start = "earliest" if from_beginning else parse_offset(offset)
+    except ToolError as e:
+        raise _usage(str(e)) from None
+    options = ConsumeOptions(
+        topic=topic,
+        partition=partition,
+        offset=start,
+        max_messages=max_messages,
+        timeout_ms=timeout_ms,
+        print_key=print_key,
+        print_offset=print_offset,
+        print_partition=print_partition,
+        separator=unescape(key_separator),
+    )
+
+    async def run(cluster: Cluster) -> None:
+        consumer = ConsoleConsumer(cluster, options)
+        await consumer.assign()
+        try:
+            await consumer.run(sys.stdout.buffer)
+        finally:
+            # ConsoleConsumer prints this on the way out, Ctrl-C included.
+            print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
+
+    try:
+        _run_tool(run, bootstrap_server, "minikafka-console-consumer")
+    except BrokenPipeError:
+        stdout_to_devnull()
+
+
+@app.command()
+def groups(
+    bootstrap_server: BootstrapServer,
+    list_: Annotated[bool, typer.Option("--list", help="list the consumer groups")] = False,
+    describe: Annotated[
+        bool, typer.Option("--describe", help="describe --group or --all-groups")
+    ] = False,
+    delete: Annotated[
+        bool, typer.Option("--delete", help="delete --group or --all-groups")
+    ] = False,
+    group: Annotated[
+        list[str] | None, typer.Option("--group", metavar="GROUP", help="the group (repeatable)")
+    ] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="--describe/--delete: every consumer group")
+    ] = False,
+    offsets: Annotated[
+        bool, typer.Option("--offsets", help="--describe: offsets and lag (the default)")
+    ] = False,
+    members: Annotated[
+        bool, typer.Option("--members", help="--describe: the members and their partitions")
+    ] = False,
+    state: Annotated[
+        bool, typer.Option("--state", help="--describe: coordinator, assignor, state, #members")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="--describe --members: each one's partitions")
+    ] = False,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            "--timeout", min=0, metavar="MS", help="how long to retry a busy or moving coordinator"
+        ),
+    ] = DEFAULT_TIMEOUT_MS,
+) -> None:
+    """List, describe or delete consumer groups (kafka-consumer-groups.sh)."""
+    actions = {"--list": list_, "--describe": describe, "--delete": delete}
+    chosen = [name for name, on in actions.items() if on]
+    if len(chosen) != 1:
+        raise _usage("give exactly one of " + ", ".join(actions))
+    action = chosen[0]
+    if action != "--list" and not group and not all_groups:
+        raise _usage(f"{action} needs --group or --all-groups")
+    if group and all_groups:
+        raise _usage("give --group or --all-groups, not both")
+    views = {"--offsets": offsets, "--members": members, "--state": state}
+    picked = [name for name, on in views.items() if on]
+    if len(picked) > 1:
+        raise _usage("give at most one of " + ", ".join(views))
+    if (picked or verbose) and action != "--describe":
+        raise _usage(f"{(picked or ['--verbose'])[0]} is for --describe")
+    view: View = "members" if members else "state" if state else "offsets"
+
+    async def run(cluster: Cluster) -> bool:
+        if action == "--list":
+            for name in await list_groups(cluster, timeout_ms=timeout):
+                print(name)
+            return True
+        names = await list_groups(cluster, timeout_ms=timeout) if all_groups else list(group or ())
+        if action == "--describe":
+            return await describe_consumer_groups(
+                cluster, names, view, sys.stdout, sys.stderr, verbose=verbose, timeout_ms=timeout
+            )
+        out, errors = deletion_report(
+            await delete_consumer_groups(cluster, names, timeout_ms=timeout)
+        )
+        for line in errors:
+            print(line, file=sys.stderr)
+        for line in out:
+            print(line)
+        return not errors
+
+    ok = _run_tool(run, bootstrap_server, "minikafka-consumer-groups")
+    raise typer.Exit(0 if ok else 1)
+
+
+app.add_typer(quorum_app)
+
+
+def unescape(separator: str) -> str:
+    """``\\t`` and ``\\n`` as typed on a command line: a tab and a newline."""
+    return separator.replace("\\t", "\t").replace("\\n", "\n")
+
+
+def stdout_to_devnull() -> None:
+    """After ``| head`` closed the pipe: keep the interpreter's final flush from failing."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def main() -> None:
+    app(prog_name="python -m minikafka.tools")
+    sys.exit(0)
