@@ -16,7 +16,7 @@ import trio
 from typer.testing import CliRunner
 
 from minikafka.broker._cli import app
-from minikafka.broker.testing import single_node_config, tool_cluster
+from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.log import CompressionType
 from minikafka.tools._connection import Cluster
 from minikafka.tools._produce import ProduceOptions, produce
@@ -57,7 +57,7 @@ async def test_dump_log_of_a_partition_directory(cluster: Cluster, data_dir: Pat
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "dumped", partitions=1)
         options = ProduceOptions("dumped", compression=CompressionType.GZIP, key_separator=":")
-        produced = await produce(cluster, options, _lines([b"k1:hello", b"k2:world"]))
+        produced = await produce(bootstrap(cluster), options, _lines([b"k1:hello", b"k2:world"]))
         assert produced.sent == 2
         assert not produced.failed
     partition_dir = data_dir / "dumped-0"

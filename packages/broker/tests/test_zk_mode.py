@@ -174,8 +174,7 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
             for line in lines:
                 yield line
 
-        async with connect(bootstrap(other), client_id="test") as cluster:
-            result = await produce(cluster, ProduceOptions("t", partition=0), source())
+        result = await produce(bootstrap(other), ProduceOptions("t", partition=0), source())
         assert (result.sent, result.failed) == (len(lines), 0)
         tp = TopicPartition("t", 0)
         await eventually(

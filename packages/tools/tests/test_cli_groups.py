@@ -81,7 +81,7 @@ async def fill(cluster: Cluster, topic: str, counts: dict[int, int]) -> None:
     """Produce ``counts[p]`` records to each partition ``p``."""
     for partition, count in counts.items():
         options = ProduceOptions(topic, partition=partition)
-        result = await produce(cluster, options, records(count), print)
+        result = await produce(bootstrap(cluster), options, records(count), print)
         assert result.sent == count
 
 

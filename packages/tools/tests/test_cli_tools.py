@@ -16,13 +16,14 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 import trio.testing
 from rich.console import Console
 from typer.testing import CliRunner
 
-from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
+from minikafka.broker.testing import bootstrap, replica_batches, single_node_config, tool_cluster
 from minikafka.client import partition_for_key
 from minikafka.log import CompressionType, Record, build_batch, make_records
 from minikafka.net import Node
@@ -40,9 +41,11 @@ from minikafka.tools._consume import (
 from minikafka.tools._produce import (
     ProduceOptions,
     ProduceResult,
+    check_config,
     parse_acks,
     parse_compression,
     produce,
+    producer_config,
 )
 from minikafka.tools._topics import (
     PartitionDescription,
@@ -79,8 +82,14 @@ async def send(
     cluster: Cluster, options: ProduceOptions, lines: Sequence[bytes]
 ) -> tuple[ProduceResult, list[str]]:
     reported: list[str] = []
-    result = await produce(cluster, options, lines_of(lines), reported.append)
+    result = await produce(bootstrap(cluster), options, lines_of(lines), reported.append)
     return result, reported
+
+
+def batch_counts(partition_dir: Path) -> list[int]:
+    """How many records each stored batch of a partition holds: the batches the producer
+    made (the broker appends a produced batch as it is)."""
+    return [b.last_offset - b.base_offset + 1 for b in replica_batches(partition_dir)]
 
 
 async def read_all(cluster: Cluster, topic: str, **settings: object) -> list[bytes]:
@@ -216,24 +225,53 @@ def test_argument_parsers() -> None:
 # --- produce ------------------------------------------------------------------------------
 
 
-async def test_produce_with_each_compression_and_read_back(cluster: Cluster) -> None:
+def test_the_flags_become_the_producers_configuration() -> None:
+    """The console producer is configured as Kafka's is, and --producer-property wins."""
+    options = ProduceOptions(
+        "t",
+        acks=1,
+        compression=CompressionType.ZSTD,
+        batch_size=100,
+        linger_ms=5,
+        timeout_ms=2000,
+        properties={"linger.ms": "7", "enable.idempotence": "false"},
+    )
+    config = producer_config("h:1", options)
+    assert config == {
+        "bootstrap.servers": "h:1",
+        "client.id": "minikafka-console-producer",
+        "acks": "1",
+        "compression.type": "zstd",
+        "batch.size": 100,
+        "linger.ms": "7",
+        "request.timeout.ms": 2000,
+        "enable.idempotence": "false",
+    }
+    with pytest.raises(ToolError, match=r"batch\.sizes"):
+        check_config(attrs.evolve(options, properties={"batch.sizes": "1"}), "h:1")
+    with pytest.raises(ToolError, match=r"enable\.idempotence"):  # Kafka: acks=1 conflicts
+        check_config(attrs.evolve(options, properties={"enable.idempotence": "true"}), "h:1")
+
+
+async def test_produce_with_each_compression_and_read_back(
+    cluster: Cluster, data_dir: Path
+) -> None:
     with trio.fail_after(DEADLINE):
         for codec in CompressionType:
             topic = f"codec-{codec.name.lower()}"
             await create_topic(cluster, topic, partitions=1)
             lines = [f"{codec.name} line {i} ".encode() * 20 for i in range(50)]
-            options = ProduceOptions(topic, compression=codec, batch_lines=20)
+            # --sync: each record alone in its batch, acknowledged before the next line.
+            options = ProduceOptions(topic, compression=codec, sync=codec.value % 2 == 1)
             result, errors = await send(cluster, options, lines)
             assert errors == []
             assert (result.sent, result.failed) == (50, 0)
-            # 20 + 20 + 10 lines: one batch per flush, each acknowledged at its offsets.
-            assert [(a.partition, a.base_offset, a.count) for a in result.acks] == [
-                (0, 0, 20),
-                (0, 20, 20),
-                (0, 40, 10),
-            ]
+            assert result.delivered == [(0, i) for i in range(50)]  # in order, no gaps
             got = await read_all(cluster, topic, offset="earliest", max_messages=50)
             assert got == lines
+            counts = batch_counts(data_dir / f"{topic}-0")
+            assert sum(counts) == 50
+            assert counts == [1] * 50 if options.sync else len(counts) < 50
 
 
 async def test_keys_are_split_and_partitioned_like_kafka(cluster: Cluster) -> None:
@@ -278,20 +316,16 @@ async def test_acks_and_partition_choice(cluster: Cluster) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "acks", partitions=2)
         result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=0), [b"zero"])
-        assert (result.sent, result.acks) == (1, [])  # no response to acks=0
+        assert (result.sent, result.delivered) == (1, [(1, -1)])  # no response to acks=0
         result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=1), [b"one"])
-        assert [(a.partition, a.base_offset) for a in result.acks] == [(1, 1)]
+        assert result.delivered == [(1, 1)]
         result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=-1), [b"all"])
-        assert [(a.partition, a.base_offset) for a in result.acks] == [(1, 2)]
+        assert result.delivered == [(1, 2)]
         assert await read_all(cluster, "acks", partition=1, offset="earliest", max_messages=3) == [
             b"zero",
             b"one",
             b"all",
         ]
-        # Unkeyed lines of one flush stick to one partition; the next flush moves on.
-        result, _ = await send(cluster, ProduceOptions("acks", batch_lines=3), [b"x"] * 6)
-        assert [a.count for a in result.acks] == [3, 3]
-        assert result.acks[0].partition != result.acks[1].partition
 
 
 async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
@@ -311,12 +345,19 @@ async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
         assert "created-by-producer" in await list_topics(cluster)
 
 
-async def test_batches_flush_by_bytes_and_by_linger(cluster: Cluster) -> None:
+async def test_batches_close_at_batch_size_and_at_linger(cluster: Cluster, data_dir: Path) -> None:
+    """--batch-size and --linger-ms reach the producer's accumulator: the stored batches
+    show where it closed them."""
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "flush", partitions=1)
-        big = [b"x" * 100] * 4
-        result, _ = await send(cluster, ProduceOptions("flush", batch_bytes=150), big)
-        assert [a.count for a in result.acks] == [2, 2]  # 2 x ~108 bytes reach 150
+        # 10 records of 100 bytes at batch.size 350: two to a batch, because the
+        # accumulator counts a batch's 61-byte header and each record's 21 bytes of
+        # framing (61 + 2 x 121 = 303 fits, a third would make 424); linger is long
+        # enough that only the size closes a batch before the end of input.
+        options = ProduceOptions("flush", batch_size=350, linger_ms=5_000)
+        result, _ = await send(cluster, options, [b"x" * 100] * 10)
+        assert result.sent == 10
+        assert batch_counts(data_dir / "flush-0") == [2, 2, 2, 2, 2]
 
         async def slow_lines() -> AsyncIterator[bytes]:
             yield b"first"
@@ -326,8 +367,9 @@ async def test_batches_flush_by_bytes_and_by_linger(cluster: Cluster) -> None:
             yield b"second"
 
         options = ProduceOptions("flush", linger_ms=50)
-        result = await produce(cluster, options, slow_lines(), lambda _: None)
-        assert [a.count for a in result.acks] == [1, 1]
+        result = await produce(bootstrap(cluster), options, slow_lines(), lambda _: None)
+        assert result.sent == 2
+        assert batch_counts(data_dir / "flush-0")[-2:] == [1, 1]
 
 
 # --- consume ------------------------------------------------------------------------------

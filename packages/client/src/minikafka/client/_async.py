@@ -35,7 +35,7 @@ from minikafka.common import TopicPartition as TP
 from minikafka.net import NetworkClient
 
 from ._accumulator import BufferFull
-from ._config import ConsumerConfig, ProducerConfig
+from ._config import ConsumerConfig, DeliveryCallback, ProducerConfig
 from ._consumer import consumer_cores, group_request_timeout, messages, position_from
 from ._consumer_shell import ConsumerShell
 from ._message import (
@@ -109,9 +109,12 @@ class AsyncProducer:
             tp = d.batch.topic_partition
             for i, record in enumerate(d.batch.records):
                 message = Message(tp.topic, tp.partition, d.record(i), d.error)
-                if isinstance(record.handle, _Waiter):
-                    record.handle.message = message
-                    record.handle.done.set()
+                handle = record.handle
+                if isinstance(handle, _Waiter):
+                    handle.message = message
+                    handle.done.set()
+                elif callable(handle):
+                    handle(message.error(), message)
                 self._outstanding -= 1
         if self._outstanding == 0:
             self._idle.set()
@@ -144,12 +147,15 @@ class AsyncProducer:
         partition: int = -1,
         timestamp: int = 0,
         headers: HeadersArg = None,
-        _waiter: _Waiter | None = None,
+        on_delivery: DeliveryCallback | _Waiter | None = None,
     ) -> None:
         """Queue one record (waiting, up to ``max.block.ms``, only for the topic's
-        metadata and for buffer room); :meth:`flush` waits for every report."""
+        metadata and for buffer room); :meth:`flush` waits for every report.
+
+        ``on_delivery(err, msg)`` is called with the record's delivery report, on trio's
+        thread, as confluent-kafka calls it from ``poll``."""
         assert self._shell is not None, "use `async with AsyncProducer.open(...)`"
-        record = new_record(self.config, topic, value, key, timestamp, headers, _waiter)
+        record = new_record(self.config, topic, value, key, timestamp, headers, on_delivery)
         with trio.fail_after(self.config.max_block_ms / 1000) as scope:
             info = await self._topic(topic)
             tp = choose_partition(

@@ -23,7 +23,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ._cli_common import BootstrapServer
+from ._cli_common import BootstrapServer, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._cli_reassign import leader_election, reassign_partitions
@@ -33,6 +33,7 @@ from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
 from ._groups import delete_groups as delete_consumer_groups
 from ._groups import describe as describe_consumer_groups
 from ._produce import ProduceOptions, parse_acks, parse_compression, read_lines
+from ._produce import check_config as producer_config_check
 from ._produce import produce as produce_lines
 from ._quorum import quorum_app
 from ._topics import (
@@ -172,18 +173,26 @@ def produce(
             help="split each line into key SEP value (parse.key=true, key.separator)",
         ),
     ] = None,
-    batch_lines: Annotated[
-        int, typer.Option("--batch-lines", min=1, help="flush after this many lines")
-    ] = 500,
-    batch_bytes: Annotated[
-        int, typer.Option("--batch-bytes", min=1, help="flush after this many bytes (batch.size)")
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="batch.size: bytes per partition's batch")
     ] = 16384,
     linger_ms: Annotated[
-        int, typer.Option("--linger-ms", min=0, help="flush a line at most this much later")
+        int, typer.Option("--linger-ms", min=0, help="linger.ms: how long a batch waits to fill")
     ] = 1000,
     request_timeout_ms: Annotated[
-        int, typer.Option("--request-timeout-ms", min=1, help="the Produce request's timeout")
+        int, typer.Option("--request-timeout-ms", min=1, help="request.timeout.ms")
     ] = 30_000,
+    sync: Annotated[
+        bool, typer.Option("--sync", help="wait for each record's acknowledgement")
+    ] = False,
+    producer_property: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--producer-property",
+            metavar="KEY=VALUE",
+            help="any producer configuration key (repeatable), e.g. enable.idempotence=false",
+        ),
+    ] = None,
 ) -> None:
     """Send each line of stdin as a record (kafka-console-producer.sh)."""
     try:
@@ -193,19 +202,22 @@ def produce(
             acks=parse_acks(acks),
             compression=parse_compression(compression),
             key_separator=unescape(key_separator) if key_separator else None,
-            batch_lines=batch_lines,
-            batch_bytes=batch_bytes,
+            batch_size=batch_size,
             linger_ms=linger_ms,
             timeout_ms=request_timeout_ms,
+            sync=sync,
+            properties=dict(parse_config(item) for item in producer_property or ()),
         )
+        # The client's configuration names a bad key before anything connects.
+        producer_config_check(options, bootstrap_server)
     except ToolError as e:
         raise _usage(str(e)) from None
     fd = sys.stdin.fileno()
 
-    async def run(cluster: Cluster) -> int:
-        return (await produce_lines(cluster, options, read_lines(fd))).failed
+    async def run() -> int:
+        return (await produce_lines(bootstrap_server, options, read_lines(fd))).failed
 
-    failed = _run_tool(run, bootstrap_server, "minikafka-console-producer")
+    failed = run_client_tool(run)
     raise typer.Exit(1 if failed else 0)
 
 

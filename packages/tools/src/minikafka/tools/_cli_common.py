@@ -36,5 +36,17 @@ def run_tool(tool: Callable[[Cluster], Awaitable[T]], bootstrap: str, client_id:
         raise typer.Exit(130) from None
 
 
+def run_client_tool(tool: Callable[[], Awaitable[T]]) -> T:
+    """Run a tool that makes its own minikafka.client (the console producer and
+    consumer); a ToolError is printed and exits 1."""
+    try:
+        return trio.run(tool)
+    except ToolError as e:
+        typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
 def usage(message: str) -> typer.BadParameter:
     return typer.BadParameter(message)

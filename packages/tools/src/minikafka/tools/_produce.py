@@ -1,51 +1,47 @@
-"""``minikafka produce``: Kafka's ``kafka-console-producer.sh`` on minikafka's client.
+"""``minikafka produce``: Kafka's ``kafka-console-producer.sh``, a loop over minikafka's producer.
 
-Each line of input is one record (Kafka's ``LineMessageReader``): the line is the value,
-or, with ``--key-separator SEP`` (Kafka's ``parse.key=true`` and ``key.separator``), the
-text before the first SEP is the key and the rest the value; a line without SEP is an
-error that stops the producer, as in Kafka.
+Kafka's ConsoleProducer is a thin loop: it reads a line, turns it into a record
+(``LineMessageReader``) and hands it to ``KafkaProducer.send``; batching, partitioning,
+retries and idempotence are the producer's. This one is the same loop over
+:class:`minikafka.client.AsyncProducer`: each line is one record, its value the line, or,
+with ``--key-separator SEP`` (Kafka's ``parse.key=true`` and ``key.separator``), its key
+the text before the first SEP and its value the rest; a line without SEP is an error that
+stops the producer after what came before it is sent, as in Kafka.
 
-Lines are gathered the way the producer's RecordAccumulator gathers records: a flush
-happens when ``batch_lines`` lines or ``batch_bytes`` bytes are waiting, when the first
-waiting line is ``linger_ms`` old, or at the end of input. A flush builds one record batch
-per partition (``minikafka.log.build_batch``, compressed with ``--compression``) and
-sends one Produce request (v8) per leader. The partition is ``--partition`` if given;
-otherwise a keyed record goes where Kafka's DefaultPartitioner sends it
-(``murmur2(key) mod partitions``, so a Java client and this tool agree), and the unkeyed
-records of one flush stick to one partition, the next flush taking the next partition
-(KIP-480's sticky partitioner, turning at each batch).
+The flags become the producer's configuration (:func:`producer_config`): ``--acks``,
+``--compression`` (``compression.type``), ``--batch-size`` (``batch.size``),
+``--linger-ms`` (ConsoleProducer's ``--timeout``, its ``linger.ms``, 1000 by default),
+``--request-timeout-ms``, and any client property with ``--producer-property KEY=VALUE``,
+checked by the client's configuration, which names a bad key. Keyed records go where
+Kafka's partitioner sends them (murmur2), keyless ones stick to a partition per batch
+(KIP-794), and with the client's defaults the producer is idempotent (with ``--acks``
+other than ``all`` it is not, as Kafka's default yields). ``--sync`` waits for each
+record's acknowledgement before reading the next line (Kafka's ``--sync``).
 
-``--acks 0`` sends without waiting (the broker does not answer); ``1`` and ``all`` wait
-and print each partition's error under Kafka's name. The producer is not idempotent
-(no InitProducerId): batches carry producer id -1.
+A record whose delivery fails is reported on stderr, as Kafka's ErrorLoggingCallback does,
+and the tool goes on; it exits 1 if any failed.
 """
 
 from __future__ import annotations
 
-import datetime
 import os
-import random
 import sys
-import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.produce.v8.response import ProduceResponse
-from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
-from minikafka.client import partition_for_key
+from minikafka.client import AsyncProducer, ConfigError, KafkaException, ProducerConfig
+from minikafka.client import KafkaError as ClientError
+from minikafka.client import Message as ClientMessage
 from minikafka.common import Acks
-from minikafka.log import CompressionType, build_batch, make_records
+from minikafka.log import CompressionType
 
-from ._connection import Cluster, KafkaError, ToolError, check, error_name, lone_errors
+from ._connection import KafkaError, ToolError, lone_errors
 
 ACKS = {"0": Acks.NONE, "1": Acks.LEADER, "all": Acks.ALL, "-1": Acks.ALL}
 COMPRESSIONS = {c.name.lower(): c for c in CompressionType}
-_RECORD_OVERHEAD = 8  # a record's length, attributes, deltas and header count, roughly
+CLIENT_ID = "minikafka-console-producer"
 
 
 @attrs.frozen
@@ -56,27 +52,21 @@ class ProduceOptions:
     acks: Acks = attrs.field(default=Acks.ALL, converter=Acks)
     compression: CompressionType = CompressionType.NONE
     key_separator: str | None = None
-    batch_lines: int = 500
-    batch_bytes: int = 16384  # batch.size
+    batch_size: int = 16384  # batch.size (ConsoleProducer's --batch-size)
     linger_ms: int = 1000  # ConsoleProducer's --timeout, its linger.ms
-    timeout_ms: int = 30_000  # the Produce request's timeout (request.timeout.ms)
-
-
-@attrs.frozen
-class Ack:
-    """A batch the broker appended: where and at which offsets."""
-
-    partition: int
-    base_offset: int
-    count: int
+    timeout_ms: int = 30_000  # request.timeout.ms
+    sync: bool = False
+    properties: Mapping[str, str] = attrs.field(factory=dict)  # --producer-property
 
 
 @attrs.define
 class ProduceResult:
     sent: int = 0
-    """records sent and, unless acks=0, acknowledged"""
+    """records acknowledged (or, with acks=0, sent)"""
     failed: int = 0
-    acks: list[Ack] = attrs.field(factory=list)
+    delivered: list[tuple[int, int]] = attrs.field(factory=list)
+    """(partition, offset) of each acknowledged record, in report order (offset -1 with
+    acks=0, which gets no answer)"""
     errors: list[str] = attrs.field(factory=list)
 
 
@@ -95,208 +85,102 @@ def parse_compression(value: str) -> CompressionType:
         raise ToolError(f"invalid --compression {value!r}: expected {names}") from None
 
 
+def producer_config(bootstrap_servers: str, options: ProduceOptions) -> dict[str, object]:
+    """The producer's configuration: the flags under Kafka's keys, then the
+    ``--producer-property`` pairs, which win (as in Kafka's ConsoleProducer)."""
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap_servers,
+        "client.id": CLIENT_ID,
+        "acks": "all" if options.acks is Acks.ALL else str(int(options.acks)),
+        "compression.type": options.compression.name.lower(),
+        "batch.size": options.batch_size,
+        "linger.ms": options.linger_ms,
+        "request.timeout.ms": options.timeout_ms,
+    }
+    config.update(options.properties)
+    return config
+
+
+def check_config(options: ProduceOptions, bootstrap_servers: str) -> dict[str, object]:
+    """:func:`producer_config`, checked by the client's ProducerConfig (ToolError naming
+    the key), before anything connects."""
+    config = producer_config(bootstrap_servers, options)
+    try:
+        ProducerConfig.from_dict(config)
+    except ConfigError as e:
+        raise ToolError(f"invalid producer configuration: {e}") from None
+    return config
+
+
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-@attrs.define(eq=False)
-class ConsoleProducer:
-    """Parses lines into records and sends them in batches; see the module docstring."""
+@attrs.define
+class LineReader:
+    """Kafka's LineMessageReader: (key, value) of each line, ``\\n``/``\\r\\n`` cut."""
 
-    cluster: Cluster
-    options: ProduceOptions
-    report: Callable[[str], None] = attrs.field(default=_to_stderr)
-    result: ProduceResult = attrs.field(init=False, factory=ProduceResult)
-    leaders: dict[int, int] = attrs.field(init=False, factory=dict)
-    _sticky: int = attrs.field(init=False, default=-1)
-    _line_number: int = attrs.field(init=False, default=0)
+    key_separator: str | None
+    line_number: int = 0
 
-    async def start(self) -> None:
-        """Look up the topic's partitions and leaders (the producer may auto-create it).
-
-        Like Kafka's producer, this happens at the first send: no input, no metadata.
-        """
-        await self._refresh()
-        partition = self.options.partition
-        if partition is not None and partition not in self.leaders:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition,
-                f"topic {self.options.topic!r} has no partition {partition}",
-            )
-        self._sticky = random.randrange(len(self.leaders))
-
-    async def _refresh(self) -> None:
-        response = await self.cluster.metadata([self.options.topic], allow_auto_topic_creation=True)
-        (topic,) = response.topics
-        check(topic.error_code, f"topic {self.options.topic!r}")
-        self.leaders = {int(p.partition_index): int(p.leader_id) for p in topic.partitions}
-        if not self.leaders:
-            raise KafkaError(ErrorCode.leader_not_available, f"topic {self.options.topic!r}")
-
-    def parse_line(self, line: bytes) -> tuple[bytes | None, bytes]:
-        """LineMessageReader.readMessage: (key, value) of one line, ``\\n``/``\\r\\n`` cut."""
-        self._line_number += 1
+    def parse(self, line: bytes) -> tuple[bytes | None, bytes]:
+        self.line_number += 1
         line = line.removesuffix(b"\n").removesuffix(b"\r")
-        separator = self.options.key_separator
-        if separator is None:
+        if self.key_separator is None:
             return None, line
-        key, found, value = line.partition(separator.encode())
+        key, found, value = line.partition(self.key_separator.encode())
         if not found:
             text = line.decode(errors="replace")
-            raise ToolError(f"No key separator found on line number {self._line_number}: {text!r}")
+            raise ToolError(f"No key separator found on line number {self.line_number}: {text!r}")
         return key, value
-
-    async def run(self, lines: AsyncIterable[bytes]) -> ProduceResult:
-        """Read ``lines`` to the end, sending as the module docstring says."""
-        send_lines, receive_lines = trio.open_memory_channel[bytes](self.options.batch_lines)
-        with lone_errors():
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, lines, send_lines)
-                try:
-                    await self._accumulate(receive_lines)
-                finally:
-                    nursery.cancel_scope.cancel()
-        return self.result
-
-    async def _accumulate(self, receive_lines: trio.MemoryReceiveChannel[bytes]) -> None:
-        pending: list[tuple[bytes | None, bytes]] = []
-        size = 0
-        deadline = float("inf")
-        while True:
-            line: bytes | None = None
-            with trio.move_on_at(deadline):
-                try:
-                    line = await receive_lines.receive()
-                except trio.EndOfChannel:
-                    break
-            if line is not None:
-                try:
-                    key, value = self.parse_line(line)
-                except ToolError:
-                    await self.send(pending)  # what came before the bad line still goes
-                    raise
-                if not pending:
-                    deadline = trio.current_time() + self.options.linger_ms / 1000
-                pending.append((key, value))
-                size += len(value) + len(key or b"") + _RECORD_OVERHEAD
-                if len(pending) < self.options.batch_lines and size < self.options.batch_bytes:
-                    continue
-            await self.send(pending)
-            pending, size, deadline = [], 0, float("inf")
-        await self.send(pending)
-
-    async def send(self, pairs: list[tuple[bytes | None, bytes]]) -> None:
-        """One batch per partition of ``pairs``, one Produce request per leader."""
-        if not pairs:
-            return
-        if not self.leaders:
-            await self.start()
-        by_partition: dict[int, list[tuple[bytes | None, bytes]]] = {}
-        unkeyed = self._next_sticky()
-        for key, value in pairs:
-            by_partition.setdefault(self._partition(key, unkeyed), []).append((key, value))
-        now_ms = int(time.time() * 1000)
-        batches = {
-            p: build_batch(
-                make_records(records, timestamp_ms=now_ms), compression=self.options.compression
-            )
-            for p, records in by_partition.items()
-        }
-        by_leader: dict[int, list[int]] = {}
-        for p in sorted(batches):
-            by_leader.setdefault(self.leaders[p], []).append(p)
-        for leader, partitions in by_leader.items():
-            counts = {p: len(by_partition[p]) for p in partitions}
-            try:
-                await self._produce(leader, {p: batches[p] for p in partitions}, counts)
-            except ToolError as e:
-                # Kafka's producer reports a failed send through its callback and goes on.
-                self._fail(sum(counts.values()), str(e))
-
-    def _next_sticky(self) -> int:
-        self._sticky = (self._sticky + 1) % len(self.leaders)
-        return self._sticky
-
-    def _partition(self, key: bytes | None, unkeyed: int) -> int:
-        if self.options.partition is not None:
-            return self.options.partition
-        if key is None:
-            return unkeyed
-        return partition_for_key(key, len(self.leaders))
-
-    async def _produce(
-        self, leader: int, batches: dict[int, bytes], counts: dict[int, int]
-    ) -> None:
-        body = ProduceRequest(
-            transactional_id=None,
-            acks=i16(self.options.acks),
-            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self.options.timeout_ms)),
-            topic_data=(
-                TopicProduceData(
-                    name=TopicName(self.options.topic),
-                    partition_data=tuple(
-                        PartitionProduceData(index=i32(p), records=Records(batch))
-                        for p, batch in batches.items()
-                    ),
-                ),
-            ),
-        )
-        node = self.cluster.node(leader)
-        if self.options.acks is Acks.NONE:
-            await self.cluster.send_only(node, body)
-            self.result.sent += sum(counts.values())
-            return
-        response = await self.cluster.request(node, body, ProduceResponse)
-        retry = False
-        for topic in response.responses:
-            for p in topic.partition_responses:
-                partition, count = int(p.index), counts.get(int(p.index), 0)
-                if p.error_code == ErrorCode.none:
-                    self.result.sent += count
-                    self.result.acks.append(Ack(partition, int(p.base_offset), count))
-                    continue
-                retry |= p.error_code in _STALE_METADATA
-                detail = f": {p.error_message}" if p.error_message else ""
-                self._fail(
-                    count,
-                    f"Error when sending {count} records to topic {topic.name} partition "
-                    f"{partition}: {error_name(p.error_code)}{detail}",
-                )
-        if retry:
-            # The failed records are reported, not retried; the next flush goes to
-            # whoever leads now.
-            await self._refresh()
-
-    def _fail(self, count: int, message: str) -> None:
-        self.result.failed += count
-        self.result.errors.append(message)
-        self.report(message)
-
-
-_STALE_METADATA = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.leader_not_available,
-        ErrorCode.unknown_topic_or_partition,
-    }
-)
-
-
-async def _pump(lines: AsyncIterable[bytes], channel: trio.MemorySendChannel[bytes]) -> None:
-    async with channel:
-        async for line in lines:
-            await channel.send(line)
 
 
 async def produce(
-    cluster: Cluster,
+    bootstrap_servers: str,
     options: ProduceOptions,
     lines: AsyncIterable[bytes],
     report: Callable[[str], None] | None = None,
 ) -> ProduceResult:
     """Send ``lines`` to ``options.topic``: what ``minikafka produce`` does with stdin."""
-    producer = ConsoleProducer(cluster, options, report or _to_stderr)
-    return await producer.run(lines)
+    config = check_config(options, bootstrap_servers)
+    result = ProduceResult()
+    say = report or _to_stderr
+    reader = LineReader(options.key_separator)
+
+    def on_delivery(error: ClientError | None, message: ClientMessage) -> None:
+        if error is None:
+            result.sent += 1
+            result.delivered.append((message.partition(), message.offset()))
+            return
+        result.failed += 1
+        key = message.key()
+        text = (
+            f"Error when sending message to topic {message.topic()} with key: "
+            f"{'null' if key is None else f'{len(key)} bytes'}, value: "
+            f"{len(message.value() or b'')} bytes with error: {error.name()}: {error.str()}"
+        )
+        result.errors.append(text)
+        say(text)
+
+    partition = -1 if options.partition is None else options.partition
+    with lone_errors():
+        async with AsyncProducer.open(config) as producer:
+            try:
+                async for line in lines:
+                    key, value = reader.parse(line)
+                    await producer.produce(
+                        options.topic, value, key, partition, on_delivery=on_delivery
+                    )
+                    if options.sync:
+                        await producer.flush()
+            except KafkaException as e:
+                error: ClientError = e.args[0]
+                raise KafkaError(error.code(), error.str()) from None
+            finally:
+                # What was read before an error still goes, as Kafka's producer flushes
+                # on close (a cancellation, Ctrl-C, is not waited for: flush raises it).
+                await producer.flush()
+    return result
 
 
 async def read_lines(fd: int, chunk: int = 65536) -> AsyncIterator[bytes]:
