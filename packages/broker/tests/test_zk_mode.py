@@ -21,6 +21,7 @@ Guarantees checked:
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import uuid
@@ -41,7 +42,7 @@ from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
 from minikafka.coordination import OFFSETS_TOPIC
 from minikafka.net import NetworkClient, Node
 from minikafka.tools._connection import connect
-from minikafka.tools._consume import ConsoleConsumer, ConsumeOptions
+from minikafka.tools._consume import ConsumeOptions, consume
 from minikafka.tools._produce import ProduceOptions, produce
 from minikafka.tools._reassign import execute, ongoing
 from minikafka.tools._topics import create_partitions, create_topic, delete_topic
@@ -181,13 +182,11 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
             lambda: all(log_end(b, tp) == 30 for b in brokers.values()),
             "every replica has the 30 records",
         )
-        async with connect(bootstrap(first), client_id="test") as cluster:
-            consumer = ConsoleConsumer(cluster, ConsumeOptions("t", 0, "earliest"))
-            await consumer.assign()
-            read: list[bytes] = []
-            with trio.fail_after(DEADLINE):
-                while len(read) < 30:
-                    read += [c.record.value or b"" for c in await consumer.poll(200)]
+        out = io.BytesIO()
+        options = ConsumeOptions("t", 0, "earliest", max_messages=30)
+        with trio.fail_after(DEADLINE):
+            await consume(bootstrap(first), options, out)
+        read = out.getvalue().splitlines()
         assert read == lines  # order per partition
 
         # Reassigned (KIP-236): r-0 moves from one broker to another, which catches up

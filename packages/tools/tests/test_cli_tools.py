@@ -24,20 +24,20 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from minikafka.broker.testing import bootstrap, replica_batches, single_node_config, tool_cluster
-from minikafka.client import partition_for_key
+from minikafka.client import Message, TopicPartition, partition_for_key
 from minikafka.log import CompressionType, Record, build_batch, make_records
 from minikafka.net import Node
 from minikafka.tools._cli import app
 from minikafka.tools._connection import Cluster, KafkaError, ToolError, parse_bootstrap
 from minikafka.tools._consume import (
-    ConsoleConsumer,
-    ConsumedRecord,
     ConsumeOptions,
+    console_consumer,
     consume,
     format_record,
     parse_offset,
     records_after,
 )
+from minikafka.tools._consume import check_config as check_consumer_config
 from minikafka.tools._produce import (
     ProduceOptions,
     ProduceResult,
@@ -69,7 +69,9 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def cluster(data_dir: Path) -> AsyncIterator[Cluster]:
-    async with tool_cluster(single_node_config(data_dir, {"num.partitions": "2"})) as cluster:
+    # No initial rebalance delay: the --group tests' one member need not wait 3 s for more.
+    overrides = {"num.partitions": "2", "group.initial.rebalance.delay.ms": "0"}
+    async with tool_cluster(single_node_config(data_dir, overrides)) as cluster:
         yield cluster
 
 
@@ -95,7 +97,7 @@ def batch_counts(partition_dir: Path) -> list[int]:
 async def read_all(cluster: Cluster, topic: str, **settings: object) -> list[bytes]:
     out = io.BytesIO()
     options = ConsumeOptions(topic, **settings)  # type: ignore[arg-type]
-    await consume(cluster, options, out)
+    await consume(bootstrap(cluster), options, out)
     return out.getvalue().splitlines()
 
 
@@ -283,14 +285,10 @@ async def test_keys_are_split_and_partitioned_like_kafka(cluster: Cluster) -> No
         result, _ = await send(cluster, options, lines)
         assert result.sent == 12
         out = io.BytesIO()
-        consumer = ConsoleConsumer(
-            cluster,
-            ConsumeOptions(
-                "keyed", offset="earliest", max_messages=12, print_key=True, print_partition=True
-            ),
+        reading = ConsumeOptions(
+            "keyed", offset="earliest", max_messages=12, print_key=True, print_partition=True
         )
-        await consumer.assign()
-        await consumer.run(out)
+        await consume(bootstrap(cluster), reading, out)
         seen = {}
         for line in out.getvalue().splitlines():
             partition, key, value = line.split(b"\t")
@@ -394,59 +392,87 @@ async def test_consume_from_earliest_latest_and_an_offset(cluster: Cluster) -> N
         ]
 
         # latest: only what is produced after the consumer found its position.
-        latest = ConsoleConsumer(cluster, ConsumeOptions("c", offset="latest", max_messages=2))
-        assert await latest.assign() == {0: 5}
-        await send(cluster, ProduceOptions("c"), [b"new1", b"new2"])
-        out = io.BytesIO()
-        assert await latest.run(out) == 2
+        options = ConsumeOptions("c", offset="latest", max_messages=2)
+        async with console_consumer(bootstrap(cluster), options) as latest:
+            assert await latest.consumer.position([TopicPartition("c", 0)]) == [
+                TopicPartition("c", 0, 5)
+            ]
+            await send(cluster, ProduceOptions("c"), [b"new1", b"new2"])
+            out = io.BytesIO()
+            assert await latest.run(out) == 2
         assert out.getvalue() == b"new1\nnew2\n"
 
 
 async def test_consume_waits_for_new_records(cluster: Cluster) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "live", partitions=2)
-        consumer = ConsoleConsumer(cluster, ConsumeOptions("live", offset="latest", max_messages=3))
-        assert await consumer.assign() == {0: 0, 1: 0}
-        out = io.BytesIO()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(consumer.run, out)
-            # Every task waits: the consumer's fetch is parked in the broker's max_wait.
-            await trio.testing.wait_all_tasks_blocked(cushion=0.05)
-            await send(cluster, ProduceOptions("live", partition=1), [b"a", b"b"])
-            await send(cluster, ProduceOptions("live", partition=0), [b"c", b"d"])
-        # three of the four, then --max-messages stops it
-        assert consumer.consumed == 3
-        assert out.getvalue().splitlines() == [b"a", b"b", b"c"]
+        options = ConsumeOptions("live", offset="latest", max_messages=3)
+        async with console_consumer(bootstrap(cluster), options) as console:
+            assigned = [TopicPartition("live", 0), TopicPartition("live", 1)]
+            assert [p.offset for p in await console.consumer.position(assigned)] == [0, 0]
+            out = io.BytesIO()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(console.run, out)
+                await send(cluster, ProduceOptions("live", partition=1), [b"a", b"b"])
+                await send(cluster, ProduceOptions("live", partition=0), [b"c", b"d"])
+        # three of the four (order per partition), then --max-messages stops it
+        assert console.consumed == 3
+        got = out.getvalue().splitlines()
+        assert len(got) == 3
+        assert set(got) <= {b"a", b"b", b"c", b"d"}
+        for earlier, later in ((b"a", b"b"), (b"c", b"d")):  # order per partition
+            if later in got:
+                assert got.index(earlier) < got.index(later)
 
 
 async def test_consume_timeout_and_out_of_range_reset(cluster: Cluster) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "idle", partitions=1)
         await send(cluster, ProduceOptions("idle"), [b"a", b"b", b"c"])
-        consumer = ConsoleConsumer(cluster, ConsumeOptions("idle", offset=100, timeout_ms=400))
-        await consumer.assign()
-        start = trio.current_time()
-        assert await consumer.run(io.BytesIO()) == 0
-        assert trio.current_time() - start >= 0.4
-        assert consumer.positions == {0: 3}  # OFFSET_OUT_OF_RANGE: reset to latest
+        idle = TopicPartition("idle", 0)
+        options = ConsumeOptions("idle", offset=100, timeout_ms=400)
+        async with console_consumer(bootstrap(cluster), options) as console:
+            start = trio.current_time()
+            assert await console.run(io.BytesIO()) == 0
+            assert trio.current_time() - start >= 0.4
+            # OFFSET_OUT_OF_RANGE: reset to latest (auto.offset.reset's default here)
+            assert await console.consumer.position([idle]) == [TopicPartition("idle", 0, 3)]
 
-        earliest = ConsoleConsumer(
-            cluster, ConsumeOptions("idle", offset="earliest", timeout_ms=300)
+        # The same, with --consumer-property auto.offset.reset=earliest: everything.
+        options = ConsumeOptions(
+            "idle", offset=100, timeout_ms=300, properties={"auto.offset.reset": "earliest"}
         )
-        await earliest.assign()
-        earliest.positions[0] = 100
         out = io.BytesIO()
-        assert await earliest.run(out) == 3  # reset to earliest, then everything
+        assert await consume(bootstrap(cluster), options, out) == 3
         assert out.getvalue() == b"a\nb\nc\n"
+
+
+async def test_consume_as_a_group_member_commits_and_resumes(cluster: Cluster) -> None:
+    """--group: the coordinator assigns the partitions, and the committed offsets are
+    where the next member of the group starts (no record read twice, none skipped)."""
+    with trio.fail_after(DEADLINE):
+        await create_topic(cluster, "g", partitions=2)
+        lines = [b"r%d" % i for i in range(10)]
+        await send(cluster, ProduceOptions("g"), lines)
+        first = await read_all(cluster, "g", offset="earliest", group="readers", max_messages=6)
+        rest = await read_all(
+            cluster, "g", offset="earliest", group="readers", max_messages=4, timeout_ms=10_000
+        )
+        assert sorted(first + rest) == sorted(lines)
+        assert len(first) == 6
+        assert len(rest) == 4
 
 
 async def test_consume_errors(cluster: Cluster) -> None:
     with trio.fail_after(DEADLINE):
         with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "missing", max_messages=1)
+        assert "missing" not in await list_topics(cluster)  # not created by reading it
         await create_topic(cluster, "one", partitions=1)
         with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "one", partition=3, max_messages=1)
+        with pytest.raises(ToolError, match=r"fetch\.max\.wait"):
+            check_consumer_config(ConsumeOptions("one", properties={"fetch.max.wait": "1"}), "h:1")
 
 
 def test_records_after_skips_before_the_position_and_stops_at_a_cut_batch() -> None:
@@ -467,11 +493,11 @@ def test_records_after_skips_before_the_position_and_stops_at_a_cut_batch() -> N
 
 
 def test_format_record_is_kafkas_default_formatter() -> None:
-    record = ConsumedRecord(2, Record(7, 0, None, b"v"))
+    record = Message("t", 2, Record(7, 0, None, b"v"))
     assert format_record(record, ConsumeOptions("t")) == b"v\n"
     everything = ConsumeOptions("t", print_key=True, print_offset=True, print_partition=True)
     assert format_record(record, everything) == b"Partition:2\tOffset:7\tnull\tv\n"
-    keyed = ConsumedRecord(0, Record(1, 0, b"k", None))
+    keyed = Message("t", 0, Record(1, 0, b"k", None))
     assert format_record(keyed, ConsumeOptions("t", print_key=True, separator=":")) == b"k:null\n"
 
 

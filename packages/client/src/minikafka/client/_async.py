@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import attrs
@@ -44,7 +44,7 @@ from ._message import (
     Message,
     TopicPartition,
 )
-from ._metadata import TopicInfo
+from ._metadata import ClientMetadata, TopicInfo
 from ._producer import HeadersArg, choose_partition, new_record, producer_cores
 from ._sender import Delivery
 from ._shell import ProducerShell
@@ -181,16 +181,10 @@ class AsyncProducer:
         self._shell.wake()
 
     async def _topic(self, topic: str) -> TopicInfo:
-        metadata = self._sender.metadata
-        if metadata.want(topic):
-            assert self._shell is not None
-            self._shell.wake()
-        while (info := metadata.partitions(topic)) is None:
-            known = metadata.topics.get(topic)
-            if known is not None and known.error not in (0, ErrorCode.leader_not_available):
-                raise KafkaException(KafkaError(known.error, f"topic {topic}"))
-            await self._changed.wait()
-        return info
+        assert self._shell is not None
+        return await _topic_info(
+            self._sender.metadata, topic, self._shell.wake, lambda: self._changed
+        )
 
     async def flush(self) -> None:
         """Send everything queued now and wait until every record has its report."""
@@ -202,6 +196,24 @@ class AsyncProducer:
             await self._idle.wait()
         finally:
             accumulator.end_flush()
+
+
+async def _topic_info(
+    metadata: ClientMetadata,
+    topic: str,
+    wake: Callable[[], None],
+    changed: Callable[[], trio.Event],
+) -> TopicInfo:
+    """The topic's partitions once the metadata has them (asking for it if new);
+    KafkaException with the topic's error, UNKNOWN_TOPIC_OR_PARTITION for a missing one."""
+    if metadata.want(topic):
+        wake()
+    while (info := metadata.partitions(topic)) is None:
+        known = metadata.topics.get(topic)
+        if known is not None and known.error not in (0, ErrorCode.leader_not_available):
+            raise KafkaException(KafkaError(known.error, f"topic {topic}"))
+        await changed().wait()  # a new Event after each signal: asked each time round
+    return info
 
 
 class AsyncConsumer:
@@ -318,6 +330,27 @@ class AsyncConsumer:
 
     def assignment(self) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition) for tp in self._subscriptions.assignment]
+
+    async def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Each assigned partition's position, waiting until the consumer knows it, as
+        KafkaConsumer.position does (a reset or a committed offset looked up first)."""
+        tps = [TP(p.topic, p.partition) for p in partitions]
+        while None in (known := [self._subscriptions.position(tp) for tp in tps]):
+            self._wake()
+            with trio.move_on_after(0.1):  # a position can arrive without a signal
+                await self._changed.wait()
+        return [
+            TopicPartition(tp.topic, tp.partition, offset)
+            for tp, offset in zip(tps, known, strict=True)
+            if offset is not None
+        ]
+
+    async def partitions_for(self, topic: str) -> list[TopicPartition]:
+        """The topic's partitions (KafkaConsumer.partitionsFor), from the metadata;
+        KafkaException UNKNOWN_TOPIC_OR_PARTITION if it does not exist (and
+        ``allow.auto.create.topics`` is false, or the broker does not create it)."""
+        info = await _topic_info(self._metadata, topic, self._wake, lambda: self._changed)
+        return [TopicPartition(topic, p) for p in range(len(info.leaders))]
 
     async def commit(self) -> None:
         """Commit every position and wait for the answer."""

@@ -28,7 +28,8 @@ from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._cli_reassign import leader_election, reassign_partitions
 from ._connection import Cluster, ToolError
-from ._consume import ConsoleConsumer, ConsumeOptions, parse_offset
+from ._consume import ConsumeOptions, console_consumer, parse_offset
+from ._consume import check_config as consumer_config_check
 from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
 from ._groups import delete_groups as delete_consumer_groups
 from ._groups import describe as describe_consumer_groups
@@ -225,6 +226,10 @@ def produce(
 def consume(
     bootstrap_server: BootstrapServer,
     topic: Annotated[str, typer.Option("--topic", help="the topic to consume")],
+    group: Annotated[
+        str | None,
+        typer.Option("--group", help="consume as a member of this group (subscribe, commit)"),
+    ] = None,
     partition: Annotated[
         int | None, typer.Option("--partition", help="only this partition (default: all)")
     ] = None,
@@ -250,35 +255,54 @@ def consume(
     key_separator: Annotated[
         str, typer.Option("--key-separator", metavar="SEP", help="between printed columns")
     ] = "\\t",
+    consumer_property: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--consumer-property",
+            metavar="KEY=VALUE",
+            help="any consumer configuration key (repeatable), e.g. isolation.level=read_committed",
+        ),
+    ] = None,
 ) -> None:
-    """Print the records of a topic's partitions (kafka-console-consumer.sh, no group)."""
+    """Print the records of a topic's partitions (kafka-console-consumer.sh)."""
     try:
         start = "earliest" if from_beginning else parse_offset(offset)
+        if group is not None and (partition is not None or isinstance(start, int)):
+            raise ToolError(
+                "--group takes the group's partitions and offsets: "
+                "no --partition or --offset N with it"
+            )
+        options = ConsumeOptions(
+            topic=topic,
+            partition=partition,
+            offset=start,
+            max_messages=max_messages,
+            timeout_ms=timeout_ms,
+            print_key=print_key,
+            print_offset=print_offset,
+            print_partition=print_partition,
+            separator=unescape(key_separator),
+            group=group,
+            properties=dict(parse_config(item) for item in consumer_property or ()),
+        )
+        consumer_config_check(options, bootstrap_server)
     except ToolError as e:
         raise _usage(str(e)) from None
-    options = ConsumeOptions(
-        topic=topic,
-        partition=partition,
-        offset=start,
-        max_messages=max_messages,
-        timeout_ms=timeout_ms,
-        print_key=print_key,
-        print_offset=print_offset,
-        print_partition=print_partition,
-        separator=unescape(key_separator),
-    )
 
-    async def run(cluster: Cluster) -> None:
-        consumer = ConsoleConsumer(cluster, options)
-        await consumer.assign()
+    async def run() -> None:
+        count = 0
         try:
-            await consumer.run(sys.stdout.buffer)
+            async with console_consumer(bootstrap_server, options) as console:
+                try:
+                    await console.run(sys.stdout.buffer)
+                finally:
+                    count = console.consumed
         finally:
             # ConsoleConsumer prints this on the way out, Ctrl-C included.
-            print(f"Processed a total of {consumer.consumed} messages", file=sys.stderr)
+            print(f"Processed a total of {count} messages", file=sys.stderr)
 
     try:
-        _run_tool(run, bootstrap_server, "minikafka-console-consumer")
+        run_client_tool(run)
     except BrokenPipeError:
         stdout_to_devnull()
 

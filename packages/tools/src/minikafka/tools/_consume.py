@@ -1,65 +1,54 @@
-"""``minikafka consume``: Kafka's ``kafka-console-consumer.sh`` on minikafka's client.
+"""``minikafka consume``: Kafka's ``kafka-console-consumer.sh``, a loop over minikafka's consumer.
 
-No consumer group: like ``kafka-console-consumer.sh --partition``, the consumer assigns
-itself partitions (``--partition P``, or every partition of the topic) and keeps its
-positions in memory. Where it starts is ``--offset``: ``earliest`` and ``latest`` are
-asked of each partition's leader with ListOffsets (timestamps -2 and -1; latest is the
-high watermark), a number is used as it is. A position the log no longer (or not yet)
-holds gets OFFSET_OUT_OF_RANGE, and the consumer resets as ``auto.offset.reset`` says:
-to the earliest offset if it started from earliest, else to the latest.
+Kafka's ConsoleConsumer polls a ``KafkaConsumer`` and prints each record; fetching,
+positions and offset resets are the consumer's. This one is the same loop over
+:class:`minikafka.client.AsyncConsumer`, in two ways, as Kafka's:
 
-Then it fetches (Fetch v11, ``max_wait`` 500 ms, ``min_bytes`` 1) in a loop. A fetched
-record set is a run of v2 batches that may start before the position (the batch holding
-it) and end in a cut-off batch (``partition_max_bytes`` reached); records before the
-position are skipped, the cut-off batch is fetched again next time, and control batches
-are stepped over, as Kafka's Fetcher does. Each record is printed the way Kafka's
-DefaultMessageFormatter prints it: ``[Partition:P<TAB>][Offset:N<TAB>][key<TAB>]value``,
-with ``null`` for a missing key or value.
+- with ``--group G`` it subscribes to the topic as a member of group G: the group's
+  coordinator assigns it partitions (shared with any other member), it starts from the
+  group's committed offsets (``auto.offset.reset`` where there are none: earliest with
+  ``--from-beginning``, else latest) and commits as it goes (``enable.auto.commit``);
+- without a group it assigns itself ``--partition P``, or every partition of the topic
+  (``partitions_for``), and keeps its positions in memory. Where it starts is ``--offset``:
+  ``earliest`` and ``latest`` are the consumer's OFFSET_BEGINNING and OFFSET_END (it asks
+  the leader with ListOffsets; latest is the high watermark), a number is used as it is.
 
-The consumer stops after ``--max-messages`` records, or once ``--timeout-ms`` passes
-with no new record; otherwise it runs until interrupted.
+A position the log no longer (or not yet) holds gets OFFSET_OUT_OF_RANGE and the consumer
+resets it as ``auto.offset.reset`` says: earliest if it started from earliest, else latest.
+Each record is printed the way Kafka's DefaultMessageFormatter prints it:
+``[Partition:P<TAB>][Offset:N<TAB>][key<TAB>]value``, with ``null`` for a missing key or
+value. The consumer stops after ``--max-messages`` records, or once ``--timeout-ms``
+passes with no new record; otherwise it runs until interrupted. ``--consumer-property
+KEY=VALUE`` sets any consumer configuration key (checked, naming a bad key).
 """
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import BinaryIO
 
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.fetch.v11.response import FetchResponse
-from kio.schema.list_offsets.v5.response import ListOffsetsResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from minikafka.client import records_from
+from minikafka.client import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    AsyncConsumer,
+    ConfigError,
+    ConsumerConfig,
+    KafkaException,
+    Message,
+    TopicPartition,
+    records_from,
+)
+from minikafka.client import KafkaError as ClientError
 from minikafka.log import CorruptRecordError, Record
 
-from ._connection import (
-    CONSUMER_REPLICA_ID,
-    READ_UNCOMMITTED,
-    Cluster,
-    KafkaError,
-    ToolError,
-    check,
-    list_offsets_request,
-)
+from ._connection import KafkaError, ToolError, lone_errors
 
-EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
-LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark
-RETRY_BACKOFF = 0.1  # retry.backoff.ms, after an error that new metadata may fix
-
-_STALE_METADATA = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.leader_not_available,
-        ErrorCode.fenced_leader_epoch,
-        ErrorCode.unknown_leader_epoch,
-    }
-)
+CLIENT_ID = "minikafka-console-consumer"
 
 
 @attrs.frozen
@@ -74,14 +63,8 @@ class ConsumeOptions:
     print_offset: bool = False
     print_partition: bool = False
     separator: str = "\t"  # DefaultMessageFormatter's key.separator
-    max_wait_ms: int = 500  # fetch.max.wait.ms
-    partition_max_bytes: int = 1024 * 1024  # max.partition.fetch.bytes
-
-
-@attrs.frozen
-class ConsumedRecord:
-    partition: int
-    record: Record
+    group: str | None = None
+    properties: Mapping[str, str] = attrs.field(factory=dict)  # --consumer-property
 
 
 def parse_offset(value: str) -> str | int:
@@ -94,25 +77,54 @@ def parse_offset(value: str) -> str | int:
     raise ToolError(f"invalid --offset {value!r}: expected earliest, latest or an offset >= 0")
 
 
-def format_record(consumed: ConsumedRecord, options: ConsumeOptions) -> bytes:
+def consumer_config(bootstrap_servers: str, options: ConsumeOptions) -> dict[str, object]:
+    """The consumer's configuration: the flags under Kafka's keys, then the
+    ``--consumer-property`` pairs, which win."""
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap_servers,
+        "client.id": CLIENT_ID,
+        "auto.offset.reset": "earliest" if options.offset == "earliest" else "latest",
+        # A tool that only reads must not create the topic it was asked to read.
+        "allow.auto.create.topics": "false",
+    }
+    if options.group is not None:
+        config["group.id"] = options.group
+    config.update(options.properties)
+    return config
+
+
+def check_config(options: ConsumeOptions, bootstrap_servers: str) -> dict[str, object]:
+    """:func:`consumer_config`, checked by the client's ConsumerConfig (ToolError naming
+    the key), before anything connects."""
+    config = consumer_config(bootstrap_servers, options)
+    try:
+        ConsumerConfig.from_dict(config)
+    except ConfigError as e:
+        raise ToolError(f"invalid consumer configuration: {e}") from None
+    return config
+
+
+def format_record(message: Message, options: ConsumeOptions) -> bytes:
     """DefaultMessageFormatter.writeTo: the columns asked for, then the value and a newline."""
     separator = options.separator.encode()
-    record = consumed.record
     columns = []
     if options.print_partition:
-        columns.append(b"Partition:%d" % consumed.partition)
+        columns.append(b"Partition:%d" % message.partition())
     if options.print_offset:
-        columns.append(b"Offset:%d" % record.offset)
+        columns.append(b"Offset:%d" % message.offset())
     if options.print_key:
-        columns.append(b"null" if record.key is None else record.key)
-    columns.append(b"null" if record.value is None else record.value)
+        key = message.key()
+        columns.append(b"null" if key is None else key)
+    value = message.value()
+    columns.append(b"null" if value is None else value)
     return separator.join(columns) + b"\n"
 
 
 def records_after(data: bytes, position: int) -> tuple[list[Record], int]:
-    """The records at or after ``position`` in a fetched record set, and the next position:
-    the client's Fetcher reads it (``minikafka.client.records_from``: a cut-off batch at
-    the end is left for the next fetch, a control batch moves the position on)."""
+    """The records at or after ``position`` in a fetched record set, and the next position,
+    as the client's Fetcher reads them (``minikafka.client.records_from``: a cut-off batch
+    at the end is left for the next fetch, a control batch moves the position on); a
+    corrupt record set is a ToolError."""
     try:
         records, _, position = records_from(data, position, None, verify_crc=True)
     except CorruptRecordError as e:
@@ -122,144 +134,93 @@ def records_after(data: bytes, position: int) -> tuple[list[Record], int]:
 
 @attrs.define(eq=False)
 class ConsoleConsumer:
-    """Assigned partitions and their positions; :meth:`assign`, then :meth:`run`."""
+    """The loop of ``minikafka consume`` over an open :class:`AsyncConsumer`:
+    :meth:`start`, then :meth:`run` (or :meth:`poll` a batch at a time)."""
 
-    cluster: Cluster
+    consumer: AsyncConsumer
     options: ConsumeOptions
-    positions: dict[int, int] = attrs.field(init=False, factory=dict)
-    leaders: dict[int, int] = attrs.field(init=False, factory=dict)
     consumed: int = attrs.field(init=False, default=0)
 
-    async def assign(self) -> dict[int, int]:
-        """Assign the partitions and find each one's starting offset; the positions."""
-        await self._refresh()
+    async def start(self) -> list[TopicPartition]:
+        """Subscribe (with a group) or assign the partitions; those assigned (none yet
+        with a group: its coordinator decides)."""
+        topic = self.options.topic
+        if self.options.group is not None:
+            self.consumer.subscribe([topic])
+            return []
+        known = await self.consumer.partitions_for(topic)
         partition = self.options.partition
-        if partition is None:
-            assigned = sorted(self.leaders)
-        elif partition in self.leaders:
-            assigned = [partition]
-        else:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition,
-                f"topic {self.options.topic!r} has no partition {partition}",
-            )
+        if partition is not None:
+            if partition >= len(known):
+                raise KafkaError(
+                    ErrorCode.unknown_topic_or_partition,
+                    f"topic {topic!r} has no partition {partition}",
+                )
+            known = [TopicPartition(topic, partition)]
         offset = self.options.offset
-        if isinstance(offset, int):
-            self.positions = dict.fromkeys(assigned, offset)
-        else:
-            self.positions = await self.list_offsets(assigned, offset)
-        return dict(self.positions)
+        start = (
+            OFFSET_BEGINNING
+            if offset == "earliest"
+            else OFFSET_END
+            if offset == "latest"
+            else offset
+        )
+        assert isinstance(start, int)
+        assigned = [TopicPartition(topic, p.partition, start) for p in known]
+        self.consumer.assign(assigned)
+        return assigned
 
-    async def _refresh(self) -> None:
-        response = await self.cluster.metadata([self.options.topic])
-        (topic,) = response.topics
-        check(topic.error_code, f"topic {self.options.topic!r}")
-        self.leaders = {int(p.partition_index): int(p.leader_id) for p in topic.partitions}
-        if not self.leaders:
-            raise KafkaError(ErrorCode.leader_not_available, f"topic {self.options.topic!r}")
-
-    async def list_offsets(self, partitions: Sequence[int], which: str) -> dict[int, int]:
-        """ListOffsets for ``earliest`` or ``latest``, one request per leader."""
-        timestamp = EARLIEST_TIMESTAMP if which == "earliest" else LATEST_TIMESTAMP
-        offsets = {}
-        for leader, group in self._by_leader(partitions).items():
-            body = list_offsets_request({self.options.topic: group}, timestamp)
-            response = await self.cluster.request(
-                self.cluster.node(leader), body, ListOffsetsResponse
-            )
-            for topic in response.topics:
-                for p in topic.partitions:
-                    check(p.error_code, f"ListOffsets of {topic.name}-{p.partition_index}")
-                    offsets[int(p.partition_index)] = int(p.offset)
-        return offsets
-
-    def _by_leader(self, partitions: Sequence[int]) -> dict[int, list[int]]:
-        groups: dict[int, list[int]] = {}
-        for p in partitions:
-            groups.setdefault(self.leaders[p], []).append(p)
-        return groups
-
-    async def poll(self, max_wait_ms: int | None = None) -> list[ConsumedRecord]:
-        """One Fetch per leader of the assigned partitions; the new records, in order."""
-        wait = self.options.max_wait_ms if max_wait_ms is None else max_wait_ms
-        consumed: list[ConsumedRecord] = []
-        stale = False
-        for leader, group in self._by_leader(sorted(self.positions)).items():
-            body = FetchRequest(
-                replica_id=BrokerId(CONSUMER_REPLICA_ID),
-                max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=wait)),
-                min_bytes=i32(1),
-                isolation_level=i8(READ_UNCOMMITTED),
-                topics=(
-                    FetchTopic(
-                        topic=TopicName(self.options.topic),
-                        partitions=tuple(
-                            FetchPartition(
-                                partition=i32(p),
-                                current_leader_epoch=i32(-1),
-                                fetch_offset=i64(self.positions[p]),
-                                log_start_offset=i64(-1),
-                                partition_max_bytes=i32(self.options.partition_max_bytes),
-                            )
-                            for p in group
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-            )
-            response = await self.cluster.request(self.cluster.node(leader), body, FetchResponse)
-            check(response.error_code, "Fetch")
-            for topic in response.responses:
-                for data in topic.partitions:
-                    p, error = int(data.partition_index), data.error_code
-                    if error == ErrorCode.offset_out_of_range:
-                        await self._reset(p)
-                    elif error in _STALE_METADATA:
-                        stale = True
-                    elif error != ErrorCode.none:
-                        raise KafkaError(error, f"Fetch of {topic.topic}-{p}")
-                    else:
-                        records, self.positions[p] = records_after(
-                            data.records or b"", self.positions[p]
-                        )
-                        consumed += (ConsumedRecord(p, r) for r in records)
-        if stale:
-            # Kafka's retry.backoff.ms before asking again whom to fetch from.
-            await trio.sleep(RETRY_BACKOFF)
-            await self._refresh()
-        return consumed
-
-    async def _reset(self, partition: int) -> None:
-        """auto.offset.reset after OFFSET_OUT_OF_RANGE: earliest if we began there."""
-        which = "earliest" if self.options.offset == "earliest" else "latest"
-        self.positions.update(await self.list_offsets([partition], which))
+    async def poll(self, wait_s: float, max_records: int | None = None) -> list[Message]:
+        """The records fetched within ``wait_s`` seconds (none if nothing came)."""
+        with trio.move_on_after(wait_s):
+            try:
+                return await self.consumer.getmany(max_records)
+            except KafkaException as e:
+                error: ClientError = e.args[0]
+                raise KafkaError(error.code(), error.str()) from None
+        return []
 
     async def run(self, out: BinaryIO) -> int:
-        """Fetch and print until ``max_messages`` or ``timeout_ms`` idle; the count printed."""
+        """Print records until ``max_messages`` or ``timeout_ms`` idle; the count printed."""
         limit = self.options.max_messages
         timeout = None if self.options.timeout_ms is None else self.options.timeout_ms / 1000
         last_data = trio.current_time()
         while limit is None or self.consumed < limit:
-            wait = self.options.max_wait_ms
+            wait = 1.0
             if timeout is not None:
                 left = last_data + timeout - trio.current_time()
                 if left <= 0:
                     break
-                wait = min(wait, max(1, int(left * 1000)))
-            records = await self.poll(wait)
-            if records:
+                wait = min(wait, left)
+            messages = await self.poll(wait, None if limit is None else limit - self.consumed)
+            if messages:
                 last_data = trio.current_time()
-            for consumed in records:
-                if limit is not None and self.consumed >= limit:
-                    break
-                out.write(format_record(consumed, self.options))
+            for message in messages:
+                out.write(format_record(message, self.options))
                 self.consumed += 1
             out.flush()
         return self.consumed
 
 
-async def consume(cluster: Cluster, options: ConsumeOptions, out: BinaryIO) -> int:
-    """Assign, then fetch and print: what ``minikafka consume`` does; the count printed."""
-    consumer = ConsoleConsumer(cluster, options)
-    await consumer.assign()
-    return await consumer.run(out)
+@asynccontextmanager
+async def console_consumer(
+    bootstrap_servers: str, options: ConsumeOptions
+) -> AsyncIterator[ConsoleConsumer]:
+    """A started :class:`ConsoleConsumer`; on the way out a group member commits its
+    positions (with auto-commit) and leaves the group."""
+    config = check_config(options, bootstrap_servers)
+    with lone_errors():
+        async with AsyncConsumer.open(config) as consumer:
+            try:
+                console = ConsoleConsumer(consumer, options)
+                await console.start()
+            except KafkaException as e:
+                error: ClientError = e.args[0]
+                raise KafkaError(error.code(), error.str()) from None
+            yield console
+
+
+async def consume(bootstrap_servers: str, options: ConsumeOptions, out: BinaryIO) -> int:
+    """Start, then fetch and print: what ``minikafka consume`` does; the count printed."""
+    async with console_consumer(bootstrap_servers, options) as console:
+        return await console.run(out)
