@@ -44,8 +44,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.response import MetadataResponse
 
 from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.client import AsyncAdminClient
+from minikafka.client._async_admin import metadata_request
 from minikafka.net import NetworkClient, Node
-from minikafka.tools._connection import Cluster, connect, metadata_request
+from minikafka.tools._connection import connect
 from minikafka.tools._topics import create_topic
 from minikafka.zk import Create, TopicAssignment, ZkClient, ZooKeeperServer
 from minikafka.zk import PartitionState as ZkPartitionState
@@ -157,7 +159,7 @@ async def _propagation(cluster: ProcessCluster) -> tuple[float, float]:
     return elapsed, round_trip
 
 
-async def _create_probe(tool: Cluster) -> None:
+async def _create_probe(tool: AsyncAdminClient) -> None:
     await create_topic(tool, "probe", partitions=1, replication_factor=2)
 
 

@@ -28,6 +28,11 @@ from kio.schema.create_partitions.v1.response import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from kio.schema.create_topics.v4.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from kio.schema.create_topics.v4.response import CreatableTopicResult, CreateTopicsResponse
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
@@ -62,6 +67,7 @@ from minikafka.broker.testing import (
     running_broker,
     single_node_config,
 )
+from minikafka.client._async_admin import metadata_request
 from minikafka.common import TopicPartition
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.log import (
@@ -84,8 +90,7 @@ from minikafka.net import (
 )
 from minikafka.net.testing import RawConnection, request_frame, wait_until
 from minikafka.raft._describe_wire import encode_describe_quorum_request
-from minikafka.tools._connection import list_offsets_request, metadata_request
-from minikafka.tools._topics import create_topics_request
+from minikafka.tools._connection import list_offsets_request
 
 R = TypeVar("R", bound=ResponsePayload)
 
@@ -290,8 +295,20 @@ class Kafka:
         configs: Mapping[str, str] | None = None,
         validate_only: bool = False,
     ) -> CreatableTopicResult:
-        body = create_topics_request(
-            name, partitions, replication_factor, configs, validate_only=validate_only
+        body = CreateTopicsRequest(
+            topics=(
+                CreatableTopic(
+                    name=TopicName(name),
+                    num_partitions=i32(partitions),
+                    replication_factor=i16(replication_factor),
+                    assignments=(),
+                    configs=tuple(
+                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                    ),
+                ),
+            ),
+            timeout=ms(30_000),
+            validate_only=validate_only,
         )
         [result] = (await self.call(body, CreateTopicsResponse)).topics
         assert result.name == name

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from minikafka.broker._cli import app
 from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.log import CompressionType
-from minikafka.tools._connection import Cluster
+from minikafka.tools._connection import AsyncAdminClient
 from minikafka.tools._produce import ProduceOptions, produce
 from minikafka.tools._topics import create_topic
 
@@ -31,7 +31,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def cluster(data_dir: Path) -> AsyncIterator[Cluster]:
+async def cluster(data_dir: Path) -> AsyncIterator[AsyncAdminClient]:
     async with tool_cluster(single_node_config(data_dir, {"num.partitions": "2"})) as cluster:
         yield cluster
 
@@ -53,7 +53,7 @@ def test_the_minikafka_command_has_the_servers_commands_and_the_client_tools() -
     assert " metadata-quorum " in result.output
 
 
-async def test_dump_log_of_a_partition_directory(cluster: Cluster, data_dir: Path) -> None:
+async def test_dump_log_of_a_partition_directory(cluster: AsyncAdminClient, data_dir: Path) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "dumped", partitions=1)
         options = ProduceOptions("dumped", compression=CompressionType.GZIP, key_separator=":")

@@ -37,7 +37,7 @@ from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.common import TopicPartition
 from minikafka.net import Node
 from minikafka.tools._cli import app
-from minikafka.tools._connection import Cluster
+from minikafka.tools._connection import AsyncAdminClient
 from minikafka.tools._groups import (
     GroupDescription,
     GroupMember,
@@ -67,7 +67,7 @@ OVERRIDES = {
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+async def cluster(tmp_path: Path) -> AsyncIterator[AsyncAdminClient]:
     async with tool_cluster(single_node_config(tmp_path / "data", OVERRIDES)) as cluster:
         yield cluster
 
@@ -77,7 +77,7 @@ async def records(count: int) -> AsyncIterator[bytes]:
         yield b"r%d" % i
 
 
-async def fill(cluster: Cluster, topic: str, counts: dict[int, int]) -> None:
+async def fill(cluster: AsyncAdminClient, topic: str, counts: dict[int, int]) -> None:
     """Produce ``counts[p]`` records to each partition ``p``."""
     for partition, count in counts.items():
         options = ProduceOptions(topic, partition=partition)
@@ -85,7 +85,7 @@ async def fill(cluster: Cluster, topic: str, counts: dict[int, int]) -> None:
         assert result.sent == count
 
 
-def group_consumer(cluster: Cluster, topic: str, group: str, client_id: str) -> Any:
+def group_consumer(cluster: AsyncAdminClient, topic: str, group: str, client_id: str) -> Any:
     """A member of ``group`` subscribed to ``topic``; it joins at its first poll."""
     # Short heartbeats: a member learns of a rebalance at its next heartbeat.
     return KafkaConsumer(
@@ -156,7 +156,7 @@ async def join_consume_commit(consumers: Sequence[Any], ends: dict[int, int]) ->
             assert time.monotonic() < deadline
 
 
-def commit_only(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit_only(cluster: AsyncAdminClient, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """A consumer that never joins and commits: its group is Empty, protocol type ""."""
     consumer = confluent_kafka.Consumer(
         {"bootstrap.servers": bootstrap(cluster), "group.id": group, "enable.auto.commit": False}
@@ -170,7 +170,7 @@ def commit_only(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int
         consumer.close()
 
 
-def invoke(cluster: Cluster, *args: str) -> Callable[[], tuple[int, str, str]]:
+def invoke(cluster: AsyncAdminClient, *args: str) -> Callable[[], tuple[int, str, str]]:
     """The command with ``args``, to run in a worker thread: (exit code, stdout, stderr)."""
 
     def run() -> tuple[int, str, str]:
@@ -192,7 +192,7 @@ def table(stdout: str) -> list[list[str]]:
 # --- a live group -------------------------------------------------------------------------
 
 
-async def test_list_and_describe_a_live_group(cluster: Cluster) -> None:
+async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "orders", partitions=3)
         await fill(cluster, "orders", {0: 5, 1: 5, 2: 5})
@@ -321,7 +321,7 @@ async def test_list_and_describe_a_live_group(cluster: Cluster) -> None:
 
 
 async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
 ) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "jobs", partitions=2)
@@ -385,7 +385,7 @@ async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
 # --- errors -------------------------------------------------------------------------------
 
 
-async def test_an_unknown_group_does_not_exist(cluster: Cluster) -> None:
+async def test_an_unknown_group_does_not_exist(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         views: tuple[View, ...] = ("offsets", "members", "state")
         for view in views:

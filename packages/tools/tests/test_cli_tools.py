@@ -1,7 +1,7 @@
 """The client tools (issue 5): ``minikafka topics``, ``produce`` and ``consume``.
 
 Each test runs a broker in this trio loop (``running_broker``) and calls the tools' async
-functions with a :class:`Cluster` over the NetworkClient; the command itself is run as a
+functions with a :class:`AsyncAdminClient` over the NetworkClient; the command itself is run as a
 subprocess (``python -m minikafka.tools``) for the smoke tests, and through typer's
 CliRunner in a worker thread (the command calls ``trio.run`` itself) for its output.
 The broker uses real threads, so the tests keep real time with deadlines.
@@ -26,9 +26,8 @@ from typer.testing import CliRunner
 from minikafka.broker.testing import bootstrap, replica_batches, single_node_config, tool_cluster
 from minikafka.client import Message, TopicPartition, partition_for_key
 from minikafka.log import CompressionType, Record, build_batch, make_records
-from minikafka.net import Node
 from minikafka.tools._cli import app
-from minikafka.tools._connection import Cluster, KafkaError, ToolError, parse_bootstrap
+from minikafka.tools._connection import AsyncAdminClient, KafkaError, ToolError, parse_bootstrap
 from minikafka.tools._consume import (
     ConsumeOptions,
     console_consumer,
@@ -68,7 +67,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def cluster(data_dir: Path) -> AsyncIterator[Cluster]:
+async def cluster(data_dir: Path) -> AsyncIterator[AsyncAdminClient]:
     # No initial rebalance delay: the --group tests' one member need not wait 3 s for more.
     overrides = {"num.partitions": "2", "group.initial.rebalance.delay.ms": "0"}
     async with tool_cluster(single_node_config(data_dir, overrides)) as cluster:
@@ -81,7 +80,7 @@ async def lines_of(lines: Sequence[bytes]) -> AsyncIterator[bytes]:
 
 
 async def send(
-    cluster: Cluster, options: ProduceOptions, lines: Sequence[bytes]
+    cluster: AsyncAdminClient, options: ProduceOptions, lines: Sequence[bytes]
 ) -> tuple[ProduceResult, list[str]]:
     reported: list[str] = []
     result = await produce(bootstrap(cluster), options, lines_of(lines), reported.append)
@@ -94,7 +93,7 @@ def batch_counts(partition_dir: Path) -> list[int]:
     return [b.last_offset - b.base_offset + 1 for b in replica_batches(partition_dir)]
 
 
-async def read_all(cluster: Cluster, topic: str, **settings: object) -> list[bytes]:
+async def read_all(cluster: AsyncAdminClient, topic: str, **settings: object) -> list[bytes]:
     out = io.BytesIO()
     options = ConsumeOptions(topic, **settings)  # type: ignore[arg-type]
     await consume(bootstrap(cluster), options, out)
@@ -104,7 +103,7 @@ async def read_all(cluster: Cluster, topic: str, **settings: object) -> list[byt
 # --- topics -------------------------------------------------------------------------------
 
 
-async def test_create_list_describe_delete(cluster: Cluster) -> None:
+async def test_create_list_describe_delete(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         assert await create_topic(
             cluster,
@@ -136,7 +135,9 @@ async def test_create_list_describe_delete(cluster: Cluster) -> None:
         assert await list_topics(cluster) == ["payments"]
 
 
-async def test_create_without_partitions_takes_the_broker_defaults(cluster: Cluster) -> None:
+async def test_create_without_partitions_takes_the_broker_defaults(
+    cluster: AsyncAdminClient,
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "defaults")  # -1 and -1: KIP-464
         (topic,) = await describe_topics(cluster, ["defaults"])
@@ -144,7 +145,7 @@ async def test_create_without_partitions_takes_the_broker_defaults(cluster: Clus
         assert topic.replication_factor == 1
 
 
-async def test_broker_errors_carry_kafka_error_names(cluster: Cluster) -> None:
+async def test_broker_errors_carry_kafka_error_names(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "t", partitions=1)
         with pytest.raises(KafkaError, match=r"^TOPIC_ALREADY_EXISTS"):
@@ -165,7 +166,7 @@ async def test_broker_errors_carry_kafka_error_names(cluster: Cluster) -> None:
         assert await list_topics(cluster) == ["t"]
 
 
-async def test_alter_adds_partitions(cluster: Cluster) -> None:
+async def test_alter_adds_partitions(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "grow", partitions=1)
         assert await create_partitions(cluster, "grow", 4)
@@ -204,10 +205,7 @@ def test_argument_parsers() -> None:
     assert parse_config("a=b=c") == ("a", "b=c")
     with pytest.raises(ToolError):
         parse_config("novalue")
-    assert parse_bootstrap("localhost:9092,[::1]:9093") == (
-        Node(-1, "localhost", 9092),
-        Node(-2, "::1", 9093),
-    )
+    assert parse_bootstrap("localhost:9092, [::1]:9093") == "localhost:9092,[::1]:9093"
     for bad in ("localhost", "host:port", ":9092", "h:0"):
         with pytest.raises(ToolError):
             parse_bootstrap(bad)
@@ -256,7 +254,7 @@ def test_the_flags_become_the_producers_configuration() -> None:
 
 
 async def test_produce_with_each_compression_and_read_back(
-    cluster: Cluster, data_dir: Path
+    cluster: AsyncAdminClient, data_dir: Path
 ) -> None:
     with trio.fail_after(DEADLINE):
         for codec in CompressionType:
@@ -276,7 +274,7 @@ async def test_produce_with_each_compression_and_read_back(
             assert counts == [1] * 50 if options.sync else len(counts) < 50
 
 
-async def test_keys_are_split_and_partitioned_like_kafka(cluster: Cluster) -> None:
+async def test_keys_are_split_and_partitioned_like_kafka(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "keyed", partitions=3)
         keys = [f"user-{i}".encode() for i in range(12)]
@@ -298,7 +296,9 @@ async def test_keys_are_split_and_partitioned_like_kafka(cluster: Cluster) -> No
         assert len(set(seen.values())) > 1
 
 
-async def test_a_line_without_the_key_separator_stops_the_producer(cluster: Cluster) -> None:
+async def test_a_line_without_the_key_separator_stops_the_producer(
+    cluster: AsyncAdminClient,
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "strict", partitions=1)
         options = ProduceOptions("strict", key_separator="=")
@@ -310,7 +310,7 @@ async def test_a_line_without_the_key_separator_stops_the_producer(cluster: Clus
         ) == [b"a\t1", b"b\t2"]
 
 
-async def test_acks_and_partition_choice(cluster: Cluster) -> None:
+async def test_acks_and_partition_choice(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "acks", partitions=2)
         result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=0), [b"zero"])
@@ -327,7 +327,7 @@ async def test_acks_and_partition_choice(cluster: Cluster) -> None:
 
 
 async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
 ) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "two", partitions=2)
@@ -343,7 +343,9 @@ async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
         assert "created-by-producer" in await list_topics(cluster)
 
 
-async def test_batches_close_at_batch_size_and_at_linger(cluster: Cluster, data_dir: Path) -> None:
+async def test_batches_close_at_batch_size_and_at_linger(
+    cluster: AsyncAdminClient, data_dir: Path
+) -> None:
     """--batch-size and --linger-ms reach the producer's accumulator: the stored batches
     show where it closed them."""
     with trio.fail_after(DEADLINE):
@@ -373,7 +375,7 @@ async def test_batches_close_at_batch_size_and_at_linger(cluster: Cluster, data_
 # --- consume ------------------------------------------------------------------------------
 
 
-async def test_consume_from_earliest_latest_and_an_offset(cluster: Cluster) -> None:
+async def test_consume_from_earliest_latest_and_an_offset(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "c", partitions=1)
         await send(cluster, ProduceOptions("c"), [b"m%d" % i for i in range(5)])
@@ -403,7 +405,7 @@ async def test_consume_from_earliest_latest_and_an_offset(cluster: Cluster) -> N
         assert out.getvalue() == b"new1\nnew2\n"
 
 
-async def test_consume_waits_for_new_records(cluster: Cluster) -> None:
+async def test_consume_waits_for_new_records(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "live", partitions=2)
         options = ConsumeOptions("live", offset="latest", max_messages=3)
@@ -425,7 +427,7 @@ async def test_consume_waits_for_new_records(cluster: Cluster) -> None:
                 assert got.index(earlier) < got.index(later)
 
 
-async def test_consume_timeout_and_out_of_range_reset(cluster: Cluster) -> None:
+async def test_consume_timeout_and_out_of_range_reset(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "idle", partitions=1)
         await send(cluster, ProduceOptions("idle"), [b"a", b"b", b"c"])
@@ -447,7 +449,7 @@ async def test_consume_timeout_and_out_of_range_reset(cluster: Cluster) -> None:
         assert out.getvalue() == b"a\nb\nc\n"
 
 
-async def test_consume_as_a_group_member_commits_and_resumes(cluster: Cluster) -> None:
+async def test_consume_as_a_group_member_commits_and_resumes(cluster: AsyncAdminClient) -> None:
     """--group: the coordinator assigns the partitions, and the committed offsets are
     where the next member of the group starts (no record read twice, none skipped)."""
     with trio.fail_after(DEADLINE):
@@ -463,7 +465,7 @@ async def test_consume_as_a_group_member_commits_and_resumes(cluster: Cluster) -
         assert len(rest) == 4
 
 
-async def test_consume_errors(cluster: Cluster) -> None:
+async def test_consume_errors(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "missing", max_messages=1)
@@ -517,7 +519,7 @@ async def minikafka(
     )
 
 
-async def test_the_command_round_trip(cluster: Cluster) -> None:
+async def test_the_command_round_trip(cluster: AsyncAdminClient) -> None:
     server = ["--bootstrap-server", bootstrap(cluster)]
     with trio.fail_after(DEADLINE * 2):
         created = await minikafka(
@@ -556,7 +558,7 @@ async def test_the_command_round_trip(cluster: Cluster) -> None:
 
 
 async def test_the_topics_command_prints_a_table_and_checks_its_arguments(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
 ) -> None:
     server = ["--bootstrap-server", bootstrap(cluster)]
     runner = CliRunner()

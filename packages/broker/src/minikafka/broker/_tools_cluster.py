@@ -16,8 +16,8 @@ from typing import Annotated
 import trio
 import typer
 
-from minikafka.net import NetworkClient
-from minikafka.tools._connection import Cluster, ToolError, lone_errors, parse_bootstrap
+from minikafka.client import AsyncAdminClient, KafkaException
+from minikafka.tools._connection import ToolError, describe_failure, lone_errors, parse_bootstrap
 
 from ._process_cluster import (
     DEFAULT_BROKER_PORT,
@@ -156,6 +156,8 @@ def _status(cluster: ProcessCluster) -> None:
                 alive, partitions = trio.run(_metadata, cluster)
         except ToolError as exc:
             print(f"(no broker answered Metadata: {exc})")
+        except KafkaException as exc:
+            print(f"(no broker answered Metadata: {describe_failure(exc.args[0])})")
     print(f"{'NODE':<6}{'ROLE':<12}{'PORT':<7}{'PID':<9}STATE")
     if cluster.zookeeper_port is not None:
         pid = cluster.zookeeper.pid()
@@ -186,9 +188,13 @@ def _status(cluster: ProcessCluster) -> None:
 async def _metadata(
     cluster: ProcessCluster,
 ) -> tuple[set[int], list[tuple[str, int, int, list[int], list[int]]]]:
-    async with NetworkClient.open(client_id="minikafka-cluster", request_timeout=5.0) as client:
-        tool = Cluster(client, parse_bootstrap(cluster.bootstrap))
-        response = await tool.metadata(None)
+    config = {
+        "bootstrap.servers": parse_bootstrap(cluster.bootstrap),
+        "client.id": "minikafka-cluster",
+        "request.timeout.ms": 5000,
+    }
+    async with AsyncAdminClient.open(config) as admin:
+        response = await admin.metadata(None)
     rows = [
         (
             str(t.name),

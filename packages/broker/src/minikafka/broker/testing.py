@@ -10,12 +10,13 @@ SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: a
 
 :func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
 an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool_cluster`
-connects the command-line tools' :class:`Cluster` to it and :class:`WireClient` one
-NetworkClient connection. :func:`request_body`, :func:`request_class` and :func:`element`
-build a request of any version from kio's classes, field by field. :class:`LocalCluster`
-is a whole cluster's cores in one process, stepped in virtual time (``_local_cluster``);
-:class:`ProcessCluster` a real one, a process per node (what ``make cluster`` runs), and
-:func:`free_ports` the ports a test gives it. :func:`replica_batches` reads a replica's
+connects the client's :class:`AsyncAdminClient` (what the command-line tools use) to it
+and :class:`WireClient` one NetworkClient connection. :func:`request_body`,
+:func:`request_class` and :func:`element` build a request of any version from kio's
+classes, field by field. :class:`LocalCluster` is a whole cluster's cores in one
+process, stepped in virtual time (``_local_cluster``); :class:`ProcessCluster` a real
+one, a process per node (what ``make cluster`` runs), and :func:`free_ports` the ports a
+test gives it. :func:`replica_batches` reads a replica's
 batch headers from its files, to compare replicas once their brokers have stopped.
 """
 
@@ -40,8 +41,9 @@ import attrs
 import trio
 from kio.static.protocol import Entity, RequestPayload
 
+from minikafka.client import AsyncAdminClient
 from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
-from minikafka.tools._connection import Cluster, connect
+from minikafka.tools._connection import connect
 
 from ._config import KafkaConfig
 from ._local_cluster import LocalBroker as LocalBroker
@@ -196,15 +198,15 @@ async def running_broker(config: KafkaConfig) -> AsyncIterator[BrokerServer]:
 
 
 @asynccontextmanager
-async def tool_cluster(config: KafkaConfig) -> AsyncIterator[Cluster]:
-    """A broker of ``config`` in this trio loop and the tools' Cluster connected to it."""
+async def tool_cluster(config: KafkaConfig) -> AsyncIterator[AsyncAdminClient]:
+    """A broker of ``config`` in this trio loop and an AsyncAdminClient connected to it."""
     async with running_broker(config) as server:
         host, port = server.bound_address()
         async with connect(f"{host}:{port}", client_id="tests") as cluster:
             yield cluster
 
 
-def bootstrap(cluster: Cluster) -> str:
+def bootstrap(cluster: AsyncAdminClient) -> str:
     """The ``--bootstrap-server`` value that reaches ``cluster``'s broker."""
     node = cluster.bootstrap[0]
     return f"{node.host}:{node.port}"

@@ -23,11 +23,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from minikafka.client import AsyncAdminClient
+
 from ._cli_common import BootstrapServer, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._cli_reassign import leader_election, reassign_partitions
-from ._connection import Cluster, ToolError
+from ._connection import ToolError
 from ._consume import ConsumeOptions, console_consumer, parse_offset
 from ._consume import check_config as consumer_config_check
 from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
@@ -118,7 +120,7 @@ def topics(
     except ToolError as e:
         raise _usage(str(e)) from None
 
-    async def run(cluster: Cluster) -> None:
+    async def run(cluster: AsyncAdminClient) -> None:
         if action == "--create":
             assert topic is not None
             created = await create_topic(
@@ -360,7 +362,7 @@ def groups(
         raise _usage(f"{(picked or ['--verbose'])[0]} is for --describe")
     view: View = "members" if members else "state" if state else "offsets"
 
-    async def run(cluster: Cluster) -> bool:
+    async def run(cluster: AsyncAdminClient) -> bool:
         if action == "--list":
             for name in await list_groups(cluster, timeout_ms=timeout):
                 print(name)

@@ -10,7 +10,9 @@ from typing import Annotated, TypeVar
 import trio
 import typer
 
-from ._connection import Cluster, ToolError, connect
+from minikafka.client import AsyncAdminClient, KafkaException
+
+from ._connection import ToolError, connect, describe_failure, lone_errors
 
 T = TypeVar("T")
 
@@ -20,29 +22,27 @@ BootstrapServer = Annotated[
 ]
 
 
-def run_tool(tool: Callable[[Cluster], Awaitable[T]], bootstrap: str, client_id: str) -> T:
+def run_tool(tool: Callable[[AsyncAdminClient], Awaitable[T]], bootstrap: str, client_id: str) -> T:
     """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
 
     async def main() -> T:
         async with connect(bootstrap, client_id=client_id) as cluster:
             return await tool(cluster)
 
-    try:
-        return trio.run(main)
-    except ToolError as e:
-        typer.echo(f"Error: {e}", err=True)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    return run_client_tool(main)
 
 
 def run_client_tool(tool: Callable[[], Awaitable[T]]) -> T:
     """Run a tool that makes its own minikafka.client (the console producer and
     consumer); a ToolError is printed and exits 1."""
     try:
-        return trio.run(tool)
+        with lone_errors():
+            return trio.run(tool)
     except ToolError as e:
         typer.echo(f"Error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except KafkaException as e:
+        typer.echo(f"Error: {describe_failure(e.args[0])}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

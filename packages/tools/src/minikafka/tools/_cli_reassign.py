@@ -9,10 +9,12 @@ from typing import Annotated
 
 import typer
 
+from minikafka.client import AsyncAdminClient
+
 from ._cli_common import BootstrapServer
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
-from ._connection import Cluster, ToolError
+from ._connection import ToolError
 from ._reassign import (
     assignment_json,
     current_assignment,
@@ -72,7 +74,7 @@ def reassign_partitions(
     except (ToolError, ValueError) as e:
         raise _usage(str(e)) from None
 
-    async def run(cluster: Cluster) -> None:
+    async def run(cluster: AsyncAdminClient) -> None:
         if action == "--generate":
             current, proposed = await generate_assignment(cluster, moving, brokers)
             print(f"Current partition replica assignment\n{assignment_json(current)}\n")
@@ -119,7 +121,7 @@ def leader_election(
         raise _usage("--topic needs --partition")
     asked = None if topic is None or partition is None else [(topic, partition)]
 
-    async def run(cluster: Cluster) -> bool:
+    async def run(cluster: AsyncAdminClient) -> bool:
         elected, not_needed, failed = await elect_preferred(cluster, asked)
         if elected:
             print(

@@ -1,40 +1,32 @@
-"""What the client tools share: ``--bootstrap-server``, metadata, and Kafka's error names.
+"""What the client tools share: a connection to the cluster, and errors as Kafka's tools say them.
 
-Kafka's command-line tools (``kafka-topics.sh``, ``kafka-console-producer.sh``,
-``kafka-console-consumer.sh``) start from a bootstrap list, ask one of those servers for
-Metadata, and from then on talk to the brokers the metadata names: the leader of a
-partition for Produce, Fetch and ListOffsets, the controller for the admin APIs (Kafka's
-AdminClient sends CreateTopics there, or to any broker, which forwards it under KRaft).
-A bootstrap server gets a negative node id until the metadata says who it is, as in
-Kafka's ``ClientUtils``.
-
-This module is that much of a Kafka client, on minikafka's own NetworkClient and kio's
-request classes; :class:`KafkaError` carries a broker's error code, printed under Kafka's
-name (``TOPIC_ALREADY_EXISTS``), and every tool exits 1 on a :class:`ToolError`.
+Kafka's command-line tools start from a bootstrap list and talk to the cluster through
+Kafka's Admin client, which knows where each request goes (the controller for
+CreateTopics, a group's coordinator for DescribeGroups, a partition's leader for
+ListOffsets). These tools do the same through ``minikafka.client``'s
+:class:`~minikafka.client.AsyncAdminClient`: :func:`connect` opens one. This module
+adds only what a command line needs on top: :class:`ToolError`, printed on stderr before
+the tool exits 1, and :class:`KafkaError`, a broker's error code printed under Kafka's
+name (``TOPIC_ALREADY_EXISTS``); :func:`describe_failure` says the client's own
+exceptions the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import TypeVar
 
-import attrs
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v5.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
-from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i64
-from kio.static.protocol import RequestPayload, ResponsePayload
 
-from minikafka.net import ClientError, NetworkClient, Node, api_name
-
-R = TypeVar("R", bound=ResponsePayload)
+from minikafka.client import AsyncAdminClient, KafkaException
+from minikafka.client import KafkaError as ClientKafkaError
 
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
 
@@ -67,32 +59,37 @@ def check(code: ErrorCode | int, message: str | None = None) -> None:
         raise KafkaError(code, message)
 
 
-def parse_bootstrap(servers: str) -> tuple[Node, ...]:
-    """``host:port[,host:port...]`` (IPv6 as ``[::1]:9092``) as nodes -1, -2, ..."""
-    nodes = []
-    for i, item in enumerate(s.strip() for s in servers.split(",")):
+def raise_for(error: ClientKafkaError | None, message: str | None = None) -> None:
+    """The client's per-topic or per-group answer as the tools' error, if it is one."""
+    if error is not None:
+        raise KafkaError(error.code(), message or _detail(error))
+
+
+def describe_failure(error: ClientKafkaError) -> str:
+    """A client error as a tool prints it: a broker's under Kafka's name; the client's
+    own (librdkafka's negative codes: a connection that failed) by what failed."""
+    if error.code() < 0:
+        return error.str()
+    detail = _detail(error)
+    return f"{error.name()}: {detail}" if detail else error.name()
+
+
+def _detail(error: ClientKafkaError) -> str | None:
+    text = error.str()
+    return None if text == error.name() else text
+
+
+def parse_bootstrap(servers: str) -> str:
+    """``host:port[,host:port...]`` (IPv6 as ``[::1]:9092``) checked, as typed."""
+    items = [s.strip() for s in servers.split(",")]
+    for item in items:
         host, colon, port = item.rpartition(":")
         host = host.removeprefix("[").removesuffix("]")
         if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ToolError(f"invalid bootstrap server {item!r}: expected HOST:PORT")
-        nodes.append(Node(-1 - i, host, int(port)))
-    if not nodes:
+    if not servers.strip():
         raise ToolError("no bootstrap server given")
-    return tuple(nodes)
-
-
-def metadata_request(
-    topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = False
-) -> MetadataRequest:
-    """Metadata v8 for ``topics`` (None: every topic), no authorized operations (KIP-430)."""
-    return MetadataRequest(
-        topics=None
-        if topics is None
-        else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
-        allow_auto_topic_creation=allow_auto_topic_creation,
-        include_cluster_authorized_operations=False,
-        include_topic_authorized_operations=False,
-    )
+    return ",".join(items)
 
 
 CONSUMER_REPLICA_ID = -1  # a Fetch or ListOffsets from a client, not a follower
@@ -122,90 +119,26 @@ def list_offsets_request(topics: Mapping[str, Iterable[int]], timestamp: int) ->
     )
 
 
-@attrs.define(eq=False)
-class Cluster:
-    """The brokers a tool knows, learnt from Metadata; requests go through ``client``."""
-
-    client: NetworkClient
-    bootstrap: tuple[Node, ...]
-    brokers: dict[int, Node] = attrs.field(init=False, factory=dict)
-    controller_id: int = attrs.field(init=False, default=-1)
-
-    async def request(self, node: Node, body: RequestPayload, response_type: type[R]) -> R:
-        """Send ``body`` to ``node`` and return its response, checked to be a ``response_type``."""
-        response = await self._send(node, body, expect_response=True)
-        if not isinstance(response, response_type):
-            raise ToolError(f"{api_name(int(body.__api_key__))}: unexpected response {response!r}")
-        return response
-
-    async def send_only(self, node: Node, body: RequestPayload) -> None:
-        """Send a request the broker does not answer (Produce with acks=0)."""
-        await self._send(node, body, expect_response=False)
-
-    async def _send(
-        self, node: Node, body: RequestPayload, *, expect_response: bool
-    ) -> ResponsePayload | None:
-        try:
-            return await self.client.send(node, body, expect_response=expect_response)
-        except ClientError as e:
-            raise ToolError(f"{api_name(int(body.__api_key__))} to {_where(node)}: {e}") from e
-
-    async def metadata(
-        self, topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = False
-    ) -> MetadataResponse:
-        """Metadata for ``topics`` (None: every topic) from the first server that answers."""
-        body = metadata_request(topics, allow_auto_topic_creation=allow_auto_topic_creation)
-        failure: ToolError | None = None
-        # Known brokers first (a refresh), then the bootstrap list.
-        for node in (*self.brokers.values(), *self.bootstrap):
-            try:
-                response = await self.request(node, body, MetadataResponse)
-            except ToolError as e:
-                failure = e
-                continue
-            self.brokers = {
-                int(b.node_id): Node(int(b.node_id), b.host, int(b.port)) for b in response.brokers
-            }
-            self.controller_id = int(response.controller_id)
-            return response
-        assert failure is not None
-        raise failure
-
-    def node(self, node_id: int) -> Node:
-        """The broker ``node_id`` of the last metadata."""
-        node = self.brokers.get(node_id)
-        if node is None:
-            raise KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not alive")
-        return node
-
-    def controller(self) -> Node:
-        """Where admin requests go: the controller if it is a known broker, else a bootstrap."""
-        return self.brokers.get(self.controller_id, self.bootstrap[0])
-
-
-def _where(node: Node) -> str:
-    name = f"node {node.node_id}" if node.node_id >= 0 else "bootstrap server"
-    return f"{name} ({node.host}:{node.port})"
-
-
 @asynccontextmanager
 async def connect(
     bootstrap_servers: str,
     *,
     client_id: str,
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
-) -> AsyncIterator[Cluster]:
-    """A :class:`Cluster` over a NetworkClient, closed on exit.
+) -> AsyncIterator[AsyncAdminClient]:
+    """An :class:`AsyncAdminClient` for the cluster, closed on exit.
 
-    The NetworkClient runs its connections in a nursery; a lone error leaving the block
-    comes out as itself (:func:`lone_errors`), so callers can ``except ToolError``.
+    Its connections run in a nursery; a lone error leaving the block comes out as itself
+    (:func:`lone_errors`), so callers can ``except ToolError``.
     """
-    nodes = parse_bootstrap(bootstrap_servers)
+    config = {
+        "bootstrap.servers": parse_bootstrap(bootstrap_servers),
+        "client.id": client_id,
+        "request.timeout.ms": request_timeout_ms,
+    }
     with lone_errors():
-        async with NetworkClient.open(
-            client_id=client_id, request_timeout=request_timeout_ms / 1000
-        ) as client:
-            yield Cluster(client, nodes)
+        async with AsyncAdminClient.open(config) as admin:
+            yield admin
 
 
 @contextmanager
@@ -230,3 +163,17 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
             yield from _leaves(exc)
         else:
             yield exc
+
+
+__all__ = [
+    "AsyncAdminClient",
+    "KafkaError",
+    "KafkaException",
+    "ToolError",
+    "check",
+    "connect",
+    "describe_failure",
+    "error_name",
+    "lone_errors",
+    "raise_for",
+]

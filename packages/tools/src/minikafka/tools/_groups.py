@@ -49,11 +49,12 @@ from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.types import GroupId
 from kio.static.primitive import i8
 
+from minikafka.client import AsyncAdminClient
 from minikafka.common import TopicPartition
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from minikafka.net import Node
 
-from ._connection import Cluster, KafkaError, ToolError, check, error_name, list_offsets_request
+from ._connection import KafkaError, ToolError, check, error_name, list_offsets_request
 
 T = TypeVar("T")
 
@@ -139,7 +140,9 @@ async def retrying(call: Callable[[], Awaitable[T]], timeout_ms: int = DEFAULT_T
         await trio.sleep(RETRY_BACKOFF)
 
 
-async def list_groups(cluster: Cluster, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[str]:
+async def list_groups(
+    cluster: AsyncAdminClient, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> list[str]:
     """The consumer groups of every broker, sorted."""
     await cluster.metadata([])  # learn the brokers
     groups: set[str] = set()
@@ -159,7 +162,7 @@ async def list_groups(cluster: Cluster, *, timeout_ms: int = DEFAULT_TIMEOUT_MS)
     return sorted(groups)
 
 
-async def find_coordinator(cluster: Cluster, group: str) -> Node:
+async def find_coordinator(cluster: AsyncAdminClient, group: str) -> Node:
     """The broker that coordinates ``group`` (it leads the group's offsets partition)."""
     if not cluster.brokers:
         await cluster.metadata([])  # any broker answers; learn them from the bootstrap list
@@ -173,7 +176,7 @@ async def find_coordinator(cluster: Cluster, group: str) -> Node:
 
 
 async def describe_group(
-    cluster: Cluster, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> GroupDescription:
     """DescribeGroups of ``group`` at its coordinator."""
 
@@ -219,7 +222,7 @@ def _assigned(group: str, member: str, assignment: bytes) -> tuple[TopicPartitio
 
 
 async def committed_offsets(
-    cluster: Cluster, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> dict[TopicPartition, int]:
     """Every offset ``group`` committed (OffsetFetch with a null topic list)."""
 
@@ -241,7 +244,7 @@ async def committed_offsets(
 
 
 async def log_end_offsets(
-    cluster: Cluster, partitions: Iterable[TopicPartition]
+    cluster: AsyncAdminClient, partitions: Iterable[TopicPartition]
 ) -> dict[TopicPartition, int]:
     """The latest offset (high watermark) of each partition whose leader answers; a
     partition of a deleted topic, or with an error, is left out (Kafka's ``Unknown``)."""
@@ -275,7 +278,7 @@ async def log_end_offsets(
 
 
 async def describe_offsets(
-    cluster: Cluster, group: GroupDescription, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient, group: GroupDescription, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> list[PartitionOffsets]:
     """The rows of ``--describe``, in ConsumerGroupCommand's order: the members with
     partitions, most partitions first, each one's partitions by number; then the
@@ -303,7 +306,7 @@ async def describe_offsets(
 
 
 async def delete_groups(
-    cluster: Cluster, groups: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient, groups: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> dict[str, ErrorCode]:
     """DeleteGroups at each group's coordinator; each group's error (NONE: deleted)."""
     results: dict[str, ErrorCode] = {}
@@ -434,7 +437,7 @@ def deletion_report(results: dict[str, ErrorCode]) -> tuple[list[str], list[str]
 
 
 async def describe(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
     groups: Sequence[str],
     view: View,
     out: TextIO,

@@ -27,6 +27,7 @@ from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
+from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.net import ApiKey, ClientError, Node
 from minikafka.raft._describe import QuorumInfo, format_replication, format_status
 from minikafka.raft._describe_wire import (
@@ -36,7 +37,7 @@ from minikafka.raft._describe_wire import (
 )
 
 from ._cli_common import run_tool, usage
-from ._connection import Cluster, KafkaError, ToolError, check
+from ._connection import KafkaError, ToolError, check, describe_failure
 
 View = Literal["status", "replication"]
 CLIENT_ID = "minikafka-metadata-quorum"
@@ -47,7 +48,7 @@ CONTROLLER_ENDPOINTS = 2
 # --- the work ----------------------------------------------------------------------------
 
 
-async def describe_quorum(cluster: Cluster, *, via_controller: bool) -> QuorumInfo:
+async def describe_quorum(cluster: AsyncAdminClient, *, via_controller: bool) -> QuorumInfo:
     """The quorum as its leader describes it, times in seconds since the epoch.
 
     Each bootstrap server is tried in order until one answers: a broker that cannot be
@@ -60,8 +61,8 @@ async def describe_quorum(cluster: Cluster, *, via_controller: bool) -> QuorumIn
             response = await cluster.request(
                 node, encode_describe_quorum_request(), DescribeQuorumResponse
             )
-        except ToolError as e:
-            failure = e
+        except KafkaException as e:  # not reachable: the next bootstrap server
+            failure = ToolError(describe_failure(e.args[0]))
             continue
         try:
             return decode_describe_quorum_response(response)
@@ -77,7 +78,7 @@ async def describe_quorum(cluster: Cluster, *, via_controller: bool) -> QuorumIn
     raise failure
 
 
-async def describe_cluster_id(cluster: Cluster, *, via_controller: bool) -> str:
+async def describe_cluster_id(cluster: AsyncAdminClient, *, via_controller: bool) -> str:
     """The cluster id for ``--status``: a broker's Metadata, a controller's DescribeCluster
     if it serves one we can send (v1, which asks for controllers), else ""."""
     if not via_controller:
@@ -101,7 +102,7 @@ async def describe_cluster_id(cluster: Cluster, *, via_controller: bool) -> str:
 
 
 async def describe(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
     view: View,
     *,
     via_controller: bool,
@@ -191,7 +192,7 @@ def describe_command(
     servers = bootstrap.controller if bootstrap.controller is not None else bootstrap.server
     assert servers is not None
 
-    async def run(cluster: Cluster) -> str:
+    async def run(cluster: AsyncAdminClient) -> str:
         return await describe(cluster, view, via_controller=via_controller)
 
     print(run_tool(run, servers, CLIENT_ID))

@@ -32,9 +32,10 @@ from kio.schema.list_partition_reassignments.v0.response import (
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
+from minikafka.client import AsyncAdminClient
 from minikafka.controller import BrokerMetadata, PlacementError, assign_replicas_to_brokers
 
-from ._connection import Cluster, KafkaError, ToolError, check
+from ._connection import KafkaError, ToolError, check
 from ._topics import describe_topics
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
@@ -104,13 +105,13 @@ def _json(text: str) -> dict[str, Any]:
 # --- what the tool does ------------------------------------------------------------------------
 
 
-async def current_assignment(cluster: Cluster, topics: Iterable[str]) -> Assignment:
+async def current_assignment(cluster: AsyncAdminClient, topics: Iterable[str]) -> Assignment:
     described = await describe_topics(cluster, sorted(set(topics)))
     return {(t.name, p.partition): p.replicas for t in described for p in t.partitions}
 
 
 async def generate(
-    cluster: Cluster, topics: Sequence[str], brokers: Sequence[int]
+    cluster: AsyncAdminClient, topics: Sequence[str], brokers: Sequence[int]
 ) -> tuple[Assignment, Assignment]:
     """(current, proposed): each topic's partitions placed anew over ``brokers``, with
     its replication factor (Kafka's AdminUtils.assignReplicasToBrokers)."""
@@ -129,7 +130,9 @@ async def generate(
     return current, proposed
 
 
-async def execute(cluster: Cluster, target: Mapping[tuple[str, int], Sequence[int] | None]) -> None:
+async def execute(
+    cluster: AsyncAdminClient, target: Mapping[tuple[str, int], Sequence[int] | None]
+) -> None:
     """AlterPartitionReassignments to ``target`` (None: cancel); KafkaError on the first
     partition refused."""
     topics: dict[str, list[alter_v0.ReassignablePartition]] = {}
@@ -147,9 +150,8 @@ async def execute(cluster: Cluster, target: Mapping[tuple[str, int], Sequence[in
             for t, ps in topics.items()
         ),
     )
-    await cluster.metadata([])  # where the controller is
     response = await cluster.request(
-        cluster.controller(), body, AlterPartitionReassignmentsResponse
+        await cluster.controller(), body, AlterPartitionReassignmentsResponse
     )
     check(response.error_code, response.error_message)
     for t in response.responses:
@@ -158,11 +160,10 @@ async def execute(cluster: Cluster, target: Mapping[tuple[str, int], Sequence[in
                 raise KafkaError(p.error_code, f"{t.name}-{p.partition_index}: {p.error_message}")
 
 
-async def ongoing(cluster: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
+async def ongoing(cluster: AsyncAdminClient) -> dict[tuple[str, int], tuple[int, ...]]:
     """ListPartitionReassignments: the partitions moving now -> their target replicas."""
-    await cluster.metadata([])
     response = await cluster.request(
-        cluster.controller(),
+        await cluster.controller(),
         list_v0.ListPartitionReassignmentsRequest(timeout=TIMEOUT, topics=None),
         ListPartitionReassignmentsResponse,
     )
@@ -176,7 +177,7 @@ async def ongoing(cluster: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
     }
 
 
-async def verify(cluster: Cluster, target: Assignment) -> list[str]:
+async def verify(cluster: AsyncAdminClient, target: Assignment) -> list[str]:
     """One line per partition, as kafka-reassign-partitions.sh --verify prints them."""
     moving = await ongoing(cluster)
     current = await current_assignment(cluster, {t for t, _ in target})
@@ -197,7 +198,7 @@ async def verify(cluster: Cluster, target: Assignment) -> list[str]:
 
 
 async def elect_preferred(
-    cluster: Cluster, partitions: Sequence[tuple[str, int]] | None
+    cluster: AsyncAdminClient, partitions: Sequence[tuple[str, int]] | None
 ) -> tuple[list[str], list[str], list[str]]:
     """ElectLeaders (preferred) for ``partitions`` or all: (elected, already elected,
     failed with reasons), as partition names."""
@@ -214,8 +215,7 @@ async def elect_preferred(
         ),
         timeout=TIMEOUT,
     )
-    await cluster.metadata([])
-    response = await cluster.request(cluster.controller(), body, ElectLeadersResponse)
+    response = await cluster.request(await cluster.controller(), body, ElectLeadersResponse)
     check(response.error_code)
     elected, not_needed, failed = [], [], []
     for t in response.replica_election_results:

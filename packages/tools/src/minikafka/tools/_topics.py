@@ -1,53 +1,39 @@
-"""``minikafka topics``: Kafka's ``kafka-topics.sh`` (TopicCommand) on minikafka's client.
+"""``minikafka topics``: Kafka's ``kafka-topics.sh`` (TopicCommand) on minikafka's Admin client.
 
-- ``--create`` sends CreateTopics (v4: ``-1`` partitions or replication factor means the
-  broker's ``num.partitions`` / ``default.replication.factor``, KIP-464) with the
-  ``--config`` overrides; ``--if-not-exists`` ignores TOPIC_ALREADY_EXISTS.
-- ``--list`` prints the names a Metadata request for every topic returns.
-- ``--describe`` joins Metadata (leader, replicas, ISR of each partition) with
-  DescribeConfigs, keeping, as TopicCommand does, only the entries that are not
-  defaults (``config_source != DEFAULT_CONFIG``).
-- ``--alter --partitions N`` sends CreatePartitions.
-- ``--delete`` sends DeleteTopics; ``--if-exists`` ignores UNKNOWN_TOPIC_OR_PARTITION.
+TopicCommand turns its flags into calls of Kafka's Admin client and prints the answers;
+so does this, on :class:`minikafka.client.AsyncAdminClient` (which sends each request
+where Kafka's Admin sends it: CreateTopics and its kin to the controller):
 
-Admin requests go to the controller the metadata names (combined mode: the broker).
+- ``--create`` is ``create_topics`` (CreateTopics v4: ``-1`` partitions or replication
+  factor means the broker's ``num.partitions`` / ``default.replication.factor``, KIP-464)
+  with the ``--config`` overrides; ``--if-not-exists`` ignores TOPIC_ALREADY_EXISTS.
+- ``--list`` prints the names ``list_topics`` (Metadata for every topic) returns.
+- ``--describe`` joins ``list_topics`` (leader, replicas, ISR of each partition) with
+  ``describe_configs``, keeping, as TopicCommand does, only the entries that are not
+  defaults.
+- ``--alter --partitions N`` is ``create_partitions``.
+- ``--delete`` is ``delete_topics``; ``--if-exists`` ignores UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
 
 import attrs
-from kio.schema.create_partitions.v1.request import (
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-)
-from kio.schema.create_partitions.v1.response import CreatePartitionsResponse
-from kio.schema.create_topics.v4.request import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
-from kio.schema.create_topics.v4.response import CreateTopicsResponse
-from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
-from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
-from kio.schema.describe_configs.v3.request import DescribeConfigsRequest, DescribeConfigsResource
-from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.errors import ErrorCode
-from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta
-from kio.static.protocol import RequestPayload, ResponsePayload
 from rich.table import Table
 
-from ._connection import Cluster, KafkaError, ToolError, check
+from minikafka.client import (
+    RESOURCE_TOPIC,
+    AsyncAdminClient,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
+from minikafka.client import KafkaError as ClientKafkaError
 
-R = TypeVar("R", bound=ResponsePayload)
+from ._connection import KafkaError, ToolError, raise_for
 
-TOPIC_RESOURCE = 2  # DescribeConfigs resource_type of a topic
-DEFAULT_CONFIG = 5  # DescribeConfigs config_source of a value nobody set (KIP-226)
-ADMIN_TIMEOUT = datetime.timedelta(seconds=30)
 NO_LEADER = -1
 
 
@@ -81,34 +67,8 @@ def parse_config(item: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def create_topics_request(
-    topic: str,
-    partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str] | None = None,
-    *,
-    validate_only: bool = False,
-) -> CreateTopicsRequest:
-    """CreateTopics v4 of one topic (-1: the broker's default partitions or factor)."""
-    return CreateTopicsRequest(
-        topics=(
-            CreatableTopic(
-                name=TopicName(topic),
-                num_partitions=i32(partitions),
-                replication_factor=i16(replication_factor),
-                assignments=(),
-                configs=tuple(
-                    CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-                ),
-            ),
-        ),
-        timeout=i32Timedelta.parse(ADMIN_TIMEOUT),
-        validate_only=validate_only,
-    )
-
-
 async def create_topic(
-    cluster: Cluster,
+    cluster: AsyncAdminClient,
     topic: str,
     *,
     partitions: int = -1,
@@ -119,116 +79,102 @@ async def create_topic(
     """Create ``topic``; False if it existed and ``if_not_exists`` said that is fine."""
     if not -1 <= replication_factor <= 2**15 - 1:
         raise ToolError(f"replication factor {replication_factor} is out of range")
-    body = create_topics_request(topic, partitions, replication_factor, configs)
-    (result,) = (await _to_controller(cluster, body, CreateTopicsResponse)).topics
+    new = NewTopic(topic, partitions, replication_factor, dict(configs or {}))
+    results = await cluster.create_topics([new])
     tolerated = ErrorCode.topic_already_exists if if_not_exists else None
-    return _done(result.error_code, result.error_message, tolerated)
+    return _done(results[topic], tolerated)
 
 
-async def list_topics(cluster: Cluster, *, exclude_internal: bool = False) -> list[str]:
-    response = await cluster.metadata(None)
-    return sorted(str(t.name) for t in response.topics if not (exclude_internal and t.is_internal))
+async def list_topics(cluster: AsyncAdminClient, *, exclude_internal: bool = False) -> list[str]:
+    metadata = await cluster.list_topics()
+    return sorted(
+        name for name, t in metadata.topics.items() if not (exclude_internal and t.is_internal)
+    )
 
 
 async def describe_topics(
-    cluster: Cluster, topics: Sequence[str] | None = None, *, exclude_internal: bool = False
+    cluster: AsyncAdminClient,
+    topics: Sequence[str] | None = None,
+    *,
+    exclude_internal: bool = False,
 ) -> list[TopicDescription]:
     """Each topic's partitions and non-default configs; KafkaError if one does not exist."""
-    response = await cluster.metadata(None if topics is None else list(topics))
+    metadata = await cluster.list_topics() if topics is None else None
     found = []
-    for t in response.topics:
-        if t.error_code == ErrorCode.unknown_topic_or_partition:
-            raise KafkaError(t.error_code, f"topic {t.name!r} does not exist")
-        check(t.error_code, f"topic {t.name!r}")
-        if exclude_internal and t.is_internal:
-            continue
-        found.append(t)
+    for name in sorted(metadata.topics) if metadata else topics or ():
+        # One topic at a time when named, so a missing one is reported by its name.
+        t = metadata.topics[name] if metadata else (await cluster.list_topics(name)).topics[name]
+        if t.error is not None and t.error.code() == ErrorCode.unknown_topic_or_partition:
+            raise KafkaError(t.error.code(), f"topic {name!r} does not exist")
+        raise_for(t.error, f"topic {name!r}")
+        if not (exclude_internal and t.is_internal):
+            found.append(t)
     if not found:
         return []
-    configs = await _non_default_configs(cluster, [str(t.name) for t in found])
+    configs = await _non_default_configs(cluster, [t.topic for t in found])
     return [
         TopicDescription(
-            name=str(t.name),
+            name=t.topic,
             internal=t.is_internal,
             partitions=tuple(
                 PartitionDescription(
-                    partition=int(p.partition_index),
-                    leader=int(p.leader_id),
-                    replicas=tuple(int(r) for r in p.replica_nodes),
-                    isr=tuple(int(r) for r in p.isr_nodes),
-                    error=None if p.error_code == ErrorCode.none else p.error_code.name.upper(),
+                    partition=p.id,
+                    leader=p.leader,
+                    replicas=p.replicas,
+                    isr=p.isrs,
+                    error=None if p.error is None else p.error.name(),
                 )
-                for p in sorted(t.partitions, key=lambda p: int(p.partition_index))
+                for p in sorted(t.partitions.values(), key=lambda p: p.id)
             ),
-            configs=configs.get(str(t.name), ()),
+            configs=configs.get(t.topic, ()),
         )
-        for t in sorted(found, key=lambda t: str(t.name))
+        for t in sorted(found, key=lambda t: t.topic)
     ]
 
 
 async def _non_default_configs(
-    cluster: Cluster, topics: Sequence[str]
+    cluster: AsyncAdminClient, topics: Sequence[str]
 ) -> dict[str, tuple[tuple[str, str], ...]]:
-    body = DescribeConfigsRequest(
-        resources=tuple(
-            DescribeConfigsResource(
-                resource_type=i8(TOPIC_RESOURCE), resource_name=name, configuration_keys=None
-            )
-            for name in topics
-        ),
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    response = await cluster.request(cluster.controller(), body, DescribeConfigsResponse)
+    """What TopicCommand shows of a topic's configs: the entries somebody set."""
+    resources = [ConfigResource(RESOURCE_TOPIC, name) for name in topics]
+    described = await cluster.describe_configs(resources)
     configs = {}
-    for result in response.results:
-        check(result.error_code, result.error_message)
-        configs[result.resource_name] = tuple(
-            sorted(
-                (c.name, c.value or "")
-                for c in result.configs
-                if int(c.config_source) != DEFAULT_CONFIG
-            )
+    for resource, entries in described.items():
+        if isinstance(entries, ClientKafkaError):
+            raise_for(entries)
+            continue
+        configs[resource.name] = tuple(
+            sorted((e.name, e.value or "") for e in entries.values() if not e.is_default)
         )
     return configs
 
 
 async def create_partitions(
-    cluster: Cluster, topic: str, count: int, *, if_exists: bool = False
+    cluster: AsyncAdminClient, topic: str, count: int, *, if_exists: bool = False
 ) -> bool:
     """Grow ``topic`` to ``count`` partitions; False if it is missing and ``if_exists``."""
-    body = CreatePartitionsRequest(
-        topics=(CreatePartitionsTopic(name=TopicName(topic), count=i32(count), assignments=None),),
-        timeout=i32Timedelta.parse(ADMIN_TIMEOUT),
-        validate_only=False,
-    )
-    (result,) = (await _to_controller(cluster, body, CreatePartitionsResponse)).results
+    results = await cluster.create_partitions([NewPartitions(topic, count)])
     tolerated = ErrorCode.unknown_topic_or_partition if if_exists else None
-    return _done(result.error_code, result.error_message, tolerated)
+    return _done(results[topic], tolerated)
 
 
-async def delete_topic(cluster: Cluster, topic: str, *, if_exists: bool = False) -> bool:
+async def delete_topic(cluster: AsyncAdminClient, topic: str, *, if_exists: bool = False) -> bool:
     """Delete ``topic``; False if it did not exist and ``if_exists`` said that is fine."""
-    body = DeleteTopicsRequest(
-        topic_names=(TopicName(topic),), timeout=i32Timedelta.parse(ADMIN_TIMEOUT)
-    )
-    (result,) = (await _to_controller(cluster, body, DeleteTopicsResponse)).responses
+    results = await cluster.delete_topics([topic])
     tolerated = ErrorCode.unknown_topic_or_partition if if_exists else None
-    return _done(result.error_code, f"topic {topic!r}", tolerated)
+    return _done(results[topic], tolerated, f"topic {topic!r}")
 
 
-async def _to_controller(cluster: Cluster, body: RequestPayload, response_type: type[R]) -> R:
-    """Send an admin request where Kafka's AdminClient sends it: to the controller."""
-    await cluster.metadata([])  # learn where the controller is
-    return await cluster.request(cluster.controller(), body, response_type)
-
-
-def _done(code: ErrorCode, message: str | None, tolerated: ErrorCode | None) -> bool:
+def _done(
+    error: ClientKafkaError | None, tolerated: ErrorCode | None, message: str | None = None
+) -> bool:
     """True on success; False on the one error the caller said is fine (``--if-exists``,
     ``--if-not-exists``); any other error raises KafkaError."""
-    if tolerated is not None and code == tolerated:
+    if error is None:
+        return True
+    if tolerated is not None and error.code() == tolerated:
         return False
-    check(code, message)
+    raise_for(error, message)
     return True
 
 

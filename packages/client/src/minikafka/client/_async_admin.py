@@ -1,0 +1,394 @@
+"""``AsyncAdminClient``: Kafka's Admin for trio programs, and where each admin request goes.
+
+Kafka's admin requests are not all sent to the same broker, and the rule is the Admin
+client's to know: CreateTopics, DeleteTopics and CreatePartitions go to the controller
+the metadata names (a KRaft broker forwards them to the active controller when it is
+not one, KIP-590), DescribeConfigs to any broker, ListGroups to every broker (each knows
+only the groups it coordinates), DescribeGroups and DeleteGroups to each group's
+coordinator (FindCoordinator). The bootstrap servers are nodes -1, -2, ... until a
+Metadata answer names the brokers, as in Kafka's ``ClientUtils``; after that the known
+brokers are asked first.
+
+The operations answer per topic, resource or group with a value or the
+:class:`KafkaError` the broker gave for it, and raise :class:`KafkaException` only for
+what fails as a whole (``_TRANSPORT`` when no server can be reached, named by the
+request and the server it went to). :meth:`request` sends any request body through the
+same connections, for the tools whose requests the Admin API does not cover here
+(``kafka-consumer-groups.sh``'s offsets, reassignments, the metadata quorum). The
+synchronous, confluent-kafka-shaped :class:`AdminClient` runs this class on a thread.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+from kio.schema.create_partitions.v1.request import CreatePartitionsRequest, CreatePartitionsTopic
+from kio.schema.create_partitions.v1.response import CreatePartitionsResponse
+from kio.schema.create_topics.v4.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.create_topics.v4.response import CreateTopicsResponse
+from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
+from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
+from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
+from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
+from kio.schema.describe_configs.v3.request import DescribeConfigsRequest, DescribeConfigsResource
+from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
+from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
+from kio.schema.list_groups.v2.request import ListGroupsRequest
+from kio.schema.list_groups.v2.response import ListGroupsResponse
+from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from minikafka.net import ClientError, NetworkClient, Node, api_name
+
+from ._admin_types import (
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigResource,
+    ConsumerGroupDescription,
+    MemberDescription,
+    NewPartitions,
+    NewTopic,
+    PartitionMetadata,
+    TopicMetadata,
+    error_or_none,
+    member_partitions,
+)
+from ._config import ConfigError, _bootstrap
+from ._message import TRANSPORT, KafkaError, KafkaException
+from ._metadata import bootstrap_nodes
+
+R = TypeVar("R", bound=ResponsePayload)
+
+ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
+GROUP_KEY_TYPE = 0  # FindCoordinator: a group, not a transactional id
+DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs: a value nobody set (KIP-226)
+
+
+def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, int]:
+    """The bootstrap nodes, ``client.id`` and ``request.timeout.ms`` of an admin client's
+    configuration; ConfigError naming the key for anything else or a bad value."""
+    unknown = set(config) - ADMIN_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"{key}: not an admin client configuration key this client knows")
+    try:
+        servers = _bootstrap(config.get("bootstrap.servers"))
+    except ValueError as exc:
+        raise ConfigError(f"bootstrap.servers: invalid value: {exc}") from None
+    raw_timeout = str(config.get("request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS))
+    if not raw_timeout.isdigit() or int(raw_timeout) <= 0:
+        raise ConfigError(f"request.timeout.ms: invalid value {raw_timeout!r}: expected ms > 0")
+    return (
+        bootstrap_nodes(servers),
+        str(config.get("client.id", "minikafka-admin")),
+        int(raw_timeout),
+    )
+
+
+def metadata_request(
+    topics: Sequence[str] | None, *, allow_auto_topic_creation: bool = False
+) -> MetadataRequest:
+    """Metadata v8 for ``topics`` (None: every topic), no authorized operations (KIP-430)."""
+    return MetadataRequest(
+        topics=None
+        if topics is None
+        else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def where(node: Node) -> str:
+    """A node as an error message names it: ``node 1 (host:port)`` or ``bootstrap server``."""
+    name = f"node {node.node_id}" if node.node_id >= 0 else "bootstrap server"
+    return f"{name} ({node.host}:{node.port})"
+
+
+class AsyncAdminClient:
+    """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
+
+    def __init__(
+        self, client: NetworkClient, bootstrap: tuple[Node, ...], request_timeout_ms: int
+    ) -> None:
+        self.client = client
+        self.bootstrap = bootstrap
+        self.request_timeout_ms = request_timeout_ms
+        self.brokers: dict[int, Node] = {}  # from the last Metadata answer
+        self.controller_id = -1
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, config: Mapping[str, object]) -> AsyncIterator[AsyncAdminClient]:
+        bootstrap, client_id, timeout_ms = admin_config(config)
+        async with NetworkClient.open(
+            client_id=client_id, request_timeout=timeout_ms / 1000
+        ) as client:
+            try:
+                yield cls(client, bootstrap, timeout_ms)
+            finally:
+                client.close()
+
+    # --- routing ------------------------------------------------------------------
+
+    async def request(self, node: Node, body: RequestPayload, response_type: type[R]) -> R:
+        """Send ``body`` to ``node`` and return its response, checked to be a
+        ``response_type``; KafkaException ``_TRANSPORT`` naming the request and the node
+        if the connection fails."""
+        response = await self._send(node, body, expect_response=True)
+        if not isinstance(response, response_type):
+            raise KafkaException(
+                KafkaError(TRANSPORT, f"{api_name(int(body.__api_key__))}: got {response!r}")
+            )
+        return response
+
+    async def send_only(self, node: Node, body: RequestPayload) -> None:
+        """Send a request the broker does not answer (Produce with acks=0)."""
+        await self._send(node, body, expect_response=False)
+
+    async def _send(
+        self, node: Node, body: RequestPayload, *, expect_response: bool
+    ) -> ResponsePayload | None:
+        try:
+            return await self.client.send(node, body, expect_response=expect_response)
+        except (ClientError, OSError) as e:
+            text = f"{api_name(int(body.__api_key__))} to {where(node)}: {e}"
+            raise KafkaException(KafkaError(TRANSPORT, text)) from e
+
+    async def metadata(
+        self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
+    ) -> MetadataResponse:
+        """Metadata v8 for ``topics`` (None: every topic; ``[]``: only the brokers) from
+        the first server that answers: the known brokers, then the bootstrap list."""
+        body = metadata_request(topics, allow_auto_topic_creation=allow_auto_topic_creation)
+        failure: KafkaException | None = None
+        for node in (*self.brokers.values(), *self.bootstrap):
+            try:
+                response = await self.request(node, body, MetadataResponse)
+            except KafkaException as e:
+                failure = e
+                continue
+            self.brokers = {
+                int(b.node_id): Node(int(b.node_id), b.host, int(b.port)) for b in response.brokers
+            }
+            self.controller_id = int(response.controller_id)
+            return response
+        assert failure is not None
+        raise failure
+
+    def node(self, node_id: int) -> Node:
+        """The broker ``node_id`` of the last metadata; LEADER_NOT_AVAILABLE if absent."""
+        node = self.brokers.get(node_id)
+        if node is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not alive")
+            )
+        return node
+
+    async def controller(self) -> Node:
+        """Where Kafka's Admin sends CreateTopics and its kin: the controller the
+        metadata names, else a bootstrap server."""
+        await self.metadata([])
+        return self.brokers.get(self.controller_id, self.bootstrap[0])
+
+    async def find_coordinator(self, group: str) -> Node:
+        """The group's coordinator (FindCoordinator to any broker); KafkaException with
+        its error (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is made)."""
+        node = next(iter(self.brokers.values()), self.bootstrap[0])
+        body = FindCoordinatorRequest(key=group, key_type=i8(GROUP_KEY_TYPE))
+        response = await self.request(node, body, FindCoordinatorResponse)
+        if response.error_code != ErrorCode.none:
+            raise KafkaException(KafkaError(int(response.error_code), response.error_message))
+        return Node(int(response.node_id), response.host, int(response.port))
+
+    def _timeout(self) -> i32Timedelta:
+        return i32Timedelta.parse(datetime.timedelta(milliseconds=self.request_timeout_ms))
+
+    # --- topics -------------------------------------------------------------------
+
+    async def create_topics(
+        self, new_topics: Iterable[NewTopic], *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]:
+        """CreateTopics v4 (-1 partitions or factor: the broker's defaults, KIP-464)."""
+        request = CreateTopicsRequest(
+            topics=tuple(
+                CreatableTopic(
+                    name=TopicName(t.topic),
+                    num_partitions=i32(t.num_partitions),
+                    replication_factor=i16(t.replication_factor),
+                    assignments=(),
+                    configs=tuple(
+                        CreatableTopicConfig(name=k, value=v) for k, v in t.config.items()
+                    ),
+                )
+                for t in new_topics
+            ),
+            timeout=self._timeout(),
+            validate_only=validate_only,
+        )
+        response = await self.request(await self.controller(), request, CreateTopicsResponse)
+        return {
+            str(r.name): error_or_none(int(r.error_code), r.error_message) for r in response.topics
+        }
+
+    async def delete_topics(self, topics: Iterable[str]) -> dict[str, KafkaError | None]:
+        request = DeleteTopicsRequest(
+            topic_names=tuple(TopicName(t) for t in topics), timeout=self._timeout()
+        )
+        response = await self.request(await self.controller(), request, DeleteTopicsResponse)
+        return {str(r.name): error_or_none(int(r.error_code)) for r in response.responses}
+
+    async def create_partitions(
+        self, new_partitions: Iterable[NewPartitions], *, validate_only: bool = False
+    ) -> dict[str, KafkaError | None]:
+        request = CreatePartitionsRequest(
+            topics=tuple(
+                CreatePartitionsTopic(
+                    name=TopicName(p.topic), count=i32(p.new_total_count), assignments=None
+                )
+                for p in new_partitions
+            ),
+            timeout=self._timeout(),
+            validate_only=validate_only,
+        )
+        response = await self.request(await self.controller(), request, CreatePartitionsResponse)
+        return {
+            str(r.name): error_or_none(int(r.error_code), r.error_message) for r in response.results
+        }
+
+    async def list_topics(self, topic: str | None = None) -> ClusterMetadata:
+        """The cluster's brokers and topics (or one topic), as confluent-kafka's."""
+        response = await self.metadata(None if topic is None else [topic])
+        topics = {
+            str(t.name): TopicMetadata(
+                str(t.name),
+                {
+                    int(p.partition_index): PartitionMetadata(
+                        int(p.partition_index),
+                        int(p.leader_id),
+                        tuple(int(r) for r in p.replica_nodes),
+                        tuple(int(r) for r in p.isr_nodes),
+                        error_or_none(int(p.error_code)),
+                    )
+                    for p in t.partitions
+                },
+                error_or_none(int(t.error_code)),
+                t.is_internal,
+            )
+            for t in response.topics
+        }
+        return ClusterMetadata(
+            response.cluster_id, int(response.controller_id), dict(self.brokers), topics
+        )
+
+    # --- configs ------------------------------------------------------------------
+
+    async def describe_configs(
+        self, resources: Iterable[ConfigResource]
+    ) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
+        """Each resource's configuration entries (DescribeConfigs v3, to any broker)."""
+        request = DescribeConfigsRequest(
+            resources=tuple(
+                DescribeConfigsResource(
+                    resource_type=i8(r.restype), resource_name=r.name, configuration_keys=None
+                )
+                for r in resources
+            ),
+            include_synonyms=False,
+            include_documentation=False,
+        )
+        response = await self.request(await self.controller(), request, DescribeConfigsResponse)
+        out: dict[ConfigResource, dict[str, ConfigEntry] | KafkaError] = {}
+        for result in response.results:
+            resource = ConfigResource(int(result.resource_type), result.resource_name)
+            error = error_or_none(int(result.error_code), result.error_message)
+            out[resource] = error or {
+                c.name: ConfigEntry(
+                    c.name,
+                    c.value,
+                    c.read_only,
+                    int(c.config_source) == DEFAULT_CONFIG_SOURCE,
+                    c.is_sensitive,
+                )
+                for c in result.configs
+            }
+        return out
+
+    # --- groups -------------------------------------------------------------------
+
+    async def list_consumer_groups(self) -> list[str]:
+        """Every group on every broker (ListGroups is answered per coordinator)."""
+        await self.metadata([])
+        groups: set[str] = set()
+        for node in list(self.brokers.values()):
+            response = await self.request(node, ListGroupsRequest(), ListGroupsResponse)
+            if response.error_code != ErrorCode.none:
+                raise KafkaException(
+                    KafkaError(int(response.error_code), f"ListGroups to {where(node)}")
+                )
+            groups.update(str(g.group_id) for g in response.groups)
+        return sorted(groups)
+
+    async def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription | KafkaError]:
+        out: dict[str, ConsumerGroupDescription | KafkaError] = {}
+        for group in group_ids:
+            try:
+                node = await self.find_coordinator(group)
+            except KafkaException as e:
+                out[group] = e.args[0]
+                continue
+            request = DescribeGroupsRequest(
+                groups=(GroupId(group),), include_authorized_operations=False
+            )
+            [described] = (await self.request(node, request, DescribeGroupsResponse)).groups
+            error = error_or_none(int(described.error_code))
+            out[group] = error or ConsumerGroupDescription(
+                group,
+                described.group_state,
+                described.protocol_type,
+                described.protocol_data,
+                tuple(
+                    MemberDescription(
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                        m.group_instance_id,
+                        member_partitions(bytes(m.member_assignment)),
+                    )
+                    for m in described.members
+                ),
+                node,
+            )
+        return out
+
+    async def delete_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, KafkaError | None]:
+        out: dict[str, KafkaError | None] = {}
+        for group in group_ids:
+            try:
+                node = await self.find_coordinator(group)
+            except KafkaException as e:
+                out[group] = e.args[0]
+                continue
+            request = DeleteGroupsRequest(groups_names=(GroupId(group),))
+            response = await self.request(node, request, DeleteGroupsResponse)
+            out[group] = error_or_none(int(response.results[0].error_code))
+        return out
