@@ -332,7 +332,7 @@ def test_a_broker_refuses_log_dirs_of_another_cluster_with_one_line(
         argv += ["--override", f"{key}={value}"]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE, check=False)
     assert run.returncode == 1, run.stderr
-    assert "cannot start: The AsyncAdminClient ID" in run.stderr
+    assert "cannot start: The Cluster ID" in run.stderr
     assert "doesn't match stored clusterId AAAAAAAAAAAAAAAAAAAAAA" in run.stderr
     assert "Traceback" not in run.stderr
     assert (data / "meta.properties").read_text(encoding="utf-8") == meta

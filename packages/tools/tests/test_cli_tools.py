@@ -1,7 +1,7 @@
 """The client tools (issue 5): ``minikafka topics``, ``produce`` and ``consume``.
 
 Each test runs a broker in this trio loop (``running_broker``) and calls the tools' async
-functions with a :class:`AsyncAdminClient` over the NetworkClient; the command itself is run as a
+functions with an :class:`AsyncAdminClient`; the command itself is run as a
 subprocess (``python -m minikafka.tools``) for the smoke tests, and through typer's
 CliRunner in a worker thread (the command calls ``trio.run`` itself) for its output.
 The broker uses real threads, so the tests keep real time with deadlines.
