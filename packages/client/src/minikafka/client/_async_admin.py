@@ -52,6 +52,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from minikafka.coordination import CONSUMER_PROTOCOL_TYPE
 from minikafka.net import ClientError, NetworkClient, Node, api_name
 
 from ._admin_types import (
@@ -207,13 +208,17 @@ class AsyncAdminClient:
         return self.brokers.get(self.controller_id, self.bootstrap[0])
 
     async def find_coordinator(self, group: str) -> Node:
-        """The group's coordinator (FindCoordinator to any broker); KafkaException with
-        its error (COORDINATOR_NOT_AVAILABLE while ``__consumer_offsets`` is made)."""
+        """The group's coordinator, the broker leading the group's ``__consumer_offsets``
+        partition (FindCoordinator to any broker); KafkaException with its error
+        (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
+        if not self.brokers:
+            await self.metadata([])  # any broker answers: learn them from the bootstrap list
         node = next(iter(self.brokers.values()), self.bootstrap[0])
         body = FindCoordinatorRequest(key=group, key_type=i8(GROUP_KEY_TYPE))
         response = await self.request(node, body, FindCoordinatorResponse)
         if response.error_code != ErrorCode.none:
-            raise KafkaException(KafkaError(int(response.error_code), response.error_message))
+            message = response.error_message or f"FindCoordinator of group '{group}'"
+            raise KafkaException(KafkaError(int(response.error_code), message))
         return Node(int(response.node_id), response.host, int(response.port))
 
     def _timeout(self) -> i32Timedelta:
@@ -332,16 +337,21 @@ class AsyncAdminClient:
     # --- groups -------------------------------------------------------------------
 
     async def list_consumer_groups(self) -> list[str]:
-        """Every group on every broker (ListGroups is answered per coordinator)."""
+        """The consumer groups of every broker, sorted: ListGroups to each (it is answered
+        per coordinator), keeping, as Kafka's ``listConsumerGroups`` does, the groups of
+        the consumer protocol and those that only ever committed offsets (type "")."""
         await self.metadata([])
         groups: set[str] = set()
         for node in list(self.brokers.values()):
             response = await self.request(node, ListGroupsRequest(), ListGroupsResponse)
             if response.error_code != ErrorCode.none:
-                raise KafkaException(
-                    KafkaError(int(response.error_code), f"ListGroups to {where(node)}")
-                )
-            groups.update(str(g.group_id) for g in response.groups)
+                message = f"ListGroups of broker {node.node_id}"
+                raise KafkaException(KafkaError(int(response.error_code), message))
+            groups.update(
+                str(g.group_id)
+                for g in response.groups
+                if g.protocol_type in (CONSUMER_PROTOCOL_TYPE, "")
+            )
         return sorted(groups)
 
     async def describe_consumer_groups(

@@ -13,8 +13,9 @@ exceptions the same way.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from typing import TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v5.request import (
@@ -27,6 +28,8 @@ from kio.static.primitive import i8, i32, i64
 
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.client import KafkaError as ClientKafkaError
+
+T = TypeVar("T")
 
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
 
@@ -60,9 +63,22 @@ def check(code: ErrorCode | int, message: str | None = None) -> None:
 
 
 def raise_for(error: ClientKafkaError | None, message: str | None = None) -> None:
-    """The client's per-topic or per-group answer as the tools' error, if it is one."""
-    if error is not None:
-        raise KafkaError(error.code(), message or _detail(error))
+    """The client's per-topic or per-group answer as the tools' error, if it is one: a
+    broker's code as :class:`KafkaError`, the client's own (a connection) as ToolError."""
+    if error is None:
+        return
+    if error.code() < 0:
+        raise ToolError(error.str())
+    raise KafkaError(error.code(), message or _detail(error))
+
+
+async def as_tool_error(call: Awaitable[T]) -> T:
+    """Await a client call, its KafkaException raised as the tools' error (:func:`raise_for`)."""
+    try:
+        return await call
+    except KafkaException as e:
+        raise_for(e.args[0])
+        raise  # not reached: raise_for raised
 
 
 def describe_failure(error: ClientKafkaError) -> str:
@@ -170,6 +186,7 @@ __all__ = [
     "KafkaError",
     "KafkaException",
     "ToolError",
+    "as_tool_error",
     "check",
     "connect",
     "describe_failure",

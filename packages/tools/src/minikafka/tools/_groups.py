@@ -39,22 +39,24 @@ from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
 from kio.schema.errors import ErrorCode
-from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
-from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
-from kio.schema.list_groups.v2.request import ListGroupsRequest
-from kio.schema.list_groups.v2.response import ListGroupsResponse
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.types import GroupId
-from kio.static.primitive import i8
 
 from minikafka.client import AsyncAdminClient
 from minikafka.common import TopicPartition
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
 from minikafka.net import Node
 
-from ._connection import KafkaError, ToolError, check, error_name, list_offsets_request
+from ._connection import (
+    KafkaError,
+    ToolError,
+    as_tool_error,
+    check,
+    error_name,
+    list_offsets_request,
+)
 
 T = TypeVar("T")
 
@@ -143,36 +145,14 @@ async def retrying(call: Callable[[], Awaitable[T]], timeout_ms: int = DEFAULT_T
 async def list_groups(
     cluster: AsyncAdminClient, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> list[str]:
-    """The consumer groups of every broker, sorted."""
-    await cluster.metadata([])  # learn the brokers
-    groups: set[str] = set()
-    for node in cluster.brokers.values():
-
-        async def ask(node: Node = node) -> ListGroupsResponse:
-            response = await cluster.request(node, ListGroupsRequest(), ListGroupsResponse)
-            check(response.error_code, f"ListGroups of broker {node.node_id}")
-            return response
-
-        response = await retrying(ask, timeout_ms)
-        groups.update(
-            str(g.group_id)
-            for g in response.groups
-            if g.protocol_type in (CONSUMER_PROTOCOL_TYPE, "")
-        )
-    return sorted(groups)
+    """The consumer groups of every broker, sorted (the Admin's ``list_consumer_groups``,
+    asked again while a coordinator is still loading)."""
+    return await retrying(lambda: as_tool_error(cluster.list_consumer_groups()), timeout_ms)
 
 
 async def find_coordinator(cluster: AsyncAdminClient, group: str) -> Node:
     """The broker that coordinates ``group`` (it leads the group's offsets partition)."""
-    if not cluster.brokers:
-        await cluster.metadata([])  # any broker answers; learn them from the bootstrap list
-    response = await cluster.request(
-        next(iter(cluster.brokers.values())),
-        FindCoordinatorRequest(key=group, key_type=i8(GROUP_KEY_TYPE)),
-        FindCoordinatorResponse,
-    )
-    check(response.error_code, response.error_message or f"FindCoordinator of group '{group}'")
-    return Node(int(response.node_id), response.host, int(response.port))
+    return await as_tool_error(cluster.find_coordinator(group))
 
 
 async def describe_group(
