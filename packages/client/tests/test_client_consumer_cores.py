@@ -16,7 +16,10 @@ from minikafka.client import (
     SubscriptionState,
     TopicInfo,
 )
-from minikafka.client._coordinator import (
+from minikafka.client._fetcher import records_from
+from minikafka.common import TopicPartition
+from minikafka.coordination import Assignment, decode_subscription, encode_assignment
+from minikafka.coordination.member import (
     FindCoordinator,
     Heartbeat,
     JoinGroup,
@@ -25,9 +28,6 @@ from minikafka.client._coordinator import (
     OffsetCommit,
     OffsetFetch,
 )
-from minikafka.client._fetcher import records_from
-from minikafka.common import TopicPartition
-from minikafka.coordination import Assignment, decode_subscription, encode_assignment
 from minikafka.log import Record, build_batch, make_records
 from minikafka.net import Node
 

@@ -10,6 +10,10 @@ producer" and "The consumer".
 from __future__ import annotations
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+from minikafka.coordination.member import ConsumerCoordinator as ConsumerCoordinator
+from minikafka.coordination.member import MemberState as MemberState
+from minikafka.coordination.member import RebalanceEvent as RebalanceEvent
+from minikafka.coordination.member import SubscriptionState as SubscriptionState
 
 from ._accumulator import BufferFull as BufferFull
 from ._accumulator import PendingRecord as PendingRecord
@@ -35,9 +39,6 @@ from ._config import ConfigError as ConfigError
 from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
 from ._consumer import Consumer as Consumer
-from ._coordinator import ConsumerCoordinator as ConsumerCoordinator
-from ._coordinator import MemberState as MemberState
-from ._coordinator import RebalanceEvent as RebalanceEvent
 from ._fetcher import FetchedPartition as FetchedPartition
 from ._fetcher import Fetcher as Fetcher
 from ._fetcher import FetchPlan as FetchPlan
@@ -61,7 +62,6 @@ from ._sender import PartitionResponse as PartitionResponse
 from ._sender import ProducePlan as ProducePlan
 from ._sender import Sender as Sender
 from ._shell import ProducerShell as ProducerShell
-from ._subscription import SubscriptionState as SubscriptionState
 
 __all__ = [
     "OFFSET_BEGINNING",

@@ -365,6 +365,6 @@ class AsyncConsumer:
         with trio.fail_after(self.config.request_timeout_ms / 1000):
             while request.commit_id not in self._coordinator.commit_results:
                 await self._changed.wait()
-        error = self._coordinator.commit_results.pop(request.commit_id)
-        if error is not None:
-            raise KafkaException(error)
+        code = self._coordinator.commit_results.pop(request.commit_id)
+        if code != ErrorCode.none:
+            raise KafkaException(KafkaError(code))

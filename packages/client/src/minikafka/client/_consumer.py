@@ -23,25 +23,31 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition as TP
+from minikafka.coordination.member import (
+    EARLIEST,
+    LATEST,
+    ConsumerCoordinator,
+    RebalanceEvent,
+    SubscriptionState,
+)
 from minikafka.log import Record
 from minikafka.net import NetworkClient
 
 from ._config import ConsumerConfig
 from ._consumer_shell import ConsumerShell
-from ._coordinator import ConsumerCoordinator, RebalanceEvent
 from ._fetcher import Fetcher
 from ._message import (
     OFFSET_BEGINNING,
     OFFSET_END,
     OFFSET_INVALID,
     OFFSET_STORED,
+    TIMED_OUT,
     KafkaError,
     KafkaException,
     Message,
     TopicPartition,
 )
 from ._metadata import ClientMetadata, bootstrap_nodes
-from ._subscription import EARLIEST, LATEST, SubscriptionState
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 
@@ -284,9 +290,9 @@ class Consumer:
                 ),
                 self.config.request_timeout_ms / 1000,
             )
-            error = self._coordinator.commit_results.pop(request.commit_id, KafkaError(-185))
-        if error is not None:
-            raise KafkaException(error)
+            code = self._coordinator.commit_results.pop(request.commit_id, TIMED_OUT)
+        if code != ErrorCode.none:
+            raise KafkaException(KafkaError(code))
         return [TopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()]
 
     # --- closing ------------------------------------------------------------------

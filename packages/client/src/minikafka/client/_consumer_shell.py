@@ -60,10 +60,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
-from minikafka.log import CorruptRecordError
-from minikafka.net import ClientError, NetworkClient, Node
-
-from ._coordinator import (
+from minikafka.coordination.member import (
     ConsumerCoordinator,
     FindCoordinator,
     GroupRequest,
@@ -75,6 +72,9 @@ from ._coordinator import (
     OffsetFetch,
     SyncGroup,
 )
+from minikafka.log import CorruptRecordError
+from minikafka.net import ClientError, NetworkClient, Node
+
 from ._fetcher import FetchedPartition, Fetcher, FetchPlan
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher

@@ -37,12 +37,12 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
+from minikafka.coordination.member import SubscriptionState
 from minikafka.log import CorruptRecordError, Record, decode_batch
 
 from ._config import ConsumerConfig
 from ._message import KafkaError
 from ._metadata import ClientMetadata
-from ._subscription import SubscriptionState
 
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _STALE_METADATA = frozenset(

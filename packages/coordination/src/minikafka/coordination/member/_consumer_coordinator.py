@@ -32,35 +32,39 @@ was dropped cannot commit over its successor. A newly assigned partition starts 
 group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one.
 
 A core: calls take ``now`` (seconds); requests come back as values, answers go in.
+It lives beside the broker's coordinator, the other half of the same protocol, so that
+the group simulator (``python -m minikafka.coordination simulate``) runs both halves:
+what it needs from the consumer around it comes through two ports, :class:`MemberSettings`
+(the client's configuration) and :class:`ClusterView` (its metadata).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
-from minikafka.coordination import (
+
+from ..assignors._assignor import (
     NO_GENERATION,
-    CooperativeStickyAssignor,
     PartitionAssignor,
-    RangeAssignor,
     RebalanceProtocol,
-    RoundRobinAssignor,
-    StickyAssignor,
     Subscription,
+)
+from ..assignors._consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-
-from ._config import ConsumerConfig
-from ._message import KafkaError
-from ._metadata import ClientMetadata
+from ..assignors._cooperative_sticky import CooperativeStickyAssignor
+from ..assignors._range import RangeAssignor
+from ..assignors._round_robin import RoundRobinAssignor
+from ..assignors._sticky import StickyAssignor
 from ._subscription import SubscriptionState
 
 ASSIGNOR_TYPES: dict[str, type[PartitionAssignor]] = {
@@ -73,6 +77,42 @@ _COORDINATOR_GONE = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_
 _MEMBER_GONE = frozenset(
     {ErrorCode.unknown_member_id, ErrorCode.illegal_generation, ErrorCode.fenced_instance_id}
 )
+
+
+class MemberSettings(Protocol):
+    """The consumer configuration a member reads (Kafka's keys, in ``ConsumerConfig``)."""
+
+    @property
+    def partition_assignment_strategy(self) -> Sequence[str]: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+    @property
+    def session_timeout_ms(self) -> int: ...
+    @property
+    def heartbeat_interval_ms(self) -> int: ...
+    @property
+    def max_poll_interval_ms(self) -> int: ...
+    @property
+    def enable_auto_commit(self) -> bool: ...
+    @property
+    def auto_commit_interval_ms(self) -> int: ...
+    @property
+    def retry_backoff_ms(self) -> int: ...
+
+
+class PartitionCount(Protocol):
+    @property
+    def leaders(self) -> tuple[int, ...]: ...  # one entry per partition
+
+
+class ClusterView(Protocol):
+    """What a member asks of the consumer's metadata: whether a node is known (the
+    coordinator FindCoordinator named), and, as leader, each subscribed topic's
+    partitions (asking for a topic it did not track yet)."""
+
+    def node(self, node_id: int) -> object | None: ...
+    def want(self, topic: str) -> bool: ...
+    def partitions(self, topic: str) -> PartitionCount | None: ...
 
 
 class MemberState(enum.Enum):
@@ -163,9 +203,9 @@ class RebalanceEvent:
 
 @attrs.define
 class ConsumerCoordinator:
-    config: ConsumerConfig
+    config: MemberSettings
     subscriptions: SubscriptionState
-    metadata: ClientMetadata
+    metadata: ClusterView
     group_id: str
     state: MemberState = MemberState.UNJOINED
     coordinator: int | None = None  # the coordinator's node id (in metadata.nodes)
@@ -174,7 +214,7 @@ class ConsumerCoordinator:
     protocol: str | None = None
     rejoin_needed: bool = True
     events: list[RebalanceEvent] = attrs.field(factory=list)
-    commit_results: dict[int, KafkaError | None] = attrs.field(factory=dict)
+    commit_results: dict[int, int] = attrs.field(factory=dict)  # commit id -> error code
     _waiting_for_events: bool = False
     _finding: bool = False
     _heartbeat_in_flight: bool = False
@@ -482,7 +522,7 @@ class ConsumerCoordinator:
 
     def on_commit(self, commit_id: int, errors: Iterable[int], now: float) -> None:
         first = next((e for e in errors if e != ErrorCode.none), ErrorCode.none)
-        self.commit_results[commit_id] = None if first == ErrorCode.none else KafkaError(first)
+        self.commit_results[commit_id] = int(first)
         if first in _MEMBER_GONE or first == ErrorCode.rebalance_in_progress:
             self.request_rejoin()
         elif first in _COORDINATOR_GONE:
