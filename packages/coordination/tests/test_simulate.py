@@ -287,25 +287,25 @@ def test_the_example_command_prints_its_four_generations() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for expected in [
-        "generation 1 at 6006 ms (protocol range, leader consumer-1):\n"
+        "generation 1 at 6008 ms (protocol range, leader consumer-1):\n"
         "  consumer-1 -> topic-0,topic-1\n"
         "  consumer-2 -> topic-2,topic-3\n"
         "  consumer-3 -> topic-4\n",
-        "generation 2 at 9478 ms (protocol range, leader consumer-1):\n"
+        "generation 2 at 9541 ms (protocol range, leader consumer-1):\n"
         "  consumer-1 -> topic-0,topic-1\n"
         "  consumer-2 -> topic-2\n"
         "  consumer-3 -> topic-3\n"
         "  consumer-4 -> topic-4\n",
-        "generation 3 at 12950 ms (protocol range, leader consumer-1):\n"
+        "generation 3 at 13172 ms (protocol range, leader consumer-1):\n"
         "  consumer-1 -> topic-0,topic-1\n"
         "  consumer-3 -> topic-2,topic-3\n"
         "  consumer-4 -> topic-4\n",
-        "generation 4 at 61511 ms (protocol range, leader consumer-3):\n"
+        "generation 4 at 61729 ms (protocol range, leader consumer-3):\n"
         "  consumer-3 -> topic-0,topic-1,topic-2\n"
         "  consumer-4 -> topic-3,topic-4\n",
         "consumer-1  coordinator: session expired, no heartbeat for 45000 ms",
         "consumer-2  LeaveGroup: left",
-        "crash:1: generation 4; event at 15950 ms, rebalance 60951-61511 ms",
+        "crash:1: generation 4; event at 16172 ms, rebalance 61173-61729 ms",
     ]:
         assert expected in out
     assert "generation 5" not in out

@@ -10,10 +10,12 @@ compacted topic ``__consumer_offsets`` (``GroupMetadataManager``, the record cod
 which the coordinator reaches through the ``OffsetsTopic`` port; ``GroupCoordinatorService``
 is the trio shell the broker's request handlers call.
 
-Three subpackages: ``group`` (the coordinator: a shard composing a membership and an
+Four subpackages: ``group`` (the coordinator: a shard composing a membership and an
 offsets manager, as Kafka's newer coordinator is), ``assignors`` (the assignors and the
-consumer protocol's codecs) and ``simulate`` (the simulator). This module re-exports their
-public names.
+consumer protocol's codecs), ``member`` (the member's side: Kafka's ``ConsumerCoordinator``
+and ``SubscriptionState``, which the client's consumer runs) and ``simulate`` (the
+simulator, which runs both sides). This module re-exports the public names of the first
+two and of the simulator; ``member``'s are imported from it.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)

@@ -3,8 +3,8 @@
     simulate [--members 3] [--partitions 5] [--assignor range] [--events join:4,leave:2,crash:1]
              [--seed 0] [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000]
              [--topic topic]
-                                  the real group coordinator and simulated consumers on
-                                  virtual time: the timeline, every generation's assignment
+                                  the real group coordinator and the consumer's member
+                                  core on virtual time: the timeline, every generation's assignment
                                   and how long each rebalance stopped consumption
 
 Exit status: 0 fine, 2 bad usage (an unknown assignor, a malformed or impossible event).
@@ -53,7 +53,7 @@ def simulate_command(
     heartbeat_interval_ms: Annotated[int, typer.Option(help="heartbeat.interval.ms")] = 3_000,
     topic: Annotated[str, typer.Option(help="the topic the group subscribes to")] = "topic",
 ) -> None:
-    """Drive the real GroupCoordinator with simulated consumers on virtual time."""
+    """Drive the real GroupCoordinator and the consumers' member cores on virtual time."""
     try:
         config = SimulationConfig(
             members=members,

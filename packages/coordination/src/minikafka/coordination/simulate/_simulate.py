@@ -2,8 +2,8 @@
 
 ``python -m minikafka.coordination simulate`` (seed 002 §§1-3 "状态机" and "rebalance
 场景", seed 000 "消费组重平衡" and "重平衡协议", KIP-429). The coordinator is the sans-IO
-core the broker runs; the consumers (``_simulate_consumer``) play the client side of the
-group protocol as Kafka's consumer does. This module is their world: a clock, a network
+core the broker runs; each consumer (``_simulate_consumer``) is the member core the
+client's consumer runs, ``ConsumerCoordinator``. This module is their world: a clock, a network
 where every message takes ``network_latency_ms`` each way, the group's
 ``__consumer_offsets`` partition (every append commits at once), the script of events
 (``join:4``, ``leave:2``, ``crash:1``, each ``EVENT_GAP_MS`` after the group settled)

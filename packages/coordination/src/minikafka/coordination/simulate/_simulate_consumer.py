@@ -1,18 +1,20 @@
-"""The client side of the group protocol, as a simulated Kafka consumer plays it.
+"""A consumer of the simulated group: the client's own ``ConsumerCoordinator`` on virtual time.
 
-Kafka's ``ConsumerCoordinator`` reduced to what a rebalance needs (seed 002 §2, seed 000
-"重平衡协议", KIP-429): JoinGroup with the ``consumer`` protocol type and one protocol,
-the assignor's name with the encoded subscription (v4+: rejoin with the id
-MEMBER_ID_REQUIRED hands out, KIP-394); as leader, decode every member's subscription,
-run the assignor and send the encoded plan in the SyncGroup; a Heartbeat every
-``heartbeat.interval.ms``. A Heartbeat answered REBALANCE_IN_PROGRESS only flags the
-rejoin: the consumer rejoins in its next ``poll()``, once it has processed what the last
-one returned, which is why members rejoin at different times. EAGER: a member revokes
-everything before it rejoins. COOPERATIVE: it keeps what it owns, revokes what the new
-assignment leaves out and, if that is anything, rejoins at once for the second round.
+The member's side of the group protocol is the core the real consumer runs
+(``..member``, seed 002 §2, seed 000 "重平衡协议", KIP-429): it finds its coordinator,
+joins with the assignor's subscription (a new member is handed its id first, KIP-394),
+runs the assignor as leader, heartbeats, and revokes eagerly or cooperatively. This
+module is only its shell in the simulated world, in place of the trio shell the client
+runs it under: it carries the core's requests to the real ``GroupCoordinator`` and the
+answers back (translating between the two halves' request values, as the network's
+encodings do for real), plays the application's ``poll()`` loop (every
+``processing_ms``, which is when the rebalance callbacks run and an eager member lets go
+of its partitions), and writes what happened to the timeline.
 
 The consumer talks to the world (the network, the clock, the timeline) through the
-``World`` port, which ``_simulate`` implements.
+``World`` port, which ``_simulate`` implements. The coordinator is the only node
+(FindCoordinator answers it), nothing is ever committed (``enable.auto.commit`` is off,
+so OffsetFetch finds nothing), and the topic's partition count is known to all.
 """
 
 from __future__ import annotations
@@ -25,19 +27,9 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 
-from ..assignors._assignor import NO_GENERATION, RebalanceProtocol, Subscription
-from ..assignors._consumer_protocol import (
-    CONSUMER_PROTOCOL_TYPE,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
-from ..assignors._cooperative_sticky import CooperativeStickyAssignor, cooperative_violations
-from ..assignors._sticky import StickyAssignor
+from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
 from ..group._coordinator import GroupCoordinator
 from ..group._group_requests import (
-    UNKNOWN_MEMBER_ID,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -49,6 +41,21 @@ from ..group._group_requests import (
     SyncGroupResponse,
 )
 from ..group._results import GroupReply, GroupResponse
+from ..member import (
+    ConsumerCoordinator,
+    FindCoordinator,
+    GroupRequest,
+    Heartbeat,
+    JoinGroup,
+    JoinMember,
+    LeaveGroup,
+    MemberState,
+    OffsetCommit,
+    OffsetFetch,
+    RebalanceEvent,
+    SubscriptionState,
+    SyncGroup,
+)
 from ._simulate_values import EntryKind, SimulationConfig, SimulationError, format_partitions
 
 __all__ = ["Call", "SimulatedConsumer", "World"]
@@ -57,6 +64,7 @@ __all__ = ["Call", "SimulatedConsumer", "World"]
 JOIN_GROUP_VERSION = 5
 LEAVE_GROUP_VERSION = 3
 CLIENT_HOST = "/127.0.0.1"
+COORDINATOR_NODE = 0  # the simulated cluster's one broker, which coordinates the group
 
 Call: TypeAlias = Callable[[GroupCoordinator, int, float], list[GroupReply]]
 """One request as the coordinator takes it: (coordinator, request id, now) -> replies."""
@@ -87,111 +95,237 @@ class World(Protocol):
     ) -> None: ...
 
 
+@attrs.frozen
+class MemberSettings:
+    """The consumer configuration the member core reads (its ``MemberSettings`` port)."""
+
+    partition_assignment_strategy: tuple[str, ...]
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    group_instance_id: str | None = None
+    enable_auto_commit: bool = False  # nothing to commit: the simulation reads no records
+    auto_commit_interval_ms: int = 5_000
+    retry_backoff_ms: int = 100
+
+
+@attrs.frozen
+class _TopicPartitions:
+    leaders: tuple[int, ...]
+
+
+@attrs.frozen
+class SimulatedCluster:
+    """The member core's ``ClusterView``: one broker (the coordinator), one topic."""
+
+    topic: str
+    partition_count: int
+
+    def node(self, node_id: int) -> object | None:
+        return node_id if node_id == COORDINATOR_NODE else None
+
+    def want(self, topic: str) -> bool:
+        return False  # everything there is to know is known
+
+    def partitions(self, topic: str) -> _TopicPartitions | None:
+        if topic != self.topic:
+            return None
+        return _TopicPartitions((COORDINATOR_NODE,) * self.partition_count)
+
+
+def member_core(config: SimulationConfig) -> ConsumerCoordinator:
+    """A fresh ``ConsumerCoordinator`` subscribed to the simulated topic."""
+    settings = MemberSettings(
+        partition_assignment_strategy=(config.assignor,),
+        session_timeout_ms=config.session_timeout_ms,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        max_poll_interval_ms=config.rebalance_timeout_ms,
+    )
+    subscriptions = SubscriptionState()
+    subscriptions.subscribe([config.topic])
+    cluster = SimulatedCluster(config.topic, config.partitions)
+    return ConsumerCoordinator(settings, subscriptions, cluster, config.group_id)
+
+
 @attrs.define(eq=False)
 class SimulatedConsumer:
-    """One consumer's membership (Kafka's ``AbstractCoordinator`` state) and its moves."""
+    """One consumer: the member core, the application's poll loop, and what it owns."""
 
     world: World = attrs.field(repr=False)
     config: SimulationConfig
     number: int
     processing_ms: int  # how long it works on what one poll() returns
-    member_id: str = UNKNOWN_MEMBER_ID
-    generation: int = NO_GENERATION
-    joining: bool = True  # a JoinGroup is on its way or parked
-    rejoin_needed: bool = False  # a Heartbeat said so; it rejoins at its next poll()
-    synced: bool = False  # it has its assignment for ``generation``
+    core: ConsumerCoordinator = attrs.field(init=False)
     stopped: bool = False  # left or crashed: it sends nothing and reads nothing
     crash_after_heartbeat: bool = False
     owned: frozenset[TopicPartition] = frozenset()
-    last_assignment: tuple[TopicPartition, ...] = ()  # the eager sticky assignor's memory
-    plan: tuple[tuple[str, bytes], ...] = ()  # as leader: the assignment it sent
-    heartbeat_epoch: int = 0  # a new epoch cancels the heartbeats scheduled before it
-    last_poll: float = 0.0
     last_heard: float = 0.0  # when the coordinator last got a request from it
+    _plan: tuple[tuple[str, bytes], ...] = ()  # as leader: the assignment it sent
+    _wakeup: float | None = None  # the one pending wake-up of the core (None: none)
+
+    @core.default
+    def _core(self) -> ConsumerCoordinator:
+        return member_core(self.config)
 
     @property
     def client_id(self) -> str:
         return f"consumer-{self.number}"
 
     @property
-    def protocol(self) -> RebalanceProtocol:
-        return self.config.rebalance_protocol
+    def member_id(self) -> str:
+        return self.core.member_id
+
+    @property
+    def generation(self) -> int:
+        return self.core.generation_id
+
+    @property
+    def synced(self) -> bool:
+        """In the generation with its assignment (fetching it; on_assign runs at the
+        application's next poll)."""
+        return self.core.state is MemberState.STABLE
+
+    @property
+    def rejoin_needed(self) -> bool:
+        return self.core.rejoin_needed
 
     # --- what the script makes it do -------------------------------------------------
 
     def start(self) -> None:
-        self.last_poll = self.world.now
-        self._send_join()
-        text = f"starts (processes a poll in {self.processing_ms} ms): JoinGroup"
+        text = f"starts (processes a poll in {self.processing_ms} ms): FindCoordinator"
         self.world.record(self, EntryKind.STARTED, text)
+        self._poll_loop()
 
     def leave(self) -> None:
         # KafkaConsumer.close(): the rebalance listener gives everything up, then LeaveGroup.
-        self._revoke(self.owned, "before leaving")
+        self._record_revoke(self.owned, "before leaving")
+        self.core.subscriptions.set_assignment(())
+        self._sync_owned()
+        request = self.core.leave()
         self.stopped = True
-        request = LeaveGroupRequest(
-            self.config.group_id, (MemberIdentity(self.member_id),), LEAVE_GROUP_VERSION
-        )
-        self.world.send(self, lambda c, rid, now: c.leave_group(rid, request, now))
+        if request is not None:
+            self._send(request)
 
     def crash(self) -> None:
         self.stopped = True
         self._set_owned(frozenset())  # nobody consumes its partitions any more
         self.world.record(self, EntryKind.CRASHED, "crashes after a heartbeat, no LeaveGroup")
 
-    # --- requests ----------------------------------------------------------------------
+    # --- the application and the core's clock ----------------------------------------
 
-    def _subscription(self) -> Subscription:
-        user_data: bytes | None = None
-        assignor = self.config.partition_assignor
-        if isinstance(assignor, StickyAssignor):
-            user_data = assignor.subscription_user_data(self.last_assignment, self.generation)
-        elif isinstance(assignor, CooperativeStickyAssignor):
-            user_data = assignor.subscription_user_data(self.generation)
-        # An eager member revoked everything before rejoining: it owns nothing here.
-        return Subscription((self.config.topic,), user_data, sorted(self.owned), self.generation)
-
-    def _send_join(self) -> None:
-        self.joining, self.synced, self.rejoin_needed = True, False, False
-        self.heartbeat_epoch += 1  # the heartbeat thread pauses while it joins
-        c = self.config
-        request = JoinGroupRequest(
-            c.group_id, self.member_id, CONSUMER_PROTOCOL_TYPE,
-            ((c.assignor, encode_subscription(self._subscription())),),
-            c.session_timeout_ms, c.rebalance_timeout_ms, None, self.client_id,
-            CLIENT_HOST, JOIN_GROUP_VERSION,
-        )  # fmt: skip
-        self.world.send(self, lambda c, rid, now: c.join_group(rid, request, now))
-
-    def _send_sync(self) -> None:
-        request = SyncGroupRequest(
-            self.config.group_id, self.generation, self.member_id, None,
-            CONSUMER_PROTOCOL_TYPE, self.config.assignor, self.plan,
-        )  # fmt: skip
-        self.world.send(self, lambda c, rid, now: c.sync_group(rid, request, now))
-
-    def heartbeat(self, epoch: int) -> None:
-        if self.stopped or epoch != self.heartbeat_epoch:
+    def _poll_loop(self) -> None:
+        """The application's poll(): the member is alive, the rebalance callbacks run
+        (an eager member's partitions go only once on_revoke has run), then the records
+        are processed for ``processing_ms`` before the next poll."""
+        if self.stopped:
             return
-        request = HeartbeatRequest(self.config.group_id, self.generation, self.member_id)
-        self.world.send(self, lambda c, rid, now: c.heartbeat(rid, request, now))
-        if self.crash_after_heartbeat:
-            return self.crash()
-        self._schedule_heartbeat()
+        now = self.world.now
+        self.core.app_polled(now)
+        events, self.core.events = self.core.events, []
+        for event in events:
+            self._callback(event)
+        if events:
+            self.core.events_done()
+            self._sync_owned()
+        self._drive()
+        self.world.at(now + self.processing_ms / 1000, self._poll_loop)
 
-    def _schedule_heartbeat(self) -> None:
-        epoch = self.heartbeat_epoch
-        when = self.world.now + self.config.heartbeat_interval_ms / 1000
-        self.world.at(when, lambda: self.heartbeat(epoch))
+    def _callback(self, event: RebalanceEvent) -> None:
+        """on_revoke and on_lost as the timeline shows them (on_assign needs no entry:
+        the SyncGroup's already shows what came)."""
+        partitions = frozenset(event.partitions)
+        if event.kind == "revoke":
+            if self.core.state is MemberState.PREPARING:
+                why = "in poll(), then JoinGroup (eager)"
+            else:
+                why = "not in the assignment: rejoins"
+            self._record_revoke(partitions, why)
+        elif event.kind == "lost":
+            self._record_revoke(partitions, "lost: dropped from the group")
 
-    def _at_next_poll(self, action: Callable[[], None]) -> None:
-        """Run ``action`` in the next poll(), when the consumer is done with the records
-        the last one returned (KafkaConsumer rejoins from poll(), not from heartbeats)."""
-        period = self.processing_ms / 1000
-        polls = max(0, -((self.last_poll - self.world.now) // period))  # ceil, >= now
-        self.world.at(self.last_poll + polls * period, action)
+    def _drive(self) -> None:
+        """Send what the core wants sent now, and wake it when it next wants to."""
+        if self.stopped:
+            return
+        now = self.world.now
+        for request in self.core.poll(now):
+            self._send(request)
+            if isinstance(request, Heartbeat) and self.crash_after_heartbeat:
+                self.crash()
+                return
+        when = now + self.core.next_wakeup(now)
+        if self._wakeup is None or when < self._wakeup:
+            self._wakeup = when
+            self.world.at(when, self._woken)
 
-    # --- answers -----------------------------------------------------------------------
+    def _woken(self) -> None:
+        if self._wakeup is not None and self.world.now >= self._wakeup:
+            self._wakeup = None
+            self._drive()
+
+    # --- requests: the member core's values as the coordinator core's -----------------
+
+    def _send(self, request: GroupRequest) -> None:
+        if isinstance(request, FindCoordinator):
+            # Any broker answers; the simulated cluster's one broker is the coordinator.
+            self._round_trip(lambda: self.core.on_find_coordinator(0, COORDINATOR_NODE, self._now))
+        elif isinstance(request, OffsetFetch):
+            # Nothing is ever committed here: every partition starts by auto.offset.reset.
+            nothing = {tp: (int(ErrorCode.none), -1) for tp in request.partitions}
+            self._round_trip(lambda: self.core.on_offset_fetch(nothing, self._now))
+        elif isinstance(request, JoinGroup):
+            self._send_join(request)
+        elif isinstance(request, SyncGroup):
+            self._send_sync(request)
+        elif isinstance(request, Heartbeat):
+            heartbeat = HeartbeatRequest(
+                request.group_id, request.generation_id, request.member_id,
+                request.group_instance_id,
+            )  # fmt: skip
+            self.world.send(self, lambda c, rid, now: c.heartbeat(rid, heartbeat, now))
+        elif isinstance(request, LeaveGroup):
+            identity = MemberIdentity(request.member_id, request.group_instance_id)
+            leave = LeaveGroupRequest(request.group_id, (identity,), LEAVE_GROUP_VERSION)
+            self.world.send(self, lambda c, rid, now: c.leave_group(rid, leave, now))
+        elif isinstance(request, OffsetCommit):
+            raise SimulationError(f"{self.client_id} commits, but auto-commit is off")
+
+    @property
+    def _now(self) -> float:
+        return self.world.now
+
+    def _round_trip(self, answer: Callable[[], None]) -> None:
+        """A request answered by something other than the group coordinator core."""
+        trip = 2 * self.config.network_latency_ms / 1000
+
+        def arrive() -> None:
+            if not self.stopped:
+                answer()
+                self._drive()
+
+        self.world.at(self._now + trip, arrive)
+
+    def _send_join(self, request: JoinGroup) -> None:
+        if self.owned:  # cooperative: it goes on consuming what it owns while it rejoins
+            text = f"JoinGroup, keeps {format_partitions(self.owned)}"
+            self.world.record(self, EntryKind.REJOINING, text)
+        join = JoinGroupRequest(
+            request.group_id, request.member_id, CONSUMER_PROTOCOL_TYPE, request.protocols,
+            request.session_timeout_ms, request.rebalance_timeout_ms,
+            request.group_instance_id, self.client_id, CLIENT_HOST, JOIN_GROUP_VERSION,
+        )  # fmt: skip
+        self.world.send(self, lambda c, rid, now: c.join_group(rid, join, now))
+
+    def _send_sync(self, request: SyncGroup) -> None:
+        self._plan = request.assignments
+        sync = SyncGroupRequest(
+            request.group_id, request.generation_id, request.member_id,
+            request.group_instance_id, CONSUMER_PROTOCOL_TYPE, self.core.protocol,
+            request.assignments,
+        )  # fmt: skip
+        self.world.send(self, lambda c, rid, now: c.sync_group(rid, sync, now))
+
+    # --- answers ---------------------------------------------------------------------
 
     def handle(self, response: GroupResponse) -> None:
         if isinstance(response, LeaveGroupResponse):
@@ -206,113 +340,81 @@ class SimulatedConsumer:
             self._on_heartbeat(response)
         else:
             raise SimulationError(f"{self.client_id} never sends what {response} answers")
+        self._sync_owned()
+        self._drive()
 
     def _on_join(self, response: JoinGroupResponse) -> None:
+        members = [
+            JoinMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members
+        ]
+        sync = self.core.on_join(
+            int(response.error_code), response.generation_id, response.protocol_name,
+            response.leader, response.member_id, members, self._now,
+        )  # fmt: skip
         error = response.error_code
         if error is ErrorCode.member_id_required:
-            self.member_id = response.member_id
-            self._send_join()
             short = response.member_id[: len(self.client_id) + 9]
             text = f"MEMBER_ID_REQUIRED: JoinGroup again as {short}…"
-            return self.world.record(self, EntryKind.MEMBER_ID_REQUIRED, text)
-        if error is not ErrorCode.none:
-            return self._rejoin_after_error("JoinGroup", error)
-        self.member_id, self.generation = response.member_id, response.generation_id
-        self.joining = False
-        leader = response.leader == self.member_id
-        self.plan = self._assign(response) if leader else ()
-        self._send_sync()
-        role = f"leader of {len(response.members)}, assigns" if leader else "follower"
-        text = f"JoinGroup: generation {response.generation_id}, {role}"
-        self.world.record(self, EntryKind.JOINED, text)
-
-    def _assign(self, response: JoinGroupResponse) -> tuple[tuple[str, bytes], ...]:
-        """The leader's part: everyone's subscription in, the assignor's plan out."""
-        subscriptions = {
-            m.member_id: attrs.evolve(
-                decode_subscription(m.metadata), group_instance_id=m.group_instance_id
-            )
-            for m in response.members
-        }
-        cluster = {self.config.topic: self.config.partitions}
-        plan = self.config.partition_assignor.assign(cluster, subscriptions)
-        if self.protocol is RebalanceProtocol.COOPERATIVE:
-            # Kafka's leader refuses a cooperative plan that hands out an owned partition.
-            violations = cooperative_violations(subscriptions, plan)
-            if violations:
-                raise SimulationError(f"the assignor gave out owned {violations}")
-        return tuple((member, encode_assignment(plan[member])) for member in sorted(plan))
+            self.world.record(self, EntryKind.MEMBER_ID_REQUIRED, text)
+        elif error is not ErrorCode.none:
+            self._error("JoinGroup", error)
+        else:
+            leader = response.leader == response.member_id
+            role = f"leader of {len(response.members)}, assigns" if leader else "follower"
+            text = f"JoinGroup: generation {response.generation_id}, {role}"
+            self.world.record(self, EntryKind.JOINED, text)
+        if sync is not None:
+            self._send_sync(sync)
 
     def _on_sync(self, response: SyncGroupResponse) -> None:
+        self.core.on_sync(int(response.error_code), response.assignment, self._now)
         if response.error_code is not ErrorCode.none:
-            return self._rejoin_after_error("SyncGroup", response.error_code)
+            self._plan = ()
+            return self._error("SyncGroup", response.error_code)
         assigned = decode_assignment(response.assignment).partitions
-        self.synced, self.last_assignment = True, assigned
-        self.last_poll = self.world.now  # poll() returns records of the new assignment
-        lost = self.owned - set(assigned)
-        self._set_owned(frozenset(assigned))
-        self._schedule_heartbeat()
-        text = f"SyncGroup: {format_partitions(assigned)}"
-        self.world.record(self, EntryKind.SYNCED, text, assigned)
-        if self.plan:
+        # What it fetches from now on: the new partitions join what it kept (a cooperative
+        # member's revoked ones go when its application has run on_revoke).
+        self._sync_owned()
+        self.world.record(
+            self, EntryKind.SYNCED, f"SyncGroup: {format_partitions(assigned)}", assigned
+        )
+        if self._plan:
             # The leader's SyncGroup was accepted: its plan is the generation's assignment.
-            self.world.generation_assigned(self, self.plan)
-            self.plan = ()
-        if lost:
-            # KIP-429: what it revokes was withheld from the new owner, who gets it in the
-            # rebalance this rejoin starts (only a cooperative member gets here).
-            self._revoke(lost, "not in the assignment: rejoins")
-            self._send_join()
+            self.world.generation_assigned(self, self._plan)
+            self._plan = ()
 
     def _on_heartbeat(self, response: HeartbeatResponse) -> None:
         error = response.error_code
-        if error is ErrorCode.none or self.rejoin_needed or self.joining:
+        stable = self.core.state is MemberState.STABLE
+        self.core.on_heartbeat(int(error), self._now)
+        if error is ErrorCode.none or not stable:
             return
-        if error is not ErrorCode.rebalance_in_progress:
-            return self._rejoin_after_error("Heartbeat", error)
-        self.rejoin_needed = True
-        text = "Heartbeat: REBALANCE_IN_PROGRESS"
-        self.world.record(self, EntryKind.REBALANCE_IN_PROGRESS, text)
-        self._at_next_poll(self._rejoin)
+        if error is ErrorCode.rebalance_in_progress:
+            text = "Heartbeat: REBALANCE_IN_PROGRESS"
+            self.world.record(self, EntryKind.REBALANCE_IN_PROGRESS, text)
+        else:
+            self._error("Heartbeat", error)
 
     def _on_leave(self, response: LeaveGroupResponse) -> None:
         errors = [response.error_code, *(m.error_code for m in response.members)]
         failed = ", ".join(e.name.upper() for e in errors if e is not ErrorCode.none)
         self.world.record(self, EntryKind.LEFT, f"LeaveGroup: {failed or 'left'}")
 
-    def _rejoin(self) -> None:
-        if self.stopped or self.joining:
-            return
-        if self.protocol is RebalanceProtocol.EAGER:
-            # ConsumerCoordinator.onJoinPrepare: an eager member gives everything up first.
-            self._revoke(self.owned, "in poll(), then JoinGroup (eager)")
-        else:
-            kept = format_partitions(self.owned)
-            self.world.record(self, EntryKind.REJOINING, f"poll(): JoinGroup, keeps {kept}")
-        self._send_join()
-
-    def _rejoin_after_error(self, api: str, error: ErrorCode) -> None:
-        if error in (ErrorCode.unknown_member_id, ErrorCode.illegal_generation):
-            # The group moved on without it: its partitions are lost, not revoked (they
-            # may be someone else's already).
-            self._set_owned(frozenset())
-            self.generation = NO_GENERATION
-            if error is ErrorCode.unknown_member_id:
-                self.member_id = UNKNOWN_MEMBER_ID
-        elif error is not ErrorCode.rebalance_in_progress:
-            raise SimulationError(f"{self.client_id}: {api} failed with {error.name.upper()}")
-        self.joining, self.rejoin_needed = False, True
+    def _error(self, api: str, error: ErrorCode) -> None:
         self.world.record(self, EntryKind.ERROR, f"{api}: {error.name.upper()}")
-        self._at_next_poll(self._rejoin)
 
     # --- what it owns ------------------------------------------------------------------
 
-    def _revoke(self, partitions: frozenset[TopicPartition], why: str) -> None:
-        if not partitions:
-            return
-        self._set_owned(self.owned - partitions)
-        text = f"revokes {format_partitions(partitions)} {why}"
-        self.world.record(self, EntryKind.REVOKED, text, tuple(sorted(partitions)))
+    def _record_revoke(self, partitions: frozenset[TopicPartition], why: str) -> None:
+        if partitions:
+            text = f"revokes {format_partitions(partitions)} {why}"
+            self.world.record(self, EntryKind.REVOKED, text, tuple(sorted(partitions)))
+
+    def _sync_owned(self) -> None:
+        """What it consumes is what its subscription state holds: the core adds a
+        partition at the SyncGroup and lets one go after on_revoke (or at once, lost)."""
+        if not self.stopped:
+            self._set_owned(frozenset(self.core.subscriptions.assignment))
 
     def _set_owned(self, partitions: frozenset[TopicPartition]) -> None:
         if partitions != self.owned:
