@@ -21,7 +21,7 @@ synchronous, confluent-kafka-shaped :class:`AdminClient` runs this class on a th
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
@@ -73,6 +73,7 @@ from ._message import TRANSPORT, KafkaError, KafkaException
 from ._metadata import bootstrap_nodes
 
 R = TypeVar("R", bound=ResponsePayload)
+V = TypeVar("V")
 
 ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
@@ -354,22 +355,31 @@ class AsyncAdminClient:
             )
         return sorted(groups)
 
-    async def describe_consumer_groups(
-        self, group_ids: Iterable[str]
-    ) -> dict[str, ConsumerGroupDescription | KafkaError]:
-        out: dict[str, ConsumerGroupDescription | KafkaError] = {}
+    async def _per_group(
+        self, group_ids: Iterable[str], ask: Callable[[str, Node], Awaitable[V]]
+    ) -> dict[str, V | KafkaError]:
+        """``ask(group, coordinator)`` for each group; a group whose coordinator cannot
+        be found answers with that error."""
+        out: dict[str, V | KafkaError] = {}
         for group in group_ids:
             try:
                 node = await self.find_coordinator(group)
             except KafkaException as e:
                 out[group] = e.args[0]
                 continue
+            out[group] = await ask(group, node)
+        return out
+
+    async def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription | KafkaError]:
+        async def describe(group: str, node: Node) -> ConsumerGroupDescription | KafkaError:
             request = DescribeGroupsRequest(
                 groups=(GroupId(group),), include_authorized_operations=False
             )
             [described] = (await self.request(node, request, DescribeGroupsResponse)).groups
             error = error_or_none(int(described.error_code))
-            out[group] = error or ConsumerGroupDescription(
+            return error or ConsumerGroupDescription(
                 group,
                 described.group_state,
                 described.protocol_type,
@@ -386,19 +396,15 @@ class AsyncAdminClient:
                 ),
                 node,
             )
-        return out
+
+        return await self._per_group(group_ids, describe)
 
     async def delete_consumer_groups(
         self, group_ids: Iterable[str]
     ) -> dict[str, KafkaError | None]:
-        out: dict[str, KafkaError | None] = {}
-        for group in group_ids:
-            try:
-                node = await self.find_coordinator(group)
-            except KafkaException as e:
-                out[group] = e.args[0]
-                continue
+        async def delete(group: str, node: Node) -> KafkaError | None:
             request = DeleteGroupsRequest(groups_names=(GroupId(group),))
             response = await self.request(node, request, DeleteGroupsResponse)
-            out[group] = error_or_none(int(response.results[0].error_code))
-        return out
+            return error_or_none(int(response.results[0].error_code))
+
+        return await self._per_group(group_ids, delete)

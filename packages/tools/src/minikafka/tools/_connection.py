@@ -13,7 +13,7 @@ exceptions the same way.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
@@ -26,7 +26,7 @@ from kio.schema.list_offsets.v5.request import (
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i64
 
-from minikafka.client import AsyncAdminClient, KafkaException
+from minikafka.client import AsyncAdminClient, ConfigError, KafkaException
 from minikafka.client import KafkaError as ClientKafkaError
 
 T = TypeVar("T")
@@ -93,6 +93,18 @@ def describe_failure(error: ClientKafkaError) -> str:
 def _detail(error: ClientKafkaError) -> str | None:
     text = error.str()
     return None if text == error.name() else text
+
+
+def checked(
+    kind: str, parse: Callable[[dict[str, object]], object], config: dict[str, object]
+) -> dict[str, object]:
+    """``config`` once the client's own configuration class accepts it: a bad key or value
+    is a ToolError naming the key, before anything connects."""
+    try:
+        parse(config)
+    except ConfigError as e:
+        raise ToolError(f"invalid {kind} configuration: {e}") from None
+    return config
 
 
 def parse_bootstrap(servers: str) -> str:

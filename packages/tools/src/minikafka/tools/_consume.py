@@ -36,7 +36,6 @@ from minikafka.client import (
     OFFSET_BEGINNING,
     OFFSET_END,
     AsyncConsumer,
-    ConfigError,
     ConsumerConfig,
     KafkaException,
     Message,
@@ -46,7 +45,7 @@ from minikafka.client import (
 from minikafka.client import KafkaError as ClientError
 from minikafka.log import CorruptRecordError, Record
 
-from ._connection import KafkaError, ToolError, lone_errors
+from ._connection import KafkaError, ToolError, checked, lone_errors
 
 CLIENT_ID = "minikafka-console-consumer"
 
@@ -96,12 +95,9 @@ def consumer_config(bootstrap_servers: str, options: ConsumeOptions) -> dict[str
 def check_config(options: ConsumeOptions, bootstrap_servers: str) -> dict[str, object]:
     """:func:`consumer_config`, checked by the client's ConsumerConfig (ToolError naming
     the key), before anything connects."""
-    config = consumer_config(bootstrap_servers, options)
-    try:
-        ConsumerConfig.from_dict(config)
-    except ConfigError as e:
-        raise ToolError(f"invalid consumer configuration: {e}") from None
-    return config
+    return checked(
+        "consumer", ConsumerConfig.from_dict, consumer_config(bootstrap_servers, options)
+    )
 
 
 def format_record(message: Message, options: ConsumeOptions) -> bytes:

@@ -31,13 +31,13 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 import attrs
 import trio
 
-from minikafka.client import AsyncProducer, ConfigError, KafkaException, ProducerConfig
+from minikafka.client import AsyncProducer, KafkaException, ProducerConfig
 from minikafka.client import KafkaError as ClientError
 from minikafka.client import Message as ClientMessage
 from minikafka.common import Acks
 from minikafka.log import CompressionType
 
-from ._connection import KafkaError, ToolError, lone_errors
+from ._connection import KafkaError, ToolError, checked, lone_errors
 
 ACKS = {"0": Acks.NONE, "1": Acks.LEADER, "all": Acks.ALL, "-1": Acks.ALL}
 COMPRESSIONS = {c.name.lower(): c for c in CompressionType}
@@ -104,12 +104,9 @@ def producer_config(bootstrap_servers: str, options: ProduceOptions) -> dict[str
 def check_config(options: ProduceOptions, bootstrap_servers: str) -> dict[str, object]:
     """:func:`producer_config`, checked by the client's ProducerConfig (ToolError naming
     the key), before anything connects."""
-    config = producer_config(bootstrap_servers, options)
-    try:
-        ProducerConfig.from_dict(config)
-    except ConfigError as e:
-        raise ToolError(f"invalid producer configuration: {e}") from None
-    return config
+    return checked(
+        "producer", ProducerConfig.from_dict, producer_config(bootstrap_servers, options)
+    )
 
 
 def _to_stderr(line: str) -> None:
