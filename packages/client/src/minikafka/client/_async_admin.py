@@ -152,25 +152,16 @@ class AsyncAdminClient:
         """Send ``body`` to ``node`` and return its response, checked to be a
         ``response_type``; KafkaException ``_TRANSPORT`` naming the request and the node
         if the connection fails."""
-        response = await self._send(node, body, expect_response=True)
+        try:
+            response = await self.client.send(node, body)
+        except (ClientError, OSError) as e:
+            text = f"{api_name(int(body.__api_key__))} to {where(node)}: {e}"
+            raise KafkaException(KafkaError(TRANSPORT, text)) from e
         if not isinstance(response, response_type):
             raise KafkaException(
                 KafkaError(TRANSPORT, f"{api_name(int(body.__api_key__))}: got {response!r}")
             )
         return response
-
-    async def send_only(self, node: Node, body: RequestPayload) -> None:
-        """Send a request the broker does not answer (Produce with acks=0)."""
-        await self._send(node, body, expect_response=False)
-
-    async def _send(
-        self, node: Node, body: RequestPayload, *, expect_response: bool
-    ) -> ResponsePayload | None:
-        try:
-            return await self.client.send(node, body, expect_response=expect_response)
-        except (ClientError, OSError) as e:
-            text = f"{api_name(int(body.__api_key__))} to {where(node)}: {e}"
-            raise KafkaException(KafkaError(TRANSPORT, text)) from e
 
     async def metadata(
         self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
