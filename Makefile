@@ -49,8 +49,17 @@ help:
 	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 
+# What each target needs from the system beyond uv and the workspace (scripts/bootstrap.sh
+# installs what is missing): a learner running the broker, the book or a lab installs only
+# that; `make test` installs everything the tests use. Prerequisites inherit the value.
+NEEDS :=
+test pytest: NEEDS := kcat java zookeeper
+book: NEEDS := java zookeeper
+lab: NEEDS := java
+cluster: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
+
 bootstrap:
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(NEEDS)
 
 sync: bootstrap
 	@$(UV) sync --frozen --all-packages --quiet

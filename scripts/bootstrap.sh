@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Installs what `make test` and `make run` need on a fresh Debian machine:
-# uv (through pip when missing), the system packages the tests use, and the workspace.
-# As root it installs system packages with apt-get; otherwise it stops and prints the
-# exact command to run.
+# Installs what a make target needs on a fresh Debian machine: uv (through pip when
+# missing) always, and the system packages named as arguments, each only if missing:
+#   kcat       the compatibility tests run kcat (`make test`)
+#   java       Spark (the labs and their book pages, through PySpark 4) runs on Java 17+
+#   zookeeper  ZooKeeper mode runs Debian's ZooKeeper server (its chapter, its tests,
+#              `make cluster MODE=zk`)
+# `make run` needs none of them, `make book` java and zookeeper, `make lab N` java,
+# `make test` all three (the Makefile says which). As root it installs system packages
+# with apt-get; otherwise it stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,19 +30,16 @@ if ! command -v uv >/dev/null 2>&1 && ! python3 -m uv --version >/dev/null 2>&1;
 fi
 
 # --- system packages -------------------------------------------------------------
-# "command package" pairs: the command the tests run and the Debian package that has it.
-needed=(
-    "kcat kcat"
-    # Spark (the labs, through PySpark 4) runs on Java 17 or newer.
-    "java openjdk-17-jre-headless"
-)
 missing=()
-for pair in "${needed[@]}"; do
-    cmd=${pair%% *}; pkg=${pair##* }
-    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+for need in "$@"; do
+    case $need in
+        kcat) command -v kcat >/dev/null 2>&1 || missing+=(kcat) ;;
+        java) command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless) ;;
+        # Debian's ZooKeeper server puts no command on PATH: its jar says it is there.
+        zookeeper) [[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper) ;;
+        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper)" >&2; exit 2 ;;
+    esac
 done
-# ZooKeeper mode (issue 20) runs Debian's ZooKeeper server, which puts no command on PATH.
-[[ -f /usr/share/java/zookeeper.jar ]] || missing+=("zookeeper")
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: apt-get install ${missing[*]}" >&2

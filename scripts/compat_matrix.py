@@ -1,4 +1,4 @@
-"""The README's compatibility matrix (API x client), built from the tests that prove it.
+"""The compatibility matrix (API x client) of COMPAT.md, built from the tests that prove it.
 
 Every compatibility test that proves a cell carries ``@pytest.mark.compat(api, client)``
 (ARCHITECTURE.md, "Tests"). This script reads the test modules ``tests/compat/test_*.py`` with
@@ -18,12 +18,12 @@ the broker advertises (``KafkaApis.SUPPORTED``), and one column per client. A pr
 shows ✓ and a number; the numbered notes under the table name the tests.
 
     uv run python scripts/compat_matrix.py           # print the table
-    uv run python scripts/compat_matrix.py --write   # put it into README.md
-    uv run python scripts/compat_matrix.py --check   # exit 1 if README.md holds another
+    uv run python scripts/compat_matrix.py --write   # put it into COMPAT.md
+    uv run python scripts/compat_matrix.py --check   # exit 1 if COMPAT.md holds another
 
 ``--write`` replaces what lies between ``<!-- compat-matrix:start -->`` and
 ``<!-- compat-matrix:end -->``; ``tests/compat/test_matrix.py`` runs ``--check`` so the
-README cannot go stale.
+page cannot go stale.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from minikafka.net import api_name
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests" / "compat"
-README = ROOT / "README.md"
+DOCUMENT = ROOT / "COMPAT.md"
 START = "<!-- compat-matrix:start -->"
 END = "<!-- compat-matrix:end -->"
 CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka")
@@ -69,7 +69,7 @@ API_KEYS: Mapping[str, int] = {api_name(key): key for key in api_key_map}
 
 
 class MatrixError(Exception):
-    """A compat mark the matrix cannot use, or a README without the markers."""
+    """A compat mark the matrix cannot use, or a page without the markers."""
 
 
 @attrs.frozen(order=True)
@@ -195,7 +195,7 @@ def collect_all(tests_dir: Path) -> list[CompatMark]:
 
 
 def render(marks: Iterable[CompatMark], advertised: Mapping[int, tuple[int, int]]) -> str:
-    """The Markdown table and its notes, between (not including) the README markers."""
+    """The Markdown table and its notes, between (not including) the page's markers."""
     cells: dict[tuple[str, str], list[ProvingTest]] = {}
     for mark in marks:
         cells.setdefault((mark.api, mark.client), []).append(mark.test)
@@ -240,24 +240,26 @@ def replace_between_markers(text: str, block: str) -> str:
     """``text`` with ``block`` between the markers, which stay."""
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
-        raise MatrixError(f"README has no {START} ... {END} section")
+        raise MatrixError(f"the page has no {START} ... {END} section")
     return text[: start + len(START)] + "\n" + block + text[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help="update the README in place")
-    action.add_argument("--check", action="store_true", help="exit 1 if the README is stale")
+    action.add_argument("--write", action="store_true", help="update the page in place")
+    action.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
     parser.add_argument("--tests", type=Path, default=TESTS, help="directory of test modules")
-    parser.add_argument("--readme", type=Path, default=README, help="the README to update")
+    parser.add_argument(
+        "--document", type=Path, default=DOCUMENT, help="the page to update (COMPAT.md)"
+    )
     args = parser.parse_args(argv)
     try:
         block = render(collect_all(args.tests), KafkaApis.SUPPORTED)
         if not (args.write or args.check):
             sys.stdout.write(block)
             return 0
-        text = args.readme.read_text(encoding="utf-8")
+        text = args.document.read_text(encoding="utf-8")
         updated = replace_between_markers(text, block)
     except (MatrixError, SyntaxError) as exc:
         print(f"compat_matrix: {exc}", file=sys.stderr)
@@ -265,14 +267,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         if updated != text:
             print(
-                f"compat_matrix: {args.readme} holds a stale matrix;"
+                f"compat_matrix: {args.document} holds a stale matrix;"
                 " run `uv run python scripts/compat_matrix.py --write`",
                 file=sys.stderr,
             )
             return 1
         return 0
     if updated != text:
-        args.readme.write_text(updated, encoding="utf-8")
+        args.document.write_text(updated, encoding="utf-8")
     return 0
 
 

@@ -12,7 +12,7 @@ Two families of clients are driven here, each through what it has in common:
   ``seek``s and polls. Each ``test_<client>.py`` supplies a small adapter, a
   :class:`Client` (aiokafka's runs its coroutines on an :class:`AsyncioThread`), and the
   scenarios below drive either one. The test modules keep their ``compat`` marks (the
-  README's matrix names them) and each client's quirks, with the reasons, in its adapter.
+  COMPAT.md's matrix names them) and each client's quirks, with the reasons, in its adapter.
 
 What is read back is compared with what was written, byte for byte: keys, values,
 headers, timestamps, offsets and the order within each partition. Every wait has a

@@ -1,6 +1,6 @@
 """Fixtures of the compatibility tests: a real broker process for real clients.
 
-Every test that proves a cell of the README's compatibility matrix is marked
+Every test that proves a cell of COMPAT.md's compatibility matrix is marked
 ``@pytest.mark.compat(api, client)``; ``scripts/compat_matrix.py`` builds the table from
 those marks, and a test checks the README carries the current table.
 """

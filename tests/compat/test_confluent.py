@@ -1,6 +1,6 @@
 """confluent-kafka (librdkafka) against the real broker: admin, produce, consume by assign.
 
-Each test proves cells of the README's compatibility matrix (``@pytest.mark.compat``).
+Each test proves cells of COMPAT.md's compatibility matrix (``@pytest.mark.compat``).
 Consumers here only ``assign`` and never commit; consumer groups have their own tests in
 ``test_groups_confluent.py``. confluent-kafka insists on a ``group.id`` even for a
 consumer that only assigns; with ``enable.auto.commit`` off it only looks the

@@ -1,4 +1,4 @@
-"""The README's compatibility matrix is exactly what ``scripts/compat_matrix.py`` renders.
+"""COMPAT.md's compatibility matrix is exactly what ``scripts/compat_matrix.py`` renders.
 
 The script reads the compat marks of whichever test modules exist in ``tests/compat``; a
 test added, renamed or re-marked without ``--write`` fails here. The other tests run the
@@ -52,8 +52,8 @@ def run_script(*args: str) -> Run:
     return Run(returncode, out.getvalue(), err.getvalue())
 
 
-def test_readme_holds_the_current_matrix() -> None:
-    # As `make test` and a contributor run it: the script itself, on the real README.
+def test_compat_page_holds_the_current_matrix() -> None:
+    # As `make test` and a contributor run it: the script itself, on the real COMPAT.md.
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"],
         capture_output=True,
@@ -65,7 +65,7 @@ def test_readme_holds_the_current_matrix() -> None:
     assert result.returncode == 0, result.stderr
     rendered = run_script()
     assert rendered.returncode == 0, rendered.stderr
-    assert rendered.stdout in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert rendered.stdout in (ROOT / "COMPAT.md").read_text(encoding="utf-8")
 
 
 def write_module(directory: Path, name: str, source: str) -> None:
@@ -183,7 +183,7 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
         before + "<!-- compat-matrix:start -->\nold\n<!-- compat-matrix:end -->" + after,
         encoding="utf-8",
     )
-    common = ("--tests", str(tmp_path), "--readme", str(readme))
+    common = ("--tests", str(tmp_path), "--document", str(readme))
     assert run_script("--check", *common).returncode == 1
     assert run_script("--write", *common).returncode == 0
     text = readme.read_text(encoding="utf-8")
@@ -218,7 +218,7 @@ def test_bad_marks_and_missing_markers_are_errors(tmp_path: Path) -> None:
     (tmp_path / "test_bad.py").unlink()
     readme = tmp_path / "README.md"
     readme.write_text("no markers here\n", encoding="utf-8")
-    result = run_script("--write", "--tests", str(tmp_path), "--readme", str(readme))
+    result = run_script("--write", "--tests", str(tmp_path), "--document", str(readme))
     assert result.returncode == 2
     assert "no <!-- compat-matrix:start -->" in result.stderr
     assert readme.read_text(encoding="utf-8") == "no markers here\n"
