@@ -35,13 +35,14 @@ else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book bench lab cluster cluster-down clean
+.PHONY: help bootstrap sync run test lint typecheck pytest book notebooks bench lab cluster cluster-down clean
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
 	@echo "make test   - install what is missing, then lint, type-check, test and build the book"
 	@echo "make lint   - ruff, ruff format --check, import-linter"
 	@echo "make book   - build the book (executes every cell, warnings are errors)"
+	@echo "make notebooks - the book's chapters and labs as notebooks in ./notebooks, run and ready"
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
 	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
@@ -87,6 +88,15 @@ pytest: sync
 book: sync
 	rm -rf book/_build
 	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+
+# Every chapter and lab page as the notebook the book's build executed (outputs kept), in
+# ./notebooks (git-ignored), laid out as book/ is, so a cell's relative paths still hold.
+# Open them in the workspace's kernel: uv run --all-packages --with jupyterlab jupyter lab notebooks
+notebooks: book
+	rm -rf notebooks
+	mkdir -p notebooks
+	cd book/_build/jupyter_execute && find . -name '*.ipynb' -exec cp --parents {} ../../../notebooks/ \;
+	@echo "notebooks: $$(find notebooks -name '*.ipynb' | wc -l) in ./notebooks"
 
 test: lint typecheck pytest book
 
