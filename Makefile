@@ -86,6 +86,8 @@ pytest: sync
 	$(RUN) pytest -q --durations=15
 
 book: sync
+	@# A chapter that names a module, function or configuration key that does not exist.
+	$(RUN) python scripts/check_book_names.py
 	rm -rf book/_build
 	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
 
