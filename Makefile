@@ -86,8 +86,10 @@ pytest: sync
 	$(RUN) pytest -q --durations=15
 
 book: sync
-	@# A chapter that names a module, function or configuration key that does not exist.
+	@# A chapter that names a module, function or configuration key that does not exist,
+	@# or shows a listing over 40 lines unfolded.
 	$(RUN) python scripts/check_book_names.py
+	$(RUN) python scripts/check_listings.py
 	rm -rf book/_build
 	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
 
