@@ -19,10 +19,11 @@ from __future__ import annotations
 import itertools
 import math
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-__all__ = ["SVG", "state_diagram"]
+__all__ = ["SVG", "ownership_chart", "replica_offsets", "segment_layout", "state_diagram"]
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 Point = tuple[float, float]
@@ -178,3 +179,202 @@ def state_diagram(
             f'font-size="{TITLE_FONT:g}" font-weight="bold">{escape(title)}</text>'
         )
     return SVG("".join([*out, "</g></svg>"]))
+
+
+# --- figures drawn from a run's data --------------------------------------------------------
+
+CELL, ROW, LEFT = 26.0, 24.0, 250.0  # an offset's width; a replica's row; the label column
+
+
+def _svg_open(width: float, height: float, label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.1f} {height:.1f}" role="img" style="max-width:100%;height:auto" '
+        f'aria-label={quoteattr(label)}><g font-family="sans-serif" font-size="{LABEL_FONT:g}">'
+    )
+
+
+def replica_offsets(steps: Sequence[tuple[str, dict[str, int], int]], *, title: str = "") -> SVG:
+    """Each step of a produce as rows of offsets, one row per replica: ``(what happened,
+    {replica: log end offset}, high watermark)``. A replica's filled cells are the
+    records it has; the red line is the high watermark, below which every in-sync
+    replica has the record and a consumer may read it."""
+    if not steps:
+        raise ValueError("replica_offsets needs at least one step")
+    width_offsets = max(max(leos.values()) for _, leos, _ in steps) + 1
+    replicas = max(len(leos) for _, leos, _ in steps)
+    block = (replicas + 1) * ROW + GAP
+    top = TITLE_FONT + GAP if title else GAP
+    width, height = LEFT + width_offsets * CELL + 2 * GAP, top + len(steps) * block + GAP
+    out = [_svg_open(width, height, title or "log end offsets and the high watermark")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    for i, (what, leos, high_watermark) in enumerate(steps):
+        y = top + i * block
+        out.append(
+            f'<text x="{GAP:g}" y="{y + ROW * 0.7:.1f}" fill="#1b2a49">{escape(what)}</text>'
+        )
+        for j, (replica, leo) in enumerate(leos.items()):
+            ry = y + (j + 1) * ROW
+            out.append(
+                f'<text x="{LEFT - GAP:g}" y="{ry + ROW * 0.65:.1f}" text-anchor="end" '
+                f'fill="#333">{escape(replica)}: LEO {leo}</text>'
+            )
+            for offset in range(width_offsets):
+                fill = "#9cc3e6" if offset < leo else "#fff"
+                out.append(
+                    f'<rect x="{LEFT + offset * CELL:.1f}" y="{ry + 3:.1f}" width="{CELL - 2:g}" '
+                    f'height="{ROW - 6:g}" fill="{fill}" stroke="#3b5b92" stroke-width="0.8"/>'
+                )
+        x = LEFT + high_watermark * CELL - 1
+        out.append(
+            f'<line x1="{x:.1f}" y1="{y + ROW:.1f}" x2="{x:.1f}" y2="{y + block - GAP / 2:.1f}" '
+            'stroke="#c0392b" stroke-width="2.5"/>'
+            f'<text x="{x + 4:.1f}" y="{y + ROW * 0.7:.1f}" fill="#c0392b">'
+            f"HW {high_watermark}</text>"
+        )
+    out.append("</g></svg>")
+    return SVG("".join(out))
+
+
+def segment_layout(
+    batches: Sequence[tuple[int, int, int, int]],
+    index_entries: Sequence[tuple[int, int]],
+    *,
+    find: int | None = None,
+    title: str = "",
+) -> SVG:
+    """A segment's ``.log`` file as its batches ``(position, base offset, last offset,
+    size)`` laid out by byte, and the sparse ``.index`` above it, each entry ``(offset,
+    position)`` pointing at the batch it names. With ``find``, the lookup of that offset:
+    the last entry at or below it, and the batch that holds it."""
+    if not batches:
+        raise ValueError("segment_layout needs at least one batch")
+    end = max(position + size for position, _, _, size in batches)
+    scale = min(1.0, 640.0 / end)
+    left, top = GAP + 60.0, (TITLE_FONT + GAP if title else GAP) + 10
+    index_y, log_y = top + 18, top + 110
+    width, height = left + end * scale + 2 * GAP, log_y + 70
+    start = max((e for e in index_entries if find is not None and e[0] <= find), default=None)
+    out = [_svg_open(width, height, title or "a segment and its offset index")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    out.append(f'<text x="{GAP:g}" y="{index_y + 16:.1f}" fill="#333">.index</text>')
+    out.append(f'<text x="{GAP:g}" y="{log_y + 22:.1f}" fill="#333">.log</text>')
+    for i, (offset, position) in enumerate(index_entries):
+        x = left + i * 92.0
+        chosen = (offset, position) == start
+        stroke = "#c0392b" if chosen else "#3b5b92"
+        out.append(
+            f'<rect x="{x:.1f}" y="{index_y:.1f}" width="86" height="24" rx="4" fill="#fff" '
+            f'stroke="{stroke}" stroke-width="{2 if chosen else 1}"/>'
+            f'<text x="{x + 43:.1f}" y="{index_y + 16:.1f}" text-anchor="middle" fill="#1b2a49">'
+            f"{offset} \u2192 {position}</text>"
+            f'<line x1="{x + 43:.1f}" y1="{index_y + 24:.1f}" x2="{left + position * scale:.1f}" '
+            f'y2="{log_y:.1f}" stroke="{stroke}" stroke-width="1.2"/>'
+        )
+    for position, base, last, size in batches:
+        x, w = left + position * scale, size * scale
+        holds = find is not None and base <= find <= last
+        scanned = start is not None and find is not None and start[1] <= position and base <= find
+        fill = "#f5b7b1" if holds else "#fdebd0" if scanned else "#e8f0fb"
+        out.append(
+            f'<rect x="{x:.1f}" y="{log_y:.1f}" width="{w - 1:.1f}" height="34" fill="{fill}" '
+            'stroke="#3b5b92" stroke-width="0.8"/>'
+        )
+        if w > 34:
+            out.append(
+                f'<text x="{x + w / 2:.1f}" y="{log_y + 21:.1f}" text-anchor="middle" '
+                f'font-size="10" fill="#1b2a49">{base}-{last}</text>'
+            )
+    out.append(
+        f'<text x="{left:.1f}" y="{log_y + 54:.1f}" fill="#555">0</text>'
+        f'<text x="{left + end * scale:.1f}" y="{log_y + 54:.1f}" text-anchor="end" '
+        f'fill="#555">{end} bytes</text>'
+    )
+    out.append("</g></svg>")
+    return SVG("".join(out))
+
+
+OWNER_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2")
+
+
+def ownership_chart(
+    results: Mapping[str, Any], cause: str, partitions: int = 5, topic: str = "topic"
+) -> SVG:
+    """The simulator's ``results`` (assignor -> ``SimulationResult``) around the
+    rebalance ``cause`` started: one panel per assignor, partitions down, time across,
+    bars coloured by the consumer that owns the partition (a gap: nobody consumes it),
+    from just before the event (dashed line) to just after the group settled (solid)."""
+    row, left, width = 16, 110, 520
+    windows = {
+        name: next(r for r in res.rebalances if r.cause == cause) for name, res in results.items()
+    }
+    members = sorted({c.member for res in results.values() for c in res.ownership})
+    colours = {m: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, m in enumerate(members)}
+    start = int(min(r.trigger_ms for r in windows.values())) - 500
+    after = 500  # the next scripted event is a second after the group settled
+    end = int(max(r.end_ms for r in windows.values())) + after
+
+    def x(ms: int) -> float:
+        return left + (ms - start) * width / (end - start)
+
+    out, y = [], 10
+    for name, result in results.items():
+        window = windows[name]
+        out.append(
+            f'<text x="{left}" y="{y + 12}" font-size="13" font-weight="bold">{escape(name)}</text>'
+        )
+        y += 20
+        top = y
+        stop = window.end_ms + after
+        changes = [c for c in result.ownership if c.time_ms <= stop]
+        times = sorted({start, stop, *(c.time_ms for c in changes if start < c.time_ms < stop)})
+        for p in range(partitions):
+            label = f"{topic}-{p}"
+            out.append(
+                f'<text x="{left - 8}" y="{y + row * 0.7}" font-size="11" '
+                f'text-anchor="end">{escape(label)}</text>'
+            )
+            for since, until in itertools.pairwise(times):
+                owners = {c.member: c.partitions for c in changes if c.time_ms <= since}
+                owner = next(
+                    (m for m, ps in owners.items() if any(str(tp) == label for tp in ps)), None
+                )
+                if owner is not None:
+                    out.append(
+                        f'<rect x="{x(since):.1f}" y="{y + 2}" '
+                        f'width="{max(x(until) - x(since), 0.5):.1f}" height="{row - 4}" '
+                        f'fill="{colours[owner]}"/>'
+                    )
+            y += row
+        for ms, dash in ((window.trigger_ms, ' stroke-dasharray="3,2"'), (window.end_ms, "")):
+            out.append(
+                f'<line x1="{x(ms):.1f}" x2="{x(ms):.1f}" y1="{top}" y2="{y}" stroke="#000"{dash}/>'
+            )
+        y += 14
+    for tick in range((start // 1000 + 1) * 1000, end, 1000):
+        out.append(
+            f'<text x="{x(tick):.1f}" y="{y + 12}" font-size="10" '
+            f'text-anchor="middle">{tick / 1000:.0f} s</text>'
+        )
+    legend_x = left
+    for member, colour in colours.items():
+        out.append(
+            f'<rect x="{legend_x}" y="{y + 22}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{legend_x + 14}" y="{y + 31}" font-size="11">{escape(member)}</text>'
+        )
+        legend_x += 110
+    size = left + width + 20, y + 40
+    return SVG(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size[0]}" height="{size[1]}" '
+        f'viewBox="0 0 {size[0]} {size[1]}" font-family="sans-serif" role="img" '
+        'style="max-width:100%;height:auto" '
+        f"aria-label={quoteattr('partition ownership during ' + cause)}>{''.join(out)}</svg>"
+    )
