@@ -23,7 +23,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-__all__ = ["SVG", "ownership_chart", "replica_offsets", "segment_layout", "state_diagram"]
+__all__ = [
+    "SVG",
+    "ownership_chart",
+    "reactor",
+    "replica_offsets",
+    "segment_layout",
+    "state_diagram",
+]
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 Point = tuple[float, float]
@@ -378,3 +385,79 @@ def ownership_chart(
         'style="max-width:100%;height:auto" '
         f"aria-label={quoteattr('partition ownership during ' + cause)}>{''.join(out)}</svg>"
     )
+
+
+def _box(x: float, y: float, w: float, h: float, text: str, fill: str = "#e8f0fb") -> str:
+    lines = text.split("\n")
+    first = y + h / 2 - (len(lines) - 1) * 7
+    spans = "".join(
+        f'<tspan x="{x + w / 2:.1f}" y="{first + i * 14:.1f}">{escape(t)}</tspan>'
+        for i, t in enumerate(lines)
+    )
+    return (
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="6" fill="{fill}" '
+        f'stroke="#3b5b92" stroke-width="1.2"/>'
+        f'<text text-anchor="middle" dominant-baseline="central" fill="#1b2a49">{spans}</text>'
+    )
+
+
+def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> SVG:
+    """Kafka's Reactor with the numbers of a ``NetConfig``: the Acceptor hands connections
+    to the Processors round robin; a Processor reads one whole request from a connection,
+    mutes it and puts the request in the bounded RequestChannel; a handler serves it and
+    puts the response in the queue of the Processor that owns the connection, which
+    writes it and unmutes the connection."""
+    rows = max(network_threads, 3)
+    row_h, top = 46.0, 40.0
+    height = top + rows * row_h + 70
+    width = 760.0
+    arrow = "arrow-reactor"
+    out = [
+        _svg_open(width, height, "Kafka's Reactor: Acceptor, Processors, RequestChannel, handlers"),
+        f'<defs><marker id="{arrow}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    mid = top + rows * row_h / 2
+    out.append(_box(10, mid - 40, 90, 80, "clients\n(one socket\neach)", "#f4f4f4"))
+    out.append(_box(130, mid - 25, 90, 50, "Acceptor\naccept(2)"))
+    proc_x, chan_x, hand_x = 260.0, 450.0, 620.0
+    handler_rows = min(io_threads, rows + 1)
+    for i in range(network_threads):
+        y = top + i * row_h
+        out.append(_box(proc_x, y, 150, row_h - 10, f"Processor {i}\nmutes after a request"))
+        out.append(
+            f'<line x1="220" y1="{mid:.1f}" x2="{proc_x:.1f}" y2="{y + row_h / 2 - 5:.1f}" '
+            f'stroke="#555" marker-end="url(#{arrow})"/>'
+            f'<line x1="{proc_x + 150:.1f}" y1="{y + row_h / 2 - 8:.1f}" x2="{chan_x:.1f}" '
+            f'y2="{mid - 10:.1f}" stroke="#555" marker-end="url(#{arrow})"/>'
+            f'<line x1="{hand_x:.1f}" y1="{mid + 30:.1f}" x2="{proc_x + 150:.1f}" '
+            f'y2="{y + row_h / 2 + 4:.1f}" stroke="#c0392b" stroke-dasharray="4,3" '
+            f'marker-end="url(#{arrow})"/>'
+        )
+    out.append(
+        _box(chan_x, mid - 35, 130, 70, f"RequestChannel\nbounded:\n{queued_max_requests} requests")
+    )
+    out.append(
+        f'<line x1="100" y1="{mid:.1f}" x2="130" y2="{mid:.1f}" stroke="#555" '
+        f'marker-end="url(#{arrow})"/>'
+    )
+    h_row = rows * row_h / handler_rows
+    for i in range(handler_rows):
+        y = top + i * h_row
+        label = f"handler {i}" if i < handler_rows - 1 or handler_rows == io_threads else "..."
+        out.append(_box(hand_x + 30, y + 2, 100, h_row - 8, label, "#fdebd0"))
+        out.append(
+            f'<line x1="{chan_x + 130:.1f}" y1="{mid:.1f}" x2="{hand_x + 30:.1f}" '
+            f'y2="{y + h_row / 2 - 2:.1f}" stroke="#555" marker-end="url(#{arrow})"/>'
+        )
+    out.append(
+        f'<text x="{hand_x + 80:.1f}" y="{top - 14:.1f}" text-anchor="middle" fill="#333">'
+        f"num.io.threads = {io_threads} (KafkaApis)</text>"
+        f'<text x="{proc_x + 75:.1f}" y="{top - 14:.1f}" text-anchor="middle" fill="#333">'
+        f"num.network.threads = {network_threads}</text>"
+        f'<text x="{width / 2:.1f}" y="{height - 20:.1f}" text-anchor="middle" fill="#c0392b">'
+        "responses go back to the queue of the Processor that owns the connection; "
+        "it writes them and unmutes</text>"
+    )
+    out.append("</g></svg>")
+    return SVG("".join(out))
