@@ -29,6 +29,7 @@ __all__ = [
     "reactor",
     "replica_offsets",
     "segment_layout",
+    "sequence_diagram",
     "state_diagram",
 ]
 
@@ -459,5 +460,56 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
         "responses go back to the queue of the Processor that owns the connection; "
         "it writes them and unmutes</text>"
     )
+    out.append("</g></svg>")
+    return SVG("".join(out))
+
+
+def sequence_diagram(
+    lanes: Sequence[str], events: Sequence[tuple[str, str, str]], *, title: str = ""
+) -> SVG:
+    """A sequence diagram: a vertical line per lane, time going down, one row per event
+    ``(from, to, label)``; an event from a lane to itself is a note on that lane."""
+    unknown = {name for a, b, _ in events for name in (a, b)} - set(lanes)
+    if unknown:
+        raise ValueError(f"events name lanes that are not drawn: {sorted(unknown)}")
+    lane_gap, row, left = 250.0, 26.0, 20.0
+    top = (TITLE_FONT + GAP if title else GAP) + 30
+    x_of = {lane: left + 90 + i * lane_gap for i, lane in enumerate(lanes)}
+    width = left + 180 + (len(lanes) - 1) * lane_gap
+    height = top + len(events) * row + GAP + 10
+    arrow = f"arrow-seq-{zlib.crc32(repr((lanes, events)).encode()):08x}"
+    out = [
+        _svg_open(width, height, title or "sequence diagram"),
+        f'<defs><marker id="{arrow}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+    ]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    for lane, x in x_of.items():
+        out.append(_box(x - 80, top - 30, 160, 24, lane))
+        out.append(
+            f'<line x1="{x:.1f}" y1="{top - 6:.1f}" x2="{x:.1f}" y2="{height - GAP:.1f}" '
+            'stroke="#999" stroke-dasharray="3,3"/>'
+        )
+    for i, (a, b, label) in enumerate(events):
+        y = top + i * row + row / 2
+        if a == b:
+            w = len(label) * LABEL_FONT * CHAR + 12
+            out.append(
+                f'<rect x="{x_of[a] + 6:.1f}" y="{y - 9:.1f}" width="{w:.1f}" height="18" '
+                'fill="#fdebd0" stroke="#e0b070"/>'
+                f'<text x="{x_of[a] + 12:.1f}" y="{y + 4:.1f}" fill="#333">{escape(label)}</text>'
+            )
+            continue
+        x0, x1 = x_of[a], x_of[b]
+        out.append(
+            f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="#555" '
+            f'stroke-width="1.2" marker-end="url(#{arrow})"/>'
+            f'<text x="{(x0 + x1) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" '
+            f'fill="#1b2a49">{escape(label)}</text>'
+        )
     out.append("</g></svg>")
     return SVG("".join(out))
