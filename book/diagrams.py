@@ -472,7 +472,8 @@ def sequence_diagram(
     unknown = {name for a, b, _ in events for name in (a, b)} - set(lanes)
     if unknown:
         raise ValueError(f"events name lanes that are not drawn: {sorted(unknown)}")
-    lane_gap, row, left = 250.0, 26.0, 20.0
+    # Lanes 250 px apart, closer when there are many, so the drawing stays about page-wide.
+    lane_gap, row, left = min(250.0, 560.0 / max(len(lanes) - 1, 1)), 26.0, 20.0
     top = (TITLE_FONT + GAP if title else GAP) + 30
     x_of = {lane: left + 90 + i * lane_gap for i, lane in enumerate(lanes)}
     width = left + 180 + (len(lanes) - 1) * lane_gap
