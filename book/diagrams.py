@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 __all__ = [
     "SVG",
+    "compaction",
     "ownership_chart",
     "reactor",
     "replica_offsets",
@@ -512,5 +513,58 @@ def sequence_diagram(
             f'<text x="{(x0 + x1) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" '
             f'fill="#1b2a49">{escape(label)}</text>'
         )
+    out.append("</g></svg>")
+    return SVG("".join(out))
+
+
+def compaction(
+    before: Sequence[tuple[int, str, bytes | None]],
+    after: Sequence[tuple[int, str, bytes | None]],
+    *,
+    title: str = "",
+) -> SVG:
+    """A compacted log's records ``(offset, key, value)`` before and after a cleaning
+    pass, one cell per offset, coloured by key; a tombstone (value None) is hatched in
+    grey, and an offset whose record is gone is left empty."""
+    keys = sorted({key for _, key, _ in before})
+    colours = {k: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, k in enumerate(keys)}
+    last = max(offset for offset, _, _ in before)
+    cell, left = 44.0, 70.0
+    top = (TITLE_FONT + GAP if title else GAP) + 4
+    width, height = left + (last + 1) * cell + GAP, top + 2 * 62 + 24
+    out = [_svg_open(width, height, title or "a compacted log before and after cleaning")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    for row, (name, records) in enumerate((("before", before), ("after", after))):
+        y = top + row * 62
+        out.append(f'<text x="{GAP:g}" y="{y + 26:.1f}" fill="#333">{name}</text>')
+        present = {offset: (key, value) for offset, key, value in records}
+        for offset in range(last + 1):
+            x = left + offset * cell
+            if offset not in present:
+                out.append(
+                    f'<rect x="{x:.1f}" y="{y + 6:.1f}" width="{cell - 3:g}" height="36" '
+                    'fill="#fff" stroke="#ddd" stroke-dasharray="2,2"/>'
+                )
+                continue
+            key, value = present[offset]
+            fill = "#bbb" if value is None else colours[key]
+            shown = "null" if value is None else value.decode(errors="replace")
+            out.append(
+                f'<rect x="{x:.1f}" y="{y + 6:.1f}" width="{cell - 3:g}" height="36" '
+                f'fill="{fill}" stroke="#555" stroke-width="0.6"/>'
+                f'<text x="{x + cell / 2 - 1.5:.1f}" y="{y + 20:.1f}" text-anchor="middle" '
+                f'font-size="10" fill="#fff">{escape(key)}</text>'
+                f'<text x="{x + cell / 2 - 1.5:.1f}" y="{y + 34:.1f}" text-anchor="middle" '
+                f'font-size="9" fill="#fff">{escape(shown)}</text>'
+            )
+            if row == 0:
+                out.append(
+                    f'<text x="{x + cell / 2 - 1.5:.1f}" y="{y + 2:.1f}" text-anchor="middle" '
+                    f'font-size="9" fill="#555">{offset}</text>'
+                )
     out.append("</g></svg>")
     return SVG("".join(out))
