@@ -54,8 +54,8 @@ help:
 # installs what is missing): a learner running the broker, the book or a lab installs only
 # that; `make test` installs everything the tests use. Prerequisites inherit the value.
 NEEDS :=
-test pytest: NEEDS := kcat java zookeeper
-book: NEEDS := java zookeeper
+test pytest: NEEDS := kcat java zookeeper chromium
+book: NEEDS := java zookeeper chromium
 lab: NEEDS := java
 cluster: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 
@@ -92,6 +92,8 @@ book: sync
 	$(RUN) python scripts/check_listings.py
 	rm -rf book/_build
 	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+	@# Each page in headless Chromium at 1280 px: nothing wider than the page, no stderr.
+	$(RUN) python scripts/check_pages.py
 
 # Every chapter and lab page as the notebook the book's build executed (outputs kept), in
 # ./notebooks (git-ignored), laid out as book/ is, so a cell's relative paths still hold.

@@ -5,8 +5,9 @@
 #   java       Spark (the labs and their book pages, through PySpark 4) runs on Java 17+
 #   zookeeper  ZooKeeper mode runs Debian's ZooKeeper server (its chapter, its tests,
 #              `make cluster MODE=zk`)
-# `make run` needs none of them, `make book` java and zookeeper, `make lab N` java,
-# `make test` all three (the Makefile says which). As root it installs system packages
+#   chromium   `make book` checks each page in headless Chromium (nothing wider than it)
+# `make run` needs none of them, `make book` java, zookeeper and chromium, `make lab N`
+# java, `make test` all four (the Makefile says which). As root it installs system packages
 # with apt-get; otherwise it stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,7 +38,8 @@ for need in "$@"; do
         java) command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless) ;;
         # Debian's ZooKeeper server puts no command on PATH: its jar says it is there.
         zookeeper) [[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper) ;;
-        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper)" >&2; exit 2 ;;
+        chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium)" >&2; exit 2 ;;
     esac
 done
 if ((${#missing[@]})); then

@@ -8,8 +8,12 @@ seconds since the epoch in a trace's ``ts`` read the same on every machine.
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -39,14 +43,47 @@ def _log4j_file() -> Path:
     return path
 
 
+def spark_log() -> Path:
+    """Where the Spark JVM's own output goes (its start-up lines, its errors)."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / "minikafka-labs-spark.log"
+
+
+@contextmanager
+def _jvm_output_to_log() -> Iterator[None]:
+    """The JVM that PySpark launches inherits this process's stderr, and in client mode it
+    prints before any log configuration reaches it (the JDK's "Using incubator modules"
+    warning, Spark's "Setting default log level"): in a notebook those lines would land in
+    the cell's output. So while the JVM starts, stderr points at :func:`spark_log`, which
+    the JVM keeps; Python's own stderr is restored at once, and a Spark error still comes
+    back to Python as an exception."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with spark_log().open("ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def spark_session(app_name: str = "minikafka-lab") -> SparkSession:
     """The labs' SparkSession: ``local[2]``, or ``$SPARK_MASTER`` when it is set.
 
-    Asking twice returns the running session (Spark keeps one per process).
+    Asking twice returns the running session (Spark keeps one per process). The JVM's own
+    output goes to :func:`spark_log`, not to the caller's stderr.
     """
     master = os.environ.get(SPARK_MASTER_ENV) or DEFAULT_MASTER
     java_options = f"-Dlog4j2.configurationFile=file:{_log4j_file()} -Duser.timezone=UTC"
-    session = (
+    starting = SparkContext._active_spark_context is None
+    with _jvm_output_to_log() if starting else nullcontext():
+        session = _build(master, app_name, java_options)
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _build(master: str, app_name: str, java_options: str) -> SparkSession:
+    return (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
@@ -58,8 +95,6 @@ def spark_session(app_name: str = "minikafka-lab") -> SparkSession:
         .config("spark.sql.shuffle.partitions", "4")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def trace_schema(event_type: type[TraceEvent]) -> StructType:
