@@ -19,6 +19,7 @@ from ._lab import find_lab as find_lab
 from ._lab import lab_of as lab_of
 from ._spark import SPARK_MASTER_ENV as SPARK_MASTER_ENV
 from ._spark import read_events as read_events
+from ._spark import spark_log as spark_log
 from ._spark import spark_session as spark_session
 from ._spark import trace_schema as trace_schema
 
@@ -32,6 +33,7 @@ __all__ = [
     "find_lab",
     "lab_of",
     "read_events",
+    "spark_log",
     "spark_session",
     "trace_schema",
 ]
