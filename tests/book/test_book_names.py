@@ -7,31 +7,20 @@ must fail, naming both, and ignore what sits in code blocks).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "check_book_names", ROOT / "scripts" / "check_book_names.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def test_the_book_names_nothing_that_does_not_exist(script: Callable[[str], ModuleType]) -> None:
+    assert script("check_book_names").main() == 0
 
 
-def test_the_book_names_nothing_that_does_not_exist() -> None:
-    assert _script().main() == 0
-
-
-def test_a_stale_name_and_an_unknown_key_are_reported_with_their_lines(tmp_path: Path) -> None:
+def test_a_stale_name_and_an_unknown_key_are_reported_with_their_lines(
+    tmp_path: Path, script: Callable[[str], ModuleType]
+) -> None:
     chapter = tmp_path / "chapter.md"
     chapter.write_text(
         "# A chapter\n"
@@ -45,8 +34,8 @@ def test_a_stale_name_and_an_unknown_key_are_reported_with_their_lines(tmp_path:
         "```\n",
         encoding="utf-8",
     )
-    script = _script()
-    problems = script.unknown_names([chapter])
+    checker = script("check_book_names")
+    problems = checker.unknown_names([chapter])
     assert len(problems) == 2, problems
     assert problems[0].endswith(":4: `minikafka.client.Producer.flushes` does not exist")
     assert problems[1].endswith(":4: `linger.millis` is no configuration key minikafka has")

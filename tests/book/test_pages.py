@@ -4,8 +4,7 @@ page where everything fits (the book's own wrap.css makes its listings fit)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -18,20 +17,10 @@ PAGE = """<!doctype html><html><head><style>{css}</style></head><body>
 </article></main></body></html>"""
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "check_pages", ROOT / "scripts" / "check_pages.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_overflow_and_stderr_are_found_and_a_fitting_page_passes(tmp_path: Path) -> None:
-    script = _script()
+def test_overflow_and_stderr_are_found_and_a_fitting_page_passes(
+    tmp_path: Path, script: Callable[[str], ModuleType]
+) -> None:
+    checker = script("check_pages")
     site = tmp_path / "site"
     site.mkdir()
     long_line = "x = " + "1 + " * 120 + "1"
@@ -56,9 +45,9 @@ def test_overflow_and_stderr_are_found_and_a_fitting_page_passes(tmp_path: Path)
         ),
         encoding="utf-8",
     )
-    browser = script.chromium()
-    found = script.check_page(browser, bad, tmp_path / "scratch", root=site)
+    browser = checker.chromium()
+    found = checker.check_page(browser, bad, tmp_path / "scratch", root=site)
     assert any(f.startswith("scrolls sideways: pre") for f in found), found
     assert any(f.startswith("wider than the page: svg") for f in found), found
     assert any(f.startswith("stderr output:") and "noise" in f for f in found), found
-    assert script.check_page(browser, good, tmp_path / "scratch", root=site) == []
+    assert checker.check_page(browser, good, tmp_path / "scratch", root=site) == []
