@@ -411,8 +411,8 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
     writes it and unmutes the connection."""
     rows = max(network_threads, 3)
     row_h, top = 46.0, 40.0
-    height = top + rows * row_h + 70
-    width = 760.0
+    height = top + rows * row_h + 110
+    width = 800.0
     arrow = "arrow-reactor"
     out = [
         _svg_open(width, height, "Kafka's Reactor: Acceptor, Processors, RequestChannel, handlers"),
@@ -432,9 +432,10 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
             f'stroke="#555" marker-end="url(#{arrow})"/>'
             f'<line x1="{proc_x + 150:.1f}" y1="{y + row_h / 2 - 8:.1f}" x2="{chan_x:.1f}" '
             f'y2="{mid - 10:.1f}" stroke="#555" marker-end="url(#{arrow})"/>'
-            f'<line x1="{hand_x:.1f}" y1="{mid + 30:.1f}" x2="{proc_x + 150:.1f}" '
-            f'y2="{y + row_h / 2 + 4:.1f}" stroke="#c0392b" stroke-dasharray="4,3" '
-            f'marker-end="url(#{arrow})"/>'
+            # The response goes back under the RequestChannel, not through it.
+            f'<path d="M{hand_x + 30:.1f},{mid + 40:.1f} Q{chan_x + 65:.1f},{mid + 110:.1f} '
+            f'{proc_x + 150:.1f},{y + row_h / 2 + 4:.1f}" fill="none" stroke="#c0392b" '
+            f'stroke-dasharray="4,3" marker-end="url(#{arrow})"/>'
         )
     out.append(
         _box(chan_x, mid - 35, 130, 70, f"RequestChannel\nbounded:\n{queued_max_requests} requests")
