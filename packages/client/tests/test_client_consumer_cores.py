@@ -28,7 +28,7 @@ from minikafka.coordination.member import (
     OffsetCommit,
     OffsetFetch,
 )
-from minikafka.log import Record, build_batch, make_records
+from minikafka.log import CorruptRecordError, Record, build_batch, make_records
 from minikafka.net import Node
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -335,3 +335,23 @@ def test_kip_320_truncation_without_a_reset_policy_is_reported() -> None:
     f.on_validation(2, {TP0: (ErrorCode.none, 3, 2)})
     assert [e.name() for e in f.errors] == ["OFFSET_OUT_OF_RANGE"]
     assert f.subscriptions.position(TP0) == 6  # left for the application to decide
+
+
+def test_records_from_skips_before_the_position_and_stops_at_a_cut_batch() -> None:
+    """A fetched record set: records before the position are skipped, a control batch
+    moves the position on, a batch cut off at the end is fetched again, a corrupt one is
+    refused."""
+    first = build_batch(make_records([(None, b"a"), (b"k", b"b")], timestamp_ms=1))
+    control = build_batch([Record(2, 1, None, b"\x00\x00\x00\x00")], is_control=True)
+    third = build_batch(make_records([(None, b"c")], first_offset=3, timestamp_ms=1))
+    fourth = build_batch(make_records([(None, b"d")], first_offset=4, timestamp_ms=1))
+    data = first + control + third + fourth[:-5]
+    records, _, position = records_from(data, 1, None, verify_crc=True)
+    assert [(r.offset, r.key, r.value) for r in records] == [(1, b"k", b"b"), (3, None, b"c")]
+    assert position == 4  # the cut-off batch at offset 4 is fetched again
+    assert records_from(b"", 7, None, verify_crc=True)[::2] == ([], 7)
+    assert records_from(data[:10], 0, None, verify_crc=True)[::2] == ([], 0)
+    corrupt = bytearray(first)
+    corrupt[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        records_from(bytes(corrupt), 0, None, verify_crc=True)

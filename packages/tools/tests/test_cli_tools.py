@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from minikafka.broker.testing import bootstrap, replica_batches, single_node_config, tool_cluster
 from minikafka.client import Message, TopicPartition, partition_for_key
-from minikafka.log import CompressionType, Record, build_batch, make_records
+from minikafka.log import CompressionType, Record
 from minikafka.tools._cli import app
 from minikafka.tools._connection import AsyncAdminClient, KafkaError, ToolError, parse_bootstrap
 from minikafka.tools._consume import (
@@ -34,7 +34,6 @@ from minikafka.tools._consume import (
     consume,
     format_record,
     parse_offset,
-    records_after,
 )
 from minikafka.tools._consume import check_config as check_consumer_config
 from minikafka.tools._produce import (
@@ -475,23 +474,6 @@ async def test_consume_errors(cluster: AsyncAdminClient) -> None:
             await read_all(cluster, "one", partition=3, max_messages=1)
         with pytest.raises(ToolError, match=r"fetch\.max\.wait"):
             check_consumer_config(ConsumeOptions("one", properties={"fetch.max.wait": "1"}), "h:1")
-
-
-def test_records_after_skips_before_the_position_and_stops_at_a_cut_batch() -> None:
-    first = build_batch(make_records([(None, b"a"), (b"k", b"b")], timestamp_ms=1))
-    control = build_batch([Record(2, 1, None, b"\x00\x00\x00\x00")], is_control=True)
-    third = build_batch(make_records([(None, b"c")], first_offset=3, timestamp_ms=1))
-    fourth = build_batch(make_records([(None, b"d")], first_offset=4, timestamp_ms=1))
-    data = first + control + third + fourth[:-5]
-    records, position = records_after(data, 1)
-    assert [(r.offset, r.key, r.value) for r in records] == [(1, b"k", b"b"), (3, None, b"c")]
-    assert position == 4  # the cut-off batch at offset 4 is fetched again
-    assert records_after(b"", 7) == ([], 7)
-    assert records_after(data[:10], 0) == ([], 0)
-    corrupt = bytearray(first)
-    corrupt[-1] ^= 0xFF
-    with pytest.raises(ToolError, match="corrupt"):
-        records_after(bytes(corrupt), 0)
 
 
 def test_format_record_is_kafkas_default_formatter() -> None:

@@ -36,7 +36,7 @@ from minikafka.net import NetworkClient
 
 from ._accumulator import BufferFull
 from ._config import ConsumerConfig, DeliveryCallback, ProducerConfig
-from ._consumer import consumer_cores, group_request_timeout, messages, position_from
+from ._consumer import consumer_cores, consumer_network, messages, position_from
 from ._consumer_shell import ConsumerShell
 from ._message import (
     KafkaError,
@@ -236,13 +236,7 @@ class AsyncConsumer:
         consumer = cls(config)
         c = consumer.config
         async with (
-            NetworkClient.open(
-                client_id=c.client_id,
-                request_timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000,
-            ) as client,
-            NetworkClient.open(
-                client_id=c.client_id, request_timeout=group_request_timeout(c)
-            ) as group_client,
+            consumer_network(c) as (client, group_client),
             trio.open_nursery() as nursery,
         ):
             consumer._shell = ConsumerShell(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -73,17 +73,7 @@ class Consumer:
         started.wait()
 
     async def _main(self, started: threading.Event) -> None:
-        c = self.config
-        async with (
-            NetworkClient.open(
-                client_id=c.client_id,
-                # A Fetch is held up to fetch.max.wait.ms by the broker, on top.
-                request_timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000,
-            ) as client,
-            NetworkClient.open(
-                client_id=c.client_id, request_timeout=group_request_timeout(c)
-            ) as group_client,
-        ):
+        async with consumer_network(self.config) as (client, group_client):
             self._shell = ConsumerShell(
                 self._fetcher,
                 self._coordinator,
@@ -316,6 +306,26 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.asynccontextmanager
+async def consumer_network(
+    config: ConsumerConfig,
+) -> AsyncIterator[tuple[NetworkClient, NetworkClient]]:
+    """A consumer's two NetworkClients: one for fetches and offsets, whose requests may be
+    held ``fetch.max.wait.ms`` by the broker on top of ``request.timeout.ms``, and one for
+    the group's requests (:func:`group_request_timeout`), so a silent broker fails a Fetch
+    long before a JoinGroup's wait would."""
+    async with (
+        NetworkClient.open(
+            client_id=config.client_id,
+            request_timeout=(config.request_timeout_ms + config.fetch_max_wait_ms) / 1000,
+        ) as client,
+        NetworkClient.open(
+            client_id=config.client_id, request_timeout=group_request_timeout(config)
+        ) as group_client,
+    ):
+        yield client, group_client
 
 
 def group_request_timeout(config: ConsumerConfig) -> float:

@@ -40,10 +40,8 @@ from minikafka.client import (
     KafkaException,
     Message,
     TopicPartition,
-    records_from,
 )
 from minikafka.client import KafkaError as ClientError
-from minikafka.log import CorruptRecordError, Record
 
 from ._connection import KafkaError, ToolError, checked, lone_errors
 
@@ -114,18 +112,6 @@ def format_record(message: Message, options: ConsumeOptions) -> bytes:
     value = message.value()
     columns.append(b"null" if value is None else value)
     return separator.join(columns) + b"\n"
-
-
-def records_after(data: bytes, position: int) -> tuple[list[Record], int]:
-    """The records at or after ``position`` in a fetched record set, and the next position,
-    as the client's Fetcher reads them (``minikafka.client.records_from``: a cut-off batch
-    at the end is left for the next fetch, a control batch moves the position on); a
-    corrupt record set is a ToolError."""
-    try:
-        records, _, position = records_from(data, position, None, verify_crc=True)
-    except CorruptRecordError as e:
-        raise ToolError(f"corrupt record set at offset {position}: {e}") from e
-    return records, position
 
 
 @attrs.define(eq=False)
