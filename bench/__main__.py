@@ -53,7 +53,9 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts, for a smoke run"
+    )
     parser.add_argument(
         "names",
         nargs="*",
@@ -63,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in BENCHMARKS]
     if unknown:
-        parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+        parser.error(
+            f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
+        )
     for name in args.names or list(BENCHMARKS):
         started = time.perf_counter()
         print(f"== {name}{' (--quick)' if args.quick else ''}", flush=True)

@@ -21,7 +21,13 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from ._common import BenchError, bar_chart_svg, format_percent, markdown_table, own_cpu_seconds
+from ._common import (
+    BenchError,
+    bar_chart_svg,
+    format_percent,
+    markdown_table,
+    own_cpu_seconds,
+)
 
 REFERENCE = "confluent-kafka (C)"
 PURE_PYTHON = ("kafka-python", "aiokafka, pure Python")
@@ -78,11 +84,15 @@ class Run:
 
 
 def median_of(runs: Sequence[Run], client: str) -> Run:
-    ordered = sorted((r for r in runs if r.client == client), key=lambda r: r.records_per_s)
+    ordered = sorted(
+        (r for r in runs if r.client == client), key=lambda r: r.records_per_s
+    )
     return ordered[len(ordered) // 2]
 
 
-def table(runs: Sequence[Run], clients: Sequence[str], what: str, value_bytes: int) -> str:
+def table(
+    runs: Sequence[Run], clients: Sequence[str], what: str, value_bytes: int
+) -> str:
     """Each client's median with the range, MB/s, the ratio to confluent-kafka, CPU; and
     minikafka over each pure-Python client, the issue's goal."""
     reference = median_of(runs, REFERENCE).records_per_s
@@ -103,7 +113,8 @@ def table(runs: Sequence[Run], clients: Sequence[str], what: str, value_bytes: i
         )
     mini = median_of(runs, "minikafka").records_per_s
     verdict = ", ".join(
-        f"{mini / median_of(runs, name).records_per_s:.2f}x {name}" for name in PURE_PYTHON
+        f"{mini / median_of(runs, name).records_per_s:.2f}x {name}"
+        for name in PURE_PYTHON
     )
     header = [what, "records/s (median)", "range", "MB/s", "/ confluent-kafka"]
     return (
@@ -114,5 +125,7 @@ def table(runs: Sequence[Run], clients: Sequence[str], what: str, value_bytes: i
 
 def chart(runs: Sequence[Run], clients: Sequence[str], title: str, group: str) -> str:
     return bar_chart_svg(
-        title, "records/s", [(group, [(c, median_of(runs, c).records_per_s) for c in clients])]
+        title,
+        "records/s",
+        [(group, [(c, median_of(runs, c).records_per_s) for c in clients])],
     )

@@ -119,17 +119,23 @@ def spawned_server(
             lines.put(line)
         lines.put(None)
 
-    reader = threading.Thread(target=pump, name=f"server-{process.pid}-output", daemon=True)
+    reader = threading.Thread(
+        target=pump, name=f"server-{process.pid}-output", daemon=True
+    )
     reader.start()
     try:
         while True:
             try:
                 line = lines.get(timeout=start_timeout)
             except queue.Empty:
-                raise BenchError(f"{shlex.join(argv)} did not report its address") from None
+                raise BenchError(
+                    f"{shlex.join(argv)} did not report its address"
+                ) from None
             if line is None:
                 server.check_alive()
-                raise BenchError(f"{shlex.join(argv)} closed its output before listening")
+                raise BenchError(
+                    f"{shlex.join(argv)} closed its output before listening"
+                )
             if match := ready.search(line):
                 server.host, server.port = match["host"], int(match["port"])
                 break
@@ -141,7 +147,9 @@ def spawned_server(
             with suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=1)
             if process.returncode is not None:
-                raise BenchError(f"{e!r}; the server died:\n{''.join(server.output[-20:])}") from e
+                raise BenchError(
+                    f"{e!r}; the server died:\n{''.join(server.output[-20:])}"
+                ) from e
             raise
         server.check_alive()
     finally:
@@ -211,7 +219,9 @@ def own_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cpu_percent(before: float | None, after: float | None, seconds: float) -> float | None:
+def cpu_percent(
+    before: float | None, after: float | None, seconds: float
+) -> float | None:
     """CPU seconds used between two readings, as a percentage of one core over ``seconds``."""
     return None if before is None or after is None else 100 * (after - before) / seconds
 
@@ -287,7 +297,12 @@ def pinned_client() -> Iterator[Pinning]:
 
 
 def report_header(
-    name: str, description: str | None, quick: bool, repeats: int, started: str, clock: float
+    name: str,
+    description: str | None,
+    quick: bool,
+    repeats: int,
+    started: str,
+    clock: float,
 ) -> dict[str, object]:
     """The fields every benchmark's JSON starts with (``clock``: ``time.perf_counter()``
     when it started)."""
@@ -309,7 +324,9 @@ def machine_facts() -> dict[str, object]:
     """What a reader needs to compare these figures with theirs."""
     facts: dict[str, object] = {
         "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "cpus_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else None,
         "cpu_model": _cpu_model(),
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -341,10 +358,18 @@ def _cpu_model() -> str | None:
 def _git_revision() -> dict[str, object] | None:
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         status = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, check=True
+            ["git", "status", "--porcelain"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -359,7 +384,9 @@ def command_line() -> dict[str, str | None]:
         argv[0] = "python"
     try:
         raw = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
-        parent: str | None = shlex.join(part.decode() for part in raw.split(b"\0") if part)
+        parent: str | None = shlex.join(
+            part.decode() for part in raw.split(b"\0") if part
+        )
     except OSError:
         parent = None
     return {
@@ -411,7 +438,10 @@ def latency_summary(seconds: Sequence[float]) -> dict[str, float]:
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A Markdown table with right-aligned columns (except the first two)."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    widths = [
+        max(len(str(cell)) for cell in column)
+        for column in zip(header, *rows, strict=True)
+    ]
 
     def line(cells: Sequence[str]) -> str:
         padded = [
@@ -420,9 +450,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         ]
         return "| " + " | ".join(padded) + " |"
 
-    rule = ["-" * width if i < 2 else "-" * (width - 1) + ":" for i, width in enumerate(widths)]
+    rule = [
+        "-" * width if i < 2 else "-" * (width - 1) + ":"
+        for i, width in enumerate(widths)
+    ]
     return "\n".join(
-        [line(header), "|" + "|".join(f" {r} " for r in rule) + "|"] + [line(row) for row in rows]
+        [line(header), "|" + "|".join(f" {r} " for r in rule) + "|"]
+        + [line(row) for row in rows]
     )
 
 
@@ -431,7 +465,9 @@ def write_results(report: Report, stem: str, directory: Path = RESULTS) -> list[
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / f"{stem}.json"]
     # JSON has no NaN: a figure that could not be measured (a stalled run) is null.
-    written[0].write_text(json.dumps(_finite(report.document), indent=2, allow_nan=False) + "\n")
+    written[0].write_text(
+        json.dumps(_finite(report.document), indent=2, allow_nan=False) + "\n"
+    )
     if report.chart_svg is not None:
         written.append(directory / f"{stem}.svg")
         written[1].write_text(report.chart_svg)
@@ -469,7 +505,9 @@ def bar_chart_svg(
     ]
     y = 40
     for group, series in groups:
-        out.append(f'<text x="10" y="{y + 12}" font-weight="bold">{escape(group)}</text>')
+        out.append(
+            f'<text x="10" y="{y + 12}" font-weight="bold">{escape(group)}</text>'
+        )
         y += 18
         top = max((value for _, value in series), default=0.0) or 1.0
         for i, (name, value) in enumerate(series):

@@ -38,7 +38,11 @@ from kio.schema.create_topics.v4.response import CreateTopicsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
@@ -58,7 +62,8 @@ PRODUCE_VERSION = 8
 MEASUREMENT_DEADLINE = 300.0  # seconds; only so that a wedged server fails the run
 
 _CORRELATION = struct.Struct(">i")
-_CORRELATION_OFFSET = 8  # in a whole request frame: size (4), api_key (2), api_version (2)
+# in a whole request frame: size (4), api_key (2), api_version (2)
+_CORRELATION_OFFSET = 8
 _HEAD_BYTES = _CORRELATION_OFFSET + _CORRELATION.size
 _I16 = struct.Struct(">h")
 _I64 = struct.Struct(">q")
@@ -66,14 +71,21 @@ _I64 = struct.Struct(">q")
 
 def broker_argv(data_dir: Path, *overrides: str) -> list[str]:
     argv = [sys.executable, "-m", "minikafka.broker", "broker"]
-    for setting in ("listeners=PLAINTEXT://127.0.0.1:0", f"log.dirs={data_dir}", *overrides):
+    for setting in (
+        "listeners=PLAINTEXT://127.0.0.1:0",
+        f"log.dirs={data_dir}",
+        *overrides,
+    ):
         argv += ["--override", setting]
     return argv
 
 
 @contextmanager
 def spawned_broker(
-    data_dir: Path, cpus: set[int] | None = None, *overrides: str, stop_timeout: float = 30.0
+    data_dir: Path,
+    cpus: set[int] | None = None,
+    *overrides: str,
+    stop_timeout: float = 30.0,
 ) -> Iterator[ServerProcess]:
     """A broker process, ready for clients; stopped on exit (also on errors): SIGTERM,
     then SIGKILL after ``stop_timeout`` (its return code then is -9)."""
@@ -183,7 +195,9 @@ def produce_request(topic: str, batch: bytes, acks: int) -> ProduceRequest:
         topic_data=(
             TopicProduceData(
                 name=TopicName(topic),
-                partition_data=(PartitionProduceData(index=i32(0), records=Records(batch)),),
+                partition_data=(
+                    PartitionProduceData(index=i32(0), records=Records(batch)),
+                ),
             ),
         ),
     )
@@ -199,7 +213,9 @@ class ProduceFrames:
     def of(cls, body: ProduceRequest) -> ProduceFrames:
         template = request_frame(body, 0, CLIENT_ID)
         if request_frame(body, 12345, CLIENT_ID) != _patched(template, 12345):
-            raise BenchError("the correlation id is not where the request header puts it")
+            raise BenchError(
+                "the correlation id is not where the request header puts it"
+            )
         return cls(template)
 
     def frame(self, correlation_id: int) -> bytes:
@@ -218,7 +234,10 @@ class ProduceFrames:
         12 bytes (size, api key, version, correlation id) and the rest, shared: large
         requests are written with one ``sendmsg`` of both instead of a copy apiece."""
         tail = memoryview(self.template)[_HEAD_BYTES:]
-        return [((self.frame(i)[:_HEAD_BYTES], tail), 1) for i in range(first, first + count)]
+        return [
+            ((self.frame(i)[:_HEAD_BYTES], tail), 1)
+            for i in range(first, first + count)
+        ]
 
 
 Group = tuple[tuple["bytes | memoryview", ...], int]
@@ -247,7 +266,9 @@ class ProduceCheck:
         assert isinstance(body, ProduceResponse)
         partition = body.responses[0].partition_responses[0]
         if partition.error_code != ErrorCode.none:
-            raise BenchError(f"a Produce to {topic} answered {partition.error_code.name}")
+            raise BenchError(
+                f"a Produce to {topic} answered {partition.error_code.name}"
+            )
         # correlation id, responses count, topic name (int16 length), partitions count,
         # partition index: then error_code (int16) and base_offset (int64).
         error_offset = 4 + 4 + 2 + len(topic.encode()) + 4 + 4
@@ -263,7 +284,9 @@ class ProduceCheck:
         return int(_I64.unpack_from(frame, self.base_offset_offset)[0])
 
 
-async def learn_produce_check(host: str, port: int, frames: ProduceFrames, topic: str) -> bytes:
+async def learn_produce_check(
+    host: str, port: int, frames: ProduceFrames, topic: str
+) -> bytes:
     """One Produce over a fresh connection: its response frame (size prefix excluded)."""
     with trio.fail_after(60):
         stream = await trio.open_tcp_stream(host, port)
@@ -354,10 +377,14 @@ class Pipeline:
                 f"expected (an error message or record errors?)"
             )
         if (error := self.check.error_code(frame)) != 0:
-            raise BenchError(f"a Produce answered error code {error} ({ErrorCode(error).name})")
+            raise BenchError(
+                f"a Produce answered error code {error} ({ErrorCode(error).name})"
+            )
 
 
-async def _send_vectored(sock: trio.socket.SocketType, parts: Sequence[bytes | memoryview]) -> None:
+async def _send_vectored(
+    sock: trio.socket.SocketType, parts: Sequence[bytes | memoryview]
+) -> None:
     """Write every byte of ``parts`` with ``sendmsg`` (a gather write), however the
     kernel splits it."""
     views = [memoryview(part) for part in parts]

@@ -157,7 +157,11 @@ class Settings:
     @classmethod
     def choose(cls, quick: bool, records: int | None = None) -> Settings:
         return cls(
-            records=records if records is not None else QUICK_RECORDS if quick else RECORDS,
+            records=records
+            if records is not None
+            else QUICK_RECORDS
+            if quick
+            else RECORDS,
             repeats=1 if quick else REPEATS,
             latency_rate=LATENCY_RATE,
             latency_seconds=1.0 if quick else LATENCY_SECONDS,
@@ -180,7 +184,9 @@ class Scenario:
         return ".".join(parts)
 
 
-CEILING = Scenario("ceiling: bare trio loopback TCP, 1 MiB chunks", "ceiling", CEILING_CLIENT)
+CEILING = Scenario(
+    "ceiling: bare trio loopback TCP, 1 MiB chunks", "ceiling", CEILING_CLIENT
+)
 
 
 def scenarios(with_kcat: bool) -> list[Scenario]:
@@ -247,7 +253,10 @@ def _children_cpu_seconds() -> float:
 
 
 def _measure(
-    scenario: Scenario, server_pid: int, body: Callable[[], Timed], log_dir: Path | None = None
+    scenario: Scenario,
+    server_pid: int,
+    body: Callable[[], Timed],
+    log_dir: Path | None = None,
 ) -> Measurement:
     client = own_cpu_seconds() + _children_cpu_seconds()
     server = process_cpu_seconds(server_pid)
@@ -291,7 +300,9 @@ def _cpu_percents(
         return None, None, None
     client_percent = 100 * (client_after - client) / wall
     server_percent = (
-        None if server is None or server_after is None else 100 * (server_after - server) / wall
+        None
+        if server is None or server_after is None
+        else 100 * (server_after - server) / wall
     )
     other = None
     if busy is not None and busy_after is not None:
@@ -300,7 +311,8 @@ def _cpu_percents(
     return client_percent, server_percent, other
 
 
-_BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length (the bytes after this field)
+# base offset, batch length (the bytes after this field)
+_BATCH_HEAD = struct.Struct(">qi")
 
 
 def _log_facts(partition_dir: Path) -> LogFacts:
@@ -418,7 +430,8 @@ def _confluent_produce(bench: Bench, topic: str, acks: str) -> Timed:
         "on_delivery": on_delivery,
     }
     producer = Producer(config)
-    producer.list_topics(topic, timeout=30)  # connected, metadata known, before the clock
+    # connected, metadata known, before the clock
+    producer.list_topics(topic, timeout=30)
     produce, poll = producer.produce, producer.poll
     started = time.perf_counter()
     for v in bench.values:
@@ -432,9 +445,13 @@ def _confluent_produce(bench: Bench, topic: str, acks: str) -> Timed:
     seconds = time.perf_counter() - started
     del producer
     if left:
-        raise BenchError(f"produce to {topic}: {left:,} records unacknowledged after flush")
+        raise BenchError(
+            f"produce to {topic}: {left:,} records unacknowledged after flush"
+        )
     if errors:
-        raise BenchError(f"produce to {topic}: {len(errors):,} delivery errors, first {errors[0]}")
+        raise BenchError(
+            f"produce to {topic}: {len(errors):,} delivery errors, first {errors[0]}"
+        )
     records = len(bench.values)
     bench.check_end_offset(topic, records, f"confluent-kafka produce acks={acks}")
     return Timed(records, records * VALUE_BYTES, seconds)
@@ -451,7 +468,9 @@ def kcat_produce_argv(
 
 def _kcat_produce(bench: Bench, topic: str, acks: str) -> Timed:
     assert bench.kcat is not None
-    argv = kcat_produce_argv(bench.kcat, bench.broker.bootstrap, topic, bench.producer_config(acks))
+    argv = kcat_produce_argv(
+        bench.kcat, bench.broker.bootstrap, topic, bench.producer_config(acks)
+    )
     with bench.values_file.open("rb") as values:
         started = time.perf_counter()
         done = subprocess.run(
@@ -471,7 +490,8 @@ def _kcat_produce(bench: Bench, topic: str, acks: str) -> Timed:
 def _confluent_consume(bench: Bench, topic: str, expected: int) -> Timed:
     consumer = Consumer({**bench.base_config(), **CONSUMER_CONFIG})
     try:
-        consumer.list_topics(topic, timeout=30)  # connected, leader known, before the clock
+        # connected, leader known, before the clock
+        consumer.list_topics(topic, timeout=30)
         count = value_bytes = 0
         last_offset = -1
         first: float | None = None
@@ -572,7 +592,9 @@ async def _push(host: str, port: int, payload: bytes, chunk: int) -> float:
             while len(answer) < _COUNT.size:
                 data = await stream.receive_some(_COUNT.size - len(answer))
                 if not data:
-                    raise BenchError("the sink closed the connection without its byte count")
+                    raise BenchError(
+                        "the sink closed the connection without its byte count"
+                    )
                 answer += data
         seconds = time.perf_counter() - started
     (received,) = _COUNT.unpack(answer)
@@ -582,7 +604,9 @@ async def _push(host: str, port: int, payload: bytes, chunk: int) -> float:
 
 
 def _ceiling(bench: Bench) -> Timed:
-    seconds = trio.run(_push, bench.sink.host, bench.sink.port, bench.payload, BATCH_BYTES)
+    seconds = trio.run(
+        _push, bench.sink.host, bench.sink.port, bench.payload, BATCH_BYTES
+    )
     return Timed(len(bench.payload) // VALUE_BYTES, len(bench.payload), seconds)
 
 
@@ -661,7 +685,9 @@ class _LatencyConsumer:
                 if (error := message.error()) is not None:
                     self.errors.append(str(error))
                     continue
-                kind, sent, sequence = _STAMP.unpack_from(message.value() or bytes(_STAMP.size))
+                kind, sent, sequence = _STAMP.unpack_from(
+                    message.value() or bytes(_STAMP.size)
+                )
                 if kind != _MEASURED:
                     continue
                 if sequence in self.sequences:
@@ -787,7 +813,9 @@ class Outcome:
     @property
     def median(self) -> Measurement:
         """The run with the median record rate (the lower middle one of an even count)."""
-        return sorted(self.runs, key=lambda m: m.records_per_s)[(len(self.runs) - 1) // 2]
+        return sorted(self.runs, key=lambda m: m.records_per_s)[
+            (len(self.runs) - 1) // 2
+        ]
 
 
 def run(quick: bool = False) -> Report:
@@ -834,7 +862,15 @@ def run_with(settings: Settings, quick: bool = False) -> Report:
             )
             stack.callback(inspector.close)
             bench = Bench(
-                broker, sink, settings, values, payload, values_file, logger, inspector, kcat
+                broker,
+                sink,
+                settings,
+                values,
+                payload,
+                values_file,
+                logger,
+                inspector,
+                kcat,
             )
             outcomes, latencies = _run_scenarios(bench)
             del bench, values, payload
@@ -844,7 +880,9 @@ def run_with(settings: Settings, quick: bool = False) -> Report:
         shutil.rmtree(scratch, ignore_errors=True)
     duration = time.perf_counter() - clock
     machine = machine_facts()
-    packages = dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    packages = (
+        dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    )
     for dist in ("minikafka-broker", "confluent-kafka"):
         try:
             packages[dist] = metadata.version(dist)
@@ -878,7 +916,11 @@ def run_with(settings: Settings, quick: bool = False) -> Report:
         },
         "clients": {
             "value_bytes": VALUE_BYTES,
-            "producer": {"batch.size": BATCH_BYTES, "linger.ms": LINGER_MS, "compression": "none"},
+            "producer": {
+                "batch.size": BATCH_BYTES,
+                "linger.ms": LINGER_MS,
+                "compression": "none",
+            },
             "consumer": dict(CONSUMER_CONFIG),
             "kcat_produce": shlex.join(
                 kcat_produce_argv(
@@ -927,10 +969,13 @@ def _run_scenarios(bench: Bench) -> tuple[list[Outcome], list[LatencyOutcome]]:
     all_scenarios = scenarios(bench.kcat is not None)
     produce = [s for s in all_scenarios if s.kind == "produce"]
     topics = {
-        (s, r): f"bench.{s.slug}.run-{r}" for s in produce for r in range(bench.settings.repeats)
+        (s, r): f"bench.{s.slug}.run-{r}"
+        for s in produce
+        for r in range(bench.settings.repeats)
     }
     latency_topics = {
-        linger: f"bench.latency.linger-{linger}" for linger in bench.settings.latency_linger_ms
+        linger: f"bench.latency.linger-{linger}"
+        for linger in bench.settings.latency_linger_ms
     }
     admin = AdminClient({"bootstrap.servers": bench.broker.bootstrap})
     new = [NewTopic(t, 1, 1) for t in [*topics.values(), *latency_topics.values()]]
@@ -957,11 +1002,15 @@ def _run_scenarios(bench: Bench) -> tuple[list[Outcome], list[LatencyOutcome]]:
                 body, server = (lambda: _ceiling(bench)), bench.sink.pid
             elif s.kind == "produce":
                 topic, acks = topics[s, r], s.acks or "1"
-                producer = _confluent_produce if s.client == CONFLUENT else _kcat_produce
+                producer = (
+                    _confluent_produce if s.client == CONFLUENT else _kcat_produce
+                )
                 body = _bind_produce(producer, bench, topic, acks)
                 log_dir = bench.broker.data_dir / f"{topic}-0"
             else:
-                consumer = _confluent_consume if s.client == CONFLUENT else _kcat_consume
+                consumer = (
+                    _confluent_consume if s.client == CONFLUENT else _kcat_consume
+                )
                 body = _bind_consume(consumer, bench, consumed, records)
             measurement = _measure(s, server, body, log_dir)
             runs[s].append(measurement)
@@ -1189,7 +1238,9 @@ def _chart(outcomes: Sequence[Outcome]) -> str:
             f'<rect x="{label_width}" y="{y + 3}" width="{width:.1f}" height="{bar - 6}" '
             f'fill="{_COLOURS.get(kind, "#c44e52")}"/>'
         )
-        out.append(f'<text x="{label_width + width + 6:.1f}" y="{y + 16}">{mb:,.1f}{ratio}</text>')
+        out.append(
+            f'<text x="{label_width + width + 6:.1f}" y="{y + 16}">{mb:,.1f}{ratio}</text>'
+        )
     out.append(
         f'<text x="{label_width + plot_width / 2:.1f}" y="{height - 10}" text-anchor="middle" '
         'fill="#555">MB/s</text>'
@@ -1207,14 +1258,18 @@ def main(argv: list[str] | None = None) -> int:
         description="the broker driven by confluent-kafka and kcat, beside a loopback TCP "
         "ceiling (also run by python -m bench broker_clients)",
     )
-    parser.add_argument("--quick", action="store_true", help="small counts, for a smoke run")
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts, for a smoke run"
+    )
     parser.add_argument(
         "--records",
         type=int,
         metavar="N",
         help=f"records per throughput run (default {RECORDS:,}; --quick {QUICK_RECORDS:,})",
     )
-    parser.add_argument("--sink", action="store_true", help="run the ceiling's sink server")
+    parser.add_argument(
+        "--sink", action="store_true", help="run the ceiling's sink server"
+    )
     args = parser.parse_args(argv)
     if args.sink:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -117,17 +117,24 @@ async def _open_idle(server: ServerProcess, count: int) -> list[trio.SocketStrea
         async with limiter:
             stream = await trio.open_tcp_stream(server.host, server.port)
             streams.append(stream)
-            await stream.send_all(request_frame(API_VERSIONS_V3, correlation, CLIENT_ID))
+            await stream.send_all(
+                request_frame(API_VERSIONS_V3, correlation, CLIENT_ID)
+            )
             decoder = FrameDecoder()
             while (frame := decoder.next_frame()) is None:
                 data = await stream.receive_some(65536)
                 if not data:
-                    raise BenchError(f"connection {correlation} closed before its ApiVersions")
+                    raise BenchError(
+                        f"connection {correlation} closed before its ApiVersions"
+                    )
                 decoder.feed(data)
             got = int.from_bytes(frame[:4], "big", signed=True)
-            error = int.from_bytes(frame[4:6], "big", signed=True)  # header v0, error_code
+            # header v0, error_code
+            error = int.from_bytes(frame[4:6], "big", signed=True)
             if got != correlation or error != 0:
-                raise BenchError(f"ApiVersions {correlation}: correlation {got}, error {error}")
+                raise BenchError(
+                    f"ApiVersions {correlation}: correlation {got}, error {error}"
+                )
 
     async with trio.open_nursery() as nursery:
         for i in range(count):
@@ -151,7 +158,9 @@ async def _measure(
             for stream in streams:
                 await stream.aclose()
         pipes = [
-            Pipeline(await trio.open_tcp_stream(server.host, server.port), check, is_broker)
+            Pipeline(
+                await trio.open_tcp_stream(server.host, server.port), check, is_broker
+            )
             for _ in range(LOAD_CONNECTIONS)
         ]
         for pipe in pipes:
@@ -203,13 +212,19 @@ def run(quick: bool = False) -> Report:
     requests = 128 if quick else 1_024  # per load connection
     open_files = raise_open_files_limit()
     if open_files < IDLE_CONNECTIONS + 100:
-        raise BenchError(f"RLIMIT_NOFILE's hard limit is {open_files}: too few for the run")
+        raise BenchError(
+            f"RLIMIT_NOFILE's hard limit is {open_files}: too few for the run"
+        )
     broker_runs: list[Memory] = []
     echo_runs: list[Memory] = []
     with pinned_client() as pinning:
         for i in range(repeats):
-            with tempfile.TemporaryDirectory(prefix="minikafka-bench-memory-") as scratch:
-                on_broker, on_echo = _one_repeat(Path(scratch), requests, pinning.servers)
+            with tempfile.TemporaryDirectory(
+                prefix="minikafka-bench-memory-"
+            ) as scratch:
+                on_broker, on_echo = _one_repeat(
+                    Path(scratch), requests, pinning.servers
+                )
             broker_runs.append(on_broker)
             echo_runs.append(on_echo)
             print(
@@ -235,13 +250,17 @@ def run(quick: bool = False) -> Report:
         "cpu_pinning": pinning.document,
         "machine": machine_facts(),
         "broker_runs": [
-            {**attrs.asdict(m), "per_connection_kib": m.per_connection_kib} for m in broker_runs
+            {**attrs.asdict(m), "per_connection_kib": m.per_connection_kib}
+            for m in broker_runs
         ],
         "ceiling_runs": [
-            {**attrs.asdict(m), "per_connection_kib": m.per_connection_kib} for m in echo_runs
+            {**attrs.asdict(m), "per_connection_kib": m.per_connection_kib}
+            for m in echo_runs
         ],
     }
-    return Report(NAME, document, _table(broker_runs, echo_runs), _chart(broker_runs, echo_runs))
+    return Report(
+        NAME, document, _table(broker_runs, echo_runs), _chart(broker_runs, echo_runs)
+    )
 
 
 def _median(runs: Sequence[Memory], figure: str) -> float:
@@ -267,7 +286,13 @@ _FIGURES = (
 
 
 def _table(broker: Sequence[Memory], echo: Sequence[Memory]) -> str:
-    header = ["scenario", "figure", "broker", "ceiling (bench.echo_server)", "broker / ceiling"]
+    header = [
+        "scenario",
+        "figure",
+        "broker",
+        "ceiling (bench.echo_server)",
+        "broker / ceiling",
+    ]
     rows: list[list[str]] = []
     for title, figure, field, scale in _FIGURES:
         b, c = _median(broker, field) * scale, _median(echo, field) * scale

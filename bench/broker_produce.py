@@ -195,7 +195,8 @@ async def _measure(
                 stream = await trio.open_tcp_stream(server.host, server.port)
                 pipes.append(Pipeline(stream, check, collect_offsets=is_broker))
             for pipe in pipes:
-                pipe.next_correlation = 1  # correlation id 0 went to learn_produce_check
+                # correlation id 0 went to learn_produce_check
+                pipe.next_correlation = 1
             async with trio.open_nursery() as nursery:
                 for pipe in pipes:
                     nursery.start_soon(pipe.drive, warmup, scenario.window, False)
@@ -210,9 +211,13 @@ async def _measure(
     seconds = use.seconds
     responses = sum(p.responses for p in pipes)
     if responses != timed_requests * scenario.connections:
-        raise BenchError(f"{responses} responses to {timed_requests * scenario.connections}")
+        raise BenchError(
+            f"{responses} responses to {timed_requests * scenario.connections}"
+        )
     if is_broker:
-        check_offsets([o for p in pipes for o in p.base_offsets], scenario.records_per_request)
+        check_offsets(
+            [o for p in pipes for o in p.base_offsets], scenario.records_per_request
+        )
     return Measurement(
         server=label,
         requests=responses,
@@ -261,7 +266,9 @@ def _run_scenario(
         scenario = attrs.evolve(scenario, records_per_request=records)
     frames = ProduceFrames.of(produce_request(scenario.topic, batch, acks=1))
     trio.run(create_topic, broker.host, broker.port, scenario.topic)
-    first = trio.run(learn_produce_check, broker.host, broker.port, frames, scenario.topic)
+    first = trio.run(
+        learn_produce_check, broker.host, broker.port, frames, scenario.topic
+    )
     check = ProduceCheck.learn(first, scenario.topic)
     response_bytes = len(first) + 4
     ceiling_argv = [a.replace("{scratch}", scratch) for a in scenario.ceiling_argv]
@@ -272,7 +279,14 @@ def _run_scenario(
         for _ in range(repeats):
             broker_runs.append(
                 trio.run(
-                    _measure, broker, "broker", scenario, frames, check, scenario.requests, True
+                    _measure,
+                    broker,
+                    "broker",
+                    scenario,
+                    frames,
+                    check,
+                    scenario.requests,
+                    True,
                 )
             )
             ceiling_runs.append(
@@ -294,7 +308,9 @@ def _run_scenario(
                 f"{ceiling_runs[-1].mb_per_s:>8,.1f} MB/s",
                 flush=True,
             )
-    return Outcome(scenario, len(frames.template), response_bytes, broker_runs, ceiling_runs)
+    return Outcome(
+        scenario, len(frames.template), response_bytes, broker_runs, ceiling_runs
+    )
 
 
 def _records_in(batch: bytes) -> int:
@@ -311,7 +327,8 @@ def run(quick: bool = False) -> Report:
         spawned_broker(Path(scratch) / "data", pinning.servers) as broker,
     ):
         outcomes = [
-            _run_scenario(broker, s, repeats, pinning.servers, scratch) for s in scenarios(quick)
+            _run_scenario(broker, s, repeats, pinning.servers, scratch)
+            for s in scenarios(quick)
         ]
     document: dict[str, object] = {
         **report_header(NAME, __doc__, quick, repeats, started, clock),
@@ -320,7 +337,14 @@ def run(quick: bool = False) -> Report:
             "echo": " ".join(["python", *ECHO_ARGV[1:], "--response-bytes", "N"]),
             "sink": " ".join(["python", *SINK_ARGV[1:], "--response-bytes", "N"]),
             "sink, appending": " ".join(
-                ["python", *SINK_ARGV[1:], "--append-to", SCRATCH_FILE, "--response-bytes", "N"]
+                [
+                    "python",
+                    *SINK_ARGV[1:],
+                    "--append-to",
+                    SCRATCH_FILE,
+                    "--response-bytes",
+                    "N",
+                ]
             ),
         },
         "cpu_pinning": pinning.document,
@@ -358,11 +382,20 @@ def _range(runs: Sequence[Measurement], field: str, fmt: str) -> str:
 
 
 def _table(outcomes: Sequence[Outcome]) -> str:
-    header = ["scenario", "figure", "broker", "ceiling", "broker / ceiling", "goal (issue 17)"]
+    header = [
+        "scenario",
+        "figure",
+        "broker",
+        "ceiling",
+        "broker / ceiling",
+        "goal (issue 17)",
+    ]
     rows: list[list[str]] = []
     for o in outcomes:
         b, c = o.broker, o.ceiling
-        main, fmt = ("req/s", ",.0f") if o.scenario.name == "small" else ("MB/s", ",.1f")
+        main, fmt = (
+            ("req/s", ",.0f") if o.scenario.name == "small" else ("MB/s", ",.1f")
+        )
         field = "requests_per_s" if main == "req/s" else "mb_per_s"
         rows.append(
             [
@@ -375,7 +408,9 @@ def _table(outcomes: Sequence[Outcome]) -> str:
             ]
         )
         other = (
-            ("MB/s", "mb_per_s", ",.1f") if main == "req/s" else ("req/s", "requests_per_s", ",.0f")
+            ("MB/s", "mb_per_s", ",.1f")
+            if main == "req/s"
+            else ("req/s", "requests_per_s", ",.0f")
         )
         rows.append(
             [
@@ -403,11 +438,26 @@ def _table(outcomes: Sequence[Outcome]) -> str:
             ("server CPU", "server_cpu_percent"),
             ("client CPU", "client_cpu_percent"),
         ):
-            rows.append(["", label, _percent(getattr(b, attr)), _percent(getattr(c, attr)), "", ""])
-        rows.append(["", "timed requests", f"{b.requests:,}", f"{c.requests:,}", "", ""])
+            rows.append(
+                [
+                    "",
+                    label,
+                    _percent(getattr(b, attr)),
+                    _percent(getattr(c, attr)),
+                    "",
+                    "",
+                ]
+            )
+        rows.append(
+            ["", "timed requests", f"{b.requests:,}", f"{c.requests:,}", "", ""]
+        )
     table = markdown_table(header, rows)
     busiest = max(
-        (m.other_cpu_percent or 0.0 for o in outcomes for m in (*o.broker_runs, *o.ceiling_runs)),
+        (
+            m.other_cpu_percent or 0.0
+            for o in outcomes
+            for m in (*o.broker_runs, *o.ceiling_runs)
+        ),
         default=0.0,
     )
     if busiest > BUSY_MACHINE_PERCENT:
@@ -425,7 +475,10 @@ def _chart(outcomes: Sequence[Outcome]) -> str:
         [
             (
                 o.scenario.title,
-                [("broker", o.broker.mb_per_s), (o.scenario.ceiling, o.ceiling.mb_per_s)],
+                [
+                    ("broker", o.broker.mb_per_s),
+                    (o.scenario.ceiling, o.ceiling.mb_per_s),
+                ],
             )
             for o in outcomes
         ],

@@ -64,11 +64,17 @@ def _minikafka(bootstrap: str, records: int) -> int:
 
 def _confluent(bootstrap: str, records: int) -> int:
     consumer = RdConsumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+        }
     )
     try:
         consumer.assign([RdTopicPartition(TOPIC, 0, 0)])
-        return _count(lambda: [m.offset() or 0 for m in consumer.consume(500, 1.0)], records)
+        return _count(
+            lambda: [m.offset() or 0 for m in consumer.consume(500, 1.0)], records
+        )
     finally:
         consumer.close()
 
@@ -96,7 +102,9 @@ def _aiokafka(bootstrap: str, records: int) -> int:
     from aiokafka import TopicPartition as AioTopicPartition
 
     async def main() -> int:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False
+        )
         await consumer.start()
         try:
             partition = AioTopicPartition(TOPIC, 0)
@@ -108,7 +116,9 @@ def _aiokafka(bootstrap: str, records: int) -> int:
                 for rs in (await consumer.getmany(timeout_ms=1000)).values():
                     for r in rs:
                         if r.offset != expected:
-                            raise BenchError(f"aiokafka: offset {r.offset}, expected {expected}")
+                            raise BenchError(
+                                f"aiokafka: offset {r.offset}, expected {expected}"
+                            )
                         expected += 1
                         seen += 1
             return seen
@@ -182,7 +192,9 @@ def run(quick: bool = False) -> Report:
                 use = meter.stop()
                 if read != records:
                     raise BenchError(f"{client} read {read} of {records} records")
-                one = Run(client, records, seconds, 100 * cpu / seconds, use.server_percent)
+                one = Run(
+                    client, records, seconds, 100 * cpu / seconds, use.server_percent
+                )
                 runs.append(one)
                 print(
                     f"  run {repeat + 1}/{repeats}  {client:<20} {one.records_per_s:>10,.0f} "

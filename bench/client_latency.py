@@ -79,7 +79,9 @@ class _Receiver:
         assert value is not None
         sequence, sent = _STAMP.unpack_from(value)
         if sequence != self.next_sequence:
-            raise BenchError(f"record {sequence} arrived, {self.next_sequence} expected")
+            raise BenchError(
+                f"record {sequence} arrived, {self.next_sequence} expected"
+            )
         if sequence >= self.warmup:
             self.latencies_ns.append(time.monotonic_ns() - sent)
         self.next_sequence += 1
@@ -87,7 +89,9 @@ class _Receiver:
             self.done.set()
 
 
-def _paced(produce: Callable[[int], object], serve: Callable[[], object], total: int) -> None:
+def _paced(
+    produce: Callable[[int], object], serve: Callable[[], object], total: int
+) -> None:
     """``produce(i)`` at ``RATE`` a second, ``serve()`` (delivery reports) in between."""
     start = time.perf_counter()
     for i in range(total):
@@ -108,9 +112,13 @@ def _minikafka(bootstrap: str, topic: str, receiver: _Receiver) -> None:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"}) as producer:
+    with Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"}
+    ) as producer:
         _paced(
-            lambda i: producer.produce(topic, _value(i), partition=0), lambda: None, receiver.total
+            lambda i: producer.produce(topic, _value(i), partition=0),
+            lambda: None,
+            receiver.total,
         )
         producer.flush(60)
     reader.join(60)
@@ -144,7 +152,9 @@ def _minikafka_trio(bootstrap: str, topic: str, receiver: _Receiver) -> None:
             nursery.start_soon(read)
             start = time.perf_counter()
             for i in range(receiver.total):
-                await trio.sleep_until(trio.current_time() + start + i / RATE - time.perf_counter())
+                await trio.sleep_until(
+                    trio.current_time() + start + i / RATE - time.perf_counter()
+                )
                 await producer.produce(topic, _value(i), partition=0)
             await producer.flush()
             with trio.fail_after(60):
@@ -156,7 +166,11 @@ def _minikafka_trio(bootstrap: str, topic: str, receiver: _Receiver) -> None:
 
 def _confluent(bootstrap: str, topic: str, receiver: _Receiver) -> None:
     consumer = RdConsumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-latency",
+            "enable.auto.commit": False,
+        }
     )
     consumer.assign([RdTopicPartition(topic, 0, 0)])
 
@@ -168,7 +182,9 @@ def _confluent(bootstrap: str, topic: str, receiver: _Receiver) -> None:
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    producer = RdProducer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+    producer = RdProducer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"}
+    )
     _paced(
         lambda i: producer.produce(topic, _value(i), partition=0),
         lambda: producer.poll(0),
@@ -197,7 +213,11 @@ def _kafka_python(bootstrap: str, topic: str, receiver: _Receiver) -> None:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks="all")
-    _paced(lambda i: producer.send(topic, _value(i), partition=0), lambda: None, receiver.total)
+    _paced(
+        lambda i: producer.send(topic, _value(i), partition=0),
+        lambda: None,
+        receiver.total,
+    )
     producer.flush(60)
     reader.join(60)
     producer.close()
@@ -209,8 +229,12 @@ def _aiokafka(bootstrap: str, topic: str, receiver: _Receiver) -> None:
     from aiokafka import TopicPartition as AioTopicPartition
 
     async def main() -> None:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, acks="all")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False
+        )
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, linger_ms=0, acks="all"
+        )
         await consumer.start()
         await producer.start()
         try:
@@ -295,7 +319,9 @@ def run(quick: bool = False) -> Report:
                 receiver = _Receiver(total, warmup)
                 CLIENTS[client](bootstrap, topic, receiver)
                 if not receiver.done.is_set():
-                    raise BenchError(f"{client}: {receiver.next_sequence} of {total} records")
+                    raise BenchError(
+                        f"{client}: {receiver.next_sequence} of {total} records"
+                    )
                 summary = latency_summary([ns / 1e9 for ns in receiver.latencies_ns])
                 runs.append(Run(client, summary))
                 print(
@@ -315,7 +341,9 @@ def run(quick: bool = False) -> Report:
 
 
 def _median(runs: Sequence[Run], client: str) -> Run:
-    mine = sorted((r for r in runs if r.client == client), key=lambda r: r.latency["p99_ms"])
+    mine = sorted(
+        (r for r in runs if r.client == client), key=lambda r: r.latency["p99_ms"]
+    )
     return mine[len(mine) // 2]
 
 
@@ -366,6 +394,7 @@ def _chart(runs: Sequence[Run]) -> str:
     )
 
 
-if __name__ == "__main__":  # the pure-Python aiokafka child: --child BOOTSTRAP TOPIC TOTAL WARMUP
+# the pure-Python aiokafka child: --child BOOTSTRAP TOPIC TOTAL WARMUP
+if __name__ == "__main__":
     _, bootstrap, topic, total, warmup = sys.argv[1:]
     sys.exit(child_main(lambda: _child(bootstrap, topic, int(total), int(warmup))))

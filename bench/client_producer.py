@@ -135,7 +135,9 @@ CLIENTS: dict[str, Callable[[str, str, int], None]] = {
 
 
 def _end_offset(bootstrap: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-client-producer"})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "bench-client-producer"}
+    )
     try:
         _, high = consumer.get_watermark_offsets(RdTopicPartition(topic, 0), timeout=30)
         return int(high)
@@ -143,7 +145,9 @@ def _end_offset(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def _one_run(bootstrap: str, broker_pid: int, client: str, topic: str, records: int) -> Run:
+def _one_run(
+    bootstrap: str, broker_pid: int, client: str, topic: str, records: int
+) -> Run:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         future.result(30)
@@ -172,7 +176,9 @@ def run(quick: bool = False) -> Report:
         bootstrap = f"{broker.host}:{broker.port}"
         for repeat in range(repeats):
             for i, client in enumerate(CLIENTS):
-                one = _one_run(bootstrap, broker.pid, client, f"bench-{repeat}-{i}", records)
+                one = _one_run(
+                    bootstrap, broker.pid, client, f"bench-{repeat}-{i}", records
+                )
                 runs.append(one)
                 print(
                     f"  run {repeat + 1}/{repeats}  {client:<20} {one.records_per_s:>10,.0f} "
@@ -192,7 +198,12 @@ def run(quick: bool = False) -> Report:
 
 
 def _table(runs: Sequence[Run]) -> str:
-    return table(runs, list(CLIENTS), "producer (100 B records, acks=all, linger.ms=5)", len(VALUE))
+    return table(
+        runs,
+        list(CLIENTS),
+        "producer (100 B records, acks=all, linger.ms=5)",
+        len(VALUE),
+    )
 
 
 def _chart(runs: Sequence[Run]) -> str:
@@ -204,6 +215,7 @@ def _chart(runs: Sequence[Run]) -> str:
     )
 
 
-if __name__ == "__main__":  # the pure-Python aiokafka child: --child BOOTSTRAP TOPIC RECORDS
+# the pure-Python aiokafka child: --child BOOTSTRAP TOPIC RECORDS
+if __name__ == "__main__":
     _, bootstrap, topic, count = sys.argv[1:]
     sys.exit(child_main(lambda: _aiokafka(bootstrap, topic, int(count))))

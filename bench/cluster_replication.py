@@ -77,7 +77,9 @@ class Throughput:
     """Process -> CPU over the timed stretch, % of one core (producer, node-N)."""
 
 
-def _produce(bootstrap: str, topic: str, records: int, acks: str) -> tuple[float, list[str]]:
+def _produce(
+    bootstrap: str, topic: str, records: int, acks: str
+) -> tuple[float, list[str]]:
     """Send ``records`` values as fast as librdkafka takes them; (seconds, errors)."""
     errors: list[str] = []
 
@@ -123,10 +125,14 @@ def _measure(
     seconds, errors = _produce(bootstrap, topic, records, acks)
     if errors:
         raise BenchError(f"{scenario}: delivery errors {errors[:3]}")
-    cpu: dict[str, float | None] = {"producer": 100 * (own_cpu_seconds() - own) / seconds}
+    cpu: dict[str, float | None] = {
+        "producer": 100 * (own_cpu_seconds() - own) / seconds
+    }
     for name, pid in pids.items():
         after, was = process_cpu_seconds(pid), before[name]
-        cpu[name] = None if after is None or was is None else 100 * (after - was) / seconds
+        cpu[name] = (
+            None if after is None or was is None else 100 * (after - was) / seconds
+        )
     rate = records / seconds
     return Throughput(scenario, records, seconds, rate, rate * VALUE_BYTES / 1e6, cpu)
 
@@ -153,7 +159,9 @@ def _create(bootstrap: str, topic: str, replication_factor: int) -> None:
 
 
 def _leader_pid(cluster: ProcessCluster, topic: str) -> int:
-    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=30)
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(
+        topic, timeout=30
+    )
     leader = metadata.topics[topic].partitions[0].leader
     pid = cluster.pid(leader)
     if pid is None:
@@ -182,12 +190,18 @@ def run(quick: bool = False) -> Report:
     repeats = 1 if quick else REPEATS
     runs: dict[str, list[Throughput]] = {}
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-cluster-") as scratch:
-        for r in range(repeats):  # interleaved, fresh nodes each time: the median is quoted
+        # interleaved, fresh nodes each time: the median is quoted
+        for r in range(repeats):
             with spawned_broker(Path(scratch) / f"single-{r}") as broker:
                 bootstrap = f"{broker.host}:{broker.port}"
                 _create(bootstrap, "single", 1)
                 done = _measure(
-                    "single node, acks=1", bootstrap, "single", records, "1", {"node": broker.pid}
+                    "single node, acks=1",
+                    bootstrap,
+                    "single",
+                    records,
+                    "1",
+                    {"node": broker.pid},
                 )
                 runs.setdefault(done.scenario, []).append(done)
                 broker.check_alive()
@@ -206,9 +220,13 @@ def run(quick: bool = False) -> Report:
                         {name: pid for name, pid in pids.items() if pid is not None},
                     )
                     runs.setdefault(done.scenario, []).append(done)
-            so_far = ", ".join(f"{name} {x[-1].records_per_s:,.0f}/s" for name, x in runs.items())
+            so_far = ", ".join(
+                f"{name} {x[-1].records_per_s:,.0f}/s" for name, x in runs.items()
+            )
             print(f"  run {r + 1}/{repeats}: {so_far}", flush=True)
-        results = [median_run(done, lambda t: t.records_per_s) for done in runs.values()]
+        results = [
+            median_run(done, lambda t: t.records_per_s) for done in runs.values()
+        ]
         latencies: list[e2e_latency.Run] = []
         for rate in LATENCY_RATES:
             with _cluster(Path(scratch) / f"cluster-latency-{rate}") as cluster:
@@ -239,11 +257,17 @@ def run(quick: bool = False) -> Report:
         **report_header(NAME, __doc__, quick, repeats, started, clock),
         "records": records,
         "value_bytes": VALUE_BYTES,
-        "producer": {"linger.ms": 5, "compression.type": "none", "other": "librdkafka defaults"},
+        "producer": {
+            "linger.ms": 5,
+            "compression.type": "none",
+            "other": "librdkafka defaults",
+        },
         "goal": {"rf3_acks_all_over_single": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
         "machine": machine_facts(),
         "throughput": [attrs.asdict(r) for r in results],
-        "throughput_runs": {name: [attrs.asdict(x) for x in done] for name, done in runs.items()},
+        "throughput_runs": {
+            name: [attrs.asdict(x) for x in done] for name, done in runs.items()
+        },
         "latency": [attrs.asdict(x) for x in latencies],
     }
     return Report(NAME, document, _table(results, latencies, runs), _chart(results))
@@ -258,7 +282,9 @@ def _table(
     header = ["scenario", "records/s", "MB/s", "x single node", "CPU (% of a core)"]
     rows = []
     for r in results:
-        cpu = ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_percent.items() if v is not None)
+        cpu = ", ".join(
+            f"{k} {v:.0f}" for k, v in r.cpu_percent.items() if v is not None
+        )
         rates = [x.records_per_s for x in runs[r.scenario]]
         spread = f" ({min(rates):,.0f}-{max(rates):,.0f})" if len(rates) > 1 else ""
         rows.append(

@@ -185,14 +185,17 @@ class CpuReading:
     @classmethod
     def take(cls, pids: dict[str, int]) -> CpuReading:
         nodes = {name: process_cpu_seconds(pid) for name, pid in pids.items()}
-        return cls(pids, nodes, own_cpu_seconds(), machine_busy_seconds(), time.perf_counter())
+        return cls(
+            pids, nodes, own_cpu_seconds(), machine_busy_seconds(), time.perf_counter()
+        )
 
     def since(self, before: CpuReading) -> dict[str, float | None]:
         """Each process's share of a core between ``before`` and this reading, and
         ``other``: the machine's busy time less all of them."""
         seconds = self.at - before.at
         shares = {
-            name: cpu_percent(before.nodes[name], self.nodes[name], seconds) for name in self.pids
+            name: cpu_percent(before.nodes[name], self.nodes[name], seconds)
+            for name in self.pids
         }
         shares["bench"] = cpu_percent(before.own, self.own, seconds)
         machine = cpu_percent(before.machine, self.machine, seconds)
@@ -206,7 +209,11 @@ def _pids(cluster: ProcessCluster, leader: int) -> dict[str, int]:
     roles = {leader: "leader"}
     roles.update({c: f"follower-{c}" for c in cluster.controller_ids if c != leader})
     roles.update(dict.fromkeys(cluster.broker_ports, "broker"))
-    return {name: pid for node, name in roles.items() if (pid := cluster.pid(node)) is not None}
+    return {
+        name: pid
+        for node, name in roles.items()
+        if (pid := cluster.pid(node)) is not None
+    }
 
 
 # --- the cluster ---------------------------------------------------------------------------
@@ -253,8 +260,13 @@ def _create_request(name: str) -> ct_req.CreateTopicsRequest:
 async def _create(client: NetworkClient, node: Node, name: str) -> ErrorCode:
     """CreateTopics of ``name`` at ``node``: the answer's error code for it."""
     response = await client.send(node, _create_request(name))
-    if not isinstance(response, ct_res.CreateTopicsResponse) or len(response.topics) != 1:
-        raise BenchError(f"node {node.node_id}: unexpected answer to CreateTopics: {response!r}")
+    if (
+        not isinstance(response, ct_res.CreateTopicsResponse)
+        or len(response.topics) != 1
+    ):
+        raise BenchError(
+            f"node {node.node_id}: unexpected answer to CreateTopics: {response!r}"
+        )
     return response.topics[0].error_code
 
 
@@ -297,13 +309,17 @@ async def _warm_up(client: NetworkClient, node: Node, name: str) -> None:
             if last in (ErrorCode.none, ErrorCode.topic_already_exists):
                 return
             await trio.sleep(POLL)
-    raise BenchError(f"warm-up creation at node {node.node_id} still failing ({last!r})")
+    raise BenchError(
+        f"warm-up creation at node {node.node_id} still failing ({last!r})"
+    )
 
 
 # --- commit latency --------------------------------------------------------------------------
 
 
-async def _commit_run(cluster: ProcessCluster, case: str, prefix: str, topics: int) -> Commits:
+async def _commit_run(
+    cluster: ProcessCluster, case: str, prefix: str, topics: int
+) -> Commits:
     async with NetworkClient.open(client_id="bench-controller-quorum") as client:
         leader = _node(cluster, (await _leader(client, cluster)).leader_id)
         await _warm_up(client, leader, f"{prefix}-warm-up")
@@ -317,12 +333,16 @@ async def _commit_run(cluster: ProcessCluster, case: str, prefix: str, topics: i
             assert isinstance(response, ct_res.CreateTopicsResponse)
             code = response.topics[0].error_code
             if code != ErrorCode.none:
-                raise BenchError(f"{prefix}-{i}: controller {leader.node_id} answered {code!r}")
+                raise BenchError(
+                    f"{prefix}-{i}: controller {leader.node_id} answered {code!r}"
+                )
         cpu = CpuReading.take(before.pids).since(before)
     return _commits(case, latencies, cpu)
 
 
-def _commits(case: str, latencies: list[float], cpu: dict[str, float | None]) -> Commits:
+def _commits(
+    case: str, latencies: list[float], cpu: dict[str, float | None]
+) -> Commits:
     seconds = sum(latencies)
     return Commits(
         case,
@@ -339,7 +359,10 @@ def _commits(case: str, latencies: list[float], cpu: dict[str, float | None]) ->
 
 
 async def _first_acknowledged(
-    client: NetworkClient, cluster: ProcessCluster, survivors: list[int], names: Iterator[str]
+    client: NetworkClient,
+    cluster: ProcessCluster,
+    survivors: list[int],
+    names: Iterator[str],
 ) -> tuple[int, float, int, Counter[str]]:
     """Probe every survivor until one acknowledges a creation: (its id, when, probes,
     refusals by kind)."""
@@ -382,7 +405,10 @@ async def _caught_up(client: NetworkClient, cluster: ProcessCluster) -> None:
         while True:
             info = await _leader(client, cluster)
             ends = {v.replica_id: v.log_end_offset for v in info.voters}
-            if len(ends) == len(cluster.controller_ids) and len(set(ends.values())) == 1:
+            if (
+                len(ends) == len(cluster.controller_ids)
+                and len(set(ends.values())) == 1
+            ):
                 return
             await trio.sleep(POLL)
     raise BenchError(f"the controllers did not catch up within {WAIT:.0f} s")
@@ -418,7 +444,9 @@ async def _failovers(cluster: ProcessCluster, count: int) -> list[Failover]:
             await trio.to_thread.run_sync(cluster.start, leader)
             await _caught_up(client, cluster)
             rejoin = time.perf_counter() - restarted
-            done.append(Failover(leader, new, seconds, probes, dict(refusals), rejoin, idle))
+            done.append(
+                Failover(leader, new, seconds, probes, dict(refusals), rejoin, idle)
+            )
             print(
                 f"  failover {run + 1}/{count}: killed {leader}, {new} acknowledged after "
                 f"{seconds:.3f} s ({probes} probes); {leader} rejoined in {rejoin:.2f} s",
@@ -435,11 +463,16 @@ def run(quick: bool = False) -> Report:
     started, clock = now_utc(), time.perf_counter()
     runs: dict[str, list[Commits]] = {}
     with tempfile.TemporaryDirectory(prefix="minikafka-bench-quorum-") as scratch:
-        for r in range(settings.repeats):  # interleaved, fresh clusters: the median is quoted
+        # interleaved, fresh clusters: the median is quoted
+        for r in range(settings.repeats):
             for controllers in CONTROLLER_COUNTS:
                 case = f"{controllers} controller{'s' if controllers > 1 else ''}, 1 broker"
-                with _cluster(Path(scratch) / f"commits-{controllers}-{r}", controllers) as c:
-                    done = trio.run(_commit_run, c, case, f"c{controllers}-r{r}", settings.topics)
+                with _cluster(
+                    Path(scratch) / f"commits-{controllers}-{r}", controllers
+                ) as c:
+                    done = trio.run(
+                        _commit_run, c, case, f"c{controllers}-r{r}", settings.topics
+                    )
                 runs.setdefault(case, []).append(done)
             so_far = ", ".join(
                 f"{case} {x[-1].commits_per_second:,.0f}/s" for case, x in runs.items()
@@ -459,7 +492,9 @@ def run(quick: bool = False) -> Report:
     commits = [median_run(x, lambda o: o.commits_per_second) for x in runs.values()]
     simulated = failover_times(settings.failovers)
     config = RaftConfig()
-    bound = config.fetch_timeout + 2 * config.election_timeout + config.election_backoff_max
+    bound = (
+        config.fetch_timeout + 2 * config.election_timeout + config.election_backoff_max
+    )
     seconds = [f.seconds for f in failovers]
     document: dict[str, object] = {
         **report_header(NAME, __doc__, quick, settings.repeats, started, clock),
@@ -488,7 +523,10 @@ def run(quick: bool = False) -> Report:
         },
     }
     return Report(
-        NAME, document, _table(commits, runs, failovers, simulated, bound), _chart(commits)
+        NAME,
+        document,
+        _table(commits, runs, failovers, simulated, bound),
+        _chart(commits),
     )
 
 

@@ -221,7 +221,8 @@ def _one_run(
             "on_delivery": on_delivery,
         }
     )
-    producer.list_topics(topic, timeout=30)  # connected, leader known, before any record
+    # connected, leader known, before any record
+    producer.list_topics(topic, timeout=30)
     thread.start()
     if not receiver.ready.wait(60):
         raise BenchError("the consumer did not start within 60 s")
@@ -273,7 +274,9 @@ def _one_run(
     )
 
 
-def _wait_for_delivery(producer: Producer, receiver: _Receiver, broker_pid: int) -> str | None:
+def _wait_for_delivery(
+    producer: Producer, receiver: _Receiver, broker_pid: int
+) -> str | None:
     """Serve the producer until every record is acknowledged and consumed; a description
     of the stall if neither side moves for ``STALL_SECONDS``."""
     last = (len(producer), receiver.next_sequence)
@@ -286,7 +289,9 @@ def _wait_for_delivery(producer: Producer, receiver: _Receiver, broker_pid: int)
             last, moved = now, time.monotonic()
             broker_cpu = process_cpu_seconds(broker_pid)
         elif time.monotonic() - moved > STALL_SECONDS:
-            idle = cpu_percent(broker_cpu, process_cpu_seconds(broker_pid), STALL_SECONDS)
+            idle = cpu_percent(
+                broker_cpu, process_cpu_seconds(broker_pid), STALL_SECONDS
+            )
             return (
                 f"stalled: {now[0]:,} records unacknowledged, {now[1]:,} of "
                 f"{receiver.total:,} consumed, nothing moved for {STALL_SECONDS:g} s "
@@ -317,16 +322,27 @@ def run(quick: bool = False) -> Report:
                     continue  # a stall is the finding; repeating it only costs time
                 # A broker of its own for every run: no run inherits another's backlog.
                 with (
-                    tempfile.TemporaryDirectory(prefix="minikafka-bench-e2e-") as scratch,
+                    tempfile.TemporaryDirectory(
+                        prefix="minikafka-bench-e2e-"
+                    ) as scratch,
                     spawned_broker(
-                        Path(scratch) / "data", pinning.servers, stop_timeout=STOP_SECONDS
+                        Path(scratch) / "data",
+                        pinning.servers,
+                        stop_timeout=STOP_SECONDS,
                     ) as broker,
                 ):
                     topic = f"bench-e2e-{s.rate}-acks-{s.acks}-run-{r}"
-                    done = _one_run(f"{broker.host}:{broker.port}", broker.pid, s, seconds, topic)
+                    done = _one_run(
+                        f"{broker.host}:{broker.port}", broker.pid, s, seconds, topic
+                    )
                     broker.check_alive()
-                if done.stall is not None and broker.process.returncode == -signal.SIGKILL:
-                    stall = f"{done.stall}; SIGTERM did not stop it in {STOP_SECONDS:g} s"
+                if (
+                    done.stall is not None
+                    and broker.process.returncode == -signal.SIGKILL
+                ):
+                    stall = (
+                        f"{done.stall}; SIGTERM did not stop it in {STOP_SECONDS:g} s"
+                    )
                     done = attrs.evolve(done, stall=stall)
                 runs[s].append(done)
                 lat = done.latency
@@ -346,8 +362,15 @@ def run(quick: bool = False) -> Report:
         "warmup_seconds": WARMUP_SECONDS,
         "goal_p99_ms": GOAL_P99_MS,
         "broker": " ".join(["python", *broker_argv(Path("<scratch>/data"))[1:]]),
-        "producer": {"linger.ms": 0, "compression.type": "none", "other": "librdkafka defaults"},
-        "consumer": {"assign": "partition 0 from the beginning", "other": "librdkafka defaults"},
+        "producer": {
+            "linger.ms": 0,
+            "compression.type": "none",
+            "other": "librdkafka defaults",
+        },
+        "consumer": {
+            "assign": "partition 0 from the beginning",
+            "other": "librdkafka defaults",
+        },
         "cpu_pinning": pinning.document,
         "machine": machine,
         "scenarios": [

@@ -69,13 +69,19 @@ Answer = Callable[[trio.SocketStream, int], Awaitable[None]]
 
 
 async def serve(
-    host: str, port: int, response_bytes: int, answer: Answer = answer_frames, name: str = ""
+    host: str,
+    port: int,
+    response_bytes: int,
+    answer: Answer = answer_frames,
+    name: str = "",
 ) -> None:
     """Listen, print ``<name>: listening on host:port``, and serve every connection with
     ``answer`` until SIGINT or SIGTERM (shared by ``bench.sink_server``)."""
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()
-    print(f"{name or 'bench.echo_server'}: listening on {bound[0]}:{bound[1]}", flush=True)
+    print(
+        f"{name or 'bench.echo_server'}: listening on {bound[0]}:{bound[1]}", flush=True
+    )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
 

@@ -40,7 +40,13 @@ from typing import TypeVar
 
 import attrs
 
-from minikafka.log import RECORD_BATCH_OVERHEAD, Log, LogConfig, build_batch, make_records
+from minikafka.log import (
+    RECORD_BATCH_OVERHEAD,
+    Log,
+    LogConfig,
+    build_batch,
+    make_records,
+)
 
 from ._common import (
     ROOT,
@@ -101,7 +107,11 @@ class Settings:
 def settings(quick: bool) -> Settings:
     if quick:
         return Settings(
-            repeats=1, run_seconds=0.1, run_bytes=32 * MIB, fsync_ops=2048, read_log_bytes=8 * MIB
+            repeats=1,
+            run_seconds=0.1,
+            run_bytes=32 * MIB,
+            fsync_ops=2048,
+            read_log_bytes=8 * MIB,
         )
     return Settings(
         repeats=REPEATS,
@@ -240,11 +250,16 @@ def _measure(path: str, body: Callable[[], Timed], sink: Sink | None) -> Measure
     seconds = timed.seconds
     own_percent = 100 * (own_after - own) / seconds
     sink_percent = (
-        None if sink_cpu is None or sink_after is None else 100 * (sink_after - sink_cpu) / seconds
+        None
+        if sink_cpu is None or sink_after is None
+        else 100 * (sink_after - sink_cpu) / seconds
     )
     other = None
     if busy is not None and busy_after is not None and seconds >= MIN_ACCOUNTED_SECONDS:
-        other = max(0.0, 100 * (busy_after - busy) / seconds - own_percent - (sink_percent or 0.0))
+        other = max(
+            0.0,
+            100 * (busy_after - busy) / seconds - own_percent - (sink_percent or 0.0),
+        )
     return Measurement(
         path=path,
         ops=timed.ops,
@@ -261,7 +276,9 @@ def _measure(path: str, body: Callable[[], Timed], sink: Sink | None) -> Measure
 # --- appends ---------------------------------------------------------------------------
 
 
-def _raw_append(fd: int, buffers: Sequence[bytearray], fsync: bool, seconds: float) -> Timed:
+def _raw_append(
+    fd: int, buffers: Sequence[bytearray], fsync: bool, seconds: float
+) -> Timed:
     clock = time.perf_counter
     ops = written = 0
     started = clock()
@@ -301,10 +318,14 @@ def _append_ceiling(
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)  # as a segment's
     try:
         m = _measure(
-            CEILING_WRITE, lambda: _raw_append(fd, buffers, case.fsync, s.run_seconds), None
+            CEILING_WRITE,
+            lambda: _raw_append(fd, buffers, case.fsync, s.run_seconds),
+            None,
         )
         if os.fstat(fd).st_size != m.bytes:
-            raise BenchError(f"{path} holds {os.fstat(fd).st_size} bytes, not {m.bytes}")
+            raise BenchError(
+                f"{path} holds {os.fstat(fd).st_size} bytes, not {m.bytes}"
+            )
     finally:
         os.close(fd)
         path.unlink()
@@ -338,7 +359,9 @@ def _rotated(paths: Sequence[_T], repeat: int) -> list[_T]:
     return [*paths[shift:], *paths[:shift]]
 
 
-def _run_append_case(scratch: Path, case: AppendCase, batch: bytes, s: Settings) -> CaseOutcome:
+def _run_append_case(
+    scratch: Path, case: AppendCase, batch: bytes, s: Settings
+) -> CaseOutcome:
     count = max(1, s.run_bytes // case.batch.size)
     if case.fsync:
         count = min(count, s.fsync_ops)
@@ -370,7 +393,9 @@ def _send_region(sock_fd: int, fd: int, position: int, length: int) -> None:
     while length > 0:
         sent = os.sendfile(sock_fd, fd, position, length)
         if sent == 0:
-            raise BenchError(f"the file ended {length} bytes early at position {position}")
+            raise BenchError(
+                f"the file ended {length} bytes early at position {position}"
+            )
         position += sent
         length -= sent
 
@@ -402,7 +427,9 @@ def _finish(sock: socket.socket, sent: int) -> None:
         raise BenchError(f"the sink received {received} bytes of {sent}")
 
 
-def _read_ceiling(sink: Sink, fd: int, case: ReadCase, fetches: int, seconds: float) -> Timed:
+def _read_ceiling(
+    sink: Sink, fd: int, case: ReadCase, fetches: int, seconds: float
+) -> Timed:
     with _sink_connection(sink) as sock:
         sock_fd, size = sock.fileno(), case.fetch_bytes
         clock = time.perf_counter
@@ -419,7 +446,9 @@ def _read_ceiling(sink: Sink, fd: int, case: ReadCase, fetches: int, seconds: fl
         return Timed(ops, sent, clock() - started)
 
 
-def _read_log_sendfile(sink: Sink, log: Log, case: ReadCase, fetches: int, seconds: float) -> Timed:
+def _read_log_sendfile(
+    sink: Sink, log: Log, case: ReadCase, fetches: int, seconds: float
+) -> Timed:
     with _sink_connection(sink) as sock:
         sock_fd, size, step = sock.fileno(), case.fetch_bytes, case.offsets_per_fetch
         read, high_watermark = log.read, log.high_watermark
@@ -428,13 +457,17 @@ def _read_log_sendfile(sink: Sink, log: Log, case: ReadCase, fetches: int, secon
         started = clock()
         deadline = started + seconds
         while True:
-            records = read(ops % fetches * step, size, max_offset=high_watermark).records
+            records = read(
+                ops % fetches * step, size, max_offset=high_watermark
+            ).records
             if records is None:
                 raise BenchError(f"Log.read found nothing at fetch {ops}")
             # As the Processor does: pin the segment's pooled file for the send.
             file = records.file
             if isinstance(file, int):
-                raise BenchError("Log.read answered a raw descriptor, not the segment's file")
+                raise BenchError(
+                    "Log.read answered a raw descriptor, not the segment's file"
+                )
             fd = file.pin()
             try:
                 _send_region(sock_fd, fd, records.position, records.length)
@@ -448,7 +481,9 @@ def _read_log_sendfile(sink: Sink, log: Log, case: ReadCase, fetches: int, secon
         return Timed(ops, sent, clock() - started)
 
 
-def _read_log_copy(sink: Sink, log: Log, case: ReadCase, fetches: int, seconds: float) -> Timed:
+def _read_log_copy(
+    sink: Sink, log: Log, case: ReadCase, fetches: int, seconds: float
+) -> Timed:
     with _sink_connection(sink) as sock:
         size, step = case.fetch_bytes, case.offsets_per_fetch
         read, high_watermark, sendall = log.read, log.high_watermark, sock.sendall
@@ -457,7 +492,9 @@ def _read_log_copy(sink: Sink, log: Log, case: ReadCase, fetches: int, seconds: 
         started = clock()
         deadline = started + seconds
         while True:
-            records = read(ops % fetches * step, size, max_offset=high_watermark).records
+            records = read(
+                ops % fetches * step, size, max_offset=high_watermark
+            ).records
             if records is None:
                 raise BenchError(f"Log.read found nothing at fetch {ops}")
             data = records.read_bytes()
@@ -485,7 +522,9 @@ def _populate(directory: Path, batch: bytes, total_bytes: int) -> Log:
 
 def _check_regions(log: Log, case: ReadCase, fetches: int) -> None:
     """The Log answers fetch ``i`` with the region the ceiling sends: ``i * fetch_bytes``."""
-    for i in sorted({0, 1, 2, fetches // 2, fetches - 2, fetches - 1} & set(range(fetches))):
+    for i in sorted(
+        {0, 1, 2, fetches // 2, fetches - 2, fetches - 1} & set(range(fetches))
+    ):
         records = log.read(i * case.offsets_per_fetch, case.fetch_bytes).records
         region = None if records is None else (records.position, records.length)
         if region != (i * case.fetch_bytes, case.fetch_bytes):
@@ -503,8 +542,14 @@ def _run_read_case(log: Log, case: ReadCase, sink: Sink, s: Settings) -> CaseOut
     # The ceiling sends from one descriptor of the segment, pinned for the whole case.
     fd = log.active_segment.file.pin()
     paths: list[tuple[str, Callable[[], Timed]]] = [
-        (CEILING_SENDFILE, lambda: _read_ceiling(sink, fd, case, fetches, s.run_seconds)),
-        (LOG_SENDFILE, lambda: _read_log_sendfile(sink, log, case, fetches, s.run_seconds)),
+        (
+            CEILING_SENDFILE,
+            lambda: _read_ceiling(sink, fd, case, fetches, s.run_seconds),
+        ),
+        (
+            LOG_SENDFILE,
+            lambda: _read_log_sendfile(sink, log, case, fetches, s.run_seconds),
+        ),
         (LOG_COPY, lambda: _read_log_copy(sink, log, case, fetches, s.run_seconds)),
     ]
     runs: dict[str, list[Measurement]] = {path: [] for path, _ in paths}
@@ -540,7 +585,9 @@ def sink_family() -> str:
     """``BENCH_LOG_SINK``: ``unix`` (the default) or ``tcp``; README.md says why unix."""
     family = os.environ.get("BENCH_LOG_SINK", "unix")
     if family not in SINK_FAMILIES:
-        raise BenchError(f"BENCH_LOG_SINK={family!r}: choose one of {', '.join(SINK_FAMILIES)}")
+        raise BenchError(
+            f"BENCH_LOG_SINK={family!r}: choose one of {', '.join(SINK_FAMILIES)}"
+        )
     return family
 
 
@@ -663,7 +710,9 @@ def run(quick: bool = False) -> Report:
     parent = scratch_parent()
     family = sink_family()
     try:
-        with tempfile.TemporaryDirectory(prefix="minikafka-bench-log_io-", dir=parent) as tmp:
+        with tempfile.TemporaryDirectory(
+            prefix="minikafka-bench-log_io-", dir=parent
+        ) as tmp:
             scratch = Path(tmp)
             filesystem = filesystem_facts(scratch)
             outcomes = _run_cases(scratch, s, family, sink_cpus)
@@ -671,7 +720,9 @@ def run(quick: bool = False) -> Report:
         if original_cpus is not None:
             os.sched_setaffinity(0, original_cpus)
     machine = machine_facts()
-    packages = dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    packages = (
+        dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    )
     for dist in ("minikafka-log", "crc32c"):
         try:
             packages[dist] = metadata.version(dist)
@@ -690,7 +741,9 @@ def run(quick: bool = False) -> Report:
         "units": {"mb_per_s": "10^6 bytes per second", "us_per_op": "microseconds"},
         "filesystem": filesystem,
         "sink": {
-            "socket": "AF_UNIX stream" if family == "unix" else "loopback TCP, TCP_NODELAY",
+            "socket": "AF_UNIX stream"
+            if family == "unix"
+            else "loopback TCP, TCP_NODELAY",
             "argv": shlex.join(["python", *sink_argv(family, sink_path)[1:]]),
             "receive_buffer_bytes": SINK_BUFFER,
         },
@@ -700,7 +753,9 @@ def run(quick: bool = False) -> Report:
         "machine": machine,
         "cases": [_case_document(outcome) for outcome in outcomes],
     }
-    return Report(NAME, document, _table(outcomes, filesystem), _chart(outcomes, family))
+    return Report(
+        NAME, document, _table(outcomes, filesystem), _chart(outcomes, family)
+    )
 
 
 def warm_up(scratch: Path, total_bytes: int) -> None:
@@ -734,7 +789,9 @@ def _run_cases(
         outcomes.append(_run_append_case(scratch, case, batches[case.batch], s))
     with spawned_sink(family, scratch, sink_cpus) as sink:
         for shape in (SMALL, LARGE):
-            log = _populate(scratch / f"read{shape.size}-0", batches[shape], s.read_log_bytes)
+            log = _populate(
+                scratch / f"read{shape.size}-0", batches[shape], s.read_log_bytes
+            )
             try:
                 for read_case in READ_CASES:
                     if read_case.batch == shape:
@@ -753,7 +810,9 @@ def _case_document(outcome: CaseOutcome) -> dict[str, object]:
         "ceiling": outcome.ceiling_path,
         "median": {path: attrs.asdict(outcome.median(path)) for path in outcome.runs},
         "over_ceiling": {path: outcome.ratio(path) for path in outcome.runs},
-        "runs": {path: [attrs.asdict(m) for m in runs] for path, runs in outcome.runs.items()},
+        "runs": {
+            path: [attrs.asdict(m) for m in runs] for path, runs in outcome.runs.items()
+        },
     }
 
 
@@ -841,7 +900,10 @@ def _chart(outcomes: Sequence[CaseOutcome], family: str) -> str:
         f"minikafka.log Log vs raw syscalls (one filesystem; reads to {sink}), median run",
         "MB/s",
         [
-            (outcome.title, [(path, outcome.median(path).mb_per_s) for path in outcome.runs])
+            (
+                outcome.title,
+                [(path, outcome.median(path).mb_per_s) for path in outcome.runs],
+            )
             for outcome in outcomes
         ],
     )

@@ -33,7 +33,13 @@ from collections.abc import Callable
 
 import attrs
 
-from minikafka.log import CompressionType, Record, RecordBatchHeader, RecordRules, build_batch
+from minikafka.log import (
+    CompressionType,
+    Record,
+    RecordBatchHeader,
+    RecordRules,
+    build_batch,
+)
 from minikafka.log._batch import RECORD_BATCH_OVERHEAD
 from minikafka.log._record_checks import walk_records
 from minikafka.log._validator import (
@@ -43,7 +49,14 @@ from minikafka.log._validator import (
     validate_records,
 )
 
-from ._common import Report, bar_chart_svg, command_line, machine_facts, markdown_table, now_utc
+from ._common import (
+    Report,
+    bar_chart_svg,
+    command_line,
+    machine_facts,
+    markdown_table,
+    now_utc,
+)
 
 NAME = "log_validate"
 RECORDS = 200
@@ -108,17 +121,25 @@ def _cases(data: bytes) -> dict[str, Callable[[], object]]:
     limit = decompressed_limit(MAX_MESSAGE_BYTES)
 
     def header_only() -> object:
-        return validate_batches(data, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True)
+        return validate_batches(
+            data, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True
+        )
 
     def validate() -> object:
-        batches = validate_batches(data, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True)
+        batches = validate_batches(
+            data, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True
+        )
         return validate_records(data, batches, rules, limit)
 
     def to_zstd() -> object:
         buf = bytearray(data)
-        batches = validate_batches(buf, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True)
+        batches = validate_batches(
+            buf, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True
+        )
         payloads = validate_records(buf, batches, rules, limit)
-        return recompress(buf, batches, payloads, CompressionType.ZSTD, None, MAX_MESSAGE_BYTES)
+        return recompress(
+            buf, batches, payloads, CompressionType.ZSTD, None, MAX_MESSAGE_BYTES
+        )
 
     def walk() -> object:
         # validate's path for an uncompressed batch, with the walk alone in place of
@@ -150,12 +171,16 @@ def run(quick: bool = False) -> Report:
     started, clock = now_utc(), time.perf_counter()
     outcomes: list[Outcome] = []
 
-    def measure(group: str, data: bytes, case: str, fn: Callable[[], object], n: int) -> None:
+    def measure(
+        group: str, data: bytes, case: str, fn: Callable[[], object], n: int
+    ) -> None:
         fn()  # warm up (and fail fast)
         runs = tuple(_time(fn, n) for _ in range(settings.repeats))
         us = statistics.median(runs)
         count = RecordBatchHeader.read(data).record_count
-        outcomes.append(Outcome(group, case, len(data), count, us, len(data) / us, runs))
+        outcomes.append(
+            Outcome(group, case, len(data), count, us, len(data) / us, runs)
+        )
 
     for codec in CompressionType:
         data = _batch(codec)
@@ -165,7 +190,10 @@ def run(quick: bool = False) -> Report:
             if case == "recompress to zstd" and codec is CompressionType.ZSTD:
                 continue  # already zstd: the in-place path, the "validate" row
             measure(codec.name.lower(), data, case, fn, settings.batches)
-    for group, varying in (("none, 1 MiB", False), ("none, 1 MiB, 50-150 B values", True)):
+    for group, varying in (
+        ("none, 1 MiB", False),
+        ("none, 1 MiB, 50-150 B values", True),
+    ):
         data = _large_batch(varying)
         cases = _cases(data)
         for case in ("header+CRC", "validate", "walk every record"):
@@ -226,5 +254,7 @@ def _chart(outcomes: list[Outcome]) -> str:
         (codec, [(o.case, o.us_per_batch) for o in outcomes if o.codec == codec])
         for codec in dict.fromkeys(o.codec for o in outcomes)
     ]
-    title = f"Validating one batch of {VALUE_BYTES} B records ({RECORDS}, or 1 MiB of them)"
+    title = (
+        f"Validating one batch of {VALUE_BYTES} B records ({RECORDS}, or 1 MiB of them)"
+    )
     return bar_chart_svg(title, "µs per batch", groups)

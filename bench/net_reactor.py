@@ -66,10 +66,12 @@ REPEATS = 3
 """Runs of each scenario on each server (``--quick``: one); the median run is quoted."""
 BUSY_MACHINE_PERCENT = 20.0
 """Other processes' CPU use during a run above which the table carries a warning."""
-MEASUREMENT_DEADLINE = 300.0  # seconds; only so a wedged server fails the run, never a check
+# seconds; only so a wedged server fails the run, never a check
+MEASUREMENT_DEADLINE = 300.0
 
 _CORRELATION = struct.Struct(">i")
-_CORRELATION_OFFSET = 8  # in a whole request frame: size (4), api_key (2), api_version (2)
+# in a whole request frame: size (4), api_key (2), api_version (2)
+_CORRELATION_OFFSET = 8
 
 
 @attrs.frozen
@@ -102,8 +104,12 @@ class Scenario:
         correlation id patched in, so the client spends nothing on encoding while timed.
         """
         template = request_frame(self.body, 0, CLIENT_ID)
-        if request_frame(self.body, 12345, CLIENT_ID) != _with_correlation(template, 12345):
-            raise BenchError("the correlation id is not where the request header puts it")
+        if request_frame(self.body, 12345, CLIENT_ID) != _with_correlation(
+            template, 12345
+        ):
+            raise BenchError(
+                "the correlation id is not where the request header puts it"
+            )
         correlation = 0
         out: list[bytes] = []
         for _ in range(self.warmup_rounds + rounds):
@@ -166,7 +172,9 @@ class _Connection:
     bytes_sent: int = 0
     bytes_received: int = 0
 
-    async def drive(self, batches: Sequence[bytes], per_batch: int, record: bool) -> None:
+    async def drive(
+        self, batches: Sequence[bytes], per_batch: int, record: bool
+    ) -> None:
         clock = time.perf_counter
         for batch in batches:
             sent = clock()
@@ -226,11 +234,15 @@ async def _measure(
                 connections.append(_Connection(stream))
             async with trio.open_nursery() as nursery:
                 for connection in connections:
-                    nursery.start_soon(connection.drive, warmup, scenario.in_flight, False)
+                    nursery.start_soon(
+                        connection.drive, warmup, scenario.in_flight, False
+                    )
             meter = CpuMeter.start(server.cpu_seconds)
             async with trio.open_nursery() as nursery:
                 for connection in connections:
-                    nursery.start_soon(connection.drive, timed, scenario.in_flight, True)
+                    nursery.start_soon(
+                        connection.drive, timed, scenario.in_flight, True
+                    )
             use = meter.stop()
         finally:
             for connection in connections:
@@ -238,7 +250,9 @@ async def _measure(
     seconds = use.seconds
     responses = sum(c.responses for c in connections)
     if responses != scenario.requests(rounds):
-        raise BenchError(f"{responses} responses to {scenario.requests(rounds)} requests")
+        raise BenchError(
+            f"{responses} responses to {scenario.requests(rounds)} requests"
+        )
     sent = sum(c.bytes_sent for c in connections)
     received = sum(c.bytes_received for c in connections)
     latencies = [x for c in connections for x in c.latencies]
@@ -308,7 +322,9 @@ def _run_scenarios(
     outcomes: list[Outcome] = []
     with spawned_server(REACTOR_ARGV, server_cpus) as reactor:
         for scenario in scenarios:
-            reactor_runs = [trio.run(_measure, reactor, "reactor", scenario, scenario.rounds)]
+            reactor_runs = [
+                trio.run(_measure, reactor, "reactor", scenario, scenario.rounds)
+            ]
             # The ceiling answers with frames as large as the Reactor's, so bytes/s compare.
             response_bytes = round(reactor_runs[0].response_frame_bytes)
             argv = (*CEILING_ARGV, "--response-bytes", str(response_bytes))
@@ -317,10 +333,14 @@ def _run_scenarios(
                 for i in range(repeats):
                     if i > 0:
                         reactor_runs.append(
-                            trio.run(_measure, reactor, "reactor", scenario, scenario.rounds)
+                            trio.run(
+                                _measure, reactor, "reactor", scenario, scenario.rounds
+                            )
                         )
                     ceiling_runs.append(
-                        trio.run(_measure, echo, "ceiling", scenario, scenario.ceiling_rounds)
+                        trio.run(
+                            _measure, echo, "ceiling", scenario, scenario.ceiling_rounds
+                        )
                     )
             outcomes.append(Outcome(scenario, reactor_runs, ceiling_runs))
     return outcomes
@@ -412,7 +432,11 @@ def _table(outcomes: Sequence[Outcome]) -> str:
         )
     table = markdown_table(header, rows)
     busiest = max(
-        (m.other_cpu_percent or 0.0 for o in outcomes for m in (*o.reactor_runs, *o.ceiling_runs)),
+        (
+            m.other_cpu_percent or 0.0
+            for o in outcomes
+            for m in (*o.reactor_runs, *o.ceiling_runs)
+        ),
         default=0.0,
     )
     if busiest > BUSY_MACHINE_PERCENT:

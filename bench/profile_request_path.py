@@ -54,7 +54,11 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
@@ -71,7 +75,17 @@ from ._common import (
 )
 from .net_reactor import Scenario, _Connection, scenarios
 
-HOPS = ("read", "frame", "parse", "queue", "handler", "encode", "respond", "write", "other")
+HOPS = (
+    "read",
+    "frame",
+    "parse",
+    "queue",
+    "handler",
+    "encode",
+    "respond",
+    "write",
+    "other",
+)
 """The request path's hops, in order; ``other`` is what belongs to none (metrics, tracing,
 the accept loop); time blocked in ``epoll_wait`` is left out."""
 
@@ -88,13 +102,19 @@ COVERS = {
 }
 
 TOPIC = "bench-small-produce"
-_READY = re.compile(r"(?:listening on|minikafka broker ready on) (?P<host>[^\s:]+):(?P<port>\d+)")
+_READY = re.compile(
+    r"(?:listening on|minikafka broker ready on) (?P<host>[^\s:]+):(?P<port>\d+)"
+)
 
 # (path fragment, function name pattern or None for any, hop). First match wins.
 _RULES: tuple[tuple[str, str | None, str], ...] = (
     ("minikafka/net/_framing.py", None, "frame"),
     ("minikafka/net/_memory_pool.py", None, "frame"),
-    ("minikafka/net/_connection.py", r"_next_frame|_reserve|_hand_over_memory", "frame"),
+    (
+        "minikafka/net/_connection.py",
+        r"_next_frame|_reserve|_hand_over_memory",
+        "frame",
+    ),
     ("minikafka/net/_connection.py", r"_parse", "parse"),
     ("minikafka/net/_headers.py", r"encode_response_header", "encode"),
     ("minikafka/net/_headers.py", None, "parse"),
@@ -110,7 +130,11 @@ _RULES: tuple[tuple[str, str | None, str], ...] = (
     ("minikafka/net/_connection.py", r"_write|send_file_region|_sendfile", "write"),
     ("minikafka/net/_processor.py", None, "respond"),
     ("minikafka/net/_demo.py", None, "handler"),
-    ("minikafka/net/_codec.py", r"build|nested|has_field|_fields|_hints|_message_fields", "encode"),
+    (
+        "minikafka/net/_codec.py",
+        r"build|nested|has_field|_fields|_hints|_message_fields",
+        "encode",
+    ),
     ("minikafka/net/_request.py", r"metrics", "other"),
     ("minikafka/net/_events.py", None, "other"),
     ("minikafka/net/_quotas.py", None, "other"),
@@ -156,7 +180,9 @@ def attribute(stats: Mapping[Any, Any]) -> dict[str, float]:
             result = {hop: 1.0}
         else:
             callers = stats[func][4] if func in stats else {}
-            weights = {c: edge[2] or edge[1] for c, edge in callers.items() if c not in seen}
+            weights = {
+                c: edge[2] or edge[1] for c, edge in callers.items() if c not in seen
+            }
             total = sum(weights.values())
             result = {}
             if not total:
@@ -179,7 +205,11 @@ def attribute(stats: Mapping[Any, Any]) -> dict[str, float]:
 # --- the server side ----------------------------------------------------------------
 
 
-SERVERS = {"net": "minikafka.net", "broker": "minikafka.broker", "echo": "bench.echo_server"}
+SERVERS = {
+    "net": "minikafka.net",
+    "broker": "minikafka.broker",
+    "echo": "bench.echo_server",
+}
 
 
 def serve(out: Path, target: str, args: Sequence[str]) -> None:
@@ -219,7 +249,9 @@ def serve_memray(out: Path, target: str, args: Sequence[str]) -> None:
 _Handler = Callable[[int, Any], None]
 
 
-def _run_server(target: str, args: Sequence[str], start: _Handler, stop: _Handler) -> None:
+def _run_server(
+    target: str, args: Sequence[str], start: _Handler, stop: _Handler
+) -> None:
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
     module = SERVERS[target]
@@ -248,7 +280,9 @@ LARGE_RECORDS = 9_362
 
 def produce_request(count: int = 1) -> ProduceRequest:
     """``count`` 100-byte records in one batch, acks=1, partition 0 of ``TOPIC``."""
-    records = make_records([(None, b"x" * 100)] * count, timestamp_ms=int(time.time() * 1000))
+    records = make_records(
+        [(None, b"x" * 100)] * count, timestamp_ms=int(time.time() * 1000)
+    )
     return ProduceRequest(
         transactional_id=None,
         acks=i16(1),
@@ -257,7 +291,9 @@ def produce_request(count: int = 1) -> ProduceRequest:
             TopicProduceData(
                 name=TopicName(TOPIC),
                 partition_data=(
-                    PartitionProduceData(index=i32(0), records=Records(build_batch(records))),
+                    PartitionProduceData(
+                        index=i32(0), records=Records(build_batch(records))
+                    ),
                 ),
             ),
         ),
@@ -341,7 +377,9 @@ def _wait_for(path: Path, server: ServerProcess) -> None:
     deadline = time.monotonic() + 60
     while not path.exists():  # the server writes it between two of its turns
         if time.monotonic() > deadline:
-            raise BenchError(f"the server wrote no profile:\n{''.join(server.output[-20:])}")
+            raise BenchError(
+                f"the server wrote no profile:\n{''.join(server.output[-20:])}"
+            )
         time.sleep(0.1)
 
 
@@ -354,7 +392,9 @@ def _profile(
         if target == "broker":
             trio.run(_prepare_topic, server.host, server.port)
         requests, cpu = trio.run(_drive, server, scenario, None)
-        profiled, _cpu = trio.run(_drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2))
+        profiled, _cpu = trio.run(
+            _drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2)
+        )
         _wait_for(path, server)
     stats = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
     hops = attribute(stats)
@@ -413,29 +453,46 @@ def _stack_hop(frames: Sequence[tuple[str, str, int]]) -> str:
 
 
 def _count(
-    name: str, target: str, args: Sequence[str], scenario: Scenario, scratch: Path, quick: bool
+    name: str,
+    target: str,
+    args: Sequence[str],
+    scenario: Scenario,
+    scratch: Path,
+    quick: bool,
 ) -> tuple[int, dict[str, int]]:
     """Run ``scenario`` under memray on a fresh server: (requests, allocations by hop)."""
     per_round = scenario.connections * scenario.in_flight
-    budget = min(256 if quick else ALLOCATION_REQUESTS, scenario.requests(scenario.rounds))
+    budget = min(
+        256 if quick else ALLOCATION_REQUESTS, scenario.requests(scenario.rounds)
+    )
     scenario = attrs.evolve(scenario, rounds=max(1, budget // per_round))
     path = scratch / f"{name.replace(' ', '_')}.{target}.memray"
     path.unlink(missing_ok=True)
     with _spawn(target, args, path, "--serve-memray") as server:
         if target == "broker":
             trio.run(_prepare_topic, server.host, server.port)
-        requests, _cpu = trio.run(_drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2))
+        requests, _cpu = trio.run(
+            _drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2)
+        )
         _wait_for(path, server)
     return requests, count_allocations(path)
 
 
 def _allocations(
-    name: str, target: str, args: Sequence[str], scenario: Scenario, scratch: Path, quick: bool
+    name: str,
+    target: str,
+    args: Sequence[str],
+    scenario: Scenario,
+    scratch: Path,
+    quick: bool,
 ) -> Allocations:
     requests, counts = _count(name, target, args, scenario, scratch, quick)
     echo: float | None = None
-    if target == "net":  # the Reactor's workloads have a ceiling that frames the same bytes
-        echo_requests, echo_counts = _count(name, "echo", ["--port", "0"], scenario, scratch, quick)
+    # the Reactor's workloads have a ceiling that frames the same bytes
+    if target == "net":
+        echo_requests, echo_counts = _count(
+            name, "echo", ["--port", "0"], scenario, scratch, quick
+        )
         echo = sum(echo_counts.values()) / echo_requests
     return Allocations(
         name=name,
@@ -452,14 +509,19 @@ def allocation_table(results: Sequence[Allocations]) -> str:
     rows.append(
         [
             "ceiling (bench.echo_server)",
-            *["-" if r.echo_per_request is None else f"{r.echo_per_request:.1f}" for r in results],
+            *[
+                "-" if r.echo_per_request is None else f"{r.echo_per_request:.1f}"
+                for r in results
+            ],
         ]
     )
     rows.append(["requests", *[f"{r.requests:,}" for r in results]])
     return markdown_table(header, rows)
 
 
-def workloads(quick: bool, data_dir: Path) -> list[tuple[str, str, list[str], Scenario]]:
+def workloads(
+    quick: bool, data_dir: Path
+) -> list[tuple[str, str, list[str], Scenario]]:
     latency, pipelined = scenarios(quick)
     net = ["--port", "0", "--quiet"]
     broker = [
@@ -490,8 +552,18 @@ def workloads(quick: bool, data_dir: Path) -> list[tuple[str, str, list[str], Sc
         ceiling_rounds=0,
     )
     return [
-        ("reactor latency", "net", net, attrs.evolve(latency, rounds=latency.rounds // 2)),
-        ("reactor pipelined", "net", net, attrs.evolve(pipelined, rounds=pipelined.rounds // 2)),
+        (
+            "reactor latency",
+            "net",
+            net,
+            attrs.evolve(latency, rounds=latency.rounds // 2),
+        ),
+        (
+            "reactor pipelined",
+            "net",
+            net,
+            attrs.evolve(pipelined, rounds=pipelined.rounds // 2),
+        ),
         ("broker produce", "broker", broker, produce),
         ("broker large produce", "broker", broker, large),
     ]
@@ -503,12 +575,19 @@ def table(results: Sequence[Profiled]) -> str:
         [
             hop,
             COVERS[hop],
-            *[f"{r.share(hop) * r.cpu_us_per_request:.1f} ({r.share(hop):.0%})" for r in results],
+            *[
+                f"{r.share(hop) * r.cpu_us_per_request:.1f} ({r.share(hop):.0%})"
+                for r in results
+            ],
         ]
         for hop in HOPS
     ]
     rows.append(
-        ["total", "server CPU, unprofiled", *[f"{r.cpu_us_per_request:.1f}" for r in results]]
+        [
+            "total",
+            "server CPU, unprofiled",
+            *[f"{r.cpu_us_per_request:.1f}" for r in results],
+        ]
     )
     rows.append(
         [
@@ -532,8 +611,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.profile_request_path", description=__doc__
     )
-    parser.add_argument("--quick", action="store_true", help="small counts: a smoke run")
-    parser.add_argument("--keep", type=Path, help="keep the .prof files in this directory")
+    parser.add_argument(
+        "--quick", action="store_true", help="small counts: a smoke run"
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="keep the .prof files in this directory"
+    )
     parser.add_argument(
         "--allocations",
         action="store_true",
@@ -552,14 +635,18 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = Path(tmp) / "broker-data"
         results = [
             _profile(name, target, server_args, scenario, scratch)
-            for name, target, server_args, scenario in workloads(options.quick, data_dir)
+            for name, target, server_args, scenario in workloads(
+                options.quick, data_dir
+            )
             if not options.only or name in options.only
         ]
         if not results:
             parser.error(f"no workload is named {options.only}")
         counted = [
             _allocations(name, target, server_args, scenario, scratch, options.quick)
-            for name, target, server_args, scenario in workloads(options.quick, data_dir)
+            for name, target, server_args, scenario in workloads(
+                options.quick, data_dir
+            )
             if options.allocations and (not options.only or name in options.only)
         ]
     print(table(results))

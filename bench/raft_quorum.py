@@ -37,7 +37,14 @@ from pathlib import Path
 
 import attrs
 
-from minikafka.raft import Envelope, MemoryLog, MemoryStateStore, Output, RaftNode, State
+from minikafka.raft import (
+    Envelope,
+    MemoryLog,
+    MemoryStateStore,
+    Output,
+    RaftNode,
+    State,
+)
 from minikafka.raft._file_log import FileRaftLog
 from minikafka.raft._scenarios import Fault, Scenario
 from minikafka.raft._simulator import Simulation
@@ -87,7 +94,9 @@ class InProcessQuorum:
             for n in ids
         }
         now = time.monotonic()
-        self.nodes = {n: RaftNode(n, ids, self.logs[n], MemoryStateStore(), now) for n in ids}
+        self.nodes = {
+            n: RaftNode(n, ids, self.logs[n], MemoryStateStore(), now) for n in ids
+        }
         self.queue: deque[Envelope] = deque()
         self.committed = 0
         while not any(n.state is State.LEADER for n in self.nodes.values()):
@@ -122,7 +131,9 @@ class InProcessQuorum:
         self.take(leader, output)
         self.deliver()
         if self.committed < target:
-            raise RuntimeError("the entry was not committed once every message was delivered")
+            raise RuntimeError(
+                "the entry was not committed once every message was delivered"
+            )
         return time.perf_counter() - started
 
     def close(self) -> None:
@@ -143,7 +154,10 @@ def _quorum_case(voters: int, on_disk: bool, entries: int) -> tuple[float, list[
 
 def _fsync_case(fsyncs: int, entries: int) -> tuple[float, list[float]]:
     with tempfile.TemporaryDirectory(prefix="raft-bench-") as tmp:
-        fds = [os.open(Path(tmp) / f"f{i}", os.O_WRONLY | os.O_CREAT) for i in range(fsyncs)]
+        fds = [
+            os.open(Path(tmp) / f"f{i}", os.O_WRONLY | os.O_CREAT)
+            for i in range(fsyncs)
+        ]
         latencies = []
         try:
             for _ in range(entries):
@@ -162,7 +176,9 @@ def failover_times(count: int) -> list[float]:
     """Virtual seconds from a leader's crash to the next leader's first commit."""
     times = []
     for seed in range(count):
-        scenario = Scenario(voters=3, faults=(Fault(5.0, "crash"),), duration=6.0, settle=10.0)
+        scenario = Scenario(
+            voters=3, faults=(Fault(5.0, "crash"),), duration=6.0, settle=10.0
+        )
         simulation = Simulation(scenario, seed)
         result = simulation.run()
         if not result.ok:

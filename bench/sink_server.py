@@ -36,7 +36,8 @@ import trio
 from . import echo_server
 
 SIZE_PREFIX = struct.Struct(">i")
-CORRELATION_OFFSET = 4  # in the frame after its size prefix: api_key (2), api_version (2)
+# in the frame after its size prefix: api_key (2), api_version (2)
+CORRELATION_OFFSET = 4
 MIN_RESPONSE_BYTES = SIZE_PREFIX.size + 4  # a size prefix and a correlation id
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes default
 
@@ -61,7 +62,11 @@ async def answer_frames(
     head = bytearray(SIZE_PREFIX.size)
     body = bytearray(1 << 20)  # grown to the largest frame seen, then reused
     sock = stream.socket
-    fd = -1 if append_to is None else os.open(append_to, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    fd = (
+        -1
+        if append_to is None
+        else os.open(append_to, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    )
     async with stream:
         try:
             while await _read_exactly(sock, memoryview(head)):

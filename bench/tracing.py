@@ -113,7 +113,9 @@ class Settings:
     @classmethod
     def choose(cls, quick: bool) -> Settings:
         if quick:
-            return cls(QUICK_EMITS, QUICK_SINGLE_RECORDS, QUICK_RECORDS, QUICK_RECORDS, 1)
+            return cls(
+                QUICK_EMITS, QUICK_SINGLE_RECORDS, QUICK_RECORDS, QUICK_RECORDS, 1
+            )
         return cls(EMITS, SINGLE_RECORDS, SMALL_RECORDS, BATCHED_RECORDS, REPEATS)
 
 
@@ -198,7 +200,9 @@ class EmitCase:
 
 
 EMIT_CASES = (
-    EmitCase("the loop alone (for _ in range(n): pass)", "none", lambda _t, n: _loop(n)),
+    EmitCase(
+        "the loop alone (for _ in range(n): pass)", "none", lambda _t, n: _loop(n)
+    ),
     EmitCase("off: if tracer.enabled: emit(build())", "null", _guarded),
     EmitCase("off: NullTracer.emit(event)", "null", _emit_ready),
     EmitCase("on: JsonLinesTracer.emit(event)", "jsonl", _emit_ready),
@@ -222,7 +226,9 @@ class EmitOutcome:
 
     @property
     def median(self) -> EmitRun:
-        return sorted(self.runs, key=lambda r: r.ns_per_event)[(len(self.runs) - 1) // 2]
+        return sorted(self.runs, key=lambda r: r.ns_per_event)[
+            (len(self.runs) - 1) // 2
+        ]
 
 
 def _emit_run(case: EmitCase, n: int, scratch: Path, run: int) -> EmitRun:
@@ -232,7 +238,11 @@ def _emit_run(case: EmitCase, n: int, scratch: Path, run: int) -> EmitRun:
         tracer = JsonLinesTracer.open(directory, node=1)
     case.body(tracer, min(n, 1000))  # warm-up: the first buffer, the file opened
     tracer.flush()
-    before = sum(p.stat().st_size for p in trace_files(directory)) if directory.exists() else 0
+    before = (
+        sum(p.stat().st_size for p in trace_files(directory))
+        if directory.exists()
+        else 0
+    )
     started = time.perf_counter()
     case.body(tracer, n)
     tracer.flush()
@@ -349,7 +359,9 @@ def _check_encoders() -> None:
     for event, ts, values in zip(events, stamps, rows, strict=True):
         line = encode_line(event, ts, 1)
         if line != reference_line(event, ts, 1) or line != template % values:
-            raise BenchError(f"the encoders disagree on {event!r}:\n{line}{template % values}")
+            raise BenchError(
+                f"the encoders disagree on {event!r}:\n{line}{template % values}"
+            )
 
 
 def _encode_bench(settings: Settings) -> list[EmitOutcome]:
@@ -439,7 +451,9 @@ class ProduceOutcome:
 
     @property
     def median(self) -> ProduceRun:
-        return sorted(self.runs, key=lambda r: r.records_per_s)[(len(self.runs) - 1) // 2]
+        return sorted(self.runs, key=lambda r: r.records_per_s)[
+            (len(self.runs) - 1) // 2
+        ]
 
 
 def _value(i: int) -> bytes:
@@ -447,7 +461,11 @@ def _value(i: int) -> bytes:
 
 
 def _produce(
-    broker: BrokerProcess, topic: str, client_id: str, workload: Workload, values: list[bytes]
+    broker: BrokerProcess,
+    topic: str,
+    client_id: str,
+    workload: Workload,
+    values: list[bytes],
 ) -> ProduceRun:
     errors: list[str] = []
 
@@ -463,7 +481,8 @@ def _produce(
         "on_delivery": on_delivery,
     }
     producer = Producer(config)
-    producer.list_topics(topic, timeout=30)  # connected, metadata known, before the clock
+    # connected, metadata known, before the clock
+    producer.list_topics(topic, timeout=30)
     produce, poll = producer.produce, producer.poll
     assert broker.process is not None
     pid = broker.process.pid
@@ -485,7 +504,9 @@ def _produce(
     )
     del producer
     if left or errors:
-        raise BenchError(f"produce to {topic}: {left:,} unacknowledged, errors {errors[:3]}")
+        raise BenchError(
+            f"produce to {topic}: {left:,} unacknowledged, errors {errors[:3]}"
+        )
     _check_end_offset(broker, topic, len(values))
     records = len(values)
     broker_percent = other = per_record = None
@@ -508,7 +529,9 @@ def _produce(
 
 
 def _check_end_offset(broker: BrokerProcess, topic: str, expected: int) -> None:
-    inspector = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-tracing"})
+    inspector = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "bench-tracing"}
+    )
     try:
         _, high = inspector.get_watermark_offsets(
             KafkaTopicPartition(topic, 0), timeout=30, cached=False
@@ -516,12 +539,16 @@ def _check_end_offset(broker: BrokerProcess, topic: str, expected: int) -> None:
     finally:
         inspector.close()
     if high != expected:
-        raise BenchError(f"{topic} ends at offset {high} after {expected:,} acknowledged records")
+        raise BenchError(
+            f"{topic} ends at offset {high} after {expected:,} acknowledged records"
+        )
 
 
 def _create_topics(broker: BrokerProcess, topics: Sequence[str]) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    futures = admin.create_topics([NewTopic(t, 1, 1) for t in topics], operation_timeout=30)
+    futures = admin.create_topics(
+        [NewTopic(t, 1, 1) for t in topics], operation_timeout=30
+    )
     for topic, future in futures.items():
         try:
             future.result()
@@ -574,7 +601,9 @@ def _produce_bench(
     traced = BrokerProcess(scratch / "data-traced", trace_dir=trace_dir)
     loads = workloads(settings)
     values = {w.slug: [_value(i) for i in range(w.records)] for w in loads}
-    outcomes = {(w.slug, t): ProduceOutcome(w.name, t, []) for w in loads for t in (False, True)}
+    outcomes = {
+        (w.slug, t): ProduceOutcome(w.name, t, []) for w in loads for t in (False, True)
+    }
     with ExitStack() as stack, _without_trace_env():
         # The brokers inherit the server CPUs; then this process moves to the client CPUs.
         if pinned is not None:
@@ -584,16 +613,27 @@ def _produce_bench(
             stack.callback(_stop, broker)
         if pinned is not None:
             os.sched_setaffinity(0, pinned[0])
-        runs = [(w, r, t) for r in range(settings.repeats) for w in loads for t in (False, True)]
+        runs = [
+            (w, r, t)
+            for r in range(settings.repeats)
+            for w in loads
+            for t in (False, True)
+        ]
         for broker, flag in ((plain, False), (traced, True)):
-            _create_topics(broker, [_topic(w, r, flag) for w, r, t in runs if t == flag])
+            _create_topics(
+                broker, [_topic(w, r, flag) for w, r, t in runs if t == flag]
+            )
         for r in range(settings.repeats):
             for w in loads:
                 # Alternate which broker goes first, so neither always follows the other.
                 for flag in (False, True) if r % 2 == 0 else (True, False):
                     broker = traced if flag else plain
                     run = _produce(
-                        broker, _topic(w, r, flag), _client_id(w, r, flag), w, values[w.slug]
+                        broker,
+                        _topic(w, r, flag),
+                        _client_id(w, r, flag),
+                        w,
+                        values[w.slug],
                     )
                     outcomes[w.slug, flag].runs.append(run)
                     print(
@@ -615,12 +655,15 @@ def _produce_bench(
     for (_, flag), outcome in outcomes.items():
         if flag:
             outcome.runs[:] = [
-                attrs.evolve(run, produce_requests=requests[run.client_id]) for run in outcome.runs
+                attrs.evolve(run, produce_requests=requests[run.client_id])
+                for run in outcome.runs
             ]
     files = trace_files(trace_dir)
     size = sum(p.stat().st_size for p in files)
     events = sum(by_event.values())
-    facts = TraceFacts(len(files), size, events, size / events if events else 0.0, dict(by_event))
+    facts = TraceFacts(
+        len(files), size, events, size / events if events else 0.0, dict(by_event)
+    )
     return list(outcomes.values()), facts
 
 
@@ -652,7 +695,9 @@ def run(quick: bool = False) -> Report:
             os.sched_setaffinity(0, original_cpus)
         shutil.rmtree(scratch, ignore_errors=True)
     machine = machine_facts()
-    packages = dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    packages = (
+        dict(machine["packages"]) if isinstance(machine["packages"], dict) else {}
+    )
     for dist in ("minikafka-trace", "minikafka-broker", "confluent-kafka"):
         try:
             packages[dist] = metadata.version(dist)
@@ -677,7 +722,8 @@ def run(quick: bool = False) -> Report:
         else {"client": sorted(pinned[0]), "brokers": sorted(pinned[1])},
         "machine": machine,
         "emit": [
-            {"case": o.case, "median": attrs.asdict(o.median), "runs": _runs(o.runs)} for o in emits
+            {"case": o.case, "median": attrs.asdict(o.median), "runs": _runs(o.runs)}
+            for o in emits
         ],
         "encode": [
             {
@@ -701,7 +747,9 @@ def run(quick: bool = False) -> Report:
         "trace_files": attrs.asdict(facts),
     }
     table = _table(emits, produce, facts)
-    return Report(NAME, document, _encode_table(encodes) + "\n\n" + table, _chart(emits, produce))
+    return Report(
+        NAME, document, _encode_table(encodes) + "\n\n" + table, _chart(emits, produce)
+    )
 
 
 def _runs(runs: Sequence[EmitRun] | Sequence[ProduceRun]) -> list[dict[str, Any]]:
@@ -714,7 +762,10 @@ def _overheads(produce: Sequence[ProduceOutcome]) -> list[dict[str, object]]:
     for plain, traced in zip(produce[::2], produce[1::2], strict=True):
         p, t = plain.median, traced.median
         extra_cpu = None
-        if p.broker_cpu_us_per_record is not None and t.broker_cpu_us_per_record is not None:
+        if (
+            p.broker_cpu_us_per_record is not None
+            and t.broker_cpu_us_per_record is not None
+        ):
             extra_cpu = t.broker_cpu_us_per_record - p.broker_cpu_us_per_record
         out.append(
             {
@@ -833,7 +884,10 @@ def _encode_table(encodes: Sequence[EmitOutcome]) -> str:
 
 def _chart(emits: Sequence[EmitOutcome], produce: Sequence[ProduceOutcome]) -> str:
     groups: list[tuple[str, Sequence[tuple[str, float]]]] = [
-        ("emit: events/s (median)", [(o.case[:38], o.median.events_per_s) for o in emits])
+        (
+            "emit: events/s (median)",
+            [(o.case[:38], o.median.events_per_s) for o in emits],
+        )
     ]
     for plain, traced in zip(produce[::2], produce[1::2], strict=True):
         groups.append(
@@ -845,4 +899,6 @@ def _chart(emits: Sequence[EmitOutcome], produce: Sequence[ProduceOutcome]) -> s
                 ],
             )
         )
-    return bar_chart_svg("minikafka tracing: emit cost and produce throughput", "/s", groups)
+    return bar_chart_svg(
+        "minikafka tracing: emit cost and produce throughput", "/s", groups
+    )

@@ -126,9 +126,13 @@ async def _metadata(
 
 async def _create(cluster: ProcessCluster, partitions: int) -> float:
     start = time.perf_counter()
-    async with connect(cluster.bootstrap, client_id="bench", request_timeout_ms=120_000) as tool:
+    async with connect(
+        cluster.bootstrap, client_id="bench", request_timeout_ms=120_000
+    ) as tool:
         for t in range(partitions // PER_TOPIC):
-            await create_topic(tool, f"t{t}", partitions=PER_TOPIC, replication_factor=2)
+            await create_topic(
+                tool, f"t{t}", partitions=PER_TOPIC, replication_factor=2
+            )
     return time.perf_counter() - start
 
 
@@ -175,7 +179,9 @@ async def _leaders(cluster: ProcessCluster, node: Node) -> collections.Counter[i
 
 
 def _failover(cluster: ProcessCluster, mode: str) -> tuple[float, int]:
-    first = Node(min(cluster.broker_ports), cluster.host, cluster.port(min(cluster.broker_ports)))
+    first = Node(
+        min(cluster.broker_ports), cluster.host, cluster.port(min(cluster.broker_ports))
+    )
     if mode == "zookeeper":
         victim = trio.run(_controller_of, cluster)
     else:
@@ -213,8 +219,12 @@ def _zookeeper_ceiling(root: Path, partitions: int) -> float:
         try:
             start = time.perf_counter()
             for t in range(partitions // PER_TOPIC):
-                assignment = TopicAssignment({p: (p % 3, (p + 1) % 3) for p in range(PER_TOPIC)})
-                ops = [Create(f"/brokers/topics/t{t}", assignment.encode(), parents=True)]
+                assignment = TopicAssignment(
+                    {p: (p % 3, (p + 1) % 3) for p in range(PER_TOPIC)}
+                )
+                ops = [
+                    Create(f"/brokers/topics/t{t}", assignment.encode(), parents=True)
+                ]
                 ops += [
                     Create(
                         f"/brokers/topics/t{t}/partitions/{p}/state",
@@ -291,7 +301,10 @@ def run(quick: bool = False) -> Report:
         "settings": attrs.asdict(settings),
         "overrides": OVERRIDES,
         "machine": machine_facts(),
-        "cases": [{**attrs.asdict(c), "created_per_second": c.created_per_second} for c in cases],
+        "cases": [
+            {**attrs.asdict(c), "created_per_second": c.created_per_second}
+            for c in cases
+        ],
         "ceilings": {
             str(size): {"zookeeper_writes_s": z, "metadata_round_trip_s": r}
             for size, (z, r) in ceilings.items()

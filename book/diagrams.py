@@ -39,7 +39,11 @@ Point = tuple[float, float]
 
 BOX_FONT, LABEL_FONT, TITLE_FONT = 13.0, 11.0, 15.0
 CHAR = 0.56  # a generous average sans-serif glyph width, in ems: text never outgrows its box
-BOX_H, GAP, SPACE = 32.0, 14.0, 30.0  # box height; margins; the least space between boxes
+BOX_H, GAP, SPACE = (
+    32.0,
+    14.0,
+    30.0,
+)  # box height; margins; the least space between boxes
 LOOP = 40.0  # how far a self-loop reaches out of its box
 
 
@@ -52,11 +56,21 @@ class SVG(str):
 
 def _text_box(center: Point, text: str, size: float) -> Box:
     half_w, half_h = len(text) * size * CHAR / 2 + 3, size / 2 + 3
-    return center[0] - half_w, center[1] - half_h, center[0] + half_w, center[1] + half_h
+    return (
+        center[0] - half_w,
+        center[1] - half_h,
+        center[0] + half_w,
+        center[1] + half_h,
+    )
 
 
 def _overlap(a: Box, b: Box, gap: float = 0.0) -> bool:
-    return a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]
+    return (
+        a[0] - gap < b[2]
+        and b[0] - gap < a[2]
+        and a[1] - gap < b[3]
+        and b[1] - gap < a[3]
+    )
 
 
 def _layout(states: Sequence[str], half_w: float) -> dict[str, Point]:
@@ -68,9 +82,19 @@ def _layout(states: Sequence[str], half_w: float) -> dict[str, Point]:
         while n > 1:
             angles = [2 * math.pi * (i + turn) / n - math.pi / 2 for i in range(n)]
             points = [(rx * math.cos(a), aspect * rx * math.sin(a)) for a in angles]
-            boxes = [(x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in points]
-            if not any(_overlap(a, b, SPACE) for i, a in enumerate(boxes) for b in boxes[i + 1 :]):
-                key = (round(rx), -aspect)  # narrowest first, then the taller (room for labels)
+            boxes = [
+                (x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2)
+                for x, y in points
+            ]
+            if not any(
+                _overlap(a, b, SPACE)
+                for i, a in enumerate(boxes)
+                for b in boxes[i + 1 :]
+            ):
+                key = (
+                    round(rx),
+                    -aspect,
+                )  # narrowest first, then the taller (room for labels)
                 if key < best_key:
                     best, best_key = dict(zip(states, points, strict=True)), key
                 break
@@ -81,7 +105,9 @@ def _layout(states: Sequence[str], half_w: float) -> dict[str, Point]:
 def _rim(center: Point, toward: Point, half_w: float) -> Point:
     """Where the ray from a box's center toward a point leaves the box."""
     dx, dy = toward[0] - center[0], toward[1] - center[1]
-    scale = min(half_w / abs(dx) if dx else math.inf, BOX_H / 2 / abs(dy) if dy else math.inf)
+    scale = min(
+        half_w / abs(dx) if dx else math.inf, BOX_H / 2 / abs(dy) if dy else math.inf
+    )
     return center[0] + dx * scale, center[1] + dy * scale
 
 
@@ -108,8 +134,13 @@ def state_diagram(
         raise ValueError(f"edges name states that are not drawn: {sorted(unknown)}")
     half_w = max((len(s) for s in states), default=1) * BOX_FONT * CHAR / 2 + 10
     at = _layout(states, half_w)
-    boxes = [(x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in at.values()]
-    taken, extent = list(boxes), list(boxes)  # what labels avoid; what the canvas must hold
+    boxes = [
+        (x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in at.values()
+    ]
+    taken, extent = (
+        list(boxes),
+        list(boxes),
+    )  # what labels avoid; what the canvas must hold
     arrows, labels = [], []
     for a, b, label in transitions:
         if a == b:  # a loop on the side facing away from the middle of the drawing
@@ -118,24 +149,37 @@ def state_diagram(
             rim = _rim((x, y), (x + ux, y + uy), half_w)
             # Leave straight out of the side the rim point is on, not diagonally off a corner.
             on_side = abs(abs(rim[0] - x) - half_w) < 1e-6
-            ux, uy = (math.copysign(1.0, ux), 0.0) if on_side else (0.0, math.copysign(1.0, uy))
+            ux, uy = (
+                (math.copysign(1.0, ux), 0.0)
+                if on_side
+                else (0.0, math.copysign(1.0, uy))
+            )
             px, py = -uy * 10, ux * 10
             p0, p1 = (rim[0] + px, rim[1] + py), (rim[0] - px, rim[1] - py)
             c0 = (p0[0] + ux * LOOP + px, p0[1] + uy * LOOP + py)
             c1 = (p1[0] + ux * LOOP - px, p1[1] + uy * LOOP - py)
             arrows.append(_path(("M", p0), ("C", c0), ("", c1), ("", p1)))
             extent.append(
-                (min(c0[0], c1[0]), min(c0[1], c1[1]), max(c0[0], c1[0]), max(c0[1], c1[1]))
+                (
+                    min(c0[0], c1[0]),
+                    min(c0[1], c1[1]),
+                    max(c0[0], c1[0]),
+                    max(c0[1], c1[1]),
+                )
             )
             half = _text_box((0, 0), label, LABEL_FONT)[2:]
             reach = [LOOP * 0.8 + 4 + d for d in (0, 10, 20, 30)]
             spots = [
-                (rim[0] + ux * r + ux * half[0], rim[1] + uy * r + uy * half[1]) for r in reach
+                (rim[0] + ux * r + ux * half[0], rim[1] + uy * r + uy * half[1])
+                for r in reach
             ]
         else:  # a quadratic curve, bent to its left: the arrow back bends the other way
             p, q = at[a], at[b]
             bend = 0.14 if (b, a) in pairs else 0.06
-            c = ((p[0] + q[0]) / 2 - (q[1] - p[1]) * bend, (p[1] + q[1]) / 2 + (q[0] - p[0]) * bend)
+            c = (
+                (p[0] + q[0]) / 2 - (q[1] - p[1]) * bend,
+                (p[1] + q[1]) / 2 + (q[0] - p[0]) * bend,
+            )
             p0, p1 = _rim(p, c, half_w), _rim(q, c, half_w)
             arrows.append(_path(("M", p0), ("Q", c), ("", p1)))
             mid = _quad(p0, c, p1, 0.5)
@@ -144,10 +188,16 @@ def state_diagram(
             length = math.dist(p0, p1) or 1.0
             nx, ny = -(p1[1] - p0[1]) / length, (p1[0] - p0[0]) / length
             along = [_quad(p0, c, p1, t) for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78)]
-            spots = [(x + nx * k, y + ny * k) for k in (0, 14, -14, 28, -28) for x, y in along]
+            spots = [
+                (x + nx * k, y + ny * k)
+                for k in (0, 14, -14, 28, -28)
+                for x, y in along
+            ]
         if label:  # the first spot that covers nothing, else the middle one
             rects = [_text_box(s, label, LABEL_FONT) for s in spots]
-            rect = next((r for r in rects if not any(_overlap(r, t) for t in taken)), rects[0])
+            rect = next(
+                (r for r in rects if not any(_overlap(r, t) for t in taken)), rects[0]
+            )
             taken.append(rect)
             extent.append(rect)
             labels.append((rect, label))
@@ -192,7 +242,11 @@ def state_diagram(
 
 # --- figures drawn from a run's data --------------------------------------------------------
 
-CELL, ROW, LEFT = 26.0, 24.0, 250.0  # an offset's width; a replica's row; the label column
+CELL, ROW, LEFT = (
+    26.0,
+    24.0,
+    250.0,
+)  # an offset's width; a replica's row; the label column
 
 
 def _svg_open(width: float, height: float, label: str) -> str:
@@ -203,7 +257,9 @@ def _svg_open(width: float, height: float, label: str) -> str:
     )
 
 
-def replica_offsets(steps: Sequence[tuple[str, dict[str, int], int]], *, title: str = "") -> SVG:
+def replica_offsets(
+    steps: Sequence[tuple[str, dict[str, int], int]], *, title: str = ""
+) -> SVG:
     """Each step of a produce as rows of offsets, one row per replica: ``(what happened,
     {replica: log end offset}, high watermark)``. A replica's filled cells are the
     records it has; the red line is the high watermark, below which every in-sync
@@ -214,7 +270,10 @@ def replica_offsets(steps: Sequence[tuple[str, dict[str, int], int]], *, title: 
     replicas = max(len(leos) for _, leos, _ in steps)
     block = (replicas + 1) * ROW + GAP
     top = TITLE_FONT + GAP if title else GAP
-    width, height = LEFT + width_offsets * CELL + 2 * GAP, top + len(steps) * block + GAP
+    width, height = (
+        LEFT + width_offsets * CELL + 2 * GAP,
+        top + len(steps) * block + GAP,
+    )
     out = [_svg_open(width, height, title or "log end offsets and the high watermark")]
     if title:
         out.append(
@@ -267,7 +326,9 @@ def segment_layout(
     left, top = GAP + 60.0, (TITLE_FONT + GAP if title else GAP) + 10
     index_y, log_y = top + 18, top + 110
     width, height = left + end * scale + 2 * GAP, log_y + 70
-    start = max((e for e in index_entries if find is not None and e[0] <= find), default=None)
+    start = max(
+        (e for e in index_entries if find is not None and e[0] <= find), default=None
+    )
     out = [_svg_open(width, height, title or "a segment and its offset index")]
     if title:
         out.append(
@@ -291,7 +352,12 @@ def segment_layout(
     for position, base, last, size in batches:
         x, w = left + position * scale, size * scale
         holds = find is not None and base <= find <= last
-        scanned = start is not None and find is not None and start[1] <= position and base <= find
+        scanned = (
+            start is not None
+            and find is not None
+            and start[1] <= position
+            and base <= find
+        )
         fill = "#f5b7b1" if holds else "#fdebd0" if scanned else "#e8f0fb"
         out.append(
             f'<rect x="{x:.1f}" y="{log_y:.1f}" width="{w - 1:.1f}" height="34" fill="{fill}" '
@@ -323,7 +389,8 @@ def ownership_chart(
     from just before the event (dashed line) to just after the group settled (solid)."""
     row, left, width = 16, 110, 520
     windows = {
-        name: next(r for r in res.rebalances if r.cause == cause) for name, res in results.items()
+        name: next(r for r in res.rebalances if r.cause == cause)
+        for name, res in results.items()
     }
     members = sorted({c.member for res in results.values() for c in res.ownership})
     colours = {m: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, m in enumerate(members)}
@@ -344,7 +411,9 @@ def ownership_chart(
         top = y
         stop = window.end_ms + after
         changes = [c for c in result.ownership if c.time_ms <= stop]
-        times = sorted({start, stop, *(c.time_ms for c in changes if start < c.time_ms < stop)})
+        times = sorted(
+            {start, stop, *(c.time_ms for c in changes if start < c.time_ms < stop)}
+        )
         for p in range(partitions):
             label = f"{topic}-{p}"
             out.append(
@@ -354,7 +423,12 @@ def ownership_chart(
             for since, until in itertools.pairwise(times):
                 owners = {c.member: c.partitions for c in changes if c.time_ms <= since}
                 owner = next(
-                    (m for m, ps in owners.items() if any(str(tp) == label for tp in ps)), None
+                    (
+                        m
+                        for m, ps in owners.items()
+                        if any(str(tp) == label for tp in ps)
+                    ),
+                    None,
                 )
                 if owner is not None:
                     out.append(
@@ -363,7 +437,10 @@ def ownership_chart(
                         f'fill="{colours[owner]}"/>'
                     )
             y += row
-        for ms, dash in ((window.trigger_ms, ' stroke-dasharray="3,2"'), (window.end_ms, "")):
+        for ms, dash in (
+            (window.trigger_ms, ' stroke-dasharray="3,2"'),
+            (window.end_ms, ""),
+        ):
             out.append(
                 f'<line x1="{x(ms):.1f}" x2="{x(ms):.1f}" y1="{top}" y2="{y}" stroke="#000"{dash}/>'
             )
@@ -389,7 +466,9 @@ def ownership_chart(
     )
 
 
-def _box(x: float, y: float, w: float, h: float, text: str, fill: str = "#e8f0fb") -> str:
+def _box(
+    x: float, y: float, w: float, h: float, text: str, fill: str = "#e8f0fb"
+) -> str:
     lines = text.split("\n")
     first = y + h / 2 - (len(lines) - 1) * 7
     spans = "".join(
@@ -415,7 +494,11 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
     width = 800.0
     arrow = "arrow-reactor"
     out = [
-        _svg_open(width, height, "Kafka's Reactor: Acceptor, Processors, RequestChannel, handlers"),
+        _svg_open(
+            width,
+            height,
+            "Kafka's Reactor: Acceptor, Processors, RequestChannel, handlers",
+        ),
         f'<defs><marker id="{arrow}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
     ]
@@ -426,7 +509,9 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
     handler_rows = min(io_threads, rows + 1)
     for i in range(network_threads):
         y = top + i * row_h
-        out.append(_box(proc_x, y, 150, row_h - 10, f"Processor {i}\nmutes after a request"))
+        out.append(
+            _box(proc_x, y, 150, row_h - 10, f"Processor {i}\nmutes after a request")
+        )
         out.append(
             f'<line x1="220" y1="{mid:.1f}" x2="{proc_x:.1f}" y2="{y + row_h / 2 - 5:.1f}" '
             f'stroke="#555" marker-end="url(#{arrow})"/>'
@@ -438,7 +523,13 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
             f'stroke-dasharray="4,3" marker-end="url(#{arrow})"/>'
         )
     out.append(
-        _box(chan_x, mid - 35, 130, 70, f"RequestChannel\nbounded:\n{queued_max_requests} requests")
+        _box(
+            chan_x,
+            mid - 35,
+            130,
+            70,
+            f"RequestChannel\nbounded:\n{queued_max_requests} requests",
+        )
     )
     out.append(
         f'<line x1="100" y1="{mid:.1f}" x2="130" y2="{mid:.1f}" stroke="#555" '
@@ -447,7 +538,11 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
     h_row = rows * row_h / handler_rows
     for i in range(handler_rows):
         y = top + i * h_row
-        label = f"handler {i}" if i < handler_rows - 1 or handler_rows == io_threads else "..."
+        label = (
+            f"handler {i}"
+            if i < handler_rows - 1 or handler_rows == io_threads
+            else "..."
+        )
         out.append(_box(hand_x + 30, y + 2, 100, h_row - 8, label, "#fdebd0"))
         out.append(
             f'<line x1="{chan_x + 130:.1f}" y1="{mid:.1f}" x2="{hand_x + 30:.1f}" '
@@ -533,7 +628,9 @@ def compaction(
     cell, left = 44.0, 70.0
     top = (TITLE_FONT + GAP if title else GAP) + 4
     width, height = left + (last + 1) * cell + GAP, top + 2 * 62 + 24
-    out = [_svg_open(width, height, title or "a compacted log before and after cleaning")]
+    out = [
+        _svg_open(width, height, title or "a compacted log before and after cleaning")
+    ]
     if title:
         out.append(
             f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '

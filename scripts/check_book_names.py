@@ -46,7 +46,6 @@ KAFKA_ONLY = frozenset(
         "transaction.state.log.replication.factor",
         "fetch.max.bytes",
         "client.rack",
-        "broker.rack",
         "replica.selector.class",
         "log.message.format.version",
         "inter.broker.protocol.version",
@@ -145,8 +144,12 @@ def unknown_names(files: Iterable[Path]) -> list[str]:
             if _MINIKAFKA.match(span):
                 if not resolves(span):
                     problems.append(f"{where}: `{span}` does not exist")
-            elif _KEY.match(span) and span not in keys | events and not _not_a_key(span):
-                problems.append(f"{where}: `{span}` is no configuration key minikafka has")
+            elif (
+                _KEY.match(span) and span not in keys | events and not _not_a_key(span)
+            ):
+                problems.append(
+                    f"{where}: `{span}` is no configuration key minikafka has"
+                )
     return problems
 
 
@@ -156,7 +159,15 @@ def _not_a_key(name: str) -> bool:
     if name in KAFKA_ONLY or _FILE.search(name) or name.startswith(("org.", "kafka.")):
         return True
     head = name.split(".")[0]
-    if head in ("log", "group", "offsets", "transaction", "fetch", "socket", "controller"):
+    if head in (
+        "log",
+        "group",
+        "offsets",
+        "transaction",
+        "fetch",
+        "socket",
+        "controller",
+    ):
         return False
     try:
         importlib.import_module(head)

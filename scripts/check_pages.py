@@ -96,11 +96,17 @@ def check_page(browser: str, page: Path, scratch: Path, root: Path = HTML) -> li
     ]
     if os.geteuid() == 0:
         command.insert(1, "--no-sandbox")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, check=False
+    )
     match = _RESULT.search(done.stdout)
     if match is None:
-        return [f"Chromium printed no result (exit {done.returncode}): {done.stderr[-300:]}"]
-    found: list[str] = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        return [
+            f"Chromium printed no result (exit {done.returncode}): {done.stderr[-300:]}"
+        ]
+    found: list[str] = json.loads(
+        match.group(1).replace("&quot;", '"').replace("&amp;", "&")
+    )
     return found
 
 
@@ -109,7 +115,9 @@ def pages(names: Sequence[str]) -> list[Path]:
         return [HTML / f"{name}.html" for name in names]
     skip = {"genindex.html", "search.html", "index.html"}
     built = HTML.glob("**/*.html")
-    return sorted(p for p in built if p.name not in skip and not p.parent.name.startswith("_"))
+    return sorted(
+        p for p in built if p.name not in skip and not p.parent.name.startswith("_")
+    )
 
 
 def main(argv: Sequence[str]) -> int:

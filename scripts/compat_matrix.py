@@ -117,10 +117,14 @@ def _cells_in(nodes: Iterable[ast.AST], where: str) -> list[tuple[str, str]]:
                 raise MatrixError(f"{where}:{call.lineno}: compat takes (api, client)")
             values = [a.value for a in args if isinstance(a, ast.Constant)]
             if len(values) != 2 or not all(isinstance(v, str) for v in values):
-                raise MatrixError(f"{where}:{call.lineno}: compat's arguments must be literals")
+                raise MatrixError(
+                    f"{where}:{call.lineno}: compat's arguments must be literals"
+                )
             api, client = str(values[0]), str(values[1])
             if api not in API_KEYS:
-                raise MatrixError(f"{where}:{call.lineno}: {api!r} is not a Kafka API name")
+                raise MatrixError(
+                    f"{where}:{call.lineno}: {api!r} is not a Kafka API name"
+                )
             if client not in CLIENTS:
                 raise MatrixError(
                     f"{where}:{call.lineno}: client {client!r} is not one of {', '.join(CLIENTS)}"
@@ -149,7 +153,9 @@ def _pytestmark(body: Sequence[ast.stmt]) -> list[ast.AST]:
             value = statement.value
             assert value is not None
             # One mark, or a list of them.
-            values.extend(value.elts if isinstance(value, ast.List | ast.Tuple) else [value])
+            values.extend(
+                value.elts if isinstance(value, ast.List | ast.Tuple) else [value]
+            )
     return values
 
 
@@ -174,7 +180,9 @@ def collect(path: Path) -> list[CompatMark]:
     module_marks = _cells_in(module_level, path.name)
     marks: list[CompatMark] = []
     for name, function, inherited in _tests(tree.body):
-        if any(_is_xfail(d) for d in [*module_level, *inherited, *function.decorator_list]):
+        if any(
+            _is_xfail(d) for d in [*module_level, *inherited, *function.decorator_list]
+        ):
             continue  # a test expected to fail proves nothing
         cells = [
             *module_marks,
@@ -182,19 +190,25 @@ def collect(path: Path) -> list[CompatMark]:
             *_cells_in(function.decorator_list, path.name),
         ]
         test = ProvingTest(path.name, function.lineno, name)
-        marks.extend(CompatMark(api, client, test) for api, client in dict.fromkeys(cells))
+        marks.extend(
+            CompatMark(api, client, test) for api, client in dict.fromkeys(cells)
+        )
     return marks
 
 
 def collect_all(tests_dir: Path) -> list[CompatMark]:
     """The compat marks of every ``test_*.py`` in ``tests_dir``."""
-    return [mark for path in sorted(tests_dir.glob("test_*.py")) for mark in collect(path)]
+    return [
+        mark for path in sorted(tests_dir.glob("test_*.py")) for mark in collect(path)
+    ]
 
 
 # --- rendering ---------------------------------------------------------------------------
 
 
-def render(marks: Iterable[CompatMark], advertised: Mapping[int, tuple[int, int]]) -> str:
+def render(
+    marks: Iterable[CompatMark], advertised: Mapping[int, tuple[int, int]]
+) -> str:
     """The Markdown table and its notes, between (not including) the page's markers."""
     cells: dict[tuple[str, str], list[ProvingTest]] = {}
     for mark in marks:
@@ -232,7 +246,9 @@ def _note(number: int, api: str, client: str, tests: Sequence[ProvingTest]) -> s
     by_module: dict[str, list[str]] = {}
     for test in sorted(set(tests)):
         by_module.setdefault(test.module, []).append(f"`{test.name}`")
-    where = "; ".join(f"{module}: {', '.join(names)}" for module, names in by_module.items())
+    where = "; ".join(
+        f"{module}: {', '.join(names)}" for module, names in by_module.items()
+    )
     return f"- ({number}) {api} × {client}: {where}"
 
 
@@ -245,11 +261,17 @@ def replace_between_markers(text: str, block: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None
+    )
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true", help="update the page in place")
-    action.add_argument("--check", action="store_true", help="exit 1 if the page is stale")
-    parser.add_argument("--tests", type=Path, default=TESTS, help="directory of test modules")
+    action.add_argument(
+        "--check", action="store_true", help="exit 1 if the page is stale"
+    )
+    parser.add_argument(
+        "--tests", type=Path, default=TESTS, help="directory of test modules"
+    )
     parser.add_argument(
         "--document", type=Path, default=DOCUMENT, help="the page to update (COMPAT.md)"
     )

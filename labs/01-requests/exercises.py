@@ -46,7 +46,9 @@ def request_counts(requests: DataFrame, by_client: bool = False) -> DataFrame:
     ``response_bytes`` (sums), one row per API; with ``by_client=True``, ``client_id``
     first and one row per (client, API). Order by ``requests``, most first.
     """
-    raise ExerciseNotDone("request_counts", "group by api_name (and client_id), then count and sum")
+    raise ExerciseNotDone(
+        "request_counts", "group by api_name (and client_id), then count and sum"
+    )
 
 
 def time_percentiles(requests: DataFrame) -> DataFrame:

@@ -138,7 +138,9 @@ class _Client:
 
     def quiet_since(self, mark: float) -> bool:
         """Two reports after ``mark`` with nothing in flight and no request in between."""
-        after = [s for s, at in zip(self.snapshots, self.received, strict=True) if at > mark]
+        after = [
+            s for s, at in zip(self.snapshots, self.received, strict=True) if at > mark
+        ]
         if len(after) < 2:
             return False
         last, before = after[-1]["brokers"], after[-2]["brokers"]
@@ -146,7 +148,9 @@ class _Client:
         def totals(brokers: dict[str, Any]) -> dict[str, tuple[int, int]]:
             return {name: (b["tx"], b["rx"]) for name, b in brokers.items()}
 
-        return totals(last) == totals(before) and not any(b["busy"] for b in last.values())
+        return totals(last) == totals(before) and not any(
+            b["busy"] for b in last.values()
+        )
 
     def on_delivery(self, phase: str) -> Callable[[KafkaError | None, Message], None]:
         """A delivery callback timing one message from ``produce()`` (called right after)."""
@@ -243,14 +247,18 @@ class _Workload:
     def _produce(self, client: _Client, phase: str, value: bytes) -> None:
         producer = client.handle
         assert isinstance(producer, Producer)
-        producer.produce(TOPIC, value, partition=0, on_delivery=client.on_delivery(phase))
+        producer.produce(
+            TOPIC, value, partition=0, on_delivery=client.on_delivery(phase)
+        )
         client.messages += 1
         client.value_bytes += len(value)
 
     def _flush(self, client: _Client) -> None:
         assert isinstance(client.handle, Producer)
         if client.handle.flush(_DEADLINE_SECONDS):
-            raise RuntimeError(f"{client.client_id}: messages still unacknowledged after flush")
+            raise RuntimeError(
+                f"{client.client_id}: messages still unacknowledged after flush"
+            )
 
     def _phase(self, name: str, start: float) -> None:
         self.phases[name] = {"start": start, "end": time.time()}
@@ -267,7 +275,8 @@ class _Workload:
         burst = _producer(BURST_PRODUCER, "1")
         for client in [*producers, burst]:
             producer = Producer(client.config(self.bootstrap))
-            producer.list_topics(TOPIC, timeout=_DEADLINE_SECONDS)  # connected, leader known
+            # connected, leader known
+            producer.list_topics(TOPIC, timeout=_DEADLINE_SECONDS)
             self._add(client, producer)
 
         self._flush_phase(producers)
@@ -278,7 +287,9 @@ class _Workload:
         self._serve(PHASE_GAP_SECONDS, [*producers, burst])
         for client in [*producers, burst]:
             if client.errors:
-                raise RuntimeError(f"{client.client_id}: delivery failed: {client.errors[0]}")
+                raise RuntimeError(
+                    f"{client.client_id}: delivery failed: {client.errors[0]}"
+                )
         produced = sum(client.messages for client in [*producers, burst])
         self._consume_phase(produced)
 
@@ -289,12 +300,15 @@ class _Workload:
         everyone = list(self.clients.values())
         while not all(client.quiet_since(mark) for client in everyone):
             if time.monotonic() > deadline:
-                raise RuntimeError("the clients did not settle (requests still in flight)")
+                raise RuntimeError(
+                    "the clients did not settle (requests still in flight)"
+                )
             self._serve(0.05, everyone)
         for client in everyone:
             if isinstance(client.handle, Producer | Consumer):
                 client.handle.close()
-            client.handle = None  # the AdminClient goes now, while the broker is still up
+            # the AdminClient goes now, while the broker is still up
+            client.handle = None
         return {
             "seed": self.seed,
             "scale": self.scale,
@@ -361,7 +375,8 @@ class _Workload:
                 client.value_bytes += len(message.value() or b"")
         self._phase("consume", start)
         start = time.time()
-        self._serve(IDLE_SECONDS, consumers)  # nothing to read: fetches wait in purgatory
+        # nothing to read: fetches wait in purgatory
+        self._serve(IDLE_SECONDS, consumers)
         self._phase("idle", start)
         for client in consumers:
             assert isinstance(client.handle, Consumer)
@@ -386,7 +401,9 @@ def run(out: Path, seed: int = 1, scale: float = 1.0) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", type=Path, help="directory for data/, traces/ and truth.json")
+    parser.add_argument(
+        "out", type=Path, help="directory for data/, traces/ and truth.json"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--scale", type=float, default=1.0)
     args = parser.parse_args()

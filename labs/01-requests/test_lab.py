@@ -30,7 +30,14 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from minikafka.labs import IMPLEMENTATION_ENV, ExerciseNotDone, lab_of, read_events, trace_schema
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    ExerciseNotDone,
+    lab_of,
+    read_events,
+    scenario_run,
+    trace_schema,
+)
 from minikafka.net import REQUEST_TIME_COMPONENTS, RequestCompleted
 from minikafka.trace import read_trace
 
@@ -47,8 +54,7 @@ _SIZE_PREFIX = 4  # librdkafka counts a frame's 4-byte size; the trace does not
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out: Path = LAB.module("scenario").run(tmp_path_factory.mktemp("lab01"), seed=1, scale=1.0)
-    return out
+    return scenario_run(LAB, tmp_path_factory, seed=1, scale=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +96,9 @@ def percentile(values: Iterable[float], p: float) -> float:
 
 
 def of_client(raw: list[Record], client_id: str) -> list[Record]:
-    return sorted((r for r in raw if r["client_id"] == client_id), key=lambda r: r["ts"])
+    return sorted(
+        (r for r in raw if r["client_id"] == client_id), key=lambda r: r["ts"]
+    )
 
 
 def bootstrap_connection(raw: list[Record], client_id: str) -> str:
@@ -112,7 +120,9 @@ def stats_total(facts: dict[str, Any], counter: str) -> int:
     return sum(int(broker[counter]) for broker in facts["stats"]["brokers"].values())
 
 
-def not_in_stats(raw: list[Record], client_id: str, facts: dict[str, Any]) -> list[Record]:
+def not_in_stats(
+    raw: list[Record], client_id: str, facts: dict[str, Any]
+) -> list[Record]:
     """The client's requests its statistics cannot include (see the module docstring)."""
     bootstrap = bootstrap_connection(raw, client_id)
     mine = of_client(raw, client_id)
@@ -120,10 +130,16 @@ def not_in_stats(raw: list[Record], client_id: str, facts: dict[str, Any]) -> li
     if any(b["source"] == "configured" for b in facts["stats"]["brokers"].values()):
         early = []  # the bootstrap broker is still in the report: its requests are counted
     late = [
-        r for r in mine if r["connection_id"] != bootstrap and r["ts"] > facts["stats"]["taken_at"]
+        r
+        for r in mine
+        if r["connection_id"] != bootstrap and r["ts"] > facts["stats"]["taken_at"]
     ]
     # A bootstrap connection only learns about the cluster; nothing else goes over it.
-    assert {r["api_name"] for r in early} <= {"ApiVersions", "Metadata", "FindCoordinator"}
+    assert {r["api_name"] for r in early} <= {
+        "ApiVersions",
+        "Metadata",
+        "FindCoordinator",
+    }
     assert Counter(r["api_name"] for r in early)["ApiVersions"] == 1
     assert {r["api_name"] for r in late} <= {"Metadata"}, (client_id, late)
     assert len(late) <= 2, (client_id, late)
@@ -169,14 +185,18 @@ def test_request_counts(
     got: dict[str, dict[str, Any]] = defaultdict(dict)
     for (client_id, api), row in rows_by(by_client, "client_id", "api_name").items():
         got[client_id][api] = row
-    assert set(got) == set(truth["clients"]), "every request comes from a scenario's client"
+    assert set(got) == set(truth["clients"]), (
+        "every request comes from a scenario's client"
+    )
 
     for client_id, facts in truth["clients"].items():
         unseen = not_in_stats(raw, client_id, facts)
         mine = got[client_id]
         # Requests per API: librdkafka's count plus what it could not count.
         expected = stats_counts(facts) + Counter(r["api_name"] for r in unseen)
-        assert {api: row.requests for api, row in mine.items()} == dict(expected), client_id
+        assert {api: row.requests for api, row in mine.items()} == dict(expected), (
+            client_id
+        )
         # Bytes: librdkafka counts every frame it sent (tx) and received (rx) with its
         # 4-byte size prefix; an acks=0 Produce has no response, so no rx.
         tx, rx = stats_total(facts, "tx"), stats_total(facts, "rx")
@@ -190,14 +210,33 @@ def test_request_counts(
         ), client_id
 
     per_api = answer(answers, "request_counts", requests)
-    assert per_api.columns == ["api_name", "requests", "request_bytes", "response_bytes"]
+    assert per_api.columns == [
+        "api_name",
+        "requests",
+        "request_bytes",
+        "response_bytes",
+    ]
     rows = per_api.collect()
-    assert [row.requests for row in rows] == sorted((row.requests for row in rows), reverse=True)
+    assert [row.requests for row in rows] == sorted(
+        (row.requests for row in rows), reverse=True
+    )
     for row in rows:
         assert (row.requests, row.request_bytes, row.response_bytes) == (
-            sum(mine[row.api_name].requests for mine in got.values() if row.api_name in mine),
-            sum(mine[row.api_name].request_bytes for mine in got.values() if row.api_name in mine),
-            sum(mine[row.api_name].response_bytes for mine in got.values() if row.api_name in mine),
+            sum(
+                mine[row.api_name].requests
+                for mine in got.values()
+                if row.api_name in mine
+            ),
+            sum(
+                mine[row.api_name].request_bytes
+                for mine in got.values()
+                if row.api_name in mine
+            ),
+            sum(
+                mine[row.api_name].response_bytes
+                for mine in got.values()
+                if row.api_name in mine
+            ),
         )
     assert {row.api_name for row in rows} == {r["api_name"] for r in raw}
 
@@ -209,7 +248,9 @@ def test_time_percentiles(
     assert result.columns == ["api_name", "component", "requests", "p50_ms", "p99_ms"]
     rows = rows_by(result, "api_name", "component")
     apis = {r["api_name"] for r in raw}
-    assert set(rows) == {(api, component) for api in apis for component in REQUEST_TIME_COMPONENTS}
+    assert set(rows) == {
+        (api, component) for api in apis for component in REQUEST_TIME_COMPONENTS
+    }
     for (api, component), row in rows.items():
         values = [r[component] for r in raw if r["api_name"] == api]
         assert row.requests == len(values)
@@ -232,7 +273,9 @@ def test_time_percentiles(
             & (F.col("ts") >= phases[phase]["start"])
             & (F.col("ts") < until)
         )
-        produce = rows_by(answer(answers, "time_percentiles", during), "api_name", "component")
+        produce = rows_by(
+            answer(answers, "time_percentiles", during), "api_name", "component"
+        )
         total = produce["Produce", "total_ms"]
         assert total.requests == len(latencies), client_id
         assert total.p50_ms <= percentile(latencies, 0.5), client_id
@@ -256,10 +299,14 @@ def test_time_percentiles(
             & (F.col("connection_id") != bootstrap_connection(raw, client_id))
             & (F.col("ts") <= facts["stats"]["taken_at"])
         ).withColumn("api_name", F.lit("every API"))
-        broker = rows_by(answer(answers, "time_percentiles", counted), "api_name", "component")
+        broker = rows_by(
+            answer(answers, "time_percentiles", counted), "api_name", "component"
+        )
         rtt_p50 = max(window["p50"] for window in facts["rtt_windows_ms"])
         # librdkafka's histogram rounds a value to 3 significant digits.
-        assert broker["every API", "total_ms"].p50_ms <= rtt_p50 * 1.01 + 0.01, client_id
+        assert broker["every API", "total_ms"].p50_ms <= rtt_p50 * 1.01 + 0.01, (
+            client_id
+        )
 
 
 def test_acks_and_long_polling(
@@ -330,7 +377,9 @@ def test_busiest_second(
 ) -> None:
     result = answer(answers, "busiest_second", requests)
     assert result.columns == ["second", "requests"]
-    rows = result.select(F.unix_timestamp("second").alias("start"), "requests").collect()
+    rows = result.select(
+        F.unix_timestamp("second").alias("start"), "requests"
+    ).collect()
     assert len(rows) == 1
     (row,) = rows
     # Spark's timestamp from seconds: microseconds, truncated.
@@ -345,7 +394,10 @@ def test_busiest_second(
 def test_every_exercise_starts_unfinished(spark: SparkSession) -> None:
     if os.environ.get(IMPLEMENTATION_ENV) == "exercises":
         pytest.skip("checks the exercises.py the lab ships with; you are writing yours")
-    exercises, solutions = LAB.implementation("exercises"), LAB.implementation("solutions")
+    exercises, solutions = (
+        LAB.implementation("exercises"),
+        LAB.implementation("solutions"),
+    )
 
     def functions(module: ModuleType) -> dict[str, inspect.Signature]:
         return {

@@ -125,4 +125,6 @@ def rebalance_causes(starts: DataFrame, requests: DataFrame) -> DataFrame:
     ``reason``; ``client_id``; ``silent_ms`` (``(start ts - last heartbeat ts) * 1000``,
     null when that client had sent no Heartbeat yet, as a new member has not).
     """
-    raise ExerciseNotDone("rebalance_causes", "a left join with the client's heartbeats")
+    raise ExerciseNotDone(
+        "rebalance_causes", "a left join with the client's heartbeats"
+    )

@@ -32,7 +32,12 @@ def report(kind: str, **fields: object) -> None:
 
 
 def consumer_config(
-    bootstrap: str, group: str, client_id: str, strategy: str, session_ms: int, heartbeat_ms: int
+    bootstrap: str,
+    group: str,
+    client_id: str,
+    strategy: str,
+    session_ms: int,
+    heartbeat_ms: int,
 ) -> dict[str, object]:
     return {
         "bootstrap.servers": bootstrap,
@@ -89,11 +94,13 @@ def main(argv: Sequence[str]) -> int:
 
     threading.Thread(target=wait_for_close, daemon=True).start()
     report("subscribe")
-    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    consumer.subscribe(
+        [topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost
+    )
     records = 0
     while not closing.is_set():
-        # Rebalance callbacks run inside consume(), on this thread: a short timeout keeps
-        # their timestamps close to the moment librdkafka had the news.
+        # Rebalance callbacks run inside consume(), on this thread: a short timeout
+        # keeps their timestamps close to the moment librdkafka had the news.
         records += sum(1 for m in consumer.consume(100, 0.05) if m.error() is None)
     report("close", records=records)
     consumer.close()  # revokes (on_revoke runs here) and sends LeaveGroup

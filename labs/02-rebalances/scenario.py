@@ -81,7 +81,10 @@ def plan(seed: int, scale: float) -> list[Step]:
     leaver = rng.choice(names)
     crasher = rng.choice([name for name in names if name != leaver])
     moves = [("join", name) for name in names] + [("leave", leaver), ("crash", crasher)]
-    return [Step(action, name, round(rng.uniform(0.6, 1.2) * scale, 3)) for action, name in moves]
+    return [
+        Step(action, name, round(rng.uniform(0.6, 1.2) * scale, 3))
+        for action, name in moves
+    ]
 
 
 @attrs.define(eq=False)
@@ -126,7 +129,9 @@ class Member:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
             )
-        member = cls(name, client_id, strategy == "cooperative-sticky", changed, process)
+        member = cls(
+            name, client_id, strategy == "cooperative-sticky", changed, process
+        )
         threading.Thread(target=member._read, name=client_id, daemon=True).start()
         return member
 
@@ -145,7 +150,9 @@ class Member:
                     )
                 elif kind in ("revoke", "lost"):
                     self.assignment = (
-                        self.assignment - partitions if self.cooperative else frozenset()
+                        self.assignment - partitions
+                        if self.cooperative
+                        else frozenset()
                     )
                 self.changed.notify_all()
         status = self.process.wait()
@@ -186,7 +193,9 @@ class Trickle:
         self._thread.start()
 
     def _run(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": "lab02-producer"})
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "client.id": "lab02-producer"}
+        )
 
         def delivered(error: KafkaError | None, _: Message) -> None:
             if error is not None:
@@ -194,7 +203,9 @@ class Trickle:
 
         # Event.wait paces the records; nothing waits for a condition here.
         while not self._stop.wait(self.interval):
-            producer.produce(TOPIC, f"record-{self.sent}".encode(), on_delivery=delivered)
+            producer.produce(
+                TOPIC, f"record-{self.sent}".encode(), on_delivery=delivered
+            )
             self.sent += 1
             producer.poll(0)
         producer.flush(WAIT)
@@ -215,19 +226,25 @@ def settled(members: Sequence[Member]) -> bool:
     )
 
 
-def wait_until_settled(members: Sequence[Member], changed: threading.Condition, what: str) -> None:
+def wait_until_settled(
+    members: Sequence[Member], changed: threading.Condition, what: str
+) -> None:
     def died() -> list[str]:
         return [m.client_id for m in members if not m.gone and m.exited is not None]
 
     with changed:
         if not changed.wait_for(lambda: settled(members) or bool(died()), WAIT):
             views = {m.client_id: sorted(m.assignment) for m in members if not m.gone}
-            raise RuntimeError(f"{what}: the group did not settle within {WAIT}s: {views}")
+            raise RuntimeError(
+                f"{what}: the group did not settle within {WAIT}s: {views}"
+            )
         if died():
             raise RuntimeError(f"{what}: member processes exited: {died()}")
 
 
-def wait_quietly(members: Sequence[Member], changed: threading.Condition, seconds: float) -> None:
+def wait_quietly(
+    members: Sequence[Member], changed: threading.Condition, seconds: float
+) -> None:
     """Let the group run for ``seconds``; fail at once if a live member dies meanwhile."""
     with changed:
         if changed.wait_for(
@@ -270,15 +287,23 @@ def play(
                 "live": live,
             }
         )
-        log.info("%s: settled after %.2fs, live: %s", what, settled_ts - ts, ", ".join(live))
+        log.info(
+            "%s: settled after %.2fs, live: %s", what, settled_ts - ts, ", ".join(live)
+        )
         wait_quietly(list(members.values()), changed, step.pause)
-    truth: dict[str, object] = {"group_id": group, "strategy": strategy, "actions": actions}
+    truth: dict[str, object] = {
+        "group_id": group,
+        "strategy": strategy,
+        "actions": actions,
+    }
     return truth, list(members.values())
 
 
 def create_topic(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "lab02-admin"})
-    futures = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)], operation_timeout=WAIT)
+    futures = admin.create_topics(
+        [NewTopic(TOPIC, PARTITIONS, 1)], operation_timeout=WAIT
+    )
     futures[TOPIC].result(timeout=WAIT)
 
 
@@ -288,7 +313,9 @@ def run(out: Path, seed: int = 2, scale: float = 1.0) -> Path:
     logs = out / "members"
     logs.mkdir(parents=True, exist_ok=True)
     steps = plan(seed, scale)
-    broker = BrokerProcess(out / "data", overrides=BROKER_OVERRIDES, trace_dir=out / "traces")
+    broker = BrokerProcess(
+        out / "data", overrides=BROKER_OVERRIDES, trace_dir=out / "traces"
+    )
     started = time.time()
     broker.start()
     groups: dict[str, dict[str, object]] = {}

@@ -36,7 +36,13 @@ from minikafka.coordination import (
     RebalanceCompleted,
     RebalanceStarted,
 )
-from minikafka.labs import IMPLEMENTATION_ENV, ExerciseNotDone, lab_of, read_events
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    ExerciseNotDone,
+    lab_of,
+    read_events,
+    scenario_run,
+)
 from minikafka.net import RequestCompleted
 
 LAB = lab_of(__file__)
@@ -51,8 +57,7 @@ Truth = dict[str, Any]
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out: Path = LAB.module("scenario").run(tmp_path_factory.mktemp("lab02"))
-    return out
+    return scenario_run(LAB, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +116,11 @@ def revokers(part: Truth, action: Truth) -> set[str]:
 
 def expected_causes(part: Truth) -> list[tuple[str, set[str]]]:
     """Per action in order, the rebalances it must cause: (reason, possible client ids)."""
-    reasons = {"join": "member_joined", "leave": "member_left", "crash": "session_timeout"}
+    reasons = {
+        "join": "member_joined",
+        "leave": "member_left",
+        "crash": "session_timeout",
+    }
     causes: list[tuple[str, set[str]]] = []
     for action in part["actions"]:
         causes.append((reasons[action["action"]], {action["client_id"]}))
@@ -172,7 +181,9 @@ def by_group(rows: list[Row]) -> dict[str, list[Row]]:
 
 
 @pytest.mark.timeout(900)
-def test_rebalances(answers: ModuleType, events: dict[str, DataFrame], truth: Truth) -> None:
+def test_rebalances(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
     frame = answers.rebalances(events["starts"], events["ends"])
     assert frame.columns == [
         "group_id",
@@ -184,33 +195,54 @@ def test_rebalances(answers: ModuleType, events: dict[str, DataFrame], truth: Tr
         "members",
     ]
     found = by_group(frame.collect())
-    reported = {(r.group_id, r.generation_id): r.duration_ms for r in events["ends"].collect()}
+    reported = {
+        (r.group_id, r.generation_id): r.duration_ms for r in events["ends"].collect()
+    }
     session = truth["session_timeout_ms"] / 1000
     for group_id, part in groups(truth).items():
         rows = found.get(group_id, [])
         owners = actions_per_rebalance(part)
         causes = [reason for reason, _ in expected_causes(part)]
-        assert len(rows) == len(owners), (group_id, [(r.reason, r.generation_id) for r in rows])
+        assert len(rows) == len(owners), (
+            group_id,
+            [(r.reason, r.generation_id) for r in rows],
+        )
         assert [r.reason for r in rows] == causes
         assert [r.generation_id for r in rows] == list(range(1, len(rows) + 1))
         for row, action in zip(rows, owners, strict=True):
             # Each rebalance starts after its action and ends before the clients settled.
-            assert action["ts"] <= row.start_ts <= row.end_ts <= action["settled_ts"], row
-            assert row.duration_ms == pytest.approx((row.end_ts - row.start_ts) * 1000, abs=1)
-            assert row.duration_ms == pytest.approx(reported[group_id, row.generation_id], abs=1)
+            assert action["ts"] <= row.start_ts <= row.end_ts <= action["settled_ts"], (
+                row
+            )
+            assert row.duration_ms == pytest.approx(
+                (row.end_ts - row.start_ts) * 1000, abs=1
+            )
+            assert row.duration_ms == pytest.approx(
+                reported[group_id, row.generation_id], abs=1
+            )
             if action["action"] == "crash":
                 # Noticed only when the session of the last heartbeat before the kill ran
                 # out: at most one session, at least a session less a heartbeat period or so.
-                assert session - 1.0 <= row.start_ts - action["ts"] <= session + 2.0, row
+                assert session - 1.0 <= row.start_ts - action["ts"] <= session + 2.0, (
+                    row
+                )
         last = {id(a): r for r, a in zip(rows, owners, strict=True)}
         for action in part["actions"]:
             assert last[id(action)].members == len(action["live"])
 
 
 @pytest.mark.timeout(900)
-def test_stop_the_world(answers: ModuleType, events: dict[str, DataFrame], truth: Truth) -> None:
+def test_stop_the_world(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
     frame = answers.stop_the_world(events["joins"], events["syncs"], events["ends"])
-    assert frame.columns == ["group_id", "client_id", "rebalances", "waiting_ms", "stopped_ms"]
+    assert frame.columns == [
+        "group_id",
+        "client_id",
+        "rebalances",
+        "waiting_ms",
+        "stopped_ms",
+    ]
     found = {(r.group_id, r.client_id): r for r in frame.collect()}
     stopped_total: dict[bool, float] = {}
     for group_id, part in groups(truth).items():
@@ -220,7 +252,8 @@ def test_stop_the_world(answers: ModuleType, events: dict[str, DataFrame], truth
             row = found[group_id, client_id]
             waiting, stopped, intervals, assigns = client_view(log, cooperative)
             where = (
-                f"{client_id}: trace {row}, client waiting {waiting:.3f}s stopped {stopped:.3f}s"
+                f"{client_id}: trace {row},"
+                f" client waiting {waiting:.3f}s stopped {stopped:.3f}s"
             )
             # One SyncGroup answer per assign callback, also an empty incremental one.
             assert row.rebalances == assigns, where
@@ -234,12 +267,16 @@ def test_stop_the_world(answers: ModuleType, events: dict[str, DataFrame], truth
                 assert stopped == 0.0, where
             else:
                 assert intervals > 0, where  # eager: every member revoked at least once
-            stopped_total[cooperative] = stopped_total.get(cooperative, 0.0) + trace_stopped
+            stopped_total[cooperative] = (
+                stopped_total.get(cooperative, 0.0) + trace_stopped
+            )
     assert stopped_total[False] > stopped_total[True]
 
 
 @pytest.mark.timeout(900)
-def test_generations(answers: ModuleType, events: dict[str, DataFrame], truth: Truth) -> None:
+def test_generations(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
     frame = answers.generations(events["changes"])
     assert frame.columns == ["group_id", "generations", "final_generation"]
     found = {r.group_id: (r.generations, r.final_generation) for r in frame.collect()}
@@ -251,9 +288,17 @@ def test_generations(answers: ModuleType, events: dict[str, DataFrame], truth: T
 
 
 @pytest.mark.timeout(900)
-def test_rebalance_causes(answers: ModuleType, events: dict[str, DataFrame], truth: Truth) -> None:
+def test_rebalance_causes(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
     frame = answers.rebalance_causes(events["starts"], events["requests"])
-    assert frame.columns == ["group_id", "generation_id", "reason", "client_id", "silent_ms"]
+    assert frame.columns == [
+        "group_id",
+        "generation_id",
+        "reason",
+        "client_id",
+        "silent_ms",
+    ]
     found = by_group(frame.collect())
     session_ms = truth["session_timeout_ms"]
     started = {(r.group_id, r.generation_id): r.ts for r in events["starts"].collect()}
@@ -264,7 +309,10 @@ def test_rebalance_causes(answers: ModuleType, events: dict[str, DataFrame], tru
         assert len(rows) == len(causes), (group_id, rows)
         assert [r.generation_id for r in rows] == list(range(len(rows)))
         for row, (reason, clients), action in zip(rows, causes, owners, strict=True):
-            assert (row.reason, row.client_id in clients) == (reason, True), (row, clients)
+            assert (row.reason, row.client_id in clients) == (reason, True), (
+                row,
+                clients,
+            )
             if reason == "member_joined":
                 assert row.silent_ms is None, row  # a new member has not heartbeated
             elif reason == "member_left":
@@ -273,7 +321,9 @@ def test_rebalance_causes(answers: ModuleType, events: dict[str, DataFrame], tru
             elif reason == "session_timeout":
                 # Removed one session after its last heartbeat, which came before the kill.
                 assert session_ms - 250 <= row.silent_ms <= session_ms + 2000, row
-                last_heartbeat = started[group_id, row.generation_id] - row.silent_ms / 1000
+                last_heartbeat = (
+                    started[group_id, row.generation_id] - row.silent_ms / 1000
+                )
                 assert last_heartbeat <= action["ts"] + 0.01, (row, action)
 
 
@@ -286,7 +336,9 @@ def test_the_exercises_start_unfinished() -> None:
     names = ["rebalances", "stop_the_world", "generations", "rebalance_causes"]
     for name in names:
         exercise = getattr(exercises, name)
-        assert inspect.signature(exercise) == inspect.signature(getattr(solutions, name))
+        assert inspect.signature(exercise) == inspect.signature(
+            getattr(solutions, name)
+        )
         arguments = [None] * len(inspect.signature(exercise).parameters)
         with pytest.raises(ExerciseNotDone, match=name):
             exercise(*arguments)

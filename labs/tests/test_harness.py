@@ -46,7 +46,9 @@ def _request(api: str, total_ms: float) -> RequestCompleted:
 def trace_dir(tmp_path: Path) -> Path:
     tracer = JsonLinesTracer.open(tmp_path, node=1)
     tracer.emit(_request("Produce", 2.0), ts=1_700_000_000.25)
-    tracer.emit(SegmentRolled("orders", 0, 1200, "segment.bytes", 4096), ts=1_700_000_001.0)
+    tracer.emit(
+        SegmentRolled("orders", 0, 1200, "segment.bytes", 4096), ts=1_700_000_001.0
+    )
     tracer.emit(_request("Fetch", 501.0), ts=1_700_000_002.5)
     tracer.close()
     return tmp_path
@@ -71,7 +73,9 @@ def test_read_events_keeps_one_event_type_with_its_schema(
     ]
 
 
-def test_read_events_names_an_empty_directory(spark: SparkSession, tmp_path: Path) -> None:
+def test_read_events_names_an_empty_directory(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     with pytest.raises(FileNotFoundError, match="no trace files"):
         read_events(spark, tmp_path, SegmentRolled)
 
@@ -93,12 +97,17 @@ def test_labs_are_found_by_number_and_by_file() -> None:
         find_lab(99)
 
 
-def test_a_lab_loads_its_modules_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lab_loads_its_modules_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for number, answer in ((98, 1), (97, 2)):
         directory = tmp_path / f"{number}-demo"
         directory.mkdir()
-        (directory / "solutions.py").write_text(f"ANSWER = {answer}\n")
         (directory / "exercises.py").write_text("ANSWER = 0\n")
+        # The reference answers live apart, in solutions/NN-topic/.
+        reference = tmp_path / "solutions" / directory.name
+        reference.mkdir(parents=True)
+        (reference / "solutions.py").write_text(f"ANSWER = {answer}\n")
     first, second = Lab(98, tmp_path / "98-demo"), Lab(97, tmp_path / "97-demo")
     assert first.implementation().ANSWER == 1
     assert second.implementation().ANSWER == 2

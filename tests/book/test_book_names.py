@@ -14,7 +14,9 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_book_names_nothing_that_does_not_exist(script: Callable[[str], ModuleType]) -> None:
+def test_the_book_names_nothing_that_does_not_exist(
+    script: Callable[[str], ModuleType],
+) -> None:
     assert script("check_book_names").main() == 0
 
 
@@ -37,5 +39,9 @@ def test_a_stale_name_and_an_unknown_key_are_reported_with_their_lines(
     checker = script("check_book_names")
     problems = checker.unknown_names([chapter])
     assert len(problems) == 2, problems
-    assert problems[0].endswith(":4: `minikafka.client.Producer.flushes` does not exist")
-    assert problems[1].endswith(":4: `linger.millis` is no configuration key minikafka has")
+    assert problems[0].endswith(
+        ":4: `minikafka.client.Producer.flushes` does not exist"
+    )
+    assert problems[1].endswith(
+        ":4: `linger.millis` is no configuration key minikafka has"
+    )

@@ -25,8 +25,13 @@ from minikafka.client import (
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=overrides) as process:
+    overrides = {
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+    }
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker"), overrides=overrides
+    ) as process:
         yield process
 
 
@@ -44,9 +49,14 @@ def test_topics_are_created_grown_described_and_deleted(broker: BrokerProcess) -
         again.result(30)
     assert caught.value.error.name() == "TOPIC_ALREADY_EXISTS"
     # librdkafka sees what was made.
-    theirs = RdAdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=30)
+    theirs = RdAdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(
+        timeout=30
+    )
     assert len(theirs.topics["a-orders"].partitions) == 3
-    assert admin.create_partitions([NewPartitions("a-orders", 5)])["a-orders"].result(30) is None
+    assert (
+        admin.create_partitions([NewPartitions("a-orders", 5)])["a-orders"].result(30)
+        is None
+    )
     deadline = time.monotonic() + 30
     while len(admin.list_topics("a-orders").topics["a-orders"].partitions) != 5:
         assert time.monotonic() < deadline

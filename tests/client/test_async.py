@@ -22,8 +22,13 @@ from minikafka.client import (
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=overrides) as process:
+    overrides = {
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+    }
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker"), overrides=overrides
+    ) as process:
         yield process
 
 
@@ -47,11 +52,16 @@ async def test_send_waits_for_the_acknowledgement_and_the_consumer_reads_it_back
     async with AsyncConsumer.open({"bootstrap.servers": broker.bootstrap}) as consumer:
         consumer.assign([TopicPartition("as-one", 0, OFFSET_BEGINNING)])
         got = await read(consumer, 501)
-    assert [m.value() for m in got] == [b"first", *(f"{i:04d}".encode() for i in range(500))]
+    assert [m.value() for m in got] == [
+        b"first",
+        *(f"{i:04d}".encode() for i in range(500)),
+    ]
     assert [m.offset() for m in got] == list(range(501))
 
 
-async def test_a_group_member_commits_and_a_successor_resumes(broker: BrokerProcess) -> None:
+async def test_a_group_member_commits_and_a_successor_resumes(
+    broker: BrokerProcess,
+) -> None:
     async with AsyncProducer.open({"bootstrap.servers": broker.bootstrap}) as producer:
         for i in range(100):
             await producer.produce("as-group", f"{i:03d}".encode())
@@ -65,7 +75,9 @@ async def test_a_group_member_commits_and_a_successor_resumes(broker: BrokerProc
     }
     assigned: list[int] = []
     async with AsyncConsumer.open(config) as consumer:
-        consumer.subscribe(["as-group"], on_assign=lambda c, ps: assigned.append(len(ps)))
+        consumer.subscribe(
+            ["as-group"], on_assign=lambda c, ps: assigned.append(len(ps))
+        )
         assert len(await read(consumer, 100)) == 100
         await consumer.commit()
     assert assigned == [1]

@@ -41,7 +41,9 @@ FAST_GROUP = {"session.timeout.ms": 6_000, "heartbeat.interval.ms": 500}
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES) as process:
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES
+    ) as process:
         yield process
 
 
@@ -59,7 +61,10 @@ def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
 
 
 def drain(
-    consumer: Consumer, count: int, seconds: float = 30, each: Callable[[], None] | None = None
+    consumer: Consumer,
+    count: int,
+    seconds: float = 30,
+    each: Callable[[], None] | None = None,
 ) -> list[Message]:
     """Poll until ``count`` records or ``seconds``; no error may come back."""
     got: list[Message] = []
@@ -84,9 +89,13 @@ def test_assign_reads_from_the_beginning_and_seek_moves(broker: BrokerProcess) -
     create_topic(broker.bootstrap, "c-assign", 2)
     produce(broker.bootstrap, "c-assign", 400)
     with Consumer({"bootstrap.servers": broker.bootstrap}) as consumer:
-        consumer.assign([TopicPartition("c-assign", p, OFFSET_BEGINNING) for p in (0, 1)])
+        consumer.assign(
+            [TopicPartition("c-assign", p, OFFSET_BEGINNING) for p in (0, 1)]
+        )
         got = drain(consumer, 400)
-        assert sorted(m.value() or b"" for m in got) == [f"{i:05d}".encode() for i in range(400)]
+        assert sorted(m.value() or b"" for m in got) == [
+            f"{i:05d}".encode() for i in range(400)
+        ]
         assert in_order_per_partition(got)
         ends = consumer.position([TopicPartition("c-assign", p) for p in (0, 1)])
         assert sum(p.offset for p in ends) == 400
@@ -117,7 +126,9 @@ def test_a_group_resumes_from_its_committed_offsets(broker: BrokerProcess) -> No
     second = Consumer(config)
     second.subscribe(["c-commit"])
     rest = drain(second, 50)
-    assert sorted(m.value() or b"" for m in rest) == [f"{i:05d}".encode() for i in range(300, 350)]
+    assert sorted(m.value() or b"" for m in rest) == [
+        f"{i:05d}".encode() for i in range(300, 350)
+    ]
     assert drain(second, 1, seconds=1) == []  # nothing before the commit again
     second.close()
 
@@ -165,7 +176,9 @@ def test_two_members_share_the_partitions_and_one_takes_over(
     a.close()
     produce(broker.bootstrap, topic, 100, start=400)
     rest = drain(b, 100)
-    assert sorted(m.value() or b"" for m in rest) == [f"{i:05d}".encode() for i in range(400, 500)]
+    assert sorted(m.value() or b"" for m in rest) == [
+        f"{i:05d}".encode() for i in range(400, 500)
+    ]
     assert len(b.assignment()) == 4  # it took a's partitions over
     b.close()
     assert ("b", "assign", 4 if strategy == "range" else 2) in events
@@ -209,11 +222,17 @@ def test_a_mixed_group_shares_the_work(broker: BrokerProcess) -> None:
         heartbeat_interval_ms=500,
     )
     try:
-        values: dict[str, list[bytes]] = {"minikafka": [], "confluent": [], "kafka-python": []}
+        values: dict[str, list[bytes]] = {
+            "minikafka": [],
+            "confluent": [],
+            "kafka-python": [],
+        }
         # Let all three join one generation before the records exist.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not (
-            len(ours.assignment()) == 2 and len(rd.assignment()) == 2 and len(kp.assignment()) == 2
+            len(ours.assignment()) == 2
+            and len(rd.assignment()) == 2
+            and len(kp.assignment()) == 2
         ):
             ours.consume(10, 0.1)
             rd.poll(0.1)
@@ -340,12 +359,18 @@ def test_subscribe_without_a_group_id_is_refused(broker: BrokerProcess) -> None:
 
 def test_keys_and_headers_come_back(tmp_path: Path, broker: BrokerProcess) -> None:
     with Producer({"bootstrap.servers": broker.bootstrap}) as producer:
-        producer.produce("c-headers", b"v", key=b"k", headers=[("h", b"1")], timestamp=1_700_000)
+        producer.produce(
+            "c-headers", b"v", key=b"k", headers=[("h", b"1")], timestamp=1_700_000
+        )
         producer.flush(30)
     with Consumer({"bootstrap.servers": broker.bootstrap}) as consumer:
         consumer.assign([TopicPartition("c-headers", 0, OFFSET_BEGINNING)])
         [message] = drain(consumer, 1)
-    assert (message.key(), message.value(), message.headers()) == (b"k", b"v", [("h", b"1")])
+    assert (message.key(), message.value(), message.headers()) == (
+        b"k",
+        b"v",
+        [("h", b"1")],
+    )
     assert message.timestamp() == (1, 1_700_000)
 
 
@@ -403,6 +428,11 @@ def test_the_readmes_consumer_example_runs_as_written(
         for i in range(3):
             producer.produce("greetings", f"hello {i}".encode(), key=b"k1")
         producer.flush(30)
-    exec(compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"), {})
+    exec(
+        compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"),
+        {},
+    )
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[1:3] for line in lines] == [["b'hello", f"{i}'"] for i in range(3)]
+    assert [line.split()[1:3] for line in lines] == [
+        ["b'hello", f"{i}'"] for i in range(3)
+    ]

@@ -49,7 +49,11 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 def read_back(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
     """Every record of ``topic`` from the beginning (until ``count`` or 60 s)."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "read-back", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "read-back",
+            "enable.auto.commit": False,
+        }
     )
     consumer.assign([RdTopicPartition(topic, p, 0) for p in range(partitions)])
     records: list[Any] = []
@@ -69,7 +73,9 @@ def read_back(bootstrap: str, topic: str, partitions: int, count: int) -> list[A
     return records
 
 
-def test_records_arrive_once_in_order_where_the_reports_say(broker: BrokerProcess) -> None:
+def test_records_arrive_once_in_order_where_the_reports_say(
+    broker: BrokerProcess,
+) -> None:
     create_topic(broker.bootstrap, "p-order", 6)
     reports: list[tuple[KafkaError | None, Message]] = []
     with Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 2}) as producer:
@@ -100,11 +106,15 @@ def test_records_arrive_once_in_order_where_the_reports_say(broker: BrokerProces
     assert read[0].headers() == [("n", read[0].value()[1:].lstrip(b"0") or b"0")]
 
 
-def test_keys_land_where_librdkafkas_murmur2_partitioner_puts_them(broker: BrokerProcess) -> None:
+def test_keys_land_where_librdkafkas_murmur2_partitioner_puts_them(
+    broker: BrokerProcess,
+) -> None:
     create_topic(broker.bootstrap, "p-keys", 12)
     keys = [f"user-{i}-{i * 7919 % 1000}".encode() for i in range(300)]
     theirs: dict[bytes | None, int | None] = {}
-    rd = RdProducer({"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2_random"})
+    rd = RdProducer(
+        {"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2_random"}
+    )
     for key in keys:
         rd.produce(
             "p-keys",
@@ -125,19 +135,25 @@ def test_keys_land_where_librdkafkas_murmur2_partitioner_puts_them(broker: Broke
         producer.flush(30)
     assert len(theirs) == 300
     assert ours == theirs
-    assert {k: partition_for_key(k, 12) for k in keys} == theirs  # and the Java client's
+    assert {
+        k: partition_for_key(k, 12) for k in keys
+    } == theirs  # and the Java client's
     assert len(set(theirs.values())) == 12
 
 
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_every_codec_is_read_back(broker: BrokerProcess, codec: str) -> None:
     topic = f"p-codec-{codec}"
-    with Producer({"bootstrap.servers": broker.bootstrap, "compression.type": codec}) as producer:
+    with Producer(
+        {"bootstrap.servers": broker.bootstrap, "compression.type": codec}
+    ) as producer:
         for i in range(200):
             producer.produce(topic, f"{codec}-{i}".encode() * 5)
         assert producer.flush(30) == 0
     read = read_back(broker.bootstrap, topic, 1, 200)
-    assert [m.value() for m in read] == [f"{codec}-{i}".encode() * 5 for i in range(200)]
+    assert [m.value() for m in read] == [
+        f"{codec}-{i}".encode() * 5 for i in range(200)
+    ]
 
 
 def test_acks_0_sends_without_offsets(broker: BrokerProcess) -> None:
@@ -146,7 +162,9 @@ def test_acks_0_sends_without_offsets(broker: BrokerProcess) -> None:
     with Producer(config) as producer:
         for i in range(50):
             producer.produce(
-                "p-acks0", str(i), on_delivery=lambda e, m: reports.append((e, m.offset()))
+                "p-acks0",
+                str(i),
+                on_delivery=lambda e, m: reports.append((e, m.offset())),
             )
         producer.flush(30)
     assert reports == [(None, -1)] * 50  # written, never answered: no offset to report
@@ -163,11 +181,16 @@ def test_the_readmes_example_runs_as_written(
     start = text.index("```python\nfrom minikafka.client import Producer")
     code = text[start + len("```python\n") : text.index("```", start + 10)]
     assert "127.0.0.1:9092" in code
-    exec(compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"), {})
+    exec(
+        compile(code.replace("127.0.0.1:9092", broker.bootstrap), "README.md", "exec"),
+        {},
+    )
     lines = capsys.readouterr().out.split()
     assert len(lines) == 3
     partitions_offsets = [tuple(map(int, line.split("@"))) for line in lines]
-    assert [o for _, o in partitions_offsets] == sorted(o for _, o in partitions_offsets)
+    assert [o for _, o in partitions_offsets] == sorted(
+        o for _, o in partitions_offsets
+    )
 
 
 def test_what_the_producer_refuses() -> None:
@@ -178,7 +201,9 @@ def test_what_the_producer_refuses() -> None:
 def test_a_missing_topic_fails_after_max_block_ms(tmp_path: Path) -> None:
     overrides = {"auto.create.topics.enable": "false"}
     with BrokerProcess(tmp_path / "data", overrides=overrides) as broker:
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "max.block.ms": 1_000})
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap, "max.block.ms": 1_000}
+        )
         start = time.monotonic()
         with pytest.raises(KafkaException) as caught:
             producer.produce("nowhere", b"x")
@@ -187,7 +212,9 @@ def test_a_missing_topic_fails_after_max_block_ms(tmp_path: Path) -> None:
         producer.close()
 
 
-def test_idempotent_producer_through_a_broker_killed_and_restarted(tmp_path: Path) -> None:
+def test_idempotent_producer_through_a_broker_killed_and_restarted(
+    tmp_path: Path,
+) -> None:
     """Acknowledged means durable, no duplicates, order per partition: a SIGKILL lands
     between appends and their answers, the producer retries into the restarted broker,
     and its sequence numbers let the broker drop what it already has."""
@@ -212,7 +239,10 @@ def test_idempotent_producer_through_a_broker_killed_and_restarted(tmp_path: Pat
         total = 4_000
         for i in range(total):
             producer.produce(
-                "p-kill", f"{i:05d}".encode(), key=str(i % 2).encode(), on_delivery=report
+                "p-kill",
+                f"{i:05d}".encode(),
+                key=str(i % 2).encode(),
+                on_delivery=report,
             )
             producer.poll(0)
             if i == 1_500:

@@ -74,14 +74,17 @@ def create_topic(
     """An RF 3 topic, once every partition has its whole ISR."""
     client = admin(cluster)  # held until the answer: a collected client cancels it
     futures = client.create_topics(
-        [NewTopic(name, partitions, 3, config=dict(configs or {}))], operation_timeout=30
+        [NewTopic(name, partitions, 3, config=dict(configs or {}))],
+        operation_timeout=30,
     )
     futures[name].result(timeout=WAIT)
     for p in range(partitions):
         wait_for(in_sync(cluster, name, p), f"{name}-{p} in sync")
 
 
-def in_sync(cluster: ProcessCluster, topic: str, partition: int, size: int = 3) -> Condition:
+def in_sync(
+    cluster: ProcessCluster, topic: str, partition: int, size: int = 3
+) -> Condition:
     """The partition's ISR has ``size`` replicas."""
     return lambda: len(state(cluster, topic, partition).isr) == size
 
@@ -205,7 +208,9 @@ def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
         consumer.close()
 
 
-def known_state(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionState:
+def known_state(
+    cluster: ProcessCluster, topic: str, partition: int = 0
+) -> PartitionState:
     """``state``, waiting until the answering broker knows the partition's leader (a
     broker that has not replayed the topic yet says -1)."""
     found: list[PartitionState] = []
@@ -227,7 +232,10 @@ def create_on(
     """A one-partition topic on exactly ``replicas`` (the first leads), once in sync."""
     client = admin(cluster)
     new = NewTopic(
-        topic, num_partitions=1, replica_assignment=[replicas], config=dict(configs or {})
+        topic,
+        num_partitions=1,
+        replica_assignment=[replicas],
+        config=dict(configs or {}),
     )
     client.create_topics([new])[topic].result(timeout=WAIT)
     wait_for(in_sync(cluster, topic, 0, len(replicas)), f"{topic} in sync")
@@ -235,7 +243,11 @@ def create_on(
 
 @contextmanager
 def shared_cluster(
-    root: Path, brokers: int = 3, *, mode: str = "kraft"
+    root: Path,
+    brokers: int = 3,
+    *,
+    mode: str = "kraft",
+    racks: Mapping[int, str] | None = None,
 ) -> Iterator[ProcessCluster]:
     """A started cluster with :data:`FAST` settings for a module's tests to share (each
     uses topics of its own); killed at the end. ``mode`` ``zookeeper``: ZooKeeper mode
@@ -249,6 +261,7 @@ def shared_cluster(
         overrides=FAST,
         zookeeper=mode == "zookeeper",
         zookeeper_port=ports[0],
+        racks=racks,
     )
     try:
         cluster.up()

@@ -37,7 +37,9 @@ def _print_diagnostics(cluster: ProcessCluster) -> None:
     """What each node last said: a failure on a loaded CI machine can then be read from
     the test's output alone (the cluster's directory is gone with the machine)."""
     for node in cluster.node_ids:
-        print(f"----- node {node} (pid {cluster.pid(node)}): the end of {cluster.log_file(node)}")
+        print(
+            f"----- node {node} (pid {cluster.pid(node)}): the end of {cluster.log_file(node)}"
+        )
         print(cluster.tail(node, 40))
     print("----- the last replication and election events of the cluster's traces")
     for event in _replication_events(cluster.root / "traces")[-40:]:
@@ -45,7 +47,13 @@ def _print_diagnostics(cluster: ProcessCluster) -> None:
 
 
 _SHOWN = {"election", "isr_change", "become_leader", "become_follower", "truncated"}
-_SHOWN |= {"follower_truncate", "broker_registration", "hw_advance", "isr_propose", "elected"}
+_SHOWN |= {
+    "follower_truncate",
+    "broker_registration",
+    "hw_advance",
+    "isr_propose",
+    "elected",
+}
 
 
 def _replication_events(traces: Path) -> list[dict[str, object]]:
@@ -56,7 +64,9 @@ def _replication_events(traces: Path) -> list[dict[str, object]]:
                 event = json.loads(line)
             except ValueError:
                 continue  # a line the SIGKILL cut short
-            if event.get("event") in _SHOWN and not str(event.get("topic", "")).startswith("__"):
+            if event.get("event") in _SHOWN and not str(
+                event.get("topic", "")
+            ).startswith("__"):
                 events.append(event)
     events.sort(key=lambda e: float(e.get("ts", 0)))
     return events

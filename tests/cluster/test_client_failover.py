@@ -17,8 +17,22 @@ from typing import Any
 
 import pytest
 
-from minikafka.client import OFFSET_BEGINNING, Consumer, Fetcher, Message, Producer, TopicPartition
-from tests.cluster._cluster import WAIT, MakeCluster, create_topic, known_state, state, wait_for
+from minikafka.client import (
+    OFFSET_BEGINNING,
+    Consumer,
+    Fetcher,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from tests.cluster._cluster import (
+    WAIT,
+    MakeCluster,
+    create_topic,
+    known_state,
+    state,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -58,7 +72,9 @@ def test_a_consumer_reads_on_through_a_leader_kill(
         got += [m for m in consumer.consume(100, 0.5) if m.error() is None]
     leader = known_state(cluster, "moving").leader
     cluster.kill(leader)
-    wait_for(lambda: state(cluster, "moving").leader not in (leader, -1), "a new leader")
+    wait_for(
+        lambda: state(cluster, "moving").leader not in (leader, -1), "a new leader"
+    )
     deadline = time.monotonic() + WAIT
     while len(got) < RECORDS:
         assert time.monotonic() < deadline, f"{len(got)} of {RECORDS}"

@@ -58,7 +58,9 @@ def cluster(
         yield made
 
 
-def move_leader_while_writing(cluster: ProcessCluster, topic: str, write: Writer) -> list[int]:
+def move_leader_while_writing(
+    cluster: ProcessCluster, topic: str, write: Writer
+) -> list[int]:
     """Run ``write`` in a thread; stop the partition's leader (controlled shutdown) once
     records are flowing, start it again, and stop writing once more have been acked."""
     create_topic(cluster, topic, 1, {"min.insync.replicas": "2"})
@@ -79,9 +81,14 @@ def move_leader_while_writing(cluster: ProcessCluster, topic: str, write: Writer
         leader = known_state(cluster, topic).leader
         cluster.stop(leader)  # SIGTERM: its leadership moves before it exits
         # The other brokers replay that move a moment apart from each other.
-        wait_for(lambda: state(cluster, topic).leader not in (leader, -1), "another leader")
+        wait_for(
+            lambda: state(cluster, topic).leader not in (leader, -1), "another leader"
+        )
         count = len(acked)
-        wait_for(lambda: len(acked) >= count + 100 or bool(failure), "records to the new leader")
+        wait_for(
+            lambda: len(acked) >= count + 100 or bool(failure),
+            "records to the new leader",
+        )
         cluster.start(leader)
         wait_for(in_sync(cluster, topic, 0), f"{leader} back in the ISR")
         count = len(acked)
@@ -93,7 +100,9 @@ def move_leader_while_writing(cluster: ProcessCluster, topic: str, write: Writer
     return acked
 
 
-def assert_all_read_in_order(acked: list[int], read: list[int], *, exactly_once: bool) -> None:
+def assert_all_read_in_order(
+    acked: list[int], read: list[int], *, exactly_once: bool
+) -> None:
     assert acked == sorted(acked), "acknowledged out of order"
     assert not set(acked) - set(read), "acknowledged records lost"
     first_seen = list(dict.fromkeys(read))
@@ -105,7 +114,9 @@ def assert_all_read_in_order(acked: list[int], read: list[int], *, exactly_once:
 # --- kcat ----------------------------------------------------------------------------------
 
 
-def kcat_write(bootstrap: str, topic: str, stop: threading.Event, acked: list[int]) -> None:
+def kcat_write(
+    bootstrap: str, topic: str, stop: threading.Event, acked: list[int]
+) -> None:
     """kcat reports failures only: each line is counted as it is written, and kcat's exit
     status 0 with no "Delivery failed" says each one was acknowledged."""
     command = [
@@ -113,7 +124,10 @@ def kcat_write(bootstrap: str, topic: str, stop: threading.Event, acked: list[in
         "-X", "enable.idempotence=true", "-X", "linger.ms=5",
     ]  # fmt: skip
     process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+        command,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
     )
     assert process.stdin is not None
     number = 0
@@ -123,14 +137,28 @@ def kcat_write(bootstrap: str, topic: str, stop: threading.Event, acked: list[in
         acked.append(number)
         number += 1
         stop.wait(0.002)  # about 500 lines a second, paced by the test's own event
-    _, errors = process.communicate(timeout=WAIT * 2)  # closes stdin: kcat flushes, exits
+    # closes stdin: kcat flushes, exits
+    _, errors = process.communicate(timeout=WAIT * 2)
     assert process.returncode == 0, errors.decode()
     assert b"Delivery failed" not in errors, errors.decode()
 
 
 def kcat_read(bootstrap: str, topic: str) -> list[int]:
     out = subprocess.run(
-        ["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q"],
+        [
+            "kcat",
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ],
         capture_output=True,
         timeout=WAIT,
         check=True,
@@ -141,13 +169,17 @@ def kcat_read(bootstrap: str, topic: str) -> list[int]:
 @pytest.mark.external
 def test_kcat_follows_a_leader_move(cluster: ProcessCluster) -> None:
     acked = move_leader_while_writing(cluster, "kcat-moves", kcat_write)
-    assert_all_read_in_order(acked, kcat_read(cluster.bootstrap, "kcat-moves"), exactly_once=True)
+    assert_all_read_in_order(
+        acked, kcat_read(cluster.bootstrap, "kcat-moves"), exactly_once=True
+    )
 
 
 # --- kafka-python --------------------------------------------------------------------------
 
 
-def kafka_python_write(bootstrap: str, topic: str, stop: threading.Event, acked: list[int]) -> None:
+def kafka_python_write(
+    bootstrap: str, topic: str, stop: threading.Event, acked: list[int]
+) -> None:
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
         acks="all",
@@ -193,9 +225,13 @@ def test_kafka_python_follows_a_leader_move(cluster: ProcessCluster) -> None:
 # --- aiokafka ------------------------------------------------------------------------------
 
 
-def aiokafka_write(bootstrap: str, topic: str, stop: threading.Event, acked: list[int]) -> None:
+def aiokafka_write(
+    bootstrap: str, topic: str, stop: threading.Event, acked: list[int]
+) -> None:
     async def main() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, enable_idempotence=True
+        )
         await producer.start()
         try:
             number = 0
@@ -211,7 +247,9 @@ def aiokafka_write(bootstrap: str, topic: str, stop: threading.Event, acked: lis
 
 def aiokafka_read(bootstrap: str, topic: str) -> list[int]:
     async def main() -> list[int]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False
+        )
         await consumer.start()
         try:
             tp = AioTopicPartition(topic, 0)

@@ -43,7 +43,15 @@ def consecutive_free_ports(count: int) -> int:
 
 def cluster_cli(root: Path, *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "minikafka.broker", "cluster", *args, "--dir", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "minikafka.broker",
+            "cluster",
+            *args,
+            "--dir",
+            str(root),
+        ],
         capture_output=True,
         text=True,
         timeout=WAIT * 2,
@@ -77,7 +85,9 @@ def kcat_leaders(bootstrap: str, topic: str) -> set[str]:
     if " 3 brokers:" not in listed:
         return set()
     return {
-        line.split("leader ")[1].split(",")[0] for line in listed.splitlines() if "leader " in line
+        line.split("leader ")[1].split(",")[0]
+        for line in listed.splitlines()
+        if "leader " in line
     }
 
 
@@ -86,7 +96,14 @@ def create_spread_topic(bootstrap: str, brokers: set[str]) -> None:
     its leaders spread over ``brokers``."""
     create = ["topics", "--create", "--topic", "spread", "--partitions", "3"]
     subprocess.run(
-        [sys.executable, "-m", "minikafka.broker", *create, "--bootstrap-server", bootstrap],
+        [
+            sys.executable,
+            "-m",
+            "minikafka.broker",
+            *create,
+            "--bootstrap-server",
+            bootstrap,
+        ],
         check=True,
         capture_output=True,
         timeout=WAIT,
@@ -104,7 +121,9 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
     root = tmp_path / "cluster"
     first = consecutive_free_ports(4)  # the controller, then brokers 1-3
     try:
-        up = cluster_cli(root, "up", "--controller-port", str(first), "--port", str(first + 1))
+        up = cluster_cli(
+            root, "up", "--controller-port", str(first), "--port", str(first + 1)
+        )
         assert "new cluster" in up
         create_spread_topic(f"127.0.0.1:{first + 1}", {"1", "2", "3"})
         rows = status_rows(root)
@@ -113,14 +132,24 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
         cluster_cli(root, "kill", "2")
         assert status_rows(root)["2"][-1] == "stopped"
         cluster_cli(root, "restart", "2")
-        wait_for(lambda: status_rows(root)["2"][-1] == "running", "broker 2 running again")
+        wait_for(
+            lambda: status_rows(root)["2"][-1] == "running", "broker 2 running again"
+        )
         cluster_cli(root, "down")
         assert all(r[-1] == "stopped" for r in status_rows(root).values())
         assert sorted(p.name for p in (root / "traces").iterdir())  # every node traced
         assert (root / "node-2.log").read_text().count("minikafka broker ready") == 2
     finally:
         subprocess.run(
-            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "minikafka.broker",
+                "cluster",
+                "down",
+                "--dir",
+                str(root),
+            ],
             capture_output=True,
             timeout=WAIT * 2,
         )
@@ -136,7 +165,13 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
     first = consecutive_free_ports(4)  # ZooKeeper, then brokers 0-2
     try:
         up = cluster_cli(
-            root, "up", "--zookeeper", "--zookeeper-port", str(first), "--port", str(first + 1)
+            root,
+            "up",
+            "--zookeeper",
+            "--zookeeper-port",
+            str(first),
+            "--port",
+            str(first + 1),
         )
         assert "new ZooKeeper-mode cluster" in up
         create_spread_topic(f"127.0.0.1:{first + 1}", {"0", "1", "2"})
@@ -145,7 +180,9 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
         cluster_cli(root, "kill", "1")
         assert status_rows(root)["1"][-1] == "stopped"
         cluster_cli(root, "restart", "1")
-        wait_for(lambda: status_rows(root)["1"][-1] == "running", "broker 1 running again")
+        wait_for(
+            lambda: status_rows(root)["1"][-1] == "running", "broker 1 running again"
+        )
         meta = (root / "node-1" / "meta.properties").read_text()
         assert "version=0\nbroker.id=1\ncluster.id=" in meta
         cluster_cli(root, "down")
@@ -153,7 +190,15 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
         assert (root / "node-1.log").read_text().count("minikafka broker ready") == 2
     finally:
         subprocess.run(
-            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "minikafka.broker",
+                "cluster",
+                "down",
+                "--dir",
+                str(root),
+            ],
             capture_output=True,
             timeout=WAIT * 2,
         )
@@ -179,12 +224,15 @@ def status_fields(bootstrap: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
 
 
-def test_make_cluster_with_three_controllers_describes_its_quorum(tmp_path: Path) -> None:
+def test_make_cluster_with_three_controllers_describes_its_quorum(
+    tmp_path: Path,
+) -> None:
     """``make cluster CONTROLLERS=3``: three controllers elect a leader; a broker answers
     ``metadata-quorum describe`` for them (the leader, its epoch, the high watermark,
     every voter's and observer's lag); killing the leader makes another one lead."""
     root = tmp_path / "cluster"
-    first = consecutive_free_ports(6)  # controllers on first+2, first+1, first; brokers after
+    # controllers on first+2, first+1, first; brokers after
+    first = consecutive_free_ports(6)
     try:
         cluster_cli(
             root, "up", "--controllers", "3", "--controller-port", str(first + 2),
@@ -193,7 +241,10 @@ def test_make_cluster_with_three_controllers_describes_its_quorum(tmp_path: Path
         rows = status_rows(root)
         assert [rows[n][0] for n in "012345"] == ["controller"] * 3 + ["broker"] * 3
         bootstrap = f"127.0.0.1:{first + 3}"
-        wait_for(lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"}, "a leader")
+        wait_for(
+            lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"},
+            "a leader",
+        )
         status = status_fields(bootstrap)
         assert int(status["LeaderEpoch"]) >= 1
         assert int(status["HighWatermark"]) > 0  # the brokers' registrations, at least
@@ -212,14 +263,24 @@ def test_make_cluster_with_three_controllers_describes_its_quorum(tmp_path: Path
         leader = status["LeaderId"]
         cluster_cli(root, "kill", leader)
         wait_for(
-            lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"} - {leader},
+            lambda: (
+                status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"} - {leader}
+            ),
             "another controller leads",
         )
         cluster_cli(root, "down")
         assert all(r[-1] == "stopped" for r in status_rows(root).values())
     finally:
         subprocess.run(
-            [sys.executable, "-m", "minikafka.broker", "cluster", "down", "--dir", str(root)],
+            [
+                sys.executable,
+                "-m",
+                "minikafka.broker",
+                "cluster",
+                "down",
+                "--dir",
+                str(root),
+            ],
             capture_output=True,
             timeout=WAIT * 2,
         )

@@ -65,7 +65,9 @@ def quorum_status(
 
 
 def active_controller(
-    cluster: ProcessCluster, controllers: tuple[int, ...] = CONTROLLERS, other_than: int = -1
+    cluster: ProcessCluster,
+    controllers: tuple[int, ...] = CONTROLLERS,
+    other_than: int = -1,
 ) -> int:
     """The leader of the quorum as ``controllers`` see it, once there is one (and it is
     not ``other_than``)."""
@@ -76,7 +78,9 @@ def active_controller(
         found[:] = [leader]
         return leader >= 0 and leader != other_than
 
-    wait_for(elected, f"a leader of the quorum among {controllers} other than {other_than}")
+    wait_for(
+        elected, f"a leader of the quorum among {controllers} other than {other_than}"
+    )
     return found[0]
 
 
@@ -98,13 +102,16 @@ class TopicCreator:
             name, partitions = f"t{i}", 1 + i % 3
             i += 1
             future = self.client.create_topics(
-                [NewTopic(name, partitions, 3)], operation_timeout=10, request_timeout=15
+                [NewTopic(name, partitions, 3)],
+                operation_timeout=10,
+                request_timeout=15,
             )[name]
             try:
                 future.result(timeout=30)
             except Exception:
                 self.failed.append(name)  # perhaps created, perhaps not: not counted
-                time.sleep(0.2)  # the cluster is electing: do not spin, inside the test's deadline
+                # the cluster is electing: do not spin, inside the test's deadline
+                time.sleep(0.2)
             else:
                 self.acked[name] = partitions
 
@@ -156,9 +163,13 @@ class NumberedProducer:
         self._thread.join(WAIT)
 
 
-def assignments(cluster: ProcessCluster, broker: int) -> dict[str, list[tuple[int, ...]]]:
+def assignments(
+    cluster: ProcessCluster, broker: int
+) -> dict[str, list[tuple[int, ...]]]:
     """Every topic's replicas per partition, as ``broker`` alone reports them."""
-    client = AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.port(broker)}", "log_level": 0})
+    client = AdminClient(
+        {"bootstrap.servers": f"127.0.0.1:{cluster.port(broker)}", "log_level": 0}
+    )
     metadata = client.list_topics(timeout=WAIT)
     return {
         name: [tuple(t.partitions[p].replicas) for p in sorted(t.partitions)]
@@ -184,7 +195,10 @@ def test_killing_the_active_controller_loses_no_acknowledged_creation(
         # a vote (1-2 s each); the wait is a deadline, generous for a loaded machine.
         new_leader = active_controller(cluster, survivors, other_than=leader)
         before = len(creator.acked)
-        wait_for(lambda: len(creator.acked) >= before + 5, "five more topics, from the new leader")
+        wait_for(
+            lambda: len(creator.acked) >= before + 5,
+            "five more topics, from the new leader",
+        )
     finally:
         creator.stop()
         producer.stop()
@@ -266,7 +280,9 @@ def test_a_partitioned_leader_resigns_and_the_majority_elects_another(
     new_leader = active_controller(cluster, majority, other_than=leader)
     # Check-quorum: the old leader stops leading by itself (it answers NOT_LEADER, so
     # the status tool, asking it alone, finds no leader there).
-    wait_for(lambda: quorum_status(cluster, (leader,)) == {}, "the cut-off leader resigned")
+    wait_for(
+        lambda: quorum_status(cluster, (leader,)) == {}, "the cut-off leader resigned"
+    )
     create_topic(cluster, "on-the-majority-side")
     # Healed: the old leader follows the new one and catches up.
     into.call(leader, lambda proxy: proxy.refuse(False))

@@ -50,7 +50,11 @@ from tests.cluster._cluster import (
 pytestmark = pytest.mark.timeout(300)
 
 PARTITIONS = 6
-CONFLUENT, KAFKA_PYTHON, MINIKAFKA = (0, 1), (2, 3), (4, 5)  # the partitions each writes
+CONFLUENT, KAFKA_PYTHON, MINIKAFKA = (
+    (0, 1),
+    (2, 3),
+    (4, 5),
+)  # the partitions each writes
 KILLS = {"kraft": 5, "zookeeper": 3}
 """Leader kills per mode: ZooKeeper mode's each wait out a ZooKeeper session and often a
 controller election too, so three there keep the suite's time in bounds."""
@@ -94,7 +98,10 @@ class NumberedProducer:
         while not self.stop.is_set():
             for partition in self.partitions:
                 self.producer.produce(
-                    self.topic, str(number).encode(), partition=partition, on_delivery=self._report
+                    self.topic,
+                    str(number).encode(),
+                    partition=partition,
+                    on_delivery=self._report,
                 )
             number += 1
             # About 1,000 records a second per partition: enough in flight at each kill.
@@ -128,12 +135,15 @@ class KafkaPythonProducer(NumberedProducer):
         number = 0
         while not self.stop.is_set():
             for partition in self.partitions:
-                future = self.python.send(self.topic, str(number).encode(), partition=partition)
+                future = self.python.send(
+                    self.topic, str(number).encode(), partition=partition
+                )
                 future.add_callback(self._acked, partition, number)
                 future.add_errback(self.errors.append)
             number += 1
             if number % 100 == 0:
-                self.python.flush(WAIT * 2)  # bounded in flight, about as fast as the other
+                # bounded in flight, about as fast as the other
+                self.python.flush(WAIT * 2)
         self.python.flush(WAIT * 2)
         self.python.close(WAIT)
 
@@ -179,7 +189,9 @@ def read_all(bootstrap: str, topic: str) -> dict[int, list[int]]:
     )
     try:
         ends = {
-            p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=WAIT)[1]
+            p: consumer.get_watermark_offsets(
+                KafkaTopicPartition(topic, p), timeout=WAIT
+            )[1]
             for p in range(PARTITIONS)
         }
         consumer.assign([KafkaTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
@@ -202,13 +214,22 @@ def read_all(bootstrap: str, topic: str) -> dict[int, list[int]]:
 def assert_replicas_agree(cluster: ProcessCluster, topic: str) -> None:
     """After a clean stop: every replica holds the same batches, and each verifies."""
     for p in range(PARTITIONS):
-        dirs = [cluster.node_dir(b) / f"{topic}-{p}" for b in sorted(cluster.broker_ports)]
+        dirs = [
+            cluster.node_dir(b) / f"{topic}-{p}" for b in sorted(cluster.broker_ports)
+        ]
         logs = [replica_batches(d) for d in dirs]
         assert logs[0], f"{topic}-{p} is empty"
         assert all(log == logs[0] for log in logs), f"{topic}-{p}: the replicas differ"
         for d in dirs:
             verified = subprocess.run(
-                [sys.executable, "-m", "minikafka.broker", "dump-log", "--verify", str(d)],
+                [
+                    sys.executable,
+                    "-m",
+                    "minikafka.broker",
+                    "dump-log",
+                    "--verify",
+                    str(d),
+                ],
                 capture_output=True,
                 text=True,
             )
@@ -224,7 +245,9 @@ def led_by_another(cluster: ProcessCluster, partition: int, old: int) -> Conditi
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_acknowledged_records_survive_leader_kills(make_cluster: MakeCluster, mode: str) -> None:
+def test_acknowledged_records_survive_leader_kills(
+    make_cluster: MakeCluster, mode: str
+) -> None:
     cluster = make_cluster(mode=mode)
     create_topic(cluster, "numbers", PARTITIONS, {"min.insync.replicas": "2"})
     producers = [
@@ -237,15 +260,22 @@ def test_acknowledged_records_survive_leader_kills(make_cluster: MakeCluster, mo
     try:
         for kill in range(KILLS[mode]):
             wanted = [p.count() + 500 for p in producers]
-            wait_for(acknowledged(producers, wanted), "records acknowledged by all three")
+            wait_for(
+                acknowledged(producers, wanted), "records acknowledged by all three"
+            )
             # In turn the leader of one producer's partition, then the next one's.
             partition = (CONFLUENT, KAFKA_PYTHON, MINIKAFKA)[kill % 3][0]
             leader = known_state(cluster, "numbers", partition).leader
             cluster.kill(leader)
-            wait_for(led_by_another(cluster, partition, leader), f"a leader after {leader}")
+            wait_for(
+                led_by_another(cluster, partition, leader), f"a leader after {leader}"
+            )
             cluster.start(leader)
             for p in range(PARTITIONS):
-                wait_for(in_sync(cluster, "numbers", p), f"{leader} back in numbers-{p}'s ISR")
+                wait_for(
+                    in_sync(cluster, "numbers", p),
+                    f"{leader} back in numbers-{p}'s ISR",
+                )
     finally:
         for producer in producers:
             producer.stop.set()
@@ -258,7 +288,9 @@ def test_acknowledged_records_survive_leader_kills(make_cluster: MakeCluster, mo
             acked, values = producer.acked[p], read[p]
             assert len(values) == len(set(values)), f"numbers-{p}: duplicates"
             assert values == sorted(values), f"numbers-{p}: out of order"
-            assert not set(acked) - set(values), f"numbers-{p}: acknowledged records lost"
+            assert not set(acked) - set(values), (
+                f"numbers-{p}: acknowledged records lost"
+            )
             assert acked == sorted(acked)
     cluster.down()
     assert_replicas_agree(cluster, "numbers")

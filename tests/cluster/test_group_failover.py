@@ -73,7 +73,9 @@ class Worker:
                 if self.hold():
                     self.stop.wait(0.05)  # the background thread keeps the membership
                     continue
-                batch = [m for m in self.consumer.consume(100, 0.2) if m.error() is None]
+                batch = [
+                    m for m in self.consumer.consume(100, 0.2) if m.error() is None
+                ]
                 if not batch:
                     continue
                 done = [(m.partition(), m.offset()) for m in batch]
@@ -104,7 +106,11 @@ def test_a_group_keeps_consuming_when_its_coordinator_dies(
     cluster = make_cluster(mode=mode)
     create_topic(cluster, "jobs", PARTITIONS, {"min.insync.replicas": "2"})
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "enable.idempotence": True,
+            "log_level": 0,
+        }
     )
     for n in range(RECORDS):
         producer.produce("jobs", b"%d" % n, partition=n % PARTITIONS)

@@ -61,7 +61,10 @@ def tool(cluster: ProcessCluster, *args: str) -> str:
 def plan(path: Path, topic: str, replicas: list[int]) -> Path:
     path.write_text(
         json.dumps(
-            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+            {
+                "version": 1,
+                "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}],
+            }
         )
     )
     return path
@@ -72,7 +75,10 @@ def test_moving_a_partition_to_another_broker_loses_nothing(
     make_cluster: MakeCluster, tmp_path: Path, mode: str
 ) -> None:
     # Removed logs go 100 ms after their rename, at the next retention check (500 ms).
-    deletion = {"log.segment.delete.delay.ms": "100", "log.retention.check.interval.ms": "500"}
+    deletion = {
+        "log.segment.delete.delay.ms": "100",
+        "log.retention.check.interval.ms": "500",
+    }
     cluster = make_cluster(4, mode=mode, **deletion)
     # Brokers 1-4 in KRaft mode, 0-3 in ZooKeeper mode: named by their place here.
     one, two, three, four = sorted(cluster.broker_ports)
@@ -83,7 +89,11 @@ def test_moving_a_partition_to_another_broker_loses_nothing(
 
     def write() -> None:
         producer = Producer(
-            {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "enable.idempotence": True,
+                "log_level": 0,
+            }
         )
 
         def report(error: KafkaError | None, message: Message) -> None:
@@ -126,7 +136,8 @@ def test_moving_a_partition_to_another_broker_loses_nothing(
     assert not errors, errors
     wait_for(in_sync(cluster, "moving", 0), "the new replica set in sync")
     wait_for(
-        lambda: not list(cluster.node_dir(one).glob("moving-0*")), f"broker {one}'s copy deleted"
+        lambda: not list(cluster.node_dir(one).glob("moving-0*")),
+        f"broker {one}'s copy deleted",
     )
     read = [int(v) for v in read_values(cluster, "moving")]
     assert read == sorted(set(read)), "duplicates or disorder"
@@ -150,12 +161,20 @@ def test_cancelling_a_reassignment_restores_the_original_replicas(
     tool(cluster, "--execute", "--reassignment-json-file", str(target))
     verified = tool(cluster, "--verify", "--reassignment-json-file", str(target))
     assert "Reassignment of partition stuck-0 is still in progress." in verified
-    assert set(state(cluster, "stuck").replicas) == {one, two, three, four}  # adding four
+    assert set(state(cluster, "stuck").replicas) == {
+        one,
+        two,
+        three,
+        four,
+    }  # adding four
     cancelled = tool(cluster, "--cancel", "--reassignment-json-file", str(target))
     assert "Successfully cancelled partition reassignments for: stuck-0" in cancelled
     # Back on the original brokers, in the order of the replica set during the move
     # minus the one being added (Kafka's PartitionReassignmentRevert): two, three, one.
-    wait_for(lambda: state(cluster, "stuck").replicas == (two, three, one), "the original replicas")
+    wait_for(
+        lambda: state(cluster, "stuck").replicas == (two, three, one),
+        "the original replicas",
+    )
     proxies.call(one, FaultProxy.heal)
     wait_for(in_sync(cluster, "stuck", 0), "back in sync")
     after = tool(cluster, "--verify", "--reassignment-json-file", str(target))

@@ -123,7 +123,9 @@ def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
         assert produce(cluster, "isr", [b"two of three"], acks="all") == [None]
         wait_for(isr_is(cluster, "isr", {leader, second}), f"ISR without {first}")
         with frozen(cluster, second):
-            wait_for(isr_is(cluster, "isr", {leader}), f"ISR without {first} and {second}")
+            wait_for(
+                isr_is(cluster, "isr", {leader}), f"ISR without {first} and {second}"
+            )
             [refused] = produce(cluster, "isr", [b"one of three"], acks="all")
             assert refused is not None
             assert refused.code() == KafkaError.NOT_ENOUGH_REPLICAS
@@ -131,7 +133,9 @@ def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
     # Thawed, both fetch what they missed and are proposed back.
     wait_for(in_sync(cluster, "isr", 0), "both followers back in the ISR")
     cluster.down()
-    logs = [replica_batches(cluster.node_dir(b) / "isr-0") for b in (leader, first, second)]
+    logs = [
+        replica_batches(cluster.node_dir(b) / "isr-0") for b in (leader, first, second)
+    ]
     assert logs[0] == logs[1] == logs[2]
     assert logs[0][-1].last_offset == 2  # "one of three" was refused: three records
     shrinks = [
@@ -143,7 +147,9 @@ def test_a_frozen_follower_leaves_the_isr_and_acks_all_needs_min_insync(
     assert all(lag >= 2000 for e in shrinks for lag in e["lag_ms"])  # type: ignore[attr-defined]
 
 
-def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeCluster) -> None:
+def test_an_old_leader_truncates_the_records_no_follower_had(
+    make_cluster: MakeCluster,
+) -> None:
     # KRaft mode only for now. In ZooKeeper mode its guarantees held in every run, but
     # its reading of the trace does not: when the killed leader was also the
     # controller, the next controller takes the dead replica offline first (leader -1,
@@ -153,7 +159,10 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
     cluster = make_cluster(proxies=links, **{"broker.session.timeout.ms": "6000"})
     [proxies] = links
     create_topic(cluster, "diverge")
-    assert produce(cluster, "diverge", [b"c%d" % i for i in range(10)], acks="all") == [None] * 10
+    assert (
+        produce(cluster, "diverge", [b"c%d" % i for i in range(10)], acks="all")
+        == [None] * 10
+    )
     old, first, second = _leader_first(cluster, "diverge")
     wait_for(in_sync(cluster, "diverge", 0), "all three in sync")
     # The links into the leader stall: the followers' fetches (and the answers the
@@ -167,22 +176,31 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
     proxies.call(old, FaultProxy.cut)
     proxies.call(old, FaultProxy.heal)
     wait_for(
-        lambda: state(cluster, "diverge").leader in (first, second), "a follower elected leader"
+        lambda: state(cluster, "diverge").leader in (first, second),
+        "a follower elected leader",
     )
-    assert produce(cluster, "diverge", [b"n%d" % i for i in range(3)], acks="all") == [None] * 3
+    assert (
+        produce(cluster, "diverge", [b"n%d" % i for i in range(3)], acks="all")
+        == [None] * 3
+    )
     cluster.start(old)
     wait_for(in_sync(cluster, "diverge", 0), f"{old} back in the ISR")
     assert read_values(cluster, "diverge") == [b"c%d" % i for i in range(10)] + [
         b"n%d" % i for i in range(3)
     ]
     cluster.down()
-    logs = {b: replica_batches(cluster.node_dir(b) / "diverge-0") for b in (old, first, second)}
+    logs = {
+        b: replica_batches(cluster.node_dir(b) / "diverge-0")
+        for b in (old, first, second)
+    }
     assert logs[old] == logs[first] == logs[second]
     assert logs[old][-1].last_offset == 12  # ten committed, then the new leader's three
     truncations = [
         e
         for e in read_trace(cluster.root / "traces")
-        if e["event"] == "follower_truncate" and e["topic"] == "diverge" and e["node"] == old
+        if e["event"] == "follower_truncate"
+        and e["topic"] == "diverge"
+        and e["node"] == old
     ]
     assert truncations, "the old leader never truncated"
     assert truncations[0]["log_end_offset"] == 15  # ten committed and five of its own
@@ -195,7 +213,9 @@ def test_an_old_leader_truncates_the_records_no_follower_had(make_cluster: MakeC
         if e["event"] == "election" and e["topic"] == "diverge"
     ]
     new = next(
-        leader for leader, before, why in elections if (before, why) == (old, "broker_fenced")
+        leader
+        for leader, before, why in elections
+        if (before, why) == (old, "broker_fenced")
     )
     assert new in (first, second)
     assert truncations[0]["leader"] == new, elections
@@ -210,7 +230,10 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     # because it went silent.
     cluster = make_cluster(
         mode=mode,
-        **{"broker.session.timeout.ms": "60000", "zookeeper.session.timeout.ms": "30000"},
+        **{
+            "broker.session.timeout.ms": "60000",
+            "zookeeper.session.timeout.ms": "30000",
+        },
     )
     brokers = sorted(cluster.broker_ports)
     create_topic(cluster, "steady", 3, {"min.insync.replicas": "2"})
@@ -220,7 +243,11 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     )
     errors: list[KafkaError] = []
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "enable.idempotence": True,
+            "log_level": 0,
+        }
     )
 
     def report(error: KafkaError | None, _message: Message) -> None:
@@ -252,17 +279,23 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     moved = [
         e["reason"]
         for e in trace
-        if e["event"] == "election" and e["topic"] == "steady" and e["previous_leader"] == stopping
+        if e["event"] == "election"
+        and e["topic"] == "steady"
+        and e["previous_leader"] == stopping
     ]
     # Its one partition, moved because it asked: ZooKeeper mode's controller elects for
     # the ControlledShutdown request; KRaft's fences the broker that asked to shut down
     # (its registration's trace says why).
-    assert moved == (["controlled_shutdown"] if mode == "zookeeper" else ["broker_fenced"])
+    assert moved == (
+        ["controlled_shutdown"] if mode == "zookeeper" else ["broker_fenced"]
+    )
     if mode == "kraft":
         reasons = [
             e["reason"]
             for e in trace
-            if e["event"] == "broker_registration" and e["broker_id"] == stopping and e["fenced"]
+            if e["event"] == "broker_registration"
+            and e["broker_id"] == stopping
+            and e["fenced"]
         ]
         assert reasons == ["registered", "controlled_shutdown"]
 
@@ -281,7 +314,8 @@ def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_e
     # In ZooKeeper mode the controller reads the topic's override from /config/topics
     # with its assignment; in KRaft mode it is a ConfigRecord in the metadata log.
     cluster = make_cluster(mode=mode)
-    one, two, three = sorted(cluster.broker_ports)  # 1-3 in KRaft mode, 0-2 in ZooKeeper mode
+    # 1-3 in KRaft mode, 0-2 in ZooKeeper mode
+    one, two, three = sorted(cluster.broker_ports)
     # Two topics on the same three brokers, broker `one` leading both; only one allows an
     # out-of-sync replica to be elected (unclean.leader.election.enable, a topic config).
     for name, unclean in (("careful", "false"), ("reckless", "true")):
@@ -308,24 +342,34 @@ def test_unclean_election_loses_exactly_the_unreplicated_records_and_only_when_e
     cluster.kill(one)
     cluster.start(two)
     cluster.start(three)
-    wait_for(lambda: state(cluster, "reckless").leader in (two, three), "an unclean election")
+    wait_for(
+        lambda: state(cluster, "reckless").leader in (two, three), "an unclean election"
+    )
     # The careful topic waits for broker `one`, the only replica with every acknowledged
     # record (by now the controller has seen brokers `two` and `three` back, and elected
     # for the reckless topic on that same event).
-    wait_for(lambda: state(cluster, "careful").leader == -1, "careful leaderless", timeout=10)
+    wait_for(
+        lambda: state(cluster, "careful").leader == -1, "careful leaderless", timeout=10
+    )
     assert read_values(cluster, "reckless") == committed  # the five are gone
     cluster.start(one)
-    wait_for(lambda: state(cluster, "careful").leader == one, "broker `one` leading careful")
+    wait_for(
+        lambda: state(cluster, "careful").leader == one, "broker `one` leading careful"
+    )
     assert read_values(cluster, "careful") == committed + alone  # nothing lost
     wait_for(in_sync(cluster, "reckless", 0), "broker `one` back in reckless's ISR")
     cluster.down()
     # Broker `one` truncated its five records of reckless: every replica agrees again.
-    logs = [replica_batches(cluster.node_dir(b) / "reckless-0") for b in (one, two, three)]
+    logs = [
+        replica_batches(cluster.node_dir(b) / "reckless-0") for b in (one, two, three)
+    ]
     assert logs[0] == logs[1] == logs[2]
     elections = [
         e
         for e in read_trace(cluster.root / "traces")
-        if e["event"] == "election" and e["topic"] == "reckless" and e["reason"] == "unclean"
+        if e["event"] == "election"
+        and e["topic"] == "reckless"
+        and e["reason"] == "unclean"
     ]
     # Broker `two` or `three`, whichever the controller saw back first (on a loaded machine a
     # brief fencing of that one can make the other the next unclean leader: the records

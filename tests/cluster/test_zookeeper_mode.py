@@ -55,7 +55,8 @@ pytestmark = [
     pytest.mark.timeout(300),
     pytest.mark.external,
     pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+        not ZOOKEEPER_JAR.exists(),
+        reason="Debian's zookeeper is installed by `make test`",
     ),
 ]
 
@@ -63,7 +64,9 @@ T = TypeVar("T")
 SESSION_S = 6.0  # FAST's zookeeper.session.timeout.ms
 
 
-def in_zookeeper(cluster: ProcessCluster, read: Callable[[ZkClient], Awaitable[T]]) -> T:
+def in_zookeeper(
+    cluster: ProcessCluster, read: Callable[[ZkClient], Awaitable[T]]
+) -> T:
     """What ``read`` finds in the cluster's ZooKeeper (a session of the test's own)."""
 
     async def run() -> T:
@@ -97,7 +100,11 @@ def produce(cluster: ProcessCluster, topic: str, values: range) -> None:
     """Idempotent, acks=all; returns once every record is acknowledged."""
     failures: list[object] = []
     producer = Producer(
-        {"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "log_level": 0}
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "enable.idempotence": True,
+            "log_level": 0,
+        }
     )
     for value in values:
         producer.produce(
@@ -114,13 +121,19 @@ def numbers(cluster: ProcessCluster, topic: str) -> list[int]:
     return [int(v) for v in read_values(cluster, topic)]
 
 
-def stale_leader_and_isr(cluster: ProcessCluster, to: int, zombie: int, old_epoch: int) -> object:
+def stale_leader_and_isr(
+    cluster: ProcessCluster, to: int, zombie: int, old_epoch: int
+) -> object:
     """What a zombie controller would send: a LeaderAndIsr of its (old) epoch."""
     request = LeaderAndIsr(
         zombie,
         old_epoch,
         -1,
-        (LeaderAndIsrPartition("t", None, 0, old_epoch, zombie, 1000, (zombie,), 0, (0, 1, 2)),),
+        (
+            LeaderAndIsrPartition(
+                "t", None, 0, old_epoch, zombie, 1000, (zombie,), 0, (0, 1, 2)
+            ),
+        ),
         (),
     )
 
@@ -162,7 +175,10 @@ def test_a_zombie_controller_is_fenced_and_a_killed_one_replaced(
     cluster.kill(second)
     wait_for(lambda: epoch(cluster) > second_epoch, "a third controller epoch")
     wait_for(lambda: controller_id(cluster) not in (second, -1), "a third controller")
-    wait_for(lambda: state(cluster, "t").leader not in (second, -1), "t-0 led by a live broker")
+    wait_for(
+        lambda: state(cluster, "t").leader not in (second, -1),
+        "t-0 led by a live broker",
+    )
     produce(cluster, "t", range(400, 600))
     cluster.start(second)
     assert numbers(cluster, "t") == list(range(600))  # all, once each, in order
@@ -181,16 +197,21 @@ def transitions(traces: Path, topic: str) -> list[tuple[str, int, int, str, str]
                 found.append(event)
     found.sort(key=lambda e: float(e["ts"]))
     return [
-        (e["machine"], e["partition"], e["replica"], e["from_state"], e["to_state"]) for e in found
+        (e["machine"], e["partition"], e["replica"], e["from_state"], e["to_state"])
+        for e in found
     ]
 
 
-def test_creation_and_deletion_follow_seed_001_in_the_trace(make_cluster: MakeCluster) -> None:
+def test_creation_and_deletion_follow_seed_001_in_the_trace(
+    make_cluster: MakeCluster,
+) -> None:
     cluster = make_cluster(mode="zookeeper")
     client = admin(cluster)
     create_topic(cluster, "seq", 2)
     client.delete_topics(["seq"], operation_timeout=30)["seq"].result(timeout=WAIT)
-    wait_for(lambda: "seq" not in admin(cluster).list_topics(timeout=10).topics, "seq gone")
+    wait_for(
+        lambda: "seq" not in admin(cluster).list_topics(timeout=10).topics, "seq gone"
+    )
     cluster.down()  # a broker writes its trace buffer out when it exits
     events = transitions(cluster.root / "traces", "seq")
 
@@ -242,15 +263,24 @@ def test_zookeeper_restarted_and_a_broker_session_expired_lose_nothing(
 
     # A broker paused past its session is out of the cluster; resumed, it registers
     # again (a new broker epoch) and catches up.
-    follower = next(b for b in state(cluster, "t").isr if b != state(cluster, "t").leader)
+    follower = next(
+        b for b in state(cluster, "t").isr if b != state(cluster, "t").leader
+    )
     before = broker_epoch(cluster, follower)
     cluster.signal(follower, signal.SIGSTOP)
     try:
-        wait_for(lambda: broker_epoch(cluster, follower) == -1, f"{follower}'s session over")
-        wait_for(lambda: follower not in state(cluster, "t").isr, f"{follower} out of the ISR")
+        wait_for(
+            lambda: broker_epoch(cluster, follower) == -1, f"{follower}'s session over"
+        )
+        wait_for(
+            lambda: follower not in state(cluster, "t").isr,
+            f"{follower} out of the ISR",
+        )
         produce(cluster, "t", range(400, 600))
     finally:
         cluster.signal(follower, signal.SIGCONT)
-    wait_for(lambda: broker_epoch(cluster, follower) > before, f"{follower} registered again")
+    wait_for(
+        lambda: broker_epoch(cluster, follower) > before, f"{follower} registered again"
+    )
     wait_for(in_sync(cluster, "t", 0), f"{follower} back in the ISR")
     assert numbers(cluster, "t") == list(range(600))

@@ -41,7 +41,13 @@ from minikafka.net import ApiKey
 T = TypeVar("T")
 
 WAIT = 20.0  # seconds a test waits for something that normally takes milliseconds
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}  # batch attributes & 7
+CODECS = {
+    "none": 0,
+    "gzip": 1,
+    "snappy": 2,
+    "lz4": 3,
+    "zstd": 4,
+}  # batch attributes & 7
 
 # (key, value, headers) of one record, as produced and as read back.
 Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes], ...]]
@@ -73,7 +79,9 @@ def stored_batches(data_dir: Path, topic: str, partition: int = 0) -> list[Store
         while position + 61 <= len(data):
             base_offset, length = struct.unpack_from(">qi", data, position)
             attributes, last_delta = struct.unpack_from(">hi", data, position + 21)
-            producer_id, epoch, sequence, count = struct.unpack_from(">qhii", data, position + 43)
+            producer_id, epoch, sequence, count = struct.unpack_from(
+                ">qhii", data, position + 43
+            )
             batches.append(
                 StoredBatch(
                     base_offset,
@@ -104,13 +112,21 @@ def stored_codec(codec: str, librdkafka: tuple[int, ...]) -> str:
     advertised = KafkaApis.SUPPORTED
     if codec == "lz4" and ApiKey.FIND_COORDINATOR not in advertised:
         return "none"
-    if codec in ("gzip", "snappy", "lz4") and librdkafka < (2, 11, 1) and advertised[0][0] > 0:
+    if (
+        codec in ("gzip", "snappy", "lz4")
+        and librdkafka < (2, 11, 1)
+        and advertised[0][0] > 0
+    ):
         return "none"
     return codec
 
 
 def assert_codec_stored(
-    broker: BrokerProcess, topic: str, count: int, codec: str, librdkafka: tuple[int, ...]
+    broker: BrokerProcess,
+    topic: str,
+    count: int,
+    codec: str,
+    librdkafka: tuple[int, ...],
 ) -> None:
     """The partition holds ``count`` records, and its batches the codec librdkafka used."""
     batches = stored_batches(broker.data_dir, topic)
@@ -164,7 +180,11 @@ class AsyncioThread:
 
 class Producer(Protocol):
     def send_all(
-        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
+        self,
+        topic: str,
+        records: Sequence[Record],
+        partition: int | None = 0,
+        at: Stamps = None,
     ) -> list[Any]:
         """Send ``records`` in order (to ``partition``, or where the partitioner puts
         them), wait for every answer; their RecordMetadata, in order. An error the
@@ -265,7 +285,9 @@ def content(records: Iterable[Any]) -> list[Record]:
     return [(r.key, r.value, tuple(r.headers)) for r in records]
 
 
-def fill(client: Client, topic: str, records: Sequence[Record], partition: int = 0) -> list[Any]:
+def fill(
+    client: Client, topic: str, records: Sequence[Record], partition: int = 0
+) -> list[Any]:
     with client.producer(linger_ms=5) as producer:
         return producer.send_all(topic, records, partition)
 
@@ -323,7 +345,9 @@ def produce_compressed(client: Client, codec: str | None) -> list[Record]:
     topic = f"{client.prefix}-codec-{codec or 'none'}"
     records = seeded_records(random.Random(f"codec-{codec}"), 200, topic)
     # Lingering packs many records into each (compressed) batch.
-    with client.producer(linger_ms=50, **client.batch_config(codec, 16 * 1024)) as producer:
+    with client.producer(
+        linger_ms=50, **client.batch_config(codec, 16 * 1024)
+    ) as producer:
         sent = producer.send_all(topic, records)
     assert [m.offset for m in sent] == list(range(200))
     tp = client.tp(topic, 0)
@@ -356,7 +380,8 @@ def keyed_records_keep_partition_and_order(client: Client) -> None:
     rng = random.Random("keyed")
     keys = [f"key-{i}".encode() for i in range(10)]
     sent_order = [
-        (key, f"{key.decode()}#{i}".encode(), ()) for i, key in enumerate(rng.choices(keys, k=300))
+        (key, f"{key.decode()}#{i}".encode(), ())
+        for i, key in enumerate(rng.choices(keys, k=300))
     ]
     with client.producer(linger_ms=5) as producer:
         placed = producer.send_all(topic, sent_order, partition=None)
@@ -560,7 +585,9 @@ def read_back_across_restart(client: Client, broker: BrokerProcess, how: str) ->
     producer_config, consumer_config = client.reconnect_config()
     # The same producer and consumer live through the restart and reconnect.
     with (
-        client.producer(enable_idempotence=True, linger_ms=5, **producer_config) as producer,
+        client.producer(
+            enable_idempotence=True, linger_ms=5, **producer_config
+        ) as producer,
         client.consumer(**consumer_config) as consumer,
     ):
         producer.send_all(topic, before)

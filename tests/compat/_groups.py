@@ -73,7 +73,9 @@ def consumer_config(
     }
 
 
-def python_config(bootstrap: str, group: str, client_id: str, **options: Any) -> dict[str, Any]:
+def python_config(
+    bootstrap: str, group: str, client_id: str, **options: Any
+) -> dict[str, Any]:
     """:func:`consumer_config` for kafka-python and aiokafka, which spell the Java
     client's names with underscores."""
     config = consumer_config(bootstrap, group, client_id, **options)
@@ -133,7 +135,9 @@ class Member:
                 self.assignment = frozenset()
             if self.events[0][0] == "assign":
                 size = len(self.assignment)
-                self.smallest = size if self.smallest is None else min(self.smallest, size)
+                self.smallest = (
+                    size if self.smallest is None else min(self.smallest, size)
+                )
 
     def on_records(self, records: Sequence[Record]) -> None:
         with self.reporting():
@@ -288,7 +292,10 @@ class ChildMember(ProcessMember):
             event = json.loads(line)
             if event["kind"] == "records":
                 self.on_records(
-                    [(p, o, bytes.fromhex(k), bytes.fromhex(v)) for p, o, k, v in event["records"]]
+                    [
+                        (p, o, bytes.fromhex(k), bytes.fromhex(v))
+                        for p, o, k, v in event["records"]
+                    ]
                 )
             else:
                 self.member_id = event.get("member", self.member_id)
@@ -319,7 +326,9 @@ class GroupClient(Protocol):
         """``count`` keyed records with seeded values; where each landed, in order."""
         ...
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
+    def join(
+        self, group: str, topic: str, name: str, session_ms: int | None = None
+    ) -> Member:
         """A consumer of ``group`` subscribed to ``topic``, running until it leaves."""
         ...
 
@@ -340,7 +349,9 @@ class GroupClient(Protocol):
         """The group's committed offsets, as an admin client reads them (OffsetFetch)."""
         ...
 
-    def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
+    def assert_exactly_once(
+        self, got: Sequence[Record], sent: Sequence[Record]
+    ) -> None:
         """``got`` holds every record of ``sent`` once: no duplicates, no gaps."""
         ...
 
@@ -359,12 +370,17 @@ def content(records: Iterable[Record]) -> Counter[tuple[Any, Any]]:
 
 
 def wait_for(
-    members: Sequence[Member], condition: Callable[[], bool], what: str, timeout: float = WAIT
+    members: Sequence[Member],
+    condition: Callable[[], bool],
+    what: str,
+    timeout: float = WAIT,
 ) -> None:
     """Wait until ``condition``, which the members' reports change; fail at the deadline."""
     changed = members[0].changed
     with changed:
-        if not changed.wait_for(lambda: condition() or any(m.crashed for m in members), timeout):
+        if not changed.wait_for(
+            lambda: condition() or any(m.crashed for m in members), timeout
+        ):
             states = [
                 (m.name, sorted(m.assignment), len(m.records), m.errors, m.events[-4:])
                 for m in members
@@ -422,14 +438,20 @@ def three_consumers_read_every_record_once(client: GroupClient, name: str) -> No
     client.create_topic(name, 6)
     members = [client.join(name, name, f"{name}-{i}") for i in range(3)]
     try:
-        wait_for(members, lambda: shares(members, 6), "three consumers share six partitions")
+        wait_for(
+            members, lambda: shares(members, 6), "three consumers share six partitions"
+        )
         stable = {m.name: (m.assignment, len(m.events)) for m in members}
         sent = client.produce(name, 600, name)
-        wait_for(members, lambda: len(handled(members)) >= len(sent), "600 records consumed")
+        wait_for(
+            members, lambda: len(handled(members)) >= len(sent), "600 records consumed"
+        )
         after = {m.name: len(m.events) for m in members}
         ends = {(name, p): end for p, end in client.end_offsets(name, 6).items()}
         if client.auto_commits:
-            poll_until(lambda: client.committed_offsets(name) == ends, "auto-commit catches up")
+            poll_until(
+                lambda: client.committed_offsets(name) == ends, "auto-commit catches up"
+            )
     finally:
         stop_all(members)
     got = handled(members)
@@ -453,12 +475,16 @@ def a_fourth_joins_and_one_leaves(client: GroupClient, name: str) -> None:
     members = [leaver]
     members += [client.join(name, name, f"{name}-{i}") for i in (1, 2)]
     try:
-        wait_for(members, lambda: shares(members, 6), "three consumers share six partitions")
+        wait_for(
+            members, lambda: shares(members, 6), "three consumers share six partitions"
+        )
         before = assignments(members)
         seen = {m.name: len(m.events) for m in members}
 
         members.append(client.join(name, name, f"{name}-3"))
-        wait_for(members, lambda: shares(members, 6), "four consumers share six partitions")
+        wait_for(
+            members, lambda: shares(members, 6), "four consumers share six partitions"
+        )
         after = assignments(members)
         assert sorted(len(a) for a in after.values()) == [1, 1, 2, 2]
         for member in members[:3]:
@@ -466,10 +492,14 @@ def a_fourth_joins_and_one_leaves(client: GroupClient, name: str) -> None:
             kinds = [kind for kind, _ in member.events[seen[member.name] :]]
             assert kinds[:1] == ["revoke"], member.events
             assert "assign" in kinds, member.events
-        assert {n: after[n] for n in before} != before  # three held six; now four or five
+        assert {
+            n: after[n] for n in before
+        } != before  # three held six; now four or five
 
         sent = client.produce(name, 120, name + "-four")
-        wait_for(members, lambda: len(handled(members)) >= 120, "120 records among four")
+        wait_for(
+            members, lambda: len(handled(members)) >= 120, "120 records among four"
+        )
         client.assert_exactly_once(handled(members), sent)
         assert all(m.records for m in members)
 
@@ -492,18 +522,24 @@ def a_fourth_joins_and_one_leaves(client: GroupClient, name: str) -> None:
     assert [m.errors for m in members] == [[]] * 4
 
 
-def a_killed_consumer_is_replaced_after_its_session(client: GroupClient, name: str) -> None:
+def a_killed_consumer_is_replaced_after_its_session(
+    client: GroupClient, name: str
+) -> None:
     client.create_topic(name, 6)
     child = client.join_killable(name, name, f"{name}-child")
     members = [child]
     try:
         members += [client.join(name, name, f"{name}-{i}") for i in (1, 2)]
-        wait_for(members, lambda: shares(members, 6), "three consumers share six partitions")
+        wait_for(
+            members, lambda: shares(members, 6), "three consumers share six partitions"
+        )
         its_partitions = child.assignment
         child.kill()
         killed = time.monotonic()
         rest = members[1:]
-        wait_for(rest, lambda: shares(rest, 6), "the others take over after the session")
+        wait_for(
+            rest, lambda: shares(rest, 6), "the others take over after the session"
+        )
         # Kafka's coordinator notices a dead member by its missing heartbeats, at the
         # session timeout (6 s; its last heartbeat came up to 0.5 s before the kill).
         assert time.monotonic() - killed > (SESSION_MS - 1500) / 1000
@@ -575,13 +611,17 @@ def two_members_and_an_empty_group(
     assert client.committed_offsets(empty) == ends_of(name, done)
     members = [client.join(name, name, f"{name}-{i}") for i in range(2)]
     try:
-        wait_for(members, lambda: shares(members, 4), "two consumers share four partitions")
+        wait_for(
+            members, lambda: shares(members, 4), "two consumers share four partitions"
+        )
         yield members, empty, done
     finally:
         stop_all(members)
 
 
-def as_described(members: Iterable[Member]) -> set[tuple[str, str, str, frozenset[int]]]:
+def as_described(
+    members: Iterable[Member],
+) -> set[tuple[str, str, str, frozenset[int]]]:
     """What DescribeGroups must say of ``members``: (member id, client id, client host,
     assigned partitions) each, as the consumers themselves know them."""
     return {(m.member_id, m.name, "/127.0.0.1", m.assignment) for m in members}

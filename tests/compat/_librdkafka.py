@@ -17,7 +17,11 @@ RENAMED = {"fetch.max.wait.ms": "fetch.wait.max.ms"}
 
 
 def librdkafka_config(
-    bootstrap: str, group: str, client_id: str, session_ms: int | None = None, **extra: object
+    bootstrap: str,
+    group: str,
+    client_id: str,
+    session_ms: int | None = None,
+    **extra: object,
 ) -> dict[str, object]:
     """The group consumers' settings (:func:`_groups.consumer_config`) in librdkafka's
     names, and ``extra``."""
@@ -37,14 +41,20 @@ class LibrdkafkaAdmin:
 
     def create_topic(self, topic: str, partitions: int) -> None:
         admin = self.admin()
-        futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=WAIT)
+        futures = admin.create_topics(
+            [NewTopic(topic, partitions, 1)], operation_timeout=WAIT
+        )
         futures[topic].result(timeout=WAIT)
 
     def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "watermarks"})
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": "watermarks"}
+        )
         try:
             return {
-                p: consumer.get_watermark_offsets(TopicPartition(topic, p), WAIT, cached=False)[1]
+                p: consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), WAIT, cached=False
+                )[1]
                 for p in range(partitions)
             }
         finally:
@@ -53,6 +63,8 @@ class LibrdkafkaAdmin:
     def committed_offsets(self, group: str) -> dict[tuple[str, int], int]:
         """The group's committed offsets, as the AdminClient reads them (OffsetFetch)."""
         admin = self.admin()
-        futures = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        futures = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)]
+        )
         result = futures[group].result(timeout=WAIT)
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}

@@ -40,7 +40,9 @@ GROUP_OVERRIDES = {
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One broker for a module's groups; each test has its own topic and group."""
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES) as process:
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES
+    ) as process:
         yield process
 
 

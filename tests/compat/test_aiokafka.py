@@ -89,7 +89,9 @@ async def _admin(bootstrap: str) -> AsyncIterator[Any]:
 
 @asynccontextmanager
 async def _producer(bootstrap: str, **config: Any) -> AsyncIterator[Any]:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, client_id="compat-producer", **config)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, client_id="compat-producer", **config
+    )
     await producer.start()
     try:
         yield producer
@@ -136,7 +138,11 @@ async def _wait_for_leaders(admin: Any, name: str, partitions: int) -> None:
     deadline = time.monotonic() + WAIT
     while True:
         (described,) = await admin.describe_topics([name])
-        ready = [p for p in described["partitions"] if p["error_code"] == 0 and p["leader"] >= 0]
+        ready = [
+            p
+            for p in described["partitions"]
+            if p["error_code"] == 0 and p["leader"] >= 0
+        ]
         if described["error_code"] == 0 and len(ready) == partitions:
             return
         assert time.monotonic() < deadline, f"{name} not ready: {described}"
@@ -154,7 +160,11 @@ class _Producer:
     producer: Any
 
     def send_all(
-        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
+        self,
+        topic: str,
+        records: Sequence[Record],
+        partition: int | None = 0,
+        at: Stamps = None,
     ) -> list[Any]:
         times: Sequence[int | None] = at or [None] * len(records)
         return self.loop.run(self._send_all(topic, records, partition, times))
@@ -231,7 +241,9 @@ class _Consumer:
         return position
 
     def poll_once(self, timeout_ms: int) -> dict[Any, list[Any]]:
-        batches: dict[Any, list[Any]] = self.loop.run(self.consumer.getmany(timeout_ms=timeout_ms))
+        batches: dict[Any, list[Any]] = self.loop.run(
+            self.consumer.getmany(timeout_ms=timeout_ms)
+        )
         return batches
 
     def records(self, count: int) -> list[Any]:
@@ -244,7 +256,9 @@ class _Consumer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise AssertionError(f"{len(got)} of {count} records within {WAIT}s")
-            batches = await self.consumer.getmany(timeout_ms=int(min(remaining, 1.0) * 1000))
+            batches = await self.consumer.getmany(
+                timeout_ms=int(min(remaining, 1.0) * 1000)
+            )
             for batch in batches.values():
                 got.extend(batch)
         return got
@@ -267,7 +281,9 @@ class _Consumer:
         return offsets
 
     def offsets_for_times(self, times: Mapping[Any, int]) -> dict[Any, Any]:
-        found: dict[Any, Any] = self.loop.run(self.consumer.offsets_for_times(dict(times)))
+        found: dict[Any, Any] = self.loop.run(
+            self.consumer.offsets_for_times(dict(times))
+        )
         return found
 
     def highwater(self, tp: Any) -> int | None:
@@ -373,7 +389,9 @@ def test_bootstrap_and_metadata(broker: BrokerProcess, client: Aiokafka) -> None
                     assert advertised_low <= low <= high <= advertised_high, api_key
 
             # Metadata v4+ allow_auto_topic_creation=false: unknown stays unknown.
-            request = MetadataRequest(["aio-metadata-missing"], allow_auto_topic_creation=False)
+            request = MetadataRequest(
+                ["aio-metadata-missing"], allow_auto_topic_creation=False
+            )
             response = (await admin._send_request(request)).to_object()
             (missing,) = response["topics"]
             assert for_code(missing["error_code"]) is UnknownTopicOrPartitionError
@@ -386,7 +404,9 @@ def test_bootstrap_and_metadata(broker: BrokerProcess, client: Aiokafka) -> None
     client.loop.run(run())
     # auto.create.topics.enable: the producer's Metadata request creates the topic.
     with client.producer() as producer:
-        (metadata,) = producer.send_all("aio-metadata-auto", [(b"k", b"auto", ())], None)
+        (metadata,) = producer.send_all(
+            "aio-metadata-auto", [(b"k", b"auto", ())], None
+        )
     assert (metadata.topic, metadata.offset) == ("aio-metadata-auto", 0)
     tp = TopicPartition("aio-metadata-auto", metadata.partition)
     assert content(read(client, tp, 0, 1)) == [(b"k", b"auto", ())]
@@ -407,14 +427,24 @@ def test_create_topics(client: Aiokafka) -> None:
                 return _errors(response)[topic.name]
 
             assert await error(NewTopic("aio-create", 1, 1)) is TopicAlreadyExistsError
-            assert await error(NewTopic("aio-create-rf3", 1, 3)) is InvalidReplicationFactorError
-            assert await error(NewTopic("aio-create-p0", 0, 1)) is InvalidPartitionsError
+            assert (
+                await error(NewTopic("aio-create-rf3", 1, 3))
+                is InvalidReplicationFactorError
+            )
+            assert (
+                await error(NewTopic("aio-create-p0", 0, 1)) is InvalidPartitionsError
+            )
             assert await error(NewTopic("aio/create bad", 1, 1)) is InvalidTopicError
             # validate_only checks and creates nothing.
             dry = NewTopic("aio-create-dry", 2, 1)
             assert await error(dry, validate_only=True) is NoError
             topics = await admin.list_topics()
-            for absent in ("aio-create-rf3", "aio-create-p0", "aio/create bad", "aio-create-dry"):
+            for absent in (
+                "aio-create-rf3",
+                "aio-create-p0",
+                "aio/create bad",
+                "aio-create-dry",
+            ):
                 assert absent not in topics
             # One request, one good and one bad topic: each gets its own result.
             response = await admin.create_topics(
@@ -432,20 +462,27 @@ def test_create_topics(client: Aiokafka) -> None:
 def test_describe_configs(client: Aiokafka) -> None:
     async def run() -> None:
         async with _admin(client.bootstrap) as admin:
-            await _create_topic(admin, "aio-configs", configs={"retention.ms": "3600000"})
+            await _create_topic(
+                admin, "aio-configs", configs={"retention.ms": "3600000"}
+            )
             (response,) = await admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, "aio-configs")]
             )
             (resource,) = response.resources
             error_code, _, resource_type, name, entries = resource
-            assert (error_code, resource_type, name) == (0, ConfigResourceType.TOPIC, "aio-configs")
+            assert (error_code, resource_type, name) == (
+                0,
+                ConfigResourceType.TOPIC,
+                "aio-configs",
+            )
             # (name, value, read_only, config_source, is_sensitive, synonyms)
             by_name = {entry[0]: entry for entry in entries}
             assert by_name["retention.ms"][1] == "3600000"
             assert by_name["retention.ms"][3] == 1  # DYNAMIC_TOPIC_CONFIG
             assert by_name["cleanup.policy"][1] == "delete"
             assert by_name["cleanup.policy"][3] == 5  # DEFAULT_CONFIG
-            assert not any(entry[4] for entry in entries)  # nothing sensitive in a topic
+            # nothing sensitive in a topic
+            assert not any(entry[4] for entry in entries)
 
             named = ConfigResource(
                 ConfigResourceType.TOPIC,
@@ -467,8 +504,12 @@ def test_create_partitions(client: Aiokafka) -> None:
     async def grow() -> None:
         async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-partitions", partitions=2)
-            response = await admin.create_partitions({"aio-partitions": NewPartitions(5)})
-            assert [(t[0], t[1]) for t in response.topic_errors] == [("aio-partitions", 0)]
+            response = await admin.create_partitions(
+                {"aio-partitions": NewPartitions(5)}
+            )
+            assert [(t[0], t[1]) for t in response.topic_errors] == [
+                ("aio-partitions", 0)
+            ]
             await _wait_for_leaders(admin, "aio-partitions", 5)
 
     async def refuse() -> None:
@@ -476,8 +517,12 @@ def test_create_partitions(client: Aiokafka) -> None:
             with pytest.raises(InvalidPartitionsError):  # fewer than it has
                 await admin.create_partitions({"aio-partitions": NewPartitions(3)})
             with pytest.raises(UnknownTopicOrPartitionError):
-                await admin.create_partitions({"aio-partitions-missing": NewPartitions(3)})
-            await admin.create_partitions({"aio-partitions": NewPartitions(8)}, validate_only=True)
+                await admin.create_partitions(
+                    {"aio-partitions-missing": NewPartitions(3)}
+                )
+            await admin.create_partitions(
+                {"aio-partitions": NewPartitions(8)}, validate_only=True
+            )
             (unchanged,) = await admin.describe_topics(["aio-partitions"])
             assert len(unchanged["partitions"]) == 5
 
@@ -485,7 +530,9 @@ def test_create_partitions(client: Aiokafka) -> None:
     with client.producer() as producer:
         partitions = client.loop.run(producer.producer.partitions_for("aio-partitions"))
         assert partitions == {0, 1, 2, 3, 4}
-        (metadata,) = producer.send_all("aio-partitions", [(b"k", b"in partition 4", ())], 4)
+        (metadata,) = producer.send_all(
+            "aio-partitions", [(b"k", b"in partition 4", ())], 4
+        )
     assert (metadata.partition, metadata.offset) == (4, 0)
     records = read(client, TopicPartition("aio-partitions", 4), 0, 1)
     assert content(records) == [(b"k", b"in partition 4", ())]
@@ -498,9 +545,13 @@ def test_delete_topics(client: Aiokafka) -> None:
         async with _admin(client.bootstrap) as admin:
             await _create_topic(admin, "aio-delete", partitions=2)
             async with _producer(client.bootstrap) as producer:
-                await producer.send_and_wait("aio-delete", b"gone after delete", partition=1)
+                await producer.send_and_wait(
+                    "aio-delete", b"gone after delete", partition=1
+                )
 
-            assert _errors(await admin.delete_topics(["aio-delete"])) == {"aio-delete": NoError}
+            assert _errors(await admin.delete_topics(["aio-delete"])) == {
+                "aio-delete": NoError
+            }
             deadline = time.monotonic() + WAIT
             while "aio-delete" in await admin.list_topics():
                 assert time.monotonic() < deadline, "deleted topic still listed"
@@ -629,4 +680,6 @@ def test_fetch_out_of_range(client: Aiokafka) -> None:
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_read_back_across_restart(own_broker: BrokerProcess, how: str) -> None:
     with AsyncioThread() as loop:
-        scenarios.read_back_across_restart(Aiokafka(own_broker.bootstrap, loop), own_broker, how)
+        scenarios.read_back_across_restart(
+            Aiokafka(own_broker.bootstrap, loop), own_broker, how
+        )

@@ -20,7 +20,14 @@ from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from minikafka.broker.testing import ProcessCluster
-from tests.cluster._cluster import WAIT, admin, create_on, shared_cluster, state, wait_for
+from tests.cluster._cluster import (
+    WAIT,
+    admin,
+    create_on,
+    shared_cluster,
+    state,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,4 +75,6 @@ def test_confluent_kafka_elects_a_preferred_leader_or_hears_it_is_not_needed(
     assert error is not None  # broker 2, the preferred replica, leads already
     assert error.code() == KafkaError.ELECTION_NOT_NEEDED
     # As every broker has replayed it (each answers Metadata from its own image).
-    wait_for(lambda: state(cluster, "ck-elect").leader == 2, "broker 2 leading ck-elect")
+    wait_for(
+        lambda: state(cluster, "ck-elect").leader == 2, "broker 2 leading ck-elect"
+    )

@@ -144,7 +144,9 @@ def produce(
             partition, offset = message.partition(), message.offset()
             assert partition is not None
             # acks=0: the producer is told nothing, not even an offset.
-            landed[index] = Delivered(partition, OFFSET_INVALID if offset is None else offset)
+            landed[index] = Delivered(
+                partition, OFFSET_INVALID if offset is None else offset
+            )
 
         return on_delivery
 
@@ -194,7 +196,12 @@ def received(message: Message) -> Received:
         assert value is None or isinstance(value, bytes)
         headers.append((name, value))
     return Received(
-        partition, offset, message.key(), message.value(), tuple(headers), message.timestamp()
+        partition,
+        offset,
+        message.key(),
+        message.value(),
+        tuple(headers),
+        message.timestamp(),
     )
 
 
@@ -234,12 +241,16 @@ def read_all(
     try:
         consumer.assign(partitions)
         wanted = {tp.partition for tp in partitions}
-        return poll_until(consumer, lambda _, at_end: at_end >= wanted, "read to the end")
+        return poll_until(
+            consumer, lambda _, at_end: at_end >= wanted, "read to the end"
+        )
     finally:
         consumer.close()
 
 
-def from_beginning(topic: str, partitions: Iterable[int] = (0,)) -> list[TopicPartition]:
+def from_beginning(
+    topic: str, partitions: Iterable[int] = (0,)
+) -> list[TopicPartition]:
     return [TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions]
 
 
@@ -258,7 +269,9 @@ def assert_read_back(
     got: Sequence[Received], sent: Sequence[Outgoing], delivered: Sequence[Delivered]
 ) -> None:
     """``got`` is exactly ``sent``, in order, at the offsets the producer was told."""
-    assert [(r.key, r.value, r.headers) for r in got] == [(s.key, s.value, s.headers) for s in sent]
+    assert [(r.key, r.value, r.headers) for r in got] == [
+        (s.key, s.value, s.headers) for s in sent
+    ]
     assert [r.offset for r in got] == list(range(len(sent)))
     known = [d.offset for d in delivered if d.offset >= 0]
     if known:  # acks=0 tells the producer nothing
@@ -276,7 +289,10 @@ def test_create_topics_and_list_topics(
     broker: BrokerProcess, admin: AdminClient, topic: str
 ) -> None:
     futures = admin.create_topics(
-        [NewTopic(topic, 3, 1), NewTopic(topic + "-assigned", 2, replica_assignment=[[1], [1]])],
+        [
+            NewTopic(topic, 3, 1),
+            NewTopic(topic + "-assigned", 2, replica_assignment=[[1], [1]]),
+        ],
         operation_timeout=TIMEOUT,
     )
     assert result_of(futures) == {topic: None, topic + "-assigned": None}
@@ -291,7 +307,11 @@ def test_create_topics_and_list_topics(
         assert described.error is None
         assert sorted(described.partitions) == list(range(count))
         for partition in described.partitions.values():
-            assert (partition.leader, partition.replicas, partition.isrs) == (1, [1], [1])
+            assert (partition.leader, partition.replicas, partition.isrs) == (
+                1,
+                [1],
+                [1],
+            )
 
     one = admin.list_topics(topic, timeout=TIMEOUT)
     assert list(one.topics) == [topic]
@@ -324,7 +344,9 @@ def test_create_topics_errors(admin: AdminClient, topic: str) -> None:
 
 
 @pytest.mark.compat("DescribeConfigs", "confluent-kafka")
-def test_describe_configs(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
+def test_describe_configs(
+    broker: BrokerProcess, admin: AdminClient, topic: str
+) -> None:
     overrides = {"retention.ms": "3600000", "cleanup.policy": "compact"}
     configs = created_and_described(admin, NewTopic(topic, 1, 1, config=overrides))
     for name, value in overrides.items():
@@ -345,23 +367,31 @@ def test_describe_configs(broker: BrokerProcess, admin: AdminClient, topic: str)
 
     # The broker itself: the keys it was started with are static broker config.
     broker_resource = ConfigResource(ResourceType.BROKER, "1")
-    broker_configs = result_of(admin.describe_configs([broker_resource]))[broker_resource]
+    broker_configs = result_of(admin.describe_configs([broker_resource]))[
+        broker_resource
+    ]
     assert isinstance(broker_configs, dict)
     assert broker_configs["log.dirs"].value == str(broker.data_dir)
     assert broker_configs["log.dirs"].source == ConfigSource.STATIC_BROKER_CONFIG.value
 
     missing = ConfigResource(ResourceType.TOPIC, topic + "-missing")
-    assert result_of(admin.describe_configs([missing])) == {missing: "UNKNOWN_TOPIC_OR_PART"}
+    assert result_of(admin.describe_configs([missing])) == {
+        missing: "UNKNOWN_TOPIC_OR_PART"
+    }
 
 
 @pytest.mark.compat("DescribeConfigs", "confluent-kafka")
-def test_describe_configs_topic_keys_are_not_read_only(admin: AdminClient, topic: str) -> None:
+def test_describe_configs_topic_keys_are_not_read_only(
+    admin: AdminClient, topic: str
+) -> None:
     configs = created_and_described(admin, NewTopic(topic, 1, 1))
     assert {name for name, entry in configs.items() if entry.is_read_only} == set()
 
 
 @pytest.mark.compat("CreateTopics", "confluent-kafka")
-def test_create_topics_accepts_compression_type_producer(admin: AdminClient, topic: str) -> None:
+def test_create_topics_accepts_compression_type_producer(
+    admin: AdminClient, topic: str
+) -> None:
     new_topic = NewTopic(topic, 1, 1, config={"compression.type": "producer"})
     configs = created_and_described(admin, new_topic)
     assert configs["compression.type"].value == "producer"
@@ -381,36 +411,48 @@ def test_describe_configs_lists_synonyms(admin: AdminClient, topic: str) -> None
 
 @pytest.mark.compat("CreatePartitions", "confluent-kafka")
 @pytest.mark.compat("Metadata", "confluent-kafka")
-def test_create_partitions(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
+def test_create_partitions(
+    broker: BrokerProcess, admin: AdminClient, topic: str
+) -> None:
     assert result_of(admin.create_topics([NewTopic(topic, 2, 1)])) == {topic: None}
     dry = admin.create_partitions([NewPartitions(topic, 6)], validate_only=True)
     assert result_of(dry) == {topic: None}
     assert len(admin.list_topics(topic, timeout=TIMEOUT).topics[topic].partitions) == 2
 
-    assert result_of(admin.create_partitions([NewPartitions(topic, 5)])) == {topic: None}
+    assert result_of(admin.create_partitions([NewPartitions(topic, 5)])) == {
+        topic: None
+    }
     assert result_of(admin.create_partitions([NewPartitions(topic, 4)])) == {
         topic: "INVALID_PARTITIONS"
     }
-    assert result_of(admin.create_partitions([NewPartitions(topic + "-missing", 4)])) == {
-        topic + "-missing": "UNKNOWN_TOPIC_OR_PART"
-    }
+    assert result_of(
+        admin.create_partitions([NewPartitions(topic + "-missing", 4)])
+    ) == {topic + "-missing": "UNKNOWN_TOPIC_OR_PART"}
     described = admin.list_topics(topic, timeout=TIMEOUT).topics[topic]
     assert sorted(described.partitions) == [0, 1, 2, 3, 4]
 
     # The new partitions take records like the old ones.
     sent = [Outgoing(value=f"p{p}".encode(), partition=p) for p in range(5)]
     delivered = produce(broker.bootstrap, topic, sent)
-    assert sorted((d.partition, d.offset) for d in delivered) == [(p, 0) for p in range(5)]
+    assert sorted((d.partition, d.offset) for d in delivered) == [
+        (p, 0) for p in range(5)
+    ]
     got = read_all(broker.bootstrap, from_beginning(topic, range(5)))
-    assert sorted((r.partition, r.value) for r in got) == [(p, f"p{p}".encode()) for p in range(5)]
+    assert sorted((r.partition, r.value) for r in got) == [
+        (p, f"p{p}".encode()) for p in range(5)
+    ]
 
 
 @pytest.mark.compat("DeleteTopics", "confluent-kafka")
 def test_delete_topics(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
-    produce(broker.bootstrap, topic, [Outgoing(value=b"old-0"), Outgoing(value=b"old-1")])
+    produce(
+        broker.bootstrap, topic, [Outgoing(value=b"old-0"), Outgoing(value=b"old-1")]
+    )
     assert topic in admin.list_topics(timeout=TIMEOUT).topics
 
-    assert result_of(admin.delete_topics([topic], operation_timeout=TIMEOUT)) == {topic: None}
+    assert result_of(admin.delete_topics([topic], operation_timeout=TIMEOUT)) == {
+        topic: None
+    }
     assert topic not in admin.list_topics(timeout=TIMEOUT).topics
     assert result_of(admin.delete_topics([topic + "-missing"])) == {
         topic + "-missing": "UNKNOWN_TOPIC_OR_PART"
@@ -462,7 +504,8 @@ def test_produce_acks(broker: BrokerProcess, topic: str, acks: str) -> None:
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_produce_compression(broker: BrokerProcess, topic: str, codec: str) -> None:
     sent = [
-        Outgoing(key=f"k{i}".encode(), value=f"compressible {i} ".encode() * 20) for i in range(300)
+        Outgoing(key=f"k{i}".encode(), value=f"compressible {i} ".encode() * 20)
+        for i in range(300)
     ]
     delivered = produce(
         broker.bootstrap, topic, sent, **{"compression.type": codec, "linger.ms": 50}
@@ -534,12 +577,18 @@ def test_keys_headers_and_order_per_partition(
 
 @pytest.mark.compat("Produce", "confluent-kafka")
 @pytest.mark.compat("CreateTopics", "confluent-kafka")
-def test_log_append_time_topic(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
+def test_log_append_time_topic(
+    broker: BrokerProcess, admin: AdminClient, topic: str
+) -> None:
     config = {"message.timestamp.type": "LogAppendTime"}
-    assert result_of(admin.create_topics([NewTopic(topic, 1, 1, config=config)])) == {topic: None}
+    assert result_of(admin.create_topics([NewTopic(topic, 1, 1, config=config)])) == {
+        topic: None
+    }
     before = int(time.time() * 1000)
     sent = [Outgoing(value=f"v{i}".encode(), timestamp=1_000 + i) for i in range(5)]
-    produce(broker.bootstrap, topic, sent, **{"compression.type": "gzip", "linger.ms": 20})
+    produce(
+        broker.bootstrap, topic, sent, **{"compression.type": "gzip", "linger.ms": 20}
+    )
     after = int(time.time() * 1000)
     got = read_all(broker.bootstrap, from_beginning(topic))
     assert [r.value for r in got] == [s.value for s in sent]
@@ -553,14 +602,18 @@ def test_acks_all_needs_min_insync_replicas(
     broker: BrokerProcess, admin: AdminClient, topic: str
 ) -> None:
     config = {"min.insync.replicas": "2"}  # one broker: the ISR is 1
-    assert result_of(admin.create_topics([NewTopic(topic, 1, 1, config=config)])) == {topic: None}
+    assert result_of(admin.create_topics([NewTopic(topic, 1, 1, config=config)])) == {
+        topic: None
+    }
     reports: list[tuple[str | None, int | None]] = []
 
     def on_delivery(error: KafkaError | None, message: Message) -> None:
         reports.append((None if error is None else error.name(), message.offset()))
 
     for acks in ("all", "1"):
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "retries": 0})
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap, "acks": acks, "retries": 0}
+        )
         producer.produce(topic, value=f"acks={acks}".encode(), on_delivery=on_delivery)
         assert producer.flush(TIMEOUT) == 0
     # acks=all is refused before anything is written; acks=1 does not ask for the ISR.
@@ -583,21 +636,29 @@ def test_consume_from_earliest(broker: BrokerProcess, topic: str) -> None:
 
 @pytest.mark.compat("Fetch", "confluent-kafka")
 @pytest.mark.compat("ListOffsets", "confluent-kafka")
-def test_consume_from_latest_sees_only_new_records(broker: BrokerProcess, topic: str) -> None:
+def test_consume_from_latest_sees_only_new_records(
+    broker: BrokerProcess, topic: str
+) -> None:
     produce(broker.bootstrap, topic, keyed_records(10, "old-"))
     consumer = new_consumer(broker.bootstrap)
     try:
         consumer.assign([TopicPartition(topic, 0, OFFSET_END)])
         # End-of-partition means the consumer resolved "latest" and is waiting there.
-        before = poll_until(consumer, lambda _, at_end: 0 in at_end, "position at the end")
+        before = poll_until(
+            consumer, lambda _, at_end: 0 in at_end, "position at the end"
+        )
         assert before == []
         new = keyed_records(5, "new-")
         produce(broker.bootstrap, topic, new)
-        got = poll_until(consumer, lambda records, _: len(records) >= 5, "the new records")
+        got = poll_until(
+            consumer, lambda records, _: len(records) >= 5, "the new records"
+        )
         got += poll_until(consumer, lambda _, at_end: 0 in at_end, "the end again")
     finally:
         consumer.close()
-    assert [(r.offset, r.value) for r in got] == [(10 + i, n.value) for i, n in enumerate(new)]
+    assert [(r.offset, r.value) for r in got] == [
+        (10 + i, n.value) for i, n in enumerate(new)
+    ]
 
 
 @pytest.mark.compat("Fetch", "confluent-kafka")
@@ -606,13 +667,18 @@ def test_consume_from_an_offset(broker: BrokerProcess, topic: str, codec: str) -
     # With gzip the offset falls inside a compressed batch, which the broker serves whole
     # and the client trims.
     sent = keyed_records(100)
-    produce(broker.bootstrap, topic, sent, **{"compression.type": codec, "linger.ms": 50})
+    produce(
+        broker.bootstrap, topic, sent, **{"compression.type": codec, "linger.ms": 50}
+    )
     if codec != "none":
         assert any(
-            b.base_offset < 37 <= b.last_offset for b in stored_batches(broker.data_dir, topic)
+            b.base_offset < 37 <= b.last_offset
+            for b in stored_batches(broker.data_dir, topic)
         )
     got = read_all(broker.bootstrap, [TopicPartition(topic, 0, 37)])
-    assert [(r.offset, r.value) for r in got] == [(i, sent[i].value) for i in range(37, 100)]
+    assert [(r.offset, r.value) for r in got] == [
+        (i, sent[i].value) for i in range(37, 100)
+    ]
 
 
 @pytest.mark.compat("Fetch", "confluent-kafka")
@@ -622,7 +688,9 @@ def test_consume_out_of_range_offset_resets(broker: BrokerProcess, topic: str) -
     produce(broker.bootstrap, topic, sent)
     # The broker answers OFFSET_OUT_OF_RANGE; the client resets to the earliest offset.
     got = read_all(
-        broker.bootstrap, [TopicPartition(topic, 0, 500)], **{"auto.offset.reset": "earliest"}
+        broker.bootstrap,
+        [TopicPartition(topic, 0, 500)],
+        **{"auto.offset.reset": "earliest"},
     )
     assert [r.value for r in got] == [s.value for s in sent]
     # ... or reports the error when told not to reset.
@@ -634,7 +702,9 @@ def test_consume_out_of_range_offset_resets(broker: BrokerProcess, topic: str) -
         while error is None and time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is not None:
-                assert message.error() is not None, "a record from an out-of-range offset"
+                assert message.error() is not None, (
+                    "a record from an out-of-range offset"
+                )
                 error = message.error()
         assert error is not None
         assert error.code() == KafkaError._AUTO_OFFSET_RESET
@@ -646,10 +716,14 @@ def test_consume_out_of_range_offset_resets(broker: BrokerProcess, topic: str) -
 @pytest.mark.compat("Fetch", "confluent-kafka")
 def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
     base = (int(time.time()) - 120) * 1000  # recent, so retention never touches it
-    sent = [Outgoing(value=f"t{i}".encode(), timestamp=base + i * 1000) for i in range(10)]
+    sent = [
+        Outgoing(value=f"t{i}".encode(), timestamp=base + i * 1000) for i in range(10)
+    ]
     # A long linger: on a loaded machine 100 ms was not always enough to put all ten in
     # one batch, and the lookups below are about records inside a batch.
-    produce(broker.bootstrap, topic, sent, **{"linger.ms": 1000, "compression.type": "gzip"})
+    produce(
+        broker.bootstrap, topic, sent, **{"linger.ms": 1000, "compression.type": "gzip"}
+    )
     # The lookups below land inside a compressed batch: the broker must find the record,
     # not just the batch (Kafka's LogSegment.findOffsetByTimestamp).
     batches = stored_batches(broker.data_dir, topic)
@@ -672,12 +746,15 @@ def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
 
     got = read_all(broker.bootstrap, [TopicPartition(topic, 0, 4)])
     assert [(r.offset, r.value, r.timestamp) for r in got] == [
-        (i, f"t{i}".encode(), (TIMESTAMP_CREATE_TIME, base + i * 1000)) for i in range(4, 10)
+        (i, f"t{i}".encode(), (TIMESTAMP_CREATE_TIME, base + i * 1000))
+        for i in range(4, 10)
     ]
 
 
 @pytest.mark.compat("ListOffsets", "confluent-kafka")
-def test_watermarks_and_list_offsets(broker: BrokerProcess, admin: AdminClient, topic: str) -> None:
+def test_watermarks_and_list_offsets(
+    broker: BrokerProcess, admin: AdminClient, topic: str
+) -> None:
     base = (int(time.time()) - 120) * 1000
     # The largest timestamp is in the middle: max_timestamp must find it there.
     stamps = [base, base + 5000, base + 9000, base + 2000, base + 3000]
@@ -690,7 +767,9 @@ def test_watermarks_and_list_offsets(broker: BrokerProcess, admin: AdminClient, 
     partition = TopicPartition(topic, 0)
     consumer = new_consumer(broker.bootstrap)
     try:
-        assert consumer.get_watermark_offsets(partition, timeout=TIMEOUT, cached=False) == (0, 5)
+        assert consumer.get_watermark_offsets(
+            partition, timeout=TIMEOUT, cached=False
+        ) == (0, 5)
     finally:
         consumer.close()
 
@@ -733,13 +812,19 @@ def test_read_back_across_restart(own_broker: BrokerProcess) -> None:
     # One idempotent producer lives through the restart: the broker must rebuild its
     # sequence state from the log and accept the records that follow.
     producer = Producer(
-        {"bootstrap.servers": own_broker.bootstrap, "enable.idempotence": True, "linger.ms": 5}
+        {
+            "bootstrap.servers": own_broker.bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+        }
     )
     sent: list[tuple[int, bytes]] = []
     for phase in ("before", "after"):
         for i in range(45):
             value = f"{phase}-{i}".encode()
-            producer.produce(topic, value=value, partition=i % 3, on_delivery=on_delivery)
+            producer.produce(
+                topic, value=value, partition=i % 3, on_delivery=on_delivery
+            )
             sent.append((i % 3, value))
         assert producer.flush(TIMEOUT) == 0
         if phase == "before":

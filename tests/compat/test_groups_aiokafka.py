@@ -157,8 +157,12 @@ class AiokafkaGroups:
     auto_commits: bool = False
 
     def create_topic(self, topic: str, partitions: int) -> None:
-        response = self.loop.run(self.admin("create_topics", [NewTopic(topic, partitions, 1)]))
-        assert [(t[0], for_code(t[1])) for t in response.topic_errors] == [(topic, NoError)]
+        response = self.loop.run(
+            self.admin("create_topics", [NewTopic(topic, partitions, 1)])
+        )
+        assert [(t[0], for_code(t[1])) for t in response.topic_errors] == [
+            (topic, NoError)
+        ]
         # aiokafka's admin client does not wait for the partitions' leaders: ask for them.
         scenarios.poll_until(
             lambda: self._has_leaders(topic, partitions), f"{topic}'s leaders", WAIT
@@ -190,7 +194,11 @@ class AiokafkaGroups:
         await producer.start()
         try:
             sent = [
-                (key, value, await producer.send(topic, value, key=key, partition=partition))
+                (
+                    key,
+                    value,
+                    await producer.send(topic, value, key=key, partition=partition),
+                )
                 for key, value in scenarios.seeded(seed, count)
             ]
             landed: list[Record] = []
@@ -201,7 +209,9 @@ class AiokafkaGroups:
         finally:
             await producer.stop()
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
+    def join(
+        self, group: str, topic: str, name: str, session_ms: int | None = None
+    ) -> Member:
         config = python_config(self.bootstrap, group, name, session_ms=session_ms)
         member = TaskMember(name, self.changed, config=config, topic=topic)
         member.task = self.loop.start(member.run())
@@ -219,7 +229,9 @@ class AiokafkaGroups:
     async def _consume_and_commit(
         self, group: str, topic: str, partitions: int, limit: int | None
     ) -> list[Record]:
-        consumer = AIOKafkaConsumer(**python_config(self.bootstrap, group, f"{group}-single"))
+        consumer = AIOKafkaConsumer(
+            **python_config(self.bootstrap, group, f"{group}-single")
+        )
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         got: list[Record] = []
         consumer.subscribe([topic])
@@ -234,7 +246,9 @@ class AiokafkaGroups:
                 if len(assigned) != partitions:
                     return False
                 positions = [await consumer.position(tp) for tp in assigned]
-                return all(p >= ends[tp] for p, tp in zip(positions, assigned, strict=True))
+                return all(
+                    p >= ends[tp] for p, tp in zip(positions, assigned, strict=True)
+                )
 
             deadline = time.monotonic() + WAIT
             while not await done():
@@ -260,7 +274,10 @@ class AiokafkaGroups:
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
-            return {tp.partition: end for tp, end in (await consumer.end_offsets(tps)).items()}
+            return {
+                tp.partition: end
+                for tp, end in (await consumer.end_offsets(tps)).items()
+            }
         finally:
             await consumer.stop()
 
@@ -268,7 +285,9 @@ class AiokafkaGroups:
         offsets = self.loop.run(self.admin("list_consumer_group_offsets", group))
         return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
 
-    def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
+    def assert_exactly_once(
+        self, got: Sequence[Record], sent: Sequence[Record]
+    ) -> None:
         scenarios.assert_same_records(got, sent)
 
 
@@ -293,7 +312,9 @@ def name(request: pytest.FixtureRequest) -> str:
 @pytest.mark.compat("OffsetCommit", "aiokafka")
 @pytest.mark.compat("OffsetFetch", "aiokafka")
 @pytest.mark.compat("LeaveGroup", "aiokafka")
-def test_three_consumers_read_every_record_once(client: AiokafkaGroups, name: str) -> None:
+def test_three_consumers_read_every_record_once(
+    client: AiokafkaGroups, name: str
+) -> None:
     scenarios.three_consumers_read_every_record_once(client, name)
 
 
@@ -309,7 +330,9 @@ def test_a_fourth_joins_and_one_leaves(client: AiokafkaGroups, name: str) -> Non
 @pytest.mark.compat("JoinGroup", "aiokafka")
 @pytest.mark.compat("SyncGroup", "aiokafka")
 @pytest.mark.compat("Heartbeat", "aiokafka")
-def test_a_killed_consumer_is_replaced_after_its_session(client: AiokafkaGroups, name: str) -> None:
+def test_a_killed_consumer_is_replaced_after_its_session(
+    client: AiokafkaGroups, name: str
+) -> None:
     scenarios.a_killed_consumer_is_replaced_after_its_session(client, name)
 
 
@@ -317,7 +340,9 @@ def test_a_killed_consumer_is_replaced_after_its_session(client: AiokafkaGroups,
 @pytest.mark.compat("OffsetCommit", "aiokafka")
 @pytest.mark.compat("OffsetFetch", "aiokafka")
 @pytest.mark.compat("JoinGroup", "aiokafka")
-def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerProcess) -> None:
+def test_committed_offsets_resume_also_after_a_restart(
+    own_group_broker: BrokerProcess,
+) -> None:
     with AsyncioThread() as loop:
         client = AiokafkaGroups(own_group_broker.bootstrap, loop)
         scenarios.committed_offsets_resume_also_after_a_restart(
@@ -348,25 +373,41 @@ async def described_groups(bootstrap: str, groups: Sequence[str]) -> dict[str, A
 @pytest.mark.compat("ListGroups", "aiokafka")
 @pytest.mark.compat("DescribeGroups", "aiokafka")
 @pytest.mark.compat("OffsetFetch", "aiokafka")
-def test_admin_sees_the_groups_as_the_consumers_do(client: AiokafkaGroups, name: str) -> None:
+def test_admin_sees_the_groups_as_the_consumers_do(
+    client: AiokafkaGroups, name: str
+) -> None:
     with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, _):
         # ListGroups v0-2: id and protocol type; the state comes with v4 (KIP-518).
         listed = client.loop.run(client.admin("list_consumer_groups"))
         assert {(name, "consumer"), (empty, "consumer")} <= set(listed)
 
         unknown = name + "-unknown"
-        groups = client.loop.run(described_groups(client.bootstrap, [name, empty, unknown]))
+        groups = client.loop.run(
+            described_groups(client.bootstrap, [name, empty, unknown])
+        )
         # (error, group, state, protocol type, protocol, members)
         error, _, state, protocol_type, protocol, described = groups[name]
-        assert (error, state, protocol_type, protocol) == (0, "Stable", "consumer", "roundrobin")
+        assert (error, state, protocol_type, protocol) == (
+            0,
+            "Stable",
+            "consumer",
+            "roundrobin",
+        )
         seen = set()
         for member_id, client_id, client_host, metadata, assignment in described:
             subscription = ConsumerProtocolMemberMetadata.decode(metadata)
             assert tuple(subscription.subscription) == (name,)
-            partitions = ConsumerProtocolMemberAssignment.decode(assignment).partitions()
+            partitions = ConsumerProtocolMemberAssignment.decode(
+                assignment
+            ).partitions()
             assert {tp.topic for tp in partitions} == {name}
             seen.add(
-                (member_id, client_id, client_host, frozenset(tp.partition for tp in partitions))
+                (
+                    member_id,
+                    client_id,
+                    client_host,
+                    frozenset(tp.partition for tp in partitions),
+                )
             )
         assert seen == scenarios.as_described(members)
         assert groups[empty] == (0, empty, "Empty", "consumer", "", [])

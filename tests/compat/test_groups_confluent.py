@@ -49,7 +49,14 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
-from tests.compat._groups import WAIT, ChildMember, Member, Record, ThreadMember, ends_of
+from tests.compat._groups import (
+    WAIT,
+    ChildMember,
+    Member,
+    Record,
+    ThreadMember,
+    ends_of,
+)
 from tests.compat._librdkafka import LibrdkafkaAdmin, librdkafka_config
 
 # --- the adapter ---------------------------------------------------------------------------
@@ -67,7 +74,9 @@ def record_of(message: Message) -> Record:
 
 def next_offsets(topic: str, records: Iterable[Record]) -> list[TopicPartition]:
     """What to commit after ``records``: one past the last offset of each partition."""
-    return [TopicPartition(t, p, o) for (t, p), o in sorted(ends_of(topic, records).items())]
+    return [
+        TopicPartition(t, p, o) for (t, p), o in sorted(ends_of(topic, records).items())
+    ]
 
 
 @attrs.define(eq=False)
@@ -94,7 +103,9 @@ class ConfluentMember(ThreadMember):
         def on_lost(c: Consumer, partitions: list[TopicPartition]) -> None:
             self.on_event("lost", (tp.partition for tp in partitions))
 
-        consumer.subscribe([self.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        consumer.subscribe(
+            [self.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost
+        )
         try:
             while not self.stopping.is_set():
                 batch = []
@@ -107,7 +118,9 @@ class ConfluentMember(ThreadMember):
                 if not batch:
                     continue
                 try:
-                    consumer.commit(offsets=next_offsets(self.topic, batch), asynchronous=False)
+                    consumer.commit(
+                        offsets=next_offsets(self.topic, batch), asynchronous=False
+                    )
                 except KafkaException as exc:
                     self.on_error(f"commit: {exc.args[0].name()}")
                 self.on_records(batch)
@@ -166,14 +179,20 @@ class ConfluentGroups(LibrdkafkaAdmin):
                 producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
             else:
                 producer.produce(
-                    topic, key=key, value=value, partition=partition, on_delivery=on_delivery
+                    topic,
+                    key=key,
+                    value=value,
+                    partition=partition,
+                    on_delivery=on_delivery,
                 )
         assert producer.flush(WAIT) == 0, "records still undelivered after the deadline"
         assert errors == []
         assert len(landed) == count
         return landed
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
+    def join(
+        self, group: str, topic: str, name: str, session_ms: int | None = None
+    ) -> Member:
         return self.join_with(group, topic, name, {"session_ms": session_ms})
 
     def join_with(
@@ -182,7 +201,9 @@ class ConfluentGroups(LibrdkafkaAdmin):
         """A member whose consumer has ``extra`` in its config (and ``session_ms``, a
         session of its own)."""
         config = librdkafka_config(self.bootstrap, group, name, **extra)
-        cooperative = config.get("partition.assignment.strategy") == "cooperative-sticky"
+        cooperative = (
+            config.get("partition.assignment.strategy") == "cooperative-sticky"
+        )
         member = ConfluentMember(
             name, self.changed, cooperative=cooperative, config=config, topic=topic
         )
@@ -226,14 +247,18 @@ class ConfluentGroups(LibrdkafkaAdmin):
                 consumer.commit(offsets=next_offsets(topic, got), asynchronous=False)
             # OffsetFetch from the consumer: what it committed is there.
             wanted = [TopicPartition(topic, p) for p in range(partitions)]
-            committed = {tp.partition: tp.offset for tp in consumer.committed(wanted, WAIT)}
+            committed = {
+                tp.partition: tp.offset for tp in consumer.committed(wanted, WAIT)
+            }
             for tp in next_offsets(topic, got):
                 assert committed[tp.partition] == tp.offset
         finally:
             consumer.close()
         return got
 
-    def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
+    def assert_exactly_once(
+        self, got: Sequence[Record], sent: Sequence[Record]
+    ) -> None:
         scenarios.assert_same_records(got, sent)
 
 
@@ -268,7 +293,9 @@ class LogLines(logging.Handler):
 @pytest.mark.compat("OffsetCommit", "confluent-kafka")
 @pytest.mark.compat("OffsetFetch", "confluent-kafka")
 @pytest.mark.compat("LeaveGroup", "confluent-kafka")
-def test_three_consumers_read_every_record_once(client: ConfluentGroups, name: str) -> None:
+def test_three_consumers_read_every_record_once(
+    client: ConfluentGroups, name: str
+) -> None:
     scenarios.three_consumers_read_every_record_once(client, name)
 
 
@@ -294,7 +321,9 @@ def test_a_killed_consumer_is_replaced_after_its_session(
 @pytest.mark.compat("OffsetCommit", "confluent-kafka")
 @pytest.mark.compat("OffsetFetch", "confluent-kafka")
 @pytest.mark.compat("JoinGroup", "confluent-kafka")
-def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerProcess) -> None:
+def test_committed_offsets_resume_also_after_a_restart(
+    own_group_broker: BrokerProcess,
+) -> None:
     client = ConfluentGroups(own_group_broker.bootstrap)
     group = "cfg-resume"
     # A group deleted before the restart (its tombstones) must stay deleted.
@@ -303,17 +332,23 @@ def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerP
     def delete_a_group() -> None:
         client.consume_and_commit(deleted, group, 3, limit=10)
         admin = client.admin()
-        admin.delete_consumer_groups([deleted], request_timeout=WAIT)[deleted].result(timeout=WAIT)
+        admin.delete_consumer_groups([deleted], request_timeout=WAIT)[deleted].result(
+            timeout=WAIT
+        )
 
     def only_the_group_came_back() -> None:
         admin = client.admin()
-        listed = admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        listed = (
+            admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        )
         assert sorted(g.group_id for g in listed) == [group]
         described = admin.describe_consumer_groups([group])[group].result(timeout=WAIT)
         assert (described.state, described.members) == (ConsumerGroupState.EMPTY, [])
         assert client.committed_offsets(deleted) == {}
         # ... and asking for its offsets did not bring it back (OffsetFetch creates nothing).
-        listed = admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        listed = (
+            admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        )
         assert sorted(g.group_id for g in listed) == [group]
 
     scenarios.committed_offsets_resume_also_after_a_restart(
@@ -328,9 +363,13 @@ def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerP
 @pytest.mark.compat("SyncGroup", "confluent-kafka")
 @pytest.mark.compat("Heartbeat", "confluent-kafka")
 @pytest.mark.compat("DescribeGroups", "confluent-kafka")
-def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, name: str) -> None:
+def test_cooperative_sticky_rebalances_incrementally(
+    client: ConfluentGroups, name: str
+) -> None:
     client.create_topic(name, 6)
-    cooperative: dict[str, object] = {"partition.assignment.strategy": "cooperative-sticky"}
+    cooperative: dict[str, object] = {
+        "partition.assignment.strategy": "cooperative-sticky"
+    }
     # confluent-kafka does not expose rd_kafka_rebalance_protocol(); librdkafka's group
     # log names the protocol it runs instead.
     log = LogLines()
@@ -343,7 +382,9 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
     members = [first]
     try:
         scenarios.wait_for(
-            members, lambda: scenarios.shares(members, 6), "the first consumer holds all six"
+            members,
+            lambda: scenarios.shares(members, 6),
+            "the first consumer holds all six",
         )
         assert first.events == [("assign", frozenset(range(6)))]
         seen = len(first.events)
@@ -351,7 +392,9 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
         second = client.join_with(name, name, f"{name}-1", cooperative)
         members.append(second)
         scenarios.wait_for(
-            members, lambda: scenarios.shares(members, 6), "two consumers share six partitions"
+            members,
+            lambda: scenarios.shares(members, 6),
+            "two consumers share six partitions",
         )
         # KIP-429: the first gives up only what moves, and keeps the rest throughout.
         revoked = [parts for kind, parts in first.events[seen:] if kind == "revoke"]
@@ -360,18 +403,25 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
         assert first.assignment == frozenset(range(6)) - second.assignment
         # Each round of the two-round flow may report an empty incremental assignment.
         assert all(not parts for kind, parts in first.events[seen:] if kind == "assign")
-        assert [p for kind, p in second.events if kind == "assign" and p] == [second.assignment]
+        assert [p for kind, p in second.events if kind == "assign" and p] == [
+            second.assignment
+        ]
         assert all(kind == "assign" for kind, _ in second.events)
 
         assert any("COOPERATIVE protocol" in line for line in log.lines)
-        assert any("delegating incremental revoke of 3 partition(s)" in line for line in log.lines)
+        assert any(
+            "delegating incremental revoke of 3 partition(s)" in line
+            for line in log.lines
+        )
         admin = client.admin()
         description = admin.describe_consumer_groups([name])[name].result(timeout=WAIT)
         assert description.partition_assignor == "cooperative-sticky"
 
         sent = client.produce(name, 120, name)
         scenarios.wait_for(
-            members, lambda: len(scenarios.handled(members)) >= 120, "120 records between two"
+            members,
+            lambda: len(scenarios.handled(members)) >= 120,
+            "120 records between two",
         )
         assert sorted(scenarios.handled(members)) == sorted(sent)
     finally:
@@ -386,7 +436,9 @@ def test_cooperative_sticky_rebalances_incrementally(client: ConfluentGroups, na
 @pytest.mark.compat("DescribeGroups", "confluent-kafka")
 @pytest.mark.compat("DeleteGroups", "confluent-kafka")
 @pytest.mark.compat("OffsetFetch", "confluent-kafka")
-def test_admin_sees_the_groups_as_the_consumers_do(client: ConfluentGroups, name: str) -> None:
+def test_admin_sees_the_groups_as_the_consumers_do(
+    client: ConfluentGroups, name: str
+) -> None:
     admin = client.admin()
     with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, _):
         listed = admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT)
@@ -464,20 +516,35 @@ def groups_tool(bootstrap: str, *args: str) -> tuple[list[str], str]:
 @pytest.mark.compat("ListGroups", "confluent-kafka")
 @pytest.mark.compat("DescribeGroups", "confluent-kafka")
 @pytest.mark.compat("OffsetFetch", "confluent-kafka")
-def test_groups_tool_agrees_with_the_admin_client(client: ConfluentGroups, name: str) -> None:
+def test_groups_tool_agrees_with_the_admin_client(
+    client: ConfluentGroups, name: str
+) -> None:
     bootstrap = client.bootstrap
     admin = client.admin()
-    with scenarios.two_members_and_an_empty_group(client, name, limit=25) as (members, empty, _):
+    with scenarios.two_members_and_an_empty_group(client, name, limit=25) as (
+        members,
+        empty,
+        _,
+    ):
         # --list: the ids of every group the admin client lists.
         listed, _ = groups_tool(bootstrap, "--list")
-        valid = admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        valid = (
+            admin.list_consumer_groups(request_timeout=WAIT).result(timeout=WAIT).valid
+        )
         assert {name, empty} <= set(listed)
         assert sorted(listed) == sorted(g.group_id for g in valid)
 
         description = admin.describe_consumer_groups([name])[name].result(timeout=WAIT)
         # --describe --state: GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
         lines, _ = groups_tool(bootstrap, "--describe", "--group", name, "--state")
-        header = ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        header = [
+            "GROUP",
+            "COORDINATOR",
+            "(ID)",
+            "ASSIGNMENT-STRATEGY",
+            "STATE",
+            "#MEMBERS",
+        ]
         assert lines[0].split() == header
         node = description.coordinator
         assert lines[1].split() == [
@@ -491,7 +558,9 @@ def test_groups_tool_agrees_with_the_admin_client(client: ConfluentGroups, name:
         assert description.state == ConsumerGroupState.STABLE
 
         # --describe --members --verbose: one row per member, as the admin client sees it.
-        lines, _ = groups_tool(bootstrap, "--describe", "--group", name, "--members", "--verbose")
+        lines, _ = groups_tool(
+            bootstrap, "--describe", "--group", name, "--members", "--verbose"
+        )
         assert lines[0].split() == [
             "GROUP",
             "CONSUMER-ID",
@@ -505,7 +574,14 @@ def test_groups_tool_agrees_with_the_admin_client(client: ConfluentGroups, name:
         for m in description.members:
             partitions = sorted(tp.partition for tp in m.assignment.topic_partitions)
             assignment = f"{name}({','.join(map(str, partitions))})"
-            row = (name, m.member_id, m.host, m.client_id, str(len(partitions)), assignment)
+            row = (
+                name,
+                m.member_id,
+                m.host,
+                m.client_id,
+                str(len(partitions)),
+                assignment,
+            )
             expected.add(row)
         assert rows == expected
         assert {row[1] for row in rows} == {m.member_id for m in members}
@@ -527,7 +603,9 @@ def test_groups_tool_agrees_with_the_admin_client(client: ConfluentGroups, name:
         cells = [line.split() for line in lines[1:]]
         # Partitions without a committed offset show "-"; the others, the offset and lag.
         shown = {
-            int(c[2]): (c[0], c[1], int(c[3]), int(c[4]), int(c[5])) for c in cells if c[3] != "-"
+            int(c[2]): (c[0], c[1], int(c[3]), int(c[4]), int(c[5]))
+            for c in cells
+            if c[3] != "-"
         }
         assert shown == {
             p: (empty, name, offset, ends[p], ends[p] - offset)

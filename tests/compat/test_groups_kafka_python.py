@@ -31,7 +31,14 @@ from kafka.structs import OffsetAndMetadata
 
 from minikafka.broker.testing import BrokerProcess
 from tests.compat import _groups as scenarios
-from tests.compat._groups import WAIT, ChildMember, Member, Record, ThreadMember, python_config
+from tests.compat._groups import (
+    WAIT,
+    ChildMember,
+    Member,
+    Record,
+    ThreadMember,
+    python_config,
+)
 
 # --- the adapter ---------------------------------------------------------------------------
 
@@ -138,7 +145,11 @@ class KafkaPythonGroups:
         producer = KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5)
         try:
             sent = [
-                (key, value, producer.send(topic, key=key, value=value, partition=partition))
+                (
+                    key,
+                    value,
+                    producer.send(topic, key=key, value=value, partition=partition),
+                )
                 for key, value in scenarios.seeded(seed, count)
             ]
             producer.flush(timeout=WAIT)
@@ -150,7 +161,9 @@ class KafkaPythonGroups:
         finally:
             producer.close()
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> Member:
+    def join(
+        self, group: str, topic: str, name: str, session_ms: int | None = None
+    ) -> Member:
         config = python_config(self.bootstrap, group, name, session_ms=session_ms)
         member = KafkaPythonMember(name, self.changed, config=config, topic=topic)
         member.begin()
@@ -163,7 +176,9 @@ class KafkaPythonGroups:
     def consume_and_commit(
         self, group: str, topic: str, partitions: int, limit: int | None
     ) -> list[Record]:
-        consumer = KafkaConsumer(**python_config(self.bootstrap, group, f"{group}-single"))
+        consumer = KafkaConsumer(
+            **python_config(self.bootstrap, group, f"{group}-single")
+        )
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         got: list[Record] = []
         try:
@@ -210,7 +225,9 @@ class KafkaPythonGroups:
             admin.close()
         return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
 
-    def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
+    def assert_exactly_once(
+        self, got: Sequence[Record], sent: Sequence[Record]
+    ) -> None:
         scenarios.assert_same_records(got, sent)
 
 
@@ -226,7 +243,9 @@ def name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def admin(group_broker: BrokerProcess) -> Iterator[Any]:
-    client = KafkaAdminClient(bootstrap_servers=group_broker.bootstrap, client_id="kpg-admin")
+    client = KafkaAdminClient(
+        bootstrap_servers=group_broker.bootstrap, client_id="kpg-admin"
+    )
     try:
         yield client
     finally:
@@ -243,7 +262,9 @@ def admin(group_broker: BrokerProcess) -> Iterator[Any]:
 @pytest.mark.compat("OffsetCommit", "kafka-python")
 @pytest.mark.compat("OffsetFetch", "kafka-python")
 @pytest.mark.compat("LeaveGroup", "kafka-python")
-def test_three_consumers_read_every_record_once(client: KafkaPythonGroups, name: str) -> None:
+def test_three_consumers_read_every_record_once(
+    client: KafkaPythonGroups, name: str
+) -> None:
     scenarios.three_consumers_read_every_record_once(client, name)
 
 
@@ -269,9 +290,13 @@ def test_a_killed_consumer_is_replaced_after_its_session(
 @pytest.mark.compat("OffsetCommit", "kafka-python")
 @pytest.mark.compat("OffsetFetch", "kafka-python")
 @pytest.mark.compat("JoinGroup", "kafka-python")
-def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerProcess) -> None:
+def test_committed_offsets_resume_also_after_a_restart(
+    own_group_broker: BrokerProcess,
+) -> None:
     client = KafkaPythonGroups(own_group_broker.bootstrap)
-    scenarios.committed_offsets_resume_also_after_a_restart(client, own_group_broker, "kpg-resume")
+    scenarios.committed_offsets_resume_also_after_a_restart(
+        client, own_group_broker, "kpg-resume"
+    )
 
 
 # --- the admin client's view ---------------------------------------------------------------
@@ -293,7 +318,10 @@ def test_admin_sees_the_groups_as_the_consumers_do(
         described = admin.describe_groups([name, empty, name + "-unknown"])
         stable, idle, unknown = (described[g] for g in (name, empty, name + "-unknown"))
         assert (stable["error"], stable["group_state"]) == (None, "Stable")
-        assert (stable["protocol_type"], stable["protocol_data"]) == ("consumer", "range")
+        assert (stable["protocol_type"], stable["protocol_data"]) == (
+            "consumer",
+            "range",
+        )
         assert set(stable["authorized_operations"]) == {"READ", "DESCRIBE", "DELETE"}
         seen = {
             (
@@ -310,17 +338,26 @@ def test_admin_sees_the_groups_as_the_consumers_do(
             for m in stable["members"]
         }
         assert seen == scenarios.as_described(members)
-        assert {tuple(m["member_metadata"]["topics"]) for m in stable["members"]} == {(name,)}
+        assert {tuple(m["member_metadata"]["topics"]) for m in stable["members"]} == {
+            (name,)
+        }
         assert (idle["group_state"], idle["members"], idle["protocol_type"]) == (
             "Empty",
             [],
             "consumer",
         )
         # A group the coordinator does not know is Dead, without an error (Kafka's answer).
-        assert (unknown["error"], unknown["group_state"], unknown["members"]) == (None, "Dead", [])
+        assert (unknown["error"], unknown["group_state"], unknown["members"]) == (
+            None,
+            "Dead",
+            [],
+        )
 
         # A group with members cannot be deleted; an empty one can, once.
-        assert admin.delete_groups([name, empty]) == {name: "NonEmptyGroupError", empty: "OK"}
+        assert admin.delete_groups([name, empty]) == {
+            name: "NonEmptyGroupError",
+            empty: "OK",
+        }
         assert admin.delete_groups([empty]) == {empty: "GroupIdNotFoundError"}
         assert {g["group_id"] for g in admin.list_groups()} & {name, empty} == {name}
     idle = admin.describe_groups([name])[name]

@@ -37,10 +37,14 @@ from tests.compat._librdkafka import LibrdkafkaAdmin, librdkafka_config
 
 pytestmark = [
     pytest.mark.external,
-    pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by `make test`"),
+    pytest.mark.skipif(
+        shutil.which("kcat") is None, reason="kcat is installed by `make test`"
+    ),
 ]
 
-REBALANCED = re.compile(r"^% Group \S+ rebalanced \(memberid (\S*)\): (assigned|revoked): (.*)$")
+REBALANCED = re.compile(
+    r"^% Group \S+ rebalanced \(memberid (\S*)\): (assigned|revoked): (.*)$"
+)
 
 
 # --- the adapter ---------------------------------------------------------------------------
@@ -54,7 +58,9 @@ def kcat_group(
     config = librdkafka_config(bootstrap, group, client_id, session_ms)
     config.update({"enable.auto.commit": "true", "auto.commit.interval.ms": 100})
     # -b and -G say these.
-    options = {k: v for k, v in config.items() if k not in ("bootstrap.servers", "group.id")}
+    options = {
+        k: v for k, v in config.items() if k not in ("bootstrap.servers", "group.id")
+    }
     xs = [arg for key, value in options.items() for arg in ("-X", f"{key}={value}")]
     return ["kcat", "-b", bootstrap, "-G", group, *xs]
 
@@ -78,7 +84,9 @@ class KcatMember(ProcessMember):
     ) -> KcatMember:
         command = [*kcat_group(bootstrap, group, name, session_ms), "-J", "-u", topic]
         member = cls(name, changed)
-        member.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        member.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         threading.Thread(target=member._read_records, daemon=True).start()
         threading.Thread(target=member._read_events, daemon=True).start()
         return member
@@ -88,7 +96,14 @@ class KcatMember(ProcessMember):
         for line in self.lines(self.process.stdout):
             record = json.loads(line)
             self.on_records(
-                [(record["partition"], record["offset"], record["key"], record["payload"])]
+                [
+                    (
+                        record["partition"],
+                        record["offset"],
+                        record["key"],
+                        record["payload"],
+                    )
+                ]
             )
         code = self.process.wait()
         with self.reporting():
@@ -121,7 +136,9 @@ class KcatMember(ProcessMember):
 
     def wait_exited(self) -> None:
         """Until its output is read to the end."""
-        scenarios.wait_for([self], lambda: self.exited is not None, f"{self.name}'s output")
+        scenarios.wait_for(
+            [self], lambda: self.exited is not None, f"{self.name}'s output"
+        )
 
 
 @attrs.define
@@ -138,7 +155,8 @@ class KcatGroups(LibrdkafkaAdmin):
         """``kcat -P`` with ``key:value`` lines; keyed records spread over the partitions.
         kcat does not say where they landed: partition and offset are -1."""
         pairs = [
-            (f"{seed}-key-{i}", f"{seed}-value-{i}-{(i * 7919) % 10007:05d}") for i in range(count)
+            (f"{seed}-key-{i}", f"{seed}-value-{i}-{(i * 7919) % 10007:05d}")
+            for i in range(count)
         ]
         stdin = "".join(f"{key}:{value}\n" for key, value in pairs).encode()
         where = [] if partition is None else ["-p", str(partition)]
@@ -152,8 +170,12 @@ class KcatGroups(LibrdkafkaAdmin):
         assert result.returncode == 0, result.stderr.decode()
         return [(-1, -1, key, value) for key, value in pairs]
 
-    def join(self, group: str, topic: str, name: str, session_ms: int | None = None) -> KcatMember:
-        return KcatMember.start(self.changed, self.bootstrap, group, topic, name, session_ms)
+    def join(
+        self, group: str, topic: str, name: str, session_ms: int | None = None
+    ) -> KcatMember:
+        return KcatMember.start(
+            self.changed, self.bootstrap, group, topic, name, session_ms
+        )
 
     def join_killable(self, group: str, topic: str, name: str) -> KcatMember:
         return self.join(group, topic, name)
@@ -174,7 +196,9 @@ class KcatGroups(LibrdkafkaAdmin):
         records = [json.loads(line) for line in result.stdout.splitlines() if line]
         return [(r["partition"], r["offset"], r["key"], r["payload"]) for r in records]
 
-    def assert_exactly_once(self, got: Sequence[Record], sent: Sequence[Record]) -> None:
+    def assert_exactly_once(
+        self, got: Sequence[Record], sent: Sequence[Record]
+    ) -> None:
         """By key and value, and no (partition, offset) twice; per partition, the offsets
         run from 0 without a gap (every record of the topic was consumed)."""
         assert content(got) == content(sent)
@@ -219,7 +243,9 @@ def test_a_fourth_joins_and_one_leaves(client: KcatGroups, name: str) -> None:
 @pytest.mark.compat("JoinGroup", "kcat")
 @pytest.mark.compat("SyncGroup", "kcat")
 @pytest.mark.compat("Heartbeat", "kcat")
-def test_a_killed_consumer_is_replaced_after_its_session(client: KcatGroups, name: str) -> None:
+def test_a_killed_consumer_is_replaced_after_its_session(
+    client: KcatGroups, name: str
+) -> None:
     scenarios.a_killed_consumer_is_replaced_after_its_session(client, name)
 
 
@@ -227,7 +253,9 @@ def test_a_killed_consumer_is_replaced_after_its_session(client: KcatGroups, nam
 @pytest.mark.compat("OffsetCommit", "kcat")
 @pytest.mark.compat("OffsetFetch", "kcat")
 @pytest.mark.compat("JoinGroup", "kcat")
-def test_committed_offsets_resume_also_after_a_restart(own_group_broker: BrokerProcess) -> None:
+def test_committed_offsets_resume_also_after_a_restart(
+    own_group_broker: BrokerProcess,
+) -> None:
     client = KcatGroups(own_group_broker.bootstrap)
     scenarios.committed_offsets_resume_also_after_a_restart(
         client, own_group_broker, "kcatg-resume"

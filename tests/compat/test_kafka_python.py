@@ -37,7 +37,11 @@ from tests.compat._clients import WAIT, Record, Stamps, content, read, seeded_re
 
 class _Producer(KafkaProducer):  # type: ignore[misc]
     def send_all(
-        self, topic: str, records: Sequence[Record], partition: int | None = 0, at: Stamps = None
+        self,
+        topic: str,
+        records: Sequence[Record],
+        partition: int | None = 0,
+        at: Stamps = None,
     ) -> list[Any]:
         times: Sequence[int | None] = at or [None] * len(records)
         futures = [
@@ -109,7 +113,13 @@ def _create_topic(
     admin: Any, name: str, partitions: int = 1, configs: dict[str, str] | None = None
 ) -> None:
     admin.create_topics(
-        {name: {"num_partitions": partitions, "replication_factor": 1, "configs": configs or {}}},
+        {
+            name: {
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "configs": configs or {},
+            }
+        },
         wait_for_metadata=True,
     )
 
@@ -127,7 +137,9 @@ class KafkaPython:
         return TopicPartition(topic, partition)
 
     def admin(self) -> AbstractContextManager[Any]:
-        return closing(KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-admin"))
+        return closing(
+            KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-admin")
+        )
 
     def create_topic(
         self, name: str, partitions: int = 1, configs: dict[str, str] | None = None
@@ -194,7 +206,9 @@ def test_api_versions_negotiated(admin: Any) -> None:
 
 
 @pytest.mark.compat("Metadata", "kafka-python")
-def test_metadata_describes_topics_and_auto_creates(client: KafkaPython, admin: Any) -> None:
+def test_metadata_describes_topics_and_auto_creates(
+    client: KafkaPython, admin: Any
+) -> None:
     _create_topic(admin, "kp-metadata", partitions=3)
     (described,) = admin.describe_topics(["kp-metadata"])
     assert described["error_code"] == 0
@@ -212,7 +226,9 @@ def test_metadata_describes_topics_and_auto_creates(client: KafkaPython, admin: 
 
     # auto.create.topics.enable: the producer's Metadata request creates the topic.
     with client.producer() as producer:
-        metadata = producer.send("kp-metadata-auto", key=b"k", value=b"auto").get(timeout=WAIT)
+        metadata = producer.send("kp-metadata-auto", key=b"k", value=b"auto").get(
+            timeout=WAIT
+        )
     assert (metadata.topic, metadata.offset) == ("kp-metadata-auto", 0)
     assert "kp-metadata-auto" in admin.list_topics()
     # The admin client's Metadata asks for no auto-creation: unknown stays unknown.
@@ -230,7 +246,8 @@ def test_metadata_describes_topics_and_auto_creates(client: KafkaPython, admin: 
 @pytest.mark.compat("Metadata", "kafka-python")
 def test_create_topics(admin: Any) -> None:
     result = admin.create_topics(
-        {"kp-create": {"num_partitions": 4, "replication_factor": 1}}, wait_for_metadata=True
+        {"kp-create": {"num_partitions": 4, "replication_factor": 1}},
+        wait_for_metadata=True,
     )
     assert result["topics"][0]["name"] == "kp-create"
     assert result["topics"][0]["error_code"] == 0
@@ -244,16 +261,25 @@ def test_create_topics(admin: Any) -> None:
     assert len(defaults["partitions"]) >= 1
 
     with pytest.raises(errors.TopicAlreadyExistsError):
-        admin.create_topics({"kp-create": {"num_partitions": 1, "replication_factor": 1}})
+        admin.create_topics(
+            {"kp-create": {"num_partitions": 1, "replication_factor": 1}}
+        )
     with pytest.raises(errors.InvalidReplicationFactorError):
-        admin.create_topics({"kp-create-rf3": {"num_partitions": 1, "replication_factor": 3}})
+        admin.create_topics(
+            {"kp-create-rf3": {"num_partitions": 1, "replication_factor": 3}}
+        )
     with pytest.raises(errors.InvalidPartitionsError):
-        admin.create_topics({"kp-create-p0": {"num_partitions": 0, "replication_factor": 1}})
+        admin.create_topics(
+            {"kp-create-p0": {"num_partitions": 0, "replication_factor": 1}}
+        )
     with pytest.raises(errors.InvalidTopicError):
-        admin.create_topics({"kp/create bad": {"num_partitions": 1, "replication_factor": 1}})
+        admin.create_topics(
+            {"kp/create bad": {"num_partitions": 1, "replication_factor": 1}}
+        )
     # validate_only checks and creates nothing.
     admin.create_topics(
-        {"kp-create-dry": {"num_partitions": 2, "replication_factor": 1}}, validate_only=True
+        {"kp-create-dry": {"num_partitions": 2, "replication_factor": 1}},
+        validate_only=True,
     )
     topics = admin.list_topics()
     for absent in ("kp-create-rf3", "kp-create-p0", "kp/create bad", "kp-create-dry"):
@@ -278,7 +304,9 @@ def test_create_topics(admin: Any) -> None:
 def test_describe_configs(broker: BrokerProcess, admin: Any) -> None:
     _create_topic(admin, "kp-configs", configs={"retention.ms": "3600000"})
     resource = ConfigResource(ConfigResourceType.TOPIC, "kp-configs")
-    every = admin.describe_configs([resource], config_filter="all")["topic"]["kp-configs"]
+    every = admin.describe_configs([resource], config_filter="all")["topic"][
+        "kp-configs"
+    ]
     assert every["retention.ms"]["value"] == "3600000"
     assert every["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert every["cleanup.policy"]["value"] == "delete"
@@ -299,7 +327,9 @@ def test_describe_configs(broker: BrokerProcess, admin: Any) -> None:
     (described,) = admin.describe_topics(["kp-configs"])
     broker_id = str(described["partitions"][0]["leader_id"])
     resource = ConfigResource(ConfigResourceType.BROKER, broker_id)
-    static = admin.describe_configs([resource], config_filter="all")["broker"][broker_id]
+    static = admin.describe_configs([resource], config_filter="all")["broker"][
+        broker_id
+    ]
     assert static["log.dirs"]["value"] == str(broker.data_dir)
     assert static["log.dirs"]["config_source"] == "STATIC_BROKER_CONFIG"
 
@@ -311,12 +341,20 @@ def test_create_partitions(client: KafkaPython, admin: Any) -> None:
     assert [(r.name, r.error_code) for r in response.results] == [("kp-partitions", 0)]
     admin.wait_for_topics(["kp-partitions"])
     (described,) = admin.describe_topics(["kp-partitions"])
-    assert sorted(p["partition_index"] for p in described["partitions"]) == [0, 1, 2, 3, 4]
+    assert sorted(p["partition_index"] for p in described["partitions"]) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
 
     # The new partitions take records.
     with client.producer() as producer:
         assert producer.partitions_for("kp-partitions") == {0, 1, 2, 3, 4}
-        sent = producer.send_all("kp-partitions", [(b"k", b"in partition 4", ())], partition=4)
+        sent = producer.send_all(
+            "kp-partitions", [(b"k", b"in partition 4", ())], partition=4
+        )
     assert sent[0].offset == 0
     records = read(client, TopicPartition("kp-partitions", 4), 0, 1)
     assert content(records) == [(b"k", b"in partition 4", ())]
@@ -447,7 +485,9 @@ def test_fetch_out_of_range(client: KafkaPython) -> None:
 @pytest.mark.compat("ListOffsets", "kafka-python")
 @pytest.mark.compat("Metadata", "kafka-python")
 @pytest.mark.parametrize("version", [(0, 11), (1, 0), (2, 0), (2, 1)], ids=str)
-def test_older_protocol_versions(broker: BrokerProcess, version: tuple[int, int]) -> None:
+def test_older_protocol_versions(
+    broker: BrokerProcess, version: tuple[int, int]
+) -> None:
     """kafka-python clamped to an older broker's versions: lower request versions."""
     topic = "kp-version-" + "-".join(map(str, version))
     records = seeded_records(random.Random(topic), 30, topic)
@@ -473,7 +513,9 @@ def test_older_protocol_versions(broker: BrokerProcess, version: tuple[int, int]
 
 @pytest.mark.compat("Metadata", "kafka-python")
 @pytest.mark.compat("ListOffsets", "kafka-python")
-def test_oldest_metadata_and_list_offsets_versions(broker: BrokerProcess, admin: Any) -> None:
+def test_oldest_metadata_and_list_offsets_versions(
+    broker: BrokerProcess, admin: Any
+) -> None:
     """Metadata v1 (as Kafka 0.10.0 spoke it) and ListOffsets v1 (0.10.1)."""
     topic = "kp-oldest-versions"
     _create_topic(admin, topic, partitions=2)
@@ -489,7 +531,9 @@ def test_oldest_metadata_and_list_offsets_versions(broker: BrokerProcess, admin:
     finally:
         producer.close()
 
-    old_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, api_version=(0, 10, 0))
+    old_admin = KafkaAdminClient(
+        bootstrap_servers=broker.bootstrap, api_version=(0, 10, 0)
+    )
     try:
         assert topic in old_admin.list_topics()
         (described,) = old_admin.describe_topics([topic])
@@ -512,7 +556,9 @@ def test_oldest_metadata_and_list_offsets_versions(broker: BrokerProcess, admin:
 
 @pytest.mark.compat("Produce", "kafka-python")
 @pytest.mark.compat("InitProducerId", "kafka-python")
-def test_idempotent_produce_deduplicates_retries(broker: BrokerProcess, admin: Any) -> None:
+def test_idempotent_produce_deduplicates_retries(
+    broker: BrokerProcess, admin: Any
+) -> None:
     """A retried batch (same producer id, epoch, sequence) is written once (KIP-98).
 
     The producer only resends after a lost response, which a test cannot arrange through
@@ -542,7 +588,9 @@ def test_idempotent_produce_deduplicates_retries(broker: BrokerProcess, admin: A
                 batch_size=1 << 20,
             )
             for i in range(count):
-                builder.append(i, timestamp=1000 + i, key=tag + b"%d" % i, value=b"v", headers=[])
+                builder.append(
+                    i, timestamp=1000 + i, key=tag + b"%d" % i, value=b"v", headers=[]
+                )
             return bytes(builder.build())
 
         topic_data = ProduceRequest.TopicProduceData
@@ -561,7 +609,8 @@ def test_idempotent_produce_deduplicates_retries(broker: BrokerProcess, admin: A
                 timeout_ms=10_000,
                 topic_data=[
                     topic_data(
-                        name=topic, partition_data=[partition_data(index=0, records=records)]
+                        name=topic,
+                        partition_data=[partition_data(index=0, records=records)],
                     )
                 ],
             )
@@ -611,4 +660,6 @@ def test_stop_with_pending_long_poll(own_broker: BrokerProcess) -> None:
 @pytest.mark.compat("InitProducerId", "kafka-python")
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_read_back_across_restart(own_broker: BrokerProcess, how: str) -> None:
-    scenarios.read_back_across_restart(KafkaPython(own_broker.bootstrap), own_broker, how)
+    scenarios.read_back_across_restart(
+        KafkaPython(own_broker.bootstrap), own_broker, how
+    )

@@ -37,7 +37,9 @@ from tests.compat._groups import unique_name
 
 pytestmark = [
     pytest.mark.external,
-    pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by `make test`"),
+    pytest.mark.skipif(
+        shutil.which("kcat") is None, reason="kcat is installed by `make test`"
+    ),
 ]
 
 TIMEOUT = 30.0  # seconds one kcat run may take before the test fails
@@ -77,15 +79,21 @@ def produce_lines(
 @functools.cache
 def kcat_librdkafka() -> tuple[int, ...]:
     """The version of the librdkafka kcat is built with (``kcat -V``)."""
-    version = subprocess.run(["kcat", "-V"], capture_output=True, check=True, timeout=TIMEOUT)
-    found = re.search(rb"librdkafka (\d+)\.(\d+)\.(\d+)", version.stdout + version.stderr)
+    version = subprocess.run(
+        ["kcat", "-V"], capture_output=True, check=True, timeout=TIMEOUT
+    )
+    found = re.search(
+        rb"librdkafka (\d+)\.(\d+)\.(\d+)", version.stdout + version.stderr
+    )
     assert found is not None, version
     return tuple(int(part) for part in found.groups())
 
 
 def consume_json(bootstrap: str, topic: str, *args: str) -> list[dict[str, Any]]:
     """``kcat -C -J`` up to the end of partition 0 (``-e``): one dict per record."""
-    result = kcat(bootstrap, "-C", "-t", topic, "-p", "0", "-J", "-e", "-q", *FAST_EOF, *args)
+    result = kcat(
+        bootstrap, "-C", "-t", topic, "-p", "0", "-J", "-e", "-q", *FAST_EOF, *args
+    )
     return [json.loads(line) for line in result.stdout.decode().splitlines() if line]
 
 
@@ -93,7 +101,9 @@ def lines_of(count: int, prefix: str = "") -> list[str]:
     return [f"key-{i % 3}:{prefix}value-{i}" for i in range(count)]
 
 
-def assert_records(records: Sequence[dict[str, Any]], lines: Sequence[str], first: int) -> None:
+def assert_records(
+    records: Sequence[dict[str, Any]], lines: Sequence[str], first: int
+) -> None:
     """``records`` hold exactly ``lines`` (``key:value``), at offsets from ``first``."""
     assert [(r["key"], r["payload"]) for r in records] == [
         tuple(line.split(":", 1)) for line in lines
@@ -158,7 +168,12 @@ def test_metadata_listing(broker: BrokerProcess, topic: str) -> None:
         {
             "topic": topic,
             "partitions": [
-                {"partition": 0, "leader": 1, "replicas": [{"id": 1}], "isrs": [{"id": 1}]}
+                {
+                    "partition": 0,
+                    "leader": 1,
+                    "replicas": [{"id": 1}],
+                    "isrs": [{"id": 1}],
+                }
             ],
         }
     ]
@@ -185,7 +200,16 @@ def test_cluster_metadata_is_not_a_topic(own_broker: BrokerProcess) -> None:
     assert described["partitions"] == []
     assert "error" in described
     subprocess.run(
-        ["kcat", "-b", own_broker.bootstrap, "-P", "-t", name, "-X", "message.timeout.ms=2000"],
+        [
+            "kcat",
+            "-b",
+            own_broker.bootstrap,
+            "-P",
+            "-t",
+            name,
+            "-X",
+            "message.timeout.ms=2000",
+        ],
         input=b"not a metadata record\n",
         capture_output=True,
         timeout=TIMEOUT,
@@ -204,7 +228,9 @@ def test_cluster_metadata_is_not_a_topic(own_broker: BrokerProcess) -> None:
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_produce_acks(broker: BrokerProcess, topic: str, acks: str) -> None:
     lines = lines_of(200)
-    produce_lines(broker.bootstrap, topic, lines, "-X", f"acks={acks}", "-H", "source=kcat")
+    produce_lines(
+        broker.bootstrap, topic, lines, "-X", f"acks={acks}", "-H", "source=kcat"
+    )
     records = consume_json(broker.bootstrap, topic, "-o", "beginning")
     assert_records(records, lines, 0)
     assert all(r["headers"] == ["source", "kcat"] for r in records)
@@ -233,7 +259,12 @@ def test_idempotent_producer(broker: BrokerProcess, topic: str) -> None:
 @pytest.mark.compat("Fetch", "kcat")
 def test_keys_headers_and_nulls(broker: BrokerProcess, topic: str) -> None:
     headers = ("-H", "trace=abc", "-H", "trace=def", "-H", "empty=")
-    lines = ["plain:value", "ünï:cödé ✓", "k-with-empty-value:", ":value-with-empty-key"]
+    lines = [
+        "plain:value",
+        "ünï:cödé ✓",
+        "k-with-empty-value:",
+        ":value-with-empty-key",
+    ]
     produce_lines(broker.bootstrap, topic, lines, *headers)
     # -Z: an empty key or value is sent as null, and printed as null.
     produce_lines(broker.bootstrap, topic, ["tombstone:", ":no-key"], "-Z")
@@ -257,12 +288,17 @@ def test_keys_headers_and_nulls(broker: BrokerProcess, topic: str) -> None:
 
 @pytest.mark.compat("Fetch", "kcat")
 @pytest.mark.compat("ListOffsets", "kcat")
-def test_consume_from_beginning_offset_and_relative(broker: BrokerProcess, topic: str) -> None:
+def test_consume_from_beginning_offset_and_relative(
+    broker: BrokerProcess, topic: str
+) -> None:
     lines = lines_of(30)
     produce_lines(broker.bootstrap, topic, lines, "-z", "zstd", "-X", "linger.ms=50")
     assert_records(consume_json(broker.bootstrap, topic, "-o", "beginning"), lines, 0)
     # An absolute offset, inside a compressed batch the broker serves whole.
-    assert any(b.base_offset < 17 <= b.last_offset for b in stored_batches(broker.data_dir, topic))
+    assert any(
+        b.base_offset < 17 <= b.last_offset
+        for b in stored_batches(broker.data_dir, topic)
+    )
     assert_records(consume_json(broker.bootstrap, topic, "-o", "17"), lines[17:], 17)
     # Relative to the end: the last five.
     assert_records(consume_json(broker.bootstrap, topic, "-o", "-5"), lines[25:], 25)
@@ -272,10 +308,14 @@ def test_consume_from_beginning_offset_and_relative(broker: BrokerProcess, topic
 
 @pytest.mark.compat("Fetch", "kcat")
 @pytest.mark.compat("ListOffsets", "kcat")
-def test_consume_from_end_sees_only_new_records(broker: BrokerProcess, topic: str) -> None:
+def test_consume_from_end_sees_only_new_records(
+    broker: BrokerProcess, topic: str
+) -> None:
     old = lines_of(10, "old-")
     produce_lines(broker.bootstrap, topic, old)
-    consumer = BackgroundConsumer(broker.bootstrap, "-t", topic, "-p", "0", "-o", "end", "-c", "4")
+    consumer = BackgroundConsumer(
+        broker.bootstrap, "-t", topic, "-p", "0", "-o", "end", "-c", "4"
+    )
     try:
         # kcat reports reaching the end: it resolved "end" and waits there.
         reached = consumer.wait_for_stderr(REACHED_END)
@@ -292,7 +332,11 @@ def test_consume_from_end_sees_only_new_records(broker: BrokerProcess, topic: st
 def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
     # kcat cannot set a record's timestamp; librdkafka through confluent-kafka can.
     producer = Producer(
-        {"bootstrap.servers": broker.bootstrap, "linger.ms": 100, "compression.type": "zstd"}
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "linger.ms": 100,
+            "compression.type": "zstd",
+        }
     )
     base = (int(time.time()) - 120) * 1000  # recent, so retention never touches it
     for i in range(10):
@@ -315,11 +359,18 @@ def test_consume_from_a_timestamp(broker: BrokerProcess, topic: str) -> None:
 
     # -Q: the offset of the first record at or after a timestamp (ListOffsets by time).
     def query(timestamp: int) -> str:
-        return kcat(broker.bootstrap, "-Q", "-t", f"{topic}:0:{timestamp}").stdout.decode()
+        return kcat(
+            broker.bootstrap, "-Q", "-t", f"{topic}:0:{timestamp}"
+        ).stdout.decode()
 
     assert query(base + 3500).split() == [topic, "[0]", "offset", "4"]
     assert query(base).split() == [topic, "[0]", "offset", "0"]
-    assert query(base + 60_000).split() == [topic, "[0]", "offset", "-1"]  # none that late
+    assert query(base + 60_000).split() == [
+        topic,
+        "[0]",
+        "offset",
+        "-1",
+    ]  # none that late
 
 
 # --- across a restart --------------------------------------------------------------------
@@ -339,10 +390,14 @@ def test_read_back_across_restart(own_broker: BrokerProcess) -> None:
     records = consume_json(own_broker.bootstrap, topic, "-o", "beginning")
     assert_records(records, before + lines_of(5, "plain-") + after, 0)
     assert [r.get("headers") for r in records[:50]] == [["phase", "1"]] * 50
-    first_batches = [b for b in stored_batches(own_broker.data_dir, topic) if b.base_offset < 50]
+    first_batches = [
+        b for b in stored_batches(own_broker.data_dir, topic) if b.base_offset < 50
+    ]
     assert CODECS["zstd"] in {b.codec for b in first_batches}
 
     own_broker.restart()
-    assert_records(consume_json(own_broker.bootstrap, topic, "-o", "-3"), after[-3:], 102)
+    assert_records(
+        consume_json(own_broker.bootstrap, topic, "-o", "-3"), after[-3:], 102
+    )
     query = kcat(own_broker.bootstrap, "-Q", "-t", f"{topic}:0:0").stdout.decode()
     assert query.split() == [topic, "[0]", "offset", "0"]

@@ -133,7 +133,9 @@ def test_marks_are_collected_where_pytest_applies_them(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     # Rows in ApiVersions key order; the advertised APIs are all there.
-    table = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    table = [
+        line for line in out.splitlines() if line.startswith("| ") and "---" not in line
+    ]
     rows = [line.split(" | ")[0].removeprefix("| ") for line in table]
     keys = [int(row.rsplit("(", 1)[1].rstrip(")")) for row in rows[1:]]
     assert rows[0] == "API (key)"
@@ -180,7 +182,9 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     before, after = "# title\n\ntext before\n\n", "\nafter\n"
     readme.write_text(
-        before + "<!-- compat-matrix:start -->\nold\n<!-- compat-matrix:end -->" + after,
+        before
+        + "<!-- compat-matrix:start -->\nold\n<!-- compat-matrix:end -->"
+        + after,
         encoding="utf-8",
     )
     common = ("--tests", str(tmp_path), "--document", str(readme))
@@ -189,7 +193,11 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
     text = readme.read_text(encoding="utf-8")
     rendered = run_script("--tests", str(tmp_path)).stdout
     assert text == (
-        before + "<!-- compat-matrix:start -->\n" + rendered + "<!-- compat-matrix:end -->" + after
+        before
+        + "<!-- compat-matrix:start -->\n"
+        + rendered
+        + "<!-- compat-matrix:end -->"
+        + after
     )
     assert run_script("--check", *common).returncode == 0
     assert run_script("--write", *common).returncode == 0

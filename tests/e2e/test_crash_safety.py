@@ -40,7 +40,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic  # what confluent_kafka.admin re-exports, typed
+
+# what confluent_kafka.admin re-exports, typed
+from confluent_kafka.cimpl import NewTopic
 
 from minikafka.broker.testing import BrokerProcess
 from minikafka.log import CorruptRecordError, iter_batches
@@ -102,7 +104,8 @@ class Ledger:
         """Whether ``producer`` has room in its window and is not ``lead`` ahead."""
         with self._cond:
             return self.sent[producer] - self.settled[producer] < window and all(
-                self.sent[producer] - self.sent[other] < self.lead for other in self.streaming
+                self.sent[producer] - self.sent[other] < self.lead
+                for other in self.streaming
             )
 
     def wait_to_send(self, producer: str, window: int, timeout: float) -> bool:
@@ -142,12 +145,17 @@ class Ledger:
         with self._cond:
             return {name: self.sent[name] - self.settled[name] for name in self.sent}
 
-    def wait_for_acks(self, targets: Mapping[str, int], timeout: float) -> dict[str, int]:
+    def wait_for_acks(
+        self, targets: Mapping[str, int], timeout: float
+    ) -> dict[str, int]:
         """Wait until each producer has its target of acknowledgements (or one failed)."""
         deadline = time.monotonic() + timeout
         with self._cond:
             self._cond.wait_for(
-                lambda: self.failed or all(self.acked_by[p] >= n for p, n in targets.items()),
+                lambda: (
+                    self.failed
+                    or all(self.acked_by[p] >= n for p, n in targets.items())
+                ),
                 max(0.0, deadline - time.monotonic()),
             )
             return {p: self.acked_by[p] for p in targets}
@@ -160,7 +168,9 @@ def make_records(producer: str, count: int, seed: int) -> list[ProducedRecord]:
     for index in range(count):
         noise = rng.getrandbits(64)
         key = f"{producer}-key-{index:06d}-{noise & 0xFFFF:04x}".encode()
-        value = f"{producer}:{index:06d}:{noise:016x}:".encode() + rng.randbytes(rng.randrange(64))
+        value = f"{producer}:{index:06d}:{noise:016x}:".encode() + rng.randbytes(
+            rng.randrange(64)
+        )
         records.append(ProducedRecord(key, value))
     return records
 
@@ -189,7 +199,9 @@ class Stream:
     stop: threading.Event = attrs.field(factory=threading.Event)
 
 
-def produce_with_confluent(bootstrap: str, topic: str, stream: Stream, ledger: Ledger) -> None:
+def produce_with_confluent(
+    bootstrap: str, topic: str, stream: Stream, ledger: Ledger
+) -> None:
     """librdkafka's idempotent producer; its delivery reports are served by poll() here."""
     name = stream.name
     producer = Producer(
@@ -227,19 +239,25 @@ def produce_with_confluent(bootstrap: str, topic: str, stream: Stream, ledger: L
             # producer waits here serving delivery reports, its records in flight, to be
             # retried once the broker is back.
             while not ledger.may_send(name, stream.window):
-                assert time.monotonic() < deadline, f"{name}: could not send for too long"
+                assert time.monotonic() < deadline, (
+                    f"{name}: could not send for too long"
+                )
                 producer.poll(0.05)
             ledger.send(name)
             # No poll() per record: each one hands the GIL over (the other client's
             # thread is pure Python), so reports are served only while waiting.
-            producer.produce(topic, key=record.key, value=record.value, on_delivery=report)
+            producer.produce(
+                topic, key=record.key, value=record.value, on_delivery=report
+            )
     finally:
         ledger.finished(name)
     left = producer.flush(max(0.0, deadline - time.monotonic()))
     assert left == 0, f"{name}: {left} records still unreported at the deadline"
 
 
-def produce_with_kafka_python(bootstrap: str, topic: str, stream: Stream, ledger: Ledger) -> None:
+def produce_with_kafka_python(
+    bootstrap: str, topic: str, stream: Stream, ledger: Ledger
+) -> None:
     """kafka-python's idempotent producer; its callbacks run on its I/O thread."""
     name = stream.name
     producer = kafka.KafkaProducer(
@@ -280,7 +298,9 @@ def _on_kafka_python_ack(
     return on_ack
 
 
-def _on_kafka_python_error(ledger: Ledger, name: str, index: int) -> Callable[[object], None]:
+def _on_kafka_python_error(
+    ledger: Ledger, name: str, index: int
+) -> Callable[[object], None]:
     def on_error(error: object) -> None:
         ledger.fail(name, f"record {index}: {error!r}")
 
@@ -311,9 +331,13 @@ class ProducerThread:
     def join(self, timeout: float) -> None:
         assert self._thread is not None
         self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"{self.name} did not finish in {timeout:.0f}s"
+        assert not self._thread.is_alive(), (
+            f"{self.name} did not finish in {timeout:.0f}s"
+        )
         if self._error is not None:
-            raise AssertionError(f"{self.name} failed: {self._error!r}") from self._error
+            raise AssertionError(
+                f"{self.name} failed: {self._error!r}"
+            ) from self._error
 
 
 # --- a gate between the clients and the broker ------------------------------------------
@@ -413,7 +437,9 @@ class Gate:
             except TimeoutError:
                 continue
             try:
-                server = socket.create_connection(("127.0.0.1", self.broker_port), timeout=5)
+                server = socket.create_connection(
+                    ("127.0.0.1", self.broker_port), timeout=5
+                )
             except OSError:
                 client.close()  # the broker is down: the client sees a disconnect, retries
                 continue
@@ -422,11 +448,16 @@ class Gate:
             link = _Link(client, server)
             with self._cond:
                 self._links.append(link)
-            for args in ((link, "requests", client, server), (link, "responses", server, client)):
+            for args in (
+                (link, "requests", client, server),
+                (link, "responses", server, client),
+            ):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
         self._listener.close()
 
-    def _pump(self, link: _Link, direction: str, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(
+        self, link: _Link, direction: str, src: socket.socket, dst: socket.socket
+    ) -> None:
         poller = select.poll()  # not select(): the test process may hold > 1024 files
         poller.register(src, select.POLLIN)
         try:
@@ -435,7 +466,9 @@ class Gate:
                 if not readable:
                     continue
                 with self._cond:
-                    self._cond.wait_for(lambda: not self._held[direction] or link.dropped)
+                    self._cond.wait_for(
+                        lambda: not self._held[direction] or link.dropped
+                    )
                     if self._held[direction]:
                         break  # dropped while held: what was held is discarded
                     data = src.recv(65536)
@@ -487,7 +520,9 @@ def gated_broker(tmp_path: Path) -> Iterator[tuple[BrokerProcess, Gate]]:
         gate.close()
 
 
-def read_partitions(bootstrap: str, topic: str, partitions: int) -> dict[int, list[Message]]:
+def read_partitions(
+    bootstrap: str, topic: str, partitions: int
+) -> dict[int, list[Message]]:
     """Every record of every partition from the beginning to the high watermark."""
     consumer = Consumer(
         {
@@ -543,7 +578,9 @@ def check_log(
             value, offset = msg.value(), msg.offset()
             assert isinstance(value, bytes)
             assert offset is not None
-            assert value in produced, f"partition {partition} offset {offset}: unknown {value!r}"
+            assert value in produced, (
+                f"partition {partition} offset {offset}: unknown {value!r}"
+            )
             assert msg.key() == produced[value].key, f"key of {value!r} changed"
             at[partition, offset] = value
             values[value] += 1
@@ -583,7 +620,9 @@ def _first_gap(offsets: list[int]) -> str:
     return "none"
 
 
-def verify_partitions(data_dir: Path, topic: str, read: dict[int, list[Message]]) -> None:
+def verify_partitions(
+    data_dir: Path, topic: str, read: dict[int, list[Message]]
+) -> None:
     """``python -m minikafka.log verify`` passes on every partition, counting its records."""
     for partition, messages in read.items():
         directory = data_dir / f"{topic}-{partition}"
@@ -594,7 +633,9 @@ def verify_partitions(data_dir: Path, topic: str, read: dict[int, list[Message]]
             timeout=PHASE_TIMEOUT,
             check=False,
         )
-        assert result.returncode == 0, f"verify {directory}: {result.stdout}{result.stderr}"
+        assert result.returncode == 0, (
+            f"verify {directory}: {result.stdout}{result.stderr}"
+        )
         match = re.match(r"OK: \d+ batches, (?P<records>\d+) records", result.stdout)
         assert match, result.stdout
         assert int(match["records"]) == len(messages), (
@@ -663,7 +704,9 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     create_topic(bootstrap, topic, PARTITIONS)
     streams = {
         # More records than the test will send: the producers stream until told to stop.
-        "confluent": Stream("confluent", make_records("confluent", 20_000, SEED), window=200),
+        "confluent": Stream(
+            "confluent", make_records("confluent", 20_000, SEED), window=200
+        ),
         "kafka-python": Stream(
             "kafka-python", make_records("kafka-python", 20_000, SEED), window=100
         ),
@@ -673,12 +716,16 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     threads = [
         ProducerThread(
             "confluent",
-            lambda: produce_with_confluent(bootstrap, topic, streams["confluent"], ledger),
+            lambda: produce_with_confluent(
+                bootstrap, topic, streams["confluent"], ledger
+            ),
             ledger,
         ),
         ProducerThread(
             "kafka-python",
-            lambda: produce_with_kafka_python(bootstrap, topic, streams["kafka-python"], ledger),
+            lambda: produce_with_kafka_python(
+                bootstrap, topic, streams["kafka-python"], ledger
+            ),
             ledger,
         ),
     ]
@@ -690,9 +737,13 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     rng.shuffle(kinds)
     kills: list[Kill] = []
     for kill in range(KILLS + 1):
-        targets = {name: ledger.acked_by[name] + rng.randrange(200, 600) for name in streams}
+        targets = {
+            name: ledger.acked_by[name] + rng.randrange(200, 600) for name in streams
+        }
         reached = ledger.wait_for_acks(targets, PHASE_TIMEOUT)
-        assert not ledger.failed, f"records failed: {ledger.failed[:5]}\n{broker_tail(broker)}"
+        assert not ledger.failed, (
+            f"records failed: {ledger.failed[:5]}\n{broker_tail(broker)}"
+        )
         assert all(reached[name] >= n for name, n in targets.items()), (
             f"acknowledgements {reached}, not {targets}\n{broker_tail(broker)}"
         )
@@ -705,7 +756,9 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     for thread in threads:
         thread.join(DELIVERY_TIMEOUT_MS / 1000 + PHASE_TIMEOUT)  # they flush, then stop
 
-    assert not ledger.failed, f"{len(ledger.failed)} records failed: {ledger.failed[:5]}"
+    assert not ledger.failed, (
+        f"{len(ledger.failed)} records failed: {ledger.failed[:5]}"
+    )
     acked = ledger.acked
     read = read_partitions(bootstrap, topic, PARTITIONS)
     check_log(acked, read, produced)
@@ -713,10 +766,14 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     # and the log holds nothing else.
     assert ledger.in_flight() == dict.fromkeys(streams, 0)
     sent = {
-        r.value for name, stream in streams.items() for r in stream.records[: ledger.sent[name]]
+        r.value
+        for name, stream in streams.items()
+        for r in stream.records[: ledger.sent[name]]
     }
     assert {a.value for a in acked} == sent
-    assert sum(len(m) for m in read.values()) == len(acked), "records no one acknowledged"
+    assert sum(len(m) for m in read.values()) == len(acked), (
+        "records no one acknowledged"
+    )
     # The kills left the log as arranged: some with appended records no one was told
     # about (so retries of batches already written happened), the others ending in
     # acknowledged batches (so recovery could not cut an unacknowledged tail instead).
@@ -726,16 +783,22 @@ def test_acknowledged_records_survive_kill_9_during_produce(
     verify_partitions(broker.data_dir, topic, read)
 
 
-def produce_all(bootstrap: str, topic: str, records: Sequence[ProducedRecord]) -> list[Acked]:
+def produce_all(
+    bootstrap: str, topic: str, records: Sequence[ProducedRecord]
+) -> list[Acked]:
     """Produce ``records`` and wait until every one is acknowledged."""
     ledger = Ledger({"confluent"}, lead=len(records))
-    produce_with_confluent(bootstrap, topic, Stream("confluent", records, len(records)), ledger)
+    produce_with_confluent(
+        bootstrap, topic, Stream("confluent", records, len(records)), ledger
+    )
     assert not ledger.failed, ledger.failed[:5]
     assert len(ledger.acked) == len(records)
     return ledger.acked
 
 
-def test_acknowledged_records_survive_a_kill_right_after_restart(broker: BrokerProcess) -> None:
+def test_acknowledged_records_survive_a_kill_right_after_restart(
+    broker: BrokerProcess,
+) -> None:
     """Killed again as soon as it says it is ready, before any scheduled flush.
 
     ``log.flush.interval.*`` default to never and the recovery-point checkpoint comes

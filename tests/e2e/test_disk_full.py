@@ -26,7 +26,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -51,7 +57,9 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         text=True,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+        pytest.skip(
+            f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}"
+        )
     try:
         yield mount_point
     finally:
@@ -87,7 +95,9 @@ def top_off(filler: Path) -> None:
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> KafkaError | None:
     """CreateTopics; None on success, the error otherwise (never an exception)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[name]
+    future = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)[
+        name
+    ]
     try:
         future.result(timeout=60)
     except KafkaException as exc:
@@ -96,7 +106,9 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> KafkaError |
     return None
 
 
-def produce_until_refused(bootstrap: str, start: int, refusals: int) -> tuple[list[int], list[int]]:
+def produce_until_refused(
+    bootstrap: str, start: int, refusals: int
+) -> tuple[list[int], list[int]]:
     """Produce numbered records until ``refusals`` were refused; (acked, refusal codes)."""
     producer = Producer(
         {
@@ -148,7 +160,11 @@ def produce_some(bootstrap: str, start: int, count: int) -> list[int]:
 
 def read_all(bootstrap: str) -> list[int]:
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "disk-full", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "disk-full",
+            "enable.auto.commit": False,
+        }
     )
     consumer.assign([KafkaTopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     seen: list[int] = []
@@ -185,7 +201,9 @@ def verify_clean(data_dir: Path, metadata_dir: Path) -> None:
         assert done.returncode == 0, f"{partition_dir}: {done.stdout}{done.stderr}"
 
 
-@pytest.mark.parametrize("metadata_on_the_full_disk", [False, True], ids=["data", "data+meta"])
+@pytest.mark.parametrize(
+    "metadata_on_the_full_disk", [False, True], ids=["data", "data+meta"]
+)
 def test_a_full_disk_refuses_writes_cleanly_and_loses_nothing_acknowledged(
     tmp_path: Path, tmpfs: Path, metadata_on_the_full_disk: bool
 ) -> None:

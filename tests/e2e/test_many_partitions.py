@@ -40,7 +40,9 @@ def _limit_open_files() -> None:
 
 
 @pytest.fixture
-def limited_broker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BrokerProcess]:
+def limited_broker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[BrokerProcess]:
     """A broker process started (and restarted) with RLIMIT_NOFILE = 512, soft and hard."""
     # BrokerProcess has no hook for the child's limits: give its Popen a preexec_fn.
     monkeypatch.setattr(
@@ -109,7 +111,9 @@ def _consume(broker: BrokerProcess) -> dict[tuple[str, int], list[bytes]]:
         while time.monotonic() < deadline:
             message = consumer.poll(1.0)
             if message is None:
-                if all(got.values()) and sum(map(len, got.values())) >= _expected_count(got):
+                if all(got.values()) and sum(map(len, got.values())) >= _expected_count(
+                    got
+                ):
                     break
                 continue
             assert message.error() is None, message.error()
@@ -141,7 +145,9 @@ def test_thousands_of_partitions_under_a_low_open_files_limit(
     assert _alive(broker), broker.output[-20:]
     _produce(broker, "first")
     got = _consume(broker)
-    assert all(values == [f"first-{t}-{p}".encode()] for (t, p), values in got.items()), got
+    assert all(
+        values == [f"first-{t}-{p}".encode()] for (t, p), values in got.items()
+    ), got
     # The pool's share, plus the sockets, the metadata log and the interpreter's files.
     assert _open_fds(broker) <= POOL + 100
 

@@ -56,10 +56,14 @@ ASSIGNMENT = b"\x00\x00\x00\x00\x00\x01\x00\x04fuzz\x00\x00\x00\x01\x00\x00\x00\
 
 
 def record_batch(
-    compression: CompressionType = CompressionType.NONE, count: int = 3, value_size: int = 16
+    compression: CompressionType = CompressionType.NONE,
+    count: int = 3,
+    value_size: int = 16,
 ) -> bytes:
     """A producer's v2 batch of ``count`` keyed records (offsets from 0, CRC included)."""
-    pairs = [(f"k{i}".encode(), bytes([65 + i % 26]) * value_size) for i in range(count)]
+    pairs = [
+        (f"k{i}".encode(), bytes([65 + i % 26]) * value_size) for i in range(count)
+    ]
     return build_batch(make_records(pairs, timestamp_ms=TS), compression=compression)
 
 
@@ -162,7 +166,9 @@ VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
         {"acks": 0},
     ),
     ApiKey.METADATA: ({"MetadataRequest.topics": None},),
-    ApiKey.CREATE_TOPICS: ({"validate_only": True, "CreatableTopic.name": "fuzz-validated"},),
+    ApiKey.CREATE_TOPICS: (
+        {"validate_only": True, "CreatableTopic.name": "fuzz-validated"},
+    ),
     # The broker's own configs (ConfigResource type 4, BROKER).
     ApiKey.DESCRIBE_CONFIGS: ({"resource_type": 4, "resource_name": "1"},),
 }
@@ -183,7 +189,9 @@ class Seed:
 
     def payload(self, correlation_id: int, client_id: str | None = "fuzz") -> bytes:
         """Header and body, without the size prefix."""
-        header = encode_request_header(self.api_key, self.api_version, correlation_id, client_id)
+        header = encode_request_header(
+            self.api_key, self.api_version, correlation_id, client_id
+        )
         return header + encode_entity(self.body)
 
 
@@ -218,7 +226,9 @@ def _fit(hint: object, value: object, values: Mapping[str, object]) -> object:
         if dataclasses.is_dataclass(element):
             # Elements given as overrides of their own fields: {"name": ...} each.
             entity = typing.cast(type[Entity], element)
-            return tuple(_entity(entity, {**values, **_qualified(entity, v)}) for v in value)
+            return tuple(
+                _entity(entity, {**values, **_qualified(entity, v)}) for v in value
+            )
         return tuple(_fit(element, v, values) for v in value)
     if isinstance(inner, type):
         if issubclass(inner, i64Timedelta | i32Timedelta):
@@ -289,7 +299,9 @@ def corpus() -> tuple[Seed, ...]:
             cls = request_schema(api_key, version)
             assert cls is not None, (api_key, version)
             for variant, overrides in enumerate(({}, *VARIANTS.get(api_key, ()))):
-                seeds.append(Seed(api_key, version, variant, build_request(cls, overrides)))
+                seeds.append(
+                    Seed(api_key, version, variant, build_request(cls, overrides))
+                )
     return tuple(seeds)
 
 

@@ -46,7 +46,11 @@ FIXED: tuple[tuple[str, bytes, bool], ...] = (
     ("size 1000, 10 bytes, EOF", struct.pack(">i", 1000) + b"\x00" * 10, True),
     ("half a size prefix, EOF", b"\x00\x00", True),
     ("size 4, header cut short", struct.pack(">i", 4) + b"\x00\x12\x00\x00", False),
-    ("size 7, header cut short", struct.pack(">i", 7) + b"\x00\x12\x00\x00\x00\x00\x01", False),
+    (
+        "size 7, header cut short",
+        struct.pack(">i", 7) + b"\x00\x12\x00\x00\x00\x00\x01",
+        False,
+    ),
     ("TLS ClientHello", CLIENT_HELLO, False),
     ("HTTP GET", HTTP_GET, False),
     ("valid request, then size -1", _valid(0) + struct.pack(">i", -1), False),
@@ -59,10 +63,16 @@ def framing_case(seed_value: int, index: int) -> Case:
     """The fixed cases first, then seeded random sizes with random tails."""
     if index < len(FIXED):
         what, data, eof = FIXED[index]
-        return Case("framing", seed_value, index, "framing", "fixed", what, data, False, eof)
+        return Case(
+            "framing", seed_value, index, "framing", "fixed", what, data, False, eof
+        )
     rng = random.Random(f"framing:{seed_value}:{index}")
     size = rng.choice(
-        (rng.randrange(-(2**31), 0), rng.randrange(1 << 27, 2**31), rng.randrange(0, 64))
+        (
+            rng.randrange(-(2**31), 0),
+            rng.randrange(1 << 27, 2**31),
+            rng.randrange(0, 64),
+        )
     )
     tail = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 64)))
     data = struct.pack(">i", size) + tail

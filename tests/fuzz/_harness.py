@@ -63,7 +63,9 @@ PARKING_DEADLINE = 3.0
 """Requests Kafka parks by design (Fetch up to max.wait, JoinGroup and SyncGroup until
 the rebalance, Produce acks=all until the HW) may stay unanswered this long; after that
 the case counts as parked, not failed (a mutated max.wait can be 24 days)."""
-PARKING_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+PARKING_APIS = frozenset(
+    {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
+)
 HEALTH_DEADLINE = 20.0
 RSS_HEADROOM = 256 << 20
 """How far VmRSS may grow over its level after the warm-up: requests are sent one at a
@@ -73,7 +75,9 @@ create. A broker that allocates per claimed length or per claimed partition coun
 blows through it."""
 PROBE_ID = 0x50524F42  # "PROB"
 TRACEBACK = "Traceback (most recent call last)"
-_RAISED = re.compile(r"^[\s|]*((?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\b.*)$")
+_RAISED = re.compile(
+    r"^[\s|]*((?:[\w.]+\.)?\w*(?:Error|Exception|Exit|Interrupt)\b.*)$"
+)
 _LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d ")
 _LOG_ERROR = re.compile(r"^\S+ \S+ (?:ERROR|CRITICAL) (\S+):")
 BROKER_OVERRIDES = {
@@ -208,7 +212,9 @@ class FuzzSession:
     broker: BrokerProcess = attrs.field(init=False)
     generation: int = attrs.field(init=False, default=0)
     failures: list[Failure] = attrs.field(init=False, factory=list)
-    outcomes: collections.Counter[str] = attrs.field(init=False, factory=collections.Counter)
+    outcomes: collections.Counter[str] = attrs.field(
+        init=False, factory=collections.Counter
+    )
     cases_run: int = attrs.field(init=False, default=0)
     rss_baseline: int = attrs.field(init=False, default=0)
     rss_peak: int = attrs.field(init=False, default=0)
@@ -239,7 +245,9 @@ class FuzzSession:
     def _open_bystander(self) -> None:
         if self._bystander is not None:
             self._bystander.close()
-        self._bystander = socket.create_connection(("127.0.0.1", self.broker.port), timeout=10)
+        self._bystander = socket.create_connection(
+            ("127.0.0.1", self.broker.port), timeout=10
+        )
 
     def _create_topic(self) -> None:
         body = CreateTopicsRequest(
@@ -261,11 +269,20 @@ class FuzzSession:
         """Every corpus request once, then the RSS baseline: the corpus must be answered."""
         for number, seed in enumerate(corpus()):
             case = Case(
-                "corpus", 0, number, "corpus", seed.name, "unmutated", frame(seed.payload(7))
+                "corpus",
+                0,
+                number,
+                "corpus",
+                seed.name,
+                "unmutated",
+                frame(seed.payload(7)),
             )
             before = len(self.failures)
             outcome = self.run(case)
-            if outcome not in ("answered", "unanswered acks=0") and len(self.failures) == before:
+            if (
+                outcome not in ("answered", "unanswered acks=0")
+                and len(self.failures) == before
+            ):
                 self._fail(case, f"corpus: {outcome}", f"a valid request was {outcome}")
         self.check_health(None)
         self.rss_baseline = rss_bytes(self._pid())
@@ -281,7 +298,9 @@ class FuzzSession:
         self._wait_output_drained()
         self._scan_output()
         if status != 0:
-            self._fail(None, "unclean stop", f"broker exited with status {status} on SIGTERM")
+            self._fail(
+                None, "unclean stop", f"broker exited with status {status} on SIGTERM"
+            )
         self._verify_logs()
         seen = len(self.broker.output)
         try:
@@ -396,7 +415,9 @@ class FuzzSession:
         answered, skipped_acks0 = 0, 0
         while pending:
             waiting = pending[0]
-            limit = PARKING_DEADLINE if waiting.api_key in PARKING_APIS else CASE_DEADLINE
+            limit = (
+                PARKING_DEADLINE if waiting.api_key in PARKING_APIS else CASE_DEADLINE
+            )
             try:
                 response = reader.next_frame(start + limit)
             except ConnectionGone:
@@ -412,11 +433,14 @@ class FuzzSession:
                 )
                 return "stalled"
             if len(response) < 4:
-                self._fail(case, "short response", f"response frame of {len(response)} bytes")
+                self._fail(
+                    case, "short response", f"response frame of {len(response)} bytes"
+                )
                 return "bad response"
             (correlation,) = struct.unpack_from(">i", response)
             match = next(
-                (i for i, e in enumerate(pending) if e.correlation_id == correlation), None
+                (i for i, e in enumerate(pending) if e.correlation_id == correlation),
+                None,
             )
             if match is None:
                 self._fail(
@@ -519,7 +543,8 @@ class FuzzSession:
             include_topic_authorized_operations=False,
         )
         self._bystander.sendall(
-            request_bytes(ApiVersionsRequest(), versions_id) + request_bytes(metadata, metadata_id)
+            request_bytes(ApiVersionsRequest(), versions_id)
+            + request_bytes(metadata, metadata_id)
         )
         reader = FrameReader(self._bystander)
         deadline = time.monotonic() + HEALTH_DEADLINE
@@ -528,9 +553,13 @@ class FuzzSession:
             (metadata_id, ApiKey.METADATA, 8),
         ):
             response = reader.next_frame(deadline)
-            assert response is not None, f"bystander: no answer within {HEALTH_DEADLINE:.0f}s"
+            assert response is not None, (
+                f"bystander: no answer within {HEALTH_DEADLINE:.0f}s"
+            )
             (correlation,) = struct.unpack_from(">i", response)
-            assert correlation == want, f"bystander: correlation id {correlation} != {want}"
+            assert correlation == want, (
+                f"bystander: correlation id {correlation} != {want}"
+            )
             body = decode_response(api_key, version, response)
             if isinstance(body, ApiVersionsResponse):
                 assert int(body.error_code) == 0, body
@@ -538,7 +567,9 @@ class FuzzSession:
                 assert [t.name for t in body.topics] == [TOPIC], body
 
     def _ask(self, body: RequestPayload, api_key: int, version: int) -> ResponsePayload:
-        with socket.create_connection(("127.0.0.1", self.broker.port), timeout=10) as sock:
+        with socket.create_connection(
+            ("127.0.0.1", self.broker.port), timeout=10
+        ) as sock:
             sock.sendall(request_bytes(body, 1))
             response = FrameReader(sock).next_frame(time.monotonic() + HEALTH_DEADLINE)
             assert response is not None
@@ -619,7 +650,8 @@ class FuzzSession:
             f"{self.label} [{family}]: {cases} cases in {elapsed:.1f}s, "
             f"{len(self.failures) - since} failures, broker restarts {self.restarts}, "
             f"RSS baseline {self.rss_baseline >> 20} MiB peak {self.rss_peak >> 20} MiB",
-            "  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
+            "  outcomes: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
         ]
         groups: dict[str, list[Failure]] = collections.defaultdict(list)
         for failure in self.failures[since:]:

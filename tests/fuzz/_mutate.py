@@ -159,7 +159,9 @@ def truncate(rng: random.Random, body: bytearray) -> str:
 def extend(rng: random.Random, body: bytearray) -> str:
     extra = rng.choice((1, 2, 4, 16, 64, 1000))
     tail = (
-        bytes(rng.randrange(256) for _ in range(extra)) if rng.random() < 0.5 else b"\x00" * extra
+        bytes(rng.randrange(256) for _ in range(extra))
+        if rng.random() < 0.5
+        else b"\x00" * extra
     )
     body.extend(tail)
     return f"extended by {extra} bytes"
@@ -212,7 +214,9 @@ def _header_with(seed: Seed, correlation: int, client_id: str | None = "fuzz") -
     return full[: len(full) - len(_body(seed))]
 
 
-def mutate_header(rng: random.Random, seed: Seed, correlation: int) -> tuple[str, bytes]:
+def mutate_header(
+    rng: random.Random, seed: Seed, correlation: int
+) -> tuple[str, bytes]:
     body = _body(seed)
     header = bytearray(_header_with(seed, correlation))
     api_key, version, _ = FIXED_HEADER.unpack_from(header)
@@ -223,7 +227,11 @@ def mutate_header(rng: random.Random, seed: Seed, correlation: int) -> tuple[str
         struct.pack_into(">h", header, 2, new)
         return f"api version {version} -> {new}", bytes(header) + body
     if what == 1:
-        unknown = [k for k in range(-2, 80) if k not in SUPPORTED] + [1000, 2**15 - 1, -(2**15)]
+        unknown = [k for k in range(-2, 80) if k not in SUPPORTED] + [
+            1000,
+            2**15 - 1,
+            -(2**15),
+        ]
         new = rng.choice(unknown)
         struct.pack_into(">h", header, 0, new)
         return f"api key {api_key} -> {new}", bytes(header) + body
@@ -234,7 +242,9 @@ def mutate_header(rng: random.Random, seed: Seed, correlation: int) -> tuple[str
     if what == 3:
         # Client ids of odd but legal lengths and contents (KIP-511 validates the
         # software name in ApiVersions v3, not the client id).
-        client_id = rng.choice((None, "", "x" * 32767, "é" * 100, "\x00\n", "fuzz " * 50))
+        client_id = rng.choice(
+            (None, "", "x" * 32767, "é" * 100, "\x00\n", "fuzz " * 50)
+        )
         return (
             f"client id of length {-1 if client_id is None else len(client_id)}",
             _header_with(seed, correlation, client_id) + body,

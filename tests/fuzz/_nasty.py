@@ -57,7 +57,15 @@ TIMEOUTS = (-1, 0, 1, INT32_MIN, 100)
 
 # Offsets inside a v2 record batch header (Kafka's DefaultRecordBatch).
 BASE_OFFSET, LENGTH, MAGIC, CRC, ATTRIBUTES, LAST_DELTA = 0, 8, 16, 17, 21, 23
-FIRST_TS, MAX_TS, PRODUCER_ID, EPOCH, SEQUENCE, COUNT, RECORDS = 27, 35, 43, 51, 53, 57, 61
+FIRST_TS, MAX_TS, PRODUCER_ID, EPOCH, SEQUENCE, COUNT, RECORDS = (
+    27,
+    35,
+    43,
+    51,
+    53,
+    57,
+    61,
+)
 
 
 def ms(value: int) -> datetime.timedelta:
@@ -81,11 +89,15 @@ def nasty_batch(rng: random.Random) -> tuple[str, bytes | None]:
         return f"compression bits {bits}", _seal(batch)
     if what == 1:
         raw = bytearray(record_batch(CompressionType.NONE, count))
-        claimed = rng.choice([c for c in CompressionType if c is not CompressionType.NONE])
+        claimed = rng.choice(
+            [c for c in CompressionType if c is not CompressionType.NONE]
+        )
         struct.pack_into(">h", raw, ATTRIBUTES, int(claimed))
         return f"{claimed.name} claimed, records uncompressed", _seal(raw)
     if what == 2:
-        claimed = rng.choice([c for c in CompressionType if c is not CompressionType.NONE])
+        claimed = rng.choice(
+            [c for c in CompressionType if c is not CompressionType.NONE]
+        )
         garbage = bytes(rng.randrange(256) for _ in range(rng.choice((1, 50, 5000))))
         if rng.random() < 0.5:
             garbage = b"\x00" * 1_000_000  # compresses to little, expands to a lot
@@ -134,13 +146,17 @@ def nasty_batch(rng: random.Random) -> tuple[str, bytes | None]:
         return f"attribute bits {bit:#x}", _seal(batch)
     if what == 11:
         first = rng.choice((-1, 2**63 - 1, -(2**63), 0))
-        struct.pack_into(">qq", batch, FIRST_TS, first, rng.choice((first, -1, 0, 2**63 - 1)))
+        struct.pack_into(
+            ">qq", batch, FIRST_TS, first, rng.choice((first, -1, 0, 2**63 - 1))
+        )
         return f"timestamps from {first}", _seal(batch)
     if what == 12:
         second = record_batch(codec, count)
         return "two batches with the same offsets", bytes(batch) + second
     if what == 13:
-        return "a batch and a torn one", bytes(batch) + bytes(batch[: rng.randrange(1, 61)])
+        return "a batch and a torn one", bytes(batch) + bytes(
+            batch[: rng.randrange(1, 61)]
+        )
     return rng.choice((("no records (null)", None), ("empty records", b"")))
 
 
@@ -162,7 +178,9 @@ def produce(rng: random.Random) -> Overrides:
     if rng.random() < 0.1:
         o["transactional_id"] = rng.choice(("tx", ""))
     if rng.random() < 0.1:
-        o["TopicProduceData.partition_data"] = tuple({"index": i} for i in (0, 0, 1, 2, 99))
+        o["TopicProduceData.partition_data"] = tuple(
+            {"index": i} for i in (0, 0, 1, 2, 99)
+        )
     return o
 
 
@@ -201,9 +219,14 @@ def metadata(rng: random.Random) -> Overrides:
     many = rng.choice((1, 10, 1000))
     return rng.choice(
         (
-            {"MetadataRequestTopic.name": _name(rng), "allow_auto_topic_creation": True},
             {
-                "MetadataRequest.topics": tuple({"name": f"auto-{i}"} for i in range(many)),
+                "MetadataRequestTopic.name": _name(rng),
+                "allow_auto_topic_creation": True,
+            },
+            {
+                "MetadataRequest.topics": tuple(
+                    {"name": f"auto-{i}"} for i in range(many)
+                ),
                 "allow_auto_topic_creation": rng.random() < 0.2,
             },
             {
@@ -232,16 +255,27 @@ def group_ids(rng: random.Random) -> Overrides:
     return rng.choice(
         (
             {"group_id": rng.choice(("", "x" * 32767, *INTERNAL_TOPICS))},
-            {"member_id": rng.choice(("nobody", "x" * 32767)), "generation_id": rng.choice(INT32)},
+            {
+                "member_id": rng.choice(("nobody", "x" * 32767)),
+                "generation_id": rng.choice(INT32),
+            },
             {"group_instance_id": rng.choice(("static", ""))},
             {
                 "groups": tuple(
-                    rng.choice(("", "g", "x" * 1000)) for _ in range(rng.choice((0, 3, 500)))
+                    rng.choice(("", "g", "x" * 1000))
+                    for _ in range(rng.choice((0, 3, 500)))
                 )
             },
             {"groups_names": ("", "fuzz-group", *INTERNAL_TOPICS)},
-            {"key": rng.choice(("", "x" * 32767)), "key_type": rng.choice((1, 2, -1, 127))},
-            {"LeaveGroupRequest.members": tuple({"member_id": f"m{i}"} for i in range(200))},
+            {
+                "key": rng.choice(("", "x" * 32767)),
+                "key_type": rng.choice((1, 2, -1, 127)),
+            },
+            {
+                "LeaveGroupRequest.members": tuple(
+                    {"member_id": f"m{i}"} for i in range(200)
+                )
+            },
         )
     )
 
@@ -252,9 +286,16 @@ def join_group(rng: random.Random) -> Overrides:
             {"session_timeout": ms(rng.choice((0, -1, 99, INT32_MAX, INT32_MIN)))},
             {"rebalance_timeout": ms(rng.choice((0, -1, INT32_MIN, 1)))},
             {"JoinGroupRequest.protocols": ()},
-            {"JoinGroupRequestProtocol.name": "", "JoinGroupRequestProtocol.metadata": b"\xff" * 9},
+            {
+                "JoinGroupRequestProtocol.name": "",
+                "JoinGroupRequestProtocol.metadata": b"\xff" * 9,
+            },
             {"protocol_type": rng.choice(("", "connect", "x" * 32767))},
-            {"JoinGroupRequest.protocols": tuple({"name": f"p{i % 3}"} for i in range(300))},
+            {
+                "JoinGroupRequest.protocols": tuple(
+                    {"name": f"p{i % 3}"} for i in range(300)
+                )
+            },
             {"member_id": "made-up-member", "group_instance_id": "static"},
         )
     )
@@ -263,7 +304,11 @@ def join_group(rng: random.Random) -> Overrides:
 def sync_group(rng: random.Random) -> Overrides:
     return rng.choice(
         (
-            {"SyncGroupRequest.assignments": tuple({"member_id": m} for m in ("", "a", "a"))},
+            {
+                "SyncGroupRequest.assignments": tuple(
+                    {"member_id": m} for m in ("", "a", "a")
+                )
+            },
             {
                 "SyncGroupRequestAssignment.assignment": b"\xff" * 100,
                 "SyncGroupRequest.assignments": ({"member_id": "x"},),
@@ -317,7 +362,9 @@ def create_topics(rng: random.Random) -> Overrides:
 
 
 def delete_topics(rng: random.Random) -> Overrides:
-    names = tuple(n for n in (*NAMES, DOOMED_TOPIC, DOOMED_TOPIC, "missing") if rng.random() < 0.3)
+    names = tuple(
+        n for n in (*NAMES, DOOMED_TOPIC, DOOMED_TOPIC, "missing") if rng.random() < 0.3
+    )
     return {
         "DeleteTopicsRequest.topic_names": names or (_name(rng),),
         "timeout": ms(rng.choice((*TIMEOUTS, 5000))),
@@ -327,8 +374,14 @@ def delete_topics(rng: random.Random) -> Overrides:
 def create_partitions(rng: random.Random) -> Overrides:
     return rng.choice(
         (
-            {"CreatePartitionsTopic.count": rng.choice(INT32), "validate_only": rng.random() < 0.5},
-            {"CreatePartitionsTopic.name": _name(rng), "CreatePartitionsTopic.count": 8},
+            {
+                "CreatePartitionsTopic.count": rng.choice(INT32),
+                "validate_only": rng.random() < 0.5,
+            },
+            {
+                "CreatePartitionsTopic.name": _name(rng),
+                "CreatePartitionsTopic.count": 8,
+            },
             {
                 "CreatePartitionsTopic.count": 5,
                 "CreatePartitionsTopic.assignments": tuple(
@@ -394,10 +447,20 @@ def reassignments(rng: random.Random) -> Overrides:
     same broker, cancels of nothing; on internal and impossible topics."""
     return rng.choice(
         (
-            {"ReassignablePartition.replicas": rng.choice(((), (1, 1), (99,), (1,), None))},
+            {
+                "ReassignablePartition.replicas": rng.choice(
+                    ((), (1, 1), (99,), (1,), None)
+                )
+            },
             {"ReassignablePartition.replicas": (INT32_MAX, -1)},
-            {"ReassignableTopic.name": _name(rng), "ReassignablePartition.replicas": (1,)},
-            {"partition_index": rng.choice(INT32), "ReassignablePartition.replicas": (1,)},
+            {
+                "ReassignableTopic.name": _name(rng),
+                "ReassignablePartition.replicas": (1,),
+            },
+            {
+                "partition_index": rng.choice(INT32),
+                "ReassignablePartition.replicas": (1,),
+            },
             {"timeout": ms(rng.choice(TIMEOUTS))},
         )
     )
@@ -418,7 +481,10 @@ def describe_quorum(rng: random.Random) -> Overrides:
     return rng.choice(
         (
             {"TopicData.topic_name": rng.choice((*INTERNAL_TOPICS, *NAMES))},
-            {"TopicData.topic_name": "__cluster_metadata", "partition_index": rng.choice(INT32)},
+            {
+                "TopicData.topic_name": "__cluster_metadata",
+                "partition_index": rng.choice(INT32),
+            },
             {"DescribeQuorumRequest.topics": ()},
         )
     )
@@ -463,7 +529,9 @@ def nasty_case(seed_value: int, index: int) -> Case:
         # what a deletion does with a name (a rename to a "-delete" directory) is where
         # a name the creation accepted can break the broker.
         api_key, version = (
-            (ApiKey.CREATE_TOPICS, 4) if index < len(NAMES) else (ApiKey.DELETE_TOPICS, 3)
+            (ApiKey.CREATE_TOPICS, 4)
+            if index < len(NAMES)
+            else (ApiKey.DELETE_TOPICS, 3)
         )
         name = NAMES[index % len(NAMES)]
         overrides: dict[str, object] = (
@@ -478,7 +546,10 @@ def nasty_case(seed_value: int, index: int) -> Case:
     cls = request_schema(api_key, version)
     assert cls is not None
     detail = str(overrides.pop("_detail", ""))
-    shown = {k: (v if len(repr(v)) < 80 else repr(v)[:77] + "...") for k, v in overrides.items()}
+    shown = {
+        k: (v if len(repr(v)) < 80 else repr(v)[:77] + "...")
+        for k, v in overrides.items()
+    }
     try:
         body = build_request(cls, overrides)
     except (ValueError, TypeError) as e:
@@ -489,5 +560,11 @@ def nasty_case(seed_value: int, index: int) -> Case:
     seed = Seed(api_key, version, 0, body)
     payload = seed.payload(correlation_id(rng))
     return Case(
-        "nasty", seed_value, index, "nasty", seed.name, f"{shown} {detail}".strip(), frame(payload)
+        "nasty",
+        seed_value,
+        index,
+        "nasty",
+        seed.name,
+        f"{shown} {detail}".strip(),
+        frame(payload),
     )

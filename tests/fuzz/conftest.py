@@ -24,9 +24,14 @@ DEFAULT_SEED = 15  # issue 15
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fuzz", "minikafka's fuzz suite (tests/fuzz)")
     group.addoption(
-        "--fuzz-cases", type=int, default=None, help="cases per generator (default: bounded)"
+        "--fuzz-cases",
+        type=int,
+        default=None,
+        help="cases per generator (default: bounded)",
     )
-    group.addoption("--fuzz-seed", type=int, default=DEFAULT_SEED, help="the run's seed")
+    group.addoption(
+        "--fuzz-seed", type=int, default=DEFAULT_SEED, help="the run's seed"
+    )
     group.addoption(
         "--fuzz-replay",
         default=None,
@@ -35,7 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
     # pyproject's 120 s per test is for ordinary tests; a fuzz run's time grows with its
     # case count (the default run takes well under a minute per test).
     cases = config.getoption("--fuzz-cases", default=None) or 3000

@@ -20,7 +20,9 @@ def test_framing_cases_close_only_their_connection(
     """Size prefixes of 0, negative, huge or cut short, a TLS ClientHello and an HTTP
     GET close their own connection (after answering any whole request before them);
     the broker stays up and keeps answering the bystander."""
-    run_family(fuzz_session, fuzz_options, "framing", framing_case, FRAMING_CASES, last=False)
+    run_family(
+        fuzz_session, fuzz_options, "framing", framing_case, FRAMING_CASES, last=False
+    )
 
 
 def test_mutated_requests_leave_the_broker_serving(

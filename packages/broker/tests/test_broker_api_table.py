@@ -13,11 +13,17 @@ def test_every_row_has_the_body_classes_of_exactly_its_versions() -> None:
         if spec.key == ApiKey.API_VERSIONS:
             continue  # answered by minikafka.net's handler, which types its own body
         versions = [int(cls.__version__) for cls in SERVED_BODIES[spec.key]]  # type: ignore[attr-defined]
-        assert versions == list(range(spec.min_version, spec.max_version + 1)), spec.key.name
-    assert set(SERVED_BODIES) == {s.key for s in KafkaApis.TABLE} - {ApiKey.API_VERSIONS}
+        assert versions == list(range(spec.min_version, spec.max_version + 1)), (
+            spec.key.name
+        )
+    assert set(SERVED_BODIES) == {s.key for s in KafkaApis.TABLE} - {
+        ApiKey.API_VERSIONS
+    }
 
 
 def test_the_supported_ranges_and_parking_come_from_the_table() -> None:
-    assert {s.key: (s.min_version, s.max_version) for s in KafkaApis.TABLE} == KafkaApis.SUPPORTED
+    assert {
+        s.key: (s.min_version, s.max_version) for s in KafkaApis.TABLE
+    } == KafkaApis.SUPPORTED
     parks = {s.key for s in KafkaApis.TABLE if s.parks}
     assert parks == {ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}

@@ -33,25 +33,40 @@ from kio.schema.create_topics.v4.request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.create_topics.v4.response import CreatableTopicResult, CreateTopicsResponse
+from kio.schema.create_topics.v4.response import (
+    CreatableTopicResult,
+    CreateTopicsResponse,
+)
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
 from kio.schema.describe_configs.v3.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
-from kio.schema.describe_configs.v3.response import DescribeConfigsResponse, DescribeConfigsResult
+from kio.schema.describe_configs.v3.response import (
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse, PartitionData
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
-from kio.schema.list_offsets.v5.response import ListOffsetsPartitionResponse, ListOffsetsResponse
+from kio.schema.list_offsets.v5.response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+)
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
-from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
+from kio.schema.metadata.v1.request import (
+    MetadataRequestTopic as MetadataRequestTopicV1,
+)
 from kio.schema.metadata.v1.response import MetadataResponse as MetadataResponseV1
 from kio.schema.metadata.v8.response import MetadataResponse, MetadataResponseTopic
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.schema.produce.v8.response import PartitionProduceResponse, ProduceResponse
 from kio.schema.types import BrokerId, TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
@@ -148,7 +163,9 @@ def produce_request(
     transactional_id: str | None = None,
 ) -> ProduceRequest:
     return ProduceRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        transactional_id=None
+        if transactional_id is None
+        else TransactionalId(transactional_id),
         acks=i16(acks),
         timeout=ms(timeout_ms),
         topic_data=(
@@ -303,7 +320,8 @@ class Kafka:
                     replication_factor=i16(replication_factor),
                     assignments=(),
                     configs=tuple(
-                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                        CreatableTopicConfig(name=k, value=v)
+                        for k, v in (configs or {}).items()
                     ),
                 ),
             ),
@@ -324,7 +342,9 @@ class Kafka:
     ) -> CreatePartitionsTopicResult:
         body = CreatePartitionsRequest(
             topics=(
-                CreatePartitionsTopic(name=TopicName(name), count=i32(count), assignments=None),
+                CreatePartitionsTopic(
+                    name=TopicName(name), count=i32(count), assignments=None
+                ),
             ),
             timeout=ms(30_000),
             validate_only=validate_only,
@@ -349,7 +369,9 @@ class Kafka:
         [result] = (await self.call(body, DescribeConfigsResponse)).results
         return result
 
-    async def init_producer_id(self, transactional_id: str | None = None) -> InitProducerIdResponse:
+    async def init_producer_id(
+        self, transactional_id: str | None = None
+    ) -> InitProducerIdResponse:
         body = InitProducerIdRequest(
             transactional_id=None
             if transactional_id is None
@@ -359,15 +381,22 @@ class Kafka:
         return await self.call(body, InitProducerIdResponse)
 
     def log_end_offset(self, topic: str, partition: int = 0) -> int:
-        found = self.server.replica_manager.get_partition(TopicPartition(topic, partition))
+        found = self.server.replica_manager.get_partition(
+            TopicPartition(topic, partition)
+        )
         assert found is not None
         return found.log.log_end_offset
 
 
 @asynccontextmanager
-async def kafka(data_dir: Path, overrides: Mapping[str, str] | None = None) -> AsyncIterator[Kafka]:
+async def kafka(
+    data_dir: Path, overrides: Mapping[str, str] | None = None
+) -> AsyncIterator[Kafka]:
     config = single_node_config(data_dir, overrides)
-    async with running_broker(config) as server, NetworkClient.open(client_id="tests") as client:
+    async with (
+        running_broker(config) as server,
+        NetworkClient.open(client_id="tests") as client,
+    ):
         host, port = server.bound_address()
         yield Kafka(server, client, Node(config.node_id, host, port))
 
@@ -381,7 +410,9 @@ async def broker(tmp_path: Path) -> AsyncIterator[Kafka]:
 # --- ApiVersions and every advertised version ------------------------------------------
 
 
-async def test_api_versions_lists_exactly_what_kafka_apis_supports(broker: Kafka) -> None:
+async def test_api_versions_lists_exactly_what_kafka_apis_supports(
+    broker: Kafka,
+) -> None:
     assert await broker.client.api_versions(broker.node) == dict(KafkaApis.SUPPORTED)
 
 
@@ -423,7 +454,12 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
             "topics": entry(
                 "topics",
                 partitions=(
-                    part("topics", partition=0, fetch_offset=0, partition_max_bytes=1 << 20),
+                    part(
+                        "topics",
+                        partition=0,
+                        fetch_offset=0,
+                        partition_max_bytes=1 << 20,
+                    ),
                 ),
             ),
             "forgotten_topics_data": (),
@@ -445,7 +481,11 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
         18: lambda: {"client_software_name": "tests", "client_software_version": "1"},
         19: lambda: {
             "topics": entry(
-                "topics", num_partitions=2, replication_factor=1, assignments=(), configs=()
+                "topics",
+                num_partitions=2,
+                replication_factor=1,
+                assignments=(),
+                configs=(),
             ),
             "timeout": seconds,
             "validate_only": False,
@@ -454,7 +494,9 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
         22: lambda: {"transactional_id": None, "transaction_timeout": seconds},
         23: lambda: {
             "replica_id": -1,  # v3+: a consumer (KIP-320's validation) asks too
-            "topics": entry("topics", partitions=(part("topics", partition=0, leader_epoch=0),)),
+            "topics": entry(
+                "topics", partitions=(part("topics", partition=0, leader_epoch=0),)
+            ),
         },
         32: lambda: {
             "resources": (
@@ -505,7 +547,10 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
             with trio.fail_after(DEADLINE):
                 response = await broker.client.send(broker.node, body)
             assert response is not None
-            assert (int(response.__api_key__), int(response.__version__)) == (api_key, version)
+            assert (int(response.__api_key__), int(response.__version__)) == (
+                api_key,
+                version,
+            )
             if api_key == 18:  # every ApiVersions version lists the same table
                 listed = {
                     int(k.api_key): (int(k.min_version), int(k.max_version))
@@ -514,11 +559,14 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
                 assert listed == dict(KafkaApis.SUPPORTED), version
             if api_key == 1:  # the produce sweep wrote one record per Produce version
                 [[partition]] = [t.partitions for t in cast(Any, response).responses]
-                produced = range(KafkaApis.SUPPORTED[0][0], KafkaApis.SUPPORTED[0][1] + 1)
+                produced = range(
+                    KafkaApis.SUPPORTED[0][0], KafkaApis.SUPPORTED[0][1] + 1
+                )
                 assert values_of(partition.records) == [b"v%d" % v for v in produced]
             errors = _error_codes(response)
             assert errors, response
-            if api_key == 43:  # a single node's partition has its preferred leader already
+            # a single node's partition has its preferred leader already
+            if api_key == 43:
                 assert ErrorCode.election_not_needed in errors, response
                 errors = [e for e in errors if e is not ErrorCode.election_not_needed]
             assert set(errors) <= {ErrorCode.none}, (api_key, version, response)
@@ -530,7 +578,9 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
     }
     # DeleteTopics of every version removed the topics again (FindCoordinator created
     # the internal __consumer_offsets, which stays).
-    assert [t.name for t in (await broker.metadata(None)).topics] == ["__consumer_offsets"]
+    assert [t.name for t in (await broker.metadata(None)).topics] == [
+        "__consumer_offsets"
+    ]
 
 
 def _error_codes(entity: object) -> list[ErrorCode]:
@@ -560,22 +610,32 @@ async def test_metadata_names_this_broker_as_the_controller(broker: Kafka) -> No
     assert response.topics == ()
 
 
-async def test_metadata_creates_a_missing_topic_with_the_defaults(tmp_path: Path) -> None:
+async def test_metadata_creates_a_missing_topic_with_the_defaults(
+    tmp_path: Path,
+) -> None:
     async with kafka(tmp_path / "data", {"num.partitions": "3"}) as k:
         [topic] = (await k.metadata(["auto"])).topics
-        assert (topic.name, topic.error_code, topic.is_internal) == ("auto", ErrorCode.none, False)
+        assert (topic.name, topic.error_code, topic.is_internal) == (
+            "auto",
+            ErrorCode.none,
+            False,
+        )
         assert [
             (p.partition_index, p.error_code, p.leader_id, p.replica_nodes, p.isr_nodes)
             for p in topic.partitions
         ] == [(i, ErrorCode.none, 1, (1,), (1,)) for i in range(3)]
         # It is a real topic now: produce goes straight to it.
-        assert (await k.produce("auto", batch([b"a"]), partition=2)).error_code is ErrorCode.none
+        assert (
+            await k.produce("auto", batch([b"a"]), partition=2)
+        ).error_code is ErrorCode.none
         # A second ask finds it rather than creating it again.
         assert (await k.topic("auto")).partitions == topic.partitions
 
 
 async def test_metadata_v1_has_no_allow_flag_and_creates(broker: Kafka) -> None:
-    body = MetadataRequestV1(topics=(MetadataRequestTopicV1(name=TopicName("old-client")),))
+    body = MetadataRequestV1(
+        topics=(MetadataRequestTopicV1(name=TopicName("old-client")),)
+    )
     response = await broker.call(body, MetadataResponseV1)
     [topic] = response.topics
     assert (topic.name, topic.error_code, len(topic.partitions)) == (
@@ -603,7 +663,9 @@ async def test_metadata_does_not_create_when_the_broker_says_no(tmp_path: Path) 
         assert (await k.metadata(None)).topics == ()
 
 
-async def test_metadata_of_an_invalid_name_is_an_error_not_a_topic(broker: Kafka) -> None:
+async def test_metadata_of_an_invalid_name_is_an_error_not_a_topic(
+    broker: Kafka,
+) -> None:
     [topic] = (await broker.metadata(["bad name!"])).topics
     assert topic.error_code is ErrorCode.invalid_topic_exception
     assert (await broker.metadata(None)).topics == ()
@@ -616,9 +678,13 @@ async def test_metadata_never_creates_an_internal_topic(broker: Kafka) -> None:
     assert (await broker.metadata(None)).topics == ()
 
 
-async def test_metadata_of_no_topics_and_of_existing_and_missing_ones(broker: Kafka) -> None:
+async def test_metadata_of_no_topics_and_of_existing_and_missing_ones(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("here")
-    assert (await broker.metadata([])).topics == ()  # an empty list: no topics, none created
+    assert (
+        await broker.metadata([])
+    ).topics == ()  # an empty list: no topics, none created
     response = await broker.metadata(["new-1", "here", "new-2", "new-1"])
     assert [(t.name, t.error_code) for t in response.topics] == [
         ("new-1", ErrorCode.none),
@@ -626,10 +692,16 @@ async def test_metadata_of_no_topics_and_of_existing_and_missing_ones(broker: Ka
         ("new-2", ErrorCode.none),
         ("new-1", ErrorCode.none),
     ]
-    assert [t.name for t in (await broker.metadata(None)).topics] == ["here", "new-1", "new-2"]
+    assert [t.name for t in (await broker.metadata(None)).topics] == [
+        "here",
+        "new-1",
+        "new-2",
+    ]
 
 
-async def test_metadata_of_all_topics_lists_them_without_creating(broker: Kafka) -> None:
+async def test_metadata_of_all_topics_lists_them_without_creating(
+    broker: Kafka,
+) -> None:
     for name in ("b-topic", "a-topic"):
         assert (await broker.create_topic(name, 2)).error_code is ErrorCode.none
     response = await broker.metadata(None)
@@ -645,23 +717,37 @@ async def test_metadata_of_all_topics_lists_them_without_creating(broker: Kafka)
 async def test_produce_acks_1_answers_with_the_base_offsets(broker: Kafka) -> None:
     await broker.create_topic("t", 2)
     first = await broker.produce("t", batch([b"a", b"b", b"c"]))
-    assert (first.error_code, first.base_offset, first.log_start_offset) == (ErrorCode.none, 0, 0)
+    assert (first.error_code, first.base_offset, first.log_start_offset) == (
+        ErrorCode.none,
+        0,
+        0,
+    )
     assert first.log_append_time is None  # CreateTime topic
     second = await broker.produce("t", batch([b"d", b"e"]))
     assert second.base_offset == 3
     other = await broker.produce("t", batch([b"x"]), partition=1)
     assert other.base_offset == 0
     assert broker.log_end_offset("t") == 5
-    assert values_of((await broker.fetch("t")).records) == [b"a", b"b", b"c", b"d", b"e"]
+    assert values_of((await broker.fetch("t")).records) == [
+        b"a",
+        b"b",
+        b"c",
+        b"d",
+        b"e",
+    ]
 
 
 async def test_produce_of_several_partitions_in_one_request(broker: Kafka) -> None:
     await broker.create_topic("t", 3)
-    body = produce_request("t", {2: batch([b"p2"]), 0: batch([b"p0", b"p0"]), 1: batch([b"p1"])})
+    body = produce_request(
+        "t", {2: batch([b"p2"]), 0: batch([b"p0", b"p0"]), 1: batch([b"p1"])}
+    )
     response = await broker.call(body, ProduceResponse)
     [topic] = response.responses
     # In the order the request named them.
-    assert [(p.index, p.error_code, p.base_offset) for p in topic.partition_responses] == [
+    assert [
+        (p.index, p.error_code, p.base_offset) for p in topic.partition_responses
+    ] == [
         (2, ErrorCode.none, 0),
         (0, ErrorCode.none, 0),
         (1, ErrorCode.none, 0),
@@ -669,7 +755,9 @@ async def test_produce_of_several_partitions_in_one_request(broker: Kafka) -> No
     assert [broker.log_end_offset("t", p) for p in range(3)] == [2, 1, 1]
 
 
-async def test_produce_acks_0_gets_no_response_and_the_connection_goes_on(broker: Kafka) -> None:
+async def test_produce_acks_0_gets_no_response_and_the_connection_goes_on(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     raw = await RawConnection.open(broker.server.socket_server)
     # Two acks=0 produces and a Metadata request, written in one go on one connection.
@@ -691,21 +779,30 @@ async def test_produce_acks_0_gets_no_response_and_the_connection_goes_on(broker
     assert broker.log_end_offset("t") == 6
     # The NetworkClient's way: send without waiting for an answer, then ask on.
     with trio.fail_after(DEADLINE):
-        assert await broker.client.send(broker.node, produce, expect_response=False) is None
+        assert (
+            await broker.client.send(broker.node, produce, expect_response=False)
+            is None
+        )
     latest = await broker.list_offset("t", LATEST)
     assert (latest.error_code, latest.offset) == (ErrorCode.none, 9)
 
 
-async def test_produce_acks_0_with_an_error_closes_the_connection(broker: Kafka) -> None:
+async def test_produce_acks_0_with_an_error_closes_the_connection(
+    broker: Kafka,
+) -> None:
     raw = await RawConnection.open(broker.server.socket_server)
-    await raw.send(request_frame(produce_request("missing", {0: batch([b"a"])}, acks=0), 1))
+    await raw.send(
+        request_frame(produce_request("missing", {0: batch([b"a"])}, acks=0), 1)
+    )
     with trio.fail_after(DEADLINE):
         assert await raw.wait_closed()
     await raw.aclose()
     assert (await broker.metadata(None)).topics == ()
 
 
-async def test_produce_acks_all_is_answered_once_the_high_watermark_passes(broker: Kafka) -> None:
+async def test_produce_acks_all_is_answered_once_the_high_watermark_passes(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     result = await broker.produce("t", batch([b"a", b"b"]), acks=-1)
     assert (result.error_code, result.base_offset) == (ErrorCode.none, 0)
@@ -729,7 +826,9 @@ async def test_produce_to_an_unknown_topic_or_partition(broker: Kafka) -> None:
     assert [t.name for t in (await broker.metadata(None)).topics] == ["t"]
 
 
-async def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(broker: Kafka) -> None:
+async def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(
+    broker: Kafka,
+) -> None:
     result = await broker.create_topic("safe", configs={"min.insync.replicas": "2"})
     assert result.error_code is ErrorCode.none
     refused = await broker.produce("safe", batch([b"a"]), acks=-1)
@@ -739,7 +838,9 @@ async def test_min_insync_replicas_refuses_acks_all_but_not_acks_1(broker: Kafka
     assert (accepted.error_code, accepted.base_offset) == (ErrorCode.none, 0)
 
 
-async def test_a_corrupt_batch_is_refused_and_nothing_is_appended(broker: Kafka) -> None:
+async def test_a_corrupt_batch_is_refused_and_nothing_is_appended(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t", 2)
     corrupt = bytearray(batch([b"hello", b"world"]))
     corrupt[-3] ^= 0xFF  # inside the last record: covered by the CRC
@@ -760,10 +861,17 @@ def _magic_1() -> bytes:
 
 @pytest.mark.parametrize(
     "records",
-    [b"\x00" * 5, b"\x00" * 70, b"garbage that is not a record batch at all" * 3, _magic_1()],
+    [
+        b"\x00" * 5,
+        b"\x00" * 70,
+        b"garbage that is not a record batch at all" * 3,
+        _magic_1(),
+    ],
     ids=["5-zeros", "70-zeros", "text", "magic-1"],
 )
-async def test_records_that_are_no_batch_are_refused(broker: Kafka, records: bytes) -> None:
+async def test_records_that_are_no_batch_are_refused(
+    broker: Kafka, records: bytes
+) -> None:
     await broker.create_topic("t")
     result = await broker.produce("t", records)
     assert result.error_code in (ErrorCode.corrupt_message, ErrorCode.invalid_record)
@@ -773,9 +881,13 @@ async def test_records_that_are_no_batch_are_refused(broker: Kafka, records: byt
 
 
 @pytest.mark.parametrize("count", [0, 2], ids=["no-batch", "two-batches"])
-async def test_a_produce_partition_must_hold_exactly_one_batch(broker: Kafka, count: int) -> None:
+async def test_a_produce_partition_must_hold_exactly_one_batch(
+    broker: Kafka, count: int
+) -> None:
     await broker.create_topic("t")
-    result = await broker.produce("t", b"".join(batch([b"%d" % i]) for i in range(count)))
+    result = await broker.produce(
+        "t", b"".join(batch([b"%d" % i]) for i in range(count))
+    )
     assert result.error_code is ErrorCode.invalid_record
     assert broker.log_end_offset("t") == 0
 
@@ -788,8 +900,12 @@ async def test_a_batch_over_max_message_bytes_is_refused(broker: Kafka) -> None:
     assert (await broker.produce("small", batch([b"x"]))).error_code is ErrorCode.none
 
 
-async def test_log_append_time_topics_stamp_batches_and_keep_the_crc_valid(broker: Kafka) -> None:
-    await broker.create_topic("stamped", configs={"message.timestamp.type": "LogAppendTime"})
+async def test_log_append_time_topics_stamp_batches_and_keep_the_crc_valid(
+    broker: Kafka,
+) -> None:
+    await broker.create_topic(
+        "stamped", configs={"message.timestamp.type": "LogAppendTime"}
+    )
     before = datetime.datetime.now(datetime.UTC)
     result = await broker.produce("stamped", batch([b"a", b"b"], timestamp_ms=1_000))
     after = datetime.datetime.now(datetime.UTC)
@@ -823,7 +939,9 @@ async def test_a_transactional_produce_is_refused(broker: Kafka) -> None:
 
 
 @pytest.mark.parametrize("bits", [0x10, 0x20], ids=["transactional", "control"])
-async def test_transactional_and_control_batches_are_refused(broker: Kafka, bits: int) -> None:
+async def test_transactional_and_control_batches_are_refused(
+    broker: Kafka, bits: int
+) -> None:
     # Without transaction markers a read_committed consumer would take them as committed.
     await broker.create_topic("t")
     data = bytearray(batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=0))
@@ -858,7 +976,9 @@ async def test_producer_ids_stay_distinct_across_a_restart(tmp_path: Path) -> No
 async def test_a_retried_batch_is_appended_once(broker: Kafka) -> None:
     await broker.create_topic("t")
     pid = int((await broker.init_producer_id()).producer_id)
-    first = batch([b"a", b"b", b"c"], producer_id=pid, producer_epoch=0, base_sequence=0)
+    first = batch(
+        [b"a", b"b", b"c"], producer_id=pid, producer_epoch=0, base_sequence=0
+    )
     second = batch([b"d", b"e"], producer_id=pid, producer_epoch=0, base_sequence=3)
     assert (await broker.produce("t", first)).base_offset == 0
     assert (await broker.produce("t", second)).base_offset == 3
@@ -868,7 +988,13 @@ async def test_a_retried_batch_is_appended_once(broker: Kafka) -> None:
     assert (await broker.produce("t", first)).base_offset == 0
     assert (await broker.produce("t", second)).base_offset == 3
     assert broker.log_end_offset("t") == 5
-    assert values_of((await broker.fetch("t")).records) == [b"a", b"b", b"c", b"d", b"e"]
+    assert values_of((await broker.fetch("t")).records) == [
+        b"a",
+        b"b",
+        b"c",
+        b"d",
+        b"e",
+    ]
 
 
 async def test_an_out_of_order_sequence_is_refused(broker: Kafka) -> None:
@@ -891,7 +1017,9 @@ async def test_a_retry_after_a_restart_is_still_recognised(tmp_path: Path) -> No
     async with kafka(tmp_path / "data") as k:
         await k.create_topic("t")
         pid = int((await k.init_producer_id()).producer_id)
-        first = batch([b"a", b"b", b"c"], producer_id=pid, producer_epoch=0, base_sequence=0)
+        first = batch(
+            [b"a", b"b", b"c"], producer_id=pid, producer_epoch=0, base_sequence=0
+        )
         assert (await k.produce("t", first)).base_offset == 0
     async with kafka(tmp_path / "data") as k:
         retry = await k.produce("t", first)
@@ -931,7 +1059,9 @@ async def test_fetch_returns_the_batches_with_their_offsets(broker: Kafka) -> No
     assert (at_end.error_code, at_end.records) == (ErrorCode.none, b"")
 
 
-async def test_read_committed_gets_an_empty_aborted_transactions_list(broker: Kafka) -> None:
+async def test_read_committed_gets_an_empty_aborted_transactions_list(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     await broker.produce("t", batch([b"a"]))
     result = await broker.fetch("t", read_committed=True)
@@ -953,11 +1083,16 @@ async def test_a_parked_fetch_is_completed_by_a_produce_on_another_connection(
         result = await broker.fetch("t", max_wait_ms=int(max_wait * 1000), min_bytes=1)
         answers.append((time.monotonic() - start, result))
 
-    async with NetworkClient.open(client_id="producer") as producer, trio.open_nursery() as n:
+    async with (
+        NetworkClient.open(client_id="producer") as producer,
+        trio.open_nursery() as n,
+    ):
         n.start_soon(consume)
         await wait_until(lambda: purgatory.watched(tp) == 1, DEADLINE)
         with trio.fail_after(DEADLINE):
-            await producer.send(broker.node, produce_request("t", {0: batch([b"late"])}))
+            await producer.send(
+                broker.node, produce_request("t", {0: batch([b"late"])})
+            )
     [(elapsed, result)] = answers
     assert elapsed < max_wait / 2  # answered by the produce, not by the deadline
     assert result.error_code is ErrorCode.none
@@ -965,7 +1100,9 @@ async def test_a_parked_fetch_is_completed_by_a_produce_on_another_connection(
     assert purgatory.watched(tp) == 0
 
 
-async def test_a_parked_fetch_is_answered_when_its_topic_is_deleted(broker: Kafka) -> None:
+async def test_a_parked_fetch_is_answered_when_its_topic_is_deleted(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     tp = TopicPartition("t", 0)
     purgatory = broker.server.replica_manager.core.fetch_purgatory
@@ -1008,7 +1145,9 @@ async def test_shutdown_does_not_wait_for_a_parked_fetch(tmp_path: Path) -> None
 
             nursery.start_soon(consume)
             purgatory = server.replica_manager.core.fetch_purgatory
-            await wait_until(lambda: purgatory.watched(TopicPartition("t", 0)) == 1, DEADLINE)
+            await wait_until(
+                lambda: purgatory.watched(TopicPartition("t", 0)) == 1, DEADLINE
+            )
             start = time.monotonic()
         shutdown_took = time.monotonic() - start
     assert shutdown_took < grace_ms / 1000 / 2
@@ -1020,10 +1159,16 @@ async def test_a_parked_fetch_expires_empty_after_max_wait(broker: Kafka) -> Non
     result = await broker.fetch("t", max_wait_ms=300, min_bytes=1)
     elapsed = time.monotonic() - start
     assert 0.25 <= elapsed < 10
-    assert (result.error_code, result.records, result.high_watermark) == (ErrorCode.none, b"", 0)
+    assert (result.error_code, result.records, result.high_watermark) == (
+        ErrorCode.none,
+        b"",
+        0,
+    )
 
 
-async def test_a_fetch_below_min_bytes_waits_then_answers_what_there_is(broker: Kafka) -> None:
+async def test_a_fetch_below_min_bytes_waits_then_answers_what_there_is(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     await broker.produce("t", batch([b"a"]))
     start = time.monotonic()
@@ -1036,7 +1181,9 @@ async def test_a_fetch_below_min_bytes_waits_then_answers_what_there_is(broker: 
     assert time.monotonic() - start < 5
 
 
-async def test_partition_max_bytes_is_honoured_but_one_batch_always_comes(broker: Kafka) -> None:
+async def test_partition_max_bytes_is_honoured_but_one_batch_always_comes(
+    broker: Kafka,
+) -> None:
     await broker.create_topic("t")
     sizes = []
     for i in range(3):
@@ -1065,7 +1212,8 @@ async def test_max_bytes_is_honoured_across_partitions_but_one_batch_comes(
     first, second = topic.partitions
     assert (first.partition_index, second.partition_index) == (0, 1)
     assert len(decode_batches(first.records)) == 1
-    assert second.records == b""  # the response is full after the first partition's batch
+    # the response is full after the first partition's batch
+    assert second.records == b""
     body = fetch_request("t", {0: 0, 1: 0}, max_bytes=3 * size)
     [topic] = (await broker.call(body, FetchResponse)).responses
     assert [len(decode_batches(p.records)) for p in topic.partitions] == [2, 1]
@@ -1083,7 +1231,9 @@ async def test_fetch_offset_out_of_range(broker: Kafka) -> None:
 
 async def test_fetch_errors_per_partition(broker: Kafka) -> None:
     await broker.create_topic("t")
-    assert (await broker.fetch("missing")).error_code is ErrorCode.unknown_topic_or_partition
+    assert (
+        await broker.fetch("missing")
+    ).error_code is ErrorCode.unknown_topic_or_partition
     leader_epoch = (await broker.topic("t")).partitions[0].leader_epoch
     newer = await broker.fetch("t", leader_epoch=leader_epoch + 1)
     assert newer.error_code is ErrorCode.unknown_leader_epoch
@@ -1135,9 +1285,9 @@ async def test_create_topics(broker: Kafka) -> None:
     assert partition is not None
     assert partition.log.config.retention_ms == 1000
     # num_partitions -1: the broker's num.partitions.
-    assert (await broker.create_topic("defaults", -1, replication_factor=-1)).error_code is (
-        ErrorCode.none
-    )
+    assert (
+        await broker.create_topic("defaults", -1, replication_factor=-1)
+    ).error_code is (ErrorCode.none)
     assert len((await broker.topic("defaults")).partitions) == 1
 
 
@@ -1188,8 +1338,12 @@ async def test_delete_topics(broker: Kafka) -> None:
     await broker.create_topic("doomed", 2)
     await broker.produce("doomed", batch([b"a"]))
     assert await broker.delete_topic("doomed") is ErrorCode.none
-    assert (await broker.topic("doomed")).error_code is ErrorCode.unknown_topic_or_partition
-    assert broker.server.replica_manager.get_partition(TopicPartition("doomed", 0)) is None
+    assert (
+        await broker.topic("doomed")
+    ).error_code is ErrorCode.unknown_topic_or_partition
+    assert (
+        broker.server.replica_manager.get_partition(TopicPartition("doomed", 0)) is None
+    )
     assert await broker.delete_topic("doomed") is ErrorCode.unknown_topic_or_partition
     assert (await broker.produce("doomed", batch([b"b"]))).error_code is (
         ErrorCode.unknown_topic_or_partition
@@ -1208,7 +1362,11 @@ async def test_create_partitions(broker: Kafka) -> None:
     assert len((await broker.topic("t")).partitions) == 1
     grown = await broker.create_partitions("t", 3)
     assert grown.error_code is ErrorCode.none
-    assert [p.partition_index for p in (await broker.topic("t")).partitions] == [0, 1, 2]
+    assert [p.partition_index for p in (await broker.topic("t")).partitions] == [
+        0,
+        1,
+        2,
+    ]
     assert (await broker.produce("t", batch([b"new"]), partition=2)).base_offset == 0
 
 
@@ -1232,7 +1390,9 @@ async def test_create_partitions_errors(
 
 
 async def test_describe_configs_of_a_topic(broker: Kafka) -> None:
-    await broker.create_topic("t", configs={"retention.ms": "1000", "min.insync.replicas": "1"})
+    await broker.create_topic(
+        "t", configs={"retention.ms": "1000", "min.insync.replicas": "1"}
+    )
     result = await broker.describe(TOPIC_RESOURCE, "t")
     assert (result.error_code, result.resource_name) == (ErrorCode.none, "t")
     entries = {c.name: c for c in result.configs}
@@ -1249,7 +1409,10 @@ async def test_describe_configs_of_a_topic(broker: Kafka) -> None:
         "unclean.leader.election.enable": "false",
     }
     for key, value in defaults.items():
-        assert (entries[key].value, entries[key].config_source) == (value, DEFAULT_CONFIG), key
+        assert (entries[key].value, entries[key].config_source) == (
+            value,
+            DEFAULT_CONFIG,
+        ), key
     only = await broker.describe(TOPIC_RESOURCE, "t", keys=["segment.bytes"])
     assert [c.name for c in only.configs] == ["segment.bytes"]
 
@@ -1259,7 +1422,10 @@ async def test_describe_configs_shows_static_broker_settings(tmp_path: Path) -> 
     async with kafka(tmp_path / "data", overrides) as k:
         await k.create_topic("t")
         entries = {c.name: c for c in (await k.describe(TOPIC_RESOURCE, "t")).configs}
-        assert (entries["retention.ms"].value, entries["retention.ms"].config_source) == (
+        assert (
+            entries["retention.ms"].value,
+            entries["retention.ms"].config_source,
+        ) == (
             "5000",
             STATIC_BROKER_CONFIG,
         )
@@ -1268,7 +1434,9 @@ async def test_describe_configs_shows_static_broker_settings(tmp_path: Path) -> 
         assert {c.name: c.value for c in broker_entries}["log.retention.ms"] == "5000"
 
 
-async def test_describe_configs_reports_retention_given_in_hours(tmp_path: Path) -> None:
+async def test_describe_configs_reports_retention_given_in_hours(
+    tmp_path: Path,
+) -> None:
     async with kafka(tmp_path / "data", {"log.retention.hours": "24"}) as k:
         await k.create_topic("t")
         partition = k.server.replica_manager.get_partition(TopicPartition("t", 0))
@@ -1310,14 +1478,18 @@ async def test_topics_and_data_survive_a_clean_restart(tmp_path: Path) -> None:
         before = await k.topic("kept")
     async with kafka(tmp_path / "data") as k:
         assert k.server.cluster_id == cluster_id
-        assert [t.name for t in (await k.metadata(None, allow=False)).topics] == ["kept"]
+        assert [t.name for t in (await k.metadata(None, allow=False)).topics] == [
+            "kept"
+        ]
         after = await k.topic("kept")
         assert [(p.partition_index, p.leader_id) for p in after.partitions] == [
             (p.partition_index, p.leader_id) for p in before.partitions
         ]
         assert values_of((await k.fetch("kept")).records) == [b"a", b"b"]
         assert (await k.list_offset("kept", LATEST, partition=1)).offset == 1
-        entries = {c.name: c.value for c in (await k.describe(TOPIC_RESOURCE, "kept")).configs}
+        entries = {
+            c.name: c.value for c in (await k.describe(TOPIC_RESOURCE, "kept")).configs
+        }
         assert entries["retention.ms"] == "123456"
         # Appends go on where they stopped.
         assert (await k.produce("kept", batch([b"d"]))).base_offset == 2
@@ -1328,7 +1500,9 @@ async def test_topics_and_data_survive_a_clean_restart(tmp_path: Path) -> None:
         assert values_of((await k.fetch("kept")).records) == [b"a", b"b", b"d"]
 
 
-async def test_the_broker_command_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+async def test_the_broker_command_serves_and_stops_cleanly_on_sigterm(
+    tmp_path: Path,
+) -> None:
     """``BrokerProcess``: the command as a user runs it; SIGTERM is a clean shutdown."""
     process = BrokerProcess(tmp_path / "data", overrides={"num.partitions": "2"})
     await trio.to_thread.run_sync(process.start)
@@ -1384,9 +1558,13 @@ async def _still_serving(k: Kafka) -> None:
 
 
 @pytest.mark.parametrize(
-    "cut", [0, 3, 10, -20, -1], ids=["empty", "3-bytes", "10-bytes", "short-20", "short-1"]
+    "cut",
+    [0, 3, 10, -20, -1],
+    ids=["empty", "3-bytes", "10-bytes", "short-20", "short-1"],
 )
-async def test_an_undecodable_produce_closes_only_that_connection(broker: Kafka, cut: int) -> None:
+async def test_an_undecodable_produce_closes_only_that_connection(
+    broker: Kafka, cut: int
+) -> None:
     await broker.create_topic("t")
     body = encode_entity(produce_request("t", {0: batch([b"a"])}))
     raw = await RawConnection.open(broker.server.socket_server)

@@ -25,7 +25,10 @@ from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG
 from minikafka.net import NET_CONFIG, Listener
 from minikafka.raft import QUORUM_CONFIG
 
-MINIMAL = {"listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": "/tmp/minikafka-test-data"}
+MINIMAL = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "log.dirs": "/tmp/minikafka-test-data",
+}
 HOUR_MS = 3600 * 1000
 MAX_LONG = 2**63 - 1
 
@@ -103,12 +106,18 @@ def test_listeners_and_log_dirs_alone_make_a_single_node_config() -> None:
         ("controller.num_partitions", 1),
         ("controller.default_replication_factor", 1),
         ("controller.unclean_leader_election_enable", False),
-        ("controller.metadata_log_max_record_bytes_between_snapshots", 20 * 1024 * 1024),
+        (
+            "controller.metadata_log_max_record_bytes_between_snapshots",
+            20 * 1024 * 1024,
+        ),
     ],
 )
 def test_documented_defaults(path: str, expected: object) -> None:
     section, field = path.split(".")
-    assert getattr(getattr(KafkaConfig.from_properties(MINIMAL), section), field) == expected
+    assert (
+        getattr(getattr(KafkaConfig.from_properties(MINIMAL), section), field)
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,18 +126,43 @@ def test_documented_defaults(path: str, expected: object) -> None:
         ("node.id", "7", "broker.node_id", 7),
         ("num.io.threads", "2", "net.num_io_threads", 2),
         ("log.segment.bytes", "1048576", "log.segment_bytes", 1048576),
-        ("log.cleanup.policy", "compact,delete", "log.cleanup_policy", {"compact", "delete"}),
-        ("log.message.timestamp.type", "LogAppendTime", "log.message_timestamp_type", None),
+        (
+            "log.cleanup.policy",
+            "compact,delete",
+            "log.cleanup_policy",
+            {"compact", "delete"},
+        ),
+        (
+            "log.message.timestamp.type",
+            "LogAppendTime",
+            "log.message_timestamp_type",
+            None,
+        ),
         ("log.cleaner.enable", "false", "schedule.cleaner_enable", False),
         ("num.partitions", "3", "controller.num_partitions", 3),
-        ("auto.create.topics.enable", "false", "broker.auto_create_topics_enable", False),
+        (
+            "auto.create.topics.enable",
+            "false",
+            "broker.auto_create_topics_enable",
+            False,
+        ),
         ("min.insync.replicas", "2", "broker.min_insync_replicas", 2),
+        ("broker.rack", " us-east-1a ", "broker.broker_rack", "us-east-1a"),
     ],
 )
-def test_a_key_reaches_its_layer(key: str, value: str, path: str, expected: object) -> None:
+def test_a_key_reaches_its_layer(
+    key: str, value: str, path: str, expected: object
+) -> None:
     section, field = path.split(".")
-    got = getattr(getattr(KafkaConfig.from_properties({**MINIMAL, key: value}), section), field)
+    got = getattr(
+        getattr(KafkaConfig.from_properties({**MINIMAL, key: value}), section), field
+    )
     assert got == (value if expected is None else expected)
+
+
+def test_a_blank_rack_is_refused_naming_the_key() -> None:
+    assert refused({"broker.rack": "  "}).key == "broker.rack"
+    assert KafkaConfig.from_properties(MINIMAL).broker.broker_rack is None
 
 
 def test_log_dir_and_metadata_log_dir_and_advertised_listeners() -> None:
@@ -141,7 +175,9 @@ def test_log_dir_and_metadata_log_dir_and_advertised_listeners() -> None:
     ).broker.log_dirs == (Path("/one"),)
     assert config(log_dir="/one").broker.log_dirs == (Path("/tmp/minikafka-test-data"),)
     advertised = config(advertised_listeners="PLAINTEXT://kafka.example:19092")
-    assert advertised.advertised_listeners == (Listener("PLAINTEXT", "kafka.example", 19092),)
+    assert advertised.advertised_listeners == (
+        Listener("PLAINTEXT", "kafka.example", 19092),
+    )
     assert advertised.net.listeners == (Listener("PLAINTEXT", "127.0.0.1", 9092),)
 
 
@@ -187,9 +223,14 @@ def test_retention_in_hours_minutes_and_ms() -> None:
 
 
 def test_retention_ms_wins_over_minutes_which_wins_over_hours() -> None:
-    both = config(log_retention_ms="1000", log_retention_minutes="2", log_retention_hours="3")
+    both = config(
+        log_retention_ms="1000", log_retention_minutes="2", log_retention_hours="3"
+    )
     assert both.log.retention_ms == 1000
-    assert config(log_retention_minutes="2", log_retention_hours="3").log.retention_ms == 120_000
+    assert (
+        config(log_retention_minutes="2", log_retention_hours="3").log.retention_ms
+        == 120_000
+    )
     assert config(log_roll_ms="500", log_roll_hours="3").log.segment_ms == 500
 
 
@@ -210,7 +251,9 @@ def test_a_bad_hours_value_is_refused_even_when_ms_wins() -> None:
 # --- refusals ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["bogus.key", "log.retention.days", "zookeeper.sasl.client"])
+@pytest.mark.parametrize(
+    "key", ["bogus.key", "log.retention.days", "zookeeper.sasl.client"]
+)
 def test_an_unknown_key_is_refused_by_name(key: str) -> None:
     error = refused({key: "1"})
     assert error.key == key
@@ -243,7 +286,9 @@ def test_zookeeper_connect_makes_a_zookeeper_mode_broker_named_by_broker_id() ->
         ),
     ],
 )
-def test_a_bad_zookeeper_mode_setting_is_refused_by_name(props: dict[str, str], key: str) -> None:
+def test_a_bad_zookeeper_mode_setting_is_refused_by_name(
+    props: dict[str, str], key: str
+) -> None:
     assert refused(props).key == key
 
 
@@ -350,7 +395,9 @@ def test_server_properties_parsing(tmp_path: Path) -> None:
     }
 
 
-def test_a_line_without_a_value_separator_is_refused_with_its_place(tmp_path: Path) -> None:
+def test_a_line_without_a_value_separator_is_refused_with_its_place(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "server.properties"
     path.write_text("# comment\nnode.id=1\njust-a-key\n", encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
@@ -374,7 +421,9 @@ def test_load_applies_overrides_over_the_file(tmp_path: Path) -> None:
 
 def test_a_bad_key_in_the_file_is_named(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
-    path.write_text("listeners=PLAINTEXT://127.0.0.1:9092\nnum.io.threads=0\n", encoding="utf-8")
+    path.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:9092\nnum.io.threads=0\n", encoding="utf-8"
+    )
     with pytest.raises(ConfigError) as caught:
         KafkaConfig.load(path, {})
     assert caught.value.key == "num.io.threads"
@@ -382,8 +431,14 @@ def test_a_bad_key_in_the_file_is_named(tmp_path: Path) -> None:
 
 def test_overrides_are_key_equals_value() -> None:
     assert parse_override("num.partitions=3") == ("num.partitions", "3")
-    assert parse_override(" listeners = PLAINTEXT://h:1 ") == ("listeners", "PLAINTEXT://h:1")
-    assert parse_override("advertised.listeners=A://h:1=x") == ("advertised.listeners", "A://h:1=x")
+    assert parse_override(" listeners = PLAINTEXT://h:1 ") == (
+        "listeners",
+        "PLAINTEXT://h:1",
+    )
+    assert parse_override("advertised.listeners=A://h:1=x") == (
+        "advertised.listeners",
+        "A://h:1=x",
+    )
     for bad in ("num.partitions", "=3", ""):
         with pytest.raises(ConfigError):
             parse_override(bad)
@@ -430,7 +485,10 @@ def test_a_log_dir_of_another_node_is_refused_naming_node_id(tmp_path: Path) -> 
 
 
 def test_log_dirs_of_two_clusters_are_refused(tmp_path: Path) -> None:
-    for name, cluster in (("a", "AAAAAAAAAAAAAAAAAAAAAA"), ("b", "BBBBBBBBBBBBBBBBBBBBBB")):
+    for name, cluster in (
+        ("a", "AAAAAAAAAAAAAAAAAAAAAA"),
+        ("b", "BBBBBBBBBBBBBBBBBBBBBB"),
+    ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "meta.properties").write_text(
             f"version=1\ncluster.id={cluster}\nnode.id=1\n", encoding="utf-8"
@@ -441,13 +499,16 @@ def test_log_dirs_of_two_clusters_are_refused(tmp_path: Path) -> None:
     assert caught.value.key == "log.dirs"
 
 
-async def test_an_empty_dir_is_formatted_and_a_new_dir_joins_its_cluster(tmp_path: Path) -> None:
+async def test_an_empty_dir_is_formatted_and_a_new_dir_joins_its_cluster(
+    tmp_path: Path,
+) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     async with running_broker(single_node_config(first)) as server:
         cluster_id = server.cluster_id
     meta = read_properties(first / "meta.properties")
     assert meta == {"version": "1", "cluster.id": cluster_id, "node.id": "1"}
-    assert len(cluster_id) == 22  # 16 bytes in URL-safe base64 without padding, as Kafka
+    # 16 bytes in URL-safe base64 without padding, as Kafka
+    assert len(cluster_id) == 22
     both = single_node_config(first, {"log.dirs": f"{first},{second}"})
     async with running_broker(both) as server:
         assert server.cluster_id == cluster_id
@@ -512,7 +573,11 @@ def test_a_broker_only_node_and_a_controller_only_node_are_kafka_configs() -> No
 
 def test_several_voters_parse_with_ipv6_hosts() -> None:
     c = config(controller_quorum_voters="1@[::1]:9093,2@host-b:9094,3@10.0.0.3:9095")
-    assert [str(v) for v in c.roles.voters] == ["1@[::1]:9093", "2@host-b:9094", "3@10.0.0.3:9095"]
+    assert [str(v) for v in c.roles.voters] == [
+        "1@[::1]:9093",
+        "2@host-b:9094",
+        "3@10.0.0.3:9095",
+    ]
     assert not c.roles.single_node  # combined, but with other voters: a cluster
 
 
@@ -520,16 +585,35 @@ def test_several_voters_parse_with_ipv6_hosts() -> None:
     ("props", "key", "says"),
     [
         # A broker-only node: controllers are elsewhere, and it must know how to reach them.
-        ({**BROKER_ONLY, "controller.quorum.voters": ""}, "controller.quorum.voters", "must name"),
-        ({**BROKER_ONLY, "node.id": "1"}, "controller.quorum.voters", "only controllers vote"),
-        ({**BROKER_ONLY, "controller.listener.names": ""}, "controller.listener.names", "must"),
         (
-            {**BROKER_ONLY, "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"},
+            {**BROKER_ONLY, "controller.quorum.voters": ""},
+            "controller.quorum.voters",
+            "must name",
+        ),
+        (
+            {**BROKER_ONLY, "node.id": "1"},
+            "controller.quorum.voters",
+            "only controllers vote",
+        ),
+        (
+            {**BROKER_ONLY, "controller.listener.names": ""},
+            "controller.listener.names",
+            "must",
+        ),
+        (
+            {
+                **BROKER_ONLY,
+                "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            },
             "controller.listener.names",
             "does not listen as a controller",
         ),
         # A controller-only node: a voter, reachable on its controller listener, nothing else.
-        ({**CONTROLLER_ONLY, "node.id": "2"}, "controller.quorum.voters", "not one of the voters"),
+        (
+            {**CONTROLLER_ONLY, "node.id": "2"},
+            "controller.quorum.voters",
+            "not one of the voters",
+        ),
         (
             {**CONTROLLER_ONLY, "listeners": "PLAINTEXT://127.0.0.1:9092"},
             "controller.listener.names",

@@ -36,7 +36,9 @@ def segment(tmp_path: Path) -> Iterator[tuple[int, Path, list[tuple[int, int]]]]
     """A file of three batches: its fd, its path and each batch's (position, length)."""
     path = tmp_path / "00000000000000000000.log"
     batches = [
-        build_batch(make_records([(b"k%d" % i, b"v" * (i * 7))], timestamp_ms=1_000 + i))
+        build_batch(
+            make_records([(b"k%d" % i, b"v" * (i * 7))], timestamp_ms=1_000 + i)
+        )
         for i in range(3)
     ]
     path.write_bytes(b"".join(batches))
@@ -52,7 +54,9 @@ def segment(tmp_path: Path) -> Iterator[tuple[int, Path, list[tuple[int, int]]]]
 
 
 def fetch(topic: str, partition: int) -> FetchPartition:
-    return FetchPartition(TopicPartition(topic, partition), fetch_offset=0, max_bytes=1 << 20)
+    return FetchPartition(
+        TopicPartition(topic, partition), fetch_offset=0, max_bytes=1 << 20
+    )
 
 
 def splice(parts: Sequence[bytes | FileRegion]) -> bytes:
@@ -71,7 +75,9 @@ def splice(parts: Sequence[bytes | FileRegion]) -> bytes:
     return bytes(out)
 
 
-def kio_encoding(version: int, results: Sequence[Result], read_committed: bool) -> bytes:
+def kio_encoding(
+    version: int, results: Sequence[Result], read_committed: bool
+) -> bytes:
     """The same response built from kio's classes, records inline."""
     cls = response_schema(FETCH_KEY, version)
     assert cls is not None
@@ -102,7 +108,8 @@ def kio_encoding(version: int, results: Sequence[Result], read_committed: bool) 
         error_code=ErrorCode.none,
         session_id=0,
         responses=tuple(
-            build(topic_cls, topic=name, partitions=tuple(parts)) for name, parts in topics
+            build(topic_cls, topic=name, partitions=tuple(parts))
+            for name, parts in topics
         ),
     )
     return encode_entity(body)
@@ -119,22 +126,34 @@ def mixed_results(fd: int, path: Path, spans: list[tuple[int, int]]) -> list[Res
         (fetch("orders", 1), FetchPartitionResult(ErrorCode.none, 10, 9, 2, None)),
         (
             fetch("orders", 7),
-            FetchPartitionResult(ErrorCode.none, 42, 42, 40, FileSlice(fd, path, p1, l1 + l2)),
+            FetchPartitionResult(
+                ErrorCode.none, 42, 42, 40, FileSlice(fd, path, p1, l1 + l2)
+            ),
         ),
-        (fetch("tópico-ü", 0), FetchPartitionResult(ErrorCode.offset_out_of_range, 5, 5, 1)),
-        (fetch("tópico-ü", 2), FetchPartitionResult(ErrorCode.unknown_topic_or_partition)),
+        (
+            fetch("tópico-ü", 0),
+            FetchPartitionResult(ErrorCode.offset_out_of_range, 5, 5, 1),
+        ),
+        (
+            fetch("tópico-ü", 2),
+            FetchPartitionResult(ErrorCode.unknown_topic_or_partition),
+        ),
         (
             fetch("tópico-ü", 3),
             FetchPartitionResult(ErrorCode.none, 1, 1, 0, FileSlice(fd, path, p2, 0)),
         ),
         (
             fetch("z", 2**31 - 1),
-            FetchPartitionResult(ErrorCode.none, 2**40, 2**40, 2**39, FileSlice(fd, path, 0, l0)),
+            FetchPartitionResult(
+                ErrorCode.none, 2**40, 2**40, 2**39, FileSlice(fd, path, 0, l0)
+            ),
         ),
     ]
 
 
-@pytest.mark.parametrize("read_committed", [False, True], ids=["uncommitted", "committed"])
+@pytest.mark.parametrize(
+    "read_committed", [False, True], ids=["uncommitted", "committed"]
+)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_encoder_writes_what_kio_writes(
     segment: tuple[int, Path, list[tuple[int, int]]], version: int, read_committed: bool
@@ -152,7 +171,9 @@ def test_records_are_file_regions_never_copied(
     results = mixed_results(fd, path, spans)
     parts = encode_fetch_response(version, results, read_committed=False)
     regions = [p for p in parts if isinstance(p, FileRegion)]
-    sent = [r.records for _, r in results if r.records is not None and r.records.length > 0]
+    sent = [
+        r.records for _, r in results if r.records is not None and r.records.length > 0
+    ]
     assert [(r.file, r.position, r.length) for r in regions] == [
         (s.path, s.position, s.length) for s in sent
     ]
@@ -161,26 +182,36 @@ def test_records_are_file_regions_never_copied(
     assert not any(a and b for a, b in itertools.pairwise(kinds))
 
 
-@pytest.mark.parametrize("read_committed", [False, True], ids=["uncommitted", "committed"])
+@pytest.mark.parametrize(
+    "read_committed", [False, True], ids=["uncommitted", "committed"]
+)
 @pytest.mark.parametrize("version", VERSIONS)
-def test_a_response_without_records_or_partitions(version: int, read_committed: bool) -> None:
+def test_a_response_without_records_or_partitions(
+    version: int, read_committed: bool
+) -> None:
     empty: list[Result] = []
     parts = encode_fetch_response(version, empty, read_committed)
     assert splice(parts) == kio_encoding(version, empty, read_committed)
-    only_errors = [(fetch("t", 0), FetchPartitionResult(ErrorCode.not_leader_or_follower))]
+    only_errors = [
+        (fetch("t", 0), FetchPartitionResult(ErrorCode.not_leader_or_follower))
+    ]
     parts = encode_fetch_response(version, only_errors, read_committed)
     assert all(isinstance(p, bytes) for p in parts)
     assert splice(parts) == kio_encoding(version, only_errors, read_committed)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_the_aborted_transactions_field_depends_on_the_isolation_level(version: int) -> None:
+def test_the_aborted_transactions_field_depends_on_the_isolation_level(
+    version: int,
+) -> None:
     results = [(fetch("t", 0), FetchPartitionResult(ErrorCode.none, 1, 1, 0, None))]
     uncommitted = splice(encode_fetch_response(version, results, read_committed=False))
     committed = splice(encode_fetch_response(version, results, read_committed=True))
     # The only difference: null (-1) for read_uncommitted, an empty array (0) otherwise.
     assert len(uncommitted) == len(committed)
-    diff = [i for i, (a, b) in enumerate(zip(uncommitted, committed, strict=True)) if a != b]
+    diff = [
+        i for i, (a, b) in enumerate(zip(uncommitted, committed, strict=True)) if a != b
+    ]
     assert uncommitted[diff[0] : diff[-1] + 1] == b"\xff" * len(diff)
     assert committed[diff[0] : diff[-1] + 1] == b"\x00" * len(diff)
     assert len(diff) == 4

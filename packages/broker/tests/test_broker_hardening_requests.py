@@ -47,7 +47,8 @@ DEADLINE = 30.0  # seconds; generous for a shared 2-core machine
 OFFSETS = "__consumer_offsets"
 INT32_MIN = -(2**31)
 # KIP-430 bit fields Kafka answers without an authorizer (AclEntry.supportedOperations).
-ALL_TOPIC_OPERATIONS = 0b1101_1111_1000  # READ..DESCRIBE (3-8), DESCRIBE/ALTER_CONFIGS (10, 11)
+# READ..DESCRIBE (3-8), DESCRIBE/ALTER_CONFIGS (10, 11)
+ALL_TOPIC_OPERATIONS = 0b1101_1111_1000
 ALL_CLUSTER_OPERATIONS = 0b1_1111_1010_0000  # CREATE 5, ALTER..IDEMPOTENT_WRITE (7-12)
 MS_30S = datetime.timedelta(seconds=30)
 
@@ -81,7 +82,8 @@ class Client(WireClient):
                         for p, b in assignments
                     ),
                     configs=tuple(
-                        build(config_cls, name=k, value=v) for k, v in (configs or {}).items()
+                        build(config_cls, name=k, value=v)
+                        for k, v in (configs or {}).items()
                     ),
                 )
                 for name, partitions, factor in topics
@@ -93,7 +95,9 @@ class Client(WireClient):
         return [(t.name, t.error_code) for t in response.topics]
 
     async def delete(self, *names: str) -> list[tuple[str, ErrorCode]]:
-        response = await self.call(build(request_class(20, 3), topic_names=names, timeout=MS_30S))
+        response = await self.call(
+            build(request_class(20, 3), topic_names=names, timeout=MS_30S)
+        )
         return [(r.name, r.error_code) for r in response.responses]
 
     async def add_partitions(
@@ -103,7 +107,9 @@ class Client(WireClient):
         topic_cls = element(cls, "topics")
         request = build(
             cls,
-            topics=tuple(build(topic_cls, name=n, count=c, assignments=None) for n, c in topics),
+            topics=tuple(
+                build(topic_cls, name=n, count=c, assignments=None) for n, c in topics
+            ),
             timeout=MS_30S,
             validate_only=validate_only,
         )
@@ -113,13 +119,17 @@ class Client(WireClient):
     async def find_coordinator(self, key: str, key_type: int = 0) -> Any:
         return await self.call(build(request_class(10, 2), key=key, key_type=key_type))
 
-    async def metadata(self, names: Sequence[str] | None, *, operations: bool = False) -> Any:
+    async def metadata(
+        self, names: Sequence[str] | None, *, operations: bool = False
+    ) -> Any:
         cls = request_class(3, 8)
         topic_cls = element(cls, "topics")
         return await self.call(
             build(
                 cls,
-                topics=None if names is None else tuple(build(topic_cls, name=n) for n in names),
+                topics=None
+                if names is None
+                else tuple(build(topic_cls, name=n) for n in names),
                 allow_auto_topic_creation=False,
                 include_cluster_authorized_operations=operations,
                 include_topic_authorized_operations=operations,
@@ -143,8 +153,13 @@ class Client(WireClient):
 
 @asynccontextmanager
 async def in_process(tmp_path: Path) -> AsyncIterator[tuple[BrokerServer, Client]]:
-    config = single_node_config(tmp_path / "data", {"offsets.topic.num.partitions": "5"})
-    async with running_broker(config) as server, NetworkClient.open(client_id="tests") as nc:
+    config = single_node_config(
+        tmp_path / "data", {"offsets.topic.num.partitions": "5"}
+    )
+    async with (
+        running_broker(config) as server,
+        NetworkClient.open(client_id="tests") as nc,
+    ):
         host, port = server.bound_address()
         yield server, Client(nc, Node(config.node_id, host, port))
 
@@ -152,7 +167,9 @@ async def in_process(tmp_path: Path) -> AsyncIterator[tuple[BrokerServer, Client
 # --- item 4: internal topics ------------------------------------------------------------
 
 
-async def test_internal_topics_cannot_be_created_deleted_grown_or_written(tmp_path: Path) -> None:
+async def test_internal_topics_cannot_be_created_deleted_grown_or_written(
+    tmp_path: Path,
+) -> None:
     """A client's CreateTopics of __consumer_offsets (one partition, cleanup.policy=delete)
     or __transaction_state is INVALID_REQUEST and creates nothing, so FindCoordinator
     still creates the real one; DeleteTopics and CreatePartitions of it are INVALID_REQUEST
@@ -170,7 +187,9 @@ async def test_internal_topics_cannot_be_created_deleted_grown_or_written(tmp_pa
         assert coordinator.error_code is ErrorCode.none
         assert await k.partition_count(OFFSETS) == 5
         assert await k.delete(OFFSETS) == [(OFFSETS, ErrorCode.invalid_request)]
-        assert await k.add_partitions((OFFSETS, 8)) == [(OFFSETS, ErrorCode.invalid_request)]
+        assert await k.add_partitions((OFFSETS, 8)) == [
+            (OFFSETS, ErrorCode.invalid_request)
+        ]
         assert await k.partition_count(OFFSETS) == 5
         # Produce v8 of one ordinary batch to partition 0 of __consumer_offsets.
         tp = TopicPartition(OFFSETS, 0)
@@ -224,12 +243,16 @@ async def test_create_topics_answers_as_kafka(tmp_path: Path) -> None:
             assert server.metadata_cache.topic(name) is None
         # Given in order, partition ids 1 then 0 are placed where they say.
         node = server.config.node_id
-        created = await k.create(("manual", -1, -1), assignments=[(1, [node]), (0, [node])])
+        created = await k.create(
+            ("manual", -1, -1), assignments=[(1, [node]), (0, [node])]
+        )
         assert created == [("manual", ErrorCode.none)]
         await k.bystander_is_served()
 
 
-async def test_delete_topics_and_create_partitions_answer_as_kafka(tmp_path: Path) -> None:
+async def test_delete_topics_and_create_partitions_answer_as_kafka(
+    tmp_path: Path,
+) -> None:
     """DeleteTopics of "" is UNKNOWN_TOPIC_OR_PARTITION; DeleteTopics or CreatePartitions
     listing a topic twice is one INVALID_REQUEST and leaves it as it was."""
     async with in_process(tmp_path) as (_server, k):
@@ -256,7 +279,9 @@ async def test_find_coordinator_and_metadata_answer_as_kafka(tmp_path: Path) -> 
         assert await k.create(("ops", 1, 1)) == [("ops", ErrorCode.none)]
         asked = await k.metadata(["ops"], operations=True)
         assert asked.cluster_authorized_operations == ALL_CLUSTER_OPERATIONS
-        assert [t.topic_authorized_operations for t in asked.topics] == [ALL_TOPIC_OPERATIONS]
+        assert [t.topic_authorized_operations for t in asked.topics] == [
+            ALL_TOPIC_OPERATIONS
+        ]
         not_asked = await k.metadata(["ops"])
         assert not_asked.cluster_authorized_operations == INT32_MIN
         assert [t.topic_authorized_operations for t in not_asked.topics] == [INT32_MIN]
@@ -338,7 +363,9 @@ async def test_oversized_requests_are_refused_cheaply_and_the_broker_restarts(
     32 MiB answering them (it used to grow past 3 GB): the count is checked before any
     assignment is built. After those and the internal-topic refusals, the broker
     restarts with its topics as they were."""
-    process = BrokerProcess(tmp_path / "data", overrides={"offsets.topic.num.partitions": "3"})
+    process = BrokerProcess(
+        tmp_path / "data", overrides={"offsets.topic.num.partitions": "3"}
+    )
     await trio.to_thread.run_sync(process.start)
     try:
         assert process.process is not None
@@ -346,22 +373,32 @@ async def test_oversized_requests_are_refused_cheaply_and_the_broker_restarts(
         async with NetworkClient.open(client_id="tests") as nc:
             k = Client(nc, Node(1, process.host, process.port))
             assert await k.create(("t", 2, 1)) == [("t", ErrorCode.none)]
-            assert await k.create(("warm", 3, 1), validate_only=True) == [("warm", ErrorCode.none)]
+            assert await k.create(("warm", 3, 1), validate_only=True) == [
+                ("warm", ErrorCode.none)
+            ]
             before = _rss_kib(pid)
-            for partitions, validate_only in ((10**6, True), (10**7, True), (10**6, False)):
-                answer = await k.create(("huge", partitions, 1), validate_only=validate_only)
+            for partitions, validate_only in (
+                (10**6, True),
+                (10**7, True),
+                (10**6, False),
+            ):
+                answer = await k.create(
+                    ("huge", partitions, 1), validate_only=validate_only
+                )
                 assert answer == [("huge", ErrorCode.policy_violation)]
             for validate_only in (True, False):
-                grown = await k.add_partitions(("t", 10**7), validate_only=validate_only)
+                grown = await k.add_partitions(
+                    ("t", 10**7), validate_only=validate_only
+                )
                 assert grown == [("t", ErrorCode.policy_violation)]
             growth_kib = _rss_kib(pid) - before
             assert growth_kib < 32 * 1024, f"RSS grew by {growth_kib} KiB"
             assert await k.partition_count("huge") is None
             assert await k.partition_count("t") == 2
             # The internal-topic attacks, refused, then the real offsets topic.
-            assert await k.create((OFFSETS, 1, 1), configs={"cleanup.policy": "delete"}) == [
-                (OFFSETS, ErrorCode.invalid_request)
-            ]
+            assert await k.create(
+                (OFFSETS, 1, 1), configs={"cleanup.policy": "delete"}
+            ) == [(OFFSETS, ErrorCode.invalid_request)]
             assert (await k.find_coordinator("g")).error_code is ErrorCode.none
             assert await k.delete(OFFSETS) == [(OFFSETS, ErrorCode.invalid_request)]
             await k.bystander_is_served()

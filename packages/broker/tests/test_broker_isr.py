@@ -37,7 +37,10 @@ TP = TopicPartition("replicated", 0)
 async def test_a_follower_that_never_fetches_is_shrunk_out_and_acks_all_completes(
     tmp_path: Path,
 ) -> None:
-    overrides = {"replica.lag.time.max.ms": "1000", "broker.session.timeout.ms": "60000"}
+    overrides = {
+        "replica.lag.time.max.ms": "1000",
+        "broker.session.timeout.ms": "60000",
+    }
     async with running_broker(single_node_config(tmp_path, overrides)) as node:
         controller = node.local_controller
         registered = await controller.submit(
@@ -54,7 +57,9 @@ async def test_a_follower_that_never_fetches_is_shrunk_out_and_acks_all_complete
             CreateTopicsRequest((CreatableTopic(TP.topic, assignments=((1, 2),)),))
         )
         assert created is not None
-        await wait_until(lambda: node.replica_manager.get_partition(TP) is not None, DEADLINE)
+        await wait_until(
+            lambda: node.replica_manager.get_partition(TP) is not None, DEADLINE
+        )
         partition = node.replica_manager.get_partition(TP)
         assert partition is not None
         assert partition.isr == frozenset({1, 2})
@@ -66,14 +71,19 @@ async def test_a_follower_that_never_fetches_is_shrunk_out_and_acks_all_complete
             done.set()
 
         started = trio.current_time()
-        node.replica_manager.append_records(30_000, Acks.ALL, {TP: value_batch(3)}, respond)
+        node.replica_manager.append_records(
+            30_000, Acks.ALL, {TP: value_batch(3)}, respond
+        )
         assert not answered  # broker 2 holds the HW at 0
         with trio.fail_after(DEADLINE):
             await done.wait()
-        assert trio.current_time() - started >= 1.0  # not before replica.lag.time.max.ms
+        # not before replica.lag.time.max.ms
+        assert trio.current_time() - started >= 1.0
         assert answered[0][TP].error_code is ErrorCode.none
         assert partition.isr == frozenset({1})
         await wait_until(
-            lambda: controller.image.topics[partition.topic_id].partitions[0].isr == (1,),
+            lambda: (
+                controller.image.topics[partition.topic_id].partitions[0].isr == (1,)
+            ),
             DEADLINE,
         )

@@ -33,19 +33,27 @@ from minikafka.net.testing import request_frame
 _BROKER = [sys.executable, "-m", "minikafka.broker", "broker"]
 
 
-def _run_broker_command(*overrides: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _run_broker_command(
+    *overrides: str, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     command = list(_BROKER)
     for item in overrides:
         command += ["--override", item]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL", "SASL_PLAINTEXT"])
-def test_the_broker_refuses_a_secure_listener_naming_the_key(protocol: str, tmp_path: Path) -> None:
+def test_the_broker_refuses_a_secure_listener_naming_the_key(
+    protocol: str, tmp_path: Path
+) -> None:
     """``--override listeners=SSL://127.0.0.1:0`` (and the SASL ones): start-up stops
     with one line naming ``listeners`` and saying TLS/SASL are not implemented; status 2,
     the CLI's status for a configuration error; no traceback."""
-    result = _run_broker_command(f"listeners={protocol}://127.0.0.1:0", f"log.dirs={tmp_path}")
+    result = _run_broker_command(
+        f"listeners={protocol}://127.0.0.1:0", f"log.dirs={tmp_path}"
+    )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -76,13 +84,21 @@ def test_advertised_listeners_go_through_the_same_map() -> None:
         # Kafka's default inter-broker listener is PLAINTEXT, which this broker lacks.
         "inter.broker.listener.name": "CLIENT",
     }
-    config = KafkaConfig.from_properties({**mapped, "advertised.listeners": "CLIENT://kafka:9092"})
-    assert config.advertised_listeners == (Listener("CLIENT", "kafka", 9092, "PLAINTEXT"),)
+    config = KafkaConfig.from_properties(
+        {**mapped, "advertised.listeners": "CLIENT://kafka:9092"}
+    )
+    assert config.advertised_listeners == (
+        Listener("CLIENT", "kafka", 9092, "PLAINTEXT"),
+    )
     with pytest.raises(ConfigError) as unmapped:
-        KafkaConfig.from_properties({**base, "advertised.listeners": "CLIENT://kafka:9092"})
+        KafkaConfig.from_properties(
+            {**base, "advertised.listeners": "CLIENT://kafka:9092"}
+        )
     assert unmapped.value.key == "advertised.listeners"
     with pytest.raises(ConfigError) as foreign:
-        KafkaConfig.from_properties({**mapped, "advertised.listeners": "PLAINTEXT://kafka:9092"})
+        KafkaConfig.from_properties(
+            {**mapped, "advertised.listeners": "PLAINTEXT://kafka:9092"}
+        )
     assert foreign.value.key == "advertised.listeners"
 
 
@@ -115,7 +131,9 @@ _FD_LIMIT = 128  # the idle broker holds ~15 descriptors, so ~110 connections fi
 
 
 @contextmanager
-def _broker_with_fd_limit(data_dir: Path, limit: int) -> Iterator[tuple[int, list[str]]]:
+def _broker_with_fd_limit(
+    data_dir: Path, limit: int
+) -> Iterator[tuple[int, list[str]]]:
     """A broker process whose RLIMIT_NOFILE is ``limit``: (port, its output)."""
 
     def lower_limit() -> None:
@@ -199,7 +217,10 @@ def test_a_broker_out_of_descriptors_keeps_serving(tmp_path: Path) -> None:
     """accept() failing with EMFILE kills neither the Acceptor nor the broker: one
     warning, the open connections are still answered, and once descriptors are freed
     a new connection is served."""
-    with _broker_with_fd_limit(tmp_path, _FD_LIMIT) as (port, output), ExitStack() as stack:
+    with (
+        _broker_with_fd_limit(tmp_path, _FD_LIMIT) as (port, output),
+        ExitStack() as stack,
+    ):
         address = ("127.0.0.1", port)
         existing = stack.enter_context(socket.create_connection(address, timeout=30))
         assert _api_versions_answered(existing, 1)
@@ -224,7 +245,8 @@ def test_a_broker_out_of_descriptors_keeps_serving(tmp_path: Path) -> None:
         for sock in flood:
             sock.close()
         late = stack.enter_context(socket.create_connection(address, timeout=30))
-        assert _api_versions_answered(late, 1)  # accepted again: served within the timeout
+        # accepted again: served within the timeout
+        assert _api_versions_answered(late, 1)
         assert _api_versions_answered(existing, correlation_id)
         warnings = [line for line in output if "Too many open files" in line]
         assert len(warnings) == 1, warnings  # rate-limited, not one per retry

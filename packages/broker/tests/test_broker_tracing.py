@@ -51,7 +51,11 @@ class TracedRun:
     exit_status: int
 
     def of(self, component: str, event: str) -> list[Record]:
-        return [r for r in self.records if (r["component"], r["event"]) == (component, event)]
+        return [
+            r
+            for r in self.records
+            if (r["component"], r["event"]) == (component, event)
+        ]
 
     def requests(self, api_name: str) -> list[Record]:
         return [r for r in self.of("net", "request") if r["api_name"] == api_name]
@@ -102,7 +106,9 @@ def _consume(bootstrap: str, topic: str, count: int) -> int:
         received = 0
         deadline = time.monotonic() + DEADLINE
         while received < count:
-            assert time.monotonic() < deadline, f"only {received} of {count} records arrived"
+            assert time.monotonic() < deadline, (
+                f"only {received} of {count} records arrived"
+            )
             for message in consumer.consume(count - received, 1.0):
                 assert message.error() is None, message.error()
                 assert message.value() == VALUE
@@ -115,12 +121,18 @@ def _consume(bootstrap: str, topic: str, count: int) -> int:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> TracedRun:
     base = tmp_path_factory.mktemp("traced")
-    trace_dir, data_dir = base / "traces" / "run-1", base / "data"  # the directory is created
+    trace_dir, data_dir = (
+        base / "traces" / "run-1",
+        base / "data",
+    )  # the directory is created
     with pytest.MonkeyPatch.context() as env:
         env.delenv(TRACE_DIR_ENV, raising=False)
         broker = BrokerProcess(
             data_dir,
-            overrides={"node.id": str(NODE_ID), "log.segment.bytes": str(SEGMENT_BYTES)},
+            overrides={
+                "node.id": str(NODE_ID),
+                "log.segment.bytes": str(SEGMENT_BYTES),
+            },
             trace_dir=trace_dir,
         )
         broker.start()
@@ -130,7 +142,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> TracedRun:
         assert _consume(broker.bootstrap, TOPIC, RECORDS) == RECORDS
     finally:
         status = broker.stop()
-    return TracedRun(trace_dir, data_dir, list(read_trace(trace_dir)), broker.output, status)
+    return TracedRun(
+        trace_dir, data_dir, list(read_trace(trace_dir)), broker.output, status
+    )
 
 
 def test_the_broker_says_where_its_traces_go(run: TracedRun) -> None:
@@ -162,7 +176,8 @@ def test_requests_carry_kafkas_time_breakdown(run: TracedRun) -> None:
         assert isinstance(request["request_bytes"], int)
         assert request["request_bytes"] > 0
         assert isinstance(request["response_bytes"], int)
-        assert request["response_bytes"] > 0  # no acks=0 here: every request is answered
+        # no acks=0 here: every request is answered
+        assert request["response_bytes"] > 0
         total = request["total_ms"]
         assert isinstance(total, float)
         parts = [request[name] for name in STAGES]
@@ -170,7 +185,9 @@ def test_requests_carry_kafkas_time_breakdown(run: TracedRun) -> None:
             assert isinstance(part, float)
             assert -1e-6 <= part <= total + 1e-6, request
         # The five phases tile the request's life from read to sent.
-        assert sum(p for p in parts if isinstance(p, float)) == pytest.approx(total, abs=1e-3)
+        assert sum(p for p in parts if isinstance(p, float)) == pytest.approx(
+            total, abs=1e-3
+        )
 
 
 def test_produce_and_fetch_requests_match_what_the_clients_did(run: TracedRun) -> None:
@@ -181,7 +198,9 @@ def test_produce_and_fetch_requests_match_what_the_clients_did(run: TracedRun) -
     assert all(r["api_version"] in range(3, 9) for r in produce)
     assert sum(_int(r["request_bytes"]) for r in produce) > RECORDS * len(VALUE)
     # Each connection's correlation ids are distinct: one line per request, none twice.
-    seen = Counter((r["connection_id"], r["correlation_id"]) for r in run.of("net", "request"))
+    seen = Counter(
+        (r["connection_id"], r["correlation_id"]) for r in run.of("net", "request")
+    )
     assert max(seen.values()) == 1
     fetched = sum(_int(r["response_bytes"]) for r in run.requests("Fetch"))
     assert fetched > RECORDS * len(VALUE)
@@ -248,7 +267,9 @@ def test_a_trace_dir_that_cannot_be_created_stops_start_up(tmp_path: Path) -> No
     result = CliRunner().invoke(app, [*args, "--trace-dir", str(blocker / "traces")])
     assert result.exit_code == 2
     assert "cannot trace into" in result.stderr
-    assert not (tmp_path / "data").exists()  # stopped before the broker touched its logs
+    assert not (
+        tmp_path / "data"
+    ).exists()  # stopped before the broker touched its logs
 
 
 def test_the_environment_variable_turns_tracing_on(

@@ -118,7 +118,9 @@ async def _run_three(tmp_path: Path, trace_dir: Path) -> None:
 
             async def drive(node: int) -> None:
                 host, port = servers[node].bound_address()
-                read[node] = await trio.to_thread.run_sync(_clients, node, f"{host}:{port}")
+                read[node] = await trio.to_thread.run_sync(
+                    _clients, node, f"{host}:{port}"
+                )
 
             async with trio.open_nursery() as clients:
                 for node in NODES:
@@ -173,7 +175,9 @@ def test_three_nodes_in_one_process_trace_to_three_streams(tmp_path: Path) -> No
         assert components >= COMPONENTS, (node, COMPONENTS - components)
         # Nothing in this stream mentions another node's topic, group or clients ...
         foreign = _foreign_names(node)
-        leaked = [r for r in records if any(f in s for s in _strings(r) for f in foreign)]
+        leaked = [
+            r for r in records if any(f in s for s in _strings(r) for f in foreign)
+        ]
         assert leaked == [], (node, leaked[:3])
         # ... and each component speaks of this node's own things.
         for r in records:
@@ -187,7 +191,11 @@ def test_three_nodes_in_one_process_trace_to_three_streams(tmp_path: Path) -> No
                 assert r["broker_id"] == node, (node, r)
             if r["component"] == "controller" and r["event"] == "quorum_leader":
                 assert r["leader_id"] == node, (node, r)
-        rolls = [r for r in records if r["event"] == "segment_roll" and r["topic"] == topic]
+        rolls = [
+            r for r in records if r["event"] == "segment_roll" and r["topic"] == topic
+        ]
         assert rolls, node
         assert any(r["event"] == "member_join" for r in records), node
-        assert any(r["event"] == "hw_advance" and r["topic"] == topic for r in records), node
+        assert any(
+            r["event"] == "hw_advance" and r["topic"] == topic for r in records
+        ), node

@@ -32,7 +32,9 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def cluster(data_dir: Path) -> AsyncIterator[AsyncAdminClient]:
-    async with tool_cluster(single_node_config(data_dir, {"num.partitions": "2"})) as cluster:
+    async with tool_cluster(
+        single_node_config(data_dir, {"num.partitions": "2"})
+    ) as cluster:
         yield cluster
 
 
@@ -53,11 +55,17 @@ def test_the_minikafka_command_has_the_servers_commands_and_the_client_tools() -
     assert " metadata-quorum " in result.output
 
 
-async def test_dump_log_of_a_partition_directory(cluster: AsyncAdminClient, data_dir: Path) -> None:
+async def test_dump_log_of_a_partition_directory(
+    cluster: AsyncAdminClient, data_dir: Path
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "dumped", partitions=1)
-        options = ProduceOptions("dumped", compression=CompressionType.GZIP, key_separator=":")
-        produced = await produce(bootstrap(cluster), options, _lines([b"k1:hello", b"k2:world"]))
+        options = ProduceOptions(
+            "dumped", compression=CompressionType.GZIP, key_separator=":"
+        )
+        produced = await produce(
+            bootstrap(cluster), options, _lines([b"k1:hello", b"k2:world"])
+        )
         assert produced.sent == 2
         assert not produced.failed
     partition_dir = data_dir / "dumped-0"

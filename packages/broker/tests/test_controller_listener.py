@@ -67,7 +67,9 @@ class RemoteBroker:
         self.observer, snapshot = MetadataObserver.open(metadata_dir)
         self.image = MetadataImage()
         self.apply(
-            ObserverUpdate(reset_to_snapshot=snapshot, snapshot_offset=self.observer.applied_offset)
+            ObserverUpdate(
+                reset_to_snapshot=snapshot, snapshot_offset=self.observer.applied_offset
+            )
         )
 
     def apply(self, update: ObserverUpdate) -> None:
@@ -79,7 +81,10 @@ class RemoteBroker:
 @asynccontextmanager
 async def following(node: BrokerServer, remote: RemoteBroker) -> AsyncIterator[None]:
     host, port = node.controller_address()
-    async with NetworkClient.open(client_id="broker-2") as client, trio.open_nursery() as n:
+    async with (
+        NetworkClient.open(client_id="broker-2") as client,
+        trio.open_nursery() as n,
+    ):
         n.start_soon(
             lambda: fetch_metadata_forever(
                 client,
@@ -106,14 +111,19 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
             assert image_state(remote.image) == image_state(node.local_controller.image)
-            await create(node, "created-while-following")  # the long poll wakes on commit
+            # the long poll wakes on commit
+            await create(node, "created-while-following")
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
-            assert "created-while-following" in {t.name for t in remote.image.topics.values()}
+            assert "created-while-following" in {
+                t.name for t in remote.image.topics.values()
+            }
             assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
         # A restart resumes from the copy on disk: nothing before its end is fetched again.
@@ -123,20 +133,26 @@ async def test_a_remote_broker_follows_the_metadata_log(tmp_path: Path) -> None:
         await create(node, "while-restarting")
         async with following(node, remote):
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
         assert image_state(remote.image) == image_state(node.local_controller.image)
         remote.observer.close()
 
 
-def _registration(cluster_id: str, broker_id: int) -> registration_v0.BrokerRegistrationRequest:
+def _registration(
+    cluster_id: str, broker_id: int
+) -> registration_v0.BrokerRegistrationRequest:
     return registration_v0.BrokerRegistrationRequest(
         broker_id=BrokerId(broker_id),
         cluster_id=cluster_id,
         incarnation_id=uuid.uuid4(),
         listeners=(
             registration_v0.Listener(
-                name="PLAINTEXT", host="127.0.0.1", port=u16(19092), security_protocol=i16(0)
+                name="PLAINTEXT",
+                host="127.0.0.1",
+                port=u16(19092),
+                security_protocol=i16(0),
             ),
         ),
         features=(),
@@ -146,10 +162,15 @@ def _registration(cluster_id: str, broker_id: int) -> registration_v0.BrokerRegi
 
 async def test_a_broker_registers_and_is_unfenced_over_the_wire(tmp_path: Path) -> None:
     config = single_node_config(tmp_path / "node-1", TWO_LISTENERS)
-    async with running_broker(config) as node, NetworkClient.open(client_id="b2") as client:
+    async with (
+        running_broker(config) as node,
+        NetworkClient.open(client_id="b2") as client,
+    ):
         host, port = node.controller_address()
         controller = Node(1, host, port)
-        foreign = await client.send(controller, _registration("AAAAAAAAAAAAAAAAAAAAAA", 2))
+        foreign = await client.send(
+            controller, _registration("AAAAAAAAAAAAAAAAAAAAAA", 2)
+        )
         assert isinstance(foreign, BrokerRegistrationResponse)
         assert foreign.error_code == ErrorCode.inconsistent_cluster_id
         registered = await client.send(controller, _registration(node.cluster_id, 2))
@@ -172,21 +193,30 @@ async def test_a_broker_registers_and_is_unfenced_over_the_wire(tmp_path: Path) 
                 assert beat.error_code == ErrorCode.none
                 if not beat.is_fenced:
                     break
-                await trio.sleep(0.05)  # Kafka's broker heartbeats again soon while fenced
-        await wait_until(lambda: not node.local_controller.image.brokers[2].fenced, DEADLINE)
+                # Kafka's broker heartbeats again soon while fenced
+                await trio.sleep(0.05)
+        await wait_until(
+            lambda: not node.local_controller.image.brokers[2].fenced, DEADLINE
+        )
 
 
 async def test_each_listener_advertises_its_own_apis(tmp_path: Path) -> None:
     config = single_node_config(tmp_path / "node-1", TWO_LISTENERS)
     assert [lst.name for lst in config.advertised_listeners] == ["PLAINTEXT"]
-    async with running_broker(config) as node, NetworkClient.open(client_id="t") as client:
+    async with (
+        running_broker(config) as node,
+        NetworkClient.open(client_id="t") as client,
+    ):
         request = ApiVersionsRequest(
             client_software_name="minikafka-test", client_software_version="1"
         )
         host, port = node.controller_address()
         answer = await client.send(Node(1, host, port), request)
         assert isinstance(answer, ApiVersionsResponse)
-        served = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+        served = {
+            int(k.api_key): (int(k.min_version), int(k.max_version))
+            for k in answer.api_keys
+        }
         assert served == dict(SUPPORTED)
         host, port = node.bound_address()
         answer = await client.send(Node(1, host, port), request)
@@ -196,10 +226,15 @@ async def test_each_listener_advertises_its_own_apis(tmp_path: Path) -> None:
         assert 0 in broker_keys  # Produce
 
 
-async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(tmp_path: Path) -> None:
+async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(
+    tmp_path: Path,
+) -> None:
     # A snapshot after every few records: the log before it is deleted, so a new broker
     # cannot fetch from offset 0 and must take the snapshot with FetchSnapshot.
-    overrides = {**TWO_LISTENERS, "metadata.log.max.record.bytes.between.snapshots": "1"}
+    overrides = {
+        **TWO_LISTENERS,
+        "metadata.log.max.record.bytes.between.snapshots": "1",
+    }
     config = single_node_config(tmp_path / "node-1", overrides)
     async with running_broker(config) as node:
         for name in ("a", "b", "c"):
@@ -209,17 +244,25 @@ async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(tmp_path:
         remote = RemoteBroker(tmp_path / "node-2")
         async with following(node, remote):
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
         assert image_state(remote.image) == image_state(node.local_controller.image)
-        snapshots = list((tmp_path / "node-2" / "__cluster_metadata-0").glob("*.checkpoint"))
+        snapshots = list(
+            (tmp_path / "node-2" / "__cluster_metadata-0").glob("*.checkpoint")
+        )
         assert snapshots, "the snapshot was fetched and kept"
         remote.observer.close()
 
 
-async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Path) -> None:
+async def test_the_controller_refuses_other_topics_and_other_epochs(
+    tmp_path: Path,
+) -> None:
     config = single_node_config(tmp_path / "node-1", TWO_LISTENERS)
-    async with running_broker(config) as node, NetworkClient.open(client_id="t") as client:
+    async with (
+        running_broker(config) as node,
+        NetworkClient.open(client_id="t") as client,
+    ):
         host, port = node.controller_address()
         controller = Node(1, host, port)
         epoch = node.local_controller.quorum.epoch
@@ -234,14 +277,17 @@ async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Pa
             return fetch_v13.FetchRequest(
                 max_wait=i32Timedelta.parse(datetime.timedelta(0)),
                 min_bytes=i32(1),
-                topics=(fetch_v13.FetchTopic(topic_id=topic_id, partitions=(partition,)),),
+                topics=(
+                    fetch_v13.FetchTopic(topic_id=topic_id, partitions=(partition,)),
+                ),
                 forgotten_topics_data=(),
                 rack_id="",
             )
 
         other = await client.send(controller, fetch(uuid.uuid4(), -1))
         assert isinstance(other, FetchResponse)
-        assert other.error_code == ErrorCode.invalid_request  # only the metadata log here
+        # only the metadata log here
+        assert other.error_code == ErrorCode.invalid_request
         for asked, error in (
             (epoch + 1, ErrorCode.unknown_leader_epoch),
             (epoch - 1, ErrorCode.fenced_leader_epoch),
@@ -250,7 +296,8 @@ async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Pa
             assert isinstance(answer, FetchResponse)
             data = answer.responses[0].partitions[0]
             assert data.error_code == error
-            assert data.current_leader.leader_epoch == epoch  # who leads, and since when
+            # who leads, and since when
+            assert data.current_leader.leader_epoch == epoch
         current = await client.send(controller, fetch(METADATA_TOPIC_ID, epoch))
         assert isinstance(current, FetchResponse)
         data = current.responses[0].partitions[0]
@@ -258,7 +305,9 @@ async def test_the_controller_refuses_other_topics_and_other_epochs(tmp_path: Pa
         assert data.records  # from offset 0: the bootstrap records at least
 
 
-async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path) -> None:
+async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(
+    tmp_path: Path,
+) -> None:
     # The metadata fetch loop through the fault proxy: while the link is stalled (a
     # partition: nothing delivered, nothing closed) the copy stops advancing; healed, it
     # catches up; cut (reset), the loop reconnects and catches up. Guarantee: the remote
@@ -283,7 +332,8 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
             )
             await create(node, "first")
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
             proxy.stall()
             await create(node, "while-stalled")
@@ -294,12 +344,14 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(tmp_path: Path
             assert "while-stalled" not in {t.name for t in remote.image.topics.values()}
             proxy.heal()
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
             proxy.cut()
             await create(node, "after-the-cut")
             await wait_until(
-                lambda: remote.image.offset == node.local_controller.image.offset, DEADLINE
+                lambda: remote.image.offset == node.local_controller.image.offset,
+                DEADLINE,
             )
             assert image_state(remote.image) == image_state(node.local_controller.image)
             assert proxy.connections_accepted >= 2  # the loop reconnected after the cut

@@ -115,7 +115,10 @@ async def quorum(tmp_path: Path, **overrides: str) -> AsyncIterator[Quorum]:
             )
             format_storage([data], data, cluster_id, i)
         tracers = [RecordingTracer(i) for i in range(3)]
-        nodes = [ControllerNode.open(c, tracer=t) for c, t in zip(configs, tracers, strict=True)]
+        nodes = [
+            ControllerNode.open(c, tracer=t)
+            for c, t in zip(configs, tracers, strict=True)
+        ]
         for node in nodes:
             await nursery.start(node.run)
         running = Quorum(nodes, proxies, configs, tracers, cluster_id, nursery)
@@ -152,7 +155,9 @@ def registration(broker_id: int) -> BrokerRegistrationRequest:
     return BrokerRegistrationRequest(broker_id, uuid.uuid4(), (endpoint,))
 
 
-async def test_the_standby_controllers_replay_what_the_leader_commits(tmp_path: Path) -> None:
+async def test_the_standby_controllers_replay_what_the_leader_commits(
+    tmp_path: Path,
+) -> None:
     started = time.time()
     async with quorum(tmp_path) as running:
         nodes = running.nodes
@@ -205,7 +210,9 @@ async def test_a_cut_off_leader_fails_what_it_holds_and_reverts(tmp_path: Path) 
             assert 8 not in node.controller.image.brokers
 
 
-async def test_a_follower_behind_the_log_start_copies_the_snapshot(tmp_path: Path) -> None:
+async def test_a_follower_behind_the_log_start_copies_the_snapshot(
+    tmp_path: Path,
+) -> None:
     # A snapshot after every commit: the leader's log start moves with each one.
     every_commit = {"metadata.log.max.record.bytes.between.snapshots": "1"}
     async with quorum(tmp_path, **every_commit) as running:
@@ -232,9 +239,14 @@ async def test_a_follower_behind_the_log_start_copies_the_snapshot(tmp_path: Pat
 
         # A broker arriving now starts below every voter's log start: it finds the leader
         # through whichever voter it asks first, copies the snapshot, then fetches on.
-        voters = tuple(Node(i, "127.0.0.1", p.port) for i, p in enumerate(running.proxies))
+        voters = tuple(
+            Node(i, "127.0.0.1", p.port) for i, p in enumerate(running.proxies)
+        )
         remote = RemoteBroker(tmp_path / "broker-4")
-        async with NetworkClient.open(client_id="broker-4") as client, trio.open_nursery() as n:
+        async with (
+            NetworkClient.open(client_id="broker-4") as client,
+            trio.open_nursery() as n,
+        ):
             n.start_soon(
                 lambda: fetch_metadata_forever(
                     client,

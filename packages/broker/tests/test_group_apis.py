@@ -52,7 +52,10 @@ GROUP_APIS = (
 )
 LOWEST = {k: KafkaApis.SUPPORTED[k][0] for k in GROUP_APIS}
 HIGHEST = {k: KafkaApis.SUPPORTED[k][1] for k in GROUP_APIS}
-OVERRIDES = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"}
+OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "3",
+}
 TOPIC = "orders"
 RANGE = (("range", b"meta"),)
 OMITTED = -(2**31)
@@ -93,7 +96,9 @@ class Client(WireClient):
             member_id=member_id,
             group_instance_id=instance_id,
             protocol_type=protocol_type,
-            protocols=tuple(build(protocol_cls, name=n, metadata=m) for n, m in protocols),
+            protocols=tuple(
+                build(protocol_cls, name=n, metadata=m) for n, m in protocols
+            ),
         )
         return await self.call(body)
 
@@ -106,7 +111,9 @@ class Client(WireClient):
         instance_id: str | None = None,
     ) -> Any:
         """A new member's join: from v4 a dynamic member is handed an id and rejoins."""
-        joined = await self.join(group, version, protocols=protocols, instance_id=instance_id)
+        joined = await self.join(
+            group, version, protocols=protocols, instance_id=instance_id
+        )
         if version >= 4 and instance_id is None:
             assert joined.error_code is ErrorCode.member_id_required
             assert joined.member_id
@@ -240,9 +247,14 @@ class Client(WireClient):
         )
         return await self.call(build(cls, group_id=group, topics=topics))
 
-    async def describe(self, version: int, *groups: str, operations: bool = False) -> Any:
+    async def describe(
+        self, version: int, *groups: str, operations: bool = False
+    ) -> Any:
         body = request_body(
-            DESCRIBE_GROUPS, version, groups=groups, include_authorized_operations=operations
+            DESCRIBE_GROUPS,
+            version,
+            groups=groups,
+            include_authorized_operations=operations,
         )
         return (await self.call(body)).groups
 
@@ -250,11 +262,15 @@ class Client(WireClient):
         return await self.call(request_body(LIST_GROUPS, version))
 
     async def delete(self, version: int, *groups: str) -> dict[str, ErrorCode]:
-        response = await self.call(request_body(DELETE_GROUPS, version, groups_names=groups))
+        response = await self.call(
+            request_body(DELETE_GROUPS, version, groups_names=groups)
+        )
         return {r.group_id: r.error_code for r in response.results}
 
 
-def fetched(response: Any) -> dict[tuple[str, int], tuple[int, int, str | None, ErrorCode]]:
+def fetched(
+    response: Any,
+) -> dict[tuple[str, int], tuple[int, int, str | None, ErrorCode]]:
     """(topic, partition) -> (offset, leader epoch or -1, metadata, error)."""
     return {
         (t.name, int(p.partition_index)): (
@@ -276,7 +292,9 @@ class Broker:
 
     async def client(self, client_id: str) -> Client:
         """A new connection (each group member needs its own)."""
-        network = await self._stack.enter_async_context(NetworkClient.open(client_id=client_id))
+        network = await self._stack.enter_async_context(
+            NetworkClient.open(client_id=client_id)
+        )
         return Client(network, self.node)
 
     def state(self, group: str) -> GroupState | None:
@@ -289,7 +307,9 @@ class Broker:
         await self.create_topic(admin)
 
     async def find_coordinator(self, admin: Client) -> None:
-        found = await admin.call(request_body(FIND_COORDINATOR, 2, key="any", key_type=0))
+        found = await admin.call(
+            request_body(FIND_COORDINATOR, 2, key="any", key_type=0)
+        )
         assert found.error_code is ErrorCode.none
         assert int(found.node_id) == self.server.config.node_id
 
@@ -304,7 +324,10 @@ class Broker:
             configs=(),
         )
         body = build(
-            cls, topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False
+            cls,
+            topics=(topic,),
+            timeout=datetime.timedelta(seconds=30),
+            validate_only=False,
         )
         [created] = (await admin.call(body)).topics
         assert created.error_code is ErrorCode.none
@@ -332,7 +355,9 @@ async def prepared(tmp_path: Path) -> AsyncIterator[Broker]:
 # --- every advertised version ----------------------------------------------------------
 
 
-async def test_every_advertised_version_of_every_group_api_is_answered(tmp_path: Path) -> None:
+async def test_every_advertised_version_of_every_group_api_is_answered(
+    tmp_path: Path,
+) -> None:
     """One request per version of each group API, in an order that makes each succeed:
     a group per JoinGroup version, then the others on the last one; LeaveGroup and
     DeleteGroups empty and remove the first groups."""
@@ -358,14 +383,21 @@ async def test_every_advertised_version_of_every_group_api_is_answered(tmp_path:
         for v in versions(SYNC_GROUP):
             synced = await admin.sync(group, v, 1, member, {member: b"plan-%d" % v})
             # The first SyncGroup makes the group Stable; later ones fetch the same plan.
-            assert (synced.error_code, synced.assignment) == (ErrorCode.none, first_plan)
+            assert (synced.error_code, synced.assignment) == (
+                ErrorCode.none,
+                first_plan,
+            )
             seen(SYNC_GROUP, v)
         for v in versions(HEARTBEAT):
             assert await admin.heartbeat(group, v, 1, member) is ErrorCode.none
             seen(HEARTBEAT, v)
         for v in versions(OFFSET_COMMIT):
             result = await admin.commit(
-                group, v, {TOPIC: [(0, 100 + v, -1, f"v{v}")]}, generation=1, member_id=member
+                group,
+                v,
+                {TOPIC: [(0, 100 + v, -1, f"v{v}")]},
+                generation=1,
+                member_id=member,
             )
             assert result == [(TOPIC, 0, ErrorCode.none)]
             seen(OFFSET_COMMIT, v)
@@ -378,7 +410,10 @@ async def test_every_advertised_version_of_every_group_api_is_answered(tmp_path:
             seen(OFFSET_FETCH, v)
         for v in versions(DESCRIBE_GROUPS):
             [described] = await admin.describe(v, group)
-            assert (described.error_code, described.group_state) == (ErrorCode.none, "Stable")
+            assert (described.error_code, described.group_state) == (
+                ErrorCode.none,
+                "Stable",
+            )
             assert [m.member_id for m in described.members] == [member]
             seen(DESCRIBE_GROUPS, v)
         for v in versions(LIST_GROUPS):
@@ -392,7 +427,9 @@ async def test_every_advertised_version_of_every_group_api_is_answered(tmp_path:
             left = await admin.leave(g, v, [(m, None)])
             assert left.error_code is ErrorCode.none
             if v >= 3:
-                assert [(r.member_id, r.error_code) for r in left.members] == [(m, ErrorCode.none)]
+                assert [(r.member_id, r.error_code) for r in left.members] == [
+                    (m, ErrorCode.none)
+                ]
             assert broker.state(g) is GroupState.EMPTY
             seen(LEAVE_GROUP, v)
         for v, (g, _) in zip(versions(DELETE_GROUPS), members, strict=False):
@@ -406,7 +443,9 @@ async def test_every_advertised_version_of_every_group_api_is_answered(tmp_path:
 
 
 @pytest.mark.parametrize("api", [LOWEST, HIGHEST], ids=["lowest", "highest"])
-async def test_a_group_from_join_to_delete(tmp_path: Path, api: Mapping[int, int]) -> None:
+async def test_a_group_from_join_to_delete(
+    tmp_path: Path, api: Mapping[int, int]
+) -> None:
     async with prepared(tmp_path) as broker:
         group = "life"
         a, b = await broker.client("member-a"), await broker.client("member-b")
@@ -438,7 +477,8 @@ async def test_a_group_from_join_to_delete(tmp_path: Path, api: Mapping[int, int
                 lambda: broker.state(group) is GroupState.PREPARING_REBALANCE, DEADLINE
             )
             assert (
-                await a.heartbeat(group, api[HEARTBEAT], 1, a_id) is ErrorCode.rebalance_in_progress
+                await a.heartbeat(group, api[HEARTBEAT], 1, a_id)
+                is ErrorCode.rebalance_in_progress
             )
             answers["a"] = await a.join(
                 group, api[JOIN_GROUP], member_id=a_id, protocols=protocols_a
@@ -487,43 +527,81 @@ async def test_a_group_from_join_to_delete(tmp_path: Path, api: Mapping[int, int
         epoch = 7 if api[OFFSET_COMMIT] >= 6 and api[OFFSET_FETCH] >= 5 else -1
         expected = {
             (TOPIC, 0): (42, epoch, "note-0", ErrorCode.none),
-            (TOPIC, 1): (43, epoch, "", ErrorCode.none),  # null metadata is stored as ""
+            (TOPIC, 1): (
+                43,
+                epoch,
+                "",
+                ErrorCode.none,
+            ),  # null metadata is stored as ""
         }
-        assert fetched(await b.fetch(group, api[OFFSET_FETCH], {TOPIC: [0, 1]})) == expected
+        assert (
+            fetched(await b.fetch(group, api[OFFSET_FETCH], {TOPIC: [0, 1]}))
+            == expected
+        )
         if api[OFFSET_FETCH] >= 2:
             everything = await b.fetch(group, api[OFFSET_FETCH], None)
-            assert (everything.error_code, fetched(everything)) == (ErrorCode.none, expected)
+            assert (everything.error_code, fetched(everything)) == (
+                ErrorCode.none,
+                expected,
+            )
 
         [described] = await admin.describe(api[DESCRIBE_GROUPS], group)
-        assert (described.error_code, described.group_state) == (ErrorCode.none, "Stable")
-        assert (described.protocol_type, described.protocol_data) == ("consumer", "range")
+        assert (described.error_code, described.group_state) == (
+            ErrorCode.none,
+            "Stable",
+        )
+        assert (described.protocol_type, described.protocol_data) == (
+            "consumer",
+            "range",
+        )
         assert [
-            (m.member_id, m.client_id, m.client_host, m.member_metadata, m.member_assignment)
+            (
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                m.member_metadata,
+                m.member_assignment,
+            )
             for m in described.members
         ] == [
             (a_id, "member-a", "/127.0.0.1", b"meta-a", b"assign-a"),
             (b_id, "member-b", "/127.0.0.1", b"meta-b", b"assign-b"),
         ]
         if api[DESCRIBE_GROUPS] >= 4:
-            assert [m.group_instance_id for m in described.members] == [None, b_instance]
+            assert [m.group_instance_id for m in described.members] == [
+                None,
+                b_instance,
+            ]
         if api[DESCRIBE_GROUPS] >= 3:
             assert described.authorized_operations == OMITTED  # not asked for
         listed = await admin.list_groups(api[LIST_GROUPS])
         assert listed.error_code is ErrorCode.none
-        assert [(g.group_id, g.protocol_type) for g in listed.groups] == [(group, "consumer")]
+        assert [(g.group_id, g.protocol_type) for g in listed.groups] == [
+            (group, "consumer")
+        ]
 
         # b leaves: a must rejoin; a leaves too and the group is Empty, offsets kept.
         left = await b.leave(group, api[LEAVE_GROUP], [(b_id, b_instance)])
         assert left.error_code is ErrorCode.none
         if api[LEAVE_GROUP] >= 3:
-            assert [(m.member_id, m.group_instance_id, m.error_code) for m in left.members] == [
-                (b_id, b_instance, ErrorCode.none)
-            ]
-        assert await a.heartbeat(group, api[HEARTBEAT], 2, a_id) is ErrorCode.rebalance_in_progress
-        assert (await a.leave(group, api[LEAVE_GROUP], [(a_id, None)])).error_code is ErrorCode.none
+            assert [
+                (m.member_id, m.group_instance_id, m.error_code) for m in left.members
+            ] == [(b_id, b_instance, ErrorCode.none)]
+        assert (
+            await a.heartbeat(group, api[HEARTBEAT], 2, a_id)
+            is ErrorCode.rebalance_in_progress
+        )
+        assert (
+            await a.leave(group, api[LEAVE_GROUP], [(a_id, None)])
+        ).error_code is ErrorCode.none
         [described] = await admin.describe(api[DESCRIBE_GROUPS], group)
         assert (described.group_state, described.members) == ("Empty", ())
-        assert fetched(await b.fetch(group, api[OFFSET_FETCH], {TOPIC: [0]}))[(TOPIC, 0)][0] == 42
+        assert (
+            fetched(await b.fetch(group, api[OFFSET_FETCH], {TOPIC: [0]}))[(TOPIC, 0)][
+                0
+            ]
+            == 42
+        )
 
         # Deleted: Dead to DescribeGroups, gone from ListGroups, its offsets gone.
         assert await admin.delete(api[DELETE_GROUPS], group) == {group: ErrorCode.none}
@@ -541,7 +619,9 @@ async def test_a_group_from_join_to_delete(tmp_path: Path, api: Mapping[int, int
 
 
 @pytest.mark.parametrize("version", list(versions(JOIN_GROUP)))
-async def test_member_id_required_from_join_group_v4_only(tmp_path: Path, version: int) -> None:
+async def test_member_id_required_from_join_group_v4_only(
+    tmp_path: Path, version: int
+) -> None:
     """KIP-394: from v4 a new dynamic member is handed an id to rejoin with; before, it
     joins at once (the core would otherwise leave clients of v0-3 without an id)."""
     async with prepared(tmp_path) as broker:
@@ -554,9 +634,13 @@ async def test_member_id_required_from_join_group_v4_only(tmp_path: Path, versio
             return
         assert first.error_code is ErrorCode.member_id_required
         assert (first.generation_id, first.members) == (-1, ())
-        assert broker.state("kip-394") is GroupState.EMPTY  # a pending member is no member
+        # a pending member is no member
+        assert broker.state("kip-394") is GroupState.EMPTY
         second = await member.join("kip-394", version, member_id=first.member_id)
-        assert (second.error_code, second.member_id) == (ErrorCode.none, first.member_id)
+        assert (second.error_code, second.member_id) == (
+            ErrorCode.none,
+            first.member_id,
+        )
 
 
 async def test_a_second_member_joining_makes_the_first_ones_heartbeat_rebalance_in_progress(
@@ -565,7 +649,9 @@ async def test_a_second_member_joining_makes_the_first_ones_heartbeat_rebalance_
     async with prepared(tmp_path) as broker:
         a, b = await broker.client("a"), await broker.client("b")
         joined = await a.join_as_new("busy", HIGHEST[JOIN_GROUP])
-        assert (await a.sync("busy", 3, 1, joined.member_id, {})).error_code is ErrorCode.none
+        assert (
+            await a.sync("busy", 3, 1, joined.member_id, {})
+        ).error_code is ErrorCode.none
         assert await a.heartbeat("busy", 3, 1, joined.member_id) is ErrorCode.none
         async with trio.open_nursery() as nursery:
             nursery.start_soon(b.join_as_new, "busy", HIGHEST[JOIN_GROUP])
@@ -576,11 +662,15 @@ async def test_a_second_member_joining_makes_the_first_ones_heartbeat_rebalance_
                 error = await a.heartbeat("busy", v, 1, joined.member_id)
                 assert error is ErrorCode.rebalance_in_progress
             # a rejoins, which completes the rebalance and lets b's JoinGroup return.
-            again = await a.join("busy", HIGHEST[JOIN_GROUP], member_id=joined.member_id)
+            again = await a.join(
+                "busy", HIGHEST[JOIN_GROUP], member_id=joined.member_id
+            )
             assert (again.error_code, again.generation_id) == (ErrorCode.none, 2)
 
 
-async def test_a_parked_join_group_does_not_hold_up_other_requests(tmp_path: Path) -> None:
+async def test_a_parked_join_group_does_not_hold_up_other_requests(
+    tmp_path: Path,
+) -> None:
     """A JoinGroup waits for the whole rebalance; with one request handler task it must
     not keep that task, or the other member's heartbeat (which tells it to rejoin) waits
     behind it until the rebalance times out (Kafka parks it in a purgatory instead)."""
@@ -597,7 +687,8 @@ async def test_a_parked_join_group_does_not_hold_up_other_requests(tmp_path: Pat
         async with trio.open_nursery() as nursery:
             nursery.start_soon(join_b)
             await wait_until(
-                lambda: broker.state("parked") is GroupState.PREPARING_REBALANCE, DEADLINE
+                lambda: broker.state("parked") is GroupState.PREPARING_REBALANCE,
+                DEADLINE,
             )
             # b's JoinGroup is parked now; a's requests are still served promptly.
             with trio.fail_after(5):
@@ -628,7 +719,9 @@ async def test_a_restarted_static_leader_keeps_its_place_without_assigning(
         assert again.leader != again.member_id
         assert again.members == ()
         assert broker.state("static") is GroupState.STABLE
-        synced = await restarted.sync("static", 3, 1, again.member_id, instance_id="a-1")
+        synced = await restarted.sync(
+            "static", 3, 1, again.member_id, instance_id="a-1"
+        )
         assert (synced.error_code, synced.assignment) == (ErrorCode.none, b"mine")
         stale = await a.heartbeat("static", 3, 1, first.member_id, instance_id="a-1")
         assert stale is ErrorCode.fenced_instance_id
@@ -665,7 +758,9 @@ async def test_a_join_with_another_protocol_type_or_no_common_protocol_is_refuse
         assert no_common.error_code is ErrorCode.inconsistent_group_protocol
 
 
-async def test_a_session_timeout_outside_the_broker_bounds_is_refused(tmp_path: Path) -> None:
+async def test_a_session_timeout_outside_the_broker_bounds_is_refused(
+    tmp_path: Path,
+) -> None:
     async with prepared(tmp_path) as broker:
         member = await broker.client("m")
         for v in versions(JOIN_GROUP):
@@ -687,7 +782,9 @@ async def test_a_huge_protocol_list_with_duplicates_is_handled(tmp_path: Path) -
 # --- group ids, coordinators and malformed requests ----------------------------------------
 
 
-async def test_an_empty_group_id_is_invalid_for_group_membership(tmp_path: Path) -> None:
+async def test_an_empty_group_id_is_invalid_for_group_membership(
+    tmp_path: Path,
+) -> None:
     """Kafka's isValidGroupId: JoinGroup, SyncGroup, Heartbeat and LeaveGroup need a
     group id; OffsetCommit, OffsetFetch, DescribeGroups and DeleteGroups accept "" (old
     consumers committed under it)."""
@@ -696,7 +793,9 @@ async def test_an_empty_group_id_is_invalid_for_group_membership(tmp_path: Path)
         for v in versions(JOIN_GROUP):
             assert (await member.join("", v)).error_code is ErrorCode.invalid_group_id
         for v in versions(SYNC_GROUP):
-            assert (await member.sync("", v, 1, "x")).error_code is ErrorCode.invalid_group_id
+            assert (
+                await member.sync("", v, 1, "x")
+            ).error_code is ErrorCode.invalid_group_id
         for v in versions(HEARTBEAT):
             assert await member.heartbeat("", v, 1, "x") is ErrorCode.invalid_group_id
         for v in versions(LEAVE_GROUP):
@@ -709,7 +808,10 @@ async def test_an_empty_group_id_is_invalid_for_group_membership(tmp_path: Path)
         ]
         assert fetched(await member.fetch("", 5, {TOPIC: [0]}))[(TOPIC, 0)][0] == 5
         [described] = await member.describe(4, "")
-        assert (described.error_code, described.group_state) == (ErrorCode.none, "Empty")
+        assert (described.error_code, described.group_state) == (
+            ErrorCode.none,
+            "Empty",
+        )
         assert await member.delete(1, "") == {"": ErrorCode.none}
 
 
@@ -720,7 +822,8 @@ async def test_before_the_offsets_topic_exists_this_broker_is_not_the_coordinato
     version where it can: OffsetFetch v1 in every partition, from v2 at the top."""
     async with running(tmp_path / "data") as broker:
         client = await broker.client("early")
-        await broker.create_topic(client)  # the topic exists; the group's coordinator not
+        # the topic exists; the group's coordinator not
+        await broker.create_topic(client)
         for v in versions(JOIN_GROUP):
             assert (await client.join("g", v)).error_code is ErrorCode.not_coordinator
         for v in versions(HEARTBEAT):
@@ -732,14 +835,20 @@ async def test_before_the_offsets_topic_exists_this_broker_is_not_the_coordinato
                     (TOPIC, p): (-1, -1, "", ErrorCode.not_coordinator) for p in (0, 1)
                 }
             else:
-                assert (response.error_code, response.topics) == (ErrorCode.not_coordinator, ())
+                assert (response.error_code, response.topics) == (
+                    ErrorCode.not_coordinator,
+                    (),
+                )
         for v in versions(OFFSET_COMMIT):
             result = await client.commit("g", v, {TOPIC: [(0, 1, -1, None)]})
             assert result == [(TOPIC, 0, ErrorCode.not_coordinator)]
         for v in versions(DESCRIBE_GROUPS):
             [described] = await client.describe(v, "g")
             # Kafka's NoState: the broker cannot say anything about the group.
-            assert (described.error_code, described.group_state) == (ErrorCode.not_coordinator, "")
+            assert (described.error_code, described.group_state) == (
+                ErrorCode.not_coordinator,
+                "",
+            )
         assert await client.delete(1, "g") == {"g": ErrorCode.not_coordinator}
         assert (await client.list_groups(2)).groups == ()
 
@@ -748,7 +857,9 @@ async def test_before_the_offsets_topic_exists_this_broker_is_not_the_coordinato
 async def test_offset_fetch_of_an_unknown_group(tmp_path: Path, version: int) -> None:
     async with prepared(tmp_path) as broker:
         client = await broker.client("c")
-        response = await client.fetch("nobody", version, {TOPIC: [1, 0], "elsewhere": [3]})
+        response = await client.fetch(
+            "nobody", version, {TOPIC: [1, 0], "elsewhere": [3]}
+        )
         assert fetched(response) == {
             (TOPIC, 1): (-1, -1, "", ErrorCode.none),
             (TOPIC, 0): (-1, -1, "", ErrorCode.none),
@@ -756,7 +867,8 @@ async def test_offset_fetch_of_an_unknown_group(tmp_path: Path, version: int) ->
         }
         # Answered in the order asked.
         assert [
-            (t.name, [int(p.partition_index) for p in t.partitions]) for t in response.topics
+            (t.name, [int(p.partition_index) for p in t.partitions])
+            for t in response.topics
         ] == [
             (TOPIC, [1, 0]),
             ("elsewhere", [3]),
@@ -767,7 +879,9 @@ async def test_offset_fetch_of_an_unknown_group(tmp_path: Path, version: int) ->
             assert (everything.error_code, everything.topics) == (ErrorCode.none, ())
 
 
-async def test_commits_from_outside_a_group_and_unknown_partitions(tmp_path: Path) -> None:
+async def test_commits_from_outside_a_group_and_unknown_partitions(
+    tmp_path: Path,
+) -> None:
     """A "simple" consumer (generation -1, no member id) may commit to a group with no
     members; a partition that does not exist is refused, the others are kept."""
     async with prepared(tmp_path) as broker:
@@ -788,12 +902,19 @@ async def test_commits_from_outside_a_group_and_unknown_partitions(tmp_path: Pat
         }
 
 
-async def test_a_member_commit_with_a_stale_generation_is_refused(tmp_path: Path) -> None:
+async def test_a_member_commit_with_a_stale_generation_is_refused(
+    tmp_path: Path,
+) -> None:
     async with prepared(tmp_path) as broker:
         member = await broker.client("m")
         joined = await member.join_as_new("gen", 5)
-        assert (await member.sync("gen", 3, 1, joined.member_id, {})).error_code is ErrorCode.none
-        for generation, error in [(0, ErrorCode.illegal_generation), (1, ErrorCode.none)]:
+        assert (
+            await member.sync("gen", 3, 1, joined.member_id, {})
+        ).error_code is ErrorCode.none
+        for generation, error in [
+            (0, ErrorCode.illegal_generation),
+            (1, ErrorCode.none),
+        ]:
             result = await member.commit(
                 "gen",
                 7,
@@ -819,10 +940,17 @@ async def test_duplicates_in_one_request_are_answered_not_fatal(tmp_path: Path) 
             )
             await a.join("dup", 3, member_id=first.member_id)
         # The same member twice in one LeaveGroup v3: it leaves once.
-        left = await client.leave("dup", 3, [(first.member_id, None), (first.member_id, None)])
-        assert [m.error_code for m in left.members] == [ErrorCode.none, ErrorCode.unknown_member_id]
+        left = await client.leave(
+            "dup", 3, [(first.member_id, None), (first.member_id, None)]
+        )
+        assert [m.error_code for m in left.members] == [
+            ErrorCode.none,
+            ErrorCode.unknown_member_id,
+        ]
         # The same partition twice in one OffsetCommit: answered twice, the last one kept.
-        result = await client.commit("solo", 7, {TOPIC: [(0, 1, -1, None), (0, 2, -1, None)]})
+        result = await client.commit(
+            "solo", 7, {TOPIC: [(0, 1, -1, None), (0, 2, -1, None)]}
+        )
         assert result == [(TOPIC, 0, ErrorCode.none), (TOPIC, 0, ErrorCode.none)]
         assert fetched(await client.fetch("solo", 5, {TOPIC: [0, -5]})) == {
             (TOPIC, 0): (2, -1, "", ErrorCode.none),
@@ -835,14 +963,18 @@ async def test_duplicates_in_one_request_are_answered_not_fatal(tmp_path: Path) 
         assert synced.error_code is ErrorCode.unknown_member_id
 
 
-async def test_describe_groups_reports_operations_only_when_asked(tmp_path: Path) -> None:
+async def test_describe_groups_reports_operations_only_when_asked(
+    tmp_path: Path,
+) -> None:
     async with prepared(tmp_path) as broker:
         member = await broker.client("m")
         assert (await member.join_as_new("ops", 5)).error_code is ErrorCode.none
         for v in range(3, HIGHEST[DESCRIBE_GROUPS] + 1):
             [plain] = await member.describe(v, "ops")
             assert plain.authorized_operations == OMITTED
-            [asked, unknown] = await member.describe(v, "ops", "unknown", operations=True)
+            [asked, unknown] = await member.describe(
+                v, "ops", "unknown", operations=True
+            )
             # No authorizer: every group operation, READ, DELETE and DESCRIBE (bits 3, 6, 8).
             assert asked.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
             assert (unknown.error_code, unknown.group_state, unknown.members) == (

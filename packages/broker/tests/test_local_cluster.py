@@ -46,11 +46,16 @@ def settle(cluster: LocalCluster, seconds: float = 60.0) -> None:
     for _ in range(int(seconds / 0.5)):
         cluster.step()
         leader = cluster.leader_of(TP)
-        partition = cluster.brokers[leader].manager.partitions[TP] if leader > 0 else None
+        partition = (
+            cluster.brokers[leader].manager.partitions[TP] if leader > 0 else None
+        )
         if (
             partition is not None
             and partition.isr == frozenset(cluster.brokers)
-            and all(log_bytes(cluster, b) == log_bytes(cluster, leader) for b in cluster.brokers)
+            and all(
+                log_bytes(cluster, b) == log_bytes(cluster, leader)
+                for b in cluster.brokers
+            )
         ):
             return
     raise AssertionError(f"not settled after {seconds} virtual seconds")
@@ -115,7 +120,8 @@ def test_a_dead_follower_leaves_the_isr_and_returns(tmp_path: Path) -> None:
     cluster.run(12.0)  # past broker.session.timeout.ms (9 s): fenced, out of every ISR
     assert follower not in partition.isr
     request_id = cluster.produce(TP, [b"still-two"], Acks.ALL)
-    cluster.run(1.0)  # the other follower fetches it, then tells the leader at its next fetch
+    # the other follower fetches it, then tells the leader at its next fetch
+    cluster.run(1.0)
     assert request_id is not None
     assert cluster.acknowledged[request_id][TP].error_code is ErrorCode.none
     cluster.restart(follower)
@@ -124,7 +130,9 @@ def test_a_dead_follower_leaves_the_isr_and_returns(tmp_path: Path) -> None:
     assert b"still-two" in values_in(cluster, follower)
 
 
-def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(tmp_path: Path) -> None:
+def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(
+    tmp_path: Path,
+) -> None:
     cluster = LocalCluster.start(tmp_path, seed=11, min_insync_replicas=2)
     cluster.create_topic(TP.topic, 1, 3)
     cluster.run(2.0)
@@ -142,7 +150,9 @@ def test_too_few_in_sync_replicas_refuse_acks_all_but_not_acks_1(tmp_path: Path)
     assert cluster.acknowledged[one_id][TP].error_code is ErrorCode.none
 
 
-def test_a_controlled_shutdown_moves_leadership_before_the_broker_stops(tmp_path: Path) -> None:
+def test_a_controlled_shutdown_moves_leadership_before_the_broker_stops(
+    tmp_path: Path,
+) -> None:
     cluster = LocalCluster.start(tmp_path, seed=5, min_insync_replicas=2)
     cluster.create_topic(TP.topic, 1, 3)
     cluster.run(2.0)
@@ -184,7 +194,10 @@ def test_unclean_election_loses_exactly_the_out_of_sync_writes(
         assert cluster.leader_of(TP) == -1  # stays offline rather than lose data
         cluster.restart(leader)
         settle(cluster)
-        assert values_in(cluster, follower) == [b"both-have-this", b"only-the-leader-had-this"]
+        assert values_in(cluster, follower) == [
+            b"both-have-this",
+            b"only-the-leader-had-this",
+        ]
         return
     assert cluster.leader_of(TP) == follower  # elected from outside the ISR
     cluster.restart(leader)
@@ -194,7 +207,9 @@ def test_unclean_election_loses_exactly_the_out_of_sync_writes(
         assert values_in(cluster, broker_id) == [b"both-have-this"]
 
 
-def test_a_reassignment_copies_the_log_and_drops_the_old_replica(tmp_path: Path) -> None:
+def test_a_reassignment_copies_the_log_and_drops_the_old_replica(
+    tmp_path: Path,
+) -> None:
     # KIP-236 with seed 000's follower mechanics: the new replica really fetches the log,
     # joins the ISR through the leader's AlterPartition, and only then is the old one
     # removed, its log deleted; a producer writing throughout loses nothing.
@@ -239,7 +254,9 @@ def test_a_reassignment_copies_the_log_and_drops_the_old_replica(tmp_path: Path)
         assert len(values_in(cluster, broker_id)) == 30
 
 
-def test_a_preferred_election_returns_leadership_after_a_failover(tmp_path: Path) -> None:
+def test_a_preferred_election_returns_leadership_after_a_failover(
+    tmp_path: Path,
+) -> None:
     # After a failover the preferred replica comes back as a follower; once it is in sync
     # again, ElectLeaders (preferred) gives it the leadership back, and a producer writing
     # across the move loses nothing.

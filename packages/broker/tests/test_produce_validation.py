@@ -30,7 +30,11 @@ from kio.schema.describe_configs.v3.request import (
 )
 from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta
@@ -90,7 +94,8 @@ class Client:
                     replication_factor=i16(1),
                     assignments=(),
                     configs=tuple(
-                        CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                        CreatableTopicConfig(name=k, value=v)
+                        for k, v in configs.items()
                     ),
                 ),
             ),
@@ -109,7 +114,9 @@ class Client:
             topic_data=(
                 TopicProduceData(
                     name=TopicName(topic),
-                    partition_data=(PartitionProduceData(index=i32(0), records=Records(data)),),
+                    partition_data=(
+                        PartitionProduceData(index=i32(0), records=Records(data)),
+                    ),
                 ),
             ),
         )
@@ -136,7 +143,10 @@ class Client:
 @asynccontextmanager
 async def broker(tmp_path: Path) -> AsyncIterator[Client]:
     config = single_node_config(tmp_path / "data")
-    async with running_broker(config) as server, NetworkClient.open(client_id="tests") as client:
+    async with (
+        running_broker(config) as server,
+        NetworkClient.open(client_id="tests") as client,
+    ):
         host, port = server.bound_address()
         yield Client(client, Node(config.node_id, host, port))
 
@@ -184,19 +194,33 @@ async def test_a_batch_no_consumer_could_read_is_refused(
         assert await kafka.produce(name, good()) == (ErrorCode.none, 0)
 
 
-async def test_a_compacted_topic_refuses_keyless_records_over_the_wire(tmp_path: Path) -> None:
+async def test_a_compacted_topic_refuses_keyless_records_over_the_wire(
+    tmp_path: Path,
+) -> None:
     """INVALID_RECORD for a record without a key on cleanup.policy=compact."""
     async with broker(tmp_path) as kafka:
-        assert await kafka.create_topic("c", {"cleanup.policy": "compact"}) is ErrorCode.none
-        assert await kafka.produce("c", good(key=None)) == (ErrorCode.invalid_record, -1)
+        assert (
+            await kafka.create_topic("c", {"cleanup.policy": "compact"})
+            is ErrorCode.none
+        )
+        assert await kafka.produce("c", good(key=None)) == (
+            ErrorCode.invalid_record,
+            -1,
+        )
         assert await kafka.produce("c", good()) == (ErrorCode.none, 0)
 
 
-async def test_every_kafka_topic_config_is_accepted_and_described(tmp_path: Path) -> None:
+async def test_every_kafka_topic_config_is_accepted_and_described(
+    tmp_path: Path,
+) -> None:
     """CreateTopics takes Kafka's topic configs (max.compaction.lag.ms, compression.type=zstd
     among them); DescribeConfigs lists every one, with the reason for those stored without
     effect; remote.storage.enable=true is refused with INVALID_CONFIG."""
-    configs = {"max.compaction.lag.ms": "60000", "compression.type": "zstd", "preallocate": "true"}
+    configs = {
+        "max.compaction.lag.ms": "60000",
+        "compression.type": "zstd",
+        "preallocate": "true",
+    }
     async with broker(tmp_path) as kafka:
         assert await kafka.create_topic("t", configs) is ErrorCode.none
         described = await kafka.describe("t")
@@ -222,13 +246,17 @@ def test_a_zstd_topic_stores_zstd_and_real_clients_read_it(tmp_path: Path) -> No
     try:
         topic = f"zstd-{uuid.uuid4().hex[:8]}"
         admin = AdminClient({"bootstrap.servers": process.bootstrap})
-        admin.create_topics([NewTopic(topic, 1, 1, config={"compression.type": "zstd"})])[
-            topic
-        ].result(DEADLINE)
+        admin.create_topics(
+            [NewTopic(topic, 1, 1, config={"compression.type": "zstd"})]
+        )[topic].result(DEADLINE)
         sent = []
         for codec in ("gzip", "none"):
             producer = confluent_kafka.Producer(
-                {"bootstrap.servers": process.bootstrap, "compression.type": codec, "linger.ms": 20}
+                {
+                    "bootstrap.servers": process.bootstrap,
+                    "compression.type": codec,
+                    "linger.ms": 20,
+                }
             )
             for i in range(50):
                 value = b"%s-%d " % (codec.encode(), i) * 10
@@ -236,7 +264,9 @@ def test_a_zstd_topic_stores_zstd_and_real_clients_read_it(tmp_path: Path) -> No
                 producer.produce(topic, value=value, key=b"k%d" % i)
             assert producer.flush(DEADLINE) == 0
         segment = tmp_path / "data" / f"{topic}-0" / "00000000000000000000.log"
-        codecs = {header.compression for _, header in iter_batches(segment.read_bytes())}
+        codecs = {
+            header.compression for _, header in iter_batches(segment.read_bytes())
+        }
         assert codecs == {CompressionType.ZSTD}
 
         consumer = confluent_kafka.Consumer(

@@ -97,7 +97,9 @@ async def test_an_epoch_answer_for_an_epoch_left_behind_truncates_nothing(
     assert fetcher.core.states[TP].truncating  # it asks again, in epoch 1
 
 
-async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(tmp_path: Path) -> None:
+async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(
+    tmp_path: Path,
+) -> None:
     service, manager = follower(tmp_path)
     follow(service, 0)
     partition = service.get_partition(TP)
@@ -106,10 +108,15 @@ async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(tmp_path: Pa
     [fetcher] = manager.fetchers.values()
     fetcher.core.states[TP].truncating = False  # an empty log: nothing to truncate
 
-    async def fetched_after_a_move(fetches: list[FetchPartition]) -> list[FetchedPartition]:
+    async def fetched_after_a_move(
+        fetches: list[FetchPartition],
+    ) -> list[FetchedPartition]:
         fetcher.core.states[TP].fetch_offset = 3  # moved on (a truncation, a new epoch)
         batch = bytes(value_batch(2))
-        return [FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, batch) for f in fetches]
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, batch)
+            for f in fetches
+        ]
 
     manager.fetch_wire = fetched_after_a_move
     async with NetworkClient.open() as client:
@@ -118,10 +125,14 @@ async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(tmp_path: Pa
 
     async def answer_as_asked(fetches: list[FetchPartition]) -> list[FetchedPartition]:
         batch = bytes(value_batch(2))
-        return [FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, batch) for f in fetches]
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, batch)
+            for f in fetches
+        ]
 
     fetcher.core.states[TP].fetch_offset = 0
     manager.fetch_wire = answer_as_asked
     async with NetworkClient.open() as client:
         await manager._round(client, fetcher)
-    assert partition.log.log_end_offset == 2  # the same answer, to what was asked: taken
+    # the same answer, to what was asked: taken
+    assert partition.log.log_end_offset == 2

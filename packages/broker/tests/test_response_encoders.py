@@ -75,8 +75,12 @@ def test_served_versions_are_the_ones_encoded() -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_one_partition_appended(version: int) -> None:
     tp = TopicPartition("t", 0)
-    results = {tp: ProducePartitionResult(ErrorCode.none, base_offset=41, log_start_offset=0)}
-    assert encode_produce_response(version, [tp], results) == reference(version, [tp], results)
+    results = {
+        tp: ProducePartitionResult(ErrorCode.none, base_offset=41, log_start_offset=0)
+    }
+    assert encode_produce_response(version, [tp], results) == reference(
+        version, [tp], results
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -96,14 +100,17 @@ def test_interleaved_topics_errors_and_append_times(version: int) -> None:
     results = {
         a0: ProducePartitionResult(ErrorCode.none, 0, 1_700_000_000_123, 0),
         b0: ProducePartitionResult(
-            ErrorCode.invalid_record, error_message="a partition's records must be … one"
+            ErrorCode.invalid_record,
+            error_message="a partition's records must be … one",
         ),
         a1: ProducePartitionResult(ErrorCode.unknown_topic_or_partition),
         b1: ProducePartitionResult(
             ErrorCode.not_enough_replicas_after_append, 7, -1, 3, error_message=""
         ),
     }
-    assert encode_produce_response(version, order, results) == reference(version, order, results)
+    assert encode_produce_response(version, order, results) == reference(
+        version, order, results
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -115,7 +122,11 @@ def test_random_results(seed: int) -> None:
         TopicPartition(rng.choice(topics), rng.randint(0, 2**31 - 1))
         for _ in range(rng.randint(1, 12))
     ]
-    errors = [ErrorCode.none, ErrorCode.invalid_record, ErrorCode.not_leader_or_follower]
+    errors = [
+        ErrorCode.none,
+        ErrorCode.invalid_record,
+        ErrorCode.not_leader_or_follower,
+    ]
     results = {
         tp: ProducePartitionResult(
             rng.choice(errors),
@@ -126,7 +137,9 @@ def test_random_results(seed: int) -> None:
         )
         for tp in order
     }
-    assert encode_produce_response(version, order, results) == reference(version, order, results)
+    assert encode_produce_response(version, order, results) == reference(
+        version, order, results
+    )
 
 
 HEARTBEAT_LOW, HEARTBEAT_HIGH = KafkaApis.SUPPORTED[ApiKey.HEARTBEAT]
@@ -151,5 +164,7 @@ def test_heartbeat_versions_are_the_ones_encoded() -> None:
 def test_heartbeat(version: int, error: ErrorCode) -> None:
     cls = response_schema(ApiKey.HEARTBEAT, version)
     assert cls is not None
-    expected = encode_entity(build(cls, throttle_time=datetime.timedelta(0), error_code=error))
+    expected = encode_entity(
+        build(cls, throttle_time=datetime.timedelta(0), error_code=error)
+    )
     assert encode_heartbeat_response(version, error) == expected

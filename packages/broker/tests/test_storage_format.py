@@ -73,7 +73,9 @@ def test_format_writes_meta_properties_into_every_directory(tmp_path: Path) -> N
         assert meta == {"version": "1", "cluster.id": CLUSTER_ID, "node.id": "2"}
 
 
-def test_format_refuses_a_formatted_directory_unless_told_to_ignore_it(tmp_path: Path) -> None:
+def test_format_refuses_a_formatted_directory_unless_told_to_ignore_it(
+    tmp_path: Path,
+) -> None:
     config = str(broker_only(tmp_path))
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "meta.properties").write_text(
@@ -83,17 +85,30 @@ def test_format_refuses_a_formatted_directory_unless_told_to_ignore_it(tmp_path:
     assert code == 1
     assert f"Log directory {tmp_path / 'b'} is already formatted" in output
     assert not (tmp_path / "a" / "meta.properties").exists()  # nothing written at all
-    code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "--ignore-formatted")
+    code, output = storage(
+        "format", "-t", CLUSTER_ID, "-c", config, "--ignore-formatted"
+    )
     assert code == 0
     assert "directory " + str(tmp_path / "b") not in output  # left as it was
-    assert read_properties(tmp_path / "b" / "meta.properties")["cluster.id"].startswith("AAAA")
-    assert read_properties(tmp_path / "a" / "meta.properties")["cluster.id"] == CLUSTER_ID
+    assert read_properties(tmp_path / "b" / "meta.properties")["cluster.id"].startswith(
+        "AAAA"
+    )
+    assert (
+        read_properties(tmp_path / "a" / "meta.properties")["cluster.id"] == CLUSTER_ID
+    )
     code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "-g")
-    assert (code, output.strip()) == (0, "All of the log directories are already formatted.")
+    assert (code, output.strip()) == (
+        0,
+        "All of the log directories are already formatted.",
+    )
 
 
-@pytest.mark.parametrize("bad", ["nope", "", "kqIiZwiNTAefqAx6mrUyy", "kqIiZwiNTAefqAx6mrUyy!"])
-def test_format_refuses_a_cluster_id_that_is_not_a_uuid(tmp_path: Path, bad: str) -> None:
+@pytest.mark.parametrize(
+    "bad", ["nope", "", "kqIiZwiNTAefqAx6mrUyy", "kqIiZwiNTAefqAx6mrUyy!"]
+)
+def test_format_refuses_a_cluster_id_that_is_not_a_uuid(
+    tmp_path: Path, bad: str
+) -> None:
     code, output = storage("format", "-t", bad, "-c", str(broker_only(tmp_path)))
     assert code == 1
     assert "does not appear to be a valid UUID" in output
@@ -104,18 +119,24 @@ def test_format_refuses_a_cluster_id_that_is_not_a_uuid(tmp_path: Path, bad: str
 
 def test_format_refuses_a_bad_config_naming_the_key(tmp_path: Path) -> None:
     config = str(broker_only(tmp_path))
-    code, output = storage("format", "-t", CLUSTER_ID, "-c", config, "--override", "node.id=1")
+    code, output = storage(
+        "format", "-t", CLUSTER_ID, "-c", config, "--override", "node.id=1"
+    )
     assert code == 2
     assert "controller.quorum.voters" in output  # a broker-only node may not be a voter
     assert not (tmp_path / "a").exists()
 
 
-def test_a_node_other_than_the_single_node_refuses_unformatted_dirs(tmp_path: Path) -> None:
+def test_a_node_other_than_the_single_node_refuses_unformatted_dirs(
+    tmp_path: Path,
+) -> None:
     config = KafkaConfig.load(broker_only(tmp_path), {})
     with pytest.raises(StorageError) as caught:
         BrokerServer.open(config)
     assert "minikafka storage format" in str(caught.value)  # names the command to run
-    assert not (tmp_path / "a" / "meta.properties").exists()  # and formats nothing itself
+    assert not (
+        tmp_path / "a" / "meta.properties"
+    ).exists()  # and formats nothing itself
 
 
 def test_a_formatted_broker_only_node_opens_as_an_observer_of_its_controller(
@@ -144,7 +165,10 @@ def test_a_broker_naming_several_voters_follows_whichever_leads(tmp_path: Path) 
     try:
         assert isinstance(server.channel, RemoteController)
         locator = server.channel.locator
-        assert locator.voters == (Node(1, "127.0.0.1", 9093), Node(3, "127.0.0.1", 9095))
+        assert locator.voters == (
+            Node(1, "127.0.0.1", 9093),
+            Node(3, "127.0.0.1", 9095),
+        )
         assert server.channel.node == Node(1, "127.0.0.1", 9093)  # until one is named
         locator.leader_is(3, 5)  # a voter's Fetch answer names the leader of epoch 5
         assert server.channel.node == Node(3, "127.0.0.1", 9095)
@@ -176,8 +200,14 @@ def test_a_zookeeper_mode_broker_writes_version_0_where_missing(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("written", "refused_for"),
     [
-        ("version=0\nbroker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n", "wrong cluster"),
-        ("broker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n", "wrong cluster"),  # implicit 0
+        (
+            "version=0\nbroker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n",
+            "wrong cluster",
+        ),
+        (
+            "broker.id=2\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n",
+            "wrong cluster",
+        ),  # implicit 0
         ("version=0\nbroker.id=3\ncluster.id=kqIiZwiNTAefqAx6mrUyyA\n", "broker.id 3"),
         (f"version=1\ncluster.id={CLUSTER_ID}\nnode.id=2\n", "only support version 0"),
     ],

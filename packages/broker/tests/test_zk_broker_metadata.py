@@ -39,7 +39,9 @@ from minikafka.net import Node, decode_request_body, encode_entity
 TOPIC_ID = uuid.UUID(int=9)
 
 
-def lai(epoch: int, *partitions: LeaderAndIsrPartition, broker_epoch: int = 50) -> LeaderAndIsr:
+def lai(
+    epoch: int, *partitions: LeaderAndIsrPartition, broker_epoch: int = 50
+) -> LeaderAndIsr:
     return LeaderAndIsr(
         0,
         epoch,
@@ -59,14 +61,18 @@ def partition(
 
 def update(epoch: int, *partitions: UpdateMetadataPartition) -> UpdateMetadata:
     brokers = tuple(
-        MetadataBroker(b, (MetadataEndpoint("PLAINTEXT", "127.0.0.1", 9092 + b, 0),), None)
+        MetadataBroker(
+            b, (MetadataEndpoint("PLAINTEXT", "127.0.0.1", 9092 + b, 0),), None
+        )
         for b in (1, 2)
     )
     return UpdateMetadata(0, epoch, 50, partitions, brokers)
 
 
 def state(index: int, leader: int, topic: str = "t") -> UpdateMetadataPartition:
-    return UpdateMetadataPartition(topic, TOPIC_ID, index, 3, leader, 1, (1, 2), 2, (1, 2), ())
+    return UpdateMetadataPartition(
+        topic, TOPIC_ID, index, 3, leader, 1, (1, 2), 2, (1, 2), ()
+    )
 
 
 def through_the_wire(request: ControllerToBroker) -> ControllerToBroker:
@@ -84,7 +90,10 @@ def test_the_controllers_requests_cross_the_wire_unchanged() -> None:
             0,
             3,
             50,
-            (StopReplicaPartition("t", 0, -2, True), StopReplicaPartition("u", 1, 4, False)),
+            (
+                StopReplicaPartition("t", 0, -2, True),
+                StopReplicaPartition("u", 1, 4, False),
+            ),
         ),
     ]
     for request in requests:
@@ -93,7 +102,9 @@ def test_the_controllers_requests_cross_the_wire_unchanged() -> None:
 
 def test_leader_and_isr_leads_and_follows_what_it_names() -> None:
     broker = ZkBrokerMetadata(1, broker_epoch=50)
-    error, outcome = broker.leader_and_isr(lai(3, partition(0, 1, 5), partition(1, 2, 0)))
+    error, outcome = broker.leader_and_isr(
+        lai(3, partition(0, 1, 5), partition(1, 2, 0))
+    )
     assert error == ErrorCode.none
     assert outcome.errors == {
         TopicPartition("t", 0): ErrorCode.none,
@@ -101,7 +112,12 @@ def test_leader_and_isr_leads_and_follows_what_it_names() -> None:
     }
     topic_id, led = outcome.leaders[TopicPartition("t", 0)]
     assert topic_id == TOPIC_ID
-    assert (led.leader, led.leader_epoch, led.partition_epoch, led.isr) == (1, 5, 4, (1, 2))
+    assert (led.leader, led.leader_epoch, led.partition_epoch, led.isr) == (
+        1,
+        5,
+        4,
+        (1, 2),
+    )
     assert set(outcome.followers) == {TopicPartition("t", 1)}
     assert outcome.leader_nodes == {TopicPartition("t", 1): Node(2, "h2", 9094)}
     # The same leader epoch again (a new controller resends everything): refused.
@@ -117,7 +133,10 @@ def test_a_zombie_controller_is_refused_whole() -> None:
     assert error == ErrorCode.stale_controller_epoch
     assert outcome.leaders == {}
     assert broker.leader_epochs == {}
-    assert broker.update_metadata(update(3, state(0, 1))) == ErrorCode.stale_controller_epoch
+    assert (
+        broker.update_metadata(update(3, state(0, 1)))
+        == ErrorCode.stale_controller_epoch
+    )
     assert broker.image.topic("t") is None
     stale_broker = lai(5, partition(0, 1, 9), broker_epoch=49)
     assert broker.leader_and_isr(stale_broker)[0] == ErrorCode.stale_broker_epoch
@@ -150,7 +169,10 @@ def test_stop_replica_stops_and_deletes_and_refuses_an_older_leader_epoch() -> N
             0,
             3,
             50,
-            (StopReplicaPartition("t", 0, -2, True), StopReplicaPartition("t", 1, 4, False)),
+            (
+                StopReplicaPartition("t", 0, -2, True),
+                StopReplicaPartition("t", 1, 4, False),
+            ),
         )
     )
     assert error == ErrorCode.none

@@ -52,7 +52,8 @@ from minikafka.zk._server import ZOOKEEPER_JAR
 pytestmark = [
     pytest.mark.external,
     pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+        not ZOOKEEPER_JAR.exists(),
+        reason="Debian's zookeeper is installed by `make test`",
     ),
 ]
 
@@ -137,7 +138,9 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
     zookeeper: ZooKeeperServer, tmp_path: Path
 ) -> None:
     async with zk_cluster(zookeeper, tmp_path) as brokers:
-        await eventually(lambda: sum(b.shell.active for b in brokers.values()) == 1, "a controller")
+        await eventually(
+            lambda: sum(b.shell.active for b in brokers.values()) == 1, "a controller"
+        )
         first = controller_of(brokers)
 
         # Created through a broker that is not the controller: forwarded to it.
@@ -147,7 +150,9 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         every_broker_knows = lambda: all(  # noqa: E731
             (topic := b.metadata_cache.topic("t")) is not None
             and len(topic.partitions) == 3
-            and all(p.leader >= 0 and len(p.isr) == 3 for p in topic.partitions.values())
+            and all(
+                p.leader >= 0 and len(p.isr) == 3 for p in topic.partitions.values()
+            )
             for b in brokers.values()
         )
         await eventually(every_broker_knows, "every broker knows t's leaders")
@@ -155,7 +160,9 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         # A group coordinator on a broker that is not the controller needs
         # __consumer_offsets: it writes the topic's znodes itself (as Kafka 2.8's brokers
         # do), and the controller's watch creates its partitions on every broker.
-        assert await ensure_offsets_topic(other.channel, other.metadata_cache, other.config) in (
+        assert await ensure_offsets_topic(
+            other.channel, other.metadata_cache, other.config
+        ) in (
             ErrorCode.none,
             ErrorCode.coordinator_not_available,  # written; not yet led on this broker
         )
@@ -175,7 +182,9 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
             for line in lines:
                 yield line
 
-        result = await produce(bootstrap(other), ProduceOptions("t", partition=0), source())
+        result = await produce(
+            bootstrap(other), ProduceOptions("t", partition=0), source()
+        )
         assert (result.sent, result.failed) == (len(lines), 0)
         tp = TopicPartition("t", 0)
         await eventually(
@@ -202,19 +211,28 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
                 f"r-0 led by {target} on every broker",
             )
             assert await ongoing(cluster) == {}
-        assert brokers[origin].replica_manager.get_partition(TopicPartition("r", 0)) is None
+        assert (
+            brokers[origin].replica_manager.get_partition(TopicPartition("r", 0))
+            is None
+        )
 
         # A zombie: a request from an older controller epoch is refused whole.
         stale = LeaderAndIsr(
             first.config.node_id,
             first.shell.epoch - 1,
             -1,
-            (LeaderAndIsrPartition("t", uuid.uuid4(), 0, 0, 1, 99, (1,), 0, (1, 2, 3)),),
+            (
+                LeaderAndIsrPartition(
+                    "t", uuid.uuid4(), 0, 0, 1, 99, (1,), 0, (1, 2, 3)
+                ),
+            ),
             (),
         )
         async with NetworkClient.open(client_id="zombie") as client:
             host, port = other.bound_address()
-            answer = await client.send(Node(other.config.node_id, host, port), to_wire(stale))
+            answer = await client.send(
+                Node(other.config.node_id, host, port), to_wire(stale)
+            )
         assert getattr(answer, "error_code", None) == ErrorCode.stale_controller_epoch
         assert other.metadata.leader_epochs[tp] < 99
 
@@ -224,7 +242,9 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         first_id = first.config.node_id
         await first.shutdown()
         rest = {i: b for i, b in brokers.items() if b is not first}
-        await eventually(lambda: any(b.shell.active for b in rest.values()), "a new controller")
+        await eventually(
+            lambda: any(b.shell.active for b in rest.values()), "a new controller"
+        )
         assert controller_of(rest).shell.epoch > epoch
         zk = ZkClient(zookeeper.connect_string)
         await zk.connect()
@@ -267,12 +287,15 @@ async def test_a_returning_broker_leads_its_preferred_partitions_again_on_its_ow
     overrides = {"leader.imbalance.check.interval.seconds": "1"}
 
     def config(broker_id: int) -> KafkaConfig:
-        return broker_config(zookeeper, broker_id, ports[broker_id - 1], tmp_path, overrides)
+        return broker_config(
+            zookeeper, broker_id, ports[broker_id - 1], tmp_path, overrides
+        )
 
     def preferred_lead(broker: ZkBrokerServer) -> bool:
         topic = broker.metadata_cache.topic("t")
         return topic is not None and all(
-            p.leader == p.replicas[0] and len(p.isr) == 3 for p in topic.partitions.values()
+            p.leader == p.replicas[0] and len(p.isr) == 3
+            for p in topic.partitions.values()
         )
 
     brokers = {i: ZkBrokerServer.open(config(i)) for i in (1, 2, 3)}
@@ -280,18 +303,25 @@ async def test_a_returning_broker_leads_its_preferred_partitions_again_on_its_ow
         for broker in brokers.values():
             await nursery.start(broker.run)
         try:
-            await eventually(lambda: any(b.shell.active for b in brokers.values()), "a controller")
-            async with connect(bootstrap(brokers[1]), client_id="test") as cluster:
-                assert await create_topic(cluster, "t", partitions=3, replication_factor=3)
             await eventually(
-                lambda: all(preferred_lead(b) for b in brokers.values()), "t led as placed"
+                lambda: any(b.shell.active for b in brokers.values()), "a controller"
+            )
+            async with connect(bootstrap(brokers[1]), client_id="test") as cluster:
+                assert await create_topic(
+                    cluster, "t", partitions=3, replication_factor=3
+                )
+            await eventually(
+                lambda: all(preferred_lead(b) for b in brokers.values()),
+                "t led as placed",
             )
             # A broker that is not the controller and is some partition's preferred
             # leader stops (controlled shutdown moves its leaderships) and comes back.
             topic = brokers[1].metadata_cache.topic("t")
             assert topic is not None
             firsts = {p.replicas[0] for p in topic.partitions.values()}
-            bounced = next(i for i, b in brokers.items() if i in firsts and not b.shell.active)
+            bounced = next(
+                i for i, b in brokers.items() if i in firsts and not b.shell.active
+            )
             await brokers[bounced].shutdown()
             rest = [b for i, b in brokers.items() if i != bounced]
             await eventually(
@@ -330,7 +360,9 @@ def test_a_broker_refuses_log_dirs_of_another_cluster_with_one_line(
     argv = [sys.executable, "-m", "minikafka.broker", "broker"]
     for key, value in overrides.items():
         argv += ["--override", f"{key}={value}"]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=DEADLINE, check=False)
+    run = subprocess.run(
+        argv, capture_output=True, text=True, timeout=DEADLINE, check=False
+    )
     assert run.returncode == 1, run.stderr
     assert "cannot start: The Cluster ID" in run.stderr
     assert "doesn't match stored clusterId AAAAAAAAAAAAAAAAAAAAAA" in run.stderr

@@ -14,7 +14,8 @@ LEADERS = {TP0: 1, TP1: 1, TP2: 2}
 
 
 def record(value_bytes: int = 79) -> PendingRecord:
-    return PendingRecord("t", None, b"x" * value_bytes, (), 1_000)  # 100 bytes with framing
+    # 100 bytes with framing
+    return PendingRecord("t", None, b"x" * value_bytes, (), 1_000)
 
 
 def accumulator(
@@ -48,8 +49,11 @@ def test_a_record_that_does_not_fit_starts_the_next_batch() -> None:
     acc = accumulator(linger_ms=10_000)
     for _ in range(12):
         acc.append(TP0, record(), now=0.0)
-    assert acc.queued_batches() == 2  # 9 in the first (939 bytes + 100 > 1,000), 3 after
-    assert acc.ready(LEADERS.get, now=0.0).nodes == {1}  # a batch waits behind the first
+    # 9 in the first (939 bytes + 100 > 1,000), 3 after
+    assert acc.queued_batches() == 2
+    assert acc.ready(LEADERS.get, now=0.0).nodes == {
+        1
+    }  # a batch waits behind the first
     [first] = acc.drain(1, [TP0], max_request_size=1_000_000, now=0.0)
     assert len(first.records) == 9
     payload = first.build(acc.compression)
@@ -80,13 +84,17 @@ def test_buffer_memory_bounds_unacknowledged_bytes() -> None:
     acc.append(TopicPartition("t", 3), record(), now=0.0)
 
 
-def test_drain_takes_one_batch_per_partition_up_to_max_request_size_and_rotates() -> None:
+def test_drain_takes_one_batch_per_partition_up_to_max_request_size_and_rotates() -> (
+    None
+):
     acc = accumulator(batch_size=200, linger_ms=0)
     partitions = [TopicPartition("t", p) for p in range(4)]
     for tp in partitions:
         for _ in range(3):  # 3 batches per partition (one 100-byte record fits in 200)
             acc.append(tp, record(), now=0.0)
-    first = acc.drain(1, partitions, max_request_size=2 * (BATCH_OVERHEAD + 100), now=0.0)
+    first = acc.drain(
+        1, partitions, max_request_size=2 * (BATCH_OVERHEAD + 100), now=0.0
+    )
     assert [b.topic_partition.partition for b in first] == [0, 1]
     second = acc.drain(1, partitions, max_request_size=10_000, now=0.0)
     # The next drain starts one partition further on, so partition 0 cannot starve others.
@@ -97,7 +105,9 @@ def test_a_retried_batch_goes_back_in_sequence_order_and_waits_its_backoff() -> 
     acc = accumulator(batch_size=100, linger_ms=0)
     for _ in range(3):
         acc.append(TP0, record(), now=0.0)
-    batches = acc.drain(1, [TP0], 1_000_000, now=0.0) + acc.drain(1, [TP0], 1_000_000, now=0.0)
+    batches = acc.drain(1, [TP0], 1_000_000, now=0.0) + acc.drain(
+        1, [TP0], 1_000_000, now=0.0
+    )
     for sequence, batch in zip((0, 1), batches, strict=True):
         batch.base_sequence = sequence
     acc.reenqueue(batches[1], now=1.0)

@@ -66,8 +66,28 @@ def test_a_bad_value_names_its_key(key: str, value: object) -> None:
         ProducerConfig.from_dict({**BOOT, key: value})
 
 
+def test_the_partitioners_kip_794_deprecated_are_refused_with_their_replacement() -> (
+    None
+):
+    with pytest.raises(
+        ConfigError, match=r"leave partitioner.class empty: the built-in partitioner"
+    ):
+        ProducerConfig.from_dict(
+            {
+                **BOOT,
+                "partitioner.class": "org.apache.kafka.clients.producer.DefaultPartitioner",
+            }
+        )
+    with pytest.raises(ConfigError, match=r"set partitioner.ignore.keys=true$"):
+        ProducerConfig.from_dict(
+            {**BOOT, "partitioner.class": "UniformStickyPartitioner"}
+        )
+
+
 def test_unknown_and_missing_keys_are_refused() -> None:
-    with pytest.raises(ConfigError, match=r"^transactional.id: not a producer configuration key"):
+    with pytest.raises(
+        ConfigError, match=r"^transactional.id: not a producer configuration key"
+    ):
         ProducerConfig.from_dict({**BOOT, "transactional.id": "t"})
     with pytest.raises(ConfigError, match=r"^bootstrap.servers: required"):
         ProducerConfig.from_dict({"linger.ms": 1})
@@ -83,7 +103,11 @@ def test_idempotence_yields_when_on_by_default_and_refuses_when_asked_for() -> N
         ConfigError, match=r"^max.in.flight.requests.per.connection: must be at most 5"
     ):
         ProducerConfig.from_dict(
-            {**BOOT, "max.in.flight.requests.per.connection": 6, "enable.idempotence": "true"}
+            {
+                **BOOT,
+                "max.in.flight.requests.per.connection": 6,
+                "enable.idempotence": "true",
+            }
         )
     assert not ProducerConfig.from_dict(
         {**BOOT, "max.in.flight.requests.per.connection": 6}

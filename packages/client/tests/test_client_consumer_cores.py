@@ -36,7 +36,9 @@ TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 def batch(first: int, count: int, *, control: bool = False) -> bytes:
     records = make_records(
-        [(None, f"v{first + i}".encode()) for i in range(count)], first_offset=first, timestamp_ms=0
+        [(None, f"v{first + i}".encode()) for i in range(count)],
+        first_offset=first,
+        timestamp_ms=0,
     )
     return build_batch(records, is_control=control)
 
@@ -56,7 +58,9 @@ def test_a_record_set_is_read_from_the_position_and_a_cut_batch_waits() -> None:
     assert after == 6  # the cut-off batch is fetched again from its start
 
 
-def test_control_batches_move_the_position_and_read_committed_stops_at_the_lso() -> None:
+def test_control_batches_move_the_position_and_read_committed_stops_at_the_lso() -> (
+    None
+):
     data = batch(0, 2) + batch(2, 1, control=True) + batch(3, 2)
     records, _, after = records_from(data, 0, None, verify_crc=True)
     assert values(records) == [b"v0", b"v1", b"v3", b"v4"]
@@ -81,7 +85,10 @@ def test_one_fetch_per_leader_reading_ahead_one_fetch_per_partition() -> None:
     f.subscriptions.seek(TP0, 0)
     f.subscriptions.seek(TP1, 0)
     plans = f.prepare()
-    assert [(p.node, [tp for tp, *_ in p.partitions]) for p in plans] == [(1, [TP0]), (2, [TP1])]
+    assert [(p.node, [tp for tp, *_ in p.partitions]) for p in plans] == [
+        (1, [TP0]),
+        (2, [TP1]),
+    ]
     assert f.prepare() == []  # both leaders have a fetch in flight
     f.on_response(plans[0], {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(0, 3))})
     # TP0's records wait to be handed out, and the next ones are fetched meanwhile,
@@ -160,15 +167,25 @@ def coordinator(strategy: str) -> ConsumerCoordinator:
     return c
 
 
-def join_as_leader(c: ConsumerCoordinator, now: float, other: bytes | None = None) -> JoinGroup:
+def join_as_leader(
+    c: ConsumerCoordinator, now: float, other: bytes | None = None
+) -> JoinGroup:
     [join] = [r for r in c.poll(now) if isinstance(r, JoinGroup)]
     members = [
-        JoinMember("me", None, dict(join.protocols)[c.config.partition_assignment_strategy[0]])
+        JoinMember(
+            "me", None, dict(join.protocols)[c.config.partition_assignment_strategy[0]]
+        )
     ]
     if other is not None:
         members.append(JoinMember("zz-other", None, other))
     sync = c.on_join(
-        ErrorCode.none, c.generation_id + 1, join.protocols[0][0], "me", "me", members, now
+        ErrorCode.none,
+        c.generation_id + 1,
+        join.protocols[0][0],
+        "me",
+        "me",
+        members,
+        now,
     )
     assert sync is not None
     mine = dict(sync.assignments)["me"]
@@ -213,14 +230,18 @@ def test_eager_revokes_everything_before_joining_and_waits_for_the_callback() ->
     assert decode_subscription(dict(join.protocols)["range"]).owned_partitions == ()
 
 
-def test_cooperative_keeps_partitions_while_rejoining_and_revokes_only_what_moves() -> None:
+def test_cooperative_keeps_partitions_while_rejoining_and_revokes_only_what_moves() -> (
+    None
+):
     c = coordinator("cooperative-sticky")
     join_as_leader(c, 0.0)
     c.events.clear()
     c.events_done()
     c.request_rejoin()
     [join] = [r for r in c.poll(2.0) if isinstance(r, JoinGroup)]  # no revocation first
-    owned = decode_subscription(dict(join.protocols)["cooperative-sticky"]).owned_partitions
+    owned = decode_subscription(
+        dict(join.protocols)["cooperative-sticky"]
+    ).owned_partitions
     assert len(owned) == 4
     # The new plan (as a leader elsewhere computed it) takes two partitions away.
     c.on_join(ErrorCode.none, 2, "cooperative-sticky", "other", "me", [], 2.0)
@@ -229,13 +250,16 @@ def test_cooperative_keeps_partitions_while_rejoining_and_revokes_only_what_move
         ("revoke", (TopicPartition("t", 2), TopicPartition("t", 3))),
         ("assign", ()),
     ]
-    assert c.rejoin_needed  # the revoked partitions are handed out by a second rebalance
+    # the revoked partitions are handed out by a second rebalance
+    assert c.rejoin_needed
     c.events.clear()
     c.events_done()
     assert set(c.subscriptions.assignment) == {TP0, TP1}
 
 
-def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation() -> None:
+def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation() -> (
+    None
+):
     c = coordinator("range")
     join_as_leader(c, 0.0)
     c.events.clear()
@@ -294,7 +318,9 @@ def test_a_member_whose_application_stops_polling_leaves_and_comes_back() -> Non
 
 def epoch_batch(first: int, count: int, epoch: int) -> bytes:
     records = make_records(
-        [(None, f"v{first + i}".encode()) for i in range(count)], first_offset=first, timestamp_ms=0
+        [(None, f"v{first + i}".encode()) for i in range(count)],
+        first_offset=first,
+        timestamp_ms=0,
     )
     return build_batch(records, partition_leader_epoch=epoch)
 
@@ -311,7 +337,9 @@ def test_kip_320_a_position_is_checked_against_a_new_leader(
     f.subscriptions.seek(TP0, 0)
     [plan] = f.prepare()
     assert plan.leader_epochs == (3,)  # sent, so a stale leader can refuse the fetch
-    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))})
+    f.on_response(
+        plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))}
+    )
     assert offsets(f.take(10)) == [0, 1, 2, 3, 4, 5]
     # The leader moves (epoch 4): no fetch until the position is validated.
     f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
@@ -328,7 +356,9 @@ def test_kip_320_truncation_without_a_reset_policy_is_reported() -> None:
     f.metadata.topics["t"] = TopicInfo(0, (1, 2), (3, 3))
     f.subscriptions.seek(TP0, 0)
     [plan] = f.prepare()
-    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))})
+    f.on_response(
+        plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))}
+    )
     f.take(10)
     f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
     f.prepare_validations()
@@ -347,7 +377,10 @@ def test_records_from_skips_before_the_position_and_stops_at_a_cut_batch() -> No
     fourth = build_batch(make_records([(None, b"d")], first_offset=4, timestamp_ms=1))
     data = first + control + third + fourth[:-5]
     records, _, position = records_from(data, 1, None, verify_crc=True)
-    assert [(r.offset, r.key, r.value) for r in records] == [(1, b"k", b"b"), (3, None, b"c")]
+    assert [(r.offset, r.key, r.value) for r in records] == [
+        (1, b"k", b"b"),
+        (3, None, b"c"),
+    ]
     assert position == 4  # the cut-off batch at offset 4 is fetched again
     assert records_from(b"", 7, None, verify_crc=True)[::2] == ([], 7)
     assert records_from(data[:10], 0, None, verify_crc=True)[::2] == ([], 0)

@@ -62,7 +62,10 @@ def test_keyless_records_stick_until_a_batch_size_has_gone_there() -> None:
 
 def test_ignore_keys_and_round_robin() -> None:
     ignoring = Partitioner(batch_size=10_000, rng=random.Random(3), ignore_keys=True)
-    assert len({ignoring.partition("t", f"k{i}".encode(), 8, range(8)) for i in range(50)}) == 1
+    assert (
+        len({ignoring.partition("t", f"k{i}".encode(), 8, range(8)) for i in range(50)})
+        == 1
+    )
     robin = Partitioner(batch_size=10_000, rng=random.Random(3), round_robin=True)
     dealt = [robin.partition("t", b"same key", 4, [0, 1, 3]) for _ in range(6)]
     assert dealt == [0, 1, 3, 0, 1, 3]

@@ -44,9 +44,9 @@ class SimLeader:
     logs: dict[TopicPartition, list[bytes]] = attrs.field(
         factory=lambda: collections.defaultdict(list)
     )
-    recent: dict[tuple[int, TopicPartition], collections.deque[tuple[int, int, int]]] = attrs.field(
-        factory=dict
-    )
+    recent: dict[
+        tuple[int, TopicPartition], collections.deque[tuple[int, int, int]]
+    ] = attrs.field(factory=dict)
 
     def append(self, tp: TopicPartition, payload: bytes) -> PartitionResponse:
         header = read_batch_header(payload, 0)
@@ -56,8 +56,13 @@ class SimLeader:
             base = len(log)
             log.extend(r.value or b"" for r in records)
             return PartitionResponse(ErrorCode.none, base)
-        recent = self.recent.setdefault((header.producer_id, tp), collections.deque(maxlen=5))
-        first, last = header.base_sequence, header.base_sequence + header.record_count - 1
+        recent = self.recent.setdefault(
+            (header.producer_id, tp), collections.deque(maxlen=5)
+        )
+        first, last = (
+            header.base_sequence,
+            header.base_sequence + header.record_count - 1,
+        )
         for seen_first, seen_last, seen_offset in recent:
             if (seen_first, seen_last) == (first, last):
                 return PartitionResponse(ErrorCode.none, seen_offset)  # a duplicate
@@ -104,7 +109,8 @@ def run(
         2: collections.deque(),
     }
     reports: dict[bytes, list[tuple[int, int]]] = collections.defaultdict(list)
-    order: dict[int, list[bytes]] = collections.defaultdict(list)  # reports per partition
+    # reports per partition
+    order: dict[int, list[bytes]] = collections.defaultdict(list)
     produced = 0
     now = 0.0
 
@@ -151,10 +157,14 @@ def run(
         results = {}
         for batch in plan.batches:
             if rng.random() < 0.05:  # the leader moved away and back
-                results[batch.topic_partition] = PartitionResponse(ErrorCode.not_leader_or_follower)
+                results[batch.topic_partition] = PartitionResponse(
+                    ErrorCode.not_leader_or_follower
+                )
             else:
                 payload = batch.build(accumulator.compression)
-                results[batch.topic_partition] = leader.append(batch.topic_partition, payload)
+                results[batch.topic_partition] = leader.append(
+                    batch.topic_partition, payload
+                )
         if fault < 0.10:  # appended, but the answer is lost with the connection
             lost = [plan, *connections[node]]
             connections[node].clear()
@@ -190,4 +200,5 @@ def test_idempotent_sender_neither_duplicates_nor_reorders(seed: int) -> None:
 
 def test_without_idempotence_the_same_faults_duplicate_or_reorder() -> None:
     broken = [s for s in range(40) if not in_order_once(run(s, idempotent=False)[0])]
-    assert len(broken) >= 20  # most runs: retried batches appended twice or out of order
+    # most runs: retried batches appended twice or out of order
+    assert len(broken) >= 20

@@ -66,7 +66,8 @@ def test_the_key_itself_wins_over_its_synonyms_in_their_order() -> None:
     assert TOY.apply(Toy(), props).retention_ms == 5
     props["retention.ms"] = "7"
     assert TOY.apply(Toy(), props).retention_ms == 7
-    assert TOY.apply(Toy(), {"log.retention.hours": "-1"}).retention_ms == -1  # not scaled
+    # not scaled
+    assert TOY.apply(Toy(), {"log.retention.hours": "-1"}).retention_ms == -1
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,10 @@ def test_the_key_itself_wins_over_its_synonyms_in_their_order() -> None:
         ({"enabled": "yes"}, "enabled"),
         ({"retention.ms": "-2"}, "retention.ms"),
         ({"log.retention.hours": str(2**31)}, "log.retention.hours"),  # an INT synonym
-        ({"retention.ms": "1", "log.retention.hours": "x"}, "log.retention.hours"),  # checked
+        (
+            {"retention.ms": "1", "log.retention.hours": "x"},
+            "log.retention.hours",
+        ),  # checked
         ({"ignored.but.checked": "0"}, "ignored.but.checked"),
     ],
 )
@@ -90,7 +94,13 @@ def test_a_bad_value_names_its_key(props: dict[str, str], key: str) -> None:
 
 
 def test_names_synonyms_and_lookup() -> None:
-    assert TOY.names() == {"retention.ms", "ratio", "policy", "enabled", "ignored.but.checked"}
+    assert TOY.names() == {
+        "retention.ms",
+        "ratio",
+        "policy",
+        "enabled",
+        "ignored.but.checked",
+    }
     assert TOY.synonym_names() == {"log.retention.ms", "log.retention.hours", "enabled"}
     assert "ratio" in TOY
     assert TOY["ratio"].field == "ratio"

@@ -54,7 +54,9 @@ def test_matches_a_plain_dict(operations: list[tuple[str, int, int]]) -> None:
             d.cancel(key)
             model.pop(key, None)
         else:
-            due = sorted((k for k, t in model.items() if t <= when), key=lambda k: model[k])
+            due = sorted(
+                (k for k, t in model.items() if t <= when), key=lambda k: model[k]
+            )
             assert sorted(d.pop_due(float(when))) == sorted(due)
             for k in due:
                 del model[k]

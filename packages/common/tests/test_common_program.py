@@ -15,7 +15,10 @@ from minikafka.common._program import started_as_program
 @pytest.mark.parametrize(
     ("argv", "program"),
     [
-        (["-m", "broker"], True),  # ``python -m minikafka.broker`` importing its packages
+        (
+            ["-m", "broker"],
+            True,
+        ),  # ``python -m minikafka.broker`` importing its packages
         (["/venv/bin/minikafka", "broker"], True),  # the console script
         (["/venv/bin/pytest", "-q"], False),
         (["-c"], False),
@@ -41,7 +44,11 @@ def test_a_program_never_imports_hypothesis() -> None:
     assert "kio.static._phantom" in imported  # kio was imported, and asked for it
     # The one line importtime writes for kio's failed ``import hypothesis.strategies`` is
     # the attempt itself (nothing is loaded); any other hypothesis module is a load.
-    loaded = [m for m in imported if m.startswith("hypothesis.") and m != "hypothesis.strategies"]
+    loaded = [
+        m
+        for m in imported
+        if m.startswith("hypothesis.") and m != "hypothesis.strategies"
+    ]
     assert not loaded
     assert "hypothesis" not in imported
     assert "pytest" not in imported

@@ -59,14 +59,18 @@ class Sessions:
 
 
 async def shell(
-    core: Sessions, inbox: trio.MemoryReceiveChannel[str], log: list[str], answers: list[str]
+    core: Sessions,
+    inbox: trio.MemoryReceiveChannel[str],
+    log: list[str],
+    answers: list[str],
 ) -> None:
     """The shell: owns the clock, the inbox and the log, and does what the core returns."""
     while True:
         deadline = core.next_deadline()
         with trio.move_on_at(math.inf if deadline is None else deadline):
             result = core.heartbeat(await inbox.receive(), trio.current_time())
-            log.extend(result.records)  # append first (a real shell waits until durable)
+            # append first (a real shell waits until durable)
+            log.extend(result.records)
             if result.response is not None:
                 answers.append(result.response)  # then answer
             continue
@@ -78,7 +82,9 @@ async def shell(
 
 def test_architecture_md_shows_this_example() -> None:
     source = Path(__file__).read_text(encoding="utf-8")
-    example = source.split("# --- example: begin\n")[1].split("\n\n# --- example: end")[0]
+    example = source.split("# --- example: begin\n")[1].split("\n\n# --- example: end")[
+        0
+    ]
     page = ARCHITECTURE.read_text(encoding="utf-8")
     assert f"```python\n{example.strip()}\n```" in page, (
         "ARCHITECTURE.md's example differs from packages/common/tests/test_contract_example.py"

@@ -86,7 +86,9 @@ from minikafka.controller.testing import (
 TOPIC = ConfigResourceType.TOPIC
 
 
-def cluster(n: int = 3, config: ControllerConfig | None = None, seed: int = 0) -> ControllerHarness:
+def cluster(
+    n: int = 3, config: ControllerConfig | None = None, seed: int = 0
+) -> ControllerHarness:
     harness = ControllerHarness.start(config, seed=seed)
     harness.add_brokers(range(1, n + 1))
     return harness
@@ -103,7 +105,10 @@ def created(
 
 
 def partition_record(
-    topic_id: uuid.UUID, partition_id: int, replicas: tuple[int, ...], isr: tuple[int, ...]
+    topic_id: uuid.UUID,
+    partition_id: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
 ) -> PartitionRecord:
     return PartitionRecord(partition_id, topic_id, replicas, isr, leader=isr[0])
 
@@ -153,14 +158,19 @@ def test_broker_registers_fenced_and_is_unfenced_once_caught_up() -> None:
     incarnation = uuid.UUID(int=11)
     endpoint = BrokerEndpoint("PLAINTEXT", "b1", 9092)
     rid = h.send(BrokerRegistrationRequest(1, incarnation, (endpoint,), "r1"))
-    assert h.appended_since(0) == [RegisterBrokerRecord(1, incarnation, 1, (endpoint,), "r1")]
-    assert h.reply(rid) is None  # the epoch is not the broker's until the record commits
+    assert h.appended_since(0) == [
+        RegisterBrokerRecord(1, incarnation, 1, (endpoint,), "r1")
+    ]
+    # the epoch is not the broker's until the record commits
+    assert h.reply(rid) is None
     assert h.commit() == [Reply(rid, BrokerRegistrationResponse(ErrorCode.none, 1))]
     assert h.controller.cluster.brokers[1].fenced
 
     # A broker that has not replayed its own registration yet stays fenced.
     behind = h.request(BrokerHeartbeatRequest(1, 1, current_metadata_offset=0))
-    assert behind == BrokerHeartbeatResponse(ErrorCode.none, is_caught_up=False, is_fenced=True)
+    assert behind == BrokerHeartbeatResponse(
+        ErrorCode.none, is_caught_up=False, is_fenced=True
+    )
     assert h.last_offset == 1
 
     rid = h.send(BrokerHeartbeatRequest(1, 1, current_metadata_offset=1))
@@ -201,7 +211,9 @@ def test_create_topic_with_placement_is_answered_only_after_commit() -> None:
     assert h.response(second) == CreateTopicsResponse(
         (
             CreatableTopicResult(
-                "orders", ErrorCode.topic_already_exists, "Topic 'orders' already exists."
+                "orders",
+                ErrorCode.topic_already_exists,
+                "Topic 'orders' already exists.",
             ),
         )
     )
@@ -244,7 +256,9 @@ def test_new_partitions_put_fenced_replicas_out_of_the_isr() -> None:
     h.register(4)  # registered, never heartbeated: fenced
     topic_id = created(h, "t", (4, 1, 2))
     assert h.partition("t", 0) == PartitionRegistration((4, 1, 2), (1, 2), leader=1)
-    assert h.committed_records()[-1][1] == PartitionRecord(0, topic_id, (4, 1, 2), (1, 2), leader=1)
+    assert h.committed_records()[-1][1] == PartitionRecord(
+        0, topic_id, (4, 1, 2), (1, 2), leader=1
+    )
 
 
 @pytest.mark.parametrize(
@@ -273,7 +287,9 @@ def test_longest_legal_topic_name_is_accepted() -> None:
     assert h.create_topic("a" * 249, 1, 1).error_code == ErrorCode.none
 
 
-def _create_errors(h: ControllerHarness, *topics: CreatableTopic) -> list[tuple[str, ErrorCode]]:
+def _create_errors(
+    h: ControllerHarness, *topics: CreatableTopic
+) -> list[tuple[str, ErrorCode]]:
     before = h.last_offset
     response = h.request(CreateTopicsRequest(topics))
     assert isinstance(response, CreateTopicsResponse)
@@ -294,7 +310,9 @@ def test_create_topic_errors() -> None:
         CreatableTopic("p0", 0, 1),
         CreatableTopic("badkey", 1, 1, configs=(("no.such.key", "1"),)),
         CreatableTopic("badvalue", 1, 1, configs=(("retention.ms", "soon"),)),
-        CreatableTopic("badbool", 1, 1, configs=(("unclean.leader.election.enable", "yes"),)),
+        CreatableTopic(
+            "badbool", 1, 1, configs=(("unclean.leader.election.enable", "yes"),)
+        ),
         CreatableTopic("unknownbroker", assignments=((1, 9),)),
         CreatableTopic("twice", assignments=((1, 1),)),
         CreatableTopic("ragged", assignments=((1, 2), (3,))),
@@ -334,7 +352,9 @@ def test_manual_assignment_on_fenced_brokers_only_is_refused() -> None:
     ]
     before = h.last_offset
     created(h, "one", (1,))
-    response = h.request(CreatePartitionsRequest((CreatePartitionsTopic("one", 2, ((3,),)),)))
+    response = h.request(
+        CreatePartitionsRequest((CreatePartitionsTopic("one", 2, ((3,),)),))
+    )
     assert response == CreatePartitionsResponse(
         (
             CreatePartitionsTopicResult(
@@ -377,7 +397,9 @@ def test_one_request_creates_the_good_topics_and_refuses_the_rest() -> None:
 def test_validate_only_writes_nothing() -> None:
     h = cluster(3)
     before = h.last_offset
-    response = h.request(CreateTopicsRequest((CreatableTopic("t", 2, 3),), validate_only=True))
+    response = h.request(
+        CreateTopicsRequest((CreatableTopic("t", 2, 3),), validate_only=True)
+    )
     assert isinstance(response, CreateTopicsResponse)
     (result,) = response.topics
     assert (result.error_code, result.num_partitions, result.replication_factor) == (
@@ -540,7 +562,11 @@ def test_unclean_election_only_when_enabled(
     controller_unclean: bool, topic_unclean: str | None, expect_unclean: bool
 ) -> None:
     h = cluster(2, ControllerConfig(unclean_leader_election_enable=controller_unclean))
-    configs = {} if topic_unclean is None else {"unclean_leader_election_enable": topic_unclean}
+    configs = (
+        {}
+        if topic_unclean is None
+        else {"unclean_leader_election_enable": topic_unclean}
+    )
     topic_id = created(h, "t", (1, 2), **configs)
     _shrink_isr_to_leader(h, topic_id)
     [fenced] = expire(h, 2)
@@ -565,7 +591,11 @@ def test_unclean_election_when_an_out_of_sync_replica_returns() -> None:
         IncrementalAlterConfigsRequest(
             TOPIC,
             "t",
-            (AlterableConfig("unclean.leader.election.enable", AlterConfigOp.SET, "true"),),
+            (
+                AlterableConfig(
+                    "unclean.leader.election.enable", AlterConfigOp.SET, "true"
+                ),
+            ),
         )
     )
     before = h.last_offset
@@ -581,7 +611,9 @@ def test_want_fence_and_want_shutdown_move_leaderships() -> None:
     topic_id = created(h, "t", (1, 2))
     before = h.last_offset
     rid = h.send(
-        BrokerHeartbeatRequest(1, h.broker_epochs[1], h.committed_offset, want_shutdown=True)
+        BrokerHeartbeatRequest(
+            1, h.broker_epochs[1], h.committed_offset, want_shutdown=True
+        )
     )
     assert h.appended_since(before) == [
         FenceBrokerRecord(1, h.broker_epochs[1]),
@@ -623,7 +655,11 @@ def test_duplicate_registration_while_the_session_is_alive() -> None:
     assert response == BrokerRegistrationResponse(ErrorCode.none, before + 1)
     assert h.appended_since(before) == [
         RegisterBrokerRecord(
-            1, other, before + 1, (BrokerEndpoint("PLAINTEXT", "localhost", 9001),), None
+            1,
+            other,
+            before + 1,
+            (BrokerEndpoint("PLAINTEXT", "localhost", 9001),),
+            None,
         )
     ]
 
@@ -649,13 +685,17 @@ def test_after_failover_only_brokers_heard_from_block_a_new_incarnation() -> Non
     # Broker 2 heartbeats in the new term: another process claiming its id is refused.
     h.heartbeat(2)
     duplicate = h.register(2, incarnation=uuid.UUID(int=1002))
-    assert duplicate == BrokerRegistrationResponse(ErrorCode.duplicate_broker_registration)
+    assert duplicate == BrokerRegistrationResponse(
+        ErrorCode.duplicate_broker_registration
+    )
 
 
 # --- AlterPartition (KIP-497) ----------------------------------------------------------------
 
 
-def _alter_result(h: ControllerHarness, request: AlterPartitionRequest) -> AlterPartitionResult:
+def _alter_result(
+    h: ControllerHarness, request: AlterPartitionRequest
+) -> AlterPartitionResult:
     response = h.request(request)
     assert isinstance(response, AlterPartitionResponse)
     assert response.error_code == ErrorCode.none
@@ -672,13 +712,16 @@ def test_alter_partition_shrinks_and_expands_the_isr() -> None:
     assert h.reply(rid) is None
     h.commit()
     assert h.response(rid) == AlterPartitionResponse(
-        ErrorCode.none, (AlterPartitionResult(topic_id, 0, ErrorCode.none, 1, 0, (1, 2), 1),)
+        ErrorCode.none,
+        (AlterPartitionResult(topic_id, 0, ErrorCode.none, 1, 0, (1, 2), 1),),
     )
     before = h.last_offset
     assert _alter_result(h, alter(h, 1, topic_id, (1, 2, 3))) == AlterPartitionResult(
         topic_id, 0, ErrorCode.none, 1, 0, (1, 2, 3), 2
     )
-    assert h.appended_since(before) == [PartitionChangeRecord(0, topic_id, isr=(1, 2, 3))]
+    assert h.appended_since(before) == [
+        PartitionChangeRecord(0, topic_id, isr=(1, 2, 3))
+    ]
     # The same ISR again changes nothing and writes nothing.
     before = h.last_offset
     assert _alter_result(h, alter(h, 1, topic_id, (1, 2, 3))).partition_epoch == 2
@@ -694,14 +737,23 @@ def test_alter_partition_refusals() -> None:
     assert h.partition("t", 1).partition_epoch == 1
     before = h.last_offset
     cases = [
-        (alter(h, 1, topic_id, (1, 2), partition_epoch=0), ErrorCode.invalid_update_version),
+        (
+            alter(h, 1, topic_id, (1, 2), partition_epoch=0),
+            ErrorCode.invalid_update_version,
+        ),
         (alter(h, 1, topic_id, (1, 2), leader_epoch=1), ErrorCode.unknown_leader_epoch),
         (alter(h, 2, topic_id, (1, 2)), ErrorCode.not_leader_or_follower),
         (alter(h, 1, topic_id, (1, 2, 3)), ErrorCode.ineligible_replica),  # 3 is fenced
-        (alter(h, 1, topic_id, (1, 2, 4)), ErrorCode.ineligible_replica),  # 4: not a replica
+        (
+            alter(h, 1, topic_id, (1, 2, 4)),
+            ErrorCode.ineligible_replica,
+        ),  # 4: not a replica
         (alter(h, 1, topic_id, (2,)), ErrorCode.invalid_request),  # without the leader
         (alter(h, 1, topic_id, (1, 1)), ErrorCode.invalid_request),
-        (alter(h, 1, topic_id, (1,), partition=7), ErrorCode.unknown_topic_or_partition),
+        (
+            alter(h, 1, topic_id, (1,), partition=7),
+            ErrorCode.unknown_topic_or_partition,
+        ),
     ]
     for request, code in cases:
         result = _alter_result(h, request)
@@ -709,7 +761,8 @@ def test_alter_partition_refusals() -> None:
     unknown = AlterPartitionItem(uuid.UUID(int=1), 0, 0, (1,), 0)
     response = h.request(AlterPartitionRequest(1, h.broker_epochs[1], (unknown,)))
     assert response == AlterPartitionResponse(
-        ErrorCode.none, (AlterPartitionResult(uuid.UUID(int=1), 0, ErrorCode.unknown_topic_id),)
+        ErrorCode.none,
+        (AlterPartitionResult(uuid.UUID(int=1), 0, ErrorCode.unknown_topic_id),),
     )
     assert h.last_offset == before
 
@@ -718,7 +771,9 @@ def test_alter_partition_with_a_stale_leader_epoch_is_fenced() -> None:
     h = cluster(3)
     topic_id = created(h, "t", (1, 2, 3))
     # Removing replica 3 bumps the leader epoch while broker 1 keeps leading.
-    h.request(AlterPartitionReassignmentsRequest((ReassignablePartition("t", 0, (1, 2)),)))
+    h.request(
+        AlterPartitionReassignmentsRequest((ReassignablePartition("t", 0, (1, 2)),))
+    )
     assert h.partition("t", 0) == PartitionRegistration(
         (1, 2), (1, 2), leader=1, leader_epoch=1, partition_epoch=1
     )
@@ -735,7 +790,9 @@ def test_alter_partition_with_a_stale_broker_epoch() -> None:
     stale = alter(h, 1, topic_id, (1,), broker_epoch=h.broker_epochs[1] - 1)
     assert h.request(stale) == AlterPartitionResponse(ErrorCode.stale_broker_epoch)
     unknown = AlterPartitionRequest(7, 1, stale.partitions)
-    assert h.request(unknown) == AlterPartitionResponse(ErrorCode.broker_id_not_registered)
+    assert h.request(unknown) == AlterPartitionResponse(
+        ErrorCode.broker_id_not_registered
+    )
     assert h.last_offset == before
 
 
@@ -743,10 +800,15 @@ def test_alter_partition_with_a_stale_broker_epoch() -> None:
 
 
 def _reassign(
-    h: ControllerHarness, replicas: tuple[int, ...] | None, topic: str = "r", partition: int = 0
+    h: ControllerHarness,
+    replicas: tuple[int, ...] | None,
+    topic: str = "r",
+    partition: int = 0,
 ) -> ReassignmentResult:
     response = h.request(
-        AlterPartitionReassignmentsRequest((ReassignablePartition(topic, partition, replicas),))
+        AlterPartitionReassignmentsRequest(
+            (ReassignablePartition(topic, partition, replicas),)
+        )
     )
     assert isinstance(response, AlterPartitionReassignmentsResponse)
     (result,) = response.partitions
@@ -765,10 +827,16 @@ def test_reassignment_phases_u_a_b() -> None:
     topic_id = created(h, "r", (1, 2, 3))
     # Phase U: RS = TRS + (ORS - TRS), AR = TRS - ORS, RR = ORS - TRS.
     before = h.last_offset
-    rid = h.send(AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2, 3, 4)),)))
+    rid = h.send(
+        AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2, 3, 4)),))
+    )
     assert h.appended_since(before) == [
         PartitionChangeRecord(
-            0, topic_id, replicas=(2, 3, 4, 1), removing_replicas=(1,), adding_replicas=(4,)
+            0,
+            topic_id,
+            replicas=(2, 3, 4, 1),
+            removing_replicas=(1,),
+            adding_replicas=(4,),
         )
     ]
     assert h.reply(rid) is None
@@ -812,7 +880,9 @@ def test_reassignment_that_keeps_the_leader_bumps_its_epoch() -> None:
     _reassign(h, (1, 2, 4))
     result = _alter_result(h, alter(h, 1, topic_id, (1, 2, 3, 4)))
     # Replica 3 was removed: it must stop fetching under the old leader epoch.
-    assert result == AlterPartitionResult(topic_id, 0, ErrorCode.none, 1, 1, (1, 2, 4), 2)
+    assert result == AlterPartitionResult(
+        topic_id, 0, ErrorCode.none, 1, 1, (1, 2, 4), 2
+    )
 
 
 def test_reassignment_waits_for_every_target_replica_in_the_isr() -> None:
@@ -823,7 +893,9 @@ def test_reassignment_waits_for_every_target_replica_in_the_isr() -> None:
     _reassign(h, (2, 3, 4))
     before = h.last_offset
     assert _alter_result(h, alter(h, 1, topic_id, (1, 2, 4))).isr == (1, 2, 4)
-    assert h.appended_since(before) == [PartitionChangeRecord(0, topic_id, isr=(1, 2, 4))]
+    assert h.appended_since(before) == [
+        PartitionChangeRecord(0, topic_id, isr=(1, 2, 4))
+    ]
     assert h.partition("r", 0).is_reassigning  # 1 stays: 3 is not in sync yet
     result = _alter_result(h, alter(h, 1, topic_id, (1, 2, 4, 3)))
     # Partition epochs: 0 created, 1 shrink, 2 phase U, 3 add 4, 4 add 3 and complete.
@@ -847,7 +919,8 @@ def test_cancelling_phase_a_reverts_to_ors() -> None:
     h = cluster(6)
     topic_id = created(h, "r", (1, 2, 3))
     _reassign(h, (4, 5, 6))
-    _alter_result(h, alter(h, 1, topic_id, (1, 2, 3, 4)))  # 4 caught up, 5 and 6 not yet
+    # 4 caught up, 5 and 6 not yet
+    _alter_result(h, alter(h, 1, topic_id, (1, 2, 3, 4)))
     assert h.partition("r", 0) == PartitionRegistration(
         (4, 5, 6, 1, 2, 3), (1, 2, 3, 4), (1, 2, 3), (4, 5, 6), 1, 0, 2
     )
@@ -880,7 +953,11 @@ def test_a_new_target_keeps_the_original_replicas() -> None:
     _reassign(h, (3, 5, 1))
     assert h.appended_since(before) == [
         PartitionChangeRecord(
-            0, topic_id, replicas=(3, 5, 1, 2), removing_replicas=(2,), adding_replicas=(5,)
+            0,
+            topic_id,
+            replicas=(3, 5, 1, 2),
+            removing_replicas=(2,),
+            adding_replicas=(5,),
         )
     ]
     # Replica 4 (added by the first target) left the replica set: the leader epoch moves.
@@ -909,11 +986,18 @@ def test_reassignment_errors() -> None:
     h = cluster(3)
     created(h, "r", (1, 2))
     before = h.last_offset
-    assert _reassign(h, (1, 2), topic="nope").error_code == ErrorCode.unknown_topic_or_partition
-    assert _reassign(h, (1, 2), partition=1).error_code == ErrorCode.unknown_topic_or_partition
+    assert (
+        _reassign(h, (1, 2), topic="nope").error_code
+        == ErrorCode.unknown_topic_or_partition
+    )
+    assert (
+        _reassign(h, (1, 2), partition=1).error_code
+        == ErrorCode.unknown_topic_or_partition
+    )
     for bad in [(), (1, 1), (1, 9)]:
         assert _reassign(h, bad).error_code == ErrorCode.invalid_replica_assignment, bad
-    assert _reassign(h, (1, 2)).error_code == ErrorCode.none  # the same replicas: a no-op
+    # the same replicas: a no-op
+    assert _reassign(h, (1, 2)).error_code == ErrorCode.none
     assert h.last_offset == before
 
 
@@ -926,7 +1010,8 @@ def test_resign_reverts_to_the_committed_state() -> None:
     committed = h.committed_offset
     state = h.state()
     rid_create = h.send(CreateTopicsRequest((CreatableTopic("lost", 1, 3),)))
-    rid_dup = h.send(CreateTopicsRequest((CreatableTopic("lost", 1, 1),)))  # waits, no records
+    # waits, no records
+    rid_dup = h.send(CreateTopicsRequest((CreatableTopic("lost", 1, 1),)))
     rid_config = h.send(
         IncrementalAlterConfigsRequest(
             TOPIC, "kept", (AlterableConfig("retention.ms", AlterConfigOp.SET, "1"),)
@@ -966,7 +1051,9 @@ def test_resign_reverts_to_the_committed_state() -> None:
 def test_appends_carry_the_controller_epoch() -> None:
     h = ControllerHarness.start(epoch=7)
     h.add_brokers([1])
-    actions = h.controller.handle(99, CreateTopicsRequest((CreatableTopic("t", 1, 1),)), h.now)
+    actions = h.controller.handle(
+        99, CreateTopicsRequest((CreatableTopic("t", 1, 1),)), h.now
+    )
     assert [type(a) for a in actions] == [AppendRecords]
     assert isinstance(actions[0], AppendRecords)
     assert (actions[0].epoch, actions[0].base_offset) == (7, h.last_offset + 1)
@@ -974,10 +1061,14 @@ def test_appends_carry_the_controller_epoch() -> None:
 
 def test_replies_are_released_in_commit_order_batch_by_batch() -> None:
     h = cluster(1)
-    ids = [h.send(CreateTopicsRequest((CreatableTopic(f"t{i}", 1, 1),))) for i in range(3)]
+    ids = [
+        h.send(CreateTopicsRequest((CreatableTopic(f"t{i}", 1, 1),))) for i in range(3)
+    ]
     first_batch_end = h.committed_offset + 2  # TopicRecord + PartitionRecord
     assert [r.request_id for r in h.commit(first_batch_end)] == ids[:1]
-    assert [r.request_id for r in h.commit(first_batch_end + 1)] == []  # mid-batch: not yet
+    assert [
+        r.request_id for r in h.commit(first_batch_end + 1)
+    ] == []  # mid-batch: not yet
     assert [r.request_id for r in h.commit()] == ids[1:]
 
 
@@ -1034,16 +1125,18 @@ def test_incremental_alter_configs_errors() -> None:
     created(h, "t", (1,))
     before = h.last_offset
     set_ = AlterConfigOp.SET
-    assert _alter_configs(h, "nope", AlterableConfig("retention.ms", set_, "1")).error_code == (
-        ErrorCode.unknown_topic_or_partition
-    )
+    assert _alter_configs(
+        h, "nope", AlterableConfig("retention.ms", set_, "1")
+    ).error_code == (ErrorCode.unknown_topic_or_partition)
     for entry in [
         AlterableConfig("no.such.key", set_, "1"),
         AlterableConfig("retention.ms", set_, "soon"),
         AlterableConfig("min.insync.replicas", set_, "0"),
         AlterableConfig("retention.ms", set_, None),
     ]:
-        assert _alter_configs(h, "t", entry).error_code == ErrorCode.invalid_config, entry
+        assert _alter_configs(h, "t", entry).error_code == ErrorCode.invalid_config, (
+            entry
+        )
     # One bad entry refuses the whole resource: the good one is not written either.
     response = _alter_configs(
         h,
@@ -1054,7 +1147,10 @@ def test_incremental_alter_configs_errors() -> None:
     assert response.error_code == ErrorCode.invalid_config
     validate = h.request(
         IncrementalAlterConfigsRequest(
-            TOPIC, "t", (AlterableConfig("retention.ms", set_, "5"),), validate_only=True
+            TOPIC,
+            "t",
+            (AlterableConfig("retention.ms", set_, "5"),),
+            validate_only=True,
         )
     )
     assert validate == IncrementalAlterConfigsResponse(ErrorCode.none)
@@ -1065,15 +1161,15 @@ def test_incremental_alter_configs_errors() -> None:
 def test_broker_configs() -> None:
     h = cluster(1)
     entry = AlterableConfig("log.retention.ms", AlterConfigOp.SET, "5")
-    assert _alter_configs(h, "", entry, resource=ConfigResourceType.BROKER).error_code == (
-        ErrorCode.none
-    )
-    assert _alter_configs(h, "1", entry, resource=ConfigResourceType.BROKER).error_code == (
-        ErrorCode.none
-    )
-    assert _alter_configs(h, "9", entry, resource=ConfigResourceType.BROKER).error_code != (
-        ErrorCode.none
-    )
+    assert _alter_configs(
+        h, "", entry, resource=ConfigResourceType.BROKER
+    ).error_code == (ErrorCode.none)
+    assert _alter_configs(
+        h, "1", entry, resource=ConfigResourceType.BROKER
+    ).error_code == (ErrorCode.none)
+    assert _alter_configs(
+        h, "9", entry, resource=ConfigResourceType.BROKER
+    ).error_code != (ErrorCode.none)
     assert _describe(h, "1", ConfigResourceType.BROKER) == (("log.retention.ms", "5"),)
 
 
@@ -1095,7 +1191,9 @@ def test_create_partitions_continues_the_placement() -> None:
     topic_id = created(h, "t", (1, 2), (2, 3))
     before = h.last_offset
     response = h.request(CreatePartitionsRequest((CreatePartitionsTopic("t", 4),)))
-    assert response == CreatePartitionsResponse((CreatePartitionsTopicResult("t", ErrorCode.none),))
+    assert response == CreatePartitionsResponse(
+        (CreatePartitionsTopicResult("t", ErrorCode.none),)
+    )
     # AdminUtils for new partitions: start where partition 0's leader is, shift = start,
     # numbering from the current count (partition 3 wraps, so its shift grows by one).
     assert h.appended_since(before) == [
@@ -1110,7 +1208,9 @@ def test_create_partitions_with_manual_assignment() -> None:
     h = cluster(3)
     topic_id = created(h, "t", (1, 2))
     before = h.last_offset
-    h.request(CreatePartitionsRequest((CreatePartitionsTopic("t", 3, ((3, 2), (2, 1))),)))
+    h.request(
+        CreatePartitionsRequest((CreatePartitionsTopic("t", 3, ((3, 2), (2, 1))),))
+    )
     assert h.appended_since(before) == [
         PartitionRecord(1, topic_id, (3, 2), (3, 2), leader=3),
         PartitionRecord(2, topic_id, (2, 1), (2, 1), leader=2),
@@ -1127,15 +1227,33 @@ def test_create_partitions_errors() -> None:
         assert isinstance(response, CreatePartitionsResponse)
         return response.topics[0].error_code
 
-    assert error(CreatePartitionsTopic("nope", 3)) == ErrorCode.unknown_topic_or_partition
+    assert (
+        error(CreatePartitionsTopic("nope", 3)) == ErrorCode.unknown_topic_or_partition
+    )
     assert error(CreatePartitionsTopic("t", 2)) == ErrorCode.invalid_partitions
     assert error(CreatePartitionsTopic("t", 1)) == ErrorCode.invalid_partitions
-    assert error(CreatePartitionsTopic("t", 4, ((1, 2),))) == ErrorCode.invalid_replica_assignment
-    assert error(CreatePartitionsTopic("t", 3, ((1, 9),))) == ErrorCode.invalid_replica_assignment
-    assert error(CreatePartitionsTopic("t", 3, ((1,),))) == ErrorCode.invalid_replica_assignment
-    assert error(CreatePartitionsTopic("t", 3, ((1, 1),))) == ErrorCode.invalid_replica_assignment
-    validate = h.request(CreatePartitionsRequest((CreatePartitionsTopic("t", 5),), True))
-    assert validate == CreatePartitionsResponse((CreatePartitionsTopicResult("t", ErrorCode.none),))
+    assert (
+        error(CreatePartitionsTopic("t", 4, ((1, 2),)))
+        == ErrorCode.invalid_replica_assignment
+    )
+    assert (
+        error(CreatePartitionsTopic("t", 3, ((1, 9),)))
+        == ErrorCode.invalid_replica_assignment
+    )
+    assert (
+        error(CreatePartitionsTopic("t", 3, ((1,),)))
+        == ErrorCode.invalid_replica_assignment
+    )
+    assert (
+        error(CreatePartitionsTopic("t", 3, ((1, 1),)))
+        == ErrorCode.invalid_replica_assignment
+    )
+    validate = h.request(
+        CreatePartitionsRequest((CreatePartitionsTopic("t", 5),), True)
+    )
+    assert validate == CreatePartitionsResponse(
+        (CreatePartitionsTopicResult("t", ErrorCode.none),)
+    )
     assert h.last_offset == before
     expire(h, 1)  # only broker 1 is left unfenced: too few for replication factor 2
     assert error(CreatePartitionsTopic("t", 3)) == ErrorCode.invalid_replication_factor
@@ -1146,7 +1264,9 @@ def test_delete_topics_by_name_and_id() -> None:
     a = created(h, "a", (1,))
     b = created(h, "b", (1,), (1,))
     before = h.last_offset
-    rid = h.send(DeleteTopicsRequest(names=("a", "nope"), topic_ids=(b, uuid.UUID(int=3))))
+    rid = h.send(
+        DeleteTopicsRequest(names=("a", "nope"), topic_ids=(b, uuid.UUID(int=3)))
+    )
     assert h.appended_since(before) == [RemoveTopicRecord(a), RemoveTopicRecord(b)]
     # Pipelined: the next request already sees "a" gone and may create it again.
     assert h.controller.replication.topic_named("a") is None
@@ -1181,10 +1301,16 @@ def test_producer_id_blocks_are_consecutive_and_never_overlap() -> None:
     h = cluster(2)
     epochs = h.broker_epochs
     assert PRODUCER_ID_BLOCK_SIZE == 1000
-    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 0, 1000)
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(
+        ErrorCode.none, 0, 1000
+    )
     assert h.log[-1] == (h.last_offset, ProducerIdsRecord(1, epochs[1], 1000))
-    assert h.allocate_producer_ids(2) == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
-    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000)
+    assert h.allocate_producer_ids(2) == AllocateProducerIdsResponse(
+        ErrorCode.none, 1000, 1000
+    )
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(
+        ErrorCode.none, 2000, 1000
+    )
     assert [r for _, r in h.log if isinstance(r, ProducerIdsRecord)] == [
         ProducerIdsRecord(1, epochs[1], 1000),
         ProducerIdsRecord(2, epochs[2], 2000),
@@ -1238,7 +1364,11 @@ def test_allocate_producer_ids_errors() -> None:
             AllocateProducerIdsResponse(ErrorCode.none, 2**63 - 1 - 1000, 1000),
             2**63 - 1,
         ),
-        (2**63 - 1 - 999, AllocateProducerIdsResponse(ErrorCode.unknown_server_error), None),
+        (
+            2**63 - 1 - 999,
+            AllocateProducerIdsResponse(ErrorCode.unknown_server_error),
+            None,
+        ),
     ],
 )
 def test_producer_ids_run_out_at_the_largest_int64(
@@ -1260,7 +1390,9 @@ def test_producer_ids_run_out_at_the_largest_int64(
     assert controller.producer_ids.next_producer_id() == (next_after or next_id)
 
 
-def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blocks() -> None:
+def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blocks() -> (
+    None
+):
     h = cluster(2)
     h.allocate_producer_ids(1)
     h.allocate_producer_ids(2)
@@ -1276,7 +1408,9 @@ def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blo
         restarted.become_leader(2, h.now)
         actions = restarted.handle(1, AllocateProducerIdsRequest(2, epoch_of_2), h.now)
         assert actions == [
-            AppendRecords(2, h.committed_offset + 1, (ProducerIdsRecord(2, epoch_of_2, 3000),))
+            AppendRecords(
+                2, h.committed_offset + 1, (ProducerIdsRecord(2, epoch_of_2, 3000),)
+            )
         ]
         assert restarted.handle_commit(h.committed_offset + 1) == [
             Reply(1, AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000))
@@ -1294,7 +1428,9 @@ def test_a_block_not_committed_is_forgotten_on_resignation() -> None:
     assert h.state() == state
     # No broker ever saw that block, so the next leader may hand the same range out.
     h.become_leader(2)
-    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(ErrorCode.none, 1000, 1000)
+    assert h.allocate_producer_ids(1) == AllocateProducerIdsResponse(
+        ErrorCode.none, 1000, 1000
+    )
 
 
 # --- replay equality ---------------------------------------------------------------------------
@@ -1316,7 +1452,9 @@ def busy_cluster() -> ControllerHarness:
     expire(h, 1, 2, 3)  # broker 4 fenced
     h.heartbeat(4)  # and back
     _alter_configs(h, "t", AlterableConfig("retention.ms", AlterConfigOp.DELETE))
-    _alter_configs(h, "t", AlterableConfig("min.insync.replicas", AlterConfigOp.SET, "2"))
+    _alter_configs(
+        h, "t", AlterableConfig("min.insync.replicas", AlterConfigOp.SET, "2")
+    )
     h.allocate_producer_ids(1)
     h.allocate_producer_ids(3)
     h.register(5)  # fenced
@@ -1379,7 +1517,8 @@ def test_the_image_agrees_with_the_controller_and_rebuilds_from_its_records() ->
     again = MetadataDelta(MetadataImage())
     for record in image.records():
         again.replay(record)
-    again.replay(FeatureLevelRecord("metadata.version", 1), image.offset)  # same offset too
+    # same offset too
+    again.replay(FeatureLevelRecord("metadata.version", 1), image.offset)
     assert again.apply() == image
 
 
@@ -1439,13 +1578,18 @@ def test_topics_that_collide_within_one_request_are_refused() -> None:
         CreateTopicsRequest((CreatableTopic("a.b", 1, 1), CreatableTopic("a_b", 1, 1)))
     )
     assert isinstance(response, CreateTopicsResponse)
-    assert [t.error_code for t in response.topics] == [ErrorCode.none, ErrorCode.invalid_request]
+    assert [t.error_code for t in response.topics] == [
+        ErrorCode.none,
+        ErrorCode.invalid_request,
+    ]
 
 
 # --- preferred leader election -----------------------------------------------------------------
 
 
-def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_replica() -> None:
+def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_replica() -> (
+    None
+):
     # After a failover the returning broker leads nothing: ElectLeaders (preferred) moves
     # each partition back to its first replica, once that replica is in sync again.
     h = cluster(3)
@@ -1471,7 +1615,11 @@ def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_rep
         AlterPartitionRequest(
             2,
             h.broker_epochs[2],
-            (AlterPartitionItem(topic_id, 0, p0.leader_epoch, (1, 2, 3), p0.partition_epoch),),
+            (
+                AlterPartitionItem(
+                    topic_id, 0, p0.leader_epoch, (1, 2, 3), p0.partition_epoch
+                ),
+            ),
         )
     )
     assert isinstance(grown, AlterPartitionResponse)
@@ -1479,7 +1627,10 @@ def test_a_preferred_election_gives_leadership_back_only_to_an_in_sync_first_rep
     before = h.partition("t", 0).leader_epoch
     assert elect() == {
         ("t", 0): ErrorCode.none,
-        ("t", 1): ErrorCode.election_not_needed,  # broker 2 already leads it, as preferred
+        (
+            "t",
+            1,
+        ): ErrorCode.election_not_needed,  # broker 2 already leads it, as preferred
     }
     assert h.partition("t", 0).leader == 1
     assert h.partition("t", 0).leader_epoch == before + 1  # a new leader, a new epoch
@@ -1497,14 +1648,17 @@ def test_auto_rebalance_moves_leadership_back_at_the_imbalance_check() -> None:
     # (where it is in sync); with the feature off nothing moves.
     for enabled in (True, False):
         config = ControllerConfig(
-            auto_leader_rebalance_enable=enabled, leader_imbalance_check_interval_seconds=60
+            auto_leader_rebalance_enable=enabled,
+            leader_imbalance_check_interval_seconds=60,
         )
         h = cluster(3, config)
         topic_id = created(h, "t", (1, 2, 3), (1, 3, 2))
         h.heartbeat(2)
         h.heartbeat(3)
         h.request(
-            BrokerHeartbeatRequest(1, h.broker_epochs[1], h.committed_offset, want_fence=True)
+            BrokerHeartbeatRequest(
+                1, h.broker_epochs[1], h.committed_offset, want_fence=True
+            )
         )
         assert h.partition("t", 0).leader != 1
         h.heartbeat(1)  # back, unfenced; the leaders take it back into their ISRs
@@ -1516,7 +1670,11 @@ def test_auto_rebalance_moves_leadership_back_at_the_imbalance_check() -> None:
                     h.broker_epochs[p.leader],
                     (
                         AlterPartitionItem(
-                            topic_id, partition_id, p.leader_epoch, (1, 2, 3), p.partition_epoch
+                            topic_id,
+                            partition_id,
+                            p.leader_epoch,
+                            (1, 2, 3),
+                            p.partition_epoch,
                         ),
                     ),
                 )

@@ -47,7 +47,9 @@ def endpoint(broker_id: int) -> tuple[BrokerEndpoint, ...]:
     return (BrokerEndpoint("PLAINTEXT", f"b{broker_id}", 9092),)
 
 
-def register(broker_id: int, epoch: int, rack: str | None = None) -> RegisterBrokerRecord:
+def register(
+    broker_id: int, epoch: int, rack: str | None = None
+) -> RegisterBrokerRecord:
     return RegisterBrokerRecord(
         broker_id, uuid.UUID(int=broker_id), epoch, endpoint(broker_id), rack
     )
@@ -115,7 +117,8 @@ def test_partition_change_merges_and_bumps_epochs() -> None:
     delta = replayed(
         [
             PartitionChangeRecord(0, FOO, isr=(1,)),  # ISR shrink: partition epoch only
-            PartitionChangeRecord(0, FOO, leader=2, isr=(2,)),  # new leader: both epochs
+            # new leader: both epochs
+            PartitionChangeRecord(0, FOO, leader=2, isr=(2,)),
             PartitionChangeRecord(1, FOO, replicas=(2,), isr=(2,)),  # 3 removed: both
         ],
         image,
@@ -240,12 +243,14 @@ def test_records_rebuild_the_image() -> None:
     assert attrs.evolve(rebuilt, offset=image.offset) == image
     snapshot_records = list(image.records())
     assert snapshot_records[0] == FeatureLevelRecord("metadata.version", 1)
-    assert PartitionRecord(0, FOO, (1, 2), (2,), leader=2, leader_epoch=1, partition_epoch=1) in (
-        snapshot_records
-    )
+    assert PartitionRecord(
+        0, FOO, (1, 2), (2,), leader=2, leader_epoch=1, partition_epoch=1
+    ) in (snapshot_records)
 
 
-def test_producer_id_blocks_move_the_next_id_and_a_snapshot_keeps_only_the_last() -> None:
+def test_producer_id_blocks_move_the_next_id_and_a_snapshot_keeps_only_the_last() -> (
+    None
+):
     assert MetadataImage().next_producer_id == 0
     image = replayed(
         [ProducerIdsRecord(1, 1, 2000), ProducerIdsRecord(3, 5, 3000)], base_image()
@@ -288,7 +293,8 @@ def test_local_changes_leader_moves_reassignment_and_deletion() -> None:
     image = base_image()
     delta = replayed(
         [
-            PartitionChangeRecord(0, FOO, leader=2, isr=(2,)),  # broker 2 now leads foo-0
+            # broker 2 now leads foo-0
+            PartitionChangeRecord(0, FOO, leader=2, isr=(2,)),
             PartitionChangeRecord(1, FOO, replicas=(2,), isr=(2,)),  # 3 reassigned away
             RemoveTopicRecord(BAR),  # bar-0 was on 3 and 1
         ],
@@ -316,7 +322,8 @@ def test_local_changes_leader_moves_reassignment_and_deletion() -> None:
 def test_unchanged_partitions_are_not_local_changes() -> None:
     image = base_image()
     delta = replayed(
-        [ConfigRecord(TOPIC, "foo", "retention.ms", "1"), FenceBrokerRecord(2, 3)], image
+        [ConfigRecord(TOPIC, "foo", "retention.ms", "1"), FenceBrokerRecord(2, 3)],
+        image,
     )
     for broker in (1, 2, 3):
         assert delta.local_changes(broker).empty
@@ -338,7 +345,10 @@ def test_a_leaderless_partition_is_followed() -> None:
     [
         (PartitionChangeRecord(5, FOO, isr=(1,)), "unknown partition"),
         (PartitionChangeRecord(0, uuid.UUID(int=1), isr=(1,)), "unknown topic id"),
-        (PartitionRecord(0, uuid.UUID(int=1), (1,), (1,), leader=1), "unknown topic id"),
+        (
+            PartitionRecord(0, uuid.UUID(int=1), (1,), (1,), leader=1),
+            "unknown topic id",
+        ),
         (TopicRecord("foo", uuid.UUID(int=2)), "foo"),
         (TopicRecord("other", FOO), "exists"),
         (FenceBrokerRecord(1, 99), "no registered broker"),
@@ -370,7 +380,9 @@ def test_fencing_an_unregistered_broker_is_refused() -> None:
 
 def test_duplicate_topic_in_one_delta_is_refused() -> None:
     with pytest.raises(MetadataReplayError, match="exists"):
-        replayed([TopicRecord("t", uuid.UUID(int=1)), TopicRecord("t", uuid.UUID(int=2))])
+        replayed(
+            [TopicRecord("t", uuid.UUID(int=1)), TopicRecord("t", uuid.UUID(int=2))]
+        )
 
 
 # --- describe ---------------------------------------------------------------------------
@@ -391,7 +403,10 @@ def test_describe_mentions_everything() -> None:
     assert "feature metadata.version=1" in lines
     assert "broker 1 epoch=1 unfenced rack=r1 PLAINTEXT://b1:9092" in lines
     assert f"topic foo id={FOO} partitions=2" in lines
-    assert "  foo-0 leader=1 leader_epoch=0 partition_epoch=0 replicas=[1, 2] isr=[1, 2]" in lines
+    assert (
+        "  foo-0 leader=1 leader_epoch=0 partition_epoch=0 replicas=[1, 2] isr=[1, 2]"
+        in lines
+    )
     assert (
         "  bar-0 leader=3 leader_epoch=0 partition_epoch=1 replicas=[2, 3, 1] isr=[3, 1]"
         " adding=[2] removing=[1]"
@@ -402,7 +417,9 @@ def test_describe_mentions_everything() -> None:
     assert text.index("topic bar") < text.index("topic foo")
 
 
-def test_delete_and_recreate_in_one_delta_deletes_the_old_log_and_hosts_the_new() -> None:
+def test_delete_and_recreate_in_one_delta_deletes_the_old_log_and_hosts_the_new() -> (
+    None
+):
     """Both changes name the same TopicPartition (as in Kafka): the broker must delete the
     old log before it creates the new one; the topic id tells them apart."""
     new_bar = uuid.UUID(int=0xBA3)

@@ -75,7 +75,9 @@ def test_validate_only_over_the_limit_is_refused_without_placing() -> None:
     for partitions in (10**6, 2**31 - 1):
         tracemalloc.start()
         try:
-            answer = create(h, CreatableTopic("huge", partitions, 3), validate_only=True)
+            answer = create(
+                h, CreatableTopic("huge", partitions, 3), validate_only=True
+            )
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -115,7 +117,9 @@ def test_create_partitions_over_the_limit_is_refused_whole() -> None:
             ("a", ErrorCode.policy_violation),
             ("b", ErrorCode.policy_violation),
         ]
-    huge = h.request(CreatePartitionsRequest((CreatePartitionsTopic("a", 2**31 - 1),), True))
+    huge = h.request(
+        CreatePartitionsRequest((CreatePartitionsTopic("a", 2**31 - 1),), True)
+    )
     assert isinstance(huge, CreatePartitionsResponse)
     assert huge.topics[0].error_code == ErrorCode.policy_violation
     assert h.last_offset == before
@@ -167,7 +171,9 @@ def test_a_null_config_value_is_invalid_config() -> None:
     is not created (it used to be created with the key silently dropped)."""
     h = cluster()
     response = h.request(
-        CreateTopicsRequest((CreatableTopic("t", 1, 1, configs=(("retention.ms", None),)),))
+        CreateTopicsRequest(
+            (CreatableTopic("t", 1, 1, configs=(("retention.ms", None),)),)
+        )
     )
     assert isinstance(response, CreateTopicsResponse)
     (result,) = response.topics
@@ -182,15 +188,15 @@ def test_manual_assignment_partition_ids_are_kept_not_renumbered() -> None:
     to become partition 0); one naming a partition twice likewise; ids given out of order
     but complete are placed where they say."""
     h = cluster()
-    assert create(h, CreatableTopic("five", assignments=((1,),), partition_ids=(5,))) == [
-        ("five", ErrorCode.invalid_replica_assignment)
-    ]
-    assert create(h, CreatableTopic("dup", assignments=((1,), (2,)), partition_ids=(0, 0))) == [
-        ("dup", ErrorCode.invalid_replica_assignment)
-    ]
-    assert create(h, CreatableTopic("swapped", assignments=((2,), (1,)), partition_ids=(1, 0))) == [
-        ("swapped", ErrorCode.none)
-    ]
+    assert create(
+        h, CreatableTopic("five", assignments=((1,),), partition_ids=(5,))
+    ) == [("five", ErrorCode.invalid_replica_assignment)]
+    assert create(
+        h, CreatableTopic("dup", assignments=((1,), (2,)), partition_ids=(0, 0))
+    ) == [("dup", ErrorCode.invalid_replica_assignment)]
+    assert create(
+        h, CreatableTopic("swapped", assignments=((2,), (1,)), partition_ids=(1, 0))
+    ) == [("swapped", ErrorCode.none)]
     assert h.partition("swapped", 0).replicas == (1,)
     assert h.partition("swapped", 1).replicas == (2,)
     assert h.controller.replication.topic_named("five") is None
@@ -200,22 +206,30 @@ def test_a_name_listed_twice_is_invalid_request_and_nothing_is_done() -> None:
     """CreateTopics, CreatePartitions and DeleteTopics listing a name twice answer it once
     with INVALID_REQUEST and act on neither entry; the request's other topics go ahead."""
     h = cluster()
-    assert create(h, CreatableTopic("x", 1, 1), CreatableTopic("x", 1, 1), CreatableTopic("y")) == [
+    assert create(
+        h, CreatableTopic("x", 1, 1), CreatableTopic("x", 1, 1), CreatableTopic("y")
+    ) == [
         ("x", ErrorCode.invalid_request),
         ("y", ErrorCode.none),
     ]
     assert h.controller.replication.topic_named("x") is None
     response = h.request(
-        CreatePartitionsRequest((CreatePartitionsTopic("y", 2), CreatePartitionsTopic("y", 3)))
+        CreatePartitionsRequest(
+            (CreatePartitionsTopic("y", 2), CreatePartitionsTopic("y", 3))
+        )
     )
     assert isinstance(response, CreatePartitionsResponse)
-    assert [(t.name, t.error_code) for t in response.topics] == [("y", ErrorCode.invalid_request)]
+    assert [(t.name, t.error_code) for t in response.topics] == [
+        ("y", ErrorCode.invalid_request)
+    ]
     topic = h.controller.replication.topic_named("y")
     assert topic is not None
     assert topic.num_partitions == 1
     response = h.request(DeleteTopicsRequest(("y", "y")))
     assert isinstance(response, DeleteTopicsResponse)
-    assert [(t.name, t.error_code) for t in response.topics] == [("y", ErrorCode.invalid_request)]
+    assert [(t.name, t.error_code) for t in response.topics] == [
+        ("y", ErrorCode.invalid_request)
+    ]
     assert h.controller.replication.topic_named("y") is not None
 
 
@@ -228,7 +242,9 @@ def test_delete_topics_names_and_ids() -> None:
     a = h.topic_id("a")
     b = h.topic_id("b")
     zero = uuid.UUID(int=0)
-    response = h.request(DeleteTopicsRequest(names=("", "a"), topic_ids=(a, b, b, zero)))
+    response = h.request(
+        DeleteTopicsRequest(names=("", "a"), topic_ids=(a, b, b, zero))
+    )
     assert isinstance(response, DeleteTopicsResponse)
     assert [(t.name, t.topic_id, t.error_code) for t in response.topics] == [
         ("", None, ErrorCode.unknown_topic_or_partition),
@@ -241,5 +257,8 @@ def test_delete_topics_names_and_ids() -> None:
     assert h.controller.replication.topic_named("b") is not None
     response = h.request(DeleteTopicsRequest(names=("a",), topic_ids=(b,)))
     assert response == DeleteTopicsResponse(
-        (DeletableTopicResult("a", a, ErrorCode.none), DeletableTopicResult("b", b, ErrorCode.none))
+        (
+            DeletableTopicResult("a", a, ErrorCode.none),
+            DeletableTopicResult("b", b, ErrorCode.none),
+        )
     )

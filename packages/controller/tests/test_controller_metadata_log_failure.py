@@ -102,7 +102,10 @@ def test_a_part_way_failure_leaves_none_of_the_operation(
     start = quorum.log.log_end_offset
     sizes = {p.name: p.stat().st_size for p in quorum.dir.glob("*.log")}
     monkeypatch.setattr(_quorum, "MAX_BATCH_SIZE_BYTES", 64 * 1024)
-    with refused(monkeypatch, "write", errno.ENOSPC, after=2), pytest.raises(MetadataLogError) as e:
+    with (
+        refused(monkeypatch, "write", errno.ENOSPC, after=2),
+        pytest.raises(MetadataLogError) as e,
+    ):
         quorum.append(quorum.epoch, config_records(300))
     assert (e.value.error_code, e.value.fatal) == (ErrorCode.kafka_storage_error, False)
     assert quorum.log.log_end_offset == quorum.appended_end == start
@@ -130,7 +133,9 @@ async def create(server: ControllerServer, name: str) -> CreateTopicsResponse:
     return response
 
 
-async def run_server(tmp_path: Path, work: Callable[[ControllerServer], Any]) -> ControllerServer:
+async def run_server(
+    tmp_path: Path, work: Callable[[ControllerServer], Any]
+) -> ControllerServer:
     server = ControllerServer.open(tmp_path, ControllerConfig(), random.Random(7))
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
@@ -148,7 +153,10 @@ async def test_a_refused_metadata_append_fails_the_request_and_the_controller_go
 
     async def work(server: ControllerServer) -> None:
         await register(server, 1)
-        with refused(monkeypatch, "write", errno.ENOSPC), pytest.raises(ControllerError) as e:
+        with (
+            refused(monkeypatch, "write", errno.ENOSPC),
+            pytest.raises(ControllerError) as e,
+        ):
             await create(server, "orders")
         assert e.value.error_code is ErrorCode.kafka_storage_error
         assert server.failure is None
@@ -169,7 +177,10 @@ async def test_a_failed_metadata_fsync_makes_the_controller_resign_cleanly(
 
     async def work(server: ControllerServer) -> None:
         await register(server, 1)
-        with refused(monkeypatch, "fsync", errno.EIO), pytest.raises(ControllerError) as e:
+        with (
+            refused(monkeypatch, "fsync", errno.EIO),
+            pytest.raises(ControllerError) as e,
+        ):
             await create(server, "orders")
         assert e.value.error_code is ErrorCode.not_controller
         assert server.failure is not None

@@ -73,7 +73,11 @@ def _brokers(ids: list[int], racks: list[str] | None = None) -> list[BrokerMetad
 
 def _seed_layout(start_index: int, replica_shift: int) -> Assignment:
     return assign_replicas_to_brokers(
-        10, 3, _brokers(SEED_BROKERS), start_index=start_index, replica_shift=replica_shift
+        10,
+        3,
+        _brokers(SEED_BROKERS),
+        start_index=start_index,
+        replica_shift=replica_shift,
     )
 
 
@@ -101,7 +105,9 @@ def _assign_cli(*argv: str) -> tuple[int, str]:
 
 
 def test_seed_third_table_is_reproduced_exactly() -> None:
-    table = render_assignment_table(_seed_layout(start_index=0, replica_shift=3), SEED_BROKERS)
+    table = render_assignment_table(
+        _seed_layout(start_index=0, replica_shift=3), SEED_BROKERS
+    )
     assert table == SEED_TABLE
 
 
@@ -130,7 +136,9 @@ def test_seed_commentary_holds() -> None:
 def test_leader_rows_follow_the_start_index(
     start_index: int, first_round: list[str], second_round: list[str]
 ) -> None:
-    table = render_assignment_table(_seed_layout(start_index, replica_shift=0), SEED_BROKERS)
+    table = render_assignment_table(
+        _seed_layout(start_index, replica_shift=0), SEED_BROKERS
+    )
     assert _rows(table, "Leader") == [first_round, second_round]
 
 
@@ -148,7 +156,12 @@ def test_kafka_documented_rack_unaware_example() -> None:
 def test_start_partition_id_numbers_new_partitions_from_there() -> None:
     # Adding partitions 10..12 to the seed's topic: the walk goes on from partition 10.
     added = assign_replicas_to_brokers(
-        3, 3, _brokers(SEED_BROKERS), start_index=0, replica_shift=3, start_partition_id=10
+        3,
+        3,
+        _brokers(SEED_BROKERS),
+        start_index=0,
+        replica_shift=3,
+        start_partition_id=10,
     )
     assert sorted(added) == [10, 11, 12]
     assert [replicas[0] for replicas in added.values()] == [1000, 1001, 1002]
@@ -163,7 +176,12 @@ def test_start_partition_id_numbers_new_partitions_from_there() -> None:
 
 def test_start_partition_id_within_the_first_pass_continues_the_full_layout() -> None:
     added = assign_replicas_to_brokers(
-        7, 3, _brokers(SEED_BROKERS), start_index=0, replica_shift=3, start_partition_id=3
+        7,
+        3,
+        _brokers(SEED_BROKERS),
+        start_index=0,
+        replica_shift=3,
+        start_partition_id=3,
     )
     assert added == {p: SEED_ASSIGNMENT[p] for p in range(3, 10)}
 
@@ -188,7 +206,9 @@ def test_rack_alternated_broker_list_skips_racks_that_ran_out() -> None:
 
 
 def test_rack_aware_documented_example() -> None:
-    layout = assign_replicas_to_brokers_rack_aware(7, 3, DOC_RACKS, start_index=0, replica_shift=0)
+    layout = assign_replicas_to_brokers_rack_aware(
+        7, 3, DOC_RACKS, start_index=0, replica_shift=0
+    )
     assert layout == {
         0: (0, 3, 1),
         1: (3, 1, 5),
@@ -221,7 +241,9 @@ def test_drawn_values_reproduce_the_assignment() -> None:
     brokers = _brokers(list(range(1000, 1007)))
     start, shift = draw_start_index_and_shift(7, None, None, random.Random(42))
     drawn = assign_replicas_to_brokers(20, 3, brokers, rng=random.Random(42))
-    given = assign_replicas_to_brokers(20, 3, brokers, start_index=start, replica_shift=shift)
+    given = assign_replicas_to_brokers(
+        20, 3, brokers, start_index=start, replica_shift=shift
+    )
     assert drawn == given
 
 
@@ -234,7 +256,9 @@ def test_only_missing_values_are_drawn_start_index_first() -> None:
     assert draw_start_index_and_shift(5, 1, 2, random.Random(9)) == (1, 2)
 
 
-@pytest.mark.parametrize(("start_index", "replica_shift"), [(5, 0), (-1, 0), (0, 5), (0, -1)])
+@pytest.mark.parametrize(
+    ("start_index", "replica_shift"), [(5, 0), (-1, 0), (0, 5), (0, -1)]
+)
 def test_start_index_and_shift_must_be_broker_list_positions(
     start_index: int, replica_shift: int
 ) -> None:
@@ -253,7 +277,11 @@ Layout = tuple[list[BrokerMetadata], int, Assignment]
 def _layouts(draw: st.DrawFn, *, racks: bool) -> Layout:
     n = draw(st.integers(1, 12))
     ids = sorted(draw(st.sets(st.integers(0, 2000), min_size=n, max_size=n)))
-    rack_names = draw(st.lists(st.sampled_from("abcd"), min_size=n, max_size=n)) if racks else None
+    rack_names = (
+        draw(st.lists(st.sampled_from("abcd"), min_size=n, max_size=n))
+        if racks
+        else None
+    )
     brokers = _brokers(ids, rack_names)
     replication_factor = draw(st.integers(1, n))
     n_partitions = draw(st.integers(1, 60))
@@ -341,7 +369,13 @@ def test_followers_of_one_partition_are_distinct(n: int, shift: int) -> None:
 @pytest.mark.parametrize(
     ("n_partitions", "replication_factor", "brokers", "code", "message"),
     [
-        (0, 1, _brokers([1]), ErrorCode.invalid_partitions, "partitions must be larger than 0"),
+        (
+            0,
+            1,
+            _brokers([1]),
+            ErrorCode.invalid_partitions,
+            "partitions must be larger than 0",
+        ),
         (-3, 1, _brokers([1]), ErrorCode.invalid_partitions, "partitions"),
         (1, 0, _brokers([1]), ErrorCode.invalid_replication_factor, "larger than 0"),
         (
@@ -384,14 +418,19 @@ def test_assign_refuses_bad_requests(
     [
         ({0: (1000, 1001), 1: (1001, 1007)}, "broker 1007 .* not a registered broker"),
         ({0: (1000, 1001, 1000)}, "broker 1000 in partition 0's replica list twice"),
-        ({0: (1000, 1001, 1002), 1: (1001, 1002)}, "partition 1 2 replica.*before it have 3"),
+        (
+            {0: (1000, 1001, 1002), 1: (1001, 1002)},
+            "partition 1 2 replica.*before it have 3",
+        ),
         ({0: (1000,), 1: ()}, "partition 1 no replicas"),
         ({0: (1000,), 2: (1001,)}, r"run 0\.\.1 without gaps, but they are \[0, 2\]"),
         ({1: (1000,)}, "without gaps"),
         ({}, "no partitions"),
     ],
 )
-def test_manual_assignment_refusals(assignment: dict[int, tuple[int, ...]], message: str) -> None:
+def test_manual_assignment_refusals(
+    assignment: dict[int, tuple[int, ...]], message: str
+) -> None:
     with pytest.raises(PlacementError, match=message) as caught:
         validate_manual_assignment(assignment, SEED_BROKERS)
     assert caught.value.error_code is ErrorCode.invalid_replica_assignment
@@ -404,7 +443,9 @@ def test_manual_assignment_accepted() -> None:
 
 def test_parse_replica_assignment_seed_example() -> None:
     # Seed 001 section 3.3: five partitions, one replica each, all on broker 1000.
-    assert parse_replica_assignment("1000,1000,1000,1000,1000") == dict.fromkeys(range(5), (1000,))
+    assert parse_replica_assignment("1000,1000,1000,1000,1000") == dict.fromkeys(
+        range(5), (1000,)
+    )
 
 
 def test_parse_replica_assignment_colons_separate_replicas() -> None:
@@ -416,7 +457,12 @@ def test_parse_replica_assignment_colons_separate_replicas() -> None:
 
 @pytest.mark.parametrize(
     ("text", "bad"),
-    [("", "''"), ("1000,x", "'x'"), ("1000:,1001", "''"), ("1000,1001;1002", "'1001;1002'")],
+    [
+        ("", "''"),
+        ("1000,x", "'x'"),
+        ("1000:,1001", "''"),
+        ("1000,1001;1002", "'1001;1002'"),
+    ],
 )
 def test_parse_replica_assignment_names_the_bad_token(text: str, bad: str) -> None:
     with pytest.raises(ValueError, match=f"{bad} is not a broker id"):
@@ -435,7 +481,11 @@ def test_table_shows_every_partition_sharing_a_cell() -> None:
 def test_table_skips_passes_without_partitions() -> None:
     table = render_assignment_table({10: (2, 1)}, [1, 2])
     # Only partition 10 exists: one pass (partitions 10..11 for two brokers), not six.
-    assert table.splitlines() == ["Broker        1   2", "Leader           10", "Follower 1   10"]
+    assert table.splitlines() == [
+        "Broker        1   2",
+        "Leader           10",
+        "Follower 1   10",
+    ]
 
 
 def test_table_refuses_a_replica_outside_the_columns() -> None:
@@ -445,7 +495,14 @@ def test_table_refuses_a_replica_outside_the_columns() -> None:
 
 # --- the command -------------------------------------------------------------------------
 
-SEED_ARGS = ("--brokers", "1000-1004", "--partitions", "10", "--replication-factor", "3")
+SEED_ARGS = (
+    "--brokers",
+    "1000-1004",
+    "--partitions",
+    "10",
+    "--replication-factor",
+    "3",
+)
 
 
 def test_cli_prints_the_seed_table() -> None:
@@ -456,7 +513,9 @@ def test_cli_prints_the_seed_table() -> None:
 
 
 def test_cli_json_is_the_assignment_and_nothing_else() -> None:
-    status, out = _assign_cli(*SEED_ARGS, "--start-index", "0", "--replica-shift", "3", "--json")
+    status, out = _assign_cli(
+        *SEED_ARGS, "--start-index", "0", "--replica-shift", "3", "--json"
+    )
     assert status == 0
     assert out.startswith('{"0": [1000, 1004, 1001], "1": [1001, 1000, 1002],')
     assert json.loads(out) == {str(p): list(r) for p, r in SEED_ASSIGNMENT.items()}
@@ -469,7 +528,9 @@ def test_cli_reports_drawn_values_and_they_reproduce_the_run(
     assert status == 0
     start, shift = draw_start_index_and_shift(5, None, None, random.Random(7))
     assert f"Drawn at random: --start-index {start} --replica-shift {shift}" in out
-    _, rerun = _assign_cli(*SEED_ARGS, "--start-index", str(start), "--replica-shift", str(shift))
+    _, rerun = _assign_cli(
+        *SEED_ARGS, "--start-index", str(start), "--replica-shift", str(shift)
+    )
     assert out.split("\n\n")[1] == rerun.split("\n\n")[1]
     # With --json the note goes to stderr, so stdout still parses.
     status, out = _assign_cli(*SEED_ARGS, "--seed", "7", "--start-index", "1", "--json")
@@ -521,7 +582,14 @@ def test_cli_checks_a_manual_assignment() -> None:
     ("argv", "error"),
     [
         (
-            ("--brokers", "1000,1001", "--partitions", "3", "--replication-factor", "3"),
+            (
+                "--brokers",
+                "1000,1001",
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "3",
+            ),
             "error: INVALID_REPLICATION_FACTOR: Replication factor: 3 larger than available "
             "brokers: 2.",
         ),
@@ -533,9 +601,18 @@ def test_cli_checks_a_manual_assignment() -> None:
             ("--brokers", "1000-1001", "--replica-assignment", "1000:x"),
             "error: bad replica assignment for partition 0",
         ),
-        (("--brokers", "10x", "--partitions", "1", "--replication-factor", "1"), "'10x'"),
-        (("--brokers", "5-3", "--partitions", "1", "--replication-factor", "1"), "backwards"),
-        (("--brokers", "1,1", "--partitions", "1", "--replication-factor", "1"), "more than once"),
+        (
+            ("--brokers", "10x", "--partitions", "1", "--replication-factor", "1"),
+            "'10x'",
+        ),
+        (
+            ("--brokers", "5-3", "--partitions", "1", "--replication-factor", "1"),
+            "backwards",
+        ),
+        (
+            ("--brokers", "1,1", "--partitions", "1", "--replication-factor", "1"),
+            "more than once",
+        ),
         ((*SEED_ARGS, "--start-index", "5"), "error: start index 5 is out of range"),
         ((*SEED_ARGS, "--racks", "a,b"), "2 rack(s) for 5 broker(s)"),
         (("--partitions", "3", "--replication-factor", "1"), "--brokers, --partitions"),

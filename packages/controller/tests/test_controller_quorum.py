@@ -63,8 +63,12 @@ async def register(server: ControllerServer, broker_id: int) -> int:
     return registered.broker_epoch
 
 
-async def create(server: ControllerServer, name: str, partitions: int, factor: int) -> None:
-    response = await server.submit(CreateTopicsRequest((CreatableTopic(name, partitions, factor),)))
+async def create(
+    server: ControllerServer, name: str, partitions: int, factor: int
+) -> None:
+    response = await server.submit(
+        CreateTopicsRequest((CreatableTopic(name, partitions, factor),))
+    )
     assert isinstance(response, CreateTopicsResponse)
     assert response.topics[0].error_code == 0, response
 
@@ -75,7 +79,9 @@ async def serve(
     config: ControllerConfig | None = None,
 ) -> ControllerServer:
     """Open a server on ``metadata_dir``, run ``await work(server)``, stop it."""
-    server = ControllerServer.open(metadata_dir, config or ControllerConfig(), random.Random(7))
+    server = ControllerServer.open(
+        metadata_dir, config or ControllerConfig(), random.Random(7)
+    )
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
@@ -107,7 +113,9 @@ async def test_a_restart_replays_the_log_to_the_same_image(tmp_path: Path) -> No
     reopened.quorum.close()
 
 
-async def test_each_start_is_a_new_epoch_recorded_in_quorum_state(tmp_path: Path) -> None:
+async def test_each_start_is_a_new_epoch_recorded_in_quorum_state(
+    tmp_path: Path,
+) -> None:
     epochs = []
     for _ in range(3):
         quorum = SingleVoterQuorum.open(tmp_path, node_id=3)
@@ -151,7 +159,9 @@ async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
     snapshot_id, records = snapshot
     assert snapshot_id.end_offset > 0
     assert any(isinstance(r, TopicRecord) for r in records)
-    files = sorted(p.name for p in (tmp_path / f"{METADATA_TOPIC}-0").glob("*.checkpoint"))
+    files = sorted(
+        p.name for p in (tmp_path / f"{METADATA_TOPIC}-0").glob("*.checkpoint")
+    )
     assert files == [snapshot_id.file_name]  # older snapshots were removed
 
     reopened = ControllerServer.open(tmp_path, ControllerConfig())
@@ -168,7 +178,9 @@ async def snapshot_written(server: ControllerServer) -> None:
 
 
 @pytest.mark.parametrize("snapshot", [False, True], ids=["log", "snapshot"])
-async def test_producer_id_blocks_survive_a_restart(tmp_path: Path, snapshot: bool) -> None:
+async def test_producer_id_blocks_survive_a_restart(
+    tmp_path: Path, snapshot: bool
+) -> None:
     # With a snapshot after every commit, the restart reads the blocks from the snapshot.
     config = ControllerConfig()
     if snapshot:
@@ -203,7 +215,9 @@ async def test_producer_id_blocks_survive_a_restart(tmp_path: Path, snapshot: bo
     await serve(tmp_path, after_restart)
 
 
-async def test_an_expired_session_fences_the_broker_and_moves_leadership(tmp_path: Path) -> None:
+async def test_an_expired_session_fences_the_broker_and_moves_leadership(
+    tmp_path: Path,
+) -> None:
     config = ControllerConfig(broker_session_timeout_ms=300)
     seen: list[MetadataDelta] = []
 
@@ -219,7 +233,9 @@ async def test_an_expired_session_fences_the_broker_and_moves_leadership(tmp_pat
         with trio.fail_after(DEADLINE):
             while not server.image.brokers[leader].fenced:
                 await server.submit(
-                    BrokerHeartbeatRequest(survivor, epochs[survivor], server.image.offset)
+                    BrokerHeartbeatRequest(
+                        survivor, epochs[survivor], server.image.offset
+                    )
                 )
                 # The survivor's heartbeat interval, not a wait for something: time
                 # must pass (300 ms) for the leader's session to run out.
@@ -243,7 +259,10 @@ async def test_replay_prints_the_image_and_changes_nothing(tmp_path: Path) -> No
     partition_dir = tmp_path / f"{METADATA_TOPIC}-0"
 
     def digest() -> dict[str, str]:
-        return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in partition_dir.iterdir()}
+        return {
+            p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in partition_dir.iterdir()
+        }
 
     before = digest()
     out = io.StringIO()

@@ -44,9 +44,12 @@ DETERMINISTIC = settings(derandomize=True, max_examples=150, deadline=None)
 
 ints = st.one_of(
     st.integers(-(2**63), 2**63 - 1),
-    st.sampled_from([0, -1, 1, 63, 64, -64, -65, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]),
+    st.sampled_from(
+        [0, -1, 1, 63, 64, -64, -65, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)]
+    ),
 )
-texts = st.text(max_size=40)  # hypothesis' default alphabet: every code point but surrogates
+# hypothesis' default alphabet: every code point but surrogates
+texts = st.text(max_size=40)
 nullable_texts = st.none() | texts
 broker_lists = st.lists(ints, max_size=6).map(tuple)
 nullable_broker_lists = st.none() | broker_lists
@@ -100,16 +103,32 @@ any_record = st.one_of(*RECORD_STRATEGIES.values())
 
 def test_every_record_type_has_a_strategy_and_a_distinct_api_key() -> None:
     assert set(RECORD_STRATEGIES) == set(RECORD_TYPES.values())
-    assert sorted(RECORD_TYPES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15]  # Kafka's api keys
+    assert sorted(RECORD_TYPES) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        7,
+        8,
+        9,
+        12,
+        15,
+    ]  # Kafka's api keys
 
 
 # --- round trips ------------------------------------------------------------------------
 
 
-RECORD_CLASSES: list[type[MetadataRecord]] = [RECORD_TYPES[key] for key in sorted(RECORD_TYPES)]
+RECORD_CLASSES: list[type[MetadataRecord]] = [
+    RECORD_TYPES[key] for key in sorted(RECORD_TYPES)
+]
 
 
-@pytest.mark.parametrize("record_type", RECORD_CLASSES, ids=[t.__name__ for t in RECORD_CLASSES])
+@pytest.mark.parametrize(
+    "record_type", RECORD_CLASSES, ids=[t.__name__ for t in RECORD_CLASSES]
+)
 @DETERMINISTIC
 @given(data=st.data())
 def test_round_trip(record_type: type[MetadataRecord], data: st.DataObject) -> None:
@@ -179,7 +198,12 @@ def test_ints_that_do_not_fit_64_bits_are_not_encoded(value: int) -> None:
 
 VALID = encode_record(
     RegisterBrokerRecord(
-        1, uuid.UUID(int=7), 42, (BrokerEndpoint("PLAINTEXT", "h", 9092),), "rack-a", True
+        1,
+        uuid.UUID(int=7),
+        42,
+        (BrokerEndpoint("PLAINTEXT", "h", 9092),),
+        "rack-a",
+        True,
     )
 )
 
@@ -191,7 +215,9 @@ def test_every_truncation_is_refused(cut: int) -> None:
 
 
 def test_trailing_bytes_are_refused() -> None:
-    with pytest.raises(MetadataRecordError, match="1 bytes after a RegisterBrokerRecord"):
+    with pytest.raises(
+        MetadataRecordError, match="1 bytes after a RegisterBrokerRecord"
+    ):
         decode_record(VALID + b"\x00")
 
 
@@ -218,7 +244,8 @@ def test_bad_utf8_is_refused() -> None:
 
 
 def test_encoded_surrogates_are_refused() -> None:
-    data = bytes([1, 2, 0, 6]) + b"\xed\xa0\x80" + uuid.UUID(int=1).bytes  # CESU-8 surrogate
+    # CESU-8 surrogate
+    data = bytes([1, 2, 0, 6]) + b"\xed\xa0\x80" + uuid.UUID(int=1).bytes
     with pytest.raises(MetadataRecordError):
         decode_record(data)
 
@@ -247,14 +274,16 @@ def test_varint_wider_than_64_bits_is_refused() -> None:
         decode_record(data)
     # The widest legal values still decode.
     for value in (2**63 - 1, -(2**63)):
-        assert decode_record(encode_record(FenceBrokerRecord(value, 0))) == FenceBrokerRecord(
-            value, 0
-        )
+        assert decode_record(
+            encode_record(FenceBrokerRecord(value, 0))
+        ) == FenceBrokerRecord(value, 0)
 
 
 def test_huge_sequence_count_is_refused_without_allocating() -> None:
     data = (
-        bytes([1, PartitionRecord.API_KEY, 0, 0]) + uuid.UUID(int=1).bytes + b"\xff\xff\xff\xff\x0f"
+        bytes([1, PartitionRecord.API_KEY, 0, 0])
+        + uuid.UUID(int=1).bytes
+        + b"\xff\xff\xff\xff\x0f"
     )
     with pytest.raises(MetadataRecordError, match="sequence"):
         decode_record(data)
@@ -311,7 +340,9 @@ def test_mutated_encodings_decode_or_raise_metadata_record_error(data: bytes) ->
 
 @DETERMINISTIC
 @given(any_record, st.integers(1, 3))
-def test_appending_a_valid_record_is_trailing_garbage(record: MetadataRecord, n: int) -> None:
+def test_appending_a_valid_record_is_trailing_garbage(
+    record: MetadataRecord, n: int
+) -> None:
     encoded = encode_record(record)
     with pytest.raises(MetadataRecordError, match="after a"):
         decode_record(encoded + encoded[:n])

@@ -27,7 +27,9 @@ P = PartitionState
 R = ReplicaState
 
 
-def _edges(states: type[PartitionState] | type[ReplicaState], table: str) -> set[tuple[Any, Any]]:
+def _edges(
+    states: type[PartitionState] | type[ReplicaState], table: str
+) -> set[tuple[Any, Any]]:
     """``From -> To`` lines in Kafka's state names, as (from, to) members of ``states``."""
     return {
         (states(before.strip()), states(after.strip()))
@@ -95,14 +97,20 @@ def test_state_values_are_kafkas_names() -> None:
 def test_tables_cover_every_state_and_every_edge_has_a_reason() -> None:
     assert set(PARTITION_TRANSITIONS) == set(P)
     assert set(REPLICA_TRANSITIONS) == set(R)
-    partition_edges = {(f, t) for t, sources in PARTITION_TRANSITIONS.items() for f in sources}
-    replica_edges = {(f, t) for t, sources in REPLICA_TRANSITIONS.items() for f in sources}
+    partition_edges = {
+        (f, t) for t, sources in PARTITION_TRANSITIONS.items() for f in sources
+    }
+    replica_edges = {
+        (f, t) for t, sources in REPLICA_TRANSITIONS.items() for f in sources
+    }
     assert partition_edges == KAFKA_PARTITION_EDGES
     assert replica_edges == KAFKA_REPLICA_EDGES
     assert set(PARTITION_TRANSITION_REASONS) == partition_edges
     assert set(REPLICA_TRANSITION_REASONS) == replica_edges
     assert P.ONLINE.valid_previous_states == {P.NEW, P.ONLINE, P.OFFLINE}
-    assert R.NON_EXISTENT_REPLICA.valid_previous_states == {R.REPLICA_DELETION_SUCCESSFUL}
+    assert R.NON_EXISTENT_REPLICA.valid_previous_states == {
+        R.REPLICA_DELETION_SUCCESSFUL
+    }
 
 
 def _put_partition(machine: PartitionStateMachine, state: PartitionState) -> None:
@@ -153,7 +161,9 @@ SWEEPS = [
 ]
 
 
-@pytest.mark.parametrize(("machine_class", "put", "key", "edges", "source", "target"), SWEEPS)
+@pytest.mark.parametrize(
+    ("machine_class", "put", "key", "edges", "source", "target"), SWEEPS
+)
 def test_sweep(
     machine_class: Any, put: Any, key: Any, edges: set[Any], source: Any, target: Any
 ) -> None:
@@ -186,7 +196,9 @@ def test_mixed_batch_applies_the_valid_and_reports_the_invalid() -> None:
     machine.handle_state_changes([("t", 0), ("t", 1)], P.NEW)
     machine.handle_state_changes([("t", 0)], P.ONLINE)
     # t-0 is online, t-1 is new, t-2 does not exist; a key named twice counts once.
-    result = machine.handle_state_changes([("t", 0), ("t", 1), ("t", 2), ("t", 1)], P.NEW)
+    result = machine.handle_state_changes(
+        [("t", 0), ("t", 1), ("t", 2), ("t", 1)], P.NEW
+    )
     assert result.changed == (StateChange(("t", 2), P.NON_EXISTENT, P.NEW),)
     assert result.invalid == (
         StateChange(("t", 0), P.ONLINE, P.NEW),
@@ -209,7 +221,9 @@ def test_replica_batch_reports_invalid_and_keeps_state() -> None:
     machine = ReplicaStateMachine()
     machine.handle_state_changes([("t", 0, 1), ("t", 0, 2)], R.NEW_REPLICA)
     machine.handle_state_changes([("t", 0, 1)], R.ONLINE_REPLICA)
-    result = machine.handle_state_changes([("t", 0, 1), ("t", 0, 2)], R.REPLICA_DELETION_STARTED)
+    result = machine.handle_state_changes(
+        [("t", 0, 1), ("t", 0, 2)], R.REPLICA_DELETION_STARTED
+    )
     assert result.changed == ()
     assert [(c.key, c.from_state) for c in result.invalid] == [
         (("t", 0, 1), R.ONLINE_REPLICA),
@@ -226,7 +240,9 @@ def test_leader_is_the_first_live_replica_and_isr_the_live_ones() -> None:
     )
     assert new_leader_and_isr([1002, 1000, 1001], {1000, 1001}) == (1000, (1000, 1001))
     assert new_leader_and_isr([1001], [1001, 1005]) == (1001, (1001,))
-    with pytest.raises(StateChangeFailedError, match=r"no live replica.*\[1002, 1000\]"):
+    with pytest.raises(
+        StateChangeFailedError, match=r"no live replica.*\[1002, 1000\]"
+    ):
         new_leader_and_isr([1002, 1000], {1001})
 
 
@@ -265,7 +281,9 @@ def test_topic_creation_with_no_live_replica_leaves_the_partition_new() -> None:
     assert set(creation.failed) == {("t", 0)}
     assert "no live replica" in creation.failed[("t", 0)]
     assert any(
-        line.startswith("  t-0 stays NewPartition: no live replica: assigned replicas are [1000]")
+        line.startswith(
+            "  t-0 stays NewPartition: no live replica: assigned replicas are [1000]"
+        )
         for line in creation.steps
     )
     # As in Kafka, step 4 still moves every replica online.
@@ -276,8 +294,12 @@ def test_topic_creation_of_an_existing_partition_is_reported() -> None:
     assignment = {("t", 0): [1000]}
     psm, rsm = PartitionStateMachine(), ReplicaStateMachine()
     on_new_partition_creation(list(assignment), assignment.__getitem__, psm, rsm)
-    again = on_new_partition_creation(list(assignment), assignment.__getitem__, psm, rsm)
+    again = on_new_partition_creation(
+        list(assignment), assignment.__getitem__, psm, rsm
+    )
     assert "  invalid transition of t-0: OnlinePartition -> NewPartition" in again.steps
-    assert "  invalid transition of t-0@1000: OnlineReplica -> NewReplica" in again.steps
+    assert (
+        "  invalid transition of t-0@1000: OnlineReplica -> NewReplica" in again.steps
+    )
     assert again.leader_and_isr == {}
     assert psm.state(("t", 0)) is P.ONLINE

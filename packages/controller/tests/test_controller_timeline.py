@@ -354,7 +354,9 @@ class TimelineModel(RuleBasedStateMachine):
         self.model_map: dict[int, int | None] = {}
         self.model_set: set[int] = set()
         self.model_integer = 0
-        self.snapshots: list[tuple[int, Model]] = []  # (epoch, state at that epoch), oldest first
+        self.snapshots: list[
+            tuple[int, Model]
+        ] = []  # (epoch, state at that epoch), oldest first
         self.next_epoch = 0
 
     def current(self) -> Model:
@@ -450,7 +452,9 @@ class TimelineModel(RuleBasedStateMachine):
             assert dict(self.map.items(epoch)) == map_state
             assert len(self.map.items(epoch)) == self.map.size(epoch) == len(map_state)
             assert sorted(self.map.keys(epoch)) == sorted(map_state)
-            assert sorted(map(str, self.map.values(epoch))) == sorted(map(str, map_state.values()))
+            assert sorted(map(str, self.map.values(epoch))) == sorted(
+                map(str, map_state.values())
+            )
             assert set(self.set.iterate(epoch)) == set_state
             assert self.set.size(epoch) == len(set_state)
             assert self.integer.get(epoch) == integer
@@ -464,5 +468,7 @@ class TimelineModel(RuleBasedStateMachine):
         assert len(self.set) == len(self.model_set)
 
 
-TimelineModel.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)
+TimelineModel.TestCase.settings = settings(
+    max_examples=300, stateful_step_count=40, deadline=None
+)
 test_timeline_against_full_copies = TimelineModel.TestCase

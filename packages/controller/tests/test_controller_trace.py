@@ -33,7 +33,9 @@ from minikafka.trace.testing import RecordingTracer
 
 
 def cluster(
-    n: int, config: ControllerConfig | None = None, tracer: RecordingTracer | None = None
+    n: int,
+    config: ControllerConfig | None = None,
+    tracer: RecordingTracer | None = None,
 ) -> ControllerHarness:
     h = ControllerHarness.start(config, tracer=tracer)
     h.add_brokers(range(1, n + 1))
@@ -47,7 +49,9 @@ def traced_cluster(n: int) -> tuple[ControllerHarness, RecordingTracer]:
     return cluster(n, tracer=tracer), tracer
 
 
-def created(h: ControllerHarness, name: str, *assignments: tuple[int, ...]) -> uuid.UUID:
+def created(
+    h: ControllerHarness, name: str, *assignments: tuple[int, ...]
+) -> uuid.UUID:
     result = h.create_topic(name, assignments=assignments)
     assert result.topic_id is not None
     return result.topic_id
@@ -99,7 +103,8 @@ def test_new_partitions_are_elections_and_validate_only_is_none() -> None:
     tracer.records.clear()
     h.create_topic("orders", assignments=((2, 3), (3, 1)))
     h.request(
-        CreateTopicsRequest((CreatableTopic("dry", 2, 1),), validate_only=True)  # no records
+        # no records
+        CreateTopicsRequest((CreatableTopic("dry", 2, 1),), validate_only=True)
     )
     h.request(CreatePartitionsRequest((CreatePartitionsTopic("orders", 3, ((1, 2),)),)))
     assert tracer.of_type(PartitionLeaderElected) == [
@@ -113,7 +118,9 @@ def test_new_partitions_are_elections_and_validate_only_is_none() -> None:
     ]
 
 
-def test_a_session_timeout_fences_and_elects_and_the_last_isr_member_leads_again() -> None:
+def test_a_session_timeout_fences_and_elects_and_the_last_isr_member_leads_again() -> (
+    None
+):
     h, tracer = traced_cluster(2)
     created(h, "t", (1, 2))
     tracer.records.clear()
@@ -122,7 +129,8 @@ def test_a_session_timeout_fences_and_elects_and_the_last_isr_member_leads_again
     h.heartbeat(1)  # out of sync: unfenced, but may not lead
     h.heartbeat(2)  # the last in-sync replica returns and leads
     assert [
-        (e.broker_id, e.fenced, e.reason) for e in tracer.of_type(BrokerRegistrationChanged)
+        (e.broker_id, e.fenced, e.reason)
+        for e in tracer.of_type(BrokerRegistrationChanged)
     ] == [
         (1, True, "session_timeout"),
         (2, True, "session_timeout"),
@@ -150,10 +158,12 @@ def test_want_shutdown_and_want_fence_are_their_own_reasons() -> None:
         )
         h.request(beat)
     assert [
-        (e.broker_id, e.fenced, e.reason) for e in tracer.of_type(BrokerRegistrationChanged)
+        (e.broker_id, e.fenced, e.reason)
+        for e in tracer.of_type(BrokerRegistrationChanged)
     ] == [(1, True, "controlled_shutdown"), (2, True, "fence_requested")]
     assert [
-        (e.leader, e.previous_leader, e.isr) for e in tracer.of_type(PartitionLeaderElected)
+        (e.leader, e.previous_leader, e.isr)
+        for e in tracer.of_type(PartitionLeaderElected)
     ] == [
         (2, 1, (2, 3)),
         (3, 2, (3,)),
@@ -167,7 +177,11 @@ def test_an_out_of_sync_leader_is_an_unclean_election() -> None:
         IncrementalAlterConfigsRequest(
             ConfigResourceType.TOPIC,
             "t",
-            (AlterableConfig("unclean.leader.election.enable", AlterConfigOp.SET, "true"),),
+            (
+                AlterableConfig(
+                    "unclean.leader.election.enable", AlterConfigOp.SET, "true"
+                ),
+            ),
         )
     )
     expire(h, 1)  # broker 2 leaves the ISR; the leader stays
@@ -185,7 +199,9 @@ def test_a_reassignment_that_moves_the_leader_is_traced_when_it_completes() -> N
     created(h, "r", (1, 2))
     tracer.records.clear()
     # The targets are in sync already: phases U, A and B in one record.
-    h.request(AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2,)),)))
+    h.request(
+        AlterPartitionReassignmentsRequest((ReassignablePartition("r", 0, (2,)),))
+    )
     assert tracer.of_type(PartitionLeaderElected) == [
         PartitionLeaderElected("r", 0, 2, 1, 1, (2,), "reassignment")
     ]

@@ -42,10 +42,14 @@ MAX_ROUNDS = 100
 
 
 def topic(name: str, partitions: int = 1) -> list[MetadataRecord]:
-    topic_id = uuid.uuid5(uuid.NAMESPACE_OID, name)  # seeded: the same name, the same id
+    # seeded: the same name, the same id
+    topic_id = uuid.uuid5(uuid.NAMESPACE_OID, name)
     return [
         TopicRecord(name, topic_id),
-        *(PartitionRecord(p, topic_id, (1,), (1,), leader=1) for p in range(partitions)),
+        *(
+            PartitionRecord(p, topic_id, (1,), (1,), leader=1)
+            for p in range(partitions)
+        ),
     ]
 
 
@@ -59,7 +63,9 @@ class Broker:
         if snapshot:
             self.image = image_from_records((-1, r) for r in snapshot)
 
-    def catch_up(self, leader: SingleVoterQuorum, max_bytes: int = 8 << 20) -> list[str]:
+    def catch_up(
+        self, leader: SingleVoterQuorum, max_bytes: int = 8 << 20
+    ) -> list[str]:
         """Fetch until the observer has everything the leader has committed; what
         happened along the way, in order."""
         steps: list[str] = []
@@ -76,9 +82,13 @@ class Broker:
             if update.truncated_to is not None:
                 steps.append(f"truncate to {update.truncated_to}")
             if update.reset_to_snapshot is not None:
-                self.image = image_from_records((-1, r) for r in update.reset_to_snapshot)
+                self.image = image_from_records(
+                    (-1, r) for r in update.reset_to_snapshot
+                )
             if update.committed:
-                steps.append(f"replay {update.committed[0][0]}..{update.committed[-1][0]}")
+                steps.append(
+                    f"replay {update.committed[0][0]}..{update.committed[-1][0]}"
+                )
                 self.replayed.extend(update.committed)
                 self.image = image_from_records(update.committed, self.image)
             caught_up = (
@@ -92,7 +102,9 @@ class Broker:
         raise AssertionError(f"not caught up after {MAX_ROUNDS} fetches: {steps}")
 
     @staticmethod
-    def _fetch_snapshot(leader: SingleVoterQuorum, answer: MetadataFetchAnswer) -> bytes:
+    def _fetch_snapshot(
+        leader: SingleVoterQuorum, answer: MetadataFetchAnswer
+    ) -> bytes:
         assert answer.snapshot_id is not None
         data, position = bytearray(), 0
         while True:  # in small chunks, as FetchSnapshot's max_bytes allows
@@ -154,7 +166,9 @@ def test_only_committed_records_are_replayed(tmp_path: Path) -> None:
     broker.observer.close()
 
 
-def test_records_lost_by_a_crashed_leader_are_truncated_never_replayed(tmp_path: Path) -> None:
+def test_records_lost_by_a_crashed_leader_are_truncated_never_replayed(
+    tmp_path: Path,
+) -> None:
     leader = SingleVoterQuorum.open(tmp_path / "controller", node_id=1)
     write(leader, topic("kept"))
     committed = leader.high_watermark
@@ -173,7 +187,8 @@ def test_records_lost_by_a_crashed_leader_are_truncated_never_replayed(tmp_path:
     names = {t.name for t in broker.image.topics.values()}
     assert names == {"kept", "new"}
     assert image_state(broker.image) == leader_state(leader)
-    assert offsets(broker.replayed) == list(range(leader.high_watermark))  # no gaps, no repeats
+    # no gaps, no repeats
+    assert offsets(broker.replayed) == list(range(leader.high_watermark))
     leader.close()
     broker.observer.close()
 
@@ -200,7 +215,9 @@ def test_a_restarted_observer_resumes_from_its_own_copy(tmp_path: Path) -> None:
     leader = SingleVoterQuorum.open(tmp_path / "controller", node_id=1)
     write(leader, topic("first", 2))
     image = load_metadata(leader)
-    leader.snapshot_written(leader.write_snapshot(leader.high_watermark, list(image.records())))
+    leader.snapshot_written(
+        leader.write_snapshot(leader.high_watermark, list(image.records()))
+    )
     write(leader, topic("second"))
     broker = Broker(tmp_path / "broker")
     broker.catch_up(leader)
@@ -215,7 +232,9 @@ def test_a_restarted_observer_resumes_from_its_own_copy(tmp_path: Path) -> None:
     broker.observer.close()
 
 
-def test_a_leader_disowning_committed_records_stops_the_observer(tmp_path: Path) -> None:
+def test_a_leader_disowning_committed_records_stops_the_observer(
+    tmp_path: Path,
+) -> None:
     leader = SingleVoterQuorum.open(tmp_path / "controller", node_id=1)
     write(leader, topic("a", 3))
     broker = Broker(tmp_path / "broker")
@@ -225,18 +244,23 @@ def test_a_leader_disowning_committed_records_stops_the_observer(tmp_path: Path)
     )
     with pytest.raises(CommittedDivergenceError):
         broker.observer.on_fetch(answer)
-    assert broker.observer.log.log_end_offset == leader.log.log_end_offset  # nothing cut
+    # nothing cut
+    assert broker.observer.log.log_end_offset == leader.log.log_end_offset
     leader.close()
     broker.observer.close()
 
 
-def test_the_leader_answers_a_bad_offset_and_an_unknown_snapshot(tmp_path: Path) -> None:
+def test_the_leader_answers_a_bad_offset_and_an_unknown_snapshot(
+    tmp_path: Path,
+) -> None:
     leader = SingleVoterQuorum.open(tmp_path / "controller", node_id=1)
     write(leader, topic("a"))
     assert answer_fetch(leader, -1, -1).error.name == "invalid_request"
     # A fetch past the log end claiming the latest epoch: the leader's end is the truth.
     beyond = answer_fetch(leader, leader.log.log_end_offset + 5, leader.epoch)
-    assert beyond.diverging_epoch == DivergingEpoch(leader.epoch, leader.log.log_end_offset)
+    assert beyond.diverging_epoch == DivergingEpoch(
+        leader.epoch, leader.log.log_end_offset
+    )
     image = load_metadata(leader)
     snapshot = leader.write_snapshot(leader.high_watermark, list(image.records()))
     assert read_snapshot(leader, snapshot, 0, 10) is not None

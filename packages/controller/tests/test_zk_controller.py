@@ -83,7 +83,9 @@ TOPIC_ID = uuid.UUID(int=7)
 
 def broker(broker_id: int, epoch: int = 100) -> LiveBroker:
     registration = BrokerRegistration(
-        broker_id, (f"PLAINTEXT://127.0.0.1:{9092 + broker_id}",), {"PLAINTEXT": "PLAINTEXT"}
+        broker_id,
+        (f"PLAINTEXT://127.0.0.1:{9092 + broker_id}",),
+        {"PLAINTEXT": "PLAINTEXT"},
     )
     return LiveBroker(registration, epoch + broker_id)
 
@@ -99,10 +101,15 @@ def assignment(
 
 
 def started(
-    live: Iterable[int] = (1, 2, 3), *, unclean: bool = False, tracer: RecordingTracer | None = None
+    live: Iterable[int] = (1, 2, 3),
+    *,
+    unclean: bool = False,
+    tracer: RecordingTracer | None = None,
 ) -> ZkController:
     cluster = ZkCluster(brokers(*live), {}, {}, frozenset())
-    config = ControllerConfig(default_replication_factor=2, unclean_leader_election_enable=unclean)
+    config = ControllerConfig(
+        default_replication_factor=2, unclean_leader_election_enable=unclean
+    )
     controller, _ = ZkController.become_active(
         0, EPOCH, cluster, config=config, tracer=tracer, rng=random.Random(5)
     )
@@ -110,7 +117,9 @@ def started(
 
 
 def requests(result: ZkControllerResult, kind: type[R]) -> dict[int, R]:
-    return {r.broker_id: r.payload for r in result.requests if isinstance(r.payload, kind)}
+    return {
+        r.broker_id: r.payload for r in result.requests if isinstance(r.payload, kind)
+    }
 
 
 def partition_states(request: Any) -> dict[tuple[str, int], Any]:
@@ -151,7 +160,11 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
         ("replica", 1, 2, "NewReplica", "OnlineReplica"),
         ("replica", 1, 3, "NewReplica", "OnlineReplica"),
     ]
-    assert all(e.cause == "TopicChange" for e in tracer.events if isinstance(e, StateTransition))
+    assert all(
+        e.cause == "TopicChange"
+        for e in tracer.events
+        if isinstance(e, StateTransition)
+    )
     # The first live replica leads, every live replica is in sync; znodes created at v0.
     assert result.writes == (
         Create(
@@ -171,7 +184,12 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
     assert sorted(on_2) == [("t", 0), ("t", 1)]
     assert all(p.is_new for p in on_2.values())
     first = on_2[("t", 0)]
-    assert (first.leader, first.leader_epoch, first.isr, first.zk_version) == (1, 0, (1, 2), 0)
+    assert (first.leader, first.leader_epoch, first.isr, first.zk_version) == (
+        1,
+        0,
+        (1, 2),
+        0,
+    )
     request = leader_and_isr[2]
     assert (request.controller_id, request.controller_epoch, request.broker_epoch) == (
         0,
@@ -237,7 +255,9 @@ def test_a_dead_leader_is_replaced_by_an_in_sync_replica() -> None:
     assert state.leader_epoch == 1
     assert version == 1
     assert result.writes[0] == SetData(
-        "/brokers/topics/t/partitions/0/state", ZkPartitionState(2, 1, (2, 3), EPOCH).encode(), 0
+        "/brokers/topics/t/partitions/0/state",
+        ZkPartitionState(2, 1, (2, 3), EPOCH).encode(),
+        0,
     )
     assert sorted(requests(result, LeaderAndIsr)) == [2, 3]
     assert sorted(requests(result, UpdateMetadata)) == [2, 3]  # not the dead one
@@ -252,7 +272,8 @@ def test_the_last_in_sync_replica_stays_in_the_isr_and_leads_again_when_back() -
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (-1, (1,))
     assert controller.psm.state(("t", 0)) is PartitionState.OFFLINE
-    controller.on_broker_change(brokers(2, 3))  # 2 is back but was not in sync: no leader
+    # 2 is back but was not in sync: no leader
+    controller.on_broker_change(brokers(2, 3))
     assert leadership(controller, "t", 0)[0].leader == -1
     controller.on_broker_change(brokers(1, 2, 3))
     state, _ = leadership(controller, "t", 0)
@@ -260,7 +281,9 @@ def test_the_last_in_sync_replica_stays_in_the_isr_and_leads_again_when_back() -
     assert controller.psm.state(("t", 0)) is PartitionState.ONLINE
 
 
-def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled() -> None:
+def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled() -> (
+    None
+):
     tracer = RecordingTracer()
     controller = started(unclean=True, tracer=tracer)
     controller.on_topic_change({"t": assignment({0: [1, 2]})})
@@ -275,7 +298,12 @@ def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled
 
 @pytest.mark.parametrize(
     ("broker_default", "topic_override", "unclean"),
-    [(False, "true", True), (True, "false", False), (True, None, True), (False, None, False)],
+    [
+        (False, "true", True),
+        (True, "false", False),
+        (True, None, True),
+        (False, None, False),
+    ],
 )
 def test_unclean_election_follows_the_topic_config_over_the_broker_default(
     broker_default: bool, topic_override: str | None, unclean: bool
@@ -283,7 +311,11 @@ def test_unclean_election_follows_the_topic_config_over_the_broker_default(
     # unclean.leader.election.enable is a topic config: the topic's override (in
     # /config/topics/t, read with its assignment) wins over the broker's default.
     controller = started(unclean=broker_default)
-    overrides = {} if topic_override is None else {"unclean.leader.election.enable": topic_override}
+    overrides = (
+        {}
+        if topic_override is None
+        else {"unclean.leader.election.enable": topic_override}
+    )
     controller.on_topic_change({"t": assignment({0: [1, 2]})}, {"t": overrides})
     controller.on_broker_change(brokers(1, 3))  # 2 dies: leaves the ISR
     controller.on_broker_change(brokers(3))  # 1, the last in sync, dies
@@ -327,8 +359,11 @@ def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> No
         (2, 1),
         leadership(controller, "t", 0)[1],
     )
-    controller.on_alter_partition(AlterPartitionRequest(2, 102, (alter,)))  # 1 caught up
-    result = controller.on_elect_leaders(ElectLeadersRequest((("t", 0), ("t", 1), ("u", 0))))
+    # 1 caught up
+    controller.on_alter_partition(AlterPartitionRequest(2, 102, (alter,)))
+    result = controller.on_elect_leaders(
+        ElectLeadersRequest((("t", 0), ("t", 1), ("u", 0)))
+    )
     assert isinstance(result.response, ElectLeadersResponse)
     assert [r.error_code for r in result.response.partitions] == [
         ErrorCode.none,
@@ -422,7 +457,11 @@ def test_the_leader_imbalance_check_waits_for_a_reassignment_to_finish() -> None
 
 
 def alter(
-    controller: ZkController, *, leader: int = 1, isr: tuple[int, ...] = (1,), **fields: int
+    controller: ZkController,
+    *,
+    leader: int = 1,
+    isr: tuple[int, ...] = (1,),
+    **fields: int,
 ) -> ZkControllerResult:
     state, version = leadership(controller, "t", 0)
     item = AlterPartitionItem(
@@ -443,7 +482,12 @@ def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> N
     assert isinstance(result.response, AlterPartitionResponse)
     assert result.response.error_code == ErrorCode.none
     (answer,) = result.response.partitions
-    assert (answer.error_code, answer.isr, answer.leader_epoch, answer.partition_epoch) == (
+    assert (
+        answer.error_code,
+        answer.isr,
+        answer.leader_epoch,
+        answer.partition_epoch,
+    ) == (
         ErrorCode.none,
         (1, 3),
         0,
@@ -468,7 +512,9 @@ def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> N
         ({"leader": 2}, ErrorCode.not_leader_or_follower),
     ],
 )
-def test_alter_partition_is_fenced_by_epochs(fields: dict[str, int], error: ErrorCode) -> None:
+def test_alter_partition_is_fenced_by_epochs(
+    fields: dict[str, int], error: ErrorCode
+) -> None:
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
     result = alter(controller, isr=(fields.get("leader", 1),), **fields)
@@ -489,12 +535,18 @@ def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> No
 # --- reassignment (KIP-236, KIP-455) ------------------------------------------------------
 
 
-def reassign(controller: ZkController, replicas: tuple[int, ...] | None) -> ZkControllerResult:
-    request = AlterPartitionReassignmentsRequest((ReassignablePartition("t", 0, replicas),))
+def reassign(
+    controller: ZkController, replicas: tuple[int, ...] | None
+) -> ZkControllerResult:
+    request = AlterPartitionReassignmentsRequest(
+        (ReassignablePartition("t", 0, replicas),)
+    )
     return controller.on_alter_partition_reassignments(request)
 
 
-def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadership() -> None:
+def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadership() -> (
+    None
+):
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2]})})
     result = reassign(controller, (2, 3))
@@ -511,7 +563,9 @@ def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadersh
     assert partition_states(requests(result, LeaderAndIsr)[3])[("t", 0)].is_new
     assert leadership(controller, "t", 0)[0].leader_epoch == 1
     listed = controller.list_reassignments().reassignments
-    assert [(r.topic, r.partition, r.adding_replicas) for r in listed] == [("t", 0, (3,))]
+    assert [(r.topic, r.partition, r.adding_replicas) for r in listed] == [
+        ("t", 0, (3,))
+    ]
     # Phase B, when the leader reports 3 in sync: 2 leads (1 is being removed), 1 is
     # stopped and deleted, and the assignment is TRS alone.
     state, version = leadership(controller, "t", 0)
@@ -535,12 +589,15 @@ def test_a_cancelled_reassignment_goes_back_and_deletes_what_it_added() -> None:
     cancelled = reassign(controller, None)
     # ORS is RS without AR, in RS's order, as Kafka reads it: (2, 1), not (1, 2).
     assert controller.context.topics["t"] == assignment({0: [2, 1]})
-    assert [(p.partition, p.delete) for p in requests(cancelled, StopReplica)[3].partitions] == [
-        (0, True)
-    ]
+    assert [
+        (p.partition, p.delete) for p in requests(cancelled, StopReplica)[3].partitions
+    ] == [(0, True)]
     nothing = reassign(controller, None)
     assert isinstance(nothing.response, AlterPartitionReassignmentsResponse)
-    assert nothing.response.partitions[0].error_code == ErrorCode.no_reassignment_in_progress
+    assert (
+        nothing.response.partitions[0].error_code
+        == ErrorCode.no_reassignment_in_progress
+    )
 
 
 # --- controlled shutdown ------------------------------------------------------------------------
@@ -564,8 +621,12 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
     assert leadership(controller, "t", 0)[0].isr == (2,)
     assert leadership(controller, "t", 1)[0].isr == (2,)  # the follower left the ISR
     stop = requests(result, StopReplica)[1]
-    assert [(k, p.delete) for k, p in partition_states(stop).items()] == [(("t", 1), False)]
-    assert 1 not in {leader.broker_id for leader in requests(result, LeaderAndIsr)[2].live_leaders}
+    assert [(k, p.delete) for k, p in partition_states(stop).items()] == [
+        (("t", 1), False)
+    ]
+    assert 1 not in {
+        leader.broker_id for leader in requests(result, LeaderAndIsr)[2].live_leaders
+    }
     stale = controller.on_controlled_shutdown(1, 7)
     assert isinstance(stale.response, ControlledShutdownResult)
     assert stale.response.error_code == ErrorCode.stale_broker_epoch
@@ -607,7 +668,9 @@ def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None
     back = controller.on_broker_change(brokers(1, 2, 3))
     assert sorted(requests(back, StopReplica)) == [1, 2]
     controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
-    failed = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.kafka_storage_error})
+    failed = controller.on_stop_replica_response(
+        2, {("t", 0): ErrorCode.kafka_storage_error}
+    )
     assert sorted(requests(failed, StopReplica)) == [2]  # retried at once
     done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
     assert Delete("/brokers/topics/t", recursive=True) in done.writes
@@ -616,7 +679,9 @@ def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None
 # --- admin requests (they write znodes; the watches do the rest) ----------------------------
 
 
-def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partitions() -> None:
+def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partitions() -> (
+    None
+):
     controller = started()
     request = CreateTopicsRequest(
         (CreatableTopic("t", 3, 2, configs=(("retention.ms", "60000"),)),)
@@ -646,11 +711,16 @@ def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partition
 def test_create_topics_is_checked_as_in_kraft_mode() -> None:
     controller = started()
     result = controller.on_create_topics(
-        CreateTopicsRequest((CreatableTopic("bad name", 1, 1), CreatableTopic("t", 1, 4)))
+        CreateTopicsRequest(
+            (CreatableTopic("bad name", 1, 1), CreatableTopic("t", 1, 4))
+        )
     )
     assert isinstance(result.response, CreateTopicsResponse)
     errors = [t.error_code for t in result.response.topics]
-    assert errors == [ErrorCode.invalid_topic_exception, ErrorCode.invalid_replication_factor]
+    assert errors == [
+        ErrorCode.invalid_topic_exception,
+        ErrorCode.invalid_replication_factor,
+    ]
     assert result.writes == ()
 
 
@@ -673,7 +743,10 @@ def test_producer_id_blocks_follow_each_other_under_a_conditional_write() -> Non
     second = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(2, 102))
     assert isinstance(first.response, AllocateProducerIdsResponse)
     assert isinstance(second.response, AllocateProducerIdsResponse)
-    assert (first.response.producer_id_start, second.response.producer_id_start) == (0, 1000)
+    assert (first.response.producer_id_start, second.response.producer_id_start) == (
+        0,
+        1000,
+    )
     assert isinstance(first.writes[0], Create)
     assert isinstance(second.writes[0], SetData)
     assert second.writes[0].version == 0
@@ -688,7 +761,8 @@ def test_producer_id_blocks_follow_each_other_under_a_conditional_write() -> Non
 
 
 def test_a_new_controller_loads_the_cluster_and_elects_where_leaders_are_gone() -> None:
-    state = ZkPartitionState(1, 4, (1, 2), 2)  # written by the previous controller (epoch 2)
+    # written by the previous controller (epoch 2)
+    state = ZkPartitionState(1, 4, (1, 2), 2)
     cluster = ZkCluster(
         brokers(2, 3),
         {"t": assignment({0: [1, 2], 1: [2, 3]})},
@@ -732,11 +806,15 @@ class MemoryZnodes:
                     self.nodes[path] = (data, 0)
                 case SetData(path, data, version):
                     if path.count("/") > 3:  # a state znode: must exist at that version
-                        assert self.nodes[path][1] == version, f"{path} is not at v{version}"
+                        assert self.nodes[path][1] == version, (
+                            f"{path} is not at v{version}"
+                        )
                     old = self.nodes.get(path, (b"", -1))[1]
                     self.nodes[path] = (data, old + 1)
                 case Delete(path, _, recursive):
-                    for known in [p for p in self.nodes if p == path or p.startswith(path + "/")]:
+                    for known in [
+                        p for p in self.nodes if p == path or p.startswith(path + "/")
+                    ]:
                         if recursive or known == path:
                             del self.nodes[known]
                 case Check():
@@ -753,7 +831,8 @@ events = st.lists(
         st.tuples(
             st.just("reassign"),
             st.integers(0, 2),
-            st.none() | st.lists(st.integers(1, 4), min_size=1, max_size=3, unique=True),
+            st.none()
+            | st.lists(st.integers(1, 4), min_size=1, max_size=3, unique=True),
         ),
     ),
     max_size=25,
@@ -771,7 +850,9 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
 
     def carry_out(result: ZkControllerResult) -> None:
         zk.apply(result.writes)
-        unanswered.extend(r for r in result.requests if isinstance(r.payload, StopReplica))
+        unanswered.extend(
+            r for r in result.requests if isinstance(r.payload, StopReplica)
+        )
         for tp, known in controller.context.leadership.items():
             path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
             assert zk.nodes[path] == (known.state.encode(), known.version)
@@ -794,14 +875,22 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
         elif kind == "topic":
             name = f"t{args[0]}"
             if name not in controller.context.topics:
-                replicas = {p: [1 + (p + i) % 4 for i in range(args[1])] for p in range(2)}
+                replicas = {
+                    p: [1 + (p + i) % 4 for i in range(args[1])] for p in range(2)
+                }
                 new = assignment(replicas, uuid.UUID(int=args[0] + 1))
                 # What the watch reads back: ZooKeeper holds the controller's own writes.
-                carry_out(controller.on_topic_change({**controller.context.topics, name: new}))
+                carry_out(
+                    controller.on_topic_change({**controller.context.topics, name: new})
+                )
         elif kind == "shrink":
             tp = (f"t{args[0]}", 0)
             current = controller.context.leadership.get(tp)
-            if current is None or current.state.leader < 0 or tp[0] in controller.context.deleting:
+            if (
+                current is None
+                or current.state.leader < 0
+                or tp[0] in controller.context.deleting
+            ):
                 continue
             leader = current.state.leader
             item = AlterPartitionItem(
@@ -812,7 +901,9 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
                 current.version,
             )
             epoch = controller.context.brokers[leader].epoch
-            result = controller.on_alter_partition(AlterPartitionRequest(leader, epoch, (item,)))
+            result = controller.on_alter_partition(
+                AlterPartitionRequest(leader, epoch, (item,))
+            )
             assert isinstance(result.response, AlterPartitionResponse)
             assert result.response.error_code == ErrorCode.none
             carry_out(result)
@@ -830,5 +921,9 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
             answering, unanswered[:] = list(unanswered), []
             for request in answering:
                 if request.broker_id in controller.context.brokers:
-                    answers = dict.fromkeys(partition_states(request.payload), ErrorCode.none)
-                    carry_out(controller.on_stop_replica_response(request.broker_id, answers))
+                    answers = dict.fromkeys(
+                        partition_states(request.payload), ErrorCode.none
+                    )
+                    carry_out(
+                        controller.on_stop_replica_response(request.broker_id, answers)
+                    )

@@ -61,8 +61,15 @@ def test_the_assignors_are_partition_assignors_with_kafkas_names() -> None:
         StickyAssignor(),
         CooperativeStickyAssignor(),
     ]
-    assert [a.name for a in assignors] == ["range", "roundrobin", "sticky", "cooperative-sticky"]
-    assert [RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in assignors] == [
+    assert [a.name for a in assignors] == [
+        "range",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+    ]
+    assert [
+        RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in assignors
+    ] == [
         False,
         False,
         False,
@@ -77,20 +84,35 @@ def test_the_assignors_are_partition_assignors_with_kafkas_names() -> None:
 def test_range_seed_example_two_consumers_two_topics() -> None:
     subscriptions = {"C0": Subscription(["T0", "T1"]), "C1": Subscription(["T0", "T1"])}
     result = RangeAssignor().assign({"T0": 3, "T1": 3}, subscriptions)
-    assert partitions_of(result) == {"C0": tps("T0p0 T0p1 T1p0 T1p1"), "C1": tps("T0p2 T1p2")}
+    assert partitions_of(result) == {
+        "C0": tps("T0p0 T0p1 T1p0 T1p1"),
+        "C1": tps("T0p2 T1p2"),
+    }
 
 
 def test_range_gives_the_remainder_to_the_first_members() -> None:
     # The seed: 5 partitions over 3 consumers, remainder 2, so the first two get one more.
     subscriptions = {m: Subscription(["t"]) for m in ("c2", "c0", "c1")}
     result = RangeAssignor().assign({"t": 5}, subscriptions)
-    assert partitions_of(result) == {"c0": tps("tp0 tp1"), "c1": tps("tp2 tp3"), "c2": tps("tp4")}
+    assert partitions_of(result) == {
+        "c0": tps("tp0 tp1"),
+        "c1": tps("tp2 tp3"),
+        "c2": tps("tp4"),
+    }
 
 
 def test_range_cuts_each_topic_among_its_own_subscribers() -> None:
-    subscriptions = {"a": Subscription(["x", "y"]), "b": Subscription(["y"]), "c": Subscription([])}
+    subscriptions = {
+        "a": Subscription(["x", "y"]),
+        "b": Subscription(["y"]),
+        "c": Subscription([]),
+    }
     result = RangeAssignor().assign({"x": 2, "y": 3, "z": 4}, subscriptions)
-    assert partitions_of(result) == {"a": tps("xp0 xp1 yp0 yp1"), "b": tps("yp2"), "c": []}
+    assert partitions_of(result) == {
+        "a": tps("xp0 xp1 yp0 yp1"),
+        "b": tps("yp2"),
+        "c": [],
+    }
 
 
 def test_range_orders_static_members_by_instance_id_before_dynamic_ones() -> None:
@@ -120,7 +142,10 @@ def test_range_skips_topics_without_metadata() -> None:
 def test_round_robin_deals_all_partitions_in_turn() -> None:
     subscriptions = {"C0": Subscription(["t0", "t1"]), "C1": Subscription(["t0", "t1"])}
     result = RoundRobinAssignor().assign({"t0": 3, "t1": 3}, subscriptions)
-    assert partitions_of(result) == {"C0": tps("t0p0 t0p2 t1p1"), "C1": tps("t0p1 t1p0 t1p2")}
+    assert partitions_of(result) == {
+        "C0": tps("t0p0 t0p2 t1p1"),
+        "C1": tps("t0p1 t1p0 t1p2"),
+    }
 
 
 # The unequal subscriptions of Kafka's RoundRobinAssignor and StickyAssignor documentation.
@@ -181,9 +206,14 @@ def test_sticky_with_unequal_subscriptions_matches_kafkas_example() -> None:
         "C1": tps("t1p0 t1p1"),
         "C2": tps("t2p0 t2p1 t2p2"),
     }
-    without_c0 = {m: s for m, s in _rejoin(subscriptions, first, 1).items() if m != "C0"}
+    without_c0 = {
+        m: s for m, s in _rejoin(subscriptions, first, 1).items() if m != "C0"
+    }
     second = StickyAssignor().assign(cluster, without_c0)
-    assert partitions_of(second) == {"C1": tps("t0p0 t1p0 t1p1"), "C2": tps("t2p0 t2p1 t2p2")}
+    assert partitions_of(second) == {
+        "C1": tps("t0p0 t1p0 t1p1"),
+        "C2": tps("t2p0 t2p1 t2p2"),
+    }
 
 
 def test_eager_sticky_reads_the_previous_assignment_from_user_data() -> None:
@@ -206,7 +236,11 @@ def test_sticky_ignores_claims_from_an_older_generation() -> None:
         "c": Subscription(["t"], owned_partitions=tps("tp3"), generation_id=4),
     }
     result = StickyAssignor().assign({"t": 4}, subscriptions)
-    assert partitions_of(result) == {"a": tps("tp0 tp1"), "b": tps("tp2"), "c": tps("tp3")}
+    assert partitions_of(result) == {
+        "a": tps("tp0 tp1"),
+        "b": tps("tp2"),
+        "c": tps("tp3"),
+    }
 
 
 def test_sticky_treats_a_partition_claimed_twice_as_nobodys() -> None:
@@ -235,7 +269,9 @@ def test_cooperative_moves_a_partition_in_two_rebalances() -> None:
     cluster = {"t": 4}
     assignor = CooperativeStickyAssignor()
     round1_subs = {
-        "C0": Subscription(["t"], owned_partitions=tps("tp0 tp1 tp2 tp3"), generation_id=1),
+        "C0": Subscription(
+            ["t"], owned_partitions=tps("tp0 tp1 tp2 tp3"), generation_id=1
+        ),
         "C1": Subscription(["t"]),
     }
     # 1. The proposal leaves out what must move: C1 gets nothing yet.
@@ -243,9 +279,9 @@ def test_cooperative_moves_a_partition_in_two_rebalances() -> None:
     assert partitions_of(round1) == {"C0": tps("tp0 tp1"), "C1": []}
     assert cooperative_violations(round1_subs, round1) == ()
     # 2. C0 revokes the difference and, having revoked something, rejoins.
-    assert revoked_partitions(round1_subs["C0"].owned_partitions, round1["C0"]) == tuple(
-        tps("tp2 tp3")
-    )
+    assert revoked_partitions(
+        round1_subs["C0"].owned_partitions, round1["C0"]
+    ) == tuple(tps("tp2 tp3"))
     # 3./4. Nobody owns tp2 and tp3 any more: the proposal is complete.
     round2 = assignor.assign(cluster, _rejoin(round1_subs, round1, 2))
     assert partitions_of(round2) == {"C0": tps("tp0 tp1"), "C1": tps("tp2 tp3")}
@@ -274,20 +310,31 @@ def test_cooperative_violations_finds_a_partition_given_while_still_owned() -> N
 # --- properties --------------------------------------------------------------------------
 
 TOPICS = ("t0", "t1", "t2", "t3")
-_topic_sets = st.lists(st.sampled_from((*TOPICS, "gone")), min_size=1, max_size=4, unique=True)
+_topic_sets = st.lists(
+    st.sampled_from((*TOPICS, "gone")), min_size=1, max_size=4, unique=True
+)
 
 
 @st.composite
-def groups(draw: st.DrawFn, identical: bool | None = None) -> tuple[Cluster, Subscriptions]:
+def groups(
+    draw: st.DrawFn, identical: bool | None = None
+) -> tuple[Cluster, Subscriptions]:
     """A cluster and a group whose members claim arbitrary, possibly stale, partitions."""
     cluster = draw(st.dictionaries(st.sampled_from(TOPICS), st.integers(0, 7)))
     members = draw(
-        st.lists(st.sampled_from([f"m{i}" for i in range(8)]), min_size=1, max_size=6, unique=True)
+        st.lists(
+            st.sampled_from([f"m{i}" for i in range(8)]),
+            min_size=1,
+            max_size=6,
+            unique=True,
+        )
     )
     if identical is None:
         identical = draw(st.booleans())
     same = draw(_topic_sets)
-    claimable = [TP(t, p) for t, n in sorted(cluster.items()) for p in range(n)] + [TP("t0", 50)]
+    claimable = [TP(t, p) for t, n in sorted(cluster.items()) for p in range(n)] + [
+        TP("t0", 50)
+    ]
     subscriptions = {}
     for member in members:
         topics = same if identical else draw(_topic_sets)
@@ -307,7 +354,9 @@ def groups(draw: st.DrawFn, identical: bool | None = None) -> tuple[Cluster, Sub
     return cluster, subscriptions
 
 
-def _expected_partitions(cluster: Cluster, subscriptions: Subscriptions) -> set[TopicPartition]:
+def _expected_partitions(
+    cluster: Cluster, subscriptions: Subscriptions
+) -> set[TopicPartition]:
     topics = {t for sub in subscriptions.values() for t in sub.topics if t in cluster}
     return {TP(t, p) for t in topics for p in range(cluster[t])}
 
@@ -320,7 +369,9 @@ def _check_valid(
     assert set(placed) == _expected_partitions(cluster, subscriptions)
     assert all(count == 1 for count in placed.values())
     for member, assignment in result.items():
-        assert all(tp.topic in subscriptions[member].topics for tp in assignment.partitions)
+        assert all(
+            tp.topic in subscriptions[member].topics for tp in assignment.partitions
+        )
 
 
 def _spread(result: Mapping[str, Assignment]) -> int:
@@ -328,7 +379,9 @@ def _spread(result: Mapping[str, Assignment]) -> int:
     return max(counts) - min(counts)
 
 
-def _no_balancing_move_left(subscriptions: Subscriptions, result: Mapping[str, Assignment]) -> bool:
+def _no_balancing_move_left(
+    subscriptions: Subscriptions, result: Mapping[str, Assignment]
+) -> bool:
     """No member holds a partition another member could take while having two fewer."""
     for a in result.values():
         for destination, b in result.items():
@@ -339,7 +392,9 @@ def _no_balancing_move_left(subscriptions: Subscriptions, result: Mapping[str, A
     return True
 
 
-def _cooperative_target(cluster: Cluster, subscriptions: Subscriptions) -> dict[str, Assignment]:
+def _cooperative_target(
+    cluster: Cluster, subscriptions: Subscriptions
+) -> dict[str, Assignment]:
     target = CooperativeStickyAssignor().target(cluster, subscriptions)
     return {member: Assignment(partitions) for member, partitions in target.items()}
 
@@ -388,13 +443,18 @@ def test_range_is_balanced_per_topic_with_the_extra_partitions_first(
     )
     for topic, count in cluster.items():
         members = [m for m in order if topic in subscriptions[m].topics]
-        counts = [sum(tp.topic == topic for tp in result[m].partitions) for m in members]
+        counts = [
+            sum(tp.topic == topic for tp in result[m].partitions) for m in members
+        ]
         if members:
             assert max(counts) - min(counts) <= 1
             assert counts == sorted(counts, reverse=True)
             # Ranges: each member's partitions are consecutive, in member order.
             flat = [
-                tp.partition for m in members for tp in result[m].partitions if tp.topic == topic
+                tp.partition
+                for m in members
+                for tp in result[m].partitions
+                if tp.topic == topic
             ]
             assert flat == list(range(count))
 
@@ -406,7 +466,9 @@ def test_sticky_leaves_no_member_two_behind_one_it_could_take_from(
     name: str, group: tuple[Cluster, Subscriptions]
 ) -> None:
     cluster, subscriptions = group
-    assert _no_balancing_move_left(subscriptions, ASSIGNORS[name](cluster, subscriptions))
+    assert _no_balancing_move_left(
+        subscriptions, ASSIGNORS[name](cluster, subscriptions)
+    )
 
 
 @pytest.mark.parametrize("name", ["sticky", "cooperative-sticky target"])
@@ -431,7 +493,9 @@ def test_eager_sticky_changes_nothing_when_user_data_remembers(
     eager = {
         member: Subscription(
             sub.topics,
-            user_data=StickyAssignor.subscription_user_data(first[member].partitions, generation),
+            user_data=StickyAssignor.subscription_user_data(
+                first[member].partitions, generation
+            ),
         )
         for member, sub in subscriptions.items()
     }
@@ -455,7 +519,9 @@ def _fewest_moves(owned_counts: list[int], n_partitions: int) -> int:
 def _moved(before: Mapping[str, Assignment], after: Mapping[str, Assignment]) -> int:
     """Partitions that a member had before and lost, counting only members still there."""
     return sum(
-        len(set(before[m].partitions) - set(after[m].partitions)) for m in after if m in before
+        len(set(before[m].partitions) - set(after[m].partitions))
+        for m in after
+        if m in before
     )
 
 
@@ -497,7 +563,8 @@ def _cooperative_rounds(
         result = assignor.assign(cluster, current)
         rounds.append((current, result))
         if not any(
-            revoked_partitions(sub.owned_partitions, result[m]) for m, sub in current.items()
+            revoked_partitions(sub.owned_partitions, result[m])
+            for m, sub in current.items()
         ):
             return rounds
         current = _rejoin(current, result, generation)
@@ -524,13 +591,17 @@ def test_cooperative_two_rounds_reach_exactly_the_sticky_target(
 
 @DETERMINISTIC
 @given(group=groups(identical=False))
-def test_cooperative_never_double_owns_and_settles(group: tuple[Cluster, Subscriptions]) -> None:
+def test_cooperative_never_double_owns_and_settles(
+    group: tuple[Cluster, Subscriptions],
+) -> None:
     cluster, subscriptions = group
     # Kafka promises no bound; two rebalances suffice with equal subscriptions (the test
     # above), and four is a generous ceiling for the rest.
     rounds = _cooperative_rounds(cluster, subscriptions, max_rounds=4)
     for subs, result in rounds:
         assert cooperative_violations(subs, result) == ()
-        assert all(tp.topic in subs[m].topics for m, a in result.items() for tp in a.partitions)
+        assert all(
+            tp.topic in subs[m].topics for m, a in result.items() for tp in a.partitions
+        )
     final_subs, final = rounds[-1]
     _check_valid(cluster, final_subs, final)

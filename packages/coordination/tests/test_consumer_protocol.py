@@ -82,7 +82,9 @@ SUBSCRIPTION = Subscription(
 # then (v2+) the generation, then (v3+) the rack.
 _TOPICS = i32b(2) + s("orders") + s("audit")
 _USER_DATA = i32b(2) + b"\x01\x02"
-_OWNED = i32b(2) + s("audit") + i32b(1) + i32b(0) + s("orders") + i32b(2) + i32b(0) + i32b(2)
+_OWNED = (
+    i32b(2) + s("audit") + i32b(1) + i32b(0) + s("orders") + i32b(2) + i32b(0) + i32b(2)
+)
 SUBSCRIPTION_GOLDEN = {
     0: i16b(0) + _TOPICS + _USER_DATA,
     1: i16b(1) + _TOPICS + _USER_DATA + _OWNED,
@@ -105,7 +107,9 @@ def test_subscription_decodes_with_the_fields_of_its_version(version: int) -> No
     decoded = decode_subscription(SUBSCRIPTION_GOLDEN[version])
     assert decoded.topics == ("orders", "audit")
     assert decoded.user_data == b"\x01\x02"
-    expected_owned = (TP("audit", 0), TP("orders", 0), TP("orders", 2)) if version >= 1 else ()
+    expected_owned = (
+        (TP("audit", 0), TP("orders", 0), TP("orders", 2)) if version >= 1 else ()
+    )
     assert decoded.owned_partitions == expected_owned
     assert decoded.generation_id == (7 if version >= 2 else -1)
     assert decoded.rack_id == ("rack-a" if version >= 3 else None)
@@ -124,7 +128,9 @@ def test_an_empty_rack_reads_as_no_rack() -> None:
     assert decode_subscription(data).rack_id is None
 
 
-def test_a_newer_subscription_version_is_read_as_v3_and_its_new_fields_skipped() -> None:
+def test_a_newer_subscription_version_is_read_as_v3_and_its_new_fields_skipped() -> (
+    None
+):
     future = i16b(9) + SUBSCRIPTION_GOLDEN[3][2:] + b"fields of v9"
     assert decode_subscription(future) == decode_subscription(SUBSCRIPTION_GOLDEN[3])
 
@@ -146,7 +152,9 @@ def test_assignment_matches_kafkas_layout(version: int) -> None:
         + b"u"
     )
     assert encode_assignment(assignment, version) == golden
-    assert decode_assignment(golden) == Assignment([TP("a", 3), TP("b", 0), TP("b", 1)], b"u")
+    assert decode_assignment(golden) == Assignment(
+        [TP("a", 3), TP("b", 0), TP("b", 1)], b"u"
+    )
 
 
 def test_an_empty_assignment_still_has_its_version_and_array() -> None:
@@ -283,7 +291,9 @@ def test_we_read_kios_subscription_and_assignment() -> None:
         topics=("x", "y"),
         user_data=None,
         owned_partitions=(
-            kio_subscription_v3.TopicPartition(topic=TopicName("x"), partitions=(i32(4),)),
+            kio_subscription_v3.TopicPartition(
+                topic=TopicName("x"), partitions=(i32(4),)
+            ),
         ),
         generation_id=i32(12),
         rack_id="r",
@@ -295,7 +305,9 @@ def test_we_read_kios_subscription_and_assignment() -> None:
     for module, version in [(kio_assignment_v0, 0), (kio_assignment_v3, 3)]:
         assignment = module.ConsumerProtocolAssignment(
             assigned_partitions=(
-                module.TopicPartition(topic=TopicName("x"), partitions=(i32(0), i32(5))),
+                module.TopicPartition(
+                    topic=TopicName("x"), partitions=(i32(0), i32(5))
+                ),
             ),
             user_data=b"ud",
         )
@@ -332,7 +344,9 @@ def test_kafka_python_and_we_read_each_others_assignments(version: int) -> None:
     assert sorted(theirs.partitions()) == [("a", 0), ("b", 2)]
     back = KafkaPythonAssignment(
         version=version,
-        assigned_partitions=[KafkaPythonAssignment.TopicPartition(topic="a", partitions=[0])],
+        assigned_partitions=[
+            KafkaPythonAssignment.TopicPartition(topic="a", partitions=[0])
+        ],
         user_data=b"x",
     ).encode()
     assert decode_assignment(back) == Assignment([TP("a", 0)], b"x")
@@ -351,18 +365,26 @@ def test_sticky_user_data_is_kafkas_v1_and_reads_v0() -> None:
         generation=4,
     ).encode(header=False)
     assert ours == theirs
-    assert decode_sticky_user_data(ours) == MemberData((TP("t", 0), TP("t", 1), TP("u", 5)), 4)
+    assert decode_sticky_user_data(ours) == MemberData(
+        (TP("t", 0), TP("t", 1), TP("u", 5)), 4
+    )
     v0 = ours[:-4]
-    assert decode_sticky_user_data(v0) == MemberData((TP("t", 0), TP("t", 1), TP("u", 5)), None)
+    assert decode_sticky_user_data(v0) == MemberData(
+        (TP("t", 0), TP("t", 1), TP("u", 5)), None
+    )
 
 
 def test_sticky_member_data_prefers_user_data_then_the_subscription() -> None:
     user_data = encode_sticky_user_data([TP("t", 0)], 3)
-    with_user_data = Subscription(["t"], user_data=user_data, owned_partitions=[TP("t", 9)])
+    with_user_data = Subscription(
+        ["t"], user_data=user_data, owned_partitions=[TP("t", 9)]
+    )
     assert sticky_member_data(with_user_data) == MemberData((TP("t", 0),), 3)
     plain = Subscription(["t"], owned_partitions=[TP("t", 9)], generation_id=2)
     assert sticky_member_data(plain) == MemberData((TP("t", 9),), 2)
-    garbage = Subscription(["t"], user_data=b"\x00\x00\x00\x09", owned_partitions=[TP("t", 9)])
+    garbage = Subscription(
+        ["t"], user_data=b"\x00\x00\x00\x09", owned_partitions=[TP("t", 9)]
+    )
     assert sticky_member_data(garbage) == MemberData((), None)
 
 

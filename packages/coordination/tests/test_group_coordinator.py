@@ -97,17 +97,26 @@ class Harness:
         return rid
 
     def new_member(
-        self, client_id: str, *, protocols: Protocols = RANGE, rebalance_ms: int = REBALANCE_MS
+        self,
+        client_id: str,
+        *,
+        protocols: Protocols = RANGE,
+        rebalance_ms: int = REBALANCE_MS,
     ) -> tuple[str, int]:
         """A dynamic member's first JoinGroup (v9): MEMBER_ID_REQUIRED, then the rejoin.
         Returns the member id and the id of the rejoin request."""
         first = self.join_response(
-            self.join(client_id=client_id, protocols=protocols, rebalance_ms=rebalance_ms)
+            self.join(
+                client_id=client_id, protocols=protocols, rebalance_ms=rebalance_ms
+            )
         )
         assert first.error_code is E.member_id_required
         assert first.member_id.startswith(client_id + "-")
         rid = self.join(
-            first.member_id, client_id=client_id, protocols=protocols, rebalance_ms=rebalance_ms
+            first.member_id,
+            client_id=client_id,
+            protocols=protocols,
+            rebalance_ms=rebalance_ms,
         )
         return first.member_id, rid
 
@@ -135,7 +144,12 @@ class Harness:
         return rid
 
     def heartbeat(
-        self, member_id: str, generation: int, *, instance: str | None = None, group: str = "g"
+        self,
+        member_id: str,
+        generation: int,
+        *,
+        instance: str | None = None,
+        group: str = "g",
     ) -> ErrorCode:
         rid = self._id()
         request = HeartbeatRequest(group, generation, member_id, instance)
@@ -194,7 +208,9 @@ def joined_group(*clients: str) -> tuple[Harness, list[str]]:
 def stable_group(h: Harness, clients: Sequence[str]) -> list[str]:
     """Members join one by one into a first generation and sync into Stable."""
     # Members arriving within the initial delay share the first generation.
-    h.coordinator.config = attrs.evolve(h.coordinator.config, group_initial_rebalance_delay_ms=3000)
+    h.coordinator.config = attrs.evolve(
+        h.coordinator.config, group_initial_rebalance_delay_ms=3000
+    )
     ids: list[str] = []
     joins: list[int] = []
     for client in clients:
@@ -221,7 +237,9 @@ def test_join_of_several_members_leader_gets_metadata_and_sync_distributes() -> 
     a, join_a = h.new_member("a")
     assert h.state() is G.PREPARING_REBALANCE
     h.advance(1.0)
-    b, join_b = h.new_member("b", protocols=(("roundrobin", b"b-rr"), ("range", b"b-range")))
+    b, join_b = h.new_member(
+        "b", protocols=(("roundrobin", b"b-rr"), ("range", b"b-range"))
+    )
     h.advance(1.0)
     c, join_c = h.new_member("c", protocols=(("roundrobin", b"c-rr"),))
     h.advance(1.0)  # t=3: the initial delay ran out, but members arrived: wait again
@@ -245,15 +263,22 @@ def test_join_of_several_members_leader_gets_metadata_and_sync_distributes() -> 
     ]
     for member_id, rid in ((b, join_b), (c, join_c)):
         follower = h.join_response(rid)
-        assert (follower.error_code, follower.member_id, follower.leader) == (E.none, member_id, a)
-        assert follower.members == ()  # only the leader learns the others' subscriptions
+        assert (follower.error_code, follower.member_id, follower.leader) == (
+            E.none,
+            member_id,
+            a,
+        )
+        # only the leader learns the others' subscriptions
+        assert follower.members == ()
 
     sync_b = h.sync(b, 1)
     assert h.pending(sync_b)  # a follower's SyncGroup waits for the leader's
     sync_a = h.sync(a, 1, {a: b"A", b: b"B", c: b"C"})
     assert h.state() is G.STABLE
     assert h.sync_response(sync_a).assignment == b"A"
-    assert h.sync_response(sync_b) == SyncGroupResponse(E.none, b"B", "consumer", "roundrobin")
+    assert h.sync_response(sync_b) == SyncGroupResponse(
+        E.none, b"B", "consumer", "roundrobin"
+    )
     assert h.sync_response(h.sync(c, 1)).assignment == b"C"  # Stable: answered at once
     assert h.group.pending_sync_members == frozenset()
     assert h.group.sync_deadline is None
@@ -294,7 +319,9 @@ def test_a_crashed_member_is_removed_after_its_session_timeout() -> None:
     assert h.join_response(join_c).leader == a
 
 
-def test_leaving_starts_a_rebalance_and_the_last_one_out_leaves_the_group_empty() -> None:
+def test_leaving_starts_a_rebalance_and_the_last_one_out_leaves_the_group_empty() -> (
+    None
+):
     h = Harness.make()
     a, b = stable_group(h, ["a", "b"])
     response = h.leave(LeaveGroupRequest("g", (MemberIdentity(b),)))
@@ -344,7 +371,9 @@ def test_the_leader_rejoining_a_stable_group_starts_a_rebalance() -> None:
     assert h.state() is G.PREPARING_REBALANCE
 
 
-def test_a_follower_rejoining_unchanged_in_completing_rebalance_gets_the_generation_again() -> None:
+def test_a_follower_rejoining_unchanged_in_completing_rebalance_gets_the_generation_again() -> (
+    None
+):
     h, (a, b) = joined_group("a", "b")
     again = h.join_response(h.join(b))
     assert (again.error_code, again.generation_id, again.leader, again.members) == (
@@ -358,7 +387,9 @@ def test_a_follower_rejoining_unchanged_in_completing_rebalance_gets_the_generat
     assert h.state() is G.COMPLETING_REBALANCE
 
 
-def test_a_sync_waiting_in_completing_rebalance_is_told_to_rejoin_when_a_rebalance_starts() -> None:
+def test_a_sync_waiting_in_completing_rebalance_is_told_to_rejoin_when_a_rebalance_starts() -> (
+    None
+):
     h, (_a, b) = joined_group("a", "b")
     sync_b = h.sync(b, 1)
     assert h.pending(sync_b)
@@ -368,7 +399,9 @@ def test_a_sync_waiting_in_completing_rebalance_is_told_to_rejoin_when_a_rebalan
     assert all(m.assignment is None for m in h.group.members.values())
 
 
-def test_initial_rebalance_delay_is_extended_per_new_member_up_to_the_rebalance_timeout() -> None:
+def test_initial_rebalance_delay_is_extended_per_new_member_up_to_the_rebalance_timeout() -> (
+    None
+):
     h = Harness.make(group_initial_rebalance_delay_ms=3000)
     _a, join_a = h.new_member("a", rebalance_ms=10_000)
     assert h.coordinator.next_deadline() == 3.0
@@ -419,10 +452,13 @@ def test_a_member_id_fits_the_protocol_whatever_the_client_id() -> None:
     """
     for client_id, instance in (("c" * 32_767, None), ("c", "i" * 32_767)):
         h = Harness.make()
-        member_id = h.join_response(h.join(client_id=client_id, instance=instance)).member_id
+        member_id = h.join_response(
+            h.join(client_id=client_id, instance=instance)
+        ).member_id
         assert len(member_id) == 32_767
         assert member_id.startswith((instance or client_id)[:100])
-        assert len(member_id.rsplit("-", 5)[-5:][0]) == 8  # the UUID's first group, whole
+        # the UUID's first group, whole
+        assert len(member_id.rsplit("-", 5)[-5:][0]) == 8
 
 
 def test_pending_member_holds_the_rebalance_until_it_rejoins_or_expires() -> None:
@@ -441,7 +477,8 @@ def test_pending_member_holds_the_rebalance_until_it_rejoins_or_expires() -> Non
 def test_a_new_member_whose_join_waits_too_long_is_dropped() -> None:
     h = Harness.make()
     a, _b = stable_group(h, ["a", "b"])
-    h.join(a, rebalance_ms=600_000)  # the leader rejoins with a 10 minute rebalance timeout
+    # the leader rejoins with a 10 minute rebalance timeout
+    h.join(a, rebalance_ms=600_000)
     late = h.join(version=3, client_id="late")
     expiry = h.now + NEW_MEMBER_JOIN_TIMEOUT_MS / 1000
     while h.now + 5 < expiry:  # b stays alive but does not rejoin: the rebalance waits
@@ -481,7 +518,8 @@ def test_selected_protocol_is_the_most_voted_among_the_common_ones() -> None:
     h.new_member("b", protocols=(("range", b""), ("sticky", b"")))
     h.new_member("c", protocols=(("range", b""), ("roundrobin", b""), ("sticky", b"")))
     h.advance(6.0)
-    assert h.group.protocol_name == "range"  # sticky 1 vote, range 2; roundrobin not common
+    # sticky 1 vote, range 2; roundrobin not common
+    assert h.group.protocol_name == "range"
 
 
 # --- static membership (KIP-345) -----------------------------------------------------
@@ -511,7 +549,11 @@ def test_a_restarted_static_member_replaces_its_old_id_without_a_rebalance() -> 
     response = h.join_response(rid)
     new_b = response.member_id
     assert new_b != b
-    assert (response.error_code, response.generation_id, response.leader) == (E.none, 2, a)
+    assert (response.error_code, response.generation_id, response.leader) == (
+        E.none,
+        2,
+        a,
+    )
     assert response.members == ()
     assert h.state() is G.STABLE
     assert h.heartbeat(b, 2, instance="i-b") is E.fenced_instance_id
@@ -521,7 +563,9 @@ def test_a_restarted_static_member_replaces_its_old_id_without_a_rebalance() -> 
     assert h.group.static_member_id("i-b") == new_b
 
 
-def test_a_restarted_static_leader_learns_the_members_but_skips_the_assignment() -> None:
+def test_a_restarted_static_leader_learns_the_members_but_skips_the_assignment() -> (
+    None
+):
     h = Harness.make()
     a, b = static_group(h)
     response = h.join_response(h.join(client_id="a", instance="i-a"))
@@ -589,8 +633,14 @@ def test_join_errors() -> None:
     assert error(h.join(protocols=())) is E.inconsistent_group_protocol
     assert error(h.join(protocol_type="")) is E.inconsistent_group_protocol
     stable_group(h, ["a", "b"])
-    assert error(h.join(version=3, protocol_type="connect")) is E.inconsistent_group_protocol
-    assert error(h.join(version=3, protocols=(("sticky", b""),))) is E.inconsistent_group_protocol
+    assert (
+        error(h.join(version=3, protocol_type="connect"))
+        is E.inconsistent_group_protocol
+    )
+    assert (
+        error(h.join(version=3, protocols=(("sticky", b""),)))
+        is E.inconsistent_group_protocol
+    )
     assert error(h.join("nobody")) is E.unknown_member_id
     h.coordinator.config = GroupConfig(group_max_size=2)
     assert error(h.join(version=3, client_id="c")) is E.group_max_size_reached
@@ -607,7 +657,11 @@ def test_max_size_counts_rejoined_members_during_a_rebalance() -> None:
     rejected = h.join_response(h.join(c))  # a and b rejoined first: c is one too many
     assert rejected == JoinGroupResponse.error(E.group_max_size_reached)
     assert set(h.group.members) == {a, b}
-    assert h.join_response(join_a).generation_id == h.join_response(join_b).generation_id == 2
+    assert (
+        h.join_response(join_a).generation_id
+        == h.join_response(join_b).generation_id
+        == 2
+    )
 
 
 def test_sync_errors() -> None:
@@ -717,8 +771,12 @@ def test_offset_commit_rules() -> None:
     assert c.validate_offset_commit("g", a, 1, 3.0, "i-a") is E.unknown_member_id
     h.sync(a, 1, {a: b"A"})
     assert c.validate_offset_commit("g", a, 1, 9.0) is E.none
-    assert h.group.members[a].heartbeat_deadline == 9.0 + SESSION_MS / 1000  # a heartbeat
-    assert offset_commit_error(GroupMetadata("d", G.DEAD), "", -1) is E.coordinator_not_available
+    # a heartbeat
+    assert h.group.members[a].heartbeat_deadline == 9.0 + SESSION_MS / 1000
+    assert (
+        offset_commit_error(GroupMetadata("d", G.DEAD), "", -1)
+        is E.coordinator_not_available
+    )
 
 
 def test_delete_group() -> None:
@@ -766,7 +824,9 @@ def test_describe_and_list_groups() -> None:
         "consumer",
         "range",
     )
-    assert [(m.member_id, m.client_id, m.metadata, m.assignment) for m in summary.members] == [
+    assert [
+        (m.member_id, m.client_id, m.metadata, m.assignment) for m in summary.members
+    ] == [
         (a, "a", b"range-meta", a.encode()),
         (b, "b", b"range-meta", b.encode()),
     ]
@@ -804,7 +864,13 @@ PROTOCOL_CHOICES: list[Protocols] = [
     (("roundrobin", b"rr2"),),
     (("sticky", b"s"),),
 ]
-CLIENTS = ["c0", "c1", "c2", "s3", "s4"]  # s*: static members (instance id = client name)
+CLIENTS = [
+    "c0",
+    "c1",
+    "c2",
+    "s3",
+    "s4",
+]  # s*: static members (instance id = client name)
 
 
 @attrs.define
@@ -812,7 +878,9 @@ class Client:
     name: str
     member_id: str = ""
     generation: int = -1
-    members: tuple[str, ...] = ()  # set when our last JoinGroup answer made us the leader
+    members: tuple[
+        str, ...
+    ] = ()  # set when our last JoinGroup answer made us the leader
 
     @property
     def instance(self) -> str | None:
@@ -853,7 +921,10 @@ class GroupMachine(RuleBasedStateMachine):
         response = self.h.answers[rid]
         if isinstance(response, JoinGroupResponse):
             if response.error_code is E.none:
-                client.member_id, client.generation = response.member_id, response.generation_id
+                client.member_id, client.generation = (
+                    response.member_id,
+                    response.generation_id,
+                )
                 leader = self.owner[response.leader]
                 # One leader per generation (static members keep leading under a new id).
                 assert self.leaders.setdefault(response.generation_id, leader) == leader
@@ -868,7 +939,10 @@ class GroupMachine(RuleBasedStateMachine):
             if response.error_code is E.none and client.instance is None:
                 # Each member gets only its own part of the leader's plan.
                 assert response.assignment == client.member_id.encode()
-        elif isinstance(response, LeaveGroupResponse) and response.members[0].error_code is E.none:
+        elif (
+            isinstance(response, LeaveGroupResponse)
+            and response.members[0].error_code is E.none
+        ):
             client.member_id, client.generation = "", -1
 
     @rule(
@@ -877,7 +951,9 @@ class GroupMachine(RuleBasedStateMachine):
         version=st.sampled_from([3, 9]),
         rebalance_ms=st.sampled_from([10_000, 20_000]),
     )
-    def join(self, name: str, protocols: Protocols, version: int, rebalance_ms: int) -> None:
+    def join(
+        self, name: str, protocols: Protocols, version: int, rebalance_ms: int
+    ) -> None:
         c = self.clients[name]
         rid = self.h.join(
             c.member_id,
@@ -927,7 +1003,9 @@ class GroupMachine(RuleBasedStateMachine):
         self.generation = group.generation_id
         if group.state is G.STABLE:
             assert all(m.assignment is not None for m in members.values())
-            assert not any(m.is_awaiting_join or m.is_awaiting_sync for m in members.values())
+            assert not any(
+                m.is_awaiting_join or m.is_awaiting_sync for m in members.values()
+            )
         if group.state is G.COMPLETING_REBALANCE:
             assert not any(m.is_awaiting_join for m in members.values())
         if group.state is G.PREPARING_REBALANCE:
@@ -948,11 +1026,15 @@ class GroupMachine(RuleBasedStateMachine):
         group = self.h.coordinator.group("g")
         if group is not None:
             for m in group.members.values():
-                parked.update(r for r in (m.awaiting_join, m.awaiting_sync) if r is not None)
+                parked.update(
+                    r for r in (m.awaiting_join, m.awaiting_sync) if r is not None
+                )
         assert parked == self.h.sent - set(self.h.answers)
 
 
-GroupMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
+GroupMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=50, deadline=None
+)
 test_group_machine = GroupMachine.TestCase
 
 
@@ -962,7 +1044,9 @@ def test_long_random_walk_keeps_every_request_answered(seed: int) -> None:
     machine = GroupMachine()
     for _ in range(2000):
         name = rng.choice(CLIENTS)
-        action = rng.choice(["join", "sync", "sync", "heartbeat", "heartbeat", "leave", "advance"])
+        action = rng.choice(
+            ["join", "sync", "sync", "heartbeat", "heartbeat", "leave", "advance"]
+        )
         if action == "join":
             machine.join(name, rng.choice(PROTOCOL_CHOICES), rng.choice([3, 9]), 10_000)
         elif action == "sync":

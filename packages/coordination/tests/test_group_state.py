@@ -41,7 +41,11 @@ def test_state_values_are_kafkas_names() -> None:
 
 
 def test_table_is_kafkas() -> None:
-    edges = {(before, after) for after, befores in GROUP_TRANSITIONS.items() for before in befores}
+    edges = {
+        (before, after)
+        for after, befores in GROUP_TRANSITIONS.items()
+        for before in befores
+    }
     assert edges == KAFKA_GROUP_EDGES
     assert set(GROUP_TRANSITIONS) == set(G)
 
@@ -91,7 +95,9 @@ def test_sweep_every_state_and_target(before: GroupState, after: GroupState) -> 
 
 
 @pytest.mark.parametrize("state", list(G))
-def test_can_rebalance_only_where_preparing_rebalance_may_be_entered(state: GroupState) -> None:
+def test_can_rebalance_only_where_preparing_rebalance_may_be_entered(
+    state: GroupState,
+) -> None:
     assert GroupMetadata("g", state=state).can_rebalance() == (
         state in {G.EMPTY, G.STABLE, G.COMPLETING_REBALANCE}
     )
@@ -100,6 +106,8 @@ def test_can_rebalance_only_where_preparing_rebalance_may_be_entered(state: Grou
 def test_table_feeds_a_diagram_generator() -> None:
     # What book/diagrams.state_diagram takes: state names and labelled (from, to) edges.
     states = [s.value for s in G]
-    edges = [(a.value, b.value, why) for (a, b), why in GROUP_TRANSITION_REASONS.items()]
+    edges = [
+        (a.value, b.value, why) for (a, b), why in GROUP_TRANSITION_REASONS.items()
+    ]
     assert len(edges) == len(KAFKA_GROUP_EDGES) == 11
     assert {a for a, _, _ in edges} | {b for _, b, _ in edges} == set(states)

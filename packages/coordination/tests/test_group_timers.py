@@ -42,9 +42,13 @@ def scanned_deadline(coordinator: GroupCoordinator) -> float | None:
         group = coordinator.group(group_id)
         if group is None:
             continue
-        found += [d for d in (group.join_deadline, group.sync_deadline) if d is not None]
+        found += [
+            d for d in (group.join_deadline, group.sync_deadline) if d is not None
+        ]
         found += group.pending_members.values()
-        found += [d for m in group.members.values() if (d := m.session_deadline) is not None]
+        found += [
+            d for m in group.members.values() if (d := m.session_deadline) is not None
+        ]
     return min(found, default=None)
 
 
@@ -65,7 +69,10 @@ class Scenario:
         if self.rng.random() < 0.7:  # sometimes leave writes in flight a while
             replies = [*replies, *self.topic.flush(self.coordinator, self.now)]
         for reply in replies:
-            if isinstance(reply.response, JoinGroupResponse) and reply.response.generation_id > 0:
+            if (
+                isinstance(reply.response, JoinGroupResponse)
+                and reply.response.generation_id > 0
+            ):
                 self.generations[self._group_of(reply.response.member_id)] = (
                     reply.response.generation_id
                 )
@@ -88,10 +95,17 @@ class Scenario:
         members = self._members(group_id)
         member = rng.choice(members) if members else ""
         generation = self.generations[group_id]
-        action = rng.choice(["join", "join", "rejoin", "sync", "beat", "leave", "commit", "wait"])
+        action = rng.choice(
+            ["join", "join", "rejoin", "sync", "beat", "leave", "commit", "wait"]
+        )
         if action == "join" or (not member and action != "wait"):
             request = JoinGroupRequest(
-                group_id, "", "consumer", PROTOCOLS, rng.choice([6000, 8000]), client_id=group_id
+                group_id,
+                "",
+                "consumer",
+                PROTOCOLS,
+                rng.choice([6000, 8000]),
+                client_id=group_id,
             )
             replies = self._take(c.join_group(self._rid(), request, self.now))
             for reply in replies:
@@ -139,7 +153,9 @@ def test_next_deadline_is_what_a_scan_of_every_group_finds(seed: int) -> None:
     scenario = Scenario(seed)
     for _ in range(400):
         scenario.step()
-        assert scenario.coordinator.next_deadline() == scanned_deadline(scenario.coordinator)
+        assert scenario.coordinator.next_deadline() == scanned_deadline(
+            scenario.coordinator
+        )
     # Everything due has fired: nothing left at or before now.
     deadline = scenario.coordinator.next_deadline()
     assert deadline is None or deadline > scenario.now
@@ -154,7 +170,13 @@ def test_coordinators_in_one_process_trace_to_their_own_tracers() -> None:
     with recording_tracer() as process_tracer:
         for n, coordinator in enumerate(coordinators, start=1):
             request = JoinGroupRequest(
-                f"group-{n}", "", "consumer", PROTOCOLS, 6000, version=3, client_id=f"c{n}"
+                f"group-{n}",
+                "",
+                "consumer",
+                PROTOCOLS,
+                6000,
+                version=3,
+                client_id=f"c{n}",
             )
             coordinator.join_group(1, request, float(n))
     assert process_tracer.records == []  # nothing through the process-global tracer

@@ -52,13 +52,30 @@ def _row(event: TraceEvent) -> tuple[object, ...]:
         case MemberJoined():
             return ("join", _client(event.member_id), event.generation_id, event.state)
         case GroupStateChanged():
-            return ("state", event.previous_state, event.state, event.generation_id, event.members)
+            return (
+                "state",
+                event.previous_state,
+                event.state,
+                event.generation_id,
+                event.members,
+            )
         case RebalanceStarted():
-            return ("start", event.generation_id, event.reason, event.client_id, event.members)
+            return (
+                "start",
+                event.generation_id,
+                event.reason,
+                event.client_id,
+                event.members,
+            )
         case RebalanceCompleted():
             return ("end", event.generation_id, event.members, _client(event.leader_id))
         case MemberAssigned():
-            return ("sync", _client(event.member_id), event.generation_id, event.partitions)
+            return (
+                "sync",
+                _client(event.member_id),
+                event.generation_id,
+                event.partitions,
+            )
         case MemberRemoved():
             return ("removed", _client(event.member_id), event.reason)
     raise AssertionError(f"not a group event: {event!r}")
@@ -66,7 +83,10 @@ def _row(event: TraceEvent) -> tuple[object, ...]:
 
 def _simulate(assignor: str, events: str) -> RecordingTracer:
     config = SimulationConfig(
-        members=3, partitions=SIM_PARTITIONS, assignor=assignor, events=parse_events(events)
+        members=3,
+        partitions=SIM_PARTITIONS,
+        assignor=assignor,
+        events=parse_events(events),
     )
     with recording_tracer(node=1) as tracer:
         simulate(config)
@@ -130,7 +150,11 @@ def test_eager_join_leave_and_session_expiry_are_traced_in_order() -> None:
         ("end", 3, 1, "consumer-1"),
     ]
     ends = tracer.of_type(RebalanceCompleted)
-    assert [sorted(e.assignment_sizes.values()) for e in ends] == [[2, 2, 2], [3, 3], [6]]
+    assert [sorted(e.assignment_sizes.values()) for e in ends] == [
+        [2, 2, 2],
+        [3, 3],
+        [6],
+    ]
     assert all(sum(e.assignment_sizes.values()) == SIM_PARTITIONS for e in ends)
     assert {e.protocol_name for e in ends} == {"range"}
     # The first rebalance waited out the initial delay: 3 s, extended once by 3 s.
@@ -179,7 +203,9 @@ def test_cooperative_join_traces_the_follow_up_rebalance() -> None:
     assert ends[1].assignment_sizes[newcomer] == 0
     assert ends[2].assignment_sizes[newcomer] == 1
     rejoin = next(
-        e for e in tracer.of_type(MemberJoined) if e.generation_id == 2 and e.state == "Stable"
+        e
+        for e in tracer.of_type(MemberJoined)
+        if e.generation_id == 2 and e.state == "Stable"
     )
     assert _client(rejoin.member_id) == "consumer-3"
     assert tracer.of_type(MemberRemoved) == []
@@ -187,7 +213,9 @@ def test_cooperative_join_traces_the_follow_up_rebalance() -> None:
 
 def test_tracing_changes_nothing_the_group_does() -> None:
     config = SimulationConfig(
-        members=3, assignor="cooperative-sticky", events=parse_events("join:4,leave:1,crash:2")
+        members=3,
+        assignor="cooperative-sticky",
+        events=parse_events("join:4,leave:1,crash:2"),
     )
     untraced = simulate(config)
     with recording_tracer() as tracer:
@@ -348,7 +376,9 @@ def _assignment(*partitions: int) -> bytes:
     return encode_assignment(Assignment([TopicPartition("t", p) for p in partitions]))
 
 
-def test_the_member_id_required_bounce_is_no_join_and_timestamps_are_the_cores_clock() -> None:
+def test_the_member_id_required_bounce_is_no_join_and_timestamps_are_the_cores_clock() -> (
+    None
+):
     d = Driver()
     with d.recording() as tracer:
         bounce = d.join(client_id="a")
@@ -356,7 +386,10 @@ def test_the_member_id_required_bounce_is_no_join_and_timestamps_are_the_cores_c
         assert bounce is not None
         d.now = 12.5
         d.join(bounce.member_id, "a")
-    assert tracer.records[0] == (12.5, MemberJoined("g", bounce.member_id, "a", 0, "Empty"))
+    assert tracer.records[0] == (
+        12.5,
+        MemberJoined("g", bounce.member_id, "a", 0, "Empty"),
+    )
     assert {ts for ts, _ in tracer.records} == {12.5}
     # No delay and everyone joined: the join phase ends within the same JoinGroup.
     assert [type(e).__name__ for e in tracer.events] == [
@@ -418,7 +451,11 @@ def test_a_restarted_static_member_is_traced_as_replaced_and_joined() -> None:
     ]
     # A new protocol does need a rebalance, caused by the static member's replacement.
     with d.recording() as tracer:
-        d.join(client_id="s3", instance="i-1", protocols=(("roundrobin", b"m"), ("range", b"m")))
+        d.join(
+            client_id="s3",
+            instance="i-1",
+            protocols=(("roundrobin", b"m"), ("range", b"m")),
+        )
     started = tracer.of_type(RebalanceStarted)
     assert [(s.reason, s.client_id, s.generation_id) for s in started] == [
         ("static_member_replaced", "s3", 1)
@@ -463,7 +500,10 @@ def test_a_dynamic_member_that_does_not_rejoin_is_removed_with_join_timeout() ->
         ("member_rejoined", a)
     ]
     assert tracer.of_type(MemberRemoved) == [MemberRemoved("g", b, "b", "join_timeout")]
-    changes = [(c.previous_state, c.state, c.members) for c in tracer.of_type(GroupStateChanged)]
+    changes = [
+        (c.previous_state, c.state, c.members)
+        for c in tracer.of_type(GroupStateChanged)
+    ]
     assert changes == [
         ("Stable", "PreparingRebalance", 2),
         ("PreparingRebalance", "CompletingRebalance", 1),

@@ -63,14 +63,20 @@ GROUP_KEY_GOLDEN = i16b(2) + s("billing")
 # v3 puts the leader epoch between the offset and the metadata; v1 ends with the expiry.
 OFFSET_V3 = OffsetValue(42, "ckpt", 1_700_000_000_000, leader_epoch=5)
 OFFSET_V3_GOLDEN = i16b(3) + i64b(42) + i32b(5) + s("ckpt") + i64b(1_700_000_000_000)
-OFFSET_V1 = OffsetValue(42, "ckpt", 1_700_000_000_000, expire_timestamp=1_700_086_400_000)
+OFFSET_V1 = OffsetValue(
+    42, "ckpt", 1_700_000_000_000, expire_timestamp=1_700_086_400_000
+)
 OFFSET_V1_GOLDEN = (
     i16b(1) + i64b(42) + s("ckpt") + i64b(1_700_000_000_000) + i64b(1_700_086_400_000)
 )
 
-STATIC = StoredMember("c1-uuid", "pod-0", "c1", "/10.0.0.1", 300_000, 45_000, b"sub", b"as")
+STATIC = StoredMember(
+    "c1-uuid", "pod-0", "c1", "/10.0.0.1", 300_000, 45_000, b"sub", b"as"
+)
 DYNAMIC = StoredMember("c2-uuid", None, "c2", "/10.0.0.2", 60_000, 10_000, b"", b"\x00")
-GROUP = GroupMetadataValue("consumer", 7, "range", "c1-uuid", 1_700_000_000_123, (STATIC, DYNAMIC))
+GROUP = GroupMetadataValue(
+    "consumer", 7, "range", "c1-uuid", 1_700_000_000_123, (STATIC, DYNAMIC)
+)
 # A member v3: member_id, group_instance_id (nullable), client_id, client_host,
 # rebalance_timeout, session_timeout, subscription, assignment.
 STATIC_V3 = (
@@ -101,7 +107,10 @@ def test_offset_key_v0_has_the_same_layout() -> None:
 
 
 def test_offset_value_without_expiry_is_v3() -> None:
-    assert encode_offset_record(OFFSET_KEY, OFFSET_V3) == (OFFSET_KEY_GOLDEN, OFFSET_V3_GOLDEN)
+    assert encode_offset_record(OFFSET_KEY, OFFSET_V3) == (
+        OFFSET_KEY_GOLDEN,
+        OFFSET_V3_GOLDEN,
+    )
     assert decode_offset_value(OFFSET_V3_GOLDEN) == OFFSET_V3
 
 
@@ -149,12 +158,16 @@ def test_offset_value_v1_with_expiry_minus_one_has_none() -> None:
 
 
 MEMBER_V0 = s("m1") + s("cid") + s("/h") + i32b(30_000) + b(b"S") + b(b"A")
-MEMBER_V1 = s("m1") + s("cid") + s("/h") + i32b(90_000) + i32b(30_000) + b(b"S") + b(b"A")
+MEMBER_V1 = (
+    s("m1") + s("cid") + s("/h") + i32b(90_000) + i32b(30_000) + b(b"S") + b(b"A")
+)
 OLD_MEMBER = StoredMember("m1", None, "cid", "/h", 90_000, 30_000, b"S", b"A")
 
 
 def test_group_value_v0_uses_the_session_timeout_as_rebalance_timeout() -> None:
-    data = i16b(0) + s("consumer") + i32b(4) + s("range") + s("m1") + i32b(1) + MEMBER_V0
+    data = (
+        i16b(0) + s("consumer") + i32b(4) + s("range") + s("m1") + i32b(1) + MEMBER_V0
+    )
     member = attrs.evolve(OLD_MEMBER, rebalance_timeout_ms=30_000)
     assert decode_group_value(data) == GroupMetadataValue(
         "consumer", 4, "range", "m1", -1, [member]
@@ -169,8 +182,12 @@ def test_group_value_v1_adds_the_rebalance_timeout() -> None:
 
 
 def test_group_value_v2_adds_the_state_timestamp_before_the_members() -> None:
-    data = i16b(2) + s("") + i32b(4) + s("rr") + s("m1") + i64b(555) + i32b(1) + MEMBER_V1
-    assert decode_group_value(data) == GroupMetadataValue("", 4, "rr", "m1", 555, [OLD_MEMBER])
+    data = (
+        i16b(2) + s("") + i32b(4) + s("rr") + s("m1") + i64b(555) + i32b(1) + MEMBER_V1
+    )
+    assert decode_group_value(data) == GroupMetadataValue(
+        "", 4, "rr", "m1", 555, [OLD_MEMBER]
+    )
 
 
 # --- tombstones and whole records --------------------------------------------------------
@@ -256,7 +273,13 @@ _HEAD = i16b(3) + s("consumer") + i32b(1) + s("range") + s("m") + i64b(-1)
     [
         b"",
         i16b(5) + GROUP_V3_GOLDEN[2:],
-        i16b(3) + s(None) + i32b(1) + s(None) + s(None) + i64b(-1) + i32b(0),  # null type
+        i16b(3)
+        + s(None)
+        + i32b(1)
+        + s(None)
+        + s(None)
+        + i64b(-1)
+        + i32b(0),  # null type
         _HEAD,  # no member array
         _HEAD + i32b(-1),  # a null member array
         _HEAD + i32b(1_000_000),  # a count far beyond the bytes
@@ -279,7 +302,9 @@ def test_values_that_do_not_fit_their_fields_are_not_encoded() -> None:
     with pytest.raises(OffsetsRecordError):
         encode_group_record(GroupMetadataKey("g" * 0x8000), None)
     with pytest.raises(OffsetsRecordError):
-        encode_group_record(GROUP_KEY, GroupMetadataValue("consumer", -(2**31) - 1, None, None))
+        encode_group_record(
+            GROUP_KEY, GroupMetadataValue("consumer", -(2**31) - 1, None, None)
+        )
 
 
 # --- properties --------------------------------------------------------------------------
@@ -289,7 +314,12 @@ _int32 = st.integers(-(2**31), 2**31 - 1)
 _int64 = st.integers(-(2**63), 2**63 - 1)
 _offset_keys = st.builds(OffsetKey, _names, _names, _int32)
 _offset_values = st.builds(
-    OffsetValue, _int64, _names, _int64, _int32, st.none() | _int64.filter(lambda t: t != -1)
+    OffsetValue,
+    _int64,
+    _names,
+    _int64,
+    _int32,
+    st.none() | _int64.filter(lambda t: t != -1),
 )
 _members = st.builds(
     StoredMember,
@@ -319,7 +349,11 @@ def test_offset_records_round_trip(key: OffsetKey, value: OffsetValue) -> None:
     encoded_key, encoded_value = encode_offset_record(key, value)
     assert encoded_value is not None
     # v1, the only version with an expiry, has no leader epoch.
-    expected = value if value.expire_timestamp is None else attrs.evolve(value, leader_epoch=-1)
+    expected = (
+        value
+        if value.expire_timestamp is None
+        else attrs.evolve(value, leader_epoch=-1)
+    )
     assert decode_record(encoded_key, encoded_value) == (key, expected)
 
 
@@ -387,7 +421,11 @@ def test_corrupted_group_values_raise_nothing_else(
     _, encoded = encode_group_record(GROUP_KEY, value)
     assert encoded is not None
     position = data.draw(st.integers(0, len(encoded) - 1))
-    corrupt = encoded[:position] + bytes([data.draw(st.integers(0, 255))]) + encoded[position + 1 :]
+    corrupt = (
+        encoded[:position]
+        + bytes([data.draw(st.integers(0, 255))])
+        + encoded[position + 1 :]
+    )
     try:
         decoded = decode_group_value(corrupt)
     except OffsetsRecordError:

@@ -58,7 +58,9 @@ def test_partition_for_is_javas_string_hash() -> None:
 class Driver:
     """One coordinator, one in-memory offsets topic, request ids and answers."""
 
-    def __init__(self, coordinator: GroupCoordinator, topic: InMemoryOffsetsTopic) -> None:
+    def __init__(
+        self, coordinator: GroupCoordinator, topic: InMemoryOffsetsTopic
+    ) -> None:
         self.coordinator = coordinator
         self.topic = topic
         self.now = T0
@@ -79,7 +81,16 @@ class Driver:
     def join(self, member_id: str = "", group: str = "g") -> JoinGroupResponse:
         rid = self.rid()
         request = JoinGroupRequest(
-            group, member_id, "consumer", (("range", b"sub"),), 10_000, 30_000, None, "c", "/h", 3
+            group,
+            member_id,
+            "consumer",
+            (("range", b"sub"),),
+            10_000,
+            30_000,
+            None,
+            "c",
+            "/h",
+            3,
         )
         self.take(self.coordinator.join_group(rid, request, self.now))
         answer = self.answers[rid]
@@ -87,10 +98,17 @@ class Driver:
         return answer
 
     def sync(
-        self, member_id: str, generation: int, plan: dict[str, bytes], *, flush: bool = True
+        self,
+        member_id: str,
+        generation: int,
+        plan: dict[str, bytes],
+        *,
+        flush: bool = True,
     ) -> int:
         rid = self.rid()
-        request = SyncGroupRequest("g", generation, member_id, assignments=tuple(plan.items()))
+        request = SyncGroupRequest(
+            "g", generation, member_id, assignments=tuple(plan.items())
+        )
         self.take(self.coordinator.sync_group(rid, request, self.now), flush=flush)
         return rid
 
@@ -120,7 +138,9 @@ class Driver:
         member = self.join().member_id
         joined = self.join(member)
         rid = self.sync(member, joined.generation_id, {member: b"plan"})
-        assert self.answers[rid] == SyncGroupResponse(E.none, b"plan", "consumer", "range")
+        assert self.answers[rid] == SyncGroupResponse(
+            E.none, b"plan", "consumer", "range"
+        )
         return member, joined.generation_id
 
 
@@ -131,7 +151,9 @@ def state_of(d: Driver, group_id: str) -> GroupState:
 
 
 def driver(config: GroupConfig = CONFIG) -> Driver:
-    return Driver(serving_coordinator(config, random.Random(1), T0), InMemoryOffsetsTopic())
+    return Driver(
+        serving_coordinator(config, random.Random(1), T0), InMemoryOffsetsTopic()
+    )
 
 
 def replayed(d: Driver, config: GroupConfig = CONFIG) -> GroupCoordinator:
@@ -160,7 +182,9 @@ def test_offsets_commit_fetch_and_survive_a_replay() -> None:
     d.commit({TP0: 11})
     fresh = replayed(d)
     assert fresh.fetch_offsets("g", None) == d.coordinator.fetch_offsets("g", None)
-    assert dict(fresh.fetch_offsets("g", None).offsets)[TP0] == CommittedOffset(11, 3, "m")
+    assert dict(fresh.fetch_offsets("g", None).offsets)[TP0] == CommittedOffset(
+        11, 3, "m"
+    )
 
 
 def test_the_commit_is_answered_only_once_written() -> None:
@@ -172,7 +196,9 @@ def test_the_commit_is_answered_only_once_written() -> None:
     assert d.coordinator.fetch_offsets("g", [TP0]).offsets == ((TP0, None),)
     d.take([])
     assert d.answers[rid] == OffsetCommitResponse(((TP0, E.none),))
-    assert d.coordinator.fetch_offsets("g", [TP0]).offsets == ((TP0, CommittedOffset(5)),)
+    assert d.coordinator.fetch_offsets("g", [TP0]).offsets == (
+        (TP0, CommittedOffset(5)),
+    )
 
 
 @pytest.mark.parametrize(
@@ -195,7 +221,10 @@ def test_metadata_too_large_refuses_only_that_partition() -> None:
     d = driver(GroupConfig(offset_metadata_max_bytes=4, offsets_topic_num_partitions=5))
     rid = d.rid()
     request = OffsetCommitRequest(
-        "g", -1, "", ((TP0, CommittedOffset(1, -1, "toolong")), (TP1, CommittedOffset(2)))
+        "g",
+        -1,
+        "",
+        ((TP0, CommittedOffset(1, -1, "toolong")), (TP1, CommittedOffset(2))),
     )
     d.take(d.coordinator.commit_offsets(rid, request, d.now))
     assert d.answers[rid] == OffsetCommitResponse(
@@ -247,9 +276,15 @@ def test_a_replayed_group_is_stable_with_its_assignment_and_sessions() -> None:
     fresh = replayed(d)
     group = fresh.group("g")
     assert group is not None
-    assert (group.state, group.generation_id, group.leader_id) == (G.STABLE, generation, member)
+    assert (group.state, group.generation_id, group.leader_id) == (
+        G.STABLE,
+        generation,
+        member,
+    )
     assert group.members[member].assignment == b"plan"
-    assert fresh.fetch_offsets("g", [TP0]).offsets == ((TP0, CommittedOffset(42, 3, "m")),)
+    assert fresh.fetch_offsets("g", [TP0]).offsets == (
+        (TP0, CommittedOffset(42, 3, "m")),
+    )
     # The member must heartbeat within its session timeout, counted from the load.
     assert fresh.on_timer(d.now + 9.9) == []
     assert member in group.members
@@ -296,8 +331,12 @@ def test_offsets_expire_once_the_group_has_been_empty_for_the_retention() -> Non
     d.commit({TP0: 9}, member, generation)
     d.now += 120  # a Stable group's offsets never expire
     d.take(d.coordinator.on_timer(d.now))
-    assert d.coordinator.fetch_offsets("g", [TP0]).offsets == ((TP0, CommittedOffset(9, 3, "m")),)
-    d.take(d.coordinator.leave_group(d.rid(), LeaveGroupRequest.single("g", member), d.now))
+    assert d.coordinator.fetch_offsets("g", [TP0]).offsets == (
+        (TP0, CommittedOffset(9, 3, "m")),
+    )
+    d.take(
+        d.coordinator.leave_group(d.rid(), LeaveGroupRequest.single("g", member), d.now)
+    )
     d.now += 50  # Empty for less than a minute: kept
     d.take(d.coordinator.on_timer(d.now))
     assert d.coordinator.fetch_offsets("g", [TP0]).offsets[0][1] is not None
@@ -314,7 +353,10 @@ def test_groups_of_a_partition_not_led_here_are_refused() -> None:
     partition = partition_for("g", 5)
     coordinator.begin_loading(partition)
     assert coordinator.group_status("g") is E.coordinator_load_in_progress
-    assert coordinator.fetch_offsets("g", None).error_code is E.coordinator_load_in_progress
+    assert (
+        coordinator.fetch_offsets("g", None).error_code
+        is E.coordinator_load_in_progress
+    )
     coordinator.load_partition(partition, [], T0)
     assert coordinator.group_status("g") is E.none
     coordinator.unload_partition(partition)
@@ -341,7 +383,9 @@ def test_replay_skips_records_it_cannot_read() -> None:
     partition = partition_for("g", 5)
     d.topic.partitions[partition][:0] = [(b"\x00\x09junk", b"x"), (b"\xff", None)]
     fresh = replayed(d)
-    assert fresh.fetch_offsets("g", [TP0]).offsets == ((TP0, CommittedOffset(3, 3, "m")),)
+    assert fresh.fetch_offsets("g", [TP0]).offsets == (
+        (TP0, CommittedOffset(3, 3, "m")),
+    )
 
 
 def test_an_empty_group_without_offsets_is_removed_at_the_next_check() -> None:
@@ -352,12 +396,15 @@ def test_an_empty_group_without_offsets_is_removed_at_the_next_check() -> None:
     )
     d = driver(config)
     member, _ = d.stable_member()
-    d.take(d.coordinator.leave_group(d.rid(), LeaveGroupRequest.single("g", member), d.now))
+    d.take(
+        d.coordinator.leave_group(d.rid(), LeaveGroupRequest.single("g", member), d.now)
+    )
     d.commit({TP0: 1}, group="kept")  # a group with offsets stays until they expire
     assert state_of(d, "g") is G.EMPTY
     d.now += 10
     d.take(d.coordinator.on_timer(d.now))
     assert d.coordinator.group("g") is None
     assert d.coordinator.group("kept") is not None
-    assert d.topic.partitions[partition_for("g", 5)][-1][1] is None  # the group's tombstone
+    # the group's tombstone
+    assert d.topic.partitions[partition_for("g", 5)][-1][1] is None
     assert replayed(d, config).group("g") is None

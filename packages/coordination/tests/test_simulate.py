@@ -46,10 +46,14 @@ ALL_ASSIGNORS = [*EAGER_ASSIGNORS, "cooperative-sticky"]
 
 def run(events: str = "", **changes: Any) -> SimulationResult:
     """Simulate the default group (3 consumers, 5 partitions, range) with ``changes``."""
-    return simulate(attrs.evolve(SimulationConfig(events=parse_events(events)), **changes))
+    return simulate(
+        attrs.evolve(SimulationConfig(events=parse_events(events)), **changes)
+    )
 
 
-def entries(result: SimulationResult, kind: EntryKind, member: str) -> list[TimelineEntry]:
+def entries(
+    result: SimulationResult, kind: EntryKind, member: str
+) -> list[TimelineEntry]:
     return [e for e in result.timeline if e.kind is kind and e.member == member]
 
 
@@ -66,7 +70,9 @@ def owners_after_each_change(
 def assert_never_two_owners(result: SimulationResult) -> None:
     for time_ms, owners in owners_after_each_change(result):
         owned = [tp for partitions in owners.values() for tp in partitions]
-        assert len(owned) == len(set(owned)), f"a partition with two consumers at {time_ms} ms"
+        assert len(owned) == len(set(owned)), (
+            f"a partition with two consumers at {time_ms} ms"
+        )
 
 
 def all_partitions(config: SimulationConfig) -> set[TopicPartition]:
@@ -84,17 +90,23 @@ def test_every_eager_generation_assigns_each_partition_once_among_live_members(
     assert [g.generation for g in result.generations] == [1, 2, 3, 4]
     live_per_generation = [{1, 2, 3}, {1, 2, 3, 4}, {1, 3, 4}, {3, 4}]
     for generation, live in zip(result.generations, live_per_generation, strict=True):
-        assert {member for member, _ in generation.assignment} == {f"consumer-{n}" for n in live}
+        assert {member for member, _ in generation.assignment} == {
+            f"consumer-{n}" for n in live
+        }
         placed = [tp for _, partitions in generation.assignment for tp in partitions]
         assert sorted(placed) == sorted(all_partitions(result.config))
 
 
-def test_a_cooperative_join_takes_two_generations_and_the_second_completes_the_plan() -> None:
+def test_a_cooperative_join_takes_two_generations_and_the_second_completes_the_plan() -> (
+    None
+):
     result = run("join:4", assignor="cooperative-sticky")
     first, second = (g for g in result.generations if g.generation in (2, 3))
     # KIP-429: the first round withholds what moves; the new member gets it in the second.
     assert first.partitions_of("consumer-4") == ()
-    withheld = all_partitions(result.config) - {tp for _, ps in first.assignment for tp in ps}
+    withheld = all_partitions(result.config) - {
+        tp for _, ps in first.assignment for tp in ps
+    }
     assert withheld
     assert set(second.partitions_of("consumer-4")) == withheld
     placed = [tp for _, partitions in second.assignment for tp in partitions]
@@ -151,13 +163,17 @@ def test_any_script_settles_with_every_partition_placed_once_and_never_twice_own
 
 
 @pytest.mark.parametrize("session_timeout_ms", [10_000, 45_000])
-def test_a_crash_is_noticed_only_after_the_session_timeout(session_timeout_ms: int) -> None:
+def test_a_crash_is_noticed_only_after_the_session_timeout(
+    session_timeout_ms: int,
+) -> None:
     result = run("crash:1", session_timeout_ms=session_timeout_ms)
     (crashed,) = entries(result, EntryKind.CRASHED, "consumer-1")
     (expired,) = entries(result, EntryKind.SESSION_EXPIRED, "consumer-1")
     assert expired.time_ms - crashed.time_ms >= session_timeout_ms
     # Until then the coordinator believes in the crashed member: no rebalance at all.
-    meanwhile = [e for e in result.timeline if crashed.time_ms <= e.time_ms < expired.time_ms]
+    meanwhile = [
+        e for e in result.timeline if crashed.time_ms <= e.time_ms < expired.time_ms
+    ]
     assert {e.state for e in meanwhile} == {GroupState.STABLE}
     assert expired.state is GroupState.PREPARING_REBALANCE
     assert result.rebalances[-1].start_ms == expired.time_ms
@@ -171,7 +187,11 @@ def test_a_leave_rebalances_at_once() -> None:
     rebalance = result.rebalances[-1]
     assert rebalance.start_ms - rebalance.trigger_ms <= 2 * config.network_latency_ms
     # The others learn it from their next heartbeat and rejoin at their next poll().
-    bound = config.heartbeat_interval_ms + config.processing_ms[1] + 10 * config.network_latency_ms
+    bound = (
+        config.heartbeat_interval_ms
+        + config.processing_ms[1]
+        + 10 * config.network_latency_ms
+    )
     assert rebalance.end_ms - rebalance.trigger_ms <= bound
     assert rebalance.members == ("consumer-1", "consumer-3")
 
@@ -194,7 +214,9 @@ def test_eager_members_all_hold_nothing_during_each_rebalance(assignor: str) -> 
     assert len(result.rebalances) == 4
     for rebalance in result.rebalances:
         assert all(ms > 0 for _, ms in rebalance.without_partitions_ms), rebalance
-        assert {tp for tp, _ in rebalance.paused_partitions_ms} == all_partitions(result.config)
+        assert {tp for tp, _ in rebalance.paused_partitions_ms} == all_partitions(
+            result.config
+        )
         # Before the join phase ends, every member has revoked everything (in the first
         # rebalance nobody owned anything yet).
         states = [
@@ -202,7 +224,9 @@ def test_eager_members_all_hold_nothing_during_each_rebalance(assignor: str) -> 
             for time_ms, owners in owners_after_each_change(result)
             if rebalance.trigger_ms <= time_ms <= rebalance.end_ms
         ]
-        assert rebalance.cause == "initial join" or any(not any(o.values()) for o in states)
+        assert rebalance.cause == "initial join" or any(
+            not any(o.values()) for o in states
+        )
 
 
 def test_cooperative_members_keep_consuming_through_a_join() -> None:
@@ -234,7 +258,9 @@ def test_no_partition_ever_has_two_consumers(assignor: str) -> None:
 
 
 def test_the_same_seed_gives_the_same_run() -> None:
-    config = SimulationConfig(assignor="cooperative-sticky", events=parse_events(EXAMPLE_EVENTS))
+    config = SimulationConfig(
+        assignor="cooperative-sticky", events=parse_events(EXAMPLE_EVENTS)
+    )
     assert simulate(config) == simulate(config)
     assert render_simulation(simulate(config)) == render_simulation(simulate(config))
     other = SimulationConfig(
@@ -282,7 +308,10 @@ def test_parse_events_keeps_the_order_and_refuses_garbage() -> None:
 def test_the_example_command_prints_its_four_generations() -> None:
     command = [sys.executable, "-m", "minikafka.coordination", "simulate", *EXAMPLE]
     done = subprocess.run(
-        [*command, "--events", EXAMPLE_EVENTS], capture_output=True, text=True, check=False
+        [*command, "--events", EXAMPLE_EVENTS],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     out = done.stdout

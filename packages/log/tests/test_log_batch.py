@@ -35,7 +35,11 @@ def test_header_layout_is_kafkas() -> None:
     assert data[16] == 2  # magic
     assert struct.unpack_from(">I", data, 17)[0] == crc32c(bytes(data[21:]))  # CRC-32C
     assert (header.record_count, header.last_offset_delta) == (3, 2)
-    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (77, 2, 9)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (
+        77,
+        2,
+        9,
+    )
     assert header.compression is CompressionType.NONE
 
 
@@ -71,7 +75,9 @@ def test_a_truncated_buffer_is_corrupt() -> None:
 
 def test_validation_rules_for_client_batches() -> None:
     with pytest.raises(InvalidRecordError, match="control"):
-        validate_batches(batch(is_control=True), max_message_bytes=10**6, from_client=True)
+        validate_batches(
+            batch(is_control=True), max_message_bytes=10**6, from_client=True
+        )
     gapped = batch(1, last_offset_delta=5)
     with pytest.raises(InvalidRecordError, match="lastOffsetDelta") as caught:
         validate_batches(gapped, max_message_bytes=10**6, from_client=True)

@@ -48,7 +48,10 @@ def test_leader_epoch_checkpoint_writes_kafkas_format(tmp_path: Path) -> None:
     LeaderEpochCheckpointFile(path).write([EpochEntry(0, 1), EpochEntry(1, 2)])
     # The example in LeaderEpochCheckpointFile's javadoc.
     assert path.read_text() == "0\n2\n0 1\n1 2\n"
-    assert LeaderEpochCheckpointFile(path).read() == [EpochEntry(0, 1), EpochEntry(1, 2)]
+    assert LeaderEpochCheckpointFile(path).read() == [
+        EpochEntry(0, 1),
+        EpochEntry(1, 2),
+    ]
 
 
 def test_reads_a_file_written_by_kafka_with_extra_whitespace(tmp_path: Path) -> None:
@@ -105,7 +108,9 @@ def test_write_is_a_rename_of_a_fsynced_tmp_file(
     real_fsync, real_replace = os.fsync, os.replace
 
     def fsync(fd: int) -> None:
-        calls.append("fsync-dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync-file")
+        calls.append(
+            "fsync-dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync-file"
+        )
         real_fsync(fd)
 
     def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
@@ -163,7 +168,9 @@ def test_malformed_leader_epoch_file_names_file_and_line(
         ("0\n2\nfoo 1 5\nbar 1 5 6\n", 4),
     ],
 )
-def test_malformed_offset_file_names_line(tmp_path: Path, content: str, line: int) -> None:
+def test_malformed_offset_file_names_line(
+    tmp_path: Path, content: str, line: int
+) -> None:
     path = tmp_path / "cp"
     path.write_text(content)
     with pytest.raises(CheckpointError) as info:
@@ -196,7 +203,9 @@ def test_write_refuses_what_it_could_not_read_back(tmp_path: Path) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(st.builds(TopicPartition, topics, partitions), offsets, max_size=20))
+@given(
+    st.dictionaries(st.builds(TopicPartition, topics, partitions), offsets, max_size=20)
+)
 def test_offset_checkpoint_round_trips(entries: dict[TopicPartition, int]) -> None:
     with tempfile.TemporaryDirectory() as d:
         checkpoint = OffsetCheckpointFile(Path(d) / "cp")
@@ -226,7 +235,9 @@ _lines = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_lines, max_size=6), st.binary(max_size=4))
-def test_any_file_content_reads_or_raises_checkpoint_error(lines: list[str], tail: bytes) -> None:
+def test_any_file_content_reads_or_raises_checkpoint_error(
+    lines: list[str], tail: bytes
+) -> None:
     # Fuzz: whatever is in the file, read() returns entries or raises CheckpointError.
     data = "\n".join(lines).encode("utf-8", "surrogatepass") + tail
     with tempfile.TemporaryDirectory() as d:

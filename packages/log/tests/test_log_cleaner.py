@@ -12,7 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minikafka.log import CompressionType, Log, LogConfig, clean
-from minikafka.log._cleaner import _group_segments, cleanable_segments, first_uncleanable_offset
+from minikafka.log._cleaner import (
+    _group_segments,
+    cleanable_segments,
+    first_uncleanable_offset,
+)
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records
 
 COMPACT = LogConfig(
@@ -32,13 +36,19 @@ def latest_by_key(log: Log) -> dict[bytes, tuple[int, bytes | None]]:
     return latest
 
 
-def fill(log: Log, writes: Sequence[tuple[bytes, bytes | None]], codec: CompressionType) -> None:
+def fill(
+    log: Log, writes: Sequence[tuple[bytes, bytes | None]], codec: CompressionType
+) -> None:
     for i in range(0, len(writes), 3):  # a few records per batch
-        log.append_as_leader(keyed_batch(writes[i : i + 3], compression=codec), leader_epoch=0)
+        log.append_as_leader(
+            keyed_batch(writes[i : i + 3], compression=codec), leader_epoch=0
+        )
     log.update_high_watermark(log.log_end_offset)
 
 
-def test_compaction_keeps_the_last_value_of_every_key_at_its_offset(tmp_path: Path) -> None:
+def test_compaction_keeps_the_last_value_of_every_key_at_its_offset(
+    tmp_path: Path,
+) -> None:
     clock = ManualClock()
     log = Log.open(tmp_path / "t-0", COMPACT, clock=clock)
     writes = [(b"key-%d" % (i % 7), b"value-%d" % i) for i in range(120)]
@@ -57,13 +67,16 @@ def test_compaction_keeps_the_last_value_of_every_key_at_its_offset(tmp_path: Pa
     assert log.active_segment is active  # the active segment is never cleaned
     assert active.log_path.read_bytes() == active_bytes
     cleaned = [r for r in read_all_records(log) if r.offset < active.base_offset]
-    assert len({r.key for r in cleaned}) == len(cleaned)  # one record per key in clean part
+    # one record per key in clean part
+    assert len({r.key for r in cleaned}) == len(cleaned)
     # Offsets are preserved, so reads by offset still work and find the same records.
     for key, (offset, value) in expected.items():
         fetched = log.read(offset, 1).records
         assert fetched is not None
         assert (key, value) in {
-            (r.key, r.value) for r in _records(fetched.read_bytes()) if r.offset == offset
+            (r.key, r.value)
+            for r in _records(fetched.read_bytes())
+            if r.offset == offset
         }
 
 
@@ -76,7 +89,9 @@ def _records(data: bytes) -> list:  # type: ignore[type-arg]
     return out
 
 
-def test_tombstones_are_kept_for_delete_retention_ms_then_removed(tmp_path: Path) -> None:
+def test_tombstones_are_kept_for_delete_retention_ms_then_removed(
+    tmp_path: Path,
+) -> None:
     clock = ManualClock()
     log = Log.open(tmp_path / "t-0", COMPACT, clock=clock)
     fill(
@@ -110,7 +125,12 @@ def test_cleaning_stops_at_the_high_watermark(tmp_path: Path) -> None:
     assert clean(log, 0, clock()) is None
 
 
-STEPS = ["cleaned written", "renamed to swap", "old segments deleted", "swap renamed live"]
+STEPS = [
+    "cleaned written",
+    "renamed to swap",
+    "old segments deleted",
+    "swap renamed live",
+]
 
 
 class Crash(Exception):
@@ -118,10 +138,16 @@ class Crash(Exception):
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_a_crash_at_any_step_of_the_swap_leaves_a_readable_log(tmp_path: Path, step: str) -> None:
+def test_a_crash_at_any_step_of_the_swap_leaves_a_readable_log(
+    tmp_path: Path, step: str
+) -> None:
     clock = ManualClock()
     log = Log.open(tmp_path / "t-0", COMPACT, clock=clock)
-    fill(log, [(b"key-%d" % (i % 5), b"v%d" % i) for i in range(90)], CompressionType.GZIP)
+    fill(
+        log,
+        [(b"key-%d" % (i % 5), b"v%d" % i) for i in range(90)],
+        CompressionType.GZIP,
+    )
     expected = latest_by_key(log)
     all_before = {(r.offset, r.key, r.value) for r in read_all_records(log)}
     leo = log.log_end_offset
@@ -140,7 +166,9 @@ def test_a_crash_at_any_step_of_the_swap_leaves_a_readable_log(tmp_path: Path, s
     assert latest_by_key(again) == expected
     survivors = {(r.offset, r.key, r.value) for r in read_all_records(again)}
     assert survivors <= all_before  # nothing invented, offsets unchanged
-    leftovers = [p.name for p in again.dir.iterdir() if p.suffix in (".cleaned", ".swap")]
+    leftovers = [
+        p.name for p in again.dir.iterdir() if p.suffix in (".cleaned", ".swap")
+    ]
     assert leftovers == []
     offsets = [r.offset for r in read_all_records(again)]
     assert offsets == sorted(offsets)
@@ -176,7 +204,8 @@ def test_compaction_property(
             result = clean(log, first_dirty, clock())
             if result is not None:
                 first_dirty = result.next_dirty_offset
-        assert latest_by_key(log) == expected  # within delete.retention.ms nothing is lost
+        # within delete.retention.ms nothing is lost
+        assert latest_by_key(log) == expected
         for segment in log.segments:
             segment.close_handlers()
 
@@ -198,7 +227,9 @@ def test_random_keys_seeded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_a_crash_leaves_either_the_old_or_the_new_log_exactly(tmp_path: Path, step: str) -> None:
+def test_a_crash_leaves_either_the_old_or_the_new_log_exactly(
+    tmp_path: Path, step: str
+) -> None:
     """Two identical logs: one cleaned to the end, one crashed mid-swap and reopened."""
     # A first pass leaves small segments that the second pass groups together; the
     # later writes supersede everything in the group's last segment, so the cleaned
@@ -206,9 +237,17 @@ def test_a_crash_leaves_either_the_old_or_the_new_log_exactly(tmp_path: Path, st
     logs = []
     for name in ("done", "crashed"):
         log = Log.open(tmp_path / name / "t-0", COMPACT, clock=ManualClock())
-        fill(log, [(b"k%d" % (i % 4), b"v" * 40) for i in range(40)], CompressionType.NONE)
+        fill(
+            log,
+            [(b"k%d" % (i % 4), b"v" * 40) for i in range(40)],
+            CompressionType.NONE,
+        )
         clean(log, 0, log.clock())
-        fill(log, [(b"k%d" % (i % 4), b"w" * 40) for i in range(24)], CompressionType.NONE)
+        fill(
+            log,
+            [(b"k%d" % (i % 4), b"w" * 40) for i in range(24)],
+            CompressionType.NONE,
+        )
         logs.append(log)
     done, crashed = logs
     clean(done, 0, done.clock())
@@ -229,7 +268,9 @@ def test_a_crash_leaves_either_the_old_or_the_new_log_exactly(tmp_path: Path, st
         clean(crashed, 0, crashed.clock(), crash_at)
     for segment in crashed.segments:
         segment.close_handlers()
-    again = read_all_records(Log.open(tmp_path / "crashed" / "t-0", COMPACT, clock=ManualClock()))
+    again = read_all_records(
+        Log.open(tmp_path / "crashed" / "t-0", COMPACT, clock=ManualClock())
+    )
     expected_group = before if step == "cleaned written" else after
     assert [r for r in again if r.offset < group_end] == [
         r for r in expected_group if r.offset < group_end

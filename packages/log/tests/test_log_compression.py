@@ -52,7 +52,9 @@ def _xxh32(data: bytes, seed: int = 0) -> int:
     return h ^ (h >> 16)
 
 
-def _lz4_frame(flg: int, bd: int, body: bytes, content_size: int | None = None) -> bytes:
+def _lz4_frame(
+    flg: int, bd: int, body: bytes, content_size: int | None = None
+) -> bytes:
     """An LZ4 frame with a correct header checksum around already-framed blocks."""
     descriptor = bytes([flg, bd])
     if content_size is not None:
@@ -91,14 +93,18 @@ def test_snappy_writes_xerial_framing_in_32k_chunks() -> None:
     while position < len(out):
         (length,) = struct.unpack_from(">i", out, position)
         chunks.append(
-            bytes(cramjam.snappy.decompress_raw(out[position + 4 : position + 4 + length]))
+            bytes(
+                cramjam.snappy.decompress_raw(out[position + 4 : position + 4 + length])
+            )
         )
         position += 4 + length
     assert [len(c) for c in chunks] == [32768, 32768, 11264]
     assert b"".join(chunks) == data
 
 
-def test_snappy_framing_matches_kafka_python_byte_for_byte(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_snappy_framing_matches_kafka_python_byte_for_byte(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # kafka-python's xerial code (kafka/codec.py) over cramjam's raw snappy when
     # python-snappy is missing: the same raw blocks, so the framing must agree exactly.
     if not kafka_codec.has_snappy():
@@ -111,7 +117,9 @@ def test_snappy_framing_matches_kafka_python_byte_for_byte(monkeypatch: pytest.M
         ours = compress(CompressionType.SNAPPY, data)
         assert kafka_codec.snappy_encode(data) == ours
         assert kafka_codec.snappy_decode(ours) == data
-        assert decompress(CompressionType.SNAPPY, kafka_codec.snappy_encode(data)) == data
+        assert (
+            decompress(CompressionType.SNAPPY, kafka_codec.snappy_encode(data)) == data
+        )
 
 
 def test_gzip_agrees_with_kafka_python() -> None:
@@ -130,7 +138,12 @@ def test_snappy_ignores_xerial_version_fields() -> None:
     # kafka-python issue 2414: some writers put version and compat little-endian.
     data = b"version fields" * 10
     block = bytes(cramjam.snappy.compress_raw(data))
-    framed = b"\x82SNAPPY\x00" + struct.pack("<ii", 1, 1) + struct.pack(">i", len(block)) + block
+    framed = (
+        b"\x82SNAPPY\x00"
+        + struct.pack("<ii", 1, 1)
+        + struct.pack(">i", len(block))
+        + block
+    )
     assert decompress(CompressionType.SNAPPY, framed) == data
 
 
@@ -181,7 +194,12 @@ def test_lz4_rejects_dependent_blocks_like_kafka() -> None:
 
 @pytest.mark.parametrize(
     ("flg", "bd", "message"),
-    [(0xA0, 0x40, "version"), (0x61, 0x40, "dictionary"), (0x60, 0x30, "BD"), (0x60, 0x41, "BD")],
+    [
+        (0xA0, 0x40, "version"),
+        (0x61, 0x40, "dictionary"),
+        (0x60, 0x30, "BD"),
+        (0x60, 0x41, "BD"),
+    ],
 )
 def test_lz4_rejects_descriptors_kafka_rejects(flg: int, bd: int, message: str) -> None:
     body = compress(CompressionType.LZ4, b"abc")[7:]
@@ -190,7 +208,9 @@ def test_lz4_rejects_descriptors_kafka_rejects(flg: int, bd: int, message: str) 
 
 
 def test_zstd_reads_concatenated_frames() -> None:
-    frames = bytes(cramjam.zstd.compress(b"one ")) + compress(CompressionType.ZSTD, b"two")
+    frames = bytes(cramjam.zstd.compress(b"one ")) + compress(
+        CompressionType.ZSTD, b"two"
+    )
     assert decompress(CompressionType.ZSTD, frames) == b"one two"
     assert decompress(CompressionType.ZSTD, frames, max_size=7) == b"one two"
 
@@ -210,9 +230,16 @@ def test_max_size_applies_to_uncompressed_payloads_too() -> None:
 
 
 @pytest.mark.parametrize("codec", COMPRESSED, ids=lambda c: c.name)
-def test_garbage_empty_and_truncated_payloads_are_corrupt(codec: CompressionType) -> None:
+def test_garbage_empty_and_truncated_payloads_are_corrupt(
+    codec: CompressionType,
+) -> None:
     valid = compress(codec, b"some records " * 200)
-    for payload in (b"", b"not compressed at all", valid[: len(valid) // 2], valid[:-1]):
+    for payload in (
+        b"",
+        b"not compressed at all",
+        valid[: len(valid) // 2],
+        valid[:-1],
+    ):
         with pytest.raises(CorruptRecordError, match=codec.name):
             decompress(codec, payload)
 

@@ -24,10 +24,17 @@ from minikafka.log._names import (
     LEADER_EPOCH_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
 )
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 from minikafka.net._socket_io import send_file_region
 
-SMALL_SEGMENTS = LogConfig(segment_bytes=600, index_interval_bytes=100, file_delete_delay_ms=0)
+SMALL_SEGMENTS = LogConfig(
+    segment_bytes=600, index_interval_bytes=100, file_delete_delay_ms=0
+)
 
 
 def open_fds() -> int:
@@ -80,7 +87,9 @@ def test_a_pinned_descriptor_is_never_closed_under_its_user(tmp_path: Path) -> N
         f.close()
 
 
-def test_a_reopen_never_creates_a_file_removed_behind_the_logs_back(tmp_path: Path) -> None:
+def test_a_reopen_never_creates_a_file_removed_behind_the_logs_back(
+    tmp_path: Path,
+) -> None:
     """A file deleted by someone else is an error on reopen, not a new empty file."""
     pool = FilePool(MIN_CAPACITY)
     victim = pool.file(tmp_path / "victim")
@@ -104,10 +113,14 @@ def test_the_capacity_is_derived_from_the_open_files_limit() -> None:
 
 
 def _manager(tmp_path: Path, pool: FilePool, clock: ManualClock) -> LogManager:
-    return LogManager.startup([tmp_path / "data"], SMALL_SEGMENTS, clock=clock, files=pool)
+    return LogManager.startup(
+        [tmp_path / "data"], SMALL_SEGMENTS, clock=clock, files=pool
+    )
 
 
-def test_many_partitions_live_in_a_pool_smaller_than_their_files(tmp_path: Path) -> None:
+def test_many_partitions_live_in_a_pool_smaller_than_their_files(
+    tmp_path: Path,
+) -> None:
     """60 partitions of several segments (hundreds of files) in a pool of 16: every byte
     is read back, flushed, truncated and recovered, and the process never holds more
     than the pool's descriptors for them."""
@@ -141,7 +154,9 @@ def test_many_partitions_live_in_a_pool_smaller_than_their_files(tmp_path: Path)
         log.close_handlers()
     assert open_fds() == baseline
     pool2 = FilePool(MIN_CAPACITY)
-    again = LogManager.startup([tmp_path / "data"], SMALL_SEGMENTS, clock=clock, files=pool2)
+    again = LogManager.startup(
+        [tmp_path / "data"], SMALL_SEGMENTS, clock=clock, files=pool2
+    )
     assert open_fds() - baseline <= pool2.capacity
     assert again.logs[tps[0]].log_end_offset == 3
     for tp in tps[1:]:
@@ -216,10 +231,12 @@ async def test_a_queued_fetch_sends_its_own_segment_after_compaction_reuses_the_
     region = fetched.file_region()
     name = log.segments[0].log_path
     assert clean(log, 0, clock()) is not None
-    assert log.segments[0].log_path == name  # the cleaned segment took the old one's name
+    # the cleaned segment took the old one's name
+    assert log.segments[0].log_path == name
     assert name.read_bytes()[: len(expected)] != expected
     for i in range(MIN_CAPACITY):
-        pool.file(tmp_path / f"other{i}")  # and the old segment's descriptor was evicted
+        # and the old segment's descriptor was evicted
+        pool.file(tmp_path / f"other{i}")
     assert await _send(region) == expected
 
 
@@ -238,7 +255,8 @@ async def test_a_fetch_of_a_deleted_segment_fails_instead_of_sending_another_fil
     region = fetched.file_region()
     log.maybe_increment_log_start_offset(log.segments[1].base_offset)
     assert log.delete_old_segments() == 1
-    assert await _send(region) == fetched.read_bytes()  # renamed .deleted: still its bytes
+    # renamed .deleted: still its bytes
+    assert await _send(region) == fetched.read_bytes()
     log.purge_deleted_segments()
     with pytest.raises(ClosedFileError, match="is closed"):
         await _send(region)

@@ -37,7 +37,10 @@ def _path_of(fd: int) -> str:
 
 @contextmanager
 def failing_writes(
-    monkeypatch: pytest.MonkeyPatch, suffix: str, err: int = errno.ENOSPC, partial: int = 0
+    monkeypatch: pytest.MonkeyPatch,
+    suffix: str,
+    err: int = errno.ENOSPC,
+    partial: int = 0,
 ) -> Iterator[list[str]]:
     """Every ``os.write`` to a ``*suffix`` file writes ``partial`` bytes, then fails."""
     real_write = os.write
@@ -69,7 +72,10 @@ def test_a_short_write_then_enospc_leaves_the_log_as_it_was(
     log = open_log(tmp_path)
     log.append_as_leader(value_batch(3), leader_epoch=0)
     before = file_sizes(log)
-    with failing_writes(monkeypatch, ".log", partial=10), pytest.raises(KafkaStorageError) as e:
+    with (
+        failing_writes(monkeypatch, ".log", partial=10),
+        pytest.raises(KafkaStorageError) as e,
+    ):
         log.append_as_leader(value_batch(2), leader_epoch=0)
     assert e.value.errno == errno.ENOSPC
     assert e.value.error_code == 56
@@ -97,7 +103,10 @@ def test_an_index_append_that_fails_after_the_data_was_written_is_undone(
     log.append_as_leader(value_batch(2, value_bytes=100), leader_epoch=0)
     before = file_sizes(log)
     # The second batch crosses index.interval.bytes, so it adds an offset-index entry.
-    with failing_writes(monkeypatch, ".index", partial=3), pytest.raises(KafkaStorageError) as e:
+    with (
+        failing_writes(monkeypatch, ".index", partial=3),
+        pytest.raises(KafkaStorageError) as e,
+    ):
         log.append_as_leader(value_batch(2, value_bytes=100), leader_epoch=0)
     assert not e.value.offline
     assert file_sizes(log) == before
@@ -108,7 +117,10 @@ def test_an_index_append_that_fails_after_the_data_was_written_is_undone(
     assert [r.offset for r in read_all_records(log)] == list(range(8))
     index = log.dir / "00000000000000000000.index"
     assert index.stat().st_size % 8 == 0  # no torn entry
-    assert log.offset_metadata(6).relative_position == log.active_segment.translate_offset(6)[0]  # type: ignore[index]
+    assert (
+        log.offset_metadata(6).relative_position
+        == log.active_segment.translate_offset(6)[0]  # type: ignore[index]
+    )
 
 
 def test_a_roll_the_disk_refuses_keeps_the_active_segment(
@@ -150,7 +162,9 @@ def _eio(*_args: Any) -> None:
     raise OSError(errno.EIO, os.strerror(errno.EIO))
 
 
-def test_a_failed_fsync_says_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_fsync_says_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """fsyncgate: after a failed fsync nothing is trusted, so the log must go offline."""
     log = open_log(tmp_path, LogConfig(flush_messages=1))
     log.append_as_leader(value_batch(1), leader_epoch=0)
@@ -164,13 +178,18 @@ def test_a_failed_fsync_says_offline(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert log.recovery_point == recovery_point  # never claims the unflushed bytes
 
 
-def test_an_undo_that_fails_says_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_undo_that_fails_says_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A short write whose cut-back also fails leaves a torn tail: the log must go offline."""
     log = open_log(tmp_path)
     log.append_as_leader(value_batch(1), leader_epoch=0)
     with monkeypatch.context() as m:
         m.setattr(os, "ftruncate", _eio)
-        with failing_writes(m, ".log", partial=5), pytest.raises(KafkaStorageError) as e:
+        with (
+            failing_writes(m, ".log", partial=5),
+            pytest.raises(KafkaStorageError) as e,
+        ):
             log.append_as_leader(value_batch(1), leader_epoch=0)
     assert e.value.offline
 
@@ -180,7 +199,10 @@ def test_a_failed_write_that_is_not_a_full_disk_says_offline(
 ) -> None:
     """EIO on write: the device is failing, whatever the undo managed (Kafka's rule)."""
     log = open_log(tmp_path)
-    with failing_writes(monkeypatch, ".log", err=errno.EIO), pytest.raises(KafkaStorageError) as e:
+    with (
+        failing_writes(monkeypatch, ".log", err=errno.EIO),
+        pytest.raises(KafkaStorageError) as e,
+    ):
         log.append_as_leader(value_batch(1), leader_epoch=0)
     assert e.value.offline
     assert log.log_end_offset == 0

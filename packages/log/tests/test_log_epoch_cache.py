@@ -84,7 +84,11 @@ def test_assign_older_epoch_truncates_newer_entries() -> None:
 def test_assign_newer_epoch_with_lower_offset_truncates() -> None:
     # shouldEnforceOffsetsIncreaseMonotonically
     assert cache_with((2, 6), (3, 5)).entries == (E(3, 5),)
-    assert cache_with((1, 0), (2, 6), (4, 10), (3, 8)).entries == (E(1, 0), E(2, 6), E(3, 8))
+    assert cache_with((1, 0), (2, 6), (4, 10), (3, 8)).entries == (
+        E(1, 0),
+        E(2, 6),
+        E(3, 8),
+    )
 
 
 @pytest.mark.parametrize(("epoch", "start"), [(-1, 0), (0, -1)])
@@ -149,7 +153,10 @@ def test_end_offsets_as_leaders_change() -> None:
     cache = cache_with((0, 0), (1, 0))
     assert cache.entries == (E(1, 0),)
     assert cache.end_offset_for(1, 0) == (1, 0)
-    assert cache.end_offset_for(0, 0) == (0, 0)  # older than all known: start of epoch 1
+    assert cache.end_offset_for(0, 0) == (
+        0,
+        0,
+    )  # older than all known: start of epoch 1
     assert cache.end_offset_for(1, 5) == (1, 5)
     cache.assign(2, 5)
     assert cache.end_offset_for(2, 10) == (2, 10)
@@ -209,7 +216,8 @@ def test_kip_279_follower_with_an_epoch_unknown_to_the_leader() -> None:
     assert follower.entries == (E(0, 0), E(2, 5))
     # Now the follower's latest epoch is 2, so its own answer is its log end (8).
     assert follower.end_offset_for(2, log_end_offset=8) == (2, 8)
-    follower.assign(4, 9)  # after fetching offset 8 of epoch 2 and then epoch 4's batches
+    # after fetching offset 8 of epoch 2 and then epoch 4's batches
+    follower.assign(4, 9)
     assert follower.entries == leader.entries
 
 
@@ -222,14 +230,27 @@ _EPOCHS = ((2, 6), (3, 8), (4, 11))
 _TRUNCATIONS = [
     pytest.param("end", 8, [(2, 6)], id="from_end_is_inclusive_at_an_epoch_boundary"),
     pytest.param("end", 9, [(2, 6), (3, 8)], id="from_end_between_boundaries"),
-    pytest.param("end", UNDEFINED_EPOCH_OFFSET, _EPOCHS, id="from_end_undefined_changes_nothing"),
-    pytest.param("start", 9, [(3, 9), (4, 11)], id="from_start_between_boundaries_moves_floor"),
-    pytest.param("start", 8, [(3, 8), (4, 11)], id="from_start_on_boundary_keeps_that_entry"),
+    pytest.param(
+        "end", UNDEFINED_EPOCH_OFFSET, _EPOCHS, id="from_end_undefined_changes_nothing"
+    ),
+    pytest.param(
+        "start", 9, [(3, 9), (4, 11)], id="from_start_between_boundaries_moves_floor"
+    ),
+    pytest.param(
+        "start", 8, [(3, 8), (4, 11)], id="from_start_on_boundary_keeps_that_entry"
+    ),
     *(
-        pytest.param("start", start, _EPOCHS, id=f"from_start_{start}_before_first_changes_nothing")
+        pytest.param(
+            "start",
+            start,
+            _EPOCHS,
+            id=f"from_start_{start}_before_first_changes_nothing",
+        )
         for start in (1, 6, UNDEFINED_EPOCH_OFFSET)
     ),
-    pytest.param("start", 15, [(4, 15)], id="from_start_beyond_last_entry_keeps_latest_epoch"),
+    pytest.param(
+        "start", 15, [(4, 15)], id="from_start_beyond_last_entry_keeps_latest_epoch"
+    ),
 ]
 
 
@@ -284,7 +305,8 @@ def test_no_op_mutations_do_not_rewrite(tmp_path: Path) -> None:
     cache.assign(2, 6)
     path.unlink()
     cache.assign(2, 6)
-    cache.assign(2, 7)  # every batch of epoch 2 calls assign: it must not fsync each time
+    # every batch of epoch 2 calls assign: it must not fsync each time
+    cache.assign(2, 7)
     cache.truncate_from_start(6)
     cache.truncate_from_end(7)
     assert not path.exists()
@@ -323,14 +345,18 @@ def model_assign(entries: list[EpochEntry], epoch: int, start: int) -> list[Epoc
     strictly older in both epoch and offset than the new one is dropped."""
     if entries and entries[-1].epoch == epoch and start >= entries[-1].start_offset:
         return entries
-    return [e for e in entries if e.epoch < epoch and e.start_offset < start] + [E(epoch, start)]
+    return [e for e in entries if e.epoch < epoch and e.start_offset < start] + [
+        E(epoch, start)
+    ]
 
 
 def model_truncate_from_end(entries: list[EpochEntry], end: int) -> list[EpochEntry]:
     return entries if end < 0 else [e for e in entries if e.start_offset < end]
 
 
-def model_truncate_from_start(entries: list[EpochEntry], start: int) -> list[EpochEntry]:
+def model_truncate_from_start(
+    entries: list[EpochEntry], start: int
+) -> list[EpochEntry]:
     before = [e for e in entries if e.start_offset <= start]
     if not before:
         return entries
@@ -373,7 +399,9 @@ operations = st.lists(
 
 @settings(max_examples=150, deadline=None)
 @given(operations)
-def test_random_operations_match_model_and_checkpoint(ops: list[tuple[object, ...]]) -> None:
+def test_random_operations_match_model_and_checkpoint(
+    ops: list[tuple[object, ...]],
+) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / LEADER_EPOCH_CHECKPOINT
         cache = LeaderEpochFileCache.open(LeaderEpochCheckpointFile(path))
@@ -398,7 +426,9 @@ def test_random_operations_match_model_and_checkpoint(ops: list[tuple[object, ..
             assert list(entries) == model, op
             # The invariants that make the lookups correct.
             assert all(a.epoch < b.epoch for a, b in itertools.pairwise(entries))
-            assert all(a.start_offset < b.start_offset for a, b in itertools.pairwise(entries))
+            assert all(
+                a.start_offset < b.start_offset for a, b in itertools.pairwise(entries)
+            )
             # What is on disk is what is in memory, and reopening gives it back.
             if path.exists():
                 assert LeaderEpochCheckpointFile(path).read() == model
@@ -407,6 +437,10 @@ def test_random_operations_match_model_and_checkpoint(ops: list[tuple[object, ..
             reopened = LeaderEpochFileCache.open(LeaderEpochCheckpointFile(path))
             assert reopened.entries == entries
         for probe in range(-1, 12):
-            assert cache.end_offset_for(probe, 50) == model_end_offset_for(model, probe, 50)
+            assert cache.end_offset_for(probe, 50) == model_end_offset_for(
+                model, probe, 50
+            )
         for offset in range(0, 46, 3):
-            assert cache.epoch_for_offset(offset) == model_epoch_for_offset(model, offset)
+            assert cache.epoch_for_offset(offset) == model_epoch_for_offset(
+                model, offset
+            )

@@ -22,7 +22,12 @@ from minikafka.log import (
     make_records,
 )
 from minikafka.log._batch import CRC_OFFSET, compute_crc
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 
 
 def follower_batch(base: int, count: int = 1, epoch: int = 0) -> bytes:
@@ -33,7 +38,9 @@ def follower_batch(base: int, count: int = 1, epoch: int = 0) -> bytes:
 def test_a_failed_write_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = Log.open(tmp_path / "t-0", LogConfig(index_interval_bytes=0), clock=ManualClock())
+    log = Log.open(
+        tmp_path / "t-0", LogConfig(index_interval_bytes=0), clock=ManualClock()
+    )
     log.append_as_leader(value_batch(3), leader_epoch=0)
     real_write = os.write
     calls = 0
@@ -81,17 +88,23 @@ def test_a_follower_batch_far_ahead_starts_its_own_segment(tmp_path: Path) -> No
         segment.close_handlers()
     # Unflushed, the gap between the segments would look like a lost tail to recovery
     # (which cuts there and lets the follower fetch again); flushed, it is kept.
-    again = Log.open(tmp_path / "t-0", recovery_point=recovery_point, clock=ManualClock())
+    again = Log.open(
+        tmp_path / "t-0", recovery_point=recovery_point, clock=ManualClock()
+    )
     assert again.log_end_offset == far + 2
 
 
-def test_an_empty_log_takes_a_far_follower_batch_without_overflow(tmp_path: Path) -> None:
+def test_an_empty_log_takes_a_far_follower_batch_without_overflow(
+    tmp_path: Path,
+) -> None:
     log = Log.open(tmp_path / "t-0", clock=ManualClock())
     log.append_as_follower(follower_batch(5 * 2**31))
     assert [s.base_offset for s in log.segments] == [5 * 2**31]
     for segment in log.segments:
         segment.close_handlers()
-    assert Log.open(tmp_path / "t-0", clock=ManualClock()).log_end_offset == 5 * 2**31 + 1
+    assert (
+        Log.open(tmp_path / "t-0", clock=ManualClock()).log_end_offset == 5 * 2**31 + 1
+    )
     assert not (tmp_path / "t-0" / "00000000000000000000.log").exists()
 
 
@@ -104,7 +117,9 @@ def test_a_segment_after_a_lost_tail_is_not_kept(tmp_path: Path) -> None:
     batch_size = next(iter(first.batches()))[1].size
     log.close()
     os.truncate(first.log_path, 2 * batch_size)
-    again = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=400), clock=ManualClock())
+    again = Log.open(
+        tmp_path / "t-0", LogConfig(segment_bytes=400), clock=ManualClock()
+    )
     assert again.log_end_offset == 2
     assert [r.offset for r in read_all_records(again)] == [0, 1]
 
@@ -113,7 +128,9 @@ def test_truncation_recomputes_the_largest_timestamp(tmp_path: Path) -> None:
     clock = ManualClock(now_ms=100_000)
     log = Log.open(tmp_path / "t-0", LogConfig(index_interval_bytes=150), clock=clock)
     for i in range(10):
-        log.append_as_leader(value_batch(1, timestamp_ms=1000 * (i + 1)), leader_epoch=0)
+        log.append_as_leader(
+            value_batch(1, timestamp_ms=1000 * (i + 1)), leader_epoch=0
+        )
     log.truncate_to(5)
     assert log.active_segment.max_timestamp_so_far == 5000
     newest = log.fetch_offset_by_timestamp(MAX_TIMESTAMP)
@@ -127,7 +144,9 @@ def test_index_entries_written_after_a_reopen_go_at_the_end(tmp_path: Path) -> N
     for _ in range(5):
         log.append_as_leader(value_batch(1), leader_epoch=0)
     log.close()
-    again = Log.open(tmp_path / "t-0", config, had_clean_shutdown=True, clock=ManualClock())
+    again = Log.open(
+        tmp_path / "t-0", config, had_clean_shutdown=True, clock=ManualClock()
+    )
     for _ in range(5):
         again.append_as_leader(value_batch(1), leader_epoch=0)
     in_memory = again.active_segment.offset_index.entries()
@@ -156,7 +175,9 @@ def test_a_failed_cleaning_pass_leaves_no_stale_cleaned_file(tmp_path: Path) -> 
     config = LogConfig(segment_bytes=300, cleanup_policy=frozenset({"compact"}))
     log = Log.open(tmp_path / "t-0", config, clock=ManualClock())
     for i in range(12):
-        log.append_as_leader(keyed_batch([(b"k%d" % (i % 2), b"v%d" % i)]), leader_epoch=0)
+        log.append_as_leader(
+            keyed_batch([(b"k%d" % (i % 2), b"v%d" % i)]), leader_epoch=0
+        )
     log.update_high_watermark(12)
 
     def fail(step: str) -> None:

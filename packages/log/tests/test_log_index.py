@@ -33,7 +33,9 @@ def test_offset_index_lookup_finds_the_floor_entry(tmp_path: Path) -> None:
 def test_index_entries_are_relative_to_the_base_offset(tmp_path: Path) -> None:
     index = OffsetIndex.open(tmp_path / "i", 2**40, 1024)
     index.append(2**40 + 7, 99)
-    assert (tmp_path / "i").read_bytes() == (7).to_bytes(4, "big") + (99).to_bytes(4, "big")
+    assert (tmp_path / "i").read_bytes() == (7).to_bytes(4, "big") + (99).to_bytes(
+        4, "big"
+    )
 
 
 def test_time_index_only_moves_forward(tmp_path: Path) -> None:
@@ -55,7 +57,10 @@ def test_a_damaged_index_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CorruptIndexError):
         OffsetIndex.open(tmp_path / "bad.index", 0, 1024)
     (tmp_path / "back.index").write_bytes(
-        (5).to_bytes(4, "big") + (10).to_bytes(4, "big") + (3).to_bytes(4, "big") + bytes(4)
+        (5).to_bytes(4, "big")
+        + (10).to_bytes(4, "big")
+        + (3).to_bytes(4, "big")
+        + bytes(4)
     )
     with pytest.raises(CorruptIndexError):
         OffsetIndex.open(tmp_path / "back.index", 0, 1024)
@@ -72,7 +77,11 @@ def test_full_index(tmp_path: Path) -> None:
 
 
 @settings(max_examples=50, deadline=None, derandomize=True)
-@given(gaps=st.lists(st.tuples(st.integers(1, 50), st.integers(1, 5000)), min_size=1, max_size=60))
+@given(
+    gaps=st.lists(
+        st.tuples(st.integers(1, 50), st.integers(1, 5000)), min_size=1, max_size=60
+    )
+)
 def test_lookup_matches_a_linear_scan(gaps: list[tuple[int, int]]) -> None:
     import tempfile
 

@@ -23,12 +23,19 @@ from minikafka.log import (
     iter_batches,
     make_records,
 )
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 
 SMALL = LogConfig(segment_bytes=1000, index_interval_bytes=150)
 
 
-def open_log(tmp_path: Path, config: LogConfig = SMALL, clock: ManualClock | None = None) -> Log:
+def open_log(
+    tmp_path: Path, config: LogConfig = SMALL, clock: ManualClock | None = None
+) -> Log:
     return Log.open(tmp_path / "topic-0", config, clock=clock or ManualClock())
 
 
@@ -50,7 +57,8 @@ def test_append_assigns_consecutive_offsets_in_place(tmp_path: Path) -> None:
     second = log.append_as_leader(batch, leader_epoch=0)
     assert (first.first_offset, first.last_offset) == (0, 2)
     assert (second.first_offset, second.last_offset) == (3, 4)
-    assert int.from_bytes(batch[:8], "big") == 3  # baseOffset was rewritten in the buffer
+    # baseOffset was rewritten in the buffer
+    assert int.from_bytes(batch[:8], "big") == 3
     assert log.log_end_offset == 5
     assert [r.offset for r in read_all_records(log)] == [0, 1, 2, 3, 4]
 
@@ -89,7 +97,9 @@ def test_read_is_a_file_slice_of_the_segment(tmp_path: Path) -> None:
     region = fetched.records
     assert region.path == log.segments[0].log_path
     whole = region.path.read_bytes()
-    assert whole[region.position : region.position + region.length] == region.read_bytes()
+    assert (
+        whole[region.position : region.position + region.length] == region.read_bytes()
+    )
     offsets = [h.base_offset for _, h in iter_batches(region.read_bytes())]
     assert offsets == [4, 6, 8]  # the batch holding offset 4 starts at 4
 
@@ -179,7 +189,9 @@ def test_the_unindexed_tail_answers_what_the_scan_would(tmp_path: Path) -> None:
     log = open_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300))
     sizes = [1, 3, 1, 7, 2, 1, 1, 5]
     for i in range(40):
-        log.append_as_leader(value_batch(sizes[i % len(sizes)], value_bytes=40), leader_epoch=0)
+        log.append_as_leader(
+            value_batch(sizes[i % len(sizes)], value_bytes=40), leader_epoch=0
+        )
     assert len(log.active_segment.offset_index) > 3
     assert _translations_agree(log) > 0  # the tail was used, and agreed
     log.truncate_to(log.log_end_offset - 4)
@@ -193,7 +205,9 @@ def test_the_unindexed_tail_answers_what_the_scan_would(tmp_path: Path) -> None:
     assert log.segments[0]._tail is None  # let go at the roll
     assert _translations_agree(log) > 0
     log.close()
-    reopened = open_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300))
+    reopened = open_log(
+        tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300)
+    )
     assert _translations_agree(reopened) == 0  # not known after a reopen until an entry
     for _ in range(10):
         reopened.append_as_leader(value_batch(1, value_bytes=40), leader_epoch=0)
@@ -214,7 +228,9 @@ def test_bad_batches_are_rejected_and_nothing_is_appended(tmp_path: Path) -> Non
     good_then_bad = value_batch(1) + bytearray(b"\x00" * 20)
     with pytest.raises(CorruptRecordError):
         log.append_as_leader(good_then_bad, leader_epoch=0)
-    control = bytearray(build_batch(make_records([(b"k", b"v")], timestamp_ms=0), is_control=True))
+    control = bytearray(
+        build_batch(make_records([(b"k", b"v")], timestamp_ms=0), is_control=True)
+    )
     with pytest.raises(InvalidRecordError):
         log.append_as_leader(control, leader_epoch=0)
     gapped = bytearray(
@@ -287,12 +303,17 @@ def test_truncate_fully_and_start_at(tmp_path: Path) -> None:
     for _ in range(30):
         log.append_as_leader(value_batch(1), leader_epoch=1)
     log.truncate_fully_and_start_at(500)
-    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (500, 500, 500)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (
+        500,
+        500,
+        500,
+    )
     assert log.leader_epoch_cache.entries == ()
     assert [s.base_offset for s in log.segments] == [500]
     log.append_as_follower(
         build_batch(
-            make_records([(None, b"v")], first_offset=500, timestamp_ms=0), partition_leader_epoch=4
+            make_records([(None, b"v")], first_offset=500, timestamp_ms=0),
+            partition_leader_epoch=4,
         )
     )
     assert log.log_end_offset == 501
@@ -317,7 +338,9 @@ def test_follower_append_keeps_the_leaders_offsets(tmp_path: Path) -> None:
 
 def test_retention_by_bytes_deletes_whole_old_segments(tmp_path: Path) -> None:
     clock = ManualClock()
-    config = LogConfig(segment_bytes=1000, retention_bytes=2500, file_delete_delay_ms=1000)
+    config = LogConfig(
+        segment_bytes=1000, retention_bytes=2500, file_delete_delay_ms=1000
+    )
     log = open_log(tmp_path, config, clock)
     for _ in range(60):
         log.append_as_leader(value_batch(1), leader_epoch=0)
@@ -338,7 +361,9 @@ def test_retention_by_bytes_deletes_whole_old_segments(tmp_path: Path) -> None:
     assert not [p for p in log.dir.iterdir() if p.name.endswith(".deleted")]
 
 
-def test_retention_by_time_can_empty_the_log_but_keeps_an_active_segment(tmp_path: Path) -> None:
+def test_retention_by_time_can_empty_the_log_but_keeps_an_active_segment(
+    tmp_path: Path,
+) -> None:
     clock = ManualClock(now_ms=10_000)
     log = open_log(tmp_path, LogConfig(segment_bytes=1000, retention_ms=5000), clock)
     for i in range(30):
@@ -353,10 +378,14 @@ def test_retention_by_time_can_empty_the_log_but_keeps_an_active_segment(tmp_pat
 
 def test_compacted_topic_is_not_deleted_by_retention(tmp_path: Path) -> None:
     clock = ManualClock(now_ms=10_000)
-    config = LogConfig(segment_bytes=1000, retention_ms=1, cleanup_policy=frozenset({"compact"}))
+    config = LogConfig(
+        segment_bytes=1000, retention_ms=1, cleanup_policy=frozenset({"compact"})
+    )
     log = open_log(tmp_path, config, clock)
     for _ in range(30):
-        log.append_as_leader(keyed_batch([(b"k", b"v")], timestamp_ms=1), leader_epoch=0)
+        log.append_as_leader(
+            keyed_batch([(b"k", b"v")], timestamp_ms=1), leader_epoch=0
+        )
     log.update_high_watermark(30)
     clock.advance(10_000)
     assert log.delete_old_segments() == 0
@@ -398,7 +427,9 @@ def test_reopen_after_close_finds_the_same_log(tmp_path: Path) -> None:
         log.append_as_leader(value_batch(1), leader_epoch=2)
     before = read_all_records(log)
     log.close()
-    again = Log.open(tmp_path / "topic-0", SMALL, had_clean_shutdown=True, clock=ManualClock())
+    again = Log.open(
+        tmp_path / "topic-0", SMALL, had_clean_shutdown=True, clock=ManualClock()
+    )
     assert again.log_end_offset == 35
     assert read_all_records(again) == before
     assert again.leader_epoch_cache.latest_epoch == 2
@@ -433,10 +464,21 @@ def test_a_read_goes_to_a_socket_with_sendfile(tmp_path: Path) -> None:
         while len(received) < sent:
             received += receiver.recv(65536)
     assert received == fetched.read_bytes()
-    assert [h.base_offset for _, h in iter_batches(received)] == [6, 9, 12, 15, 18, 21, 24, 27]
+    assert [h.base_offset for _, h in iter_batches(received)] == [
+        6,
+        9,
+        12,
+        15,
+        18,
+        21,
+        24,
+        27,
+    ]
 
 
-def test_the_remembered_high_watermark_position_follows_truncation(tmp_path: Path) -> None:
+def test_the_remembered_high_watermark_position_follows_truncation(
+    tmp_path: Path,
+) -> None:
     log = open_log(tmp_path, LogConfig())
     for _ in range(30):
         log.append_as_leader(value_batch(1), leader_epoch=0)
@@ -449,7 +491,8 @@ def test_the_remembered_high_watermark_position_follows_truncation(tmp_path: Pat
     assert offsets_below(17) == list(range(17))
     log.truncate_to(10)  # the bytes where offset 17 was are gone...
     for _ in range(20):
-        log.append_as_leader(value_batch(2), leader_epoch=1)  # ...and now hold 2-record batches
+        # ...and now hold 2-record batches
+        log.append_as_leader(value_batch(2), leader_epoch=1)
     # The batch holding offset 17 (16-17) starts at the limit, so it is not read.
     assert offsets_below(17) == [*range(10), 10, 12, 14]
     assert offsets_below(18) == [*range(10), 10, 12, 14, 16]

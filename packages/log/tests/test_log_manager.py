@@ -8,7 +8,12 @@ import trio
 
 from minikafka.common import TopicPartition
 from minikafka.log import LogConfig, LogManager, LogManagerSchedule, LogRecovered
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 from minikafka.net.testing import wait_until
 from minikafka.trace.testing import RecordingTracer
 
@@ -44,9 +49,15 @@ def test_checkpoint_files_are_in_kafkas_text_format(tmp_path: Path) -> None:
         log.append_as_leader(value_batch(1), leader_epoch=2)
     log.update_high_watermark(4)
     manager.shutdown()
-    assert (tmp_path / "recovery-point-offset-checkpoint").read_text() == "0\n1\nmy-topic 3 5\n"
-    assert (tmp_path / "replication-offset-checkpoint").read_text() == "0\n1\nmy-topic 3 4\n"
-    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n1\nmy-topic 3 0\n"
+    assert (
+        tmp_path / "recovery-point-offset-checkpoint"
+    ).read_text() == "0\n1\nmy-topic 3 5\n"
+    assert (
+        tmp_path / "replication-offset-checkpoint"
+    ).read_text() == "0\n1\nmy-topic 3 4\n"
+    assert (
+        tmp_path / "log-start-offset-checkpoint"
+    ).read_text() == "0\n1\nmy-topic 3 0\n"
     epochs = tmp_path / "my-topic-3" / "leader-epoch-checkpoint"
     assert epochs.read_text() == "0\n1\n2 0\n"
     again = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
@@ -68,7 +79,8 @@ def test_an_unclean_shutdown_recovers_from_the_recovery_point(tmp_path: Path) ->
     tracer = RecordingTracer()
     again = LogManager.startup([tmp_path], SMALL, clock=ManualClock(), tracer=tracer)
     (event,) = tracer.of_type(LogRecovered)
-    assert event.segments_recovered == 1  # only the segment holding the recovery point on
+    # only the segment holding the recovery point on
+    assert event.segments_recovered == 1
     reloaded = again.get_log(TopicPartition("t", 0))
     assert reloaded is not None
     assert reloaded.log_end_offset == 33
@@ -133,10 +145,14 @@ def test_retention_runs_over_every_log(tmp_path: Path) -> None:
 def test_compacted_logs_are_cleaned_and_the_checkpoint_written(tmp_path: Path) -> None:
     clock = ManualClock()
     config = LogConfig(segment_bytes=600, cleanup_policy=frozenset({"compact"}))
-    manager = LogManager.startup([tmp_path], SMALL, clock=clock, topic_configs={"c": config})
+    manager = LogManager.startup(
+        [tmp_path], SMALL, clock=clock, topic_configs={"c": config}
+    )
     log = manager.get_or_create_log(TopicPartition("c", 0))
     for i in range(60):
-        log.append_as_leader(keyed_batch([(b"k%d" % (i % 3), b"v" * 30)]), leader_epoch=0)
+        log.append_as_leader(
+            keyed_batch([(b"k%d" % (i % 3), b"v" * 30)]), leader_epoch=0
+        )
     log.update_high_watermark(60)
     assert manager.clean_logs() == 1
     text = (tmp_path / "cleaner-offset-checkpoint").read_text().splitlines()

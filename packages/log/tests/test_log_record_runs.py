@@ -36,7 +36,9 @@ Outcome = tuple[str, str] | None
 Check = Callable[[Buffer, int, int, RecordBatchHeader, RecordRules], None]
 
 
-def uniform(n: int, *, key: bytes | None = b"key-0000", value_bytes: int = 100) -> bytearray:
+def uniform(
+    n: int, *, key: bytes | None = b"key-0000", value_bytes: int = 100
+) -> bytearray:
     """``n`` records of one shape, timestamps one millisecond apart (as the bench's)."""
     value = b"v" * value_bytes
     return bytearray(build_batch([Record(i, NOW + i, key, value) for i in range(n)]))
@@ -92,7 +94,9 @@ def test_offset_delta_columns_are_the_varints_bytes(first: int, n: int) -> None:
     width = len(encoded[0])
     assert len(encoded[-1]) == width
     for digit in range(width):
-        assert offset_delta_column(first, n, width, digit) == bytes(e[digit] for e in encoded)
+        assert offset_delta_column(first, n, width, digit) == bytes(
+            e[digit] for e in encoded
+        )
 
 
 def test_a_uniform_batch_is_proved_in_runs() -> None:
@@ -137,7 +141,8 @@ def tampered(large: bytes, how: str) -> tuple[bytearray, RecordBatchHeader]:
     elif how == "value length":
         batch[key + 9] += 2  # zigzag +1: the value now runs into the next record
     elif how == "timestamp width":
-        batch[key - 4] |= 0x80  # a third timestamp byte: it swallows the offset delta's first
+        # a third timestamp byte: it swallows the offset delta's first
+        batch[key - 4] |= 0x80
     elif how == "trailing byte":
         batch.append(0)
     elif how == "one record more declared":
@@ -155,8 +160,16 @@ def tampered(large: bytes, how: str) -> tuple[bytearray, RecordBatchHeader]:
         ("value length", InvalidRecordError, "header count is cut off"),
         ("timestamp width", InvalidRecordError, "record 5000 has offset delta"),
         ("trailing byte", InvalidRecordError, "1 bytes follow the 9000 records"),
-        ("one record more declared", InvalidRecordError, "declares 9001 records but holds 9000"),
-        ("one record less declared", InvalidRecordError, "bytes follow the 8999 records"),
+        (
+            "one record more declared",
+            InvalidRecordError,
+            "declares 9001 records but holds 9000",
+        ),
+        (
+            "one record less declared",
+            InvalidRecordError,
+            "bytes follow the 8999 records",
+        ),
     ],
 )
 def test_a_bad_record_deep_in_a_run_is_reported_as_the_walk_reports_it(
@@ -180,7 +193,11 @@ def test_the_intact_large_batch_passes_both_ways(large: bytes) -> None:
 @pytest.mark.parametrize(
     ("before", "after", "failing"),
     [
-        (MAX_LONG, 6_000, 6_001),  # deltas up to 8999 > 6000: the 2-byte width can leave
+        (
+            MAX_LONG,
+            6_000,
+            6_001,
+        ),  # deltas up to 8999 > 6000: the 2-byte width can leave
         (1, MAX_LONG, None),  # nothing is older than now - 1
         (MAX_LONG, 10_000, None),  # every delta fits: width 2 (up to 8191) cannot leave
         (MAX_LONG, 0, 1),

@@ -43,7 +43,9 @@ CODECS = list(CompressionType)
 NOW = 1_700_000_000_000
 
 
-def _kafka_python_supports(codec: CompressionType, monkeypatch: pytest.MonkeyPatch) -> None:
+def _kafka_python_supports(
+    codec: CompressionType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Make kafka-python able to use ``codec`` or skip the test.
 
     Without python-snappy, cramjam's raw snappy stands in for it: kafka-python's own
@@ -59,7 +61,9 @@ def _kafka_python_supports(codec: CompressionType, monkeypatch: pytest.MonkeyPat
     elif codec is CompressionType.LZ4 and not kafka_codec.has_lz4():
         pytest.skip("kafka-python has no lz4 library in this venv (pip package lz4)")
     elif codec is CompressionType.ZSTD and not kafka_codec.has_zstd():
-        pytest.skip("kafka-python has no zstd library in this venv (pip package zstandard)")
+        pytest.skip(
+            "kafka-python has no zstd library in this venv (pip package zstandard)"
+        )
 
 
 @pytest.fixture(params=CODECS, ids=lambda c: c.name)
@@ -73,7 +77,9 @@ def kafka_python_codec(
 
 
 optional_bytes = st.none() | st.binary(max_size=40)
-headers = st.lists(st.builds(Header, st.text(max_size=10), optional_bytes), max_size=3).map(tuple)
+headers = st.lists(
+    st.builds(Header, st.text(max_size=10), optional_bytes), max_size=3
+).map(tuple)
 
 
 @st.composite
@@ -85,7 +91,13 @@ def record_lists(draw: st.DrawFn) -> list[Record]:
     for _ in range(draw(st.integers(1, 8))):
         timestamp = base_time + draw(st.integers(-100_000, 100_000))
         records.append(
-            Record(offset, timestamp, draw(optional_bytes), draw(optional_bytes), draw(headers))
+            Record(
+                offset,
+                timestamp,
+                draw(optional_bytes),
+                draw(optional_bytes),
+                draw(headers),
+            )
         )
         offset += draw(st.integers(1, 1000))
     return records
@@ -96,13 +108,23 @@ def _kafka_python_records(batch: bytes) -> list[Record]:
     kafka_batch = MemoryRecords(batch).next_batch()
     assert kafka_batch.validate_crc()
     return [
-        Record(r.offset, r.timestamp, r.key, r.value, tuple(Header(k, v) for k, v in r.headers))
+        Record(
+            r.offset,
+            r.timestamp,
+            r.key,
+            r.value,
+            tuple(Header(k, v) for k, v in r.headers),
+        )
         for r in kafka_batch
     ]
 
 
 def _rewrite(
-    batch: bytes, payload: bytes, *, record_count: int | None = None, attributes: int | None = None
+    batch: bytes,
+    payload: bytes,
+    *,
+    record_count: int | None = None,
+    attributes: int | None = None,
 ) -> bytes:
     """``batch`` with another payload (and header fields) and a CRC that matches it."""
     buf = bytearray(batch[:RECORD_BATCH_OVERHEAD] + payload)
@@ -138,7 +160,11 @@ def test_round_trip(records: list[Record], codec: CompressionType) -> None:
     assert header.last_offset == records[-1].offset
     assert header.base_timestamp == records[0].timestamp
     assert header.max_timestamp == max(r.timestamp for r in records)
-    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 1, 0)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (
+        7,
+        1,
+        0,
+    )
     assert header.partition_leader_epoch == 3
     assert decode_batch(batch) == (header, records)
 
@@ -175,13 +201,18 @@ def test_we_read_what_kafka_python_builds(kafka_python_codec: CompressionType) -
         key = None if i % 5 == 0 else b"k%d" % i
         value = None if i % 7 == 0 else b"a compressible value " * 10
         hdrs = ((f"h{i}", b"x"), ("null", None)) if i % 3 == 0 else ()
-        builder.append(i, timestamp=NOW + (i % 4) - 2, key=key, value=value, headers=list(hdrs))
+        builder.append(
+            i, timestamp=NOW + (i % 4) - 2, key=key, value=value, headers=list(hdrs)
+        )
         expected.append(
-            Record(i, NOW + (i % 4) - 2, key, value, tuple(Header(k, v) for k, v in hdrs))
+            Record(
+                i, NOW + (i % 4) - 2, key, value, tuple(Header(k, v) for k, v in hdrs)
+            )
         )
     batch = bytes(builder.build())
     header, records = decode_batch(batch)
-    assert header.compression is codec  # kafka-python falls back to NONE if it does not help
+    # kafka-python falls back to NONE if it does not help
+    assert header.compression is codec
     assert records == expected
     assert header.last_offset_delta == 39
 
@@ -202,7 +233,9 @@ def test_delete_horizon_is_the_base_timestamp_and_the_deltas_origin() -> None:
 
 
 def test_log_append_time_gives_every_record_the_max_timestamp() -> None:
-    records = make_records([(b"a", b"1"), (b"b", b"2")], first_offset=5, timestamp_ms=NOW)
+    records = make_records(
+        [(b"a", b"1"), (b"b", b"2")], first_offset=5, timestamp_ms=NOW
+    )
     batch = build_batch(
         records, timestamp_type=TimestampType.LOG_APPEND_TIME, max_timestamp=NOW + 99
     )
@@ -224,7 +257,11 @@ def test_compaction_keeps_offset_range_and_flags() -> None:
         compression=CompressionType.ZSTD,
     )
     header, decoded = decode_batch(batch)
-    assert (header.base_offset, header.last_offset, header.next_offset) == (100, 109, 110)
+    assert (header.base_offset, header.last_offset, header.next_offset) == (
+        100,
+        109,
+        110,
+    )
     assert header.is_transactional
     assert not header.is_control
     assert decoded == kept
@@ -259,7 +296,10 @@ def test_build_rejects_what_cannot_be_encoded() -> None:
     with pytest.raises(ValueError, match="does not follow"):
         build_batch([Record(5, NOW, None, b"a")], base_offset=6, last_offset_delta=0)
     with pytest.raises(ValueError, match="last_offset_delta"):
-        build_batch([Record(5, NOW, None, b"a"), Record(9, NOW, None, b"b")], last_offset_delta=2)
+        build_batch(
+            [Record(5, NOW, None, b"a"), Record(9, NOW, None, b"b")],
+            last_offset_delta=2,
+        )
     with pytest.raises(ValueError, match="offset delta"):
         build_batch([Record(0, NOW, None, b"a"), Record(2**31, NOW, None, b"b")])
     with pytest.raises(ValueError, match="out of range"):
@@ -267,7 +307,9 @@ def test_build_rejects_what_cannot_be_encoded() -> None:
 
 
 def test_make_records() -> None:
-    assert make_records([(b"k", None), (None, b"v")], first_offset=3, timestamp_ms=NOW) == [
+    assert make_records(
+        [(b"k", None), (None, b"v")], first_offset=3, timestamp_ms=NOW
+    ) == [
         Record(3, NOW, b"k", None),
         Record(4, NOW, None, b"v"),
     ]
@@ -280,7 +322,9 @@ def test_iterating_over_several_batches() -> None:
     two = build_batch(second, compression=CompressionType.SNAPPY)
     buf = one + two
     assert list(iter_records(buf)) == first + second
-    positions = [(p, h.base_offset, r) for p, h, r in iter_decoded_batches(memoryview(buf))]
+    positions = [
+        (p, h.base_offset, r) for p, h, r in iter_decoded_batches(memoryview(buf))
+    ]
     assert positions == [(0, 0, first), (len(one), 2, second)]
     assert decode_batch(buf, len(one))[1] == second
 
@@ -288,7 +332,10 @@ def test_iterating_over_several_batches() -> None:
 # --- corrupt input ------------------------------------------------------------
 
 SAMPLE = build_batch(
-    [Record(0, NOW, b"key", b"value", (Header("h", b"x"),)), Record(1, NOW + 1, None, None)]
+    [
+        Record(0, NOW, b"key", b"value", (Header("h", b"x"),)),
+        Record(1, NOW + 1, None, None),
+    ]
 )
 SAMPLE_PAYLOAD = SAMPLE[RECORD_BATCH_OVERHEAD:]
 
@@ -327,9 +374,17 @@ LONG_RECORD = _record(b"\x00\x00\x00\x14" + b"k" * 10 + b"\x01\x00")
         (b"\x01" + GOOD_BODY, 1, "declares -1"),
         (b"\x7e" + GOOD_BODY, 1, "declares 63"),
         (_record(b"\x00" + b"\x80" * 11), 1, "timestamp delta .* longer than 10"),
-        (_record(b"\x00\x00\xfe\xff\xff\xff\x7f\x01\x01\x00"), 1, "offset delta .* overflows"),
+        (
+            _record(b"\x00\x00\xfe\xff\xff\xff\x7f\x01\x01\x00"),
+            1,
+            "offset delta .* overflows",
+        ),
         (_record(b"\x00\x00\x00\x03\x01\x00"), 1, "key at byte .* length -2"),
-        (_record(b"\x00\x00\x00\x01\x08ab\x00"), 1, "value at byte .* declares 4 bytes"),
+        (
+            _record(b"\x00\x00\x00\x01\x08ab\x00"),
+            1,
+            "value at byte .* declares 4 bytes",
+        ),
         (_record(b"\x00\x00\x00\x01\x01\x01"), 1, "header count -1"),
         (_record(b"\x00\x00\x00\x01\x01\x02\x01\x01"), 1, "header key .* null"),
         (_record(b"\x00\x00\x00\x01\x01\x02\x02\xff\x01"), 1, "not UTF-8"),
@@ -340,9 +395,12 @@ LONG_RECORD = _record(b"\x00\x00\x00\x14" + b"k" * 10 + b"\x01\x00")
         (_record(GOOD_BODY), -1, "negative recordCount"),
     ],
 )
-def test_malformed_records_under_a_valid_crc(payload: bytes, count: int, message: str) -> None:
+def test_malformed_records_under_a_valid_crc(
+    payload: bytes, count: int, message: str
+) -> None:
     batch = _rewrite(SAMPLE, payload, record_count=count)
-    check_crc(batch, 0, read_batch_header(batch, 0))  # the CRC is fine: the parser must catch it
+    # the CRC is fine: the parser must catch it
+    check_crc(batch, 0, read_batch_header(batch, 0))
     with pytest.raises(CorruptRecordError, match=message) as caught:
         decode_batch(batch)
     assert caught.value.error_code == 2
@@ -358,7 +416,9 @@ def test_unknown_codec_and_garbage_compressed_payload() -> None:
     with pytest.raises(CorruptRecordError, match="unknown compression codec 5"):
         decode_batch(_rewrite(SAMPLE, SAMPLE_PAYLOAD, attributes=5))
     for codec in (c for c in CompressionType if c is not CompressionType.NONE):
-        garbage = _rewrite(SAMPLE, b"this is not compressed data", attributes=codec.value)
+        garbage = _rewrite(
+            SAMPLE, b"this is not compressed data", attributes=codec.value
+        )
         with pytest.raises(CorruptRecordError, match=codec.name):
             decode_batch(garbage)
 
@@ -380,18 +440,24 @@ def test_corruption_is_reported_at_the_batch_position() -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     codec=st.sampled_from(CODECS),
-    edits=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=3),
+    edits=st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=3
+    ),
 )
 def test_mangled_payloads_raise_only_corrupt_record_error(
     codec: CompressionType, edits: list[tuple[int, int]]
 ) -> None:
-    records = [Record(i, NOW + i, b"k%d" % i, b"v" * i, (Header("h", None),)) for i in range(5)]
+    records = [
+        Record(i, NOW + i, b"k%d" % i, b"v" * i, (Header("h", None),)) for i in range(5)
+    ]
     batch = build_batch(records, compression=codec)
     payload = bytearray(batch[RECORD_BATCH_OVERHEAD:])
     for where, byte in edits:
         payload[where % len(payload)] = byte
     try:
-        header, decoded = decode_batch(_rewrite(batch, bytes(payload)), max_size=1 << 16)
+        header, decoded = decode_batch(
+            _rewrite(batch, bytes(payload)), max_size=1 << 16
+        )
     except CorruptRecordError:
         return
     assert isinstance(header, RecordBatchHeader)
@@ -401,10 +467,14 @@ def test_mangled_payloads_raise_only_corrupt_record_error(
 # --- the quick reader and the careful one agree -------------------------------------
 
 
-def _careful(data: bytes, header: RecordBatchHeader) -> list[Record] | CorruptRecordError:
+def _careful(
+    data: bytes, header: RecordBatchHeader
+) -> list[Record] | CorruptRecordError:
     reader = _Reader(data)
     try:
-        records = [_read_record(reader, header, False) for _ in range(header.record_count)]
+        records = [
+            _read_record(reader, header, False) for _ in range(header.record_count)
+        ]
     except CorruptRecordError as e:
         return e
     if reader.pos != len(data):
@@ -412,12 +482,16 @@ def _careful(data: bytes, header: RecordBatchHeader) -> list[Record] | CorruptRe
     return records
 
 
-_FIELD = st.one_of(st.none(), st.binary(max_size=300), st.binary(min_size=8000, max_size=9000))
+_FIELD = st.one_of(
+    st.none(), st.binary(max_size=300), st.binary(min_size=8000, max_size=9000)
+)
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.tuples(_FIELD, _FIELD, st.integers(0, 20_000)), min_size=1, max_size=12),
+    st.lists(
+        st.tuples(_FIELD, _FIELD, st.integers(0, 20_000)), min_size=1, max_size=12
+    ),
     st.integers(0, 2**40),
     st.booleans(),
     st.data(),
@@ -432,7 +506,13 @@ def test_the_quick_record_reader_reads_what_the_careful_one_reads(
     return exactly the careful reader's records, or None, never something else; and on
     damaged bytes, None wherever the careful reader finds the damage."""
     records = [
-        Record(i * 3, base_timestamp + gap, key, value, (Header("h", b"1"),) if with_header else ())
+        Record(
+            i * 3,
+            base_timestamp + gap,
+            key,
+            value,
+            (Header("h", b"1"),) if with_header else (),
+        )
         for i, (key, value, gap) in enumerate(fields)
     ]
     batch = build_batch(records)
@@ -449,7 +529,9 @@ def test_the_quick_record_reader_reads_what_the_careful_one_reads(
     # Damage one byte: the quick reader either agrees or gives up, never decides alone.
     at = data.draw(st.integers(0, len(payload) - 1))
     damaged = (
-        payload[:at] + bytes([payload[at] ^ data.draw(st.integers(1, 255))]) + payload[at + 1 :]
+        payload[:at]
+        + bytes([payload[at] ^ data.draw(st.integers(1, 255))])
+        + payload[at + 1 :]
     )
     careful = _careful(damaged, header)
     quick = _read_plain_records(damaged, header, False)

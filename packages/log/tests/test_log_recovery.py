@@ -18,7 +18,12 @@ from minikafka.log import (
     iter_batches,
     make_records,
 )
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 from minikafka.trace.testing import RecordingTracer
 
 CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256)
@@ -61,7 +66,9 @@ def test_recovery_keeps_exactly_a_prefix(
         for kind, count, size, codec in ops:
             if kind == "append":
                 records = make_records([(b"k", b"v" * size)] * count, timestamp_ms=1000)
-                log.append_as_leader(bytearray(build_batch(records, compression=codec)), 0)
+                log.append_as_leader(
+                    bytearray(build_batch(records, compression=codec)), 0
+                )
             elif kind == "roll":
                 log.roll()
             else:
@@ -70,7 +77,9 @@ def test_recovery_keeps_exactly_a_prefix(
         flushed = log.recovery_point
 
         # Damage only what was never fsynced: bytes after the recovery point.
-        unflushed = [s for s in log.segments if s.next_offset > flushed] or [log.active_segment]
+        unflushed = [s for s in log.segments if s.next_offset > flushed] or [
+            log.active_segment
+        ]
         segment = damage.draw(st.sampled_from(unflushed))
         start = 0
         if segment.base_offset < flushed:
@@ -96,7 +105,9 @@ def test_recovery_keeps_exactly_a_prefix(
         crash(log)
 
         tracer = RecordingTracer()
-        again = Log.open(dir, CONFIG, recovery_point=flushed, clock=ManualClock(), tracer=tracer)
+        again = Log.open(
+            dir, CONFIG, recovery_point=flushed, clock=ManualClock(), tracer=tracer
+        )
         survived = batches_on_disk(again)
         assert survived == appended[: len(survived)]
         assert again.log_end_offset >= flushed
@@ -121,14 +132,20 @@ def test_a_clean_shutdown_skips_recovery(tmp_path: Path) -> None:
     log.close()
     tracer = RecordingTracer()
     again = Log.open(
-        tmp_path / "t-0", CONFIG, recovery_point=40, had_clean_shutdown=True, tracer=tracer
+        tmp_path / "t-0",
+        CONFIG,
+        recovery_point=40,
+        had_clean_shutdown=True,
+        tracer=tracer,
     )
     assert again.log_end_offset == 40
     assert not [e for e in tracer.events if isinstance(e, LogRecovered)]
 
 
 def test_a_torn_tail_is_cut_and_indexes_rebuilt(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", LogConfig(index_interval_bytes=100), clock=ManualClock())
+    log = Log.open(
+        tmp_path / "t-0", LogConfig(index_interval_bytes=100), clock=ManualClock()
+    )
     for _ in range(30):
         log.append_as_leader(keyed_batch([(b"k", b"v" * 50)]), 0)
     size = log.active_segment.size
@@ -143,7 +160,9 @@ def test_a_torn_tail_is_cut_and_indexes_rebuilt(tmp_path: Path) -> None:
     assert all(again.active_segment.translate_offset(o) for o, _ in entries)
 
 
-def test_corruption_in_an_early_segment_drops_everything_after_it(tmp_path: Path) -> None:
+def test_corruption_in_an_early_segment_drops_everything_after_it(
+    tmp_path: Path,
+) -> None:
     log = Log.open(tmp_path / "t-0", CONFIG, clock=ManualClock())
     for _ in range(60):
         log.append_as_leader(value_batch(1, value_bytes=200), 0)
@@ -156,15 +175,20 @@ def test_corruption_in_an_early_segment_drops_everything_after_it(tmp_path: Path
     again = Log.open(tmp_path / "t-0", CONFIG)
     assert len(again.segments) == 2
     assert again.log_end_offset < second.next_offset
-    assert [r.offset for r in read_all_records(again)] == list(range(again.log_end_offset))
+    assert [r.offset for r in read_all_records(again)] == list(
+        range(again.log_end_offset)
+    )
 
 
-def test_scans_cross_read_chunks_and_batches_larger_than_a_chunk(tmp_path: Path) -> None:
+def test_scans_cross_read_chunks_and_batches_larger_than_a_chunk(
+    tmp_path: Path,
+) -> None:
     config = LogConfig(max_message_bytes=4 * 1024 * 1024, index_interval_bytes=10**9)
     log = Log.open(tmp_path / "t-0", config, clock=ManualClock())
     for _ in range(3000):  # ~1.5 MiB of small batches: more than one 1 MiB scan chunk
         log.append_as_leader(value_batch(1, value_bytes=440), 0)
-    log.append_as_leader(value_batch(1, value_bytes=2 * 1024 * 1024), 0)  # one 2 MiB batch
+    # one 2 MiB batch
+    log.append_as_leader(value_batch(1, value_bytes=2 * 1024 * 1024), 0)
     log.append_as_leader(value_batch(1), 0)
     assert log.active_segment.offset_index.entries() == []  # every lookup scans from 0
     for offset in (0, 2047, 2999, 3000, 3001):

@@ -17,7 +17,12 @@ import pytest
 
 from minikafka.log import RecordBatchHeader, build_batch, iter_batches, make_records
 from minikafka.log.__main__ import main
-from minikafka.log._batch import ATTRIBUTES_OFFSET, CRC_OFFSET, CompressionType, compute_crc
+from minikafka.log._batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    CompressionType,
+    compute_crc,
+)
 from minikafka.log._demo import demo
 from minikafka.log._tool import dump, show_bytes, verify
 
@@ -73,7 +78,9 @@ def damaged(demo_run: tuple[Path, str], tmp_path: Path) -> Path:
 # --- demo ---------------------------------------------------------------------------------
 
 
-def test_demo_rolls_segments_and_says_what_to_run_next(demo_run: tuple[Path, str]) -> None:
+def test_demo_rolls_segments_and_says_what_to_run_next(
+    demo_run: tuple[Path, str],
+) -> None:
     root, output = demo_run
     partition = root / "demo-0"
     logs = sorted(partition.glob("*.log"))
@@ -98,16 +105,22 @@ def test_demo_is_deterministic(demo_run: tuple[Path, str], tmp_path: Path) -> No
     root, output = demo_run
     again = io.StringIO()
     assert demo(again, tmp_path) == 0
-    assert again.getvalue().replace(str(tmp_path), "ROOT") == output.replace(str(root), "ROOT")
+    assert again.getvalue().replace(str(tmp_path), "ROOT") == output.replace(
+        str(root), "ROOT"
+    )
     for log_path in (root / "demo-0").glob("*.log"):
-        assert (tmp_path / "demo-0" / log_path.name).read_bytes() == log_path.read_bytes()
+        assert (
+            tmp_path / "demo-0" / log_path.name
+        ).read_bytes() == log_path.read_bytes()
 
 
 def test_demo_refuses_a_directory_holding_a_log(demo_run: tuple[Path, str]) -> None:
     assert main(["demo", "--dir", str(demo_run[0])]) == 2
 
 
-def test_demo_in_a_temporary_directory_cleans_up(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_in_a_temporary_directory_cleans_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     root = Path(out.split("Removed ", 1)[1].split(";", 1)[0])
@@ -142,7 +155,9 @@ def test_dump_prints_every_batch_of_every_segment(partition: Path) -> None:
         assert _field(line, "crc") == f"{header.crc:#010x}"
         assert f" magic: 2 compresscodec: {header.compression.name.lower()} " in line
         assert line.endswith("isvalid: true")
-    dumped = [line.split()[1] for line in output.splitlines() if line.startswith("Dumping")]
+    dumped = [
+        line.split()[1] for line in output.splitlines() if line.startswith("Dumping")
+    ]
     assert dumped == [str(p) for p in sorted(partition.glob("*.log"))]
 
 
@@ -196,10 +211,14 @@ def test_dump_index_files(partition: Path, suffix: str, entry: str, line: str) -
     assert status == 0
     entries = list(struct.iter_unpack(entry, index.read_bytes()))
     assert len(entries) >= 3
-    assert output.splitlines() == [f"Dumping {index}"] + [line.format(*e) for e in entries]
+    assert output.splitlines() == [f"Dumping {index}"] + [
+        line.format(*e) for e in entries
+    ]
 
 
-def test_each_offset_index_entry_is_a_batchs_last_offset_and_position(partition: Path) -> None:
+def test_each_offset_index_entry_is_a_batchs_last_offset_and_position(
+    partition: Path,
+) -> None:
     batches = {(p.name, pos): h for p, pos, h in _batches(partition)}
     index = partition / "00000000000000000000.index"
     for offset, position in struct.iter_unpack(">ii", index.read_bytes()):
@@ -240,7 +259,10 @@ def test_dump_stops_at_a_corrupt_batch(damaged: Path) -> None:
     lines = _batch_lines(output)
     assert len(lines) == 41  # the corrupt batch is shown, nothing after it
     assert lines[-1].endswith("isvalid: false")
-    assert f"CORRUPT: batch at position {position} (base offset {header.base_offset})" in output
+    assert (
+        f"CORRUPT: batch at position {position} (base offset {header.base_offset})"
+        in output
+    )
     assert "Traceback" not in output
 
 
@@ -268,7 +290,9 @@ def _flip_byte(path: Path, position: int) -> None:
 
 def test_verify_finds_a_flipped_byte(damaged: Path) -> None:
     segments = sorted(damaged.glob("*.log"))
-    log_path, position, header = [b for b in _batches(damaged) if b[0] == segments[1]][3]
+    log_path, position, header = [b for b in _batches(damaged) if b[0] == segments[1]][
+        3
+    ]
     _flip_byte(log_path, position + 61 + 5)  # inside the records, under the CRC
     status, output = _run("verify", damaged)
     assert status == 1
@@ -281,7 +305,8 @@ def test_verify_finds_a_flipped_byte(damaged: Path) -> None:
 def test_verify_finds_a_torn_tail(damaged: Path) -> None:
     log_path, position, header = _batches(damaged)[-1]
     with log_path.open("r+b") as f:
-        f.truncate(position + header.size - 5)  # a crash in the middle of the last write
+        # a crash in the middle of the last write
+        f.truncate(position + header.size - 5)
     status, output = _run("verify", damaged)
     assert status == 1
     assert output.startswith(
@@ -325,7 +350,10 @@ def test_verify_finds_overlapping_segments_and_accepts_gaps(tmp_path: Path) -> N
     _segment(gaps, 0, first)
     _segment(gaps, 10, second)  # compaction leaves gaps: fine
     size = len(first) + len(second)
-    assert _run("verify", gaps) == (0, f"OK: 2 batches, 8 records, {size} bytes in 2 segments\n")
+    assert _run("verify", gaps) == (
+        0,
+        f"OK: 2 batches, 8 records, {size} bytes in 2 segments\n",
+    )
 
     overlap = tmp_path / "overlap-0"
     _segment(overlap, 0, _batch(0, 10))
@@ -352,7 +380,10 @@ def test_missing_or_unrecognised_paths_exit_2(
     partition: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["dump", str(tmp_path / "missing")]) == 2
-    assert f"error: {tmp_path / 'missing'}: no such file or directory" in capsys.readouterr().err
+    assert (
+        f"error: {tmp_path / 'missing'}: no such file or directory"
+        in capsys.readouterr().err
+    )
     notes = tmp_path / "notes.txt"
     notes.write_text("hello")
     assert main(["verify", str(notes)]) == 2
@@ -380,4 +411,6 @@ def test_as_a_module(demo_run: tuple[Path, str], tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 2
-    assert missing.stderr == f"error: {tmp_path / 'missing'}: no such file or directory\n"
+    assert (
+        missing.stderr == f"error: {tmp_path / 'missing'}: no such file or directory\n"
+    )

@@ -65,13 +65,19 @@ def test_every_kafka_topic_config_is_accepted_and_read() -> None:
     assert config.compression_level == -5
     assert config.preallocate is True
     assert config.follower_replication_throttled_replicas == "0:1,1:2"
-    assert (config.timestamp_before_max_ms, config.timestamp_after_max_ms) == (86400000, 3600000)
+    assert (config.timestamp_before_max_ms, config.timestamp_after_max_ms) == (
+        86400000,
+        3600000,
+    )
 
 
 @pytest.mark.parametrize(
     ("key", "value"),
     [
-        ("remote.storage.enable", "true"),  # tiered storage does not exist: refused, not ignored
+        (
+            "remote.storage.enable",
+            "true",
+        ),  # tiered storage does not exist: refused, not ignored
         ("compression.type", "brotli"),
         ("compression.gzip.level", "0"),
         ("compression.lz4.level", "18"),
@@ -97,7 +103,10 @@ def test_broker_level_keys_set_the_defaults() -> None:
     config = LogConfig.from_properties(
         {"compression.type": "gzip", "log.cleaner.max.compaction.lag.ms": "5"}
     )
-    assert (config.target_compression, config.max_compaction_lag_ms) == (CompressionType.GZIP, 5)
+    assert (config.target_compression, config.max_compaction_lag_ms) == (
+        CompressionType.GZIP,
+        5,
+    )
 
 
 # --- KIP-354 -----------------------------------------------------------------------------
@@ -141,7 +150,9 @@ def test_without_max_compaction_lag_the_ratio_decides(tmp_path: Path) -> None:
 def test_a_compacted_topic_rolls_at_max_compaction_lag(tmp_path: Path) -> None:
     """The cleaner never touches the active segment, so a compacted topic rolls it by age at
     max.compaction.lag.ms when that is sooner than segment.ms (Kafka's maxSegmentMs)."""
-    compacted = LogConfig(cleanup_policy=frozenset({"compact"}), max_compaction_lag_ms=1_000)
+    compacted = LogConfig(
+        cleanup_policy=frozenset({"compact"}), max_compaction_lag_ms=1_000
+    )
     deleting = LogConfig(max_compaction_lag_ms=1_000)
     assert compacted.max_segment_ms == 1_000
     assert deleting.max_segment_ms == deleting.segment_ms

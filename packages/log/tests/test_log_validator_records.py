@@ -32,7 +32,12 @@ from minikafka.log._batch import CRC_OFFSET, HEADER, LOG_OVERHEAD, MAGIC, comput
 from minikafka.log.testing import ManualClock, keyed_batch, read_all_records
 
 NOW = 1_700_000_000_000
-CODECS = [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4, CompressionType.ZSTD]
+CODECS = [
+    CompressionType.GZIP,
+    CompressionType.SNAPPY,
+    CompressionType.LZ4,
+    CompressionType.ZSTD,
+]
 
 
 def open_log(dir: Path, **config: object) -> Log:
@@ -101,10 +106,14 @@ def test_a_codec_frame_around_garbage_records_is_invalid_record(
     """A payload that decompresses, but not to records, is INVALID_RECORD (87)."""
     log = open_log(tmp_path)
     garbage = compress(codec, random.Random(16).randbytes(300))
-    assert_rejected(log, raw_batch(garbage, codec=codec, record_count=2), InvalidRecordError, 87)
+    assert_rejected(
+        log, raw_batch(garbage, codec=codec, record_count=2), InvalidRecordError, 87
+    )
 
 
-def test_a_zstd_batch_claiming_2_31_minus_1_records_moves_nothing(tmp_path: Path) -> None:
+def test_a_zstd_batch_claiming_2_31_minus_1_records_moves_nothing(
+    tmp_path: Path,
+) -> None:
     """The issue's attack: one real record under a header claiming 2^31-1 is refused, and
     the log end offset stays where it was instead of jumping by 2^31."""
     log = open_log(tmp_path)
@@ -122,7 +131,9 @@ def test_a_record_count_that_disagrees_with_the_records_is_invalid_record(
 ) -> None:
     """Two records under a header claiming one (trailing bytes) or three (premature end)."""
     log = open_log(tmp_path)
-    inner = records_payload(build_batch([Record(0, NOW, b"a", b"1"), Record(1, NOW, b"b", b"2")]))
+    inner = records_payload(
+        build_batch([Record(0, NOW, b"a", b"1"), Record(1, NOW, b"b", b"2")])
+    )
     batch = raw_batch(compress(codec, inner), codec=codec, record_count=claimed)
     assert_rejected(log, batch, InvalidRecordError, 87)
 
@@ -130,20 +141,27 @@ def test_a_record_count_that_disagrees_with_the_records_is_invalid_record(
 def test_offset_deltas_must_count_from_zero(tmp_path: Path) -> None:
     """Two records both at offset delta 0 would share an offset: INVALID_RECORD."""
     log = open_log(tmp_path)
-    inner = bytearray(records_payload(build_batch([Record(0, NOW, None, b"v")] * 1)) * 2)
-    assert inner[0] == 14  # length 7: attributes, ts delta, offset delta, key, len, v, headers
+    inner = bytearray(
+        records_payload(build_batch([Record(0, NOW, None, b"v")] * 1)) * 2
+    )
+    # length 7: attributes, ts delta, offset delta, key, len, v, headers
+    assert inner[0] == 14
     batch = raw_batch(bytes(inner), record_count=2)
     error = assert_rejected(log, batch, InvalidRecordError, 87)
     assert "offset delta" in str(error)
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_record_bytes_never_reach_the_log_unreadable(tmp_path: Path, seed: int) -> None:
+def test_random_record_bytes_never_reach_the_log_unreadable(
+    tmp_path: Path, seed: int
+) -> None:
     """Whatever random record bytes are sent, either the batch is refused with a Kafka
     error, or what was stored decodes: the leader never stores what a consumer cannot read."""
     rng = random.Random(seed)
     log = open_log(tmp_path)
-    batch = raw_batch(rng.randbytes(rng.randrange(7, 120)), record_count=rng.randrange(1, 5))
+    batch = raw_batch(
+        rng.randbytes(rng.randrange(7, 120)), record_count=rng.randrange(1, 5)
+    )
     error: InvalidRecordError | None = None
     try:
         log.append_as_leader(batch, 0)
@@ -182,31 +200,46 @@ def test_a_deleting_topic_takes_records_without_a_key(tmp_path: Path) -> None:
     assert log.append_as_leader(keyed_batch([(None, b"x")], NOW), 0).record_count == 1
 
 
-def test_create_time_outside_the_kip_937_bounds_is_invalid_timestamp(tmp_path: Path) -> None:
+def test_create_time_outside_the_kip_937_bounds_is_invalid_timestamp(
+    tmp_path: Path,
+) -> None:
     """message.timestamp.before/after.max.ms: a record too old or too far ahead is
     INVALID_TIMESTAMP (32); within the bounds it is taken."""
     log = open_log(
-        tmp_path, message_timestamp_before_max_ms=60_000, message_timestamp_after_max_ms=1_000
+        tmp_path,
+        message_timestamp_before_max_ms=60_000,
+        message_timestamp_after_max_ms=1_000,
     )
     old = keyed_batch([(b"k", b"v")], NOW - 60_001)
     ahead = keyed_batch([(b"k", b"v")], NOW + 1_001)
     assert_rejected(log, old, InvalidTimestampError, 32)
     assert_rejected(log, ahead, InvalidTimestampError, 32)
-    assert log.append_as_leader(keyed_batch([(b"k", b"v")], NOW - 60_000), 0).record_count == 1
+    assert (
+        log.append_as_leader(keyed_batch([(b"k", b"v")], NOW - 60_000), 0).record_count
+        == 1
+    )
 
 
 def test_the_deprecated_difference_max_ms_bounds_both_sides(tmp_path: Path) -> None:
     """message.timestamp.difference.max.ms applies when before/after are not set."""
     log = open_log(tmp_path, message_timestamp_difference_max_ms=10)
-    assert_rejected(log, keyed_batch([(b"k", b"v")], NOW + 11), InvalidTimestampError, 32)
+    assert_rejected(
+        log, keyed_batch([(b"k", b"v")], NOW + 11), InvalidTimestampError, 32
+    )
 
 
-def test_log_append_time_does_not_judge_the_producers_timestamps(tmp_path: Path) -> None:
+def test_log_append_time_does_not_judge_the_producers_timestamps(
+    tmp_path: Path,
+) -> None:
     """Under LogAppendTime the broker's clock replaces them, so they are not checked."""
     log = open_log(
-        tmp_path, message_timestamp_type="LogAppendTime", message_timestamp_before_max_ms=1
+        tmp_path,
+        message_timestamp_type="LogAppendTime",
+        message_timestamp_before_max_ms=1,
     )
-    assert log.append_as_leader(keyed_batch([(b"k", b"v")], 0), 0).log_append_time == NOW
+    assert (
+        log.append_as_leader(keyed_batch([(b"k", b"v")], 0), 0).log_append_time == NOW
+    )
 
 
 def test_a_decompression_bomb_is_refused_while_inflating(tmp_path: Path) -> None:
@@ -214,13 +247,17 @@ def test_a_decompression_bomb_is_refused_while_inflating(tmp_path: Path) -> None
     log = open_log(tmp_path)
     bomb = compress(CompressionType.ZSTD, bytes(65 * 1024 * 1024))
     assert len(bomb) < 64 * 1024
-    assert_rejected(log, raw_batch(bomb, codec=CompressionType.ZSTD), CorruptRecordError, 2)
+    assert_rejected(
+        log, raw_batch(bomb, codec=CompressionType.ZSTD), CorruptRecordError, 2
+    )
 
 
 # --- compression.type: recompression on the leader -----------------------------------------
 
 
-@pytest.mark.parametrize("source", [CompressionType.NONE, *CODECS], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "source", [CompressionType.NONE, *CODECS], ids=lambda c: c.name
+)
 @pytest.mark.parametrize("target", ["zstd", "gzip", "uncompressed"])
 def test_the_leader_stores_the_topics_codec(
     tmp_path: Path, source: CompressionType, target: str
@@ -261,11 +298,17 @@ def test_recompression_keeps_the_producer_id_and_sequence(tmp_path: Path) -> Non
     """An idempotent producer's batch keeps its producer fields when recompressed, so a
     retry is still recognised as a duplicate."""
     log = open_log(tmp_path, compression_type="lz4")
-    batch = keyed_batch([(b"k", b"v")] * 3, NOW, producer_id=9, producer_epoch=1, base_sequence=0)
+    batch = keyed_batch(
+        [(b"k", b"v")] * 3, NOW, producer_id=9, producer_epoch=1, base_sequence=0
+    )
     retry = bytearray(batch)
     log.append_as_leader(batch, 0)
     [(_, _, header)] = log.batches()
-    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (9, 1, 0)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (
+        9,
+        1,
+        0,
+    )
     assert header.compression is CompressionType.LZ4
     assert log.append_as_leader(retry, 0).duplicate
 
@@ -274,14 +317,18 @@ def test_a_follower_never_recompresses(tmp_path: Path) -> None:
     """The follower stores the leader's batches as they are, whatever its own config says."""
     leader = open_log(tmp_path / "leader")
     follower = open_log(tmp_path / "follower", compression_type="zstd")
-    leader.append_as_leader(keyed_batch([(b"k", b"v")] * 4, NOW, CompressionType.GZIP), 0)
+    leader.append_as_leader(
+        keyed_batch([(b"k", b"v")] * 4, NOW, CompressionType.GZIP), 0
+    )
     fetched = leader.read(0, 1 << 20).records
     assert fetched is not None
     follower.append_as_follower(fetched.read_bytes())
     assert [h.compression for _, _, h in follower.batches()] == [CompressionType.GZIP]
 
 
-def test_a_recompressed_batch_over_max_message_bytes_is_too_large(tmp_path: Path) -> None:
+def test_a_recompressed_batch_over_max_message_bytes_is_too_large(
+    tmp_path: Path,
+) -> None:
     """Kafka checks the batch it stores: incompressible data that grows when gzipped."""
     payload = random.Random(3).randbytes(2000)
     size = len(keyed_batch([(b"k", payload)], NOW))
@@ -296,7 +343,9 @@ def test_a_recompressed_batch_over_max_message_bytes_is_too_large(tmp_path: Path
 
 _bytes = st.one_of(st.none(), st.binary(max_size=40))
 _header = st.builds(Header, st.text(max_size=8), _bytes)
-_record = st.tuples(st.binary(min_size=1, max_size=20), _bytes, st.lists(_header, max_size=3))
+_record = st.tuples(
+    st.binary(min_size=1, max_size=20), _bytes, st.lists(_header, max_size=3)
+)
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)
@@ -321,7 +370,9 @@ def test_every_batch_the_builder_makes_validates(
         for i, (key, value, headers) in enumerate(records)
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        log = open_log(Path(tmp), cleanup_policy=frozenset({"compact"}), compression_type=target)
+        log = open_log(
+            Path(tmp), cleanup_policy=frozenset({"compact"}), compression_type=target
+        )
         info = log.append_as_leader(bytearray(build_batch(built, compression=codec)), 0)
         assert info.record_count == len(built)
         assert read_all_records(log) == built

@@ -23,15 +23,25 @@ from minikafka.log import (
     RecordBatchHeader,
     clean,
 )
-from minikafka.log.testing import ManualClock, keyed_batch, read_all_records, value_batch
+from minikafka.log.testing import (
+    ManualClock,
+    keyed_batch,
+    read_all_records,
+    value_batch,
+)
 
 MAX_SEQUENCE = 2**31 - 1
 CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=150)
 
 
-def open_log(dir: Path, config: LogConfig = CONFIG, *, had_clean_shutdown: bool = False) -> Log:
+def open_log(
+    dir: Path, config: LogConfig = CONFIG, *, had_clean_shutdown: bool = False
+) -> Log:
     return Log.open(
-        dir / "topic-0", config, had_clean_shutdown=had_clean_shutdown, clock=ManualClock()
+        dir / "topic-0",
+        config,
+        had_clean_shutdown=had_clean_shutdown,
+        clock=ManualClock(),
     )
 
 
@@ -42,10 +52,16 @@ def produce(producer_id: int, epoch: int, sequence: int, count: int = 1) -> byte
     twice shows in the log.
     """
     values = [
-        (None, b"%d/%d/%d" % (producer_id, epoch, (sequence + i) % 2**31)) for i in range(count)
+        (None, b"%d/%d/%d" % (producer_id, epoch, (sequence + i) % 2**31))
+        for i in range(count)
     ]
     return bytes(
-        keyed_batch(values, producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
+        keyed_batch(
+            values,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+        )
     )
 
 
@@ -74,7 +90,9 @@ def test_a_retry_of_each_of_the_last_five_batches_is_answered_with_its_offsets(
     assert [info.first_offset for info in originals] == [3, 5, 7, 9, 11, 13, 15]
     records = read_all_records(log)
 
-    for batch, original in list(zip(batches, originals, strict=True))[-NUM_BATCHES_TO_RETAIN:]:
+    for batch, original in list(zip(batches, originals, strict=True))[
+        -NUM_BATCHES_TO_RETAIN:
+    ]:
         answer = send(log, batch)
         assert answer.duplicate
         assert (answer.first_offset, answer.last_offset) == (
@@ -88,7 +106,9 @@ def test_a_retry_of_each_of_the_last_five_batches_is_answered_with_its_offsets(
     assert read_all_records(log) == records
 
 
-def test_a_retry_older_than_the_last_five_batches_is_out_of_order(tmp_path: Path) -> None:
+def test_a_retry_older_than_the_last_five_batches_is_out_of_order(
+    tmp_path: Path,
+) -> None:
     log = open_log(tmp_path)
     batches = [produce(1, 0, i) for i in range(NUM_BATCHES_TO_RETAIN + 1)]
     for batch in batches:
@@ -100,9 +120,13 @@ def test_a_retry_older_than_the_last_five_batches_is_out_of_order(tmp_path: Path
     assert send(log, batches[1]).duplicate  # the fifth-oldest is still known
 
 
-def test_a_duplicate_under_log_append_time_gets_the_original_append_time(tmp_path: Path) -> None:
+def test_a_duplicate_under_log_append_time_gets_the_original_append_time(
+    tmp_path: Path,
+) -> None:
     clock = ManualClock()
-    log = Log.open(tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime"), clock=clock)
+    log = Log.open(
+        tmp_path / "t-0", LogConfig(message_timestamp_type="LogAppendTime"), clock=clock
+    )
     batch = produce(1, 0, 0)
     original = send(log, batch)
     clock.advance(5000)
@@ -122,7 +146,9 @@ def test_a_gap_in_the_sequence_is_refused_and_nothing_of_the_request_is_appended
     with pytest.raises(OutOfOrderSequenceError):
         send(log, produce(1, 0, 4))  # 3 is missing
     # A request of several batches: the last one's error refuses the whole request.
-    request = bytes(value_batch(2)) + produce(1, 0, 3) + produce(2, 0, 7) + produce(1, 0, 5)
+    request = (
+        bytes(value_batch(2)) + produce(1, 0, 3) + produce(2, 0, 7) + produce(1, 0, 5)
+    )
     with pytest.raises(OutOfOrderSequenceError) as caught:
         send(log, request)
     assert caught.value.position == len(request) - len(produce(1, 0, 5))
@@ -161,10 +187,15 @@ def test_the_errors_are_invalid_record_errors_with_kafkas_codes() -> None:
     # The broker answers any InvalidRecordError with its error_code.
     assert issubclass(OutOfOrderSequenceError, InvalidRecordError)
     assert issubclass(InvalidProducerEpochError, InvalidRecordError)
-    assert (OutOfOrderSequenceError.error_code, InvalidProducerEpochError.error_code) == (45, 47)
+    assert (
+        OutOfOrderSequenceError.error_code,
+        InvalidProducerEpochError.error_code,
+    ) == (45, 47)
 
 
-def test_a_producer_the_log_does_not_know_may_start_at_any_sequence(tmp_path: Path) -> None:
+def test_a_producer_the_log_does_not_know_may_start_at_any_sequence(
+    tmp_path: Path,
+) -> None:
     log = open_log(tmp_path)
     send(log, produce(1, 0, 0))
     assert send(log, produce(2, 3, 1234, count=2)).first_offset == 1  # KIP-360
@@ -216,7 +247,11 @@ def test_a_producer_entry_keeps_the_last_five_batches() -> None:
     entry = state.last_entry(1)
     assert entry is not None
     assert [batch.first_seq for batch in entry.batch_metadata] == [4, 6, 8, 10, 12]
-    assert (entry.last_seq, entry.last_data_offset, state.last_producer_offset) == (13, 61, 61)
+    assert (entry.last_seq, entry.last_data_offset, state.last_producer_offset) == (
+        13,
+        61,
+        61,
+    )
     state.update(attrs.evolve(RecordBatchHeader.read(produce(1, 1, 0)), base_offset=70))
     assert [batch.first_offset for batch in entry.batch_metadata] == [70]  # a new epoch
 
@@ -263,11 +298,17 @@ def test_the_state_after_an_unclean_shutdown_is_what_survived(tmp_path: Path) ->
 
     again = open_log(tmp_path, LogConfig(), had_clean_shutdown=False)
     assert again.log_end_offset == 3
-    assert send(again, produce(1, 0, 2)).first_offset == kept[2].first_offset  # duplicate
+    # duplicate
+    assert send(again, produce(1, 0, 2)).first_offset == kept[2].first_offset
     retried = send(again, torn)  # the producer's retry of what was lost is appended
     assert not retried.duplicate
     assert retried.first_offset == 3
-    assert [r.value for r in read_all_records(again)] == [b"1/0/0", b"1/0/1", b"1/0/2", b"1/0/3"]
+    assert [r.value for r in read_all_records(again)] == [
+        b"1/0/0",
+        b"1/0/1",
+        b"1/0/2",
+        b"1/0/3",
+    ]
 
 
 def test_truncation_rebuilds_the_state(tmp_path: Path) -> None:
@@ -329,15 +370,32 @@ def test_compaction_keeps_each_producers_last_batch(tmp_path: Path) -> None:
     )
     clock = ManualClock()
     log = Log.open(tmp_path / "t-0", config, clock=clock)
-    send(log, bytes(keyed_batch([(b"a", b"1")], producer_id=1, producer_epoch=0, base_sequence=0)))
-    send(log, bytes(keyed_batch([(b"b", b"2")], producer_id=1, producer_epoch=0, base_sequence=1)))
-    send(log, bytes(keyed_batch([(b"b", b"3")])))  # supersedes the producer's last record
+    send(
+        log,
+        bytes(
+            keyed_batch(
+                [(b"a", b"1")], producer_id=1, producer_epoch=0, base_sequence=0
+            )
+        ),
+    )
+    send(
+        log,
+        bytes(
+            keyed_batch(
+                [(b"b", b"2")], producer_id=1, producer_epoch=0, base_sequence=1
+            )
+        ),
+    )
+    # supersedes the producer's last record
+    send(log, bytes(keyed_batch([(b"b", b"3")])))
     log.roll()
     log.update_high_watermark(log.log_end_offset)
     assert clean(log, 0, clock()) is not None
     assert [(r.offset, r.key) for r in read_all_records(log)] == [(0, b"a"), (2, b"b")]
     emptied = [header for _, _, header in log.batches() if header.base_offset == 1]
-    assert [(h.record_count, h.producer_id, h.last_sequence) for h in emptied] == [(0, 1, 1)]
+    assert [(h.record_count, h.producer_id, h.last_sequence) for h in emptied] == [
+        (0, 1, 1)
+    ]
     log.close()
 
     again = Log.open(tmp_path / "t-0", config, had_clean_shutdown=True, clock=clock)
@@ -345,9 +403,15 @@ def test_compaction_keeps_each_producers_last_batch(tmp_path: Path) -> None:
     with pytest.raises(OutOfOrderSequenceError):
         send(
             again,
-            bytes(keyed_batch([(b"c", b"4")], producer_id=1, producer_epoch=0, base_sequence=3)),
+            bytes(
+                keyed_batch(
+                    [(b"c", b"4")], producer_id=1, producer_epoch=0, base_sequence=3
+                )
+            ),
         )
-    retry = keyed_batch([(b"c", b"4")], producer_id=1, producer_epoch=0, base_sequence=2)
+    retry = keyed_batch(
+        [(b"c", b"4")], producer_id=1, producer_epoch=0, base_sequence=2
+    )
     assert send(again, bytes(retry)).first_offset == 3
 
 
@@ -374,7 +438,8 @@ class ProducerModel:
 
     epoch: int = 0
     next_sequence: int = 0
-    appended: list[tuple[int, bytes, LogAppendInfo]] = attrs.field(factory=list)  # epoch, ...
+    # epoch, ...
+    appended: list[tuple[int, bytes, LogAppendInfo]] = attrs.field(factory=list)
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
@@ -400,11 +465,14 @@ def test_retries_never_append_a_batch_twice(ops: list[tuple[str, int, int]]) -> 
             elif kind == "retry" and producer.appended:
                 back = n % len(producer.appended)  # 0: the last batch
                 epoch, batch, original = producer.appended[-1 - back]
-                log_epoch = producer.appended[-1][0]  # the epoch of its last batch in the log
+                log_epoch = producer.appended[-1][
+                    0
+                ]  # the epoch of its last batch in the log
                 if epoch < log_epoch:
                     with pytest.raises(InvalidProducerEpochError):
                         send(log, batch)
-                elif back < NUM_BATCHES_TO_RETAIN:  # the batches after it share its epoch
+                # the batches after it share its epoch
+                elif back < NUM_BATCHES_TO_RETAIN:
                     answer = send(log, batch)
                     assert answer.duplicate
                     assert answer.first_offset == original.first_offset
@@ -417,7 +485,9 @@ def test_retries_never_append_a_batch_twice(ops: list[tuple[str, int, int]]) -> 
                 producer.next_sequence = 0
             elif kind == "plain":
                 count = 1 + n % 3
-                assert send(log, bytes(value_batch(count))).first_offset == len(expected)
+                assert send(log, bytes(value_batch(count))).first_offset == len(
+                    expected
+                )
                 expected += [b"x" * 100] * count
             elif kind == "restart":
                 log.flush()

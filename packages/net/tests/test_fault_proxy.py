@@ -116,7 +116,9 @@ async def test_a_stalled_link_holds_everything_back_until_healed() -> None:
         await stream.aclose()
 
 
-async def test_stalling_one_direction_lets_requests_through_and_holds_responses() -> None:
+async def test_stalling_one_direction_lets_requests_through_and_holds_responses() -> (
+    None
+):
     async with proxied_echo() as proxy:
         stream = await _connect(proxy)
         proxy.stall(("downstream",))

@@ -53,11 +53,17 @@ def test_a_table_derives_versions_and_refuses_a_key_declared_twice() -> None:
     assert ApiKey.METADATA in table
     assert ApiKey.PRODUCE not in table
     with pytest.raises(ValueError, match="METADATA is declared twice"):
-        ApiTable(ApiSpec(ApiKey.METADATA, 0, 1, _nothing), ApiSpec(ApiKey.METADATA, 2, 3, _nothing))
+        ApiTable(
+            ApiSpec(ApiKey.METADATA, 0, 1, _nothing),
+            ApiSpec(ApiKey.METADATA, 2, 3, _nothing),
+        )
     with pytest.raises(ValueError, match="bad version range"):
         ApiSpec(ApiKey.METADATA, 3, 1, _nothing)
 
 
 def test_the_demo_advertises_its_table() -> None:
     demo = DemoApis(1, "localhost", 9092)
-    assert demo.api_versions() == {ApiKey.METADATA: (0, 12), ApiKey.API_VERSIONS: (0, 4)}
+    assert demo.api_versions() == {
+        ApiKey.METADATA: (0, 12),
+        ApiKey.API_VERSIONS: (0, 4),
+    }

@@ -6,8 +6,12 @@ from typing import Any, cast
 
 import pytest
 import trio
-from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
-from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
+from kio.schema.api_versions.v0.response import (
+    ApiVersionsResponse as ApiVersionsResponseV0,
+)
+from kio.schema.api_versions.v3.request import (
+    ApiVersionsRequest as ApiVersionsRequestV3,
+)
 from kio.schema.errors import ErrorCode
 
 from minikafka.net import DemoApis, request_schema
@@ -41,7 +45,10 @@ async def test_every_advertised_api_versions_version_is_answered(version: int) -
 async def test_an_unknown_api_versions_version_is_answered_in_v0() -> None:
     """KIP-511: a newer client gets UNSUPPORTED_VERSION and our ranges, in v0."""
     frame = request_frame(
-        ApiVersionsRequestV3(client_software_name="future", client_software_version="9"), 4
+        ApiVersionsRequestV3(
+            client_software_name="future", client_software_version="9"
+        ),
+        4,
     )
     relabelled = frame[:6] + (7).to_bytes(2, "big") + frame[8:]  # ApiVersions v7
     async with serving(DemoApis(1, "127.0.0.1", 0)) as server:
@@ -61,9 +68,15 @@ async def test_an_unknown_api_versions_version_is_answered_in_v0() -> None:
         await conn.aclose()
 
 
-@pytest.mark.parametrize(("name", "version"), [("-bad", "1"), ("ok", "1.0."), ("", "1")])
-async def test_bad_client_software_is_an_invalid_request(name: str, version: str) -> None:
-    body = ApiVersionsRequestV3(client_software_name=name, client_software_version=version)
+@pytest.mark.parametrize(
+    ("name", "version"), [("-bad", "1"), ("ok", "1.0."), ("", "1")]
+)
+async def test_bad_client_software_is_an_invalid_request(
+    name: str, version: str
+) -> None:
+    body = ApiVersionsRequestV3(
+        client_software_name=name, client_software_version=version
+    )
     async with serving(DemoApis(1, "127.0.0.1", 0)) as server:
         conn = await RawConnection.open(server)
         await conn.send(request_frame(body, 1))

@@ -23,10 +23,19 @@ SCHEMAS = [
 ]
 
 
-@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: f"{s.__name__}v{s.__version__}")
-@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@pytest.mark.parametrize(
+    "schema", SCHEMAS, ids=lambda s: f"{s.__name__}v{s.__version__}"
+)
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
-def test_every_valid_body_passes_and_ends_where_kio_ends(schema: type, data: st.DataObject) -> None:
+def test_every_valid_body_passes_and_ends_where_kio_ends(
+    schema: type, data: st.DataObject
+) -> None:
     body = data.draw(st.from_type(schema))
     raw = encode_entity(body)
     assert check_bounds(schema, raw, 0) == len(raw)

@@ -106,7 +106,9 @@ def encode(
     for field in _fields(schema):
         here = (*path, field.name)
         kind = classify_field(field)
-        entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        entity = (
+            kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        )
         kafka_type = "" if entity else get_schema_field_type(field)
         if here == null_at:
             out += _null("array" if kind.is_array else kafka_type, flexible)
@@ -173,7 +175,9 @@ def _id(schema: type[Entity]) -> str:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=_id)
-def test_a_null_is_refused_exactly_where_the_schema_forbids_it(schema: type[Entity]) -> None:
+def test_a_null_is_refused_exactly_where_the_schema_forbids_it(
+    schema: type[Entity],
+) -> None:
     """Every non-nullable array, string and bytes field (and string-array element) sent as
     null is refused by the bounds check; every nullable one sent as null is accepted."""
     baseline = encode(schema)
@@ -214,7 +218,8 @@ async def test_a_null_array_closes_only_its_connection() -> None:
     """Over the wire: ListOffsets v1 with a null ``topics`` closes that connection before
     any handler sees it, and the server goes on serving another client."""
     handler = _Recording()
-    body = struct.pack(">i", -1) + struct.pack(">i", -1)  # replica_id, then topics = null
+    # replica_id, then topics = null
+    body = struct.pack(">i", -1) + struct.pack(">i", -1)
     payload = encode_request_header(2, 1, 7, "test") + body
     assert ListOffsetsRequest.__version__ == 1
     async with serving(handler) as server:

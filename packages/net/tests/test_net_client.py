@@ -27,7 +27,13 @@ from minikafka.net import (
     request_schema,
     response_schema,
 )
-from minikafka.net.testing import METADATA_V9, ScriptedHandler, echo_metadata, serving, wait_until
+from minikafka.net.testing import (
+    METADATA_V9,
+    ScriptedHandler,
+    echo_metadata,
+    serving,
+    wait_until,
+)
 
 
 def queued(client: NetworkClient, node: Node, count: int) -> bool:
@@ -64,7 +70,10 @@ async def test_every_advertised_metadata_version_round_trips(version: int) -> No
 
 
 async def test_a_version_the_broker_does_not_advertise_is_refused() -> None:
-    async with serving(DemoApis(1, "127.0.0.1", 0)) as server, NetworkClient.open() as client:
+    async with (
+        serving(DemoApis(1, "127.0.0.1", 0)) as server,
+        NetworkClient.open() as client,
+    ):
         versions = await client.api_versions(_node(server))
         assert versions[3] == (0, 12)
         body = MetadataRequestV13(
@@ -151,7 +160,9 @@ async def test_connecting_to_nothing_fails_clearly() -> None:
             await client.send(Node(9, "127.0.0.1", 1), METADATA_V9)
 
 
-async def test_negotiation_survives_an_unsupported_answer_in_the_requests_version() -> None:
+async def test_negotiation_survives_an_unsupported_answer_in_the_requests_version() -> (
+    None
+):
     """librdkafka's mock cluster answers ApiVersions v3 with UNSUPPORTED_VERSION encoded
     in v3's own layout, not v0's (KIP-511): the client must still find a version in
     common (v0 here) instead of losing the connection, and go on to send requests."""
@@ -167,7 +178,8 @@ async def test_negotiation_survives_an_unsupported_answer_in_the_requests_versio
                 versions_asked.append(header.api_version)
                 correlation = header.correlation_id.to_bytes(4, "big")
                 if header.api_version == 3:  # the mock's bytes: error 35, one entry
-                    body = bytes.fromhex("00230100120000000200000000")  # 18: v0-v2, throttle
+                    # 18: v0-v2, throttle
+                    body = bytes.fromhex("00230100120000000200000000")
                     await stream.send_all(encode_frame(correlation + body))
                     continue
                 cls = response_schema(18, 0)

@@ -11,7 +11,9 @@ def test_listeners_parse() -> None:
         Listener("PLAINTEXT", "127.0.0.1", 9092),
         Listener("INTERNAL", "::1", 0),
     )
-    assert parse_listeners("PLAINTEXT://:9092") == (Listener("PLAINTEXT", "0.0.0.0", 9092),)
+    assert parse_listeners("PLAINTEXT://:9092") == (
+        Listener("PLAINTEXT", "0.0.0.0", 9092),
+    )
 
 
 @pytest.mark.parametrize(
@@ -34,7 +36,11 @@ def test_bad_values_name_the_key(props: dict[str, str], key: str) -> None:
 
 def test_from_properties_reads_kafka_names() -> None:
     config = NetConfig.from_properties(
-        {"num.network.threads": "2", "connections.max.idle.ms": "1000", "other.key": "x"}
+        {
+            "num.network.threads": "2",
+            "connections.max.idle.ms": "1000",
+            "other.key": "x",
+        }
     )
     assert config.num_network_threads == 2
     assert config.connections_max_idle_ms == 1000

@@ -20,7 +20,9 @@ def stream_and_cuts(draw: st.DrawFn) -> tuple[list[bytes], bytes, list[int]]:
 
 
 @given(stream_and_cuts())
-def test_any_split_yields_the_same_frames(case: tuple[list[bytes], bytes, list[int]]) -> None:
+def test_any_split_yields_the_same_frames(
+    case: tuple[list[bytes], bytes, list[int]],
+) -> None:
     frames, stream, cuts = case
     decoder = FrameDecoder()
     out: list[bytes] = []

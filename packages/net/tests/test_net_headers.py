@@ -22,7 +22,11 @@ from minikafka.net import (
     request_header_version,
     response_header_version,
 )
-from minikafka.net._headers import UnknownApiKey, UnsupportedApiVersion, encode_response_header
+from minikafka.net._headers import (
+    UnknownApiKey,
+    UnsupportedApiVersion,
+    encode_response_header,
+)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +66,9 @@ METADATA_V9 = MetadataV9(
 
 @pytest.mark.parametrize("body", [ApiVersionsV2(), METADATA_V9])
 def test_request_header_round_trip(body: ApiVersionsV2 | MetadataV9) -> None:
-    raw = encode_request_header(int(body.__api_key__), int(body.__version__), 42, "client-1")
+    raw = encode_request_header(
+        int(body.__api_key__), int(body.__version__), 42, "client-1"
+    )
     header, offset = parse_request_header(raw + b"body")
     assert (header.api_key, header.api_version, header.correlation_id) == (
         body.__api_key__,
@@ -78,19 +84,31 @@ def test_unknown_api_versions_version_reads_header_v2() -> None:
     # Re-label the request as ApiVersions v9, a version nobody knows yet.
     relabelled = raw[:2] + (9).to_bytes(2, "big") + raw[4:]
     header, _ = parse_request_header(relabelled)
-    assert (header.api_version, header.version, header.client_id) == (9, 2, "newer-client")
+    assert (header.api_version, header.version, header.client_id) == (
+        9,
+        2,
+        "newer-client",
+    )
 
 
 def test_controlled_shutdown_v0_header_has_no_client_id() -> None:
     header, offset = parse_request_header(b"\x00\x07\x00\x00\x00\x00\x00\x05rest")
-    assert (header.api_key, header.correlation_id, header.client_id, offset) == (7, 5, None, 8)
+    assert (header.api_key, header.correlation_id, header.client_id, offset) == (
+        7,
+        5,
+        None,
+        8,
+    )
 
 
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
         (b"\x00\x12\x00", InvalidRequest),  # shorter than the fixed part
-        (b"\x00\x12\x00\x02\x00\x00\x00\x01\x00\x09ab", InvalidRequest),  # client id runs off
+        (
+            b"\x00\x12\x00\x02\x00\x00\x00\x01\x00\x09ab",
+            InvalidRequest,
+        ),  # client id runs off
         (b"\x7f\x00\x00\x00\x00\x00\x00\x01\x00\x00", UnknownApiKey),
         (b"\x00\x03\x00\x63\x00\x00\x00\x01\x00\x00", UnsupportedApiVersion),
     ],
@@ -102,7 +120,8 @@ def test_bad_headers_raise(raw: bytes, error: type[Exception]) -> None:
 
 def test_response_header_encodings() -> None:
     assert encode_response_header(5, 0) == b"\x00\x00\x00\x05"
-    assert encode_response_header(5, 1) == b"\x00\x00\x00\x05\x00"  # empty tagged fields
+    # empty tagged fields
+    assert encode_response_header(5, 1) == b"\x00\x00\x00\x05\x00"
 
 
 def test_v3_api_versions_body_follows_header() -> None:
@@ -113,7 +132,9 @@ def test_v3_api_versions_body_follows_header() -> None:
     assert decode_request_body(18, 3, raw, offset) == body
 
 
-Read = tuple[int, int, int, str | None]  # correlation id, body offset, version, client id
+Read = tuple[
+    int, int, int, str | None
+]  # correlation id, body offset, version, client id
 
 
 def kio_request_header(frame: bytes) -> Read | None:
@@ -123,7 +144,9 @@ def kio_request_header(frame: bytes) -> Read | None:
     version = request_header_version(*struct.unpack_from(">hh", frame))
     assert version in (1, 2)
     schema: type[request_header_v1.RequestHeader | request_header_v2.RequestHeader] = (
-        request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+        request_header_v2.RequestHeader
+        if version == 2
+        else request_header_v1.RequestHeader
     )
     try:
         header, size = entity_reader(schema)(frame, 0)
@@ -142,7 +165,9 @@ def ours(frame: bytes) -> Read | None:
 
 @pytest.mark.parametrize("api", [(18, 2), (18, 3), (3, 8), (3, 9), (0, 8), (0, 9)])
 @pytest.mark.parametrize("client_id", [None, "", "client-1", "ünïcode ✓", "x" * 300])
-def test_header_reader_agrees_with_kio(api: tuple[int, int], client_id: str | None) -> None:
+def test_header_reader_agrees_with_kio(
+    api: tuple[int, int], client_id: str | None
+) -> None:
     raw = encode_request_header(*api, 123456, client_id) + b"\x01\x02body"
     assert ours(raw) == kio_request_header(raw) is not None
     # Every truncation is refused by both.
@@ -156,10 +181,20 @@ def test_header_reader_agrees_with_kio_on_damaged_bytes(seed: int) -> None:
     refuses in a request header, as the hand reader does), non-minimal varints."""
     rng = random.Random(seed)
     api = rng.choice([(18, 3), (3, 9), (3, 8), (0, 8)])
-    interesting = [b"\xff\xff", b"\xff\xfe", b"\x80\x00", b"\x00", b"\x01", b"\xc3\x28", b"\x80"]
+    interesting = [
+        b"\xff\xff",
+        b"\xff\xfe",
+        b"\x80\x00",
+        b"\x00",
+        b"\x01",
+        b"\xc3\x28",
+        b"\x80",
+    ]
     for _ in range(300):
         tail = b"".join(
-            rng.choice(interesting) if rng.random() < 0.5 else bytes([rng.randrange(256)])
+            rng.choice(interesting)
+            if rng.random() < 0.5
+            else bytes([rng.randrange(256)])
             for _ in range(rng.randint(0, 8))
         )
         raw = struct.pack(">hhi", *api, 7) + tail

@@ -48,7 +48,9 @@ async def test_an_idle_connection_is_closed_after_connections_max_idle_ms(
         assert TEN_MINUTES <= idle_for < TEN_MINUTES + 1
 
 
-async def test_activity_keeps_a_connection_open(autojump_clock: trio.testing.MockClock) -> None:
+async def test_activity_keeps_a_connection_open(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     config = NetConfig(connections_max_idle_ms=int(TEN_MINUTES * 1000))
     async with serving(ScriptedHandler(_echo), config) as server:
         client, server_side = trio.testing.memory_stream_pair()
@@ -62,7 +64,9 @@ async def test_activity_keeps_a_connection_open(autojump_clock: trio.testing.Moc
         assert len(server.processors[0].connections) == 1
 
 
-async def test_a_half_sent_request_counts_as_idle(autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_half_sent_request_counts_as_idle(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     config = NetConfig(connections_max_idle_ms=1000)
     async with serving(ScriptedHandler(_echo), config) as server:
         client, server_side = trio.testing.memory_stream_pair()
@@ -96,14 +100,17 @@ async def test_a_client_that_stops_reading_is_closed_as_idle(
 # clock, so the autojump clock still runs these in virtual time.
 
 
-async def test_the_processor_closes_an_idle_socket(autojump_clock: trio.testing.MockClock) -> None:
+async def test_the_processor_closes_an_idle_socket(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     config = NetConfig(connections_max_idle_ms=int(TEN_MINUTES * 1000))
     async with serving(ScriptedHandler(_echo), config) as server:
         conn = await RawConnection.open(server)
         await _round_trip(conn.stream, 1)
         last_activity = trio.current_time()
         (connection,) = (c for p in server.processors for c in p.connections.values())
-        with trio.fail_after(2 * TEN_MINUTES):  # virtual time: never closing fails, not hangs
+        # virtual time: never closing fails, not hangs
+        with trio.fail_after(2 * TEN_MINUTES):
             assert await conn.wait_closed()
         idle_for = trio.current_time() - last_activity
         # At most one check interval late: a tenth of the period, capped at a second.
@@ -113,7 +120,9 @@ async def test_the_processor_closes_an_idle_socket(autojump_clock: trio.testing.
         await conn.aclose()
 
 
-async def test_activity_keeps_a_socket_open(autojump_clock: trio.testing.MockClock) -> None:
+async def test_activity_keeps_a_socket_open(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
     config = NetConfig(connections_max_idle_ms=1000)
     async with serving(ScriptedHandler(_echo), config) as server:
         conn = await RawConnection.open(server)

@@ -67,7 +67,10 @@ def test_limits_are_read_under_kafkas_names() -> None:
         ("::1", 5),
     )
     assert config.memory_pool_bytes == 209715200
-    assert NetConfig.from_properties({"queued.max.request.bytes": "0"}).memory_pool_bytes is None
+    assert (
+        NetConfig.from_properties({"queued.max.request.bytes": "0"}).memory_pool_bytes
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -79,17 +82,34 @@ def test_limits_are_read_under_kafkas_names() -> None:
         ({"max.connections.per.ip": "-5"}, "max.connections.per.ip"),
         # 0 is allowed only with overrides (Kafka's validateValues).
         ({"max.connections.per.ip": "0"}, "max.connections.per.ip"),
-        ({"max.connections.per.ip.overrides": "127.0.0.1"}, "max.connections.per.ip.overrides"),
-        ({"max.connections.per.ip.overrides": "h@st:3"}, "max.connections.per.ip.overrides"),
-        ({"max.connections.per.ip.overrides": "127.0.0.1:x"}, "max.connections.per.ip.overrides"),
-        ({"max.connections.per.ip.overrides": "127.0.0.1:-1"}, "max.connections.per.ip.overrides"),
-        ({"max.connections.per.ip.overrides": ":3"}, "max.connections.per.ip.overrides"),
+        (
+            {"max.connections.per.ip.overrides": "127.0.0.1"},
+            "max.connections.per.ip.overrides",
+        ),
+        (
+            {"max.connections.per.ip.overrides": "h@st:3"},
+            "max.connections.per.ip.overrides",
+        ),
+        (
+            {"max.connections.per.ip.overrides": "127.0.0.1:x"},
+            "max.connections.per.ip.overrides",
+        ),
+        (
+            {"max.connections.per.ip.overrides": "127.0.0.1:-1"},
+            "max.connections.per.ip.overrides",
+        ),
+        (
+            {"max.connections.per.ip.overrides": ":3"},
+            "max.connections.per.ip.overrides",
+        ),
         ({"queued.max.request.bytes": "lots"}, "queued.max.request.bytes"),
         # Smaller than socket.request.max.bytes (100 MiB by default): Kafka refuses it.
         ({"queued.max.request.bytes": "1048576"}, "queued.max.request.bytes"),
     ],
 )
-def test_bad_limits_stop_start_up_naming_the_key(props: dict[str, str], key: str) -> None:
+def test_bad_limits_stop_start_up_naming_the_key(
+    props: dict[str, str], key: str
+) -> None:
     with pytest.raises(ConfigError) as err:
         NetConfig.from_properties(props)
     assert err.value.key == key
@@ -138,7 +158,9 @@ async def test_max_connections_blocks_the_next_until_one_closes() -> None:
         assert server.connection_count == 3
         with trio.move_on_after(0.3) as early:
             await extra.receive_frame()
-        assert early.cancelled_caught, "the 4th connection was served over max.connections"
+        assert early.cancelled_caught, (
+            "the 4th connection was served over max.connections"
+        )
         await held.pop(0).aclose()
         with trio.fail_after(10):
             response = await extra.receive_response(3, 9)
@@ -148,7 +170,9 @@ async def test_max_connections_blocks_the_next_until_one_closes() -> None:
         for conn in [*held, extra]:
             await conn.aclose()
         with trio.fail_after(10):
-            await wait_until(lambda: server.quotas is not None and server.quotas.total == 0)
+            await wait_until(
+                lambda: server.quotas is not None and server.quotas.total == 0
+            )
 
 
 # --- max.connections.per.ip ---------------------------------------------------------------
@@ -178,7 +202,9 @@ async def test_per_ip_limit_and_an_override(caplog: pytest.LogCaptureFixture) ->
             fourth_two = await _open_from(address, "127.0.0.2")
             assert await fourth_two.wait_closed()
         rejected = [
-            r.getMessage() for r in caplog.records if "max.connections.per.ip" in r.getMessage()
+            r.getMessage()
+            for r in caplog.records
+            if "max.connections.per.ip" in r.getMessage()
         ]
         assert len(rejected) == 2, rejected
         assert "from 127.0.0.1" in rejected[0]
@@ -188,7 +214,9 @@ async def test_per_ip_limit_and_an_override(caplog: pytest.LogCaptureFixture) ->
         # A closed connection frees its address's slot.
         await ones.pop().aclose()
         with trio.fail_after(10):
-            await wait_until(lambda: server.quotas is not None and server.quotas.total == 4)
+            await wait_until(
+                lambda: server.quotas is not None and server.quotas.total == 4
+            )
             again = await _open_from(address, "127.0.0.1")
             assert await _answered(again, 42)
         for conn in [*ones, *twos, again, third_one, fourth_two]:
@@ -247,7 +275,9 @@ async def test_queued_request_bytes_bound_the_requests_read() -> None:
                 b"".join(
                     # A long client id makes each request 0.5-3.5 KB.
                     request_frame(
-                        METADATA_V9, cid, client_id=f"{index}-" + "x" * rng.randint(500, 3500)
+                        METADATA_V9,
+                        cid,
+                        client_id=f"{index}-" + "x" * rng.randint(500, 3500),
                     )
                     for cid in range(pipelined)
                 )
@@ -255,7 +285,9 @@ async def test_queued_request_bytes_bound_the_requests_read() -> None:
         with trio.fail_after(10):
             # Steady state: the pool is spent and every byte taken sits in a handler.
             await wait_until(
-                lambda: pool.out_of_memory and pool.used == sum(r.size for r in in_handlers)
+                lambda: (
+                    pool.out_of_memory and pool.used == sum(r.size for r in in_handlers)
+                )
             )
         assert pool.peak_used < pool_bytes + max_request
         # The pool, not queued.max.requests, is what holds the others back.
@@ -332,4 +364,6 @@ async def test_emfile_is_logged_once_and_accepting_resumes(
     assert 1.0 < trio.current_time() - started < 30.0
     messages = [r.getMessage() for r in caplog.records]
     assert len([m for m in messages if "Too many open files" in m]) == 1, messages
-    assert len([m for m in messages if "accepting again after 40 failed" in m]) == 1, messages
+    assert len([m for m in messages if "accepting again after 40 failed" in m]) == 1, (
+        messages
+    )

@@ -64,7 +64,9 @@ def test_a_listener_named_for_a_secure_protocol_is_refused(protocol: str) -> Non
 
 
 @pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL", "SASL_PLAINTEXT"])
-def test_a_listener_mapped_to_a_secure_protocol_is_refused_naming_the_map(protocol: str) -> None:
+def test_a_listener_mapped_to_a_secure_protocol_is_refused_naming_the_map(
+    protocol: str,
+) -> None:
     """A custom name mapped to TLS/SASL is refused too, naming the map that said so."""
     error = refused(
         {
@@ -84,7 +86,10 @@ def test_controller_listener_names_speak_plaintext_without_a_map() -> None:
             "controller.listener.names": "CONTROLLER",
         }
     )
-    assert [lis.security_protocol for lis in config.listeners] == ["PLAINTEXT", "PLAINTEXT"]
+    assert [lis.security_protocol for lis in config.listeners] == [
+        "PLAINTEXT",
+        "PLAINTEXT",
+    ]
 
 
 def test_a_custom_listener_name_mapped_to_plaintext_is_served() -> None:
@@ -116,7 +121,9 @@ def test_a_custom_listener_name_mapped_to_plaintext_is_served() -> None:
             "LISTENER_NAME:SECURITY_PROTOCOL",
         ),
         (
-            {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,plaintext:PLAINTEXT"},
+            {
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,plaintext:PLAINTEXT"
+            },
             "listener.security.protocol.map",
             "more than once",
         ),
@@ -206,7 +213,9 @@ async def test_a_tls_client_is_closed_with_one_warning_and_the_broker_serves_on(
     assert not [r for r in records if r.getMessage().startswith("closed ")]
 
 
-async def test_an_http_request_is_named_as_such(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_http_request_is_named_as_such(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """curl on the Kafka port: one WARNING naming HTTP, the connection closed."""
 
     async def echo(request: Request) -> None:

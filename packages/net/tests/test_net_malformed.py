@@ -34,7 +34,9 @@ BAD_INPUTS = {
     "http request": b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
     "garbage in a well-sized frame": _frame(bytes(range(255, 55, -1))),
     "truncated header": _frame(b"\x00\x03\x00"),
-    "client id longer than the frame": _frame(b"\x00\x03\x00\x09\x00\x00\x00\x01\x7f\xffabc"),
+    "client id longer than the frame": _frame(
+        b"\x00\x03\x00\x09\x00\x00\x00\x01\x7f\xffabc"
+    ),
     "unknown api key": _frame(b"\x03\xe7\x00\x00\x00\x00\x00\x01\x00\x00"),
     "api the handler does not serve": request_frame(FindCoordinatorRequest(key="g"), 1),
     # KIP-482 tagged field kio does not know, in a request header v2.
@@ -54,7 +56,9 @@ BAD_INPUTS = {
     ),
     "unsupported Metadata version": _frame(b"\x00\x03\x00\x0d" + VALID[8:]),
     "body cut short": _frame(VALID[4:-3]),
-    "body of another api": _frame(b"\x00\x03\x00\x09" + request_frame(METADATA_V9, 1)[8:20]),
+    "body of another api": _frame(
+        b"\x00\x03\x00\x09" + request_frame(METADATA_V9, 1)[8:20]
+    ),
 }
 
 

@@ -32,7 +32,9 @@ async def _echo(request: Request) -> None:
     echo_metadata(request)
 
 
-async def test_a_bad_frame_read_ahead_closes_the_connection_after_the_good_ones() -> None:
+async def test_a_bad_frame_read_ahead_closes_the_connection_after_the_good_ones() -> (
+    None
+):
     """Guarantee: bad input closes only its own connection, and every request before it
     is still answered, in order, though the Processor (not the task) took it from the
     decoder."""
@@ -97,7 +99,9 @@ async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> N
         else:
             echo_metadata(request)
 
-    config = NetConfig(socket_send_buffer_bytes=4096, socket_receive_buffer_bytes=read_size)
+    config = NetConfig(
+        socket_send_buffer_bytes=4096, socket_receive_buffer_bytes=read_size
+    )
     async with serving(ScriptedHandler(first_is_huge), config) as server:
         conn = await RawConnection.open(server)
         await conn.send(request_frame(METADATA_V9, 0))
@@ -107,7 +111,9 @@ async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> N
         follow_up = b"".join(request_frame(METADATA_V9, cid) for cid in range(1, 2001))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(conn.send, follow_up)  # blocks once every buffer is full
-            await wait_until(lambda: connection.decoder.buffered >= read_size - len(frame))
+            await wait_until(
+                lambda: connection.decoder.buffered >= read_size - len(frame)
+            )
             assert connection.decoder.buffered <= read_size
             assert handled == [0]  # read, not taken: the connection is still muted
             with trio.fail_after(30):
@@ -124,7 +130,10 @@ async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> N
 
 def test_socket_buffer_keys_are_read_under_kafkas_names() -> None:
     defaults = NetConfig()
-    assert (defaults.socket_send_buffer_bytes, defaults.socket_receive_buffer_bytes) == (
+    assert (
+        defaults.socket_send_buffer_bytes,
+        defaults.socket_receive_buffer_bytes,
+    ) == (
         102_400,
         102_400,
     )
@@ -136,16 +145,22 @@ def test_socket_buffer_keys_are_read_under_kafkas_names() -> None:
     assert NetConfig(socket_receive_buffer_bytes=-1).read_size == 65_536
 
 
-@pytest.mark.parametrize("key", ["socket.send.buffer.bytes", "socket.receive.buffer.bytes"])
+@pytest.mark.parametrize(
+    "key", ["socket.send.buffer.bytes", "socket.receive.buffer.bytes"]
+)
 @pytest.mark.parametrize("value", ["0", "-2", "lots"])
-def test_bad_socket_buffer_sizes_stop_start_up_naming_the_key(key: str, value: str) -> None:
+def test_bad_socket_buffer_sizes_stop_start_up_naming_the_key(
+    key: str, value: str
+) -> None:
     with pytest.raises(ConfigError) as err:
         NetConfig.from_properties({key: value})
     assert err.value.key == key
 
 
 async def test_socket_buffer_sizes_reach_the_sockets() -> None:
-    config = NetConfig(socket_send_buffer_bytes=32_768, socket_receive_buffer_bytes=16_384)
+    config = NetConfig(
+        socket_send_buffer_bytes=32_768, socket_receive_buffer_bytes=16_384
+    )
     async with serving(ScriptedHandler(_echo), config) as server:
         conn = await RawConnection.open(server)
         await conn.send(request_frame(METADATA_V9, 1))

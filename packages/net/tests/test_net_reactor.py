@@ -51,7 +51,9 @@ async def test_pipelined_requests_are_answered_in_order_on_every_connection() ->
         echo_metadata(request)
 
     connections, pipelined = 12, 20
-    async with serving(ScriptedHandler(slow_echo), NetConfig(num_network_threads=3)) as server:
+    async with serving(
+        ScriptedHandler(slow_echo), NetConfig(num_network_threads=3)
+    ) as server:
         results: dict[int, list[tuple[int, str]]] = {}
 
         async def client(index: int) -> None:
@@ -111,7 +113,11 @@ async def test_backpressure_when_the_request_channel_is_full() -> None:
         channel = server.channel
         # One request in the only handler, two queued, three connections waiting to queue.
         await wait_until(
-            lambda: in_handler == 1 and channel.queue_size == 2 and channel.waiting_senders == 3
+            lambda: (
+                in_handler == 1
+                and channel.queue_size == 2
+                and channel.waiting_senders == 3
+            )
         )
         gate.set()
         with trio.fail_after(10):
@@ -153,7 +159,12 @@ async def test_file_regions_are_sent_after_the_header(tmp_path: Path) -> None:
     async def zero_copy(request: Request) -> None:
         # A body of bytes and two regions, one by path and one by open descriptor.
         request.respond_parts(
-            [b"HEAD", FileRegion(str(path), 1000, 150_000), FileRegion(fd, 5, 10), b"TAIL"]
+            [
+                b"HEAD",
+                FileRegion(str(path), 1000, 150_000),
+                FileRegion(fd, 5, 10),
+                b"TAIL",
+            ]
         )
 
     try:
@@ -170,7 +181,9 @@ async def test_file_regions_are_sent_after_the_header(tmp_path: Path) -> None:
         os.close(fd)
 
 
-async def test_a_file_shorter_than_its_region_closes_the_connection(tmp_path: Path) -> None:
+async def test_a_file_shorter_than_its_region_closes_the_connection(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "short.log"
     path.write_bytes(b"x" * 100)
 
@@ -199,7 +212,9 @@ async def test_request_metrics_are_traced(tmp_path: Path) -> None:
 
     async with trio.open_nursery() as nursery:
         handler = ScriptedHandler(delayed)
-        async with serving(handler, on_request_completed=lambda r, m: seen.append(m)) as server:
+        async with serving(
+            handler, on_request_completed=lambda r, m: seen.append(m)
+        ) as server:
             for processor in server.processors:
                 processor.tracer = tracer
             conn = await RawConnection.open(server)
@@ -240,7 +255,10 @@ async def test_graceful_shutdown_finishes_requests_in_flight() -> None:
         await gate.wait()
         echo_metadata(request)
 
-    async with trio.open_nursery() as nursery, serving(ScriptedHandler(gated)) as server:
+    async with (
+        trio.open_nursery() as nursery,
+        serving(ScriptedHandler(gated)) as server,
+    ):
         host, port = server.bound_address()
         busy = await RawConnection.open(server)
         idle = await RawConnection.open(server)

@@ -42,7 +42,9 @@ def demo_server() -> Iterator[tuple[subprocess.Popen[str], int]]:
         process.wait(timeout=30)
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by `make test`")
+@pytest.mark.skipif(
+    shutil.which("kcat") is None, reason="kcat is installed by `make test`"
+)
 def test_kcat_lists_one_broker_and_no_topics(
     demo_server: tuple[subprocess.Popen[str], int],
 ) -> None:
@@ -65,7 +67,9 @@ def test_kafka_python_admin_lists_an_empty_cluster(
     from kafka import KafkaAdminClient
 
     _, port = demo_server
-    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=20000)
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=20000
+    )
     try:
         assert admin.list_topics() == []
         cluster = admin.describe_cluster()
@@ -75,7 +79,9 @@ def test_kafka_python_admin_lists_an_empty_cluster(
         admin.close()
 
 
-def test_sigint_stops_the_server_cleanly(demo_server: tuple[subprocess.Popen[str], int]) -> None:
+def test_sigint_stops_the_server_cleanly(
+    demo_server: tuple[subprocess.Popen[str], int],
+) -> None:
     process, _ = demo_server
     process.send_signal(signal.SIGINT)
     out, _ = process.communicate(timeout=30)

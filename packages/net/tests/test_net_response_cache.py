@@ -11,16 +11,24 @@ from typing import Any, cast
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
-from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
+from kio.schema.metadata.v1.request import (
+    MetadataRequestTopic as MetadataRequestTopicV1,
+)
 from kio.schema.metadata.v9.request import MetadataRequest as MetadataRequestV9
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
-from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataRequestTopicV12
+from kio.schema.metadata.v12.request import (
+    MetadataRequestTopic as MetadataRequestTopicV12,
+)
 from kio.schema.types import TopicName
 from kio.static.protocol import RequestPayload
 
 import minikafka.net._demo as demo_module
 from minikafka.net import DemoApis, RequestHeader, decode_response_body, encode_entity
-from minikafka.net._api_versions import _encoded, api_versions_body, api_versions_response
+from minikafka.net._api_versions import (
+    _encoded,
+    api_versions_body,
+    api_versions_response,
+)
 from minikafka.net._framing import SIZE_PREFIX
 from minikafka.net._headers import request_header_version, response_header_version
 from minikafka.net._request import Request, Response, ResponseAction
@@ -32,16 +40,21 @@ TABLE = {18: (0, 4), 3: (0, 12)}
 @pytest.mark.parametrize(
     "error", [ErrorCode.none, ErrorCode.unsupported_version, ErrorCode.invalid_request]
 )
-def test_api_versions_body_is_the_encoded_response(version: int, error: ErrorCode) -> None:
+def test_api_versions_body_is_the_encoded_response(
+    version: int, error: ErrorCode
+) -> None:
     expected = encode_entity(api_versions_response(TABLE, version, error))
     first = api_versions_body(TABLE, version, error)
     assert first == expected
-    assert api_versions_body(dict(TABLE), version, error) is first  # equal table: cached
+    # equal table: cached
+    assert api_versions_body(dict(TABLE), version, error) is first
 
 
 def test_api_versions_body_follows_the_table() -> None:
     smaller = {18: (0, 4)}
-    assert api_versions_body(smaller, 3) == encode_entity(api_versions_response(smaller, 3))
+    assert api_versions_body(smaller, 3) == encode_entity(
+        api_versions_response(smaller, 3)
+    )
     assert api_versions_body(smaller, 3) != api_versions_body(TABLE, 3)
 
 
@@ -50,7 +63,9 @@ def test_api_versions_cache_stays_right_past_its_bound() -> None:
     assert bound is not None
     tables = [{18: (0, 4), 3: (0, high)} for high in range(bound + 10)]
     for table in tables + tables[:3]:
-        assert api_versions_body(table, 2) == encode_entity(api_versions_response(table, 2))
+        assert api_versions_body(table, 2) == encode_entity(
+            api_versions_response(table, 2)
+        )
     assert _encoded.cache_info().currsize <= bound
 
 
@@ -79,7 +94,8 @@ async def ask(demo: DemoApis, body: RequestPayload) -> Any:
     assert response.action is ResponseAction.SEND
     frame = b"".join(cast(bytes, part) for part in response.parts)[SIZE_PREFIX.size :]
     api_key, api_version = int(body.__api_key__), int(body.__version__)
-    header_size = 4 + response_header_version(api_key, api_version)  # v1: + tagged fields
+    # v1: + tagged fields
+    header_size = 4 + response_header_version(api_key, api_version)
     return decode_response_body(api_key, api_version, frame, header_size)
 
 

@@ -57,7 +57,12 @@ from minikafka.net._zk_schemas import (
 
 E = TypeVar("E", bound=Entity)
 
-MODULES = (leader_and_isr_v5, stop_replica_v3, update_metadata_v7, controlled_shutdown_v3)
+MODULES = (
+    leader_and_isr_v5,
+    stop_replica_v3,
+    update_metadata_v7,
+    controlled_shutdown_v3,
+)
 
 
 def _classes() -> Iterator[type[Entity]]:
@@ -101,13 +106,22 @@ def _strategy(annotation: object) -> st.SearchStrategy[object]:
 
 def _entities(cls: type[E]) -> st.SearchStrategy[E]:
     hints = typing.get_type_hints(cls)
-    return st.builds(cls, **{f.name: _strategy(hints[f.name]) for f in dataclasses.fields(cls)})
+    return st.builds(
+        cls, **{f.name: _strategy(hints[f.name]) for f in dataclasses.fields(cls)}
+    )
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__name__}v{c.__version__}")
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
-def test_every_class_round_trips_through_bytes(cls: type[Entity], data: st.DataObject) -> None:
+def test_every_class_round_trips_through_bytes(
+    cls: type[Entity], data: st.DataObject
+) -> None:
     entity = data.draw(_entities(cls))
     raw = encode_entity(entity)
     assert entity_reader(cls)(raw, 0) == (entity, len(raw))
@@ -117,7 +131,12 @@ def test_every_class_round_trips_through_bytes(cls: type[Entity], data: st.DataO
 
 
 @pytest.mark.parametrize("key", sorted(REQUESTS), ids=str)
-@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
 def test_requests_and_responses_round_trip_through_the_codec(
     key: tuple[int, int], data: st.DataObject
@@ -145,7 +164,9 @@ def test_the_classes_are_kio_shaped() -> None:
             assert f.kw_only, (cls, f.name)
             hint = typing.get_type_hints(cls)[f.name]
             # Primitives (and primitive arrays) say their wire type; structs do not.
-            nested = typing.get_args(hint)[0] if typing.get_origin(hint) is tuple else hint
+            nested = (
+                typing.get_args(hint)[0] if typing.get_origin(hint) is tuple else hint
+            )
             if not dataclasses.is_dataclass(nested):
                 assert isinstance(f.metadata["kafka_type"], str), (cls, f.name)
             assert "tag" not in f.metadata  # no tagged field in these schemas
@@ -257,11 +278,15 @@ def _leader_and_isr_request() -> tuple[leader_and_isr_v5.LeaderAndIsrRequest, by
         type_=i8(0),
         topic_states=(
             m.LeaderAndIsrTopicState(
-                topic_name=TopicName("orders"), topic_id=TOPIC_ID, partition_states=(p0, p1)
+                topic_name=TopicName("orders"),
+                topic_id=TOPIC_ID,
+                partition_states=(p0, p1),
             ),
         ),
         live_leaders=(
-            m.LeaderAndIsrLiveLeader(broker_id=BrokerId(1), host_name=LONG_HOST, port=i32(9092)),
+            m.LeaderAndIsrLiveLeader(
+                broker_id=BrokerId(1), host_name=LONG_HOST, port=i32(9092)
+            ),
         ),
     )
     partition_0 = (
@@ -318,7 +343,9 @@ def _leader_and_isr_response() -> tuple[leader_and_isr_v5.LeaderAndIsrResponse, 
             m.LeaderAndIsrTopicError(
                 topic_id=TOPIC_ID,
                 partition_errors=(
-                    m.LeaderAndIsrPartitionError(partition_index=i32(0), error_code=ErrorCode.none),
+                    m.LeaderAndIsrPartitionError(
+                        partition_index=i32(0), error_code=ErrorCode.none
+                    ),
                     m.LeaderAndIsrPartitionError(
                         partition_index=i32(1), error_code=ErrorCode.kafka_storage_error
                     ),
@@ -354,9 +381,13 @@ def _stop_replica_request() -> tuple[stop_replica_v3.StopReplicaRequest, bytes]:
                 topic_name=TopicName("gone"),
                 partition_states=(
                     m.StopReplicaPartitionState(
-                        partition_index=i32(0), leader_epoch=i32(5), delete_partition=True
+                        partition_index=i32(0),
+                        leader_epoch=i32(5),
+                        delete_partition=True,
                     ),
-                    m.StopReplicaPartitionState(partition_index=i32(3), delete_partition=False),
+                    m.StopReplicaPartitionState(
+                        partition_index=i32(3), delete_partition=False
+                    ),
                 ),
             ),
             m.StopReplicaTopicState(topic_name=TopicName(""), partition_states=()),
@@ -370,7 +401,10 @@ def _stop_replica_request() -> tuple[stop_replica_v3.StopReplicaRequest, bytes]:
             compact_string("gone")  # TopicName
             + compact_array(  # PartitionStates: PartitionIndex, LeaderEpoch, DeletePartition
                 int32(0) + int32(5) + boolean(True) + NO_TAGS,
-                int32(3) + int32(-1) + boolean(False) + NO_TAGS,  # LeaderEpoch's default -1
+                int32(3)
+                + int32(-1)
+                + boolean(False)
+                + NO_TAGS,  # LeaderEpoch's default -1
             )
             + NO_TAGS,
             compact_string("") + compact_array() + NO_TAGS,
@@ -391,14 +425,19 @@ def _stop_replica_response() -> tuple[stop_replica_v3.StopReplicaResponse, bytes
                 error_code=ErrorCode.fenced_leader_epoch,
             ),
             m.StopReplicaPartitionError(
-                topic_name=TopicName("gone"), partition_index=i32(3), error_code=ErrorCode.none
+                topic_name=TopicName("gone"),
+                partition_index=i32(3),
+                error_code=ErrorCode.none,
             ),
         ),
     )
     expected = (
         int16(0)  # ErrorCode
         + compact_array(  # PartitionErrors: TopicName, PartitionIndex, ErrorCode
-            compact_string("gone") + int32(0) + int16(74) + NO_TAGS,  # FENCED_LEADER_EPOCH
+            compact_string("gone")
+            + int32(0)
+            + int16(74)
+            + NO_TAGS,  # FENCED_LEADER_EPOCH
             compact_string("gone") + int32(3) + int16(0) + NO_TAGS,
         )
         + NO_TAGS
@@ -406,7 +445,9 @@ def _stop_replica_response() -> tuple[stop_replica_v3.StopReplicaResponse, bytes
     return response, expected
 
 
-def _update_metadata_request() -> tuple[update_metadata_v7.UpdateMetadataRequest, bytes]:
+def _update_metadata_request() -> tuple[
+    update_metadata_v7.UpdateMetadataRequest, bytes
+]:
     m = update_metadata_v7
     request = m.UpdateMetadataRequest(
         controller_id=BrokerId(2),
@@ -495,7 +536,9 @@ def _update_metadata_request() -> tuple[update_metadata_v7.UpdateMetadataRequest
     return request, expected
 
 
-def _update_metadata_response() -> tuple[update_metadata_v7.UpdateMetadataResponse, bytes]:
+def _update_metadata_response() -> tuple[
+    update_metadata_v7.UpdateMetadataResponse, bytes
+]:
     m = update_metadata_v7
     response = m.UpdateMetadataResponse(error_code=ErrorCode.stale_controller_epoch)
     return response, int16(11) + NO_TAGS  # STALE_CONTROLLER_EPOCH
@@ -516,8 +559,12 @@ def _controlled_shutdown_response() -> tuple[
     response = m.ControlledShutdownResponse(
         error_code=ErrorCode.none,
         remaining_partitions=(
-            m.RemainingPartition(topic_name=TopicName("orders"), partition_index=i32(1)),
-            m.RemainingPartition(topic_name=TopicName("metrics"), partition_index=i32(4)),
+            m.RemainingPartition(
+                topic_name=TopicName("orders"), partition_index=i32(1)
+            ),
+            m.RemainingPartition(
+                topic_name=TopicName("metrics"), partition_index=i32(4)
+            ),
         ),
     )
     expected = (
@@ -605,4 +652,5 @@ def test_header_versions_follow_the_flexible_classes() -> None:
     for api_key, version in REQUESTS:
         assert request_header_version(api_key, version) == 2  # tagged fields, KIP-482
         assert response_header_version(api_key, version) == 1
-    assert request_header_version(7, 0) == 0  # ControlledShutdown v0's header, unchanged
+    # ControlledShutdown v0's header, unchanged
+    assert request_header_version(7, 0) == 0

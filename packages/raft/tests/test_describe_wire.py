@@ -41,7 +41,9 @@ def through_bytes(entity: Entity) -> Entity:
 
 
 def answer(info: QuorumInfo, offset: float = WALL) -> QuorumInfo:
-    wire = through_bytes(encode_describe_quorum_response(info, wall_clock_offset=offset))
+    wire = through_bytes(
+        encode_describe_quorum_response(info, wall_clock_offset=offset)
+    )
     assert isinstance(wire, dq_res.DescribeQuorumResponse)
     return decode_describe_quorum_response(wire)
 
@@ -62,9 +64,9 @@ QUORUM = QuorumInfo(
 def test_the_request_names_the_metadata_partition_and_survives_the_wire() -> None:
     wire = through_bytes(encode_describe_quorum_request())
     assert isinstance(wire, dq_req.DescribeQuorumRequest)
-    assert [(t.topic_name, [p.partition_index for p in t.partitions]) for t in wire.topics] == [
-        ("__cluster_metadata", [0])
-    ]
+    assert [
+        (t.topic_name, [p.partition_index for p in t.partitions]) for t in wire.topics
+    ] == [("__cluster_metadata", [0])]
     check_describe_quorum_request(wire)  # no error
 
 
@@ -73,7 +75,9 @@ def request_for(*topics: tuple[str, tuple[int, ...]]) -> dq_req.DescribeQuorumRe
         topics=tuple(
             dq_req.TopicData(
                 topic_name=TopicName(name),
-                partitions=tuple(dq_req.PartitionData(partition_index=i32(p)) for p in parts),
+                partitions=tuple(
+                    dq_req.PartitionData(partition_index=i32(p)) for p in parts
+                ),
             )
             for name, parts in topics
         )
@@ -99,7 +103,11 @@ def test_a_request_for_anything_but_the_metadata_partition_is_refused(
 
 def test_the_answer_survives_the_wire_with_its_times_on_the_wall_clock() -> None:
     decoded = answer(QUORUM)
-    assert (decoded.leader_id, decoded.leader_epoch, decoded.high_watermark) == (2, 7, 120)
+    assert (decoded.leader_id, decoded.leader_epoch, decoded.high_watermark) == (
+        2,
+        7,
+        120,
+    )
     assert [(v.replica_id, v.log_end_offset) for v in decoded.voters] == [
         (1, 100),
         (2, 130),
@@ -126,7 +134,9 @@ def test_the_wire_carries_epoch_milliseconds_and_minus_one_for_never() -> None:
 
 
 def test_replication_prints_the_leaders_wall_clock_milliseconds() -> None:
-    rows = [line.split() for line in format_replication(answer(QUORUM)).splitlines()[1:]]
+    rows = [
+        line.split() for line in format_replication(answer(QUORUM)).splitlines()[1:]
+    ]
     assert rows[0] == ["2", "130", "0", "-1", "1700000004000", "Leader"]
     assert rows[1] == ["1", "100", "30", "1700000003250", "1700000002500", "Follower"]
     assert rows[3] == ["4", "90", "40", "1700000001000", "-1", "Observer"]
@@ -138,7 +148,9 @@ times_ms = st.none() | st.integers(0, 2**45)  # epoch ms until the year 3084
 
 
 @given(
-    st.lists(st.tuples(replica_ids, offsets, times_ms, times_ms), min_size=1, max_size=5),
+    st.lists(
+        st.tuples(replica_ids, offsets, times_ms, times_ms), min_size=1, max_size=5
+    ),
     st.lists(st.tuples(replica_ids, offsets, times_ms, times_ms), max_size=3),
     st.integers(0, 2**31 - 1),
     offsets,
@@ -158,7 +170,11 @@ def test_every_quorum_round_trips_to_the_millisecond(
 
     leader = data.draw(st.sampled_from([v[0] for v in voters]))
     info = QuorumInfo(
-        leader, epoch, high_watermark, tuple(map(replica, voters)), tuple(map(replica, observers))
+        leader,
+        epoch,
+        high_watermark,
+        tuple(map(replica, voters)),
+        tuple(map(replica, observers)),
     )
     decoded = answer(info, offset=0.0)
     assert (decoded.leader_id, decoded.leader_epoch, decoded.high_watermark) == (
@@ -170,9 +186,16 @@ def test_every_quorum_round_trips_to_the_millisecond(
     def to_ms(seconds: float | None) -> int | None:
         return None if seconds is None else round(seconds * 1000)
 
-    def ms(replicas: tuple[ReplicaInfo, ...]) -> list[tuple[int, int, int | None, int | None]]:
+    def ms(
+        replicas: tuple[ReplicaInfo, ...],
+    ) -> list[tuple[int, int, int | None, int | None]]:
         return [
-            (r.replica_id, r.log_end_offset, to_ms(r.last_fetch), to_ms(r.last_caught_up))
+            (
+                r.replica_id,
+                r.log_end_offset,
+                to_ms(r.last_fetch),
+                to_ms(r.last_caught_up),
+            )
             for r in replicas
         ]
 
@@ -207,11 +230,15 @@ def test_a_request_for_another_topic_hears_unknown_topic_about_that_topic() -> N
 
 
 def test_a_failure_of_the_whole_request_answers_at_the_top_level() -> None:
-    wire = through_bytes(encode_describe_quorum_error(ErrorCode.cluster_authorization_failed))
+    wire = through_bytes(
+        encode_describe_quorum_error(ErrorCode.cluster_authorization_failed)
+    )
     assert isinstance(wire, dq_res.DescribeQuorumResponse)
     assert wire.error_code == ErrorCode.cluster_authorization_failed
     assert wire.topics == ()
-    with pytest.raises(DescribeQuorumError, match="CLUSTER_AUTHORIZATION_FAILED") as caught:
+    with pytest.raises(
+        DescribeQuorumError, match="CLUSTER_AUTHORIZATION_FAILED"
+    ) as caught:
         decode_describe_quorum_response(wire)
     assert caught.value.error_code == ErrorCode.cluster_authorization_failed
     assert not caught.value.partition_level
@@ -227,7 +254,9 @@ def test_an_answer_about_another_partition_or_without_its_leader_is_refused() ->
     (partition,) = good.topics[0].partitions
     other = dq_res.DescribeQuorumResponse(
         error_code=ErrorCode.none,
-        topics=(dq_res.TopicData(topic_name=TopicName("orders"), partitions=(partition,)),),
+        topics=(
+            dq_res.TopicData(topic_name=TopicName("orders"), partitions=(partition,)),
+        ),
     )
     with pytest.raises(ValueError, match="__cluster_metadata-0"):
         decode_describe_quorum_response(other)

@@ -44,6 +44,10 @@ def test_the_leader_describes_every_voter_and_observer_and_their_lag() -> None:
     ]
     assert lines[1].split()[0] == str(leader.node_id)
     assert lines[1].split()[-1] == "Leader"
-    assert [line.split()[-1] for line in lines[2:]] == ["Follower", "Follower", "Observer"]
+    assert [line.split()[-1] for line in lines[2:]] == [
+        "Follower",
+        "Follower",
+        "Observer",
+    ]
     row = next(line.split() for line in lines if line.split()[0] == str(follower))
     assert row[2] == "5"

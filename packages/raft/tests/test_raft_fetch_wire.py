@@ -48,14 +48,18 @@ def test_fetch_requests(replica: int, epoch: int, offset: int, last_epoch: int) 
 
 def test_a_fetcher_with_nothing_says_epoch_0() -> None:
     """-1 (the schema's unknown, what a broker with an empty log sends) is the core's 0."""
-    body = wire.encode_fetch_request(FetchRequest(4, 1, 0, 0), cluster_id="c", max_wait=0.5)
+    body = wire.encode_fetch_request(
+        FetchRequest(4, 1, 0, 0), cluster_id="c", max_wait=0.5
+    )
     unknown = dataclasses.replace(
         body,
         topics=(
             dataclasses.replace(
                 body.topics[0],
                 partitions=(
-                    dataclasses.replace(body.topics[0].partitions[0], last_fetched_epoch=i32(-1)),
+                    dataclasses.replace(
+                        body.topics[0].partitions[0], last_fetched_epoch=i32(-1)
+                    ),
                 ),
             ),
         ),
@@ -63,9 +67,12 @@ def test_a_fetcher_with_nothing_says_epoch_0() -> None:
     assert wire.decode_fetch_request(unknown).last_fetched_epoch == 0
 
 
-entries = st.lists(st.tuples(st.binary(max_size=40), st.booleans()), min_size=0, max_size=8).map(
+entries = st.lists(
+    st.tuples(st.binary(max_size=40), st.booleans()), min_size=0, max_size=8
+).map(
     lambda items: tuple(
-        Entry(100 + i, 3 + i // 3, data, control) for i, (data, control) in enumerate(items)
+        Entry(100 + i, 3 + i // 3, data, control)
+        for i, (data, control) in enumerate(items)
     )
 )
 
@@ -98,7 +105,9 @@ def test_fetch_responses_carry_corrections_and_errors(sent: FetchResponse) -> No
 def test_fetch_snapshot_requests(
     replica: int, epoch: int, end: int, snapshot_epoch: int, position: int
 ) -> None:
-    sent = FetchSnapshotRequest(replica, epoch, SnapshotId(end, snapshot_epoch), position)
+    sent = FetchSnapshotRequest(
+        replica, epoch, SnapshotId(end, snapshot_epoch), position
+    )
     body = wire.encode_fetch_snapshot_request(sent, cluster_id="c", max_bytes=1024)
     assert wire.decode_request(through_bytes(body)) == (replica, sent)  # type: ignore[arg-type]
 
@@ -118,7 +127,9 @@ def test_fetch_snapshot_responses(chunk: bytes, position: int) -> None:
 
 
 def test_a_fetch_of_another_topic_is_refused() -> None:
-    body = wire.encode_fetch_request(FetchRequest(1, 1, 0, 0), cluster_id="c", max_wait=0.5)
+    body = wire.encode_fetch_request(
+        FetchRequest(1, 1, 0, 0), cluster_id="c", max_wait=0.5
+    )
     other = dataclasses.replace(
         body, topics=(dataclasses.replace(body.topics[0], topic_id=uuid.uuid4()),)
     )
@@ -127,6 +138,8 @@ def test_a_fetch_of_another_topic_is_refused() -> None:
 
 
 def test_an_answer_of_the_wrong_kind_is_refused() -> None:
-    answer = wire.encode_fetch_response(FetchResponse(Errors.NONE, 1, 0, 0), log_start_offset=0)
+    answer = wire.encode_fetch_response(
+        FetchResponse(Errors.NONE, 1, 0, 0), log_start_offset=0
+    )
     with pytest.raises(ValueError, match="does not answer"):
         wire.decode_response(VoteRequest(1, 0, 0, 0), answer)

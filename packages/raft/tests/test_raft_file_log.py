@@ -22,7 +22,16 @@ Op = tuple[str, int, int]
 ops = st.lists(
     st.tuples(
         st.sampled_from(
-            ["append", "append", "unit", "unit", "control", "truncate", "flush", "snapshot"]
+            [
+                "append",
+                "append",
+                "unit",
+                "unit",
+                "control",
+                "truncate",
+                "flush",
+                "snapshot",
+            ]
         ),
         st.integers(0, 6),
         st.integers(0, 2),
@@ -61,7 +70,9 @@ def apply(log: MemoryLog | FileRaftLog, op: Op) -> None:
     elif kind == "flush":
         log.flush()
     elif kind == "snapshot" and log.flushed_end_offset > log.start_offset:
-        end = log.flushed_end_offset - min(a, log.flushed_end_offset - log.start_offset - 1)
+        end = log.flushed_end_offset - min(
+            a, log.flushed_end_offset - log.start_offset - 1
+        )
         end = between_units(log, end)
         if end == log.start_offset:
             return
@@ -101,7 +112,10 @@ def test_the_file_log_answers_as_the_memory_log_does(operations: list[Op]) -> No
 def test_a_reopened_log_finds_its_entries_epochs_and_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "__cluster_metadata-0"
     log = FileRaftLog(path, SMALL)
-    log.append([Entry(0, 1, b"", control=True)] + [Entry(i, 1, b"a%d" % i) for i in range(1, 30)])
+    log.append(
+        [Entry(0, 1, b"", control=True)]
+        + [Entry(i, 1, b"a%d" % i) for i in range(1, 30)]
+    )
     log.append([Entry(30, 3, b"", control=True), Entry(31, 3, b"b")])
     log.flush()
     log.create_snapshot(Snapshot(SnapshotId(20, 1), b"twenty"))
@@ -135,7 +149,9 @@ def test_simulated_quorums_on_disk_logs_keep_every_invariant(tmp_path: Path) -> 
     entries cut off the files) and partitions hold every invariant."""
     for seed in range(4):
         root = tmp_path / f"seed{seed}"
-        scenario = random_scenario(seed, voters=3, observers=1, kinds=("crash", "partition"))
+        scenario = random_scenario(
+            seed, voters=3, observers=1, kinds=("crash", "partition")
+        )
         simulation = Simulation(
             scenario,
             seed,

@@ -66,7 +66,9 @@ def test_entries_appended_together_are_fetched_and_committed_whole() -> None:
     start = leader.log.end_offset
     last, output = leader.append(unit, 3.0)
     assert last == start + len(unit) - 1
-    assert [e.continued for e in leader.log.read(start, 1)] == [True] * (len(unit) - 1) + [False]
+    assert [e.continued for e in leader.log.read(start, 1)] == [True] * (
+        len(unit) - 1
+    ) + [False]
     wire.take(leader.node_id, output)
     seen_hw = {leader.high_watermark}
     for step in range(1, 41):  # a second: the followers' held fetches bring them the HW
@@ -76,16 +78,22 @@ def test_entries_appended_together_are_fetched_and_committed_whole() -> None:
     assert all(wire.committed[n] == unit for n in wire.nodes)
 
 
-def test_a_vote_is_written_down_before_it_is_answered_and_given_once_per_epoch() -> None:
+def test_a_vote_is_written_down_before_it_is_answered_and_given_once_per_epoch() -> (
+    None
+):
     log, store = MemoryLog(), MemoryStateStore()
     voter = RaftNode(1, [1, 2, 3], log, store, 0.0)
-    ask = VoteRequest(candidate_epoch=5, candidate_id=2, last_offset_epoch=0, last_offset=0)
+    ask = VoteRequest(
+        candidate_epoch=5, candidate_id=2, last_offset_epoch=0, last_offset=0
+    )
     output = voter.receive(Envelope(2, 1, 7, ask), 0.0)
     (reply,) = output.messages
     assert isinstance(reply.message, VoteResponse)
     assert reply.message.vote_granted
     assert store.state == ElectionState(5, None, 2)  # durable before the answer left
-    rival = VoteRequest(candidate_epoch=5, candidate_id=3, last_offset_epoch=0, last_offset=0)
+    rival = VoteRequest(
+        candidate_epoch=5, candidate_id=3, last_offset_epoch=0, last_offset=0
+    )
     (reply,) = voter.receive(Envelope(3, 1, 8, rival), 0.0).messages
     assert isinstance(reply.message, VoteResponse)
     assert not reply.message.vote_granted
@@ -103,7 +111,11 @@ def test_a_voter_refuses_a_candidate_whose_log_is_behind_its_own() -> None:
     log = MemoryLog()
     log.append([Entry(0, 1, b""), Entry(1, 2, b"")])
     voter = RaftNode(1, [1, 2, 3], log, MemoryStateStore(), 0.0)
-    for last_epoch, last_offset, granted in ((1, 9, False), (2, 1, False), (2, 2, True)):
+    for last_epoch, last_offset, granted in (
+        (1, 9, False),
+        (2, 1, False),
+        (2, 2, True),
+    ):
         ask = VoteRequest(3, 2, last_offset_epoch=last_epoch, last_offset=last_offset)
         (reply,) = voter.receive(Envelope(2, 1, last_offset, ask), 0.0).messages
         assert isinstance(reply.message, VoteResponse)
@@ -113,7 +125,9 @@ def test_a_voter_refuses_a_candidate_whose_log_is_behind_its_own() -> None:
 def test_a_pre_vote_changes_nothing_and_is_refused_while_the_leader_is_heard() -> None:
     store = MemoryStateStore()
     voter = RaftNode(1, [1, 2, 3], MemoryLog(), store, 0.0)
-    voter.receive(Envelope(3, 1, 1, BeginQuorumEpochRequest(leader_epoch=4, leader_id=3)), 0.0)
+    voter.receive(
+        Envelope(3, 1, 1, BeginQuorumEpochRequest(leader_epoch=4, leader_id=3)), 0.0
+    )
     assert voter.state is State.FOLLOWER
     writes = store.writes
     pre = VoteRequest(5, 2, 0, 0, pre_vote=True)
@@ -123,7 +137,9 @@ def test_a_pre_vote_changes_nothing_and_is_refused_while_the_leader_is_heard() -
     assert reply.message.reason == "this voter still hears from leader 3"
     # Once the leader has been silent for a fetch timeout, the pre-vote is granted,
     # and still nothing moved: no epoch, no write.
-    (reply,) = voter.receive(Envelope(2, 1, 3, pre), 0.0 + CONFIG.fetch_timeout).messages
+    (reply,) = voter.receive(
+        Envelope(2, 1, 3, pre), 0.0 + CONFIG.fetch_timeout
+    ).messages
     assert isinstance(reply.message, VoteResponse)
     assert reply.message.vote_granted
     assert voter.epoch == 4
@@ -143,7 +159,9 @@ def test_a_follower_truncates_what_its_new_leader_never_had() -> None:
     for value in (b"lost1", b"lost2"):
         _, output = leader.append([value], 3.5)
     wire.run_until(12.0, start=3.5)
-    new = [n for n in wire.nodes.values() if n.state is State.LEADER and n.node_id != old]
+    new = [
+        n for n in wire.nodes.values() if n.state is State.LEADER and n.node_id != old
+    ]
     assert len(new) == 1
     assert new[0].epoch > leader.epoch
     _, output = new[0].append([b"b"], 12.0)
@@ -164,7 +182,9 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_own_epoch() -> Non
     log.flush()
     store = MemoryStateStore()
     store.write(ElectionState(1, None, None))
-    leader = RaftNode(1, [1, 2, 3], log, store, 0.0, config=RaftConfig(fetch_max_entries=1))
+    leader = RaftNode(
+        1, [1, 2, 3], log, store, 0.0, config=RaftConfig(fetch_max_entries=1)
+    )
     leader.handle_timer(5.0)  # Prospective
     for voter in (2, 3):
         pre = VoteResponse(Errors.NONE, 1, None, True, pre_vote=True)
@@ -176,22 +196,30 @@ def test_the_high_watermark_waits_for_an_entry_of_the_leaders_own_epoch() -> Non
     assert leader.epoch == 2
     # Voter 2 fetches the old entry only (one entry a fetch): a majority has offset 1,
     # which covers only epoch 1's entry; the leader's epoch starts at 1. Not committed.
-    fetch = FetchRequest(replica_id=2, current_leader_epoch=2, fetch_offset=0, last_fetched_epoch=0)
+    fetch = FetchRequest(
+        replica_id=2, current_leader_epoch=2, fetch_offset=0, last_fetched_epoch=0
+    )
     leader.receive(Envelope(2, 1, 1, fetch), 5.1)
-    fetch = FetchRequest(replica_id=2, current_leader_epoch=2, fetch_offset=1, last_fetched_epoch=1)
+    fetch = FetchRequest(
+        replica_id=2, current_leader_epoch=2, fetch_offset=1, last_fetched_epoch=1
+    )
     output = leader.receive(Envelope(2, 1, 2, fetch), 5.2)
     assert leader.high_watermark == 0
     (reply,) = output.messages
     assert isinstance(reply.message, FetchResponse)
     assert reply.message.high_watermark == 0
     # Once voter 2 has the LeaderChange entry of epoch 2, both entries commit together.
-    fetch = FetchRequest(replica_id=2, current_leader_epoch=2, fetch_offset=2, last_fetched_epoch=2)
+    fetch = FetchRequest(
+        replica_id=2, current_leader_epoch=2, fetch_offset=2, last_fetched_epoch=2
+    )
     output = leader.receive(Envelope(2, 1, 3, fetch), 5.3)
     assert leader.high_watermark == 2
     assert [e.data for e in output.committed] == [b"old"]
 
 
-def test_a_leader_no_majority_fetches_from_resigns_within_one_and_a_half_fetch_timeouts() -> None:
+def test_a_leader_no_majority_fetches_from_resigns_within_one_and_a_half_fetch_timeouts() -> (
+    None
+):
     wire = Wire(3)
     wire.run_until(3.0)
     leader = wire.leader()
@@ -202,7 +230,9 @@ def test_a_leader_no_majority_fetches_from_resigns_within_one_and_a_half_fetch_t
         leader.append([b"late"], 7.0)
 
 
-def test_a_graceful_resignation_hands_over_to_the_most_complete_follower_first() -> None:
+def test_a_graceful_resignation_hands_over_to_the_most_complete_follower_first() -> (
+    None
+):
     wire = Wire(3)
     wire.run_until(3.0)
     leader = wire.leader()
@@ -244,7 +274,9 @@ def test_an_observer_never_votes_and_finds_the_leader_by_asking_any_voter() -> N
     observer = wire.nodes[4]
     assert observer.state is State.FOLLOWER
     assert not observer.is_voter
-    (reply,) = observer.receive(Envelope(2, 4, 1, VoteRequest(9, 2, 5, 5)), 4.0).messages
+    (reply,) = observer.receive(
+        Envelope(2, 4, 1, VoteRequest(9, 2, 5, 5)), 4.0
+    ).messages
     assert isinstance(reply.message, VoteResponse)
     assert not reply.message.vote_granted
 

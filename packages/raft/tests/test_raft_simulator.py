@@ -9,7 +9,13 @@ import pytest
 from minikafka.raft import ElectionState, RaftNode
 from minikafka.raft.__main__ import main
 from minikafka.raft._messages import VoteRequest
-from minikafka.raft._scenarios import Fault, Scenario, describe, random_scenario, storm_scenario
+from minikafka.raft._scenarios import (
+    Fault,
+    Scenario,
+    describe,
+    random_scenario,
+    storm_scenario,
+)
 from minikafka.raft._simulator import Result, Simulation, shrink
 
 # (voters, observers, seeds): a few hundred seeds in all, about half a minute.
@@ -28,7 +34,9 @@ def test_seeded_runs_under_faults_keep_every_invariant(
     for seed in seeds:
         result = Simulation(random_scenario(seed, voters, observers), seed).run()
         if not result.ok:
-            failures.append(f"seed {seed}: {result.violation}\n{describe(result.scenario)}")
+            failures.append(
+                f"seed {seed}: {result.violation}\n{describe(result.scenario)}"
+            )
         elections += result.elections
         commits += result.commits
     assert not failures, "\n".join(failures)
@@ -79,7 +87,9 @@ class VotesBlind(RaftNode):
 
 def first_failure(factory: type[RaftNode], voters: int, seeds: range) -> Result | None:
     for seed in seeds:
-        result = Simulation(storm_scenario(seed, voters), seed, node_factory=factory).run()
+        result = Simulation(
+            storm_scenario(seed, voters), seed, node_factory=factory
+        ).run()
         if not result.ok:
             return result
     return None
@@ -125,11 +135,15 @@ def test_a_failing_schedule_is_shrunk_to_the_faults_it_needs() -> None:
     # 1-minimal: without any one of the remaining faults the run passes.
     for i in range(len(smaller.faults)):
         without = smaller.faults[:i] + smaller.faults[i + 1 :]
-        assert not fails(Scenario(**{**attrs.asdict(smaller, recurse=False), "faults": without}))
+        assert not fails(
+            Scenario(**{**attrs.asdict(smaller, recurse=False), "faults": without})
+        )
     assert "crash" in describe(smaller)
 
 
-def test_the_command_runs_seeds_and_says_how_it_went(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_runs_seeds_and_says_how_it_went(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["simulate", "--voters", "3", "--observers", "1", "--seeds", "3"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[-1].startswith("3 seeds, 0 failed;")

@@ -48,8 +48,15 @@ def test_a_run_with_a_crash_and_a_partition_traces_every_kind_of_event() -> None
     assert result.ok
     records = [r for t in tracers.values() for r in t.records]
     kinds = {type(event) for _, event in records}
-    assert {StateChanged, VoteAnswered, HighWatermarkAdvanced, SnapshotInstalled} <= kinds
-    elected = [e for _, e in records if isinstance(e, StateChanged) and e.new == "Leader"]
+    assert {
+        StateChanged,
+        VoteAnswered,
+        HighWatermarkAdvanced,
+        SnapshotInstalled,
+    } <= kinds
+    elected = [
+        e for _, e in records if isinstance(e, StateChanged) and e.new == "Leader"
+    ]
     # Every election says how long its node was without a leader; the first waited for
     # the randomized election timeout (1 to 2 s).
     assert elected[0].leaderless_for >= 1.0

@@ -62,7 +62,9 @@ def through_bytes(entity: Entity) -> Entity:
 
 
 @given(epochs, ids, epochs, st.integers(0, 2**63 - 1), st.booleans())
-def test_vote_requests(epoch: int, candidate: int, last_epoch: int, last: int, pre: bool) -> None:
+def test_vote_requests(
+    epoch: int, candidate: int, last_epoch: int, last: int, pre: bool
+) -> None:
     message = VoteRequest(epoch, candidate, last_epoch, last, pre)
     wire = encode_vote_request(message, cluster_id="c", voter_id=3)
     assert decode_vote_request(through_bytes(wire)) == message  # type: ignore[arg-type]
@@ -78,7 +80,9 @@ def test_vote_responses(
 
 
 @given(epochs, ids, errors, leaders)
-def test_begin_quorum_epoch(epoch: int, leader: int, error: Errors, known: int | None) -> None:
+def test_begin_quorum_epoch(
+    epoch: int, leader: int, error: Errors, known: int | None
+) -> None:
     request = BeginQuorumEpochRequest(epoch, leader)
     wire = encode_begin_quorum_epoch_request(
         request, cluster_id="c", voter_id=2, leader_endpoints=ENDPOINTS
@@ -96,7 +100,9 @@ def test_end_quorum_epoch(
     epoch: int, leader: int, successors: list[int], error: Errors, known: int | None
 ) -> None:
     request = EndQuorumEpochRequest(epoch, leader, tuple(successors))
-    wire = encode_end_quorum_epoch_request(request, cluster_id="c", leader_endpoints=ENDPOINTS)
+    wire = encode_end_quorum_epoch_request(
+        request, cluster_id="c", leader_endpoints=ENDPOINTS
+    )
     assert decode_end_quorum_epoch_request(through_bytes(wire)) == request  # type: ignore[arg-type]
     response = EndQuorumEpochResponse(error, epoch, known)
     back = through_bytes(encode_end_quorum_epoch_response(response))

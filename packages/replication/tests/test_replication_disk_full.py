@@ -54,7 +54,9 @@ def refused_writes(monkeypatch: pytest.MonkeyPatch, err: int) -> Iterator[None]:
         yield
 
 
-def produce(manager: Any, acks: Acks = Acks.LEADER, tp: TopicPartition = TP) -> ProduceAnswers:
+def produce(
+    manager: Any, acks: Acks = Acks.LEADER, tp: TopicPartition = TP
+) -> ProduceAnswers:
     answers: ProduceAnswers = Answers()
     manager.append_records(30_000, acks, {tp: value_batch(2)}, answers, now=0.0)
     return answers
@@ -89,9 +91,13 @@ def test_a_write_the_log_cannot_undo_takes_the_dir_offline(
         assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
     assert list(manager.core.log_manager.offline_dirs) == [tmp_path]
     for tp in (TP, OTHER):
-        assert produce(manager, tp=tp).only[tp].error_code is ErrorCode.kafka_storage_error
+        assert (
+            produce(manager, tp=tp).only[tp].error_code is ErrorCode.kafka_storage_error
+        )
         answers: Answers[Any] = Answers()
-        manager.fetch_messages(consumer_params(), [FetchPartition(tp, 0, 1 << 20)], answers, 0.0)
+        manager.fetch_messages(
+            consumer_params(), [FetchPartition(tp, 0, 1 << 20)], answers, 0.0
+        )
         [(_, fetched)] = answers.only
         assert fetched.error_code is ErrorCode.kafka_storage_error
 

@@ -36,7 +36,9 @@ def filled(
     for tp in tps:
         lead(manager, tp)
         for _ in range(batches):
-            manager.append_records(30_000, Acks.LEADER, {tp: value_batch(9, 100)}, discard, 0.0)
+            manager.append_records(
+                30_000, Acks.LEADER, {tp: value_batch(9, 100)}, discard, 0.0
+            )
     return manager
 
 
@@ -55,7 +57,9 @@ def sizes(answer: FetchAnswer) -> list[int]:
     return [result.size for _, result in answer]
 
 
-def append(manager: ManualShell, tp: TopicPartition, count: int = 1, value_bytes: int = 100) -> int:
+def append(
+    manager: ManualShell, tp: TopicPartition, count: int = 1, value_bytes: int = 100
+) -> int:
     batch = value_batch(count, value_bytes)
     manager.append_records(30_000, Acks.LEADER, {tp: batch}, discard, 0.0)
     return len(batch)
@@ -70,7 +74,11 @@ def test_everything_fits_within_generous_limits(tmp_path: Path) -> None:
     assert sizes(answer) == [3 * BATCH, 3 * BATCH]
     for _, result in answer:
         assert result.error_code is ErrorCode.none
-        assert (result.high_watermark, result.last_stable_offset, result.log_start_offset) == (
+        assert (
+            result.high_watermark,
+            result.last_stable_offset,
+            result.log_start_offset,
+        ) == (
             27,
             27,
             0,
@@ -81,32 +89,45 @@ def test_everything_fits_within_generous_limits(tmp_path: Path) -> None:
 
 def test_partition_max_bytes_cuts_each_partition_exactly(tmp_path: Path) -> None:
     manager = filled(tmp_path)
-    limit = BATCH + 100  # a whole batch and the start of the next: the client drops the rest
-    answer = fetch_now(manager, [FetchPartition(A, 0, limit), FetchPartition(B, 0, limit)])
+    # a whole batch and the start of the next: the client drops the rest
+    limit = BATCH + 100
+    answer = fetch_now(
+        manager, [FetchPartition(A, 0, limit), FetchPartition(B, 0, limit)]
+    )
     assert sizes(answer) == [limit, limit]
 
 
 def test_max_bytes_is_shared_in_request_order(tmp_path: Path) -> None:
     manager = filled(tmp_path)
     params = consumer_params(max_bytes=BATCH * 2 + 50)
-    answer = fetch_now(manager, [FetchPartition(A, 0, BIG), FetchPartition(B, 0, BIG)], params)
+    answer = fetch_now(
+        manager, [FetchPartition(A, 0, BIG), FetchPartition(B, 0, BIG)], params
+    )
     assert sizes(answer) == [BATCH * 2 + 50, 0]
     assert answer[1][1].records is None
     assert answer[1][1].error_code is ErrorCode.none
     params = consumer_params(max_bytes=BATCH * 4)
-    answer = fetch_now(manager, [FetchPartition(A, 0, BIG), FetchPartition(B, 0, BIG)], params)
+    answer = fetch_now(
+        manager, [FetchPartition(A, 0, BIG), FetchPartition(B, 0, BIG)], params
+    )
     assert sizes(answer) == [BATCH * 3, BATCH]
 
 
-def test_a_first_batch_larger_than_the_limits_is_still_returned_whole(tmp_path: Path) -> None:
+def test_a_first_batch_larger_than_the_limits_is_still_returned_whole(
+    tmp_path: Path,
+) -> None:
     manager = filled(tmp_path)
     params = consumer_params(max_bytes=100)
-    answer = fetch_now(manager, [FetchPartition(A, 0, 100), FetchPartition(B, 0, 100)], params)
+    answer = fetch_now(
+        manager, [FetchPartition(A, 0, 100), FetchPartition(B, 0, 100)], params
+    )
     # min_one_message: the consumer can always make progress; after that the limit holds.
     assert sizes(answer) == [BATCH, 0]
 
 
-def test_min_one_message_goes_to_the_first_partition_that_has_data(tmp_path: Path) -> None:
+def test_min_one_message_goes_to_the_first_partition_that_has_data(
+    tmp_path: Path,
+) -> None:
     manager = filled(tmp_path)
     params = consumer_params(max_bytes=100)
     at_end = FetchPartition(A, 27, 100)  # A has nothing beyond offset 27
@@ -116,7 +137,9 @@ def test_min_one_message_goes_to_the_first_partition_that_has_data(tmp_path: Pat
     assert sizes(answer) == [0, BATCH, 0]
 
 
-def test_a_fetch_offset_inside_a_batch_reads_from_the_batch_that_holds_it(tmp_path: Path) -> None:
+def test_a_fetch_offset_inside_a_batch_reads_from_the_batch_that_holds_it(
+    tmp_path: Path,
+) -> None:
     manager = filled(tmp_path, tps=(A,))
     [(_, result)] = fetch_now(manager, [FetchPartition(A, 13, BIG)])
     assert result.records is not None
@@ -147,7 +170,9 @@ def test_a_consumer_reads_only_below_the_hw(tmp_path: Path) -> None:
 # --- the followers' positions ----------------------------------------------------------
 
 
-def test_a_follower_fetch_past_the_log_end_is_refused_and_not_recorded(tmp_path: Path) -> None:
+def test_a_follower_fetch_past_the_log_end_is_refused_and_not_recorded(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     partition = lead(manager, A, (1, 2), isr=(1, 2))
     append(manager, A, 2)
@@ -171,7 +196,9 @@ def test_a_fenced_follower_fetch_is_refused_and_not_recorded(tmp_path: Path) -> 
     assert partition.log.high_watermark == 2
 
 
-def test_a_fetch_from_a_broker_that_is_not_a_replica_gets_no_data(tmp_path: Path) -> None:
+def test_a_fetch_from_a_broker_that_is_not_a_replica_gets_no_data(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     partition = lead(manager, A, (1, 2), isr=(1, 2))
     append(manager, A, 2)
@@ -222,7 +249,9 @@ def test_enough_data_at_once_is_answered_without_waiting(tmp_path: Path) -> None
 
 def test_max_wait_0_is_answered_at_once_even_without_data(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=0, tps=(A,))
-    answer = fetch_now(manager, [FetchPartition(A, 0, BIG)], consumer_params(min_bytes=1000))
+    answer = fetch_now(
+        manager, [FetchPartition(A, 0, BIG)], consumer_params(min_bytes=1000)
+    )
     assert sizes(answer) == [0]
     assert manager.core.fetch_purgatory.delayed == 0
 
@@ -237,7 +266,8 @@ def test_a_long_poll_completes_when_enough_bytes_arrive(tmp_path: Path) -> None:
     large = append(manager, A, 1, value_bytes=600)
     [(fetch, result)] = answers.only
     assert fetch.topic_partition == A
-    assert result.size == small + large  # read again at completion: everything there now
+    # read again at completion: everything there now
+    assert result.size == small + large
     assert result.high_watermark == 2
     assert manager.core.fetch_purgatory.delayed == 0
     assert manager.on_timer(1.0) == 0
@@ -299,7 +329,9 @@ def test_a_long_poll_completes_when_a_new_segment_is_rolled(tmp_path: Path) -> N
 
 def test_a_long_poll_expires_with_an_empty_answer(tmp_path: Path) -> None:
     manager = filled(tmp_path, batches=1, tps=(A,))
-    answers = park(manager, [FetchPartition(A, 9, BIG)], min_bytes=1, max_wait_ms=250, now=4.0)
+    answers = park(
+        manager, [FetchPartition(A, 9, BIG)], min_bytes=1, max_wait_ms=250, now=4.0
+    )
     assert manager.core.next_deadline() == 4.25
     assert manager.on_timer(4.2499) == 0
     assert manager.on_timer(4.25) == 1
@@ -319,7 +351,9 @@ def test_a_long_poll_on_a_deleted_partition_is_answered_at_once(tmp_path: Path) 
     assert codes == [ErrorCode.unknown_topic_or_partition, ErrorCode.none]
 
 
-def test_a_long_poll_on_a_partition_that_moved_away_answers_not_leader(tmp_path: Path) -> None:
+def test_a_long_poll_on_a_partition_that_moved_away_answers_not_leader(
+    tmp_path: Path,
+) -> None:
     manager = filled(tmp_path, batches=1, tps=(A,))
     answers = park(manager, [FetchPartition(A, 9, BIG)], min_bytes=1)
     partition = manager.core.get_partition(A)
@@ -335,9 +369,13 @@ def test_a_long_poll_naming_an_old_leader_epoch_is_answered_when_the_epoch_chang
 ) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, A, leader_epoch=1)
-    answers = park(manager, [FetchPartition(A, 0, BIG, current_leader_epoch=1)], min_bytes=1)
-    lead(manager, A, leader_epoch=2, partition_epoch=1, now=0.1)  # re-elected: a new epoch
-    [(_, result)] = answers.only  # not at the deadline: KIP-320 says the client is behind
+    answers = park(
+        manager, [FetchPartition(A, 0, BIG, current_leader_epoch=1)], min_bytes=1
+    )
+    # re-elected: a new epoch
+    lead(manager, A, leader_epoch=2, partition_epoch=1, now=0.1)
+    # not at the deadline: KIP-320 says the client is behind
+    [(_, result)] = answers.only
     assert result.error_code is ErrorCode.fenced_leader_epoch
 
 

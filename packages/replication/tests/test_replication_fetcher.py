@@ -63,13 +63,17 @@ class Link:
 
     def pump(self, now: float) -> None:
         """One round: OffsetsForLeaderEpoch if truncating, then one Fetch."""
-        answers = self.leader.last_offsets_for_leader_epochs(self.fetcher.epoch_requests(now))
+        answers = self.leader.last_offsets_for_leader_epochs(
+            self.fetcher.epoch_requests(now)
+        )
         self.truncations += self.fetcher.on_epoch_answers(answers, now)
         fetches = self.fetcher.fetch_request(now)
         if not fetches:
             return
         self._next_id += 1
-        params = FetchParams(self.fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        params = FetchParams(
+            self.fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20
+        )
         fetched: list[FetchedPartition] = []
         for response in self.leader.fetch_messages(params, fetches, self._next_id, now):
             if isinstance(response, ProduceResponse):
@@ -92,13 +96,17 @@ def link(follower: ReplicaManager, leader: ReplicaManager) -> Link:
     return Link(leader, fetcher)
 
 
-def test_a_follower_replicates_the_leader_and_acks_all_waits_for_it(tmp_path: Path) -> None:
+def test_a_follower_replicates_the_leader_and_acks_all_waits_for_it(
+    tmp_path: Path,
+) -> None:
     broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
     broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
     lead(broker1, state(1, 0))
     follow(broker2, state(1, 0))
     to_leader = link(broker2, broker1)
-    answered = broker1.append_records(30_000, Acks.ALL, {TP: value_batch(3)}, 1, now=0.0)
+    answered = broker1.append_records(
+        30_000, Acks.ALL, {TP: value_batch(3)}, 1, now=0.0
+    )
     assert answered == []  # the follower has nothing yet: the HW stays at 0
     to_leader.pump(1.0)  # brings offsets 0-2 to the follower
     assert broker2.partitions[TP].log.log_end_offset == 3
@@ -108,13 +116,16 @@ def test_a_follower_replicates_the_leader_and_acks_all_waits_for_it(tmp_path: Pa
     assert produce.request_id == 1
     assert produce.results[TP].error_code is ErrorCode.none
     assert broker1.partitions[TP].log.high_watermark == 3
-    assert broker2.partitions[TP].log.high_watermark == 3  # the HW travels in the answer
+    # the HW travels in the answer
+    assert broker2.partitions[TP].log.high_watermark == 3
     broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(5)}, 2, now=3.0)
     to_leader.pump(4.0)
     assert log_bytes(broker2) == log_bytes(broker1)  # byte for byte, offsets and epochs
 
 
-def test_a_returning_leader_truncates_what_the_new_leader_never_had(tmp_path: Path) -> None:
+def test_a_returning_leader_truncates_what_the_new_leader_never_had(
+    tmp_path: Path,
+) -> None:
     broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
     broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
     lead(broker1, state(1, 0))
@@ -139,7 +150,8 @@ def test_a_returning_leader_truncates_what_the_new_leader_never_had(tmp_path: Pa
     assert broker1.partitions[TP].log.log_end_offset == 3
     assert log_bytes(broker1) == log_bytes(broker2)
     epochs = [
-        (e.epoch, e.start_offset) for e in broker1.partitions[TP].log.leader_epoch_cache.entries
+        (e.epoch, e.start_offset)
+        for e in broker1.partitions[TP].log.leader_epoch_cache.entries
     ]
     assert epochs == [(0, 0), (1, 2)]
 
@@ -152,7 +164,8 @@ def test_a_follower_with_an_old_epoch_is_fenced_and_backs_off(tmp_path: Path) ->
     to_leader = link(broker2, broker1)
     broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(1)}, 1, now=0.0)
     to_leader.pump(1.0)
-    lead(broker1, state(1, 3), now=2.0)  # a new leader epoch the follower has not heard of
+    # a new leader epoch the follower has not heard of
+    lead(broker1, state(1, 3), now=2.0)
     to_leader.pump(2.0)  # FENCED_LEADER_EPOCH
     assert to_leader.fetcher.fetch_request(2.5) == []  # backing off (1 s by default)
     assert to_leader.fetcher.fetch_request(3.0) != []
@@ -164,7 +177,9 @@ def test_a_follower_with_an_old_epoch_is_fenced_and_backs_off(tmp_path: Path) ->
     assert log_bytes(broker2) == log_bytes(broker1)
 
 
-def test_a_follower_behind_the_leaders_log_start_starts_over_there(tmp_path: Path) -> None:
+def test_a_follower_behind_the_leaders_log_start_starts_over_there(
+    tmp_path: Path,
+) -> None:
     # The leader's retention deleted offsets 0-7 while the follower was away: fetching
     # from 0 is out of range, so the follower starts empty at the leader's log start.
     broker1 = replica_manager_core(tmp_path / "1", broker_id=1)

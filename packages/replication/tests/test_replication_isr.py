@@ -32,7 +32,9 @@ LAG = 30.0  # replica.lag.time.max.ms, Kafka's default, in seconds
 
 def leader(tmp_path: Path, isr: tuple[int, ...] = (1, 2, 3)) -> Partition:
     partition = open_partition(tmp_path)
-    assert partition.make_leader(partition_state((1, 2, 3), isr=isr, partition_epoch=4), 0.0)
+    assert partition.make_leader(
+        partition_state((1, 2, 3), isr=isr, partition_epoch=4), 0.0
+    )
     return partition
 
 
@@ -63,7 +65,9 @@ def test_steady_followers_stay_in_sync_under_steady_produce(tmp_path: Path) -> N
     assert partition.isr == frozenset({1, 2, 3})
 
 
-def test_a_stopped_follower_is_proposed_out_after_the_lag_and_not_before(tmp_path: Path) -> None:
+def test_a_stopped_follower_is_proposed_out_after_the_lag_and_not_before(
+    tmp_path: Path,
+) -> None:
     partition = leader(tmp_path)
     produce(partition, 3)
     fetch(partition, 2, 1.0)
@@ -102,7 +106,9 @@ def test_in_flight_shrink_still_waits_for_the_slow_follower(tmp_path: Path) -> N
     assert partition.check_enough_replicas_reach_offset(5) == ErrorCode.none
 
 
-def test_a_follower_that_catches_up_is_proposed_back_and_counts_at_once(tmp_path: Path) -> None:
+def test_a_follower_that_catches_up_is_proposed_back_and_counts_at_once(
+    tmp_path: Path,
+) -> None:
     partition = leader(tmp_path, isr=(1, 2))
     produce(partition, 4)
     fetch(partition, 2, 1.0)
@@ -116,7 +122,8 @@ def test_a_follower_that_catches_up_is_proposed_back_and_counts_at_once(tmp_path
     assert partition.maximal_isr == frozenset({1, 2, 3})
     produce(partition, 2)
     fetch(partition, 2, 3.0)
-    assert partition.log.high_watermark == 4  # follower 3 already counts: the HW waits for it
+    # follower 3 already counts: the HW waits for it
+    assert partition.log.high_watermark == 4
     fetch(partition, 3, 3.0)
     assert partition.log.high_watermark == 6
 
@@ -135,6 +142,8 @@ def test_one_proposal_at_a_time_and_a_refused_one_is_dropped(tmp_path: Path) -> 
     assert partition.isr == frozenset({1, 2, 3})
     # The metadata brings the controller's own decision; nothing of ours is in flight.
     assert partition.maybe_shrink_isr(300.0, LAG)
-    partition.make_leader(partition_state((1, 2, 3), isr=(1, 3), partition_epoch=6), 300.0)
+    partition.make_leader(
+        partition_state((1, 2, 3), isr=(1, 3), partition_epoch=6), 300.0
+    )
     assert partition.pending_isr_change is None
     assert partition.isr == frozenset({1, 3})

@@ -11,7 +11,11 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 from minikafka.log import LogConfig, LogManager, OffsetCheckpointFile
 from minikafka.log.testing import ManualClock, value_batch
-from minikafka.replication import HIGH_WATERMARK_CHECKPOINT, ProducePartitionResult, TopicSettings
+from minikafka.replication import (
+    HIGH_WATERMARK_CHECKPOINT,
+    ProducePartitionResult,
+    TopicSettings,
+)
 from minikafka.replication.testing import (
     TP,
     Answers,
@@ -32,7 +36,10 @@ def test_become_leader_and_follower_create_the_logs(tmp_path: Path) -> None:
         {followed: (uuid.uuid4(), partition_state((2, 1)))},
         now=0.0,
     )
-    leader, follower = manager.core.get_partition(led), manager.core.get_partition(followed)
+    leader, follower = (
+        manager.core.get_partition(led),
+        manager.core.get_partition(followed),
+    )
     assert leader is not None
     assert leader.is_leader
     assert follower is not None
@@ -61,10 +68,14 @@ def test_stop_replicas_deletes_the_logs(tmp_path: Path) -> None:
     assert manager.core.get_partition(TP) is None
     assert manager.core.log_manager.get_log(TP) is None
     assert not (tmp_path / "orders-0").exists()  # renamed to ...-delete, removed later
-    assert [p.name.endswith("-delete") for p in tmp_path.iterdir() if p.is_dir()] == [True]
+    assert [p.name.endswith("-delete") for p in tmp_path.iterdir() if p.is_dir()] == [
+        True
+    ]
 
 
-def test_a_topic_recreated_under_the_same_name_starts_with_an_empty_log(tmp_path: Path) -> None:
+def test_a_topic_recreated_under_the_same_name_starts_with_an_empty_log(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     old = lead(manager, TP, topic_id=uuid.uuid4())
     manager.append_records(30_000, Acks.LEADER, {TP: value_batch(3)}, discard, now=0.0)
@@ -89,10 +100,14 @@ def test_remove_stray_logs_deletes_only_what_is_not_placed_here(tmp_path: Path) 
     assert manager.core.remove_stray_logs() == []
 
 
-def test_update_topic_settings_reaches_every_partition_of_the_topic(tmp_path: Path) -> None:
+def test_update_topic_settings_reaches_every_partition_of_the_topic(
+    tmp_path: Path,
+) -> None:
     table = SettingsTable()
     manager = replica_manager(tmp_path, settings=table)
-    partitions = [lead(manager, TopicPartition("orders", p), (1, 2, 3), isr=(1,)) for p in (0, 1)]
+    partitions = [
+        lead(manager, TopicPartition("orders", p), (1, 2, 3), isr=(1,)) for p in (0, 1)
+    ]
     other = lead(manager, TopicPartition("audit", 0), (1, 2, 3), isr=(1,))
     refused: Answers[dict[TopicPartition, ProducePartitionResult]] = Answers()
     config = LogConfig(segment_bytes=4096, retention_ms=1000)
@@ -106,12 +121,19 @@ def test_update_topic_settings_reaches_every_partition_of_the_topic(tmp_path: Pa
     manager.append_records(
         30_000, Acks.ALL, {partitions[0].topic_partition: value_batch(1)}, refused, 0
     )
-    assert refused.only[partitions[0].topic_partition].error_code is ErrorCode.not_enough_replicas
+    assert (
+        refused.only[partitions[0].topic_partition].error_code
+        is ErrorCode.not_enough_replicas
+    )
 
 
-def test_the_settings_in_force_when_a_partition_is_created_are_used(tmp_path: Path) -> None:
+def test_the_settings_in_force_when_a_partition_is_created_are_used(
+    tmp_path: Path,
+) -> None:
     config = LogConfig(max_message_bytes=5000)
-    table = SettingsTable(topics={"orders": TopicSettings(config, min_insync_replicas=2)})
+    table = SettingsTable(
+        topics={"orders": TopicSettings(config, min_insync_replicas=2)}
+    )
     manager = replica_manager(tmp_path, settings=table)
     partition = lead(manager, TP, (1, 2), isr=(1, 2))
     assert partition.log.config == config

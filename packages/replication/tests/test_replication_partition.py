@@ -41,17 +41,24 @@ def error_of(excinfo: pytest.ExceptionInfo[ReplicationError]) -> ErrorCode:
 # --- becoming leader or follower ------------------------------------------------------
 
 
-def test_make_leader_starts_the_epoch_and_waits_for_every_follower(tmp_path: Path) -> None:
+def test_make_leader_starts_the_epoch_and_waits_for_every_follower(
+    tmp_path: Path,
+) -> None:
     partition = open_partition(tmp_path)
     partition.log.append_as_leader(value_batch(3), leader_epoch=-1)  # data from before
     assert partition.make_leader(partition_state((1, 2, 3), leader_epoch=4), now=7.0)
     assert partition.is_leader
     assert partition.leader_epoch == 4
     assert partition.isr == frozenset({1, 2, 3})
-    assert {b: r.log_end_offset for b, r in partition.remote_replicas.items()} == {2: -1, 3: -1}
+    assert {b: r.log_end_offset for b, r in partition.remote_replicas.items()} == {
+        2: -1,
+        3: -1,
+    }
     assert all(r.last_caught_up_time == 7.0 for r in partition.remote_replicas.values())
     # KIP-101: the epoch begins at the leader's log end offset.
-    assert [(e.epoch, e.start_offset) for e in partition.log.leader_epoch_cache.entries] == [(4, 3)]
+    assert [
+        (e.epoch, e.start_offset) for e in partition.log.leader_epoch_cache.entries
+    ] == [(4, 3)]
     assert partition.log.high_watermark == 0  # nobody has fetched in this epoch yet
 
 
@@ -66,7 +73,9 @@ def test_a_single_replica_leader_moves_the_hw_to_its_log_end(tmp_path: Path) -> 
 
 def test_a_stale_leader_epoch_is_ignored(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
-    partition.make_leader(partition_state((1, 2, 3), leader_epoch=5, partition_epoch=9), 0.0)
+    partition.make_leader(
+        partition_state((1, 2, 3), leader_epoch=5, partition_epoch=9), 0.0
+    )
     stale = partition_state((1, 2), leader_epoch=4, partition_epoch=10)
     assert not partition.make_leader(stale, now=1.0)
     assert not partition.make_follower(partition_state((2, 1), leader_epoch=4))
@@ -74,14 +83,18 @@ def test_a_stale_leader_epoch_is_ignored(tmp_path: Path) -> None:
     assert partition.is_leader
 
 
-def test_an_older_partition_epoch_at_the_same_leader_epoch_is_ignored(tmp_path: Path) -> None:
+def test_an_older_partition_epoch_at_the_same_leader_epoch_is_ignored(
+    tmp_path: Path,
+) -> None:
     partition = open_partition(tmp_path)
     partition.make_leader(partition_state((1, 2, 3), partition_epoch=3), now=0.0)
     older = partition_state((1, 2, 3), isr=(1, 2), partition_epoch=2)
     assert not partition.make_leader(older, now=1.0)
     assert partition.isr == frozenset({1, 2, 3})  # the newer ISR stays
     assert partition.partition_epoch == 3
-    assert not partition.make_follower(partition_state((2, 1, 3), leader=2, partition_epoch=2))
+    assert not partition.make_follower(
+        partition_state((2, 1, 3), leader=2, partition_epoch=2)
+    )
     assert partition.is_leader
 
 
@@ -94,7 +107,9 @@ def test_an_isr_change_in_the_same_epoch_keeps_what_the_followers_fetched(
     partition.update_follower_fetch_state(3, 1, now=1.0)
     assert partition.log.high_watermark == 1
     # The controller drops the slow broker 3 from the ISR: same leader epoch.
-    assert partition.make_leader(partition_state((1, 2, 3), isr=(1, 2), partition_epoch=1), 2.0)
+    assert partition.make_leader(
+        partition_state((1, 2, 3), isr=(1, 2), partition_epoch=1), 2.0
+    )
     assert partition.remote_replicas[2].log_end_offset == 4
     assert partition.log.high_watermark == 4  # no longer held back by broker 3
 
@@ -106,8 +121,13 @@ def test_a_new_leader_epoch_forgets_the_followers_positions(tmp_path: Path) -> N
     partition.update_follower_fetch_state(3, 4, now=1.0)
     assert partition.log.high_watermark == 4
     partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
-    assert partition.make_leader(partition_state((1, 2, 3), leader_epoch=1, partition_epoch=1), 2)
-    assert {b: r.log_end_offset for b, r in partition.remote_replicas.items()} == {2: -1, 3: -1}
+    assert partition.make_leader(
+        partition_state((1, 2, 3), leader_epoch=1, partition_epoch=1), 2
+    )
+    assert {b: r.log_end_offset for b, r in partition.remote_replicas.items()} == {
+        2: -1,
+        3: -1,
+    }
     assert partition.log.high_watermark == 4  # never back, not forward until they fetch
     entries = partition.log.leader_epoch_cache.entries
     assert [(e.epoch, e.start_offset) for e in entries] == [(0, 0), (1, 6)]
@@ -137,12 +157,17 @@ def test_a_follower_refuses_writes_and_reads(tmp_path: Path) -> None:
         partition.update_follower_fetch_state(3, 0, now=0.0)
     for excinfo in (write, read, offsets, fetched):
         assert error_of(excinfo) is ErrorCode.not_leader_or_follower
-    assert partition.check_enough_replicas_reach_offset(0) is ErrorCode.not_leader_or_follower
+    assert (
+        partition.check_enough_replicas_reach_offset(0)
+        is ErrorCode.not_leader_or_follower
+    )
     assert not partition.maybe_increment_leader_hw()
     assert partition.log.log_end_offset == 0
 
 
-def test_a_leader_that_becomes_follower_and_back_starts_a_new_epoch(tmp_path: Path) -> None:
+def test_a_leader_that_becomes_follower_and_back_starts_a_new_epoch(
+    tmp_path: Path,
+) -> None:
     partition = leader_of_three(tmp_path)
     partition.update_follower_fetch_state(2, 0, now=1.0)
     assert partition.make_follower(partition_state((2, 1, 3), leader=2, leader_epoch=1))
@@ -215,11 +240,17 @@ def test_the_hw_is_monotonic_and_never_beyond_what_every_isr_member_has(
 ) -> None:
     partition = open_partition(tmp_path_factory.mktemp("p"))
     partition.make_leader(partition_state((1, 2, 3, 4), isr=(1, 2, 3)), now=0.0)
-    has: dict[int, int] = {2: 0, 3: 0, 4: 0}  # the most each follower ever fetched up to
+    has: dict[int, int] = {
+        2: 0,
+        3: 0,
+        4: 0,
+    }  # the most each follower ever fetched up to
     previous = 0
     for kind, amount in steps:
         if kind == "append":
-            partition.append_records_to_leader(value_batch(int(amount)), required_acks=Acks.LEADER)
+            partition.append_records_to_leader(
+                value_batch(int(amount)), required_acks=Acks.LEADER
+            )
         else:
             broker = int(str(kind))
             offset = round(amount * partition.log.log_end_offset)
@@ -234,7 +265,9 @@ def test_the_hw_is_monotonic_and_never_beyond_what_every_isr_member_has(
 # --- appends and min.insync.replicas ---------------------------------------------------
 
 
-def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(tmp_path: Path) -> None:
+def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(
+    tmp_path: Path,
+) -> None:
     partition = leader_of_three(tmp_path, isr=(1,), min_insync_replicas=2)
     with pytest.raises(ReplicationError) as refused:
         partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
@@ -265,7 +298,9 @@ def test_not_enough_replicas_after_append_when_the_isr_shrinks_meanwhile(
     assert partition.check_enough_replicas_reach_offset(3) is None
     # Broker 2 drops out of the ISR: the HW moves (the leader alone), but the write
     # reached fewer copies than min.insync.replicas.
-    partition.make_leader(partition_state((1, 2, 3), isr=(1,), partition_epoch=1), now=1.0)
+    partition.make_leader(
+        partition_state((1, 2, 3), isr=(1,), partition_epoch=1), now=1.0
+    )
     assert partition.log.high_watermark == 3
     assert (
         partition.check_enough_replicas_reach_offset(3)
@@ -284,14 +319,24 @@ def test_consumers_read_up_to_the_hw_followers_to_the_log_end(tmp_path: Path) ->
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
     assert partition.log.high_watermark == 2
-    consumer = partition.read_records(0, 1 << 20, from_follower=False, min_one_message=True)
-    follower = partition.read_records(0, 1 << 20, from_follower=True, min_one_message=True)
+    consumer = partition.read_records(
+        0, 1 << 20, from_follower=False, min_one_message=True
+    )
+    follower = partition.read_records(
+        0, 1 << 20, from_follower=True, min_one_message=True
+    )
     assert consumer.info.size == len(first)
     assert follower.info.size == len(first) + len(second)
     for read in (consumer, follower):
-        assert (read.high_watermark, read.log_end_offset, read.log_start_offset) == (2, 5, 0)
+        assert (read.high_watermark, read.log_end_offset, read.log_start_offset) == (
+            2,
+            5,
+            0,
+        )
         assert read.last_stable_offset == 2
-    at_hw = partition.read_records(2, 1 << 20, from_follower=False, min_one_message=True)
+    at_hw = partition.read_records(
+        2, 1 << 20, from_follower=False, min_one_message=True
+    )
     assert at_hw.info.records is None  # nothing a consumer may read there yet
     assert at_hw.info.fetch_offset_metadata.offset == 2
 
@@ -312,13 +357,16 @@ def test_list_offsets_latest_is_the_hw_not_the_log_end(tmp_path: Path) -> None:
 def test_timestamps_past_the_hw_are_not_visible(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
     for i in range(3):
-        partition.append_records_to_leader(keyed_batch([(b"k", b"v")], T0 + 1000 * i), Acks.LEADER)
+        partition.append_records_to_leader(
+            keyed_batch([(b"k", b"v")], T0 + 1000 * i), Acks.LEADER
+        )
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
     found = partition.fetch_offset_for_timestamp(T0 + 500)
     assert found is not None
     assert (found.offset, found.timestamp) == (1, T0 + 1000)
-    assert partition.fetch_offset_for_timestamp(T0 + 1500) is None  # offset 2 is past the HW
+    # offset 2 is past the HW
+    assert partition.fetch_offset_for_timestamp(T0 + 1500) is None
     # KIP-734's "largest timestamp" is offset 2, which a consumer may not see yet.
     assert partition.fetch_offset_for_timestamp(MAX_TIMESTAMP) is None
     partition.update_follower_fetch_state(2, 3, now=2.0)
@@ -341,7 +389,9 @@ def test_a_new_leader_whose_hw_lags_answers_latest_with_offset_not_available(
     records = [Record(i, T0 + i, None, b"v") for i in range(4)]
     partition.log.append_as_follower(build_batch(records, partition_leader_epoch=0))
     partition.log.update_high_watermark(1)  # what the old leader had told us
-    partition.make_leader(partition_state((1, 2), leader_epoch=1, partition_epoch=1), now=0.0)
+    partition.make_leader(
+        partition_state((1, 2), leader_epoch=1, partition_epoch=1), now=0.0
+    )
     with pytest.raises(ReplicationError) as lagging:
         partition.fetch_offset_for_timestamp(LATEST_TIMESTAMP)
     assert error_of(lagging) is ErrorCode.offset_not_available
@@ -374,7 +424,11 @@ def test_kip_320_the_current_leader_epoch_is_checked(
     partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
     calls: list[Callable[[], object]] = [
         lambda: partition.read_records(
-            0, 100, from_follower=False, min_one_message=True, current_leader_epoch=epoch
+            0,
+            100,
+            from_follower=False,
+            min_one_message=True,
+            current_leader_epoch=epoch,
         ),
         lambda: partition.fetch_offset_for_timestamp(LATEST_TIMESTAMP, epoch),
     ]

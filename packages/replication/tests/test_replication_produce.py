@@ -40,7 +40,9 @@ def test_acks_1_and_0_are_answered_once_the_leader_has_appended(tmp_path: Path) 
     assert (partition.log.log_end_offset, partition.log.high_watermark) == (6, 0)
 
 
-def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(tmp_path: Path) -> None:
+def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP)
     answers: ProduceAnswers = Answers()
@@ -51,7 +53,9 @@ def test_acks_all_with_the_leader_alone_in_the_isr_is_answered_at_once(tmp_path:
     assert manager.core.produce_purgatory.delayed == 0
 
 
-def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(tmp_path: Path) -> None:
+def test_acks_all_completes_when_the_followers_fetch_moves_the_hw(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=0.0)
@@ -185,7 +189,9 @@ def test_errors_and_waiting_partitions_are_answered_together(tmp_path: Path) -> 
     assert other.log.log_end_offset == 0
 
 
-def test_acks_all_where_every_partition_failed_is_answered_at_once(tmp_path: Path) -> None:
+def test_acks_all_where_every_partition_failed_is_answered_at_once(
+    tmp_path: Path,
+) -> None:
     manager = replica_manager(tmp_path)
     answers: ProduceAnswers = Answers()
     manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, answers, now=0.0)

@@ -40,12 +40,18 @@ class Gate(DelayedOperation):
             self.on_done.append(self.name)
 
 
-def test_an_operation_whose_condition_holds_completes_at_once_and_is_not_parked() -> None:
+def test_an_operation_whose_condition_holds_completes_at_once_and_is_not_parked() -> (
+    None
+):
     purgatory: DelayedOperationPurgatory[Gate] = DelayedOperationPurgatory("test")
     gate = Gate(deadline=5.0, open=True)
     assert purgatory.try_complete_else_watch(gate, ["a"])
     assert gate.events == ["completed"]
-    assert (purgatory.delayed, purgatory.watched("a"), purgatory.next_deadline()) == (0, 0, None)
+    assert (purgatory.delayed, purgatory.watched("a"), purgatory.next_deadline()) == (
+        0,
+        0,
+        None,
+    )
 
 
 def test_a_check_of_its_key_completes_it_once_the_condition_holds() -> None:
@@ -61,7 +67,11 @@ def test_a_check_of_its_key_completes_it_once_the_condition_holds() -> None:
     assert gate.tries == 2
     assert len(purgatory.check_and_complete("a")) == 1
     assert gate.events == ["completed"]
-    assert (purgatory.delayed, purgatory.watched("a"), purgatory.next_deadline()) == (0, 0, None)
+    assert (purgatory.delayed, purgatory.watched("a"), purgatory.next_deadline()) == (
+        0,
+        0,
+        None,
+    )
     assert len(purgatory.check_and_complete("a")) == 0  # nothing left to complete
     assert len(purgatory.expire(100.0)) == 0  # nor to expire
     assert gate.events == ["completed"]
@@ -78,7 +88,10 @@ def test_expiry_completes_at_the_deadline_exactly_once() -> None:
     assert gate.events == ["expired", "completed"]
     assert len(purgatory.expire(10.0)) == 0
     gate.open = True
-    assert len(purgatory.check_and_complete("a")) + len(purgatory.check_and_complete("b")) == 0
+    assert (
+        len(purgatory.check_and_complete("a")) + len(purgatory.check_and_complete("b"))
+        == 0
+    )
     assert gate.events == ["expired", "completed"]
     assert gate.tries == 1  # a completed operation is never asked again
 
@@ -121,7 +134,8 @@ def test_next_deadline_is_the_earliest_still_waiting() -> None:
     purgatory.try_complete_else_watch(middle, ["c"])
     assert purgatory.next_deadline() == 3.0
     early.open = True
-    purgatory.check_and_complete("b")  # completed by its key: its deadline no longer counts
+    # completed by its key: its deadline no longer counts
+    purgatory.check_and_complete("b")
     assert purgatory.next_deadline() == 6.0
     assert len(purgatory.expire(6.0)) == 1
     assert middle.events == ["expired", "completed"]
@@ -153,7 +167,8 @@ def test_operations_parked_while_a_check_completes_others_stay_watched() -> None
         def on_complete(self) -> None:
             super().on_complete()
             purgatory.check_and_complete("k")  # the answer touched the same key ...
-            purgatory.try_complete_else_watch(follow_up, ["k"])  # ... and parked the next
+            # ... and parked the next
+            purgatory.try_complete_else_watch(follow_up, ["k"])
 
     first = Chained(deadline=50.0, name="first", on_done=done)
     purgatory.try_complete_else_watch(first, ["k"])
@@ -167,7 +182,9 @@ def test_operations_parked_while_a_check_completes_others_stay_watched() -> None
     assert sorted(done) == ["first", "follow-up", "waiting"]
 
 
-def test_a_change_made_inside_a_completion_is_seen_by_operations_checked_before_it() -> None:
+def test_a_change_made_inside_a_completion_is_seen_by_operations_checked_before_it() -> (
+    None
+):
     purgatory: DelayedOperationPurgatory[Gate] = DelayedOperationPurgatory("test")
     earlier = Gate(deadline=50.0, name="earlier")
 
@@ -176,7 +193,8 @@ def test_a_change_made_inside_a_completion_is_seen_by_operations_checked_before_
         def on_complete(self) -> None:
             super().on_complete()
             earlier.open = True  # the answer changed what ``earlier`` waits for ...
-            assert len(purgatory.check_and_complete("k")) == 0  # ... the running check goes again
+            # ... the running check goes again
+            assert len(purgatory.check_and_complete("k")) == 0
 
     purgatory.try_complete_else_watch(earlier, ["k"])  # checked first, still closed
     opener = Opener(deadline=50.0, open=False)
@@ -203,12 +221,15 @@ def test_an_answer_that_raises_leaves_the_other_operations_watched() -> None:
     failing.open = after.open = True
     with pytest.raises(RuntimeError):
         purgatory.check_and_complete("k")
-    assert purgatory.watched("k") == 1  # ``after`` was not reached, and is still watched
+    # ``after`` was not reached, and is still watched
+    assert purgatory.watched("k") == 1
     assert len(purgatory.check_and_complete("k")) == 1
     assert after.events == ["completed"]
 
 
-def test_completed_operations_are_swept_from_watch_lists_they_were_not_checked_on() -> None:
+def test_completed_operations_are_swept_from_watch_lists_they_were_not_checked_on() -> (
+    None
+):
     purgatory: DelayedOperationPurgatory[Gate] = DelayedOperationPurgatory("test")
     for i in range(200):
         gate = Gate(deadline=100.0 + i, open=False)
@@ -237,7 +258,9 @@ class PurgatoryModel(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.purgatory: DelayedOperationPurgatory[Gate] = DelayedOperationPurgatory("model")
+        self.purgatory: DelayedOperationPurgatory[Gate] = DelayedOperationPurgatory(
+            "model"
+        )
         self.now = 0.0
         self.all: list[tuple[Gate, frozenset[str]]] = []
         self.completed_at: dict[int, tuple[float, bool]] = {}

@@ -197,7 +197,9 @@ async def test_the_hw_checkpoint_is_written_on_schedule(
 
 
 async def test_a_failed_checkpoint_is_logged_and_retried_at_the_next_tick(
-    autojump_clock: trio.testing.MockClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     core = recording_manager(tmp_path, failures=1)
     manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
@@ -216,12 +218,18 @@ class FakeController:
 
     asked: list[IsrChangeProposal] = attrs.field(factory=list)
 
-    async def __call__(self, proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+    async def __call__(
+        self, proposals: list[IsrChangeProposal]
+    ) -> list[IsrChangeAnswer]:
         self.asked.extend(proposals)
         await trio.sleep(0.01)  # a round trip
         return [
             IsrChangeAnswer(
-                p.topic_partition, ErrorCode.none, p.new_isr, p.leader_epoch, p.partition_epoch + 1
+                p.topic_partition,
+                ErrorCode.none,
+                p.new_isr,
+                p.leader_epoch,
+                p.partition_epoch + 1,
             )
             for p in proposals
         ]
@@ -234,7 +242,9 @@ async def test_a_stalled_follower_leaves_the_isr_and_acks_all_completes(
     # only until replica.lag.time.max.ms, when the leader's AlterPartition removes it.
     controller = FakeController()
     manager = ReplicaManagerService(
-        replica_manager_core(tmp_path), replica_lag_time_max_ms=10_000, alter_partition=controller
+        replica_manager_core(tmp_path),
+        replica_lag_time_max_ms=10_000,
+        alter_partition=controller,
     )
     lead(manager, TP, (1, 2), isr=(1, 2))
     answers = ProduceAnswers()

@@ -43,7 +43,9 @@ from minikafka.trace.testing import RecordingTracer
 
 def traced_manager(tmp_path: Path, broker_id: int = 1) -> ManualShell:
     """A manager whose core and partitions report to their own RecordingTracer."""
-    return replica_manager(tmp_path, broker_id=broker_id, tracer=RecordingTracer(broker_id))
+    return replica_manager(
+        tmp_path, broker_id=broker_id, tracer=RecordingTracer(broker_id)
+    )
 
 
 @contextmanager
@@ -78,7 +80,9 @@ def test_leadership_isr_changes_and_following_are_traced(tmp_path: Path) -> None
             partition_state((1, 2, 3), leader_epoch=3, partition_epoch=9), 0.0
         )
         # Broker 2 takes over.
-        follower = partition_state((1, 2, 3), leader=2, leader_epoch=5, partition_epoch=9)
+        follower = partition_state(
+            (1, 2, 3), leader=2, leader_epoch=5, partition_epoch=9
+        )
         manager.become_leader_or_follower({}, {TP: (partition.topic_id, follower)}, 0.0)
     assert tracer.events == [
         BecameLeader("orders", 0, 4, 7, (1, 2, 3), (1, 2, 3), 0),
@@ -91,7 +95,9 @@ def test_the_hw_is_traced_only_when_it_moves_up(tmp_path: Path) -> None:
     manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2), leader_epoch=3)
     with recording(manager) as tracer:
-        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(5)}, discard, now=0.0)
+        manager.append_records(
+            30_000, Acks.LEADER, {TP: value_batch(5)}, discard, now=0.0
+        )
         assert tracer.events == []  # the follower has not fetched: the HW stays at 0
         follower_fetch(manager, 2, TP, 2, now=1.0)
         follower_fetch(manager, 2, TP, 2, now=2.0)  # the same offset again: no move
@@ -118,7 +124,9 @@ def test_a_leader_alone_advances_on_every_append_and_answers_acks_all_at_once(
     ]  # no delayed_op: neither produce waited
 
 
-def test_a_delayed_produce_is_traced_when_the_follower_catches_up(tmp_path: Path) -> None:
+def test_a_delayed_produce_is_traced_when_the_follower_catches_up(
+    tmp_path: Path,
+) -> None:
     manager = traced_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))
     lead(manager, OTHER, (1, 2), isr=(1, 2))
@@ -156,7 +164,9 @@ def test_an_expired_produce_and_an_expired_fetch_are_traced(tmp_path: Path) -> N
     with recording(manager) as tracer:
         manager.append_records(2_000, Acks.ALL, {TP: value_batch(1)}, produced, now=1.0)
         params = consumer_params(max_wait_ms=500, min_bytes=1)
-        manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], fetched, now=2.0)
+        manager.fetch_messages(
+            params, [FetchPartition(TP, 0, 1 << 20)], fetched, now=2.0
+        )
         assert manager.on_timer(2.5) == 1  # the fetch's fetch.max.wait.ms
         assert manager.on_timer(3.0) == 1  # the produce's timeout
     assert produced.only[TP].error_code is ErrorCode.request_timed_out
@@ -177,7 +187,9 @@ def test_a_long_poll_completed_by_new_data_is_traced(tmp_path: Path) -> None:
         lead(manager, OTHER)
         manager.fetch_messages(params, fetches, fetched, now=4.0)
         assert not fetched.answered
-        manager.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=4.75)
+        manager.append_records(
+            30_000, Acks.LEADER, {TP: value_batch(2)}, discard, now=4.75
+        )
     assert len(fetched.calls) == 1
     assert tracer.of_type(DelayedOperationCompleted) == [
         DelayedOperationCompleted("fetch", "completed", 750.0, 2)
@@ -226,7 +238,16 @@ def test_isr_proposals_carry_the_lag_and_truncations_are_traced(tmp_path: Path) 
     # Follower 2 was last caught up at t=1, follower 3 never since the epoch began (t=0).
     assert tracer.events == [
         IsrChangeProposed(
-            TP.topic, TP.partition, "shrink", 0, 0, (1, 2, 3), (1,), (2, 3), (39_000.0, 40_000.0), 0
+            TP.topic,
+            TP.partition,
+            "shrink",
+            0,
+            0,
+            (1, 2, 3),
+            (1,),
+            (2, 3),
+            (39_000.0, 40_000.0),
+            0,
         )
     ]
     event_type = event_types()["replication", "isr_propose"]

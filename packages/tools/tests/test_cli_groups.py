@@ -68,7 +68,9 @@ OVERRIDES = {
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[AsyncAdminClient]:
-    async with tool_cluster(single_node_config(tmp_path / "data", OVERRIDES)) as cluster:
+    async with tool_cluster(
+        single_node_config(tmp_path / "data", OVERRIDES)
+    ) as cluster:
         yield cluster
 
 
@@ -85,7 +87,9 @@ async def fill(cluster: AsyncAdminClient, topic: str, counts: dict[int, int]) ->
         assert result.sent == count
 
 
-def group_consumer(cluster: AsyncAdminClient, topic: str, group: str, client_id: str) -> Any:
+def group_consumer(
+    cluster: AsyncAdminClient, topic: str, group: str, client_id: str
+) -> Any:
     """A member of ``group`` subscribed to ``topic``; it joins at its first poll."""
     # Short heartbeats: a member learns of a rebalance at its next heartbeat.
     return KafkaConsumer(
@@ -116,7 +120,9 @@ class GroupProgress:
     deadline: float
     done: threading.Event = attrs.field(factory=threading.Event)
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
-    _seen: dict[str, tuple[frozenset[tuple[str, int]], bool]] = attrs.field(factory=dict)
+    _seen: dict[str, tuple[frozenset[tuple[str, int]], bool]] = attrs.field(
+        factory=dict
+    )
 
     def poll_until_done(self, consumer: Any) -> None:
         """One member's thread: a kafka-python consumer joins, rebalances and fetches only
@@ -125,7 +131,8 @@ class GroupProgress:
             assert time.monotonic() < self.deadline, self._seen
             consumer.poll(timeout_ms=1000)
             caught_up = all(
-                consumer.position(tp) >= self.ends[tp.partition] for tp in consumer.assignment()
+                consumer.position(tp) >= self.ends[tp.partition]
+                for tp in consumer.assignment()
             )
             with self._lock:
                 self._seen[consumer.config["client_id"]] = (owned(consumer), caught_up)
@@ -146,7 +153,9 @@ async def join_consume_commit(consumers: Sequence[Any], ends: dict[int, int]) ->
         progress = GroupProgress(ends, len(consumers), deadline)
         async with trio.open_nursery() as nursery:
             for c in consumers:
-                nursery.start_soon(partial(trio.to_thread.run_sync, progress.poll_until_done, c))
+                nursery.start_soon(
+                    partial(trio.to_thread.run_sync, progress.poll_until_done, c)
+                )
         try:
             for c in consumers:
                 await trio.to_thread.run_sync(c.commit)
@@ -156,14 +165,22 @@ async def join_consume_commit(consumers: Sequence[Any], ends: dict[int, int]) ->
             assert time.monotonic() < deadline
 
 
-def commit_only(cluster: AsyncAdminClient, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit_only(
+    cluster: AsyncAdminClient, group: str, offsets: dict[tuple[str, int], int]
+) -> None:
     """A consumer that never joins and commits: its group is Empty, protocol type ""."""
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap(cluster), "group.id": group, "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap(cluster),
+            "group.id": group,
+            "enable.auto.commit": False,
+        }
     )
     try:
         consumer.commit(
-            offsets=[confluent_kafka.TopicPartition(t, p, o) for (t, p), o in offsets.items()],
+            offsets=[
+                confluent_kafka.TopicPartition(t, p, o) for (t, p), o in offsets.items()
+            ],
             asynchronous=False,
         )
     finally:
@@ -175,7 +192,9 @@ def invoke(cluster: AsyncAdminClient, *args: str) -> Callable[[], tuple[int, str
 
     def run() -> tuple[int, str, str]:
         result = CliRunner().invoke(
-            app, ["groups", "--bootstrap-server", bootstrap(cluster), *args], env={"COLUMNS": "200"}
+            app,
+            ["groups", "--bootstrap-server", bootstrap(cluster), *args],
+            env={"COLUMNS": "200"},
         )
         return result.exit_code, result.stdout, result.stderr
 
@@ -205,7 +224,9 @@ async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None
         )
         try:
             await join_consume_commit([alpha, beta], {0: 5, 1: 5, 2: 5})
-            await trio.to_thread.run_sync(commit_only, cluster, "audit", {("orders", 1): 3})
+            await trio.to_thread.run_sync(
+                commit_only, cluster, "audit", {("orders", 1): 3}
+            )
             await fill(cluster, "orders", {0: 2})  # lag 2 on partition 0
             held = {"alpha": owned(alpha), "beta": owned(beta)}
 
@@ -221,24 +242,31 @@ async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None
             )
             members = {m.client_id: m for m in group.members}
             assigned = {
-                c: {(tp.topic, tp.partition) for tp in m.partitions} for c, m in members.items()
+                c: {(tp.topic, tp.partition) for tp in m.partitions}
+                for c, m in members.items()
             }
             assert assigned == held
             for client, member in members.items():
-                assert member.member_id.startswith(f"{client}-")  # Kafka's clientId-UUID
+                # Kafka's clientId-UUID
+                assert member.member_id.startswith(f"{client}-")
                 assert member.host == "/127.0.0.1"
                 assert member.group_instance_id is None
 
             rows = await describe_offsets(cluster, group)
             by_partition = {r.partition: r for r in rows}
-            assert {p: (r.offset, r.log_end_offset, r.lag) for p, r in by_partition.items()} == {
+            assert {
+                p: (r.offset, r.log_end_offset, r.lag) for p, r in by_partition.items()
+            } == {
                 0: (5, 7, 2),
                 1: (5, 5, 0),
                 2: (5, 5, 0),
             }
             for r in rows:
                 assert (r.topic, r.partition) in held[r.client_id]
-                assert (r.consumer_id, r.host) == (members[r.client_id].member_id, "/127.0.0.1")
+                assert (r.consumer_id, r.host) == (
+                    members[r.client_id].member_id,
+                    "/127.0.0.1",
+                )
             # Kafka's order: the member with more partitions first, each by partition.
             first = max(held, key=lambda c: len(held[c]))
             assert [r.client_id for r in rows[:2]] == [first, first]
@@ -258,11 +286,21 @@ async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None
                 (str(p), "5", str(r.log_end_offset), str(r.lag), r.client_id)
                 for p, r in by_partition.items()
             )
-            assert all(c[:2] == ["orders-app", "orders"] and c[7] == "/127.0.0.1" for c in cells)
+            assert all(
+                c[:2] == ["orders-app", "orders"] and c[7] == "/127.0.0.1"
+                for c in cells
+            )
 
             # --members, with --verbose: each member's partitions.
             code, out, err = await trio.to_thread.run_sync(
-                invoke(cluster, "--describe", "--group", "orders-app", "--members", "--verbose")
+                invoke(
+                    cluster,
+                    "--describe",
+                    "--group",
+                    "orders-app",
+                    "--members",
+                    "--verbose",
+                )
             )
             assert (code, err) == (0, "")
             header, *cells = table(out)
@@ -289,7 +327,14 @@ async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None
             )
             assert (code, err) == (0, "")
             assert table(out) == [
-                ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+                [
+                    "GROUP",
+                    "COORDINATOR",
+                    "(ID)",
+                    "ASSIGNMENT-STRATEGY",
+                    "STATE",
+                    "#MEMBERS",
+                ],
                 ["orders-app", bootstrap(cluster), "(1)", "roundrobin", "Stable", "2"],
             ]
 
@@ -299,7 +344,9 @@ async def test_list_and_describe_a_live_group(cluster: AsyncAdminClient) -> None
             )
             assert code == 0
             assert err == "Consumer group 'audit' has no active members.\n"
-            assert table(out)[1:] == [["audit", "orders", "1", "3", "5", "2", "-", "-", "-"]]
+            assert table(out)[1:] == [
+                ["audit", "orders", "1", "3", "5", "2", "-", "-", "-"]
+            ]
 
             # --all-groups: each group in turn, sorted.
             code, out, err = await trio.to_thread.run_sync(
@@ -326,10 +373,14 @@ async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "jobs", partitions=2)
         await fill(cluster, "jobs", {0: 3, 1: 1})
-        solo = await trio.to_thread.run_sync(group_consumer, cluster, "jobs", "busy", "solo")
+        solo = await trio.to_thread.run_sync(
+            group_consumer, cluster, "jobs", "busy", "solo"
+        )
         try:
             await join_consume_commit([solo], {0: 3, 1: 1})
-            await trio.to_thread.run_sync(commit_only, cluster, "idle", {("jobs", 0): 1})
+            await trio.to_thread.run_sync(
+                commit_only, cluster, "idle", {("jobs", 0): 1}
+            )
             assert await list_groups(cluster) == ["busy", "idle"]
 
             # One call, two groups: the Empty one goes, the one with a member stays.
@@ -343,7 +394,9 @@ async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
             )
             assert out == "These consumer groups were deleted successfully: 'idle'\n"
             assert await list_groups(cluster) == ["busy"]
-            assert await delete_groups(cluster, ["busy"]) == {"busy": ErrorCode.non_empty_group}
+            assert await delete_groups(cluster, ["busy"]) == {
+                "busy": ErrorCode.non_empty_group
+            }
         finally:
             await trio.to_thread.run_sync(solo.close)  # LeaveGroup: the group is Empty
 
@@ -360,7 +413,11 @@ async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
         code, out, err = await trio.to_thread.run_sync(
             invoke(cluster, "--describe", "--group", "busy", "--members")
         )
-        assert (code, out, err) == (0, "", "Consumer group 'busy' has no active members.\n")
+        assert (code, out, err) == (
+            0,
+            "",
+            "Consumer group 'busy' has no active members.\n",
+        )
 
         code, out, err = await trio.to_thread.run_sync(
             invoke(cluster, "--delete", "--group", "busy")
@@ -374,7 +431,11 @@ async def test_delete_refuses_a_group_with_members_and_deletes_an_empty_one(
         code, out, err = await trio.to_thread.run_sync(
             invoke(cluster, "--describe", "--group", "busy")
         )
-        assert (code, out, err) == (1, "", "Error: Consumer group 'busy' does not exist.\n")
+        assert (code, out, err) == (
+            1,
+            "",
+            "Error: Consumer group 'busy' does not exist.\n",
+        )
         code, out, err = await trio.to_thread.run_sync(
             invoke(cluster, "--delete", "--group", "busy")
         )
@@ -395,11 +456,17 @@ async def test_an_unknown_group_does_not_exist(cluster: AsyncAdminClient) -> Non
                 "",
                 "Error: Consumer group 'nope' does not exist.\n",
             )
-        assert await delete_groups(cluster, ["nope"]) == {"nope": ErrorCode.group_id_not_found}
+        assert await delete_groups(cluster, ["nope"]) == {
+            "nope": ErrorCode.group_id_not_found
+        }
         code, out, err = await trio.to_thread.run_sync(
             invoke(cluster, "--describe", "--group", "nope", "--state")
         )
-        assert (code, out, err) == (1, "", "Error: Consumer group 'nope' does not exist.\n")
+        assert (code, out, err) == (
+            1,
+            "",
+            "Error: Consumer group 'nope' does not exist.\n",
+        )
         assert await list_groups(cluster) == []
 
 
@@ -410,7 +477,14 @@ def test_an_unreachable_broker_is_one_line_and_exit_1() -> None:
     server = f"127.0.0.1:{port}"
     error = f"Error: Metadata to bootstrap server ({server}): cannot connect"
     # As a process: what a user sees, with no traceback.
-    command = [sys.executable, "-m", "minikafka.tools", "groups", "--bootstrap-server", server]
+    command = [
+        sys.executable,
+        "-m",
+        "minikafka.tools",
+        "groups",
+        "--bootstrap-server",
+        server,
+    ]
     result = subprocess.run(
         [*command, "--describe", "--group", "g"],
         capture_output=True,
@@ -422,8 +496,14 @@ def test_an_unreachable_broker_is_one_line_and_exit_1() -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith(error)
     # The other actions, in this process.
-    for action in (["--list"], ["--delete", "--group", "g"], ["--describe", "--all-groups"]):
-        outcome = CliRunner().invoke(app, ["groups", "--bootstrap-server", server, *action])
+    for action in (
+        ["--list"],
+        ["--delete", "--group", "g"],
+        ["--describe", "--all-groups"],
+    ):
+        outcome = CliRunner().invoke(
+            app, ["groups", "--bootstrap-server", server, *action]
+        )
         assert (outcome.exit_code, outcome.stdout) == (1, ""), action
         (line,) = outcome.stderr.splitlines()
         assert line.startswith(error)
@@ -442,7 +522,9 @@ def test_arguments_are_checked_before_connecting() -> None:
     }
     for args, message in cases.items():
         result = runner.invoke(
-            app, ["groups", "--bootstrap-server", "127.0.0.1:1", *args], env={"COLUMNS": "200"}
+            app,
+            ["groups", "--bootstrap-server", "127.0.0.1:1", *args],
+            env={"COLUMNS": "200"},
         )
         assert result.exit_code == 2, args
         assert message in " ".join(result.output.split()), (args, result.output)
@@ -467,7 +549,17 @@ def test_tables_are_kafkas_fixed_width_columns_with_dashes_for_the_unknown() -> 
         "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
         "CONSUMER-ID", "HOST", "CLIENT-ID",
     ]  # fmt: skip
-    assert lines[2].split() == ["g", "t", "0", "7", "10", "3", long_id, "/10.0.0.1", "c"]
+    assert lines[2].split() == [
+        "g",
+        "t",
+        "0",
+        "7",
+        "10",
+        "3",
+        long_id,
+        "/10.0.0.1",
+        "c",
+    ]
     assert lines[3].split() == ["g", "t", "1", "-", "4", "-", "-", "-", "-"]
     assert lines[4].split() == ["g", "gone", "2", "3", "-", "-", "-", "-", "-"]
     # Columns of at least 15 (PARTITION 10) and one space; the consumer id widened its own.
@@ -477,20 +569,38 @@ def test_tables_are_kafkas_fixed_width_columns_with_dashes_for_the_unknown() -> 
     assert lines[3][host_at - 1 : host_at + 1] == " -"
 
     node = Node(1, "broker.example", 9092)
-    static = GroupMember("m-1", "instance-a", "c1", "/10.0.0.1", (TopicPartition("t", 1),))
+    static = GroupMember(
+        "m-1", "instance-a", "c1", "/10.0.0.1", (TopicPartition("t", 1),)
+    )
     dynamic = GroupMember(
         "m-2", None, "c2", "/10.0.0.2", (TopicPartition("t", 0), TopicPartition("u", 3))
     )
-    group = GroupDescription("g", node, "Stable", "consumer", "range", (static, dynamic))
+    group = GroupDescription(
+        "g", node, "Stable", "consumer", "range", (static, dynamic)
+    )
     lines = members_table(group, verbose=True)
     assert lines[1].split() == [
         "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
         "ASSIGNMENT",
     ]  # fmt: skip
-    assert lines[2].split() == ["g", "m-1", "instance-a", "/10.0.0.1", "c1", "1", "t(1)"]
+    assert lines[2].split() == [
+        "g",
+        "m-1",
+        "instance-a",
+        "/10.0.0.1",
+        "c1",
+        "1",
+        "t(1)",
+    ]
     assert lines[3].split() == ["g", "m-2", "/10.0.0.2", "c2", "2", "t(0),", "u(3)"]
     plain = members_table(attrs.evolve(group, members=(dynamic,)))
-    assert plain[1].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    assert plain[1].split() == [
+        "GROUP",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+        "#PARTITIONS",
+    ]
 
     header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
     row = ("g", "broker.example:9092 (1)", "range", "Stable", "2")
@@ -500,7 +610,10 @@ def test_tables_are_kafkas_fixed_width_columns_with_dashes_for_the_unknown() -> 
 
     assert state_notice("g", "Stable") is None
     assert state_notice("g", "Empty") == "Consumer group 'g' has no active members."
-    assert state_notice("g", "PreparingRebalance") == "Warning: Consumer group 'g' is rebalancing."
+    assert (
+        state_notice("g", "PreparingRebalance")
+        == "Warning: Consumer group 'g' is rebalancing."
+    )
     assert state_notice("g", "Dead") == "Consumer group 'g' does not exist."
 
     ok = {"a": ErrorCode.none, "b": ErrorCode.none}
@@ -508,6 +621,10 @@ def test_tables_are_kafkas_fixed_width_columns_with_dashes_for_the_unknown() -> 
         ["Deletion of requested consumer groups ('a', 'b') was successful."],
         [],
     )
-    out, err = deletion_report({"a": ErrorCode.none, "b": ErrorCode.coordinator_not_available})
+    out, err = deletion_report(
+        {"a": ErrorCode.none, "b": ErrorCode.coordinator_not_available}
+    )
     assert out == ["These consumer groups were deleted successfully: 'a'"]
-    assert err[1] == "* Group 'b' could not be deleted due to: COORDINATOR_NOT_AVAILABLE"
+    assert (
+        err[1] == "* Group 'b' could not be deleted due to: COORDINATOR_NOT_AVAILABLE"
+    )

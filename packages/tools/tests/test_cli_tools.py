@@ -23,11 +23,21 @@ import trio.testing
 from rich.console import Console
 from typer.testing import CliRunner
 
-from minikafka.broker.testing import bootstrap, replica_batches, single_node_config, tool_cluster
+from minikafka.broker.testing import (
+    bootstrap,
+    replica_batches,
+    single_node_config,
+    tool_cluster,
+)
 from minikafka.client import Message, TopicPartition, partition_for_key
 from minikafka.log import CompressionType, Record
 from minikafka.tools._cli import app
-from minikafka.tools._connection import AsyncAdminClient, KafkaError, ToolError, parse_bootstrap
+from minikafka.tools._connection import (
+    AsyncAdminClient,
+    KafkaError,
+    ToolError,
+    parse_bootstrap,
+)
 from minikafka.tools._consume import (
     ConsumeOptions,
     console_consumer,
@@ -55,6 +65,7 @@ from minikafka.tools._topics import (
     describe_topics,
     list_topics,
     parse_config,
+    parse_replica_assignment,
 )
 
 DEADLINE = 60.0  # seconds; a shared 2-core machine may be slow, never this slow
@@ -82,7 +93,9 @@ async def send(
     cluster: AsyncAdminClient, options: ProduceOptions, lines: Sequence[bytes]
 ) -> tuple[ProduceResult, list[str]]:
     reported: list[str] = []
-    result = await produce(bootstrap(cluster), options, lines_of(lines), reported.append)
+    result = await produce(
+        bootstrap(cluster), options, lines_of(lines), reported.append
+    )
     return result, reported
 
 
@@ -92,7 +105,9 @@ def batch_counts(partition_dir: Path) -> list[int]:
     return [b.last_offset - b.base_offset + 1 for b in replica_batches(partition_dir)]
 
 
-async def read_all(cluster: AsyncAdminClient, topic: str, **settings: object) -> list[bytes]:
+async def read_all(
+    cluster: AsyncAdminClient, topic: str, **settings: object
+) -> list[bytes]:
     out = io.BytesIO()
     options = ConsumeOptions(topic, **settings)  # type: ignore[arg-type]
     await consume(bootstrap(cluster), options, out)
@@ -117,14 +132,19 @@ async def test_create_list_describe_delete(cluster: AsyncAdminClient) -> None:
         (orders,) = await describe_topics(cluster, ["orders"])
         assert orders.name == "orders"
         assert not orders.internal
-        assert [(p.partition, p.leader, p.replicas, p.isr) for p in orders.partitions] == [
+        assert [
+            (p.partition, p.leader, p.replicas, p.isr) for p in orders.partitions
+        ] == [
             (0, 1, (1,), (1,)),
             (1, 1, (1,), (1,)),
             (2, 1, (1,), (1,)),
         ]
         assert orders.replication_factor == 1
         # Only what differs from the defaults, as kafka-topics.sh --describe shows.
-        assert orders.configs == (("cleanup.policy", "compact"), ("retention.ms", "60000"))
+        assert orders.configs == (
+            ("cleanup.policy", "compact"),
+            ("retention.ms", "60000"),
+        )
 
         everything = await describe_topics(cluster)
         assert [t.name for t in everything] == ["orders", "payments"]
@@ -142,6 +162,37 @@ async def test_create_without_partitions_takes_the_broker_defaults(
         (topic,) = await describe_topics(cluster, ["defaults"])
         assert len(topic.partitions) == 2  # num.partitions=2 in the fixture
         assert topic.replication_factor == 1
+
+
+async def test_a_replica_assignment_places_each_partition_by_hand(
+    cluster: AsyncAdminClient,
+) -> None:
+    # kafka-topics.sh's format: partitions by commas, each one's replicas by colons.
+    assert parse_replica_assignment("1:2,2:3,3:1") == [[1, 2], [2, 3], [3, 1]]
+    with pytest.raises(ToolError, match="invalid --replica-assignment"):
+        parse_replica_assignment("1:2,x")
+    with trio.fail_after(DEADLINE):
+        assert await create_topic(cluster, "by-hand", replica_assignment=[[1], [1]])
+        (topic,) = await describe_topics(cluster, ["by-hand"])
+        assert [(p.partition, p.replicas) for p in topic.partitions] == [
+            (0, (1,)),
+            (1, (1,)),
+        ]
+        # The controller checks the brokers (Kafka's INVALID_REPLICA_ASSIGNMENT).
+        with pytest.raises(KafkaError, match=r"^INVALID_REPLICA_ASSIGNMENT"):
+            await create_topic(cluster, "nowhere", replica_assignment=[[2]])
+
+
+def test_a_replica_assignment_excludes_a_count_and_a_factor() -> None:
+    create = ["topics", "--bootstrap-server", "127.0.0.1:1", "--create", "--topic", "t"]
+    for extra in (["--partitions", "2"], ["--replication-factor", "1"]):
+        result = CliRunner().invoke(
+            app,
+            [*create, "--replica-assignment", "1", *extra],
+            env={"COLUMNS": "200"},
+        )
+        assert result.exit_code == 2, extra
+        assert "cannot be used with --partitions" in " ".join(result.output.split())
 
 
 async def test_broker_errors_carry_kafka_error_names(cluster: AsyncAdminClient) -> None:
@@ -248,8 +299,11 @@ def test_the_flags_become_the_producers_configuration() -> None:
     }
     with pytest.raises(ToolError, match=r"batch\.sizes"):
         check_config(attrs.evolve(options, properties={"batch.sizes": "1"}), "h:1")
-    with pytest.raises(ToolError, match=r"enable\.idempotence"):  # Kafka: acks=1 conflicts
-        check_config(attrs.evolve(options, properties={"enable.idempotence": "true"}), "h:1")
+    # Kafka: acks=1 conflicts
+    with pytest.raises(ToolError, match=r"enable\.idempotence"):
+        check_config(
+            attrs.evolve(options, properties={"enable.idempotence": "true"}), "h:1"
+        )
 
 
 async def test_produce_with_each_compression_and_read_back(
@@ -261,7 +315,9 @@ async def test_produce_with_each_compression_and_read_back(
             await create_topic(cluster, topic, partitions=1)
             lines = [f"{codec.name} line {i} ".encode() * 20 for i in range(50)]
             # --sync: each record alone in its batch, acknowledged before the next line.
-            options = ProduceOptions(topic, compression=codec, sync=codec.value % 2 == 1)
+            options = ProduceOptions(
+                topic, compression=codec, sync=codec.value % 2 == 1
+            )
             result, errors = await send(cluster, options, lines)
             assert errors == []
             assert (result.sent, result.failed) == (50, 0)
@@ -273,17 +329,25 @@ async def test_produce_with_each_compression_and_read_back(
             assert counts == [1] * 50 if options.sync else len(counts) < 50
 
 
-async def test_keys_are_split_and_partitioned_like_kafka(cluster: AsyncAdminClient) -> None:
+async def test_keys_are_split_and_partitioned_like_kafka(
+    cluster: AsyncAdminClient,
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "keyed", partitions=3)
         keys = [f"user-{i}".encode() for i in range(12)]
         lines = [k + b":value of " + k + b":with:colons" for k in keys]
-        options = ProduceOptions("keyed", key_separator=":", compression=CompressionType.GZIP)
+        options = ProduceOptions(
+            "keyed", key_separator=":", compression=CompressionType.GZIP
+        )
         result, _ = await send(cluster, options, lines)
         assert result.sent == 12
         out = io.BytesIO()
         reading = ConsumeOptions(
-            "keyed", offset="earliest", max_messages=12, print_key=True, print_partition=True
+            "keyed",
+            offset="earliest",
+            max_messages=12,
+            print_key=True,
+            print_partition=True,
         )
         await consume(bootstrap(cluster), reading, out)
         seen = {}
@@ -312,13 +376,24 @@ async def test_a_line_without_the_key_separator_stops_the_producer(
 async def test_acks_and_partition_choice(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "acks", partitions=2)
-        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=0), [b"zero"])
-        assert (result.sent, result.delivered) == (1, [(1, -1)])  # no response to acks=0
-        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=1), [b"one"])
+        result, _ = await send(
+            cluster, ProduceOptions("acks", partition=1, acks=0), [b"zero"]
+        )
+        assert (result.sent, result.delivered) == (
+            1,
+            [(1, -1)],
+        )  # no response to acks=0
+        result, _ = await send(
+            cluster, ProduceOptions("acks", partition=1, acks=1), [b"one"]
+        )
         assert result.delivered == [(1, 1)]
-        result, _ = await send(cluster, ProduceOptions("acks", partition=1, acks=-1), [b"all"])
+        result, _ = await send(
+            cluster, ProduceOptions("acks", partition=1, acks=-1), [b"all"]
+        )
         assert result.delivered == [(1, 2)]
-        assert await read_all(cluster, "acks", partition=1, offset="earliest", max_messages=3) == [
+        assert await read_all(
+            cluster, "acks", partition=1, offset="earliest", max_messages=3
+        ) == [
             b"zero",
             b"one",
             b"all",
@@ -366,7 +441,9 @@ async def test_batches_close_at_batch_size_and_at_linger(
             yield b"second"
 
         options = ProduceOptions("flush", linger_ms=50)
-        result = await produce(bootstrap(cluster), options, slow_lines(), lambda _: None)
+        result = await produce(
+            bootstrap(cluster), options, slow_lines(), lambda _: None
+        )
         assert result.sent == 2
         assert batch_counts(data_dir / "flush-0")[-2:] == [1, 1]
 
@@ -374,7 +451,9 @@ async def test_batches_close_at_batch_size_and_at_linger(
 # --- consume ------------------------------------------------------------------------------
 
 
-async def test_consume_from_earliest_latest_and_an_offset(cluster: AsyncAdminClient) -> None:
+async def test_consume_from_earliest_latest_and_an_offset(
+    cluster: AsyncAdminClient,
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "c", partitions=1)
         await send(cluster, ProduceOptions("c"), [b"m%d" % i for i in range(5)])
@@ -384,13 +463,15 @@ async def test_consume_from_earliest_latest_and_an_offset(cluster: AsyncAdminCli
             b"m1",
             b"m2",
         ]
-        assert await read_all(cluster, "c", offset=3, max_messages=5, timeout_ms=300) == [
+        assert await read_all(
+            cluster, "c", offset=3, max_messages=5, timeout_ms=300
+        ) == [
             b"m3",
             b"m4",
         ]
-        assert await read_all(cluster, "c", offset=2, max_messages=1, print_offset=True) == [
-            b"Offset:2\tm2"
-        ]
+        assert await read_all(
+            cluster, "c", offset=2, max_messages=1, print_offset=True
+        ) == [b"Offset:2\tm2"]
 
         # latest: only what is produced after the consumer found its position.
         options = ConsumeOptions("c", offset="latest", max_messages=2)
@@ -410,7 +491,10 @@ async def test_consume_waits_for_new_records(cluster: AsyncAdminClient) -> None:
         options = ConsumeOptions("live", offset="latest", max_messages=3)
         async with console_consumer(bootstrap(cluster), options) as console:
             assigned = [TopicPartition("live", 0), TopicPartition("live", 1)]
-            assert [p.offset for p in await console.consumer.position(assigned)] == [0, 0]
+            assert [p.offset for p in await console.consumer.position(assigned)] == [
+                0,
+                0,
+            ]
             out = io.BytesIO()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(console.run, out)
@@ -426,7 +510,9 @@ async def test_consume_waits_for_new_records(cluster: AsyncAdminClient) -> None:
                 assert got.index(earlier) < got.index(later)
 
 
-async def test_consume_timeout_and_out_of_range_reset(cluster: AsyncAdminClient) -> None:
+async def test_consume_timeout_and_out_of_range_reset(
+    cluster: AsyncAdminClient,
+) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "idle", partitions=1)
         await send(cluster, ProduceOptions("idle"), [b"a", b"b", b"c"])
@@ -437,27 +523,41 @@ async def test_consume_timeout_and_out_of_range_reset(cluster: AsyncAdminClient)
             assert await console.run(io.BytesIO()) == 0
             assert trio.current_time() - start >= 0.4
             # OFFSET_OUT_OF_RANGE: reset to latest (auto.offset.reset's default here)
-            assert await console.consumer.position([idle]) == [TopicPartition("idle", 0, 3)]
+            assert await console.consumer.position([idle]) == [
+                TopicPartition("idle", 0, 3)
+            ]
 
         # The same, with --consumer-property auto.offset.reset=earliest: everything.
         options = ConsumeOptions(
-            "idle", offset=100, timeout_ms=300, properties={"auto.offset.reset": "earliest"}
+            "idle",
+            offset=100,
+            timeout_ms=300,
+            properties={"auto.offset.reset": "earliest"},
         )
         out = io.BytesIO()
         assert await consume(bootstrap(cluster), options, out) == 3
         assert out.getvalue() == b"a\nb\nc\n"
 
 
-async def test_consume_as_a_group_member_commits_and_resumes(cluster: AsyncAdminClient) -> None:
+async def test_consume_as_a_group_member_commits_and_resumes(
+    cluster: AsyncAdminClient,
+) -> None:
     """--group: the coordinator assigns the partitions, and the committed offsets are
     where the next member of the group starts (no record read twice, none skipped)."""
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "g", partitions=2)
         lines = [b"r%d" % i for i in range(10)]
         await send(cluster, ProduceOptions("g"), lines)
-        first = await read_all(cluster, "g", offset="earliest", group="readers", max_messages=6)
+        first = await read_all(
+            cluster, "g", offset="earliest", group="readers", max_messages=6
+        )
         rest = await read_all(
-            cluster, "g", offset="earliest", group="readers", max_messages=4, timeout_ms=10_000
+            cluster,
+            "g",
+            offset="earliest",
+            group="readers",
+            max_messages=4,
+            timeout_ms=10_000,
         )
         assert sorted(first + rest) == sorted(lines)
         assert len(first) == 6
@@ -473,16 +573,23 @@ async def test_consume_errors(cluster: AsyncAdminClient) -> None:
         with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "one", partition=3, max_messages=1)
         with pytest.raises(ToolError, match=r"fetch\.max\.wait"):
-            check_consumer_config(ConsumeOptions("one", properties={"fetch.max.wait": "1"}), "h:1")
+            check_consumer_config(
+                ConsumeOptions("one", properties={"fetch.max.wait": "1"}), "h:1"
+            )
 
 
 def test_format_record_is_kafkas_default_formatter() -> None:
     record = Message("t", 2, Record(7, 0, None, b"v"))
     assert format_record(record, ConsumeOptions("t")) == b"v\n"
-    everything = ConsumeOptions("t", print_key=True, print_offset=True, print_partition=True)
+    everything = ConsumeOptions(
+        "t", print_key=True, print_offset=True, print_partition=True
+    )
     assert format_record(record, everything) == b"Partition:2\tOffset:7\tnull\tv\n"
     keyed = Message("t", 0, Record(1, 0, b"k", None))
-    assert format_record(keyed, ConsumeOptions("t", print_key=True, separator=":")) == b"k:null\n"
+    assert (
+        format_record(keyed, ConsumeOptions("t", print_key=True, separator=":"))
+        == b"k:null\n"
+    )
 
 
 # --- the command --------------------------------------------------------------------------
@@ -512,7 +619,14 @@ async def test_the_command_round_trip(cluster: AsyncAdminClient) -> None:
         assert listed.stdout == b"cmd\n"
 
         again = await minikafka(
-            "topics", *server, "--create", "--topic", "cmd", "--partitions", "2", check=False
+            "topics",
+            *server,
+            "--create",
+            "--topic",
+            "cmd",
+            "--partitions",
+            "2",
+            check=False,
         )
         assert again.returncode == 1
         assert b"Error: TOPIC_ALREADY_EXISTS" in again.stderr
@@ -556,18 +670,26 @@ async def test_the_topics_command_prints_a_table_and_checks_its_arguments(
             "retention.ms=5000",
         )  # fmt: skip
         assert (code, output) == (0, "Created topic tbl.\n")
-        code, output = await trio.to_thread.run_sync(invoke, "--describe", "--topic", "tbl")
+        code, output = await trio.to_thread.run_sync(
+            invoke, "--describe", "--topic", "tbl"
+        )
         assert code == 0
         assert "retention.ms=5000" in output
         assert sum("tbl" in line for line in output.splitlines()) == 2
 
-        code, output = await trio.to_thread.run_sync(invoke, "--alter", "--topic", "tbl")
+        code, output = await trio.to_thread.run_sync(
+            invoke, "--alter", "--topic", "tbl"
+        )
         assert code == 2
         assert "--alter needs --partitions" in output
         code, output = await trio.to_thread.run_sync(invoke, "--list", "--delete")
         assert code == 2
-        code, output = await trio.to_thread.run_sync(invoke, "--delete", "--topic", "tbl")
+        code, output = await trio.to_thread.run_sync(
+            invoke, "--delete", "--topic", "tbl"
+        )
         assert (code, output) == (0, "Deleted topic tbl.\n")
-        code, output = await trio.to_thread.run_sync(invoke, "--delete", "--topic", "tbl")
+        code, output = await trio.to_thread.run_sync(
+            invoke, "--delete", "--topic", "tbl"
+        )
         assert code == 1
         assert "Error: UNKNOWN_TOPIC_OR_PARTITION" in output

@@ -141,7 +141,8 @@ async def invoke(*args: str) -> tuple[int, str, str]:
 
 def fields(output: str) -> dict[str, str]:
     return {
-        name: value.strip() for name, value in (line.split(":", 1) for line in output.splitlines())
+        name: value.strip()
+        for name, value in (line.split(":", 1) for line in output.splitlines())
     }
 
 
@@ -151,7 +152,9 @@ def fields(output: str) -> dict[str, str]:
 async def test_status_through_a_broker() -> None:
     broker = QuorumNode(leader, BROKER_APIS)
     async with nodes(broker) as bootstrap:
-        code, out, err = await invoke("--bootstrap-server", bootstrap, "describe", "--status")
+        code, out, err = await invoke(
+            "--bootstrap-server", bootstrap, "describe", "--status"
+        )
     assert (code, err) == (0, "")
     status = fields(out)
     assert list(status) == [
@@ -191,11 +194,20 @@ async def test_the_lag_time_is_the_leaders_wall_clock_against_now() -> None:
 async def test_replication_prints_one_row_a_replica_in_epoch_milliseconds() -> None:
     broker = QuorumNode(leader, BROKER_APIS)
     async with nodes(broker) as bootstrap:
-        code, out, err = await invoke("--bootstrap-server", bootstrap, "describe", "--replication")
+        code, out, err = await invoke(
+            "--bootstrap-server", bootstrap, "describe", "--replication"
+        )
     assert (code, err) == (0, "")
     rows = [line.split() for line in out.splitlines()]
     assert rows == [
-        ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"],
+        [
+            "NodeId",
+            "LogEndOffset",
+            "Lag",
+            "LastFetchTimestamp",
+            "LastCaughtUpTimestamp",
+            "Status",
+        ],
         ["2", "130", "0", "-1", "1700000004000", "Leader"],
         ["1", "100", "30", "1700000003250", "1700000002500", "Follower"],
         ["3", "130", "0", "1700000003999", "1700000003999", "Follower"],
@@ -208,7 +220,9 @@ async def test_controllers_are_asked_in_turn_until_the_leader_answers() -> None:
     first = QuorumNode(follower, BASE_APIS)
     second = QuorumNode(leader, BASE_APIS)
     async with nodes(first, second) as bootstrap:
-        code, out, err = await invoke("--bootstrap-controller", bootstrap, "describe", "--status")
+        code, out, err = await invoke(
+            "--bootstrap-controller", bootstrap, "describe", "--status"
+        )
     assert (code, err) == (0, "")
     status = fields(out)
     assert status["ClusterId"] == ""  # the controllers serve no DescribeCluster
@@ -220,7 +234,9 @@ async def test_controllers_are_asked_in_turn_until_the_leader_answers() -> None:
 async def test_a_controller_serving_describe_cluster_gives_the_cluster_id() -> None:
     controller = QuorumNode(leader, {**BASE_APIS, ApiKey.DESCRIBE_CLUSTER: (0, 1)})
     async with nodes(controller) as bootstrap:
-        code, out, _ = await invoke("--bootstrap-controller", bootstrap, "describe", "--status")
+        code, out, _ = await invoke(
+            "--bootstrap-controller", bootstrap, "describe", "--status"
+        )
     assert code == 0
     assert fields(out)["ClusterId"] == CLUSTER_ID
 
@@ -239,7 +255,9 @@ async def test_a_node_that_is_not_the_leader_is_an_error(option: str) -> None:
 
 async def test_a_top_level_error_is_printed_under_its_kafka_name() -> None:
     async with nodes(QuorumNode(failing, BROKER_APIS)) as bootstrap:
-        code, out, err = await invoke("--bootstrap-server", bootstrap, "describe", "--replication")
+        code, out, err = await invoke(
+            "--bootstrap-server", bootstrap, "describe", "--replication"
+        )
     assert (code, out) == (1, "")
     assert err.startswith("Error: BROKER_NOT_AVAILABLE")
 
@@ -263,7 +281,10 @@ def closed_port() -> int:
 
 async def test_an_unreachable_controller_is_an_error() -> None:
     code, out, err = await invoke(
-        "--bootstrap-controller", f"127.0.0.1:{closed_port()}", "describe", "--replication"
+        "--bootstrap-controller",
+        f"127.0.0.1:{closed_port()}",
+        "describe",
+        "--replication",
     )
     assert (code, out) == (1, "")
     assert err.startswith("Error: DescribeQuorum to bootstrap server")
@@ -272,19 +293,34 @@ async def test_an_unreachable_controller_is_an_error() -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["describe", "--status"], "exactly one of --bootstrap-server, --bootstrap-controller"),
         (
-            ["--bootstrap-server", "h:1", "--bootstrap-controller", "h:2", "describe", "--status"],
+            ["describe", "--status"],
             "exactly one of --bootstrap-server, --bootstrap-controller",
         ),
-        (["--bootstrap-server", "h:1", "describe"], "exactly one of --status, --replication"),
+        (
+            [
+                "--bootstrap-server",
+                "h:1",
+                "--bootstrap-controller",
+                "h:2",
+                "describe",
+                "--status",
+            ],
+            "exactly one of --bootstrap-server, --bootstrap-controller",
+        ),
+        (
+            ["--bootstrap-server", "h:1", "describe"],
+            "exactly one of --status, --replication",
+        ),
         (
             ["--bootstrap-server", "h:1", "describe", "--status", "--replication"],
             "exactly one of --status, --replication",
         ),
     ],
 )
-async def test_usage_errors_exit_2_before_connecting(args: list[str], says: str) -> None:
+async def test_usage_errors_exit_2_before_connecting(
+    args: list[str], says: str
+) -> None:
     code, out, err = await invoke(*args)
     assert (code, out) == (2, "")
     assert says in " ".join(err.split())

@@ -38,8 +38,14 @@ def test_an_assignment_round_trips_through_kafkas_json() -> None:
         ("[]", "must hold an object"),
         ('{"version": 1}', '"partitions"'),
         ('{"partitions": [{"topic": "a"}]}', "topic/partition/replicas"),
-        ('{"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 1]}]}', "not valid"),
-        ('{"partitions": [{"topic": "a", "partition": 0, "replicas": []}]}', "not valid"),
+        (
+            '{"partitions": [{"topic": "a", "partition": 0, "replicas": [1, 1]}]}',
+            "not valid",
+        ),
+        (
+            '{"partitions": [{"topic": "a", "partition": 0, "replicas": []}]}',
+            "not valid",
+        ),
         (
             '{"partitions": [{"topic": "a", "partition": 0, "replicas": [1]},'
             ' {"topic": "a", "partition": 0, "replicas": [2]}]}',
@@ -53,7 +59,9 @@ def test_a_bad_reassignment_file_is_refused_saying_why(text: str, says: str) -> 
 
 
 def test_topics_to_move() -> None:
-    assert parse_topics_to_move('{"topics": [{"topic": "x"}, {"topic": "y"}], "version": 1}') == [
+    assert parse_topics_to_move(
+        '{"topics": [{"topic": "x"}, {"topic": "y"}], "version": 1}'
+    ) == [
         "x",
         "y",
     ]
@@ -67,7 +75,14 @@ def test_the_tools_refuse_bad_usage_before_connecting() -> None:
     runner = CliRunner()
     # No broker listens on port 1: a usage error must stop before any connection.
     both = runner.invoke(
-        app, ["reassign-partitions", "--bootstrap-server", "127.0.0.1:1", "--execute", "--verify"]
+        app,
+        [
+            "reassign-partitions",
+            "--bootstrap-server",
+            "127.0.0.1:1",
+            "--execute",
+            "--verify",
+        ],
     )
     assert both.exit_code == 2
     assert "exactly one of" in both.output
@@ -76,7 +91,12 @@ def test_the_tools_refuse_bad_usage_before_connecting() -> None:
     )
     assert missing.exit_code == 2
     assert "--reassignment-json-file" in missing.output
-    election = ["leader-election", "--bootstrap-server", "127.0.0.1:1", "--all-topic-partitions"]
+    election = [
+        "leader-election",
+        "--bootstrap-server",
+        "127.0.0.1:1",
+        "--all-topic-partitions",
+    ]
     unclean = runner.invoke(app, [*election, "--election-type", "UNCLEAN"])
     assert unclean.exit_code == 2
     assert "PREFERRED" in unclean.output

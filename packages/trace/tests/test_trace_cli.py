@@ -67,12 +67,16 @@ def test_summary_as_a_module(tmp_path: Path) -> None:
     assert result.stdout.endswith(EXPECTED)
 
 
-def test_summary_of_an_empty_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_summary_of_an_empty_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["summary", str(tmp_path)]) == 0
     assert capsys.readouterr().out == f"{tmp_path}: no trace files (*.jsonl)\n"
 
 
-def test_summary_of_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_summary_of_a_missing_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["summary", str(tmp_path / "nope")]) == 2
     assert "not a directory" in capsys.readouterr().err
 

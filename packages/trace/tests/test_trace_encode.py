@@ -117,7 +117,9 @@ timestamps = st.floats(0, 4e9) | doubles
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(event=scalars | containers, ts=timestamps, node=st.integers(-1, 2**31))
-def test_well_typed_events_encode_as_json_dumps(event: TraceEvent, ts: float, node: int) -> None:
+def test_well_typed_events_encode_as_json_dumps(
+    event: TraceEvent, ts: float, node: int
+) -> None:
     assert _encode(event, ts, node) == _expected(event, ts, node)
 
 
@@ -138,7 +140,9 @@ anything = st.one_of(
 
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(values=st.tuples(*[anything] * 8), ts=anything, node=anything)
-def test_off_type_values_encode_as_json_dumps(values: tuple[Any, ...], ts: Any, node: Any) -> None:
+def test_off_type_values_encode_as_json_dumps(
+    values: tuple[Any, ...], ts: Any, node: Any
+) -> None:
     event = Scalars(*values)
     assert _encode(event, ts, node) == _expected(event, ts, node)
 
@@ -188,7 +192,9 @@ def test_well_typed_events_stay_on_the_fast_path() -> None:
         Scalars(-(2**63), 0.1, 'q"\\\x00\u2603', False, 1, -2.5, "x", True),
         Scalars(0, -0.0, "", True, None, None, None, None),
     ):
-        assert encode(event, 1_700_000_000.123, 3) == _expected(event, 1_700_000_000.123, 3)
+        assert encode(event, 1_700_000_000.123, 3) == _expected(
+            event, 1_700_000_000.123, 3
+        )
     containers = _fresh(spec_for_class(Containers))
     held = Containers((1, 2), ("a",), None, {"p": 1}, None, {"on": True})
     assert containers(held, 1.0, 0) == _expected(held, 1.0, 0)

@@ -158,7 +158,9 @@ def test_rejects_an_unsupported_field_type() -> None:
 
 @pytest.mark.parametrize("name", ENVELOPE_FIELDS)
 def test_rejects_envelope_name_clash(name: str) -> None:
-    cls = attrs.make_class("Clash", {name: attrs.field(type=int)}, bases=(TraceEvent,), frozen=True)
+    cls = attrs.make_class(
+        "Clash", {name: attrs.field(type=int)}, bases=(TraceEvent,), frozen=True
+    )
     setattr(cls, "COMPONENT", "test")  # noqa: B010 - make_class returns a plain type
     setattr(cls, "EVENT", f"events_clash_{name}")  # noqa: B010
     with pytest.raises(ValueError, match="clashes with the envelope"):
@@ -193,7 +195,9 @@ class Second(TraceEvent):
 
 def test_rejects_a_duplicate_key() -> None:
     register_event(First)
-    with pytest.raises(ValueError, match=r"test\.events_duplicate is already registered"):
+    with pytest.raises(
+        ValueError, match=r"test\.events_duplicate is already registered"
+    ):
         register_event(Second)
     assert event_types()[("test", "events_duplicate")] is First
 
@@ -231,7 +235,18 @@ class Private(TraceEvent):
 
 def test_decode_event_rebuilds_the_event() -> None:
     event = Everything(
-        1, 2.5, "s", True, None, "m", (1, 2), ("a",), (0.5,), {"a": 1}, {"k": "v"}, {"w": 1.0}
+        1,
+        2.5,
+        "s",
+        True,
+        None,
+        "m",
+        (1, 2),
+        ("a",),
+        (0.5,),
+        {"a": 1},
+        {"k": "v"},
+        {"w": 1.0},
     )
     record: dict[str, object] = {
         "ts": 1.0, "node": 3, "component": "test", "event": "events_everything",
@@ -246,7 +261,11 @@ def test_decode_event_rebuilds_the_event() -> None:
 
 
 def test_decode_event_uses_init_aliases_and_defaults_nullable_fields() -> None:
-    record: dict[str, object] = {"component": "test", "event": "events_private", "_hidden": 4}
+    record: dict[str, object] = {
+        "component": "test",
+        "event": "events_private",
+        "_hidden": 4,
+    }
     assert decode_event(record) == Private(hidden=4)
 
 

@@ -67,7 +67,9 @@ def test_configure_tracing_closes_the_previous_tracer(tmp_path: Path) -> None:
     assert get_tracer() is off
 
 
-def test_configure_from_env_unset_or_empty_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_configure_from_env_unset_or_empty_is_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(TRACE_DIR_ENV, raising=False)
     assert configure_from_env(node=1) == NullTracer(1)
     monkeypatch.setenv(TRACE_DIR_ENV, "")

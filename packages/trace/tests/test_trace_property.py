@@ -11,7 +11,13 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.trace import JsonLinesTracer, TraceEvent, decode_event, read_trace, register_event
+from minikafka.trace import (
+    JsonLinesTracer,
+    TraceEvent,
+    decode_event,
+    read_trace,
+    register_event,
+)
 
 
 @register_event

@@ -151,12 +151,18 @@ def test_a_full_buffer_is_written_without_flush(tmp_path: Path) -> None:
 
 
 def test_rotation_splits_files_and_keeps_order(tmp_path: Path) -> None:
-    with JsonLinesTracer.open(tmp_path, node=2, max_file_bytes=1000, buffer_bytes=300) as tracer:
+    with JsonLinesTracer.open(
+        tmp_path, node=2, max_file_bytes=1000, buffer_bytes=300
+    ) as tracer:
         for n in range(500):
             tracer.emit(Tick(0, n), ts=float(n))
     files = trace_files(tmp_path)
     assert len(files) > 10
-    assert [f.name[-11:] for f in files[:3]] == ["00000.jsonl", "00001.jsonl", "00002.jsonl"]
+    assert [f.name[-11:] for f in files[:3]] == [
+        "00000.jsonl",
+        "00001.jsonl",
+        "00002.jsonl",
+    ]
     assert all(f.stat().st_size <= 1000 for f in files)
     # Rotation happens only when the next line would not fit.
     line = files[0].read_bytes().split(b"\n")[0]
@@ -165,7 +171,9 @@ def test_rotation_splits_files_and_keeps_order(tmp_path: Path) -> None:
 
 
 def test_a_line_longer_than_a_file_gets_a_file_to_itself(tmp_path: Path) -> None:
-    with JsonLinesTracer.open(tmp_path, node=1, max_file_bytes=10, buffer_bytes=0) as tracer:
+    with JsonLinesTracer.open(
+        tmp_path, node=1, max_file_bytes=10, buffer_bytes=0
+    ) as tracer:
         tracer.emit(Tick(0, 1), ts=0.0)
         tracer.emit(Tick(0, 2), ts=0.0)
     assert len(trace_files(tmp_path)) == 2
@@ -262,7 +270,9 @@ def test_both_tracers_satisfy_the_protocol(tmp_path: Path) -> None:
 
 def test_concurrent_emitters_write_every_line_intact(tmp_path: Path) -> None:
     threads, per_thread = 8, 2000
-    tracer = JsonLinesTracer.open(tmp_path, node=1, max_file_bytes=20_000, buffer_bytes=1000)
+    tracer = JsonLinesTracer.open(
+        tmp_path, node=1, max_file_bytes=20_000, buffer_bytes=1000
+    )
     start = threading.Barrier(threads)
 
     def work(thread: int) -> None:

@@ -14,12 +14,15 @@ from minikafka.zk._server import ZOOKEEPER_JAR
 pytestmark = [
     pytest.mark.external,
     pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+        not ZOOKEEPER_JAR.exists(),
+        reason="Debian's zookeeper is installed by `make test`",
     ),
 ]
 
 
-def test_start_look_inside_and_stop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_start_look_inside_and_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     port = str(free_ports(1)[0])
     where = ["--dir", str(tmp_path / "zk"), "--port", port]
     connect = ["--zookeeper", f"127.0.0.1:{port}"]

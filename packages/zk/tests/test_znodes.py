@@ -56,7 +56,10 @@ def test_a_topic_assignment_round_trips_with_reassignment_and_topic_id() -> None
     assignment = TopicAssignment({0: (1, 2), 1: (2, 3)}, topic_id, {1: (3,)}, {1: (1,)})
     written = json.loads(assignment.encode())
     assert written["version"] == 3
-    assert written["partitions"] == {"0": [1, 2], "1": [2, 3]}  # partitions keyed as text
+    assert written["partitions"] == {
+        "0": [1, 2],
+        "1": [2, 3],
+    }  # partitions keyed as text
     # Kafka's Uuid.toString: 22 characters of URL-safe base64.
     assert len(written["topic_id"]) == 22
     assert base64.urlsafe_b64decode(written["topic_id"] + "==") == topic_id.bytes
@@ -86,7 +89,13 @@ def test_partition_state_and_controller_znodes_round_trip() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"not json", b"[1,2]", b'{"leader":"1","leader_epoch":0,"isr":[1]}', b'{"isr":[true]}'],
+    [
+        b"",
+        b"not json",
+        b"[1,2]",
+        b'{"leader":"1","leader_epoch":0,"isr":[1]}',
+        b'{"isr":[true]}',
+    ],
 )
 def test_bytes_that_are_not_kafkas_name_the_path(data: bytes) -> None:
     with pytest.raises(ZnodeError, match=partition_state_path("orders", 3)):

@@ -49,7 +49,8 @@ from minikafka.zk._server import ZOOKEEPER_JAR
 pytestmark = [
     pytest.mark.external,
     pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+        not ZOOKEEPER_JAR.exists(),
+        reason="Debian's zookeeper is installed by `make test`",
     ),
 ]
 
@@ -81,13 +82,16 @@ async def next_event(client: ZkClient, kind: type[ZkEvent], state: str = "") -> 
     with trio.fail_after(DEADLINE):
         async for event in client.events:
             if isinstance(event, kind) and (
-                not state or (isinstance(event, SessionChanged) and event.state == state)
+                not state
+                or (isinstance(event, SessionChanged) and event.state == state)
             ):
                 return event
     raise AssertionError("the event channel closed")
 
 
-async def test_an_ephemeral_znode_lives_as_long_as_its_session(server: ZooKeeperServer) -> None:
+async def test_an_ephemeral_znode_lives_as_long_as_its_session(
+    server: ZooKeeperServer,
+) -> None:
     assert server.four_letters("ruok") == "imok"
     async with connected(server) as watcher:
         await watcher.ensure_path("/brokers/ids")
@@ -102,7 +106,9 @@ async def test_an_ephemeral_znode_lives_as_long_as_its_session(server: ZooKeeper
         assert await watcher.get_children("/brokers/ids") == []
 
 
-async def test_the_first_to_create_wins_and_stale_writes_fail(server: ZooKeeperServer) -> None:
+async def test_the_first_to_create_wins_and_stale_writes_fail(
+    server: ZooKeeperServer,
+) -> None:
     async with connected(server) as first, connected(server) as second:
         await first.create("/controller", b'{"brokerid":1}', ephemeral=True)
         with pytest.raises(NodeExistsError):
@@ -133,9 +139,13 @@ async def test_a_transaction_makes_parents_and_deletes_whole_subtrees_under_one_
         await client.set("/controller_epoch", b"2")  # another controller's epoch
         with pytest.raises(BadVersionError):
             await client.transaction(
-                [Check("/controller_epoch", 0), Delete("/brokers/topics/t", recursive=True)]
+                [
+                    Check("/controller_epoch", 0),
+                    Delete("/brokers/topics/t", recursive=True),
+                ]
             )
-        assert await client.exists(state) is not None  # the stale controller deleted nothing
+        # the stale controller deleted nothing
+        assert await client.exists(state) is not None
         await client.transaction(
             [Check("/controller_epoch", 1), Delete("/brokers/topics/t", recursive=True)]
         )
@@ -143,7 +153,9 @@ async def test_a_transaction_makes_parents_and_deletes_whole_subtrees_under_one_
         assert await client.get_children("/brokers/topics") == []
 
 
-async def test_a_server_going_away_suspends_the_session(server: ZooKeeperServer) -> None:
+async def test_a_server_going_away_suspends_the_session(
+    server: ZooKeeperServer,
+) -> None:
     async with connected(server) as client:
         server.kill()
         # The connection is gone; the session may survive (it has not timed out), so
@@ -184,7 +196,9 @@ async def test_a_broker_id_is_registered_once(server: ZooKeeperServer) -> None:
         assert BrokerRegistration.decode(3, data).endpoints == registration.endpoints
 
 
-async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeeperServer) -> None:
+async def test_a_new_controller_reads_the_cluster_and_watches_it(
+    server: ZooKeeperServer,
+) -> None:
     """What the elected controller reads (seed 001: brokers, assignments, partition
     states, deletions) and the watches that bring it every later change."""
     async with connected(server) as admin, connected(server) as controller:
@@ -193,13 +207,17 @@ async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeep
         )
         await register_broker(admin, registration)
         await admin.ensure_path("/brokers/topics")
-        await admin.create("/brokers/topics/orders", TopicAssignment({0: (1,), 1: (1,)}).encode())
+        await admin.create(
+            "/brokers/topics/orders", TopicAssignment({0: (1,), 1: (1,)}).encode()
+        )
         state = PartitionState(1, 0, (1,), 1)
         await admin.create(
             "/brokers/topics/orders/partitions/0/state", state.encode(), makepath=True
         )
         overrides = {"unclean.leader.election.enable": "true"}
-        await admin.create("/config/topics/orders", encode_topic_config(overrides), makepath=True)
+        await admin.create(
+            "/config/topics/orders", encode_topic_config(overrides), makepath=True
+        )
         cluster = await read_cluster(controller)
         assert cluster.brokers[1].registration == attrs.evolve(
             registration, timestamp_ms=cluster.brokers[1].registration.timestamp_ms
@@ -210,5 +228,9 @@ async def test_a_new_controller_reads_the_cluster_and_watches_it(server: ZooKeep
         assert cluster.deleting == frozenset()
         assert cluster.configs == {"orders": overrides}  # what unclean election reads
         # A topic created after the read reaches the controller as a watch on the list.
-        await admin.create("/brokers/topics/payments", TopicAssignment({0: (1,)}).encode())
-        assert await next_event(controller, WatchFired) == WatchFired("CHILD", "/brokers/topics")
+        await admin.create(
+            "/brokers/topics/payments", TopicAssignment({0: (1,)}).encode()
+        )
+        assert await next_event(controller, WatchFired) == WatchFired(
+            "CHILD", "/brokers/topics"
+        )

@@ -10,6 +10,9 @@ scenario recorded on its own side (client counts, timings, its log of what it di
     lab.implementation().request_counts(requests).show()
 """
 
+from ._config import Exercise as Exercise
+from ._config import LabConfig as LabConfig
+from ._config import LabConfigError as LabConfigError
 from ._exercise import ExerciseNotDone as ExerciseNotDone
 from ._lab import IMPLEMENTATION_ENV as IMPLEMENTATION_ENV
 from ._lab import LABS_ROOT as LABS_ROOT
@@ -17,6 +20,9 @@ from ._lab import Lab as Lab
 from ._lab import all_labs as all_labs
 from ._lab import find_lab as find_lab
 from ._lab import lab_of as lab_of
+from ._runs import REUSE_ENV as REUSE_ENV
+from ._runs import RUNS_ENV as RUNS_ENV
+from ._runs import scenario_run as scenario_run
 from ._spark import SPARK_MASTER_ENV as SPARK_MASTER_ENV
 from ._spark import read_events as read_events
 from ._spark import spark_log as spark_log
@@ -26,13 +32,19 @@ from ._spark import trace_schema as trace_schema
 __all__ = [
     "IMPLEMENTATION_ENV",
     "LABS_ROOT",
+    "REUSE_ENV",
+    "RUNS_ENV",
     "SPARK_MASTER_ENV",
+    "Exercise",
     "ExerciseNotDone",
     "Lab",
+    "LabConfig",
+    "LabConfigError",
     "all_labs",
     "find_lab",
     "lab_of",
     "read_events",
+    "scenario_run",
     "spark_log",
     "spark_session",
     "trace_schema",

@@ -27,13 +27,17 @@ def _java_missing() -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minikafka.labs", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m minikafka.labs", description=__doc__
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the labs and their directories")
     run = commands.add_parser("run", help="run a lab's checks against exercises.py")
     run.add_argument("number", type=int, help="the lab's number (1 for labs/01-...)")
     run.add_argument(
-        "--solutions", action="store_true", help="check solutions.py instead of exercises.py"
+        "--solutions",
+        action="store_true",
+        help="check solutions.py instead of exercises.py",
     )
     args = parser.parse_args(argv)
 
@@ -55,8 +59,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"lab {lab.number} ({lab.name}): checking {which}.py", flush=True)
     env = {**os.environ, IMPLEMENTATION_ENV: which}
     test_file = lab.directory / "test_lab.py"
-    command = [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE", str(test_file)]
-    status = subprocess.run(command, env=env, cwd=LABS_ROOT.parent, check=False).returncode
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--no-header",
+        "-rfE",
+        str(test_file),
+    ]
+    status = subprocess.run(
+        command, env=env, cwd=LABS_ROOT.parent, check=False
+    ).returncode
     if status == 0:
         print(f"lab {lab.number}: every exercise matches what the scenario recorded")
     elif which == "exercises":

@@ -1,9 +1,12 @@
 """Finding the labs and loading their modules (ARCHITECTURE.md, "Traces and labs").
 
-A lab is a directory ``labs/NN-topic/`` of plain modules (``scenario.py``,
-``exercises.py``, ``solutions.py``, ``test_lab.py``), not a package: its name starts with a
-digit. :class:`Lab` loads them by path under names of their own, so two labs'
-``scenario`` modules never meet in ``sys.modules``.
+A lab is a directory ``labs/NN-topic/`` of plain modules and a ``lab.toml``
+(:mod:`._config`), not a package: its name starts with a digit. A trace lab holds
+``scenario.py``, ``exercises.py`` and ``test_lab.py``; a build lab the files the learner
+writes. The reference answers sit apart, in ``labs/solutions/NN-topic/``, so the
+learner's tree holds exercises and tests, not solutions. :class:`Lab` loads modules by
+path under names of their own, so two labs' ``scenario`` modules never meet in
+``sys.modules``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from types import ModuleType
 
 import attrs
 
+from ._config import LabConfig, load_config
+
 LABS_ROOT = Path(__file__).resolve().parents[3]
 """The repository's ``labs/`` directory (this package lives in ``labs/src``)."""
 
@@ -25,6 +30,9 @@ IMPLEMENTATION_ENV = "MINIKAFKA_LAB_IMPL"
 ``exercises`` (``make lab N``)."""
 
 IMPLEMENTATIONS = ("solutions", "exercises")
+
+SOLUTIONS_ROOT = LABS_ROOT / "solutions"
+"""Where the reference answers live, one directory per lab, apart from the exercises."""
 
 _LAB_DIR = re.compile(r"^(?P<number>\d{2})-[a-z0-9-]+$")
 
@@ -38,13 +46,24 @@ class Lab:
     def name(self) -> str:
         return self.directory.name
 
+    @property
+    def config(self) -> LabConfig:
+        return load_config(self.directory / "lab.toml")
+
+    @property
+    def solutions(self) -> Path:
+        """This lab's directory of reference answers (``labs/solutions/NN-topic``)."""
+        return self.directory.parent / "solutions" / self.directory.name
+
     def module(self, name: str) -> ModuleType:
-        """The lab's ``name``.py, loaded once per process."""
+        """The lab's ``name``.py (``solutions`` from :attr:`solutions`), loaded once per
+        process."""
         qualified = f"minikafka_lab{self.number:02d}_{name}"
         loaded = sys.modules.get(qualified)
         if loaded is not None:
             return loaded
-        path = self.directory / f"{name}.py"
+        home = self.solutions if name == "solutions" else self.directory
+        path = home / f"{name}.py"
         spec = importlib.util.spec_from_file_location(qualified, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {path}")

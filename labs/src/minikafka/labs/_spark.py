@@ -70,11 +70,13 @@ def _jvm_output_to_log() -> Iterator[None]:
 def spark_session(app_name: str = "minikafka-lab") -> SparkSession:
     """The labs' SparkSession: ``local[2]``, or ``$SPARK_MASTER`` when it is set.
 
-    Asking twice returns the running session (Spark keeps one per process). The JVM's own
-    output goes to :func:`spark_log`, not to the caller's stderr.
+    Asking twice returns the running session (Spark keeps one per process). The JVM's
+    own output goes to :func:`spark_log`, not to the caller's stderr.
     """
     master = os.environ.get(SPARK_MASTER_ENV) or DEFAULT_MASTER
-    java_options = f"-Dlog4j2.configurationFile=file:{_log4j_file()} -Duser.timezone=UTC"
+    java_options = (
+        f"-Dlog4j2.configurationFile=file:{_log4j_file()} -Duser.timezone=UTC"
+    )
     starting = SparkContext._active_spark_context is None
     with _jvm_output_to_log() if starting else nullcontext():
         session = _build(master, app_name, java_options)
@@ -102,7 +104,9 @@ def trace_schema(event_type: type[TraceEvent]) -> StructType:
     return StructType.fromJson(spark_schema(event_type))
 
 
-def read_events(spark: SparkSession, directory: Path, event_type: type[TraceEvent]) -> DataFrame:
+def read_events(
+    spark: SparkSession, directory: Path, event_type: type[TraceEvent]
+) -> DataFrame:
     """Every ``event_type`` event of a trace directory as a DataFrame.
 
     The columns are the envelope (``ts`` in seconds since the epoch, ``node``,

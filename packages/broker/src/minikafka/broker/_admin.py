@@ -26,8 +26,12 @@ from minikafka.controller import (
 )
 from minikafka.controller import CreatableTopic as ControllerCreatableTopic
 from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
-from minikafka.controller import CreatePartitionsResponse as ControllerCreatePartitionsResponse
-from minikafka.controller import CreatePartitionsTopic as ControllerCreatePartitionsTopic
+from minikafka.controller import (
+    CreatePartitionsResponse as ControllerCreatePartitionsResponse,
+)
+from minikafka.controller import (
+    CreatePartitionsTopic as ControllerCreatePartitionsTopic,
+)
 from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
@@ -54,7 +58,9 @@ def _response_class(request: Request) -> type[ResponsePayload]:
     return cls
 
 
-async def _submit(controller: ControllerChannel, request: ControllerRequest) -> object | ErrorCode:
+async def _submit(
+    controller: ControllerChannel, request: ControllerRequest
+) -> object | ErrorCode:
     try:
         return await controller.submit(request)
     except ControllerError as exc:
@@ -130,7 +136,10 @@ class _TopicAnswers:
             self.answers.setdefault(name, None)
             return False
         self.answers[name] = build(
-            self.result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=refusal
+            self.result_cls,
+            name=name,
+            error_code=ErrorCode.invalid_request,
+            error_message=refusal,
         )
         return True
 
@@ -186,7 +195,9 @@ async def handle_create_topics(
             replication_factor=int(t.replication_factor),
             # As given, partition_index and all: the controller refuses a gap or a
             # repeat instead of this handler renumbering them.
-            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in t.assignments),
+            assignments=tuple(
+                tuple(int(b) for b in a.broker_ids) for a in t.assignments
+            ),
             partition_ids=tuple(int(a.partition_index) for a in t.assignments),
             configs=tuple((c.name, c.value) for c in t.configs),
         )
@@ -209,7 +220,9 @@ async def handle_delete_topics(
 ) -> None:
     body = request.body_as(DELETE_TOPICS)
     answers = _TopicAnswers(request, "responses", guard_internal)
-    deletable = [str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")]
+    deletable = [
+        str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")
+    ]
     if deletable:
         await answers.submit(
             controller,
@@ -229,7 +242,9 @@ async def handle_create_partitions(
         ControllerCreatePartitionsTopic(
             name=t.name,
             count=int(t.count),
-            assignments=tuple(tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())),
+            assignments=tuple(
+                tuple(int(b) for b in a.broker_ids) for a in (t.assignments or ())
+            ),
         )
         for t in body.topics
         if not answers.refused(t.name, "Adding partitions")
@@ -237,7 +252,9 @@ async def handle_create_partitions(
     if submitted:
         await answers.submit(
             controller,
-            ControllerCreatePartitions(submitted, validate_only=bool(body.validate_only)),
+            ControllerCreatePartitions(
+                submitted, validate_only=bool(body.validate_only)
+            ),
             ControllerCreatePartitionsResponse,
             [g.name for g in submitted],
         )
@@ -281,22 +298,34 @@ def topic_config_entries(
         default = _render(getattr(_KAFKA_DEFAULTS, log_key.field))
         # A key with no broker-level default in Kafka has only its DEFAULT_CONFIG synonym.
         synonyms_of = log_key.synonym_names()
-        keys[log_key.name] = (synonyms_of, effective if synonyms_of else default, default)
+        keys[log_key.name] = (
+            synonyms_of,
+            effective if synonyms_of else default,
+            default,
+        )
     keys[MIN_INSYNC_REPLICAS] = (
         (MIN_INSYNC_REPLICAS,),
         str(config.broker.min_insync_replicas),
         "1",
     )
     unclean = _render(config.controller.unclean_leader_election_enable)
-    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = ((UNCLEAN_LEADER_ELECTION_ENABLE,), unclean, "false")
+    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = (
+        (UNCLEAN_LEADER_ELECTION_ENABLE,),
+        unclean,
+        "false",
+    )
     entries = []
     for key, (broker_keys, effective, default) in sorted(keys.items()):
         given = [k for k in broker_keys if k in config.properties]
         synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
-        synonyms.append((broker_keys[0] if broker_keys else key, default, DEFAULT_CONFIG))
+        synonyms.append(
+            (broker_keys[0] if broker_keys else key, default, DEFAULT_CONFIG)
+        )
         if key in overrides:
             synonyms.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
-            entries.append(ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms)))
+            entries.append(
+                ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms))
+            )
         else:
             entries.append(ConfigEntry(key, effective, synonyms[0][2], tuple(synonyms)))
     return entries
@@ -319,7 +348,9 @@ def _render(value: object) -> str:
     return str(value)
 
 
-def handle_describe_configs(request: Request, cache: MetadataCache, config: KafkaConfig) -> None:
+def handle_describe_configs(
+    request: Request, cache: MetadataCache, config: KafkaConfig
+) -> None:
     body = request.body_as(DESCRIBE_CONFIGS)
     cls = _response_class(request)
     result_cls = nested(cls, "results")
@@ -344,12 +375,15 @@ def handle_describe_configs(request: Request, cache: MetadataCache, config: Kafk
                 config_source=e.source,
                 is_sensitive=False,
                 synonyms=tuple(
-                    build(synonym_cls, name=n, value=v, source=src) for n, v, src in e.synonyms
+                    build(synonym_cls, name=n, value=v, source=src)
+                    for n, v, src in e.synonyms
                 )
                 if with_synonyms
                 else (),
                 config_type=0,
-                documentation=_documentation(e.name) if kind == ConfigResourceType.TOPIC else None,
+                documentation=_documentation(e.name)
+                if kind == ConfigResourceType.TOPIC
+                else None,
             )
             for e in entries
         )
@@ -371,11 +405,19 @@ def _describe(
 ) -> tuple[ErrorCode, str | None, list[ConfigEntry]]:
     if kind == ConfigResourceType.TOPIC:
         if cache.topic(name) is None:
-            return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", []
+            return (
+                ErrorCode.unknown_topic_or_partition,
+                f"topic {name!r} does not exist",
+                [],
+            )
         return ErrorCode.none, None, topic_config_entries(name, cache, config)
     if kind == ConfigResourceType.BROKER:
         if name not in ("", str(config.node_id)):
-            return ErrorCode.invalid_request, f"this is broker {config.node_id}, not {name}", []
+            return (
+                ErrorCode.invalid_request,
+                f"this is broker {config.node_id}, not {name}",
+                [],
+            )
         return ErrorCode.none, None, _broker_entries(config.properties)
     return ErrorCode.invalid_request, f"resource type {kind} cannot be described", []
 

@@ -1,4 +1,5 @@
-"""KafkaApis: one handler per API, and exactly those APIs advertised (seed 000, KafkaApis).
+"""KafkaApis: one handler per API, and exactly those APIs advertised (seed 000,
+KafkaApis).
 
 The network layer's handler tasks call :meth:`KafkaApis.handle` with each request; the
 Processor has already refused what :meth:`KafkaApis.api_versions` does not list, so
@@ -85,8 +86,11 @@ class KafkaApis:
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Host the tasks of the requests that wait for other clients (``parks`` rows)."""
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Host the tasks of the requests that wait for other clients (``parks``
+        rows)."""
         async with trio.open_nursery() as nursery:
             self._parked = nursery
             task_status.started()
@@ -116,7 +120,8 @@ class KafkaApis:
     async def _api_versions(self, request: Request) -> None:
         handle_api_versions(request, self.SUPPORTED)
 
-    # --- one method per API, adapting the request to its handler's dependencies --------
+    # --- one method per API, adapting the request to its handler's dependencies
+    # --------
 
     async def _produce(self, request: Request) -> None:
         handle_produce(request, self.replica_manager, self.metadata_cache)
@@ -140,7 +145,9 @@ class KafkaApis:
         await handle_offset_fetch(request, self.groups)
 
     async def _find_coordinator(self, request: Request) -> None:
-        await handle_find_coordinator(request, self.controller, self.metadata_cache, self.config)
+        await handle_find_coordinator(
+            request, self.controller, self.metadata_cache, self.config
+        )
 
     async def _join_group(self, request: Request) -> None:
         await handle_join_group(request, self.groups)
@@ -188,7 +195,9 @@ class KafkaApis:
             return
         assert isinstance(self.controller, RemoteController)
         try:
-            answer = await self.controller.forward(request.body_as((DescribeQuorumRequest,)))
+            answer = await self.controller.forward(
+                request.body_as((DescribeQuorumRequest,))
+            )
         except ControllerError as exc:
             request.respond(encode_describe_quorum_error(exc.error_code))
             return
@@ -208,13 +217,22 @@ class KafkaApis:
             for n in names or ()
             if self.metadata_cache.topic(n) is None and n not in INTERNAL_TOPICS
         ]
-        # Before v4 there is no allow_auto_topic_creation field and clients expect it on.
+        # Before v4 there is no allow_auto_topic_creation field and clients expect it
+        # on.
         body = request.body_as(METADATA)
-        allowed = body.allow_auto_topic_creation if isinstance(body, METADATA_V4_PLUS) else True
+        allowed = (
+            body.allow_auto_topic_creation
+            if isinstance(body, METADATA_V4_PLUS)
+            else True
+        )
         if missing and allowed and self.config.broker.auto_create_topics_enable:
             errors = await self._auto_create(missing)
         request.respond_parts(
-            (metadata_body(request, self.metadata_cache, self.cluster_id, names, errors),)
+            (
+                metadata_body(
+                    request, self.metadata_cache, self.cluster_id, names, errors
+                ),
+            )
         )
 
     async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
@@ -229,7 +247,9 @@ class KafkaApis:
         defaults = self.config.controller
         request = CreateTopicsRequest(
             tuple(
-                CreatableTopic(name, defaults.num_partitions, defaults.default_replication_factor)
+                CreatableTopic(
+                    name, defaults.num_partitions, defaults.default_replication_factor
+                )
                 for name in dict.fromkeys(names)
             )
         )
@@ -238,22 +258,24 @@ class KafkaApis:
         except ControllerError as exc:
             return dict.fromkeys(names, exc.error_code)
         assert isinstance(response, CreateTopicsResponse)
-        # Created (or created by someone else meanwhile) but not replayed here yet, as on
-        # a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
+        # Created (or created by someone else meanwhile) but not replayed here yet, as
+        # on a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
         return {
             r.name: ErrorCode.leader_not_available
             if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
             else r.error_code
             for r in response.topics
-            if r.error_code is not ErrorCode.none or self.metadata_cache.topic(r.name) is None
+            if r.error_code is not ErrorCode.none
+            or self.metadata_cache.topic(r.name) is None
         }
 
     # The broker's whole protocol surface, one row per API: ApiVersions advertises these
     # ranges verbatim and dispatch reads the handler from the same row. ``parks`` marks
-    # the requests that wait for other clients (a JoinGroup is held until the whole group
-    # has rejoined, a SyncGroup until the leader's assignment is stored, an OffsetCommit
-    # until it is replicated): Kafka parks them in purgatories; here each runs in a task
-    # of its own, so the num.io.threads handlers are never all held by one rebalance.
+    # the requests that wait for other clients (a JoinGroup is held until the whole
+    # group has rejoined, a SyncGroup until the leader's assignment is stored, an
+    # OffsetCommit until it is replicated): Kafka parks them in purgatories; here each
+    # runs in a task of its own, so the num.io.threads handlers are never all held by
+    # one rebalance.
     TABLE: ClassVar[ApiTable[KafkaApis]] = ApiTable(
         ApiSpec(ApiKey.PRODUCE, 3, 8, _produce),
         ApiSpec(ApiKey.FETCH, 4, 11, _fetch),
@@ -277,8 +299,12 @@ class KafkaApis:
         ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3, _offset_for_leader_epoch),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
-        ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments),
-        ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments),
+        ApiSpec(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments
+        ),
+        ApiSpec(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments
+        ),
         ApiSpec(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS, _describe_quorum),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()

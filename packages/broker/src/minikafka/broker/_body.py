@@ -22,14 +22,30 @@ from kio.schema.create_partitions.v0.request import (
 from kio.schema.create_partitions.v1.request import (
     CreatePartitionsRequest as CreatePartitionsRequestV1,
 )
-from kio.schema.create_topics.v2.request import CreateTopicsRequest as CreateTopicsRequestV2
-from kio.schema.create_topics.v3.request import CreateTopicsRequest as CreateTopicsRequestV3
-from kio.schema.create_topics.v4.request import CreateTopicsRequest as CreateTopicsRequestV4
-from kio.schema.delete_groups.v0.request import DeleteGroupsRequest as DeleteGroupsRequestV0
-from kio.schema.delete_groups.v1.request import DeleteGroupsRequest as DeleteGroupsRequestV1
-from kio.schema.delete_topics.v1.request import DeleteTopicsRequest as DeleteTopicsRequestV1
-from kio.schema.delete_topics.v2.request import DeleteTopicsRequest as DeleteTopicsRequestV2
-from kio.schema.delete_topics.v3.request import DeleteTopicsRequest as DeleteTopicsRequestV3
+from kio.schema.create_topics.v2.request import (
+    CreateTopicsRequest as CreateTopicsRequestV2,
+)
+from kio.schema.create_topics.v3.request import (
+    CreateTopicsRequest as CreateTopicsRequestV3,
+)
+from kio.schema.create_topics.v4.request import (
+    CreateTopicsRequest as CreateTopicsRequestV4,
+)
+from kio.schema.delete_groups.v0.request import (
+    DeleteGroupsRequest as DeleteGroupsRequestV0,
+)
+from kio.schema.delete_groups.v1.request import (
+    DeleteGroupsRequest as DeleteGroupsRequestV1,
+)
+from kio.schema.delete_topics.v1.request import (
+    DeleteTopicsRequest as DeleteTopicsRequestV1,
+)
+from kio.schema.delete_topics.v2.request import (
+    DeleteTopicsRequest as DeleteTopicsRequestV2,
+)
+from kio.schema.delete_topics.v3.request import (
+    DeleteTopicsRequest as DeleteTopicsRequestV3,
+)
 from kio.schema.describe_configs.v1.request import (
     DescribeConfigsRequest as DescribeConfigsRequestV1,
 )
@@ -39,15 +55,31 @@ from kio.schema.describe_configs.v2.request import (
 from kio.schema.describe_configs.v3.request import (
     DescribeConfigsRequest as DescribeConfigsRequestV3,
 )
-from kio.schema.describe_groups.v0.request import DescribeGroupsRequest as DescribeGroupsRequestV0
-from kio.schema.describe_groups.v1.request import DescribeGroupsRequest as DescribeGroupsRequestV1
-from kio.schema.describe_groups.v2.request import DescribeGroupsRequest as DescribeGroupsRequestV2
-from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as DescribeGroupsRequestV3
-from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsRequestV4
+from kio.schema.describe_groups.v0.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV0,
+)
+from kio.schema.describe_groups.v1.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV1,
+)
+from kio.schema.describe_groups.v2.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV2,
+)
+from kio.schema.describe_groups.v3.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV3,
+)
+from kio.schema.describe_groups.v4.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV4,
+)
 from kio.schema.describe_quorum.v1 import request as describe_quorum_v1
-from kio.schema.elect_leaders.v0.request import ElectLeadersRequest as ElectLeadersRequestV0
-from kio.schema.elect_leaders.v1.request import ElectLeadersRequest as ElectLeadersRequestV1
-from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as ElectLeadersRequestV2
+from kio.schema.elect_leaders.v0.request import (
+    ElectLeadersRequest as ElectLeadersRequestV0,
+)
+from kio.schema.elect_leaders.v1.request import (
+    ElectLeadersRequest as ElectLeadersRequestV1,
+)
+from kio.schema.elect_leaders.v2.request import (
+    ElectLeadersRequest as ElectLeadersRequestV2,
+)
 from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
 from kio.schema.fetch.v5.request import FetchRequest as FetchRequestV5
 from kio.schema.fetch.v6.request import FetchRequest as FetchRequestV6
@@ -72,8 +104,12 @@ from kio.schema.heartbeat.v0.request import HeartbeatRequest as HeartbeatRequest
 from kio.schema.heartbeat.v1.request import HeartbeatRequest as HeartbeatRequestV1
 from kio.schema.heartbeat.v2.request import HeartbeatRequest as HeartbeatRequestV2
 from kio.schema.heartbeat.v3.request import HeartbeatRequest as HeartbeatRequestV3
-from kio.schema.init_producer_id.v0.request import InitProducerIdRequest as InitProducerIdRequestV0
-from kio.schema.init_producer_id.v1.request import InitProducerIdRequest as InitProducerIdRequestV1
+from kio.schema.init_producer_id.v0.request import (
+    InitProducerIdRequest as InitProducerIdRequestV0,
+)
+from kio.schema.init_producer_id.v1.request import (
+    InitProducerIdRequest as InitProducerIdRequestV1,
+)
 from kio.schema.join_group.v0.request import JoinGroupRequest as JoinGroupRequestV0
 from kio.schema.join_group.v1.request import JoinGroupRequest as JoinGroupRequestV1
 from kio.schema.join_group.v2.request import JoinGroupRequest as JoinGroupRequestV2
@@ -87,13 +123,27 @@ from kio.schema.leave_group.v3.request import LeaveGroupRequest as LeaveGroupReq
 from kio.schema.list_groups.v0.request import ListGroupsRequest as ListGroupsRequestV0
 from kio.schema.list_groups.v1.request import ListGroupsRequest as ListGroupsRequestV1
 from kio.schema.list_groups.v2.request import ListGroupsRequest as ListGroupsRequestV2
-from kio.schema.list_offsets.v1.request import ListOffsetsRequest as ListOffsetsRequestV1
-from kio.schema.list_offsets.v2.request import ListOffsetsRequest as ListOffsetsRequestV2
-from kio.schema.list_offsets.v3.request import ListOffsetsRequest as ListOffsetsRequestV3
-from kio.schema.list_offsets.v4.request import ListOffsetsPartition as ListOffsetsPartitionV4
-from kio.schema.list_offsets.v4.request import ListOffsetsRequest as ListOffsetsRequestV4
-from kio.schema.list_offsets.v5.request import ListOffsetsPartition as ListOffsetsPartitionV5
-from kio.schema.list_offsets.v5.request import ListOffsetsRequest as ListOffsetsRequestV5
+from kio.schema.list_offsets.v1.request import (
+    ListOffsetsRequest as ListOffsetsRequestV1,
+)
+from kio.schema.list_offsets.v2.request import (
+    ListOffsetsRequest as ListOffsetsRequestV2,
+)
+from kio.schema.list_offsets.v3.request import (
+    ListOffsetsRequest as ListOffsetsRequestV3,
+)
+from kio.schema.list_offsets.v4.request import (
+    ListOffsetsPartition as ListOffsetsPartitionV4,
+)
+from kio.schema.list_offsets.v4.request import (
+    ListOffsetsRequest as ListOffsetsRequestV4,
+)
+from kio.schema.list_offsets.v5.request import (
+    ListOffsetsPartition as ListOffsetsPartitionV5,
+)
+from kio.schema.list_offsets.v5.request import (
+    ListOffsetsRequest as ListOffsetsRequestV5,
+)
 from kio.schema.list_partition_reassignments.v0 import request as list_v0
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v2.request import MetadataRequest as MetadataRequestV2
@@ -103,23 +153,45 @@ from kio.schema.metadata.v5.request import MetadataRequest as MetadataRequestV5
 from kio.schema.metadata.v6.request import MetadataRequest as MetadataRequestV6
 from kio.schema.metadata.v7.request import MetadataRequest as MetadataRequestV7
 from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
-from kio.schema.offset_commit.v2.request import OffsetCommitRequest as OffsetCommitRequestV2
-from kio.schema.offset_commit.v3.request import OffsetCommitRequest as OffsetCommitRequestV3
-from kio.schema.offset_commit.v4.request import OffsetCommitRequest as OffsetCommitRequestV4
-from kio.schema.offset_commit.v5.request import OffsetCommitRequest as OffsetCommitRequestV5
-from kio.schema.offset_commit.v6.request import OffsetCommitRequest as OffsetCommitRequestV6
+from kio.schema.offset_commit.v2.request import (
+    OffsetCommitRequest as OffsetCommitRequestV2,
+)
+from kio.schema.offset_commit.v3.request import (
+    OffsetCommitRequest as OffsetCommitRequestV3,
+)
+from kio.schema.offset_commit.v4.request import (
+    OffsetCommitRequest as OffsetCommitRequestV4,
+)
+from kio.schema.offset_commit.v5.request import (
+    OffsetCommitRequest as OffsetCommitRequestV5,
+)
+from kio.schema.offset_commit.v6.request import (
+    OffsetCommitRequest as OffsetCommitRequestV6,
+)
 from kio.schema.offset_commit.v6.request import (
     OffsetCommitRequestPartition as OffsetCommitRequestPartitionV6,
 )
-from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCommitRequestV7
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest as OffsetCommitRequestV7,
+)
 from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequestPartition as OffsetCommitRequestPartitionV7,
 )
-from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as OffsetFetchRequestV1
-from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetchRequestV2
-from kio.schema.offset_fetch.v3.request import OffsetFetchRequest as OffsetFetchRequestV3
-from kio.schema.offset_fetch.v4.request import OffsetFetchRequest as OffsetFetchRequestV4
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as OffsetFetchRequestV5
+from kio.schema.offset_fetch.v1.request import (
+    OffsetFetchRequest as OffsetFetchRequestV1,
+)
+from kio.schema.offset_fetch.v2.request import (
+    OffsetFetchRequest as OffsetFetchRequestV2,
+)
+from kio.schema.offset_fetch.v3.request import (
+    OffsetFetchRequest as OffsetFetchRequestV3,
+)
+from kio.schema.offset_fetch.v4.request import (
+    OffsetFetchRequest as OffsetFetchRequestV4,
+)
+from kio.schema.offset_fetch.v5.request import (
+    OffsetFetchRequest as OffsetFetchRequestV5,
+)
 from kio.schema.offset_for_leader_epoch.v2.request import (
     OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2,
 )
@@ -161,13 +233,19 @@ FetchRequest = (
 )
 FETCH: tuple[type[FetchRequest], ...] = typing.get_args(FetchRequest)
 
-ElectLeadersRequest = ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
-ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = typing.get_args(ElectLeadersRequest)
+ElectLeadersRequest = (
+    ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
+)
+ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = typing.get_args(
+    ElectLeadersRequest
+)
 
 # v2 names the asker's current leader epoch (KIP-320), v3 the asking replica (a follower).
-OffsetForLeaderEpochRequest = OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3
-OFFSET_FOR_LEADER_EPOCH: tuple[type[OffsetForLeaderEpochRequest], ...] = typing.get_args(
-    OffsetForLeaderEpochRequest
+OffsetForLeaderEpochRequest = (
+    OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3
+)
+OFFSET_FOR_LEADER_EPOCH: tuple[type[OffsetForLeaderEpochRequest], ...] = (
+    typing.get_args(OffsetForLeaderEpochRequest)
 )
 
 ListOffsetsRequest = (
@@ -199,7 +277,9 @@ OffsetCommitRequest = (
     | OffsetCommitRequestV6
     | OffsetCommitRequestV7
 )
-OFFSET_COMMIT: tuple[type[OffsetCommitRequest], ...] = typing.get_args(OffsetCommitRequest)
+OFFSET_COMMIT: tuple[type[OffsetCommitRequest], ...] = typing.get_args(
+    OffsetCommitRequest
+)
 
 OffsetFetchRequest = (
     OffsetFetchRequestV1
@@ -213,7 +293,9 @@ OFFSET_FETCH: tuple[type[OffsetFetchRequest], ...] = typing.get_args(OffsetFetch
 FindCoordinatorRequest = (
     FindCoordinatorRequestV0 | FindCoordinatorRequestV1 | FindCoordinatorRequestV2
 )
-FIND_COORDINATOR: tuple[type[FindCoordinatorRequest], ...] = typing.get_args(FindCoordinatorRequest)
+FIND_COORDINATOR: tuple[type[FindCoordinatorRequest], ...] = typing.get_args(
+    FindCoordinatorRequest
+)
 
 JoinGroupRequest = (
     JoinGroupRequestV0
@@ -225,15 +307,22 @@ JoinGroupRequest = (
 )
 JOIN_GROUP: tuple[type[JoinGroupRequest], ...] = typing.get_args(JoinGroupRequest)
 
-HeartbeatRequest = HeartbeatRequestV0 | HeartbeatRequestV1 | HeartbeatRequestV2 | HeartbeatRequestV3
+HeartbeatRequest = (
+    HeartbeatRequestV0 | HeartbeatRequestV1 | HeartbeatRequestV2 | HeartbeatRequestV3
+)
 HEARTBEAT: tuple[type[HeartbeatRequest], ...] = typing.get_args(HeartbeatRequest)
 
 LeaveGroupRequest = (
-    LeaveGroupRequestV0 | LeaveGroupRequestV1 | LeaveGroupRequestV2 | LeaveGroupRequestV3
+    LeaveGroupRequestV0
+    | LeaveGroupRequestV1
+    | LeaveGroupRequestV2
+    | LeaveGroupRequestV3
 )
 LEAVE_GROUP: tuple[type[LeaveGroupRequest], ...] = typing.get_args(LeaveGroupRequest)
 
-SyncGroupRequest = SyncGroupRequestV0 | SyncGroupRequestV1 | SyncGroupRequestV2 | SyncGroupRequestV3
+SyncGroupRequest = (
+    SyncGroupRequestV0 | SyncGroupRequestV1 | SyncGroupRequestV2 | SyncGroupRequestV3
+)
 SYNC_GROUP: tuple[type[SyncGroupRequest], ...] = typing.get_args(SyncGroupRequest)
 
 DescribeGroupsRequest = (
@@ -243,24 +332,38 @@ DescribeGroupsRequest = (
     | DescribeGroupsRequestV3
     | DescribeGroupsRequestV4
 )
-DESCRIBE_GROUPS: tuple[type[DescribeGroupsRequest], ...] = typing.get_args(DescribeGroupsRequest)
+DESCRIBE_GROUPS: tuple[type[DescribeGroupsRequest], ...] = typing.get_args(
+    DescribeGroupsRequest
+)
 
 ListGroupsRequest = ListGroupsRequestV0 | ListGroupsRequestV1 | ListGroupsRequestV2
 LIST_GROUPS: tuple[type[ListGroupsRequest], ...] = typing.get_args(ListGroupsRequest)
 
-CreateTopicsRequest = CreateTopicsRequestV2 | CreateTopicsRequestV3 | CreateTopicsRequestV4
-CREATE_TOPICS: tuple[type[CreateTopicsRequest], ...] = typing.get_args(CreateTopicsRequest)
+CreateTopicsRequest = (
+    CreateTopicsRequestV2 | CreateTopicsRequestV3 | CreateTopicsRequestV4
+)
+CREATE_TOPICS: tuple[type[CreateTopicsRequest], ...] = typing.get_args(
+    CreateTopicsRequest
+)
 
-DeleteTopicsRequest = DeleteTopicsRequestV1 | DeleteTopicsRequestV2 | DeleteTopicsRequestV3
-DELETE_TOPICS: tuple[type[DeleteTopicsRequest], ...] = typing.get_args(DeleteTopicsRequest)
+DeleteTopicsRequest = (
+    DeleteTopicsRequestV1 | DeleteTopicsRequestV2 | DeleteTopicsRequestV3
+)
+DELETE_TOPICS: tuple[type[DeleteTopicsRequest], ...] = typing.get_args(
+    DeleteTopicsRequest
+)
 
 InitProducerIdRequest = InitProducerIdRequestV0 | InitProducerIdRequestV1
-INIT_PRODUCER_ID: tuple[type[InitProducerIdRequest], ...] = typing.get_args(InitProducerIdRequest)
+INIT_PRODUCER_ID: tuple[type[InitProducerIdRequest], ...] = typing.get_args(
+    InitProducerIdRequest
+)
 
 DescribeConfigsRequest = (
     DescribeConfigsRequestV1 | DescribeConfigsRequestV2 | DescribeConfigsRequestV3
 )
-DESCRIBE_CONFIGS: tuple[type[DescribeConfigsRequest], ...] = typing.get_args(DescribeConfigsRequest)
+DESCRIBE_CONFIGS: tuple[type[DescribeConfigsRequest], ...] = typing.get_args(
+    DescribeConfigsRequest
+)
 
 CreatePartitionsRequest = CreatePartitionsRequestV0 | CreatePartitionsRequestV1
 CREATE_PARTITIONS: tuple[type[CreatePartitionsRequest], ...] = typing.get_args(
@@ -268,7 +371,9 @@ CREATE_PARTITIONS: tuple[type[CreatePartitionsRequest], ...] = typing.get_args(
 )
 
 DeleteGroupsRequest = DeleteGroupsRequestV0 | DeleteGroupsRequestV1
-DELETE_GROUPS: tuple[type[DeleteGroupsRequest], ...] = typing.get_args(DeleteGroupsRequest)
+DELETE_GROUPS: tuple[type[DeleteGroupsRequest], ...] = typing.get_args(
+    DeleteGroupsRequest
+)
 
 # Nested entities with a field from some version on. KIP-320: a fetching or listing
 # client names the leader epoch it knows from Fetch v9 and ListOffsets v4.
@@ -310,7 +415,9 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: OFFSET_FOR_LEADER_EPOCH,
     # Their handlers (_reassignments) name their own versions: one each, ElectLeaders v0-v2.
     ApiKey.ELECT_LEADERS: ELECT_LEADERS,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (alter_v0.AlterPartitionReassignmentsRequest,),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
+        alter_v0.AlterPartitionReassignmentsRequest,
+    ),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (list_v0.ListPartitionReassignmentsRequest,),
     # Forwarded to the active controller as it came (KIP-595): v1 only.
     ApiKey.DESCRIBE_QUORUM: (describe_quorum_v1.DescribeQuorumRequest,),

@@ -69,7 +69,9 @@ def broker_parts(
             cache.min_insync_replicas(topic, settings.min_insync_replicas),
         )
 
-    async def alter_partition(proposals: list[IsrChangeProposal]) -> list[IsrChangeAnswer]:
+    async def alter_partition(
+        proposals: list[IsrChangeProposal],
+    ) -> list[IsrChangeAnswer]:
         return await send_isr_proposals(channel, node_id, broker_epoch(), proposals)
 
     async def allocate_block() -> AllocateProducerIdsResponse:
@@ -103,7 +105,9 @@ def broker_parts(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
         ReplicaOffsetsTopic(replica_manager, settings.offsets_commit_timeout_ms),
     )
-    return BrokerParts(replica_manager, fetchers, groups, ProducerIdManager(allocate_block))
+    return BrokerParts(
+        replica_manager, fetchers, groups, ProducerIdManager(allocate_block)
+    )
 
 
 async def send_isr_proposals(
@@ -115,12 +119,18 @@ async def send_isr_proposals(
     """The leader's ISR proposals as one AlterPartition to the controller (KIP-497)."""
     items = tuple(
         AlterPartitionItem(
-            p.topic_id, p.topic_partition.partition, p.leader_epoch, p.new_isr, p.partition_epoch
+            p.topic_id,
+            p.topic_partition.partition,
+            p.leader_epoch,
+            p.new_isr,
+            p.partition_epoch,
         )
         for p in proposals
     )
     try:
-        response = await controller.submit(AlterPartitionRequest(broker_id, broker_epoch, items))
+        response = await controller.submit(
+            AlterPartitionRequest(broker_id, broker_epoch, items)
+        )
     except ControllerError as exc:
         return [IsrChangeAnswer(p.topic_partition, exc.error_code) for p in proposals]
     assert isinstance(response, AlterPartitionResponse)

@@ -62,7 +62,8 @@ def _group() -> None:
 @app.command()
 def broker(
     config_file: Annotated[
-        Path | None, typer.Argument(help="a server.properties file", exists=True, dir_okay=False)
+        Path | None,
+        typer.Argument(help="a server.properties file", exists=True, dir_okay=False),
     ] = None,
     override: Overrides = None,
     trace_dir: Annotated[
@@ -104,7 +105,10 @@ def broker(
 @app.command("dump-log")
 def dump_log(
     path: Annotated[
-        Path, typer.Argument(help="a .log, .index or .timeindex file, or a partition directory")
+        Path,
+        typer.Argument(
+            help="a .log, .index or .timeindex file, or a partition directory"
+        ),
     ],
     deep: Annotated[
         bool, typer.Option("--deep", help="also print every record (--deep-iteration)")
@@ -114,7 +118,9 @@ def dump_log(
     ] = False,
     verify: Annotated[
         bool,
-        typer.Option("--verify", help="check every batch (length, magic, CRC, offsets) instead"),
+        typer.Option(
+            "--verify", help="check every batch (length, magic, CRC, offsets) instead"
+        ),
     ] = False,
 ) -> None:
     """Print or check log segments (kafka-dump-log.sh); exits 1 if something is corrupt."""

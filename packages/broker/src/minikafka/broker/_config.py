@@ -21,7 +21,14 @@ from pathlib import Path
 
 import attrs
 
-from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, Synonym, at_least
+from minikafka.common import (
+    ConfigDef,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    Synonym,
+    at_least,
+)
 from minikafka.controller import (
     CONTROLLER_CONFIG,
     MIN_INSYNC,
@@ -70,6 +77,7 @@ class BrokerSettings:
     log_dirs: tuple[Path, ...] = (Path("/tmp/kraft-combined-logs"),)
     metadata_log_dir: Path | None = None  # None: the first of log.dirs, as in Kafka
     advertised_listeners: tuple[Listener, ...] = ()  # (): the listeners themselves
+    broker_rack: str | None = None  # where the broker stands, for rack-aware placement
     auto_create_topics_enable: bool = True
     min_insync_replicas: int = 1
     broker_heartbeat_interval_ms: int = 2000
@@ -81,7 +89,8 @@ class BrokerSettings:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
-    controlled_shutdown_timeout_ms: int = 30_000  # how long in-flight requests may finish
+    # how long in-flight requests may finish
+    controlled_shutdown_timeout_ms: int = 30_000
     controlled_shutdown_max_retries: int = 3  # ZooKeeper mode's ControlledShutdown
     controlled_shutdown_retry_backoff_ms: int = 5000
     # Kafka's default is 3, and its sample server.properties sets 1 for one node; minikafka
@@ -153,7 +162,9 @@ class KafkaConfig:
                 net.listeners,
                 broker.advertised_listeners,
             )
-            return cls(broker, net, log, schedule, controller, group, raft, roles, dict(props))
+            return cls(
+                broker, net, log, schedule, controller, group, raft, roles, dict(props)
+            )
         roles = check_roles(
             broker.process_roles,
             broker.node_id,
@@ -163,7 +174,9 @@ class KafkaConfig:
             net.listeners,
             broker.advertised_listeners,
         )
-        return cls(broker, net, log, schedule, controller, group, raft, roles, dict(props))
+        return cls(
+            broker, net, log, schedule, controller, group, raft, roles, dict(props)
+        )
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -178,7 +191,9 @@ class KafkaConfig:
 def read_properties(path: Path) -> dict[str, str]:
     """The ``key=value`` lines of a properties file (``#``/``!`` comments, ``:`` too)."""
     props: dict[str, str] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(
+        path.read_text(encoding="utf-8").splitlines(), start=1
+    ):
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
@@ -221,14 +236,30 @@ _ZOOKEEPER_HOST = re.compile(r"[A-Za-z0-9.\-\[\]:]+:\d+")
 def _zookeeper_connect(key: str, value: str) -> str:
     """Kafka's (ZooKeeper's) connect string: host:port pairs, then an optional chroot."""
     hosts, slash, chroot = value.strip().partition("/")
-    if not hosts or not all(_ZOOKEEPER_HOST.fullmatch(h.strip()) for h in hosts.split(",")):
+    if not hosts or not all(
+        _ZOOKEEPER_HOST.fullmatch(h.strip()) for h in hosts.split(",")
+    ):
         raise ConfigError(key, f"{value!r} is not host:port[,host:port...][/chroot]")
-    return hosts.replace(" ", "") + (slash + chroot.rstrip("/") if chroot.strip("/") else "")
+    return hosts.replace(" ", "") + (
+        slash + chroot.rstrip("/") if chroot.strip("/") else ""
+    )
+
+
+def _rack(key: str, value: str) -> str | None:
+    """Kafka's ``broker.rack``: any name, or unset; a blank value is a mistake."""
+    if not value.strip():
+        raise ConfigError(key, "is empty: leave it out, or name the broker's rack")
+    return value.strip()
 
 
 BROKER_CONFIG = ConfigDef(
     (
-        ConfigKey(PROCESS_ROLES, parse_roles, "process_roles", doc="broker, controller or both."),
+        ConfigKey(
+            PROCESS_ROLES,
+            parse_roles,
+            "process_roles",
+            doc="broker, controller or both.",
+        ),
         ConfigKey(
             QUORUM_VOTERS,
             parse_voters,
@@ -280,6 +311,13 @@ BROKER_CONFIG = ConfigDef(
             lambda k, v: parse_listeners(v, k),
             "advertised_listeners",
             doc="What clients are told to connect to; default: the listeners.",
+        ),
+        ConfigKey(
+            "broker.rack",
+            _rack,
+            "broker_rack",
+            doc="The broker's rack: placement puts a partition's replicas on different "
+            "racks.",
         ),
         ConfigKey(
             "auto.create.topics.enable",
@@ -440,7 +478,9 @@ def _broker_settings(props: Mapping[str, str], node_id: int) -> BrokerSettings:
     if ADVERTISED_LISTENERS in props:
         # The same parsing as listeners (minikafka.net), names checked against the map.
         advertised = listener_endpoints(
-            props[ADVERTISED_LISTENERS], ADVERTISED_LISTENERS, security_protocol_map(props)
+            props[ADVERTISED_LISTENERS],
+            ADVERTISED_LISTENERS,
+            security_protocol_map(props),
         )
         settings = attrs.evolve(settings, advertised_listeners=advertised)
     return settings

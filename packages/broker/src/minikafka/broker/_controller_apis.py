@@ -33,8 +33,12 @@ from kio.schema.allocate_producer_ids.v0.request import (
     AllocateProducerIdsRequest as ProducerIdsWire,
 )
 from kio.schema.alter_partition.v2 import response as alter_v2
-from kio.schema.alter_partition.v2.request import AlterPartitionRequest as AlterPartitionWire
-from kio.schema.broker_heartbeat.v0.request import BrokerHeartbeatRequest as HeartbeatWire
+from kio.schema.alter_partition.v2.request import (
+    AlterPartitionRequest as AlterPartitionWire,
+)
+from kio.schema.broker_heartbeat.v0.request import (
+    BrokerHeartbeatRequest as HeartbeatWire,
+)
 from kio.schema.broker_registration.v0.request import (
     BrokerRegistrationRequest as RegistrationWire,
 )
@@ -130,7 +134,9 @@ class ControllerApis:
                 handle_api_versions(request, self.api_versions())
             case ApiKey.FETCH | ApiKey.FETCH_SNAPSHOT | ApiKey.VOTE if raft is not None:
                 await handle_raft_request(request, raft, self.cluster_id)
-            case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH if raft is not None:
+            case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH if (
+                raft is not None
+            ):
                 await handle_raft_request(request, raft, self.cluster_id)
             case ApiKey.DESCRIBE_QUORUM:
                 describe_quorum(request, self.server)
@@ -151,7 +157,9 @@ class ControllerApis:
             case ApiKey.DELETE_TOPICS:
                 await handle_delete_topics(request, self.server, guard_internal=False)
             case ApiKey.CREATE_PARTITIONS:
-                await handle_create_partitions(request, self.server, guard_internal=False)
+                await handle_create_partitions(
+                    request, self.server, guard_internal=False
+                )
             case ApiKey.ELECT_LEADERS:
                 await handle_elect_leaders(request, self.server)
             case ApiKey.ALTER_PARTITION_REASSIGNMENTS:
@@ -167,7 +175,11 @@ class ControllerApis:
             request.respond(_fetch_response(ErrorCode.inconsistent_cluster_id, ()))
             return
         asked = [(t.topic_id, p) for t in body.topics for p in t.partitions]
-        ours = [p for topic_id, p in asked if topic_id == METADATA_TOPIC_ID and p.partition == 0]
+        ours = [
+            p
+            for topic_id, p in asked
+            if topic_id == METADATA_TOPIC_ID and p.partition == 0
+        ]
         if len(asked) != 1 or not ours:
             # Only the metadata log is fetched here, one partition per request (Raft).
             request.respond(_fetch_response(ErrorCode.invalid_request, ()))
@@ -195,7 +207,10 @@ class ControllerApis:
             request.respond(_fetch_response(ErrorCode.none, (_partition_data(stale),)))
             return
         answer = answer_fetch(
-            quorum, int(partition.fetch_offset), int(partition.last_fetched_epoch), max_bytes
+            quorum,
+            int(partition.fetch_offset),
+            int(partition.last_fetched_epoch),
+            max_bytes,
         )
         if _nothing_new(answer, int(partition.fetch_offset)):
             # Long polling: answer when the log or its high watermark moves, or at max_wait.
@@ -203,10 +218,15 @@ class ControllerApis:
             # registrations and heartbeats must not queue behind many brokers' polls
             # (Kafka parks such fetches in a purgatory instead).
             moved = self.server.log_moved
-            with trio.move_on_after(min(body.max_wait.total_seconds(), MAX_FETCH_WAIT_S)):
+            with trio.move_on_after(
+                min(body.max_wait.total_seconds(), MAX_FETCH_WAIT_S)
+            ):
                 await moved.wait()
             answer = answer_fetch(
-                quorum, int(partition.fetch_offset), int(partition.last_fetched_epoch), max_bytes
+                quorum,
+                int(partition.fetch_offset),
+                int(partition.last_fetched_epoch),
+                max_bytes,
             )
         request.respond(_fetch_response(ErrorCode.none, (_partition_data(answer),)))
 
@@ -225,21 +245,34 @@ class ControllerApis:
             )
             return
         asked = [(t.name, p) for t in body.topics for p in t.partitions]
-        if len(asked) != 1 or asked[0][0] != METADATA_TOPIC or asked[0][1].partition != 0:
+        if (
+            len(asked) != 1
+            or asked[0][0] != METADATA_TOPIC
+            or asked[0][1].partition != 0
+        ):
             request.respond(
                 build(
-                    cls, throttle_time=_NO_THROTTLE, error_code=ErrorCode.invalid_request, topics=()
+                    cls,
+                    throttle_time=_NO_THROTTLE,
+                    error_code=ErrorCode.invalid_request,
+                    topics=(),
                 )
             )
             return
         wanted = asked[0][1]
         quorum = self.server.quorum
-        snapshot_id = SnapshotId(int(wanted.snapshot_id.end_offset), int(wanted.snapshot_id.epoch))
-        chunk = read_snapshot(quorum, snapshot_id, int(wanted.position), int(body.max_bytes))
+        snapshot_id = SnapshotId(
+            int(wanted.snapshot_id.end_offset), int(wanted.snapshot_id.epoch)
+        )
+        chunk = read_snapshot(
+            quorum, snapshot_id, int(wanted.position), int(body.max_bytes)
+        )
         data, size = chunk if chunk is not None else (b"", -1)
         partition = snapshot_v0.PartitionSnapshot(
             index=i32(0),
-            error_code=ErrorCode.none if chunk is not None else ErrorCode.snapshot_not_found,
+            error_code=ErrorCode.none
+            if chunk is not None
+            else ErrorCode.snapshot_not_found,
             snapshot_id=snapshot_v0.SnapshotId(
                 end_offset=i64(snapshot_id.end_offset), epoch=i32(snapshot_id.epoch)
             ),
@@ -270,7 +303,11 @@ class ControllerApis:
         assert cls is not None
         if body.cluster_id != self.cluster_id:
             request.respond(
-                build(cls, throttle_time=_NO_THROTTLE, error_code=ErrorCode.inconsistent_cluster_id)
+                build(
+                    cls,
+                    throttle_time=_NO_THROTTLE,
+                    error_code=ErrorCode.inconsistent_cluster_id,
+                )
             )
             return
         endpoints = tuple(
@@ -278,11 +315,15 @@ class ControllerApis:
             for e in body.listeners
         )
         incarnation = body.incarnation_id or uuid.UUID(int=0)
-        internal = BrokerRegistrationRequest(int(body.broker_id), incarnation, endpoints, body.rack)
+        internal = BrokerRegistrationRequest(
+            int(body.broker_id), incarnation, endpoints, body.rack
+        )
         try:
             answer = await self.server.submit(internal)
         except ControllerError as exc:
-            request.respond(build(cls, throttle_time=_NO_THROTTLE, error_code=exc.error_code))
+            request.respond(
+                build(cls, throttle_time=_NO_THROTTLE, error_code=exc.error_code)
+            )
             return
         assert isinstance(answer, BrokerRegistrationResponse)
         request.respond(
@@ -330,7 +371,9 @@ class ControllerApis:
         )
 
 
-async def handle_alter_partition(request: Request, controller: ControllerChannel) -> None:
+async def handle_alter_partition(
+    request: Request, controller: ControllerChannel
+) -> None:
     """A leader's ISR proposal (KIP-497), for whichever controller ``controller`` is."""
     body = request.body_as((AlterPartitionWire,))
     items = tuple(
@@ -367,13 +410,16 @@ async def handle_alter_partition(request: Request, controller: ControllerChannel
             throttle_time=_NO_THROTTLE,
             error_code=answer.error_code,
             topics=tuple(
-                alter_v2.TopicData(topic_id=t, partitions=tuple(ps)) for t, ps in topics.items()
+                alter_v2.TopicData(topic_id=t, partitions=tuple(ps))
+                for t, ps in topics.items()
             ),
         )
     )
 
 
-async def handle_allocate_producer_ids(request: Request, controller: ControllerChannel) -> None:
+async def handle_allocate_producer_ids(
+    request: Request, controller: ControllerChannel
+) -> None:
     body = request.body_as((ProducerIdsWire,))
     internal = AllocateProducerIdsRequest(int(body.broker_id), int(body.broker_epoch))
     try:
@@ -433,8 +479,14 @@ def _fetch_response(
     error: ErrorCode, partitions: tuple[fetch_v13.PartitionData, ...]
 ) -> fetch_v13.FetchResponse:
     topics = (
-        (fetch_v13.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=partitions),)
+        (
+            fetch_v13.FetchableTopicResponse(
+                topic_id=METADATA_TOPIC_ID, partitions=partitions
+            ),
+        )
         if partitions
         else ()
     )
-    return fetch_v13.FetchResponse(throttle_time=_NO_THROTTLE, error_code=error, responses=topics)
+    return fetch_v13.FetchResponse(
+        throttle_time=_NO_THROTTLE, error_code=error, responses=topics
+    )

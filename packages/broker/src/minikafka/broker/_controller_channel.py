@@ -50,7 +50,9 @@ from kio.schema.create_topics.v4 import request as create_v4
 from kio.schema.create_topics.v4 import response as create_v4_response
 from kio.schema.delete_topics.v3 import request as delete_v3
 from kio.schema.delete_topics.v3 import response as delete_v3_response
-from kio.schema.elect_leaders.v1.response import ElectLeadersResponse as ElectLeadersWire
+from kio.schema.elect_leaders.v1.response import (
+    ElectLeadersResponse as ElectLeadersWire,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.list_partition_reassignments.v0.response import (
     ListPartitionReassignmentsResponse as ListReassignmentsWire,
@@ -160,7 +162,9 @@ class RemoteController:
         ControlledShutdown on it)."""
         return self._client
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with NetworkClient.open(client_id=self.client_id) as client:
             self._client = client
             task_status.started()
@@ -195,7 +199,9 @@ class RemoteController:
         except ClientError as exc:
             self.locator.failed(node)
             raise ControllerError(ErrorCode.request_timed_out) from exc
-        errors = [p.error_code for t in getattr(answer, "topics", ()) for p in t.partitions]
+        errors = [
+            p.error_code for t in getattr(answer, "topics", ()) for p in t.partitions
+        ]
         if ErrorCode.not_leader_or_follower in errors:
             self.locator.failed(node)  # unless the fetcher learns the leader first
         return answer
@@ -223,11 +229,15 @@ class RemoteController:
                 assert isinstance(answer, AlterReassignmentsWire)
                 return alter_reassignments_from_wire(answer)
             case ListPartitionReassignmentsRequest():
-                listed = await self._send(list_reassignments_to_wire(), ListReassignmentsWire)
+                listed = await self._send(
+                    list_reassignments_to_wire(), ListReassignmentsWire
+                )
                 assert isinstance(listed, ListReassignmentsWire)
                 return list_reassignments_from_wire(listed)
             case ElectLeadersRequest():
-                elected = await self._send(elect_leaders_to_wire(request), ElectLeadersWire)
+                elected = await self._send(
+                    elect_leaders_to_wire(request), ElectLeadersWire
+                )
                 assert isinstance(elected, ElectLeadersWire)
                 return elect_leaders_from_wire(elected)
         # Configs are altered by no client of this broker (it serves DescribeConfigs only).
@@ -242,7 +252,9 @@ class RemoteController:
 
     # --- broker lifecycle (KIP-631) ----------------------------------------------------------
 
-    async def _register(self, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+    async def _register(
+        self, request: BrokerRegistrationRequest
+    ) -> BrokerRegistrationResponse:
         wire = registration_v0.BrokerRegistrationRequest(
             broker_id=BrokerId(request.broker_id),
             cluster_id=self.cluster_id,
@@ -259,11 +271,15 @@ class RemoteController:
             features=(),
             rack=request.rack,
         )
-        answer = await self._send(wire, registration_v0_response.BrokerRegistrationResponse)
+        answer = await self._send(
+            wire, registration_v0_response.BrokerRegistrationResponse
+        )
         assert isinstance(answer, registration_v0_response.BrokerRegistrationResponse)
         return BrokerRegistrationResponse(answer.error_code, int(answer.broker_epoch))
 
-    async def _heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+    async def _heartbeat(
+        self, request: BrokerHeartbeatRequest
+    ) -> BrokerHeartbeatResponse:
         wire = heartbeat_v0.BrokerHeartbeatRequest(
             broker_id=BrokerId(request.broker_id),
             broker_epoch=i64(request.broker_epoch),
@@ -274,12 +290,17 @@ class RemoteController:
         answer = await self._send(wire, heartbeat_v0_response.BrokerHeartbeatResponse)
         assert isinstance(answer, heartbeat_v0_response.BrokerHeartbeatResponse)
         return BrokerHeartbeatResponse(
-            answer.error_code, answer.is_caught_up, answer.is_fenced, answer.should_shut_down
+            answer.error_code,
+            answer.is_caught_up,
+            answer.is_fenced,
+            answer.should_shut_down,
         )
 
     # --- what a leader and a producer-id manager ask for ---------------------------------
 
-    async def _alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    async def _alter_partition(
+        self, request: AlterPartitionRequest
+    ) -> AlterPartitionResponse:
         topics: dict[object, list[alter_v2.PartitionData]] = {}
         for item in request.partitions:
             topics.setdefault(item.topic_id, []).append(
@@ -321,17 +342,24 @@ class RemoteController:
         self, request: AllocateProducerIdsRequest
     ) -> AllocateProducerIdsResponse:
         wire = producer_ids_v0.AllocateProducerIdsRequest(
-            broker_id=BrokerId(request.broker_id), broker_epoch=i64(request.broker_epoch)
+            broker_id=BrokerId(request.broker_id),
+            broker_epoch=i64(request.broker_epoch),
         )
-        answer = await self._send(wire, producer_ids_v0_response.AllocateProducerIdsResponse)
+        answer = await self._send(
+            wire, producer_ids_v0_response.AllocateProducerIdsResponse
+        )
         assert isinstance(answer, producer_ids_v0_response.AllocateProducerIdsResponse)
         return AllocateProducerIdsResponse(
-            answer.error_code, int(answer.producer_id_start), int(answer.producer_id_len)
+            answer.error_code,
+            int(answer.producer_id_start),
+            int(answer.producer_id_len),
         )
 
     # --- a client's admin requests, forwarded (KIP-590) ----------------------------------
 
-    async def _create_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    async def _create_topics(
+        self, request: CreateTopicsRequest
+    ) -> CreateTopicsResponse:
         wire = create_v4.CreateTopicsRequest(
             topics=tuple(
                 create_v4.CreatableTopic(
@@ -348,7 +376,8 @@ class RemoteController:
                         for i, replicas in enumerate(t.assignments)
                     ),
                     configs=tuple(
-                        create_v4.CreatableTopicConfig(name=k, value=v) for k, v in t.configs
+                        create_v4.CreatableTopicConfig(name=k, value=v)
+                        for k, v in t.configs
                     ),
                 )
                 for t in request.topics
@@ -365,16 +394,23 @@ class RemoteController:
             )
         )
 
-    async def _delete_topics(self, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    async def _delete_topics(
+        self, request: DeleteTopicsRequest
+    ) -> DeleteTopicsResponse:
         if request.topic_ids:
-            raise ControllerError(ErrorCode.unsupported_version)  # v6+ only; never sent here
+            # v6+ only; never sent here
+            raise ControllerError(ErrorCode.unsupported_version)
         wire = delete_v3.DeleteTopicsRequest(
-            topic_names=tuple(TopicName(n) for n in request.names), timeout=ADMIN_TIMEOUT
+            topic_names=tuple(TopicName(n) for n in request.names),
+            timeout=ADMIN_TIMEOUT,
         )
         answer = await self._send(wire, delete_v3_response.DeleteTopicsResponse)
         assert isinstance(answer, delete_v3_response.DeleteTopicsResponse)
         return DeleteTopicsResponse(
-            tuple(DeletableTopicResult(str(r.name), None, r.error_code) for r in answer.responses)
+            tuple(
+                DeletableTopicResult(str(r.name), None, r.error_code)
+                for r in answer.responses
+            )
         )
 
     async def _create_partitions(

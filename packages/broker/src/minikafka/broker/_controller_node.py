@@ -49,15 +49,24 @@ class ControllerNode:
 
     @classmethod
     def open(
-        cls, config: KafkaConfig, rng: random.Random | None = None, tracer: Tracer | None = None
+        cls,
+        config: KafkaConfig,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
     ) -> ControllerNode:
         tracer = get_tracer() if tracer is None else tracer
         roles = config.roles
         if roles.is_broker:
-            raise ConfigError(PROCESS_ROLES, f"{roles}: a node with the broker role is a broker")
+            raise ConfigError(
+                PROCESS_ROLES, f"{roles}: a node with the broker role is a broker"
+            )
         if config.node_id not in {v.node_id for v in roles.voters}:
-            raise ConfigError(QUORUM_VOTERS, f"node.id {config.node_id} is not one of the voters")
-        cluster_id = ensure_formatted([config.metadata_log_dir], config.node_id, create=False)
+            raise ConfigError(
+                QUORUM_VOTERS, f"node.id {config.node_id} is not one of the voters"
+            )
+        cluster_id = ensure_formatted(
+            [config.metadata_log_dir], config.node_id, create=False
+        )
         transport: NetworkTransport | None = None
         if len(roles.voters) == 1:
             controller = ControllerServer.open(
@@ -77,11 +86,17 @@ class ControllerNode:
                 transport,
                 cluster_id,
                 config.raft,
-                endpoints=[ListenerEndpoint(roles.controller_listener_names[0], me.host, me.port)],
+                endpoints=[
+                    ListenerEndpoint(
+                        roles.controller_listener_names[0], me.host, me.port
+                    )
+                ],
                 rng=rng,
                 tracer=tracer,
             )
-            controller = ControllerServer.open_raft(quorum, config.controller, rng, tracer)
+            controller = ControllerServer.open_raft(
+                quorum, config.controller, rng, tracer
+            )
         apis = ControllerApis(controller, cluster_id)
         server = SocketServer(config.net, apis, tracer=tracer)
         return cls(config, cluster_id, controller, server, transport)
@@ -89,7 +104,9 @@ class ControllerNode:
     def bound_address(self) -> tuple[str, int]:
         return self.socket_server.bound_address()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         try:
             async with trio.open_nursery() as nursery:
                 if self.transport is not None:

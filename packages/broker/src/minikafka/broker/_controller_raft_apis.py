@@ -57,14 +57,20 @@ def _error(request: Request, code: ErrorCode) -> ResponsePayload:
     assert cls is not None
     if request.api_key == ApiKey.FETCH:
         return build(
-            cls, throttle_time=_NO_THROTTLE, error_code=code, session_id=i32(0), responses=()
+            cls,
+            throttle_time=_NO_THROTTLE,
+            error_code=code,
+            session_id=i32(0),
+            responses=(),
         )
     if request.api_key == ApiKey.FETCH_SNAPSHOT:
         return build(cls, throttle_time=_NO_THROTTLE, error_code=code, topics=())
     return build(cls, error_code=code, topics=())
 
 
-async def handle_raft_request(request: Request, quorum: RaftQuorum, cluster_id: str) -> None:
+async def handle_raft_request(
+    request: Request, quorum: RaftQuorum, cluster_id: str
+) -> None:
     body = request.body
     if getattr(body, "cluster_id", None) not in (None, cluster_id):
         request.respond(_error(request, ErrorCode.inconsistent_cluster_id))
@@ -84,7 +90,9 @@ async def handle_raft_request(request: Request, quorum: RaftQuorum, cluster_id: 
     request.respond(_encode(message, answer, quorum))
 
 
-def _encode(request: RaftRequest, answer: Message, quorum: RaftQuorum) -> ResponsePayload:
+def _encode(
+    request: RaftRequest, answer: Message, quorum: RaftQuorum
+) -> ResponsePayload:
     match answer:
         case VoteResponse():
             return wire.encode_vote_response(answer)
@@ -108,7 +116,9 @@ def describe_quorum(request: Request, server: ControllerServer) -> None:
     try:
         check_describe_quorum_request(body)
     except ValueError:
-        response = encode_describe_quorum_error(ErrorCode.unknown_topic_or_partition, body)
+        response = encode_describe_quorum_error(
+            ErrorCode.unknown_topic_or_partition, body
+        )
     else:
         described = server.describe_quorum()
         if described is None:

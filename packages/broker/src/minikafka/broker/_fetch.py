@@ -43,7 +43,8 @@ NO_THROTTLE = datetime.timedelta(0)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_PARTITION_HEAD = struct.Struct(">ihqq")  # partition, error, high watermark, last stable
+# partition, error, high watermark, last stable
+_PARTITION_HEAD = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
 
 
@@ -55,7 +56,9 @@ def handle_fetch(request: Request, replica_manager: ReplicaManagerService) -> No
             TopicPartition(topic.topic, int(p.partition)),
             int(p.fetch_offset),
             int(p.partition_max_bytes),
-            int(p.current_leader_epoch) if isinstance(p, FETCH_PARTITION_WITH_EPOCH) else -1,
+            int(p.current_leader_epoch)
+            if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
+            else -1,
         )
         for topic in body.topics
         for p in topic.partitions
@@ -123,7 +126,8 @@ def encode_fetch_response(
     results: Sequence[tuple[FetchPartition, FetchPartitionResult]],
     read_committed: bool,
 ) -> list[bytes | FileRegion]:
-    """A Fetch response body (v4-v11, the non-flexible versions) as bytes and file regions.
+    """A Fetch response body (v4-v11, the non-flexible versions) as bytes and file
+    regions.
 
     Partitions of one topic are grouped in the order the request named them, as Kafka's
     response keeps the request's order.
@@ -131,7 +135,8 @@ def encode_fetch_response(
     parts: list[bytes | FileRegion] = []
     head = bytearray(_I32.pack(0))  # throttle_time_ms
     if version >= 7:
-        head += _I16.pack(ErrorCode.none.value) + _I32.pack(0)  # error_code, session_id 0
+        # error_code, session_id 0
+        head += _I16.pack(ErrorCode.none.value) + _I32.pack(0)
     topics: list[tuple[str, list[tuple[FetchPartition, FetchPartitionResult]]]] = []
     for fetch, result in results:
         topic = fetch.topic_partition.topic

@@ -30,17 +30,29 @@ from __future__ import annotations
 import datetime
 import struct
 
-from kio.schema.describe_groups.v3.request import DescribeGroupsRequest as DescribeGroupsRequestV3
-from kio.schema.describe_groups.v4.request import DescribeGroupsRequest as DescribeGroupsRequestV4
+from kio.schema.describe_groups.v3.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV3,
+)
+from kio.schema.describe_groups.v4.request import (
+    DescribeGroupsRequest as DescribeGroupsRequestV4,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v3.request import HeartbeatRequest as HeartbeatRequestV3
 from kio.schema.join_group.v0.request import JoinGroupRequest as JoinGroupRequestV0
 from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupRequestV5
 from kio.schema.leave_group.v3.request import LeaveGroupRequest as LeaveGroupRequestV3
-from kio.schema.offset_commit.v2.request import OffsetCommitRequest as OffsetCommitRequestV2
-from kio.schema.offset_commit.v3.request import OffsetCommitRequest as OffsetCommitRequestV3
-from kio.schema.offset_commit.v4.request import OffsetCommitRequest as OffsetCommitRequestV4
-from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCommitRequestV7
+from kio.schema.offset_commit.v2.request import (
+    OffsetCommitRequest as OffsetCommitRequestV2,
+)
+from kio.schema.offset_commit.v3.request import (
+    OffsetCommitRequest as OffsetCommitRequestV3,
+)
+from kio.schema.offset_commit.v4.request import (
+    OffsetCommitRequest as OffsetCommitRequestV4,
+)
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest as OffsetCommitRequestV7,
+)
 from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupRequestV3
 from kio.static.protocol import Entity, ResponsePayload
 
@@ -133,7 +145,9 @@ def _refuse_empty_group_id(request: Request) -> None:
 async def handle_join_group(request: Request, service: GroupCoordinatorService) -> None:
     body = request.body_as(JOIN_GROUP)
     version = request.api_version
-    rebalance_timeout = None if isinstance(body, JoinGroupRequestV0) else body.rebalance_timeout
+    rebalance_timeout = (
+        None if isinstance(body, JoinGroupRequestV0) else body.rebalance_timeout
+    )
     answer = await service.join_group(
         JoinGroupRequest(
             group_id=body.group_id,
@@ -141,7 +155,9 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
             protocol_type=body.protocol_type,
             protocols=tuple((p.name, p.metadata) for p in body.protocols),
             session_timeout_ms=_ms(body.session_timeout),
-            rebalance_timeout_ms=-1 if rebalance_timeout is None else _ms(rebalance_timeout),
+            rebalance_timeout_ms=-1
+            if rebalance_timeout is None
+            else _ms(rebalance_timeout),
             group_instance_id=body.group_instance_id  # KIP-345, v5+
             if isinstance(body, JoinGroupRequestV5)
             else None,
@@ -228,7 +244,9 @@ async def handle_heartbeat(request: Request, service: GroupCoordinatorService) -
             else None,
         )
     )
-    request.respond_parts((encode_heartbeat_response(request.api_version, answer.error_code),))
+    request.respond_parts(
+        (encode_heartbeat_response(request.api_version, answer.error_code),)
+    )
 
 
 def encode_heartbeat_response(version: int, error_code: ErrorCode) -> bytes:
@@ -238,17 +256,23 @@ def encode_heartbeat_response(version: int, error_code: ErrorCode) -> bytes:
     return _HEARTBEAT_V1.pack(0, error_code)
 
 
-async def handle_leave_group(request: Request, service: GroupCoordinatorService) -> None:
+async def handle_leave_group(
+    request: Request, service: GroupCoordinatorService
+) -> None:
     body = request.body_as(LEAVE_GROUP)
     version = request.api_version
     if not body.group_id:
         _refuse_empty_group_id(request)
         return
     if isinstance(body, LeaveGroupRequestV3):  # KIP-345: a batch of members from v3
-        leaving = tuple(MemberIdentity(m.member_id, m.group_instance_id) for m in body.members)
+        leaving = tuple(
+            MemberIdentity(m.member_id, m.group_instance_id) for m in body.members
+        )
     else:
         leaving = (MemberIdentity(body.member_id),)
-    answer = await service.leave_group(LeaveGroupRequest(body.group_id, leaving, version=version))
+    answer = await service.leave_group(
+        LeaveGroupRequest(body.group_id, leaving, version=version)
+    )
     cls = _response_class(request)
     members: tuple[Entity, ...] = ()
     if version >= 3:  # before, the core folds the one member's error into the top level
@@ -263,7 +287,12 @@ async def handle_leave_group(request: Request, service: GroupCoordinatorService)
             for m in answer.members
         )
     request.respond(
-        build(cls, throttle_time=NO_THROTTLE, error_code=answer.error_code, members=members)
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=answer.error_code,
+            members=members,
+        )
     )
 
 
@@ -271,7 +300,9 @@ async def handle_leave_group(request: Request, service: GroupCoordinatorService)
 
 
 async def handle_offset_commit(
-    request: Request, service: GroupCoordinatorService, cache: MetadataCache | None = None
+    request: Request,
+    service: GroupCoordinatorService,
+    cache: MetadataCache | None = None,
 ) -> None:
     """OffsetCommit v2-7. With ``cache``, a partition that does not exist is refused with
     UNKNOWN_TOPIC_OR_PARTITION before the group is asked, as Kafka's KafkaApis does; a
@@ -297,7 +328,8 @@ async def handle_offset_commit(
         retention = (
             body.retention_time
             if isinstance(
-                body, OffsetCommitRequestV2 | OffsetCommitRequestV3 | OffsetCommitRequestV4
+                body,
+                OffsetCommitRequestV2 | OffsetCommitRequestV3 | OffsetCommitRequestV4,
             )
             else None  # v5 dropped it: the broker's offsets.retention.minutes applies
         )
@@ -325,7 +357,9 @@ async def handle_offset_commit(
                 build(
                     partition_cls,
                     partition_index=p.partition_index,
-                    error_code=errors[TopicPartition(topic.name, int(p.partition_index))],
+                    error_code=errors[
+                        TopicPartition(topic.name, int(p.partition_index))
+                    ],
                 )
                 for p in topic.partitions
             ),
@@ -340,7 +374,9 @@ def _partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
     return topic is not None and tp.partition in topic.partitions
 
 
-async def handle_offset_fetch(request: Request, service: GroupCoordinatorService) -> None:
+async def handle_offset_fetch(
+    request: Request, service: GroupCoordinatorService
+) -> None:
     """OffsetFetch v1-5: a null topic list (v2+) asks for every committed partition."""
     body = request.body_as(OFFSET_FETCH)
     version = request.api_version
@@ -349,7 +385,9 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorService
         wanted = [(t.name, [int(i) for i in t.partition_indexes]) for t in body.topics]
     answer = service.fetch_offsets(
         body.group_id,
-        None if wanted is None else [TopicPartition(n, i) for n, ids in wanted for i in ids],
+        None
+        if wanted is None
+        else [TopicPartition(n, i) for n, ids in wanted for i in ids],
     )
     committed = dict(answer.offsets)
     group_error = answer.error_code
@@ -375,18 +413,26 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorService
             name=name,
             partitions=tuple(
                 _fetched_partition(
-                    partition_cls, i, committed.get(TopicPartition(name, i)), partition_error
+                    partition_cls,
+                    i,
+                    committed.get(TopicPartition(name, i)),
+                    partition_error,
                 )
                 for i in indexes
             ),
         )
         for name, indexes in wanted
     )
-    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=group_error, topics=topics))
+    request.respond(
+        build(cls, throttle_time=NO_THROTTLE, error_code=group_error, topics=topics)
+    )
 
 
 def _fetched_partition(
-    partition_cls: type[Entity], index: int, offset: CommittedOffset | None, error: ErrorCode
+    partition_cls: type[Entity],
+    index: int,
+    offset: CommittedOffset | None,
+    error: ErrorCode,
 ) -> Entity:
     # No committed offset: offset -1 and metadata "" (Kafka's UNKNOWN_PARTITION), no error.
     return build(
@@ -402,7 +448,9 @@ def _fetched_partition(
 # --- DescribeGroups, ListGroups, DeleteGroups ---------------------------------------------
 
 
-async def handle_describe_groups(request: Request, service: GroupCoordinatorService) -> None:
+async def handle_describe_groups(
+    request: Request, service: GroupCoordinatorService
+) -> None:
     body = request.body_as(DESCRIBE_GROUPS)
     cls = _response_class(request)
     group_cls = nested(cls, "groups")
@@ -445,7 +493,9 @@ async def handle_describe_groups(request: Request, service: GroupCoordinatorServ
     request.respond(build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups)))
 
 
-async def handle_list_groups(request: Request, service: GroupCoordinatorService) -> None:
+async def handle_list_groups(
+    request: Request, service: GroupCoordinatorService
+) -> None:
     # While a partition of __consumer_offsets is loading the list is incomplete, and
     # says so with COORDINATOR_LOAD_IN_PROGRESS (the groups known so far still come).
     error, listed = service.list_groups()
@@ -453,20 +503,28 @@ async def handle_list_groups(request: Request, service: GroupCoordinatorService)
     group_cls = nested(cls, "groups")
     groups = tuple(
         build(
-            group_cls, group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.state.value
+            group_cls,
+            group_id=g.group_id,
+            protocol_type=g.protocol_type,
+            group_state=g.state.value,
         )
         for g in listed
     )
-    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=error, groups=groups))
+    request.respond(
+        build(cls, throttle_time=NO_THROTTLE, error_code=error, groups=groups)
+    )
 
 
-async def handle_delete_groups(request: Request, service: GroupCoordinatorService) -> None:
+async def handle_delete_groups(
+    request: Request, service: GroupCoordinatorService
+) -> None:
     body = request.body_as(DELETE_GROUPS)
     cls = _response_class(request)
     result_cls = nested(cls, "results")
     # A group named twice is deleted once and answered once, as Kafka does.
     names = list(dict.fromkeys(body.groups_names))
     results = tuple(
-        build(result_cls, group_id=name, error_code=service.delete_group(name)) for name in names
+        build(result_cls, group_id=name, error_code=service.delete_group(name))
+        for name in names
     )
     request.respond(build(cls, throttle_time=NO_THROTTLE, results=results))

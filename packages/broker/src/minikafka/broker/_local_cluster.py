@@ -101,7 +101,9 @@ class LocalCluster:
         harness = ControllerHarness.start(config, seed=seed)
         harness.add_brokers(broker_ids)
         settings = TopicSettings(LogConfig(), min_insync_replicas)
-        brokers = {b: _open_broker(root / f"broker-{b}", b, settings) for b in broker_ids}
+        brokers = {
+            b: _open_broker(root / f"broker-{b}", b, settings) for b in broker_ids
+        }
         cluster = cls(harness, brokers, settings, replica_lag_time_max_ms / 1000)
         cluster._publish()
         return cluster
@@ -142,7 +144,9 @@ class LocalCluster:
         records = make_records([(None, v) for v in values], timestamp_ms=0)
         batch = bytearray(build_batch(records))
         self._collect(
-            broker.manager.append_records(30_000, acks, {tp: batch}, request_id, self.now)
+            broker.manager.append_records(
+                30_000, acks, {tp: batch}, request_id, self.now
+            )
         )
         return request_id
 
@@ -157,14 +161,19 @@ class LocalCluster:
         self._publish()
         return response.partitions[0].error_code
 
-    def elect_preferred(self, *partitions: TopicPartition) -> dict[TopicPartition, ErrorCode]:
+    def elect_preferred(
+        self, *partitions: TopicPartition
+    ) -> dict[TopicPartition, ErrorCode]:
         """ElectLeaders (preferred) for ``partitions``, or all: each back to its first
         replica if that replica is in sync; the answer per partition."""
         asked = tuple((tp.topic, tp.partition) for tp in partitions) or None
         response = self.harness.request(ElectLeadersRequest(asked))
         assert isinstance(response, ElectLeadersResponse)
         self._publish()
-        return {TopicPartition(r.topic, r.partition): r.error_code for r in response.partitions}
+        return {
+            TopicPartition(r.topic, r.partition): r.error_code
+            for r in response.partitions
+        }
 
     def kill(self, broker_id: int) -> None:
         """The broker stops dead: no more heartbeats, fetches or answers."""
@@ -186,7 +195,9 @@ class LocalCluster:
         self.brokers[broker_id] = _open_broker(old.dir, broker_id, self.settings)
         # A new incarnation id each start (seeded: the run is deterministic).
         self._next_request_id += 1
-        self.harness.register(broker_id, incarnation=uuid.UUID(int=self._next_request_id))
+        self.harness.register(
+            broker_id, incarnation=uuid.UUID(int=self._next_request_id)
+        )
         self.harness.heartbeat(broker_id)
         self._publish()
 
@@ -234,14 +245,19 @@ class LocalCluster:
             broker.image = delta.apply()
             changes = delta.local_changes(broker.broker_id)
             manager = broker.manager
-            self._collect(manager.stop_replicas(changes.deleted | changes.stopped, self.now))
+            self._collect(
+                manager.stop_replicas(changes.deleted | changes.stopped, self.now)
+            )
             self._collect(
                 manager.become_leader_or_follower(
                     _states(changes.leaders), _states(changes.followers), self.now
                 )
             )
             moved = (
-                set(changes.leaders) | set(changes.followers) | changes.stopped | changes.deleted
+                set(changes.leaders)
+                | set(changes.followers)
+                | changes.stopped
+                | changes.deleted
             )
             for fetcher in broker.fetchers.values():
                 fetcher.remove_partitions(moved)
@@ -265,12 +281,19 @@ class LocalCluster:
         fetches = fetcher.fetch_request(self.now)
         if not fetches:
             return
-        params = FetchParams(fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 30)
+        params = FetchParams(
+            fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 30
+        )
         request_id = self._next_request_id
         self._next_request_id += 1
         fetched: list[FetchedPartition] = []
-        for response in leader.manager.fetch_messages(params, fetches, request_id, self.now):
-            if isinstance(response, FetchResponse) and response.request_id == request_id:
+        for response in leader.manager.fetch_messages(
+            params, fetches, request_id, self.now
+        ):
+            if (
+                isinstance(response, FetchResponse)
+                and response.request_id == request_id
+            ):
                 fetched += [FetchedPartition.of(f, r) for f, r in response.results]
             else:
                 self._collect([response])
@@ -293,7 +316,9 @@ class LocalCluster:
             for p in proposals
         )
         epoch = self.harness.broker_epochs[broker.broker_id]
-        response = self.harness.request(AlterPartitionRequest(broker.broker_id, epoch, items))
+        response = self.harness.request(
+            AlterPartitionRequest(broker.broker_id, epoch, items)
+        )
         assert isinstance(response, AlterPartitionResponse)
         results = {(r.topic_id, r.partition): r for r in response.partitions}
         answers = []
@@ -304,7 +329,11 @@ class LocalCluster:
             else:
                 answers.append(
                     IsrChangeAnswer(
-                        p.topic_partition, r.error_code, r.isr, r.leader_epoch, r.partition_epoch
+                        p.topic_partition,
+                        r.error_code,
+                        r.isr,
+                        r.leader_epoch,
+                        r.partition_epoch,
                     )
                 )
         self._collect(manager.on_isr_change_answers(answers, self.now))

@@ -39,7 +39,9 @@ def apply_replica_changes(
 ) -> None:
     """``deleted``: no longer replicas here, logs deleted; ``stopped``: no longer fetched
     nor led (a ZooKeeper-mode StopReplica without delete), logs kept."""
-    fetchers.remove_partitions(set(deleted) | set(stopped) | set(leaders) | set(followers))
+    fetchers.remove_partitions(
+        set(deleted) | set(stopped) | set(leaders) | set(followers)
+    )
     if deleted:
         replica_manager.stop_replicas(deleted)
     replica_manager.become_leader_or_follower(leaders, followers)

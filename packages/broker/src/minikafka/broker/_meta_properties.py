@@ -54,7 +54,9 @@ def parse_cluster_id(value: str) -> str:
     except (binascii.Error, ValueError):
         raw = b""
     if len(value) != 22 or len(raw) != 16:
-        raise StorageError(f"Cluster ID string {value} does not appear to be a valid UUID")
+        raise StorageError(
+            f"Cluster ID string {value} does not appear to be a valid UUID"
+        )
     return value
 
 
@@ -84,7 +86,8 @@ def format_storage(
     formatted = [d for d in everything if (d / META_PROPERTIES).exists()]
     if formatted and not ignore_formatted:
         raise StorageError(
-            f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted "
+            f"Log directory {formatted[0]} is already formatted. Use "
+            "--ignore-formatted "
             "to ignore this directory and format the others."
         )
     todo = [d for d in everything if d not in formatted]
@@ -96,7 +99,8 @@ def format_storage(
         _write(d / META_PROPERTIES, cluster_id, node_id)
         kind = "metadata" if d == metadata_dir else "data"
         lines.append(
-            f"Formatting {kind} directory {d} with metadata.version {METADATA_VERSION_NAME}."
+            f"Formatting {kind} directory {d} with metadata.version "
+            f"{METADATA_VERSION_NAME}."
         )
     return lines
 
@@ -116,7 +120,9 @@ def ensure_formatted(dirs: list[Path], node_id: int, *, create: bool) -> str:
             )
     cluster_ids = {props.get("cluster.id") for props in found.values()}
     if len(cluster_ids) > 1:
-        raise ConfigError("log.dirs", f"the directories belong to different clusters: {found}")
+        raise ConfigError(
+            "log.dirs", f"the directories belong to different clusters: {found}"
+        )
     for d, props in found.items():
         if props.get("node.id") != str(node_id):
             raise ConfigError(
@@ -133,31 +139,42 @@ def ensure_formatted(dirs: list[Path], node_id: int, *, create: bool) -> str:
     return cluster_id
 
 
-def check_and_write_zk_meta(dirs: Sequence[Path], broker_id: int, cluster_id: str) -> None:
-    """A ZooKeeper-mode broker's check of its ``log.dirs`` against ZooKeeper's cluster id
-    and its ``broker.id``, then ``meta.properties`` version 0 written where missing.
+def check_and_write_zk_meta(
+    dirs: Sequence[Path], broker_id: int, cluster_id: str
+) -> None:
+    """A ZooKeeper-mode broker's check of its ``log.dirs`` against ZooKeeper's cluster
+    id and its ``broker.id``, then ``meta.properties`` version 0 written where missing.
     Raises :class:`StorageError` with Kafka's message for each inconsistency."""
-    found = {d: read_meta(d / META_PROPERTIES) for d in dirs if (d / META_PROPERTIES).exists()}
+    found = {
+        d: read_meta(d / META_PROPERTIES)
+        for d in dirs
+        if (d / META_PROPERTIES).exists()
+    }
     for d, props in found.items():
         version = props.get("version", "0")  # a missing version is the implicit 0
         if version != "0":
             raise StorageError(
                 f"Found unexpected version in loaded `meta.properties` of {d}: version "
-                f"{version}. Zk-based brokers only support version 0 (which is implicit "
+                f"{version}. Zk-based brokers only support version 0 (which is "
+                "implicit "
                 "when the `version` field is missing)."
             )
         stored = props.get("cluster.id")
         if stored is not None and stored != cluster_id:
             raise StorageError(
-                f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} in "
-                f"meta.properties of {d}. The broker is trying to join the wrong cluster. "
+                f"The Cluster ID {cluster_id} doesn't match stored clusterId {stored} "
+                "in "
+                f"meta.properties of {d}. The broker is trying to join the wrong "
+                "cluster. "
                 "Configured zookeeper.connect may be wrong."
             )
         if props.get("broker.id") != str(broker_id):
             raise StorageError(
                 f"Configured broker.id {broker_id} doesn't match stored broker.id "
-                f"{props.get('broker.id')} in meta.properties of {d}. If you moved your "
-                "data, make sure your configured broker.id matches. If you intend to create "
+                f"{props.get('broker.id')} in meta.properties of {d}. If you moved "
+                "your "
+                "data, make sure your configured broker.id matches. If you intend to "
+                "create "
                 "a new broker, you should remove all data in your data directories "
                 "(log.dirs)."
             )
@@ -165,7 +182,8 @@ def check_and_write_zk_meta(dirs: Sequence[Path], broker_id: int, cluster_id: st
         if d not in found:
             d.mkdir(parents=True, exist_ok=True)
             _write_lines(
-                d / META_PROPERTIES, f"version=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n"
+                d / META_PROPERTIES,
+                f"version=0\nbroker.id={broker_id}\ncluster.id={cluster_id}\n",
             )
 
 

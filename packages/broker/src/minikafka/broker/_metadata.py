@@ -63,7 +63,9 @@ def metadata_body(
     )
     return cache.response_body(
         key,
-        lambda: encode_entity(metadata_response(request, cache, cluster_id, names, errors)),
+        lambda: encode_entity(
+            metadata_response(request, cache, cluster_id, names, errors)
+        ),
     )
 
 
@@ -138,7 +140,9 @@ def metadata_response(
         cluster_id=cluster_id,
         # Combined mode: the controller is this process. (KRaft brokers answer with a
         # random live broker, since clients send admin requests there to be forwarded.)
-        controller_id=cache.broker_id if cache.controller_id is None else cache.controller_id,
+        controller_id=cache.broker_id
+        if cache.controller_id is None
+        else cache.controller_id,
         topics=tuple(topics),
         cluster_authorized_operations=cluster_operations,
     )
@@ -151,7 +155,9 @@ def _partitions(
     result: list[Entity] = []
     for index in sorted(topic.partitions):
         p = topic.partitions[index]
-        error = ErrorCode.none if p.leader != NO_LEADER else ErrorCode.leader_not_available
+        error = (
+            ErrorCode.none if p.leader != NO_LEADER else ErrorCode.leader_not_available
+        )
         result.append(
             build(
                 partition_cls,
@@ -175,7 +181,9 @@ def requested_topics(request: Request) -> list[str] | None:
     return [t.name for t in topics]
 
 
-def handle_list_offsets(request: Request, replica_manager: ReplicaManagerService) -> None:
+def handle_list_offsets(
+    request: Request, replica_manager: ReplicaManagerService
+) -> None:
     body = request.body_as(LIST_OFFSETS)
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
@@ -205,7 +213,10 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManagerService
 
 
 def _list_offset(
-    replica_manager: ReplicaManagerService, tp: TopicPartition, timestamp: int, leader_epoch: int
+    replica_manager: ReplicaManagerService,
+    tp: TopicPartition,
+    timestamp: int,
+    leader_epoch: int,
 ) -> dict[str, object]:
     partition = replica_manager.get_partition(tp)
     if partition is None:

@@ -29,7 +29,9 @@ from minikafka.log import LOG_CONFIG, LogConfig
 
 # Every topic config the log reads (the others are the controller's and the partition's).
 _LOG_TOPIC_KEYS = LOG_CONFIG.names()
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", METADATA_TOPIC})
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", METADATA_TOPIC}
+)
 # Distinct bodies kept for one image: a few per client kind (version, listener, topics
 # asked); the bound stops clients asking for ever new topic lists from growing it.
 MAX_RESPONSE_BODIES = 256
@@ -52,14 +54,17 @@ class MetadataCache:
     KRaft mode, where it is this broker (combined mode's controller is this process)."""
     # The image the bodies were computed from, compared by identity: a replaced image
     # (by update() or by assigning ``image``) empties the cache on the next lookup.
-    _bodies_image: MetadataImage | None = attrs.field(init=False, default=None, repr=False)
+    _bodies_image: MetadataImage | None = attrs.field(
+        init=False, default=None, repr=False
+    )
     _bodies: dict[Hashable, bytes] = attrs.field(init=False, factory=dict, repr=False)
 
     def update(self, image: MetadataImage) -> None:
         self.image = image
 
     def response_body(self, key: Hashable, make: Callable[[], bytes]) -> bytes:
-        """The bytes ``make()`` returns for the current image and ``key``, computed once.
+        """The bytes ``make()`` returns for the current image and ``key``, computed
+        once.
 
         ``key`` must name everything the body depends on besides the image (API version,
         listener, topics asked, flags); ``make`` must read the cluster only from
@@ -91,7 +96,9 @@ class MetadataCache:
             for endpoint in broker.endpoints:
                 if endpoint.name == listener:
                     brokers.append(
-                        AliveBroker(broker.broker_id, endpoint.host, endpoint.port, broker.rack)
+                        AliveBroker(
+                            broker.broker_id, endpoint.host, endpoint.port, broker.rack
+                        )
                     )
         return brokers
 

@@ -142,7 +142,9 @@ async def fetch_once(
         raise MetadataFetchError(ErrorCode.unknown_server_error)
     data = partitions[0]
     diverging = (
-        DivergingEpoch(int(data.diverging_epoch.epoch), int(data.diverging_epoch.end_offset))
+        DivergingEpoch(
+            int(data.diverging_epoch.epoch), int(data.diverging_epoch.end_offset)
+        )
         if data.diverging_epoch.end_offset >= 0  # the field's default is (-1, -1): none
         else None
     )
@@ -202,7 +204,8 @@ async def fetch_snapshot(
             raise MetadataFetchError(response.error_code)
         part = parts[0]
         if part.error_code is not ErrorCode.none:
-            raise MetadataFetchError(part.error_code)  # e.g. SNAPSHOT_NOT_FOUND: a newer one
+            # e.g. SNAPSHOT_NOT_FOUND: a newer one
+            raise MetadataFetchError(part.error_code)
         data += part.unaligned_records
         if len(data) >= part.size or not part.unaligned_records:
             return bytes(data)

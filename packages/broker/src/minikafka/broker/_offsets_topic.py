@@ -70,7 +70,9 @@ class ReplicaOffsetsTopic:
         )
 
     def read(self, partition: int) -> Iterator[StoredRecord]:
-        hosted = self.replica_manager.get_partition(TopicPartition(OFFSETS_TOPIC, partition))
+        hosted = self.replica_manager.get_partition(
+            TopicPartition(OFFSETS_TOPIC, partition)
+        )
         if hosted is None:
             return
         log = hosted.log
@@ -117,19 +119,35 @@ async def ensure_offsets_topic(
 
 
 async def handle_find_coordinator(
-    request: Request, controller: ControllerChannel, cache: MetadataCache, config: KafkaConfig
+    request: Request,
+    controller: ControllerChannel,
+    cache: MetadataCache,
+    config: KafkaConfig,
 ) -> None:
     """FindCoordinator v0-2: the leader of the group's ``__consumer_offsets`` partition.
     Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE; any
-    other key type is no coordinator Kafka knows, INVALID_REQUEST (its CoordinatorType)."""
+    other key type is no coordinator Kafka knows, INVALID_REQUEST (its
+    CoordinatorType)."""
     body = request.body_as(FIND_COORDINATOR)
     # v0 knows only groups; the key type arrives in v1 (KIP-98).
-    key_type = GROUP_KEY_TYPE if isinstance(body, FindCoordinatorRequestV0) else int(body.key_type)
+    key_type = (
+        GROUP_KEY_TYPE
+        if isinstance(body, FindCoordinatorRequestV0)
+        else int(body.key_type)
+    )
     error, message, node = ErrorCode.none, None, None
+    # aside: a key type that is not a group's
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
-        error, message = ErrorCode.invalid_request, f"Unknown coordinator type: {key_type}"
+        error, message = (
+            ErrorCode.invalid_request,
+            f"Unknown coordinator type: {key_type}",
+        )
+    # aside: a transactional id: no coordinator here
     elif key_type == TRANSACTION_KEY_TYPE:
-        error, message = ErrorCode.coordinator_not_available, "transactions are not supported"
+        error, message = (
+            ErrorCode.coordinator_not_available,
+            "transactions are not supported",
+        )
     else:
         error = await ensure_offsets_topic(controller, cache, config)
     if error is ErrorCode.none:
@@ -137,7 +155,10 @@ async def handle_find_coordinator(
         topic = cache.topic(OFFSETS_TOPIC)
         registration = None if topic is None else topic.partitions.get(partition)
         leader = -1 if registration is None else registration.leader
-        node = next((b for b in cache.alive_brokers(request.listener) if b.node_id == leader), None)
+        node = next(
+            (b for b in cache.alive_brokers(request.listener) if b.node_id == leader),
+            None,
+        )
         if node is None:
             error = ErrorCode.coordinator_not_available
     cls = response_schema(ApiKey.FIND_COORDINATOR, request.api_version)

@@ -82,8 +82,12 @@ class ProcessCluster:
     test puts a fault proxy on the named port). Empty: each listens where it is named."""
     zookeeper_port: int | None = None
     """ZooKeeper mode's server port; None: a KRaft cluster."""
+    racks: dict[int, str] = attrs.field(factory=dict)
+    """Broker -> its ``broker.rack``; a broker not named has none."""
     host: str = "127.0.0.1"
-    _children: dict[int, subprocess.Popen[bytes]] = attrs.field(init=False, factory=dict)
+    _children: dict[int, subprocess.Popen[bytes]] = attrs.field(
+        init=False, factory=dict
+    )
     _zookeeper_server: ZooKeeperServer | None = attrs.field(init=False, default=None)
 
     # --- layout -----------------------------------------------------------------------------
@@ -104,6 +108,7 @@ class ProcessCluster:
         overrides: Mapping[str, str] | None = None,
         zookeeper: bool = False,
         zookeeper_port: int = DEFAULT_ZOOKEEPER_PORT,
+        racks: Mapping[int, str] | None = None,
     ) -> ProcessCluster:
         """Write the layout and every node's properties, and format every node. Brokers
         listen on consecutive ports from ``broker_port``, or on ``broker_ports``; the
@@ -112,7 +117,10 @@ class ProcessCluster:
         ports = list(broker_ports or range(broker_port, broker_port + brokers))
         if zookeeper:
             controllers = 0  # the brokers elect their controller through ZooKeeper
-        cports = list(controller_ports or range(controller_port, controller_port - controllers, -1))
+        cports = list(
+            controller_ports
+            or range(controller_port, controller_port - controllers, -1)
+        )
         cluster = cls(
             root,
             "" if zookeeper else new_cluster_id(),  # ZooKeeper mode's is /cluster/id's
@@ -122,19 +130,25 @@ class ProcessCluster:
             dict(replication_ports or {}),
             dict(controller_listen_ports or {}),
             zookeeper_port if zookeeper else None,
+            dict(racks or {}),
         )
         root.mkdir(parents=True, exist_ok=True)
         (root / "traces").mkdir(exist_ok=True)
         layout = {
             "cluster_id": cluster.cluster_id,
-            "controller_ports": {str(c): p for c, p in cluster.controller_ports.items()},
+            "controller_ports": {
+                str(c): p for c, p in cluster.controller_ports.items()
+            },
             "broker_ports": {str(b): p for b, p in cluster.broker_ports.items()},
             "overrides": cluster.overrides,
-            "replication_ports": {str(b): list(p) for b, p in cluster.replication_ports.items()},
+            "replication_ports": {
+                str(b): list(p) for b, p in cluster.replication_ports.items()
+            },
             "controller_listen_ports": {
                 str(c): p for c, p in cluster.controller_listen_ports.items()
             },
             "zookeeper_port": cluster.zookeeper_port,
+            "racks": {str(b): rack for b, rack in cluster.racks.items()},
         }
         (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
         for node in cluster.node_ids:
@@ -146,7 +160,9 @@ class ProcessCluster:
         root = Path(root).resolve()
         layout = json.loads((root / LAYOUT_FILE).read_text())
         if "controller_ports" in layout:
-            controllers = {int(c): int(p) for c, p in layout["controller_ports"].items()}
+            controllers = {
+                int(c): int(p) for c, p in layout["controller_ports"].items()
+            }
         else:  # a layout written before several controllers existed
             controllers = {CONTROLLER_ID: int(layout["controller_port"])}
         return cls(
@@ -155,9 +171,16 @@ class ProcessCluster:
             controllers,
             {int(b): int(p) for b, p in layout["broker_ports"].items()},
             dict(layout["overrides"]),
-            {int(b): (int(p[0]), int(p[1])) for b, p in layout["replication_ports"].items()},
-            {int(c): int(p) for c, p in layout.get("controller_listen_ports", {}).items()},
+            {
+                int(b): (int(p[0]), int(p[1]))
+                for b, p in layout["replication_ports"].items()
+            },
+            {
+                int(c): int(p)
+                for c, p in layout.get("controller_listen_ports", {}).items()
+            },
             layout.get("zookeeper_port"),
+            {int(b): str(rack) for b, rack in layout.get("racks", {}).items()},
         )
 
     def add_node(self, node: int) -> None:
@@ -202,7 +225,9 @@ class ProcessCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{self.host}:{p}" for _, p in sorted(self.broker_ports.items()))
+        return ",".join(
+            f"{self.host}:{p}" for _, p in sorted(self.broker_ports.items())
+        )
 
     @property
     def zookeeper_mode(self) -> bool:
@@ -222,12 +247,16 @@ class ProcessCluster:
     def properties(self, node: int) -> dict[str, str]:
         if self.zookeeper_port is not None:
             return self._zookeeper_mode_properties(node, self.zookeeper_port)
-        voters = ",".join(f"{c}@{self.host}:{p}" for c, p in sorted(self.controller_ports.items()))
+        voters = ",".join(
+            f"{c}@{self.host}:{p}" for c, p in sorted(self.controller_ports.items())
+        )
         common = {
             "node.id": str(node),
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            ),
             "log.dirs": str(self.node_dir(node)),
         }
         if node in self.controller_ports:
@@ -241,7 +270,9 @@ class ProcessCluster:
             role = {
                 "process.roles": "broker",
                 "listeners": f"{client},REPLICATION://{self.host}:{port}",
-                "advertised.listeners": f"{client},REPLICATION://{self.host}:{advertised}",
+                "advertised.listeners": (
+                    f"{client},REPLICATION://{self.host}:{advertised}"
+                ),
                 "listener.security.protocol.map": (
                     "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
                 ),
@@ -253,9 +284,11 @@ class ProcessCluster:
                 "listeners": f"PLAINTEXT://{self.host}:{self.broker_ports[node]}",
                 "inter.broker.listener.name": "PLAINTEXT",
             }
-        return {**common, **role, **self.overrides}
+        return {**common, **role, **self._rack(node), **self.overrides}
 
-    def _zookeeper_mode_properties(self, node: int, zookeeper_port: int) -> dict[str, str]:
+    def _zookeeper_mode_properties(
+        self, node: int, zookeeper_port: int
+    ) -> dict[str, str]:
         props = {
             "broker.id": str(node),
             "zookeeper.connect": f"{self.host}:{zookeeper_port}",
@@ -271,7 +304,10 @@ class ProcessCluster:
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
                 "inter.broker.listener.name": "REPLICATION",
             }
-        return {**props, **self.overrides}
+        return {**props, **self._rack(node), **self.overrides}
+
+    def _rack(self, node: int) -> dict[str, str]:
+        return {"broker.rack": self.racks[node]} if node in self.racks else {}
 
     def listen_port(self, node: int) -> int:
         """Where ``node`` listens (a controller behind a proxy listens apart from the
@@ -354,9 +390,13 @@ class ProcessCluster:
                 if marker in f.read():
                     return
             if self.pid(node) is None:
-                raise ClusterError(f"node {node} exited while starting:\n{self.tail(node)}")
+                raise ClusterError(
+                    f"node {node} exited while starting:\n{self.tail(node)}"
+                )
             time.sleep(0.05)  # polling a file, inside the deadline
-        raise ClusterError(f"node {node} not ready after {timeout:.0f}s:\n{self.tail(node)}")
+        raise ClusterError(
+            f"node {node} not ready after {timeout:.0f}s:\n{self.tail(node)}"
+        )
 
     def tail(self, node: int, lines: int = 20) -> str:
         try:

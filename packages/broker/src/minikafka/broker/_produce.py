@@ -67,6 +67,7 @@ def handle_produce(
             order.append(tp)
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            # aside: an internal topic, which only its coordinator writes
             elif topic.name in INTERNAL_TOPICS and not internal_allowed:
                 # Only their coordinators write internal topics (ReplicaManager's
                 # internalTopicsAllowed): a client's records in __consumer_offsets would
@@ -75,30 +76,43 @@ def handle_produce(
                     ErrorCode.invalid_topic_exception,
                     error_message=f"Cannot append to internal topic {topic.name}",
                 )
+            # aside: a topic the broker does not know
             elif cache.topic(topic.name) is None:
-                refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_or_partition)
+                refused[tp] = ProducePartitionResult(
+                    ErrorCode.unknown_topic_or_partition
+                )
+            # aside: anything but one record batch
             elif (attributes := _one_batch(data.records)) is None:
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
-                    error_message="a partition's records must be exactly one record batch",
+                    error_message=(
+                        "a partition's records must be exactly one record batch"
+                    ),
                 )
+            # aside: a transactional batch
             elif attributes & _TRANSACTIONAL_OR_CONTROL:
                 # Without transaction markers a read_committed consumer would see these
                 # batches as committed: refuse them rather than store a lie.
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
-                    error_message="transactional batches are not supported by this broker",
+                    error_message=(
+                        "transactional batches are not supported by this broker"
+                    ),
                 )
             else:
                 entries[tp] = bytearray(data.records or b"")
+    # aside: a transactional producer
     if body.transactional_id is not None:  # v3+
-        # Transactions are not implemented: refuse rather than write what no one commits.
+        # Transactions are not implemented: refuse rather than write what no one
+        # commits.
         refused = dict.fromkeys(
-            order, ProducePartitionResult(ErrorCode.transactional_id_authorization_failed)
+            order,
+            ProducePartitionResult(ErrorCode.transactional_id_authorization_failed),
         )
         entries = {}
 
     def respond(results: dict[TopicPartition, ProducePartitionResult]) -> None:
+        # aside: acks=0: no response, or a closed connection
         if acks is Acks.NONE:
             # No response on the wire. Kafka closes the connection on an error instead,
             # so the producer notices something went wrong at its next send.
@@ -107,7 +121,9 @@ def handle_produce(
             else:
                 request.respond_nothing()
             return
-        request.respond_parts((encode_produce_response(request.api_version, order, results),))
+        request.respond_parts(
+            (encode_produce_response(request.api_version, order, results),)
+        )
 
     if not entries or acks is None:
         respond(refused)
@@ -125,8 +141,8 @@ def encode_produce_response(
     order: list[TopicPartition],
     results: dict[TopicPartition, ProducePartitionResult],
 ) -> bytes:
-    """The ProduceResponse body of ``version`` (3-8): partitions in request order, grouped
-    by topic in the order each topic first appears, as kio would encode them."""
+    """The ProduceResponse body of ``version`` (3-8): partitions in request order,
+    grouped by topic in the order each topic first appears, as kio would encode them."""
     by_topic: dict[str, list[bytes]] = {}
     for tp in order:
         result = results[tp]

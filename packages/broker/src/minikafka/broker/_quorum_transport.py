@@ -20,7 +20,9 @@ class NetworkTransport:
     request_timeout: float
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with NetworkClient.open(
             client_id=self.client_id, request_timeout=self.request_timeout
         ) as client:

@@ -63,7 +63,9 @@ def _response(request: Request) -> type[ResponsePayload]:
     return cls
 
 
-async def _submit(channel: ControllerChannel, internal: ControllerRequest) -> object | ErrorCode:
+async def _submit(
+    channel: ControllerChannel, internal: ControllerRequest
+) -> object | ErrorCode:
     try:
         return await channel.submit(internal)
     except ControllerError as exc:
@@ -71,7 +73,10 @@ async def _submit(channel: ControllerChannel, internal: ControllerRequest) -> ob
 
 
 def _by_topic(
-    topic_cls: type[Entity], name: str, partitions: str, rows: Iterable[tuple[str, Entity]]
+    topic_cls: type[Entity],
+    name: str,
+    partitions: str,
+    rows: Iterable[tuple[str, Entity]],
 ) -> tuple[Entity, ...]:
     """Per-partition entities grouped under their topics, in first-seen order: the
     ``topic_cls`` entities a response lists (its topic field ``name``, its list of
@@ -79,7 +84,10 @@ def _by_topic(
     grouped: dict[str, list[Entity]] = {}
     for topic, entity in rows:
         grouped.setdefault(topic, []).append(entity)
-    return tuple(build(topic_cls, **{name: t, partitions: tuple(ps)}) for t, ps in grouped.items())
+    return tuple(
+        build(topic_cls, **{name: t, partitions: tuple(ps)})
+        for t, ps in grouped.items()
+    )
 
 
 # --- AlterPartitionReassignments -------------------------------------------------------
@@ -105,10 +113,16 @@ async def handle_alter_partition_reassignments(
     topic_cls = nested(cls, "responses")
     partition_cls = nested(topic_cls, "partitions")
     if not isinstance(answer, AlterPartitionReassignmentsResponse):
-        error = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        error = (
+            answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        )
         request.respond(
             build(
-                cls, throttle_time=NO_THROTTLE, error_code=error, error_message=None, responses=()
+                cls,
+                throttle_time=NO_THROTTLE,
+                error_code=error,
+                error_message=None,
+                responses=(),
             )
         )
         return
@@ -143,7 +157,9 @@ def alter_reassignments_to_wire(
         topics.setdefault(p.topic, []).append(
             alter_v0.ReassignablePartition(
                 partition_index=i32(p.partition),
-                replicas=None if p.replicas is None else tuple(BrokerId(b) for b in p.replicas),
+                replicas=None
+                if p.replicas is None
+                else tuple(BrokerId(b) for b in p.replicas),
             )
         )
     return alter_v0.AlterPartitionReassignmentsRequest(
@@ -162,7 +178,9 @@ def alter_reassignments_from_wire(
         raise ControllerError(response.error_code)
     return AlterPartitionReassignmentsResponse(
         tuple(
-            ReassignmentResult(str(t.name), int(p.partition_index), p.error_code, p.error_message)
+            ReassignmentResult(
+                str(t.name), int(p.partition_index), p.error_code, p.error_message
+            )
             for t in response.responses
             for p in t.partitions
         )
@@ -172,16 +190,26 @@ def alter_reassignments_from_wire(
 # --- ListPartitionReassignments --------------------------------------------------------
 
 
-async def handle_list_partition_reassignments(request: Request, channel: ControllerChannel) -> None:
+async def handle_list_partition_reassignments(
+    request: Request, channel: ControllerChannel
+) -> None:
     body = request.body_as((list_v0.ListPartitionReassignmentsRequest,))
     answer = await _submit(channel, ListPartitionReassignmentsRequest())
     cls = _response(request)
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
     if not isinstance(answer, ListPartitionReassignmentsResponse):
-        error = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        error = (
+            answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+        )
         request.respond(
-            build(cls, throttle_time=NO_THROTTLE, error_code=error, error_message=None, topics=())
+            build(
+                cls,
+                throttle_time=NO_THROTTLE,
+                error_code=error,
+                error_message=None,
+                topics=(),
+            )
         )
         return
     asked = (
@@ -247,14 +275,19 @@ async def handle_elect_leaders(request: Request, channel: ControllerChannel) -> 
     asked = (
         None
         if body.topic_partitions is None
-        else tuple((str(t.topic), int(p)) for t in body.topic_partitions for p in t.partitions)
+        else tuple(
+            (str(t.topic), int(p)) for t in body.topic_partitions for p in t.partitions
+        )
     )
     cls = _response(request)
     results: list[ElectionResult] = []
     error = ErrorCode.none
     if election_type != PREFERRED:
         message = "only preferred elections are made on request"
-        results = [ElectionResult(t, p, ErrorCode.invalid_request, message) for t, p in asked or ()]
+        results = [
+            ElectionResult(t, p, ErrorCode.invalid_request, message)
+            for t, p in asked or ()
+        ]
         if asked is None:
             error = ErrorCode.invalid_request
     else:
@@ -262,7 +295,11 @@ async def handle_elect_leaders(request: Request, channel: ControllerChannel) -> 
         if isinstance(answer, ElectLeadersResponse):
             error, results = answer.error_code, list(answer.partitions)
         else:
-            error = answer if isinstance(answer, ErrorCode) else ErrorCode.unknown_server_error
+            error = (
+                answer
+                if isinstance(answer, ErrorCode)
+                else ErrorCode.unknown_server_error
+            )
     topic_cls = nested(cls, "replica_election_results")
     partition_cls = nested(topic_cls, "partition_result")
     rows = (
@@ -279,7 +316,9 @@ async def handle_elect_leaders(request: Request, channel: ControllerChannel) -> 
     )
     fields: dict[str, object] = {
         "throttle_time": NO_THROTTLE,
-        "replica_election_results": _by_topic(topic_cls, "topic", "partition_result", rows),
+        "replica_election_results": _by_topic(
+            topic_cls, "topic", "partition_result", rows
+        ),
     }
     if request.api_version >= 1:
         fields["error_code"] = error
@@ -308,7 +347,9 @@ def elect_leaders_from_wire(
     return ElectLeadersResponse(
         response.error_code,
         tuple(
-            ElectionResult(str(t.topic), int(p.partition_id), p.error_code, p.error_message)
+            ElectionResult(
+                str(t.topic), int(p.partition_id), p.error_code, p.error_message
+            )
             for t in response.replica_election_results
             for p in t.partition_result
         ),

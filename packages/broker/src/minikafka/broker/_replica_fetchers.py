@@ -85,7 +85,9 @@ class ReplicaFetcherManager:
     """(leader broker id, fetcher id) -> its fetcher."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -173,16 +175,26 @@ class ReplicaFetcherManager:
                 if (s := core.states.get(a.topic_partition)) is not None
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
-            core.on_epoch_answers(still, trio.current_time())  # traced by each Partition
+            # traced by each Partition
+            core.on_epoch_answers(still, trio.current_time())
         fetches = core.fetch_request(trio.current_time())
         if not fetches:
             return bool(asked)
         fetched = await self._fetch(client, fetcher.node, fetches)
         # Only answers to what is still asked: a partition that moved on (a new epoch, a
         # truncation) while the fetch was in flight must not take the old answer.
-        current = {tp: (s.fetch_offset, s.current_leader_epoch) for tp, s in core.states.items()}
-        sent = {f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches}
-        fresh = [f for f in fetched if current.get(f.topic_partition) == sent[f.topic_partition]]
+        current = {
+            tp: (s.fetch_offset, s.current_leader_epoch)
+            for tp, s in core.states.items()
+        }
+        sent = {
+            f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches
+        }
+        fresh = [
+            f
+            for f in fetched
+            if current.get(f.topic_partition) == sent[f.topic_partition]
+        ]
         core.on_fetch_answers(fresh, trio.current_time())
         return True
 
@@ -233,7 +245,9 @@ class ReplicaFetcherManager:
             )
         request = fetch_v11.FetchRequest(
             replica_id=BrokerId(self.broker_id),
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self.config.wait_max_ms)),
+            max_wait=i32Timedelta.parse(
+                datetime.timedelta(milliseconds=self.config.wait_max_ms)
+            ),
             min_bytes=i32(self.config.min_bytes),
             max_bytes=i32(self.config.response_max_bytes),
             topics=tuple(

@@ -144,7 +144,9 @@ def check_roles(
     listening = {listener.name for listener in listeners}
     ids = {voter.node_id for voter in voters}
     if not voters and not kept.is_combined:
-        raise ConfigError(QUORUM_VOTERS, f"must name the controllers when {PROCESS_ROLES}={kept}")
+        raise ConfigError(
+            QUORUM_VOTERS, f"must name the controllers when {PROCESS_ROLES}={kept}"
+        )
     if kept.is_controller and voters and node_id not in ids:
         raise ConfigError(
             QUORUM_VOTERS,
@@ -154,7 +156,8 @@ def check_roles(
     if not kept.is_controller and node_id in ids:
         raise ConfigError(
             QUORUM_VOTERS,
-            f"names node.id {node_id}, but {PROCESS_ROLES}={kept}: only controllers vote",
+            f"names node.id {node_id}, but {PROCESS_ROLES}={kept}: only controllers "
+            "vote",
         )
     if not kept.is_combined and not names:
         raise ConfigError(
@@ -164,20 +167,23 @@ def check_roles(
     if kept.is_controller and names and not listening & set(names):
         raise ConfigError(
             CONTROLLER_LISTENER_NAMES,
-            f"none of {','.join(names)} is one of the listeners ({','.join(sorted(listening))}),"
+            f"none of {','.join(names)} is one of the listeners "
+            f"({','.join(sorted(listening))}),"
             " so this controller could not be reached",
         )
     if not kept.is_broker and listening - set(names):
         raise ConfigError(
             LISTENERS,
             f"{','.join(sorted(listening - set(names)))} is not a controller listener "
-            f"({CONTROLLER_LISTENER_NAMES}), and {PROCESS_ROLES}=controller serves no clients",
+            f"({CONTROLLER_LISTENER_NAMES}), and {PROCESS_ROLES}=controller serves no "
+            "clients",
         )
     if not kept.is_controller and listening & set(names):
         raise ConfigError(
             CONTROLLER_LISTENER_NAMES,
-            f"{','.join(sorted(listening & set(names)))} is also one of the listeners, but "
-            f"{PROCESS_ROLES}=broker: a broker-only node does not listen as a controller",
+            f"{','.join(sorted(listening & set(names)))} is also one of the listeners, "
+            f"but {PROCESS_ROLES}=broker: a broker-only node does not listen as a "
+            "controller",
         )
     if not kept.is_broker:
         return kept
@@ -189,12 +195,15 @@ def check_roles(
                 "controllers, so a broker does not advertise it",
             )
     effective = advertised or tuple(lst for lst in listeners if lst.name not in names)
-    inter_broker = (inter_broker_listener_name or DEFAULT_INTER_BROKER_LISTENER).strip().upper()
+    inter_broker = (
+        (inter_broker_listener_name or DEFAULT_INTER_BROKER_LISTENER).strip().upper()
+    )
     offered = [listener.name for listener in effective]
     if inter_broker not in offered:
         raise ConfigError(
             INTER_BROKER_LISTENER_NAME,
-            f"{inter_broker} is not one of the advertised listeners ({','.join(offered)}); "
+            f"{inter_broker} is not one of the advertised listeners "
+            f"({','.join(offered)}); "
             f"set {INTER_BROKER_LISTENER_NAME} to one of them",
         )
     return attrs.evolve(
@@ -215,12 +224,19 @@ def check_zookeeper_mode(
     for key in (PROCESS_ROLES, QUORUM_VOTERS, CONTROLLER_LISTENER_NAMES):
         if key in props:
             raise ConfigError(
-                key, "is a KRaft setting; zookeeper.connect is set, so this is ZooKeeper mode"
+                key,
+                "is a KRaft setting; zookeeper.connect is set, so this is ZooKeeper mode",
             )
     # The listener rules are a combined node's with no controller listener: every
     # listener is the broker's and the inter-broker one must be advertised.
     checked = check_roles(
-        (BROKER, CONTROLLER), node_id, (), (), inter_broker_listener_name, listeners, advertised
+        (BROKER, CONTROLLER),
+        node_id,
+        (),
+        (),
+        inter_broker_listener_name,
+        listeners,
+        advertised,
     )
     return attrs.evolve(checked, roles=(BROKER,))
 

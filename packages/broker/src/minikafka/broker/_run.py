@@ -70,11 +70,17 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
         if os_errors is None or rest is not None:
             raise
         first = _first(os_errors)
-        if isinstance(first, socket.gaierror) or getattr(first, "errno", None) in _BIND_ERRNOS:
+        if (
+            isinstance(first, socket.gaierror)
+            or getattr(first, "errno", None) in _BIND_ERRNOS
+        ):
             typer.echo(f"minikafka broker: cannot listen: {first}", err=True)
         else:
             assert isinstance(first, OSError)
-            typer.echo(f"minikafka broker: stopped by an I/O error: {_describe(first)}", err=True)
+            typer.echo(
+                f"minikafka broker: stopped by an I/O error: {_describe(first)}",
+                err=True,
+            )
         raise typer.Exit(1) from None
 
 
@@ -105,7 +111,10 @@ def start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:
         raise typer.Exit(2) from None
     if isinstance(tracer, JsonLinesTracer):
         pattern = f"trace-node{tracer.node}-{tracer.pid}-*.jsonl"
-        print(f"minikafka broker: tracing to {tracer.directory.resolve() / pattern}", flush=True)
+        print(
+            f"minikafka broker: tracing to {tracer.directory.resolve() / pattern}",
+            flush=True,
+        )
     return tracer
 
 

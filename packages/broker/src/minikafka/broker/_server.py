@@ -134,13 +134,16 @@ class BrokerServer:
             dirs.append(config.metadata_log_dir)
         roles = config.roles
         if not roles.is_broker:
-            raise ConfigError(PROCESS_ROLES, f"{roles}: a controller-only node is a ControllerNode")
+            raise ConfigError(
+                PROCESS_ROLES, f"{roles}: a controller-only node is a ControllerNode"
+            )
         if roles.is_controller and not roles.single_node:
-            # Several voters need the Raft quorum of issue 19.
+            # A combined node among several voters would run the Raft quorum beside the
+            # broker: not built; a quorum of several is made of controller-only nodes.
             raise ConfigError(
                 QUORUM_VOTERS,
-                f"{roles} (voters {_voters(roles)}): this version runs one controller; a "
-                "combined node must be the only voter",
+                f"{roles} (voters {_voters(roles)}): a combined node must be the only "
+                "voter; make a quorum of several of process.roles=controller nodes",
             )
         cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
         log_manager = LogManager.startup(
@@ -173,10 +176,22 @@ class BrokerServer:
             assert broker is not None
             return broker.broker_epoch
 
-        parts = broker_parts(config, log_manager, cache, channel, broker_epoch, tracer, rng)
-        replica_manager, fetchers, groups = parts.replica_manager, parts.fetchers, parts.groups
+        parts = broker_parts(
+            config, log_manager, cache, channel, broker_epoch, tracer, rng
+        )
+        replica_manager, fetchers, groups = (
+            parts.replica_manager,
+            parts.fetchers,
+            parts.groups,
+        )
         apis = KafkaApis(
-            config, cluster_id, cache, replica_manager, channel, parts.producer_ids, groups
+            config,
+            cluster_id,
+            cache,
+            replica_manager,
+            channel,
+            parts.producer_ids,
+            groups,
         )
         broker = cls(
             config,
@@ -216,7 +231,9 @@ class BrokerServer:
     def local_controller(self) -> ControllerServer:
         """The QuorumController in this process; a broker-only node has none."""
         if self.controller is None:
-            raise LookupError(f"broker {self.config.node_id} is broker-only: no controller here")
+            raise LookupError(
+                f"broker {self.config.node_id} is broker-only: no controller here"
+            )
         return self.controller
 
     @property
@@ -238,7 +255,9 @@ class BrokerServer:
         self._published = True
         stray = self.replica_manager.remove_stray_logs()
         if stray:
-            _logger.info("deleted %d stray log(s): %s", len(stray), ", ".join(map(str, stray)))
+            _logger.info(
+                "deleted %d stray log(s): %s", len(stray), ", ".join(map(str, stray))
+            )
 
     def _on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
         """A committed delta: update the cache, then make the local replicas match."""
@@ -259,7 +278,10 @@ class BrokerServer:
                 deleted=changes.deleted | changes.stopped,
             )
         for (kind, name), entries in image.configs.items():
-            if kind == ConfigResourceType.TOPIC and old_configs.get((kind, name)) != entries:
+            if (
+                kind == ConfigResourceType.TOPIC
+                and old_configs.get((kind, name)) != entries
+            ):
                 self.replica_manager.update_topic_settings(name)
 
     def _leaders_of(
@@ -274,7 +296,9 @@ class BrokerServer:
                 continue  # no leader (-1) until the controller elects one
             endpoint = next((e for e in leader.endpoints if e.name == listener), None)
             if endpoint is None:
-                _logger.warning("broker %d has no %s listener", leader.broker_id, listener)
+                _logger.warning(
+                    "broker %d has no %s listener", leader.broker_id, listener
+                )
                 continue
             nodes[tp] = Node(leader.broker_id, endpoint.host, endpoint.port)
         return nodes
@@ -298,7 +322,9 @@ class BrokerServer:
 
     async def _follow_metadata(self, locator: ControllerLocator) -> None:
         assert self.observer is not None
-        async with NetworkClient.open(client_id=f"raft-observer-{self.config.node_id}") as client:
+        async with NetworkClient.open(
+            client_id=f"raft-observer-{self.config.node_id}"
+        ) as client:
             await fetch_metadata_forever(
                 client,
                 locator,
@@ -310,11 +336,14 @@ class BrokerServer:
 
     # --- running ----------------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Start everything, serve until :meth:`shutdown`, then close cleanly."""
         clean = False
         try:
             async with trio.open_nursery() as nursery:
+                # aside: the controller: in this process, or a channel to the quorum
                 if self.controller is not None:
                     self._publish_whole(self.controller.image)
                     self.controller.subscribe(self._on_metadata)
@@ -338,6 +367,7 @@ class BrokerServer:
                 await self._unfenced.wait()
                 self.apis.ready.set()
                 host, port = self.bound_address()
+                # aside: log where it listens
                 _logger.info(
                     "minikafka broker %d (cluster %s) listening on %s:%d",
                     self.config.node_id,
@@ -351,16 +381,20 @@ class BrokerServer:
                 if self.controller is None:
                     await self._controlled_shutdown(grace)
                 self.fetchers.shutdown()
-                self.replica_manager.shutdown()  # answer long polls now, not at their deadline
+                # Answer long polls now, not at their deadline.
+                self.replica_manager.shutdown()
                 self.groups.shutdown()  # and JoinGroups parked in a rebalance
                 await self.socket_server.shutdown(grace_seconds=grace)
+                # aside: and the controllers' listener
                 if self.controller_socket_server is not None:
                     await self.controller_socket_server.shutdown(grace_seconds=grace)
                 nursery.cancel_scope.cancel()
                 clean = True
         finally:
+            # aside: flush and checkpoint the logs after a clean stop
             if clean:
-                # Flush, checkpoint, mark the shutdown clean: the next start recovers nothing.
+                # Flush, checkpoint, mark the shutdown clean: the next start recovers
+                # nothing.
                 self.log_manager.shutdown()
             if self.observer is not None:
                 self.observer.close()
@@ -377,7 +411,12 @@ class BrokerServer:
             BrokerEndpoint(listener.name, listener.host, self._port_of(listener))
             for listener in self.config.advertised_listeners
         )
-        request = BrokerRegistrationRequest(self.config.node_id, self.incarnation_id, endpoints)
+        request = BrokerRegistrationRequest(
+            self.config.node_id,
+            self.incarnation_id,
+            endpoints,
+            rack=self.config.broker.broker_rack,
+        )
         while True:
             try:
                 response = await self.channel.submit(request)
@@ -407,9 +446,13 @@ class BrokerServer:
             await self._heartbeat()
             # The first heartbeat normally unfences (the registration is replayed by
             # then); if it did not, try again soon rather than a whole interval later.
-            await trio.sleep(interval if self._unfenced.is_set() else min(interval, _RETRY_S))
+            await trio.sleep(
+                interval if self._unfenced.is_set() else min(interval, _RETRY_S)
+            )
 
-    async def _heartbeat(self, *, want_shutdown: bool = False) -> BrokerHeartbeatResponse | None:
+    async def _heartbeat(
+        self, *, want_shutdown: bool = False
+    ) -> BrokerHeartbeatResponse | None:
         request = BrokerHeartbeatRequest(
             self.config.node_id,
             self.broker_epoch,
@@ -490,5 +533,7 @@ def _voters(roles: Roles) -> str:
 def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
     """The network config of the controller's listeners, or of the broker's (the rest)."""
     names = set(config.roles.controller_listener_names)
-    chosen = tuple(lst for lst in config.net.listeners if (lst.name in names) == controller)
+    chosen = tuple(
+        lst for lst in config.net.listeners if (lst.name in names) == controller
+    )
     return attrs.evolve(config.net, listeners=chosen)

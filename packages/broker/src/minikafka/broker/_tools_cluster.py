@@ -17,7 +17,12 @@ import trio
 import typer
 
 from minikafka.client import AsyncAdminClient, KafkaException
-from minikafka.tools._connection import ToolError, describe_failure, lone_errors, parse_bootstrap
+from minikafka.tools._connection import (
+    ToolError,
+    describe_failure,
+    lone_errors,
+    parse_bootstrap,
+)
 
 from ._process_cluster import (
     DEFAULT_BROKER_PORT,
@@ -45,7 +50,8 @@ def _cluster_group() -> None:
 def _load(root: Path) -> ProcessCluster:
     if not (root / LAYOUT_FILE).exists():
         typer.echo(
-            f"minikafka cluster: no cluster in {root} (run `minikafka cluster up`)", err=True
+            f"minikafka cluster: no cluster in {root} (run `minikafka cluster up`)",
+            err=True,
         )
         raise typer.Exit(1)
     return ProcessCluster.load(root)
@@ -53,7 +59,9 @@ def _load(root: Path) -> ProcessCluster:
 
 def _node(cluster: ProcessCluster, node: int) -> int:
     if node not in cluster.node_ids:
-        typer.echo(f"minikafka cluster: no node {node} (nodes: {cluster.node_ids})", err=True)
+        typer.echo(
+            f"minikafka cluster: no node {node} (nodes: {cluster.node_ids})", err=True
+        )
         raise typer.Exit(2)
     return node
 
@@ -63,9 +71,12 @@ def up(
     root: Dir = Path("cluster"),
     brokers: Annotated[int, typer.Option(help="brokers, on first use", min=1)] = 3,
     controllers: Annotated[
-        int, typer.Option(help="controllers, on first use (3 or 5: a Raft quorum)", min=1)
+        int,
+        typer.Option(help="controllers, on first use (3 or 5: a Raft quorum)", min=1),
     ] = 1,
-    port: Annotated[int, typer.Option(help="the first broker's port")] = DEFAULT_BROKER_PORT,
+    port: Annotated[
+        int, typer.Option(help="the first broker's port")
+    ] = DEFAULT_BROKER_PORT,
     controller_port: Annotated[
         int, typer.Option(help="the controller's port")
     ] = DEFAULT_CONTROLLER_PORT,
@@ -95,7 +106,11 @@ def up(
                 zookeeper=zookeeper,
                 zookeeper_port=zookeeper_port,
             )
-            kind = "ZooKeeper-mode cluster" if zookeeper else f"cluster {cluster.cluster_id}"
+            kind = (
+                "ZooKeeper-mode cluster"
+                if zookeeper
+                else f"cluster {cluster.cluster_id}"
+            )
             print(f"minikafka cluster: new {kind} in {cluster.root}")
         cluster.up()
     except ClusterError as exc:
@@ -171,10 +186,16 @@ def _status(cluster: ProcessCluster) -> None:
         elif node in cluster.controller_ports or alive is None:
             state = "running"
         else:
-            absent = "running, not registered" if cluster.zookeeper_mode else "running, fenced"
+            absent = (
+                "running, not registered"
+                if cluster.zookeeper_mode
+                else "running, fenced"
+            )
             state = "running" if node in alive else absent
         shown = "-" if pid is None else str(pid)
-        print(f"{node:<6}{cluster.role(node):<12}{cluster.port(node):<7}{shown:<9}{state}")
+        print(
+            f"{node:<6}{cluster.role(node):<12}{cluster.port(node):<7}{shown:<9}{state}"
+        )
     if partitions:
         print()
         print(f"{'TOPIC':<28}{'PARTITION':<11}{'LEADER':<8}{'REPLICAS':<12}ISR")

@@ -46,19 +46,26 @@ def random_uuid() -> None:
 @storage_app.command("format")
 def format_(
     cluster_id: Annotated[
-        str, typer.Option("--cluster-id", "-t", help="the cluster id (from random-uuid)")
+        str,
+        typer.Option("--cluster-id", "-t", help="the cluster id (from random-uuid)"),
     ],
     config_file: Annotated[
         Path | None,
         typer.Option(
-            "--config", "-c", help="the node's server.properties", exists=True, dir_okay=False
+            "--config",
+            "-c",
+            help="the node's server.properties",
+            exists=True,
+            dir_okay=False,
         ),
     ] = None,
     override: Overrides = None,
     ignore_formatted: Annotated[
         bool,
         typer.Option(
-            "--ignore-formatted", "-g", help="leave formatted directories alone, format the rest"
+            "--ignore-formatted",
+            "-g",
+            help="leave formatted directories alone, format the rest",
         ),
     ] = False,
 ) -> None:

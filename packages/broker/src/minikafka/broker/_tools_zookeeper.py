@@ -22,7 +22,9 @@ zookeeper_app = typer.Typer(
 
 Dir = Annotated[Path, typer.Option("--dir", help="its directory (config, data, log)")]
 Port = Annotated[int, typer.Option("--port", help="its client port on 127.0.0.1")]
-Connect = Annotated[str, typer.Option("--zookeeper", help="host:port (zookeeper.connect)")]
+Connect = Annotated[
+    str, typer.Option("--zookeeper", help="host:port (zookeeper.connect)")
+]
 
 
 @zookeeper_app.callback()

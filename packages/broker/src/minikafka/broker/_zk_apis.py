@@ -67,9 +67,13 @@ KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
 class ZkBrokerNode(Protocol):
     """What the controller's requests change on this broker (the ZkBrokerServer)."""
 
-    async def on_leader_and_isr(self, request: LeaderAndIsr) -> lai.LeaderAndIsrResponse: ...
+    async def on_leader_and_isr(
+        self, request: LeaderAndIsr
+    ) -> lai.LeaderAndIsrResponse: ...
 
-    def on_update_metadata(self, request: UpdateMetadata) -> umr.UpdateMetadataResponse: ...
+    def on_update_metadata(
+        self, request: UpdateMetadata
+    ) -> umr.UpdateMetadataResponse: ...
 
     def on_stop_replica(self, request: StopReplica) -> sr.StopReplicaResponse: ...
 
@@ -91,7 +95,9 @@ class ZkControllerChannel:
         self.remote.locator.voters = (self._controller_node(),)
         return await self.remote.submit(request)
 
-    async def _create_internal_topics(self, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    async def _create_internal_topics(
+        self, request: CreateTopicsRequest
+    ) -> CreateTopicsResponse:
         """``__consumer_offsets`` for this broker's group coordinator, created as Kafka
         2.8's brokers create it in ZooKeeper mode (``AutoTopicCreationManager`` through
         ``AdminZkClient``): its config and assignment written straight to ZooKeeper,
@@ -137,7 +143,9 @@ class ZkControllerChannel:
                 return Node(controller_id, endpoint.host, endpoint.port)
         raise ControllerError(ErrorCode.not_controller)
 
-    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> tuple[ErrorCode, int]:
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, int]:
         """Ask the controller to move this broker's leaderships away: (error, how many
         partitions it still leads)."""
         if self.shell.active:
@@ -146,7 +154,10 @@ class ZkControllerChannel:
         client = self.remote.client
         if client is None:
             raise ControllerError(ErrorCode.request_timed_out)
-        request = cs.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)  # type: ignore[arg-type]
+        request = cs.ControlledShutdownRequest(
+            broker_id=broker_id,  # type: ignore[arg-type]
+            broker_epoch=broker_epoch,  # type: ignore[arg-type]
+        )
         try:
             answer = await client.send(self._controller_node(), request)
         except ClientError as exc:
@@ -189,11 +200,15 @@ class ZkKafkaApis(KafkaApis):
             request.respond(controlled_shutdown_response(ErrorCode.not_controller, ()))
             return
         try:
-            result = await shell.controlled_shutdown(int(body.broker_id), int(body.broker_epoch))
+            result = await shell.controlled_shutdown(
+                int(body.broker_id), int(body.broker_epoch)
+            )
         except ControllerError as exc:
             request.respond(controlled_shutdown_response(exc.error_code, ()))
             return
-        request.respond(controlled_shutdown_response(result.error_code, result.remaining))
+        request.respond(
+            controlled_shutdown_response(result.error_code, result.remaining)
+        )
 
     async def _alter_partition(self, request: Request) -> None:
         await handle_alter_partition(request, self.zk_channel)

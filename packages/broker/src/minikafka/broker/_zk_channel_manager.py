@@ -39,9 +39,9 @@ class ControllerChannelManager:
     nursery: trio.Nursery
     tracer: Tracer
     on_stop_replica: StopReplicaAnswered
-    _senders: dict[int, tuple[Node, trio.MemorySendChannel[BrokerRequest], trio.CancelScope]] = (
-        attrs.field(init=False, factory=dict)
-    )
+    _senders: dict[
+        int, tuple[Node, trio.MemorySendChannel[BrokerRequest], trio.CancelScope]
+    ] = attrs.field(init=False, factory=dict)
 
     def sync(self, brokers: Mapping[int, Node]) -> None:
         """One sender per broker of ``brokers``, at its current address; none for others."""
@@ -68,7 +68,10 @@ class ControllerChannelManager:
         self._senders.clear()
 
     async def _send_to(
-        self, node: Node, queue: trio.MemoryReceiveChannel[BrokerRequest], scope: trio.CancelScope
+        self,
+        node: Node,
+        queue: trio.MemoryReceiveChannel[BrokerRequest],
+        scope: trio.CancelScope,
     ) -> None:
         """Kafka's RequestSendThread: each request in order, until it is answered."""
         with scope:
@@ -86,12 +89,20 @@ class ControllerChannelManager:
                 await trio.sleep(RETRY_S)
                 continue
             error = getattr(answer, "error_code", ErrorCode.none)
-            self._trace(request, error.name.upper() if isinstance(error, ErrorCode) else str(error))
+            self._trace(
+                request,
+                error.name.upper() if isinstance(error, ErrorCode) else str(error),
+            )
             stop = request.payload
-            if isinstance(answer, sr.StopReplicaResponse) and isinstance(stop, StopReplica):
+            if isinstance(answer, sr.StopReplicaResponse) and isinstance(
+                stop, StopReplica
+            ):
                 errors = stop_replica_errors(answer)
                 if answer.error_code is not ErrorCode.none:  # the whole request failed
-                    errors = {(p.topic, p.partition): answer.error_code for p in stop.partitions}
+                    errors = {
+                        (p.topic, p.partition): answer.error_code
+                        for p in stop.partitions
+                    }
                 self.on_stop_replica(request.broker_id, errors)
             return
 

@@ -62,7 +62,10 @@ from minikafka.controller import (
     ZkResponse,
     ZkWatchFired,
 )
-from minikafka.controller._zk_admin import LATEST_PRODUCER_ID_BLOCK, decode_producer_id_block
+from minikafka.controller._zk_admin import (
+    LATEST_PRODUCER_ID_BLOCK,
+    decode_producer_id_block,
+)
 from minikafka.net import NetworkClient, Node
 from minikafka.trace import Tracer
 from minikafka.zk import (
@@ -237,20 +240,31 @@ class ZkControllerShell:
             raise answer
         if answer is None:
             raise ControllerError(ErrorCode.unknown_server_error)
-        validate_only = isinstance(request, CreateTopicsRequest) and request.validate_only
+        validate_only = (
+            isinstance(request, CreateTopicsRequest) and request.validate_only
+        )
         if isinstance(answer, CreateTopicsResponse) and not validate_only:
             created = {t.name for t in answer.topics if t.error_code is ErrorCode.none}
-            late = await self._wait_for(created, lambda core, name: _created(core, name))
+            late = await self._wait_for(
+                created, lambda core, name: _created(core, name)
+            )
             answer = CreateTopicsResponse(
                 tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
             )
         elif isinstance(answer, DeleteTopicsResponse):
-            deleted = {t.name for t in answer.topics if t.error_code is ErrorCode.none and t.name}
-            late = await self._wait_for(deleted, lambda core, name: name not in core.context.topics)
+            deleted = {
+                t.name
+                for t in answer.topics
+                if t.error_code is ErrorCode.none and t.name
+            }
+            late = await self._wait_for(
+                deleted, lambda core, name: name not in core.context.topics
+            )
             answer = DeleteTopicsResponse(
                 tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
             )
-        assert not isinstance(answer, ControlledShutdownResult)  # not a submitted request's
+        # not a submitted request's
+        assert not isinstance(answer, ControlledShutdownResult)
         return answer
 
     async def _wait_for(
@@ -267,7 +281,9 @@ class ZkControllerShell:
 
     # --- the event loop ---------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with (
             NetworkClient.open(client_id=self.client_id) as client,
             trio.open_nursery() as nursery,
@@ -306,7 +322,9 @@ class ZkControllerShell:
                 # active controller does what Kafka's does on an unexpected error: it
                 # resigns and gives /controller up, and the next one (perhaps itself)
                 # starts again from what ZooKeeper says (Kafka's triggerControllerMove).
-                _logger.warning("controller event %s failed: %r", type(event).__name__, exc)
+                _logger.warning(
+                    "controller event %s failed: %r", type(event).__name__, exc
+                )
                 _fail(event, ErrorCode.request_timed_out)
                 self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
             except Exception as exc:
@@ -336,11 +354,15 @@ class ZkControllerShell:
                 if self.core is None:
                     reply.send_nowait(ControllerError(ErrorCode.not_controller))
                     return
-                await self._answer(self.core.on_controlled_shutdown(broker_id, broker_epoch), reply)
+                await self._answer(
+                    self.core.on_controlled_shutdown(broker_id, broker_epoch), reply
+                )
             case _Watch(fired) if self.core is not None:
                 await self._on_watch(self.core, fired)
             case _StopReplicaAnswered(broker_id, errors) if self.core is not None:
-                await self._carry_out(self.core.on_stop_replica_response(broker_id, errors))
+                await self._carry_out(
+                    self.core.on_stop_replica_response(broker_id, errors)
+                )
             case _CheckLeaderImbalance() if self.core is not None:
                 await self._carry_out(self.core.on_auto_leader_rebalance())
 
@@ -356,7 +378,9 @@ class ZkControllerShell:
             raise
         reply.send_nowait(result.response)
 
-    def _submitted(self, core: ZkController, request: ControllerRequest) -> ZkControllerResult:
+    def _submitted(
+        self, core: ZkController, request: ControllerRequest
+    ) -> ZkControllerResult:
         match request:
             case AlterPartitionRequest():
                 return core.on_alter_partition(request)
@@ -396,7 +420,9 @@ class ZkControllerShell:
         cluster = await read_cluster(self.zk, watch=True)
         await self._carry_out(self.core.on_broker_change(cluster.brokers))
         if self.core is not None:
-            await self._carry_out(self.core.on_topic_change(cluster.topics, cluster.configs))
+            await self._carry_out(
+                self.core.on_topic_change(cluster.topics, cluster.configs)
+            )
         if self.core is not None:
             await self._carry_out(self.core.on_topic_deletion(cluster.deleting))
 
@@ -417,7 +443,9 @@ class ZkControllerShell:
             # Each topic's config was written before its assignment (as Kafka's
             # AdminZkClient does), so it is there to read with it.
             configs = await read_topic_configs(self.zk, read)
-            await self._carry_out(core.on_topic_change({**core.context.topics, **read}, configs))
+            await self._carry_out(
+                core.on_topic_change({**core.context.topics, **read}, configs)
+            )
         elif name == "TopicDeletion":
             listed = await self.zk.get_children(DELETE_TOPICS, watch=True)
             await self._carry_out(core.on_topic_deletion(listed))
@@ -455,7 +483,9 @@ class ZkControllerShell:
             producer_id_block=block,
         )
         self.core = core
-        _logger.info("broker %d is the controller, epoch %d", self.broker_id, outcome.epoch)
+        _logger.info(
+            "broker %d is the controller, epoch %d", self.broker_id, outcome.epoch
+        )
         if self.tracer.enabled:
             self.tracer.emit(ZkControllerElected(self.broker_id, outcome.epoch, False))
         self.on_active(True)
@@ -488,17 +518,21 @@ class ZkControllerShell:
     async def _carry_out(self, result: ZkControllerResult) -> None:
         # At most MAX_OPS writes a transaction: ZooKeeper refuses a request over
         # jute.maxbuffer (1 MB), and a failover of thousands of partitions writes each
-        # one's state. Every chunk carries the epoch check; Kafka, too, fences each write
-        # and not a whole event at once.
+        # one's state. Every chunk carries the epoch check; Kafka, too, fences each
+        # write and not a whole event at once.
         writes = result.writes
         for start in range(0, len(writes), MAX_OPS):
             chunk = writes[start : start + MAX_OPS]
             try:
-                await self.zk.transaction([Check(CONTROLLER_EPOCH, self._epoch_version), *chunk])
+                await self.zk.transaction(
+                    [Check(CONTROLLER_EPOCH, self._epoch_version), *chunk]
+                )
             except (BadVersionError, NodeExistsError, NoNodeError) as exc:
                 # The epoch check failed (another controller was elected), or a znode is
                 # not as this controller left it (another controller wrote it).
-                raise ControllerMovedError(f"a write failed ({type(exc).__name__}): {exc}") from exc
+                raise ControllerMovedError(
+                    f"a write failed ({type(exc).__name__}): {exc}"
+                ) from exc
         if self.core is None or self._channels is None:
             return
         self._sync_channels(self.core)
@@ -535,7 +569,9 @@ T = TypeVar("T", CreatableTopicResult, DeletableTopicResult)
 
 
 def _timed_out(result: T) -> T:
-    return attrs.evolve(result, error_code=ErrorCode.request_timed_out, error_message=None)
+    return attrs.evolve(
+        result, error_code=ErrorCode.request_timed_out, error_message=None
+    )
 
 
 def _created(core: ZkController, name: str) -> bool:

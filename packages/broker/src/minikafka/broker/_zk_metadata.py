@@ -84,11 +84,14 @@ class ZkBrokerMetadata:
     leader_epochs: dict[TopicPartition, int] = attrs.field(factory=dict)
     """The leader epoch of each replica here, from the LeaderAndIsr that placed it."""
 
-    def check(self, controller_id: int, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+    def check(
+        self, controller_id: int, controller_epoch: int, broker_epoch: int
+    ) -> ErrorCode:
         """The fence every controller request passes first."""
         if controller_epoch < self.controller_epoch:
             return ErrorCode.stale_controller_epoch
-        # -1: a controller that does not know the broker's epoch (Kafka lets it through).
+        # -1: a controller that does not know the broker's epoch (Kafka lets it
+        # through).
         if broker_epoch != -1 and broker_epoch < self.broker_epoch:
             return ErrorCode.stale_broker_epoch
         self.controller_id = controller_id
@@ -98,7 +101,9 @@ class ZkBrokerMetadata:
     # --- UpdateMetadata -------------------------------------------------------------------
 
     def update_metadata(self, request: UpdateMetadata) -> ErrorCode:
-        error = self.check(request.controller_id, request.controller_epoch, request.broker_epoch)
+        error = self.check(
+            request.controller_id, request.controller_epoch, request.broker_epoch
+        )
         if error is not ErrorCode.none:
             return error
         brokers = {
@@ -133,7 +138,9 @@ class ZkBrokerMetadata:
                     partition_epoch=p.zk_version,
                 )
             if partitions:
-                topics[topic_id] = TopicImage(p.topic, topic_id, MappingProxyType(partitions))
+                topics[topic_id] = TopicImage(
+                    p.topic, topic_id, MappingProxyType(partitions)
+                )
             else:
                 topics.pop(topic_id, None)
         self.image = attrs.evolve(
@@ -147,9 +154,15 @@ class ZkBrokerMetadata:
 
     # --- LeaderAndIsr ---------------------------------------------------------------------
 
-    def leader_and_isr(self, request: LeaderAndIsr) -> tuple[ErrorCode, LeaderAndIsrOutcome]:
-        error = self.check(request.controller_id, request.controller_epoch, request.broker_epoch)
-        nodes = {b.broker_id: Node(b.broker_id, b.host, b.port) for b in request.live_leaders}
+    def leader_and_isr(
+        self, request: LeaderAndIsr
+    ) -> tuple[ErrorCode, LeaderAndIsrOutcome]:
+        error = self.check(
+            request.controller_id, request.controller_epoch, request.broker_epoch
+        )
+        nodes = {
+            b.broker_id: Node(b.broker_id, b.host, b.port) for b in request.live_leaders
+        }
         errors: dict[TopicPartition, ErrorCode] = {}
         leaders: dict[TopicPartition, tuple[uuid.UUID, PartitionState]] = {}
         followers: dict[TopicPartition, tuple[uuid.UUID, PartitionState]] = {}
@@ -168,19 +181,27 @@ class ZkBrokerMetadata:
             else:
                 errors[tp] = ErrorCode.none
                 self.leader_epochs[tp] = p.leader_epoch
-                state = PartitionState(p.leader, p.leader_epoch, p.zk_version, p.replicas, p.isr)
+                state = PartitionState(
+                    p.leader, p.leader_epoch, p.zk_version, p.replicas, p.isr
+                )
                 if p.leader == self.broker_id:
                     leaders[tp] = (p.topic_id, state)
                 else:
                     followers[tp] = (p.topic_id, state)
                     if p.leader in nodes:
                         leader_nodes[tp] = nodes[p.leader]
-        return ErrorCode.none, LeaderAndIsrOutcome(errors, leaders, followers, leader_nodes)
+        return ErrorCode.none, LeaderAndIsrOutcome(
+            errors, leaders, followers, leader_nodes
+        )
 
     # --- StopReplica ----------------------------------------------------------------------
 
-    def stop_replica(self, request: StopReplica) -> tuple[ErrorCode, StopReplicaOutcome]:
-        error = self.check(request.controller_id, request.controller_epoch, request.broker_epoch)
+    def stop_replica(
+        self, request: StopReplica
+    ) -> tuple[ErrorCode, StopReplicaOutcome]:
+        error = self.check(
+            request.controller_id, request.controller_epoch, request.broker_epoch
+        )
         if error is not ErrorCode.none:
             return error, StopReplicaOutcome({}, frozenset(), frozenset())
         errors: dict[TopicPartition, ErrorCode] = {}
@@ -202,4 +223,6 @@ class ZkBrokerMetadata:
             if p.delete:
                 deleted.add(tp)
                 self.leader_epochs.pop(tp, None)
-        return ErrorCode.none, StopReplicaOutcome(errors, frozenset(stopped), frozenset(deleted))
+        return ErrorCode.none, StopReplicaOutcome(
+            errors, frozenset(stopped), frozenset(deleted)
+        )

@@ -110,12 +110,17 @@ class ZkBrokerServer:
 
     @classmethod
     def open(
-        cls, config: KafkaConfig, rng: random.Random | None = None, tracer: Tracer | None = None
+        cls,
+        config: KafkaConfig,
+        rng: random.Random | None = None,
+        tracer: Tracer | None = None,
     ) -> ZkBrokerServer:
         """Load the logs; nothing touches ZooKeeper or listens until :meth:`run`."""
         hosts = config.broker.zookeeper_connect
         if hosts is None:
-            raise ConfigError(ZOOKEEPER_CONNECT, "is required for a ZooKeeper-mode broker")
+            raise ConfigError(
+                ZOOKEEPER_CONNECT, "is required for a ZooKeeper-mode broker"
+            )
         tracer = get_tracer() if tracer is None else tracer
         node_id = config.node_id
         settings = config.broker
@@ -129,7 +134,12 @@ class ZkBrokerServer:
         cache = MetadataCache(node_id, metadata.image, controller_id=-1)
         listener = config.roles.inter_broker_listener_name or "PLAINTEXT"
         shell = ZkControllerShell(
-            node_id, zk, config.controller, listener, tracer, client_id=f"controller-{node_id}"
+            node_id,
+            zk,
+            config.controller,
+            listener,
+            tracer,
+            client_id=f"controller-{node_id}",
         )
         remote = RemoteController(
             ControllerLocator(()), "", client_id=f"broker-{node_id}-to-controller"
@@ -137,9 +147,19 @@ class ZkBrokerServer:
         channel = ZkControllerChannel(shell, remote, metadata, listener)
 
         parts = broker_parts(
-            config, log_manager, cache, channel, lambda: metadata.broker_epoch, tracer, rng
+            config,
+            log_manager,
+            cache,
+            channel,
+            lambda: metadata.broker_epoch,
+            tracer,
+            rng,
         )
-        replica_manager, fetchers, groups = parts.replica_manager, parts.fetchers, parts.groups
+        replica_manager, fetchers, groups = (
+            parts.replica_manager,
+            parts.fetchers,
+            parts.groups,
+        )
         apis = ZkKafkaApis(
             config,
             "",
@@ -173,11 +193,14 @@ class ZkBrokerServer:
 
     # --- running ---------------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         clean = False
         settings = self.config.broker
         connect_ms = (
-            settings.zookeeper_connection_timeout_ms or settings.zookeeper_session_timeout_ms
+            settings.zookeeper_connection_timeout_ms
+            or settings.zookeeper_session_timeout_ms
         )
         try:
             try:
@@ -191,7 +214,9 @@ class ZkBrokerServer:
             self.cluster_id = await _cluster_id(self.zk)
             # Before any log is written: these directories must be this cluster's and
             # this broker's (or new), and then say so in meta.properties version 0.
-            check_and_write_zk_meta(list(settings.log_dirs), self.config.node_id, self.cluster_id)
+            check_and_write_zk_meta(
+                list(settings.log_dirs), self.config.node_id, self.cluster_id
+            )
             self.apis.cluster_id = self.cluster_id
             self.channel.remote.cluster_id = self.cluster_id
             async with trio.open_nursery() as nursery:
@@ -246,13 +271,22 @@ class ZkBrokerServer:
             endpoints = []
             protocols = {}
             for listener in self.config.advertised_listeners:
-                port = listener.port or self.socket_server.bound_address(listener.name)[1]
+                port = (
+                    listener.port or self.socket_server.bound_address(listener.name)[1]
+                )
                 endpoints.append(f"{listener.name}://{listener.host}:{port}")
                 protocols[listener.name] = listener.security_protocol
-            registration = BrokerRegistration(self.config.node_id, tuple(endpoints), protocols)
+            registration = BrokerRegistration(
+                self.config.node_id,
+                tuple(endpoints),
+                protocols,
+                rack=self.config.broker.broker_rack,
+            )
             while True:
                 try:
-                    self.metadata.broker_epoch = await register_broker(self.zk, registration)
+                    self.metadata.broker_epoch = await register_broker(
+                        self.zk, registration
+                    )
                     break
                 except NodeExistsError:
                     # The previous session's znode lingers until ZooKeeper expires it.
@@ -309,13 +343,17 @@ class ZkBrokerServer:
                 )
                 if attempt < settings.controlled_shutdown_max_retries:
                     await trio.sleep(backoff)
-            _logger.warning("controlled shutdown did not move every leadership; stopping")
+            _logger.warning(
+                "controlled shutdown did not move every leadership; stopping"
+            )
         if scope.cancelled_caught:
             _logger.warning("controlled shutdown did not finish within %.0f s", grace)
 
     # --- the controller's requests ----------------------------------------------------------
 
-    async def on_leader_and_isr(self, request: LeaderAndIsr) -> lai.LeaderAndIsrResponse:
+    async def on_leader_and_isr(
+        self, request: LeaderAndIsr
+    ) -> lai.LeaderAndIsrResponse:
         ids = {p.topic: p.topic_id for p in request.partitions}
         # A topic's settings (retention, segment size, min.insync.replicas...) are read
         # from ZooKeeper when the broker first hosts one of its partitions, as Kafka
@@ -367,7 +405,9 @@ class ZkBrokerServer:
     async def _read_topic_config(self, topic: str) -> dict[str, str]:
         """``/config/topics/<topic>``, waiting out a connection loss (Kafka's ZooKeeper
         client blocks until it reconnects) for at most the session timeout."""
-        retry = trio.current_time() + self.config.broker.zookeeper_session_timeout_ms / 1000
+        retry = (
+            trio.current_time() + self.config.broker.zookeeper_session_timeout_ms / 1000
+        )
         while True:
             try:
                 data, _ = await self.zk.get(topic_config_path(topic))
@@ -382,7 +422,9 @@ class ZkBrokerServer:
 
     async def _load_topic_configs(self, topics: set[str]) -> None:
         key = ConfigResourceType.TOPIC
-        missing = [t for t in sorted(topics) if (key, t) not in self.metadata.image.configs]
+        missing = [
+            t for t in sorted(topics) if (key, t) not in self.metadata.image.configs
+        ]
         if not missing:
             return
         configs = dict(self.metadata.image.configs)

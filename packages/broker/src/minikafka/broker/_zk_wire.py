@@ -35,7 +35,9 @@ from minikafka.net import leader_and_isr_v5 as lai
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
 
-WireRequest = lai.LeaderAndIsrRequest | umr.UpdateMetadataRequest | sr.StopReplicaRequest
+WireRequest = (
+    lai.LeaderAndIsrRequest | umr.UpdateMetadataRequest | sr.StopReplicaRequest
+)
 
 
 def _by_topic(items: Iterable[tuple[str, Entity]]) -> dict[str, list[Entity]]:
@@ -94,7 +96,9 @@ def _leader_and_isr(request: LeaderAndIsr) -> lai.LeaderAndIsrRequest:
         ),
         live_leaders=tuple(
             lai.LeaderAndIsrLiveLeader(
-                broker_id=BrokerId(leader.broker_id), host_name=leader.host, port=i32(leader.port)
+                broker_id=BrokerId(leader.broker_id),
+                host_name=leader.host,
+                port=i32(leader.port),
             )
             for leader in request.live_leaders
         ),
@@ -205,7 +209,9 @@ def from_wire(request: WireRequest) -> ControllerToBroker:
                     for p in t.partition_states
                 ),
                 tuple(
-                    LiveLeader(int(leader.broker_id), leader.host_name, int(leader.port))
+                    LiveLeader(
+                        int(leader.broker_id), leader.host_name, int(leader.port)
+                    )
                     for leader in request.live_leaders
                 ),
             )
@@ -235,7 +241,10 @@ def from_wire(request: WireRequest) -> ControllerToBroker:
                         int(b.id_),
                         tuple(
                             MetadataEndpoint(
-                                e.listener, e.host, int(e.port), int(e.security_protocol)
+                                e.listener,
+                                e.host,
+                                int(e.port),
+                                int(e.security_protocol),
                             )
                             for e in b.endpoints
                         ),
@@ -266,13 +275,17 @@ def from_wire(request: WireRequest) -> ControllerToBroker:
 
 
 def leader_and_isr_response(
-    error: ErrorCode, errors: Mapping[TopicPartition, ErrorCode], topic_ids: Mapping[str, object]
+    error: ErrorCode,
+    errors: Mapping[TopicPartition, ErrorCode],
+    topic_ids: Mapping[str, object],
 ) -> lai.LeaderAndIsrResponse:
     """v5 reports each topic by id; a whole-request error lists no partitions."""
     grouped = _by_topic(
         (
             tp.topic,
-            lai.LeaderAndIsrPartitionError(partition_index=i32(tp.partition), error_code=code),
+            lai.LeaderAndIsrPartitionError(
+                partition_index=i32(tp.partition), error_code=code
+            ),
         )
         for tp, code in sorted(errors.items())
     )
@@ -295,18 +308,23 @@ def stop_replica_response(
         error_code=error,
         partition_errors=tuple(
             sr.StopReplicaPartitionError(
-                topic_name=TopicName(tp.topic), partition_index=i32(tp.partition), error_code=code
+                topic_name=TopicName(tp.topic),
+                partition_index=i32(tp.partition),
+                error_code=code,
             )
             for tp, code in sorted(errors.items())
         ),
     )
 
 
-def stop_replica_errors(response: sr.StopReplicaResponse) -> dict[tuple[str, int], ErrorCode]:
+def stop_replica_errors(
+    response: sr.StopReplicaResponse,
+) -> dict[tuple[str, int], ErrorCode]:
     """What the controller reads back from a StopReplica answer, per partition (a request
     error applies to every partition of the request)."""
     return {
-        (str(p.topic_name), int(p.partition_index)): p.error_code for p in response.partition_errors
+        (str(p.topic_name), int(p.partition_index)): p.error_code
+        for p in response.partition_errors
     }
 
 

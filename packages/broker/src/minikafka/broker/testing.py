@@ -150,7 +150,9 @@ class BrokerProcess:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise BrokerFailed(self._describe(f"did not stop within {timeout:.0f}s")) from None
+            raise BrokerFailed(
+                self._describe(f"did not stop within {timeout:.0f}s")
+            ) from None
         finally:
             self.process = None
 
@@ -175,7 +177,9 @@ class BrokerProcess:
             self.stop()
 
 
-def single_node_config(data_dir: Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
+def single_node_config(
+    data_dir: Path, overrides: Mapping[str, str] | None = None
+) -> KafkaConfig:
     """A single-node config on 127.0.0.1 port 0 with data in ``data_dir``."""
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -277,7 +281,8 @@ class StoredBatchHeader:
     crc: int
 
 
-_BATCH_HEAD = struct.Struct(">qiibIhi")  # base offset, length, epoch, magic, crc, attrs, delta
+# base offset, length, epoch, magic, crc, attrs, delta
+_BATCH_HEAD = struct.Struct(">qiibIhi")
 
 
 def replica_batches(partition_dir: Path) -> list[StoredBatchHeader]:

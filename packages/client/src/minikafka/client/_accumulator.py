@@ -77,7 +77,8 @@ class ProducerBatch:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
-    payload: bytes | None = None  # built at the first drain; a retry sends the same bytes
+    # built at the first drain; a retry sends the same bytes
+    payload: bytes | None = None
     closed: bool = False  # drained once: no more appends
 
     def build(self, compression: CompressionType) -> bytes:
@@ -103,7 +104,9 @@ class ProducerBatch:
 class ReadyCheck:
     nodes: frozenset[int]  # leaders with at least one ready batch
     next_check: float  # seconds until a batch may become ready (linger, backoff)
-    unknown_leaders: frozenset[str]  # topics with a batch and a partition without leader
+    unknown_leaders: frozenset[
+        str
+    ]  # topics with a batch and a partition without leader
 
 
 @attrs.define
@@ -113,7 +116,9 @@ class RecordAccumulator:
     linger_ms: int
     retry_backoff_ms: int
     compression: CompressionType = CompressionType.NONE
-    _queues: dict[TopicPartition, collections.deque[ProducerBatch]] = attrs.field(factory=dict)
+    _queues: dict[TopicPartition, collections.deque[ProducerBatch]] = attrs.field(
+        factory=dict
+    )
     _used: int = 0  # bytes of batches not yet acknowledged (in queues or in flight)
     _flushing: int = 0
     _closing: bool = False
@@ -136,7 +141,9 @@ class RecordAccumulator:
             return last.size >= self.batch_size
         needed = BATCH_OVERHEAD + size
         if self._used + needed > self.buffer_memory:
-            raise BufferFull(f"{self._used} of buffer.memory {self.buffer_memory} in use")
+            raise BufferFull(
+                f"{self._used} of buffer.memory {self.buffer_memory} in use"
+            )
         batch = ProducerBatch(tp, now, [record], needed)
         queue.append(batch)
         self._used += needed
@@ -154,7 +161,8 @@ class RecordAccumulator:
         now: float,
         may_send: Callable[[TopicPartition, ProducerBatch], bool] = lambda tp, b: True,
     ) -> ReadyCheck:
-        """Kafka's ``RecordAccumulator.ready``: which leaders have a batch to take now."""
+        """Kafka's ``RecordAccumulator.ready``: which leaders have a batch to take
+        now."""
         nodes: set[int] = set()
         unknown: set[str] = set()
         next_check = float("inf")

@@ -37,7 +37,9 @@ class AdminClient:
     def __init__(self, config: Mapping[str, object]) -> None:
         admin_config(config)  # a bad key or value is refused here, naming the key
         self._config = dict(config)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minikafka-admin")
+        self._pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="minikafka-admin"
+        )
 
     def _run(self, keys: Iterable[T], work: Work[T]) -> dict[T, Future[Any]]:
         """A future per key, completed by ``work`` (run on trio in the worker thread)."""
@@ -55,7 +57,9 @@ class AdminClient:
             except OSError as exc:
                 results = dict.fromkeys(futures, KafkaError(TRANSPORT, str(exc)))
             for key, future in futures.items():
-                outcome = results.get(key, KafkaError(ErrorCode.unknown_server_error, "no answer"))
+                outcome = results.get(
+                    key, KafkaError(ErrorCode.unknown_server_error, "no answer")
+                )
                 if isinstance(outcome, KafkaError):
                     future.set_exception(KafkaException(outcome))
                 else:
@@ -88,7 +92,9 @@ class AdminClient:
             lambda admin: admin.create_partitions(wanted, validate_only=validate_only),
         )
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+    def list_topics(
+        self, topic: str | None = None, timeout: float = -1
+    ) -> ClusterMetadata:
         """The cluster's brokers and topics (or one topic), as confluent-kafka's."""
 
         async def work(admin: AsyncAdminClient) -> dict[str, ClusterMetadata]:
@@ -122,6 +128,8 @@ class AdminClient:
         groups = list(group_ids)
         return self._run(groups, lambda admin: admin.describe_consumer_groups(groups))
 
-    def delete_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, Future[None]]:
+    def delete_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, Future[None]]:
         groups = list(group_ids)
         return self._run(groups, lambda admin: admin.delete_consumer_groups(groups))

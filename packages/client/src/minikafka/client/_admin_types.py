@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -24,6 +24,9 @@ class NewTopic:
     num_partitions: int = -1  # -1: the broker's num.partitions (KIP-464)
     replication_factor: int = -1  # -1: the broker's default.replication.factor
     config: Mapping[str, str] = attrs.field(factory=dict)
+    # Partition i on replica_assignment[i] (the first leads), instead of a count and a
+    # factor (leave those -1): Kafka's manual assignment.
+    replica_assignment: Sequence[Sequence[int]] = ()
 
 
 @attrs.frozen
@@ -100,7 +103,8 @@ def member_partitions(data: bytes) -> tuple[TopicPartition, ...]:
         return ()
     try:
         return tuple(
-            TopicPartition(tp.topic, tp.partition) for tp in decode_assignment(data).partitions
+            TopicPartition(tp.topic, tp.partition)
+            for tp in decode_assignment(data).partitions
         )
     except ValueError:  # not the consumer protocol's
         return ()

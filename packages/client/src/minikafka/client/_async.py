@@ -155,7 +155,9 @@ class AsyncProducer:
         ``on_delivery(err, msg)`` is called with the record's delivery report, on trio's
         thread, as confluent-kafka calls it from ``poll``."""
         assert self._shell is not None, "use `async with AsyncProducer.open(...)`"
-        record = new_record(self.config, topic, value, key, timestamp, headers, on_delivery)
+        record = new_record(
+            self.config, topic, value, key, timestamp, headers, on_delivery
+        )
         with trio.fail_after(self.config.max_block_ms / 1000) as scope:
             info = await self._topic(topic)
             tp = choose_partition(
@@ -225,7 +227,10 @@ class AsyncConsumer:
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
         self._fetcher, self._coordinator = consumer_cores(self.config)
-        self._metadata, self._subscriptions = self._fetcher.metadata, self._fetcher.subscriptions
+        self._metadata, self._subscriptions = (
+            self._fetcher.metadata,
+            self._fetcher.subscriptions,
+        )
         self._changed = trio.Event()
         self._shell: ConsumerShell | None = None
         self._callbacks: dict[str, object] = {}
@@ -280,7 +285,9 @@ class AsyncConsumer:
         self._wake()
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
-        self._subscriptions.assign_manually(TP(p.topic, p.partition) for p in partitions)
+        self._subscriptions.assign_manually(
+            TP(p.topic, p.partition) for p in partitions
+        )
         for p in partitions:
             self._metadata.want(p.topic)
             position_from(self._subscriptions, self._coordinator is not None, p)
@@ -294,7 +301,9 @@ class AsyncConsumer:
         """Up to ``max_records`` (``max.poll.records``) records, waiting for the first
         (bound the wait the trio way: ``with trio.move_on_after(1): ...``); raises
         KafkaException for a fetch error."""
-        limit = min(max_records or self.config.max_poll_records, self.config.max_poll_records)
+        limit = min(
+            max_records or self.config.max_poll_records, self.config.max_poll_records
+        )
         while True:
             if self._coordinator is not None:
                 self._coordinator.app_polled(time.monotonic())
@@ -305,7 +314,8 @@ class AsyncConsumer:
             if runs:
                 self._wake()
                 return messages(runs)
-            with trio.move_on_after(0.1):  # the coordinator's callbacks, if nothing else
+            # the coordinator's callbacks, if nothing else
+            with trio.move_on_after(0.1):
                 await self._changed.wait()
 
     def _run_callbacks(self) -> None:
@@ -318,14 +328,22 @@ class AsyncConsumer:
                 self._callbacks.get("revoke") if event.kind == "lost" else None
             )
             if callable(callback):
-                callback(self, [TopicPartition(tp.topic, tp.partition) for tp in event.partitions])
+                callback(
+                    self,
+                    [TopicPartition(tp.topic, tp.partition) for tp in event.partitions],
+                )
         self._coordinator.events_done()
         self._wake()
 
     def assignment(self) -> list[TopicPartition]:
-        return [TopicPartition(tp.topic, tp.partition) for tp in self._subscriptions.assignment]
+        return [
+            TopicPartition(tp.topic, tp.partition)
+            for tp in self._subscriptions.assignment
+        ]
 
-    async def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+    async def position(
+        self, partitions: Sequence[TopicPartition]
+    ) -> list[TopicPartition]:
         """Each assigned partition's position, waiting until the consumer knows it, as
         KafkaConsumer.position does (a reset or a committed offset looked up first)."""
         tps = [TP(p.topic, p.partition) for p in partitions]
@@ -343,7 +361,9 @@ class AsyncConsumer:
         """The topic's partitions (KafkaConsumer.partitionsFor), from the metadata;
         KafkaException UNKNOWN_TOPIC_OR_PARTITION if it does not exist (and
         ``allow.auto.create.topics`` is false, or the broker does not create it)."""
-        info = await _topic_info(self._metadata, topic, self._wake, lambda: self._changed)
+        info = await _topic_info(
+            self._metadata, topic, self._wake, lambda: self._changed
+        )
         return [TopicPartition(topic, p) for p in range(len(info.leaders))]
 
     async def commit(self) -> None:
@@ -352,7 +372,9 @@ class AsyncConsumer:
             raise KafkaException(
                 KafkaError(ErrorCode.invalid_group_id, "commit() needs a group.id")
             )
-        request = self._coordinator.commit(self._subscriptions.positions(), time.monotonic())
+        request = self._coordinator.commit(
+            self._subscriptions.positions(), time.monotonic()
+        )
         if request is None:
             return
         self._wake()

@@ -21,13 +21,24 @@ synchronous, confluent-kafka-shaped :class:`AdminClient` runs this class on a th
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
-from kio.schema.create_partitions.v1.request import CreatePartitionsRequest, CreatePartitionsTopic
+from kio.schema.create_partitions.v1.request import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
 from kio.schema.create_partitions.v1.response import CreatePartitionsResponse
 from kio.schema.create_topics.v4.request import (
+    CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
@@ -37,7 +48,10 @@ from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
-from kio.schema.describe_configs.v3.request import DescribeConfigsRequest, DescribeConfigsResource
+from kio.schema.describe_configs.v3.request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
@@ -48,7 +62,7 @@ from kio.schema.list_groups.v2.request import ListGroupsRequest
 from kio.schema.list_groups.v2.response import ListGroupsResponse
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.types import GroupId, TopicName
+from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -87,14 +101,18 @@ def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, i
     unknown = set(config) - ADMIN_KEYS
     if unknown:
         key = sorted(unknown)[0]
-        raise ConfigError(f"{key}: not an admin client configuration key this client knows")
+        raise ConfigError(
+            f"{key}: not an admin client configuration key this client knows"
+        )
     try:
         servers = _bootstrap(config.get("bootstrap.servers"))
     except ValueError as exc:
         raise ConfigError(f"bootstrap.servers: invalid value: {exc}") from None
     raw_timeout = str(config.get("request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS))
     if not raw_timeout.isdigit() or int(raw_timeout) <= 0:
-        raise ConfigError(f"request.timeout.ms: invalid value {raw_timeout!r}: expected ms > 0")
+        raise ConfigError(
+            f"request.timeout.ms: invalid value {raw_timeout!r}: expected ms > 0"
+        )
     return (
         bootstrap_nodes(servers),
         str(config.get("client.id", "minikafka-admin")),
@@ -126,7 +144,10 @@ class AsyncAdminClient:
     """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
 
     def __init__(
-        self, client: NetworkClient, bootstrap: tuple[Node, ...], request_timeout_ms: int
+        self,
+        client: NetworkClient,
+        bootstrap: tuple[Node, ...],
+        request_timeout_ms: int,
     ) -> None:
         self.client = client
         self.bootstrap = bootstrap
@@ -136,7 +157,9 @@ class AsyncAdminClient:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, config: Mapping[str, object]) -> AsyncIterator[AsyncAdminClient]:
+    async def open(
+        cls, config: Mapping[str, object]
+    ) -> AsyncIterator[AsyncAdminClient]:
         bootstrap, client_id, timeout_ms = admin_config(config)
         async with NetworkClient.open(
             client_id=client_id, request_timeout=timeout_ms / 1000
@@ -148,7 +171,9 @@ class AsyncAdminClient:
 
     # --- routing ------------------------------------------------------------------
 
-    async def request(self, node: Node, body: RequestPayload, response_type: type[R]) -> R:
+    async def request(
+        self, node: Node, body: RequestPayload, response_type: type[R]
+    ) -> R:
         """Send ``body`` to ``node`` and return its response, checked to be a
         ``response_type``; KafkaException ``_TRANSPORT`` naming the request and the node
         if the connection fails."""
@@ -159,16 +184,23 @@ class AsyncAdminClient:
             raise KafkaException(KafkaError(TRANSPORT, text)) from e
         if not isinstance(response, response_type):
             raise KafkaException(
-                KafkaError(TRANSPORT, f"{api_name(int(body.__api_key__))}: got {response!r}")
+                KafkaError(
+                    TRANSPORT, f"{api_name(int(body.__api_key__))}: got {response!r}"
+                )
             )
         return response
 
     async def metadata(
-        self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
+        self,
+        topics: Sequence[str] | None = None,
+        *,
+        allow_auto_topic_creation: bool = False,
     ) -> MetadataResponse:
         """Metadata v8 for ``topics`` (None: every topic; ``[]``: only the brokers) from
         the first server that answers: the known brokers, then the bootstrap list."""
-        body = metadata_request(topics, allow_auto_topic_creation=allow_auto_topic_creation)
+        body = metadata_request(
+            topics, allow_auto_topic_creation=allow_auto_topic_creation
+        )
         failure: KafkaException | None = None
         for node in (*self.brokers.values(), *self.bootstrap):
             try:
@@ -177,7 +209,8 @@ class AsyncAdminClient:
                 failure = e
                 continue
             self.brokers = {
-                int(b.node_id): Node(int(b.node_id), b.host, int(b.port)) for b in response.brokers
+                int(b.node_id): Node(int(b.node_id), b.host, int(b.port))
+                for b in response.brokers
             }
             self.controller_id = int(response.controller_id)
             return response
@@ -189,7 +222,9 @@ class AsyncAdminClient:
         node = self.brokers.get(node_id)
         if node is None:
             raise KafkaException(
-                KafkaError(ErrorCode.leader_not_available, f"broker {node_id} is not alive")
+                KafkaError(
+                    ErrorCode.leader_not_available, f"broker {node_id} is not alive"
+                )
             )
         return node
 
@@ -204,7 +239,8 @@ class AsyncAdminClient:
         partition (FindCoordinator to any broker); KafkaException with its error
         (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
         if not self.brokers:
-            await self.metadata([])  # any broker answers: learn them from the bootstrap list
+            # any broker answers: learn them from the bootstrap list
+            await self.metadata([])
         node = next(iter(self.brokers.values()), self.bootstrap[0])
         body = FindCoordinatorRequest(key=group, key_type=i8(GROUP_KEY_TYPE))
         response = await self.request(node, body, FindCoordinatorResponse)
@@ -214,23 +250,33 @@ class AsyncAdminClient:
         return Node(int(response.node_id), response.host, int(response.port))
 
     def _timeout(self) -> i32Timedelta:
-        return i32Timedelta.parse(datetime.timedelta(milliseconds=self.request_timeout_ms))
+        return i32Timedelta.parse(
+            datetime.timedelta(milliseconds=self.request_timeout_ms)
+        )
 
     # --- topics -------------------------------------------------------------------
 
     async def create_topics(
         self, new_topics: Iterable[NewTopic], *, validate_only: bool = False
     ) -> dict[str, KafkaError | None]:
-        """CreateTopics v4 (-1 partitions or factor: the broker's defaults, KIP-464)."""
+        """CreateTopics v4 (-1 partitions or factor: the broker's defaults, KIP-464; a
+        topic's ``replica_assignment`` places its partitions by hand)."""
         request = CreateTopicsRequest(
             topics=tuple(
                 CreatableTopic(
                     name=TopicName(t.topic),
                     num_partitions=i32(t.num_partitions),
                     replication_factor=i16(t.replication_factor),
-                    assignments=(),
+                    assignments=tuple(
+                        CreatableReplicaAssignment(
+                            partition_index=i32(index),
+                            broker_ids=tuple(BrokerId(b) for b in replicas),
+                        )
+                        for index, replicas in enumerate(t.replica_assignment)
+                    ),
                     configs=tuple(
-                        CreatableTopicConfig(name=k, value=v) for k, v in t.config.items()
+                        CreatableTopicConfig(name=k, value=v)
+                        for k, v in t.config.items()
                     ),
                 )
                 for t in new_topics
@@ -238,17 +284,26 @@ class AsyncAdminClient:
             timeout=self._timeout(),
             validate_only=validate_only,
         )
-        response = await self.request(await self.controller(), request, CreateTopicsResponse)
+        response = await self.request(
+            await self.controller(), request, CreateTopicsResponse
+        )
         return {
-            str(r.name): error_or_none(int(r.error_code), r.error_message) for r in response.topics
+            str(r.name): error_or_none(int(r.error_code), r.error_message)
+            for r in response.topics
         }
 
-    async def delete_topics(self, topics: Iterable[str]) -> dict[str, KafkaError | None]:
+    async def delete_topics(
+        self, topics: Iterable[str]
+    ) -> dict[str, KafkaError | None]:
         request = DeleteTopicsRequest(
             topic_names=tuple(TopicName(t) for t in topics), timeout=self._timeout()
         )
-        response = await self.request(await self.controller(), request, DeleteTopicsResponse)
-        return {str(r.name): error_or_none(int(r.error_code)) for r in response.responses}
+        response = await self.request(
+            await self.controller(), request, DeleteTopicsResponse
+        )
+        return {
+            str(r.name): error_or_none(int(r.error_code)) for r in response.responses
+        }
 
     async def create_partitions(
         self, new_partitions: Iterable[NewPartitions], *, validate_only: bool = False
@@ -256,16 +311,21 @@ class AsyncAdminClient:
         request = CreatePartitionsRequest(
             topics=tuple(
                 CreatePartitionsTopic(
-                    name=TopicName(p.topic), count=i32(p.new_total_count), assignments=None
+                    name=TopicName(p.topic),
+                    count=i32(p.new_total_count),
+                    assignments=None,
                 )
                 for p in new_partitions
             ),
             timeout=self._timeout(),
             validate_only=validate_only,
         )
-        response = await self.request(await self.controller(), request, CreatePartitionsResponse)
+        response = await self.request(
+            await self.controller(), request, CreatePartitionsResponse
+        )
         return {
-            str(r.name): error_or_none(int(r.error_code), r.error_message) for r in response.results
+            str(r.name): error_or_none(int(r.error_code), r.error_message)
+            for r in response.results
         }
 
     async def list_topics(self, topic: str | None = None) -> ClusterMetadata:
@@ -302,14 +362,18 @@ class AsyncAdminClient:
         request = DescribeConfigsRequest(
             resources=tuple(
                 DescribeConfigsResource(
-                    resource_type=i8(r.restype), resource_name=r.name, configuration_keys=None
+                    resource_type=i8(r.restype),
+                    resource_name=r.name,
+                    configuration_keys=None,
                 )
                 for r in resources
             ),
             include_synonyms=False,
             include_documentation=False,
         )
-        response = await self.request(await self.controller(), request, DescribeConfigsResponse)
+        response = await self.request(
+            await self.controller(), request, DescribeConfigsResponse
+        )
         out: dict[ConfigResource, dict[str, ConfigEntry] | KafkaError] = {}
         for result in response.results:
             resource = ConfigResource(int(result.resource_type), result.resource_name)
@@ -364,11 +428,15 @@ class AsyncAdminClient:
     async def describe_consumer_groups(
         self, group_ids: Iterable[str]
     ) -> dict[str, ConsumerGroupDescription | KafkaError]:
-        async def describe(group: str, node: Node) -> ConsumerGroupDescription | KafkaError:
+        async def describe(
+            group: str, node: Node
+        ) -> ConsumerGroupDescription | KafkaError:
             request = DescribeGroupsRequest(
                 groups=(GroupId(group),), include_authorized_operations=False
             )
-            [described] = (await self.request(node, request, DescribeGroupsResponse)).groups
+            [described] = (
+                await self.request(node, request, DescribeGroupsResponse)
+            ).groups
             error = error_or_none(int(described.error_code))
             return error or ConsumerGroupDescription(
                 group,

@@ -95,13 +95,17 @@ class ProducerConfig:
 
 
 def _parse(
-    config: Mapping[str, object], keys: Mapping[str, Callable[[object], object]], kind: str
+    config: Mapping[str, object],
+    keys: Mapping[str, Callable[[object], object]],
+    kind: str,
 ) -> dict[str, object]:
     values: dict[str, object] = {}
     for key, raw in config.items():
         parse = keys.get(key)
         if parse is None:
-            raise ConfigError(f"{key}: not a {kind} configuration key this client knows")
+            raise ConfigError(
+                f"{key}: not a {kind} configuration key this client knows"
+            )
         try:
             values[_field(key)] = parse(raw)
         except (TypeError, ValueError) as exc:
@@ -164,10 +168,26 @@ def _bootstrap(raw: object) -> tuple[tuple[str, int], ...]:
     return tuple(servers)
 
 
+# Kafka's two partitioners deprecated by KIP-794 (3.3), and what replaces each.
+_DEPRECATED_PARTITIONERS = {
+    "DefaultPartitioner": "leave partitioner.class empty: the built-in partitioner "
+    "does what it did",
+    "UniformStickyPartitioner": "leave partitioner.class empty and set "
+    "partitioner.ignore.keys=true",
+}
+
+
 def _partitioner(raw: object) -> str:
     text = "" if raw is None else str(raw)
+    deprecated = _DEPRECATED_PARTITIONERS.get(text.rpartition(".")[2])
+    if deprecated is not None:
+        raise ValueError(
+            f"{text} is deprecated since Kafka 3.3 (KIP-794): {deprecated}"
+        )
     if text not in _PARTITIONERS:
-        raise ValueError(f"expected empty (the built-in partitioner) or {ROUND_ROBIN_PARTITIONER}")
+        raise ValueError(
+            f"expected empty (the built-in partitioner) or {ROUND_ROBIN_PARTITIONER}"
+        )
     return _PARTITIONERS[text]
 
 
@@ -257,11 +277,14 @@ class ConsumerConfig:
         """Parse Kafka's keys; :class:`ConfigError` names the first key refused."""
         parsed = cls(**_parse(config, _CONSUMER_KEYS, "consumer"))  # type: ignore[arg-type]
         if parsed.heartbeat_interval_ms >= parsed.session_timeout_ms:
-            raise ConfigError("heartbeat.interval.ms: must be lower than session.timeout.ms")
+            raise ConfigError(
+                "heartbeat.interval.ms: must be lower than session.timeout.ms"
+            )
         if parsed.group_id is None and parsed.enable_auto_commit:
             if "enable.auto.commit" in config:
                 raise ConfigError("enable.auto.commit: needs a group.id")
-            parsed = attrs.evolve(parsed, enable_auto_commit=False)  # Kafka's default then
+            # Kafka's default then
+            parsed = attrs.evolve(parsed, enable_auto_commit=False)
         return parsed
 
 

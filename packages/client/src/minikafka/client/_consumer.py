@@ -58,7 +58,10 @@ class Consumer:
     def __init__(self, config: Mapping[str, object]) -> None:
         self.config = ConsumerConfig.from_dict(config)
         self._fetcher, self._coordinator = consumer_cores(self.config)
-        self._metadata, self._subscriptions = self._fetcher.metadata, self._fetcher.subscriptions
+        self._metadata, self._subscriptions = (
+            self._fetcher.metadata,
+            self._fetcher.subscriptions,
+        )
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._callbacks: dict[str, RebalanceCallback | None] = {}
@@ -67,7 +70,9 @@ class Consumer:
         self._closed = False
         started = threading.Event()
         self._thread = threading.Thread(
-            target=lambda: trio.run(self._main, started), name="minikafka-consumer", daemon=True
+            target=lambda: trio.run(self._main, started),
+            name="minikafka-consumer",
+            daemon=True,
         )
         self._thread.start()
         started.wait()
@@ -117,7 +122,11 @@ class Consumer:
             self._subscriptions.subscribe(topics)
             for topic in topics:
                 self._metadata.want(topic)
-            self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+            self._callbacks = {
+                "assign": on_assign,
+                "revoke": on_revoke,
+                "lost": on_lost,
+            }
             self._coordinator.request_rejoin()
         self._wake()
 
@@ -132,7 +141,9 @@ class Consumer:
         ``auto.offset.reset``), outside any group rebalance."""
         wanted = list(partitions)
         with self._lock:
-            self._subscriptions.assign_manually(TP(p.topic, p.partition) for p in wanted)
+            self._subscriptions.assign_manually(
+                TP(p.topic, p.partition) for p in wanted
+            )
             for p in wanted:
                 self._metadata.want(p.topic)
                 self._position_from(p)
@@ -143,7 +154,10 @@ class Consumer:
 
     def assignment(self) -> list[TopicPartition]:
         with self._lock:
-            return [TopicPartition(tp.topic, tp.partition) for tp in self._subscriptions.assignment]
+            return [
+                TopicPartition(tp.topic, tp.partition)
+                for tp in self._subscriptions.assignment
+            ]
 
     def incremental_assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Add partitions to the assignment (what an ``on_assign`` of a cooperative
@@ -171,7 +185,9 @@ class Consumer:
         """Up to ``num_messages`` records (at most ``max.poll.records``)."""
         if self._closed:
             raise RuntimeError("the consumer is closed")
-        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        deadline = (
+            None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        )
         limit = min(num_messages, self.config.max_poll_records)
         while True:
             if self._coordinator is not None:
@@ -209,7 +225,9 @@ class Consumer:
             callback = self._callbacks.get(event.kind)
             if event.kind == "lost" and callback is None:
                 callback = self._callbacks.get("revoke")  # confluent-kafka's fallback
-            partitions = [TopicPartition(tp.topic, tp.partition) for tp in event.partitions]
+            partitions = [
+                TopicPartition(tp.topic, tp.partition) for tp in event.partitions
+            ]
             if callback is not None:
                 callback(self, partitions)
         with self._lock:
@@ -224,7 +242,9 @@ class Consumer:
                 TopicPartition(
                     p.topic,
                     p.partition,
-                    _or_invalid(self._subscriptions.assignment.get(TP(p.topic, p.partition))),
+                    _or_invalid(
+                        self._subscriptions.assignment.get(TP(p.topic, p.partition))
+                    ),
                 )
                 for p in partitions
             ]
@@ -233,16 +253,22 @@ class Consumer:
         with self._lock:
             self._position_from(partition)
             if partition.offset in (OFFSET_STORED, OFFSET_INVALID):
-                self._subscriptions.request_reset(TP(partition.topic, partition.partition))
+                self._subscriptions.request_reset(
+                    TP(partition.topic, partition.partition)
+                )
         self._wake()
 
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
-            self._subscriptions.pause((TP(p.topic, p.partition) for p in partitions), True)
+            self._subscriptions.pause(
+                (TP(p.topic, p.partition) for p in partitions), True
+            )
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         with self._lock:
-            self._subscriptions.pause((TP(p.topic, p.partition) for p in partitions), False)
+            self._subscriptions.pause(
+                (TP(p.topic, p.partition) for p in partitions), False
+            )
         self._wake()
 
     def commit(
@@ -259,7 +285,9 @@ class Consumer:
             )
         with self._lock:
             if message is not None:
-                wanted = {TP(message.topic(), message.partition()): message.offset() + 1}
+                wanted = {
+                    TP(message.topic(), message.partition()): message.offset() + 1
+                }
             elif offsets is not None:
                 wanted = {TP(p.topic, p.partition): p.offset for p in offsets}
             else:
@@ -283,7 +311,10 @@ class Consumer:
             code = self._coordinator.commit_results.pop(request.commit_id, TIMED_OUT)
         if code != ErrorCode.none:
             raise KafkaException(KafkaError(code))
-        return [TopicPartition(tp.topic, tp.partition, offset) for tp, offset in wanted.items()]
+        return [
+            TopicPartition(tp.topic, tp.partition, offset)
+            for tp, offset in wanted.items()
+        ]
 
     # --- closing ------------------------------------------------------------------
 
@@ -319,7 +350,8 @@ async def consumer_network(
     async with (
         NetworkClient.open(
             client_id=config.client_id,
-            request_timeout=(config.request_timeout_ms + config.fetch_max_wait_ms) / 1000,
+            request_timeout=(config.request_timeout_ms + config.fetch_max_wait_ms)
+            / 1000,
         ) as client,
         NetworkClient.open(
             client_id=config.client_id, request_timeout=group_request_timeout(config)
@@ -334,7 +366,9 @@ def group_request_timeout(config: ConsumerConfig) -> float:
     return (max(config.request_timeout_ms, config.max_poll_interval_ms) + 5_000) / 1000
 
 
-def consumer_cores(config: ConsumerConfig) -> tuple[Fetcher, ConsumerCoordinator | None]:
+def consumer_cores(
+    config: ConsumerConfig,
+) -> tuple[Fetcher, ConsumerCoordinator | None]:
     """The Fetcher (with the metadata and subscriptions) and, with a ``group.id``, the
     coordinator a consumer's API drives, the synchronous one or the async one."""
     nodes = bootstrap_nodes(config.bootstrap_servers)
@@ -348,7 +382,9 @@ def consumer_cores(config: ConsumerConfig) -> tuple[Fetcher, ConsumerCoordinator
     return Fetcher(config, subscriptions, metadata), coordinator
 
 
-def position_from(subscriptions: SubscriptionState, in_group: bool, p: TopicPartition) -> None:
+def position_from(
+    subscriptions: SubscriptionState, in_group: bool, p: TopicPartition
+) -> None:
     """Where an assigned partition starts: its offset, the log's start or end, or (with
     no offset) the group's committed one, or ``auto.offset.reset`` without a group."""
     tp = TP(p.topic, p.partition)
@@ -368,7 +404,11 @@ def messages(runs: list[tuple[TP, list[Record]]]) -> list[Message]:
 
 
 def _or_invalid(state: Any) -> int:
-    return OFFSET_INVALID if state is None or state.position is None else int(state.position)
+    return (
+        OFFSET_INVALID
+        if state is None or state.position is None
+        else int(state.position)
+    )
 
 
 def _error_message(error: KafkaError) -> Message:

@@ -45,7 +45,10 @@ from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequestTopic,
 )
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest, OffsetFetchRequestTopic
+from kio.schema.offset_fetch.v5.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+)
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderEpochRequest,
@@ -53,7 +56,10 @@ from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderTopic,
 )
 from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochResponse
-from kio.schema.sync_group.v3.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.schema.sync_group.v3.request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 from kio.schema.sync_group.v3.response import SyncGroupResponse
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
@@ -121,7 +127,9 @@ class ConsumerShell:
         if self._refresher is not None:
             self._refresher.wake()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             config = self.fetcher.config
@@ -158,11 +166,15 @@ class ConsumerShell:
                 wanted = [*(p.node for p in plans), *resets, *validations]
                 nodes = {n: self.metadata.node(n) for n in wanted}
             for node_id, epochs in validations.items():
-                self._nursery.start_soon(self._validate, node_id, nodes[node_id], epochs)
+                self._nursery.start_soon(
+                    self._validate, node_id, nodes[node_id], epochs
+                )
             for plan in plans:
                 self._nursery.start_soon(self._fetch, plan, nodes[plan.node])
             for node_id, offsets in resets.items():
-                self._nursery.start_soon(self._list_offsets, node_id, nodes[node_id], offsets)
+                self._nursery.start_soon(
+                    self._list_offsets, node_id, nodes[node_id], offsets
+                )
             with trio.move_on_after(1.0):
                 await self._wake_fetch.wait()
 
@@ -182,7 +194,9 @@ class ConsumerShell:
             )
         return FetchRequest(
             replica_id=BrokerId(CONSUMER_REPLICA_ID),
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=config.fetch_max_wait_ms)),
+            max_wait=i32Timedelta.parse(
+                datetime.timedelta(milliseconds=config.fetch_max_wait_ms)
+            ),
             min_bytes=i32(config.fetch_min_bytes),
             max_bytes=i32(config.fetch_max_bytes),
             isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
@@ -217,7 +231,8 @@ class ConsumerShell:
                     )
                     if fetched.error == ErrorCode.none and tp in offsets:
                         # Read the records here, not holding the lock poll() needs.
-                        with contextlib.suppress(CorruptRecordError):  # the core reports it
+                        # the core reports it
+                        with contextlib.suppress(CorruptRecordError):
                             decoded = self.fetcher.decode(fetched, offsets[tp])
                             fetched = attrs.evolve(fetched, decoded=decoded)
                     results[tp] = fetched
@@ -232,7 +247,10 @@ class ConsumerShell:
         self.wake()
 
     async def _validate(
-        self, node_id: int, node: Node | None, epochs: dict[TopicPartition, tuple[int, int]]
+        self,
+        node_id: int,
+        node: Node | None,
+        epochs: dict[TopicPartition, tuple[int, int]],
     ) -> None:
         """KIP-320: ask the new leader where each position's epoch ends in its log."""
         request = OffsetForLeaderEpochRequest(
@@ -259,7 +277,9 @@ class ConsumerShell:
             try:
                 response = await self.client.send(node, request)
             except ClientError as exc:
-                _logger.info("OffsetsForLeaderEpoch to node %s failed: %s", node_id, exc)
+                _logger.info(
+                    "OffsetsForLeaderEpoch to node %s failed: %s", node_id, exc
+                )
         with self.lock:
             if isinstance(response, OffsetForLeaderEpochResponse):
                 answers = {
@@ -285,7 +305,9 @@ class ConsumerShell:
     ) -> None:
         request = ListOffsetsRequest(
             replica_id=BrokerId(CONSUMER_REPLICA_ID),
-            isolation_level=i8(1 if self.fetcher.config.isolation_level == "read_committed" else 0),
+            isolation_level=i8(
+                1 if self.fetcher.config.isolation_level == "read_committed" else 0
+            ),
             topics=tuple(
                 ListOffsetsTopic(
                     name=TopicName(topic),
@@ -352,7 +374,9 @@ class ConsumerShell:
         try:
             if node is None:
                 raise ClientError("no coordinator")
-            response = await (self.group_client or self.client).send(node, self._encode(request))
+            response = await (self.group_client or self.client).send(
+                node, self._encode(request)
+            )
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
             with self.lock:
@@ -360,7 +384,9 @@ class ConsumerShell:
                 if isinstance(request, FindCoordinator):
                     coordinator.on_find_coordinator(-1, -1, now)
                 elif isinstance(request, OffsetCommit):
-                    coordinator.on_commit(request.commit_id, [ErrorCode.request_timed_out], now)
+                    coordinator.on_commit(
+                        request.commit_id, [ErrorCode.request_timed_out], now
+                    )
                     coordinator.coordinator_unknown(now)
                 elif not isinstance(request, LeaveGroup):
                     coordinator.coordinator_unknown(now)
@@ -419,7 +445,8 @@ class ConsumerShell:
                 group_id=group,
                 members=(
                     MemberIdentity(
-                        member_id=request.member_id, group_instance_id=request.group_instance_id
+                        member_id=request.member_id,
+                        group_instance_id=request.group_instance_id,
                     ),
                 ),
             )
@@ -454,7 +481,9 @@ class ConsumerShell:
             ),
         )
 
-    def _decode(self, request: GroupRequest, response: object, now: float) -> GroupRequest | None:
+    def _decode(
+        self, request: GroupRequest, response: object, now: float
+    ) -> GroupRequest | None:
         """Hand an answer to the coordinator; a request that must follow on the same
         connection at once (the SyncGroup after a JoinGroup)."""
         coordinator = self.coordinator
@@ -485,7 +514,9 @@ class ConsumerShell:
                 now,
             )
         elif isinstance(response, SyncGroupResponse):
-            coordinator.on_sync(int(response.error_code), bytes(response.assignment), now)
+            coordinator.on_sync(
+                int(response.error_code), bytes(response.assignment), now
+            )
         elif isinstance(response, HeartbeatResponse):
             coordinator.on_heartbeat(int(response.error_code), now)
         elif isinstance(response, OffsetFetchResponse):
@@ -514,6 +545,8 @@ class ConsumerShell:
         if request is not None and node is not None:
             try:
                 with trio.move_on_after(5):
-                    await (self.group_client or self.client).send(node, self._encode(request))
+                    await (self.group_client or self.client).send(
+                        node, self._encode(request)
+                    )
             except ClientError as exc:
                 _logger.info("LeaveGroup failed: %s", exc)

@@ -152,7 +152,11 @@ class Fetcher:
             if leader in self._in_flight:
                 continue
             by_node.setdefault(leader, []).append(
-                (tp, self._fetch_position(tp, waiting), self.config.max_partition_fetch_bytes)
+                (
+                    tp,
+                    self._fetch_position(tp, waiting),
+                    self.config.max_partition_fetch_bytes,
+                )
             )
         self._in_flight.update(by_node)
         return [
@@ -213,7 +217,9 @@ class Fetcher:
                 continue
             state.awaiting_validation = False
             if error != ErrorCode.none:
-                self.errors.append(KafkaError(error, f"validating the position of {tp}"))
+                self.errors.append(
+                    KafkaError(error, f"validating the position of {tp}")
+                )
             elif state.position is not None and 0 <= end_offset < state.position:
                 if self.subscriptions.auto_offset_reset == "none":
                     self.errors.append(
@@ -257,30 +263,43 @@ class Fetcher:
             state.high_watermark = result.high_watermark
             if result.error == ErrorCode.none:
                 try:
-                    records, epochs, after = result.decoded or self.decode(result, offset)
+                    records, epochs, after = result.decoded or self.decode(
+                        result, offset
+                    )
                 except CorruptRecordError as exc:
-                    self.errors.append(KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}"))
+                    self.errors.append(
+                        KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}")
+                    )
                     continue
                 if records:
-                    self._buffered.append(_Completed(tp, offset, records, epochs, after))
+                    self._buffered.append(
+                        _Completed(tp, offset, records, epochs, after)
+                    )
                 elif after > offset:
                     state.position = after  # only control batches: step over them
             elif result.error == ErrorCode.offset_out_of_range:
                 if not self.subscriptions.request_reset(tp):
                     self.errors.append(
-                        KafkaError(result.error, f"{tp} at {offset}, and auto.offset.reset=none")
+                        KafkaError(
+                            result.error,
+                            f"{tp} at {offset}, and auto.offset.reset=none",
+                        )
                     )
             elif result.error in _STALE_METADATA:
                 self.metadata.request_update()
             else:
                 self.errors.append(KafkaError(result.error, f"fetching {tp}"))
 
-    def decode(self, result: FetchedPartition, offset: int) -> tuple[list[Record], list[int], int]:
+    def decode(
+        self, result: FetchedPartition, offset: int
+    ) -> tuple[list[Record], list[int], int]:
         """The records of ``result`` from ``offset`` on (no state touched: the shell may
         call it before taking the lock). Raises CorruptRecordError."""
         committed_only = self.config.isolation_level == "read_committed"
         stable_end = result.last_stable_offset if committed_only else None
-        return records_from(result.records or b"", offset, stable_end, self.config.check_crcs)
+        return records_from(
+            result.records or b"", offset, stable_end, self.config.check_crcs
+        )
 
     def on_failure(self, plan: FetchPlan) -> None:
         """No answer (the connection failed): fetch again once the metadata is fresh."""
@@ -335,7 +354,9 @@ class Fetcher:
         self._resetting.update(by_node)
         return by_node
 
-    def on_reset(self, node: int, offsets: Mapping[TopicPartition, tuple[int, int]]) -> None:
+    def on_reset(
+        self, node: int, offsets: Mapping[TopicPartition, tuple[int, int]]
+    ) -> None:
         """ListOffsets answered: (error, offset) per partition."""
         self._resetting.discard(node)
         for tp, (error, offset) in offsets.items():

@@ -92,9 +92,18 @@ class Message:
     __slots__ = ("_error", "_partition", "_record", "_topic")
 
     def __init__(
-        self, topic: str, partition: int, record: Record, error: KafkaError | None = None
+        self,
+        topic: str,
+        partition: int,
+        record: Record,
+        error: KafkaError | None = None,
     ) -> None:
-        self._topic, self._partition, self._record, self._error = topic, partition, record, error
+        self._topic, self._partition, self._record, self._error = (
+            topic,
+            partition,
+            record,
+            error,
+        )
 
     def topic(self) -> str:
         return self._topic
@@ -146,7 +155,12 @@ class TopicPartition:
         offset: int = OFFSET_INVALID,
         error: KafkaError | None = None,
     ) -> None:
-        self.topic, self.partition, self.offset, self.error = topic, partition, offset, error
+        self.topic, self.partition, self.offset, self.error = (
+            topic,
+            partition,
+            offset,
+            error,
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TopicPartition):
@@ -162,5 +176,6 @@ class TopicPartition:
 
     def __repr__(self) -> builtins.str:
         return (
-            f"TopicPartition{{topic={self.topic},partition={self.partition},offset={self.offset}}}"
+            f"TopicPartition{{topic={self.topic},"
+            f"partition={self.partition},offset={self.offset}}}"
         )

@@ -70,25 +70,32 @@ class ClientMetadata:
 
     def update(self, response: MetadataResponse, now: float) -> None:
         self.nodes = {
-            int(b.node_id): Node(int(b.node_id), b.host, int(b.port)) for b in response.brokers
+            int(b.node_id): Node(int(b.node_id), b.host, int(b.port))
+            for b in response.brokers
         }
         for topic in response.topics:
             error = int(topic.error_code)
             if error != ErrorCode.none and not topic.partitions:
                 self.topics[str(topic.name)] = TopicInfo(error, ())
                 continue
-            count = max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
+            count = (
+                max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
+            )
             leaders = [-1] * count
             epochs = [-1] * count
             for p in topic.partitions:
                 leader = int(p.leader_id)
                 leaders[int(p.partition_index)] = leader if leader in self.nodes else -1
                 epochs[int(p.partition_index)] = int(p.leader_epoch)
-            self.topics[str(topic.name)] = TopicInfo(error, tuple(leaders), tuple(epochs))
+            self.topics[str(topic.name)] = TopicInfo(
+                error, tuple(leaders), tuple(epochs)
+            )
         self.updated_at = now
         # Ask again soon while a wanted topic has no partitions or a partition no leader.
         self._needs_update = any(
-            t not in self.topics or not self.topics[t].leaders or -1 in self.topics[t].leaders
+            t not in self.topics
+            or not self.topics[t].leaders
+            or -1 in self.topics[t].leaders
             for t in self.wanted
         )
 
@@ -113,10 +120,14 @@ class ClientMetadata:
     def node(self, node_id: int) -> Node | None:
         return self.nodes.get(node_id)
 
-    def led_by(self, node_id: int, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+    def led_by(
+        self, node_id: int, partitions: Iterable[TopicPartition]
+    ) -> list[TopicPartition]:
         return [tp for tp in partitions if self.leader_of(tp) == node_id]
 
     def any_node(self, index: int) -> Node:
         """A broker to ask for metadata: a known one, else a bootstrap server."""
-        known = sorted(self.nodes.values(), key=lambda n: n.node_id) or list(self.bootstrap)
+        known = sorted(self.nodes.values(), key=lambda n: n.node_id) or list(
+            self.bootstrap
+        )
         return known[index % len(known)]

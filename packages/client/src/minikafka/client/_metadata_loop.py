@@ -44,12 +44,16 @@ class MetadataRefresher:
         while True:
             self._wake = trio.Event()
             with self.lock:
-                due = bool(self.metadata.wanted) and self.metadata.update_due(self.clock())
+                due = bool(self.metadata.wanted) and self.metadata.update_due(
+                    self.clock()
+                )
                 topics = sorted(self.metadata.wanted)
                 node = self.metadata.any_node(self._attempt)
             if due:
                 request = MetadataRequest(
-                    topics=tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+                    topics=tuple(
+                        MetadataRequestTopic(name=TopicName(t)) for t in topics
+                    ),
                     allow_auto_topic_creation=self.allow_auto_create,
                     include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False,

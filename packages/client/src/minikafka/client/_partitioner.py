@@ -92,11 +92,18 @@ class Partitioner:
             return partition_for_key(key, partitions)
         sticky = self._sticky.get(topic)
         if sticky is None or sticky.partition >= partitions:
-            sticky = self._sticky[topic] = _Sticky(self._next(partitions, available, None))
+            sticky = self._sticky[topic] = _Sticky(
+                self._next(partitions, available, None)
+            )
         return sticky.partition
 
     def on_append(
-        self, topic: str, partition: int, size: int, partitions: int, available: Sequence[int]
+        self,
+        topic: str,
+        partition: int,
+        size: int,
+        partitions: int,
+        available: Sequence[int],
     ) -> None:
         """``size`` bytes went to ``partition``: once the sticky partition has had
         ``batch.size`` of them, the next keyless record goes elsewhere (KIP-794's
@@ -108,7 +115,9 @@ class Partitioner:
         if sticky.produced_bytes >= max(self.batch_size, 1):
             self._sticky[topic] = _Sticky(self._next(partitions, available, partition))
 
-    def _next(self, partitions: int, available: Sequence[int], current: int | None) -> int:
+    def _next(
+        self, partitions: int, available: Sequence[int], current: int | None
+    ) -> int:
         choices = [p for p in (available or range(partitions)) if p != current]
         if not choices:  # one partition: it stays
             return current if current is not None else 0

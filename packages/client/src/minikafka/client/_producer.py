@@ -38,18 +38,24 @@ from ._partitioner import Partitioner
 from ._sender import Delivery, Sender
 from ._shell import ProducerShell
 
-HeadersArg = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
+HeadersArg = (
+    Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
+)
 
 
 class Producer:
     """A Kafka producer: ``Producer({"bootstrap.servers": "127.0.0.1:9092"})``."""
 
-    def __init__(self, config: Mapping[str, object], *, seed: int | None = None) -> None:
+    def __init__(
+        self, config: Mapping[str, object], *, seed: int | None = None
+    ) -> None:
         self.config = ProducerConfig.from_dict(config)
         self._sender, self._partitioner = producer_cores(self.config, seed)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # metadata, room, reports
-        self._reports: collections.deque[tuple[DeliveryCallback | None, KafkaError | None, Message]]
+        self._reports: collections.deque[
+            tuple[DeliveryCallback | None, KafkaError | None, Message]
+        ]
         self._reports = collections.deque()
         self._outstanding = 0  # records appended whose report has not been served
         # One TopicPartition per partition produced to: no new object (and hash) a record.
@@ -157,7 +163,10 @@ class Producer:
             if info is not None:
                 return info
             known = metadata.topics.get(topic)
-            if known is not None and known.error not in (0, ErrorCode.leader_not_available):
+            if known is not None and known.error not in (
+                0,
+                ErrorCode.leader_not_available,
+            ):
                 raise KafkaException(KafkaError(known.error, f"topic {topic}"))
             left = deadline - time.monotonic()
             if left <= 0:
@@ -179,7 +188,9 @@ class Producer:
             except BufferFull:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise BufferError("buffer.memory is full and max.block.ms passed") from None
+                    raise BufferError(
+                        "buffer.memory is full and max.block.ms passed"
+                    ) from None
                 accumulator.wait_for_room(True)
                 self._wake()
                 try:
@@ -208,7 +219,9 @@ class Producer:
     def flush(self, timeout: float | None = None) -> int:
         """Send everything queued now (no lingering) and serve reports until every record
         has one or ``timeout`` passes; how many records are still outstanding."""
-        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        deadline = (
+            None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        )
         with self._lock:
             self._sender.accumulator.begin_flush()
         self._wake()
@@ -252,14 +265,22 @@ class Producer:
         self.close()
 
 
-def producer_cores(config: ProducerConfig, seed: int | None) -> tuple[Sender, Partitioner]:
+def producer_cores(
+    config: ProducerConfig, seed: int | None
+) -> tuple[Sender, Partitioner]:
     """The Sender (with its accumulator and metadata) and the partitioner a producer's
     API drives, the synchronous one or the async one."""
     c = config
     accumulator = RecordAccumulator(
-        c.batch_size, c.buffer_memory, c.linger_ms, c.retry_backoff_ms, c.compression_type
+        c.batch_size,
+        c.buffer_memory,
+        c.linger_ms,
+        c.retry_backoff_ms,
+        c.compression_type,
     )
-    metadata = ClientMetadata(bootstrap_nodes(c.bootstrap_servers), c.metadata_max_age_ms)
+    metadata = ClientMetadata(
+        bootstrap_nodes(c.bootstrap_servers), c.metadata_max_age_ms
+    )
     partitioner = Partitioner(
         c.batch_size,
         random.Random(seed),
@@ -314,9 +335,12 @@ def choose_partition(
             )
         )
     if partition < 0:
-        partition = partitioner.partition(topic, record.key, len(info.leaders), info.available)
+        partition = partitioner.partition(
+            topic, record.key, len(info.leaders), info.available
+        )
     tp = cache.get((topic, partition))
-    if tp is None:  # one TopicPartition per partition: no new object (and hash) a record
+    # one TopicPartition per partition: no new object (and hash) a record
+    if tp is None:
         tp = cache[topic, partition] = TopicPartition(topic, partition)
     return tp
 

@@ -102,7 +102,11 @@ class Delivery:
         """The record as it was stored (its offset and timestamp as the broker gave)."""
         pending = self.batch.records[index]
         return Record(
-            self.offset(index), self.timestamp(index), pending.key, pending.value, pending.headers
+            self.offset(index),
+            self.timestamp(index),
+            pending.key,
+            pending.value,
+            pending.headers,
         )
 
 
@@ -120,7 +124,9 @@ class Sender:
     _in_flight: dict[TopicPartition, int] = attrs.field(factory=dict)
     _requests: dict[int, int] = attrs.field(factory=dict)
     # (producer id, partition) -> reports held back until earlier batches resolve
-    _held: dict[tuple[int, TopicPartition], dict[int, Delivery]] = attrs.field(factory=dict)
+    _held: dict[tuple[int, TopicPartition], dict[int, Delivery]] = attrs.field(
+        factory=dict
+    )
 
     @property
     def idempotent(self) -> bool:
@@ -203,7 +209,10 @@ class Sender:
     # --- answers ------------------------------------------------------------------
 
     def on_response(
-        self, plan: ProducePlan, results: Mapping[TopicPartition, PartitionResponse], now: float
+        self,
+        plan: ProducePlan,
+        results: Mapping[TopicPartition, PartitionResponse],
+        now: float,
     ) -> None:
         """The Produce response (for ``acks=0``, the request written: no offsets)."""
         self._request_done(plan)
@@ -211,7 +220,8 @@ class Sender:
             answer = results.get(batch.topic_partition)
             if answer is None:
                 answer = PartitionResponse(
-                    ErrorCode.unknown_server_error, error_message="no answer for the partition"
+                    ErrorCode.unknown_server_error,
+                    error_message="no answer for the partition",
                 )
             self._on_batch_answer(batch, answer, now)
 
@@ -229,7 +239,9 @@ class Sender:
         for batch in plan.batches:
             self._in_flight[batch.topic_partition] -= 1
 
-    def _on_batch_answer(self, batch: ProducerBatch, answer: PartitionResponse, now: float) -> None:
+    def _on_batch_answer(
+        self, batch: ProducerBatch, answer: PartitionResponse, now: float
+    ) -> None:
         error = answer.error
         if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
             self._succeed(batch, answer)
@@ -247,28 +259,43 @@ class Sender:
             return
         self._retry_or_fail(batch, kafka_error, now)
 
-    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+    def _retry_or_fail(
+        self, batch: ProducerBatch, error: KafkaError, now: float
+    ) -> None:
         past_deadline = (now - batch.created) * 1000 >= self.config.delivery_timeout_ms
-        if error.retriable() and batch.attempts < self.config.retries and not past_deadline:
+        if (
+            error.retriable()
+            and batch.attempts < self.config.retries
+            and not past_deadline
+        ):
             self.accumulator.reenqueue(batch, now)
         elif past_deadline and error.retriable():
             self._fail(
-                batch, KafkaError(MSG_TIMED_OUT, f"delivery.timeout.ms passed: {error.str()}")
+                batch,
+                KafkaError(MSG_TIMED_OUT, f"delivery.timeout.ms passed: {error.str()}"),
             )
         else:
             self._fail(batch, error)
 
     def _earlier_unresolved(self, batch: ProducerBatch) -> bool:
-        pending = self._unresolved.get((batch.producer_id, batch.topic_partition), set())
+        pending = self._unresolved.get(
+            (batch.producer_id, batch.topic_partition), set()
+        )
         return any(_before(s, batch.base_sequence) for s in pending)
 
     def _succeed(self, batch: ProducerBatch, answer: PartitionResponse) -> None:
         self._resolve(batch)
-        self._report(batch, Delivery(batch, answer.base_offset, answer.log_append_time, None))
+        self._report(
+            batch, Delivery(batch, answer.base_offset, answer.log_append_time, None)
+        )
 
     def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         self._resolve(batch)
-        if self.idempotent and batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
+        if (
+            self.idempotent
+            and batch.base_sequence >= 0
+            and batch.producer_id == self.producer_id
+        ):
             # A gap in this partition's sequences that no later batch can fill: start
             # again under a new producer id (see the module docstring).
             self.producer_id = self.producer_epoch = -1

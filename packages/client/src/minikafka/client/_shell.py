@@ -35,7 +35,11 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
-from kio.schema.produce.v8.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.produce.v8.request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
 from kio.schema.produce.v8.response import ProduceResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32Timedelta
@@ -75,12 +79,16 @@ def produce_request(
     )
 
 
-def response_results(response: ProduceResponse) -> dict[TopicPartition, PartitionResponse]:
+def response_results(
+    response: ProduceResponse,
+) -> dict[TopicPartition, PartitionResponse]:
     return {
         TopicPartition(str(topic.name), int(p.index)): PartitionResponse(
             int(p.error_code),
             int(p.base_offset),
-            -1 if p.log_append_time is None else int(p.log_append_time.timestamp() * 1000),
+            -1
+            if p.log_append_time is None
+            else int(p.log_append_time.timestamp() * 1000),
             p.error_message,
         )
         for topic in response.responses
@@ -121,7 +129,9 @@ class ProducerShell:
         self.on_metadata()
         self._wake_sender.set()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self._refresher = MetadataRefresher(
@@ -169,8 +179,11 @@ class ProducerShell:
             self._nursery.start_soon(self._node_task, node_id, receive)
         return queue
 
-    async def _node_task(self, node_id: int, plans: trio.MemoryReceiveChannel[ProducePlan]) -> None:
-        """Queue each request for ``node_id`` in order; wait for answers concurrently."""
+    async def _node_task(
+        self, node_id: int, plans: trio.MemoryReceiveChannel[ProducePlan]
+    ) -> None:
+        """Queue each request for ``node_id`` in order; wait for answers
+        concurrently."""
         async with trio.open_nursery() as answers:
             async for plan in plans:
                 with self.lock:
@@ -199,7 +212,10 @@ class ProducerShell:
             self._failed(plan, str(exc))
             return
         if response is None:  # acks=0: written, never answered
-            results = {b.topic_partition: PartitionResponse(ErrorCode.none) for b in plan.batches}
+            results = {
+                b.topic_partition: PartitionResponse(ErrorCode.none)
+                for b in plan.batches
+            }
         elif isinstance(response, ProduceResponse):
             results = response_results(response)
         else:
@@ -234,9 +250,14 @@ class ProducerShell:
             try:
                 response = await self.client.send(node, request)
             except ClientError as exc:
-                _logger.info("InitProducerId from node %s failed: %s", node.node_id, exc)
+                _logger.info(
+                    "InitProducerId from node %s failed: %s", node.node_id, exc
+                )
                 response = None
-            if isinstance(response, InitProducerIdResponse) and response.error_code == 0:
+            if (
+                isinstance(response, InitProducerIdResponse)
+                and response.error_code == 0
+            ):
                 with self.lock:
                     self.sender.set_producer_id(
                         int(response.producer_id), int(response.producer_epoch)

@@ -17,4 +17,6 @@ def subcommand_parser(
     """The program's parser and one parser per subcommand (``commands``: name to help)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    return parser, {name: subparsers.add_parser(name, help=h) for name, h in commands.items()}
+    return parser, {
+        name: subparsers.add_parser(name, help=h) for name, h in commands.items()
+    }

@@ -161,23 +161,38 @@ class ConfigKey:
     def synonym_names(self) -> tuple[str, ...]:
         return tuple(s.name or self.name for s in self.synonyms)
 
-    def parse(self, raw: str, name: str | None = None, synonym: Synonym | None = None) -> object:
+    def parse(
+        self, raw: str, name: str | None = None, synonym: Synonym | None = None
+    ) -> object:
         """``raw`` parsed and validated, errors naming ``name`` (the key or a synonym)."""
         key = name or self.name
-        kind = synonym.type if synonym is not None and synonym.type is not None else self.type
+        kind = (
+            synonym.type
+            if synonym is not None and synonym.type is not None
+            else self.type
+        )
         value = (
-            kind.parse(key, raw.strip()) if isinstance(kind, ConfigType) else kind(key, raw.strip())
+            kind.parse(key, raw.strip())
+            if isinstance(kind, ConfigType)
+            else kind(key, raw.strip())
         )
         if self.validator is not None:
             self.validator(key, value)
-        if synonym is not None and synonym.scale != 1 and isinstance(value, int) and value >= 0:
+        if (
+            synonym is not None
+            and synonym.scale != 1
+            and isinstance(value, int)
+            and value >= 0
+        ):
             value *= synonym.scale
         return value
 
     def lookup(self) -> tuple[tuple[str, Synonym | None], ...]:
         """Every name that sets this key, highest precedence first."""
         # A same-name synonym (compression.type) is the key itself: read it once.
-        others = tuple((s.name, s) for s in self.synonyms if s.name not in (None, self.name))
+        others = tuple(
+            (s.name, s) for s in self.synonyms if s.name not in (None, self.name)
+        )
         return ((self.name, None), *others)
 
 

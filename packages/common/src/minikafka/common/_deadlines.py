@@ -28,7 +28,8 @@ class Deadlines(Generic[K]):
     def __init__(self) -> None:
         self._due: dict[K, float] = {}
         self._heap: list[tuple[float, int, K]] = []
-        self._order = itertools.count()  # ties broken by scheduling order, deterministic
+        # ties broken by scheduling order, deterministic
+        self._order = itertools.count()
 
     def __len__(self) -> int:
         return len(self._due)

@@ -92,8 +92,12 @@ from ._requests import AllocateProducerIdsResponse as AllocateProducerIdsRespons
 from ._requests import AlterableConfig as AlterableConfig
 from ._requests import AlterConfigOp as AlterConfigOp
 from ._requests import AlterPartitionItem as AlterPartitionItem
-from ._requests import AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest
-from ._requests import AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponse
+from ._requests import (
+    AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest,
+)
+from ._requests import (
+    AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponse,
+)
 from ._requests import AlterPartitionRequest as AlterPartitionRequest
 from ._requests import AlterPartitionResponse as AlterPartitionResponse
 from ._requests import AlterPartitionResult as AlterPartitionResult
@@ -121,9 +125,15 @@ from ._requests import ElectionResult as ElectionResult
 from ._requests import ElectLeadersRequest as ElectLeadersRequest
 from ._requests import ElectLeadersResponse as ElectLeadersResponse
 from ._requests import IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest
-from ._requests import IncrementalAlterConfigsResponse as IncrementalAlterConfigsResponse
-from ._requests import ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequest
-from ._requests import ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponse
+from ._requests import (
+    IncrementalAlterConfigsResponse as IncrementalAlterConfigsResponse,
+)
+from ._requests import (
+    ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequest,
+)
+from ._requests import (
+    ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponse,
+)
 from ._requests import OngoingReassignment as OngoingReassignment
 from ._requests import ReassignablePartition as ReassignablePartition
 from ._requests import ReassignmentResult as ReassignmentResult

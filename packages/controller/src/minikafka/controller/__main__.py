@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     add_assign_arguments(commands["assign"])
     commands["replay"].add_argument(
-        "dir", type=Path, help="a metadata dir (holding __cluster_metadata-0) or that partition"
+        "dir",
+        type=Path,
+        help="a metadata dir (holding __cluster_metadata-0) or that partition",
     )
     args = parser.parse_args(argv)
     if args.command == "assign":

@@ -33,36 +33,59 @@ from ._placement import (
 _RANGE = re.compile(r"([0-9]+)-([0-9]+)")
 _SINGLE = re.compile(r"[0-9]+")
 # Options that only make sense when placement computes the assignment.
-_COMPUTED_ONLY = ("partitions", "replication_factor", "start_index", "replica_shift", "seed")
+_COMPUTED_ONLY = (
+    "partitions",
+    "replication_factor",
+    "start_index",
+    "replica_shift",
+    "seed",
+)
 
 
 def add_assign_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``assign`` options to ``parser``."""
     parser.add_argument(
-        "--brokers", metavar="IDS", help="broker ids, comma-separated; ranges allowed: 1000-1004"
+        "--brokers",
+        metavar="IDS",
+        help="broker ids, comma-separated; ranges allowed: 1000-1004",
     )
-    parser.add_argument("--partitions", type=int, metavar="N", help="number of partitions")
+    parser.add_argument(
+        "--partitions", type=int, metavar="N", help="number of partitions"
+    )
     parser.add_argument(
         "--replication-factor", type=int, metavar="N", help="replicas per partition"
     )
     parser.add_argument(
-        "--start-index", type=int, metavar="I", help="broker list index of partition 0's leader"
+        "--start-index",
+        type=int,
+        metavar="I",
+        help="broker list index of partition 0's leader",
     )
     parser.add_argument(
-        "--replica-shift", type=int, metavar="S", help="initial follower shift (nextReplicaShift)"
+        "--replica-shift",
+        type=int,
+        metavar="S",
+        help="initial follower shift (nextReplicaShift)",
     )
     parser.add_argument(
-        "--seed", type=int, metavar="N", help="seed for the start index and shift not given"
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed for the start index and shift not given",
     )
     parser.add_argument(
-        "--racks", metavar="NAMES", help="rack of each broker, comma-separated, in --brokers order"
+        "--racks",
+        metavar="NAMES",
+        help="rack of each broker, comma-separated, in --brokers order",
     )
     parser.add_argument(
         "--replica-assignment",
         metavar="TEXT",
         help="check this manual assignment instead (1000:1001,1001:1002)",
     )
-    parser.add_argument("--json", action="store_true", help="print only the assignment, as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print only the assignment, as JSON"
+    )
 
 
 def run_assign(args: argparse.Namespace, out: TextIO) -> int:
@@ -70,7 +93,9 @@ def run_assign(args: argparse.Namespace, out: TextIO) -> int:
     try:
         _assign(args, out)
     except PlacementError as error:
-        print(f"error: {error.error_code.name.upper()}: {error.message}", file=sys.stderr)
+        print(
+            f"error: {error.error_code.name.upper()}: {error.message}", file=sys.stderr
+        )
         return 1
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -86,7 +111,11 @@ def _assign(args: argparse.Namespace, out: TextIO) -> None:
         assignment, columns = _check_manual(args, brokers)
         summary = f"Manual assignment of {len(assignment)} partition(s): valid"
     else:
-        if brokers is None or args.partitions is None or args.replication_factor is None:
+        if (
+            brokers is None
+            or args.partitions is None
+            or args.replication_factor is None
+        ):
             raise ValueError(
                 "--brokers, --partitions and --replication-factor are required "
                 "(unless --replica-assignment is given)"
@@ -97,7 +126,10 @@ def _assign(args: argparse.Namespace, out: TextIO) -> None:
         # stdout stays pure JSON; the values needed to reproduce the run go to stderr.
         if drawn_note is not None:
             print(drawn_note, file=sys.stderr)
-        print(json.dumps({str(p): list(assignment[p]) for p in sorted(assignment)}), file=out)
+        print(
+            json.dumps({str(p): list(assignment[p]) for p in sorted(assignment)}),
+            file=out,
+        )
         return
     print(summary, file=out)
     if drawn_note is not None:
@@ -111,13 +143,19 @@ def _check_manual(
 ) -> tuple[Assignment, list[int]]:
     """The parsed and validated ``--replica-assignment``, and the brokers to draw it over."""
     given = [
-        f"--{name.replace('_', '-')}" for name in _COMPUTED_ONLY if vars(args)[name] is not None
+        f"--{name.replace('_', '-')}"
+        for name in _COMPUTED_ONLY
+        if vars(args)[name] is not None
     ]
     if given:
-        raise ValueError(f"--replica-assignment cannot be combined with {', '.join(given)}")
+        raise ValueError(
+            f"--replica-assignment cannot be combined with {', '.join(given)}"
+        )
     assignment = parse_replica_assignment(args.replica_assignment)
     # Without --brokers, every broker the assignment names counts as registered.
-    columns = brokers or sorted({b for replicas in assignment.values() for b in replicas})
+    columns = brokers or sorted(
+        {b for replicas in assignment.values() for b in replicas}
+    )
     validate_manual_assignment(assignment, columns)
     return assignment, columns
 
@@ -154,7 +192,11 @@ def _compute(
     ]
     if not drawn:
         return assignment, summary, None
-    return assignment, summary, f"Drawn at random: {' '.join(drawn)} (pass them to reproduce this)"
+    return (
+        assignment,
+        summary,
+        f"Drawn at random: {' '.join(drawn)} (pass them to reproduce this)",
+    )
 
 
 def _parse_broker_ids(text: str) -> list[int]:
@@ -169,7 +211,9 @@ def _parse_broker_ids(text: str) -> list[int]:
         elif _SINGLE.fullmatch(token):
             ids.append(int(token))
         else:
-            raise ValueError(f"--brokers: {token!r} is not a broker id or a range like 1000-1004")
+            raise ValueError(
+                f"--brokers: {token!r} is not a broker id or a range like 1000-1004"
+            )
     repeated = sorted({b for b in ids if ids.count(b) > 1})
     if repeated:
         raise ValueError(f"--brokers lists broker {repeated[0]} more than once")
@@ -178,12 +222,16 @@ def _parse_broker_ids(text: str) -> list[int]:
 
 def _parse_racks(text: str, brokers: Sequence[int] | None) -> dict[int, str]:
     if brokers is None:
-        raise ValueError("--racks needs --brokers: racks are given in the brokers' order")
+        raise ValueError(
+            "--racks needs --brokers: racks are given in the brokers' order"
+        )
     names = [name.strip() for name in text.split(",")]
     if "" in names:
         raise ValueError(f"--racks: empty rack name in {text!r}")
     if len(names) != len(brokers):
-        raise ValueError(f"--racks names {len(names)} rack(s) for {len(brokers)} broker(s)")
+        raise ValueError(
+            f"--racks names {len(names)} rack(s) for {len(brokers)} broker(s)"
+        )
     return dict(zip(brokers, names, strict=True))
 
 
@@ -209,14 +257,18 @@ def render_assignment_table(
                 raise ValueError(
                     f"partition {partition_id} has a replica on broker {broker}, not a column"
                 )
-            cells[role, partition_id // len(brokers)][column[broker]].append(str(partition_id))
+            cells[role, partition_id // len(brokers)][column[broker]].append(
+                str(partition_id)
+            )
     rows = [("Broker", [str(broker) for broker in brokers])]
     if racks is not None:
         rows.append(("Rack", [racks[broker] for broker in brokers]))
     for role in range(n_roles):
         label = "Leader" if role == 0 else f"Follower {role}"
         for i, p in enumerate(passes):
-            rows.append((label if i == 0 else "", [",".join(c) for c in cells[role, p]]))
+            rows.append(
+                (label if i == 0 else "", [",".join(c) for c in cells[role, p]])
+            )
     return _format_rows(rows)
 
 

@@ -30,7 +30,11 @@ from ._records import (
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
-from ._requests import BrokerRegistrationRequest, BrokerRegistrationResponse, ControllerResult
+from ._requests import (
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ControllerResult,
+)
 from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 
@@ -43,7 +47,8 @@ class ClusterControlManager:
     # When each broker's session runs out, earliest first: next_deadline() reads the top
     # instead of scanning every broker. A cache of _last_contact, rebuilt after a revert.
     _sessions: Deadlines[int] = attrs.field(init=False, factory=Deadlines)
-    _heard_from: set[int] = attrs.field(init=False, factory=set)  # in this term, for real
+    # in this term, for real
+    _heard_from: set[int] = attrs.field(init=False, factory=set)
 
     def __attrs_post_init__(self) -> None:
         self.brokers = TimelineHashMap(self.registry)
@@ -53,7 +58,9 @@ class ClusterControlManager:
     def replay(self, record: MetadataRecord) -> None:
         match record:
             case RegisterBrokerRecord():
-                self.brokers.put(record.broker_id, BrokerRegistration.from_record(record))
+                self.brokers.put(
+                    record.broker_id, BrokerRegistration.from_record(record)
+                )
             case UnregisterBrokerRecord():
                 self.brokers.remove(record.broker_id)
             case FenceBrokerRecord() | UnfenceBrokerRecord():
@@ -71,7 +78,11 @@ class ClusterControlManager:
 
     def usable_brokers(self) -> list[BrokerMetadata]:
         """Brokers new replicas may be placed on: registered and unfenced."""
-        return [BrokerMetadata(b.broker_id, b.rack) for b in self.brokers.values() if not b.fenced]
+        return [
+            BrokerMetadata(b.broker_id, b.rack)
+            for b in self.brokers.values()
+            if not b.fenced
+        ]
 
     def check_epoch(self, broker_id: int, broker_epoch: int) -> ErrorCode:
         registration = self.brokers.get(broker_id)
@@ -107,7 +118,9 @@ class ClusterControlManager:
             fenced=True,
         )
         self.touch(request.broker_id, now)
-        return ControllerResult((record,), BrokerRegistrationResponse(ErrorCode.none, next_offset))
+        return ControllerResult(
+            (record,), BrokerRegistrationResponse(ErrorCode.none, next_offset)
+        )
 
     def fence(self, broker_id: int) -> FenceBrokerRecord:
         return FenceBrokerRecord(broker_id, self.brokers[broker_id].epoch)
@@ -151,7 +164,9 @@ class ClusterControlManager:
     def expired(self, now: float) -> list[int]:
         """Unfenced brokers whose session ran out, lowest id first."""
         due = self._sessions.pop_due(now)
-        return sorted(b for b in due if self.is_unfenced(b) and not self._session_alive(b, now))
+        return sorted(
+            b for b in due if self.is_unfenced(b) and not self._session_alive(b, now)
+        )
 
     def next_deadline(self) -> float | None:
         """When the first unfenced broker's session runs out (None: no one to fence).

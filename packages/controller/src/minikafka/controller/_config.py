@@ -13,7 +13,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, Synonym, at_least
+from minikafka.common import (
+    ConfigDef,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    Synonym,
+    at_least,
+)
 from minikafka.log import LOG_CONFIG
 
 _SAME = (Synonym(),)  # the broker's default is spelled like the topic config

@@ -14,7 +14,12 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import ConfigError
 
 from ._config import validate_topic_config
-from ._records import ConfigRecord, ConfigResourceType, FeatureLevelRecord, MetadataRecord
+from ._records import (
+    ConfigRecord,
+    ConfigResourceType,
+    FeatureLevelRecord,
+    MetadataRecord,
+)
 from ._requests import (
     AlterConfigOp,
     ControllerResult,
@@ -46,7 +51,9 @@ class ConfigurationControlManager:
 
     def remove_topic_configs(self, topic: str) -> None:
         """Replay side of RemoveTopicRecord: a deleted topic's configs go with it."""
-        for key in [k for k in self.configs if k[:2] == (ConfigResourceType.TOPIC, topic)]:
+        for key in [
+            k for k in self.configs if k[:2] == (ConfigResourceType.TOPIC, topic)
+        ]:
             self.configs.remove(key)
 
     def resource_configs(
@@ -66,7 +73,8 @@ class ConfigurationControlManager:
     ) -> ControllerResult[IncrementalAlterConfigsResponse]:
         if not resource_exists:
             error = IncrementalAlterConfigsResponse(
-                ErrorCode.unknown_topic_or_partition, f"no resource {request.resource_name!r}"
+                ErrorCode.unknown_topic_or_partition,
+                f"no resource {request.resource_name!r}",
             )
             return ControllerResult((), error)
         records: list[MetadataRecord] = []
@@ -84,18 +92,29 @@ class ConfigurationControlManager:
                         validate_topic_config(entry.name, entry.value)
                     except ConfigError as exc:
                         return ControllerResult(
-                            (), IncrementalAlterConfigsResponse(ErrorCode.invalid_config, str(exc))
+                            (),
+                            IncrementalAlterConfigsResponse(
+                                ErrorCode.invalid_config, str(exc)
+                            ),
                         )
             value = entry.value if entry.op == AlterConfigOp.SET else None
             records.append(
-                ConfigRecord(request.resource_type, request.resource_name, entry.name, value)
+                ConfigRecord(
+                    request.resource_type, request.resource_name, entry.name, value
+                )
             )
         if request.validate_only:
             records = []
-        return ControllerResult(tuple(records), IncrementalAlterConfigsResponse(ErrorCode.none))
+        return ControllerResult(
+            tuple(records), IncrementalAlterConfigsResponse(ErrorCode.none)
+        )
 
-    def describe(self, request: DescribeConfigsRequest, epoch: int) -> DescribeConfigsResponse:
-        entries = self.resource_configs(request.resource_type, request.resource_name, epoch)
+    def describe(
+        self, request: DescribeConfigsRequest, epoch: int
+    ) -> DescribeConfigsResponse:
+        entries = self.resource_configs(
+            request.resource_type, request.resource_name, epoch
+        )
         return DescribeConfigsResponse(ErrorCode.none, tuple(sorted(entries.items())))
 
 

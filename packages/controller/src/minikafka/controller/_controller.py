@@ -105,7 +105,8 @@ class QuorumController:
     features: FeatureControlManager = attrs.field(init=False)
     replication: ReplicationControlManager = attrs.field(init=False)
     producer_ids: ProducerIdControlManager = attrs.field(init=False)
-    epoch: int | None = attrs.field(init=False, default=None)  # None: not the active one
+    # None: not the active one
+    epoch: int | None = attrs.field(init=False, default=None)
     last_committed_offset: int = attrs.field(init=False, default=-1)
     _next_offset: int = attrs.field(init=False, default=0)
     _rebalance_at: float | None = attrs.field(init=False, default=None)
@@ -122,7 +123,12 @@ class QuorumController:
         self.configs = ConfigurationControlManager(self.registry)
         self.features = FeatureControlManager(self.registry)
         self.replication = ReplicationControlManager(
-            self.registry, self.config, self.cluster, self.configs, self.rng, self.tracer
+            self.registry,
+            self.config,
+            self.cluster,
+            self.configs,
+            self.rng,
+            self.tracer,
         )
         self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
 
@@ -139,11 +145,15 @@ class QuorumController:
         self.features.replay(record)
         self.producer_ids.replay(record)
 
-    def replay_committed(self, records: Iterable[MetadataRecord], last_offset: int) -> None:
+    def replay_committed(
+        self, records: Iterable[MetadataRecord], last_offset: int
+    ) -> None:
         """Records the quorum committed, replayed by a controller that is not active (at
         start-up, or a standby following the leader)."""
         if self.active:
-            raise RuntimeError("the active controller replays its own records as it writes them")
+            raise RuntimeError(
+                "the active controller replays its own records as it writes them"
+            )
         types: collections.Counter[str] | None = (
             collections.Counter() if self.tracer.enabled else None
         )
@@ -154,7 +164,9 @@ class QuorumController:
         self.last_committed_offset = last_offset
         self._next_offset = last_offset + 1
         if types:
-            self.tracer.emit(RecordsApplied(last_offset, -1, types.total(), dict(types)))
+            self.tracer.emit(
+                RecordsApplied(last_offset, -1, types.total(), dict(types))
+            )
 
     def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
         """Start again from a snapshot of the image taken at ``offset``."""
@@ -177,18 +189,23 @@ class QuorumController:
         )
         if self.features.levels.get(METADATA_VERSION) is None:
             # A new cluster: its first record says which metadata version it speaks.
-            return self._write((FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),))
+            return self._write(
+                (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),)
+            )
         return []
 
     def resign(self) -> list[Action]:
-        """Stop being active: forget uncommitted state, fail the responses waiting for it."""
-        if not self.active:  # nothing uncommitted, and no snapshot at the committed offset
+        """Stop being active: forget uncommitted state, fail the responses waiting for
+        it."""
+        # nothing uncommitted, and no snapshot at the committed offset
+        if not self.active:
             return []
         self.registry.revert_to_snapshot(self.last_committed_offset)
         self.epoch = None
         self._next_offset = self.last_committed_offset + 1
         failed: list[Action] = [
-            Reply(request_id, None, ErrorCode.not_controller) for _, request_id, _ in self._pending
+            Reply(request_id, None, ErrorCode.not_controller)
+            for _, request_id, _ in self._pending
         ]
         self._pending.clear()
         return failed
@@ -211,7 +228,9 @@ class QuorumController:
         self.cluster.resync_sessions()  # a reverted fence makes a broker unfenced again
         self._next_offset = base_offset
         failed: list[Action] = []
-        kept: collections.deque[tuple[int, int, ControllerResponse]] = collections.deque()
+        kept: collections.deque[tuple[int, int, ControllerResponse]] = (
+            collections.deque()
+        )
         for offset, request_id, response in self._pending:
             if offset >= base_offset:
                 failed.append(Reply(request_id, None, error_code))
@@ -227,10 +246,12 @@ class QuorumController:
         if self.active and not self.registry.has_snapshot(offset):
             # Raft commits whole batches; a commit inside one would leave no snapshot to
             # read at or revert to.
-            raise ValueError(f"commit at {offset}, which ends no batch this controller wrote")
+            raise ValueError(
+                f"commit at {offset}, which ends no batch this controller wrote"
+            )
         self.last_committed_offset = offset
-        # History before the committed offset can never be reverted to; drop it, but keep
-        # the snapshot *at* the committed offset, the one resign() reverts to.
+        # History before the committed offset can never be reverted to; drop it, but
+        # keep the snapshot *at* the committed offset, the one resign() reverts to.
         self.registry.delete_snapshots_up_to(offset)
         replies: list[Action] = []
         while self._pending and self._pending[0][0] <= offset:
@@ -240,19 +261,27 @@ class QuorumController:
 
     # --- the event queue's work -----------------------------------------------------------
 
-    def handle(self, request_id: int, request: ControllerRequest, now: float) -> list[Action]:
+    def handle(
+        self, request_id: int, request: ControllerRequest, now: float
+    ) -> list[Action]:
         if not self.active:
             return [Reply(request_id, None, ErrorCode.not_controller)]
         match request:
             case ListPartitionReassignmentsRequest():
                 epoch = self.last_committed_offset
-                return [Reply(request_id, self.replication.list_partition_reassignments(epoch))]
+                return [
+                    Reply(
+                        request_id, self.replication.list_partition_reassignments(epoch)
+                    )
+                ]
             case DescribeConfigsRequest():
                 epoch = self.last_committed_offset
                 if request.resource_type == ConfigResourceType.TOPIC and (
                     self.replication.topic_named(request.resource_name, epoch) is None
                 ):
-                    unknown = DescribeConfigsResponse(ErrorCode.unknown_topic_or_partition)
+                    unknown = DescribeConfigsResponse(
+                        ErrorCode.unknown_topic_or_partition
+                    )
                     return [Reply(request_id, unknown)]
                 return [Reply(request_id, self.configs.describe(request, epoch))]
         result = self._decide(request, now)
@@ -278,7 +307,9 @@ class QuorumController:
             case BrokerHeartbeatRequest():
                 result = self._heartbeat(request, now)
             case IncrementalAlterConfigsRequest():
-                result = self.configs.incremental_alter(request, self._resource_exists(request))
+                result = self.configs.incremental_alter(
+                    request, self._resource_exists(request)
+                )
             case AllocateProducerIdsRequest():
                 result = self.producer_ids.allocate(request)
             case ElectLeadersRequest():
@@ -306,10 +337,13 @@ class QuorumController:
 
     def _fence(self, broker_id: int, reason: str) -> list[MetadataRecord]:
         """Fence the broker and move what it led or kept in sync: on session expiry, or
-        when a heartbeat asks to be fenced or to shut down (``reason``, for the trace)."""
+        when a heartbeat asks to be fenced or to shut down (``reason``, for the
+        trace)."""
         fence = self.cluster.fence(broker_id)
         if self.tracer.enabled:
-            event = BrokerRegistrationChanged(broker_id, fence.broker_epoch, True, reason)
+            event = BrokerRegistrationChanged(
+                broker_id, fence.broker_epoch, True, reason
+            )
             self.tracer.emit(event)
         return [fence, *self.replication.handle_broker_fenced(broker_id)]
 
@@ -336,7 +370,11 @@ class QuorumController:
         fenced = registration.fenced
         if request.want_fence or request.want_shutdown:
             if not fenced:
-                reason = "controlled_shutdown" if request.want_shutdown else "fence_requested"
+                reason = (
+                    "controlled_shutdown"
+                    if request.want_shutdown
+                    else "fence_requested"
+                )
                 records, fenced = self._fence(broker_id, reason), True
         elif fenced and caught_up:
             unfence = self.cluster.unfence(broker_id)
@@ -348,7 +386,9 @@ class QuorumController:
             records = [unfence]
             records += self.replication.handle_broker_unfenced(broker_id)
             fenced = False
-        response = BrokerHeartbeatResponse(ErrorCode.none, caught_up, fenced, request.want_shutdown)
+        response = BrokerHeartbeatResponse(
+            ErrorCode.none, caught_up, fenced, request.want_shutdown
+        )
         return ControllerResult(tuple(records), response)
 
     def _write(
@@ -368,7 +408,9 @@ class QuorumController:
             if self.tracer.enabled:
                 types = collections.Counter(type(record).__name__ for record in records)
                 last = self._next_offset - 1
-                self.tracer.emit(RecordsApplied(last, self.epoch, len(records), dict(types)))
+                self.tracer.emit(
+                    RecordsApplied(last, self.epoch, len(records), dict(types))
+                )
             actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
         if request_id is None or response is None:
             return actions
@@ -388,7 +430,11 @@ class QuorumController:
         """The next session expiry, or the next leader-imbalance check, if active."""
         if not self.active:
             return None
-        deadlines = [d for d in (self.cluster.next_deadline(), self._rebalance_at) if d is not None]
+        deadlines = [
+            d
+            for d in (self.cluster.next_deadline(), self._rebalance_at)
+            if d is not None
+        ]
         return min(deadlines, default=None)
 
     def on_timer(self, now: float) -> list[Action]:
@@ -401,7 +447,9 @@ class QuorumController:
             actions += self._write(self._fence(broker_id, "session_timeout"))
         if self._rebalance_at is not None and now >= self._rebalance_at:
             # auto.leader.rebalance.enable: Kafka's checkAndTriggerAutoLeaderRebalance.
-            self._rebalance_at = now + self.config.leader_imbalance_check_interval_seconds
+            self._rebalance_at = (
+                now + self.config.leader_imbalance_check_interval_seconds
+            )
             percentage = self.config.leader_imbalance_per_broker_percentage
             records = self.replication.rebalance_leaders(percentage)
             if records:

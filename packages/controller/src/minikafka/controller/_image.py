@@ -75,7 +75,12 @@ class BrokerRegistration:
 
     def to_record(self) -> RegisterBrokerRecord:
         return RegisterBrokerRecord(
-            self.broker_id, self.incarnation_id, self.epoch, self.endpoints, self.rack, self.fenced
+            self.broker_id,
+            self.incarnation_id,
+            self.epoch,
+            self.endpoints,
+            self.rack,
+            self.fenced,
         )
 
 
@@ -92,9 +97,15 @@ class MetadataImage:
 
     offset: int = -1
     features: Mapping[str, int] = attrs.field(factory=lambda: MappingProxyType({}))
-    brokers: Mapping[int, BrokerRegistration] = attrs.field(factory=lambda: MappingProxyType({}))
-    topics: Mapping[uuid.UUID, TopicImage] = attrs.field(factory=lambda: MappingProxyType({}))
-    topic_ids: Mapping[str, uuid.UUID] = attrs.field(factory=lambda: MappingProxyType({}))
+    brokers: Mapping[int, BrokerRegistration] = attrs.field(
+        factory=lambda: MappingProxyType({})
+    )
+    topics: Mapping[uuid.UUID, TopicImage] = attrs.field(
+        factory=lambda: MappingProxyType({})
+    )
+    topic_ids: Mapping[str, uuid.UUID] = attrs.field(
+        factory=lambda: MappingProxyType({})
+    )
     configs: Mapping[tuple[int, str], Mapping[str, str]] = attrs.field(
         factory=lambda: MappingProxyType({})
     )
@@ -115,7 +126,9 @@ class MetadataImage:
         for topic in sorted(self.topics.values(), key=lambda t: t.name):
             yield TopicRecord(topic.name, topic.topic_id)
             for partition_id in sorted(topic.partitions):
-                yield topic.partitions[partition_id].to_record(topic.topic_id, partition_id)
+                yield topic.partitions[partition_id].to_record(
+                    topic.topic_id, partition_id
+                )
         for (resource_type, resource_name), entries in sorted(self.configs.items()):
             for name, value in sorted(entries.items()):
                 yield ConfigRecord(resource_type, resource_name, name, value)
@@ -126,12 +139,16 @@ class MetadataImage:
     def describe(self) -> str:
         """A human-readable dump, as ``python -m minikafka.controller replay`` prints it."""
         lines = [f"metadata image at offset {self.offset}"]
-        lines += [f"feature {name}={level}" for name, level in sorted(self.features.items())]
+        lines += [
+            f"feature {name}={level}" for name, level in sorted(self.features.items())
+        ]
         for broker in (self.brokers[b] for b in sorted(self.brokers)):
             where = ", ".join(f"{e.name}://{e.host}:{e.port}" for e in broker.endpoints)
             state = "fenced" if broker.fenced else "unfenced"
             rack = f" rack={broker.rack}" if broker.rack else ""
-            lines.append(f"broker {broker.broker_id} epoch={broker.epoch} {state}{rack} {where}")
+            lines.append(
+                f"broker {broker.broker_id} epoch={broker.epoch} {state}{rack} {where}"
+            )
         for topic in sorted(self.topics.values(), key=lambda t: t.name):
             lines.append(
                 f"topic {topic.name} id={topic.topic_id} partitions={len(topic.partitions)}"
@@ -168,7 +185,9 @@ class LocalReplicaChanges:
 
     leaders: Mapping[TopicPartition, LocalPartition]
     followers: Mapping[TopicPartition, LocalPartition]
-    stopped: frozenset[TopicPartition]  # no longer a replica here: stop and delete the log
+    stopped: frozenset[
+        TopicPartition
+    ]  # no longer a replica here: stop and delete the log
     deleted: frozenset[TopicPartition]  # its topic was deleted: delete the log
 
     @property
@@ -191,10 +210,14 @@ class MetadataDelta:
     image: MetadataImage
     offset: int = attrs.field(init=False)
     _features: dict[str, int] = attrs.field(init=False, factory=dict)
-    _brokers: dict[int, BrokerRegistration | None] = attrs.field(init=False, factory=dict)
+    _brokers: dict[int, BrokerRegistration | None] = attrs.field(
+        init=False, factory=dict
+    )
     _topics: dict[uuid.UUID, _TopicDelta] = attrs.field(init=False, factory=dict)
     _deleted: dict[uuid.UUID, TopicImage] = attrs.field(init=False, factory=dict)
-    _configs: dict[tuple[int, str], dict[str, str]] = attrs.field(init=False, factory=dict)
+    _configs: dict[tuple[int, str], dict[str, str]] = attrs.field(
+        init=False, factory=dict
+    )
     _next_producer_id: int = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -215,11 +238,17 @@ class MetadataDelta:
                 self._set_fenced(record)
             case TopicRecord():
                 if self._name_taken(record.name) or self._id_taken(record.topic_id):
-                    raise MetadataReplayError(f"topic {record.name} ({record.topic_id}) exists")
-                self._topics[record.topic_id] = _TopicDelta(record.name, record.topic_id, {})
+                    raise MetadataReplayError(
+                        f"topic {record.name} ({record.topic_id}) exists"
+                    )
+                self._topics[record.topic_id] = _TopicDelta(
+                    record.name, record.topic_id, {}
+                )
             case PartitionRecord():
                 topic = self._topic_delta(record.topic_id)
-                topic.partitions[record.partition_id] = PartitionRegistration.from_record(record)
+                topic.partitions[record.partition_id] = (
+                    PartitionRegistration.from_record(record)
+                )
                 topic.changed.add(record.partition_id)
             case PartitionChangeRecord():
                 topic = self._topic_delta(record.topic_id)
@@ -231,7 +260,9 @@ class MetadataDelta:
             case RemoveTopicRecord():
                 self._remove_topic(record.topic_id)
             case ConfigRecord():
-                entries = self._config_entries((record.resource_type, record.resource_name))
+                entries = self._config_entries(
+                    (record.resource_type, record.resource_name)
+                )
                 if record.value is None:
                     entries.pop(record.name, None)
                 else:
@@ -259,9 +290,13 @@ class MetadataDelta:
         return any(t.name == name for t in self._topics.values())
 
     def _set_fenced(self, record: FenceBrokerRecord | UnfenceBrokerRecord) -> None:
-        current = self._brokers.get(record.broker_id, self.image.brokers.get(record.broker_id))
+        current = self._brokers.get(
+            record.broker_id, self.image.brokers.get(record.broker_id)
+        )
         if current is None or current.epoch != record.broker_epoch:
-            raise MetadataReplayError(f"{record} names no registered broker of that epoch")
+            raise MetadataReplayError(
+                f"{record} names no registered broker of that epoch"
+            )
         fenced = isinstance(record, FenceBrokerRecord)
         self._brokers[record.broker_id] = attrs.evolve(current, fenced=fenced)
 
@@ -312,7 +347,9 @@ class MetadataDelta:
                 brokers[broker_id] = registration
         topics = {k: v for k, v in image.topics.items() if k not in self._deleted}
         for topic_id, delta in self._topics.items():
-            topics[topic_id] = TopicImage(delta.name, topic_id, _frozen(delta.partitions))
+            topics[topic_id] = TopicImage(
+                delta.name, topic_id, _frozen(delta.partitions)
+            )
         configs = {k: v for k, v in image.configs.items() if k not in self._configs}
         configs.update({k: _frozen(v) for k, v in self._configs.items() if v})
         return MetadataImage(
@@ -326,7 +363,8 @@ class MetadataDelta:
         )
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
-        """Kafka's TopicsDelta.localChanges: what ``broker_id`` must now lead, follow, drop."""
+        """Kafka's TopicsDelta.localChanges: what ``broker_id`` must now lead, follow,
+        drop."""
         leaders: dict[TopicPartition, LocalPartition] = {}
         followers: dict[TopicPartition, LocalPartition] = {}
         stopped: set[TopicPartition] = set()

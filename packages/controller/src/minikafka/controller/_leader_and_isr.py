@@ -52,7 +52,8 @@ class LeaderAndIsrControl:
         """Take ``broker_id`` out of every ISR and elect new leaders where it led.
 
         The ISR never becomes empty: if the broker was its last member it stays, so that
-        when it comes back it can lead again without losing anything (leader -1 meanwhile).
+        when it comes back it can lead again without losing anything (leader -1
+        meanwhile).
         """
 
         def acceptable(b: int) -> bool:
@@ -63,7 +64,9 @@ class LeaderAndIsrControl:
             if broker_id not in partition.isr:
                 continue
             builder = self.state.builder(key, acceptable)
-            builder.target_isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+            builder.target_isr = (
+                tuple(r for r in partition.isr if r != broker_id) or partition.isr
+            )
             change = builder.build()
             if change is not None:
                 records.append(change)
@@ -95,7 +98,9 @@ class LeaderAndIsrControl:
         keys: list[tuple[str, int, tuple[uuid.UUID, int] | None]] = []
         if request.partitions is None:
             for topic_id, info in self.state.topics.items():
-                keys += [(info.name, p, (topic_id, p)) for p in range(info.num_partitions)]
+                keys += [
+                    (info.name, p, (topic_id, p)) for p in range(info.num_partitions)
+                ]
         else:
             for name, p in request.partitions:
                 named = self.state.topic_named(name)
@@ -105,7 +110,9 @@ class LeaderAndIsrControl:
         results = []
         for name, p, key in keys:
             if key is None:
-                results.append(ElectionResult(name, p, ErrorCode.unknown_topic_or_partition))
+                results.append(
+                    ElectionResult(name, p, ErrorCode.unknown_topic_or_partition)
+                )
                 continue
             partition = self.state.partitions[key]
             preferred = partition.replicas[0] if partition.replicas else NO_LEADER
@@ -143,7 +150,9 @@ class LeaderAndIsrControl:
         records = []
         for broker_id in sorted(preferred_of):
             keys = preferred_of[broker_id]
-            not_leading = [k for k in keys if self.state.partitions[k].leader != broker_id]
+            not_leading = [
+                k for k in keys if self.state.partitions[k].leader != broker_id
+            ]
             if len(not_leading) * 100 <= percentage * len(keys):
                 continue
             if not self.state.cluster.is_unfenced(broker_id):
@@ -172,7 +181,9 @@ class LeaderAndIsrControl:
                 change = self._alter_partition(request.broker_id, item)
             except Refused as refused:
                 results.append(
-                    AlterPartitionResult(item.topic_id, item.partition, refused.error_code)
+                    AlterPartitionResult(
+                        item.topic_id, item.partition, refused.error_code
+                    )
                 )
                 continue
             before = self.state.partitions[(item.topic_id, item.partition)]

@@ -90,7 +90,9 @@ def _diverging(
     if last_fetched_epoch == UNDEFINED_EPOCH:
         # Records with no epoch past the log start: whatever they are, not ours.
         return DivergingEpoch(UNDEFINED_EPOCH, log.log_start_offset)
-    epoch, end = log.leader_epoch_cache.end_offset_for(last_fetched_epoch, log.log_end_offset)
+    epoch, end = log.leader_epoch_cache.end_offset_for(
+        last_fetched_epoch, log.log_end_offset
+    )
     if epoch != last_fetched_epoch or end < fetch_offset:
         return DivergingEpoch(epoch, max(end, log.log_start_offset))
     return None

@@ -94,7 +94,9 @@ class MetadataObserver:
         )
         snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
-        log = Log.open(path, config, log_start_offset=start, tracer=tracer or NullTracer())
+        log = Log.open(
+            path, config, log_start_offset=start, tracer=tracer or NullTracer()
+        )
         if log.log_end_offset < start:
             log.truncate_fully_and_start_at(start)
         records: tuple[MetadataRecord, ...] = ()
@@ -138,7 +140,9 @@ class MetadataObserver:
         self.log.truncate_fully_and_start_at(snapshot_id.end_offset)
         self.applied_offset = snapshot_id.end_offset - 1
         self.high_watermark = snapshot_id.end_offset
-        return ObserverUpdate(reset_to_snapshot=records, snapshot_offset=self.applied_offset)
+        return ObserverUpdate(
+            reset_to_snapshot=records, snapshot_offset=self.applied_offset
+        )
 
     def close(self) -> None:
         self.log.close()
@@ -151,7 +155,9 @@ class MetadataObserver:
         if diverging.epoch == UNDEFINED_EPOCH:
             target = diverging.end_offset
         else:
-            epoch, end = log.leader_epoch_cache.end_offset_for(diverging.epoch, log.log_end_offset)
+            epoch, end = log.leader_epoch_cache.end_offset_for(
+                diverging.epoch, log.log_end_offset
+            )
             target = min(end, diverging.end_offset) if epoch == diverging.epoch else end
         if target <= self.applied_offset:
             # Committed records never diverge in Raft: a leader saying so has lost what
@@ -163,7 +169,9 @@ class MetadataObserver:
         log.truncate_to(max(target, log.log_start_offset))
         return target
 
-    def _advance(self, leader_high_watermark: int) -> tuple[tuple[int, MetadataRecord], ...]:
+    def _advance(
+        self, leader_high_watermark: int
+    ) -> tuple[tuple[int, MetadataRecord], ...]:
         """Move the HW up to the leader's (never past this copy's end, never back) and
         return the committed records not handed out yet."""
         hw = min(leader_high_watermark, self.log.log_end_offset)
@@ -181,7 +189,9 @@ class MetadataObserver:
             if fetched.records is None:
                 break
             data = whole_batches(fetched.records.read_bytes())
-            out += [(o, r) for o, r in decode_metadata_records(data) if offset <= o < end]
+            out += [
+                (o, r) for o, r in decode_metadata_records(data) if offset <= o < end
+            ]
             # Control batches (a Raft leader's LeaderChange) hold no records to replay,
             # but the reader passes them: what is applied is where the read ended.
             last = min(last_offset_in(data), end - 1)

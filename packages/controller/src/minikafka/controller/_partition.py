@@ -25,7 +25,17 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from ._records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRecord
+from ._records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    PartitionChangeRecord,
+    PartitionRecord,
+)
+
+
+def _given(target: tuple[int, ...] | None, current: tuple[int, ...]) -> tuple[int, ...]:
+    """A builder's target, or the partition's current value when none was set."""
+    return current if target is None else target
 
 
 def _without(replicas: Sequence[int], removed: Sequence[int]) -> tuple[int, ...]:
@@ -87,7 +97,9 @@ class PartitionRegistration:
                 else change.removing_replicas
             ),
             adding_replicas=(
-                self.adding_replicas if change.adding_replicas is None else change.adding_replicas
+                self.adding_replicas
+                if change.adding_replicas is None
+                else change.adding_replicas
             ),
             leader=leader,
             leader_epoch=self.leader_epoch + 1 if bump else self.leader_epoch,
@@ -127,27 +139,24 @@ class PartitionChangeBuilder:
     ElectLeaders with the PREFERRED election type (Kafka's ``Election.PREFERRED``)."""
 
     def build(self) -> PartitionChangeRecord | None:
-        replicas = self.partition.replicas if self.target_replicas is None else self.target_replicas
-        isr = self.partition.isr if self.target_isr is None else self.target_isr
-        adding = (
-            self.partition.adding_replicas if self.target_adding is None else self.target_adding
-        )
-        removing = (
-            self.partition.removing_replicas
-            if self.target_removing is None
-            else self.target_removing
-        )
+        part = self.partition
+        replicas = _given(self.target_replicas, part.replicas)
+        isr = _given(self.target_isr, part.isr)
+        adding = _given(self.target_adding, part.adding_replicas)
+        removing = _given(self.target_removing, part.removing_replicas)
         # Rule 1: phase A is over once every target replica is in sync (Kafka's
-        # PartitionReassignmentReplicas.maybeCompleteReassignment), not just the added ones:
-        # completing earlier would drop in-sync removing replicas for out-of-sync targets.
+        # PartitionReassignmentReplicas.maybeCompleteReassignment), not just the added
+        # ones: completing earlier would drop in-sync removing replicas for out-of-sync
+        # targets.
         if adding or removing:
             target = _without(replicas, removing)
             if target and all(r in isr for r in target):
                 replicas, isr = target, _without(isr, removing)
                 adding = removing = ()
         # Rule 2: the leader must be in the replica set, in the ISR, and acceptable.
-        leader = self.partition.leader
-        if leader not in replicas or leader not in isr or not self.is_acceptable_leader(leader):
+        leader = part.leader
+        placed = leader in replicas and leader in isr
+        if not placed or not self.is_acceptable_leader(leader):
             leader, isr = self._elect(replicas, isr)
         # Rule 3: a preferred election moves a healthy leadership to the first replica,
         # only if that replica is in sync and may lead (never an unclean move).
@@ -161,7 +170,9 @@ class PartitionChangeBuilder:
             leader = preferred
         return self._record(replicas, isr, adding, removing, leader)
 
-    def _elect(self, replicas: Sequence[int], isr: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+    def _elect(
+        self, replicas: Sequence[int], isr: tuple[int, ...]
+    ) -> tuple[int, tuple[int, ...]]:
         for replica in replicas:
             if replica in isr and self.is_acceptable_leader(replica):
                 return replica, isr
@@ -189,5 +200,7 @@ class PartitionChangeBuilder:
             removing_replicas=None if removing == old.removing_replicas else removing,
             adding_replicas=None if adding == old.adding_replicas else adding,
         )
-        unchanged = PartitionChangeRecord(partition_id=self.partition_id, topic_id=self.topic_id)
+        unchanged = PartitionChangeRecord(
+            partition_id=self.partition_id, topic_id=self.topic_id
+        )
         return None if change == unchanged else change

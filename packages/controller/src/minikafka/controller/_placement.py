@@ -60,19 +60,23 @@ class PlacementError(ApiError):
 
 
 def replica_index(
-    first_replica_index: int, second_replica_shift: int, replica_index: int, n_brokers: int
+    first_replica_index: int,
+    second_replica_shift: int,
+    replica_index: int,
+    n_brokers: int,
 ) -> int:
-    """Position in the broker list of follower ``replica_index`` (0 is the first follower).
+    """Position in the broker list of follower ``replica_index`` (0 is the first
+    follower).
 
-    ``first_replica_index`` is the leader's position, ``second_replica_shift`` the distance
-    to the first follower minus one. Needs ``n_brokers >= 2``: with one broker there are no
-    followers to place.
+    ``first_replica_index`` is the leader's position, ``second_replica_shift`` the
+    distance to the first follower minus one. Needs ``n_brokers >= 2``: with one broker
+    there are no followers to place.
     """
     # The shift is in 1..n_brokers-1: never 0 and never a whole turn of the list, so the
     # result is never the leader's own position.
     shift = 1 + (second_replica_shift + replica_index) % (n_brokers - 1)
-    # Each next follower adds one to the shift, so followers take consecutive positions after
-    # the first one; past the end of the list they wrap, skipping the leader.
+    # Each next follower adds one to the shift, so followers take consecutive positions
+    # after the first one; past the end of the list they wrap, skipping the leader.
     return (first_replica_index + shift) % n_brokers
 
 
@@ -101,7 +105,11 @@ def assign_replicas_to_brokers_rack_unaware(
 
 
 def leader_walk(
-    n_partitions: int, n_brokers: int, start_index: int, replica_shift: int, start_partition_id: int
+    n_partitions: int,
+    n_brokers: int,
+    start_index: int,
+    replica_shift: int,
+    start_partition_id: int,
 ) -> Iterator[tuple[int, int, int]]:
     """For each new partition: its id, its leader's position in the broker list, and the
     shift of its followers (``nextReplicaShift``)."""
@@ -109,7 +117,8 @@ def leader_walk(
     first_partition_id = max(0, start_partition_id)
     for partition_id in range(first_partition_id, first_partition_id + n_partitions):
         # A new pass over the broker list: move every follower one step further from its
-        # leader, so this pass does not repeat the previous pass's leader/follower pairs.
+        # leader, so this pass does not repeat the previous pass's leader/follower
+        # pairs.
         if partition_id > 0 and partition_id % n_brokers == 0:
             next_replica_shift += 1
         yield partition_id, (partition_id + start_index) % n_brokers, next_replica_shift
@@ -119,10 +128,12 @@ def leader_walk(
 
 
 def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
-    """Broker ids ordered so that consecutive brokers are on different racks where possible.
+    """Broker ids ordered so that consecutive brokers are on different racks where
+    possible.
 
-    Racks in name order, each rack's brokers in id order; then one broker from each rack in
-    turn, skipping racks that have run out. Racks ``a: 1, 2`` and ``b: 3`` give ``1, 3, 2``.
+    Racks in name order, each rack's brokers in id order; then one broker from each rack
+    in turn, skipping racks that have run out. Racks ``a: 1, 2`` and ``b: 3`` give ``1,
+    3, 2``.
     """
     by_rack: dict[str, list[int]] = {}
     for broker_id, rack in broker_racks.items():
@@ -168,15 +179,21 @@ def _rack_aware_replicas(
     racks_with_replicas = {broker_racks[leader]}
     k = 0
     while len(replicas) < replication_factor:
-        # The shift moves in whole turns of the racks, so the candidate sequence keeps the
-        # rack pattern of the arranged list while landing on different brokers each pass.
-        broker = arranged[replica_index(first_replica_index, next_replica_shift * num_racks, k, n)]
+        # The shift moves in whole turns of the racks, so the candidate sequence keeps
+        # the rack pattern of the arranged list while landing on different brokers each
+        # pass.
+        broker = arranged[
+            replica_index(first_replica_index, next_replica_shift * num_racks, k, n)
+        ]
         k += 1
         rack = broker_racks[broker]
-        # "Biased towards brokers on racks that do not have any replica assignment, until
-        # every rack has a replica." A broker never holds two replicas: Kafka would allow it
-        # only once every broker has one, which replication factor <= brokers rules out.
-        rack_ok = rack not in racks_with_replicas or len(racks_with_replicas) == num_racks
+        # "Biased towards brokers on racks that do not have any replica assignment,
+        # until every rack has a replica." A broker never holds two replicas: Kafka
+        # would allow it only once every broker has one, which replication factor <=
+        # brokers rules out.
+        rack_ok = (
+            rack not in racks_with_replicas or len(racks_with_replicas) == num_racks
+        )
         if rack_ok and broker not in replicas:
             replicas.append(broker)
             racks_with_replicas.add(rack)
@@ -187,12 +204,17 @@ def _rack_aware_replicas(
 
 
 def draw_start_index_and_shift(
-    n_brokers: int, start_index: int | None, replica_shift: int | None, rng: random.Random
+    n_brokers: int,
+    start_index: int | None,
+    replica_shift: int | None,
+    rng: random.Random,
 ) -> tuple[int, int]:
     """The start index and initial replica shift: the given ones, the missing ones drawn."""
     for name, value in (("start index", start_index), ("replica shift", replica_shift)):
         if value is not None and not 0 <= value < n_brokers:
-            raise ValueError(f"{name} {value} is out of range: it must be in [0, {n_brokers})")
+            raise ValueError(
+                f"{name} {value} is out of range: it must be in [0, {n_brokers})"
+            )
     # Kafka draws the start index first and the shift second; the same order here means one
     # seed always gives one layout.
     if start_index is None:
@@ -265,7 +287,8 @@ def check_placement_request(
         seen.add(broker.id)
     if replication_factor <= 0:
         raise PlacementError(
-            ErrorCode.invalid_replication_factor, "Replication factor must be larger than 0."
+            ErrorCode.invalid_replication_factor,
+            "Replication factor must be larger than 0.",
         )
     if replication_factor > len(brokers):
         raise PlacementError(
@@ -310,7 +333,8 @@ def parse_replica_assignment(text: str) -> Assignment:
 def validate_manual_assignment(
     assignment: Mapping[int, Sequence[int]], live_brokers: Collection[int]
 ) -> None:
-    """Refuse a manual assignment Kafka would refuse, with INVALID_REPLICA_ASSIGNMENT."""
+    """Refuse a manual assignment Kafka would refuse, with
+    INVALID_REPLICA_ASSIGNMENT."""
 
     def refuse(message: str) -> PlacementError:
         return PlacementError(ErrorCode.invalid_replica_assignment, message)
@@ -327,16 +351,20 @@ def validate_manual_assignment(
     for partition_id in sorted(assignment):
         replicas = assignment[partition_id]
         if not replicas:
-            raise refuse(f"The manual assignment gives partition {partition_id} no replicas.")
+            raise refuse(
+                f"The manual assignment gives partition {partition_id} no replicas."
+            )
         for position, broker in enumerate(replicas):
             if broker in replicas[:position]:
                 raise refuse(
-                    f"The manual assignment puts broker {broker} in partition {partition_id}'s "
+                    f"The manual assignment puts broker {broker} in partition "
+                    f"{partition_id}'s "
                     "replica list twice."
                 )
             if broker not in live:
                 raise refuse(
-                    f"The manual assignment uses broker {broker} (partition {partition_id}), "
+                    f"The manual assignment uses broker {broker} (partition "
+                    f"{partition_id}), "
                     "which is not a registered broker."
                 )
         # All partitions of a topic share one replication factor: partition 0's.

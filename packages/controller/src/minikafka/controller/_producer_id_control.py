@@ -24,7 +24,11 @@ from kio.schema.errors import ErrorCode
 from ._cluster_control import ClusterControlManager
 from ._image import MetadataReplayError
 from ._records import MetadataRecord, ProducerIdsRecord
-from ._requests import AllocateProducerIdsRequest, AllocateProducerIdsResponse, ControllerResult
+from ._requests import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    ControllerResult,
+)
 from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineLong
 
 # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE: how many ids one request gets.
@@ -39,7 +43,8 @@ class ProducerIdControlManager:
     _next_producer_id: TimelineLong = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._next_producer_id = TimelineLong(self.registry)  # a new cluster starts at 0
+        # a new cluster starts at 0
+        self._next_producer_id = TimelineLong(self.registry)
 
     def next_producer_id(self, epoch: int = LATEST_EPOCH) -> int:
         """The first id of the next block to hand out."""
@@ -53,7 +58,9 @@ class ProducerIdControlManager:
         current = self._next_producer_id.get()
         # Blocks only move forward: going back would give out ids a producer already has.
         if record.next_producer_id <= current:
-            raise MetadataReplayError(f"{record} does not move next_producer_id past {current}")
+            raise MetadataReplayError(
+                f"{record} does not move next_producer_id past {current}"
+            )
         self._next_producer_id.set(record.next_producer_id)
 
     # --- requests ----------------------------------------------------------------------
@@ -71,9 +78,13 @@ class ProducerIdControlManager:
         start = self._next_producer_id.get()
         if start > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
             # The next block would end past the largest int64: every id has been given.
-            return ControllerResult((), AllocateProducerIdsResponse(ErrorCode.unknown_server_error))
+            return ControllerResult(
+                (), AllocateProducerIdsResponse(ErrorCode.unknown_server_error)
+            )
         record = ProducerIdsRecord(
             request.broker_id, request.broker_epoch, start + PRODUCER_ID_BLOCK_SIZE
         )
-        response = AllocateProducerIdsResponse(ErrorCode.none, start, PRODUCER_ID_BLOCK_SIZE)
+        response = AllocateProducerIdsResponse(
+            ErrorCode.none, start, PRODUCER_ID_BLOCK_SIZE
+        )
         return ControllerResult((record,), response)

@@ -109,7 +109,11 @@ class SnapshotId:
     def parse(cls, name: str) -> SnapshotId | None:
         stem, _, suffix = name.partition(".")
         offset, dash, epoch = stem.partition("-")
-        if f".{suffix}" != SNAPSHOT_SUFFIX or not dash or not (offset + epoch).isdigit():
+        if (
+            f".{suffix}" != SNAPSHOT_SUFFIX
+            or not dash
+            or not (offset + epoch).isdigit()
+        ):
             return None
         return cls(int(offset), int(epoch))
 
@@ -143,12 +147,16 @@ def encode_snapshot(records: Sequence[MetadataRecord]) -> bytes:
     return bytes(_encode_batch(records, 0, 0)) if records else b""
 
 
-def _encode_batch(records: Sequence[MetadataRecord], base_offset: int, epoch: int) -> bytearray:
+def _encode_batch(
+    records: Sequence[MetadataRecord], base_offset: int, epoch: int
+) -> bytearray:
     return _build(list(map(encode_record, records)), base_offset, epoch)
 
 
 def _build(values: Sequence[bytes], base_offset: int, epoch: int) -> bytearray:
-    records = [Record(base_offset + i, 0, None, value) for i, value in enumerate(values)]
+    records = [
+        Record(base_offset + i, 0, None, value) for i, value in enumerate(values)
+    ]
     return bytearray(build_batch(records, partition_leader_epoch=epoch))
 
 
@@ -182,7 +190,9 @@ def decode_metadata_records(buf: bytes) -> Iterator[tuple[int, MetadataRecord]]:
             continue
         for record in records:
             if record.value is None:
-                raise CorruptRecordError(f"metadata record at offset {record.offset} has no value")
+                raise CorruptRecordError(
+                    f"metadata record at offset {record.offset} has no value"
+                )
             yield record.offset, decode_record(record.value)
 
 
@@ -198,7 +208,9 @@ def last_offset_in(buf: bytes) -> int:
 def latest_snapshot_id(path: Path) -> SnapshotId | None:
     """The snapshot in partition directory ``path`` with the highest end offset."""
     ids = [SnapshotId.parse(p.name) for p in path.iterdir()]
-    return max((i for i in ids if i is not None), key=lambda i: i.end_offset, default=None)
+    return max(
+        (i for i in ids if i is not None), key=lambda i: i.end_offset, default=None
+    )
 
 
 def _fsync_dir(path: Path) -> None:
@@ -241,11 +253,16 @@ class SingleVoterQuorum:
         state = cls._read_state(path)
         snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
-        log = Log.open(path, config, log_start_offset=start, recovery_point=0, tracer=tracer)
+        log = Log.open(
+            path, config, log_start_offset=start, recovery_point=0, tracer=tracer
+        )
         if log.log_end_offset < start:  # the log was lost behind the snapshot
             log.truncate_fully_and_start_at(start)
         # Winning the election: a new epoch, durable before anything is written in it.
-        epoch = max(state.get("leaderEpoch", 0), log.leader_epoch_cache.latest_epoch or 0) + 1
+        epoch = (
+            max(state.get("leaderEpoch", 0), log.leader_epoch_cache.latest_epoch or 0)
+            + 1
+        )
         quorum = cls(path, node_id, log, epoch)
         quorum._write_state()
         if tracer.enabled:
@@ -262,7 +279,9 @@ class SingleVoterQuorum:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise CorruptRecordError(f"{path / QUORUM_STATE_FILE} is unreadable: {exc}") from exc
+            raise CorruptRecordError(
+                f"{path / QUORUM_STATE_FILE} is unreadable: {exc}"
+            ) from exc
         return {k: v for k, v in data.items() if isinstance(v, int)}
 
     def _write_state(self) -> None:
@@ -295,12 +314,16 @@ class SingleVoterQuorum:
         Raises MetadataLogError if the log refused any batch (see its ``fatal``).
         """
         if epoch != self.epoch:
-            raise NotLeaderError(f"append in epoch {epoch}; the quorum is in epoch {self.epoch}")
+            raise NotLeaderError(
+                f"append in epoch {epoch}; the quorum is in epoch {self.epoch}"
+            )
         start = self.log.log_end_offset
         try:
             encoded = [encode_record(r) for r in records]
             for values in split_into_batches(encoded, MAX_BATCH_SIZE_BYTES):
-                self.log.append_as_leader(_build(values, self.log.log_end_offset, epoch), epoch)
+                self.log.append_as_leader(
+                    _build(values, self.log.log_end_offset, epoch), epoch
+                )
         except Exception as exc:
             raise self._undo_append(start, exc) from exc
         # Only now may a commit cover these records: an fsync running in a worker thread
@@ -317,7 +340,8 @@ class SingleVoterQuorum:
             except OSError:
                 undone = False
         clean = isinstance(exc, KafkaStorageError) and not exc.offline
-        if not isinstance(exc, OSError):  # a batch the log refused (too large...): a bug
+        # a batch the log refused (too large...): a bug
+        if not isinstance(exc, OSError):
             code, fatal = ErrorCode.unknown_server_error, not undone
         else:
             code, fatal = ErrorCode.kafka_storage_error, not (undone and clean)
@@ -374,7 +398,9 @@ class SingleVoterQuorum:
         data = (self.dir / snapshot.file_name).read_bytes()
         return snapshot, [record for _, record in decode_metadata_records(data)]
 
-    def write_snapshot(self, end_offset: int, records: Sequence[MetadataRecord]) -> SnapshotId:
+    def write_snapshot(
+        self, end_offset: int, records: Sequence[MetadataRecord]
+    ) -> SnapshotId:
         """Write a snapshot of everything below ``end_offset`` (safe off the event loop).
 
         Written under a temporary name, fsynced, then renamed: a crash leaves either no

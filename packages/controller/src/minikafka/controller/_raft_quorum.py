@@ -178,10 +178,14 @@ class RaftQuorum:
     node: RaftNode | None = attrs.field(init=False, default=None)
     wall_clock_offset: float = attrs.field(init=False, default=0.0)
     """``time.time()`` minus the node's clock (trio's), for timestamps on the wire."""
-    _deliver: Callable[[RaftEvent], None] = attrs.field(init=False, default=lambda _: None)
+    _deliver: Callable[[RaftEvent], None] = attrs.field(
+        init=False, default=lambda _: None
+    )
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _answers: dict[int, tuple[trio.Event, list[Message]]] = attrs.field(init=False, factory=dict)
+    _answers: dict[int, tuple[trio.Event, list[Message]]] = attrs.field(
+        init=False, factory=dict
+    )
     _next_id: int = attrs.field(init=False, default=0)
     # The epoch this node was announced ready to lead in (RaftLeaderReady), None if not.
     _leading: int | None = attrs.field(init=False, default=None)
@@ -314,9 +318,13 @@ class RaftQuorum:
         stops this controller (Kafka's fatal fault handler): the other voters go on."""
         node = self.node
         if node is None or node.epoch != epoch:
-            raise NotLeaderError(f"append in epoch {epoch}; the quorum is in epoch {self.epoch}")
+            raise NotLeaderError(
+                f"append in epoch {epoch}; the quorum is in epoch {self.epoch}"
+            )
         try:
-            last, output = node.append([encode_record(r) for r in records], trio.current_time())
+            last, output = node.append(
+                [encode_record(r) for r in records], trio.current_time()
+            )
         except RaftNotLeaderError as exc:
             raise NotLeaderError(str(exc)) from exc
         self._carry_out(output)
@@ -333,7 +341,9 @@ class RaftQuorum:
         """A request that arrived from ``source``; returns the node's answer."""
         node = self.node
         if node is None or self._nursery is None:
-            raise QuorumUnavailableError(f"the Raft node of controller {self.node_id} is not up")
+            raise QuorumUnavailableError(
+                f"the Raft node of controller {self.node_id} is not up"
+            )
         correlation_id = self._next_id
         self._next_id += 1
         answered = trio.Event()
@@ -343,12 +353,16 @@ class RaftQuorum:
             envelope = Envelope(source, self.node_id, correlation_id, message)
             self._carry_out(node.receive(envelope, trio.current_time()))
             # A held fetch is answered within fetch_max_wait; anything else at once.
-            with trio.move_on_after(self.config.request_timeout + self.config.fetch_max_wait):
+            with trio.move_on_after(
+                self.config.request_timeout + self.config.fetch_max_wait
+            ):
                 await answered.wait()
         finally:
             self._answers.pop(correlation_id, None)
         if not answer:
-            raise QuorumUnavailableError(f"controller {self.node_id} did not answer {message}")
+            raise QuorumUnavailableError(
+                f"controller {self.node_id} did not answer {message}"
+            )
         return answer[0]
 
     # --- carrying an Output out ----------------------------------------------------------
@@ -402,13 +416,16 @@ class RaftQuorum:
                 message = raft_wire.decode_response(envelope.message, response)
             except (ConnectionError, ValueError, trio.TooSlowError) as exc:
                 if isinstance(exc, trio.TooSlowError):
-                    self.transport.disconnect(peer)  # a late answer is not the next one's
+                    # a late answer is not the next one's
+                    self.transport.disconnect(peer)
                 _logger.debug("raft %s to %d failed: %s", envelope.message, peer, exc)
                 now = trio.current_time()
                 failed = node.handle_disconnect(peer, now, envelope.correlation_id)
                 self._carry_out(failed)
                 return
-            reply = Envelope(envelope.destination, self.node_id, envelope.correlation_id, message)
+            reply = Envelope(
+                envelope.destination, self.node_id, envelope.correlation_id, message
+            )
             self._carry_out(node.receive(reply, trio.current_time()))
         finally:
             self._sending -= 1
@@ -439,6 +456,8 @@ class RaftQuorum:
                 )
             case FetchSnapshotRequest():
                 return raft_wire.encode_fetch_snapshot_request(
-                    message, cluster_id=cluster_id, max_bytes=self.config.snapshot_chunk_bytes
+                    message,
+                    cluster_id=cluster_id,
+                    max_bytes=self.config.snapshot_chunk_bytes,
                 )
         raise ValueError(f"not a request: {message}")

@@ -60,9 +60,13 @@ class Reassignment:
                 continue
             if change is not None:
                 records.append(change)
-            results.append(ReassignmentResult(item.topic, item.partition, ErrorCode.none))
+            results.append(
+                ReassignmentResult(item.topic, item.partition, ErrorCode.none)
+            )
         self.state.trace_elections(records, "reassignment")
-        return ControllerResult(tuple(records), AlterPartitionReassignmentsResponse(tuple(results)))
+        return ControllerResult(
+            tuple(records), AlterPartitionReassignmentsResponse(tuple(results))
+        )
 
     def _reassign(self, item: ReassignablePartition) -> PartitionChangeRecord | None:
         topic = self.state.topic_named(item.topic)
@@ -75,7 +79,9 @@ class Reassignment:
         if item.replicas is None:
             # Cancelling: whatever phase A reached, go back to ORS, which was in sync.
             if not partition.is_reassigning:
-                raise Refused(ErrorCode.no_reassignment_in_progress, "nothing to cancel")
+                raise Refused(
+                    ErrorCode.no_reassignment_in_progress, "nothing to cancel"
+                )
             trs: Sequence[int] = ors
         else:
             trs = item.replicas
@@ -91,13 +97,18 @@ class Reassignment:
         builder.target_isr = tuple(r for r in partition.isr if r in replicas)
         if not builder.target_isr:
             # Only replicas being dropped are in sync: going on would need an unclean
-            # election (Kafka: PartitionReassignmentRevert.unclean), and an ISR outside RS.
-            raise Refused(ErrorCode.invalid_replica_assignment, "no in-sync replica would remain")
-        # The builder ends phase A at once when TRS is already in sync (phase B follows in
-        # the same record); otherwise AlterPartition from the leader ends it later.
+            # election (Kafka: PartitionReassignmentRevert.unclean), and an ISR outside
+            # RS.
+            raise Refused(
+                ErrorCode.invalid_replica_assignment, "no in-sync replica would remain"
+            )
+        # The builder ends phase A at once when TRS is already in sync (phase B follows
+        # in the same record); otherwise AlterPartition from the leader ends it later.
         return builder.build()
 
-    def list_partition_reassignments(self, epoch: int) -> ListPartitionReassignmentsResponse:
+    def list_partition_reassignments(
+        self, epoch: int
+    ) -> ListPartitionReassignmentsResponse:
         ongoing = []
         for (topic_id, partition_id), p in sorted(
             self.state.partitions.items(epoch), key=lambda kv: (str(kv[0][0]), kv[0][1])
@@ -107,7 +118,11 @@ class Reassignment:
                 assert topic is not None
                 ongoing.append(
                     OngoingReassignment(
-                        topic.name, partition_id, p.replicas, p.adding_replicas, p.removing_replicas
+                        topic.name,
+                        partition_id,
+                        p.replicas,
+                        p.adding_replicas,
+                        p.removing_replicas,
                     )
                 )
         return ListPartitionReassignmentsResponse(

@@ -328,7 +328,9 @@ def _codec_for(tp: object) -> tuple[_Writer, _ReaderFn]:
     if tp is bool:
         return (lambda out, v: out.append(1 if v else 0)), _read_bool
     if tp is uuid.UUID:
-        return (lambda out, v: out.extend(v.bytes)), lambda r: uuid.UUID(bytes=r.take(16))
+        return (lambda out, v: out.extend(v.bytes)), lambda r: uuid.UUID(
+            bytes=r.take(16)
+        )
     if isinstance(tp, type) and attrs.has(tp):
         return _struct_codec(tp)
     raise TypeError(f"no metadata codec for field type {tp!r}")
@@ -380,9 +382,14 @@ def decode_record(data: bytes) -> MetadataRecord:
         raise MetadataRecordError(f"{cls.__name__} version {version} is not supported")
     try:
         record = _struct_codec(cls)[1](reader)
-    except (TypeError, ValueError) as exc:  # a bad UUID length, a bool field given an int...
+    except (
+        TypeError,
+        ValueError,
+    ) as exc:  # a bad UUID length, a bool field given an int...
         raise MetadataRecordError(f"bad {cls.__name__}: {exc}") from exc
     if reader.pos != len(data):
-        raise MetadataRecordError(f"{len(data) - reader.pos} bytes after a {cls.__name__}")
+        raise MetadataRecordError(
+            f"{len(data) - reader.pos} bytes after a {cls.__name__}"
+        )
     assert isinstance(record, cls)
     return record

@@ -94,7 +94,9 @@ class ReplicationControlManager:
         return self.state.topics_by_name
 
     @property
-    def partitions(self) -> TimelineHashMap[tuple[uuid.UUID, int], PartitionRegistration]:
+    def partitions(
+        self,
+    ) -> TimelineHashMap[tuple[uuid.UUID, int], PartitionRegistration]:
         return self.state.partitions
 
     def replay(self, record: MetadataRecord) -> None:
@@ -110,7 +112,9 @@ class ReplicationControlManager:
 
     # --- the decisions, one part per mechanism -------------------------------------------------
 
-    def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
+    def create_topics(
+        self, request: CreateTopicsRequest
+    ) -> ControllerResult[CreateTopicsResponse]:
         return self.creation.create_topics(request)
 
     def create_partitions(
@@ -118,7 +122,9 @@ class ReplicationControlManager:
     ) -> ControllerResult[CreatePartitionsResponse]:
         return self.creation.create_partitions(request)
 
-    def delete_topics(self, request: DeleteTopicsRequest) -> ControllerResult[DeleteTopicsResponse]:
+    def delete_topics(
+        self, request: DeleteTopicsRequest
+    ) -> ControllerResult[DeleteTopicsResponse]:
         return delete_topics(self.state, request)
 
     def handle_broker_fenced(self, broker_id: int) -> list[PartitionChangeRecord]:
@@ -145,5 +151,7 @@ class ReplicationControlManager:
     ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
         return self.reassignment.alter_partition_reassignments(request)
 
-    def list_partition_reassignments(self, epoch: int) -> ListPartitionReassignmentsResponse:
+    def list_partition_reassignments(
+        self, epoch: int
+    ) -> ListPartitionReassignmentsResponse:
         return self.reassignment.list_partition_reassignments(epoch)

@@ -86,8 +86,8 @@ class ReplicationState:
     topics_by_name: TimelineHashMap[str, uuid.UUID] = attrs.field(init=False)
     # One flat map for every partition of every topic, so that nothing but the managers'
     # own maps is ever registered with the SnapshotRegistry.
-    partitions: TimelineHashMap[tuple[uuid.UUID, int], PartitionRegistration] = attrs.field(
-        init=False
+    partitions: TimelineHashMap[tuple[uuid.UUID, int], PartitionRegistration] = (
+        attrs.field(init=False)
     )
 
     def __attrs_post_init__(self) -> None:
@@ -100,14 +100,18 @@ class ReplicationState:
     def replay(self, record: MetadataRecord) -> None:
         match record:
             case TopicRecord():
-                self.topics.put(record.topic_id, TopicInfo(record.name, record.topic_id, 0))
+                self.topics.put(
+                    record.topic_id, TopicInfo(record.name, record.topic_id, 0)
+                )
                 self.topics_by_name.put(record.name, record.topic_id)
             case PartitionRecord():
                 key = (record.topic_id, record.partition_id)
                 if key not in self.partitions:
                     topic = self.topics[record.topic_id]
                     count = max(topic.num_partitions, record.partition_id + 1)
-                    self.topics.put(topic.topic_id, attrs.evolve(topic, num_partitions=count))
+                    self.topics.put(
+                        topic.topic_id, attrs.evolve(topic, num_partitions=count)
+                    )
                 self.partitions.put(key, PartitionRegistration.from_record(record))
             case PartitionChangeRecord():
                 key = (record.topic_id, record.partition_id)
@@ -170,7 +174,9 @@ class ReplicationState:
         for record in records:
             match record:
                 case PartitionRecord():
-                    name = names.get(record.topic_id) or self.topics[record.topic_id].name
+                    name = (
+                        names.get(record.topic_id) or self.topics[record.topic_id].name
+                    )
                     event = PartitionLeaderElected(
                         name,
                         record.partition_id,
@@ -184,7 +190,9 @@ class ReplicationState:
                 case PartitionChangeRecord() if record.leader != NO_LEADER_CHANGE:
                     before = self.partitions[(record.topic_id, record.partition_id)]
                     after = before.merge(record)
-                    unclean = after.leader != NO_LEADER and after.leader not in before.isr
+                    unclean = (
+                        after.leader != NO_LEADER and after.leader not in before.isr
+                    )
                     event = PartitionLeaderElected(
                         self.topics[record.topic_id].name,
                         record.partition_id,

@@ -133,7 +133,9 @@ def load_metadata(
         for offset, record in batch.records:
             delta.replay(record, offset)
         if controller is not None:
-            controller.replay_committed((r for _, r in batch.records), batch.last_offset)
+            controller.replay_committed(
+                (r for _, r in batch.records), batch.last_offset
+            )
     return delta.apply()
 
 
@@ -147,7 +149,9 @@ class ControllerServer:
     _publishers: list[Publisher] = attrs.field(init=False, factory=list)
     _send: trio.MemorySendChannel[_Event] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
-    _waiting: dict[int, tuple[trio.Event, list[Reply]]] = attrs.field(init=False, factory=dict)
+    _waiting: dict[int, tuple[trio.Event, list[Reply]]] = attrs.field(
+        init=False, factory=dict
+    )
     _next_request_id: int = attrs.field(init=False, default=0)
     _uncommitted: collections.deque[AppendRecords] = attrs.field(
         init=False, factory=collections.deque
@@ -155,7 +159,8 @@ class ControllerServer:
     _commit_wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
     _queue_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
     _log_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _snapshot_size: int = attrs.field(init=False, default=0)  # log size at the last snapshot
+    # log size at the last snapshot
+    _snapshot_size: int = attrs.field(init=False, default=0)
     _snapshotting: bool = attrs.field(init=False, default=False)
     # Set while no snapshot is being written; a new one each time a snapshot starts.
     _snapshot_done: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -218,7 +223,9 @@ class ControllerServer:
         # One voter: the leader, always caught up with itself.
         quorum = self.quorum
         me = ReplicaInfo(quorum.node_id, quorum.log_end_offset, now, now)
-        info = QuorumInfo(quorum.node_id, quorum.epoch, quorum.high_watermark, (me,), ())
+        info = QuorumInfo(
+            quorum.node_id, quorum.epoch, quorum.high_watermark, (me,), ()
+        )
         return info, time.time() - now
 
     @property
@@ -232,7 +239,9 @@ class ControllerServer:
 
     # --- running -----------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve until cancelled, then close the log: with one voter as the active
         controller from the start; with several, active while this node leads."""
         try:
@@ -243,7 +252,9 @@ class ControllerServer:
                     await nursery.start(self.raft.run, self._on_raft)
                 else:
                     self._carry_out(
-                        self.controller.become_leader(self.quorum.epoch, trio.current_time())
+                        self.controller.become_leader(
+                            self.quorum.epoch, trio.current_time()
+                        )
                     )
                     nursery.start_soon(self._committer)
                 nursery.start_soon(self._event_loop)
@@ -287,7 +298,9 @@ class ControllerServer:
             now = trio.current_time()
             match event:
                 case _Request():
-                    actions = self.controller.handle(event.request_id, event.request, now)
+                    actions = self.controller.handle(
+                        event.request_id, event.request, now
+                    )
                 case _Committed():
                     actions = self.controller.handle_commit(event.offset)
                     self._publish(event.offset)
@@ -353,19 +366,25 @@ class ControllerServer:
                     )
                     self._carry_out(failed)
                     rest = actions[i + 1 :]
-                    self._carry_out([a for a in rest if not isinstance(a, AppendRecords)])
+                    self._carry_out(
+                        [a for a in rest if not isinstance(a, AppendRecords)]
+                    )
                     return
                 except MetadataLogError as exc:
                     # The rest of this list was decided on top of the refused records:
                     # its appends go with them; its replies are among those failed.
                     self._carry_out(self._append_failed(action, exc))
                     rest = actions[i + 1 :]
-                    self._carry_out([a for a in rest if not isinstance(a, AppendRecords)])
+                    self._carry_out(
+                        [a for a in rest if not isinstance(a, AppendRecords)]
+                    )
                     return
                 # The core numbered the records itself (broker epochs are offsets): the
                 # log must agree, or the controller's state is wrong.
                 if last != action.last_offset:
-                    raise RuntimeError(f"metadata log put {action} at last offset {last}")
+                    raise RuntimeError(
+                        f"metadata log put {action} at last offset {last}"
+                    )
                 self._uncommitted.append(action)
                 if self.single is not None:
                     self._commit_wanted.set()
@@ -404,8 +423,11 @@ class ControllerServer:
                 self._replay_committed(event)
             case RaftSnapshotLoaded():
                 # A whole new image, published as a delta from nothing: a subscriber
-                # cannot see what it dropped (none subscribes on a controller-only node).
-                records = [r for _, r in decode_metadata_records(event.snapshot.payload)]
+                # cannot see what it dropped (none subscribes on a controller-only
+                # node).
+                records = [
+                    r for _, r in decode_metadata_records(event.snapshot.payload)
+                ]
                 offset = event.snapshot.id.end_offset - 1
                 controller.load_snapshot(records, offset)
                 delta = MetadataDelta(MetadataImage())
@@ -424,10 +446,12 @@ class ControllerServer:
                 )
                 return controller.become_leader(event.epoch, now)
             case RaftResigned():
-                # Seed 004's revert: what was applied but not committed is undone, and the
-                # requests waiting on it hear NOT_CONTROLLER; the new leader serves them.
+                # Seed 004's revert: what was applied but not committed is undone, and
+                # the requests waiting on it hear NOT_CONTROLLER; the new leader serves
+                # them.
                 _logger.info(
-                    "controller %d is no longer active (epoch %d); reverted to offset %d",
+                    "controller %d is no longer active (epoch %d); reverted to offset "
+                    "%d",
                     self.controller.config.node_id,
                     event.epoch,
                     controller.last_committed_offset,
@@ -447,14 +471,18 @@ class ControllerServer:
             delta.replay(record, offset)
         self._publish_delta(delta)
 
-    def _append_failed(self, action: AppendRecords, exc: MetadataLogError) -> list[Action]:
+    def _append_failed(
+        self, action: AppendRecords, exc: MetadataLogError
+    ) -> list[Action]:
         # The requests whose records were refused hear why; after a fatal failure the
-        # ones still waiting for earlier records hear NOT_CONTROLLER from the resignation.
+        # ones still waiting for earlier records hear NOT_CONTROLLER from the
+        # resignation.
         failed = self.controller.append_failed(action.base_offset, exc.error_code)
         if exc.fatal:
             return failed + self._resign(exc)
         _logger.error(
-            "%s; the request(s) writing offsets from %d on get %s, the controller stays "
+            "%s; the request(s) writing offsets from %d on get %s, the controller "
+            "stays "
             "active and reverts to offset %d",
             exc,
             action.base_offset,
@@ -495,7 +523,9 @@ class ControllerServer:
         self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:
-        threshold = self.controller.config.metadata_log_max_record_bytes_between_snapshots
+        threshold = (
+            self.controller.config.metadata_log_max_record_bytes_between_snapshots
+        )
         if self._snapshotting or self._nursery is None:
             return
         if self._log_size() - self._snapshot_size < threshold:

@@ -93,14 +93,26 @@ PARTITION_TRANSITIONS: Mapping[PartitionState, frozenset[PartitionState]] = {
 REPLICA_TRANSITIONS: Mapping[ReplicaState, frozenset[ReplicaState]] = {
     _R.NEW_REPLICA: frozenset({_R.NON_EXISTENT_REPLICA}),
     _R.ONLINE_REPLICA: frozenset(
-        {_R.NEW_REPLICA, _R.ONLINE_REPLICA, _R.OFFLINE_REPLICA, _R.REPLICA_DELETION_INELIGIBLE}
+        {
+            _R.NEW_REPLICA,
+            _R.ONLINE_REPLICA,
+            _R.OFFLINE_REPLICA,
+            _R.REPLICA_DELETION_INELIGIBLE,
+        }
     ),
     _R.OFFLINE_REPLICA: frozenset(
-        {_R.NEW_REPLICA, _R.ONLINE_REPLICA, _R.OFFLINE_REPLICA, _R.REPLICA_DELETION_INELIGIBLE}
+        {
+            _R.NEW_REPLICA,
+            _R.ONLINE_REPLICA,
+            _R.OFFLINE_REPLICA,
+            _R.REPLICA_DELETION_INELIGIBLE,
+        }
     ),
     _R.REPLICA_DELETION_STARTED: frozenset({_R.OFFLINE_REPLICA}),
     _R.REPLICA_DELETION_SUCCESSFUL: frozenset({_R.REPLICA_DELETION_STARTED}),
-    _R.REPLICA_DELETION_INELIGIBLE: frozenset({_R.OFFLINE_REPLICA, _R.REPLICA_DELETION_STARTED}),
+    _R.REPLICA_DELETION_INELIGIBLE: frozenset(
+        {_R.OFFLINE_REPLICA, _R.REPLICA_DELETION_STARTED}
+    ),
     _R.NON_EXISTENT_REPLICA: frozenset({_R.REPLICA_DELETION_SUCCESSFUL}),
 }
 """Target state -> the states it may be entered from (Kafka 2.8 ``validPreviousStates``)."""
@@ -158,10 +170,18 @@ class StateChangeResult(Generic[K, S]):
 
 
 def _handle(
-    states: dict[K, S], keys: Iterable[K], target: S, initial: S, table: Mapping[S, frozenset[S]]
+    states: dict[K, S],
+    keys: Iterable[K],
+    target: S,
+    initial: S,
+    table: Mapping[S, frozenset[S]],
 ) -> StateChangeResult[K, S]:
-    # As in Kafka, every key is classified against its state before any change is applied.
-    requested = [StateChange(key, states.get(key, initial), target) for key in dict.fromkeys(keys)]
+    # As in Kafka, every key is classified against its state before any change is
+    # applied.
+    requested = [
+        StateChange(key, states.get(key, initial), target)
+        for key in dict.fromkeys(keys)
+    ]
     changed = tuple(c for c in requested if c.from_state in table[target])
     invalid = tuple(c for c in requested if c.from_state not in table[target])
     for change in changed:
@@ -201,7 +221,9 @@ class _StateMachine(Generic[K, S]):
             if self.state(key) not in allowed
         ]
 
-    def handle_state_changes(self, keys: Iterable[K], target: S) -> StateChangeResult[K, S]:
+    def handle_state_changes(
+        self, keys: Iterable[K], target: S
+    ) -> StateChangeResult[K, S]:
         """Move each key to ``target`` where the table allows it; report the others
         (Kafka logs "Invalid state transition" for them and leaves their state alone)."""
         return _handle(self._states, keys, target, self._initial, self._table)
@@ -233,8 +255,9 @@ class ReplicaStateMachine(_StateMachine[PartitionAndReplica, ReplicaState]):
 def new_leader_and_isr(
     assignment: Sequence[int], live_brokers: Collection[int]
 ) -> tuple[int, tuple[int, ...]]:
-    """Leader and ISR of a partition going from New to Online: "assign first live replica
-    as the leader and all live replicas as the isr" (Kafka's PartitionStateMachine)."""
+    """Leader and ISR of a partition going from New to Online: "assign first live
+    replica as the leader and all live replicas as the isr" (Kafka's
+    PartitionStateMachine)."""
     live = tuple(broker for broker in assignment if broker in live_brokers)
     if not live:
         raise StateChangeFailedError(
@@ -250,7 +273,9 @@ class PartitionCreation:
 
     steps: tuple[str, ...]
     leader_and_isr: Mapping[TopicPartition, tuple[int, tuple[int, ...]]]
-    failed: Mapping[TopicPartition, str]  # partitions left in NEW: why they have no leader
+    failed: Mapping[
+        TopicPartition, str
+    ]  # partitions left in NEW: why they have no leader
 
 
 def _name(key: TopicPartition | PartitionAndReplica) -> str:
@@ -271,14 +296,17 @@ def on_new_partition_creation(
     rsm: ReplicaStateMachine,
     live_brokers: Collection[int] | None = None,
 ) -> PartitionCreation:
-    """Kafka's ``KafkaController.onNewPartitionCreation`` in its four steps (seed 001 §4.3).
+    """Kafka's ``KafkaController.onNewPartitionCreation`` in its four steps (seed 001
+    §4.3).
 
-    ``live_brokers`` defaults to every assigned broker. A partition none of whose replicas is
-    live stays ``NEW`` (Kafka logs the failed state change and retries on the next broker
-    change); its replicas still go online, as in Kafka.
+    ``live_brokers`` defaults to every assigned broker. A partition none of whose
+    replicas is live stays ``NEW`` (Kafka logs the failed state change and retries on
+    the next broker change); its replicas still go online, as in Kafka.
     """
     replicas = [
-        (topic, index, b) for topic, index in partitions for b in replicas_of((topic, index))
+        (topic, index, b)
+        for topic, index in partitions
+        for b in replicas_of((topic, index))
     ]
     steps: list[str] = []
 
@@ -289,12 +317,19 @@ def on_new_partition_creation(
     ) -> None:
         steps.append(f"{step}: {_names(c.key for c in result.changed)}")
         steps.extend(
-            f"  invalid transition of {_name(c.key)}: {c.from_state.value} -> {c.to_state.value}"
+            f"  invalid transition of {_name(c.key)}: {c.from_state.value} -> "
+            f"{c.to_state.value}"
             for c in result.invalid
         )
 
-    log("1. partitions -> NewPartition", psm.handle_state_changes(partitions, PartitionState.NEW))
-    log("2. replicas -> NewReplica", rsm.handle_state_changes(replicas, ReplicaState.NEW_REPLICA))
+    log(
+        "1. partitions -> NewPartition",
+        psm.handle_state_changes(partitions, PartitionState.NEW),
+    )
+    log(
+        "2. replicas -> NewReplica",
+        rsm.handle_state_changes(replicas, ReplicaState.NEW_REPLICA),
+    )
 
     leaders: dict[TopicPartition, tuple[int, tuple[int, ...]]] = {}
     failed: dict[TopicPartition, str] = {}

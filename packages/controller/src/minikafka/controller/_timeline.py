@@ -197,13 +197,14 @@ class SnapshotRegistry:
         return snapshot
 
     def revert_to_snapshot(self, epoch: int) -> None:
-        """Return every structure to its state at ``epoch``; newer snapshots are dropped.
+        """Return every structure to its state at ``epoch``; newer snapshots are
+        dropped.
 
         The target snapshot stays, so the controller can revert to it again.
         """
         i = self._require(epoch)
-        # Dropping the newer snapshots newest first folds all their deltas into the target,
-        # which then knows the value at ``epoch`` of every key changed since.
+        # Dropping the newer snapshots newest first folds all their deltas into the
+        # target, which then knows the value at ``epoch`` of every key changed since.
         while len(self._snapshots) > i + 1:
             self._delete_at(len(self._snapshots) - 1)
         self._snapshots[i]._revert()

@@ -52,7 +52,9 @@ def replay_metadata_dir(path: Path) -> ReplayResult:
     delta = MetadataDelta(MetadataImage())
     count = 0
     if snapshot is not None:
-        for _, record in decode_metadata_records((directory / snapshot.file_name).read_bytes()):
+        for _, record in decode_metadata_records(
+            (directory / snapshot.file_name).read_bytes()
+        ):
             delta.replay(record)
         delta.offset = snapshot.end_offset - 1
     stopped_at = None

@@ -46,7 +46,13 @@ from ._records import (
     PartitionRecord,
     TopicRecord,
 )
-from ._replication_state import DUPLICATE, Refused, ReplicationState, TopicInfo, too_large
+from ._replication_state import (
+    DUPLICATE,
+    Refused,
+    ReplicationState,
+    TopicInfo,
+    too_large,
+)
 from ._requests import (
     MAX_RECORDS_PER_USER_OP,
     ControllerResult,
@@ -67,10 +73,15 @@ _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate: what may name a directory under every ``log.dirs``."""
     if not name or name in (".", ".."):
-        raise Refused(ErrorCode.invalid_topic_exception, f"{name!r} is not a legal topic name")
+        raise Refused(
+            ErrorCode.invalid_topic_exception, f"{name!r} is not a legal topic name"
+        )
     if name == METADATA_TOPIC:
         # Its partition directory is the metadata log's own (Kafka's ControllerApis).
-        raise Refused(ErrorCode.invalid_request, f"creation of internal topic {name} is prohibited")
+        raise Refused(
+            ErrorCode.invalid_request,
+            f"creation of internal topic {name} is prohibited",
+        )
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise Refused(
             ErrorCode.invalid_topic_exception,
@@ -105,7 +116,9 @@ class TopicCreation:
 
     # --- CreateTopics ----------------------------------------------------------------------
 
-    def create_topics(self, request: CreateTopicsRequest) -> ControllerResult[CreateTopicsResponse]:
+    def create_topics(
+        self, request: CreateTopicsRequest
+    ) -> ControllerResult[CreateTopicsResponse]:
         listed = collections.Counter(t.name for t in request.topics)
         outcomes: dict[str, _NewTopic | Refused] = {}
         folded_names: dict[str, str] = {}
@@ -121,7 +134,8 @@ class TopicCreation:
                 if other != topic.name:
                     raise Refused(
                         ErrorCode.invalid_request,
-                        f"topic {topic.name!r} collides with topic {other!r} of this request",
+                        f"topic {topic.name!r} collides with topic {other!r} of this "
+                        "request",
                     )
                 outcomes[topic.name] = self._check_new_topic(topic)
             except Refused as refused:
@@ -147,7 +161,9 @@ class TopicCreation:
                     raise outcome
                 topic_records, result = self._create_topic(outcome)
             except Refused as refused:
-                results.append(CreatableTopicResult(name, refused.error_code, refused.message))
+                results.append(
+                    CreatableTopicResult(name, refused.error_code, refused.message)
+                )
                 continue
             results.append(result)
             records += topic_records
@@ -160,7 +176,9 @@ class TopicCreation:
         """Everything about a new topic that can be known without placing it."""
         validate_topic_name(topic.name)
         if self.state.topic_named(topic.name) is not None:
-            raise Refused(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+            raise Refused(
+                ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists."
+            )
         # '.' and '_' collide in metric names, so Kafka refuses topics differing only there.
         folded = topic.name.replace(".", "_")
         for other in self.state.topics_by_name:
@@ -190,7 +208,11 @@ class TopicCreation:
                 "Number of partitions must be larger than 0, or -1 to use the default value.",
             )
         config = self.state.config
-        partitions = config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+        partitions = (
+            config.num_partitions
+            if topic.num_partitions == -1
+            else topic.num_partitions
+        )
         factor = (
             config.default_replication_factor
             if topic.replication_factor == -1
@@ -211,7 +233,9 @@ class TopicCreation:
                 ErrorCode.invalid_config,
                 f"Null value not supported for topic configs: {','.join(nulls)}",
             )
-        configs = tuple((key, value) for key, value in topic.configs if value is not None)
+        configs = tuple(
+            (key, value) for key, value in topic.configs if value is not None
+        )
         for key, value in configs:
             try:
                 validate_topic_config(key, value)
@@ -219,7 +243,9 @@ class TopicCreation:
                 raise Refused(ErrorCode.invalid_config, str(exc)) from None
         return configs
 
-    def _create_topic(self, new: _NewTopic) -> tuple[list[MetadataRecord], CreatableTopicResult]:
+    def _create_topic(
+        self, new: _NewTopic
+    ) -> tuple[list[MetadataRecord], CreatableTopicResult]:
         topic = new.topic
         assignment = self._assignment_for(new)
         topic_id = self._new_topic_id()
@@ -231,7 +257,12 @@ class TopicCreation:
         ]
         replication_factor = len(assignment[0])
         result = CreatableTopicResult(
-            topic.name, ErrorCode.none, None, topic_id, len(assignment), replication_factor
+            topic.name,
+            ErrorCode.none,
+            None,
+            topic_id,
+            len(assignment),
+            replication_factor,
         )
         return records, result
 
@@ -250,7 +281,10 @@ class TopicCreation:
         try:
             if not topic.assignments:
                 return assign_replicas_to_brokers(
-                    new.partitions, new.replication_factor, self._placement_brokers(), rng=self.rng
+                    new.partitions,
+                    new.replication_factor,
+                    self._placement_brokers(),
+                    rng=self.rng,
                 )
             ids = topic.partition_ids
             if ids is None:
@@ -278,13 +312,16 @@ class TopicCreation:
         records = []
         for partition_id, replicas in sorted(assignment.items()):
             isr = tuple(r for r in replicas if self.state.cluster.is_unfenced(r))
-            if not isr:  # only a manual assignment can name fenced brokers alone (Kafka's code)
+            # only a manual assignment can name fenced brokers alone (Kafka's code)
+            if not isr:
                 raise Refused(
                     ErrorCode.invalid_replica_assignment,
                     f"partition {partition_id} has no unfenced replica among {list(replicas)}",
                 )
             records.append(
-                PartitionRecord(partition_id, topic_id, tuple(replicas), isr, leader=isr[0])
+                PartitionRecord(
+                    partition_id, topic_id, tuple(replicas), isr, leader=isr[0]
+                )
             )
         return records
 
@@ -305,7 +342,9 @@ class TopicCreation:
             except Refused as refused:
                 outcomes[item.name] = refused
         total = sum(
-            o[0].count - o[1].num_partitions for o in outcomes.values() if isinstance(o, tuple)
+            o[0].count - o[1].num_partitions
+            for o in outcomes.values()
+            if isinstance(o, tuple)
         )
         if total > MAX_RECORDS_PER_USER_OP:
             message = too_large(total)
@@ -323,19 +362,25 @@ class TopicCreation:
                 records += self._create_partitions(*outcome)
             except Refused as refused:
                 results.append(
-                    CreatePartitionsTopicResult(name, refused.error_code, refused.message)
+                    CreatePartitionsTopicResult(
+                        name, refused.error_code, refused.message
+                    )
                 )
                 continue
             results.append(CreatePartitionsTopicResult(name, ErrorCode.none))
         if request.validate_only:
             records = []
         self.state.trace_elections(records, "new_partition")
-        return ControllerResult(tuple(records), CreatePartitionsResponse(tuple(results)))
+        return ControllerResult(
+            tuple(records), CreatePartitionsResponse(tuple(results))
+        )
 
     def _check_new_partitions(self, item: CreatePartitionsTopic) -> TopicInfo:
         topic = self.state.topic_named(item.name)
         if topic is None:
-            raise Refused(ErrorCode.unknown_topic_or_partition, f"no topic {item.name!r}")
+            raise Refused(
+                ErrorCode.unknown_topic_or_partition, f"no topic {item.name!r}"
+            )
         current = topic.num_partitions
         if item.count <= current:
             raise Refused(
@@ -359,7 +404,10 @@ class TopicCreation:
             if item.assignments:
                 manual = {current + i: r for i, r in enumerate(item.assignments)}
                 validate_manual_assignment(
-                    {0: first.replicas, **{i - current + 1: r for i, r in manual.items()}},
+                    {
+                        0: first.replicas,
+                        **{i - current + 1: r for i, r in manual.items()},
+                    },
                     list(self.state.cluster.brokers),
                 )
                 assignment: Assignment = manual
@@ -368,7 +416,9 @@ class TopicCreation:
                 # leader started it, numbering from the current count.
                 brokers = self._placement_brokers()
                 ids = [b.id for b in brokers]
-                start = next((i for i, b in enumerate(ids) if b >= first.replicas[0]), 0)
+                start = next(
+                    (i for i, b in enumerate(ids) if b >= first.replicas[0]), 0
+                )
                 assignment = assign_replicas_to_brokers(
                     item.count - current,
                     factor,

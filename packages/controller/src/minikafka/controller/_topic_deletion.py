@@ -51,7 +51,9 @@ def delete_topics(
             refused = Refused(ErrorCode.invalid_request, "Duplicate topic id.")
             entries.append((None, topic_id, refused))
         elif topic_id.int == 0:
-            refused = Refused(ErrorCode.invalid_request, "The zero topic id names no topic.")
+            refused = Refused(
+                ErrorCode.invalid_request, "The zero topic id names no topic."
+            )
             entries.append((None, topic_id, refused))
         elif topic_id not in state.topics:
             unknown = Refused(ErrorCode.unknown_topic_id, "no such topic")
@@ -61,10 +63,12 @@ def delete_topics(
     # A topic named once by name and once by id: as for any duplicate, delete neither.
     chosen = collections.Counter(i for _, i, error in entries if error is None)
     both = Refused(
-        ErrorCode.invalid_request, "The topic name maps to a topic id also in the request."
+        ErrorCode.invalid_request,
+        "The topic name maps to a topic id also in the request.",
     )
     entries = [
-        (n, i, both if error is None and chosen[i] > 1 else error) for n, i, error in entries
+        (n, i, both if error is None and chosen[i] > 1 else error)
+        for n, i, error in entries
     ]
     doomed = [i for _, i, error in entries if error is None and i is not None]
     if len(doomed) > MAX_RECORDS_PER_USER_OP:

@@ -111,7 +111,9 @@ def scratch_cluster(
             current = context.leadership.get((name, index))
             isr = current.state.isr if current is not None else replicas
             leader = current.state.leader if current is not None else -1
-            replication.replay(PartitionRecord(index, topic_id, replicas, isr, leader=leader))
+            replication.replay(
+                PartitionRecord(index, topic_id, replicas, isr, leader=leader)
+            )
     if context.next_producer_id > 0:
         producer_ids.replay(ProducerIdsRecord(-1, -1, context.next_producer_id))
     return ScratchCluster(replication, producer_ids)
@@ -126,7 +128,9 @@ def _assignments(
     found: dict[str, dict[int, tuple[int, ...]]] = {}
     for record in records:
         if isinstance(record, PartitionRecord):
-            found.setdefault(names[record.topic_id], {})[record.partition_id] = record.replicas
+            found.setdefault(names[record.topic_id], {})[record.partition_id] = (
+                record.replicas
+            )
     ids = {name: topic_id for topic_id, name in names.items()}
     result = {}
     for name, partitions in found.items():
@@ -155,7 +159,11 @@ def create_topics(
         # As Kafka's AdminZkClient: the config first, so that no broker ever sees the
         # topic without its settings (brokers read it when told to host a partition).
         writes.append(
-            Create(topic_config_path(name), encode_topic_config(configs[name]), parents=True)
+            Create(
+                topic_config_path(name),
+                encode_topic_config(configs[name]),
+                parents=True,
+            )
         )
         writes.append(Create(topic_path(name), assignment.encode()))
     return writes, decided.response
@@ -197,14 +205,20 @@ def delete_topics(
     results = []
     for name in dict.fromkeys(request.names):
         if name not in context.topics:
-            results.append(DeletableTopicResult(name, None, ErrorCode.unknown_topic_or_partition))
+            results.append(
+                DeletableTopicResult(name, None, ErrorCode.unknown_topic_or_partition)
+            )
             continue
         if name not in context.deleting and name not in context.pending_deletion:
             context.pending_deletion.add(name)
             writes.append(Create(delete_topic_path(name)))
-        results.append(DeletableTopicResult(name, context.topic_id(name), ErrorCode.none))
+        results.append(
+            DeletableTopicResult(name, context.topic_id(name), ErrorCode.none)
+        )
     for topic_id in request.topic_ids:
-        results.append(DeletableTopicResult(None, topic_id, ErrorCode.unsupported_version))
+        results.append(
+            DeletableTopicResult(None, topic_id, ErrorCode.unsupported_version)
+        )
     return writes, DeleteTopicsResponse(tuple(results))
 
 

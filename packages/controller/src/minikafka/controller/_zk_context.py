@@ -55,13 +55,20 @@ class ControllerContext:
 
     @classmethod
     def load(
-        cls, epoch: int, cluster: ZkCluster, producer_id_block: tuple[int, int] | None = None
+        cls,
+        epoch: int,
+        cluster: ZkCluster,
+        producer_id_block: tuple[int, int] | None = None,
     ) -> ControllerContext:
         """``producer_id_block``: the next producer id and the znode's version, if any."""
         leadership = {
-            tp: Leadership(*found) for tp, found in cluster.partitions.items() if found is not None
+            tp: Leadership(*found)
+            for tp, found in cluster.partitions.items()
+            if found is not None
         }
-        next_id, version = producer_id_block if producer_id_block is not None else (0, -1)
+        next_id, version = (
+            producer_id_block if producer_id_block is not None else (0, -1)
+        )
         return cls(
             epoch,
             dict(cluster.brokers),
@@ -121,5 +128,8 @@ class ControllerContext:
 
     def replicas_on(self, brokers: set[int]) -> list[tuple[str, int, int]]:
         return [
-            (tp[0], tp[1], b) for tp in self.partitions() for b in self.replicas(tp) if b in brokers
+            (tp[0], tp[1], b)
+            for tp in self.partitions()
+            for b in self.replicas(tp)
+            if b in brokers
         ]

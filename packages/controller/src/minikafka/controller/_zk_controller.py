@@ -65,7 +65,12 @@ from ._states import (
     ReplicaState,
     TopicPartition,
 )
-from ._zk_admin import allocate_producer_ids, create_partitions, create_topics, delete_topics
+from ._zk_admin import (
+    allocate_producer_ids,
+    create_partitions,
+    create_topics,
+    delete_topics,
+)
 from ._zk_context import ControllerContext
 from ._zk_deletion import TopicDeletion
 from ._zk_machines import (
@@ -132,16 +137,20 @@ class ZkController(TopicDeletion, Reassignments):
                 else:
                     state = _R.OFFLINE_REPLICA
                 self.rsm.initialize((tp[0], tp[1], replica), state)
-        self._batch.add_update_metadata(context.live_or_shutting_down(), context.partitions())
+        self._batch.add_update_metadata(
+            context.live_or_shutting_down(), context.partitions()
+        )
         # Kafka's ReplicaStateMachine.startup: every replica is told again what it is;
         # a replica whose broker is down leaves the ISRs it is still written into (its
         # broker may have died while there was no controller to take it out).
         replicas = [r for r in self._replicas_of() if r[0] not in context.deleting]
         self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) is _R.ONLINE_REPLICA], _R.ONLINE_REPLICA
+            [r for r in replicas if self.rsm.state(r) is _R.ONLINE_REPLICA],
+            _R.ONLINE_REPLICA,
         )
         self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) is _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
+            [r for r in replicas if self.rsm.state(r) is _R.OFFLINE_REPLICA],
+            _R.OFFLINE_REPLICA,
         )
         self._trigger_online_partition_state_change()
         # Reassignments a previous controller left in phase A: finished if now in sync.
@@ -193,12 +202,18 @@ class ZkController(TopicDeletion, Reassignments):
                 # Only new partitions count (Kafka's processPartitionModifications): the
                 # replicas of existing ones change through reassignment, not by a rewrite.
                 added = {
-                    p: r for p, r in assignment.partitions.items() if p not in known.partitions
+                    p: r
+                    for p, r in assignment.partitions.items()
+                    if p not in known.partitions
                 }
-                assignment = attrs.evolve(known, partitions={**known.partitions, **added})
+                assignment = attrs.evolve(
+                    known, partitions={**known.partitions, **added}
+                )
             context.topics[name] = assignment
             before = set() if known is None else set(known.partitions)
-            created.extend((name, p) for p in sorted(assignment.partitions) if p not in before)
+            created.extend(
+                (name, p) for p in sorted(assignment.partitions) if p not in before
+            )
         for name in fresh:
             context.pending.pop(name, None)
         self._assign_topic_ids({n: context.topics[n] for n in fresh})
@@ -235,8 +250,14 @@ class ZkController(TopicDeletion, Reassignments):
                     eligible=context.is_live,
                 )
             if error is not None or current is None:
-                code = error[0] if error is not None else ErrorCode.unknown_topic_or_partition
-                results.append(AlterPartitionResult(item.topic_id, item.partition, code))
+                code = (
+                    error[0]
+                    if error is not None
+                    else ErrorCode.unknown_topic_or_partition
+                )
+                results.append(
+                    AlterPartitionResult(item.topic_id, item.partition, code)
+                )
                 continue
             # The leader epoch stays: only the ISR (and so the version) changes.
             self._write(tp, attrs.evolve(current.state, isr=item.new_isr))
@@ -267,9 +288,13 @@ class ZkController(TopicDeletion, Reassignments):
         self._writes.extend(writes)
         return self._end(response)
 
-    def on_create_partitions(self, request: CreatePartitionsRequest) -> ZkControllerResult:
+    def on_create_partitions(
+        self, request: CreatePartitionsRequest
+    ) -> ZkControllerResult:
         self._begin("CreatePartitions")
-        writes, response = create_partitions(self.context, self.config, self.rng, request)
+        writes, response = create_partitions(
+            self.context, self.config, self.rng, request
+        )
         self._writes.extend(writes)
         return self._end(response)
 
@@ -279,7 +304,9 @@ class ZkController(TopicDeletion, Reassignments):
         self._writes.extend(writes)
         return self._end(response)
 
-    def on_allocate_producer_ids(self, request: AllocateProducerIdsRequest) -> ZkControllerResult:
+    def on_allocate_producer_ids(
+        self, request: AllocateProducerIdsRequest
+    ) -> ZkControllerResult:
         self._begin("AllocateProducerIds")
         writes, response = allocate_producer_ids(self.context, self.config, request)
         self._writes.extend(writes)
@@ -301,12 +328,16 @@ class ZkController(TopicDeletion, Reassignments):
             current = context.leadership.get(tp)
             replicas = context.replicas(tp)
             if current is None or not replicas or tp[0] in context.deleting:
-                results.append(ElectionResult(*tp, ErrorCode.unknown_topic_or_partition))
+                results.append(
+                    ElectionResult(*tp, ErrorCode.unknown_topic_or_partition)
+                )
             elif current.state.leader == replicas[0]:
                 results.append(ElectionResult(*tp, ErrorCode.election_not_needed))
             elif preferred_leader(replicas, current.state.isr, context.is_live) is None:
                 why = f"broker {replicas[0]} is not in sync or not available"
-                results.append(ElectionResult(*tp, ErrorCode.preferred_leader_not_available, why))
+                results.append(
+                    ElectionResult(*tp, ErrorCode.preferred_leader_not_available, why)
+                )
             else:
                 electable.append(tp)
                 results.append(ElectionResult(*tp, ErrorCode.none))
@@ -314,15 +345,16 @@ class ZkController(TopicDeletion, Reassignments):
         return self._end(ElectLeadersResponse(ErrorCode.none, tuple(results)))
 
     def on_auto_leader_rebalance(self) -> ZkControllerResult:
-        """``auto.leader.rebalance.enable`` (Kafka's ``AutoPreferredReplicaLeaderElection``
-        event, which the shell posts every ``leader.imbalance.check.interval.seconds``).
+        """``auto.leader.rebalance.enable`` (Kafka's
+        ``AutoPreferredReplicaLeaderElection`` event, which the shell posts every
+        ``leader.imbalance.check.interval.seconds``).
 
         For each broker, the partitions it is the preferred (first) replica of: if more
-        than ``leader.imbalance.per.broker.percentage`` percent of them are led by another
-        broker, each of those goes back to it where it is live and in sync. Nothing
-        moves while a reassignment is in progress or for a topic being deleted (Kafka's
-        ``checkAndTriggerAutoLeaderRebalance``): a broker that came back after a failure
-        leads again without anyone asking."""
+        than ``leader.imbalance.per.broker.percentage`` percent of them are led by
+        another broker, each of those goes back to it where it is live and in sync.
+        Nothing moves while a reassignment is in progress or for a topic being deleted
+        (Kafka's ``checkAndTriggerAutoLeaderRebalance``): a broker that came back after
+        a failure leads again without anyone asking."""
         self._begin("AutoPreferredReplicaLeaderElection")
         context = self.context
         if any(a.adding or a.removing for a in context.topics.values()):
@@ -344,14 +376,18 @@ class ZkController(TopicDeletion, Reassignments):
                 tp
                 for tp in led_by_others
                 if preferred_leader(
-                    context.replicas(tp), context.leadership[tp].state.isr, context.is_live
+                    context.replicas(tp),
+                    context.leadership[tp].state.isr,
+                    context.is_live,
                 )
                 is not None
             ]
         self._partitions_to(electable, _P.ONLINE, election="auto_rebalance")
         return self._end()
 
-    def on_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ZkControllerResult:
+    def on_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ZkControllerResult:
         """A broker asks to stop (Kafka's ``doControlledShutdown``): it leaves every ISR,
         the partitions it leads move to another in-sync replica, and the answer lists
         those it still leads (no other replica in sync to take them)."""
@@ -370,11 +406,15 @@ class ZkController(TopicDeletion, Reassignments):
             and tp in context.leadership
             and tp[0] not in context.deleting
         ]
-        led = [tp for tp in acted_on if context.leadership[tp].state.leader == broker_id]
+        led = [
+            tp for tp in acted_on if context.leadership[tp].state.leader == broker_id
+        ]
         followed = [(tp[0], tp[1], broker_id) for tp in acted_on if tp not in led]
         self._partitions_to(led, _P.ONLINE, election="controlled_shutdown")
         self._replicas_to(followed, _R.OFFLINE_REPLICA)
-        remaining = tuple(tp for tp in acted_on if context.leadership[tp].state.leader == broker_id)
+        remaining = tuple(
+            tp for tp in acted_on if context.leadership[tp].state.leader == broker_id
+        )
         return self._end(ControlledShutdownResult(ErrorCode.none, remaining))
 
     # --- what broker changes do (onBrokerFailure, onBrokerStartup) -------------------------
@@ -389,7 +429,9 @@ class ZkController(TopicDeletion, Reassignments):
         self._partitions_to(leaderless, _P.OFFLINE)
         self._trigger_online_partition_state_change()
         replicas = context.replicas_on(dead)
-        self._replicas_to([r for r in replicas if r[0] not in context.deleting], _R.OFFLINE_REPLICA)
+        self._replicas_to(
+            [r for r in replicas if r[0] not in context.deleting], _R.OFFLINE_REPLICA
+        )
         self._fail_deletion([r for r in replicas if r[0] in context.deleting])
         # Everyone learns that the brokers are gone, even if they hosted nothing.
         self._batch.add_update_metadata(context.live_or_shutting_down(), [])
@@ -400,13 +442,17 @@ class ZkController(TopicDeletion, Reassignments):
         self._batch.add_update_metadata(existing, [])
         self._batch.add_update_metadata(sorted(new), context.leadership)
         replicas = context.replicas_on(new)
-        self._replicas_to([r for r in replicas if r[0] not in context.deleting], _R.ONLINE_REPLICA)
+        self._replicas_to(
+            [r for r in replicas if r[0] not in context.deleting], _R.ONLINE_REPLICA
+        )
         self._trigger_online_partition_state_change()
         self._resume_deletions()
 
     def _on_new_partition_creation(self, partitions: list[TopicPartition]) -> None:
         """Seed 001 section 4.3, in Kafka's four steps."""
-        replicas = [(t, p, b) for t, p in partitions for b in self.context.replicas((t, p))]
+        replicas = [
+            (t, p, b) for t, p in partitions for b in self.context.replicas((t, p))
+        ]
         self._partitions_to(partitions, _P.NEW)
         self._replicas_to(replicas, _R.NEW_REPLICA)
         self._partitions_to(partitions, _P.ONLINE)
@@ -417,6 +463,7 @@ class ZkController(TopicDeletion, Reassignments):
         waiting = [
             tp
             for tp in self.context.partitions()
-            if self.psm.state(tp) in (_P.NEW, _P.OFFLINE) and tp[0] not in self.context.deleting
+            if self.psm.state(tp) in (_P.NEW, _P.OFFLINE)
+            and tp[0] not in self.context.deleting
         ]
         self._partitions_to(waiting, _P.ONLINE)

@@ -80,25 +80,35 @@ class TopicDeletion(ZkStateMachines):
                 continue  # waiting for the brokers' StopReplica answers
             elif any(not self.context.is_live(r[2]) for r in replicas):
                 # A replica's broker is down: the topic waits for it (ineligible).
-                self._fail_deletion([r for r in replicas if not self.context.is_live(r[2])])
+                self._fail_deletion(
+                    [r for r in replicas if not self.context.is_live(r[2])]
+                )
             else:
                 self._start_deletion(topic, replicas)
 
     def _start_deletion(self, topic: str, replicas: list[PartitionAndReplica]) -> None:
-        """The first time, the partitions go (Offline, then NonExistent) and every broker
-        hears that the topic is being deleted (leader -2); then each replica not yet
-        deleted is stopped and its broker asked to delete it."""
+        """The first time, the partitions go (Offline, then NonExistent) and every
+        broker hears that the topic is being deleted (leader -2); then each replica not
+        yet deleted is stopped and its broker asked to delete it."""
         partitions = list(self.context.partitions(topic))
         if topic not in self._deletion_started:
             self._deletion_started.add(topic)
             self._partitions_to(
-                [tp for tp in partitions if self.psm.state(tp) is not _P.OFFLINE], _P.OFFLINE
+                [tp for tp in partitions if self.psm.state(tp) is not _P.OFFLINE],
+                _P.OFFLINE,
             )
             self._partitions_to(partitions, _P.NON_EXISTENT)
-        self._batch.add_update_metadata(self.context.live_or_shutting_down(), partitions)
-        pending = [r for r in replicas if self.rsm.state(r) is not _R.REPLICA_DELETION_SUCCESSFUL]
+        self._batch.add_update_metadata(
+            self.context.live_or_shutting_down(), partitions
+        )
+        pending = [
+            r
+            for r in replicas
+            if self.rsm.state(r) is not _R.REPLICA_DELETION_SUCCESSFUL
+        ]
         self._replicas_to(
-            [r for r in pending if self.rsm.state(r) is not _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
+            [r for r in pending if self.rsm.state(r) is not _R.OFFLINE_REPLICA],
+            _R.OFFLINE_REPLICA,
         )
         self._replicas_to(pending, _R.REPLICA_DELETION_STARTED)
 
@@ -107,14 +117,18 @@ class TopicDeletion(ZkStateMachines):
         an error) become ineligible until the broker is back."""
         live_states = (_R.NEW_REPLICA, _R.ONLINE_REPLICA)
         self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) in live_states], _R.OFFLINE_REPLICA
+            [r for r in replicas if self.rsm.state(r) in live_states],
+            _R.OFFLINE_REPLICA,
         )
         failing = (_R.OFFLINE_REPLICA, _R.REPLICA_DELETION_STARTED)
         self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) in failing], _R.REPLICA_DELETION_INELIGIBLE
+            [r for r in replicas if self.rsm.state(r) in failing],
+            _R.REPLICA_DELETION_INELIGIBLE,
         )
 
-    def _complete_deletion(self, topic: str, replicas: list[PartitionAndReplica]) -> None:
+    def _complete_deletion(
+        self, topic: str, replicas: list[PartitionAndReplica]
+    ) -> None:
         """Every replica is deleted: forget them and remove the topic's znodes."""
         self._replicas_to(replicas, _R.NON_EXISTENT_REPLICA)
         self._writes.append(Delete(topic_path(topic), recursive=True))

@@ -16,7 +16,12 @@ import attrs
 
 from minikafka.trace import TraceEvent, register_event
 
-__all__ = ["ControllerRequestSent", "StateTransition", "ZkControllerElected", "ZkWatchFired"]
+__all__ = [
+    "ControllerRequestSent",
+    "StateTransition",
+    "ZkControllerElected",
+    "ZkWatchFired",
+]
 
 
 @register_event

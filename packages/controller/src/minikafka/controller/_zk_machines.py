@@ -68,7 +68,9 @@ class IllegalStateTransitionError(Exception):
     """The controller asked a state machine for a transition its table forbids."""
 
     def __init__(self, changes: Sequence[StateChange[Any, Any]]) -> None:
-        listed = ", ".join(f"{c.key}: {c.from_state.value} -> {c.to_state.value}" for c in changes)
+        listed = ", ".join(
+            f"{c.key}: {c.from_state.value} -> {c.to_state.value}" for c in changes
+        )
         super().__init__(f"illegal state transition: {listed}")
 
 
@@ -109,10 +111,14 @@ ZkResponse = (
 
 
 def offline_partition_leader(
-    replicas: Sequence[int], isr: Sequence[int], live: Callable[[int], bool], unclean: bool
+    replicas: Sequence[int],
+    isr: Sequence[int],
+    live: Callable[[int], bool],
+    unclean: bool,
 ) -> tuple[int, tuple[int, ...], bool] | None:
     """The first live replica in the ISR (assignment order); with ``unclean``, failing
-    that, the first live replica at all, which becomes the whole ISR. None: no leader."""
+    that, the first live replica at all, which becomes the whole ISR. None: no
+    leader."""
     for replica in replicas:
         if live(replica) and replica in isr:
             return replica, tuple(b for b in isr if live(b)), False
@@ -203,7 +209,8 @@ class ZkStateMachines:
             )
 
     def _lead(self, tp: TopicPartition, election: str) -> bool:
-        """Give ``tp`` a leader: its first one (New), or by ``election``. False: none."""
+        """Give ``tp`` a leader: its first one (New), or by ``election``. False:
+        none."""
         context = self.context
         replicas = context.replicas(tp)
         current = context.leadership.get(tp)
@@ -212,13 +219,17 @@ class ZkStateMachines:
             if not live:
                 return False
             state = ZkPartitionState(live[0], 0, live, context.epoch)
-            self._writes.append(Create(partition_state_path(*tp), state.encode(), parents=True))
+            self._writes.append(
+                Create(partition_state_path(*tp), state.encode(), parents=True)
+            )
             context.leadership[tp] = Leadership(state, 0)
             self._batch.add_leader_and_isr(context, live, tp, is_new=True)
             self._trace_election(tp, -1, context.leadership[tp], "new_partition")
             return True
         if election == "controlled_shutdown":
-            chosen = controlled_shutdown_leader(replicas, current.state.isr, context.is_live)
+            chosen = controlled_shutdown_leader(
+                replicas, current.state.isr, context.is_live
+            )
             unclean = False
         elif election in ("preferred", "auto_rebalance"):
             chosen = preferred_leader(replicas, current.state.isr, context.is_live)
@@ -241,10 +252,16 @@ class ZkStateMachines:
         leader, isr = chosen
         updated = self._write(
             tp,
-            ZkPartitionState(leader, current.state.leader_epoch + 1, isr, context.epoch),
+            ZkPartitionState(
+                leader, current.state.leader_epoch + 1, isr, context.epoch
+            ),
         )
-        self._batch.add_leader_and_isr(context, [b for b in replicas if context.is_live(b)], tp)
-        self._trace_election(tp, current.state.leader, updated, "unclean" if unclean else election)
+        self._batch.add_leader_and_isr(
+            context, [b for b in replicas if context.is_live(b)], tp
+        )
+        self._trace_election(
+            tp, current.state.leader, updated, "unclean" if unclean else election
+        )
         return True
 
     def _write(self, tp: TopicPartition, state: ZkPartitionState) -> Leadership:
@@ -252,14 +269,18 @@ class ZkStateMachines:
         conditional write: KIP-497), and remember the version it will have."""
         current = self.context.leadership[tp]
         state = attrs.evolve(state, controller_epoch=self.context.epoch)
-        self._writes.append(SetData(partition_state_path(*tp), state.encode(), current.version))
+        self._writes.append(
+            SetData(partition_state_path(*tp), state.encode(), current.version)
+        )
         updated = Leadership(state, current.version + 1)
         self.context.leadership[tp] = updated
         return updated
 
     # --- the replica state machine's side effects ----------------------------------------------
 
-    def _replicas_to(self, replicas: Sequence[PartitionAndReplica], target: ReplicaState) -> None:
+    def _replicas_to(
+        self, replicas: Sequence[PartitionAndReplica], target: ReplicaState
+    ) -> None:
         """Kafka's ``ZkReplicaStateMachine.handleStateChanges``."""
         if not replicas:
             return
@@ -300,9 +321,13 @@ class ZkStateMachines:
             return
         isr = tuple(b for b in state.isr if b != broker) or state.isr
         leader = -1 if state.leader == broker else state.leader
-        self._write(tp, ZkPartitionState(leader, state.leader_epoch + 1, isr, context.epoch))
+        self._write(
+            tp, ZkPartitionState(leader, state.leader_epoch + 1, isr, context.epoch)
+        )
         if tp[0] not in context.deleting:
-            others = [b for b in context.replicas(tp) if b != broker and context.is_live(b)]
+            others = [
+                b for b in context.replicas(tp) if b != broker and context.is_live(b)
+            ]
             self._batch.add_leader_and_isr(context, others, tp)
 
     # --- bookkeeping ----------------------------------------------------------------------
@@ -313,7 +338,8 @@ class ZkStateMachines:
         for name, assignment in topics.items():
             if assignment.topic_id is None:
                 assignment = attrs.evolve(
-                    assignment, topic_id=uuid.UUID(int=self.rng.getrandbits(128), version=4)
+                    assignment,
+                    topic_id=uuid.UUID(int=self.rng.getrandbits(128), version=4),
                 )
                 self.context.topics[name] = assignment
                 self._writes.append(SetData(topic_path(name), assignment.encode()))

@@ -100,7 +100,10 @@ class Reassignments(ZkStateMachines):
         isr = context.leadership[tp].state.isr
         new_rs = tuple(trs) + tuple(r for r in ors if r not in trs)
         if not set(isr) & set(new_rs):
-            return ErrorCode.invalid_replica_assignment, "no in-sync replica would remain"
+            return (
+                ErrorCode.invalid_replica_assignment,
+                "no in-sync replica would remain",
+            )
         # Replicas a previous reassignment was adding that the new one does not keep.
         unneeded = [r for r in rs if r not in new_rs]
         self._set_assignment(
@@ -116,7 +119,10 @@ class Reassignments(ZkStateMachines):
             # Phase A: a new leader epoch tells every replica of RS, the new ones included.
             current = context.leadership[tp]
             self._write(
-                tp, attrs.evolve(current.state, leader_epoch=current.state.leader_epoch + 1)
+                tp,
+                attrs.evolve(
+                    current.state, leader_epoch=current.state.leader_epoch + 1
+                ),
             )
             live = [r for r in new_rs if context.is_live(r)]
             self._batch.add_leader_and_isr(context, live, tp)
@@ -131,7 +137,9 @@ class Reassignments(ZkStateMachines):
     def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
         """After an ISR change: phase B once every target replica is in sync."""
         assignment = self.context.topics.get(tp[0])
-        if assignment is None or tp[1] not in set(assignment.adding) | set(assignment.removing):
+        if assignment is None or tp[1] not in set(assignment.adding) | set(
+            assignment.removing
+        ):
             return
         removing = assignment.removing.get(tp[1], ())
         trs = [r for r in assignment.partitions[tp[1]] if r not in removing]
@@ -157,8 +165,12 @@ class Reassignments(ZkStateMachines):
         if current.leader not in trs or not context.is_live(current.leader):
             self._partitions_to([tp], _P.ONLINE, election="reassignment")
         else:
-            self._write(tp, attrs.evolve(current, leader_epoch=current.leader_epoch + 1))
-            self._batch.add_leader_and_isr(context, [r for r in trs if context.is_live(r)], tp)
+            self._write(
+                tp, attrs.evolve(current, leader_epoch=current.leader_epoch + 1)
+            )
+            self._batch.add_leader_and_isr(
+                context, [r for r in trs if context.is_live(r)], tp
+            )
         self._delete_replicas(tp, removing)
         self._batch.add_update_metadata(context.live_or_shutting_down(), [tp])
 
@@ -169,7 +181,8 @@ class Reassignments(ZkStateMachines):
         if not replicas:
             return
         self._replicas_to(
-            [r for r in replicas if self.rsm.state(r) is not _R.OFFLINE_REPLICA], _R.OFFLINE_REPLICA
+            [r for r in replicas if self.rsm.state(r) is not _R.OFFLINE_REPLICA],
+            _R.OFFLINE_REPLICA,
         )
         for target in (
             _R.REPLICA_DELETION_STARTED,

@@ -171,29 +171,38 @@ class RequestBatch:
         for broker in brokers:
             self._update_metadata.setdefault(broker, set()).update(partitions)
 
-    def add_stop_replica(self, broker: int, tp: TopicPartition, *, delete: bool) -> None:
+    def add_stop_replica(
+        self, broker: int, tp: TopicPartition, *, delete: bool
+    ) -> None:
         partitions = self._stop_replica.setdefault(broker, {})
         partitions[tp] = partitions.get(tp, False) or delete
 
-    def requests(self, context: ControllerContext, listener: str) -> list[BrokerRequest]:
+    def requests(
+        self, context: ControllerContext, listener: str
+    ) -> list[BrokerRequest]:
         """What was added, as requests to the live brokers (a request for a broker that is
         gone is dropped: Kafka's channel manager has no queue for it)."""
         out: list[BrokerRequest] = []
         for broker, partitions in sorted(self._leader_and_isr.items()):
             if broker in context.brokers:
-                request = self._leader_and_isr_request(context, broker, partitions, listener)
+                request = self._leader_and_isr_request(
+                    context, broker, partitions, listener
+                )
                 out.append(BrokerRequest(broker, request))
         for broker, tps in sorted(self._update_metadata.items()):
             if broker in context.brokers:
                 out.append(
                     BrokerRequest(
-                        broker, _update_metadata(self.controller_id, context, broker, tps)
+                        broker,
+                        _update_metadata(self.controller_id, context, broker, tps),
                     )
                 )
         for broker, stops in sorted(self._stop_replica.items()):
             if broker in context.brokers:
                 out.append(
-                    BrokerRequest(broker, self._stop_replica_request(context, broker, stops))
+                    BrokerRequest(
+                        broker, self._stop_replica_request(context, broker, stops)
+                    )
                 )
         return out
 
@@ -232,7 +241,9 @@ class RequestBatch:
         live_leaders = []
         for leader in sorted({s.leader for s in states}):
             live = context.brokers.get(leader)
-            address = None if live is None else live.registration.addresses().get(listener)
+            address = (
+                None if live is None else live.registration.addresses().get(listener)
+            )
             if address is not None:
                 live_leaders.append(LiveLeader(leader, *address))
         return LeaderAndIsr(
@@ -249,15 +260,25 @@ class RequestBatch:
         partitions = []
         for tp, delete in sorted(stops.items()):
             current = context.leadership.get(tp)
-            epoch = EPOCH_DURING_DELETE if delete or current is None else current.state.leader_epoch
+            epoch = (
+                EPOCH_DURING_DELETE
+                if delete or current is None
+                else current.state.leader_epoch
+            )
             partitions.append(StopReplicaPartition(tp[0], tp[1], epoch, delete))
         return StopReplica(
-            self.controller_id, context.epoch, context.brokers[broker].epoch, tuple(partitions)
+            self.controller_id,
+            context.epoch,
+            context.brokers[broker].epoch,
+            tuple(partitions),
         )
 
 
 def _update_metadata(
-    controller_id: int, context: ControllerContext, broker: int, tps: set[TopicPartition]
+    controller_id: int,
+    context: ControllerContext,
+    broker: int,
+    tps: set[TopicPartition],
 ) -> UpdateMetadata:
     partitions = []
     for tp in sorted(tps):
@@ -299,7 +320,9 @@ def _metadata_broker(context: ControllerContext, broker_id: int) -> MetadataBrok
                 name,
                 host,
                 port,
-                SECURITY_PROTOCOLS.get(registration.security_protocols.get(name, name), 0),
+                SECURITY_PROTOCOLS.get(
+                    registration.security_protocols.get(name, name), 0
+                ),
             )
             for name, (host, port) in registration.addresses().items()
         ),

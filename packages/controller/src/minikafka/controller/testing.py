@@ -65,7 +65,9 @@ class ClusterState:
     next_producer_id: int
 
 
-def controller_state(controller: QuorumController, epoch: int = LATEST_EPOCH) -> ClusterState:
+def controller_state(
+    controller: QuorumController, epoch: int = LATEST_EPOCH
+) -> ClusterState:
     """The controller's replicated state at ``epoch`` (a live snapshot, or the latest)."""
     repl = controller.replication
     partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
@@ -92,7 +94,9 @@ def image_state(image: MetadataImage) -> ClusterState:
     return ClusterState(
         features=dict(image.features),
         brokers=dict(image.brokers),
-        topics={t.name: (t.topic_id, dict(t.partitions)) for t in image.topics.values()},
+        topics={
+            t.name: (t.topic_id, dict(t.partitions)) for t in image.topics.values()
+        },
         configs={k: dict(v) for k, v in image.configs.items()},
         next_producer_id=image.next_producer_id,
     )
@@ -168,7 +172,9 @@ class ControllerHarness:
                     raise AssertionError(
                         f"append at {action.base_offset}, but the log ends at {self.last_offset}"
                     )
-                self.log += [(action.base_offset + i, r) for i, r in enumerate(action.records)]
+                self.log += [
+                    (action.base_offset + i, r) for i, r in enumerate(action.records)
+                ]
                 self._batch_ends.append(action.last_offset)
             elif action.request_id in self.replies:
                 raise AssertionError(f"request {action.request_id} answered twice")
@@ -217,7 +223,9 @@ class ControllerHarness:
         if reply is None:
             raise AssertionError(f"request {request_id} has no reply yet")
         if reply.response is None:
-            raise AssertionError(f"request {request_id} failed with {reply.error_code!r}")
+            raise AssertionError(
+                f"request {request_id} failed with {reply.error_code!r}"
+            )
         return reply.response
 
     def request(self, request: ControllerRequest) -> ControllerResponse:
@@ -237,7 +245,9 @@ class ControllerHarness:
         log forgets those records and the controller reverts to just before them."""
         self.log = [entry for entry in self.log if entry[0] < append.base_offset]
         self._batch_ends = [end for end in self._batch_ends if end < append.base_offset]
-        return self._absorb(self.controller.append_failed(append.base_offset, error_code))
+        return self._absorb(
+            self.controller.append_failed(append.base_offset, error_code)
+        )
 
     def advance(self, seconds: float) -> list[Action]:
         """Move the clock and let the controller's timer fire."""
@@ -247,7 +257,10 @@ class ControllerHarness:
     # --- brokers and topics -------------------------------------------------------------
 
     def register(
-        self, broker_id: int, rack: str | None = None, incarnation: uuid.UUID | None = None
+        self,
+        broker_id: int,
+        rack: str | None = None,
+        incarnation: uuid.UUID | None = None,
     ) -> BrokerRegistrationResponse:
         incarnation = incarnation or uuid.UUID(int=broker_id, version=4)
         endpoint = BrokerEndpoint("PLAINTEXT", "localhost", 9000 + broker_id)
@@ -280,7 +293,11 @@ class ControllerHarness:
     ) -> AllocateProducerIdsResponse:
         """A block of producer ids for ``broker_id``, asked with its current epoch by
         default; committed."""
-        epoch = self.broker_epochs.get(broker_id, -1) if broker_epoch is None else broker_epoch
+        epoch = (
+            self.broker_epochs.get(broker_id, -1)
+            if broker_epoch is None
+            else broker_epoch
+        )
         response = self.request(AllocateProducerIdsRequest(broker_id, epoch))
         assert isinstance(response, AllocateProducerIdsResponse)
         return response
@@ -310,12 +327,16 @@ class ControllerHarness:
         configs: tuple[tuple[str, str], ...] = (),
     ) -> CreatableTopicResult:
         """Create one topic and commit it; fails unless the controller created it."""
-        topic = CreatableTopic(name, partitions, replication_factor, assignments, configs)
+        topic = CreatableTopic(
+            name, partitions, replication_factor, assignments, configs
+        )
         response = self.request(CreateTopicsRequest((topic,)))
         assert isinstance(response, CreateTopicsResponse)
         (result,) = response.topics
         if result.error_code != ErrorCode.none:
-            raise AssertionError(f"topic {name}: {result.error_code!r} {result.error_message}")
+            raise AssertionError(
+                f"topic {name}: {result.error_code!r} {result.error_message}"
+            )
         return result
 
     # --- reading the state --------------------------------------------------------------
@@ -328,7 +349,9 @@ class ControllerHarness:
 
     def partition(self, name: str, partition_id: int) -> PartitionRegistration:
         """The partition as the controller sees it now (committed or not)."""
-        return self.controller.replication.partitions[(self.topic_id(name), partition_id)]
+        return self.controller.replication.partitions[
+            (self.topic_id(name), partition_id)
+        ]
 
     def committed_records(self) -> list[tuple[int, MetadataRecord]]:
         return [(o, r) for o, r in self.log if o <= self.committed_offset]

@@ -25,8 +25,12 @@ from .assignors._assignor import Assignment as Assignment
 from .assignors._assignor import PartitionAssignor as PartitionAssignor
 from .assignors._assignor import RebalanceProtocol as RebalanceProtocol
 from .assignors._assignor import Subscription as Subscription
-from .assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
-from .assignors._consumer_protocol import HIGHEST_ASSIGNMENT_VERSION as HIGHEST_ASSIGNMENT_VERSION
+from .assignors._consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE,
+)
+from .assignors._consumer_protocol import (
+    HIGHEST_ASSIGNMENT_VERSION as HIGHEST_ASSIGNMENT_VERSION,
+)
 from .assignors._consumer_protocol import (
     HIGHEST_SUBSCRIPTION_VERSION as HIGHEST_SUBSCRIPTION_VERSION,
 )
@@ -35,8 +39,12 @@ from .assignors._consumer_protocol import decode_assignment as decode_assignment
 from .assignors._consumer_protocol import decode_subscription as decode_subscription
 from .assignors._consumer_protocol import encode_assignment as encode_assignment
 from .assignors._consumer_protocol import encode_subscription as encode_subscription
-from .assignors._cooperative_sticky import CooperativeStickyAssignor as CooperativeStickyAssignor
-from .assignors._cooperative_sticky import cooperative_violations as cooperative_violations
+from .assignors._cooperative_sticky import (
+    CooperativeStickyAssignor as CooperativeStickyAssignor,
+)
+from .assignors._cooperative_sticky import (
+    cooperative_violations as cooperative_violations,
+)
 from .assignors._cooperative_sticky import (
     encode_cooperative_user_data as encode_cooperative_user_data,
 )
@@ -87,7 +95,9 @@ from .group._group_requests import SyncGroupResponse as SyncGroupResponse
 from .group._group_state import GROUP_TRANSITION_REASONS as GROUP_TRANSITION_REASONS
 from .group._group_state import GROUP_TRANSITIONS as GROUP_TRANSITIONS
 from .group._group_state import GroupState as GroupState
-from .group._group_state import IllegalGroupStateTransitionError as IllegalGroupStateTransitionError
+from .group._group_state import (
+    IllegalGroupStateTransitionError as IllegalGroupStateTransitionError,
+)
 from .group._group_state import check_group_transition as check_group_transition
 from .group._offsets_records import GroupMetadataKey as GroupMetadataKey
 from .group._offsets_records import GroupMetadataValue as GroupMetadataValue

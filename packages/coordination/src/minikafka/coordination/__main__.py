@@ -46,12 +46,21 @@ def simulate_command(
         str, typer.Option(help="range, roundrobin, sticky or cooperative-sticky")
     ] = "range",
     events: Annotated[
-        str, typer.Option(help="e.g. join:4,leave:2,crash:1, in order, each once settled")
+        str,
+        typer.Option(help="e.g. join:4,leave:2,crash:1, in order, each once settled"),
     ] = "",
-    seed: Annotated[int, typer.Option(help="seeds member ids and processing times")] = 0,
-    session_timeout_ms: Annotated[int, typer.Option(help="session.timeout.ms")] = 45_000,
-    heartbeat_interval_ms: Annotated[int, typer.Option(help="heartbeat.interval.ms")] = 3_000,
-    topic: Annotated[str, typer.Option(help="the topic the group subscribes to")] = "topic",
+    seed: Annotated[
+        int, typer.Option(help="seeds member ids and processing times")
+    ] = 0,
+    session_timeout_ms: Annotated[
+        int, typer.Option(help="session.timeout.ms")
+    ] = 45_000,
+    heartbeat_interval_ms: Annotated[
+        int, typer.Option(help="heartbeat.interval.ms")
+    ] = 3_000,
+    topic: Annotated[
+        str, typer.Option(help="the topic the group subscribes to")
+    ] = "topic",
 ) -> None:
     """Drive the real GroupCoordinator and the consumers' member cores on virtual time."""
     try:

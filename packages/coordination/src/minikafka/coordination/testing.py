@@ -49,6 +49,10 @@ class InMemoryOffsetsTopic:
         while writes := coordinator.take_writes():
             for write in writes:
                 if self.fail_with is ErrorCode.none:
-                    self.partitions.setdefault(write.partition, []).extend(write.records)
-                replies.extend(coordinator.complete_write(write.write_id, self.fail_with, now))
+                    self.partitions.setdefault(write.partition, []).extend(
+                        write.records
+                    )
+                replies.extend(
+                    coordinator.complete_write(write.write_id, self.fail_with, now)
+                )
         return replies

@@ -31,7 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
     )
     commands["dump"].add_argument(
-        "path", type=Path, help="a .log, .index or .timeindex file, or a partition directory"
+        "path",
+        type=Path,
+        help="a .log, .index or .timeindex file, or a partition directory",
     )
     commands["dump"].add_argument(
         "--deep", action="store_true", help="also print every record (--deep-iteration)"
@@ -39,9 +41,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands["dump"].add_argument(
         "--index", action="store_true", help="also print each segment's index entries"
     )
-    commands["verify"].add_argument("path", type=Path, help="a .log file or a partition directory")
-    commands["demo"].add_argument("--dir", type=Path, help="write it here (default: a temp dir)")
-    commands["demo"].add_argument("--keep", action="store_true", help="keep the temp dir")
+    commands["verify"].add_argument(
+        "path", type=Path, help="a .log file or a partition directory"
+    )
+    commands["demo"].add_argument(
+        "--dir", type=Path, help="write it here (default: a temp dir)"
+    )
+    commands["demo"].add_argument(
+        "--keep", action="store_true", help="keep the temp dir"
+    )
     args = parser.parse_args(argv)
 
     try:

@@ -37,7 +37,8 @@ from minikafka.common import ApiError, ErrorCode
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength: what a reader needs to find the next batch
+# baseOffset + batchLength: what a reader needs to find the next batch
+LOG_OVERHEAD = 12
 MAGIC = 2
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # the CRC covers from here to the end of the batch
@@ -78,7 +79,8 @@ _CODECS = tuple(CompressionType)  # indexed by the attribute bits: values 0-4 in
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
-DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the tombstones' delete horizon
+# KIP-534: baseTimestamp holds the tombstones' delete horizon
+DELETE_HORIZON_MASK = 0x40
 
 
 class InvalidRecordError(ApiError):
@@ -116,7 +118,9 @@ class RecordBatchHeader:
     record_count: int
 
     @classmethod
-    def read(cls, buf: bytes | bytearray | memoryview, position: int = 0) -> RecordBatchHeader:
+    def read(
+        cls, buf: bytes | bytearray | memoryview, position: int = 0
+    ) -> RecordBatchHeader:
         """Decode the header at ``position``; the caller has checked that 61 bytes exist."""
         return cls(*HEADER.unpack_from(buf, position))
 
@@ -173,7 +177,11 @@ def compute_crc(buf: bytes | bytearray | memoryview, position: int, size: int) -
 
 
 def read_batch_header(
-    buf: bytes | bytearray | memoryview, position: int, origin: int = 0, *, whole: bool = True
+    buf: bytes | bytearray | memoryview,
+    position: int,
+    origin: int = 0,
+    *,
+    whole: bool = True,
 ) -> RecordBatchHeader:
     """The header at ``position`` after checking that the whole batch lies in ``buf``.
 
@@ -188,7 +196,8 @@ def read_batch_header(
     at = origin + position
     if remaining < LOG_OVERHEAD:
         raise CorruptRecordError(
-            f"{remaining} bytes at position {at} cannot hold a batch's offset and length",
+            f"{remaining} bytes at position {at} cannot hold a batch's offset and "
+            "length",
             at,
         )
     _, batch_length = _OFFSET_AND_LENGTH.unpack_from(buf, position)
@@ -196,7 +205,8 @@ def read_batch_header(
     if size < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordError(
             f"batch at position {at} declares batchLength {batch_length}, "
-            f"less than the {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} bytes of its own header",
+            f"less than the {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} bytes of its own "
+            "header",
             at,
         )
     if size > remaining if whole else remaining < RECORD_BATCH_OVERHEAD:
@@ -214,13 +224,17 @@ def read_batch_header(
 
 
 def check_crc(
-    buf: bytes | bytearray | memoryview, position: int, header: RecordBatchHeader, origin: int = 0
+    buf: bytes | bytearray | memoryview,
+    position: int,
+    header: RecordBatchHeader,
+    origin: int = 0,
 ) -> None:
     """Raise CorruptRecordError unless the stored CRC matches the bytes."""
     actual = compute_crc(buf, position, header.size)
     if actual != header.crc:
         raise CorruptRecordError(
-            f"batch at position {origin + position} (base offset {header.base_offset}) has "
+            f"batch at position {origin + position} (base offset {header.base_offset}) "
+            "has "
             f"CRC {header.crc:#010x} but its bytes give {actual:#010x}",
             origin + position,
         )
@@ -243,7 +257,8 @@ def iter_batches(
 def write_offset_and_epoch(
     buf: bytearray | memoryview, position: int, base_offset: int, leader_epoch: int
 ) -> None:
-    """Assign a batch its place in the log in place: the CRC does not cover these fields."""
+    """Assign a batch its place in the log in place: the CRC does not cover these
+    fields."""
     _INT64.pack_into(buf, position, base_offset)
     _INT32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
 
@@ -258,4 +273,6 @@ def set_log_append_time(
     attributes = (header.attributes & ~TIMESTAMP_TYPE_MASK) | TIMESTAMP_TYPE_MASK
     _INT16.pack_into(buf, position + ATTRIBUTES_OFFSET, attributes)
     _INT64.pack_into(buf, position + MAX_TIMESTAMP_OFFSET, now_ms)
-    _UINT32.pack_into(buf, position + CRC_OFFSET, compute_crc(buf, position, header.size))
+    _UINT32.pack_into(
+        buf, position + CRC_OFFSET, compute_crc(buf, position, header.size)
+    )

@@ -124,14 +124,15 @@ class CheckpointFile(Generic[T]):
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         with self._lock:
             try:
-                # "w" truncates, so a .tmp left by a crashed write is simply overwritten.
+                # "w" truncates, so a .tmp left by a crashed write is simply
+                # overwritten.
                 with open(self.tmp_path, "wb") as f:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
             except OSError:
-                # The previous checkpoint is untouched; a half-written .tmp (a full disk)
-                # would only take space. The first error is the one to report.
+                # The previous checkpoint is untouched; a half-written .tmp (a full
+                # disk) would only take space. The first error is the one to report.
                 with contextlib.suppress(OSError):
                     self.tmp_path.unlink(missing_ok=True)
                 raise
@@ -176,7 +177,9 @@ class CheckpointFile(Generic[T]):
             try:
                 entries.append(self.formatter.from_line(line))
             except ValueError as e:
-                raise CheckpointError(self.path, line_number, f"bad entry {line!r}: {e}") from None
+                raise CheckpointError(
+                    self.path, line_number, f"bad entry {line!r}: {e}"
+                ) from None
         if len(entries) != expected:
             raise CheckpointError(
                 self.path, 2, f"expected {expected} entries but found {len(entries)}"
@@ -228,7 +231,9 @@ def _offset_to_line(entry: tuple[TopicPartition, int]) -> str:
 def _offset_from_line(line: str) -> tuple[TopicPartition, int]:
     parts = line.split()
     if len(parts) != 3:
-        raise ValueError(f"expected 3 fields <topic> <partition> <offset>, found {len(parts)}")
+        raise ValueError(
+            f"expected 3 fields <topic> <partition> <offset>, found {len(parts)}"
+        )
     partition = parse_int(parts[1], 0, _INT32_MAX, "partition")
     offset = parse_int(parts[2], _INT64_MIN, _INT64_MAX, "offset")
     return TopicPartition(parts[0], partition), offset
@@ -244,7 +249,9 @@ class OffsetCheckpointFile:
     """A per-log-directory map from partition to offset (Kafka's ``OffsetCheckpointFile``)."""
 
     path: Path = attrs.field(converter=Path)
-    _file: CheckpointFile[tuple[TopicPartition, int]] = attrs.field(init=False, repr=False)
+    _file: CheckpointFile[tuple[TopicPartition, int]] = attrs.field(
+        init=False, repr=False
+    )
 
     @_file.default
     def _open_file(self) -> CheckpointFile[tuple[TopicPartition, int]]:
@@ -287,7 +294,9 @@ def _epoch_from_line(line: str) -> EpochEntry:
     return EpochEntry(epoch, start_offset)
 
 
-EPOCH_FORMATTER: EntryFormatter[EpochEntry] = EntryFormatter(_epoch_to_line, _epoch_from_line)
+EPOCH_FORMATTER: EntryFormatter[EpochEntry] = EntryFormatter(
+    _epoch_to_line, _epoch_from_line
+)
 
 
 @attrs.define(eq=False)
@@ -296,7 +305,9 @@ class LeaderEpochCheckpointFile:
 
     path: Path = attrs.field(converter=Path)
     _file: CheckpointFile[EpochEntry] = attrs.field(init=False, repr=False)
-    _pending: list[EpochEntry] | None = attrs.field(init=False, default=None, repr=False)
+    _pending: list[EpochEntry] | None = attrs.field(
+        init=False, default=None, repr=False
+    )
 
     @_file.default
     def _open_file(self) -> CheckpointFile[EpochEntry]:

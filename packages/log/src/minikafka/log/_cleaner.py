@@ -106,7 +106,9 @@ def max_compaction_delay(log: Log, first_dirty_offset: int, now: int) -> int:
         for _, header in segment.batches():
             if header.max_timestamp > 0:
                 oldest = (
-                    header.max_timestamp if oldest is None else min(oldest, header.max_timestamp)
+                    header.max_timestamp
+                    if oldest is None
+                    else min(oldest, header.max_timestamp)
                 )
             break  # the first batch only, as Kafka reads it
     if oldest is None:
@@ -118,10 +120,15 @@ def should_clean(log: Log, first_dirty_offset: int, now: int) -> bool:
     """Whether a pass is due: dirty enough, or a dirty record waited max.compaction.lag.ms."""
     if max_compaction_delay(log, first_dirty_offset, now) > 0:
         return True
-    return dirty_ratio(log, first_dirty_offset, now) >= log.config.min_cleanable_dirty_ratio
+    return (
+        dirty_ratio(log, first_dirty_offset, now)
+        >= log.config.min_cleanable_dirty_ratio
+    )
 
 
-def build_offset_map(segments: list[LogSegment], first_dirty_offset: int) -> dict[bytes, int]:
+def build_offset_map(
+    segments: list[LogSegment], first_dirty_offset: int
+) -> dict[bytes, int]:
     """key -> the offset of its latest record in the dirty segments."""
     offsets: dict[bytes, int] = {}
     for segment in segments:
@@ -148,7 +155,9 @@ def clean(
     segments = cleanable_segments(log, end)
     if not segments or segments[-1].next_offset <= first_dirty_offset:
         return None
-    offset_map = build_offset_map(segments, max(first_dirty_offset, log.log_start_offset))
+    offset_map = build_offset_map(
+        segments, max(first_dirty_offset, log.log_start_offset)
+    )
     next_dirty = log.segments[len(segments)].base_offset
     before = sum(s.size for s in segments)
     removed = 0
@@ -159,7 +168,13 @@ def clean(
     if log.tracer.enabled:  # the log's tracer: its LogManager's, the node's
         tp = log.topic_partition
         event = LogCleaned(
-            tp.topic, tp.partition, first_dirty_offset, next_dirty, before, after, removed
+            tp.topic,
+            tp.partition,
+            first_dirty_offset,
+            next_dirty,
+            before,
+            after,
+            removed,
         )
         log.tracer.emit(event)
     return result
@@ -169,7 +184,9 @@ def _no_crash(step: str) -> None:
     return None
 
 
-def _group_segments(segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
+def _group_segments(
+    segments: list[LogSegment], max_bytes: int
+) -> list[list[LogSegment]]:
     """Consecutive segments that fit one segment: ``segment.bytes`` and 32-bit relative offsets."""
     groups: list[list[LogSegment]] = []
     for segment in segments:
@@ -195,7 +212,12 @@ def _clean_group(
         name = segment_file_name(group[0].base_offset, kind) + CLEANED_SUFFIX
         (log.dir / name).unlink(missing_ok=True)
     cleaned = LogSegment.open(
-        log.dir, group[0].base_offset, log.config, now, suffix=CLEANED_SUFFIX, files=log.files
+        log.dir,
+        group[0].base_offset,
+        log.config,
+        now,
+        suffix=CLEANED_SUFFIX,
+        files=log.files,
     )
     try:
         return _write_and_swap(log, group, cleaned, offset_map, now, crash_hook)
@@ -249,7 +271,9 @@ def _filter_batch(
     now: int,
     log: Log,
 ) -> tuple[bytes | None, int]:
-    """The batch to write in place of ``original`` (None: drop it) and records dropped."""
+    """The batch to write in place of ``original`` (None: drop it) and records
+    dropped."""
+    # aside: control batches stay
     if header.is_control:
         return original, 0
     _, records = decode_batch(original)
@@ -258,7 +282,8 @@ def _filter_batch(
     kept: list[Record] = []
     for record in records:
         if record.key is None:
-            continue  # a compacted topic's records must have keys; Kafka drops these too
+            # A compacted topic's records must have keys; Kafka drops these too.
+            continue
         if offset_map.get(record.key, -1) > record.offset:
             continue  # a later record has the same key
         if record.value is None and tombstones_expired:
@@ -267,10 +292,12 @@ def _filter_batch(
     has_tombstones = any(record.value is None for record in kept)
     new_horizon = horizon
     if has_tombstones and horizon is None:
-        new_horizon = now + log.config.delete_retention_ms  # start the tombstones' clock
+        # start the tombstones' clock
+        new_horizon = now + log.config.delete_retention_ms
     if len(kept) == len(records) and new_horizon == horizon:
         return original, 0
     dropped = len(records) - len(kept)
+    # aside: an emptied batch: kept when it is its producer's last
     if not kept:
         # Kafka keeps the last batch of each idempotent producer, emptied: the log is
         # where its epoch and last sequence are rebuilt from (see Log.open).
@@ -278,26 +305,31 @@ def _filter_batch(
         if entry is not None and entry.last_data_offset == header.last_offset:
             return _empty_batch(header), dropped
         return None, dropped
-    return (
-        build_batch(
-            kept,
-            base_offset=header.base_offset,
-            compression=header.compression,
-            partition_leader_epoch=header.partition_leader_epoch,
-            producer_id=header.producer_id,
-            producer_epoch=header.producer_epoch,
-            base_sequence=header.base_sequence,
-            is_transactional=header.is_transactional,
-            timestamp_type=header.timestamp_type,
-            last_offset_delta=header.last_offset_delta,
-            delete_horizon_ms=new_horizon if has_tombstones else None,
-            max_timestamp=(
-                header.max_timestamp
-                if header.timestamp_type is TimestampType.LOG_APPEND_TIME
-                else None
-            ),
+    return _rebuilt(header, kept, new_horizon if has_tombstones else None), dropped
+
+
+def _rebuilt(
+    header: RecordBatchHeader, kept: list[Record], delete_horizon_ms: int | None
+) -> bytes:
+    """The batch of ``header`` holding only ``kept``: its offsets, producer and
+    timestamps stay, so a reader sees the same batch with records missing."""
+    return build_batch(
+        kept,
+        base_offset=header.base_offset,
+        compression=header.compression,
+        partition_leader_epoch=header.partition_leader_epoch,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        is_transactional=header.is_transactional,
+        timestamp_type=header.timestamp_type,
+        last_offset_delta=header.last_offset_delta,
+        delete_horizon_ms=delete_horizon_ms,
+        max_timestamp=(
+            header.max_timestamp
+            if header.timestamp_type is TimestampType.LOG_APPEND_TIME
+            else None
         ),
-        dropped,
     )
 
 

@@ -45,7 +45,8 @@ _LZ4_DEFAULT_LEVEL = 9
 _ZSTD_FIRST_BUFFER = 1 << 20
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)  # version 1, compatible with 1
+# version 1, compatible with 1
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_CHUNK = 32 * 1024  # snappy-java's default block size
 _BE_INT32 = struct.Struct(">i")
 
@@ -65,7 +66,8 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
     ``level`` is KIP-390's ``compression.<codec>.level``; None is Kafka's default level.
     SNAPPY has no levels.
     """
-    codec = CompressionType(codec)  # a plain int works too; an unknown one is a ValueError
+    # a plain int works too; an unknown one is a ValueError
+    codec = CompressionType(codec)
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
@@ -74,10 +76,14 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
         return _xerial_compress(memoryview(data))
     if codec is CompressionType.LZ4:
         return _lz4_compress(memoryview(data), level)
-    return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level))
+    return bytes(
+        cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level)
+    )
 
 
-def decompress(codec: CompressionType, data: Buffer, max_size: int | None = None) -> bytes:
+def decompress(
+    codec: CompressionType, data: Buffer, max_size: int | None = None
+) -> bytes:
     """The bytes ``data`` decompresses to; CorruptRecordError if it is not a valid stream
     of ``codec`` or would decompress to more than ``max_size`` bytes."""
     codec = CompressionType(codec)
@@ -86,7 +92,8 @@ def decompress(codec: CompressionType, data: Buffer, max_size: int | None = None
         if codec is CompressionType.NONE:
             out = bytes(view)
         elif not view:
-            raise CorruptRecordError("empty payload")  # every codec writes at least a header
+            # every codec writes at least a header
+            raise CorruptRecordError("empty payload")
         elif codec is CompressionType.GZIP:
             out = _gzip_decompress(view, max_size)
         elif codec is CompressionType.SNAPPY:
@@ -99,7 +106,9 @@ def decompress(codec: CompressionType, data: Buffer, max_size: int | None = None
         message = f"{codec.name} payload of {len(view)} bytes is corrupt: {e}"
         raise CorruptRecordError(message) from e
     except CorruptRecordError as e:
-        raise CorruptRecordError(f"{codec.name} payload of {len(view)} bytes: {e}") from e
+        raise CorruptRecordError(
+            f"{codec.name} payload of {len(view)} bytes: {e}"
+        ) from e
     if max_size is not None and len(out) > max_size:
         raise CorruptRecordError(
             f"{codec.name} payload decompresses to {len(out)} bytes, over the limit of {max_size}"
@@ -109,14 +118,17 @@ def decompress(codec: CompressionType, data: Buffer, max_size: int | None = None
 
 def _check_budget(total: int, max_size: int | None) -> None:
     if max_size is not None and total > max_size:
-        raise CorruptRecordError(f"decompresses to more than the limit of {max_size} bytes")
+        raise CorruptRecordError(
+            f"decompresses to more than the limit of {max_size} bytes"
+        )
 
 
 def _gzip_decompress(view: memoryview, max_size: int | None) -> bytes:
     out = bytearray()
     rest: bytes | memoryview = view
     while True:  # one pass per gzip member
-        inflater = zlib.decompressobj(wbits=31)  # 16 + 15: expect a gzip header and trailer
+        # 16 + 15: expect a gzip header and trailer
+        inflater = zlib.decompressobj(wbits=31)
         # max_length stops inflating one byte past the budget: we never hold more.
         limit = 0 if max_size is None else max_size - len(out) + 1
         out += inflater.decompress(rest, limit)
@@ -151,7 +163,9 @@ def _snappy_decompress(view: memoryview, max_size: int | None) -> bytes:
         (length,) = _BE_INT32.unpack_from(view, position)
         position += 4
         if length < 0 or length > len(view) - position:
-            raise CorruptRecordError(f"snappy chunk at {position} declares {length} bytes")
+            raise CorruptRecordError(
+                f"snappy chunk at {position} declares {length} bytes"
+            )
         chunk = view[position : position + length]
         _check_budget(len(out) + cramjam.snappy.decompress_raw_len(chunk), max_size)
         out += cramjam.snappy.decompress_raw(chunk)
@@ -174,7 +188,8 @@ def _lz4_compress(view: memoryview, level: int | None = None) -> bytes:
                     chunk, mode="high_compression", compression=level, store_size=False
                 )
             )
-        if len(block) >= len(chunk):  # incompressible: store it, as Lz4BlockOutputStream does
+        # incompressible: store it, as Lz4BlockOutputStream does
+        if len(block) >= len(chunk):
             parts += (_LE_UINT32.pack(len(chunk) | _LZ4_UNCOMPRESSED), bytes(chunk))
         else:
             parts += (_LE_UINT32.pack(len(block)), block)
@@ -197,7 +212,9 @@ def _lz4_decompress(view: memoryview, max_size: int | None) -> bytes:
     if flg & 0x03:
         raise CorruptRecordError("LZ4 frame sets reserved FLG bits or a dictionary id")
     if not flg & 0x20:
-        raise CorruptRecordError("LZ4 frame uses dependent blocks, which Kafka does not support")
+        raise CorruptRecordError(
+            "LZ4 frame uses dependent blocks, which Kafka does not support"
+        )
     if bd & 0x8F or not 4 <= (bd >> 4) & 0x07 <= 7:
         raise CorruptRecordError(f"LZ4 frame has an invalid BD byte {bd:#04x}")
     block_checksum, content_size, content_checksum = flg & 0x10, flg & 0x08, flg & 0x04
@@ -217,7 +234,9 @@ def _lz4_decompress(view: memoryview, max_size: int | None) -> bytes:
             position += 4 if content_checksum else 0
             break
         if size > max_block:
-            raise CorruptRecordError(f"LZ4 block of {size} bytes exceeds the maximum {max_block}")
+            raise CorruptRecordError(
+                f"LZ4 block of {size} bytes exceeds the maximum {max_block}"
+            )
         if len(view) - position < size + (4 if block_checksum else 0):
             raise CorruptRecordError("LZ4 block is truncated")
         block = view[position : position + size]
@@ -229,7 +248,9 @@ def _lz4_decompress(view: memoryview, max_size: int | None) -> bytes:
         _check_budget(len(out), max_size)
         position += size + (4 if block_checksum else 0)
     if position != len(view):
-        raise CorruptRecordError(f"{len(view) - position} bytes follow the LZ4 frame's end")
+        raise CorruptRecordError(
+            f"{len(view) - position} bytes follow the LZ4 frame's end"
+        )
     return bytes(out)
 
 

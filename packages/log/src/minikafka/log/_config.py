@@ -179,7 +179,9 @@ _THROTTLED_ENTRY = re.compile(r"\d+:\d+")
 def _throttled_replicas(key: str, raw: str) -> str:
     # Kafka's ThrottledReplicaListValidator: empty, "*", or partition:broker pairs.
     entries = [part.strip() for part in raw.split(",") if part.strip()]
-    if entries not in ([], ["*"]) and not all(_THROTTLED_ENTRY.fullmatch(e) for e in entries):
+    if entries not in ([], ["*"]) and not all(
+        _THROTTLED_ENTRY.fullmatch(e) for e in entries
+    ):
         raise ConfigError(key, f"{raw!r} is not '*' or a list of partitionId:brokerId")
     return ",".join(entries)
 
@@ -205,7 +207,9 @@ def _key(
 ) -> ConfigKey:
     """A topic config and its broker-level synonyms (a name, or none for a topic-only key)."""
     synonyms = (Synonym(broker),) if isinstance(broker, str) else broker or ()
-    return ConfigKey(name, kind, field, validator, synonyms=synonyms, no_effect=no_effect)
+    return ConfigKey(
+        name, kind, field, validator, synonyms=synonyms, no_effect=no_effect
+    )
 
 
 LOG_CONFIG = ConfigDef(
@@ -245,8 +249,20 @@ LOG_CONFIG = ConfigDef(
             "retention_ms",
             at_least(-1),
         ),
-        _key("retention.bytes", "log.retention.bytes", _LONG, "retention_bytes", at_least(-1)),
-        _key("flush.messages", "log.flush.interval.messages", _LONG, "flush_messages", at_least(1)),
+        _key(
+            "retention.bytes",
+            "log.retention.bytes",
+            _LONG,
+            "retention_bytes",
+            at_least(-1),
+        ),
+        _key(
+            "flush.messages",
+            "log.flush.interval.messages",
+            _LONG,
+            "flush_messages",
+            at_least(1),
+        ),
         _key("flush.ms", "log.flush.interval.ms", _LONG, "flush_ms", at_least(0)),
         _key("cleanup.policy", "log.cleanup.policy", _policy, "cleanup_policy"),
         _key(
@@ -270,7 +286,13 @@ LOG_CONFIG = ConfigDef(
             "min_cleanable_dirty_ratio",
             between(0.0, 1.0),
         ),
-        _key("max.message.bytes", "message.max.bytes", _INT, "max_message_bytes", at_least(0)),
+        _key(
+            "max.message.bytes",
+            "message.max.bytes",
+            _INT,
+            "max_message_bytes",
+            at_least(0),
+        ),
         _key(
             "message.timestamp.type",
             "log.message.timestamp.type",
@@ -299,9 +321,27 @@ LOG_CONFIG = ConfigDef(
             "compression_type",
             one_of(*COMPRESSION_TYPES),
         ),
-        _key("compression.gzip.level", _SAME, _INT, "compression_gzip_level", between(1, 9, -1)),
-        _key("compression.lz4.level", _SAME, _INT, "compression_lz4_level", between(1, 17)),
-        _key("compression.zstd.level", _SAME, _INT, "compression_zstd_level", between(-131072, 22)),
+        _key(
+            "compression.gzip.level",
+            _SAME,
+            _INT,
+            "compression_gzip_level",
+            between(1, 9, -1),
+        ),
+        _key(
+            "compression.lz4.level",
+            _SAME,
+            _INT,
+            "compression_lz4_level",
+            between(1, 17),
+        ),
+        _key(
+            "compression.zstd.level",
+            _SAME,
+            _INT,
+            "compression_zstd_level",
+            between(-131072, 22),
+        ),
         _key(
             "message.timestamp.difference.max.ms",
             "log.message.timestamp.difference.max.ms",
@@ -356,7 +396,9 @@ LOG_CONFIG = ConfigDef(
             ConfigType.STRING,
             "message_format_version",
             # An ApiVersion/MetadataVersion such as 0.10.2, 2.8 or 3.0-IV1.
-            matches(r"\d+\.\d+(\.\d+)?(-IV\d+)?", "a message format version such as 3.0-IV1"),
+            matches(
+                r"\d+\.\d+(\.\d+)?(-IV\d+)?", "a message format version such as 3.0-IV1"
+            ),
             "deprecated since Kafka 3.0, where it is ignored as here: every batch is format v2",
         ),
         _key(
@@ -446,7 +488,12 @@ LOG_MANAGER_CONFIG = ConfigDef(
             at_least(1),
             "How long the cleaner sleeps when no log needs cleaning.",
         ),
-        ConfigKey("log.cleaner.enable", _BOOL, "cleaner_enable", doc="Whether compaction runs."),
+        ConfigKey(
+            "log.cleaner.enable",
+            _BOOL,
+            "cleaner_enable",
+            doc="Whether compaction runs.",
+        ),
         ConfigKey(
             "num.recovery.threads.per.data.dir",
             _INT,

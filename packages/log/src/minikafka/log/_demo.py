@@ -13,7 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from ._batch import CompressionType, CorruptRecordError, RecordBatchHeader, read_batch_header
+from ._batch import (
+    CompressionType,
+    CorruptRecordError,
+    RecordBatchHeader,
+    read_batch_header,
+)
 from ._config import LogConfig
 from ._list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from ._log import Log
@@ -42,9 +47,12 @@ def demo_batch(i: int, timestamp_ms: int) -> bytes:
         for j in range(1 + i % 3)
     ]
     if i % 50 == 2:
-        pairs.append((None, struct.pack(">qd", i, i / 7)))  # keyless and binary: shown as hex
+        # keyless and binary: shown as hex
+        pairs.append((None, struct.pack(">qd", i, i / 7)))
     codec = CompressionType(i % len(CompressionType))
-    return build_batch(make_records(pairs, timestamp_ms=timestamp_ms), compression=codec)
+    return build_batch(
+        make_records(pairs, timestamp_ms=timestamp_ms), compression=codec
+    )
 
 
 def write_demo_log(dir: Path) -> Log:
@@ -62,12 +70,16 @@ def write_demo_log(dir: Path) -> Log:
 
 def demo(out: TextIO, dir: Path | None = None, *, keep: bool = False) -> int:
     """Write the demo log under ``dir`` (a temporary directory by default) and tour it."""
-    root = dir if dir is not None else Path(tempfile.mkdtemp(prefix="minikafka-log-demo-"))
+    root = (
+        dir if dir is not None else Path(tempfile.mkdtemp(prefix="minikafka-log-demo-"))
+    )
     partition = root / DEMO_PARTITION
     if root.exists() and not root.is_dir():
         raise PathError(f"{root}: not a directory")
     if partition.exists() and any(partition.iterdir()):
-        raise PathError(f"{partition}: already holds files; the demo writes a fresh log")
+        raise PathError(
+            f"{partition}: already holds files; the demo writes a fresh log"
+        )
     log = write_demo_log(partition)
     try:
         log.flush()  # what a clean shutdown does, so the files are complete on disk
@@ -79,9 +91,12 @@ def demo(out: TextIO, dir: Path | None = None, *, keep: bool = False) -> int:
         )
         for path in sorted(partition.iterdir()):
             st = path.stat()
-            print(f"  {stat.filemode(st.st_mode)} {st.st_size:>6} {path.name}", file=out)
+            print(
+                f"  {stat.filemode(st.st_mode)} {st.st_size:>6} {path.name}", file=out
+            )
         epochs = ", ".join(
-            f"epoch {e.epoch} from offset {e.start_offset}" for e in log.leader_epoch_cache.entries
+            f"epoch {e.epoch} from offset {e.start_offset}"
+            for e in log.leader_epoch_cache.entries
         )
         print(
             f"\nlog start offset {log.log_start_offset}, log end offset {log.log_end_offset}, "
@@ -93,11 +108,18 @@ def demo(out: TextIO, dir: Path | None = None, *, keep: bool = False) -> int:
         _show_timestamp_lookups(log, DEMO_START_MS + 200 * DEMO_TICK_MS + 5, out)
     finally:
         log.close()
-    print("\nThe first batches of the first segment (dump --deep, stopped after 3):", file=out)
-    dump_segment(partition / segment_file_name(0, LOG_SUFFIX), out, deep=True, max_batches=3)
+    print(
+        "\nThe first batches of the first segment (dump --deep, stopped after 3):",
+        file=out,
+    )
+    dump_segment(
+        partition / segment_file_name(0, LOG_SUFFIX), out, deep=True, max_batches=3
+    )
     if dir is None and not keep:
         shutil.rmtree(root)
-        print(f"\nRemoved {root}; pass --keep or --dir DIR to keep the files.", file=out)
+        print(
+            f"\nRemoved {root}; pass --keep or --dir DIR to keep the files.", file=out
+        )
         return 0
     print(
         f"\nNext:\n"
@@ -118,7 +140,9 @@ def _show_read(log: Log, offset: int, max_bytes: int, out: TextIO) -> None:
     region = fetched.records
     assert region is not None, f"offset {offset} is below the log end: there is data"
     print(f"\nread(offset={offset}, max_bytes={max_bytes}), as a fetch does:", file=out)
-    print(f"  segment {segment.log_path.name}: the last base offset <= {offset}", file=out)
+    print(
+        f"  segment {segment.log_path.name}: the last base offset <= {offset}", file=out
+    )
     print(
         f"  its offset index: the last entry at or below {offset} is "
         f"offset {entry_offset} -> position {entry_position}",

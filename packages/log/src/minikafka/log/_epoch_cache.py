@@ -85,12 +85,15 @@ class LeaderEpochFileCache:
         i = bisect.bisect_right(self._entries, offset, key=_start_of)
         return self._entries[i - 1].epoch if i > 0 else None
 
-    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """The OffsetsForLeaderEpoch answer: ``(epoch, end offset)`` for ``requested_epoch``.
+    def end_offset_for(
+        self, requested_epoch: int, log_end_offset: int
+    ) -> tuple[int, int]:
+        """The OffsetsForLeaderEpoch answer: ``(epoch, end offset)`` for
+        ``requested_epoch``.
 
-        Kafka's ``endOffsetFor``: the epoch returned is the largest known epoch at most the
-        requested one; its end offset is the start offset of the next known epoch, or the
-        log end offset when that epoch is the latest.
+        Kafka's ``endOffsetFor``: the epoch returned is the largest known epoch at most
+        the requested one; its end offset is the start offset of the next known epoch,
+        or the log end offset when that epoch is the latest.
         """
         if requested_epoch == UNDEFINED_EPOCH:
             # A bootstrapping follower, or one on a message format without epochs.
@@ -105,13 +108,15 @@ class LeaderEpochFileCache:
             return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
         next_start = self._entries[higher].start_offset
         if higher == 0:
-            # Older than every epoch we know: its data is gone from this log (retention or
-            # truncation from the start moved the first entry). Answer with the requested
-            # epoch and the start of the first known epoch, so the follower truncates to
-            # at most our earliest data and replicates from there. (Kafka's javadoc still
-            # says UNDEFINED_EPOCH_OFFSET here; the code, and we, return this.)
+            # Older than every epoch we know: its data is gone from this log (retention
+            # or truncation from the start moved the first entry). Answer with the
+            # requested epoch and the start of the first known epoch, so the follower
+            # truncates to at most our earliest data and replicates from there. (Kafka's
+            # javadoc still says UNDEFINED_EPOCH_OFFSET here; the code, and we, return
+            # this.)
             return requested_epoch, next_start
-        # KIP-279: the floor epoch (largest known <= requested) ends where the next begins.
+        # KIP-279: the floor epoch (largest known <= requested) ends where the next
+        # begins.
         return self._entries[higher - 1].epoch, next_start
 
     # --- mutations: each rewrites the checkpoint when it changed anything --------------

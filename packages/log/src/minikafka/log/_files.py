@@ -78,7 +78,9 @@ def raise_open_files_limit() -> tuple[int, int]:
     whatever the limit is.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or (soft != resource.RLIM_INFINITY and soft < hard):
+    if hard == resource.RLIM_INFINITY or (
+        soft != resource.RLIM_INFINITY and soft < hard
+    ):
         target = hard
         if hard == resource.RLIM_INFINITY:
             # Linux refuses a soft limit above fs.nr_open even when the hard one is
@@ -99,11 +101,14 @@ class FilePool:
     """At most ``capacity`` open descriptors, least recently used closed first."""
 
     def __init__(self, capacity: int | None = None) -> None:
-        self.capacity = max(MIN_CAPACITY, default_capacity() if capacity is None else capacity)
+        self.capacity = max(
+            MIN_CAPACITY, default_capacity() if capacity is None else capacity
+        )
         self._lock = threading.Lock()
         # Files holding a descriptor, least recently used first.
         self._lru: OrderedDict[PooledFile, None] = OrderedDict()
-        self.opens = 0  # descriptors opened, first opens and reopens (for metrics, tests)
+        # descriptors opened, first opens and reopens (for metrics, tests)
+        self.opens = 0
         self.evictions = 0
 
     def file(self, path: Path, *, create: bool = True) -> PooledFile:
@@ -120,7 +125,8 @@ class FilePool:
             return len(self._lru)
 
     def _make_room(self) -> None:
-        """Close least recently used, unpinned descriptors until one more fits (locked)."""
+        """Close least recently used, unpinned descriptors until one more fits
+        (locked)."""
         if len(self._lru) < self.capacity:
             return
         for victim in list(self._lru):

@@ -55,7 +55,11 @@ class _SparseIndex(abc.ABC):
 
     @classmethod
     def open(
-        cls, path: Path, base_offset: int, max_index_bytes: int, files: FilePool | None = None
+        cls,
+        path: Path,
+        base_offset: int,
+        max_index_bytes: int,
+        files: FilePool | None = None,
     ) -> Self:
         # O_APPEND (the pool's files all are): after a reopen, new entries go after the
         # loaded ones, not over them. Without a pool the index gets one of its own.
@@ -155,7 +159,9 @@ class OffsetIndex(_SparseIndex):
 
     def append(self, offset: int, position: int) -> None:
         if self._keys and offset <= self._keys[-1]:
-            raise ValueError(f"offset {offset} is not after the last entry {self._keys[-1]}")
+            raise ValueError(
+                f"offset {offset} is not after the last entry {self._keys[-1]}"
+            )
         self._append(offset, position)
 
     def lookup(self, target_offset: int) -> tuple[int, int]:

@@ -27,7 +27,9 @@ def offset_by_timestamp(
 ) -> TimestampAndOffset | None:
     """The earliest offset from the log start whose record timestamp is >= ``timestamp``."""
     if timestamp == EARLIEST_TIMESTAMP:
-        return TimestampAndOffset(-1, log_start_offset, epochs.epoch_for_offset(log_start_offset))
+        return TimestampAndOffset(
+            -1, log_start_offset, epochs.epoch_for_offset(log_start_offset)
+        )
     if timestamp == LATEST_TIMESTAMP:
         return TimestampAndOffset(-1, local.log_end_offset, epochs.latest_epoch)
     if timestamp == MAX_TIMESTAMP:
@@ -37,7 +39,9 @@ def offset_by_timestamp(
             continue
         found = segment.find_offset_by_timestamp(timestamp, log_start_offset)
         if found is not None:
-            return attrs.evolve(found, leader_epoch=epochs.epoch_for_offset(found.offset))
+            return attrs.evolve(
+                found, leader_epoch=epochs.epoch_for_offset(found.offset)
+            )
     return None
 
 

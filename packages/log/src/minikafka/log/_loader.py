@@ -63,7 +63,9 @@ def load_segments(
         if not had_clean_shutdown and segments:
             recovered, truncated = _recover(segments, recovery_point)
         if not segments:
-            segments.append(LogSegment.open(dir, log_start_offset, config, now, files=files))
+            segments.append(
+                LogSegment.open(dir, log_start_offset, config, now, files=files)
+            )
     except BaseException:
         for segment in segments:  # a log that fails to load keeps no descriptor
             segment.close_handlers()
@@ -78,12 +80,17 @@ def _remove_unfinished_files(dir: Path) -> None:
 
 
 def _complete_swaps(dir: Path, config: LogConfig, now: int, files: FilePool) -> None:
-    """Finish a compaction's swap: its ``.log.swap`` file is the proof it was complete."""
+    """Finish a compaction's swap: its ``.log.swap`` file is the proof it was
+    complete."""
     for swap_log in sorted(dir.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}")):
         base = offset_from_file_name(swap_log.name)
         swap = LogSegment.open(dir, base, config, now, suffix=SWAP_SUFFIX, files=files)
         for live in dir.glob(f"*{LOG_SUFFIX}"):
-            if base <= offset_from_file_name(live.name) < max(swap.next_offset, base + 1):
+            if (
+                base
+                <= offset_from_file_name(live.name)
+                < max(swap.next_offset, base + 1)
+            ):
                 _unlink_segment_files(dir, offset_from_file_name(live.name), "")
         swap.change_suffix("")
         swap.close()
@@ -113,7 +120,9 @@ def _open_live_segments(
                 if had_clean_shutdown:
                     raise
                 # Finding the end of a damaged segment failed; recovery below rescans it.
-                segment = LogSegment.open(dir, base, config, now, trust_end=False, files=files)
+                segment = LogSegment.open(
+                    dir, base, config, now, trust_end=False, files=files
+                )
             segments.append(segment)
     except BaseException:
         for opened in segments:
@@ -123,7 +132,8 @@ def _open_live_segments(
 
 
 def _recover(segments: list[LogSegment], recovery_point: int) -> tuple[int, int]:
-    """Rescan from the segment holding the recovery point; cut at the first bad batch."""
+    """Rescan from the segment holding the recovery point; cut at the first bad
+    batch."""
     first = 0
     for i, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
@@ -133,11 +143,13 @@ def _recover(segments: list[LogSegment], recovery_point: int) -> tuple[int, int]
         truncated = segments[i].recover()
         recovered += 1
         expected = segments[i].next_offset
-        if truncated or (i + 1 < len(segments) and segments[i + 1].base_offset != expected):
-            # Nothing after a bad batch can be trusted to continue the log, nor a segment
-            # that does not start where this one ends: the tail between them was lost
-            # (a roll starts the next segment at the log end, and compaction keeps each
-            # segment's end with an empty batch).
+        if truncated or (
+            i + 1 < len(segments) and segments[i + 1].base_offset != expected
+        ):
+            # Nothing after a bad batch can be trusted to continue the log, nor a
+            # segment that does not start where this one ends: the tail between them was
+            # lost (a roll starts the next segment at the log end, and compaction keeps
+            # each segment's end with an empty batch).
             for doomed in segments[i + 1 :]:
                 truncated += doomed.size
                 doomed.close_handlers()

@@ -59,9 +59,11 @@ class LocalLog:
     # logs (see _files); a log opened on its own has a small one of its own.
     files: FilePool
     tracer: Tracer
-    flush_requested_offset: int = 0  # a roll asks for the finished segment to be fsynced
+    # a roll asks for the finished segment to be fsynced
+    flush_requested_offset: int = 0
     _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
-    _hw_position: LogOffsetMetadata | None = None  # cleared whenever segments shrink or go
+    # cleared whenever segments shrink or go
+    _hw_position: LogOffsetMetadata | None = None
 
     @classmethod
     def open(
@@ -85,12 +87,22 @@ class LocalLog:
         tp = TopicPartition.parse(dir.name)
         now = clock()
         loaded = load_segments(
-            dir, config, now, recovery_point, log_start_offset, had_clean_shutdown, files
+            dir,
+            config,
+            now,
+            recovery_point,
+            log_start_offset,
+            had_clean_shutdown,
+            files,
         )
         leo = loaded.segments[-1].next_offset
         if loaded.recovered_segments and tracer.enabled:
             event = LogRecovered(
-                tp.topic, tp.partition, loaded.recovered_segments, loaded.truncated_bytes, leo
+                tp.topic,
+                tp.partition,
+                loaded.recovered_segments,
+                loaded.truncated_bytes,
+                leo,
             )
             tracer.emit(event)
         return cls(
@@ -155,7 +167,8 @@ class LocalLog:
         info: LogAppendInfo,
         now: int,
     ) -> None:
-        """Write batches that carry their offsets to the active segment (rolled if due)."""
+        """Write batches that carry their offsets to the active segment (rolled if
+        due)."""
         # A disk that refuses the write (issue 15) must not leave a torn tail behind: a
         # retried append would land after it and the offsets would no longer match the
         # bytes. Whatever fails is undone, and the caller hears KafkaStorageError (56).
@@ -167,7 +180,9 @@ class LocalLog:
             try:
                 segment.truncate_back(size, next_offset)
             except OSError:
-                raise storage_error(f"appending to {self.dir}", exc, undone=False) from exc
+                raise storage_error(
+                    f"appending to {self.dir}", exc, undone=False
+                ) from exc
             raise storage_error(f"appending to {self.dir}", exc, undone=True) from exc
         self.log_end_offset = info.last_offset + 1
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
@@ -178,7 +193,9 @@ class LocalLog:
 
     def _maybe_roll(self, info: LogAppendInfo, now: int) -> LogSegment:
         active = self.active_segment
-        reason = active.should_roll(info.valid_bytes, info.max_timestamp, info.last_offset, now)
+        reason = active.should_roll(
+            info.valid_bytes, info.max_timestamp, info.last_offset, now
+        )
         if reason is None:
             return active
         # Normally the new segment starts at the log end. Only a follower batch too far
@@ -187,7 +204,9 @@ class LocalLog:
         overflow = reason == "relative offset overflow"
         return self.roll(reason, info.first_offset if overflow else None)
 
-    def roll(self, reason: str = "requested", base_offset: int | None = None) -> LogSegment:
+    def roll(
+        self, reason: str = "requested", base_offset: int | None = None
+    ) -> LogSegment:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
         active = self.active_segment
         new_base = max(self.log_end_offset, base_offset or 0)
@@ -214,7 +233,9 @@ class LocalLog:
         self.flush_requested_offset = new_base
         tp = self.topic_partition
         if self.tracer.enabled:
-            self.tracer.emit(SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size))
+            self.tracer.emit(
+                SegmentRolled(tp.topic, tp.partition, new_base, reason, active.size)
+            )
         return segment
 
     def _undo_roll(self, active: LogSegment, new_base: int) -> bool:
@@ -224,7 +245,8 @@ class LocalLog:
         failed and the log cannot be trusted any more.
         """
         try:
-            active.time_index.truncate_to(active.next_offset)  # rewrites whole entries only
+            # rewrites whole entries only
+            active.time_index.truncate_to(active.next_offset)
             if new_base != active.base_offset:
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                     path = self.dir / segment_file_name(new_base, suffix)
@@ -243,7 +265,10 @@ class LocalLog:
         and segments are closed only after ``file.delete.delay.ms``.
         """
         for segment in list(self.segments):
-            if segment.base_offset < offset and segment.next_offset > self.recovery_point:
+            if (
+                segment.base_offset < offset
+                and segment.next_offset > self.recovery_point
+            ):
                 segment.flush()
 
     def mark_flushed(self, offset: int, now: int | None = None) -> None:
@@ -261,14 +286,17 @@ class LocalLog:
     def read(
         self, start_offset: int, end: int, max_bytes: int, min_one_message: bool
     ) -> FetchDataInfo:
-        """Batches from ``start_offset`` as one segment's file slice, stopping before ``end``.
+        """Batches from ``start_offset`` as one segment's file slice, stopping before
+        ``end``.
 
         The Log has checked ``start_offset`` against the log's range; ``end`` is the log
         end for a follower and the high watermark for a consumer.
         """
         if start_offset >= end:
             return FetchDataInfo(self.offset_metadata(start_offset), None)
-        limit = None if end == self.log_end_offset else self._high_watermark_metadata(end)
+        limit = (
+            None if end == self.log_end_offset else self._high_watermark_metadata(end)
+        )
         for segment in self.segments[self.segment_index_for(start_offset) :]:
             max_position = None
             if limit is not None:
@@ -277,11 +305,15 @@ class LocalLog:
                 if segment.base_offset == limit.segment_base_offset:
                     max_position = limit.relative_position
             fetched = segment.read(
-                max(start_offset, segment.base_offset), max_bytes, max_position, min_one_message
+                max(start_offset, segment.base_offset),
+                max_bytes,
+                max_position,
+                min_one_message,
             )
             if fetched is not None:
                 return fetched
-            # The offset lies in a gap (compaction removed it): go on to the next segment.
+            # The offset lies in a gap (compaction removed it): go on to the next
+            # segment.
         return FetchDataInfo(self.offset_metadata(start_offset), None)
 
     def _high_watermark_metadata(self, offset: int) -> LogOffsetMetadata:
@@ -338,7 +370,9 @@ class LocalLog:
         """Drop every segment and start with an empty one at ``new_offset``."""
         self._schedule_delete(self.segments)
         self.segments = [
-            LogSegment.open(self.dir, new_offset, self.config, self.clock(), files=self.files)
+            LogSegment.open(
+                self.dir, new_offset, self.config, self.clock(), files=self.files
+            )
         ]
         self.log_end_offset = self.recovery_point = new_offset
 

@@ -199,7 +199,9 @@ class Log:
 
     # --- the write path ---------------------------------------------------------------
 
-    def append_as_leader(self, records: bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+    def append_as_leader(
+        self, records: bytearray | memoryview, leader_epoch: int
+    ) -> LogAppendInfo:
         """Validate a producer's batches, give them offsets (in place) and append them.
 
         Every record is checked (:mod:`._record_checks`); a batch whose codec is not the
@@ -214,24 +216,29 @@ class Log:
         batches = validate_batches(
             records, max_message_bytes=config.max_message_bytes, from_client=True
         )
+        # aside: an empty request
         if not batches:
             return append_info(batches)
         now = self.clock()
         # Every record is walked before anything is written: a batch with a good CRC but
         # records no consumer can read must not reach the log (Kafka's LogValidator).
+        # No time bound when the broker stamps the time itself (LogAppendTime).
+        stamped = config.log_append_time
         rules = RecordRules(
             require_key=config.compact,
             now_ms=now,
-            before_max_ms=MAX_LONG if config.log_append_time else config.timestamp_before_max_ms,
-            after_max_ms=MAX_LONG if config.log_append_time else config.timestamp_after_max_ms,
+            before_max_ms=MAX_LONG if stamped else config.timestamp_before_max_ms,
+            after_max_ms=MAX_LONG if stamped else config.timestamp_after_max_ms,
         )
         payloads = validate_records(
             records, batches, rules, decompressed_limit(config.max_message_bytes)
         )
         duplicate = self.producer_state.validate_append(batches)
+        # aside: an idempotent producer's retry
         if duplicate is not None:
             return self._duplicate_info(duplicate)
         target = config.target_compression
+        # aside: a topic with its own compression.type
         if target is not None and any(h.compression is not target for _, h in batches):
             records, batches = recompress(
                 records,
@@ -246,12 +253,15 @@ class Log:
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
         self.local.append(records, batches, info, now)
-        self.producer_state.update_batches(batches)  # the headers now carry their offsets
+        # the headers now carry their offsets
+        self.producer_state.update_batches(batches)
         if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview
+    ) -> LogAppendInfo:
         """Append batches that carry the leader's offsets and epochs."""
         # The leader checked max.message.bytes against its own config; a follower takes
         # whatever its leader accepted, as Kafka does.
@@ -272,7 +282,9 @@ class Log:
             if header.partition_leader_epoch >= 0 and (
                 latest is None or header.partition_leader_epoch > latest
             ):
-                self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+                self.leader_epoch_cache.assign(
+                    header.partition_leader_epoch, header.base_offset
+                )
         return info
 
     def _duplicate_info(self, original: BatchMetadata) -> LogAppendInfo:
@@ -283,14 +295,18 @@ class Log:
             max_timestamp=original.max_timestamp,
             offset_of_max_timestamp=original.last_offset,
             # Under LogAppendTime the original's maxTimestamp is the time it was appended.
-            log_append_time=original.max_timestamp if self.config.log_append_time else -1,
+            log_append_time=original.max_timestamp
+            if self.config.log_append_time
+            else -1,
             record_count=original.last_offset - original.first_offset + 1,
             batch_count=1,
             valid_bytes=0,
             duplicate=True,
         )
 
-    def roll(self, reason: str = "requested", base_offset: int | None = None) -> LogSegment:
+    def roll(
+        self, reason: str = "requested", base_offset: int | None = None
+    ) -> LogSegment:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
         return self.local.roll(reason, base_offset)
 
@@ -317,7 +333,8 @@ class Log:
         max_offset: int | None = None,
         min_one_message: bool = True,
     ) -> FetchDataInfo:
-        """Batches from ``start_offset`` as a file slice, stopping before ``max_offset``.
+        """Batches from ``start_offset`` as a file slice, stopping before
+        ``max_offset``.
 
         Consumers pass the high watermark as ``max_offset``; followers pass nothing and
         read to the log end.
@@ -327,7 +344,11 @@ class Log:
                 f"offset {start_offset} is outside [{self.log_start_offset}, "
                 f"{self.log_end_offset}] of {self.topic_partition}"
             )
-        end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        end = (
+            self.log_end_offset
+            if max_offset is None
+            else min(max_offset, self.log_end_offset)
+        )
         return self.local.read(start_offset, end, max_bytes, min_one_message)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
@@ -348,7 +369,9 @@ class Log:
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self.high_watermark = min(
+            max(offset, self.log_start_offset), self.log_end_offset
+        )
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -357,7 +380,8 @@ class Log:
         return offset > old and self.update_high_watermark(offset) > old
 
     def truncate_to(self, target_offset: int) -> bool:
-        """Remove every offset >= ``target_offset`` (a follower after KIP-101's agreement).
+        """Remove every offset >= ``target_offset`` (a follower after KIP-101's
+        agreement).
 
         Returns False when there was nothing to remove.
         """
@@ -369,7 +393,8 @@ class Log:
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
-        # The LocalLog may end below the target: it removes a batch the target cuts whole.
+        # The LocalLog may end below the target: it removes a batch the target cuts
+        # whole.
         target_offset = self.local.truncate_to(target_offset)
         self.high_watermark = min(self.high_watermark, target_offset)
         self.log_start_offset = min(self.log_start_offset, target_offset)
@@ -378,7 +403,9 @@ class Log:
             self._rebuild_producer_state()  # a removed batch had a producer id
         if self.tracer.enabled:
             tp = self.topic_partition
-            self.tracer.emit(LogTruncated(tp.topic, tp.partition, target_offset, previous))
+            self.tracer.emit(
+                LogTruncated(tp.topic, tp.partition, target_offset, previous)
+            )
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -408,7 +435,9 @@ class Log:
             if header.last_offset >= start
         )
 
-    def maybe_increment_log_start_offset(self, new_start: int, reason: str = "") -> bool:
+    def maybe_increment_log_start_offset(
+        self, new_start: int, reason: str = ""
+    ) -> bool:
         """Move the log start offset forward (retention, DeleteRecords); never past the HW."""
         if new_start <= self.log_start_offset:
             return False
@@ -438,7 +467,8 @@ class Log:
                 retention_ms_breached(config.retention_ms, now), "retention.ms"
             )
             deleted += self._delete_segments(
-                retention_size_breached(config.retention_bytes, self.size), "retention.bytes"
+                retention_size_breached(config.retention_bytes, self.size),
+                "retention.bytes",
             )
         deleted += self._delete_segments(
             before_log_start(self.log_start_offset), "log start offset"
@@ -446,7 +476,9 @@ class Log:
         return deleted
 
     def _delete_segments(self, breach: Breach, reason: str) -> int:
-        doomed = deletable_segments(self.segments, self.log_end_offset, self.high_watermark, breach)
+        doomed = deletable_segments(
+            self.segments, self.log_end_offset, self.high_watermark, breach
+        )
         if not doomed:
             return 0
         self.local.remove_oldest_segments(doomed, reason)

@@ -71,9 +71,12 @@ class LogManagerSchedule:
     """How often the background tasks run (Kafka's broker keys, Kafka's defaults)."""
 
     retention_check_interval_ms: int = 300_000  # log.retention.check.interval.ms
-    flush_check_interval_ms: int = 1_000  # log.flush.scheduler.interval.ms (Kafka: never)
-    recovery_point_checkpoint_interval_ms: int = 60_000  # log.flush.offset.checkpoint...
-    start_offset_checkpoint_interval_ms: int = 60_000  # log.flush.start.offset.checkpoint...
+    # log.flush.scheduler.interval.ms (Kafka: never)
+    flush_check_interval_ms: int = 1_000
+    # log.flush.offset.checkpoint...
+    recovery_point_checkpoint_interval_ms: int = 60_000
+    # log.flush.start.offset.checkpoint...
+    start_offset_checkpoint_interval_ms: int = 60_000
     cleaner_backoff_ms: int = 15_000  # log.cleaner.backoff.ms
     cleaner_enable: bool = True  # log.cleaner.enable
 
@@ -90,7 +93,8 @@ class LogManager:
     uncleanable: set[TopicPartition] = attrs.field(factory=set)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
-    files: FilePool = attrs.field(factory=FilePool)  # every log's descriptors (see _files)
+    # every log's descriptors (see _files)
+    files: FilePool = attrs.field(factory=FilePool)
     offline_dirs: dict[Path, str] = attrs.field(factory=dict)
     """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
     dir_failure_listeners: list[Callable[[Path], None]] = attrs.field(factory=list)
@@ -165,7 +169,9 @@ class LogManager:
     def get_log(self, tp: TopicPartition) -> Log | None:
         return self.logs.get(tp)
 
-    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+    def get_or_create_log(
+        self, tp: TopicPartition, config: LogConfig | None = None
+    ) -> Log:
         """The partition's log, created in the log dir holding the fewest partitions."""
         if tp in self.logs:
             return self.logs[tp]
@@ -174,7 +180,9 @@ class LogManager:
         online = [d for d in self.log_dirs if d not in self.offline_dirs]
         if not online:
             raise KafkaStorageError(
-                None, f"cannot create the log of {tp}: every log dir is offline", offline=True
+                None,
+                f"cannot create the log of {tp}: every log dir is offline",
+                offline=True,
             )
         counts = dict.fromkeys(online, 0)
         for d in self._dir_of.values():
@@ -254,7 +262,9 @@ class LogManager:
                 result = clean(log, first_dirty, now)
             except CorruptRecordError as exc:
                 # Kafka marks such a partition uncleanable and goes on with the others.
-                _logger.error("%s cannot be cleaned and is skipped from now on: %s", tp, exc)
+                _logger.error(
+                    "%s cannot be cleaned and is skipped from now on: %s", tp, exc
+                )
                 self.uncleanable.add(tp)
                 continue
             if result is not None:
@@ -310,11 +320,15 @@ class LogManager:
         self.checkpoint(RECOVERY_POINT_CHECKPOINT)
         self.checkpoint_leader_epochs()
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Run the scheduled tasks until cancelled (the broker's nursery owns this)."""
         s = self.schedule
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._every, s.retention_check_interval_ms, self.cleanup_logs)
+            nursery.start_soon(
+                self._every, s.retention_check_interval_ms, self.cleanup_logs
+            )
             nursery.start_soon(self._flush_loop)
             nursery.start_soon(
                 self._every,
@@ -344,14 +358,17 @@ class LogManager:
         while True:
             await trio.sleep(self.schedule.flush_check_interval_ms / 1000)
             for log, offset in self.logs_to_flush():
-                # fsync can take long on a busy disk: a worker thread, off the event loop.
+                # fsync can take long on a busy disk: a worker thread, off the event
+                # loop.
                 try:
                     await trio.to_thread.run_sync(log.fsync_up_to, offset)
                 except OSError as exc:
                     # fsyncgate: the recovery point stays where it was, and the dir goes
                     # offline, so neither a retried fsync nor a clean shutdown can claim
                     # that these bytes are on disk.
-                    self.mark_dir_offline(log.dir.parent, f"fsync of {log.dir} failed: {exc}")
+                    self.mark_dir_offline(
+                        log.dir.parent, f"fsync of {log.dir} failed: {exc}"
+                    )
                     continue
                 log.mark_flushed(offset)
 
@@ -363,7 +380,9 @@ class LogManager:
             try:
                 log.flush()
             except OSError as exc:
-                self.mark_dir_offline(self._dir_of[tp], f"fsync of {log.dir} failed: {exc}")
+                self.mark_dir_offline(
+                    self._dir_of[tp], f"fsync of {log.dir} failed: {exc}"
+                )
         unchecked: set[Path] = set()  # dirs with a checkpoint that could not be written
         for name in (
             RECOVERY_POINT_CHECKPOINT,
@@ -396,7 +415,9 @@ class LogManager:
                 try:
                     (log_dir / CLEAN_SHUTDOWN_FILE).touch()
                 except OSError as exc:  # no inode left: the next start simply recovers
-                    _logger.error("cannot write %s in %s: %s", CLEAN_SHUTDOWN_FILE, log_dir, exc)
+                    _logger.error(
+                        "cannot write %s in %s: %s", CLEAN_SHUTDOWN_FILE, log_dir, exc
+                    )
 
     # --- failed log dirs (Kafka's LogDirFailureChannel) -------------------------------------
 

@@ -30,7 +30,12 @@ import attrs
 
 from minikafka.common import ErrorCode
 
-from ._batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, InvalidRecordError, RecordBatchHeader
+from ._batch import (
+    NO_PRODUCER_EPOCH,
+    NO_SEQUENCE,
+    InvalidRecordError,
+    RecordBatchHeader,
+)
 
 NUM_BATCHES_TO_RETAIN = 5
 """Batches remembered per producer: the idempotent producer's in-flight limit."""
@@ -103,7 +108,8 @@ class ProducerStateEntry:
             # no longer be retried, nor continued.
             self.producer_epoch = header.producer_epoch
             self.batch_metadata.clear()
-        if not header.is_control:  # a transaction marker moves the epoch, not the sequence
+        # a transaction marker moves the epoch, not the sequence
+        if not header.is_control:
             self.batch_metadata.append(
                 BatchMetadata(
                     header.base_sequence,
@@ -124,14 +130,16 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 def check_sequence(
     header: RecordBatchHeader, position: int, current_epoch: int, last_seq: int
 ) -> None:
-    """Raise unless a leader may append ``header`` after a producer at (epoch, last_seq).
+    """Raise unless a leader may append ``header`` after a producer at (epoch,
+    last_seq).
 
     ``current_epoch`` is NO_PRODUCER_EPOCH for a producer the log has no state for.
     """
     epoch, first_seq = header.producer_epoch, header.base_sequence
     if epoch < current_epoch:
         raise InvalidProducerEpochError(
-            f"batch at position {position}: epoch {epoch} of producer {header.producer_id} "
+            f"batch at position {position}: epoch {epoch} of producer "
+            f"{header.producer_id} "
             f"is smaller than the last seen epoch {current_epoch}",
             position,
         )
@@ -141,14 +149,16 @@ def check_sequence(
         # since KIP-360 it is accepted rather than answered UNKNOWN_PRODUCER_ID.
         if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
             raise OutOfOrderSequenceError(
-                f"batch at position {position}: producer {header.producer_id} starts its "
+                f"batch at position {position}: producer {header.producer_id} starts "
+                "its "
                 f"new epoch {epoch} at sequence {first_seq}, not 0 (current epoch "
                 f"{current_epoch})",
                 position,
             )
     elif current_epoch != NO_PRODUCER_EPOCH and not in_sequence(last_seq, first_seq):
         raise OutOfOrderSequenceError(
-            f"batch at position {position}: producer {header.producer_id} (epoch {epoch}) "
+            f"batch at position {position}: producer {header.producer_id} (epoch "
+            f"{epoch}) "
             f"sent sequence {first_seq}, expected {(last_seq + 1) & MAX_SEQUENCE}",
             position,
         )
@@ -187,6 +197,7 @@ class ProducerStateManager:
             producer_id = header.producer_id
             if producer_id < 0:
                 continue  # not idempotent: nothing to check, nothing to remember
+            # aside: an idempotent batch without a sequence
             if header.base_sequence < 0:
                 raise InvalidRecordError(
                     f"batch at position {position} has producer id {producer_id} but "
@@ -194,6 +205,7 @@ class ProducerStateManager:
                     position,
                 )
             entry = self.producers.get(producer_id)
+            # aside: a retry of a batch the log already holds
             # The common case, the batch after the producer's last, cannot repeat one of
             # the retained batches (they all lie behind it): only others are looked up.
             if entry is not None and not (

@@ -85,7 +85,9 @@ class RecordRules:
         )
 
 
-def _varint_slow(data: Buffer, pos: int, limit: int, what: str, bits: int) -> tuple[int, int]:
+def _varint_slow(
+    data: Buffer, pos: int, limit: int, what: str, bits: int
+) -> tuple[int, int]:
     """A zigzag varint of more than one byte; at most 5 bytes for int32, 10 for int64, as
     in Kafka's ByteUtils.readVarint/readVarlong."""
     start, shift, unsigned = pos, 0, 0
@@ -105,7 +107,9 @@ def _varint_slow(data: Buffer, pos: int, limit: int, what: str, bits: int) -> tu
     raise InvalidRecordError(f"{what} is cut off by the end of its record")
 
 
-def _varint(data: Buffer, pos: int, limit: int, what: str, bits: int = 32) -> tuple[int, int]:
+def _varint(
+    data: Buffer, pos: int, limit: int, what: str, bits: int = 32
+) -> tuple[int, int]:
     # Almost every length and delta fits one byte: decode those here, the rest slowly.
     if pos < limit:
         byte = data[pos]
@@ -140,7 +144,9 @@ def check_records(
     index, walk = 0, FIRST_WALK
     while index < count and pos < end:
         if count - index >= MIN_RUN:
-            n, size = verified_run(records, pos, end, index, count, rules.require_key, window)
+            n, size = verified_run(
+                records, pos, end, index, count, rules.require_key, window
+            )
             pos, index = pos + n * size, index + n
             if n >= MIN_RUN:
                 walk = FIRST_WALK
@@ -171,13 +177,17 @@ def _claimed_count(start: int, end: int, header: RecordBatchHeader) -> int:
     if count > (end - start) // MIN_RECORD_SIZE:
         # Checked first, so that a small payload claiming 2^31 - 1 records is refused
         # without walking it: every record takes 7 bytes at least.
-        raise InvalidRecordError(f"batch claims {count} records in {end - start} bytes of records")
+        raise InvalidRecordError(
+            f"batch claims {count} records in {end - start} bytes of records"
+        )
     return count
 
 
 def _check_end(pos: int, end: int, index: int, count: int) -> None:
     if pos < end:
-        raise InvalidRecordError(f"{end - pos} bytes follow the {count} records the batch declares")
+        raise InvalidRecordError(
+            f"{end - pos} bytes follow the {count} records the batch declares"
+        )
     if index != count:
         # DefaultRecordBatch: "Incorrect declared batch size, premature EOF reached".
         raise InvalidRecordError(f"batch declares {count} records but holds {index}")
@@ -221,7 +231,9 @@ def _walk(
         if (b := data[pos + 1]) < 0x80:
             timestamp_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
         else:
-            timestamp_delta, pos = _varint_slow(data, pos + 1, record_end, "timestamp delta", 64)
+            timestamp_delta, pos = _varint_slow(
+                data, pos + 1, record_end, "timestamp delta", 64
+            )
         # The offset delta must be the record's index, whose zigzag form is 2 * index: the
         # raw varint is compared with that, and decoded only to report a wrong one.
         if pos < record_end and (b := data[pos]) < 0x80:
@@ -285,7 +297,9 @@ def _offset_delta_error(index: int, offset_delta: int) -> NoReturn:
     raise InvalidRecordError(f"record {index} has offset delta {offset_delta}")
 
 
-def _skip_headers(data: Buffer, pos: int, record_end: int, index: int, count: int) -> int:
+def _skip_headers(
+    data: Buffer, pos: int, record_end: int, index: int, count: int
+) -> int:
     """Past ``count`` headers (key length, key, value length, value) of record ``index``."""
     if not 0 <= count <= (record_end - pos) // 2:  # 2 bytes per header at least
         raise InvalidRecordError(f"record {index} claims {count} headers")
@@ -293,9 +307,13 @@ def _skip_headers(data: Buffer, pos: int, record_end: int, index: int, count: in
         key_size, pos = _varint(data, pos, record_end, "header key length")
         if key_size < 0:  # DefaultRecord: "Invalid negative header key size"
             raise InvalidRecordError(f"record {index} has a header with a null key")
-        value_size, pos = _varint(data, pos + key_size, record_end, "header value length")
+        value_size, pos = _varint(
+            data, pos + key_size, record_end, "header value length"
+        )
         if value_size < -1:
-            raise InvalidRecordError(f"record {index} has header value length {value_size}")
+            raise InvalidRecordError(
+                f"record {index} has header value length {value_size}"
+            )
         pos += max(value_size, 0)
     return pos
 

@@ -56,7 +56,8 @@ _WIDTH_ENDS = (64, 8192, 1 << 20, 1 << 27, 1 << 34)
 # The low 7 bits of byte 0 of 2d repeat every 64 offsets, those of byte 1 every 8192.
 _DIGIT0 = bytes((2 * d) & 0x7F for d in range(64))
 _DIGIT1 = bytes((d >> 6) & 0x7F for d in range(8192))
-_CONTINUED = bytes(b | 0x80 for b in range(256))  # translate(): set the continuation bit
+# translate(): set the continuation bit
+_CONTINUED = bytes(b | 0x80 for b in range(256))
 _HIGH_BIT = bytes(b >> 7 for b in range(256))  # translate(): 1 where it is set, else 0
 _BYTE = tuple(bytes([b]) for b in range(256))
 
@@ -166,7 +167,12 @@ def _cycle(period: bytes, first: int, n: int) -> bytes:
 
 
 def _shape(
-    data: Records, pos: int, end: int, index: int, require_key: bool, window: Window | None
+    data: Records,
+    pos: int,
+    end: int,
+    index: int,
+    require_key: bool,
+    window: Window | None,
 ) -> _Shape | None:
     """Record ``index``'s shape if it is valid and can serve as a run's template, else
     None (and the walk will judge it). The same checks as the walk, without messages."""

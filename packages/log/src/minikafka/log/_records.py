@@ -78,10 +78,15 @@ class Record(NamedTuple):
 
 
 def make_records(
-    pairs: Iterable[tuple[bytes | None, bytes | None]], *, first_offset: int = 0, timestamp_ms: int
+    pairs: Iterable[tuple[bytes | None, bytes | None]],
+    *,
+    first_offset: int = 0,
+    timestamp_ms: int,
 ) -> list[Record]:
     """``(key, value)`` pairs as records at consecutive offsets, all stamped ``timestamp_ms``."""
-    return [Record(first_offset + i, timestamp_ms, k, v) for i, (k, v) in enumerate(pairs)]
+    return [
+        Record(first_offset + i, timestamp_ms, k, v) for i, (k, v) in enumerate(pairs)
+    ]
 
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> int:
@@ -106,21 +111,28 @@ def _write_bytes(out: bytearray, data: bytes | None) -> None:
         out += data
 
 
-def _encode_records(records: Sequence[Record], base_offset: int, base_timestamp: int) -> bytes:
+def _encode_records(
+    records: Sequence[Record], base_offset: int, base_timestamp: int
+) -> bytes:
     out = bytearray()
     body = bytearray()
     previous = base_offset - 1
     for record in records:
         # MemoryRecordsBuilder: "Offsets must increase monotonically"; gaps are fine.
         if record.offset <= previous:
-            raise ValueError(f"record offset {record.offset} does not follow {previous}")
+            raise ValueError(
+                f"record offset {record.offset} does not follow {previous}"
+            )
         previous = record.offset
         body.clear()
         body.append(0)  # attributes: no record-level attribute is defined
         _write_varint(
-            body, _check_range("timestamp delta", record.timestamp - base_timestamp, _INT64)
+            body,
+            _check_range("timestamp delta", record.timestamp - base_timestamp, _INT64),
         )
-        _write_varint(body, _check_range("offset delta", record.offset - base_offset, _INT32))
+        _write_varint(
+            body, _check_range("offset delta", record.offset - base_offset, _INT32)
+        )
         _write_bytes(body, record.key)
         _write_bytes(body, record.value)
         _write_varint(body, len(record.headers))
@@ -163,13 +175,17 @@ def build_batch(
     ignored (attributes say NONE), and baseTimestamp is -1 unless a delete horizon is set.
     """
     if not records and (base_offset is None or last_offset_delta is None):
-        raise ValueError("an empty batch needs an explicit base_offset and last_offset_delta")
+        raise ValueError(
+            "an empty batch needs an explicit base_offset and last_offset_delta"
+        )
     if base_offset is None:
         base_offset = records[0].offset
     if last_offset_delta is None:
         last_offset_delta = records[-1].offset - base_offset
     if records and last_offset_delta < records[-1].offset - base_offset:
-        raise ValueError(f"last_offset_delta {last_offset_delta} ends before the last record")
+        raise ValueError(
+            f"last_offset_delta {last_offset_delta} ends before the last record"
+        )
     if delete_horizon_ms is not None:
         base_timestamp = delete_horizon_ms
     else:
@@ -183,7 +199,9 @@ def build_batch(
     elif compression is not CompressionType.NONE:
         payload = compress(compression, payload)
     attributes = compression.value
-    attributes |= TIMESTAMP_TYPE_MASK if timestamp_type is TimestampType.LOG_APPEND_TIME else 0
+    attributes |= (
+        TIMESTAMP_TYPE_MASK if timestamp_type is TimestampType.LOG_APPEND_TIME else 0
+    )
     attributes |= TRANSACTIONAL_MASK if is_transactional else 0
     attributes |= CONTROL_MASK if is_control else 0
     attributes |= DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0
@@ -236,7 +254,8 @@ class _Reader:
                 # headers): nothing to accumulate and nothing that can overflow.
                 self.pos = start + 1
                 return (byte >> 1) ^ -(byte & 1)
-            if start + 1 < self.end and self.data[start + 1] < 0x80:  # two: lengths < 8 KiB
+            # two: lengths < 8 KiB
+            if start + 1 < self.end and self.data[start + 1] < 0x80:
                 unsigned = (byte & 0x7F) | (self.data[start + 1] << 7)
                 self.pos = start + 2
                 return (unsigned >> 1) ^ -(unsigned & 1)
@@ -249,11 +268,15 @@ class _Reader:
                 self.pos = pos + 1
                 value = (unsigned >> 1) ^ -(unsigned & 1)
                 if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
-                    raise CorruptRecordError(f"{what} {value} at byte {start} overflows int{bits}")
+                    raise CorruptRecordError(
+                        f"{what} {value} at byte {start} overflows int{bits}"
+                    )
                 return value
             shift += 7
         if start + max_bytes <= self.end:
-            raise CorruptRecordError(f"{what} at byte {start} is longer than {max_bytes} bytes")
+            raise CorruptRecordError(
+                f"{what} at byte {start} is longer than {max_bytes} bytes"
+            )
         raise CorruptRecordError(f"{what} at byte {start} is truncated")
 
     def take(self, length: int, what: str) -> bytes:
@@ -275,7 +298,9 @@ class _Reader:
         return self.take(length, what)
 
 
-def _read_record(reader: _Reader, header: RecordBatchHeader, log_append_time: bool) -> Record:
+def _read_record(
+    reader: _Reader, header: RecordBatchHeader, log_append_time: bool
+) -> Record:
     length = reader.varint("record length")
     if not 0 <= length <= reader.end - reader.pos:
         raise CorruptRecordError(
@@ -288,8 +313,11 @@ def _read_record(reader: _Reader, header: RecordBatchHeader, log_append_time: bo
     key = reader.nullable_bytes("key", "key length")
     value = reader.nullable_bytes("value", "value length")
     count = reader.varint("header count")
-    if not 0 <= count <= (reader.end - reader.pos) // 2:  # a header takes 2 bytes or more
-        raise CorruptRecordError(f"header count {count} at byte {reader.pos} is impossible")
+    # a header takes 2 bytes or more
+    if not 0 <= count <= (reader.end - reader.pos) // 2:
+        raise CorruptRecordError(
+            f"header count {count} at byte {reader.pos} is impossible"
+        )
     headers = []
     for _ in range(count):
         raw_key = reader.nullable_bytes("header key", "header key length")
@@ -298,9 +326,13 @@ def _read_record(reader: _Reader, header: RecordBatchHeader, log_append_time: bo
         try:
             header_key = raw_key.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise CorruptRecordError(f"header key before byte {reader.pos} is not UTF-8") from e
+            raise CorruptRecordError(
+                f"header key before byte {reader.pos} is not UTF-8"
+            ) from e
         headers.append(
-            Header(header_key, reader.nullable_bytes("header value", "header value length"))
+            Header(
+                header_key, reader.nullable_bytes("header value", "header value length")
+            )
         )
     if reader.pos != reader.end:
         raise CorruptRecordError(
@@ -309,8 +341,14 @@ def _read_record(reader: _Reader, header: RecordBatchHeader, log_append_time: bo
     reader.end = outer_end
     # DefaultRecordBatch.RecordIterator: under LogAppendTime every record carries the
     # batch's maxTimestamp, whatever its delta says.
-    timestamp = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
-    return Record(header.base_offset + offset_delta, timestamp, key, value, tuple(headers))
+    timestamp = (
+        header.max_timestamp
+        if log_append_time
+        else header.base_timestamp + timestamp_delta
+    )
+    return Record(
+        header.base_offset + offset_delta, timestamp, key, value, tuple(headers)
+    )
 
 
 def _read_plain_records(
@@ -382,10 +420,13 @@ def _read_plain_records(
                 return None
             value = None if size == -1 else data[pos : pos + size]
             pos += max(size, 0)
-            if data[pos] != 0 or pos + 1 != record_end:  # headers, or a length that lies
+            # headers, or a length that lies
+            if data[pos] != 0 or pos + 1 != record_end:
                 return None
             pos = record_end
-            timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
+            timestamp = (
+                base_timestamp + timestamp_delta if append_time is None else append_time
+            )
             append(Record(base_offset + offset_delta, timestamp, key, value))
     except IndexError:  # bytes missing: the careful reader says where
         return None
@@ -415,12 +456,18 @@ def _decode_payload(
     reader = _Reader(data)
     records = [_read_record(reader, header, log_append_time) for _ in range(count)]
     if reader.pos != len(data):
-        raise CorruptRecordError(f"{len(data) - reader.pos} bytes follow the {count} records")
+        raise CorruptRecordError(
+            f"{len(data) - reader.pos} bytes follow the {count} records"
+        )
     return records
 
 
 def decode_batch(
-    buf: Buffer, position: int = 0, *, verify_crc: bool = True, max_size: int | None = None
+    buf: Buffer,
+    position: int = 0,
+    *,
+    verify_crc: bool = True,
+    max_size: int | None = None,
 ) -> tuple[RecordBatchHeader, list[Record]]:
     """The batch at ``position`` and all its records; CorruptRecordError if malformed.
 
@@ -434,7 +481,8 @@ def decode_batch(
         return header, _decode_payload(header, payload, max_size)
     except CorruptRecordError as e:
         raise CorruptRecordError(
-            f"batch at position {position} (base offset {header.base_offset}): {e}", position
+            f"batch at position {position} (base offset {header.base_offset}): {e}",
+            position,
         ) from e
 
 
@@ -456,7 +504,9 @@ def iter_decoded_batches(
     """Every batch in ``buf`` as ``(position, header, records)``; raises on the first bad one."""
     position = 0
     while position < len(buf):
-        header, records = decode_batch(buf, position, verify_crc=verify_crc, max_size=max_size)
+        header, records = decode_batch(
+            buf, position, verify_crc=verify_crc, max_size=max_size
+        )
         yield position, header, records
         position += header.size
 
@@ -465,5 +515,7 @@ def iter_records(
     buf: Buffer, *, verify_crc: bool = True, max_size: int | None = None
 ) -> Iterator[Record]:
     """Every record of every batch in ``buf``, in order."""
-    for _, _, records in iter_decoded_batches(buf, verify_crc=verify_crc, max_size=max_size):
+    for _, _, records in iter_decoded_batches(
+        buf, verify_crc=verify_crc, max_size=max_size
+    ):
         yield from records

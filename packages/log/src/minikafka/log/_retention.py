@@ -54,7 +54,8 @@ def before_log_start(log_start_offset: int) -> Breach:
 def deletable_segments(
     segments: list[LogSegment], log_end_offset: int, high_watermark: int, breach: Breach
 ) -> list[LogSegment]:
-    """The oldest segments, in order, that ``breach`` accepts, stopping at the first it does not.
+    """The oldest segments, in order, that ``breach`` accepts, stopping at the first it
+    does not.
 
     A segment that reaches above the high watermark stays (deleting uncommitted data on
     the leader would leave the followers' copies the only ones), and so does an empty

@@ -42,23 +42,29 @@ from ._names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_na
 from ._records import decode_batch
 
 _INT32 = struct.Struct(">i")
-_SCAN_CHUNK = 1024 * 1024  # how much a scan reads at once: many small batches per syscall
-_HEADER_SCAN_CHUNK = 16 * 1024  # a lookup scans about index.interval.bytes (4 KiB) of headers
+# how much a scan reads at once: many small batches per syscall
+_SCAN_CHUNK = 1024 * 1024
+# a lookup scans about index.interval.bytes (4 KiB) of headers
+_HEADER_SCAN_CHUNK = 16 * 1024
 # The most batches the unindexed tail remembers (see LogSegment._tail): with the default
 # index.interval.bytes (4 KiB) and the smallest batch (61 bytes) there are at most 69.
 _TAIL_LIMIT = 1024
 
 
 def _pread(file: int | PooledFile, size: int, position: int) -> bytes:
-    return os.pread(file, size, position) if isinstance(file, int) else file.pread(size, position)
+    return (
+        os.pread(file, size, position)
+        if isinstance(file, int)
+        else file.pread(size, position)
+    )
 
 
 @attrs.frozen
 class FileSlice:
     """``length`` bytes of a segment file from ``position``: what a fetch sends.
 
-    ``file`` is the segment's pooled file (or a descriptor the caller owns: tools, tests);
-    ``path`` its name when the slice was taken.
+    ``file`` is the segment's pooled file (or a descriptor the caller owns: tools,
+    tests); ``path`` its name when the slice was taken.
     """
 
     file: int | PooledFile
@@ -133,7 +139,11 @@ def scan_batches(
     while position < end:
         rel = position - origin
         if len(buf) - rel < RECORD_BATCH_OVERHEAD:
-            buf, origin, rel = _pread(file, min(chunk, end - position), position), position, 0
+            buf, origin, rel = (
+                _pread(file, min(chunk, end - position), position),
+                position,
+                0,
+            )
         if len(buf) - rel >= LOG_OVERHEAD:
             size = _INT32.unpack_from(buf, rel + 8)[0] + LOG_OVERHEAD
             if position + size > end:
@@ -172,7 +182,9 @@ class LogSegment:
     dir: Path
     base_offset: int
     config: LogConfig
-    suffix: str  # "" for a live segment; ".cleaned" or ".swap" while compaction builds one
+    suffix: (
+        str  # "" for a live segment; ".cleaned" or ".swap" while compaction builds one
+    )
     _file: PooledFile  # the .log file
     offset_index: OffsetIndex
     time_index: TimeIndex
@@ -232,7 +244,9 @@ class LogSegment:
                 OffsetIndex, index_path, base_offset, config, files
             )
             opened.append(offset_index.file)
-            time_index, time_ok = _open_index(TimeIndex, time_path, base_offset, config, files)
+            time_index, time_ok = _open_index(
+                TimeIndex, time_path, base_offset, config, files
+            )
             opened.append(time_index.file)
         except BaseException:
             for file in opened:  # no descriptor outlives a segment that failed to open
@@ -267,7 +281,9 @@ class LogSegment:
 
     @property
     def log_path(self) -> Path:
-        return self.dir / (segment_file_name(self.base_offset, LOG_SUFFIX) + self.suffix)
+        return self.dir / (
+            segment_file_name(self.base_offset, LOG_SUFFIX) + self.suffix
+        )
 
     @property
     def file(self) -> PooledFile:
@@ -291,10 +307,17 @@ class LogSegment:
         (Kafka's ``readLargestTimestamp``).
         """
         last_time = self.time_index.last_entry()
-        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_time or (-1, -1)
-        _, position = self.offset_index.lookup(last_time[1] if last_time else self.base_offset)
+        self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_time or (
+            -1,
+            -1,
+        )
+        _, position = self.offset_index.lookup(
+            last_time[1] if last_time else self.base_offset
+        )
         self.next_offset = self.base_offset
-        for _, header in scan_batches(self._file, position, self.size, verify_crc=False):
+        for _, header in scan_batches(
+            self._file, position, self.size, verify_crc=False
+        ):
             self.next_offset = header.next_offset
             if header.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = header.max_timestamp
@@ -345,7 +368,11 @@ class LogSegment:
     def change_suffix(self, new_suffix: str) -> None:
         """Rename the three files (``.cleaned`` -> ``.swap`` -> live, or live -> ``.deleted``)."""
         for path in self.paths():
-            stem = path.name[: len(path.name) - len(self.suffix)] if self.suffix else path.name
+            stem = (
+                path.name[: len(path.name) - len(self.suffix)]
+                if self.suffix
+                else path.name
+            )
             target = self.dir / (stem + new_suffix)
             if path == self.log_path:
                 self._file.rename(target)
@@ -382,18 +409,24 @@ class LogSegment:
     def _time_waited_for_roll(self, now_ms: int, max_timestamp: int) -> int:
         # Kafka measures segment age by the records' own timestamps when they have them,
         # so replaying old data does not roll a segment per append.
-        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
+        if (
+            self.rolling_based_timestamp is not None
+            and self.rolling_based_timestamp >= 0
+        ):
             return max_timestamp - self.rolling_based_timestamp
         return now_ms - self.created_ms
 
     def append(
-        self, buf: bytes | bytearray | memoryview, batches: Sequence[tuple[int, RecordBatchHeader]]
+        self,
+        buf: bytes | bytearray | memoryview,
+        batches: Sequence[tuple[int, RecordBatchHeader]],
     ) -> None:
         """Write already-validated batches (positions within ``buf``) and index them."""
         view = memoryview(buf)
         written = 0
         try:
-            while written < len(view):  # a write to a regular file can be short (disk full)
+            # a write to a regular file can be short (disk full)
+            while written < len(view):
                 written += self._file.write(view[written:])
         except BaseException:
             # Cut what did get written, so the file ends where the log thinks it does
@@ -452,9 +485,13 @@ class LogSegment:
         length = min(limit - position, wanted)
         if length <= 0:
             return FetchDataInfo(metadata, None)
-        return FetchDataInfo(metadata, FileSlice(self._file, self.log_path, position, length))
+        return FetchDataInfo(
+            metadata, FileSlice(self._file, self.log_path, position, length)
+        )
 
-    def batches(self, verify_crc: bool = False) -> Iterator[tuple[int, RecordBatchHeader]]:
+    def batches(
+        self, verify_crc: bool = False
+    ) -> Iterator[tuple[int, RecordBatchHeader]]:
         return scan_batches(self._file, 0, self.size, verify_crc=verify_crc)
 
     def read_batch(self, position: int, header: RecordBatchHeader) -> bytes:
@@ -510,12 +547,15 @@ class LogSegment:
         self.next_offset = self.base_offset
         valid = 0
         try:
-            for position, header in scan_batches(self._file, 0, self.size, verify_crc=True):
+            for position, header in scan_batches(
+                self._file, 0, self.size, verify_crc=True
+            ):
                 if header.base_offset < self.next_offset or (
                     header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
                 ):
                     raise CorruptRecordError(
-                        f"batch at position {position} has base offset {header.base_offset}, "
+                        f"batch at position {position} has base offset "
+                        f"{header.base_offset}, "
                         f"expected at least {self.next_offset}",
                         position,
                     )
@@ -533,15 +573,17 @@ class LogSegment:
     def _on_batch(self, position: int, header: RecordBatchHeader) -> None:
         """Account for a batch now in the file at ``position``, appended or rescanned.
 
-        An index entry is added once more than ``index.interval.bytes`` have been written
-        since the last one; Kafka's entry is the batch's *last* offset and its position.
+        An index entry is added once more than ``index.interval.bytes`` have been
+        written since the last one; Kafka's entry is the batch's *last* offset and its
+        position.
         """
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = header.max_timestamp
         if header.max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = header.max_timestamp
             # Kafka's time index names the batch by its last offset; a lookup scans from
-            # the offset index entry at or before it, so the batch itself is never skipped.
+            # the offset index entry at or before it, so the batch itself is never
+            # skipped.
             self.offset_of_max_timestamp_so_far = header.last_offset
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
             self.offset_index.append(header.last_offset, position)

@@ -60,5 +60,7 @@ def storage_error(what: str, exc: OSError, *, undone: bool) -> KafkaStorageError
     where = f" ({exc.filename})" if exc.filename else ""
     state = "taken offline until restart" if offline else "left as it was"
     return KafkaStorageError(
-        exc.errno, f"{what} failed: {reason}{where}; the log was {state}", offline=offline
+        exc.errno,
+        f"{what} failed: {reason}{where}; the log was {state}",
+        offline=offline,
     )

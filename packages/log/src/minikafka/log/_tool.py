@@ -48,7 +48,8 @@ from ._names import (
 from ._records import Record, decode_batch
 from ._segment import scan_batches
 
-_SHOWN_CHARS = 64  # of a printable key or value; keySize/valueSize say how long it really is
+# of a printable key or value; keySize/valueSize say how long it really is
+_SHOWN_CHARS = 64
 _SHOWN_BYTES = 32  # of a binary one, as hex
 _TRANSITION_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 
@@ -84,7 +85,9 @@ def _partitions(path: Path) -> list[list[Path]]:
         raise PathError(f"{path}: no such file or directory")
     if not path.is_dir():
         if _kind(path) != LOG_SUFFIX:
-            raise PathError(f"{path}: verify checks segments (.log); dump prints an index")
+            raise PathError(
+                f"{path}: verify checks segments (.log); dump prints an index"
+            )
         return [[path]]
     # Only live segments: a .deleted, .cleaned or .swap file is not part of the log (the
     # loader removes or completes them at start-up), so it would show false overlaps.
@@ -98,7 +101,9 @@ def _partitions(path: Path) -> list[list[Path]]:
     )
     found = [sorted(p.glob(f"*{LOG_SUFFIX}"), key=_base_offset) for p in partitions]
     if not any(found):
-        raise PathError(f"{path}: holds no segment (.log) and no <topic>-<partition> directory")
+        raise PathError(
+            f"{path}: holds no segment (.log) and no <topic>-<partition> directory"
+        )
     return [logs for logs in found if logs]
 
 
@@ -136,7 +141,9 @@ def dump(path: Path, out: TextIO, *, deep: bool = False, index: bool = False) ->
                 return 1  # recovery cuts the log at its first bad batch: so do we
             if index:
                 for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                    index_path = log_path.with_name(log_path.name.replace(LOG_SUFFIX, kind, 1))
+                    index_path = log_path.with_name(
+                        log_path.name.replace(LOG_SUFFIX, kind, 1)
+                    )
                     if index_path.exists():
                         # A wrong index is rebuilt from the log, so the dump goes on.
                         status = max(status, dump_index(index_path, out))
@@ -231,7 +238,9 @@ def _codec(header: RecordBatchHeader) -> str:
 def format_record(record: Record, header: RecordBatchHeader) -> str:
     """One record, as ``--deep-iteration --print-data-log`` prints it."""
     delta = record.offset - header.base_offset
-    sequence = (header.base_sequence + delta) % (2**31) if header.base_sequence >= 0 else -1
+    sequence = (
+        (header.base_sequence + delta) % (2**31) if header.base_sequence >= 0 else -1
+    )
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
     header_keys = ", ".join(h.key for h in record.headers)
@@ -252,7 +261,9 @@ def show_bytes(data: bytes | None) -> str:
     except UnicodeDecodeError:
         text = None
     if text is not None and text.isprintable():
-        return (text[:_SHOWN_CHARS] + "..." if len(text) > _SHOWN_CHARS else text) or '""'
+        return (
+            text[:_SHOWN_CHARS] + "..." if len(text) > _SHOWN_CHARS else text
+        ) or '""'
     cut = "..." if len(data) > _SHOWN_BYTES else ""
     return "0x" + data[:_SHOWN_BYTES].hex() + cut
 
@@ -296,7 +307,9 @@ def dump_index(path: Path, out: TextIO) -> int:
     return 0
 
 
-def _index_mismatches(log_path: Path, entries: list[tuple[int, int]], is_time: bool) -> list[str]:
+def _index_mismatches(
+    log_path: Path, entries: list[tuple[int, int]], is_time: bool
+) -> list[str]:
     """Kafka's index sanity check, in this log's terms.
 
     An offset index entry is (a batch's last offset, that batch's position), so the batch
@@ -319,13 +332,17 @@ def _index_mismatches(log_path: Path, entries: list[tuple[int, int]], is_time: b
     previous: tuple[int, int] | None = None
     for key, value in entries:
         if previous is not None and (key <= previous[0] or value < previous[1]):
-            problems.append(f"entry {key} {value} does not increase on {previous[0]} {previous[1]}")
+            problems.append(
+                f"entry {key} {value} does not increase on {previous[0]} {previous[1]}"
+            )
         previous = key, value
         if is_time:
             i = bisect.bisect_left(last_offsets, value)
             holder = batches[i][1] if i < len(batches) else None
             if holder is None or holder.base_offset > value:
-                problems.append(f"timestamp: {key} offset: {value}: no batch holds the offset")
+                problems.append(
+                    f"timestamp: {key} offset: {value}: no batch holds the offset"
+                )
             elif holder.max_timestamp != key:
                 problems.append(
                     f"timestamp: {key} offset: {value}: the batch holding it has "
@@ -334,7 +351,9 @@ def _index_mismatches(log_path: Path, entries: list[tuple[int, int]], is_time: b
         else:
             header = by_position.get(value)
             if header is None:
-                problems.append(f"offset: {key} position: {value}: no batch starts there")
+                problems.append(
+                    f"offset: {key} position: {value}: no batch starts there"
+                )
             elif header.last_offset != key:
                 problems.append(
                     f"offset: {key} position: {value}: the batch there ends at offset "
@@ -373,7 +392,8 @@ def verify(path: Path, out: TextIO) -> int:
     totals = Totals()
     try:
         for logs in _partitions(path):
-            ended: tuple[Path, int] | None = None  # the previous segment and its next offset
+            # the previous segment and its next offset
+            ended: tuple[Path, int] | None = None
             for log_path in logs:
                 base = _base_offset(log_path)
                 if ended is not None and base < ended[1]:
@@ -431,7 +451,9 @@ def verify_segment(path: Path, totals: Totals) -> int:
                 totals.records += len(records)
                 expected = header.next_offset
         except CorruptRecordError as e:
-            raise Problem(path, e.position, _read_base_offset(fd, e.position), str(e)) from None
+            raise Problem(
+                path, e.position, _read_base_offset(fd, e.position), str(e)
+            ) from None
         totals.bytes += size
         totals.segments += 1
         return expected
@@ -443,10 +465,14 @@ def _offset_problem(header: RecordBatchHeader, base: int, expected: int) -> str 
     if header.last_offset_delta < 0:
         return f"lastOffsetDelta {header.last_offset_delta} is negative"
     if header.base_offset < expected:
-        after = "the segment's base offset" if expected == base else "the previous batch"
+        after = (
+            "the segment's base offset" if expected == base else "the previous batch"
+        )
         return f"baseOffset {header.base_offset} is below {expected}, where {after} says to start"
     if header.last_offset - base > MAX_RELATIVE_OFFSET:
-        return f"lastOffset {header.last_offset} is too far from the segment base {base}"
+        return (
+            f"lastOffset {header.last_offset} is too far from the segment base {base}"
+        )
     # Compaction may leave fewer records than offsets, never more.
     if not 0 <= header.record_count <= header.last_offset_delta + 1:
         return (

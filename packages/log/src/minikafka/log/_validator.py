@@ -49,7 +49,8 @@ _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 
 MAX_OFFSET = 2**63 - 1
-MIN_RECORD_BYTES = 7  # length, attributes, timestamp/offset deltas, key, value, header count
+# length, attributes, timestamp/offset deltas, key, value, header count
+MIN_RECORD_BYTES = 7
 # A compressed batch may decompress to this much and no more (a decompression bomb is
 # refused while inflating, see _compression): generous for any real producer, whose
 # batches are bounded by its batch.size and the broker's max.message.bytes.
@@ -97,7 +98,8 @@ Batches = list[tuple[int, RecordBatchHeader]]
 def validate_batches(
     buf: bytes | bytearray | memoryview, *, max_message_bytes: int, from_client: bool
 ) -> Batches:
-    """Every batch of ``buf`` as ``(position, header)``, or the error for the first bad one.
+    """Every batch of ``buf`` as ``(position, header)``, or the error for the first bad
+    one.
 
     Structure and CRC for everybody; for batches from a client also the rules a
     producer can break (Kafka's ``LogValidator.validateBatch``).
@@ -115,7 +117,8 @@ def validate_batches(
             _validate_client_batch(position, header)
         elif batches and header.base_offset <= batches[-1][1].last_offset:
             raise UnexpectedAppendOffsetError(
-                f"batch at position {position} starts at offset {header.base_offset}, not "
+                f"batch at position {position} starts at offset {header.base_offset}, "
+                "not "
                 f"after the previous batch's last offset {batches[-1][1].last_offset}",
                 position,
             )
@@ -128,14 +131,20 @@ _LAST_CODEC = max(CompressionType)  # once, not an iteration of the enum per bat
 
 def _validate_offsets(position: int, header: RecordBatchHeader) -> None:
     """What any stored batch must satisfy, whoever sent it: offsets that exist and move on."""
-    if header.base_offset < 0 or header.last_offset_delta < 0 or header.record_count < 0:
+    if (
+        header.base_offset < 0
+        or header.last_offset_delta < 0
+        or header.record_count < 0
+    ):
         raise InvalidRecordError(
             f"batch at position {position} has base offset {header.base_offset}, "
             f"lastOffsetDelta {header.last_offset_delta}, recordCount {header.record_count}",
             position,
         )
     if header.last_offset > MAX_OFFSET:
-        raise InvalidRecordError(f"batch at position {position} ends past offset 2^63-1", position)
+        raise InvalidRecordError(
+            f"batch at position {position} ends past offset 2^63-1", position
+        )
     if header.attributes & COMPRESSION_MASK > _LAST_CODEC:
         raise InvalidRecordError(
             f"batch at position {position} names compression codec "
@@ -157,19 +166,22 @@ def _validate_offsets(position: int, header: RecordBatchHeader) -> None:
 def _validate_client_batch(position: int, header: RecordBatchHeader) -> None:
     if header.record_count <= 0:
         raise InvalidRecordError(
-            f"batch at position {position} reports {header.record_count} records", position
+            f"batch at position {position} reports {header.record_count} records",
+            position,
         )
     # "Inconsistent batch offset range and count of records": a producer numbers its
     # records 0..n-1, so lastOffsetDelta must be recordCount - 1.
     if header.last_offset_delta != header.record_count - 1:
         raise InvalidRecordError(
-            f"batch at position {position} has lastOffsetDelta {header.last_offset_delta} "
+            f"batch at position {position} has lastOffsetDelta "
+            f"{header.last_offset_delta} "
             f"but {header.record_count} records",
             position,
         )
     if header.is_control:
         raise InvalidRecordError(
-            f"batch at position {position} is a control batch; clients may not send those",
+            f"batch at position {position} is a control batch; clients may not send "
+            "those",
             position,
         )
 
@@ -185,11 +197,12 @@ def validate_records(
     rules: RecordRules,
     max_decompressed: int,
 ) -> list[bytes | None]:
-    """Walk every record of every batch; the decompressed payload of each compressed one.
+    """Walk every record of every batch; the decompressed payload of each compressed
+    one.
 
     A payload that does not decompress is CORRUPT_MESSAGE (2); records that do not match
-    their header are INVALID_RECORD (87). The payloads are returned so that a batch to be
-    recompressed is not decompressed twice.
+    their header are INVALID_RECORD (87). The payloads are returned so that a batch to
+    be recompressed is not decompressed twice.
     """
     payloads: list[bytes | None] = []
     for position, header in batches:
@@ -199,7 +212,9 @@ def validate_records(
                 check_records(buf, start, end, header, rules)  # in the request's buffer
                 payloads.append(None)
                 continue
-            data = decompress(header.compression, memoryview(buf)[start:end], max_decompressed)
+            data = decompress(
+                header.compression, memoryview(buf)[start:end], max_decompressed
+            )
             check_records(data, 0, len(data), header, rules)
             payloads.append(data)
         except InvalidRecordError as e:
@@ -231,7 +246,9 @@ def recompress(
         else:
             records = payload
             if records is None:  # uncompressed: the records are the payload itself
-                records = bytes(buf[position + RECORD_BATCH_OVERHEAD : position + header.size])
+                records = bytes(
+                    buf[position + RECORD_BATCH_OVERHEAD : position + header.size]
+                )
             body = compress(target, records, level)
             start = len(out)
             out += buf[position : position + RECORD_BATCH_OVERHEAD]
@@ -248,7 +265,8 @@ def recompress(
         if new.size > max_message_bytes:
             # Kafka checks the batch it stores: a recompressed batch can grow.
             raise RecordTooLargeError(
-                f"batch at position {position} is {new.size} bytes once recompressed, more "
+                f"batch at position {position} is {new.size} bytes once recompressed, "
+                "more "
                 f"than max.message.bytes={max_message_bytes}",
                 position,
             )
@@ -270,7 +288,8 @@ def assign_offsets(
     for position, header in batches:
         write_offset_and_epoch(buf, position, offset, leader_epoch)
         if log_append_time_ms is not None:
-            set_log_append_time(buf, position, header, log_append_time_ms)  # CRC moves too
+            # CRC moves too
+            set_log_append_time(buf, position, header, log_append_time_ms)
         # Read back rather than copied with the new values: one struct call is cheaper
         # than attrs.evolve on every append, and it is the header as it will be stored.
         new = RecordBatchHeader.read(buf, position)
@@ -280,7 +299,8 @@ def assign_offsets(
 
 
 def append_info(
-    batches: Sequence[tuple[int, RecordBatchHeader]], log_append_time_ms: int | None = None
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    log_append_time_ms: int | None = None,
 ) -> LogAppendInfo:
     """What an append of these batches (with their offsets) did."""
     if not batches:

@@ -22,13 +22,17 @@ from ._server import SocketServer
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minikafka.net", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m minikafka.net", description=__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9092)
     parser.add_argument("--node-id", type=int, default=1)
     parser.add_argument("--num-network-threads", type=int, default=3)
     parser.add_argument("--num-io-threads", type=int, default=8)
-    parser.add_argument("--quiet", action="store_true", help="do not print each request")
+    parser.add_argument(
+        "--quiet", action="store_true", help="do not print each request"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -46,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         trio.run(_serve, config, args.node_id, args.quiet)
     except OSError as e:
         print(
-            f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr
+            f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+            file=sys.stderr,
         )
         return 1
     return 0

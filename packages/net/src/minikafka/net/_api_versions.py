@@ -26,13 +26,27 @@ import re
 import typing
 from collections.abc import Mapping
 
-from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
-from kio.schema.api_versions.v1.response import ApiVersionsResponse as ApiVersionsResponseV1
-from kio.schema.api_versions.v2.response import ApiVersionsResponse as ApiVersionsResponseV2
-from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
-from kio.schema.api_versions.v3.response import ApiVersionsResponse as ApiVersionsResponseV3
-from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsRequestV4
-from kio.schema.api_versions.v4.response import ApiVersionsResponse as ApiVersionsResponseV4
+from kio.schema.api_versions.v0.response import (
+    ApiVersionsResponse as ApiVersionsResponseV0,
+)
+from kio.schema.api_versions.v1.response import (
+    ApiVersionsResponse as ApiVersionsResponseV1,
+)
+from kio.schema.api_versions.v2.response import (
+    ApiVersionsResponse as ApiVersionsResponseV2,
+)
+from kio.schema.api_versions.v3.request import (
+    ApiVersionsRequest as ApiVersionsRequestV3,
+)
+from kio.schema.api_versions.v3.response import (
+    ApiVersionsResponse as ApiVersionsResponseV3,
+)
+from kio.schema.api_versions.v4.request import (
+    ApiVersionsRequest as ApiVersionsRequestV4,
+)
+from kio.schema.api_versions.v4.response import (
+    ApiVersionsResponse as ApiVersionsResponseV4,
+)
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
 from kio.static.protocol import ResponsePayload
@@ -51,7 +65,9 @@ ApiVersionsResponse = (
     | ApiVersionsResponseV3
     | ApiVersionsResponseV4
 )
-API_VERSIONS_RESPONSES: tuple[type[ApiVersionsResponse], ...] = typing.get_args(ApiVersionsResponse)
+API_VERSIONS_RESPONSES: tuple[type[ApiVersionsResponse], ...] = typing.get_args(
+    ApiVersionsResponse
+)
 
 
 def api_versions_response(
@@ -90,17 +106,24 @@ def _encoded(
     return encode_entity(api_versions_response(dict(table), version, error))
 
 
-def handle_api_versions(request: Request, supported: Mapping[int, tuple[int, int]]) -> None:
+def handle_api_versions(
+    request: Request, supported: Mapping[int, tuple[int, int]]
+) -> None:
     """Answer an ApiVersions request according to the rules above."""
     if request.body is None:
         # A version we cannot read: answer in v0 so the client can read it.
-        request.respond_parts((api_versions_body(supported, 0, ErrorCode.unsupported_version),))
+        request.respond_parts(
+            (api_versions_body(supported, 0, ErrorCode.unsupported_version),)
+        )
         return
     version = request.api_version
     body = request.body
-    if isinstance(body, ApiVersionsRequestV3 | ApiVersionsRequestV4):  # KIP-511, from v3
+    # KIP-511, from v3
+    if isinstance(body, ApiVersionsRequestV3 | ApiVersionsRequestV4):
         name, software_version = body.client_software_name, body.client_software_version
         if not (_SOFTWARE.match(name) and _SOFTWARE.match(software_version)):
-            request.respond_parts((api_versions_body({}, version, ErrorCode.invalid_request),))
+            request.respond_parts(
+                (api_versions_body({}, version, ErrorCode.invalid_request),)
+            )
             return
     request.respond_parts((api_versions_body(supported, version),))

@@ -97,7 +97,9 @@ def _plan(schema: type[Entity]) -> tuple[tuple[_Step, ...], bool]:
         if get_field_tag(field) is not None:
             continue  # tagged fields are skipped by size in the tagged section
         kind = classify_field(field)
-        entity = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        entity = (
+            kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+        )
         kafka_type = "" if entity else get_schema_field_type(field)
         plan = _FieldPlan(
             kafka_type=kafka_type,
@@ -121,7 +123,9 @@ def _plan(schema: type[Entity]) -> tuple[tuple[_Step, ...], bool]:
 def _admits_none(annotation: object) -> bool:
     """``X | None`` at the top of the annotation (kio's spelling of "nullable")."""
     origin = typing.get_origin(annotation)
-    return origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(annotation)
+    return origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(
+        annotation
+    )
 
 
 def _item_type(annotation: object) -> object:
@@ -147,7 +151,11 @@ class _Walker:
         steps, flexible = _plan(schema)
         for step in steps:
             # A number is a run of fixed-size fields: one skip for all of them.
-            pos = self.skip(pos, step) if isinstance(step, int) else self.field(step, flexible, pos)
+            pos = (
+                self.skip(pos, step)
+                if isinstance(step, int)
+                else self.field(step, flexible, pos)
+            )
         if flexible:
             pos = self.tagged_fields(pos)
         return pos
@@ -181,9 +189,12 @@ class _Walker:
             return pos
         raise BoundsError(f"non-nullable field {plan.name} was serialized as null")
 
-    def primitive(self, plan: _FieldPlan, nullable: bool, flexible: bool, pos: int) -> int:
+    def primitive(
+        self, plan: _FieldPlan, nullable: bool, flexible: bool, pos: int
+    ) -> int:
         kafka_type = plan.kafka_type
-        if plan.item_size:  # only as an array's element; a struct's runs are merged steps
+        # only as an array's element; a struct's runs are merged steps
+        if plan.item_size:
             return self.skip(pos, plan.item_size)
         if kafka_type in _VARINTS:
             return self.uvarint(pos)[1]
@@ -200,12 +211,15 @@ class _Walker:
                 # Any negative length is a null to Kafka's readers, not only -1.
                 if nullable:
                     return pos
-                raise BoundsError(f"non-nullable field {plan.name} was serialized as null")
+                raise BoundsError(
+                    f"non-nullable field {plan.name} was serialized as null"
+                )
             return self.skip(pos, length)
         raise BoundsError(f"no bounds rule for kafka type {kafka_type!r}")
 
     def array_length(self, flexible: bool, pos: int) -> tuple[int, int]:
-        """The declared element count (negative: a null array) and where the elements begin."""
+        """The declared element count (negative: a null array) and where the elements
+        begin."""
         if flexible:
             raw, pos = self.uvarint(pos)
             count = raw - 1
@@ -215,7 +229,9 @@ class _Walker:
             pos += 4
         # Every element takes at least one byte: more elements than bytes left is a lie.
         if count > self.end - pos:
-            raise BoundsError(f"array of {count} elements with {self.end - pos} bytes left")
+            raise BoundsError(
+                f"array of {count} elements with {self.end - pos} bytes left"
+            )
         return count, pos
 
     def tagged_fields(self, pos: int) -> int:
@@ -230,7 +246,9 @@ class _Walker:
 
     def skip(self, pos: int, size: int) -> int:
         if size < 0 or pos + size > self.end:
-            raise BoundsError(f"{size} bytes declared at {pos}, frame ends at {self.end}")
+            raise BoundsError(
+                f"{size} bytes declared at {pos}, frame ends at {self.end}"
+            )
         return pos + size
 
     def uvarint(self, pos: int) -> tuple[int, int]:

@@ -34,7 +34,9 @@ class RequestChannel:
     _processors: dict[int, ResponseQueue] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        self._send, self._receive = trio.open_memory_channel[Request](self.queued_max_requests)
+        self._send, self._receive = trio.open_memory_channel[Request](
+            self.queued_max_requests
+        )
 
     def add_processor(self, processor: ResponseQueue) -> None:
         self._processors[processor.id] = processor
@@ -49,7 +51,8 @@ class RequestChannel:
             await self._send.send(request)
 
     def try_send_request(self, request: Request) -> bool:
-        """Queue a request if there is room now (the Processor's path); False if full."""
+        """Queue a request if there is room now (the Processor's path); False if
+        full."""
         try:
             self._send.send_nowait(request)
         except trio.WouldBlock:

@@ -120,7 +120,9 @@ class _NodeConnection:
         try:
             await loop()
         except _CONNECTION_ERRORS as e:
-            self.fail(DisconnectedError(f"connection to node {self.node.node_id} failed: {e}"))
+            self.fail(
+                DisconnectedError(f"connection to node {self.node.node_id} failed: {e}")
+            )
 
     def fail(self, error: Exception) -> None:
         """Close the connection; everything unsent or in flight fails with ``error``."""
@@ -150,7 +152,9 @@ class _NodeConnection:
         while True:
             data = await self.stream.receive_some(65536)
             if not data:
-                raise DisconnectedError(f"node {self.node.node_id} closed the connection")
+                raise DisconnectedError(
+                    f"node {self.node.node_id} closed the connection"
+                )
             decoder.feed(data)
             for frame in decoder.frames():
                 self._complete(frame)
@@ -163,7 +167,9 @@ class _NodeConnection:
         correlation_id, offset = parse_response_header(frame, version)
         if correlation_id != item.correlation_id:
             # Responses come back in request order on one connection (seed 003).
-            raise FrameError(f"correlation id {correlation_id}, expected {item.correlation_id}")
+            raise FrameError(
+                f"correlation id {correlation_id}, expected {item.correlation_id}"
+            )
         api_version = item.api_version
         if (
             item.api_key == ApiKey.API_VERSIONS
@@ -260,7 +266,8 @@ class NetworkClient:
     async def send(
         self, node: Node, body: RequestPayload, *, expect_response: bool = True
     ) -> ResponsePayload | None:
-        """Send ``body`` (its kio class fixes API and version) and wait for the response.
+        """Send ``body`` (its kio class fixes API and version) and wait for the
+        response.
 
         ``expect_response=False`` is for requests the broker does not answer (acks=0
         produce): the call returns once the request is written.
@@ -287,7 +294,10 @@ class NetworkClient:
         return self._enqueue_on(connection, body, expect_response)
 
     async def _send_on(
-        self, connection: _NodeConnection, body: RequestPayload, expect_response: bool = True
+        self,
+        connection: _NodeConnection,
+        body: RequestPayload,
+        expect_response: bool = True,
     ) -> ResponsePayload | None:
         return await self._enqueue_on(connection, body, expect_response).response()
 
@@ -297,7 +307,9 @@ class NetworkClient:
         api_key, api_version = int(body.__api_key__), int(body.__version__)
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) % 2**31
-        payload = encode_request_header(api_key, api_version, correlation_id, self.client_id)
+        payload = encode_request_header(
+            api_key, api_version, correlation_id, self.client_id
+        )
         payload += encode_entity(body)
         item = _InFlight(
             correlation_id,
@@ -335,7 +347,9 @@ class NetworkClient:
             raise DisconnectedError(
                 f"cannot connect to node {node.node_id} at {node.host}:{node.port}: {e}"
             ) from e
-        connection = _NodeConnection(node, stream, self.max_in_flight, self.max_frame_bytes)
+        connection = _NodeConnection(
+            node, stream, self.max_in_flight, self.max_frame_bytes
+        )
         self._nursery.start_soon(_run_connection, connection, stream)
         self._connections[node] = connection
         try:
@@ -345,18 +359,25 @@ class NetworkClient:
             raise
         return connection
 
-    async def _negotiate(self, connection: _NodeConnection) -> dict[int, tuple[int, int]]:
+    async def _negotiate(
+        self, connection: _NodeConnection
+    ) -> dict[int, tuple[int, int]]:
         version = 3
         for _ in range(3):
             cls = request_schema(ApiKey.API_VERSIONS, version)
             assert cls is not None
-            request = build(cls, client_software_name="minikafka", client_software_version="0.1.0")
+            request = build(
+                cls, client_software_name="minikafka", client_software_version="0.1.0"
+            )
             response = await self._send_on(connection, request)
             if not isinstance(response, API_VERSIONS_RESPONSES):
-                raise ClientError(f"ApiVersions answered with {type(response).__name__}")
+                raise ClientError(
+                    f"ApiVersions answered with {type(response).__name__}"
+                )
             error = int(response.error_code)
             ranges = {
-                int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
+                int(k.api_key): (int(k.min_version), int(k.max_version))
+                for k in response.api_keys
             }
             if error == ErrorCode.unsupported_version and version > 0:
                 offered = ranges.get(ApiKey.API_VERSIONS, (0, 0))[1]
@@ -393,13 +414,17 @@ class PendingRequest:
                 ),
             )
         if not item.done.is_set():  # the connection went without failing this item
-            item.finish(error=RequestTimedOut(f"{api_name(item.api_key)} got no answer"))
+            item.finish(
+                error=RequestTimedOut(f"{api_name(item.api_key)} got no answer")
+            )
         if item.error is not None:
             raise item.error
         return item.response
 
 
-async def _run_connection(connection: _NodeConnection, stream: trio.SocketStream) -> None:
+async def _run_connection(
+    connection: _NodeConnection, stream: trio.SocketStream
+) -> None:
     try:
         await connection.run()
     finally:

@@ -23,7 +23,12 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TypeVar
 
-from kio.index import UnknownAPIKey, UnknownEntity, load_request_schema, load_response_schema
+from kio.index import (
+    UnknownAPIKey,
+    UnknownEntity,
+    load_request_schema,
+    load_response_schema,
+)
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload

@@ -20,7 +20,14 @@ from collections.abc import Mapping
 
 import attrs
 
-from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least, between
+from minikafka.common import (
+    ConfigDef,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    at_least,
+    between,
+)
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
 
@@ -79,7 +86,9 @@ def parse_listeners(value: str, key: str = LISTENERS) -> tuple[Listener, ...]:
     return tuple(listeners)
 
 
-def parse_security_protocol_map(value: str, key: str = SECURITY_PROTOCOL_MAP_KEY) -> dict[str, str]:
+def parse_security_protocol_map(
+    value: str, key: str = SECURITY_PROTOCOL_MAP_KEY
+) -> dict[str, str]:
     """``NAME:PROTOCOL,...`` as a dict; names upper-cased as Kafka normalises them."""
     mapping: dict[str, str] = {}
     for item in (part.strip() for part in value.split(",")):
@@ -91,7 +100,9 @@ def parse_security_protocol_map(value: str, key: str = SECURITY_PROTOCOL_MAP_KEY
         if not sep or not name:
             raise ConfigError(key, f"{item!r} is not LISTENER_NAME:SECURITY_PROTOCOL")
         if protocol not in SECURITY_PROTOCOLS:
-            raise ConfigError(key, f"invalid security protocol {protocol!r} for listener {name}")
+            raise ConfigError(
+                key, f"invalid security protocol {protocol!r} for listener {name}"
+            )
         if name in mapping:
             raise ConfigError(key, f"listener name {name} appears more than once")
         mapping[name] = protocol
@@ -129,7 +140,8 @@ def check_plaintext(listeners: tuple[Listener, ...], key: str = LISTENERS) -> No
         if listener.security_protocol != PLAINTEXT:
             raise ConfigError(
                 key,
-                f"listener {listener} uses security protocol {listener.security_protocol}, "
+                f"listener {listener} uses security protocol "
+                f"{listener.security_protocol}, "
                 "but TLS and SASL are not implemented in minikafka; use PLAINTEXT",
             )
 
@@ -167,7 +179,9 @@ def _count(key: str, raw: str) -> int:
 
 
 def _plaintext_only(
-    instance: object, attribute: attrs.Attribute[tuple[Listener, ...]], value: tuple[Listener, ...]
+    instance: object,
+    attribute: attrs.Attribute[tuple[Listener, ...]],
+    value: tuple[Listener, ...],
 ) -> None:
     check_plaintext(value)
 
@@ -207,7 +221,10 @@ class NetConfig:
                 f"{self.queued_max_request_bytes} must be at least {SOCKET_REQUEST_MAX_BYTES} "
                 f"({self.socket_request_max_bytes}) when set",
             )
-        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+        if (
+            self.max_connections_per_ip == 0
+            and not self.max_connections_per_ip_overrides
+        ):
             raise ConfigError(
                 MAX_CONNECTIONS_PER_IP,
                 f"can be 0 only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} is set",
@@ -226,17 +243,23 @@ class NetConfig:
     @property
     def memory_pool_bytes(self) -> int | None:
         """The MemoryPool's size, or ``None``: Kafka's ``MemoryPool.NONE``."""
-        return self.queued_max_request_bytes if self.queued_max_request_bytes > 0 else None
+        return (
+            self.queued_max_request_bytes if self.queued_max_request_bytes > 0 else None
+        )
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> NetConfig:
         """Read the keys :data:`NET_CONFIG` declares from ``props``; other keys are left alone."""
         values = NET_CONFIG.parse(props)
         raw_listeners = props.get(LISTENERS, str(DEFAULT_LISTENER)).strip()
-        listeners = listener_endpoints(raw_listeners, LISTENERS, security_protocol_map(props))
+        listeners = listener_endpoints(
+            raw_listeners, LISTENERS, security_protocol_map(props)
+        )
         # Name the key that made a listener secure: the map if it was given, else listeners.
         given_map = SECURITY_PROTOCOL_MAP_KEY in props
-        check_plaintext(listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS)
+        check_plaintext(
+            listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS
+        )
         values["listeners"] = listeners
         return cls(**values)  # type: ignore[arg-type]
 
@@ -287,7 +310,13 @@ NET_CONFIG = ConfigDef(
             at_least(1),
             "Processors (each owns its connections).",
         ),
-        ConfigKey("num.io.threads", _INT, "num_io_threads", at_least(1), "Request handler tasks."),
+        ConfigKey(
+            "num.io.threads",
+            _INT,
+            "num_io_threads",
+            at_least(1),
+            "Request handler tasks.",
+        ),
         ConfigKey(
             "queued.max.requests",
             _INT,

@@ -41,7 +41,12 @@ import trio
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
-from ._headers import InvalidRequest, UnknownApiKey, UnsupportedApiVersion, parse_request_header
+from ._headers import (
+    InvalidRequest,
+    UnknownApiKey,
+    UnsupportedApiVersion,
+    parse_request_header,
+)
 from ._request import Part, Request, Response, ResponseAction
 from ._socket_io import ShortFileRegion, send_file_region, write_parts
 
@@ -101,7 +106,9 @@ class KafkaChannel:
 
     def __attrs_post_init__(self) -> None:
         # Room for one: a muted connection has at most one request in flight.
-        self._handed_back, self._hand_back_receive = trio.open_memory_channel[HandBack](1)
+        self._handed_back, self._hand_back_receive = trio.open_memory_channel[HandBack](
+            1
+        )
         if isinstance(self.stream, trio.SocketStream):
             self._fd = self.stream.socket.fileno()
 
@@ -116,7 +123,9 @@ class KafkaChannel:
         if self._parked and response.action is not ResponseAction.CLOSE:
             try:
                 next_step = self._write_and_continue(response)
-            except Exception as e:  # a bad next frame: the task closes, as if it had read it
+            except (
+                Exception
+            ) as e:  # a bad next frame: the task closes, as if it had read it
                 next_step = e
             if isinstance(next_step, _Queued):
                 return
@@ -124,19 +133,26 @@ class KafkaChannel:
         try:
             self._handed_back.send_nowait(handed)
         except (trio.WouldBlock, trio.ClosedResourceError):
-            log.warning("%s: dropped a response for a connection that is not waiting", self.id)
+            log.warning(
+                "%s: dropped a response for a connection that is not waiting", self.id
+            )
 
     def _write_and_continue(self, response: Response) -> HandBack | _Queued:
         """Write ``response`` without blocking and queue the next request if it is here.
 
         Returns what the task must do next: finish a response (what was not written),
-        queue a request (the RequestChannel is full: the task waits, that is backpressure),
-        read (None), or nothing (``_QUEUED``: the next request is on its way, still muted).
+        queue a request (the RequestChannel is full: the task waits, that is
+        backpressure), read (None), or nothing (``_QUEUED``: the next request is on its
+        way, still muted).
         """
         if response.action is ResponseAction.SEND:
             left = self._write_nowait(response.parts)
             if left:
-                return attrs.evolve(response, parts=left) if left != response.parts else response
+                return (
+                    attrs.evolve(response, parts=left)
+                    if left != response.parts
+                    else response
+                )
         self._completed(response.request)
         request = self._take_request_nowait()
         if request is None:
@@ -350,7 +366,9 @@ class KafkaChannel:
                 return None
             if not data:
                 self.close_reason = (
-                    "closed by client mid-request" if self.decoder.buffered else "closed by client"
+                    "closed by client mid-request"
+                    if self.decoder.buffered
+                    else "closed by client"
                 )
                 return None
             self.decoder.feed(data)
@@ -427,7 +445,9 @@ class KafkaChannel:
         body = None
         if low <= header.api_version <= high:
             try:
-                body = decode_request_body(header.api_key, header.api_version, frame, offset)
+                body = decode_request_body(
+                    header.api_key, header.api_version, frame, offset
+                )
             except BodyDecodeError as e:
                 raise InvalidRequest(str(e)) from e
         elif header.api_key != ApiKey.API_VERSIONS:
@@ -475,9 +495,9 @@ class KafkaChannel:
         Muted means no request is *taken*; the bytes may still be read. A client that
         pipelines keeps writing while its connection waits to write a response, and if
         nobody reads, the receive buffer fills. Linux then drops the client's segments
-        (``TCPRcvQDrop``: a buffer set with ``socket.receive.buffer.bytes`` cannot grow),
-        and with them the acknowledgements this write waits for: both ends back off
-        exponentially and the connection freezes for seconds at a time (measured on
+        (``TCPRcvQDrop``: a buffer set with ``socket.receive.buffer.bytes`` cannot
+        grow), and with them the acknowledgements this write waits for: both ends back
+        off exponentially and the connection freezes for seconds at a time (measured on
         loopback, issue 17). So while it waits, the task also reads into the frame
         decoder, up to one read's size (``read_size``) buffered: the requests stay
         queued in order, untouched, and memory per connection stays bounded. That makes

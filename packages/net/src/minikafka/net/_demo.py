@@ -73,7 +73,9 @@ class DemoApis:
     # (version, topics asked, who this broker is) -> the encoded Metadata body. The
     # broker's identity is in the key so that changing a field cannot serve a stale
     # answer; the bound keeps clients asking for ever new names from growing it.
-    _metadata_bodies: dict[tuple[object, ...], bytes] = attrs.field(init=False, factory=dict)
+    _metadata_bodies: dict[tuple[object, ...], bytes] = attrs.field(
+        init=False, factory=dict
+    )
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
@@ -91,10 +93,19 @@ class DemoApis:
         # topics" with an empty list, v1+ with null; either way the answer is none.)
         asked: tuple[tuple[object, object], ...] = (
             tuple((t.name, t.topic_id) for t in body.topics or ())
-            if isinstance(body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12)
+            if isinstance(
+                body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12
+            )
             else tuple((t.name, None) for t in body.topics or ())
         )
-        key = (request.api_version, asked, self.node_id, self.host, self.port, self.cluster_id)
+        key = (
+            request.api_version,
+            asked,
+            self.node_id,
+            self.host,
+            self.port,
+            self.cluster_id,
+        )
         encoded = self._metadata_bodies.get(key)
         if encoded is None:
             encoded = encode_entity(self._metadata_response(request.api_version, asked))

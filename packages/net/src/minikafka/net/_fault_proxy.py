@@ -115,7 +115,9 @@ class FaultProxy:
 
     # --- running -----------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Serve until cancelled; started with ``nursery.start`` (the port is then known)."""
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         self._listener = listeners[0]
@@ -137,15 +139,22 @@ class FaultProxy:
         try:
             with scope:
                 try:
-                    target = await trio.open_tcp_stream(self.target_host, self.target_port)
+                    target = await trio.open_tcp_stream(
+                        self.target_host, self.target_port
+                    )
                 except OSError:
-                    _reset(client)  # the target is down: the client sees its connection fail
+                    # the target is down: the client sees its connection fail
+                    _reset(client)
                     return
                 self._sockets.add(target)
                 async with trio.open_nursery() as nursery:
                     done = nursery.cancel_scope
-                    nursery.start_soon(self._pump, client, target, self._links["upstream"], done)
-                    nursery.start_soon(self._pump, target, client, self._links["downstream"], done)
+                    nursery.start_soon(
+                        self._pump, client, target, self._links["upstream"], done
+                    )
+                    nursery.start_soon(
+                        self._pump, target, client, self._links["downstream"], done
+                    )
         finally:
             self._connections.discard(scope)
             for stream in (client, target):

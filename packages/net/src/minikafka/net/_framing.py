@@ -42,7 +42,9 @@ class FrameTooLarge(FrameError):
     """A size prefix above the limit (Kafka's ``InvalidReceiveException``)."""
 
     def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"frame of {size} bytes exceeds socket.request.max.bytes={limit}")
+        super().__init__(
+            f"frame of {size} bytes exceeds socket.request.max.bytes={limit}"
+        )
         self.size = size
         self.limit = limit
 
@@ -64,7 +66,17 @@ class ForeignProtocol(FrameTooLarge):
 # A TLS record header: content type 22 (handshake), then the record version 3.0-3.4
 # (SSL 3.0, TLS 1.0-1.3 ClientHellos all use 3.x here).
 _TLS_HANDSHAKE = re.compile(rb"\x16\x03[\x00-\x04]")
-_HTTP_METHODS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"DELE", b"OPTI", b"PATC", b"CONN", b"PRI ")
+_HTTP_METHODS = (
+    b"GET ",
+    b"POST",
+    b"PUT ",
+    b"HEAD",
+    b"DELE",
+    b"OPTI",
+    b"PATC",
+    b"CONN",
+    b"PRI ",
+)
 
 
 def foreign_protocol(prefix: bytes) -> str | None:
@@ -109,7 +121,8 @@ class FrameDecoder:
 
     def next_frame_size(self) -> int | None:
         """The size the next frame declares, once its prefix is here; checked as in
-        :meth:`next_frame` (the Processor reserves memory for it before reading the body)."""
+        :meth:`next_frame` (the Processor reserves memory for it before reading the
+        body)."""
         if len(self._buffer) - self._start < SIZE_PREFIX.size:
             return None
         (size,) = SIZE_PREFIX.unpack_from(self._buffer, self._start)

@@ -96,7 +96,10 @@ def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == ApiKey.API_VERSIONS:
         return 0  # always v0, see the module docstring
     schema = response_schema(api_key, api_version)
-    if schema is not None and schema.__header_schema__ is response_header_v1.ResponseHeader:
+    if (
+        schema is not None
+        and schema.__header_schema__ is response_header_v1.ResponseHeader
+    ):
         return 1
     return 0
 
@@ -110,7 +113,8 @@ def peek_api(frame: bytes) -> tuple[int, int, int]:
 
 
 def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
-    """Read the header at the start of ``frame``; returns it and where the body starts."""
+    """Read the header at the start of ``frame``; returns it and where the body
+    starts."""
     if len(frame) < _FIXED.size:
         raise InvalidRequest(f"truncated request header ({len(frame)} bytes)")
     api_key, api_version, correlation_id = _FIXED.unpack_from(frame)
@@ -127,7 +131,9 @@ def parse_request_header(frame: bytes) -> tuple[RequestHeader, int]:
             offset += 1  # no tagged fields: the usual case, one zero byte
         else:
             offset = _skip_tagged_fields(frame, offset)
-    return RequestHeader(api_key, api_version, correlation_id, client_id, version), offset
+    return RequestHeader(
+        api_key, api_version, correlation_id, client_id, version
+    ), offset
 
 
 def _read_client_id(frame: bytes) -> tuple[str | None, int]:
@@ -149,7 +155,9 @@ def _read_client_id(frame: bytes) -> tuple[str | None, int]:
     try:
         return str(frame[start:end], "utf-8"), end
     except UnicodeDecodeError as e:
-        raise InvalidRequest(f"malformed request header: client id is not UTF-8: {e}") from e
+        raise InvalidRequest(
+            f"malformed request header: client id is not UTF-8: {e}"
+        ) from e
 
 
 def _skip_tagged_fields(frame: bytes, offset: int) -> int:
@@ -167,7 +175,9 @@ def _skip_tagged_fields(frame: bytes, offset: int) -> int:
             break
         shift += 7
         if shift > 28:
-            raise InvalidRequest("malformed request header: tagged-field count too long")
+            raise InvalidRequest(
+                "malformed request header: tagged-field count too long"
+            )
     if count:
         raise InvalidRequest(
             f"malformed request header: {count} tagged fields (the header defines none)"
@@ -184,7 +194,11 @@ def encode_request_header(
         raise UnsupportedApiVersion(f"api key {api_key} has no version {api_version}")
     if version == 0:
         return _FIXED.pack(api_key, api_version, correlation_id)
-    schema = request_header_v2.RequestHeader if version == 2 else request_header_v1.RequestHeader
+    schema = (
+        request_header_v2.RequestHeader
+        if version == 2
+        else request_header_v1.RequestHeader
+    )
     header = schema(
         request_api_key=i16(api_key),
         request_api_version=i16(api_version),
@@ -203,8 +217,12 @@ def encode_response_header(correlation_id: int, version: int) -> bytes:
 
 def parse_response_header(frame: bytes, version: int) -> tuple[int, int]:
     """The client side: ``(correlation_id, body offset)``."""
-    schema: type[response_header_v0.ResponseHeader | response_header_v1.ResponseHeader] = (
-        response_header_v1.ResponseHeader if version == 1 else response_header_v0.ResponseHeader
+    schema: type[
+        response_header_v0.ResponseHeader | response_header_v1.ResponseHeader
+    ] = (
+        response_header_v1.ResponseHeader
+        if version == 1
+        else response_header_v0.ResponseHeader
     )
     header, size = _read_header(schema, frame, "response")
     correlation_id = int(header.correlation_id)

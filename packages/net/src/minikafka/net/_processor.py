@@ -64,7 +64,9 @@ class Processor:
         # Kafka's responseQueue is unbounded: a handler never waits on a Processor.
         self._send, self._receive = trio.open_memory_channel[Response](math.inf)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         self.channel.add_processor(self)
         try:
             async with trio.open_nursery() as nursery:

@@ -63,7 +63,9 @@ class ConnectionQuotas:
         overrides: dict[str, int] = {}
         for host, limit in config.max_connections_per_ip_overrides:
             try:
-                infos = await trio.socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+                infos = await trio.socket.getaddrinfo(
+                    host, None, type=socket.SOCK_STREAM
+                )
             except OSError as e:
                 log.warning(
                     "max.connections.per.ip.overrides: cannot resolve %r (%s); "

@@ -111,7 +111,9 @@ class Request:
         """
         body = self.body
         if not isinstance(body, versions):
-            raise TypeError(f"{self.api_name} v{self.api_version}: unexpected body {body!r:.80}")
+            raise TypeError(
+                f"{self.api_name} v{self.api_version}: unexpected body {body!r:.80}"
+            )
         return body
 
     @property
@@ -138,7 +140,9 @@ class Request:
         """Send a body made of bytes and file regions (a zero-copy fetch response)."""
         version = response_header_version(self.header.api_key, self.header.api_version)
         header = encode_response_header(self.header.correlation_id, version)
-        size = len(header) + sum(len(p) if isinstance(p, bytes) else p.length for p in body)
+        size = len(header) + sum(
+            len(p) if isinstance(p, bytes) else p.length for p in body
+        )
         first = SIZE_PREFIX.pack(size) + header
         # Coalesce a leading bytes part with the prefix: one write instead of two.
         if body and isinstance(body[0], bytes):
@@ -169,7 +173,8 @@ class Request:
         self._deliver(response)
 
     def metrics(self) -> RequestMetrics:
-        """The breakdown once the response has been sent (Kafka's ``updateRequestMetrics``)."""
+        """The breakdown once the response has been sent (Kafka's
+        ``updateRequestMetrics``)."""
         end = _or(self.send_complete_time, self._clock())
         dequeue = _or(self.dequeue_time, self.start_time)
         complete = _or(self.response_complete_time, end)

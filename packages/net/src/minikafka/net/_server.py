@@ -54,11 +54,13 @@ class RequestHandler(Protocol):
     """The broker side of the Reactor: Kafka's ``KafkaApis``."""
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
-        """API key -> (min, max) version this handler serves; exactly what it advertises."""
+        """API key -> (min, max) version this handler serves; exactly what it
+        advertises."""
         ...
 
     async def handle(self, request: Request) -> None:
-        """Answer ``request`` (now, or later from another task) by one of its respond methods."""
+        """Answer ``request`` (now, or later from another task) by one of its respond
+        methods."""
         ...
 
 
@@ -83,7 +85,9 @@ class Acceptor:
     _last_logged: dict[str, float] = attrs.field(init=False, factory=dict)
 
     async def bind(self) -> None:
-        self._listeners = await trio.open_tcp_listeners(self.listener.port, host=self.listener.host)
+        self._listeners = await trio.open_tcp_listeners(
+            self.listener.port, host=self.listener.host
+        )
         for socket_listener in self._listeners:
             if self.receive_buffer_bytes > 0:
                 socket_listener.socket.setsockopt(
@@ -111,7 +115,8 @@ class Acceptor:
                 await self._wait_for_slot(self.quotas)
                 stream = await self._accept(socket_listener)
                 try:
-                    await self.quotas.acquire_slot()  # at once, unless another listener won
+                    # at once, unless another listener won
+                    await self.quotas.acquire_slot()
                 except BaseException:
                     await trio.aclose_forcefully(stream)
                     raise
@@ -123,7 +128,8 @@ class Acceptor:
                     if self._may_log(f"per-ip {address}"):
                         log.info(
                             "rejected a connection from %s on %s: it already holds the "
-                            "maximum of %d connections (max.connections.per.ip; logged at "
+                            "maximum of %d connections (max.connections.per.ip; logged "
+                            "at "
                             "most once a minute per address)",
                             address,
                             self._where,
@@ -154,7 +160,8 @@ class Acceptor:
         await quotas.wait_for_slot()
 
     async def _accept(self, socket_listener: trio.SocketListener) -> trio.SocketStream:
-        """accept(), riding out EMFILE/ENFILE: existing connections are served meanwhile."""
+        """accept(), riding out EMFILE/ENFILE: existing connections are served
+        meanwhile."""
         backoff, longest = _ACCEPT_BACKOFF
         failed = 0
         while True:
@@ -176,10 +183,12 @@ class Acceptor:
                 backoff = min(backoff * 2, longest)
                 continue
             if failed and self._may_log("accept resumed"):
-                log.info("%s: accepting again after %d failed accept()s", self._where, failed)
+                log.info(
+                    "%s: accepting again after %d failed accept()s", self._where, failed
+                )
             if self.send_buffer_bytes > 0:
-                # Kafka's Acceptor.configureAcceptedSocketChannel. A socket the client has
-                # already reset may refuse; its first read will close it.
+                # Kafka's Acceptor.configureAcceptedSocketChannel. A socket the client
+                # has already reset may refuse; its first read will close it.
                 with contextlib.suppress(OSError):
                     stream.socket.setsockopt(
                         socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes
@@ -229,7 +238,9 @@ class SocketServer:
     """``queued.max.request.bytes``; None when unbounded (Kafka's default, -1)."""
     quotas: ConnectionQuotas | None = attrs.field(init=False, default=None)
     """max.connections and max.connections.per.ip; None when neither is set."""
-    _acceptor_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
+    _acceptor_scope: trio.CancelScope = attrs.field(
+        init=False, factory=trio.CancelScope
+    )
     _handler_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
     _shutting_down: bool = attrs.field(init=False, default=False)
@@ -246,7 +257,9 @@ class SocketServer:
                 return acceptor.bound[0]
         raise KeyError(listener)
 
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Bind every listener, then serve until :meth:`shutdown` has finished."""
         supported = dict(self.handler.api_versions())
         if _has_connection_limits(self.config):
@@ -331,7 +344,8 @@ class SocketServer:
         return sum(len(processor.connections) for processor in self.processors)
 
     async def shutdown(self, grace_seconds: float = 30.0) -> None:
-        """Stop accepting, finish requests in flight, close connections, stop handlers."""
+        """Stop accepting, finish requests in flight, close connections, stop
+        handlers."""
         if self._shutting_down:
             await self._stopped.wait()
             return
@@ -342,7 +356,9 @@ class SocketServer:
                 for processor in self.processors:
                     nursery.start_soon(processor.close_connections)
         if scope.cancelled_caught:
-            log.warning("requests still in flight after %.1fs; closing anyway", grace_seconds)
+            log.warning(
+                "requests still in flight after %.1fs; closing anyway", grace_seconds
+            )
         self.channel.close()
         self._handler_scope.cancel()
         for processor in self.processors:

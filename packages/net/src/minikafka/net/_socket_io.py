@@ -103,7 +103,9 @@ async def _sendfile(
                 await trio.lowlevel.wait_writable(sock)
             continue
         if sent == 0:
-            raise ShortFileRegion(f"file ended {remaining} bytes early at position {position}")
+            raise ShortFileRegion(
+                f"file ended {remaining} bytes early at position {position}"
+            )
         position += sent
         remaining -= sent
         # A fast reader never makes sendfile block; yield so other connections run.

@@ -21,7 +21,11 @@ from ._codec import build, decode_response_body, encode_entity, response_schema
 from ._config import Listener, NetConfig
 from ._fault_proxy import FaultProxy as FaultProxy
 from ._framing import SIZE_PREFIX, FrameDecoder
-from ._headers import encode_request_header, parse_response_header, response_header_version
+from ._headers import (
+    encode_request_header,
+    parse_response_header,
+    response_header_version,
+)
 from ._processor import RequestCompletedHook
 from ._request import Request
 from ._server import RequestHandler, SocketServer

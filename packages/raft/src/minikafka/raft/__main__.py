@@ -29,12 +29,16 @@ def _recorder(tracers: dict[int, RecordingTracer], node: int) -> RecordingTracer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minikafka.raft", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m minikafka.raft", description=__doc__
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     simulate = commands.add_parser("simulate", help="run seeded simulations")
     simulate.add_argument("--voters", type=int, default=3)
     simulate.add_argument("--observers", type=int, default=0)
-    simulate.add_argument("--seeds", type=int, default=100, help="how many seeds to run")
+    simulate.add_argument(
+        "--seeds", type=int, default=100, help="how many seeds to run"
+    )
     simulate.add_argument("--first-seed", type=int, default=0)
     simulate.add_argument("--seed", type=int, help="run this one seed only")
     simulate.add_argument(
@@ -48,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="crash storms (the leader crashed again and again, crash points armed)",
     )
     simulate.add_argument(
-        "--timeline", action="store_true", help="print the run's elections (with --seed)"
+        "--timeline",
+        action="store_true",
+        help="print the run's elections (with --seed)",
     )
     simulate.add_argument(
         "--describe",
@@ -59,7 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     kinds = [k for k in args.faults.split(",") if k]
     unknown = sorted(set(kinds) - set(FAULT_KINDS))
     if unknown:
-        parser.error(f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULT_KINDS)}")
+        parser.error(
+            f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULT_KINDS)}"
+        )
     if args.voters < 1 or args.observers < 0:
         parser.error("--voters must be at least 1 and --observers at least 0")
     seeds = (

@@ -17,7 +17,8 @@ from minikafka.log import Record, build_batch, iter_decoded_batches
 
 from ._log import Entry
 
-LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")  # version 0, LEADER_CHANGE
+# version 0, LEADER_CHANGE
+LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")
 
 
 def units(entries: Iterable[Entry]) -> Iterator[list[Entry]]:

@@ -62,13 +62,21 @@ def _key(name: str, field: str, doc: str) -> ConfigKey:
 QUORUM_CONFIG = ConfigDef(
     (
         _key("quorum.election.timeout.ms", "election_timeout", "Wait before standing."),
-        _key("quorum.fetch.timeout.ms", "fetch_timeout", "Silence before a follower stands."),
+        _key(
+            "quorum.fetch.timeout.ms",
+            "fetch_timeout",
+            "Silence before a follower stands.",
+        ),
         _key(
             "quorum.election.backoff.max.ms",
             "election_backoff_max",
             "Ceiling of the wait after a lost election.",
         ),
-        _key("quorum.request.timeout.ms", "request_timeout", "A request is given up after."),
+        _key(
+            "quorum.request.timeout.ms",
+            "request_timeout",
+            "A request is given up after.",
+        ),
         _key("quorum.retry.backoff.ms", "retry_backoff", "Wait before asking again."),
     )
 )

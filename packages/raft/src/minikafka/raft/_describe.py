@@ -61,18 +61,30 @@ def format_status(info: QuorumInfo, now: float, cluster_id: str = "") -> str:
         ("MaxFollowerLag", str(info.max_follower_lag)),
         ("MaxFollowerLagTimeMs", str(info.max_follower_lag_time_ms(now))),
         ("CurrentVoters", "[" + ",".join(str(v.replica_id) for v in info.voters) + "]"),
-        ("CurrentObservers", "[" + ",".join(str(o.replica_id) for o in info.observers) + "]"),
+        (
+            "CurrentObservers",
+            "[" + ",".join(str(o.replica_id) for o in info.observers) + "]",
+        ),
     ]
     return "\n".join(f"{name + ':':<24}{value}" for name, value in rows)
 
 
 def format_replication(info: QuorumInfo) -> str:
     """``describe --replication``: one line a replica, the leader first."""
-    header = ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp"]
+    header = [
+        "NodeId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+    ]
     rows = [[*header, "Status"]]
     ordered = sorted(info.voters, key=lambda v: v.replica_id != info.leader_id)
     for replica, status in [
-        *((v, "Leader" if v.replica_id == info.leader_id else "Follower") for v in ordered),
+        *(
+            (v, "Leader" if v.replica_id == info.leader_id else "Follower")
+            for v in ordered
+        ),
         *((o, "Observer") for o in info.observers),
     ]:
         rows.append(
@@ -87,6 +99,8 @@ def format_replication(info: QuorumInfo) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) + 1)]
     return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        "  ".join(
+            cell.ljust(width) for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
         for row in rows
     )

@@ -62,7 +62,9 @@ def error_name(code: int) -> str:
 def encode_describe_quorum_request() -> dq_req.DescribeQuorumRequest:
     """What a client asks: the one partition of the metadata quorum."""
     partition = dq_req.PartitionData(partition_index=i32(0))
-    topic = dq_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = dq_req.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return dq_req.DescribeQuorumRequest(topics=(topic,))
 
 
@@ -77,7 +79,9 @@ def check_describe_quorum_request(request: dq_req.DescribeQuorumRequest) -> None
 
 
 def _epoch_ms(seconds: float | None, wall_clock_offset: float) -> i64:
-    return i64(UNKNOWN_TIME if seconds is None else round((seconds + wall_clock_offset) * 1000))
+    return i64(
+        UNKNOWN_TIME if seconds is None else round((seconds + wall_clock_offset) * 1000)
+    )
 
 
 def _seconds(epoch_ms: int) -> float | None:
@@ -98,8 +102,12 @@ def _replica_states(
     )
 
 
-def _answer(partitions: tuple[dq_res.PartitionData, ...]) -> dq_res.DescribeQuorumResponse:
-    topic = dq_res.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=partitions)
+def _answer(
+    partitions: tuple[dq_res.PartitionData, ...],
+) -> dq_res.DescribeQuorumResponse:
+    topic = dq_res.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=partitions
+    )
     return dq_res.DescribeQuorumResponse(error_code=ErrorCode.none, topics=(topic,))
 
 
@@ -159,14 +167,18 @@ def encode_describe_quorum_error(
         topics=tuple(
             dq_res.TopicData(
                 topic_name=t.topic_name,
-                partitions=tuple(_error_partition(p.partition_index, code) for p in t.partitions),
+                partitions=tuple(
+                    _error_partition(p.partition_index, code) for p in t.partitions
+                ),
             )
             for t in request.topics
         ),
     )
 
 
-def decode_describe_quorum_response(response: dq_res.DescribeQuorumResponse) -> QuorumInfo:
+def decode_describe_quorum_response(
+    response: dq_res.DescribeQuorumResponse,
+) -> QuorumInfo:
     """The quorum as the leader described it, times in seconds since the epoch (None:
     unknown). :class:`DescribeQuorumError` on an error code, top level first (such an
     answer has no topics); ``ValueError`` if it is not about ``__cluster_metadata-0`` or
@@ -180,7 +192,9 @@ def decode_describe_quorum_response(response: dq_res.DescribeQuorumResponse) -> 
     voters = _replicas(p.current_voters)
     if all(v.replica_id != p.leader_id for v in voters):
         # Both views start from the leader's own row; an answer without one is broken.
-        raise ValueError(f"DescribeQuorumResponse: leader {p.leader_id} is not among the voters")
+        raise ValueError(
+            f"DescribeQuorumResponse: leader {p.leader_id} is not among the voters"
+        )
     return QuorumInfo(
         leader_id=int(p.leader_id),
         leader_epoch=int(p.leader_epoch),

@@ -69,7 +69,9 @@ def encode_fetch_request(
         min_bytes=i32(1),
         max_bytes=i32(MAX_FETCH_BYTES),
         isolation_level=i8(0),
-        topics=(fetch_req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
+        topics=(
+            fetch_req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),
+        ),
         forgotten_topics_data=(),
         rack_id="",
     )
@@ -92,7 +94,9 @@ def decode_fetch_request(request: fetch_req.FetchRequest) -> FetchRequest:
     )
 
 
-def encode_fetch_response(message: FetchResponse, log_start_offset: int) -> fetch_res.FetchResponse:
+def encode_fetch_response(
+    message: FetchResponse, log_start_offset: int
+) -> fetch_res.FetchResponse:
     diverging = message.diverging_epoch
     snapshot = message.snapshot_id
     partition = fetch_res.PartitionData(
@@ -116,13 +120,20 @@ def encode_fetch_response(message: FetchResponse, log_start_offset: int) -> fetc
         preferred_read_replica=BrokerId(-1),
         records=Records(encode_entries(message.records)) if message.records else None,
     )
-    topic = fetch_res.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(partition,))
+    topic = fetch_res.FetchableTopicResponse(
+        topic_id=METADATA_TOPIC_ID, partitions=(partition,)
+    )
     return fetch_res.FetchResponse(
-        throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, session_id=i32(0), responses=(topic,)
+        throttle_time=_NO_THROTTLE,
+        error_code=ErrorCode.none,
+        session_id=i32(0),
+        responses=(topic,),
     )
 
 
-def decode_fetch_response(response: fetch_res.FetchResponse, fetch_offset: int) -> FetchResponse:
+def decode_fetch_response(
+    response: fetch_res.FetchResponse, fetch_offset: int
+) -> FetchResponse:
     """The answer to a fetch at ``fetch_offset``; raises ValueError on a top-level error
     (the fetch is then retried, as after a lost connection)."""
     if response.error_code is not ErrorCode.none:
@@ -144,7 +155,9 @@ def decode_fetch_response(response: fetch_res.FetchResponse, fetch_offset: int) 
     try:
         records = decode_entries(whole_batches(bytes(p.records or b"")), fetch_offset)
     except InvalidRecordError as exc:  # a bad CRC, a batch that does not parse
-        raise ValueError(f"Fetch answered with records that do not decode: {exc}") from exc
+        raise ValueError(
+            f"Fetch answered with records that do not decode: {exc}"
+        ) from exc
     return FetchResponse(
         Errors(int(p.error_code)),
         int(p.current_leader.leader_epoch),
@@ -166,11 +179,14 @@ def encode_fetch_snapshot_request(
         partition=i32(0),
         current_leader_epoch=i32(message.current_leader_epoch),
         snapshot_id=snap_req.SnapshotId(
-            end_offset=i64(message.snapshot_id.end_offset), epoch=i32(message.snapshot_id.epoch)
+            end_offset=i64(message.snapshot_id.end_offset),
+            epoch=i32(message.snapshot_id.epoch),
         ),
         position=i64(message.position),
     )
-    topic = snap_req.TopicSnapshot(name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = snap_req.TopicSnapshot(
+        name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return snap_req.FetchSnapshotRequest(
         cluster_id=cluster_id,
         replica_id=BrokerId(message.replica_id),
@@ -179,7 +195,9 @@ def encode_fetch_snapshot_request(
     )
 
 
-def decode_fetch_snapshot_request(request: snap_req.FetchSnapshotRequest) -> FetchSnapshotRequest:
+def decode_fetch_snapshot_request(
+    request: snap_req.FetchSnapshotRequest,
+) -> FetchSnapshotRequest:
     topic = _only(request.topics, "FetchSnapshot")
     assert isinstance(topic, snap_req.TopicSnapshot)
     p = _only(topic.partitions, "FetchSnapshot")
@@ -211,7 +229,9 @@ def encode_fetch_snapshot_response(
         position=i64(message.position),
         unaligned_records=Records(message.unaligned_records),
     )
-    topic = snap_res.TopicSnapshot(name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = snap_res.TopicSnapshot(
+        name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return snap_res.FetchSnapshotResponse(
         throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, topics=(topic,)
     )

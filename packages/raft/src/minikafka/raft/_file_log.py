@@ -46,7 +46,11 @@ def snapshot_file_name(snapshot_id: SnapshotId) -> str:
 def _parse_snapshot_name(name: str) -> SnapshotId | None:
     stem, dot, suffix = name.partition(".")
     offset, dash, epoch = stem.partition("-")
-    if f"{dot}{suffix}" != SNAPSHOT_SUFFIX or not dash or not (offset + epoch).isdigit():
+    if (
+        f"{dot}{suffix}" != SNAPSHOT_SUFFIX
+        or not dash
+        or not (offset + epoch).isdigit()
+    ):
         return None
     return SnapshotId(int(offset), int(epoch))
 
@@ -129,7 +133,9 @@ class FileRaftLog:
 
     def read(self, start: int, max_entries: int) -> list[Entry]:
         if start < self.start_offset:
-            raise ValueError(f"offset {start} is below the log start {self.start_offset}")
+            raise ValueError(
+                f"offset {start} is below the log start {self.start_offset}"
+            )
         entries: list[Entry] = []
         offset = start
         while len(entries) < max_entries and offset < self.end_offset:

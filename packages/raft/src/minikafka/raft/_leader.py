@@ -31,11 +31,15 @@ class ReplicaProgress:
 @attrs.define
 class LeaderState:
     node_id: int
-    epoch_start_offset: int  # the first offset of this leader's epoch: its LeaderChange entry
+    epoch_start_offset: (
+        int  # the first offset of this leader's epoch: its LeaderChange entry
+    )
     voters: dict[int, ReplicaProgress]
     observers: dict[int, ReplicaProgress] = attrs.Factory(dict)
-    unannounced: set[int] = attrs.Factory(set)  # voters that have not answered BeginQuorumEpoch
-    parked: dict[int, tuple[Envelope, float]] = attrs.Factory(dict)  # replica -> (fetch, expiry)
+    # voters that have not answered BeginQuorumEpoch
+    unannounced: set[int] = attrs.Factory(set)
+    # replica -> (fetch, expiry)
+    parked: dict[int, tuple[Envelope, float]] = attrs.Factory(dict)
 
     @classmethod
     def begin(
@@ -79,8 +83,8 @@ class LeaderState:
         return offsets[len(offsets) // 2]
 
     def check_quorum_deadline(self, fetch_timeout: float) -> float:
-        """When the leader must resign unless more voters fetch: 1.5 fetch timeouts after
-        the last fetch of the least recent member of the most recent majority."""
+        """When the leader must resign unless more voters fetch: 1.5 fetch timeouts
+        after the last fetch of the least recent member of the most recent majority."""
         others = sorted(
             (p.last_fetch or 0.0 for v, p in self.voters.items() if v != self.node_id),
             reverse=True,
@@ -95,7 +99,9 @@ class LeaderState:
         others = [v for v in self.voters if v != self.node_id]
         return tuple(sorted(others, key=lambda v: -self.voters[v].end_offset))
 
-    def describe(self, epoch: int, high_watermark: int, own_end: int, now: float) -> QuorumInfo:
+    def describe(
+        self, epoch: int, high_watermark: int, own_end: int, now: float
+    ) -> QuorumInfo:
         """DescribeQuorum's answer: every replica's progress, the leader's own as of now."""
         voters = [
             ReplicaInfo(v, own_end, now, now)
@@ -107,14 +113,18 @@ class LeaderState:
             ReplicaInfo(o, p.end_offset, p.last_fetch, p.last_caught_up)
             for o, p in sorted(self.observers.items())
         ]
-        return QuorumInfo(self.node_id, epoch, high_watermark, tuple(voters), tuple(observers))
+        return QuorumInfo(
+            self.node_id, epoch, high_watermark, tuple(voters), tuple(observers)
+        )
 
     def take_parked(self) -> list[Envelope]:
         parked, self.parked = self.parked, {}
         return [request for request, _ in parked.values()]
 
 
-def check_fetch_position(log: RaftLog, request: FetchRequest) -> DivergingEpoch | SnapshotId | None:
+def check_fetch_position(
+    log: RaftLog, request: FetchRequest
+) -> DivergingEpoch | SnapshotId | None:
     """None if the fetcher's log agrees with the leader's up to its fetch offset; else
     what puts it right: a snapshot to copy (it asks below the log start), or where its
     last epoch ends in the leader's log (the logs diverge)."""
@@ -124,7 +134,10 @@ def check_fetch_position(log: RaftLog, request: FetchRequest) -> DivergingEpoch 
     if request.fetch_offset == 0 and request.last_fetched_epoch == 0:
         return None
     end = log.end_offset_for_epoch(request.last_fetched_epoch)
-    if end.epoch == request.last_fetched_epoch and request.fetch_offset <= end.end_offset:
+    if (
+        end.epoch == request.last_fetched_epoch
+        and request.fetch_offset <= end.end_offset
+    ):
         return None
     if end.end_offset < log.start_offset and snapshot is not None:
         return snapshot.id  # they part below what the log still holds

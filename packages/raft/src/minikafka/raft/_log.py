@@ -143,8 +143,8 @@ def epoch_end(
 
 
 def whole_units(entries: Sequence[Entry], max_entries: int) -> list[Entry]:
-    """The first ``max_entries`` of ``entries`` and, if the last of them is ``continued``,
-    the rest of its unit: a read never ends inside a unit."""
+    """The first ``max_entries`` of ``entries`` and, if the last of them is
+    ``continued``, the rest of its unit: a read never ends inside a unit."""
     end = min(max_entries, len(entries))
     while 0 < end < len(entries) and entries[end - 1].continued:
         end += 1
@@ -217,7 +217,9 @@ class MemoryLog:
 
     def truncate_to(self, offset: int) -> None:
         if offset < self._start:
-            raise ValueError(f"cannot truncate to {offset}, below the snapshot at {self._start}")
+            raise ValueError(
+                f"cannot truncate to {offset}, below the snapshot at {self._start}"
+            )
         del self._entries[offset - self._start :]
         while self._epoch_starts and self._epoch_starts[-1][1] >= offset:
             self._epoch_starts.pop()

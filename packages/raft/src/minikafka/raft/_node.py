@@ -72,7 +72,9 @@ from ._store import ElectionState, QuorumStateStore
 
 NO_LEADER = -1
 _WAITING = frozenset({State.UNATTACHED, State.VOTED, State.RESIGNED})
-_LEADERLESS = frozenset({State.UNATTACHED, State.VOTED, State.PROSPECTIVE, State.CANDIDATE})
+_LEADERLESS = frozenset(
+    {State.UNATTACHED, State.VOTED, State.PROSPECTIVE, State.CANDIDATE}
+)
 
 
 class NotLeaderError(Exception):
@@ -119,7 +121,9 @@ class RaftNode:
         self.config = config or RaftConfig()
         self.rng = rng or random.Random(node_id)
         self.tracer: Tracer = tracer or NullTracer()
-        self._requests = RequestManager(self.config.request_timeout, self.config.retry_backoff)
+        self._requests = RequestManager(
+            self.config.request_timeout, self.config.retry_backoff
+        )
         self._outbox: list[Envelope] = []
         self._leader: LeaderState | None = None
         self._download: _SnapshotDownload | None = None
@@ -176,7 +180,9 @@ class RaftNode:
         deadlines = [self._started, self._election_deadline, self._fetch_deadline]
         deadlines += self._requests.deadlines()
         if self._leader is not None:
-            deadlines.append(self._leader.check_quorum_deadline(self.config.fetch_timeout))
+            deadlines.append(
+                self._leader.check_quorum_deadline(self.config.fetch_timeout)
+            )
             deadlines += [expiry for _, expiry in self._leader.parked.values()]
         found = [d for d in deadlines if d is not None]
         return min(found) if found else None
@@ -192,11 +198,17 @@ class RaftNode:
                     del self._leader.parked[replica]
                     self._answer_fetch(request, now, park=False)
             if self._leader.check_quorum_deadline(self.config.fetch_timeout) <= now:
-                self._resign("check-quorum: no majority fetched within 1.5 fetch timeouts", now)
+                self._resign(
+                    "check-quorum: no majority fetched within 1.5 fetch timeouts", now
+                )
         if self._fetch_deadline is not None and self._fetch_deadline <= now:
             self._fetch_deadline = None
             if self.is_voter:
-                self._become(State.PROSPECTIVE, now, why="fetch timeout: the leader did not answer")
+                self._become(
+                    State.PROSPECTIVE,
+                    now,
+                    why="fetch timeout: the leader did not answer",
+                )
             else:
                 self._observer_lost_leader(now)
         if self._election_deadline is not None and self._election_deadline <= now:
@@ -209,10 +221,13 @@ class RaftNode:
         returns the last entry's offset. It is committed once the high watermark passes
         it (``Output.committed`` says when)."""
         if self.state is not State.LEADER:
-            raise NotLeaderError(f"node {self.node_id} is {self.state.value}, not the leader")
+            raise NotLeaderError(
+                f"node {self.node_id} is {self.state.value}, not the leader"
+            )
         start, last = self.log.end_offset, len(data) - 1
         entries = [
-            Entry(start + i, self.epoch, value, continued=i < last) for i, value in enumerate(data)
+            Entry(start + i, self.epoch, value, continued=i < last)
+            for i, value in enumerate(data)
         ]
         self._append_as_leader(entries, now)
         return self.log.end_offset - 1, self._output(now)
@@ -227,7 +242,9 @@ class RaftNode:
         """Keep the state machine's state after every entry below ``end_offset`` (which it
         has applied, so it is committed) as a snapshot; the log below may go."""
         if end_offset > self._applied:
-            raise ValueError(f"offset {end_offset} is past what was applied ({self._applied})")
+            raise ValueError(
+                f"offset {end_offset} is past what was applied ({self._applied})"
+            )
         epoch = self._epoch_of(end_offset - 1)
         snapshot = Snapshot(SnapshotId(end_offset, epoch), payload)
         self.log.create_snapshot(snapshot)
@@ -240,7 +257,9 @@ class RaftNode:
             return self.log.read(offset, 1)[0].epoch
         snapshot = self.log.latest_snapshot()
         if snapshot is None or snapshot.id.end_offset != offset + 1:
-            raise ValueError(f"offset {offset} is below the log start {self.log.start_offset}")
+            raise ValueError(
+                f"offset {offset} is below the log start {self.log.start_offset}"
+            )
         return snapshot.id.epoch
 
     @property
@@ -252,7 +271,9 @@ class RaftNode:
         """What DescribeQuorum answers (only the leader can): None on any other node."""
         if self._leader is None:
             return None
-        return self._leader.describe(self.epoch, self.high_watermark, self.log.end_offset, now)
+        return self._leader.describe(
+            self.epoch, self.high_watermark, self.log.end_offset, now
+        )
 
     @property
     def applied_offset(self) -> int:
@@ -277,7 +298,9 @@ class RaftNode:
     def _handle_vote(self, request: VoteRequest, now: float) -> VoteResponse:
         granted, reason = self._vote_decision(request, now)
         if granted and not request.pre_vote and self.state is not State.VOTED:
-            self._become(State.VOTED, now, voted_id=request.candidate_id, why="grants a vote")
+            self._become(
+                State.VOTED, now, voted_id=request.candidate_id, why="grants a vote"
+            )
         if self.tracer.enabled:
             self.tracer.emit(
                 VoteAnswered(
@@ -291,7 +314,12 @@ class RaftNode:
                 ts=now,
             )
         return VoteResponse(
-            Errors.NONE, self.epoch, self._known_leader, granted, request.pre_vote, reason
+            Errors.NONE,
+            self.epoch,
+            self._known_leader,
+            granted,
+            request.pre_vote,
+            reason,
         )
 
     def _vote_decision(self, request: VoteRequest, now: float) -> tuple[bool, str]:
@@ -359,7 +387,8 @@ class RaftNode:
             if self.node_id in successors:
                 position = successors.index(self.node_id)
                 wait = min(
-                    self.config.retry_backoff * 2**position, self.config.election_backoff_max
+                    self.config.retry_backoff * 2**position,
+                    self.config.election_backoff_max,
                 )
             self._fetch_deadline = now + wait
         return EndQuorumEpochResponse(Errors.NONE, self.epoch, self._known_leader)
@@ -391,37 +420,64 @@ class RaftNode:
             )
         elif correction is not None:
             response = FetchResponse(
-                Errors.NONE, self.epoch, self.node_id, self.high_watermark, snapshot_id=correction
+                Errors.NONE,
+                self.epoch,
+                self.node_id,
+                self.high_watermark,
+                snapshot_id=correction,
             )
         else:
             # A fetch that just arrived (not one held until now) says where the replica is.
-            fetched = (request.replica_id, request.fetch_offset, self.log.end_offset, now)
+            fetched = (
+                request.replica_id,
+                request.fetch_offset,
+                self.log.end_offset,
+                now,
+            )
             if park and leader.record_fetch(*fetched):
                 self._maybe_advance_leader_hw(now)
             records = self.log.read(request.fetch_offset, self.config.fetch_max_entries)
             if not records and park and request.fetch_offset >= self.log.end_offset:
                 # Nothing new: hold the fetch until there is (a long poll).
-                leader.parked[request.replica_id] = (envelope, now + self.config.fetch_max_wait)
+                leader.parked[request.replica_id] = (
+                    envelope,
+                    now + self.config.fetch_max_wait,
+                )
                 return
             response = FetchResponse(
-                Errors.NONE, self.epoch, self.node_id, self.high_watermark, tuple(records)
+                Errors.NONE,
+                self.epoch,
+                self.node_id,
+                self.high_watermark,
+                tuple(records),
             )
         self._reply(envelope, response)
 
-    def _handle_fetch_snapshot(self, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+    def _handle_fetch_snapshot(
+        self, request: FetchSnapshotRequest
+    ) -> FetchSnapshotResponse:
         if self.state is not State.LEADER or request.current_leader_epoch != self.epoch:
             return FetchSnapshotResponse(
                 Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self._known_leader
             )
         snapshot = self.log.latest_snapshot()
         chunk = snapshot_chunk(
-            snapshot, request.snapshot_id, request.position, self.config.snapshot_chunk_bytes
+            snapshot,
+            request.snapshot_id,
+            request.position,
+            self.config.snapshot_chunk_bytes,
         )
         if isinstance(chunk, str) or snapshot is None:
             return FetchSnapshotResponse(Errors[str(chunk)], self.epoch, self.node_id)
         size = len(snapshot.payload)
         return FetchSnapshotResponse(
-            Errors.NONE, self.epoch, self.node_id, snapshot.id, size, request.position, chunk
+            Errors.NONE,
+            self.epoch,
+            self.node_id,
+            snapshot.id,
+            size,
+            request.position,
+            chunk,
         )
 
     # -- responses -------------------------------------------------------------------
@@ -442,7 +498,9 @@ class RaftNode:
         elif isinstance(message, FetchSnapshotResponse):
             self._handle_fetch_snapshot_response(source, message, now)
 
-    def _handle_vote_response(self, source: int, response: VoteResponse, now: float) -> None:
+    def _handle_vote_response(
+        self, source: int, response: VoteResponse, now: float
+    ) -> None:
         self._observe_epoch(response.leader_epoch, response.leader_id, now)
         expected = State.PROSPECTIVE if response.pre_vote else State.CANDIDATE
         if self.state is not expected:
@@ -455,15 +513,22 @@ class RaftNode:
             else:
                 self._become(State.LEADER, now, why="a majority voted for it")
         elif len(self._rejected) >= len(self.voters) - majority + 1:
-            if expected is State.PROSPECTIVE and self.leader_id not in (None, self.node_id):
+            if expected is State.PROSPECTIVE and self.leader_id not in (
+                None,
+                self.node_id,
+            ):
                 # It stood because it lost touch with a leader the others still follow.
-                self._become(State.FOLLOWER, now, leader_id=self.leader_id, why="pre-vote lost")
+                self._become(
+                    State.FOLLOWER, now, leader_id=self.leader_id, why="pre-vote lost"
+                )
             elif expected is State.PROSPECTIVE:
                 self._become(State.UNATTACHED, now, why="pre-vote lost")
             else:
                 self._election_deadline = now + self._election_backoff()
 
-    def _handle_fetch_response(self, source: int, response: FetchResponse, now: float) -> None:
+    def _handle_fetch_response(
+        self, source: int, response: FetchResponse, now: float
+    ) -> None:
         self._observe_epoch(response.leader_epoch, response.leader_id, now)
         if response.error is not Errors.NONE:
             # Not (or no longer) the leader: ask again after the backoff, not at once.
@@ -490,25 +555,34 @@ class RaftNode:
         target = min(diverging.end_offset, mine.end_offset)
         if target < self.high_watermark:
             raise RaftStateError(
-                f"node {self.node_id} would truncate to {target}, below its high watermark "
+                f"node {self.node_id} would truncate to {target}, below its high "
+                "watermark "
                 f"{self.high_watermark}: committed entries would be lost"
             )
         old = self.log.end_offset
         self.log.truncate_to(target)
         if self.tracer.enabled:
-            self.tracer.emit(LogTruncated(self.node_id, self.epoch, old, target), ts=now)
+            self.tracer.emit(
+                LogTruncated(self.node_id, self.epoch, old, target), ts=now
+            )
 
     def _handle_fetch_snapshot_response(
         self, source: int, response: FetchSnapshotResponse, now: float
     ) -> None:
         self._observe_epoch(response.leader_epoch, response.leader_id, now)
         download = self._download
-        if self.state is not State.FOLLOWER or source != self.leader_id or download is None:
+        if (
+            self.state is not State.FOLLOWER
+            or source != self.leader_id
+            or download is None
+        ):
             return
         if response.error is not Errors.NONE:
             self._download = None  # the leader has another snapshot now: fetch again
             return
-        if response.snapshot_id != download.id or response.position != len(download.data):
+        if response.snapshot_id != download.id or response.position != len(
+            download.data
+        ):
             return
         self._heard_from_leader(now)
         download.data += response.unaligned_records
@@ -521,7 +595,11 @@ class RaftNode:
         self._applied = 0
         if self.tracer.enabled:
             event = SnapshotInstalled(
-                self.node_id, self.epoch, snapshot.id.end_offset, snapshot.id.epoch, response.size
+                self.node_id,
+                self.epoch,
+                snapshot.id.end_offset,
+                snapshot.id.epoch,
+                response.size,
             )
             self.tracer.emit(event, ts=now)
         self._advance_hw(snapshot.id.end_offset, now)
@@ -539,14 +617,16 @@ class RaftNode:
         leader = self._leader
         assert leader is not None
         majority_has = leader.majority_end_offset(self.log.flushed_end_offset)
-        if self._may_commit(majority_has, leader) and self._advance_hw(majority_has, now):
+        if self._may_commit(majority_has, leader) and self._advance_hw(
+            majority_has, now
+        ):
             self._wake_parked(now)
 
     def _may_commit(self, offset: int, leader: LeaderState) -> bool:
         """Raft's commitment rule: an offset counts as committed only once it covers an
-        entry of the leader's own epoch. An entry of an earlier epoch on a majority could
-        still be replaced by a voter whose log ends in a later epoch and wins an election
-        (the Raft paper's figure 8)."""
+        entry of the leader's own epoch. An entry of an earlier epoch on a majority
+        could still be replaced by a voter whose log ends in a later epoch and wins an
+        election (the Raft paper's figure 8)."""
         return offset > leader.epoch_start_offset
 
     def _wake_parked(self, now: float) -> None:
@@ -567,10 +647,16 @@ class RaftNode:
         if epoch > self.epoch:
             if leader_id is not None and leader_id != self.node_id:
                 self._become(
-                    State.FOLLOWER, now, epoch=epoch, leader_id=leader_id, why="learns the leader"
+                    State.FOLLOWER,
+                    now,
+                    epoch=epoch,
+                    leader_id=leader_id,
+                    why="learns the leader",
                 )
             else:
-                self._become(State.UNATTACHED, now, epoch=epoch, why="sees a higher epoch")
+                self._become(
+                    State.UNATTACHED, now, epoch=epoch, why="sees a higher epoch"
+                )
         elif (
             epoch == self.epoch
             and leader_id not in (None, self.node_id)
@@ -579,7 +665,9 @@ class RaftNode:
             and self.leader_id is None
             and self.state in _LEADERLESS
         ):
-            self._become(State.FOLLOWER, now, leader_id=leader_id, why="learns the leader")
+            self._become(
+                State.FOLLOWER, now, leader_id=leader_id, why="learns the leader"
+            )
 
     def _observer_lost_leader(self, now: float) -> None:
         if self.state is State.FOLLOWER:
@@ -722,14 +810,18 @@ class RaftNode:
         assert leader is not None
         self._leader = None
         for request, _ in leader.parked.values():
-            self._reply(request, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, None))
+            self._reply(
+                request, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, None)
+            )
 
     def _advance_hw(self, offset: int, now: float) -> bool:
         if offset <= self.high_watermark:
             return False
         old, self.high_watermark = self.high_watermark, offset
         if self.tracer.enabled:
-            self.tracer.emit(HighWatermarkAdvanced(self.node_id, self.epoch, old, offset), ts=now)
+            self.tracer.emit(
+                HighWatermarkAdvanced(self.node_id, self.epoch, old, offset), ts=now
+            )
         return True
 
     # -- sending ---------------------------------------------------------------------
@@ -738,10 +830,14 @@ class RaftNode:
         if not self._requests.ready(destination):
             return
         correlation_id = self._requests.sent(destination, now)
-        self._outbox.append(Envelope(self.node_id, destination, correlation_id, message))
+        self._outbox.append(
+            Envelope(self.node_id, destination, correlation_id, message)
+        )
 
     def _reply(self, request: Envelope, message: Message) -> None:
-        self._outbox.append(Envelope(self.node_id, request.source, request.correlation_id, message))
+        self._outbox.append(
+            Envelope(self.node_id, request.source, request.correlation_id, message)
+        )
 
     def _send_what_the_state_needs(self, now: float) -> None:
         state = self.state
@@ -761,7 +857,9 @@ class RaftNode:
         elif state is State.LEADER:
             assert self._leader is not None
             for voter in self._leader.unannounced:
-                self._send(voter, BeginQuorumEpochRequest(self.epoch, self.node_id), now)
+                self._send(
+                    voter, BeginQuorumEpochRequest(self.epoch, self.node_id), now
+                )
         elif state is State.RESIGNED:
             end = EndQuorumEpochRequest(self.epoch, self.node_id, self._successors)
             for voter in others:
@@ -781,7 +879,9 @@ class RaftNode:
         elif state is State.UNATTACHED and not self.is_voter and self._requests.idle:
             # An observer looks for the leader: any voter's answer names it.
             voter = self.rng.choice(self.voters)
-            fetch = FetchRequest(self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch)
+            fetch = FetchRequest(
+                self.node_id, self.epoch, self.log.end_offset, self.log.last_epoch
+            )
             self._send(voter, fetch, now)
 
     def _output(self, now: float) -> Output:
@@ -799,7 +899,11 @@ class RaftNode:
         while self._applied < end and self._applied >= self.log.start_offset:
             # Units never straddle the high watermark (every log ends between units), so
             # the cut at ``end`` only guards what must never be handed out: uncommitted.
-            batch = [e for e in self.log.read(self._applied, end - self._applied) if e.offset < end]
+            batch = [
+                e
+                for e in self.log.read(self._applied, end - self._applied)
+                if e.offset < end
+            ]
             if not batch:
                 break
             committed += (e for e in batch if not e.control)

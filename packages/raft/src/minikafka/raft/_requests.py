@@ -40,7 +40,9 @@ class RequestManager:
     def sent(self, destination: int, now: float) -> int:
         """A request leaves for ``destination``; returns its correlation id."""
         correlation_id = next(self._correlation)
-        self._inflight[destination] = _Inflight(correlation_id, now + self.request_timeout)
+        self._inflight[destination] = _Inflight(
+            correlation_id, now + self.request_timeout
+        )
         return correlation_id
 
     def answered(self, source: int, correlation_id: int) -> bool:
@@ -51,7 +53,9 @@ class RequestManager:
         del self._inflight[source]
         return True
 
-    def failed(self, destination: int, now: float, correlation_id: int | None = None) -> None:
+    def failed(
+        self, destination: int, now: float, correlation_id: int | None = None
+    ) -> None:
         """The request to ``destination`` failed, or its answer was an error: back off.
         With ``correlation_id``, only if that request is still the one in flight (a
         failure reported late must not cancel a newer request)."""
@@ -79,4 +83,6 @@ class RequestManager:
         self._inflight.clear()
 
     def deadlines(self) -> list[float]:
-        return [i.deadline for i in self._inflight.values()] + list(self._retry_at.values())
+        return [i.deadline for i in self._inflight.values()] + list(
+            self._retry_at.values()
+        )

@@ -41,14 +41,21 @@ class Fault:
     down: float = 0.0
 
     def __str__(self) -> str:
-        default = {"restart": "every crashed node", "heal": ""}.get(self.kind, "the leader")
+        default = {"restart": "every crashed node", "heal": ""}.get(
+            self.kind, "the leader"
+        )
         nodes = " ".join(map(str, self.nodes)) or default
         if self.kind == "crash-after":
             return (
                 f"t={self.at:7.3f}s crash {nodes} right after its next {self.trigger}, "
                 f"restart {self.down * 1000:.0f} ms later"
             )
-        what = {"crash": "crash", "restart": "restart", "partition": "isolate", "heal": "heal"}
+        what = {
+            "crash": "crash",
+            "restart": "restart",
+            "partition": "isolate",
+            "heal": "heal",
+        }
         return f"t={self.at:7.3f}s {what[self.kind]} {nodes}".rstrip()
 
 
@@ -64,7 +71,8 @@ class Scenario:
     drop: float = 0.0
     duplicate: float = 0.0
     max_delay: float = 0.005
-    heals: bool = True  # False: crashed nodes stay down and partitions stay (liveness fails)
+    # False: crashed nodes stay down and partitions stay (liveness fails)
+    heals: bool = True
 
     @property
     def voter_ids(self) -> tuple[int, ...]:

@@ -1,13 +1,14 @@
-"""Whole quorums in one process, in virtual time, under faults: Raft's invariants checked
-after every step (Kafka's ``RaftEventSimulationTest``, and Jack Vanlightly's TLA+
-invariants of KRaft, as properties of a run).
+"""Whole quorums in one process, in virtual time, under faults: Raft's invariants
+checked after every step (Kafka's ``RaftEventSimulationTest``, and Jack Vanlightly's
+TLA+ invariants of KRaft, as properties of a run).
 
-A :class:`Simulation` runs voters and observers as :class:`RaftNode` cores over a simulated
-network that drops, duplicates and delays messages (random delays reorder them), and a
-*fault schedule*: crashes (a node loses everything it had not flushed, then restarts from
-its disk), restarts, partitions (one group of nodes cut off from the rest) and heals. A
-client appends a value to whoever leads, every ``append_interval``; each node applies what
-its node commits to a state machine, the list of values, and snapshots it now and then.
+A :class:`Simulation` runs voters and observers as :class:`RaftNode` cores over a
+simulated network that drops, duplicates and delays messages (random delays reorder
+them), and a *fault schedule*: crashes (a node loses everything it had not flushed, then
+restarts from its disk), restarts, partitions (one group of nodes cut off from the rest)
+and heals. A client appends a value to whoever leads, every ``append_interval``; each
+node applies what its node commits to a state machine, the list of values, and snapshots
+it now and then.
 
 After every event the simulation checks:
 
@@ -23,8 +24,8 @@ checks **liveness**: within ``settle`` virtual seconds every entry the leader ha
 committed and applied by every voter and observer.
 
 Everything random comes from the seed: one failing seed fails the same way again. A
-failing schedule is shrunk (:func:`shrink`): faults are removed one at a time for as long
-as the run still fails, leaving a schedule with no fault to spare.
+failing schedule is shrunk (:func:`shrink`): faults are removed one at a time for as
+long as the run still fails, leaving a schedule with no fault to spare.
 """
 
 from __future__ import annotations
@@ -133,12 +134,16 @@ class Simulation:
         self.now = 0.0
         self.network = random.Random(f"network-{seed}")
         log_for = log_for or (lambda _: MemoryLog())
-        self.nodes = {n: _SimNode(n, log_for(n), MemoryStateStore()) for n in scenario.node_ids}
+        self.nodes = {
+            n: _SimNode(n, log_for(n), MemoryStateStore()) for n in scenario.node_ids
+        }
         self.isolated: frozenset[int] = frozenset()
         self.healed = False
         self.leaders: dict[int, int] = {}  # epoch -> the one leader it had
         self.committed: dict[int, Entry] = {}  # offset -> the entry committed there
-        self.commit_times: dict[int, float] = {}  # offset -> when a node first had it committed
+        self.commit_times: dict[
+            int, float
+        ] = {}  # offset -> when a node first had it committed
         self.appended = 0
         self.events = 0
         self.armed: dict[int, Fault] = {}  # node -> the crash point it will crash at
@@ -248,7 +253,11 @@ class Simulation:
 
     def leader(self) -> RaftNode | None:
         """The leader of the highest epoch among the running nodes, if any."""
-        leaders = [n.raft for n in self.nodes.values() if n.raft and n.raft.state is State.LEADER]
+        leaders = [
+            n.raft
+            for n in self.nodes.values()
+            if n.raft and n.raft.state is State.LEADER
+        ]
         return max(leaders, key=lambda r: r.epoch) if leaders else None
 
     def _crash(self, node: _SimNode) -> None:
@@ -265,7 +274,9 @@ class Simulation:
         del self.armed[node.node_id]
         self._crash(node)
         self._push(
-            self.now + fault.down, "fault", Fault(self.now + fault.down, "restart", fault.nodes)
+            self.now + fault.down,
+            "fault",
+            Fault(self.now + fault.down, "restart", fault.nodes),
         )
         return True
 
@@ -318,7 +329,11 @@ class Simulation:
         if granted and self._crash_point(node, "vote"):
             return
         leading = node.raft.state is State.LEADER
-        if leading and node.raft.high_watermark > hw and self._crash_point(node, "commit"):
+        if (
+            leading
+            and node.raft.high_watermark > hw
+            and self._crash_point(node, "commit")
+        ):
             return
         if output.snapshot is not None:
             state = _decode_state(output.snapshot.payload)
@@ -332,7 +347,9 @@ class Simulation:
             node.since_snapshot += len(fresh)
             if node.since_snapshot >= self.scenario.snapshot_every:
                 node.since_snapshot = 0
-                node.raft.create_snapshot(node.raft.applied_offset, _encode_state(node.applied))
+                node.raft.create_snapshot(
+                    node.raft.applied_offset, _encode_state(node.applied)
+                )
         timer = node.raft.timer()
         if timer is not None and (
             node.timer_at is None or timer < node.timer_at or node.timer_at < self.now
@@ -354,7 +371,8 @@ class Simulation:
             self._push(self.now + delay, "deliver", envelope)
 
     def first_commit_after(self, at: float) -> float:
-        """When the first entry committed after virtual time ``at`` was (failover time)."""
+        """When the first entry committed after virtual time ``at`` was (failover
+        time)."""
         return min(t for t in self.commit_times.values() if t > at)
 
     # -- the invariants ---------------------------------------------------------------
@@ -368,11 +386,14 @@ class Simulation:
                 other = self.leaders.setdefault(raft.epoch, raft.node_id)
                 if other != raft.node_id:
                     raise Violation(
-                        f"two leaders in epoch {raft.epoch}: {other} and {raft.node_id}", self.now
+                        f"two leaders in epoch {raft.epoch}: {other} and "
+                        f"{raft.node_id}",
+                        self.now,
                     )
             if raft.high_watermark < node.hw_seen:
                 raise Violation(
-                    f"node {node.node_id}'s high watermark went back from {node.hw_seen} "
+                    f"node {node.node_id}'s high watermark went back from "
+                    f"{node.hw_seen} "
                     f"to {raft.high_watermark}",
                     self.now,
                 )
@@ -396,8 +417,10 @@ class Simulation:
         self.commit_times.setdefault(entry.offset, self.now)
         if known != entry:
             raise Violation(
-                f"offset {entry.offset} committed as epoch {known.epoch} {known.data!r}, but "
-                f"node {node_id} has epoch {entry.epoch} {entry.data!r} there below its "
+                f"offset {entry.offset} committed as epoch {known.epoch} "
+                f"{known.data!r}, but "
+                f"node {node_id} has epoch {entry.epoch} {entry.data!r} there below "
+                "its "
                 f"high watermark",
                 self.now,
             )
@@ -414,23 +437,29 @@ class Simulation:
             known = self.committed.get(offset)
             if known is not None and known.data != data:
                 raise Violation(
-                    f"node {node.node_id} applied {data!r} at {offset}, committed {known.data!r}",
+                    f"node {node.node_id} applied {data!r} at {offset}, committed "
+                    f"{known.data!r}",
                     self.now,
                 )
         offsets = [o for o, _ in node.applied] + [o for o, _ in applied]
         if any(a >= b for a, b in itertools.pairwise(offsets)):
-            raise Violation(f"node {node.node_id} applied entries out of order", self.now)
+            raise Violation(
+                f"node {node.node_id} applied entries out of order", self.now
+            )
 
     def _check_liveness(self) -> None:
         live = [n for n in self.nodes.values() if n.raft is not None]
         leaders = [n.raft for n in live if n.raft and n.raft.state is State.LEADER]
         if not leaders:
-            raise Violation(f"no leader {self.scenario.settle:g}s after the faults ended", self.now)
+            raise Violation(
+                f"no leader {self.scenario.settle:g}s after the faults ended", self.now
+            )
         leader = max(leaders, key=lambda r: r.epoch)
         end = leader.log.end_offset
         if leader.high_watermark < end:
             raise Violation(
-                f"leader {leader.node_id} has committed {leader.high_watermark} of {end} "
+                f"leader {leader.node_id} has committed {leader.high_watermark} of "
+                f"{end} "
                 f"entries {self.scenario.settle:g}s after the faults ended",
                 self.now,
             )
@@ -470,7 +499,9 @@ def shrink(
     while changed:
         changed = False
         for i in range(len(faults)):
-            candidate = attrs.evolve(scenario, faults=tuple(faults[:i] + faults[i + 1 :]))
+            candidate = attrs.evolve(
+                scenario, faults=tuple(faults[:i] + faults[i + 1 :])
+            )
             if fails(candidate):
                 faults = list(candidate.faults)
                 changed = True

@@ -9,7 +9,9 @@ from minikafka.trace import TraceEvent
 from ._events import LogTruncated, SnapshotInstalled, StateChanged, VoteAnswered
 
 
-def format_timeline(records: Sequence[tuple[float, TraceEvent]], *, votes: bool = True) -> str:
+def format_timeline(
+    records: Sequence[tuple[float, TraceEvent]], *, votes: bool = True
+) -> str:
     """A run's elections as lines a reader can follow: state changes, votes (real ones;
     ``votes=False`` leaves them out), truncations and snapshot installs, by time."""
     lines = []
@@ -21,9 +23,8 @@ def format_timeline(records: Sequence[tuple[float, TraceEvent]], *, votes: bool 
                 if event.leaderless_for >= 0
                 else ""
             )
-            text = (
-                f"{event.old} -> {event.new} (epoch {event.epoch}{leader}): {event.reason}{waited}"
-            )
+            change = f"{event.old} -> {event.new} (epoch {event.epoch}{leader})"
+            text = f"{change}: {event.reason}{waited}"
         elif isinstance(event, VoteAnswered) and votes and not event.pre_vote:
             answer = "grants" if event.granted else "refuses"
             text = (

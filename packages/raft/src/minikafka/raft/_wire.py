@@ -52,7 +52,9 @@ class Endpoint(Protocol):
 def _only_partition(topics: Sequence[object], what: str) -> object:
     """The one partition of ``__cluster_metadata`` a quorum message must be about."""
     if len(topics) != 1:
-        raise ValueError(f"{what} names {len(topics)} topics, not just {METADATA_TOPIC}")
+        raise ValueError(
+            f"{what} names {len(topics)} topics, not just {METADATA_TOPIC}"
+        )
     topic = topics[0]
     name = getattr(topic, "topic_name", None)
     partitions: Sequence[object] = getattr(topic, "partitions", ())
@@ -86,8 +88,12 @@ def encode_vote_request(
         last_offset=i64(message.last_offset),
         pre_vote=message.pre_vote,
     )
-    topic = vote_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
-    return vote_req.VoteRequest(cluster_id=cluster_id, voter_id=BrokerId(voter_id), topics=(topic,))
+    topic = vote_req.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
+    return vote_req.VoteRequest(
+        cluster_id=cluster_id, voter_id=BrokerId(voter_id), topics=(topic,)
+    )
 
 
 def decode_vote_request(request: vote_req.VoteRequest) -> VoteRequest:
@@ -106,11 +112,15 @@ def encode_vote_response(message: VoteResponse) -> vote_res.VoteResponse:
         leader_epoch=i32(message.leader_epoch),
         vote_granted=message.vote_granted,
     )
-    topic = vote_res.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = vote_res.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return vote_res.VoteResponse(error_code=ErrorCode.none, topics=(topic,))
 
 
-def decode_vote_response(response: vote_res.VoteResponse, *, pre_vote: bool) -> VoteResponse:
+def decode_vote_response(
+    response: vote_res.VoteResponse, *, pre_vote: bool
+) -> VoteResponse:
     """``pre_vote`` is the request's: Kafka's answer does not repeat it."""
     p = _only_partition(response.topics, "VoteResponse")
     assert isinstance(p, vote_res.PartitionData)
@@ -139,9 +149,12 @@ def encode_begin_quorum_epoch_request(
         leader_id=BrokerId(message.leader_id),
         leader_epoch=i32(message.leader_epoch),
     )
-    topic = bqe_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = bqe_req.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     endpoints = tuple(
-        bqe_req.LeaderEndpoint(name=e.name, host=e.host, port=u16(e.port)) for e in leader_endpoints
+        bqe_req.LeaderEndpoint(name=e.name, host=e.host, port=u16(e.port))
+        for e in leader_endpoints
     )
     return bqe_req.BeginQuorumEpochRequest(
         cluster_id=cluster_id,
@@ -168,7 +181,9 @@ def encode_begin_quorum_epoch_response(
         leader_id=_id(message.leader_id),
         leader_epoch=i32(message.leader_epoch),
     )
-    topic = bqe_res.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = bqe_res.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return bqe_res.BeginQuorumEpochResponse(error_code=ErrorCode.none, topics=(topic,))
 
 
@@ -186,10 +201,15 @@ def decode_begin_quorum_epoch_response(
 
 
 def encode_end_quorum_epoch_request(
-    message: EndQuorumEpochRequest, *, cluster_id: str, leader_endpoints: Sequence[Endpoint]
+    message: EndQuorumEpochRequest,
+    *,
+    cluster_id: str,
+    leader_endpoints: Sequence[Endpoint],
 ) -> eqe_req.EndQuorumEpochRequest:
     candidates = tuple(
-        eqe_req.ReplicaInfo(candidate_id=BrokerId(c), candidate_directory_id=uuid.UUID(int=0))
+        eqe_req.ReplicaInfo(
+            candidate_id=BrokerId(c), candidate_directory_id=uuid.UUID(int=0)
+        )
         for c in message.preferred_successors
     )
     partition = eqe_req.PartitionData(
@@ -198,9 +218,12 @@ def encode_end_quorum_epoch_request(
         leader_epoch=i32(message.leader_epoch),
         preferred_candidates=candidates,
     )
-    topic = eqe_req.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = eqe_req.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     endpoints = tuple(
-        eqe_req.LeaderEndpoint(name=e.name, host=e.host, port=u16(e.port)) for e in leader_endpoints
+        eqe_req.LeaderEndpoint(name=e.name, host=e.host, port=u16(e.port))
+        for e in leader_endpoints
     )
     return eqe_req.EndQuorumEpochRequest(
         cluster_id=cluster_id, topics=(topic,), leader_endpoints=endpoints
@@ -225,7 +248,9 @@ def encode_end_quorum_epoch_response(
         leader_id=_id(message.leader_id),
         leader_epoch=i32(message.leader_epoch),
     )
-    topic = eqe_res.TopicData(topic_name=TopicName(METADATA_TOPIC), partitions=(partition,))
+    topic = eqe_res.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
     return eqe_res.EndQuorumEpochResponse(error_code=ErrorCode.none, topics=(topic,))
 
 
@@ -234,4 +259,6 @@ def decode_end_quorum_epoch_response(
 ) -> EndQuorumEpochResponse:
     p = _only_partition(response.topics, "EndQuorumEpochResponse")
     assert isinstance(p, eqe_res.PartitionData)
-    return EndQuorumEpochResponse(Errors(int(p.error_code)), p.leader_epoch, _optional(p.leader_id))
+    return EndQuorumEpochResponse(
+        Errors(int(p.error_code)), p.leader_epoch, _optional(p.leader_id)
+    )

@@ -45,7 +45,10 @@ class Wire:
             envelope = self.queue.popleft()
             if {envelope.source, envelope.destination} & self.cut:
                 continue
-            self.take(envelope.destination, self.nodes[envelope.destination].receive(envelope, now))
+            self.take(
+                envelope.destination,
+                self.nodes[envelope.destination].receive(envelope, now),
+            )
 
     def tick(self, now: float) -> None:
         for n, node in self.nodes.items():

@@ -19,11 +19,15 @@ from ._fetch_wire import METADATA_TOPIC_ID as METADATA_TOPIC_ID
 from ._fetch_wire import decode_fetch_request as decode_fetch_request
 from ._fetch_wire import decode_fetch_response as decode_fetch_response
 from ._fetch_wire import decode_fetch_snapshot_request as decode_fetch_snapshot_request
-from ._fetch_wire import decode_fetch_snapshot_response as decode_fetch_snapshot_response
+from ._fetch_wire import (
+    decode_fetch_snapshot_response as decode_fetch_snapshot_response,
+)
 from ._fetch_wire import encode_fetch_request as encode_fetch_request
 from ._fetch_wire import encode_fetch_response as encode_fetch_response
 from ._fetch_wire import encode_fetch_snapshot_request as encode_fetch_snapshot_request
-from ._fetch_wire import encode_fetch_snapshot_response as encode_fetch_snapshot_response
+from ._fetch_wire import (
+    encode_fetch_snapshot_response as encode_fetch_snapshot_response,
+)
 from ._messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -33,14 +37,22 @@ from ._messages import (
     Request,
     VoteRequest,
 )
-from ._wire import decode_begin_quorum_epoch_request as decode_begin_quorum_epoch_request
-from ._wire import decode_begin_quorum_epoch_response as decode_begin_quorum_epoch_response
+from ._wire import (
+    decode_begin_quorum_epoch_request as decode_begin_quorum_epoch_request,
+)
+from ._wire import (
+    decode_begin_quorum_epoch_response as decode_begin_quorum_epoch_response,
+)
 from ._wire import decode_end_quorum_epoch_request as decode_end_quorum_epoch_request
 from ._wire import decode_end_quorum_epoch_response as decode_end_quorum_epoch_response
 from ._wire import decode_vote_request as decode_vote_request
 from ._wire import decode_vote_response as decode_vote_response
-from ._wire import encode_begin_quorum_epoch_request as encode_begin_quorum_epoch_request
-from ._wire import encode_begin_quorum_epoch_response as encode_begin_quorum_epoch_response
+from ._wire import (
+    encode_begin_quorum_epoch_request as encode_begin_quorum_epoch_request,
+)
+from ._wire import (
+    encode_begin_quorum_epoch_response as encode_begin_quorum_epoch_response,
+)
 from ._wire import encode_end_quorum_epoch_request as encode_end_quorum_epoch_request
 from ._wire import encode_end_quorum_epoch_response as encode_end_quorum_epoch_response
 from ._wire import encode_vote_request as encode_vote_request
@@ -89,4 +101,6 @@ def decode_response(request: Message, response: object) -> Message:
             return decode_fetch_response(response, request.fetch_offset)
         case FetchSnapshotRequest(), snap_res.FetchSnapshotResponse():
             return decode_fetch_snapshot_response(response)
-    raise ValueError(f"{type(response).__name__} does not answer {type(request).__name__}")
+    raise ValueError(
+        f"{type(response).__name__} does not answer {type(request).__name__}"
+    )

@@ -53,15 +53,20 @@ def yes_no(answer: Response | None) -> str:
 def run(data: Path) -> None:
     clock = ManualClock()  # the logs' clock (record timestamps, segment ages)
     settings = TopicSettings(LogConfig(), min_insync_replicas=2)
-    manager = ReplicaManager(1, LogManager.startup([data], clock=clock), lambda _: settings)
+    manager = ReplicaManager(
+        1, LogManager.startup([data], clock=clock), lambda _: settings
+    )
     lead = {TP: (TOPIC_ID, PartitionState(1, 0, 0, replicas=(1, 2, 3), isr=(1, 2, 3)))}
-    manager.become_leader_or_follower(lead, {}, now=0.0)  # nothing waits yet: no answers
+    # nothing waits yet: no answers
+    manager.become_leader_or_follower(lead, {}, now=0.0)
     partition = manager.get_partition(TP)
     assert partition is not None
     log = partition.log
 
     def show(t: float, what: str) -> None:
-        leos = {b: r.log_end_offset for b, r in sorted(partition.remote_replicas.items())}
+        leos = {
+            b: r.log_end_offset for b, r in sorted(partition.remote_replicas.items())
+        }
         print(
             f"  t={t:.1f}  {what:<36} LEO={log.log_end_offset} followers={leos} "
             f"HW={log.high_watermark}"
@@ -80,9 +85,13 @@ def run(data: Path) -> None:
         return request
 
     def follower_fetch(t: float, broker: int, offset: int) -> None:
-        params = FetchParams(replica_id=broker, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20)
+        params = FetchParams(
+            replica_id=broker, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20
+        )
         fetch = [FetchPartition(TP, offset, 1 << 20)]
-        answers.update((r.request_id, r) for r in manager.fetch_messages(params, fetch, 0, t))
+        answers.update(
+            (r.request_id, r) for r in manager.fetch_messages(params, fetch, 0, t)
+        )
         show(t, f"broker {broker} fetches from offset {offset}")
 
     print(
@@ -90,7 +99,9 @@ def run(data: Path) -> None:
         f"min.insync.replicas=2; logs in {data}"
     )
 
-    print("\n1. A producer sends 3 records with acks=all (followers at -1: not fetched yet)")
+    print(
+        "\n1. A producer sends 3 records with acks=all (followers at -1: not fetched yet)"
+    )
     produced = produce(0.0, Acks.ALL, [b"a", b"b", b"c"])
     show(0.0, "appended on the leader")
     print(
@@ -106,14 +117,19 @@ def run(data: Path) -> None:
     produce_answer = answers[produced]
     assert isinstance(produce_answer, ProduceResponse)
     answer = produce_answer.results[TP]
-    print(f"  answered: {answer.error_code.name.upper()} at base offset {answer.base_offset}")
+    print(
+        f"  answered: {answer.error_code.name.upper()} at base offset {answer.base_offset}"
+    )
 
     print("\n3. A consumer long-polls from offset 3: min_bytes=200, max_wait=5000 ms")
     fetched = next(numbers)
-    params = FetchParams(replica_id=-1, max_wait_ms=5000, min_bytes=200, max_bytes=1 << 20)
+    params = FetchParams(
+        replica_id=-1, max_wait_ms=5000, min_bytes=200, max_bytes=1 << 20
+    )
     long_poll = [FetchPartition(TP, 3, 1 << 20)]
     answers.update(
-        (r.request_id, r) for r in manager.fetch_messages(params, long_poll, fetched, now=1.0)
+        (r.request_id, r)
+        for r in manager.fetch_messages(params, long_poll, fetched, now=1.0)
     )
     print(
         f"  answered: {yes_no(answers.get(fetched))}; waiting in the fetch purgatory: "
@@ -121,7 +137,9 @@ def run(data: Path) -> None:
     )
     produce(1.1, Acks.LEADER, [b"d"])
     show(1.1, "1 small record, acks=1")
-    print(f"  answered: {yes_no(answers.get(fetched))} (the record is not below the HW yet)")
+    print(
+        f"  answered: {yes_no(answers.get(fetched))} (the record is not below the HW yet)"
+    )
     follower_fetch(1.2, 2, 4)
     follower_fetch(1.2, 3, 4)
     print(
@@ -141,21 +159,30 @@ def run(data: Path) -> None:
 
     print("\n4. The controller shrinks the ISR to [1]; min.insync.replicas is 2")
     shrunk = PartitionState(1, 0, 1, replicas=(1, 2, 3), isr=(1,))
-    manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)  # none either
+    # none either
+    manager.become_leader_or_follower({TP: (TOPIC_ID, shrunk)}, {}, now=2.0)
     for acks in (Acks.ALL, Acks.LEADER):
         late = answers[produce(2.0, acks, [b"late"])]
         assert isinstance(late, ProduceResponse)
         result_p = late.results[TP]
         print(
             f"  acks={acks:>2}: {result_p.error_code.name.upper()}"
-            + (f" at offset {result_p.base_offset}" if result_p.base_offset >= 0 else "")
+            + (
+                f" at offset {result_p.base_offset}"
+                if result_p.base_offset >= 0
+                else ""
+            )
         )
     manager.log_manager.shutdown()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minikafka.replication", description=__doc__)
-    parser.add_argument("--dir", type=Path, help="where the logs go (default: a temp dir)")
+    parser = argparse.ArgumentParser(
+        prog="python -m minikafka.replication", description=__doc__
+    )
+    parser.add_argument(
+        "--dir", type=Path, help="where the logs go (default: a temp dir)"
+    )
     args = parser.parse_args(argv)
     if args.dir is not None:
         if args.dir.exists() and any(args.dir.iterdir()):

@@ -48,7 +48,9 @@ class DelayedProduce(DelayedOperation):
     KIND: ClassVar[str] = "produce"
     request_id: int
     results: dict[TopicPartition, ProducePartitionResult]
-    required_offsets: dict[TopicPartition, int]  # partitions still waiting -> last offset + 1
+    required_offsets: dict[
+        TopicPartition, int
+    ]  # partitions still waiting -> last offset + 1
     partitions: Callable[[TopicPartition], Partition | None]
     created: float = attrs.field(default=0.0, kw_only=True)
     """When it was parked, on the shell's clock (for the trace)."""
@@ -116,15 +118,21 @@ class DelayedFetch(DelayedOperation):
             if partition is None or not partition.is_leader or partition.offline_reason:
                 return self.force_complete()  # the answer is now an error: give it
             if 0 <= fetch.current_leader_epoch != partition.leader_epoch:
-                return self.force_complete()  # KIP-320: the fetcher's epoch is out of date
+                # KIP-320: the fetcher's epoch is out of date
+                return self.force_complete()
             log = partition.log
-            end_offset = log.log_end_offset if self.params.is_from_follower else log.high_watermark
+            end_offset = (
+                log.log_end_offset
+                if self.params.is_from_follower
+                else log.high_watermark
+            )
             if end_offset == start.offset:
                 continue
             end = log.offset_metadata(end_offset)
             if end.segment_base_offset != start.segment_base_offset:
-                # Either the data runs into a newer segment (there is at least a batch to
-                # send) or the log was truncated onto an older one: answer either way.
+                # Either the data runs into a newer segment (there is at least a batch
+                # to send) or the log was truncated onto an older one: answer either
+                # way.
                 return self.force_complete()
             if start.offset < end_offset:
                 available = end.relative_position - start.relative_position
@@ -162,7 +170,9 @@ class DelayedOperations:
     fetch: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
         init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
     )
-    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(init=False, factory=list)
+    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(
+        init=False, factory=list
+    )
 
     def check(self, tp: TopicPartition) -> None:
         """Something behind ``tp`` changed: let the operations watching it check again."""

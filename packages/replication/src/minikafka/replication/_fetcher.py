@@ -92,7 +92,9 @@ class FetchedPartition:
     records: bytes = b""
 
     @classmethod
-    def of(cls, fetch: FetchPartition, result: FetchPartitionResult) -> FetchedPartition:
+    def of(
+        cls, fetch: FetchPartition, result: FetchPartitionResult
+    ) -> FetchedPartition:
         """The leader's own answer (records as a file slice) as a follower receives it."""
         records = result.records.read_bytes() if result.records is not None else b""
         return cls(
@@ -171,7 +173,9 @@ class ReplicaFetcher:
         return truncated
 
     @staticmethod
-    def _truncation_offset(partition: Partition, answer: EpochAnswer) -> tuple[int, bool]:
+    def _truncation_offset(
+        partition: Partition, answer: EpochAnswer
+    ) -> tuple[int, bool]:
         """Kafka's ``getOffsetTruncationState``: where to truncate, and whether that is
         the end of truncating."""
         log = partition.log
@@ -194,7 +198,9 @@ class ReplicaFetcher:
     def fetch_request(self, now: float) -> list[FetchPartition]:
         """The partitions to fetch now, each from its log end, naming the leader epoch."""
         return [
-            FetchPartition(tp, state.fetch_offset, self.fetch_max_bytes, state.current_leader_epoch)
+            FetchPartition(
+                tp, state.fetch_offset, self.fetch_max_bytes, state.current_leader_epoch
+            )
             for tp, state in self.states.items()
             if not state.truncating and state.delayed_until <= now
         ]

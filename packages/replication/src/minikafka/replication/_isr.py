@@ -28,13 +28,17 @@ class ReplicaState:
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time: float = 0.0
 
-    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now: float) -> None:
+    def update_fetch_state(
+        self, fetch_offset: int, leader_log_end_offset: int, now: float
+    ) -> None:
         """Kafka's ``Replica.updateFetchStateOrThrow``: the follower has all below
         ``fetch_offset``; when was it last caught up?"""
         if fetch_offset >= leader_log_end_offset:
             self.last_caught_up_time = max(self.last_caught_up_time, now)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
-            self.last_caught_up_time = max(self.last_caught_up_time, self.last_fetch_time)
+            self.last_caught_up_time = max(
+                self.last_caught_up_time, self.last_fetch_time
+            )
         self.log_end_offset = fetch_offset
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_time = now

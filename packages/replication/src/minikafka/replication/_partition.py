@@ -99,7 +99,8 @@ class Partition:
     replicas: tuple[int, ...] = ()
     isr: frozenset[int] = frozenset()
     remote_replicas: dict[int, ReplicaState] = attrs.field(factory=dict)
-    leader_epoch_start_offset: int | None = None  # the log end when this leadership began
+    # the log end when this leadership began
+    leader_epoch_start_offset: int | None = None
     pending_isr_change: PendingIsrChange | None = None
     offline_reason: str | None = None
     """Why the log is offline (its dir failed a write or fsync); None while it is usable.
@@ -130,7 +131,9 @@ class Partition:
                 if b != self.local_broker_id
             }
             # KIP-101: the new epoch starts at the leader's log end offset.
-            self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+            self.log.leader_epoch_cache.assign(
+                self.leader_epoch, self.log.log_end_offset
+            )
             self.leader_epoch_start_offset = self.log.log_end_offset
             if self.tracer.enabled:
                 tp = self.topic_partition
@@ -169,12 +172,18 @@ class Partition:
         """Follow ``state.leader``; False if ``state`` is older than what we have."""
         if self._is_stale(state):
             return False
-        new_epoch = state.leader_epoch != self.leader_epoch or state.leader != self.leader_id
+        new_epoch = (
+            state.leader_epoch != self.leader_epoch or state.leader != self.leader_id
+        )
         self._update_assignment(state)
         if new_epoch and self.tracer.enabled:
             tp = self.topic_partition
             event = BecameFollower(
-                tp.topic, tp.partition, self.leader_id, self.leader_epoch, self.partition_epoch
+                tp.topic,
+                tp.partition,
+                self.leader_id,
+                self.leader_epoch,
+                self.partition_epoch,
             )
             self.tracer.emit(event)
         self.remote_replicas = {}
@@ -209,14 +218,16 @@ class Partition:
         if not self.is_leader:
             raise ReplicationError(
                 ErrorCode.not_leader_or_follower,
-                f"broker {self.local_broker_id} is not the leader of {self.topic_partition}",
+                f"broker {self.local_broker_id} is not the leader of "
+                f"{self.topic_partition}",
             )
         # Checked before the append: with too few in-sync replicas an acks=all write
         # could not reach the promised number of copies, so it is refused outright.
         if required_acks == Acks.ALL and len(self.isr) < self.min_insync_replicas:
             raise ReplicationError(
                 ErrorCode.not_enough_replicas,
-                f"the ISR of {self.topic_partition} has {len(self.isr)} replica(s), below "
+                f"the ISR of {self.topic_partition} has {len(self.isr)} replica(s), "
+                "below "
                 f"min.insync.replicas={self.min_insync_replicas}",
             )
         info = self.log.append_as_leader(records, self.leader_epoch)
@@ -242,11 +253,15 @@ class Partition:
             tp = self.topic_partition
             hw = self.log.high_watermark
             self.tracer.emit(
-                HighWatermarkAdvanced(tp.topic, tp.partition, previous, hw, self.leader_epoch)
+                HighWatermarkAdvanced(
+                    tp.topic, tp.partition, previous, hw, self.leader_epoch
+                )
             )
         return True
 
-    def update_follower_fetch_state(self, broker_id: int, fetch_offset: int, now: float) -> bool:
+    def update_follower_fetch_state(
+        self, broker_id: int, fetch_offset: int, now: float
+    ) -> bool:
         """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved."""
         replica = self.remote_replicas.get(broker_id)
         if replica is None:
@@ -302,7 +317,8 @@ class Partition:
         if self.tracer.enabled:
             leaving = tuple(sorted(out_of_sync))
             lags = tuple(
-                (now - self.remote_replicas[b].last_caught_up_time) * 1000 for b in leaving
+                (now - self.remote_replicas[b].last_caught_up_time) * 1000
+                for b in leaving
             )
             self._trace_proposal("shrink", leaving, lags)
         return True
@@ -383,7 +399,9 @@ class Partition:
         if self.pending_isr_change is None:
             return False
         self.pending_isr_change = None
-        fresh = leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch
+        fresh = (
+            leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch
+        )
         if error_code is ErrorCode.none and fresh:
             previous = self.isr
             self.isr = frozenset(isr)
@@ -402,7 +420,9 @@ class Partition:
                 )
         return self.maybe_increment_leader_hw()
 
-    def check_enough_replicas_reach_offset(self, required_offset: int) -> ErrorCode | None:
+    def check_enough_replicas_reach_offset(
+        self, required_offset: int
+    ) -> ErrorCode | None:
         """For DelayedProduce: the answer once the HW reaches ``required_offset``, else None."""
         if self.offline_reason is not None:
             # The records may never reach the disk: the producer must not wait for a
@@ -448,7 +468,12 @@ class Partition:
             tp = self.topic_partition
             self.tracer.emit(
                 FollowerTruncated(
-                    tp.topic, tp.partition, self.leader_id, self.leader_epoch, end, offset
+                    tp.topic,
+                    tp.partition,
+                    self.leader_id,
+                    self.leader_epoch,
+                    end,
+                    offset,
                 )
             )
         return truncated
@@ -463,7 +488,12 @@ class Partition:
             tp = self.topic_partition
             self.tracer.emit(
                 FollowerTruncated(
-                    tp.topic, tp.partition, self.leader_id, self.leader_epoch, end, offset
+                    tp.topic,
+                    tp.partition,
+                    self.leader_id,
+                    self.leader_epoch,
+                    end,
+                    offset,
                 )
             )
 
@@ -474,7 +504,9 @@ class Partition:
         at most ``leader_epoch`` this log knows, and where it ends. The asker names the
         leader epoch it believes current, checked as in KIP-320."""
         self._check_leader_epoch(current_leader_epoch)
-        return self.log.leader_epoch_cache.end_offset_for(leader_epoch, self.log.log_end_offset)
+        return self.log.leader_epoch_cache.end_offset_for(
+            leader_epoch, self.log.log_end_offset
+        )
 
     # --- the read path --------------------------------------------------------------------
 
@@ -487,11 +519,12 @@ class Partition:
         min_one_message: bool,
         current_leader_epoch: int = -1,
     ) -> LogReadResult:
-        """Batches from ``fetch_offset``: consumers up to the HW, followers to the LEO."""
+        """Batches from ``fetch_offset``: consumers up to the HW, followers to the
+        LEO."""
         self._check_leader_epoch(current_leader_epoch)
         log = self.log
-        # Snapshot the offsets before reading, as Kafka does: the response must not claim
-        # a HW beyond the data it carries.
+        # Snapshot the offsets before reading, as Kafka does: the response must not
+        # claim a HW beyond the data it carries.
         high_watermark = log.high_watermark
         info = log.read(
             fetch_offset,
@@ -511,20 +544,24 @@ class Partition:
     def fetch_offset_for_timestamp(
         self, timestamp: int, current_leader_epoch: int = -1
     ) -> TimestampAndOffset | None:
-        """ListOffsets for a consumer: earliest, latest (the HW) or the first at a time."""
+        """ListOffsets for a consumer: earliest, latest (the HW) or the first at a
+        time."""
         self._check_leader_epoch(current_leader_epoch)
         log = self.log
         hw = log.high_watermark
-        # KIP-207: a new leader learns the HW from its followers' fetches, so until the HW
-        # reaches the start of its epoch, "latest" could be lower than what the previous
-        # leader already answered. Kafka answers OFFSET_NOT_AVAILABLE (retriable) then.
+        # KIP-207: a new leader learns the HW from its followers' fetches, so until the
+        # HW reaches the start of its epoch, "latest" could be lower than what the
+        # previous leader already answered. Kafka answers OFFSET_NOT_AVAILABLE
+        # (retriable) then.
         start = self.leader_epoch_start_offset
         lagging = start is not None and start > hw
         if timestamp == LATEST_TIMESTAMP:
             if lagging:
                 raise self._offset_not_available(hw)
             # A consumer may not see past the HW, so "latest" is the HW, not the LEO.
-            return TimestampAndOffset(-1, hw, log.leader_epoch_cache.epoch_for_offset(hw))
+            return TimestampAndOffset(
+                -1, hw, log.leader_epoch_cache.epoch_for_offset(hw)
+            )
         found = log.fetch_offset_by_timestamp(timestamp)
         if timestamp == EARLIEST_TIMESTAMP:
             return found

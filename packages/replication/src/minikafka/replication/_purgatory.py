@@ -148,7 +148,10 @@ class DelayedOperationPurgatory(Generic[Op]):
         # Operations completed through one key stay in the lists of their other keys
         # until someone checks those keys; sweep them when the lists grow (Kafka's
         # purgeInterval does the same).
-        if sum(len(ops) for ops in self._watchers.values()) <= 2 * len(self._deadlines) + 64:
+        if (
+            sum(len(ops) for ops in self._watchers.values())
+            <= 2 * len(self._deadlines) + 64
+        ):
             return
         for key in list(self._watchers):
             alive = [op for op in self._watchers[key] if not op.completed]

@@ -94,7 +94,9 @@ class ReplicaManager:
     partitions: dict[TopicPartition, Partition] = attrs.field(init=False, factory=dict)
     delayed: DelayedOperations = attrs.field(init=False)
     _shutting_down: bool = attrs.field(init=False, default=False)
-    offline_partitions: dict[TopicPartition, str] = attrs.field(init=False, factory=dict)
+    offline_partitions: dict[TopicPartition, str] = attrs.field(
+        init=False, factory=dict
+    )
     _proposing: set[TopicPartition] = attrs.field(init=False, factory=set)
     """Partitions with an ISR proposal not handed out yet: what :meth:`take_isr_changes`
     looks at, so a follower's fetch never costs a scan of every partition."""
@@ -136,7 +138,10 @@ class ReplicaManager:
                 partition = self._get_or_create_partition(tp, topic_id)
                 if partition.make_leader(state, now):
                     _logger.info(
-                        "leading %s at leader epoch %d, ISR %s", tp, state.leader_epoch, state.isr
+                        "leading %s at leader epoch %d, ISR %s",
+                        tp,
+                        state.leader_epoch,
+                        state.isr,
                     )
             except OSError as exc:
                 # Creating the log or writing its leader-epoch checkpoint failed (a full
@@ -183,7 +188,9 @@ class ReplicaManager:
             self.log_manager.delete_log(tp)
         return stray
 
-    def _get_or_create_partition(self, tp: TopicPartition, topic_id: uuid.UUID) -> Partition:
+    def _get_or_create_partition(
+        self, tp: TopicPartition, topic_id: uuid.UUID
+    ) -> Partition:
         partition = self.partitions.get(tp)
         settings = self.topic_settings(tp.topic)
         if partition is None or partition.topic_id != topic_id:
@@ -198,7 +205,10 @@ class ReplicaManager:
 
     def _remove_partition(self, tp: TopicPartition) -> None:
         self.offline_partitions.pop(tp, None)
-        if self.partitions.pop(tp, None) is None and self.log_manager.get_log(tp) is None:
+        if (
+            self.partitions.pop(tp, None) is None
+            and self.log_manager.get_log(tp) is None
+        ):
             return
         try:
             self.log_manager.delete_log(tp)
@@ -230,23 +240,33 @@ class ReplicaManager:
         waiting: dict[TopicPartition, int] = {}
         for tp, records in entries.items():
             partition = self.partitions.get(tp)
+            # aside: no replica of this partition here
             if partition is None:
                 results[tp] = self._missing_partition_result(tp)
                 continue
             try:
                 info = partition.append_records_to_leader(records, required_acks)
+            # aside: not the leader, or the ISR too small for acks=all
             except ReplicationError as exc:
-                results[tp] = ProducePartitionResult(exc.error_code, error_message=str(exc))
-                continue
-            except OSError as exc:
                 results[tp] = ProducePartitionResult(
-                    ErrorCode.kafka_storage_error, error_message=self._storage_failed(tp, exc)
+                    exc.error_code, error_message=str(exc)
                 )
                 continue
+            # aside: the disk failed
+            except OSError as exc:
+                results[tp] = ProducePartitionResult(
+                    ErrorCode.kafka_storage_error,
+                    error_message=self._storage_failed(tp, exc),
+                )
+                continue
+            # aside: records the log refuses
             except InvalidRecordError as exc:
-                # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE...:
-                # nothing of this partition's data was appended.
-                results[tp] = ProducePartitionResult(exc.error_code, error_message=str(exc))
+                # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
+                # OUT_OF_ORDER_SEQUENCE...: nothing of this partition's data was
+                # appended.
+                results[tp] = ProducePartitionResult(
+                    exc.error_code, error_message=str(exc)
+                )
                 continue
             results[tp] = ProducePartitionResult(
                 ErrorCode.none,
@@ -259,7 +279,12 @@ class ReplicaManager:
         if required_acks != Acks.ALL or not waiting:
             return self.delayed.answers(now, ProduceResponse(request_id, results))
         operation = DelayedProduce(
-            now + timeout_ms / 1000, request_id, results, waiting, self.partitions.get, created=now
+            now + timeout_ms / 1000,
+            request_id,
+            results,
+            waiting,
+            self.partitions.get,
+            created=now,
         )
         if self.produce_purgatory.try_complete_else_watch(operation, waiting):
             return self.delayed.answers(now, operation.response)
@@ -285,14 +310,26 @@ class ReplicaManager:
             # end or from a fenced epoch must not count toward the HW (Kafka updates the
             # follower's state from the read's result, after the read).
             results = [
-                (fetch, self._update_follower_fetch_state(params.replica_id, fetch, result, now))
+                (
+                    fetch,
+                    self._update_follower_fetch_state(
+                        params.replica_id, fetch, result, now
+                    ),
+                )
                 for fetch, result in results
             ]
         total = sum(result.size for _, result in results)
         errors = any(result.error_code is not ErrorCode.none for _, result in results)
-        if params.max_wait_ms <= 0 or not fetches or total >= params.min_bytes or errors:
+        if (
+            params.max_wait_ms <= 0
+            or not fetches
+            or total >= params.min_bytes
+            or errors
+        ):
             return self.delayed.answers(now, FetchResponse(request_id, results))
-        positions = [(fetch, self._fetch_position(fetch, result)) for fetch, result in results]
+        positions = [
+            (fetch, self._fetch_position(fetch, result)) for fetch, result in results
+        ]
         operation = DelayedFetch(
             now + params.max_wait_ms / 1000,
             request_id,
@@ -310,7 +347,8 @@ class ReplicaManager:
     def read_from_local_log(
         self, params: FetchParams, fetches: list[FetchPartition]
     ) -> list[tuple[FetchPartition, FetchPartitionResult]]:
-        """Read in request order within ``max_bytes`` overall (Kafka's readFromLocalLog).
+        """Read in request order within ``max_bytes`` overall (Kafka's
+        readFromLocalLog).
 
         The first partition that has data is read even if its first batch is larger than
         the limits (``min_one_message``), so a consumer never gets stuck behind a batch
@@ -320,7 +358,9 @@ class ReplicaManager:
         min_one_message = True
         results: list[tuple[FetchPartition, FetchPartitionResult]] = []
         for fetch in fetches:
-            result = self._read(params, fetch, min(fetch.max_bytes, limit), min_one_message)
+            result = self._read(
+                params, fetch, min(fetch.max_bytes, limit), min_one_message
+            )
             if result.size > 0:
                 min_one_message = False
             limit = max(0, limit - result.size)
@@ -328,12 +368,18 @@ class ReplicaManager:
         return results
 
     def _read(
-        self, params: FetchParams, fetch: FetchPartition, max_bytes: int, min_one_message: bool
+        self,
+        params: FetchParams,
+        fetch: FetchPartition,
+        max_bytes: int,
+        min_one_message: bool,
     ) -> FetchPartitionResult:
         partition = self.partitions.get(fetch.topic_partition)
         if partition is None:
             missing = self._missing_partition_result(fetch.topic_partition)
-            return FetchPartitionResult(missing.error_code, error_message=missing.error_message)
+            return FetchPartitionResult(
+                missing.error_code, error_message=missing.error_message
+            )
         if (
             params.is_from_follower
             and partition.is_leader
@@ -354,9 +400,13 @@ class ReplicaManager:
             )
         except ReplicationError as exc:
             return FetchPartitionResult(exc.error_code, error_message=str(exc))
-        except OSError as exc:  # a read the disk refused (EIO): Kafka takes the dir offline
+        except (
+            OSError
+        ) as exc:  # a read the disk refused (EIO): Kafka takes the dir offline
             message = self._storage_failed(fetch.topic_partition, exc)
-            return FetchPartitionResult(ErrorCode.kafka_storage_error, error_message=message)
+            return FetchPartitionResult(
+                ErrorCode.kafka_storage_error, error_message=message
+            )
         except OffsetOutOfRangeError as exc:
             log = partition.log
             return FetchPartitionResult(
@@ -383,12 +433,18 @@ class ReplicaManager:
         return partition.log.offset_metadata(fetch.fetch_offset)
 
     def _update_follower_fetch_state(
-        self, replica_id: int, fetch: FetchPartition, result: FetchPartitionResult, now: float
+        self,
+        replica_id: int,
+        fetch: FetchPartition,
+        result: FetchPartitionResult,
+        now: float,
     ) -> FetchPartitionResult:
         partition = self.partitions.get(fetch.topic_partition)
         if partition is None or result.error_code is not ErrorCode.none:
             return result
-        moved = partition.update_follower_fetch_state(replica_id, fetch.fetch_offset, now)
+        moved = partition.update_follower_fetch_state(
+            replica_id, fetch.fetch_offset, now
+        )
         if partition.has_unsent_isr_change:
             self._proposing.add(fetch.topic_partition)  # it caught up: proposed back
         if not moved:
@@ -404,7 +460,8 @@ class ReplicaManager:
         reason = self.offline_partitions.get(tp)
         if reason is not None:
             return ProducePartitionResult(
-                ErrorCode.kafka_storage_error, error_message=f"{tp} is offline: {reason}"
+                ErrorCode.kafka_storage_error,
+                error_message=f"{tp} is offline: {reason}",
             )
         return ProducePartitionResult(
             ErrorCode.unknown_topic_or_partition,
@@ -454,13 +511,18 @@ class ReplicaManager:
     def _dir_failed(self, log_dir: Path) -> None:
         reason = f"log dir {log_dir} is offline: {self.log_manager.offline_dirs.get(log_dir)}"
         for tp, partition in self.partitions.items():
-            if self.log_manager.log_dir_of(tp) == log_dir and partition.offline_reason is None:
+            if (
+                self.log_manager.log_dir_of(tp) == log_dir
+                and partition.offline_reason is None
+            ):
                 partition.mark_offline(reason)
                 self._partition_changed(tp)
 
     # --- OffsetsForLeaderEpoch (KIP-101, KIP-279) ----------------------------------------
 
-    def last_offsets_for_leader_epochs(self, requests: Iterable[EpochRequest]) -> list[EpochAnswer]:
+    def last_offsets_for_leader_epochs(
+        self, requests: Iterable[EpochRequest]
+    ) -> list[EpochAnswer]:
         """What this leader answers a follower's OffsetsForLeaderEpoch, per partition:
         where the asked epoch ends here, or why it cannot say (Kafka's
         ``ReplicaManager.lastOffsetForLeaderEpoch``)."""
@@ -488,7 +550,9 @@ class ReplicaManager:
         ``max_lag`` seconds (Kafka's isr-expiration task; the shell runs it every
         ``replica.lag.time.max.ms`` / 2). The proposals wait in :meth:`take_isr_changes`."""
         for tp, partition in self.partitions.items():
-            if partition.offline_reason is None and partition.maybe_shrink_isr(now, max_lag):
+            if partition.offline_reason is None and partition.maybe_shrink_isr(
+                now, max_lag
+            ):
                 self._proposing.add(tp)
 
     @property
@@ -501,7 +565,9 @@ class ReplicaManager:
         followers' fetches), each handed out once."""
         proposing, self._proposing = self._proposing, set()
         proposals = (
-            self.partitions[tp].take_isr_change() for tp in proposing if tp in self.partitions
+            self.partitions[tp].take_isr_change()
+            for tp in proposing
+            if tp in self.partitions
         )
         return [proposal for proposal in proposals if proposal is not None]
 
@@ -513,7 +579,10 @@ class ReplicaManager:
         for answer in answers:
             partition = self.partitions.get(answer.topic_partition)
             if partition is not None and partition.on_isr_change_answer(
-                answer.error_code, answer.isr, answer.leader_epoch, answer.partition_epoch
+                answer.error_code,
+                answer.isr,
+                answer.leader_epoch,
+                answer.partition_epoch,
             ):
                 self._partition_changed(answer.topic_partition)
         return self._parked(now)

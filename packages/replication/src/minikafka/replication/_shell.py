@@ -42,7 +42,9 @@ from ._results import FetchParams, FetchPartition, Response
 
 _logger = logging.getLogger(__name__)
 
-AlterPartitionSender = Callable[[list[IsrChangeProposal]], Awaitable[list[IsrChangeAnswer]]]
+AlterPartitionSender = Callable[
+    [list[IsrChangeProposal]], Awaitable[list[IsrChangeAnswer]]
+]
 """Sends proposals to the controller (AlterPartition) and returns its answers."""
 
 
@@ -90,11 +92,14 @@ class ReplicaManagerService:
         entries: Mapping[TopicPartition, bytearray],
         respond: ProduceCallback,
     ) -> None:
-        """Append; ``respond`` is called with the per-partition results, now or later."""
+        """Append; ``respond`` is called with the per-partition results, now or
+        later."""
         request_id = self.callbacks.produce(respond)
         now = trio.current_time()
         self._carry_out(
-            self.core.append_records(timeout_ms, required_acks, entries, request_id, now)
+            self.core.append_records(
+                timeout_ms, required_acks, entries, request_id, now
+            )
         )
 
     def fetch_messages(
@@ -107,7 +112,9 @@ class ReplicaManagerService:
         if self.core.has_isr_changes:
             self._isr_changes.set()  # a follower caught up and is proposed back
 
-    def last_offsets_for_leader_epochs(self, requests: Iterable[EpochRequest]) -> list[EpochAnswer]:
+    def last_offsets_for_leader_epochs(
+        self, requests: Iterable[EpochRequest]
+    ) -> list[EpochAnswer]:
         """OffsetsForLeaderEpoch: where each asked epoch ends in this leader's log."""
         return self.core.last_offsets_for_leader_epochs(requests)
 
@@ -128,7 +135,9 @@ class ReplicaManagerService:
 
     # --- the tasks --------------------------------------------------------------------------
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """The expiry of parked requests and the HW checkpoint, until cancelled."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._expire_at_deadlines)
@@ -161,7 +170,9 @@ class ReplicaManagerService:
                     IsrChangeAnswer(p.topic_partition, ErrorCode.request_timed_out)
                     for p in proposals
                 ]
-            self._carry_out(self.core.on_isr_change_answers(answers, trio.current_time()))
+            self._carry_out(
+                self.core.on_isr_change_answers(answers, trio.current_time())
+            )
 
     async def _expire_at_deadlines(self) -> None:
         while True:

@@ -23,7 +23,12 @@ from minikafka.trace import NullTracer, Tracer
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._partition import Partition, PartitionState
 from ._replica_manager import ReplicaManager, TopicSettings
-from ._results import FetchParams, FetchPartition, FetchPartitionResult, ProducePartitionResult
+from ._results import (
+    FetchParams,
+    FetchPartition,
+    FetchPartitionResult,
+    ProducePartitionResult,
+)
 
 if TYPE_CHECKING:
     from ._shell import ReplicaManagerService
@@ -100,7 +105,9 @@ def replica_manager_core(
     """A ReplicaManager core over a LogManager started on ``dir`` (no partition yet)."""
     logs = LogManager.startup([dir], clock=clock or ManualClock())
     table = settings or SettingsTable(TopicSettings(LogConfig(), min_insync_replicas))
-    return ReplicaManager(broker_id, logs, table, tracer=tracer or NullTracer(broker_id))
+    return ReplicaManager(
+        broker_id, logs, table, tracer=tracer or NullTracer(broker_id)
+    )
 
 
 @attrs.define(eq=False)
@@ -133,7 +140,9 @@ class ManualShell:
     ) -> None:
         request_id = self.callbacks.produce(respond)
         self.callbacks.deliver(
-            self.core.append_records(timeout_ms, required_acks, entries, request_id, now)
+            self.core.append_records(
+                timeout_ms, required_acks, entries, request_id, now
+            )
         )
 
     def fetch_messages(
@@ -144,7 +153,9 @@ class ManualShell:
         now: float,
     ) -> None:
         request_id = self.callbacks.fetch(respond)
-        self.callbacks.deliver(self.core.fetch_messages(params, fetches, request_id, now))
+        self.callbacks.deliver(
+            self.core.fetch_messages(params, fetches, request_id, now)
+        )
 
     def become_leader_or_follower(
         self,
@@ -152,9 +163,13 @@ class ManualShell:
         followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
         now: float,
     ) -> None:
-        self.callbacks.deliver(self.core.become_leader_or_follower(leaders, followers, now))
+        self.callbacks.deliver(
+            self.core.become_leader_or_follower(leaders, followers, now)
+        )
 
-    def stop_replicas(self, topic_partitions: Iterable[TopicPartition], now: float = 0.0) -> None:
+    def stop_replicas(
+        self, topic_partitions: Iterable[TopicPartition], now: float = 0.0
+    ) -> None:
         self.callbacks.deliver(self.core.stop_replicas(topic_partitions, now))
 
     def on_timer(self, now: float) -> int:
@@ -211,7 +226,9 @@ def lead(
         leader_epoch=leader_epoch,
         partition_epoch=partition_epoch,
     )
-    manager.callbacks.deliver(core.become_leader_or_follower({tp: (topic_id, state)}, {}, now))
+    manager.callbacks.deliver(
+        core.become_leader_or_follower({tp: (topic_id, state)}, {}, now)
+    )
     partition = core.get_partition(tp)
     assert partition is not None
     assert partition.is_leader
@@ -260,7 +277,9 @@ def follower_fetch(
     max_bytes: int = 1 << 20,
 ) -> FetchPartitionResult:
     """A follower's fetch from ``fetch_offset`` answered at once (max_wait 0): its result."""
-    params = FetchParams(replica_id=broker_id, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes)
+    params = FetchParams(
+        replica_id=broker_id, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes
+    )
     answers: Answers[FetchAnswer] = Answers()
     fetch = FetchPartition(tp, fetch_offset, max_bytes, current_leader_epoch)
     manager.fetch_messages(params, [fetch], answers, now)

@@ -47,6 +47,7 @@ from ._topics import (
     describe_topics,
     list_topics,
     parse_config,
+    parse_replica_assignment,
 )
 
 app = typer.Typer(
@@ -82,26 +83,44 @@ def topics(
     topic: Annotated[str | None, typer.Option("--topic", help="the topic")] = None,
     partitions: Annotated[
         int | None,
-        typer.Option("--partitions", help="partition count (default: the broker's num.partitions)"),
+        typer.Option(
+            "--partitions",
+            help="partition count (default: the broker's num.partitions)",
+        ),
     ] = None,
     replication_factor: Annotated[
         int | None,
         typer.Option(
-            "--replication-factor", help="replicas per partition (default.replication.factor)"
+            "--replication-factor",
+            help="replicas per partition (default.replication.factor)",
         ),
     ] = None,
     config: Annotated[
         list[str] | None,
-        typer.Option("--config", metavar="KEY=VALUE", help="a topic config (repeatable)"),
+        typer.Option(
+            "--config", metavar="KEY=VALUE", help="a topic config (repeatable)"
+        ),
+    ] = None,
+    replica_assignment: Annotated[
+        str | None,
+        typer.Option(
+            "--replica-assignment",
+            metavar="B1:B2,B3:B4",
+            help="--create: each partition's replicas by hand, the first leading",
+        ),
     ] = None,
     if_not_exists: Annotated[
         bool, typer.Option("--if-not-exists", help="--create: no error if it exists")
     ] = False,
     if_exists: Annotated[
-        bool, typer.Option("--if-exists", help="--alter/--delete: no error if it is missing")
+        bool,
+        typer.Option("--if-exists", help="--alter/--delete: no error if it is missing"),
     ] = False,
     exclude_internal: Annotated[
-        bool, typer.Option("--exclude-internal", help="--list/--describe: hide internal topics")
+        bool,
+        typer.Option(
+            "--exclude-internal", help="--list/--describe: hide internal topics"
+        ),
     ] = False,
 ) -> None:
     """Create, list, describe, alter or delete topics (kafka-topics.sh)."""
@@ -117,8 +136,18 @@ def topics(
         raise _usage("--alter needs --partitions")
     try:
         configs = dict(parse_config(item) for item in config or ())
+        assignment = (
+            []
+            if replica_assignment is None
+            else parse_replica_assignment(replica_assignment)
+        )
     except ToolError as e:
         raise _usage(str(e)) from None
+    if assignment and (partitions is not None or replication_factor is not None):
+        raise _usage(
+            "--replica-assignment gives the partitions and their replicas: "
+            "it cannot be used with --partitions or --replication-factor"
+        )
 
     async def run(cluster: AsyncAdminClient) -> None:
         if action == "--create":
@@ -127,9 +156,12 @@ def topics(
                 cluster,
                 topic,
                 partitions=-1 if partitions is None else partitions,
-                replication_factor=-1 if replication_factor is None else replication_factor,
+                replication_factor=-1
+                if replication_factor is None
+                else replication_factor,
                 configs=configs,
                 if_not_exists=if_not_exists,
+                replica_assignment=assignment,
             )
             if created:
                 print(f"Created topic {topic}.")
@@ -138,7 +170,9 @@ def topics(
                 print(name)
         elif action == "--describe":
             found = await describe_topics(
-                cluster, None if topic is None else [topic], exclude_internal=exclude_internal
+                cluster,
+                None if topic is None else [topic],
+                exclude_internal=exclude_internal,
             )
             if found:
                 Console().print(describe_table(found))
@@ -161,12 +195,20 @@ def produce(
     topic: Annotated[str, typer.Option("--topic", help="the topic to produce to")],
     partition: Annotated[
         int | None,
-        typer.Option("--partition", help="send every record here (default: by key, or sticky)"),
+        typer.Option(
+            "--partition", help="send every record here (default: by key, or sticky)"
+        ),
     ] = None,
-    acks: Annotated[str, typer.Option("--acks", metavar="0|1|all", help="acks")] = "all",
+    acks: Annotated[
+        str, typer.Option("--acks", metavar="0|1|all", help="acks")
+    ] = "all",
     compression: Annotated[
         str,
-        typer.Option("--compression", metavar="none|gzip|snappy|lz4|zstd", help="compression.type"),
+        typer.Option(
+            "--compression",
+            metavar="none|gzip|snappy|lz4|zstd",
+            help="compression.type",
+        ),
     ] = "none",
     key_separator: Annotated[
         str | None,
@@ -177,10 +219,16 @@ def produce(
         ),
     ] = None,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="batch.size: bytes per partition's batch")
+        int,
+        typer.Option(
+            "--batch-size", min=1, help="batch.size: bytes per partition's batch"
+        ),
     ] = 16384,
     linger_ms: Annotated[
-        int, typer.Option("--linger-ms", min=0, help="linger.ms: how long a batch waits to fill")
+        int,
+        typer.Option(
+            "--linger-ms", min=0, help="linger.ms: how long a batch waits to fill"
+        ),
     ] = 1000,
     request_timeout_ms: Annotated[
         int, typer.Option("--request-timeout-ms", min=1, help="request.timeout.ms")
@@ -230,10 +278,13 @@ def consume(
     topic: Annotated[str, typer.Option("--topic", help="the topic to consume")],
     group: Annotated[
         str | None,
-        typer.Option("--group", help="consume as a member of this group (subscribe, commit)"),
+        typer.Option(
+            "--group", help="consume as a member of this group (subscribe, commit)"
+        ),
     ] = None,
     partition: Annotated[
-        int | None, typer.Option("--partition", help="only this partition (default: all)")
+        int | None,
+        typer.Option("--partition", help="only this partition (default: all)"),
     ] = None,
     offset: Annotated[
         str,
@@ -243,19 +294,27 @@ def consume(
         bool, typer.Option("--from-beginning", help="the same as --offset earliest")
     ] = False,
     max_messages: Annotated[
-        int | None, typer.Option("--max-messages", min=1, help="exit after this many records")
+        int | None,
+        typer.Option("--max-messages", min=1, help="exit after this many records"),
     ] = None,
     timeout_ms: Annotated[
         int | None,
-        typer.Option("--timeout-ms", min=0, help="exit after this long with no new record"),
+        typer.Option(
+            "--timeout-ms", min=0, help="exit after this long with no new record"
+        ),
     ] = None,
-    print_key: Annotated[bool, typer.Option("--print-key", help="print the key")] = False,
-    print_offset: Annotated[bool, typer.Option("--print-offset", help="print the offset")] = False,
+    print_key: Annotated[
+        bool, typer.Option("--print-key", help="print the key")
+    ] = False,
+    print_offset: Annotated[
+        bool, typer.Option("--print-offset", help="print the offset")
+    ] = False,
     print_partition: Annotated[
         bool, typer.Option("--print-partition", help="print the partition")
     ] = False,
     key_separator: Annotated[
-        str, typer.Option("--key-separator", metavar="SEP", help="between printed columns")
+        str,
+        typer.Option("--key-separator", metavar="SEP", help="between printed columns"),
     ] = "\\t",
     consumer_property: Annotated[
         list[str] | None,
@@ -312,7 +371,9 @@ def consume(
 @app.command()
 def groups(
     bootstrap_server: BootstrapServer,
-    list_: Annotated[bool, typer.Option("--list", help="list the consumer groups")] = False,
+    list_: Annotated[
+        bool, typer.Option("--list", help="list the consumer groups")
+    ] = False,
     describe: Annotated[
         bool, typer.Option("--describe", help="describe --group or --all-groups")
     ] = False,
@@ -320,27 +381,38 @@ def groups(
         bool, typer.Option("--delete", help="delete --group or --all-groups")
     ] = False,
     group: Annotated[
-        list[str] | None, typer.Option("--group", metavar="GROUP", help="the group (repeatable)")
+        list[str] | None,
+        typer.Option("--group", metavar="GROUP", help="the group (repeatable)"),
     ] = None,
     all_groups: Annotated[
-        bool, typer.Option("--all-groups", help="--describe/--delete: every consumer group")
+        bool,
+        typer.Option("--all-groups", help="--describe/--delete: every consumer group"),
     ] = False,
     offsets: Annotated[
-        bool, typer.Option("--offsets", help="--describe: offsets and lag (the default)")
+        bool,
+        typer.Option("--offsets", help="--describe: offsets and lag (the default)"),
     ] = False,
     members: Annotated[
-        bool, typer.Option("--members", help="--describe: the members and their partitions")
+        bool,
+        typer.Option("--members", help="--describe: the members and their partitions"),
     ] = False,
     state: Annotated[
-        bool, typer.Option("--state", help="--describe: coordinator, assignor, state, #members")
+        bool,
+        typer.Option(
+            "--state", help="--describe: coordinator, assignor, state, #members"
+        ),
     ] = False,
     verbose: Annotated[
-        bool, typer.Option("--verbose", help="--describe --members: each one's partitions")
+        bool,
+        typer.Option("--verbose", help="--describe --members: each one's partitions"),
     ] = False,
     timeout: Annotated[
         int,
         typer.Option(
-            "--timeout", min=0, metavar="MS", help="how long to retry a busy or moving coordinator"
+            "--timeout",
+            min=0,
+            metavar="MS",
+            help="how long to retry a busy or moving coordinator",
         ),
     ] = DEFAULT_TIMEOUT_MS,
 ) -> None:
@@ -367,10 +439,20 @@ def groups(
             for name in await list_groups(cluster, timeout_ms=timeout):
                 print(name)
             return True
-        names = await list_groups(cluster, timeout_ms=timeout) if all_groups else list(group or ())
+        names = (
+            await list_groups(cluster, timeout_ms=timeout)
+            if all_groups
+            else list(group or ())
+        )
         if action == "--describe":
             return await describe_consumer_groups(
-                cluster, names, view, sys.stdout, sys.stderr, verbose=verbose, timeout_ms=timeout
+                cluster,
+                names,
+                view,
+                sys.stdout,
+                sys.stderr,
+                verbose=verbose,
+                timeout_ms=timeout,
             )
         out, errors = deletion_report(
             await delete_consumer_groups(cluster, names, timeout_ms=timeout)

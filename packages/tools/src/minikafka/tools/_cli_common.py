@@ -18,11 +18,15 @@ T = TypeVar("T")
 
 BootstrapServer = Annotated[
     str,
-    typer.Option("--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"),
+    typer.Option(
+        "--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"
+    ),
 ]
 
 
-def run_tool(tool: Callable[[AsyncAdminClient], Awaitable[T]], bootstrap: str, client_id: str) -> T:
+def run_tool(
+    tool: Callable[[AsyncAdminClient], Awaitable[T]], bootstrap: str, client_id: str
+) -> T:
     """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
 
     async def main() -> T:

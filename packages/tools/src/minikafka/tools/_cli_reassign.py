@@ -31,7 +31,8 @@ from ._reassign import verify as verify_reassignment
 def reassign_partitions(
     bootstrap_server: BootstrapServer,
     generate: Annotated[
-        bool, typer.Option("--generate", help="propose an assignment over --broker-list")
+        bool,
+        typer.Option("--generate", help="propose an assignment over --broker-list"),
     ] = False,
     execute: Annotated[
         bool, typer.Option("--execute", help="start the reassignment in the JSON file")
@@ -64,7 +65,9 @@ def reassign_partitions(
     try:
         if action == "--generate":
             if topics_to_move_json_file is None or broker_list is None:
-                raise _usage("--generate needs --topics-to-move-json-file and --broker-list")
+                raise _usage(
+                    "--generate needs --topics-to-move-json-file and --broker-list"
+                )
             moving = parse_topics_to_move(topics_to_move_json_file.read_text())
             brokers = [int(b) for b in broker_list.split(",") if b.strip()]
         else:
@@ -78,11 +81,17 @@ def reassign_partitions(
         if action == "--generate":
             current, proposed = await generate_assignment(cluster, moving, brokers)
             print(f"Current partition replica assignment\n{assignment_json(current)}\n")
-            print(f"Proposed partition reassignment configuration\n{assignment_json(proposed)}")
+            print(
+                f"Proposed partition reassignment configuration\n{assignment_json(proposed)}"
+            )
         elif action == "--execute":
             current = await current_assignment(cluster, {t for t, _ in target})
-            print(f"Current partition replica assignment\n\n{assignment_json(current)}\n")
-            print("Save this to use as the --reassignment-json-file option during rollback")
+            print(
+                f"Current partition replica assignment\n\n{assignment_json(current)}\n"
+            )
+            print(
+                "Save this to use as the --reassignment-json-file option during rollback"
+            )
             await execute_reassignment(cluster, dict(target))
             names = ",".join(f"{t}-{p}" for t, p in sorted(target))
             print(f"Successfully started partition reassignments for {names}")
@@ -104,7 +113,10 @@ def reassign_partitions(
 def leader_election(
     bootstrap_server: BootstrapServer,
     election_type: Annotated[
-        str, typer.Option("--election-type", help="PREFERRED (UNCLEAN is not made on request)")
+        str,
+        typer.Option(
+            "--election-type", help="PREFERRED (UNCLEAN is not made on request)"
+        ),
     ],
     all_topic_partitions: Annotated[
         bool, typer.Option("--all-topic-partitions", help="every partition")
@@ -129,7 +141,9 @@ def leader_election(
                 + ", ".join(elected)
             )
         if not_needed:
-            print("Valid replica already elected for partitions " + ", ".join(not_needed))
+            print(
+                "Valid replica already elected for partitions " + ", ".join(not_needed)
+            )
         for line in failed:
             print(f"Error completing leader election (PREFERRED) for partition: {line}")
         return not failed

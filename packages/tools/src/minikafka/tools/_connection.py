@@ -13,7 +13,14 @@ exceptions the same way.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from contextlib import asynccontextmanager, contextmanager
 from typing import TypeVar
 
@@ -124,7 +131,9 @@ CONSUMER_REPLICA_ID = -1  # a Fetch or ListOffsets from a client, not a follower
 READ_UNCOMMITTED = 0
 
 
-def list_offsets_request(topics: Mapping[str, Iterable[int]], timestamp: int) -> ListOffsetsRequest:
+def list_offsets_request(
+    topics: Mapping[str, Iterable[int]], timestamp: int
+) -> ListOffsetsRequest:
     """ListOffsets v5 of ``timestamp`` (-2 earliest, -1 latest, or a time) for each
     topic's partitions, as a read_uncommitted consumer asks."""
     return ListOffsetsRequest(

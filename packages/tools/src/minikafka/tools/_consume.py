@@ -71,10 +71,14 @@ def parse_offset(value: str) -> str | int:
         return lowered
     if lowered.isdigit():
         return int(lowered)
-    raise ToolError(f"invalid --offset {value!r}: expected earliest, latest or an offset >= 0")
+    raise ToolError(
+        f"invalid --offset {value!r}: expected earliest, latest or an offset >= 0"
+    )
 
 
-def consumer_config(bootstrap_servers: str, options: ConsumeOptions) -> dict[str, object]:
+def consumer_config(
+    bootstrap_servers: str, options: ConsumeOptions
+) -> dict[str, object]:
     """The consumer's configuration: the flags under Kafka's keys, then the
     ``--consumer-property`` pairs, which win."""
     config: dict[str, object] = {
@@ -94,7 +98,9 @@ def check_config(options: ConsumeOptions, bootstrap_servers: str) -> dict[str, o
     """:func:`consumer_config`, checked by the client's ConsumerConfig (ToolError naming
     the key), before anything connects."""
     return checked(
-        "consumer", ConsumerConfig.from_dict, consumer_config(bootstrap_servers, options)
+        "consumer",
+        ConsumerConfig.from_dict,
+        consumer_config(bootstrap_servers, options),
     )
 
 
@@ -152,7 +158,9 @@ class ConsoleConsumer:
         self.consumer.assign(assigned)
         return assigned
 
-    async def poll(self, wait_s: float, max_records: int | None = None) -> list[Message]:
+    async def poll(
+        self, wait_s: float, max_records: int | None = None
+    ) -> list[Message]:
         """The records fetched within ``wait_s`` seconds (none if nothing came)."""
         with trio.move_on_after(wait_s):
             try:
@@ -165,7 +173,9 @@ class ConsoleConsumer:
     async def run(self, out: BinaryIO) -> int:
         """Print records until ``max_messages`` or ``timeout_ms`` idle; the count printed."""
         limit = self.options.max_messages
-        timeout = None if self.options.timeout_ms is None else self.options.timeout_ms / 1000
+        timeout = (
+            None if self.options.timeout_ms is None else self.options.timeout_ms / 1000
+        )
         last_data = trio.current_time()
         while limit is None or self.consumed < limit:
             wait = 1.0
@@ -174,7 +184,9 @@ class ConsoleConsumer:
                 if left <= 0:
                     break
                 wait = min(wait, left)
-            messages = await self.poll(wait, None if limit is None else limit - self.consumed)
+            messages = await self.poll(
+                wait, None if limit is None else limit - self.consumed
+            )
             if messages:
                 last_data = trio.current_time()
             for message in messages:
@@ -202,7 +214,9 @@ async def console_consumer(
             yield console
 
 
-async def consume(bootstrap_servers: str, options: ConsumeOptions, out: BinaryIO) -> int:
+async def consume(
+    bootstrap_servers: str, options: ConsumeOptions, out: BinaryIO
+) -> int:
     """Start, then fetch and print: what ``minikafka consume`` does; the count printed."""
     async with console_consumer(bootstrap_servers, options) as console:
         return await console.run(out)

@@ -46,7 +46,11 @@ from kio.schema.types import GroupId
 
 from minikafka.client import AsyncAdminClient
 from minikafka.common import TopicPartition
-from minikafka.coordination import CONSUMER_PROTOCOL_TYPE, ConsumerProtocolError, decode_assignment
+from minikafka.coordination import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_assignment,
+)
 from minikafka.net import Node
 
 from ._connection import (
@@ -130,14 +134,19 @@ class PartitionOffsets:
 # --- the requests -------------------------------------------------------------------------
 
 
-async def retrying(call: Callable[[], Awaitable[T]], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> T:
+async def retrying(
+    call: Callable[[], Awaitable[T]], timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> T:
     """``call()``, again after a retriable coordinator error until ``timeout_ms`` passes."""
     deadline = trio.current_time() + timeout_ms / 1000
     while True:
         try:
             return await call()
         except KafkaError as e:
-            if e.code not in RETRIABLE or trio.current_time() + RETRY_BACKOFF > deadline:
+            if (
+                e.code not in RETRIABLE
+                or trio.current_time() + RETRY_BACKOFF > deadline
+            ):
                 raise
         await trio.sleep(RETRY_BACKOFF)
 
@@ -147,7 +156,9 @@ async def list_groups(
 ) -> list[str]:
     """The consumer groups of every broker, sorted (the Admin's ``list_consumer_groups``,
     asked again while a coordinator is still loading)."""
-    return await retrying(lambda: as_tool_error(cluster.list_consumer_groups()), timeout_ms)
+    return await retrying(
+        lambda: as_tool_error(cluster.list_consumer_groups()), timeout_ms
+    )
 
 
 async def find_coordinator(cluster: AsyncAdminClient, group: str) -> Node:
@@ -162,7 +173,9 @@ async def describe_group(
 
     async def ask() -> GroupDescription:
         coordinator = await find_coordinator(cluster, group)
-        body = DescribeGroupsRequest(groups=(GroupId(group),), include_authorized_operations=False)
+        body = DescribeGroupsRequest(
+            groups=(GroupId(group),), include_authorized_operations=False
+        )
         response = await cluster.request(coordinator, body, DescribeGroupsResponse)
         (described,) = response.groups
         check(described.error_code, f"DescribeGroups of group '{group}'")
@@ -215,7 +228,10 @@ async def committed_offsets(
         for topic in response.topics:
             for p in topic.partitions:
                 tp = TopicPartition(str(topic.name), int(p.partition_index))
-                check(p.error_code, f"OffsetFetch of group '{group}', {tp.topic}-{tp.partition}")
+                check(
+                    p.error_code,
+                    f"OffsetFetch of group '{group}', {tp.topic}-{tp.partition}",
+                )
                 if int(p.committed_offset) != NO_OFFSET:
                     offsets[tp] = int(p.committed_offset)
         return offsets
@@ -253,40 +269,59 @@ async def log_end_offsets(
         for topic in answer.topics:
             for p in topic.partitions:
                 if p.error_code == ErrorCode.none:
-                    offsets[TopicPartition(str(topic.name), int(p.partition_index))] = int(p.offset)
+                    offsets[TopicPartition(str(topic.name), int(p.partition_index))] = (
+                        int(p.offset)
+                    )
     return offsets
 
 
 async def describe_offsets(
-    cluster: AsyncAdminClient, group: GroupDescription, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient,
+    group: GroupDescription,
+    *,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> list[PartitionOffsets]:
     """The rows of ``--describe``, in ConsumerGroupCommand's order: the members with
     partitions, most partitions first, each one's partitions by number; then the
     partitions with a committed offset that no member holds, consumer ``-``."""
     committed = await committed_offsets(cluster, group.group_id, timeout_ms=timeout_ms)
     members = sorted(
-        (m for m in group.members if m.partitions), key=lambda m: len(m.partitions), reverse=True
+        (m for m in group.members if m.partitions),
+        key=lambda m: len(m.partitions),
+        reverse=True,
     )
     assigned = {tp for m in members for tp in m.partitions}
     unassigned = [tp for tp in committed if tp not in assigned]
     ends = await log_end_offsets(cluster, [*assigned, *unassigned])
 
-    def rows(partitions: Iterable[TopicPartition], **who: str) -> list[PartitionOffsets]:
+    def rows(
+        partitions: Iterable[TopicPartition], **who: str
+    ) -> list[PartitionOffsets]:
         return [
             PartitionOffsets(
-                group.group_id, tp.topic, tp.partition, committed.get(tp), ends.get(tp), **who
+                group.group_id,
+                tp.topic,
+                tp.partition,
+                committed.get(tp),
+                ends.get(tp),
+                **who,
             )
             for tp in sorted(partitions, key=lambda tp: (tp.partition, tp.topic))
         ]
 
     found = []
     for m in members:
-        found += rows(m.partitions, consumer_id=m.member_id, host=m.host, client_id=m.client_id)
+        found += rows(
+            m.partitions, consumer_id=m.member_id, host=m.host, client_id=m.client_id
+        )
     return found + rows(unassigned)
 
 
 async def delete_groups(
-    cluster: AsyncAdminClient, groups: Sequence[str], *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    cluster: AsyncAdminClient,
+    groups: Sequence[str],
+    *,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> dict[str, ErrorCode]:
     """DeleteGroups at each group's coordinator; each group's error (NONE: deleted)."""
     results: dict[str, ErrorCode] = {}
@@ -303,7 +338,9 @@ async def delete_groups(
 
         try:
             results[group] = await retrying(ask, timeout_ms)
-        except KafkaError as e:  # still retriable at the deadline: report it as its error
+        except (
+            KafkaError
+        ) as e:  # still retriable at the deadline: report it as its error
             results[group] = ErrorCode(e.code)
     return results
 
@@ -313,7 +350,9 @@ async def delete_groups(
 
 def _line(widths: Sequence[int], values: Sequence[object]) -> str:
     """Java's ``%-Ns`` columns joined by one space: each value padded to at least N."""
-    cells = [f"{value!s:<{width}}" for width, value in zip(widths, values, strict=False)]
+    cells = [
+        f"{value!s:<{width}}" for width, value in zip(widths, values, strict=False)
+    ]
     cells += [str(v) for v in values[len(widths) :]]
     return " ".join(cells).rstrip()
 
@@ -345,7 +384,13 @@ def offsets_table(rows: Sequence[PartitionOffsets]) -> list[str]:
     lines = ["", _line(widths, (*header, "CONSUMER-ID", "HOST", "CLIENT-ID"))]
     for r in rows:
         offsets = (r.partition, r.offset, r.log_end_offset, r.lag)
-        values = (r.group, _shown(r.topic), *map(_shown, offsets), r.consumer_id, r.host)
+        values = (
+            r.group,
+            _shown(r.topic),
+            *map(_shown, offsets),
+            r.consumer_id,
+            r.host,
+        )
         lines.append(_line(widths, (*values, r.client_id)))
     return lines
 
@@ -362,7 +407,14 @@ def members_table(group: GroupDescription, *, verbose: bool = False) -> list[str
         widths[4] = max(widths[4], len(m.client_id))
     if not static:
         del widths[2]
-    header = ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    header = [
+        "GROUP",
+        "CONSUMER-ID",
+        "GROUP-INSTANCE-ID",
+        "HOST",
+        "CLIENT-ID",
+        "#PARTITIONS",
+    ]
     if not static:
         del header[2]
     if verbose:
@@ -386,7 +438,9 @@ def _assignment(partitions: Sequence[TopicPartition]) -> str:
     for tp in partitions:
         topics.setdefault(tp.topic, []).append(tp.partition)
     return ", ".join(
-        sorted(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in topics.items())
+        sorted(
+            f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in topics.items()
+        )
     )
 
 
@@ -410,9 +464,12 @@ def deletion_report(results: dict[str, ErrorCode]) -> tuple[list[str], list[str]
         return [f"Deletion of requested consumer groups ({names}) was successful."], []
     errors = ["Error: Deletion of some consumer groups failed:"]
     errors += [
-        f"* Group '{g}' could not be deleted due to: {error_name(e)}" for g, e in failed.items()
+        f"* Group '{g}' could not be deleted due to: {error_name(e)}"
+        for g, e in failed.items()
     ]
-    out = [f"These consumer groups were deleted successfully: {names}"] if deleted else []
+    out = (
+        [f"These consumer groups were deleted successfully: {names}"] if deleted else []
+    )
     return out, errors
 
 

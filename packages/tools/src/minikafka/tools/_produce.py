@@ -85,7 +85,9 @@ def parse_compression(value: str) -> CompressionType:
         raise ToolError(f"invalid --compression {value!r}: expected {names}") from None
 
 
-def producer_config(bootstrap_servers: str, options: ProduceOptions) -> dict[str, object]:
+def producer_config(
+    bootstrap_servers: str, options: ProduceOptions
+) -> dict[str, object]:
     """The producer's configuration: the flags under Kafka's keys, then the
     ``--producer-property`` pairs, which win (as in Kafka's ConsoleProducer)."""
     config: dict[str, object] = {
@@ -105,7 +107,9 @@ def check_config(options: ProduceOptions, bootstrap_servers: str) -> dict[str, o
     """:func:`producer_config`, checked by the client's ProducerConfig (ToolError naming
     the key), before anything connects."""
     return checked(
-        "producer", ProducerConfig.from_dict, producer_config(bootstrap_servers, options)
+        "producer",
+        ProducerConfig.from_dict,
+        producer_config(bootstrap_servers, options),
     )
 
 
@@ -128,7 +132,9 @@ class LineReader:
         key, found, value = line.partition(self.key_separator.encode())
         if not found:
             text = line.decode(errors="replace")
-            raise ToolError(f"No key separator found on line number {self.line_number}: {text!r}")
+            raise ToolError(
+                f"No key separator found on line number {self.line_number}: {text!r}"
+            )
         return key, value
 
 
@@ -138,7 +144,8 @@ async def produce(
     lines: AsyncIterable[bytes],
     report: Callable[[str], None] | None = None,
 ) -> ProduceResult:
-    """Send ``lines`` to ``options.topic``: what ``minikafka produce`` does with stdin."""
+    """Send ``lines`` to ``options.topic``: what ``minikafka produce`` does with
+    stdin."""
     config = check_config(options, bootstrap_servers)
     result = ProduceResult()
     say = report or _to_stderr
@@ -154,7 +161,8 @@ async def produce(
         text = (
             f"Error when sending message to topic {message.topic()} with key: "
             f"{'null' if key is None else f'{len(key)} bytes'}, value: "
-            f"{len(message.value() or b'')} bytes with error: {error.name()}: {error.str()}"
+            f"{len(message.value() or b'')} bytes with error: {error.name()}: "
+            f"{error.str()}"
         )
         result.errors.append(text)
         say(text)

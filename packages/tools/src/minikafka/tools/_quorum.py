@@ -48,7 +48,9 @@ CONTROLLER_ENDPOINTS = 2
 # --- the work ----------------------------------------------------------------------------
 
 
-async def describe_quorum(cluster: AsyncAdminClient, *, via_controller: bool) -> QuorumInfo:
+async def describe_quorum(
+    cluster: AsyncAdminClient, *, via_controller: bool
+) -> QuorumInfo:
     """The quorum as its leader describes it, times in seconds since the epoch.
 
     Each bootstrap server is tried in order until one answers: a broker that cannot be
@@ -69,16 +71,22 @@ async def describe_quorum(cluster: AsyncAdminClient, *, via_controller: bool) ->
         except DescribeQuorumError as e:
             if via_controller and e.error_code == ErrorCode.not_leader_or_follower:
                 # A follower cannot describe the quorum; another controller may lead it.
-                failure = KafkaError(e.error_code, f"controller {_where(node)} is not the leader")
+                failure = KafkaError(
+                    e.error_code, f"controller {_where(node)} is not the leader"
+                )
                 continue
-            raise KafkaError(e.error_code, f"DescribeQuorum to {_where(node)}") from None
+            raise KafkaError(
+                e.error_code, f"DescribeQuorum to {_where(node)}"
+            ) from None
         except ValueError as e:
             raise ToolError(f"DescribeQuorum to {_where(node)}: {e}") from None
     assert failure is not None
     raise failure
 
 
-async def describe_cluster_id(cluster: AsyncAdminClient, *, via_controller: bool) -> str:
+async def describe_cluster_id(
+    cluster: AsyncAdminClient, *, via_controller: bool
+) -> str:
     """The cluster id for ``--status``: a broker's Metadata, a controller's DescribeCluster
     if it serves one we can send (v1, which asks for controllers), else ""."""
     if not via_controller:
@@ -93,7 +101,8 @@ async def describe_cluster_id(cluster: AsyncAdminClient, *, via_controller: bool
         if not low <= DescribeClusterRequest.__version__ <= high:
             return ""
         request = DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS)
+            include_cluster_authorized_operations=False,
+            endpoint_type=i8(CONTROLLER_ENDPOINTS),
         )
         described = await cluster.request(node, request, DescribeClusterResponse)
         check(described.error_code, described.error_message)
@@ -110,7 +119,9 @@ async def describe(
 ) -> str:
     """What ``describe --status`` or ``describe --replication`` prints."""
     if view == "replication":
-        return format_replication(await describe_quorum(cluster, via_controller=via_controller))
+        return format_replication(
+            await describe_quorum(cluster, via_controller=via_controller)
+        )
     cluster_id = await describe_cluster_id(cluster, via_controller=via_controller)
     info = await describe_quorum(cluster, via_controller=via_controller)
     # The times are the leader's wall clock, so the lag time is measured on this one.
@@ -169,7 +180,8 @@ def describe_command(
     status: Annotated[
         bool,
         typer.Option(
-            "--status", help="a summary: leader, epoch, high watermark, lag, voters, observers"
+            "--status",
+            help="a summary: leader, epoch, high watermark, lag, voters, observers",
         ),
     ] = False,
     replication: Annotated[
@@ -189,7 +201,9 @@ def describe_command(
         raise usage("give exactly one of --status, --replication")
     view: View = "status" if status else "replication"
     via_controller = bootstrap.controller is not None
-    servers = bootstrap.controller if bootstrap.controller is not None else bootstrap.server
+    servers = (
+        bootstrap.controller if bootstrap.controller is not None else bootstrap.server
+    )
     assert servers is not None
 
     async def run(cluster: AsyncAdminClient) -> str:

@@ -33,7 +33,11 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from minikafka.client import AsyncAdminClient
-from minikafka.controller import BrokerMetadata, PlacementError, assign_replicas_to_brokers
+from minikafka.controller import (
+    BrokerMetadata,
+    PlacementError,
+    assign_replicas_to_brokers,
+)
 
 from ._connection import KafkaError, ToolError, check
 from ._topics import describe_topics
@@ -72,11 +76,15 @@ def parse_assignment(text: str) -> Assignment:
             key = (str(entry["topic"]), int(entry["partition"]))
             replicas = tuple(int(b) for b in entry["replicas"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ToolError(f"a partition entry is not topic/partition/replicas: {entry}") from exc
+            raise ToolError(
+                f"a partition entry is not topic/partition/replicas: {entry}"
+            ) from exc
         if key in assignment:
             raise ToolError(f"partition {key[0]}-{key[1]} is listed twice")
         if not replicas or len(set(replicas)) != len(replicas):
-            raise ToolError(f"partition {key[0]}-{key[1]}: replicas {list(replicas)} are not valid")
+            raise ToolError(
+                f"partition {key[0]}-{key[1]}: replicas {list(replicas)} are not valid"
+            )
         assignment[key] = replicas
     return assignment
 
@@ -105,7 +113,9 @@ def _json(text: str) -> dict[str, Any]:
 # --- what the tool does ------------------------------------------------------------------------
 
 
-async def current_assignment(cluster: AsyncAdminClient, topics: Iterable[str]) -> Assignment:
+async def current_assignment(
+    cluster: AsyncAdminClient, topics: Iterable[str]
+) -> Assignment:
     described = await describe_topics(cluster, sorted(set(topics)))
     return {(t.name, p.partition): p.replicas for t in described for p in t.partitions}
 
@@ -140,7 +150,9 @@ async def execute(
         topics.setdefault(topic, []).append(
             alter_v0.ReassignablePartition(
                 partition_index=i32(partition),
-                replicas=None if replicas is None else tuple(BrokerId(b) for b in replicas),
+                replicas=None
+                if replicas is None
+                else tuple(BrokerId(b) for b in replicas),
             )
         )
     body = alter_v0.AlterPartitionReassignmentsRequest(
@@ -157,7 +169,9 @@ async def execute(
     for t in response.responses:
         for p in t.partitions:
             if p.error_code is not ErrorCode.none:
-                raise KafkaError(p.error_code, f"{t.name}-{p.partition_index}: {p.error_message}")
+                raise KafkaError(
+                    p.error_code, f"{t.name}-{p.partition_index}: {p.error_message}"
+                )
 
 
 async def ongoing(cluster: AsyncAdminClient) -> dict[tuple[str, int], tuple[int, ...]]:
@@ -215,7 +229,9 @@ async def elect_preferred(
         ),
         timeout=TIMEOUT,
     )
-    response = await cluster.request(await cluster.controller(), body, ElectLeadersResponse)
+    response = await cluster.request(
+        await cluster.controller(), body, ElectLeadersResponse
+    )
     check(response.error_code)
     elected, not_needed, failed = [], [], []
     for t in response.replica_election_results:

@@ -67,6 +67,19 @@ def parse_config(item: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def parse_replica_assignment(text: str) -> list[list[int]]:
+    """``--replica-assignment 1:2,2:3,3:1``: partition 0 on brokers 1 and 2 (1 leads),
+    partition 1 on 2 and 3, ... (kafka-topics.sh's format). Whether the brokers exist
+    and the lists agree is the controller's to say."""
+    try:
+        return [[int(b) for b in part.split(":")] for part in text.split(",")]
+    except ValueError:
+        raise ToolError(
+            f"invalid --replica-assignment {text!r}: expected broker ids as "
+            "b1:b2,b3:b4 (partitions separated by commas, replicas by colons)"
+        ) from None
+
+
 async def create_topic(
     cluster: AsyncAdminClient,
     topic: str,
@@ -75,20 +88,27 @@ async def create_topic(
     replication_factor: int = -1,
     configs: Mapping[str, str] | None = None,
     if_not_exists: bool = False,
+    replica_assignment: Sequence[Sequence[int]] = (),
 ) -> bool:
     """Create ``topic``; False if it existed and ``if_not_exists`` said that is fine."""
     if not -1 <= replication_factor <= 2**15 - 1:
         raise ToolError(f"replication factor {replication_factor} is out of range")
-    new = NewTopic(topic, partitions, replication_factor, dict(configs or {}))
+    new = NewTopic(
+        topic, partitions, replication_factor, dict(configs or {}), replica_assignment
+    )
     results = await cluster.create_topics([new])
     tolerated = ErrorCode.topic_already_exists if if_not_exists else None
     return _done(results[topic], tolerated)
 
 
-async def list_topics(cluster: AsyncAdminClient, *, exclude_internal: bool = False) -> list[str]:
+async def list_topics(
+    cluster: AsyncAdminClient, *, exclude_internal: bool = False
+) -> list[str]:
     metadata = await cluster.list_topics()
     return sorted(
-        name for name, t in metadata.topics.items() if not (exclude_internal and t.is_internal)
+        name
+        for name, t in metadata.topics.items()
+        if not (exclude_internal and t.is_internal)
     )
 
 
@@ -103,8 +123,15 @@ async def describe_topics(
     found = []
     for name in sorted(metadata.topics) if metadata else topics or ():
         # One topic at a time when named, so a missing one is reported by its name.
-        t = metadata.topics[name] if metadata else (await cluster.list_topics(name)).topics[name]
-        if t.error is not None and t.error.code() == ErrorCode.unknown_topic_or_partition:
+        t = (
+            metadata.topics[name]
+            if metadata
+            else (await cluster.list_topics(name)).topics[name]
+        )
+        if (
+            t.error is not None
+            and t.error.code() == ErrorCode.unknown_topic_or_partition
+        ):
             raise KafkaError(t.error.code(), f"topic {name!r} does not exist")
         raise_for(t.error, f"topic {name!r}")
         if not (exclude_internal and t.is_internal):
@@ -144,7 +171,9 @@ async def _non_default_configs(
             raise_for(entries)
             continue
         configs[resource.name] = tuple(
-            sorted((e.name, e.value or "") for e in entries.values() if not e.is_default)
+            sorted(
+                (e.name, e.value or "") for e in entries.values() if not e.is_default
+            )
         )
     return configs
 
@@ -158,7 +187,9 @@ async def create_partitions(
     return _done(results[topic], tolerated)
 
 
-async def delete_topic(cluster: AsyncAdminClient, topic: str, *, if_exists: bool = False) -> bool:
+async def delete_topic(
+    cluster: AsyncAdminClient, topic: str, *, if_exists: bool = False
+) -> bool:
     """Delete ``topic``; False if it did not exist and ``if_exists`` said that is fine."""
     results = await cluster.delete_topics([topic])
     tolerated = ErrorCode.unknown_topic_or_partition if if_exists else None
@@ -166,7 +197,9 @@ async def delete_topic(cluster: AsyncAdminClient, topic: str, *, if_exists: bool
 
 
 def _done(
-    error: ClientKafkaError | None, tolerated: ErrorCode | None, message: str | None = None
+    error: ClientKafkaError | None,
+    tolerated: ErrorCode | None,
+    message: str | None = None,
 ) -> bool:
     """True on success; False on the one error the caller said is fine (``--if-exists``,
     ``--if-not-exists``); any other error raises KafkaError."""
@@ -190,7 +223,9 @@ def describe_table(topics: Sequence[TopicDescription]) -> Table:
         summary.append(f"ReplicationFactor: {topic.replication_factor}")
         summary += [f"{k}={v}" for k, v in topic.configs]
         if not topic.partitions:
-            table.add_row(topic.name, "", "", "", "", "\n".join(summary), end_section=True)
+            table.add_row(
+                topic.name, "", "", "", "", "\n".join(summary), end_section=True
+            )
         for i, p in enumerate(topic.partitions):
             leader = "none" if p.leader == NO_LEADER else str(p.leader)
             if p.error is not None:

@@ -18,9 +18,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     summary = commands.add_parser(
-        "summary", help="count events per component and event, with time range and nodes"
+        "summary",
+        help="count events per component and event, with time range and nodes",
     )
-    summary.add_argument("directory", type=Path, help="a trace directory (MINIKAFKA_TRACE_DIR)")
+    summary.add_argument(
+        "directory", type=Path, help="a trace directory (MINIKAFKA_TRACE_DIR)"
+    )
     args = parser.parse_args(argv)
 
     directory: Path = args.directory

@@ -36,12 +36,16 @@ def _json_default(value: object) -> object:
     # only knows dict, and calls back here for the rest.
     if isinstance(value, Mapping):
         return dict(value)
-    raise TypeError(f"trace field value {value!r} of type {type(value).__name__} is not JSON")
+    raise TypeError(
+        f"trace field value {value!r} of type {type(value).__name__} is not JSON"
+    )
 
 
 # ensure_ascii keeps every line pure ASCII, so len(line) is its size in bytes; allow_nan
 # (the default) writes NaN and Infinity, which Python's json and Spark's reader both accept.
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, default=_json_default)
+_encoder = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=True, default=_json_default
+)
 
 json_value: Callable[[object], str] = _encoder.encode
 """One value as the writer's JSON: the fallback of every generated encoder."""
@@ -68,7 +72,10 @@ def _fast(var: str, kind: FieldType) -> tuple[str | None, str]:
         # v - v is 0.0 only for finite floats; inf and nan take json's spelling (slow path).
         guard = f"type({var}) is float and {var} - {var} == 0.0"
         if kind.nullable:
-            return f"({var} is None or {guard})", f"{{_null if {var} is None else _repr({var})}}"
+            return (
+                f"({var} is None or {guard})",
+                f"{{_null if {var} is None else _repr({var})}}",
+            )
         return f"({guard})", f"{{{var}!r}}"
     # An exact int formats as json writes it; bool and IntEnum are ints to isinstance but
     # not to json (true) or not always to format(), so they go the slow way.
@@ -106,11 +113,12 @@ def encoder_source(
 ) -> str:
     """The Python source of :func:`compile_encoder`'s function, to read or test.
 
-    ``names`` are attribute names (Python identifiers, checked again here because they are
-    written into source); each key's JSON spelling is computed here, once. The function
-    reads every field, checks in one condition that each value has its declared type (and
-    each float is finite), and then formats the whole line in one f-string; otherwise, or
-    if a string field holds a non-string, it returns the reference encoding.
+    ``names`` are attribute names (Python identifiers, checked again here because they
+    are written into source); each key's JSON spelling is computed here, once. The
+    function reads every field, checks in one condition that each value has its declared
+    type (and each float is finite), and then formats the whole line in one f-string;
+    otherwise, or if a string field holds a non-string, it returns the reference
+    encoding.
     """
     for name in names:
         if not name.isidentifier():
@@ -118,8 +126,8 @@ def encoder_source(
     guards = ["type(ts) is float and ts - ts == 0.0", "type(node) is int"]
     loads: list[str] = []
     # The f-string is written as adjacent literals, which the compiler joins into one:
-    # constant JSON text (repr makes any backslash of an escaped key a valid literal) and
-    # one placeholder per value.
+    # constant JSON text (repr makes any backslash of an escaped key a valid literal)
+    # and one placeholder per value.
     pieces = [
         _constant('{"ts":'),
         "f'{ts!r}'",

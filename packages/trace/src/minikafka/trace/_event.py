@@ -37,7 +37,8 @@ class TraceEvent:
     with :func:`register_event`. Its fields become the columns of its Spark schema.
     """
 
-    # Empty slots so slotted attrs subclasses stay dict-free: events are built on hot paths.
+    # Empty slots so slotted attrs subclasses stay dict-free: events are built on hot
+    # paths.
     __slots__ = ()
 
     COMPONENT: ClassVar[str]
@@ -100,9 +101,19 @@ def field_type(annotation: object) -> FieldType | None:
         assert isinstance(annotation, type)
         return FieldType("scalar", annotation, nullable)
     args = typing.get_args(annotation)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and args[0] in _SCALARS:
+    if (
+        origin is tuple
+        and len(args) == 2
+        and args[1] is Ellipsis
+        and args[0] in _SCALARS
+    ):
         return FieldType("array", args[0], nullable)
-    if origin in (dict, Mapping) and len(args) == 2 and args[0] is str and args[1] in _SCALARS:
+    if (
+        origin in (dict, Mapping)
+        and len(args) == 2
+        and args[0] is str
+        and args[1] in _SCALARS
+    ):
         return FieldType("map", args[1], nullable)
     return None
 
@@ -143,7 +154,9 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
                 f"{name}.{field.name}: field name clashes with the envelope {ENVELOPE_FIELDS}"
             )
         if not field.init:
-            raise TypeError(f"{name}.{field.name}: trace event fields must be init fields")
+            raise TypeError(
+                f"{name}.{field.name}: trace event fields must be init fields"
+            )
         kind = field_type(hints.get(field.name, field.type))
         if kind is None:
             raise TypeError(
@@ -157,12 +170,20 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
     encode = compile_encoder(component, event, field_names, field_kinds)
     reference = reference_encoder(component, event, field_names)
     return EventSpec(
-        cls, component, event, field_names, tuple(aliases), field_kinds, encode, reference
+        cls,
+        component,
+        event,
+        field_names,
+        tuple(aliases),
+        field_kinds,
+        encode,
+        reference,
     )
 
 
 def register_event(cls: type[E]) -> type[E]:
-    """Validate an event class and record it under ``(COMPONENT, EVENT)``; returns ``cls``.
+    """Validate an event class and record it under ``(COMPONENT, EVENT)``; returns
+    ``cls``.
 
     Re-registering the same class is a no-op. A different class under a taken key is a
     ValueError, except a redefinition of the same module and qualified name (a reloaded
@@ -176,7 +197,8 @@ def register_event(cls: type[E]) -> type[E]:
         if old is not None and old.cls is not cls:
             if _class_name(old.cls) != _class_name(cls):
                 raise ValueError(
-                    f"trace event {spec.component}.{spec.event} is already registered by "
+                    f"trace event {spec.component}.{spec.event} is already registered "
+                    "by "
                     f"{_class_name(old.cls)}; {_class_name(cls)} must use another key"
                 )
             del _by_class[old.cls]
@@ -188,7 +210,9 @@ def register_event(cls: type[E]) -> type[E]:
 def event_types() -> Mapping[tuple[str, str], type[TraceEvent]]:
     """Every registered event class, keyed by ``(component, event)``."""
     with _lock:
-        return types.MappingProxyType({key: spec.cls for key, spec in sorted(_by_key.items())})
+        return types.MappingProxyType(
+            {key: spec.cls for key, spec in sorted(_by_key.items())}
+        )
 
 
 def spec_for_class(cls: type[TraceEvent]) -> EventSpec:

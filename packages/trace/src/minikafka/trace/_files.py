@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-_TRACE_FILE = re.compile(r"^trace-node(?P<node>-?\d+)-(?P<pid>\d+)-(?P<seq>\d+)\.jsonl$")
+_TRACE_FILE = re.compile(
+    r"^trace-node(?P<node>-?\d+)-(?P<pid>\d+)-(?P<seq>\d+)\.jsonl$"
+)
 
 
 def trace_file_name(node: int, pid: int, seq: int) -> str:
@@ -35,7 +37,8 @@ def next_seq(directory: Path, node: int, pid: int) -> int:
     taken = [
         parsed[2]
         for path in directory.glob(f"trace-node{node}-{pid}-*.jsonl")
-        if (parsed := parse_trace_file_name(path.name)) is not None and parsed[:2] == (node, pid)
+        if (parsed := parse_trace_file_name(path.name)) is not None
+        and parsed[:2] == (node, pid)
     ]
     return max(taken, default=-1) + 1
 
@@ -60,7 +63,8 @@ def read_trace(directory: Path) -> Iterator[dict[str, object]]:
     """Every trace record in ``directory``, file by file in :func:`trace_files` order.
 
     A process killed mid-write can leave a last line without its newline; that torn line
-    is skipped. Any other line that is not a JSON object raises ValueError with its place.
+    is skipped. Any other line that is not a JSON object raises ValueError with its
+    place.
     """
     for path in trace_files(directory):
         with path.open("rb") as file:

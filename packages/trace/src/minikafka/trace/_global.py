@@ -44,7 +44,8 @@ def install_tracer(tracer: Tracer) -> Tracer:
 
 
 def configure_tracing(directory: Path | None, node: int) -> Tracer:
-    """Install a :class:`JsonLinesTracer` on ``directory`` (None: a :class:`NullTracer`).
+    """Install a :class:`JsonLinesTracer` on ``directory`` (None: a
+    :class:`NullTracer`).
 
     The previous tracer is closed, so its buffered events reach its files first.
     """

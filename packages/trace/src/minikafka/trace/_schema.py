@@ -17,7 +17,9 @@ _SPARK_SCALARS: dict[type, str] = {
 }
 
 
-def _field(name: str, data_type: str | dict[str, object], nullable: bool) -> dict[str, object]:
+def _field(
+    name: str, data_type: str | dict[str, object], nullable: bool
+) -> dict[str, object]:
     return {"name": name, "type": data_type, "nullable": nullable, "metadata": {}}
 
 

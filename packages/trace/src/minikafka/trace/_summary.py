@@ -70,9 +70,13 @@ def format_summary(rows: list[EventSummary]) -> str:
         )
         for row in rows
     ]
-    widths = [max(len(cells[i]) for cells in [header, *table]) for i in range(len(header))]
+    widths = [
+        max(len(cells[i]) for cells in [header, *table]) for i in range(len(header))
+    ]
     lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
+        "  ".join(
+            cell.ljust(width) for cell, width in zip(cells, widths, strict=True)
+        ).rstrip()
         for cells in [header, *table]
     ]
     nodes = sorted({node for row in rows for node in row.nodes})

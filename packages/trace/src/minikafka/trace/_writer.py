@@ -93,7 +93,12 @@ class JsonLinesTracer:
         directory.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
         tracer = cls(
-            directory, node, max_file_bytes, buffer_bytes, pid, next_seq(directory, node, pid)
+            directory,
+            node,
+            max_file_bytes,
+            buffer_bytes,
+            pid,
+            next_seq(directory, node, pid),
         )
         # Without this a broker stopped by Ctrl-C or sys.exit would lose its last buffer.
         atexit.register(tracer._flush_at_exit)

@@ -45,7 +45,9 @@ class RecordingTracer:
         # The same check as the file writer, so an unregistered event fails in tests too.
         spec_for_class(type(event))
         if self._closed:
-            raise TracerClosedError(f"trace event {type(event).__name__} emitted after close")
+            raise TracerClosedError(
+                f"trace event {type(event).__name__} emitted after close"
+            )
         self.records.append((time.time() if ts is None else float(ts), event))
 
     def flush(self) -> None:

@@ -34,7 +34,11 @@ async def _inspect(connect: str, command: str, path: str) -> str:
         if command == "ls":
             return "[" + ", ".join(await client.get_children(path)) + "]"
         data, stat = await client.get(path)
-        owner = f", ephemeral (session {stat.ephemeral_owner:#x})" if stat.ephemeral_owner else ""
+        owner = (
+            f", ephemeral (session {stat.ephemeral_owner:#x})"
+            if stat.ephemeral_owner
+            else ""
+        )
         return f"{_pretty(data)}\n(version {stat.version}{owner})"
     finally:
         await client.close()
@@ -60,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             server = _server(args)
             server.start()
-            print(f"ZooKeeper running on {server.connect_string} (data in {server.root})")
+            print(
+                f"ZooKeeper running on {server.connect_string} (data in {server.root})"
+            )
         elif args.command == "stop":
             _server(args).stop()
         elif args.command == "status":

@@ -116,7 +116,10 @@ class Stat:
     @classmethod
     def of(cls, stat: ZnodeStat) -> Stat:
         return cls(
-            int(stat.version), int(stat.ephemeralOwner), int(stat.numChildren), int(stat.czxid)
+            int(stat.version),
+            int(stat.ephemeralOwner),
+            int(stat.numChildren),
+            int(stat.czxid),
         )
 
 
@@ -198,7 +201,12 @@ class ZkClient:
         return result.get(block=False)
 
     async def create(
-        self, path: str, data: bytes = b"", *, ephemeral: bool = False, makepath: bool = False
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        makepath: bool = False,
     ) -> str:
         """Create ``path``; raises ``NodeExistsError`` if it exists (how Kafka's controller
         election is won or lost: one ephemeral ``/controller``, first come)."""
@@ -212,7 +220,9 @@ class ZkClient:
         """The znode's data and stat; raises ``NoNodeError``. With ``watch``, a
         :class:`WatchFired` arrives on :attr:`events` when it next changes or goes."""
         client = self._client()
-        data, stat = await self._call(client.get_async, path, self._watch if watch else None)
+        data, stat = await self._call(
+            client.get_async, path, self._watch if watch else None
+        )
         return bytes(data or b""), Stat.of(stat)
 
     async def get_many(
@@ -240,13 +250,17 @@ class ZkClient:
     async def exists(self, path: str, *, watch: bool = False) -> Stat | None:
         """The stat, or None; with ``watch``, hear when it is created, changed or deleted."""
         client = self._client()
-        stat = await self._call(client.exists_async, path, self._watch if watch else None)
+        stat = await self._call(
+            client.exists_async, path, self._watch if watch else None
+        )
         return None if stat is None else Stat.of(stat)
 
     async def get_children(self, path: str, *, watch: bool = False) -> list[str]:
         """The children's names, sorted; with ``watch``, hear when the list changes."""
         client = self._client()
-        children = await self._call(client.get_children_async, path, self._watch if watch else None)
+        children = await self._call(
+            client.get_children_async, path, self._watch if watch else None
+        )
         return sorted(cast(list[str], children))
 
     async def set(self, path: str, data: bytes, *, version: int = -1) -> Stat:
@@ -255,10 +269,14 @@ class ZkClient:
         client = self._client()
         return Stat.of(await self._call(client.set_async, path, data, version))
 
-    async def delete(self, path: str, *, version: int = -1, recursive: bool = False) -> None:
+    async def delete(
+        self, path: str, *, version: int = -1, recursive: bool = False
+    ) -> None:
         client = self._client()
         if recursive:
-            await trio.to_thread.run_sync(lambda: client.delete(path, version, recursive=True))
+            await trio.to_thread.run_sync(
+                lambda: client.delete(path, version, recursive=True)
+            )
         else:
             await self._call(client.delete_async, path, version)
 
@@ -273,7 +291,8 @@ class ZkClient:
                 case Create(path, data, ephemeral, parents):
                     for ancestor in _ancestors(path) if parents else ():
                         if ancestor in missing:
-                            missing.remove(ancestor)  # created once, just before it is needed
+                            # created once, just before it is needed
+                            missing.remove(ancestor)
                             tx.create(ancestor, b"")
                     tx.create(path, data, ephemeral=ephemeral)
                 case SetData(path, data, version):
@@ -290,7 +309,9 @@ class ZkClient:
         results = await self._call(tx.commit_async)
         for result in results:
             # The op that failed carries its error; the others say they were rolled back.
-            if isinstance(result, Exception) and not isinstance(result, RolledBackError):
+            if isinstance(result, Exception) and not isinstance(
+                result, RolledBackError
+            ):
                 raise result
 
     async def _missing_parents(self, ops: Sequence[Op]) -> list[str]:

@@ -69,17 +69,23 @@ async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
     for (topic, p), path in paths.items():
         found = states[path]
         partitions[(topic, p)] = (
-            None if found is None else (PartitionState.decode(topic, p, found[0]), found[1].version)
+            None
+            if found is None
+            else (PartitionState.decode(topic, p, found[0]), found[1].version)
         )
     deleting = frozenset(await client.get_children(DELETE_TOPICS, watch=watch))
     configs = await read_topic_configs(client, topics)
     return ZkCluster(brokers, topics, partitions, deleting, configs)
 
 
-async def read_brokers(client: ZkClient, *, watch: bool = True) -> dict[int, LiveBroker]:
+async def read_brokers(
+    client: ZkClient, *, watch: bool = True
+) -> dict[int, LiveBroker]:
     """Every registered broker, with its epoch (the czxid of its registration)."""
     children = await client.get_children(BROKER_IDS, watch=watch)
-    found = await client.get_many([broker_path(int(c)) for c in children if c.isdigit()])
+    found = await client.get_many(
+        [broker_path(int(c)) for c in children if c.isdigit()]
+    )
     brokers: dict[int, LiveBroker] = {}
     for child in children:
         read = found.get(broker_path(int(child))) if child.isdigit() else None
@@ -103,13 +109,17 @@ async def read_topics(
     }
 
 
-async def read_topic_configs(client: ZkClient, names: Iterable[str]) -> dict[str, dict[str, str]]:
+async def read_topic_configs(
+    client: ZkClient, names: Iterable[str]
+) -> dict[str, dict[str, str]]:
     """The config overrides of ``names`` (``/config/topics/<topic>``; none written: {}).
     No watch: Kafka's controller does not watch them either (brokers follow changes
     through ``/config/changes``)."""
     wanted = list(names)
     found = await client.get_many([topic_config_path(t) for t in wanted], watch=False)
     return {
-        t: {} if (read := found[topic_config_path(t)]) is None else decode_topic_config(t, read[0])
+        t: {}
+        if (read := found[topic_config_path(t)]) is None
+        else decode_topic_config(t, read[0])
         for t in wanted
     }

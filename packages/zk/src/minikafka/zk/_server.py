@@ -110,11 +110,20 @@ class ZooKeeperServer:
         answers ``ruok``."""
         java = shutil.which("java")
         if not ZOOKEEPER_JAR.exists() or java is None:
-            raise ZooKeeperError(f"ZooKeeper is not installed: run `{INSTALL}` (as root)")
+            raise ZooKeeperError(
+                f"ZooKeeper is not installed: run `{INSTALL}` (as root)"
+            )
         if self.pid() is not None:
             raise ZooKeeperError(f"ZooKeeper in {self.root} is already running")
         self.write_config()
-        command = [java, "-Xmx256m", "-cp", str(ZOOKEEPER_JAR), MAIN_CLASS, str(self.config_file)]
+        command = [
+            java,
+            "-Xmx256m",
+            "-cp",
+            str(ZOOKEEPER_JAR),
+            MAIN_CLASS,
+            str(self.config_file),
+        ]
         with self.log_file.open("ab") as out:
             self._child = subprocess.Popen(
                 command,
@@ -130,7 +139,9 @@ class ZooKeeperServer:
             if self.pid() is None:
                 raise ZooKeeperError(f"ZooKeeper exited while starting:\n{self.tail()}")
             if time.monotonic() > deadline:
-                raise ZooKeeperError(f"ZooKeeper not up after {timeout:.0f}s:\n{self.tail()}")
+                raise ZooKeeperError(
+                    f"ZooKeeper not up after {timeout:.0f}s:\n{self.tail()}"
+                )
             time.sleep(0.1)  # polling the port, inside the deadline
 
     def is_ok(self) -> bool:
@@ -166,7 +177,9 @@ class ZooKeeperServer:
         deadline = time.monotonic() + timeout
         while self.pid() is not None:
             if time.monotonic() > deadline:
-                raise ZooKeeperError(f"ZooKeeper (pid {pid}) still running after {timeout:.0f}s")
+                raise ZooKeeperError(
+                    f"ZooKeeper (pid {pid}) still running after {timeout:.0f}s"
+                )
             if self._child is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self._child.wait(timeout=0.05)

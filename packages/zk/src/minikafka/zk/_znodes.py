@@ -36,7 +36,13 @@ ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CLUSTER_ID = "/cluster/id"
 TOPIC_CONFIGS = "/config/topics"
 
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, DELETE_TOPICS, ISR_CHANGE_NOTIFICATION, "/config")
+PERSISTENT_PATHS = (
+    BROKER_IDS,
+    TOPICS,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    "/config",
+)
 """What a Kafka broker creates at start-up if missing (``KafkaZkClient.createTopLevelPaths``)."""
 
 
@@ -167,11 +173,15 @@ class BrokerRegistration:
         path = broker_path(broker_id)
         obj = _parse(path, data)
         endpoints = obj.get("endpoints")
-        if not isinstance(endpoints, list) or not all(isinstance(e, str) for e in endpoints):
+        if not isinstance(endpoints, list) or not all(
+            isinstance(e, str) for e in endpoints
+        ):
             raise ZnodeError(f"{path}: 'endpoints' is not a list of strings")
         protocols = obj.get("listener_security_protocol_map") or {}
         if not isinstance(protocols, dict):
-            raise ZnodeError(f"{path}: 'listener_security_protocol_map' is not an object")
+            raise ZnodeError(
+                f"{path}: 'listener_security_protocol_map' is not an object"
+            )
         rack = obj.get("rack")
         timestamp = obj.get("timestamp", "0")
         return cls(
@@ -221,11 +231,15 @@ class TopicAssignment:
             try:
                 return {int(p): _ints(path, r) for p, r in value.items()}
             except ValueError as exc:
-                raise ZnodeError(f"{path}: {key!r} has a partition that is no number") from exc
+                raise ZnodeError(
+                    f"{path}: {key!r} has a partition that is no number"
+                ) from exc
 
         topic_id = obj.get("topic_id")
         try:
-            parsed_id = parse_kafka_uuid(topic_id) if isinstance(topic_id, str) else None
+            parsed_id = (
+                parse_kafka_uuid(topic_id) if isinstance(topic_id, str) else None
+            )
         except ValueError as exc:
             raise ZnodeError(f"{path}: 'topic_id' is no UUID: {topic_id!r}") from exc
         return cls(
@@ -280,7 +294,9 @@ class ControllerRegistration:
 
     def encode(self) -> bytes:
         timestamp = self.timestamp_ms or int(time.time() * 1000)
-        return _json({"version": 1, "brokerid": self.broker_id, "timestamp": str(timestamp)})
+        return _json(
+            {"version": 1, "brokerid": self.broker_id, "timestamp": str(timestamp)}
+        )
 
     @classmethod
     def decode(cls, data: bytes) -> ControllerRegistration:

@@ -77,10 +77,11 @@ class RebalanceProtocol(enum.IntEnum):
 class PartitionAssignor(Protocol):
     """The port the group leader calls: Kafka's ``ConsumerPartitionAssignor``.
 
-    ``name`` is the protocol name members advertise in JoinGroup (``partition.assignment.
-    strategy``); the coordinator picks one every member supports. ``assign`` gets the
-    topics' partition counts and every member's subscription and answers an assignment
-    for every member, empty ones included, since every member waits on SyncGroup for one.
+    ``name`` is the protocol name members advertise in JoinGroup
+    (``partition.assignment. strategy``); the coordinator picks one every member
+    supports. ``assign`` gets the topics' partition counts and every member's
+    subscription and answers an assignment for every member, empty ones included, since
+    every member waits on SyncGroup for one.
     """
 
     @property
@@ -94,7 +95,9 @@ class PartitionAssignor(Protocol):
     ) -> dict[str, Assignment]: ...
 
 
-def topic_partitions(cluster: Mapping[str, int], topics: Iterable[str]) -> list[TopicPartition]:
+def topic_partitions(
+    cluster: Mapping[str, int], topics: Iterable[str]
+) -> list[TopicPartition]:
     """Every partition of ``topics`` that the cluster knows, sorted by topic and partition.
 
     A subscribed topic missing from the metadata is skipped, as Kafka's assignors do: it
@@ -108,11 +111,15 @@ def topic_partitions(cluster: Mapping[str, int], topics: Iterable[str]) -> list[
     ]
 
 
-def member_order_key(member_id: str, subscription: Subscription) -> tuple[int, str, str]:
-    """Kafka's ``MemberInfo`` order: static members by instance id first, then member ids.
+def member_order_key(
+    member_id: str, subscription: Subscription
+) -> tuple[int, str, str]:
+    """Kafka's ``MemberInfo`` order: static members by instance id first, then member
+    ids.
 
-    Dynamic member ids are fresh UUIDs on every join, so ordering by them alone would move
-    a restarted static member's partitions; its ``group.instance.id`` does not change.
+    Dynamic member ids are fresh UUIDs on every join, so ordering by them alone would
+    move a restarted static member's partitions; its ``group.instance.id`` does not
+    change.
     """
     if subscription.group_instance_id is not None:
         return (0, subscription.group_instance_id, member_id)

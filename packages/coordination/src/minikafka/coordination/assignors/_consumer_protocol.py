@@ -150,7 +150,9 @@ class _Reader:
         # element takes at least two bytes), so a corrupt count fails before it allocates.
         size = self.int32()
         if size < 0 or size * 2 > self.remaining:
-            raise ConsumerProtocolError(f"array length {size} with {self.remaining} bytes left")
+            raise ConsumerProtocolError(
+                f"array length {size} with {self.remaining} bytes left"
+            )
         return size
 
     def string_array(self) -> list[str]:
@@ -160,7 +162,9 @@ class _Reader:
         result: list[TopicPartition] = []
         for _ in range(self.count()):
             topic = self.string()
-            result.extend(TopicPartition(topic, self.int32()) for _ in range(self.count()))
+            result.extend(
+                TopicPartition(topic, self.int32()) for _ in range(self.count())
+            )
         return result
 
 
@@ -218,7 +222,9 @@ def decode_subscription(data: bytes) -> Subscription:
     )
 
 
-def encode_assignment(assignment: Assignment, version: int = HIGHEST_ASSIGNMENT_VERSION) -> bytes:
+def encode_assignment(
+    assignment: Assignment, version: int = HIGHEST_ASSIGNMENT_VERSION
+) -> bytes:
     """One member's part of the leader's SyncGroup request."""
     _check_version(version, ASSIGNMENT_VERSIONS, "assignment")
     return b"".join(

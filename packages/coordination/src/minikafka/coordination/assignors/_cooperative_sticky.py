@@ -45,8 +45,13 @@ def cooperative_member_data(subscription: Subscription) -> MemberData:
     generation: int | None = None
     if subscription.generation_id >= 0:
         generation = subscription.generation_id
-    elif subscription.user_data is not None and len(subscription.user_data) >= _GENERATION_BYTES:
-        encoded = int.from_bytes(subscription.user_data[:_GENERATION_BYTES], "big", signed=True)
+    elif (
+        subscription.user_data is not None
+        and len(subscription.user_data) >= _GENERATION_BYTES
+    ):
+        encoded = int.from_bytes(
+            subscription.user_data[:_GENERATION_BYTES], "big", signed=True
+        )
         generation = encoded if encoded >= 0 else None
     return MemberData(subscription.owned_partitions, generation, subscription.rack_id)
 
@@ -71,7 +76,9 @@ def cooperative_violations(
     return tuple(sorted(violations))
 
 
-def _owners(subscriptions: Mapping[str, Subscription]) -> dict[TopicPartition, set[str]]:
+def _owners(
+    subscriptions: Mapping[str, Subscription],
+) -> dict[TopicPartition, set[str]]:
     owners: dict[TopicPartition, set[str]] = {}
     for member, subscription in subscriptions.items():
         for tp in subscription.owned_partitions:
@@ -113,7 +120,10 @@ class CooperativeStickyAssignor:
         self, cluster: Mapping[str, int], subscriptions: Mapping[str, Subscription]
     ) -> dict[str, list[TopicPartition]]:
         """The sticky assignment the two rounds converge to."""
-        data = {member: cooperative_member_data(sub) for member, sub in subscriptions.items()}
+        data = {
+            member: cooperative_member_data(sub)
+            for member, sub in subscriptions.items()
+        }
         return sticky_assignment(cluster, subscriptions, data)
 
     def assign(

@@ -32,7 +32,9 @@ class RangeAssignor:
     ) -> dict[str, Assignment]:
         members = sorted_members(subscriptions)
         assigned: dict[str, list[TopicPartition]] = {member: [] for member in members}
-        topics = sorted({topic for sub in subscriptions.values() for topic in sub.topics})
+        topics = sorted(
+            {topic for sub in subscriptions.values() for topic in sub.topics}
+        )
         for topic in topics:
             if topic not in cluster:
                 continue

@@ -57,13 +57,17 @@ class MemberData:
     rack_id: str | None = None
 
 
-def encode_sticky_user_data(partitions: Iterable[TopicPartition], generation: int) -> bytes:
+def encode_sticky_user_data(
+    partitions: Iterable[TopicPartition], generation: int
+) -> bytes:
     """``StickyAssignorUserData`` v1: the member's last assignment and its generation.
 
     The eager StickyAssignor's ``subscriptionUserData``: what the member got in the last
     rebalance it completed, since its owned partitions are empty by the time it rejoins.
     """
-    return encode_topic_partitions(partitions) + generation.to_bytes(4, "big", signed=True)
+    return encode_topic_partitions(partitions) + generation.to_bytes(
+        4, "big", signed=True
+    )
 
 
 def decode_sticky_user_data(data: bytes) -> MemberData:
@@ -118,7 +122,9 @@ def current_owners(
         for tp in set(data.partitions):
             # A partition of a topic the member dropped, or that no longer exists, is
             # not the member's to keep.
-            if tp.topic in subscription.topics and 0 <= tp.partition < cluster.get(tp.topic, 0):
+            if tp.topic in subscription.topics and 0 <= tp.partition < cluster.get(
+                tp.topic, 0
+            ):
                 claims.setdefault(tp, []).append(member)
     owners: dict[str, list[TopicPartition]] = {member: [] for member in subscriptions}
     for tp, claimants in claims.items():
@@ -141,7 +147,9 @@ def sticky_assignment(
     owned = current_owners(cluster, subscriptions, member_data)
     topic_sets = {frozenset(subscriptions[m].topics) for m in members}
     if len(topic_sets) == 1:
-        target = _constrained_assign(topic_partitions(cluster, topic_sets.pop()), members, owned)
+        target = _constrained_assign(
+            topic_partitions(cluster, topic_sets.pop()), members, owned
+        )
     else:
         target = _general_assign(cluster, subscriptions, members, owned)
     return {member: sorted(target[member]) for member in members}
@@ -171,7 +179,9 @@ def _constrained_assign(
     # Deterministic and order-preserving on purpose: in the cooperative protocol's
     # follow-up rebalance the withheld partitions meet the same gaps in the same order,
     # so the second round completes exactly the first round's target.
-    slots = [member for member in members for _ in range(quota[member] - len(target[member]))]
+    slots = [
+        member for member in members for _ in range(quota[member] - len(target[member]))
+    ]
     for member, tp in zip(slots, unassigned, strict=True):
         target[member].append(tp)
     return target
@@ -186,7 +196,8 @@ def _general_assign(
     order = {member: index for index, member in enumerate(members)}
     all_topics = {topic for m in members for topic in subscriptions[m].topics}
     consumers = {
-        topic: [m for m in members if topic in subscriptions[m].topics] for topic in all_topics
+        topic: [m for m in members if topic in subscriptions[m].topics]
+        for topic in all_topics
     }
     target = {member: set(owned[member]) for member in members}
     taken = {tp for tps in target.values() for tp in tps}
@@ -198,7 +209,9 @@ def _general_assign(
         least = min(consumers[tp.topic], key=lambda m: (len(target[m]), order[m]))
         target[least].add(tp)
     previously = {member: set(owned[member]) for member in members}
-    while (move := _balancing_move(subscriptions, members, order, target, previously)) is not None:
+    while (
+        move := _balancing_move(subscriptions, members, order, target, previously)
+    ) is not None:
         tp, source, destination = move
         target[source].remove(tp)
         target[destination].add(tp)
@@ -221,7 +234,9 @@ def _balancing_move(
     for source in donors:
         # Moving a partition placed in this very rebalance costs nothing; moving one
         # the member owned interrupts its consumption, so those go last.
-        candidates = sorted(target[source], key=lambda tp: (tp in previously[source], tp))
+        candidates = sorted(
+            target[source], key=lambda tp: (tp in previously[source], tp)
+        )
         for destination in receivers:
             if len(target[destination]) + 2 > len(target[source]):
                 break
@@ -242,7 +257,9 @@ class StickyAssignor:
     def assign(
         self, cluster: Mapping[str, int], subscriptions: Mapping[str, Subscription]
     ) -> dict[str, Assignment]:
-        data = {member: sticky_member_data(sub) for member, sub in subscriptions.items()}
+        data = {
+            member: sticky_member_data(sub) for member, sub in subscriptions.items()
+        }
         target = sticky_assignment(cluster, subscriptions, data)
         return {member: Assignment(tps) for member, tps in target.items()}
 

@@ -9,7 +9,12 @@ import attrs
 
 from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_least
 
-__all__ = ["GROUP_CONFIG", "MAX_PROTOCOL_STRING", "NEW_MEMBER_JOIN_TIMEOUT_MS", "GroupConfig"]
+__all__ = [
+    "GROUP_CONFIG",
+    "MAX_PROTOCOL_STRING",
+    "NEW_MEMBER_JOIN_TIMEOUT_MS",
+    "GroupConfig",
+]
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a new member's JoinGroup may stay parked before the member is dropped
@@ -22,13 +27,17 @@ MAX_PROTOCOL_STRING = 2**15 - 1
 class GroupConfig:
     """The broker's group settings (Kafka's ``group.*`` configs)."""
 
-    group_min_session_timeout_ms: int = attrs.field(default=6000, validator=attrs.validators.gt(0))
+    group_min_session_timeout_ms: int = attrs.field(
+        default=6000, validator=attrs.validators.gt(0)
+    )
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = attrs.field(
         default=3000, validator=attrs.validators.ge(0)
     )
     group_max_size: int = 2**31 - 1
-    offsets_topic_num_partitions: int = attrs.field(default=50, validator=attrs.validators.gt(0))
+    offsets_topic_num_partitions: int = attrs.field(
+        default=50, validator=attrs.validators.gt(0)
+    )
     offsets_retention_minutes: int = attrs.field(
         default=7 * 24 * 60, validator=attrs.validators.gt(0)
     )
@@ -78,7 +87,11 @@ GROUP_CONFIG = ConfigDef(
             "How long the first rebalance of an empty group waits for more members.",
         ),
         ConfigKey(
-            "group.max.size", _INT, "group_max_size", at_least(1), "Members a group may have."
+            "group.max.size",
+            _INT,
+            "group_max_size",
+            at_least(1),
+            "Members a group may have.",
         ),
         ConfigKey(
             "offsets.topic.num.partitions",

@@ -119,9 +119,15 @@ class GroupCoordinator:
             return GroupSummary(GroupState.DEAD, "", "", ())
         return group.summary()
 
-    def list_groups(self, states: Collection[GroupState] | None = None) -> list[ListedGroup]:
+    def list_groups(
+        self, states: Collection[GroupState] | None = None
+    ) -> list[ListedGroup]:
         """ListGroups, optionally only groups in ``states`` (v4's states filter)."""
-        return [g.overview() for g in self._groups.values() if states is None or g.state in states]
+        return [
+            g.overview()
+            for g in self._groups.values()
+            if states is None or g.state in states
+        ]
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -142,7 +148,9 @@ class GroupCoordinator:
         actions = self.membership.sync_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
-    def heartbeat(self, request_id: int, request: HeartbeatRequest, now: float) -> list[GroupReply]:
+    def heartbeat(
+        self, request_id: int, request: HeartbeatRequest, now: float
+    ) -> list[GroupReply]:
         actions = self.membership.heartbeat(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -185,12 +193,16 @@ class GroupCoordinator:
         """The appends to perform, oldest first; each is then reported to complete_write."""
         return self._writes.take()
 
-    def complete_write(self, write_id: int, error: ErrorCode, now: float) -> list[GroupReply]:
+    def complete_write(
+        self, write_id: int, error: ErrorCode, now: float
+    ) -> list[GroupReply]:
         """The append ``write_id`` is committed (NONE) or failed with ``error``."""
         outcome = self._writes.complete(write_id)
         return self._carry_out(self._written(outcome, error, now), outcome.group_id)
 
-    def _written(self, outcome: WriteOutcome, error: ErrorCode, now: float) -> list[GroupAction]:
+    def _written(
+        self, outcome: WriteOutcome, error: ErrorCode, now: float
+    ) -> list[GroupAction]:
         """Hand a reported write to the manager that knows what it meant."""
         if isinstance(outcome, AssignmentStored):
             return self.membership.assignment_stored(outcome, error, now)
@@ -205,11 +217,14 @@ class GroupCoordinator:
         COORDINATOR_LOAD_IN_PROGRESS until :meth:`load_partition`."""
         self.manager.begin_loading(partition)
 
-    def load_partition(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
+    def load_partition(
+        self, partition: int, records: Iterable[StoredRecord], now: float
+    ) -> int:
         """The partition's records from its start: rebuild its groups and offsets."""
         loaded = self.manager.load(partition, records, now)
         for group_id in self._partition_groups(partition):
-            self._rearm(group_id)  # restored members must heartbeat within their session
+            # restored members must heartbeat within their session
+            self._rearm(group_id)
         if not self._timers.expiry_scheduled:
             self._timers.schedule_expiry(
                 now + self.config.offsets_retention_check_interval_ms / 1000
@@ -220,7 +235,9 @@ class GroupCoordinator:
         """This broker stopped leading ``partition``: its groups go Dead."""
         out: list[GroupReply] = []
         for group in self.manager.unload(partition):
-            out += self._carry_out(self.membership.rebalancer.make_dead(group), group.group_id)
+            out += self._carry_out(
+                self.membership.rebalancer.make_dead(group), group.group_id
+            )
         return out
 
     def unload_group(self, group_id: str) -> list[GroupReply]:
@@ -262,7 +279,9 @@ class GroupCoordinator:
 
     # --- carrying out what the managers decided ----------------------------------------------
 
-    def _carry_out(self, actions: Iterable[GroupAction], *group_ids: str) -> list[GroupReply]:
+    def _carry_out(
+        self, actions: Iterable[GroupAction], *group_ids: str
+    ) -> list[GroupReply]:
         """Queue the writes, re-arm the timers of the groups the call touched, and return
         the replies; the order of the actions is kept within each kind."""
         replies: list[GroupReply] = []
@@ -271,7 +290,9 @@ class GroupCoordinator:
                 replies.append(action)
             else:
                 assert action.response is not None
-                self._writes.add(self.manager.partition_for(action.response.group_id), action)
+                self._writes.add(
+                    self.manager.partition_for(action.response.group_id), action
+                )
         for group_id in group_ids:
             self._rearm(group_id)
         return replies

@@ -92,7 +92,9 @@ class MemberMetadata:
         for name in self.protocols:
             if name in candidates:
                 return name
-        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+        raise ValueError(
+            f"member {self.member_id} supports none of {sorted(candidates)}"
+        )
 
     @property
     def session_deadline(self) -> float | None:
@@ -180,7 +182,11 @@ class GroupMetadata:
             self.state_timestamp = now
         if tracer.enabled:
             event = GroupStateChanged(
-                self.group_id, previous.value, target.value, self.generation_id, len(self._members)
+                self.group_id,
+                previous.value,
+                target.value,
+                self.generation_id,
+                len(self._members),
             )
             tracer.emit(event, now)
 
@@ -301,7 +307,9 @@ class GroupMetadata:
         return sum(m.is_awaiting_join for m in self._members.values())
 
     def has_all_members_joined(self) -> bool:
-        return self.num_awaiting_join() == len(self._members) and not self._pending_members
+        return (
+            self.num_awaiting_join() == len(self._members) and not self._pending_members
+        )
 
     def not_yet_rejoined_members(self) -> list[MemberMetadata]:
         return [m for m in self._members.values() if not m.is_awaiting_join]
@@ -317,7 +325,9 @@ class GroupMetadata:
             common.intersection_update(member.protocols)
         return common
 
-    def supports_protocols(self, protocol_type: str, protocols: Collection[str]) -> bool:
+    def supports_protocols(
+        self, protocol_type: str, protocols: Collection[str]
+    ) -> bool:
         """Whether a member with these protocols may join: "if a member's protocols share
         none with the group's, it is refused" (seed 002 §2.1)."""
         if self.state is GroupState.EMPTY:
@@ -329,10 +339,13 @@ class GroupMetadata:
 
     def select_protocol(self) -> str:
         """Kafka's ``selectProtocol``: each member votes for its most preferred protocol
-        among those all members support; the most votes win (ties: the first voted for)."""
+        among those all members support; the most votes win (ties: the first voted
+        for)."""
         candidates = self.candidate_protocols()
         if not candidates:
-            raise ValueError(f"group {self.group_id} has no protocol all members support")
+            raise ValueError(
+                f"group {self.group_id} has no protocol all members support"
+            )
         votes = collections.Counter(m.vote(candidates) for m in self._members.values())
         return max(votes, key=lambda p: votes[p])
 
@@ -349,7 +362,9 @@ class GroupMetadata:
                 return True
         return False
 
-    def init_next_generation(self, now: float | None = None, tracer: Tracer = _NO_TRACER) -> None:
+    def init_next_generation(
+        self, now: float | None = None, tracer: Tracer = _NO_TRACER
+    ) -> None:
         """A join phase ends: a new generation, to CompletingRebalance (or Empty)."""
         self.generation_id += 1
         if self._members:
@@ -390,7 +405,9 @@ class GroupMetadata:
             )
             return GroupSummary(self.state, protocol_type, protocol, members)
         members = tuple(
-            MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"")
+            MemberSummary(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
+            )
             for m in self._members.values()
         )
         return GroupSummary(self.state, protocol_type, "", members)
@@ -427,20 +444,25 @@ def offset_commit_error(
 
     A commit with generation -1, no member id and no instance id comes from a consumer
     that manages its own partitions ("simple" consumers): allowed while the group has no
-    members (an unknown group is then created Empty by the coordinator). Any other commit
-    must come from a current member of the current generation, and is refused with
-    REBALANCE_IN_PROGRESS in CompletingRebalance: "committing offsets in AwaitingSync
-    raises REBALANCE_IN_PROGRESS" (seed 002 §1), while PreparingRebalance still accepts
-    it ("clients may even commit offsets", ibid.).
+    members (an unknown group is then created Empty by the coordinator). Any other
+    commit must come from a current member of the current generation, and is refused
+    with REBALANCE_IN_PROGRESS in CompletingRebalance: "committing offsets in
+    AwaitingSync raises REBALANCE_IN_PROGRESS" (seed 002 §1), while PreparingRebalance
+    still accepts it ("clients may even commit offsets", ibid.).
     """
-    simple = generation_id < 0 and member_id == UNKNOWN_MEMBER_ID and group_instance_id is None
+    simple = (
+        generation_id < 0
+        and member_id == UNKNOWN_MEMBER_ID
+        and group_instance_id is None
+    )
     if group is None:
         return ErrorCode.none if generation_id < 0 else ErrorCode.illegal_generation
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
     if simple:
         # "When the group is non-empty, only members can commit offsets."
-        return ErrorCode.none if group.state is GroupState.EMPTY else ErrorCode.unknown_member_id
+        empty = group.state is GroupState.EMPTY
+        return ErrorCode.none if empty else ErrorCode.unknown_member_id
     error = validate_current_member(group, member_id, group_instance_id)
     if error is not ErrorCode.none:
         return error

@@ -144,7 +144,11 @@ class GroupMetadataManager:
         """This broker stopped leading ``partition``: forget its groups (the caller makes
         them Dead and answers their parked requests)."""
         self.partitions.pop(partition, None)
-        gone = [g for g in self.groups.values() if self.partition_for(g.group_id) == partition]
+        gone = [
+            g
+            for g in self.groups.values()
+            if self.partition_for(g.group_id) == partition
+        ]
         for group in gone:
             del self.groups[group.group_id]
         return gone
@@ -195,7 +199,9 @@ class GroupMetadataManager:
     def tombstones(group: GroupMetadata) -> list[StoredRecord]:
         """Everything the log holds for a deleted group: its offsets, then the group."""
         records = [
-            encode_offset_record(OffsetKey(group.group_id, tp.topic, tp.partition), None)
+            encode_offset_record(
+                OffsetKey(group.group_id, tp.topic, tp.partition), None
+            )
             for tp in group.offsets
         ]
         records.append(encode_group_record(GroupMetadataKey(group.group_id), None))
@@ -207,11 +213,11 @@ class GroupMetadataManager:
     def expired_offsets(
         group: GroupMetadata, now: float, retention_ms: int
     ) -> list[TopicPartition]:
-        """Offsets past ``offsets.retention.minutes`` (KIP-211): a group's offsets live as
-        long as it has members; once it is Empty they expire ``retention`` after it became
-        Empty (or after their commit, for a group that never had members). An offset
-        committed with an explicit expire timestamp (OffsetCommit v2-v4's retention time)
-        expires then."""
+        """Offsets past ``offsets.retention.minutes`` (KIP-211): a group's offsets live
+        as long as it has members; once it is Empty they expire ``retention`` after it
+        became Empty (or after their commit, for a group that never had members). An
+        offset committed with an explicit expire timestamp (OffsetCommit v2-v4's
+        retention time) expires then."""
         if group.state is not GroupState.EMPTY:
             return []
         return [
@@ -230,7 +236,9 @@ def _expires_at(group: GroupMetadata, value: OffsetValue, retention_ms: int) -> 
     return since + retention_ms / 1000
 
 
-def _restore_group(group_id: str, value: GroupMetadataValue | None, now: float) -> GroupMetadata:
+def _restore_group(
+    group_id: str, value: GroupMetadataValue | None, now: float
+) -> GroupMetadata:
     """A group as its last record describes it (Kafka's ``GroupMetadata.loadGroup``):
     Empty without members, else Stable with the stored assignment; every member must
     heartbeat within its session timeout from now or is removed."""

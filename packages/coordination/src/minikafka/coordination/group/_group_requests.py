@@ -92,7 +92,9 @@ class JoinGroupResponse:
     skip_assignment: bool = False
 
     @classmethod
-    def error(cls, error_code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroupResponse:
+    def error(
+        cls, error_code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID
+    ) -> JoinGroupResponse:
         return cls(error_code, member_id)
 
 

@@ -1,11 +1,12 @@
 """The consumer group state machine, as a table (seed 002 §1).
 
-A group is always in one of five states. Kafka's ``GroupMetadata`` names, for each state,
-the states it may be entered from (``validPreviousStates``) and refuses any other move
-with an ``IllegalStateException``; here that table is data, with one short reason per
-edge taken from seed 002, so the book draws the diagram from the table the coordinator
-runs on. The seed's ``AwaitingSync`` is Kafka's ``CompletingRebalance`` (renamed in
-Kafka 1.1); the values are Kafka's names, as DescribeGroups and ListGroups report them.
+A group is always in one of five states. Kafka's ``GroupMetadata`` names, for each
+state, the states it may be entered from (``validPreviousStates``) and refuses any other
+move with an ``IllegalStateException``; here that table is data, with one short reason
+per edge taken from seed 002, so the book draws the diagram from the table the
+coordinator runs on. The seed's ``AwaitingSync`` is Kafka's ``CompletingRebalance``
+(renamed in Kafka 1.1); the values are Kafka's names, as DescribeGroups and ListGroups
+report them.
 """
 
 from __future__ import annotations
@@ -52,12 +53,16 @@ GROUP_TRANSITIONS: Mapping[GroupState, frozenset[GroupState]] = {
         {_G.EMPTY, _G.PREPARING_REBALANCE, _G.COMPLETING_REBALANCE, _G.STABLE, _G.DEAD}
     ),
 }
-"""Target state -> the states it may be entered from (``GroupMetadata.validPreviousStates``)."""
+"""Target state -> the states it may be entered from
+(``GroupMetadata.validPreviousStates``)."""
 
 GROUP_TRANSITION_REASONS: Mapping[tuple[GroupState, GroupState], str] = {
     (_G.EMPTY, _G.PREPARING_REBALANCE): "member joins",
     (_G.PREPARING_REBALANCE, _G.EMPTY): "all members left",
-    (_G.PREPARING_REBALANCE, _G.COMPLETING_REBALANCE): "all joined or rebalance timeout",
+    (
+        _G.PREPARING_REBALANCE,
+        _G.COMPLETING_REBALANCE,
+    ): "all joined or rebalance timeout",
     (_G.COMPLETING_REBALANCE, _G.PREPARING_REBALANCE): "member joins, leaves or fails",
     (_G.COMPLETING_REBALANCE, _G.STABLE): "leader's assignment sent",
     (_G.STABLE, _G.PREPARING_REBALANCE): "member joins, leaves or fails",
@@ -79,6 +84,7 @@ def check_group_transition(current: GroupState, target: GroupState) -> GroupStat
     if current not in GROUP_TRANSITIONS[target]:
         allowed = ", ".join(sorted(s.value for s in GROUP_TRANSITIONS[target]))
         raise IllegalGroupStateTransitionError(
-            f"a group must be in {allowed} before moving to {target.value}, not {current.value}"
+            f"a group must be in {allowed} before moving to {target.value}, not "
+            f"{current.value}"
         )
     return target

@@ -44,7 +44,9 @@ def trace_join(
     generation and state are those it arrived in."""
     if tracer.enabled:
         state = group.state.value
-        event = MemberJoined(group.group_id, member_id, client_id, group.generation_id, state)
+        event = MemberJoined(
+            group.group_id, member_id, client_id, group.generation_id, state
+        )
         tracer.emit(event, now)
 
 
@@ -54,16 +56,26 @@ def trace_assigned(
     if tracer.enabled:
         partitions = partition_count(group, member.assignment or b"")
         event = MemberAssigned(
-            group.group_id, member.member_id, member.client_id, group.generation_id, partitions
+            group.group_id,
+            member.member_id,
+            member.client_id,
+            group.generation_id,
+            partitions,
         )
         tracer.emit(event, now)
 
 
 def trace_removed(
-    tracer: Tracer, group: GroupMetadata, member: MemberMetadata, reason: str, now: float
+    tracer: Tracer,
+    group: GroupMetadata,
+    member: MemberMetadata,
+    reason: str,
+    now: float,
 ) -> None:
     if tracer.enabled:
-        event = MemberRemoved(group.group_id, member.member_id, member.client_id, reason)
+        event = MemberRemoved(
+            group.group_id, member.member_id, member.client_id, reason
+        )
         tracer.emit(event, now)
 
 

@@ -50,11 +50,15 @@ class JoinGroupHandler:
     rebalancer: Rebalancer
     rng: random.Random
 
-    def join_group(self, request_id: int, r: JoinGroupRequest, now: float) -> list[GroupAction]:
+    def join_group(
+        self, request_id: int, r: JoinGroupRequest, now: float
+    ) -> list[GroupAction]:
         out: list[GroupAction] = []
 
         def fail(error: ErrorCode, member_id: str = r.member_id) -> list[GroupAction]:
-            out.append(GroupReply(request_id, JoinGroupResponse.error(error, member_id)))
+            out.append(
+                GroupReply(request_id, JoinGroupResponse.error(error, member_id))
+            )
             return out
 
         if not r.group_id:
@@ -64,7 +68,10 @@ class JoinGroupHandler:
         if status is not ErrorCode.none:
             return fail(status)
         config = self.rebalancer.config
-        lowest, highest = config.group_min_session_timeout_ms, config.group_max_session_timeout_ms
+        lowest, highest = (
+            config.group_min_session_timeout_ms,
+            config.group_max_session_timeout_ms,
+        )
         if not lowest <= r.session_timeout_ms <= highest:
             return fail(ErrorCode.invalid_session_timeout)
         group = metadata.groups.get(r.group_id)
@@ -101,12 +108,16 @@ class JoinGroupHandler:
     def _new_member_join(
         self, group: GroupMetadata, request_id: int, r: JoinGroupRequest, now: float
     ) -> list[GroupAction]:
-        def fail(error: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> list[GroupAction]:
+        def fail(
+            error: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID
+        ) -> list[GroupAction]:
             return [GroupReply(request_id, JoinGroupResponse.error(error, member_id))]
 
         if group.state is _S.DEAD:
             return fail(ErrorCode.coordinator_not_available)
-        if not group.supports_protocols(r.protocol_type, [name for name, _ in r.protocols]):
+        if not group.supports_protocols(
+            r.protocol_type, [name for name, _ in r.protocols]
+        ):
             return fail(ErrorCode.inconsistent_group_protocol)
         # Kafka's member id: the client id (a static member's instance id) and a UUID,
         # the prefix cut short so that the id still fits the protocol's int16 strings (a
@@ -117,7 +128,9 @@ class JoinGroupHandler:
         if r.group_instance_id is not None:
             old_member_id = group.static_member_id(r.group_instance_id)
             if old_member_id is None:
-                return self._add_member_and_rebalance(group, member_id, request_id, r, now)
+                return self._add_member_and_rebalance(
+                    group, member_id, request_id, r, now
+                )
             return self._update_static_member_and_rebalance(
                 group, old_member_id, member_id, request_id, r, now
             )
@@ -137,13 +150,17 @@ class JoinGroupHandler:
 
         if group.state is _S.DEAD:
             return fail(ErrorCode.coordinator_not_available)
-        if not group.supports_protocols(r.protocol_type, [name for name, _ in r.protocols]):
+        if not group.supports_protocols(
+            r.protocol_type, [name for name, _ in r.protocols]
+        ):
             return fail(ErrorCode.inconsistent_group_protocol)
         if group.is_pending_member(r.member_id):
             if r.group_instance_id is not None:
                 # Pending ids are only handed to dynamic members (Kafka throws here).
                 return fail(ErrorCode.unknown_server_error)
-            return self._add_member_and_rebalance(group, r.member_id, request_id, r, now)
+            return self._add_member_and_rebalance(
+                group, r.member_id, request_id, r, now
+            )
         error = validate_current_member(group, r.member_id, r.group_instance_id)
         if error is not ErrorCode.none:
             return fail(error)
@@ -160,12 +177,19 @@ class JoinGroupHandler:
             # "the leader rejoining, or a member's metadata changing" start a rebalance
             # (seed 002 §1); a follower rejoining unchanged just gets the generation back.
             if group.is_leader(member.member_id) or not member.matches(r.protocols):
-                return self._update_member_and_rebalance(group, member, request_id, r, now)
+                return self._update_member_and_rebalance(
+                    group, member, request_id, r, now
+                )
             return [GroupReply(request_id, join_response(group, member))]
         return fail(ErrorCode.unknown_member_id)  # Empty: no members to be
 
     def _add_member_and_rebalance(
-        self, group: GroupMetadata, member_id: str, request_id: int, r: JoinGroupRequest, now: float
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        request_id: int,
+        r: JoinGroupRequest,
+        now: float,
     ) -> list[GroupAction]:
         member = MemberMetadata(
             member_id,
@@ -204,13 +228,18 @@ class JoinGroupHandler:
 
     @staticmethod
     def _park_join(
-        member: MemberMetadata, request_id: int, r: JoinGroupRequest, group: GroupMetadata
+        member: MemberMetadata,
+        request_id: int,
+        r: JoinGroupRequest,
+        group: GroupMetadata,
     ) -> list[GroupAction]:
         out: list[GroupAction] = []
         if member.awaiting_join is not None:
             # Kafka drops the older callback; a core that answers every request once tells
             # the older one to rejoin.
-            response = JoinGroupResponse.error(ErrorCode.rebalance_in_progress, member.member_id)
+            response = JoinGroupResponse.error(
+                ErrorCode.rebalance_in_progress, member.member_id
+            )
             out.append(GroupReply(member.awaiting_join, response))
         group.update_member(
             member, r.protocols, r.effective_rebalance_timeout_ms, r.session_timeout_ms
@@ -235,7 +264,9 @@ class JoinGroupHandler:
         member = group.members[old_member_id]
         out: list[GroupAction] = []
         if tracer.enabled:
-            removed = MemberRemoved(group.group_id, old_member_id, member.client_id, "replaced")
+            removed = MemberRemoved(
+                group.group_id, old_member_id, member.client_id, "replaced"
+            )
             tracer.emit(removed, now)
             trace_join(tracer, group, new_member_id, r.client_id, now)
         out += answer_parked(member, ErrorCode.fenced_instance_id, old_member_id)
@@ -255,7 +286,14 @@ class JoinGroupHandler:
             if group.protocol_name == group.select_protocol():
                 member.awaiting_join = None
                 stored = self._store_static_member(
-                    group, member, old_member_id, old_leader, old_settings, request_id, r, now
+                    group,
+                    member,
+                    old_member_id,
+                    old_leader,
+                    old_settings,
+                    request_id,
+                    r,
+                    now,
                 )
                 return [*out, stored]
             return out + self.rebalancer.maybe_prepare_rebalance(group, now, *cause)
@@ -316,5 +354,7 @@ class JoinGroupHandler:
                 stored.instance_id, stored.new_member_id, stored.old_member_id
             )
             group.update_member(stored.member, *stored.old_settings)
-        failure = JoinGroupResponse.error(store_group_error(error), stored.new_member_id)
+        failure = JoinGroupResponse.error(
+            store_group_error(error), stored.new_member_id
+        )
         return [GroupReply(stored.request_id, failure)]

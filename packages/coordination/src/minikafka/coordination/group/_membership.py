@@ -97,7 +97,10 @@ class MembershipManager:
             schedule_heartbeat(member, now)
             trace_assigned(self.rebalancer.tracer, group, member, now)
             response = SyncGroupResponse(
-                ErrorCode.none, member.assignment or b"", group.protocol_type, group.protocol_name
+                ErrorCode.none,
+                member.assignment or b"",
+                group.protocol_type,
+                group.protocol_name,
             )
             return [GroupReply(request_id, response)]
         if group.state is not _S.COMPLETING_REBALANCE:
@@ -115,7 +118,9 @@ class MembershipManager:
     def heartbeat(
         self, request_id: int, request: HeartbeatRequest, now: float
     ) -> list[GroupAction]:
-        return [GroupReply(request_id, HeartbeatResponse(self._heartbeat(request, now)))]
+        return [
+            GroupReply(request_id, HeartbeatResponse(self._heartbeat(request, now)))
+        ]
 
     def _heartbeat(self, r: HeartbeatRequest, now: float) -> ErrorCode:
         status = self.rebalancer.metadata.group_status(r.group_id)
@@ -162,18 +167,24 @@ class MembershipManager:
                     if leaving.group_instance_id is None
                     else group.static_member_id(leaving.group_instance_id)
                 )
-                error = ErrorCode.unknown_member_id if current is None else ErrorCode.none
+                error = (
+                    ErrorCode.unknown_member_id if current is None else ErrorCode.none
+                )
                 if current is not None:
                     out += remove(group, current, now, "left")
             elif group.is_pending_member(leaving.member_id):
                 error = ErrorCode.none
                 out += remove(group, leaving.member_id, now, "left")
             else:
-                error = validate_current_member(group, leaving.member_id, leaving.group_instance_id)
+                error = validate_current_member(
+                    group, leaving.member_id, leaving.group_instance_id
+                )
                 if error is ErrorCode.none:
                     out += remove(group, leaving.member_id, now, "left")
             results.append(
-                LeaveGroupMemberResponse(leaving.member_id, leaving.group_instance_id, error)
+                LeaveGroupMemberResponse(
+                    leaving.member_id, leaving.group_instance_id, error
+                )
             )
         if request.version < 3:
             # One member, and its error is the request's.
@@ -217,4 +228,6 @@ class MembershipManager:
             reason = "new_member_join_timeout"
         else:
             reason = "session_timeout"
-        return self.rebalancer.remove_member_and_update_group(group, member_id, now, reason)
+        return self.rebalancer.remove_member_and_update_group(
+            group, member_id, now, reason
+        )

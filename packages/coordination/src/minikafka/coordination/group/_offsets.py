@@ -31,7 +31,14 @@ from ._group_requests import (
 from ._group_state import GroupState
 from ._offsets_records import OffsetValue
 from ._rebalance import schedule_heartbeat
-from ._results import GroupAction, GroupReply, OffsetsCommitted, Unanswered, append, commit_error
+from ._results import (
+    GroupAction,
+    GroupReply,
+    OffsetsCommitted,
+    Unanswered,
+    append,
+    commit_error,
+)
 
 __all__ = ["OffsetsManager"]
 
@@ -58,7 +65,9 @@ class OffsetsManager:
         r = request
 
         def answer(errors: dict[TopicPartition, ErrorCode]) -> list[GroupAction]:
-            response = OffsetCommitResponse(tuple((tp, errors[tp]) for tp, _ in r.offsets))
+            response = OffsetCommitResponse(
+                tuple((tp, errors[tp]) for tp, _ in r.offsets)
+            )
             return [GroupReply(request_id, response)]
 
         error = self.metadata.group_status(r.group_id)
@@ -77,14 +86,24 @@ class OffsetsManager:
                 errors[tp] = ErrorCode.offset_metadata_too_large
                 continue
             accepted[tp] = OffsetValue(
-                committed.offset, committed.metadata, stamp, committed.leader_epoch, expire
+                committed.offset,
+                committed.metadata,
+                stamp,
+                committed.leader_epoch,
+                expire,
             )
         if not accepted:
             return answer(errors)
         records = self.metadata.offset_records(r.group_id, accepted.items())
-        return [append(records, OffsetsCommitted(r.group_id, request_id, r, accepted, errors))]
+        return [
+            append(
+                records, OffsetsCommitted(r.group_id, request_id, r, accepted, errors)
+            )
+        ]
 
-    def offsets_committed(self, committed: OffsetsCommitted, error: ErrorCode) -> list[GroupAction]:
+    def offsets_committed(
+        self, committed: OffsetsCommitted, error: ErrorCode
+    ) -> list[GroupAction]:
         """The commit's records are in the log (cache them) or are not; answer it."""
         code = commit_error(error)
         group_id = committed.group_id
@@ -114,7 +133,12 @@ class OffsetsManager:
         return OffsetFetchResponse(
             ErrorCode.none,
             tuple(
-                (tp, None if v is None else CommittedOffset(v.offset, v.leader_epoch, v.metadata))
+                (
+                    tp,
+                    None
+                    if v is None
+                    else CommittedOffset(v.offset, v.leader_epoch, v.metadata),
+                )
                 for tp in wanted
                 for v in [committed.get(tp)]
             ),
@@ -143,7 +167,9 @@ class OffsetsManager:
 
     # --- deletion and retention -----------------------------------------------------------
 
-    def delete_group(self, group_id: str, now: float) -> tuple[ErrorCode, list[GroupAction]]:
+    def delete_group(
+        self, group_id: str, now: float
+    ) -> tuple[ErrorCode, list[GroupAction]]:
         """DeleteGroups: only a group without members may go (Empty -> Dead); tombstones
         for its offsets and for the group let compaction remove it from the log too."""
         status = self.metadata.group_status(group_id)
@@ -156,17 +182,22 @@ class OffsetsManager:
             return ErrorCode.non_empty_group, []
         group.transition_to(_S.DEAD, now, self.tracer)
         del self._groups[group_id]
-        return ErrorCode.none, [append(self.metadata.tombstones(group), Unanswered(group_id))]
+        return ErrorCode.none, [
+            append(self.metadata.tombstones(group), Unanswered(group_id))
+        ]
 
     def expire_offsets(self, now: float) -> list[GroupAction]:
-        """``offsets.retention.minutes``: drop expired offsets and write their tombstones;
-        an Empty group left with no offsets is deleted too, with its own tombstone
-        (Kafka's cleanupGroupMetadata), so groups nobody uses do not pile up."""
+        """``offsets.retention.minutes``: drop expired offsets and write their
+        tombstones; an Empty group left with no offsets is deleted too, with its own
+        tombstone (Kafka's cleanupGroupMetadata), so groups nobody uses do not pile
+        up."""
         out: list[GroupAction] = []
         retention_ms = self.config.offsets_retention_minutes * 60_000
         for group in list(self._groups.values()):
             expired = self.metadata.expired_offsets(group, now, retention_ms)
-            records = self.metadata.offset_records(group.group_id, [(tp, None) for tp in expired])
+            records = self.metadata.offset_records(
+                group.group_id, [(tp, None) for tp in expired]
+            )
             for tp in expired:
                 del group.offsets[tp]
             if (

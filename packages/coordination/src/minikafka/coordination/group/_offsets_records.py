@@ -126,7 +126,9 @@ def _nullable_string(value: str | None, what: str) -> bytes:
         return _INT16.pack(-1)
     raw = value.encode()
     if len(raw) > 0x7FFF:
-        raise OffsetsRecordError(f"{what} is {len(raw)} bytes, more than a string holds")
+        raise OffsetsRecordError(
+            f"{what} is {len(raw)} bytes, more than a string holds"
+        )
     return _INT16.pack(len(raw)) + raw
 
 
@@ -170,7 +172,9 @@ class _Reader:
     def _take(self, size: int, what: str) -> bytes:
         left = len(self._data) - self._pos
         if size > left:
-            raise self.error(f"truncated {what}: needs {size} bytes at {self._pos}, {left} left")
+            raise self.error(
+                f"truncated {what}: needs {size} bytes at {self._pos}, {left} left"
+            )
         chunk = self._data[self._pos : self._pos + size]
         self._pos += size
         return chunk
@@ -231,7 +235,9 @@ def _value_version(reader: _Reader, versions: range) -> int:
 # --- public API --------------------------------------------------------------------------
 
 
-def encode_offset_record(key: OffsetKey, value: OffsetValue | None) -> tuple[bytes, bytes | None]:
+def encode_offset_record(
+    key: OffsetKey, value: OffsetValue | None
+) -> tuple[bytes, bytes | None]:
     """An offset commit as (key, value) bytes; ``None`` makes the tombstone that deletes it."""
     key_bytes = b"".join(
         (
@@ -280,7 +286,9 @@ def decode_key(data: bytes) -> OffsetsRecordKey:
     reader = _Reader(data, "offsets record key")
     version = reader.int16("version")
     if version in (0, 1):  # the two versions share one layout
-        return OffsetKey(reader.string("group"), reader.string("topic"), reader.int32("partition"))
+        return OffsetKey(
+            reader.string("group"), reader.string("topic"), reader.int32("partition")
+        )
     if version == GROUP_KEY_VERSION:
         return GroupMetadataKey(reader.string("group"))
     raise UnknownRecordTypeError(version)
@@ -296,7 +304,9 @@ def decode_offset_value(data: bytes) -> OffsetValue:
     commit = reader.int64("commit_timestamp")
     expire = reader.int64("expire_timestamp") if version == 1 else -1
     # Kafka's loader reads an expiry of -1 (OffsetCommitRequest.DEFAULT_TIMESTAMP) as none.
-    return OffsetValue(offset, metadata, commit, epoch, None if expire == -1 else expire)
+    return OffsetValue(
+        offset, metadata, commit, epoch, None if expire == -1 else expire
+    )
 
 
 def _read_member(reader: _Reader, version: int) -> StoredMember:
@@ -331,12 +341,17 @@ def decode_group_value(data: bytes) -> GroupMetadataValue:
     # The smallest member (v0, empty fields) is 18 bytes.
     count = reader.count("members", 18)
     members = [_read_member(reader, version) for _ in range(count)]
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, members)
+    return GroupMetadataValue(
+        protocol_type, generation, protocol, leader, timestamp, members
+    )
 
 
 def decode_record(
     key: bytes, value: bytes | None
-) -> tuple[OffsetKey, OffsetValue | None] | tuple[GroupMetadataKey, GroupMetadataValue | None]:
+) -> (
+    tuple[OffsetKey, OffsetValue | None]
+    | tuple[GroupMetadataKey, GroupMetadataValue | None]
+):
     """A whole record; a ``None`` value is a tombstone and stays ``None``."""
     decoded = decode_key(key)
     if isinstance(decoded, OffsetKey):

@@ -100,14 +100,18 @@ class Rebalancer:
             # Members waiting for an assignment that will not come: rejoin.
             for member in group.members.values():
                 member.assignment = None
-            out += self.propagate_assignment(group, ErrorCode.rebalance_in_progress, now)
+            out += self.propagate_assignment(
+                group, ErrorCode.rebalance_in_progress, now
+            )
         group.clear_pending_sync_members()
         delay = self.config.group_initial_rebalance_delay_ms
         if group.state is _S.EMPTY and delay > 0:
             # group.initial.rebalance.delay.ms: the first members of an empty group wait a
             # little for the others, so a group starting up does not rebalance per member.
             group.join_deadline = now + delay / 1000
-            group.initial_delay_remaining_ms = max(group.rebalance_timeout_ms - delay, 0)
+            group.initial_delay_remaining_ms = max(
+                group.rebalance_timeout_ms - delay, 0
+            )
         else:
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
             group.initial_delay_remaining_ms = None
@@ -136,8 +140,8 @@ class Rebalancer:
     def complete_join(self, group: GroupMetadata, now: float) -> list[GroupAction]:
         group.join_deadline = None
         group.initial_delay_remaining_ms = None
-        # Dynamic members that did not rejoin in time are out; static ones stay until their
-        # session expires (a restarting static member keeps its place).
+        # Dynamic members that did not rejoin in time are out; static ones stay until
+        # their session expires (a restarting static member keeps its place).
         for member in group.not_yet_rejoined_members():
             if not member.is_static:
                 group.remove(member.member_id)
@@ -154,7 +158,9 @@ class Rebalancer:
         out: list[GroupAction] = []
         for member in group.members.values():
             if member.awaiting_join is not None:
-                out.append(GroupReply(member.awaiting_join, join_response(group, member)))
+                out.append(
+                    GroupReply(member.awaiting_join, join_response(group, member))
+                )
                 member.awaiting_join = None
             schedule_heartbeat(member, now)
             member.is_new = False
@@ -208,13 +214,16 @@ class Rebalancer:
     ) -> list[GroupAction]:
         """Write the group with the leader's plan, then hand the plan out: "the
         coordinator takes the leader's plan apart and sends each member only its own
-        partitions" (seed 002 §2.2); a member the leader left out gets nothing. Until the
-        record is committed the group stays CompletingRebalance and every SyncGroup waits,
-        so no member consumes under an assignment a new coordinator would not know."""
+        partitions" (seed 002 §2.2); a member the leader left out gets nothing. Until
+        the record is committed the group stays CompletingRebalance and every SyncGroup
+        waits, so no member consumes under an assignment a new coordinator would not
+        know."""
         assignments = {m: plan.get(m, b"") for m in group.members}
         group.assignment_write_pending = True
         record = self.metadata.group_record(group, assignments, now)
-        return [append([record], AssignmentStored(group, group.generation_id, assignments))]
+        return [
+            append([record], AssignmentStored(group, group.generation_id, assignments))
+        ]
 
     def assignment_stored(
         self, stored: AssignmentStored, error: ErrorCode, now: float
@@ -248,7 +257,8 @@ class Rebalancer:
         if not missing or group.state not in (_S.COMPLETING_REBALANCE, _S.STABLE):
             return []
         for member_id in missing:
-            member = group.remove(member_id)  # they have no parked request: they never synced
+            # they have no parked request: they never synced
+            member = group.remove(member_id)
             if member is not None:
                 trace_removed(self.tracer, group, member, "sync_timeout", now)
         return self.prepare_rebalance(group, now, "sync_timeout")
@@ -296,7 +306,9 @@ def answer_parked(
     JoinGroup response carrying ``member_id``), so its client stops waiting."""
     out: list[GroupAction] = []
     if member.awaiting_join is not None:
-        out.append(GroupReply(member.awaiting_join, JoinGroupResponse.error(error, member_id)))
+        out.append(
+            GroupReply(member.awaiting_join, JoinGroupResponse.error(error, member_id))
+        )
         member.awaiting_join = None
     if member.awaiting_sync is not None:
         out.append(GroupReply(member.awaiting_sync, SyncGroupResponse(error)))

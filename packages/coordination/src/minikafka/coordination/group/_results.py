@@ -140,7 +140,9 @@ class OffsetsCommitted:
     errors: Mapping[TopicPartition, ErrorCode]
 
 
-WriteOutcome: TypeAlias = Unanswered | AssignmentStored | StaticMemberStored | OffsetsCommitted
+WriteOutcome: TypeAlias = (
+    Unanswered | AssignmentStored | StaticMemberStored | OffsetsCommitted
+)
 
 Append: TypeAlias = CoreResult[StoredRecord, WriteOutcome]
 """Records for the group's ``__consumer_offsets`` partition, then what to do when the

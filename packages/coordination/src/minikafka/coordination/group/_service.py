@@ -115,27 +115,39 @@ class GroupCoordinatorService:
     # --- the APIs -------------------------------------------------------------------------
 
     async def join_group(self, request: JoinGroupRequest) -> JoinGroupResponse:
-        response = await self._call(functools.partial(self.core.join_group, request=request))
+        response = await self._call(
+            functools.partial(self.core.join_group, request=request)
+        )
         assert isinstance(response, JoinGroupResponse)
         return response
 
     async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
-        response = await self._call(functools.partial(self.core.sync_group, request=request))
+        response = await self._call(
+            functools.partial(self.core.sync_group, request=request)
+        )
         assert isinstance(response, SyncGroupResponse)
         return response
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
-        response = await self._call(functools.partial(self.core.heartbeat, request=request))
+        response = await self._call(
+            functools.partial(self.core.heartbeat, request=request)
+        )
         assert isinstance(response, HeartbeatResponse)
         return response
 
     async def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResponse:
-        response = await self._call(functools.partial(self.core.leave_group, request=request))
+        response = await self._call(
+            functools.partial(self.core.leave_group, request=request)
+        )
         assert isinstance(response, LeaveGroupResponse)
         return response
 
-    async def commit_offsets(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
-        response = await self._call(functools.partial(self.core.commit_offsets, request=request))
+    async def commit_offsets(
+        self, request: OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        response = await self._call(
+            functools.partial(self.core.commit_offsets, request=request)
+        )
         assert isinstance(response, OffsetCommitResponse)
         return response
 
@@ -153,7 +165,11 @@ class GroupCoordinatorService:
     def list_groups(
         self, states: Collection[GroupState] | None = None
     ) -> tuple[ErrorCode, list[ListedGroup]]:
-        error = ErrorCode.coordinator_load_in_progress if self.core.loading else ErrorCode.none
+        error = (
+            ErrorCode.coordinator_load_in_progress
+            if self.core.loading
+            else ErrorCode.none
+        )
         return error, self.core.list_groups(states)
 
     def delete_group(self, group_id: str) -> ErrorCode:
@@ -193,12 +209,16 @@ class GroupCoordinatorService:
     def _written(self, write_id: int, error: ErrorCode) -> None:
         self._dispatch(self.core.complete_write(write_id, error, self.clock()))
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """Fire the core's timers (joins, syncs, sessions, offset expiry) when due."""
         task_status.started()
         while True:
             deadline = self.core.next_deadline()
-            wait = float("inf") if deadline is None else max(0.0, deadline - self.clock())
+            wait = (
+                float("inf") if deadline is None else max(0.0, deadline - self.clock())
+            )
             with trio.move_on_after(wait):
                 await self._wakeup.wait()
             self._wakeup = trio.Event()

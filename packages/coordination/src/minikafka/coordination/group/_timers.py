@@ -78,7 +78,9 @@ class GroupTimers:
     def next_deadline(self) -> float | None:
         return self._deadlines.next_deadline()
 
-    def pop_earliest(self, now: float, groups: Mapping[str, GroupMetadata]) -> TimerKey | None:
+    def pop_earliest(
+        self, now: float, groups: Mapping[str, GroupMetadata]
+    ) -> TimerKey | None:
         """The group timer due first at or before ``now``, unscheduled; None if none is."""
         when = self._deadlines.next_deadline()
         if when is None or when > now:
@@ -89,12 +91,15 @@ class GroupTimers:
             for key in tied[1:]:
                 self._deadlines.schedule(key, when)
         key = tied[0]
-        assert key != OFFSETS_EXPIRY  # the coordinator fires it first and reschedules it
+        # the coordinator fires it first and reschedules it
+        assert key != OFFSETS_EXPIRY
         self._keys.get(key[1], set()).discard(key)
         return key
 
 
-def _order(groups: Mapping[str, GroupMetadata]) -> Callable[[TimerKey], tuple[int, int, int]]:
+def _order(
+    groups: Mapping[str, GroupMetadata],
+) -> Callable[[TimerKey], tuple[int, int, int]]:
     """Sort key of tied timers: the order a scan of every group would meet them in."""
     group_rank = {gid: i for i, gid in enumerate(groups)}
 

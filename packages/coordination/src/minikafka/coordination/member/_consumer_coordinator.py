@@ -73,9 +73,15 @@ ASSIGNOR_TYPES: dict[str, type[PartitionAssignor]] = {
     "sticky": StickyAssignor,
     "cooperative-sticky": CooperativeStickyAssignor,
 }
-_COORDINATOR_GONE = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_not_available})
+_COORDINATOR_GONE = frozenset(
+    {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available}
+)
 _MEMBER_GONE = frozenset(
-    {ErrorCode.unknown_member_id, ErrorCode.illegal_generation, ErrorCode.fenced_instance_id}
+    {
+        ErrorCode.unknown_member_id,
+        ErrorCode.illegal_generation,
+        ErrorCode.fenced_instance_id,
+    }
 )
 
 
@@ -182,7 +188,13 @@ class OffsetCommit:
 
 
 GroupRequest = (
-    FindCoordinator | JoinGroup | SyncGroup | Heartbeat | LeaveGroup | OffsetFetch | OffsetCommit
+    FindCoordinator
+    | JoinGroup
+    | SyncGroup
+    | Heartbeat
+    | LeaveGroup
+    | OffsetFetch
+    | OffsetCommit
 )
 
 
@@ -214,7 +226,8 @@ class ConsumerCoordinator:
     protocol: str | None = None
     rejoin_needed: bool = True
     events: list[RebalanceEvent] = attrs.field(factory=list)
-    commit_results: dict[int, int] = attrs.field(factory=dict)  # commit id -> error code
+    # commit id -> error code
+    commit_results: dict[int, int] = attrs.field(factory=dict)
     _waiting_for_events: bool = False
     _finding: bool = False
     _heartbeat_in_flight: bool = False
@@ -232,13 +245,19 @@ class ConsumerCoordinator:
     @property
     def protocol_kind(self) -> RebalanceProtocol:
         """KIP-429: cooperative only if every configured assignor supports it."""
-        assignors = [ASSIGNOR_TYPES[n]() for n in self.config.partition_assignment_strategy]
+        assignors = [
+            ASSIGNOR_TYPES[n]() for n in self.config.partition_assignment_strategy
+        ]
         common = set.intersection(*(set(a.supported_protocols) for a in assignors))
         return max(common) if common else RebalanceProtocol.EAGER
 
     @property
     def owned(self) -> tuple[TopicPartition, ...]:
-        return tuple(sorted(self.subscriptions.assignment, key=lambda tp: (tp.topic, tp.partition)))
+        return tuple(
+            sorted(
+                self.subscriptions.assignment, key=lambda tp: (tp.topic, tp.partition)
+            )
+        )
 
     # --- the loop -----------------------------------------------------------------
 
@@ -268,7 +287,11 @@ class ConsumerCoordinator:
         # and for the application itself after it let max.poll.interval.ms pass.
         joining = self.state is MemberState.UNJOINED and self.rejoin_needed
         joining = joining and not self._waiting_for_events and not self._stalled
-        if joining and self.subscriptions.subscription and not self.subscriptions.manual:
+        if (
+            joining
+            and self.subscriptions.subscription
+            and not self.subscriptions.manual
+        ):
             join = self._prepare_join(now)
             if join is not None:
                 out.append(join)
@@ -291,7 +314,9 @@ class ConsumerCoordinator:
                 self._fetching_offsets = True
                 out.append(OffsetFetch(self.group_id, tuple(missing)))
             if self.config.enable_auto_commit and now >= self._next_auto_commit:
-                self._next_auto_commit = now + self.config.auto_commit_interval_ms / 1000
+                self._next_auto_commit = (
+                    now + self.config.auto_commit_interval_ms / 1000
+                )
                 self.commit(self.subscriptions.positions(), now)
         out.extend(self._pending_commits)
         self._pending_commits.clear()
@@ -311,7 +336,10 @@ class ConsumerCoordinator:
         return max(0.0, min(times) - now)
 
     def _prepare_join(self, now: float) -> JoinGroup | None:
-        if self.protocol_kind is RebalanceProtocol.EAGER and self.subscriptions.assignment:
+        if (
+            self.protocol_kind is RebalanceProtocol.EAGER
+            and self.subscriptions.assignment
+        ):
             # Eager: give everything up before joining: commit (with auto-commit), then
             # the application's on_revoke, which may commit too; the partitions go when
             # it returns (events_done).
@@ -339,12 +367,18 @@ class ConsumerCoordinator:
         assignor = ASSIGNOR_TYPES[name]()
         user_data: bytes | None = None
         if isinstance(assignor, StickyAssignor):
-            user_data = assignor.subscription_user_data(self._last_assignment, self.generation_id)
+            user_data = assignor.subscription_user_data(
+                self._last_assignment, self.generation_id
+            )
         elif isinstance(assignor, CooperativeStickyAssignor):
             user_data = assignor.subscription_user_data(self.generation_id)
-        owned = self.owned if self.protocol_kind is RebalanceProtocol.COOPERATIVE else ()
+        owned = (
+            self.owned if self.protocol_kind is RebalanceProtocol.COOPERATIVE else ()
+        )
         topics = sorted(self.subscriptions.subscription)
-        return encode_subscription(Subscription(topics, user_data, owned, self.generation_id))
+        return encode_subscription(
+            Subscription(topics, user_data, owned, self.generation_id)
+        )
 
     def _emit(self, kind: str, partitions: Sequence[TopicPartition]) -> None:
         self.events.append(RebalanceEvent(kind, tuple(partitions)))
@@ -396,18 +430,30 @@ class ConsumerCoordinator:
     ) -> SyncGroup | None:
         """JoinGroup answered; the SyncGroup to send (the leader's carries the plan)."""
         if error == ErrorCode.member_id_required:  # KIP-394: join again with this id
-            self.member_id, self.state, self.rejoin_needed = member_id, MemberState.UNJOINED, True
+            self.member_id, self.state, self.rejoin_needed = (
+                member_id,
+                MemberState.UNJOINED,
+                True,
+            )
             return None
         if error != ErrorCode.none:
             self._join_failed(error, now)
             return None
-        self.member_id, self.generation_id, self.protocol = member_id, generation_id, protocol
+        self.member_id, self.generation_id, self.protocol = (
+            member_id,
+            generation_id,
+            protocol,
+        )
         assignments: tuple[tuple[str, bytes], ...] = ()
         if member_id == leader and protocol is not None:
             assignments = self._assign(protocol, members)
         self.state = MemberState.SYNCING
         return SyncGroup(
-            self.group_id, generation_id, member_id, self.config.group_instance_id, assignments
+            self.group_id,
+            generation_id,
+            member_id,
+            self.config.group_instance_id,
+            assignments,
         )
 
     def _assign(
@@ -422,9 +468,15 @@ class ConsumerCoordinator:
         topics = {t for s in subscriptions.values() for t in s.topics}
         for topic in topics:
             self.metadata.want(topic)
-        cluster = {t: len(info.leaders) for t in topics if (info := self.metadata.partitions(t))}
+        cluster = {
+            t: len(info.leaders)
+            for t in topics
+            if (info := self.metadata.partitions(t))
+        }
         plan = ASSIGNOR_TYPES[protocol]().assign(cluster, subscriptions)
-        return tuple((member, encode_assignment(a)) for member, a in sorted(plan.items()))
+        return tuple(
+            (member, encode_assignment(a)) for member, a in sorted(plan.items())
+        )
 
     def on_sync(self, error: int, assignment: bytes, now: float) -> None:
         if error != ErrorCode.none:
@@ -497,7 +549,9 @@ class ConsumerCoordinator:
             else:
                 self._backoff(now)
 
-    def commit(self, offsets: Mapping[TopicPartition, int], now: float) -> OffsetCommit | None:
+    def commit(
+        self, offsets: Mapping[TopicPartition, int], now: float
+    ) -> OffsetCommit | None:
         """Commit ``offsets`` (the next offset to read, per partition): the request, to
         send with the next :meth:`poll`; its outcome lands in :attr:`commit_results`."""
         if not offsets:
@@ -550,7 +604,11 @@ class ConsumerCoordinator:
     def _poll_timed_out(self, now: float) -> bool:
         if self._stalled or self._last_app_poll is None:
             return False
-        if self.state not in (MemberState.STABLE, MemberState.SYNCING, MemberState.JOINING):
+        if self.state not in (
+            MemberState.STABLE,
+            MemberState.SYNCING,
+            MemberState.JOINING,
+        ):
             return False
         return (now - self._last_app_poll) * 1000 > self.config.max_poll_interval_ms
 

@@ -56,7 +56,9 @@ class SubscriptionState:
     def set_assignment(self, partitions: Iterable[TopicPartition]) -> None:
         """The assigned partitions are now these: positions of those kept are kept."""
         wanted = list(partitions)
-        self.assignment = {tp: self.assignment.get(tp) or PartitionState() for tp in wanted}
+        self.assignment = {
+            tp: self.assignment.get(tp) or PartitionState() for tp in wanted
+        }
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -86,7 +88,9 @@ class SubscriptionState:
     def needs_position(self) -> list[TopicPartition]:
         """Assigned partitions with no position and no reset decided yet."""
         return [
-            tp for tp, s in self.assignment.items() if s.position is None and s.reset_to is None
+            tp
+            for tp, s in self.assignment.items()
+            if s.position is None and s.reset_to is None
         ]
 
     def request_reset(self, tp: TopicPartition, strategy: str | None = None) -> bool:
@@ -99,7 +103,11 @@ class SubscriptionState:
         return True
 
     def awaiting_reset(self) -> dict[TopicPartition, int]:
-        return {tp: s.reset_to for tp, s in self.assignment.items() if s.reset_to is not None}
+        return {
+            tp: s.reset_to
+            for tp, s in self.assignment.items()
+            if s.reset_to is not None
+        }
 
     def reset_done(self, tp: TopicPartition, offset: int) -> None:
         state = self.assignment.get(tp)
@@ -118,7 +126,11 @@ class SubscriptionState:
             self._state(tp).paused = paused
 
     def positions(self) -> dict[TopicPartition, int]:
-        return {tp: s.position for tp, s in self.assignment.items() if s.position is not None}
+        return {
+            tp: s.position
+            for tp, s in self.assignment.items()
+            if s.position is not None
+        }
 
     def _state(self, tp: TopicPartition) -> PartitionState:
         state = self.assignment.get(tp)

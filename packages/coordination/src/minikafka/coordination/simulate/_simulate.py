@@ -52,7 +52,9 @@ __all__ = ["simulate"]
 _MAX_STEPS = 1_000_000
 
 
-def simulate(config: SimulationConfig, tracer: Tracer | None = None) -> SimulationResult:
+def simulate(
+    config: SimulationConfig, tracer: Tracer | None = None
+) -> SimulationResult:
     """Run ``config``'s group from its first JoinGroup until the last event has settled.
 
     The coordinator's events go to ``tracer``; the simulator is a shell, so its default is
@@ -80,7 +82,9 @@ class _Simulator:
     coordinator: GroupCoordinator = attrs.field(init=False)
     _processing_rng: random.Random = attrs.field(init=False)
     _consumers: dict[int, SimulatedConsumer] = attrs.field(init=False, factory=dict)
-    _timers: list[tuple[float, int, Callable[[], None]]] = attrs.field(init=False, factory=list)
+    _timers: list[tuple[float, int, Callable[[], None]]] = attrs.field(
+        init=False, factory=list
+    )
     _seq: itertools.count[int] = attrs.field(init=False, factory=itertools.count)
     _in_flight: dict[int, SimulatedConsumer] = attrs.field(init=False, factory=dict)
     _events: list[GroupEvent] = attrs.field(init=False, factory=list)
@@ -126,12 +130,16 @@ class _Simulator:
     def _step(self) -> None:
         """Move virtual time to the next timer: the coordinator's or a consumer's."""
         deadline = self.coordinator.next_deadline()
-        if deadline is not None and (not self._timers or deadline <= self._timers[0][0]):
+        if deadline is not None and (
+            not self._timers or deadline <= self._timers[0][0]
+        ):
             self.now = max(self.now, deadline)
             self._fire_coordinator_timers()
             return
         if not self._timers:
-            raise SimulationError("nothing left to happen, but the group has not settled")
+            raise SimulationError(
+                "nothing left to happen, but the group has not settled"
+            )
         self.now, _, action = heapq.heappop(self._timers)
         action()
 
@@ -163,7 +171,11 @@ class _Simulator:
             consumer = self._in_flight.pop(reply.request_id)
             self._after_latency(functools.partial(consumer.handle, reply.response))
         for write in self.coordinator.take_writes():
-            self._deliver(self.coordinator.complete_write(write.write_id, ErrorCode.none, self.now))
+            self._deliver(
+                self.coordinator.complete_write(
+                    write.write_id, ErrorCode.none, self.now
+                )
+            )
 
     def _fire_coordinator_timers(self) -> None:
         _, _, before = self._group_state()
@@ -227,9 +239,13 @@ class _Simulator:
         if self._open is None:
             if self._settled():
                 return
-            self._open = _OpenRebalance("unscripted", self.now, generation)  # not expected
+            # not expected
+            self._open = _OpenRebalance("unscripted", self.now, generation)
         r = self._open
-        rebalancing = state in (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE)
+        rebalancing = state in (
+            GroupState.PREPARING_REBALANCE,
+            GroupState.COMPLETING_REBALANCE,
+        )
         if r.start is None and (rebalancing or generation > r.generation_before):
             r.start = self.now
         if generation > max(r.generations, default=r.generation_before):
@@ -240,7 +256,11 @@ class _Simulator:
         if r is None:
             return
         trigger = round(r.trigger * 1000)
-        times = (trigger, trigger if r.start is None else round(r.start * 1000), self.time_ms)
+        times = (
+            trigger,
+            trigger if r.start is None else round(r.start * 1000),
+            self.time_ms,
+        )
         live = sorted(n for n, c in self._consumers.items() if not c.stopped)
         c = self.config
         summary = summarize_rebalance(
@@ -283,12 +303,17 @@ class _Simulator:
     ) -> None:
         numbers = {c.member_id: c.number for c in self._consumers.values()}
         by_number = sorted(
-            (numbers[member], decode_assignment(data).partitions) for member, data in plan
+            (numbers[member], decode_assignment(data).partitions)
+            for member, data in plan
         )
         assignment = tuple((f"consumer-{n}", partitions) for n, partitions in by_number)
         self._generations.append(
             GenerationAssignment(
-                leader.generation, self.time_ms, leader.client_id, self.config.assignor, assignment
+                leader.generation,
+                self.time_ms,
+                leader.client_id,
+                self.config.assignor,
+                assignment,
             )
         )
 

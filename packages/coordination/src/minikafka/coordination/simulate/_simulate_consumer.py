@@ -56,7 +56,12 @@ from ..member import (
     SubscriptionState,
     SyncGroup,
 )
-from ._simulate_values import EntryKind, SimulationConfig, SimulationError, format_partitions
+from ._simulate_values import (
+    EntryKind,
+    SimulationConfig,
+    SimulationError,
+    format_partitions,
+)
 
 __all__ = ["Call", "SimulatedConsumer", "World"]
 
@@ -104,7 +109,8 @@ class MemberSettings:
     heartbeat_interval_ms: int
     max_poll_interval_ms: int
     group_instance_id: str | None = None
-    enable_auto_commit: bool = False  # nothing to commit: the simulation reads no records
+    # nothing to commit: the simulation reads no records
+    enable_auto_commit: bool = False
     auto_commit_interval_ms: int = 5_000
     retry_backoff_ms: int = 100
 
@@ -209,7 +215,9 @@ class SimulatedConsumer:
     def crash(self) -> None:
         self.stopped = True
         self._set_owned(frozenset())  # nobody consumes its partitions any more
-        self.world.record(self, EntryKind.CRASHED, "crashes after a heartbeat, no LeaveGroup")
+        self.world.record(
+            self, EntryKind.CRASHED, "crashes after a heartbeat, no LeaveGroup"
+        )
 
     # --- the application and the core's clock ----------------------------------------
 
@@ -268,7 +276,9 @@ class SimulatedConsumer:
     def _send(self, request: GroupRequest) -> None:
         if isinstance(request, FindCoordinator):
             # Any broker answers; the simulated cluster's one broker is the coordinator.
-            self._round_trip(lambda: self.core.on_find_coordinator(0, COORDINATOR_NODE, self._now))
+            self._round_trip(
+                lambda: self.core.on_find_coordinator(0, COORDINATOR_NODE, self._now)
+            )
         elif isinstance(request, OffsetFetch):
             # Nothing is ever committed here: every partition starts by auto.offset.reset.
             nothing = {tp: (int(ErrorCode.none), -1) for tp in request.partitions}
@@ -285,7 +295,9 @@ class SimulatedConsumer:
             self.world.send(self, lambda c, rid, now: c.heartbeat(rid, heartbeat, now))
         elif isinstance(request, LeaveGroup):
             identity = MemberIdentity(request.member_id, request.group_instance_id)
-            leave = LeaveGroupRequest(request.group_id, (identity,), LEAVE_GROUP_VERSION)
+            leave = LeaveGroupRequest(
+                request.group_id, (identity,), LEAVE_GROUP_VERSION
+            )
             self.world.send(self, lambda c, rid, now: c.leave_group(rid, leave, now))
         elif isinstance(request, OffsetCommit):
             raise SimulationError(f"{self.client_id} commits, but auto-commit is off")
@@ -306,7 +318,8 @@ class SimulatedConsumer:
         self.world.at(self._now + trip, arrive)
 
     def _send_join(self, request: JoinGroup) -> None:
-        if self.owned:  # cooperative: it goes on consuming what it owns while it rejoins
+        # cooperative: it goes on consuming what it owns while it rejoins
+        if self.owned:
             text = f"JoinGroup, keeps {format_partitions(self.owned)}"
             self.world.record(self, EntryKind.REJOINING, text)
         join = JoinGroupRequest(
@@ -339,13 +352,16 @@ class SimulatedConsumer:
         elif isinstance(response, HeartbeatResponse):
             self._on_heartbeat(response)
         else:
-            raise SimulationError(f"{self.client_id} never sends what {response} answers")
+            raise SimulationError(
+                f"{self.client_id} never sends what {response} answers"
+            )
         self._sync_owned()
         self._drive()
 
     def _on_join(self, response: JoinGroupResponse) -> None:
         members = [
-            JoinMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members
+            JoinMember(m.member_id, m.group_instance_id, m.metadata)
+            for m in response.members
         ]
         sync = self.core.on_join(
             int(response.error_code), response.generation_id, response.protocol_name,
@@ -360,7 +376,9 @@ class SimulatedConsumer:
             self._error("JoinGroup", error)
         else:
             leader = response.leader == response.member_id
-            role = f"leader of {len(response.members)}, assigns" if leader else "follower"
+            role = (
+                f"leader of {len(response.members)}, assigns" if leader else "follower"
+            )
             text = f"JoinGroup: generation {response.generation_id}, {role}"
             self.world.record(self, EntryKind.JOINED, text)
         if sync is not None:
@@ -376,7 +394,10 @@ class SimulatedConsumer:
         # member's revoked ones go when its application has run on_revoke).
         self._sync_owned()
         self.world.record(
-            self, EntryKind.SYNCED, f"SyncGroup: {format_partitions(assigned)}", assigned
+            self,
+            EntryKind.SYNCED,
+            f"SyncGroup: {format_partitions(assigned)}",
+            assigned,
         )
         if self._plan:
             # The leader's SyncGroup was accepted: its plan is the generation's assignment.

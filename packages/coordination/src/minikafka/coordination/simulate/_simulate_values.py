@@ -155,7 +155,9 @@ class SimulationConfig:
         if self.members < 1:
             raise SimulationError(f"--members must be at least 1, not {self.members}")
         if self.partitions < 1:
-            raise SimulationError(f"--partitions must be at least 1, not {self.partitions}")
+            raise SimulationError(
+                f"--partitions must be at least 1, not {self.partitions}"
+            )
         if not _TOPIC_NAME.fullmatch(self.topic) or self.topic in (".", ".."):
             raise SimulationError(f"{self.topic!r} is not a legal topic name")
         low = self.group_config.group_min_session_timeout_ms
@@ -189,10 +191,14 @@ def _check_script(members: int, events: Iterable[GroupEvent]) -> None:
     for event in events:
         if event.action is EventAction.JOIN:
             if event.member in live:
-                raise SimulationError(f"{event}: consumer-{event.member} is already running")
+                raise SimulationError(
+                    f"{event}: consumer-{event.member} is already running"
+                )
             live.add(event.member)
         elif event.member not in live:
-            raise SimulationError(f"{event}: there is no running consumer-{event.member}")
+            raise SimulationError(
+                f"{event}: there is no running consumer-{event.member}"
+            )
         else:
             live.discard(event.member)
 
@@ -243,7 +249,9 @@ class GenerationAssignment:
     time_ms: int
     leader: str
     protocol: str
-    assignment: tuple[tuple[str, tuple[TopicPartition, ...]], ...]  # (member, partitions)
+    assignment: tuple[
+        tuple[str, tuple[TopicPartition, ...]], ...
+    ]  # (member, partitions)
 
     def partitions_of(self, member: str) -> tuple[TopicPartition, ...]:
         return dict(self.assignment).get(member, ())
@@ -265,8 +273,12 @@ class RebalanceSummary:
     start_ms: int
     end_ms: int
     members: tuple[str, ...]
-    without_partitions_ms: tuple[tuple[str, int], ...]  # per member of the last generation
-    paused_partitions_ms: tuple[tuple[TopicPartition, int], ...]  # those with no consumer
+    without_partitions_ms: tuple[
+        tuple[str, int], ...
+    ]  # per member of the last generation
+    paused_partitions_ms: tuple[
+        tuple[TopicPartition, int], ...
+    ]  # those with no consumer
 
 
 @attrs.frozen
@@ -282,7 +294,9 @@ def _owned_over(
     changes: Sequence[OwnershipChange], start: int, end: int
 ) -> list[tuple[int, int, dict[str, frozenset[TopicPartition]]]]:
     """Who owns what in [start, end], as (since, until, owners) steps."""
-    times = sorted({start, end} | {c.time_ms for c in changes if start < c.time_ms < end})
+    times = sorted(
+        {start, end} | {c.time_ms for c in changes if start < c.time_ms < end}
+    )
     steps = []
     for since, until in itertools.pairwise(times):
         # Later changes override earlier ones; changes at ``since`` already apply.

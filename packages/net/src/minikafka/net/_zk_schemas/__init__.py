@@ -29,7 +29,12 @@ from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from . import controlled_shutdown_v3, leader_and_isr_v5, stop_replica_v3, update_metadata_v7
+from . import (
+    controlled_shutdown_v3,
+    leader_and_isr_v5,
+    stop_replica_v3,
+    update_metadata_v7,
+)
 
 API_NAMES: Final[Mapping[int, str]] = MappingProxyType(
     {

@@ -46,9 +46,13 @@ class LeaderAndIsrPartitionState:
     """The ZooKeeper version of the partition's state znode."""
     replicas: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
     """The broker ids of all the replicas."""
-    adding_replicas: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    adding_replicas: tuple[i32, ...] = field(
+        metadata={"kafka_type": "int32"}, default=()
+    )
     """The replicas a reassignment is adding (empty when none)."""
-    removing_replicas: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    removing_replicas: tuple[i32, ...] = field(
+        metadata={"kafka_type": "int32"}, default=()
+    )
     """The replicas a reassignment is removing (empty when none)."""
     is_new: bool = field(metadata={"kafka_type": "bool"}, default=False)
     """Whether the replica is new, i.e. the broker should not expect to have it already."""

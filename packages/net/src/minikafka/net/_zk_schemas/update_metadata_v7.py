@@ -46,7 +46,9 @@ class UpdateMetadataPartitionState:
     """The ZooKeeper version of the partition's state znode."""
     replicas: tuple[BrokerId, ...] = field(metadata={"kafka_type": "int32"}, default=())
     """The broker ids of all the replicas."""
-    offline_replicas: tuple[BrokerId, ...] = field(metadata={"kafka_type": "int32"}, default=())
+    offline_replicas: tuple[BrokerId, ...] = field(
+        metadata={"kafka_type": "int32"}, default=()
+    )
     """The replicas whose log directory is offline."""
 
 

@@ -41,7 +41,9 @@ def time_percentiles(requests: DataFrame) -> DataFrame:
     """p50 and p99 of every part of the time breakdown, per API."""
     # One row per (request, component): the six columns become two, name and value.
     long = requests.unpivot(["api_name"], list(COMPONENTS), "component", "ms")
-    order = F.array_position(F.array(*[F.lit(c) for c in COMPONENTS]), F.col("component"))
+    order = F.array_position(
+        F.array(*[F.lit(c) for c in COMPONENTS]), F.col("component")
+    )
     return (
         long.groupBy("api_name", "component")
         .agg(
@@ -73,7 +75,8 @@ def acks_and_long_polling(requests: DataFrame) -> DataFrame:
 
 
 def busiest_second(requests: DataFrame) -> DataFrame:
-    """The wall-clock second (on whole seconds) with the most requests, and its count."""
+    """The wall-clock second (on whole seconds) with the most requests, and its
+    count."""
     per_second = requests.groupBy(F.date_trunc("second", "time").alias("second")).agg(
         F.count("*").alias("requests")
     )

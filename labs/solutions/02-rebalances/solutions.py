@@ -26,10 +26,17 @@ def rebalances(starts: DataFrame, ends: DataFrame) -> DataFrame:
     """Every completed rebalance: its end joined with the latest start before it."""
     # Each end belongs to the latest start of its group at or before it (an as-of join).
     start = starts.select(
-        "group_id", F.col("ts").alias("start_ts"), "reason", F.col("members").alias("was")
+        "group_id",
+        F.col("ts").alias("start_ts"),
+        "reason",
+        F.col("members").alias("was"),
     )
-    end = ends.select("group_id", "generation_id", F.col("ts").alias("end_ts"), "members")
-    latest_first = Window.partitionBy("group_id", "generation_id").orderBy(F.desc("start_ts"))
+    end = ends.select(
+        "group_id", "generation_id", F.col("ts").alias("end_ts"), "members"
+    )
+    latest_first = Window.partitionBy("group_id", "generation_id").orderBy(
+        F.desc("start_ts")
+    )
     return (
         end.join(start, "group_id")
         .where(F.col("start_ts") <= F.col("end_ts"))
@@ -55,22 +62,30 @@ def stop_the_world(joins: DataFrame, syncs: DataFrame, ends: DataFrame) -> DataF
     )
     no_partitions = F.lit(None).cast("long")
     events = (
-        joins.select("group_id", "client_id", "ts", F.lit(0).alias("kind"), no_partitions)
+        joins.select(
+            "group_id", "client_id", "ts", F.lit(0).alias("kind"), no_partitions
+        )
         .toDF("group_id", "client_id", "ts", "kind", "partitions")
         .unionByName(
-            syncs.select("group_id", "client_id", "ts", F.lit(1).alias("kind"), "partitions")
+            syncs.select(
+                "group_id", "client_id", "ts", F.lit(1).alias("kind"), "partitions"
+            )
         )
         .join(cooperative, "group_id")
     )
     # kind 0 (join) before kind 1 (sync) when two events share a timestamp.
     timeline = Window.partitionBy("group_id", "client_id").orderBy("ts", "kind")
     so_far = timeline.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    last_sync = F.coalesce(F.last("partitions", ignorenulls=True).over(so_far), F.lit(0))
+    last_sync = F.coalesce(
+        F.last("partitions", ignorenulls=True).over(so_far), F.lit(0)
+    )
     is_join: Column = F.col("kind") == 0
     # Eager: a member rejoins only after revoking everything. Cooperative: it keeps what
     # its last SyncGroup gave it.
     held = F.when(is_join & ~F.col("cooperative"), 0).otherwise(last_sync)
-    had_some = F.max(F.when(~is_join & (F.col("partitions") > 0), 1).otherwise(0)).over(so_far)
+    had_some = F.max(F.when(~is_join & (F.col("partitions") > 0), 1).otherwise(0)).over(
+        so_far
+    )
     gap_ms = (F.lead("ts").over(timeline) - F.col("ts")) * 1000
     intervals = events.select(
         "group_id",
@@ -83,12 +98,12 @@ def stop_the_world(joins: DataFrame, syncs: DataFrame, ends: DataFrame) -> DataF
         intervals.groupBy("group_id", "client_id")
         .agg(
             F.sum(F.col("kind")).alias("rebalances"),
-            F.sum(F.when(F.col("had_some") == 0, F.col("empty_ms")).otherwise(0.0)).alias(
-                "waiting_ms"
-            ),
-            F.sum(F.when(F.col("had_some") == 1, F.col("empty_ms")).otherwise(0.0)).alias(
-                "stopped_ms"
-            ),
+            F.sum(
+                F.when(F.col("had_some") == 0, F.col("empty_ms")).otherwise(0.0)
+            ).alias("waiting_ms"),
+            F.sum(
+                F.when(F.col("had_some") == 1, F.col("empty_ms")).otherwise(0.0)
+            ).alias("stopped_ms"),
         )
         .fillna(0.0, ["waiting_ms", "stopped_ms"])
         .orderBy("group_id", "client_id")
