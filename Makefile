@@ -35,7 +35,7 @@ else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book notebooks bench lab cluster cluster-down clean
+.PHONY: help bootstrap sync run test lint typecheck pytest book notebooks bench lab grade cluster cluster-down clean
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
@@ -44,7 +44,9 @@ help:
 	@echo "make book   - build the book (executes every cell, warnings are errors)"
 	@echo "make notebooks - the book's chapters and labs as notebooks in ./notebooks, run and ready"
 	@echo "make bench  - run the benchmarks under bench/"
-	@echo "make lab N  - check your exercises.py of lab N (labs/NN-*) against the broker's traces"
+	@echo "make lab N  - check your work on lab N (labs/NN-*); EX=name for one exercise"
+	@echo "make grade  - every lab's checks against your work, as a score table"
+	@echo "make run LAB=N - the broker running your code of build lab N in place of its own"
 	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
 	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088;"
 	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
@@ -54,9 +56,11 @@ help:
 # installs what is missing): a learner running the broker, the book or a lab installs only
 # that; `make test` installs everything the tests use. Prerequisites inherit the value.
 NEEDS :=
+# `make book EDITION=instructor` prints the labs' reference answers (book/_ext/edition.py).
+EDITION ?= student
 test pytest: NEEDS := kcat java zookeeper chromium
 book: NEEDS := java zookeeper chromium
-lab: NEEDS := java
+lab: NEEDS := java kcat
 cluster: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 
 bootstrap:
@@ -67,9 +71,11 @@ sync: bootstrap
 
 # A single-node broker (KRaft combined mode) for any Kafka client; Ctrl-C stops it cleanly
 # (and writes out the last of its trace events).
+# LAB=N: the broker runs the code you wrote for build lab N (labs/switch).
+LAB_ENV = $(if $(filter-out lab,$(firstword $(MAKECMDGOALS))),$(if $(LAB),$(shell $(RUN) python -m minikafka.labs switch $(LAB))))
 run: sync
 	@mkdir -p $(DATA)
-	$(RUN) minikafka broker --override listeners=PLAINTEXT://127.0.0.1:$(PORT) --override log.dirs=$(DATA) \
+	$(LAB_ENV) $(RUN) minikafka broker --override listeners=PLAINTEXT://127.0.0.1:$(PORT) --override log.dirs=$(DATA) \
 		--trace-dir $(TRACES)/$$(date -u +%Y%m%dT%H%M%SZ)
 
 lint: sync
@@ -78,7 +84,7 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py
+	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py book/_ext/edition.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
@@ -91,7 +97,7 @@ book: sync
 	$(RUN) python scripts/check_book_names.py
 	$(RUN) python scripts/check_listings.py
 	rm -rf book/_build
-	$(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+	MINIKAFKA_EDITION=$(EDITION) $(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
 	@# Each page in headless Chromium at 1280 px: nothing wider than the page, no stderr.
 	$(RUN) python scripts/check_pages.py
 
@@ -115,10 +121,19 @@ LAB := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
 $(eval $(LAB):;@:)
 endif
 
-# Runs labs/NN-*/test_lab.py against your exercises.py (`make test` checks solutions.py).
+# Checks your work on lab N (labs/NN-*): a trace lab's exercises.py, or the code a build
+# lab has you write, switched in for minikafka's own. EX=name checks one exercise;
+# REUSE=1 reuses a trace lab's last scenario run (labs/.runs/) instead of running it again.
+EX ?=
+REUSE ?=
 lab: sync
-	@if [ -z "$(LAB)" ]; then echo "usage: make lab N   (labs: $$($(RUN) python -m minikafka.labs list | cut -d' ' -f1 | tr '\n' ' '))" >&2; exit 2; fi
-	@$(RUN) python -m minikafka.labs run $(LAB)
+	@if [ -z "$(LAB)" ]; then echo "usage: make lab N [EX=name]   (labs: $$($(RUN) python -m minikafka.labs list | cut -d' ' -f1 | tr '\n' ' '))" >&2; exit 2; fi
+	@$(RUN) python -m minikafka.labs run $(LAB) $(if $(EX),--exercise $(EX)) $(if $(REUSE),--reuse)
+
+# Every exercise of every lab against your files, as a score table.
+grade: NEEDS := java kcat
+grade: sync
+	@$(RUN) python -m minikafka.labs grade
 
 # One controller (127.0.0.1:9090) and three brokers (9092-9094), data, logs and traces
 # under ./cluster/; `minikafka cluster status|kill N|restart N|down` manage it after.

@@ -84,7 +84,15 @@ class _Replacing(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         self.real.exec_module(module)
         for name, path, attribute in self.items:
-            value = getattr(load_file(path), attribute)
+            try:
+                value = getattr(load_file(path), attribute)
+            except ImportError as exc:
+                # The learner's file is loaded as the module it replaces finishes: it can
+                # import what that module imports, not a module that imports it.
+                raise ImportError(
+                    f"{path} is loaded in place of {module.__name__}:{name}; it may "
+                    f"import what {module.__name__} imports, not what imports it ({exc})"
+                ) from exc
             owner: object = module
             *outer, last = name.split(".")
             for part in outer:
@@ -126,4 +134,10 @@ def install(spec: str) -> Switch:
 
 
 if os.environ.get(SWITCH_ENV):
-    install(os.environ[SWITCH_ENV])
+    try:
+        install(os.environ[SWITCH_ENV])
+    except ValueError as exc:
+        # site reports an exception in sitecustomize and goes on: the process would run
+        # minikafka's own code while the learner believes theirs is checked. Stop it.
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None

@@ -15,6 +15,7 @@ from minikafka.labs import (
     lab_of,
     read_events,
     spark_session,
+    to_parquet,
 )
 from minikafka.log import SegmentRolled
 from minikafka.net import RequestCompleted
@@ -123,3 +124,26 @@ def test_an_unfinished_exercise_says_which() -> None:
     assert str(error) == (
         "exercise 'request_counts' is not done yet: write it in exercises.py (group by api_name)"
     )
+
+
+def test_a_trace_converted_to_parquet_reads_the_same_by_event_type(
+    spark: SparkSession, trace_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "parquet"
+    written = to_parquet(spark, trace_dir, out)
+    assert written == sorted(
+        [
+            (SegmentRolled.COMPONENT, SegmentRolled.EVENT),
+            (RequestCompleted.COMPONENT, RequestCompleted.EVENT),
+        ]
+    )
+    # One directory per event type, partitioned by node.
+    requests_dir = out / "component=net" / f"event={RequestCompleted.EVENT}"
+    assert (requests_dir / "node=1").is_dir()
+    for event_type in (RequestCompleted, SegmentRolled):
+        from_json = read_events(spark, trace_dir, event_type)
+        from_parquet = read_events(spark, out, event_type)
+        assert from_parquet.columns == from_json.columns
+        assert sorted(map(tuple, from_parquet.collect())) == sorted(
+            map(tuple, from_json.collect())
+        )

@@ -20,6 +20,7 @@ from ._lab import Lab as Lab
 from ._lab import all_labs as all_labs
 from ._lab import find_lab as find_lab
 from ._lab import lab_of as lab_of
+from ._parquet import to_parquet as to_parquet
 from ._runs import REUSE_ENV as REUSE_ENV
 from ._runs import RUNS_ENV as RUNS_ENV
 from ._runs import scenario_run as scenario_run
@@ -28,6 +29,7 @@ from ._spark import read_events as read_events
 from ._spark import spark_log as spark_log
 from ._spark import spark_session as spark_session
 from ._spark import trace_schema as trace_schema
+from ._standalone import standalone_cluster as standalone_cluster
 
 __all__ = [
     "IMPLEMENTATION_ENV",
@@ -47,5 +49,7 @@ __all__ = [
     "scenario_run",
     "spark_log",
     "spark_session",
+    "standalone_cluster",
+    "to_parquet",
     "trace_schema",
 ]

@@ -20,6 +20,8 @@ from pyspark.sql.types import StructType
 
 from minikafka.trace import TraceEvent, spark_schema
 
+from ._parquet import is_parquet_trace, read_parquet_events
+
 SPARK_MASTER_ENV = "SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
 
@@ -111,12 +113,20 @@ def read_events(
 
     The columns are the envelope (``ts`` in seconds since the epoch, ``node``,
     ``component``, ``event``), the event's fields, and ``time``: ``ts`` as a Spark
-    timestamp (UTC) for windows and charts.
+    timestamp (UTC) for windows and charts. ``directory`` is a trace as written (JSON
+    Lines) or as :func:`~minikafka.labs.to_parquet` converted it.
     """
+    schema = trace_schema(event_type)
+    if is_parquet_trace(Path(directory)):
+        typed = read_parquet_events(
+            spark, Path(directory), event_type.COMPONENT, event_type.EVENT
+        )
+        columns = typed.select(*(F.col(field.name) for field in schema.fields))
+        return columns.withColumn("time", F.timestamp_seconds("ts"))
     files = sorted(str(path) for path in Path(directory).glob("*.jsonl"))
     if not files:
         raise FileNotFoundError(f"{directory}: no trace files (*.jsonl)")
-    frame = spark.read.schema(trace_schema(event_type)).json(files)
+    frame = spark.read.schema(schema).json(files)
     wanted: Column = (F.col("component") == event_type.COMPONENT) & (
         F.col("event") == event_type.EVENT
     )

@@ -1,0 +1,130 @@
+"""Every lab's wiring, checked against the reference answers (what ``make test`` owes
+``make lab``): each lab.toml is valid, each build exercise names real targets and files,
+an unfinished exercise is reported by name, every build lab passes with the reference
+(minikafka's own code switched in through the same path a learner's takes), and a
+FrameDecoder written from lab 3's skeleton alone, not copied from minikafka, passes."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from minikafka.labs import Lab, all_labs, find_lab
+from minikafka.labs._runner import SWITCH_DIR, Outcome, run, table
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_LABS = [lab for lab in all_labs() if lab.config.kind == "build"]
+
+sys.path.insert(0, str(SWITCH_DIR))
+from sitecustomize import load_file  # noqa: E402  (the switch's own loader)
+
+
+def test_every_lab_config_is_valid_and_follows_a_chapter() -> None:
+    assert len(BUILD_LABS) >= 5
+    for lab in all_labs():
+        config = lab.config
+        assert (ROOT / "book" / f"{config.chapter}.md").exists(), lab.name
+        assert (ROOT / "book" / "labs" / f"{lab.name}.md").exists(), lab.name
+        if config.kind == "trace":
+            exercises = lab.module("exercises")
+            for exercise in config.exercises:
+                assert callable(getattr(exercises, exercise.name)), exercise.name
+
+
+@pytest.mark.parametrize("lab", BUILD_LABS, ids=lambda lab: lab.name)
+def test_each_build_exercise_names_real_targets_and_files(lab: Lab) -> None:
+    for exercise in lab.config.exercises:
+        for test in exercise.tests:
+            assert (ROOT / test.partition("::")[0]).exists(), test
+        for target, source in exercise.replaces.items():
+            module, _, name = target.partition(":")
+            owner: object = importlib.import_module(module)
+            for part in name.split("."):
+                owner = getattr(owner, part)
+            file, _, attribute = source.rpartition(":")
+            for home in (lab.directory, lab.solutions):
+                assert hasattr(load_file(home / file), attribute), (home, source)
+
+
+def test_an_unfinished_exercise_is_reported_by_name() -> None:
+    (outcome,) = run(
+        find_lab(3), find_lab(3).config.exercises[0], "exercises", quiet=True
+    )
+    assert not outcome.done
+    assert "FrameDecoder.feed" in outcome.not_done
+    assert "not done: FrameDecoder.feed" in table([outcome])
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("lab", BUILD_LABS, ids=lambda lab: lab.name)
+def test_every_build_exercise_passes_with_the_reference(lab: Lab) -> None:
+    for exercise in lab.config.exercises:
+        (outcome,) = run(lab, exercise, "solutions", quiet=True)
+        assert outcome.done, (exercise.name, outcome)
+        assert outcome.total > 0
+
+
+MY_DECODER = """
+import attrs
+
+from minikafka.net._framing import (
+    DEFAULT_MAX_FRAME_BYTES, ForeignProtocol, FrameTooLarge, InvalidFrameSize,
+    foreign_protocol,
+)
+
+
+@attrs.define(eq=False)
+class FrameDecoder:
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    _pending: bytearray = attrs.field(init=False, factory=bytearray)
+
+    def feed(self, data):
+        self._pending.extend(data)
+
+    @property
+    def buffered(self):
+        return len(self._pending)
+
+    def next_frame_size(self):
+        if len(self._pending) < 4:
+            return None
+        size = int.from_bytes(self._pending[:4], "big", signed=True)
+        if size < 0:
+            raise InvalidFrameSize(f"negative frame size {size}")
+        if size > self.max_frame_bytes:
+            protocol = foreign_protocol(bytes(self._pending[:4]))
+            if protocol is not None:
+                raise ForeignProtocol(protocol, size, self.max_frame_bytes)
+            raise FrameTooLarge(size, self.max_frame_bytes)
+        return size
+
+    def next_frame(self):
+        size = self.next_frame_size()
+        if size is None or len(self._pending) < 4 + size:
+            return None
+        frame = bytes(self._pending[4 : 4 + size])
+        del self._pending[: 4 + size]
+        return frame
+
+    def frames(self):
+        out = []
+        while (frame := self.next_frame()) is not None:
+            out.append(frame)
+        return out
+"""
+
+
+def test_a_decoder_written_from_the_skeleton_passes_lab_3(tmp_path: Path) -> None:
+    mine = tmp_path / "03-framing"
+    shutil.copytree(find_lab(3).directory, mine)
+    (mine / "framing.py").write_text(textwrap.dedent(MY_DECODER))
+    (outcome,) = run(Lab(3, mine), None, "exercises", quiet=True)
+    assert outcome == Outcome(
+        Lab(3, mine), "frame_decoder", outcome.total, outcome.total
+    )
+    assert outcome.total > 20
