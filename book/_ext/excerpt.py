@@ -35,9 +35,11 @@ from typing import Any, ClassVar
 MARK = re.compile(r"^(\s*)# aside: (\S.*)$")
 
 
-def pyobject_span(tree: ast.AST, names: Sequence[str]) -> tuple[int, int]:
-    """The first and last line (1-based) of the class or function ``names`` names, its
-    decorators included, as ``sphinx.pycode`` finds a ``:pyobject:``."""
+def _pyobject(
+    tree: ast.AST, names: Sequence[str]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef:
+    """The class or function ``names`` names (``Class.method``), as ``sphinx.pycode``
+    finds a ``:pyobject:``."""
     node = tree
     for name in names:
         node = next(
@@ -47,22 +49,20 @@ def pyobject_span(tree: ast.AST, names: Sequence[str]) -> tuple[int, int]:
             and child.name == name
         )
     assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    return node
+
+
+def pyobject_span(tree: ast.AST, names: Sequence[str]) -> tuple[int, int]:
+    """The first and last line (1-based) of the object ``names`` names, its decorators
+    included."""
+    node = _pyobject(tree, names)
     first = min([d.lineno for d in node.decorator_list] + [node.lineno])
     assert node.end_lineno is not None
     return first, node.end_lineno
 
 
 def _docstring_lines(tree: ast.AST, names: Sequence[str]) -> range:
-    node = tree
-    for name in names:
-        node = next(
-            child
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and child.name == name
-        )
-    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    first = node.body[0]
+    first = _pyobject(tree, names).body[0]
     if (
         isinstance(first, ast.Expr)
         and isinstance(first.value, ast.Constant)

@@ -40,7 +40,7 @@ from minikafka.broker import BrokerServer
 from minikafka.broker._controller_apis import METADATA_TOPIC_ID, SUPPORTED
 from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._metadata_fetcher import fetch_metadata_forever
-from minikafka.broker.testing import running_broker, single_node_config
+from minikafka.broker.testing import request_body, running_broker, single_node_config
 from minikafka.controller import (
     CreatableTopic,
     CreateTopicsRequest,
@@ -224,6 +224,44 @@ async def test_each_listener_advertises_its_own_apis(tmp_path: Path) -> None:
         broker_keys = {int(k.api_key) for k in answer.api_keys}
         assert not broker_keys & {59, 62, 63}  # no controller APIs there
         assert 0 in broker_keys  # Produce
+
+
+async def test_each_client_listener_is_told_its_own_addresses(tmp_path: Path) -> None:
+    # The broker caches a Metadata body per image: a client on the second listener must
+    # not be sent the body built for a client on the first (it may have no route there).
+    config = single_node_config(
+        tmp_path / "node-1",
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "advertised.listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://localhost:0",
+        },
+    )
+    metadata = request_body(
+        3,
+        8,
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    async with (
+        running_broker(config) as node,
+        NetworkClient.open(client_id="t") as client,
+    ):
+        told = {}
+        for name in ("PLAINTEXT", "EXTERNAL", "PLAINTEXT"):
+            host, port = node.socket_server.bound_address(name)
+            answer = await client.send(Node(1, host, port), metadata)
+            (broker,) = answer.brokers
+            told[name] = (broker.host, int(broker.port))
+        assert told == {
+            "PLAINTEXT": (
+                "127.0.0.1",
+                node.socket_server.bound_address("PLAINTEXT")[1],
+            ),
+            "EXTERNAL": ("localhost", node.socket_server.bound_address("EXTERNAL")[1]),
+        }
 
 
 async def test_a_remote_broker_behind_the_log_start_loads_the_snapshot(
