@@ -33,6 +33,7 @@ from kio.schema.broker_registration.v0.response import BrokerRegistrationRespons
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13 import request as fetch_v13
 from kio.schema.fetch.v13.response import FetchResponse
+from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 
@@ -253,6 +254,7 @@ async def test_each_client_listener_is_told_its_own_addresses(tmp_path: Path) ->
         for name in ("PLAINTEXT", "EXTERNAL", "PLAINTEXT"):
             host, port = node.socket_server.bound_address(name)
             answer = await client.send(Node(1, host, port), metadata)
+            assert isinstance(answer, MetadataResponse)
             (broker,) = answer.brokers
             told[name] = (broker.host, int(broker.port))
         assert told == {
