@@ -87,11 +87,12 @@ class _Replacing(importlib.abc.Loader):
             try:
                 value = getattr(load_file(path), attribute)
             except ImportError as exc:
-                # The learner's file is loaded as the module it replaces finishes: it can
-                # import what that module imports, not a module that imports it.
+                # The learner's file is loaded as the module it replaces finishes:
+                # it can import what that module imports, not what imports it.
+                target = module.__name__
                 raise ImportError(
-                    f"{path} is loaded in place of {module.__name__}:{name}; it may "
-                    f"import what {module.__name__} imports, not what imports it ({exc})"
+                    f"{path} is loaded in place of {target}:{name}; it may "
+                    f"import what {target} imports, not what imports it ({exc})"
                 ) from exc
             owner: object = module
             *outer, last = name.split(".")
