@@ -5,20 +5,18 @@ as any client does). Every wait has a deadline.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
-import trio
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, free_ports
-from minikafka.net.testing import FaultProxy
+from minikafka.net.testing import FaultProxies
 
 WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
@@ -41,6 +39,9 @@ FAST = {
 }
 
 MakeCluster = Callable[..., ProcessCluster]
+
+Proxies = FaultProxies
+"""A fault proxy in front of each broker's REPLICATION listener (the tests' name)."""
 
 
 Condition = Callable[[], bool]
@@ -106,56 +107,6 @@ def state(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionS
         return PartitionState(-1, (), ())
     p = found.partitions[partition]
     return PartitionState(p.leader, tuple(p.replicas), tuple(p.isrs))
-
-
-class Proxies:
-    """A :class:`~minikafka.net.testing.FaultProxy` in front of each broker's REPLICATION
-    listener, run by a trio loop in a thread of its own (the cluster tests are
-    synchronous): every follower reaches that broker through its proxy, so a test can
-    stall or cut the links into one broker while clients still reach it directly."""
-
-    def __init__(self, targets: Mapping[int, int]) -> None:
-        self.proxies = {b: FaultProxy("127.0.0.1", port) for b, port in targets.items()}
-        self._started = threading.Event()
-        self._token: trio.lowlevel.TrioToken | None = None
-        self._stop: trio.Event | None = None
-        self.failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        if not self._started.wait(WAIT):
-            raise AssertionError("the fault proxies did not start")
-
-    def _run(self) -> None:
-        try:
-            trio.run(self._main)
-        except BaseException as exc:  # the test's cleanup reports it
-            self.failure = exc
-            self._started.set()
-
-    async def _main(self) -> None:
-        self._stop = trio.Event()
-        async with trio.open_nursery() as nursery:
-            for proxy in self.proxies.values():
-                await nursery.start(proxy.run)
-            self._token = trio.lowlevel.current_trio_token()
-            self._started.set()
-            await self._stop.wait()
-            nursery.cancel_scope.cancel()
-
-    def port(self, broker: int) -> int:
-        return self.proxies[broker].port
-
-    def call(self, broker: int, fault: Callable[[FaultProxy], None]) -> None:
-        """Apply ``fault`` (e.g. ``FaultProxy.stall``) to the links into ``broker``."""
-        trio.from_thread.run_sync(fault, self.proxies[broker], trio_token=self._token)
-
-    def close(self) -> None:
-        """Stop the proxies; raises what stopped them early, if something did."""
-        if self._thread.is_alive() and self._stop is not None:
-            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
-        self._thread.join(WAIT)
-        if self.failure is not None:
-            raise self.failure
 
 
 def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:

@@ -124,7 +124,8 @@ def test_ts_defaults_to_now(tmp_path: Path) -> None:
 
 
 def test_nothing_reaches_disk_before_flush(tmp_path: Path) -> None:
-    tracer = JsonLinesTracer.open(tmp_path / "new" / "dir", node=1)
+    # No flushing thread: only the size of the buffer and flush() write lines out.
+    tracer = JsonLinesTracer.open(tmp_path / "new" / "dir", node=1, flush_interval=None)
     for n in range(100):
         tracer.emit(Tick(0, n), ts=float(n))
     assert (tmp_path / "new" / "dir").is_dir()
@@ -135,7 +136,9 @@ def test_nothing_reaches_disk_before_flush(tmp_path: Path) -> None:
 
 
 def test_a_full_buffer_is_written_without_flush(tmp_path: Path) -> None:
-    tracer = JsonLinesTracer.open(tmp_path, node=1, buffer_bytes=1000)
+    tracer = JsonLinesTracer.open(
+        tmp_path, node=1, buffer_bytes=1000, flush_interval=None
+    )
     line = len(json.dumps({"ts": 0.0, "node": 1, "component": "test", "event": "writer_tick",
                            "thread": 0, "n": 0}, separators=(",", ":"))) + 1  # fmt: skip
     count = 1000 // line + 1  # the first emit that takes the buffer past 1000 bytes
@@ -248,6 +251,8 @@ def test_open_rejects_bad_sizes(tmp_path: Path) -> None:
         JsonLinesTracer.open(tmp_path, node=1, max_file_bytes=0)
     with pytest.raises(ValueError, match="buffer_bytes"):
         JsonLinesTracer.open(tmp_path, node=1, buffer_bytes=-1)
+    with pytest.raises(ValueError, match="flush_interval"):
+        JsonLinesTracer.open(tmp_path, node=1, flush_interval=0)
 
 
 def test_null_tracer_writes_nothing(tmp_path: Path) -> None:
@@ -320,3 +325,49 @@ def test_buffered_events_are_flushed_at_exit(tmp_path: Path) -> None:
     assert list(read_trace(tmp_path)) == [
         {"ts": 1.0, "node": 4, "component": "test", "event": "writer_bye", "n": 1}
     ]
+
+
+_KILLED_SCRIPT = """
+import os, signal, sys, time
+from pathlib import Path
+import attrs
+from typing import ClassVar
+from minikafka.trace import JsonLinesTracer, TraceEvent, register_event, trace_files
+
+@register_event
+@attrs.frozen
+class Last(TraceEvent):
+    COMPONENT: ClassVar[str] = "test"
+    EVENT: ClassVar[str] = "writer_last"
+    n: int
+
+directory = Path(sys.argv[1])
+tracer = JsonLinesTracer.open(directory, node=3, flush_interval=0.05)
+tracer.emit(Last(1), ts=1.0)
+deadline = time.monotonic() + 30
+while not trace_files(directory) and time.monotonic() < deadline:
+    time.sleep(0.01)  # polling for the flushing thread's write, inside the deadline
+os.kill(os.getpid(), signal.SIGKILL)  # no exit handler runs
+"""
+
+
+def test_a_killed_process_loses_only_its_last_flush_interval(tmp_path: Path) -> None:
+    # Guarantee: a node killed with SIGKILL leaves in its trace every event buffered
+    # more than flush_interval before the kill (what the fault labs read).
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_SCRIPT, str(tmp_path)], timeout=60
+    )
+    assert done.returncode == -9
+    assert list(read_trace(tmp_path)) == [
+        {"ts": 1.0, "node": 3, "component": "test", "event": "writer_last", "n": 1}
+    ]
+
+
+def test_without_a_flushing_thread_a_killed_process_loses_its_buffer(
+    tmp_path: Path,
+) -> None:
+    script = _KILLED_SCRIPT.replace("flush_interval=0.05", "flush_interval=None")
+    script = script.replace("deadline = time.monotonic() + 30", "deadline = 0")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], timeout=60)
+    assert done.returncode == -9
+    assert list(read_trace(tmp_path)) == []

@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import threading
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import attrs
@@ -32,6 +34,8 @@ import trio
 Direction = Literal["upstream", "downstream"]
 BOTH: tuple[Direction, Direction] = ("upstream", "downstream")
 _CHUNK = 65_536
+# Seconds the proxies' thread may take to start or stop on a loaded two-core machine.
+_THREAD_TIMEOUT = 60.0
 # SO_LINGER on with a zero timeout: close() sends RST instead of FIN (a "cut" link).
 _RESET_ON_CLOSE = struct.pack("ii", 1, 0)
 
@@ -208,3 +212,54 @@ def _reset(stream: trio.SocketStream) -> None:
     with contextlib.suppress(OSError):  # already closed
         stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET_ON_CLOSE)
     stream.socket.close()
+
+
+class FaultProxies:
+    """A :class:`FaultProxy` in front of each of several ports (a broker's REPLICATION
+    listener, say), run by a trio loop in a thread of its own, for synchronous code (the
+    cluster tests, the labs' scenarios): every node that connects to a proxied port goes
+    through its proxy, so a caller can delay, stall or cut the links into one node while
+    clients still reach it directly. ``targets`` maps a name (a broker id) to a port."""
+
+    def __init__(self, targets: Mapping[int, int]) -> None:
+        self.proxies = {b: FaultProxy("127.0.0.1", port) for b, port in targets.items()}
+        self._started = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._stop: trio.Event | None = None
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._started.wait(_THREAD_TIMEOUT):
+            raise RuntimeError("the fault proxies did not start")
+
+    def _run(self) -> None:
+        try:
+            trio.run(self._main)
+        except BaseException as exc:  # the test's cleanup reports it
+            self.failure = exc
+            self._started.set()
+
+    async def _main(self) -> None:
+        self._stop = trio.Event()
+        async with trio.open_nursery() as nursery:
+            for proxy in self.proxies.values():
+                await nursery.start(proxy.run)
+            self._token = trio.lowlevel.current_trio_token()
+            self._started.set()
+            await self._stop.wait()
+            nursery.cancel_scope.cancel()
+
+    def port(self, broker: int) -> int:
+        return self.proxies[broker].port
+
+    def call(self, broker: int, fault: Callable[[FaultProxy], None]) -> None:
+        """Apply ``fault`` (e.g. ``FaultProxy.stall``) to the links into ``broker``."""
+        trio.from_thread.run_sync(fault, self.proxies[broker], trio_token=self._token)
+
+    def close(self) -> None:
+        """Stop the proxies; raises what stopped them early, if something did."""
+        if self._thread.is_alive() and self._stop is not None:
+            trio.from_thread.run_sync(self._stop.set, trio_token=self._token)
+        self._thread.join(_THREAD_TIMEOUT)
+        if self.failure is not None:
+            raise self.failure

@@ -19,6 +19,7 @@ from ._api_keys import ApiKey
 from ._api_versions import handle_api_versions
 from ._codec import build, decode_response_body, encode_entity, response_schema
 from ._config import Listener, NetConfig
+from ._fault_proxy import FaultProxies as FaultProxies
 from ._fault_proxy import FaultProxy as FaultProxy
 from ._framing import SIZE_PREFIX, FrameDecoder
 from ._headers import (

@@ -4,7 +4,10 @@ and labs").
 Tracing is meant to stay on in cluster runs, so ``emit`` does no file I/O of its own: it
 encodes one line with its class's generated encoder (``_encode``: no dict, no generic JSON
 walk) and appends it to a buffer. The buffer goes to disk when it outgrows
-``buffer_bytes``, on ``flush()``, on ``close()`` and at interpreter exit. Each line is
+``buffer_bytes``, on ``flush()``, on ``close()``, at interpreter exit, and every
+``flush_interval`` seconds from a thread of the tracer's own: a node killed with SIGKILL
+runs no exit handler, and the fault labs read what a killed node did last, so a trace
+loses at most that interval's events. Each line is
 
     {"ts":1718000000.123,"node":1,"component":"net","event":"request","api_key":18,...}
 """
@@ -15,7 +18,7 @@ import atexit
 import os
 import time
 from pathlib import Path
-from threading import Lock
+from threading import Event, Lock, Thread
 from types import TracebackType
 from typing import BinaryIO
 
@@ -28,6 +31,8 @@ from ._tracer import TracerClosedError
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 DEFAULT_BUFFER_BYTES = 64 * 1024
+DEFAULT_FLUSH_INTERVAL = 0.2
+"""Seconds a buffered line may wait for its write-out (what a SIGKILL can lose)."""
 
 _now = time.time
 
@@ -69,6 +74,8 @@ class JsonLinesTracer:
     _closed: bool = attrs.field(init=False, default=False)
     # Each event class's generated line encoder (_encode), looked up once per tracer.
     _encoders: dict[type[TraceEvent], Encoder] = attrs.field(init=False, factory=dict)
+    flush_interval: float | None = attrs.field(default=None, kw_only=True)
+    _stop_flusher: Event = attrs.field(init=False, factory=Event)
 
     @classmethod
     def open(
@@ -78,17 +85,22 @@ class JsonLinesTracer:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        flush_interval: float | None = DEFAULT_FLUSH_INTERVAL,
     ) -> JsonLinesTracer:
         """A tracer writing ``trace-node<node>-<pid>-<seq>.jsonl`` files in ``directory``.
 
         The directory is created if missing; files appear on the first write-out. Rotation
         starts a new file when the next line would take the current one past
-        ``max_file_bytes`` (a single longer line gets a file to itself).
+        ``max_file_bytes`` (a single longer line gets a file to itself). A thread
+        writes out what is buffered every ``flush_interval`` seconds (None: no thread;
+        the buffer goes out when full, on ``flush()`` and at exit only).
         """
         if max_file_bytes < 1:
             raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
         if buffer_bytes < 0:
             raise ValueError(f"buffer_bytes must not be negative, got {buffer_bytes}")
+        if flush_interval is not None and flush_interval <= 0:
+            raise ValueError(f"flush_interval must be positive, got {flush_interval}")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
@@ -99,7 +111,14 @@ class JsonLinesTracer:
             buffer_bytes,
             pid,
             next_seq(directory, node, pid),
+            flush_interval=flush_interval,
         )
+        if flush_interval is not None:
+            Thread(
+                target=tracer._flush_periodically,
+                name=f"trace-flush-node{node}",
+                daemon=True,
+            ).start()
         # Without this a broker stopped by Ctrl-C or sys.exit would lose its last buffer.
         atexit.register(tracer._flush_at_exit)
         return tracer
@@ -146,6 +165,7 @@ class JsonLinesTracer:
 
     def close(self) -> None:
         """Flush and close the file; later ``emit`` raises :class:`TracerClosedError`."""
+        self._stop_flusher.set()
         with self._lock:
             if self._closed:
                 return
@@ -168,6 +188,12 @@ class JsonLinesTracer:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _flush_periodically(self) -> None:
+        assert self.flush_interval is not None
+        # Event.wait paces the write-outs and returns at once when close() stops them.
+        while not self._stop_flusher.wait(self.flush_interval):
+            self.flush()
 
     def _flush_at_exit(self) -> None:
         # Flush, not close: exit handlers registered before the tracer run after this one
