@@ -141,18 +141,20 @@ def test_a_delayed_produce_is_traced_when_the_follower_catches_up(
     assert tracer.of_type(DelayedOperationCompleted) == [
         DelayedOperationCompleted("produce", "completed", 1500.0, 2)
     ]
-    # Each follower fetch moves the HW, and the HW moves are what completes the produce.
+    # Each follower fetch moves the HW, and the HW moves are what completes the
+    # produce: in the trace, each fetch comes before the move it caused.
     assert [type(e).__name__ for e in tracer.events] == [
-        "HighWatermarkAdvanced",
         "FollowerFetched",
         "HighWatermarkAdvanced",
         "FollowerFetched",
+        "HighWatermarkAdvanced",
         "DelayedOperationCompleted",
     ]
-    # The follower's lag, as the leader saw it at each fetch: caught up both times.
+    # The follower's lag, as the leader saw it at each fetch (caught up both times),
+    # and the HW each fetch found, before it moved it.
     assert tracer.of_type(FollowerFetched) == [
-        FollowerFetched(TP.topic, TP.partition, 2, 3, 3, 3, 0, 0.0),
-        FollowerFetched(OTHER.topic, OTHER.partition, 2, 1, 1, 1, 0, 0.0),
+        FollowerFetched(TP.topic, TP.partition, 2, 3, 3, 0, 0, 0.0),
+        FollowerFetched(OTHER.topic, OTHER.partition, 2, 1, 1, 0, 0, 0.0),
     ]
 
 

@@ -169,7 +169,8 @@ class FollowerFetched(TraceEvent):
     """The leader took a follower's fetch at ``fetch_offset`` (it has everything below):
     ``lag`` records behind the leader's log end, last caught up ``caught_up_ms_ago``
     (what ``replica.lag.time.max.ms`` is compared with). One per follower fetch: the
-    series a lab reads each follower's lag from."""
+    series a lab reads each follower's lag from. ``high_watermark`` is the one the fetch
+    found; an ``hw_advance`` it causes follows it."""
 
     COMPONENT: ClassVar[str] = "replication"
     EVENT: ClassVar[str] = "follower_fetch"

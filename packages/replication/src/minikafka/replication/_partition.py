@@ -270,7 +270,8 @@ class Partition:
                 f"broker {broker_id} is not a replica of {self.topic_partition}",
             )
         replica.update_fetch_state(fetch_offset, self.log.log_end_offset, now)
-        moved = self.maybe_increment_leader_hw()
+        # Traced before the HW moves, so a trace reads in causal order: the fetch, then
+        # the ``hw_advance`` it caused (the event's HW is the one the fetch found).
         if self.tracer.enabled:
             tp, end = self.topic_partition, self.log.log_end_offset
             self.tracer.emit(
@@ -285,6 +286,7 @@ class Partition:
                     (now - replica.last_caught_up_time) * 1000,
                 )
             )
+        moved = self.maybe_increment_leader_hw()
         self._maybe_expand_isr(replica)
         return moved
 

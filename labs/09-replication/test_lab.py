@@ -1,0 +1,308 @@
+"""Lab 09's checks: each exercise's answer, from the leader's trace, against the clients.
+
+The scenario runs once for the module. Its ``truth.json`` was written on the clients'
+side, apart from the brokers: each phase's window (when the scenario delayed, stalled
+and healed follower 3's link), every record's send and delivery times and offset, and
+the ISR an AdminClient saw in Metadata. The guarantees and facts checked:
+
+- acks=all: a record is acknowledged only after every follower in the ISR has it, so
+  the trace's wait for an in-sync follower, and its commit, never exceed the latency
+  the producer measured for that record;
+- a follower on a link delayed by d seconds each way is at least 2d behind (a fetch's
+  round trip), and it is the one acks=all waits for while it is in the ISR; once it is
+  out of the ISR, acks=all no longer waits for it;
+- it leaves the ISR ``replica.lag.time.max.ms`` (to half again that, the check's
+  period) after it last caught up, and comes back after the link heals, as clients
+  see in Metadata soon after;
+- the lag its first fetch after the stall shows is what was appended meanwhile.
+
+``MINIKAFKA_LAB_IMPL`` chooses the answers checked (``solutions`` by default).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import statistics
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    ExerciseNotDone,
+    lab_of,
+    read_events,
+    scenario_run,
+)
+from minikafka.replication import (
+    FollowerFetched,
+    HighWatermarkAdvanced,
+    IsrChanged,
+    IsrChangeProposed,
+)
+
+LAB = lab_of(__file__)
+pytestmark = pytest.mark.timeout(900)
+
+# Tolerances, in seconds, for a loaded two-core machine.
+TRACE_BEFORE_CLIENT = 0.03  # the broker's events precede the client's callback
+METADATA_DELAY = 2.0  # an ISR change reaches a client's Metadata within this
+
+Truth = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return scenario_run(LAB, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def truth(run_dir: Path) -> Truth:
+    document: Truth = json.loads((run_dir / "truth.json").read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]:
+    traces = run_dir / "traces"
+    frames = {
+        "fetches": read_events(spark, traces, FollowerFetched),
+        "hws": read_events(spark, traces, HighWatermarkAdvanced),
+        "proposals": read_events(spark, traces, IsrChangeProposed),
+        "changes": read_events(spark, traces, IsrChanged),
+    }
+    for frame in frames.values():
+        frame.cache()
+    yield frames
+    for frame in frames.values():
+        frame.unpersist()
+
+
+@pytest.fixture
+def answers() -> ModuleType:
+    return LAB.implementation()
+
+
+# --- the ground truth ----------------------------------------------------------------
+
+
+def phase(truth: Truth, name: str) -> tuple[float, float]:
+    (found,) = [p for p in truth["phases"] if p["name"] == name]
+    return found["start"], found["end"]
+
+
+def latency_by_offset(truth: Truth) -> dict[int, float]:
+    """Offset -> seconds from ``produce()`` to the delivery report, as the client saw."""
+    return {
+        r["offset"]: r["acked_ts"] - r["produced_ts"]
+        for r in truth["records"]
+        if r.get("offset") is not None
+    }
+
+
+def seen_without(truth: Truth, replica: int) -> tuple[float, float]:
+    """When a client first saw the ISR without ``replica``, and then with it again."""
+    changes = truth["isr_seen"]
+    out = next(c["ts"] for c in changes if replica not in c["isr"])
+    back = next(c["ts"] for c in changes if c["ts"] > out and replica in c["isr"])
+    return out, back
+
+
+def inside(ts: float, window: tuple[float, float]) -> bool:
+    return window[0] <= ts < window[1]
+
+
+# --- the exercises -------------------------------------------------------------------
+
+
+def test_follower_waits(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.follower_waits(events["fetches"])
+    assert frame.columns == [
+        "topic",
+        "partition",
+        "offset",
+        "follower",
+        "appended_ts",
+        "replicated_ts",
+        "wait_ms",
+    ]
+    rows = frame.where(frame.topic == truth["topic"]).collect()
+    latency = latency_by_offset(truth)
+    fast, slow = truth["fast_follower"], truth["slow_follower"]
+    acked = {r["offset"]: r["acked_ts"] for r in truth["records"]}
+    stall = phase(truth, "stalled")[0]
+    keys = [(r.offset, r.follower) for r in rows]
+    assert len(keys) == len(set(keys)), "one row per offset and follower"
+    # Every acknowledged record was copied by the fast follower (always in the ISR).
+    assert {o for o, f in keys if f == fast} >= set(latency) - {0}
+    for row in rows:
+        assert row.wait_ms == pytest.approx(
+            (row.replicated_ts - row.appended_ts) * 1000, abs=0.01
+        )
+        assert row.wait_ms >= 0, row
+        # Follower 3 was in the ISR for every record acknowledged before the stall.
+        in_isr = row.follower == fast or acked.get(row.offset, stall) < stall
+        if in_isr and row.offset in latency:
+            # acks=all: answered only once every follower in the ISR had the record.
+            assert row.wait_ms / 1000 <= latency[row.offset] + TRACE_BEFORE_CLIENT, row
+    delay = truth["delay_s"]
+    delayed = phase(truth, "delayed")
+    for follower, (low, high) in {slow: (2 * delay, None), fast: (None, delay)}.items():
+        waits = [
+            r.wait_ms / 1000
+            for r in rows
+            if r.follower == follower and inside(r.appended_ts, delayed)
+        ]
+        assert len(waits) >= 20, (follower, waits)
+        middle = statistics.median(waits)
+        # Follower 3's fetches cross the delayed link both ways: a round trip at least.
+        assert low is None or middle >= low * 0.9, (follower, middle)
+        assert high is None or middle < high, (follower, middle)
+    healthy = [
+        r.wait_ms for r in rows if inside(r.appended_ts, phase(truth, "healthy"))
+    ]
+    assert statistics.median(healthy) < delay * 1000
+
+
+def test_commit_waits(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    waits = answers.follower_waits(events["fetches"])
+    frame = answers.commit_waits(waits, events["hws"])
+    assert frame.columns == [
+        "topic",
+        "partition",
+        "offset",
+        "appended_ts",
+        "committed_ts",
+        "committed_ms",
+        "waited_for",
+    ]
+    rows = frame.where(frame.topic == truth["topic"]).collect()
+    latency = latency_by_offset(truth)
+    assert len({r.offset for r in rows}) == len(rows)
+    assert {r.offset for r in rows} >= set(latency) - {0}
+    for row in rows:
+        assert row.committed_ms == pytest.approx(
+            (row.committed_ts - row.appended_ts) * 1000, abs=0.01
+        )
+        if row.offset in latency:
+            # Committed before the producer heard so (acks=all answers at the HW).
+            assert row.committed_ms / 1000 <= latency[row.offset] + TRACE_BEFORE_CLIENT
+    slow, fast = truth["slow_follower"], truth["fast_follower"]
+    stall = phase(truth, "stalled")[0]
+    delayed = [
+        r
+        for r in rows
+        if inside(r.appended_ts, phase(truth, "delayed")) and r.committed_ts < stall
+    ]
+    waited = [r.waited_for for r in delayed]
+    # On the delayed link, follower 3 is the last in the ISR to have each record.
+    assert len(waited) >= 50
+    assert waited.count(slow) >= 0.95 * len(waited), waited
+    out, _ = seen_without(truth, slow)
+    heal, _ = phase(truth, "healed")
+    after_shrink = [r for r in rows if out <= r.appended_ts < heal]
+    assert after_shrink, "records appended while follower 3 was out of the ISR"
+    # Out of the ISR it is not waited for: acks=all needs only the leader and 2.
+    assert {r.waited_for for r in after_shrink} == {fast}
+    assert max(r.committed_ms for r in after_shrink) < truth["delay_s"] * 1000
+
+
+def test_isr_episodes(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.isr_episodes(events["proposals"], events["changes"])
+    assert frame.columns == [
+        "topic",
+        "partition",
+        "replica",
+        "shrunk_ts",
+        "expanded_ts",
+        "out_ms",
+        "lag_ms",
+    ]
+    rows = frame.where(frame.topic == truth["topic"]).collect()
+    assert [r.replica for r in rows] == [truth["slow_follower"]]
+    (row,) = rows
+    lag_max = truth["replica_lag_time_max_ms"] / 1000
+    stall, heal = phase(truth, "stalled")[0], phase(truth, "healed")[0]
+    # Not caught up for longer than replica.lag.time.max.ms, found by a check that runs
+    # every half of it; the last catch-up was the last fetch before the stall.
+    assert row.lag_ms / 1000 > lag_max
+    assert stall + lag_max - 0.6 <= row.shrunk_ts <= stall + 1.5 * lag_max + 1.0
+    assert row.expanded_ts is not None
+    assert row.expanded_ts >= heal
+    assert row.out_ms == pytest.approx(
+        (row.expanded_ts - row.shrunk_ts) * 1000, abs=0.01
+    )
+    out, back = seen_without(truth, truth["slow_follower"])
+    # Clients learn of each change from Metadata after the leader applied it.
+    assert row.shrunk_ts - 0.01 <= out <= row.shrunk_ts + METADATA_DELAY
+    assert row.expanded_ts - 0.01 <= back <= row.expanded_ts + METADATA_DELAY
+
+
+def test_follower_lag(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.follower_lag(events["fetches"])
+    assert frame.columns == [
+        "topic",
+        "partition",
+        "follower",
+        "second",
+        "fetches",
+        "max_lag",
+        "max_caught_up_ms_ago",
+    ]
+    rows = frame.where(frame.topic == truth["topic"]).collect()
+    raw = events["fetches"].where(events["fetches"].topic == truth["topic"]).count()
+    assert sum(r.fetches for r in rows) == raw
+    slow, fast = truth["slow_follower"], truth["fast_follower"]
+    stall, heal = phase(truth, "stalled")[0], phase(truth, "healed")[0]
+    # A stalled link carries no fetch: the leader hears nothing from follower 3.
+    silent = [
+        r
+        for r in rows
+        if r.follower == slow and stall + 1 <= r.second and r.second + 1 <= heal
+    ]
+    assert silent == []
+    first_back = min(
+        (r for r in rows if r.follower == slow and r.second + 1 > heal),
+        key=lambda r: r.second,
+    )
+    appended = sum(
+        1
+        for r in truth["records"]
+        if r.get("offset") is not None and stall <= r["acked_ts"] < heal
+    )
+    # Its first fetch after the stall lacks what was written meanwhile.
+    assert first_back.max_lag >= 0.8 * appended, (first_back, appended)
+    assert first_back.max_caught_up_ms_ago >= (heal - stall - 0.7) * 1000
+    rate = truth["rate"]
+    assert max(r.max_lag for r in rows if r.follower == fast) <= rate, "2 keeps up"
+
+
+@pytest.mark.skipif(
+    os.environ.get(IMPLEMENTATION_ENV) == "exercises",
+    reason="checks exercises.py as shipped, not the reader's answers",
+)
+def test_the_exercises_start_unfinished() -> None:
+    exercises, solutions = LAB.module("exercises"), LAB.module("solutions")
+    names = ["follower_waits", "commit_waits", "isr_episodes", "follower_lag"]
+    for name in names:
+        exercise = getattr(exercises, name)
+        assert inspect.signature(exercise) == inspect.signature(
+            getattr(solutions, name)
+        )
+        arguments = [None] * len(inspect.signature(exercise).parameters)
+        with pytest.raises(ExerciseNotDone, match=name):
+            exercise(*arguments)
