@@ -53,6 +53,7 @@ from ._headers import InvalidRequest as InvalidRequest
 from ._headers import RequestHeader as RequestHeader
 from ._headers import encode_request_header as encode_request_header
 from ._headers import parse_request_header as parse_request_header
+from ._headers import parse_response_header as parse_response_header
 from ._headers import request_header_version as request_header_version
 from ._headers import response_header_version as response_header_version
 from ._memory_pool import MemoryPool as MemoryPool
@@ -123,6 +124,7 @@ __all__ = [
     "nested",
     "parse_listeners",
     "parse_request_header",
+    "parse_response_header",
     "parse_security_protocol_map",
     "request_header_version",
     "request_schema",

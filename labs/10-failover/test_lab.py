@@ -1,0 +1,265 @@
+"""Lab 10's checks: each exercise's answer, from both clusters' traces, against clients.
+
+The scenario runs once for the module. Its ``truth.json`` was written on the clients'
+side, apart from the brokers: per mode, which broker was killed and when, every
+record's send and delivery times, and each surviving broker's Metadata answers over
+time. The guarantees and facts checked:
+
+- a dead leader's partitions fail over to another replica at a higher leader epoch,
+  and nothing is written to them in between: the producer's first delivery after the
+  kill comes after the new leader started leading;
+- the controller notices the death within its liveness timeout: a session (or a
+  heartbeat session) that lapses between one heartbeat interval before the timeout
+  and a little after it;
+- each surviving broker acts on the new leader before (or as) its Metadata answers
+  show it, and within a second of the election.
+
+``MINIKAFKA_LAB_IMPL`` chooses the answers checked (``solutions`` by default).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from collections.abc import Iterator
+from functools import reduce
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from minikafka.controller import PartitionLeaderElected
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    ExerciseNotDone,
+    lab_of,
+    read_events,
+    scenario_run,
+)
+from minikafka.replication import BecameFollower, BecameLeader, FollowerFetched
+from minikafka.trace import TraceEvent
+
+LAB = lab_of(__file__)
+pytestmark = pytest.mark.timeout(900)
+
+# Tolerances, in seconds, for a loaded two-core machine.
+LOST_TAIL = 0.2  # a killed node's trace ends within its tracer's flush interval
+FETCH_GAP = 0.3  # followers fetch continuously under the producer's load
+PROPAGATED = 1.0  # an election reaches every surviving broker within this
+
+Truth = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return scenario_run(LAB, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def truth(run_dir: Path) -> Truth:
+    document: Truth = json.loads((run_dir / "truth.json").read_text())
+    return document
+
+
+def both_modes(
+    spark: SparkSession, run_dir: Path, event_type: type[TraceEvent]
+) -> DataFrame:
+    """``event_type``'s events of both runs, with the ``mode`` column the lab adds."""
+    frames = [
+        read_events(spark, run_dir / mode / "traces", event_type).withColumn(
+            "mode", F.lit(mode)
+        )
+        for mode in ("kraft", "zookeeper")
+    ]
+    return reduce(DataFrame.unionByName, frames)
+
+
+@pytest.fixture(scope="module")
+def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]:
+    frames = {
+        "elections": both_modes(spark, run_dir, PartitionLeaderElected),
+        "leaders": both_modes(spark, run_dir, BecameLeader),
+        "followers": both_modes(spark, run_dir, BecameFollower),
+        "fetches": both_modes(spark, run_dir, FollowerFetched),
+    }
+    for frame in frames.values():
+        frame.cache()
+    yield frames
+    for frame in frames.values():
+        frame.unpersist()
+
+
+@pytest.fixture
+def answers() -> ModuleType:
+    return LAB.implementation()
+
+
+# --- the ground truth ----------------------------------------------------------------
+
+
+def first_delivery_after(part: Truth, partition: int) -> float:
+    """When the producer first heard a record sent after the kill was written."""
+    return min(
+        float(r["acked_ts"])
+        for r in part["records"]
+        if r["partition"] == partition
+        and r["produced_ts"] > part["killed_ts"]
+        and r.get("error") is None
+    )
+
+
+def seen_by(part: Truth, broker: int, partition: int, epoch: int) -> float:
+    """When ``broker``'s Metadata first answered ``partition`` at ``epoch``."""
+    return min(
+        float(s["ts"])
+        for s in part["metadata_seen"][str(broker)]
+        if s["partition"] == partition and s["leader_epoch"] >= epoch
+    )
+
+
+def detection_window(truth: Truth) -> tuple[float, float]:
+    """Seconds from the kill in which the controller must notice: the liveness
+    timeout, less the time since the victim's last heartbeat (KRaft's interval, or a
+    ZooKeeper client's ping, a third of its session) and ZooKeeper's tick, plus a
+    check's period."""
+    timeout = truth["session_timeout_ms"] / 1000
+    since_last_beat = max(truth["heartbeat_interval_ms"] / 1000, timeout / 3)
+    return timeout - since_last_beat - 0.5, timeout + 1.5
+
+
+# --- the exercises -------------------------------------------------------------------
+
+
+def test_leaderless(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.leaderless(
+        events["elections"], events["leaders"], events["fetches"]
+    )
+    assert frame.columns == [
+        "mode",
+        "topic",
+        "partition",
+        "old_leader",
+        "new_leader",
+        "leader_epoch",
+        "last_seen_ts",
+        "elected_ts",
+        "led_ts",
+        "detect_ms",
+        "outage_ms",
+    ]
+    rows = frame.collect()
+    low, high = detection_window(truth)
+    for mode, part in truth["modes"].items():
+        mine = [r for r in rows if r.mode == mode]
+        killed, victim = part["killed_ts"], part["victim"]
+        # The victim led partitions 0-2; each failed over once, to a live replica.
+        assert sorted(r.partition for r in mine) == [0, 1, 2], (mode, mine)
+        for row in mine:
+            assert row.old_leader == victim, row
+            assert row.new_leader in part["brokers"], row
+            assert row.new_leader != victim, row
+            # Its last fetch answered just before the kill (the tail may be lost).
+            assert killed - LOST_TAIL - FETCH_GAP <= row.last_seen_ts <= killed, row
+            assert low <= row.elected_ts - killed <= high, (mode, row)
+            assert row.elected_ts <= row.led_ts <= row.elected_ts + PROPAGATED, row
+            # Nothing sent after the kill was written before a new leader led.
+            assert row.led_ts <= first_delivery_after(part, row.partition), row
+            assert row.detect_ms == pytest.approx(
+                (row.elected_ts - row.last_seen_ts) * 1000, abs=0.01
+            )
+            assert row.outage_ms == pytest.approx(
+                (row.led_ts - row.last_seen_ts) * 1000, abs=0.01
+            )
+
+
+def test_propagation(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.propagation(
+        events["elections"], events["leaders"], events["followers"]
+    )
+    assert frame.columns == [
+        "mode",
+        "topic",
+        "partition",
+        "leader_epoch",
+        "broker",
+        "role",
+        "elected_ts",
+        "applied_ts",
+        "delay_ms",
+    ]
+    rows = frame.collect()
+    poll = truth["poll_interval_s"]
+    for mode, part in truth["modes"].items():
+        mine = [r for r in rows if r.mode == mode]
+        survivors = sorted(b for b in part["brokers"] if b != part["victim"])
+        # Every surviving broker acted on each of the three failovers, once.
+        assert sorted((r.partition, r.broker) for r in mine) == [
+            (p, b) for p in (0, 1, 2) for b in survivors
+        ]
+        for row in mine:
+            assert 0 <= row.delay_ms <= PROPAGATED * 1000, row
+            assert row.delay_ms == pytest.approx(
+                (row.applied_ts - row.elected_ts) * 1000, abs=0.01
+            )
+            leaders = [r for r in mine if r.partition == row.partition]
+            assert [r.role for r in leaders].count("leader") == 1
+            seen = seen_by(part, row.broker, row.partition, row.leader_epoch)
+            # The broker's own Metadata shows the new leader about when it acts on it:
+            # not before (by more than the two updates' order), and within a poll.
+            assert row.applied_ts - 0.1 <= seen <= row.applied_ts + poll + PROPAGATED
+
+
+def test_compare_modes(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    outages = answers.leaderless(
+        events["elections"], events["leaders"], events["fetches"]
+    )
+    delays = answers.propagation(
+        events["elections"], events["leaders"], events["followers"]
+    )
+    frame = answers.compare_modes(outages, delays)
+    assert frame.columns == [
+        "mode",
+        "partitions",
+        "max_detect_ms",
+        "max_outage_ms",
+        "max_propagation_ms",
+    ]
+    rows = {r.mode: r for r in frame.collect()}
+    assert sorted(rows) == sorted(truth["modes"])
+    low, high = detection_window(truth)
+    for mode, part in truth["modes"].items():
+        row = rows[mode]
+        assert row.partitions == 3
+        killed = part["killed_ts"]
+        # The worst outage as the producer saw it bounds the trace's from above.
+        worst = max(first_delivery_after(part, p) for p in (0, 1, 2)) - killed
+        assert low * 1000 <= row.max_detect_ms <= row.max_outage_ms
+        assert row.max_outage_ms <= (worst + LOST_TAIL + FETCH_GAP) * 1000
+        assert row.max_detect_ms <= (high + LOST_TAIL + FETCH_GAP) * 1000
+        assert 0 < row.max_propagation_ms <= PROPAGATED * 1000
+
+
+@pytest.mark.skipif(
+    os.environ.get(IMPLEMENTATION_ENV) == "exercises",
+    reason="checks exercises.py as shipped, not the reader's answers",
+)
+def test_the_exercises_start_unfinished() -> None:
+    exercises, solutions = LAB.module("exercises"), LAB.module("solutions")
+    for name in ["leaderless", "propagation", "compare_modes"]:
+        exercise = getattr(exercises, name)
+        assert inspect.signature(exercise) == inspect.signature(
+            getattr(solutions, name)
+        )
+        arguments = [None] * len(inspect.signature(exercise).parameters)
+        with pytest.raises(ExerciseNotDone, match=name):
+            exercise(*arguments)
