@@ -162,11 +162,11 @@ def test_want_shutdown_and_want_fence_are_their_own_reasons() -> None:
         for e in tracer.of_type(BrokerRegistrationChanged)
     ] == [(1, True, "controlled_shutdown"), (2, True, "fence_requested")]
     assert [
-        (e.leader, e.previous_leader, e.isr)
+        (e.leader, e.previous_leader, e.isr, e.reason)
         for e in tracer.of_type(PartitionLeaderElected)
     ] == [
-        (2, 1, (2, 3)),
-        (3, 2, (3,)),
+        (2, 1, (2, 3), "controlled_shutdown"),
+        (3, 2, (3,), "broker_fenced"),
     ]
 
 

@@ -345,7 +345,14 @@ class QuorumController:
                 broker_id, fence.broker_epoch, True, reason
             )
             self.tracer.emit(event)
-        return [fence, *self.replication.handle_broker_fenced(broker_id)]
+        # Kafka's reason for the elections: a broker shutting down hands its
+        # leaderships over; one that was fenced any other way lost them.
+        why = (
+            "controlled_shutdown"
+            if reason == "controlled_shutdown"
+            else "broker_fenced"
+        )
+        return [fence, *self.replication.handle_broker_fenced(broker_id, why)]
 
     def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
         if request.resource_type == ConfigResourceType.TOPIC:

@@ -55,15 +55,15 @@ class PartitionLeaderElected(TraceEvent):
 
     ``reason`` is ``new_partition`` (CreateTopics, CreatePartitions: the first unfenced
     replica), ``broker_fenced`` (the leader was fenced: session expired, it asked to be
-    fenced or to shut down, or it registered again), ``broker_unfenced`` (a leaderless
+    fenced, or it registered again), ``controlled_shutdown`` (the leader asked to shut
+    down and hands its leaderships over), ``broker_unfenced`` (a leaderless
     partition's replica came back), ``reassignment`` (a reassignment moved leadership off
     a removed replica), ``preferred`` (ElectLeaders), ``auto_rebalance``
     (``auto.leader.rebalance.enable``) or ``unclean`` (the new leader was not in the ISR:
     ``unclean.leader.election.enable``). ZooKeeper mode's controller says ``offline``
-    for a leader whose broker is gone (its ``broker_fenced``) and ``controlled_shutdown``
-    for a leader that asked to stop. ``leader`` is -1 when no replica may lead (the
-    partition goes offline) and ``previous_leader`` -1 for a new partition. ``isr`` is the
-    ISR after the change.
+    for a leader whose broker is gone (its ``broker_fenced``). ``leader`` is -1 when no
+    replica may lead (the partition goes offline) and ``previous_leader`` -1 for a new
+    partition. ``isr`` is the ISR after the change.
     """
 
     COMPONENT: ClassVar[str] = "controller"

@@ -48,8 +48,11 @@ class LeaderAndIsrControl:
 
     # --- brokers coming and going ------------------------------------------------------------
 
-    def handle_broker_fenced(self, broker_id: int) -> list[PartitionChangeRecord]:
-        """Take ``broker_id`` out of every ISR and elect new leaders where it led.
+    def handle_broker_fenced(
+        self, broker_id: int, reason: str = "broker_fenced"
+    ) -> list[PartitionChangeRecord]:
+        """Take ``broker_id`` out of every ISR and elect new leaders where it led
+        (``reason``, for the trace: ``controlled_shutdown`` when it asked to stop).
 
         The ISR never becomes empty: if the broker was its last member it stays, so that
         when it comes back it can lead again without losing anything (leader -1
@@ -70,7 +73,7 @@ class LeaderAndIsrControl:
             change = builder.build()
             if change is not None:
                 records.append(change)
-        self.state.trace_elections(records, "broker_fenced")
+        self.state.trace_elections(records, reason)
         return records
 
     def handle_broker_unfenced(self, broker_id: int) -> list[PartitionChangeRecord]:

@@ -127,8 +127,10 @@ class ReplicationControlManager:
     ) -> ControllerResult[DeleteTopicsResponse]:
         return delete_topics(self.state, request)
 
-    def handle_broker_fenced(self, broker_id: int) -> list[PartitionChangeRecord]:
-        return self.leader_and_isr.handle_broker_fenced(broker_id)
+    def handle_broker_fenced(
+        self, broker_id: int, reason: str = "broker_fenced"
+    ) -> list[PartitionChangeRecord]:
+        return self.leader_and_isr.handle_broker_fenced(broker_id, reason)
 
     def handle_broker_unfenced(self, broker_id: int) -> list[PartitionChangeRecord]:
         return self.leader_and_isr.handle_broker_unfenced(broker_id)
