@@ -27,6 +27,7 @@ from . import (
     log_validate,
     net_reactor,
     raft_quorum,
+    trace_parquet,
     tracing,
     zookeeper_mode,
 )
@@ -48,6 +49,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     raft_quorum.NAME: raft_quorum.run,
     controller_quorum.NAME: controller_quorum.run,
     zookeeper_mode.NAME: zookeeper_mode.run,
+    trace_parquet.NAME: trace_parquet.run,
 }
 
 
