@@ -103,7 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 threading.Event().wait()
         return 0
     if args.command == "parquet":
-        import minikafka.broker  # noqa: F401  (registers every package's trace events)
+        # Registers every package's trace events (the client's, which no broker imports,
+        # too: the producer's batches of lab 11).
+        import minikafka.broker
+        import minikafka.client  # noqa: F401
 
         spark = spark_session("minikafka-parquet")
         for component, event in to_parquet(spark, args.trace_dir, args.out):

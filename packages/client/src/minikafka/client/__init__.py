@@ -15,6 +15,7 @@ from minikafka.coordination.member import MemberState as MemberState
 from minikafka.coordination.member import RebalanceEvent as RebalanceEvent
 from minikafka.coordination.member import SubscriptionState as SubscriptionState
 
+from ._accumulator import LEAVE_REASONS as LEAVE_REASONS
 from ._accumulator import BufferFull as BufferFull
 from ._accumulator import PendingRecord as PendingRecord
 from ._accumulator import ProducerBatch as ProducerBatch
@@ -39,6 +40,7 @@ from ._config import ConfigError as ConfigError
 from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
 from ._consumer import Consumer as Consumer
+from ._events import ProducerBatchCompleted as ProducerBatchCompleted
 from ._fetcher import FetchedPartition as FetchedPartition
 from ._fetcher import Fetcher as Fetcher
 from ._fetcher import FetchPlan as FetchPlan
@@ -64,6 +66,7 @@ from ._sender import Sender as Sender
 from ._shell import ProducerShell as ProducerShell
 
 __all__ = [
+    "LEAVE_REASONS",
     "OFFSET_BEGINNING",
     "OFFSET_END",
     "OFFSET_INVALID",
@@ -99,6 +102,7 @@ __all__ = [
     "ProducePlan",
     "Producer",
     "ProducerBatch",
+    "ProducerBatchCompleted",
     "ProducerConfig",
     "ProducerShell",
     "ReadyCheck",

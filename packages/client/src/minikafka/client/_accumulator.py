@@ -20,6 +20,10 @@ before, so that no partition starves behind the others of its broker (Kafka's
 an append that does not fit raises :class:`BufferFull` and the shell makes the caller
 wait, up to ``max.block.ms``.
 
+The first time a batch is drained it keeps the time and the reason it left (the first
+of :data:`LEAVE_REASONS` that holds for it then): what the producer's trace event of the
+batch reports (``_events``).
+
 A core: every call takes ``now`` (seconds), and it does no I/O.
 """
 
@@ -38,6 +42,16 @@ from minikafka.log import CompressionType, Header, Record, build_batch
 # DefaultRecord.sizeInBytes, near enough for deciding when a batch is full.
 BATCH_OVERHEAD = 61
 _RECORD_OVERHEAD = 21
+
+# Why a batch left the accumulator, in the order drain asks: a batch that is full and
+# has lingered too left because it was full.
+FULL = "full"  # a record did not fit (a batch waits behind it), or batch.size reached
+LINGER = "linger"  # its first record has waited linger.ms
+FLUSH = "flush"  # flush() is waiting for it
+CLOSE = "close"  # the producer is closing
+MEMORY = "memory"  # a produce() is blocked on buffer.memory
+PIGGYBACK = "piggyback"  # none: it went along with a ready batch of the same leader
+LEAVE_REASONS = (FULL, LINGER, FLUSH, CLOSE, MEMORY, PIGGYBACK)
 
 
 class BufferFull(Exception):
@@ -80,6 +94,8 @@ class ProducerBatch:
     # built at the first drain; a retry sends the same bytes
     payload: bytes | None = None
     closed: bool = False  # drained once: no more appends
+    drained: float | None = None  # when it was first drained
+    reason: str = ""  # why it left then: one of LEAVE_REASONS
 
     def build(self, compression: CompressionType) -> bytes:
         """The v2 batch, built once: a retried idempotent batch must carry the same
@@ -218,11 +234,30 @@ class RecordAccumulator:
                 break
             if not may_send(tp, batch):
                 continue
+            if batch.drained is None:
+                batch.drained = now
+                batch.reason = self._leave_reason(batch, len(queue), now)
             queue.popleft()
             batch.closed = True
             taken.append(batch)
             size += batch.size
         return taken
+
+    def _leave_reason(self, batch: ProducerBatch, queued: int, now: float) -> str:
+        """Which of ready()'s conditions holds for ``batch`` (first in a queue of
+        ``queued``) as it is drained. Drain takes the first batch of every partition of
+        a ready leader, so a batch may go before any holds for it: ``piggyback``."""
+        if queued > 1 or batch.size >= self.batch_size:
+            return FULL
+        if now - batch.created >= self.linger_ms / 1000:
+            return LINGER
+        if self._flushing > 0:
+            return FLUSH
+        if self._closing:
+            return CLOSE
+        if self._waiting_for_room > 0:
+            return MEMORY
+        return PIGGYBACK
 
     def reenqueue(self, batch: ProducerBatch, now: float) -> None:
         """Put a failed batch back at the front of its queue for another attempt after

@@ -33,6 +33,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition as TP
 from minikafka.net import NetworkClient
+from minikafka.trace import Tracer
 
 from ._accumulator import BufferFull
 from ._config import ConsumerConfig, DeliveryCallback, ProducerConfig
@@ -61,9 +62,15 @@ class _Waiter:
 class AsyncProducer:
     """The producer for trio programs: ``async with AsyncProducer.open(config) as p``."""
 
-    def __init__(self, config: Mapping[str, object], seed: int | None = None) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        seed: int | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
         self.config = ProducerConfig.from_dict(config)
-        self._sender, self._partitioner = producer_cores(self.config, seed)
+        # The tracer as the synchronous Producer's (see its module docstring).
+        self._sender, self._partitioner = producer_cores(self.config, seed, tracer)
         self._topic_partitions: dict[tuple[str, int], TP] = {}
         self._changed = trio.Event()  # metadata arrived or bytes were freed
         self._outstanding = 0
@@ -74,9 +81,12 @@ class AsyncProducer:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, config: Mapping[str, object], seed: int | None = None
+        cls,
+        config: Mapping[str, object],
+        seed: int | None = None,
+        tracer: Tracer | None = None,
     ) -> AsyncIterator[AsyncProducer]:
-        producer = cls(config, seed)
+        producer = cls(config, seed, tracer)
         c = producer.config
         async with (
             NetworkClient.open(

@@ -12,6 +12,15 @@ acknowledged with their report not yet served.
 the topic's metadata the first time, and room in ``buffer.memory``. It raises
 :class:`BufferError` when the buffer stays full, :class:`KafkaException` for an unknown
 topic or a record larger than ``max.request.size``.
+
+**Tracing.** A producer emits one ``producer.batch`` event per batch
+(:class:`~._events.ProducerBatchCompleted`) to the tracer it is given, ``tracer=``: a
+:class:`~minikafka.trace.JsonLinesTracer` writes them where a cluster's traces go, so a
+lab reads both. Given none, it takes the process's default
+(:func:`minikafka.trace.get_tracer`): a ``NullTracer``, which costs one attribute read
+per batch, unless the program installed one (``configure_from_env(-1)`` traces into
+``$MINIKAFKA_TRACE_DIR``; a client has no node id, and -1 keeps its files apart from the
+brokers').
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import TopicPartition
 from minikafka.log import Header
 from minikafka.net import NetworkClient
+from minikafka.trace import Tracer, get_tracer
 
 from ._accumulator import BufferFull, PendingRecord, RecordAccumulator
 from ._config import DeliveryCallback, ProducerConfig
@@ -47,10 +57,14 @@ class Producer:
     """A Kafka producer: ``Producer({"bootstrap.servers": "127.0.0.1:9092"})``."""
 
     def __init__(
-        self, config: Mapping[str, object], *, seed: int | None = None
+        self,
+        config: Mapping[str, object],
+        *,
+        seed: int | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.config = ProducerConfig.from_dict(config)
-        self._sender, self._partitioner = producer_cores(self.config, seed)
+        self._sender, self._partitioner = producer_cores(self.config, seed, tracer)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # metadata, room, reports
         self._reports: collections.deque[
@@ -246,7 +260,9 @@ class Producer:
             return 0
         left = self.flush(timeout)
         with self._lock:
-            self._sender.abort(KafkaError(PURGE_QUEUE, "the producer was closed"))
+            self._sender.abort(
+                KafkaError(PURGE_QUEUE, "the producer was closed"), time.monotonic()
+            )
         self._closed = True
         if self._token is not None and self._stop is not None:
             with contextlib.suppress(trio.RunFinishedError):
@@ -266,10 +282,11 @@ class Producer:
 
 
 def producer_cores(
-    config: ProducerConfig, seed: int | None
+    config: ProducerConfig, seed: int | None, tracer: Tracer | None = None
 ) -> tuple[Sender, Partitioner]:
     """The Sender (with its accumulator and metadata) and the partitioner a producer's
-    API drives, the synchronous one or the async one."""
+    API drives, the synchronous one or the async one; the Sender traces to ``tracer``
+    (None: the process's default tracer)."""
     c = config
     accumulator = RecordAccumulator(
         c.batch_size,
@@ -287,7 +304,10 @@ def producer_cores(
         round_robin=bool(c.partitioner),
         ignore_keys=c.partitioner_ignore_keys,
     )
-    return Sender(c, accumulator, metadata), partitioner
+    sender = Sender(
+        c, accumulator, metadata, tracer=get_tracer() if tracer is None else tracer
+    )
+    return sender, partitioner
 
 
 def new_record(

@@ -26,7 +26,10 @@ producer asks for a new producer id and numbers from zero again, re-stamping wha
 not been acknowledged (Kafka bumps the epoch instead, KIP-360).
 
 A core: every call takes ``now``; it returns requests to make and leaves delivery
-reports in :attr:`Sender.deliveries` for the shell to hand out.
+reports in :attr:`Sender.deliveries` for the shell to hand out. When its tracer is
+enabled it emits one :class:`~._events.ProducerBatchCompleted` per batch as the batch is
+resolved (acknowledged or failed for good), to the tracer it was given: the producer
+that assembles it passes its own (``Producer(config, tracer=...)``).
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
 from minikafka.log import Record
+from minikafka.trace import NullTracer, Tracer
 
 from ._accumulator import ProducerBatch, RecordAccumulator
 from ._config import ProducerConfig
+from ._events import ProducerBatchCompleted
 from ._message import MSG_TIMED_OUT, TRANSPORT, KafkaError
 from ._metadata import ClientMetadata
 
@@ -127,6 +132,7 @@ class Sender:
     _held: dict[tuple[int, TopicPartition], dict[int, Delivery]] = attrs.field(
         factory=dict
     )
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
 
     @property
     def idempotent(self) -> bool:
@@ -244,7 +250,7 @@ class Sender:
     ) -> None:
         error = answer.error
         if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
-            self._succeed(batch, answer)
+            self._succeed(batch, answer, now)
             return
         kafka_error = KafkaError(error, answer.error_message)
         if error in _METADATA_ERRORS:
@@ -255,7 +261,7 @@ class Sender:
                 # this batch comes back in sequence order (re-stamped if need be).
                 self.accumulator.reenqueue(batch, now)
                 return
-            self._fail(batch, kafka_error)
+            self._fail(batch, kafka_error, now)
             return
         self._retry_or_fail(batch, kafka_error, now)
 
@@ -273,9 +279,10 @@ class Sender:
             self._fail(
                 batch,
                 KafkaError(MSG_TIMED_OUT, f"delivery.timeout.ms passed: {error.str()}"),
+                now,
             )
         else:
-            self._fail(batch, error)
+            self._fail(batch, error, now)
 
     def _earlier_unresolved(self, batch: ProducerBatch) -> bool:
         pending = self._unresolved.get(
@@ -283,14 +290,16 @@ class Sender:
         )
         return any(_before(s, batch.base_sequence) for s in pending)
 
-    def _succeed(self, batch: ProducerBatch, answer: PartitionResponse) -> None:
-        self._resolve(batch)
+    def _succeed(
+        self, batch: ProducerBatch, answer: PartitionResponse, now: float
+    ) -> None:
+        self._resolve(batch, now, answer.base_offset, None)
         self._report(
             batch, Delivery(batch, answer.base_offset, answer.log_append_time, None)
         )
 
-    def _fail(self, batch: ProducerBatch, error: KafkaError) -> None:
-        self._resolve(batch)
+    def _fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+        self._resolve(batch, now, -1, error)
         if (
             self.idempotent
             and batch.base_sequence >= 0
@@ -321,11 +330,44 @@ class Sender:
                 break
             self.deliveries.append(held.pop(first))
 
-    def _resolve(self, batch: ProducerBatch) -> None:
+    def _resolve(
+        self,
+        batch: ProducerBatch,
+        now: float,
+        base_offset: int,
+        error: KafkaError | None,
+    ) -> None:
         self.accumulator.release(batch)
         pending = self._unresolved.get((batch.producer_id, batch.topic_partition))
         if pending is not None:
             pending.discard(batch.base_sequence)
+        if self.tracer.enabled:
+            self.tracer.emit(self._batch_event(batch, now, base_offset, error))
+
+    def _batch_event(
+        self,
+        batch: ProducerBatch,
+        now: float,
+        base_offset: int,
+        error: KafkaError | None,
+    ) -> ProducerBatchCompleted:
+        """The batch's trace event: its times from its creation and first drain to
+        ``now``, its bytes as sent (the accumulator's estimate if it never left)."""
+        drained = now if batch.drained is None else batch.drained
+        tp = batch.topic_partition
+        return ProducerBatchCompleted(
+            self.config.client_id,
+            tp.topic,
+            tp.partition,
+            len(batch.records),
+            batch.size if batch.payload is None else len(batch.payload),
+            batch.reason or "unsent",
+            (drained - batch.created) * 1000.0,
+            (now - drained) * 1000.0,
+            batch.attempts,
+            base_offset,
+            None if error is None else error.name(),
+        )
 
     def _expire(self, now: float) -> None:
         for batch in self.accumulator.expired(self.config.delivery_timeout_ms, now):
@@ -336,12 +378,13 @@ class Sender:
                     f"{len(batch.records)} record(s) for {batch.topic_partition} not "
                     f"delivered within delivery.timeout.ms ({self.config.delivery_timeout_ms})",
                 ),
+                now,
             )
 
-    def abort(self, error: KafkaError) -> None:
+    def abort(self, error: KafkaError, now: float) -> None:
         """Fail every queued batch (a producer closed without flushing)."""
         for batch in self.accumulator.abort_all():
-            self._fail(batch, error)
+            self._fail(batch, error, now)
 
     @property
     def acks(self) -> Acks:
