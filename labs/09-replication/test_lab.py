@@ -16,6 +16,11 @@ the ISR an AdminClient saw in Metadata. The guarantees and facts checked:
   see in Metadata soon after;
 - the lag its first fetch after the stall shows is what was appended meanwhile.
 
+Each answer is also compared, row for row, with the same table computed in plain Python
+from the trace files (loops over the events in time order, not Spark), so an answer
+that is plausible but wrong (a run off by one, the wrong follower, the wrong proposal)
+fails even where the clients' view leaves room.
+
 ``MINIKAFKA_LAB_IMPL`` chooses the answers checked (``solutions`` by default).
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 import statistics
 from collections.abc import Iterator
@@ -46,6 +52,7 @@ from minikafka.replication import (
     IsrChanged,
     IsrChangeProposed,
 )
+from minikafka.trace import TraceEvent, read_trace
 
 LAB = lab_of(__file__)
 pytestmark = pytest.mark.timeout(900)
@@ -55,6 +62,8 @@ TRACE_BEFORE_CLIENT = 0.03  # the broker's events precede the client's callback
 METADATA_DELAY = 2.0  # an ISR change reaches a client's Metadata within this
 
 Truth = dict[str, Any]
+Record = dict[str, Any]
+"""One trace event as read in plain Python from the trace files."""
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +93,114 @@ def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]
         frame.unpersist()
 
 
+@pytest.fixture(scope="module")
+def raw(run_dir: Path, truth: Truth) -> dict[str, list[Record]]:
+    """The lab topic's events by type, in time order (ties in file order)."""
+    kinds: dict[str, type[TraceEvent]] = {
+        "fetches": FollowerFetched,
+        "hws": HighWatermarkAdvanced,
+        "proposals": IsrChangeProposed,
+        "changes": IsrChanged,
+    }
+    found: dict[str, list[Record]] = {name: [] for name in kinds}
+    for record in read_trace(run_dir / "traces"):
+        for name, kind in kinds.items():
+            ours = record.get("topic") == truth["topic"]
+            if ours and (record["component"], record["event"]) == (
+                kind.COMPONENT,
+                kind.EVENT,
+            ):
+                found[name].append(record)
+    return {
+        name: sorted(events, key=lambda r: r["ts"]) for name, events in found.items()
+    }
+
+
 @pytest.fixture
 def answers() -> ModuleType:
     return LAB.implementation()
+
+
+# --- plain Python, for comparison ----------------------------------------------------
+
+
+def first_times(moves: list[tuple[float, int | None, int]]) -> dict[int, float]:
+    """Offset -> the first time a move ``(ts, from, to)`` revealed it (from <= o < to)."""
+    first: dict[int, float] = {}
+    for ts, low, high in moves:
+        if low is None:
+            continue
+        for offset in range(low, high):
+            first.setdefault(offset, ts)
+    return first
+
+
+def python_waits(
+    raw: dict[str, list[Record]],
+) -> dict[tuple[int, int], tuple[float, float]]:
+    """(offset, follower) -> (appended_ts, replicated_ts), from the fetches."""
+    seen: int | None = None
+    leader_moves = []
+    for r in raw["fetches"]:
+        leader_moves.append((r["ts"], seen, r["log_end_offset"]))
+        seen = r["log_end_offset"] if seen is None else max(seen, r["log_end_offset"])
+    appended = first_times(leader_moves)
+    waits = {}
+    for follower in {r["follower"] for r in raw["fetches"]}:
+        held: int | None = None
+        moves = []
+        for r in raw["fetches"]:
+            if r["follower"] == follower:
+                moves.append((r["ts"], held, r["fetch_offset"]))
+                held = r["fetch_offset"]
+        for offset, ts in first_times(moves).items():
+            if offset in appended:
+                waits[offset, follower] = (appended[offset], ts)
+    return waits
+
+
+def python_commits(raw: dict[str, list[Record]]) -> dict[int, tuple[float, int]]:
+    """Offset -> (committed_ts, the follower waited for)."""
+    committed = first_times(
+        [(r["ts"], r["previous"], r["high_watermark"]) for r in raw["hws"]]
+    )
+    replicated: dict[int, list[tuple[float, int]]] = {}
+    for (offset, follower), (_, ts) in python_waits(raw).items():
+        replicated.setdefault(offset, []).append((ts, follower))
+    commits = {}
+    for offset, ts in committed.items():
+        before = [(t, f) for t, f in replicated.get(offset, []) if t <= ts]
+        if before:
+            commits[offset] = (ts, max(before)[1])
+    return commits
+
+
+def python_episodes(
+    raw: dict[str, list[Record]],
+) -> list[tuple[int, float, float | None, float]]:
+    """(replica, shrunk_ts, expanded_ts, lag_ms) per departure from the ISR."""
+    moves: dict[int, list[tuple[float, str]]] = {}
+    for r in raw["changes"]:
+        before, after = set(r["previous_isr"]), set(r["isr"])
+        for replica in before - after:
+            moves.setdefault(replica, []).append((r["ts"], "shrink"))
+        for replica in after - before:
+            moves.setdefault(replica, []).append((r["ts"], "expand"))
+    episodes = []
+    for replica, history in sorted(moves.items()):
+        for (ts, kind), following in zip(history, [*history[1:], None], strict=True):
+            if kind != "shrink":
+                continue
+            back = following[0] if following and following[1] == "expand" else None
+            causes = [
+                (p["ts"], lag)
+                for p in raw["proposals"]
+                if p["kind"] == "shrink" and p["ts"] <= ts
+                for r, lag in zip(p["replicas"], p["lag_ms"], strict=True)
+                if r == replica
+            ]
+            episodes.append((replica, ts, back, max(causes)[1]))
+    return episodes
 
 
 # --- the ground truth ----------------------------------------------------------------
@@ -122,7 +236,10 @@ def inside(ts: float, window: tuple[float, float]) -> bool:
 
 
 def test_follower_waits(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, list[Record]],
 ) -> None:
     frame = answers.follower_waits(events["fetches"])
     assert frame.columns == [
@@ -141,6 +258,12 @@ def test_follower_waits(
     stall = phase(truth, "stalled")[0]
     keys = [(r.offset, r.follower) for r in rows]
     assert len(keys) == len(set(keys)), "one row per offset and follower"
+    expected = python_waits(raw)
+    assert set(keys) == set(expected)
+    for row in rows:
+        assert (row.appended_ts, row.replicated_ts) == pytest.approx(
+            expected[row.offset, row.follower], abs=1e-6
+        ), row
     # Every acknowledged record was copied by the fast follower (always in the ISR).
     assert {o for o, f in keys if f == fast} >= set(latency) - {0}
     for row in rows:
@@ -173,7 +296,10 @@ def test_follower_waits(
 
 
 def test_commit_waits(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, list[Record]],
 ) -> None:
     waits = answers.follower_waits(events["fetches"])
     frame = answers.commit_waits(waits, events["hws"])
@@ -190,6 +316,11 @@ def test_commit_waits(
     latency = latency_by_offset(truth)
     assert len({r.offset for r in rows}) == len(rows)
     assert {r.offset for r in rows} >= set(latency) - {0}
+    expected = python_commits(raw)
+    assert {r.offset: (r.committed_ts, r.waited_for) for r in rows} == {
+        offset: (pytest.approx(ts, abs=1e-6), follower)
+        for offset, (ts, follower) in expected.items()
+    }
     for row in rows:
         assert row.committed_ms == pytest.approx(
             (row.committed_ts - row.appended_ts) * 1000, abs=0.01
@@ -218,7 +349,10 @@ def test_commit_waits(
 
 
 def test_isr_episodes(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, list[Record]],
 ) -> None:
     frame = answers.isr_episodes(events["proposals"], events["changes"])
     assert frame.columns == [
@@ -231,6 +365,14 @@ def test_isr_episodes(
         "lag_ms",
     ]
     rows = frame.where(frame.topic == truth["topic"]).collect()
+    expected = python_episodes(raw)
+    assert len(rows) == len(expected)
+    for row, (replica, shrunk, expanded, lag) in zip(rows, expected, strict=True):
+        assert row.replica == replica
+        assert (row.shrunk_ts, row.lag_ms) == pytest.approx((shrunk, lag), abs=1e-6)
+        assert row.expanded_ts == (
+            None if expanded is None else pytest.approx(expanded, abs=1e-6)
+        )
     assert [r.replica for r in rows] == [truth["slow_follower"]]
     (row,) = rows
     lag_max = truth["replica_lag_time_max_ms"] / 1000
@@ -251,7 +393,10 @@ def test_isr_episodes(
 
 
 def test_follower_lag(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, list[Record]],
 ) -> None:
     frame = answers.follower_lag(events["fetches"])
     assert frame.columns == [
@@ -264,8 +409,19 @@ def test_follower_lag(
         "max_caught_up_ms_ago",
     ]
     rows = frame.where(frame.topic == truth["topic"]).collect()
-    raw = events["fetches"].where(events["fetches"].topic == truth["topic"]).count()
-    assert sum(r.fetches for r in rows) == raw
+    expected: dict[tuple[int, int], tuple[int, int, float]] = {}
+    for r in raw["fetches"]:
+        key = (r["follower"], math.floor(r["ts"]))
+        count, lag, ago = expected.get(key, (0, 0, 0.0))
+        expected[key] = (
+            count + 1,
+            max(lag, r["lag"]),
+            max(ago, r["caught_up_ms_ago"]),
+        )
+    assert {
+        (r.follower, r.second): (r.fetches, r.max_lag, r.max_caught_up_ms_ago)
+        for r in rows
+    } == expected
     slow, fast = truth["slow_follower"], truth["fast_follower"]
     stall, heal = phase(truth, "stalled")[0], phase(truth, "healed")[0]
     # A stalled link carries no fetch: the leader hears nothing from follower 3.

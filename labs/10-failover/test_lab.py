@@ -14,6 +14,11 @@ time. The guarantees and facts checked:
 - each surviving broker acts on the new leader before (or as) its Metadata answers
   show it, and within a second of the election.
 
+Each answer is also compared, row for row, with the same table computed in plain Python
+from the trace files (loops, not Spark), so a plausible but wrong answer (the wrong old
+leader, the wrong epoch, a late event taken for the first) fails even where the
+clients' view leaves room.
+
 ``MINIKAFKA_LAB_IMPL`` chooses the answers checked (``solutions`` by default).
 """
 
@@ -41,7 +46,7 @@ from minikafka.labs import (
     scenario_run,
 )
 from minikafka.replication import BecameFollower, BecameLeader, FollowerFetched
-from minikafka.trace import TraceEvent
+from minikafka.trace import TraceEvent, read_trace
 
 LAB = lab_of(__file__)
 pytestmark = pytest.mark.timeout(900)
@@ -52,6 +57,8 @@ FETCH_GAP = 0.3  # followers fetch continuously under the producer's load
 PROPAGATED = 1.0  # an election reaches every surviving broker within this
 
 Truth = dict[str, Any]
+Record = dict[str, Any]
+"""One trace event as read in plain Python from the trace files."""
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +100,90 @@ def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]
         frame.unpersist()
 
 
+@pytest.fixture(scope="module")
+def raw(run_dir: Path, truth: Truth) -> dict[str, dict[str, list[Record]]]:
+    """Per mode, the lab topic's events of each type, in time order."""
+    kinds: dict[str, type[TraceEvent]] = {
+        "elections": PartitionLeaderElected,
+        "leaders": BecameLeader,
+        "followers": BecameFollower,
+        "fetches": FollowerFetched,
+    }
+    modes = {}
+    for mode in truth["modes"]:
+        found: dict[str, list[Record]] = {name: [] for name in kinds}
+        for record in read_trace(run_dir / mode / "traces"):
+            for name, kind in kinds.items():
+                ours = record.get("topic") == truth["topic"]
+                if ours and (record["component"], record["event"]) == (
+                    kind.COMPONENT,
+                    kind.EVENT,
+                ):
+                    found[name].append(record)
+        modes[mode] = {n: sorted(e, key=lambda r: r["ts"]) for n, e in found.items()}
+    return modes
+
+
 @pytest.fixture
 def answers() -> ModuleType:
     return LAB.implementation()
+
+
+# --- plain Python, for comparison ----------------------------------------------------
+
+
+def failovers(events: dict[str, list[Record]]) -> list[Record]:
+    return [
+        e
+        for e in events["elections"]
+        if e["reason"] != "new_partition" and e["leader"] >= 0
+    ]
+
+
+def python_leaderless(
+    events: dict[str, list[Record]],
+) -> dict[int, tuple[int, int, int, float, float, float]]:
+    """Partition -> (old leader, new leader, epoch, last seen, elected, led)."""
+    found = {}
+    for e in failovers(events):
+        p, epoch = e["partition"], e["leader_epoch"]
+        earlier = [
+            (b["leader_epoch"], b["node"])
+            for b in events["leaders"]
+            if b["partition"] == p and b["leader_epoch"] < epoch
+        ]
+        old = max(earlier)[1]
+        last_seen = max(
+            f["ts"]
+            for f in events["fetches"]
+            if f["partition"] == p and f["node"] == old
+        )
+        (led,) = [
+            b["ts"]
+            for b in events["leaders"]
+            if (b["partition"], b["node"], b["leader_epoch"]) == (p, e["leader"], epoch)
+        ]
+        found[p] = (old, e["leader"], epoch, last_seen, e["ts"], led)
+    return found
+
+
+def python_propagation(
+    events: dict[str, list[Record]],
+) -> dict[tuple[int, int], tuple[str, float, float]]:
+    """(partition, broker) -> (role, elected, applied)."""
+    acted = [(r, "leader") for r in events["leaders"]] + [
+        (r, "follower") for r in events["followers"]
+    ]
+    found: dict[tuple[int, int], tuple[str, float, float]] = {}
+    for e in failovers(events):
+        for r, role in sorted(acted, key=lambda pair: pair[0]["ts"]):
+            same = (r["partition"], r["leader_epoch"]) == (
+                e["partition"],
+                e["leader_epoch"],
+            )
+            if same and r["ts"] >= e["ts"]:
+                found.setdefault((e["partition"], r["node"]), (role, e["ts"], r["ts"]))
+    return found
 
 
 # --- the ground truth ----------------------------------------------------------------
@@ -135,7 +223,10 @@ def detection_window(truth: Truth) -> tuple[float, float]:
 
 
 def test_leaderless(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, dict[str, list[Record]]],
 ) -> None:
     frame = answers.leaderless(
         events["elections"], events["leaders"], events["fetches"]
@@ -160,7 +251,13 @@ def test_leaderless(
         killed, victim = part["killed_ts"], part["victim"]
         # The victim led partitions 0-2; each failed over once, to a live replica.
         assert sorted(r.partition for r in mine) == [0, 1, 2], (mode, mine)
+        expected = python_leaderless(raw[mode])
+        assert {
+            r.partition: (r.old_leader, r.new_leader, r.leader_epoch) for r in mine
+        } == {p: e[:3] for p, e in expected.items()}
         for row in mine:
+            times = (row.last_seen_ts, row.elected_ts, row.led_ts)
+            assert times == pytest.approx(expected[row.partition][3:], abs=1e-6)
             assert row.old_leader == victim, row
             assert row.new_leader in part["brokers"], row
             assert row.new_leader != victim, row
@@ -179,7 +276,10 @@ def test_leaderless(
 
 
 def test_propagation(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, dict[str, list[Record]]],
 ) -> None:
     frame = answers.propagation(
         events["elections"], events["leaders"], events["followers"]
@@ -204,6 +304,14 @@ def test_propagation(
         assert sorted((r.partition, r.broker) for r in mine) == [
             (p, b) for p in (0, 1, 2) for b in survivors
         ]
+        expected = python_propagation(raw[mode])
+        assert set(expected) == {(r.partition, r.broker) for r in mine}
+        for row in mine:
+            role, elected, applied = expected[row.partition, row.broker]
+            assert row.role == role
+            assert (row.elected_ts, row.applied_ts) == pytest.approx(
+                (elected, applied), abs=1e-6
+            )
         for row in mine:
             assert 0 <= row.delay_ms <= PROPAGATED * 1000, row
             assert row.delay_ms == pytest.approx(
@@ -218,7 +326,10 @@ def test_propagation(
 
 
 def test_compare_modes(
-    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw: dict[str, dict[str, list[Record]]],
 ) -> None:
     outages = answers.leaderless(
         events["elections"], events["leaders"], events["fetches"]
@@ -239,6 +350,19 @@ def test_compare_modes(
     low, high = detection_window(truth)
     for mode, part in truth["modes"].items():
         row = rows[mode]
+        lost = python_leaderless(raw[mode]).values()
+        reached = python_propagation(raw[mode]).values()
+        assert (
+            row.partitions,
+            row.max_detect_ms,
+            row.max_outage_ms,
+            row.max_propagation_ms,
+        ) == (
+            len(lost),
+            pytest.approx(max((e[4] - e[3]) * 1000 for e in lost), abs=1e-3),
+            pytest.approx(max((e[5] - e[3]) * 1000 for e in lost), abs=1e-3),
+            pytest.approx(max((a - e) * 1000 for _, e, a in reached), abs=1e-3),
+        )
         assert row.partitions == 3
         killed = part["killed_ts"]
         # The worst outage as the producer saw it bounds the trace's from above.
