@@ -258,6 +258,14 @@ def test_follower_waits(
     stall = phase(truth, "stalled")[0]
     keys = [(r.offset, r.follower) for r in rows]
     assert len(keys) == len(set(keys)), "one row per offset and follower"
+    produced = {
+        r["offset"]: r["produced_ts"]
+        for r in truth["records"]
+        if r.get("offset") is not None
+    }
+    for row in rows:
+        # A record cannot be appended before the producer sent it.
+        assert row.appended_ts >= produced.get(row.offset, truth["started"]), row
     expected = python_waits(raw)
     assert set(keys) == set(expected)
     for row in rows:

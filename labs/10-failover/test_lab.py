@@ -296,6 +296,14 @@ def test_propagation(
         "delay_ms",
     ]
     rows = frame.collect()
+    # The first event at the epoch after the election, whatever else the trace holds:
+    # the same events again later, and old ones a minute before, change nothing.
+    f = events["followers"]
+    noisy = f.unionByName(f.withColumn("ts", F.col("ts") + 0.5)).unionByName(
+        f.withColumn("ts", F.col("ts") - 60)
+    )
+    again = answers.propagation(events["elections"], events["leaders"], noisy)
+    assert again.collect() == rows
     poll = truth["poll_interval_s"]
     for mode, part in truth["modes"].items():
         mine = [r for r in rows if r.mode == mode]
