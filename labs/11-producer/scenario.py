@@ -24,7 +24,7 @@ report was served (``time.monotonic()``, the clock the producer's own times come
 with the offset the report gave; and, read from the partition's files once the cluster
 has stopped, the batches as the leader stored them (base offset, last offset, records,
 bytes): the real batch boundaries. ``scale`` stretches the seconds each setting sends
-for (the book runs a small scale, the tests 1.0).
+for (the tests, and the book under ``make test``, run 1.0).
 """
 
 from __future__ import annotations
