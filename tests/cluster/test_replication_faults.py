@@ -285,10 +285,8 @@ def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     ]
     # Its one partition, moved because it asked: ZooKeeper mode's controller elects for
     # the ControlledShutdown request; KRaft's fences the broker that asked to shut down
-    # (its registration's trace says why).
-    assert moved == (
-        ["controlled_shutdown"] if mode == "zookeeper" else ["broker_fenced"]
-    )
+    # in its heartbeat, and says why in the election and the registration's trace.
+    assert moved == ["controlled_shutdown"]
     if mode == "kraft":
         reasons = [
             e["reason"]
