@@ -111,14 +111,18 @@ def follower_lag(fetches: DataFrame) -> DataFrame:
     follower whose link has stalled?
 
     Mechanism: each follower fetch tells the leader how many records the follower lacks
-    (``lag``) and how long since it last held everything the leader had at its previous
-    fetch (``caught_up_ms_ago``, what ``replica.lag.time.max.ms`` is compared with). A
-    follower that stops fetching sends nothing at all: the leader learns how far behind
-    it fell only from its next fetch.
+    (``lag``, behind the leader's log end), how many committed records it lacks (the
+    high watermark the fetch found less its ``fetch_offset``; nothing when it holds at
+    least the committed ones: a follower out of the ISR comes back once it reaches the
+    high watermark), and how long since it last held everything the leader had at its
+    previous fetch (``caught_up_ms_ago``, what ``replica.lag.time.max.ms`` is compared
+    with). A follower that stops fetching sends nothing at all: the leader learns how far
+    behind it fell only from its next fetch.
 
     Output columns, one row per (partition, follower, whole second of ``ts``) with at
     least one fetch, ordered by ``topic``, ``partition``, ``follower``, ``second``:
     ``topic``; ``partition``; ``follower``; ``second`` (``floor(ts)``, a long);
-    ``fetches``; ``max_lag``; ``max_caught_up_ms_ago``.
+    ``fetches``; ``max_lag``; ``max_hw_lag`` (the largest of ``high_watermark -
+    fetch_offset`` and 0); ``max_caught_up_ms_ago``.
     """
     raise ExerciseNotDone("follower_lag", "group by follower and floor(ts)")

@@ -414,20 +414,27 @@ def test_follower_lag(
         "second",
         "fetches",
         "max_lag",
+        "max_hw_lag",
         "max_caught_up_ms_ago",
     ]
     rows = frame.where(frame.topic == truth["topic"]).collect()
-    expected: dict[tuple[int, int], tuple[int, int, float]] = {}
+    expected: dict[tuple[int, int], tuple[int, int, int, float]] = {}
     for r in raw["fetches"]:
         key = (r["follower"], math.floor(r["ts"]))
-        count, lag, ago = expected.get(key, (0, 0, 0.0))
+        count, lag, hw_lag, ago = expected.get(key, (0, 0, 0, 0.0))
         expected[key] = (
             count + 1,
             max(lag, r["lag"]),
+            max(hw_lag, r["high_watermark"] - r["fetch_offset"]),
             max(ago, r["caught_up_ms_ago"]),
         )
     assert {
-        (r.follower, r.second): (r.fetches, r.max_lag, r.max_caught_up_ms_ago)
+        (r.follower, r.second): (
+            r.fetches,
+            r.max_lag,
+            r.max_hw_lag,
+            r.max_caught_up_ms_ago,
+        )
         for r in rows
     } == expected
     slow, fast = truth["slow_follower"], truth["fast_follower"]
@@ -450,9 +457,13 @@ def test_follower_lag(
     )
     # Its first fetch after the stall lacks what was written meanwhile.
     assert first_back.max_lag >= 0.8 * appended, (first_back, appended)
+    # And the committed ones: the HW moved on without it, follower 2 alone in the ISR.
+    assert first_back.max_hw_lag >= 0.8 * appended, (first_back, appended)
     assert first_back.max_caught_up_ms_ago >= (heal - stall - 0.7) * 1000
     rate = truth["rate"]
     assert max(r.max_lag for r in rows if r.follower == fast) <= rate, "2 keeps up"
+    # An in-sync follower never lacks a committed record: the HW waits for it.
+    assert {r.max_hw_lag for r in rows if r.follower == fast} == {0}
 
 
 @pytest.mark.skipif(

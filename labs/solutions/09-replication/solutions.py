@@ -172,6 +172,10 @@ def follower_lag(fetches: DataFrame) -> DataFrame:
         .agg(
             F.count("*").alias("fetches"),
             F.max("lag").alias("max_lag"),
+            # Committed records it lacks: none while it holds all below the HW.
+            F.max(
+                F.greatest(F.col("high_watermark") - F.col("fetch_offset"), F.lit(0))
+            ).alias("max_hw_lag"),
             F.max("caught_up_ms_ago").alias("max_caught_up_ms_ago"),
         )
         .orderBy(*_PARTITION, "follower", "second")

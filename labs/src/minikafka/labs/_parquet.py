@@ -78,9 +78,10 @@ def to_parquet(
     """Convert the JSON Lines trace in ``trace_dir`` into a Parquet dataset at ``out``.
 
     Returns the (component, event) types written, sorted. An event type no loaded
-    package registers cannot be typed and is left out (the broker's package registers
-    them all: ``import minikafka.broker`` first). An earlier conversion at ``out`` is
-    replaced; any other non-empty ``out`` is refused (FileExistsError), not overwritten."""
+    package registers cannot be typed and is left out (``import minikafka.broker`` and
+    ``minikafka.client`` first: between them they register every minikafka event). An
+    earlier conversion at ``out`` is replaced; any other non-empty ``out`` is refused
+    (FileExistsError), not overwritten."""
     files = sorted(str(p) for p in Path(trace_dir).glob("*.jsonl"))
     if not files:
         raise FileNotFoundError(f"{trace_dir}: no trace files (*.jsonl)")
