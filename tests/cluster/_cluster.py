@@ -16,7 +16,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, free_ports
-from minikafka.net.testing import FaultProxies
 
 WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
@@ -39,9 +38,6 @@ FAST = {
 }
 
 MakeCluster = Callable[..., ProcessCluster]
-
-Proxies = FaultProxies
-"""A fault proxy in front of each broker's REPLICATION listener (the tests' name)."""
 
 
 Condition = Callable[[], bool]

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from minikafka.broker.testing import ProcessCluster
-from tests.cluster._cluster import FAST, MakeCluster, Proxies
+from minikafka.net.testing import FaultProxies
+from tests.cluster._cluster import FAST, MakeCluster
 
 
 @pytest.hookimpl(wrapper=True)
@@ -80,17 +81,17 @@ def make_cluster(
     mode="kraft", **{"key": "value"})``: a started cluster (``mode="zookeeper"``: in
     ZooKeeper mode, its server on the first controller port); the overrides go over
     :data:`FAST` into every node's properties. Given a list, ``proxies`` gets a
-    :class:`Proxies` whose proxies carry every link between brokers, and
+    :class:`FaultProxies` whose proxies carry every link between brokers, and
     ``controller_proxies`` one whose proxies carry every link into each controller (the
     voters are named by the proxies' ports)."""
     made: list[ProcessCluster] = []
-    started: list[Proxies] = []
+    started: list[FaultProxies] = []
 
     def make(
         brokers: int = 3,
-        proxies: list[Proxies] | None = None,
+        proxies: list[FaultProxies] | None = None,
         controllers: int = 1,
-        controller_proxies: list[Proxies] | None = None,
+        controller_proxies: list[FaultProxies] | None = None,
         mode: str = "kraft",
         **overrides: str,
     ) -> ProcessCluster:
@@ -108,13 +109,13 @@ def make_cluster(
         listen: dict[int, int] = {}
         try:
             if proxies is not None:
-                links = Proxies({b: spare[i] for i, b in enumerate(ids)})
+                links = FaultProxies({b: spare[i] for i, b in enumerate(ids)})
                 started.append(links)
                 proxies.append(links)
                 replication = {b: (spare[i], links.port(b)) for i, b in enumerate(ids)}
             if controller_proxies is not None:
                 listen = {c: spare[brokers + c] for c in range(controllers)}
-                into = Proxies(listen)
+                into = FaultProxies(listen)
                 started.append(into)
                 controller_proxies.append(into)
                 cports = [into.port(c) for c in range(controllers)]

@@ -31,11 +31,10 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster
-from minikafka.net.testing import FaultProxy
+from minikafka.net.testing import FaultProxies, FaultProxy
 from tests.cluster._cluster import (
     WAIT,
     MakeCluster,
-    Proxies,
     admin,
     create_topic,
     read_values,
@@ -268,7 +267,7 @@ def test_without_a_majority_nothing_is_written_and_nothing_lost(
 def test_a_partitioned_leader_resigns_and_the_majority_elects_another(
     make_cluster: MakeCluster,
 ) -> None:
-    links: list[Proxies] = []
+    links: list[FaultProxies] = []
     cluster = make_cluster(controllers=3, controller_proxies=links)
     into = links[0]
     leader = active_controller(cluster)

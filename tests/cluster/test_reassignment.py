@@ -27,12 +27,11 @@ import pytest
 from confluent_kafka import KafkaError, Message, Producer
 
 from minikafka.broker.testing import ProcessCluster
-from minikafka.net.testing import FaultProxy
+from minikafka.net.testing import FaultProxies, FaultProxy
 from tests.cluster._cluster import (
     MODES,
     WAIT,
     MakeCluster,
-    Proxies,
     create_on,
     in_sync,
     read_values,
@@ -150,7 +149,7 @@ def test_cancelling_a_reassignment_restores_the_original_replicas(
     # KRaft mode only: in ZooKeeper mode the controller's UpdateMetadata to the stalled
     # broker travels the same stalled links, so that broker's Metadata answers lag the
     # move, and the scenario is another one.
-    links: list[Proxies] = []
+    links: list[FaultProxies] = []
     cluster = make_cluster(4, proxies=links)
     [proxies] = links
     one, two, three, four = sorted(cluster.broker_ports)

@@ -33,14 +33,13 @@ from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, replica_batches
-from minikafka.net.testing import FaultProxy
+from minikafka.net.testing import FaultProxies, FaultProxy
 from minikafka.trace import read_trace
 from tests.cluster._cluster import (
     MODES,
     WAIT,
     Condition,
     MakeCluster,
-    Proxies,
     admin,
     create_on,
     create_topic,
@@ -155,7 +154,7 @@ def test_an_old_leader_truncates_the_records_no_follower_had(
     # controller, the next controller takes the dead replica offline first (leader -1,
     # Kafka's OfflineReplica transition, traced as a transition, not an election) and
     # the election that follows is traced from -1, not from the old leader.
-    links: list[Proxies] = []
+    links: list[FaultProxies] = []
     cluster = make_cluster(proxies=links, **{"broker.session.timeout.ms": "6000"})
     [proxies] = links
     create_topic(cluster, "diverge")
