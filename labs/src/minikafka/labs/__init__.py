@@ -18,6 +18,7 @@ from ._lab import IMPLEMENTATION_ENV as IMPLEMENTATION_ENV
 from ._lab import LABS_ROOT as LABS_ROOT
 from ._lab import Lab as Lab
 from ._lab import all_labs as all_labs
+from ._lab import check_exercises_start_unfinished as check_exercises_start_unfinished
 from ._lab import find_lab as find_lab
 from ._lab import lab_of as lab_of
 from ._parquet import to_parquet as to_parquet
@@ -43,6 +44,7 @@ __all__ = [
     "LabConfig",
     "LabConfigError",
     "all_labs",
+    "check_exercises_start_unfinished",
     "find_lab",
     "lab_of",
     "read_events",

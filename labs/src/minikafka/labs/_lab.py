@@ -12,6 +12,7 @@ path under names of their own, so two labs' ``scenario`` modules never meet in
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -112,3 +113,29 @@ def lab_of(file: str | Path) -> Lab:
     if match is None:
         raise LookupError(f"{file} is not in a lab directory (labs/NN-topic/)")
     return Lab(int(match["number"]), directory)
+
+
+def check_exercises_start_unfinished(lab: Lab) -> None:
+    """A trace lab as shipped: every exercise its ``lab.toml`` names is a function of
+    ``exercises.py`` with its reference's signature, and raises ExerciseNotDone naming
+    itself (given any arguments: it must not look at them). AssertionError otherwise."""
+    from ._exercise import ExerciseNotDone
+
+    exercises, solutions = lab.module("exercises"), lab.module("solutions")
+    for exercise in lab.config.exercises:
+        written = getattr(exercises, exercise.name)
+        signature = inspect.signature(written)
+        reference = inspect.signature(getattr(solutions, exercise.name))
+        if signature != reference:
+            raise AssertionError(
+                f"{exercise.name}{signature}: the reference is {reference}"
+            )
+        try:
+            written(*[None] * len(signature.parameters))
+        except ExerciseNotDone as exc:
+            if exc.exercise != exercise.name:
+                raise AssertionError(
+                    f"{exercise.name} says {exc.exercise!r} is not done"
+                ) from exc
+        else:
+            raise AssertionError(f"{exercise.name} is done as shipped")
