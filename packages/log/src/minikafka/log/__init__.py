@@ -17,6 +17,7 @@ from ._batch import RecordBatchHeader as RecordBatchHeader
 from ._batch import TimestampType as TimestampType
 from ._batch import iter_batches as iter_batches
 from ._batch import read_batch_header as read_batch_header
+from ._batch import whole_batches_size as whole_batches_size
 from ._checkpoint import CheckpointError as CheckpointError
 from ._checkpoint import EpochEntry as EpochEntry
 from ._checkpoint import LeaderEpochCheckpointFile as LeaderEpochCheckpointFile
@@ -149,4 +150,5 @@ __all__ = [
     "raise_open_files_limit",
     "read_batch_header",
     "whole_batches",
+    "whole_batches_size",
 ]

@@ -240,6 +240,36 @@ def check_crc(
         )
 
 
+def whole_batches_size(buf: bytes | bytearray | memoryview) -> int:
+    """How many bytes at the start of ``buf`` are whole batches: where a reader of a
+    record set it did not write itself stops.
+
+    A Fetch response is cut at ``fetch.max.bytes`` / ``replica.fetch.max.bytes``, and the
+    cut may fall inside a batch: Kafka's ``ByteBufferLogInputStream.nextBatch`` stops
+    before a batch whose length points past the buffer (or whose offset and length are
+    not all there yet), and the reader fetches it again from its start. What is in the
+    whole part is still checked: a length smaller than a batch's own header cannot be a
+    cut, it is corruption (Kafka's "Record size is less than the minimum record
+    overhead"), raised as CorruptRecordError at its position.
+    """
+    position = 0
+    end = len(buf)
+    while end - position >= LOG_OVERHEAD:
+        _, batch_length = _OFFSET_AND_LENGTH.unpack_from(buf, position)
+        size = batch_length + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"batch at position {position} declares batchLength {batch_length}, "
+                f"less than the {RECORD_BATCH_OVERHEAD - LOG_OVERHEAD} bytes of its "
+                "own header",
+                position,
+            )
+        if size > end - position:
+            break  # cut off by the size limit: the rest comes in the next fetch
+        position += size
+    return position
+
+
 def iter_batches(
     buf: bytes | bytearray | memoryview, *, verify_crc: bool = True
 ) -> Iterator[tuple[int, RecordBatchHeader]]:

@@ -28,7 +28,7 @@ import attrs
 from minikafka.common import ApiError, ErrorCode, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
-from ._batch import RecordBatchHeader
+from ._batch import RecordBatchHeader, whole_batches_size
 from ._checkpoint import LeaderEpochCheckpointFile
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
@@ -262,7 +262,15 @@ class Log:
     def append_as_follower(
         self, records: bytes | bytearray | memoryview
     ) -> LogAppendInfo:
-        """Append batches that carry the leader's offsets and epochs."""
+        """Append batches that carry the leader's offsets and epochs.
+
+        ``records`` is what a fetch brought, which may end inside a batch: only the whole
+        batches are appended (Kafka's ``trimInvalidBytes``), and the follower fetches the
+        rest again from the next offset. Corruption inside the whole part still raises.
+        """
+        whole = whole_batches_size(records)
+        if whole < len(records):
+            records = memoryview(records)[:whole]
         # The leader checked max.message.bytes against its own config; a follower takes
         # whatever its leader accepted, as Kafka does.
         batches = validate_batches(records, max_message_bytes=2**31, from_client=False)

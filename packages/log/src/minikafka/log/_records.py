@@ -47,6 +47,7 @@ from minikafka.log._batch import (
     check_crc,
     compute_crc,
     read_batch_header,
+    whole_batches_size,
 )
 from minikafka.log._compression import Buffer, compress, decompress
 
@@ -487,15 +488,9 @@ def decode_batch(
 
 
 def whole_batches(data: bytes) -> bytes:
-    """The batches at the start of ``data`` that are whole: a read of a chunk of a log may
-    end inside a batch (each batch starts with its offset and its length)."""
-    end = 0
-    while end + 12 <= len(data):
-        size = int.from_bytes(data[end + 8 : end + 12], "big") + 12
-        if end + size > len(data):
-            break
-        end += size
-    return data[:end]
+    """The batches at the start of ``data`` that are whole: a fetched record set, or a
+    read of a chunk of a log, may end inside a batch (:func:`whole_batches_size`)."""
+    return data[: whole_batches_size(data)]
 
 
 def iter_decoded_batches(
