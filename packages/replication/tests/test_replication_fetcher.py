@@ -10,7 +10,13 @@ Guarantees tested:
   answered only once the follower has fetched past it (acknowledged means on the ISR);
 - a replica that led with writes nobody fetched, then follows the new leader, truncates
   exactly the records the new leader never had, and then holds the new leader's log;
-- a follower naming an old leader epoch is fenced and backs off instead of fetching.
+- a follower naming an old leader epoch is fenced and backs off instead of fetching;
+- a fetch answer cut inside a batch appends the whole batches and the follower asks for
+  the rest again, and a first batch larger than ``replica.fetch.max.bytes`` comes whole
+  (min_one_message): the follower always progresses and ends byte for byte the leader's;
+- a partition whose records are corrupt fails alone: the others advance in the same
+  round, it is retried after ``replica.fetch.backoff.ms``, reported once, and recovers;
+- a partition answered goes last in the next request (each gets its turn to be first).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import uuid
 from pathlib import Path
 
 import attrs
+import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
@@ -27,6 +34,7 @@ from minikafka.replication import (
     FetchedPartition,
     FetchParams,
     FetchResponse,
+    Partition,
     PartitionState,
     ProduceResponse,
     ReplicaFetcher,
@@ -66,7 +74,9 @@ class Link:
         answers = self.leader.last_offsets_for_leader_epochs(
             self.fetcher.epoch_requests(now)
         )
-        self.truncations += self.fetcher.on_epoch_answers(answers, now)
+        truncated, failures = self.fetcher.on_epoch_answers(answers, now)
+        assert failures == ()
+        self.truncations += truncated
         fetches = self.fetcher.fetch_request(now)
         if not fetches:
             return
@@ -81,7 +91,7 @@ class Link:
                 continue
             assert isinstance(response, FetchResponse)
             fetched += [FetchedPartition.of(f, r) for f, r in response.results]
-        self.fetcher.on_fetch_answers(fetched, now)
+        assert self.fetcher.on_fetch_answers(fetched, now).failures == ()
 
 
 def log_bytes(manager: ReplicaManager) -> bytes:
@@ -90,8 +100,15 @@ def log_bytes(manager: ReplicaManager) -> bytes:
     return read.records.read_bytes() if read.records is not None else b""
 
 
-def link(follower: ReplicaManager, leader: ReplicaManager) -> Link:
-    fetcher = ReplicaFetcher(follower.broker_id, leader.broker_id, follower.partitions)
+def link(
+    follower: ReplicaManager, leader: ReplicaManager, fetch_max_bytes: int = 1 << 20
+) -> Link:
+    fetcher = ReplicaFetcher(
+        follower.broker_id,
+        leader.broker_id,
+        follower.partitions,
+        fetch_max_bytes=fetch_max_bytes,
+    )
     fetcher.add_partitions([TP])
     return Link(leader, fetcher)
 
@@ -197,3 +214,114 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(
     follower_log = broker2.partitions[TP].log
     assert (follower_log.log_start_offset, follower_log.log_end_offset) == (8, 10)
     assert log_bytes(broker2) == log_bytes(broker1)
+
+
+def test_a_fetch_cut_inside_a_batch_appends_the_whole_batches_and_asks_again(
+    tmp_path: Path,
+) -> None:
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0))
+    follow(broker2, state(1, 0))
+    for request_id in range(6):
+        broker1.append_records(
+            30_000, Acks.LEADER, {TP: value_batch(3)}, request_id, now=0.0
+        )
+    size = len(log_bytes(broker1)) // 6
+    # Each answer holds one and a half batches: every one ends inside a batch.
+    to_leader = link(broker2, broker1, fetch_max_bytes=size * 3 // 2)
+    ends = []
+    for round_ in range(10):
+        to_leader.pump(1.0 + round_)  # Link.pump: no partition failed
+        ends.append(broker2.partitions[TP].log.log_end_offset)
+    assert ends[:6] == [3, 6, 9, 12, 15, 18], "one whole batch a round, none torn"
+    assert log_bytes(broker2) == log_bytes(broker1)
+
+
+def test_a_first_batch_larger_than_the_fetch_limit_comes_whole(tmp_path: Path) -> None:
+    broker1 = replica_manager_core(tmp_path / "1", broker_id=1)
+    broker2 = replica_manager_core(tmp_path / "2", broker_id=2)
+    lead(broker1, state(1, 0))
+    follow(broker2, state(1, 0))
+    broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(20, 1000)}, 1, now=0.0)
+    to_leader = link(broker2, broker1, fetch_max_bytes=1024)  # the batch is ~20 KB
+    to_leader.pump(1.0)
+    assert broker2.partitions[TP].log.log_end_offset == 20, "min_one_message"
+    assert log_bytes(broker2) == log_bytes(broker1)
+
+
+TP2 = TopicPartition("replicated", 1)
+
+
+def two_followed(tmp_path: Path) -> tuple[ReplicaManager, ReplicaFetcher]:
+    broker2 = replica_manager_core(tmp_path, broker_id=2)
+    broker2.become_leader_or_follower(
+        {}, {TP: (TOPIC_ID, state(1, 0)), TP2: (TOPIC_ID, state(1, 0))}, 0.0
+    )
+    fetcher = ReplicaFetcher(2, 1, broker2.partitions)
+    fetcher.add_partitions([TP, TP2])
+    assert fetcher.epoch_requests(0.0) == []  # empty logs: nothing to truncate
+    return broker2, fetcher
+
+
+def answer(tp: TopicPartition, records: bytes) -> FetchedPartition:
+    return FetchedPartition(tp, ErrorCode.none, 0, 0, records)
+
+
+def test_a_corrupt_partition_fails_alone_and_is_retried_after_the_backoff(
+    tmp_path: Path,
+) -> None:
+    broker2, fetcher = two_followed(tmp_path)
+    good = bytes(value_batch(2))
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF  # under the CRC
+    round_ = fetcher.on_fetch_answers(
+        [answer(TP, bytes(corrupt)), answer(TP2, good)], now=1.0
+    )
+    [failure] = round_.failures
+    assert (failure.topic_partition, failure.fetch_offset, failure.first) == (
+        TP,
+        0,
+        True,
+    )
+    assert round_.advanced == 1, "the other partition advanced in the same round"
+    assert broker2.partitions[TP2].log.log_end_offset == 2
+    assert broker2.partitions[TP].log.log_end_offset == 0, "nothing of it appended"
+    assert fetcher.failed_partitions()[TP].state == "failed"
+    assert "CorruptRecordError" in str(fetcher.states[TP].error)
+    asked = [f.topic_partition for f in fetcher.fetch_request(1.5)]
+    assert asked == [TP2], "the failed partition waits replica.fetch.backoff.ms"
+    asked = [f.topic_partition for f in fetcher.fetch_request(2.0)]
+    assert TP in asked
+    again = fetcher.on_fetch_answers([answer(TP, bytes(corrupt))], now=2.0)
+    assert [f.first for f in again.failures] == [False], "reported once, not each round"
+    assert fetcher.states[TP].failures == 2
+    healed = fetcher.on_fetch_answers([answer(TP, good)], now=3.5)
+    assert healed.failures == () and healed.advanced == 1
+    assert fetcher.failed_partitions() == {}
+    assert fetcher.states[TP].state == "fetching"
+
+
+def test_an_unexpected_error_in_one_partition_fails_only_that_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker2, fetcher = two_followed(tmp_path)
+    original = Partition.append_records_to_follower
+
+    def broken(self: Partition, records: bytes, hw: int, log_start: int) -> None:
+        if self.topic_partition == TP:
+            raise RuntimeError("a bug")
+        original(self, records, hw, log_start)
+
+    monkeypatch.setattr(Partition, "append_records_to_follower", broken)
+    good = bytes(value_batch(1))
+    round_ = fetcher.on_fetch_answers([answer(TP, good), answer(TP2, good)], now=1.0)
+    assert [str(f.error) for f in round_.failures] == ["a bug"]
+    assert broker2.partitions[TP2].log.log_end_offset == 1
+
+
+def test_an_answered_partition_goes_last_in_the_next_request(tmp_path: Path) -> None:
+    _, fetcher = two_followed(tmp_path)
+    assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP, TP2]
+    fetcher.on_fetch_answers([answer(TP, b"")], now=1.0)
+    assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP2, TP]

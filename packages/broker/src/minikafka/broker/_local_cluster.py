@@ -50,6 +50,7 @@ from minikafka.controller.testing import ControllerHarness
 from minikafka.log import LogConfig, LogManager, build_batch, make_records
 from minikafka.replication import (
     FetchedPartition,
+    FetchFailure,
     FetchParams,
     FetchResponse,
     IsrChangeAnswer,
@@ -277,7 +278,8 @@ class LocalCluster:
             return  # the connection fails: nothing fetched this round
         requests = fetcher.epoch_requests(self.now)
         answers = leader.manager.last_offsets_for_leader_epochs(requests)
-        fetcher.on_epoch_answers(answers, self.now)
+        _, failures = fetcher.on_epoch_answers(answers, self.now)
+        _raise_first(failures)
         fetches = fetcher.fetch_request(self.now)
         if not fetches:
             return
@@ -297,7 +299,7 @@ class LocalCluster:
                 fetched += [FetchedPartition.of(f, r) for f, r in response.results]
             else:
                 self._collect([response])
-        fetcher.on_fetch_answers(fetched, self.now)
+        _raise_first(fetcher.on_fetch_answers(fetched, self.now).failures)
 
     def _alter_partitions(self, broker: LocalBroker) -> None:
         manager = broker.manager
@@ -343,3 +345,10 @@ def _open_broker(dir: Path, broker_id: int, settings: TopicSettings) -> LocalBro
     logs = LogManager.startup([dir])
     manager = ReplicaManager(broker_id, logs, lambda topic: settings)
     return LocalBroker(broker_id, dir, manager)
+
+
+def _raise_first(failures: tuple[FetchFailure, ...]) -> None:
+    """In a simulation a failed partition is a bug to see, not a fault to ride out: the
+    real fetcher's isolation would hide it behind a backoff."""
+    if failures:
+        raise failures[0].error

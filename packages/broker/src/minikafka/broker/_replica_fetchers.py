@@ -16,6 +16,15 @@ connection to the leader. The task's loop is the whole of ``ReplicaFetcherThread
 3. a failed request (the leader gone, the connection cut) waits
    ``replica.fetch.backoff.ms`` and tries again, until the metadata names a new leader.
 
+Nothing that goes wrong in a fetcher ends the broker. A partition whose append or
+truncation fails is marked failed by the core and retried after the backoff (Kafka's
+``partitionsWithError``): logged at ERROR once, when it starts failing, and at INFO when
+it recovers; a storage error also takes its log dir offline, as any failed write does.
+An unexpected error of a whole round (an answer that does not decode) is logged at ERROR
+once and the round is tried again after the backoff. What each followed partition's
+fetching stands at is written to ``replica-fetcher-state.json`` in the first log dir
+(what Kafka shows as its fetcher metrics), which ``minikafka cluster status`` shows.
+
 :meth:`ReplicaFetcherManager.remove_partitions` is called with every metadata change
 before the ReplicaManager stops or deletes a partition, so a fetcher never touches a log
 it no longer owns; :meth:`~ReplicaFetcherManager.add_partitions` after it has made them
@@ -25,7 +34,9 @@ followers.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
+import os
 import zlib
 from collections.abc import Iterable, Mapping
 
@@ -44,12 +55,16 @@ from minikafka.replication import (
     EpochAnswer,
     EpochRequest,
     FetchedPartition,
+    FetchFailure,
     FetchPartition,
     ReplicaFetcher,
     ReplicaManagerService,
 )
 
 _logger = logging.getLogger("minikafka.broker")
+
+FETCHER_STATE_FILE = "replica-fetcher-state.json"
+"""Where each followed partition's fetching stands, in the broker's first log dir."""
 
 
 @attrs.frozen
@@ -92,7 +107,7 @@ class ReplicaFetcherManager:
             self._nursery = nursery
             task_status.started()
             try:
-                await trio.sleep_forever()
+                await self._report_states()
             finally:
                 self._nursery = None
 
@@ -146,13 +161,28 @@ class ReplicaFetcherManager:
     async def _run_fetcher(self, fetcher: _Fetcher) -> None:
         node = fetcher.node
         name = f"ReplicaFetcherThread-{self.broker_id}-{node.node_id}"
+        last_error = ""
         with fetcher.scope:
             async with NetworkClient.open(client_id=name) as client:
                 while True:
                     try:
                         busy = await self._round(client, fetcher)
+                        last_error = ""
                     except ClientError as exc:
                         _logger.info("%s: %s; retrying", name, exc)
+                        client.disconnect(node)
+                        busy = False
+                    except Exception as exc:
+                        # A round that fails for a reason of its own (an answer that
+                        # does not decode, a bug): this fetcher's partitions wait and
+                        # ask again, the broker and its other fetchers go on. Logged
+                        # once while it keeps failing the same way.
+                        error = f"{type(exc).__name__}: {exc}"
+                        if error != last_error:
+                            _logger.error(
+                                "%s: unexpected error; retrying", name, exc_info=exc
+                            )
+                        last_error = error
                         client.disconnect(node)
                         busy = False
                     if not busy:
@@ -176,7 +206,8 @@ class ReplicaFetcherManager:
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
             # traced by each Partition
-            core.on_epoch_answers(still, trio.current_time())
+            _, failures = core.on_epoch_answers(still, trio.current_time())
+            self._partitions_failed(fetcher, failures)
         fetches = core.fetch_request(trio.current_time())
         if not fetches:
             return bool(asked)
@@ -195,7 +226,86 @@ class ReplicaFetcherManager:
             for f in fetched
             if current.get(f.topic_partition) == sent[f.topic_partition]
         ]
-        core.on_fetch_answers(fresh, trio.current_time())
+        recovered = set(core.failed_partitions())
+        answered = core.on_fetch_answers(fresh, trio.current_time())
+        self._partitions_failed(fetcher, answered.failures)
+        for tp in recovered - set(core.failed_partitions()):
+            if tp in core.states:
+                _logger.info(
+                    "%s: fetching again from broker %d", tp, fetcher.node.node_id
+                )
+        return True
+
+    def _partitions_failed(
+        self, fetcher: _Fetcher, failures: Iterable[FetchFailure]
+    ) -> None:
+        """Report what the core marked failed: ERROR on the first failure, and a disk
+        that refused the write takes its log dir offline (Kafka's LogDirFailureChannel)."""
+        for failure in failures:
+            tp, exc = failure.topic_partition, failure.error
+            if isinstance(exc, OSError):
+                self.replica_manager.core.storage_failed(tp, exc)
+            if failure.first:
+                _logger.error(
+                    "%s: fetching from broker %d at offset %d failed; retrying every "
+                    "%d ms",
+                    tp,
+                    fetcher.node.node_id,
+                    failure.fetch_offset,
+                    self.config.backoff_ms,
+                    exc_info=exc,
+                )
+
+    # --- what the fetchers are doing, for ``minikafka cluster status`` --------------------
+
+    def fetch_states(self) -> list[dict[str, object]]:
+        """Each followed partition: its leader, fetch offset, state and last error."""
+        rows: list[dict[str, object]] = []
+        for (leader, _), fetcher in sorted(self.fetchers.items()):
+            for tp, state in fetcher.core.states.items():
+                rows.append(
+                    {
+                        "topic": tp.topic,
+                        "partition": tp.partition,
+                        "leader": leader,
+                        "fetch_offset": state.fetch_offset,
+                        "state": state.state,
+                        "error": state.error,
+                        "failures": state.failures,
+                    }
+                )
+        return sorted(rows, key=lambda r: (str(r["topic"]), int(str(r["partition"]))))
+
+    async def _report_states(self) -> None:
+        """Write the failed partitions and a count per state, whenever they change."""
+        written = ""
+        while True:
+            rows = self.fetch_states()
+            counts: dict[str, int] = {}
+            for row in rows:
+                counts[str(row["state"])] = counts.get(str(row["state"]), 0) + 1
+            failed = [row for row in rows if row["state"] == "failed"]
+            text = json.dumps(
+                {"broker": self.broker_id, "states": counts, "failed": failed},
+                sort_keys=True,
+            )
+            if text != written:
+                written = text if self._write_states(text) else ""
+            await trio.sleep(self.config.backoff_ms / 1000)
+
+    def _write_states(self, text: str) -> bool:
+        log_manager = self.replica_manager.core.log_manager
+        online = [d for d in log_manager.log_dirs if d not in log_manager.offline_dirs]
+        if not online:
+            return False
+        path = online[0] / FETCHER_STATE_FILE
+        try:
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_text(text + "\n")
+            os.replace(temporary, path)
+        except OSError as exc:  # a report, not the log: it must not stop the fetchers
+            _logger.warning("cannot write %s: %s", path, exc)
+            return False
         return True
 
     async def _offsets_for_leader_epoch(

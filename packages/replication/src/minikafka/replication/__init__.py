@@ -30,6 +30,9 @@ from ._events import IsrChangeProposed as IsrChangeProposed
 from ._fetcher import EpochAnswer as EpochAnswer
 from ._fetcher import EpochRequest as EpochRequest
 from ._fetcher import FetchedPartition as FetchedPartition
+from ._fetcher import FetchFailure as FetchFailure
+from ._fetcher import FetchRound as FetchRound
+from ._fetcher import PartitionFetchState as PartitionFetchState
 from ._fetcher import ReplicaFetcher as ReplicaFetcher
 from ._isr import IsrChangeAnswer as IsrChangeAnswer
 from ._isr import IsrChangeProposal as IsrChangeProposal
@@ -65,10 +68,12 @@ __all__ = [
     "EpochAnswer",
     "EpochRequest",
     "FetchCallback",
+    "FetchFailure",
     "FetchParams",
     "FetchPartition",
     "FetchPartitionResult",
     "FetchResponse",
+    "FetchRound",
     "FetchedPartition",
     "FollowerFetched",
     "FollowerTruncated",
@@ -79,6 +84,7 @@ __all__ = [
     "IsrChanged",
     "LogReadResult",
     "Partition",
+    "PartitionFetchState",
     "PartitionState",
     "ProduceCallback",
     "ProducePartitionResult",

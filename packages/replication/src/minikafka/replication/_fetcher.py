@@ -20,6 +20,15 @@ The fetcher is a core: it builds requests as values, takes answers as values, an
 the follower's Partitions directly for the appends and truncations (the log is a local,
 synchronous library here, as it is for the ReplicaManager). Its shell sends the requests
 to the leader's broker.
+
+One partition's trouble is that partition's alone (Kafka's ``partitionsWithError``). A
+fetch answer may end inside a batch (the leader cuts it at ``replica.fetch.max.bytes``):
+the log appends the whole batches and the next fetch asks again from the cut batch's
+start. But records that are truly corrupt, a disk that refuses the append, or a bug: any
+exception while appending or truncating one partition marks that partition failed, it is
+fetched again after ``replica.fetch.backoff.ms``, and the fetcher goes on with the
+others. The failures come back as values (:class:`FetchFailure`) for the shell to log
+once and to report; a storage error also takes the log dir offline there.
 """
 
 from __future__ import annotations
@@ -40,17 +49,6 @@ REPLICA_FETCH_MAX_BYTES = 1024 * 1024
 REPLICA_FETCH_BACKOFF_MS = 1000
 """``replica.fetch.backoff.ms``: Kafka's default."""
 
-# Errors after which the follower waits for the metadata to say who leads now.
-_WAIT_FOR_METADATA = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.fenced_leader_epoch,
-        ErrorCode.unknown_leader_epoch,
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.unknown_topic_id,
-    }
-)
-
 
 @attrs.define(eq=False)
 class PartitionFetchState:
@@ -60,6 +58,39 @@ class PartitionFetchState:
     current_leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    error: str | None = None
+    """Why the partition's last round failed (None while it fetches well)."""
+    failures: int = 0
+    """Rounds failed in a row; back to 0 once an append or truncation succeeds."""
+    failed_since: float | None = None
+
+    @property
+    def state(self) -> str:
+        """``failed``, ``truncating``, ``delayed`` (backing off) or ``fetching``."""
+        if self.error is not None:
+            return "failed"
+        if self.truncating:
+            return "truncating"
+        return "delayed" if self.delayed_until > 0 else "fetching"
+
+
+@attrs.frozen
+class FetchFailure:
+    """One partition that failed a round: the shell logs it (at ERROR when ``first``)."""
+
+    topic_partition: TopicPartition
+    fetch_offset: int
+    error: Exception
+    first: bool
+    """The first failure since the partition last made progress."""
+
+
+@attrs.frozen
+class FetchRound:
+    """What one batch of answers did: partitions that advanced, partitions that failed."""
+
+    advanced: int = 0
+    failures: tuple[FetchFailure, ...] = ()
 
 
 @attrs.frozen
@@ -151,26 +182,36 @@ class ReplicaFetcher:
 
     def on_epoch_answers(
         self, answers: Iterable[EpochAnswer], now: float
-    ) -> list[tuple[TopicPartition, int]]:
-        """Truncate where the leader says; the (partition, offset) truncations made."""
+    ) -> tuple[list[tuple[TopicPartition, int]], tuple[FetchFailure, ...]]:
+        """Truncate where the leader says: the (partition, offset) truncations made, and
+        the partitions whose truncation failed."""
         truncated = []
+        failures = []
         for answer in answers:
-            state = self.states.get(answer.topic_partition)
+            tp = answer.topic_partition
+            state = self.states.get(tp)
             if state is None or not state.truncating:
                 continue
             if answer.error_code is not ErrorCode.none:
                 state.delayed_until = now + self.backoff
                 continue
-            partition = self.local[answer.topic_partition]
-            target, complete = self._truncation_offset(partition, answer)
-            if target < partition.log.log_end_offset:
-                partition.truncate_to(target)
-                truncated.append((answer.topic_partition, target))
+            partition = self.local[tp]
+            try:
+                target, complete = self._truncation_offset(partition, answer)
+                if target < partition.log.log_end_offset:
+                    partition.truncate_to(target)
+                    truncated.append((tp, target))
+            except (
+                Exception
+            ) as exc:  # this partition's alone: see the module's docstring
+                failures.append(self._failed(tp, state, exc, now))
+                continue
             # Not complete: this log did not know the leader's epoch; it truncated to its
             # own end of an older one and asks again about its new latest epoch.
             state.truncating = not complete
             state.fetch_offset = partition.log.log_end_offset
-        return truncated
+            self._succeeded(state)
+        return truncated, tuple(failures)
 
     @staticmethod
     def _truncation_offset(
@@ -197,30 +238,51 @@ class ReplicaFetcher:
 
     def fetch_request(self, now: float) -> list[FetchPartition]:
         """The partitions to fetch now, each from its log end, naming the leader epoch."""
-        return [
-            FetchPartition(
-                tp, state.fetch_offset, self.fetch_max_bytes, state.current_leader_epoch
+        fetches = []
+        for tp, state in self.states.items():
+            if state.truncating or state.delayed_until > now:
+                continue
+            state.delayed_until = 0.0  # a backoff that has run out
+            fetches.append(
+                FetchPartition(
+                    tp,
+                    state.fetch_offset,
+                    self.fetch_max_bytes,
+                    state.current_leader_epoch,
+                )
             )
-            for tp, state in self.states.items()
-            if not state.truncating and state.delayed_until <= now
-        ]
+        return fetches
 
-    def on_fetch_answers(self, fetched: Iterable[FetchedPartition], now: float) -> int:
-        """Append what the leader sent; the number of partitions that advanced."""
+    def on_fetch_answers(
+        self, fetched: Iterable[FetchedPartition], now: float
+    ) -> FetchRound:
+        """Append what the leader sent; which partitions advanced and which failed."""
         advanced = 0
+        failures = []
         for data in fetched:
-            state = self.states.get(data.topic_partition)
+            tp = data.topic_partition
+            state = self.states.get(tp)
             if state is None or state.truncating:
                 continue
+            # Kafka's PartitionStates.updateAndMoveToEnd: the next request names this
+            # partition last. The leader returns the first partition's first batch whole
+            # however large (min_one_message) but may cut the others to nothing that is
+            # whole, so each partition must come first in its turn.
+            self.states[tp] = self.states.pop(tp)
             if data.error_code is ErrorCode.none:
-                partition = self.local[data.topic_partition]
+                partition = self.local[tp]
                 try:
                     partition.append_records_to_follower(
                         data.records, data.high_watermark, data.log_start_offset
                     )
                 except ReplicationError:
+                    # Not a follower here any more, or offline: the metadata will say.
                     state.delayed_until = now + self.backoff
                     continue
+                except Exception as exc:  # this partition's alone: see the docstring
+                    failures.append(self._failed(tp, state, exc, now))
+                    continue
+                self._succeeded(state)
                 if partition.log.log_end_offset > state.fetch_offset:
                     advanced += 1
                 state.fetch_offset = partition.log.log_end_offset
@@ -229,16 +291,45 @@ class ReplicaFetcher:
                     # Behind the leader's log start (its retention deleted what this
                     # replica lacks): start over empty at the leader's start (Kafka's
                     # truncateFullyAndStartAt).
-                    self.local[data.topic_partition].truncate_fully_and_start_at(
-                        data.log_start_offset
-                    )
+                    try:
+                        self.local[tp].truncate_fully_and_start_at(
+                            data.log_start_offset
+                        )
+                    except Exception as exc:  # this partition's alone
+                        failures.append(self._failed(tp, state, exc, now))
+                        continue
                     state.fetch_offset = data.log_start_offset
                 else:
                     # Past the leader's end (an unclean election): find out where the
                     # logs agree again before fetching.
                     state.truncating = True
-            elif data.error_code in _WAIT_FOR_METADATA:
-                state.delayed_until = now + self.backoff
             else:
+                # The leader moved (the metadata will say where), or an error of the
+                # leader's own: back off and ask again.
                 state.delayed_until = now + self.backoff
-        return advanced
+        return FetchRound(advanced, tuple(failures))
+
+    # --- failed partitions (Kafka's partitionsWithError) --------------------------------
+
+    def _failed(
+        self, tp: TopicPartition, state: PartitionFetchState, exc: Exception, now: float
+    ) -> FetchFailure:
+        """Mark ``tp`` failed: it is retried after the backoff, the others go on."""
+        first = state.error is None
+        state.error = f"{type(exc).__name__}: {exc}"
+        state.failures += 1
+        if first:
+            state.failed_since = now
+        state.delayed_until = now + self.backoff
+        return FetchFailure(tp, state.fetch_offset, exc, first)
+
+    @staticmethod
+    def _succeeded(state: PartitionFetchState) -> None:
+        state.delayed_until = 0.0
+        state.error = None
+        state.failures = 0
+        state.failed_since = None
+
+    def failed_partitions(self) -> dict[TopicPartition, PartitionFetchState]:
+        """The partitions whose last round failed, and where each stands."""
+        return {tp: s for tp, s in self.states.items() if s.error is not None}

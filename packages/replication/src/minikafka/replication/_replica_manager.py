@@ -34,6 +34,7 @@ requests it completed); the shell (:class:`ReplicaManagerService`) sends them, s
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import uuid
@@ -51,6 +52,7 @@ from minikafka.log import (
     LogConfig,
     LogManager,
     LogOffsetMetadata,
+    OffsetCheckpointFile,
     OffsetOutOfRangeError,
 )
 from minikafka.trace import NullTracer, Tracer
@@ -75,6 +77,11 @@ _logger = logging.getLogger(__name__)
 # The high watermarks live in the log dirs beside the LogManager's own checkpoints.
 HIGH_WATERMARK_CHECKPOINT = REPLICATION_OFFSET_CHECKPOINT
 
+_FULL_DISK = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""A checkpoint write refused for want of space: the previous file is intact (the new one
+is written beside it and renamed over it), so the dir stays online, as the log stays
+online after a full disk's undone append (minikafka.log's one exception to Kafka)."""
+
 
 @attrs.frozen
 class TopicSettings:
@@ -97,10 +104,12 @@ class ReplicaManager:
     offline_partitions: dict[TopicPartition, str] = attrs.field(
         init=False, factory=dict
     )
+    """Partitions whose log could not even be created or led here, with why."""
     _proposing: set[TopicPartition] = attrs.field(init=False, factory=set)
     """Partitions with an ISR proposal not handed out yet: what :meth:`take_isr_changes`
     looks at, so a follower's fetch never costs a scan of every partition."""
-    """Partitions whose log could not even be created or led here, with why."""
+    _isr_check_failing: set[TopicPartition] = attrs.field(init=False, factory=set)
+    """Partitions whose last ISR check raised (logged once, until one succeeds)."""
 
     @delayed.default
     def _delayed_operations(self) -> DelayedOperations:
@@ -143,10 +152,11 @@ class ReplicaManager:
                         state.leader_epoch,
                         state.isr,
                     )
-            except OSError as exc:
+            except Exception as exc:
                 # Creating the log or writing its leader-epoch checkpoint failed (a full
-                # disk): this partition is offline; the metadata and every other
-                # partition go on (Kafka marks the partition offline the same way).
+                # disk), or a bug in this one state change: this partition is offline;
+                # the metadata and every other partition go on (Kafka's
+                # ReplicaManager.markPartitionOffline in applyLocalLeadersDelta).
                 self._partition_failed(tp, exc)
             self._partition_changed(tp)
         for tp, (topic_id, state) in followers.items():
@@ -156,7 +166,7 @@ class ReplicaManager:
                 partition = self._get_or_create_partition(tp, topic_id)
                 if partition.make_follower(state):
                     _logger.info("following broker %d for %s", state.leader, tp)
-            except OSError as exc:
+            except Exception as exc:
                 self._partition_failed(tp, exc)
             self._partition_changed(tp)
         return self.delayed.answers(now)
@@ -256,7 +266,7 @@ class ReplicaManager:
             except OSError as exc:
                 results[tp] = ProducePartitionResult(
                     ErrorCode.kafka_storage_error,
-                    error_message=self._storage_failed(tp, exc),
+                    error_message=self.storage_failed(tp, exc),
                 )
                 continue
             # aside: records the log refuses
@@ -403,7 +413,7 @@ class ReplicaManager:
         except (
             OSError
         ) as exc:  # a read the disk refused (EIO): Kafka takes the dir offline
-            message = self._storage_failed(fetch.topic_partition, exc)
+            message = self.storage_failed(fetch.topic_partition, exc)
             return FetchPartitionResult(
                 ErrorCode.kafka_storage_error, error_message=message
             )
@@ -468,7 +478,7 @@ class ReplicaManager:
             error_message=f"{tp} is not hosted on broker {self.broker_id}",
         )
 
-    def _storage_failed(self, tp: TopicPartition, exc: OSError) -> str:
+    def storage_failed(self, tp: TopicPartition, exc: OSError) -> str:
         """A write or read of ``tp``'s log failed: the message for the answer.
 
         A full disk whose write the log undid leaves everything online; anything else
@@ -489,9 +499,17 @@ class ReplicaManager:
             self._dir_failed(log_dir)
         return message
 
-    def _partition_failed(self, tp: TopicPartition, exc: OSError) -> None:
-        reason = str(exc)
-        _logger.error("%s is offline until restart: %s", tp, reason)
+    def _partition_failed(self, tp: TopicPartition, exc: Exception) -> None:
+        reason = (
+            str(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        )
+        # A disk's failure says all in its message; anything else is a bug to trace.
+        _logger.error(
+            "%s is offline until restart: %s",
+            tp,
+            reason,
+            exc_info=None if isinstance(exc, OSError) else exc,
+        )
         partition = self.partitions.get(tp)
         if partition is None:
             self.offline_partitions[tp] = reason
@@ -548,11 +566,27 @@ class ReplicaManager:
     def maybe_shrink_isr(self, now: float, max_lag: float) -> None:
         """Every led partition proposes dropping followers not caught up within
         ``max_lag`` seconds (Kafka's isr-expiration task; the shell runs it every
-        ``replica.lag.time.max.ms`` / 2). The proposals wait in :meth:`take_isr_changes`."""
+        ``replica.lag.time.max.ms`` / 2). The proposals wait in :meth:`take_isr_changes`.
+
+        A partition whose check raises is logged at ERROR once (until one succeeds) and
+        skipped: the others' followers still leave the ISR on time, which is what the
+        acks=all produces waiting on them need."""
         for tp, partition in self.partitions.items():
-            if partition.offline_reason is None and partition.maybe_shrink_isr(
-                now, max_lag
-            ):
+            if partition.offline_reason is not None:
+                continue
+            try:
+                shrunk = partition.maybe_shrink_isr(now, max_lag)
+            except Exception as exc:
+                if tp not in self._isr_check_failing:
+                    self._isr_check_failing.add(tp)
+                    _logger.error(
+                        "the ISR check of %s failed; the other partitions go on",
+                        tp,
+                        exc_info=exc,
+                    )
+                continue
+            self._isr_check_failing.discard(tp)
+            if shrunk:
                 self._proposing.add(tp)
 
     @property
@@ -609,8 +643,38 @@ class ReplicaManager:
         return self._expire_all(now)
 
     def checkpoint_high_watermarks(self) -> None:
-        """Write every partition's HW beside the logs (the shell calls it on its interval)."""
-        self.log_manager.checkpoint(HIGH_WATERMARK_CHECKPOINT)
+        """Write every partition's HW beside the logs, one file per online log dir (the
+        shell calls it on its interval; Kafka's ``checkpointHighWatermarks``).
+
+        A write the disk refuses is a storage failure: Kafka's ``OffsetCheckpointFile``
+        hands the dir to the ``LogDirFailureChannel``, and here it goes offline the way
+        a failed append's does (:meth:`storage_failed`), its partitions answering
+        KAFKA_STORAGE_ERROR. A full disk is the one exception: it leaves the previous
+        file intact and the dir online, and the next interval writes it again.
+        """
+        manager = self.log_manager
+        for log_dir in manager.log_dirs:
+            if log_dir in manager.offline_dirs:
+                continue  # its files are not to be touched until restart
+            path = log_dir / HIGH_WATERMARK_CHECKPOINT
+            hws = {
+                tp: log.high_watermark
+                for tp, log in manager.logs.items()
+                if manager.log_dir_of(tp) == log_dir
+            }
+            try:
+                OffsetCheckpointFile(path).write(hws)
+            except OSError as exc:
+                if exc.errno in _FULL_DISK:
+                    _logger.error(
+                        "cannot write %s: %s; the previous one is kept and it is "
+                        "written again at the next interval",
+                        path,
+                        exc.strerror or exc,
+                    )
+                    continue
+                manager.mark_dir_offline(log_dir, f"writing {path} failed: {exc}")
+                self._dir_failed(log_dir)
 
     def _expire_all(self, now: float) -> list[Response]:
         self.delayed.expire(math.inf)
