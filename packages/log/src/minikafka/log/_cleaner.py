@@ -23,10 +23,19 @@ Crash safety comes from the order of renames: the new segment is written as
 ``.cleaned`` and fsynced, renamed ``.swap``, the old segments renamed ``.deleted``, and
 the ``.swap`` renamed live. A crash before ``.swap`` leaves the old segments; a crash
 after it is finished at start-up by the loader (:mod:`._loader`).
+
+A pass that fails is the LogManager's to handle, as the LogCleaner's cleaner thread
+handles it in Kafka (:meth:`~minikafka.log.LogManager.clean_logs`): an exception marks
+the partition uncleanable (``LogCleanerManager.markPartitionUncleanable``), and an I/O
+error takes the log dir offline (``LogDirFailureChannel``). The one exception is a full
+disk while the ``.cleaned`` file is written: nothing of the log was touched yet, the
+file is discarded, and the error says so (a ``KafkaStorageError`` with ``offline``
+false), so the next pass simply tries again.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import attrs
@@ -46,6 +55,7 @@ from ._names import (
 )
 from ._records import Record, build_batch, decode_batch
 from ._segment import LogSegment
+from ._storage import storage_error
 
 CrashHook = Callable[[str], None]
 """Called at each step of a swap with its name; tests raise from it to simulate a crash."""
@@ -223,8 +233,10 @@ def _clean_group(
         return _write_and_swap(log, group, cleaned, offset_map, now, crash_hook)
     except BaseException:
         if cleaned.suffix == CLEANED_SUFFIX:  # not yet part of the log: discard it
-            cleaned.close_handlers()
-            cleaned.delete_files()
+            # A file left behind is removed by the next pass or the next start.
+            with contextlib.suppress(OSError):
+                cleaned.close_handlers()
+                cleaned.delete_files()
         raise
 
 
@@ -236,6 +248,31 @@ def _write_and_swap(
     now: int,
     crash_hook: CrashHook,
 ) -> int:
+    try:
+        removed = _write_cleaned(log, group, cleaned, offset_map, now)
+    except OSError as exc:
+        # Only the .cleaned file was written, and it is discarded: on a full disk the
+        # log stays online and the next pass tries again.
+        raise storage_error(f"cleaning {log.dir}", exc, undone=True) from exc
+    crash_hook("cleaned written")
+    cleaned.change_suffix(SWAP_SUFFIX)
+    crash_hook("renamed to swap")
+    log.replace_segments(cleaned, group)  # old segments -> .deleted
+    crash_hook("old segments deleted")
+    cleaned.change_suffix("")
+    crash_hook("swap renamed live")
+    return removed
+
+
+def _write_cleaned(
+    log: Log,
+    group: list[LogSegment],
+    cleaned: LogSegment,
+    offset_map: dict[bytes, int],
+    now: int,
+) -> int:
+    """Copy what survives of ``group`` into ``cleaned`` and fsync it; returns records
+    dropped."""
     removed = 0
     last: RecordBatchHeader | None = None
     for segment in group:
@@ -254,13 +291,6 @@ def _write_and_swap(
         cleaned.append(empty, [(0, RecordBatchHeader.read(empty))])
     cleaned.on_become_inactive()
     cleaned.flush()
-    crash_hook("cleaned written")
-    cleaned.change_suffix(SWAP_SUFFIX)
-    crash_hook("renamed to swap")
-    log.replace_segments(cleaned, group)  # old segments -> .deleted
-    crash_hook("old segments deleted")
-    cleaned.change_suffix("")
-    crash_hook("swap renamed live")
     return removed
 
 

@@ -23,14 +23,31 @@ with the file and the errno; the previous checkpoint stays as it was (the new on
 written beside it and renamed over it), and the next interval writes it again. At
 shutdown such a failure leaves that dir without the clean-shutdown marker, so the next
 start recovers its logs from the older recovery points rather than trust them.
+
+No exception in the background work ends the broker. Every pass, and every partition
+within a pass, runs inside :meth:`LogManager._guarded`, which applies Kafka's policies:
+
+- an ``OSError`` is a storage failure: the partition's log dir goes offline, as Kafka's
+  ``maybeHandleIOException`` reports it to the ``LogDirFailureChannel``
+  (:meth:`LogManager.mark_dir_offline`); only a full disk whose write was undone
+  (``KafkaStorageError.offline`` false) leaves it online, to be retried;
+- in the cleaner, any other exception marks the partition uncleanable (Kafka's
+  ``LogCleanerManager.markPartitionUncleanable``): logged once, skipped by every later
+  pass until its log is deleted, listed in :attr:`LogManager.uncleanable`;
+- elsewhere it is logged at ERROR with its traceback once (again only if the failure
+  changes), and the step is tried again at the next interval, as Kafka's
+  ``KafkaScheduler`` logs an uncaught exception and keeps the task scheduled.
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 
 import attrs
 import trio
@@ -38,7 +55,6 @@ import trio
 from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
-from ._batch import CorruptRecordError
 from ._checkpoint import OffsetCheckpointFile, log_checkpoint_failure
 from ._cleaner import clean, should_clean
 from ._config import LogConfig
@@ -90,7 +106,12 @@ class LogManager:
     logs: dict[TopicPartition, Log] = attrs.field(factory=dict)
     topic_configs: dict[str, LogConfig] = attrs.field(factory=dict)
     cleaner_offsets: dict[TopicPartition, int] = attrs.field(factory=dict)
-    uncleanable: set[TopicPartition] = attrs.field(factory=set)
+    # partition -> why (see the ``uncleanable`` property)
+    _uncleanable: dict[TopicPartition, str] = attrs.field(factory=dict, init=False)
+    # (task, partition or None) -> the failure last logged for it (see _failed_once)
+    _failures: dict[tuple[str, TopicPartition | None], str] = attrs.field(
+        factory=dict, init=False
+    )
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
     # every log's descriptors (see _files)
@@ -208,6 +229,11 @@ class LogManager:
         log = self.logs.pop(tp, None)
         log_dir = self._dir_of.pop(tp, None)
         self.cleaner_offsets.pop(tp, None)
+        # A new log of the same name starts afresh (Kafka's
+        # maintainUncleanablePartitions drops the partitions whose log is gone).
+        self._uncleanable.pop(tp, None)
+        for key in [key for key in self._failures if key[1] == tp]:
+            del self._failures[key]
         if log is None or log_dir is None:
             return
         target = log_dir / delete_dir_name(tp)
@@ -219,20 +245,31 @@ class LogManager:
     # --- background work (each a plain method, so tests call them directly) ----------
 
     def cleanup_logs(self) -> int:
-        """Retention for every log, then remove files whose deletion delay has passed."""
-        deleted = sum(log.delete_old_segments() for log in self._online_logs())
+        """Retention for every log, then remove files whose deletion delay has passed.
+
+        One log's failure does not stop the others (see :meth:`_guarded`); it is
+        retried at the next pass.
+        """
+        deleted = 0
+        for tp, log in list(self.logs.items()):
+            if self.is_offline(tp):
+                continue
+            with self._guarded("retention", tp):
+                deleted += log.delete_old_segments()
         self.purge_deleted()
         return deleted
 
     def purge_deleted(self) -> None:
         now = self.clock()
-        for log in self.logs.values():
-            log.purge_deleted_segments(now)
+        for tp, log in list(self.logs.items()):
+            with self._guarded("segment deletion", tp):
+                log.purge_deleted_segments(now)
         due = [entry for entry in self._pending_dir_deletes if entry[0] <= now]
         self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
         for _, path, log in due:
-            log.close_handlers()  # its dir was renamed: nothing is written to it any more
-            shutil.rmtree(path, ignore_errors=True)
+            with self._guarded("log deletion"):
+                log.close_handlers()  # its dir was renamed: nothing is written to it
+                shutil.rmtree(path, ignore_errors=True)
 
     def logs_to_flush(self) -> list[tuple[Log, int]]:
         """(log, offset) pairs due for an fsync: ``flush.ms`` passed, or a roll asked."""
@@ -249,30 +286,54 @@ class LogManager:
         return due
 
     def clean_logs(self) -> int:
-        """One cleaning pass over each compacted log dirty enough to be worth it."""
+        """One cleaning pass over each compacted log dirty enough to be worth it.
+
+        A partition whose cleaning raises (a corrupt batch, a bug) is marked uncleanable
+        and the pass goes on with the others: Kafka's cleaner thread wraps it in a
+        ``LogCleaningException`` and calls ``markPartitionUncleanable``. Retrying it
+        every pass would fail the same way and log the same error forever.
+        """
         now = self.clock()
         cleaned = 0
-        for tp, log in self.logs.items():
-            if not log.config.compact or tp in self.uncleanable or self.is_offline(tp):
+        for tp, log in list(self.logs.items()):
+            if not log.config.compact or tp in self._uncleanable or self.is_offline(tp):
                 continue
-            first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
-            if not should_clean(log, first_dirty, now):
-                continue
-            try:
+            uncleanable = partial(self.mark_partition_uncleanable, tp)
+            with self._guarded("log cleaner", tp, on_error=uncleanable):
+                first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
+                if not should_clean(log, first_dirty, now):
+                    continue
                 result = clean(log, first_dirty, now)
-            except CorruptRecordError as exc:
-                # Kafka marks such a partition uncleanable and goes on with the others.
-                _logger.error(
-                    "%s cannot be cleaned and is skipped from now on: %s", tp, exc
-                )
-                self.uncleanable.add(tp)
-                continue
-            if result is not None:
-                self.cleaner_offsets[tp] = result.next_dirty_offset
-                cleaned += 1
+                if result is not None:
+                    self.cleaner_offsets[tp] = result.next_dirty_offset
+                    cleaned += 1
         if cleaned:
             self.checkpoint(CLEANER_OFFSET_CHECKPOINT)
         return cleaned
+
+    @property
+    def uncleanable(self) -> Mapping[TopicPartition, str]:
+        """The partitions the cleaner skips, each with the error that put it here.
+
+        Kafka's ``LogCleanerManager.uncleanablePartitions`` (reported as the
+        ``uncleanable-partitions-count`` metric). A partition leaves it when its log is
+        deleted; a restart starts with none.
+        """
+        return MappingProxyType(self._uncleanable)
+
+    def mark_partition_uncleanable(self, tp: TopicPartition, exc: Exception) -> None:
+        """Skip ``tp`` in every later cleaning pass (Kafka's ``markPartitionUncleanable``).
+
+        Logged once, here, with the traceback: the partition is not tried again, so
+        there is no second error to log.
+        """
+        self._uncleanable[tp] = f"{type(exc).__name__}: {exc}"
+        _logger.error(
+            "%s cannot be cleaned and is skipped by the log cleaner until its log is "
+            "deleted or the broker restarts",
+            tp,
+            exc_info=exc,
+        )
 
     def checkpoint(self, name: str) -> set[Path]:
         """Write one of the per-dir checkpoint files for the logs in each dir.
@@ -290,18 +351,34 @@ class LogManager:
         for log_dir in self.log_dirs:
             if log_dir in self.offline_dirs:
                 continue  # its files are not to be touched until restart
-            entries = {}
-            for tp, log in self.logs.items():
-                offset = value(tp, log)
-                if self._dir_of[tp] == log_dir and offset is not None:
-                    entries[tp] = offset
-            path = log_dir / name
-            try:
-                OffsetCheckpointFile(path).write(entries)
-            except OSError as exc:
+            written = False
+            # A bug in one dir's entries must not keep the other dirs' files stale.
+            with self._guarded(f"writing {log_dir / name}"):
+                written = self._write_checkpoint(log_dir, name, value)
+            if not written:
                 failed.add(log_dir)
-                log_checkpoint_failure(path, exc)
         return failed
+
+    def _write_checkpoint(
+        self,
+        log_dir: Path,
+        name: str,
+        value: Callable[[TopicPartition, Log], int | None],
+    ) -> bool:
+        entries = {}
+        for tp, log in self.logs.items():
+            offset = value(tp, log)
+            if self._dir_of[tp] == log_dir and offset is not None:
+                entries[tp] = offset
+        path = log_dir / name
+        try:
+            OffsetCheckpointFile(path).write(entries)
+        except OSError as exc:
+            # The previous file is intact (written beside it, then renamed over it):
+            # unlike Kafka, the dir stays online and the next interval writes it again.
+            log_checkpoint_failure(path, exc)
+            return False
+        return True
 
     def checkpoint_leader_epochs(self) -> int:
         """Write again every ``leader-epoch-checkpoint`` whose last write failed.
@@ -323,54 +400,63 @@ class LogManager:
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Run the scheduled tasks until cancelled (the broker's nursery owns this)."""
+        """Run the scheduled tasks until cancelled (the broker's nursery owns this).
+
+        No task lets an exception out (see :meth:`_guarded`): one would cancel the
+        others and end the broker.
+        """
         s = self.schedule
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                self._every, s.retention_check_interval_ms, self.cleanup_logs
+                self._every,
+                "retention",
+                s.retention_check_interval_ms,
+                self.cleanup_logs,
             )
             nursery.start_soon(self._flush_loop)
             nursery.start_soon(
                 self._every,
+                "recovery-point checkpoint",
                 s.recovery_point_checkpoint_interval_ms,
                 self._checkpoint_recovery_points,
             )
             nursery.start_soon(
                 self._every,
+                "log-start-offset checkpoint",
                 s.start_offset_checkpoint_interval_ms,
                 lambda: self.checkpoint(LOG_START_OFFSET_CHECKPOINT),
             )
             if s.cleaner_enable:
-                nursery.start_soon(self._every, s.cleaner_backoff_ms, self.clean_logs)
+                nursery.start_soon(
+                    self._every, "log cleaner", s.cleaner_backoff_ms, self.clean_logs
+                )
             task_status.started()
 
-    async def _every(self, interval_ms: int, task: Callable[[], object]) -> None:
+    async def _every(
+        self, task: str, interval_ms: int, step: Callable[[], object]
+    ) -> None:
         while True:
             await trio.sleep(interval_ms / 1000)
-            try:
-                task()
-            except OSError:
-                # A full or failing disk must not stop every other background task (nor
-                # the broker, whose nursery runs this); the next tick tries again.
-                _logger.exception("log background task failed")
+            with self._guarded(task):  # a pass that fails is tried again next interval
+                step()
 
     async def _flush_loop(self) -> None:
         while True:
             await trio.sleep(self.schedule.flush_check_interval_ms / 1000)
-            for log, offset in self.logs_to_flush():
-                # fsync can take long on a busy disk: a worker thread, off the event
-                # loop.
-                try:
+            due: list[tuple[Log, int]] = []
+            with self._guarded("flush"):
+                due = self.logs_to_flush()
+            for log, offset in due:
+                tp = log.topic_partition
+                if self.is_offline(tp):
+                    continue  # an fsync of another log in its dir failed in this pass
+                # A failed fsync takes the dir offline (_guarded): after "fsyncgate"
+                # neither a retried fsync nor a clean shutdown may claim these bytes
+                # are on disk, so the recovery point stays where it was.
+                with self._guarded("fsync", tp):
+                    # fsync can take long on a busy disk: a worker thread, off the loop.
                     await trio.to_thread.run_sync(log.fsync_up_to, offset)
-                except OSError as exc:
-                    # fsyncgate: the recovery point stays where it was, and the dir goes
-                    # offline, so neither a retried fsync nor a clean shutdown can claim
-                    # that these bytes are on disk.
-                    self.mark_dir_offline(
-                        log.dir.parent, f"fsync of {log.dir} failed: {exc}"
-                    )
-                    continue
-                log.mark_flushed(offset)
+                    log.mark_flushed(offset)
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
@@ -439,7 +525,69 @@ class LogManager:
             reason,
         )
         for listener in self.dir_failure_listeners:
-            listener(log_dir)
+            try:
+                listener(log_dir)
+            except Exception:
+                # One listener's bug must not keep the others uninformed, nor escape
+                # into the background task (or request) whose failure called this.
+                _logger.exception("a listener of the failure of %s failed", log_dir)
+
+    # --- fault isolation of the background work ---------------------------------------
+
+    @contextmanager
+    def _guarded(
+        self,
+        task: str,
+        tp: TopicPartition | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> Iterator[None]:
+        """Run one step of a background task (a pass, or one partition of a pass); what
+        it raises stops here, never in the nursery of :meth:`run`.
+
+        An ``OSError`` of a partition is a storage failure: Kafka's
+        ``maybeHandleIOException`` hands the dir to the ``LogDirFailureChannel``, and
+        this one goes offline too, except for a full disk whose write the log undid
+        (``KafkaStorageError.offline`` false), which is simply retried. Any other
+        exception goes to ``on_error`` (the cleaner marks the partition uncleanable); by
+        default it is logged once and the step is tried again at the next interval, as
+        Kafka's ``KafkaScheduler`` logs an uncaught exception and keeps the task going.
+        ``trio.Cancelled`` is a BaseException and passes through: shutdown still works.
+        """
+        try:
+            yield
+        except OSError as exc:
+            log_dir = None if tp is None else self._dir_of.get(tp)
+            undone = isinstance(exc, KafkaStorageError) and not exc.offline
+            if log_dir is None or undone:
+                self._failed_once(task, tp, exc)
+            else:
+                self.mark_dir_offline(log_dir, f"{task} of {tp} failed: {exc}")
+        except Exception as exc:
+            if on_error is None:
+                self._failed_once(task, tp, exc)
+            else:
+                on_error(exc)
+        else:
+            if self._failures.pop((task, tp), None) is not None:
+                _logger.info("%s succeeded again", _task_name(task, tp))
+
+    def _failed_once(
+        self, task: str, tp: TopicPartition | None, exc: Exception
+    ) -> None:
+        """ERROR with the traceback for a new failure; the same one again only at DEBUG.
+
+        A background task runs every few seconds: the same traceback each time would
+        bury everything else in the log.
+        """
+        failure = f"{type(exc).__name__}: {exc}"
+        name = _task_name(task, tp)
+        if self._failures.get((task, tp)) == failure:
+            _logger.debug("%s failed again: %s", name, failure)
+            return
+        self._failures[(task, tp)] = failure
+        _logger.error(
+            "%s failed; it is tried again at the next interval", name, exc_info=exc
+        )
 
     def log_dir_of(self, tp: TopicPartition) -> Path | None:
         return self._dir_of.get(tp)
@@ -449,3 +597,7 @@ class LogManager:
 
     def _online_logs(self) -> list[Log]:
         return [log for tp, log in self.logs.items() if not self.is_offline(tp)]
+
+
+def _task_name(task: str, tp: TopicPartition | None) -> str:
+    return task if tp is None else f"{task} of {tp}"

@@ -7,6 +7,11 @@ segments go, oldest first, and only those entirely below the high watermark.
 
 These functions only decide, from values they are given (the time included); the Log
 takes the chosen segments out (:meth:`~minikafka.log._log.Log.delete_old_segments`).
+
+The LogManager runs that for every log each ``log.retention.check.interval.ms``
+(:meth:`~minikafka.log.LogManager.cleanup_logs`). A log whose deletion fails does not
+stop the others: an I/O error takes its dir offline (Kafka's ``LogDirFailureChannel``),
+any other error is logged once and the log is tried again at the next pass.
 """
 
 from __future__ import annotations
