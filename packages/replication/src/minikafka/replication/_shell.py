@@ -17,14 +17,33 @@ module that imports trio (import-linter's "Replication cores do not import trio"
   leaders' ISR proposals (those and the expansions followers' fetches make) to the
   controller with ``alter_partition``, handing the answers back to the core. Without
   ``alter_partition`` (no controller to ask) no ISR change is proposed.
+
+No exception in these tasks ends the broker: one would cancel the nursery of :meth:`run`
+and with it the broker's. Each task runs round after round inside :meth:`_guarded`,
+with a stated policy:
+
+- the expiration reaper and anything else unexpected: logged at ERROR with its
+  traceback once (again only if the failure changes) and the task goes on, as Kafka's
+  ``ShutdownableThread`` and ``KafkaScheduler`` log an uncaught exception and keep
+  running; a round that failed at once is tried again after ``task_retry_backoff_ms``;
+- the high-watermark checkpoint: a write the disk refuses takes that log dir offline
+  (the core's :meth:`ReplicaManager.checkpoint_high_watermarks`, Kafka's
+  ``LogDirFailureChannel``); only a full disk leaves it online, to be written again;
+- the isr-expiration task: one partition's failure is logged once and the others are
+  checked all the same (the core's :meth:`ReplicaManager.maybe_shrink_isr`);
+- AlterPartition: proposals whose send failed (it raised, or timed out) are sent again
+  after ``alter_partition_retry_backoff_ms``, as long as their partition still waits
+  for that answer (Kafka's ``AlterPartitionManager`` keeps them unsent and retries).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import math
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 import attrs
@@ -47,6 +66,11 @@ AlterPartitionSender = Callable[
 ]
 """Sends proposals to the controller (AlterPartition) and returns its answers."""
 
+_NOT_ANSWERED = frozenset({ErrorCode.request_timed_out, ErrorCode.network_exception})
+"""What the controller channel answers for a request that never got the controller's
+decision (it was unreachable, or too slow): no AlterPartition partition error is one of
+these, so the proposal is sent again rather than dropped."""
+
 
 @attrs.define(eq=False)
 class ReplicaManagerService:
@@ -55,7 +79,16 @@ class ReplicaManagerService:
     callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
     replica_lag_time_max_ms: int = 30_000
     alter_partition: AlterPartitionSender | None = None
+    alter_partition_retry_backoff_ms: int = 100
+    """How soon proposals whose send failed are sent again (Kafka's AlterPartitionManager
+    reschedules after 50 ms, its controller channel backing off reconnects meanwhile)."""
+    task_retry_backoff_ms: int = 100
+    """How soon a task whose round failed at once runs again (``retry.backoff.ms``)."""
     _isr_changes: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _resend: list[IsrChangeProposal] = attrs.field(init=False, factory=list)
+    """Proposals sent without an answer, to be sent again."""
+    _failures: dict[str, str] = attrs.field(init=False, factory=dict)
+    """task -> the failure last logged for it (see :meth:`_guarded`)."""
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
     _sleeping_until: float = attrs.field(init=False, default=math.inf)
     """The deadline the expiry task sleeps until (to know when a call must wake it)."""
@@ -118,12 +151,23 @@ class ReplicaManagerService:
         """OffsetsForLeaderEpoch: where each asked epoch ends in this leader's log."""
         return self.core.last_offsets_for_leader_epochs(requests)
 
+    def is_offline(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is offline here (its disk failed, or becoming its leader or
+        follower did): every request for it is answered KAFKA_STORAGE_ERROR."""
+        partition = self.core.get_partition(tp)
+        if partition is None:
+            return tp in self.core.offline_partitions
+        return partition.offline_reason is not None
+
     def shutdown(self) -> None:
         """Answer every parked request now, and park none from here on."""
         self._carry_out(self.core.shutdown(trio.current_time()))
 
     def _on_log_dir_failure(self, log_dir: Path) -> None:
-        self._carry_out(self.core.on_log_dir_failure(log_dir, trio.current_time()))
+        # Called from whichever task's write failed (the LogManager's flush, a request):
+        # a failing answer callback is this shell's to report, not that task's.
+        with self._guarded(f"answering the requests waiting on offline {log_dir}"):
+            self._carry_out(self.core.on_log_dir_failure(log_dir, trio.current_time()))
 
     def _carry_out(self, responses: list[Response]) -> None:
         try:
@@ -139,56 +183,136 @@ class ReplicaManagerService:
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """The expiry of parked requests and the HW checkpoint, until cancelled."""
+        retry = self.task_retry_backoff_ms / 1000
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._expire_at_deadlines)
-            nursery.start_soon(self._checkpointer)
+            nursery.start_soon(
+                self._forever, "expiring parked requests", self._expire_due, retry
+            )
+            nursery.start_soon(
+                self._forever,
+                "writing the high-watermark checkpoint",
+                self._checkpoint,
+            )
             if self.alter_partition is not None:
-                nursery.start_soon(self._isr_expiration)
-                nursery.start_soon(self._send_isr_changes, self.alter_partition)
+                nursery.start_soon(
+                    self._forever, "the isr-expiration task", self._isr_expiration
+                )
+                nursery.start_soon(
+                    self._forever,
+                    "sending AlterPartition",
+                    functools.partial(self._send_isr_changes, self.alter_partition),
+                    self.alter_partition_retry_backoff_ms / 1000,
+                )
             task_status.started()
 
     async def _isr_expiration(self) -> None:
         lag = self.replica_lag_time_max_ms / 1000
-        while True:
-            await trio.sleep(lag / 2)
-            self.core.maybe_shrink_isr(trio.current_time(), lag)
-            if self.core.has_isr_changes:
-                self._isr_changes.set()
+        await trio.sleep(lag / 2)
+        self.core.maybe_shrink_isr(trio.current_time(), lag)
+        if self.core.has_isr_changes:
+            self._isr_changes.set()
 
     async def _send_isr_changes(self, send: AlterPartitionSender) -> None:
-        while True:
+        if not self._resend:
             await self._isr_changes.wait()
-            self._isr_changes = trio.Event()
-            proposals = self.core.take_isr_changes()
-            if not proposals:
-                continue
-            try:
-                answers = await send(proposals)
-            except Exception as exc:  # the controller unreachable: propose again later
-                _logger.warning("AlterPartition failed: %s", exc)
-                answers = [
-                    IsrChangeAnswer(p.topic_partition, ErrorCode.request_timed_out)
-                    for p in proposals
-                ]
-            self._carry_out(
-                self.core.on_isr_change_answers(answers, trio.current_time())
+        self._isr_changes = trio.Event()
+        again = self._still_waiting(self._resend)
+        proposals = again + self.core.take_isr_changes()
+        self._resend = []
+        if not proposals:
+            return
+        try:
+            answers = await send(proposals)
+        except BaseException:
+            self._resend = proposals  # still unanswered: after the backoff, again
+            raise
+        by_partition = {p.topic_partition: p for p in proposals}
+        self._resend = [
+            by_partition[a.topic_partition]
+            for a in answers
+            if a.error_code in _NOT_ANSWERED and a.topic_partition in by_partition
+        ]
+        decided = [a for a in answers if a.error_code not in _NOT_ANSWERED]
+        self._carry_out(self.core.on_isr_change_answers(decided, trio.current_time()))
+        if self._resend:
+            # Not this task's error (the controller may be moving or down): a warning
+            # the first time, and the next round waits out the backoff before the next
+            # attempt, as often as it takes.
+            first = [p for p in self._resend if p not in again]
+            _logger.log(
+                logging.WARNING if first else logging.DEBUG,
+                "AlterPartition for %s was not answered; sending it again",
+                ", ".join(str(p.topic_partition) for p in self._resend),
             )
+            await trio.sleep(self.alter_partition_retry_backoff_ms / 1000)
 
-    async def _expire_at_deadlines(self) -> None:
-        while True:
-            self._wake = trio.Event()
-            deadline = self.core.next_deadline()
-            self._sleeping_until = math.inf if deadline is None else deadline
-            with trio.move_on_at(self._sleeping_until):
-                await self._wake.wait()
-                continue  # an earlier deadline arrived: sleep until that one
-            self._sleeping_until = math.inf
-            self._carry_out(self.core.on_timer(trio.current_time()))
+    def _still_waiting(
+        self, proposals: list[IsrChangeProposal]
+    ) -> list[IsrChangeProposal]:
+        """The proposals their partition still waits an answer to: a new leader epoch or
+        the metadata's own ISR (or the partition's deletion) made the others moot."""
+        waiting = []
+        for proposal in proposals:
+            partition = self.core.get_partition(proposal.topic_partition)
+            pending = None if partition is None else partition.pending_isr_change
+            if pending is not None and pending.proposal == proposal:
+                waiting.append(proposal)
+        return waiting
 
-    async def _checkpointer(self) -> None:
+    async def _expire_due(self) -> None:
+        """Sleep until the core's next deadline, or until a call parks an earlier one;
+        then complete what is due."""
+        self._wake = trio.Event()
+        deadline = self.core.next_deadline()
+        self._sleeping_until = math.inf if deadline is None else deadline
+        with trio.move_on_at(self._sleeping_until):
+            await self._wake.wait()
+            return  # an earlier deadline arrived: the next round sleeps until that one
+        self._sleeping_until = math.inf
+        self._carry_out(self.core.on_timer(trio.current_time()))
+
+    async def _checkpoint(self) -> None:
+        await trio.sleep(self.high_watermark_checkpoint_interval_ms / 1000)
+        self.core.checkpoint_high_watermarks()
+
+    # --- fault isolation ----------------------------------------------------------------------
+
+    async def _forever(
+        self,
+        task: str,
+        one_round: Callable[[], Awaitable[None]],
+        backoff_s: float = 0.0,
+    ) -> None:
+        """Run ``one_round`` again and again until cancelled; a round that raises is
+        reported by :meth:`_guarded`, and the next one starts after ``backoff_s`` (the
+        timed tasks begin each round with their own interval, and need none)."""
         while True:
-            await trio.sleep(self.high_watermark_checkpoint_interval_ms / 1000)
-            try:
-                self.core.checkpoint_high_watermarks()
-            except OSError:
-                _logger.exception("writing the high-watermark checkpoint failed")
+            failed = True
+            with self._guarded(task):
+                await one_round()
+                failed = False
+            if failed:
+                await trio.sleep(backoff_s)
+
+    @contextlib.contextmanager
+    def _guarded(self, task: str) -> Iterator[None]:
+        """Stop whatever ``task`` raises here, never in the broker's nursery.
+
+        Kafka's ``ShutdownableThread`` and ``KafkaScheduler`` log an uncaught exception
+        and keep the thread or task going; so does this: ERROR with the traceback for a
+        new failure, and the same failure again only at DEBUG (a round every few
+        seconds would bury everything else in the log). ``trio.Cancelled`` is a
+        BaseException and passes through, so shutdown still stops every task.
+        """
+        try:
+            yield
+        except Exception as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            if self._failures.get(task) == failure:
+                _logger.debug("%s failed again: %s", task, failure)
+            else:
+                self._failures[task] = failure
+                _logger.error("%s failed; the task goes on", task, exc_info=exc)
+        else:
+            if self._failures.pop(task, None) is not None:
+                _logger.info("%s succeeded again", task)
