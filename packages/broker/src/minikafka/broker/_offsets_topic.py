@@ -34,7 +34,7 @@ from minikafka.controller import (
 from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
 from minikafka.log import build_batch, iter_decoded_batches, make_records
 from minikafka.net import ApiKey, Request, build, response_schema
-from minikafka.replication import ReplicaManagerService
+from minikafka.replication import ReplicaManagerService, ReplicationError
 
 from ._body import FIND_COORDINATOR
 from ._config import KafkaConfig
@@ -70,11 +70,20 @@ class ReplicaOffsetsTopic:
         )
 
     def read(self, partition: int) -> Iterator[StoredRecord]:
-        hosted = self.replica_manager.get_partition(
-            TopicPartition(OFFSETS_TOPIC, partition)
-        )
-        if hosted is None:
-            return
+        """Every record of the partition's log; raises if this broker has no log to
+        read (creating it failed) or the log is offline, rather than load no groups:
+        Kafka's CoordinatorLoaderImpl fails the load ("the log does not exist"), and
+        the coordinator answers NOT_COORDINATOR instead of forgetting every offset."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        hosted = self.replica_manager.get_partition(tp)
+        if hosted is None or self.replica_manager.is_offline(tp):
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower
+                if hosted is None
+                else ErrorCode.kafka_storage_error,
+                f"cannot load {tp}: its log is "
+                + ("not on this broker" if hosted is None else "offline"),
+            )
         log = hosted.log
         offset = log.log_start_offset
         while offset < log.log_end_offset:

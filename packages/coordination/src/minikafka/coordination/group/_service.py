@@ -15,24 +15,41 @@ them, so the log holds the records in the order the cache applied them.
 Time is the wall clock (``time.time``), because the records carry commit and state
 timestamps that must mean something after a restart; timers sleep on trio's clock for
 the difference.
+
+No exception ends the service, or the broker whose nursery runs it. Everything that
+calls the core goes through :meth:`GroupCoordinatorService._guard`, with the policies
+of Kafka's ``CoordinatorRuntime`` and ``GroupCoordinatorService``:
+
+- a request whose operation raises is answered with its error code, UNKNOWN_SERVER_ERROR
+  for anything that carries none (Kafka's ``handleOperationException``), and the
+  coordinator serves the next one;
+- a partition of ``__consumer_offsets`` that fails to load is left unloaded: its groups
+  answer NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS only while it loads), the other
+  partitions go on, and the next time this broker becomes its leader it is loaded again
+  (Kafka's coordinator goes to FAILED, and a new leader epoch schedules a new load);
+- an append that raises fails its write with that error, which answers the requests
+  waiting for it; a timer round that raises is logged and tried again shortly.
+
+Each failure is logged at ERROR with its traceback once (again only if it changes).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import ApiError, TopicPartition
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
-from ._group_metadata_manager import PartitionStatus, StoredRecord
+from ._group_metadata_manager import OFFSETS_TOPIC, PartitionStatus, StoredRecord
 from ._group_requests import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -47,9 +64,14 @@ from ._group_requests import (
     SyncGroupResponse,
 )
 from ._group_state import GroupState
-from ._results import GroupReply, GroupResponse
+from ._results import CoordinatorWrite, GroupReply, GroupResponse, store_group_error
 
 __all__ = ["GroupCoordinatorService", "OffsetsTopic"]
+
+_logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_TIMER_RETRY_S = 0.1
+"""How soon a timer round that raised is tried again (``retry.backoff.ms``)."""
 
 
 class OffsetsTopic(Protocol):
@@ -83,6 +105,8 @@ class GroupCoordinatorService:
     _waiting: dict[int, _Waiter] = attrs.field(init=False, factory=dict)
     _next_id: int = attrs.field(init=False, default=0)
     _wakeup: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _failures: dict[str, str] = attrs.field(init=False, factory=dict)
+    """operation -> the failure last logged for it (see :meth:`_guard`)."""
 
     # --- partitions of __consumer_offsets ----------------------------------------------------
 
@@ -91,19 +115,41 @@ class GroupCoordinatorService:
         Returns how many groups it held. The replay runs to the end before anything
         else happens (Kafka loads on a background thread and answers
         COORDINATOR_LOAD_IN_PROGRESS meanwhile). A new leader epoch of a partition this
-        broker already serves changes nothing: the cache is the log's latest state."""
+        broker already serves changes nothing: the cache is the log's latest state.
+
+        A replay that raises (an unreadable log, a bug) leaves the partition unloaded,
+        and its groups answer NOT_COORDINATOR; the next call loads it again."""
         if self.core.manager.partitions.get(partition) is PartitionStatus.ACTIVE:
             return 0
         self.core.begin_loading(partition)
-        loaded = self.core.load_partition(
-            partition, self.offsets_topic.read(partition), self.clock()
+
+        def load() -> int:
+            loaded = self.core.load_partition(
+                partition, self.offsets_topic.read(partition), self.clock()
+            )
+            self._wakeup.set()  # the members restored have session deadlines
+            return loaded
+
+        def failed(_: ErrorCode) -> int:
+            # Kafka's CoordinatorRuntime: the coordinator goes to FAILED and is unloaded;
+            # what was replayed before the error goes with it.
+            self._dispatch(self.core.unload_partition(partition))
+            return 0
+
+        return self._guard(
+            f"loading {OFFSETS_TOPIC}-{partition}",
+            load,
+            failed,
+            then="its groups answer NOT_COORDINATOR until this broker leads it again",
         )
-        self._wakeup.set()  # the members restored have session deadlines
-        return loaded
 
     def resign(self, partition: int) -> None:
         """This broker no longer leads ``partition``: its groups go Dead."""
-        self._dispatch(self.core.unload_partition(partition))
+        self._guard(
+            f"unloading {OFFSETS_TOPIC}-{partition}",
+            lambda: self._dispatch(self.core.unload_partition(partition)),
+            lambda _: None,
+        )
 
     def shutdown(self) -> None:
         """The broker is stopping: every group goes Dead and the requests parked in a
@@ -116,28 +162,36 @@ class GroupCoordinatorService:
 
     async def join_group(self, request: JoinGroupRequest) -> JoinGroupResponse:
         response = await self._call(
-            functools.partial(self.core.join_group, request=request)
+            "JoinGroup",
+            functools.partial(self.core.join_group, request=request),
+            lambda error: JoinGroupResponse.error(error, request.member_id),
         )
         assert isinstance(response, JoinGroupResponse)
         return response
 
     async def sync_group(self, request: SyncGroupRequest) -> SyncGroupResponse:
         response = await self._call(
-            functools.partial(self.core.sync_group, request=request)
+            "SyncGroup",
+            functools.partial(self.core.sync_group, request=request),
+            SyncGroupResponse,
         )
         assert isinstance(response, SyncGroupResponse)
         return response
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         response = await self._call(
-            functools.partial(self.core.heartbeat, request=request)
+            "Heartbeat",
+            functools.partial(self.core.heartbeat, request=request),
+            HeartbeatResponse,
         )
         assert isinstance(response, HeartbeatResponse)
         return response
 
     async def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResponse:
         response = await self._call(
-            functools.partial(self.core.leave_group, request=request)
+            "LeaveGroup",
+            functools.partial(self.core.leave_group, request=request),
+            LeaveGroupResponse,
         )
         assert isinstance(response, LeaveGroupResponse)
         return response
@@ -146,7 +200,11 @@ class GroupCoordinatorService:
         self, request: OffsetCommitRequest
     ) -> OffsetCommitResponse:
         response = await self._call(
-            functools.partial(self.core.commit_offsets, request=request)
+            "OffsetCommit",
+            functools.partial(self.core.commit_offsets, request=request),
+            lambda error: OffsetCommitResponse(
+                tuple((tp, error) for tp, _ in request.offsets)
+            ),
         )
         assert isinstance(response, OffsetCommitResponse)
         return response
@@ -154,38 +212,68 @@ class GroupCoordinatorService:
     def fetch_offsets(
         self, group_id: str, partitions: Collection[TopicPartition] | None
     ) -> OffsetFetchResponse:
-        return self.core.fetch_offsets(group_id, partitions)
+        return self._guard(
+            "OffsetFetch",
+            lambda: self.core.fetch_offsets(group_id, partitions),
+            OffsetFetchResponse,
+        )
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
-        status = self.core.group_status(group_id)
-        if status is not ErrorCode.none:
-            return status, GroupSummary(GroupState.DEAD, "", "", ())
-        return ErrorCode.none, self.core.describe_group(group_id)
+        def describe() -> tuple[ErrorCode, GroupSummary]:
+            status = self.core.group_status(group_id)
+            if status is not ErrorCode.none:
+                return status, _NO_GROUP
+            return ErrorCode.none, self.core.describe_group(group_id)
+
+        return self._guard("DescribeGroups", describe, lambda error: (error, _NO_GROUP))
 
     def list_groups(
         self, states: Collection[GroupState] | None = None
     ) -> tuple[ErrorCode, list[ListedGroup]]:
-        error = (
-            ErrorCode.coordinator_load_in_progress
-            if self.core.loading
-            else ErrorCode.none
-        )
-        return error, self.core.list_groups(states)
+        def listed() -> tuple[ErrorCode, list[ListedGroup]]:
+            error = (
+                ErrorCode.coordinator_load_in_progress
+                if self.core.loading
+                else ErrorCode.none
+            )
+            return error, self.core.list_groups(states)
+
+        return self._guard("ListGroups", listed, lambda error: (error, []))
 
     def delete_group(self, group_id: str) -> ErrorCode:
-        error = self.core.delete_group(group_id, self.clock())
-        self._dispatch([])
-        return error
+        def delete() -> ErrorCode:
+            error = self.core.delete_group(group_id, self.clock())
+            self._dispatch([])
+            return error
+
+        return self._guard("DeleteGroups", delete, lambda error: error)
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    async def _call(self, call: Callable[..., list[GroupReply]]) -> GroupResponse:
+    async def _call(
+        self,
+        operation: str,
+        call: Callable[..., list[GroupReply]],
+        failed: Callable[[ErrorCode], GroupResponse],
+    ) -> GroupResponse:
+        """Call the core with a fresh request id and wait for that id's reply; an
+        operation that raises is answered ``failed(error)`` at once."""
         self._next_id += 1
         request_id = self._next_id
         waiter = self._waiting[request_id] = _Waiter()
-        try:
+
+        def start() -> bool:
             self._dispatch(call(request_id=request_id, now=self.clock()))
-            await waiter.event.wait()
+            return True
+
+        def refuse(error: ErrorCode) -> bool:
+            if waiter.response is None:  # not answered before it raised
+                waiter.response = failed(error)
+            return False
+
+        try:
+            if self._guard(operation, start, refuse, then="it is answered {error}"):
+                await waiter.event.wait()
         finally:
             self._waiting.pop(request_id, None)
         assert waiter.response is not None
@@ -199,15 +287,43 @@ class GroupCoordinatorService:
                 waiter.response = reply.response
                 waiter.event.set()
         for write in self.core.take_writes():
-            self.offsets_topic.append(
-                write.partition,
-                write.records,
-                functools.partial(self._written, write.write_id),
-            )
+            self._append(write)
         self._wakeup.set()
 
+    def _append(self, write: CoordinatorWrite) -> None:
+        """Append one write; if the append raises, the write fails with that error
+        (Kafka fails the write's operation with the append's exception), which answers
+        the requests waiting for it."""
+        reported = False
+
+        def on_committed(error: ErrorCode) -> None:
+            nonlocal reported
+            reported = True
+            self._written(write.write_id, error)
+
+        def failed(error: ErrorCode) -> None:
+            if not reported:
+                self._written(write.write_id, error)
+
+        self._guard(
+            f"appending to {OFFSETS_TOPIC}-{write.partition}",
+            lambda: self.offsets_topic.append(
+                write.partition, write.records, on_committed
+            ),
+            failed,
+            then="the write fails with {error}",
+        )
+
     def _written(self, write_id: int, error: ErrorCode) -> None:
-        self._dispatch(self.core.complete_write(write_id, error, self.clock()))
+        # Called by the log's side (an acks=all append completing in the replica
+        # manager's task): what the core raises is this service's, not that task's.
+        self._guard(
+            "completing a write",
+            lambda: self._dispatch(
+                self.core.complete_write(write_id, error, self.clock())
+            ),
+            lambda _: None,
+        )
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -224,5 +340,55 @@ class GroupCoordinatorService:
             self._wakeup = trio.Event()
             now = self.clock()
             deadline = self.core.next_deadline()
-            if deadline is not None and deadline <= now:
-                self._dispatch(self.core.on_timer(now))
+            if deadline is None or deadline > now:
+                continue
+            fire = functools.partial(self._fire_timers, now)
+            if not self._guard("firing the group timers", fire, lambda _: False):
+                # The timer that raised is popped; the others are still due: they fire
+                # in the next round, after a pause (no busy loop on a bug).
+                await trio.sleep(_TIMER_RETRY_S)
+
+    def _fire_timers(self, now: float) -> bool:
+        self._dispatch(self.core.on_timer(now))
+        return True
+
+    # --- fault isolation --------------------------------------------------------------------
+
+    def _guard(
+        self,
+        operation: str,
+        call: Callable[[], _T],
+        failed: Callable[[ErrorCode], _T],
+        *,
+        then: str = "the group coordinator goes on",
+    ) -> _T:
+        """``call()``; if it raises, ``failed(error)`` with the error the client is told
+        (``then`` says what happens next in the log line; ``{error}`` is that error).
+
+        The error is Kafka's mapping (``GroupCoordinatorService.handleOperationException``,
+        the same as a failed write's, ``store_group_error``): an exception that carries
+        an error code gives that code, anything else UNKNOWN_SERVER_ERROR. It is logged
+        at ERROR with the traceback the first time, and only at DEBUG while the same
+        operation keeps failing the same way (a bug hit by every heartbeat would bury
+        everything else); ``trio.Cancelled`` is a BaseException and passes through.
+        """
+        try:
+            result = call()
+        except Exception as exc:
+            code = exc.error_code if isinstance(exc, ApiError) else None
+            error = store_group_error(code or ErrorCode.unknown_server_error)
+            failure = f"{type(exc).__name__}: {exc}"
+            if self._failures.get(operation) == failure:
+                _logger.debug("%s failed again: %s", operation, failure)
+            else:
+                self._failures[operation] = failure
+                outcome = then.format(error=error.name.upper())
+                _logger.error("%s failed; %s", operation, outcome, exc_info=exc)
+            return failed(error)
+        if self._failures and self._failures.pop(operation, None) is not None:
+            _logger.info("%s succeeded again", operation)
+        return result
+
+
+_NO_GROUP = GroupSummary(GroupState.DEAD, "", "", ())
+"""What DescribeGroups reports for a group it cannot describe."""
