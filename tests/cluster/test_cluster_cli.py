@@ -73,6 +73,22 @@ def status_rows(root: Path) -> dict[str, list[str]]:
     return rows
 
 
+def fetcher_rows(root: Path) -> dict[str, list[str]]:
+    """BROKER -> its replica fetchers' counts (fetching, truncating, delayed, failed) in
+    ``minikafka cluster status``, and "FAILED" -> each failed partition's line."""
+    lines = cluster_cli(root, "status").splitlines()
+    if "REPLICA FETCHERS" not in lines:
+        return {}
+    rows: dict[str, list[str]] = {"FAILED": []}
+    for line in lines[lines.index("REPLICA FETCHERS") + 2 :]:
+        if line.startswith("FAILED"):
+            rows["FAILED"].append(line)
+        elif line.strip():
+            broker, *counts = line.split()
+            rows[broker] = counts
+    return rows
+
+
 def kcat_leaders(bootstrap: str, topic: str) -> set[str]:
     """The leaders ``kcat -L`` lists for ``topic``'s partitions, once it sees 3 brokers."""
     listed = subprocess.run(
@@ -135,6 +151,13 @@ def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None
         wait_for(
             lambda: status_rows(root)["2"][-1] == "running", "broker 2 running again"
         )
+        # Each running broker reports its replica fetchers (the topic has one replica
+        # per partition: nothing to fetch, nothing failed).
+        wait_for(
+            lambda: set(fetcher_rows(root)) == {"1", "2", "3", "FAILED"},
+            "status shows every broker's replica fetchers",
+        )
+        assert fetcher_rows(root)["FAILED"] == []
         cluster_cli(root, "down")
         assert all(r[-1] == "stopped" for r in status_rows(root).values())
         assert sorted(p.name for p in (root / "traces").iterdir())  # every node traced

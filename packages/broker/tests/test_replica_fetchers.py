@@ -1,5 +1,6 @@
 """The followers' shell (``ReplicaFetcherManager``): what arrives for a partition that
-moved on while the request was in flight is dropped.
+moved on while the request was in flight is dropped, and one partition's failure is
+that partition's alone.
 
 A follower re-added in a newer leader epoch (the leader changed while an
 OffsetForLeaderEpoch or a Fetch was on the wire) must take neither the old epoch's
@@ -10,14 +11,19 @@ epoch 1 before they answer for epoch 0.
 
 from __future__ import annotations
 
+import errno
+import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import attrs
+import pytest
+import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.broker._replica_fetchers import ReplicaFetcherManager
+from minikafka.broker._replica_fetchers import FETCHER_STATE_FILE, ReplicaFetcherManager
 from minikafka.common import TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.net import NetworkClient, Node
@@ -26,6 +32,7 @@ from minikafka.replication import (
     EpochRequest,
     FetchedPartition,
     FetchPartition,
+    Partition,
     PartitionState,
     ReplicaManagerService,
 )
@@ -136,3 +143,134 @@ async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(
         await manager._round(client, fetcher)
     # the same answer, to what was asked: taken
     assert partition.log.log_end_offset == 2
+
+
+# --- one partition's failure is that partition's alone ------------------------------
+
+
+def corrupt_batch() -> bytes:
+    data = bytearray(value_batch(2))
+    data[-1] ^= 0xFF  # under the CRC
+    return bytes(data)
+
+
+async def test_a_corrupt_answer_fails_its_partition_logs_once_and_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    service, manager = follower(tmp_path)
+    follow(service, 0)
+    manager.add_partitions({TP: LEADER})
+    [fetcher] = manager.fetchers.values()
+    fetcher.core.states[TP].truncating = False  # an empty log: nothing to truncate
+
+    async def corrupt(fetches: list[FetchPartition]) -> list[FetchedPartition]:
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, corrupt_batch())
+            for f in fetches
+        ]
+
+    manager.fetch_wire = corrupt
+    caplog.set_level(logging.INFO, "minikafka.broker")
+    async with NetworkClient.open() as client:
+        for _ in range(3):
+            fetcher.core.states[TP].delayed_until = 0.0  # the backoff, run out
+            await manager._round(client, fetcher)
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, (
+        "a failing partition is logged at ERROR once, not per round"
+    )
+    assert "CorruptRecordError" in caplog.text
+    manager.report_states()
+    report = json.loads((tmp_path / FETCHER_STATE_FILE).read_text())
+    assert report["states"] == {"failed": 1}
+    [row] = report["failed"]
+    assert (row["topic"], row["fetch_offset"], row["failures"]) == ("t", 0, 3)
+
+    async def good(fetches: list[FetchPartition]) -> list[FetchedPartition]:
+        batch = bytes(value_batch(2))
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 2, 0, batch)
+            for f in fetches
+        ]
+
+    manager.fetch_wire = good
+    fetcher.core.states[TP].delayed_until = 0.0
+    async with NetworkClient.open() as client:
+        await manager._round(client, fetcher)
+    assert "fetching again" in caplog.text, "the recovery is logged"
+    manager.report_states()
+    report = json.loads((tmp_path / FETCHER_STATE_FILE).read_text())
+    assert report["states"] == {"fetching": 1}
+    assert report["failed"] == []
+
+
+async def test_a_disk_that_refuses_a_follower_append_takes_its_dir_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, manager = follower(tmp_path)
+    follow(service, 0)
+    manager.add_partitions({TP: LEADER})
+    [fetcher] = manager.fetchers.values()
+    fetcher.core.states[TP].truncating = False
+
+    def refused(self: Partition, records: bytes, hw: int, start: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(Partition, "append_records_to_follower", refused)
+
+    async def answer(fetches: list[FetchPartition]) -> list[FetchedPartition]:
+        batch = bytes(value_batch(1))
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 1, 0, batch)
+            for f in fetches
+        ]
+
+    manager.fetch_wire = answer
+    async with NetworkClient.open() as client:
+        await manager._round(client, fetcher)
+    log_manager = service.core.log_manager
+    assert list(log_manager.offline_dirs) == [tmp_path], "Kafka's LogDirFailureChannel"
+
+
+async def test_a_round_that_fails_unexpectedly_is_retried_and_the_broker_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, autojump_clock: trio.abc.Clock
+) -> None:
+    service, manager = follower(tmp_path)
+    follow(service, 0)
+    calls = 0
+    appended = trio.Event()
+
+    async def broken_then_good(
+        fetches: list[FetchPartition],
+    ) -> list[FetchedPartition]:
+        nonlocal calls
+        calls += 1
+        await trio.sleep(0.01)  # the wire (a real leader also long-polls)
+        if any(f.fetch_offset == 2 for f in fetches):
+            appended.set()  # asked from 2: offsets 0-1 are in
+        if calls <= 3:
+            raise RuntimeError("an answer that does not decode")
+        return [  # offsets 0-1, then nothing new
+            FetchedPartition(
+                f.topic_partition,
+                ErrorCode.none,
+                2,
+                0,
+                bytes(value_batch(2)) if f.fetch_offset == 0 else b"",
+            )
+            for f in fetches
+        ]
+
+    manager.fetch_wire = broken_then_good
+    partition = service.get_partition(TP)
+    assert partition is not None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        manager.add_partitions({TP: LEADER})
+        with trio.fail_after(30):
+            await appended.wait()
+        nursery.cancel_scope.cancel()
+    assert partition.log.log_end_offset == 2
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, "the same failure, logged once while it lasts"
+    assert calls >= 4

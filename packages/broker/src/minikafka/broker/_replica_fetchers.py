@@ -99,6 +99,7 @@ class ReplicaFetcherManager:
     fetchers: dict[tuple[int, int], _Fetcher] = attrs.field(init=False, factory=dict)
     """(leader broker id, fetcher id) -> its fetcher."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    _reported: str = attrs.field(init=False, default="")
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -277,21 +278,23 @@ class ReplicaFetcherManager:
         return sorted(rows, key=lambda r: (str(r["topic"]), int(str(r["partition"]))))
 
     async def _report_states(self) -> None:
-        """Write the failed partitions and a count per state, whenever they change."""
-        written = ""
         while True:
-            rows = self.fetch_states()
-            counts: dict[str, int] = {}
-            for row in rows:
-                counts[str(row["state"])] = counts.get(str(row["state"]), 0) + 1
-            failed = [row for row in rows if row["state"] == "failed"]
-            text = json.dumps(
-                {"broker": self.broker_id, "states": counts, "failed": failed},
-                sort_keys=True,
-            )
-            if text != written:
-                written = text if self._write_states(text) else ""
+            self.report_states()
             await trio.sleep(self.config.backoff_ms / 1000)
+
+    def report_states(self) -> None:
+        """Write down the failed partitions and a count per state, if they changed."""
+        rows = self.fetch_states()
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[str(row["state"])] = counts.get(str(row["state"]), 0) + 1
+        failed = [row for row in rows if row["state"] == "failed"]
+        text = json.dumps(
+            {"broker": self.broker_id, "states": counts, "failed": failed},
+            sort_keys=True,
+        )
+        if text != self._reported:
+            self._reported = text if self._write_states(text) else ""
 
     def _write_states(self, text: str) -> bool:
         log_manager = self.replica_manager.core.log_manager

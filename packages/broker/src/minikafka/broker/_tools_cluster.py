@@ -5,11 +5,15 @@
 consecutive ports from ``--port``, data under ``--dir``; with ``--zookeeper``, a
 ZooKeeper server and brokers in ZooKeeper mode instead) and starts whatever is not
 running; ``status`` shows each node's role, port, pid and whether the controller has it
-fenced, then every partition's leader and ISR, from the brokers' own Metadata.
+fenced, then every partition's leader and ISR, from the brokers' own Metadata, then how
+each running broker's replica fetchers stand (from the ``replica-fetcher-state.json``
+each writes into its first log dir): how many partitions fetch, truncate, back off or
+fail, and each failed partition with its fetch offset and error.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -32,6 +36,7 @@ from ._process_cluster import (
     ClusterError,
     ProcessCluster,
 )
+from ._replica_fetchers import FETCHER_STATE_FILE
 
 cluster_app = typer.Typer(
     name="cluster",
@@ -204,6 +209,45 @@ def _status(cluster: ProcessCluster) -> None:
                 f"{topic:<28}{index:<11}{leader:<8}"
                 f"{','.join(map(str, replicas)):<12}{','.join(map(str, isr))}"
             )
+    _fetcher_status(cluster)
+
+
+_FETCH_STATES = ("fetching", "truncating", "delayed", "failed")
+
+
+def _fetcher_status(cluster: ProcessCluster) -> None:
+    """Each running broker's replica fetchers, as the broker last wrote them down."""
+    reports: dict[int, dict[str, object]] = {}
+    for node in cluster.broker_ports:
+        if cluster.pid(node) is None:
+            continue  # a stopped broker's file says how it stood when it stopped
+        for log_dir in cluster.properties(node).get("log.dirs", "").split(","):
+            path = Path(log_dir) / FETCHER_STATE_FILE
+            try:
+                reports[node] = json.loads(path.read_text())
+                break
+            except (OSError, ValueError):
+                continue  # not written yet (it follows nothing), or another dir's
+    if not reports:
+        return
+    print()
+    print("REPLICA FETCHERS")
+    print(f"{'BROKER':<8}" + "".join(f"{state.upper():<12}" for state in _FETCH_STATES))
+    failed: list[str] = []
+    for node, report in sorted(reports.items()):
+        counts = report.get("states", {})
+        assert isinstance(counts, dict)
+        print(f"{node:<8}" + "".join(f"{counts.get(s, 0):<12}" for s in _FETCH_STATES))
+        rows = report.get("failed", [])
+        assert isinstance(rows, list)
+        failed += [
+            f"broker {node}: {row['topic']}-{row['partition']} from broker "
+            f"{row['leader']} at offset {row['fetch_offset']}, failed "
+            f"{row['failures']} times: {row['error']}"
+            for row in rows
+        ]
+    for line in failed:
+        print(f"FAILED  {line}")
 
 
 async def _metadata(
