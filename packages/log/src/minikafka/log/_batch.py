@@ -244,13 +244,13 @@ def whole_batches_size(buf: bytes | bytearray | memoryview) -> int:
     """How many bytes at the start of ``buf`` are whole batches: where a reader of a
     record set it did not write itself stops.
 
-    A Fetch response is cut at ``fetch.max.bytes`` / ``replica.fetch.max.bytes``, and the
-    cut may fall inside a batch: Kafka's ``ByteBufferLogInputStream.nextBatch`` stops
-    before a batch whose length points past the buffer (or whose offset and length are
-    not all there yet), and the reader fetches it again from its start. What is in the
-    whole part is still checked: a length smaller than a batch's own header cannot be a
-    cut, it is corruption (Kafka's "Record size is less than the minimum record
-    overhead"), raised as CorruptRecordError at its position.
+    A Fetch response is cut at ``fetch.max.bytes`` or ``replica.fetch.max.bytes``, and
+    the cut may fall inside a batch: Kafka's ``ByteBufferLogInputStream.nextBatch``
+    stops before a batch whose length points past the buffer (or whose offset and
+    length are not all there yet), and the reader fetches it again from its start.
+    What is in the whole part is still checked: a length smaller than a batch's own
+    header cannot be a cut, it is corruption (Kafka's "Record size is less than the
+    minimum record overhead"), raised as CorruptRecordError at its position.
     """
     position = 0
     end = len(buf)
