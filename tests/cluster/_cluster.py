@@ -1,21 +1,31 @@
 """What the cluster tests share: the settings their clusters run with, and what they ask
 a cluster, through confluent-kafka's AdminClient (librdkafka reads the brokers' Metadata
 as any client does). Every wait has a deadline.
+
+And what every suite of real broker processes shares (the cluster, e2e and compat
+suites): no node may die of an unexpected exception or end without being told to.
+:func:`check_crashes` fails a test after which a node did (each suite's teardown calls
+it); :data:`SHARED` holds the clusters :func:`shared_cluster` has up, and
+:class:`BrokerProcessWatch` sees every :class:`BrokerProcess` a suite runs.
 """
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
+import pytest
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.broker._process_cluster import describe_exit, tracebacks
+from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
 
 WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
@@ -210,8 +220,135 @@ def shared_cluster(
         zookeeper_port=ports[0],
         racks=racks,
     )
+    SHARED.append(cluster)
     try:
         cluster.up()
         yield cluster
     finally:
+        SHARED.remove(cluster)
         cluster.kill_all()
+
+
+SHARED: list[ProcessCluster] = []
+"""The clusters :func:`shared_cluster` has up: each test's crash check asks them too."""
+
+REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+"""Each phase's report of a test, kept on its item by the suites' conftests (their
+``pytest_runtest_makereport``) for the teardowns to read."""
+
+
+def check_crashes(item: pytest.Item, crashes: Sequence[object]) -> None:
+    """At a test's teardown: fail it if a node crashed (``crashes``, new since the last
+    test's check) and the test itself passed; after a failed test, print them (they
+    may be why)."""
+    if not crashes:
+        return
+    text = "\n\n".join(str(crash) for crash in crashes)
+    call = item.stash.get(REPORTS, {}).get("call")
+    if call is None or not call.passed:
+        print(f"----- node processes that crashed during this test:\n{text}")
+        return
+    pytest.fail(
+        "No node process dies of an unexpected exception (a traceback in its output)"
+        f" or ends without being told to; during this test:\n{text}",
+        pytrace=False,
+    )
+
+
+@attrs.define(eq=False)
+class _Run:
+    """One start of a BrokerProcess: its child, the thread reading its output, and
+    whether ``stop()`` or ``kill()`` told it to end (``untold``: its status, had it ended
+    before)."""
+
+    child: subprocess.Popen[bytes]
+    drain: threading.Thread | None
+    told: bool = False
+    untold: int | None = None
+
+    @property
+    def crashed_with(self) -> int | None:
+        """The status it ended with, untold and other than 0; None if it did not."""
+        status = self.untold if self.told else self.child.poll()
+        return status if status else None
+
+
+@attrs.define(eq=False)
+class _Watched:
+    runs: list[_Run] = attrs.field(factory=list)
+    reported: set[str] = attrs.field(factory=set)
+
+
+class BrokerProcessWatch:
+    """Every :class:`BrokerProcess` a suite starts, whoever starts it (a fixture, or a
+    test itself), and which crashed: wrote a traceback to its output, or ended, other
+    than by ``stop()`` or ``kill()``, with a status other than 0. :meth:`install` (a
+    session fixture's) wraps BrokerProcess's ``start``, ``stop`` and ``kill`` for the
+    session; :meth:`crashes` (each test's teardown) says what is new since it last did."""
+
+    def __init__(self) -> None:
+        self._watched: dict[BrokerProcess, _Watched] = {}
+        """Held until a check finds it ended (a test may start one and drop it)."""
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        start, stop, kill = BrokerProcess.start, BrokerProcess.stop, BrokerProcess.kill
+        watched = self._watched
+
+        def started(process: BrokerProcess, timeout: float = 60.0) -> None:
+            runs = watched.setdefault(process, _Watched()).runs
+            before = set(threading.enumerate())
+            start(process, timeout)  # starts the thread that reads the output on
+            new = [
+                t
+                for t in threading.enumerate()
+                if t not in before and "drain" in t.name  # "Thread-3 (drain)"
+            ]
+            assert process.process is not None
+            runs.append(_Run(process.process, new[0] if len(new) == 1 else None))
+
+        def told(process: BrokerProcess) -> None:
+            for run in watched.get(process, _Watched()).runs:
+                if run.child is process.process and not run.told:
+                    run.untold = run.child.poll()  # None: running until told now
+                    run.told = True
+
+        def stopped(process: BrokerProcess, timeout: float = 60.0) -> int:
+            told(process)
+            return stop(process, timeout)
+
+        def killed(process: BrokerProcess) -> None:
+            told(process)
+            kill(process)
+
+        monkeypatch.setattr(BrokerProcess, "start", started)
+        monkeypatch.setattr(BrokerProcess, "stop", stopped)
+        monkeypatch.setattr(BrokerProcess, "kill", killed)
+
+    def crashes(self) -> list[str]:
+        found = []
+        for process, watched in list(self._watched.items()):
+            for run in watched.runs:
+                if run.child.poll() is not None and run.drain is not None:
+                    run.drain.join(WAIT)  # it has read the run's output to the end
+                status = run.crashed_with
+                if status is None:
+                    continue
+                what = f"(pid {run.child.pid}) {describe_exit(status)}"
+                if what not in watched.reported:
+                    watched.reported.add(what)
+                    tail = "\n".join(process.output[-40:])
+                    found.append(
+                        f"broker {process.data_dir} {what} without being told to;"
+                        f" the end of its output:\n{tail}"
+                    )
+            for line, traceback in tracebacks("\n".join(list(process.output))):
+                what = f"traceback at line {line}"
+                if what not in watched.reported:
+                    watched.reported.add(what)
+                    found.append(
+                        f"broker {process.data_dir} wrote a traceback (line {line}"
+                        f" of its output):\n{traceback}"
+                    )
+            if process.process is None or process.process.poll() is not None:
+                del self._watched[process]  # ended, its output read: nothing to come
+        return found

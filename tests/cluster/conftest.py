@@ -5,6 +5,11 @@ Raft quorum of controllers 0..2 and brokers 3..), each a ``minikafka broker``
 process of its own (:class:`~minikafka.broker.testing.ProcessCluster`, what ``make
 cluster`` runs), on ports the OS picked, under the test's own directory, with the
 settings of :data:`tests.cluster._cluster.FAST`. Whatever runs at the end is killed.
+
+After every test, each cluster it ran (``make_cluster``'s, a module's
+:func:`~tests.cluster._cluster.shared_cluster`, one laid out under its ``tmp_path`` by
+``minikafka cluster``) is asked for :meth:`~ProcessCluster.crashes`: a node that wrote a
+traceback, or ended without being told to, fails the test.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.broker._process_cluster import NodeCrash
 from minikafka.broker.testing import ProcessCluster
 from minikafka.net.testing import FaultProxies
-from tests.cluster._cluster import FAST, MakeCluster
+from tests.cluster._cluster import FAST, REPORTS, SHARED, MakeCluster, check_crashes
 
 
 @pytest.hookimpl(wrapper=True)
@@ -27,11 +33,41 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keeps each phase's report on the test item, for the fixtures' teardown to read."""
     report = yield
-    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    item.stash.setdefault(REPORTS, {})[report.when] = report
     return report
 
 
-_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+_MADE = pytest.StashKey[list[ProcessCluster]]()
+"""The clusters ``make_cluster`` made for a test, for its crash check."""
+_REPORTED: set[tuple[Path, NodeCrash]] = set()
+"""Crashes already reported (a shared cluster's stay in its logs for the next tests)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_node_crashed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a passing test after which a node of one of its clusters crashed (set up
+    before, torn down after, ``make_cluster``: it sees what its clusters' kill left)."""
+    # ``minikafka cluster`` runs, in processes of their own, under the test's dir: asked
+    # for now, it is torn down after this fixture.
+    uses_tmp = "tmp_path" in request.fixturenames
+    tmp_path: Path | None = request.getfixturevalue("tmp_path") if uses_tmp else None
+    yield
+    clusters = {c.root: c for c in [*SHARED, *request.node.stash.get(_MADE, [])]}
+    if tmp_path is not None:
+        for layout in [
+            *tmp_path.glob("cluster.json"),
+            *tmp_path.glob("*/cluster.json"),
+        ]:
+            root = layout.parent.resolve()
+            if root not in clusters:
+                clusters[root] = ProcessCluster.load(root)
+    new = []
+    for root, cluster in clusters.items():
+        for crash in cluster.crashes():
+            if (root, crash) not in _REPORTED:
+                _REPORTED.add((root, crash))
+                new.append(crash)
+    check_crashes(request.node, new)
 
 
 def _print_diagnostics(cluster: ProcessCluster) -> None:
@@ -84,7 +120,7 @@ def make_cluster(
     :class:`FaultProxies` whose proxies carry every link between brokers, and
     ``controller_proxies`` one whose proxies carry every link into each controller (the
     voters are named by the proxies' ports)."""
-    made: list[ProcessCluster] = []
+    made = request.node.stash.setdefault(_MADE, [])
     started: list[FaultProxies] = []
 
     def make(
@@ -139,7 +175,7 @@ def make_cluster(
         return cluster
 
     yield make
-    call = request.node.stash.get(_REPORTS, {}).get("call")
+    call = request.node.stash.get(REPORTS, {}).get("call")
     if call is not None and call.failed:
         for cluster in made:
             _print_diagnostics(cluster)

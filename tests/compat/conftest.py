@@ -3,16 +3,49 @@
 Every test that proves a cell of COMPAT.md's compatibility matrix is marked
 ``@pytest.mark.compat(api, client)``; ``scripts/compat_matrix.py`` builds the table from
 those marks, and a test checks the README carries the current table.
+
+Every broker process a test runs is watched: one that writes a traceback, or ends
+without the test's ``stop()`` or ``kill()``, fails the test
+(:class:`~tests.cluster._cluster.BrokerProcessWatch`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from minikafka.broker.testing import BrokerProcess
+from tests.cluster._cluster import REPORTS, BrokerProcessWatch, check_crashes
+
+_WATCH = BrokerProcessWatch()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keeps each phase's report on the test item, for the crash check to read."""
+    report = yield
+    item.stash.setdefault(REPORTS, {})[report.when] = report
+    return report
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _watch_broker_processes() -> Iterator[None]:
+    """Every BrokerProcess a compatibility test starts (a fixture, or the test), watched."""
+    with pytest.MonkeyPatch.context() as patch:
+        _WATCH.install(patch)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _no_broker_crashed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a passing test after which a broker process wrote a traceback or ended
+    without ``stop()`` or ``kill()`` (torn down after the test's brokers are stopped)."""
+    yield
+    check_crashes(request.node, _WATCH.crashes())
 
 
 @pytest.fixture(scope="module")

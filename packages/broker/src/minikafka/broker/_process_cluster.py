@@ -28,6 +28,13 @@ The layout is written once (:meth:`ProcessCluster.create`: a cluster id from
 read back by each later command (:meth:`ProcessCluster.load`), so ``minikafka cluster``
 can start, stop, kill and restart nodes from separate invocations; pid files, not child
 handles, say which processes are running.
+
+:meth:`ProcessCluster.crashes` says which nodes crashed: a node whose log holds a Python
+traceback (every run's output, the log being appended to), or whose process ended
+without being told to. Told is a SIGKILL, SIGTERM or SIGINT sent through
+:meth:`~ProcessCluster.signal` (``kill``, ``stop``, ``restart``, ``down``), or by another
+invocation, which removes the pid file once the process is gone; a process that ends on
+its own leaves its pid file behind. The tests fail a test after which it finds one.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +73,82 @@ class ClusterError(RuntimeError):
     """A node did not start, or did not stop, in time; the message says which and why."""
 
 
+TRACEBACK = "Traceback (most recent call last)"
+"""What Python prints first of an exception it did not expect (an exception group's too)."""
+ENDING_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT})
+"""Signals that tell a node to end: its exit after one is no crash."""
+
+# The gutter of an exception group's traceback ("  | ", "    +-+---- 1 ----").
+_GUTTER = re.compile(r"^(?:[ ]*[|+][ ]?)*")
+# What ends a traceback: the exception, "ValueError: ..." or "pkg.mod.Error" (no indent).
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::.*)?$")
+_CHAINING = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+
+
+def tracebacks(text: str) -> list[tuple[int, str]]:
+    """Every complete Python traceback in ``text`` (a process's output), with the number
+    of its first line (from 1): from its ``Traceback (most recent call last):`` line,
+    through chained and grouped ones, to its last exception line. A traceback cut short
+    before any exception line (its process killed while printing it) is not one: what
+    the process was about to say is unknown."""
+    if TRACEBACK not in text:
+        return []
+    lines = text.splitlines()
+    found = []
+    i = 0
+    while i < len(lines):
+        if TRACEBACK not in lines[i]:
+            i += 1
+            continue
+        start, last_exception = i, -1
+        i += 1
+        while i < len(lines):
+            line = _GUTTER.sub("", lines[i], count=1)
+            if TRACEBACK in line:
+                pass  # a chained or grouped one: the same traceback goes on
+            elif line.startswith(" ") or not line.strip() or line in _CHAINING:
+                pass  # a frame, its code, a blank line
+            elif line.startswith(("-", "...")):
+                pass  # an exception group's separator, or "... (N more exceptions)"
+            elif _EXCEPTION_LINE.match(line):
+                last_exception = i
+            else:
+                break  # a log line, or the next run's first: the traceback is over
+            i += 1
+        if last_exception >= 0:
+            found.append((start + 1, "\n".join(lines[start : last_exception + 1])))
+    return found
+
+
+def describe_exit(returncode: int) -> str:
+    """``exited with status 1``, or ``died of SIGSEGV`` (a negative Popen returncode)."""
+    if returncode < 0:
+        try:
+            return f"died of {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"died of signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+@attrs.frozen
+class NodeCrash:
+    """A node's process that ended without being told to, or wrote a traceback."""
+
+    node: int
+    what: str
+    """``(pid 123) exited with status 1 without being told to``, or ``wrote a traceback
+    to .../node-1.log (line 40)``: a crash's identity (two are equal if these are)."""
+    detail: str = attrs.field(default="", eq=False)
+    """The traceback, or the end of the node's log when it was found."""
+
+    def __str__(self) -> str:
+        text = f"node {self.node} {self.what}"
+        return f"{text}:\n{self.detail}" if self.detail else text
+
+
 @attrs.define(eq=False)
 class ProcessCluster:
     root: Path
@@ -88,6 +172,11 @@ class ProcessCluster:
     _children: dict[int, subprocess.Popen[bytes]] = attrs.field(
         init=False, factory=dict
     )
+    _told: set[int] = attrs.field(init=False, factory=set)
+    """Pids sent one of :data:`ENDING_SIGNALS` through this object."""
+    _exits: dict[int, tuple[int, int, bool]] = attrs.field(init=False, factory=dict)
+    """Pid -> (node, returncode, whether its pid file still named it) of every child
+    seen to have exited."""
     _zookeeper_server: ZooKeeperServer | None = attrs.field(init=False, default=None)
 
     # --- layout -----------------------------------------------------------------------------
@@ -338,7 +427,10 @@ class ProcessCluster:
         """The pid of ``node``'s running process, or None if it is not running."""
         child = self._children.get(node)
         if child is not None:
-            return child.pid if child.poll() is None else None
+            if child.poll() is None:
+                return child.pid
+            self._note_exit(node, child)
+            return None
         try:
             pid = int(self.pid_file(node).read_text())
         except (OSError, ValueError):
@@ -357,6 +449,7 @@ class ProcessCluster:
         if self.pid(node) is not None:
             raise ClusterError(f"node {node} is already running (pid {self.pid(node)})")
         log = self.log_file(node)
+        self._end_last_line(log)
         offset = log.stat().st_size if log.exists() else 0
         command = [
             sys.executable,
@@ -379,6 +472,16 @@ class ProcessCluster:
         self.pid_file(node).write_text(f"{child.pid}\n")
         if wait:
             self.wait_ready(node, offset, timeout)
+
+    @staticmethod
+    def _end_last_line(log: Path) -> None:
+        """End a line the last run's SIGKILL cut short, so this run's output starts on a
+        line of its own."""
+        with contextlib.suppress(OSError), log.open("rb+") as f:
+            if f.seek(0, os.SEEK_END) > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
 
     def wait_ready(self, node: int, offset: int, timeout: float) -> None:
         """Wait until ``node`` prints its ready line after ``offset`` of its log file."""
@@ -419,6 +522,7 @@ class ProcessCluster:
             for node in group:
                 if self.pid(node) is None:
                     log = self.log_file(node)
+                    self._end_last_line(log)
                     offsets[node] = log.stat().st_size if log.exists() else 0
                     self.start(node, wait=False)
             for node, offset in offsets.items():
@@ -428,6 +532,8 @@ class ProcessCluster:
         pid = self.pid(node)
         if pid is None:
             raise ClusterError(f"node {node} is not running")
+        if signum in ENDING_SIGNALS:
+            self._told.add(pid)
         os.kill(pid, signum)
 
     def kill(self, node: int) -> None:
@@ -454,8 +560,51 @@ class ProcessCluster:
                     child.wait(timeout=0.05)
             else:
                 time.sleep(0.05)  # not our child: poll its pid, inside the deadline
+        if child is not None:
+            self._note_exit(node, child)
         self._children.pop(node, None)
         self.pid_file(node).unlink(missing_ok=True)
+
+    def _note_exit(self, node: int, child: subprocess.Popen[bytes]) -> None:
+        if child.pid in self._exits or child.returncode is None:
+            return
+        try:
+            named = int(self.pid_file(node).read_text()) == child.pid
+        except (OSError, ValueError):
+            named = False
+        self._exits[child.pid] = (node, child.returncode, named)
+
+    def crashes(self) -> list[NodeCrash]:
+        """Every node that crashed, in any of its runs so far: its process ended without
+        being told to (a child of this object: with a status other than 0; another
+        invocation's: its pid file names a process that is gone), or its log holds a
+        traceback (:func:`tracebacks`)."""
+        found = []
+        for node in self.node_ids:
+            self.pid(node)  # notes a child's exit
+        for pid, (node, returncode, named) in sorted(self._exits.items()):
+            # Not named by its pid file any more: another invocation stopped it.
+            if returncode != 0 and pid not in self._told and named:
+                what = f"(pid {pid}) {describe_exit(returncode)} without being told to"
+                found.append(NodeCrash(node, what, self.tail(node)))
+        for node in self.node_ids:
+            if node in self._children or not self.pid_file(node).exists():
+                continue
+            if self.pid(node) is None:
+                what = (
+                    f"ended without being told to: its pid file "
+                    f"{self.pid_file(node)} names a process that is gone"
+                )
+                found.append(NodeCrash(node, what, self.tail(node)))
+        for node in self.node_ids:
+            try:
+                text = self.log_file(node).read_text(errors="replace")
+            except OSError:
+                continue
+            for line, traceback in tracebacks(text):
+                what = f"wrote a traceback to {self.log_file(node)} (line {line})"
+                found.append(NodeCrash(node, what, traceback))
+        return found
 
     def restart(self, node: int, timeout: float = 60.0) -> None:
         """Start a node again (after kill or stop); its data is as it left it."""
