@@ -12,6 +12,13 @@ cluster CONTROLLERS=3``) the metadata log is a Raft quorum (:mod:`minikafka.raft
 by :class:`~minikafka.controller.RaftQuorum`): the listener also serves Vote,
 BeginQuorumEpoch and EndQuorumEpoch, and this node is the active controller while it
 leads the quorum, a standby replaying the log otherwise.
+
+Faults: each task of :meth:`ControllerNode.run` keeps its own policy (the controller's
+event loop renounces leadership on an unexpected error, the Raft node's transport retries
+a failed send, the socket server answers a request that failed). What none of them can
+go on after, a :class:`~minikafka.common.FatalFaultError` (a committed record that cannot
+be replayed, a fault in the Raft node), ends ``run``, and the process with it: the
+command's top level says it in one line and exits 1 (Kafka's fatal fault handler).
 """
 
 from __future__ import annotations

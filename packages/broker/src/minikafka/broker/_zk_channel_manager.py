@@ -8,10 +8,16 @@ registration at another address) gets a new sender; one that left loses its own,
 whatever was still queued for it: the broker that comes back is told everything again.
 StopReplica answers go back to the controller as events (the deletion manager waits
 for them); every request sent is traced with the answer it got.
+
+A sender never ends on a fault, as Kafka's RequestSendThread does not: a send that
+fails, whatever the exception, is logged, the connection dropped and the request sent
+again after :data:`RETRY_S`; a fault before the send (encoding the request) or after the
+answer (handling it) is logged at ERROR, and the sender goes on with the next request.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
 
@@ -25,6 +31,8 @@ from minikafka.net import stop_replica_v3 as sr
 from minikafka.trace import Tracer
 
 from ._zk_wire import stop_replica_errors, to_wire
+
+_logger = logging.getLogger("minikafka.broker.zk_controller")
 
 RETRY_S = 0.2
 """How soon a request to a broker that did not answer is sent again."""
@@ -76,14 +84,34 @@ class ControllerChannelManager:
         """Kafka's RequestSendThread: each request in order, until it is answered."""
         with scope:
             async for request in queue:
-                await self._send_one(node, request)
+                try:
+                    await self._send_one(node, request)
+                except Exception:
+                    # Kafka's: "Controller fails to send a request to broker"; the
+                    # connection may be unusable, and the next request goes.
+                    _logger.exception(
+                        "controller fails to send %s to broker %d",
+                        request.api,
+                        request.broker_id,
+                    )
+                    self.client.disconnect(node)
 
     async def _send_one(self, node: Node, request: BrokerRequest) -> None:
         wire = to_wire(request.payload)
         while True:
             try:
                 answer = await self.client.send(node, wire)
-            except ClientError as exc:
+            except Exception as exc:
+                # Unreachable, or a failure nobody foresaw: the same way (Kafka's
+                # RequestSendThread catches every Throwable here), a new connection and
+                # the request again.
+                if not isinstance(exc, ClientError):
+                    _logger.warning(
+                        "controller fails to send %s to broker %d: %r; reconnecting",
+                        request.api,
+                        request.broker_id,
+                        exc,
+                    )
                 self._trace(request, f"unreachable: {exc}")
                 self.client.disconnect(node)
                 await trio.sleep(RETRY_S)

@@ -23,6 +23,25 @@ shell keeps Kafka's shape:
 - **one queue and one sender task per broker** (Kafka's RequestSendThread, in
   :mod:`._zk_channel_manager`): requests to a broker go in order, each retried until it
   is answered or the broker is gone.
+
+Faults, per background task, as Kafka 2.8's controller meets them:
+
+- **the event loop** (:meth:`ZkControllerShell._process_events`, Kafka's
+  ``ControllerEventThread`` and ``KafkaController.process``): a write refused because
+  ``/controller_epoch`` moved, or a znode another controller wrote, means another
+  controller took over: this one resigns. ZooKeeper failing mid-event resigns too (the
+  core may hold more than ZooKeeper does; the next controller reads it again). An
+  ``ApiError`` is the request's answer. Any other exception is logged at ERROR as
+  "Uncaught error processing event", the event's request (if any) hears
+  UNKNOWN_SERVER_ERROR, and the next event is processed: this broker stays the
+  controller. Only an election (becoming the controller) that fails moves the
+  controller, as Kafka's ``elect`` does (``triggerControllerMove``): it gives
+  ``/controller`` up and every broker, this one too, stands again after
+  :data:`ELECTION_RETRY_S`;
+- **the imbalance check's timer**: sleeps and queues an event; nothing in it can fail;
+- **a sender per broker** (:mod:`._zk_channel_manager`): see there; a broker that cannot
+  be reached, or a send that fails in any other way, is retried after a backoff, and a
+  fault in handling an answer is logged and the next request goes.
 """
 
 from __future__ import annotations
@@ -38,6 +57,7 @@ import trio
 from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AlterPartitionReassignmentsRequest,
@@ -98,6 +118,10 @@ ADMIN_WAIT_S = 20.0
 MAX_OPS = 1000
 """The most ZooKeeper writes in one transaction (each about 200 bytes: well under the 1 MB
 ZooKeeper accepts in one request)."""
+ELECTION_RETRY_S = 1.0
+"""How long after an election that failed (a fault while becoming the controller) this
+broker stands again: a fault that strikes every election cannot spin against
+ZooKeeper."""
 
 
 class ControllerMovedError(Exception):
@@ -191,6 +215,9 @@ class ZkControllerShell:
     _processed: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set (and replaced) after each event: what admin requests wait on."""
     _channels: ControllerChannelManager | None = attrs.field(init=False, default=None)
+    _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
+    # After an election that failed: when this broker may stand again (trio's clock).
+    _elect_not_before: float = attrs.field(init=False, default=-math.inf)
 
     def __attrs_post_init__(self) -> None:
         self._events, self._queue = trio.open_memory_channel(math.inf)
@@ -288,6 +315,7 @@ class ZkControllerShell:
             NetworkClient.open(client_id=self.client_id) as client,
             trio.open_nursery() as nursery,
         ):
+            self._nursery = nursery
             self._channels = ControllerChannelManager(
                 client, nursery, self.tracer, self._stop_replica_answered
             )
@@ -311,30 +339,36 @@ class ZkControllerShell:
                 self._events.send_nowait(_CheckLeaderImbalance())
 
     async def _process_events(self) -> None:
+        """Kafka's ControllerEventThread: one event at a time; whatever one raises is
+        logged and answered, and the next event is taken."""
         async for event in self._queue:
             try:
-                await self._process(event)
-            except ControllerMovedError as exc:
-                self._resign_now(str(exc))
-            except KazooException as exc:
-                # ZooKeeper could not be reached mid-event (restarting, or the connection
-                # dropped). The core may have decided more than ZooKeeper now holds, so an
-                # active controller does what Kafka's does on an unexpected error: it
-                # resigns and gives /controller up, and the next one (perhaps itself)
-                # starts again from what ZooKeeper says (Kafka's triggerControllerMove).
-                _logger.warning(
-                    "controller event %s failed: %r", type(event).__name__, exc
-                )
-                _fail(event, ErrorCode.request_timed_out)
-                self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
-            except Exception as exc:
-                # A bug (an illegal transition, say): the same way out, loudly, rather
-                # than taking the whole broker down with the controller.
-                _logger.exception("controller event %s failed", type(event).__name__)
+                await self._process_one(event)
+            except Exception:
+                _logger.exception("Uncaught error processing event %s", _name(event))
                 _fail(event, ErrorCode.unknown_server_error)
-                self._resign_now(f"{type(exc).__name__}: {exc}")
             self._processed.set()
             self._processed = trio.Event()
+
+    async def _process_one(self, event: _Event) -> None:
+        """Kafka's ``KafkaController.process``: the failures that mean something."""
+        try:
+            await self._process(event)
+        except ControllerMovedError as exc:
+            self._resign_now(str(exc))
+        except KazooException as exc:
+            # ZooKeeper could not be reached mid-event (restarting, or the connection
+            # dropped). The core may have decided more than ZooKeeper now holds, so an
+            # active controller resigns and gives /controller up, and the next one
+            # (perhaps itself) starts again from what ZooKeeper says (Kafka's
+            # triggerControllerMove).
+            _logger.warning("controller event %s failed: %r", _name(event), exc)
+            _fail(event, ErrorCode.request_timed_out)
+            self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
+        except ApiError as exc:
+            # A known Kafka error (a request this controller does not serve): the answer.
+            _logger.info("controller event %s failed: %s", _name(event), exc)
+            _fail(event, exc.error_code)
 
     async def _process(self, event: _Event) -> None:
         match event:
@@ -453,6 +487,39 @@ class ZkControllerShell:
     # --- becoming the controller, and stopping --------------------------------------------------
 
     async def _try_to_elect(self) -> None:
+        """Stand for controller. A fault while becoming it (other than ZooKeeper's, or
+        another controller's writes, which the event loop meets) moves the controller, as
+        Kafka's ``elect`` does (``triggerControllerMove``): resign, give ``/controller``
+        up so that every broker elects again, and stand again only after
+        :data:`ELECTION_RETRY_S`."""
+        wait = self._elect_not_before - trio.current_time()
+        if wait > 0:
+            self._elect_later(wait)
+            return
+        try:
+            await self._elect()
+        except (ControllerMovedError, KazooException):
+            raise
+        except Exception as exc:
+            _logger.exception(
+                "Error while electing or becoming controller on broker %d; the "
+                "controller moves",
+                self.broker_id,
+            )
+            self._elect_not_before = trio.current_time() + ELECTION_RETRY_S
+            self._resign_now(f"{type(exc).__name__}: {exc}", elect=False)
+            self._elect_later(ELECTION_RETRY_S)
+            await self._release_controller()
+
+    def _elect_later(self, delay: float) -> None:
+        async def elect_later() -> None:
+            await trio.sleep(delay)
+            self.elect()
+
+        if self._nursery is not None:
+            self._nursery.start_soon(elect_later)
+
+    async def _elect(self) -> None:
         outcome = await try_to_elect(self.zk, self.broker_id)
         if isinstance(outcome, Lost) and outcome.controller_id == self.broker_id:
             # /controller is this broker's, left from before it resigned (its session
@@ -499,7 +566,7 @@ class ZkControllerShell:
         except (NoNodeError, BadVersionError):
             pass  # gone already, or another broker's by now
 
-    def _resign_now(self, why: str) -> None:
+    def _resign_now(self, why: str, *, elect: bool = True) -> None:
         if self.core is None:
             return
         epoch = self.core.context.epoch
@@ -511,7 +578,9 @@ class ZkControllerShell:
         if self.tracer.enabled:
             self.tracer.emit(ZkControllerElected(self.broker_id, epoch, True))
         self.on_active(False)
-        self.elect()  # the watch on /controller may be gone with the session: look again
+        if elect:
+            # the watch on /controller may be gone with the session: look again
+            self.elect()
 
     # --- carrying out what the core decided -------------------------------------------------------
 
@@ -556,6 +625,20 @@ class ZkControllerShell:
         self, broker_id: int, errors: Mapping[tuple[str, int], ErrorCode]
     ) -> None:
         self._events.send_nowait(_StopReplicaAnswered(broker_id, errors))
+
+
+def _name(event: _Event) -> str:
+    """The event's name for the log (Kafka's names where the shell has one)."""
+    match event:
+        case _Watch(fired):
+            return event_name(fired.path, fired.kind) or f"Watch({fired.path})"
+        case _Submit(request):
+            return type(request).__name__
+        case _Shutdown():
+            return "ControlledShutdown"
+        case _CheckLeaderImbalance():
+            return "AutoPreferredReplicaLeaderElection"
+    return type(event).__name__.lstrip("_")
 
 
 def _fail(event: _Event, error: ErrorCode) -> None:

@@ -34,6 +34,7 @@ from ._deadlines import Deadlines as Deadlines
 from ._errors import ApiError as ApiError
 from ._errors import ConfigError as ConfigError
 from ._errors import ErrorCode as ErrorCode
+from ._faults import FatalFaultError as FatalFaultError
 from ._file_region import FileRegion as FileRegion
 from ._file_region import PinnableFile as PinnableFile
 from ._result import CoreResult as CoreResult
@@ -49,6 +50,7 @@ __all__ = [
     "CoreResult",
     "Deadlines",
     "ErrorCode",
+    "FatalFaultError",
     "FileRegion",
     "Parser",
     "PinnableFile",

@@ -24,6 +24,20 @@ watermark) and does no I/O; this shell carries its decisions out, the way Kafka'
 Each entry of the log is one metadata record, so Raft's offsets are the records' offsets,
 as in Kafka's ``__cluster_metadata``; the LeaderChange entry a new leader writes first is
 a control batch the controller never sees.
+
+Faults. A request to another voter that fails (no connection, no answer in time, an
+answer that cannot be read, or anything else the transport raises) is a failed send:
+the node hears of it (``handle_disconnect``) and sends again after its backoff. An
+exception from the node itself (its timer, a message in or an answer, an append to its
+log) leaves a Raft state nobody can vouch for: Kafka runs ``KafkaRaftClient`` on a thread
+whose uncaught exception ends the process through the fatal fault handler, and so does
+this shell, with :class:`~minikafka.common.FatalFaultError`. Per background task:
+
+- the driver (``_drive``: the node's timer): fatal, and it also raises the fault a
+  request handler met in the node (:meth:`RaftQuorum.handle` answers that request
+  itself with QuorumUnavailableError);
+- each request out (``_send``): the transport's failure is a failed send; the node's
+  fault on the answer is fatal.
 """
 
 from __future__ import annotations
@@ -40,6 +54,7 @@ import attrs
 import trio
 from kio.static.protocol import RequestPayload
 
+from minikafka.common import FatalFaultError
 from minikafka.log import LogConfig
 from minikafka.raft import (
     Entry,
@@ -196,6 +211,8 @@ class RaftQuorum:
     # resigning leader waits on it for its EndQuorumEpoch to leave).
     _sending: int = attrs.field(init=False, default=0)
     _idle: trio.Event = attrs.field(init=False, factory=trio.Event)
+    # A fault met in the node by a task that is not the driver, which raises it.
+    _fault: FatalFaultError | None = attrs.field(init=False, default=None)
 
     @classmethod
     def open(
@@ -293,14 +310,42 @@ class RaftQuorum:
         node = self.node
         assert node is not None
         while True:
+            if self._fault is not None:
+                raise self._fault
             wake = self._wake
-            deadline = node.timer()
+            try:
+                deadline = node.timer()
+            except Exception as exc:
+                raise self._fatal("reading the Raft node's timer", exc) from exc
             with trio.move_on_at(math.inf if deadline is None else deadline):
                 await wake.wait()
             if wake.is_set():
                 self._wake = trio.Event()  # something happened: look at the timer again
                 continue
-            self._carry_out(node.handle_timer(trio.current_time()))
+            try:
+                self._carry_out(node.handle_timer(trio.current_time()))
+            except Exception as exc:
+                raise self._fatal("the Raft node's timer", exc) from exc
+
+    def _fatal(self, what: str, exc: BaseException) -> FatalFaultError:
+        return FatalFaultError.caused_by(
+            f"the Raft node of controller {self.node_id}: {what}", exc, _logger
+        )
+
+    def _fail(self, fault: FatalFaultError) -> None:
+        """A fault met in a task that cannot end the process itself (a request
+        handler's): the driver raises it."""
+        if self._fault is None:
+            self._fault = fault
+        self._wake.set()
+
+    def renounce(self) -> None:
+        """The controller met a fault as the leader: step down (Kafka's
+        ``raftClient.resign(epoch)``), EndQuorumEpoch to the voters, so the quorum elects
+        again (this node too, perhaps, in a new epoch). RaftResigned follows."""
+        node = self.node
+        if node is not None and node.state is State.LEADER:
+            self._carry_out(node.resign(trio.current_time()))
 
     async def resign(self) -> None:
         """Step down gracefully (a controlled shutdown): EndQuorumEpoch to the voters, and
@@ -314,20 +359,24 @@ class RaftQuorum:
     def append(self, epoch: int, records: Sequence[MetadataRecord]) -> int:
         """Append one operation's records as the leader of ``epoch`` (one entry each);
         returns the last one's offset. They commit when a majority has them, all of them
-        or none (one unit of the Raft log). A disk error in the Raft log propagates and
-        stops this controller (Kafka's fatal fault handler): the other voters go on."""
+        or none (one unit of the Raft log). Any other failure of the node (a disk error
+        in the Raft log) is a FatalFaultError that stops this controller (Kafka's fatal
+        fault handler): the other voters go on."""
         node = self.node
         if node is None or node.epoch != epoch:
             raise NotLeaderError(
                 f"append in epoch {epoch}; the quorum is in epoch {self.epoch}"
             )
+        entries = [encode_record(r) for r in records]
         try:
-            last, output = node.append(
-                [encode_record(r) for r in records], trio.current_time()
-            )
+            last, output = node.append(entries, trio.current_time())
+            self._carry_out(output)
         except RaftNotLeaderError as exc:
             raise NotLeaderError(str(exc)) from exc
-        self._carry_out(output)
+        except Exception as exc:
+            raise self._fatal(
+                f"appending {len(entries)} entries to the Raft log", exc
+            ) from exc
         return last
 
     def create_snapshot(self, end_offset: int, payload: bytes) -> None:
@@ -351,7 +400,16 @@ class RaftQuorum:
         self._answers[correlation_id] = (answered, answer)
         try:
             envelope = Envelope(source, self.node_id, correlation_id, message)
-            self._carry_out(node.receive(envelope, trio.current_time()))
+            try:
+                self._carry_out(node.receive(envelope, trio.current_time()))
+            except Exception as exc:
+                # Fatal, but this is the request handler's task: the driver ends the
+                # process, and the asker hears that this node could not answer.
+                what = f"handling {type(message).__name__} from {source}"
+                self._fail(self._fatal(what, exc))
+                raise QuorumUnavailableError(
+                    f"controller {self.node_id} failed on {type(message).__name__}"
+                ) from exc
             # A held fetch is answered within fetch_max_wait; anything else at once.
             with trio.move_on_after(
                 self.config.request_timeout + self.config.fetch_max_wait
@@ -409,28 +467,45 @@ class RaftQuorum:
         node, peer = self.node, envelope.destination
         assert node is not None
         try:
+            message = await self._exchange(envelope)
+            now, correlation_id = trio.current_time(), envelope.correlation_id
             try:
-                body = self._encode(envelope)
-                with trio.fail_after(self.config.request_timeout):
-                    response = await self.transport.send(peer, body)
-                message = raft_wire.decode_response(envelope.message, response)
-            except (ConnectionError, ValueError, trio.TooSlowError) as exc:
-                if isinstance(exc, trio.TooSlowError):
-                    # a late answer is not the next one's
-                    self.transport.disconnect(peer)
-                _logger.debug("raft %s to %d failed: %s", envelope.message, peer, exc)
-                now = trio.current_time()
-                failed = node.handle_disconnect(peer, now, envelope.correlation_id)
-                self._carry_out(failed)
-                return
-            reply = Envelope(
-                envelope.destination, self.node_id, envelope.correlation_id, message
-            )
-            self._carry_out(node.receive(reply, trio.current_time()))
+                if message is None:
+                    output = node.handle_disconnect(peer, now, correlation_id)
+                else:
+                    reply = Envelope(peer, self.node_id, correlation_id, message)
+                    output = node.receive(reply, now)
+                self._carry_out(output)
+            except Exception as exc:
+                name = type(envelope.message).__name__
+                raise self._fatal(
+                    f"handling the answer to {name} to {peer}", exc
+                ) from exc
         finally:
             self._sending -= 1
             if self._sending == 0:
                 self._idle.set()
+
+    async def _exchange(self, envelope: Envelope) -> Message | None:
+        """Send the request and read its answer; None if that failed, whatever the
+        reason (the node sends again after its backoff, as after a disconnect)."""
+        peer = envelope.destination
+        try:
+            body = self._encode(envelope)
+            with trio.fail_after(self.config.request_timeout):
+                response = await self.transport.send(peer, body)
+            return raft_wire.decode_response(envelope.message, response)
+        except (ConnectionError, ValueError, trio.TooSlowError) as exc:
+            if isinstance(exc, trio.TooSlowError):
+                self.transport.disconnect(peer)  # a late answer is not the next one's
+            _logger.debug("raft %s to %d failed: %s", envelope.message, peer, exc)
+        except Exception as exc:
+            # A fault of the transport, not of the node: a failed send all the same.
+            self.transport.disconnect(peer)
+            name = type(envelope.message).__name__
+            _logger.warning("raft %s to %d failed: %r", name, peer, exc)
+            _logger.debug("raft %s to %d failed", name, peer, exc_info=exc)
+        return None
 
     def _encode(self, envelope: Envelope) -> RequestPayload:
         message, cluster_id = envelope.message, self.cluster_id

@@ -29,6 +29,18 @@ reports are events on the same queue: entries committed (the active controller a
 the requests whose whole operation committed; a standby replays them), leadership gained
 (``become_leader``, on top of everything committed before) and lost (``resign``: seed
 004's revert to the committed state, NOT_CONTROLLER for whoever waits).
+
+Faults, as Kafka's ``QuorumController.handleEventException`` sorts them: an ``ApiError``
+in an event is its request's answer. Any other exception answers the request
+UNKNOWN_SERVER_ERROR, and the active controller *renounces*: it reverts to the last
+committed offset, its waiters hear NOT_CONTROLLER, and the quorum elects again (several
+voters: the Raft node resigns; one voter: a standby replaying from the log what it had
+appended, it claims again after :data:`RECLAIM_DELAY_S`). A committed record that cannot
+be replayed, or a snapshot that cannot be applied, ends the process with
+:class:`~minikafka.common.FatalFaultError` (Kafka's fatal fault handler). The other
+tasks: the committer's unforeseen fault is a failed fsync (resign until restart); the
+timer only sleeps to the deadline the event loop computed; a failed snapshot is logged
+and tried again later; a publisher that raises is logged, and the others still hear.
 """
 
 from __future__ import annotations
@@ -45,7 +57,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ApiError
+from minikafka.common import ApiError, FatalFaultError
 from minikafka.raft import QuorumInfo, ReplicaInfo
 from minikafka.trace import NullTracer, Tracer
 
@@ -73,6 +85,11 @@ from ._requests import ControllerRequest, ControllerResponse
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
 
 _logger = logging.getLogger("minikafka.controller")
+
+RECLAIM_DELAY_S = 0.2
+"""How long a single voter that renounced stays a standby before it claims leadership
+again, as a resigned Raft voter waits out an election timeout: a fault that strikes every
+claim makes five attempts a second, not a busy loop."""
 
 
 class ControllerError(ApiError):
@@ -109,7 +126,24 @@ class _Raft:
     event: RaftEvent
 
 
-_Event = _Request | _Committed | _Tick | _LogFailed | _Raft
+@attrs.frozen
+class _Claim:
+    """One voter: become the active controller (at start, and after renouncing)."""
+
+
+_Event = _Request | _Committed | _Tick | _LogFailed | _Raft | _Claim
+
+
+def _event_name(event: _Event) -> str:
+    """What an event is, for the log (Kafka names its controller events the same way)."""
+    match event:
+        case _Request():
+            return f"{type(event.request).__name__} (request {event.request_id})"
+        case _Committed():
+            return f"handleCommit[offset={event.offset}]"
+        case _Raft():
+            return f"{type(event.event).__name__}"
+    return type(event).__name__.lstrip("_")
 
 
 def load_metadata(
@@ -167,6 +201,11 @@ class ControllerServer:
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     failure: MetadataLogError | None = attrs.field(init=False, default=None)
     """Why the metadata log can no longer be trusted (this node resigned); None if fine."""
+    # One voter after an unexpected fault: a standby until it claims again at _reclaim_at.
+    _renounced: bool = attrs.field(init=False, default=False)
+    _reclaim_at: float | None = attrs.field(init=False, default=None)
+    # The timer's deadline, computed by the event loop after each event.
+    _deadline: float | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self._send, self._receive = trio.open_memory_channel(math.inf)
@@ -251,11 +290,10 @@ class ControllerServer:
                     # Active once the quorum elects this node: RaftLeaderReady.
                     await nursery.start(self.raft.run, self._on_raft)
                 else:
-                    self._carry_out(
-                        self.controller.become_leader(
-                            self.quorum.epoch, trio.current_time()
-                        )
-                    )
+                    # The election this start won (the quorum's epoch), handled as an
+                    # event: a fault in it is one like any other.
+                    self._renounced = True
+                    self._process(_Claim())
                     nursery.start_soon(self._committer)
                 nursery.start_soon(self._event_loop)
                 nursery.start_soon(self._timer)
@@ -295,24 +333,55 @@ class ControllerServer:
 
     async def _event_loop(self) -> None:
         async for event in self._receive:
-            now = trio.current_time()
-            match event:
-                case _Request():
-                    actions = self.controller.handle(
-                        event.request_id, event.request, now
-                    )
-                case _Committed():
-                    actions = self.controller.handle_commit(event.offset)
-                    self._publish(event.offset)
-                case _Tick():
-                    actions = self.controller.on_timer(now)
-                case _LogFailed():
-                    actions = self._resign(event.error)
-                case _Raft():
-                    actions = self._handle_raft(event.event, now)
-            self._carry_out(actions)
+            self._process(event)
             self._queue_moved.set()
             self._queue_moved = trio.Event()
+
+    def _process(self, event: _Event) -> None:
+        """One event, its faults sorted as Kafka's ``handleEventException`` does (the
+        module's docstring); a FatalFaultError goes on up and ends the process."""
+        now = trio.current_time()
+        try:
+            self._carry_out(self._handle(event, now))
+        except FatalFaultError:
+            raise
+        except Exception as exc:
+            self._carry_out(self._event_failed(_event_name(event), event, exc, now))
+        try:
+            self._deadline = self._next_deadline()
+        except FatalFaultError:
+            raise
+        except Exception as exc:
+            self._carry_out(self._event_failed("next_deadline", None, exc, now))
+            self._deadline = self._reclaim_at  # no deadline of its own once renounced
+
+    def _handle(self, event: _Event, now: float) -> list[Action]:
+        match event:
+            case _Request():
+                return self.controller.handle(event.request_id, event.request, now)
+            case _Committed() if self._renounced:
+                self._catch_up_from_log()
+                return []
+            case _Committed():
+                actions = self.controller.handle_commit(event.offset)
+                self._publish(event.offset)
+                return actions
+            case _Tick() if self._renounced:
+                due = self._reclaim_at is not None and now >= self._reclaim_at
+                return self._reclaim(now) if due else []
+            case _Tick():
+                return self.controller.on_timer(now)
+            case _Claim():
+                return self._reclaim(now)
+            case _LogFailed():
+                return self._resign(event.error)
+            case _Raft():
+                return self._handle_raft(event.event, now)
+
+    def _next_deadline(self) -> float | None:
+        if self._renounced:
+            return self._reclaim_at
+        return self.controller.next_deadline()
 
     async def _committer(self) -> None:
         while True:
@@ -322,17 +391,32 @@ class ControllerServer:
                 return  # nothing commits in this process any more
             try:
                 end = await trio.to_thread.run_sync(self.quorum.fsync)
+                high_watermark = self.quorum.mark_committed(end)
             except MetadataLogError as exc:
                 self._send.send_nowait(_LogFailed(exc))
                 return
-            high_watermark = self.quorum.mark_committed(end)
+            except Exception as exc:
+                # Not the disk saying no, but the commit path broken all the same:
+                # whether the log is durable is unknown, so it is treated as the fsync
+                # that failed (resign until restart).
+                _logger.error(
+                    "Encountered non-fatal fault: committing the metadata log failed",
+                    exc_info=exc,
+                )
+                failed = MetadataLogError(
+                    f"committing the metadata log failed: {type(exc).__name__}: {exc}",
+                    error_code=ErrorCode.unknown_server_error,
+                    fatal=True,
+                )
+                self._send.send_nowait(_LogFailed(failed))
+                return
             self._wake_fetchers()
             self._send.send_nowait(_Committed(high_watermark - 1))
 
     async def _timer(self) -> None:
         while True:
             moved = self._queue_moved
-            deadline = self.controller.next_deadline()
+            deadline = self._deadline
             with trio.move_on_at(math.inf if deadline is None else deadline):
                 await moved.wait()
                 continue  # something happened: the deadline may have changed
@@ -422,19 +506,7 @@ class ControllerServer:
             case RaftCommitted():
                 self._replay_committed(event)
             case RaftSnapshotLoaded():
-                # A whole new image, published as a delta from nothing: a subscriber
-                # cannot see what it dropped (none subscribes on a controller-only
-                # node).
-                records = [
-                    r for _, r in decode_metadata_records(event.snapshot.payload)
-                ]
-                offset = event.snapshot.id.end_offset - 1
-                controller.load_snapshot(records, offset)
-                delta = MetadataDelta(MetadataImage())
-                for record in records:
-                    delta.replay(record)
-                delta.offset = offset
-                self._publish_delta(delta)
+                self._load_snapshot(event)
             case RaftLeaderReady():
                 # Everything below the high watermark is committed and was replayed; the
                 # LeaderChange entry at its end is the quorum's, not a record.
@@ -461,15 +533,160 @@ class ControllerServer:
         return []
 
     def _replay_committed(self, event: RaftCommitted) -> None:
-        """A standby controller replays what the leader committed, as a broker does."""
-        records = [(e.offset, decode_record(e.data)) for e in event.entries]
-        if not records:
+        """A standby controller replays what the leader committed, as a broker does. A
+        committed record that cannot be replayed is fatal (Kafka's "Unable to apply ...
+        record on standby controller"): this node's state is no longer the log's."""
+        if not event.entries:
             return
-        self.controller.replay_committed((r for _, r in records), records[-1][0])
-        delta = MetadataDelta(self.image)
-        for offset, record in records:
-            delta.replay(record, offset)
+        first = event.entries[0].offset
+        try:
+            records = [(e.offset, decode_record(e.data)) for e in event.entries]
+            self.controller.replay_committed((r for _, r in records), records[-1][0])
+            delta = MetadataDelta(self.image)
+            for offset, record in records:
+                delta.replay(record, offset)
+        except Exception as exc:
+            raise self._fatal(
+                f"replaying the committed records from offset {first}", exc
+            ) from exc
         self._publish_delta(delta)
+
+    def _load_snapshot(self, event: RaftSnapshotLoaded) -> None:
+        """A whole new image, published as a delta from nothing: a subscriber cannot see
+        what it dropped (none subscribes on a controller-only node). A snapshot that
+        cannot be applied is fatal, as a record that cannot be replayed."""
+        snapshot_id = event.snapshot.id
+        try:
+            records = [r for _, r in decode_metadata_records(event.snapshot.payload)]
+            offset = snapshot_id.end_offset - 1
+            self.controller.load_snapshot(records, offset)
+            delta = MetadataDelta(MetadataImage())
+            for record in records:
+                delta.replay(record)
+            delta.offset = offset
+        except Exception as exc:
+            raise self._fatal(
+                f"applying the snapshot that ends at offset {snapshot_id.end_offset} "
+                f"(epoch {snapshot_id.epoch})",
+                exc,
+            ) from exc
+        self._publish_delta(delta)
+
+    # --- faults ----------------------------------------------------------------------------
+
+    def _fatal(self, what: str, exc: BaseException) -> FatalFaultError:
+        node_id = self.controller.config.node_id
+        return FatalFaultError.caused_by(f"controller {node_id}: {what}", exc, _logger)
+
+    def _event_failed(
+        self, name: str, event: _Event | None, exc: Exception, now: float
+    ) -> list[Action]:
+        """Kafka's ``handleEventException``: an ApiError is the request's answer; anything
+        else answers it UNKNOWN_SERVER_ERROR and makes the active controller renounce."""
+        node_id = self.controller.config.node_id
+        if isinstance(exc, ApiError):
+            _logger.info(
+                "controller %d: %s failed with %s: %s",
+                node_id,
+                name,
+                exc.error_code.name.upper(),
+                exc,
+            )
+            return self._answer_failed(event, exc.error_code)
+        _logger.error(
+            "Encountered non-fatal fault: controller %d: %s failed with %s: %s",
+            node_id,
+            name,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+        )
+        failed = self._answer_failed(event, ErrorCode.unknown_server_error)
+        return failed + self._renounce(now)
+
+    @staticmethod
+    def _answer_failed(event: _Event | None, error_code: ErrorCode) -> list[Action]:
+        if isinstance(event, _Request):
+            # Unless the event answered it before it failed: the first answer counts.
+            return [Reply(event.request_id, None, error_code)]
+        return []
+
+    def _renounce(self, now: float) -> list[Action]:
+        """Kafka's ``renounce``: stop being the active controller after a fault, back to
+        the last committed state, and let the quorum elect again. A fault while
+        renouncing leaves nothing to fall back on: fatal."""
+        controller = self.controller
+        if not controller.active and not self._renounced:
+            return []  # a standby, or resigned until restart: nothing to give up
+        try:
+            actions = controller.resign()
+            self._uncommitted.clear()  # what commits is replayed from the log
+            if self.raft is not None:
+                self.raft.renounce()
+        except Exception as exc:
+            raise self._fatal("renouncing leadership", exc) from exc
+        if self.raft is None:
+            # One voter: nobody else to elect. It claims again once what it appended
+            # has committed (replayed meanwhile, as a standby would).
+            self._renounced = True
+            self._reclaim_at = now + RECLAIM_DELAY_S
+        _logger.warning(
+            "controller %d renounced leadership: reverted to the last committed offset "
+            "%d; requests get NOT_CONTROLLER until %s",
+            controller.config.node_id,
+            controller.last_committed_offset,
+            "the quorum elects a leader"
+            if self.raft is not None
+            else f"it claims leadership again in {RECLAIM_DELAY_S} s",
+        )
+        return actions
+
+    def _reclaim(self, now: float) -> list[Action]:
+        """One voter: become the active controller again (or for the first time, at
+        start) on top of everything in the log, once all of it has committed."""
+        quorum = self.quorum
+        if self.failure is not None:
+            self._renounced, self._reclaim_at = False, None
+            return []  # the log failed meanwhile: inactive until restart
+        if quorum.high_watermark < quorum.appended_end:
+            self._reclaim_at = now + RECLAIM_DELAY_S  # still on its way to disk
+            return []
+        self._catch_up_from_log()
+        actions = self.controller.become_leader(quorum.epoch, now)
+        if self._reclaim_at is not None:
+            _logger.info(
+                "controller %d is active again in epoch %d, from offset %d",
+                self.controller.config.node_id,
+                quorum.epoch,
+                self.controller.last_committed_offset,
+            )
+        self._renounced, self._reclaim_at = False, None
+        return actions
+
+    def _catch_up_from_log(self) -> None:
+        """One voter that renounced: replay what has committed since, from the log, as a
+        standby replays the leader's records. Fatal if a record cannot be replayed."""
+        controller = self.controller
+        # The controller and the image are both at the last commit, unless the event
+        # that failed moved one and not the other: each takes what it has not seen.
+        controller_from = controller.last_committed_offset + 1
+        image_from = self.image.offset + 1
+        start = min(controller_from, image_from)
+        delta = MetadataDelta(self.image)
+        try:
+            for batch in self.quorum.read_committed(start):
+                unseen = [r for o, r in batch.records if o >= controller_from]
+                if unseen:
+                    controller.replay_committed(unseen, batch.last_offset)
+                for offset, record in batch.records:
+                    if offset >= image_from:
+                        delta.replay(record, offset)
+        except Exception as exc:
+            raise self._fatal(
+                f"replaying the committed metadata log from offset {start}", exc
+            ) from exc
+        if delta.offset != self.image.offset:
+            self._publish_delta(delta)
 
     def _append_failed(
         self, action: AppendRecords, exc: MetadataLogError
@@ -504,22 +721,45 @@ class ControllerServer:
             self.controller.last_committed_offset,
         )
         self._uncommitted.clear()  # never published in this process
+        self._renounced, self._reclaim_at = False, None
         return self.controller.resign()
 
     def _publish(self, offset: int) -> None:
         delta = MetadataDelta(self.image)
         while self._uncommitted and self._uncommitted[0].last_offset <= offset:
             append = self._uncommitted.popleft()
-            for i, record in enumerate(append.records):
-                delta.replay(record, append.base_offset + i)
+            try:
+                for i, record in enumerate(append.records):
+                    delta.replay(record, append.base_offset + i)
+            except Exception as exc:
+                raise self._fatal(
+                    f"replaying the committed records from offset {append.base_offset}",
+                    exc,
+                ) from exc
         if delta.offset == self.image.offset:
             return
         self._publish_delta(delta)
 
     def _publish_delta(self, delta: MetadataDelta) -> None:
-        self.image = delta.apply()
+        try:
+            self.image = delta.apply()
+        except Exception as exc:
+            raise self._fatal(
+                f"applying the committed records up to offset {delta.offset}", exc
+            ) from exc
         for publisher in self._publishers:
-            publisher(delta, self.image)
+            try:
+                publisher(delta, self.image)
+            except Exception as exc:
+                # The subscriber's fault, not the controller's (Kafka's metadata
+                # publishing fault handler is not fatal): the others still hear it.
+                _logger.error(
+                    "Encountered non-fatal fault: publishing the metadata image at "
+                    "offset %d to %r failed",
+                    self.image.offset,
+                    publisher,
+                    exc_info=exc,
+                )
         self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:
@@ -538,8 +778,8 @@ class ControllerServer:
         return self.raft.log_size if self.raft is not None else self.quorum.log.size
 
     async def _write_snapshot(self, image: MetadataImage) -> None:
-        records = list(image.records())
         try:
+            records = list(image.records())
             if self.raft is not None:
                 # The Raft log keeps the snapshot (and drops the log below it); the
                 # payload is the image's records in a batch, as the one-voter quorum's.
@@ -554,6 +794,17 @@ class ControllerServer:
             # A snapshot only shortens the next start's replay: try again after as much
             # log again, rather than fail the controller over it.
             _logger.warning("writing a metadata snapshot failed: %s", exc)
+        except FatalFaultError:
+            raise
+        except Exception as exc:
+            # The same, for a fault nobody foresaw (Kafka's snapshot generator logs it
+            # and goes on); with its traceback, since it is a bug.
+            _logger.error(
+                "Encountered non-fatal fault: writing a metadata snapshot at offset %d "
+                "failed",
+                image.offset,
+                exc_info=exc,
+            )
         self._snapshot_size = self._log_size()
         self._snapshotting = False
         self._snapshot_done.set()

@@ -1,0 +1,311 @@
+"""Fault isolation in ZooKeeper mode's controller shell, Kafka 2.8's way.
+
+A fault is injected by making a core method raise once in a running shell:
+
+- an unexpected exception in one event is logged ("Uncaught error processing event"),
+  its request hears UNKNOWN_SERVER_ERROR, and the next event is processed by the same
+  controller, in the same epoch (Kafka's ControllerEventThread does not resign);
+- an ApiError is the request's answer;
+- a fault while becoming the controller moves the controller (Kafka's
+  ``triggerControllerMove``): ``/controller`` is given up and the broker is elected
+  again, in a new epoch;
+- a write refused because ``/controller_epoch`` moved means another controller took
+  over: the request hears NOT_CONTROLLER and this one resigns (then, alone, is elected
+  again);
+- a sender to one broker survives a send that fails in a way nobody foresaw (retried
+  after its backoff) and a fault handling an answer (the next request goes).
+
+The shell's tests run on Debian's ZooKeeper; the senders' need none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import trio
+from kio.schema.errors import ErrorCode
+
+from minikafka.broker import _zk_controller_shell as shell_module
+from minikafka.broker._zk_channel_manager import ControllerChannelManager
+from minikafka.broker._zk_controller_shell import ZkControllerShell
+from minikafka.broker._zk_wire import stop_replica_response
+from minikafka.broker.testing import free_ports
+from minikafka.common import TopicPartition
+from minikafka.controller import (
+    BrokerRequest,
+    ControllerConfig,
+    ControllerError,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ListPartitionReassignmentsRequest,
+    StopReplica,
+    StopReplicaPartition,
+    ZkController,
+)
+from minikafka.net import NetworkClient, Node
+from minikafka.trace import NullTracer
+from minikafka.zk import (
+    CONTROLLER_EPOCH,
+    BrokerRegistration,
+    WatchFired,
+    ZkClient,
+    ZooKeeperServer,
+    register_broker,
+)
+from minikafka.zk._server import ZOOKEEPER_JAR
+
+DEADLINE = 30.0
+
+needs_zookeeper = pytest.mark.skipif(
+    not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
+)
+
+
+def raise_once(
+    monkeypatch: pytest.MonkeyPatch, cls: type, name: str, exc: Exception
+) -> list[int]:
+    """``cls.name`` raises ``exc`` on its next call, then works again."""
+    real: Callable[..., Any] = getattr(cls, name)
+    calls: list[int] = []
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise exc
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cls, name, wrapped)
+    return calls
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+async def forward_watches(zk: ZkClient, shell: ZkControllerShell) -> None:
+    """What the broker does with its session's events, the watches only."""
+    async for event in zk.events:
+        if isinstance(event, WatchFired):
+            shell.watch_fired(event)
+
+
+async def until(check: Callable[[], bool], what: str) -> None:
+    with trio.move_on_after(DEADLINE):
+        while not check():  # noqa: ASYNC110
+            await trio.sleep(0.02)  # polling the shell's state, inside the deadline
+        return
+    raise AssertionError(f"not within {DEADLINE} s: {what}")
+
+
+@asynccontextmanager
+async def controller(
+    zookeeper: ZooKeeperServer, *, active: bool = True
+) -> AsyncIterator[ZkControllerShell]:
+    """Broker 1's controller shell, standing for election; broker 2 is registered (at
+    a port nobody listens on: its sender retries in the background)."""
+    zk = ZkClient(zookeeper.connect_string, session_timeout=6.0)
+    await zk.connect(connect_timeout=DEADLINE)
+    try:
+        port = free_ports(1)[0]
+        await register_broker(
+            zk,
+            BrokerRegistration(
+                2, (f"PLAINTEXT://127.0.0.1:{port}",), {"PLAINTEXT": "PLAINTEXT"}
+            ),
+        )
+        shell = ZkControllerShell(1, zk, ControllerConfig(), "PLAINTEXT", NullTracer(1))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shell.run)
+            nursery.start_soon(forward_watches, zk, shell)
+            shell.elect()
+            if active:
+                await until(lambda: shell.active, "broker 1 is the controller")
+            yield shell
+            nursery.cancel_scope.cancel()
+    finally:
+        await zk.close()
+
+
+def create_topic(name: str) -> CreateTopicsRequest:
+    return CreateTopicsRequest((CreatableTopic(name, 1, 1),))
+
+
+async def created(shell: ZkControllerShell, name: str) -> None:
+    with trio.fail_after(DEADLINE):
+        answer = await shell.submit(create_topic(name))
+    assert isinstance(answer, CreateTopicsResponse)
+    assert answer.topics[0].error_code is ErrorCode.none, answer
+
+
+# --- the event loop ------------------------------------------------------------------------
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_an_uncaught_error_in_an_event_is_logged_and_the_next_event_is_processed(
+    zookeeper: ZooKeeperServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with controller(zookeeper) as shell:
+        epoch = shell.epoch
+        raise_once(monkeypatch, ZkController, "on_create_topics", KeyError("bug"))
+        with (
+            caplog.at_level(logging.ERROR, logger="minikafka.broker.zk_controller"),
+            pytest.raises(ControllerError) as failed,
+        ):
+            await shell.submit(create_topic("t"))
+        assert failed.value.error_code is ErrorCode.unknown_server_error
+        assert "Uncaught error processing event CreateTopicsRequest" in caplog.text
+        # The same controller goes on with the next event: no resignation.
+        assert shell.active
+        assert shell.epoch == epoch
+        await created(shell, "t")
+        assert shell.epoch == epoch
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_an_api_error_in_an_event_is_its_answer(
+    zookeeper: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with controller(zookeeper) as shell:
+        epoch = shell.epoch
+        refusal = ControllerError(ErrorCode.policy_violation)
+        raise_once(monkeypatch, ZkController, "list_reassignments", refusal)
+        with pytest.raises(ControllerError) as failed:
+            await shell.submit(ListPartitionReassignmentsRequest())
+        assert failed.value.error_code is ErrorCode.policy_violation
+        assert shell.epoch == epoch
+        await shell.submit(ListPartitionReassignmentsRequest())
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_a_fault_while_becoming_the_controller_moves_the_controller(
+    zookeeper: ZooKeeperServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Elected in epoch 1, the broker fails to take over: it gives /controller up and
+    stands again after ELECTION_RETRY_S; alone, it wins epoch 2, and serves."""
+    monkeypatch.setattr(shell_module, "ELECTION_RETRY_S", 0.3)
+    raise_once(monkeypatch, ZkController, "become_active", RuntimeError("bug"))
+    with caplog.at_level(logging.ERROR, logger="minikafka.broker.zk_controller"):
+        async with controller(zookeeper, active=False) as shell:
+            await until(lambda: shell.active, "broker 1 is the controller again")
+            assert shell.epoch == 2
+            await created(shell, "t")
+    assert "Error while electing or becoming controller on broker 1" in caplog.text
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_a_write_fenced_by_a_newer_controller_epoch_resigns(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    async with controller(zookeeper) as shell:
+        epoch = shell.epoch
+        other = ZkClient(zookeeper.connect_string, session_timeout=6.0)
+        await other.connect(connect_timeout=DEADLINE)
+        try:
+            await other.set(CONTROLLER_EPOCH, str(epoch + 10).encode())
+        finally:
+            await other.close()
+        with pytest.raises(ControllerError) as failed:
+            await shell.submit(create_topic("t"))
+        assert failed.value.error_code is ErrorCode.not_controller
+        # It resigned; alone, it is elected again, past the other's epoch.
+        await until(lambda: shell.epoch > epoch + 10, "a newer epoch")
+        await created(shell, "u")
+
+
+# --- the senders ---------------------------------------------------------------------------
+
+
+class FlakyClient:
+    """A NetworkClient's two calls; ``send`` raises each of ``failures`` once first."""
+
+    def __init__(self, failures: list[Exception]) -> None:
+        self.failures = failures
+        self.sends = 0
+        self.disconnects = 0
+
+    async def send(self, node: Node, request: object) -> object:
+        self.sends += 1
+        if self.failures:
+            raise self.failures.pop(0)
+        return stop_replica_response(
+            ErrorCode.none, {TopicPartition("t", 0): ErrorCode.none}
+        )
+
+    def disconnect(self, node: Node) -> None:
+        self.disconnects += 1
+
+
+def stop_replica(broker_id: int) -> BrokerRequest:
+    partition = StopReplicaPartition("t", 0, 0, False)
+    return BrokerRequest(broker_id, StopReplica(1, 1, 5, (partition,)))
+
+
+async def answers(
+    client: FlakyClient,
+    requests: int,
+    on_answer: Callable[[int, Mapping[tuple[str, int], ErrorCode]], None],
+) -> None:
+    """Send ``requests`` StopReplicas to broker 2 through a channel manager on
+    ``client``; returns once ``on_answer`` has been told of the last one."""
+    done = trio.Event()
+    heard: list[int] = []
+
+    def heard_one(broker_id: int, errors: Mapping[tuple[str, int], ErrorCode]) -> None:
+        heard.append(broker_id)
+        if len(heard) == requests:
+            done.set()
+        on_answer(broker_id, errors)
+
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            channels = ControllerChannelManager(
+                cast(NetworkClient, client), nursery, NullTracer(1), heard_one
+            )
+            channels.sync({2: Node(2, "127.0.0.1", 1)})
+            channels.send([stop_replica(2) for _ in range(requests)])
+            await done.wait()
+            channels.stop()
+
+
+async def test_a_send_that_fails_unexpectedly_is_sent_again_after_the_backoff() -> None:
+    client = FlakyClient([RuntimeError("a bug in the client")])
+    await answers(client, 1, lambda broker_id, errors: None)
+    assert client.sends == 2
+    assert client.disconnects == 1
+
+
+async def test_a_fault_handling_an_answer_is_logged_and_the_next_request_goes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    client = FlakyClient([])
+    faults: list[int] = []
+
+    def on_answer(broker_id: int, errors: Mapping[tuple[str, int], ErrorCode]) -> None:
+        if not faults:
+            faults.append(broker_id)
+            raise ValueError("a bug handling the answer")
+
+    with caplog.at_level(logging.ERROR, logger="minikafka.broker.zk_controller"):
+        await answers(client, 2, on_answer)
+    assert client.sends == 2
+    assert "controller fails to send StopReplica to broker 2" in caplog.text
