@@ -49,7 +49,7 @@ from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochR
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from minikafka.common import TopicPartition
+from minikafka.common import ApiError, TopicPartition
 from minikafka.net import ClientError, NetworkClient, Node
 from minikafka.replication import (
     EpochAnswer,
@@ -247,14 +247,19 @@ class ReplicaFetcherManager:
             if isinstance(exc, OSError):
                 self.replica_manager.core.storage_failed(tp, exc)
             if failure.first:
+                # A fault of the data or the disk is its message; anything else is a
+                # bug, whose traceback is what a reader of the log needs.
+                expected = isinstance(exc, OSError | ApiError)
                 _logger.error(
-                    "%s: fetching from broker %d at offset %d failed; retrying every "
-                    "%d ms",
+                    "%s: fetching from broker %d at offset %d failed (%s: %s); retrying "
+                    "every %d ms",
                     tp,
                     fetcher.node.node_id,
                     failure.fetch_offset,
+                    type(exc).__name__,
+                    exc,
                     self.config.backoff_ms,
-                    exc_info=exc,
+                    exc_info=None if expected else exc,
                 )
 
     # --- what the fetchers are doing, for ``minikafka cluster status`` --------------------

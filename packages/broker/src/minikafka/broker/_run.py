@@ -2,8 +2,9 @@
 tracer, and the clean shutdown on SIGTERM or Ctrl-C (what ``minikafka broker`` runs).
 
 A listener that cannot be bound, or a disk that fails while the logs load, is the user's
-to fix: each is said in one line and the process exits 1; a bad configuration exits 2;
-anything else is a bug and keeps its traceback.
+to fix: each is said in one line and the process exits 1; a bad configuration exits 2; a
+fatal fault (``FatalFaultError``: the node cannot vouch for its state) is logged in one
+line at ERROR and the process exits 1; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import logging
 import signal
 import socket
 from pathlib import Path
+from typing import NoReturn
 
 import trio
 import typer
 
-from minikafka.common import ConfigError
+from minikafka.common import ConfigError, FatalFaultError
 from minikafka.trace import (
     TRACE_DIR_ENV,
     JsonLinesTracer,
@@ -57,11 +59,18 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
         raise typer.Exit(1) from None
     try:
         trio.run(_serve, server)
+    except FatalFaultError as fault:  # raised outside any nursery
+        _fatal(fault)
     except BaseExceptionGroup as group:
         # A listener that cannot be bound (port in use, no such address), a disk that
         # fails while starting, or (ZooKeeper mode, once the cluster id is known) log
         # directories of another cluster or broker are the user's to fix: say which in
-        # one line. Anything else is a bug and keeps its traceback.
+        # one line. So is a fatal fault (Kafka's ProcessTerminatingFaultHandler: a
+        # committed record that cannot be replayed, the Raft driver failing): the node
+        # stops, the others take over. Anything else is a bug and keeps its traceback.
+        faults, _ = group.split(FatalFaultError)
+        if faults is not None:
+            _fatal(_first(faults))
         storage, others = group.split(StorageError)
         if storage is not None and others is None:
             typer.echo(f"minikafka broker: cannot start: {_first(storage)}", err=True)
@@ -82,6 +91,12 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
                 err=True,
             )
         raise typer.Exit(1) from None
+
+
+def _fatal(fault: BaseException) -> NoReturn:
+    """Kafka's ProcessTerminatingFaultHandler: one line at ERROR, then exit 1."""
+    logging.getLogger("minikafka.broker").error("Encountered fatal fault: %s", fault)
+    raise typer.Exit(1) from None
 
 
 def _describe(exc: OSError) -> str:
