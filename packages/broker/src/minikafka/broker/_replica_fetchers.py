@@ -38,7 +38,7 @@ import json
 import logging
 import os
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 import trio
@@ -194,7 +194,8 @@ class ReplicaFetcherManager:
     async def _round(self, client: NetworkClient, fetcher: _Fetcher) -> bool:
         """One truncation step and one fetch; False if there was nothing to send."""
         core = fetcher.core
-        asked = core.epoch_requests(trio.current_time())
+        now = trio.current_time
+        asked = core.epoch_requests(now())
         if asked:
             answers = await self._offsets_for_leader_epoch(client, fetcher.node, asked)
             # As for fetches below: an answer about an epoch the partition has left (it
@@ -207,9 +208,8 @@ class ReplicaFetcherManager:
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
             # traced by each Partition
-            _, failures = core.on_epoch_answers(still, trio.current_time())
-            self._partitions_failed(fetcher, failures)
-        fetches = core.fetch_request(trio.current_time())
+            self._report(fetcher, lambda: core.on_epoch_answers(still, now())[1])
+        fetches = core.fetch_request(now())
         if not fetches:
             return bool(asked)
         fetched = await self._fetch(client, fetcher.node, fetches)
@@ -227,21 +227,22 @@ class ReplicaFetcherManager:
             for f in fetched
             if current.get(f.topic_partition) == sent[f.topic_partition]
         ]
-        recovered = set(core.failed_partitions())
-        answered = core.on_fetch_answers(fresh, trio.current_time())
-        self._partitions_failed(fetcher, answered.failures)
-        for tp in recovered - set(core.failed_partitions()):
-            if tp in core.states:
+        self._report(fetcher, lambda: core.on_fetch_answers(fresh, now()).failures)
+        return True
+
+    def _report(
+        self, fetcher: _Fetcher, step: Callable[[], Iterable[FetchFailure]]
+    ) -> None:
+        """Take a step of the core and report what it marked failed or recovered: ERROR
+        on a partition's first failure, INFO when it fetches again, and a disk that
+        refused the write takes its log dir offline (Kafka's LogDirFailureChannel)."""
+        failing = set(fetcher.core.failed_partitions())
+        failures = list(step())
+        for tp in failing - set(fetcher.core.failed_partitions()):
+            if tp in fetcher.core.states:
                 _logger.info(
                     "%s: fetching again from broker %d", tp, fetcher.node.node_id
                 )
-        return True
-
-    def _partitions_failed(
-        self, fetcher: _Fetcher, failures: Iterable[FetchFailure]
-    ) -> None:
-        """Report what the core marked failed: ERROR on the first failure, and a disk
-        that refused the write takes its log dir offline (Kafka's LogDirFailureChannel)."""
         for failure in failures:
             tp, exc = failure.topic_partition, failure.error
             if isinstance(exc, OSError):
