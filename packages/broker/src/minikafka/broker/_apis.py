@@ -54,6 +54,7 @@ from ._groups import (
     handle_offset_commit,
     handle_offset_fetch,
     handle_sync_group,
+    respond_group_error,
 )
 from ._metadata import handle_list_offsets, metadata_body, requested_topics
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
@@ -105,12 +106,28 @@ class KafkaApis:
         await self.TABLE.dispatch(self, request)
 
     async def _handle_parked(self, request: Request) -> None:
+        """Run one parked request in the parked nursery, which nothing may leave: an
+        exception here would cancel every other parked request and end the broker."""
         try:
             await self.TABLE.dispatch(self, request)
         except Exception:
-            # What the handler pool does for a failed handler: this connection only.
             _logger.exception(
-                "%s request from %s failed; closing the connection",
+                "%s request from %s failed", request.api_name, request.connection_id
+            )
+            if not request.responded:
+                self._answer_failed(request)
+
+    @staticmethod
+    def _answer_failed(request: Request) -> None:
+        """Kafka's ``KafkaApis.handleError``: the request is answered with its error
+        response, UNKNOWN_SERVER_ERROR, and the connection goes on. A request whose own
+        body cannot be read back closes its connection instead, as the handler pool
+        does for a failed handler: that connection only."""
+        try:
+            respond_group_error(request, ErrorCode.unknown_server_error)
+        except Exception:
+            _logger.warning(
+                "cannot answer the failed %s request from %s; closing the connection",
                 request.api_name,
                 request.connection_id,
             )

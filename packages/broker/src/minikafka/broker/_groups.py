@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+from collections.abc import Callable
 
 from kio.schema.describe_groups.v3.request import (
     DescribeGroupsRequest as DescribeGroupsRequestV3,
@@ -62,10 +63,12 @@ from minikafka.coordination import (
     GroupCoordinatorService,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     MemberIdentity,
     OffsetCommitRequest,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 from minikafka.net import ApiKey, Request, build, nested, response_schema
 
@@ -166,6 +169,11 @@ async def handle_join_group(request: Request, service: GroupCoordinatorService) 
             version=version,
         )
     )
+    _respond_join_group(request, answer)
+
+
+def _respond_join_group(request: Request, answer: JoinGroupResponse) -> None:
+    version = request.api_version
     cls = _response_class(request)
     member_cls = nested(cls, "members")
     # Before v7 the protocol name is not nullable: "" for none (Kafka's NoProtocol).
@@ -214,6 +222,10 @@ async def handle_sync_group(request: Request, service: GroupCoordinatorService) 
             assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
         )
     )
+    _respond_sync_group(request, answer)
+
+
+def _respond_sync_group(request: Request, answer: SyncGroupResponse) -> None:
     request.respond(
         build(
             _response_class(request),
@@ -346,6 +358,13 @@ async def handle_offset_commit(
             )
         )
         errors.update(answer.errors)
+    _respond_offset_commit(request, errors.__getitem__)
+
+
+def _respond_offset_commit(
+    request: Request, error_of: Callable[[TopicPartition], ErrorCode]
+) -> None:
+    body = request.body_as(OFFSET_COMMIT)
     cls = _response_class(request)
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
@@ -357,9 +376,9 @@ async def handle_offset_commit(
                 build(
                     partition_cls,
                     partition_index=p.partition_index,
-                    error_code=errors[
+                    error_code=error_of(
                         TopicPartition(topic.name, int(p.partition_index))
-                    ],
+                    ),
                 )
                 for p in topic.partitions
             ),
@@ -367,6 +386,21 @@ async def handle_offset_commit(
         for topic in body.topics
     )
     request.respond(build(cls, throttle_time=NO_THROTTLE, topics=topics))
+
+
+def respond_group_error(request: Request, error: ErrorCode) -> None:
+    """Answer a request that waits for its group (JoinGroup, SyncGroup, OffsetCommit,
+    the ``parks`` rows) with ``error`` alone: Kafka's ``getErrorResponse``, what
+    KafkaApis sends when a handler throws (every partition of an OffsetCommit carries
+    it). Raises if the request's own body cannot be read back."""
+    if request.api_key == ApiKey.JOIN_GROUP:
+        _respond_join_group(request, JoinGroupResponse.error(error))
+    elif request.api_key == ApiKey.SYNC_GROUP:
+        _respond_sync_group(request, SyncGroupResponse(error))
+    elif request.api_key == ApiKey.OFFSET_COMMIT:
+        _respond_offset_commit(request, lambda _: error)
+    else:
+        raise ValueError(f"{request.api_name} is not answered by respond_group_error")
 
 
 def _partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
