@@ -22,21 +22,30 @@ from __future__ import annotations
 
 import datetime
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+import trio
 from kio.schema.errors import ErrorCode
 
 import minikafka.broker._apis as apis_module
+import minikafka.broker._metadata_fetcher as fetcher_module
+import minikafka.broker._server as server_module
 from minikafka.broker import BrokerServer
+from minikafka.broker._config import KafkaConfig
+from minikafka.broker._controller_node import ControllerNode
+from minikafka.broker._meta_properties import format_storage, new_cluster_id
 from minikafka.broker._offsets_topic import ReplicaOffsetsTopic
 from minikafka.broker._zk_server import ZkBrokerServer
 from minikafka.broker.testing import (
     WireClient,
     element,
+    free_ports,
     request_body,
     request_class,
     running_broker,
@@ -44,18 +53,28 @@ from minikafka.broker.testing import (
 )
 from minikafka.common import Acks, TopicPartition
 from minikafka.controller import (
+    BrokerHeartbeatRequest,
+    ConfigResourceType,
+    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+    MetadataDelta,
+    UpdateMetadata,
 )
 from minikafka.log.testing import value_batch
 from minikafka.net import NetworkClient, Node, build
 from minikafka.net.testing import wait_until
 from minikafka.replication import (
+    Partition,
+    PartitionState,
     ProducePartitionResult,
     ReplicaManagerService,
     ReplicationError,
 )
+from minikafka.zk import WatchFired
 
 DEADLINE = 30.0
 JOIN_GROUP, OFFSET_COMMIT, API_VERSIONS = 11, 8, 18
@@ -103,6 +122,329 @@ async def still_serves(client: WireClient) -> None:
     """An ApiVersions request is answered: the broker is up and serving."""
     response = await client.call(request_body(API_VERSIONS, 0))
     assert response.error_code is ErrorCode.none
+
+
+# --- KRaft: the metadata publisher ------------------------------------------------------------
+
+
+async def test_a_partition_that_fails_to_become_leader_is_offline_and_the_rest_serve(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = Partition.make_leader
+
+    def make_leader(self: Partition, state: PartitionState, now: float) -> bool:
+        if self.topic_partition.topic == "bad":
+            raise RuntimeError("a bug in becoming the leader of bad")
+        return real(self, state, now)
+
+    monkeypatch.setattr(Partition, "make_leader", make_leader)
+    async with combined(tmp_path) as (server, client):
+        await create_topic(server, "bad", partitions=2)
+        await create_topic(server, "good")
+        good, bad = TopicPartition("good", 0), TopicPartition("bad", 1)
+        await wait_until(lambda: server.replica_manager.get_partition(good) is not None)
+        assert produce(server, good) is ErrorCode.none
+        assert produce(server, bad) is ErrorCode.kafka_storage_error
+        assert server.replica_manager.is_offline(bad)
+        await still_serves(client)
+    # Handled per partition by the ReplicaManager: not a failed delta.
+    assert server.metadata_faults.count == 0
+    assert errors_logged(caplog, "bad-0 is offline until restart") == 1
+    assert errors_logged(caplog, "bad-1 is offline until restart") == 1
+
+
+async def test_a_delta_that_fails_to_apply_is_logged_counted_and_the_next_applied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = MetadataDelta.local_changes
+    failures = [RuntimeError("a bug in one delta")]
+
+    def local_changes(self: MetadataDelta, broker_id: int) -> Any:
+        changes = real(self, broker_id)
+        if failures and any(tp.topic == "first" for tp in changes.leaders):
+            raise failures.pop()
+        return changes
+
+    async with combined(tmp_path) as (server, client):
+        monkeypatch.setattr(MetadataDelta, "local_changes", local_changes)
+        await create_topic(server, "first")
+        await create_topic(server, "second")
+        second = TopicPartition("second", 0)
+        await wait_until(
+            lambda: server.replica_manager.get_partition(second) is not None
+        )
+        assert produce(server, second) is ErrorCode.none
+        # The failed delta's partition was never made a replica here: reported as such.
+        assert produce(server, TopicPartition("first", 0)) is (
+            ErrorCode.unknown_topic_or_partition
+        )
+        assert server.metadata_cache.topic("first") is not None  # the image advanced
+        await still_serves(client)
+    assert server.metadata_faults.count == 1
+    assert errors_logged(caplog, "Error publishing broker metadata at offset") == 1
+    assert "a bug in one delta" in caplog.text
+
+
+async def test_a_heartbeat_that_raises_is_sent_again_at_the_next_interval(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = ControllerServer.submit
+    heartbeats: list[str] = []
+
+    async def submit(self: ControllerServer, request: Any) -> Any:
+        if isinstance(request, BrokerHeartbeatRequest):
+            if 1 <= len(heartbeats) <= 3:  # three failures in a row, the same bug
+                heartbeats.append("failed")
+                raise RuntimeError("a bug in the heartbeat")
+            heartbeats.append("sent")
+        return await real(self, request)
+
+    monkeypatch.setattr(ControllerServer, "submit", submit)
+    overrides = {"broker.heartbeat.interval.ms": "50"}
+    async with combined(tmp_path, overrides) as (_, client):
+        await wait_until(lambda: heartbeats.count("sent") >= 3, DEADLINE)
+        await still_serves(client)
+    assert heartbeats[:5] == ["sent", "failed", "failed", "failed", "sent"]
+    assert errors_logged(caplog, "Error sending a heartbeat") == 1
+
+
+# --- KRaft: a broker-only node's metadata fetch -----------------------------------------------
+
+
+@asynccontextmanager
+async def controller_and_broker(
+    tmp_path: Path,
+) -> AsyncIterator[tuple[ControllerNode, BrokerServer]]:
+    """A controller-only node 0 and a broker-only node 1, both in this trio loop."""
+    [port] = free_ports(1)
+    cluster_id = new_cluster_id()
+    common = {
+        "controller.quorum.voters": f"0@127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "broker.heartbeat.interval.ms": "200",
+        "controlled.shutdown.timeout.ms": "5000",
+    }
+    configs = [
+        KafkaConfig.from_properties(
+            {
+                **common,
+                "node.id": "0",
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                "log.dirs": str(tmp_path / "controller"),
+            }
+        ),
+        KafkaConfig.from_properties(
+            {
+                **common,
+                "node.id": "1",
+                "process.roles": "broker",
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "log.dirs": str(tmp_path / "broker"),
+            }
+        ),
+    ]
+    for node, config in enumerate(configs):
+        format_storage(
+            config.broker.log_dirs, config.metadata_log_dir, cluster_id, node
+        )
+    controller = ControllerNode.open(configs[0])
+    broker = BrokerServer.open(configs[1])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(controller.run)
+        with trio.fail_after(DEADLINE):
+            await nursery.start(broker.run)
+        try:
+            yield controller, broker
+        finally:
+            await broker.shutdown()
+            await controller.shutdown()
+
+
+async def create_remote_topic(broker: BrokerServer, name: str) -> TopicPartition:
+    """CreateTopics forwarded to the controller; returns partition 0 once this broker
+    leads it (so its metadata fetch and replay work)."""
+    response = await broker.channel.submit(
+        CreateTopicsRequest((CreatableTopic(name, 1, 1),))
+    )
+    assert isinstance(response, CreateTopicsResponse)
+    assert response.topics[0].error_code is ErrorCode.none
+    tp = TopicPartition(name, 0)
+    await wait_until(lambda: broker.replica_manager.get_partition(tp) is not None, 20)
+    return tp
+
+
+async def test_the_metadata_fetch_survives_an_answer_that_does_not_decode(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = fetcher_module.fetch_once
+    failures: list[Exception] = []
+
+    async def fetch_once(*args: Any, **kwargs: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(fetcher_module, "fetch_once", fetch_once)
+    async with controller_and_broker(tmp_path) as (_, broker):
+        # The same undecodable answer twice: logged once, fetched again each time.
+        failures += [ValueError("an answer that does not decode")] * 2
+        await wait_until(lambda: not failures, DEADLINE)
+        tp = await create_remote_topic(broker, "after")
+        assert produce(broker, tp) is ErrorCode.none
+    assert errors_logged(caplog, "Error fetching the metadata log") == 1
+    assert broker.metadata_faults.count == 0
+
+
+async def test_a_record_that_fails_to_replay_is_skipped_and_the_others_applied(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class FaultyDelta(MetadataDelta):
+        """The broker's deltas (the controller in this process keeps its own)."""
+
+        def replay(self, record: Any, offset: int | None = None) -> None:
+            if getattr(record, "name", None) == "lost":
+                raise RuntimeError("a record this broker cannot replay")
+            super().replay(record, offset)
+
+    async with controller_and_broker(tmp_path) as (_, broker):
+        monkeypatch.setattr(server_module, "MetadataDelta", FaultyDelta)
+        await broker.channel.submit(
+            CreateTopicsRequest((CreatableTopic("lost", 1, 1),))
+        )
+        tp = await create_remote_topic(broker, "after")
+        assert produce(broker, tp) is ErrorCode.none
+        # The topic's record was skipped, and so were the records about it that came
+        # later (no such topic here): each logged and counted.
+        assert broker.metadata_cache.topic("lost") is None
+        assert broker.metadata_faults.count >= 2
+        assert errors_logged(
+            caplog, "Error loading metadata log record from offset"
+        ) == (broker.metadata_faults.count)
+        assert "a record this broker cannot replay" in caplog.text
+
+
+# --- ZooKeeper mode: the controller's requests and ZooKeeper's events --------------------------
+
+
+TOPIC_ID = uuid.UUID(int=7)
+
+
+def zk_broker(tmp_path: Path) -> ZkBrokerServer:
+    """A ZooKeeper-mode broker that is never run: its request handlers are called
+    directly, as its KafkaApis would (ZooKeeper itself is never reached)."""
+    config = KafkaConfig.from_properties(
+        {
+            "zookeeper.connect": "127.0.0.1:1",
+            "broker.id": "1",
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path / "zk-broker"),
+        }
+    )
+    server = ZkBrokerServer.open(config)
+    # The topic's configs are known: LeaderAndIsr need not read them from ZooKeeper.
+    image = server.metadata.image
+    configs = {**image.configs, (ConfigResourceType.TOPIC, "t"): {}}
+    server.metadata.image = attrs.evolve(image, configs=configs)
+    return server
+
+
+def lead(*partitions: int) -> LeaderAndIsr:
+    return LeaderAndIsr(
+        0,
+        1,
+        -1,
+        tuple(
+            LeaderAndIsrPartition("t", TOPIC_ID, p, 1, 1, 0, (1,), 0, (1,), is_new=True)
+            for p in partitions
+        ),
+        (),
+    )
+
+
+def partition_errors(response: Any) -> dict[int, ErrorCode]:
+    return {
+        int(p.partition_index): p.error_code
+        for t in response.topics
+        for p in t.partition_errors
+    }
+
+
+async def test_zk_leader_and_isr_reports_the_partition_that_failed_and_leads_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = zk_broker(tmp_path)
+    real = Partition.make_leader
+
+    def make_leader(self: Partition, state: PartitionState, now: float) -> bool:
+        if self.topic_partition.partition == 1:
+            raise RuntimeError("a bug in leading t-1")
+        return real(self, state, now)
+
+    monkeypatch.setattr(Partition, "make_leader", make_leader)
+    response = await server.on_leader_and_isr(lead(0, 1))
+    assert response.error_code is ErrorCode.none
+    assert partition_errors(response) == {
+        0: ErrorCode.none,
+        1: ErrorCode.kafka_storage_error,
+    }
+    assert produce(server, TopicPartition("t", 0)) is ErrorCode.none
+    assert errors_logged(caplog, "t-1 is offline until restart") == 1
+
+
+async def test_zk_requests_that_raise_are_answered_unknown_server_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = zk_broker(tmp_path)
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug in the broker's metadata")
+
+    monkeypatch.setattr(type(server.metadata), "update_metadata", broken)
+    monkeypatch.setattr(type(server.metadata), "leader_and_isr", broken)
+    update = UpdateMetadata(0, 1, -1, (), ())
+    assert server.on_update_metadata(update).error_code is (
+        ErrorCode.unknown_server_error
+    )
+    response = await server.on_leader_and_isr(lead(0))
+    assert response.error_code is ErrorCode.unknown_server_error
+    monkeypatch.undo()
+    response = await server.on_leader_and_isr(lead(0))
+    assert response.error_code is ErrorCode.none  # and the next one is applied
+    assert server.metadata_faults.count == 2
+    assert errors_logged(caplog, "Error applying UpdateMetadata") == 1
+    assert errors_logged(caplog, "Error applying LeaderAndIsr") == 1
+
+
+@attrs.define
+class Events:
+    """What ``_zookeeper_events`` reads of the ZkClient: its events."""
+
+    events: trio.MemoryReceiveChannel[WatchFired]
+
+
+async def test_a_zookeeper_event_that_raises_does_not_stop_the_next(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = zk_broker(tmp_path)
+    handled: list[str] = []
+
+    def watch_fired(_self: object, event: WatchFired) -> None:
+        handled.append(event.path)
+        if event.path != "/brokers/ids":
+            raise RuntimeError("a bug in a watch")
+
+    monkeypatch.setattr(type(server.shell), "watch_fired", watch_fired)
+    send, receive = trio.open_memory_channel[WatchFired](10)
+    monkeypatch.setattr(server, "zk", Events(receive))
+    for path in ("/controller", "/admin/reassign_partitions", "/brokers/ids"):
+        send.send_nowait(WatchFired("CHANGED", path))
+    send.close()
+    await server._zookeeper_events()
+    assert handled == ["/controller", "/admin/reassign_partitions", "/brokers/ids"]
+    assert server.metadata_faults.count == 2  # the same failure twice: logged once
+    assert errors_logged(caplog, "Error handling the ZooKeeper event") == 1
 
 
 # --- KafkaApis: a parked request whose handler raises -----------------------------------------

@@ -24,6 +24,18 @@ leaderships away (a heartbeat with ``wantShutDown``, KIP-631's controlled shutdo
 it stops accepting, finishes requests in flight, stops the background tasks, and flushes
 every log and writes the checkpoints and the clean-shutdown marker, so the next start
 needs no recovery.
+
+No exception in the metadata path ends the broker (Kafka's brokers publish metadata
+with a non-fatal ``LoggingFaultHandler``, :attr:`BrokerServer.metadata_faults`): a
+record that cannot be replayed, or a delta that cannot be published, is logged at ERROR
+("Error publishing broker metadata at offset N") and counted; each record, and each
+step of a delta (the cache, the replicas, the group coordinator, the topic configs), is
+applied apart from the others, and the next delta is applied as usual; the image
+advances either way, as Kafka's MetadataLoader's does. The metadata fetch loop survives
+what it does not expect (an answer that does not decode) by logging it and fetching
+again after a backoff; a heartbeat that fails for any reason is tried again at the next
+interval (both under :attr:`BrokerServer.task_faults`, which logs a repeated failure
+once).
 """
 
 from __future__ import annotations
@@ -53,7 +65,6 @@ from minikafka.controller import (
     MetadataObserver,
     MetadataRecord,
     ObserverUpdate,
-    replay_update,
 )
 from minikafka.coordination import GroupCoordinatorService
 from minikafka.log import LogManager
@@ -69,7 +80,7 @@ from ._broker_parts import broker_parts
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
-from ._local_replicas import apply_replica_changes
+from ._local_replicas import LoggingFaultHandler, apply_replica_changes
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
@@ -114,6 +125,15 @@ class BrokerServer:
     """Set (and replaced) at each published delta."""
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
+    metadata_faults: LoggingFaultHandler = attrs.field(
+        init=False, factory=lambda: LoggingFaultHandler("metadata publishing")
+    )
+    """Every fault in loading and publishing metadata: logged and counted (``count``:
+    Kafka's ``metadata-apply-error-count``)."""
+    task_faults: LoggingFaultHandler = attrs.field(
+        init=False, factory=lambda: LoggingFaultHandler("broker background task")
+    )
+    """The faults of the loops that retry (the metadata fetch, the heartbeat)."""
 
     @classmethod
     def open(
@@ -246,43 +266,62 @@ class BrokerServer:
         """Everything ``image`` says, as one delta from an empty image: the first image,
         and a snapshot that replaced a broker-only node's log. Logs it does not place
         here are strays (their partitions were deleted or moved while this node was
-        away) and are deleted."""
-        delta = MetadataDelta(MetadataImage())
-        for record in image.records():
-            delta.replay(record)
-        delta.offset = image.offset
-        self._on_metadata(delta, delta.apply())
-        self._published = True
-        stray = self.replica_manager.remove_stray_logs()
-        if stray:
-            _logger.info(
-                "deleted %d stray log(s): %s", len(stray), ", ".join(map(str, stray))
-            )
+        away) and are deleted. If it cannot even be replayed, a broker-only node tries
+        again with the next update."""
+        with self.metadata_faults.guard(
+            f"Error publishing the whole metadata image at offset {image.offset}"
+        ):
+            delta = MetadataDelta(MetadataImage())
+            for record in image.records():
+                delta.replay(record)
+            delta.offset = image.offset
+            self._on_metadata(delta, delta.apply())
+            self._published = True
+            stray = self.replica_manager.remove_stray_logs()
+            if stray:
+                _logger.info(
+                    "deleted %d stray log(s): %s",
+                    len(stray),
+                    ", ".join(map(str, stray)),
+                )
 
     def _on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
-        """A committed delta: update the cache, then make the local replicas match."""
+        """A committed delta: update the cache, then make the local replicas match.
+
+        Each step runs under :attr:`metadata_faults`, as Kafka's
+        BrokerMetadataPublisher runs each of its own: one that raises is logged and
+        counted, and the others, and the next delta, are applied all the same."""
+        where = f"at offset {image.offset}"
+        faults = self.metadata_faults
         old_configs = delta.image.configs
         self._image = image
-        self.metadata_cache.update(image)
+        with faults.guard(f"Error publishing broker metadata {where} (the cache)"):
+            self.metadata_cache.update(image)
         self._metadata_published.set()
         self._metadata_published = trio.Event()
-        changes = delta.local_changes(self.config.node_id)
-        if not changes.empty:
-            apply_replica_changes(
-                self.replica_manager,
-                self.fetchers,
-                self.groups,
-                leaders=_states(changes.leaders),
-                followers=_states(changes.followers),
-                leader_nodes=self._leaders_of(changes.followers, image),
-                deleted=changes.deleted | changes.stopped,
-            )
+        with faults.guard(f"Error publishing broker metadata {where} (the replicas)"):
+            changes = delta.local_changes(self.config.node_id)
+            if not changes.empty:
+                apply_replica_changes(
+                    self.replica_manager,
+                    self.fetchers,
+                    self.groups,
+                    leaders=_states(changes.leaders),
+                    followers=_states(changes.followers),
+                    leader_nodes=self._leaders_of(changes.followers, image),
+                    deleted=changes.deleted | changes.stopped,
+                    faults=faults,
+                    where=f"publishing broker metadata {where}",
+                )
         for (kind, name), entries in image.configs.items():
             if (
                 kind == ConfigResourceType.TOPIC
                 and old_configs.get((kind, name)) != entries
             ):
-                self.replica_manager.update_topic_settings(name)
+                with faults.guard(
+                    f"Error publishing broker metadata {where} (configs of {name})"
+                ):
+                    self.replica_manager.update_topic_settings(name)
 
     def _leaders_of(
         self, followers: Mapping[TopicPartition, LocalPartition], image: MetadataImage
@@ -305,7 +344,7 @@ class BrokerServer:
 
     def _on_observer_update(self, update: ObserverUpdate) -> None:
         """A broker-only node's fetched metadata: replay it; publish once caught up."""
-        replayed = replay_update(self._image, update)
+        replayed = self._replay(update)
         if replayed is not None:
             delta, image = replayed
             if not self._published:
@@ -320,19 +359,58 @@ class BrokerServer:
         if not self._published and caught_up:
             self._publish_whole(self._image)
 
+    def _replay(
+        self, update: ObserverUpdate
+    ) -> tuple[MetadataDelta, MetadataImage] | None:
+        """The delta and the new image after ``update`` (None if it changed nothing),
+        replayed record by record as Kafka's MetadataLoader does: a record that cannot
+        be replayed is logged ("Error loading metadata log record from offset N"),
+        counted and skipped, and the others are applied. A snapshot rebuilds the image
+        from nothing before the committed records go on top."""
+        faults = self.metadata_faults
+        if update.reset_to_snapshot is not None:
+            delta = MetadataDelta(MetadataImage())
+            where = f"the snapshot ending at offset {update.snapshot_offset}"
+            for record in update.reset_to_snapshot:
+                with faults.guard(f"Error loading a record of {where}"):
+                    delta.replay(record)
+            delta.offset = update.snapshot_offset
+        elif update.committed:
+            delta = MetadataDelta(self._image)
+        else:
+            return None
+        for offset, record in update.committed:
+            with faults.guard(
+                f"Error loading metadata log record from offset {offset}"
+            ):
+                delta.replay(record, offset)
+        with faults.guard(f"Error loading the metadata image at offset {delta.offset}"):
+            return delta, delta.apply()
+        return None
+
     async def _follow_metadata(self, locator: ControllerLocator) -> None:
+        """Fetch the metadata log until cancelled. The fetch loop retries what it
+        expects (a controller unreachable, an error answer); anything else (an answer
+        that does not decode) is logged once here and the loop starts again after a
+        backoff, as Kafka's raft client backs off a failed fetch."""
         assert self.observer is not None
         async with NetworkClient.open(
             client_id=f"raft-observer-{self.config.node_id}"
         ) as client:
-            await fetch_metadata_forever(
-                client,
-                locator,
-                self.observer,
-                self._on_observer_update,
-                node_id=self.config.node_id,
-                cluster_id=self.cluster_id,
-            )
+            while True:
+                with self.task_faults.guard(
+                    "Error fetching the metadata log from the controller",
+                    key="fetching the metadata log",
+                ):
+                    await fetch_metadata_forever(
+                        client,
+                        locator,
+                        self.observer,
+                        self._on_observer_update,
+                        node_id=self.config.node_id,
+                        cluster_id=self.cluster_id,
+                    )
+                await trio.sleep(_RETRY_S)
 
     # --- running ----------------------------------------------------------------------------
 
@@ -459,17 +537,21 @@ class BrokerServer:
             self.metadata_cache.image.offset,
             want_shutdown=want_shutdown,
         )
-        try:
-            response = await self.channel.submit(request)
-        except ControllerError as exc:
-            _logger.warning("heartbeat failed: %s", exc.error_code.name)
-            return None
-        assert isinstance(response, BrokerHeartbeatResponse)
-        if response.error_code is not ErrorCode.none:
-            _logger.warning("heartbeat refused: %s", response.error_code.name)
-        elif not response.is_fenced:
-            self._unfenced.set()
-        return response
+        # Whatever fails, the heartbeat is sent again at the next interval (Kafka's
+        # BrokerLifecycleManager schedules the next one on any failure).
+        with self.task_faults.guard("Error sending a heartbeat", key="heartbeat"):
+            try:
+                response = await self.channel.submit(request)
+            except ControllerError as exc:
+                _logger.warning("heartbeat failed: %s", exc.error_code.name)
+                return None
+            assert isinstance(response, BrokerHeartbeatResponse)
+            if response.error_code is not ErrorCode.none:
+                _logger.warning("heartbeat refused: %s", response.error_code.name)
+            elif not response.is_fenced:
+                self._unfenced.set()
+            return response
+        return None
 
     async def _controlled_shutdown(self, grace: float) -> None:
         """KIP-631's controlled shutdown: ask to be fenced with ``wantShutDown``, which

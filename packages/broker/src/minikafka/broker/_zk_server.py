@@ -22,6 +22,15 @@ election again.
 
 Shutdown is Kafka's controlled shutdown: the broker asks the controller to move its
 leaderships away (ControlledShutdown) before it stops serving.
+
+No exception in applying the controller's requests or ZooKeeper's events ends the
+broker: each runs under a non-fatal ``LoggingFaultHandler`` (:attr:`ZkBrokerServer.
+metadata_faults`), which logs it at ERROR and counts it. A LeaderAndIsr whose partition
+fails to lead or follow reports it KAFKA_STORAGE_ERROR (the ReplicaManager marked it
+offline) and applies the others; one that fails as a whole, and an UpdateMetadata or
+StopReplica that raises, is answered UNKNOWN_SERVER_ERROR, as Kafka's KafkaApis answers
+a request whose handler threw; a ZooKeeper event that raises is logged and the next
+one handled (a re-registration that failed is tried again at the next reconnection).
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ import contextlib
 import json
 import logging
 import random
+import uuid
+from collections.abc import Mapping
 
 import attrs
 import trio
@@ -73,7 +84,7 @@ from minikafka.zk import (
 from ._broker_parts import broker_parts
 from ._config import ZOOKEEPER_CONNECT, KafkaConfig
 from ._controller_channel import ControllerLocator, RemoteController
-from ._local_replicas import apply_replica_changes
+from ._local_replicas import LoggingFaultHandler, apply_replica_changes
 from ._meta_properties import check_and_write_zk_meta, new_cluster_id
 from ._metadata_cache import MetadataCache
 from ._replica_fetchers import ReplicaFetcherManager
@@ -107,6 +118,10 @@ class ZkBrokerServer:
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
     _registration_lock: trio.Lock = attrs.field(init=False, factory=trio.Lock)
     _first_metadata: trio.Event = attrs.field(init=False, factory=trio.Event)
+    metadata_faults: LoggingFaultHandler = attrs.field(
+        init=False, factory=lambda: LoggingFaultHandler("metadata publishing")
+    )
+    """Every fault in applying the controller's requests and ZooKeeper's events."""
 
     @classmethod
     def open(
@@ -298,25 +313,37 @@ class ZkBrokerServer:
             _logger.info("registered, broker epoch %d", self.metadata.broker_epoch)
 
     async def _zookeeper_events(self) -> None:
-        lost = suspended = False
+        session = _Session()
         async for event in self.zk.events:
-            match event:
-                case WatchFired():
-                    self.shell.watch_fired(event)
-                case SessionChanged(state) if state == SESSION_SUSPENDED:
-                    suspended = True
-                case SessionChanged(state) if state == SESSION_LOST:
-                    lost = True
-                    self.shell.resign("ZooKeeper session expired")
-                case SessionChanged(state) if state == SESSION_CONNECTED and lost:
-                    # A new session: the old one's znodes and watches are gone.
-                    lost = suspended = False
-                    await self._register()
-                    self.shell.elect()
-                case SessionChanged(state) if state == SESSION_CONNECTED and suspended:
-                    # The same session: its znodes are there, its watches may not be.
-                    suspended = False
-                    self.shell.reconnected()
+            with self.metadata_faults.guard(
+                f"Error handling the ZooKeeper event {event}", key="ZooKeeper events"
+            ):
+                await self._on_zookeeper_event(event, session)
+
+    async def _on_zookeeper_event(
+        self, event: WatchFired | SessionChanged, session: _Session
+    ) -> None:
+        match event:
+            case WatchFired():
+                self.shell.watch_fired(event)
+            case SessionChanged(state) if state == SESSION_SUSPENDED:
+                session.suspended = True
+            case SessionChanged(state) if state == SESSION_LOST:
+                session.lost = True
+                self.shell.resign("ZooKeeper session expired")
+            case SessionChanged(state) if state == SESSION_CONNECTED and session.lost:
+                # A new session: the old one's znodes and watches are gone. Until the
+                # registration succeeds the session counts as lost, so that the next
+                # connection registers again.
+                await self._register()
+                session.lost = session.suspended = False
+                self.shell.elect()
+            case SessionChanged(state) if (
+                state == SESSION_CONNECTED and session.suspended
+            ):
+                # The same session: its znodes are there, its watches may not be.
+                session.suspended = False
+                self.shell.reconnected()
 
     async def _controlled_shutdown(self, grace: float) -> None:
         """Kafka 2.8's controlled shutdown: ask the controller to move this broker's
@@ -355,6 +382,16 @@ class ZkBrokerServer:
         self, request: LeaderAndIsr
     ) -> lai.LeaderAndIsrResponse:
         ids = {p.topic: p.topic_id for p in request.partitions}
+        with self.metadata_faults.guard(
+            f"Error applying LeaderAndIsr from controller {request.controller_id} "
+            f"at epoch {request.controller_epoch}"
+        ):
+            return await self._leader_and_isr(request, ids)
+        return leader_and_isr_response(ErrorCode.unknown_server_error, {}, ids)
+
+    async def _leader_and_isr(
+        self, request: LeaderAndIsr, ids: Mapping[str, uuid.UUID | None]
+    ) -> lai.LeaderAndIsrResponse:
         # A topic's settings (retention, segment size, min.insync.replicas...) are read
         # from ZooKeeper when the broker first hosts one of its partitions, as Kafka
         # does; before anything else, so that a failed read changes nothing.
@@ -366,27 +403,45 @@ class ZkBrokerServer:
         error, outcome = self.metadata.leader_and_isr(request)
         if error is not ErrorCode.none:
             return leader_and_isr_response(error, {}, ids)
-        apply_replica_changes(
+        applied = apply_replica_changes(
             self.replica_manager,
             self.fetchers,
             self.groups,
             leaders=outcome.leaders,
             followers=outcome.followers,
             leader_nodes=outcome.leader_nodes,
+            faults=self.metadata_faults,
+            where=f"for LeaderAndIsr from controller {request.controller_id}",
         )
-        return leader_and_isr_response(ErrorCode.none, outcome.errors, ids)
+        if not applied:
+            return leader_and_isr_response(ErrorCode.unknown_server_error, {}, ids)
+        errors = dict(outcome.errors)
+        for tp in (*outcome.leaders, *outcome.followers):
+            if self.replica_manager.is_offline(tp):
+                # Kafka's becomeLeaderOrFollower answers a partition it marked offline
+                # KAFKA_STORAGE_ERROR, so the controller learns the replica is offline.
+                errors[tp] = ErrorCode.kafka_storage_error
+        return leader_and_isr_response(ErrorCode.none, errors, ids)
 
     def on_update_metadata(self, request: UpdateMetadata) -> umr.UpdateMetadataResponse:
-        error = self.metadata.update_metadata(request)
-        if error is ErrorCode.none:
-            self._publish()
-            self._first_metadata.set()
-        return umr.UpdateMetadataResponse(error_code=error)
+        with self.metadata_faults.guard(
+            f"Error applying UpdateMetadata from controller {request.controller_id} "
+            f"at epoch {request.controller_epoch}"
+        ):
+            error = self.metadata.update_metadata(request)
+            if error is ErrorCode.none:
+                self._publish()
+                self._first_metadata.set()
+            return umr.UpdateMetadataResponse(error_code=error)
+        return umr.UpdateMetadataResponse(error_code=ErrorCode.unknown_server_error)
 
     def on_stop_replica(self, request: StopReplica) -> sr.StopReplicaResponse:
-        error, outcome = self.metadata.stop_replica(request)
-        if error is ErrorCode.none:
-            apply_replica_changes(
+        with self.metadata_faults.guard(
+            f"Error applying StopReplica from controller {request.controller_id} "
+            f"at epoch {request.controller_epoch}"
+        ):
+            error, outcome = self.metadata.stop_replica(request)
+            if error is ErrorCode.none and not apply_replica_changes(
                 self.replica_manager,
                 self.fetchers,
                 self.groups,
@@ -395,8 +450,12 @@ class ZkBrokerServer:
                 leader_nodes={},
                 deleted=outcome.deleted,
                 stopped=outcome.stopped - outcome.deleted,
-            )
-        return stop_replica_response(error, outcome.errors)
+                faults=self.metadata_faults,
+                where=f"for StopReplica from controller {request.controller_id}",
+            ):
+                error = ErrorCode.unknown_server_error
+            return stop_replica_response(error, outcome.errors)
+        return stop_replica_response(ErrorCode.unknown_server_error, {})
 
     def _publish(self) -> None:
         self.metadata_cache.update(self.metadata.image)
@@ -432,6 +491,14 @@ class ZkBrokerServer:
             configs[(key, topic)] = await self._read_topic_config(topic)
         self.metadata.image = attrs.evolve(self.metadata.image, configs=configs)
         self._publish()
+
+
+@attrs.define
+class _Session:
+    """What the ZooKeeper session went through since the broker last registered."""
+
+    lost: bool = False
+    suspended: bool = False
 
 
 async def _cluster_id(zk: ZkClient) -> str:
