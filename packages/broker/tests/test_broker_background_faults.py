@@ -38,6 +38,7 @@ import minikafka.broker._metadata_fetcher as fetcher_module
 import minikafka.broker._server as server_module
 from minikafka.broker import BrokerServer
 from minikafka.broker._config import KafkaConfig
+from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._controller_node import ControllerNode
 from minikafka.broker._meta_properties import format_storage, new_cluster_id
 from minikafka.broker._offsets_topic import ReplicaOffsetsTopic
@@ -51,9 +52,10 @@ from minikafka.broker.testing import (
     running_broker,
     single_node_config,
 )
-from minikafka.common import Acks, TopicPartition
+from minikafka.common import Acks, FatalFaultError, TopicPartition
 from minikafka.controller import (
     BrokerHeartbeatRequest,
+    CommittedDivergenceError,
     ConfigResourceType,
     ControllerServer,
     CreatableTopic,
@@ -546,3 +548,39 @@ def test_the_offsets_topic_refuses_to_load_a_partition_whose_log_is_not_here(
     with pytest.raises(ReplicationError) as refused:
         list(topic.read(0))
     assert refused.value.error_code is ErrorCode.not_leader_or_follower
+
+
+# --- what is not a fault to survive -------------------------------------------------------------
+
+
+async def test_a_metadata_log_that_disowns_committed_records_is_a_fatal_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Committed records never diverge in Raft: this node's copy cannot be trusted, and
+    # the fetch loop must not retry it forever (Kafka's raft client fails the process).
+    [port] = free_ports(1)
+    config = KafkaConfig.from_properties(
+        {
+            "node.id": "1",
+            "process.roles": "broker",
+            "controller.quorum.voters": f"0@127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(tmp_path / "broker"),
+        }
+    )
+    format_storage(config.broker.log_dirs, config.metadata_log_dir, new_cluster_id(), 1)
+    broker = BrokerServer.open(config)
+
+    async def diverged(*_: object, **__: object) -> None:
+        raise CommittedDivergenceError("the leader's log diverges below offset 7")
+
+    monkeypatch.setattr(server_module, "fetch_metadata_forever", diverged)
+    try:
+        fatal = pytest.RaisesExc(FatalFaultError, match="following the metadata log")
+        with pytest.RaisesGroup(fatal, flatten_subgroups=True):
+            await broker._follow_metadata(ControllerLocator(()))
+    finally:
+        assert broker.observer is not None
+        broker.observer.close()

@@ -26,7 +26,7 @@ import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Acks, TopicPartition
+from minikafka.common import Acks, FatalFaultError, TopicPartition
 from minikafka.log import LogManager, OffsetCheckpointFile
 from minikafka.log.testing import ManualClock, value_batch
 from minikafka.replication import (
@@ -460,3 +460,21 @@ def test_a_partition_that_fails_to_become_leader_is_offline_and_the_others_lead(
     assert "a bug in TP's state change" in (answer.results[TP].error_message or "")
     assert answer.results[OTHER].error_code is ErrorCode.none
     assert errors_logged(caplog, f"{TP} is offline until restart") == 1
+
+
+async def test_a_fatal_fault_is_not_survived(
+    autojump_clock: trio.testing.MockClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # FatalFaultError ends the process (minikafka.common): no guard keeps a task alive
+    # past one.
+    manager = ReplicaManagerService(replica_manager_core(tmp_path))
+
+    def checkpoint(self: ReplicaManager) -> None:
+        raise FatalFaultError("a node that cannot vouch for its state")
+
+    monkeypatch.setattr(ReplicaManager, "checkpoint_high_watermarks", checkpoint)
+    with pytest.RaisesGroup(FatalFaultError, flatten_subgroups=True):
+        async with running(manager):
+            await trio.sleep(60)

@@ -22,7 +22,7 @@ from types import TracebackType
 
 import attrs
 
-from minikafka.common import TopicPartition
+from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinatorService
 from minikafka.net import Node
 from minikafka.replication import PartitionState, ReplicaManagerService
@@ -76,7 +76,9 @@ class LoggingFaultHandler:
 @attrs.define(eq=False)
 class FaultGuard:
     """One step under a :class:`LoggingFaultHandler`: an ``Exception`` it raises is
-    handled there and goes no further (``trio.Cancelled``, a BaseException, passes)."""
+    handled there and goes no further. ``trio.Cancelled`` (a BaseException) passes, and
+    so does a ``FatalFaultError``: that one ends the process (Kafka's
+    ProcessTerminatingFaultHandler)."""
 
     handler: LoggingFaultHandler
     message: str
@@ -91,7 +93,7 @@ class FaultGuard:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool:
-        if isinstance(exc, Exception):
+        if isinstance(exc, Exception) and not isinstance(exc, FatalFaultError):
             self.handler.handle_fault(self.message, exc, self.key)
             return True
         if exc is None and self.key is not None:

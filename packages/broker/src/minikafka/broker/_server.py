@@ -49,13 +49,14 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ConfigError, TopicPartition
+from minikafka.common import ConfigError, FatalFaultError, TopicPartition
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CommittedDivergenceError,
     ConfigResourceType,
     ControllerError,
     ControllerServer,
@@ -402,14 +403,22 @@ class BrokerServer:
                     "Error fetching the metadata log from the controller",
                     key="fetching the metadata log",
                 ):
-                    await fetch_metadata_forever(
-                        client,
-                        locator,
-                        self.observer,
-                        self._on_observer_update,
-                        node_id=self.config.node_id,
-                        cluster_id=self.cluster_id,
-                    )
+                    try:
+                        await fetch_metadata_forever(
+                            client,
+                            locator,
+                            self.observer,
+                            self._on_observer_update,
+                            node_id=self.config.node_id,
+                            cluster_id=self.cluster_id,
+                        )
+                    except CommittedDivergenceError as exc:
+                        # Not a fetch to try again: this copy holds committed records
+                        # the quorum disowns, and replaying on would mix two histories.
+                        # Kafka's raft client treats it as fatal; so does this node.
+                        raise FatalFaultError.caused_by(
+                            "following the metadata log", exc, _logger
+                        ) from exc
                 await trio.sleep(_RETRY_S)
 
     # --- running ----------------------------------------------------------------------------

@@ -50,7 +50,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Acks, TopicPartition
+from minikafka.common import Acks, FatalFaultError, TopicPartition
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._fetcher import EpochAnswer, EpochRequest
@@ -302,10 +302,13 @@ class ReplicaManagerService:
         and keep the thread or task going; so does this: ERROR with the traceback for a
         new failure, and the same failure again only at DEBUG (a round every few
         seconds would bury everything else in the log). ``trio.Cancelled`` is a
-        BaseException and passes through, so shutdown still stops every task.
+        BaseException and passes through, so shutdown still stops every task, and so
+        does a ``FatalFaultError``, which ends the process.
         """
         try:
             yield
+        except FatalFaultError:
+            raise  # the process cannot go on (minikafka.common): not this task's to keep
         except Exception as exc:
             failure = f"{type(exc).__name__}: {exc}"
             if self._failures.get(task) == failure:

@@ -45,7 +45,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ApiError, TopicPartition
+from minikafka.common import ApiError, FatalFaultError, TopicPartition
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
@@ -370,10 +370,13 @@ class GroupCoordinatorService:
         an error code gives that code, anything else UNKNOWN_SERVER_ERROR. It is logged
         at ERROR with the traceback the first time, and only at DEBUG while the same
         operation keeps failing the same way (a bug hit by every heartbeat would bury
-        everything else); ``trio.Cancelled`` is a BaseException and passes through.
+        everything else); ``trio.Cancelled`` is a BaseException and passes through, and
+        so does a ``FatalFaultError``, which ends the process.
         """
         try:
             result = call()
+        except FatalFaultError:
+            raise  # the process cannot go on (minikafka.common): not ours to answer
         except Exception as exc:
             code = exc.error_code if isinstance(exc, ApiError) else None
             error = store_group_error(code or ErrorCode.unknown_server_error)
