@@ -297,7 +297,8 @@ def test_a_corrupt_partition_fails_alone_and_is_retried_after_the_backoff(
     assert [f.first for f in again.failures] == [False], "reported once, not each round"
     assert fetcher.states[TP].failures == 2
     healed = fetcher.on_fetch_answers([answer(TP, good)], now=3.5)
-    assert healed.failures == () and healed.advanced == 1
+    assert healed.failures == ()
+    assert healed.advanced == 1
     assert fetcher.failed_partitions() == {}
     assert fetcher.states[TP].state == "fetching"
 
