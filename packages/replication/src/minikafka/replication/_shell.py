@@ -308,7 +308,7 @@ class ReplicaManagerService:
         try:
             yield
         except FatalFaultError:
-            raise  # the process cannot go on (minikafka.common): not this task's to keep
+            raise  # the process cannot go on: not this task's to keep
         except Exception as exc:
             failure = f"{type(exc).__name__}: {exc}"
             if self._failures.get(task) == failure:
