@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,17 +25,6 @@ from minikafka.broker._process_cluster import NodeCrash
 from minikafka.broker.testing import ProcessCluster
 from minikafka.net.testing import FaultProxies
 from tests.cluster._cluster import FAST, REPORTS, SHARED, MakeCluster, check_crashes
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Keeps each phase's report on the test item, for the fixtures' teardown to read."""
-    report = yield
-    item.stash.setdefault(REPORTS, {})[report.when] = report
-    return report
-
 
 _MADE = pytest.StashKey[list[ProcessCluster]]()
 """The clusters ``make_cluster`` made for a test, for its crash check."""

@@ -7,25 +7,15 @@ without the test's ``stop()`` or ``kill()``, fails the test
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from minikafka.broker.testing import BrokerProcess
-from tests.cluster._cluster import REPORTS, BrokerProcessWatch, check_crashes
+from tests.cluster._cluster import BrokerProcessWatch, check_crashes
 
 _WATCH = BrokerProcessWatch()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Keeps each phase's report on the test item, for the crash check to read."""
-    report = yield
-    item.stash.setdefault(REPORTS, {})[report.when] = report
-    return report
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -204,11 +204,8 @@ def test_a_cluster_test_whose_broker_died_of_an_exception_fails(
     output = run_pytest(
         tmp_path,
         """
-        from tests.cluster.conftest import (  # noqa: F401
-            _no_node_crashed,
-            make_cluster,
-            pytest_runtest_makereport,
-        )
+        from tests.cluster.conftest import _no_node_crashed, make_cluster  # noqa: F401
+        from tests.conftest import pytest_runtest_makereport  # noqa: F401
         """,
         """
         import time
@@ -242,10 +239,10 @@ def test_an_e2e_test_whose_broker_died_of_an_exception_fails(tmp_path: Path) -> 
     output = run_pytest(
         tmp_path,
         """
+        from tests.conftest import pytest_runtest_makereport  # noqa: F401
         from tests.e2e.conftest import (  # noqa: F401
             _no_broker_crashed,
             _watch_broker_processes,
-            pytest_runtest_makereport,
         )
         """,
         """
