@@ -86,6 +86,7 @@ from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
 from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
 from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
+from ._replay import load_metadata as load_metadata
 from ._requests import MAX_RECORDS_PER_USER_OP as MAX_RECORDS_PER_USER_OP
 from ._requests import AllocateProducerIdsRequest as AllocateProducerIdsRequest
 from ._requests import AllocateProducerIdsResponse as AllocateProducerIdsResponse
@@ -140,7 +141,6 @@ from ._requests import ReassignmentResult as ReassignmentResult
 from ._server import ControllerError as ControllerError
 from ._server import ControllerServer as ControllerServer
 from ._server import Publisher as Publisher
-from ._server import load_metadata as load_metadata
 from ._states import PARTITION_TRANSITION_REASONS as PARTITION_TRANSITION_REASONS
 from ._states import PARTITION_TRANSITIONS as PARTITION_TRANSITIONS
 from ._states import REPLICA_TRANSITION_REASONS as REPLICA_TRANSITION_REASONS

@@ -11,16 +11,10 @@ worker thread whatever has been appended, then queues a commit event. That is th
 pipeline of seed 004 — requests keep being decided while earlier records are still on
 their way to disk, and no answer leaves before its records are durable.
 
-A metadata log that refuses a write (a full disk) fails the requests whose records it
-held, with KAFKA_STORAGE_ERROR, and the controller reverts to just before them; it stays
-active and later requests succeed once space is back. An fsync that fails, or an append
-that could not be undone, leaves a log that cannot be trusted: the controller resigns
-(reverting to the last committed offset, as Kafka's renounce does) and stays inactive
-until the process restarts, answering NOT_CONTROLLER; the broker keeps serving data.
-
 On each commit the newly committed records are also replayed into a ``MetadataDelta``
-and published as a new ``MetadataImage`` to whoever subscribed (the broker, in combined
-mode), and once enough log has accumulated the image is written as a snapshot.
+(``_replay.py``) and published as a new ``MetadataImage`` to whoever subscribed (the
+broker, in combined mode), and once enough log has accumulated the image is written as
+a snapshot (``_snapshots.py``: Kafka's ``SnapshotGenerator``).
 
 With several voters (:meth:`ControllerServer.open_raft`, issue 19) the quorum is a
 :class:`~minikafka.controller.RaftQuorum`, and there is no committer task: a record is
@@ -30,17 +24,17 @@ the requests whose whole operation committed; a standby replays them), leadershi
 (``become_leader``, on top of everything committed before) and lost (``resign``: seed
 004's revert to the committed state, NOT_CONTROLLER for whoever waits).
 
-Faults, as Kafka's ``QuorumController.handleEventException`` sorts them: an ``ApiError``
-in an event is its request's answer. Any other exception answers the request
-UNKNOWN_SERVER_ERROR, and the active controller *renounces*: it reverts to the last
-committed offset, its waiters hear NOT_CONTROLLER, and the quorum elects again (several
-voters: the Raft node resigns; one voter: a standby replaying from the log what it had
-appended, it claims again after :data:`RECLAIM_DELAY_S`). A committed record that cannot
-be replayed, or a snapshot that cannot be applied, ends the process with
-:class:`~minikafka.common.FatalFaultError` (Kafka's fatal fault handler). The other
-tasks: the committer's unforeseen fault is a failed fsync (resign until restart); the
-timer only sleeps to the deadline the event loop computed; a failed snapshot is logged
-and tried again later; a publisher that raises is logged, and the others still hear.
+Faults in the event loop are sorted as Kafka's ``QuorumController.handleEventException``
+sorts them, by the server's ``EventFaults`` (``_event_faults.py``): an ``ApiError`` is
+the request's answer; anything else answers UNKNOWN_SERVER_ERROR and the active
+controller *renounces* (one voter claims again after :data:`RECLAIM_DELAY_S`); a
+metadata log that refused a write fails the requests it held, and one that cannot be
+trusted makes the controller resign until restart; a committed record that cannot be
+replayed is fatal.
+The other tasks: the committer's unforeseen fault is a failed fsync (resign until
+restart); the timer only sleeps to the deadline the event loop computed; a failed
+snapshot is logged and tried again later; a publisher that raises is logged, and the
+others still hear.
 """
 
 from __future__ import annotations
@@ -63,14 +57,9 @@ from minikafka.trace import NullTracer, Tracer
 
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
+from ._event_faults import EventFaults
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import (
-    MetadataLogError,
-    NotLeaderError,
-    SingleVoterQuorum,
-    decode_metadata_records,
-    encode_snapshot,
-)
+from ._quorum import MetadataLogError, NotLeaderError, SingleVoterQuorum
 from ._raft_quorum import (
     RaftCommitted,
     RaftEvent,
@@ -79,8 +68,15 @@ from ._raft_quorum import (
     RaftResigned,
     RaftSnapshotLoaded,
 )
-from ._records import decode_record
+from ._replay import load_metadata as load_metadata  # once defined here: re-exported
+from ._replay import (
+    replay_appends,
+    replay_entries,
+    replay_log,
+    replay_snapshot,
+)
 from ._requests import ControllerRequest, ControllerResponse
+from ._snapshots import SnapshotGenerator
 
 Publisher = Callable[[MetadataDelta, MetadataImage], None]
 
@@ -146,33 +142,6 @@ def _event_name(event: _Event) -> str:
     return type(event).__name__.lstrip("_")
 
 
-def load_metadata(
-    quorum: SingleVoterQuorum, controller: QuorumController | None = None
-) -> MetadataImage:
-    """Replay the newest snapshot and the committed log after it.
-
-    Returns the image; if ``controller`` is given it replays the same records, so a
-    restarted controller knows exactly what the image says.
-    """
-    delta = MetadataDelta(MetadataImage())
-    snapshot = quorum.latest_snapshot()
-    if snapshot is not None:
-        snapshot_id, records = snapshot
-        for record in records:
-            delta.replay(record)
-        delta.offset = snapshot_id.end_offset - 1
-        if controller is not None:
-            controller.load_snapshot(records, snapshot_id.end_offset - 1)
-    for batch in quorum.read_committed(delta.offset + 1):
-        for offset, record in batch.records:
-            delta.replay(record, offset)
-        if controller is not None:
-            controller.replay_committed(
-                (r for _, r in batch.records), batch.last_offset
-            )
-    return delta.apply()
-
-
 @attrs.define(eq=False)
 class ControllerServer:
     controller: QuorumController
@@ -193,23 +162,27 @@ class ControllerServer:
     _commit_wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
     _queue_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
     _log_moved: trio.Event = attrs.field(init=False, factory=trio.Event)
-    # log size at the last snapshot
-    _snapshot_size: int = attrs.field(init=False, default=0)
-    _snapshotting: bool = attrs.field(init=False, default=False)
-    # Set while no snapshot is being written; a new one each time a snapshot starts.
-    _snapshot_done: trio.Event = attrs.field(init=False, factory=trio.Event)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
-    failure: MetadataLogError | None = attrs.field(init=False, default=None)
-    """Why the metadata log can no longer be trusted (this node resigned); None if fine."""
-    # One voter after an unexpected fault: a standby until it claims again at _reclaim_at.
-    _renounced: bool = attrs.field(init=False, default=False)
-    _reclaim_at: float | None = attrs.field(init=False, default=None)
     # The timer's deadline, computed by the event loop after each event.
     _deadline: float | None = attrs.field(init=False, default=None)
+    # What to do when an event fails, and whether this node renounced or resigned.
+    _faults: EventFaults = attrs.field(init=False)
+    _snapshots: SnapshotGenerator = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self._send, self._receive = trio.open_memory_channel(math.inf)
-        self._snapshot_done.set()
+        # RECLAIM_DELAY_S is read now, not at import: a test may shorten it first.
+        self._faults = EventFaults(
+            self.controller,
+            self.single,
+            self.raft,
+            self._uncommitted,
+            self._catch_up_from_log,
+            RECLAIM_DELAY_S,
+        )
+        self._snapshots = SnapshotGenerator(
+            self.controller.config, self.single, self.raft
+        )
 
     @classmethod
     def open(
@@ -268,6 +241,11 @@ class ControllerServer:
         return info, time.time() - now
 
     @property
+    def failure(self) -> MetadataLogError | None:
+        """Why the metadata log can no longer be trusted (this node resigned)."""
+        return self._faults.failure
+
+    @property
     def is_active(self) -> bool:
         """Whether this node is the active controller (it leads the quorum)."""
         return self.controller.active
@@ -292,7 +270,7 @@ class ControllerServer:
                 else:
                     # The election this start won (the quorum's epoch), handled as an
                     # event: a fault in it is one like any other.
-                    self._renounced = True
+                    self._faults.renounced = True
                     self._process(_Claim())
                     nursery.start_soon(self._committer)
                 nursery.start_soon(self._event_loop)
@@ -338,49 +316,51 @@ class ControllerServer:
             self._queue_moved = trio.Event()
 
     def _process(self, event: _Event) -> None:
-        """One event, its faults sorted as Kafka's ``handleEventException`` does (the
-        module's docstring); a FatalFaultError goes on up and ends the process."""
+        """One event, its faults sorted as Kafka's ``handleEventException`` does (by
+        ``EventFaults``); a FatalFaultError goes on up and ends the process."""
         now = trio.current_time()
+        faults = self._faults
         try:
             self._carry_out(self._handle(event, now))
         except FatalFaultError:
             raise
         except Exception as exc:
-            self._carry_out(self._event_failed(_event_name(event), event, exc, now))
+            request_id = event.request_id if isinstance(event, _Request) else None
+            name = _event_name(event)
+            self._carry_out(faults.event_failed(name, request_id, exc, now))
         try:
             self._deadline = self._next_deadline()
         except FatalFaultError:
             raise
         except Exception as exc:
-            self._carry_out(self._event_failed("next_deadline", None, exc, now))
-            self._deadline = self._reclaim_at  # no deadline of its own once renounced
+            self._carry_out(faults.event_failed("next_deadline", None, exc, now))
+            self._deadline = faults.reclaim_at  # no deadline of its own once renounced
 
     def _handle(self, event: _Event, now: float) -> list[Action]:
         match event:
             case _Request():
                 return self.controller.handle(event.request_id, event.request, now)
-            case _Committed() if self._renounced:
+            case _Committed() if self._faults.renounced:
                 self._catch_up_from_log()
                 return []
             case _Committed():
                 actions = self.controller.handle_commit(event.offset)
-                self._publish(event.offset)
+                self._publish_appends(event.offset)
                 return actions
-            case _Tick() if self._renounced:
-                due = self._reclaim_at is not None and now >= self._reclaim_at
-                return self._reclaim(now) if due else []
+            case _Tick() if self._faults.renounced:
+                return self._faults.tick(now)
             case _Tick():
                 return self.controller.on_timer(now)
             case _Claim():
-                return self._reclaim(now)
+                return self._faults.reclaim(now)
             case _LogFailed():
-                return self._resign(event.error)
+                return self._faults.resign(event.error)
             case _Raft():
                 return self._handle_raft(event.event, now)
 
     def _next_deadline(self) -> float | None:
-        if self._renounced:
-            return self._reclaim_at
+        if self._faults.renounced:
+            return self._faults.reclaim_at
         return self.controller.next_deadline()
 
     async def _committer(self) -> None:
@@ -396,19 +376,8 @@ class ControllerServer:
                 self._send.send_nowait(_LogFailed(exc))
                 return
             except Exception as exc:
-                # Not the disk saying no, but the commit path broken all the same:
-                # whether the log is durable is unknown, so it is treated as the fsync
-                # that failed (resign until restart).
-                _logger.error(
-                    "Encountered non-fatal fault: committing the metadata log failed",
-                    exc_info=exc,
-                )
-                failed = MetadataLogError(
-                    f"committing the metadata log failed: {type(exc).__name__}: {exc}",
-                    error_code=ErrorCode.unknown_server_error,
-                    fatal=True,
-                )
-                self._send.send_nowait(_LogFailed(failed))
+                # Not the disk saying no, but treated as a failed fsync all the same.
+                self._send.send_nowait(_LogFailed(EventFaults.commit_failed(exc)))
                 return
             self._wake_fetchers()
             self._send.send_nowait(_Committed(high_watermark - 1))
@@ -442,22 +411,10 @@ class ControllerServer:
             if isinstance(action, AppendRecords):
                 try:
                     last = self._append(action)
-                except NotLeaderError:
-                    # The quorum moved on (its RaftResigned is queued behind this event):
-                    # these records never reach the log; their requests hear NOT_CONTROLLER.
-                    failed = self.controller.append_failed(
-                        action.base_offset, ErrorCode.not_controller
-                    )
-                    self._carry_out(failed)
-                    rest = actions[i + 1 :]
-                    self._carry_out(
-                        [a for a in rest if not isinstance(a, AppendRecords)]
-                    )
-                    return
-                except MetadataLogError as exc:
+                except (NotLeaderError, MetadataLogError) as exc:
                     # The rest of this list was decided on top of the refused records:
                     # its appends go with them; its replies are among those failed.
-                    self._carry_out(self._append_failed(action, exc))
+                    self._carry_out(self._faults.append_failed(action, exc))
                     rest = actions[i + 1 :]
                     self._carry_out(
                         [a for a in rest if not isinstance(a, AppendRecords)]
@@ -501,12 +458,12 @@ class ControllerServer:
                 if offset < 0:
                     return []
                 actions = controller.handle_commit(offset)
-                self._publish(offset)
+                self._publish_appends(offset)
                 return actions
             case RaftCommitted():
-                self._replay_committed(event)
+                self._publish(replay_entries(controller, self.image, event.entries))
             case RaftSnapshotLoaded():
-                self._load_snapshot(event)
+                self._publish(replay_snapshot(controller, event.snapshot))
             case RaftLeaderReady():
                 # Everything below the high watermark is committed and was replayed; the
                 # LeaderChange entry at its end is the quorum's, not a record.
@@ -532,219 +489,26 @@ class ControllerServer:
                 return controller.resign()
         return []
 
-    def _replay_committed(self, event: RaftCommitted) -> None:
-        """A standby controller replays what the leader committed, as a broker does. A
-        committed record that cannot be replayed is fatal (Kafka's "Unable to apply ...
-        record on standby controller"): this node's state is no longer the log's."""
-        if not event.entries:
-            return
-        first = event.entries[0].offset
-        try:
-            records = [(e.offset, decode_record(e.data)) for e in event.entries]
-            self.controller.replay_committed((r for _, r in records), records[-1][0])
-            delta = MetadataDelta(self.image)
-            for offset, record in records:
-                delta.replay(record, offset)
-        except Exception as exc:
-            raise self._fatal(
-                f"replaying the committed records from offset {first}", exc
-            ) from exc
-        self._publish_delta(delta)
+    # --- publishing: committed records into the image (_replay.py), then to subscribers
 
-    def _load_snapshot(self, event: RaftSnapshotLoaded) -> None:
-        """A whole new image, published as a delta from nothing: a subscriber cannot see
-        what it dropped (none subscribes on a controller-only node). A snapshot that
-        cannot be applied is fatal, as a record that cannot be replayed."""
-        snapshot_id = event.snapshot.id
-        try:
-            records = [r for _, r in decode_metadata_records(event.snapshot.payload)]
-            offset = snapshot_id.end_offset - 1
-            self.controller.load_snapshot(records, offset)
-            delta = MetadataDelta(MetadataImage())
-            for record in records:
-                delta.replay(record)
-            delta.offset = offset
-        except Exception as exc:
-            raise self._fatal(
-                f"applying the snapshot that ends at offset {snapshot_id.end_offset} "
-                f"(epoch {snapshot_id.epoch})",
-                exc,
-            ) from exc
-        self._publish_delta(delta)
-
-    # --- faults ----------------------------------------------------------------------------
-
-    def _fatal(self, what: str, exc: BaseException) -> FatalFaultError:
-        node_id = self.controller.config.node_id
-        return FatalFaultError.caused_by(f"controller {node_id}: {what}", exc, _logger)
-
-    def _event_failed(
-        self, name: str, event: _Event | None, exc: Exception, now: float
-    ) -> list[Action]:
-        """Kafka's ``handleEventException``: an ApiError is the request's answer; anything
-        else answers it UNKNOWN_SERVER_ERROR and makes the active controller renounce."""
-        node_id = self.controller.config.node_id
-        if isinstance(exc, ApiError):
-            _logger.info(
-                "controller %d: %s failed with %s: %s",
-                node_id,
-                name,
-                exc.error_code.name.upper(),
-                exc,
-            )
-            return self._answer_failed(event, exc.error_code)
-        _logger.error(
-            "Encountered non-fatal fault: controller %d: %s failed with %s: %s",
-            node_id,
-            name,
-            type(exc).__name__,
-            exc,
-            exc_info=exc,
-        )
-        failed = self._answer_failed(event, ErrorCode.unknown_server_error)
-        return failed + self._renounce(now)
-
-    @staticmethod
-    def _answer_failed(event: _Event | None, error_code: ErrorCode) -> list[Action]:
-        if isinstance(event, _Request):
-            # Unless the event answered it before it failed: the first answer counts.
-            return [Reply(event.request_id, None, error_code)]
-        return []
-
-    def _renounce(self, now: float) -> list[Action]:
-        """Kafka's ``renounce``: stop being the active controller after a fault, back to
-        the last committed state, and let the quorum elect again. A fault while
-        renouncing leaves nothing to fall back on: fatal."""
-        controller = self.controller
-        if not controller.active and not self._renounced:
-            return []  # a standby, or resigned until restart: nothing to give up
-        try:
-            actions = controller.resign()
-            self._uncommitted.clear()  # what commits is replayed from the log
-            if self.raft is not None:
-                self.raft.renounce()
-        except Exception as exc:
-            raise self._fatal("renouncing leadership", exc) from exc
-        if self.raft is None:
-            # One voter: nobody else to elect. It claims again once what it appended
-            # has committed (replayed meanwhile, as a standby would).
-            self._renounced = True
-            self._reclaim_at = now + RECLAIM_DELAY_S
-        _logger.warning(
-            "controller %d renounced leadership: reverted to the last committed offset "
-            "%d; requests get NOT_CONTROLLER until %s",
-            controller.config.node_id,
-            controller.last_committed_offset,
-            "the quorum elects a leader"
-            if self.raft is not None
-            else f"it claims leadership again in {RECLAIM_DELAY_S} s",
-        )
-        return actions
-
-    def _reclaim(self, now: float) -> list[Action]:
-        """One voter: become the active controller again (or for the first time, at
-        start) on top of everything in the log, once all of it has committed."""
-        quorum = self.quorum
-        if self.failure is not None:
-            self._renounced, self._reclaim_at = False, None
-            return []  # the log failed meanwhile: inactive until restart
-        if quorum.high_watermark < quorum.appended_end:
-            self._reclaim_at = now + RECLAIM_DELAY_S  # still on its way to disk
-            return []
-        self._catch_up_from_log()
-        actions = self.controller.become_leader(quorum.epoch, now)
-        if self._reclaim_at is not None:
-            _logger.info(
-                "controller %d is active again in epoch %d, from offset %d",
-                self.controller.config.node_id,
-                quorum.epoch,
-                self.controller.last_committed_offset,
-            )
-        self._renounced, self._reclaim_at = False, None
-        return actions
+    def _publish_appends(self, offset: int) -> None:
+        """The active controller's own records, committed up to ``offset``."""
+        appends = self._uncommitted
+        self._publish(replay_appends(self.controller, self.image, appends, offset))
 
     def _catch_up_from_log(self) -> None:
-        """One voter that renounced: replay what has committed since, from the log, as a
-        standby replays the leader's records. Fatal if a record cannot be replayed."""
-        controller = self.controller
-        # The controller and the image are both at the last commit, unless the event
-        # that failed moved one and not the other: each takes what it has not seen.
-        controller_from = controller.last_committed_offset + 1
-        image_from = self.image.offset + 1
-        start = min(controller_from, image_from)
-        delta = MetadataDelta(self.image)
-        try:
-            for batch in self.quorum.read_committed(start):
-                unseen = [r for o, r in batch.records if o >= controller_from]
-                if unseen:
-                    controller.replay_committed(unseen, batch.last_offset)
-                for offset, record in batch.records:
-                    if offset >= image_from:
-                        delta.replay(record, offset)
-        except Exception as exc:
-            raise self._fatal(
-                f"replaying the committed metadata log from offset {start}", exc
-            ) from exc
-        if delta.offset != self.image.offset:
-            self._publish_delta(delta)
+        """One voter that renounced: what committed since, replayed from its own log."""
+        self._publish(replay_log(self.controller, self.image, self.quorum))
 
-    def _append_failed(
-        self, action: AppendRecords, exc: MetadataLogError
-    ) -> list[Action]:
-        # The requests whose records were refused hear why; after a fatal failure the
-        # ones still waiting for earlier records hear NOT_CONTROLLER from the
-        # resignation.
-        failed = self.controller.append_failed(action.base_offset, exc.error_code)
-        if exc.fatal:
-            return failed + self._resign(exc)
-        _logger.error(
-            "%s; the request(s) writing offsets from %d on get %s, the controller "
-            "stays "
-            "active and reverts to offset %d",
-            exc,
-            action.base_offset,
-            exc.error_code.name,
-            action.base_offset - 1,
-        )
-        return failed
-
-    def _resign(self, exc: MetadataLogError) -> list[Action]:
-        """The metadata log cannot be trusted: stop being the active controller."""
-        if self.failure is not None:
-            return []
-        self.failure = exc
-        _logger.error(
-            "%s; this node is no longer the active controller (reverted to the last "
-            "committed offset %d) until it is restarted: admin requests get NOT_CONTROLLER, "
-            "data is still served",
-            exc,
-            self.controller.last_committed_offset,
-        )
-        self._uncommitted.clear()  # never published in this process
-        self._renounced, self._reclaim_at = False, None
-        return self.controller.resign()
-
-    def _publish(self, offset: int) -> None:
-        delta = MetadataDelta(self.image)
-        while self._uncommitted and self._uncommitted[0].last_offset <= offset:
-            append = self._uncommitted.popleft()
-            try:
-                for i, record in enumerate(append.records):
-                    delta.replay(record, append.base_offset + i)
-            except Exception as exc:
-                raise self._fatal(
-                    f"replaying the committed records from offset {append.base_offset}",
-                    exc,
-                ) from exc
-        if delta.offset == self.image.offset:
+    def _publish(self, delta: MetadataDelta | None) -> None:
+        """The image ``delta`` makes, to the subscribers and the snapshot generator
+        (None: nothing new)."""
+        if delta is None:
             return
-        self._publish_delta(delta)
-
-    def _publish_delta(self, delta: MetadataDelta) -> None:
         try:
             self.image = delta.apply()
         except Exception as exc:
-            raise self._fatal(
+            raise self._faults.fatal(
                 f"applying the committed records up to offset {delta.offset}", exc
             ) from exc
         for publisher in self._publishers:
@@ -760,57 +524,10 @@ class ControllerServer:
                     publisher,
                     exc_info=exc,
                 )
-        self._maybe_snapshot()
-
-    def _maybe_snapshot(self) -> None:
-        threshold = (
-            self.controller.config.metadata_log_max_record_bytes_between_snapshots
-        )
-        if self._snapshotting or self._nursery is None:
-            return
-        if self._log_size() - self._snapshot_size < threshold:
-            return
-        self._snapshotting = True
-        self._snapshot_done = trio.Event()
-        self._nursery.start_soon(self._write_snapshot, self.image)
-
-    def _log_size(self) -> int:
-        return self.raft.log_size if self.raft is not None else self.quorum.log.size
-
-    async def _write_snapshot(self, image: MetadataImage) -> None:
-        try:
-            records = list(image.records())
-            if self.raft is not None:
-                # The Raft log keeps the snapshot (and drops the log below it); the
-                # payload is the image's records in a batch, as the one-voter quorum's.
-                payload = await trio.to_thread.run_sync(encode_snapshot, records)
-                self.raft.create_snapshot(image.offset + 1, payload)
-            else:
-                snapshot = await trio.to_thread.run_sync(
-                    self.quorum.write_snapshot, image.offset + 1, records
-                )
-                self.quorum.snapshot_written(snapshot)
-        except (OSError, ValueError) as exc:
-            # A snapshot only shortens the next start's replay: try again after as much
-            # log again, rather than fail the controller over it.
-            _logger.warning("writing a metadata snapshot failed: %s", exc)
-        except FatalFaultError:
-            raise
-        except Exception as exc:
-            # The same, for a fault nobody foresaw (Kafka's snapshot generator logs it
-            # and goes on); with its traceback, since it is a bug.
-            _logger.error(
-                "Encountered non-fatal fault: writing a metadata snapshot at offset %d "
-                "failed",
-                image.offset,
-                exc_info=exc,
-            )
-        self._snapshot_size = self._log_size()
-        self._snapshotting = False
-        self._snapshot_done.set()
+        self._snapshots.maybe_start(self.image, self._nursery)
 
     async def wait_snapshot_written(self) -> None:
         """Until no metadata snapshot is being written (at once if none is). A request's
         answer comes after the commit that may start one, so a caller that waits here
         after its last request finds the snapshot of that request's image or a later one."""
-        await self._snapshot_done.wait()
+        await self._snapshots.wait_written()
