@@ -380,8 +380,13 @@ def test_isr_episodes(
         assert row.expanded_ts == (
             None if expanded is None else pytest.approx(expanded, abs=1e-6)
         )
-    assert [r.replica for r in rows] == [truth["slow_follower"]]
-    (row,) = rows
+    # The experiment's episodes: the cluster's stop at the end is a controlled shutdown,
+    # which takes each stopping follower out of the ISR too (whether the leader still
+    # applies that change before it stops itself is a race, and not the lab's subject).
+    end = truth["phases"][-1]["end"]
+    during = [r for r in rows if r.shrunk_ts <= end]
+    assert [r.replica for r in during] == [truth["slow_follower"]]
+    (row,) = during
     lag_max = truth["replica_lag_time_max_ms"] / 1000
     stall, heal = phase(truth, "stalled")[0], phase(truth, "healed")[0]
     # Not caught up for longer than replica.lag.time.max.ms, found by a check that runs
