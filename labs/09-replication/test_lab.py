@@ -198,6 +198,10 @@ def python_episodes(
                 for r, lag in zip(p["replicas"], p["lag_ms"], strict=True)
                 if r == replica
             ]
+            if not causes:
+                # Taken out by the controller, not proposed by the leader (a controlled
+                # shutdown as the cluster stops): no cause to join, as in the answer.
+                continue
             episodes.append((replica, ts, back, max(causes)[1]))
     return episodes
 
