@@ -119,7 +119,7 @@ book: export MINIKAFKA_LAB_REUSE = $(if $(MINIKAFKA_LAB_RUNS),1)
 bench: sync
 	$(RUN) python -m bench
 
-# `make lab 1`: the number is a second goal; take it as the lab's number and make it a no-op.
+# `make lab 8`: the number is a second goal; take it as the lab's number and make it a no-op.
 ifeq (lab,$(firstword $(MAKECMDGOALS)))
 LAB := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
 $(eval $(LAB):;@:)

@@ -1,4 +1,4 @@
-"""Lab 09 exercises: what did acks=all wait for, and when did the ISR change?
+"""Lab 9 exercises: what did acks=all wait for, and when did the ISR change?
 
 Write each function with Spark (``pyspark.sql.functions as F``, ``Window``) over the
 DataFrames ``minikafka.labs.read_events`` gives for a run's traces. Every DataFrame has

@@ -1,4 +1,4 @@
-"""Lab 09's scenario: one partition replicated three ways, one follower on a slow link
+"""Lab 9's scenario: one partition replicated three ways, one follower on a slow link
 (seed 000's replication sections: the ISR, the high watermark, acks=all; KIP-497).
 
 ``run(out)`` starts a KRaft cluster of real processes (a controller and brokers 1, 2
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     begun = time.monotonic()
     out = run(args.out, args.scale)
-    print(f"lab 09 scenario: {out} in {time.monotonic() - begun:.1f}s", flush=True)
+    print(f"lab 9 scenario: {out} in {time.monotonic() - begun:.1f}s", flush=True)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Lab 09's checks: each exercise's answer, from the leader's trace, against the clients.
+"""Lab 9's checks: each exercise's answer, from the leader's trace, against the clients.
 
 The scenario runs once for the module. Its ``truth.json`` was written on the clients'
 side, apart from the brokers: each phase's window (when the scenario delayed, stalled

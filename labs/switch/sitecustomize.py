@@ -2,9 +2,9 @@
 
 A build-the-mechanism lab (``labs/NN-*/lab.toml``) names what the learner writes and
 what it replaces: ``minikafka.net._framing:FrameDecoder`` is replaced by
-``FrameDecoder`` of the learner's ``labs/03-framing/framing.py``. ``python -m
+``FrameDecoder`` of the learner's ``labs/01-framing/framing.py``. ``python -m
 minikafka.labs`` turns that into two environment variables, and every Python process
-started with them (``make run LAB=3``, the lab's tests, the brokers those tests start)
+started with them (``make run LAB=1``, the lab's tests, the brokers those tests start)
 runs the learner's code:
 
 - ``PYTHONPATH`` begins with this directory, so Python imports this module at start-up

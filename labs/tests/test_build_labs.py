@@ -2,7 +2,7 @@
 ``make lab``): each lab.toml is valid, each build exercise names real targets and files,
 an unfinished exercise is reported by name, every build lab passes with the reference
 (minikafka's own code switched in through the same path a learner's takes), and a
-FrameDecoder written from lab 3's skeleton alone, not copied from minikafka, passes."""
+FrameDecoder written from lab 1's skeleton alone, not copied from minikafka, passes."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_each_build_exercise_names_real_targets_and_files(lab: Lab) -> None:
 
 def test_an_unfinished_exercise_is_reported_by_name() -> None:
     (outcome,) = run(
-        find_lab(3), find_lab(3).config.exercises[0], "exercises", quiet=True
+        find_lab(1), find_lab(1).config.exercises[0], "exercises", quiet=True
     )
     assert not outcome.done
     assert "FrameDecoder.feed" in outcome.not_done
@@ -123,11 +123,11 @@ class FrameDecoder:
 
 
 def test_a_decoder_written_from_the_skeleton_passes_lab_3(tmp_path: Path) -> None:
-    mine = tmp_path / "03-framing"
-    shutil.copytree(find_lab(3).directory, mine)
+    mine = tmp_path / "01-framing"
+    shutil.copytree(find_lab(1).directory, mine)
     (mine / "framing.py").write_text(textwrap.dedent(MY_DECODER))
-    (outcome,) = run(Lab(3, mine), None, "exercises", quiet=True)
+    (outcome,) = run(Lab(1, mine), None, "exercises", quiet=True)
     assert outcome == Outcome(
-        Lab(3, mine), "frame_decoder", outcome.total, outcome.total
+        Lab(1, mine), "frame_decoder", outcome.total, outcome.total
     )
     assert outcome.total > 20

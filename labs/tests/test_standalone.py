@@ -1,4 +1,4 @@
-"""A trace lab on Spark beyond one JVM: lab 1's checks, run against its reference
+"""A trace lab on Spark beyond one JVM: lab 8's checks, run against its reference
 answers, on a standalone master with two workers started from PySpark's own
 distribution (``minikafka.labs.standalone_cluster``), the driver in its own process as a
 learner's ``make lab`` would be. Holds that the labs' queries need nothing of
@@ -28,11 +28,11 @@ def test_lab_1_runs_on_a_standalone_master_with_two_workers(tmp_path: Path) -> N
             **os.environ,
             SPARK_MASTER_ENV: master,
             IMPLEMENTATION_ENV: "solutions",
-            # A run of lab 1's scenario kept earlier (make test keeps them) will do:
+            # A run of lab 8's scenario kept earlier (make test keeps them) will do:
             # what is tested here is Spark's side.
             REUSE_ENV: "1",
         }
-        test_file = find_lab(1).directory / "test_lab.py"
+        test_file = find_lab(8).directory / "test_lab.py"
         done = subprocess.run(
             [
                 sys.executable,

@@ -1,4 +1,4 @@
-"""Lab 09 reference answers: what acks=all waited for, read from the leader's trace.
+"""Lab 9 reference answers: what acks=all waited for, read from the leader's trace.
 
 The inputs are DataFrames from ``minikafka.labs.read_events`` over a run's traces, one
 per event type of ``minikafka.replication``: ``fetches``: ``FollowerFetched``

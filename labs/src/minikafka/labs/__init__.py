@@ -6,7 +6,7 @@ scenario recorded on its own side (client counts, timings, its log of what it di
 
     spark = spark_session()
     requests = read_events(spark, run_dir / "traces", RequestCompleted)
-    lab = find_lab(1)
+    lab = find_lab(8)
     lab.implementation().request_counts(requests).show()
 """
 

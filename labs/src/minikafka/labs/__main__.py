@@ -97,14 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{args.workers} workers; logs in {args.dir}"
             )
             print(
-                f"run a lab on it: SPARK_MASTER={master} make lab 1   (Ctrl-C stops it)"
+                f"run a lab on it: SPARK_MASTER={master} make lab 8   (Ctrl-C stops it)"
             )
             with contextlib.suppress(KeyboardInterrupt):
                 threading.Event().wait()
         return 0
     if args.command == "parquet":
         # Registers every package's trace events (the client's, which no broker imports,
-        # too: the producer's batches of lab 11).
+        # too: the producer's batches of lab 12).
         import minikafka.broker
         import minikafka.client  # noqa: F401
 

@@ -6,7 +6,7 @@ One event per batch, emitted by the Sender when the batch's outcome is known
 why it left the accumulator, and how long it spent in each of the two places a batch
 waits. Its records' delivery reports are handed out from that moment on, so a batch's
 event is what its first record lived through, from the append that created the batch to
-its report. Lab 11 reads them beside the brokers' ``net.request`` events of the same
+its report. Lab 12 reads them beside the brokers' ``net.request`` events of the same
 ``client_id``.
 
 The Sender's ``now`` is the shell's monotonic clock, not the time of day, so the event

@@ -1,0 +1,334 @@
+"""Lab 11's checks: each exercise's answer, from the broker's trace, against the clients.
+
+The scenario runs once for the module. Its ``truth.json`` was written on the clients'
+side, apart from the broker: the scenario's action log (what it did to which member and
+when, and when the group had settled again) and every member's rebalance callbacks with
+wall-clock times. From it the tests derive what the trace must show:
+
+- eager groups rebalance once per action; cooperative ones once, plus a second
+  rebalance (``member_rejoined``, by a member that revoked partitions) when partitions
+  had to move; a crash's rebalance starts about one session timeout after the kill;
+- the time each member stood without partitions, as its own callbacks saw it (the
+  trace's intervals lie inside the client's: a member revokes before it rejoins and
+  runs its assign callback after its SyncGroup is answered);
+- as many generations as rebalances.
+
+``MINIKAFKA_LAB_IMPL`` chooses the answers checked (``solutions`` by default).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from minikafka.coordination import (
+    GroupStateChanged,
+    MemberAssigned,
+    MemberJoined,
+    RebalanceCompleted,
+    RebalanceStarted,
+)
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    check_exercises_start_unfinished,
+    lab_of,
+    read_events,
+    scenario_run,
+)
+from minikafka.net import RequestCompleted
+
+LAB = lab_of(__file__)
+
+# Tolerances, in seconds, for a loaded two-core machine.
+NESTED = 0.05  # the trace's intervals lie inside the client's, up to this
+JOIN_OVERHEAD = 0.5  # subscribe() to the accepted JoinGroup (FindCoordinator, a bounce)
+PER_INTERVAL = 0.1  # revoke to JoinGroup plus SyncGroup to the assign callback
+
+Truth = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return scenario_run(LAB, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def truth(run_dir: Path) -> Truth:
+    document: Truth = json.loads((run_dir / "truth.json").read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]:
+    traces = run_dir / "traces"
+    frames = {
+        "starts": read_events(spark, traces, RebalanceStarted),
+        "ends": read_events(spark, traces, RebalanceCompleted),
+        "joins": read_events(spark, traces, MemberJoined),
+        "syncs": read_events(spark, traces, MemberAssigned),
+        "changes": read_events(spark, traces, GroupStateChanged),
+        "requests": read_events(spark, traces, RequestCompleted),
+    }
+    for frame in frames.values():
+        frame.cache()
+    yield frames
+    for frame in frames.values():
+        frame.unpersist()
+
+
+@pytest.fixture
+def answers() -> ModuleType:
+    return LAB.implementation()
+
+
+# --- the ground truth ----------------------------------------------------------------------
+
+
+def groups(truth: Truth) -> dict[str, Truth]:
+    """group_id -> that protocol's part of the truth, with ``cooperative`` added."""
+    return {
+        part["group_id"]: {**part, "cooperative": protocol == "cooperative"}
+        for protocol, part in truth["groups"].items()
+    }
+
+
+def revokers(part: Truth, action: Truth) -> set[str]:
+    """The members that gave partitions up while the group settled after ``action``
+    (not the one leaving: its revoke is part of its close)."""
+    found = set()
+    for client_id, log in part["members"].items():
+        if client_id == action["client_id"] and action["action"] != "join":
+            continue
+        for event in log:
+            inside = action["ts"] <= event["ts"] <= action["settled_ts"]
+            if inside and event["kind"] == "revoke" and event["partitions"]:
+                found.add(client_id)
+    return found
+
+
+def expected_causes(part: Truth) -> list[tuple[str, set[str]]]:
+    """Per action in order, the rebalances it must cause: (reason, possible client ids)."""
+    reasons = {
+        "join": "member_joined",
+        "leave": "member_left",
+        "crash": "session_timeout",
+    }
+    causes: list[tuple[str, set[str]]] = []
+    for action in part["actions"]:
+        causes.append((reasons[action["action"]], {action["client_id"]}))
+        moved = revokers(part, action)
+        if part["cooperative"] and moved:
+            # KIP-429: who gave partitions up rejoins at once; the partitions can then go
+            # to their new owners in a second rebalance.
+            causes.append(("member_rejoined", moved))
+    return causes
+
+
+def actions_per_rebalance(part: Truth) -> list[Truth]:
+    """The action each expected rebalance belongs to, in order."""
+    owners = []
+    for action in part["actions"]:
+        owners.append(action)
+        if part["cooperative"] and revokers(part, action):
+            owners.append(action)
+    return owners
+
+
+def client_view(log: list[Truth], cooperative: bool) -> tuple[float, float, int, int]:
+    """From a member's callbacks: seconds without partitions before its first ones and
+    after, the number of stopped intervals, and the number of assign callbacks."""
+    held: frozenset[int] = frozenset()
+    had_some = False
+    waiting = stopped = 0.0
+    intervals = assigns = 0
+    previous = log[0]["ts"]  # subscribe
+    for event in log[1:]:
+        if event["kind"] == "close":
+            break  # what happens while it leaves is not a rebalance of its group
+        if not held:
+            if had_some:
+                stopped += event["ts"] - previous
+                intervals += 1
+            else:
+                waiting += event["ts"] - previous
+        parts = frozenset(event.get("partitions") or ())
+        if event["kind"] == "assign":
+            assigns += 1
+            held = held | parts if cooperative else parts
+        elif event["kind"] in ("revoke", "lost"):
+            held = held - parts if cooperative else frozenset()
+        had_some = had_some or bool(held)
+        previous = event["ts"]
+    return waiting, stopped, intervals, assigns
+
+
+def by_group(rows: list[Row]) -> dict[str, list[Row]]:
+    grouped: dict[str, list[Row]] = {}
+    for row in rows:
+        grouped.setdefault(row.group_id, []).append(row)
+    return grouped
+
+
+# --- the exercises -------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(900)
+def test_rebalances(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.rebalances(events["starts"], events["ends"])
+    assert frame.columns == [
+        "group_id",
+        "generation_id",
+        "start_ts",
+        "end_ts",
+        "duration_ms",
+        "reason",
+        "members",
+    ]
+    found = by_group(frame.collect())
+    reported = {
+        (r.group_id, r.generation_id): r.duration_ms for r in events["ends"].collect()
+    }
+    session = truth["session_timeout_ms"] / 1000
+    for group_id, part in groups(truth).items():
+        rows = found.get(group_id, [])
+        owners = actions_per_rebalance(part)
+        causes = [reason for reason, _ in expected_causes(part)]
+        assert len(rows) == len(owners), (
+            group_id,
+            [(r.reason, r.generation_id) for r in rows],
+        )
+        assert [r.reason for r in rows] == causes
+        assert [r.generation_id for r in rows] == list(range(1, len(rows) + 1))
+        for row, action in zip(rows, owners, strict=True):
+            # Each rebalance starts after its action and ends before the clients settled.
+            assert action["ts"] <= row.start_ts <= row.end_ts <= action["settled_ts"], (
+                row
+            )
+            assert row.duration_ms == pytest.approx(
+                (row.end_ts - row.start_ts) * 1000, abs=1
+            )
+            assert row.duration_ms == pytest.approx(
+                reported[group_id, row.generation_id], abs=1
+            )
+            if action["action"] == "crash":
+                # Noticed only when the session of the last heartbeat before the kill ran
+                # out: at most one session, at least a session less a heartbeat period or so.
+                assert session - 1.0 <= row.start_ts - action["ts"] <= session + 2.0, (
+                    row
+                )
+        last = {id(a): r for r, a in zip(rows, owners, strict=True)}
+        for action in part["actions"]:
+            assert last[id(action)].members == len(action["live"])
+
+
+@pytest.mark.timeout(900)
+def test_stop_the_world(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.stop_the_world(events["joins"], events["syncs"], events["ends"])
+    assert frame.columns == [
+        "group_id",
+        "client_id",
+        "rebalances",
+        "waiting_ms",
+        "stopped_ms",
+    ]
+    found = {(r.group_id, r.client_id): r for r in frame.collect()}
+    stopped_total: dict[bool, float] = {}
+    for group_id, part in groups(truth).items():
+        cooperative = part["cooperative"]
+        assert {c for g, c in found if g == group_id} == set(part["members"])
+        for client_id, log in part["members"].items():
+            row = found[group_id, client_id]
+            waiting, stopped, intervals, assigns = client_view(log, cooperative)
+            where = (
+                f"{client_id}: trace {row},"
+                f" client waiting {waiting:.3f}s stopped {stopped:.3f}s"
+            )
+            # One SyncGroup answer per assign callback, also an empty incremental one.
+            assert row.rebalances == assigns, where
+            trace_waiting, trace_stopped = row.waiting_ms / 1000, row.stopped_ms / 1000
+            assert trace_waiting <= waiting + NESTED, where
+            assert trace_waiting >= waiting - JOIN_OVERHEAD - 0.1 * waiting, where
+            assert trace_stopped <= stopped + NESTED, where
+            assert trace_stopped >= stopped - PER_INTERVAL * (intervals + 1), where
+            if cooperative:
+                # KIP-429: a member that holds partitions keeps some through a rebalance.
+                assert stopped == 0.0, where
+            else:
+                assert intervals > 0, where  # eager: every member revoked at least once
+            stopped_total[cooperative] = (
+                stopped_total.get(cooperative, 0.0) + trace_stopped
+            )
+    assert stopped_total[False] > stopped_total[True]
+
+
+@pytest.mark.timeout(900)
+def test_generations(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.generations(events["changes"])
+    assert frame.columns == ["group_id", "generations", "final_generation"]
+    found = {r.group_id: (r.generations, r.final_generation) for r in frame.collect()}
+    expected = {}
+    for group_id, part in groups(truth).items():
+        count = len(expected_causes(part))  # each completed rebalance is a generation
+        expected[group_id] = (count, count)
+    assert found == expected
+
+
+@pytest.mark.timeout(900)
+def test_rebalance_causes(
+    answers: ModuleType, events: dict[str, DataFrame], truth: Truth
+) -> None:
+    frame = answers.rebalance_causes(events["starts"], events["requests"])
+    assert frame.columns == [
+        "group_id",
+        "generation_id",
+        "reason",
+        "client_id",
+        "silent_ms",
+    ]
+    found = by_group(frame.collect())
+    session_ms = truth["session_timeout_ms"]
+    started = {(r.group_id, r.generation_id): r.ts for r in events["starts"].collect()}
+    for group_id, part in groups(truth).items():
+        rows = found.get(group_id, [])
+        causes = expected_causes(part)
+        owners = actions_per_rebalance(part)
+        assert len(rows) == len(causes), (group_id, rows)
+        assert [r.generation_id for r in rows] == list(range(len(rows)))
+        for row, (reason, clients), action in zip(rows, causes, owners, strict=True):
+            assert (row.reason, row.client_id in clients) == (reason, True), (
+                row,
+                clients,
+            )
+            if reason == "member_joined":
+                assert row.silent_ms is None, row  # a new member has not heartbeated
+            elif reason == "member_left":
+                assert row.silent_ms is not None, row
+                assert row.silent_ms < session_ms / 2, row
+            elif reason == "session_timeout":
+                # Removed one session after its last heartbeat, which came before the kill.
+                assert session_ms - 250 <= row.silent_ms <= session_ms + 2000, row
+                last_heartbeat = (
+                    started[group_id, row.generation_id] - row.silent_ms / 1000
+                )
+                assert last_heartbeat <= action["ts"] + 0.01, (row, action)
+
+
+@pytest.mark.skipif(
+    os.environ.get(IMPLEMENTATION_ENV) == "exercises",
+    reason="checks exercises.py as shipped, not the reader's answers",
+)
+def test_the_exercises_start_unfinished() -> None:
+    check_exercises_start_unfinished(LAB)
