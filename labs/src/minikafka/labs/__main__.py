@@ -45,7 +45,7 @@ def _check(
 ) -> list[Outcome]:
     config = lab.config
     exercise = config.exercise(name) if name else None
-    if config.kind == "build" and exercise is None:
+    if config.kind == "rebuild" and exercise is None:
         # One exercise at a time: each switches in only its own code.
         return [o for e in config.exercises for o in run(lab, e, which, quiet=quiet)]
     return run(lab, exercise, which, reuse=reuse, quiet=quiet)

@@ -1,17 +1,24 @@
 """A lab's ``lab.toml``: what kind of lab it is, its exercises, and how each is checked.
 
-Two kinds (ARCHITECTURE.md, "Traces and labs"):
+Three kinds (ARCHITECTURE.md, "Traces and labs"):
 
 - ``trace``: the learner writes Spark queries in ``exercises.py`` over the traces of a
   scenario run; each exercise is checked by the tests of ``test_lab.py`` whose names
   match its ``select`` (a pytest ``-k`` expression).
-- ``build``: the learner writes one of minikafka's mechanisms; each exercise names what
-  it replaces (``"module:Name" = "file.py:Name"``) and the package and end-to-end tests
-  that grade it, run with the learner's code switched in (``labs/switch``).
+- ``rebuild``: the learner writes one of minikafka's mechanisms again; each exercise
+  names what it replaces (``"module:Name" = "file.py:Name"``) and the package and
+  end-to-end tests that grade it, run with the learner's code switched in
+  (``labs/switch``). The reference is minikafka's own code.
+- ``extend``: the learner adds to minikafka's own source something it does not have;
+  the lab's ``test_lab.py`` grades the behaviour (``tests`` or ``select`` per exercise).
 
-The reference answers live apart from the learner's tree, in ``labs/solutions/NN-*/``:
-a trace lab's ``solutions.py``, and for a build lab a file of the same name as the
-learner's that hands back minikafka's own code, which is the reference.
+Every lab also says what a learner plans with: ``minutes``, ``difficulty`` and the
+chapters to read first (``after``, the lab's own ``chapter`` included), and what it
+installs beyond the Python workspace (``needs``: ``java``, ``kcat``, ``zookeeper``).
+
+The answers live apart from the learner's tree, in ``labs/instructor/NN-*/`` (left out
+of a learner's checkout): a trace lab's ``solutions.py``, an extend lab's
+``answer.patch``, and every lab's deliberately wrong solutions (``mutants.toml``).
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from pathlib import Path
 
 import attrs
 
-KINDS = ("trace", "build")
+KINDS = ("trace", "rebuild", "extend")
+DIFFICULTIES = ("easy", "moderate", "hard")
+NEEDS = ("java", "kcat", "zookeeper")
 
 
 class LabConfigError(ValueError):
@@ -47,6 +56,13 @@ class LabConfig:
     chapter: str
     """The book chapter (its file name without ``.md``) the lab follows."""
     exercises: tuple[Exercise, ...]
+    minutes: int = 0
+    """About how long a first attempt takes, after reading the chapters."""
+    difficulty: str = ""
+    after: tuple[str, ...] = ()
+    """The chapters to read first, in reading order (the lab's ``chapter`` last)."""
+    needs: tuple[str, ...] = ()
+    """What the lab installs beyond the Python workspace (``make lab`` does it)."""
 
     def exercise(self, name: str) -> Exercise:
         for exercise in self.exercises:
@@ -85,7 +101,7 @@ def load_config(path: Path) -> LabConfig:
             raise LabConfigError(f"{path}: {where}select must be a string")
         replaces = entry.get("replaces", {})
         tests = entry.get("tests", [])
-        if kind == "build":
+        if kind == "rebuild":
             if not replaces or not isinstance(replaces, dict):
                 raise LabConfigError(f"{path}: {where}replaces is missing")
             if not tests or not isinstance(tests, list):
@@ -99,6 +115,35 @@ def load_config(path: Path) -> LabConfig:
         exercises.append(
             Exercise(name, select, dict(replaces), tuple(str(t) for t in tests))
         )
+    chapter = text(data, "chapter", "")
+    minutes = data.get("minutes", 0)
+    if not isinstance(minutes, int) or minutes < 0:
+        raise LabConfigError(f"{path}: minutes must be a whole number of minutes")
+    difficulty = data.get("difficulty", "")
+    if difficulty and difficulty not in DIFFICULTIES:
+        raise LabConfigError(
+            f"{path}: difficulty must be one of {', '.join(DIFFICULTIES)}"
+        )
+    after = _strings(path, data, "after")
+    needs = _strings(path, data, "needs")
+    if unknown := set(needs) - set(NEEDS):
+        raise LabConfigError(
+            f"{path}: needs: {', '.join(sorted(unknown))} is not one of {', '.join(NEEDS)}"
+        )
     return LabConfig(
-        text(data, "title", ""), kind, text(data, "chapter", ""), tuple(exercises)
+        text(data, "title", ""),
+        kind,
+        chapter,
+        tuple(exercises),
+        minutes,
+        str(difficulty),
+        after or (chapter,),
+        needs,
     )
+
+
+def _strings(path: Path, data: Mapping[str, object], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise LabConfigError(f"{path}: {key} must be a list of strings")
+    return tuple(value)

@@ -2,9 +2,10 @@
 
 A lab is a directory ``labs/NN-topic/`` of plain modules and a ``lab.toml``
 (:mod:`._config`), not a package: its name starts with a digit. A trace lab holds
-``scenario.py``, ``exercises.py`` and ``test_lab.py``; a build lab the files the learner
-writes. The reference answers sit apart, in ``labs/solutions/NN-topic/``, so the
-learner's tree holds exercises and tests, not solutions. :class:`Lab` loads modules by
+``scenario.py``, ``exercises.py`` and ``test_lab.py``; a rebuild lab the files the
+learner writes. The answers sit apart, in ``labs/instructor/NN-topic/``, which a
+learner's checkout leaves out (``.gitattributes``), so the learner's tree holds
+exercises and tests, not solutions. :class:`Lab` loads modules by
 path under names of their own, so two labs' ``scenario`` modules never meet in
 ``sys.modules``.
 """
@@ -32,8 +33,9 @@ IMPLEMENTATION_ENV = "MINIKAFKA_LAB_IMPL"
 
 IMPLEMENTATIONS = ("solutions", "exercises")
 
-SOLUTIONS_ROOT = LABS_ROOT / "solutions"
-"""Where the reference answers live, one directory per lab, apart from the exercises."""
+INSTRUCTOR_ROOT = LABS_ROOT / "instructor"
+"""Where the answers and the wrong answers live, one directory per lab, apart from the
+exercises; a learner's checkout has none."""
 
 _LAB_DIR = re.compile(r"^(?P<number>\d{2})-[a-z0-9-]+$")
 
@@ -53,8 +55,8 @@ class Lab:
 
     @property
     def solutions(self) -> Path:
-        """This lab's directory of reference answers (``labs/solutions/NN-topic``)."""
-        return self.directory.parent / "solutions" / self.directory.name
+        """This lab's directory of answers (``labs/instructor/NN-topic``)."""
+        return self.directory.parent / "instructor" / self.directory.name
 
     def module(self, name: str) -> ModuleType:
         """The lab's ``name``.py (``solutions`` from :attr:`solutions`), loaded once per

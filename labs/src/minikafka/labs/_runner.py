@@ -5,7 +5,8 @@ chosen by ``select``). A build lab's exercise is checked by the package and end-
 tests its ``lab.toml`` names, run in a fresh Python with the learner's code switched in
 (``labs/switch``: ``PYTHONPATH`` and :data:`SWITCH_ENV`), so the brokers those tests
 start run it too. ``which`` is ``exercises`` (the learner's files) or ``solutions``
-(``labs/solutions/NN-*``, what ``make test`` checks).
+(what ``make test`` checks: a trace lab's ``labs/instructor/NN-*/solutions.py``; for a
+rebuild lab, minikafka's own code, switched for nothing).
 """
 
 from __future__ import annotations
@@ -60,9 +61,12 @@ class Outcome:
 
 
 def switch_spec(lab: Lab, exercises: Sequence[Exercise], which: str) -> str:
-    """The :data:`SWITCH_ENV` value putting ``which``'s code in place of minikafka's."""
-    home = lab.solutions if which == "solutions" else lab.directory
+    """The :data:`SWITCH_ENV` value putting ``which``'s code in place of minikafka's
+    (nothing for ``solutions``: minikafka's own code is a rebuild lab's reference)."""
+    if which == "solutions":
+        return ""
     parts = []
+    home = lab.directory
     for exercise in exercises:
         for target, source in exercise.replaces.items():
             file, _, attribute = source.rpartition(":")
@@ -96,7 +100,7 @@ def command(
         env |= switched_env(lab, chosen, which)
     args = [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE"]
     args += ["-p", "no:cacheprovider", f"--junitxml={junit}", *targets]
-    if which == "exercises" and config.kind == "build":
+    if which == "exercises" and config.kind == "rebuild":
         # Stop at the first failure: an unfinished mechanism fails every test that
         # needs it, some only after waiting out a real client's timeouts.
         args.append("-x")
