@@ -35,13 +35,15 @@ else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book notebooks bench lab grade cluster cluster-down clean
+.PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade cluster cluster-down clean
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
 	@echo "make test   - install what is missing, then lint, type-check, test and build the book"
 	@echo "make lint   - ruff, ruff format --check, import-linter"
-	@echo "make book   - build the book (executes every cell, warnings are errors)"
+	@echo "make book   - build the book for reading (Python only; cells that need Java, ZooKeeper"
+	@echo "              or broker processes say they run in the full build)"
+	@echo "make book FULL=1 - the full build (make book-full): every cell, then each page in Chromium"
 	@echo "make notebooks - the book's chapters and labs as notebooks in ./notebooks, run and ready"
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your work on lab N (labs/NN-*); EX=name for one exercise"
@@ -59,7 +61,11 @@ NEEDS :=
 # `make book EDITION=instructor` prints the labs' reference answers (book/_ext/edition.py).
 EDITION ?= student
 test pytest: NEEDS := kcat java zookeeper chromium
-book: NEEDS := java zookeeper chromium
+# `make book` is the reader build: only the Python workspace (book/_ext/reader.py leaves
+# out the cells that need Java, ZooKeeper or broker processes, and the page check).
+# FULL=1 (and `make test`) is the full build: every cell, then the page check.
+FULL ?=
+book: NEEDS = $(if $(FULL),java zookeeper chromium)
 lab: NEEDS := java kcat
 cluster: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 
@@ -84,7 +90,7 @@ lint: sync
 	$(RUN) lint-imports
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py book/_ext/edition.py
+	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py book/_ext/edition.py book/_ext/reader.py book/_ext/reader_guard.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
@@ -97,9 +103,12 @@ book: sync
 	$(RUN) python scripts/check_book_names.py
 	$(RUN) python scripts/check_listings.py
 	rm -rf book/_build
-	MINIKAFKA_EDITION=$(EDITION) $(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+	MINIKAFKA_BOOK=$(if $(FULL),full,reader) MINIKAFKA_EDITION=$(EDITION) $(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
 	@# Each page in headless Chromium at 1280 px: nothing wider than the page, no stderr.
-	$(RUN) python scripts/check_pages.py
+	$(if $(FULL),$(RUN) python scripts/check_pages.py,@echo "book: the reader build; make book FULL=1 runs every cell and checks the pages in Chromium")
+
+book-full:
+	@$(MAKE) --no-print-directory book FULL=1
 
 # Every chapter and lab page as the notebook the book's build executed (outputs kept), in
 # ./notebooks (git-ignored), laid out as book/ is, so a cell's relative paths still hold.
@@ -113,6 +122,7 @@ notebooks: book
 # The trace labs' tests keep their scenario runs, and the book's lab pages reuse them: each
 # scenario runs once per `make test`, and the book shows the run the checks passed on.
 test: export MINIKAFKA_LAB_RUNS = $(CURDIR)/labs/.runs/make-test
+test: FULL := 1
 test: lint typecheck pytest book
 book: export MINIKAFKA_LAB_REUSE = $(if $(MINIKAFKA_LAB_RUNS),1)
 
