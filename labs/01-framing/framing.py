@@ -12,12 +12,16 @@ minikafka's, in the broker processes they start too.
 What the checks expect (read the Network chapter first, not minikafka's _framing.py):
 
 - any way of cutting a stream into ``feed`` calls yields the same frames, in order;
+  ``next_frame`` returns None until the whole frame is here;
 - a frame declaring more than ``max_frame_bytes`` is refused with FrameTooLarge as soon
   as its 4-byte prefix is here, before any of its body is buffered; when those 4 bytes
   are a TLS or HTTP start (``foreign_protocol``), with ForeignProtocol; a negative size
   with InvalidFrameSize;
+- ``next_frame_size`` is the size the next frame declares once its prefix is here (None
+  before), takes nothing out, and refuses a size as ``next_frame`` does;
 - ``buffered`` is how many bytes were fed and not yet returned in a frame;
-- bytes already returned are not kept forever (a long-lived connection must not grow).
+- bytes already returned are not kept forever: after 100,000 frames one decoder holds
+  less than 512 KiB (a long-lived connection must not grow).
 """
 
 from __future__ import annotations
