@@ -22,7 +22,7 @@ T0 = 1_700_000_000_000
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
 
-def roll_due(segment: LogSegment, batch: bytes, max_timestamp: int) -> bool:
+def roll_due(segment: LogSegment, batch: bytearray, max_timestamp: int) -> bool:
     """Kafka's reasons, from what the segment holds (the model the log must follow)."""
     config = segment.config
     first = next(iter(segment.batches()), None)
