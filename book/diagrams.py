@@ -73,33 +73,85 @@ def _overlap(a: Box, b: Box, gap: float = 0.0) -> bool:
     )
 
 
-def _layout(states: Sequence[str], half_w: float) -> dict[str, Point]:
-    """Box centers on the narrowest ellipse that keeps every two boxes ``SPACE`` apart."""
-    n, best, best_key = len(states), dict.fromkeys(states, (0.0, 0.0)), (math.inf, 0.0)
-    # An odd count puts two boxes side by side at the bottom: try turning the ring a little.
-    for turn, aspect in itertools.product((0.0, 0.25, 0.5), (0.75, 0.9)):
-        rx = 50.0 * math.sqrt(n) + 80.0
-        while n > 1:
-            angles = [2 * math.pi * (i + turn) / n - math.pi / 2 for i in range(n)]
-            points = [(rx * math.cos(a), aspect * rx * math.sin(a)) for a in angles]
-            boxes = [
-                (x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2)
-                for x, y in points
-            ]
-            if not any(
-                _overlap(a, b, SPACE)
-                for i, a in enumerate(boxes)
-                for b in boxes[i + 1 :]
+def _crossings(
+    at: Mapping[str, Point], pairs: Iterable[tuple[str, str]], half_w: float = 0.0
+) -> int:
+    """How many pairs of transitions cross, drawn as straight lines between centers, and
+    how many pass through a third state's box (each counts twice: worse than a cross)."""
+
+    def ccw(a: Point, b: Point, c: Point) -> float:
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    lines = sorted({tuple(sorted(p)) for p in pairs if p[0] != p[1]})
+    count = 0
+    for (a, b), (c, d) in itertools.combinations(lines, 2):
+        if {a, b} & {c, d}:
+            continue
+        p, q, r, s = at[a], at[b], at[c], at[d]
+        if ccw(p, q, r) * ccw(p, q, s) < 0 and ccw(r, s, p) * ccw(r, s, q) < 0:
+            count += 1
+    for a, b in lines:
+        (x0, y0), (x1, y1) = at[a], at[b]
+        for c, (cx, cy) in at.items():
+            if c in (a, b):
+                continue
+            # Points along the line, tested against the box grown by a little.
+            if any(
+                abs(x0 + (x1 - x0) * t / 20 - cx) < half_w + 6
+                and abs(y0 + (y1 - y0) * t / 20 - cy) < BOX_H / 2 + 6
+                for t in range(21)
             ):
-                key = (
-                    round(rx),
-                    -aspect,
-                )  # narrowest first, then the taller (room for labels)
+                count += 2
+    return count
+
+
+def _layout(
+    states: Sequence[str], half_w: float, pairs: Iterable[tuple[str, str]] = ()
+) -> dict[str, Point]:
+    """Box centers on the narrowest ellipse that keeps every two boxes ``SPACE`` apart,
+    in the order (and with the one state, if any, in the middle of the ring) that makes
+    the fewest transitions cross: a hub such as a state every other one can reach sits
+    in the middle."""
+    edges = list(pairs)
+    best, best_key = dict.fromkeys(states, (0.0, 0.0)), (math.inf, math.inf, 0.0)
+    centers: list[str | None] = [None, *states] if len(states) > 3 else [None]
+    for center in centers:
+        ring = [s for s in states if s != center]
+        n = len(ring)
+        # The first state stays first: turning the ring changes nothing worth trying.
+        orders = (
+            [ring]
+            if n > 7
+            else [[ring[0], *rest] for rest in itertools.permutations(ring[1:])]
+        )
+        for turn, aspect in itertools.product((0.0, 0.25, 0.5), (0.75, 0.9)):
+            rx = 50.0 * math.sqrt(n) + 80.0 + (60.0 if center else 0.0)
+            while n > 1:
+                angles = [2 * math.pi * (i + turn) / n - math.pi / 2 for i in range(n)]
+                points = [(rx * math.cos(a), aspect * rx * math.sin(a)) for a in angles]
+                if center is not None:
+                    points.append((0.0, 0.0))
+                boxes = [
+                    (x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2)
+                    for x, y in points
+                ]
+                if not any(
+                    _overlap(a, b, SPACE)
+                    for i, a in enumerate(boxes)
+                    for b in boxes[i + 1 :]
+                ):
+                    break
+                rx *= 1.02
+            else:
+                points = [(0.0, 0.0)] * n
+            for order in orders:
+                names = [*order, center] if center is not None else order
+                at = dict(zip(names, points, strict=True))
+                # Fewest crossings first, then the narrowest, then the taller.
+                key = (_crossings(at, edges, half_w), round(rx), -aspect)
                 if key < best_key:
-                    best, best_key = dict(zip(states, points, strict=True)), key
-                break
-            rx *= 1.02
-    return best
+                    best, best_key = at, key
+    return {s: best[s] for s in states}
 
 
 def _rim(center: Point, toward: Point, half_w: float) -> Point:
@@ -133,7 +185,7 @@ def state_diagram(
     if unknown:
         raise ValueError(f"edges name states that are not drawn: {sorted(unknown)}")
     half_w = max((len(s) for s in states), default=1) * BOX_FONT * CHAR / 2 + 10
-    at = _layout(states, half_w)
+    at = _layout(states, half_w, pairs)
     boxes = [
         (x - half_w, y - BOX_H / 2, x + half_w, y + BOX_H / 2) for x, y in at.values()
     ]
@@ -142,6 +194,10 @@ def state_diagram(
         list(boxes),
     )  # what labels avoid; what the canvas must hold
     arrows, labels = [], []
+    # Each transition's arrow as points along it (labels keep off other arrows), and the
+    # spots its label may take, best first.
+    traced: list[list[Point]] = []
+    candidates: list[tuple[str, list[Point]]] = []
     for a, b, label in transitions:
         if a == b:  # a loop on the side facing away from the middle of the drawing
             (x, y), norm = at[a], math.hypot(*at[a])
@@ -159,6 +215,7 @@ def state_diagram(
             c0 = (p0[0] + ux * LOOP + px, p0[1] + uy * LOOP + py)
             c1 = (p1[0] + ux * LOOP - px, p1[1] + uy * LOOP - py)
             arrows.append(_path(("M", p0), ("C", c0), ("", c1), ("", p1)))
+            traced.append([p0, c0, c1, p1])
             extent.append(
                 (
                     min(c0[0], c1[0]),
@@ -175,32 +232,47 @@ def state_diagram(
             ]
         else:  # a quadratic curve, bent to its left: the arrow back bends the other way
             p, q = at[a], at[b]
-            bend = 0.14 if (b, a) in pairs else 0.06
+            bend = 0.2 if (b, a) in pairs else 0.06
             c = (
                 (p[0] + q[0]) / 2 - (q[1] - p[1]) * bend,
                 (p[1] + q[1]) / 2 + (q[0] - p[0]) * bend,
             )
             p0, p1 = _rim(p, c, half_w), _rim(q, c, half_w)
             arrows.append(_path(("M", p0), ("Q", c), ("", p1)))
+            traced.append([_quad(p0, c, p1, i / 24) for i in range(25)])
             mid = _quad(p0, c, p1, 0.5)
             extent.append((*mid, *mid))
             # Along the arrow first, then beside it (a short arrow has no room on it).
             length = math.dist(p0, p1) or 1.0
             nx, ny = -(p1[1] - p0[1]) / length, (p1[0] - p0[0]) / length
-            along = [_quad(p0, c, p1, t) for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78)]
+            along = [
+                _quad(p0, c, p1, t)
+                for t in (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85)
+            ]
             spots = [
                 (x + nx * k, y + ny * k)
-                for k in (0, 14, -14, 28, -28)
+                for k in (0, 14, -14, 28, -28, 42, -42)
                 for x, y in along
             ]
-        if label:  # the first spot that covers nothing, else the middle one
-            rects = [_text_box(s, label, LABEL_FONT) for s in spots]
-            rect = next(
-                (r for r in rects if not any(_overlap(r, t) for t in taken)), rects[0]
+        candidates.append((label, spots))
+    for i, (label, spots) in enumerate(candidates):
+        if not label:
+            continue
+        # The first spot that covers no box, label or other arrow; else the one that
+        # covers the fewest arrow points, the earliest of those.
+        crossed = [p for j, line in enumerate(traced) if j != i for p in line]
+        rects = [_text_box(s, label, LABEL_FONT) for s in spots]
+
+        def cost(r: Box, crossed: list[Point] = crossed) -> tuple[int, int]:
+            return (
+                sum(_overlap(r, t) for t in taken),
+                sum(r[0] < x < r[2] and r[1] - 2 < y < r[3] + 2 for x, y in crossed),
             )
-            taken.append(rect)
-            extent.append(rect)
-            labels.append((rect, label))
+
+        rect = min(rects, key=cost)
+        taken.append(rect)
+        extent.append(rect)
+        labels.append((rect, label))
     x0, y0 = min(e[0] for e in extent) - GAP, min(e[1] for e in extent) - GAP
     x1, y1 = max(e[2] for e in extent) + GAP, max(e[3] for e in extent) + GAP
     if title:
@@ -562,19 +634,52 @@ def reactor(network_threads: int, io_threads: int, queued_max_requests: int) -> 
 
 
 def sequence_diagram(
-    lanes: Sequence[str], events: Sequence[tuple[str, str, str]], *, title: str = ""
+    lanes: Sequence[str],
+    events: Sequence[tuple[str, str, str] | tuple[str, str, str, float]],
+    *,
+    title: str = "",
+    time_unit: str = "s",
 ) -> SVG:
     """A sequence diagram: a vertical line per lane, time going down, one row per event
-    ``(from, to, label)``; an event from a lane to itself is a note on that lane."""
-    unknown = {name for a, b, _ in events for name in (a, b)} - set(lanes)
+    ``(from, to, label)`` or ``(from, to, label, time)``; an event from a lane to itself
+    is a note on that lane. With times, a time axis on the left gives each row's time
+    (once per distinct time: rows at the same moment share it), and a gap in time is a
+    wider gap between rows. Lanes are spaced so that the longest label between two
+    neighbours fits between them; labels sit on a white ground over the lifelines."""
+    unknown = {name for a, b, *_ in events for name in (a, b)} - set(lanes)
     if unknown:
         raise ValueError(f"events name lanes that are not drawn: {sorted(unknown)}")
-    # Lanes 250 px apart, closer when there are many, so the drawing stays about page-wide.
-    lane_gap, row, left = min(250.0, 560.0 / max(len(lanes) - 1, 1)), 26.0, 20.0
+    timed = all(len(e) == 4 for e in events) and bool(events)
+    index = {lane: i for i, lane in enumerate(lanes)}
+
+    def width_of(text: str) -> float:
+        return len(text) * LABEL_FONT * CHAR + 12
+
+    # A label sits beside the lane its arrow leaves, in the gap toward its target: each
+    # gap is as wide as the widest label that sits in it, so no label crosses a lifeline.
+    gaps = [170.0] * max(len(lanes) - 1, 0)
+    for a, b, label, *_ in events:
+        if a != b:
+            g = index[a] if index[b] > index[a] else index[a] - 1
+            gaps[g] = max(gaps[g], width_of(label) + 16)
+    row, axis = 26.0, 70.0 if timed else 0.0
+    left = GAP + axis
     top = (TITLE_FONT + GAP if title else GAP) + 30
-    x_of = {lane: left + 90 + i * lane_gap for i, lane in enumerate(lanes)}
-    width = left + 180 + (len(lanes) - 1) * lane_gap
-    height = top + len(events) * row + GAP + 10
+    x_of, x = {}, left + 90
+    for i, lane in enumerate(lanes):
+        x_of[lane] = x
+        x += gaps[i] if i < len(gaps) else 0
+    ys: list[float] = []
+    y, previous = top + row / 2, None
+    for event in events:
+        if timed and previous is not None and event[3] != previous:  # type: ignore[misc]
+            y += row * 0.6  # a step in time: a little more room, and a new tick
+        ys.append(y)
+        previous = event[3] if timed else None  # type: ignore[misc]
+        y += row
+    notes = [width_of(label) for a, b, label, *_ in events if a == b]
+    width = max(x_of.values()) + max(90.0, *notes, 0.0) + GAP
+    height = y + GAP
     arrow = f"arrow-seq-{zlib.crc32(repr((lanes, events)).encode()):08x}"
     out = [
         _svg_open(width, height, title or "sequence diagram"),
@@ -586,27 +691,48 @@ def sequence_diagram(
             f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
             f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
         )
-    for lane, x in x_of.items():
-        out.append(_box(x - 80, top - 30, 160, 24, lane))
+    for lane, lx in x_of.items():
+        out.append(_box(lx - 80, top - 30, 160, 24, lane))
         out.append(
-            f'<line x1="{x:.1f}" y1="{top - 6:.1f}" x2="{x:.1f}" y2="{height - GAP:.1f}" '
+            f'<line x1="{lx:.1f}" y1="{top - 6:.1f}" x2="{lx:.1f}" y2="{height - GAP:.1f}" '
             'stroke="#999" stroke-dasharray="3,3"/>'
         )
-    for i, (a, b, label) in enumerate(events):
-        y = top + i * row + row / 2
+    if timed:
+        ax = GAP + axis - 6
+        out.append(
+            f'<line x1="{ax:.1f}" y1="{top - 6:.1f}" x2="{ax:.1f}" y2="{height - GAP:.1f}" '
+            f'stroke="#555" marker-end="url(#{arrow})"/>'
+            f'<text x="{ax - 4:.1f}" y="{top - 12:.1f}" text-anchor="end" fill="#555">'
+            f"time</text>"
+        )
+        shown = None
+        for event, ey in zip(events, ys, strict=True):
+            t = event[3]  # type: ignore[misc]
+            if t != shown:
+                out.append(
+                    f'<line x1="{ax - 4:.1f}" y1="{ey:.1f}" x2="{ax:.1f}" y2="{ey:.1f}" '
+                    'stroke="#555"/>'
+                    f'<text x="{ax - 7:.1f}" y="{ey + 4:.1f}" text-anchor="end" '
+                    f'font-size="10" fill="#555">{t:g} {escape(time_unit)}</text>'
+                )
+                shown = t
+    for (a, b, label, *_), ey in zip(events, ys, strict=True):
+        w = width_of(label)
         if a == b:
-            w = len(label) * LABEL_FONT * CHAR + 12
             out.append(
-                f'<rect x="{x_of[a] + 6:.1f}" y="{y - 9:.1f}" width="{w:.1f}" height="18" '
+                f'<rect x="{x_of[a] + 6:.1f}" y="{ey - 9:.1f}" width="{w:.1f}" height="18" '
                 'fill="#fdebd0" stroke="#e0b070"/>'
-                f'<text x="{x_of[a] + 12:.1f}" y="{y + 4:.1f}" fill="#333">{escape(label)}</text>'
+                f'<text x="{x_of[a] + 12:.1f}" y="{ey + 4:.1f}" fill="#333">{escape(label)}</text>'
             )
             continue
         x0, x1 = x_of[a], x_of[b]
+        rightward = x1 > x0
+        lx = x0 + 8 if rightward else x0 - 8
         out.append(
-            f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="#555" '
+            f'<line x1="{x0:.1f}" y1="{ey:.1f}" x2="{x1:.1f}" y2="{ey:.1f}" stroke="#555" '
             f'stroke-width="1.2" marker-end="url(#{arrow})"/>'
-            f'<text x="{(x0 + x1) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" '
+            f'<text x="{lx:.1f}" y="{ey - 4:.1f}" '
+            f'text-anchor="{"start" if rightward else "end"}" '
             f'fill="#1b2a49">{escape(label)}</text>'
         )
     out.append("</g></svg>")
