@@ -1,8 +1,8 @@
 """Every lab's wiring, checked against the reference answers (what ``make test`` owes
 ``make lab``): each lab.toml is valid, each build exercise names real targets and files,
-an unfinished exercise is reported by name, every build lab passes with the reference
-(minikafka's own code switched in through the same path a learner's takes), and a
-FrameDecoder written from lab 1's skeleton alone, not copied from minikafka, passes."""
+an unfinished exercise is reported by name, a rebuild lab's reference is minikafka's own
+code (switched for nothing), and a FrameDecoder written from lab 1's skeleton alone, not
+copied from minikafka, passes through the same switch a learner's code takes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from minikafka.labs import Lab, all_labs, find_lab
-from minikafka.labs._runner import SWITCH_DIR, Outcome, run, table
+from minikafka.labs._runner import SWITCH_DIR, run, switch_spec, table
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_LABS = [lab for lab in all_labs() if lab.config.kind == "rebuild"]
@@ -60,16 +60,12 @@ def test_an_unfinished_exercise_is_reported_by_name() -> None:
     assert "not done: FrameDecoder.feed" in table([outcome])
 
 
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("lab", BUILD_LABS, ids=lambda lab: lab.name)
-def test_every_build_exercise_passes_with_the_reference(lab: Lab) -> None:
-    # One run with every exercise's reference switched in at once: the same wiring a
-    # learner's run goes through, without running a test once per exercise.
-    outcomes = run(lab, None, "solutions", quiet=True)
-    assert [o.exercise for o in outcomes] == [e.name for e in lab.config.exercises]
-    for outcome in outcomes:
-        assert outcome.done, outcome
-        assert outcome.total > 0
+def test_a_rebuild_labs_reference_is_minikafkas_own_code() -> None:
+    # Nothing is switched for the reference: minikafka's own tests, which the main test
+    # run runs anyway, are what a learner's code is checked with.
+    for lab in BUILD_LABS:
+        assert switch_spec(lab, lab.config.exercises, "solutions") == ""
+        assert switch_spec(lab, lab.config.exercises, "exercises")
 
 
 MY_DECODER = """
@@ -122,12 +118,11 @@ class FrameDecoder:
 """
 
 
-def test_a_decoder_written_from_the_skeleton_passes_lab_3(tmp_path: Path) -> None:
+def test_a_decoder_written_from_the_skeleton_passes_lab_1(tmp_path: Path) -> None:
     mine = tmp_path / "01-framing"
     shutil.copytree(find_lab(1).directory, mine)
     (mine / "framing.py").write_text(textwrap.dedent(MY_DECODER))
     (outcome,) = run(Lab(1, mine), None, "exercises", quiet=True)
-    assert outcome == Outcome(
-        Lab(1, mine), "frame_decoder", outcome.total, outcome.total
-    )
-    assert outcome.total > 20
+    assert outcome.exercise == "frame_decoder"
+    assert outcome.done, outcome
+    assert outcome.passed == outcome.total == outcome.collected > 0

@@ -105,8 +105,8 @@ def test_a_lab_loads_its_modules_apart(
         directory = tmp_path / f"{number}-demo"
         directory.mkdir()
         (directory / "exercises.py").write_text("ANSWER = 0\n")
-        # The reference answers live apart, in solutions/NN-topic/.
-        reference = tmp_path / "solutions" / directory.name
+        # The reference answers live apart, in instructor/NN-topic/.
+        reference = tmp_path / "instructor" / directory.name
         reference.mkdir(parents=True)
         (reference / "solutions.py").write_text(f"ANSWER = {answer}\n")
     first, second = Lab(98, tmp_path / "98-demo"), Lab(97, tmp_path / "97-demo")

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(900)
-def test_lab_1_runs_on_a_standalone_master_with_two_workers(tmp_path: Path) -> None:
+def test_lab_8_runs_on_a_standalone_master_with_two_workers(tmp_path: Path) -> None:
     spark_dir = tmp_path / "spark"
     with standalone_cluster(spark_dir, workers=2) as (master, ui_port):
         env = {

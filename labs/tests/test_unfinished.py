@@ -28,7 +28,7 @@ def _lab(tmp_path: Path, exercises: str, solutions: str, number: int) -> Lab:
     directory.mkdir()
     (directory / "lab.toml").write_text(_TOML)
     (directory / "exercises.py").write_text(exercises)
-    answers = tmp_path / "solutions" / directory.name
+    answers = tmp_path / "instructor" / directory.name
     answers.mkdir(parents=True)
     (answers / "solutions.py").write_text(solutions)
     return Lab(number, directory)

@@ -21,6 +21,8 @@ from ._lab import all_labs as all_labs
 from ._lab import check_exercises_start_unfinished as check_exercises_start_unfinished
 from ._lab import find_lab as find_lab
 from ._lab import lab_of as lab_of
+from ._mutants import implementations as implementations
+from ._mutants import load_answers as load_answers
 from ._parquet import to_parquet as to_parquet
 from ._runs import REUSE_ENV as REUSE_ENV
 from ._runs import RUNS_ENV as RUNS_ENV
@@ -46,7 +48,9 @@ __all__ = [
     "all_labs",
     "check_exercises_start_unfinished",
     "find_lab",
+    "implementations",
     "lab_of",
+    "load_answers",
     "read_events",
     "scenario_run",
     "spark_log",

@@ -4,13 +4,15 @@ in (what ``make lab N [EX=name]``, ``make grade`` and ``make run LAB=N`` run).
     run N [--exercise NAME] [--solutions] [--reuse]   check lab N (one exercise of it)
     grade [--solutions]                               every exercise of every lab: a table
     switch N                                          the environment that runs lab N's code
+    mutants N [--mutant NAME]                         lab N's wrong answers: each caught?
     standalone [--workers 2]                          a Spark master and workers here, till Ctrl-C
     parquet TRACE_DIR OUT                             convert a trace to Parquet once
     list                                              the labs
 
 A trace lab's scenario drives the real broker and Spark reads its traces; the run is
 kept in ``labs/.runs/`` and ``--reuse`` takes it instead of running it again. A build
-lab's exercise runs minikafka's own tests with the learner's code in place of its own.
+lab's exercise runs minikafka's own tests with the learner's code in place of its own;
+an extend lab's, its own checks against minikafka as the learner changed it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._lab import LABS_ROOT, Lab, all_labs, find_lab
+from ._mutants import check, find_mutant, mutants, report
 from ._parquet import to_parquet
 from ._runner import Outcome, run, switched_env, table
 from ._spark import spark_session
@@ -70,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     switch = commands.add_parser("switch", help="the environment running lab N's code")
     switch.add_argument("number", type=int)
+    wrong = commands.add_parser(
+        "mutants", help="check that each wrong answer of lab N fails its checks"
+    )
+    wrong.add_argument("number", type=int)
+    wrong.add_argument("--mutant", help="this mutant only")
     standalone = commands.add_parser(
         "standalone", help="a Spark standalone master and workers on 127.0.0.1"
     )
@@ -119,6 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(" ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()))
         return 0
 
+    if args.command == "mutants":
+        return _mutants(find_lab(args.number), args.mutant)
+
     problem = _java_missing()
     if problem:
         print(f"make lab: {problem}", file=sys.stderr)
@@ -139,7 +150,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(table(outcomes))
     if all(o.done for o in outcomes):
-        print(f"lab {lab.number}: every exercise passes its checks")
+        if args.exercise:
+            others = len(lab.config.exercises) - 1
+            print(
+                f"lab {lab.number}: {args.exercise} passes its checks "
+                f"({others} other exercise{'s' if others != 1 else ''} not checked)"
+            )
+        else:
+            print(f"lab {lab.number}: every exercise passes its checks")
         return 0
     where = lab.directory.relative_to(LABS_ROOT.parent)
     unfinished = sorted({name for o in outcomes for name in o.not_done})
@@ -154,6 +172,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     return 1
+
+
+def _mutants(lab: Lab, name: str | None) -> int:
+    chosen = [find_mutant(lab, name)] if name else mutants(lab)
+    if not chosen:
+        print(f"lab {lab.number} has no mutants here (the instructors' copy has them)")
+        return 2
+    if lab.config.kind == "trace":
+        # A trace lab's mutants run in the checks' own pytest run, beside the reference.
+        print(
+            f"lab {lab.number}'s mutants run with its checks: make lab {lab.number} "
+            "--solutions (python -m minikafka.labs run N --solutions)"
+        )
+        return 2
+    verdicts = []
+    for mutant in chosen:
+        verdict = check(mutant)
+        if not verdict.caught:
+            print(verdict.output)
+        verdicts.append(verdict)
+        print(report([verdict]), flush=True)
+    return 0 if all(v.caught for v in verdicts) else 1
 
 
 if __name__ == "__main__":

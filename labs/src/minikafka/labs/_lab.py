@@ -61,12 +61,26 @@ class Lab:
     def module(self, name: str) -> ModuleType:
         """The lab's ``name``.py (``solutions`` from :attr:`solutions`), loaded once per
         process."""
-        qualified = f"minikafka_lab{self.number:02d}_{name}"
+        home = self.solutions if name == "solutions" else self.directory
+        return self.module_at(home / f"{name}.py")
+
+    def module_at(self, path: Path) -> ModuleType:
+        """The module at ``path`` (a file of this lab's), loaded once per process under
+        a name of this lab's own."""
+        try:
+            relative = path.relative_to(LABS_ROOT).with_suffix("")
+        except ValueError:  # a lab outside the repository (a test's copy)
+            relative = path.relative_to(path.parents[1]).with_suffix("")
+        slug = re.sub(r"\W", "_", str(relative))
+        qualified = f"minikafka_lab{self.number:02d}_{slug}"
         loaded = sys.modules.get(qualified)
         if loaded is not None:
             return loaded
-        home = self.solutions if name == "solutions" else self.directory
-        path = home / f"{name}.py"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path} is not here: a learner's checkout has no answers "
+                "(they are in the instructors' copy, labs/instructor/)"
+            )
         spec = importlib.util.spec_from_file_location(qualified, path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {path}")
@@ -81,8 +95,13 @@ class Lab:
         return module
 
     def implementation(self, which: str | None = None) -> ModuleType:
-        """``solutions.py`` or ``exercises.py``: ``which``, else ``$MINIKAFKA_LAB_IMPL``."""
+        """``solutions.py`` or ``exercises.py``: ``which``, else ``$MINIKAFKA_LAB_IMPL``;
+        or ``mutant:NAME``, the reference with one of its mutants' mistakes."""
         chosen = which or os.environ.get(IMPLEMENTATION_ENV) or "solutions"
+        if chosen.startswith("mutant:"):
+            from ._mutants import find_mutant, mutant_module
+
+            return mutant_module(find_mutant(self, chosen.removeprefix("mutant:")))
         if chosen not in IMPLEMENTATIONS:
             raise ValueError(
                 f"{IMPLEMENTATION_ENV}={chosen!r}: expected one of {', '.join(IMPLEMENTATIONS)}"

@@ -11,6 +11,7 @@ rebuild lab, minikafka's own code, switched for nothing).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -22,8 +23,10 @@ from pathlib import Path
 
 import attrs
 
+from ._collected import COLLECTED_ENV
 from ._config import Exercise
 from ._lab import IMPLEMENTATION_ENV, LABS_ROOT, Lab
+from ._patched import EXTEND_ENV, patched_packages
 from ._runs import REUSE_ENV, RUNS_ENV
 
 SWITCH_DIR = LABS_ROOT / "switch"
@@ -44,10 +47,21 @@ class Outcome:
     not_done: tuple[str, ...] = ()
     broken: bool = False
     """pytest stopped before any test (a file that does not import, a bad option)."""
+    collected: int = 0
+    """The checks there are: more than ``total`` when a run stopped at a failure."""
 
     @property
     def done(self) -> bool:
-        return self.total > 0 and self.passed == self.total
+        # Every check ran and passed: a run that stopped early is not done.
+        return 0 < self.total == self.passed and self.collected <= self.total
+
+    @property
+    def tests(self) -> str:
+        """``passed/ran``, and how many there are when the run stopped early."""
+        counted = f"{self.passed}/{self.total}"
+        if self.collected > self.total:
+            counted += f" of {self.collected}"
+        return counted
 
     @property
     def verdict(self) -> str:
@@ -89,9 +103,11 @@ def command(
     """The pytest command line and the environment additions for one check."""
     config = lab.config
     env = {IMPLEMENTATION_ENV: which}
-    if config.kind == "trace":
+    if config.kind in ("trace", "extend"):
         targets = [str(lab.directory / "test_lab.py")]
         selects = [exercise.select] if exercise else []
+        if config.kind == "extend":
+            env[EXTEND_ENV] = "1"
     else:
         chosen = [exercise] if exercise else list(config.exercises)
         # In the lab.toml's order: the quick package tests before the real clients.
@@ -99,8 +115,9 @@ def command(
         selects = [e.select for e in chosen]
         env |= switched_env(lab, chosen, which)
     args = [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE"]
-    args += ["-p", "no:cacheprovider", f"--junitxml={junit}", *targets]
-    if which == "exercises" and config.kind == "rebuild":
+    args += ["-p", "no:cacheprovider", "-p", "minikafka.labs._collected"]
+    args += [f"--junitxml={junit}", *targets]
+    if which == "exercises" and config.kind in ("rebuild", "extend"):
         # Stop at the first failure: an unfinished mechanism fails every test that
         # needs it, some only after waiting out a real client's timeouts.
         args.append("-x")
@@ -119,12 +136,20 @@ def run(
 ) -> list[Outcome]:
     """Check one exercise of ``lab`` (or all of them); one :class:`Outcome` each."""
     config = lab.config
-    with tempfile.TemporaryDirectory() as scratch:
-        junit = Path(scratch) / "junit.xml"
+    with contextlib.ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        junit = scratch / "junit.xml"
         args, extra = command(lab, exercise, which, junit)
         env = {**os.environ, **extra, RUNS_ENV: str(RUNS_DIR)}
+        env[COLLECTED_ENV] = str(scratch / "collected")
         if reuse:
             env[REUSE_ENV] = "1"
+        if config.kind == "extend" and which == "solutions":
+            # The answer is a patch to minikafka: check a patched copy of the packages.
+            answer = [lab.solutions / "answer.patch"]
+            env["PYTHONPATH"] = stack.enter_context(
+                patched_packages(answer, scratch / "tree")
+            )
         done = subprocess.run(
             args,
             env=env,
@@ -134,6 +159,7 @@ def run(
             text=True,
         )
         cases = _cases(junit)
+        collected = _collected(scratch / "collected")
     output = (done.stdout or "") + (done.stderr or "") if quiet else ""
     chosen = [exercise] if exercise else list(config.exercises)
     outcomes = []
@@ -146,10 +172,27 @@ def run(
         passed = sum(1 for _, ok, _ in mine if ok)
         # pytest's exit codes: 1 tests failed, 5 none collected, others an error.
         broken = not mine and done.returncode not in (0, 1, 5)
+        # Several exercises in one run share its count of collected tests.
+        in_all = collected if len(chosen) == 1 else len(mine)
         outcomes.append(
-            Outcome(lab, each.name, passed, len(mine), tuple(unfinished), broken)
+            Outcome(
+                lab,
+                each.name,
+                passed,
+                len(mine),
+                tuple(unfinished),
+                broken,
+                max(in_all, len(mine)),
+            )
         )
     return outcomes
+
+
+def _collected(path: Path) -> int:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return 0
 
 
 def _cases(junit: Path) -> list[tuple[str, bool, str]]:
@@ -183,7 +226,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
         (
             f"{o.lab.number:02d} {o.lab.name[3:]}",
             o.exercise,
-            f"{o.passed}/{o.total}",
+            o.tests,
             o.verdict,
         )
         for o in outcomes
