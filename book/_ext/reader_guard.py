@@ -21,10 +21,10 @@ from typing import Any
 _NEEDS = (
     (re.compile(r"(^|[\s/])(java|spark-submit|spark-class|pyspark)(\s|$)"), "java"),
     (re.compile(r"zookeeper|zkServer", re.IGNORECASE), "zookeeper"),
+    # A broker or controller process (`python -m minikafka.broker broker|controller`,
+    # `minikafka broker`, `minikafka cluster up`); the packages' tools are not servers.
     (
-        re.compile(
-            r"\bminikafka(\.broker|\.controller|\s+(broker|controller|cluster))\b"
-        ),
+        re.compile(r"\bminikafka(\.broker)?\s+(broker|controller|cluster\s+up)\b"),
         "cluster",
     ),
 )
