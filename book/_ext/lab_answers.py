@@ -1,0 +1,168 @@
+"""The student edition leaves out the code a rebuild lab asks the learner to write.
+
+A rebuild lab (``labs/NN-*/lab.toml``, ``kind = "rebuild"``) replaces objects of
+minikafka's (``replaces``: ``"minikafka.net._framing:FrameDecoder"``). Its chapter walks
+through minikafka's code, and a listing of exactly those objects would be the answer in
+plain sight. In the student edition (the default; ``book/_ext/edition.py``) every code
+block that shows one of them, a ``literalinclude``, an ``excerpt``, a copied block or a
+cell's output alike, is replaced by a note naming the lab and the file to read after the
+attempt; the instructor edition shows them all.
+
+A block shows an object when it holds the line that defines it (``def name(``, ``class
+Name``) or, for a class, the line of one of its methods that defines nothing else in
+minikafka. ``scripts/check_student_edition.py`` applies the same test to the built pages.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@attrs.frozen
+class Answer:
+    lab: int
+    target: str
+    """``module:Qual.name``, as ``lab.toml`` names it."""
+    source: Path
+    headers: frozenset[str]
+    """Stripped lines that give the object away: its own ``def``/``class`` line and its
+    methods' that are unique to it."""
+
+
+def _module_file(module: str) -> Path | None:
+    relative = Path(*module.split(".")).with_suffix(".py")
+    for src in sorted((ROOT / "packages").glob("*/src")):
+        if (src / relative).exists():
+            return src / relative
+        package = src / Path(*module.split(".")) / "__init__.py"
+        if package.exists():
+            return package
+    return None
+
+
+def _find(tree: ast.AST, names: list[str]) -> ast.AST | None:
+    node: ast.AST | None = tree
+    for name in names:
+        node = next(
+            (
+                child
+                for child in ast.iter_child_nodes(node)  # type: ignore[arg-type]
+                if isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                )
+                and child.name == name
+            ),
+            None,
+        )
+        if node is None:
+            return None
+    return node
+
+
+def _header(lines: list[str], node: ast.AST) -> str:
+    return lines[node.lineno - 1].strip()  # type: ignore[attr-defined]
+
+
+def _all_headers() -> Counter[str]:
+    """How many times each stripped ``def``/``class`` line occurs in minikafka."""
+    counts: Counter[str] = Counter()
+    for path in (ROOT / "packages").glob("*/src/**/*.py"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("def ", "async def ", "class ")):
+                counts[stripped] += 1
+    return counts
+
+
+def _lab_targets() -> Iterator[tuple[int, str]]:
+    for toml in sorted((ROOT / "labs").glob("[0-9][0-9]-*/lab.toml")):
+        config = tomllib.loads(toml.read_text(encoding="utf-8"))
+        if config.get("kind") != "rebuild":
+            continue
+        number = int(toml.parent.name[:2])
+        for exercise in config.get("exercises", {}).values():
+            for target in exercise.get("replaces", {}):
+                yield number, target
+
+
+def answers() -> list[Answer]:
+    """Every object a rebuild lab replaces, with the lines that show it."""
+    counts = _all_headers()
+    found = []
+    for number, target in _lab_targets():
+        module, _, qualname = target.partition(":")
+        path = _module_file(module)
+        if path is None:
+            raise LookupError(f"lab {number}: no module {module} for {target}")
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        node = _find(ast.parse(text), qualname.split("."))
+        if node is None:
+            raise LookupError(f"lab {number}: {target} is not in {path}")
+        headers = {_header(lines, node)}
+        if isinstance(node, ast.ClassDef):
+            for child in ast.walk(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    header = _header(lines, child)
+                    if counts[header] == 1:
+                        headers.add(header)
+        found.append(Answer(number, target, path, frozenset(headers)))
+    return found
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def shown(text: str, known: Iterable[Answer]) -> list[Answer]:
+    """The answers a block of code (or a page's text) shows."""
+    lines = {_SPACE.sub(" ", line.strip()) for line in text.splitlines()}
+    return [
+        answer
+        for answer in known
+        if any(_SPACE.sub(" ", header) in lines for header in answer.headers)
+    ]
+
+
+def setup(app: Any) -> dict[str, Any]:
+    from docutils import nodes
+    from edition import edition  # book/_ext is on the extensions' path
+
+    if edition() == "instructor":
+        return {"parallel_read_safe": True, "parallel_write_safe": True}
+    known = answers()
+
+    def fold(_app: Any, doctree: Any) -> None:
+        for block in list(doctree.findall(nodes.literal_block)):
+            hits = shown(block.astext(), known)
+            if not hits:
+                continue
+            labs = sorted({hit.lab for hit in hits})
+            files = sorted({str(hit.source.relative_to(ROOT)) for hit in hits})
+            names = ", ".join(f"`{hit.target.partition(':')[2]}`" for hit in hits)
+            text = (
+                f"This listing is what lab {', '.join(map(str, labs))} asks you to "
+                f"write ({names}), so the student edition leaves it out. The source is "
+                f"there to read after your attempt: {', '.join(files)}."
+            )
+            note = nodes.note("", nodes.paragraph(text, text))
+            parent = block.parent
+            # A captioned listing is a container of its caption and the block.
+            if isinstance(parent, nodes.container) and "literal-block-wrapper" in (
+                parent.get("classes") or []
+            ):
+                parent.replace_self(note)
+            else:
+                block.replace_self(note)
+
+    app.connect("doctree-read", fold)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
