@@ -11,6 +11,8 @@ attempt; the instructor edition shows them all.
 A block shows an object when it holds the line that defines it (``def name(``, ``class
 Name``) or, for a class, the line of one of its methods that defines nothing else in
 minikafka. ``scripts/check_student_edition.py`` applies the same test to the built pages.
+And the student edition includes nothing from ``labs/instructor/`` (the answers a
+learner's checkout does not have), so it builds there too.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import attrs
 
 ROOT = Path(__file__).resolve().parents[2]
+INSTRUCTOR = ROOT / "labs" / "instructor"
 
 
 @attrs.frozen
@@ -139,6 +142,19 @@ def setup(app: Any) -> dict[str, Any]:
 
     if edition() == "instructor":
         return {"parallel_read_safe": True, "parallel_write_safe": True}
+    from sphinx.directives.code import LiteralInclude
+
+    class StudentLiteralInclude(LiteralInclude):
+        """Includes nothing from labs/instructor/: a page shows an answer only inside an
+        ``{only} instructor`` block, and a learner's checkout has no such file."""
+
+        def run(self) -> list[Any]:
+            _, path = self.env.relfn2path(self.arguments[0])
+            if INSTRUCTOR in Path(path).resolve().parents:
+                return []
+            return list(super().run())
+
+    app.add_directive("literalinclude", StudentLiteralInclude, override=True)
     known = answers()
 
     def fold(_app: Any, doctree: Any) -> None:

@@ -1,0 +1,52 @@
+"""A learner's checkout (``make course``: ``git archive``'s export of the repository)
+holds no answer: no ``labs/instructor/``, and outside a rebuild lab's own source files
+(minikafka's, and the learner's skeletons) no code of the objects the lab replaces."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from lab_answers import answers, shown  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(),
+    reason="a learner's checkout is made from the repository",
+)
+
+
+def test_a_learners_checkout_holds_no_answer(tmp_path: Path) -> None:
+    dest = tmp_path / "course"
+    subprocess.run(
+        [str(ROOT / "scripts" / "course_checkout.sh"), str(dest)],
+        check=True,
+        capture_output=True,
+    )
+    files = [p for p in dest.rglob("*") if p.is_file()]
+    assert files, "the export is empty"
+    assert not (dest / "labs" / "instructor").exists()
+    assert (dest / "labs" / "01-framing" / "lab.toml").exists()
+    known = answers()
+    own = {a.source.relative_to(ROOT) for a in known}
+    shown_where = []
+    for path in files:
+        relative = path.relative_to(dest)
+        # Where the objects live, and each rebuild lab's skeletons (their signatures).
+        if relative in own or (
+            relative.parts[0] == "labs"
+            and relative.suffix == ".py"
+            and relative.parts[1][:2].isdigit()
+        ):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        shown_where += [(str(relative), hit.target) for hit in shown(text, known)]
+    assert not shown_where, shown_where
