@@ -14,14 +14,20 @@ from minikafka.raft import (
     MemoryLog,
     MemoryStateStore,
     NotLeaderError,
+    Output,
     RaftConfig,
     RaftNode,
+    Snapshot,
+    SnapshotId,
     State,
 )
+from minikafka.raft._leader import check_fetch_position
 from minikafka.raft._messages import (
     BeginQuorumEpochRequest,
+    DivergingEpoch,
     FetchRequest,
     FetchResponse,
+    Message,
     VoteRequest,
     VoteResponse,
 )
@@ -291,3 +297,217 @@ def test_a_snapshot_must_cover_applied_entries_and_not_go_back() -> None:
     assert node.create_snapshot(3, b"state").end_offset == 3
     with pytest.raises(ValueError, match="below the log start"):
         node.create_snapshot(1, b"older")
+
+
+# -- each rule the Raft lab asks for, by name ------------------------------------------
+
+
+def answer(node: RaftNode, request: Envelope, reply: Message, now: float) -> Output:
+    """Deliver ``reply`` to ``node`` as the answer to its ``request``."""
+    back = Envelope(request.destination, request.source, request.correlation_id, reply)
+    return node.receive(back, now)
+
+
+def requests_to(output: Output, kind: type) -> dict[int, Envelope]:
+    return {e.destination: e for e in output.messages if isinstance(e.message, kind)}
+
+
+def elect(node: RaftNode, now: float, voters: tuple[int, ...] = (2,)) -> None:
+    """Make ``node`` the leader of the next epoch, ``voters`` granting both rounds."""
+    asks = requests_to(node.handle_timer(now), VoteRequest)
+    for voter in voters:
+        grant = VoteResponse(Errors.NONE, node.epoch, None, True, pre_vote=True)
+        output = answer(node, asks[voter], grant, now)
+    asks = requests_to(output, VoteRequest)
+    for voter in voters:
+        if node.state is State.CANDIDATE:
+            answer(
+                node,
+                asks[voter],
+                VoteResponse(Errors.NONE, node.epoch, None, True),
+                now,
+            )
+    assert node.state is State.LEADER
+
+
+def state(node: RaftNode) -> State:
+    """The node's state now (a call, so a type checker does not narrow it for good)."""
+    return node.state
+
+
+def fetch(node: RaftNode, replica: int, offset: int, epoch: int, now: float) -> Output:
+    request = FetchRequest(replica, node.epoch, offset, epoch)
+    return node.receive(Envelope(replica, node.node_id, offset, request), now)
+
+
+def test_a_candidate_leads_only_with_the_votes_of_a_majority() -> None:
+    node = RaftNode(1, [1, 2, 3, 4, 5], MemoryLog(), MemoryStateStore(), 0.0)
+    asks = requests_to(node.handle_timer(5.0), VoteRequest)
+    assert state(node) is State.PROSPECTIVE
+    assert set(asks) == {2, 3, 4, 5}
+    assert {a.message for a in asks.values()} == {VoteRequest(1, 1, 0, 0, True)}
+    pre = VoteResponse(Errors.NONE, 0, None, True, pre_vote=True)
+    answer(node, asks[2], pre, 5.0)
+    assert state(node) is State.PROSPECTIVE  # two of five
+    output = answer(node, asks[3], pre, 5.0)
+    assert state(node) is State.CANDIDATE  # three of five: the next epoch, its own vote
+    assert (node.epoch, node.voted_id) == (1, 1)
+    asks = requests_to(output, VoteRequest)
+    assert {a.message for a in asks.values()} == {VoteRequest(1, 1, 0, 0)}
+    grant = VoteResponse(Errors.NONE, 1, None, True)
+    answer(node, asks[2], grant, 5.1)
+    assert state(node) is State.CANDIDATE  # itself and 2: two of five
+    answer(node, asks[4], VoteResponse(Errors.NONE, 1, None, False), 5.1)
+    assert state(node) is State.CANDIDATE
+    answer(node, asks[3], grant, 5.1)
+    assert state(node) is State.LEADER
+    # Its first act: an entry of its own epoch (LeaderChange), already on its disk.
+    assert [(e.offset, e.epoch, e.control) for e in node.log.read(0, 9)] == [
+        (0, 1, True)
+    ]
+    assert node.log.flushed_end_offset == 1
+
+
+def test_figure_8_an_old_entry_on_a_majority_is_not_committed_by_counting() -> None:
+    """The Raft paper's figure 8. Voter 1 led epoch 2 and wrote x at offset 1 that no one
+    copied; voter 3 led epoch 3 and wrote y at offset 1. Voter 1 wins epoch 4 and copies
+    x to voter 2: a majority holds x, but x is not committed, because voter 3 (last epoch
+    3) can still win epoch 5 with voter 2's vote and replace it with y."""
+    base = Entry(0, 1, b"a")
+    logs = {1: [base, Entry(1, 2, b"x")], 2: [base], 3: [base, Entry(1, 3, b"y")]}
+    memory = {}
+    for voter, entries in logs.items():
+        memory[voter] = MemoryLog()
+        memory[voter].append(entries)
+        memory[voter].flush()
+    store = MemoryStateStore()
+    store.write(ElectionState(3, None, None))
+    config = RaftConfig(fetch_max_entries=1)
+    leader = RaftNode(1, [1, 2, 3], memory[1], store, 0.0, config=config)
+    elect(leader, 5.0)
+    assert leader.epoch == 4
+    assert leader.log.end_offset == 3  # a, x, and its LeaderChange entry at 2
+    fetch(leader, 2, 1, 1, 5.1)  # voter 2 fetches x
+    output = fetch(leader, 2, 2, 2, 5.2)  # voter 2 has x: a majority has offsets 0-1
+    assert leader.high_watermark == 0
+    assert output.committed == ()
+    # Why it must not count: voter 2 (last epoch 2) would vote for voter 3 (last 3).
+    voter2 = RaftNode(2, [1, 2, 3], memory[2], MemoryStateStore(), 0.0)
+    memory[2].append([Entry(1, 2, b"x")])
+    ask = VoteRequest(5, 3, last_offset_epoch=3, last_offset=2)
+    (reply,) = voter2.receive(Envelope(3, 2, 1, ask), 9.0).messages
+    assert isinstance(reply.message, VoteResponse)
+    assert reply.message.vote_granted
+    # Once voter 2 has the entry of epoch 4, x commits with it.
+    output = fetch(leader, 2, 3, 4, 5.3)
+    assert leader.high_watermark == 3
+    assert [e.data for e in output.committed] == [b"a", b"x"]
+
+
+def test_observers_never_count_toward_the_high_watermark() -> None:
+    leader = RaftNode(1, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    elect(leader, 5.0)
+    for observer in (4, 5):
+        fetch(leader, observer, 1, 1, 5.1)
+    assert leader.high_watermark == 0
+    fetch(leader, 2, 1, 1, 5.2)
+    assert leader.high_watermark == 1
+
+
+def test_a_leader_refuses_a_fetch_of_another_epoch() -> None:
+    leader = RaftNode(1, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    elect(leader, 5.0)
+    for epoch, error in (
+        (0, Errors.FENCED_LEADER_EPOCH),
+        (2, Errors.UNKNOWN_LEADER_EPOCH),
+    ):
+        request = FetchRequest(2, epoch, 0, 0)
+        (reply,) = leader.receive(Envelope(2, 1, 1, request), 5.1).messages
+        assert isinstance(reply.message, FetchResponse)
+        assert reply.message.error is error
+        assert reply.message.records == ()
+    follower = RaftNode(2, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    (reply,) = follower.receive(
+        Envelope(3, 2, 1, FetchRequest(3, 0, 0, 0)), 0.1
+    ).messages
+    assert isinstance(reply.message, FetchResponse)
+    assert reply.message.error is Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_the_leader_answers_where_a_fetchers_epoch_ends_in_its_log() -> None:
+    log = MemoryLog()
+    epochs = [1, 1, 2, 2, 4]
+    log.append([Entry(i, e, b"") for i, e in enumerate(epochs)])
+    for offset, last_epoch, expected in (
+        (0, 0, None),  # an empty log agrees with any
+        (2, 1, None),
+        (5, 4, None),
+        (4, 2, None),
+        (3, 1, DivergingEpoch(1, 2)),  # epoch 1 ends at 2 here
+        (4, 3, DivergingEpoch(2, 4)),  # no epoch 3 here: epoch 2 ends at 4
+        (7, 4, DivergingEpoch(4, 5)),  # past the leader's end
+    ):
+        request = FetchRequest(2, 4, offset, last_epoch)
+        assert check_fetch_position(log, request) == expected, (offset, last_epoch)
+    log.flush()
+    log.create_snapshot(Snapshot(SnapshotId(3, 2), b"state"))
+    assert check_fetch_position(log, FetchRequest(2, 4, 1, 1)) == SnapshotId(3, 2)
+    assert check_fetch_position(log, FetchRequest(2, 4, 3, 1)) == SnapshotId(3, 2)
+
+
+def follower_of(
+    leader: int, epochs: list[int], epoch: int
+) -> tuple[RaftNode, Envelope]:
+    """A follower of ``leader`` in ``epoch`` whose log holds entries of ``epochs``, and
+    the fetch it sends first."""
+    log = MemoryLog()
+    log.append([Entry(i, e, b"%d" % i) for i, e in enumerate(epochs)])
+    log.flush()
+    store = MemoryStateStore()
+    store.write(ElectionState(epoch, leader, None))
+    node = RaftNode(2, [1, 2, 3], log, store, 0.0)
+    (request,) = node.handle_timer(0.0).messages
+    return node, request
+
+
+def test_a_follower_fetches_from_its_log_end_naming_its_last_epoch() -> None:
+    node, request = follower_of(1, [1, 1, 3], 5)
+    assert node.state is State.FOLLOWER
+    assert request.destination == 1
+    assert request.message == FetchRequest(2, 5, 3, 3)
+    _, request = follower_of(1, [], 5)
+    assert request.message == FetchRequest(2, 5, 0, 0)
+
+
+def test_a_follower_takes_what_it_is_sent_and_the_high_watermark_up_to_its_log_end() -> (
+    None
+):
+    node, request = follower_of(1, [1], 2)
+    records = (Entry(1, 2, b"b"), Entry(2, 2, b"c"))
+    output = answer(node, request, FetchResponse(Errors.NONE, 2, 1, 9, records), 0.1)
+    assert node.log.end_offset == node.log.flushed_end_offset == 3
+    assert node.high_watermark == 3  # not 9: it has only three entries
+    assert [e.data for e in output.committed] == [b"0", b"b", b"c"]
+    (again,) = output.messages
+    assert again.message == FetchRequest(2, 2, 3, 2)
+
+
+def test_a_follower_truncates_to_where_its_epochs_agree_and_fetches_again() -> None:
+    # Its log: epochs 1, 1, 3, 3; the leader's has no epoch 3 and says epoch 2 ends at
+    # 5 in its log. This log's epoch 2 (the largest up to 2: epoch 1) ends at 2.
+    node, request = follower_of(1, [1, 1, 3, 3], 5)
+    assert request.message == FetchRequest(2, 5, 4, 3)
+    diverging = FetchResponse(
+        Errors.NONE, 5, 1, 0, diverging_epoch=DivergingEpoch(2, 5)
+    )
+    output = answer(node, request, diverging, 0.1)
+    assert node.log.end_offset == 2
+    (again,) = output.messages
+    assert again.message == FetchRequest(2, 5, 2, 1)
+    # The leader's end for the epoch is the smaller: truncate there.
+    node, request = follower_of(1, [1, 1, 1, 1], 5)
+    diverging = FetchResponse(
+        Errors.NONE, 5, 1, 0, diverging_epoch=DivergingEpoch(1, 3)
+    )
+    answer(node, request, diverging, 0.1)
+    assert node.log.end_offset == 3
