@@ -792,3 +792,265 @@ def compaction(
                 )
     out.append("</g></svg>")
     return SVG("".join(out))
+
+
+# --- figures over time: swimlanes, offsets over time -----------------------------------
+
+
+def _time_axis(
+    x: Any, y: float, start: float, end: float, unit: str, width: float
+) -> list[str]:
+    """Ticks and labels along ``y`` from ``start`` to ``end``: about one tick per 70 px,
+    on a round step."""
+    span = end - start
+    step = next(
+        (
+            s
+            for s in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+            if span / s <= width / 70
+        ),
+        max(span / 10, 1.0),
+    )
+    out = [
+        f'<line x1="{x(start):.1f}" y1="{y:.1f}" x2="{x(end):.1f}" y2="{y:.1f}" '
+        'stroke="#555"/>'
+    ]
+    tick = math.ceil(start / step) * step
+    while tick <= end + 1e-9:
+        out.append(
+            f'<line x1="{x(tick):.1f}" y1="{y:.1f}" x2="{x(tick):.1f}" y2="{y + 4:.1f}" '
+            f'stroke="#555"/><text x="{x(tick):.1f}" y="{y + 15:.1f}" font-size="10" '
+            f'text-anchor="middle" fill="#555">{tick:g} {escape(unit)}</text>'
+        )
+        tick += step
+    return out
+
+
+STATE_COLOURS = {
+    "Leader": "#3b5b92",
+    "Follower": "#9cc3e6",
+    "Voted": "#c6dbef",
+    "Candidate": "#f28e2b",
+    "Prospective": "#f9d27a",
+    "Unattached": "#e0e0e0",
+    "Resigned": "#b07aa1",
+}
+
+
+def swimlanes(
+    lanes: Sequence[str],
+    spans: Sequence[tuple[str, float, float, str, str]],
+    *,
+    end: float,
+    marks: Sequence[tuple[str, float, str]] = (),
+    bands: Sequence[tuple[str, float, float, str]] = (),
+    ticks: Sequence[tuple[str, float]] = (),
+    colours: Mapping[str, str] = STATE_COLOURS,
+    tick_label: str = "",
+    title: str = "",
+    unit: str = "s",
+) -> SVG:
+    """One lane per node, time across. ``spans`` are ``(lane, start, end, state, text)``:
+    a bar coloured by the state (``colours``), with ``text`` in it where it fits (an
+    epoch, say); ``marks`` ``(lane, time, text)`` are moments (an election won), a
+    triangle with its text beside it; ``bands`` ``(lane, start, end, text)`` shade a
+    stretch of a lane behind its bars (a crash, a partition); ``ticks`` ``(lane, time)``
+    are small strokes under the bar (each time the lane's high watermark moved)."""
+    left, plot_w, lane_h = 84.0, 710.0, 58.0
+    top = (TITLE_FONT + GAP if title else GAP) + 4
+    row = {lane: top + i * lane_h for i, lane in enumerate(lanes)}
+    bottom = top + len(lanes) * lane_h
+    used = [c for c in colours if any(s[3] == c for s in spans)]
+    width, height = left + plot_w + 2 * GAP, bottom + 52 + 18 * ((len(used) + 1) // 6)
+
+    def x(t: float) -> float:
+        return left + t * plot_w / end
+
+    out = [_svg_open(width, height, title or "swimlanes")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    out.append(
+        '<defs><pattern id="swim-hatch" width="6" height="6" '
+        'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<line x1="0" y1="0" x2="0" y2="6" stroke="#bbb" stroke-width="2"/>'
+        "</pattern></defs>"
+    )
+    for lane, y in row.items():
+        out.append(
+            f'<line x1="{left:.1f}" y1="{y + lane_h:.1f}" x2="{left + plot_w:.1f}" '
+            f'y2="{y + lane_h:.1f}" stroke="#eee"/>'
+            f'<text x="{left - 8:.1f}" y="{y + 36:.1f}" text-anchor="end" '
+            f'font-size="12" fill="#1b2a49">{escape(lane)}</text>'
+        )
+    for lane, start, stop, text in bands:
+        y = row[lane]
+        out.append(
+            f'<rect x="{x(start):.1f}" y="{y + 2:.1f}" width="{x(stop) - x(start):.1f}" '
+            f'height="{lane_h - 4:g}" fill="url(#swim-hatch)" fill-opacity="0.6" '
+            'stroke="#999" stroke-dasharray="3,2"/>'
+            f'<text x="{x(start) + 4:.1f}" y="{y + 13:.1f}" font-size="10" '
+            f'fill="#555">{escape(text)}</text>'
+        )
+    for lane, start, stop, state, text in spans:
+        y, w = row[lane], max(x(stop) - x(start), 0.8)
+        fill = colours.get(state, "#ccc")
+        out.append(
+            f'<rect x="{x(start):.1f}" y="{y + 27:.1f}" width="{w:.1f}" height="16" '
+            f'fill="{fill}" stroke="#fff" stroke-width="0.5"/>'
+        )
+        if text and w > len(text) * 10 * CHAR + 6:
+            ink = "#fff" if state in ("Leader", "Resigned") else "#1b2a49"
+            out.append(
+                f'<text x="{x(start) + w / 2:.1f}" y="{y + 39:.1f}" font-size="10" '
+                f'text-anchor="middle" fill="{ink}">{escape(text)}</text>'
+            )
+    for lane, t in ticks:
+        y = row[lane]
+        out.append(
+            f'<line x1="{x(t):.1f}" y1="{y + 46:.1f}" x2="{x(t):.1f}" y2="{y + 52:.1f}" '
+            'stroke="#2e7d32" stroke-width="0.8"/>'
+        )
+    placed: dict[str, list[Box]] = {lane: [] for lane in lanes}
+    for lane, t, text in sorted(marks, key=lambda m: m[1]):
+        y = row[lane]
+        out.append(
+            f'<path d="M{x(t) - 4:.1f},{y + 18:.1f} L{x(t) + 4:.1f},{y + 18:.1f} '
+            f'L{x(t):.1f},{y + 25:.1f} z" fill="#c0392b"/>'
+        )
+        half = len(text) * 10 * CHAR / 2
+        right = (x(t) + 6, y + 14, x(t) + 6 + 2 * half, y + 26)
+        leftwards = (x(t) - 6 - 2 * half, y + 14, x(t) - 6, y + 26)
+        box = next(
+            (
+                b
+                for b in (right, leftwards)
+                if b[2] < left + plot_w + GAP
+                and not any(_overlap(b, o) for o in placed[lane])
+            ),
+            right,
+        )
+        placed[lane].append(box)
+        out.append(
+            f'<text x="{box[0]:.1f}" y="{y + 24:.1f}" font-size="10" '
+            f'fill="#c0392b">{escape(text)}</text>'
+        )
+    out.extend(_time_axis(x, bottom + 2, 0.0, end, unit, plot_w))
+    legend_y, legend_x = bottom + 40, left
+    for state in used:
+        if legend_x > left + plot_w - 110:
+            legend_x, legend_y = left, legend_y + 18
+        out.append(
+            f'<rect x="{legend_x:.1f}" y="{legend_y - 9:.1f}" width="12" height="10" '
+            f'fill="{colours[state]}"/><text x="{legend_x + 16:.1f}" y="{legend_y:.1f}" '
+            f'fill="#333">{escape(state)}</text>'
+        )
+        legend_x += 110
+    if ticks and tick_label:
+        out.append(
+            f'<line x1="{legend_x + 5:.1f}" y1="{legend_y - 9:.1f}" x2="{legend_x + 5:.1f}" '
+            f'y2="{legend_y + 1:.1f}" stroke="#2e7d32"/><text x="{legend_x + 12:.1f}" '
+            f'y="{legend_y:.1f}" fill="#333">{escape(tick_label)}</text>'
+        )
+    out.append("</g></svg>")
+    return SVG("".join(out))
+
+
+TERM_COLOURS = ("#e0e0e0", "#9cc3e6", "#f9d27a", "#f28e2b", "#59a14f", "#b07aa1")
+
+
+def _wrap(text: str, chars: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def log_panels(
+    panels: Sequence[
+        tuple[str, Mapping[str, Sequence[int]], str | None, Sequence[str], str]
+    ],
+    *,
+    marked: Mapping[int, Sequence[tuple[str, int]]] | None = None,
+    title: str = "",
+) -> SVG:
+    """Side by side, one panel per moment ``(name, {server: the epoch of each entry of
+    its log}, leader, crashed servers, caption)``: each server's log as a row of cells
+    numbered by offset, each cell showing (and coloured by) the epoch its entry was
+    written in. The leader's name is bold, a crashed server's grey and struck out.
+    ``marked`` outlines entries of a panel (by its index): ``(server, offset)``."""
+    cell, label_w, gap = 22.0, 34.0, 22.0
+    longest = max(len(log) for _, logs, *_ in panels for log in logs.values())
+    servers = max(len(logs) for _, logs, *_ in panels)
+    panel_w = label_w + max(longest, 3) * cell + 36  # room for "leader"
+    chars = int(panel_w / (LABEL_FONT * CHAR))
+    caption_lines = max(len(_wrap(p[4], chars)) for p in panels)
+    top = (TITLE_FONT + GAP if title else GAP) + 30
+    width = GAP + len(panels) * (panel_w + gap)
+    height = top + servers * cell + 14 + caption_lines * 14 + GAP
+    out = [_svg_open(width, height, title or "logs by server")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    for p, (name, logs, leader, crashed, caption) in enumerate(panels):
+        x0 = GAP + p * (panel_w + gap)
+        out.append(
+            f'<text x="{x0:.1f}" y="{top - 18:.1f}" font-size="13" font-weight="bold" '
+            f'fill="#1b2a49">{escape(name)}</text>'
+        )
+        for i in range(longest):
+            out.append(
+                f'<text x="{x0 + label_w + i * cell + cell / 2:.1f}" y="{top - 4:.1f}" '
+                f'font-size="9" text-anchor="middle" fill="#777">{i}</text>'
+            )
+        outlined = set((marked or {}).get(p, ()))
+        for r, (server, log) in enumerate(logs.items()):
+            y = top + r * cell
+            down = server in crashed
+            strike = ' text-decoration="line-through"'
+            out.append(
+                f'<text x="{x0:.1f}" y="{y + cell * 0.68:.1f}" '
+                f'font-weight="{"bold" if server == leader else "normal"}" '
+                f'fill="{"#aaa" if down else "#1b2a49"}"{strike if down else ""}>'
+                f"{escape(server)}</text>"
+            )
+            for i in range(longest):
+                cx = x0 + label_w + i * cell
+                if i >= len(log):
+                    out.append(
+                        f'<rect x="{cx:.1f}" y="{y + 2:.1f}" width="{cell - 3:g}" '
+                        f'height="{cell - 4:g}" fill="none" stroke="#ddd"/>'
+                    )
+                    continue
+                epoch = log[i]
+                ring = (server, i) in outlined
+                out.append(
+                    f'<rect x="{cx:.1f}" y="{y + 2:.1f}" width="{cell - 3:g}" '
+                    f'height="{cell - 4:g}" '
+                    f'fill="{TERM_COLOURS[epoch % len(TERM_COLOURS)]}" '
+                    f'fill-opacity="{0.45 if down else 1}" '
+                    f'stroke="{"#c0392b" if ring else "#555"}" '
+                    f'stroke-width="{2.2 if ring else 0.6}"/>'
+                    f'<text x="{cx + (cell - 3) / 2:.1f}" y="{y + cell * 0.66:.1f}" '
+                    f'text-anchor="middle" fill="#1b2a49">{epoch}</text>'
+                )
+            if server == leader:
+                out.append(
+                    f'<text x="{x0 + label_w + len(log) * cell + 2:.1f}" '
+                    f'y="{y + cell * 0.68:.1f}" font-size="9" fill="#3b5b92">'
+                    "leader</text>"
+                )
+        for k, line in enumerate(_wrap(caption, chars)):
+            out.append(
+                f'<text x="{x0:.1f}" y="{top + servers * cell + 16 + k * 14:.1f}" '
+                f'fill="#333">{escape(line)}</text>'
+            )
+    out.append("</g></svg>")
+    return SVG("".join(out))
