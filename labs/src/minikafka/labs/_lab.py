@@ -114,7 +114,9 @@ def all_labs() -> list[Lab]:
     labs = []
     for path in sorted(LABS_ROOT.iterdir()):
         match = _LAB_DIR.match(path.name)
-        if match and path.is_dir():
+        # A directory without lab.toml is not a lab (what a renumbering leaves
+        # behind: an old name holding only __pycache__).
+        if match and (path / "lab.toml").is_file():
             labs.append(Lab(int(match["number"]), path))
     return labs
 
