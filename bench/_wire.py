@@ -1,4 +1,4 @@
-"""What the broker benchmarks of issue 17 share: a broker process, Produce frames, a client.
+"""What the broker benchmarks share: a broker process, Produce frames, a client.
 
 - :func:`spawned_broker` runs ``python -m minikafka.broker broker`` (KRaft combined
   mode, one node, data in a directory of the caller's) through ``_common.spawned_server``,

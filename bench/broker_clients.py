@@ -1,6 +1,6 @@
 """The broker driven by real Kafka clients, beside a bare loopback TCP ceiling, in one run.
 
-Issue 5's benchmark (ARCHITECTURE.md, "Performance"). One single-node broker, ``python -m
+The single broker's benchmark (ARCHITECTURE.md, "Performance"). One single-node broker, ``python -m
 minikafka.broker broker`` as a user runs it (``minikafka.broker.testing.BrokerProcess``,
 default configuration, data in a fresh temporary directory), is driven by two clients
 built on librdkafka: confluent-kafka (``confluent_kafka.Producer`` and ``Consumer``

@@ -1,6 +1,6 @@
 """The broker's memory: resident set idle, with 1,000 idle connections, under produce load.
 
-Issue 17's memory benchmark. What a connection costs the broker (Kafka's answer is a
+The memory benchmark. What a connection costs the broker (Kafka's answer is a
 ``KafkaChannel`` with its buffers in a Processor's ``Selector``; here a Processor-owned
 connection, its ``FrameDecoder`` and a trio task) and what the small-produce load adds,
 read from the kernel: ``VmRSS`` in ``/proc/<pid>/status`` (resident pages: heap, the

@@ -1,6 +1,6 @@
 """The broker's produce path from raw sockets, small and large requests, each beside a ceiling.
 
-Issue 17's produce benchmarks. One broker, ``python -m minikafka.broker broker`` with its
+The produce benchmarks. One broker, ``python -m minikafka.broker broker`` with its
 defaults (KRaft combined mode, one node, data in a fresh temporary directory), and a
 one-partition topic created first with CreateTopics. The client is raw trio sockets in
 this process: every request frame is a Produce v8 with ``acks=1`` encoded once and
@@ -388,7 +388,7 @@ def _table(outcomes: Sequence[Outcome]) -> str:
         "broker",
         "ceiling",
         "broker / ceiling",
-        "goal (issue 17)",
+        "goal",
     ]
     rows: list[list[str]] = []
     for o in outcomes:

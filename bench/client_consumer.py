@@ -1,4 +1,4 @@
-"""Issue 21's consumer benchmark: minikafka.client against the Python clients users pick.
+"""The consumer benchmark: minikafka.client against the Python clients users pick.
 
 One broker (defaults, on the second half of the CPUs when there are two or more) holds
 one topic of one partition with ``RECORDS`` 100-byte records, produced once by

@@ -1,4 +1,4 @@
-"""Issue 21's latency benchmark: produce to consume through one broker, each client at
+"""The client latency benchmark: produce to consume through one broker, each client at
 both ends, at a fixed rate.
 
 One broker (defaults, on the second half of the CPUs when there are two or more). For

@@ -1,4 +1,4 @@
-"""Issue 21's producer benchmark: minikafka.client against the Python clients users pick.
+"""The producer benchmark: minikafka.client against the Python clients users pick.
 
 One broker (``python -m minikafka.broker broker``, defaults, a fresh ``log.dirs``; on the
 second half of the CPUs when there are two or more), and four producers run in this

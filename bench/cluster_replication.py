@@ -1,4 +1,4 @@
-"""Replication's cost: a single node against three brokers with RF 3 (issue 18).
+"""Replication's cost: a single node against three brokers with RF 3.
 
 Throughput, in one run: a confluent-kafka (librdkafka) producer in this process sends
 ``RECORDS`` 100-byte records to a one-partition topic as fast as it can (``linger.ms=5``,
@@ -18,7 +18,7 @@ Each scenario runs ``REPEATS`` times, interleaved, on fresh nodes; the median ru
 quoted with the range. It reports records/s and MB/s (values only), and the CPU of every process
 (the producer's and each node's) as percentages of one core. Then the **end-to-end
 latency** at a steady 10,000 records/s with ``acks=all`` and RF 3 (``linger.ms=0``;
-``e2e_latency``'s producer and consumer, their figures p50/p99/max), against issue 18's
+``e2e_latency``'s producer and consumer, their figures p50/p99/max), against the
 goal: p99 under 5 ms, and RF 3 ``acks=all`` at least half the single node's throughput.
 A fresh node set per scenario; four processes and this one share the machine's CPUs (no
 pinning: there are more processes than cores).
@@ -312,7 +312,7 @@ def _table(
     goal = next(x for x in latencies if x.rate == GOAL_RATE).latency["p99_ms"]
     table = markdown_table(header, rows)
     table += (
-        f"\nceiling: the single node in the same run. Goals (issue 18): RF 3 acks=all "
+        f"\nceiling: the single node in the same run. Goals: RF 3 acks=all "
         f">= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
         f"{'met' if rf3_all >= GOAL_RATIO else 'not met'}); p99 < {GOAL_P99_MS:g} ms at "
         f"{GOAL_RATE:,}/s (measured {goal:.2f} ms: "

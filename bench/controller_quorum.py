@@ -1,6 +1,6 @@
 """The metadata quorum over real processes: what a commit costs with one controller and
 with three, and how long the quorum is without a leader when its active controller dies
-(issue 19, item 8; seed 004, KIP-595).
+(seed 004, KIP-595).
 
 Each cluster is ``minikafka.broker.testing.ProcessCluster`` (what ``minikafka cluster up
 --controllers N`` runs): controllers 0..C-1 (``process.roles=controller``) and one broker

@@ -1,6 +1,6 @@
 """End-to-end latency through the broker: librdkafka produce to librdkafka consume, paced.
 
-Issue 17's latency benchmark: how long a record takes from ``Producer.produce()`` to the
+The latency benchmark: how long a record takes from ``Producer.produce()`` to the
 ``Consumer.poll()`` that hands it over, at a steady 1,000 and 10,000 records/s, with
 ``linger.ms=0`` (every record leaves the client as soon as it can: the broker's
 per-request path, not the client's batching delay), ``acks=1`` and ``acks=all``. One
@@ -25,7 +25,7 @@ purgatory's DelayedProduce path), a fresh one-partition topic per run.
   are checked but not timed.
 
 There is no ceiling here: no second broker, and a loopback echo would measure nothing
-of produce-to-consume. The table reports the figures against issue 17's goal instead
+of produce-to-consume. The table reports the figures against the goal instead
 (p99 <= 5 ms at 10,000 records/s, acks=all, single node), its ratio the broker's p99 over
 5 ms, with the goal applied to the other rows for reference. Each scenario runs
 ``REPEATS`` times, interleaved; the run with the median p99 is quoted. With two or more
@@ -390,7 +390,7 @@ def _percent(value: float | None) -> str:
 
 
 def _table(runs: dict[Scenario, list[Run]]) -> str:
-    header = ["scenario", "figure", "broker", "goal (issue 17)", "broker / goal"]
+    header = ["scenario", "figure", "broker", "goal", "broker / goal"]
     rows: list[list[str]] = []
     for s, done in runs.items():
         m = _median_run(done)

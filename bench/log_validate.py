@@ -1,6 +1,6 @@
 """What the leader's record checks cost: Kafka's LogValidator against the header-only path.
 
-Issue 15 item 3's benchmark, with issue 17's large produce. In this process, one producer
+The leader's record checks' benchmark, with a large produce. In this process, one producer
 batch (``RECORDS`` records of ``VALUE_BYTES``-byte values with 8-byte keys, as a producer
 builds it) goes through:
 
@@ -11,7 +11,7 @@ builds it) goes through:
 - ``recompress to zstd``: validate, then ``recompress`` into zstd as a topic with
   ``compression.type=zstd`` does for a batch in another codec.
 
-once per codec (none, gzip, snappy, lz4, zstd). Then issue 17's large produce: one
+once per codec (none, gzip, snappy, lz4, zstd). Then a large produce: one
 uncompressed batch of as many such records as fit in 1 MiB (a Produce request's worth),
 through ``header+CRC``, ``validate`` and ``walk every record``: ``walk_records``, the
 record-by-record walk that ``check_records`` falls back to where records change shape
@@ -62,7 +62,7 @@ NAME = "log_validate"
 RECORDS = 200
 VALUE_BYTES = 100
 MAX_MESSAGE_BYTES = 1024 * 1024 + 12
-LARGE_BYTES = 1024 * 1024  # one Produce request of issue 17's large produce
+LARGE_BYTES = 1024 * 1024  # one Produce request of the large produce
 TIMESTAMP = 1_700_000_000_000
 # A record's own fields at most, besides its value: length (2 bytes), attributes, the
 # timestamp and offset deltas (2 and 3), the key with its length (9), the value's length
@@ -143,7 +143,7 @@ def _cases(data: bytes) -> dict[str, Callable[[], object]]:
 
     def walk() -> object:
         # validate's path for an uncompressed batch, with the walk alone in place of
-        # check_records (the runs off): the walk of every record, as before issue 17's runs.
+        # check_records (the runs off): the walk of every record, as before the runs.
         [(position, header)] = validate_batches(
             data, max_message_bytes=MAX_MESSAGE_BYTES, from_client=True
         )

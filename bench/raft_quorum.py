@@ -1,4 +1,4 @@
-"""What committing through KRaft's Raft core costs, in one process (issue 19, item 8, the
+"""What committing through KRaft's Raft core costs, in one process (the
 part that needs no network shell yet).
 
 A quorum of ``RaftNode`` cores (``minikafka.raft``) whose messages are handed from node to

@@ -1,7 +1,7 @@
-"""Issue 23's Parquet traces: a large trace converted once, and the labs reading either form.
+"""Parquet traces: a large trace converted once, and the labs reading either form.
 
-Issue 23 says that "large traces ... [are] converted once to Parquet partitioned by node
-and event type, and the labs read either". This benchmark measures both halves on one
+Large traces are converted once to Parquet, partitioned by node and event type, and the
+labs read either form. This benchmark measures both halves on one
 synthetic trace of a three-broker cluster:
 
 - ``generate``: three processes, one per broker (nodes 1, 2 and 3, node 1 also the
@@ -93,7 +93,7 @@ from ._common import (
 NAME = "trace_parquet"
 
 EVENTS = 10_000_000
-"""The full run. Issue 23 speaks of "a cluster run of tens of millions of events"; 20
+"""The full run. A cluster's trace can hold tens of millions of events; 20
 million were the aim, but generating and converting them takes this 2-core machine, shared
 with other work, well over the 10 minutes a benchmark here may take (bench/README.md)."""
 QUICK_EVENTS = 200_000

@@ -1,6 +1,6 @@
 """What tracing costs: one emit into the JSON Lines tracer, and the broker traced or not.
 
-Issue 7's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enough to leave on
+Tracing's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enough to leave on
 (measured in bench/)"). Two parts, in one run:
 
 - ``emit``: in this process, ``EMITS`` events through each of: the guard a hot path uses
@@ -16,7 +16,7 @@ Issue 7's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enoug
   ceiling, a ``%`` template per event class applied to tuples of values extracted (strings
   escaped) before the clock starts, so only the floats' shortest ``repr``, the ints' digits
   and the join are timed; ``encode_line``, the encoder registration generates for the class
-  (issue 17); and ``reference_line``, the dict through ``json`` the writer used before. All
+ ; and ``reference_line``, the dict through ``json`` the writer used before. All
   three are checked to write the same bytes first; the table gives each over the ceiling.
 - ``produce``: two single-node brokers (``BrokerProcess``, default configuration), one
   started with ``--trace-dir`` and one without, both running throughout; confluent-kafka
@@ -347,7 +347,7 @@ class EncodeCase:
 ENCODE_CEILING = "ceiling: a % template, values pre-extracted"
 ENCODE_CASES = (
     EncodeCase(ENCODE_CEILING, _encode_ceiling),
-    EncodeCase("generated: encode_line (issue 17)", _encode_with(encode_line)),
+    EncodeCase("generated: encode_line", _encode_with(encode_line)),
     EncodeCase("reference: dict through json (before)", _encode_with(reference_line)),
 )
 

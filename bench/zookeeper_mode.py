@@ -1,4 +1,4 @@
-"""ZooKeeper mode against KRaft on the same jobs, in one run (issue 20, item 10; seed 004).
+"""ZooKeeper mode against KRaft on the same jobs, in one run (seed 004).
 
 Each case is a fresh cluster of real processes (``minikafka.broker.testing.ProcessCluster``,
 what ``make cluster`` and ``make cluster MODE=zk`` run): three brokers, and either one

@@ -32,7 +32,7 @@ WAIT = 60.0
 an election, a restart) on a loaded two-core machine."""
 
 MODES = ("kraft", "zookeeper")
-"""The two ways a cluster runs (issue 20): suites that must hold in both take them as a
+"""The two ways a cluster runs: suites that must hold in both take them as a
 parameter."""
 
 FAST = {

@@ -1,6 +1,6 @@
 """Every client follows a leader move without losing a record (seed 000: a client learns
 the new leader from Metadata after NOT_LEADER_OR_FOLLOWER, and retries there), in KRaft
-mode and in ZooKeeper mode alike (issue 20: what clients see must not depend on the mode).
+mode and in ZooKeeper mode alike (what clients see must not depend on the mode).
 
 kcat, kafka-python and aiokafka each write numbered records with ``acks=all`` to an RF 3
 partition while its leader is stopped under controlled shutdown, which moves the
@@ -53,7 +53,7 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[ProcessCluster]:
     """One cluster for the clients, in each mode (KRaft, ZooKeeper): each client has a
-    topic of its own, and every guarantee must hold in both modes (issue 20)."""
+    topic of its own, and every guarantee must hold in both modes."""
     with shared_cluster(tmp_path_factory.mktemp("cluster"), mode=request.param) as made:
         yield made
 

@@ -11,7 +11,7 @@ find it and rejoin. Guarantee checked: **every record is processed, and the only
 processed twice are those of a batch whose commit did not succeed** (the consumer saw
 the commit fail, so it is Kafka's documented at-least-once window, and nothing beyond
 it); committed offsets survive the coordinator's death. In KRaft mode and in ZooKeeper
-mode alike (issue 20).
+mode alike.
 """
 
 from __future__ import annotations

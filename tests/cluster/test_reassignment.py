@@ -7,7 +7,7 @@
   acknowledged record is read back once, in order; the first broker's copy is deleted
   (``log.segment.delete.delay.ms``).
 
-The move holds in KRaft mode and in ZooKeeper mode (issue 20), where the controller keeps
+The move holds in KRaft mode and in ZooKeeper mode, where the controller keeps
 the reassignment's phases in the topic znode.
 - **Cancelling restores the original replicas**: a move whose new replica cannot catch
   up (the links into the leader are stalled by a fault proxy) is still in progress, as

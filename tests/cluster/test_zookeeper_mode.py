@@ -1,4 +1,4 @@
-"""ZooKeeper mode with real processes on a real ZooKeeper (issue 20; seed 001).
+"""ZooKeeper mode with real processes on a real ZooKeeper (seed 001).
 
 Three brokers (``minikafka broker`` processes in ZooKeeper mode) and Debian's ZooKeeper,
 as ``make cluster MODE=zk`` runs them, with a 6 s ZooKeeper session. The guarantees

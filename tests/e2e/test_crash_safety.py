@@ -1,4 +1,4 @@
-"""Crash safety (issue 5, ARCHITECTURE.md, "Tests"): kill -9 during produce, nothing acknowledged
+"""Crash safety (ARCHITECTURE.md, "Tests"): kill -9 during produce, nothing acknowledged
 lost.
 
 Real clients (confluent-kafka and kafka-python) produce with ``acks=all`` and
@@ -50,7 +50,7 @@ from minikafka.log import CorruptRecordError, iter_batches
 # A normal run takes seconds; the deadlines below add up to more than the default 120 s.
 pytestmark = pytest.mark.timeout(300)
 
-SEED = 20_05  # issue 5
+SEED = 20_05
 PARTITIONS = 3
 KILLS = 4  # half with the responses held back, half with the requests
 LEAD = 400  # records one producer may send ahead of the other

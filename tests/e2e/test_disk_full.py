@@ -1,4 +1,4 @@
-"""A real broker on a disk that fills up (issue 15, item 2): a 20 MB tmpfs.
+"""A real broker on a disk that fills up: a 20 MB tmpfs.
 
 The broker's data (and, in the second case, its metadata log) lives on a small tmpfs
 mounted for the test (skipped with the reason where mounting is not permitted). A filler

@@ -1,4 +1,4 @@
-"""Thousands of partitions under a low RLIMIT_NOFILE (issue 15, item 1).
+"""Thousands of partitions under a low RLIMIT_NOFILE.
 
 Each partition's segment is three files. Before the log's descriptor pool, a broker held
 all of them open: a few CreateTopics requests of a thousand partitions ran it out of

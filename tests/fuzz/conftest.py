@@ -18,7 +18,7 @@ import pytest
 
 from tests.fuzz._harness import REPORTS, FuzzOptions, FuzzSession
 
-DEFAULT_SEED = 15  # issue 15
+DEFAULT_SEED = 15
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

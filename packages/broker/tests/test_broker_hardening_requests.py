@@ -1,4 +1,4 @@
-"""Requests answered the way Kafka answers them, over the wire (issue 15, items 1, 4, 6, 7).
+"""Requests answered the way Kafka answers them, over the wire.
 
 A client cannot create, delete, grow or write the internal topics; a request over the
 controller's record limit (MAX_RECORDS_PER_USER_OP) is POLICY_VIOLATION, validate-only

@@ -1,4 +1,4 @@
-"""The broker process and its listeners under abuse (issue 15, items 5 and 8).
+"""The broker process and its listeners under abuse.
 
 - ``minikafka broker`` refuses a listener that promises TLS or SASL (neither exists
   here): one line naming the key, the configuration error's exit status, no traceback.

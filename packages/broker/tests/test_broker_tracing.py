@@ -1,4 +1,4 @@
-"""The broker's traces (issue 7): ``minikafka broker --trace-dir``, the environment
+"""The broker's traces: ``minikafka broker --trace-dir``, the environment
 variable, and ``minikafka trace summary``.
 
 One traced run of a real broker process (:class:`BrokerProcess` with ``trace_dir``) is

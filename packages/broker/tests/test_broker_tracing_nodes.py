@@ -1,4 +1,4 @@
-"""Three nodes in one process, three trace streams (issue 16, item 3).
+"""Three nodes in one process, three trace streams.
 
 Three BrokerServers (each a combined broker and controller, with its own data dir, its
 own port and its own node id) run in ONE trio loop, each built with a tracer of its own;

@@ -1,4 +1,4 @@
-"""Three controllers in one process, a Raft quorum over real sockets (issue 19, seed 004).
+"""Three controllers in one process, a Raft quorum over real sockets (seed 004).
 
 Every link into each controller goes through a :class:`FaultProxy`, so a test can cut a
 leader off. What is checked:

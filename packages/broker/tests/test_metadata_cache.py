@@ -1,4 +1,4 @@
-"""The MetadataCache's encoded bodies (issue 17): computed once per image and key,
+"""The MetadataCache's encoded bodies: computed once per image and key,
 dropped when the image is replaced (by ``update`` or by assigning ``image``), bounded."""
 
 from __future__ import annotations

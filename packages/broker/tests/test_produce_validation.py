@@ -1,4 +1,4 @@
-"""Produce over the wire: the leader's record checks and recompression (issue 15, items 3, 7).
+"""Produce over the wire: the leader's record checks and recompression.
 
 The bad batches here have valid CRCs: the broker must look inside them. Each refused
 batch leaves the log end offset where it was (the next good batch gets offset 0) and the

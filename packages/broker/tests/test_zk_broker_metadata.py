@@ -1,4 +1,4 @@
-"""A ZooKeeper-mode broker obeying its controller (issue 20), without a network.
+"""A ZooKeeper-mode broker obeying its controller, without a network.
 
 Guarantees checked:
 - what the controller decides reaches the broker unchanged through the wire (its values

@@ -1,4 +1,4 @@
-"""ZooKeeper mode in one process: three ZkBrokerServers on a real ZooKeeper (issue 20).
+"""ZooKeeper mode in one process: three ZkBrokerServers on a real ZooKeeper.
 
 Guarantees checked:
 - one broker wins ``/controller``; a topic created through any broker gets an assignment

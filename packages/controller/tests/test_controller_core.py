@@ -459,7 +459,7 @@ def test_session_timeout_fences_the_broker_and_moves_its_leaderships() -> None:
 def test_a_fence_the_log_refused_is_decided_again() -> None:
     """A broker whose fencing write failed is still unfenced, so it is fenced again.
 
-    Session deadlines come from a heap (issue 16), and a fenced broker's deadline is
+    Session deadlines come from a heap, and a fenced broker's deadline is
     dropped; when the quorum refuses the FenceBrokerRecord, the revert makes the broker
     unfenced again, and its deadline must come back with it, or a dead broker would keep
     its leaderships for ever.

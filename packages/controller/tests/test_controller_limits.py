@@ -1,4 +1,4 @@
-"""The controller answers oversized and ill-formed topic requests as Kafka's does (issue 15).
+"""The controller answers oversized and ill-formed topic requests as Kafka's does.
 
 MAX_RECORDS_PER_USER_OP bounds the records one CreateTopics, CreatePartitions or
 DeleteTopics may write, validate-only or not, and the bound is checked by counting

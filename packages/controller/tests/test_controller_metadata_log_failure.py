@@ -1,4 +1,4 @@
-"""The metadata log under a large operation and a failing disk (issue 15, items 1 and 2).
+"""The metadata log under a large operation and a failing disk.
 
 - an operation's records go in batches of at most 8 MiB (Kafka's Raft batch cap), all
   committed together: more than max.message.bytes of records no longer raise;

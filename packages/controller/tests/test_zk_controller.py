@@ -1,4 +1,4 @@
-"""The ZooKeeper-mode controller's core (seed 001; issue 20), event by event.
+"""The ZooKeeper-mode controller's core (seed 001), event by event.
 
 Guarantees checked:
 - a topic's creation runs seed 001's four steps in order, writes each partition's first

@@ -1,4 +1,4 @@
-"""The coordinator's timers come from a heap (issue 16): ``next_deadline`` must always be
+"""The coordinator's timers come from a heap: ``next_deadline`` must always be
 what a scan of every group and member would find, whatever the requests did; and its
 trace events go to the tracer it was given, so coordinators in one process are apart."""
 

@@ -266,7 +266,7 @@ REBALANCE_MS = 5_000  # below the session timeout, so rebalance timers fire firs
 
 @attrs.define(eq=False)
 class _Relay:
-    """The tracer a Driver's coordinator is built with (tracing is injected, issue 16);
+    """The tracer a Driver's coordinator is built with (tracing is injected);
     ``Driver.recording`` points it at a RecordingTracer for the length of a block."""
 
     target: Tracer = attrs.field(factory=NullTracer)

@@ -1,4 +1,4 @@
-"""The TCP fault proxy the cluster tests put between nodes (issue 18).
+"""The TCP fault proxy the cluster tests put between nodes.
 
 Guarantees tested, since later tests rely on each: a healthy proxy forwards every byte in
 order both ways; a delayed link delivers each chunk no earlier than the delay and in

@@ -13,7 +13,7 @@ from minikafka.net._bounds import BoundsError, check_bounds
 # kio has no strategy for record batches; any bytes do, the check only skips them.
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 
-# The APIs minikafka serves now or will (issues 5 and 6), every version kio models.
+# The APIs minikafka serves now or will, every version kio models.
 APIS = [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 32, 37]
 SCHEMAS = [
     schema

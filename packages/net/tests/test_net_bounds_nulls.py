@@ -2,7 +2,7 @@
 
 Kafka's generated readers throw on a negative length for a non-nullable array, string or
 bytes field; kio decodes it to ``None`` and the handler later fails with a TypeError
-(issue 15, item 6: ListOffsets, DescribeConfigs, CreatePartitions, DeleteTopics,
+(ListOffsets, DescribeConfigs, CreatePartitions, DeleteTopics,
 OffsetCommit, OffsetFetch, LeaveGroup). The bounds check must refuse every such body,
 and still accept a null wherever the schema allows one.
 

@@ -1,4 +1,4 @@
-"""The Reactor's limits (issue 15, item 8), Kafka's keys with Kafka's behaviour.
+"""The Reactor's limits, Kafka's keys with Kafka's behaviour.
 
 - ``max.connections``: at the limit the Acceptor blocks until a connection closes; the
   client over the limit waits, it is not reset.

@@ -1,4 +1,4 @@
-"""Listener security (issue 15, item 5): a listener never promises what it does not do.
+"""Listener security: a listener never promises what it does not do.
 
 ``listener.security.protocol.map`` decides what each listener speaks; SSL, SASL_SSL and
 SASL_PLAINTEXT are refused at start-up naming the key, since minikafka has neither TLS

@@ -1,4 +1,4 @@
-"""The Processor's own path (issue 17) and Kafka's socket buffer keys.
+"""The Processor's own path and Kafka's socket buffer keys.
 
 While a connection is muted its Processor writes the response, completes the request and
 queues the next one already read, without the connection's task; these tests pin what

@@ -1,4 +1,4 @@
-"""Cached response bodies (issue 17): the bytes served from a cache are the bytes that
+"""Cached response bodies: the bytes served from a cache are the bytes that
 building and encoding the response would give, and a change of what they depend on
 (version, error, table, topics asked, the demo broker's identity) gives a new answer.
 """

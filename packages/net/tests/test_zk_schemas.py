@@ -1,4 +1,4 @@
-"""The ZooKeeper-era inter-broker APIs kio lacks, written in kio's form (issue 20, codecs).
+"""The ZooKeeper-era inter-broker APIs kio lacks, written in kio's form.
 
 LeaderAndIsr v5, StopReplica v3, UpdateMetadata v7 and ControlledShutdown v3, as Kafka
 2.8's schemas define them. Three kinds of check:

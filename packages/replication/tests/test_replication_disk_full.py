@@ -1,4 +1,4 @@
-"""A failing disk under the ReplicaManager (issue 15): KAFKA_STORAGE_ERROR, never a raise.
+"""A failing disk under the ReplicaManager: KAFKA_STORAGE_ERROR, never a raise.
 
 A full disk's refused write is answered KAFKA_STORAGE_ERROR and undone, and the next
 produce succeeds; a failure the log cannot undo (or a failed fsync) takes the log dir

@@ -211,7 +211,7 @@ def test_nothing_is_traced_when_tracing_is_off(tmp_path: Path) -> None:
 
 
 def test_two_brokers_in_one_process_trace_to_their_own_tracers(tmp_path: Path) -> None:
-    """Tracing is injected (issue 16): each manager, and its partitions, emit to the tracer
+    """Tracing is injected: each manager, and its partitions, emit to the tracer
     it was built with, so brokers sharing a process write distinguishable streams."""
     one = traced_manager(tmp_path / "one", broker_id=1)
     two = traced_manager(tmp_path / "two", broker_id=2)

@@ -1,4 +1,4 @@
-"""The client tools (issue 5): ``minikafka topics``, ``produce`` and ``consume``.
+"""The client tools: ``minikafka topics``, ``produce`` and ``consume``.
 
 Each test runs a broker in this trio loop (``running_broker``) and calls the tools' async
 functions with an :class:`AsyncAdminClient`; the command itself is run as a

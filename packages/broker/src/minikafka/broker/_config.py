@@ -127,7 +127,7 @@ class KafkaConfig:
     @property
     def zookeeper_mode(self) -> bool:
         """``zookeeper.connect`` is set: the brokers and their controller meet in
-        ZooKeeper (issue 20), not in a KRaft quorum."""
+        ZooKeeper, not in a KRaft quorum."""
         return self.broker.zookeeper_connect is not None
 
     @property
@@ -270,7 +270,7 @@ BROKER_CONFIG = ConfigDef(
             ZOOKEEPER_CONNECT,
             _zookeeper_connect,
             "zookeeper_connect",
-            doc="host:port[,host:port...][/chroot]: ZooKeeper mode's ensemble (issue 20).",
+            doc="host:port[,host:port...][/chroot]: ZooKeeper mode's ensemble.",
         ),
         ConfigKey(
             "zookeeper.session.timeout.ms",

@@ -22,7 +22,7 @@ the rebalance timeout; everything else is answered at once or after one write to
 
 Heartbeat is the group API every member sends every ``heartbeat.interval.ms``: its
 answer (an error code, and from v1 a zero throttle time) is written with one
-``struct`` call rather than built and encoded through kio (issue 17).
+``struct`` call rather than built and encoded through kio.
 """
 
 from __future__ import annotations

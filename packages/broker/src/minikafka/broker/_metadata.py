@@ -8,7 +8,7 @@ does not exist is created on the spot when the client allows it and
 
 The answer is a function of the image and of the request's version, listener, topics
 and flags: :func:`metadata_body` keeps it encoded in the MetadataCache until the image
-changes (issue 17).
+changes.
 
 ListOffsets turns "earliest", "latest" and a timestamp into an offset; "latest" is the
 high watermark, since a consumer may not read past it.

@@ -8,7 +8,7 @@ assignment, so every request sees one consistent version of the cluster.
 An image never changes once published (a new version is a new object), so whatever is
 computed from it alone stays right until the next one: the cache keeps encoded Metadata
 response bodies keyed by what else they depend on, and drops them all when the image
-is replaced (issue 17: a client's periodic Metadata request then costs a dictionary
+is replaced (a client's periodic Metadata request then costs a dictionary
 lookup instead of building and encoding every topic's partitions).
 """
 

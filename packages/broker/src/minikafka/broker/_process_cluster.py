@@ -4,7 +4,7 @@ the fault tests kill, pause and restart.
 One controller-only node (``process.roles=controller``, node id 0) and N broker-only nodes
 (ids 1..N), each a ``minikafka broker`` process of its own, laid out under one root
 directory the way an operator would lay out separate machines. With ``controllers=3``
-(or 5) the controllers are a Raft quorum (issue 19): node ids 0..C-1 on ports counting
+(or 5) the controllers are a Raft quorum: node ids 0..C-1 on ports counting
 down from the first controller's (9090, 9089, 9088), and the brokers' ids follow them
 (C..C+N-1), as Kafka's own multi-node examples number controllers first:
 
@@ -18,7 +18,7 @@ down from the first controller's (9090, 9089, 9088), and the brokers' ids follow
       node-0.pid                the pid of its running process
       traces/                   every node's trace files (``--trace-dir``)
 
-With ``zookeeper=True`` the cluster is in ZooKeeper mode (issue 20) instead: no
+With ``zookeeper=True`` the cluster is in ZooKeeper mode instead: no
 controller node, brokers numbered from 0, and a ZooKeeper server (Debian's, standalone)
 under ``zookeeper/`` on ``zookeeper_port``, started before the brokers and stopped after
 them; the brokers elect their controller among themselves.

@@ -6,7 +6,7 @@ can write offsets into the batch headers in place). ``acks=0`` gets no response 
 as the protocol says; ``acks=1`` is answered once the leader has appended; ``acks=all``
 when the high watermark passes the batches (a DelayedProduce).
 
-Issue 17, the per-request cost of small produces: the handler checks that each
+The per-request cost of small produces: the handler checks that each
 partition's records are one batch from two header fields read with one ``struct`` call
 (the log decodes the whole header again when it validates the batch, which it must),
 and the response, a few fixed-width fields per partition in every version served (v3-v8,

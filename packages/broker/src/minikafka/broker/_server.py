@@ -110,7 +110,7 @@ class BrokerServer:
     apis: KafkaApis
     socket_server: SocketServer
     tracer: Tracer
-    """This node's tracer: every component above was built with it (issue 16)."""
+    """This node's tracer: every component above was built with it."""
     observer: MetadataObserver | None = None
     """A broker-only node's copy of the metadata log; None in combined mode."""
     controller_socket_server: SocketServer | None = None

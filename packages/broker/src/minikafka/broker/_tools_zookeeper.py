@@ -1,5 +1,5 @@
 """``minikafka zookeeper start|stop|status|ls|get``: the ZooKeeper of ZooKeeper mode
-(issue 20), started by the project from Debian's package, and a look inside it, as
+(ZooKeeper mode), started by the project from Debian's package, and a look inside it, as
 ``zookeeper-shell.sh`` gives a Kafka operator (a znode's children, its data with JSON
 indented, its version and, for an ephemeral znode, the session that owns it).
 """

@@ -1,4 +1,4 @@
-"""The APIs of a ZooKeeper-mode broker, and its way to the controller (issue 20).
+"""The APIs of a ZooKeeper-mode broker, and its way to the controller.
 
 Clients see the same broker in both modes: the rows of :class:`~._apis.KafkaApis` are
 reused as they are. What differs:

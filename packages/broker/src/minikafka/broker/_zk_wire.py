@@ -1,4 +1,4 @@
-"""The ZooKeeper-mode controller's requests on the wire, both ways (issue 20).
+"""The ZooKeeper-mode controller's requests on the wire, both ways.
 
 The controller decides in its own values (:class:`~minikafka.controller.LeaderAndIsr`,
 ``UpdateMetadata``, ``StopReplica``); the network layer has the wire classes, written

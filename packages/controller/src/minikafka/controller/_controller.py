@@ -96,7 +96,7 @@ Action = AppendRecords | Reply
 class QuorumController:
     config: ControllerConfig = attrs.field(factory=ControllerConfig)
     rng: random.Random = attrs.field(factory=random.Random)
-    # The node's tracer, from whoever builds the controller (issue 16); the managers that
+    # The node's tracer, from whoever builds the controller; the managers that
     # emit share it.
     tracer: Tracer = attrs.field(factory=NullTracer)
     registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)

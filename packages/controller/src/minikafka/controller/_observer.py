@@ -5,7 +5,7 @@ A broker that is not a controller keeps its own ``__cluster_metadata-0`` (in
 fills a partition: it asks from its log end, naming the epoch of its last record, and
 appends what comes back with the leader's offsets and epochs. It never votes; the
 leader's high watermark tells it what is committed, and only committed records are
-handed out to be replayed into the broker's MetadataImage (issue 5's path, fed remotely).
+handed out to be replayed into the broker's MetadataImage (the single node's path, fed remotely).
 
 What the leader may answer instead (:mod:`._metadata_fetch`): a diverging epoch, and the
 observer truncates its uncommitted tail (Kafka's ``truncateToEndOffset``); or a snapshot

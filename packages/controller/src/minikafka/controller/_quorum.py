@@ -17,7 +17,7 @@ they are split into batches of at most ``MAX_BATCH_SIZE_BYTES`` (Kafka's Raft cl
 a batch at 8 MiB), appended one after the other, and committed together: the fsync that
 commits stops only at the end of a whole operation, and an append that fails part-way
 truncates the log back to where the operation began. What the disk refuses becomes a
-``MetadataLogError`` saying whether the log is still trustworthy (issue 15).
+``MetadataLogError`` saying whether the log is still trustworthy.
 
 Snapshots (``<end offset>-<epoch>.checkpoint``, Kafka's names) hold the image as records
 in ordinary record batches. Start-up loads the newest snapshot and replays only the log

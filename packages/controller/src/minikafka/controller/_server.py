@@ -16,7 +16,7 @@ On each commit the newly committed records are also replayed into a ``MetadataDe
 broker, in combined mode), and once enough log has accumulated the image is written as
 a snapshot (``_snapshots.py``: Kafka's ``SnapshotGenerator``).
 
-With several voters (:meth:`ControllerServer.open_raft`, issue 19) the quorum is a
+With several voters (:meth:`ControllerServer.open_raft`) the quorum is a
 :class:`~minikafka.controller.RaftQuorum`, and there is no committer task: a record is
 committed when a majority of the controllers has it, and the Raft node says so. Its
 reports are events on the same queue: entries committed (the active controller answers
@@ -211,7 +211,7 @@ class ControllerServer:
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
     ) -> ControllerServer:
-        """A controller on a quorum of several voters (issue 19). It starts with nothing
+        """A controller on a quorum of several voters. It starts with nothing
         and learns the state from the quorum: the latest snapshot and the committed
         entries the Raft node hands over once it knows the high watermark."""
         tracer = NullTracer(config.node_id) if tracer is None else tracer

@@ -9,7 +9,7 @@ to life (:meth:`ZkController.on_topic_change`). Deleting a topic likewise only l
 under ``/admin/delete_topics``; the controller's deletion manager does the rest.
 
 What to write is decided exactly as the KRaft controller decides it: the checks (names,
-counts, replication factors, manual assignments, configs) and the placement of issue 4
+counts, replication factors, manual assignments, configs) and the replica placement
 are :class:`~._topic_creation.TopicCreation`'s, run over a scratch copy of the cluster
 made from the controller's context (:func:`scratch_cluster`). Its records are turned into
 the znodes ZooKeeper mode keeps instead: a TopicRecord and its PartitionRecords become one

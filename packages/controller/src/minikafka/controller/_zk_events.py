@@ -1,4 +1,4 @@
-"""Trace events of the ZooKeeper-mode controller (seed 001; issue 20).
+"""Trace events of the ZooKeeper-mode controller (seed 001).
 
 Seed 001 tells a topic's creation as a sequence: a watch fires, the partitions and
 replicas move through their state machines, leader and ISR are written to ZooKeeper, and

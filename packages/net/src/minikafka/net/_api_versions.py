@@ -13,7 +13,7 @@ The rules (KIP-35, KIP-511), each enforced below:
 
 Every client sends ApiVersions on every new connection, and its answer depends only on
 the served table, the version and the error: the encoded body is kept per (version,
-error, table) and sent as bytes (issue 17: building and encoding it through kio cost
+error, table) and sent as bytes (building and encoding it through kio cost
 about 14 µs a request). Kafka 2.x kept a prebuilt default response for the same
 reason (``ApiVersionsResponse.DEFAULT_API_VERSIONS_RESPONSE``).
 """

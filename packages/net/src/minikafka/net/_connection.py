@@ -498,7 +498,7 @@ class KafkaChannel:
         (``TCPRcvQDrop``: a buffer set with ``socket.receive.buffer.bytes`` cannot
         grow), and with them the acknowledgements this write waits for: both ends back
         off exponentially and the connection freezes for seconds at a time (measured on
-        loopback, issue 17). So while it waits, the task also reads into the frame
+        loopback). So while it waits, the task also reads into the frame
         decoder, up to one read's size (``read_size``) buffered: the requests stay
         queued in order, untouched, and memory per connection stays bounded. That makes
         the freeze rare, not impossible (a client that goes on pipelining fills this

@@ -5,7 +5,7 @@ is enough for ``kcat -L`` and kafka-python's ``KafkaAdminClient`` to connect and
 an empty cluster. The real broker's KafkaApis (``minikafka.broker``) has the same
 shape with many more handlers.
 
-Both answers are cached as encoded bytes (issue 17): ApiVersions per version (in
+Both answers are cached as encoded bytes: ApiVersions per version (in
 ``_api_versions``), Metadata per (version, topics asked), since nothing in this
 cluster ever changes.
 """

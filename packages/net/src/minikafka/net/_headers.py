@@ -19,7 +19,7 @@ Two rules are special, both about ApiVersions, the first request a client sends:
 Header v0 (no client id) survives only for ControlledShutdown v0; kio does not model
 it, so it is read here by hand.
 
-Every request header is read by hand, in fact (issue 17): the fixed part and the
+Every request header is read by hand, in fact: the fixed part and the
 client id's length with precompiled ``struct`` formats, the id with one slice, and
 header v2's tagged fields, which must be none (no tag is defined for the request
 header, and kio's reader refuses any), from their count. That is about half of what

@@ -12,7 +12,7 @@ file slices). What is decided here, per request:
   touched, which is what completes the waiting operations (data arrives -> fetch
   answered; HW passes the batch -> produce answered).
 
-A disk that fails (issue 15) is answered, never raised: KAFKA_STORAGE_ERROR for the
+A disk that fails is answered, never raised: KAFKA_STORAGE_ERROR for the
 partition whose write it refused. A full disk's refused write is undone by the log, which
 stays online, so writes resume once space is freed; any other failure, and every failed
 fsync, takes the log dir offline until restart (Kafka's LogDirFailureChannel): its
@@ -23,7 +23,7 @@ Which partitions exist and who leads them is not decided here: the broker hands 
 the partitions whose state changed (:meth:`become_leader_or_follower`,
 :meth:`stop_replicas`), and the manager makes the local replicas match, declaratively.
 
-The manager is a core (issue 16's contract): no trio, no clock, no I/O but the log, which
+The manager is a core (ARCHITECTURE.md's contract): no trio, no clock, no I/O but the log, which
 it calls as the synchronous local library it is (an append is a ``write`` into the page
 cache; handing every append out to the shell would only add a round trip). ``now`` is an
 argument of every call that may depend on time and is never kept. Every call returns the

@@ -1,4 +1,4 @@
-"""ReplicaManagerService: the trio shell around the ReplicaManager core (issue 16).
+"""ReplicaManagerService: the trio shell around the ReplicaManager core.
 
 The core decides; this module carries its decisions out, and is the only replication
 module that imports trio (import-linter's "Replication cores do not import trio"). It

@@ -2,7 +2,7 @@
 
 ARCHITECTURE.md, "Traces and labs"; the lines play the part of Kafka's request log
 (``kafka.request.logger``: RequestChannel's "Completed request" line with the time breakdown),
-written as JSON Lines for the labs. Issue 17: building a dict per event and handing it to
+written as JSON Lines for the labs. Building a dict per event and handing it to
 ``json`` cost about 4.5 µs of the 5 µs an emit took. Registration knows every field's name and
 declared type, so it generates one function per event class that reads the fields by attribute
 and formats the whole line in one f-string: constant text (the envelope's component and event,

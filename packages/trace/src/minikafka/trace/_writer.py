@@ -49,7 +49,7 @@ def encode_line(event: TraceEvent, ts: float, node: int) -> str:
 def reference_line(event: TraceEvent, ts: float, node: int) -> str:
     """The line by definition: the envelope and fields as a dict, through ``json``.
 
-    What the writer did before issue 17, kept to hold the generated encoders to and to
+    What the writer did before its generated encoders, kept to hold the generated encoders to and to
     measure them against (bench/tracing.py).
     """
     return spec_for_class(type(event)).reference(event, ts, node)

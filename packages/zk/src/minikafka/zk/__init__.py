@@ -1,4 +1,4 @@
-"""minikafka.zk: ZooKeeper for ZooKeeper mode (seed 001; issue 20).
+"""minikafka.zk: ZooKeeper for ZooKeeper mode (seed 001).
 
 A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo driven
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's

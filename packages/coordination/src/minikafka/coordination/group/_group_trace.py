@@ -1,6 +1,6 @@
 """The trace events of a rebalance, built only when the coordinator's tracer keeps them.
 
-Every helper takes the tracer the coordinator was given (issue 16: tracing is injected, so
+Every helper takes the tracer the coordinator was given (tracing is injected, so
 three coordinators in one process write three streams) and the core's ``now``, so a
 simulation on virtual time leaves virtual timestamps.
 """
