@@ -1054,3 +1054,150 @@ def log_panels(
             )
     out.append("</g></svg>")
     return SVG("".join(out))
+
+
+def offsets_over_time(
+    times: Sequence[float],
+    leos: Mapping[str, Sequence[int | None]],
+    high_watermark: Sequence[int | None],
+    isr: Sequence[Iterable[str]],
+    leader: Sequence[str | None],
+    *,
+    events: Sequence[tuple[float, str]] = (),
+    title: str = "",
+    unit: str = "s",
+) -> SVG:
+    """A partition over time, sampled at ``times``: each replica's log end offset as a
+    step line (``leos``: replica -> a value per sample, None while it is down), the
+    leader's high watermark as a thick red one, and under the chart one strip per
+    replica, filled while it is in the ISR (``isr``: the members per sample) and dark
+    while it leads (``leader``). ``events`` ``(time, what)`` are dashed lines across
+    both, labelled at the top."""
+    if not times:
+        raise ValueError("offsets_over_time needs at least one sample")
+    left, plot_w, plot_h = 90.0, 660.0, 190.0
+    replicas = list(leos)
+    colours = {r: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, r in enumerate(replicas)}
+    label_rows = 2
+    top = (TITLE_FONT + GAP if title else GAP) + 14 * label_rows + 4
+    strip_top = top + plot_h + 30
+    strip_h = 16.0
+    bottom = strip_top + len(replicas) * (strip_h + 4)
+    width, height = left + plot_w + 120, bottom + 30
+    start, end = times[0], times[-1] + (times[-1] - times[0]) / max(len(times), 1)
+    top_offset = max(
+        [v for series in leos.values() for v in series if v is not None] + [1]
+    )
+
+    def x(t: float) -> float:
+        return left + (t - start) * plot_w / (end - start or 1.0)
+
+    def y(offset: float) -> float:
+        return top + plot_h - offset * plot_h / top_offset
+
+    out = [_svg_open(width, height, title or "log end offsets, high watermark and ISR")]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    # The offset axis, with a light line per offset when there are few.
+    step = max(1, math.ceil(top_offset / 8))
+    for offset in range(0, top_offset + 1, step):
+        out.append(
+            f'<line x1="{left:.1f}" y1="{y(offset):.1f}" x2="{left + plot_w:.1f}" '
+            f'y2="{y(offset):.1f}" stroke="#eee"/>'
+            f'<text x="{left - 6:.1f}" y="{y(offset) + 4:.1f}" text-anchor="end" '
+            f'font-size="10" fill="#555">{offset}</text>'
+        )
+    out.append(
+        f'<text x="{GAP:g}" y="{top + plot_h / 2:.1f}" fill="#333">offset</text>'
+    )
+
+    def steps(series: Sequence[int | None], shift: float) -> list[str]:
+        paths, current = [], ""
+        for i, value in enumerate(series):
+            t1 = times[i + 1] if i + 1 < len(times) else end
+            if value is None:
+                if current:
+                    paths.append(current)
+                current = ""
+                continue
+            vy = y(value) + shift
+            current += f"{'L' if current else 'M'}{x(times[i]):.1f},{vy:.1f} "
+            current += f"L{x(t1):.1f},{vy:.1f} "
+        if current:
+            paths.append(current)
+        return paths
+
+    # Equal offsets would hide each other: each replica's line a little apart.
+    for k, replica in enumerate(replicas):
+        shift = (k - (len(replicas) - 1) / 2) * 2.5
+        for d in steps(leos[replica], shift):
+            out.append(
+                f'<path d="{d}" fill="none" stroke="{colours[replica]}" '
+                'stroke-width="1.8"/>'
+            )
+    for d in steps(high_watermark, 0.0):
+        out.append(
+            f'<path d="{d}" fill="none" stroke="#c0392b" stroke-width="3.2" '
+            'stroke-opacity="0.55"/>'
+        )
+    legend_y = top + 4
+    for replica in replicas:
+        out.append(
+            f'<line x1="{left + plot_w + 12:.1f}" y1="{legend_y:.1f}" '
+            f'x2="{left + plot_w + 30:.1f}" y2="{legend_y:.1f}" '
+            f'stroke="{colours[replica]}" stroke-width="2"/>'
+            f'<text x="{left + plot_w + 34:.1f}" y="{legend_y + 4:.1f}" fill="#333">'
+            f"{escape(replica)} LEO</text>"
+        )
+        legend_y += 16
+    out.append(
+        f'<line x1="{left + plot_w + 12:.1f}" y1="{legend_y:.1f}" '
+        f'x2="{left + plot_w + 30:.1f}" y2="{legend_y:.1f}" stroke="#c0392b" '
+        'stroke-width="3.2" stroke-opacity="0.55"/>'
+        f'<text x="{left + plot_w + 34:.1f}" y="{legend_y + 4:.1f}" fill="#333">'
+        "leader's HW</text>"
+    )
+    # The ISR strips.
+    out.append(
+        f'<text x="{GAP:g}" y="{strip_top - 8:.1f}" fill="#333">in the ISR '
+        "(dark: leads)</text>"
+    )
+    members = [set(m) for m in isr]
+    for k, replica in enumerate(replicas):
+        sy = strip_top + k * (strip_h + 4)
+        out.append(
+            f'<text x="{left - 6:.1f}" y="{sy + 12:.1f}" text-anchor="end" '
+            f'fill="#333">{escape(replica)}</text>'
+            f'<rect x="{left:.1f}" y="{sy:.1f}" width="{plot_w:.1f}" '
+            f'height="{strip_h:g}" fill="#fafafa" stroke="#eee"/>'
+        )
+        for i, t in enumerate(times):
+            t1 = times[i + 1] if i + 1 < len(times) else end
+            if replica in members[i]:
+                opacity = 1.0 if leader[i] == replica else 0.35
+                out.append(
+                    f'<rect x="{x(t):.1f}" y="{sy:.1f}" width="{x(t1) - x(t):.1f}" '
+                    f'height="{strip_h:g}" fill="{colours[replica]}" '
+                    f'fill-opacity="{opacity}"/>'
+                )
+    out.extend(_time_axis(x, bottom + 2, start, end, unit, plot_w))
+    # Events: a dashed line each, their labels in rows so that none overlaps another.
+    rows: list[list[Box]] = [[] for _ in range(label_rows)]
+    for t, what in sorted(events):
+        half = len(what) * LABEL_FONT * CHAR / 2
+        for r, taken in enumerate(rows):
+            ly = top - 6 - (label_rows - 1 - r) * 14
+            box = (x(t) - 2, ly - 10, x(t) + 2 * half + 2, ly + 2)
+            if not any(_overlap(box, o) for o in taken):
+                taken.append(box)
+                break
+        out.append(
+            f'<line x1="{x(t):.1f}" y1="{ly + 2:.1f}" x2="{x(t):.1f}" '
+            f'y2="{bottom:.1f}" stroke="#777" stroke-dasharray="3,3"/>'
+            f'<text x="{x(t) + 2:.1f}" y="{ly:.1f}" fill="#555">{escape(what)}</text>'
+        )
+    out.append("</g></svg>")
+    return SVG("".join(out))
