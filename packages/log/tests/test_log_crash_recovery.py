@@ -163,3 +163,23 @@ def test_recovery_keeps_every_whole_valid_batch_before_the_damage(
         assert [batch for _, batch in on_disk(final)] == grown
         assert final.log_end_offset == end + 2
         final.close()
+
+
+def test_a_batch_that_does_not_continue_the_offsets_is_cut(tmp_path: Path) -> None:
+    """A batch's baseOffset is outside its CRC (the leader rewrites it): only the offset
+    order tells that a batch which goes back does not belong after the ones before."""
+    log = Log.open(tmp_path / "t-0", CONFIG, clock=ManualClock())
+    for _ in range(6):
+        log.append_as_leader(value_batch(2, value_bytes=50), 0)
+    layout = list(log.active_segment.batches())
+    kept = [log.active_segment.read_batch(p, h) for p, h in layout[:4]]
+    position, _ = layout[4]
+    crash(log)
+    with open(log.active_segment.log_path, "r+b") as f:
+        f.seek(position)  # baseOffset: offset 2 again, the second batch's
+        f.write((2).to_bytes(8, "big"))
+    again, (event,) = reopen(tmp_path / "t-0", 0)
+    assert [batch for _, batch in on_disk(again)] == kept
+    assert again.log_end_offset == 8
+    assert event.truncated_bytes == 2 * layout[4][1].size
+    again.close()
