@@ -33,7 +33,9 @@ from pyspark.sql import functions as F
 from minikafka.labs import (
     IMPLEMENTATION_ENV,
     ExerciseNotDone,
+    implementations,
     lab_of,
+    load_answers,
     read_events,
     scenario_run,
     trace_schema,
@@ -78,9 +80,10 @@ def requests(spark: SparkSession, run_dir: Path) -> DataFrame:
     return read_events(spark, run_dir / "traces", RequestCompleted).cache()
 
 
-@pytest.fixture(scope="module")
-def answers() -> ModuleType:
-    return LAB.implementation()
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
 
 
 # --- plain Python, for comparison ------------------------------------------------------
@@ -188,6 +191,10 @@ def test_request_counts(
     assert set(got) == set(truth["clients"]), (
         "every request comes from a scenario's client"
     )
+
+    # Most requests first, with the client's rows among everyone's.
+    counts = [row.requests for row in by_client.collect()]
+    assert counts == sorted(counts, reverse=True), "order by requests, most first"
 
     for client_id, facts in truth["clients"].items():
         unseen = not_in_stats(raw, client_id, facts)
@@ -389,6 +396,34 @@ def test_busiest_second(
     # The second [start, start + 1) overlaps the burst.
     assert row.start < burst["end"], (row, burst)
     assert burst["start"] < row.start + 1, (row, burst)
+
+
+def test_busiest_second_tie_goes_to_the_earliest(
+    answers: ModuleType, requests: DataFrame
+) -> None:
+    # Two seconds of the run cut to the same number of requests: a tie, whichever
+    # second comes first in the data.
+    seconds = (
+        requests.groupBy(F.floor("ts").alias("second"))
+        .count()
+        .orderBy(F.desc("count"), "second")
+        .limit(2)
+        .collect()
+    )
+    assert len(seconds) == 2
+    tied = min(row["count"] for row in seconds)
+    later, earlier = sorted((row.second for row in seconds), reverse=True)
+    parts = [
+        requests.where(F.floor("ts") == second).orderBy("ts").limit(tied)
+        for second in (later, earlier)
+    ]
+    result = answer(answers, "busiest_second", parts[0].unionByName(parts[1]))
+    rows = result.select(
+        F.unix_timestamp("second").alias("start"), "requests"
+    ).collect()
+    assert [(row.start, row.requests) for row in rows] == [(earlier, tied)], (
+        "a tie goes to the earliest second"
+    )
 
 
 def test_every_exercise_starts_unfinished(spark: SparkSession) -> None:
