@@ -1,6 +1,7 @@
-"""Lab 5, exercises ``replication`` and ``high_watermark`` (the other half): what the
-leader checks of a follower's fetch, and how far a majority has replicated (the Raft in
-KRaft chapter: "The log, the fetch and divergence", "When an entry is committed")."""
+"""Lab 5, exercise ``leader``, part two (``replication.py`` holds part one): what the
+leader checks of a follower's fetch, and how far a majority of the voters has the log
+(the Raft in KRaft chapter: "The log, the fetch and divergence", "When an entry is
+committed"). Both replace minikafka's, in ``minikafka.raft._leader``."""
 
 from __future__ import annotations
 
