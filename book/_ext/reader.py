@@ -187,6 +187,7 @@ def prepare(notebook: nbformat.NotebookNode) -> dict[int, str]:
     guard = _node(
         {
             "cell_type": "code",
+            "id": "reader-guard",
             "source": GUARD.read_text(encoding="utf-8"),
             "metadata": {"tags": ["remove-cell"]},
             "outputs": [],
