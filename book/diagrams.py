@@ -1201,3 +1201,135 @@ def offsets_over_time(
         )
     out.append("</g></svg>")
     return SVG("".join(out))
+
+
+Block = tuple[str, float, float, float, float, str, str]
+"""A box of a block diagram: ``(name, x, y, width, height, text, fill)``."""
+
+
+def _edge_point(box: Block, toward: Point) -> Point:
+    """Where the line from a block's center toward a point leaves the block."""
+    _, x, y, w, h, _, _ = box
+    center = (x + w / 2, y + h / 2)
+    dx, dy = toward[0] - center[0], toward[1] - center[1]
+    scale = min(
+        (w / 2) / abs(dx) if dx else math.inf, (h / 2) / abs(dy) if dy else math.inf
+    )
+    return center[0] + dx * scale, center[1] + dy * scale
+
+
+def block_diagram(
+    blocks: Sequence[Block],
+    arrows: Sequence[tuple[str, str, str, str]],
+    *,
+    groups: Sequence[tuple[str, float, float, float, float]] = (),
+    title: str = "",
+    note: str = "",
+) -> SVG:
+    """Boxes at the places the caller gives (``Block``; ``text`` may have several lines
+    and ``fill`` is a colour) joined by ``arrows`` ``(from, to, label, kind)``: a
+    ``"request"`` arrow is solid, a ``"response"`` one dashed red, a ``"data"`` one
+    green. An arrow runs between the boxes' centers, from rim to rim; its label sits
+    at its middle on a white ground, moved along it until it covers no box and no
+    other label. ``groups`` ``(label, x, y, width, height)`` are dashed frames behind
+    the boxes (a package, a thread)."""
+    at = {b[0]: b for b in blocks}
+    unknown = {n for a, b, _, _ in arrows for n in (a, b)} - set(at)
+    if unknown:
+        raise ValueError(f"arrows name blocks that are not drawn: {sorted(unknown)}")
+    top = (TITLE_FONT + GAP if title else GAP) + 4
+    extent_x = max(
+        [x + w for _, x, _, w, _, _, _ in blocks] + [x + w for _, x, _, w, _ in groups]
+    )
+    extent_y = max(
+        [y + h for _, _, y, _, h, _, _ in blocks] + [y + h for _, _, y, _, h in groups]
+    )
+    width = max(extent_x, len(note) * LABEL_FONT * CHAR) + 2 * GAP
+    height = top + extent_y + GAP + (24 if note else 0)
+    arrow_id = f"arrow-block-{zlib.crc32(repr((blocks, arrows)).encode()):08x}"
+    strokes = {"request": "#555", "response": "#c0392b", "data": "#2e7d32"}
+    out = [
+        _svg_open(width, height, title or "block diagram"),
+        "<defs>",
+        *(
+            f'<marker id="{arrow_id}-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
+            'markerWidth="7" markerHeight="7" orient="auto">'
+            f'<path d="M0,0 L10,5 L0,10 z" fill="{colour}"/></marker>'
+            for kind, colour in strokes.items()
+        ),
+        "</defs>",
+    ]
+    if title:
+        out.append(
+            f'<text x="{GAP:g}" y="{TITLE_FONT:g}" font-size="{TITLE_FONT:g}" '
+            f'font-weight="bold" fill="#1b2a49">{escape(title)}</text>'
+        )
+    out.append(f'<g transform="translate({GAP:g},{top:g})">')
+    for label, x, y, w, h in groups:
+        out.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="8" '
+            'fill="#fafafa" stroke="#aaa" stroke-dasharray="4,3"/>'
+            f'<text x="{x + 8:.1f}" y="{y + 14:.1f}" font-size="10" fill="#666">'
+            f"{escape(label)}</text>"
+        )
+    taken: list[Box] = [(x, y, x + w, y + h) for _, x, y, w, h, _, _ in blocks]
+    labels: list[str] = []
+    for a, b, label, kind in arrows:
+        ba, bb = at[a], at[b]
+        ca = (ba[1] + ba[3] / 2, ba[2] + ba[4] / 2)
+        cb = (bb[1] + bb[3] / 2, bb[2] + bb[4] / 2)
+        # Two arrows between the same boxes (a request and its response) run apart.
+        back = any(p == b and q == a for p, q, _, _ in arrows)
+        shift = 7.0 if back else 0.0
+        length = math.dist(ca, cb) or 1.0
+        nx, ny = -(cb[1] - ca[1]) / length * shift, (cb[0] - ca[0]) / length * shift
+        p0 = _edge_point(ba, (cb[0] + nx, cb[1] + ny))
+        p1 = _edge_point(bb, (ca[0] + nx, ca[1] + ny))
+        p0, p1 = (p0[0] + nx, p0[1] + ny), (p1[0] + nx, p1[1] + ny)
+        # Boxes side by side (or one above the other): a straight horizontal (vertical)
+        # arrow across the middle of what they share, not a diagonal between centers.
+        low, high = max(ba[2], bb[2]), min(ba[2] + ba[4], bb[2] + bb[4])
+        if high - low > 12 and (ba[1] + ba[3] < bb[1] or bb[1] + bb[3] < ba[1]):
+            yy = (low + high) / 2 + (shift if ca[0] < cb[0] else -shift)
+            right = ca[0] < cb[0]
+            p0 = (ba[1] + ba[3] if right else ba[1], yy)
+            p1 = (bb[1] if right else bb[1] + bb[3], yy)
+        low, high = max(ba[1], bb[1]), min(ba[1] + ba[3], bb[1] + bb[3])
+        if high - low > 12 and (ba[2] + ba[4] < bb[2] or bb[2] + bb[4] < ba[2]):
+            xx = (low + high) / 2 + (shift if ca[1] < cb[1] else -shift)
+            down = ca[1] < cb[1]
+            p0 = (xx, ba[2] + ba[4] if down else ba[2])
+            p1 = (xx, bb[2] if down else bb[2] + bb[4])
+        dash = ' stroke-dasharray="5,3"' if kind == "response" else ""
+        out.append(
+            f'<line x1="{p0[0]:.1f}" y1="{p0[1]:.1f}" x2="{p1[0]:.1f}" y2="{p1[1]:.1f}" '
+            f'stroke="{strokes.get(kind, "#555")}" stroke-width="1.3"{dash} '
+            f'marker-end="url(#{arrow_id}-{kind if kind in strokes else "request"})"/>'
+        )
+        if not label:
+            continue
+        spots = [
+            (p0[0] + (p1[0] - p0[0]) * t, p0[1] + (p1[1] - p0[1]) * t)
+            for t in (0.5, 0.35, 0.65, 0.25, 0.75)
+        ]
+        rects = [_text_box(s, label, 10.0) for s in spots]
+        rect = next(
+            (r for r in rects if not any(_overlap(r, t) for t in taken)), rects[0]
+        )
+        taken.append(rect)
+        labels.append(
+            f'<rect x="{rect[0]:.1f}" y="{rect[1]:.1f}" width="{rect[2] - rect[0]:.1f}" '
+            f'height="{rect[3] - rect[1]:.1f}" fill="#fff" fill-opacity="0.9"/>'
+            f'<text x="{(rect[0] + rect[2]) / 2:.1f}" y="{(rect[1] + rect[3]) / 2 + 3.5:.1f}" '
+            f'font-size="10" text-anchor="middle" fill="{strokes.get(kind, "#555")}">'
+            f"{escape(label)}</text>"
+        )
+    for _, x, y, w, h, text, fill in blocks:
+        out.append(_box(x, y, w, h, text, fill))
+    out.extend(labels)
+    if note:
+        out.append(
+            f'<text x="0" y="{extent_y + 20:.1f}" fill="#555">{escape(note)}</text>'
+        )
+    out.append("</g></g></svg>")
+    return SVG("".join(out))
