@@ -17,7 +17,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PORT ?= 9092
 DATA ?= ./data
 # `make run` traces each run into a directory of its own under $(TRACES), named by its
-# start time (UTC); `minikafka trace summary DIR` reads one.
+# start time (UTC); `minikafka trace summary $(TRACES)` summarizes the newest (--all: each).
 TRACES ?= ./traces
 CLUSTER ?= ./cluster
 # `make cluster CONTROLLERS=3`: a Raft quorum of three controllers (9090, 9089, 9088) and
@@ -35,7 +35,7 @@ else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade cluster cluster-down clean
+.PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade course cluster cluster-down clean
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
@@ -48,6 +48,7 @@ help:
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make lab N  - check your work on lab N (labs/NN-*); EX=name for one exercise"
 	@echo "make grade  - every lab's checks against your work, as a score table"
+	@echo "make course DEST=dir - a learner's checkout (no answers) in dir"
 	@echo "make run LAB=N - the broker running your code of build lab N in place of its own"
 	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
 	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088;"
@@ -88,9 +89,10 @@ lint: sync
 	$(RUN) ruff check .
 	$(RUN) ruff format --check .
 	$(RUN) lint-imports
+	$(RUN) python scripts/check_no_issue_numbers.py
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py book/_ext/edition.py book/_ext/reader.py book/_ext/reader_guard.py
+	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/diagrams.py book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
@@ -106,6 +108,8 @@ book: sync
 	MINIKAFKA_BOOK=$(if $(FULL),full,reader) MINIKAFKA_EDITION=$(EDITION) $(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
 	@# Each page in headless Chromium at 1280 px: nothing wider than the page, no stderr.
 	$(if $(FULL),$(RUN) python scripts/check_pages.py,@echo "book: the reader build; make book FULL=1 runs every cell and checks the pages in Chromium")
+	@# The student edition prints no rebuild lab's answer (book/_ext/lab_answers.py).
+	$(if $(filter student,$(EDITION)),$(RUN) python scripts/check_student_edition.py)
 
 book-full:
 	@$(MAKE) --no-print-directory book FULL=1
@@ -148,6 +152,13 @@ lab: sync
 grade: NEEDS := java kcat
 grade: sync
 	@$(RUN) python -m minikafka.labs grade
+
+# A learner's checkout in DEST: the repository without labs/instructor/ (the labs'
+# answers and wrong answers), as a teacher hands it out.
+DEST ?=
+course:
+	@if [ -z "$(DEST)" ]; then echo "usage: make course DEST=dir" >&2; exit 2; fi
+	@scripts/course_checkout.sh $(DEST)
 
 # One controller (127.0.0.1:9090) and three brokers (9092-9094), data, logs and traces
 # under ./cluster/; `minikafka cluster status|kill N|restart N|down` manage it after.

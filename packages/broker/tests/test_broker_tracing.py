@@ -10,6 +10,8 @@ truth the trace is checked against. Waits have deadlines; nothing sleeps.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -257,6 +259,31 @@ def test_trace_summary_of_a_missing_or_empty_directory(tmp_path: Path) -> None:
     empty = CliRunner().invoke(app, ["trace", "summary", str(tmp_path)])
     assert empty.exit_code == 0
     assert empty.stdout == f"{tmp_path}: no trace files (*.jsonl)\n"
+
+
+def test_trace_summary_of_the_folder_make_run_traces_into(
+    run: TracedRun, tmp_path: Path
+) -> None:
+    # `make run` traces each run into traces/<its start time>/: the folder's summary is
+    # the newest run's, --all gives each run's.
+    traces = tmp_path / "traces"
+    newest = traces / "20261202T090000Z"
+    shutil.copytree(run.trace_dir, newest)
+    (traces / "20261201T090000Z").mkdir()
+    shutil.copy(trace_files(run.trace_dir)[0], traces / "20261201T090000Z")
+    older_file = trace_files(traces / "20261201T090000Z")[0]
+    os.utime(older_file, (1_700_000_000, 1_700_000_000))
+    alone = CliRunner().invoke(app, ["trace", "summary", str(run.trace_dir)])
+    folder = CliRunner().invoke(app, ["trace", "summary", str(traces)])
+    assert folder.exit_code == 0, folder.output
+    first, rest = folder.stdout.split("\n", 1)
+    assert first.startswith(f"{traces}: 2 run(s), the newest is {newest.name};")
+    assert rest == alone.stdout.replace(str(run.trace_dir), str(newest))
+    each = CliRunner().invoke(app, ["trace", "summary", "--all", str(traces)])
+    assert each.exit_code == 0, each.output
+    older, newer = each.stdout.split("\n\n")
+    assert older.startswith(f"{traces / '20261201T090000Z'}: 1 trace file(s)\n")
+    assert newer == rest
 
 
 def test_a_trace_dir_that_cannot_be_created_stops_start_up(tmp_path: Path) -> None:

@@ -31,13 +31,7 @@ from minikafka.log._tool import PathError, dump
 from minikafka.log._tool import verify as verify_log
 from minikafka.tools import tools_app
 from minikafka.tools._cli import stdout_to_devnull
-from minikafka.trace import (
-    configure_tracing,
-    format_summary,
-    read_trace,
-    summarize,
-    trace_files,
-)
+from minikafka.trace import configure_tracing, summary_report
 
 from ._config import KafkaConfig, parse_override
 from ._run import run_broker, start_tracing
@@ -158,7 +152,16 @@ def _trace_group() -> None:
 
 @trace_app.command("summary")
 def trace_summary(
-    directory: Annotated[Path, typer.Argument(help="a trace directory")],
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="a trace directory, or a folder of them, one per run (make run's "
+            "traces/): its newest run"
+        ),
+    ],
+    every_run: Annotated[
+        bool, typer.Option("--all", help="in a folder of runs, summarize each run")
+    ] = False,
 ) -> None:
     """Count events per component and event, with time range and nodes.
 
@@ -167,17 +170,12 @@ def trace_summary(
     if not directory.is_dir():
         typer.echo(f"{directory}: not a directory", err=True)
         raise typer.Exit(2)
-    files = trace_files(directory)
-    if not files:
-        print(f"{directory}: no trace files (*.jsonl)")
-        return
     try:
-        rows = summarize(read_trace(directory))
+        report = summary_report(directory, every_run=every_run)
     except ValueError as e:  # a line that is not JSON names its file and line
         typer.echo(f"Error: {e}", err=True)
         raise typer.Exit(1) from None
-    print(f"{directory}: {len(files)} trace file(s)")
-    print(format_summary(rows))
+    print(report)
 
 
 # The client tools after the server's commands, in one ``minikafka --help``.

@@ -41,6 +41,8 @@ from ._schema import spark_schema as spark_schema
 from ._summary import EventSummary as EventSummary
 from ._summary import format_summary as format_summary
 from ._summary import summarize as summarize
+from ._summary import summary_report as summary_report
+from ._summary import trace_runs as trace_runs
 from ._tracer import NullTracer as NullTracer
 from ._tracer import Tracer as Tracer
 from ._tracer import TracerClosedError as TracerClosedError
@@ -75,5 +77,7 @@ __all__ = [
     "register_event",
     "spark_schema",
     "summarize",
+    "summary_report",
     "trace_files",
+    "trace_runs",
 ]

@@ -1,4 +1,5 @@
-"""``python -m minikafka.trace summary DIR``: what a trace directory holds."""
+"""``python -m minikafka.trace summary DIR``: what a trace directory holds, or the newest
+run of a folder of runs (``traces/`` as ``make run`` writes it; ``--all`` for each)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._files import read_trace, trace_files
-from ._summary import format_summary, summarize
+from ._summary import summary_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,7 +22,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="count events per component and event, with time range and nodes",
     )
     summary.add_argument(
-        "directory", type=Path, help="a trace directory (MINIKAFKA_TRACE_DIR)"
+        "directory",
+        type=Path,
+        help="a trace directory (MINIKAFKA_TRACE_DIR), or a folder of them, one per run "
+        "(make run's traces/): its newest run",
+    )
+    summary.add_argument(
+        "--all", action="store_true", help="in a folder of runs, summarize each run"
     )
     args = parser.parse_args(argv)
 
@@ -30,12 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not directory.is_dir():
         print(f"{directory}: not a directory", file=sys.stderr)
         return 2
-    files = trace_files(directory)
-    if not files:
-        print(f"{directory}: no trace files (*.jsonl)")
-        return 0
-    print(f"{directory}: {len(files)} trace file(s)")
-    print(format_summary(summarize(read_trace(directory))))
+    try:
+        print(summary_report(directory, every_run=args.all))
+    except ValueError as e:  # a line that is not JSON names its file and line
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

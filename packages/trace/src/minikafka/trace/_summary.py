@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 
 import attrs
+
+from ._files import read_trace, trace_files
 
 
 @attrs.frozen
@@ -85,3 +88,41 @@ def format_summary(rows: list[EventSummary]) -> str:
         f"{total} events, {len(rows)} event types, nodes {','.join(map(str, nodes)) or '-'}"
     )
     return "\n".join(lines)
+
+
+def trace_runs(directory: Path) -> list[Path]:
+    """The runs in a folder of runs (``make run`` traces each run into a directory of its
+    own under ``traces/``): its subdirectories that hold trace files, oldest first, by
+    the time their last trace file was written (then by name)."""
+
+    def written(run: Path) -> float:
+        return max(path.stat().st_mtime for path in trace_files(run))
+
+    runs = [run for run in directory.iterdir() if run.is_dir() and trace_files(run)]
+    return sorted(runs, key=lambda run: (written(run), run.name))
+
+
+def summary_report(directory: Path, *, every_run: bool = False) -> str:
+    """What ``summary DIR`` prints: the summary of a trace directory, or, given a folder
+    of runs (no trace files of its own, subdirectories with some), of its newest run, or
+    of each run oldest first when ``every_run``. Raises ValueError on a line that is not
+    a trace record (naming its file and line)."""
+    files = trace_files(directory)
+    if files:
+        rows = summarize(read_trace(directory))
+        return f"{directory}: {len(files)} trace file(s)\n{format_summary(rows)}"
+    runs = trace_runs(directory)
+    if not runs:
+        return f"{directory}: no trace files (*.jsonl)"
+    if every_run:
+        return "\n\n".join(summary_report(run) for run in runs)
+    newest = runs[-1]
+    more = (
+        f"; {len(runs) - 1} older run(s), --all summarizes each"
+        if len(runs) > 1
+        else ""
+    )
+    return (
+        f"{directory}: {len(runs)} run(s), the newest is {newest.name}{more}\n"
+        f"{summary_report(newest)}"
+    )
