@@ -17,6 +17,7 @@ from minikafka.raft import (
     Output,
     RaftConfig,
     RaftNode,
+    RaftStateError,
     Snapshot,
     SnapshotId,
     State,
@@ -409,7 +410,8 @@ def test_observers_never_count_toward_the_high_watermark() -> None:
     elect(leader, 5.0)
     for observer in (4, 5):
         fetch(leader, observer, 1, 1, 5.1)
-    assert leader.high_watermark == 0
+    fetch(leader, 2, 0, 0, 5.1)  # a voter's fetch: the leader counts again
+    assert leader.high_watermark == 0  # the leader and two observers have offset 0
     fetch(leader, 2, 1, 1, 5.2)
     assert leader.high_watermark == 1
 
@@ -510,4 +512,15 @@ def test_a_follower_truncates_to_where_its_epochs_agree_and_fetches_again() -> N
         Errors.NONE, 5, 1, 0, diverging_epoch=DivergingEpoch(1, 3)
     )
     answer(node, request, diverging, 0.1)
+    assert node.log.end_offset == 3
+
+
+def test_a_follower_refuses_to_truncate_below_its_high_watermark() -> None:
+    node, request = follower_of(1, [1, 1, 1], 2)
+    output = answer(node, request, FetchResponse(Errors.NONE, 2, 1, 3), 0.1)
+    assert node.high_watermark == 3
+    (request,) = output.messages
+    wrong = FetchResponse(Errors.NONE, 2, 1, 3, diverging_epoch=DivergingEpoch(1, 1))
+    with pytest.raises(RaftStateError, match="below its high watermark"):
+        answer(node, request, wrong, 0.2)
     assert node.log.end_offset == 3
