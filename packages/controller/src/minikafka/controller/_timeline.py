@@ -110,6 +110,11 @@ class Snapshot:
     def _delta(self, owner: object) -> _Delta | None:
         return self._deltas.get(owner)
 
+    def delta(self, owner: object) -> _Delta | None:
+        """What ``owner`` (a timeline structure) saved at this snapshot: its old values,
+        or None when it has not changed since (Kafka: ``Snapshot.getDelta``)."""
+        return self._delta(owner)
+
     def _merge_from(self, newer: Snapshot) -> None:
         for owner, delta in newer._deltas.items():
             mine = self._deltas.get(owner)
@@ -143,6 +148,10 @@ class SnapshotRegistry:
     def epochs(self) -> list[int]:
         """The epochs of the live snapshots, in increasing order (Kafka: ``epochsList``)."""
         return list(self._epochs)
+
+    def snapshots(self) -> list[Snapshot]:
+        """The live snapshots, oldest first (Kafka: ``SnapshotRegistry.iterator``)."""
+        return list(self._snapshots)
 
     def has_snapshot(self, epoch: int) -> bool:
         return self._index(epoch) is not None
