@@ -203,7 +203,8 @@ def _produce_slow(bootstrap: str, run: ClientRun, done: threading.Event) -> None
     while not done.is_set() and time.monotonic() - start < TIMEOUT:
         producer.produce("slow", value)
         run.nbytes += MESSAGE
-        next_send += interval
+        # Behind schedule (a loaded machine): no catching up in a burst.
+        next_send = max(next_send + interval, time.monotonic())
         # poll returns early when it serves an event: wait out the interval in full.
         while (left := next_send - time.monotonic()) > 0:
             producer.poll(left)
