@@ -54,10 +54,10 @@ class Shape:
     def replay(self, seed: int) -> str:
         storm = " --storm" if self.storm else ""
         return (
-            f"  {SEED_ENV}={seed} uv run --frozen --all-packages pytest "
-            f"packages/raft/tests/test_raft_fresh_seeds.py -k {self.name}\n"
-            f"  uv run --frozen --all-packages python -m minikafka.raft simulate "
-            f"--voters {self.voters} --observers {self.observers}{storm} "
+            f"  {SEED_ENV}={seed} uv run --frozen --all-packages \\\n"
+            f"    pytest packages/raft/tests/test_raft_fresh_seeds.py -k {self.name}\n"
+            f"  uv run --frozen --all-packages python -m minikafka.raft simulate \\\n"
+            f"    --voters {self.voters} --observers {self.observers}{storm} "
             f"--seed {seed} --timeline"
         )
 
