@@ -41,7 +41,9 @@ from pyspark.sql import DataFrame, SparkSession
 from minikafka.labs import (
     IMPLEMENTATION_ENV,
     check_exercises_start_unfinished,
+    implementations,
     lab_of,
+    load_answers,
     read_events,
     scenario_run,
 )
@@ -115,9 +117,10 @@ def raw(run_dir: Path, truth: Truth) -> dict[str, list[Record]]:
     }
 
 
-@pytest.fixture
-def answers() -> ModuleType:
-    return LAB.implementation()
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
 
 
 # --- plain Python, for comparison ----------------------------------------------------
@@ -261,6 +264,7 @@ def test_follower_waits(
     stall = phase(truth, "stalled")[0]
     keys = [(r.offset, r.follower) for r in rows]
     assert len(keys) == len(set(keys)), "one row per offset and follower"
+    assert keys == sorted(keys), "ordered by offset, then follower"
     produced = {
         r["offset"]: r["produced_ts"]
         for r in truth["records"]
@@ -326,6 +330,11 @@ def test_commit_waits(
     rows = frame.where(frame.topic == truth["topic"]).collect()
     latency = latency_by_offset(truth)
     assert len({r.offset for r in rows}) == len(rows)
+    assert [r.offset for r in rows] == sorted(r.offset for r in rows), "by offset"
+    # Appended when follower_waits says it was: the leader's time, not a follower's.
+    appended = {offset: ts for (offset, _), (ts, _) in python_waits(raw).items()}
+    for row in rows:
+        assert row.appended_ts == pytest.approx(appended[row.offset], abs=1e-6), row
     assert {r.offset for r in rows} >= set(latency) - {0}
     expected = python_commits(raw)
     assert {r.offset: (r.committed_ts, r.waited_for) for r in rows} == {
@@ -384,6 +393,11 @@ def test_isr_episodes(
         assert row.expanded_ts == (
             None if expanded is None else pytest.approx(expanded, abs=1e-6)
         )
+        assert row.out_ms == (
+            None
+            if expanded is None
+            else pytest.approx((expanded - shrunk) * 1000, abs=0.01)
+        )
     # The experiment's episodes: the cluster's stop at the end is a controlled shutdown,
     # which takes each stopping follower out of the ISR too (whether the leader still
     # applies that change before it stops itself is a race, and not the lab's subject).
@@ -426,6 +440,8 @@ def test_follower_lag(
         "max_caught_up_ms_ago",
     ]
     rows = frame.where(frame.topic == truth["topic"]).collect()
+    keys = [(r.follower, r.second) for r in rows]
+    assert keys == sorted(keys), "ordered by follower, then second"
     expected: dict[tuple[int, int], tuple[int, int, int, float]] = {}
     for r in raw["fetches"]:
         key = (r["follower"], math.floor(r["ts"]))
