@@ -119,10 +119,13 @@ def _layout(
         ring = [s for s in states if s != center]
         n = len(ring)
         # The first state stays first: turning the ring changes nothing worth trying.
+        # Every order of a small ring; a larger one starts from the given order and
+        # swaps two states for as long as a swap removes a crossing.
+        exhaustive = n <= 5
         orders = (
-            [ring]
-            if n > 7
-            else [[ring[0], *rest] for rest in itertools.permutations(ring[1:])]
+            [[ring[0], *rest] for rest in itertools.permutations(ring[1:])]
+            if exhaustive
+            else [ring]
         )
         for turn, aspect in itertools.product((0.0, 0.25, 0.5), (0.75, 0.9)):
             rx = 50.0 * math.sqrt(n) + 80.0 + (60.0 if center else 0.0)
@@ -144,11 +147,32 @@ def _layout(
                 rx *= 1.02
             else:
                 points = [(0.0, 0.0)] * n
-            for order in orders:
+
+            def placed(
+                order: list[str],
+                center: str | None = center,
+                points: list[Point] = points,
+            ) -> dict[str, Point]:
                 names = [*order, center] if center is not None else order
-                at = dict(zip(names, points, strict=True))
+                return dict(zip(names, points, strict=True))
+
+            for order in orders:
+                at = placed(order)
+                crossings = _crossings(at, edges, half_w)
+                while not exhaustive and crossings:
+                    swaps = []
+                    for i, j in itertools.combinations(range(1, n), 2):
+                        swapped = list(order)
+                        swapped[i], swapped[j] = swapped[j], swapped[i]
+                        swaps.append(
+                            (_crossings(placed(swapped), edges, half_w), swapped)
+                        )
+                    fewest, better = min(swaps, key=lambda c: c[0])
+                    if fewest >= crossings:
+                        break
+                    order, crossings, at = better, fewest, placed(better)
                 # Fewest crossings first, then the narrowest, then the taller.
-                key = (_crossings(at, edges, half_w), round(rx), -aspect)
+                key = (crossings, round(rx), -aspect)
                 if key < best_key:
                     best, best_key = at, key
     return {s: best[s] for s in states}
