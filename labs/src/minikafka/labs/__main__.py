@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._lab import LABS_ROOT, Lab, all_labs, find_lab
-from ._mutants import check, find_mutant, mutants, report
+from ._mutants import check_all, find_mutant, mutants, report
 from ._parquet import to_parquet
 from ._runner import Outcome, run, switched_env, table
 from ._spark import spark_session
@@ -186,13 +186,11 @@ def _mutants(lab: Lab, name: str | None) -> int:
             "--solutions (python -m minikafka.labs run N --solutions)"
         )
         return 2
-    verdicts = []
-    for mutant in chosen:
-        verdict = check(mutant)
+    verdicts = check_all(chosen)
+    for verdict in verdicts:
         if not verdict.caught:
             print(verdict.output)
-        verdicts.append(verdict)
-        print(report([verdict]), flush=True)
+    print(report(verdicts))
     return 0 if all(v.caught for v in verdicts) else 1
 
 

@@ -35,12 +35,16 @@ import tomllib
 import types
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
 
 from ._lab import IMPLEMENTATION_ENV, LABS_ROOT, Lab
 from ._patched import EXTEND_ENV, patched_packages
+
+JOBS = int(os.environ.get("MINIKAFKA_LAB_MUTANT_JOBS", "3"))
+"""How many mutants' checks run at once (``$MINIKAFKA_LAB_MUTANT_JOBS``)."""
 
 MUTANT_PREFIX = "mutant:"
 """An implementation name ``mutant:NAME`` is a trace lab's mutant NAME."""
@@ -169,7 +173,8 @@ def check(mutant: Mutant) -> Verdict:
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
-        args = [sys.executable, "-m", "pytest", "-q", "--no-header", "-p"]
+        # -x: one failed check is enough to catch the mutant.
+        args = [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", "-p"]
         args += ["no:cacheprovider", f"--junitxml={junit}", *mutant.tests]
         if lab.config.kind == "rebuild":
             spec = ";".join(
@@ -194,6 +199,13 @@ def check(mutant: Mutant) -> Verdict:
                 )
         ran, failed = _outcomes(junit)
     return Verdict(mutant, tuple(failed), ran, done.stdout + done.stderr)
+
+
+def check_all(chosen: Sequence[Mutant], jobs: int = JOBS) -> list[Verdict]:
+    """:func:`check` for each, ``jobs`` at a time (each is a process of its own that
+    mostly waits: starting Python, brokers, clients), in ``chosen``'s order."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(check, chosen))
 
 
 def _outcomes(junit: Path) -> tuple[int, list[str]]:
