@@ -212,10 +212,17 @@ def _cases(junit: Path) -> list[tuple[str, bool, str]]:
 def _matching(
     cases: list[tuple[str, bool, str]], exercise: Exercise, kind: str
 ) -> list[tuple[str, bool, str]]:
-    # A trace lab's select names its tests; several build exercises in one run are not
-    # separated (the runner checks build exercises one at a time).
-    if kind == "trace" and exercise.select:
-        return [case for case in cases if exercise.select in case[0]]
+    # A trace or extend lab's select names its tests; several rebuild exercises in one
+    # run are not separated (the runner checks rebuild exercises one at a time).
+    if kind in ("trace", "extend") and exercise.select:
+        # A select is a test's name, or several joined by " or ".
+        names = {name.strip() for name in exercise.select.split(" or ")}
+        return [
+            case
+            for case in cases
+            if case[0].partition("[")[0] in names
+            or any(name in case[0] for name in names)
+        ]
     return cases
 
 
