@@ -40,7 +40,9 @@ from minikafka.controller import PartitionLeaderElected
 from minikafka.labs import (
     IMPLEMENTATION_ENV,
     check_exercises_start_unfinished,
+    implementations,
     lab_of,
+    load_answers,
     read_events,
     scenario_run,
 )
@@ -123,9 +125,10 @@ def raw(run_dir: Path, truth: Truth) -> dict[str, dict[str, list[Record]]]:
     return modes
 
 
-@pytest.fixture
-def answers() -> ModuleType:
-    return LAB.implementation()
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
 
 
 # --- plain Python, for comparison ----------------------------------------------------
@@ -244,6 +247,8 @@ def test_leaderless(
         "outage_ms",
     ]
     rows = frame.collect()
+    keys = [(r.mode, r.topic, r.partition) for r in rows]
+    assert keys == sorted(keys), "ordered by mode, topic, partition"
     low, high = detection_window(truth)
     for mode, part in truth["modes"].items():
         mine = [r for r in rows if r.mode == mode]
@@ -295,6 +300,8 @@ def test_propagation(
         "delay_ms",
     ]
     rows = frame.collect()
+    keys = [(r.mode, r.topic, r.partition, r.broker) for r in rows]
+    assert keys == sorted(keys), "ordered by mode, topic, partition, broker"
     # The first event at the epoch after the election, whatever else the trace holds:
     # the same events again later, and old ones a minute before, change nothing.
     f = events["followers"]
@@ -352,8 +359,9 @@ def test_compare_modes(
         "max_outage_ms",
         "max_propagation_ms",
     ]
-    rows = {r.mode: r for r in frame.collect()}
-    assert sorted(rows) == sorted(truth["modes"])
+    collected = frame.collect()
+    assert [r.mode for r in collected] == sorted(truth["modes"]), "one row per mode"
+    rows = {r.mode: r for r in collected}
     low, high = detection_window(truth)
     for mode, part in truth["modes"].items():
         row = rows[mode]

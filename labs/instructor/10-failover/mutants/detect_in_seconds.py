@@ -1,0 +1,18 @@
+"""Gives detect_ms in seconds."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from minikafka.labs import find_lab
+
+_solutions = find_lab(10).module("solutions")
+_PARTITION = ["mode", "topic", "partition"]
+
+
+def leaderless(
+    elections: DataFrame, leaders: DataFrame, fetches: DataFrame
+) -> DataFrame:
+    outages: DataFrame = _solutions.leaderless(elections, leaders, fetches)
+    return outages.withColumn("detect_ms", F.col("elected_ts") - F.col("last_seen_ts"))

@@ -1,0 +1,16 @@
+"""Orders the modes backwards."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from minikafka.labs import find_lab
+
+_solutions = find_lab(10).module("solutions")
+_PARTITION = ["mode", "topic", "partition"]
+
+
+def compare_modes(outages: DataFrame, delays: DataFrame) -> DataFrame:
+    modes: DataFrame = _solutions.compare_modes(outages, delays)
+    return modes.orderBy(F.desc("mode"))
