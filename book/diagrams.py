@@ -679,12 +679,14 @@ def sequence_diagram(
     def width_of(text: str) -> float:
         return len(text) * LABEL_FONT * CHAR + 12
 
-    # A label sits beside the lane its arrow leaves, in the gap toward its target: each
-    # gap is as wide as the widest label that sits in it, so no label crosses a lifeline.
+    # A label sits beside the lane its arrow leaves, in the gap toward its target, and a
+    # note to the right of its lane: each gap is as wide as the widest label or note
+    # that sits in it, so none crosses a lifeline.
     gaps = [170.0] * max(len(lanes) - 1, 0)
     for a, b, label, *_ in events:
-        if a != b:
-            g = index[a] if index[b] > index[a] else index[a] - 1
+        # A note sits to the right of its lane, in the gap to the next one.
+        g = index[a] if index[b] >= index[a] else index[a] - 1
+        if g < len(gaps):
             gaps[g] = max(gaps[g], width_of(label) + 16)
     row, axis = 26.0, 70.0 if timed else 0.0
     left = GAP + axis
