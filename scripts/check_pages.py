@@ -12,7 +12,9 @@ cannot start; pages are read from ``file://``, nothing touches the network.
     uv run python scripts/check_pages.py              # every chapter and lab page
     uv run python scripts/check_pages.py net log      # some of them
 
-``make book`` runs it after the build; it exits 1 naming each page and what overflows.
+``make book FULL=1`` (the full build, and so ``make test``) runs it after the build; it
+exits 1 naming each page and what overflows. The reader build (``make book``) does not:
+it needs nothing but Python.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def chromium() -> str:
             return path
     raise SystemExit(
         "check_pages: no Chromium; run: sudo apt-get install -y chromium "
-        "(make book installs it when run as root)"
+        "(make book FULL=1 installs it when run as root)"
     )
 
 
