@@ -115,7 +115,8 @@ book-full:
 	@$(MAKE) --no-print-directory book FULL=1
 
 # Every chapter and lab page as the notebook the book's build executed (outputs kept), in
-# ./notebooks (git-ignored), laid out as book/ is, so a cell's relative paths still hold.
+# ./notebooks (git-ignored), laid out as book/ is, so a cell's relative paths still hold;
+# `make notebooks FULL=1` for the full build's (the reader build's leave some cells unrun).
 # Open them in the workspace's kernel: uv run --all-packages --with jupyterlab jupyter lab notebooks
 notebooks: book
 	rm -rf notebooks
