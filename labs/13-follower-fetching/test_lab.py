@@ -66,9 +66,9 @@ NO_SELECTOR = 3
 """The broker left at Kafka's default: it leads ``plain``."""
 LAG_MAX_MS = 2000
 """``replica.lag.time.max.ms``: how long a stopped follower stays in the ISR."""
-MAX_WAIT_MS = 12_000
-"""A long poll's ``max_wait`` on the follower: the ISR drops a stopped follower within
-1.5 x ``replica.lag.time.max.ms``; an answer this late came from the wait running out."""
+MAX_WAIT_MS = 10_000
+"""A long poll's ``max_wait`` on the follower: its HW moves within a fetch round trip of
+the leader's; an answer this late came from the wait running out."""
 RECORDS = 20
 WAIT = 60.0
 HOST = "127.0.0.1"
@@ -85,11 +85,19 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = WAIT) ->
 # --- the protocol, spoken directly ------------------------------------------------------
 
 
-def call(port: int, body: RequestPayload) -> ResponsePayload:
+def call(
+    port: int, body: RequestPayload, sent: threading.Event | None = None
+) -> ResponsePayload:
+    """``body``'s answer from the broker on ``port``; ``sent`` is set once the request
+    is written (a long poll's caller acts on the broker only after that)."""
+
     async def send() -> ResponsePayload:
         async with NetworkClient.open(client_id="lab13") as client:
             with trio.fail_after(WAIT):
-                response = await client.send(Node(-1, HOST, port), body)
+                pending = await client.enqueue(Node(-1, HOST, port), body)
+                if sent is not None:
+                    sent.set()
+                response = await pending.response()
             assert response is not None
             return response
 
@@ -114,6 +122,7 @@ def fetch(
     rack: str | None = "",
     leader_epoch: int = -1,
     max_wait_ms: int = 0,
+    sent: threading.Event | None = None,
 ) -> Fetched:
     """A consumer's Fetch of partition 0 (replica_id -1): v11 with ``rack``, or v10
     (before KIP-392) when ``rack`` is None."""
@@ -173,7 +182,7 @@ def fetch(
             forgotten_topics_data=(),
             rack_id=rack,
         )
-        answer = call(cluster.port(broker), body)
+        answer = call(cluster.port(broker), body, sent)
         assert isinstance(answer, FetchResponse)
         [[data11]] = [t.partitions for t in answer.responses]
         data = data11  # type: ignore[assignment]
@@ -300,7 +309,8 @@ def caught_up(cluster: ProcessCluster, broker: int, topic: str, hw: int) -> Fetc
         found[:] = [fetch(cluster, broker, topic, 0, rack=RACKS[broker])]
         return found[0].error_code is ErrorCode.none and found[0].high_watermark >= hw
 
-    wait_for(served, f"broker {broker} serving {topic} up to {hw}: {found}")
+    # A follower learns the HW within a fetch round trip: 15 s is ample.
+    wait_for(served, f"broker {broker} serving {topic} up to {hw}: {found}", 15)
     return found[0]
 
 
@@ -343,33 +353,41 @@ def test_follower_long_poll_answered_when_its_high_watermark_moves(
     cluster: ProcessCluster,
 ) -> None:
     """A consumer's long poll parked on follower 2 while the HW is held back (follower 3
-    stopped) is answered once the ISR drops 3 and the HW passes the new records: not at
-    once with nothing, not only when ``max_wait`` runs out."""
+    stopped, still in the ISR) is answered once 3 resumes and the HW passes the new
+    records: not at once with nothing, not only when ``max_wait`` runs out. Nothing in
+    the partition's metadata changes meanwhile: only the follower's HW moves."""
     hw = high_watermark(cluster, LEADER, NEAR)
     caught_up(cluster, FOLLOWER_B, NEAR, hw)
     written = [b"w%d" % i for i in range(3)]
     result: list[tuple[Fetched, float]] = []
+    sent = threading.Event()
 
     def long_poll() -> None:
         start = time.monotonic()
-        answer = fetch(cluster, FOLLOWER_B, NEAR, hw, rack="b", max_wait_ms=MAX_WAIT_MS)
+        answer = fetch(
+            cluster, FOLLOWER_B, NEAR, hw, rack="b", max_wait_ms=MAX_WAIT_MS, sent=sent
+        )
         result.append((answer, time.monotonic() - start))
 
+    poller = threading.Thread(target=long_poll)
     cluster.signal(FOLLOWER_C, signal.SIGSTOP)
     try:
         produce(cluster, NEAR, written, "1")
-        poller = threading.Thread(target=long_poll)
         poller.start()
-        poller.join(WAIT)
+        assert sent.wait(WAIT)
+        # A round trip to the same broker after the poll was written: by its answer the
+        # broker has read the poll too. The HW is still held back.
+        assert fetch(cluster, FOLLOWER_B, NEAR, hw, rack="b").offsets == []
     finally:
         cluster.signal(FOLLOWER_C, signal.SIGCONT)
+    poller.join(WAIT)
     [(answer, took)] = result
     assert answer.error_code is ErrorCode.none
     assert answer.values == written, "answered before the records were committed"
     assert took < MAX_WAIT_MS / 1000 - 4, (
         f"answered after {took:.1f}s: not when the HW moved"
     )
-    wait_for(in_sync(cluster, NEAR), "broker 3 back in the ISR")
+    wait_for(in_sync(cluster, NEAR), "broker 3 in the ISR")
 
 
 def test_follower_serves_nothing_past_its_high_watermark(
@@ -464,7 +482,7 @@ def test_a_selector_that_is_no_class_stops_the_broker(
         stderr=subprocess.STDOUT,
     )
     try:
-        output, _ = child.communicate(timeout=30)
+        output, _ = child.communicate(timeout=15)
     except subprocess.TimeoutExpired:
         child.kill()
         child.communicate()
