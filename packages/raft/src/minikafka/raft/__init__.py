@@ -3,7 +3,7 @@
 KIP-595 (the quorum: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch with diverging
 epochs, the high watermark from the voters' fetch offsets), KIP-630 (snapshots and
 FetchSnapshot), KIP-996 (pre-vote); seed 004 (KRaft replaces ZooKeeper with a Raft quorum
-of controllers). :class:`RaftNode` is one voter or observer; :mod:`._simulator` runs
+of controllers). :class:`RaftNode` is one voter or observer; :mod:`.simulation` runs
 whole quorums in virtual time under faults and checks Raft's invariants after every step.
 """
 
@@ -13,6 +13,8 @@ from ._config import QUORUM_CONFIG as QUORUM_CONFIG
 from ._config import RaftConfig as RaftConfig
 from ._describe import QuorumInfo as QuorumInfo
 from ._describe import ReplicaInfo as ReplicaInfo
+from ._describe import format_replication as format_replication
+from ._describe import format_status as format_status
 from ._file_log import FileRaftLog as FileRaftLog
 from ._log import Entry as Entry
 from ._log import EpochEnd as EpochEnd

@@ -1,7 +1,7 @@
 """The quorum's election messages in Kafka's wire schemas (KIP-595; KIP-853's versions:
 Vote v2 with KIP-996's ``PreVote``, BeginQuorumEpoch v1, EndQuorumEpoch v1).
 
-Groundwork for issue 19's shell: the core speaks :mod:`._messages` values; these
+Groundwork for the quorum's trio shell: the core speaks :mod:`._messages` values; these
 functions turn them into kio's generated request and response classes and back, so a
 shell can put them on a Kafka connection. Every message names the one partition of the
 metadata quorum, ``__cluster_metadata-0``; a message about any other partition, or with
