@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from minikafka.log import (
     CompressionType,
+    CorruptRecordError,
     Log,
     LogConfig,
     LogRecovered,
@@ -55,18 +56,29 @@ def crash(log: Log) -> None:
 
 
 def on_disk(log: Log) -> list[tuple[int, bytes]]:
-    """(segment base offset, batch bytes) of every batch, in order."""
-    return [
-        (segment.base_offset, segment.read_batch(position, header))
-        for segment, position, header in log.batches()
-    ]
+    """(segment base offset, batch bytes) of every batch, in order; a torn batch left
+    in a segment (or bytes a segment counts that its file no longer has) fails."""
+    try:
+        return [
+            (segment.base_offset, segment.read_batch(position, header))
+            for segment, position, header in log.batches()
+        ]
+    except CorruptRecordError as exc:
+        raise AssertionError(f"the log holds a batch that is not whole: {exc}") from exc
 
 
 def reopen(dir: Path, recovery_point: int) -> tuple[Log, list[LogRecovered]]:
     tracer = RecordingTracer()
-    log = Log.open(
-        dir, CONFIG, recovery_point=recovery_point, clock=ManualClock(), tracer=tracer
-    )
+    try:
+        log = Log.open(
+            dir,
+            CONFIG,
+            recovery_point=recovery_point,
+            clock=ManualClock(),
+            tracer=tracer,
+        )
+    except CorruptRecordError as exc:  # recovery left a bad batch the open then read
+        raise AssertionError(f"the recovered log holds a bad batch: {exc}") from exc
     return log, [e for e in tracer.events if isinstance(e, LogRecovered)]
 
 
@@ -182,4 +194,24 @@ def test_a_batch_that_does_not_continue_the_offsets_is_cut(tmp_path: Path) -> No
     assert [batch for _, batch in on_disk(again)] == kept
     assert again.log_end_offset == 8
     assert event.truncated_bytes == 2 * layout[4][1].size
+    again.close()
+
+
+def test_after_a_cut_every_later_segment_is_dropped(tmp_path: Path) -> None:
+    """Kafka's rule: once a segment held a bad tail, nothing after it is trusted, even a
+    next segment that starts exactly where the cut one now ends (the bad bytes here are
+    zeros after its last batch, as a file extended but never written leaves them)."""
+    log = Log.open(tmp_path / "t-0", CONFIG, clock=ManualClock())
+    for _ in range(30):
+        log.append_as_leader(value_batch(1, value_bytes=200), 0)
+    assert len(log.segments) >= 3
+    first = log.segments[0]
+    kept = [first.read_batch(p, h) for p, h in first.batches()]
+    crash(log)
+    with open(first.log_path, "ab") as f:
+        f.write(bytes(100))
+    again, (event,) = reopen(tmp_path / "t-0", 0)
+    assert [batch for _, batch in on_disk(again)] == kept
+    assert len(again.segments) == 1
+    assert event.segments_recovered == 1
     again.close()

@@ -149,3 +149,14 @@ def test_offsets_too_far_for_the_index_start_a_segment_at_the_batch(
     # end, so that its relative offsets fit in 32 bits.
     assert [s.base_offset for s in log.segments] == [0, far]
     assert log.log_end_offset == far + 1
+
+
+def test_segment_rolls_when_the_time_index_is_full(tmp_path: Path) -> None:
+    # 24 bytes of index: three offset entries (8 bytes) but two time entries (12 bytes).
+    config = LogConfig(index_interval_bytes=0, segment_index_bytes=24)
+    log = Log.open(tmp_path / "t-0", config, clock=ManualClock())
+    for i in range(4):  # an entry in both indexes from the second batch on
+        log.append_as_leader(value_batch(1, timestamp_ms=T0 + i), leader_epoch=0)
+    first = log.segments[0]
+    assert (len(first.offset_index), len(first.time_index)) == (2, 2)
+    assert [s.base_offset for s in log.segments] == [0, 3]
