@@ -14,7 +14,8 @@ What a segment has that you may use:
 - ``self.offset_index`` and ``self.time_index``: ``lookup``, ``full``, ``reset()``
   (drop every entry), ``len()``;
 - ``self.rolling_based_timestamp``: the max timestamp of its first batch (None while
-  it is empty); ``self.max_timestamp_so_far`` and ``self.offset_of_max_timestamp_so_far``;
+  it is empty); ``self.max_timestamp_so_far`` and
+  ``self.offset_of_max_timestamp_so_far``;
 - ``self._on_batch(position, header)``: accounts for one batch at ``position``: moves
   ``next_offset``, the timestamps and ``rolling_based_timestamp``, and adds the index
   entries once more than ``index.interval.bytes`` were added since the last one (it
@@ -78,9 +79,10 @@ def should_roll(
     last_offset: int,
     now_ms: int,
 ) -> str | None:
-    """``LogSegment.should_roll``: why an append of ``batch_bytes`` bytes, whose records'
-    largest timestamp is ``max_timestamp`` and whose last offset is ``last_offset``,
-    must go to a new segment, or None (Kafka's ``LogSegment.shouldRoll``).
+    """``LogSegment.should_roll``: why an append of ``batch_bytes`` bytes, whose
+    records' largest timestamp is ``max_timestamp`` and whose last offset is
+    ``last_offset``, must go to a new segment, or None (Kafka's
+    ``LogSegment.shouldRoll``).
 
     Return the first reason that holds, with these names (the log rolls at the log end
     for every reason but the last, which starts the new segment at the batch itself):
