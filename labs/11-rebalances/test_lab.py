@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
 
 from minikafka.coordination import (
     GroupStateChanged,
@@ -38,7 +39,9 @@ from minikafka.coordination import (
 from minikafka.labs import (
     IMPLEMENTATION_ENV,
     check_exercises_start_unfinished,
+    implementations,
     lab_of,
+    load_answers,
     read_events,
     scenario_run,
 )
@@ -83,9 +86,10 @@ def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]
         frame.unpersist()
 
 
-@pytest.fixture
-def answers() -> ModuleType:
-    return LAB.implementation()
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
 
 
 # --- the ground truth ----------------------------------------------------------------------
@@ -193,10 +197,32 @@ def test_rebalances(
         "reason",
         "members",
     ]
-    found = by_group(frame.collect())
+    collected = frame.collect()
+    keys = [(r.group_id, r.generation_id) for r in collected]
+    assert keys == sorted(keys), "ordered by group_id, generation_id"
+    found = by_group(collected)
     reported = {
         (r.group_id, r.generation_id): r.duration_ms for r in events["ends"].collect()
     }
+    # The as-of join in plain Python: each end, and the latest start of its group at or
+    # before it.
+    ended = {(r.group_id, r.generation_id): r for r in events["ends"].collect()}
+    starts = events["starts"].collect()
+    assert set(keys) == set(ended), "one row per rebalance_end"
+    for row in collected:
+        end = ended[row.group_id, row.generation_id]
+        start = max(
+            (s for s in starts if s.group_id == row.group_id and s.ts <= end.ts),
+            key=lambda s: s.ts,
+        )
+        assert (row.start_ts, row.end_ts) == pytest.approx(
+            (start.ts, end.ts), abs=1e-6
+        ), row
+        assert (row.reason, row.members) == (start.reason, end.members), row
+    # A start that never ends (a group that went Empty) is not a rebalance.
+    latest = events["starts"].orderBy(F.desc("ts")).limit(1)
+    dangling = events["starts"].unionByName(latest.withColumn("ts", F.col("ts") + 3600))
+    assert answers.rebalances(dangling, events["ends"]).collect() == collected
     session = truth["session_timeout_ms"] / 1000
     for group_id, part in groups(truth).items():
         rows = found.get(group_id, [])
@@ -242,7 +268,14 @@ def test_stop_the_world(
         "waiting_ms",
         "stopped_ms",
     ]
-    found = {(r.group_id, r.client_id): r for r in frame.collect()}
+    collected = frame.collect()
+    keys = [(r.group_id, r.client_id) for r in collected]
+    assert keys == sorted(keys), "ordered by group_id, client_id"
+    for row in collected:
+        # Milliseconds, 0.0 when none: never null.
+        assert isinstance(row.waiting_ms, float), row
+        assert isinstance(row.stopped_ms, float), row
+    found = {(r.group_id, r.client_id): r for r in collected}
     stopped_total: dict[bool, float] = {}
     for group_id, part in groups(truth).items():
         cooperative = part["cooperative"]
@@ -278,7 +311,9 @@ def test_generations(
 ) -> None:
     frame = answers.generations(events["changes"])
     assert frame.columns == ["group_id", "generations", "final_generation"]
-    found = {r.group_id: (r.generations, r.final_generation) for r in frame.collect()}
+    collected = frame.collect()
+    assert [r.group_id for r in collected] == sorted(r.group_id for r in collected)
+    found = {r.group_id: (r.generations, r.final_generation) for r in collected}
     expected = {}
     for group_id, part in groups(truth).items():
         count = len(expected_causes(part))  # each completed rebalance is a generation
@@ -298,9 +333,25 @@ def test_rebalance_causes(
         "client_id",
         "silent_ms",
     ]
-    found = by_group(frame.collect())
+    collected = frame.collect()
+    keys = [(r.group_id, r.generation_id) for r in collected]
+    assert keys == sorted(keys), "ordered by group_id, generation_id"
+    found = by_group(collected)
     session_ms = truth["session_timeout_ms"]
     started = {(r.group_id, r.generation_id): r.ts for r in events["starts"].collect()}
+    assert set(keys) == set(started), "one row per rebalance_start"
+    # Silence in plain Python: from the causing client's last Heartbeat at or before
+    # the start.
+    heartbeats: dict[str, list[float]] = {}
+    for r in events["requests"].where("api_name = 'Heartbeat'").collect():
+        heartbeats.setdefault(r.client_id, []).append(r.ts)
+    for row in collected:
+        at = started[row.group_id, row.generation_id]
+        before = [ts for ts in heartbeats.get(row.client_id, []) if ts <= at]
+        expected = (at - max(before)) * 1000 if before else None
+        assert row.silent_ms == (
+            None if expected is None else pytest.approx(expected, abs=1e-3)
+        ), row
     for group_id, part in groups(truth).items():
         rows = found.get(group_id, [])
         causes = expected_causes(part)
