@@ -213,16 +213,17 @@ def test_members_get_partitions_on_their_rack(
         )
 
 
-def test_a_member_without_a_rack_takes_what_is_left() -> None:
-    """Kafka's racksMatch: a member with no rack may take any partition."""
+def test_a_member_without_a_rack_may_take_any_partition() -> None:
+    """Kafka's racksMatch: in its turn, a member with no rack may take any partition,
+    even one that a later member would have had on its rack."""
     counts = {"t": 4}
     racks = {
-        TopicPartition("t", p): frozenset({"a" if p < 2 else "b"}) for p in range(4)
+        TopicPartition("t", p): frozenset({"b" if p < 2 else "a"}) for p in range(4)
     }
     members = {"m0": Subscription(["t"]), "m1": Subscription(["t"], rack_id="b")}
     plan = parts(RangeAssignor().assign(cluster_metadata(counts, racks), members))
-    assert plan["m1"] == [TopicPartition("t", 2), TopicPartition("t", 3)]
     assert plan["m0"] == [TopicPartition("t", 0), TopicPartition("t", 1)]
+    assert plan["m1"] == [TopicPartition("t", 2), TopicPartition("t", 3)]
 
 
 # --- stage consumers: minikafka's own consumers on a cluster with racks -------------------
