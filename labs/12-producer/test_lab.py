@@ -38,7 +38,9 @@ from minikafka.labs import (
     IMPLEMENTATION_ENV,
     ExerciseNotDone,
     check_exercises_start_unfinished,
+    implementations,
     lab_of,
+    load_answers,
     read_events,
     scenario_run,
 )
@@ -110,9 +112,10 @@ def requests(spark: SparkSession, run_dir: Path) -> DataFrame:
     return read_events(spark, run_dir / "traces", RequestCompleted).cache()
 
 
-@pytest.fixture(scope="module")
-def answers() -> ModuleType:
-    return LAB.implementation()
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
 
 
 # --- the ground truth, and plain Python for comparison -------------------------------
