@@ -273,6 +273,34 @@ def test_producer_under_its_quota_is_not_throttled(
     )
 
 
+def test_kafka_python_producer_is_told_its_throttle(broker: QuotaBroker) -> None:
+    """Another client, another client id: kafka-python keeps the throttle times it is
+    told in its ``throttle-time-max`` metric."""
+    from kafka import KafkaProducer
+
+    assert broker.process is not None, broker.failure
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, client_id="kafka-python-producer"
+    )
+    try:
+        value = os.urandom(MESSAGE)
+        futures = [producer.send("slow", value) for _ in range(5 * QUOTA // MESSAGE)]
+        producer.flush(TIMEOUT)
+        for future in futures:
+            future.get(timeout=TIMEOUT)
+        told = [
+            float(metric_value)
+            for group in producer.metrics().values()
+            for name, metric_value in group.items()
+            if name == "throttle-time-max" and metric_value == metric_value  # not NaN
+        ]
+    finally:
+        producer.close()
+    assert max(told, default=0.0) > 0, (
+        "kafka-python, producing five times its quota, was never told a throttle time"
+    )
+
+
 # --- stage mute: throttle_time_ms and the muted connection ---------------------------------
 
 
