@@ -132,7 +132,7 @@ def produce(cluster: ProcessCluster, topic: str, values: list[bytes]) -> None:
 
 
 def delete(
-    cluster: ProcessCluster, topic: str, offset: int, timeout: float = 30.0
+    cluster: ProcessCluster, topic: str, offset: int, timeout: float = 10.0
 ) -> int:
     """confluent-kafka's delete_records: the low watermark the leader answered."""
     tp = KafkaTopicPartition(topic, 0, offset)
