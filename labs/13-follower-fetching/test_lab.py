@@ -307,6 +307,10 @@ def caught_up(cluster: ProcessCluster, broker: int, topic: str, hw: int) -> Fetc
 
     def served() -> bool:
         found[:] = [fetch(cluster, broker, topic, 0, rack=RACKS[broker])]
+        # The follower has followed since the topic was in sync: a refusal is final.
+        assert found[0].error_code is not ErrorCode.not_leader_or_follower, (
+            f"broker {broker}, a follower of {topic}, refused a consumer's Fetch v11"
+        )
         return found[0].error_code is ErrorCode.none and found[0].high_watermark >= hw
 
     # A follower learns the HW within a fetch round trip: 15 s is ample.
@@ -476,19 +480,27 @@ def test_a_selector_that_is_no_class_stops_the_broker(
     }
     path = tmp_path / "server.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    child = subprocess.Popen(
-        [sys.executable, "-m", "minikafka.broker", "broker", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    log = tmp_path / "broker.log"
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "minikafka.broker", "broker", str(path)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        output, _ = child.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        raise AssertionError(
-            "a broker started with a selector class that is none"
-        ) from None
+        # Either it stops (right) or it says it is ready (wrong): whichever comes first.
+        wait_for(
+            lambda: child.poll() is not None or b"ready on" in log.read_bytes(),
+            "the broker either stopping or ready",
+            30,
+        )
+        started = child.poll() is None
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(WAIT)
+    output = log.read_bytes()
+    assert not started, "a broker started with a selector class that is none"
     assert child.returncode != 0
     assert b"replica.selector.class" in output, output[-2000:]
 
