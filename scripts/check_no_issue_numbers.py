@@ -1,6 +1,6 @@
 """No chapter, page, doc or code comment cites one of this project's issue numbers: a
-reader of the book or the code cannot see the tracker, so "issue 17's goal" tells them
-nothing. Say what the issue asked for instead. Another project's issue (kafka-python's,
+reader of the book or the code cannot see the tracker, so a goal cited by its number
+tells them nothing. Say what the issue asked for instead. Another project's issue (kafka-python's,
 librdkafka's, a KAFKA- ticket) is a reference a reader can follow and is left alone, and
 so are the benchmarks' recorded results (bench/results/), which quote the run's text.
 

@@ -1,4 +1,4 @@
-"""The descriptor pool (issue 15, item 1) and checkpoint failures (item 8).
+"""The descriptor pool and checkpoint failures (item 8).
 
 A broker must host more segments than it may hold open: segment files are opened on use
 and the least recently used are closed, without a closed descriptor's number ever

@@ -1,4 +1,4 @@
-"""A disk that refuses a write (issue 15): the log is undone, or says it must go offline.
+"""A disk that refuses a write: the log is undone, or says it must go offline.
 
 The failures are injected deterministically by wrapping ``os.write``, ``os.open`` and
 ``os.fsync``: a call on a file whose name ends with a given suffix fails with a given

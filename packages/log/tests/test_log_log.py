@@ -183,7 +183,7 @@ def _translations_agree(log: Log) -> int:
 
 
 def test_the_unindexed_tail_answers_what_the_scan_would(tmp_path: Path) -> None:
-    """Issue 17: a lookup past the last index entry bisects the batches appended since
+    """A lookup past the last index entry bisects the batches appended since
     (no file read) and must find the very batch the index-then-scan finds, through
     appends of varied sizes, a truncation, a roll and a reopen."""
     log = open_log(tmp_path, LogConfig(segment_bytes=20_000, index_interval_bytes=300))

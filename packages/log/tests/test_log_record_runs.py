@@ -1,5 +1,5 @@
 """The record walk's fast path (_record_runs): runs of same-shaped records proved from byte
-columns must reach exactly the verdicts of the record-by-record walk (issue 17).
+columns must reach exactly the verdicts of the record-by-record walk.
 
 The walk itself is tested through the log in test_log_validator_records.py; here each
 batch is checked twice, once as shipped (check_records) and once by the walk alone

@@ -502,7 +502,7 @@ def test_the_quick_record_reader_reads_what_the_careful_one_reads(
     with_header: bool,
     data: st.DataObject,
 ) -> None:
-    """Issue 21: ``_read_plain_records`` (one- and two-byte varints read inline) must
+    """``_read_plain_records`` (one- and two-byte varints read inline) must
     return exactly the careful reader's records, or None, never something else; and on
     damaged bytes, None wherever the careful reader finds the damage."""
     records = [

@@ -1,5 +1,5 @@
 """Every Kafka topic config is accepted with its type checked; KIP-354's max.compaction.lag.ms
-is honoured by the cleaner (issue 15, item 7)."""
+is honoured by the cleaner."""
 
 from __future__ import annotations
 

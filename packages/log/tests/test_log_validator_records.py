@@ -1,4 +1,4 @@
-"""The leader's per-record checks and recompression (Kafka's LogValidator, issue 15 item 3).
+"""The leader's per-record checks and recompression (Kafka's LogValidator).
 
 Every test that sends a bad batch also checks that nothing was appended (the log end
 offset did not move) and that the partition still takes a good batch afterwards.

@@ -169,7 +169,7 @@ class LocalLog:
     ) -> None:
         """Write batches that carry their offsets to the active segment (rolled if
         due)."""
-        # A disk that refuses the write (issue 15) must not leave a torn tail behind: a
+        # A disk that refuses the write must not leave a torn tail behind: a
         # retried append would land after it and the offsets would no longer match the
         # bytes. Whatever fails is undone, and the caller hears KafkaStorageError (56).
         segment = self._maybe_roll(info, now)

@@ -105,7 +105,7 @@ class Log:
             config or LogConfig(),
             clock,
             files or FilePool(STANDALONE_CAPACITY),
-            # Where this log's events go: its LogManager's tracer, the node's (issue 16).
+            # Where this log's events go: its LogManager's tracer, the node's.
             NullTracer() if tracer is None else tracer,
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,

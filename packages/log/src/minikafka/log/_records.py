@@ -69,7 +69,7 @@ class Record(NamedTuple):
     """One record with its absolute offset and timestamp (ms), as a consumer sees it.
 
     A named tuple rather than an attrs class: a consumer makes one per record, hundreds
-    of thousands a second, and a tuple is made several times faster (issue 21)."""
+    of thousands a second, and a tuple is made several times faster."""
 
     offset: int
     timestamp: int
@@ -361,7 +361,7 @@ def _read_plain_records(
     says what is wrong.
 
     A consumer reads millions of records, and a method call per varint was most of the
-    cost (issue 21's consumer benchmark). Here each of a record's five varints is read
+    cost (the client's consumer benchmark). Here each of a record's five varints is read
     inline, and only in its one- or two-byte form, so that none can overflow; the
     careful reader keeps every check for everything else.
     """

@@ -202,7 +202,7 @@ class LogSegment:
     # The index is sparse, so finding an offset means scanning the batch headers after
     # the entry before it: cheap in Kafka's JVM, about 5 us a header in Python, and a
     # consumer at the end of the log asks for an offset in exactly this region on every
-    # fetch. Remembering it makes that lookup a bisect (issue 17).
+    # fetch. Remembering it makes that lookup a bisect.
     _tail_last_offsets: list[int] | None = None
     _tail: list[tuple[int, RecordBatchHeader]] | None = None
 
