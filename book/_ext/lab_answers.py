@@ -9,8 +9,10 @@ cell's output alike, is replaced by a note naming the lab and the file to read a
 attempt; the instructor edition shows them all.
 
 A block shows an object when it holds the line that defines it (``def name(``, ``class
-Name``) or, for a class, the line of one of its methods that defines nothing else in
-minikafka. ``scripts/check_student_edition.py`` applies the same test to the built pages.
+Name``), or, for a class, the line of one of its methods that defines nothing else in
+minikafka, or defines a function of a name no other function of minikafka's has (an
+override in a worked answer, written without the types, still shows the answer).
+``scripts/check_student_edition.py`` applies the same test to the built pages.
 And the student edition includes nothing from ``labs/instructor/`` (the answers a
 learner's checkout does not have), so it builds there too.
 """
@@ -28,6 +30,8 @@ from typing import Any
 import attrs
 
 ROOT = Path(__file__).resolve().parents[2]
+_DEF = re.compile(r"^(?:async )?def (?P<name>\w+)\(")
+_SPACE = re.compile(r"\s+")
 INSTRUCTOR = ROOT / "labs" / "instructor"
 
 
@@ -76,15 +80,19 @@ def _header(lines: list[str], node: ast.AST) -> str:
     return lines[node.lineno - 1].strip()  # type: ignore[attr-defined]
 
 
-def _all_headers() -> Counter[str]:
-    """How many times each stripped ``def``/``class`` line occurs in minikafka."""
-    counts: Counter[str] = Counter()
+def _all_headers() -> tuple[Counter[str], Counter[str]]:
+    """How many times each stripped ``def``/``class`` line, and each function name,
+    occurs in minikafka."""
+    lines: Counter[str] = Counter()
+    names: Counter[str] = Counter()
     for path in (ROOT / "packages").glob("*/src/**/*.py"):
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
             if stripped.startswith(("def ", "async def ", "class ")):
-                counts[stripped] += 1
-    return counts
+                lines[stripped] += 1
+                if match := _DEF.match(stripped):
+                    names[match["name"]] += 1
+    return lines, names
 
 
 def _lab_targets() -> Iterator[tuple[int, str]]:
@@ -100,7 +108,7 @@ def _lab_targets() -> Iterator[tuple[int, str]]:
 
 def answers() -> list[Answer]:
     """Every object a rebuild lab replaces, with the lines that show it."""
-    counts = _all_headers()
+    counts, names = _all_headers()
     found = []
     for number, target in _lab_targets():
         module, _, qualname = target.partition(":")
@@ -113,26 +121,34 @@ def answers() -> list[Answer]:
         if node is None:
             raise LookupError(f"lab {number}: {target} is not in {path}")
         headers = {_header(lines, node)}
-        if isinstance(node, ast.ClassDef):
-            for child in ast.walk(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    header = _header(lines, child)
-                    if counts[header] == 1:
-                        headers.add(header)
+        functions = [
+            child
+            for child in ast.walk(node)
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        for function in functions:
+            header = _header(lines, function)
+            if function is node or counts[header] == 1:
+                headers.add(header)
+            # A name no other function of minikafka's has gives the object away
+            # however it is written: an override in a worked answer, say.
+            if names[function.name] == 1:
+                headers.add(f"def {function.name}(")
         found.append(Answer(number, target, path, frozenset(headers)))
     return found
-
-
-_SPACE = re.compile(r"\s+")
 
 
 def shown(text: str, known: Iterable[Answer]) -> list[Answer]:
     """The answers a block of code (or a page's text) shows."""
     lines = {_SPACE.sub(" ", line.strip()) for line in text.splitlines()}
+    defined = {f"def {match['name']}(" for line in lines if (match := _DEF.match(line))}
     return [
         answer
         for answer in known
-        if any(_SPACE.sub(" ", header) in lines for header in answer.headers)
+        if any(
+            _SPACE.sub(" ", header) in lines or header in defined
+            for header in answer.headers
+        )
     ]
 
 
