@@ -142,8 +142,14 @@ def mutant_module(mutant: Mutant) -> types.ModuleType:
     combined.__dict__.update(
         {k: v for k, v in vars(solutions).items() if not k.startswith("__")}
     )
+    # Only what the mutant defines itself: not what it imported to define it.
     combined.__dict__.update(
-        {k: v for k, v in vars(wrong).items() if not k.startswith("_")}
+        {
+            k: v
+            for k, v in vars(wrong).items()
+            if not k.startswith("_")
+            and getattr(v, "__module__", None) == wrong.__name__
+        }
     )
     return combined
 
