@@ -1,7 +1,7 @@
 """The student edition shows no rebuild lab's answer: no built page holds the lines
 that define an object a rebuild lab replaces (book/_ext/lab_answers.py's test, applied
-to the HTML ``make book`` wrote). Run after a student-edition build; exits 1 naming each
-page and object."""
+to the HTML ``make book`` wrote), but a rebuild lab's own page, which shows the learner's
+skeleton files. Run after a student-edition build; exits 1 naming each page and object."""
 
 from __future__ import annotations
 
@@ -42,6 +42,8 @@ def main() -> int:
         for page in pages
         if "_static" not in page.parts
         for hit in shown(page_text(page), known)
+        # A lab's own page shows the learner's skeleton: its signatures, not the code.
+        if not (page.parent.name == "labs" and page.name[:2] == f"{hit.lab:02d}")
     ]
     for page, lab, target in found:
         print(f"{page}: shows {target}, lab {lab}'s answer", file=sys.stderr)
