@@ -5,9 +5,9 @@
 #   java       Spark (the labs and their book pages, through PySpark 4) runs on Java 17+
 #   zookeeper  ZooKeeper mode runs Debian's ZooKeeper server (its chapter, its tests,
 #              `make cluster MODE=zk`)
-#   chromium   `make book` checks each page in headless Chromium (nothing wider than it)
-# `make run` needs none of them, `make book` java, zookeeper and chromium, `make lab N`
-# java, `make test` all four (the Makefile says which). As root it installs system packages
+#   chromium   `make book FULL=1` checks each page in headless Chromium (nothing wider)
+# `make run` and `make book` need none of them (the full build, `make book FULL=1`, java,
+# zookeeper and chromium), `make lab N` java, `make test` all four (the Makefile says which). As root it installs system packages
 # with apt-get; otherwise it stops and prints the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
