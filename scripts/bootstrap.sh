@@ -7,8 +7,9 @@
 #              `make cluster MODE=zk`)
 #   chromium   `make book FULL=1` checks each page in headless Chromium (nothing wider)
 # `make run` and `make book` need none of them (the full build, `make book FULL=1`, java,
-# zookeeper and chromium), `make lab N` java, `make test` all four (the Makefile says which). As root it installs system packages
-# with apt-get; otherwise it stops and prints the exact command to run.
+# zookeeper and chromium), `make lab N` java, `make test` all four (the Makefile says
+# which). As root it installs system packages with apt-get; otherwise it stops and prints
+# the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
