@@ -30,7 +30,8 @@ def test_every_lab_config_is_valid_and_follows_a_chapter() -> None:
         assert (ROOT / "book" / f"{config.chapter}.md").exists(), lab.name
         assert (ROOT / "book" / "labs" / f"{lab.name}.md").exists(), lab.name
         # What the course map plans with: a time, a difficulty, the reading before.
-        assert config.minutes > 0 and config.difficulty, lab.name
+        assert config.minutes > 0, lab.name
+        assert config.difficulty, lab.name
         assert config.chapter in config.after, lab.name
         for chapter in config.after:
             assert (ROOT / "book" / f"{chapter}.md").exists(), (lab.name, chapter)
