@@ -215,8 +215,13 @@ def leader_epoch(cluster: ProcessCluster, topic: str) -> int:
 
 
 def isr(cluster: ProcessCluster, topic: str) -> set[int]:
+    """The ISR the cluster's metadata shows; empty while the broker asked does not know
+    the topic's partition yet (a topic just created), so a wait goes on waiting."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
-    return set(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].isrs)
+    found = admin.list_topics(topic, timeout=10).topics.get(topic)
+    if found is None or 0 not in found.partitions:
+        return set()
+    return set(found.partitions[0].isrs)
 
 
 def produce(
