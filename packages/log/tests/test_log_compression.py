@@ -135,7 +135,7 @@ def test_snappy_reads_raw_blocks_as_librdkafka_writes_them() -> None:
 
 
 def test_snappy_ignores_xerial_version_fields() -> None:
-    # kafka-python issue 2414: some writers put version and compat little-endian.
+    # Some writers (kafka-python once among them) put version and compat little-endian.
     data = b"version fields" * 10
     block = bytes(cramjam.snappy.compress_raw(data))
     framed = (

@@ -27,6 +27,7 @@ none, and then a lab is checked against the learner's own code alone.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -66,11 +67,13 @@ class Mutant:
         return MUTANT_PREFIX + self.name
 
 
-def mutants(lab: Lab) -> list[Mutant]:
-    """The lab's mutants, in the file's order; none in a learner's checkout."""
+@functools.cache
+def mutants(lab: Lab) -> tuple[Mutant, ...]:
+    """The lab's mutants, in the file's order; none in a learner's checkout. Read once
+    per process: the collection hook asks for them once per check."""
     path = lab.solutions / "mutants.toml"
     if not path.exists():
-        return []
+        return ()
     table = tomllib.loads(path.read_text(encoding="utf-8")).get("mutants", {})
     found = []
     for name, entry in table.items():
@@ -98,7 +101,7 @@ def mutants(lab: Lab) -> list[Mutant]:
         if kind == "extend" and not (mutant.patch and mutant.tests):
             raise ValueError(f"{where}: an extend lab's mutant needs patch and tests")
         found.append(mutant)
-    return found
+    return tuple(found)
 
 
 def find_mutant(lab: Lab, name: str) -> Mutant:
