@@ -25,8 +25,9 @@ def pytest_collection_modifyitems(
 ) -> None:
     """A trace lab's ``answers`` fixture runs each check once per implementation
     (:func:`minikafka.labs.implementations`). A mutant's run is kept only for the checks
-    its ``select`` names, where it must fail an assertion (a strict xfail: a mutant that
-    passes fails the run, naming the promise no check tests); the rest are deselected."""
+    its ``select`` names, where it must fail an assertion (a strict xfail: a mutant
+    that passes fails the run, naming the promise no check tests); the rest are
+    deselected."""
     kept, dropped = [], []
     for item in items:
         callspec = getattr(item, "callspec", None)
