@@ -61,12 +61,12 @@ help:
 NEEDS :=
 # `make book EDITION=instructor` prints the labs' reference answers (book/_ext/edition.py).
 EDITION ?= student
-test pytest: NEEDS := kcat java zookeeper chromium
+test pytest: NEEDS := kcat java zookeeper chromium reference
 # `make book` is the reader build: only the Python workspace (book/_ext/reader.py leaves
 # out the cells that need Java, ZooKeeper or broker processes, and the page check).
 # FULL=1 (and `make test`) is the full build: every cell, then the page check.
 FULL ?=
-book: NEEDS = $(if $(FULL),java zookeeper chromium)
+book: NEEDS = $(if $(FULL),java zookeeper chromium reference)
 lab: NEEDS := java kcat
 cluster: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 
@@ -92,7 +92,7 @@ lint: sync
 	$(RUN) python scripts/check_no_issue_numbers.py
 
 typecheck: sync
-	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py
+	$(RUN) mypy packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard reference/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py
 	@# The book's figure modules import diagrams from book/.
 	MYPYPATH=book $(RUN) mypy book/diagrams.py book/raft_figures.py book/replication_figures.py book/broker_figures.py book/client_figures.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
@@ -133,6 +133,7 @@ test: FULL := 1
 test: lint typecheck pytest book
 book: export MINIKAFKA_LAB_REUSE = $(if $(MINIKAFKA_LAB_RUNS),1)
 
+bench: NEEDS := reference
 bench: sync
 	$(RUN) python -m bench
 

@@ -6,9 +6,13 @@
 #   zookeeper  ZooKeeper mode runs Debian's ZooKeeper server (its chapter, its tests,
 #              `make cluster MODE=zk`)
 #   chromium   `make book FULL=1` checks each page in headless Chromium (nothing wider)
+#   reference  Apache Kafka's jars (reference/pom.xml) in reference/.cache/, for the tests
+#              and benchmarks that run the real broker, Java clients and tools beside
+#              minikafka: a JDK (javac compiles the tests' Java driver) and Maven, then
+#              `mvn dependency:copy-dependencies` once; offline afterwards
 # `make run` and `make book` need none of them (the full build, `make book FULL=1`, java,
-# zookeeper and chromium), `make lab N` java, `make test` all four (the Makefile says
-# which). As root it installs system packages with apt-get; otherwise it stops and prints
+# zookeeper and chromium), `make lab N` java, `make test` all five and `make bench`
+# reference (the Makefile says which). As root it installs system packages with apt-get; otherwise it stops and prints
 # the exact command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +44,10 @@ for need in "$@"; do
         # Debian's ZooKeeper server puts no command on PATH: its jar says it is there.
         zookeeper) [[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper) ;;
         chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
-        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium)" >&2; exit 2 ;;
+        reference)
+            command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+            command -v mvn >/dev/null 2>&1 || missing+=(maven) ;;
+        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium, reference)" >&2; exit 2 ;;
     esac
 done
 if ((${#missing[@]})); then
@@ -55,3 +62,22 @@ if ((${#missing[@]})); then
         exit 1
     fi
 fi
+
+# --- Apache Kafka's jars (the reference) ------------------------------------------
+# Copied once per pom.xml: the stamp holds the pom's checksum, so a changed pin copies
+# again and an unchanged one never asks Maven Central.
+for need in "$@"; do
+    [[ $need == reference ]] || continue
+    cache=reference/.cache
+    stamp=$cache/libs/.pom.sha256
+    want=$(sha256sum reference/pom.xml | cut -d' ' -f1)
+    if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+        echo "bootstrap: copying Apache Kafka's jars (reference/pom.xml) into $cache/libs" >&2
+        rm -rf "$cache/libs.tmp"
+        mvn --batch-mode --quiet -Dstyle.color=never --file reference/pom.xml \
+            dependency:copy-dependencies -DoutputDirectory="$PWD/$cache/libs.tmp" >&2
+        echo "$want" > "$cache/libs.tmp/.pom.sha256"
+        rm -rf "$cache/libs"
+        mv "$cache/libs.tmp" "$cache/libs"
+    fi
+done

@@ -10,7 +10,7 @@ build, in which this extension changes nothing.
 Which cells, decided per page as the notebook is read (MyST-NB's reader for MyST
 markdown, wrapped here), before anything runs:
 
-1. a cell tagged ``needs-java``, ``needs-zookeeper`` or ``needs-cluster``;
+1. a cell tagged ``needs-java``, ``needs-zookeeper``, ``needs-cluster`` or ``needs-reference``;
 2. a cell whose source uses what starts one of them (``NEEDS_PATTERNS``): a Spark
    session, a lab's scenario run, a ``ProcessCluster`` or ``BrokerProcess``, a
    ``ZooKeeperServer``;
@@ -46,6 +46,7 @@ GUARD = Path(__file__).with_name("reader_guard.py")
 NEEDS_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(spark_session|SparkSession|pyspark|read_events)\b"), "java"),
     (re.compile(r"\bZooKeeperServer\b"), "zookeeper"),
+    (re.compile(r"\b(KafkaNode|run_tool)\b"), "reference"),
     (
         re.compile(r"\b(ProcessCluster|BrokerProcess|scenario_run|run_standalone)\b"),
         "cluster",
@@ -55,6 +56,7 @@ WHAT = {
     "java": "Java (Spark)",
     "zookeeper": "a ZooKeeper server",
     "cluster": "broker processes",
+    "reference": "Apache Kafka's jars",
 }
 
 

@@ -1,0 +1,357 @@
+"""Apache Kafka's broker and tools, run from the jars that ``reference/pom.xml`` pins.
+
+:func:`run_tool` runs one of Kafka's command-line tools (``kafka-topics``,
+``kafka-consumer-groups``, ...; :data:`TOOLS` maps the names of the ``kafka-*.sh``
+scripts to the classes they run) with ``java -cp``, as the script would, and returns what
+it printed. :class:`KafkaNode` is a real Kafka broker in KRaft combined mode (broker and
+controller in one process, ``process.roles=broker,controller``) on free loopback ports:
+``kafka-storage format --standalone``, then ``kafka.Kafka server.properties``, waiting for
+its "started" log line with a deadline. Its heap is 768 MiB (``-Xms512m -Xmx768m``), enough
+for the tests' and benchmarks' loads and small beside the machine's 24 GiB.
+
+Nothing here is imported by minikafka's packages: the tests and ``bench/`` use it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+
+HERE = Path(__file__).resolve().parent
+POM = HERE / "pom.xml"
+LIBS = HERE / ".cache" / "libs"
+
+# The names of Kafka's scripts (bin/kafka-*.sh) and the classes they run, in this release.
+TOOLS: Mapping[str, str] = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-dump-log": "kafka.tools.DumpLogSegments",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+
+# A tool logs warnings and errors to stderr, as Kafka's tools-log4j2.yaml has it; the
+# broker logs INFO to server.log in its directory (log4j 2's properties format needs no
+# YAML parser on the class path).
+_TOOLS_LOG = """\
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+"""
+_SERVER_LOG = """\
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+"""
+_STARTED = "Kafka Server started"
+
+
+class ReferenceMissing(RuntimeError):
+    """Apache Kafka's jars, or the Java that runs them, are not on this machine."""
+
+
+class ToolFailed(RuntimeError):
+    """A tool exited with another status than the caller expected; carries its output."""
+
+
+def kafka_version() -> str:
+    """The release ``reference/pom.xml`` pins (its ``kafka.version`` property)."""
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+    if match is None:
+        raise ReferenceMissing(f"{POM} names no <kafka.version>")
+    return match.group(1)
+
+
+def classpath() -> str:
+    """The class path of every jar, once ``scripts/bootstrap.sh reference`` copied them."""
+    if not (LIBS / f"kafka-clients-{kafka_version()}.jar").is_file():
+        raise ReferenceMissing(
+            f"Apache Kafka {kafka_version()}'s jars are not in {LIBS}: run "
+            "scripts/bootstrap.sh reference (make test and make bench do it themselves)"
+        )
+    return f"{LIBS}/*"
+
+
+def java() -> str:
+    """The ``java`` command; Kafka 4.x runs on Java 17 or newer."""
+    path = shutil.which("java")
+    if path is None:
+        raise ReferenceMissing("no java on PATH: run scripts/bootstrap.sh reference")
+    return path
+
+
+def _log_config(name: str, text: str) -> Path:
+    path = LIBS.parent / name
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return path
+
+
+def java_command(
+    main_class: str,
+    args: Sequence[str] = (),
+    *,
+    heap: str = "256m",
+    quick_start: bool = True,
+    extra_classpath: Sequence[Path] = (),
+    log_config: Path | None = None,
+) -> list[str]:
+    """The command line that runs ``main_class`` on Kafka's class path.
+
+    ``quick_start`` stops the JIT at its first tier and uses the serial collector: a tool
+    that runs for a second starts about twice as fast. A benchmark turns it off.
+    """
+    config = log_config or _log_config("tools-log4j2.properties", _TOOLS_LOG)
+    command = [java(), f"-Xmx{heap}"]
+    if quick_start:
+        command += ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    command += [
+        f"-Dlog4j2.configurationFile={config}",
+        "-cp",
+        os.pathsep.join([*(str(p) for p in extra_classpath), classpath()]),
+        main_class,
+        *args,
+    ]
+    return command
+
+
+@attrs.frozen
+class ToolRun:
+    """What one tool printed, and how it exited."""
+
+    command: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check(self, returncode: int = 0) -> ToolRun:
+        """This run, if it exited with ``returncode``; else :class:`ToolFailed`."""
+        if self.returncode != returncode:
+            raise ToolFailed(
+                f"{' '.join(self.command[-12:])} exited {self.returncode} "
+                f"(expected {returncode})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+            )
+        return self
+
+
+def tool_class(tool: str) -> str:
+    """The class a tool name runs: a ``kafka-*`` name of :data:`TOOLS`, or a class name."""
+    if tool in TOOLS:
+        return TOOLS[tool]
+    if "." in tool and not tool.startswith("kafka-"):
+        return tool
+    raise ValueError(
+        f"unknown tool {tool!r}: one of {', '.join(TOOLS)} or a class name"
+    )
+
+
+def run_tool(
+    tool: str,
+    *args: str,
+    input: str | None = None,
+    timeout: float = 120.0,
+    heap: str = "256m",
+    quick_start: bool = True,
+) -> ToolRun:
+    """Runs ``tool`` (``kafka-topics`` or a class name) with ``args`` and waits for it."""
+    command = java_command(tool_class(tool), args, heap=heap, quick_start=quick_start)
+    result = subprocess.run(
+        command,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return ToolRun(tuple(command), result.returncode, result.stdout, result.stderr)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class KafkaFailed(RuntimeError):
+    """The Kafka node exited, or did not start in time; carries the end of its log."""
+
+
+@attrs.define(eq=False)
+class KafkaNode:
+    """A real Kafka broker and controller in one process, its files in ``directory``.
+
+    The defaults are a single node's (replication factor 1 for the internal topics);
+    ``overrides`` sets any other key of ``server.properties``.
+    """
+
+    directory: Path
+    overrides: Mapping[str, str] = attrs.field(factory=dict)
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: a free port, chosen at the first start and kept
+    controller_port: int = 0
+    node_id: int = 1
+    heap: str = "768m"
+    process: subprocess.Popen[bytes] | None = attrs.field(init=False, default=None)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def controller_bootstrap(self) -> str:
+        return f"{self.host}:{self.controller_port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def server_log(self) -> Path:
+        return self.directory / "server.log"
+
+    def properties(self) -> dict[str, str]:
+        values = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.bootstrap.servers": self.controller_bootstrap,
+            "listeners": (
+                f"PLAINTEXT://{self.bootstrap},CONTROLLER://{self.controller_bootstrap}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+        }
+        values.update(self.overrides)
+        return values
+
+    def _format(self) -> None:
+        if (self.log_dir / "meta.properties").is_file():
+            return
+        cluster_id = run_tool("kafka-storage", "random-uuid").check().stdout.strip()
+        run_tool(
+            "kafka-storage",
+            "format",
+            "--cluster-id",
+            cluster_id,
+            "--config",
+            str(self.directory / "server.properties"),
+            "--standalone",
+        ).check()
+
+    def start(self, timeout: float = 90.0) -> None:
+        if self.process is not None:
+            raise RuntimeError("this Kafka node is running already")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self.port:
+            self.port = free_port(self.host)
+        if not self.controller_port:
+            self.controller_port = free_port(self.host)
+        lines = [f"{key}={value}" for key, value in self.properties().items()]
+        (self.directory / "server.properties").write_text("\n".join(lines) + "\n")
+        log_config = self.directory / "log4j2.properties"
+        log_config.write_text(_SERVER_LOG.format(path=self.server_log))
+        self._format()
+        started_before = self._started_lines()
+        command = java_command(
+            "kafka.Kafka",
+            [str(self.directory / "server.properties")],
+            heap=self.heap,
+            quick_start=False,
+            log_config=log_config,
+        )
+        command.insert(1, "-Xms512m")
+        with open(self.directory / "stdout.log", "ab") as out:
+            self.process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + timeout
+        while self._started_lines() <= started_before:
+            if self.process.poll() is not None:
+                code = self.process.returncode
+                self.process = None
+                raise KafkaFailed(
+                    f"Kafka exited {code} while starting:\n{self._tail()}"
+                )
+            if time.monotonic() > deadline:
+                self.kill()
+                raise KafkaFailed(
+                    f"Kafka did not start in {timeout} s:\n{self._tail()}"
+                )
+            time.sleep(0.1)
+
+    def _started_lines(self) -> int:
+        if not self.server_log.is_file():
+            return 0
+        return self.server_log.read_text(errors="replace").count(_STARTED)
+
+    def _tail(self, lines: int = 40) -> str:
+        text = ""
+        for name in ("stdout.log", "server.log"):
+            path = self.directory / name
+            if path.is_file():
+                text += f"--- {name}\n" + "\n".join(
+                    path.read_text(errors="replace").splitlines()[-lines:]
+                )
+        return text
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """A clean shutdown (SIGTERM, as ``kafka-server-stop.sh``); its exit status."""
+        process, self.process = self.process, None
+        if process is None:
+            return 0
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()
+
+    def kill(self) -> None:
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> KafkaNode:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
