@@ -389,7 +389,13 @@ async def test_a_dir_whose_checkpoints_fail_is_retried_and_the_others_are_writte
         schedule=quiet(recovery_points=1_000, start_offsets=1_000),
     )
     manager.get_or_create_log(BAD)
-    manager.get_or_create_log(GOOD)
+    good = manager.get_or_create_log(GOOD)
+    for _ in range(2):
+        good.append_as_leader(value_batch(1), leader_epoch=0)
+    good.update_high_watermark(2)
+    # Above the first segment's base, so that both files carry an entry for GOOD (a log
+    # starting at its first segment has none in log-start-offset-checkpoint).
+    good.maybe_increment_log_start_offset(1)
     attempts: Counter[str] = Counter()
     real_write = OffsetCheckpointFile.write
 
@@ -408,7 +414,7 @@ async def test_a_dir_whose_checkpoints_fail_is_retried_and_the_others_are_writte
     async with running(manager):
         await wait_until(failed_three_times_and_written, DEADLINE)
     for name in names:
-        assert OffsetCheckpointFile(dirs[1] / name).read() == {GOOD: 0}
+        assert OffsetCheckpointFile(dirs[1] / name).read() == {GOOD: 1}
         assert not (dirs[0] / name).exists()
         assert len(errors_about(caplog, dirs[0] / name)) == 1
     assert manager.offline_dirs == {}

@@ -55,15 +55,35 @@ def test_checkpoint_files_are_in_kafkas_text_format(tmp_path: Path) -> None:
     assert (
         tmp_path / "replication-offset-checkpoint"
     ).read_text() == "0\n1\nmy-topic 3 4\n"
-    assert (
-        tmp_path / "log-start-offset-checkpoint"
-    ).read_text() == "0\n1\nmy-topic 3 0\n"
+    # As Kafka, only a log that starts above its first segment's base offset has an
+    # entry here; a missing one reads back as the first segment's base offset.
+    assert (tmp_path / "log-start-offset-checkpoint").read_text() == "0\n0\n"
     epochs = tmp_path / "my-topic-3" / "leader-epoch-checkpoint"
     assert epochs.read_text() == "0\n1\n2 0\n"
     again = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
     reloaded = again.get_log(TopicPartition("my-topic", 3))
     assert reloaded is not None
     assert (reloaded.high_watermark, reloaded.recovery_point) == (4, 5)
+    assert reloaded.log_start_offset == 0
+
+
+def test_a_log_start_offset_above_the_first_segment_is_checkpointed(
+    tmp_path: Path,
+) -> None:
+    manager = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
+    log = manager.get_or_create_log(TopicPartition("my-topic", 3))
+    for _ in range(5):
+        log.append_as_leader(value_batch(1), leader_epoch=0)
+    log.update_high_watermark(5)
+    log.maybe_increment_log_start_offset(3)  # DeleteRecords, within the first segment
+    manager.shutdown()
+    assert (
+        tmp_path / "log-start-offset-checkpoint"
+    ).read_text() == "0\n1\nmy-topic 3 3\n"
+    again = LogManager.startup([tmp_path], SMALL, clock=ManualClock())
+    reloaded = again.get_log(TopicPartition("my-topic", 3))
+    assert reloaded is not None
+    assert reloaded.log_start_offset == 3
 
 
 def test_an_unclean_shutdown_recovers_from_the_recovery_point(tmp_path: Path) -> None:

@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.log import RecordBatchHeader, build_batch, iter_batches, make_records
+from minikafka.log import (
+    Header,
+    Record,
+    RecordBatchHeader,
+    build_batch,
+    decode_batch,
+    iter_batches,
+    make_records,
+    read_batch_header,
+)
 from minikafka.log.__main__ import main
 from minikafka.log._batch import (
     ATTRIBUTES_OFFSET,
@@ -24,7 +33,7 @@ from minikafka.log._batch import (
     compute_crc,
 )
 from minikafka.log._demo import demo
-from minikafka.log._tool import dump, show_bytes, verify
+from minikafka.log._tool import dump, format_batch, format_record, show_bytes, verify
 
 FIRST_LOG = "00000000000000000000.log"
 TS = 1_700_000_000_000
@@ -137,7 +146,8 @@ def test_dump_prints_every_batch_of_every_segment(partition: Path) -> None:
     assert lines[0].startswith(
         "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 "
         "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false "
-        "isControl: false position: 0 CreateTime: 1700000000000 size: "
+        "isControl: false deleteHorizonMs: OptionalLong.empty position: 0 "
+        "CreateTime: 1700000000000 size: "
     )
     assert lines[1].startswith("baseOffset: 1 lastOffset: 2 count: 2 ")
     assert "compresscodec: gzip" in lines[1]
@@ -152,7 +162,7 @@ def test_dump_prints_every_batch_of_every_segment(partition: Path) -> None:
         assert int(_field(line, "count")) == header.record_count
         assert int(_field(line, "position")) == position
         assert int(_field(line, "size")) == header.size
-        assert _field(line, "crc") == f"{header.crc:#010x}"
+        assert _field(line, "crc") == str(header.crc)  # unsigned decimal, as Kafka
         assert f" magic: 2 compresscodec: {header.compression.name.lower()} " in line
         assert line.endswith("isvalid: true")
     dumped = [
@@ -182,13 +192,69 @@ def test_dump_deep_prints_every_record(partition: Path) -> None:
     # The keyless binary record of batch 2 is shown as hex.
     assert records[6] == (
         "| offset: 6 CreateTime: 1700000000020 keySize: -1 valueSize: 16 sequence: -1 "
-        "headerKeys: [] key: null payload: 0x" + struct.pack(">qd", 2, 2 / 7).hex()
+        "headerKeys: [] payload: 0x" + struct.pack(">qd", 2, 2 / 7).hex()
+    )  # no key: the field is left out, as kafka-dump-log.sh does
+
+
+def _dumped_records(
+    records: list[Record],
+    *,
+    is_control: bool = False,
+    delete_horizon_ms: int | None = None,
+) -> list[str]:
+    """What ``dump --deep`` prints for one batch of ``records``: its batch line first
+    (an empty batch, as compaction leaves, starts at offset 5)."""
+    data = build_batch(
+        records,
+        base_offset=None if records else 5,
+        last_offset_delta=None if records else 0,
+        is_control=is_control,
+        delete_horizon_ms=delete_horizon_ms,
     )
+    header = read_batch_header(data, 0)
+    _, decoded = decode_batch(data)
+    return [format_batch(header, 0)] + [format_record(r, header) for r in decoded]
+
+
+def test_records_are_printed_as_kafka_dump_log_prints_them() -> None:
+    # Guarantee: a record's line has kafka-dump-log.sh's fields: header keys joined by a
+    # comma, a null key or value left out (not "null"), an empty value as nothing.
+    records = [
+        Record(0, TS, None, b"v", (Header("a", b"1"), Header("b", None))),
+        Record(1, TS, b"k", None),
+        Record(2, TS, b"k", b""),
+    ]
+    lines = _dumped_records(records)
+    assert lines[1:] == [
+        f"| offset: 0 CreateTime: {TS} keySize: -1 valueSize: 1 sequence: -1 "
+        "headerKeys: [a,b] payload: v",
+        f"| offset: 1 CreateTime: {TS} keySize: 1 valueSize: -1 sequence: -1 "
+        "headerKeys: [] key: k",
+        f"| offset: 2 CreateTime: {TS} keySize: 1 valueSize: 0 sequence: -1 "
+        "headerKeys: [] key: k payload: ",
+    ]
+
+
+def test_a_delete_horizon_is_printed_as_javas_optional_long() -> None:
+    (line,) = _dumped_records([], delete_horizon_ms=TS)
+    assert f" deleteHorizonMs: OptionalLong[{TS}] position: 0 " in line
+
+
+def test_control_records_are_named_not_dumped_as_bytes() -> None:
+    # Guarantee: a transaction marker shows its outcome and coordinator epoch, another
+    # control record its type, as kafka-dump-log.sh shows them (a control batch's key
+    # and value are not data).
+    commit = Record(7, TS, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 12))
+    leader_change = Record(8, TS, struct.pack(">hh", 0, 2), b"\x00\x00")
+    lines = _dumped_records([commit, leader_change], is_control=True)
+    assert " isControl: true " in lines[0]
+    assert lines[1].endswith("headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 12")
+    assert lines[2].endswith("headerKeys: [] controlType: LEADER_CHANGE(2)")
 
 
 def test_show_bytes() -> None:
     assert show_bytes(None) == "null"
-    assert show_bytes(b"") == '""'
+    assert show_bytes(b"") == ""
     assert show_bytes("café".encode()) == "café"
     assert show_bytes(b"x" * 100) == "x" * 64 + "..."
     assert show_bytes(b"tab\there") == "0x" + b"tab\there".hex()
@@ -214,6 +280,27 @@ def test_dump_index_files(partition: Path, suffix: str, entry: str, line: str) -
     assert output.splitlines() == [f"Dumping {index}"] + [
         line.format(*e) for e in entries
     ]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "entry", "line"), _INDEX_FILES, ids=[i[0] for i in _INDEX_FILES]
+)
+def test_a_preallocated_index_ends_at_its_first_zero_entry(
+    partition: Path, tmp_path: Path, suffix: str, entry: str, line: str
+) -> None:
+    # Guarantee: the index of a running (or crashed) Kafka's active segment, written
+    # into a file preallocated with zeros, dumps as its entries alone, with no
+    # mismatch, as kafka-dump-log.sh stops at the first entry back at the base offset.
+    for name in (FIRST_LOG, f"00000000000000000000.{suffix}"):
+        shutil.copy(partition / name, tmp_path / name)
+    index = tmp_path / f"00000000000000000000.{suffix}"
+    trimmed = _run("dump", index)
+    size = struct.calcsize(entry)
+    with index.open("ab") as f:
+        f.write(bytes(size * 1000))
+    assert _run("dump", index) == trimmed
+    assert trimmed[0] == 0
+    assert len(trimmed[1].splitlines()) == 1 + index.stat().st_size // size - 1000
 
 
 def test_each_offset_index_entry_is_a_batchs_last_offset_and_position(

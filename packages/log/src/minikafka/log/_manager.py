@@ -82,6 +82,15 @@ def _epochs_written(log: Log) -> bool:
     return file is None or file.write_pending()
 
 
+def _log_start_offset(tp: TopicPartition, log: Log) -> int | None:
+    """The log start offset to checkpoint, or None where the log starts at its first
+    segment: Kafka writes only the others, and loading takes the first segment's base
+    offset for a partition the file leaves out, so both files read back the same."""
+    if log.log_start_offset > log.segments[0].base_offset:
+        return log.log_start_offset
+    return None
+
+
 @attrs.frozen
 class LogManagerSchedule:
     """How often the background tasks run (Kafka's broker keys, Kafka's defaults)."""
@@ -343,7 +352,7 @@ class LogManager:
         """
         value: Callable[[TopicPartition, Log], int | None] = {
             RECOVERY_POINT_CHECKPOINT: lambda tp, log: log.recovery_point,
-            LOG_START_OFFSET_CHECKPOINT: lambda tp, log: log.log_start_offset,
+            LOG_START_OFFSET_CHECKPOINT: _log_start_offset,
             REPLICATION_OFFSET_CHECKPOINT: lambda tp, log: log.high_watermark,
             CLEANER_OFFSET_CHECKPOINT: lambda tp, log: self.cleaner_offsets.get(tp),
         }[name]

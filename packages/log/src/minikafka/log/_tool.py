@@ -3,7 +3,10 @@
 - :func:`dump` prints a segment's batches the way ``kafka-dump-log.sh --files`` does, one
   line per batch (``--deep`` adds one line per record, Kafka's ``--deep-iteration
   --print-data-log``), or the entries of an ``.index`` / ``.timeindex`` file, each checked
-  against the segment beside it (Kafka's "Mismatches in" report).
+  against the segment beside it (Kafka's "Mismatches in" report). The lines are Kafka's,
+  field for field, with one difference on purpose: a key or value is cut after 64
+  characters, and one that is not printable UTF-8 is shown as hex (Kafka prints the raw
+  bytes, whose newlines would break the one-line-per-record layout).
 - :func:`verify` checks what log recovery checks (each batch's length, magic, CRC-32C and
   offsets) plus that every record decodes and that segments do not overlap, and names the
   first problem.
@@ -205,7 +208,11 @@ def _bool(value: bool) -> str:
 
 
 def format_batch(header: RecordBatchHeader, position: int, valid: bool = True) -> str:
-    """One batch the way kafka-dump-log.sh prints it."""
+    """One batch the way kafka-dump-log.sh prints it.
+
+    Field for field Kafka's line: the delete horizon as Java prints an ``OptionalLong``,
+    the CRC as an unsigned decimal.
+    """
     horizon = header.delete_horizon_ms
     return (
         f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
@@ -214,11 +221,11 @@ def format_batch(header: RecordBatchHeader, position: int, valid: bool = True) -
         f"producerEpoch: {header.producer_epoch} "
         f"partitionLeaderEpoch: {header.partition_leader_epoch} "
         f"isTransactional: {_bool(header.is_transactional)} "
-        f"isControl: {_bool(header.is_control)} "
-        + (f"deleteHorizonMs: {horizon} " if horizon is not None else "")
-        + f"position: {position} {_timestamp_label(header)}: {header.max_timestamp} "
+        f"isControl: {_bool(header.is_control)} deleteHorizonMs: "
+        + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
+        + f" position: {position} {_timestamp_label(header)}: {header.max_timestamp} "
         f"size: {header.size} magic: {header.magic} "
-        f"compresscodec: {_codec(header)} crc: {header.crc:#010x} isvalid: {_bool(valid)}"
+        f"compresscodec: {_codec(header)} crc: {header.crc} isvalid: {_bool(valid)}"
     )
 
 
@@ -243,13 +250,48 @@ def format_record(record: Record, header: RecordBatchHeader) -> str:
     )
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
-    header_keys = ", ".join(h.key for h in record.headers)
-    return (
+    header_keys = ",".join(h.key for h in record.headers)
+    line = (
         f"| offset: {record.offset} {_timestamp_label(header)}: {record.timestamp} "
         f"keySize: {key_size} valueSize: {value_size} sequence: {sequence} "
-        f"headerKeys: [{header_keys}] key: {show_bytes(record.key)} "
-        f"payload: {show_bytes(record.value)}"
+        f"headerKeys: [{header_keys}]"
     )
+    if header.is_control:
+        # A control record's key says what it marks; Kafka prints that, not the bytes.
+        return line + _control(record)
+    # As Kafka: a null key or value is left out, not printed as "null".
+    if record.key is not None:
+        line += f" key: {show_bytes(record.key)}"
+    if record.value is not None:
+        line += f" payload: {show_bytes(record.value)}"
+    return line
+
+
+# Kafka's ControlRecordType ids; 2-6 are the KRaft metadata log's own control records.
+_CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+
+
+def _control(record: Record) -> str:
+    """A control record as kafka-dump-log.sh names it: a transaction marker's outcome
+    and coordinator epoch, or the type's name and id for another kind (Kafka also
+    decodes the KRaft ones to JSON; we do not)."""
+    key, value = record.key or b"", record.value or b""
+    if len(key) < 4:
+        return " controlType: UNKNOWN(-1)"
+    type_id = struct.unpack_from(">h", key, 2)[0]
+    name = _CONTROL_TYPES.get(type_id)
+    if type_id in (0, 1) and len(value) >= 6:
+        epoch = struct.unpack_from(">i", value, 2)[0]
+        return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
+    return f" controlType: {name or 'UNKNOWN'}({type_id})"
 
 
 def show_bytes(data: bytes | None) -> str:
@@ -261,9 +303,7 @@ def show_bytes(data: bytes | None) -> str:
     except UnicodeDecodeError:
         text = None
     if text is not None and text.isprintable():
-        return (
-            text[:_SHOWN_CHARS] + "..." if len(text) > _SHOWN_CHARS else text
-        ) or '""'
+        return text[:_SHOWN_CHARS] + "..." if len(text) > _SHOWN_CHARS else text
     cut = "..." if len(data) > _SHOWN_BYTES else ""
     return "0x" + data[:_SHOWN_BYTES].hex() + cut
 
@@ -284,7 +324,14 @@ def dump_index(path: Path, out: TextIO) -> int:
     whole = len(data) - len(data) % entry.size
     # Read the raw entries rather than open an OffsetIndex: that rejects the very
     # damage (a torn entry, entries out of order) a dump should show.
-    for first, second in entry.iter_unpack(data[:whole]):
+    for i, (first, second) in enumerate(entry.iter_unpack(data[:whole])):
+        relative_offset = second if is_time else first
+        if i > 0 and relative_offset == 0:
+            # Kafka preallocates an active segment's index (segment.index.bytes of
+            # zeros) and trims it only when the segment rolls or the broker stops, so
+            # a running or crashed Kafka's index ends at its first entry back at the
+            # base offset; kafka-dump-log stops there too.
+            break
         if is_time:
             entries.append((first, base + second))
             print(f"timestamp: {first} offset: {base + second}", file=out)
