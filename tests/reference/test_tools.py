@@ -1,0 +1,922 @@
+"""Kafka's own command-line tools against minikafka, their output read, not only their
+exit status.
+
+The tools are Apache Kafka's (the jars ``reference/pom.xml`` pins, run as the
+``kafka-*.sh`` scripts run them); the broker is minikafka: one broker process for the
+single-node tools, and a cluster of processes with a Raft quorum of three controllers
+(nodes 0-2) and three brokers (nodes 3-5) for the quorum, reassignment and election tools.
+Where it helps, the same command runs against the real Kafka node of the session
+(``kafka_reference``) and the two outputs are compared: same lines, same columns, and
+the differences a user would see pinned down, so that a change to either shows here.
+
+Every test carries ``@pytest.mark.kafka_tool(tool, action)`` for each row of COMPAT.md's
+tools table it proves; ``needs=API`` when what it proves is today's failure, a clear
+error naming the API minikafka does not serve yet, and ``notes=...`` for a difference a
+user sees. ``scripts/tools_table.py`` builds the table from these marks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from minikafka.broker._process_cluster import tracebacks
+from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
+from reference.kafka import TOOLS, KafkaNode, ToolRun, java_command, run_tool
+from tests.cluster._cluster import FAST, WAIT, check_crashes, wait_for
+from tests.reference import _tools as out
+
+pytestmark = [pytest.mark.external, pytest.mark.timeout(180)]
+
+T = TypeVar("T")
+
+# A short initial rebalance delay: Kafka's 3 s would only slow the group tools down.
+GROUP_OVERRIDES = {
+    "group.initial.rebalance.delay.ms": "200",
+    "group.min.session.timeout.ms": "1000",
+}
+TOPICS_DESCRIBE_NOTES = (
+    "no `TopicId:`, and `Elr: N/A` `LastKnownElr: N/A` where Kafka prints them empty: "
+    "minikafka does not serve DescribeTopicPartitions, so the tool falls back to "
+    "Metadata (v8 here, without topic ids)"
+)
+QUORUM_NOTES = (
+    "`CurrentVoters` lists ids only (no `directoryId`, no `endpoints`) and "
+    "`DirectoryId` is all zeros (`AAAAAAAAAAAAAAAAAAAAAA`): DescribeQuorum stops at v1"
+)
+
+
+def tool(
+    name: str, *args: str, input: str | None = None, returncode: int = 0
+) -> ToolRun:
+    """A Kafka tool's run, which must exit with ``returncode``."""
+    return run_tool(name, *args, input=input, timeout=WAIT).check(returncode)
+
+
+def on_both(run: Callable[[str], T], broker: str, kafka: str) -> tuple[T, T]:
+    """``run(bootstrap)`` against minikafka and against Kafka, at the same time (each
+    run is mostly a JVM starting)."""
+    with ThreadPoolExecutor(2) as pool:
+        ours, theirs = pool.submit(run, broker), pool.submit(run, kafka)
+        return ours.result(), theirs.result()
+
+
+# --- the brokers, and their crash check ----------------------------------------------
+
+_WATCHED: list[BrokerProcess | ProcessCluster] = []
+_REPORTED: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+def _no_node_crashed(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a passing test after which a minikafka process of this module wrote a
+    traceback or ended untold."""
+    yield
+    found = []
+    for node in _WATCHED:
+        if isinstance(node, ProcessCluster):
+            crashes = [str(crash) for crash in node.crashes()]
+        else:
+            crashes = [
+                f"broker {node.data_dir} wrote a traceback (line {line}):\n{text}"
+                for line, text in tracebacks("\n".join(node.output))
+            ]
+            if node.process is not None and node.process.poll() is not None:
+                crashes.append(f"broker {node.data_dir} ended untold")
+        for crash in crashes:
+            if crash not in _REPORTED:
+                _REPORTED.add(crash)
+                found.append(crash)
+    check_crashes(request.node, found)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One minikafka broker (node 1, a combined node) for the module's single-node tools."""
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("tools-broker"), overrides=GROUP_OVERRIDES
+    )
+    with process:
+        _WATCHED.append(process)
+        yield process
+    _WATCHED.remove(process)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    """Three controllers (a Raft quorum, nodes 0-2) and three brokers (nodes 3-5)."""
+    ports = free_ports(6)
+    made = ProcessCluster.create(
+        tmp_path_factory.mktemp("tools-cluster"),
+        3,
+        controllers=3,
+        controller_ports=ports[:3],
+        broker_ports=ports[3:],
+        overrides=FAST,
+    )
+    _WATCHED.append(made)
+    try:
+        made.up()
+        yield made
+    finally:
+        made.kill_all()
+        _WATCHED.remove(made)
+
+
+def bootstrap(node: BrokerProcess | ProcessCluster | KafkaNode) -> list[str]:
+    return ["--bootstrap-server", node.bootstrap]
+
+
+def create_topic(where: str, topic: str, *args: str) -> None:
+    run = tool(
+        "kafka-topics", "--bootstrap-server", where, "--create", "--topic", topic, *args
+    )
+    assert run.stdout.strip() == f"Created topic {topic}.", run.stdout
+
+
+# --- kafka-topics ----------------------------------------------------------------------
+
+
+@pytest.mark.kafka_tool("kafka-topics", "--create")
+@pytest.mark.kafka_tool("kafka-topics", "--list")
+@pytest.mark.kafka_tool("kafka-topics", "--describe")
+@pytest.mark.kafka_tool("kafka-topics", "--alter --partitions")
+@pytest.mark.kafka_tool("kafka-topics", "--delete")
+def test_topics_create_describe_alter_and_delete(broker: BrokerProcess) -> None:
+    # Guarantee: a topic kafka-topics creates (with a config) is listed, described with
+    # its partitions, leader, replicas, ISR and config; --alter adds a partition the
+    # next describe shows; --delete removes it from the list.
+    at = bootstrap(broker)
+    topic = "tools-topics"
+    create_topic(
+        broker.bootstrap,
+        topic,
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "1",
+        "--config",
+        "retention.ms=3600000",
+    )
+    assert topic in tool("kafka-topics", *at, "--list").stdout.split()
+
+    described = out.describe_topic(
+        tool("kafka-topics", *at, "--describe", "--topic", topic).stdout
+    )
+    assert described.header["Topic"] == topic
+    assert described.header["PartitionCount"] == "2"
+    assert described.header["ReplicationFactor"] == "1"
+    assert described.header["Configs"] == "retention.ms=3600000"
+    for p in (0, 1):
+        assert described.partitions[p]["Partition"] == str(p)
+        assert (described.leader(p), described.replicas(p), described.isr(p)) == (
+            1,
+            [1],
+            [1],
+        )
+
+    assert (
+        tool(
+            "kafka-topics", *at, "--alter", "--topic", topic, "--partitions", "3"
+        ).stdout
+        == ""
+    )
+    described = out.describe_topic(
+        tool("kafka-topics", *at, "--describe", "--topic", topic).stdout
+    )
+    assert described.header["PartitionCount"] == "3"
+    assert [p["Partition"] for p in described.partitions] == ["0", "1", "2"]
+    assert described.leader(2) == 1
+
+    assert tool("kafka-topics", *at, "--delete", "--topic", topic).stdout == ""
+    wait_for(
+        lambda: topic not in tool("kafka-topics", *at, "--list").stdout.split(),
+        f"{topic} gone from --list",
+    )
+
+
+@pytest.mark.kafka_tool("kafka-topics", "--describe", notes=TOPICS_DESCRIBE_NOTES)
+def test_topics_describe_prints_kafkas_lines(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: kafka-topics --describe prints, for minikafka, the lines and keys it
+    # prints for Kafka, but for the listed differences (pinned: either side changing
+    # shows here).
+    topic = "tools-describe"
+
+    def describe(where: str) -> out.TopicDescription:
+        create_topic(where, topic, "--partitions", "2", "--replication-factor", "1")
+        run = tool(
+            "kafka-topics", "--bootstrap-server", where, "--describe", "--topic", topic
+        )
+        return out.describe_topic(run.stdout)
+
+    ours, theirs = on_both(describe, broker.bootstrap, kafka_reference.bootstrap)
+    assert len(ours.partitions) == len(theirs.partitions) == 2
+    assert [list(p) for p in ours.partitions] == [list(p) for p in theirs.partitions]
+    assert list(theirs.header) == ["Topic", "TopicId", *list(ours.header)[1:]]
+    for ours_p, theirs_p in zip(ours.partitions, theirs.partitions, strict=True):
+        assert (ours_p["Elr"], ours_p["LastKnownElr"]) == ("N/A", "N/A")
+        assert (theirs_p["Elr"], theirs_p["LastKnownElr"]) == ("", "")
+        for key in ("Topic", "Partition", "Leader", "Replicas", "Isr"):
+            assert ours_p[key] == theirs_p[key]  # both are node 1
+
+
+# --- kafka-configs ---------------------------------------------------------------------
+
+_CONFIG_ENTRY = re.compile(r"  (\S+?)=(.*) sensitive=(true|false) synonyms=\{(.*)\}")
+
+
+def config_entries(text: str, heading: str) -> dict[str, tuple[str, str]]:
+    """``kafka-configs --describe``: key -> (value, synonyms), under its heading line."""
+    lines = text.splitlines()
+    assert lines, text
+    assert lines[0] == heading, text
+    entries = {}
+    for line in lines[1:]:
+        match = _CONFIG_ENTRY.fullmatch(line)
+        assert match is not None, f"{line!r} is not a config entry:\n{text}"
+        entries[match[1]] = (match[2], match[4])
+    return entries
+
+
+@pytest.mark.kafka_tool("kafka-configs", "--describe --entity-type topics")
+@pytest.mark.kafka_tool(
+    "kafka-configs",
+    "--describe --entity-type brokers",
+    notes="with `--all`, only the keys the broker was given (STATIC_BROKER_CONFIG); "
+    "Kafka lists every key, defaults included",
+)
+def test_configs_describe_a_topic_and_a_broker(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: a topic's dynamic config is described with its value and its synonyms
+    # (the topic's, then the broker default's); a broker has no dynamic configs, and
+    # --all lists what it was started with, under Kafka's names of them.
+    at = bootstrap(broker)
+    topic = "tools-configs"
+    create_topic(
+        broker.bootstrap, topic, "--partitions", "1", "--config", "retention.ms=3600000"
+    )
+    described = tool(
+        "kafka-configs",
+        *at,
+        "--describe",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+    )
+    entries = config_entries(
+        described.stdout, f"Dynamic configs for topic {topic} are:"
+    )
+    value, synonyms = entries["retention.ms"]
+    assert value == "3600000"
+    assert synonyms.startswith("DYNAMIC_TOPIC_CONFIG:retention.ms=3600000"), synonyms
+    assert list(entries) == ["retention.ms"]
+
+    broker_args = ["--describe", "--entity-type", "brokers", "--entity-name", "1"]
+    dynamic = tool("kafka-configs", *at, *broker_args)
+    assert config_entries(dynamic.stdout, "Dynamic configs for broker 1 are:") == {}
+
+    def everything(where: str) -> dict[str, tuple[str, str]]:
+        run = tool("kafka-configs", "--bootstrap-server", where, *broker_args, "--all")
+        return config_entries(run.stdout, "All configs for broker 1 are:")
+
+    ours, theirs = on_both(everything, broker.bootstrap, kafka_reference.bootstrap)
+    log_dirs = str(broker.data_dir)
+    assert ours["log.dirs"] == (log_dirs, f"STATIC_BROKER_CONFIG:log.dirs={log_dirs}")
+    assert ours["group.initial.rebalance.delay.ms"][0] == "200"
+    assert set(ours) <= set(theirs), set(ours) - set(theirs)  # Kafka's names
+    assert len(ours) < len(theirs) // 10  # the difference noted in the table
+
+
+# --- console producer and consumer, get-offsets, consumer groups ---------------------
+
+KEYED_TOPIC = "tools-keyed"
+KEYED = [(f"k{i % 5}", f"v{i}") for i in range(30)]
+"""30 keyed records, five keys, each key's values in the order they were produced."""
+CONSOLE_GROUP = "tools-console"
+
+
+@pytest.fixture(scope="module")
+def consumed(broker: BrokerProcess) -> list[tuple[int, int, str, str]]:
+    """KEYED produced by kafka-console-producer (``parse.key``) into three partitions,
+    then read back by kafka-console-consumer in group CONSOLE_GROUP: (partition, offset,
+    key, value) in the order it printed them."""
+    at = bootstrap(broker)
+    create_topic(broker.bootstrap, KEYED_TOPIC, "--partitions", "3")
+    lines = "".join(f"{key}:{value}\n" for key, value in KEYED)
+    produced = tool(
+        "kafka-console-producer",
+        *at,
+        "--topic",
+        KEYED_TOPIC,
+        "--property",
+        "parse.key=true",
+        "--property",
+        "key.separator=:",
+        input=lines,
+    )
+    assert produced.stdout.strip() == "", produced.stdout
+    read = tool(
+        "kafka-console-consumer",
+        *at,
+        "--topic",
+        KEYED_TOPIC,
+        "--from-beginning",
+        "--group",
+        CONSOLE_GROUP,
+        "--max-messages",
+        str(len(KEYED)),
+        "--timeout-ms",
+        str(int(WAIT * 1000)),
+        "--property",
+        "print.key=true",
+        "--property",
+        "print.partition=true",
+        "--property",
+        "print.offset=true",
+    )
+    assert f"Processed a total of {len(KEYED)} messages" in read.stderr, read.stderr
+    records = []
+    for line in read.stdout.splitlines():
+        # The formatter puts its key.separator (a tab) after each field it prints.
+        partition, offset, key, value = line.split("\t")
+        records.append(
+            (
+                int(partition.removeprefix("Partition:")),
+                int(offset.removeprefix("Offset:")),
+                key,
+                value,
+            )
+        )
+    return records
+
+
+@pytest.mark.kafka_tool("kafka-console-producer", "--property parse.key=true")
+@pytest.mark.kafka_tool(
+    "kafka-console-consumer", "--from-beginning --group --property print.key=true"
+)
+def test_console_producer_and_consumer_round_trip_keyed_records(
+    consumed: list[tuple[int, int, str, str]],
+) -> None:
+    # Guarantee: every keyed line the console producer sends is read back by the console
+    # consumer once, with its key; a key's records share a partition, in the order sent,
+    # at consecutive offsets from 0 in each partition.
+    assert sorted((k, v) for _, _, k, v in consumed) == sorted(KEYED)
+    for key in {k for k, _ in KEYED}:
+        assert len({p for p, _, k, _ in consumed if k == key}) == 1, key
+        assert [v for _, _, k, v in consumed if k == key] == [
+            v for k2, v in KEYED if k2 == key
+        ]
+    for partition in {p for p, _, _, _ in consumed}:
+        offsets = [o for p, o, _, _ in consumed if p == partition]
+        assert offsets == list(range(len(offsets))), (partition, offsets)
+
+
+@pytest.mark.kafka_tool("kafka-get-offsets", "--topic (latest, --time -2)")
+def test_get_offsets_gives_each_partitions_end_and_start(
+    broker: BrokerProcess, consumed: list[tuple[int, int, str, str]]
+) -> None:
+    # Guarantee: kafka-get-offsets prints topic:partition:offset for every partition, the
+    # log end offset by default (the records each partition got) and 0 for --time -2.
+    counts = dict.fromkeys(range(3), 0)
+    for partition, _, _, _ in consumed:
+        counts[partition] += 1
+    at = [*bootstrap(broker), "--topic", KEYED_TOPIC]
+    latest = out.offsets(tool("kafka-get-offsets", *at).stdout)
+    assert latest == {(KEYED_TOPIC, p): n for p, n in counts.items()}
+    earliest = out.offsets(tool("kafka-get-offsets", *at, "--time", "-2").stdout)
+    assert earliest == {(KEYED_TOPIC, p): 0 for p in range(3)}
+
+
+GROUP_COLUMNS = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+]
+RESET_COLUMNS = ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+
+
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--list")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --dry-run")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --execute")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--delete")
+def test_consumer_groups_list_describe_reset_and_delete(
+    broker: BrokerProcess, consumed: list[tuple[int, int, str, str]]
+) -> None:
+    # Guarantee: the console consumer's group is listed and described with its committed
+    # offsets (no lag after reading everything); a dry-run reset prints the new offsets
+    # and changes nothing, an executed one moves them (the lag is then the whole log);
+    # --delete removes the group.
+    at = [*bootstrap(broker), "--group", CONSOLE_GROUP]
+    assert (
+        CONSOLE_GROUP
+        in tool("kafka-consumer-groups", *bootstrap(broker), "--list").stdout.split()
+    )
+
+    def positions() -> dict[int, tuple[str, str, str]]:
+        run = tool("kafka-consumer-groups", *at, "--describe")
+        assert f"Consumer group '{CONSOLE_GROUP}' has no active members." in run.stderr
+        assert out.columns(run.stdout) == GROUP_COLUMNS
+        rows = out.table(run.stdout)
+        assert {(r["GROUP"], r["TOPIC"]) for r in rows} == {
+            (CONSOLE_GROUP, KEYED_TOPIC)
+        }
+        assert {(r["CONSUMER-ID"], r["HOST"], r["CLIENT-ID"]) for r in rows} == {
+            ("-", "-", "-")
+        }
+        return {
+            int(r["PARTITION"]): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"])
+            for r in rows
+        }
+
+    ends = {p: str(sum(1 for q, *_ in consumed if q == p)) for p in range(3)}
+    read_all = {p: (end, end, "0") for p, end in ends.items()}
+    assert positions() == read_all
+
+    reset = [*at, "--reset-offsets", "--topic", KEYED_TOPIC, "--to-earliest"]
+    for mode in ("--dry-run", "--execute"):
+        run = tool("kafka-consumer-groups", *reset, mode)
+        assert out.columns(run.stdout) == RESET_COLUMNS
+        new = {int(r["PARTITION"]): r["NEW-OFFSET"] for r in out.table(run.stdout)}
+        assert new == dict.fromkeys(range(3), "0"), mode
+        if mode == "--dry-run":
+            assert positions() == read_all  # nothing changed
+    assert positions() == {p: ("0", end, end) for p, end in ends.items()}
+
+    deleted = tool("kafka-consumer-groups", *at, "--delete")
+    assert deleted.stdout.strip() == (
+        f"Deletion of requested consumer groups ('{CONSOLE_GROUP}') was successful."
+    )
+    assert (
+        CONSOLE_GROUP
+        not in tool(
+            "kafka-consumer-groups", *bootstrap(broker), "--list"
+        ).stdout.split()
+    )
+
+
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --dry-run")
+def test_consumer_groups_print_kafkas_columns(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: for the same group (offsets committed by an executed reset), the group
+    # tool prints the same columns and rows for minikafka as for Kafka.
+    topic, group = "tools-columns", "tools-columns-group"
+
+    def describe(where: str) -> tuple[str, str]:
+        create_topic(where, topic, "--partitions", "2")
+        at = ["--bootstrap-server", where, "--group", group]
+        reset = tool(
+            "kafka-consumer-groups",
+            *at,
+            "--reset-offsets",
+            "--topic",
+            topic,
+            "--to-earliest",
+            "--execute",
+        )
+        return reset.stdout, tool("kafka-consumer-groups", *at, "--describe").stdout
+
+    (our_reset, ours), (their_reset, theirs) = on_both(
+        describe, broker.bootstrap, kafka_reference.bootstrap
+    )
+    assert out.columns(ours) == out.columns(theirs) == GROUP_COLUMNS
+    assert out.table(ours) == out.table(theirs)
+    assert out.table(our_reset) == out.table(their_reset)
+
+
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe --members")
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe --state")
+def test_consumer_groups_describe_an_active_group(broker: BrokerProcess) -> None:
+    # Guarantee: while a console consumer is in a group, --describe --members names it
+    # (its member id, host and client id, its two partitions), and --state the
+    # coordinator (this broker), the range assignor, Stable, one member.
+    topic, group = "tools-active", "tools-active-group"
+    create_topic(broker.bootstrap, topic, "--partitions", "2")
+    args = [*bootstrap(broker), "--topic", topic, "--group", group]
+    consumer = subprocess.Popen(
+        java_command(TOOLS["kafka-console-consumer"], args),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        at = [*bootstrap(broker), "--group", group, "--describe"]
+        members: list[dict[str, str]] = []
+
+        def joined() -> bool:
+            run = tool("kafka-consumer-groups", *at, "--members")
+            if f"Consumer group '{group}' does not exist." in run.stdout:
+                return False  # the consumer has not joined yet
+            members[:] = out.table(run.stdout)
+            return len(members) == 1 and members[0]["#PARTITIONS"] == "2"
+
+        wait_for(joined, f"the console consumer in {group}")
+        [member] = members
+        assert member["CONSUMER-ID"].startswith("console-consumer-"), member
+        assert (member["HOST"], member["CLIENT-ID"]) == (
+            "/127.0.0.1",
+            "console-consumer",
+        )
+        state = tool("kafka-consumer-groups", *at, "--state").stdout
+        assert out.columns(state) == [
+            "GROUP",
+            "COORDINATOR",
+            "(ID)",
+            "ASSIGNMENT-STRATEGY",
+            "STATE",
+            "#MEMBERS",
+        ]
+        [row] = state.strip().splitlines()[1:]
+        assert row.split() == [group, broker.bootstrap, "(1)", "range", "Stable", "1"]
+    finally:
+        consumer.terminate()
+        consumer.wait(WAIT)
+
+
+# --- the verifiable clients and the perf tests ----------------------------------------
+
+
+@pytest.mark.kafka_tool("kafka-verifiable-producer", "--max-messages")
+@pytest.mark.kafka_tool(
+    "kafka-verifiable-consumer", "--verbose --reset-policy earliest"
+)
+def test_verifiable_consumer_reads_every_record_the_producer_had_acked(
+    broker: BrokerProcess,
+) -> None:
+    # Guarantee: every record the verifiable producer reports acked (its partition,
+    # offset and value) the verifiable consumer reads, once and no other; the consumer
+    # commits each partition's next offset.
+    topic, count = "tools-verifiable", 200
+    create_topic(broker.bootstrap, topic, "--partitions", "2")
+    produced = out.json_events(
+        tool(
+            "kafka-verifiable-producer",
+            *bootstrap(broker),
+            "--topic",
+            topic,
+            "--max-messages",
+            str(count),
+        ).stdout
+    )
+    names = [e["name"] for e in produced]
+    assert names[0] == "startup_complete"
+    assert "producer_send_error" not in names
+    [summary] = [e for e in produced if e["name"] == "tool_data"]
+    assert (summary["sent"], summary["acked"]) == (count, count)
+    acked = {
+        (e["partition"], e["offset"]): e["value"]
+        for e in produced
+        if e["name"] == "producer_send_success"
+    }
+    assert sorted(acked.values(), key=int) == [str(i) for i in range(count)]
+
+    read = out.json_events(
+        tool(
+            "kafka-verifiable-consumer",
+            *bootstrap(broker),
+            "--topic",
+            topic,
+            "--group-id",
+            "tools-verifiable",
+            "--max-messages",
+            str(count),
+            "--reset-policy",
+            "earliest",
+            "--verbose",
+        ).stdout
+    )
+    records = [e for e in read if e["name"] == "record_data"]
+    assert len(records) == count
+    assert {(e["partition"], e["offset"]): e["value"] for e in records} == acked
+    committed = {
+        (o["partition"], o["offset"])
+        for e in read
+        if e["name"] == "offsets_committed"
+        for o in e["offsets"]
+        if e["success"]
+    }
+    for partition in {p for p, _ in acked}:
+        end = max(o for p, o in acked if p == partition) + 1
+        assert (partition, end) in committed, (partition, end, committed)
+
+
+@pytest.mark.kafka_tool("kafka-producer-perf-test", "--num-records --record-size")
+@pytest.mark.kafka_tool("kafka-consumer-perf-test", "--messages")
+def test_perf_tests_summarise_what_they_sent_and_read(broker: BrokerProcess) -> None:
+    # Guarantee: the producer perf test's summary counts every record sent, with
+    # positive rates and ordered latency percentiles; the consumer perf test reads them
+    # all back: as many records and bytes as were sent.
+    topic, count, size = "tools-perf", 1000, 100
+    create_topic(broker.bootstrap, topic, "--partitions", "1")
+    sent = out.producer_perf(
+        tool(
+            "kafka-producer-perf-test",
+            "--topic",
+            topic,
+            "--num-records",
+            str(count),
+            "--record-size",
+            str(size),
+            "--throughput",
+            "-1",
+            "--producer-props",
+            f"bootstrap.servers={broker.bootstrap}",
+        ).stdout
+    )
+    assert sent.records == count
+    assert sent.records_per_sec > 0
+    assert sent.mb_per_sec > 0
+    assert sent.p50_ms <= sent.p95_ms <= sent.p99_ms <= sent.p999_ms <= sent.max_ms
+    read = out.consumer_perf(
+        tool(
+            "kafka-consumer-perf-test",
+            *bootstrap(broker),
+            "--topic",
+            topic,
+            "--messages",
+            str(count),
+            "--timeout",
+            str(int(WAIT * 1000)),
+        ).stdout
+    )
+    assert int(read["data.consumed.in.nMsg"]) == count
+    assert read["data.consumed.in.MB"] == f"{count * size / 2**20:.4f}"
+    assert float(read["nMsg.sec"]) > 0
+
+
+# --- kafka-log-dirs ----------------------------------------------------------------------
+
+
+@pytest.mark.kafka_tool("kafka-log-dirs", "--describe", needs="DescribeLogDirs")
+def test_log_dirs_needs_describe_log_dirs(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: kafka-log-dirs fails against minikafka with Kafka's clear error naming
+    # the API it lacks, where Kafka answers with its log directory.
+    def describe(where: str) -> ToolRun:
+        return run_tool(
+            "kafka-log-dirs", "--bootstrap-server", where, "--describe", timeout=WAIT
+        )
+
+    ours, theirs = on_both(describe, broker.bootstrap, kafka_reference.bootstrap)
+    assert ours.returncode == 1
+    assert (
+        "UnsupportedVersionException: The node does not support DESCRIBE_LOG_DIRS"
+        in ours.stderr
+    )
+    theirs.check()
+    answer = json.loads(theirs.stdout.strip().splitlines()[-1])
+    [log_dir] = answer["brokers"][0]["logDirs"]
+    assert Path(log_dir["logDir"]) == kafka_reference.log_dir
+
+
+# --- a cluster of three controllers and three brokers ---------------------------------
+
+CONTROLLERS, BROKERS = [0, 1, 2], [3, 4, 5]
+
+
+@pytest.mark.kafka_tool(
+    "kafka-metadata-quorum", "--bootstrap-server describe --status", notes=QUORUM_NOTES
+)
+@pytest.mark.kafka_tool(
+    "kafka-metadata-quorum",
+    "--bootstrap-server describe --replication",
+    notes=QUORUM_NOTES,
+)
+def test_metadata_quorum_describes_the_three_controllers(
+    cluster: ProcessCluster, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: through a broker, kafka-metadata-quorum describes the Raft quorum:
+    # a leader among the three voters, in an epoch >= 1, a high watermark, the brokers
+    # as observers; --replication one row a node, the leader's Lag 0 and each row's
+    # Lag its distance from the leader's end. Kafka prints the same keys and columns.
+    def describe(where: str) -> tuple[dict[str, str], str]:
+        at = ["--bootstrap-server", where, "describe"]
+        status = out.quorum_status(
+            tool("kafka-metadata-quorum", *at, "--status").stdout
+        )
+        return status, tool("kafka-metadata-quorum", *at, "--replication").stdout
+
+    (status, replication), (their_status, their_replication) = on_both(
+        describe, cluster.bootstrap, kafka_reference.bootstrap
+    )
+    assert list(status) == list(their_status)
+    assert status["ClusterId"] == cluster.cluster_id
+    leader = int(status["LeaderId"])
+    assert leader in CONTROLLERS
+    assert int(status["LeaderEpoch"]) >= 1
+    assert int(status["HighWatermark"]) > 0
+    assert out.voter_ids(status["CurrentVoters"]) == CONTROLLERS
+    assert out.voter_ids(status["CurrentObservers"]) == BROKERS
+    voters = json.loads(status["CurrentVoters"])
+    assert all(set(v) == {"id"} for v in voters), voters  # the noted difference
+    assert {"id", "directoryId", "endpoints"} <= set(
+        json.loads(their_status["CurrentVoters"])[0]
+    )
+
+    assert out.columns(replication) == out.columns(their_replication)
+    rows = {int(r["NodeId"]): r for r in out.table(replication)}
+    assert sorted(rows) == CONTROLLERS + BROKERS
+    expected = {n: "Observer" if n in BROKERS else "Follower" for n in rows}
+    expected[leader] = "Leader"
+    assert {n: r["Status"] for n, r in rows.items()} == expected
+    end = int(rows[leader]["LogEndOffset"])
+    assert end >= int(status["HighWatermark"])
+    for row in rows.values():
+        assert int(row["Lag"]) == end - int(row["LogEndOffset"]) >= 0
+        assert row["DirectoryId"] == "AAAAAAAAAAAAAAAAAAAAAA"  # the noted difference
+
+
+@pytest.mark.kafka_tool(
+    "kafka-metadata-quorum",
+    "--bootstrap-controller describe --status",
+    needs="DescribeCluster",
+    notes="the controllers' listener does not answer DescribeCluster (KIP-919)",
+)
+@pytest.mark.kafka_tool(
+    "kafka-metadata-quorum",
+    "--bootstrap-controller describe --replication",
+    needs="DescribeCluster",
+    notes="the controllers' listener does not answer DescribeCluster (KIP-919)",
+)
+def test_metadata_quorum_through_the_controllers_needs_describe_cluster(
+    cluster: ProcessCluster, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: asked through the controllers' listener, the tool fails with Kafka's
+    # clear error naming DescribeCluster (the admin client's first request there), where
+    # Kafka's controller answers it.
+    voters = ",".join(f"127.0.0.1:{cluster.listen_port(c)}" for c in CONTROLLERS)
+    for what in ("--status", "--replication"):
+        run = run_tool(
+            "kafka-metadata-quorum",
+            "--bootstrap-controller",
+            voters,
+            "describe",
+            what,
+            timeout=WAIT,
+        )
+        assert run.returncode == 1, run
+        assert "The node does not support DESCRIBE_CLUSTER" in run.stderr, run.stderr
+    theirs = tool(
+        "kafka-metadata-quorum",
+        "--bootstrap-controller",
+        kafka_reference.controller_bootstrap,
+        "describe",
+        "--status",
+    )
+    assert out.quorum_status(theirs.stdout)["LeaderId"] == "1"
+
+
+def plan_file(path: Path, moves: dict[tuple[str, int], list[int]]) -> str:
+    partitions = [
+        {"topic": t, "partition": p, "replicas": r, "log_dirs": ["any"] * len(r)}
+        for (t, p), r in moves.items()
+    ]
+    path.write_text(json.dumps({"version": 1, "partitions": partitions}))
+    return str(path)
+
+
+@pytest.mark.kafka_tool("kafka-reassign-partitions", "--generate")
+@pytest.mark.kafka_tool("kafka-reassign-partitions", "--execute")
+@pytest.mark.kafka_tool("kafka-reassign-partitions", "--verify --preserve-throttles")
+@pytest.mark.kafka_tool(
+    "kafka-reassign-partitions",
+    "--verify",
+    needs="IncrementalAlterConfigs",
+    notes="reports every partition's reassignment complete, then fails clearing the "
+    "throttles; `--preserve-throttles` leaves them and succeeds",
+)
+@pytest.mark.kafka_tool("kafka-leader-election", "--election-type PREFERRED")
+def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
+    cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    # Guarantee: --generate proposes replicas on the brokers named only, --execute starts
+    # the move of a plan (printing the assignment to roll back to), --verify reports it
+    # complete, and kafka-topics then shows partition 0 on its new brokers, its records
+    # all there, and partition 1's replicas reordered with the old leader kept;
+    # kafka-leader-election then makes the new first replica (the preferred) lead.
+    at = bootstrap(cluster)
+    topic = "tools-moved"
+    create_topic(cluster.bootstrap, topic, "--replica-assignment", "3:4,4:5")
+    lines = "".join(f"r{i}\n" for i in range(20))
+    tool(
+        "kafka-console-producer",
+        *at,
+        "--topic",
+        topic,
+        "--property",
+        "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
+        input=lines,
+    )
+    before = out.offsets(tool("kafka-get-offsets", *at, "--topic", topic).stdout)
+    assert sum(before.values()) == 20
+
+    (tmp_path / "topics.json").write_text(
+        json.dumps({"version": 1, "topics": [{"topic": topic}]})
+    )
+    generated = tool(
+        "kafka-reassign-partitions",
+        *at,
+        "--generate",
+        "--broker-list",
+        "4,5",
+        "--topics-to-move-json-file",
+        str(tmp_path / "topics.json"),
+    ).stdout
+    current = out.json_after(generated, "Current partition replica assignment")
+    assert [(p["partition"], p["replicas"]) for p in current["partitions"]] == [
+        (0, [3, 4]),
+        (1, [4, 5]),
+    ]
+    proposed = out.json_after(
+        generated, "Proposed partition reassignment configuration"
+    )
+    for partition in proposed["partitions"]:
+        assert sorted(partition["replicas"]) == [4, 5], proposed
+
+    plan = plan_file(tmp_path / "plan.json", {(topic, 0): [5, 4], (topic, 1): [5, 4]})
+    executed = tool(
+        "kafka-reassign-partitions", *at, "--execute", "--reassignment-json-file", plan
+    ).stdout
+    assert out.json_after(executed, "Current partition replica assignment") == current
+    assert (
+        f"Successfully started partition reassignments for {topic}-0,{topic}-1"
+        in executed
+    )
+
+    verify = ["--verify", "--reassignment-json-file", plan]
+    complete = [f"Reassignment of partition {topic}-{p} is completed." for p in (0, 1)]
+
+    def verified() -> bool:
+        run = tool("kafka-reassign-partitions", *at, *verify, "--preserve-throttles")
+        return all(line in run.stdout.splitlines() for line in complete)
+
+    wait_for(verified, f"{topic}'s reassignment verified complete")
+    clearing = run_tool("kafka-reassign-partitions", *at, *verify, timeout=WAIT)
+    assert clearing.returncode == 1
+    assert all(line in clearing.stdout.splitlines() for line in complete)
+    assert "Clearing broker-level throttles on brokers" in clearing.stdout
+    assert "The node does not support INCREMENTAL_ALTER_CONFIGS" in clearing.stdout
+
+    def described() -> out.TopicDescription:
+        return out.describe_topic(
+            tool("kafka-topics", *at, "--describe", "--topic", topic).stdout
+        )
+
+    moved = described()
+    assert moved.replicas(0) == moved.replicas(1) == [5, 4]
+    assert sorted(moved.isr(0)) == sorted(moved.isr(1)) == [4, 5]
+    assert (
+        moved.leader(1) == 4
+    )  # a reorder keeps the leader: 5 is preferred, not leading
+    assert (
+        out.offsets(tool("kafka-get-offsets", *at, "--topic", topic).stdout) == before
+    )
+
+    elected = tool(
+        "kafka-leader-election",
+        *at,
+        "--election-type",
+        "PREFERRED",
+        "--topic",
+        topic,
+        "--partition",
+        "1",
+    ).stdout
+    assert (
+        elected.strip()
+        == f"Successfully completed leader election (PREFERRED) for partitions {topic}-1"
+    )
+    wait_for(
+        lambda: described().leader(1) == 5, f"{topic}-1 led by its preferred replica 5"
+    )
+    again = tool(
+        "kafka-leader-election",
+        *at,
+        "--election-type",
+        "PREFERRED",
+        "--topic",
+        topic,
+        "--partition",
+        "1",
+    ).stdout
+    assert again.strip() == f"Valid replica already elected for partitions {topic}-1"
