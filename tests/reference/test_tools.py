@@ -382,7 +382,7 @@ def test_console_producer_and_consumer_round_trip_keyed_records(
         assert offsets == list(range(len(offsets))), (partition, offsets)
 
 
-@pytest.mark.kafka_tool("kafka-get-offsets", "--topic (latest, --time -2)")
+@pytest.mark.kafka_tool("kafka-get-offsets", "--topic, --time -2")
 def test_get_offsets_gives_each_partitions_end_and_start(
     broker: BrokerProcess, consumed: list[tuple[int, int, str, str]]
 ) -> None:
