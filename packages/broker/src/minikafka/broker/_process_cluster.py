@@ -631,3 +631,21 @@ class ProcessCluster:
                 self.kill(node)
         if self.zookeeper_port is not None:
             self.zookeeper.kill()
+
+    def __enter__(self) -> ProcessCluster:
+        """``with ProcessCluster.create(...) as cluster:``: every node up; a node that
+        does not start leaves none running."""
+        try:
+            self.up()
+        except BaseException:
+            self.kill_all()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Every node stopped cleanly (:meth:`down`), or killed if one will not stop."""
+        try:
+            self.down()
+        except BaseException:
+            self.kill_all()
+            raise
