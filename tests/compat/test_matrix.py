@@ -163,9 +163,13 @@ def test_marks_are_collected_where_pytest_applies_them(tmp_path: Path) -> None:
         "- (5) CreateTopics × aiokafka: test_one.py: `TestAdmin::test_create`",
         "- (6) DeleteTopics × aiokafka: test_one.py: `TestAdmin::test_create`",
     ]
-    assert "| Produce (0) | 3-8 | ✓ (1) | – | – | – |" in out  # test_three's is xfail
-    assert "| Metadata (3) | 1-8 | – | – | – | – |" in out  # its only test is xfail
-    assert "| CreatePartitions (37) | 0-1 | n/a | – | – | – |" in out
+    assert "| Produce (0) | 3-8 | ✓ (1) | – | – | – | – |" in out  # test_three's is xfail
+    assert "| Metadata (3) | 1-8 | – | – | – | – | – |" in out  # its only test is xfail
+    assert "| CreatePartitions (37) | 0-1 | n/a | – | – | – | – |" in out
+    # The Java client's column says which release's client it is.
+    version = (ROOT / "reference" / "pom.xml").read_text().split("<kafka.version>")[1]
+    header = f"| aiokafka | Java (Kafka {version.split('<')[0]}) |"
+    assert header in out
 
 
 def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
@@ -206,7 +210,7 @@ def test_write_replaces_only_the_marked_section(tmp_path: Path) -> None:
 
 def test_bad_marks_and_missing_markers_are_errors(tmp_path: Path) -> None:
     for mark, error in (
-        ('"Produce", "java"', "test_bad.py:4: client 'java'"),
+        ('"Produce", "kafka-go"', "test_bad.py:4: client 'kafka-go'"),
         ('"Produse", "kcat"', "'Produse' is not a Kafka API name"),
     ):
         write_module(
