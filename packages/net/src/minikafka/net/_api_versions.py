@@ -6,8 +6,9 @@ The rules (KIP-35, KIP-511), each enforced below:
   it handles: exactly what it handles, nothing more, because clients act on it
   (librdkafka, for one, starts sending telemetry as soon as it sees API key 71);
 - a request of an ApiVersions version the broker does not know is still answered, in
-  the v0 format every client can read, with ``UNSUPPORTED_VERSION`` (35) and the
-  supported ranges, so the client can retry with a version both speak;
+  the v0 format every client can read, with ``UNSUPPORTED_VERSION`` (35) and the range
+  of ApiVersions alone, as Kafka answers: the client retries ApiVersions at a version
+  both speak, and that answer lists every API;
 - from v3 the client names its software; a name or version outside
   ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` gets ``INVALID_REQUEST`` (42).
 
@@ -111,9 +112,11 @@ def handle_api_versions(
 ) -> None:
     """Answer an ApiVersions request according to the rules above."""
     if request.body is None:
-        # A version we cannot read: answer in v0 so the client can read it.
+        # A version we cannot read: answer in v0 so the client can read it, with
+        # ApiVersions' own range only (Kafka's ApiVersionsRequest.getErrorResponse).
+        own = {ApiKey.API_VERSIONS: supported[ApiKey.API_VERSIONS]}
         request.respond_parts(
-            (api_versions_body(supported, 0, ErrorCode.unsupported_version),)
+            (api_versions_body(own, 0, ErrorCode.unsupported_version),)
         )
         return
     version = request.api_version
