@@ -360,7 +360,7 @@ def _flat(dumped: DumpedFile) -> list[DumpedRecord]:
 def _checkpoint_lines(path: Path, entry: str) -> list[str]:
     """The lines of a checkpoint file in Kafka's grammar: version 0, a count, entries."""
     text = path.read_text()
-    if not text:  # Kafka creates each checkpoint empty and writes it on a schedule
+    if not text:  # Kafka's cleaner-offset-checkpoint until something is cleaned
         return []
     assert text.endswith("\n"), path
     lines = text.removesuffix("\n").split("\n")
