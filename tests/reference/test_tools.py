@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker._process_cluster import tracebacks
 from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
@@ -132,6 +133,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
 
 def bootstrap(node: BrokerProcess | ProcessCluster | KafkaNode) -> list[str]:
     return ["--bootstrap-server", node.bootstrap]
+
+
+def new_topic(
+    where: str, topic: str, partitions: int, config: dict[str, str] | None = None
+) -> None:
+    """A topic made through confluent-kafka's admin, for a test about another tool (a
+    JVM's start saved; kafka-topics --create has tests of its own)."""
+    client = AdminClient({"bootstrap.servers": where, "log_level": 0})
+    futures = client.create_topics(
+        [NewTopic(topic, partitions, 1, config=config or {})]
+    )
+    futures[topic].result(timeout=WAIT)
 
 
 def create_topic(where: str, topic: str, *args: str) -> None:
@@ -262,9 +275,7 @@ def test_configs_describe_a_topic_and_a_broker(
     # --all lists what it was started with, under Kafka's names of them.
     at = bootstrap(broker)
     topic = "tools-configs"
-    create_topic(
-        broker.bootstrap, topic, "--partitions", "1", "--config", "retention.ms=3600000"
-    )
+    new_topic(broker.bootstrap, topic, 1, {"retention.ms": "3600000"})
     described = tool(
         "kafka-configs",
         *at,
@@ -312,7 +323,7 @@ def consumed(broker: BrokerProcess) -> list[tuple[int, int, str, str]]:
     then read back by kafka-console-consumer in group CONSOLE_GROUP: (partition, offset,
     key, value) in the order it printed them."""
     at = bootstrap(broker)
-    create_topic(broker.bootstrap, KEYED_TOPIC, "--partitions", "3")
+    new_topic(broker.bootstrap, KEYED_TOPIC, 3)
     lines = "".join(f"{key}:{value}\n" for key, value in KEYED)
     produced = tool(
         "kafka-console-producer",
@@ -482,7 +493,7 @@ def test_consumer_groups_print_kafkas_columns(
     topic, group = "tools-columns", "tools-columns-group"
 
     def describe(where: str) -> tuple[str, str]:
-        create_topic(where, topic, "--partitions", "2")
+        new_topic(where, topic, 2)
         at = ["--bootstrap-server", where, "--group", group]
         reset = tool(
             "kafka-consumer-groups",
@@ -510,7 +521,7 @@ def test_consumer_groups_describe_an_active_group(broker: BrokerProcess) -> None
     # (its member id, host and client id, its two partitions), and --state the
     # coordinator (this broker), the range assignor, Stable, one member.
     topic, group = "tools-active", "tools-active-group"
-    create_topic(broker.bootstrap, topic, "--partitions", "2")
+    new_topic(broker.bootstrap, topic, 2)
     args = [*bootstrap(broker), "--topic", topic, "--group", group]
     consumer = subprocess.Popen(
         java_command(TOOLS["kafka-console-consumer"], args),
@@ -566,7 +577,7 @@ def test_verifiable_consumer_reads_every_record_the_producer_had_acked(
     # offset and value) the verifiable consumer reads, once and no other; the consumer
     # commits each partition's next offset.
     topic, count = "tools-verifiable", 200
-    create_topic(broker.bootstrap, topic, "--partitions", "2")
+    new_topic(broker.bootstrap, topic, 2)
     produced = out.json_events(
         tool(
             "kafka-verifiable-producer",
@@ -626,7 +637,7 @@ def test_perf_tests_summarise_what_they_sent_and_read(broker: BrokerProcess) -> 
     # positive rates and ordered latency percentiles; the consumer perf test reads them
     # all back: as many records and bytes as were sent.
     topic, count, size = "tools-perf", 1000, 100
-    create_topic(broker.bootstrap, topic, "--partitions", "1")
+    new_topic(broker.bootstrap, topic, 1)
     sent = out.producer_perf(
         tool(
             "kafka-producer-perf-test",
