@@ -21,12 +21,14 @@ from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
 from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ApiError
 from minikafka.controller import (
     ControllerError,
     ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    validate_topic_name,
 )
 from minikafka.coordination import GroupCoordinatorService
 from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
@@ -242,8 +244,17 @@ class KafkaApis:
             if isinstance(body, METADATA_V4_PLUS)
             else True
         )
+        # An illegal name is INVALID_TOPIC_EXCEPTION whether or not the request may
+        # create topics, as in Kafka (not "unknown": no such topic can ever exist).
+        for name in missing:
+            try:
+                validate_topic_name(name)
+            except ApiError as exc:
+                if exc.error_code is ErrorCode.invalid_topic_exception:
+                    errors[name] = exc.error_code
+        missing = [n for n in missing if n not in errors]
         if missing and allowed and self.config.broker.auto_create_topics_enable:
-            errors = await self._auto_create(missing)
+            errors.update(await self._auto_create(missing))
         request.respond_parts(
             (
                 metadata_body(

@@ -174,11 +174,12 @@ def _partitions(
 
 
 def requested_topics(request: Request) -> list[str] | None:
-    """The names a Metadata request asks for; None for "all topics" (a null list)."""
+    """The names a Metadata request asks for, each once (Kafka answers a name listed
+    twice once); None for "all topics" (a null list)."""
     topics = request.body_as(METADATA).topics  # v1+: null asks for all
     if topics is None:
         return None
-    return [t.name for t in topics]
+    return list(dict.fromkeys(t.name for t in topics))
 
 
 def handle_list_offsets(

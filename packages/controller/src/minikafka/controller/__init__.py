@@ -187,6 +187,8 @@ from ._zk_requests import StopReplicaPartition as StopReplicaPartition
 from ._zk_requests import UpdateMetadata as UpdateMetadata
 from ._zk_requests import UpdateMetadataPartition as UpdateMetadataPartition
 
+from ._topic_creation import validate_topic_name as validate_topic_name
+
 __all__ = [
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
@@ -352,4 +354,5 @@ __all__ = [
     "replay_update",
     "replica_index",
     "validate_manual_assignment",
+    "validate_topic_name",
 ]
