@@ -160,6 +160,7 @@ from ._timeline import TimelineLong as TimelineLong
 from ._timeline import TimelineObject as TimelineObject
 from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
+from ._topic_creation import validate_topic_name as validate_topic_name
 from ._zk_admin import admin_create_topics as admin_create_topics
 from ._zk_context import ControllerContext as ControllerContext
 from ._zk_context import Leadership as Leadership
@@ -186,8 +187,6 @@ from ._zk_requests import StopReplica as StopReplica
 from ._zk_requests import StopReplicaPartition as StopReplicaPartition
 from ._zk_requests import UpdateMetadata as UpdateMetadata
 from ._zk_requests import UpdateMetadataPartition as UpdateMetadataPartition
-
-from ._topic_creation import validate_topic_name as validate_topic_name
 
 __all__ = [
     "CONTROLLER_CONFIG",
