@@ -97,7 +97,12 @@ def kio_encoding(
                 high_watermark=result.high_watermark,
                 last_stable_offset=result.last_stable_offset,
                 log_start_offset=result.log_start_offset,
-                aborted_transactions=() if read_committed else None,
+                # Empty for read_committed, and for a partition refused before any
+                # read (unknown), as Kafka answers; null otherwise.
+                aborted_transactions=()
+                if read_committed
+                or result.error_code is ErrorCode.unknown_topic_or_partition
+                else None,
                 preferred_read_replica=-1,
                 records=records,
             )

@@ -23,6 +23,7 @@ import datetime
 import struct
 from collections.abc import Sequence
 
+import attrs
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
@@ -71,10 +72,28 @@ def handle_fetch(request: Request, replica_manager: ReplicaManagerService) -> No
     )
     read_committed = int(body.isolation_level) == READ_COMMITTED  # v4+
 
+    consumer = params.replica_id < 0
+
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
+        if consumer:
+            results = [(f, for_consumer(r)) for f, r in results]
         request.respond_parts(encode_fetch_response(version, results, read_committed))
 
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
+    """A consumer's failed partition carries no offsets (-1), as Kafka's answer does.
+
+    A follower's keeps the leader's: minikafka's follower reads the log start offset of
+    an OFFSET_OUT_OF_RANGE answer to start over there, where Kafka's asks the leader
+    with ListOffsets first.
+    """
+    if result.error_code is ErrorCode.none:
+        return result
+    return attrs.evolve(
+        result, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1
+    )
 
 
 def handle_offset_for_leader_epoch(
@@ -156,8 +175,11 @@ def encode_fetch_response(
             )
             if version >= 5:
                 head += _I64.pack(result.log_start_offset)
-            # No transactions: read_committed consumers get an empty aborted list.
-            head += _I32.pack(0 if read_committed else -1)
+            # No transactions: read_committed consumers get an empty aborted list, and
+            # so does a partition refused before any read (Kafka's answer to an
+            # unknown topic or partition has the schema's empty list, not null).
+            unknown = result.error_code is ErrorCode.unknown_topic_or_partition
+            head += _I32.pack(0 if read_committed or unknown else -1)
             if version >= 11:
                 head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)
             records = result.records
