@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks, TopicPartition
 from minikafka.log.testing import value_batch
 from minikafka.replication import (
+    EpochRequest,
     FetchedPartition,
     FetchParams,
     FetchResponse,
@@ -326,3 +327,26 @@ def test_an_answered_partition_goes_last_in_the_next_request(tmp_path: Path) -> 
     assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP, TP2]
     fetcher.on_fetch_answers([answer(TP, b"")], now=1.0)
     assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP2, TP]
+
+
+def test_offset_for_leader_epoch_of_a_partition_not_here_is_unknown(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: OffsetForLeaderEpoch of a partition this broker does not host answers
+    # UNKNOWN_TOPIC_OR_PARTITION, as Fetch does and as Kafka 4.1 does (the differential
+    # corpus compares them); a hosted one answers where its epoch ends.
+    leader = replica_manager_core(tmp_path / "leader")
+    lead(leader, state(1, 0))
+    missing = TopicPartition("replicated", 7)
+    [unknown, known] = leader.last_offsets_for_leader_epochs(
+        [EpochRequest(missing, -1, 0), EpochRequest(TP, -1, 0)]
+    )
+    assert (unknown.topic_partition, unknown.error_code) == (
+        missing,
+        ErrorCode.unknown_topic_or_partition,
+    )
+    assert (known.error_code, known.leader_epoch, known.end_offset) == (
+        ErrorCode.none,
+        0,
+        0,
+    )

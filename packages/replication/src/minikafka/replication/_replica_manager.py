@@ -549,7 +549,10 @@ class ReplicaManager:
             tp = request.topic_partition
             partition = self.partitions.get(tp)
             if partition is None:
-                answers.append(EpochAnswer(tp, ErrorCode.not_leader_or_follower))
+                # As Fetch answers it: unknown here (Kafka's answer to a partition that
+                # does not exist), or offline with its log dir.
+                error = self._missing_partition_result(tp).error_code
+                answers.append(EpochAnswer(tp, error))
                 continue
             try:
                 epoch, end = partition.last_offset_for_leader_epoch(
