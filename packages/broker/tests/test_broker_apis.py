@@ -852,6 +852,7 @@ async def test_a_corrupt_batch_is_refused_and_nothing_is_appended(
     [topic] = (await broker.call(body, ProduceResponse)).responses
     by_partition = {int(p.index): p for p in topic.partition_responses}
     assert by_partition[0].error_code is ErrorCode.corrupt_message
+    assert by_partition[0].log_start_offset == -1  # as Kafka answers a corrupt batch
     assert by_partition[1].error_code is ErrorCode.none  # each partition on its own
     assert broker.log_end_offset("t", 0) == 0
     assert broker.log_end_offset("t", 1) == 1
@@ -1010,6 +1011,8 @@ async def test_an_out_of_order_sequence_is_refused(broker: Kafka) -> None:
     result = await broker.produce("t", gap)
     assert result.error_code is ErrorCode.out_of_order_sequence_number
     assert int(result.error_code) == 45
+    # Kafka answers a sequence error with the partition's log start offset.
+    assert result.log_start_offset == 0
     assert broker.log_end_offset("t") == 2
     # The producer's next batch in sequence is still accepted.
     follow = batch([b"c"], producer_id=pid, producer_epoch=0, base_sequence=2)

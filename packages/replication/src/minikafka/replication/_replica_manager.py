@@ -83,6 +83,21 @@ is written beside it and renamed over it), so the dir stays online, as the log s
 online after a full disk's undone append (minikafka.log's one exception to Kafka)."""
 
 
+# The refusals Kafka's ReplicaManager.appendToLocalLog answers with no log start offset
+# (-1); it gives the partition's for every other (invalid records, producer sequence
+# and epoch errors, too few in-sync replicas).
+_REFUSED_WITHOUT_LOG_START = frozenset(
+    {
+        ErrorCode.corrupt_message,
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.kafka_storage_error,
+    }
+)
+
+
 @attrs.frozen
 class TopicSettings:
     """What a partition needs from its topic's configuration."""
@@ -258,9 +273,7 @@ class ReplicaManager:
                 info = partition.append_records_to_leader(records, required_acks)
             # aside: not the leader, or the ISR too small for acks=all
             except ReplicationError as exc:
-                results[tp] = ProducePartitionResult(
-                    exc.error_code, error_message=str(exc)
-                )
+                results[tp] = self._refused(partition, exc.error_code, str(exc))
                 continue
             # aside: the disk failed
             except OSError as exc:
@@ -274,9 +287,7 @@ class ReplicaManager:
                 # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
                 # OUT_OF_ORDER_SEQUENCE...: nothing of this partition's data was
                 # appended.
-                results[tp] = ProducePartitionResult(
-                    exc.error_code, error_message=str(exc)
-                )
+                results[tp] = self._refused(partition, exc.error_code, str(exc))
                 continue
             results[tp] = ProducePartitionResult(
                 ErrorCode.none,
@@ -465,6 +476,23 @@ class ReplicaManager:
         return attrs.evolve(result, high_watermark=hw, last_stable_offset=hw)
 
     # --- failed disks ---------------------------------------------------------------------
+
+    @staticmethod
+    def _refused(
+        partition: Partition, error: ErrorCode, message: str
+    ) -> ProducePartitionResult:
+        """A leader's refusal of a partition's records. Like Kafka's
+        ``appendToLocalLog``, it carries the log start offset, except for the
+        refusals Kafka answers without one (a corrupt or too large batch, not the
+        leader)."""
+        start = (
+            -1
+            if error in _REFUSED_WITHOUT_LOG_START
+            else partition.log.log_start_offset
+        )
+        return ProducePartitionResult(
+            error, log_start_offset=start, error_message=message
+        )
 
     def _missing_partition_result(self, tp: TopicPartition) -> ProducePartitionResult:
         reason = self.offline_partitions.get(tp)
