@@ -1,8 +1,9 @@
 """Failover with real processes and a real client: what replication promises when a
 leader dies (seed 000; KIP-101, KIP-320, KIP-631).
 
-An idempotent ``acks=all`` confluent-kafka producer, an idempotent kafka-python one and
-minikafka's own (``minikafka.client``) write numbered records to an RF 3 topic with
+An idempotent ``acks=all`` confluent-kafka producer, an idempotent kafka-python one,
+minikafka's own (``minikafka.client``) and Kafka's Java client's (a JVM of
+``tests/compat/java/JavaClient.java``) write numbered records to an RF 3 topic with
 ``min.insync.replicas=2`` (two partitions each) while the leader of one of their
 partitions is SIGKILLed and restarted, five
 times in KRaft mode and three times in ZooKeeper mode (where a killed broker leaves when
@@ -44,16 +45,18 @@ from tests.cluster._cluster import (
     state,
     wait_for,
 )
+from tests.compat._java import JavaNumberedProducer
 
 # Clusters of real processes, killed and restarted: minutes on a loaded two-core
 # machine, more than the suite's default per-test timeout.
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.external]  # java, zookeeper
 
-PARTITIONS = 6
-CONFLUENT, KAFKA_PYTHON, MINIKAFKA = (
+PARTITIONS = 8
+CONFLUENT, KAFKA_PYTHON, MINIKAFKA, JAVA = (
     (0, 1),
     (2, 3),
     (4, 5),
+    (6, 7),
 )  # the partitions each writes
 KILLS = {"kraft": 5, "zookeeper": 3}
 """Leader kills per mode: ZooKeeper mode's each wait out a ZooKeeper session and often a
@@ -236,7 +239,10 @@ def assert_replicas_agree(cluster: ProcessCluster, topic: str) -> None:
             assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
-def acknowledged(producers: list[NumberedProducer], counts: list[int]) -> Condition:
+Producers = list[NumberedProducer | JavaNumberedProducer]
+
+
+def acknowledged(producers: Producers, counts: list[int]) -> Condition:
     return lambda: all(p.count() >= c for p, c in zip(producers, counts, strict=True))
 
 
@@ -250,10 +256,11 @@ def test_acknowledged_records_survive_leader_kills(
 ) -> None:
     cluster = make_cluster(mode=mode)
     create_topic(cluster, "numbers", PARTITIONS, {"min.insync.replicas": "2"})
-    producers = [
+    producers: Producers = [
         NumberedProducer(cluster.bootstrap, "numbers"),
         KafkaPythonProducer(cluster.bootstrap, "numbers"),
         OwnProducer(cluster.bootstrap, "numbers"),
+        JavaNumberedProducer(cluster.bootstrap, "numbers", JAVA),
     ]
     for producer in producers:
         producer.thread.start()
@@ -261,10 +268,10 @@ def test_acknowledged_records_survive_leader_kills(
         for kill in range(KILLS[mode]):
             wanted = [p.count() + 500 for p in producers]
             wait_for(
-                acknowledged(producers, wanted), "records acknowledged by all three"
+                acknowledged(producers, wanted), "records acknowledged by all four"
             )
             # In turn the leader of one producer's partition, then the next one's.
-            partition = (CONFLUENT, KAFKA_PYTHON, MINIKAFKA)[kill % 3][0]
+            partition = (CONFLUENT, KAFKA_PYTHON, MINIKAFKA, JAVA)[kill % 4][0]
             leader = known_state(cluster, "numbers", partition).leader
             cluster.kill(leader)
             wait_for(
