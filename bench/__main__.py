@@ -23,6 +23,7 @@ from . import (
     cluster_replication,
     controller_quorum,
     e2e_latency,
+    kafka_reference,
     log_io,
     log_validate,
     net_reactor,
@@ -50,6 +51,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     controller_quorum.NAME: controller_quorum.run,
     zookeeper_mode.NAME: zookeeper_mode.run,
     trace_parquet.NAME: trace_parquet.run,
+    kafka_reference.NAME: kafka_reference.run,
 }
 
 
