@@ -674,6 +674,36 @@ def test_perf_tests_summarise_what_they_sent_and_read(broker: BrokerProcess) -> 
     assert float(read["nMsg.sec"]) > 0
 
 
+# --- kafka-leader-election of every partition -----------------------------------------
+
+
+@pytest.mark.kafka_tool(
+    "kafka-leader-election", "--election-type PREFERRED --all-topic-partitions"
+)
+def test_leader_election_of_every_partition_prints_what_kafka_prints(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: asked to elect every partition's preferred leader where each leads
+    # already, minikafka answers as Kafka's KRaft controller does, leaving those
+    # partitions out: the tool prints nothing, and exits 0.
+    topic = "tools-elect-all"
+
+    def elect_all(where: str) -> ToolRun:
+        new_topic(where, topic, 2)
+        return tool(
+            "kafka-leader-election",
+            "--bootstrap-server",
+            where,
+            "--election-type",
+            "PREFERRED",
+            "--all-topic-partitions",
+        )
+
+    ours, theirs = on_both(elect_all, broker.bootstrap, kafka_reference.bootstrap)
+    assert theirs.stdout == ""
+    assert ours.stdout == theirs.stdout
+
+
 # --- kafka-log-dirs ----------------------------------------------------------------------
 
 

@@ -97,7 +97,10 @@ class LeaderAndIsrControl:
         self, request: ElectLeadersRequest
     ) -> ControllerResult[ElectLeadersResponse]:
         """Give each partition back to its preferred leader, the first replica, where
-        that replica is in sync and unfenced; Kafka's answers per partition otherwise."""
+        that replica is in sync and unfenced; Kafka's answers per partition otherwise.
+        Asked for every partition (``partitions`` None), the answer leaves out those
+        whose preferred replica leads already, as Kafka's KRaft controller does: it
+        lists what was elected or could not be."""
         keys: list[tuple[str, int, tuple[uuid.UUID, int] | None]] = []
         if request.partitions is None:
             for topic_id, info in self.state.topics.items():
@@ -120,7 +123,10 @@ class LeaderAndIsrControl:
             partition = self.state.partitions[key]
             preferred = partition.replicas[0] if partition.replicas else NO_LEADER
             if partition.leader == preferred:
-                results.append(ElectionResult(name, p, ErrorCode.election_not_needed))
+                if request.partitions is not None:
+                    results.append(
+                        ElectionResult(name, p, ErrorCode.election_not_needed)
+                    )
                 continue
             builder = self.state.builder(key)
             builder.elect_preferred = True
