@@ -365,6 +365,8 @@ def handle_describe_configs(
         if wanted is not None:
             entries = [e for e in entries if e.name in set(wanted)]
         with_synonyms = bool(body.include_synonyms)  # v1+
+        # v3+: documentation only when asked for (Kafka leaves it null otherwise).
+        with_docs = bool(getattr(body, "include_documentation", False))
         configs = tuple(
             build(
                 entry_cls,
@@ -382,7 +384,7 @@ def handle_describe_configs(
                 else (),
                 config_type=0,
                 documentation=_documentation(e.name)
-                if kind == ConfigResourceType.TOPIC
+                if with_docs and kind == ConfigResourceType.TOPIC
                 else None,
             )
             for e in entries
