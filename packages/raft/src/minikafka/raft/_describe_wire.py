@@ -26,7 +26,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64
 
 from ._describe import QuorumInfo, ReplicaInfo
-from ._wire import METADATA_TOPIC, NO_ID, _only_partition
+from ._wire import METADATA_TOPIC, _only_partition
 
 UNKNOWN_TIME = -1
 """The schema's value of a timestamp the leader does not know (never fetched)."""
@@ -130,13 +130,13 @@ def encode_describe_quorum_response(
 
 
 def _error_partition(index: int, code: ErrorCode) -> dq_res.PartitionData:
-    # An error answer knows no leader: the leader id says so with the schema's -1
-    # ("unknown"). Kafka leaves the epoch and high watermark at zero and so do we; a
-    # reader must look at the error code first (decode does).
+    # An error answer carries only its code: Kafka leaves the leader id, epoch and high
+    # watermark at the schema's zeros and so do we (a leader id of 0 here names no
+    # node); a reader must look at the error code first (decode does).
     return dq_res.PartitionData(
         partition_index=i32(index),
         error_code=code,
-        leader_id=BrokerId(NO_ID),
+        leader_id=BrokerId(0),
         leader_epoch=i32(0),
         high_watermark=i64(0),
         current_voters=(),
