@@ -302,10 +302,10 @@ class Log:
             last_offset=original.last_offset,
             max_timestamp=original.max_timestamp,
             offset_of_max_timestamp=original.last_offset,
-            # Under LogAppendTime the original's maxTimestamp is the time it was appended.
-            log_append_time=original.max_timestamp
-            if self.config.log_append_time
-            else -1,
+            # Kafka answers a retry with the original's maxTimestamp as its append time
+            # whatever the topic's timestamp type (under LogAppendTime that is the
+            # time it was appended; under CreateTime the producer's own timestamp).
+            log_append_time=original.max_timestamp,
             record_count=original.last_offset - original.first_offset + 1,
             batch_count=1,
             valid_bytes=0,
