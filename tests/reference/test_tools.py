@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker._process_cluster import tracebacks
@@ -59,6 +60,14 @@ def tool(
 ) -> ToolRun:
     """A Kafka tool's run, which must exit with ``returncode``."""
     return run_tool(name, *args, input=input, timeout=WAIT).check(returncode)
+
+
+def at_once(*runs: Sequence[str]) -> list[ToolRun]:
+    """Each ``(tool, *args)`` at the same time, each to exit 0: runs that only read,
+    whose order does not matter (a JVM's start is most of each)."""
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = [pool.submit(tool, *run) for run in runs]
+        return [future.result() for future in futures]
 
 
 def on_both(run: Callable[[str], T], broker: str, kafka: str) -> tuple[T, T]:
@@ -178,11 +187,12 @@ def test_topics_create_describe_alter_and_delete(broker: BrokerProcess) -> None:
         "--config",
         "retention.ms=3600000",
     )
-    assert topic in tool("kafka-topics", *at, "--list").stdout.split()
-
-    described = out.describe_topic(
-        tool("kafka-topics", *at, "--describe", "--topic", topic).stdout
+    listed, first = at_once(
+        ("kafka-topics", *at, "--list"),
+        ("kafka-topics", *at, "--describe", "--topic", topic),
     )
+    assert topic in listed.stdout.split()
+    described = out.describe_topic(first.stdout)
     assert described.header["Topic"] == topic
     assert described.header["PartitionCount"] == "2"
     assert described.header["ReplicationFactor"] == "1"
@@ -276,14 +286,13 @@ def test_configs_describe_a_topic_and_a_broker(
     at = bootstrap(broker)
     topic = "tools-configs"
     new_topic(broker.bootstrap, topic, 1, {"retention.ms": "3600000"})
-    described = tool(
-        "kafka-configs",
-        *at,
-        "--describe",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        topic,
+    broker_args = ["--describe", "--entity-type", "brokers", "--entity-name", "1"]
+    topic_args = ["--describe", "--entity-type", "topics", "--entity-name", topic]
+    described, dynamic, everything, everything_there = at_once(
+        ("kafka-configs", *at, *topic_args),
+        ("kafka-configs", *at, *broker_args),
+        ("kafka-configs", *at, *broker_args, "--all"),
+        ("kafka-configs", *bootstrap(kafka_reference), *broker_args, "--all"),
     )
     entries = config_entries(
         described.stdout, f"Dynamic configs for topic {topic} are:"
@@ -292,16 +301,11 @@ def test_configs_describe_a_topic_and_a_broker(
     assert value == "3600000"
     assert synonyms.startswith("DYNAMIC_TOPIC_CONFIG:retention.ms=3600000"), synonyms
     assert list(entries) == ["retention.ms"]
-
-    broker_args = ["--describe", "--entity-type", "brokers", "--entity-name", "1"]
-    dynamic = tool("kafka-configs", *at, *broker_args)
     assert config_entries(dynamic.stdout, "Dynamic configs for broker 1 are:") == {}
 
-    def everything(where: str) -> dict[str, tuple[str, str]]:
-        run = tool("kafka-configs", "--bootstrap-server", where, *broker_args, "--all")
-        return config_entries(run.stdout, "All configs for broker 1 are:")
-
-    ours, theirs = on_both(everything, broker.bootstrap, kafka_reference.bootstrap)
+    heading = "All configs for broker 1 are:"
+    ours = config_entries(everything.stdout, heading)
+    theirs = config_entries(everything_there.stdout, heading)
     log_dirs = str(broker.data_dir)
     assert ours["log.dirs"] == (log_dirs, f"STATIC_BROKER_CONFIG:log.dirs={log_dirs}")
     assert ours["group.initial.rebalance.delay.ms"][0] == "200"
@@ -403,10 +407,13 @@ def test_get_offsets_gives_each_partitions_end_and_start(
     for partition, _, _, _ in consumed:
         counts[partition] += 1
     at = [*bootstrap(broker), "--topic", KEYED_TOPIC]
-    latest = out.offsets(tool("kafka-get-offsets", *at).stdout)
-    assert latest == {(KEYED_TOPIC, p): n for p, n in counts.items()}
-    earliest = out.offsets(tool("kafka-get-offsets", *at, "--time", "-2").stdout)
-    assert earliest == {(KEYED_TOPIC, p): 0 for p in range(3)}
+    latest, earliest = at_once(
+        ("kafka-get-offsets", *at), ("kafka-get-offsets", *at, "--time", "-2")
+    )
+    assert out.offsets(latest.stdout) == {
+        (KEYED_TOPIC, p): n for p, n in counts.items()
+    }
+    assert out.offsets(earliest.stdout) == {(KEYED_TOPIC, p): 0 for p in range(3)}
 
 
 GROUP_COLUMNS = [
@@ -436,13 +443,15 @@ def test_consumer_groups_list_describe_reset_and_delete(
     # and changes nothing, an executed one moves them (the lag is then the whole log);
     # --delete removes the group.
     at = [*bootstrap(broker), "--group", CONSOLE_GROUP]
-    assert (
-        CONSOLE_GROUP
-        in tool("kafka-consumer-groups", *bootstrap(broker), "--list").stdout.split()
+    listed, described = at_once(
+        ("kafka-consumer-groups", *bootstrap(broker), "--list"),
+        ("kafka-consumer-groups", *at, "--describe"),
     )
+    assert CONSOLE_GROUP in listed.stdout.split()
 
-    def positions() -> dict[int, tuple[str, str, str]]:
-        run = tool("kafka-consumer-groups", *at, "--describe")
+    def positions(run: ToolRun | None = None) -> dict[int, tuple[str, str, str]]:
+        """CURRENT-OFFSET, LOG-END-OFFSET and LAG a partition, as --describe says."""
+        run = run or tool("kafka-consumer-groups", *at, "--describe")
         assert f"Consumer group '{CONSOLE_GROUP}' has no active members." in run.stderr
         assert out.columns(run.stdout) == GROUP_COLUMNS
         rows = out.table(run.stdout)
@@ -459,7 +468,7 @@ def test_consumer_groups_list_describe_reset_and_delete(
 
     ends = {p: str(sum(1 for q, *_ in consumed if q == p)) for p in range(3)}
     read_all = {p: (end, end, "0") for p, end in ends.items()}
-    assert positions() == read_all
+    assert positions(described) == read_all
 
     reset = [*at, "--reset-offsets", "--topic", KEYED_TOPIC, "--to-earliest"]
     for mode in ("--dry-run", "--execute"):
@@ -858,16 +867,10 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     at = bootstrap(cluster)
     topic = "tools-moved"
     create_topic(cluster.bootstrap, topic, "--replica-assignment", "3:4,4:5")
-    lines = "".join(f"r{i}\n" for i in range(20))
-    tool(
-        "kafka-console-producer",
-        *at,
-        "--topic",
-        topic,
-        "--property",
-        "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
-        input=lines,
-    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    for i in range(20):
+        producer.produce(topic, f"r{i}".encode(), partition=i % 2)
+    assert producer.flush(WAIT) == 0
     before = out.offsets(tool("kafka-get-offsets", *at, "--topic", topic).stdout)
     assert sum(before.values()) == 20
 
@@ -912,52 +915,35 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
         return all(line in run.stdout.splitlines() for line in complete)
 
     wait_for(verified, f"{topic}'s reassignment verified complete")
-    clearing = run_tool("kafka-reassign-partitions", *at, *verify, timeout=WAIT)
+
+    def described() -> out.TopicDescription:
+        run = tool("kafka-topics", *at, "--describe", "--topic", topic)
+        return out.describe_topic(run.stdout)
+
+    # Three runs that read only, at once: a JVM's start is most of each.
+    with ThreadPoolExecutor(3) as pool:
+        clearing_run = pool.submit(
+            run_tool, "kafka-reassign-partitions", *at, *verify, timeout=WAIT
+        )
+        moved_run = pool.submit(described)
+        offsets_run = pool.submit(tool, "kafka-get-offsets", *at, "--topic", topic)
+    clearing = clearing_run.result()
     assert clearing.returncode == 1
     assert all(line in clearing.stdout.splitlines() for line in complete)
     assert "Clearing broker-level throttles on brokers" in clearing.stdout
     assert "The node does not support INCREMENTAL_ALTER_CONFIGS" in clearing.stdout
-
-    def described() -> out.TopicDescription:
-        return out.describe_topic(
-            tool("kafka-topics", *at, "--describe", "--topic", topic).stdout
-        )
-
-    moved = described()
+    moved = moved_run.result()
     assert moved.replicas(0) == moved.replicas(1) == [5, 4]
     assert sorted(moved.isr(0)) == sorted(moved.isr(1)) == [4, 5]
-    assert (
-        moved.leader(1) == 4
-    )  # a reorder keeps the leader: 5 is preferred, not leading
-    assert (
-        out.offsets(tool("kafka-get-offsets", *at, "--topic", topic).stdout) == before
-    )
+    # A reorder keeps the leader: 5 is the preferred replica now, and does not lead.
+    assert moved.leader(1) == 4
+    assert out.offsets(offsets_run.result().stdout) == before
 
-    elected = tool(
-        "kafka-leader-election",
-        *at,
-        "--election-type",
-        "PREFERRED",
-        "--topic",
-        topic,
-        "--partition",
-        "1",
-    ).stdout
-    assert (
-        elected.strip()
-        == f"Successfully completed leader election (PREFERRED) for partitions {topic}-1"
+    elect = ["--election-type", "PREFERRED", "--topic", topic, "--partition", "1"]
+    elected = tool("kafka-leader-election", *at, *elect).stdout.strip()
+    assert elected == (
+        f"Successfully completed leader election (PREFERRED) for partitions {topic}-1"
     )
-    wait_for(
-        lambda: described().leader(1) == 5, f"{topic}-1 led by its preferred replica 5"
-    )
-    again = tool(
-        "kafka-leader-election",
-        *at,
-        "--election-type",
-        "PREFERRED",
-        "--topic",
-        topic,
-        "--partition",
-        "1",
-    ).stdout
+    wait_for(lambda: described().leader(1) == 5, f"{topic}-1 led by its preferred 5")
+    again = tool("kafka-leader-election", *at, *elect).stdout
     assert again.strip() == f"Valid replica already elected for partitions {topic}-1"
