@@ -226,22 +226,28 @@ def test_topics_create_describe_alter_and_delete(broker: BrokerProcess) -> None:
 
 
 @pytest.mark.kafka_tool("kafka-topics", "--describe", notes=TOPICS_DESCRIBE_NOTES)
-def test_topics_describe_prints_kafkas_lines(
+@pytest.mark.kafka_tool("kafka-topics", "--alter --partitions")
+def test_topics_describe_and_refusals_print_kafkas_lines(
     broker: BrokerProcess, kafka_reference: KafkaNode
 ) -> None:
     # Guarantee: kafka-topics --describe prints, for minikafka, the lines and keys it
     # prints for Kafka, but for the listed differences (pinned: either side changing
-    # shows here).
+    # shows here); --alter to as many partitions, or fewer, is refused in Kafka's words.
     topic = "tools-describe"
 
-    def describe(where: str) -> out.TopicDescription:
+    def describe(where: str) -> tuple[out.TopicDescription, list[str]]:
         create_topic(where, topic, "--partitions", "2", "--replication-factor", "1")
-        run = tool(
-            "kafka-topics", "--bootstrap-server", where, "--describe", "--topic", topic
-        )
-        return out.describe_topic(run.stdout)
+        at = ["--bootstrap-server", where, "--topic", topic]
+        run = tool("kafka-topics", *at, "--describe")
+        refusals = [
+            tool("kafka-topics", *at, "--alter", "--partitions", n, returncode=1).stdout
+            for n in ("2", "1")
+        ]
+        return out.describe_topic(run.stdout), refusals
 
-    ours, theirs = on_both(describe, broker.bootstrap, kafka_reference.bootstrap)
+    (ours, our_refusals), (theirs, their_refusals) = on_both(
+        describe, broker.bootstrap, kafka_reference.bootstrap
+    )
     assert len(ours.partitions) == len(theirs.partitions) == 2
     assert [list(p) for p in ours.partitions] == [list(p) for p in theirs.partitions]
     assert list(theirs.header) == ["Topic", "TopicId", *list(ours.header)[1:]]
@@ -250,6 +256,12 @@ def test_topics_describe_prints_kafkas_lines(
         assert (theirs_p["Elr"], theirs_p["LastKnownElr"]) == ("", "")
         for key in ("Topic", "Partition", "Leader", "Replicas", "Isr"):
             assert ours_p[key] == theirs_p[key]  # both are node 1
+    assert their_refusals == [
+        "Error while executing topic command : Topic already has 2 partition(s).\n",
+        f"Error while executing topic command : The topic {topic} currently has 2"
+        " partition(s); 1 would not be an increase.\n",
+    ]
+    assert our_refusals == their_refusals
 
 
 # --- kafka-configs ---------------------------------------------------------------------

@@ -1217,6 +1217,27 @@ def test_create_partitions_with_manual_assignment() -> None:
     ]
 
 
+def test_create_partitions_that_add_none_are_refused_in_kafkas_words() -> None:
+    # Guarantee: as few partitions as the topic has, or fewer, is INVALID_PARTITIONS
+    # with the message Kafka's controller gives (kafka-topics --alter prints it).
+    h = cluster(1)
+    created(h, "t", (1,), (1,))
+    created(h, "u", (1,), (1,))
+    response = h.request(
+        CreatePartitionsRequest(
+            (CreatePartitionsTopic("t", 2), CreatePartitionsTopic("u", 1))
+        )
+    )
+    assert isinstance(response, CreatePartitionsResponse)
+    assert [(r.error_code, r.error_message) for r in response.topics] == [
+        (ErrorCode.invalid_partitions, "Topic already has 2 partition(s)."),
+        (
+            ErrorCode.invalid_partitions,
+            "The topic u currently has 2 partition(s); 1 would not be an increase.",
+        ),
+    ]
+
+
 def test_create_partitions_errors() -> None:
     h = cluster(3)
     created(h, "t", (1, 2), (2, 3))

@@ -382,10 +382,17 @@ class TopicCreation:
                 ErrorCode.unknown_topic_or_partition, f"no topic {item.name!r}"
             )
         current = topic.num_partitions
-        if item.count <= current:
+        # Kafka's words, which kafka-topics --alter prints.
+        if item.count < current:
             raise Refused(
                 ErrorCode.invalid_partitions,
-                f"topic {item.name!r} has {current} partitions; {item.count} would not add any",
+                f"The topic {item.name} currently has {current} partition(s); "
+                f"{item.count} would not be an increase.",
+            )
+        if item.count == current:
+            raise Refused(
+                ErrorCode.invalid_partitions,
+                f"Topic already has {current} partition(s).",
             )
         if item.assignments and len(item.assignments) != item.count - current:
             raise Refused(
