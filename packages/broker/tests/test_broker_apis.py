@@ -897,6 +897,33 @@ async def test_a_produce_partition_must_hold_exactly_one_batch(
     assert broker.log_end_offset("t") == 0
 
 
+@pytest.mark.parametrize(
+    "compression", [CompressionType.NONE, CompressionType.GZIP], ids=["plain", "gzip"]
+)
+async def test_keyless_records_on_a_compacted_topic_are_each_named(
+    broker: Kafka, compression: CompressionType
+) -> None:
+    # Guarantee: Produce v8 names every record a per-record rule refuses (KIP-467's
+    # record_errors), as Kafka 4.1 does, with the partition's log start offset; the
+    # differential corpus compares the two.
+    await broker.create_topic("compacted", configs={"cleanup.policy": "compact"})
+    records = make_records([(None, b"a"), (b"k", b"b"), (None, b"c")], timestamp_ms=TS)
+    result = await broker.produce(
+        "compacted", build_batch(records, compression=compression)
+    )
+    assert result.error_code is ErrorCode.invalid_record
+    assert [int(e.batch_index) for e in result.record_errors] == [0, 2]
+    assert all(
+        "without key" in (e.batch_index_error_message or "")
+        for e in result.record_errors
+    )
+    assert result.log_start_offset == 0
+    assert broker.log_end_offset("compacted") == 0
+    # A structural error names no record.
+    result = await broker.produce("compacted", b"\x00" * 70)
+    assert result.record_errors == ()
+
+
 async def test_a_batch_over_max_message_bytes_is_refused(broker: Kafka) -> None:
     await broker.create_topic("small", configs={"max.message.bytes": "200"})
     result = await broker.produce("small", batch([b"x" * 500]))

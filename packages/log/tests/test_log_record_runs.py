@@ -18,6 +18,7 @@ from minikafka.log import (
     Header,
     InvalidRecordError,
     InvalidTimestampError,
+    MissingKeyError,
     Record,
     RecordBatchHeader,
     RecordRules,
@@ -156,7 +157,7 @@ def tampered(large: bytes, how: str) -> tuple[bytearray, RecordBatchHeader]:
     ("how", "error", "message"),
     [
         ("offset delta", InvalidRecordError, "record 5000 has offset delta 5001"),
-        ("null key", InvalidRecordError, "without key (record 5000)"),
+        ("null key", MissingKeyError, "without key (record 5000)"),
         ("value length", InvalidRecordError, "header count is cut off"),
         ("timestamp width", InvalidRecordError, "record 5000 has offset delta"),
         ("trailing byte", InvalidRecordError, "1 bytes follow the 9000 records"),

@@ -220,6 +220,16 @@ def test_create_time_outside_the_kip_937_bounds_is_invalid_timestamp(
     )
 
 
+def test_a_refused_timestamp_names_every_record_out_of_bounds(tmp_path: Path) -> None:
+    """As Kafka's LogValidator, every record a per-record rule refuses is named with its
+    index (Produce v8's record_errors, KIP-467), not only the first."""
+    log = open_log(tmp_path, message_timestamp_after_max_ms=1_000)
+    ahead = keyed_batch([(b"k", b"a"), (b"k", b"b"), (b"k", b"c")], NOW + 5_000)
+    refused = assert_rejected(log, ahead, InvalidTimestampError, 32)
+    assert [index for index, _why in refused.record_errors] == [0, 1, 2]
+    assert all("out of range" in why for _index, why in refused.record_errors)
+
+
 def test_the_deprecated_difference_max_ms_bounds_both_sides(tmp_path: Path) -> None:
     """message.timestamp.difference.max.ms applies when before/after are not set."""
     log = open_log(tmp_path, message_timestamp_difference_max_ms=10)

@@ -160,7 +160,8 @@ def encode_produce_response(
                 tp.partition, result.error_code, result.base_offset, append_time
             )
         if version >= 8:
-            fields += _NO_RECORD_ERRORS + _nullable_string(result.error_message)
+            fields += _record_errors(result.record_errors)
+            fields += _nullable_string(result.error_message)
         by_topic.setdefault(tp.topic, []).append(fields)
     out = [_I32.pack(len(by_topic))]
     for name, partitions in by_topic.items():
@@ -168,6 +169,16 @@ def encode_produce_response(
         out.append(_I32.pack(len(partitions)))
         out.extend(partitions)
     out.append(_NO_THROTTLE)
+    return b"".join(out)
+
+
+def _record_errors(errors: tuple[tuple[int, str], ...]) -> bytes:
+    """KIP-467's record_errors: each refused record's index in its batch, and why."""
+    if not errors:
+        return _NO_RECORD_ERRORS
+    out = [_I32.pack(len(errors))]
+    for index, message in errors:
+        out.append(_I32.pack(index) + _nullable_string(message))
     return b"".join(out)
 
 

@@ -59,6 +59,7 @@ from ._producer_state import OutOfOrderSequenceError as OutOfOrderSequenceError
 from ._producer_state import ProducerStateEntry as ProducerStateEntry
 from ._producer_state import ProducerStateManager as ProducerStateManager
 from ._record_checks import InvalidTimestampError as InvalidTimestampError
+from ._record_checks import MissingKeyError as MissingKeyError
 from ._record_checks import RecordRules as RecordRules
 from ._record_checks import check_records as check_records
 from ._records import Header as Header
@@ -120,6 +121,7 @@ __all__ = [
     "LogRecovered",
     "LogSegment",
     "LogTruncated",
+    "MissingKeyError",
     "OffsetCheckpointFile",
     "OffsetIndex",
     "OffsetOutOfRangeError",

@@ -87,10 +87,22 @@ class InvalidRecordError(ApiError):
     """A batch that is well formed but breaks a rule: Kafka's INVALID_RECORD (87)."""
 
     error_code = ErrorCode.invalid_record
+    per_record = False
+    """A rule about one record (key, timestamp), not about the batch's structure."""
 
-    def __init__(self, message: str, position: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        position: int = 0,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.position = position
+        self.record_errors = record_errors
+        """``(index in the batch, why)`` of each record a per-record rule refuses (a
+        missing key on a compacted topic, a timestamp out of range): what Kafka's
+        Produce v8 answers as ``record_errors`` (KIP-467). Empty for an error of the
+        batch's structure."""
 
 
 class CorruptRecordError(InvalidRecordError):

@@ -59,6 +59,13 @@ class InvalidTimestampError(InvalidRecordError):
     """A CreateTime timestamp outside the topic's bounds: Kafka's INVALID_TIMESTAMP (32)."""
 
     error_code = ErrorCode.invalid_timestamp
+    per_record = True
+
+
+class MissingKeyError(InvalidRecordError):
+    """A record without a key on a compacted topic: INVALID_RECORD (87)."""
+
+    per_record = True
 
 
 @attrs.frozen
@@ -155,6 +162,46 @@ def check_records(
         pos, index = _walk(records, pos, end, index, stop, header, rules, window)
         walk = min(2 * walk, MAX_WALK)
     _check_end(pos, end, index, count)
+
+
+def record_errors(
+    data: Buffer,
+    start: int,
+    end: int,
+    header: RecordBatchHeader,
+    rules: RecordRules,
+) -> tuple[tuple[int, str], ...]:
+    """Every record of the batch a per-record rule refuses, as ``(index, why)``.
+
+    Called only once a batch is refused (its cost does not matter): Kafka's LogValidator
+    checks each record's key and timestamp and answers all the failures together, where
+    the walk above stops at the first. It reads up to the first record whose structure
+    is broken, which the walk reports on its own.
+    """
+    window = rules.delta_window(header.base_timestamp)
+    found: list[tuple[int, str]] = []
+    pos = start
+    for index in range(header.record_count):
+        try:
+            length, pos = _varint(data, pos, end, "record length")
+            record_end = pos + length
+            timestamp_delta, at = _varint(data, pos + 1, record_end, "timestamp", 64)
+            _offset_delta, at = _varint(data, at, record_end, "offset delta")
+            key_length, at = _varint(data, at, record_end, "key length")
+        except InvalidRecordError:
+            break
+        if rules.require_key and key_length == -1:
+            found.append((index, "Compacted topic cannot accept message without key"))
+        if window is not None and not window[0] <= timestamp_delta <= window[1]:
+            found.append(
+                (
+                    index,
+                    f"timestamp {header.base_timestamp + timestamp_delta} is out of "
+                    "range (message.timestamp.before.max.ms / after.max.ms)",
+                )
+            )
+        pos = record_end
+    return tuple(found)
 
 
 def walk_records(
@@ -256,7 +303,7 @@ def _walk(
             pos += key_length
         elif key_length == -1:
             if require_key:
-                raise InvalidRecordError(
+                raise MissingKeyError(
                     f"Compacted topic cannot accept message without key (record {index})"
                 )
         else:

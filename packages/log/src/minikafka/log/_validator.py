@@ -42,7 +42,7 @@ from ._batch import (
     write_offset_and_epoch,
 )
 from ._compression import compress, decompress
-from ._record_checks import RecordRules, check_records
+from ._record_checks import RecordRules, check_records, record_errors
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -207,6 +207,7 @@ def validate_records(
     payloads: list[bytes | None] = []
     for position, header in batches:
         start, end = position + RECORD_BATCH_OVERHEAD, position + header.size
+        data: bytes | bytearray | memoryview = buf
         try:
             if header.compression is CompressionType.NONE:
                 check_records(buf, start, end, header, rules)  # in the request's buffer
@@ -215,11 +216,18 @@ def validate_records(
             data = decompress(
                 header.compression, memoryview(buf)[start:end], max_decompressed
             )
-            check_records(data, 0, len(data), header, rules)
+            start, end = 0, len(data)
+            check_records(data, start, end, header, rules)
             payloads.append(data)
         except InvalidRecordError as e:
-            # The same class (and so the same error code), with the batch named.
-            raise type(e)(f"batch at position {position}: {e}", position) from e
+            # The same class (and so the same error code), with the batch named and,
+            # when a record broke a per-record rule, every record that does, as Kafka
+            # lists them.
+            raise type(e)(
+                f"batch at position {position}: {e}",
+                position,
+                record_errors(data, start, end, header, rules) if e.per_record else (),
+            ) from e
     return payloads
 
 

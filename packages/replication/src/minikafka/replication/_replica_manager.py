@@ -287,7 +287,9 @@ class ReplicaManager:
                 # CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
                 # OUT_OF_ORDER_SEQUENCE...: nothing of this partition's data was
                 # appended.
-                results[tp] = self._refused(partition, exc.error_code, str(exc))
+                results[tp] = self._refused(
+                    partition, exc.error_code, str(exc), exc.record_errors
+                )
                 continue
             results[tp] = ProducePartitionResult(
                 ErrorCode.none,
@@ -479,7 +481,10 @@ class ReplicaManager:
 
     @staticmethod
     def _refused(
-        partition: Partition, error: ErrorCode, message: str
+        partition: Partition,
+        error: ErrorCode,
+        message: str,
+        record_errors: tuple[tuple[int, str], ...] = (),
     ) -> ProducePartitionResult:
         """A leader's refusal of a partition's records. Like Kafka's
         ``appendToLocalLog``, it carries the log start offset, except for the
@@ -491,7 +496,10 @@ class ReplicaManager:
             else partition.log.log_start_offset
         )
         return ProducePartitionResult(
-            error, log_start_offset=start, error_message=message
+            error,
+            log_start_offset=start,
+            error_message=message,
+            record_errors=record_errors,
         )
 
     def _missing_partition_result(self, tp: TopicPartition) -> ProducePartitionResult:

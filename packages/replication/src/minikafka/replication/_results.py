@@ -22,6 +22,8 @@ class ProducePartitionResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()
+    """``(index in the batch, why)`` per refused record (KIP-467, Produce v8)."""
 
 
 @attrs.frozen
