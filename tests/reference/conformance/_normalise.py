@@ -11,7 +11,8 @@ order a hash map gave; a name listed twice keeps both, as ``name#1``.
 brokers may answer differently (each rule says why):
 
 - ``throttle_time_ms``: quotas are time-based (and minikafka has none: COMPAT.md).
-- ``error_message``: free text; the error *code* is what clients act on.
+- ``error_message`` (and a refused record's ``batch_index_error_message``): free
+  text; the error *code* and the record's index are what clients act on.
 - ``host``, ``port``, ``client_host``: each broker listens on its own free port.
 - ``cluster_id``, ``topic_id``, ``incarnation_id``: random per cluster and per topic
   (a zero uuid stays visible: it means "none").
@@ -180,7 +181,7 @@ class Normaliser:
             return "<varies>"
         if name in ("throttle_time_ms", "throttle_time"):
             return 0
-        if name == "error_message":
+        if name in ("error_message", "batch_index_error_message"):
             return None
         if name in ("host", "client_host"):
             return "<host>"
