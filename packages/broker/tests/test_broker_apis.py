@@ -1457,6 +1457,28 @@ async def test_describe_configs_of_a_topic(broker: Kafka) -> None:
     # The request did not ask for documentation: none, even for a key stored without
     # effect (Kafka leaves it null; the differential corpus compares them).
     assert entries["preallocate"].documentation is None
+    # KIP-569's types, as Kafka gives them: LIST, LONG, INT, BOOLEAN, DOUBLE, STRING.
+    types = {
+        k: entries[k].config_type
+        for k in (
+            "cleanup.policy",
+            "retention.ms",
+            "segment.bytes",
+            "preallocate",
+            "min.cleanable.dirty.ratio",
+            "compression.type",
+        )
+    }
+    assert types == {
+        "cleanup.policy": 7,
+        "retention.ms": 5,
+        "segment.bytes": 3,
+        "preallocate": 1,
+        "min.cleanable.dirty.ratio": 6,
+        "compression.type": 2,
+    }
+    # Every topic key has its type (a key added without one would say UNKNOWN).
+    assert {c.name for c in result.configs if c.config_type == 0} == set()
 
 
 async def test_describe_configs_shows_static_broker_settings(tmp_path: Path) -> None:

@@ -331,6 +331,47 @@ def topic_config_entries(
     return entries
 
 
+# KIP-569's config_type (DescribeConfigs v3+) of each topic key, as Kafka defines the
+# key: BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7; UNKNOWN (0) for any other.
+_BOOLEAN, _STRING, _INT, _LONG, _DOUBLE, _LIST = 1, 2, 3, 5, 6, 7
+CONFIG_TYPES: Mapping[str, int] = {
+    "cleanup.policy": _LIST,
+    "compression.gzip.level": _INT,
+    "compression.lz4.level": _INT,
+    "compression.type": _STRING,
+    "compression.zstd.level": _INT,
+    "delete.retention.ms": _LONG,
+    "file.delete.delay.ms": _LONG,
+    "flush.messages": _LONG,
+    "flush.ms": _LONG,
+    "follower.replication.throttled.replicas": _LIST,
+    "index.interval.bytes": _INT,
+    "leader.replication.throttled.replicas": _LIST,
+    "local.retention.bytes": _LONG,
+    "local.retention.ms": _LONG,
+    "max.compaction.lag.ms": _LONG,
+    "max.message.bytes": _INT,
+    "message.downconversion.enable": _BOOLEAN,
+    "message.format.version": _STRING,
+    "message.timestamp.after.max.ms": _LONG,
+    "message.timestamp.before.max.ms": _LONG,
+    "message.timestamp.difference.max.ms": _LONG,
+    "message.timestamp.type": _STRING,
+    "min.cleanable.dirty.ratio": _DOUBLE,
+    "min.compaction.lag.ms": _LONG,
+    "min.insync.replicas": _INT,
+    "preallocate": _BOOLEAN,
+    "remote.storage.enable": _BOOLEAN,
+    "retention.bytes": _LONG,
+    "retention.ms": _LONG,
+    "segment.bytes": _INT,
+    "segment.index.bytes": _INT,
+    "segment.jitter.ms": _LONG,
+    "segment.ms": _LONG,
+    "unclean.leader.election.enable": _BOOLEAN,
+}
+
+
 def _documentation(name: str) -> str | None:
     """DescribeConfigs' documentation (KIP-569): why a stored config does nothing here."""
     reason = NO_EFFECT.get(name)
@@ -382,7 +423,7 @@ def handle_describe_configs(
                 )
                 if with_synonyms
                 else (),
-                config_type=0,
+                config_type=CONFIG_TYPES.get(e.name, 0),
                 documentation=_documentation(e.name)
                 if with_docs and kind == ConfigResourceType.TOPIC
                 else None,
