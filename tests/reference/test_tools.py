@@ -49,6 +49,12 @@ TOPICS_DESCRIBE_NOTES = (
     "minikafka does not serve DescribeTopicPartitions, so the tool falls back to "
     "Metadata (v8 here, without topic ids)"
 )
+UNKNOWN_GROUP_NOTES = (
+    "of a group that does not exist: `Error: Consumer group 'G' does not exist.`, where "
+    "Kafka 4.1 answers GROUP_ID_NOT_FOUND and the tool prints `Error: Executing consumer "
+    "group command failed due to ...GroupIdNotFoundException: Group G not found.`; "
+    "minikafka answers with a group in state Dead, as Kafka's older group APIs did"
+)
 QUORUM_NOTES = (
     "`CurrentVoters` lists ids only (no `directoryId`, no `endpoints`) and "
     "`DirectoryId` is all zeros (`AAAAAAAAAAAAAAAAAAAAAA`): DescribeQuorum stops at v1"
@@ -504,35 +510,47 @@ def test_consumer_groups_list_describe_reset_and_delete(
     )
 
 
-@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe")
-@pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --dry-run")
+@pytest.mark.kafka_tool(
+    "kafka-consumer-groups", "--describe", notes=UNKNOWN_GROUP_NOTES
+)
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --execute")
 def test_consumer_groups_print_kafkas_columns(
     broker: BrokerProcess, kafka_reference: KafkaNode
 ) -> None:
     # Guarantee: for the same group (offsets committed by an executed reset), the group
-    # tool prints the same columns and rows for minikafka as for Kafka.
+    # tool prints the same columns and rows for minikafka as for Kafka. A group that
+    # does not exist is reported as not existing by both, in the words noted.
     topic, group = "tools-columns", "tools-columns-group"
 
-    def describe(where: str) -> tuple[str, str]:
+    def describe(where: str) -> tuple[str, str, str]:
         new_topic(where, topic, 2)
         at = ["--bootstrap-server", where, "--group", group]
-        reset = tool(
-            "kafka-consumer-groups",
-            *at,
-            "--reset-offsets",
-            "--topic",
-            topic,
-            "--to-earliest",
-            "--execute",
+        reset = [*at, "--reset-offsets", "--topic", topic, "--to-earliest", "--execute"]
+        reset_run = tool("kafka-consumer-groups", *reset)
+        described, unknown = at_once(
+            ("kafka-consumer-groups", *at, "--describe"),
+            (
+                "kafka-consumer-groups",
+                "--bootstrap-server",
+                where,
+                "--describe",
+                "--group",
+                "tools-no-such-group",
+            ),
         )
-        return reset.stdout, tool("kafka-consumer-groups", *at, "--describe").stdout
+        return reset_run.stdout, described.stdout, unknown.stdout.strip()
 
-    (our_reset, ours), (their_reset, theirs) = on_both(
+    (our_reset, ours, our_unknown), (their_reset, theirs, their_unknown) = on_both(
         describe, broker.bootstrap, kafka_reference.bootstrap
     )
     assert out.columns(ours) == out.columns(theirs) == GROUP_COLUMNS
     assert out.table(ours) == out.table(theirs)
     assert out.table(our_reset) == out.table(their_reset)
+    assert our_unknown == "Error: Consumer group 'tools-no-such-group' does not exist."
+    assert their_unknown == (
+        "Error: Executing consumer group command failed due to org.apache.kafka.common"
+        ".errors.GroupIdNotFoundException: Group tools-no-such-group not found."
+    )
 
 
 @pytest.mark.kafka_tool("kafka-consumer-groups", "--describe --members")
