@@ -6,6 +6,7 @@ COMPAT.md's "Known differences" table lists it, and a row that matches nothing f
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,9 +73,11 @@ def test_minikafka_answers_as_kafka_does(
     # after normalising what may legitimately differ, except the differences COMPAT.md's
     # table lists with a reason; and every row of that table still happens.
     known = read_known(COMPAT)
+    started = time.monotonic()
     outcomes = compare(
         kafka_reference.bootstrap, minikafka_node.bootstrap, prepare, corpus()
     )
+    elapsed = time.monotonic() - started
     broken = [
         f"{o.scenario} on {side}:\n{tree[BROKEN]}"
         for o in outcomes
@@ -88,7 +91,8 @@ def test_minikafka_answers_as_kafka_does(
         f"conformance: {len(outcomes)} scenarios, {identical} identical answers, "
         f"{len(outcomes) - identical} with listed differences "
         f"({len(verdict.listed)} field differences under {len(reasons)} reasons), "
-        f"{len(verdict.unlisted)} unlisted, {len(verdict.stale)} stale rows"
+        f"{len(verdict.unlisted)} unlisted, {len(verdict.stale)} stale rows, "
+        f"in {elapsed:.1f} s"
     )
     with capsys.disabled():  # shown in every run, not only with -s
         print("\n" + summary)
