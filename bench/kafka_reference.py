@@ -891,27 +891,31 @@ def run(quick: bool = False) -> Report:
     return Report(NAME, document, table, _chart(results))
 
 
+def _busy(values: Sequence[float | None]) -> str:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return "not measured"
+    median = known[(len(known) - 1) // 2]
+    return f"{median:.0f}% ({known[0]:.0f}-{known[-1]:.0f}%)"
+
+
 def _footer(results: dict[BrokerKind, BrokerResults]) -> str:
     """How to read the ratios, and how busy the rest of the machine was meanwhile."""
-    busy = []
+    lines = [
+        "minikafka / Kafka: above 1 is more time, memory or CPU than Kafka's (better "
+        "only for records/s), below 1 is less.",
+        "the rest of the machine (other processes, the idle broker) meanwhile, median "
+        "(range) in % of one core:",
+    ]
     for kind in BROKERS:
         r = results[kind]
-        others = sorted(
-            x.other_cpu_percent
-            for x in r.produce_acks_1 + r.consume + r.produce_acks_all
-            if x.other_cpu_percent is not None
+        tools = r.produce_acks_1 + r.consume + r.produce_acks_all
+        e2e = [x for runs in r.e2e.values() for x in runs]
+        lines.append(
+            f"  {LABELS[kind]}'s perf-test runs {_busy([x.other_cpu_percent for x in tools])}"
+            f", e2e runs {_busy([x.other_cpu_percent for x in e2e])}"
         )
-        if others:
-            busy.append(
-                f"{LABELS[kind]}'s runs {others[(len(others) - 1) // 2]:.0f}% "
-                f"({others[0]:.0f}-{others[-1]:.0f}%)"
-            )
-    return (
-        "minikafka / Kafka: above 1 is more time, memory or CPU than Kafka's (better "
-        "only for records/s), below 1 is less.\n"
-        "other processes' CPU during the perf-test runs, median (range), % of one core: "
-        + ("; ".join(busy) or "not measured")
-    )
+    return "\n".join(lines)
 
 
 def _as_document(results: BrokerResults) -> dict[str, object]:
