@@ -120,8 +120,8 @@ class JavaNumberedProducer:
             return
         message = json.loads(line)
         if "acked" in message:
-            partition, number = message["acked"]
-            self.acked[partition].append(number)
+            for partition, number in message["acked"]:
+                self.acked[partition].append(number)
         elif "error" in message:
             self.errors.append(message["error"])
         elif "result" in message:

@@ -12,7 +12,7 @@
  *   produce          records [{key, value, partition?}] with a producer's config; the
  *                    partition and offset each record was acknowledged at, in order
  *   produce_numbers  0, 1, 2, ... to each of some partitions until a stop file appears,
- *                    one {"acked": [partition, number]} line per acknowledgement as it comes
+ *                    printing {"acked": [[partition, number], ...]} lines as acks come
  *   consume          assign partitions (and seek: an offset, beginning, end or a timestamp)
  *                    or subscribe; read up to count records; commit; the records, positions
  *                    and committed offsets
@@ -204,13 +204,19 @@ public final class JavaClient {
         return Map.of("acks", acks);
     }
 
-    /** Numbered records to each partition until the stop file exists; each ack printed. */
+    /**
+     * Numbered records to each partition until the stop file exists. The acknowledgements
+     * are printed as they come, gathered into a line every 50 ms ({"acked": [[partition,
+     * number], ...]}, in the order the callbacks ran), so the reader keeps up cheaply.
+     */
     private Object produceNumbers(Map<String, Object> step) throws Exception {
         String topic = (String) step.get("topic");
         List<Integer> partitions = (List<Integer>) step.get("partitions");
         Path stop = Path.of((String) step.get("stop_file"));
         List<String> errors = new ArrayList<>();
+        List<Object> acked = new ArrayList<>();
         long sent = 0;
+        long flushed = System.currentTimeMillis();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(
                 config(step), new StringSerializer(), new StringSerializer())) {
             for (long n = 0; !Files.exists(stop); n++) {
@@ -218,22 +224,38 @@ public final class JavaClient {
                     final long number = n;
                     producer.send(new ProducerRecord<>(topic, p, null, Long.toString(n)),
                         (metadata, exception) -> {
-                            if (exception != null) {
-                                synchronized (errors) {
+                            synchronized (acked) {
+                                if (exception != null) {
                                     errors.add(exception.toString());
+                                } else {
+                                    acked.add(List.of(p, number));
                                 }
-                            } else {
-                                print(Map.of("acked", List.of(p, number)));
                             }
                         });
                     sent++;
                 }
                 Thread.sleep(1); // about 1,000 records a second to each partition
+                if (System.currentTimeMillis() - flushed >= 50) {
+                    printAcked(acked);
+                    flushed = System.currentTimeMillis();
+                }
             }
-            producer.flush();
+            producer.flush(); // every callback has run when it returns
         }
-        synchronized (errors) {
+        printAcked(acked);
+        synchronized (acked) {
             return Map.of("sent", sent, "errors", errors);
+        }
+    }
+
+    private static void printAcked(List<Object> acked) {
+        List<Object> batch;
+        synchronized (acked) {
+            batch = new ArrayList<>(acked);
+            acked.clear();
+        }
+        if (!batch.isEmpty()) {
+            print(Map.of("acked", batch));
         }
     }
 
