@@ -120,10 +120,12 @@ def test_java_producer_group_and_admin_on_a_cluster(cluster: ProcessCluster) -> 
     got = read["a"] + read["b"]
     assert sorted(r["value"] for r in got) == sorted(r["value"] for r in sent)
     for partition in range(3):
-        offsets = [r["offset"] for r in got if r["partition"] == partition]
-        assert sorted(offsets) == offsets  # in order (what a read, then what b did)
+        for name in ("a", "b"):  # each member read each partition in order
+            mine = [r["offset"] for r in read[name] if r["partition"] == partition]
+            assert mine == sorted(mine)
+        offsets = sorted(r["offset"] for r in got if r["partition"] == partition)
         acked = sorted(o for p, o in acks if p == partition)
-        assert sorted(offsets) == acked == list(range(len(acked)))
+        assert offsets == acked == list(range(len(acked)))  # each exactly once
     ends = {f"{topic}-{p}": sum(1 for q, _ in acks if q == p) for p in range(3)}
     assert run.result(9) == {tp: [end, ""] for tp, end in ends.items() if end}
     for partition in run.result(10)[topic]["partitions"]:
