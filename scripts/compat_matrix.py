@@ -62,6 +62,7 @@ def header(client: str) -> str:
     """A client's column header: its mark's name, or for ``java`` which Java client."""
     return f"Java (Kafka {_kafka_version()})" if client == "java" else client
 
+
 # Cells no test can prove because the client has no way to send the request.
 # Requests a client has no way to send (kcat has no admin; aiokafka cannot delete groups).
 NOT_OFFERED = frozenset(

@@ -163,7 +163,8 @@ def test_marks_are_collected_where_pytest_applies_them(tmp_path: Path) -> None:
         "- (5) CreateTopics × aiokafka: test_one.py: `TestAdmin::test_create`",
         "- (6) DeleteTopics × aiokafka: test_one.py: `TestAdmin::test_create`",
     ]
-    assert "| Produce (0) | 3-8 | ✓ (1) | – | – | – | – |" in out  # test_three's is xfail
+    # test_three's is xfail
+    assert "| Produce (0) | 3-8 | ✓ (1) | – | – | – | – |" in out
     assert "| Metadata (3) | 1-8 | – | – | – | – | – |" in out  # its only test is xfail
     assert "| CreatePartitions (37) | 0-1 | n/a | – | – | – | – |" in out
     # The Java client's column says which release's client it is.
