@@ -136,7 +136,11 @@ def log_config(directory: Path, request_log: Path | None) -> Path:
     name = hashlib.sha256(text.encode()).hexdigest()[:12]
     path = directory / f"client-log4j2-{name}.properties"
     if not path.is_file():
-        path.write_text(text)
+        # Written aside and renamed: a session starting a JVM at the same moment reads
+        # the whole file or none.
+        partial = directory / f".{path.name}.{os.getpid()}"
+        partial.write_text(text)
+        os.replace(partial, path)
     return path
 
 

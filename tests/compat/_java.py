@@ -10,8 +10,10 @@ acknowledgement as it comes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -110,10 +112,13 @@ class JavaNumberedProducer:
                 self._read(line)
             if child.wait() != 0:
                 self.errors.append(f"the Java producer exited {child.returncode}")
+        shutil.rmtree(self._directory, ignore_errors=True)
 
     def _stop_when_told(self) -> None:
         self.stop.wait()
-        (self._directory / "stop").touch()
+        # The JVM may have ended already (and its directory gone): nothing to stop then.
+        with contextlib.suppress(FileNotFoundError):
+            (self._directory / "stop").touch()
 
     def _read(self, line: str) -> None:
         if not line.startswith("{"):
