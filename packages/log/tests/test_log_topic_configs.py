@@ -12,7 +12,7 @@ from minikafka.log import LOG_CONFIG, NO_EFFECT, CompressionType, Log, LogConfig
 from minikafka.log._cleaner import max_compaction_delay, should_clean
 from minikafka.log.testing import ManualClock, keyed_batch
 
-# Kafka 3.x's TopicConfig, less the two the controller and partition own
+# Kafka 4.x's TopicConfig, less the two the controller and partition own
 # (min.insync.replicas, unclean.leader.election.enable), with a valid non-default value.
 KAFKA_TOPIC_CONFIGS = {
     "cleanup.policy": "compact,delete",
@@ -31,15 +31,14 @@ KAFKA_TOPIC_CONFIGS = {
     "local.retention.ms": "-2",
     "max.compaction.lag.ms": "60000",
     "max.message.bytes": "2000000",
-    "message.downconversion.enable": "false",
-    "message.format.version": "3.0-IV1",
     "message.timestamp.after.max.ms": "3600000",
     "message.timestamp.before.max.ms": "86400000",
-    "message.timestamp.difference.max.ms": "86400000",
     "message.timestamp.type": "LogAppendTime",
     "min.cleanable.dirty.ratio": "0.1",
     "min.compaction.lag.ms": "10",
     "preallocate": "true",
+    "remote.log.copy.disable": "true",
+    "remote.log.delete.on.disable": "true",
     "remote.storage.enable": "false",
     "retention.bytes": "1000000",
     "retention.ms": "-1",
@@ -71,6 +70,23 @@ def test_every_kafka_topic_config_is_accepted_and_read() -> None:
     )
 
 
+def test_the_keys_kafka_4_removed_are_unknown_and_the_future_is_bounded() -> None:
+    """Kafka 4.0 removed three topic keys (a CreateTopics naming one is refused there,
+    and so here) and refuses timestamps more than an hour ahead by default (KIP-937);
+    the differential corpus compares both with Kafka 4.1."""
+    removed = {
+        "message.format.version",
+        "message.downconversion.enable",
+        "message.timestamp.difference.max.ms",
+    }
+    assert not removed & LOG_CONFIG.names()
+    defaults = LogConfig()
+    assert (defaults.timestamp_before_max_ms, defaults.timestamp_after_max_ms) == (
+        2**63 - 1,
+        3_600_000,
+    )
+
+
 @pytest.mark.parametrize(
     ("key", "value"),
     [
@@ -84,7 +100,7 @@ def test_every_kafka_topic_config_is_accepted_and_read() -> None:
         ("compression.zstd.level", "23"),
         ("max.compaction.lag.ms", "0"),
         ("preallocate", "yes"),
-        ("message.format.version", "latest"),
+        ("remote.log.copy.disable", "maybe"),
         ("leader.replication.throttled.replicas", "0-1"),
         ("local.retention.ms", "-3"),
         ("message.timestamp.before.max.ms", "-1"),

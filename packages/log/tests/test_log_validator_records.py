@@ -230,12 +230,15 @@ def test_a_refused_timestamp_names_every_record_out_of_bounds(tmp_path: Path) ->
     assert all("out of range" in why for _index, why in refused.record_errors)
 
 
-def test_the_deprecated_difference_max_ms_bounds_both_sides(tmp_path: Path) -> None:
-    """message.timestamp.difference.max.ms applies when before/after are not set."""
-    log = open_log(tmp_path, message_timestamp_difference_max_ms=10)
+def test_by_default_a_record_more_than_an_hour_ahead_is_refused(tmp_path: Path) -> None:
+    """Kafka 4.0's default message.timestamp.after.max.ms (one hour); no bound behind."""
+    log = open_log(tmp_path)
+    hour = 3_600_000
     assert_rejected(
-        log, keyed_batch([(b"k", b"v")], NOW + 11), InvalidTimestampError, 32
+        log, keyed_batch([(b"k", b"v")], NOW + hour + 1), InvalidTimestampError, 32
     )
+    assert log.append_as_leader(keyed_batch([(b"k", b"v")], NOW + hour), 0)
+    assert log.append_as_leader(keyed_batch([(b"k", b"v")], 0), 0)
 
 
 def test_log_append_time_does_not_judge_the_producers_timestamps(

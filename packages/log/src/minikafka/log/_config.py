@@ -7,8 +7,10 @@ names as its synonyms (Kafka's ``ServerTopicConfigSynonyms``); the few topic con
 gives no broker-level default have none. A bad value raises
 :class:`~minikafka.common.ConfigError` naming the key that was given.
 
-Every topic config Kafka 3.x documents (its ``TopicConfig``) is accepted with its type
-checked, so a CreateTopics that works on Kafka works here. Most are honoured; the ones
+Every topic config Kafka 4.x documents (its ``TopicConfig``) is accepted with its type
+checked, so a CreateTopics that works on Kafka works here, and the keys Kafka 4.0 removed
+(``message.format.version``, ``message.downconversion.enable``,
+``message.timestamp.difference.max.ms``) are unknown here as there. Most are honoured; the ones
 that are stored and described but change nothing here are listed, with the reason, in
 :data:`NO_EFFECT` (each key's ``no_effect``). A value that would promise something
 minikafka cannot do (tiered storage) is refused instead of being silently ignored.
@@ -31,7 +33,6 @@ from minikafka.common import (
     Validator,
     at_least,
     between,
-    matches,
     one_of,
 )
 
@@ -76,20 +77,19 @@ class LogConfig:
     compression_gzip_level: int = -1  # KIP-390; -1: zlib's default (6)
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
-    # KIP-937 (Kafka 3.6): how far a CreateTime timestamp may lie behind or ahead of the
-    # broker's clock; Long.MAX_VALUE means unchecked. difference.max.ms is the older,
-    # deprecated key both fall back to.
-    message_timestamp_difference_max_ms: int = MAX_LONG
+    # KIP-937: how far a CreateTime timestamp may lie behind or ahead of the broker's
+    # clock; Long.MAX_VALUE means unchecked. Kafka 4.0 refuses timestamps more than an
+    # hour ahead by default (a clock far off, or a producer's bug).
     message_timestamp_before_max_ms: int = MAX_LONG
-    message_timestamp_after_max_ms: int = MAX_LONG
+    message_timestamp_after_max_ms: int = 3600 * 1000
     # Stored and described, no effect here: see NO_EFFECT.
     segment_jitter_ms: int = 0
     preallocate: bool = False
-    message_downconversion_enable: bool = True
-    message_format_version: str = "3.0-IV1"
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
     remote_storage_enable: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
     leader_replication_throttled_replicas: str = ""
     follower_replication_throttled_replicas: str = ""
 
@@ -133,17 +133,13 @@ class LogConfig:
 
     @property
     def timestamp_before_max_ms(self) -> int:
-        """How old a CreateTime timestamp may be; falls back to difference.max.ms as Kafka does."""
-        if self.message_timestamp_before_max_ms != MAX_LONG:
-            return self.message_timestamp_before_max_ms
-        return self.message_timestamp_difference_max_ms
+        """How old a CreateTime timestamp may be."""
+        return self.message_timestamp_before_max_ms
 
     @property
     def timestamp_after_max_ms(self) -> int:
         """How far in the future a CreateTime timestamp may be."""
-        if self.message_timestamp_after_max_ms != MAX_LONG:
-            return self.message_timestamp_after_max_ms
-        return self.message_timestamp_difference_max_ms
+        return self.message_timestamp_after_max_ms
 
     @classmethod
     def from_properties(
@@ -343,13 +339,6 @@ LOG_CONFIG = ConfigDef(
             between(-131072, 22),
         ),
         _key(
-            "message.timestamp.difference.max.ms",
-            "log.message.timestamp.difference.max.ms",
-            _LONG,
-            "message_timestamp_difference_max_ms",
-            at_least(0),
-        ),
-        _key(
             "message.timestamp.before.max.ms",
             "log.message.timestamp.before.max.ms",
             _LONG,
@@ -383,25 +372,6 @@ LOG_CONFIG = ConfigDef(
             "file-system tuning (Kafka's own default is false)",
         ),
         _key(
-            "message.downconversion.enable",
-            "log.message.downconversion.enable",
-            _BOOL,
-            "message_downconversion_enable",
-            no_effect="only record format v2 is stored and served, so there is never an "
-            "older format to convert to",
-        ),
-        _key(
-            "message.format.version",
-            "log.message.format.version",
-            ConfigType.STRING,
-            "message_format_version",
-            # An ApiVersion/MetadataVersion such as 0.10.2, 2.8 or 3.0-IV1.
-            matches(
-                r"\d+\.\d+(\.\d+)?(-IV\d+)?", "a message format version such as 3.0-IV1"
-            ),
-            "deprecated since Kafka 3.0, where it is ignored as here: every batch is format v2",
-        ),
-        _key(
             "local.retention.ms",
             "log.local.retention.ms",
             _LONG,
@@ -425,6 +395,21 @@ LOG_CONFIG = ConfigDef(
             "remote_storage_enable",
             no_effect="only false is accepted: tiered storage (KIP-405) does not exist",
         ),
+        # Kafka 3.9's switches for a tiered topic's copies and its deletion (KIP-950).
+        _key(
+            "remote.log.copy.disable",
+            None,
+            _BOOL,
+            "remote_log_copy_disable",
+            no_effect=_TIERED_ONLY,
+        ),
+        _key(
+            "remote.log.delete.on.disable",
+            None,
+            _BOOL,
+            "remote_log_delete_on_disable",
+            no_effect=_TIERED_ONLY,
+        ),
         _key(
             "leader.replication.throttled.replicas",
             None,
@@ -443,7 +428,7 @@ LOG_CONFIG = ConfigDef(
 )
 """Every topic config: its name, its broker-level synonyms, type, field and validator.
 
-Every topic config Kafka 3.x documents; a topic sets the names (``segment.bytes``), the
+Every topic config Kafka 4.x documents; a topic sets the names (``segment.bytes``), the
 broker's ``server.properties`` the synonyms (``log.segment.bytes``)."""
 
 NO_EFFECT: Mapping[str, str] = {

@@ -16,8 +16,8 @@ appended:
 - on a compacted topic every record has a key ("Compacted topic cannot accept message
   without key");
 - under ``message.timestamp.type=CreateTime``, each timestamp lies within
-  ``message.timestamp.before.max.ms`` / ``after.max.ms`` of the broker's clock (KIP-937,
-  or the older ``message.timestamp.difference.max.ms``).
+  ``message.timestamp.before.max.ms`` / ``after.max.ms`` of the broker's clock (KIP-937;
+  Kafka 4.0 removed the older ``message.timestamp.difference.max.ms``).
 
 Kafka answers the record errors with INVALID_RECORD (87) and a timestamp out of range
 with INVALID_TIMESTAMP (32).
