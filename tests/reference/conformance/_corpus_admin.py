@@ -88,6 +88,22 @@ CREATE_CASES: dict[str, Case] = {
     "unknown-config": _create(
         "unknownconfig", configs=[{"name": "conf.no.such.key", "value": "1"}]
     ),
+    # Kafka 4.0 removed these keys; Kafka 3.9 added the tiered-storage switches.
+    "removed-config-key": _create(
+        "removed-key",
+        True,
+        configs=[{"name": "message.format.version", "value": "3.0-IV1"}],
+    ),
+    "tiered-switch": _create(
+        "tiered-switch",
+        True,
+        configs=[{"name": "remote.log.copy.disable", "value": "true"}],
+    ),
+    "far-future-bound": _create(
+        "future",
+        True,
+        configs=[{"name": "message.timestamp.after.max.ms", "value": "60000"}],
+    ),
     "invalid-name": _create_named("conf bad name!"),
     "name-too-long": _create_named("conf-" + "x" * 250),
     "listed-twice": _create_twice,

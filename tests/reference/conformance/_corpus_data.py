@@ -4,6 +4,7 @@ OffsetForLeaderEpoch, each case at every version minikafka advertises."""
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -231,6 +232,11 @@ PRODUCE_CASES: dict[str, Case] = {
     "listed-twice": _produce_listed_twice,
     "idempotent": _produce_idempotent,
     "append-time": _produce(APPEND_TIME, 0, lambda: batch(1)),
+    # A record stamped two hours ahead of the broker's clock (Kafka 4.0's default
+    # message.timestamp.after.max.ms is one hour).
+    "far-future-timestamp": _produce(
+        PRODUCE, 0, lambda: batch(2, ts=int(time.time() * 1000) + 7_200_000)
+    ),
 }
 
 
