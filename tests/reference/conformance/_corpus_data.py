@@ -10,7 +10,7 @@ from typing import Any
 
 from minikafka.broker import KafkaApis
 from minikafka.log import CompressionType
-from minikafka.net import ApiKey
+from minikafka.net import ApiKey, decode_response_body
 
 from ._build import make
 from ._fixtures import (
@@ -28,6 +28,7 @@ from ._fixtures import (
     with_crc,
     with_magic,
 )
+from ._normalise import to_tree
 from ._scenario import Scenario, Session
 
 Case = Callable[[Session, int], None]
@@ -71,15 +72,12 @@ def _api_versions(s: Session, v: int) -> None:
 
 
 def _api_versions_unknown(s: Session, v: int) -> None:
-    # A version newer than any the broker knows: KIP-511 says answer v0 with
-    # UNSUPPORTED_VERSION and the supported ranges, so the client can pick one.
-    from minikafka.net import decode_response_body
-
-    from ._normalise import to_tree
-
+    # A version newer than any the broker knows (KIP-511): answered in v0 with
+    # UNSUPPORTED_VERSION. kio has no v99 header to encode, so the header is written
+    # here: api key, version, correlation id 7, client id, no tagged fields.
     header = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 7, 4) + b"conf" + b"\x00"
     conn = s.connection
-    conn.correlation_id = 6
+    conn.correlation_id = 6  # raw_call numbers this request 7, as the header says
     payload = conn.raw_call(ApiKey.API_VERSIONS, 99, b"", header_override=header)
     assert payload is not None
     s.record(

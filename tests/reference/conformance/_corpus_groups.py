@@ -236,7 +236,7 @@ def _heartbeat_in_rebalance(s: Session, v: int) -> None:
     second = s.other()
     joined: Any = second.call(join_body(5, group))  # MEMBER_ID_REQUIRED with the id
     second.send_only(join_body(5, group, str(joined.member_id)))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:  # the other connection's JoinGroup is read in its own time
         state = s.call(make(ApiKey.DESCRIBE_GROUPS, 0, groups=[group])).groups[0]
         if state.group_state == "PreparingRebalance":

@@ -121,7 +121,7 @@ def prepare(session: Session) -> None:
     ):
         _produce_ok(session, DATA, partition, records)
     _produce_ok(session, APPEND_TIME, 0, batch(2))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a loaded 2-core machine: generous
     while True:  # the group coordinator creates __consumer_offsets on first use
         found = session.call(make(ApiKey.FIND_COORDINATOR, 0, key="conf-prepare"))
         if int(found.error_code) == 0:
@@ -157,7 +157,7 @@ def prepare(session: Session) -> None:
 def _produce_ok(session: Session, topic: str, partition: int, records: bytes) -> None:
     # A new leader may refuse for a moment after Metadata names it (it becomes leader
     # when it applies the metadata record): NOT_LEADER_OR_FOLLOWER is retried.
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while True:
         answer = session.call(produce(topic, partition, records))
         error = int(answer.responses[0].partition_responses[0].error_code)

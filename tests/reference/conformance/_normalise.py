@@ -56,9 +56,6 @@ KEY_FIELDS = (
     "key",
 )
 
-PREFIX = "conf-"
-"""Every topic and group the corpus makes starts with this."""
-
 
 def to_tree(value: object) -> Tree:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -89,7 +89,7 @@ class Session:
         self.checks[label] = value
 
     def wait_topics(
-        self, names: Iterable[str], partitions: int = 1, timeout: float = 20.0
+        self, names: Iterable[str], partitions: int = 1, timeout: float = 30.0
     ) -> None:
         """Until this broker's Metadata names a leader for each partition of ``names``
         (a broker learns a new topic from its controller a moment after CreateTopics)."""

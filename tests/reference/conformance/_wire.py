@@ -33,7 +33,7 @@ class Connection:
     """One TCP connection to a broker; requests are answered in the order sent."""
 
     address: str
-    timeout: float = 20.0
+    timeout: float = 30.0  # seconds an answer may take on a loaded machine
     sock: socket.socket | None = attrs.field(init=False, default=None)
     correlation_id: int = attrs.field(init=False, default=0)
 
