@@ -20,8 +20,6 @@ from tests.reference.conformance._fixtures import prepare
 from tests.reference.conformance._runner import BROKEN, compare
 from tests.reference.conformance.corpus import corpus
 
-pytestmark = pytest.mark.external
-
 COMPAT = Path(__file__).resolve().parents[2] / "COMPAT.md"
 
 # The minikafka node is configured as reference.kafka.KafkaNode configures Kafka's: one
@@ -64,6 +62,7 @@ def _scenario_prefix(api: int) -> str:
     return ApiKey(api).name.lower().replace("_", "-")
 
 
+@pytest.mark.external
 def test_minikafka_answers_as_kafka_does(
     kafka_reference: KafkaNode,
     minikafka_node: BrokerProcess,
