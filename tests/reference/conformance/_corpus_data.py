@@ -150,6 +150,21 @@ def _produce_acks0(s: Session, v: int) -> None:
     s.check(_list_offsets_body(5, PRODUCE, 1, -1))
 
 
+def _produce_transactional_id(s: Session, v: int) -> None:
+    # A transactional id on a request whose batch is not transactional.
+    body = make(
+        ApiKey.PRODUCE,
+        v,
+        acks=1,
+        timeout=5000,
+        transactional_id="conf-tx-plain",
+        topic_data=[
+            {"name": PRODUCE, "partition_data": [{"index": 0, "records": batch(1)}]}
+        ],
+    )
+    s.check(body)
+
+
 def _produce_two_batches(s: Session, v: int) -> None:
     s.check(produce(PRODUCE, 0, batch(2) + batch(3, first=2), version=v))
 
@@ -230,6 +245,7 @@ PRODUCE_CASES: dict[str, Case] = {
     "listed-twice": _produce_listed_twice,
     "idempotent": _produce_idempotent,
     "append-time": _produce(APPEND_TIME, 0, lambda: batch(1)),
+    "transactional-id-plain-batch": _produce_transactional_id,
     # A record stamped two hours ahead of the broker's clock (Kafka 4.0's default
     # message.timestamp.after.max.ms is one hour).
     "far-future-timestamp": _produce(
@@ -248,6 +264,7 @@ def _fetch_body(
     epoch: int = -1,
     max_bytes: int = 1 << 20,
     isolation: int = 0,
+    replica_id: int = -1,
 ) -> Any:
     topics: dict[str, list[dict[str, object]]] = {}
     for topic, partition, offset in parts:
@@ -263,7 +280,7 @@ def _fetch_body(
     return make(
         ApiKey.FETCH,
         v,
-        replica_id=-1,
+        replica_id=replica_id,
         max_wait=0,
         min_bytes=0,
         max_bytes=50 << 20,
@@ -339,6 +356,8 @@ FETCH_CASES: dict[str, Case] = {
     "future-leader-epoch": _fetch([(DATA, 0, 0)], epoch=5),
     "current-leader-epoch": _fetch([(DATA, 0, 0)], epoch=0),
     "listed-twice": _fetch_listed_twice,
+    # A follower's fetch from a broker that is no replica of the partition.
+    "unknown-follower": _fetch([(DATA, 0, 0)], replica_id=5),
 }
 FETCH_SINCE = {"future-leader-epoch": 9, "current-leader-epoch": 9}
 

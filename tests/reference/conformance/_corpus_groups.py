@@ -301,7 +301,26 @@ HEARTBEAT_CASES = {
     ),
     "rebalance-in-progress": (_heartbeat_in_rebalance, True),
 }
+
+
+def _leave_two(s: Session, v: int) -> None:
+    # v3+: a batch of members, one of them unknown.
+    group = gid("leave", v, "batch")
+    m = stable(s, group)
+    body = make(
+        ApiKey.LEAVE_GROUP,
+        v,
+        group_id=group,
+        members=[
+            {"member_id": "conf-ghost", "group_instance_id": None},
+            {"member_id": m.member_id, "group_instance_id": None},
+        ],
+    )
+    s.check(body)
+
+
 LEAVE_CASES = {
+    "batch-with-unknown": (_leave_two, True),
     "member": (_on_stable("leave", "member", _leave), True),
     "unknown-member": (
         _on_stable("leave", "unknown-member", lambda v, g, m: _leave(v, g, _ghost(m))),
@@ -325,6 +344,7 @@ def commit_body(
     parts: list[tuple[str, int, int]],
     m: Member | None = None,
     metadata: str = "",
+    leader_epoch: int = -1,
 ) -> Any:
     topics: dict[str, list[dict[str, object]]] = {}
     for topic, partition, offset in parts:
@@ -332,7 +352,7 @@ def commit_body(
             {
                 "partition_index": partition,
                 "committed_offset": offset,
-                "committed_leader_epoch": -1,
+                "committed_leader_epoch": leader_epoch,
                 "committed_metadata": metadata,
                 "commit_timestamp": -1,
             }
@@ -370,6 +390,14 @@ def _commit_member(case: str, change: Callable[[Member], Member] = lambda m: m) 
     return run
 
 
+def _commit_with_epoch(s: Session, v: int) -> None:
+    # v6+ carries the leader epoch of the committed offset; OffsetFetch v5 returns it.
+    group = gid("commit", v, "epoch")
+    body = commit_body(v, group, [(DATA, 0, 5)], leader_epoch=0)
+    s.check(body)
+    s.check(fetch_offsets_body(5, group, [(DATA, 0)]))
+
+
 COMMIT_CASES = {
     "simple": (_commit("simple", [(DATA, 0, 4), (DATA, 2, 1)]), False),
     "unknown-topic": (_commit("unknown-topic", [(MISSING, 0, 1)]), False),
@@ -384,6 +412,7 @@ COMMIT_CASES = {
         False,
     ),
     "member": (_commit_member("member"), True),
+    "then-fetch": (_commit_with_epoch, False),
     "unknown-member": (_commit_member("unknown-member", _ghost), True),
     "illegal-generation": (_commit_member("illegal-generation", _next_gen), True),
 }
@@ -410,7 +439,14 @@ def _fetch_committed(parts: list[tuple[str, int]] | None) -> Case:
     return run
 
 
+def _fetch_offsets_twice(s: Session, v: int) -> None:
+    group = gid("offset-fetch", v, "twice")
+    s.call(commit_body(7, group, [(DATA, 0, 2)]))
+    s.check(fetch_offsets_body(v, group, [(DATA, 0), (DATA, 0)]))
+
+
 OFFSET_FETCH_CASES = {
+    "listed-twice": (_fetch_offsets_twice, False),
     "committed": (_fetch_committed([(DATA, 0), (DATA, 1), (DATA, 2)]), False),
     "all-partitions": (_fetch_committed(None), False),
     "unknown-group": (
@@ -455,6 +491,10 @@ def _describe_empty(s: Session, v: int) -> None:
 DESCRIBE_CASES = {
     "stable": (_describe_stable, True),
     "empty-and-dead": (_describe_empty, False),
+    "listed-twice": (
+        lambda s, v: s.check(_describe([gid("describe", v, "twice")] * 2)(v)),
+        False,
+    ),
 }
 
 
@@ -498,7 +538,9 @@ def scenarios() -> Iterator[Scenario]:
     yield from scenarios_for(ApiKey.JOIN_GROUP, "join-group", JOIN_CASES, JOIN_SINCE)
     yield from scenarios_for(ApiKey.SYNC_GROUP, "sync-group", SYNC_CASES)
     yield from scenarios_for(ApiKey.HEARTBEAT, "heartbeat", HEARTBEAT_CASES)
-    yield from scenarios_for(ApiKey.LEAVE_GROUP, "leave-group", LEAVE_CASES)
+    yield from scenarios_for(
+        ApiKey.LEAVE_GROUP, "leave-group", LEAVE_CASES, {"batch-with-unknown": 3}
+    )
     yield from scenarios_for(ApiKey.OFFSET_COMMIT, "offset-commit", COMMIT_CASES)
     yield from scenarios_for(
         ApiKey.OFFSET_FETCH, "offset-fetch", OFFSET_FETCH_CASES, OFFSET_FETCH_SINCE
