@@ -98,7 +98,7 @@ RECORD_BYTES = 100
 REPEATS = 3
 WARMUP_ROUNDS = 2
 """Unmeasured rounds first: Kafka's broker reached its steady CPU per record only
-after 3-4 million records here (its JIT compiling the hot paths)."""
+after about four million records here (its JIT compiling the hot paths)."""
 TOOL_HEAP = "512m"
 TOOL_TIMEOUT = 600.0
 """Seconds a perf-test run may take before the benchmark fails (about 6 s normally)."""
