@@ -114,7 +114,9 @@ def handle_api_versions(
     if request.body is None:
         # A version we cannot read: answer in v0 so the client can read it, with
         # ApiVersions' own range only (Kafka's ApiVersionsRequest.getErrorResponse).
-        own = {ApiKey.API_VERSIONS: supported[ApiKey.API_VERSIONS]}
+        own: dict[int, tuple[int, int]] = {
+            ApiKey.API_VERSIONS: supported[ApiKey.API_VERSIONS]
+        }
         request.respond_parts(
             (api_versions_body(own, 0, ErrorCode.unsupported_version),)
         )
