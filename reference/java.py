@@ -33,6 +33,7 @@ import attrs
 
 from reference.kafka import (
     LIBS,
+    TOOLS_LOG,
     ReferenceMissing,
     classpath,
     java_command,
@@ -41,17 +42,9 @@ from reference.kafka import (
 
 CACHE = LIBS.parent / "java"
 
-# The client's own log: warnings to stderr; with a request log, NetworkClient's DEBUG
+# The client's own log: warnings to stderr, as a tool's; with a request log, NetworkClient's DEBUG
 # lines (one per request sent, one per broker's ApiVersions) to a file.
-_LOG = """\
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-"""
+_LOG = TOOLS_LOG
 _REQUEST_LOG = """\
 appender.requests.type = File
 appender.requests.name = REQUESTS

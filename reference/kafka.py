@@ -60,7 +60,7 @@ TOOLS: Mapping[str, str] = {
 # A tool logs warnings and errors to stderr, as Kafka's tools-log4j2.yaml has it; the
 # broker logs INFO to server.log in its directory (log4j 2's properties format needs no
 # YAML parser on the class path).
-_TOOLS_LOG = """\
+TOOLS_LOG = """\
 rootLogger.level = WARN
 rootLogger.appenderRef.stderr.ref = STDERR
 appender.stderr.type = Console
@@ -136,7 +136,7 @@ def java_command(
     ``quick_start`` stops the JIT at its first tier and uses the serial collector: a tool
     that runs for a second starts about twice as fast. A benchmark turns it off.
     """
-    config = log_config or _log_config("tools-log4j2.properties", _TOOLS_LOG)
+    config = log_config or _log_config("tools-log4j2.properties", TOOLS_LOG)
     command = [java(), f"-Xmx{heap}"]
     if quick_start:
         command += ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
