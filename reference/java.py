@@ -42,8 +42,9 @@ from reference.kafka import (
 
 CACHE = LIBS.parent / "java"
 
-# The client's own log: warnings to stderr, as a tool's; with a request log, NetworkClient's DEBUG
-# lines (one per request sent, one per broker's ApiVersions) to a file.
+# The client's own log: warnings to stderr, as a tool's; with a request log,
+# NetworkClient's DEBUG lines (one per request sent, one per broker's ApiVersions) to a
+# file.
 _LOG = TOOLS_LOG
 _REQUEST_LOG = """\
 appender.requests.type = File
