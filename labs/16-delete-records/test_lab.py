@@ -145,15 +145,25 @@ def delete(
 
 
 def watermarks(cluster: ProcessCluster, topic: str) -> tuple[int, int]:
-    """(earliest, latest) as ListOffsets answers them, from the partition's leader."""
+    """(earliest, latest) as ListOffsets answers them, from the partition's leader.
+
+    Asked again while the client cannot reach the leader (just after a leader change
+    its metadata may still name the dead one): an error is not an answer."""
     consumer = Consumer(
         {"bootstrap.servers": cluster.bootstrap, "group.id": "lab16", "log_level": 0}
     )
+    deadline = time.monotonic() + WAIT
     try:
-        low, high = consumer.get_watermark_offsets(
-            KafkaTopicPartition(topic, 0), timeout=WAIT / 4
-        )
-        return int(low), int(high)
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    KafkaTopicPartition(topic, 0), timeout=WAIT / 4
+                )
+                return int(low), int(high)
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # polling the cluster, inside the deadline
     finally:
         consumer.close()
 

@@ -49,6 +49,8 @@ class Outcome:
     """pytest stopped before any test (a file that does not import, a bad option)."""
     collected: int = 0
     """The checks there are: more than ``total`` when a run stopped at a failure."""
+    failures: tuple[str, ...] = ()
+    """Each failed test's name and the start of its failure message."""
 
     @property
     def done(self) -> bool:
@@ -170,6 +172,7 @@ def run(
             | set(_NOT_DONE.findall(output) if len(chosen) == 1 else ())
         )
         passed = sum(1 for _, ok, _ in mine if ok)
+        failures = tuple(f"{name}: {text[:2000]}" for name, ok, text in mine if not ok)
         # pytest's exit codes: 1 tests failed, 5 none collected, others an error.
         broken = not mine and done.returncode not in (0, 1, 5)
         # Several exercises in one run share its count of collected tests.
@@ -183,6 +186,7 @@ def run(
                 tuple(unfinished),
                 broken,
                 max(in_all, len(mine)),
+                failures,
             )
         )
     return outcomes
