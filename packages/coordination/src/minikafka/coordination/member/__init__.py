@@ -20,5 +20,5 @@ from ._consumer_coordinator import RebalanceEvent as RebalanceEvent
 from ._consumer_coordinator import SyncGroup as SyncGroup
 from ._subscription import EARLIEST as EARLIEST
 from ._subscription import LATEST as LATEST
-from ._subscription import PartitionState as PartitionState
 from ._subscription import SubscriptionState as SubscriptionState
+from ._subscription import TopicPartitionState as TopicPartitionState

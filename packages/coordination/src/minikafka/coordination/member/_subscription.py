@@ -24,7 +24,9 @@ LATEST = -1  # ... and for the high watermark
 
 
 @attrs.define
-class PartitionState:
+class TopicPartitionState:
+    """One assigned partition's state (Kafka's ``SubscriptionState.TopicPartitionState``)."""
+
     position: int | None = None
     leader_epoch: int | None = None  # of the last record handed out (KIP-320)
     reset_to: int | None = None  # EARLIEST or LATEST while a reset is pending
@@ -40,7 +42,7 @@ class SubscriptionState:
     auto_offset_reset: str = "latest"
     subscription: frozenset[str] = frozenset()
     manual: bool = False  # assign() was used, not subscribe()
-    assignment: dict[TopicPartition, PartitionState] = attrs.field(factory=dict)
+    assignment: dict[TopicPartition, TopicPartitionState] = attrs.field(factory=dict)
 
     def subscribe(self, topics: Iterable[str]) -> None:
         if self.manual and self.assignment:
@@ -57,12 +59,12 @@ class SubscriptionState:
         """The assigned partitions are now these: positions of those kept are kept."""
         wanted = list(partitions)
         self.assignment = {
-            tp: self.assignment.get(tp) or PartitionState() for tp in wanted
+            tp: self.assignment.get(tp) or TopicPartitionState() for tp in wanted
         }
 
     def add(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
-            self.assignment.setdefault(tp, PartitionState())
+            self.assignment.setdefault(tp, TopicPartitionState())
 
     def remove(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -132,7 +134,7 @@ class SubscriptionState:
             if s.position is not None
         }
 
-    def _state(self, tp: TopicPartition) -> PartitionState:
+    def _state(self, tp: TopicPartition) -> TopicPartitionState:
         state = self.assignment.get(tp)
         if state is None:
             raise ValueError(f"{tp} is not assigned to this consumer")
