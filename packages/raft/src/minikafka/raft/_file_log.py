@@ -35,24 +35,7 @@ from ._log import (
     whole_units,
 )
 
-SNAPSHOT_SUFFIX = ".checkpoint"
 _READ_BYTES = 1 << 20
-
-
-def snapshot_file_name(snapshot_id: SnapshotId) -> str:
-    return f"{snapshot_id.end_offset:020d}-{snapshot_id.epoch:010d}{SNAPSHOT_SUFFIX}"
-
-
-def _parse_snapshot_name(name: str) -> SnapshotId | None:
-    stem, dot, suffix = name.partition(".")
-    offset, dash, epoch = stem.partition("-")
-    if (
-        f"{dot}{suffix}" != SNAPSHOT_SUFFIX
-        or not dash
-        or not (offset + epoch).isdigit()
-    ):
-        return None
-    return SnapshotId(int(offset), int(epoch))
 
 
 class FileRaftLog:
@@ -173,7 +156,7 @@ class FileRaftLog:
         self._flushed = snapshot.id.end_offset
 
     def _write_snapshot(self, snapshot: Snapshot) -> None:
-        path = self.dir / snapshot_file_name(snapshot.id)
+        path = self.dir / snapshot.id.file_name
         partial = path.with_name(path.name + ".part")
         with open(partial, "wb") as f:
             f.write(snapshot.payload)
@@ -188,13 +171,13 @@ class FileRaftLog:
         old = self._snapshot
         self._snapshot = snapshot
         if old is not None and old.id != snapshot.id:
-            (self.dir / snapshot_file_name(old.id)).unlink(missing_ok=True)
+            (self.dir / old.id.file_name).unlink(missing_ok=True)
 
     def _load_latest_snapshot(self) -> Snapshot | None:
         found = [
             (snapshot_id, path)
             for path in self.dir.iterdir()
-            if (snapshot_id := _parse_snapshot_name(path.name)) is not None
+            if (snapshot_id := SnapshotId.parse(path.name)) is not None
         ]
         if not found:
             return None

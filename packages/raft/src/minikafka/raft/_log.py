@@ -24,6 +24,8 @@ from typing import Protocol
 
 import attrs
 
+SNAPSHOT_SUFFIX = ".checkpoint"
+
 
 @attrs.frozen
 class Entry:
@@ -45,6 +47,24 @@ class SnapshotId:
 
     end_offset: int
     epoch: int
+
+    @property
+    def file_name(self) -> str:
+        """The snapshot's file beside the log (Kafka's ``<offset>-<epoch>.checkpoint``)."""
+        return f"{self.end_offset:020d}-{self.epoch:010d}{SNAPSHOT_SUFFIX}"
+
+    @classmethod
+    def parse(cls, name: str) -> SnapshotId | None:
+        """The id a snapshot's file name says, or None if ``name`` is not one."""
+        stem, dot, suffix = name.partition(".")
+        offset, dash, epoch = stem.partition("-")
+        if (
+            f"{dot}{suffix}" != SNAPSHOT_SUFFIX
+            or not dash
+            or not (offset + epoch).isdigit()
+        ):
+            return None
+        return cls(int(offset), int(epoch))
 
 
 @attrs.frozen
