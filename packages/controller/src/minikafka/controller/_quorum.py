@@ -47,6 +47,10 @@ from minikafka.log import (
     iter_decoded_batches,
     whole_batches,
 )
+
+# Raft's own, one of each: the quorum's refusal to append and a snapshot's identity.
+from minikafka.raft import NotLeaderError as NotLeaderError
+from minikafka.raft import SnapshotId as SnapshotId
 from minikafka.trace import NullTracer, Tracer
 
 from ._events import QuorumLeaderElected
@@ -54,7 +58,6 @@ from ._records import METADATA_TOPIC, MetadataRecord, decode_record, encode_reco
 
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
 QUORUM_STATE_FILE = "quorum-state"
-SNAPSHOT_SUFFIX = ".checkpoint"
 _READ_CHUNK = 1 << 20
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 """The largest batch the quorum writes (Kafka's ``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``)."""
@@ -64,10 +67,6 @@ _RECORD_OVERHEAD = 32
 _BATCH_OVERHEAD = 61
 
 _logger = logging.getLogger(__name__)
-
-
-class NotLeaderError(Exception):
-    """An append in an epoch that is not the quorum's current one."""
 
 
 class MetadataLogError(ApiError):
@@ -94,28 +93,6 @@ class MetadataBatch:
     @property
     def last_offset(self) -> int:
         return self.records[-1][0]
-
-
-@attrs.frozen
-class SnapshotId:
-    end_offset: int  # the snapshot holds everything below this offset
-    epoch: int
-
-    @property
-    def file_name(self) -> str:
-        return f"{self.end_offset:020d}-{self.epoch:010d}{SNAPSHOT_SUFFIX}"
-
-    @classmethod
-    def parse(cls, name: str) -> SnapshotId | None:
-        stem, _, suffix = name.partition(".")
-        offset, dash, epoch = stem.partition("-")
-        if (
-            f".{suffix}" != SNAPSHOT_SUFFIX
-            or not dash
-            or not (offset + epoch).isdigit()
-        ):
-            return None
-        return cls(int(offset), int(epoch))
 
 
 class MetadataQuorum(Protocol):

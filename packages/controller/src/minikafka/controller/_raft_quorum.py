@@ -61,6 +61,7 @@ from minikafka.raft import (
     Envelope,
     FileRaftLog,
     FileStateStore,
+    NotLeaderError,
     Output,
     QuorumInfo,
     RaftConfig,
@@ -68,7 +69,6 @@ from minikafka.raft import (
     Snapshot,
     State,
 )
-from minikafka.raft import NotLeaderError as RaftNotLeaderError
 from minikafka.raft import wire as raft_wire
 from minikafka.raft._messages import (
     BeginQuorumEpochRequest,
@@ -81,7 +81,7 @@ from minikafka.raft._messages import (
 )
 from minikafka.trace import NullTracer, TraceEvent, Tracer
 
-from ._quorum import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION_DIR, NotLeaderError
+from ._quorum import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION_DIR
 from ._records import MetadataRecord, encode_record
 
 _logger = logging.getLogger("minikafka.controller")
@@ -371,8 +371,8 @@ class RaftQuorum:
         try:
             last, output = node.append(entries, trio.current_time())
             self._carry_out(output)
-        except RaftNotLeaderError as exc:
-            raise NotLeaderError(str(exc)) from exc
+        except NotLeaderError:
+            raise
         except Exception as exc:
             raise self._fatal(
                 f"appending {len(entries)} entries to the Raft log", exc
