@@ -34,9 +34,12 @@ import trio
 from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
-from minikafka.broker._zk_wire import to_wire
 from minikafka.broker.testing import ProcessCluster
-from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
+from minikafka.broker.zk import to_wire
+from minikafka.controller.zk import (
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+)
 from minikafka.net import NetworkClient, Node
 from minikafka.zk import ZkClient, broker_path, controller_epoch
 from minikafka.zk._server import ZOOKEEPER_JAR

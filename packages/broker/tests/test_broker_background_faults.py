@@ -42,7 +42,6 @@ from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._controller_node import ControllerNode
 from minikafka.broker._meta_properties import format_storage, new_cluster_id
 from minikafka.broker._offsets_topic import ReplicaOffsetsTopic
-from minikafka.broker._zk_server import ZkBrokerServer
 from minikafka.broker.testing import (
     WireClient,
     element,
@@ -52,6 +51,7 @@ from minikafka.broker.testing import (
     running_broker,
     single_node_config,
 )
+from minikafka.broker.zk import ZkBrokerServer
 from minikafka.common import Acks, FatalFaultError, TopicPartition
 from minikafka.controller import (
     BrokerHeartbeatRequest,
@@ -61,9 +61,11 @@ from minikafka.controller import (
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    MetadataDelta,
+)
+from minikafka.controller.zk import (
     LeaderAndIsr,
     LeaderAndIsrPartition,
-    MetadataDelta,
     UpdateMetadata,
 )
 from minikafka.log.testing import value_batch

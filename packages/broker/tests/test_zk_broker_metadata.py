@@ -19,10 +19,9 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
-from minikafka.broker._zk_metadata import ZkBrokerMetadata
-from minikafka.broker._zk_wire import from_wire, to_wire
+from minikafka.broker.zk import ZkBrokerMetadata, from_wire, to_wire
 from minikafka.common import TopicPartition
-from minikafka.controller import (
+from minikafka.controller.zk import (
     ControllerToBroker,
     LeaderAndIsr,
     LeaderAndIsrPartition,

@@ -30,20 +30,24 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.broker import _zk_controller_shell as shell_module
-from minikafka.broker._zk_channel_manager import ControllerChannelManager
-from minikafka.broker._zk_controller_shell import ZkControllerShell
-from minikafka.broker._zk_wire import stop_replica_response
 from minikafka.broker.testing import free_ports
+from minikafka.broker.zk import (
+    ControllerChannelManager,
+    ZkControllerShell,
+    stop_replica_response,
+)
+from minikafka.broker.zk import _controller_shell as shell_module
 from minikafka.common import TopicPartition
 from minikafka.controller import (
-    BrokerRequest,
     ControllerConfig,
     ControllerError,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     ListPartitionReassignmentsRequest,
+)
+from minikafka.controller.zk import (
+    BrokerRequest,
     StopReplica,
     StopReplicaPartition,
     ZkController,

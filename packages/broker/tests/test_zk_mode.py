@@ -35,10 +35,13 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
 from minikafka.broker._offsets_topic import ensure_offsets_topic
-from minikafka.broker._zk_wire import to_wire
 from minikafka.broker.testing import free_ports
+from minikafka.broker.zk import to_wire
 from minikafka.common import TopicPartition
-from minikafka.controller import LeaderAndIsr, LeaderAndIsrPartition
+from minikafka.controller.zk import (
+    LeaderAndIsr,
+    LeaderAndIsrPartition,
+)
 from minikafka.coordination import OFFSETS_TOPIC
 from minikafka.net import NetworkClient, Node
 from minikafka.tools._connection import connect

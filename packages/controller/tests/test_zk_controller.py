@@ -41,8 +41,6 @@ from minikafka.controller import (
     AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
-    BrokerRequest,
-    ControlledShutdownResult,
     ControllerConfig,
     CreatableTopic,
     CreateTopicsRequest,
@@ -51,16 +49,20 @@ from minikafka.controller import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
-    IllegalStateTransitionError,
-    LeaderAndIsr,
     PartitionState,
     ReassignablePartition,
+)
+from minikafka.controller.zk import (
+    BrokerRequest,
+    ControlledShutdownResult,
+    IllegalStateTransitionError,
+    LeaderAndIsr,
+    StateTransition,
     StopReplica,
     UpdateMetadata,
     ZkController,
     ZkControllerResult,
 )
-from minikafka.controller._zk_events import StateTransition
 from minikafka.trace.testing import RecordingTracer
 from minikafka.zk import (
     BrokerRegistration,

@@ -17,7 +17,7 @@ from ._fetch import encode_fetch_response as encode_fetch_response
 from ._metadata_cache import MetadataCache as MetadataCache
 from ._producer_ids import ProducerIdManager as ProducerIdManager
 from ._server import BrokerServer as BrokerServer
-from ._zk_server import ZkBrokerServer as ZkBrokerServer
+from .zk import ZkBrokerServer as ZkBrokerServer
 
 __all__ = [
     "BrokerServer",

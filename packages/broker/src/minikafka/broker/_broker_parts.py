@@ -3,7 +3,7 @@
 The ReplicaManager (its topic settings from the MetadataCache, its ISR proposals sent to
 the controller as AlterPartition), the replica fetchers, the group coordinator over
 ``__consumer_offsets`` and the producer id blocks taken from the controller: built here
-once, so that :class:`~._server.BrokerServer` and :class:`~._zk_server.ZkBrokerServer`
+once, so that :class:`~._server.BrokerServer` and :class:`~.zk.ZkBrokerServer`
 differ only in how they learn the metadata and reach their controller.
 """
 

@@ -32,7 +32,7 @@ from ._config import KafkaConfig
 from ._controller_node import ControllerNode
 from ._meta_properties import StorageError
 from ._server import BrokerServer
-from ._zk_server import ZkBrokerServer
+from .zk import ZkBrokerServer
 
 _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 

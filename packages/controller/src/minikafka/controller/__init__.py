@@ -3,7 +3,8 @@
 Replica placement (seed 001), the metadata records of KRaft and the image brokers replay
 them into, the timeline structures and the pipelined QuorumController (seed 004), producer
 id blocks (KIP-730), the partition and replica state machines, and a single-voter quorum on
-the log package.
+the log package. ZooKeeper mode's controller is the ``zk`` subpackage; its names are
+re-exported here.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
@@ -161,32 +162,32 @@ from ._timeline import TimelineObject as TimelineObject
 from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
 from ._topic_creation import validate_topic_name as validate_topic_name
-from ._zk_admin import admin_create_topics as admin_create_topics
-from ._zk_context import ControllerContext as ControllerContext
-from ._zk_context import Leadership as Leadership
-from ._zk_controller import ZkController as ZkController
-from ._zk_events import ControllerRequestSent as ControllerRequestSent
-from ._zk_events import StateTransition as StateTransition
-from ._zk_events import ZkControllerElected as ZkControllerElected
-from ._zk_events import ZkWatchFired as ZkWatchFired
-from ._zk_machines import ControlledShutdownResult as ControlledShutdownResult
-from ._zk_machines import IllegalStateTransitionError as IllegalStateTransitionError
-from ._zk_machines import ZkControllerResult as ZkControllerResult
-from ._zk_machines import ZkResponse as ZkResponse
-from ._zk_requests import EPOCH_DURING_DELETE as EPOCH_DURING_DELETE
-from ._zk_requests import LEADER_DURING_DELETE as LEADER_DURING_DELETE
-from ._zk_requests import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
-from ._zk_requests import BrokerRequest as BrokerRequest
-from ._zk_requests import ControllerToBroker as ControllerToBroker
-from ._zk_requests import LeaderAndIsr as LeaderAndIsr
-from ._zk_requests import LeaderAndIsrPartition as LeaderAndIsrPartition
-from ._zk_requests import LiveLeader as LiveLeader
-from ._zk_requests import MetadataBroker as MetadataBroker
-from ._zk_requests import MetadataEndpoint as MetadataEndpoint
-from ._zk_requests import StopReplica as StopReplica
-from ._zk_requests import StopReplicaPartition as StopReplicaPartition
-from ._zk_requests import UpdateMetadata as UpdateMetadata
-from ._zk_requests import UpdateMetadataPartition as UpdateMetadataPartition
+from .zk import EPOCH_DURING_DELETE as EPOCH_DURING_DELETE
+from .zk import LEADER_DURING_DELETE as LEADER_DURING_DELETE
+from .zk import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
+from .zk import BrokerRequest as BrokerRequest
+from .zk import ControlledShutdownResult as ControlledShutdownResult
+from .zk import ControllerContext as ControllerContext
+from .zk import ControllerRequestSent as ControllerRequestSent
+from .zk import ControllerToBroker as ControllerToBroker
+from .zk import IllegalStateTransitionError as IllegalStateTransitionError
+from .zk import LeaderAndIsr as LeaderAndIsr
+from .zk import LeaderAndIsrPartition as LeaderAndIsrPartition
+from .zk import Leadership as Leadership
+from .zk import LiveLeader as LiveLeader
+from .zk import MetadataBroker as MetadataBroker
+from .zk import MetadataEndpoint as MetadataEndpoint
+from .zk import StateTransition as StateTransition
+from .zk import StopReplica as StopReplica
+from .zk import StopReplicaPartition as StopReplicaPartition
+from .zk import UpdateMetadata as UpdateMetadata
+from .zk import UpdateMetadataPartition as UpdateMetadataPartition
+from .zk import ZkController as ZkController
+from .zk import ZkControllerElected as ZkControllerElected
+from .zk import ZkControllerResult as ZkControllerResult
+from .zk import ZkResponse as ZkResponse
+from .zk import ZkWatchFired as ZkWatchFired
+from .zk import admin_create_topics as admin_create_topics
 
 __all__ = [
     "CONTROLLER_CONFIG",

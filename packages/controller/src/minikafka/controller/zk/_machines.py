@@ -7,8 +7,8 @@ election) written to its state znode and sent to its replicas with LeaderAndIsr;
 replica going offline is stopped and taken out of its partition's ISR; a replica being
 deleted is sent StopReplica with delete. :class:`ZkStateMachines` holds the controller's
 state (the context, both machines, and what the event being processed has decided so
-far: its writes and its request batch); :class:`~._zk_controller.ZkController` and
-:class:`~._zk_deletion.TopicDeletion` build on it. The elections are Kafka's
+far: its writes and its request batch); :class:`~._controller.ZkController` and
+:class:`~._deletion.TopicDeletion` build on it. The elections are Kafka's
 ``PartitionLeaderElectionAlgorithms``, plain functions.
 """
 
@@ -33,9 +33,9 @@ from minikafka.zk import (
 )
 from minikafka.zk import PartitionState as ZkPartitionState
 
-from ._config import ControllerConfig
-from ._events import PartitionLeaderElected
-from ._requests import (
+from .._config import ControllerConfig
+from .._events import PartitionLeaderElected
+from .._requests import (
     AllocateProducerIdsResponse,
     AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
@@ -45,7 +45,7 @@ from ._requests import (
     ElectLeadersResponse,
     ListPartitionReassignmentsResponse,
 )
-from ._states import (
+from .._states import (
     PARTITION_TRANSITION_REASONS,
     REPLICA_TRANSITION_REASONS,
     PartitionAndReplica,
@@ -56,9 +56,9 @@ from ._states import (
     StateChange,
     TopicPartition,
 )
-from ._zk_context import ControllerContext, Leadership
-from ._zk_events import StateTransition
-from ._zk_requests import BrokerRequest, RequestBatch
+from ._context import ControllerContext, Leadership
+from ._events import StateTransition
+from ._requests import BrokerRequest, RequestBatch
 
 _P = PartitionState
 _R = ReplicaState

@@ -34,15 +34,17 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 from minikafka.controller import (
-    EPOCH_DURING_DELETE,
-    LEADER_DURING_DELETE,
     BrokerEndpoint,
     BrokerRegistration,
-    LeaderAndIsr,
     MetadataImage,
     PartitionRegistration,
-    StopReplica,
     TopicImage,
+)
+from minikafka.controller.zk import (
+    EPOCH_DURING_DELETE,
+    LEADER_DURING_DELETE,
+    LeaderAndIsr,
+    StopReplica,
     UpdateMetadata,
 )
 from minikafka.net import Node

@@ -9,11 +9,11 @@ Start-up, in order:
    with Kafka's JSON: the znode's creation (its czxid) is the broker epoch, new at each
    registration; the znode lives as long as the session, so a broker that dies or is
    cut off past ``zookeeper.session.timeout.ms`` leaves the cluster by itself;
-4. it tries to become the controller (:mod:`._zk_controller_shell`); one broker wins;
+4. it tries to become the controller (:mod:`._controller_shell`); one broker wins;
 5. it serves clients once the controller's first UpdateMetadata has arrived, and from
    then on obeys the controller: UpdateMetadata fills the MetadataCache clients are
    answered from, LeaderAndIsr makes it lead or follow (the same path as KRaft mode,
-   :mod:`._local_replicas`), StopReplica stops and deletes replicas.
+   :mod:`.._local_replicas`), StopReplica stops and deletes replicas.
 
 ZooKeeper's events come on one channel: watches go to the controller shell; a session
 that is lost (expired) ends the controller role and the registration, and when the
@@ -52,6 +52,8 @@ from minikafka.common import ConfigError
 from minikafka.controller import (
     ConfigResourceType,
     ControllerError,
+)
+from minikafka.controller.zk import (
     LeaderAndIsr,
     StopReplica,
     UpdateMetadata,
@@ -81,17 +83,17 @@ from minikafka.zk import (
     topic_config_path,
 )
 
-from ._broker_parts import broker_parts
-from ._config import ZOOKEEPER_CONNECT, KafkaConfig
-from ._controller_channel import ControllerLocator, RemoteController
-from ._local_replicas import LoggingFaultHandler, apply_replica_changes
-from ._meta_properties import check_and_write_zk_meta, new_cluster_id
-from ._metadata_cache import MetadataCache
-from ._replica_fetchers import ReplicaFetcherManager
-from ._zk_apis import ZkControllerChannel, ZkKafkaApis
-from ._zk_controller_shell import ZkControllerShell
-from ._zk_metadata import ZkBrokerMetadata
-from ._zk_wire import leader_and_isr_response, stop_replica_response
+from .._broker_parts import broker_parts
+from .._config import ZOOKEEPER_CONNECT, KafkaConfig
+from .._controller_channel import ControllerLocator, RemoteController
+from .._local_replicas import LoggingFaultHandler, apply_replica_changes
+from .._meta_properties import check_and_write_zk_meta, new_cluster_id
+from .._metadata_cache import MetadataCache
+from .._replica_fetchers import ReplicaFetcherManager
+from ._apis import ZkControllerChannel, ZkKafkaApis
+from ._controller_shell import ZkControllerShell
+from ._metadata import ZkBrokerMetadata
+from ._wire import leader_and_isr_response, stop_replica_response
 
 _logger = logging.getLogger("minikafka.broker")
 CLUSTER_ID_PATH = "/cluster/id"

@@ -23,13 +23,13 @@ from minikafka.zk import (
     topic_path,
 )
 
-from ._states import (
+from .._states import (
     PartitionAndReplica,
     PartitionState,
     ReplicaState,
     TopicPartition,
 )
-from ._zk_machines import ZkControllerResult, ZkStateMachines
+from ._machines import ZkControllerResult, ZkStateMachines
 
 _P = PartitionState
 _R = ReplicaState

@@ -45,19 +45,19 @@ from minikafka.zk import (
     topic_path,
 )
 
-from ._cluster_control import ClusterControlManager
-from ._config import ControllerConfig
-from ._config_control import ConfigurationControlManager
-from ._producer_id_control import ProducerIdControlManager
-from ._records import (
+from .._cluster_control import ClusterControlManager
+from .._config import ControllerConfig
+from .._config_control import ConfigurationControlManager
+from .._producer_id_control import ProducerIdControlManager
+from .._records import (
     ConfigRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
 )
-from ._replication_control import ReplicationControlManager
-from ._requests import (
+from .._replication_control import ReplicationControlManager
+from .._requests import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     CreatePartitionsRequest,
@@ -68,8 +68,8 @@ from ._requests import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from ._timeline import SnapshotRegistry
-from ._zk_context import ControllerContext
+from .._timeline import SnapshotRegistry
+from ._context import ControllerContext
 
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 

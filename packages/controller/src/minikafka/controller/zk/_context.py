@@ -18,7 +18,7 @@ import attrs
 from minikafka.zk import LiveBroker, TopicAssignment, ZkCluster
 from minikafka.zk import PartitionState as ZkPartitionState
 
-from ._states import TopicPartition
+from .._states import TopicPartition
 
 
 @attrs.frozen

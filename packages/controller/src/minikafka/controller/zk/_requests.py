@@ -22,8 +22,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from ._states import TopicPartition
-from ._zk_context import ControllerContext
+from .._states import TopicPartition
+from ._context import ControllerContext
 
 LEADER_DURING_DELETE = -2
 """The leader UpdateMetadata names for a partition of a topic being deleted."""

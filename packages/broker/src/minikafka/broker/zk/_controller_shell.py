@@ -21,7 +21,7 @@ shell keeps Kafka's shape:
   this one resigns: the fence that keeps a zombie controller from changing ZooKeeper
   (brokers fence its requests with STALE_CONTROLLER_EPOCH);
 - **one queue and one sender task per broker** (Kafka's RequestSendThread, in
-  :mod:`._zk_channel_manager`): requests to a broker go in order, each retried until it
+  :mod:`._channel_manager`): requests to a broker go in order, each retried until it
   is answered or the broker is gone.
 
 Faults, per background task, as Kafka 2.8's controller meets them:
@@ -39,14 +39,13 @@ Faults, per background task, as Kafka 2.8's controller meets them:
   ``/controller`` up and every broker, this one too, stands again after
   :data:`ELECTION_RETRY_S`;
 - **the imbalance check's timer**: sleeps and queues an event; nothing in it can fail;
-- **a sender per broker** (:mod:`._zk_channel_manager`): see there; a broker that cannot
+- **a sender per broker** (:mod:`._channel_manager`): see there; a broker that cannot
   be reached, or a send that fails in any other way, is retried after a backoff, and a
   fault in handling an answer is logged and the next request goes.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -62,7 +61,6 @@ from minikafka.controller import (
     AllocateProducerIdsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
-    ControlledShutdownResult,
     ControllerConfig,
     ControllerError,
     ControllerRequest,
@@ -76,20 +74,20 @@ from minikafka.controller import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
+)
+from minikafka.controller.zk import (
+    LATEST_PRODUCER_ID_BLOCK,
+    ControlledShutdownResult,
     ZkController,
     ZkControllerElected,
     ZkControllerResult,
     ZkResponse,
     ZkWatchFired,
-)
-from minikafka.controller._zk_admin import (
-    LATEST_PRODUCER_ID_BLOCK,
     decode_producer_id_block,
 )
 from minikafka.net import NetworkClient, Node
 from minikafka.trace import Tracer
 from minikafka.zk import (
-    BROKER_IDS,
     CONTROLLER,
     CONTROLLER_EPOCH,
     DELETE_TOPICS,
@@ -109,7 +107,22 @@ from minikafka.zk import (
     try_to_elect,
 )
 
-from ._zk_channel_manager import ControllerChannelManager
+from ._channel_manager import ControllerChannelManager
+from ._controller_events import (
+    CheckLeaderImbalance,
+    ControllerEvent,
+    ControllerMovedError,
+    Elect,
+    Reconnected,
+    Resign,
+    Shutdown,
+    StopReplicaAnswered,
+    Submit,
+    Watch,
+    event_log_name,
+    event_name,
+    fail_event,
+)
 
 _logger = logging.getLogger("minikafka.broker.zk_controller")
 ADMIN_WAIT_S = 20.0
@@ -122,79 +135,6 @@ ELECTION_RETRY_S = 1.0
 """How long after an election that failed (a fault while becoming the controller) this
 broker stands again: a fault that strikes every election cannot spin against
 ZooKeeper."""
-
-
-class ControllerMovedError(Exception):
-    """This controller's epoch is no longer ZooKeeper's: another one was elected."""
-
-
-@attrs.frozen
-class _Elect:
-    pass
-
-
-@attrs.frozen
-class _Watch:
-    fired: WatchFired
-
-
-@attrs.frozen
-class _Submit:
-    request: ControllerRequest
-    reply: trio.MemorySendChannel[ZkResponse | ControllerError]
-
-
-@attrs.frozen
-class _Shutdown:
-    broker_id: int
-    broker_epoch: int
-    reply: trio.MemorySendChannel[ZkResponse | ControllerError]
-
-
-@attrs.frozen
-class _StopReplicaAnswered:
-    broker_id: int
-    errors: Mapping[tuple[str, int], ErrorCode]
-
-
-@attrs.frozen
-class _Resign:
-    why: str
-
-
-@attrs.frozen
-class _Reconnected:
-    pass
-
-
-@attrs.frozen
-class _CheckLeaderImbalance:
-    """Kafka's ``AutoPreferredReplicaLeaderElection``, posted on a schedule."""
-
-
-_Event = (
-    _Elect
-    | _Watch
-    | _Submit
-    | _Shutdown
-    | _StopReplicaAnswered
-    | _Resign
-    | _Reconnected
-    | _CheckLeaderImbalance
-)
-
-
-def event_name(path: str, kind: str) -> str | None:
-    """The controller event a watch on ``path`` becomes (Kafka's names), if any."""
-    if path == BROKER_IDS:
-        return "BrokerChange"
-    if path == TOPICS or (path.startswith(TOPICS + "/") and path.count("/") == 3):
-        return "TopicChange"
-    if path == DELETE_TOPICS:
-        return "TopicDeletion"
-    if path == CONTROLLER and kind == "DELETED":
-        return "Reelect"
-    return None
 
 
 @attrs.define(eq=False)
@@ -210,8 +150,8 @@ class ZkControllerShell:
     """Told when this broker becomes the controller (True) and stops being it (False)."""
     core: ZkController | None = attrs.field(init=False, default=None)
     _epoch_version: int = attrs.field(init=False, default=-1)
-    _events: trio.MemorySendChannel[_Event] = attrs.field(init=False)
-    _queue: trio.MemoryReceiveChannel[_Event] = attrs.field(init=False)
+    _events: trio.MemorySendChannel[ControllerEvent] = attrs.field(init=False)
+    _queue: trio.MemoryReceiveChannel[ControllerEvent] = attrs.field(init=False)
     _processed: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set (and replaced) after each event: what admin requests wait on."""
     _channels: ControllerChannelManager | None = attrs.field(init=False, default=None)
@@ -234,7 +174,7 @@ class ZkControllerShell:
 
     def elect(self) -> None:
         """Try to become the controller (at start, and when ``/controller`` was deleted)."""
-        self._events.send_nowait(_Elect())
+        self._events.send_nowait(Elect())
 
     def watch_fired(self, fired: WatchFired) -> None:
         name = event_name(fired.path, fired.kind)
@@ -243,25 +183,25 @@ class ZkControllerShell:
         if name == "Reelect":
             self.elect()
         elif name is not None:
-            self._events.send_nowait(_Watch(fired))
+            self._events.send_nowait(Watch(fired))
 
     def reconnected(self) -> None:
         """The session survived a lost connection (ZooKeeper restarted, or reached
         through another server). Kazoo does not set the watches again as ZooKeeper's own
         client does, and whatever changed meanwhile fired no watch here: read everything
         again, with watches."""
-        self._events.send_nowait(_Reconnected())
+        self._events.send_nowait(Reconnected())
 
     def resign(self, why: str) -> None:
         """The session was lost: whatever this broker controlled, it no longer does."""
-        self._events.send_nowait(_Resign(why))
+        self._events.send_nowait(Resign(why))
 
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
         """One request for the controller (this broker must be it: NOT_CONTROLLER
         otherwise). CreateTopics and DeleteTopics wait until the job is done, as a
         client expects the topic usable (or gone) once answered."""
         send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
-        self._events.send_nowait(_Submit(request, send))
+        self._events.send_nowait(Submit(request, send))
         answer = await receive.receive()
         if isinstance(answer, ControllerError):
             raise answer
@@ -336,7 +276,7 @@ class ZkControllerShell:
         while True:
             await trio.sleep(self.config.leader_imbalance_check_interval_seconds)
             if self.core is not None:
-                self._events.send_nowait(_CheckLeaderImbalance())
+                self._events.send_nowait(CheckLeaderImbalance())
 
     async def _process_events(self) -> None:
         """Kafka's ControllerEventThread: one event at a time; whatever one raises is
@@ -345,12 +285,14 @@ class ZkControllerShell:
             try:
                 await self._process_one(event)
             except Exception:
-                _logger.exception("Uncaught error processing event %s", _name(event))
-                _fail(event, ErrorCode.unknown_server_error)
+                _logger.exception(
+                    "Uncaught error processing event %s", event_log_name(event)
+                )
+                fail_event(event, ErrorCode.unknown_server_error)
             self._processed.set()
             self._processed = trio.Event()
 
-    async def _process_one(self, event: _Event) -> None:
+    async def _process_one(self, event: ControllerEvent) -> None:
         """Kafka's ``KafkaController.process``: the failures that mean something."""
         try:
             await self._process(event)
@@ -362,42 +304,44 @@ class ZkControllerShell:
             # active controller resigns and gives /controller up, and the next one
             # (perhaps itself) starts again from what ZooKeeper says (Kafka's
             # triggerControllerMove).
-            _logger.warning("controller event %s failed: %r", _name(event), exc)
-            _fail(event, ErrorCode.request_timed_out)
+            _logger.warning(
+                "controller event %s failed: %r", event_log_name(event), exc
+            )
+            fail_event(event, ErrorCode.request_timed_out)
             self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
         except ApiError as exc:
             # A known Kafka error (a request this controller does not serve): the answer.
-            _logger.info("controller event %s failed: %s", _name(event), exc)
-            _fail(event, exc.error_code)
+            _logger.info("controller event %s failed: %s", event_log_name(event), exc)
+            fail_event(event, exc.error_code)
 
-    async def _process(self, event: _Event) -> None:
+    async def _process(self, event: ControllerEvent) -> None:
         match event:
-            case _Elect():
+            case Elect():
                 if self.core is None:
                     await self._try_to_elect()
-            case _Resign(why):
+            case Resign(why):
                 self._resign_now(why)
-            case _Reconnected():
+            case Reconnected():
                 await self._catch_up()
-            case _Submit(request, reply):
+            case Submit(request, reply):
                 if self.core is None:
                     reply.send_nowait(ControllerError(ErrorCode.not_controller))
                     return
                 await self._answer(self._submitted(self.core, request), reply)
-            case _Shutdown(broker_id, broker_epoch, reply):
+            case Shutdown(broker_id, broker_epoch, reply):
                 if self.core is None:
                     reply.send_nowait(ControllerError(ErrorCode.not_controller))
                     return
                 await self._answer(
                     self.core.on_controlled_shutdown(broker_id, broker_epoch), reply
                 )
-            case _Watch(fired) if self.core is not None:
+            case Watch(fired) if self.core is not None:
                 await self._on_watch(self.core, fired)
-            case _StopReplicaAnswered(broker_id, errors) if self.core is not None:
+            case StopReplicaAnswered(broker_id, errors) if self.core is not None:
                 await self._carry_out(
                     self.core.on_stop_replica_response(broker_id, errors)
                 )
-            case _CheckLeaderImbalance() if self.core is not None:
+            case CheckLeaderImbalance() if self.core is not None:
                 await self._carry_out(self.core.on_auto_leader_rebalance())
 
     async def _answer(
@@ -439,7 +383,7 @@ class ZkControllerShell:
     ) -> ControlledShutdownResult:
         """A broker's ControlledShutdown, on the event loop like any request."""
         send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
-        self._events.send_nowait(_Shutdown(broker_id, broker_epoch, send))
+        self._events.send_nowait(Shutdown(broker_id, broker_epoch, send))
         answer = await receive.receive()
         if isinstance(answer, ControllerError):
             raise answer
@@ -624,28 +568,7 @@ class ZkControllerShell:
     def _stop_replica_answered(
         self, broker_id: int, errors: Mapping[tuple[str, int], ErrorCode]
     ) -> None:
-        self._events.send_nowait(_StopReplicaAnswered(broker_id, errors))
-
-
-def _name(event: _Event) -> str:
-    """The event's name for the log (Kafka's names where the shell has one)."""
-    match event:
-        case _Watch(fired):
-            return event_name(fired.path, fired.kind) or f"Watch({fired.path})"
-        case _Submit(request):
-            return type(request).__name__
-        case _Shutdown():
-            return "ControlledShutdown"
-        case _CheckLeaderImbalance():
-            return "AutoPreferredReplicaLeaderElection"
-    return type(event).__name__.lstrip("_")
-
-
-def _fail(event: _Event, error: ErrorCode) -> None:
-    """Answer a request whose event failed (unless it was answered before it failed)."""
-    if isinstance(event, _Submit | _Shutdown):
-        with contextlib.suppress(trio.WouldBlock):
-            event.reply.send_nowait(ControllerError(error))
+        self._events.send_nowait(StopReplicaAnswered(broker_id, errors))
 
 
 T = TypeVar("T", CreatableTopicResult, DeletableTopicResult)

@@ -2,7 +2,7 @@
 
 One broker of a ZooKeeper-mode cluster is the controller: it won the ephemeral
 ``/controller`` znode (:mod:`minikafka.zk._election`). It then reads the cluster from
-ZooKeeper into its :class:`~._zk_context.ControllerContext` and processes one event at a
+ZooKeeper into its :class:`~._context.ControllerContext` and processes one event at a
 time from a single queue (Kafka's ``ControllerEventManager``): a broker came or went, a
 topic appeared or grew, a topic is to be deleted, a leader asks to change its ISR, a
 broker asks to shut down. Every event moves partitions and replicas through the two state
@@ -14,7 +14,7 @@ skip), and the side effects of the transitions are what the event returns:
   epoch writes nothing (Kafka's ``checkControllerAndUpdate``): the partition state znodes
   created and updated, a deleted topic's znodes removed;
 - **requests**: LeaderAndIsr, UpdateMetadata and StopReplica for each broker
-  (:mod:`._zk_requests`), to send once the writes succeeded;
+  (:mod:`._requests`), to send once the writes succeeded;
 - a **response** for the events that answer a broker (AlterPartition, ControlledShutdown).
 
 Nothing here blocks, reads a clock or touches the network: the ZooKeeper-mode controller
@@ -24,11 +24,11 @@ Kafka's schedule, as Kafka's ``KafkaScheduler`` posts it into the event queue. T
 shell (``minikafka.broker``'s ``ZkControllerShell``) turns watches into events and
 carries out what they return.
 
-The transitions and their side effects are in :mod:`._zk_machines` (Kafka 2.8's
+The transitions and their side effects are in :mod:`._machines` (Kafka 2.8's
 ``ZkPartitionStateMachine``, ``ZkReplicaStateMachine`` and the elections of its
-``PartitionLeaderElectionAlgorithms``), topic deletion in :mod:`._zk_deletion`
+``PartitionLeaderElectionAlgorithms``), topic deletion in :mod:`._deletion`
 (``TopicDeletionManager``); this module has the events. partition reassignment in
-:mod:`._zk_reassignment`.
+:mod:`._reassignment`.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from minikafka.zk import (
     ZkCluster,
 )
 
-from ._config import ControllerConfig
-from ._leader_and_isr import isr_proposal_error
-from ._requests import (
+from .._config import ControllerConfig
+from .._leader_and_isr import isr_proposal_error
+from .._requests import (
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -60,25 +60,25 @@ from ._requests import (
     ElectLeadersRequest,
     ElectLeadersResponse,
 )
-from ._states import (
+from .._states import (
     PartitionState,
     ReplicaState,
     TopicPartition,
 )
-from ._zk_admin import (
+from ._admin import (
     allocate_producer_ids,
     create_partitions,
     create_topics,
     delete_topics,
 )
-from ._zk_context import ControllerContext
-from ._zk_deletion import TopicDeletion
-from ._zk_machines import (
+from ._context import ControllerContext
+from ._deletion import TopicDeletion
+from ._machines import (
     ControlledShutdownResult,
     ZkControllerResult,
     preferred_leader,
 )
-from ._zk_reassignment import Reassignments
+from ._reassignment import Reassignments
 
 _P = PartitionState
 _R = ReplicaState
@@ -281,7 +281,7 @@ class ZkController(TopicDeletion, Reassignments):
         return self._end(AlterPartitionResponse(ErrorCode.none, tuple(results)))
 
     def on_create_topics(self, request: CreateTopicsRequest) -> ZkControllerResult:
-        """Write each new topic's assignment (:mod:`._zk_admin`); its watch then brings
+        """Write each new topic's assignment (:mod:`._admin`); its watch then brings
         the partitions to life (:meth:`on_topic_change`)."""
         self._begin("CreateTopics")
         writes, response = create_topics(self.context, self.config, self.rng, request)

@@ -1,6 +1,6 @@
 """The APIs of a ZooKeeper-mode broker, and its way to the controller.
 
-Clients see the same broker in both modes: the rows of :class:`~._apis.KafkaApis` are
+Clients see the same broker in both modes: the rows of :class:`~.._apis.KafkaApis` are
 reused as they are. What differs:
 
 - the controller's requests to brokers, which only ZooKeeper mode has: LeaderAndIsr,
@@ -33,6 +33,8 @@ from minikafka.controller import (
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+)
+from minikafka.controller.zk import (
     LeaderAndIsr,
     StopReplica,
     UpdateMetadata,
@@ -52,13 +54,13 @@ from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
 from minikafka.zk import TOPICS, NodeExistsError, ZkCluster, read_brokers, read_topics
 
-from ._apis import KafkaApis
-from ._controller_apis import handle_allocate_producer_ids, handle_alter_partition
-from ._controller_channel import RemoteController
-from ._metadata_cache import INTERNAL_TOPICS
-from ._zk_controller_shell import ZkControllerShell
-from ._zk_metadata import ZkBrokerMetadata
-from ._zk_wire import controlled_shutdown_response, from_wire
+from .._apis import KafkaApis
+from .._controller_apis import handle_allocate_producer_ids, handle_alter_partition
+from .._controller_channel import RemoteController
+from .._metadata_cache import INTERNAL_TOPICS
+from ._controller_shell import ZkControllerShell
+from ._metadata import ZkBrokerMetadata
+from ._wire import controlled_shutdown_response, from_wire
 
 KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
 """What a ZooKeeper-mode broker does not offer: there is no metadata quorum."""

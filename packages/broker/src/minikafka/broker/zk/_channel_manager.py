@@ -25,12 +25,16 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.controller import BrokerRequest, ControllerRequestSent, StopReplica
+from minikafka.controller.zk import (
+    BrokerRequest,
+    ControllerRequestSent,
+    StopReplica,
+)
 from minikafka.net import ClientError, NetworkClient, Node
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.trace import Tracer
 
-from ._zk_wire import stop_replica_errors, to_wire
+from ._wire import stop_replica_errors, to_wire
 
 _logger = logging.getLogger("minikafka.broker.zk_controller")
 

@@ -18,7 +18,7 @@ from kio.static.primitive import i8, i16, i32, i64
 from kio.static.protocol import Entity
 
 from minikafka.common import TopicPartition
-from minikafka.controller import (
+from minikafka.controller.zk import (
     ControllerToBroker,
     LeaderAndIsr,
     LeaderAndIsrPartition,

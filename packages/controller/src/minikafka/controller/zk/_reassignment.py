@@ -30,8 +30,8 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.zk import SetData, topic_path
 
-from ._placement import PlacementError, validate_manual_assignment
-from ._requests import (
+from .._placement import PlacementError, validate_manual_assignment
+from .._requests import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     ListPartitionReassignmentsResponse,
@@ -39,8 +39,8 @@ from ._requests import (
     ReassignablePartition,
     ReassignmentResult,
 )
-from ._states import PartitionState, ReplicaState, TopicPartition
-from ._zk_machines import ZkControllerResult, ZkStateMachines
+from .._states import PartitionState, ReplicaState, TopicPartition
+from ._machines import ZkControllerResult, ZkStateMachines
 
 _P = PartitionState
 _R = ReplicaState
