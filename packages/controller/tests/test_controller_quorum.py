@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
 from minikafka.controller import (
@@ -38,11 +39,13 @@ from minikafka.controller import (
     MetadataDelta,
     MetadataQuorum,
     ProducerIdsRecord,
+    RaftQuorum,
     SingleVoterQuorum,
     TopicRecord,
     replay_metadata_dir,
 )
 from minikafka.controller.__main__ import main
+from minikafka.raft import RaftConfig
 
 DEADLINE = 20.0
 
@@ -312,3 +315,57 @@ def test_the_single_voter_quorum_is_a_metadata_quorum(tmp_path: Path) -> None:
     assert quorum.latest_snapshot() is None
     assert isinstance(quorum, SingleVoterQuorum)
     quorum.close()
+
+
+class NoVoters:
+    """The transport of a quorum with no other voter: nothing is ever sent."""
+
+    async def send(self, destination: int, body: RequestPayload) -> object:
+        raise AssertionError(f"nothing to send to {destination}")
+
+    def disconnect(self, destination: int) -> None:
+        pass
+
+
+@pytest.mark.parametrize("snapshot", [False, True], ids=["log", "snapshot"])
+async def test_a_one_voter_raft_quorum_opens_the_single_voters_directory(
+    tmp_path: Path, snapshot: bool
+) -> None:
+    """The single voter and a Raft quorum of one write the same files (Kafka's
+    ``quorum-state``, ``__cluster_metadata-0``, ``<offset>-<epoch>.checkpoint``): either
+    starts on what the other wrote, with the same image, in a higher epoch."""
+    config = ControllerConfig()
+    if snapshot:
+        config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
+
+    async def work(server: ControllerServer) -> None:
+        for broker_id in (1, 2):
+            await register(server, broker_id)
+        await create(server, "orders", 3, 2)
+        if snapshot:
+            await snapshot_written(server)
+
+    before = await serve(tmp_path, work, config)
+    assert (before.quorum.latest_snapshot() is not None) == snapshot
+    node_id = config.node_id
+    quorum = RaftQuorum.open(tmp_path, node_id, [node_id], NoVoters(), "", RaftConfig())
+    raft = ControllerServer.open_raft(quorum, ControllerConfig(), random.Random(7))
+    with trio.fail_after(DEADLINE):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(raft.run)
+            while not raft.is_active:  # noqa: ASYNC110  (it elects itself at once)
+                await trio.sleep(0.01)
+            assert quorum.epoch > before.quorum.epoch
+            assert raft.image == before.image
+            await create(raft, "more", 1, 1)
+            nursery.cancel_scope.cancel()
+    state = json.loads((tmp_path / f"{METADATA_TOPIC}-0" / "quorum-state").read_text())
+    assert state["leaderId"] == node_id
+    assert state["currentVoters"] == [{"voterId": node_id}]
+
+    async def after(server: ControllerServer) -> None:
+        assert server.quorum.epoch == quorum.epoch + 1
+        assert server.image.topic("more") is not None
+        assert server.image.topic("orders") == before.image.topic("orders")
+
+    await serve(tmp_path, after)
