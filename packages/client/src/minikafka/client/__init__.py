@@ -10,6 +10,10 @@ producer" and "The consumer".
 from __future__ import annotations
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
+
+# A client's bad configuration raises common's ConfigError (the broker's too), here for
+# the client's users.
+from minikafka.common import ConfigError as ConfigError
 from minikafka.coordination.member import ConsumerCoordinator as ConsumerCoordinator
 from minikafka.coordination.member import MemberState as MemberState
 from minikafka.coordination.member import RebalanceEvent as RebalanceEvent
@@ -36,7 +40,6 @@ from ._admin_types import TopicMetadata as TopicMetadata
 from ._async import AsyncConsumer as AsyncConsumer
 from ._async import AsyncProducer as AsyncProducer
 from ._async_admin import AsyncAdminClient as AsyncAdminClient
-from ._config import ConfigError as ConfigError
 from ._config import ConsumerConfig as ConsumerConfig
 from ._config import ProducerConfig as ProducerConfig
 from ._consumer import Consumer as Consumer

@@ -66,6 +66,7 @@ from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from minikafka.common import ConfigError
 from minikafka.coordination import CONSUMER_PROTOCOL_TYPE
 from minikafka.net import ClientError, NetworkClient, Node, api_name
 
@@ -82,7 +83,7 @@ from ._admin_types import (
     error_or_none,
     member_partitions,
 )
-from ._config import ConfigError, _bootstrap
+from ._config import _bootstrap
 from ._message import TRANSPORT, KafkaError, KafkaException
 from ._metadata import bootstrap_nodes
 
@@ -102,16 +103,16 @@ def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, i
     if unknown:
         key = sorted(unknown)[0]
         raise ConfigError(
-            f"{key}: not an admin client configuration key this client knows"
+            key, "not an admin client configuration key this client knows"
         )
     try:
         servers = _bootstrap(config.get("bootstrap.servers"))
     except ValueError as exc:
-        raise ConfigError(f"bootstrap.servers: invalid value: {exc}") from None
+        raise ConfigError("bootstrap.servers", f"invalid value: {exc}") from None
     raw_timeout = str(config.get("request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS))
     if not raw_timeout.isdigit() or int(raw_timeout) <= 0:
         raise ConfigError(
-            f"request.timeout.ms: invalid value {raw_timeout!r}: expected ms > 0"
+            "request.timeout.ms", f"invalid value {raw_timeout!r}: expected ms > 0"
         )
     return (
         bootstrap_nodes(servers),

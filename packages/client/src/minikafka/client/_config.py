@@ -21,17 +21,13 @@ from typing import Any
 
 import attrs
 
-from minikafka.common import Acks
+from minikafka.common import Acks, ConfigError
 from minikafka.log import CompressionType
 
 ROUND_ROBIN_PARTITIONER = "org.apache.kafka.clients.producer.RoundRobinPartitioner"
 _PARTITIONERS = {"": "", ROUND_ROBIN_PARTITIONER: ROUND_ROBIN_PARTITIONER}
 _PARTITIONERS["RoundRobinPartitioner"] = ROUND_ROBIN_PARTITIONER
 _INT32_MAX = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration key is unknown or its value is refused; the message names the key."""
 
 
 DeliveryCallback = Callable[[Any, Any], None]
@@ -83,13 +79,14 @@ class ProducerConfig:
                 conflict = ("retries", "must be above 0 with enable.idempotence=true")
             if conflict is not None:
                 if explicit_idempotence:
-                    raise ConfigError(f"{conflict[0]}: {conflict[1]}")
+                    raise ConfigError(*conflict)
                 # Idempotence on by default yields to a setting that cannot have it.
                 return attrs.evolve(self, enable_idempotence=False)._checked(False)
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ConfigError(
-                "delivery.timeout.ms: must be at least linger.ms + request.timeout.ms "
-                f"({self.linger_ms + self.request_timeout_ms})"
+                "delivery.timeout.ms",
+                "must be at least linger.ms + request.timeout.ms "
+                f"({self.linger_ms + self.request_timeout_ms})",
             )
         return self
 
@@ -103,15 +100,13 @@ def _parse(
     for key, raw in config.items():
         parse = keys.get(key)
         if parse is None:
-            raise ConfigError(
-                f"{key}: not a {kind} configuration key this client knows"
-            )
+            raise ConfigError(key, f"not a {kind} configuration key this client knows")
         try:
             values[_field(key)] = parse(raw)
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{key}: invalid value {raw!r}: {exc}") from None
+            raise ConfigError(key, f"invalid value {raw!r}: {exc}") from None
     if "bootstrap_servers" not in values:
-        raise ConfigError("bootstrap.servers: required")
+        raise ConfigError("bootstrap.servers", "required")
     return values
 
 
@@ -278,11 +273,11 @@ class ConsumerConfig:
         parsed = cls(**_parse(config, _CONSUMER_KEYS, "consumer"))  # type: ignore[arg-type]
         if parsed.heartbeat_interval_ms >= parsed.session_timeout_ms:
             raise ConfigError(
-                "heartbeat.interval.ms: must be lower than session.timeout.ms"
+                "heartbeat.interval.ms", "must be lower than session.timeout.ms"
             )
         if parsed.group_id is None and parsed.enable_auto_commit:
             if "enable.auto.commit" in config:
-                raise ConfigError("enable.auto.commit: needs a group.id")
+                raise ConfigError("enable.auto.commit", "needs a group.id")
             # Kafka's default then
             parsed = attrs.evolve(parsed, enable_auto_commit=False)
         return parsed
