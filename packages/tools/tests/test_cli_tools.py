@@ -34,7 +34,7 @@ from minikafka.log import CompressionType, Record
 from minikafka.tools._cli import app
 from minikafka.tools._connection import (
     AsyncAdminClient,
-    KafkaError,
+    BrokerError,
     ToolError,
     parse_bootstrap,
 )
@@ -179,7 +179,7 @@ async def test_a_replica_assignment_places_each_partition_by_hand(
             (1, (1,)),
         ]
         # The controller checks the brokers (Kafka's INVALID_REPLICA_ASSIGNMENT).
-        with pytest.raises(KafkaError, match=r"^INVALID_REPLICA_ASSIGNMENT"):
+        with pytest.raises(BrokerError, match=r"^INVALID_REPLICA_ASSIGNMENT"):
             await create_topic(cluster, "nowhere", replica_assignment=[[2]])
 
 
@@ -198,19 +198,19 @@ def test_a_replica_assignment_excludes_a_count_and_a_factor() -> None:
 async def test_broker_errors_carry_kafka_error_names(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "t", partitions=1)
-        with pytest.raises(KafkaError, match=r"^TOPIC_ALREADY_EXISTS"):
+        with pytest.raises(BrokerError, match=r"^TOPIC_ALREADY_EXISTS"):
             await create_topic(cluster, "t", partitions=1)
         assert not await create_topic(cluster, "t", partitions=1, if_not_exists=True)
-        with pytest.raises(KafkaError, match=r"^INVALID_PARTITIONS"):
+        with pytest.raises(BrokerError, match=r"^INVALID_PARTITIONS"):
             await create_topic(cluster, "zero", partitions=0)
-        with pytest.raises(KafkaError, match=r"^INVALID_REPLICATION_FACTOR"):
+        with pytest.raises(BrokerError, match=r"^INVALID_REPLICATION_FACTOR"):
             await create_topic(cluster, "three", partitions=1, replication_factor=3)
-        with pytest.raises(KafkaError, match=r"^INVALID_CONFIG"):
+        with pytest.raises(BrokerError, match=r"^INVALID_CONFIG"):
             await create_topic(cluster, "bad", configs={"no.such.config": "1"})
-        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+        with pytest.raises(BrokerError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await delete_topic(cluster, "missing")
         assert not await delete_topic(cluster, "missing", if_exists=True)
-        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION") as caught:
+        with pytest.raises(BrokerError, match=r"^UNKNOWN_TOPIC_OR_PARTITION") as caught:
             await describe_topics(cluster, ["missing"])
         assert caught.value.code == 3
         assert await list_topics(cluster) == ["t"]
@@ -222,7 +222,7 @@ async def test_alter_adds_partitions(cluster: AsyncAdminClient) -> None:
         assert await create_partitions(cluster, "grow", 4)
         (topic,) = await describe_topics(cluster, ["grow"])
         assert [p.partition for p in topic.partitions] == [0, 1, 2, 3]
-        with pytest.raises(KafkaError, match=r"^INVALID_PARTITIONS"):
+        with pytest.raises(BrokerError, match=r"^INVALID_PARTITIONS"):
             await create_partitions(cluster, "grow", 2)
         assert not await create_partitions(cluster, "missing", 2, if_exists=True)
 
@@ -405,7 +405,7 @@ async def test_a_missing_partition_is_refused_and_a_new_topic_auto_created(
 ) -> None:
     with trio.fail_after(DEADLINE):
         await create_topic(cluster, "two", partitions=2)
-        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+        with pytest.raises(BrokerError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await send(cluster, ProduceOptions("two", partition=5), [b"x"])
         # The producer's Metadata allows auto-creation (auto.create.topics.enable=true),
         # and, as in Kafka, it asks at the first send: no input, no topic.
@@ -566,11 +566,11 @@ async def test_consume_as_a_group_member_commits_and_resumes(
 
 async def test_consume_errors(cluster: AsyncAdminClient) -> None:
     with trio.fail_after(DEADLINE):
-        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+        with pytest.raises(BrokerError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "missing", max_messages=1)
         assert "missing" not in await list_topics(cluster)  # not created by reading it
         await create_topic(cluster, "one", partitions=1)
-        with pytest.raises(KafkaError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
+        with pytest.raises(BrokerError, match=r"^UNKNOWN_TOPIC_OR_PARTITION"):
             await read_all(cluster, "one", partition=3, max_messages=1)
         with pytest.raises(ToolError, match=r"fetch\.max\.wait"):
             check_consumer_config(

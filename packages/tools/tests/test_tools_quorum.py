@@ -32,7 +32,7 @@ from minikafka.raft._describe_wire import (
     encode_describe_quorum_error,
     encode_describe_quorum_response,
 )
-from minikafka.tools._connection import KafkaError, connect
+from minikafka.tools._connection import BrokerError, connect
 from minikafka.tools._quorum import describe, quorum_app
 
 DEADLINE = 30.0  # seconds; a shared machine may be slow, never this slow
@@ -266,7 +266,7 @@ async def test_the_async_call_raises_the_kafka_error() -> None:
     async with nodes(QuorumNode(follower, BASE_APIS)) as bootstrap:
         with trio.fail_after(DEADLINE):
             async with connect(bootstrap, client_id="test") as cluster:
-                with pytest.raises(KafkaError) as caught:
+                with pytest.raises(BrokerError) as caught:
                     await describe(cluster, "replication", via_controller=True)
     assert caught.value.code == ErrorCode.not_leader_or_follower
 

@@ -6,7 +6,7 @@ CreateTopics, a group's coordinator for DescribeGroups, a partition's leader for
 ListOffsets). These tools do the same through ``minikafka.client``'s
 :class:`~minikafka.client.AsyncAdminClient`: :func:`connect` opens one. This module
 adds only what a command line needs on top: :class:`ToolError`, printed on stderr before
-the tool exits 1, and :class:`KafkaError`, a broker's error code printed under Kafka's
+the tool exits 1, and :class:`BrokerError`, a broker's error code printed under Kafka's
 name (``TOPIC_ALREADY_EXISTS``); :func:`describe_failure` says the client's own
 exceptions the same way.
 """
@@ -45,8 +45,9 @@ class ToolError(Exception):
     """What a tool reports on stderr before it exits with status 1."""
 
 
-class KafkaError(ToolError):
-    """A broker answered with an error code."""
+class BrokerError(ToolError):
+    """A broker answered with an error code: a ToolError that prints Kafka's name of it
+    (the client's own error value is :class:`minikafka.client.KafkaError`)."""
 
     def __init__(self, code: ErrorCode | int, message: str | None = None) -> None:
         self.code = int(code)
@@ -64,19 +65,19 @@ def error_name(code: ErrorCode | int) -> str:
 
 
 def check(code: ErrorCode | int, message: str | None = None) -> None:
-    """Raise :class:`KafkaError` unless ``code`` is NONE."""
+    """Raise :class:`BrokerError` unless ``code`` is NONE."""
     if int(code) != ErrorCode.none:
-        raise KafkaError(code, message)
+        raise BrokerError(code, message)
 
 
 def raise_for(error: ClientKafkaError | None, message: str | None = None) -> None:
     """The client's per-topic or per-group answer as the tools' error, if it is one: a
-    broker's code as :class:`KafkaError`, the client's own (a connection) as ToolError."""
+    broker's code as :class:`BrokerError`, the client's own (a connection) as ToolError."""
     if error is None:
         return
     if error.code() < 0:
         raise ToolError(error.str())
-    raise KafkaError(error.code(), message or _detail(error))
+    raise BrokerError(error.code(), message or _detail(error))
 
 
 async def as_tool_error(call: Awaitable[T]) -> T:
@@ -204,7 +205,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]
 
 __all__ = [
     "AsyncAdminClient",
-    "KafkaError",
+    "BrokerError",
     "KafkaException",
     "ToolError",
     "as_tool_error",

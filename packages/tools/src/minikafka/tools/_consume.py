@@ -43,7 +43,7 @@ from minikafka.client import (
 )
 from minikafka.client import KafkaError as ClientError
 
-from ._connection import KafkaError, ToolError, checked, lone_errors
+from ._connection import BrokerError, ToolError, checked, lone_errors
 
 CLIENT_ID = "minikafka-console-consumer"
 
@@ -140,7 +140,7 @@ class ConsoleConsumer:
         partition = self.options.partition
         if partition is not None:
             if partition >= len(known):
-                raise KafkaError(
+                raise BrokerError(
                     ErrorCode.unknown_topic_or_partition,
                     f"topic {topic!r} has no partition {partition}",
                 )
@@ -167,7 +167,7 @@ class ConsoleConsumer:
                 return await self.consumer.getmany(max_records)
             except KafkaException as e:
                 error: ClientError = e.args[0]
-                raise KafkaError(error.code(), error.str()) from None
+                raise BrokerError(error.code(), error.str()) from None
         return []
 
     async def run(self, out: BinaryIO) -> int:
@@ -210,7 +210,7 @@ async def console_consumer(
                 await console.start()
             except KafkaException as e:
                 error: ClientError = e.args[0]
-                raise KafkaError(error.code(), error.str()) from None
+                raise BrokerError(error.code(), error.str()) from None
             yield console
 
 

@@ -54,7 +54,7 @@ from minikafka.coordination import (
 from minikafka.net import Node
 
 from ._connection import (
-    KafkaError,
+    BrokerError,
     ToolError,
     as_tool_error,
     check,
@@ -142,7 +142,7 @@ async def retrying(
     while True:
         try:
             return await call()
-        except KafkaError as e:
+        except BrokerError as e:
             if (
                 e.code not in RETRIABLE
                 or trio.current_time() + RETRY_BACKOFF > deadline
@@ -333,13 +333,13 @@ async def delete_groups(
             response = await cluster.request(coordinator, body, DeleteGroupsResponse)
             (result,) = response.results
             if result.error_code in RETRIABLE:
-                raise KafkaError(result.error_code, f"DeleteGroups of group '{group}'")
+                raise BrokerError(result.error_code, f"DeleteGroups of group '{group}'")
             return result.error_code
 
         try:
             results[group] = await retrying(ask, timeout_ms)
         except (
-            KafkaError
+            BrokerError
         ) as e:  # still retriable at the deadline: report it as its error
             results[group] = ErrorCode(e.code)
     return results

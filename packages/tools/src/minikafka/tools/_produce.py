@@ -37,7 +37,7 @@ from minikafka.client import Message as ClientMessage
 from minikafka.common import Acks
 from minikafka.log import CompressionType
 
-from ._connection import KafkaError, ToolError, checked, lone_errors
+from ._connection import BrokerError, ToolError, checked, lone_errors
 
 ACKS = {"0": Acks.NONE, "1": Acks.LEADER, "all": Acks.ALL, "-1": Acks.ALL}
 COMPRESSIONS = {c.name.lower(): c for c in CompressionType}
@@ -180,7 +180,7 @@ async def produce(
                         await producer.flush()
             except KafkaException as e:
                 error: ClientError = e.args[0]
-                raise KafkaError(error.code(), error.str()) from None
+                raise BrokerError(error.code(), error.str()) from None
             finally:
                 # What was read before an error still goes, as Kafka's producer flushes
                 # on close (a cancellation, Ctrl-C, is not waited for: flush raises it).

@@ -37,7 +37,7 @@ from minikafka.raft._describe_wire import (
 )
 
 from ._cli_common import run_tool, usage
-from ._connection import KafkaError, ToolError, check, describe_failure
+from ._connection import BrokerError, ToolError, check, describe_failure
 
 View = Literal["status", "replication"]
 CLIENT_ID = "minikafka-metadata-quorum"
@@ -55,7 +55,7 @@ async def describe_quorum(
 
     Each bootstrap server is tried in order until one answers: a broker that cannot be
     reached is skipped, as is (with ``via_controller``) a controller that is not the
-    leader. :class:`KafkaError` for an error code, :class:`ToolError` if none answered.
+    leader. :class:`BrokerError` for an error code, :class:`ToolError` if none answered.
     """
     failure: ToolError | None = None
     for node in cluster.bootstrap:
@@ -71,11 +71,11 @@ async def describe_quorum(
         except DescribeQuorumError as e:
             if via_controller and e.error_code == ErrorCode.not_leader_or_follower:
                 # A follower cannot describe the quorum; another controller may lead it.
-                failure = KafkaError(
+                failure = BrokerError(
                     e.error_code, f"controller {_where(node)} is not the leader"
                 )
                 continue
-            raise KafkaError(
+            raise BrokerError(
                 e.error_code, f"DescribeQuorum to {_where(node)}"
             ) from None
         except ValueError as e:

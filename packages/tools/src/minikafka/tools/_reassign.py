@@ -39,7 +39,7 @@ from minikafka.controller import (
     assign_replicas_to_brokers,
 )
 
-from ._connection import KafkaError, ToolError, check
+from ._connection import BrokerError, ToolError, check
 from ._topics import describe_topics
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
@@ -143,7 +143,7 @@ async def generate(
 async def execute(
     cluster: AsyncAdminClient, target: Mapping[tuple[str, int], Sequence[int] | None]
 ) -> None:
-    """AlterPartitionReassignments to ``target`` (None: cancel); KafkaError on the first
+    """AlterPartitionReassignments to ``target`` (None: cancel); BrokerError on the first
     partition refused."""
     topics: dict[str, list[alter_v0.ReassignablePartition]] = {}
     for (topic, partition), replicas in sorted(target.items()):
@@ -169,7 +169,7 @@ async def execute(
     for t in response.responses:
         for p in t.partitions:
             if p.error_code is not ErrorCode.none:
-                raise KafkaError(
+                raise BrokerError(
                     p.error_code, f"{t.name}-{p.partition_index}: {p.error_message}"
                 )
 

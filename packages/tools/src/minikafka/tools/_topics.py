@@ -32,7 +32,7 @@ from minikafka.client import (
 )
 from minikafka.client import KafkaError as ClientKafkaError
 
-from ._connection import KafkaError, ToolError, raise_for
+from ._connection import BrokerError, ToolError, raise_for
 
 NO_LEADER = -1
 
@@ -118,7 +118,7 @@ async def describe_topics(
     *,
     exclude_internal: bool = False,
 ) -> list[TopicDescription]:
-    """Each topic's partitions and non-default configs; KafkaError if one does not exist."""
+    """Each topic's partitions and non-default configs; BrokerError if one does not exist."""
     metadata = await cluster.list_topics() if topics is None else None
     found = []
     for name in sorted(metadata.topics) if metadata else topics or ():
@@ -132,7 +132,7 @@ async def describe_topics(
             t.error is not None
             and t.error.code() == ErrorCode.unknown_topic_or_partition
         ):
-            raise KafkaError(t.error.code(), f"topic {name!r} does not exist")
+            raise BrokerError(t.error.code(), f"topic {name!r} does not exist")
         raise_for(t.error, f"topic {name!r}")
         if not (exclude_internal and t.is_internal):
             found.append(t)
@@ -202,7 +202,7 @@ def _done(
     message: str | None = None,
 ) -> bool:
     """True on success; False on the one error the caller said is fine (``--if-exists``,
-    ``--if-not-exists``); any other error raises KafkaError."""
+    ``--if-not-exists``); any other error raises BrokerError."""
     if error is None:
         return True
     if tolerated is not None and error.code() == tolerated:
