@@ -18,13 +18,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
+
+from minikafka.common.testing import free_ports
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -221,13 +222,6 @@ def run_tool(
     return ToolRun(tuple(command), result.returncode, result.stdout, result.stderr)
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class KafkaFailed(RuntimeError):
     """The Kafka node exited, or did not start in time; carries the end of its log."""
 
@@ -304,10 +298,10 @@ class KafkaNode:
         if self.process is not None:
             raise RuntimeError("this Kafka node is running already")
         self.directory.mkdir(parents=True, exist_ok=True)
-        if not self.port:
-            self.port = free_port(self.host)
-        if not self.controller_port:
-            self.controller_port = free_port(self.host)
+        if not (self.port and self.controller_port):
+            port, controller_port = free_ports(2, self.host)
+            self.port = self.port or port
+            self.controller_port = self.controller_port or controller_port
         lines = [f"{key}={value}" for key, value in self.properties().items()]
         (self.directory / "server.properties").write_text("\n".join(lines) + "\n")
         log_config = self.directory / "log4j2.properties"

@@ -21,9 +21,8 @@ The shell's tests run on Debian's ZooKeeper; the senders' need none.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -62,13 +61,9 @@ from minikafka.zk import (
     ZooKeeperServer,
     register_broker,
 )
-from minikafka.zk._server import ZOOKEEPER_JAR
+from minikafka.zk.testing import needs_zookeeper
 
 DEADLINE = 30.0
-
-needs_zookeeper = pytest.mark.skipif(
-    not ZOOKEEPER_JAR.exists(), reason="Debian's zookeeper is installed by `make test`"
-)
 
 
 def raise_once(
@@ -86,16 +81,6 @@ def raise_once(
 
     monkeypatch.setattr(cls, name, wrapped)
     return calls
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 async def forward_watches(zk: ZkClient, shell: ZkControllerShell) -> None:

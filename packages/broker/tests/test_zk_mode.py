@@ -25,7 +25,7 @@ import io
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -50,27 +50,14 @@ from minikafka.tools._produce import ProduceOptions, produce
 from minikafka.tools._reassign import execute, ongoing
 from minikafka.tools._topics import create_partitions, create_topic, delete_topic
 from minikafka.zk import ZkClient, ZooKeeperServer, controller_epoch
-from minikafka.zk._server import ZOOKEEPER_JAR
+from minikafka.zk.testing import needs_zookeeper
 
 pytestmark = [
     pytest.mark.external,
-    pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(),
-        reason="Debian's zookeeper is installed by `make test`",
-    ),
+    needs_zookeeper,
 ]
 
 DEADLINE = 60.0
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def broker_config(

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.broker.testing import free_ports
+from minikafka.common.testing import free_ports
 from minikafka.zk.__main__ import main
-from minikafka.zk._server import ZOOKEEPER_JAR
+from minikafka.zk.testing import needs_zookeeper
 
 pytestmark = [
     pytest.mark.external,
-    pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(),
-        reason="Debian's zookeeper is installed by `make test`",
-    ),
+    needs_zookeeper,
 ]
 
 

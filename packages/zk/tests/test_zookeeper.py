@@ -11,15 +11,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import attrs
 import pytest
 import trio
 
-from minikafka.broker.testing import free_ports
 from minikafka.zk import (
     SESSION_SUSPENDED,
     BadVersionError,
@@ -44,27 +42,14 @@ from minikafka.zk import (
     register_broker,
     try_to_elect,
 )
-from minikafka.zk._server import ZOOKEEPER_JAR
+from minikafka.zk.testing import needs_zookeeper
 
 pytestmark = [
     pytest.mark.external,
-    pytest.mark.skipif(
-        not ZOOKEEPER_JAR.exists(),
-        reason="Debian's zookeeper is installed by `make test`",
-    ),
+    needs_zookeeper,
 ]
 
 DEADLINE = 30.0
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ZooKeeperServer]:
-    zookeeper = ZooKeeperServer(tmp_path / "zookeeper", free_ports(1)[0])
-    zookeeper.start()
-    try:
-        yield zookeeper
-    finally:
-        zookeeper.kill()
 
 
 @asynccontextmanager
@@ -90,12 +75,12 @@ async def next_event(client: ZkClient, kind: type[ZkEvent], state: str = "") -> 
 
 
 async def test_an_ephemeral_znode_lives_as_long_as_its_session(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
-    assert server.four_letters("ruok") == "imok"
-    async with connected(server) as watcher:
+    assert zookeeper.four_letters("ruok") == "imok"
+    async with connected(zookeeper) as watcher:
         await watcher.ensure_path("/brokers/ids")
-        async with connected(server) as broker:
+        async with connected(zookeeper) as broker:
             await broker.create("/brokers/ids/1", b"{}", ephemeral=True)
             _, stat = await watcher.get("/brokers/ids/1")
             assert stat.ephemeral_owner == broker.session_id
@@ -107,9 +92,9 @@ async def test_an_ephemeral_znode_lives_as_long_as_its_session(
 
 
 async def test_the_first_to_create_wins_and_stale_writes_fail(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
-    async with connected(server) as first, connected(server) as second:
+    async with connected(zookeeper) as first, connected(zookeeper) as second:
         await first.create("/controller", b'{"brokerid":1}', ephemeral=True)
         with pytest.raises(NodeExistsError):
             await second.create("/controller", b'{"brokerid":2}', ephemeral=True)
@@ -124,13 +109,13 @@ async def test_the_first_to_create_wins_and_stale_writes_fail(
 
 
 async def test_a_transaction_makes_parents_and_deletes_whole_subtrees_under_one_check(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
     """How the controller writes: every write of one event in one transaction, guarded by
     a check of ``/controller_epoch``'s version; a partition's state znode created with
     its parents, a deleted topic's znode removed with everything under it."""
     state = "/brokers/topics/t/partitions/0/state"
-    async with connected(server) as client:
+    async with connected(zookeeper) as client:
         await client.create("/controller_epoch", b"1")
         await client.transaction(
             [Check("/controller_epoch", 0), Create(state, b"{}", parents=True)]
@@ -154,10 +139,10 @@ async def test_a_transaction_makes_parents_and_deletes_whole_subtrees_under_one_
 
 
 async def test_a_server_going_away_suspends_the_session(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
-    async with connected(server) as client:
-        server.kill()
+    async with connected(zookeeper) as client:
+        zookeeper.kill()
         # The connection is gone; the session may survive (it has not timed out), so
         # ZooKeeper mode's owner keeps its role until it hears LOST.
         suspended = await next_event(client, SessionChanged, SESSION_SUSPENDED)
@@ -165,13 +150,13 @@ async def test_a_server_going_away_suspends_the_session(
 
 
 async def test_one_controller_per_epoch_and_the_next_after_a_session_ends(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
     """Seed 001's election: two brokers race for /controller; exactly one wins, in epoch
     1; when its session ends the other wins epoch 2 (it heard of the deletion through its
     watch); the epoch never goes back."""
-    async with connected(server) as two:
-        async with connected(server) as one:
+    async with connected(zookeeper) as two:
+        async with connected(zookeeper) as one:
             outcomes = [await try_to_elect(one, 1), await try_to_elect(two, 2)]
             assert outcomes == [Elected(1, 1), Lost(1)]
             assert await active_controller(two, watch=True) == 1
@@ -183,11 +168,11 @@ async def test_one_controller_per_epoch_and_the_next_after_a_session_ends(
         assert await active_controller(two) == 2
 
 
-async def test_a_broker_id_is_registered_once(server: ZooKeeperServer) -> None:
+async def test_a_broker_id_is_registered_once(zookeeper: ZooKeeperServer) -> None:
     registration = BrokerRegistration(
         3, ("PLAINTEXT://127.0.0.1:9094",), {"PLAINTEXT": "PLAINTEXT"}
     )
-    async with connected(server) as broker, connected(server) as impostor:
+    async with connected(zookeeper) as broker, connected(zookeeper) as impostor:
         await register_broker(broker, registration)
         await register_broker(broker, registration)  # its own, again: fine (a retry)
         with pytest.raises(NodeExistsError):
@@ -197,11 +182,11 @@ async def test_a_broker_id_is_registered_once(server: ZooKeeperServer) -> None:
 
 
 async def test_a_new_controller_reads_the_cluster_and_watches_it(
-    server: ZooKeeperServer,
+    zookeeper: ZooKeeperServer,
 ) -> None:
     """What the elected controller reads (seed 001: brokers, assignments, partition
     states, deletions) and the watches that bring it every later change."""
-    async with connected(server) as admin, connected(server) as controller:
+    async with connected(zookeeper) as admin, connected(zookeeper) as controller:
         registration = BrokerRegistration(
             1, ("PLAINTEXT://127.0.0.1:9092",), {"PLAINTEXT": "PLAINTEXT"}
         )

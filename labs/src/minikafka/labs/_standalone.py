@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -30,15 +29,10 @@ from typing import Any
 
 import pyspark
 
+from minikafka.common.testing import free_ports
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 HOST = "127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _env(workdir: Path) -> dict[str, str]:
@@ -75,7 +69,7 @@ def standalone_cluster(
     seconds; stops them all on the way out. Their logs are in ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = _env(workdir)
-    port, ui_port = _free_port(), _free_port()
+    port, ui_port, *worker_ui_ports = free_ports(2 + workers, HOST)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     master_url = f"spark://{HOST}:{port}"
     with ExitStack() as stack:
@@ -97,7 +91,7 @@ def standalone_cluster(
                 f"worker-{n}",
                 "org.apache.spark.deploy.worker.Worker",
                 *("--host", HOST, "--cores", str(cores), "--memory", memory),
-                *("--webui-port", str(_free_port())),
+                *("--webui-port", str(worker_ui_ports[n])),
                 *("--work-dir", str(workdir / f"worker-{n}")),
                 master_url,
             )

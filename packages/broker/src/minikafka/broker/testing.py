@@ -15,9 +15,10 @@ and :class:`WireClient` one NetworkClient connection. :func:`request_body`,
 :func:`request_class` and :func:`element` build a request of any version from kio's
 classes, field by field. :class:`LocalCluster` is a whole cluster's cores in one
 process, stepped in virtual time (``_local_cluster``); :class:`ProcessCluster` a real
-one, a process per node (what ``make cluster`` runs), and :func:`free_ports` the ports a
-test gives it. :func:`replica_batches` reads a replica's
-batch headers from its files, to compare replicas once their brokers have stopped.
+one, a process per node (what ``make cluster`` runs), and :func:`free_ports` (from
+``minikafka.common.testing``) the ports a test gives it. :func:`replica_batches` reads a
+replica's batch headers from its files, to compare replicas once their brokers have
+stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import os
 import re
 import select
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -42,6 +42,7 @@ import trio
 from kio.static.protocol import Entity, RequestPayload
 
 from minikafka.client import AsyncAdminClient
+from minikafka.common.testing import free_ports as free_ports
 from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
 from minikafka.tools._connection import connect
 
@@ -253,21 +254,6 @@ class WireClient:
         expected = response_schema(int(body.__api_key__), int(body.__version__))
         assert type(response) is expected, response
         return response
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports free on ``host`` just now (the OS's choice, released at
-    once: a cluster's nodes need their ports before they start, to name each other)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind((host, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @attrs.frozen
