@@ -13,6 +13,7 @@ that matter; :func:`describe` and :func:`format_timeline` print a scenario and a
     result = Simulation(random_scenario(seed, 3, 2), seed).run()
 """
 
+from ._election_printout import format_timeline as format_timeline
 from ._scenarios import Fault as Fault
 from ._scenarios import Scenario as Scenario
 from ._scenarios import describe as describe
@@ -23,7 +24,6 @@ from ._simulator import Result as Result
 from ._simulator import Simulation as Simulation
 from ._simulator import Violation as Violation
 from ._simulator import shrink as shrink
-from ._timeline import format_timeline as format_timeline
 
 __all__ = [
     "Fault",

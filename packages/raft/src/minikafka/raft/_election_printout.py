@@ -1,4 +1,5 @@
-"""A run's elections as lines a reader can follow, from the nodes' trace events."""
+"""The election printout: a run's elections as lines a reader can follow, from the nodes'
+trace events (the simulator's and the book's view of a run)."""
 
 from __future__ import annotations
 
