@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from minikafka.trace.testing import RecordingTracer
 
 from ._describe import format_replication, format_status
+from ._election_printout import format_timeline
 from ._scenarios import FAULT_KINDS, describe, random_scenario, storm_scenario
 from ._simulator import Simulation, shrink
-from ._timeline import format_timeline
 
 
 def _recorder(tracers: dict[int, RecordingTracer], node: int) -> RecordingTracer:
