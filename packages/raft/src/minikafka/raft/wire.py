@@ -1,6 +1,7 @@
-"""The quorum's messages on a Kafka connection: every codec of :mod:`._wire` (elections)
-and :mod:`._fetch_wire` (Fetch, FetchSnapshot), and the two dispatches a shell needs,
-kio request to the core's request and kio response back to the core's response."""
+"""The quorum's messages on a Kafka connection: every codec of :mod:`._wire` (elections),
+:mod:`._fetch_wire` (Fetch, FetchSnapshot) and :mod:`._describe_wire` (DescribeQuorum,
+which brokers and tools ask too), and the two dispatches a shell needs, kio request to
+the core's request and kio response back to the core's response."""
 
 from __future__ import annotations
 
@@ -15,6 +16,20 @@ from kio.schema.fetch_snapshot.v0 import response as snap_res
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_res
 
+from ._describe_wire import DescribeQuorumError as DescribeQuorumError
+from ._describe_wire import (
+    check_describe_quorum_request as check_describe_quorum_request,
+)
+from ._describe_wire import (
+    decode_describe_quorum_response as decode_describe_quorum_response,
+)
+from ._describe_wire import encode_describe_quorum_error as encode_describe_quorum_error
+from ._describe_wire import (
+    encode_describe_quorum_request as encode_describe_quorum_request,
+)
+from ._describe_wire import (
+    encode_describe_quorum_response as encode_describe_quorum_response,
+)
 from ._fetch_wire import METADATA_TOPIC_ID as METADATA_TOPIC_ID
 from ._fetch_wire import decode_fetch_request as decode_fetch_request
 from ._fetch_wire import decode_fetch_response as decode_fetch_response
