@@ -57,28 +57,26 @@ from kio.static.protocol import RequestPayload
 from minikafka.common import FatalFaultError
 from minikafka.log import LogConfig
 from minikafka.raft import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
     Entry,
     Envelope,
+    FetchRequest,
+    FetchSnapshotRequest,
     FileRaftLog,
     FileStateStore,
+    Message,
     NotLeaderError,
     Output,
     QuorumInfo,
     RaftConfig,
     RaftNode,
+    Request,
     Snapshot,
     State,
-)
-from minikafka.raft import wire as raft_wire
-from minikafka.raft._messages import (
-    BeginQuorumEpochRequest,
-    EndQuorumEpochRequest,
-    FetchRequest,
-    FetchSnapshotRequest,
-    Message,
-    Request,
     VoteRequest,
 )
+from minikafka.raft import wire as raft_wire
 from minikafka.trace import NullTracer, TraceEvent, Tracer
 
 from ._quorum import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION_DIR
