@@ -32,7 +32,7 @@ from minikafka.controller import (
 )
 from minikafka.coordination import GroupCoordinatorService
 from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
-from minikafka.raft._describe_wire import encode_describe_quorum_error
+from minikafka.raft.wire import encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerService
 
 from ._admin import (

@@ -21,13 +21,7 @@ from kio.static.protocol import ResponsePayload
 
 from minikafka.controller import ControllerServer, QuorumUnavailableError, RaftQuorum
 from minikafka.net import ApiKey, Request, build, response_schema
-from minikafka.raft import wire
-from minikafka.raft._describe_wire import (
-    check_describe_quorum_request,
-    encode_describe_quorum_error,
-    encode_describe_quorum_response,
-)
-from minikafka.raft._messages import (
+from minikafka.raft import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
     FetchResponse,
@@ -35,9 +29,13 @@ from minikafka.raft._messages import (
     FetchSnapshotResponse,
     Message,
     VoteResponse,
+    wire,
 )
-from minikafka.raft._messages import (
-    Request as RaftRequest,
+from minikafka.raft import Request as RaftRequest
+from minikafka.raft.wire import (
+    check_describe_quorum_request,
+    encode_describe_quorum_error,
+    encode_describe_quorum_response,
 )
 
 DESCRIBE_QUORUM_VERSIONS = (1, 1)  # v1: KIP-836's last fetch and caught-up times

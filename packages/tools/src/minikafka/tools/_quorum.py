@@ -29,8 +29,8 @@ from kio.static.primitive import i8
 
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.net import ApiKey, ClientError, Node
-from minikafka.raft._describe import QuorumInfo, format_replication, format_status
-from minikafka.raft._describe_wire import (
+from minikafka.raft import QuorumInfo, format_replication, format_status
+from minikafka.raft.wire import (
     DescribeQuorumError,
     decode_describe_quorum_response,
     encode_describe_quorum_request,
