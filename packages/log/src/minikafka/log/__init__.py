@@ -9,7 +9,11 @@ with Kafka's checkpoint files.
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
 
+from ._batch import ATTRIBUTES_OFFSET as ATTRIBUTES_OFFSET
+from ._batch import CONTROL_MASK as CONTROL_MASK
+from ._batch import LOG_OVERHEAD as LOG_OVERHEAD
 from ._batch import RECORD_BATCH_OVERHEAD as RECORD_BATCH_OVERHEAD
+from ._batch import TRANSACTIONAL_MASK as TRANSACTIONAL_MASK
 from ._batch import CompressionType as CompressionType
 from ._batch import CorruptRecordError as CorruptRecordError
 from ._batch import InvalidRecordError as InvalidRecordError
@@ -77,22 +81,29 @@ from ._segment import LogSegment as LogSegment
 from ._segment import TimestampAndOffset as TimestampAndOffset
 from ._storage import KAFKA_STORAGE_ERROR as KAFKA_STORAGE_ERROR
 from ._storage import KafkaStorageError as KafkaStorageError
+from ._tool import PathError as PathError
+from ._tool import dump as dump
+from ._tool import verify as verify
 from ._validator import LogAppendInfo as LogAppendInfo
 from ._validator import RecordTooLargeError as RecordTooLargeError
 from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
 
 __all__ = [
+    "ATTRIBUTES_OFFSET",
     "COMPRESSION_TYPES",
+    "CONTROL_MASK",
     "EARLIEST_TIMESTAMP",
     "KAFKA_STORAGE_ERROR",
     "LATEST_TIMESTAMP",
     "LOG_CONFIG",
     "LOG_MANAGER_CONFIG",
+    "LOG_OVERHEAD",
     "MAX_TIMESTAMP",
     "NO_EFFECT",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "REPLICATION_OFFSET_CHECKPOINT",
+    "TRANSACTIONAL_MASK",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "BatchMetadata",
@@ -126,6 +137,7 @@ __all__ = [
     "OffsetIndex",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "PathError",
     "PooledFile",
     "ProducerStateEntry",
     "ProducerStateManager",
@@ -145,12 +157,14 @@ __all__ = [
     "compress",
     "decode_batch",
     "decompress",
+    "dump",
     "iter_batches",
     "iter_decoded_batches",
     "iter_records",
     "make_records",
     "raise_open_files_limit",
     "read_batch_header",
+    "verify",
     "whole_batches",
     "whole_batches_size",
 ]
