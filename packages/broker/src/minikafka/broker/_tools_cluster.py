@@ -21,12 +21,7 @@ import trio
 import typer
 
 from minikafka.client import AsyncAdminClient, KafkaException
-from minikafka.tools._connection import (
-    ToolError,
-    describe_failure,
-    lone_errors,
-    parse_bootstrap,
-)
+from minikafka.tools import ToolError, describe_failure, lone_errors, parse_bootstrap
 
 from ._process_cluster import (
     DEFAULT_BROKER_PORT,

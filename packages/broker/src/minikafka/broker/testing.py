@@ -44,7 +44,7 @@ from kio.static.protocol import Entity, RequestPayload
 from minikafka.client import AsyncAdminClient
 from minikafka.common.testing import free_ports as free_ports
 from minikafka.net import NetworkClient, Node, build, request_schema, response_schema
-from minikafka.tools._connection import connect
+from minikafka.tools import connect
 
 from ._config import KafkaConfig
 from ._local_cluster import LocalBroker as LocalBroker
