@@ -26,11 +26,9 @@ from typing import Annotated
 import typer
 
 from minikafka.common import ConfigError
-from minikafka.log import raise_open_files_limit
-from minikafka.log._tool import PathError, dump
-from minikafka.log._tool import verify as verify_log
-from minikafka.tools import tools_app
-from minikafka.tools._cli import stdout_to_devnull
+from minikafka.log import PathError, dump, raise_open_files_limit
+from minikafka.log import verify as verify_log
+from minikafka.tools import stdout_to_devnull, tools_app
 from minikafka.trace import configure_tracing, summary_report
 
 from ._config import KafkaConfig, parse_override
