@@ -3,12 +3,13 @@
 This package's commands are the ones that run or read a server: ``broker``; ``cluster``
 (a local cluster of broker processes, ``_tools_cluster``); ``storage`` is
 ``kafka-storage.sh`` (``_tools_storage``); ``zookeeper`` starts and reads the ZooKeeper
-ensemble of ZooKeeper mode (``_tools_zookeeper``); ``dump-log`` is ``kafka-dump-log.sh``,
-the log package's tool; ``trace summary`` is ``python -m minikafka.trace summary``.
-The client tools (``topics``, ``produce``, ``consume``, ``groups``, ``reassign-partitions``,
-``leader-election``, ``metadata-quorum``) are Kafka's scripts written on
-``minikafka.client`` in ``minikafka.tools``, which does not import the broker; they are
-added here so that one command has them all, as Kafka's ``bin/`` does.
+ensemble of ZooKeeper mode (``minikafka.zk.cli``, mounted as it is); ``dump-log`` is
+``kafka-dump-log.sh``, the log package's tool; ``trace summary`` is ``python -m
+minikafka.trace summary``. The client tools (``topics``, ``produce``, ``consume``,
+``groups``, ``reassign-partitions``, ``leader-election``, ``metadata-quorum``) are
+Kafka's scripts written on ``minikafka.client`` in ``minikafka.tools``, which does not
+import the broker; they are added here so that one command has them all, as Kafka's
+``bin/`` does.
 
 ``broker --trace-dir DIR`` (or ``MINIKAFKA_TRACE_DIR``) installs the process's tracer
 (ARCHITECTURE.md, "Traces and labs") and hands it to ``BrokerServer.open``, which builds every
@@ -30,12 +31,12 @@ from minikafka.log import PathError, dump, raise_open_files_limit
 from minikafka.log import verify as verify_log
 from minikafka.tools import stdout_to_devnull, tools_app
 from minikafka.trace import configure_tracing, summary_report
+from minikafka.zk.cli import zookeeper_app
 
 from ._config import KafkaConfig, parse_override
 from ._run import run_broker, start_tracing
 from ._tools_cluster import cluster_app
 from ._tools_storage import Overrides, storage_app
-from ._tools_zookeeper import zookeeper_app
 
 app = typer.Typer(
     name="minikafka",

@@ -10,7 +10,7 @@
   :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`.
 - :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
   ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
-- :func:`subcommand_parser`: the argparse preamble of every ``python -m minikafka.<package>``.
+- :func:`run_app`: how every ``python -m minikafka.<package>`` runs its typer app.
 
 Importing it first thing in a program leaves out hypothesis, which kio would otherwise
 load (``_program.py`` says why): this package is imported before kio by every package
@@ -19,7 +19,7 @@ that can run as a program.
 
 from . import _program as _program  # first, before kio: it runs leave_out_hypothesis()
 from ._acks import Acks as Acks
-from ._cli import subcommand_parser as subcommand_parser
+from ._cli import run_app as run_app
 from ._config_def import ConfigDef as ConfigDef
 from ._config_def import ConfigKey as ConfigKey
 from ._config_def import ConfigType as ConfigType
@@ -61,5 +61,5 @@ __all__ = [
     "between",
     "matches",
     "one_of",
-    "subcommand_parser",
+    "run_app",
 ]

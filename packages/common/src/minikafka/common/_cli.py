@@ -1,22 +1,25 @@
-"""The shape every ``python -m minikafka.<package>`` tool shares: a program of subcommands.
+"""How every ``python -m minikafka.<package>`` runs: one typer app, called with its argv.
 
-A package's ``__main__`` names its program, its subcommands and their help once here, then
-adds each subcommand's own arguments; argparse does the rest (usage, ``--help``, exit
-status 2 on bad usage), and ``args.command`` names the subcommand given.
+Each package declares its program as a typer app, as the ``minikafka`` command does (its
+commands, flags and help in one place, which ``minikafka`` can mount as they are);
+:func:`run_app` runs it the way a program's ``main(argv) -> int`` does: usage, ``--help``
+and exit status 2 on bad usage are click's, and the exit status is returned rather than
+raised, so the package's ``__main__`` and its tests call the same function.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 
 
-def subcommand_parser(
-    prog: str, description: str, commands: Mapping[str, str]
-) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The program's parser and one parser per subcommand (``commands``: name to help)."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    return parser, {
-        name: subparsers.add_parser(name, help=h) for name, h in commands.items()
-    }
+def run_app(
+    app: Callable[..., object], argv: Sequence[str] | None, prog_name: str
+) -> int:
+    """Run a typer ``app`` on ``argv`` (``None``: the process's) and return its exit status."""
+    try:
+        app(args=None if argv is None else list(argv), prog_name=prog_name)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        raise
+    return 0

@@ -11,61 +11,87 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Annotated
 
-from minikafka.common import subcommand_parser
+import typer
+
+from minikafka.common import run_app
 
 from ._demo import demo
 from ._tool import PathError, dump, verify
 
+app = typer.Typer(
+    name="python -m minikafka.log",
+    help="Dump and verify minikafka log segments and indexes (kafka-dump-log.sh).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, commands = subcommand_parser(
-        "python -m minikafka.log",
-        "Dump and verify minikafka log segments and indexes (kafka-dump-log.sh).",
-        {
-            "dump": "print each batch (or index entry), like kafka-dump-log.sh --files",
-            "verify": "check every batch's structure, CRC-32C and offsets",
-            "demo": "write a small log and walk through it",
-        },
-    )
-    commands["dump"].add_argument(
-        "path",
-        type=Path,
-        help="a .log, .index or .timeindex file, or a partition directory",
-    )
-    commands["dump"].add_argument(
-        "--deep", action="store_true", help="also print every record (--deep-iteration)"
-    )
-    commands["dump"].add_argument(
-        "--index", action="store_true", help="also print each segment's index entries"
-    )
-    commands["verify"].add_argument(
-        "path", type=Path, help="a .log file or a partition directory"
-    )
-    commands["demo"].add_argument(
-        "--dir", type=Path, help="write it here (default: a temp dir)"
-    )
-    commands["demo"].add_argument(
-        "--keep", action="store_true", help="keep the temp dir"
-    )
-    args = parser.parse_args(argv)
 
+@app.callback()
+def _group() -> None:
+    """Dump and verify minikafka log segments and indexes (kafka-dump-log.sh)."""
+
+
+def _run(tool: Callable[[], int]) -> None:
+    """Run a tool, exit with its status; a bad PATH exits 2, as usage errors do."""
     try:
-        if args.command == "dump":
-            return dump(args.path, sys.stdout, deep=args.deep, index=args.index)
-        if args.command == "verify":
-            return verify(args.path, sys.stdout)
-        return demo(sys.stdout, args.dir, keep=args.keep)
+        status = tool()
     except PathError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise typer.Exit(2) from None
     except BrokenPipeError:
         # `dump DIR | head`: the reader has seen enough. Point stdout at /dev/null so
         # the interpreter's final flush does not fail a second time.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        status = 0
+    raise typer.Exit(status)
+
+
+@app.command("dump")
+def dump_command(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="a .log, .index or .timeindex file, or a partition directory"
+        ),
+    ],
+    deep: Annotated[
+        bool, typer.Option("--deep", help="also print every record (--deep-iteration)")
+    ] = False,
+    index: Annotated[
+        bool, typer.Option("--index", help="also print each segment's index entries")
+    ] = False,
+) -> None:
+    """Print each batch (or index entry), like kafka-dump-log.sh --files."""
+    _run(lambda: dump(path, sys.stdout, deep=deep, index=index))
+
+
+@app.command("verify")
+def verify_command(
+    path: Annotated[Path, typer.Argument(help="a .log file or a partition directory")],
+) -> None:
+    """Check every batch's structure, CRC-32C and offsets."""
+    _run(lambda: verify(path, sys.stdout))
+
+
+@app.command("demo")
+def demo_command(
+    dir: Annotated[
+        Path | None,
+        typer.Option("--dir", help="write it here (default: a temp dir)"),
+    ] = None,
+    keep: Annotated[bool, typer.Option("--keep", help="keep the temp dir")] = False,
+) -> None:
+    """Write a small log and walk through it."""
+    _run(lambda: demo(sys.stdout, dir, keep=keep))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.log")
 
 
 if __name__ == "__main__":

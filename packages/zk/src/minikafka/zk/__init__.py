@@ -4,6 +4,10 @@ A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo 
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
 controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
 writes in them (:mod:`._znodes`).
+
+Its command, ``python -m minikafka.zk`` and ``minikafka zookeeper``, is the typer app of
+:mod:`minikafka.zk.cli`, a public module this package does not import, so that a broker
+that imports ZooKeeper's client does not load the command line's libraries.
 """
 
 from kazoo.exceptions import BadVersionError as BadVersionError
