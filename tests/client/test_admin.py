@@ -4,7 +4,6 @@ client nobody here wrote (confluent-kafka) or with the broker's own view."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient as RdAdminClient
@@ -21,18 +20,6 @@ from minikafka.client import (
     NewTopic,
     Producer,
 )
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {
-        "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000",
-    }
-    with BrokerProcess(
-        tmp_path_factory.mktemp("broker"), overrides=overrides
-    ) as process:
-        yield process
 
 
 def test_topics_are_created_grown_described_and_deleted(broker: BrokerProcess) -> None:

@@ -4,8 +4,6 @@ read back once, in order; a group's commit resumed from)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import trio
 
@@ -18,18 +16,6 @@ from minikafka.client import (
     Message,
     TopicPartition,
 )
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {
-        "group.initial.rebalance.delay.ms": "0",
-        "group.min.session.timeout.ms": "1000",
-    }
-    with BrokerProcess(
-        tmp_path_factory.mktemp("broker"), overrides=overrides
-    ) as process:
-        yield process
 
 
 async def read(consumer: AsyncConsumer, count: int) -> list[Message]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,19 +32,7 @@ from minikafka.client import (
     TopicPartition,
 )
 
-GROUP_OVERRIDES = {
-    "group.initial.rebalance.delay.ms": "200",
-    "group.min.session.timeout.ms": "1000",
-}
 FAST_GROUP = {"session.timeout.ms": 6_000, "heartbeat.interval.ms": 500}
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(
-        tmp_path_factory.mktemp("broker"), overrides=GROUP_OVERRIDES
-    ) as process:
-        yield process
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +31,6 @@ from minikafka.client import (
     Producer,
     partition_for_key,
 )
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker")) as process:
-        yield process
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
