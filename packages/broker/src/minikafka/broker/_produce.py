@@ -22,7 +22,13 @@ import struct
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log import RECORD_BATCH_OVERHEAD
+from minikafka.log import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_MASK,
+)
 from minikafka.net import Request
 from minikafka.replication import ProducePartitionResult, ReplicaManagerService
 
@@ -31,12 +37,14 @@ from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 
-# The record batch v2 header's batchLength (offset 8) and attributes (offset 21), in one
-# unpack: what the one-batch check reads. batchLength counts the bytes after itself,
-# so the batch occupies batchLength + 12 bytes.
-_LENGTH_AND_ATTRIBUTES = struct.Struct(">8xi9xh")
-_BATCH_LENGTH_OVERHEAD = 12
-_TRANSACTIONAL_OR_CONTROL = 0x10 | 0x20  # attribute bits 4 and 5 (KIP-98)
+# The record batch v2 header's batchLength (the int32 that ends the log overhead, at
+# offset 8) and attributes (offset 21), in one unpack: what the one-batch check reads.
+# batchLength counts the bytes after itself, so the batch occupies batchLength +
+# LOG_OVERHEAD bytes. The offsets are minikafka.log's, which owns the header.
+_LENGTH_AND_ATTRIBUTES = struct.Struct(
+    f">{LOG_OVERHEAD - 4}xi{ATTRIBUTES_OFFSET - LOG_OVERHEAD}xh"
+)
+_TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK  # KIP-98
 
 # ProduceResponse v3-v8, per partition: index, error_code, base_offset and
 # log_append_time_ms (-1 unless LogAppendTime), then log_start_offset from v5, then
@@ -198,6 +206,6 @@ def _one_batch(records: bytes | None) -> int | None:
     if not records or len(records) < RECORD_BATCH_OVERHEAD:
         return None
     batch_length, attributes = _LENGTH_AND_ATTRIBUTES.unpack_from(records)
-    if batch_length + _BATCH_LENGTH_OVERHEAD != len(records):
+    if batch_length + LOG_OVERHEAD != len(records):
         return None
     return int(attributes)
