@@ -8,7 +8,7 @@ command's output. Hypothesis runs derandomized, so every run tests the same exam
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import io
 import json
 import random
@@ -19,11 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
-from minikafka.controller._assign_cmd import (
-    add_assign_arguments,
-    render_assignment_table,
-    run_assign,
-)
+from minikafka.controller.__main__ import main
+from minikafka.controller._assign_cmd import render_assignment_table
 from minikafka.controller._placement import (
     Assignment,
     BrokerMetadata,
@@ -94,10 +91,9 @@ def _rows(table: str, label: str) -> list[list[str]]:
 
 
 def _assign_cli(*argv: str) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="assign")
-    add_assign_arguments(parser)
     out = io.StringIO()
-    status = run_assign(parser.parse_args(list(argv)), out)
+    with contextlib.redirect_stdout(out):
+        status = main(["assign", *argv])
     return status, out.getvalue()
 
 

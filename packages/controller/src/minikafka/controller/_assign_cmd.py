@@ -12,13 +12,14 @@ draws it the same way. ``--json`` prints only the assignment, as ``{"0": [1000, 
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
+
+import attrs
 
 from ._placement import (
     Assignment,
@@ -42,54 +43,23 @@ _COMPUTED_ONLY = (
 )
 
 
-def add_assign_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``assign`` options to ``parser``."""
-    parser.add_argument(
-        "--brokers",
-        metavar="IDS",
-        help="broker ids, comma-separated; ranges allowed: 1000-1004",
-    )
-    parser.add_argument(
-        "--partitions", type=int, metavar="N", help="number of partitions"
-    )
-    parser.add_argument(
-        "--replication-factor", type=int, metavar="N", help="replicas per partition"
-    )
-    parser.add_argument(
-        "--start-index",
-        type=int,
-        metavar="I",
-        help="broker list index of partition 0's leader",
-    )
-    parser.add_argument(
-        "--replica-shift",
-        type=int,
-        metavar="S",
-        help="initial follower shift (nextReplicaShift)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        metavar="N",
-        help="seed for the start index and shift not given",
-    )
-    parser.add_argument(
-        "--racks",
-        metavar="NAMES",
-        help="rack of each broker, comma-separated, in --brokers order",
-    )
-    parser.add_argument(
-        "--replica-assignment",
-        metavar="TEXT",
-        help="check this manual assignment instead (1000:1001,1001:1002)",
-    )
-    parser.add_argument(
-        "--json", action="store_true", help="print only the assignment, as JSON"
-    )
+@attrs.frozen
+class AssignOptions:
+    """The ``assign`` command's options, as given (``None``: not given)."""
+
+    brokers: str | None = None
+    partitions: int | None = None
+    replication_factor: int | None = None
+    start_index: int | None = None
+    replica_shift: int | None = None
+    seed: int | None = None
+    racks: str | None = None
+    replica_assignment: str | None = None
+    json: bool = False
 
 
-def run_assign(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``assign`` with parsed ``args``; output to ``out``, errors to stderr; exit status."""
+def run_assign(args: AssignOptions, out: TextIO) -> int:
+    """Run ``assign`` with its options; output to ``out``, errors to stderr; exit status."""
     try:
         _assign(args, out)
     except PlacementError as error:
@@ -103,12 +73,12 @@ def run_assign(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _assign(args: argparse.Namespace, out: TextIO) -> None:
+def _assign(args: AssignOptions, out: TextIO) -> None:
     brokers = None if args.brokers is None else _parse_broker_ids(args.brokers)
     racks = None if args.racks is None else _parse_racks(args.racks, brokers)
     drawn_note = None
     if args.replica_assignment is not None:
-        assignment, columns = _check_manual(args, brokers)
+        assignment, columns = _check_manual(args, args.replica_assignment, brokers)
         summary = f"Manual assignment of {len(assignment)} partition(s): valid"
     else:
         if (
@@ -120,7 +90,9 @@ def _assign(args: argparse.Namespace, out: TextIO) -> None:
                 "--brokers, --partitions and --replication-factor are required "
                 "(unless --replica-assignment is given)"
             )
-        assignment, summary, drawn_note = _compute(args, brokers, racks)
+        assignment, summary, drawn_note = _compute(
+            args, brokers, args.partitions, args.replication_factor, racks
+        )
         columns = brokers
     if args.json:
         # stdout stays pure JSON; the values needed to reproduce the run go to stderr.
@@ -139,19 +111,19 @@ def _assign(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def _check_manual(
-    args: argparse.Namespace, brokers: list[int] | None
+    args: AssignOptions, text: str, brokers: list[int] | None
 ) -> tuple[Assignment, list[int]]:
     """The parsed and validated ``--replica-assignment``, and the brokers to draw it over."""
     given = [
         f"--{name.replace('_', '-')}"
         for name in _COMPUTED_ONLY
-        if vars(args)[name] is not None
+        if getattr(args, name) is not None
     ]
     if given:
         raise ValueError(
             f"--replica-assignment cannot be combined with {', '.join(given)}"
         )
-    assignment = parse_replica_assignment(args.replica_assignment)
+    assignment = parse_replica_assignment(text)
     # Without --brokers, every broker the assignment names counts as registered.
     columns = brokers or sorted(
         {b for replicas in assignment.values() for b in replicas}
@@ -161,7 +133,11 @@ def _check_manual(
 
 
 def _compute(
-    args: argparse.Namespace, brokers: list[int], racks: Mapping[int, str] | None
+    args: AssignOptions,
+    brokers: list[int],
+    partitions: int,
+    replication_factor: int,
+    racks: Mapping[int, str] | None,
 ) -> tuple[Assignment, str, str | None]:
     """The computed assignment, what produced it, and which values were drawn at random."""
     rng = random.Random() if args.seed is None else random.Random(args.seed)
@@ -170,15 +146,15 @@ def _compute(
     )
     metadata = [BrokerMetadata(b, None if racks is None else racks[b]) for b in brokers]
     assignment = assign_replicas_to_brokers(
-        args.partitions,
-        args.replication_factor,
+        partitions,
+        replication_factor,
         metadata,
         start_index=start_index,
         replica_shift=replica_shift,
     )
     kind = "rack-unaware" if racks is None else "rack-aware"
     summary = (
-        f"{args.partitions} partition(s) x {args.replication_factor} replica(s) over "
+        f"{partitions} partition(s) x {replication_factor} replica(s) over "
         f"{len(brokers)} broker(s), {kind}: start index {start_index}, "
         f"replica shift {replica_shift}"
     )
