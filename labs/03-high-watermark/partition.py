@@ -9,7 +9,9 @@ in by ``make lab 3 EX=high_watermark`` (then ``delayed_produce``, ``delayed_fetc
   whose addition is in flight), the leader's own LEO included. A follower in that set
   that has not fetched in this leader epoch (no entry, or LEO -1) holds it still. The
   HW never goes back (``self.log.maybe_increment_high_watermark`` says if it moved);
-  trace ``HighWatermarkAdvanced`` when it did and ``self.tracer.enabled``.
+  trace ``HighWatermarkAdvanced`` when it did and ``self.tracer.enabled``, stamped
+  with ``now`` (``self.tracer.emit(event, now)``: a core's events carry the time it
+  was given).
 - ``DelayedProduce.try_complete``: an acks=all produce waits until, for every partition
   in ``self.required_offsets``, ``partition.check_enough_replicas_reach_offset(required)``
   answers (None: not yet; NONE: done; an error: that partition failed). A partition that
@@ -34,7 +36,7 @@ FILE = "labs/03-high-watermark/partition.py"
 __all__ = ["HighWatermarkAdvanced", "maybe_increment_leader_hw"]
 
 
-def maybe_increment_leader_hw(self: Partition) -> bool:
+def maybe_increment_leader_hw(self: Partition, now: float) -> bool:
     """Move the HW to the smallest LEO in the ISR; True if it moved (and only a leader
     moves it)."""
     raise ExerciseNotDone("maybe_increment_leader_hw", "min over maximal_isr", FILE)

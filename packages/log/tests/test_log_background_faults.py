@@ -268,9 +268,9 @@ async def test_an_io_error_in_retention_takes_that_dir_offline_only(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Kafka's maybeHandleIOException: the dir goes to the LogDirFailureChannel. Its
-    listeners are told (a listener that raises does not keep the next one uninformed,
-    nor end the task); the other dir's logs are still deleted, pass after pass."""
+    """Kafka's maybeHandleIOException: the dir goes to the LogDirFailureChannel, a
+    queue whoever must act on it (the ReplicaManager's shell) waits on in a task of its
+    own; the other dir's logs are still deleted, pass after pass."""
     dirs = [tmp_path / "d0", tmp_path / "d1"]
     manager = LogManager.startup(
         dirs,
@@ -283,10 +283,10 @@ async def test_an_io_error_in_retention_takes_that_dir_offline_only(
     fill(bad)
     told: list[Path] = []
 
-    def broken_listener(log_dir: Path) -> None:
-        raise RuntimeError("a listener's bug")
+    async def handler() -> None:
+        while True:
+            told.extend(await manager.wait_offline_dirs())
 
-    manager.dir_failure_listeners.extend([broken_listener, told.append])
     real_delete = Log.delete_old_segments
 
     def delete_old_segments(log: Log) -> int:
@@ -295,10 +295,14 @@ async def test_an_io_error_in_retention_takes_that_dir_offline_only(
         return real_delete(log)
 
     monkeypatch.setattr(Log, "delete_old_segments", delete_old_segments)
-    async with running(manager):
+    async with running(manager), trio.open_nursery() as nursery:
+        nursery.start_soon(handler)
         await wait_until(lambda: told == [dirs[0]], DEADLINE)
         fill(good)  # written after the failure: a later pass deletes its segments
         await wait_until(lambda: good.log_start_offset > 0, DEADLINE)
+        nursery.cancel_scope.cancel()
+    assert told == [dirs[0]]  # each dir once, however many passes failed
+    assert manager.take_offline_dirs() == []
     assert list(manager.offline_dirs) == [dirs[0]]
     assert "retention of bad-0 failed" in manager.offline_dirs[dirs[0]]
 

@@ -107,7 +107,8 @@ def test_a_waiting_acks_all_produce_is_answered_when_its_dir_goes_offline(
 ) -> None:
     """An acks=all produce parked on the HW hears KAFKA_STORAGE_ERROR at once, not a timeout.
 
-    (The flusher takes the dir offline after a failed fsync through the same call.)
+    (The flusher takes the dir offline after a failed fsync through the same call; the
+    shell takes the dir from the LogManager's queue and tells the core.)
     """
     manager = replica_manager(tmp_path)
     lead(manager, TP, (1, 2), isr=(1, 2))  # the follower never fetches: the HW stays
@@ -115,6 +116,7 @@ def test_a_waiting_acks_all_produce_is_answered_when_its_dir_goes_offline(
     assert not answers.answered
     assert manager.core.produce_purgatory.delayed == 1
     manager.core.log_manager.mark_dir_offline(tmp_path, "fsync failed: [Errno 5] EIO")
+    manager.answer_offline_dirs()
     assert answers.only[TP].error_code is ErrorCode.kafka_storage_error
     assert manager.core.produce_purgatory.delayed == 0
 

@@ -16,7 +16,9 @@ def test_a_replica_joining_the_isr_holds_the_hw_while_its_addition_is_in_flight(
 ) -> None:
     partition = open_partition(tmp_path)
     assert partition.make_leader(partition_state((1, 2, 3), isr=(1, 2)), now=0.0)
-    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(5), required_acks=Acks.LEADER, now=0.0
+    )
     # Replica 3 fetches from 0: it has caught up to the HW (0), so the leader proposes
     # adding it; the proposal is in flight, the committed ISR is still {1, 2}.
     partition.update_follower_fetch_state(3, 0, now=1.0)

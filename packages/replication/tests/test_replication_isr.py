@@ -39,7 +39,9 @@ def leader(tmp_path: Path, isr: tuple[int, ...] = (1, 2, 3)) -> Partition:
 
 
 def produce(partition: Partition, records: int = 1) -> None:
-    partition.append_records_to_leader(value_batch(records), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(records), required_acks=Acks.LEADER, now=0.0
+    )
 
 
 def fetch(partition: Partition, follower: int, now: float) -> None:
@@ -98,7 +100,7 @@ def test_in_flight_shrink_still_waits_for_the_slow_follower(tmp_path: Path) -> N
     fetch(partition, 2, 40.0)
     assert partition.log.high_watermark == 2  # the maximal ISR is still {1, 2, 3}
     assert partition.check_enough_replicas_reach_offset(5) is None  # acks=all waits
-    moved = partition.on_isr_change_answer(ErrorCode.none, (1, 2), 0, 5)
+    moved = partition.on_isr_change_answer(ErrorCode.none, (1, 2), 0, 5, now=0.0)
     assert moved
     assert partition.isr == frozenset({1, 2})
     assert partition.partition_epoch == 5
@@ -137,7 +139,9 @@ def test_one_proposal_at_a_time_and_a_refused_one_is_dropped(tmp_path: Path) -> 
     assert first.new_isr == (1,)
     assert not partition.maybe_shrink_isr(200.0, LAG)  # one in flight: no second
     # The controller refuses it (its partition epoch moved on meanwhile).
-    partition.on_isr_change_answer(ErrorCode.invalid_update_version, (), -1, -1)
+    partition.on_isr_change_answer(
+        ErrorCode.invalid_update_version, (), -1, -1, now=0.0
+    )
     assert partition.pending_isr_change is None
     assert partition.isr == frozenset({1, 2, 3})
     # The metadata brings the controller's own decision; nothing of ours is in flight.

@@ -67,7 +67,7 @@ def test_a_single_replica_leader_moves_the_hw_to_its_log_end(tmp_path: Path) -> 
     partition.log.append_as_leader(value_batch(3), leader_epoch=-1)
     partition.make_leader(partition_state((1,)), now=0.0)
     assert partition.log.high_watermark == 3
-    partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
+    partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL, now=0.0)
     assert partition.log.high_watermark == 5
 
 
@@ -78,7 +78,7 @@ def test_a_stale_leader_epoch_is_ignored(tmp_path: Path) -> None:
     )
     stale = partition_state((1, 2), leader_epoch=4, partition_epoch=10)
     assert not partition.make_leader(stale, now=1.0)
-    assert not partition.make_follower(partition_state((2, 1), leader_epoch=4))
+    assert not partition.make_follower(partition_state((2, 1), leader_epoch=4), now=0.0)
     assert (partition.leader_epoch, partition.replicas) == (5, (1, 2, 3))
     assert partition.is_leader
 
@@ -93,7 +93,7 @@ def test_an_older_partition_epoch_at_the_same_leader_epoch_is_ignored(
     assert partition.isr == frozenset({1, 2, 3})  # the newer ISR stays
     assert partition.partition_epoch == 3
     assert not partition.make_follower(
-        partition_state((2, 1, 3), leader=2, partition_epoch=2)
+        partition_state((2, 1, 3), leader=2, partition_epoch=2), now=0.0
     )
     assert partition.is_leader
 
@@ -102,7 +102,9 @@ def test_an_isr_change_in_the_same_epoch_keeps_what_the_followers_fetched(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(4), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 4, now=1.0)
     partition.update_follower_fetch_state(3, 1, now=1.0)
     assert partition.log.high_watermark == 1
@@ -116,11 +118,15 @@ def test_an_isr_change_in_the_same_epoch_keeps_what_the_followers_fetched(
 
 def test_a_new_leader_epoch_forgets_the_followers_positions(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(4), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 4, now=1.0)
     partition.update_follower_fetch_state(3, 4, now=1.0)
     assert partition.log.high_watermark == 4
-    partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(2), required_acks=Acks.LEADER, now=0.0
+    )
     assert partition.make_leader(
         partition_state((1, 2, 3), leader_epoch=1, partition_epoch=1), 2
     )
@@ -144,11 +150,13 @@ def test_a_reassignment_adds_and_removes_remote_replicas(tmp_path: Path) -> None
 
 def test_a_follower_refuses_writes_and_reads(tmp_path: Path) -> None:
     partition = open_partition(tmp_path)
-    assert partition.make_follower(partition_state((2, 1, 3), leader=2))
+    assert partition.make_follower(partition_state((2, 1, 3), leader=2), now=0.0)
     assert not partition.is_leader
     assert partition.remote_replicas == {}
     with pytest.raises(ReplicationError) as write:
-        partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
+        partition.append_records_to_leader(
+            value_batch(1), required_acks=Acks.LEADER, now=0.0
+        )
     with pytest.raises(ReplicationError) as read:
         partition.read_records(0, 1000, from_follower=False, min_one_message=True)
     with pytest.raises(ReplicationError) as offsets:
@@ -161,7 +169,7 @@ def test_a_follower_refuses_writes_and_reads(tmp_path: Path) -> None:
         partition.check_enough_replicas_reach_offset(0)
         is ErrorCode.not_leader_or_follower
     )
-    assert not partition.maybe_increment_leader_hw()
+    assert not partition.maybe_increment_leader_hw(now=0.0)
     assert partition.log.log_end_offset == 0
 
 
@@ -170,7 +178,9 @@ def test_a_leader_that_becomes_follower_and_back_starts_a_new_epoch(
 ) -> None:
     partition = leader_of_three(tmp_path)
     partition.update_follower_fetch_state(2, 0, now=1.0)
-    assert partition.make_follower(partition_state((2, 1, 3), leader=2, leader_epoch=1))
+    assert partition.make_follower(
+        partition_state((2, 1, 3), leader=2, leader_epoch=1), now=0.0
+    )
     assert partition.make_leader(partition_state((1, 2, 3), leader_epoch=2), now=3.0)
     assert partition.remote_replicas[2].log_end_offset == -1
 
@@ -180,7 +190,9 @@ def test_a_leader_that_becomes_follower_and_back_starts_a_new_epoch(
 
 def test_the_hw_is_the_smallest_log_end_offset_in_the_isr(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(5), required_acks=Acks.LEADER, now=0.0
+    )
     assert partition.log.log_end_offset == 5
     assert partition.log.high_watermark == 0
     assert not partition.update_follower_fetch_state(2, 5, now=1.0)  # 3 has not fetched
@@ -193,7 +205,9 @@ def test_the_hw_is_the_smallest_log_end_offset_in_the_isr(tmp_path: Path) -> Non
 
 def test_a_replica_outside_the_isr_does_not_hold_the_hw_back(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2))
-    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(5), required_acks=Acks.LEADER, now=0.0
+    )
     assert partition.update_follower_fetch_state(2, 5, now=1.0)
     assert partition.log.high_watermark == 5
     assert partition.remote_replicas[3].log_end_offset == -1
@@ -201,7 +215,9 @@ def test_a_replica_outside_the_isr_does_not_hold_the_hw_back(tmp_path: Path) -> 
 
 def test_the_hw_never_goes_back(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(5), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 5, now=1.0)
     partition.update_follower_fetch_state(3, 5, now=1.0)
     assert partition.log.high_watermark == 5
@@ -209,7 +225,9 @@ def test_the_hw_never_goes_back(tmp_path: Path) -> None:
     # at most where it was; it does not move it back.
     assert not partition.update_follower_fetch_state(3, 1, now=2.0)
     assert partition.log.high_watermark == 5
-    partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(1), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 6, now=3.0)
     assert partition.log.high_watermark == 5
 
@@ -218,7 +236,9 @@ def test_last_caught_up_time_moves_only_when_the_follower_reaches_the_log_end(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(5), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(5), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 3, now=4.0)
     assert partition.remote_replicas[2].last_caught_up_time == 0.0
     partition.update_follower_fetch_state(2, 5, now=6.0)
@@ -249,7 +269,7 @@ def test_the_hw_is_monotonic_and_never_beyond_what_every_isr_member_has(
     for kind, amount in steps:
         if kind == "append":
             partition.append_records_to_leader(
-                value_batch(int(amount)), required_acks=Acks.LEADER
+                value_batch(int(amount)), required_acks=Acks.LEADER, now=0.0
             )
         else:
             broker = int(str(kind))
@@ -270,11 +290,15 @@ def test_acks_all_is_refused_when_the_isr_is_below_min_insync_replicas(
 ) -> None:
     partition = leader_of_three(tmp_path, isr=(1,), min_insync_replicas=2)
     with pytest.raises(ReplicationError) as refused:
-        partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
+        partition.append_records_to_leader(
+            value_batch(2), required_acks=Acks.ALL, now=0.0
+        )
     assert error_of(refused) is ErrorCode.not_enough_replicas
     assert "min.insync.replicas=2" in str(refused.value)
     assert partition.log.log_end_offset == 0  # nothing was written
-    info = partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
+    info = partition.append_records_to_leader(
+        value_batch(2), required_acks=Acks.LEADER, now=0.0
+    )
     assert (info.first_offset, info.last_offset) == (0, 1)
     assert partition.log.high_watermark == 2  # the ISR is the leader alone
 
@@ -283,7 +307,9 @@ def test_acks_all_is_accepted_when_the_isr_is_exactly_min_insync_replicas(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2), min_insync_replicas=2)
-    info = partition.append_records_to_leader(value_batch(2), required_acks=Acks.ALL)
+    info = partition.append_records_to_leader(
+        value_batch(2), required_acks=Acks.ALL, now=0.0
+    )
     assert info.last_offset == 1
     assert partition.check_enough_replicas_reach_offset(2) is None  # HW not there yet
     partition.update_follower_fetch_state(2, 2, now=1.0)
@@ -294,7 +320,7 @@ def test_not_enough_replicas_after_append_when_the_isr_shrinks_meanwhile(
     tmp_path: Path,
 ) -> None:
     partition = leader_of_three(tmp_path, isr=(1, 2), min_insync_replicas=2)
-    partition.append_records_to_leader(value_batch(3), required_acks=Acks.ALL)
+    partition.append_records_to_leader(value_batch(3), required_acks=Acks.ALL, now=0.0)
     assert partition.check_enough_replicas_reach_offset(3) is None
     # Broker 2 drops out of the ISR: the HW moves (the leader alone), but the write
     # reached fewer copies than min.insync.replicas.
@@ -314,8 +340,8 @@ def test_not_enough_replicas_after_append_when_the_isr_shrinks_meanwhile(
 def test_consumers_read_up_to_the_hw_followers_to_the_log_end(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
     first, second = value_batch(2), value_batch(3)
-    partition.append_records_to_leader(first, required_acks=Acks.LEADER)
-    partition.append_records_to_leader(second, required_acks=Acks.LEADER)
+    partition.append_records_to_leader(first, required_acks=Acks.LEADER, now=0.0)
+    partition.append_records_to_leader(second, required_acks=Acks.LEADER, now=0.0)
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
     assert partition.log.high_watermark == 2
@@ -343,7 +369,9 @@ def test_consumers_read_up_to_the_hw_followers_to_the_log_end(tmp_path: Path) ->
 
 def test_list_offsets_latest_is_the_hw_not_the_log_end(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
-    partition.append_records_to_leader(value_batch(4), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(4), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 3, now=1.0)
     partition.update_follower_fetch_state(3, 3, now=1.0)
     latest = partition.fetch_offset_for_timestamp(LATEST_TIMESTAMP)
@@ -358,7 +386,7 @@ def test_timestamps_past_the_hw_are_not_visible(tmp_path: Path) -> None:
     partition = leader_of_three(tmp_path)
     for i in range(3):
         partition.append_records_to_leader(
-            keyed_batch([(b"k", b"v")], T0 + 1000 * i), Acks.LEADER
+            keyed_batch([(b"k", b"v")], T0 + 1000 * i), Acks.LEADER, now=0.0
         )
     partition.update_follower_fetch_state(2, 2, now=1.0)
     partition.update_follower_fetch_state(3, 2, now=1.0)
@@ -385,7 +413,7 @@ def test_a_new_leader_whose_hw_lags_answers_latest_with_offset_not_available(
     """KIP-207: until the HW reaches the start of the leader's epoch, "latest" could be
     lower than what the previous leader already answered, so the leader says to retry."""
     partition = open_partition(tmp_path)
-    partition.make_follower(partition_state((2, 1), leader=2))
+    partition.make_follower(partition_state((2, 1), leader=2), now=0.0)
     records = [Record(i, T0 + i, None, b"v") for i in range(4)]
     partition.log.append_as_follower(build_batch(records, partition_leader_epoch=0))
     partition.log.update_high_watermark(1)  # what the old leader had told us
@@ -421,7 +449,9 @@ def test_kip_320_the_current_leader_epoch_is_checked(
 ) -> None:
     partition = open_partition(tmp_path)
     partition.make_leader(partition_state((1,), leader_epoch=3), now=0.0)
-    partition.append_records_to_leader(value_batch(1), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(1), required_acks=Acks.LEADER, now=0.0
+    )
     calls: list[Callable[[], object]] = [
         lambda: partition.read_records(
             0,

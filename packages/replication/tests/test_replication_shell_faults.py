@@ -427,10 +427,10 @@ def test_a_failing_answer_does_not_escape_into_the_task_whose_write_failed(
             raise RuntimeError("a broken callback")
 
         manager.append_records(30_000, Acks.ALL, {TP: value_batch(1)}, respond)
-        # What the LogManager calls after a failed flush: the listener must not raise.
-        [listener] = manager.core.log_manager.dir_failure_listeners
-        manager.core.log_manager.offline_dirs[tmp_path] = "fsync failed"
-        listener(tmp_path)
+        # What the shell's task does with a dir a failed flush took offline: a failing
+        # answer is logged, never raised into the task.
+        manager.core.log_manager.mark_dir_offline(tmp_path, "fsync failed")
+        manager.answer_offline_dirs(manager.core.log_manager.take_offline_dirs())
 
     trio.run(main)
     assert errors_logged(caplog, "answering the requests waiting on offline") == 1

@@ -232,7 +232,9 @@ def test_isr_proposals_carry_the_lag_and_truncations_are_traced(tmp_path: Path) 
     tracer = RecordingTracer(1)
     partition = open_partition(tmp_path, TP, tracer=tracer)
     partition.make_leader(partition_state((1, 2, 3), isr=(1, 2, 3)), now=0.0)
-    partition.append_records_to_leader(value_batch(2), required_acks=Acks.LEADER)
+    partition.append_records_to_leader(
+        value_batch(2), required_acks=Acks.LEADER, now=0.0
+    )
     partition.update_follower_fetch_state(2, 2, now=1.0)
     tracer.records.clear()
     assert partition.maybe_shrink_isr(now=40.0, max_lag=30.0)
@@ -256,9 +258,9 @@ def test_isr_proposals_carry_the_lag_and_truncations_are_traced(tmp_path: Path) 
     assert event_type is IsrChangeProposed
     # A follower truncating its tail (KIP-101) says from where to where.
     follower_log = open_partition(tmp_path / "follower", TP, broker_id=2, tracer=tracer)
-    follower_log.make_follower(partition_state((1, 2), leader=1, isr=(1, 2)))
+    follower_log.make_follower(partition_state((1, 2), leader=1, isr=(1, 2)), now=0.0)
     follower_log.log.append_as_leader(value_batch(3), leader_epoch=0)
     tracer.records.clear()
-    assert follower_log.truncate_to(1)
+    assert follower_log.truncate_to(1, now=0.0)
     assert tracer.events == [FollowerTruncated(TP.topic, TP.partition, 1, 0, 3, 1)]
     assert event_types()["replication", "follower_truncate"] is FollowerTruncated

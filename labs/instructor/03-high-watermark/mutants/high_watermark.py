@@ -12,6 +12,7 @@ from minikafka.replication._partition import Partition
 
 def leader_hw(
     self: Partition,
+    now: float,
     *,
     members: frozenset[int] | None = None,
     skip_unfetched: bool = False,
@@ -48,44 +49,45 @@ def leader_hw(
                 previous,
                 self.log.high_watermark,
                 self.leader_epoch,
-            )
+            ),
+            now,
         )
     return moved or moved_always
 
 
-def leader_only(self: Partition) -> bool:
+def leader_only(self: Partition, now: float) -> bool:
     """The leader's log end alone: acks=all is answered before a follower has it."""
-    return leader_hw(self, followers=False)
+    return leader_hw(self, now, followers=False)
 
 
-def every_replica(self: Partition) -> bool:
+def every_replica(self: Partition, now: float) -> bool:
     """Every replica, in the ISR or not: one out of the ISR holds the HW back."""
     return leader_hw(
-        self, members=frozenset(self.remote_replicas) | {self.local_broker_id}
+        self, now, members=frozenset(self.remote_replicas) | {self.local_broker_id}
     )
 
 
-def committed_isr_only(self: Partition) -> bool:
+def committed_isr_only(self: Partition, now: float) -> bool:
     """The committed ISR only: a replica whose joining is in flight does not count."""
-    return leader_hw(self, members=self.isr)
+    return leader_hw(self, now, members=self.isr)
 
 
-def skips_unfetched(self: Partition) -> bool:
+def skips_unfetched(self: Partition, now: float) -> bool:
     """A follower that has not fetched in this epoch does not hold the HW."""
-    return leader_hw(self, skip_unfetched=True)
+    return leader_hw(self, now, skip_unfetched=True)
 
 
-def goes_back(self: Partition) -> bool:
+def goes_back(self: Partition, now: float) -> bool:
     """The HW is set, not raised: it goes back when a follower fetches again from
     an older offset."""
-    return leader_hw(self, backwards=True)
+    return leader_hw(self, now, backwards=True)
 
 
-def no_trace(self: Partition) -> bool:
+def no_trace(self: Partition, now: float) -> bool:
     """The HW moves but no HighWatermarkAdvanced is traced."""
-    return leader_hw(self, trace=False)
+    return leader_hw(self, now, trace=False)
 
 
-def says_moved_always(self: Partition) -> bool:
+def says_moved_always(self: Partition, now: float) -> bool:
     """Says the HW moved when it did not."""
-    return leader_hw(self, moved_always=True)
+    return leader_hw(self, now, moved_always=True)

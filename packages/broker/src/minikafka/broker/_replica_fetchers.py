@@ -194,7 +194,7 @@ class ReplicaFetcherManager:
     async def _round(self, client: NetworkClient, fetcher: _Fetcher) -> bool:
         """One truncation step and one fetch; False if there was nothing to send."""
         core = fetcher.core
-        now = trio.current_time
+        now = self.replica_manager.now  # the replication cores' one clock
         asked = core.epoch_requests(now())
         if asked:
             answers = await self._offsets_for_leader_epoch(client, fetcher.node, asked)

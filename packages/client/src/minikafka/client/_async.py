@@ -48,7 +48,7 @@ from ._message import (
 from ._metadata import ClientMetadata, TopicInfo
 from ._producer import HeadersArg, choose_partition, new_record, producer_cores
 from ._sender import Delivery
-from ._shell import ProducerShell
+from ._shell import PRODUCER_CLOCK, ProducerShell
 
 
 @attrs.define(eq=False)
@@ -175,7 +175,7 @@ class AsyncProducer:
             )
             while True:
                 try:
-                    self._sender.accumulator.append(tp, record, time.monotonic())
+                    self._sender.accumulator.append(tp, record, PRODUCER_CLOCK())
                     break
                 except BufferFull:
                     self._sender.accumulator.wait_for_room(True)

@@ -9,9 +9,9 @@ event is what its first record lived through, from the append that created the b
 its report. Lab 12 reads them beside the brokers' ``net.request`` events of the same
 ``client_id``.
 
-The Sender's ``now`` is the shell's monotonic clock, not the time of day, so the event
-keeps the tracer's default timestamp (the wall clock when the outcome was known); the
-durations come from ``now``.
+The event is stamped with the Sender's ``now`` when the outcome was known: the
+producer's monotonic clock moved to the epoch (``PRODUCER_CLOCK``), so its ``ts`` lines
+up with the brokers' events; the durations are differences of ``now``.
 """
 
 from __future__ import annotations

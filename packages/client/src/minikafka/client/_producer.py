@@ -46,7 +46,7 @@ from ._message import PURGE_QUEUE, KafkaError, KafkaException, Message
 from ._metadata import ClientMetadata, TopicInfo, bootstrap_nodes
 from ._partitioner import Partitioner
 from ._sender import Delivery, Sender
-from ._shell import ProducerShell
+from ._shell import PRODUCER_CLOCK, ProducerShell
 
 HeadersArg = (
     Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
@@ -150,7 +150,7 @@ class Producer:
             self.config, topic, value, key, timestamp, headers, on_delivery or callback
         )
         size = record.size
-        now = time.monotonic()
+        now = PRODUCER_CLOCK()
         deadline = now + self.config.max_block_ms / 1000
         metadata = self._sender.metadata
         with self._changed:
@@ -182,7 +182,7 @@ class Producer:
                 ErrorCode.leader_not_available,
             ):
                 raise KafkaException(KafkaError(known.error, f"topic {topic}"))
-            left = deadline - time.monotonic()
+            left = deadline - PRODUCER_CLOCK()
             if left <= 0:
                 raise KafkaException(
                     KafkaError(
@@ -200,7 +200,7 @@ class Producer:
             try:
                 return accumulator.append(tp, record, now)
             except BufferFull:
-                left = deadline - time.monotonic()
+                left = deadline - PRODUCER_CLOCK()
                 if left <= 0:
                     raise BufferError(
                         "buffer.memory is full and max.block.ms passed"
@@ -211,7 +211,7 @@ class Producer:
                     self._changed.wait(left)
                 finally:
                     accumulator.wait_for_room(False)
-                now = time.monotonic()
+                now = PRODUCER_CLOCK()
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (waiting up to ``timeout`` seconds for the first, -1 or
@@ -234,14 +234,14 @@ class Producer:
         """Send everything queued now (no lingering) and serve reports until every record
         has one or ``timeout`` passes; how many records are still outstanding."""
         deadline = (
-            None if timeout is None or timeout < 0 else time.monotonic() + timeout
+            None if timeout is None or timeout < 0 else PRODUCER_CLOCK() + timeout
         )
         with self._lock:
             self._sender.accumulator.begin_flush()
         self._wake()
         try:
             while len(self) > 0:
-                left = None if deadline is None else deadline - time.monotonic()
+                left = None if deadline is None else deadline - PRODUCER_CLOCK()
                 if left is not None and left <= 0:
                     break
                 self.poll(0.1 if left is None else min(left, 0.1))
@@ -261,7 +261,7 @@ class Producer:
         left = self.flush(timeout)
         with self._lock:
             self._sender.abort(
-                KafkaError(PURGE_QUEUE, "the producer was closed"), time.monotonic()
+                KafkaError(PURGE_QUEUE, "the producer was closed"), PRODUCER_CLOCK()
             )
         self._closed = True
         if self._token is not None and self._stop is not None:

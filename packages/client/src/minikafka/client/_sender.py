@@ -342,7 +342,7 @@ class Sender:
         if pending is not None:
             pending.discard(batch.base_sequence)
         if self.tracer.enabled:
-            self.tracer.emit(self._batch_event(batch, now, base_offset, error))
+            self.tracer.emit(self._batch_event(batch, now, base_offset, error), now)
 
     def _batch_event(
         self,

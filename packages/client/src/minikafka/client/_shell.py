@@ -18,7 +18,9 @@ overtake another, which is what per-partition order needs.
 
 The cores are shared with the application's thread (:class:`~._producer.Producer` appends
 from there), so every call into them is made holding :attr:`ProducerShell.lock`, never
-across an ``await``. The clock is ``time.monotonic``, the same in both threads.
+across an ``await``. The clock is :data:`PRODUCER_CLOCK`, the same in both threads:
+``time.monotonic`` moved to the epoch once, so the Sender's ``now`` is also the
+timestamp of the trace events it emits (``minikafka.trace.EpochClock``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from kio.static.primitive import Records, i16, i32Timedelta
 from minikafka.common import Acks, TopicPartition
 from minikafka.log import CompressionType
 from minikafka.net import ClientError, NetworkClient, PendingRequest
+from minikafka.trace import EpochClock
 
 from ._accumulator import RecordAccumulator
 from ._metadata import ClientMetadata
@@ -96,6 +99,10 @@ def response_results(
     }
 
 
+PRODUCER_CLOCK = EpochClock(time.monotonic)
+"""The one clock of a process's producers: what their cores are given as ``now``."""
+
+
 @attrs.define(eq=False)
 class ProducerShell:
     sender: Sender
@@ -103,7 +110,7 @@ class ProducerShell:
     on_deliveries: Callable[[list[Delivery]], None]
     on_metadata: Callable[[], None] = lambda: None
     lock: threading.Lock = attrs.field(factory=threading.Lock)
-    clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] = attrs.field(factory=lambda: PRODUCER_CLOCK)
     _wake_sender: trio.Event = attrs.field(factory=trio.Event)
     _wake_producer_id: trio.Event = attrs.field(factory=trio.Event)
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)

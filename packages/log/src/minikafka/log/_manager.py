@@ -127,7 +127,10 @@ class LogManager:
     files: FilePool = attrs.field(factory=FilePool)
     offline_dirs: dict[Path, str] = attrs.field(factory=dict)
     """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
-    dir_failure_listeners: list[Callable[[Path], None]] = attrs.field(factory=list)
+    _offline_dir_queue: list[Path] = attrs.field(factory=list, init=False)
+    """Dirs taken offline and not yet taken by :meth:`take_offline_dirs` (Kafka's
+    ``LogDirFailureChannel`` queue, which the ReplicaManager's handler thread polls)."""
+    _dir_went_offline: trio.Event = attrs.field(factory=trio.Event, init=False)
     tracer: Tracer = attrs.field(factory=NullTracer)
     """Where every log of this manager emits: the node's tracer, from whoever builds it."""
 
@@ -520,7 +523,8 @@ class LogManager:
         """Take ``log_dir`` offline until restart, after a write or fsync it failed.
 
         Kafka's LogDirFailureChannel: the partitions in it answer KAFKA_STORAGE_ERROR (the
-        listeners, the ReplicaManager, see to that), nothing more is flushed, cleaned or
+        ReplicaManager's shell takes the dir from :meth:`wait_offline_dirs` and tells
+        its core), nothing more is flushed, cleaned or
         checkpointed there, and shutdown leaves it unclean, so the next start recovers
         its logs. Kafka halts a broker once all its dirs are offline; this one stays up
         to serve metadata and the other dirs, and says in one line what happened.
@@ -533,13 +537,24 @@ class LogManager:
             log_dir,
             reason,
         )
-        for listener in self.dir_failure_listeners:
-            try:
-                listener(log_dir)
-            except Exception:
-                # One listener's bug must not keep the others uninformed, nor escape
-                # into the background task (or request) whose failure called this.
-                _logger.exception("a listener of the failure of %s failed", log_dir)
+        # Queued, not announced through a callback: whoever must act on it (the
+        # ReplicaManager's shell) takes it in its own task, so nothing it does can fail
+        # the background task (or request) whose write failed.
+        self._offline_dir_queue.append(log_dir)
+        self._dir_went_offline.set()
+
+    def take_offline_dirs(self) -> list[Path]:
+        """The dirs taken offline since the last call, each once, in order."""
+        taken, self._offline_dir_queue = self._offline_dir_queue, []
+        return taken
+
+    async def wait_offline_dirs(self) -> list[Path]:
+        """Wait until a dir goes offline; then :meth:`take_offline_dirs` (Kafka's
+        ``LogDirFailureChannel.takeNextOfflineLogDir``)."""
+        while not self._offline_dir_queue:
+            await self._dir_went_offline.wait()
+            self._dir_went_offline = trio.Event()
+        return self.take_offline_dirs()
 
     # --- fault isolation of the background work ---------------------------------------
 

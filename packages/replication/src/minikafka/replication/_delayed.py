@@ -202,7 +202,7 @@ class DelayedOperations:
                 event = DelayedOperationCompleted(
                     operation.KIND, outcome, waited_ms, operation.partition_count
                 )
-                self.tracer.emit(event)
+                self.tracer.emit(event, now)
             assert operation.response is not None  # set by on_complete
             responses.append(operation.response)
         if own is not None:

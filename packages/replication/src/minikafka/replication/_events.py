@@ -8,9 +8,9 @@ leader changed; when a follower cut a tail its new leader never had; when the hi
 watermark moved (records become visible to consumers and ``acks=all`` writes may be
 answered); and how long requests waited in a purgatory for that to happen.
 
-The ReplicaManager's ``now`` is the shell's trio clock, not the time of day, so these
-events keep the tracer's default timestamp (the wall clock); only durations are taken
-from ``now``.
+Each is stamped with the ``now`` the core was given: the shell's clock moved to the
+epoch (``minikafka.trace.EpochClock``), so a ``ts`` here lines up with other nodes'
+events and with what clients saw, and a duration is a difference of two ``now``.
 """
 
 from __future__ import annotations

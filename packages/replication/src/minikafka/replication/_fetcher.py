@@ -199,7 +199,7 @@ class ReplicaFetcher:
             try:
                 target, complete = self._truncation_offset(partition, answer)
                 if target < partition.log.log_end_offset:
-                    partition.truncate_to(target)
+                    partition.truncate_to(target, now)
                     truncated.append((tp, target))
             except (
                 Exception
@@ -293,7 +293,7 @@ class ReplicaFetcher:
                     # truncateFullyAndStartAt).
                     try:
                         self.local[tp].truncate_fully_and_start_at(
-                            data.log_start_offset
+                            data.log_start_offset, now
                         )
                     except Exception as exc:  # this partition's alone
                         failures.append(self._failed(tp, state, exc, now))

@@ -146,7 +146,7 @@ class Partition:
                     tuple(sorted(self.isr)),
                     self.log.log_end_offset,
                 )
-                self.tracer.emit(event)
+                self.tracer.emit(event, now)
         else:
             if self.isr != previous_isr and self.tracer.enabled:
                 tp = self.topic_partition
@@ -158,17 +158,17 @@ class Partition:
                     tuple(sorted(previous_isr)),
                     tuple(sorted(self.isr)),
                 )
-                self.tracer.emit(changed)
+                self.tracer.emit(changed, now)
             for b in self.replicas:
                 if b != self.local_broker_id and b not in self.remote_replicas:
                     self.remote_replicas[b] = ReplicaState(b, last_caught_up_time=now)
             for b in list(self.remote_replicas):
                 if b not in self.replicas:
                     del self.remote_replicas[b]
-        self.maybe_increment_leader_hw()
+        self.maybe_increment_leader_hw(now)
         return True
 
-    def make_follower(self, state: PartitionState) -> bool:
+    def make_follower(self, state: PartitionState, now: float) -> bool:
         """Follow ``state.leader``; False if ``state`` is older than what we have."""
         if self._is_stale(state):
             return False
@@ -185,7 +185,7 @@ class Partition:
                 self.leader_epoch,
                 self.partition_epoch,
             )
-            self.tracer.emit(event)
+            self.tracer.emit(event, now)
         self.remote_replicas = {}
         self.leader_epoch_start_offset = None
         return True
@@ -211,7 +211,7 @@ class Partition:
     # --- the leader's write path ----------------------------------------------------------
 
     def append_records_to_leader(
-        self, records: bytearray | memoryview, required_acks: Acks
+        self, records: bytearray | memoryview, required_acks: Acks, now: float
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
         self._check_online()
@@ -231,10 +231,10 @@ class Partition:
                 f"min.insync.replicas={self.min_insync_replicas}",
             )
         info = self.log.append_as_leader(records, self.leader_epoch)
-        self.maybe_increment_leader_hw()
+        self.maybe_increment_leader_hw(now)
         return info
 
-    def maybe_increment_leader_hw(self) -> bool:
+    def maybe_increment_leader_hw(self, now: float) -> bool:
         """Move the HW to the smallest LEO in the ISR; True if it moved."""
         if not self.is_leader:
             return False
@@ -255,7 +255,8 @@ class Partition:
             self.tracer.emit(
                 HighWatermarkAdvanced(
                     tp.topic, tp.partition, previous, hw, self.leader_epoch
-                )
+                ),
+                now,
             )
         return True
 
@@ -284,10 +285,11 @@ class Partition:
                     self.log.high_watermark,
                     end - fetch_offset,
                     (now - replica.last_caught_up_time) * 1000,
-                )
+                ),
+                now,
             )
-        moved = self.maybe_increment_leader_hw()
-        self._maybe_expand_isr(replica)
+        moved = self.maybe_increment_leader_hw(now)
+        self._maybe_expand_isr(replica, now)
         return moved
 
     # --- the ISR's changes (KIP-497) -------------------------------------------------------
@@ -322,10 +324,10 @@ class Partition:
                 (now - self.remote_replicas[b].last_caught_up_time) * 1000
                 for b in leaving
             )
-            self._trace_proposal("shrink", leaving, lags)
+            self._trace_proposal("shrink", leaving, lags, now)
         return True
 
-    def _maybe_expand_isr(self, replica: ReplicaState) -> None:
+    def _maybe_expand_isr(self, replica: ReplicaState, now: float) -> None:
         """Propose adding a follower back once it has caught up to the HW, in this epoch."""
         if not self.is_leader or self.pending_isr_change is not None:
             return
@@ -339,10 +341,14 @@ class Partition:
             grown = self.isr | {replica.broker_id}
             self._propose(grown, maximal=grown)
             if self.tracer.enabled:
-                self._trace_proposal("expand", (replica.broker_id,), (0.0,))
+                self._trace_proposal("expand", (replica.broker_id,), (0.0,), now)
 
     def _trace_proposal(
-        self, kind: str, replicas: tuple[int, ...], lag_ms: tuple[float, ...]
+        self,
+        kind: str,
+        replicas: tuple[int, ...],
+        lag_ms: tuple[float, ...],
+        now: float,
     ) -> None:
         pending = self.pending_isr_change
         assert pending is not None
@@ -359,7 +365,8 @@ class Partition:
                 replicas,
                 lag_ms,
                 self.log.high_watermark,
-            )
+            ),
+            now,
         )
 
     def _propose(self, new_isr: frozenset[int], *, maximal: frozenset[int]) -> None:
@@ -391,6 +398,7 @@ class Partition:
         isr: tuple[int, ...],
         leader_epoch: int,
         partition_epoch: int,
+        now: float,
     ) -> bool:
         """The controller's answer to the proposal in flight; True if the HW moved.
 
@@ -418,9 +426,10 @@ class Partition:
                         self.partition_epoch,
                         tuple(sorted(previous)),
                         tuple(sorted(self.isr)),
-                    )
+                    ),
+                    now,
                 )
-        return self.maybe_increment_leader_hw()
+        return self.maybe_increment_leader_hw(now)
 
     def check_enough_replicas_reach_offset(
         self, required_offset: int
@@ -461,7 +470,7 @@ class Partition:
         if 0 <= leader_log_start_offset <= log.high_watermark:
             log.maybe_increment_log_start_offset(leader_log_start_offset, "leader")
 
-    def truncate_to(self, offset: int) -> bool:
+    def truncate_to(self, offset: int, now: float) -> bool:
         """A follower drops what its leader never had (KIP-101); True if it dropped any."""
         self._check_online()
         end = self.log.log_end_offset
@@ -476,11 +485,12 @@ class Partition:
                     self.leader_epoch,
                     end,
                     offset,
-                )
+                ),
+                now,
             )
         return truncated
 
-    def truncate_fully_and_start_at(self, offset: int) -> None:
+    def truncate_fully_and_start_at(self, offset: int, now: float) -> None:
         """A follower behind its leader's log start drops everything and starts empty
         at ``offset``, where the leader's log now begins."""
         self._check_online()
@@ -496,7 +506,8 @@ class Partition:
                     self.leader_epoch,
                     end,
                     offset,
-                )
+                ),
+                now,
             )
 
     def last_offset_for_leader_epoch(

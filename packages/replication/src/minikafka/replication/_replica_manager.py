@@ -179,7 +179,7 @@ class ReplicaManager:
                 continue
             try:
                 partition = self._get_or_create_partition(tp, topic_id)
-                if partition.make_follower(state):
+                if partition.make_follower(state, now):
                     _logger.info("following broker %d for %s", state.leader, tp)
             except Exception as exc:
                 self._partition_failed(tp, exc)
@@ -270,7 +270,7 @@ class ReplicaManager:
                 results[tp] = self._missing_partition_result(tp)
                 continue
             try:
-                info = partition.append_records_to_leader(records, required_acks)
+                info = partition.append_records_to_leader(records, required_acks, now)
             # aside: not the leader, or the ISR too small for acks=all
             except ReplicationError as exc:
                 results[tp] = self._refused(partition, exc.error_code, str(exc))
@@ -518,7 +518,7 @@ class ReplicaManager:
         """A write or read of ``tp``'s log failed: the message for the answer.
 
         A full disk whose write the log undid leaves everything online; anything else
-        takes the partition's log dir offline (which tells ``_on_log_dir_failure``).
+        takes the partition's log dir offline (which queues it for the shell too).
         """
         message = str(exc)
         if isinstance(exc, KafkaStorageError) and not exc.offline:
@@ -528,9 +528,9 @@ class ReplicaManager:
         if log_dir is None:
             self._partition_failed(tp, exc)
         else:
-            # The LogManager tells its listeners (the shell, which calls
-            # :meth:`on_log_dir_failure`); the partitions are marked here as well, so the
-            # core is right with or without a shell listening.
+            # The LogManager queues the dir for the shell (which calls
+            # :meth:`on_log_dir_failure`); the partitions are marked here at once, so the
+            # core is right before the shell takes it.
             self.log_manager.mark_dir_offline(log_dir, f"{tp}: {message}")
             self._dir_failed(log_dir)
         return message
@@ -557,7 +557,8 @@ class ReplicaManager:
 
         What waits on them is answered now (the returned responses): a DelayedProduce
         with KAFKA_STORAGE_ERROR, a DelayedFetch with the same error on a fresh read.
-        The shell calls this from the LogManager's ``dir_failure_listeners``.
+        The shell calls this for each dir it takes from the LogManager's queue
+        (``wait_offline_dirs``).
         """
         self._dir_failed(log_dir)
         return self.delayed.answers(now)
@@ -656,6 +657,7 @@ class ReplicaManager:
                 answer.isr,
                 answer.leader_epoch,
                 answer.partition_epoch,
+                now,
             ):
                 self._partition_changed(answer.topic_partition)
         return self._parked(now)

@@ -3,7 +3,10 @@
 The core decides; this module carries its decisions out, and is the only replication
 module that imports trio (import-linter's "Replication cores do not import trio"). It
 
-- owns the clock: every call into the core gets ``now=trio.current_time()``;
+- owns the clock: every call into the core gets ``now``, read once from an
+  :class:`~minikafka.trace.EpochClock` over trio's clock (:meth:`now`: seconds since
+  the epoch, so the core stamps its trace events with it; the replica fetchers read
+  the same one);
 - sends the answers the core returns, through the callbacks the request handlers gave
   (:class:`ResponseCallbacks`);
 - sleeps until the core's ``next_deadline()`` and then calls ``on_timer(now)``, which
@@ -11,8 +14,9 @@ module that imports trio (import-linter's "Replication cores do not import trio"
   operation due earlier wakes it;
 - writes the high-watermark checkpoint every
   ``replica.high.watermark.checkpoint.interval.ms``;
-- listens for log dirs the LogManager takes offline (a failed flush in its own tasks) and
-  sends the answers that completes;
+- takes the log dirs the LogManager took offline (a failed flush in its own tasks, a
+  failed write in a request) from its queue, tells the core and sends the answers that
+  completes (Kafka's ReplicaManager polls the ``LogDirFailureChannel`` the same way);
 - runs Kafka's isr-expiration task every ``replica.lag.time.max.ms`` / 2 and sends the
   leaders' ISR proposals (those and the expansions followers' fetches make) to the
   controller with ``alter_partition``, handing the answers back to the core. Without
@@ -51,6 +55,7 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, FatalFaultError, TopicPartition
+from minikafka.trace import EpochClock
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._fetcher import EpochAnswer, EpochRequest
@@ -92,9 +97,20 @@ class ReplicaManagerService:
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
     _sleeping_until: float = attrs.field(init=False, default=math.inf)
     """The deadline the expiry task sleeps until (to know when a call must wake it)."""
+    _clock: EpochClock | None = attrs.field(init=False, default=None)
 
-    def __attrs_post_init__(self) -> None:
-        self.core.log_manager.dir_failure_listeners.append(self._on_log_dir_failure)
+    def now(self) -> float:
+        """The time the replication cores are given: trio's clock moved to the epoch
+        (made at the first call, which is inside trio)."""
+        if self._clock is None:
+            self._clock = EpochClock(trio.current_time)
+        return self._clock()
+
+    def _trio_time(self, t: float) -> float:
+        """A core's deadline on trio's clock, to sleep until."""
+        self.now()  # the clock exists
+        assert self._clock is not None
+        return self._clock.to_source(t)
 
     # --- the core's calls, with the clock and the answers filled in -----------------------
 
@@ -106,11 +122,11 @@ class ReplicaManagerService:
         leaders: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
         followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
     ) -> None:
-        now = trio.current_time()
+        now = self.now()
         self._carry_out(self.core.become_leader_or_follower(leaders, followers, now))
 
     def stop_replicas(self, topic_partitions: Iterable[TopicPartition]) -> None:
-        self._carry_out(self.core.stop_replicas(topic_partitions, trio.current_time()))
+        self._carry_out(self.core.stop_replicas(topic_partitions, self.now()))
 
     def update_topic_settings(self, topic: str) -> None:
         self.core.update_topic_settings(topic)
@@ -128,7 +144,7 @@ class ReplicaManagerService:
         """Append; ``respond`` is called with the per-partition results, now or
         later."""
         request_id = self.callbacks.produce(respond)
-        now = trio.current_time()
+        now = self.now()
         self._carry_out(
             self.core.append_records(
                 timeout_ms, required_acks, entries, request_id, now
@@ -140,7 +156,7 @@ class ReplicaManagerService:
     ) -> None:
         """Fetch; ``respond`` is called with the per-partition results, now or later."""
         request_id = self.callbacks.fetch(respond)
-        now = trio.current_time()
+        now = self.now()
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
         if self.core.has_isr_changes:
             self._isr_changes.set()  # a follower caught up and is proposed back
@@ -161,13 +177,14 @@ class ReplicaManagerService:
 
     def shutdown(self) -> None:
         """Answer every parked request now, and park none from here on."""
-        self._carry_out(self.core.shutdown(trio.current_time()))
+        self._carry_out(self.core.shutdown(self.now()))
 
-    def _on_log_dir_failure(self, log_dir: Path) -> None:
-        # Called from whichever task's write failed (the LogManager's flush, a request):
-        # a failing answer callback is this shell's to report, not that task's.
-        with self._guarded(f"answering the requests waiting on offline {log_dir}"):
-            self._carry_out(self.core.on_log_dir_failure(log_dir, trio.current_time()))
+    def answer_offline_dirs(self, log_dirs: Iterable[Path]) -> None:
+        """Tell the core that ``log_dirs`` went offline and send what that answered; a
+        failing answer callback is logged here and the next dir is still told."""
+        for log_dir in log_dirs:
+            with self._guarded(f"answering the requests waiting on offline {log_dir}"):
+                self._carry_out(self.core.on_log_dir_failure(log_dir, self.now()))
 
     def _carry_out(self, responses: list[Response]) -> None:
         try:
@@ -193,6 +210,9 @@ class ReplicaManagerService:
                 "writing the high-watermark checkpoint",
                 self._checkpoint,
             )
+            nursery.start_soon(
+                self._forever, "taking offline log dirs", self._take_offline_dirs
+            )
             if self.alter_partition is not None:
                 nursery.start_soon(
                     self._forever, "the isr-expiration task", self._isr_expiration
@@ -208,7 +228,7 @@ class ReplicaManagerService:
     async def _isr_expiration(self) -> None:
         lag = self.replica_lag_time_max_ms / 1000
         await trio.sleep(lag / 2)
-        self.core.maybe_shrink_isr(trio.current_time(), lag)
+        self.core.maybe_shrink_isr(self.now(), lag)
         if self.core.has_isr_changes:
             self._isr_changes.set()
 
@@ -233,7 +253,7 @@ class ReplicaManagerService:
             if a.error_code in _NOT_ANSWERED and a.topic_partition in by_partition
         ]
         decided = [a for a in answers if a.error_code not in _NOT_ANSWERED]
-        self._carry_out(self.core.on_isr_change_answers(decided, trio.current_time()))
+        self._carry_out(self.core.on_isr_change_answers(decided, self.now()))
         if self._resend:
             # Not this task's error (the controller may be moving or down): a warning
             # the first time, and the next round waits out the backoff before the next
@@ -265,11 +285,14 @@ class ReplicaManagerService:
         self._wake = trio.Event()
         deadline = self.core.next_deadline()
         self._sleeping_until = math.inf if deadline is None else deadline
-        with trio.move_on_at(self._sleeping_until):
+        with trio.move_on_at(self._trio_time(self._sleeping_until)):
             await self._wake.wait()
             return  # an earlier deadline arrived: the next round sleeps until that one
         self._sleeping_until = math.inf
-        self._carry_out(self.core.on_timer(trio.current_time()))
+        self._carry_out(self.core.on_timer(self.now()))
+
+    async def _take_offline_dirs(self) -> None:
+        self.answer_offline_dirs(await self.core.log_manager.wait_offline_dirs())
 
     async def _checkpoint(self) -> None:
         await trio.sleep(self.high_watermark_checkpoint_interval_ms / 1000)

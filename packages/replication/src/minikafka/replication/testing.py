@@ -28,6 +28,7 @@ from ._results import (
     FetchPartition,
     FetchPartitionResult,
     ProducePartitionResult,
+    Response,
 )
 
 if TYPE_CHECKING:
@@ -115,20 +116,26 @@ class ManualShell:
     """A ReplicaManager driven by hand, as :class:`ReplicaManagerService` drives it.
 
     Each call takes ``now`` (the trio shell reads its clock instead) and the answers the
-    core returns go to the callbacks the caller gave. A log dir the LogManager takes
-    offline by itself is answered at ``failure_time``.
+    core returns go to the callbacks the caller gave. After each call, the log dirs the
+    LogManager took offline meanwhile are told to the core at that call's ``now``, as the
+    trio shell's task takes them from the LogManager's queue; :meth:`answer_offline_dirs`
+    does it between calls (``failure_time``: the default time).
     """
 
     core: ReplicaManager
     callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
     failure_time: float = 0.0
 
-    def __attrs_post_init__(self) -> None:
-        self.core.log_manager.dir_failure_listeners.append(
-            lambda log_dir: self.callbacks.deliver(
-                self.core.on_log_dir_failure(log_dir, self.failure_time)
-            )
-        )
+    def _deliver(self, responses: list[Response], now: float) -> None:
+        self.callbacks.deliver(responses)
+        self.answer_offline_dirs(now)
+
+    def answer_offline_dirs(self, now: float | None = None) -> None:
+        """Tell the core of the dirs taken offline since the last call, and answer
+        what that completed."""
+        at = self.failure_time if now is None else now
+        for log_dir in self.core.log_manager.take_offline_dirs():
+            self.callbacks.deliver(self.core.on_log_dir_failure(log_dir, at))
 
     def append_records(
         self,
@@ -139,10 +146,11 @@ class ManualShell:
         now: float,
     ) -> None:
         request_id = self.callbacks.produce(respond)
-        self.callbacks.deliver(
+        self._deliver(
             self.core.append_records(
                 timeout_ms, required_acks, entries, request_id, now
-            )
+            ),
+            now,
         )
 
     def fetch_messages(
@@ -153,9 +161,7 @@ class ManualShell:
         now: float,
     ) -> None:
         request_id = self.callbacks.fetch(respond)
-        self.callbacks.deliver(
-            self.core.fetch_messages(params, fetches, request_id, now)
-        )
+        self._deliver(self.core.fetch_messages(params, fetches, request_id, now), now)
 
     def become_leader_or_follower(
         self,
@@ -163,23 +169,21 @@ class ManualShell:
         followers: Mapping[TopicPartition, tuple[uuid.UUID, PartitionState]],
         now: float,
     ) -> None:
-        self.callbacks.deliver(
-            self.core.become_leader_or_follower(leaders, followers, now)
-        )
+        self._deliver(self.core.become_leader_or_follower(leaders, followers, now), now)
 
     def stop_replicas(
         self, topic_partitions: Iterable[TopicPartition], now: float = 0.0
     ) -> None:
-        self.callbacks.deliver(self.core.stop_replicas(topic_partitions, now))
+        self._deliver(self.core.stop_replicas(topic_partitions, now), now)
 
     def on_timer(self, now: float) -> int:
         """Expire what is due at ``now``; how many requests that answered."""
         responses = self.core.on_timer(now)
-        self.callbacks.deliver(responses)
+        self._deliver(responses, now)
         return len(responses)
 
     def shutdown(self, now: float = 0.0) -> None:
-        self.callbacks.deliver(self.core.shutdown(now))
+        self._deliver(self.core.shutdown(now), now)
 
 
 def replica_manager(
@@ -212,9 +216,12 @@ def lead(
     leader_epoch: int = 0,
     partition_epoch: int = 0,
     topic_id: uuid.UUID | None = None,
-    now: float = 0.0,
+    now: float | None = None,
 ) -> Partition:
-    """Make ``manager``'s broker the leader of ``tp`` (replicas default: that broker alone)."""
+    """Make ``manager``'s broker the leader of ``tp`` (replicas default: that broker alone)
+    at ``now`` (default: 0 by hand, the shell's clock for a ReplicaManagerService)."""
+    if now is None:
+        now = 0.0 if isinstance(manager, ManualShell) else manager.now()
     core = manager.core
     existing = core.get_partition(tp)
     if topic_id is None:

@@ -24,6 +24,7 @@ The process's default tracer (:func:`configure_tracing`, :func:`get_tracer`) is 
 whoever assembles a node and was given none: ``minikafka broker``, ``BrokerServer.open``.
 """
 
+from ._clock import EpochClock as EpochClock
 from ._event import ENVELOPE_FIELDS as ENVELOPE_FIELDS
 from ._event import TraceEvent as TraceEvent
 from ._event import decode_event as decode_event
@@ -57,6 +58,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "ENVELOPE_FIELDS",
     "TRACE_DIR_ENV",
+    "EpochClock",
     "EventSummary",
     "JsonLinesTracer",
     "NullTracer",

@@ -34,7 +34,12 @@ class Tracer(Protocol):
         ...
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
-        """Record ``event`` at ``ts`` (seconds since the epoch; default: now)."""
+        """Record ``event`` at ``ts`` (seconds since the epoch).
+
+        A core always passes ``ts``: the ``now`` it was given (an
+        :class:`~minikafka.trace.EpochClock` reading). Only a shell may leave it out,
+        for the tracer to read the wall clock.
+        """
         ...
 
     def flush(self) -> None: ...
