@@ -4,8 +4,8 @@ This package's commands are the ones that run or read a server: ``broker``; ``cl
 (a local cluster of broker processes, ``_tools_cluster``); ``storage`` is
 ``kafka-storage.sh`` (``_tools_storage``); ``zookeeper`` starts and reads the ZooKeeper
 ensemble of ZooKeeper mode (``minikafka.zk.cli``, mounted as it is); ``dump-log`` is
-``kafka-dump-log.sh``, the log package's tool; ``trace summary`` is ``python -m
-minikafka.trace summary``. The client tools (``topics``, ``produce``, ``consume``,
+``kafka-dump-log.sh``, the log package's tool; ``trace`` is ``minikafka.trace.cli``,
+mounted as it is. The client tools (``topics``, ``produce``, ``consume``,
 ``groups``, ``reassign-partitions``, ``leader-election``, ``metadata-quorum``) are
 Kafka's scripts written on ``minikafka.client`` in ``minikafka.tools``, which does not
 import the broker; they are added here so that one command has them all, as Kafka's
@@ -30,7 +30,8 @@ from minikafka.common import ConfigError
 from minikafka.log import PathError, dump, raise_open_files_limit
 from minikafka.log import verify as verify_log
 from minikafka.tools import stdout_to_devnull, tools_app
-from minikafka.trace import configure_tracing, summary_report
+from minikafka.trace import configure_tracing
+from minikafka.trace.cli import trace_app
 from minikafka.zk.cli import zookeeper_app
 
 from ._config import KafkaConfig, parse_override
@@ -131,50 +132,10 @@ def dump_log(
     raise typer.Exit(status)
 
 
-# --- traces ----------------------------------------------------------------------------
-
-trace_app = typer.Typer(
-    name="trace",
-    help="Inspect trace directories (what --trace-dir and MINIKAFKA_TRACE_DIR write).",
-    no_args_is_help=True,
-)
 app.add_typer(trace_app)
 app.add_typer(storage_app)
 app.add_typer(cluster_app)
 app.add_typer(zookeeper_app)
-
-
-@trace_app.callback()
-def _trace_group() -> None:
-    """Inspect trace directories (what --trace-dir and MINIKAFKA_TRACE_DIR write)."""
-
-
-@trace_app.command("summary")
-def trace_summary(
-    directory: Annotated[
-        Path,
-        typer.Argument(
-            help="a trace directory, or a folder of them, one per run (make run's "
-            "traces/): its newest run"
-        ),
-    ],
-    every_run: Annotated[
-        bool, typer.Option("--all", help="in a folder of runs, summarize each run")
-    ] = False,
-) -> None:
-    """Count events per component and event, with time range and nodes.
-
-    The same report as ``python -m minikafka.trace summary DIR``.
-    """
-    if not directory.is_dir():
-        typer.echo(f"{directory}: not a directory", err=True)
-        raise typer.Exit(2)
-    try:
-        report = summary_report(directory, every_run=every_run)
-    except ValueError as e:  # a line that is not JSON names its file and line
-        typer.echo(f"Error: {e}", err=True)
-        raise typer.Exit(1) from None
-    print(report)
 
 
 # The client tools after the server's commands, in one ``minikafka --help``.

@@ -2,9 +2,11 @@
 
 Each package declares its program as a typer app, as the ``minikafka`` command does (its
 commands, flags and help in one place, which ``minikafka`` can mount as they are);
-:func:`run_app` runs it the way a program's ``main(argv) -> int`` does: usage, ``--help``
-and exit status 2 on bad usage are click's, and the exit status is returned rather than
-raised, so the package's ``__main__`` and its tests call the same function.
+:func:`run_app` runs it the way a program's ``main(argv) -> int`` does, so the package's
+``__main__`` and its tests call the same function:
+
+- what a command ends with (``typer.Exit(status)``, or 0 when it returns) is returned;
+- bad usage is shown and exits 2 (``SystemExit``), as argparse did and click does.
 """
 
 from __future__ import annotations
@@ -15,11 +17,18 @@ from collections.abc import Callable, Sequence
 def run_app(
     app: Callable[..., object], argv: Sequence[str] | None, prog_name: str
 ) -> int:
-    """Run a typer ``app`` on ``argv`` (``None``: the process's) and return its exit status."""
+    """Run a typer ``app`` on ``argv`` (``None``: the process's) and return its exit status.
+
+    Typer ends every run with ``SystemExit``; the command's own status is the one raised
+    while handling the ``typer.Exit`` its run ended with (a command that returns ends
+    with ``Exit(0)``). Any other (a usage error shown, an abort) goes on exiting.
+    """
+    import typer  # here: importing minikafka.common must not load the CLI's libraries
+
     try:
         app(args=None if argv is None else list(argv), prog_name=prog_name)
     except SystemExit as exc:
-        if exc.code is None or isinstance(exc.code, int):
-            return exc.code or 0
+        if isinstance(exc.__context__, typer.Exit) and isinstance(exc.code, int):
+            return exc.code
         raise
     return 0

@@ -62,7 +62,8 @@ def summary(
 def run(argv: Sequence[str] | None = None) -> int:
     """Run :data:`trace_app` as ``python -m minikafka.trace``; return its exit status.
 
-    (``minikafka.common.run_app``'s work: this package sits below the one that has it.)
+    What ``minikafka.common.run_app`` does (this package sits below that one): the status
+    the command ended with is returned, and bad usage, shown, exits 2.
     """
     try:
         trace_app(
@@ -70,7 +71,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             prog_name="python -m minikafka.trace",
         )
     except SystemExit as exc:
-        if exc.code is None or isinstance(exc.code, int):
-            return exc.code or 0
+        if isinstance(exc.__context__, typer.Exit) and isinstance(exc.code, int):
+            return exc.code
         raise
     return 0
