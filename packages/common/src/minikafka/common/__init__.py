@@ -10,7 +10,8 @@
   :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`.
 - :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
   ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
-- :func:`run_app`: how every ``python -m minikafka.<package>`` runs its typer app.
+- :func:`run_app`: how every ``python -m minikafka.<package>`` runs its typer app, and
+  :func:`usage_error`, how its commands refuse a command line.
 
 Importing it first thing in a program leaves out hypothesis, which kio would otherwise
 load (``_program.py`` says why): this package is imported before kio by every package
@@ -20,6 +21,7 @@ that can run as a program.
 from . import _program as _program  # first, before kio: it runs leave_out_hypothesis()
 from ._acks import Acks as Acks
 from ._cli import run_app as run_app
+from ._cli import usage_error as usage_error
 from ._config_def import ConfigDef as ConfigDef
 from ._config_def import ConfigKey as ConfigKey
 from ._config_def import ConfigType as ConfigType
@@ -62,4 +64,5 @@ __all__ = [
     "matches",
     "one_of",
     "run_app",
+    "usage_error",
 ]

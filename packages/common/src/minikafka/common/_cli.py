@@ -6,12 +6,20 @@ commands, flags and help in one place, which ``minikafka`` can mount as they are
 ``__main__`` and its tests call the same function:
 
 - what a command ends with (``typer.Exit(status)``, or 0 when it returns) is returned;
-- bad usage is shown and exits 2 (``SystemExit``), as argparse did and click does.
+- bad usage is shown and exits 2 (``SystemExit``), as argparse did and click does;
+  :func:`usage_error` is how a command refuses values that typer's own checks let
+  through (argparse's ``parser.error``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn, Protocol
+
+
+class _Context(Protocol):
+    def get_usage(self) -> str: ...
 
 
 def run_app(
@@ -32,3 +40,11 @@ def run_app(
             return exc.code
         raise
     return 0
+
+
+def usage_error(ctx: _Context, message: str) -> NoReturn:
+    """Refuse the command line as argparse's ``parser.error`` did: the usage line and
+    ``message`` on stderr, exit status 2 (``ctx``: the command's ``typer.Context``)."""
+    print(ctx.get_usage(), file=sys.stderr)
+    print(f"Error: {message}", file=sys.stderr)
+    raise SystemExit(2)

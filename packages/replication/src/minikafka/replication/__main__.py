@@ -22,12 +22,15 @@ completed) as values; here they are kept in a dict by request number.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
-from minikafka.common import Acks, TopicPartition
+import typer
+
+from minikafka.common import Acks, TopicPartition, run_app, usage_error
 from minikafka.log import LogConfig, LogManager
 from minikafka.log.testing import ManualClock, keyed_batch
 
@@ -176,22 +179,33 @@ def run(data: Path) -> None:
     manager.log_manager.shutdown()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.replication", description=__doc__
-    )
-    parser.add_argument(
-        "--dir", type=Path, help="where the logs go (default: a temp dir)"
-    )
-    args = parser.parse_args(argv)
-    if args.dir is not None:
-        if args.dir.exists() and any(args.dir.iterdir()):
-            parser.error(f"{args.dir} is not empty: the demo starts from empty logs")
-        run(args.dir)
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command(
+    help="The purgatory at work, step by step: one partition led by this process, its "
+    "followers simulated and time passed by hand, so that every run prints the same "
+    "story (produce with acks=all, the followers' fetches, a long-polling consumer, "
+    "the ISR shrunk)."
+)
+def demo(
+    ctx: typer.Context,
+    dir: Annotated[
+        Path | None,
+        typer.Option("--dir", help="where the logs go (default: a temp dir)"),
+    ] = None,
+) -> None:
+    if dir is not None:
+        if dir.exists() and any(dir.iterdir()):
+            usage_error(ctx, f"{dir} is not empty: the demo starts from empty logs")
+        run(dir)
     else:
         with tempfile.TemporaryDirectory(prefix="minikafka-replication-") as tmp:
             run(Path(tmp))
-    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.replication")
 
 
 if __name__ == "__main__":
