@@ -1402,7 +1402,7 @@ def test_producer_ids_run_out_at_the_largest_int64(
         RegisterBrokerRecord(1, uuid.UUID(int=1), 1, endpoint, None),
         ProducerIdsRecord(-1, -1, next_id),
     ]
-    controller.replay_committed(committed, len(committed) - 1)
+    controller.replay_committed(committed, len(committed) - 1, now=0.0)
     controller.become_leader(1, 0.0)
     actions = controller.handle(7, AllocateProducerIdsRequest(1, 1), 0.0)
     if expected.error_code == ErrorCode.none:
@@ -1419,11 +1419,13 @@ def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blo
     h.allocate_producer_ids(2)
     epoch_of_2 = h.broker_epochs[2]
     from_log = QuorumController(h.controller.config)
-    from_log.replay_committed((r for _, r in h.committed_records()), h.committed_offset)
+    from_log.replay_committed(
+        (r for _, r in h.committed_records()), h.committed_offset, now=0.0
+    )
     from_snapshot = QuorumController(h.controller.config)
     snapshot = list(h.image().records())
     assert ProducerIdsRecord(-1, -1, 2000) in snapshot
-    from_snapshot.load_snapshot(snapshot, h.committed_offset)
+    from_snapshot.load_snapshot(snapshot, h.committed_offset, now=0.0)
     for restarted in (from_log, from_snapshot):
         assert restarted.producer_ids.next_producer_id() == 2000
         restarted.become_leader(2, h.now)
@@ -1506,7 +1508,9 @@ def test_busy_cluster_has_what_it_claims() -> None:
 def test_replaying_the_committed_log_into_a_standby_gives_the_same_state() -> None:
     h = busy_cluster()
     standby = QuorumController(h.controller.config)
-    standby.replay_committed((r for _, r in h.committed_records()), h.committed_offset)
+    standby.replay_committed(
+        (r for _, r in h.committed_records()), h.committed_offset, now=0.0
+    )
     assert controller_state(standby) == h.state()
     assert standby.last_committed_offset == h.committed_offset
     # The standby takes over and continues the log right after the committed offset.
@@ -1522,8 +1526,10 @@ def test_replaying_in_two_parts_gives_the_same_state() -> None:
     records = h.committed_records()
     half = len(records) // 2
     standby = QuorumController(h.controller.config)
-    standby.replay_committed((r for _, r in records[:half]), records[half - 1][0])
-    standby.replay_committed((r for _, r in records[half:]), records[-1][0])
+    standby.replay_committed(
+        (r for _, r in records[:half]), records[half - 1][0], now=0.0
+    )
+    standby.replay_committed((r for _, r in records[half:]), records[-1][0], now=0.0)
     assert controller_state(standby) == h.state()
 
 

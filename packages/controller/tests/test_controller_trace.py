@@ -213,8 +213,8 @@ def test_a_standby_replaying_committed_records_traces_them_without_an_epoch() ->
     tracer = RecordingTracer()
     standby = QuorumController(tracer=tracer)
     records = [record for _, record in h.committed_records()]
-    standby.replay_committed(records, h.committed_offset)
-    standby.replay_committed([], h.committed_offset)  # nothing: no event
+    standby.replay_committed(records, h.committed_offset, now=0.0)
+    standby.replay_committed([], h.committed_offset, now=0.0)  # nothing: no event
     assert tracer.events == [
         RecordsApplied(
             h.committed_offset,

@@ -146,7 +146,7 @@ class QuorumController:
         self.producer_ids.replay(record)
 
     def replay_committed(
-        self, records: Iterable[MetadataRecord], last_offset: int
+        self, records: Iterable[MetadataRecord], last_offset: int, now: float
     ) -> None:
         """Records the quorum committed, replayed by a controller that is not active (at
         start-up, or a standby following the leader)."""
@@ -165,13 +165,15 @@ class QuorumController:
         self._next_offset = last_offset + 1
         if types:
             self.tracer.emit(
-                RecordsApplied(last_offset, -1, types.total(), dict(types))
+                RecordsApplied(last_offset, -1, types.total(), dict(types)), now
             )
 
-    def load_snapshot(self, records: Iterable[MetadataRecord], offset: int) -> None:
+    def load_snapshot(
+        self, records: Iterable[MetadataRecord], offset: int, now: float
+    ) -> None:
         """Start again from a snapshot of the image taken at ``offset``."""
         self.registry.reset()
-        self.replay_committed(records, offset)
+        self.replay_committed(records, offset, now)
 
     # --- leadership ------------------------------------------------------------------------
 
@@ -190,7 +192,8 @@ class QuorumController:
         if self.features.levels.get(METADATA_VERSION) is None:
             # A new cluster: its first record says which metadata version it speaks.
             return self._write(
-                (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),)
+                (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),),
+                now=now,
             )
         return []
 
@@ -284,8 +287,11 @@ class QuorumController:
                     )
                     return [Reply(request_id, unknown)]
                 return [Reply(request_id, self.configs.describe(request, epoch))]
-        result = self._decide(request, now)
-        return self._write(result.records, request_id, result.response)
+        try:
+            result = self._decide(request, now)
+        finally:
+            self._trace_elections(now)  # a refused request's too, as it decided them
+        return self._write(result.records, request_id, result.response, now=now)
 
     def _decide(
         self, request: ControllerRequest, now: float
@@ -329,13 +335,13 @@ class QuorumController:
             event = BrokerRegistrationChanged(
                 request.broker_id, self._next_offset, True, "registered"
             )
-            self.tracer.emit(event)
+            self.tracer.emit(event, now)
         if not result.records or not was_unfenced:
             return result
         moved = self.replication.handle_broker_fenced(request.broker_id)
         return ControllerResult((*result.records, *moved), result.response)
 
-    def _fence(self, broker_id: int, reason: str) -> list[MetadataRecord]:
+    def _fence(self, broker_id: int, reason: str, now: float) -> list[MetadataRecord]:
         """Fence the broker and move what it led or kept in sync: on session expiry, or
         when a heartbeat asks to be fenced or to shut down (``reason``, for the
         trace)."""
@@ -344,7 +350,7 @@ class QuorumController:
             event = BrokerRegistrationChanged(
                 broker_id, fence.broker_epoch, True, reason
             )
-            self.tracer.emit(event)
+            self.tracer.emit(event, now)
         # Kafka's reason for the elections: a broker shutting down hands its
         # leaderships over; one that was fenced any other way lost them.
         why = (
@@ -382,14 +388,14 @@ class QuorumController:
                     if request.want_shutdown
                     else "fence_requested"
                 )
-                records, fenced = self._fence(broker_id, reason), True
+                records, fenced = self._fence(broker_id, reason, now), True
         elif fenced and caught_up:
             unfence = self.cluster.unfence(broker_id)
             if self.tracer.enabled:
                 event = BrokerRegistrationChanged(
                     broker_id, unfence.broker_epoch, False, "caught_up"
                 )
-                self.tracer.emit(event)
+                self.tracer.emit(event, now)
             records = [unfence]
             records += self.replication.handle_broker_unfenced(broker_id)
             fenced = False
@@ -398,12 +404,21 @@ class QuorumController:
         )
         return ControllerResult(tuple(records), response)
 
+    def _trace_elections(self, now: float) -> None:
+        """Emit the elections the call's decisions traced (ReplicationState keeps them
+        until the call's ``now`` is at hand)."""
+        for event in self.replication.state.take_elections():
+            self.tracer.emit(event, now)
+
     def _write(
         self,
         records: Sequence[MetadataRecord],
         request_id: int | None = None,
         response: ControllerResponse | None = None,
+        *,
+        now: float,
     ) -> list[Action]:
+        self._trace_elections(now)  # decided before these records are applied
         actions: list[Action] = []
         if records:
             assert self.epoch is not None
@@ -416,7 +431,7 @@ class QuorumController:
                 types = collections.Counter(type(record).__name__ for record in records)
                 last = self._next_offset - 1
                 self.tracer.emit(
-                    RecordsApplied(last, self.epoch, len(records), dict(types))
+                    RecordsApplied(last, self.epoch, len(records), dict(types)), now
                 )
             actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
         if request_id is None or response is None:
@@ -451,7 +466,9 @@ class QuorumController:
         actions: list[Action] = []
         for broker_id in self.cluster.expired(now):
             # Each broker's records are replayed before the next broker is decided.
-            actions += self._write(self._fence(broker_id, "session_timeout"))
+            actions += self._write(
+                self._fence(broker_id, "session_timeout", now), now=now
+            )
         if self._rebalance_at is not None and now >= self._rebalance_at:
             # auto.leader.rebalance.enable: Kafka's checkAndTriggerAutoLeaderRebalance.
             self._rebalance_at = (
@@ -460,5 +477,5 @@ class QuorumController:
             percentage = self.config.leader_imbalance_per_broker_percentage
             records = self.replication.rebalance_leaders(percentage)
             if records:
-                actions += self._write(tuple(records))
+                actions += self._write(tuple(records), now=now)
         return actions

@@ -37,12 +37,15 @@ from ._records import decode_record
 
 
 def load_metadata(
-    quorum: SingleVoterQuorum, controller: QuorumController | None = None
+    quorum: SingleVoterQuorum,
+    controller: QuorumController | None = None,
+    now: float = 0.0,
 ) -> MetadataImage:
     """Replay the newest snapshot and the committed log after it.
 
-    Returns the image; if ``controller`` is given it replays the same records, so a
-    restarted controller knows exactly what the image says.
+    Returns the image; if ``controller`` is given it replays the same records at ``now``
+    (the time its trace events carry), so a restarted controller knows exactly what the
+    image says.
     """
     delta = MetadataDelta(MetadataImage())
     snapshot = quorum.latest_snapshot()
@@ -52,13 +55,13 @@ def load_metadata(
             delta.replay(record)
         delta.offset = snapshot_id.end_offset - 1
         if controller is not None:
-            controller.load_snapshot(records, snapshot_id.end_offset - 1)
+            controller.load_snapshot(records, snapshot_id.end_offset - 1, now)
     for batch in quorum.read_committed(delta.offset + 1):
         for offset, record in batch.records:
             delta.replay(record, offset)
         if controller is not None:
             controller.replay_committed(
-                (r for _, r in batch.records), batch.last_offset
+                (r for _, r in batch.records), batch.last_offset, now
             )
     return delta.apply()
 
@@ -88,7 +91,10 @@ def replay_appends(
 
 
 def replay_entries(
-    controller: QuorumController, image: MetadataImage, entries: tuple[Entry, ...]
+    controller: QuorumController,
+    image: MetadataImage,
+    entries: tuple[Entry, ...],
+    now: float,
 ) -> MetadataDelta | None:
     """A standby controller replays what the leader committed, as a broker does. A
     committed record that cannot be replayed is fatal (Kafka's "Unable to apply ...
@@ -98,7 +104,7 @@ def replay_entries(
     first = entries[0].offset
     try:
         records = [(e.offset, decode_record(e.data)) for e in entries]
-        controller.replay_committed((r for _, r in records), records[-1][0])
+        controller.replay_committed((r for _, r in records), records[-1][0], now)
         delta = MetadataDelta(image)
         for offset, record in records:
             delta.replay(record, offset)
@@ -111,7 +117,9 @@ def replay_entries(
     return delta
 
 
-def replay_snapshot(controller: QuorumController, snapshot: Snapshot) -> MetadataDelta:
+def replay_snapshot(
+    controller: QuorumController, snapshot: Snapshot, now: float
+) -> MetadataDelta:
     """A whole new image, as a delta from nothing: a subscriber cannot see what it
     dropped (none subscribes on a controller-only node). A snapshot that cannot be
     applied is fatal, as a record that cannot be replayed."""
@@ -119,7 +127,7 @@ def replay_snapshot(controller: QuorumController, snapshot: Snapshot) -> Metadat
     try:
         records = [r for _, r in decode_metadata_records(snapshot.payload)]
         offset = snapshot_id.end_offset - 1
-        controller.load_snapshot(records, offset)
+        controller.load_snapshot(records, offset, now)
         delta = MetadataDelta(MetadataImage())
         for record in records:
             delta.replay(record)
@@ -135,7 +143,10 @@ def replay_snapshot(controller: QuorumController, snapshot: Snapshot) -> Metadat
 
 
 def replay_log(
-    controller: QuorumController, image: MetadataImage, quorum: SingleVoterQuorum
+    controller: QuorumController,
+    image: MetadataImage,
+    quorum: SingleVoterQuorum,
+    now: float,
 ) -> MetadataDelta | None:
     """One voter that renounced: replay what has committed since, from the log, as a
     standby replays the leader's records. Fatal if a record cannot be replayed."""
@@ -149,7 +160,7 @@ def replay_log(
         for batch in quorum.read_committed(start):
             unseen = [r for o, r in batch.records if o >= controller_from]
             if unseen:
-                controller.replay_committed(unseen, batch.last_offset)
+                controller.replay_committed(unseen, batch.last_offset, now)
             for offset, record in batch.records:
                 if offset >= image_from:
                     delta.replay(record, offset)

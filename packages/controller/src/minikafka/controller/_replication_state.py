@@ -14,7 +14,9 @@ and return records, never changing it. Two things they all share live here too:
   given the partition's ``unclean.leader.election.enable`` (topic config, or the
   controller's default);
 - ``trace_elections``: the ``PartitionLeaderElected`` events of the records about to be
-  written, judged against the state they will be replayed onto.
+  written, judged against the state they will be replayed onto; they wait in
+  ``elections`` until the QuorumController, which has the call's ``now``, emits them
+  (:meth:`ReplicationState.take_elections`).
 
 ``Refused`` is how a decision ends in a Kafka error for one topic or partition: raised
 where the check is, caught where the request's per-item results are assembled.
@@ -89,6 +91,8 @@ class ReplicationState:
     partitions: TimelineHashMap[tuple[uuid.UUID, int], PartitionRegistration] = (
         attrs.field(init=False)
     )
+    elections: list[PartitionLeaderElected] = attrs.field(init=False, factory=list)
+    """Traced elections of the call under way, not emitted yet (no time here)."""
 
     def __attrs_post_init__(self) -> None:
         self.topics = TimelineHashMap(self.registry)
@@ -163,9 +167,15 @@ class ReplicationState:
             unclean_election=self._unclean(key[0]),
         )
 
+    def take_elections(self) -> list[PartitionLeaderElected]:
+        """The elections traced since the last call, to emit at the call's ``now``."""
+        taken, self.elections = self.elections, []
+        return taken
+
     def trace_elections(self, records: Sequence[MetadataRecord], reason: str) -> None:
         """Trace the leaders ``records`` (about to be written) elect, judged against the
-        state they will be replayed onto; a leader from outside the ISR is unclean."""
+        state they will be replayed onto; a leader from outside the ISR is unclean. The
+        events wait in :attr:`elections` for the call's ``now``."""
         if not self.tracer.enabled:
             return
         names: Mapping[uuid.UUID, str] = {
@@ -186,7 +196,7 @@ class ReplicationState:
                         record.isr,
                         reason,
                     )
-                    self.tracer.emit(event)
+                    self.elections.append(event)
                 case PartitionChangeRecord() if record.leader != NO_LEADER_CHANGE:
                     before = self.partitions[(record.topic_id, record.partition_id)]
                     after = before.merge(record)
@@ -202,6 +212,6 @@ class ReplicationState:
                         after.isr,
                         "unclean" if unclean else reason,
                     )
-                    self.tracer.emit(event)
+                    self.elections.append(event)
                 case _:
                     pass
