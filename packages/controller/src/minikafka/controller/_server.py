@@ -53,7 +53,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError, FatalFaultError
 from minikafka.raft import QuorumInfo, ReplicaInfo
-from minikafka.trace import NullTracer, Tracer
+from minikafka.trace import EpochClock, NullTracer, Tracer
 
 from ._config import ControllerConfig
 from ._controller import Action, AppendRecords, QuorumController, Reply
@@ -168,6 +168,14 @@ class ControllerServer:
     # What to do when an event fails, and whether this node renounced or resigned.
     _faults: EventFaults = attrs.field(init=False)
     _snapshots: SnapshotGenerator = attrs.field(init=False)
+    _clock: EpochClock | None = attrs.field(init=False, default=None)
+
+    def _now(self) -> float:
+        """The controller core's ``now``: trio's clock moved to the epoch, the time its
+        trace events carry (made at the first call, which is inside trio)."""
+        if self._clock is None:
+            self._clock = EpochClock(trio.current_time)
+        return self._clock()
 
     def __attrs_post_init__(self) -> None:
         self._send, self._receive = trio.open_memory_channel(math.inf)
@@ -200,7 +208,8 @@ class ControllerServer:
         tracer = NullTracer(config.node_id) if tracer is None else tracer
         quorum = SingleVoterQuorum.open(metadata_dir, config.node_id, tracer)
         controller = QuorumController(config, rng or random.Random(), tracer)
-        image = load_metadata(quorum, controller)
+        # Before the event loop runs, the wall clock: what its EpochClock reads too.
+        image = load_metadata(quorum, controller, time.time())
         return cls(controller, quorum, image)
 
     @classmethod
@@ -228,7 +237,7 @@ class ControllerServer:
     def describe_quorum(self) -> tuple[QuorumInfo, float] | None:
         """DescribeQuorum's answer and the wall clock minus the clock its times were read
         on; None unless this node leads the quorum (only the leader knows the others)."""
-        now = trio.current_time()
+        now = self._now()
         if self.raft is not None:
             info = self.raft.describe()
             return None if info is None else (info, self.raft.wall_clock_offset)
@@ -318,7 +327,7 @@ class ControllerServer:
     def _process(self, event: _Event) -> None:
         """One event, its faults sorted as Kafka's ``handleEventException`` does (by
         ``EventFaults``); a FatalFaultError goes on up and ends the process."""
-        now = trio.current_time()
+        now = self._now()
         faults = self._faults
         try:
             self._carry_out(self._handle(event, now))
@@ -386,7 +395,10 @@ class ControllerServer:
         while True:
             moved = self._queue_moved
             deadline = self._deadline
-            with trio.move_on_at(math.inf if deadline is None else deadline):
+            self._now()  # the clock exists: the deadline is on it
+            assert self._clock is not None
+            at = math.inf if deadline is None else self._clock.to_source(deadline)
+            with trio.move_on_at(at):
                 await moved.wait()
                 continue  # something happened: the deadline may have changed
             self._send.send_nowait(_Tick())
@@ -461,13 +473,15 @@ class ControllerServer:
                 self._publish_appends(offset)
                 return actions
             case RaftCommitted():
-                self._publish(replay_entries(controller, self.image, event.entries))
+                self._publish(
+                    replay_entries(controller, self.image, event.entries, now)
+                )
             case RaftSnapshotLoaded():
-                self._publish(replay_snapshot(controller, event.snapshot))
+                self._publish(replay_snapshot(controller, event.snapshot, now))
             case RaftLeaderReady():
                 # Everything below the high watermark is committed and was replayed; the
                 # LeaderChange entry at its end is the quorum's, not a record.
-                controller.replay_committed((), event.high_watermark - 1)
+                controller.replay_committed((), event.high_watermark - 1, now)
                 _logger.info(
                     "controller %d is active in epoch %d",
                     self.controller.config.node_id,
@@ -498,7 +512,7 @@ class ControllerServer:
 
     def _catch_up_from_log(self) -> None:
         """One voter that renounced: what committed since, replayed from its own log."""
-        self._publish(replay_log(self.controller, self.image, self.quorum))
+        self._publish(replay_log(self.controller, self.image, self.quorum, self._now()))
 
     def _publish(self, delta: MetadataDelta | None) -> None:
         """The image ``delta`` makes, to the subscribers and the snapshot generator
