@@ -10,12 +10,15 @@ invariants after every step, and shrink any failing schedule (KIP-595; see ``_si
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import time
 from collections.abc import Sequence
+from typing import Annotated
 
+import typer
+
+from minikafka.common import run_app, usage_error
 from minikafka.trace.testing import RecordingTracer
 
 from ._describe import format_replication, format_status
@@ -28,74 +31,116 @@ def _recorder(tracers: dict[int, RecordingTracer], node: int) -> RecordingTracer
     return tracers.setdefault(node, RecordingTracer(node=node))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.raft", description=__doc__
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    simulate = commands.add_parser("simulate", help="run seeded simulations")
-    simulate.add_argument("--voters", type=int, default=3)
-    simulate.add_argument("--observers", type=int, default=0)
-    simulate.add_argument(
-        "--seeds", type=int, default=100, help="how many seeds to run"
-    )
-    simulate.add_argument("--first-seed", type=int, default=0)
-    simulate.add_argument("--seed", type=int, help="run this one seed only")
-    simulate.add_argument(
-        "--faults",
-        default=",".join(FAULT_KINDS),
-        help=f"comma-separated, among {','.join(FAULT_KINDS)} (default: all)",
-    )
-    simulate.add_argument(
-        "--storm",
-        action="store_true",
-        help="crash storms (the leader crashed again and again, crash points armed)",
-    )
-    simulate.add_argument(
-        "--timeline",
-        action="store_true",
-        help="print the run's elections (with --seed)",
-    )
-    simulate.add_argument(
-        "--describe",
-        action="store_true",
-        help="print the leader's DescribeQuorum at the end, as kafka-metadata-quorum.sh does",
-    )
-    args = parser.parse_args(argv)
-    kinds = [k for k in args.faults.split(",") if k]
+app = typer.Typer(
+    help="Run seeded Raft quorums under faults and check the invariants (KIP-595).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _group() -> None:
+    """Run seeded Raft quorums under faults and check the invariants (KIP-595)."""
+
+
+@app.command("simulate")
+def simulate(
+    ctx: typer.Context,
+    voters: Annotated[int, typer.Option()] = 3,
+    observers: Annotated[int, typer.Option()] = 0,
+    seeds: Annotated[int, typer.Option(help="how many seeds to run")] = 100,
+    first_seed: Annotated[int, typer.Option()] = 0,
+    seed: Annotated[int | None, typer.Option(help="run this one seed only")] = None,
+    faults: Annotated[
+        str,
+        typer.Option(
+            help=f"comma-separated, among {','.join(FAULT_KINDS)} (default: all)",
+            show_default=False,
+        ),
+    ] = ",".join(FAULT_KINDS),
+    storm: Annotated[
+        bool,
+        typer.Option(
+            "--storm",
+            help="crash storms (the leader crashed again and again, crash points armed)",
+        ),
+    ] = False,
+    timeline: Annotated[
+        bool,
+        typer.Option("--timeline", help="print the run's elections (with --seed)"),
+    ] = False,
+    describe_quorum: Annotated[
+        bool,
+        typer.Option(
+            "--describe",
+            help="print the leader's DescribeQuorum at the end, as "
+            "kafka-metadata-quorum.sh does",
+        ),
+    ] = False,
+) -> None:
+    """Run seeded simulations."""
+    kinds = [k for k in faults.split(",") if k]
     unknown = sorted(set(kinds) - set(FAULT_KINDS))
     if unknown:
-        parser.error(
-            f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULT_KINDS)}"
+        usage_error(
+            ctx,
+            f"--faults: unknown {', '.join(unknown)}; known: {', '.join(FAULT_KINDS)}",
         )
-    if args.voters < 1 or args.observers < 0:
-        parser.error("--voters must be at least 1 and --observers at least 0")
+    if voters < 1 or observers < 0:
+        usage_error(ctx, "--voters must be at least 1 and --observers at least 0")
+    raise typer.Exit(
+        _simulate(
+            voters,
+            observers,
+            seeds,
+            first_seed,
+            seed,
+            kinds,
+            storm,
+            timeline,
+            describe_quorum,
+        )
+    )
+
+
+def _simulate(
+    voters: int,
+    observers: int,
+    count_of_seeds: int,
+    first_seed: int,
+    one_seed: int | None,
+    kinds: list[str],
+    storm: bool,
+    timeline: bool,
+    show_describe: bool,
+) -> int:
     seeds = (
-        [args.seed]
-        if args.seed is not None
-        else range(args.first_seed, args.first_seed + args.seeds)
+        [one_seed]
+        if one_seed is not None
+        else range(first_seed, first_seed + count_of_seeds)
     )
     started = time.perf_counter()
     failed = events = commits = elections = 0
     for seed in seeds:
-        if args.storm:
-            scenario = storm_scenario(seed, args.voters, args.observers)
+        if storm:
+            scenario = storm_scenario(seed, voters, observers)
         else:
-            scenario = random_scenario(seed, args.voters, args.observers, kinds)
+            scenario = random_scenario(seed, voters, observers, kinds)
         tracers: dict[int, RecordingTracer] = {}
-        tracer_for = functools.partial(_recorder, tracers) if args.timeline else None
+        tracer_for = functools.partial(_recorder, tracers) if timeline else None
         simulation = Simulation(scenario, seed, tracer_for=tracer_for)
         result = simulation.run()
         events += result.events
         commits += result.commits
         elections += result.elections
-        if args.timeline:
+        if timeline:
             print(describe(scenario))
             records = [r for t in tracers.values() for r in t.records]
             print(format_timeline(records))
         leader = simulation.leader()
         info = leader.describe_quorum(simulation.now) if leader else None
-        if args.describe and info is not None:
+        if show_describe and info is not None:
             print(format_status(info, simulation.now))
             print()
             print(format_replication(info))
@@ -113,6 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"a seed)"
     )
     return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.raft")
 
 
 if __name__ == "__main__":
