@@ -6,51 +6,70 @@ Prints one line per request with Kafka's request time breakdown. Stop with Ctrl-
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import sys
+from collections.abc import Sequence
+from typing import Annotated
 
 import trio
+import typer
 
-from minikafka.common import ConfigError
+from minikafka.common import ConfigError, run_app
 from minikafka.trace import configure_from_env
 
 from ._config import Listener, NetConfig
 from ._demo import DemoApis, format_request_line
 from ._server import SocketServer
 
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.net", description=__doc__
+
+@app.command(
+    help="The Reactor serving a one-broker cluster with no topics: one line per "
+    "request with Kafka's request time breakdown. Stop with Ctrl-C (or SIGTERM): the "
+    "server stops accepting, finishes the requests in flight and exits."
+)
+def serve(
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 9092,
+    node_id: Annotated[int, typer.Option()] = 1,
+    num_network_threads: Annotated[int, typer.Option()] = 3,
+    num_io_threads: Annotated[int, typer.Option()] = 8,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="do not print each request")
+    ] = False,
+) -> None:
+    raise typer.Exit(
+        _main(host, port, node_id, num_network_threads, num_io_threads, quiet)
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9092)
-    parser.add_argument("--node-id", type=int, default=1)
-    parser.add_argument("--num-network-threads", type=int, default=3)
-    parser.add_argument("--num-io-threads", type=int, default=8)
-    parser.add_argument(
-        "--quiet", action="store_true", help="do not print each request"
-    )
-    args = parser.parse_args(argv)
+
+
+def _main(
+    host: str,
+    port: int,
+    node_id: int,
+    num_network_threads: int,
+    num_io_threads: int,
+    quiet: bool,
+) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
         config = NetConfig(
-            listeners=(Listener("PLAINTEXT", args.host, args.port),),
-            num_network_threads=args.num_network_threads,
-            num_io_threads=args.num_io_threads,
+            listeners=(Listener("PLAINTEXT", host, port),),
+            num_network_threads=num_network_threads,
+            num_io_threads=num_io_threads,
         )
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        trio.run(_serve, config, args.node_id, args.quiet)
+        trio.run(_serve, config, node_id, quiet)
     except OSError as e:
         print(
-            f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+            f"error: cannot listen on {host}:{port}: {e.strerror or e}",
             file=sys.stderr,
         )
         return 1
@@ -82,6 +101,10 @@ async def _serve(config: NetConfig, node_id: int, quiet: bool) -> None:
                 await server.shutdown()
                 break
     server.tracer.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.net")
 
 
 if __name__ == "__main__":
