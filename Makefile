@@ -98,8 +98,26 @@ typecheck: sync
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
+# The tests run on PYTEST_WORKERS pytest-xdist workers (they mostly wait on processes and
+# sockets, so more workers than the two cores), then those marked serial alone, one after
+# another (conftest.py says which and why); PYTEST_WORKERS=0 runs them all in one
+# process. PYTEST_ARGS go to both runs (paths, -k, -x). Each run ends with its ten
+# slowest tests; pytest's exit 5 (nothing collected: no serial test among the paths) is
+# not a failure.
+PYTEST_WORKERS ?= 4
+PYTEST_ARGS ?=
+PYTEST = $(RUN) pytest -q --durations=10
 pytest: sync
-	$(RUN) pytest -q --durations=15
+ifeq ($(PYTEST_WORKERS),0)
+	$(PYTEST) $(PYTEST_ARGS)
+else
+	@status=0; \
+	echo "pytest: the tests not marked serial, on $(PYTEST_WORKERS) workers"; \
+	$(PYTEST) -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	echo "pytest: the serial tests, one at a time"; \
+	$(PYTEST) -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	exit $$status
+endif
 
 book: sync
 	@# A chapter that names a module, function or configuration key that does not exist,

@@ -11,6 +11,10 @@ from minikafka.labs._runner import run
 
 EXTEND_LABS = [lab for lab in all_labs() if lab.config.kind == "extend"]
 
+# An extend lab's checks start clusters and wait on them with deadlines: alone, after the
+# tests that run in parallel (conftest.py).
+pytestmark = pytest.mark.serial
+
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("lab", EXTEND_LABS, ids=lambda lab: lab.name)

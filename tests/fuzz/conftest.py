@@ -4,14 +4,15 @@
 ``--fuzz-cases N`` runs N cases per generator, ``--fuzz-seed S`` another seed, and
 ``--fuzz-replay FAMILY:SEED:INDEX`` (what a failure prints) that one case alone. Each
 test module gets one broker process (``fuzz_session``); the reports of every run are
-printed in the terminal summary, failures or not, so the numbers are always visible.
+printed in the terminal summary's "fuzz" section, failures or not, so the numbers are
+always visible.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,14 @@ def fuzz_session(request: pytest.FixtureRequest) -> Iterator[FuzzSession]:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if REPORTS:
-        terminalreporter.section("fuzz")
-        for text in REPORTS:
-            terminalreporter.write_line(text)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Each report a fuzz test wrote rides on its test's report to the terminal summary's
+    "fuzz" section (the repository's conftest.py prints it; under pytest-xdist the
+    report crosses from the worker that ran the test)."""
+    report = yield
+    while REPORTS:
+        report.user_properties.append(("summary:fuzz", REPORTS.pop(0)))
+    return report
