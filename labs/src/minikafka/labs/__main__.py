@@ -17,7 +17,6 @@ an extend lab's, its own checks against minikafka as the learner changed it.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import shlex
 import shutil
@@ -25,6 +24,11 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from minikafka.common import run_app
 
 from ._lab import LABS_ROOT, Lab, all_labs, find_lab
 from ._mutants import check_all, find_mutant, mutants, report
@@ -54,106 +58,135 @@ def _check(
     return run(lab, exercise, which, reuse=reuse, quiet=quiet)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m minikafka.labs", description=__doc__
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="the labs and their directories")
-    check = commands.add_parser("run", help="check a lab's exercises")
-    check.add_argument("number", type=int, help="the lab's number (1 for labs/01-...)")
-    check.add_argument("--exercise", help="check this exercise only")
-    check.add_argument(
-        "--reuse", action="store_true", help="reuse the last scenario run"
-    )
-    grade = commands.add_parser("grade", help="check every lab and print a score table")
-    for sub in (check, grade):
-        sub.add_argument(
-            "--solutions", action="store_true", help="check the reference answers"
+app = typer.Typer(
+    name="python -m minikafka.labs",
+    help="Check a lab's exercises, grade every lab, or switch one in (what make lab N "
+    "[EX=name], make grade and make run LAB=N run).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+Number = Annotated[int, typer.Argument(help="the lab's number (1 for labs/01-...)")]
+Solutions = Annotated[
+    bool, typer.Option("--solutions", help="check the reference answers")
+]
+
+
+@app.callback()
+def _group() -> None:
+    """Check a lab's exercises, grade every lab, or switch one in."""
+
+
+@app.command("list")
+def list_labs() -> None:
+    """The labs and their directories."""
+    for lab in all_labs():
+        config = lab.config
+        print(
+            f"{lab.number}  {lab.directory.relative_to(LABS_ROOT.parent)}  "
+            f"({config.kind}: {', '.join(e.name for e in config.exercises)})"
         )
-    switch = commands.add_parser("switch", help="the environment running lab N's code")
-    switch.add_argument("number", type=int)
-    wrong = commands.add_parser(
-        "mutants", help="check that each wrong answer of lab N fails its checks"
-    )
-    wrong.add_argument("number", type=int)
-    wrong.add_argument("--mutant", help="this mutant only")
-    standalone = commands.add_parser(
-        "standalone", help="a Spark standalone master and workers on 127.0.0.1"
-    )
-    standalone.add_argument("--workers", type=int, default=2)
-    standalone.add_argument("--dir", type=Path, default=LABS_ROOT / ".spark")
-    parquet = commands.add_parser(
-        "parquet", help="convert a trace directory to Parquet"
-    )
-    parquet.add_argument("trace_dir", type=Path)
-    parquet.add_argument("out", type=Path)
-    args = parser.parse_args(argv)
 
-    if args.command == "list":
-        for lab in all_labs():
-            config = lab.config
-            print(
-                f"{lab.number}  {lab.directory.relative_to(LABS_ROOT.parent)}  "
-                f"({config.kind}: {', '.join(e.name for e in config.exercises)})"
-            )
-        return 0
-    if args.command == "standalone":
-        with standalone_cluster(args.dir, args.workers) as (master, ui_port):
-            print(
-                f"Spark master {master} (status: http://127.0.0.1:{ui_port}), "
-                f"{args.workers} workers; logs in {args.dir}"
-            )
-            print(
-                f"run a lab on it: SPARK_MASTER={master} make lab 8   (Ctrl-C stops it)"
-            )
-            with contextlib.suppress(KeyboardInterrupt):
-                threading.Event().wait()
-        return 0
-    if args.command == "parquet":
-        # Registers every package's trace events (the client's, which no broker imports,
-        # too: the producer's batches of lab 12).
-        import minikafka.broker
-        import minikafka.client  # noqa: F401
 
-        spark = spark_session("minikafka-parquet")
-        for component, event in to_parquet(spark, args.trace_dir, args.out):
-            print(f"{component}.{event}")
-        print(f"read it as the trace: read_events(spark, {str(args.out)!r}, EventType)")
-        return 0
-    if args.command == "switch":
-        lab = find_lab(args.number)
-        env = switched_env(lab, lab.config.exercises, "exercises")
-        print(" ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()))
-        return 0
+@app.command("run")
+def run_lab(
+    number: Number,
+    exercise: Annotated[
+        str | None, typer.Option(help="check this exercise only")
+    ] = None,
+    reuse: Annotated[
+        bool, typer.Option("--reuse", help="reuse the last scenario run")
+    ] = False,
+    solutions: Solutions = False,
+) -> None:
+    """Check a lab's exercises."""
+    raise typer.Exit(_run(number, exercise, reuse, solutions))
 
-    if args.command == "mutants":
-        return _mutants(find_lab(args.number), args.mutant)
 
+@app.command()
+def grade(solutions: Solutions = False) -> None:
+    """Check every lab and print a score table."""
+    problem = _java_missing()
+    if problem:
+        print(f"make lab: {problem}", file=sys.stderr)
+        raise typer.Exit(2)
+    which = "solutions" if solutions else "exercises"
+    outcomes = [
+        o for lab in all_labs() for o in _check(lab, None, which, False, quiet=True)
+    ]
+    print(table(outcomes))
+    raise typer.Exit(0 if all(o.done for o in outcomes) else 1)
+
+
+@app.command()
+def switch(number: Annotated[int, typer.Argument()]) -> None:
+    """The environment running lab N's code."""
+    lab = find_lab(number)
+    env = switched_env(lab, lab.config.exercises, "exercises")
+    print(" ".join(f"{key}={shlex.quote(value)}" for key, value in env.items()))
+
+
+@app.command("mutants")
+def mutants_command(
+    number: Annotated[int, typer.Argument()],
+    mutant: Annotated[str | None, typer.Option(help="this mutant only")] = None,
+) -> None:
+    """Check that each wrong answer of lab N fails its checks."""
+    raise typer.Exit(_mutants(find_lab(number), mutant))
+
+
+@app.command()
+def standalone(
+    workers: Annotated[int, typer.Option()] = 2,
+    dir: Annotated[Path, typer.Option()] = LABS_ROOT / ".spark",
+) -> None:
+    """A Spark standalone master and workers on 127.0.0.1."""
+    with standalone_cluster(dir, workers) as (master, ui_port):
+        print(
+            f"Spark master {master} (status: http://127.0.0.1:{ui_port}), "
+            f"{workers} workers; logs in {dir}"
+        )
+        print(f"run a lab on it: SPARK_MASTER={master} make lab 8   (Ctrl-C stops it)")
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+@app.command()
+def parquet(
+    trace_dir: Annotated[Path, typer.Argument()],
+    out: Annotated[Path, typer.Argument()],
+) -> None:
+    """Convert a trace directory to Parquet."""
+    # Registers every package's trace events (the client's, which no broker imports,
+    # too: the producer's batches of lab 12).
+    import minikafka.broker
+    import minikafka.client  # noqa: F401
+
+    spark = spark_session("minikafka-parquet")
+    for component, event in to_parquet(spark, trace_dir, out):
+        print(f"{component}.{event}")
+    print(f"read it as the trace: read_events(spark, {str(out)!r}, EventType)")
+
+
+def _run(number: int, exercise: str | None, reuse: bool, solutions: bool) -> int:
     problem = _java_missing()
     if problem:
         print(f"make lab: {problem}", file=sys.stderr)
         return 2
-    which = "solutions" if args.solutions else "exercises"
-    if args.command == "grade":
-        outcomes = [
-            o for lab in all_labs() for o in _check(lab, None, which, False, quiet=True)
-        ]
-        print(table(outcomes))
-        return 0 if all(o.done for o in outcomes) else 1
-
+    which = "solutions" if solutions else "exercises"
     try:
-        lab = find_lab(args.number)
-        outcomes = _check(lab, args.exercise, which, args.reuse, quiet=False)
+        lab = find_lab(number)
+        outcomes = _check(lab, exercise, which, reuse, quiet=False)
     except LookupError as exc:
         print(f"make lab: {exc}", file=sys.stderr)
         return 2
     print(table(outcomes))
     if all(o.done for o in outcomes):
-        if args.exercise:
+        if exercise:
             others = len(lab.config.exercises) - 1
             print(
-                f"lab {lab.number}: {args.exercise} passes its checks "
+                f"lab {lab.number}: {exercise} passes its checks "
                 f"({others} other exercise{'s' if others != 1 else ''} not checked)"
             )
         else:
@@ -192,6 +225,10 @@ def _mutants(lab: Lab, name: str | None) -> int:
             print(verdict.output)
     print(report(verdicts))
     return 0 if all(v.caught for v in verdicts) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.labs")
 
 
 if __name__ == "__main__":
