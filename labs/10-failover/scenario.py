@@ -229,9 +229,13 @@ def wait_until(condition: Any, what: str) -> None:
 
 def create_topic(cluster: ProcessCluster, victim: int) -> None:
     others = sorted(b for b in cluster.broker_ports if b != victim)
-    # The victim leads partitions 0-2 (first in their lists); the others the rest.
+    # The victim leads partitions 0-2 (first in their lists); the others the rest. Its
+    # partitions fail over to both survivors (the next in each list), so their outages
+    # end in two brokers' calls, not all at one instant.
     assignment = [
-        [victim, *others] if p < 3 else [others[p % 2], victim, others[1 - p % 2]]
+        [victim, others[p % 2], others[1 - p % 2]]
+        if p < 3
+        else [others[p % 2], victim, others[1 - p % 2]]
         for p in range(PARTITIONS)
     ]
     admin = AdminClient(
