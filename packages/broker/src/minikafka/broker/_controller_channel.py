@@ -17,7 +17,8 @@ in both modes.
 With several controllers (``controller.quorum.voters`` naming three), only the active one
 answers; the others say NOT_CONTROLLER. A :class:`ControllerLocator` says which voter to
 ask: the leader that the broker's metadata fetcher last heard of (a voter that does not
-lead names the leader in its Fetch answer, KIP-595), or, while none is known, the next
+lead names the leader in its Fetch answer, KIP-595) or, on a combined node that is one
+of the voters, the leader its own Raft node knows of; while none is known, the next
 voter after one that failed to answer. Callers retry as they always do (heartbeats on
 their interval, clients on NOT_CONTROLLER), and their next attempt goes to the new one.
 
@@ -86,6 +87,7 @@ from minikafka.controller import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
+    RaftQuorum,
 )
 from minikafka.net import ClientError, NetworkClient, Node
 
@@ -118,10 +120,16 @@ class ControllerLocator:
     voters: tuple[Node, ...]
     leader_epoch: int = -1
     """The quorum's epoch of the leader last heard of (-1: none yet)."""
+    quorum: RaftQuorum | None = None
+    """The Raft quorum of this very node, if it is one of the voters (a combined node
+    among several): the leader it knows of comes first, as fresh as anything heard."""
     _index: int = 0
 
     @property
     def node(self) -> Node:
+        quorum = self.quorum
+        if quorum is not None and quorum.leader_id is not None:
+            self.leader_is(quorum.leader_id, quorum.epoch)
         return self.voters[self._index]
 
     def leader_is(self, leader_id: int, epoch: int) -> None:

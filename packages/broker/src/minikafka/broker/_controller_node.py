@@ -43,6 +43,39 @@ from ._roles import PROCESS_ROLES, QUORUM_VOTERS
 _logger = logging.getLogger("minikafka.broker")
 
 
+def open_raft_controller(
+    config: KafkaConfig,
+    cluster_id: str,
+    rng: random.Random | None,
+    tracer: Tracer,
+) -> tuple[ControllerServer, NetworkTransport]:
+    """This node's controller as one voter of several (a controller-only node, or a
+    combined one): the Raft quorum on ``metadata.log.dir``, and the transport its
+    requests to the other voters go through, on their controller listeners."""
+    roles = config.roles
+    me = next(v for v in roles.voters if v.node_id == config.node_id)
+    transport = NetworkTransport(
+        {v.node_id: Node(v.node_id, v.host, v.port) for v in roles.voters},
+        f"raft-{config.node_id}",
+        config.raft.request_timeout,
+    )
+    quorum = RaftQuorum.open(
+        config.metadata_log_dir,
+        config.node_id,
+        [v.node_id for v in roles.voters],
+        transport,
+        cluster_id,
+        config.raft,
+        endpoints=[
+            ListenerEndpoint(roles.controller_listener_names[0], me.host, me.port)
+        ],
+        rng=rng,
+        tracer=tracer,
+    )
+    controller = ControllerServer.open_raft(quorum, config.controller, rng, tracer)
+    return controller, transport
+
+
 @attrs.define(eq=False)
 class ControllerNode:
     config: KafkaConfig
@@ -80,29 +113,8 @@ class ControllerNode:
                 config.metadata_log_dir, config.controller, rng, tracer
             )
         else:
-            me = next(v for v in roles.voters if v.node_id == config.node_id)
-            transport = NetworkTransport(
-                {v.node_id: Node(v.node_id, v.host, v.port) for v in roles.voters},
-                f"raft-{config.node_id}",
-                config.raft.request_timeout,
-            )
-            quorum = RaftQuorum.open(
-                config.metadata_log_dir,
-                config.node_id,
-                [v.node_id for v in roles.voters],
-                transport,
-                cluster_id,
-                config.raft,
-                endpoints=[
-                    ListenerEndpoint(
-                        roles.controller_listener_names[0], me.host, me.port
-                    )
-                ],
-                rng=rng,
-                tracer=tracer,
-            )
-            controller = ControllerServer.open_raft(
-                quorum, config.controller, rng, tracer
+            controller, transport = open_raft_controller(
+                config, cluster_id, rng, tracer
             )
         apis = ControllerApis(controller, cluster_id)
         server = SocketServer(config.net, apis, tracer=tracer)

@@ -10,7 +10,12 @@ How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerSe
    node (``process.roles=broker``) is instead an observer of the controller named by
    ``controller.quorum.voters``: it keeps its own copy of the log, fetched over the
    network (:mod:`._metadata_fetcher`), and publishes its first image only once it has
-   caught up with the controller's high watermark (Kafka's MetadataLoader);
+   caught up with the controller's high watermark (Kafka's MetadataLoader). A combined
+   node among several voters has its controller on the Raft quorum: its broker applies
+   each delta that controller replays, leader or standby, from the first (so it never
+   takes a partial image for the whole one: logs of partitions deleted before a
+   snapshot it fetched stay on disk), and asks the active controller, wherever it is,
+   over the controller listener;
 4. each published image is applied to the ReplicaManager *declaratively*: for each
    partition the image places here, become its leader or follower (a follower fetches
    from its leader, :mod:`._replica_fetchers`); logs it no longer places here are
@@ -19,11 +24,12 @@ How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerSe
    process, or over the controller listener: :mod:`._controller_channel`);
 6. only then do the listeners open to requests, so no client sees a half-started broker.
 
-Shutdown runs the other way. A broker-only node first asks the controller to move its
-leaderships away (a heartbeat with ``wantShutDown``, KIP-631's controlled shutdown); then
-it stops accepting, finishes requests in flight, stops the background tasks, and flushes
-every log and writes the checkpoints and the clean-shutdown marker, so the next start
-needs no recovery.
+Shutdown runs the other way. A node whose active controller may be elsewhere (all but
+the single node) first asks it to move its leaderships away (a heartbeat with
+``wantShutDown``, KIP-631's controlled shutdown), and a combined voter that leads the
+quorum hands leadership over (EndQuorumEpoch); then it stops accepting, finishes
+requests in flight, stops the background tasks, and flushes every log and writes the
+checkpoints and the clean-shutdown marker, so the next start needs no recovery.
 
 No exception in the metadata path ends the broker (Kafka's brokers publish metadata
 with a non-fatal ``LoggingFaultHandler``, :attr:`BrokerServer.metadata_faults`): a
@@ -81,12 +87,14 @@ from ._broker_parts import broker_parts
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
+from ._controller_node import open_raft_controller
 from ._local_replicas import LoggingFaultHandler, apply_replica_changes
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
+from ._quorum_transport import NetworkTransport
 from ._replica_fetchers import ReplicaFetcherManager
-from ._roles import PROCESS_ROLES, QUORUM_VOTERS, Roles
+from ._roles import PROCESS_ROLES
 
 _logger = logging.getLogger("minikafka.broker")
 _RETRY_S = 0.1
@@ -101,8 +109,8 @@ class BrokerServer:
     controller: ControllerServer | None
     """The QuorumController in this process (combined mode); None on a broker-only node."""
     channel: ControllerChannel
-    """Where this broker's requests to the controller go: ``controller`` itself, or a
-    RemoteController over the controller listener."""
+    """Where this broker's requests to the controller go: ``controller`` itself (the
+    single node), or a RemoteController to the active one over the controller listener."""
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerService
     fetchers: ReplicaFetcherManager
@@ -116,6 +124,9 @@ class BrokerServer:
     controller_socket_server: SocketServer | None = None
     """The controller's own listeners (``controller.listener.names``), serving
     ControllerApis; None when every listener is the broker's."""
+    transport: NetworkTransport | None = None
+    """How the Raft quorum in this process reaches the other voters (a combined node
+    among several); None otherwise."""
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
     broker_epoch: int = -1
     _image: MetadataImage = attrs.field(factory=MetadataImage)
@@ -158,22 +169,16 @@ class BrokerServer:
             raise ConfigError(
                 PROCESS_ROLES, f"{roles}: a controller-only node is a ControllerNode"
             )
-        if roles.is_controller and not roles.single_node:
-            # A combined node among several voters would run the Raft quorum beside the
-            # broker: not built; a quorum of several is made of controller-only nodes.
-            raise ConfigError(
-                QUORUM_VOTERS,
-                f"{roles} (voters {_voters(roles)}): a combined node must be the only "
-                "voter; make a quorum of several of process.roles=controller nodes",
-            )
         cluster_id = ensure_formatted(dirs, config.node_id, create=roles.single_node)
         log_manager = LogManager.startup(
             config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
         )
         controller: ControllerServer | None = None
+        transport: NetworkTransport | None = None
         observer: MetadataObserver | None = None
         channel: ControllerChannel
-        if roles.is_controller:
+        image = MetadataImage()
+        if roles.single_node:
             controller = ControllerServer.open(
                 config.metadata_log_dir, config.controller, rng, tracer
             )
@@ -187,8 +192,20 @@ class BrokerServer:
                 cluster_id,
                 client_id=f"broker-{config.node_id}-to-controller",
             )
-            observer, snapshot = MetadataObserver.open(config.metadata_log_dir, tracer)
-            image = _image_of(snapshot, observer.applied_offset)
+            if roles.is_controller:
+                # One voter of several: the active controller may be on another node,
+                # so this broker asks whichever leads, as a broker-only node does
+                # (Kafka's combined node too), and learns the metadata from the Raft
+                # quorum in this process.
+                controller, transport = open_raft_controller(
+                    config, cluster_id, rng, tracer
+                )
+                locator.quorum = controller.raft
+            else:
+                observer, snapshot = MetadataObserver.open(
+                    config.metadata_log_dir, tracer
+                )
+                image = _image_of(snapshot, observer.applied_offset)
         cache = MetadataCache(config.node_id, image)
 
         broker: BrokerServer | None = None
@@ -228,6 +245,7 @@ class BrokerServer:
             SocketServer(_listening(config, controller=False), apis, tracer=tracer),
             tracer,
             observer,
+            transport=transport,
             image=image,
         )
         controller_net = _listening(config, controller=True)
@@ -247,6 +265,11 @@ class BrokerServer:
         if self.controller_socket_server is None:
             raise KeyError("no controller listener")
         return self.controller_socket_server.bound_address()
+
+    @property
+    def single_node(self) -> bool:
+        """The only voter, its controller in this process: minikafka's single node."""
+        return self.controller is not None and self.channel is self.controller
 
     @property
     def local_controller(self) -> ControllerServer:
@@ -431,16 +454,7 @@ class BrokerServer:
         try:
             async with trio.open_nursery() as nursery:
                 # aside: the controller: in this process, or a channel to the quorum
-                if self.controller is not None:
-                    self._publish_whole(self.controller.image)
-                    self.controller.subscribe(self._on_metadata)
-                    await nursery.start(self.controller.run)
-                    if self.controller_socket_server is not None:
-                        await nursery.start(self.controller_socket_server.serve)
-                else:
-                    assert isinstance(self.channel, RemoteController)
-                    await nursery.start(self.channel.run)
-                    nursery.start_soon(self._follow_metadata, self.channel.locator)
+                await self._start_controller(nursery)
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.fetchers.run)
@@ -465,7 +479,7 @@ class BrokerServer:
                 task_status.started()
                 await self._stop.wait()
                 grace = self.config.broker.controlled_shutdown_timeout_ms / 1000
-                if self.controller is None:
+                if not self.single_node:
                     await self._controlled_shutdown(grace)
                 self.fetchers.shutdown()
                 # Answer long polls now, not at their deadline.
@@ -486,6 +500,25 @@ class BrokerServer:
             if self.observer is not None:
                 self.observer.close()
             self._stopped.set()
+
+    async def _start_controller(self, nursery: trio.Nursery) -> None:
+        """The controller in this process, with its quorum's transport (one voter of
+        several) and its listener; the channel to the active controller wherever that may
+        be elsewhere; a broker-only node's fetch of the metadata log."""
+        if self.controller is not None:
+            if self.transport is not None:
+                await nursery.start(self.transport.run)
+            if self.single_node:
+                self._publish_whole(self.controller.image)
+            self.controller.subscribe(self._on_metadata)
+            await nursery.start(self.controller.run)
+            if self.controller_socket_server is not None:
+                await nursery.start(self.controller_socket_server.serve)
+        if isinstance(self.channel, RemoteController):
+            await nursery.start(self.channel.run)
+        if self.observer is not None:
+            assert isinstance(self.channel, RemoteController)
+            nursery.start_soon(self._follow_metadata, self.channel.locator)
 
     async def shutdown(self) -> None:
         """Stop serving and close everything; returns once :meth:`run` has finished."""
@@ -515,7 +548,7 @@ class BrokerServer:
                     self.broker_epoch = response.broker_epoch
                     return
                 error = response.error_code
-            if self.controller is not None:
+            if self.single_node:
                 raise RuntimeError(f"broker registration failed: {error.name}")
             _logger.warning("broker registration failed (%s); retrying", error.name)
             await trio.sleep(_RETRY_S)
@@ -579,6 +612,10 @@ class BrokerServer:
                 await self._metadata_published.wait()
         if scope.cancelled_caught:
             _logger.warning("controlled shutdown did not finish within %.0f s", grace)
+        if self.controller is not None:
+            # A voter that leads the quorum hands it over too (EndQuorumEpoch), while it
+            # can still answer, so the next leader needs no election timeout.
+            await self.controller.resign()
 
     def _leads_anything(self) -> bool:
         me = self.config.node_id
@@ -615,10 +652,6 @@ def _states(
         )
         for tp, local in partitions.items()
     }
-
-
-def _voters(roles: Roles) -> str:
-    return ",".join(str(v) for v in roles.voters) or "(this node alone)"
 
 
 def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:
