@@ -12,9 +12,13 @@ Exit status: 0 fine, 2 bad usage (an unknown assignor, a malformed or impossible
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
+
+from minikafka.common import run_app
 
 from .simulate._simulate import simulate
 from .simulate._simulate_values import (
@@ -81,9 +85,9 @@ def simulate_command(
     typer.echo(render_simulation(result))
 
 
-def main() -> None:
-    app()
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_app(app, argv, "python -m minikafka.coordination")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
