@@ -4,11 +4,14 @@
 ``PYTEST_WORKERS`` workers (``-n N --dist loadgroup``), then the ``serial`` ones alone,
 one at a time, on a machine no other test is loading. The first run hands out tests one
 by one (a module's broker then starts once on each worker that runs some of its tests,
-a few seconds each), except the groups given here (``xdist_group``), each run whole by
-one worker: every test under ``labs/`` (the labs' checks keep their scenario runs in
-``labs/.runs/`` and share one Spark session), every test of Apache Kafka's node
-(``kafka_reference``: one JVM for them all, as in a serial run) and each fuzz module
-(its broker is warmed up with the whole corpus).
+a few seconds each), except the groups of :func:`group_of`, each run whole by one
+worker: every test under ``labs/`` (the labs' checks keep their scenario runs in
+``labs/.runs/`` and share one Spark session), every test of ``tests/reference``
+(Apache Kafka's node, ``kafka_reference``: one JVM for them all, as in a serial run)
+and each fuzz module (its broker is warmed up with the whole corpus). The groups are
+this file's scheduler's (:func:`pytest_xdist_make_scheduler`), by path: pytest-xdist's
+own ``loadgroup`` reads ``xdist_group`` marks by renaming tests, which pytest 9.2 no
+longer lets it do.
 
 ``serial``: the tests whose checks measure time on a real cluster, or whose processes
 must not compete with others for the two cores (a lab's checks on its scenario's trace,
@@ -23,6 +26,7 @@ own summary is never printed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,31 +44,37 @@ SERIAL_DIRS = (
     # Apache Kafka and minikafka side by side, timed.
     ROOT / "tests" / "bench",
 )
-LABS = ROOT / "labs"
-FUZZ = ROOT / "tests" / "fuzz"
 
 
-def _group(item: pytest.Item) -> str | None:
-    """The xdist group of ``item``, or None: any worker may run it."""
-    path = item.path
-    if path.is_relative_to(LABS):
+def group_of(nodeid: str) -> str:
+    """The tests one worker runs whole, named; a test of no group is its own."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("labs/"):
         return "labs"
-    if "kafka_reference" in getattr(item, "fixturenames", ()):
+    if path.startswith("tests/reference/"):
         return "kafka-reference"
-    if path.is_relative_to(FUZZ):
-        return f"fuzz:{path.stem}"
-    return None
+    if path.startswith("tests/fuzz/"):
+        return path
+    return nodeid
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # First: pytest-xdist reads the groups in a hook of its own.
-    for item in items:
-        if any(item.path.is_relative_to(d) for d in SERIAL_DIRS):
-            item.add_marker(pytest.mark.serial)
-        group = _group(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's scheduling by scope, the scopes :func:`group_of`'s."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if any(item.path.is_relative_to(d) for d in SERIAL_DIRS):
+        item.add_marker(pytest.mark.serial)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
