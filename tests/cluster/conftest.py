@@ -15,14 +15,13 @@ traceback, or ended without being told to, fails the test.
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from minikafka.broker._process_cluster import NodeCrash
-from minikafka.broker.testing import ProcessCluster
+from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net.testing import FaultProxies
 from tests.cluster._cluster import FAST, REPORTS, SHARED, MakeCluster, check_crashes
 
@@ -120,11 +119,9 @@ def make_cluster(
         mode: str = "kraft",
         **overrides: str,
     ) -> ProcessCluster:
-        # The ports stay bound until the proxies have theirs: a proxy binding port 0 must
-        # not be given one of them (a node would then find its port taken).
-        count = 2 * controllers + 2 * brokers
-        held = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-        ports = [s.getsockname()[1] for s in held]
+        # free_ports's ports lie below the OS's ephemeral range: a proxy binding port 0
+        # is never given one of them (a node would then find its port taken).
+        ports = free_ports(2 * controllers + 2 * brokers)
         cports, bports = ports[:controllers], ports[controllers : controllers + brokers]
         spare = ports[controllers + brokers :]
         # Brokers are numbered after the controllers; ZooKeeper mode has none (0, 1, ...).
@@ -132,21 +129,17 @@ def make_cluster(
         ids = range(first, first + brokers)
         replication: dict[int, tuple[int, int]] = {}
         listen: dict[int, int] = {}
-        try:
-            if proxies is not None:
-                links = FaultProxies({b: spare[i] for i, b in enumerate(ids)})
-                started.append(links)
-                proxies.append(links)
-                replication = {b: (spare[i], links.port(b)) for i, b in enumerate(ids)}
-            if controller_proxies is not None:
-                listen = {c: spare[brokers + c] for c in range(controllers)}
-                into = FaultProxies(listen)
-                started.append(into)
-                controller_proxies.append(into)
-                cports = [into.port(c) for c in range(controllers)]
-        finally:
-            for s in held:
-                s.close()
+        if proxies is not None:
+            links = FaultProxies({b: spare[i] for i, b in enumerate(ids)})
+            started.append(links)
+            proxies.append(links)
+            replication = {b: (spare[i], links.port(b)) for i, b in enumerate(ids)}
+        if controller_proxies is not None:
+            listen = {c: spare[brokers + c] for c in range(controllers)}
+            into = FaultProxies(listen)
+            started.append(into)
+            controller_proxies.append(into)
+            cports = [into.port(c) for c in range(controllers)]
         cluster = ProcessCluster.create(
             tmp_path_factory.mktemp("cluster"),
             brokers,
@@ -157,7 +150,7 @@ def make_cluster(
             controller_listen_ports=listen,
             overrides={**FAST, **overrides},
             zookeeper=mode == "zookeeper",
-            zookeeper_port=cports[0],  # held above like the others: free
+            zookeeper_port=cports[0],
         )
         made.append(cluster)
         cluster.up()

@@ -5,40 +5,18 @@ KRaft mode and in ZooKeeper mode (``make cluster MODE=zk``)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from minikafka.broker.testing import free_ports
 from tests.cluster._cluster import WAIT, wait_for
 
 # Clusters of real processes, killed and restarted: minutes on a loaded two-core
 # machine, more than the suite's default per-test timeout.
 pytestmark = pytest.mark.timeout(300)
-
-
-def consecutive_free_ports(count: int) -> int:
-    """The first of ``count`` consecutive ports free on 127.0.0.1 just now."""
-    for _ in range(50):
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        first: int = probe.getsockname()[1]
-        probe.close()
-        taken = []
-        try:
-            for port in range(first, first + count):
-                s = socket.socket()
-                taken.append(s)
-                s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for s in taken:
-                s.close()
-    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def cluster_cli(root: Path, *args: str) -> str:
@@ -135,7 +113,7 @@ def create_spread_topic(bootstrap: str, brokers: set[str]) -> None:
 @pytest.mark.external
 def test_the_cluster_command_runs_a_cluster_kcat_can_use(tmp_path: Path) -> None:
     root = tmp_path / "cluster"
-    first = consecutive_free_ports(4)  # the controller, then brokers 1-3
+    first = free_ports(4)[0]  # consecutive: the controller, then brokers 1-3
     try:
         up = cluster_cli(
             root, "up", "--controller-port", str(first), "--port", str(first + 1)
@@ -185,7 +163,7 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
     partitions' leaders spread over them; a broker killed and restarted comes back on
     its own data (its meta.properties: this cluster's id, its broker id)."""
     root = tmp_path / "cluster"
-    first = consecutive_free_ports(4)  # ZooKeeper, then brokers 0-2
+    first = free_ports(4)[0]  # consecutive: ZooKeeper, then brokers 0-2
     try:
         up = cluster_cli(
             root,
@@ -255,7 +233,7 @@ def test_make_cluster_with_three_controllers_describes_its_quorum(
     every voter's and observer's lag); killing the leader makes another one lead."""
     root = tmp_path / "cluster"
     # controllers on first+2, first+1, first; brokers after
-    first = consecutive_free_ports(6)
+    first = free_ports(6)[0]  # consecutive
     try:
         cluster_cli(
             root, "up", "--controllers", "3", "--controller-port", str(first + 2),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -33,7 +32,12 @@ from kafka.errors import CommitFailedError, RebalanceInProgressError
 from kio.schema.errors import ErrorCode
 from typer.testing import CliRunner
 
-from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
+from minikafka.broker.testing import (
+    bootstrap,
+    free_ports,
+    single_node_config,
+    tool_cluster,
+)
 from minikafka.common import TopicPartition
 from minikafka.net import Node
 from minikafka.tools._cli import app
@@ -471,9 +475,7 @@ async def test_an_unknown_group_does_not_exist(cluster: AsyncAdminClient) -> Non
 
 
 def test_an_unreachable_broker_is_one_line_and_exit_1() -> None:
-    with socket.socket() as s:  # a port nobody listens on: bound, then closed
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    [port] = free_ports(1)  # a port nobody listens on
     server = f"127.0.0.1:{port}"
     error = f"Error: Metadata to bootstrap server ({server}): cannot connect"
     # As a process: what a user sees, with no traceback.

@@ -10,7 +10,6 @@ thread while the server runs in the test's trio loop; every wait has a deadline.
 from __future__ import annotations
 
 import datetime
-import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -24,6 +23,7 @@ from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
 from typer.testing import CliRunner
 
+from minikafka.common.testing import free_ports
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 from minikafka.net.testing import serving
 from minikafka.raft._describe import QuorumInfo, ReplicaInfo
@@ -272,11 +272,8 @@ async def test_the_async_call_raises_the_kafka_error() -> None:
 
 
 def closed_port() -> int:
-    """A port nothing listens on (just released by the OS)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
+    """A port nothing listens on (free_ports's: no other test binds it meanwhile)."""
+    return free_ports(1)[0]
 
 
 async def test_an_unreachable_controller_is_an_error() -> None:
