@@ -57,7 +57,6 @@ NO_CLOCK_CHECK = {
 UNSTAMPED_EMITS = {
     # ZooKeeper mode's controller has no timers, so its calls take no ``now``
     # (ARCHITECTURE.md's table of cores): its events keep the tracer's wall clock.
-    "minikafka.controller._zk_machines": 2,
     "minikafka.controller.zk._machines": 2,
 }
 """Core modules whose emits may carry no time, with how many (any other is a failure)."""
