@@ -522,12 +522,12 @@ class LogManager:
     def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
         """Take ``log_dir`` offline until restart, after a write or fsync it failed.
 
-        Kafka's LogDirFailureChannel: the partitions in it answer KAFKA_STORAGE_ERROR (the
-        ReplicaManager's shell takes the dir from :meth:`wait_offline_dirs` and tells
-        its core), nothing more is flushed, cleaned or
-        checkpointed there, and shutdown leaves it unclean, so the next start recovers
-        its logs. Kafka halts a broker once all its dirs are offline; this one stays up
-        to serve metadata and the other dirs, and says in one line what happened.
+        Kafka's LogDirFailureChannel: the partitions in it answer KAFKA_STORAGE_ERROR
+        (the ReplicaManager's shell takes the dir from :meth:`wait_offline_dirs` and
+        tells its core), nothing more is flushed, cleaned or checkpointed there, and
+        shutdown leaves it unclean, so the next start recovers its logs. Kafka halts a
+        broker once all its dirs are offline; this one stays up to serve metadata and
+        the other dirs, and says in one line what happened.
         """
         if log_dir in self.offline_dirs:
             return

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 
 class EpochClock:
-    """``source()`` moved to the epoch: ``now`` for cores and ``ts`` for their events."""
+    """``source()`` moved to the epoch: the cores' ``now`` and their events' ``ts``."""
 
     __slots__ = ("offset", "source")
 
