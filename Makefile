@@ -92,19 +92,20 @@ lint: sync
 	$(RUN) python scripts/check_no_issue_numbers.py
 
 typecheck: sync
-	$(RUN) mypy conftest.py packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard reference/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py
+	$(RUN) mypy conftest.py packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard reference/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py book/_ext/parallel.py
 	@# The book's figure modules import diagrams from book/.
 	MYPYPATH=book $(RUN) mypy book/diagrams.py book/raft_figures.py book/replication_figures.py book/broker_figures.py book/client_figures.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
 # The tests run on PYTEST_WORKERS pytest-xdist workers (they mostly wait on processes and
-# sockets, so more workers than the two cores), then those marked serial alone, one after
-# another (conftest.py says which and why); PYTEST_WORKERS=0 runs them all in one
-# process. PYTEST_ARGS go to both runs (paths, -k, -x). Each run ends with its ten
-# slowest tests; pytest's exit 5 (nothing collected: no serial test among the paths) is
-# not a failure.
+# sockets, so more workers than the two cores), then those marked serial on SERIAL_WORKERS,
+# each module whole on one worker (conftest.py says which and why; SERIAL_WORKERS=1: one
+# after another); PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
+# runs (paths, -k, -x). Each run ends with its ten slowest tests; pytest's exit 5
+# (nothing collected: no serial test among the paths) is not a failure.
 PYTEST_WORKERS ?= 4
+SERIAL_WORKERS ?= 2
 PYTEST_ARGS ?=
 PYTEST = $(RUN) pytest -q --durations=10
 pytest: sync
@@ -114,8 +115,8 @@ else
 	@status=0; \
 	echo "pytest: the tests not marked serial, on $(PYTEST_WORKERS) workers"; \
 	$(PYTEST) -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
-	echo "pytest: the serial tests, one at a time"; \
-	$(PYTEST) -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	echo "pytest: the serial tests, each module whole, on $(SERIAL_WORKERS) workers"; \
+	$(PYTEST) $(if $(filter-out 0 1,$(SERIAL_WORKERS)),-n $(SERIAL_WORKERS) --dist loadgroup) -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
 	exit $$status
 endif
 
@@ -125,7 +126,7 @@ book: sync
 	$(RUN) python scripts/check_book_names.py
 	$(RUN) python scripts/check_listings.py
 	rm -rf book/_build
-	MINIKAFKA_BOOK=$(if $(FULL),full,reader) MINIKAFKA_EDITION=$(EDITION) $(RUN) jupyter-book build book --warningiserror --nitpick --keep-going
+	MINIKAFKA_BOOK=$(if $(FULL),full,reader) MINIKAFKA_EDITION=$(EDITION) $(RUN) python scripts/build_book.py build book --warningiserror --nitpick --keep-going
 	@# Each page in headless Chromium at 1280 px: nothing wider than the page, no stderr.
 	$(if $(FULL),$(RUN) python scripts/check_pages.py,@echo "book: the reader build; make book FULL=1 runs every cell and checks the pages in Chromium")
 	@# The student edition prints no rebuild lab's answer (book/_ext/lab_answers.py).
@@ -145,10 +146,13 @@ notebooks: book
 	@echo "notebooks: $$(find notebooks -name '*.ipynb' | wc -l) in ./notebooks"
 
 # The trace labs' tests keep their scenario runs, and the book's lab pages reuse them: each
-# scenario runs once per `make test`, and the book shows the run the checks passed on.
+# scenario runs once per `make test`, and the book shows the run the checks passed on. So
+# lint (seconds) and the tests go first, then mypy beside the book's build: the book waits
+# on its notebooks' kernels and mypy runs on one core, so together they fill two cores.
 test: export MINIKAFKA_LAB_RUNS = $(CURDIR)/labs/.runs/make-test
 test: FULL := 1
-test: lint typecheck pytest book
+test: lint pytest
+	@$(MAKE) --no-print-directory -j2 --output-sync=target FULL=1 typecheck book
 book: export MINIKAFKA_LAB_REUSE = $(if $(MINIKAFKA_LAB_RUNS),1)
 
 bench: NEEDS := reference

@@ -1,22 +1,27 @@
 """How ``make pytest`` spreads the test run over pytest-xdist's workers.
 
 ``make pytest`` runs the tests twice over: first every test not marked ``serial`` on
-``PYTEST_WORKERS`` workers (``-n N --dist loadgroup``), then the ``serial`` ones alone,
-one at a time, on a machine no other test is loading. The first run hands out tests one
-by one (a module's broker then starts once on each worker that runs some of its tests,
-a few seconds each), except the groups of :func:`group_of`, each run whole by one
-worker: every test under ``labs/`` (the labs' checks keep their scenario runs in
-``labs/.runs/`` and share one Spark session), every test of ``tests/reference``
+``PYTEST_WORKERS`` workers (``-n N --dist loadgroup``), then the ``serial`` ones on
+``SERIAL_WORKERS`` (two), each module whole on one worker, so at most two clusters (or a
+cluster and a lab's scenario) share the machine, never a crowd of other tests. The first
+run hands out tests one by one (a module's broker then starts once on each worker that
+runs some of its tests, a few seconds each), except the groups of :func:`group_of`, each
+run whole by one worker: the labs' tests that use Spark (:data:`SPARK_TESTS`: one Spark
+session, a JVM, for them all, not one per worker), every test of ``tests/reference``
 (Apache Kafka's node, ``kafka_reference``: one JVM for them all, as in a serial run)
 and each fuzz module (its broker is warmed up with the whole corpus). The groups are
 this file's scheduler's (:func:`pytest_xdist_make_scheduler`), by path: pytest-xdist's
 own ``loadgroup`` reads ``xdist_group`` marks by renaming tests, which pytest 9.2 no
-longer lets it do.
+longer lets it do. The tests known to take minutes go first (:data:`LONGEST_FIRST`).
 
 ``serial``: the tests whose checks measure time on a real cluster, or whose processes
 must not compete with others for the two cores (a lab's checks on its scenario's trace,
 failover and soak tests of clusters of processes, benchmarks). Whole directories are
 marked here (:data:`SERIAL_DIRS`); a test elsewhere is marked in its own module.
+
+``MINIKAFKA_TEST_TIMES=FILE`` appends each test's setup, call and teardown durations to
+FILE (``nodeid``, phase, seconds, the worker that ran it, the outcome; tab-separated):
+what the scheduling of both runs is tuned from, beyond the ten slowest each run prints.
 
 A section of the terminal summary (the fuzz suite's reports) reaches it in the reports
 of the tests that wrote it (``user_properties`` named ``summary:<title>``): a worker's
@@ -25,6 +30,7 @@ own summary is never printed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +52,38 @@ SERIAL_DIRS = (
 )
 
 
+SPARK_TESTS = frozenset(
+    f"labs/tests/{name}.py" for name in ("test_harness", "test_parquet")
+)
+"""The labs' test modules that ask for the ``spark`` fixture (``labs/conftest.py``)."""
+
+WITH_LAB_8 = "labs/tests/test_standalone.py"
+"""Lab 8's checks again, on a Spark cluster, on the run lab 8's own test keeps: serial,
+in lab 8's group, after it."""
+
+
+LONGEST_FIRST = (
+    "labs/tests/test_mutants.py",
+    "tests/fuzz/",
+    "tests/e2e/test_many_partitions.py",
+)
+"""The tests known to take minutes (each lab's deliberately wrong solutions, the fuzz
+suite, a broker with thousands of partitions), handed out before the rest: a worker
+given one of them last would run alone while the others sit idle."""
+
+
 def group_of(nodeid: str) -> str:
     """The tests one worker runs whole, named; a test of no group is its own."""
     path = nodeid.split("::", 1)[0]
-    if path.startswith("labs/"):
-        return "labs"
+    if path == WITH_LAB_8:
+        return next(
+            str(p.relative_to(ROOT)) for p in ROOT.glob("labs/08-*/test_lab.py")
+        )
+    if any((ROOT / path).is_relative_to(d) for d in SERIAL_DIRS):
+        # a serial module: its cluster or its scenario's run, and its checks
+        return path
+    if path in SPARK_TESTS:
+        return "labs-spark"
     if path.startswith("tests/reference/"):
         return "kafka-reference"
     if path.startswith("tests/fuzz/"):
@@ -72,12 +105,39 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return GroupScheduling(config, log)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """:data:`LONGEST_FIRST` first, in their order (a stable sort): xdist's scheduler
+    hands the groups out in the order they were collected."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        for i, prefix in enumerate(LONGEST_FIRST):
+            if path.startswith(prefix):
+                return i
+        return len(LONGEST_FIRST)
+
+    items.sort(key=rank)
+
+
 def pytest_itemcollected(item: pytest.Item) -> None:
     if any(item.path.is_relative_to(d) for d in SERIAL_DIRS):
         item.add_marker(pytest.mark.serial)
 
 
+TIMES_ENV = "MINIKAFKA_TEST_TIMES"
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    times = os.environ.get(TIMES_ENV)
+    if times and "PYTEST_XDIST_WORKER" not in os.environ:  # the controller writes
+        worker = getattr(report, "node", None)
+        name = getattr(worker, "gateway", None)
+        with open(times, "a") as out:
+            out.write(
+                f"{report.nodeid}\t{report.when}\t{report.duration:.3f}"
+                f"\t{getattr(name, 'id', '-')}\t{report.outcome}\n"
+            )
     for key, value in report.user_properties:
         if isinstance(key, str) and key.startswith(SUMMARY):
             _sections.setdefault(key.removeprefix(SUMMARY), []).append(str(value))

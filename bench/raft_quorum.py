@@ -38,11 +38,12 @@ from pathlib import Path
 import attrs
 
 from minikafka.raft import (
+    Committed,
     Envelope,
     MemoryLog,
     MemoryStateStore,
-    Output,
     RaftNode,
+    RaftResult,
     State,
 )
 from minikafka.raft._file_log import FileRaftLog
@@ -102,10 +103,12 @@ class InProcessQuorum:
         while not any(n.state is State.LEADER for n in self.nodes.values()):
             self.tick()
 
-    def take(self, node: RaftNode, output: Output) -> None:
-        self.queue.extend(output.messages)
+    def take(self, node: RaftNode, result: RaftResult) -> None:
+        self.queue.extend(result.messages)
         if node.state is State.LEADER:
-            self.committed += len(output.committed)
+            self.committed += sum(
+                len(r.entries) for r in result.replies if isinstance(r, Committed)
+            )
 
     def deliver(self) -> None:
         while self.queue:
@@ -116,9 +119,9 @@ class InProcessQuorum:
     def tick(self) -> None:
         now = time.monotonic()
         for node in self.nodes.values():
-            timer = node.timer()
-            if timer is not None and timer <= now:
-                self.take(node, node.handle_timer(now))
+            deadline = node.next_deadline()
+            if deadline is not None and deadline <= now:
+                self.take(node, node.on_timer(now))
         self.deliver()
         time.sleep(0.001)  # the election timers run on the real clock
 
@@ -127,8 +130,7 @@ class InProcessQuorum:
         (leader,) = [n for n in self.nodes.values() if n.state is State.LEADER]
         target = self.committed + 1
         started = time.perf_counter()
-        _, output = leader.append([VALUE], time.monotonic())
-        self.take(leader, output)
+        self.take(leader, leader.append([VALUE], time.monotonic()))
         self.deliver()
         if self.committed < target:
             raise RuntimeError(

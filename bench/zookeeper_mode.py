@@ -49,8 +49,13 @@ from minikafka.client._async_admin import metadata_request
 from minikafka.net import NetworkClient, Node
 from minikafka.tools._connection import connect
 from minikafka.tools._topics import create_topic
-from minikafka.zk import Create, TopicAssignment, ZkClient, ZooKeeperServer
-from minikafka.zk import PartitionState as ZkPartitionState
+from minikafka.zk import (
+    Create,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    ZkClient,
+    ZooKeeperServer,
+)
 
 from ._common import (
     Report,
@@ -228,7 +233,9 @@ def _zookeeper_ceiling(root: Path, partitions: int) -> float:
                 ops += [
                     Create(
                         f"/brokers/topics/t{t}/partitions/{p}/state",
-                        ZkPartitionState(p % 3, 0, (p % 3, (p + 1) % 3), 1).encode(),
+                        LeaderIsrAndControllerEpoch(
+                            p % 3, 0, (p % 3, (p + 1) % 3), 1
+                        ).encode(),
                         parents=True,
                     )
                     for p in range(PER_TOPIC)

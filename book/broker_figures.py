@@ -19,7 +19,7 @@ __all__ = ["apis_by_part", "request_path"]
 # order that decides where an API that uses several goes, with what the figure calls
 # them and the package each lives in.
 PARTS = {
-    "groups": "GroupCoordinatorService\n(minikafka.coordination)",
+    "groups": "GroupCoordinatorShell\n(minikafka.coordination)",
     "replica_manager": "ReplicaManager\n(minikafka.replication)",
     "producer_ids": "ProducerIdManager\n(minikafka.broker)",
     "metadata_cache": "MetadataCache\n(minikafka.broker)",

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,10 +83,7 @@ def check_page(browser: str, page: Path, scratch: Path, root: Path = HTML) -> li
     probed.parent.mkdir(parents=True, exist_ok=True)
     html = page.read_text(encoding="utf-8")
     probed.write_text(html.replace("</body>", PROBE + "</body>", 1), encoding="utf-8")
-    for asset in ("_static", "_images"):
-        link = scratch / asset
-        if not link.exists() and (root / asset).exists():
-            link.symlink_to(root / asset)
+    link_assets(scratch, root)
     command = [
         browser,
         "--headless",
@@ -112,6 +110,14 @@ def check_page(browser: str, page: Path, scratch: Path, root: Path = HTML) -> li
     return found
 
 
+def link_assets(scratch: Path, root: Path = HTML) -> None:
+    """The site's shared files, reached from the probed copies in ``scratch``."""
+    for asset in ("_static", "_images"):
+        link = scratch / asset
+        if not link.exists() and (root / asset).exists():
+            link.symlink_to(root / asset)
+
+
 def pages(names: Sequence[str]) -> list[Path]:
     if names:
         return [HTML / f"{name}.html" for name in names]
@@ -129,9 +135,14 @@ def main(argv: Sequence[str]) -> int:
     browser = chromium()
     problems = []
     with tempfile.TemporaryDirectory(prefix="minikafka-pages-") as tmp:
-        for page in pages(argv):
-            for found in check_page(browser, page, Path(tmp)):
-                problems.append(f"{page.relative_to(HTML)}: {found}")
+        scratch = Path(tmp)
+        link_assets(scratch)  # once, before the pages are opened side by side
+        chosen = pages(argv)
+        # A Chromium per page, as many at a time as there are cores.
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            found = pool.map(lambda page: check_page(browser, page, scratch), chosen)
+            for page, problems_of_page in zip(chosen, found, strict=True):
+                problems += [f"{page.relative_to(HTML)}: {p}" for p in problems_of_page]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

@@ -38,7 +38,8 @@ from __future__ import annotations
 from minikafka.labs import ExerciseNotDone
 from minikafka.log._batch import CorruptRecordError, RecordBatchHeader
 from minikafka.log._index import MAX_RELATIVE_OFFSET
-from minikafka.log._segment import LogSegment, scan_batches
+from minikafka.log._segment import LogSegment
+from minikafka.log._segment_read import scan_batches
 
 FILE = "labs/02-log/segment.py"
 

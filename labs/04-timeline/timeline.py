@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minikafka.controller._timeline import (
+from minikafka.common.timeline import (
     _ABSENT,
     LATEST_EPOCH,
     Snapshot,

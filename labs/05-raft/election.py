@@ -3,8 +3,9 @@
 written to disk" and "Pre-vote and check-quorum").
 
 Your ``Election`` takes the place of minikafka's in every ``RaftNode``: the class is
-``class RaftNode(Election, LeaderReplication, FollowerFetch)``, all three over
-``RaftNodeBase``, which holds what they share. What you may use on ``self``:
+``class RaftNode(Election, LeaderReplication, FollowerFetch, SnapshotTransfer,
+Resignation)``, all five over ``RaftNodeBase``, which holds what they share. What you
+may use on ``self``:
 
 - what the node is: ``node_id``, ``voters`` (sorted ids), ``is_voter``, ``config``,
   ``log`` (``last_epoch``, ``end_offset``), ``tracer``;
@@ -13,9 +14,10 @@ Your ``Election`` takes the place of minikafka's in every ``RaftNode``: the clas
 - ``_become(state, now, why=..., epoch=..., leader_id=..., voted_id=...)``: the only
   way to change state. It checks the move against the table in ``_states.py``, writes
   ``quorum-state`` (epoch, leader, vote) to disk whenever they change, resets the
-  timers and the requests in flight, and sends what the new state needs at the end of
-  the call. Entering ``CANDIDATE`` raises the epoch by one and votes for itself;
-  entering ``LEADER`` calls your ``_begin_leadership``;
+  timers and the requests in flight, and sends what the new state needs (among the
+  messages of the ``CoreResult`` the call returns). Entering ``CANDIDATE`` raises the
+  epoch by one and votes for itself; entering ``LEADER`` calls your
+  ``_begin_leadership``;
 - ``_observe_epoch(epoch, leader_id, now)``: what every message tells a node; a newer
   epoch (or the leader of its own, unknown until now) moves it;
 - ``_hears_from_leader(now)``: a follower that heard from its leader within the fetch

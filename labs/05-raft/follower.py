@@ -2,10 +2,10 @@
 KIP-630's snapshots; the Raft in KRaft chapter, "The log, the fetch and divergence").
 
 Your ``FollowerFetch`` takes the place of minikafka's in every ``RaftNode`` (``class
-RaftNode(Election, LeaderReplication, FollowerFetch)``, over ``RaftNodeBase``). A
-follower (a voter) or an observer (a broker) sends a Fetch whenever it has none in
-flight: the base calls your ``_fetch_request`` for it, and your
-``_handle_fetch_response`` with the answer. What you may use on ``self``:
+RaftNode(Election, LeaderReplication, FollowerFetch, SnapshotTransfer,
+Resignation)``, over ``RaftNodeBase``). A follower (a voter) or an observer (a broker)
+sends a Fetch whenever it has none in flight: the base calls your ``_fetch_request``
+for it, and your ``_handle_fetch_response`` with the answer. What you may use on ``self``:
 
 - ``node_id``, ``epoch``, ``state`` (a ``State``), ``leader_id``, ``high_watermark``;
 - ``log``: ``end_offset``, ``last_epoch`` (the epoch of the last entry, 0 if none),
@@ -17,10 +17,12 @@ flight: the base calls your ``_fetch_request`` for it, and your
 - ``_heard_from_leader(now)``: the leader answered (restarts the fetch timer; the node
   vouches for its leader in pre-votes);
 - ``_requests.failed(source, now)``: ask ``source`` again only after the retry backoff;
-- ``_download``: set it to ``SnapshotDownload(snapshot_id, bytearray())`` and the base
-  copies that snapshot with FetchSnapshot (and installs it) before fetching again;
+- ``_download``: set it to ``SnapshotDownload(snapshot_id, bytearray())`` and the node
+  (its ``SnapshotTransfer``) copies that snapshot with FetchSnapshot (and installs it)
+  before fetching again;
 - ``_advance_hw(offset, now)``: move the high watermark up (True if it moved); entries
-  below it are handed to the state machine at the end of the call.
+  below it go to the state machine as the ``Committed`` reply of the ``CoreResult`` the
+  call returns.
 
 Raise ``RaftStateError`` for what only a broken rule elsewhere can cause.
 """

@@ -4,8 +4,8 @@ is committed"). ``leader.py`` holds part two: the check of a fetch's position an
 offset a majority has.
 
 Your ``LeaderReplication`` takes the place of minikafka's in every ``RaftNode``
-(``class RaftNode(Election, LeaderReplication, FollowerFetch)``, over ``RaftNodeBase``).
-What you may use on ``self``:
+(``class RaftNode(Election, LeaderReplication, FollowerFetch, SnapshotTransfer,
+Resignation)``, over ``RaftNodeBase``). What you may use on ``self``:
 
 - ``node_id``, ``epoch``, ``config`` (``fetch_max_entries``, ``fetch_max_wait``),
   ``log`` (``end_offset``, ``flushed_end_offset``, ``append``, ``flush``, ``read``),
@@ -15,9 +15,11 @@ What you may use on ``self``:
   says whether it is a voter); ``majority_end_offset(own_flushed_end)`` (yours, in
   ``leader.py``); ``epoch_start_offset``; ``parked``, replica id -> (the fetch's
   envelope, when it must be answered anyway), and ``take_parked()``;
-- ``_reply(envelope, message)``: answer a request (sent at the end of the call);
+- ``_reply(envelope, message)``: answer a request (one of the messages of the
+  ``CoreResult`` the call returns);
 - ``_advance_hw(offset, now)``: move the high watermark up (True if it moved; it never
-  moves down). Entries below it are handed to the state machine at the end of the call.
+  moves down). Entries below it go to the state machine as the result's ``Committed``
+  reply.
 
 A fetch is answered with a ``FetchResponse(error, leader_epoch, leader_id,
 high_watermark, records, diverging_epoch, snapshot_id)``; ``Errors`` has Kafka's codes.

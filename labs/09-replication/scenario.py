@@ -86,8 +86,15 @@ class IsrWatch:
         self._thread.start()
 
     def _run(self) -> None:
+        # It watches the topic and must not create it: a metadata request for a topic
+        # that does not exist yet would, from librdkafka's admin client, before
+        # create_topic's own request with its replica assignment.
         admin = AdminClient(
-            {"bootstrap.servers": self.bootstrap, "client.id": "lab09-watch"}
+            {
+                "bootstrap.servers": self.bootstrap,
+                "client.id": "lab09-watch",
+                "allow.auto.create.topics": False,
+            }
         )
         # Event.wait paces the polls; nothing waits for a condition here.
         while not self._stop.wait(WATCH_INTERVAL):

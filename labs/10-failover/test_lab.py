@@ -386,6 +386,19 @@ def test_compare_modes(
         assert row.max_outage_ms <= (worst + LOST_TAIL + FETCH_GAP) * 1000
         assert row.max_detect_ms <= (high + LOST_TAIL + FETCH_GAP) * 1000
         assert 0 < row.max_propagation_ms <= PROPAGATED * 1000
+    # A mode's three partitions mostly share their last fetch (one request answered
+    # for all) and their election's time (one controller event, one ``now``), and so
+    # their detect_ms: the worst is also checked where the partitions' differ.
+    spread = outages.withColumn(
+        "detect_ms", F.col("detect_ms") + F.col("partition") * 100.0
+    )
+    spread_rows = answers.compare_modes(spread, delays).collect()
+    worst_detect = {r.mode: r.max_detect_ms for r in spread_rows}
+    for mode in truth["modes"]:
+        failed = python_leaderless(raw[mode])
+        assert worst_detect[mode] == pytest.approx(
+            max((e[4] - e[3]) * 1000 + 100.0 * p for p, e in failed.items()), abs=1e-3
+        )
 
 
 @pytest.mark.skipif(

@@ -233,6 +233,7 @@ def test_batch_shapes(answers: ModuleType, batches: DataFrame, truth: Truth) -> 
         "max_records",
         "mean_bytes",
     ]
+    assert_shapes_ordered(answers, batches)
     table = per_client(result.collect(), truth)
     for client_id, setting in settings(truth).items():
         row, stored = table[client_id], setting["stored"]
@@ -274,6 +275,7 @@ def test_leave_reasons(
         "mean_records",
         "min_queue_ms",
     ]
+    assert_reasons_ordered(answers, batches)
     rows = rows_by(result.collect(), "client_id", "reason")
     assert list(rows) == sorted(rows), "ordered by client_id and reason"
     for client_id, setting in settings(truth).items():
@@ -305,6 +307,34 @@ def test_leave_reasons(
     # application stall of 20 ms or more cut short; 80% leaves room for a loaded
     # machine.
     assert rows["lab12-batch1k", "full"].share >= 0.8
+
+
+def made_batches(batches: DataFrame, rows: list[tuple[str, str]]) -> DataFrame:
+    """Batches made from a real one: one per (client_id, reason) given."""
+    real = batches.limit(1).collect()[0].asDict()
+    made = [{**real, "client_id": c, "reason": reason} for c, reason in rows]
+    return batches.sparkSession.createDataFrame(made, batches.schema)
+
+
+def assert_shapes_ordered(answers: ModuleType, batches: DataFrame) -> None:
+    """A run's producers can sort alike by client_id and by another column (their batch
+    counts fall in the names' order when the machine is loaded): three producers with
+    one, three and two batches tell client_id's order apart from any other."""
+    rows = [("a", "full")] + [("b", "full")] * 3 + [("c", "full")] * 2
+    result = answer(answers, "batch_shapes", made_batches(batches, rows))
+    found = [row.client_id for row in result.collect()]
+    assert found == ["a", "b", "c"], "one row per producer, ordered by client_id"
+
+
+def assert_reasons_ordered(answers: ModuleType, batches: DataFrame) -> None:
+    """The run's own rows can sort alike by (client_id, reason) and by (reason,
+    client_id): when, say, only the first producer left batches for more reasons than
+    one. Two producers with two reasons each, made from real rows, tell the two orders
+    apart whatever the run did."""
+    pairs = [("a", "linger"), ("b", "full"), ("a", "flush"), ("b", "linger")]
+    result = answer(answers, "leave_reasons", made_batches(batches, pairs))
+    found = [(row.client_id, row.reason) for row in result.collect()]
+    assert found == sorted(pairs), "ordered by client_id, then reason"
 
 
 def test_batch_latency(

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from minikafka.broker._process_cluster import describe_exit, tracebacks
+from minikafka.broker._node_exits import describe_exit, tracebacks
 from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
 
 WAIT = 60.0
@@ -323,6 +323,13 @@ class BrokerProcessWatch:
         monkeypatch.setattr(BrokerProcess, "start", started)
         monkeypatch.setattr(BrokerProcess, "stop", stopped)
         monkeypatch.setattr(BrokerProcess, "kill", killed)
+
+    def expect_exit(self, process: BrokerProcess) -> None:
+        """``process`` is about to end by itself, as the test means it to (a fatal fault
+        it provoked): its exit is not a crash. A traceback still is."""
+        for run in self._watched.get(process, _Watched()).runs:
+            if run.child is process.process:
+                run.told, run.untold = True, None
 
     def crashes(self) -> list[str]:
         found = []

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.broker._process_cluster import NodeCrash
+from minikafka.broker._node_exits import NodeCrash
 from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net.testing import FaultProxies
 from tests.cluster._cluster import FAST, REPORTS, SHARED, MakeCluster, check_crashes

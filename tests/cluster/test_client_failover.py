@@ -21,6 +21,7 @@ from minikafka.client import (
     OFFSET_BEGINNING,
     Consumer,
     Fetcher,
+    FetcherResult,
     Message,
     Producer,
     TopicPartition,
@@ -45,9 +46,9 @@ def test_a_consumer_reads_on_through_a_leader_kill(
     validated: list[dict[object, tuple[int, int, int]]] = []
     original = Fetcher.on_validation
 
-    def on_validation(self: Fetcher, node: int, answers: Any) -> None:
+    def on_validation(self: Fetcher, node: int, answers: Any) -> FetcherResult:
         validated.append(dict(answers))
-        original(self, node, answers)
+        return original(self, node, answers)
 
     monkeypatch.setattr(Fetcher, "on_validation", on_validation)
     cluster = make_cluster()

@@ -47,7 +47,7 @@ def test_every_partition_has_a_replica_in_each_rack(tmp_path: Path, mode: str) -
 
         told = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
         try:
-            # DescribeCluster is not served; kafka-python falls back to Metadata.
+            # kafka-python's DescribeCluster (v2) gives each broker's rack.
             brokers = told.describe_cluster()["brokers"]
         finally:
             told.close()

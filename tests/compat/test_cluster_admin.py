@@ -6,7 +6,8 @@ kafka-python's KafkaAdminClient moves a partition from brokers {1, 2} to {3, 2}
 (AlterPartitionReassignments), lists what is moving (ListPartitionReassignments), and
 elects the preferred leader (ElectLeaders); confluent-kafka's AdminClient asks the same
 election of a partition whose preferred replica leads already, which the controller
-answers ELECTION_NOT_NEEDED.
+answers ELECTION_NOT_NEEDED, and changes a topic's config through one broker
+(IncrementalAlterConfigs), which every broker then describes and the leader enforces.
 """
 
 from __future__ import annotations
@@ -14,8 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import ElectionType, KafkaError
+from confluent_kafka import ElectionType, KafkaError, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 
@@ -78,3 +86,45 @@ def test_confluent_kafka_elects_a_preferred_leader_or_hears_it_is_not_needed(
     wait_for(
         lambda: state(cluster, "ck-elect").leader == 2, "broker 2 leading ck-elect"
     )
+
+
+@pytest.mark.compat("IncrementalAlterConfigs", "confluent-kafka")
+def test_a_config_change_through_one_broker_reaches_every_broker(
+    cluster: ProcessCluster,
+) -> None:
+    create_on(cluster, "ck-config", [1, 2, 3])
+    # Asked of broker 3 alone: it forwards the change to the controller (KIP-590).
+    port = cluster.broker_ports[max(cluster.broker_ports)]
+    client = AdminClient({"bootstrap.servers": f"{cluster.host}:{port}"})
+    entry = ConfigEntry(
+        "max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET
+    )
+    resource = ConfigResource(
+        ResourceType.TOPIC, "ck-config", incremental_configs=[entry]
+    )
+    [future] = client.incremental_alter_configs([resource]).values()
+    assert future.result(timeout=WAIT) is None
+
+    def described_by(broker: int) -> str:
+        one = AdminClient(
+            {"bootstrap.servers": f"{cluster.host}:{cluster.broker_ports[broker]}"}
+        )
+        wanted = ConfigResource(ResourceType.TOPIC, "ck-config")
+        [configs] = one.describe_configs([wanted]).values()
+        value: str = configs.result(timeout=WAIT)["max.message.bytes"].value
+        return value
+
+    # Each broker answers DescribeConfigs from its own metadata image.
+    for broker in cluster.broker_ports:
+        wait_for(
+            lambda b=broker: described_by(b) == "2000",  # type: ignore[misc]
+            f"broker {broker} has it",
+        )
+    # The leader, broker 1, refuses a record over the new limit.
+    errors: list[KafkaError | None] = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    producer.produce(
+        "ck-config", b"x" * 5000, on_delivery=lambda e, _: errors.append(e)
+    )
+    assert producer.flush(WAIT) == 0
+    assert [e and e.code() for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE]

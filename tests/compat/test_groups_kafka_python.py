@@ -311,9 +311,23 @@ def test_admin_sees_the_groups_as_the_consumers_do(
 ) -> None:
     with scenarios.two_members_and_an_empty_group(client, name) as (members, empty, _):
         listed = {g["group_id"]: g for g in admin.list_groups()}
-        # ListGroups v0-2: id and protocol type; the state comes with v4 (KIP-518).
-        assert listed[name] == {"group_id": name, "protocol_type": "consumer"}
-        assert listed[empty] == {"group_id": empty, "protocol_type": "consumer"}
+        # ListGroups v5: the state (v4, KIP-518) and the type (v5, KIP-848) too.
+        assert listed[name] == {
+            "group_id": name,
+            "protocol_type": "consumer",
+            "group_state": "Stable",
+            "group_type": "classic",
+        }
+        assert listed[empty] == {
+            "group_id": empty,
+            "protocol_type": "consumer",
+            "group_state": "Empty",
+            "group_type": "classic",
+        }
+        # KIP-518's filter: the Empty group, not the Stable one.
+        emptied = {g["group_id"] for g in admin.list_groups(states_filter=["Empty"])}
+        assert empty in emptied
+        assert name not in emptied
 
         described = admin.describe_groups([name, empty, name + "-unknown"])
         stable, idle, unknown = (described[g] for g in (name, empty, name + "-unknown"))
@@ -346,11 +360,11 @@ def test_admin_sees_the_groups_as_the_consumers_do(
             [],
             "consumer",
         )
-        # A group the coordinator does not know is Dead, without an error (Kafka's answer).
-        assert (unknown["error"], unknown["group_state"], unknown["members"]) == (
-            None,
-            "Dead",
-            [],
+        # A group the coordinator does not know is Dead; kafka-python asks with
+        # DescribeGroups v6, where it is also not found (KIP-1043, Kafka's answer).
+        assert (unknown["group_state"], unknown["members"]) == ("Dead", [])
+        assert unknown["error"] == (
+            f"[Error 69] GroupIdNotFoundError: Group {name}-unknown not found."
         )
 
         # A group with members cannot be deleted; an empty one can, once.

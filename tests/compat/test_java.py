@@ -131,17 +131,17 @@ def test_produce_acks_idempotence_and_every_codec(
     # What it spoke: the newest version minikafka offers of each (the client knows newer).
     sent_versions = requests_sent(log)
     assert {
-        ("PRODUCE", 8),
+        ("PRODUCE", 13),  # topics named by id (KIP-516)
         ("FETCH", 11),
-        ("LIST_OFFSETS", 5),
-        ("METADATA", 8),
+        ("LIST_OFFSETS", 10),
+        ("METADATA", 13),
         ("INIT_PRODUCER_ID", 1),
-        ("CREATE_TOPICS", 4),
+        ("CREATE_TOPICS", 7),
         ("API_VERSIONS", 4),
     } <= sent_versions
     versions = negotiated(log)
-    assert versions["Produce"].usable == 8  # the client speaks up to Produce v12
-    assert versions["Metadata"].usable == 8  # and Metadata v13
+    assert versions["Produce"].usable == 13  # the newest of both
+    assert versions["Metadata"].usable == 13  # and Metadata v13, the newest of both
     # KIP-714's client telemetry: asked for, not offered, given up quietly.
     assert "GET_TELEMETRY_SUBSCRIPTIONS" in refused(log)
 
@@ -384,11 +384,16 @@ def test_cooperative_sticky_and_static_membership(
 @pytest.mark.compat("OffsetCommit", "java")
 @pytest.mark.compat("DescribeQuorum", "java")
 @pytest.mark.compat("ListOffsets", "java")
+@pytest.mark.compat("IncrementalAlterConfigs", "java")
+@pytest.mark.compat("DescribeCluster", "java")
+@pytest.mark.compat("DescribeLogDirs", "java")
+@pytest.mark.compat("OffsetDelete", "java")
 def test_admin(
     group_broker: BrokerProcess, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """The Admin client: topics (create, list, describe, delete), partitions, configs,
-    consumer groups and their offsets, the cluster and its metadata quorum. Where it needs
+    consumer groups and their offsets, the cluster (DescribeCluster), the broker's log
+    dirs (DescribeLogDirs) and its metadata quorum. Where it needs
     an API minikafka does not offer, it fails with UnsupportedVersionException naming the
     API (the gaps COMPAT.md lists); where it has a fallback, it falls back and works."""
     topic = unique_name(request, "java-")
@@ -439,7 +444,7 @@ def test_admin(
                 "action": "list_offsets",
                 "partitions": [[topic, 0, "earliest"], [topic, 1, "latest"]],
             },
-            # 17..: what minikafka does not offer
+            # 17..: what minikafka does not offer (but 17, 18, 19, 21 and 22)
             {
                 "op": "admin",
                 "action": "delete_group_offsets",
@@ -504,13 +509,31 @@ def test_admin(
     assert quorum["leader_id"] == 1
     assert [voter for voter, _end in quorum["voters"]] == [1]
     assert run.result(16) == {f"{topic}-0": 0, f"{topic}-1": counts[1]}
+    assert run.result(19) == {"altered": topic}
+    # DescribeLogDirs (KIP-113): the broker's one log dir, each of the topic's
+    # partitions in it with its size (bytes only where records went), no lag, and the
+    # volume's bytes (KIP-827).
+    [(log_dir, dir_info)] = run.result(18)["1"].items()
+    assert Path(log_dir) == group_broker.data_dir
+    assert dir_info["error"] is None
+    assert dir_info["total_bytes"] >= dir_info["usable_bytes"] > 0
+    replicas = {
+        tp: info
+        for tp, info in dir_info["replicas"].items()
+        if tp.startswith(f"{topic}-")
+    }
+    assert sorted(replicas) == [f"{topic}-{p}" for p in range(3)]
+    for p, (size, lag, future) in ((int(tp[-1]), i) for tp, i in replicas.items()):
+        assert (size > 0) == (counts[p] > 0), (p, size, counts)
+        assert (lag, future) == (0, False)
+    assert run.result(17) == {"deleted": 1}  # OffsetDelete (KIP-496)
+    # ListOffsets v7+'s max timestamp (KIP-734): a record of partition 0, the first
+    # with the largest timestamp (several may share a millisecond), or -1 if it has none.
+    assert run.result(22) == 1  # DescribeProducers (KIP-664): partition 0 described
+    [newest] = run.result(21).values()
+    assert 0 <= newest < counts[0] if counts[0] else newest == -1
     missing = {
-        17: "OFFSET_DELETE",
-        18: "DESCRIBE_LOG_DIRS",
-        19: "INCREMENTAL_ALTER_CONFIGS",
         20: "DELETE_RECORDS",
-        21: "LIST_OFFSETS with version in range [7,",  # max_timestamp needs v7
-        22: "DESCRIBE_PRODUCERS",
         23: "LIST_TRANSACTIONS",
         24: "DESCRIBE_ACLS",
         25: "DESCRIBE_CLIENT_QUOTAS",
@@ -528,26 +551,27 @@ def test_admin(
     assert group not in [g[0] for g in run.result(28)]
     assert topic not in run.result(30)["names"]
     # Asked for, refused by ApiVersions, answered by the older API instead:
-    # DescribeCluster by Metadata, DescribeTopicPartitions by Metadata (without topic
-    # ids: Metadata v10 brings them), ConsumerGroupDescribe by DescribeGroups.
-    assert {
-        "DESCRIBE_CLUSTER",
-        "DESCRIBE_TOPIC_PARTITIONS",
-        "CONSUMER_GROUP_DESCRIBE",
-    } <= refused(log)
-    assert described["topic_id"] == "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO
+    # DescribeTopicPartitions by Metadata (v13, whose answer carries the topic id,
+    # KIP-516), ConsumerGroupDescribe by DescribeGroups.
+    assert {"DESCRIBE_TOPIC_PARTITIONS", "CONSUMER_GROUP_DESCRIBE"} <= refused(log)
+    # DescribeCluster is answered itself, at its newest version (KIP-1073's v2).
+    assert "DESCRIBE_CLUSTER" not in refused(log)
+    assert described["topic_id"] not in ("", "AAAAAAAAAAAAAAAAAAAAAA")  # not Uuid.ZERO
     sent = requests_sent(log)
     assert {
-        ("DESCRIBE_CONFIGS", 3),
-        ("CREATE_PARTITIONS", 1),
-        ("LIST_GROUPS", 2),
-        ("DESCRIBE_GROUPS", 4),
-        ("OFFSET_FETCH", 5),
-        ("OFFSET_COMMIT", 7),
+        ("DESCRIBE_CONFIGS", 4),
+        ("CREATE_PARTITIONS", 3),
+        ("LIST_GROUPS", 5),
+        ("DESCRIBE_GROUPS", 6),
+        ("OFFSET_FETCH", 9),
+        ("OFFSET_COMMIT", 9),
         ("DELETE_GROUPS", 1),
-        ("DELETE_TOPICS", 3),
+        ("DELETE_TOPICS", 6),
         ("DESCRIBE_QUORUM", 1),
-        ("JOIN_GROUP", 5),
+        ("JOIN_GROUP", 9),
+        ("INCREMENTAL_ALTER_CONFIGS", 1),
+        ("DESCRIBE_CLUSTER", 2),
+        ("DESCRIBE_LOG_DIRS", 4),
     } <= sent
 
 

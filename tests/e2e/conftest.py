@@ -7,7 +7,7 @@ without the test's ``stop()`` or ``kill()``, fails the test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,13 @@ def _no_broker_crashed(request: pytest.FixtureRequest) -> Iterator[None]:
     without ``stop()`` or ``kill()`` (torn down after the test's brokers are stopped)."""
     yield
     check_crashes(request.node, _WATCH.crashes())
+
+
+@pytest.fixture
+def expect_exit() -> Callable[[BrokerProcess], None]:
+    """Call it with a BrokerProcess the test means to end by itself (a fatal fault it
+    provokes): that exit is not a crash."""
+    return _WATCH.expect_exit
 
 
 @pytest.fixture

@@ -6,8 +6,11 @@ file takes most of the space first, so the disk fills after a few MB of produce.
 
 - the produces the disk refused were answered KAFKA_STORAGE_ERROR, on a connection that
   stayed up (a dropped connection would surface as a transport error or a timeout);
-- CreateTopics while full fails cleanly (or succeeds, when the metadata log has room);
-- the broker stays up; once the filler is deleted, produce works again;
+- CreateTopics while full succeeds when the metadata log has room; when it has not, the
+  metadata log's refused write is fatal for the controller, as in Kafka, and the single
+  node's process ends (status 1, one line, no traceback), to come back up once there is
+  space again;
+- otherwise the broker stays up; once the filler is deleted, produce works again;
 - every acknowledged record is read back exactly once, in order, before and after a
   restart, and ``python -m minikafka.log verify`` finds every partition directory clean.
 
@@ -22,7 +25,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -205,7 +208,10 @@ def verify_clean(data_dir: Path, metadata_dir: Path) -> None:
     "metadata_on_the_full_disk", [False, True], ids=["data", "data+meta"]
 )
 def test_a_full_disk_refuses_writes_cleanly_and_loses_nothing_acknowledged(
-    tmp_path: Path, tmpfs: Path, metadata_on_the_full_disk: bool
+    tmp_path: Path,
+    tmpfs: Path,
+    metadata_on_the_full_disk: bool,
+    expect_exit: Callable[[BrokerProcess], None],
 ) -> None:
     """Refused produces get KAFKA_STORAGE_ERROR, the broker stays up, writes resume once
     space is freed, every acknowledged record is read exactly once in order, a restart
@@ -230,13 +236,20 @@ def test_a_full_disk_refuses_writes_cleanly_and_loses_nothing_acknowledged(
         # need new pages of its segment (tmpfs allocates by page: a few small records
         # would still fit in the last, partly used one).
         partitions = 1000 if metadata_on_the_full_disk else 2
-        error = create_topic(broker.bootstrap, "while-full", partitions)
         if metadata_on_the_full_disk:
+            # Kafka's controller treats a metadata log I/O failure as fatal: the process
+            # ends, whatever the client heard, and comes back once there is space.
+            expect_exit(broker)
+            error = create_topic(broker.bootstrap, "while-full", partitions)
             assert error is not None
-            assert error.code() == KafkaError.KAFKA_STORAGE_ERROR, error
-        assert broker.process.poll() is None
-
-        filler.unlink()  # space is back: writes resume without a restart
+            assert broker.process.wait(30) == 1
+            broker.process = None
+            filler.unlink()
+            broker.start()
+        else:
+            error = create_topic(broker.bootstrap, "while-full", partitions)
+            assert broker.process.poll() is None
+            filler.unlink()  # space is back: writes resume without a restart
         acked += produce_some(broker.bootstrap, len(acked) + len(codes), 20)
         assert read_all(broker.bootstrap) == acked  # exactly once, in order
         assert broker.stop() == 0

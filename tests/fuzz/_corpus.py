@@ -120,6 +120,7 @@ BASE: Overrides = {
     "key": GROUP,
     "key_type": 0,
     "groups": (GROUP,),
+    "OffsetFetchRequest.groups": ({"group_id": GROUP},),  # v8+ (KIP-709): entities
     "groups_names": (GROUP + "-doomed",),
     "member_id": "",
     "group_instance_id": None,

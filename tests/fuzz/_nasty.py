@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import random
 import struct
+import uuid
 from collections.abc import Callable
 
 from crc32c import crc32c
@@ -251,6 +252,24 @@ def offset_commit(rng: random.Random) -> Overrides:
     )
 
 
+def find_coordinator(rng: random.Random) -> Overrides:
+    """A key type no coordinator has, and v4's lists of keys (KIP-699): none, odd ones,
+    hundreds, repeated."""
+    return rng.choice(
+        (
+            {"key_type": rng.choice((1, 2, 7, -1, 127))},
+            {
+                "coordinator_keys": tuple(
+                    rng.choice(("", "g", "x" * 32767, *INTERNAL_TOPICS))
+                    for _ in range(rng.choice((0, 3, 500)))
+                ),
+                "key_type": rng.choice((0, 1, 2, 7)),
+            },
+            group_ids(rng),
+        )
+    )
+
+
 def group_ids(rng: random.Random) -> Overrides:
     return rng.choice(
         (
@@ -267,6 +286,15 @@ def group_ids(rng: random.Random) -> Overrides:
                 )
             },
             {"groups_names": ("", "fuzz-group", *INTERNAL_TOPICS)},
+            {  # OffsetFetch v8+ (KIP-709): none, a few or hundreds of groups at once
+                "OffsetFetchRequest.groups": tuple(
+                    {
+                        "group_id": rng.choice(("", "g", "x" * 1000, *INTERNAL_TOPICS)),
+                        "topics": rng.choice((None, ())),
+                    }
+                    for _ in range(rng.choice((0, 3, 500)))
+                )
+            },
             {
                 "key": rng.choice(("", "x" * 32767)),
                 "key_type": rng.choice((1, 2, -1, 127)),
@@ -365,8 +393,19 @@ def delete_topics(rng: random.Random) -> Overrides:
     names = tuple(
         n for n in (*NAMES, DOOMED_TOPIC, DOOMED_TOPIC, "missing") if rng.random() < 0.3
     )
+    # v6 (KIP-516): each topic by name, by id, by both or by neither; ids no topic has,
+    # the zero id, an id twice.
+    ids = (uuid.UUID(int=0), uuid.UUID(int=rng.getrandbits(128)), uuid.UUID(int=7))
+    states = tuple(
+        {
+            "name": rng.choice((None, *names, _name(rng))),
+            "topic_id": rng.choice((*ids, ids[2])),
+        }
+        for _ in range(rng.choice((1, 3, 300)))
+    )
     return {
         "DeleteTopicsRequest.topic_names": names or (_name(rng),),
+        "DeleteTopicsRequest.topics": states,
         "timeout": ms(rng.choice((*TIMEOUTS, 5000))),
     }
 
@@ -490,6 +529,101 @@ def describe_quorum(rng: random.Random) -> Overrides:
     )
 
 
+def alter_configs(rng: random.Random) -> Overrides:
+    """IncrementalAlterConfigs and AlterConfigs: resource types and names that do not
+    exist or are not this broker, keys no resource has, values of the wrong type or
+    range, nulls, operations that do not exist, a key or a resource twice, a static
+    broker key. Every one is refused; a valid change goes only with validate_only, so
+    the topics the run reads back keep their settings."""
+    key = rng.choice(
+        ("", "x" * 1000, "no.such.key", "retention.ms", "cleanup.policy", "log.dirs")
+    )
+    bad = rng.choice(("", "-5", "soon", "x" * 1000, None, str(2**63)))
+    good = rng.choice(("1", "compact", str(INT32_MAX), "delete,compact"))
+    twice = ({"name": "retention.ms", "value": "5"}, {"name": "retention.ms"})
+    return rng.choice(
+        (
+            {"resource_type": rng.choice((0, 1, 3, 8, 99, -1, 127))},
+            {"resource_type": 4, "resource_name": rng.choice(("999", "-1", "x", "é"))},
+            {"resource_type": 4, "AlterableConfig.name": "log.dirs"},
+            {"resource_name": _name(rng)},
+            {"AlterableConfig.name": key, "AlterableConfig.value": bad},
+            {
+                "AlterableConfig.name": key,
+                "AlterableConfig.value": good,
+                "validate_only": True,
+            },
+            {
+                "config_operation": rng.choice((2, 3, 4, -1, 127)),
+                "AlterableConfig.name": "retention.ms",
+                "AlterableConfig.value": "5",
+            },
+            {"AlterConfigsResource.configs": twice},
+            {"resources": ({"resource_name": TOPIC}, {"resource_name": TOPIC})},
+        )
+    )
+
+
+def offset_delete(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"group_id": rng.choice(("", "x" * 32767, *INTERNAL_TOPICS))},
+            {"OffsetDeleteRequestTopic.name": _name(rng)},
+            {"partition_index": rng.choice(INT32)},
+            {"OffsetDeleteRequest.topics": ()},
+        )
+    )
+
+
+def list_groups(rng: random.Random) -> Overrides:
+    """ListGroups' filters (v4+, v5+): states and types that do not exist, in any case."""
+    return rng.choice(
+        (
+            {
+                "states_filter": tuple(
+                    rng.choice(("", "STABLE", "x" * 1000, "Dead")) for _ in range(3)
+                )
+            },
+            {
+                "types_filter": tuple(
+                    rng.choice(("", "CLASSIC", "share", "x" * 1000)) for _ in range(3)
+                )
+            },
+        )
+    )
+
+
+def describe_cluster(rng: random.Random) -> Overrides:
+    return {
+        "endpoint_type": rng.choice((0, 1, 2, 3, -1, 127)),
+        "include_cluster_authorized_operations": rng.choice((True, False)),
+    }
+
+
+def describe_producers(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"TopicRequest.name": _name(rng)},
+            {"partition_indexes": tuple(rng.choice(INT32) for _ in range(3))},
+            {"DescribeProducersRequest.topics": ()},
+        )
+    )
+
+
+def describe_log_dirs(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"DescribeLogDirsRequest.topics": None},
+            {"DescribableLogDirTopic.topic": _name(rng)},
+            {
+                "DescribableLogDirTopic.partitions": tuple(
+                    rng.choice(INT32) for _ in range(3)
+                )
+            },
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -497,13 +631,13 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.METADATA: metadata,
     ApiKey.OFFSET_COMMIT: offset_commit,
     ApiKey.OFFSET_FETCH: group_ids,
-    ApiKey.FIND_COORDINATOR: group_ids,
+    ApiKey.FIND_COORDINATOR: find_coordinator,
     ApiKey.JOIN_GROUP: join_group,
     ApiKey.HEARTBEAT: group_ids,
     ApiKey.LEAVE_GROUP: group_ids,
     ApiKey.SYNC_GROUP: sync_group,
     ApiKey.DESCRIBE_GROUPS: group_ids,
-    ApiKey.LIST_GROUPS: group_ids,
+    ApiKey.LIST_GROUPS: list_groups,
     ApiKey.API_VERSIONS: misc,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
@@ -516,6 +650,12 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
     ApiKey.DESCRIBE_QUORUM: describe_quorum,
+    ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs,
+    ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

@@ -202,12 +202,14 @@ async def _send_batches(bootstrap: str, topic: str, batches: Sequence[bytes]) ->
 
 @attrs.frozen
 class DumpedRecord:
-    """A record line: its fields up to headerKeys, then the key and payload if shown."""
+    """A record line: its fields up to headerKeys, then the key and payload if shown,
+    or a control record's type and what Kafka decoded of it (``LeaderChange``, JSON)."""
 
     fields: dict[str, str]
     header_keys: tuple[str, ...]
     key: str | None
     payload: str | None
+    control: tuple[str, str] | None = None
 
 
 @attrs.frozen
@@ -229,6 +231,7 @@ class DumpedFile:
 _RECORD = re.compile(
     r"\| (?P<fields>offset: .*? headerKeys: \[(?P<headers>[^\]]*)\])"
     r"(?: key: (?P<key>\S*))?(?: payload: (?P<payload>.*))?"
+    r"(?: (?P<control>LeaderChange): (?P<decoded>\{.*\}))?"
 )
 _INDEX_ENTRY = re.compile(
     r"(?:offset: (-?\d+) position|timestamp: (-?\d+) offset): (-?\d+)"
@@ -269,6 +272,7 @@ def parse_dump(stdout: str) -> dict[Path, DumpedFile]:
                     tuple(headers.split(",")) if headers else (),
                     match["key"],
                     match["payload"],
+                    (match["control"], match["decoded"]) if match["control"] else None,
                 )
             )
         elif match := _INDEX_ENTRY.fullmatch(line):

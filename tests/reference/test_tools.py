@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,7 +30,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from minikafka.broker._process_cluster import tracebacks
+from minikafka.broker._node_exits import tracebacks
 from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
 from reference.kafka import TOOLS, KafkaNode, ToolRun, java_command, run_tool
 from tests.cluster._cluster import FAST, WAIT, check_crashes, wait_for
@@ -45,15 +46,9 @@ GROUP_OVERRIDES = {
     "group.min.session.timeout.ms": "1000",
 }
 TOPICS_DESCRIBE_NOTES = (
-    "no `TopicId:`, and `Elr: N/A` `LastKnownElr: N/A` where Kafka prints them empty: "
-    "minikafka does not serve DescribeTopicPartitions, so the tool falls back to "
-    "Metadata (v8 here, without topic ids)"
-)
-UNKNOWN_GROUP_NOTES = (
-    "of a group that does not exist: `Error: Consumer group 'G' does not exist.`, where "
-    "Kafka 4.1 answers GROUP_ID_NOT_FOUND and the tool prints `Error: Executing consumer "
-    "group command failed due to ...GroupIdNotFoundException: Group G not found.`; "
-    "minikafka answers with a group in state Dead, as Kafka's older group APIs did"
+    "`Elr: N/A` `LastKnownElr: N/A` where Kafka prints them empty: minikafka does not "
+    "serve DescribeTopicPartitions, so the tool falls back to Metadata (v13 here, with "
+    "topic ids but no eligible leader replicas)"
 )
 QUORUM_NOTES = (
     "`CurrentVoters` lists ids only (no `directoryId`, no `endpoints`) and "
@@ -256,7 +251,7 @@ def test_topics_describe_and_refusals_print_kafkas_lines(
     )
     assert len(ours.partitions) == len(theirs.partitions) == 2
     assert [list(p) for p in ours.partitions] == [list(p) for p in theirs.partitions]
-    assert list(theirs.header) == ["Topic", "TopicId", *list(ours.header)[1:]]
+    assert list(theirs.header) == list(ours.header)  # TopicId too (Metadata v10+)
     for ours_p, theirs_p in zip(ours.partitions, theirs.partitions, strict=True):
         assert (ours_p["Elr"], ours_p["LastKnownElr"]) == ("N/A", "N/A")
         assert (theirs_p["Elr"], theirs_p["LastKnownElr"]) == ("", "")
@@ -329,6 +324,93 @@ def test_configs_describe_a_topic_and_a_broker(
     assert ours["group.initial.rebalance.delay.ms"][0] == "200"
     assert set(ours) <= set(theirs), set(ours) - set(theirs)  # Kafka's names
     assert len(ours) < len(theirs) // 10  # the difference noted in the table
+
+
+@pytest.mark.kafka_tool("kafka-configs", "--alter --entity-type topics --add-config")
+@pytest.mark.kafka_tool("kafka-configs", "--alter --entity-type topics --delete-config")
+def test_configs_alter_a_topic(broker: BrokerProcess) -> None:
+    # Guarantee: Kafka's own kafka-configs changes a topic's configs on minikafka
+    # (IncrementalAlterConfigs): --add-config, a bracketed list value included, and
+    # --delete-config complete with Kafka's line; --describe then shows the overrides as
+    # DYNAMIC_TOPIC_CONFIG, and after the delete only the one left; a --delete-config of
+    # a key with no override is refused. minikafka's own `configs --describe` prints
+    # what Kafka's tool prints.
+    at = bootstrap(broker)
+    topic = "tools-configs-alter"
+    new_topic(broker.bootstrap, topic, 1)
+    entity = ["--entity-type", "topics", "--entity-name", topic]
+    done = f"Completed updating config for topic {topic}.\n"
+    heading = f"Dynamic configs for topic {topic} are:"
+    added = tool(
+        "kafka-configs", *at, "--alter", *entity,
+        "--add-config", "retention.ms=7200000,cleanup.policy=[compact,delete]",
+    )  # fmt: skip
+    assert added.stdout == done
+    described = tool("kafka-configs", *at, "--describe", *entity)
+    entries = config_entries(described.stdout, heading)
+    assert list(entries) == ["cleanup.policy", "retention.ms"]
+    value, synonyms = entries["retention.ms"]
+    assert value == "7200000"
+    assert synonyms.startswith("DYNAMIC_TOPIC_CONFIG:retention.ms=7200000"), synonyms
+    assert entries["cleanup.policy"][0] == "compact,delete"
+    ours = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "minikafka.tools",
+            "configs",
+            *at,
+            "--describe",
+            *entity,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    assert ours.stdout == described.stdout
+
+    deleted = tool(
+        "kafka-configs", *at, "--alter", *entity, "--delete-config", "retention.ms"
+    )
+    assert deleted.stdout == done
+    after = tool("kafka-configs", *at, "--describe", *entity)
+    assert list(config_entries(after.stdout, heading)) == ["cleanup.policy"]
+    again = tool(
+        "kafka-configs", *at, "--alter", *entity, "--delete-config", "retention.ms",
+        returncode=1,
+    )  # fmt: skip
+    assert again.stderr.splitlines()[-1] == "Invalid config(s): retention.ms"
+
+
+@pytest.mark.kafka_tool(
+    "kafka-configs",
+    "--alter --entity-type brokers --add-config",
+    notes="the topic configs' broker-level defaults change (`log.retention.ms`, "
+    "`message.max.bytes`...); any other key is refused with INVALID_REQUEST "
+    "`Cannot update these configs dynamically: Set(KEY)`, where Kafka also lets thread "
+    "pools, listeners and quotas change",
+)
+def test_configs_alter_a_broker_is_refused_naming_the_key(
+    broker: BrokerProcess,
+) -> None:
+    # Guarantee: Kafka's own kafka-configs asked to change a broker key that cannot
+    # change at run time (log.dirs, static in Kafka too) exits 1 with
+    # InvalidRequestException naming the key as Kafka does, and the broker then still
+    # describes no dynamic config.
+    at = bootstrap(broker)
+    entity = ["--entity-type", "brokers", "--entity-name", "1"]
+    refused = tool(
+        "kafka-configs", *at, "--alter", *entity,
+        "--add-config", "log.dirs=/elsewhere",
+        returncode=1,
+    )  # fmt: skip
+    assert (
+        "org.apache.kafka.common.errors.InvalidRequestException: Cannot update these "
+        "configs dynamically: Set(log.dirs)"
+    ) in refused.stderr, refused.stderr
+    described = tool("kafka-configs", *at, "--describe", *entity)
+    assert config_entries(described.stdout, "Dynamic configs for broker 1 are:") == {}
 
 
 # --- console producer and consumer, get-offsets, consumer groups ---------------------
@@ -510,16 +592,15 @@ def test_consumer_groups_list_describe_reset_and_delete(
     )
 
 
-@pytest.mark.kafka_tool(
-    "kafka-consumer-groups", "--describe", notes=UNKNOWN_GROUP_NOTES
-)
+@pytest.mark.kafka_tool("kafka-consumer-groups", "--describe")
 @pytest.mark.kafka_tool("kafka-consumer-groups", "--reset-offsets --execute")
 def test_consumer_groups_print_kafkas_columns(
     broker: BrokerProcess, kafka_reference: KafkaNode
 ) -> None:
     # Guarantee: for the same group (offsets committed by an executed reset), the group
     # tool prints the same columns and rows for minikafka as for Kafka. A group that
-    # does not exist is reported as not existing by both, in the words noted.
+    # does not exist is not found by both (DescribeGroups v6, KIP-1043), in Kafka's
+    # words.
     topic, group = "tools-columns", "tools-columns-group"
 
     def describe(where: str) -> tuple[str, str, str]:
@@ -546,11 +627,11 @@ def test_consumer_groups_print_kafkas_columns(
     assert out.columns(ours) == out.columns(theirs) == GROUP_COLUMNS
     assert out.table(ours) == out.table(theirs)
     assert out.table(our_reset) == out.table(their_reset)
-    assert our_unknown == "Error: Consumer group 'tools-no-such-group' does not exist."
-    assert their_unknown == (
+    not_found = (
         "Error: Executing consumer group command failed due to org.apache.kafka.common"
         ".errors.GroupIdNotFoundException: Group tools-no-such-group not found."
     )
+    assert our_unknown == their_unknown == not_found
 
 
 @pytest.mark.kafka_tool("kafka-consumer-groups", "--describe --members")
@@ -746,27 +827,59 @@ def test_leader_election_of_every_partition_prints_what_kafka_prints(
 # --- kafka-log-dirs ----------------------------------------------------------------------
 
 
-@pytest.mark.kafka_tool("kafka-log-dirs", "--describe", needs="DescribeLogDirs")
-def test_log_dirs_needs_describe_log_dirs(
+@pytest.mark.kafka_tool("kafka-log-dirs", "--describe")
+def test_log_dirs_describes_the_log_dir_and_its_partitions(
     broker: BrokerProcess, kafka_reference: KafkaNode
 ) -> None:
-    # Guarantee: kafka-log-dirs fails against minikafka with Kafka's clear error naming
-    # the API it lacks, where Kafka answers with its log directory.
-    def describe(where: str) -> ToolRun:
-        return run_tool(
-            "kafka-log-dirs", "--bootstrap-server", where, "--describe", timeout=WAIT
+    # Guarantee: kafka-log-dirs prints the broker's one log dir with the topic's
+    # partitions, each with its size on disk (the bytes of its segments: what was
+    # produced to partition 0, nothing to partition 1) and no offset lag; an unknown
+    # topic asked for is absent, as from Kafka, which prints its own dir the same way.
+    topic = "tools-log-dirs"
+    new_topic(broker.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
+    for i in range(20):
+        producer.produce(topic, f"record-{i}".encode(), partition=0)
+    assert producer.flush(WAIT) == 0
+
+    def describe(where: str, broker_id: str) -> ToolRun:
+        return tool(
+            "kafka-log-dirs",
+            "--bootstrap-server",
+            where,
+            "--describe",
+            "--broker-list",
+            broker_id,
+            "--topic-list",
+            f"{topic},no-such-topic",
         )
 
-    ours, theirs = on_both(describe, broker.bootstrap, kafka_reference.bootstrap)
-    assert ours.returncode == 1
-    assert (
-        "UnsupportedVersionException: The node does not support DESCRIBE_LOG_DIRS"
-        in ours.stderr
-    )
-    theirs.check()
-    answer = json.loads(theirs.stdout.strip().splitlines()[-1])
-    [log_dir] = answer["brokers"][0]["logDirs"]
-    assert Path(log_dir["logDir"]) == kafka_reference.log_dir
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(describe, broker.bootstrap, "1")
+        theirs = pool.submit(describe, kafka_reference.bootstrap, "1").result()
+        ours = running.result()
+    answer = json.loads(ours.stdout.strip().splitlines()[-1])
+    assert answer["version"] == 1
+    [described] = answer["brokers"]
+    assert described["broker"] == 1
+    [log_dir] = described["logDirs"]
+    assert log_dir["error"] is None
+    assert Path(log_dir["logDir"]) == broker.data_dir
+    sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+    on_disk = {
+        name: sum(f.stat().st_size for f in (broker.data_dir / name).glob("*.log"))
+        for name in (f"{topic}-0", f"{topic}-1")
+    }
+    assert sizes == on_disk
+    assert sizes[f"{topic}-0"] > 0 == sizes[f"{topic}-1"]
+    assert {p["offsetLag"] for p in log_dir["partitions"]} == {0}
+    assert {p["isFuture"] for p in log_dir["partitions"]} == {False}
+    # Kafka's answer has the same shape: its own dir, nothing of topics it lacks.
+    kafka_answer = json.loads(theirs.stdout.strip().splitlines()[-1])
+    [kafka_dir] = kafka_answer["brokers"][0]["logDirs"]
+    assert Path(kafka_dir["logDir"]) == kafka_reference.log_dir
+    assert kafka_dir["partitions"] == []
+    assert set(kafka_dir) == set(log_dir)
 
 
 # --- a cluster of three controllers and three brokers ---------------------------------
@@ -829,41 +942,44 @@ def test_metadata_quorum_describes_the_three_controllers(
 @pytest.mark.kafka_tool(
     "kafka-metadata-quorum",
     "--bootstrap-controller describe --status",
-    needs="DescribeCluster",
-    notes="the controllers' listener does not answer DescribeCluster (KIP-919)",
+    notes=QUORUM_NOTES,
 )
 @pytest.mark.kafka_tool(
     "kafka-metadata-quorum",
     "--bootstrap-controller describe --replication",
-    needs="DescribeCluster",
-    notes="the controllers' listener does not answer DescribeCluster (KIP-919)",
+    notes=QUORUM_NOTES,
 )
-def test_metadata_quorum_through_the_controllers_needs_describe_cluster(
+def test_metadata_quorum_through_the_controllers(
     cluster: ProcessCluster, kafka_reference: KafkaNode
 ) -> None:
-    # Guarantee: asked through the controllers' listener, the tool fails with Kafka's
-    # clear error naming DescribeCluster (the admin client's first request there), where
-    # Kafka's controller answers it.
+    # Guarantee: asked through the controllers' listener (KIP-919), the tool finds the
+    # quorum's leader by DescribeCluster and describes the same quorum as through a
+    # broker: the three controllers as voters, the brokers as observers, the cluster's
+    # id; Kafka's controller answers the same keys.
     voters = ",".join(f"127.0.0.1:{cluster.listen_port(c)}" for c in CONTROLLERS)
-    for what in ("--status", "--replication"):
-        run = run_tool(
+    at = ["--bootstrap-controller", voters, "describe"]
+    status_run, replication_run, theirs = at_once(
+        ("kafka-metadata-quorum", *at, "--status"),
+        ("kafka-metadata-quorum", *at, "--replication"),
+        (
             "kafka-metadata-quorum",
             "--bootstrap-controller",
-            voters,
+            kafka_reference.controller_bootstrap,
             "describe",
-            what,
-            timeout=WAIT,
-        )
-        assert run.returncode == 1, run
-        assert "The node does not support DESCRIBE_CLUSTER" in run.stderr, run.stderr
-    theirs = tool(
-        "kafka-metadata-quorum",
-        "--bootstrap-controller",
-        kafka_reference.controller_bootstrap,
-        "describe",
-        "--status",
+            "--status",
+        ),
     )
-    assert out.quorum_status(theirs.stdout)["LeaderId"] == "1"
+    status = out.quorum_status(status_run.stdout)
+    assert int(status["LeaderId"]) in CONTROLLERS
+    assert status["ClusterId"] == cluster.cluster_id
+    assert out.voter_ids(status["CurrentVoters"]) == CONTROLLERS
+    assert out.voter_ids(status["CurrentObservers"]) == BROKERS
+    rows = {int(r["NodeId"]): r for r in out.table(replication_run.stdout)}
+    assert sorted(rows) == CONTROLLERS + BROKERS
+    assert rows[int(status["LeaderId"])]["Status"] == "Leader"
+    kafka_status = out.quorum_status(theirs.stdout)
+    assert kafka_status["LeaderId"] == "1"
+    assert list(kafka_status) == list(status)
 
 
 def plan_file(path: Path, moves: dict[tuple[str, int], list[int]]) -> str:
@@ -878,21 +994,16 @@ def plan_file(path: Path, moves: dict[tuple[str, int], list[int]]) -> str:
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--generate")
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--execute")
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--verify --preserve-throttles")
-@pytest.mark.kafka_tool(
-    "kafka-reassign-partitions",
-    "--verify",
-    needs="IncrementalAlterConfigs",
-    notes="reports every partition's reassignment complete, then fails clearing the "
-    "throttles; `--preserve-throttles` leaves them and succeeds",
-)
+@pytest.mark.kafka_tool("kafka-reassign-partitions", "--verify")
 @pytest.mark.kafka_tool("kafka-leader-election", "--election-type PREFERRED")
 def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     cluster: ProcessCluster, tmp_path: Path
 ) -> None:
     # Guarantee: --generate proposes replicas on the brokers named only, --execute starts
     # the move of a plan (printing the assignment to roll back to), --verify reports it
-    # complete, and kafka-topics then shows partition 0 on its new brokers, its records
-    # all there, and partition 1's replicas reordered with the old leader kept;
+    # complete and clears the throttles, and kafka-topics then shows partition 0 on its
+    # new brokers, its records all there, and partition 1's replicas reordered with the
+    # old leader kept;
     # kafka-leader-election then makes the new first replica (the preferred) lead.
     at = bootstrap(cluster)
     topic = "tools-moved"
@@ -969,10 +1080,12 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     # A reorder keeps the leader: 5 is the preferred replica now, and does not lead.
     assert moved[0].leader(1) == 4
     clearing = clearing_run.result()
-    assert clearing.returncode == 1
+    # Without --preserve-throttles the tool then deletes the replication throttles, of
+    # the brokers and of the topic (IncrementalAlterConfigs DELETEs: none was set).
+    assert clearing.returncode == 0, clearing.stdout + clearing.stderr
     assert all(line in clearing.stdout.splitlines() for line in complete)
     assert "Clearing broker-level throttles on brokers" in clearing.stdout
-    assert "The node does not support INCREMENTAL_ALTER_CONFIGS" in clearing.stdout
+    assert f"Clearing topic-level throttles on topic {topic}" in clearing.stdout
     assert out.offsets(offsets_run.result().stdout) == before
 
     elect = ["--election-type", "PREFERRED", "--topic", topic, "--partition", "1"]

@@ -3,16 +3,20 @@ API has the typed body its handler narrows to, and only the waiting requests par
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from minikafka.broker import KafkaApis
 from minikafka.broker._body import SERVED_BODIES
-from minikafka.net import ApiKey
+from minikafka.net import ApiKey, load_body_classes
 
 
 def test_every_row_has_the_body_classes_of_exactly_its_versions() -> None:
     for spec in KafkaApis.TABLE:
         if spec.key == ApiKey.API_VERSIONS:
             continue  # answered by minikafka.net's handler, which types its own body
-        versions = [int(cls.__version__) for cls in SERVED_BODIES[spec.key]]  # type: ignore[attr-defined]
+        classes = load_body_classes(SERVED_BODIES[spec.key])
+        versions = [int(cls.__version__) for cls in classes]
         assert versions == list(range(spec.min_version, spec.max_version + 1)), (
             spec.key.name
         )
@@ -27,3 +31,49 @@ def test_the_supported_ranges_and_parking_come_from_the_table() -> None:
     } == KafkaApis.SUPPORTED
     parks = {s.key for s in KafkaApis.TABLE if s.parks}
     assert parks == {ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
+
+
+def test_every_body_alias_names_kio_classes_of_one_api_and_matches_them() -> None:
+    """The modules of request bodies import kio's classes for mypy only; each tuple they
+    hand to isinstance names classes that exist, of one API, and is true of an instance
+    of each and of no other served version's class of the same name."""
+    from minikafka.broker import _body, _group_body
+
+    for module in (_body, _group_body):
+        for name, value in vars(module).items():
+            if not (name.isupper() and isinstance(value, tuple) and value):
+                continue
+            classes = load_body_classes(value)
+            assert classes, name
+            assert len({int(c.__api_key__) for c in classes}) == 1, name
+            for cls in classes:
+                instance = object.__new__(cls)  # no fields needed: matched by class
+                assert isinstance(instance, value), (name, cls)
+            others = {
+                c
+                for c in load_body_classes(
+                    SERVED_BODIES[ApiKey(classes[0].__api_key__)]
+                )
+                if c.__name__ == classes[0].__name__ and c not in classes
+            }
+            for other in others:
+                assert not isinstance(object.__new__(other), value), (name, other)
+
+
+def test_starting_a_broker_program_imports_few_of_the_request_classes_it_serves() -> (
+    None
+):
+    """The served versions are named, not imported: a ``minikafka`` program pays for the
+    kio classes of the requests it receives (and of those its client tools send), not
+    for every version of every API (153 classes, which all imported took about half a
+    second of every broker's and tool's start)."""
+    served = sum(len(load_body_classes(v)) for v in SERVED_BODIES.values())
+    check = (
+        "import sys, minikafka.broker._cli;"
+        "print(sum(1 for m in sys.modules"
+        " if m.startswith('kio.schema.') and m.endswith('.request')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", check], check=True, capture_output=True, text=True
+    )
+    assert int(out.stdout) < served / 2, (out.stdout, served)

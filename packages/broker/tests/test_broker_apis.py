@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import struct
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -416,15 +417,28 @@ async def test_api_versions_lists_exactly_what_kafka_apis_supports(
     assert await broker.client.api_versions(broker.node) == dict(KafkaApis.SUPPORTED)
 
 
-def _version_body(api_key: int, version: int, topic: str, count: int) -> RequestPayload:
-    """A plain request of ``api_key`` v``version`` about ``topic``, built with ``build``."""
+def _version_body(
+    api_key: int,
+    version: int,
+    topic: str,
+    count: int,
+    topic_id: uuid.UUID | None = None,
+) -> RequestPayload:
+    """A plain request of ``api_key`` v``version`` about ``topic``, built with ``build``
+    (``topic_id``: where the version names topics by id, KIP-516)."""
     cls = request_class(api_key, version)
 
     def entry(key: str, **fields: object) -> tuple[object, ...]:
-        # A topic entry names its topic "name" in most messages, "topic" in Fetch.
+        # A topic entry names its topic "name" in most messages, "topic" in Fetch, and
+        # by "topic_id" alone in the newest versions of some.
         entity = element(cls, key)
-        named = "name" if has_field(entity, "name") else "topic"
-        return (build(entity, **{named: topic}, **fields),)
+        if has_field(entity, "name"):
+            fields["name"] = topic
+        elif has_field(entity, "topic"):
+            fields["topic"] = topic
+        else:
+            fields["topic_id"] = topic_id
+        return (build(entity, **fields),)
 
     def part(key: str, **fields: object) -> object:
         return build(element(element(cls, key), "partitions"), **fields)
@@ -467,17 +481,22 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
         2: lambda: {
             "replica_id": -1,
             "isolation_level": 0,
+            "timeout": seconds,  # v10+ (KIP-1075)
             "topics": entry(
                 "topics", partitions=(part("topics", partition_index=0, timestamp=-1),)
             ),
         },
         3: lambda: {
-            "topics": entry("topics"),
+            "topics": entry("topics", topic_id=uuid.UUID(int=0)),  # v10+: by name
             "allow_auto_topic_creation": False,
             "include_cluster_authorized_operations": False,
             "include_topic_authorized_operations": False,
         },
-        10: lambda: {"key": "sweep-group", "key_type": 0},
+        10: lambda: {  # one key up to v3, a list of them from v4 (KIP-699)
+            "key": "sweep-group",
+            "coordinator_keys": ("sweep-group",),
+            "key_type": 0,
+        },
         18: lambda: {"client_software_name": "tests", "client_software_version": "1"},
         19: lambda: {
             "topics": entry(
@@ -490,7 +509,13 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
             "timeout": seconds,
             "validate_only": False,
         },
-        20: lambda: {"topic_names": (topic,), "timeout": seconds},
+        20: lambda: {  # by name; from v6 (KIP-516) a name or an id per topic
+            "topic_names": (topic,),
+            "topics": entry("topics", topic_id=uuid.UUID(int=0))
+            if has_field(cls, "topics")
+            else (),
+            "timeout": seconds,
+        },
         22: lambda: {"transactional_id": None, "transaction_timeout": seconds},
         23: lambda: {
             "replica_id": -1,  # v3+: a consumer (KIP-320's validation) asks too
@@ -516,6 +541,49 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
             "timeout": seconds,
         },
         45: lambda: {"timeout": seconds, "topics": ()},
+        # The configs sweep sets a key the topic takes and puts it back.
+        33: lambda: {
+            "resources": (
+                build(
+                    element(cls, "resources"),
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=topic,
+                    configs=(
+                        build(
+                            element(element(cls, "resources"), "configs"),
+                            name="retention.ms",
+                            value=str(3_600_000 + version),
+                        ),
+                    ),
+                ),
+            ),
+            "validate_only": False,
+        },
+        44: lambda: {
+            "resources": (
+                build(
+                    element(cls, "resources"),
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=topic,
+                    configs=(
+                        build(
+                            element(element(cls, "resources"), "configs"),
+                            name="retention.ms",
+                            config_operation=1,  # DELETE
+                            value=None,
+                        ),
+                    ),
+                ),
+            ),
+            "validate_only": False,
+        },
+        35: lambda: {"topics": None},
+        61: lambda: {"topics": entry("topics", partition_indexes=(0,))},
+        60: lambda: {
+            "include_cluster_authorized_operations": False,
+            "endpoint_type": 1,
+            "include_fenced_brokers": False,
+        },
         # DescribeQuorum: the metadata quorum (one voter here, the leader, answering).
         55: lambda: {"topics": encode_describe_quorum_request().topics},
         46: lambda: {"timeout": seconds, "topics": None},
@@ -529,9 +597,31 @@ def _version_body(api_key: int, version: int, topic: str, count: int) -> Request
 
 
 # Create the topics first, use them, grow them, delete them last.
-_SWEEP_ORDER = (19, 18, 3, 0, 1, 23, 2, 10, 22, 32, 37, 43, 45, 46, 55, 20)
+_SWEEP_ORDER = (
+    19,
+    18,
+    3,
+    0,
+    1,
+    23,
+    2,
+    10,
+    22,
+    32,
+    33,
+    44,
+    35,
+    60,
+    61,
+    37,
+    43,
+    45,
+    46,
+    55,
+    20,
+)
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions.
-_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42)
+_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47)
 
 
 async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) -> None:
@@ -543,7 +633,15 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
         for i, version in enumerate(range(low, high + 1)):
             # CreateTopics and DeleteTopics use one topic per version; the rest topic 0.
             topic = f"sweep-{i}" if api_key in (19, 20) else "sweep-0"
-            body = _version_body(api_key, version, topic, count=3 + i)
+            created = KafkaApis.SUPPORTED[19]
+            if api_key == 20 and i > created[1] - created[0]:
+                # More DeleteTopics versions than CreateTopics ones: its topic first.
+                made = _version_body(19, created[1], topic, count=1)
+                with trio.fail_after(DEADLINE):
+                    await broker.client.send(broker.node, made)
+            known = broker.server.metadata_cache.topic(topic)
+            topic_id = None if known is None else known.topic_id
+            body = _version_body(api_key, version, topic, 3 + i, topic_id)
             with trio.fail_after(DEADLINE):
                 response = await broker.client.send(broker.node, body)
             assert response is not None
@@ -577,7 +675,16 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
         if k not in _GROUP_APIS
     }
     # DeleteTopics of every version removed the topics again (FindCoordinator created
-    # the internal __consumer_offsets, which stays).
+    # the internal __consumer_offsets, which stays); those of CreateTopics versions past
+    # DeleteTopics' count go with one more DeleteTopics.
+    topics_made, deleted = (len(answered[k]) for k in (19, 20))
+    if topics_made > deleted:
+        extra = tuple(TopicName(f"sweep-{i}") for i in range(deleted, topics_made))
+        with trio.fail_after(DEADLINE):
+            await broker.client.send(
+                broker.node,
+                DeleteTopicsRequest(topic_names=extra, timeout=ms(30_000)),
+            )
     assert [t.name for t in (await broker.metadata(None)).topics] == [
         "__consumer_offsets"
     ]
@@ -1304,6 +1411,19 @@ async def test_list_offsets_earliest_latest_and_by_timestamp(broker: Kafka) -> N
     assert (first.offset, first.timestamp) == (0, 1_000)
     after = await broker.list_offset("t", 9_999)
     assert (after.error_code, after.offset, after.timestamp) == (ErrorCode.none, -1, -1)
+    # KIP-734's max timestamp (-3): the first record with the largest timestamp; with no
+    # tiered storage (KIP-405, KIP-1005) the local log starts at the log start (-4) and
+    # no offset was ever tiered (-5), as Kafka answers for a topic without it.
+    newest = await broker.list_offset("t", -3)
+    assert (newest.offset, newest.timestamp) == (4, 3_000)
+    local = await broker.list_offset("t", -4)
+    assert (local.error_code, local.offset) == (ErrorCode.none, 0)
+    tiered = await broker.list_offset("t", -5)
+    assert (tiered.error_code, tiered.offset, tiered.leader_epoch) == (
+        ErrorCode.none,
+        -1,
+        -1,
+    )
     assert latest.leader_epoch == (await broker.topic("t")).partitions[0].leader_epoch
     missing = await broker.list_offset("missing", LATEST)
     assert missing.error_code is ErrorCode.unknown_topic_or_partition
@@ -1391,6 +1511,42 @@ async def test_delete_topics(broker: Kafka) -> None:
     await broker.create_topic("doomed")
     assert (await broker.list_offset("doomed", LATEST)).offset == 0
     assert (await broker.fetch("doomed")).records == b""
+
+
+async def test_delete_topics_by_id(broker: Kafka) -> None:
+    # DeleteTopics v6 (KIP-516): a topic named by its id alone goes, and the answer
+    # names it; an id no topic has is UNKNOWN_TOPIC_ID and touches nothing; a name
+    # is answered with its topic's id.
+    await broker.create_topic("by-id")
+    await broker.create_topic("by-name")
+    by_id = broker.server.metadata_cache.topic("by-id")
+    by_name = broker.server.metadata_cache.topic("by-name")
+    assert by_id is not None
+    assert by_name is not None
+    missing = uuid.UUID(int=12345)
+    cls = request_class(20, 6)
+    state = element(cls, "topics")
+    body = build(
+        cls,
+        topics=(
+            build(state, name=None, topic_id=by_id.topic_id),
+            build(state, name=None, topic_id=missing),
+            build(state, name="by-name", topic_id=uuid.UUID(int=0)),
+        ),
+        timeout=datetime.timedelta(seconds=30),
+    )
+    answer = await broker.client.send(broker.node, body)
+    assert {
+        (r.name, r.topic_id, r.error_code) for r in cast(Any, answer).responses
+    } == {
+        ("by-id", by_id.topic_id, ErrorCode.none),
+        (None, missing, ErrorCode.unknown_topic_id),
+        ("by-name", by_name.topic_id, ErrorCode.none),
+    }
+    for name in ("by-id", "by-name"):
+        assert (await broker.topic(name)).error_code is (
+            ErrorCode.unknown_topic_or_partition
+        )
 
 
 async def test_create_partitions(broker: Kafka) -> None:

@@ -35,6 +35,7 @@ from kio.schema.errors import ErrorCode
 
 import minikafka.broker._apis as apis_module
 import minikafka.broker._metadata_fetcher as fetcher_module
+import minikafka.broker._metadata_publisher as publisher_module
 import minikafka.broker._server as server_module
 from minikafka.broker import BrokerServer
 from minikafka.broker._config import KafkaConfig
@@ -57,11 +58,11 @@ from minikafka.controller import (
     BrokerHeartbeatRequest,
     CommittedDivergenceError,
     ConfigResourceType,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     MetadataDelta,
+    QuorumControllerShell,
 )
 from minikafka.controller.zk import (
     LeaderAndIsr,
@@ -75,7 +76,7 @@ from minikafka.replication import (
     Partition,
     PartitionState,
     ProducePartitionResult,
-    ReplicaManagerService,
+    ReplicaManagerShell,
     ReplicationError,
 )
 from minikafka.zk import WatchFired
@@ -192,10 +193,10 @@ async def test_a_delta_that_fails_to_apply_is_logged_counted_and_the_next_applie
 async def test_a_heartbeat_that_raises_is_sent_again_at_the_next_interval(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = ControllerServer.submit
+    real = QuorumControllerShell.submit
     heartbeats: list[str] = []
 
-    async def submit(self: ControllerServer, request: Any) -> Any:
+    async def submit(self: QuorumControllerShell, request: Any) -> Any:
         if isinstance(request, BrokerHeartbeatRequest):
             if 1 <= len(heartbeats) <= 3:  # three failures in a row, the same bug
                 heartbeats.append("failed")
@@ -203,7 +204,7 @@ async def test_a_heartbeat_that_raises_is_sent_again_at_the_next_interval(
             heartbeats.append("sent")
         return await real(self, request)
 
-    monkeypatch.setattr(ControllerServer, "submit", submit)
+    monkeypatch.setattr(QuorumControllerShell, "submit", submit)
     overrides = {"broker.heartbeat.interval.ms": "50"}
     async with combined(tmp_path, overrides) as (_, client):
         await wait_until(lambda: heartbeats.count("sent") >= 3, DEADLINE)
@@ -313,7 +314,7 @@ async def test_a_record_that_fails_to_replay_is_skipped_and_the_others_applied(
             super().replay(record, offset)
 
     async with controller_and_broker(tmp_path) as (_, broker):
-        monkeypatch.setattr(server_module, "MetadataDelta", FaultyDelta)
+        monkeypatch.setattr(publisher_module, "MetadataDelta", FaultyDelta)
         await broker.channel.submit(
             CreateTopicsRequest((CreatableTopic("lost", 1, 1),))
         )
@@ -545,7 +546,7 @@ def test_the_offsets_topic_refuses_to_load_a_partition_whose_log_is_not_here(
     from minikafka.replication.testing import replica_manager_core
 
     topic = ReplicaOffsetsTopic(
-        ReplicaManagerService(replica_manager_core(tmp_path)), 5000
+        ReplicaManagerShell(replica_manager_core(tmp_path)), 5000
     )
     with pytest.raises(ReplicationError) as refused:
         list(topic.read(0))

@@ -24,6 +24,7 @@ from typing import Any
 import trio
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient
+from kafka.errors import RebalanceInProgressError
 
 import minikafka.broker  # noqa: F401  (registers every package's events for decode_event)
 from minikafka.broker import BrokerServer
@@ -74,6 +75,9 @@ def _clients(node: int, bootstrap: str) -> list[bytes]:
         auto_offset_reset="earliest",
         enable_auto_commit=False,
         fetch_max_wait_ms=100,
+        # Three brokers and three clients share one process: on a loaded machine a
+        # heartbeat can wait longer than kafka-python's 10 s default session.
+        session_timeout_ms=30_000,
     )
     # The topic in the consumer's metadata before it joins: a leader that assigns while
     # its metadata lacks the topic assigns nothing, and kafka-python may not notice.
@@ -85,7 +89,15 @@ def _clients(node: int, bootstrap: str) -> list[bytes]:
         while len(values) < RECORDS and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=100).values():
                 values += [message.value for message in batch]
-        consumer.commit()
+        while True:
+            try:
+                consumer.commit()
+                break
+            except RebalanceInProgressError:
+                # The client's own advice: poll, which completes the rebalance, and
+                # commit again (what was read is still this member's to commit).
+                assert time.monotonic() < deadline, "the group never settled"
+                consumer.poll(timeout_ms=100)
     finally:
         consumer.close()
     return values
@@ -189,13 +201,16 @@ def test_three_nodes_in_one_process_trace_to_three_streams(tmp_path: Path) -> No
                 assert r["client_id"].startswith(client), (node, r)
             if r["component"] == "controller" and r["event"] == "broker_registration":
                 assert r["broker_id"] == node, (node, r)
-            if r["component"] == "controller" and r["event"] == "quorum_leader":
-                assert r["leader_id"] == node, (node, r)
         rolls = [
-            r for r in records if r["event"] == "segment_roll" and r["topic"] == topic
+            r
+            for r in records
+            if r["event"] == "segment_roll" and r.get("topic") == topic
         ]
         assert rolls, node
         assert any(r["event"] == "member_join" for r in records), node
         assert any(
-            r["event"] == "hw_advance" and r["topic"] == topic for r in records
+            r["component"] == "replication"
+            and r["event"] == "hw_advance"
+            and r["topic"] == topic
+            for r in records
         ), node

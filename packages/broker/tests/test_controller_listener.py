@@ -40,6 +40,7 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 from minikafka.broker import BrokerServer
 from minikafka.broker._controller_apis import METADATA_TOPIC_ID, SUPPORTED
 from minikafka.broker._controller_channel import ControllerLocator
+from minikafka.broker._controller_raft_apis import RAFT_APIS
 from minikafka.broker._metadata_fetcher import fetch_metadata_forever
 from minikafka.broker.testing import request_body, running_broker, single_node_config
 from minikafka.controller import (
@@ -218,7 +219,8 @@ async def test_each_listener_advertises_its_own_apis(tmp_path: Path) -> None:
             int(k.api_key): (int(k.min_version), int(k.max_version))
             for k in answer.api_keys
         }
-        assert served == dict(SUPPORTED)
+        # The election APIs too: a lone voter's quorum is Raft's, as Kafka's.
+        assert served == {**SUPPORTED, **RAFT_APIS}
         host, port = node.bound_address()
         answer = await client.send(Node(1, host, port), request)
         assert isinstance(answer, ApiVersionsResponse)

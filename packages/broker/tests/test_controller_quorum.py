@@ -222,19 +222,17 @@ async def test_a_follower_behind_the_log_start_copies_the_snapshot(
         await nodes[behind].shutdown()
         stopped_at = nodes[behind].controller.image.offset
         server = nodes[leader].controller
-        assert server.raft is not None
         for broker_id in (7, 8, 9):
             await server.submit(registration(broker_id))
         with trio.fail_after(DEADLINE):
             while True:  # until a snapshot moved the log start past what it has
-                if server.raft.raft_log.start_offset > stopped_at + 1:
+                if server.quorum.raft_log.start_offset > stopped_at + 1:
                     break
                 await trio.sleep(0.05)  # polling the leader's log, inside the deadline
         await running.restart(behind)
         await same_images(running.nodes, server.image.offset)
         lagging = running.nodes[behind].controller
-        assert lagging.raft is not None
-        assert lagging.raft.raft_log.latest_snapshot() is not None
+        assert lagging.quorum.raft_log.latest_snapshot() is not None
         assert sorted(lagging.image.brokers) == [7, 8, 9]
 
         # A broker arriving now starts below every voter's log start: it finds the leader

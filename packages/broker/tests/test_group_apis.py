@@ -32,13 +32,13 @@ from minikafka.broker.testing import (
     single_node_config,
 )
 from minikafka.coordination import GroupState
-from minikafka.net import NetworkClient, Node, build
+from minikafka.net import NetworkClient, Node, build, nested
 from minikafka.net.testing import wait_until
 
 DEADLINE = 30.0  # seconds; generous for a shared 2-core machine
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 8, 9, 10, 11, 12
 LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = 13, 14, 15, 16
-CREATE_TOPICS, DELETE_GROUPS = 19, 42
+CREATE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = 19, 42, 47
 GROUP_APIS = (
     JOIN_GROUP,
     SYNC_GROUP,
@@ -49,6 +49,7 @@ GROUP_APIS = (
     DESCRIBE_GROUPS,
     LIST_GROUPS,
     DELETE_GROUPS,
+    OFFSET_DELETE,
 )
 LOWEST = {k: KafkaApis.SUPPORTED[k][0] for k in GROUP_APIS}
 HIGHEST = {k: KafkaApis.SUPPORTED[k][1] for k in GROUP_APIS}
@@ -234,9 +235,13 @@ class Client(WireClient):
     async def fetch(
         self, group: str, version: int, partitions: Mapping[str, Sequence[int]] | None
     ) -> Any:
-        """OffsetFetch of topic -> partitions; None asks for all (v2+)."""
+        """OffsetFetch of topic -> partitions; None asks for all (v2+). From v8 the
+        request lists groups (KIP-709): this asks for one, and returns its entry, which
+        has the error code and topics a v2-v7 response has at the top."""
         cls = request_class(OFFSET_FETCH, version)
-        topic_cls = element(cls, "topics")
+        batched = version >= 8
+        group_cls = element(cls, "groups") if batched else cls
+        topic_cls = element(group_cls, "topics")
         topics = (
             None
             if partitions is None
@@ -245,7 +250,12 @@ class Client(WireClient):
                 for n, ps in partitions.items()
             )
         )
-        return await self.call(build(cls, group_id=group, topics=topics))
+        if not batched:
+            return await self.call(build(cls, group_id=group, topics=topics))
+        entry = build(group_cls, group_id=group, topics=topics)
+        [answer] = (await self.call(build(cls, groups=(entry,)))).groups
+        assert answer.group_id == group
+        return answer
 
     async def describe(
         self, version: int, *groups: str, operations: bool = False
@@ -423,7 +433,13 @@ async def test_every_advertised_version_of_every_group_api_is_answered(
                 (g, "consumer") for g, _ in members
             }
             seen(LIST_GROUPS, v)
-        for v, (g, m) in zip(versions(LEAVE_GROUP), members, strict=False):
+        # A group of its own for each LeaveGroup version, the last group kept.
+        leaving = members[:-1]
+        for v in versions(LEAVE_GROUP)[len(leaving) :]:
+            extra = f"sweep-leave-{v}"
+            joined = await admin.join_as_new(extra, HIGHEST[JOIN_GROUP])
+            leaving.append((extra, joined.member_id))
+        for v, (g, m) in zip(versions(LEAVE_GROUP), leaving, strict=False):
             left = await admin.leave(g, v, [(m, None)])
             assert left.error_code is ErrorCode.none
             if v >= 3:
@@ -432,6 +448,37 @@ async def test_every_advertised_version_of_every_group_api_is_answered(
                 ]
             assert broker.state(g) is GroupState.EMPTY
             seen(LEAVE_GROUP, v)
+        for v in versions(OFFSET_DELETE):
+            # The last group keeps its member, whose metadata is no subscription Kafka
+            # can read: every topic counts as subscribed, and the offset stays.
+            topic_cls = request_class(OFFSET_DELETE, v)
+            [answer] = (
+                await admin.call(
+                    request_body(
+                        OFFSET_DELETE,
+                        v,
+                        group_id=group,
+                        topics=(
+                            build(
+                                nested(topic_cls, "topics"),
+                                name=TOPIC,
+                                partitions=(
+                                    build(
+                                        nested(
+                                            nested(topic_cls, "topics"), "partitions"
+                                        ),
+                                        partition_index=0,
+                                    ),
+                                ),
+                            ),
+                        ),
+                    )
+                )
+            ).topics
+            assert (
+                answer.partitions[0].error_code is ErrorCode.group_subscribed_to_topic
+            )
+            seen(OFFSET_DELETE, v)
         for v, (g, _) in zip(versions(DELETE_GROUPS), members, strict=False):
             assert await admin.delete(v, g) == {g: ErrorCode.none}
             assert broker.state(g) is None
@@ -603,10 +650,16 @@ async def test_a_group_from_join_to_delete(
             == 42
         )
 
-        # Deleted: Dead to DescribeGroups, gone from ListGroups, its offsets gone.
+        # Deleted: Dead to DescribeGroups (and not found from v6, KIP-1043), gone from
+        # ListGroups, its offsets gone.
         assert await admin.delete(api[DELETE_GROUPS], group) == {group: ErrorCode.none}
         [described] = await admin.describe(api[DESCRIBE_GROUPS], group)
-        assert (described.error_code, described.group_state) == (ErrorCode.none, "Dead")
+        gone_error = (
+            ErrorCode.group_id_not_found
+            if api[DESCRIBE_GROUPS] >= 6
+            else ErrorCode.none
+        )
+        assert (described.error_code, described.group_state) == (gone_error, "Dead")
         assert (await admin.list_groups(api[LIST_GROUPS])).groups == ()
         gone = fetched(await admin.fetch(group, api[OFFSET_FETCH], {TOPIC: [0]}))
         assert gone == {(TOPIC, 0): (-1, -1, "", ErrorCode.none)}
@@ -742,7 +795,8 @@ async def test_a_join_without_protocols_is_inconsistent(
                 f"odd-{v}", v, protocol_type=protocol_type, protocols=protocols
             )
             assert joined.error_code is ErrorCode.inconsistent_group_protocol
-            assert joined.protocol_name == ""  # not nullable before v7
+            # null from v7, where it became nullable; "" before
+            assert joined.protocol_name == (None if v >= 7 else "")
 
 
 async def test_a_join_with_another_protocol_type_or_no_common_protocol_is_refused(
@@ -851,6 +905,68 @@ async def test_before_the_offsets_topic_exists_this_broker_is_not_the_coordinato
             )
         assert await client.delete(1, "g") == {"g": ErrorCode.not_coordinator}
         assert (await client.list_groups(2)).groups == ()
+
+
+async def test_offset_fetch_answers_each_group_of_a_batch(tmp_path: Path) -> None:
+    """OffsetFetch v8+ (KIP-709): each listed group gets its own entry, in the
+    request's order, a repeated group each time; a group with no commits has none."""
+    async with prepared(tmp_path) as broker:
+        admin = await broker.client("batch")
+        await admin.commit("a", 7, {TOPIC: [(0, 5, -1, "m")]})
+        await admin.commit("b", 7, {TOPIC: [(1, 9, -1, None)]})
+        for v in range(8, HIGHEST[OFFSET_FETCH] + 1):
+            cls = request_class(OFFSET_FETCH, v)
+            group_cls = element(cls, "groups")
+            body = build(
+                cls,
+                groups=tuple(build(group_cls, group_id=g, topics=None) for g in "abca"),
+            )
+            answer = await admin.call(body)
+            assert [g.group_id for g in answer.groups] == ["a", "b", "c", "a"]
+            assert [fetched(g) for g in answer.groups] == [
+                {(TOPIC, 0): (5, -1, "m", ErrorCode.none)},
+                {(TOPIC, 1): (9, -1, "", ErrorCode.none)},
+                {},
+                {(TOPIC, 0): (5, -1, "m", ErrorCode.none)},
+            ]
+            assert {g.error_code for g in answer.groups} == {ErrorCode.none}
+
+
+async def test_find_coordinator_answers_every_version_and_each_key_of_a_batch(
+    tmp_path: Path,
+) -> None:
+    """FindCoordinator v0-3 answers one key; from v4 (KIP-699) each key of the list gets
+    its own entry, in the request's order, a repeated key each time; a key type with no
+    coordinator here is answered per key, as Kafka's batched path does."""
+    async with running(tmp_path / "data") as broker:
+        client = await broker.client("finder")
+        node, invalid = broker.server.config.node_id, ErrorCode.invalid_request
+
+        def answers(found: Any) -> list[tuple[str, ErrorCode, int]]:
+            return [(c.key, c.error_code, int(c.node_id)) for c in found.coordinators]
+
+        unknown_types = ((1, ErrorCode.coordinator_not_available), (7, invalid))
+        for v in versions(FIND_COORDINATOR):
+            if v < 4:
+                found = await client.call(request_body(FIND_COORDINATOR, v, key="g"))
+                assert (found.error_code, int(found.node_id)) == (ErrorCode.none, node)
+                continue
+            keys = ("g", "h", "g")
+            found = await client.call(
+                request_body(FIND_COORDINATOR, v, coordinator_keys=keys, key_type=0)
+            )
+            assert answers(found) == [(k, ErrorCode.none, node) for k in keys]
+            for key_type, error in unknown_types:
+                found = await client.call(
+                    request_body(
+                        FIND_COORDINATOR, v, coordinator_keys=("t",), key_type=key_type
+                    )
+                )
+                assert answers(found) == [("t", error, -1)]
+            found = await client.call(
+                request_body(FIND_COORDINATOR, v, coordinator_keys=(), key_type=0)
+            )
+            assert answers(found) == []
 
 
 @pytest.mark.parametrize("version", list(versions(OFFSET_FETCH)))
@@ -977,11 +1093,14 @@ async def test_describe_groups_reports_operations_only_when_asked(
             )
             # No authorizer: every group operation, READ, DELETE and DESCRIBE (bits 3, 6, 8).
             assert asked.authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)
+            # An unknown group: Dead, and from v6 not found (KIP-1043).
             assert (unknown.error_code, unknown.group_state, unknown.members) == (
-                ErrorCode.none,
+                ErrorCode.group_id_not_found if v >= 6 else ErrorCode.none,
                 "Dead",
                 (),
             )
+            if v >= 6:
+                assert unknown.error_message == "Group unknown not found."
 
 
 async def test_delete_groups_refuses_a_group_with_members(tmp_path: Path) -> None:

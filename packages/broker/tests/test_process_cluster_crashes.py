@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.broker._process_cluster import tracebacks
+from minikafka.broker._node_exits import tracebacks
 from minikafka.broker.testing import ClusterError, ProcessCluster, free_ports
 
 # Real processes started and killed: a minute on a loaded two-core machine.

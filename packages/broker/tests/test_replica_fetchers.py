@@ -34,7 +34,7 @@ from minikafka.replication import (
     FetchPartition,
     Partition,
     PartitionState,
-    ReplicaManagerService,
+    ReplicaManagerShell,
 )
 from minikafka.replication.testing import replica_manager_core
 
@@ -66,12 +66,12 @@ class Unwired(ReplicaFetcherManager):
         return await self.fetch_wire(fetches)
 
 
-def follower(tmp_path: Path) -> tuple[ReplicaManagerService, Unwired]:
-    service = ReplicaManagerService(replica_manager_core(tmp_path, broker_id=2))
+def follower(tmp_path: Path) -> tuple[ReplicaManagerShell, Unwired]:
+    service = ReplicaManagerShell(replica_manager_core(tmp_path, broker_id=2))
     return service, Unwired(2, service)
 
 
-def follow(service: ReplicaManagerService, epoch: int) -> None:
+def follow(service: ReplicaManagerShell, epoch: int) -> None:
     state = PartitionState(1, epoch, epoch, (1, 2), (1, 2))
     service.become_leader_or_follower({}, {TP: (uuid.UUID(int=1), state)})
 

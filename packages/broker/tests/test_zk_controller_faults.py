@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import pytest
 import trio
+import trio.testing
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker.testing import free_ports
@@ -100,7 +101,10 @@ async def until(check: Callable[[], bool], what: str) -> None:
 
 @asynccontextmanager
 async def controller(
-    zookeeper: ZooKeeperServer, *, active: bool = True
+    zookeeper: ZooKeeperServer,
+    *,
+    active: bool = True,
+    broker_has_topic: Callable[[str], bool] = lambda name: False,
 ) -> AsyncIterator[ZkControllerShell]:
     """Broker 1's controller shell, standing for election; broker 2 is registered (at
     a port nobody listens on: its sender retries in the background)."""
@@ -114,7 +118,14 @@ async def controller(
                 2, (f"PLAINTEXT://127.0.0.1:{port}",), {"PLAINTEXT": "PLAINTEXT"}
             ),
         )
-        shell = ZkControllerShell(1, zk, ControllerConfig(), "PLAINTEXT", NullTracer(1))
+        shell = ZkControllerShell(
+            1,
+            zk,
+            ControllerConfig(),
+            "PLAINTEXT",
+            NullTracer(1),
+            broker_has_topic=broker_has_topic,
+        )
         async with trio.open_nursery() as nursery:
             await nursery.start(shell.run)
             nursery.start_soon(forward_watches, zk, shell)
@@ -219,6 +230,44 @@ async def test_a_write_fenced_by_a_newer_controller_epoch_resigns(
         # It resigned; alone, it is elected again, past the other's epoch.
         await until(lambda: shell.epoch > epoch + 10, "a newer epoch")
         await created(shell, "u")
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_a_creation_outlives_its_controller_and_ends_in_the_brokers_metadata(
+    zookeeper: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guarantee: a CreateTopics whose controller resigns while it waits (its session
+    expired) is not answered at the resignation: the next controller creates the
+    topic, and the answer comes once this broker's metadata has it (Kafka's
+    DelayedCreatePartitions watches the broker's metadata cache, whoever controls)."""
+    known: set[str] = set()
+    async with controller(zookeeper, broker_has_topic=known.__contains__) as shell:
+        # The controller never gets as far as every partition's state, and once it
+        # resigns it stands no more: the topic can only arrive through the metadata.
+        monkeypatch.setattr(shell_module, "_created", lambda core, name: False)
+        monkeypatch.setattr(ZkControllerShell, "elect", lambda self: None)
+        answers: list[object] = []
+
+        async def ask() -> None:
+            answers.append(await shell.submit(create_topic("t")))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask)
+            await until(
+                lambda: shell.core is not None and "t" in shell.core.context.topics,
+                "the controller wrote t",
+            )
+            shell.resign("the test's session expired")
+            await until(lambda: not shell.active, "broker 1 resigned")
+            await trio.testing.wait_all_tasks_blocked()
+            assert answers == [], "answered at the resignation"
+            known.add("t")
+            shell.metadata_applied()
+            await until(lambda: bool(answers), "the answer")
+    (answer,) = answers
+    assert isinstance(answer, CreateTopicsResponse)
+    assert answer.topics[0].error_code is ErrorCode.none, answer
 
 
 # --- the senders ---------------------------------------------------------------------------

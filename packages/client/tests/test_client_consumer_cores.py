@@ -12,7 +12,10 @@ from minikafka.client import (
     ConsumerCoordinator,
     FetchedPartition,
     Fetcher,
+    FetchPlan,
+    ListOffsetsPlan,
     MemberState,
+    OffsetsForLeaderEpochPlan,
     SubscriptionState,
     TopicInfo,
 )
@@ -27,6 +30,7 @@ from minikafka.coordination.member import (
     LeaveGroup,
     OffsetCommit,
     OffsetFetch,
+    SyncGroup,
 )
 from minikafka.log import CorruptRecordError, Record, build_batch, make_records
 from minikafka.net import Node
@@ -80,55 +84,65 @@ def fetcher(**config: object) -> Fetcher:
     return Fetcher(c, subscriptions, metadata)
 
 
+def fetches(f: Fetcher) -> list[FetchPlan]:
+    """The Fetch requests of ``prepare()``'s result (its messages)."""
+    plans = f.prepare().messages
+    assert all(isinstance(p, FetchPlan) for p in plans)
+    return [p for p in plans if isinstance(p, FetchPlan)]
+
+
 def test_one_fetch_per_leader_reading_ahead_one_fetch_per_partition() -> None:
     f = fetcher(**{"max.poll.records": 2})
     f.subscriptions.seek(TP0, 0)
     f.subscriptions.seek(TP1, 0)
-    plans = f.prepare()
+    plans = fetches(f)
     assert [(p.node, [tp for tp, *_ in p.partitions]) for p in plans] == [
         (1, [TP0]),
         (2, [TP1]),
     ]
-    assert f.prepare() == []  # both leaders have a fetch in flight
+    assert fetches(f) == []  # both leaders have a fetch in flight
     f.on_response(plans[0], {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(0, 3))})
     # TP0's records wait to be handed out, and the next ones are fetched meanwhile,
     # from where these end.
-    [ahead] = f.prepare()
+    [ahead] = fetches(f)
     assert ahead.partitions == ((TP0, 3, 1_048_576),)
     f.on_response(ahead, {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(3, 2))})
-    assert f.prepare() == []  # two fetches' worth waits: no further read ahead
+    assert fetches(f) == []  # two fetches' worth waits: no further read ahead
     assert offsets(f.take(2)) == [0, 1]
     assert f.subscriptions.position(TP0) == 2
     assert offsets(f.take(5)) == [2, 3, 4]
     assert f.subscriptions.position(TP0) == 5
-    [again] = f.prepare()
+    [again] = fetches(f)
     assert again.partitions == ((TP0, 5, 1_048_576),)
 
 
 def test_a_seek_drops_what_was_read_ahead() -> None:
     f = fetcher()
     f.subscriptions.seek(TP0, 0)
-    [plan] = [p for p in f.prepare() if p.node == 1]
+    [plan] = [p for p in fetches(f) if p.node == 1]
     f.subscriptions.seek(TP0, 100)  # while the fetch from 0 is out
     f.on_response(plan, {TP0: FetchedPartition(ErrorCode.none, 9, 9, batch(0, 3))})
     assert f.take(10) == []
-    [plan] = [p for p in f.prepare() if p.node == 1]
+    [plan] = [p for p in fetches(f) if p.node == 1]
     assert plan.partitions[0][1] == 100
 
 
 def test_out_of_range_resets_by_auto_offset_reset_or_is_reported() -> None:
     f = fetcher(**{"auto.offset.reset": "earliest"})
     f.subscriptions.seek(TP0, 50)
-    [plan] = [p for p in f.prepare() if p.node == 1]
+    [plan] = [p for p in fetches(f) if p.node == 1]
     f.on_response(plan, {TP0: FetchedPartition(ErrorCode.offset_out_of_range)})
-    assert f.prepare_resets() == {1: {TP0: -2}}  # ListOffsets for the earliest offset
+    # ListOffsets for the earliest offset
+    assert f.prepare_resets().messages == (ListOffsetsPlan(1, ((TP0, -2),)),)
     f.on_reset(1, {TP0: (ErrorCode.none, 7)})
     assert f.subscriptions.position(TP0) == 7
     strict = fetcher(**{"auto.offset.reset": "none"})
     strict.subscriptions.seek(TP0, 50)
-    [plan] = [p for p in strict.prepare() if p.node == 1]
-    strict.on_response(plan, {TP0: FetchedPartition(ErrorCode.offset_out_of_range)})
-    assert [e.name() for e in strict.errors] == ["OFFSET_OUT_OF_RANGE"]
+    [plan] = [p for p in fetches(strict) if p.node == 1]
+    answered = strict.on_response(
+        plan, {TP0: FetchedPartition(ErrorCode.offset_out_of_range)}
+    )
+    assert [e.name() for e in answered.replies] == ["OFFSET_OUT_OF_RANGE"]
 
 
 def test_a_moved_leader_refreshes_the_metadata() -> None:
@@ -136,10 +150,12 @@ def test_a_moved_leader_refreshes_the_metadata() -> None:
     f.subscriptions.seek(TP0, 0)
     f.metadata.update_due(0.0)
     f.metadata._needs_update = False
-    [plan] = [p for p in f.prepare() if p.node == 1]
-    f.on_response(plan, {TP0: FetchedPartition(ErrorCode.not_leader_or_follower)})
+    [plan] = [p for p in fetches(f) if p.node == 1]
+    answered = f.on_response(
+        plan, {TP0: FetchedPartition(ErrorCode.not_leader_or_follower)}
+    )
     assert f.metadata.update_due(0.0)
-    assert f.errors == []
+    assert answered.replies == ()
 
 
 # --- the coordinator ---------------------------------------------------------------
@@ -161,7 +177,7 @@ def coordinator(strategy: str) -> ConsumerCoordinator:
     subscriptions = SubscriptionState()
     subscriptions.subscribe(["t"])
     c = ConsumerCoordinator(config, subscriptions, metadata, "g")
-    [find] = c.poll(0.0)
+    [find] = c.on_timer(0.0).messages
     assert isinstance(find, FindCoordinator)
     c.on_find_coordinator(ErrorCode.none, 1, 0.0)
     return c
@@ -170,7 +186,7 @@ def coordinator(strategy: str) -> ConsumerCoordinator:
 def join_as_leader(
     c: ConsumerCoordinator, now: float, other: bytes | None = None
 ) -> JoinGroup:
-    [join] = [r for r in c.poll(now) if isinstance(r, JoinGroup)]
+    [join] = [r for r in c.on_timer(now).messages if isinstance(r, JoinGroup)]
     members = [
         JoinMember(
             "me", None, dict(join.protocols)[c.config.partition_assignment_strategy[0]]
@@ -178,7 +194,7 @@ def join_as_leader(
     ]
     if other is not None:
         members.append(JoinMember("zz-other", None, other))
-    sync = c.on_join(
+    [sync] = c.on_join(
         ErrorCode.none,
         c.generation_id + 1,
         join.protocols[0][0],
@@ -186,8 +202,8 @@ def join_as_leader(
         "me",
         members,
         now,
-    )
-    assert sync is not None
+    ).messages
+    assert isinstance(sync, SyncGroup)
     mine = dict(sync.assignments)["me"]
     c.on_sync(ErrorCode.none, mine, now)
     return join
@@ -195,11 +211,11 @@ def join_as_leader(
 
 def test_kip_394_a_new_member_joins_again_with_the_id_it_was_given() -> None:
     c = coordinator("range")
-    [join] = c.poll(0.0)
+    [join] = c.on_timer(0.0).messages
     assert isinstance(join, JoinGroup)
     assert join.member_id == ""
-    assert c.on_join(ErrorCode.member_id_required, -1, None, "", "m-1", [], 0.0) is None
-    [again] = c.poll(0.0)
+    assert not c.on_join(ErrorCode.member_id_required, -1, None, "", "m-1", [], 0.0)
+    [again] = c.on_timer(0.0).messages
     assert isinstance(again, JoinGroup)
     assert again.member_id == "m-1"
 
@@ -212,20 +228,22 @@ def test_eager_revokes_everything_before_joining_and_waits_for_the_callback() ->
     c.events.clear()
     c.events_done()
     # The heartbeat is due after heartbeat.interval.ms, and says: rebalance.
-    assert c.poll(0.5) == [
-        OffsetFetch("g", (TP0, TP1, TopicPartition("t", 2), TopicPartition("t", 3)))
-    ]
-    [heartbeat] = c.poll(1.0)
+    assert c.on_timer(0.5).messages == (
+        OffsetFetch("g", (TP0, TP1, TopicPartition("t", 2), TopicPartition("t", 3))),
+    )
+    [heartbeat] = c.on_timer(1.0).messages
     assert isinstance(heartbeat, Heartbeat)
     c.on_heartbeat(ErrorCode.rebalance_in_progress, 1.0)
-    assert c.poll(1.0) == []  # on_revoke must run first, with the partitions still held
+    assert (
+        c.on_timer(1.0).messages == ()
+    )  # on_revoke must run first, with the partitions still held
     assert [(e.kind, len(e.partitions)) for e in c.events] == [("revoke", 4)]
     assert c.state is MemberState.PREPARING
     assert len(c.subscriptions.assignment) == 4
     c.events.clear()
     c.events_done()
     assert c.subscriptions.assignment == {}
-    [join] = c.poll(1.0)
+    [join] = c.on_timer(1.0).messages
     assert isinstance(join, JoinGroup)
     assert decode_subscription(dict(join.protocols)["range"]).owned_partitions == ()
 
@@ -238,7 +256,9 @@ def test_cooperative_keeps_partitions_while_rejoining_and_revokes_only_what_move
     c.events.clear()
     c.events_done()
     c.request_rejoin()
-    [join] = [r for r in c.poll(2.0) if isinstance(r, JoinGroup)]  # no revocation first
+    [join] = [
+        r for r in c.on_timer(2.0).messages if isinstance(r, JoinGroup)
+    ]  # no revocation first
     owned = decode_subscription(
         dict(join.protocols)["cooperative-sticky"]
     ).owned_partitions
@@ -268,7 +288,7 @@ def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation
     assert isinstance(commit, OffsetCommit)
     assert (commit.generation_id, commit.member_id) == (0, "me")
     c.on_heartbeat(ErrorCode.none, 0.2)
-    c.poll(1.0)
+    c.on_timer(1.0)
     c.on_heartbeat(ErrorCode.unknown_member_id, 1.0)
     assert [(e.kind, len(e.partitions)) for e in c.events] == [("lost", 4)]
     assert c.subscriptions.assignment == {}
@@ -278,9 +298,9 @@ def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_the_leader_assigns_with_the_chosen_assignor(strategy: str) -> None:
     c = coordinator(strategy)
-    [join] = [r for r in c.poll(0.0) if isinstance(r, JoinGroup)]
+    [join] = [r for r in c.on_timer(0.0).messages if isinstance(r, JoinGroup)]
     mine = dict(join.protocols)[strategy]
-    sync = c.on_join(
+    [sync] = c.on_join(
         ErrorCode.none,
         1,
         strategy,
@@ -288,8 +308,8 @@ def test_the_leader_assigns_with_the_chosen_assignor(strategy: str) -> None:
         "me",
         [JoinMember("me", None, mine), JoinMember("you", None, mine)],
         0.0,
-    )
-    assert sync is not None
+    ).messages
+    assert isinstance(sync, SyncGroup)
     assert sorted(member for member, _ in sync.assignments) == ["me", "you"]
 
 
@@ -303,17 +323,19 @@ def test_a_member_whose_application_stops_polling_leaves_and_comes_back() -> Non
     c.events_done()
     interval = c.config.max_poll_interval_ms / 1000
     c.on_heartbeat(ErrorCode.none, 0.0)
-    assert not any(isinstance(r, LeaveGroup) for r in c.poll(interval - 1))
+    assert not any(isinstance(r, LeaveGroup) for r in c.on_timer(interval - 1).messages)
     c.on_heartbeat(ErrorCode.none, interval - 1)
-    [leave] = c.poll(interval + 1)
+    [leave] = c.on_timer(interval + 1).messages
     assert isinstance(leave, LeaveGroup)
     assert leave.member_id == "me"
     assert [(e.kind, len(e.partitions)) for e in c.events] == [("lost", 4)]
     c.events.clear()
     c.events_done()
-    assert c.poll(interval + 2) == []  # no rejoin while the application is away
+    assert (
+        c.on_timer(interval + 2).messages == ()
+    )  # no rejoin while the application is away
     c.app_polled(interval + 3)
-    assert any(isinstance(r, JoinGroup) for r in c.poll(interval + 3))
+    assert any(isinstance(r, JoinGroup) for r in c.on_timer(interval + 3).messages)
 
 
 def epoch_batch(first: int, count: int, epoch: int) -> bytes:
@@ -335,7 +357,7 @@ def test_kip_320_a_position_is_checked_against_a_new_leader(
     f = fetcher(**{"auto.offset.reset": "earliest"})
     f.metadata.topics["t"] = TopicInfo(0, (1, 2), (3, 3))
     f.subscriptions.seek(TP0, 0)
-    [plan] = f.prepare()
+    [plan] = fetches(f)
     assert plan.leader_epochs == (3,)  # sent, so a stale leader can refuse the fetch
     f.on_response(
         plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))}
@@ -343,11 +365,13 @@ def test_kip_320_a_position_is_checked_against_a_new_leader(
     assert offsets(f.take(10)) == [0, 1, 2, 3, 4, 5]
     # The leader moves (epoch 4): no fetch until the position is validated.
     f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
-    assert f.prepare_validations() == {2: {TP0: (4, 3)}}
-    assert all(tp != TP0 for p in f.prepare() for tp, *_ in p.partitions)
+    assert f.prepare_validations().messages == (
+        OffsetsForLeaderEpochPlan(2, ((TP0, 4, 3),)),
+    )
+    assert all(tp != TP0 for p in fetches(f) for tp, *_ in p.partitions)
     f.on_validation(2, {TP0: (ErrorCode.none, 3, end_offset)})
     assert f.subscriptions.position(TP0) == position_after
-    plans = [p for p in f.prepare() if p.node == 2 and p.partitions[0][0] == TP0]
+    plans = [p for p in fetches(f) if p.node == 2 and p.partitions[0][0] == TP0]
     assert [p.partitions[0][1] for p in plans] == [position_after]
 
 
@@ -355,15 +379,15 @@ def test_kip_320_truncation_without_a_reset_policy_is_reported() -> None:
     f = fetcher(**{"auto.offset.reset": "none"})
     f.metadata.topics["t"] = TopicInfo(0, (1, 2), (3, 3))
     f.subscriptions.seek(TP0, 0)
-    [plan] = f.prepare()
+    [plan] = fetches(f)
     f.on_response(
         plan, {TP0: FetchedPartition(ErrorCode.none, 6, 6, epoch_batch(0, 6, 3))}
     )
     f.take(10)
     f.metadata.topics["t"] = TopicInfo(0, (2, 2), (4, 3))
     f.prepare_validations()
-    f.on_validation(2, {TP0: (ErrorCode.none, 3, 2)})
-    assert [e.name() for e in f.errors] == ["OFFSET_OUT_OF_RANGE"]
+    checked = f.on_validation(2, {TP0: (ErrorCode.none, 3, 2)})
+    assert [e.name() for e in checked.replies] == ["OFFSET_OUT_OF_RANGE"]
     assert f.subscriptions.position(TP0) == 6  # left for the application to decide
 
 

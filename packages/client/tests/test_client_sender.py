@@ -27,6 +27,7 @@ from minikafka.client import (
     ProducerConfig,
     RecordAccumulator,
     Sender,
+    SenderResult,
     TopicInfo,
 )
 from minikafka.common import TopicPartition
@@ -114,13 +115,12 @@ def run(
     produced = 0
     now = 0.0
 
-    def collect() -> None:
-        for d in sender.deliveries:
+    def collect(result: SenderResult) -> None:
+        for d in result.replies:
             for i, record in enumerate(d.batch.records):
                 code = 0 if d.error is None else d.error.code()
                 reports[record.value or b""].append((code, d.offset(i)))
                 order[d.batch.topic_partition.partition].append(record.value or b"")
-        sender.deliveries.clear()
 
     for _ in range(200_000):
         if (
@@ -135,14 +135,18 @@ def run(
             tp = PARTITIONS[rng.randrange(3)]
             accumulator.append(tp, PendingRecord("t", None, value, (), 0), now)
             produced += 1
-        collect()
         if rng.random() < 0.02:  # a leader moves; what is queued for the old one stays
             leaders = list(metadata.topics["t"].leaders)
             moved = rng.randrange(3)
             leaders[moved] = 3 - leaders[moved]
             metadata.topics["t"] = TopicInfo(0, tuple(leaders))
-        for plan in sender.poll(now):
+        result = sender.on_timer(now)
+        collect(result)
+        for plan in result.messages:
             connections[plan.node].append(plan)
+        if not result.messages:  # the shell sleeps until then: none past (but a float's
+            deadline = sender.next_deadline()  # rounding) unless there is work to do
+            assert deadline is None or deadline > now - 1e-9
         node = rng.choice((1, 2))
         if not connections[node]:
             continue
@@ -152,7 +156,7 @@ def run(
             lost = [plan, *connections[node]]
             connections[node].clear()
             for failed in lost:
-                sender.on_request_failed(failed, "connection lost", now)
+                collect(sender.on_request_failed(failed, "connection lost", now))
             continue
         results = {}
         for batch in plan.batches:
@@ -169,12 +173,11 @@ def run(
             lost = [plan, *connections[node]]
             connections[node].clear()
             for failed in lost:
-                sender.on_request_failed(failed, "connection lost", now)
+                collect(sender.on_request_failed(failed, "connection lost", now))
             continue
-        sender.on_response(plan, results, now)
+        collect(sender.on_response(plan, results, now))
     else:
         raise AssertionError("the run did not finish")
-    collect()
     return leader, reports, order
 
 

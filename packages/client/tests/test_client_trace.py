@@ -17,6 +17,7 @@ from minikafka.client import (
     ProducerConfig,
     RecordAccumulator,
     Sender,
+    SenderResult,
     TopicInfo,
 )
 from minikafka.client._producer import producer_cores
@@ -63,13 +64,13 @@ def append(s: Sender, tp: TopicPartition, now: float, count: int = 1) -> None:
 
 def answer(
     s: Sender, plan: ProducePlan, now: float, error: int = ErrorCode.none
-) -> None:
+) -> SenderResult:
     """The leader's answer: every batch appended at offset 100 (or ``error``)."""
     results = {
         b.topic_partition: PartitionResponse(error, 100 if error == 0 else -1)
         for b in plan.batches
     }
-    s.on_response(plan, results, now)
+    return s.on_response(plan, results, now)
 
 
 def events(tracer: RecordingTracer) -> list[ProducerBatchCompleted]:
@@ -80,7 +81,7 @@ def test_a_full_batch_leaves_at_once_and_reports_its_records_and_bytes() -> None
     tracer = RecordingTracer()
     s = sender(tracer, linger_ms=1_000)
     append(s, TP0, now=10.0, count=12)  # nine in the first batch, three in a second
-    [plan] = s.poll(now=10.0)
+    [plan] = s.on_timer(now=10.0).messages
     [batch] = plan.batches
     payload = batch.build(s.accumulator.compression)
     assert events(tracer) == []  # nothing until the outcome is known
@@ -106,8 +107,8 @@ def test_a_batch_that_is_not_full_leaves_after_linger_ms() -> None:
     tracer = RecordingTracer()
     s = sender(tracer, linger_ms=5)
     append(s, TP0, now=0.0, count=3)
-    assert s.poll(now=0.004) == []  # 4 ms: still lingering
-    [plan] = s.poll(now=0.005)
+    assert s.on_timer(now=0.004).messages == ()  # 4 ms: still lingering
+    [plan] = s.on_timer(now=0.005).messages
     answer(s, plan, now=0.008)
     [event] = events(tracer)
     assert (event.records, event.reason) == (3, "linger")
@@ -120,7 +121,7 @@ def test_flush_takes_a_batch_before_its_linger_and_says_so() -> None:
     s = sender(tracer, linger_ms=1_000)
     append(s, TP0, now=2.0, count=2)
     s.accumulator.begin_flush()
-    [plan] = s.poll(now=2.001)
+    [plan] = s.on_timer(now=2.001).messages
     s.accumulator.end_flush()
     answer(s, plan, now=2.002)
     [event] = events(tracer)
@@ -133,7 +134,7 @@ def test_a_batch_that_is_not_ready_goes_along_with_its_leaders_ready_one() -> No
     s = sender(tracer, linger_ms=5)
     append(s, TP0, now=0.0)
     append(s, TP1, now=0.004)  # 1 ms old when TP0's linger runs out
-    [plan] = s.poll(now=0.005)
+    [plan] = s.on_timer(now=0.005).messages
     assert {b.topic_partition for b in plan.batches} == {TP0, TP1}
     answer(s, plan, now=0.006)
     reasons = {(e.partition, e.reason) for e in events(tracer)}
@@ -145,11 +146,11 @@ def test_a_retried_batch_keeps_its_first_reason_and_counts_its_retries() -> None
     tracer = RecordingTracer()
     s = sender(tracer, linger_ms=0)
     append(s, TP0, now=0.0)
-    [plan] = s.poll(now=0.0)
+    [plan] = s.on_timer(now=0.0).messages
     answer(s, plan, now=0.002, error=ErrorCode.not_leader_or_follower)
     assert events(tracer) == []  # going back to its queue is not an outcome
-    assert s.poll(now=0.005) == []  # retry.backoff.ms
-    [retry] = s.poll(now=0.013)
+    assert s.on_timer(now=0.005).messages == ()  # retry.backoff.ms
+    [retry] = s.on_timer(now=0.013).messages
     answer(s, retry, now=0.015)
     [event] = events(tracer)
     assert (event.reason, event.retries, event.base_offset) == ("linger", 1, 100)
@@ -162,7 +163,7 @@ def test_a_failed_batch_reports_the_error_without_an_offset() -> None:
     tracer = RecordingTracer()
     s = sender(tracer, linger_ms=0, retries=0)
     append(s, TP0, now=0.0, count=4)
-    [plan] = s.poll(now=0.0)
+    [plan] = s.on_timer(now=0.0).messages
     answer(s, plan, now=0.001, error=ErrorCode.message_too_large)
     [event] = events(tracer)
     assert (event.records, event.base_offset, event.error) == (
@@ -179,7 +180,7 @@ def test_a_batch_that_never_left_is_unsent_with_the_accumulators_estimate() -> N
     metadata = s.metadata
     metadata.topics["t"] = TopicInfo(0, (-1, -1))  # no leader: nothing can go
     append(s, TP0, now=0.0, count=2)
-    assert s.poll(now=1.6) == []
+    assert s.on_timer(now=1.6).messages == ()
     [event] = events(tracer)
     assert (event.reason, event.records, event.size_bytes) == ("unsent", 2, 261)
     assert event.queue_ms == pytest.approx(1_600.0)
@@ -192,10 +193,10 @@ def test_with_tracing_off_no_event_is_even_built() -> None:
     tracer.close()
     s = sender(tracer, linger_ms=0)
     append(s, TP0, now=0.0)
-    [plan] = s.poll(now=0.0)
-    answer(s, plan, now=0.001)
+    [plan] = s.on_timer(now=0.0).messages
+    answered = answer(s, plan, now=0.001)
     assert tracer.records == []
-    assert s.deliveries  # the batch was answered all the same
+    assert answered.replies  # the batch was answered all the same
     assert isinstance(sender(None).tracer, NullTracer)
 
 

@@ -67,7 +67,12 @@ def test_matches_a_plain_dict(operations: list[tuple[str, int, int]]) -> None:
         assert len(d) == len(model)
 
 
-def test_core_result_defaults() -> None:
-    result: CoreResult[bytes, str] = CoreResult(response="ok")
-    assert not result.needs_write
-    assert CoreResult((b"r",), "ok").needs_write
+def test_core_result_defaults_and_sum() -> None:
+    result: CoreResult[bytes, str, int] = CoreResult(replies=("ok",))
+    assert not result.records
+    assert result
+    assert not CoreResult()
+    written: CoreResult[bytes, str, int] = CoreResult((b"r",), ("ok",))
+    assert written.records == (b"r",)
+    sent: CoreResult[bytes, str, int] = CoreResult(messages=(1,))
+    assert written + sent + written == CoreResult((b"r", b"r"), ("ok", "ok"), (1,))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Never, TypeAlias
 
 import attrs
 import trio
@@ -34,6 +34,9 @@ class SessionExpired(TraceEvent):
     member: str
 
 
+Result: TypeAlias = CoreResult[str, str, Never]  # records, replies; it sends no message
+
+
 class Sessions:
     """The core: who is alive. No trio, no clock, no I/O: ``now`` comes with each call."""
 
@@ -42,15 +45,15 @@ class Sessions:
         self.tracer = tracer if tracer is not None else NullTracer()
         self._expiry: Deadlines[str] = Deadlines()
 
-    def heartbeat(self, member: str, now: float) -> CoreResult[str, str]:
+    def heartbeat(self, member: str, now: float) -> Result:
         joined = member not in self._expiry
         self._expiry.schedule(member, now + self.timeout)
-        return CoreResult(records=(f"+{member}",) if joined else (), response="ok")
+        return CoreResult(records=(f"+{member}",) if joined else (), replies=("ok",))
 
     def next_deadline(self) -> float | None:
         return self._expiry.next_deadline()
 
-    def on_timer(self, now: float) -> CoreResult[str, str]:
+    def on_timer(self, now: float) -> Result:
         expired = self._expiry.pop_due(now)
         for member in expired:
             if self.tracer.enabled:
@@ -69,10 +72,9 @@ async def shell(
         deadline = core.next_deadline()
         with trio.move_on_at(math.inf if deadline is None else deadline):
             result = core.heartbeat(await inbox.receive(), trio.current_time())
-            # append first (a real shell waits until durable)
+            # append first, then answer
             log.extend(result.records)
-            if result.response is not None:
-                answers.append(result.response)  # then answer
+            answers.extend(result.replies)  # then answer
             continue
         log.extend(core.on_timer(trio.current_time()).records)
 
@@ -94,8 +96,10 @@ def test_architecture_md_shows_this_example() -> None:
 def test_the_core_is_driven_by_plain_calls_with_the_time() -> None:
     tracer = RecordingTracer(node=1)
     core = Sessions(timeout=10.0, tracer=tracer)
-    assert core.heartbeat("a", now=0.0) == CoreResult(records=("+a",), response="ok")
-    assert core.heartbeat("a", now=5.0) == CoreResult(response="ok")  # nothing to write
+    assert core.heartbeat("a", now=0.0) == CoreResult(records=("+a",), replies=("ok",))
+    assert core.heartbeat("a", now=5.0) == CoreResult(
+        replies=("ok",)
+    )  # nothing to write
     assert core.next_deadline() == 15.0
     assert core.on_timer(now=14.9) == CoreResult()
     assert tracer.records == []

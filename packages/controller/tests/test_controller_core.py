@@ -14,13 +14,17 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import CoreResult
 from minikafka.controller import (
     NO_LEADER,
     PRODUCER_ID_BLOCK_SIZE,
+    UNCLEAN_ELECTION,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     AlterableConfig,
     AlterConfigOp,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     AlterPartitionItem,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -144,9 +148,9 @@ def expire(h: ControllerHarness, *alive: int) -> list[AppendRecords]:
     h.now += timeout / 2
     for broker in alive:
         h.heartbeat(broker)
-    actions = h.advance(timeout / 2 + 0.001)
+    fenced = h.advance(timeout / 2 + 0.001)
     h.commit()
-    return [a for a in actions if isinstance(a, AppendRecords)]
+    return list(fenced.records)
 
 
 # --- brokers joining, and topic creation --------------------------------------------------
@@ -429,21 +433,23 @@ def test_session_timeout_fences_the_broker_and_moves_its_leaderships() -> None:
     h.now = 4.5
     h.heartbeat(2)
     h.heartbeat(3)
-    assert h.advance(4.49) == []  # t=8.99: broker 1's session has 0.01 s left
+    assert not h.advance(4.49)  # t=8.99: broker 1's session has 0.01 s left
     assert h.controller.next_deadline() == 9.0
     appended = h.advance(0.02)  # t=9.01
-    assert appended == [
-        AppendRecords(
-            1,
-            h.last_offset - 3,
-            (
-                FenceBrokerRecord(1, broker1),
-                PartitionChangeRecord(0, topic_id, isr=(2, 3), leader=2),
-                PartitionChangeRecord(1, topic_id, isr=(2, 3)),
-                PartitionChangeRecord(2, topic_id, isr=(3, 2)),
+    assert appended == CoreResult(
+        (
+            AppendRecords(
+                1,
+                h.last_offset - 3,
+                (
+                    FenceBrokerRecord(1, broker1),
+                    PartitionChangeRecord(0, topic_id, isr=(2, 3), leader=2),
+                    PartitionChangeRecord(1, topic_id, isr=(2, 3)),
+                    PartitionChangeRecord(2, topic_id, isr=(3, 2)),
+                ),
             ),
         )
-    ]
+    )
     h.commit()
     assert h.partition("t", 0) == PartitionRegistration(
         (1, 2, 3), (2, 3), leader=2, leader_epoch=1, partition_epoch=1
@@ -453,7 +459,7 @@ def test_session_timeout_fences_the_broker_and_moves_its_leaderships() -> None:
         (2, 3, 1), (2, 3), leader=2, leader_epoch=0, partition_epoch=1
     )
     assert h.controller.next_deadline() == 13.5  # brokers 2 and 3, heartbeated at 4.5
-    assert h.advance(0.0) == []  # a fenced broker is not fenced again
+    assert not h.advance(0.0)  # a fenced broker is not fenced again
 
 
 def test_a_fence_the_log_refused_is_decided_again() -> None:
@@ -469,15 +475,13 @@ def test_a_fence_the_log_refused_is_decided_again() -> None:
     h.now = 4.5
     h.heartbeat(2)
     h.heartbeat(3)
-    (fence,) = h.advance(4.51)  # t=9.01: broker 1's session ran out
-    assert isinstance(fence, AppendRecords)
+    (fence,) = h.advance(4.51).records  # t=9.01: broker 1's session ran out
     assert fence.records[0] == FenceBrokerRecord(1, h.broker_epochs[1])
     assert h.controller.next_deadline() == 13.5  # broker 1 is fenced: not its deadline
     h.refuse(fence, ErrorCode.kafka_storage_error)
     assert h.controller.cluster.is_unfenced(1)
     assert h.controller.next_deadline() == 9.0  # back, and already past
-    (again,) = h.advance(0.0)
-    assert isinstance(again, AppendRecords)
+    (again,) = h.advance(0.0).records
     assert again.records[0] == FenceBrokerRecord(1, h.broker_epochs[1])
 
 
@@ -604,6 +608,64 @@ def test_unclean_election_when_an_out_of_sync_replica_returns() -> None:
         UnfenceBrokerRecord(2, h.broker_epochs[2]),
         PartitionChangeRecord(0, topic_id, isr=(2,), leader=2),
     ]
+
+
+def test_elect_leaders_unclean_gives_a_leaderless_partition_a_live_replica() -> None:
+    # Guarantee (KIP-460): ElectLeaders UNCLEAN elects an out-of-sync live replica for
+    # a partition whose ISR is gone, whatever unclean.leader.election.enable says; a
+    # partition with a leader needs no election; with no live replica there is none.
+    h = cluster(2)
+    topic_id = created(h, "t", (1, 2))
+    created(h, "led", (2,))
+    _shrink_isr_to_leader(h, topic_id)
+    expire(h, 1)
+    expire(h)  # broker 1, the last of the ISR, is gone: leaderless
+    assert h.partition("t", 0).leader == NO_LEADER
+    h.heartbeat(2)  # broker 2 is back, out of sync: unclean election is off
+    assert h.partition("t", 0).leader == NO_LEADER
+    before = h.last_offset
+    asked = (("t", 0), ("led", 0), ("nope", 0))
+    response = h.request(ElectLeadersRequest(asked, UNCLEAN_ELECTION))
+    assert isinstance(response, ElectLeadersResponse)
+    assert [(r.topic, r.error_code) for r in response.partitions] == [
+        ("t", ErrorCode.none),
+        ("led", ErrorCode.election_not_needed),
+        ("nope", ErrorCode.unknown_topic_or_partition),
+    ]
+    assert h.appended_since(before) == [
+        PartitionChangeRecord(0, topic_id, isr=(2,), leader=2)
+    ]
+    # No replica alive: nothing to elect.
+    h2 = cluster(2)
+    created(h2, "t", (1,))
+    expire(h2, 2)  # broker 1, its only replica, is gone
+    assert h2.partition("t", 0).leader == NO_LEADER
+    answer = h2.request(ElectLeadersRequest((("t", 0),), UNCLEAN_ELECTION))
+    assert isinstance(answer, ElectLeadersResponse)
+    [result] = answer.partitions
+    assert result.error_code == ErrorCode.eligible_leaders_not_available
+
+
+@pytest.mark.parametrize("resource", ["", "1"])
+def test_unclean_election_by_a_dynamic_broker_default(resource: str) -> None:
+    # Guarantee: a topic without its own unclean.leader.election.enable takes the
+    # controller's dynamic broker default, its own (resource "1") or the cluster-wide
+    # one (""), as Kafka's getTopicConfig reads it at the election.
+    h = cluster(2)
+    topic_id = created(h, "t", (1, 2))
+    _shrink_isr_to_leader(h, topic_id)
+    expire(h, 1)
+    expire(h)
+    assert h.partition("t", 0).leader == NO_LEADER
+    unclean = AlterableConfig(
+        "unclean.leader.election.enable", AlterConfigOp.SET, "true"
+    )
+    _alter_configs(h, resource, unclean, resource=ConfigResourceType.BROKER)
+    before = h.last_offset
+    h.heartbeat(2)
+    assert h.appended_since(before)[-1] == PartitionChangeRecord(
+        0, topic_id, isr=(2,), leader=2
+    )
 
 
 def test_want_fence_and_want_shutdown_move_leaderships() -> None:
@@ -1032,10 +1094,10 @@ def test_resign_reverts_to_the_committed_state() -> None:
     rid = h.send(ListPartitionReassignmentsRequest())
     assert h.reply(rid) == Reply(rid, None, ErrorCode.not_controller)
     assert h.controller.next_deadline() is None
-    assert h.advance(100.0) == []  # only the active controller fences brokers
+    assert not h.advance(100.0)  # only the active controller fences brokers
 
     # A new term on top of the committed log: no bootstrap record, offsets continue.
-    assert h.become_leader(2) == []
+    assert not h.become_leader(2)
     rid = h.send(CreateTopicsRequest((CreatableTopic("lost", assignments=((1,),)),)))
     topic_id = h.topic_id("lost")
     assert h.log[-2:] == [
@@ -1051,12 +1113,12 @@ def test_resign_reverts_to_the_committed_state() -> None:
 def test_appends_carry_the_controller_epoch() -> None:
     h = ControllerHarness.start(epoch=7)
     h.add_brokers([1])
-    actions = h.controller.handle(
+    result = h.controller.handle(
         99, CreateTopicsRequest((CreatableTopic("t", 1, 1),)), h.now
     )
-    assert [type(a) for a in actions] == [AppendRecords]
-    assert isinstance(actions[0], AppendRecords)
-    assert (actions[0].epoch, actions[0].base_offset) == (7, h.last_offset + 1)
+    (append,) = result.records
+    assert not result.replies
+    assert (append.epoch, append.base_offset) == (7, h.last_offset + 1)
 
 
 def test_replies_are_released_in_commit_order_batch_by_batch() -> None:
@@ -1156,6 +1218,67 @@ def test_incremental_alter_configs_errors() -> None:
     assert validate == IncrementalAlterConfigsResponse(ErrorCode.none)
     assert h.last_offset == before
     assert _describe(h, "t") == ()
+
+
+def test_append_and_subtract_edit_a_list_key_from_its_default() -> None:
+    h = cluster(1)
+    created(h, "t", (1,))
+    append = AlterableConfig("cleanup.policy", AlterConfigOp.APPEND, "compact,delete")
+    assert _alter_configs(h, "t", append).error_code == ErrorCode.none
+    h.commit()
+    # From Kafka's default ("delete"): what is there already is not added twice.
+    assert _describe(h, "t") == (("cleanup.policy", "delete,compact"),)
+    subtract = AlterableConfig("cleanup.policy", AlterConfigOp.SUBTRACT, "delete")
+    assert _alter_configs(h, "t", subtract).error_code == ErrorCode.none
+    h.commit()
+    assert _describe(h, "t") == (("cleanup.policy", "compact"),)
+    # Only a LIST key takes them; removing every policy leaves a value Kafka refuses.
+    for refused in [
+        AlterableConfig("retention.ms", AlterConfigOp.APPEND, "5"),
+        AlterableConfig("cleanup.policy", AlterConfigOp.SUBTRACT, "compact"),
+    ]:
+        response = _alter_configs(h, "t", refused)
+        assert response.error_code == ErrorCode.invalid_config, refused
+    h.commit()
+    assert _describe(h, "t") == (("cleanup.policy", "compact"),)
+
+
+def test_unchanged_values_write_no_record() -> None:
+    h = cluster(1)
+    created(h, "t", (1,), retention_ms="7")
+    before = h.last_offset
+    same = AlterableConfig("retention.ms", AlterConfigOp.SET, "7")
+    absent = AlterableConfig("segment.ms", AlterConfigOp.DELETE)
+    assert _alter_configs(h, "t", same, absent).error_code == ErrorCode.none
+    assert h.appended_since(before) == []
+
+
+def test_legacy_alter_configs_replaces_the_whole_set() -> None:
+    h = cluster(1)
+    created(h, "t", (1,), retention_ms="7", segment_ms="9")
+    before = h.last_offset
+    request = AlterConfigsRequest(
+        TOPIC, "t", (("retention.ms", "7"), ("max.message.bytes", "2000"))
+    )
+    assert h.request(request) == AlterConfigsResponse(ErrorCode.none)
+    # Only what changes is written: the new key, and the one left out, deleted.
+    assert h.appended_since(before) == [
+        ConfigRecord(TOPIC, "t", "max.message.bytes", "2000"),
+        ConfigRecord(TOPIC, "t", "segment.ms", None),
+    ]
+    h.commit()
+    assert _describe(h, "t") == (
+        ("max.message.bytes", "2000"),
+        ("retention.ms", "7"),
+    )
+    bad = AlterConfigsRequest(TOPIC, "t", (("retention.ms", "soon"),))
+    answer = h.request(bad)
+    assert isinstance(answer, AlterConfigsResponse)
+    assert answer.error_code == ErrorCode.invalid_config
+    missing = AlterConfigsRequest(TOPIC, "gone", (("retention.ms", "1"),))
+    answer = h.request(missing)
+    assert isinstance(answer, AlterConfigsResponse)
+    assert answer.error_code == ErrorCode.unknown_topic_or_partition
 
 
 def test_broker_configs() -> None:
@@ -1404,10 +1527,10 @@ def test_producer_ids_run_out_at_the_largest_int64(
     ]
     controller.replay_committed(committed, len(committed) - 1, now=0.0)
     controller.become_leader(1, 0.0)
-    actions = controller.handle(7, AllocateProducerIdsRequest(1, 1), 0.0)
+    result = controller.handle(7, AllocateProducerIdsRequest(1, 1), 0.0)
     if expected.error_code == ErrorCode.none:
-        actions += controller.handle_commit(len(committed))  # its record's offset
-    assert actions[-1] == Reply(7, expected)
+        result += controller.handle_commit(len(committed))  # its record's offset
+    assert result.replies[-1] == Reply(7, expected)
     assert controller.producer_ids.next_producer_id() == (next_after or next_id)
 
 
@@ -1429,15 +1552,17 @@ def test_a_controller_that_restarts_from_the_log_or_a_snapshot_continues_the_blo
     for restarted in (from_log, from_snapshot):
         assert restarted.producer_ids.next_producer_id() == 2000
         restarted.become_leader(2, h.now)
-        actions = restarted.handle(1, AllocateProducerIdsRequest(2, epoch_of_2), h.now)
-        assert actions == [
-            AppendRecords(
-                2, h.committed_offset + 1, (ProducerIdsRecord(2, epoch_of_2, 3000),)
+        result = restarted.handle(1, AllocateProducerIdsRequest(2, epoch_of_2), h.now)
+        assert result == CoreResult(
+            (
+                AppendRecords(
+                    2, h.committed_offset + 1, (ProducerIdsRecord(2, epoch_of_2, 3000),)
+                ),
             )
-        ]
-        assert restarted.handle_commit(h.committed_offset + 1) == [
-            Reply(1, AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000))
-        ]
+        )
+        assert restarted.handle_commit(h.committed_offset + 1) == CoreResult(
+            replies=(Reply(1, AllocateProducerIdsResponse(ErrorCode.none, 2000, 1000)),)
+        )
 
 
 def test_a_block_not_committed_is_forgotten_on_resignation() -> None:
@@ -1514,11 +1639,9 @@ def test_replaying_the_committed_log_into_a_standby_gives_the_same_state() -> No
     assert controller_state(standby) == h.state()
     assert standby.last_committed_offset == h.committed_offset
     # The standby takes over and continues the log right after the committed offset.
-    actions = standby.become_leader(2, h.now)
-    assert actions == []
-    actions = standby.handle(1, DeleteTopicsRequest(("placed",)), h.now)
-    assert isinstance(actions[0], AppendRecords)
-    assert actions[0].base_offset == h.committed_offset + 1
+    assert not standby.become_leader(2, h.now)
+    appended = standby.handle(1, DeleteTopicsRequest(("placed",)), h.now).records
+    assert appended[0].base_offset == h.committed_offset + 1
 
 
 def test_replaying_in_two_parts_gives_the_same_state() -> None:
@@ -1560,10 +1683,10 @@ def test_image_built_batch_by_batch_equals_image_built_at_once() -> None:
 
 def test_resign_without_leadership_is_harmless() -> None:
     controller = QuorumController()
-    assert controller.resign() == []
-    assert controller.handle(1, ListPartitionReassignmentsRequest(), 0.0) == [
-        Reply(1, None, ErrorCode.not_controller)
-    ]
+    assert not controller.resign()
+    assert controller.handle(1, ListPartitionReassignmentsRequest(), 0.0) == CoreResult(
+        replies=(Reply(1, None, ErrorCode.not_controller),)
+    )
 
 
 def test_a_new_incarnation_of_an_unfenced_broker_gives_up_its_leaderships() -> None:

@@ -5,14 +5,13 @@ A fault is injected by making a core method raise once, in a running shell:
 - an ApiError in an event is that request's answer; the controller stays active;
 - any other exception answers the request UNKNOWN_SERVER_ERROR and the active controller
   renounces (Kafka's ``handleEventException``): it reverts to the last committed state
-  (what the failed event decided is gone) and is active again, the single voter after
-  :data:`RECLAIM_DELAY_S`, a Raft leader in a new epoch the quorum elected;
+  (what the failed event decided is gone) and is active again in a new epoch the quorum
+  elected (a lone voter elects itself);
 - a committed record that cannot be replayed, a snapshot that cannot be applied, and a
-  fault in the Raft node (its timer, a message it handles) end the process: a
-  FatalFaultError comes out of ``run`` with a one-line message;
+  fault in the Raft node (its timer, a message it handles, the leader's flush) end the
+  process: a FatalFaultError comes out of ``run`` with a one-line message;
 - a transport that fails in an unforeseen way is a failed send, retried;
-- the committer's unforeseen fault makes the controller resign until restart (as a
-  failed fsync does), a publisher's and a snapshot writer's are logged, and the
+- a publisher's and a snapshot writer's unforeseen faults are logged, and the
   controller goes on.
 
 They run on real files and the real clock (fsyncs run in worker threads), every wait
@@ -42,19 +41,17 @@ from minikafka.controller import (
     BrokerRegistrationResponse,
     ControllerConfig,
     ControllerError,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     MetadataDelta,
     MetadataImage,
     QuorumController,
+    QuorumControllerShell,
     QuorumUnavailableError,
-    RaftQuorum,
-    SingleVoterQuorum,
+    RaftNodeShell,
 )
-from minikafka.controller import _server as server_module
-from minikafka.controller._raft_quorum import RaftSnapshotLoaded
+from minikafka.controller._raft_shell import LeaderFlushedLog, RaftSnapshotLoaded
 from minikafka.raft import RaftConfig, RaftNode, Snapshot, SnapshotId
 from minikafka.raft._messages import VoteRequest
 
@@ -89,7 +86,7 @@ def raise_once(
     return calls
 
 
-async def register(server: ControllerServer, broker_id: int) -> None:
+async def register(server: QuorumControllerShell, broker_id: int) -> None:
     endpoint = BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
     registered = await server.submit(
         BrokerRegistrationRequest(broker_id, uuid.uuid4(), (endpoint,))
@@ -100,20 +97,20 @@ async def register(server: ControllerServer, broker_id: int) -> None:
     )
 
 
-async def create(server: ControllerServer, name: str) -> None:
+async def create(server: QuorumControllerShell, name: str) -> None:
     response = await server.submit(CreateTopicsRequest((CreatableTopic(name, 1, 1),)))
     assert isinstance(response, CreateTopicsResponse)
     assert response.topics[0].error_code == 0, response
 
 
-async def refused(server: ControllerServer, name: str) -> ErrorCode:
+async def refused(server: QuorumControllerShell, name: str) -> ErrorCode:
     """Create ``name``, which must fail; the error it fails with."""
     with pytest.raises(ControllerError) as failed:
         await create(server, name)
     return failed.value.error_code
 
 
-async def until_active(server: ControllerServer) -> None:
+async def until_active(server: QuorumControllerShell) -> None:
     with trio.fail_after(DEADLINE):
         while not server.is_active:  # noqa: ASYNC110
             await trio.sleep(
@@ -122,7 +119,7 @@ async def until_active(server: ControllerServer) -> None:
 
 
 @asynccontextmanager
-async def running(server: ControllerServer) -> AsyncIterator[trio.Nursery]:
+async def running(server: QuorumControllerShell) -> AsyncIterator[trio.Nursery]:
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
@@ -132,9 +129,11 @@ async def running(server: ControllerServer) -> AsyncIterator[trio.Nursery]:
             nursery.cancel_scope.cancel()
 
 
-def single(tmp_path: Path, config: ControllerConfig | None = None) -> ControllerServer:
-    return ControllerServer.open(
-        tmp_path, config or ControllerConfig(), random.Random(7)
+def single(
+    tmp_path: Path, config: ControllerConfig | None = None
+) -> QuorumControllerShell:
+    return QuorumControllerShell.open(
+        tmp_path, config or ControllerConfig(), random.Random(7), raft=FAST_RAFT
     )
 
 
@@ -148,11 +147,11 @@ class NoVoters:
         pass
 
 
-def one_raft_voter(tmp_path: Path) -> ControllerServer:
+def one_raft_voter(tmp_path: Path) -> QuorumControllerShell:
     """A controller on a Raft quorum of one voter: it leads, and when it resigns it
     wins the next election, in a higher epoch."""
-    quorum = RaftQuorum.open(tmp_path, 1, [1], NoVoters(), "cluster", FAST_RAFT)
-    return ControllerServer.open_raft(quorum, ControllerConfig(), random.Random(7))
+    quorum = RaftNodeShell.open(tmp_path, 1, [1], NoVoters(), "cluster", FAST_RAFT)
+    return QuorumControllerShell.open_raft(quorum, ControllerConfig(), random.Random(7))
 
 
 async def fatal_fault(
@@ -185,7 +184,7 @@ async def fatal_fault(
     return message
 
 
-async def create_ignoring_the_answer(server: ControllerServer, name: str) -> None:
+async def create_ignoring_the_answer(server: QuorumControllerShell, name: str) -> None:
     """A request whose answer does not matter (the process is about to end)."""
     with suppress(ControllerError):
         await server.submit(CreateTopicsRequest((CreatableTopic(name, 1, 1),)))
@@ -214,8 +213,7 @@ async def test_an_unexpected_error_answers_unknown_server_error_and_the_controll
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fault strikes after the core decided and replayed the topic: renouncing
-    reverts that, and the single voter claims leadership again and serves."""
-    monkeypatch.setattr(server_module, "RECLAIM_DELAY_S", 0.5)
+    reverts that, and the lone voter is elected again and serves."""
     server = single(tmp_path)
     async with running(server):
         committed = server.controller.last_committed_offset
@@ -230,19 +228,20 @@ async def test_an_unexpected_error_answers_unknown_server_error_and_the_controll
         # Meanwhile a standby: requests hear NOT_CONTROLLER (clients retry).
         assert await refused(server, "u") is ErrorCode.not_controller
         await until_active(server)
-        assert server.quorum.epoch == epoch  # one voter: the quorum never moved
+        assert server.quorum.epoch > epoch  # the quorum elected again
         await create(server, "t")
         await create(server, "u")
         assert server.image.topic("t") is not None
         assert server.image.topic("u") is not None
 
 
-async def test_a_renounced_single_voter_replays_what_it_had_appended_before_it_claims(
+async def test_a_renounced_voter_replays_what_it_had_appended_before_it_leads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A fault in the commit event itself: the records are in the log and durable, so
-    the controller, reverted below them, replays them from the log and the request's
-    topic is there after all (it heard NOT_CONTROLLER, and a retry finds it exists)."""
+    """A fault in the commit event itself: the records are committed, so the
+    controller, reverted below them, replays them from its log before it leads again,
+    and the request's topic is there after all (it heard NOT_CONTROLLER, and a retry
+    finds it exists)."""
     server = single(tmp_path)
     async with running(server):
         raise_once(monkeypatch, QuorumController, "handle_commit", KeyError("bug"))
@@ -257,15 +256,14 @@ async def test_a_raft_leader_that_fails_an_event_resigns_and_is_elected_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = one_raft_voter(tmp_path)
-    assert server.raft is not None
     async with running(server):
-        epoch = server.raft.epoch
+        epoch = server.quorum.epoch
         raise_once(
             monkeypatch, QuorumController, "_write", RuntimeError("a bug"), after=True
         )
         assert await refused(server, "t") is ErrorCode.unknown_server_error
         await until_active(server)
-        assert server.raft.epoch > epoch  # the quorum elected again
+        assert server.quorum.epoch > epoch  # the quorum elected again
         await create(server, "t")
         assert server.image.topic("t") is not None
 
@@ -320,10 +318,12 @@ async def test_a_fault_in_the_raft_node_timer_is_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A voter alone of two keeps standing for election: its timer fires."""
-    quorum = RaftQuorum.open(tmp_path, 1, [1, 2], Unreachable(), "cluster", FAST_RAFT)
+    quorum = RaftNodeShell.open(
+        tmp_path, 1, [1, 2], Unreachable(), "cluster", FAST_RAFT
+    )
 
     def strike() -> None:
-        raise_once(monkeypatch, RaftNode, "handle_timer", AssertionError("state"))
+        raise_once(monkeypatch, RaftNode, "on_timer", AssertionError("state"))
 
     message = await fatal_fault(partial(quorum.run, lambda event: None), strike)
     assert message == (
@@ -336,8 +336,7 @@ async def test_a_fault_handling_a_message_is_fatal_and_its_sender_hears_unavaila
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = one_raft_voter(tmp_path)
-    quorum = server.raft
-    assert quorum is not None
+    quorum = server.quorum
 
     async def strike() -> None:
         await until_active(server)
@@ -377,7 +376,7 @@ async def test_a_send_that_fails_unexpectedly_is_a_failed_send_and_sent_again(
     tmp_path: Path,
 ) -> None:
     transport = BrokenTransport()
-    quorum = RaftQuorum.open(tmp_path, 1, [1, 2], transport, "cluster", FAST_RAFT)
+    quorum = RaftNodeShell.open(tmp_path, 1, [1, 2], transport, "cluster", FAST_RAFT)
     with trio.fail_after(DEADLINE):
         async with trio.open_nursery() as nursery:
             await nursery.start(quorum.run, lambda event: None)
@@ -389,19 +388,21 @@ async def test_a_send_that_fails_unexpectedly_is_a_failed_send_and_sent_again(
 # --- the committer, the publishers, the snapshots ------------------------------------------
 
 
-async def test_an_unexpected_fault_committing_resigns_until_restart(
+async def test_an_unexpected_fault_flushing_the_leaders_log_is_fatal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As a failed fsync: the log cannot be vouched for, so the node stops being the
-    controller until it restarts, and the waiting request hears NOT_CONTROLLER."""
+    """As a failed fsync: the log cannot be vouched for, so the process ends (Kafka's
+    Raft thread meets it in ``flushLeaderLog``, and its fault handler is fatal)."""
     server = single(tmp_path)
-    async with running(server):
-        raise_once(monkeypatch, SingleVoterQuorum, "mark_committed", RuntimeError("x"))
-        assert await refused(server, "t") is ErrorCode.not_controller
-        assert server.failure is not None
-        assert "RuntimeError: x" in str(server.failure)
-        assert not server.is_active
-        assert await refused(server, "u") is ErrorCode.not_controller
+
+    async def strike() -> None:
+        await until_active(server)
+        raise_once(monkeypatch, LeaderFlushedLog, "mark_flushed", RuntimeError("x"))
+        await create_ignoring_the_answer(server, "t")
+
+    message = await fatal_fault(server.run, strike)
+    assert message.startswith("the Raft node of controller 1: flushing the Raft log")
+    assert message.endswith("failed: RuntimeError: x")
 
 
 async def test_a_publisher_that_raises_is_logged_and_the_others_still_hear(
@@ -432,7 +433,7 @@ async def test_a_snapshot_that_fails_unexpectedly_is_tried_again_later(
     config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
     server = single(tmp_path, config)
     calls = raise_once(
-        monkeypatch, SingleVoterQuorum, "write_snapshot", RuntimeError("bug")
+        monkeypatch, RaftNodeShell, "create_snapshot", RuntimeError("bug")
     )
     async with running(server):
         await create(server, "t")

@@ -1,7 +1,9 @@
-"""The single-voter quorum and ControllerServer: commit on fsync, snapshots, restart replay.
+"""The metadata quorum of one voter and QuorumControllerShell: commit on fsync, snapshots,
+restart replay.
 
-These run on real files and the real clock (the committer fsyncs in a worker thread, which
-virtual time would skip over), with every wait bounded by a deadline.
+The server's tests run on real files and the real clock (the Raft shell fsyncs in a worker
+thread, which virtual time would skip over), with every wait bounded by a deadline; the
+quorum's own guarantees are checked on its Raft node driven as a core.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.lowlevel
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
 from minikafka.controller import (
@@ -31,26 +33,29 @@ from minikafka.controller import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     ControllerConfig,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
     MetadataDelta,
     MetadataQuorum,
+    NoOtherVoters,
     ProducerIdsRecord,
-    RaftQuorum,
-    SingleVoterQuorum,
+    QuorumControllerShell,
+    RaftNodeShell,
     TopicRecord,
+    encode_record,
     replay_metadata_dir,
 )
 from minikafka.controller.__main__ import main
-from minikafka.raft import RaftConfig
+from minikafka.controller._metadata_log import read_committed
+from minikafka.controller.testing import flush_leader, metadata_voter
+from minikafka.raft import NotLeaderError, RaftConfig
 
 DEADLINE = 20.0
 
 
-async def register(server: ControllerServer, broker_id: int) -> int:
+async def register(server: QuorumControllerShell, broker_id: int) -> int:
     """Register ``broker_id`` and heartbeat until it is unfenced; returns its epoch."""
     endpoint = BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id)
     registered = await server.submit(
@@ -67,7 +72,7 @@ async def register(server: ControllerServer, broker_id: int) -> int:
 
 
 async def create(
-    server: ControllerServer, name: str, partitions: int, factor: int
+    server: QuorumControllerShell, name: str, partitions: int, factor: int
 ) -> None:
     response = await server.submit(
         CreateTopicsRequest((CreatableTopic(name, partitions, factor),))
@@ -78,11 +83,11 @@ async def create(
 
 async def serve(
     metadata_dir: Path,
-    work: Callable[[ControllerServer], object],
+    work: Callable[[QuorumControllerShell], object],
     config: ControllerConfig | None = None,
-) -> ControllerServer:
+) -> QuorumControllerShell:
     """Open a server on ``metadata_dir``, run ``await work(server)``, stop it."""
-    server = ControllerServer.open(
+    server = QuorumControllerShell.open(
         metadata_dir, config or ControllerConfig(), random.Random(7)
     )
     with trio.fail_after(DEADLINE):
@@ -94,7 +99,7 @@ async def serve(
 
 
 async def test_a_restart_replays_the_log_to_the_same_image(tmp_path: Path) -> None:
-    async def first(server: ControllerServer) -> None:
+    async def first(server: QuorumControllerShell) -> None:
         for broker_id in (1, 2, 3):
             await register(server, broker_id)
         await create(server, "orders", 6, 3)
@@ -105,25 +110,28 @@ async def test_a_restart_replays_the_log_to_the_same_image(tmp_path: Path) -> No
     assert before.image.topic("orders") is not None
     assert before.image.topic("audit") is None
 
-    reopened = ControllerServer.open(tmp_path, ControllerConfig())
+    reopened = QuorumControllerShell.open(tmp_path, ControllerConfig())
     assert reopened.image == before.image
     # The controller replayed the same records into its timeline structures.
     orders = reopened.controller.replication.topic_named("orders")
     assert orders is not None
     assert orders.num_partitions == 6
     assert sorted(reopened.controller.cluster.brokers) == [1, 2, 3]
-    assert reopened.quorum.epoch == before.quorum.epoch + 1
     reopened.quorum.close()
 
+    # Running, it elects itself in the next epoch.
+    async def elected(server: QuorumControllerShell) -> None:
+        assert server.quorum.epoch == before.quorum.epoch + 1
 
-async def test_each_start_is_a_new_epoch_recorded_in_quorum_state(
-    tmp_path: Path,
-) -> None:
+    await serve(tmp_path, elected)
+
+
+def test_each_start_is_a_new_epoch_recorded_in_quorum_state(tmp_path: Path) -> None:
     epochs = []
     for _ in range(3):
-        quorum = SingleVoterQuorum.open(tmp_path, node_id=3)
-        epochs.append(quorum.epoch)
-        quorum.close()
+        node, log = metadata_voter(tmp_path, node_id=3, now=0.0)
+        epochs.append(node.epoch)
+        log.close()
     assert epochs == [1, 2, 3]
     state = json.loads((tmp_path / f"{METADATA_TOPIC}-0" / "quorum-state").read_text())
     assert state["leaderEpoch"] == 3
@@ -131,26 +139,34 @@ async def test_each_start_is_a_new_epoch_recorded_in_quorum_state(
     assert state["currentVoters"] == [{"voterId": 3}]
 
 
-async def test_records_commit_on_fsync_and_read_back_in_order(tmp_path: Path) -> None:
-    quorum = SingleVoterQuorum.open(tmp_path, node_id=1)
+def test_records_commit_on_fsync_and_read_back_in_order(tmp_path: Path) -> None:
+    node, log = metadata_voter(tmp_path, node_id=1, now=0.0, deferred_flush=True)
+    start = log.end_offset  # after the election's LeaderChange entry
     ids = [uuid.UUID(int=i) for i in range(1, 4)]
-    last = quorum.append(quorum.epoch, [TopicRecord(f"t{i}", ids[i]) for i in range(3)])
-    assert last == 2
-    assert quorum.high_watermark == 0  # appended, not yet durable: not committed
-    assert list(quorum.read_committed(0)) == []
-    assert quorum.commit() == 3
-    read = [record for batch in quorum.read_committed(0) for record in batch.records]
-    assert read == [(i, TopicRecord(f"t{i}", ids[i])) for i in range(3)]
-    with pytest.raises(Exception, match="epoch"):
-        quorum.append(quorum.epoch + 1, [TopicRecord("late", uuid.UUID(int=9))])
-    quorum.close()
+    records = [TopicRecord(f"t{i}", ids[i]) for i in range(3)]
+    node.append([encode_record(r) for r in records], 1.0)
+    assert log.end_offset == start + 3
+    assert node.high_watermark == 0  # appended, not yet durable: not committed
+    assert list(read_committed(log.log, 0, node.high_watermark)) == []
+    flush_leader(node, log, 2.0)
+    assert node.high_watermark == start + 3
+    read = [
+        r
+        for batch in read_committed(log.log, 0, node.high_watermark)
+        for r in batch.records
+    ]
+    assert read == [(start + i, records[i]) for i in range(3)]
+    node.resign(3.0)  # no longer the leader: an append is refused
+    with pytest.raises(NotLeaderError):
+        node.append([encode_record(TopicRecord("late", uuid.UUID(int=9)))], 4.0)
+    log.close()
 
 
 async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
     # A tiny snapshot interval: every commit is followed by a snapshot.
     config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
 
-    async def work(server: ControllerServer) -> None:
+    async def work(server: QuorumControllerShell) -> None:
         await register(server, 1)
         for i in range(5):
             await create(server, f"topic-{i}", 2, 1)
@@ -167,14 +183,14 @@ async def test_a_snapshot_replaces_the_log_it_covers(tmp_path: Path) -> None:
     )
     assert files == [snapshot_id.file_name]  # older snapshots were removed
 
-    reopened = ControllerServer.open(tmp_path, ControllerConfig())
+    reopened = QuorumControllerShell.open(tmp_path, ControllerConfig())
     assert reopened.image == before.image
     assert reopened.quorum.log.log_start_offset == snapshot_id.end_offset
     reopened.quorum.close()
     assert replay_metadata_dir(tmp_path).image == before.image
 
 
-async def snapshot_written(server: ControllerServer) -> None:
+async def snapshot_written(server: QuorumControllerShell) -> None:
     """Wait until no snapshot is being written."""
     with trio.fail_after(DEADLINE):
         await server.wait_snapshot_written()
@@ -190,7 +206,7 @@ async def test_producer_id_blocks_survive_a_restart(
         config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
     epoch = 0
 
-    async def work(server: ControllerServer) -> None:
+    async def work(server: QuorumControllerShell) -> None:
         nonlocal epoch
         epoch = await register(server, 1)
         for start in (0, 1000):
@@ -209,7 +225,7 @@ async def test_producer_id_blocks_survive_a_restart(
     if latest is not None:
         assert ProducerIdsRecord(-1, -1, 2000) in latest[1]
 
-    async def after_restart(server: ControllerServer) -> None:
+    async def after_restart(server: QuorumControllerShell) -> None:
         assert server.image == before.image
         assert server.controller.producer_ids.next_producer_id() == 2000
         response = await server.submit(AllocateProducerIdsRequest(1, epoch))
@@ -224,7 +240,7 @@ async def test_an_expired_session_fences_the_broker_and_moves_leadership(
     config = ControllerConfig(broker_session_timeout_ms=300)
     seen: list[MetadataDelta] = []
 
-    async def work(server: ControllerServer) -> None:
+    async def work(server: QuorumControllerShell) -> None:
         server.subscribe(lambda delta, image: seen.append(delta))
         epochs = {b: await register(server, b) for b in (1, 2)}
         await create(server, "moving", 1, 2)
@@ -254,7 +270,7 @@ async def test_an_expired_session_fences_the_broker_and_moves_leadership(
 
 
 async def test_replay_prints_the_image_and_changes_nothing(tmp_path: Path) -> None:
-    async def work(server: ControllerServer) -> None:
+    async def work(server: QuorumControllerShell) -> None:
         await register(server, 1)
         await create(server, "printed", 3, 1)
 
@@ -280,7 +296,7 @@ async def test_replay_prints_the_image_and_changes_nothing(tmp_path: Path) -> No
 
 
 async def test_replay_stops_at_a_torn_batch_and_says_where(tmp_path: Path) -> None:
-    async def work(server: ControllerServer) -> None:
+    async def work(server: QuorumControllerShell) -> None:
         await register(server, 1)
         await create(server, "torn", 1, 1)
 
@@ -293,7 +309,7 @@ async def test_replay_stops_at_a_torn_batch_and_says_where(tmp_path: Path) -> No
         assert main(["replay", str(tmp_path)]) == 1
     assert "stopped early" in out.getvalue()
     # A restart recovers: the torn batch (the topic's creation) is cut, the rest replays.
-    reopened = ControllerServer.open(tmp_path, ControllerConfig())
+    reopened = QuorumControllerShell.open(tmp_path, ControllerConfig())
     assert reopened.image.topic("torn") is None
     assert 1 in reopened.image.brokers
     reopened.quorum.close()
@@ -306,66 +322,14 @@ def test_replay_of_a_directory_without_a_metadata_log_is_a_usage_error(
     assert "__cluster_metadata-0" in capsys.readouterr().err
 
 
-def test_the_single_voter_quorum_is_a_metadata_quorum(tmp_path: Path) -> None:
+def test_the_raft_quorum_is_a_metadata_quorum(tmp_path: Path) -> None:
     # A static check as much as a runtime one: mypy verifies the assignment below, so the
-    # multi-voter Raft of a later issue has one protocol to meet.
-    quorum: MetadataQuorum = SingleVoterQuorum.open(tmp_path, node_id=1)
-    assert quorum.epoch == 1
+    # controller's port has the one implementation it names.
+    quorum: MetadataQuorum = RaftNodeShell.open(
+        tmp_path, 1, [1], NoOtherVoters(), "", RaftConfig()
+    )
+    assert quorum.epoch == 0  # not running: no election yet
     assert quorum.high_watermark == quorum.log_end_offset == 0
     assert quorum.latest_snapshot() is None
-    assert isinstance(quorum, SingleVoterQuorum)
+    assert isinstance(quorum, RaftNodeShell)
     quorum.close()
-
-
-class NoVoters:
-    """The transport of a quorum with no other voter: nothing is ever sent."""
-
-    async def send(self, destination: int, body: RequestPayload) -> object:
-        raise AssertionError(f"nothing to send to {destination}")
-
-    def disconnect(self, destination: int) -> None:
-        pass
-
-
-@pytest.mark.parametrize("snapshot", [False, True], ids=["log", "snapshot"])
-async def test_a_one_voter_raft_quorum_opens_the_single_voters_directory(
-    tmp_path: Path, snapshot: bool
-) -> None:
-    """The single voter and a Raft quorum of one write the same files (Kafka's
-    ``quorum-state``, ``__cluster_metadata-0``, ``<offset>-<epoch>.checkpoint``): either
-    starts on what the other wrote, with the same image, in a higher epoch."""
-    config = ControllerConfig()
-    if snapshot:
-        config = ControllerConfig(metadata_log_max_record_bytes_between_snapshots=1)
-
-    async def work(server: ControllerServer) -> None:
-        for broker_id in (1, 2):
-            await register(server, broker_id)
-        await create(server, "orders", 3, 2)
-        if snapshot:
-            await snapshot_written(server)
-
-    before = await serve(tmp_path, work, config)
-    assert (before.quorum.latest_snapshot() is not None) == snapshot
-    node_id = config.node_id
-    quorum = RaftQuorum.open(tmp_path, node_id, [node_id], NoVoters(), "", RaftConfig())
-    raft = ControllerServer.open_raft(quorum, ControllerConfig(), random.Random(7))
-    with trio.fail_after(DEADLINE):
-        async with trio.open_nursery() as nursery:
-            await nursery.start(raft.run)
-            while not raft.is_active:  # noqa: ASYNC110  (it elects itself at once)
-                await trio.sleep(0.01)
-            assert quorum.epoch > before.quorum.epoch
-            assert raft.image == before.image
-            await create(raft, "more", 1, 1)
-            nursery.cancel_scope.cancel()
-    state = json.loads((tmp_path / f"{METADATA_TOPIC}-0" / "quorum-state").read_text())
-    assert state["leaderId"] == node_id
-    assert state["currentVoters"] == [{"voterId": node_id}]
-
-    async def after(server: ControllerServer) -> None:
-        assert server.quorum.epoch == quorum.epoch + 1
-        assert server.image.topic("more") is not None
-        assert server.image.topic("orders") == before.image.topic("orders")
-
-    await serve(tmp_path, after)

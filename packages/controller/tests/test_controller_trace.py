@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import cast
+
+import attrs
 
 from minikafka.controller import (
     NO_LEADER,
@@ -22,12 +25,10 @@ from minikafka.controller import (
     IncrementalAlterConfigsRequest,
     PartitionLeaderElected,
     QuorumController,
-    QuorumLeaderElected,
     ReassignablePartition,
     RecordsApplied,
-    SingleVoterQuorum,
 )
-from minikafka.controller.testing import ControllerHarness
+from minikafka.controller.testing import ControllerHarness, metadata_voter
 from minikafka.trace import event_types
 from minikafka.trace.testing import RecordingTracer
 
@@ -72,7 +73,6 @@ def test_the_events_are_registered_under_controller() -> None:
     assert types["controller", "records_applied"] is RecordsApplied
     assert types["controller", "election"] is PartitionLeaderElected
     assert types["controller", "broker_registration"] is BrokerRegistrationChanged
-    assert types["controller", "quorum_leader"] is QuorumLeaderElected
 
 
 def test_bootstrap_and_brokers_joining() -> None:
@@ -231,15 +231,19 @@ def test_a_standby_replaying_committed_records_traces_them_without_an_epoch() ->
     ]
 
 
-def test_every_start_of_the_single_voter_quorum_is_an_election(tmp_path: Path) -> None:
+def test_every_start_of_the_one_voter_quorum_is_an_election(tmp_path: Path) -> None:
+    """The metadata quorum's elections are its Raft node's events: a lone voter becomes
+    the leader at each start, in the next epoch, with nobody to ask."""
     tracer = RecordingTracer(node=3)
-    for _ in range(2):
-        SingleVoterQuorum.open(tmp_path, node_id=3, tracer=tracer).close()
-    # (The log's own events, such as its recovery on the second start, come too.)
-    assert tracer.of_type(QuorumLeaderElected) == [
-        QuorumLeaderElected(3, 1),
-        QuorumLeaderElected(3, 2),
+    for start in range(2):
+        _, log = metadata_voter(tmp_path, node_id=3, now=float(start), tracer=tracer)
+        log.close()
+    state_change = event_types()["raft", "state_change"]  # the Raft node's event
+    changes = [
+        attrs.asdict(cast(attrs.AttrsInstance, e)) for e in tracer.of_type(state_change)
     ]
+    elected = [(c["node_id"], c["epoch"]) for c in changes if c["new"] == "Leader"]
+    assert elected == [(3, 1), (3, 2)]
 
 
 def test_nothing_is_traced_when_tracing_is_off() -> None:

@@ -16,7 +16,8 @@ Guarantees checked:
 - controlled shutdown moves leadership off the broker before it stops;
 - deletion stops and deletes every replica, waits for a dead broker, then removes the
   znodes;
-- a transition the tables forbid is an error, not skipped.
+- a transition the tables forbid is an error, not skipped;
+- every trace event an event emits carries the time its call was given.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
+    UNCLEAN_ELECTION,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     AlterPartitionItem,
@@ -69,6 +71,7 @@ from minikafka.zk import (
     Check,
     Create,
     Delete,
+    LeaderIsrAndControllerEpoch,
     LiveBroker,
     Op,
     SetData,
@@ -76,9 +79,10 @@ from minikafka.zk import (
     ZkCluster,
     encode_topic_config,
 )
-from minikafka.zk import PartitionState as ZkPartitionState
 
 EPOCH = 3
+NOW = 1_700_000_000.0
+"""The time every event is handed (seconds since the epoch): it only stamps traces."""
 R = TypeVar("R")
 TOPIC_ID = uuid.UUID(int=7)
 
@@ -113,14 +117,14 @@ def started(
         default_replication_factor=2, unclean_leader_election_enable=unclean
     )
     controller, _ = ZkController.become_active(
-        0, EPOCH, cluster, config=config, tracer=tracer, rng=random.Random(5)
+        0, EPOCH, cluster, NOW, config=config, tracer=tracer, rng=random.Random(5)
     )
     return controller
 
 
 def requests(result: ZkControllerResult, kind: type[R]) -> dict[int, R]:
     return {
-        r.broker_id: r.payload for r in result.requests if isinstance(r.payload, kind)
+        r.broker_id: r.payload for r in result.messages if isinstance(r.payload, kind)
     }
 
 
@@ -130,7 +134,7 @@ def partition_states(request: Any) -> dict[tuple[str, int], Any]:
 
 def leadership(
     controller: ZkController, topic: str, partition: int
-) -> tuple[ZkPartitionState, int]:
+) -> tuple[LeaderIsrAndControllerEpoch, int]:
     found = controller.context.leadership[(topic, partition)]
     return found.state, found.version
 
@@ -141,7 +145,7 @@ def leadership(
 def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
     tracer = RecordingTracer()
     controller = started(tracer=tracer)
-    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})})
+    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})}, NOW)
 
     transitions = [
         (e.machine, e.partition, e.replica, e.from_state, e.to_state)
@@ -168,15 +172,15 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
         if isinstance(e, StateTransition)
     )
     # The first live replica leads, every live replica is in sync; znodes created at v0.
-    assert result.writes == (
+    assert result.records == (
         Create(
             "/brokers/topics/t/partitions/0/state",
-            ZkPartitionState(1, 0, (1, 2), EPOCH).encode(),
+            LeaderIsrAndControllerEpoch(1, 0, (1, 2), EPOCH).encode(),
             parents=True,
         ),
         Create(
             "/brokers/topics/t/partitions/1/state",
-            ZkPartitionState(2, 0, (2, 3), EPOCH).encode(),
+            LeaderIsrAndControllerEpoch(2, 0, (2, 3), EPOCH).encode(),
             parents=True,
         ),
     )
@@ -207,41 +211,60 @@ def test_a_new_topic_goes_through_seed_001s_four_steps() -> None:
     assert sorted(update) == [1, 2, 3]
     assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
     assert [b.broker_id for b in update[3].live_brokers] == [1, 2, 3]
-    kinds = [r.api for r in result.requests if r.broker_id == 1]
+    kinds = [r.api for r in result.messages if r.broker_id == 1]
     assert kinds == ["LeaderAndIsr", "UpdateMetadata"]
+
+
+def test_each_events_trace_carries_the_time_its_call_was_given() -> None:
+    """As every core's: the shell's ``now``, never the tracer's wall clock, and never an
+    earlier event's time."""
+    tracer = RecordingTracer()
+    controller = started(tracer=tracer)
+    started_at = len(tracer.records)
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW + 1)
+    created = len(tracer.records)
+    controller.on_broker_change(brokers(2, 3), NOW + 2)
+    stamps = [ts for ts, _ in tracer.records]
+    assert started_at < created < len(stamps)
+    assert set(stamps[:started_at]) <= {NOW}
+    assert set(stamps[started_at:created]) == {NOW + 1}
+    assert set(stamps[created:]) == {NOW + 2}
 
 
 def test_a_partition_with_no_live_replica_stays_new_until_one_comes() -> None:
     controller = started(live=[1])
-    result = controller.on_topic_change({"t": assignment({0: [2, 3]})})
+    result = controller.on_topic_change({"t": assignment({0: [2, 3]})}, NOW)
     assert controller.psm.state(("t", 0)) is PartitionState.NEW
-    assert result.writes == ()
-    result = controller.on_broker_change(brokers(1, 3))
+    assert result.records == ()
+    result = controller.on_broker_change(brokers(1, 3), NOW)
     assert controller.psm.state(("t", 0)) is PartitionState.ONLINE
-    assert leadership(controller, "t", 0) == (ZkPartitionState(3, 0, (3,), EPOCH), 0)
-    assert isinstance(result.writes[0], Create)
+    assert leadership(controller, "t", 0) == (
+        LeaderIsrAndControllerEpoch(3, 0, (3,), EPOCH),
+        0,
+    )
+    assert isinstance(result.records[0], Create)
 
 
 def test_added_partitions_are_created_and_existing_ones_left_alone() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [3, 1]})})
-    assert [w.path for w in result.writes] == ["/brokers/topics/t/partitions/1/state"]
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    result = controller.on_topic_change({"t": assignment({0: [1, 2], 1: [3, 1]})}, NOW)
+    assert [w.path for w in result.records] == ["/brokers/topics/t/partitions/1/state"]
     assert leadership(controller, "t", 0)[1] == 0
 
 
 def test_a_topic_written_without_an_id_gets_one() -> None:
     controller = started()
-    result = controller.on_topic_change({"t": TopicAssignment({0: (1,)})})
+    result = controller.on_topic_change({"t": TopicAssignment({0: (1,)})}, NOW)
     topic_id = controller.context.topic_id("t")
     assert topic_id is not None
-    assert result.writes[0] == SetData(
+    assert result.records[0] == SetData(
         "/brokers/topics/t", TopicAssignment({0: (1,)}, topic_id).encode()
     )
     # The watch fires again for that write: nothing more to do.
-    again = controller.on_topic_change({"t": TopicAssignment({0: (1,)}, topic_id)})
-    assert again.writes == ()
-    assert again.requests == ()
+    again = controller.on_topic_change({"t": TopicAssignment({0: (1,)}, topic_id)}, NOW)
+    assert again.records == ()
+    assert again.messages == ()
 
 
 # --- brokers failing and coming back ----------------------------------------------------------
@@ -249,16 +272,16 @@ def test_a_topic_written_without_an_id_gets_one() -> None:
 
 def test_a_dead_leader_is_replaced_by_an_in_sync_replica() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
-    result = controller.on_broker_change(brokers(2, 3))
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
+    result = controller.on_broker_change(brokers(2, 3), NOW)
 
     state, version = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (2, (2, 3))
     assert state.leader_epoch == 1
     assert version == 1
-    assert result.writes[0] == SetData(
+    assert result.records[0] == SetData(
         "/brokers/topics/t/partitions/0/state",
-        ZkPartitionState(2, 1, (2, 3), EPOCH).encode(),
+        LeaderIsrAndControllerEpoch(2, 1, (2, 3), EPOCH).encode(),
         0,
     )
     assert sorted(requests(result, LeaderAndIsr)) == [2, 3]
@@ -268,16 +291,16 @@ def test_a_dead_leader_is_replaced_by_an_in_sync_replica() -> None:
 
 def test_the_last_in_sync_replica_stays_in_the_isr_and_leads_again_when_back() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    controller.on_broker_change(brokers(1, 3))  # 2 leaves the ISR
-    controller.on_broker_change(brokers(3))  # 1, the last in sync, dies
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    controller.on_broker_change(brokers(1, 3), NOW)  # 2 leaves the ISR
+    controller.on_broker_change(brokers(3), NOW)  # 1, the last in sync, dies
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (-1, (1,))
     assert controller.psm.state(("t", 0)) is PartitionState.OFFLINE
     # 2 is back but was not in sync: no leader
-    controller.on_broker_change(brokers(2, 3))
+    controller.on_broker_change(brokers(2, 3), NOW)
     assert leadership(controller, "t", 0)[0].leader == -1
-    controller.on_broker_change(brokers(1, 2, 3))
+    controller.on_broker_change(brokers(1, 2, 3), NOW)
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (1, (1,))
     assert controller.psm.state(("t", 0)) is PartitionState.ONLINE
@@ -288,10 +311,10 @@ def test_unclean_election_picks_a_live_replica_outside_the_isr_only_when_enabled
 ):
     tracer = RecordingTracer()
     controller = started(unclean=True, tracer=tracer)
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    controller.on_broker_change(brokers(1, 3))
-    controller.on_broker_change(brokers(3))
-    controller.on_broker_change(brokers(2, 3))
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    controller.on_broker_change(brokers(1, 3), NOW)
+    controller.on_broker_change(brokers(3), NOW)
+    controller.on_broker_change(brokers(2, 3), NOW)
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (2, (2,))
     reasons = [getattr(e, "reason", None) for e in tracer.events]
@@ -318,31 +341,71 @@ def test_unclean_election_follows_the_topic_config_over_the_broker_default(
         if topic_override is None
         else {"unclean.leader.election.enable": topic_override}
     )
-    controller.on_topic_change({"t": assignment({0: [1, 2]})}, {"t": overrides})
-    controller.on_broker_change(brokers(1, 3))  # 2 dies: leaves the ISR
-    controller.on_broker_change(brokers(3))  # 1, the last in sync, dies
-    controller.on_broker_change(brokers(2, 3))  # only 2, out of sync, is back
+    controller.on_topic_change(
+        {"t": assignment({0: [1, 2]})}, NOW, configs={"t": overrides}
+    )
+    controller.on_broker_change(brokers(1, 3), NOW)  # 2 dies: leaves the ISR
+    controller.on_broker_change(brokers(3), NOW)  # 1, the last in sync, dies
+    controller.on_broker_change(brokers(2, 3), NOW)  # only 2, out of sync, is back
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == ((2, (2,)) if unclean else (-1, (1,)))
+
+
+def test_elect_leaders_unclean_elects_a_live_replica_outside_the_isr() -> None:
+    # Guarantee (KIP-460): ElectLeaders UNCLEAN gives a leaderless partition a live
+    # replica from outside its ISR, though unclean election is off; a partition with a
+    # live leader needs none; one whose replicas are all gone gets none.
+    tracer = RecordingTracer()
+    controller = started(unclean=False, tracer=tracer)
+    controller.on_topic_change(
+        {"t": assignment({0: [1, 2]}), "u": assignment({0: [3]})}, NOW
+    )
+    controller.on_broker_change(brokers(1, 3), NOW)  # 2 dies: leaves the ISR
+    controller.on_broker_change(brokers(3), NOW)  # 1, the last in sync, dies
+    controller.on_broker_change(brokers(2, 3), NOW)  # only 2, out of sync, is back
+    assert leadership(controller, "t", 0)[0].leader == -1
+    result = controller.on_elect_leaders(
+        ElectLeadersRequest((("t", 0), ("u", 0)), UNCLEAN_ELECTION), NOW
+    )
+    response = result.replies[0]
+    assert isinstance(response, ElectLeadersResponse)
+    assert [(r.topic, r.error_code) for r in response.partitions] == [
+        ("t", ErrorCode.none),
+        ("u", ErrorCode.election_not_needed),
+    ]
+    state, _ = leadership(controller, "t", 0)
+    assert (state.leader, state.isr) == (2, (2,))
+    assert "unclean" in [getattr(e, "reason", None) for e in tracer.events]
+    controller.on_broker_change(brokers(2), NOW)  # 3, u's only replica, dies
+    gone = controller.on_elect_leaders(
+        ElectLeadersRequest((("u", 0),), UNCLEAN_ELECTION), NOW
+    ).replies[0]
+    assert isinstance(gone, ElectLeadersResponse)
+    [result_u] = gone.partitions
+    assert result_u.error_code == ErrorCode.eligible_leaders_not_available
 
 
 def test_a_new_controller_reads_each_topics_unclean_setting() -> None:
     cluster = ZkCluster(
         brokers(2, 3),
         {"t": assignment({0: [1, 2]})},
-        {("t", 0): (ZkPartitionState(1, 4, (1,), EPOCH - 1), 7)},
+        {("t", 0): (LeaderIsrAndControllerEpoch(1, 4, (1,), EPOCH - 1), 7)},
         frozenset(),
         {"t": {"unclean.leader.election.enable": "true"}},
     )
-    controller, _ = ZkController.become_active(0, EPOCH, cluster, rng=random.Random(5))
+    controller, _ = ZkController.become_active(
+        0, EPOCH, cluster, NOW, rng=random.Random(5)
+    )
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (2, (2,))  # broker default false, topic true
 
 
 def test_a_bounced_broker_is_failed_then_started() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    result = controller.on_broker_change({**brokers(2, 3), 1: broker(1, epoch=500)})
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    result = controller.on_broker_change(
+        {**brokers(2, 3), 1: broker(1, epoch=500)}, NOW
+    )
     state, _ = leadership(controller, "t", 0)
     assert state.leader == 2  # it lost leadership as it died
     assert requests(result, LeaderAndIsr)[1].broker_epoch == 501  # the new incarnation
@@ -350,9 +413,9 @@ def test_a_bounced_broker_is_failed_then_started() -> None:
 
 def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})})
-    controller.on_broker_change(brokers(2, 3))  # 1 dies: t-0 moves to 2
-    controller.on_broker_change(brokers(1, 2, 3))  # 1 is back, but only a follower
+    controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})}, NOW)
+    controller.on_broker_change(brokers(2, 3), NOW)  # 1 dies: t-0 moves to 2
+    controller.on_broker_change(brokers(1, 2, 3), NOW)  # 1 is back, but only a follower
     assert leadership(controller, "t", 0)[0].leader == 2
     alter = AlterPartitionItem(
         TOPIC_ID,
@@ -362,12 +425,12 @@ def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> No
         leadership(controller, "t", 0)[1],
     )
     # 1 caught up
-    controller.on_alter_partition(AlterPartitionRequest(2, 102, (alter,)))
+    controller.on_alter_partition(AlterPartitionRequest(2, 102, (alter,)), NOW)
     result = controller.on_elect_leaders(
-        ElectLeadersRequest((("t", 0), ("t", 1), ("u", 0)))
+        ElectLeadersRequest((("t", 0), ("t", 1), ("u", 0))), NOW
     )
-    assert isinstance(result.response, ElectLeadersResponse)
-    assert [r.error_code for r in result.response.partitions] == [
+    assert isinstance(result.replies[0], ElectLeadersResponse)
+    assert [r.error_code for r in result.replies[0].partitions] == [
         ErrorCode.none,
         ErrorCode.election_not_needed,
         ErrorCode.unknown_topic_or_partition,
@@ -383,9 +446,9 @@ def _catch_up(controller: ZkController, partition: int, isr: tuple[int, ...]) ->
     item = AlterPartitionItem(TOPIC_ID, partition, state.leader_epoch, isr, version)
     leader = controller.context.brokers[state.leader]
     request = AlterPartitionRequest(state.leader, leader.epoch, (item,))
-    result = controller.on_alter_partition(request)
-    assert isinstance(result.response, AlterPartitionResponse)
-    assert [r.error_code for r in result.response.partitions] == [ErrorCode.none]
+    result = controller.on_alter_partition(request, NOW)
+    assert isinstance(result.replies[0], AlterPartitionResponse)
+    assert [r.error_code for r in result.replies[0].partitions] == [ErrorCode.none]
 
 
 def bounced_first_replica(percentage: int = 10) -> tuple[ZkController, RecordingTracer]:
@@ -395,11 +458,13 @@ def bounced_first_replica(percentage: int = 10) -> tuple[ZkController, Recording
     cluster = ZkCluster(brokers(1, 2, 3), {}, {}, frozenset())
     config = ControllerConfig(leader_imbalance_per_broker_percentage=percentage)
     controller, _ = ZkController.become_active(
-        0, EPOCH, cluster, config=config, tracer=tracer, rng=random.Random(5)
+        0, EPOCH, cluster, NOW, config=config, tracer=tracer, rng=random.Random(5)
     )
-    controller.on_topic_change({"t": assignment({0: [1, 2], 1: [1, 3], 2: [2, 3]})})
-    controller.on_broker_change(brokers(2, 3))
-    controller.on_broker_change(brokers(1, 2, 3))
+    controller.on_topic_change(
+        {"t": assignment({0: [1, 2], 1: [1, 3], 2: [2, 3]})}, NOW
+    )
+    controller.on_broker_change(brokers(2, 3), NOW)
+    controller.on_broker_change(brokers(1, 2, 3), NOW)
     _catch_up(controller, 0, (2, 1))
     assert [leadership(controller, "t", p)[0].leader for p in range(3)] == [2, 3, 2]
     return controller, tracer
@@ -412,19 +477,19 @@ def test_the_leader_imbalance_check_gives_leadership_back_where_the_first_replic
     # preferred replica of (100% > 10%): t-0 goes back to it; t-1 cannot, 1 is not in its
     # ISR; t-2's preferred replica leads it already.
     controller, tracer = bounced_first_replica()
-    result = controller.on_auto_leader_rebalance()
+    result = controller.on_auto_leader_rebalance(NOW)
     assert [leadership(controller, "t", p)[0].leader for p in range(3)] == [1, 3, 2]
     assert leadership(controller, "t", 0)[0].isr == (2, 1)  # the ISR does not change
     assert sorted(requests(result, LeaderAndIsr)) == [1, 2]
-    assert [w.path for w in result.writes if isinstance(w, SetData)] == [
+    assert [w.path for w in result.records if isinstance(w, SetData)] == [
         "/brokers/topics/t/partitions/0/state"
     ]
     reasons = [getattr(e, "reason", None) for e in tracer.events]
     assert reasons.count("auto_rebalance") == 1
     # Balanced now (for what can move): a second check changes nothing.
-    again = controller.on_auto_leader_rebalance()
-    assert again.writes == ()
-    assert again.requests == ()
+    again = controller.on_auto_leader_rebalance(NOW)
+    assert again.records == ()
+    assert again.messages == ()
 
 
 @pytest.mark.parametrize(("percentage", "moves"), [(50, False), (49, True)])
@@ -435,23 +500,24 @@ def test_the_leader_imbalance_check_leaves_an_imbalance_within_the_percentage(
     # 50% imbalanced. With t-1 in sync on 1 too, it moves only if that is more than
     # leader.imbalance.per.broker.percentage.
     controller, _ = bounced_first_replica(percentage=percentage)
-    controller.on_elect_leaders(ElectLeadersRequest((("t", 0),)))
+    controller.on_elect_leaders(ElectLeadersRequest((("t", 0),)), NOW)
     _catch_up(controller, 1, (3, 1))
-    result = controller.on_auto_leader_rebalance()
+    result = controller.on_auto_leader_rebalance(NOW)
     assert leadership(controller, "t", 1)[0].leader == (1 if moves else 3)
-    assert bool(result.writes) is moves
+    assert bool(result.records) is moves
 
 
 def test_the_leader_imbalance_check_waits_for_a_reassignment_to_finish() -> None:
     controller, _ = bounced_first_replica()
     moved = controller.on_alter_partition_reassignments(
-        AlterPartitionReassignmentsRequest((ReassignablePartition("t", 2, (3, 2, 1)),))
+        AlterPartitionReassignmentsRequest((ReassignablePartition("t", 2, (3, 2, 1)),)),
+        NOW,
     )
-    assert isinstance(moved.response, AlterPartitionReassignmentsResponse)
-    assert [r.error_code for r in moved.response.partitions] == [ErrorCode.none]
-    result = controller.on_auto_leader_rebalance()
-    assert result.writes == ()
-    assert result.requests == ()
+    assert isinstance(moved.replies[0], AlterPartitionReassignmentsResponse)
+    assert [r.error_code for r in moved.replies[0].partitions] == [ErrorCode.none]
+    result = controller.on_auto_leader_rebalance(NOW)
+    assert result.records == ()
+    assert result.messages == ()
     assert leadership(controller, "t", 0)[0].leader == 2
 
 
@@ -474,16 +540,18 @@ def alter(
         fields.get("partition_epoch", version),
     )
     epoch = fields.get("broker_epoch", controller.context.brokers[leader].epoch)
-    return controller.on_alter_partition(AlterPartitionRequest(leader, epoch, (item,)))
+    return controller.on_alter_partition(
+        AlterPartitionRequest(leader, epoch, (item,)), NOW
+    )
 
 
 def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
     result = alter(controller, isr=(1, 3))
-    assert isinstance(result.response, AlterPartitionResponse)
-    assert result.response.error_code == ErrorCode.none
-    (answer,) = result.response.partitions
+    assert isinstance(result.replies[0], AlterPartitionResponse)
+    assert result.replies[0].error_code == ErrorCode.none
+    (answer,) = result.replies[0].partitions
     assert (
         answer.error_code,
         answer.isr,
@@ -495,10 +563,10 @@ def test_alter_partition_writes_the_isr_over_the_version_the_leader_named() -> N
         0,
         1,
     )
-    assert result.writes == (
+    assert result.records == (
         SetData(
             "/brokers/topics/t/partitions/0/state",
-            ZkPartitionState(1, 0, (1, 3), EPOCH).encode(),
+            LeaderIsrAndControllerEpoch(1, 0, (1, 3), EPOCH).encode(),
             0,
         ),
     )
@@ -518,20 +586,20 @@ def test_alter_partition_is_fenced_by_epochs(
     fields: dict[str, int], error: ErrorCode
 ) -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
     result = alter(controller, isr=(fields.get("leader", 1),), **fields)
-    assert result.writes == ()
-    assert isinstance(result.response, AlterPartitionResponse)
-    assert result.response.partitions[0].error_code == error
+    assert result.records == ()
+    assert isinstance(result.replies[0], AlterPartitionResponse)
+    assert result.replies[0].partitions[0].error_code == error
 
 
 def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})})
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
     result = alter(controller, broker_epoch=1)
-    assert isinstance(result.response, AlterPartitionResponse)
-    assert result.response.error_code == ErrorCode.stale_broker_epoch
-    assert result.writes == ()
+    assert isinstance(result.replies[0], AlterPartitionResponse)
+    assert result.replies[0].error_code == ErrorCode.stale_broker_epoch
+    assert result.records == ()
 
 
 # --- reassignment (KIP-236, KIP-455) ------------------------------------------------------
@@ -543,17 +611,17 @@ def reassign(
     request = AlterPartitionReassignmentsRequest(
         (ReassignablePartition("t", 0, replicas),)
     )
-    return controller.on_alter_partition_reassignments(request)
+    return controller.on_alter_partition_reassignments(request, NOW)
 
 
 def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadership() -> (
     None
 ):
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
     result = reassign(controller, (2, 3))
-    assert isinstance(result.response, AlterPartitionReassignmentsResponse)
-    assert result.response.partitions[0].error_code == ErrorCode.none
+    assert isinstance(result.replies[0], AlterPartitionReassignmentsResponse)
+    assert result.replies[0].partitions[0].error_code == ErrorCode.none
     # Phase A: RS = TRS + (ORS - TRS), the new replica told to follow, a new leader epoch.
     written = controller.context.topics["t"]
     assert (written.partitions[0], written.adding[0], written.removing[0]) == (
@@ -572,9 +640,9 @@ def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadersh
     # stopped and deleted, and the assignment is TRS alone.
     state, version = leadership(controller, "t", 0)
     item = AlterPartitionItem(TOPIC_ID, 0, state.leader_epoch, (1, 2, 3), version)
-    done = controller.on_alter_partition(AlterPartitionRequest(1, 101, (item,)))
-    assert isinstance(done.response, AlterPartitionResponse)
-    assert done.response.partitions[0].error_code == ErrorCode.new_leader_elected
+    done = controller.on_alter_partition(AlterPartitionRequest(1, 101, (item,)), NOW)
+    assert isinstance(done.replies[0], AlterPartitionResponse)
+    assert done.replies[0].partitions[0].error_code == ErrorCode.new_leader_elected
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (2, (2, 3))
     assert controller.context.topics["t"] == assignment({0: [2, 3]})
@@ -586,7 +654,7 @@ def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadersh
 
 def test_a_cancelled_reassignment_goes_back_and_deletes_what_it_added() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
     reassign(controller, (2, 3))
     cancelled = reassign(controller, None)
     # ORS is RS without AR, in RS's order, as Kafka reads it: (2, 1), not (1, 2).
@@ -595,9 +663,9 @@ def test_a_cancelled_reassignment_goes_back_and_deletes_what_it_added() -> None:
         (p.partition, p.delete) for p in requests(cancelled, StopReplica)[3].partitions
     ] == [(0, True)]
     nothing = reassign(controller, None)
-    assert isinstance(nothing.response, AlterPartitionReassignmentsResponse)
+    assert isinstance(nothing.replies[0], AlterPartitionReassignmentsResponse)
     assert (
-        nothing.response.partitions[0].error_code
+        nothing.replies[0].partitions[0].error_code
         == ErrorCode.no_reassignment_in_progress
     )
 
@@ -611,14 +679,17 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
         {
             "t": assignment({0: [1, 2], 1: [2, 1], 2: [1]}),
             "u": assignment({0: [1, 3]}, uuid.UUID(int=8)),
-        }
+        },
+        NOW,
     )
     alter_u = AlterPartitionItem(uuid.UUID(int=8), 0, 0, (1,), 0)  # u-0's ISR is only 1
-    controller.on_alter_partition(AlterPartitionRequest(1, 101, (alter_u,)))
-    result = controller.on_controlled_shutdown(1, 101)
+    controller.on_alter_partition(AlterPartitionRequest(1, 101, (alter_u,)), NOW)
+    result = controller.on_controlled_shutdown(1, 101, NOW)
 
-    assert isinstance(result.response, ControlledShutdownResult)
-    assert result.response.remaining == (("u", 0),)  # t-2 has one replica: not counted
+    assert isinstance(result.replies[0], ControlledShutdownResult)
+    assert result.replies[0].remaining == (
+        ("u", 0),
+    )  # t-2 has one replica: not counted
     assert leadership(controller, "t", 0)[0].leader == 2
     assert leadership(controller, "t", 0)[0].isr == (2,)
     assert leadership(controller, "t", 1)[0].isr == (2,)  # the follower left the ISR
@@ -629,9 +700,9 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
     assert 1 not in {
         leader.broker_id for leader in requests(result, LeaderAndIsr)[2].live_leaders
     }
-    stale = controller.on_controlled_shutdown(1, 7)
-    assert isinstance(stale.response, ControlledShutdownResult)
-    assert stale.response.error_code == ErrorCode.stale_broker_epoch
+    stale = controller.on_controlled_shutdown(1, 7, NOW)
+    assert isinstance(stale.replies[0], ControlledShutdownResult)
+    assert stale.replies[0].error_code == ErrorCode.stale_broker_epoch
 
 
 # --- deletion ---------------------------------------------------------------------------------
@@ -639,19 +710,19 @@ def test_controlled_shutdown_moves_leadership_and_reports_what_cannot_move() -> 
 
 def test_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    result = controller.on_topic_deletion(["t", "never-existed"])
-    assert Delete("/admin/delete_topics/never-existed") in result.writes
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    result = controller.on_topic_deletion(["t", "never-existed"], NOW)
+    assert Delete("/admin/delete_topics/never-existed") in result.records
     stops = requests(result, StopReplica)
     assert sorted(stops) == [1, 2]
     assert all(p.delete for p in partition_states(stops[1]).values())
     update = requests(result, UpdateMetadata)[1]
     assert partition_states(update)[("t", 0)].leader == -2  # LeaderDuringDelete
 
-    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
+    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none}, NOW)
     assert "t" in controller.context.topics  # broker 2 has not answered
-    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
-    assert done.writes == (
+    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none}, NOW)
+    assert done.records == (
         Delete("/brokers/topics/t", recursive=True),
         Delete("/config/topics/t", must_exist=False),
         Delete("/admin/delete_topics/t"),
@@ -662,20 +733,20 @@ def test_deletion_stops_and_deletes_every_replica_then_removes_the_znodes() -> N
 
 def test_deletion_waits_for_a_dead_broker_and_finishes_when_it_returns() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    controller.on_broker_change(brokers(1, 3))
-    result = controller.on_topic_deletion(["t"])
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    controller.on_broker_change(brokers(1, 3), NOW)
+    result = controller.on_topic_deletion(["t"], NOW)
     assert requests(result, StopReplica) == {}
     assert controller.rsm.state(("t", 0, 2)).value == "ReplicaDeletionIneligible"
-    back = controller.on_broker_change(brokers(1, 2, 3))
+    back = controller.on_broker_change(brokers(1, 2, 3), NOW)
     assert sorted(requests(back, StopReplica)) == [1, 2]
-    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none})
+    controller.on_stop_replica_response(1, {("t", 0): ErrorCode.none}, NOW)
     failed = controller.on_stop_replica_response(
-        2, {("t", 0): ErrorCode.kafka_storage_error}
+        2, {("t", 0): ErrorCode.kafka_storage_error}, NOW
     )
     assert sorted(requests(failed, StopReplica)) == [2]  # retried at once
-    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none})
-    assert Delete("/brokers/topics/t", recursive=True) in done.writes
+    done = controller.on_stop_replica_response(2, {("t", 0): ErrorCode.none}, NOW)
+    assert Delete("/brokers/topics/t", recursive=True) in done.records
 
 
 # --- admin requests (they write znodes; the watches do the rest) ----------------------------
@@ -688,10 +759,10 @@ def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partition
     request = CreateTopicsRequest(
         (CreatableTopic("t", 3, 2, configs=(("retention.ms", "60000"),)),)
     )
-    result = controller.on_create_topics(request)
-    assert isinstance(result.response, CreateTopicsResponse)
-    assert result.response.topics[0].error_code == ErrorCode.none
-    config, write = result.writes
+    result = controller.on_create_topics(request, NOW)
+    assert isinstance(result.replies[0], CreateTopicsResponse)
+    assert result.replies[0].topics[0].error_code == ErrorCode.none
+    config, write = result.records
     assert config == Create(
         "/config/topics/t", encode_topic_config({"retention.ms": "60000"}), parents=True
     )
@@ -701,12 +772,14 @@ def test_create_topics_writes_the_assignment_and_the_watch_creates_the_partition
     assert sorted(written.partitions) == [0, 1, 2]
     assert all(len(r) == 2 for r in written.partitions.values())
     assert controller.context.leadership == {}  # nothing happens before the watch fires
-    again = controller.on_create_topics(request)  # before the watch: already exists
-    assert isinstance(again.response, CreateTopicsResponse)
-    assert again.response.topics[0].error_code == ErrorCode.topic_already_exists
-    assert again.writes == ()
-    created = controller.on_topic_change({"t": written})
-    assert len([w for w in created.writes if isinstance(w, Create)]) == 3
+    again = controller.on_create_topics(
+        request, NOW
+    )  # before the watch: already exists
+    assert isinstance(again.replies[0], CreateTopicsResponse)
+    assert again.replies[0].topics[0].error_code == ErrorCode.topic_already_exists
+    assert again.records == ()
+    created = controller.on_topic_change({"t": written}, NOW)
+    assert len([w for w in created.records if isinstance(w, Create)]) == 3
     assert controller.context.pending == {}
 
 
@@ -715,48 +788,54 @@ def test_create_topics_is_checked_as_in_kraft_mode() -> None:
     result = controller.on_create_topics(
         CreateTopicsRequest(
             (CreatableTopic("bad name", 1, 1), CreatableTopic("t", 1, 4))
-        )
+        ),
+        NOW,
     )
-    assert isinstance(result.response, CreateTopicsResponse)
-    errors = [t.error_code for t in result.response.topics]
+    assert isinstance(result.replies[0], CreateTopicsResponse)
+    errors = [t.error_code for t in result.replies[0].topics]
     assert errors == [
         ErrorCode.invalid_topic_exception,
         ErrorCode.invalid_replication_factor,
     ]
-    assert result.writes == ()
+    assert result.records == ()
 
 
 def test_delete_topics_lists_the_topic_for_the_deletion_manager() -> None:
     controller = started()
-    controller.on_topic_change({"t": assignment({0: [1, 2]})})
-    result = controller.on_delete_topics(DeleteTopicsRequest(("t", "u")))
-    assert result.writes == (Create("/admin/delete_topics/t"),)
-    assert isinstance(result.response, DeleteTopicsResponse)
-    assert [r.error_code for r in result.response.topics] == [
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+    result = controller.on_delete_topics(DeleteTopicsRequest(("t", "u")), NOW)
+    assert result.records == (Create("/admin/delete_topics/t"),)
+    assert isinstance(result.replies[0], DeleteTopicsResponse)
+    assert [r.error_code for r in result.replies[0].topics] == [
         ErrorCode.none,
         ErrorCode.unknown_topic_or_partition,
     ]
-    assert controller.on_delete_topics(DeleteTopicsRequest(("t",))).writes == ()
+    assert controller.on_delete_topics(DeleteTopicsRequest(("t",)), NOW).records == ()
 
 
 def test_producer_id_blocks_follow_each_other_under_a_conditional_write() -> None:
     controller = started()
-    first = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 101))
-    second = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(2, 102))
-    assert isinstance(first.response, AllocateProducerIdsResponse)
-    assert isinstance(second.response, AllocateProducerIdsResponse)
-    assert (first.response.producer_id_start, second.response.producer_id_start) == (
+    first = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 101), NOW)
+    second = controller.on_allocate_producer_ids(
+        AllocateProducerIdsRequest(2, 102), NOW
+    )
+    assert isinstance(first.replies[0], AllocateProducerIdsResponse)
+    assert isinstance(second.replies[0], AllocateProducerIdsResponse)
+    assert (
+        first.replies[0].producer_id_start,
+        second.replies[0].producer_id_start,
+    ) == (
         0,
         1000,
     )
-    assert isinstance(first.writes[0], Create)
-    assert isinstance(second.writes[0], SetData)
-    assert second.writes[0].version == 0
-    assert json.loads(second.writes[0].data)["block_end"] == "1999"
-    stale = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 5))
-    assert isinstance(stale.response, AllocateProducerIdsResponse)
-    assert stale.response.error_code != ErrorCode.none
-    assert stale.writes == ()
+    assert isinstance(first.records[0], Create)
+    assert isinstance(second.records[0], SetData)
+    assert second.records[0].version == 0
+    assert json.loads(second.records[0].data)["block_end"] == "1999"
+    stale = controller.on_allocate_producer_ids(AllocateProducerIdsRequest(1, 5), NOW)
+    assert isinstance(stale.replies[0], AllocateProducerIdsResponse)
+    assert stale.replies[0].error_code != ErrorCode.none
+    assert stale.records == ()
 
 
 # --- taking over --------------------------------------------------------------------------------
@@ -764,18 +843,24 @@ def test_producer_id_blocks_follow_each_other_under_a_conditional_write() -> Non
 
 def test_a_new_controller_loads_the_cluster_and_elects_where_leaders_are_gone() -> None:
     # written by the previous controller (epoch 2)
-    state = ZkPartitionState(1, 4, (1, 2), 2)
+    state = LeaderIsrAndControllerEpoch(1, 4, (1, 2), 2)
     cluster = ZkCluster(
         brokers(2, 3),
         {"t": assignment({0: [1, 2], 1: [2, 3]})},
-        {("t", 0): (state, 6), ("t", 1): (ZkPartitionState(2, 0, (2, 3), 2), 0)},
+        {
+            ("t", 0): (state, 6),
+            ("t", 1): (LeaderIsrAndControllerEpoch(2, 0, (2, 3), 2), 0),
+        },
         frozenset(),
     )
-    controller, result = ZkController.become_active(0, EPOCH, cluster)
+    controller, result = ZkController.become_active(0, EPOCH, cluster, NOW)
     # Broker 1 died while there was no controller: it leaves t-0's ISR (which leaves
     # t-0 leaderless), then t-0 elects 2, the one in-sync replica left.
-    assert leadership(controller, "t", 0) == (ZkPartitionState(2, 6, (2,), EPOCH), 8)
-    assert [w.version for w in result.writes] == [6, 7]  # type: ignore[union-attr]
+    assert leadership(controller, "t", 0) == (
+        LeaderIsrAndControllerEpoch(2, 6, (2,), EPOCH),
+        8,
+    )
+    assert [w.version for w in result.records] == [6, 7]  # type: ignore[union-attr]
     update = requests(result, UpdateMetadata)
     assert sorted(update) == [2, 3]
     assert sorted(partition_states(update[3])) == [("t", 0), ("t", 1)]
@@ -851,9 +936,9 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
     unanswered: list[BrokerRequest] = []
 
     def carry_out(result: ZkControllerResult) -> None:
-        zk.apply(result.writes)
+        zk.apply(result.records)
         unanswered.extend(
-            r for r in result.requests if isinstance(r.payload, StopReplica)
+            r for r in result.messages if isinstance(r.payload, StopReplica)
         )
         for tp, known in controller.context.leadership.items():
             path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
@@ -873,7 +958,7 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
 
     for kind, *args in script:
         if kind == "brokers":
-            carry_out(controller.on_broker_change(brokers(*args[0])))
+            carry_out(controller.on_broker_change(brokers(*args[0]), NOW))
         elif kind == "topic":
             name = f"t{args[0]}"
             if name not in controller.context.topics:
@@ -883,7 +968,9 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
                 new = assignment(replicas, uuid.UUID(int=args[0] + 1))
                 # What the watch reads back: ZooKeeper holds the controller's own writes.
                 carry_out(
-                    controller.on_topic_change({**controller.context.topics, name: new})
+                    controller.on_topic_change(
+                        {**controller.context.topics, name: new}, NOW
+                    )
                 )
         elif kind == "shrink":
             tp = (f"t{args[0]}", 0)
@@ -904,21 +991,21 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
             )
             epoch = controller.context.brokers[leader].epoch
             result = controller.on_alter_partition(
-                AlterPartitionRequest(leader, epoch, (item,))
+                AlterPartitionRequest(leader, epoch, (item,)), NOW
             )
-            assert isinstance(result.response, AlterPartitionResponse)
-            assert result.response.error_code == ErrorCode.none
+            assert isinstance(result.replies[0], AlterPartitionResponse)
+            assert result.replies[0].error_code == ErrorCode.none
             carry_out(result)
         elif kind == "reassign":
             target = None if args[1] is None else tuple(args[1])
             move = ReassignablePartition(f"t{args[0]}", 0, target)
             carry_out(
                 controller.on_alter_partition_reassignments(
-                    AlterPartitionReassignmentsRequest((move,))
+                    AlterPartitionReassignmentsRequest((move,)), NOW
                 )
             )
         elif kind == "delete":
-            carry_out(controller.on_topic_deletion([f"t{args[0]}"]))
+            carry_out(controller.on_topic_deletion([f"t{args[0]}"], NOW))
         else:  # every StopReplica sent so far is answered (by brokers still alive)
             answering, unanswered[:] = list(unanswered), []
             for request in answering:
@@ -927,5 +1014,7 @@ def test_every_write_names_the_version_zookeeper_has_and_leaders_stay_in_sync(
                         partition_states(request.payload), ErrorCode.none
                     )
                     carry_out(
-                        controller.on_stop_replica_response(request.broker_id, answers)
+                        controller.on_stop_replica_response(
+                            request.broker_id, answers, NOW
+                        )
                     )

@@ -16,6 +16,7 @@ from minikafka.coordination.group._config import NEW_MEMBER_JOIN_TIMEOUT_MS, Gro
 from minikafka.coordination.group._coordinator import GroupCoordinator
 from minikafka.coordination.group._group import GroupMetadata, offset_commit_error
 from minikafka.coordination.group._group_requests import (
+    DeletableGroupResult,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -28,7 +29,7 @@ from minikafka.coordination.group._group_requests import (
     SyncGroupResponse,
 )
 from minikafka.coordination.group._group_state import GroupState
-from minikafka.coordination.group._results import GroupReply, GroupResponse
+from minikafka.coordination.group._results import GroupResponse, GroupResult
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 G = GroupState
@@ -54,9 +55,9 @@ class Harness:
         config.setdefault("group_initial_rebalance_delay_ms", 0)
         return cls(serving_coordinator(GroupConfig(**config), random.Random(7)))
 
-    def _take(self, replies: Sequence[GroupReply]) -> None:
+    def _take(self, result: GroupResult) -> None:
         # Writes to __consumer_offsets commit at once here; their replies come in too.
-        replies = [*replies, *self.topic.flush(self.coordinator, self.now)]
+        replies = self.topic.carry_out(self.coordinator, result, self.now)
         for reply in replies:
             assert reply.request_id in self.sent, "a reply to no request"
             assert reply.request_id not in self.answers, "a request answered twice"
@@ -779,14 +780,23 @@ def test_offset_commit_rules() -> None:
     )
 
 
+def delete_group(h: Harness, group_id: str = "g") -> ErrorCode:
+    """DeleteGroups through the harness (its write commits at once): the group's error."""
+    rid = h._id()
+    h._take(h.coordinator.delete_group(rid, group_id, h.now))
+    response = h.answers[rid]
+    assert isinstance(response, DeletableGroupResult)
+    return response.error_code
+
+
 def test_delete_group() -> None:
     h = Harness.make()
-    assert h.coordinator.delete_group("g", h.now) is E.group_id_not_found
+    assert delete_group(h) is E.group_id_not_found
     (a,) = stable_group(h, ["a"])
-    assert h.coordinator.delete_group("g", h.now) is E.non_empty_group
+    assert delete_group(h) is E.non_empty_group
     h.leave(LeaveGroupRequest("g", (MemberIdentity(a),)))
     group = h.group
-    assert h.coordinator.delete_group("g", h.now) is E.none
+    assert delete_group(h) is E.none
     assert group.state is G.DEAD
     assert h.coordinator.group("g") is None
     assert h.coordinator.describe_group("g").state is G.DEAD
@@ -800,7 +810,7 @@ def test_unload_answers_parked_syncs_with_not_coordinator() -> None:
     assert h.sync_response(sync_b) == SyncGroupResponse(E.not_coordinator)
     assert group.state is G.DEAD
     assert h.coordinator.group("g") is None
-    assert h.coordinator.unload_group("g") == []
+    assert not h.coordinator.unload_group("g")
     # No group timer is left, only the periodic offsets-expiry check.
     retention_check = h.coordinator.config.offsets_retention_check_interval_ms / 1000
     assert h.coordinator.next_deadline() == retention_check
@@ -1060,3 +1070,17 @@ def test_long_random_walk_keeps_every_request_answered(seed: int) -> None:
         machine.group_is_consistent()
         machine.every_request_is_answered_or_parked()
     assert machine.generation > 5
+
+
+def test_a_commit_to_a_missing_group_is_group_id_not_found_from_v9() -> None:
+    # KIP-848: from OffsetCommit v9 a commit that carries a generation, to a group that
+    # does not exist, names the group missing; before, ILLEGAL_GENERATION. A simple
+    # consumer's commit (generation -1) still creates the group in every version.
+    offsets = Harness.make().coordinator.offsets
+    assert offsets.validate_offset_commit("gone", "m", 3, 0.0, None, 8) is (
+        E.illegal_generation
+    )
+    assert offsets.validate_offset_commit("gone", "m", 3, 0.0, None, 9) is (
+        E.group_id_not_found
+    )
+    assert offsets.validate_offset_commit("simple", "", -1, 0.0, None, 9) is E.none

@@ -1,4 +1,4 @@
-"""GroupCoordinatorService under faults: Kafka's CoordinatorRuntime policies.
+"""GroupCoordinatorShell under faults: Kafka's CoordinatorRuntime policies.
 
 A partition of ``__consumer_offsets`` that fails to load is left unloaded (its groups
 answer COORDINATOR_LOAD_IN_PROGRESS while it loads, NOT_COORDINATOR after the failure)
@@ -27,7 +27,7 @@ from minikafka.coordination import (
     CommittedOffset,
     GroupConfig,
     GroupCoordinator,
-    GroupCoordinatorService,
+    GroupCoordinatorShell,
     GroupState,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -66,6 +66,8 @@ class MemoryOffsetsTopic:
     broken: set[int] = attrs.field(factory=set)
     while_loading: Callable[[int], object] = lambda _: None
     append_error: Exception | None = None
+    held: list[Callable[[ErrorCode], None]] | None = None
+    """When a list: each append's report is kept here for the test to make."""
 
     def append(
         self,
@@ -76,6 +78,9 @@ class MemoryOffsetsTopic:
         if self.append_error is not None:
             error, self.append_error = self.append_error, None
             raise error
+        if self.held is not None:
+            self.held.append(on_committed)
+            return
         self.partitions.setdefault(partition, []).extend(records)
         on_committed(ErrorCode.none)
 
@@ -90,13 +95,13 @@ class MemoryOffsetsTopic:
                     )
 
 
-def service_over(topic: MemoryOffsetsTopic) -> GroupCoordinatorService:
+def service_over(topic: MemoryOffsetsTopic) -> GroupCoordinatorShell:
     core = GroupCoordinator(CONFIG, random.Random(0))
-    return GroupCoordinatorService(core, topic, clock=trio.current_time)
+    return GroupCoordinatorShell(core, topic, clock=trio.current_time)
 
 
 @asynccontextmanager
-async def running(service: GroupCoordinatorService) -> AsyncIterator[None]:
+async def running(service: GroupCoordinatorShell) -> AsyncIterator[None]:
     async with trio.open_nursery() as nursery:
         await nursery.start(service.run)
         yield
@@ -253,7 +258,7 @@ async def test_a_read_operation_that_raises_answers_unknown_server_error(
     assert service.fetch_offsets(G0, [TP]).error_code is ErrorCode.unknown_server_error
     assert service.describe_group(G0)[0] is ErrorCode.unknown_server_error
     assert service.list_groups() == (ErrorCode.unknown_server_error, [])
-    assert service.delete_group(G0) is ErrorCode.unknown_server_error
+    assert await service.delete_group(G0) is ErrorCode.unknown_server_error
     monkeypatch.undo()
     assert service.fetch_offsets(G0, [TP]).offsets == ((TP, CommittedOffset(7)),)
     assert errors_logged(caplog, "failed") == 4
@@ -274,6 +279,36 @@ async def test_an_append_that_raises_fails_its_write_and_answers_the_request(
     assert (first, second) == (ErrorCode.unknown_server_error, ErrorCode.none)
     assert fetched.offsets == ((TP, CommittedOffset(2)),)
     assert errors_logged(caplog, "appending to __consumer_offsets-0 failed") == 1
+
+
+async def test_delete_groups_is_answered_when_its_tombstones_commit() -> None:
+    # Guarantee (Kafka's deleteGroups is a write operation): the answer waits for the
+    # tombstones' append; a failed append is answered its error as a client sees it
+    # (NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR) and the offsets are still served.
+    topic = await stored_groups(G0)
+    service = service_over(topic)
+    service.become_leader(0)
+    topic.held = []
+    kept = ((TP, CommittedOffset(7)),)
+    for report, answer, offsets in [
+        (ErrorCode.not_leader_or_follower, ErrorCode.not_coordinator, kept),
+        (ErrorCode.none, ErrorCode.none, ((TP, None),)),
+    ]:
+        answers: list[ErrorCode] = []
+
+        async def delete() -> None:
+            answers.append(await service.delete_group(G0))  # noqa: B023
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(delete)
+            await trio.testing.wait_all_tasks_blocked()
+            assert answers == []
+            assert service.fetch_offsets(G0, [TP]).offsets == kept
+            (on_committed,) = topic.held
+            topic.held.clear()
+            on_committed(report)
+        assert answers == [answer]
+        assert service.fetch_offsets(G0, [TP]).offsets == offsets
 
 
 # --- the timers ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from minikafka.coordination.group._group_requests import (
     SyncGroupResponse,
 )
 from minikafka.coordination.group._group_state import GroupState
-from minikafka.coordination.group._results import GroupReply, GroupResponse
+from minikafka.coordination.group._results import GroupReply, GroupResponse, GroupResult
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 E = ErrorCode
@@ -47,7 +47,8 @@ class Group:
     answers: dict[int, GroupResponse] = attrs.field(factory=dict)
     next_id: int = 0
 
-    def _take(self, replies: list[GroupReply]) -> None:
+    def _take(self, result: GroupResult) -> None:
+        replies = self.topic.take(result)
         if self.auto_flush:
             replies = replies + self.flush()
         for reply in replies:
@@ -199,7 +200,7 @@ def test_a_plan_written_for_an_older_generation_changes_nothing() -> None:
     g, a, b, gen = two_members()
     g.auto_flush = False
     g.sync(a, gen, {a: b"old-a", b: b"old-b"})
-    late = g.coordinator.take_writes()  # the write of the plan, in flight
+    late, g.topic.pending = g.topic.pending, []  # the write of the plan, in flight
     assert len(late) == 1
     # Meanwhile c joins: a rebalance into the next generation, which a and b rejoin.
     g.auto_flush = True

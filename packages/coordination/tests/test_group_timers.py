@@ -15,6 +15,7 @@ from minikafka.coordination import (
     GroupConfig,
     GroupCoordinator,
     GroupReply,
+    GroupResult,
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -65,7 +66,8 @@ class Scenario:
         self.next_id = 0
         self.generations: dict[str, int] = dict.fromkeys(GROUPS, 0)
 
-    def _take(self, replies: list[GroupReply]) -> list[GroupReply]:
+    def _take(self, result: GroupResult) -> list[GroupReply]:
+        replies = self.topic.take(result)
         if self.rng.random() < 0.7:  # sometimes leave writes in flight a while
             replies = [*replies, *self.topic.flush(self.coordinator, self.now)]
         for reply in replies:

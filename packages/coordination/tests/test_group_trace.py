@@ -4,7 +4,7 @@ virtual time through the simulator, and the rarer paths driven request by reques
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import attrs
@@ -16,7 +16,7 @@ from minikafka.coordination import (
     Assignment,
     GroupConfig,
     GroupCoordinator,
-    GroupReply,
+    GroupResult,
     GroupState,
     GroupStateChanged,
     JoinGroupRequest,
@@ -310,8 +310,8 @@ class Driver:
         finally:
             self.relay.target = NullTracer()
 
-    def _take(self, replies: Sequence[GroupReply]) -> None:
-        for reply in [*replies, *self.topic.flush(self.coordinator, self.now)]:
+    def _take(self, result: GroupResult) -> None:
+        for reply in self.topic.carry_out(self.coordinator, result, self.now):
             self.answers[reply.request_id] = reply.response
 
     def join(

@@ -12,14 +12,14 @@ import random
 import pytest
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 from minikafka.coordination import (
     CommittedOffset,
     GroupConfig,
     GroupCoordinator,
     GroupMetadataKey,
     GroupMetadataValue,
-    GroupReply,
+    GroupResult,
     GroupState,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -32,6 +32,7 @@ from minikafka.coordination import (
     decode_record,
     partition_for,
 )
+from minikafka.coordination.group._group_requests import DeletableGroupResult
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 E = ErrorCode
@@ -67,7 +68,8 @@ class Driver:
         self.answers: dict[int, object] = {}
         self.next_id = 0
 
-    def take(self, replies: list[GroupReply], *, flush: bool = True) -> None:
+    def take(self, result: GroupResult, *, flush: bool = True) -> None:
+        replies = self.topic.take(result)
         if flush:
             replies = [*replies, *self.topic.flush(self.coordinator, self.now)]
         for reply in replies:
@@ -194,7 +196,7 @@ def test_the_commit_is_answered_only_once_written() -> None:
     d.take(d.coordinator.commit_offsets(rid, request, d.now), flush=False)
     assert rid not in d.answers
     assert d.coordinator.fetch_offsets("g", [TP0]).offsets == ((TP0, None),)
-    d.take([])
+    d.take(CoreResult())
     assert d.answers[rid] == OffsetCommitResponse(((TP0, E.none),))
     assert d.coordinator.fetch_offsets("g", [TP0]).offsets == (
         (TP0, CommittedOffset(5)),
@@ -246,7 +248,7 @@ def test_stable_only_after_the_group_is_written() -> None:
     assert d.commit({TP0: 1}, member, joined.generation_id, flush=False).errors == (
         (TP0, E.rebalance_in_progress),
     )
-    d.take([])  # the group record commits
+    d.take(CoreResult())  # the group record commits
     assert d.answers[rid] == SyncGroupResponse(E.none, b"plan", "consumer", "range")
     assert state_of(d, "g") is G.STABLE
     stored = [decode_record(k, v) for k, v in d.topic.partitions[partition_for("g", 5)]]
@@ -286,7 +288,7 @@ def test_a_replayed_group_is_stable_with_its_assignment_and_sessions() -> None:
         (TP0, CommittedOffset(42, 3, "m")),
     )
     # The member must heartbeat within its session timeout, counted from the load.
-    assert fresh.on_timer(d.now + 9.9) == []
+    assert not fresh.on_timer(d.now + 9.9)
     assert member in group.members
     fresh.on_timer(d.now + 10.0)
     # Its only member gone, the rebalance ends at once: Empty, one generation on.
@@ -310,8 +312,9 @@ def test_an_emptied_group_records_its_new_generation() -> None:
 def test_delete_writes_tombstones_and_the_group_is_gone_after_a_replay() -> None:
     d = driver()
     d.commit({TP0: 1, TP1: 2})
-    assert d.coordinator.delete_group("g", d.now) is E.none
-    d.take([])
+    rid = d.rid()
+    d.take(d.coordinator.delete_group(rid, "g", d.now))  # the group's tombstones
+    assert d.answers[rid] == DeletableGroupResult("g", E.none)
     tail = d.topic.partitions[partition_for("g", 5)][-3:]
     assert all(value is None for _, value in tail)
     fresh = replayed(d)
@@ -373,7 +376,9 @@ def test_unloading_a_partition_makes_its_groups_dead() -> None:
     d.take(d.coordinator.unload_partition(partition_for("g", 5)), flush=False)
     assert d.answers[rid] == SyncGroupResponse(E.not_coordinator)
     assert group.state is G.DEAD
-    d.take([])  # the group write completes after the unload: nothing more happens
+    d.take(
+        CoreResult()
+    )  # the group write completes after the unload: nothing more happens
     assert d.coordinator.group("g") is None
 
 

@@ -52,7 +52,7 @@ def test_a_failed_write_leaves_nothing_behind(
             return real_write(fd, bytes(data)[:20])  # a short write...
         raise OSError(errno.ENOSPC, "No space left on device")  # ...then a full disk
 
-    monkeypatch.setattr("minikafka.log._segment.os.write", disk_fills)
+    monkeypatch.setattr(os, "write", disk_fills)  # the segment writes through os.write
     with pytest.raises(OSError, match="No space"):
         log.append_as_leader(value_batch(2), leader_epoch=0)
     monkeypatch.undo()

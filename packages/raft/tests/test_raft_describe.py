@@ -14,7 +14,7 @@ def test_the_leader_describes_every_voter_and_observer_and_their_lag() -> None:
     assert wire.nodes[follower].describe_quorum(3.0) is None  # only the leader knows
     wire.cut = {follower}
     for i in range(5):
-        _, output = leader.append([b"%d" % i], 3.0)
+        output = leader.append([b"%d" % i], 3.0)
         wire.take(leader.node_id, output)
     wire.run_until(3.5, start=3.0)
     info = leader.describe_quorum(3.5)

@@ -73,12 +73,12 @@ class Link:
     def pump(self, now: float) -> None:
         """One round: OffsetsForLeaderEpoch if truncating, then one Fetch."""
         answers = self.leader.last_offsets_for_leader_epochs(
-            self.fetcher.epoch_requests(now)
+            self.fetcher.epoch_requests(now).messages
         )
-        truncated, failures = self.fetcher.on_epoch_answers(answers, now)
-        assert failures == ()
-        self.truncations += truncated
-        fetches = self.fetcher.fetch_request(now)
+        round_ = self.fetcher.on_epoch_answers(answers, now)
+        assert round_.failures == ()
+        self.truncations += round_.truncated
+        fetches = list(self.fetcher.fetch_request(now).messages)
         if not fetches:
             return
         self._next_id += 1
@@ -86,7 +86,8 @@ class Link:
             self.fetcher.broker_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20
         )
         fetched: list[FetchedPartition] = []
-        for response in self.leader.fetch_messages(params, fetches, self._next_id, now):
+        result = self.leader.fetch_messages(params, fetches, self._next_id, now)
+        for response in result.replies:
             if isinstance(response, ProduceResponse):
                 self.completed.append(response)
                 continue
@@ -125,7 +126,7 @@ def test_a_follower_replicates_the_leader_and_acks_all_waits_for_it(
     answered = broker1.append_records(
         30_000, Acks.ALL, {TP: value_batch(3)}, 1, now=0.0
     )
-    assert answered == []  # the follower has nothing yet: the HW stays at 0
+    assert answered.replies == ()  # the follower has nothing yet: the HW stays at 0
     to_leader.pump(1.0)  # brings offsets 0-2 to the follower
     assert broker2.partitions[TP].log.log_end_offset == 3
     assert to_leader.completed == []  # the leader learns it only from the next fetch
@@ -185,8 +186,8 @@ def test_a_follower_with_an_old_epoch_is_fenced_and_backs_off(tmp_path: Path) ->
     # a new leader epoch the follower has not heard of
     lead(broker1, state(1, 3), now=2.0)
     to_leader.pump(2.0)  # FENCED_LEADER_EPOCH
-    assert to_leader.fetcher.fetch_request(2.5) == []  # backing off (1 s by default)
-    assert to_leader.fetcher.fetch_request(3.0) != []
+    assert not to_leader.fetcher.fetch_request(2.5)  # backing off (1 s by default)
+    assert to_leader.fetcher.fetch_request(3.0).messages
     follow(broker2, state(1, 3), now=3.0)  # the metadata arrives: fetch in epoch 3
     to_leader.fetcher.add_partitions([TP])
     broker1.append_records(30_000, Acks.LEADER, {TP: value_batch(2)}, 2, now=3.0)
@@ -261,7 +262,7 @@ def two_followed(tmp_path: Path) -> tuple[ReplicaManager, ReplicaFetcher]:
     )
     fetcher = ReplicaFetcher(2, 1, broker2.partitions)
     fetcher.add_partitions([TP, TP2])
-    assert fetcher.epoch_requests(0.0) == []  # empty logs: nothing to truncate
+    assert not fetcher.epoch_requests(0.0)  # empty logs: nothing to truncate
     return broker2, fetcher
 
 
@@ -290,9 +291,9 @@ def test_a_corrupt_partition_fails_alone_and_is_retried_after_the_backoff(
     assert broker2.partitions[TP].log.log_end_offset == 0, "nothing of it appended"
     assert fetcher.failed_partitions()[TP].state == "failed"
     assert "CorruptRecordError" in str(fetcher.states[TP].error)
-    asked = [f.topic_partition for f in fetcher.fetch_request(1.5)]
+    asked = [f.topic_partition for f in fetcher.fetch_request(1.5).messages]
     assert asked == [TP2], "the failed partition waits replica.fetch.backoff.ms"
-    asked = [f.topic_partition for f in fetcher.fetch_request(2.0)]
+    asked = [f.topic_partition for f in fetcher.fetch_request(2.0).messages]
     assert TP in asked
     again = fetcher.on_fetch_answers([answer(TP, bytes(corrupt))], now=2.0)
     assert [f.first for f in again.failures] == [False], "reported once, not each round"
@@ -324,9 +325,9 @@ def test_an_unexpected_error_in_one_partition_fails_only_that_partition(
 
 def test_an_answered_partition_goes_last_in_the_next_request(tmp_path: Path) -> None:
     _, fetcher = two_followed(tmp_path)
-    assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP, TP2]
+    assert [f.topic_partition for f in fetcher.fetch_request(1.0).messages] == [TP, TP2]
     fetcher.on_fetch_answers([answer(TP, b"")], now=1.0)
-    assert [f.topic_partition for f in fetcher.fetch_request(1.0)] == [TP2, TP]
+    assert [f.topic_partition for f in fetcher.fetch_request(1.0).messages] == [TP2, TP]
 
 
 def test_offset_for_leader_epoch_of_a_partition_not_here_is_unknown(

@@ -1,4 +1,4 @@
-"""ReplicaManagerService, the trio shell: the expiration reaper and the HW checkpoint.
+"""ReplicaManagerShell, the trio shell: the expiration reaper and the HW checkpoint.
 
 Virtual time (``autojump_clock``): the shell passes ``now=trio.current_time()`` to the
 core, the same clock the reaper sleeps on.
@@ -26,7 +26,7 @@ from minikafka.replication import (
     IsrChangeProposal,
     ProducePartitionResult,
     ReplicaManager,
-    ReplicaManagerService,
+    ReplicaManagerShell,
 )
 from minikafka.replication.testing import (
     TP,
@@ -60,12 +60,12 @@ class Timed(Answers[FetchAnswer]):
                 await self.arrived.wait()
 
 
-def replica_manager(tmp_path: Path) -> ReplicaManagerService:
-    return ReplicaManagerService(replica_manager_core(tmp_path))
+def replica_manager(tmp_path: Path) -> ReplicaManagerShell:
+    return ReplicaManagerShell(replica_manager_core(tmp_path))
 
 
 @asynccontextmanager
-async def running(manager: ReplicaManagerService) -> AsyncIterator[float]:
+async def running(manager: ReplicaManagerShell) -> AsyncIterator[float]:
     """The shell running (its reaper and its checkpoint timer) until the block ends; the
     block is given the time it started at."""
     async with trio.open_nursery() as nursery:
@@ -74,7 +74,7 @@ async def running(manager: ReplicaManagerService) -> AsyncIterator[float]:
         nursery.cancel_scope.cancel()
 
 
-def long_poll(manager: ReplicaManagerService, max_wait_ms: int, answers: Timed) -> None:
+def long_poll(manager: ReplicaManagerShell, max_wait_ms: int, answers: Timed) -> None:
     params = consumer_params(max_wait_ms=max_wait_ms, min_bytes=1)
     manager.fetch_messages(params, [FetchPartition(TP, 0, 1 << 20)], answers)
     assert not answers.answered
@@ -183,7 +183,7 @@ async def test_the_hw_checkpoint_is_written_on_schedule(
     autojump_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
     core = recording_manager(tmp_path)
-    manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
+    manager = ReplicaManagerShell(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     checkpoint = OffsetCheckpointFile(tmp_path / HIGH_WATERMARK_CHECKPOINT)
     async with running(manager) as start:
@@ -202,7 +202,7 @@ async def test_a_failed_checkpoint_is_logged_and_retried_at_the_next_tick(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     core = recording_manager(tmp_path, failures=1)
-    manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
+    manager = ReplicaManagerShell(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     async with running(manager) as start:
         await core.wait_for_writes(1)
@@ -241,7 +241,7 @@ async def test_a_stalled_follower_leaves_the_isr_and_acks_all_completes(
     # Seed 000: acks=all waits for the ISR; a follower that stops fetching holds it back
     # only until replica.lag.time.max.ms, when the leader's AlterPartition removes it.
     controller = FakeController()
-    manager = ReplicaManagerService(
+    manager = ReplicaManagerShell(
         replica_manager_core(tmp_path),
         replica_lag_time_max_ms=10_000,
         alter_partition=controller,

@@ -1,4 +1,4 @@
-"""ReplicaManagerService under faults: no exception in a background task ends the shell.
+"""ReplicaManagerShell under faults: no exception in a background task ends the shell.
 
 Each test injects a failure (a method made to raise, for one partition or once) into the
 running shell and shows it goes on as its policy says: the expiration reaper and the
@@ -39,8 +39,8 @@ from minikafka.replication import (
     ProducePartitionResult,
     ProduceResponse,
     ReplicaManager,
-    ReplicaManagerService,
-    Response,
+    ReplicaManagerResult,
+    ReplicaManagerShell,
 )
 from minikafka.replication.testing import (
     OTHER,
@@ -60,7 +60,7 @@ LOGGER = "minikafka.replication"
 
 
 @asynccontextmanager
-async def running(manager: ReplicaManagerService) -> AsyncIterator[float]:
+async def running(manager: ReplicaManagerShell) -> AsyncIterator[float]:
     """The shell's tasks running until the block ends; the block gets the start time."""
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
@@ -96,7 +96,7 @@ class Produced:
 
 
 def produce(
-    manager: ReplicaManagerService, tp: TopicPartition, acks: Acks = Acks.LEADER
+    manager: ReplicaManagerShell, tp: TopicPartition, acks: Acks = Acks.LEADER
 ) -> Produced:
     produced = Produced()
     manager.append_records(60_000, acks, {tp: value_batch(1)}, produced)
@@ -130,12 +130,12 @@ async def test_a_failed_expiry_round_is_logged_once_and_the_reaper_goes_on(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    manager = ReplicaManagerService(replica_manager_core(tmp_path))
+    manager = ReplicaManagerShell(replica_manager_core(tmp_path))
     lead(manager, TP)
     real_on_timer = ReplicaManager.on_timer
     failures = [RuntimeError("a bug in one expiry round")]
 
-    def on_timer(self: ReplicaManager, now: float) -> list[Response]:
+    def on_timer(self: ReplicaManager, now: float) -> ReplicaManagerResult:
         if failures:
             raise failures.pop()
         return real_on_timer(self, now)
@@ -159,12 +159,12 @@ async def test_a_failed_expiry_round_is_logged_once_and_the_reaper_goes_on(
 # --- the high-watermark checkpoint -----------------------------------------------------------
 
 
-def two_dir_manager(tmp_path: Path) -> tuple[ReplicaManagerService, Path, Path]:
+def two_dir_manager(tmp_path: Path) -> tuple[ReplicaManagerShell, Path, Path]:
     """A shell over two log dirs, TP's log in the first and OTHER's in the second."""
     first, second = tmp_path / "a", tmp_path / "b"
     logs = LogManager.startup([first, second], clock=ManualClock())
     core = ReplicaManager(1, logs, SettingsTable())
-    manager = ReplicaManagerService(core, high_watermark_checkpoint_interval_ms=5_000)
+    manager = ReplicaManagerShell(core, high_watermark_checkpoint_interval_ms=5_000)
     lead(manager, TP)
     lead(manager, OTHER)
     assert logs.log_dir_of(TP) == first
@@ -249,7 +249,7 @@ async def test_an_unexpected_checkpoint_failure_is_logged_once_and_the_schedule_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
-    manager = ReplicaManagerService(
+    manager = ReplicaManagerShell(
         replica_manager_core(tmp_path), high_watermark_checkpoint_interval_ms=5_000
     )
     lead(manager, TP)
@@ -310,9 +310,9 @@ class FakeController:
 
 def isr_manager(
     tmp_path: Path, controller: FakeController
-) -> tuple[ReplicaManagerService, float]:
+) -> tuple[ReplicaManagerShell, float]:
     """TP and OTHER led with follower 2 in the ISR, which never fetches."""
-    manager = ReplicaManagerService(
+    manager = ReplicaManagerShell(
         replica_manager_core(tmp_path),
         replica_lag_time_max_ms=10_000,
         alter_partition=controller,
@@ -420,7 +420,7 @@ def test_a_failing_answer_does_not_escape_into_the_task_whose_write_failed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def main() -> None:
-        manager = ReplicaManagerService(replica_manager_core(tmp_path))
+        manager = ReplicaManagerShell(replica_manager_core(tmp_path))
         lead(manager, TP, (1, 2), isr=(1, 2))
 
         def respond(_: dict[TopicPartition, ProducePartitionResult]) -> None:
@@ -449,12 +449,12 @@ def test_a_partition_that_fails_to_become_leader_is_offline_and_the_others_lead(
 
     monkeypatch.setattr(Partition, "make_leader", make_leader)
     leaders = {tp: (uuid.uuid4(), partition_state((1,))) for tp in (TP, OTHER)}
-    assert core.become_leader_or_follower(leaders, {}, 0.0) == []
+    assert not core.become_leader_or_follower(leaders, {}, 0.0)
     other = core.get_partition(OTHER)
     assert other is not None
     assert other.is_leader
     entries = {TP: value_batch(1), OTHER: value_batch(1)}
-    [answer] = core.append_records(30_000, Acks.LEADER, entries, 1, 0.0)
+    [answer] = core.append_records(30_000, Acks.LEADER, entries, 1, 0.0).replies
     assert isinstance(answer, ProduceResponse)
     assert answer.results[TP].error_code is ErrorCode.kafka_storage_error
     assert "a bug in TP's state change" in (answer.results[TP].error_message or "")
@@ -469,7 +469,7 @@ async def test_a_fatal_fault_is_not_survived(
 ) -> None:
     # FatalFaultError ends the process (minikafka.common): no guard keeps a task alive
     # past one.
-    manager = ReplicaManagerService(replica_manager_core(tmp_path))
+    manager = ReplicaManagerShell(replica_manager_core(tmp_path))
 
     def checkpoint(self: ReplicaManager) -> None:
         raise FatalFaultError("a node that cannot vouch for its state")

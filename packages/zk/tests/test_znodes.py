@@ -12,7 +12,7 @@ import pytest
 from minikafka.zk import (
     BrokerRegistration,
     ControllerRegistration,
-    PartitionState,
+    LeaderIsrAndControllerEpoch,
     TopicAssignment,
     ZnodeError,
 )
@@ -67,7 +67,9 @@ def test_a_topic_assignment_round_trips_with_reassignment_and_topic_id() -> None
 
 
 def test_partition_state_and_controller_znodes_round_trip() -> None:
-    state = PartitionState(leader=1, leader_epoch=3, isr=(1, 2), controller_epoch=5)
+    state = LeaderIsrAndControllerEpoch(
+        leader=1, leader_epoch=3, isr=(1, 2), controller_epoch=5
+    )
     assert json.loads(state.encode()) == {
         "version": 1,
         "leader": 1,
@@ -75,7 +77,7 @@ def test_partition_state_and_controller_znodes_round_trip() -> None:
         "controller_epoch": 5,
         "isr": [1, 2],
     }
-    assert PartitionState.decode("t", 0, state.encode()) == state
+    assert LeaderIsrAndControllerEpoch.decode("t", 0, state.encode()) == state
     controller = ControllerRegistration(1, 1700000000000)
     assert json.loads(controller.encode()) == {
         "version": 1,
@@ -99,6 +101,6 @@ def test_partition_state_and_controller_znodes_round_trip() -> None:
 )
 def test_bytes_that_are_not_kafkas_name_the_path(data: bytes) -> None:
     with pytest.raises(ZnodeError, match=partition_state_path("orders", 3)):
-        PartitionState.decode("orders", 3, data)
+        LeaderIsrAndControllerEpoch.decode("orders", 3, data)
     with pytest.raises(ZnodeError):
         decode_controller_epoch(b"x" + data)

@@ -26,9 +26,9 @@ from minikafka.zk import (
     Create,
     Delete,
     Elected,
+    LeaderIsrAndControllerEpoch,
     Lost,
     NodeExistsError,
-    PartitionState,
     SessionChanged,
     TopicAssignment,
     WatchFired,
@@ -42,6 +42,7 @@ from minikafka.zk import (
     register_broker,
     try_to_elect,
 )
+from minikafka.zk._client import _connect_string
 from minikafka.zk.testing import needs_zookeeper
 
 pytestmark = [
@@ -149,6 +150,17 @@ async def test_a_server_going_away_suspends_the_session(
         assert suspended == SessionChanged(SESSION_SUSPENDED)
 
 
+def test_a_connect_waits_a_third_of_the_session_timeout_for_one_server() -> None:
+    """Guarantee: a restarting server that takes the connection and never answers
+    holds the client a third of the session timeout, not all of it (kazoo divides
+    the timeout by the servers listed), so the session it resumes has not expired by
+    the time it asks again; an ensemble of three or more and a chroot are kept."""
+    assert _connect_string("127.0.0.1:2181") == ",".join(["127.0.0.1:2181"] * 3)
+    assert _connect_string("a:1, b:2") == "a:1,b:2,a:1,b:2"
+    assert _connect_string("a:1,b:2,c:3/kafka") == "a:1,b:2,c:3/kafka"
+    assert _connect_string("a:1/kafka") == "a:1,a:1,a:1/kafka"
+
+
 async def test_one_controller_per_epoch_and_the_next_after_a_session_ends(
     zookeeper: ZooKeeperServer,
 ) -> None:
@@ -195,7 +207,7 @@ async def test_a_new_controller_reads_the_cluster_and_watches_it(
         await admin.create(
             "/brokers/topics/orders", TopicAssignment({0: (1,), 1: (1,)}).encode()
         )
-        state = PartitionState(1, 0, (1,), 1)
+        state = LeaderIsrAndControllerEpoch(1, 0, (1,), 1)
         await admin.create(
             "/brokers/topics/orders/partitions/0/state", state.encode(), makepath=True
         )

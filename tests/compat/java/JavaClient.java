@@ -37,6 +37,7 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -45,6 +46,7 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.PartitionReassignment;
 import org.apache.kafka.clients.admin.QuorumInfo;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -818,9 +820,37 @@ public final class JavaClient {
                 }
                 return out;
             }
-            case "describe_log_dirs":
-                return get(admin.describeLogDirs((List<Integer>) step.get("brokers"))
-                    .allDescriptions()).keySet();
+            case "describe_log_dirs": {
+                // broker -> log dir -> its error, volume bytes and replicas
+                // ("topic-partition": [size, offset lag, is future]).
+                Map<String, Object> out = new LinkedHashMap<>();
+                for (Map.Entry<Integer, Map<String, LogDirDescription>> b : get(
+                        admin.describeLogDirs((List<Integer>) step.get("brokers"))
+                            .allDescriptions()).entrySet()) {
+                    Map<String, Object> dirs = new LinkedHashMap<>();
+                    for (Map.Entry<String, LogDirDescription> d : b.getValue().entrySet()) {
+                        LogDirDescription description = d.getValue();
+                        Map<String, Object> dir = new LinkedHashMap<>();
+                        dir.put("error", description.error() == null
+                            ? null : description.error().getClass().getSimpleName());
+                        dir.put("total_bytes", description.totalBytes().isPresent()
+                            ? description.totalBytes().getAsLong() : null);
+                        dir.put("usable_bytes", description.usableBytes().isPresent()
+                            ? description.usableBytes().getAsLong() : null);
+                        Map<String, Object> replicas = new TreeMap<>();
+                        for (Map.Entry<TopicPartition, ReplicaInfo> r
+                                : description.replicaInfos().entrySet()) {
+                            replicas.put(r.getKey().toString(), List.of(
+                                r.getValue().size(), r.getValue().offsetLag(),
+                                r.getValue().isFuture()));
+                        }
+                        dir.put("replicas", replicas);
+                        dirs.put(d.getKey(), dir);
+                    }
+                    out.put(String.valueOf(b.getKey()), dirs);
+                }
+                return out;
+            }
             case "delete_records": {
                 Map<TopicPartition, RecordsToDelete> before = new LinkedHashMap<>();
                 for (List<Object> o : (List<List<Object>>) step.get("offsets")) {

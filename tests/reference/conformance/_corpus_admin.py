@@ -12,13 +12,14 @@ loading; minikafka has no transactions, which COMPAT.md says).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from minikafka.net import ApiKey
 
 from ._build import make
-from ._corpus_data import Case, each_version
+from ._corpus_data import NO_SUCH_TOPIC_ID, Case, each_version
 from ._fixtures import COMPACT, DATA, MISSING, OFFSETS
 from ._scenario import Scenario, Session
 
@@ -126,21 +127,77 @@ CREATE_CASES: dict[str, Case] = {
 CREATE_SINCE = {"broker-defaults": 4, "assignment": 4, "assignment-unknown-broker": 4}
 
 
-def _delete_topics(v: int, names: list[str]) -> Any:
-    return make(ApiKey.DELETE_TOPICS, v, topic_names=names, timeout=30_000)
+ZERO_ID = uuid.UUID(int=0)
+
+
+def _delete_topics(
+    v: int, names: list[str], states: list[tuple[str | None, uuid.UUID]] | None = None
+) -> Any:
+    """By name up to v5; from v6 (KIP-516) each topic by name or by id (``states``, by
+    default ``names`` with the zero id)."""
+    if states is None:
+        states = [(n, ZERO_ID) for n in names]
+    return make(
+        ApiKey.DELETE_TOPICS,
+        v,
+        topic_names=names,
+        topics=[{"name": n, "topic_id": i} for n, i in states],
+        timeout=30_000,
+    )
+
+
+def _created_topic(s: Session, name: str) -> None:
+    s.call(create_body(4, [{"name": name}]))
+    s.wait_topics([name])
 
 
 def _delete_created(s: Session, v: int) -> None:
     name = f"conf-delete-v{v}"
-    s.call(create_body(4, [{"name": name}]))
-    s.wait_topics([name])
+    _created_topic(s, name)
     s.check(_delete_topics(v, [name]))
+
+
+def _delete_by_id(s: Session, v: int) -> None:
+    name = f"conf-delete-id-v{v}"
+    _created_topic(s, name)
+    s.check(_delete_topics(v, [], [(None, s.topic_id(name))]))
+
+
+def _delete_states(states: list[tuple[str | None, uuid.UUID]]) -> Case:
+    return lambda s, v: s.check(_delete_topics(v, [], states))
+
+
+def _delete_by_name_then_by_id(s: Session, v: int) -> None:
+    # One topic twice: by its name, and by its id.
+    name = f"conf-delete-twice-v{v}"
+    _created_topic(s, name)
+    s.check(_delete_topics(v, [], [(name, ZERO_ID), (None, s.topic_id(name))]))
+
+
+def _delete_by_name_and_id(s: Session, v: int) -> None:
+    s.check(_delete_topics(v, [], [(DATA, s.topic_id(DATA))]))
 
 
 DELETE_TOPIC_CASES: dict[str, Case] = {
     "created": _delete_created,
     "unknown": lambda s, v: s.check(_delete_topics(v, [MISSING])),
     "listed-twice": lambda s, v: s.check(_delete_topics(v, [MISSING, MISSING])),
+    "by-id": _delete_by_id,
+    "unknown-id": _delete_states([(None, NO_SUCH_TOPIC_ID)]),
+    "neither-name-nor-id": _delete_states([(None, ZERO_ID)]),
+    "name-and-id": _delete_by_name_and_id,
+    "by-name-and-by-id": _delete_by_name_then_by_id,
+    "id-listed-twice": _delete_states(
+        [(None, NO_SUCH_TOPIC_ID), (None, NO_SUCH_TOPIC_ID)]
+    ),
+}
+DELETE_SINCE = {  # topics by id from v6 (KIP-516)
+    "by-id": 6,
+    "unknown-id": 6,
+    "neither-name-nor-id": 6,
+    "name-and-id": 6,
+    "by-name-and-by-id": 6,
+    "id-listed-twice": 6,
 }
 
 
@@ -367,7 +424,9 @@ def scenarios() -> Iterator[Scenario]:
     yield from each_version(
         ApiKey.CREATE_TOPICS, "create-topics", CREATE_CASES, CREATE_SINCE
     )
-    yield from each_version(ApiKey.DELETE_TOPICS, "delete-topics", DELETE_TOPIC_CASES)
+    yield from each_version(
+        ApiKey.DELETE_TOPICS, "delete-topics", DELETE_TOPIC_CASES, DELETE_SINCE
+    )
     yield from each_version(
         ApiKey.CREATE_PARTITIONS, "create-partitions", PARTITION_CASES
     )

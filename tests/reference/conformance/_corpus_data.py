@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -120,6 +121,38 @@ def _metadata_auto_create(s: Session, v: int) -> None:
     )
 
 
+# An id no topic has, the same on both brokers (a topic's id is random on each).
+NO_SUCH_TOPIC_ID = uuid.UUID("5ca1ab1e-0000-4000-8000-00000000c0de")
+
+
+def _metadata_unknown_id(s: Session, v: int) -> None:
+    # v10-11 carry topic ids but may not use them (the whole request is refused);
+    # from v12 a topic may be named by its id alone (KIP-516).
+    name = None if v >= 12 else DATA
+    s.check(
+        make(
+            ApiKey.METADATA,
+            v,
+            topics=[{"name": name, "topic_id": NO_SUCH_TOPIC_ID}],
+            allow_auto_topic_creation=False,
+        )
+    )
+
+
+def _metadata_by_id(s: Session, v: int) -> None:
+    # The id each broker gave the topic, asked by name first.
+    named: Any = s.call(make(ApiKey.METADATA, v, topics=[{"name": DATA}]))
+    topic_id = named.topics[0].topic_id
+    s.check(
+        make(
+            ApiKey.METADATA,
+            v,
+            topics=[{"name": None, "topic_id": topic_id}],
+            allow_auto_topic_creation=False,
+        )
+    )
+
+
 METADATA_CASES: dict[str, Case] = {
     "topic": _metadata([DATA]),
     "unknown-topic": _metadata([MISSING]),
@@ -129,24 +162,39 @@ METADATA_CASES: dict[str, Case] = {
     "listed-twice": _metadata([DATA, DATA]),
     "invalid-name": _metadata(["conf bad name!"]),
     "auto-create": _metadata_auto_create,
+    "unknown-topic-id": _metadata_unknown_id,
+    "by-topic-id": _metadata_by_id,
 }
 
 
 # --- Produce ------------------------------------------------------------------------
 
 
+def _produce_to(
+    s: Session, v: int, topic: str, partition: int, records: bytes, acks: int = 1
+) -> Any:
+    """Produce ``v`` to ``topic``: by name, or from v13 by this broker's id for it."""
+    topic_id = s.topic_id(topic) if v >= 13 else None
+    return produce(topic, partition, records, acks=acks, version=v, topic_id=topic_id)
+
+
 def _produce(
     topic: str, partition: int, records: Callable[[], bytes], acks: int = 1
 ) -> Case:
     def case(s: Session, v: int) -> None:
-        s.check(produce(topic, partition, records(), acks=acks, version=v))
+        s.check(_produce_to(s, v, topic, partition, records(), acks=acks))
 
     return case
 
 
+def _produce_unknown_topic_id(s: Session, v: int) -> None:
+    body = produce(PRODUCE, 0, batch(1), version=v, topic_id=NO_SUCH_TOPIC_ID)
+    s.check(body)
+
+
 def _produce_acks0(s: Session, v: int) -> None:
     # acks=0 is never answered; the ListOffsets behind it shows the append happened.
-    s.connection.send_only(produce(PRODUCE, 1, batch(1), acks=0, version=v))
+    s.connection.send_only(_produce_to(s, v, PRODUCE, 1, batch(1), acks=0))
     s.check(_list_offsets_body(5, PRODUCE, 1, -1))
 
 
@@ -158,23 +206,31 @@ def _produce_transactional_id(s: Session, v: int) -> None:
         acks=1,
         timeout=5000,
         transactional_id="conf-tx-plain",
-        topic_data=[
-            {"name": PRODUCE, "partition_data": [{"index": 0, "records": batch(1)}]}
-        ],
+        topic_data=[_topic_data(s, PRODUCE, 0)],
     )
     s.check(body)
 
 
+def _topic_data(s: Session, topic: str, partition: int) -> dict[str, Any]:
+    """One batch of one record for ``partition``, the topic by name and by id (each
+    version keeps the field it has)."""
+    return {
+        "name": topic,
+        "topic_id": s.topic_id(topic),
+        "partition_data": [{"index": partition, "records": batch(1)}],
+    }
+
+
 def _produce_two_batches(s: Session, v: int) -> None:
-    s.check(produce(PRODUCE, 0, batch(2) + batch(3, first=2), version=v))
+    s.check(_produce_to(s, v, PRODUCE, 0, batch(2) + batch(3, first=2)))
 
 
 def _produce_mixed(s: Session, v: int) -> None:
-    s.check(produce(PRODUCE, 0, batch(2) + with_crc(batch(2, first=2)), version=v))
+    s.check(_produce_to(s, v, PRODUCE, 0, batch(2) + with_crc(batch(2, first=2))))
 
 
 def _produce_truncated(s: Session, v: int) -> None:
-    s.check(produce(PRODUCE, 0, batch(2)[:-5], version=v))
+    s.check(_produce_to(s, v, PRODUCE, 0, batch(2)[:-5]))
 
 
 def _produce_listed_twice(s: Session, v: int) -> None:
@@ -183,10 +239,7 @@ def _produce_listed_twice(s: Session, v: int) -> None:
         v,
         acks=1,
         timeout=5000,
-        topic_data=[
-            {"name": PRODUCE, "partition_data": [{"index": 0, "records": batch(1)}]},
-            {"name": PRODUCE, "partition_data": [{"index": 1, "records": batch(1)}]},
-        ],
+        topic_data=[_topic_data(s, PRODUCE, 0), _topic_data(s, PRODUCE, 1)],
     )
     s.check(body)
 
@@ -204,7 +257,7 @@ def _produce_idempotent(s: Session, v: int) -> None:
 
     def send(seq: int, label: str, p: int = pid, e: int = epoch) -> None:
         records = batch(2, producer_id=p, producer_epoch=e, base_sequence=seq)
-        s.check(produce(PRODUCE, 1, records, version=v), label)
+        s.check(_produce_to(s, v, PRODUCE, 1, records), label)
 
     send(0, "first")
     send(0, "retried")  # the same sequence again: deduplicated, same base offset
@@ -231,6 +284,7 @@ PRODUCE_CASES: dict[str, Case] = {
     "gzip": _produce(PRODUCE, 0, lambda: batch(3, compression=CompressionType.GZIP)),
     "two-batches": _produce_two_batches,
     "unknown-topic": _produce(MISSING, 0, lambda: batch(1)),
+    "unknown-topic-id": _produce_unknown_topic_id,
     "bad-partition": _produce(PRODUCE, 7, lambda: batch(1)),
     "bad-crc": _produce(PRODUCE, 0, lambda: with_crc(batch(2))),
     "bad-magic": _produce(PRODUCE, 0, lambda: with_magic(batch(2), 3)),
@@ -252,6 +306,8 @@ PRODUCE_CASES: dict[str, Case] = {
         PRODUCE, 0, lambda: batch(2, ts=int(time.time() * 1000) + 7_200_000)
     ),
 }
+
+PRODUCE_SINCE = {"unknown-topic-id": 13}  # topics named by id from v13 (KIP-516)
 
 
 # --- Fetch --------------------------------------------------------------------------
@@ -468,9 +524,12 @@ def scenarios() -> Iterator[Scenario]:
     # Before v4 a Metadata request always allows auto-creation: an unknown name is
     # created (the auto-create case covers it), so unknown-topic starts at v4.
     yield from each_version(
-        ApiKey.METADATA, "metadata", METADATA_CASES, {"unknown-topic": 4}
+        ApiKey.METADATA,
+        "metadata",
+        METADATA_CASES,
+        {"unknown-topic": 4, "unknown-topic-id": 10, "by-topic-id": 12},
     )
-    yield from each_version(ApiKey.PRODUCE, "produce", PRODUCE_CASES)
+    yield from each_version(ApiKey.PRODUCE, "produce", PRODUCE_CASES, PRODUCE_SINCE)
     yield from each_version(ApiKey.FETCH, "fetch", FETCH_CASES, FETCH_SINCE)
     yield from each_version(
         ApiKey.LIST_OFFSETS, "list-offsets", LIST_OFFSETS_CASES, LIST_OFFSETS_SINCE

@@ -134,17 +134,36 @@ def _bind(case: Case, v: int) -> Callable[[Session], None]:
 # --- FindCoordinator ----------------------------------------------------------------
 
 
-def _find(key: str, key_type: int) -> Case:
-    return lambda s, v: s.check(
-        make(ApiKey.FIND_COORDINATOR, v, key=key, key_type=key_type)
-    )
+def _find(keys: list[str], key_type: int) -> Case:
+    """One key up to v3; from v4 (KIP-699) the request's list of keys."""
+
+    def run(s: Session, v: int) -> None:
+        if v >= 4:
+            body = make(
+                ApiKey.FIND_COORDINATOR, v, coordinator_keys=keys, key_type=key_type
+            )
+        else:
+            body = make(ApiKey.FIND_COORDINATOR, v, key=keys[0], key_type=key_type)
+        s.check(body)
+
+    return run
 
 
 FIND_CASES = {
-    "group": (_find("conf-find", 0), False),
-    "bad-key-type": (_find("conf-find", 7), False),
+    "group": (_find(["conf-find"], 0), False),
+    "bad-key-type": (_find(["conf-find"], 7), False),
+    "share-key-type": (_find(["conf-find"], 2), False),
+    "groups": (_find(["conf-find", "conf-find-2", "conf-find"], 0), False),
+    "no-keys": (_find([], 0), False),
+    "bad-key-type-no-keys": (_find([], 7), False),
 }
-FIND_SINCE = {"bad-key-type": 1}
+FIND_SINCE = {
+    "bad-key-type": 1,
+    "share-key-type": 1,
+    "groups": 4,
+    "no-keys": 4,
+    "bad-key-type-no-keys": 4,
+}
 
 
 # --- JoinGroup ----------------------------------------------------------------------
@@ -418,15 +437,31 @@ COMMIT_CASES = {
 }
 
 
-def fetch_offsets_body(v: int, group: str, parts: list[tuple[str, int]] | None) -> Any:
-    topics = None
-    if parts is not None:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in parts:
-            by_topic.setdefault(t, []).append(p)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+def _fetch_topics(parts: list[tuple[str, int]] | None) -> Any:
+    if parts is None:
+        return None
+    by_topic: dict[str, list[int]] = {}
+    for t, p in parts:
+        by_topic.setdefault(t, []).append(p)
+    return [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
+
+
+def fetch_offsets_body(
+    v: int, group: str, parts: list[tuple[str, int]] | None, *more: str
+) -> Any:
+    """One group's offsets; from v8 (KIP-709) a list of groups, ``group`` and ``more``
+    (the same partitions asked of each)."""
+    topics = _fetch_topics(parts)
     return make(
-        ApiKey.OFFSET_FETCH, v, group_id=group, topics=topics, require_stable=False
+        ApiKey.OFFSET_FETCH,
+        v,
+        group_id=group,
+        topics=topics,
+        groups=[
+            {"group_id": g, "topics": topics, "member_id": None, "member_epoch": -1}
+            for g in (group, *more)
+        ],
+        require_stable=False,
     )
 
 
@@ -445,7 +480,17 @@ def _fetch_offsets_twice(s: Session, v: int) -> None:
     s.check(fetch_offsets_body(v, group, [(DATA, 0), (DATA, 0)]))
 
 
+def _fetch_several_groups(s: Session, v: int) -> None:
+    committed = gid("offset-fetch", v, "several-a")
+    s.call(commit_body(7, committed, [(DATA, 0, 3)]))
+    unknown = gid("offset-fetch", v, "several-none")
+    s.check(
+        fetch_offsets_body(v, committed, [(DATA, 0), (DATA, 1)], unknown, committed)
+    )
+
+
 OFFSET_FETCH_CASES = {
+    "several-groups": (_fetch_several_groups, False),
     "listed-twice": (_fetch_offsets_twice, False),
     "committed": (_fetch_committed([(DATA, 0), (DATA, 1), (DATA, 2)]), False),
     "all-partitions": (_fetch_committed(None), False),
@@ -464,7 +509,7 @@ OFFSET_FETCH_CASES = {
         False,
     ),
 }
-OFFSET_FETCH_SINCE = {"all-partitions": 2}
+OFFSET_FETCH_SINCE = {"all-partitions": 2, "several-groups": 8}
 
 
 # --- DescribeGroups, ListGroups, DeleteGroups -----------------------------------------

@@ -32,8 +32,13 @@ ISR2 = "conf-isr2"
 MISSING = "conf-missing"
 """A topic no scenario creates."""
 OFFSETS = "__consumer_offsets"
-T0 = 1_700_000_000_000
-"""The create time of the fixture's records (ms)."""
+T0 = (int(time.time()) // 3600 - 1) * 3_600_000
+"""The create time of the fixture's records (ms): the start of the hour before this run.
+Recent, because both brokers delete by ``retention.ms`` (seven days by default) at each
+``log.retention.check.interval.ms``, the active segment included: records written in 2023
+were gone from the shared Kafka node once its check ran during the corpus, and its
+answers (log sizes, fetches) then depended on when that happened. One value for the
+whole run, so both brokers hold the same bytes."""
 
 TOPICS: dict[str, tuple[int, dict[str, str]]] = {
     DATA: (3, {}),
@@ -77,8 +82,14 @@ def with_magic(data: bytes, magic: int) -> bytes:
 
 
 def produce(
-    topic: str, partition: int, records: bytes, acks: int = 1, version: int = 8
+    topic: str,
+    partition: int,
+    records: bytes,
+    acks: int = 1,
+    version: int = 8,
+    topic_id: Any = None,
 ) -> Any:
+    """A Produce request; from v13 the topic is named by ``topic_id`` (KIP-516)."""
     return make(
         ApiKey.PRODUCE,
         version,
@@ -87,6 +98,7 @@ def produce(
         topic_data=[
             {
                 "name": topic,
+                "topic_id": topic_id,
                 "partition_data": [{"index": partition, "records": records}],
             }
         ],

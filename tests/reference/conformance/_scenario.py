@@ -44,6 +44,7 @@ class Session:
     checks: dict[str, Tree] = attrs.field(factory=dict)
     normaliser: Normaliser = attrs.field(factory=Normaliser)
     extra: list[Connection] = attrs.field(factory=list)
+    topic_ids: dict[str, Any] = attrs.field(factory=dict)
 
     def call(self, body: RequestPayload) -> Any:
         return self.connection.call(body)
@@ -83,6 +84,21 @@ class Session:
     def close_extra(self) -> None:
         for connection in self.extra:
             connection.close()
+
+    def topic_id(self, name: str) -> Any:
+        """The id this broker gave topic ``name`` (each broker gives its own; the zero id
+        for a topic it does not have), for requests that name topics by id (KIP-516)."""
+        if name not in self.topic_ids:
+            answer = self.call(
+                make(
+                    ApiKey.METADATA,
+                    12,
+                    topics=[{"name": name}],
+                    allow_auto_topic_creation=False,
+                )
+            )
+            self.topic_ids[name] = answer.topics[0].topic_id
+        return self.topic_ids[name]
 
     def record(self, label: str, value: Tree) -> None:
         """Compares a value the scenario derived itself (e.g. "no answer came")."""

@@ -1,12 +1,15 @@
-"""The whole corpus, in the order it runs: data path, groups, admin."""
+"""The whole corpus, in the order it runs: data path, groups, admin, configs, cluster."""
 
 from __future__ import annotations
 
 from ._corpus_admin import scenarios as admin
+from ._corpus_cluster import scenarios as cluster
+from ._corpus_configs import scenarios as configs
 from ._corpus_data import scenarios as data
+from ._corpus_group_admin import scenarios as group_admin
 from ._corpus_groups import scenarios as groups
 from ._scenario import Scenario
 
 
 def corpus() -> list[Scenario]:
-    return [*data(), *groups(), *admin()]
+    return [*data(), *groups(), *group_admin(), *admin(), *configs(), *cluster()]

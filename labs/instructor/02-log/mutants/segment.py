@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from minikafka.log._batch import CorruptRecordError, RecordBatchHeader
 from minikafka.log._index import MAX_RELATIVE_OFFSET
-from minikafka.log._segment import LogSegment, scan_batches
+from minikafka.log._segment import LogSegment
+from minikafka.log._segment_read import scan_batches
 
 # --- the read scan --------------------------------------------------------------------
 

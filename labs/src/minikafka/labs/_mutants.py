@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
+
+from minikafka.common.testing import PORTS_ENV, split_ports, worker_ports
 
 from ._lab import IMPLEMENTATION_ENV, LABS_ROOT, Lab
 from ._patched import EXTEND_ENV, patched_packages
@@ -173,18 +176,23 @@ class Verdict:
         return bool(self.failed)
 
 
-def check(mutant: Mutant) -> Verdict:
-    """Run the mutant's tests with it in place; it is caught when one of them fails."""
+def check(mutant: Mutant, ports: range | None = None) -> Verdict:
+    """Run the mutant's tests with it in place; it is caught when one of them fails.
+    ``ports``: the ones its brokers may listen on (when several checks run at once)."""
     from ._runner import SWITCH_DIR, SWITCH_ENV
 
     lab = mutant.lab
     root = LABS_ROOT.parent
     env = dict(os.environ)
+    if ports is not None:
+        env[PORTS_ENV] = f"{ports.start}-{ports.stop}"
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
-        # -x: one failed check is enough to catch the mutant.
+        # -x: one failed check is enough to catch the mutant, and its failing example
+        # needs no shrinking (_no_shrink).
         args = [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", "-p"]
-        args += ["no:cacheprovider", f"--junitxml={junit}", *mutant.tests]
+        args += ["no:cacheprovider", "-p", "minikafka.labs._no_shrink"]
+        args += [f"--junitxml={junit}", *mutant.tests]
         if lab.config.kind == "rebuild":
             spec = ";".join(
                 f"{target}={lab.solutions / file}:{attribute}"
@@ -212,9 +220,24 @@ def check(mutant: Mutant) -> Verdict:
 
 def check_all(chosen: Sequence[Mutant], jobs: int = JOBS) -> list[Verdict]:
     """:func:`check` for each, ``jobs`` at a time (each is a process of its own that
-    mostly waits: starting Python, brokers, clients), in ``chosen``'s order."""
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(check, chosen))
+    mostly waits: starting Python, brokers, clients), in ``chosen``'s order. The checks
+    running at once never share a port: each takes a slice of this process's ports
+    while it runs (two clusters starting side by side would otherwise meet now and
+    then, and a broker that cannot listen proves nothing about a promise)."""
+    jobs = max(1, jobs)
+    slices: queue.SimpleQueue[range] = queue.SimpleQueue()
+    for ports in split_ports(worker_ports(), jobs):
+        slices.put(ports)
+
+    def run(mutant: Mutant) -> Verdict:
+        ports = slices.get()
+        try:
+            return check(mutant, ports)
+        finally:
+            slices.put(ports)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(run, chosen))
 
 
 def _outcomes(junit: Path) -> tuple[int, list[str]]:

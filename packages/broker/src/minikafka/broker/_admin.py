@@ -1,16 +1,19 @@
-"""The admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs.
+"""The topic admin APIs: CreateTopics, DeleteTopics, CreatePartitions.
 
 A KRaft broker decides none of these itself. It translates the request into the
 controller's request type, submits it to the QuorumController (in this process, in
 combined mode; Kafka forwards it over the network otherwise) and answers once the
 controller's records are committed, by which time this broker's MetadataCache has
-replayed them too. DescribeConfigs is read from the metadata image.
+replayed them too. (DescribeConfigs is ``_describe_configs.py``'s, the changes to
+configs ``_alter_configs.py``'s.)
 """
 
 from __future__ import annotations
 
+import collections
 import datetime
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -18,13 +21,13 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.controller import (
-    MIN_INSYNC_REPLICAS,
-    UNCLEAN_LEADER_ELECTION_ENABLE,
-    ConfigResourceType,
     ControllerError,
     ControllerRequest,
 )
 from minikafka.controller import CreatableTopic as ControllerCreatableTopic
+from minikafka.controller import (
+    CreatableTopicResult as ControllerCreatableTopicResult,
+)
 from minikafka.controller import CreatePartitionsRequest as ControllerCreatePartitions
 from minikafka.controller import (
     CreatePartitionsResponse as ControllerCreatePartitionsResponse,
@@ -36,26 +39,20 @@ from minikafka.controller import CreateTopicsRequest as ControllerCreateTopics
 from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsResponse
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
-from minikafka.log import LOG_CONFIG, NO_EFFECT, LogConfig
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.net import Request, build, has_field, is_body, nested
 
-from ._body import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS
-from ._config import KafkaConfig
+from ._body import (
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    DELETE_TOPICS_BY_NAME_OR_ID,
+    DeleteTopicsByNameOrId,
+)
 from ._controller_channel import ControllerChannel
-from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+from ._describe_configs import ConfigEntry
+from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
-
-# DescribeConfigs' config_source values (KIP-226)
-DYNAMIC_TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
-
-
-def _response_class(request: Request) -> type[ResponsePayload]:
-    cls = response_schema(request.api_key, request.api_version)
-    assert cls is not None
-    return cls
 
 
 async def _submit(
@@ -124,9 +121,13 @@ class _TopicAnswers:
     response_cls: type[ResponsePayload] = attrs.field(init=False)
     result_cls: type[Entity] = attrs.field(init=False)
     answers: dict[str, object] = attrs.field(init=False, factory=dict)
+    configs_of: Callable[[str], list[ConfigEntry]] | None = None
+    """A created topic's configs in force (CreateTopics v5+, KIP-525)."""
+    topic_ids: Mapping[str, uuid.UUID] = attrs.field(factory=dict)
+    """The ids of the topics named, for an answer that carries them (DeleteTopics v6)."""
 
     def __attrs_post_init__(self) -> None:
-        self.response_cls = _response_class(self.request)
+        self.response_cls = self.request.response_class()
         self.result_cls = nested(self.response_cls, self.field)
 
     def refused(self, name: str, verb: str) -> bool:
@@ -140,6 +141,7 @@ class _TopicAnswers:
             name=name,
             error_code=ErrorCode.invalid_request,
             error_message=refusal,
+            **self._not_created(),
         )
         return True
 
@@ -157,7 +159,11 @@ class _TopicAnswers:
             code = _failure(answer)
             for name in names:
                 self.answers[name] = build(
-                    self.result_cls, name=name, error_code=code, error_message=None
+                    self.result_cls,
+                    name=name,
+                    error_code=code,
+                    error_message=None,
+                    **self._not_created(),
                 )
             return
         for r in answer.topics:
@@ -167,13 +173,74 @@ class _TopicAnswers:
                     name=r.name,
                     error_code=r.error_code,
                     error_message=r.error_message,
+                    **self._created(r),
                 )
+
+    def refuse(
+        self,
+        key: str,
+        name: str | None,
+        topic_id: uuid.UUID,
+        error: ErrorCode,
+        message: str | None,
+    ) -> None:
+        """Answer one entry before the controller sees it (DeleteTopics v6's checks)."""
+        self.answers[key] = build(
+            self.result_cls,
+            name=name,
+            topic_id=topic_id,
+            error_code=error,
+            error_message=message,
+        )
+
+    def _not_created(self) -> dict[str, object]:
+        """A CreateTopics v5+ answer's configs when the topic was not created (none), and
+        v7's topic id (zero)."""
+        cls = self.result_cls
+        return {
+            **({"configs": ()} if has_field(cls, "configs") else {}),
+            **({"topic_id": ZERO_UUID} if has_field(cls, "topic_id") else {}),
+        }
+
+    def _created(self, r: _TopicResult) -> dict[str, object]:
+        """What CreateTopics v5+ adds to a topic's answer (KIP-525), and v7 its id; what
+        DeleteTopics v6 adds, the deleted topic's id."""
+        if not isinstance(r, ControllerCreatableTopicResult):
+            if not has_field(self.result_cls, "topic_id"):
+                return {}
+            return {"topic_id": self.topic_ids.get(r.name or "", ZERO_UUID)}
+        ok = r.error_code is ErrorCode.none
+        configs: tuple[Entity, ...] | None = () if not ok else None
+        if ok and self.configs_of is not None and has_field(self.result_cls, "configs"):
+            entry_cls = nested(self.result_cls, "configs")
+            configs = tuple(
+                build(
+                    entry_cls,
+                    name=e.name,
+                    value=e.value,
+                    read_only=False,
+                    config_source=e.source,
+                    is_sensitive=False,
+                )
+                for e in self.configs_of(r.name)
+            )
+        return {
+            "topic_id": r.topic_id or ZERO_UUID,
+            "num_partitions": r.num_partitions if ok else -1,
+            "replication_factor": r.replication_factor if ok else -1,
+            "configs": configs,
+        }
 
     def respond(self) -> None:
         """Answer every name in the order it first appeared; a name the controller left
         unanswered (it never does) is UNKNOWN_SERVER_ERROR rather than silently dropped."""
         results = tuple(
-            build(self.result_cls, name=n, error_code=ErrorCode.unknown_server_error)
+            build(
+                self.result_cls,
+                name=n,
+                error_code=ErrorCode.unknown_server_error,
+                **self._not_created(),
+            )
             if a is None
             else a
             for n, a in self.answers.items()
@@ -183,11 +250,28 @@ class _TopicAnswers:
         )
 
 
+TopicConfigs = Callable[[str, Mapping[str, str]], "list[ConfigEntry]"]
+"""A new topic's configs in force, from its name and the overrides it was created with."""
+
+
 async def handle_create_topics(
-    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+    request: Request,
+    controller: ControllerChannel,
+    *,
+    guard_internal: bool = True,
+    configs_of: TopicConfigs | None = None,
 ) -> None:
+    """CreateTopics; from v5 each created topic's answer carries its partitions,
+    replication factor and every config in force (KIP-525), which ``configs_of``
+    gives (without it, as on the controller's listener, none)."""
     body = request.body_as(CREATE_TOPICS)
     answers = _TopicAnswers(request, "topics", guard_internal)
+    if configs_of is not None:
+        requested: dict[str, dict[str, str]] = {
+            str(t.name): {c.name: c.value for c in t.configs if c.value is not None}
+            for t in body.topics
+        }
+        answers.configs_of = lambda name: configs_of(name, requested.get(name, {}))
     submitted = tuple(
         ControllerCreatableTopic(
             name=t.name,
@@ -216,13 +300,22 @@ async def handle_create_topics(
 
 
 async def handle_delete_topics(
-    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+    request: Request,
+    controller: ControllerChannel,
+    cache: MetadataCache | None = None,
+    *,
+    guard_internal: bool = True,
 ) -> None:
+    """DeleteTopics v1-6: by name, or from v6 by name or by id (KIP-516), which the
+    broker turns into names from its metadata before it asks the controller."""
     body = request.body_as(DELETE_TOPICS)
     answers = _TopicAnswers(request, "responses", guard_internal)
-    deletable = [
-        str(n) for n in body.topic_names if not answers.refused(str(n), "Deletion")
-    ]
+    if is_body(body, DELETE_TOPICS_BY_NAME_OR_ID):
+        assert cache is not None, "v6 is served on the client listeners only"
+        names = _names_for_deletion(body, cache, answers)
+    else:
+        names = [str(n) for n in body.topic_names]
+    deletable = [n for n in names if not answers.refused(n, "Deletion")]
     if deletable:
         await answers.submit(
             controller,
@@ -231,6 +324,71 @@ async def handle_delete_topics(
             deletable,
         )
     answers.respond()
+
+
+def _names_for_deletion(
+    body: DeleteTopicsByNameOrId, cache: MetadataCache, answers: _TopicAnswers
+) -> list[str]:
+    """The names a v6 request deletes, each entry checked as Kafka's controller checks
+    it: a name or an id, not both and not neither; an id listed twice (refused once),
+    or no topic's, refused on its own; an id turned into its topic's name (whose id the
+    answer keeps). A topic named both by its name and by its id is refused once, for the
+    name's entry, and not deleted: Kafka 4.1 answers exactly that (the id's entry gets
+    no answer of its own). A name listed twice is left to the controller, which refuses
+    it as for v1-5."""
+    ids = collections.Counter(
+        t.topic_id for t in body.topics if t.name is None and t.topic_id
+    )
+    names: list[str] = []
+    by_name: list[str] = []
+    topic_ids: dict[str, uuid.UUID] = {}
+    for entry in body.topics:
+        topic_id = entry.topic_id or ZERO_UUID
+        if entry.name is not None and topic_id != ZERO_UUID:
+            message = "You may not specify both topic name and topic id."
+            answers.refuse(
+                f"{entry.name}/{topic_id}", entry.name, topic_id,
+                ErrorCode.invalid_request, message,
+            )  # fmt: skip
+        elif entry.name is not None:
+            by_name.append(entry.name)
+        elif topic_id == ZERO_UUID:
+            message = "Neither topic name nor id were specified."
+            answers.refuse(
+                f"/{len(answers.answers)}",
+                None,
+                ZERO_UUID,
+                ErrorCode.invalid_request,
+                message,
+            )
+        elif ids[topic_id] > 1:
+            answers.refuse(
+                f"/{topic_id}", None, topic_id,
+                ErrorCode.invalid_request, "Duplicate topic id.",
+            )  # fmt: skip
+        elif (found := cache.topic_by_id(topic_id)) is None:
+            answers.refuse(
+                f"/{topic_id}", None, topic_id, ErrorCode.unknown_topic_id, None
+            )
+        else:
+            names.append(found.name)
+            topic_ids[found.name] = topic_id
+    for name in by_name:
+        if name in topic_ids:  # its id is in the request too
+            message = "The provided topic name maps to an ID that was already supplied."
+            answers.refuse(
+                f"{name}/{topic_ids[name]}", name, topic_ids[name],
+                ErrorCode.invalid_request, message,
+            )  # fmt: skip
+            if name in names:
+                names.remove(name)  # the id's entry: neither deleted nor answered
+            continue
+        names.append(name)
+        known = cache.topic(name)
+        if known is not None:
+            topic_ids[name] = known.topic_id
+    answers.topic_ids = topic_ids
+    return names
 
 
 async def handle_create_partitions(
@@ -259,214 +417,3 @@ async def handle_create_partitions(
             [g.name for g in submitted],
         )
     answers.respond()
-
-
-# --- DescribeConfigs ---------------------------------------------------------------------
-
-
-@attrs.frozen
-class ConfigEntry:
-    """One DescribeConfigs entry: the value in force, where it comes from, and why.
-
-    ``synonyms`` lists every place that sets the key, the one in force first (KIP-226):
-    the topic's override, the broker's key as given, the default.
-    """
-
-    name: str
-    value: str
-    source: int
-    synonyms: tuple[tuple[str, str, int], ...] = ()
-
-
-def topic_config_entries(
-    topic: str, cache: MetadataCache, config: KafkaConfig
-) -> list[ConfigEntry]:
-    """Every topic-level key, as Kafka lists them for a topic.
-
-    A key the topic overrides is DYNAMIC_TOPIC_CONFIG; otherwise the value is the
-    broker's effective default (``config.log``, which already turned
-    ``log.retention.hours`` into milliseconds), STATIC_BROKER_CONFIG if the broker's
-    configuration set it in any unit, DEFAULT_CONFIG if not. A key with no broker-level
-    default in Kafka (``remote.storage.enable``...) has only its DEFAULT_CONFIG synonym.
-    """
-    overrides = cache.topic_config_overrides(topic)
-    # topic key -> (its broker-level synonyms, the broker's effective value, Kafka's default)
-    keys: dict[str, tuple[tuple[str, ...], str, str]] = {}
-    for log_key in LOG_CONFIG:
-        assert log_key.field is not None
-        effective = _render(getattr(config.log, log_key.field))
-        default = _render(getattr(_KAFKA_DEFAULTS, log_key.field))
-        # A key with no broker-level default in Kafka has only its DEFAULT_CONFIG synonym.
-        synonyms_of = log_key.synonym_names()
-        keys[log_key.name] = (
-            synonyms_of,
-            effective if synonyms_of else default,
-            default,
-        )
-    keys[MIN_INSYNC_REPLICAS] = (
-        (MIN_INSYNC_REPLICAS,),
-        str(config.broker.min_insync_replicas),
-        "1",
-    )
-    unclean = _render(config.controller.unclean_leader_election_enable)
-    keys[UNCLEAN_LEADER_ELECTION_ENABLE] = (
-        (UNCLEAN_LEADER_ELECTION_ENABLE,),
-        unclean,
-        "false",
-    )
-    entries = []
-    for key, (broker_keys, effective, default) in sorted(keys.items()):
-        given = [k for k in broker_keys if k in config.properties]
-        synonyms = [(k, config.properties[k], STATIC_BROKER_CONFIG) for k in given]
-        synonyms.append(
-            (broker_keys[0] if broker_keys else key, default, DEFAULT_CONFIG)
-        )
-        if key in overrides:
-            synonyms.insert(0, (key, overrides[key], DYNAMIC_TOPIC_CONFIG))
-            entries.append(
-                ConfigEntry(key, overrides[key], DYNAMIC_TOPIC_CONFIG, tuple(synonyms))
-            )
-        else:
-            entries.append(ConfigEntry(key, effective, synonyms[0][2], tuple(synonyms)))
-    return entries
-
-
-# KIP-569's config_type (DescribeConfigs v3+) of each topic key, as Kafka defines the
-# key: BOOLEAN 1, STRING 2, INT 3, LONG 5, DOUBLE 6, LIST 7; UNKNOWN (0) for any other.
-_BOOLEAN, _STRING, _INT, _LONG, _DOUBLE, _LIST = 1, 2, 3, 5, 6, 7
-CONFIG_TYPES: Mapping[str, int] = {
-    "cleanup.policy": _LIST,
-    "compression.gzip.level": _INT,
-    "compression.lz4.level": _INT,
-    "compression.type": _STRING,
-    "compression.zstd.level": _INT,
-    "delete.retention.ms": _LONG,
-    "file.delete.delay.ms": _LONG,
-    "flush.messages": _LONG,
-    "flush.ms": _LONG,
-    "follower.replication.throttled.replicas": _LIST,
-    "index.interval.bytes": _INT,
-    "leader.replication.throttled.replicas": _LIST,
-    "local.retention.bytes": _LONG,
-    "local.retention.ms": _LONG,
-    "max.compaction.lag.ms": _LONG,
-    "max.message.bytes": _INT,
-    "message.timestamp.after.max.ms": _LONG,
-    "message.timestamp.before.max.ms": _LONG,
-    "message.timestamp.type": _STRING,
-    "min.cleanable.dirty.ratio": _DOUBLE,
-    "min.compaction.lag.ms": _LONG,
-    "min.insync.replicas": _INT,
-    "preallocate": _BOOLEAN,
-    "remote.log.copy.disable": _BOOLEAN,
-    "remote.log.delete.on.disable": _BOOLEAN,
-    "remote.storage.enable": _BOOLEAN,
-    "retention.bytes": _LONG,
-    "retention.ms": _LONG,
-    "segment.bytes": _INT,
-    "segment.index.bytes": _INT,
-    "segment.jitter.ms": _LONG,
-    "segment.ms": _LONG,
-    "unclean.leader.election.enable": _BOOLEAN,
-}
-
-
-def _documentation(name: str) -> str | None:
-    """DescribeConfigs' documentation (KIP-569): why a stored config does nothing here."""
-    reason = NO_EFFECT.get(name)
-    return None if reason is None else f"Stored, no effect in minikafka: {reason}."
-
-
-_KAFKA_DEFAULTS = LogConfig()
-
-
-def _render(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, frozenset):
-        return ",".join(sorted(value))
-    return str(value)
-
-
-def handle_describe_configs(
-    request: Request, cache: MetadataCache, config: KafkaConfig
-) -> None:
-    body = request.body_as(DESCRIBE_CONFIGS)
-    cls = _response_class(request)
-    result_cls = nested(cls, "results")
-    entry_cls = nested(result_cls, "configs")
-    synonym_cls = nested(entry_cls, "synonyms")
-    results = []
-    for resource in body.resources:
-        kind = int(resource.resource_type)
-        name = resource.resource_name
-        error, message, entries = _describe(kind, name, cache, config)
-        wanted = resource.configuration_keys
-        if wanted is not None:
-            entries = [e for e in entries if e.name in set(wanted)]
-        with_synonyms = bool(body.include_synonyms)  # v1+
-        # v3+: documentation only when asked for (Kafka leaves it null otherwise).
-        with_docs = bool(getattr(body, "include_documentation", False))
-        configs = tuple(
-            build(
-                entry_cls,
-                name=e.name,
-                value=e.value,
-                # Topic configs can be altered; the broker's static ones cannot.
-                read_only=kind != ConfigResourceType.TOPIC,
-                config_source=e.source,
-                is_sensitive=False,
-                synonyms=tuple(
-                    build(synonym_cls, name=n, value=v, source=src)
-                    for n, v, src in e.synonyms
-                )
-                if with_synonyms
-                else (),
-                config_type=CONFIG_TYPES.get(e.name, 0),
-                documentation=_documentation(e.name)
-                if with_docs and kind == ConfigResourceType.TOPIC
-                else None,
-            )
-            for e in entries
-        )
-        results.append(
-            build(
-                result_cls,
-                error_code=error,
-                error_message=message,
-                resource_type=kind,
-                resource_name=name,
-                configs=configs,
-            )
-        )
-    request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))
-
-
-def _describe(
-    kind: int, name: str, cache: MetadataCache, config: KafkaConfig
-) -> tuple[ErrorCode, str | None, list[ConfigEntry]]:
-    if kind == ConfigResourceType.TOPIC:
-        if cache.topic(name) is None:
-            return (
-                ErrorCode.unknown_topic_or_partition,
-                f"topic {name!r} does not exist",
-                [],
-            )
-        return ErrorCode.none, None, topic_config_entries(name, cache, config)
-    if kind == ConfigResourceType.BROKER:
-        if name not in ("", str(config.node_id)):
-            return (
-                ErrorCode.invalid_request,
-                f"this is broker {config.node_id}, not {name}",
-                [],
-            )
-        return ErrorCode.none, None, _broker_entries(config.properties)
-    return ErrorCode.invalid_request, f"resource type {kind} cannot be described", []
-
-
-def _broker_entries(properties: Mapping[str, str]) -> list[ConfigEntry]:
-    """The broker's configuration as given (its static keys; defaults are not listed)."""
-    return [
-        ConfigEntry(k, v, STATIC_BROKER_CONFIG, ((k, v, STATIC_BROKER_CONFIG),))
-        for k, v in sorted(properties.items())
-    ]

@@ -24,28 +24,37 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import ApiError
 from minikafka.controller import (
     ControllerError,
-    ControllerServer,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    QuorumControllerShell,
     validate_topic_name,
 )
-from minikafka.coordination import GroupCoordinatorService
+from minikafka.coordination import GroupCoordinatorShell
 from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
 from minikafka.raft.wire import encode_describe_quorum_error
-from minikafka.replication import ReplicaManagerService
+from minikafka.replication import ReplicaManagerShell
 
 from ._admin import (
     handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
-    handle_describe_configs,
 )
+from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel, RemoteController
 from ._controller_raft_apis import DESCRIBE_QUORUM_VERSIONS, describe_quorum
+from ._describe import (
+    DESCRIBE_CLUSTER_VERSIONS,
+    DESCRIBE_LOG_DIRS_VERSIONS,
+    handle_describe_cluster,
+    handle_describe_log_dirs,
+)
+from ._describe_configs import handle_describe_configs, topic_config_entries
+from ._describe_producers import handle_describe_producers
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
+from ._group_offsets import handle_offset_commit, handle_offset_fetch
 from ._groups import (
     handle_delete_groups,
     handle_describe_groups,
@@ -53,13 +62,12 @@ from ._groups import (
     handle_join_group,
     handle_leave_group,
     handle_list_groups,
-    handle_offset_commit,
-    handle_offset_fetch,
     handle_sync_group,
     respond_group_error,
 )
 from ._metadata import handle_list_offsets, metadata_body, requested_topics
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+from ._offset_delete import handle_offset_delete
 from ._offsets_topic import handle_find_coordinator
 from ._produce import handle_produce
 from ._producer_ids import ProducerIdManager, handle_init_producer_id
@@ -77,11 +85,11 @@ class KafkaApis:
     config: KafkaConfig
     cluster_id: str
     metadata_cache: MetadataCache
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     controller: ControllerChannel
     """The QuorumController in this process (combined mode) or a RemoteController."""
     producer_ids: ProducerIdManager
-    groups: GroupCoordinatorService
+    groups: GroupCoordinatorShell
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _parked: trio.Nursery | None = attrs.field(init=False, default=None)
@@ -189,11 +197,31 @@ class KafkaApis:
     async def _delete_groups(self, request: Request) -> None:
         await handle_delete_groups(request, self.groups)
 
+    async def _describe_producers(self, request: Request) -> None:
+        handle_describe_producers(request, self.replica_manager, self.metadata_cache)
+
+    async def _offset_delete(self, request: Request) -> None:
+        await handle_offset_delete(request, self.groups, self.metadata_cache)
+
     async def _create_topics(self, request: Request) -> None:
-        await handle_create_topics(request, self.controller)
+        await handle_create_topics(
+            request,
+            self.controller,
+            configs_of=lambda name, overrides: topic_config_entries(
+                name, self.metadata_cache, self.config, overrides
+            ),
+        )
 
     async def _delete_topics(self, request: Request) -> None:
-        await handle_delete_topics(request, self.controller)
+        await handle_delete_topics(request, self.controller, self.metadata_cache)
+
+    async def _incremental_alter_configs(self, request: Request) -> None:
+        await handle_incremental_alter_configs(
+            request, self.controller, self.config.node_id
+        )
+
+    async def _alter_configs(self, request: Request) -> None:
+        await handle_alter_configs(request, self.controller, self.config.node_id)
 
     async def _create_partitions(self, request: Request) -> None:
         await handle_create_partitions(request, self.controller)
@@ -209,7 +237,7 @@ class KafkaApis:
 
     async def _describe_quorum(self, request: Request) -> None:
         # KIP-595: any broker answers for the quorum by asking its active controller.
-        if isinstance(self.controller, ControllerServer):
+        if isinstance(self.controller, QuorumControllerShell):
             describe_quorum(request, self.controller)
             return
         assert isinstance(self.controller, RemoteController)
@@ -222,6 +250,12 @@ class KafkaApis:
             return
         assert isinstance(answer, DescribeQuorumResponse)
         request.respond(answer)
+
+    async def _describe_cluster(self, request: Request) -> None:
+        handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
+
+    async def _describe_log_dirs(self, request: Request) -> None:
+        handle_describe_log_dirs(request, self.replica_manager)
 
     async def _init_producer_id(self, request: Request) -> None:
         await handle_init_producer_id(request, self.producer_ids)
@@ -305,27 +339,31 @@ class KafkaApis:
     # runs in a task of its own, so the num.io.threads handlers are never all held by
     # one rebalance.
     TABLE: ClassVar[ApiTable[KafkaApis]] = ApiTable(
-        ApiSpec(ApiKey.PRODUCE, 3, 8, _produce),
+        ApiSpec(ApiKey.PRODUCE, 3, 13, _produce),
         ApiSpec(ApiKey.FETCH, 4, 11, _fetch),
-        ApiSpec(ApiKey.LIST_OFFSETS, 1, 5, _list_offsets),
-        ApiSpec(ApiKey.METADATA, 1, 8, _metadata),
-        ApiSpec(ApiKey.OFFSET_COMMIT, 2, 7, _offset_commit, parks=True),
-        ApiSpec(ApiKey.OFFSET_FETCH, 1, 5, _offset_fetch),
-        ApiSpec(ApiKey.FIND_COORDINATOR, 0, 2, _find_coordinator),
-        ApiSpec(ApiKey.JOIN_GROUP, 0, 5, _join_group, parks=True),
-        ApiSpec(ApiKey.HEARTBEAT, 0, 3, _heartbeat),
-        ApiSpec(ApiKey.LEAVE_GROUP, 0, 3, _leave_group),
-        ApiSpec(ApiKey.SYNC_GROUP, 0, 3, _sync_group, parks=True),
-        ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 4, _describe_groups),
-        ApiSpec(ApiKey.LIST_GROUPS, 0, 2, _list_groups),
+        ApiSpec(ApiKey.LIST_OFFSETS, 1, 10, _list_offsets),
+        ApiSpec(ApiKey.METADATA, 1, 13, _metadata),
+        ApiSpec(ApiKey.OFFSET_COMMIT, 2, 9, _offset_commit, parks=True),
+        ApiSpec(ApiKey.OFFSET_FETCH, 1, 9, _offset_fetch),
+        ApiSpec(ApiKey.FIND_COORDINATOR, 0, 6, _find_coordinator),
+        ApiSpec(ApiKey.JOIN_GROUP, 0, 9, _join_group, parks=True),
+        ApiSpec(ApiKey.HEARTBEAT, 0, 4, _heartbeat),
+        ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, _leave_group),
+        ApiSpec(ApiKey.SYNC_GROUP, 0, 5, _sync_group, parks=True),
+        ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_groups),
+        ApiSpec(ApiKey.LIST_GROUPS, 0, 5, _list_groups),
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
-        ApiSpec(ApiKey.CREATE_TOPICS, 2, 4, _create_topics),
-        ApiSpec(ApiKey.DELETE_TOPICS, 1, 3, _delete_topics),
+        ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, _create_topics),
+        ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
         ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 1, _init_producer_id),
-        ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 3, _describe_configs),
-        ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 1, _create_partitions),
+        ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, _describe_configs),
+        ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, _alter_configs),
+        ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, _incremental_alter_configs),
+        ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, _create_partitions),
         ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
-        ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 3, _offset_for_leader_epoch),
+        ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, _offset_delete),
+        ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, _describe_producers),
+        ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, _offset_for_leader_epoch),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
         ApiSpec(
             ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments
@@ -334,6 +372,10 @@ class KafkaApis:
             ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments
         ),
         ApiSpec(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS, _describe_quorum),
+        ApiSpec(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS, _describe_cluster),
+        ApiSpec(
+            ApiKey.DESCRIBE_LOG_DIRS, *DESCRIBE_LOG_DIRS_VERSIONS, _describe_log_dirs
+        ),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""

@@ -3,422 +3,382 @@
 kio generates one class per API version (``ProduceRequest`` of v3 and of v8 are
 different types). For each API KafkaApis serves, this module names the classes of
 exactly the versions it advertises, as a Union type (``ProduceRequest``) for the
-handler's annotations and as a tuple of classes (``PRODUCE``) for the check
-:meth:`minikafka.net.Request.body_as` makes. A handler reads the fields every served
-version has directly; a field only some versions carry is read after an
-``isinstance`` check against those versions' classes, with Kafka's default otherwise.
-``SERVED_BODIES`` lets a test check these ranges against KafkaApis's table.
+handler's annotations and as a tuple for the check :meth:`minikafka.net.Request.body_as`
+makes (``PRODUCE``). A handler reads the fields every served version has directly; a
+field only some versions carry is read after an ``isinstance`` check against those
+versions (``METADATA_WITH_TOPIC_IDS``), with Kafka's default otherwise.
+
+The Unions are written as strings over kio's modules, imported for mypy only, and the
+tuples come from :func:`minikafka.net.body_classes`, which matches a body by its class's
+module and name: a broker imports the class of a version when a request of it arrives,
+not every served one at start-up (``_body_classes.py`` in the net package says how). The group
+APIs' bodies are ``_group_body.py``'s. ``SERVED_BODIES`` (both modules' APIs) lets a
+test check these ranges against KafkaApis's table.
 """
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
-from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
-from kio.schema.create_partitions.v0.request import (
-    CreatePartitionsRequest as CreatePartitionsRequestV0,
-)
-from kio.schema.create_partitions.v1.request import (
-    CreatePartitionsRequest as CreatePartitionsRequestV1,
-)
-from kio.schema.create_topics.v2.request import (
-    CreateTopicsRequest as CreateTopicsRequestV2,
-)
-from kio.schema.create_topics.v3.request import (
-    CreateTopicsRequest as CreateTopicsRequestV3,
-)
-from kio.schema.create_topics.v4.request import (
-    CreateTopicsRequest as CreateTopicsRequestV4,
-)
-from kio.schema.delete_groups.v0.request import (
-    DeleteGroupsRequest as DeleteGroupsRequestV0,
-)
-from kio.schema.delete_groups.v1.request import (
-    DeleteGroupsRequest as DeleteGroupsRequestV1,
-)
-from kio.schema.delete_topics.v1.request import (
-    DeleteTopicsRequest as DeleteTopicsRequestV1,
-)
-from kio.schema.delete_topics.v2.request import (
-    DeleteTopicsRequest as DeleteTopicsRequestV2,
-)
-from kio.schema.delete_topics.v3.request import (
-    DeleteTopicsRequest as DeleteTopicsRequestV3,
-)
-from kio.schema.describe_configs.v1.request import (
-    DescribeConfigsRequest as DescribeConfigsRequestV1,
-)
-from kio.schema.describe_configs.v2.request import (
-    DescribeConfigsRequest as DescribeConfigsRequestV2,
-)
-from kio.schema.describe_configs.v3.request import (
-    DescribeConfigsRequest as DescribeConfigsRequestV3,
-)
-from kio.schema.describe_groups.v0.request import (
-    DescribeGroupsRequest as DescribeGroupsRequestV0,
-)
-from kio.schema.describe_groups.v1.request import (
-    DescribeGroupsRequest as DescribeGroupsRequestV1,
-)
-from kio.schema.describe_groups.v2.request import (
-    DescribeGroupsRequest as DescribeGroupsRequestV2,
-)
-from kio.schema.describe_groups.v3.request import (
-    DescribeGroupsRequest as DescribeGroupsRequestV3,
-)
-from kio.schema.describe_groups.v4.request import (
-    DescribeGroupsRequest as DescribeGroupsRequestV4,
-)
-from kio.schema.describe_quorum.v1 import request as describe_quorum_v1
-from kio.schema.elect_leaders.v0.request import (
-    ElectLeadersRequest as ElectLeadersRequestV0,
-)
-from kio.schema.elect_leaders.v1.request import (
-    ElectLeadersRequest as ElectLeadersRequestV1,
-)
-from kio.schema.elect_leaders.v2.request import (
-    ElectLeadersRequest as ElectLeadersRequestV2,
-)
-from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
-from kio.schema.fetch.v5.request import FetchRequest as FetchRequestV5
-from kio.schema.fetch.v6.request import FetchRequest as FetchRequestV6
-from kio.schema.fetch.v7.request import FetchRequest as FetchRequestV7
-from kio.schema.fetch.v8.request import FetchRequest as FetchRequestV8
-from kio.schema.fetch.v9.request import FetchPartition as FetchPartitionV9
-from kio.schema.fetch.v9.request import FetchRequest as FetchRequestV9
-from kio.schema.fetch.v10.request import FetchPartition as FetchPartitionV10
-from kio.schema.fetch.v10.request import FetchRequest as FetchRequestV10
-from kio.schema.fetch.v11.request import FetchPartition as FetchPartitionV11
-from kio.schema.fetch.v11.request import FetchRequest as FetchRequestV11
-from kio.schema.find_coordinator.v0.request import (
-    FindCoordinatorRequest as FindCoordinatorRequestV0,
-)
-from kio.schema.find_coordinator.v1.request import (
-    FindCoordinatorRequest as FindCoordinatorRequestV1,
-)
-from kio.schema.find_coordinator.v2.request import (
-    FindCoordinatorRequest as FindCoordinatorRequestV2,
-)
-from kio.schema.heartbeat.v0.request import HeartbeatRequest as HeartbeatRequestV0
-from kio.schema.heartbeat.v1.request import HeartbeatRequest as HeartbeatRequestV1
-from kio.schema.heartbeat.v2.request import HeartbeatRequest as HeartbeatRequestV2
-from kio.schema.heartbeat.v3.request import HeartbeatRequest as HeartbeatRequestV3
-from kio.schema.init_producer_id.v0.request import (
-    InitProducerIdRequest as InitProducerIdRequestV0,
-)
-from kio.schema.init_producer_id.v1.request import (
-    InitProducerIdRequest as InitProducerIdRequestV1,
-)
-from kio.schema.join_group.v0.request import JoinGroupRequest as JoinGroupRequestV0
-from kio.schema.join_group.v1.request import JoinGroupRequest as JoinGroupRequestV1
-from kio.schema.join_group.v2.request import JoinGroupRequest as JoinGroupRequestV2
-from kio.schema.join_group.v3.request import JoinGroupRequest as JoinGroupRequestV3
-from kio.schema.join_group.v4.request import JoinGroupRequest as JoinGroupRequestV4
-from kio.schema.join_group.v5.request import JoinGroupRequest as JoinGroupRequestV5
-from kio.schema.leave_group.v0.request import LeaveGroupRequest as LeaveGroupRequestV0
-from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveGroupRequestV1
-from kio.schema.leave_group.v2.request import LeaveGroupRequest as LeaveGroupRequestV2
-from kio.schema.leave_group.v3.request import LeaveGroupRequest as LeaveGroupRequestV3
-from kio.schema.list_groups.v0.request import ListGroupsRequest as ListGroupsRequestV0
-from kio.schema.list_groups.v1.request import ListGroupsRequest as ListGroupsRequestV1
-from kio.schema.list_groups.v2.request import ListGroupsRequest as ListGroupsRequestV2
-from kio.schema.list_offsets.v1.request import (
-    ListOffsetsRequest as ListOffsetsRequestV1,
-)
-from kio.schema.list_offsets.v2.request import (
-    ListOffsetsRequest as ListOffsetsRequestV2,
-)
-from kio.schema.list_offsets.v3.request import (
-    ListOffsetsRequest as ListOffsetsRequestV3,
-)
-from kio.schema.list_offsets.v4.request import (
-    ListOffsetsPartition as ListOffsetsPartitionV4,
-)
-from kio.schema.list_offsets.v4.request import (
-    ListOffsetsRequest as ListOffsetsRequestV4,
-)
-from kio.schema.list_offsets.v5.request import (
-    ListOffsetsPartition as ListOffsetsPartitionV5,
-)
-from kio.schema.list_offsets.v5.request import (
-    ListOffsetsRequest as ListOffsetsRequestV5,
-)
-from kio.schema.list_partition_reassignments.v0 import request as list_v0
-from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
-from kio.schema.metadata.v2.request import MetadataRequest as MetadataRequestV2
-from kio.schema.metadata.v3.request import MetadataRequest as MetadataRequestV3
-from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
-from kio.schema.metadata.v5.request import MetadataRequest as MetadataRequestV5
-from kio.schema.metadata.v6.request import MetadataRequest as MetadataRequestV6
-from kio.schema.metadata.v7.request import MetadataRequest as MetadataRequestV7
-from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
-from kio.schema.offset_commit.v2.request import (
-    OffsetCommitRequest as OffsetCommitRequestV2,
-)
-from kio.schema.offset_commit.v3.request import (
-    OffsetCommitRequest as OffsetCommitRequestV3,
-)
-from kio.schema.offset_commit.v4.request import (
-    OffsetCommitRequest as OffsetCommitRequestV4,
-)
-from kio.schema.offset_commit.v5.request import (
-    OffsetCommitRequest as OffsetCommitRequestV5,
-)
-from kio.schema.offset_commit.v6.request import (
-    OffsetCommitRequest as OffsetCommitRequestV6,
-)
-from kio.schema.offset_commit.v6.request import (
-    OffsetCommitRequestPartition as OffsetCommitRequestPartitionV6,
-)
-from kio.schema.offset_commit.v7.request import (
-    OffsetCommitRequest as OffsetCommitRequestV7,
-)
-from kio.schema.offset_commit.v7.request import (
-    OffsetCommitRequestPartition as OffsetCommitRequestPartitionV7,
-)
-from kio.schema.offset_fetch.v1.request import (
-    OffsetFetchRequest as OffsetFetchRequestV1,
-)
-from kio.schema.offset_fetch.v2.request import (
-    OffsetFetchRequest as OffsetFetchRequestV2,
-)
-from kio.schema.offset_fetch.v3.request import (
-    OffsetFetchRequest as OffsetFetchRequestV3,
-)
-from kio.schema.offset_fetch.v4.request import (
-    OffsetFetchRequest as OffsetFetchRequestV4,
-)
-from kio.schema.offset_fetch.v5.request import (
-    OffsetFetchRequest as OffsetFetchRequestV5,
-)
-from kio.schema.offset_for_leader_epoch.v2.request import (
-    OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2,
-)
-from kio.schema.offset_for_leader_epoch.v3.request import (
-    OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV3,
-)
-from kio.schema.produce.v3.request import ProduceRequest as ProduceRequestV3
-from kio.schema.produce.v4.request import ProduceRequest as ProduceRequestV4
-from kio.schema.produce.v5.request import ProduceRequest as ProduceRequestV5
-from kio.schema.produce.v6.request import ProduceRequest as ProduceRequestV6
-from kio.schema.produce.v7.request import ProduceRequest as ProduceRequestV7
-from kio.schema.produce.v8.request import ProduceRequest as ProduceRequestV8
-from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupRequestV0
-from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupRequestV1
-from kio.schema.sync_group.v2.request import SyncGroupRequest as SyncGroupRequestV2
-from kio.schema.sync_group.v3.request import SyncGroupRequest as SyncGroupRequestV3
+if TYPE_CHECKING:
+    from kio.schema.alter_configs.v0 import request as alter_configs_v0
+    from kio.schema.alter_configs.v1 import request as alter_configs_v1
+    from kio.schema.alter_configs.v2 import request as alter_configs_v2
+    from kio.schema.create_partitions.v0 import request as create_partitions_v0
+    from kio.schema.create_partitions.v1 import request as create_partitions_v1
+    from kio.schema.create_partitions.v2 import request as create_partitions_v2
+    from kio.schema.create_partitions.v3 import request as create_partitions_v3
+    from kio.schema.create_topics.v2 import request as create_topics_v2
+    from kio.schema.create_topics.v3 import request as create_topics_v3
+    from kio.schema.create_topics.v4 import request as create_topics_v4
+    from kio.schema.create_topics.v5 import request as create_topics_v5
+    from kio.schema.create_topics.v6 import request as create_topics_v6
+    from kio.schema.create_topics.v7 import request as create_topics_v7
+    from kio.schema.delete_topics.v1 import request as delete_topics_v1
+    from kio.schema.delete_topics.v2 import request as delete_topics_v2
+    from kio.schema.delete_topics.v3 import request as delete_topics_v3
+    from kio.schema.delete_topics.v4 import request as delete_topics_v4
+    from kio.schema.delete_topics.v5 import request as delete_topics_v5
+    from kio.schema.delete_topics.v6 import request as delete_topics_v6
+    from kio.schema.describe_cluster.v0 import request as describe_cluster_v0
+    from kio.schema.describe_cluster.v1 import request as describe_cluster_v1
+    from kio.schema.describe_cluster.v2 import request as describe_cluster_v2
+    from kio.schema.describe_configs.v1 import request as describe_configs_v1
+    from kio.schema.describe_configs.v2 import request as describe_configs_v2
+    from kio.schema.describe_configs.v3 import request as describe_configs_v3
+    from kio.schema.describe_configs.v4 import request as describe_configs_v4
+    from kio.schema.describe_log_dirs.v1 import request as describe_log_dirs_v1
+    from kio.schema.describe_log_dirs.v2 import request as describe_log_dirs_v2
+    from kio.schema.describe_log_dirs.v3 import request as describe_log_dirs_v3
+    from kio.schema.describe_log_dirs.v4 import request as describe_log_dirs_v4
+    from kio.schema.elect_leaders.v0 import request as elect_leaders_v0
+    from kio.schema.elect_leaders.v1 import request as elect_leaders_v1
+    from kio.schema.elect_leaders.v2 import request as elect_leaders_v2
+    from kio.schema.fetch.v4 import request as fetch_v4
+    from kio.schema.fetch.v5 import request as fetch_v5
+    from kio.schema.fetch.v6 import request as fetch_v6
+    from kio.schema.fetch.v7 import request as fetch_v7
+    from kio.schema.fetch.v8 import request as fetch_v8
+    from kio.schema.fetch.v9 import request as fetch_v9
+    from kio.schema.fetch.v10 import request as fetch_v10
+    from kio.schema.fetch.v11 import request as fetch_v11
+    from kio.schema.incremental_alter_configs.v0 import (
+        request as incremental_alter_configs_v0,
+    )
+    from kio.schema.incremental_alter_configs.v1 import (
+        request as incremental_alter_configs_v1,
+    )
+    from kio.schema.init_producer_id.v0 import request as init_producer_id_v0
+    from kio.schema.init_producer_id.v1 import request as init_producer_id_v1
+    from kio.schema.list_offsets.v1 import request as list_offsets_v1
+    from kio.schema.list_offsets.v2 import request as list_offsets_v2
+    from kio.schema.list_offsets.v3 import request as list_offsets_v3
+    from kio.schema.list_offsets.v4 import request as list_offsets_v4
+    from kio.schema.list_offsets.v5 import request as list_offsets_v5
+    from kio.schema.list_offsets.v6 import request as list_offsets_v6
+    from kio.schema.list_offsets.v7 import request as list_offsets_v7
+    from kio.schema.list_offsets.v8 import request as list_offsets_v8
+    from kio.schema.list_offsets.v9 import request as list_offsets_v9
+    from kio.schema.list_offsets.v10 import request as list_offsets_v10
+    from kio.schema.metadata.v1 import request as metadata_v1
+    from kio.schema.metadata.v2 import request as metadata_v2
+    from kio.schema.metadata.v3 import request as metadata_v3
+    from kio.schema.metadata.v4 import request as metadata_v4
+    from kio.schema.metadata.v5 import request as metadata_v5
+    from kio.schema.metadata.v6 import request as metadata_v6
+    from kio.schema.metadata.v7 import request as metadata_v7
+    from kio.schema.metadata.v8 import request as metadata_v8
+    from kio.schema.metadata.v9 import request as metadata_v9
+    from kio.schema.metadata.v10 import request as metadata_v10
+    from kio.schema.metadata.v11 import request as metadata_v11
+    from kio.schema.metadata.v12 import request as metadata_v12
+    from kio.schema.metadata.v13 import request as metadata_v13
+    from kio.schema.offset_for_leader_epoch.v2 import (
+        request as offset_for_leader_epoch_v2,
+    )
+    from kio.schema.offset_for_leader_epoch.v3 import (
+        request as offset_for_leader_epoch_v3,
+    )
+    from kio.schema.offset_for_leader_epoch.v4 import (
+        request as offset_for_leader_epoch_v4,
+    )
+    from kio.schema.produce.v3 import request as produce_v3
+    from kio.schema.produce.v4 import request as produce_v4
+    from kio.schema.produce.v5 import request as produce_v5
+    from kio.schema.produce.v6 import request as produce_v6
+    from kio.schema.produce.v7 import request as produce_v7
+    from kio.schema.produce.v8 import request as produce_v8
+    from kio.schema.produce.v9 import request as produce_v9
+    from kio.schema.produce.v10 import request as produce_v10
+    from kio.schema.produce.v11 import request as produce_v11
+    from kio.schema.produce.v12 import request as produce_v12
+    from kio.schema.produce.v13 import request as produce_v13
 
-from minikafka.net import ApiKey
+from minikafka.net import ApiKey, body_classes
 
-ProduceRequest = (
-    ProduceRequestV3
-    | ProduceRequestV4
-    | ProduceRequestV5
-    | ProduceRequestV6
-    | ProduceRequestV7
-    | ProduceRequestV8
-)
-PRODUCE: tuple[type[ProduceRequest], ...] = typing.get_args(ProduceRequest)
+from ._group_body import GROUP_BODIES
 
-FetchRequest = (
-    FetchRequestV4
-    | FetchRequestV5
-    | FetchRequestV6
-    | FetchRequestV7
-    | FetchRequestV8
-    | FetchRequestV9
-    | FetchRequestV10
-    | FetchRequestV11
+ProduceRequest: TypeAlias = (
+    "produce_v3.ProduceRequest"
+    " | produce_v4.ProduceRequest"
+    " | produce_v5.ProduceRequest"
+    " | produce_v6.ProduceRequest"
+    " | produce_v7.ProduceRequest"
+    " | produce_v8.ProduceRequest"
+    " | produce_v9.ProduceRequest"
+    " | produce_v10.ProduceRequest"
+    " | produce_v11.ProduceRequest"
+    " | produce_v12.ProduceRequest"
+    " | produce_v13.ProduceRequest"
 )
-FETCH: tuple[type[FetchRequest], ...] = typing.get_args(FetchRequest)
+PRODUCE: tuple[type[ProduceRequest], ...] = body_classes(ProduceRequest)
 
-ElectLeadersRequest = (
-    ElectLeadersRequestV0 | ElectLeadersRequestV1 | ElectLeadersRequestV2
+FetchRequest: TypeAlias = (
+    "fetch_v4.FetchRequest"
+    " | fetch_v5.FetchRequest"
+    " | fetch_v6.FetchRequest"
+    " | fetch_v7.FetchRequest"
+    " | fetch_v8.FetchRequest"
+    " | fetch_v9.FetchRequest"
+    " | fetch_v10.FetchRequest"
+    " | fetch_v11.FetchRequest"
 )
-ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = typing.get_args(
-    ElectLeadersRequest
+FETCH: tuple[type[FetchRequest], ...] = body_classes(FetchRequest)
+
+ElectLeadersRequest: TypeAlias = (
+    "elect_leaders_v0.ElectLeadersRequest"
+    " | elect_leaders_v1.ElectLeadersRequest"
+    " | elect_leaders_v2.ElectLeadersRequest"
 )
+ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = body_classes(ElectLeadersRequest)
 
 # v2 names the asker's current leader epoch (KIP-320), v3 the asking replica (a follower).
-OffsetForLeaderEpochRequest = (
-    OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3
+OffsetForLeaderEpochRequest: TypeAlias = (
+    "offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest"
+    " | offset_for_leader_epoch_v3.OffsetForLeaderEpochRequest"
+    " | offset_for_leader_epoch_v4.OffsetForLeaderEpochRequest"
 )
-OFFSET_FOR_LEADER_EPOCH: tuple[type[OffsetForLeaderEpochRequest], ...] = (
-    typing.get_args(OffsetForLeaderEpochRequest)
-)
-
-ListOffsetsRequest = (
-    ListOffsetsRequestV1
-    | ListOffsetsRequestV2
-    | ListOffsetsRequestV3
-    | ListOffsetsRequestV4
-    | ListOffsetsRequestV5
-)
-LIST_OFFSETS: tuple[type[ListOffsetsRequest], ...] = typing.get_args(ListOffsetsRequest)
-
-MetadataRequest = (
-    MetadataRequestV1
-    | MetadataRequestV2
-    | MetadataRequestV3
-    | MetadataRequestV4
-    | MetadataRequestV5
-    | MetadataRequestV6
-    | MetadataRequestV7
-    | MetadataRequestV8
-)
-METADATA: tuple[type[MetadataRequest], ...] = typing.get_args(MetadataRequest)
-
-OffsetCommitRequest = (
-    OffsetCommitRequestV2
-    | OffsetCommitRequestV3
-    | OffsetCommitRequestV4
-    | OffsetCommitRequestV5
-    | OffsetCommitRequestV6
-    | OffsetCommitRequestV7
-)
-OFFSET_COMMIT: tuple[type[OffsetCommitRequest], ...] = typing.get_args(
-    OffsetCommitRequest
+OFFSET_FOR_LEADER_EPOCH: tuple[type[OffsetForLeaderEpochRequest], ...] = body_classes(
+    OffsetForLeaderEpochRequest
 )
 
-OffsetFetchRequest = (
-    OffsetFetchRequestV1
-    | OffsetFetchRequestV2
-    | OffsetFetchRequestV3
-    | OffsetFetchRequestV4
-    | OffsetFetchRequestV5
+ListOffsetsRequest: TypeAlias = (
+    "list_offsets_v1.ListOffsetsRequest"
+    " | list_offsets_v2.ListOffsetsRequest"
+    " | list_offsets_v3.ListOffsetsRequest"
+    " | list_offsets_v4.ListOffsetsRequest"
+    " | list_offsets_v5.ListOffsetsRequest"
+    " | list_offsets_v6.ListOffsetsRequest"
+    " | list_offsets_v7.ListOffsetsRequest"
+    " | list_offsets_v8.ListOffsetsRequest"
+    " | list_offsets_v9.ListOffsetsRequest"
+    " | list_offsets_v10.ListOffsetsRequest"
 )
-OFFSET_FETCH: tuple[type[OffsetFetchRequest], ...] = typing.get_args(OffsetFetchRequest)
+LIST_OFFSETS: tuple[type[ListOffsetsRequest], ...] = body_classes(ListOffsetsRequest)
 
-FindCoordinatorRequest = (
-    FindCoordinatorRequestV0 | FindCoordinatorRequestV1 | FindCoordinatorRequestV2
+MetadataRequest: TypeAlias = (
+    "metadata_v1.MetadataRequest"
+    " | metadata_v2.MetadataRequest"
+    " | metadata_v3.MetadataRequest"
+    " | metadata_v4.MetadataRequest"
+    " | metadata_v5.MetadataRequest"
+    " | metadata_v6.MetadataRequest"
+    " | metadata_v7.MetadataRequest"
+    " | metadata_v8.MetadataRequest"
+    " | metadata_v9.MetadataRequest"
+    " | metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
+    " | metadata_v13.MetadataRequest"
 )
-FIND_COORDINATOR: tuple[type[FindCoordinatorRequest], ...] = typing.get_args(
-    FindCoordinatorRequest
+METADATA: tuple[type[MetadataRequest], ...] = body_classes(MetadataRequest)
+MetadataWithTopicOperations: TypeAlias = (
+    "metadata_v8.MetadataRequest"
+    " | metadata_v9.MetadataRequest"
+    " | metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
+    " | metadata_v13.MetadataRequest"
 )
+METADATA_WITH_TOPIC_OPERATIONS: tuple[type[MetadataWithTopicOperations], ...] = (
+    body_classes(MetadataWithTopicOperations)
+)
+"""The Metadata requests that may ask for a topic's authorized operations (KIP-430)."""
+MetadataWithClusterOperations: TypeAlias = (
+    "metadata_v8.MetadataRequest"
+    " | metadata_v9.MetadataRequest"
+    " | metadata_v10.MetadataRequest"
+)
+METADATA_WITH_CLUSTER_OPERATIONS: tuple[type[MetadataWithClusterOperations], ...] = (
+    body_classes(MetadataWithClusterOperations)
+)
+"""...and for the cluster's: v8-10 (v11 moved that to DescribeCluster, KIP-700)."""
+MetadataWithTopicIds: TypeAlias = (
+    "metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
+    " | metadata_v13.MetadataRequest"
+)
+METADATA_WITH_TOPIC_IDS: tuple[type[MetadataWithTopicIds], ...] = body_classes(
+    MetadataWithTopicIds
+)
+"""The Metadata requests whose topics carry a topic id (KIP-516), v10+."""
 
-JoinGroupRequest = (
-    JoinGroupRequestV0
-    | JoinGroupRequestV1
-    | JoinGroupRequestV2
-    | JoinGroupRequestV3
-    | JoinGroupRequestV4
-    | JoinGroupRequestV5
+CreateTopicsRequest: TypeAlias = (
+    "create_topics_v2.CreateTopicsRequest"
+    " | create_topics_v3.CreateTopicsRequest"
+    " | create_topics_v4.CreateTopicsRequest"
+    " | create_topics_v5.CreateTopicsRequest"
+    " | create_topics_v6.CreateTopicsRequest"
+    " | create_topics_v7.CreateTopicsRequest"
 )
-JOIN_GROUP: tuple[type[JoinGroupRequest], ...] = typing.get_args(JoinGroupRequest)
+CREATE_TOPICS: tuple[type[CreateTopicsRequest], ...] = body_classes(CreateTopicsRequest)
 
-HeartbeatRequest = (
-    HeartbeatRequestV0 | HeartbeatRequestV1 | HeartbeatRequestV2 | HeartbeatRequestV3
+DeleteTopicsRequest: TypeAlias = (
+    "delete_topics_v1.DeleteTopicsRequest"
+    " | delete_topics_v2.DeleteTopicsRequest"
+    " | delete_topics_v3.DeleteTopicsRequest"
+    " | delete_topics_v4.DeleteTopicsRequest"
+    " | delete_topics_v5.DeleteTopicsRequest"
+    " | delete_topics_v6.DeleteTopicsRequest"
 )
-HEARTBEAT: tuple[type[HeartbeatRequest], ...] = typing.get_args(HeartbeatRequest)
+DELETE_TOPICS: tuple[type[DeleteTopicsRequest], ...] = body_classes(DeleteTopicsRequest)
 
-LeaveGroupRequest = (
-    LeaveGroupRequestV0
-    | LeaveGroupRequestV1
-    | LeaveGroupRequestV2
-    | LeaveGroupRequestV3
+InitProducerIdRequest: TypeAlias = (
+    "init_producer_id_v0.InitProducerIdRequest"
+    " | init_producer_id_v1.InitProducerIdRequest"
 )
-LEAVE_GROUP: tuple[type[LeaveGroupRequest], ...] = typing.get_args(LeaveGroupRequest)
-
-SyncGroupRequest = (
-    SyncGroupRequestV0 | SyncGroupRequestV1 | SyncGroupRequestV2 | SyncGroupRequestV3
-)
-SYNC_GROUP: tuple[type[SyncGroupRequest], ...] = typing.get_args(SyncGroupRequest)
-
-DescribeGroupsRequest = (
-    DescribeGroupsRequestV0
-    | DescribeGroupsRequestV1
-    | DescribeGroupsRequestV2
-    | DescribeGroupsRequestV3
-    | DescribeGroupsRequestV4
-)
-DESCRIBE_GROUPS: tuple[type[DescribeGroupsRequest], ...] = typing.get_args(
-    DescribeGroupsRequest
-)
-
-ListGroupsRequest = ListGroupsRequestV0 | ListGroupsRequestV1 | ListGroupsRequestV2
-LIST_GROUPS: tuple[type[ListGroupsRequest], ...] = typing.get_args(ListGroupsRequest)
-
-CreateTopicsRequest = (
-    CreateTopicsRequestV2 | CreateTopicsRequestV3 | CreateTopicsRequestV4
-)
-CREATE_TOPICS: tuple[type[CreateTopicsRequest], ...] = typing.get_args(
-    CreateTopicsRequest
-)
-
-DeleteTopicsRequest = (
-    DeleteTopicsRequestV1 | DeleteTopicsRequestV2 | DeleteTopicsRequestV3
-)
-DELETE_TOPICS: tuple[type[DeleteTopicsRequest], ...] = typing.get_args(
-    DeleteTopicsRequest
-)
-
-InitProducerIdRequest = InitProducerIdRequestV0 | InitProducerIdRequestV1
-INIT_PRODUCER_ID: tuple[type[InitProducerIdRequest], ...] = typing.get_args(
+INIT_PRODUCER_ID: tuple[type[InitProducerIdRequest], ...] = body_classes(
     InitProducerIdRequest
 )
 
-DescribeConfigsRequest = (
-    DescribeConfigsRequestV1 | DescribeConfigsRequestV2 | DescribeConfigsRequestV3
+DescribeConfigsRequest: TypeAlias = (
+    "describe_configs_v1.DescribeConfigsRequest"
+    " | describe_configs_v2.DescribeConfigsRequest"
+    " | describe_configs_v3.DescribeConfigsRequest"
+    " | describe_configs_v4.DescribeConfigsRequest"
 )
-DESCRIBE_CONFIGS: tuple[type[DescribeConfigsRequest], ...] = typing.get_args(
+DESCRIBE_CONFIGS: tuple[type[DescribeConfigsRequest], ...] = body_classes(
     DescribeConfigsRequest
 )
 
-CreatePartitionsRequest = CreatePartitionsRequestV0 | CreatePartitionsRequestV1
-CREATE_PARTITIONS: tuple[type[CreatePartitionsRequest], ...] = typing.get_args(
+AlterConfigsRequest: TypeAlias = (
+    "alter_configs_v0.AlterConfigsRequest"
+    " | alter_configs_v1.AlterConfigsRequest"
+    " | alter_configs_v2.AlterConfigsRequest"
+)
+ALTER_CONFIGS: tuple[type[AlterConfigsRequest], ...] = body_classes(AlterConfigsRequest)
+
+IncrementalAlterConfigsRequest: TypeAlias = (
+    "incremental_alter_configs_v0.IncrementalAlterConfigsRequest"
+    " | incremental_alter_configs_v1.IncrementalAlterConfigsRequest"
+)
+INCREMENTAL_ALTER_CONFIGS: tuple[type[IncrementalAlterConfigsRequest], ...] = (
+    body_classes(IncrementalAlterConfigsRequest)
+)
+
+CreatePartitionsRequest: TypeAlias = (
+    "create_partitions_v0.CreatePartitionsRequest"
+    " | create_partitions_v1.CreatePartitionsRequest"
+    " | create_partitions_v2.CreatePartitionsRequest"
+    " | create_partitions_v3.CreatePartitionsRequest"
+)
+CREATE_PARTITIONS: tuple[type[CreatePartitionsRequest], ...] = body_classes(
     CreatePartitionsRequest
 )
 
-DeleteGroupsRequest = DeleteGroupsRequestV0 | DeleteGroupsRequestV1
-DELETE_GROUPS: tuple[type[DeleteGroupsRequest], ...] = typing.get_args(
-    DeleteGroupsRequest
+DescribeClusterRequest: TypeAlias = (
+    "describe_cluster_v0.DescribeClusterRequest"
+    " | describe_cluster_v1.DescribeClusterRequest"
+    " | describe_cluster_v2.DescribeClusterRequest"
+)
+DESCRIBE_CLUSTER: tuple[type[DescribeClusterRequest], ...] = body_classes(
+    DescribeClusterRequest
+)
+
+DescribeLogDirsRequest: TypeAlias = (
+    "describe_log_dirs_v1.DescribeLogDirsRequest"
+    " | describe_log_dirs_v2.DescribeLogDirsRequest"
+    " | describe_log_dirs_v3.DescribeLogDirsRequest"
+    " | describe_log_dirs_v4.DescribeLogDirsRequest"
+)
+DESCRIBE_LOG_DIRS: tuple[type[DescribeLogDirsRequest], ...] = body_classes(
+    DescribeLogDirsRequest
 )
 
 # Nested entities with a field from some version on. KIP-320: a fetching or listing
 # client names the leader epoch it knows from Fetch v9 and ListOffsets v4.
-FETCH_PARTITION_WITH_EPOCH = (FetchPartitionV9, FetchPartitionV10, FetchPartitionV11)
-LIST_OFFSETS_PARTITION_WITH_EPOCH = (ListOffsetsPartitionV4, ListOffsetsPartitionV5)
-# ...and a committing one the epoch of the offset it commits, from OffsetCommit v6.
-OFFSET_COMMIT_PARTITION_WITH_EPOCH = (
-    OffsetCommitRequestPartitionV6,
-    OffsetCommitRequestPartitionV7,
+FetchPartitionWithEpoch: TypeAlias = (
+    "fetch_v9.FetchPartition | fetch_v10.FetchPartition | fetch_v11.FetchPartition"
 )
-METADATA_V4_PLUS = (
-    MetadataRequestV4,
-    MetadataRequestV5,
-    MetadataRequestV6,
-    MetadataRequestV7,
-    MetadataRequestV8,
-)  # allow_auto_topic_creation (KIP-361)
+FETCH_PARTITION_WITH_EPOCH: tuple[type[FetchPartitionWithEpoch], ...] = body_classes(
+    FetchPartitionWithEpoch
+)
+ListOffsetsPartitionWithEpoch: TypeAlias = (
+    "list_offsets_v4.ListOffsetsPartition"
+    " | list_offsets_v5.ListOffsetsPartition"
+    " | list_offsets_v6.ListOffsetsPartition"
+    " | list_offsets_v7.ListOffsetsPartition"
+    " | list_offsets_v8.ListOffsetsPartition"
+    " | list_offsets_v9.ListOffsetsPartition"
+    " | list_offsets_v10.ListOffsetsPartition"
+)
+LIST_OFFSETS_PARTITION_WITH_EPOCH: tuple[type[ListOffsetsPartitionWithEpoch], ...] = (
+    body_classes(ListOffsetsPartitionWithEpoch)
+)
+# A deleted topic named by name or by id, not by name alone, from DeleteTopics v6
+# (KIP-516).
+DeleteTopicsByNameOrId: TypeAlias = "delete_topics_v6.DeleteTopicsRequest"
+DELETE_TOPICS_BY_NAME_OR_ID: tuple[type[DeleteTopicsByNameOrId], ...] = body_classes(
+    DeleteTopicsByNameOrId
+)
+# A produced topic named by its id, not its name, from Produce v13 (KIP-516).
+ProduceTopicById: TypeAlias = "produce_v13.TopicProduceData"
+PRODUCE_TOPIC_BY_ID: tuple[type[ProduceTopicById], ...] = body_classes(ProduceTopicById)
+# The Metadata requests that carry allow_auto_topic_creation, from v4 (KIP-361).
+MetadataV4Plus: TypeAlias = (
+    "metadata_v4.MetadataRequest"
+    " | metadata_v5.MetadataRequest"
+    " | metadata_v6.MetadataRequest"
+    " | metadata_v7.MetadataRequest"
+    " | metadata_v8.MetadataRequest"
+    " | metadata_v9.MetadataRequest"
+    " | metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
+    " | metadata_v13.MetadataRequest"
+)
+METADATA_V4_PLUS: tuple[type[MetadataV4Plus], ...] = body_classes(MetadataV4Plus)
 
 SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
+    **GROUP_BODIES,
     ApiKey.PRODUCE: PRODUCE,
     ApiKey.FETCH: FETCH,
     ApiKey.LIST_OFFSETS: LIST_OFFSETS,
     ApiKey.METADATA: METADATA,
-    ApiKey.OFFSET_COMMIT: OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH: OFFSET_FETCH,
-    ApiKey.FIND_COORDINATOR: FIND_COORDINATOR,
-    ApiKey.JOIN_GROUP: JOIN_GROUP,
-    ApiKey.HEARTBEAT: HEARTBEAT,
-    ApiKey.LEAVE_GROUP: LEAVE_GROUP,
-    ApiKey.SYNC_GROUP: SYNC_GROUP,
-    ApiKey.DESCRIBE_GROUPS: DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS: LIST_GROUPS,
+    ApiKey.OFFSET_DELETE: body_classes("offset_delete_v0.OffsetDeleteRequest"),
+    ApiKey.DESCRIBE_PRODUCERS: body_classes(
+        "describe_producers_v0.DescribeProducersRequest"
+    ),
     ApiKey.CREATE_TOPICS: CREATE_TOPICS,
     ApiKey.DELETE_TOPICS: DELETE_TOPICS,
     ApiKey.INIT_PRODUCER_ID: INIT_PRODUCER_ID,
     ApiKey.DESCRIBE_CONFIGS: DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CONFIGS: ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: INCREMENTAL_ALTER_CONFIGS,
     ApiKey.CREATE_PARTITIONS: CREATE_PARTITIONS,
-    ApiKey.DELETE_GROUPS: DELETE_GROUPS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: OFFSET_FOR_LEADER_EPOCH,
     # Their handlers (_reassignments) name their own versions: one each, ElectLeaders v0-v2.
     ApiKey.ELECT_LEADERS: ELECT_LEADERS,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
-        alter_v0.AlterPartitionReassignmentsRequest,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: body_classes(
+        "alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest"
     ),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: (list_v0.ListPartitionReassignmentsRequest,),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: body_classes(
+        "list_partition_reassignments_v0.ListPartitionReassignmentsRequest"
+    ),
     # Forwarded to the active controller as it came (KIP-595): v1 only.
-    ApiKey.DESCRIBE_QUORUM: (describe_quorum_v1.DescribeQuorumRequest,),
+    ApiKey.DESCRIBE_QUORUM: body_classes("describe_quorum_v1.DescribeQuorumRequest"),
+    ApiKey.DESCRIBE_CLUSTER: DESCRIBE_CLUSTER,
+    ApiKey.DESCRIBE_LOG_DIRS: DESCRIBE_LOG_DIRS,
 }

@@ -23,19 +23,20 @@ from minikafka.controller import (
     AlterPartitionResponse,
     ControllerError,
 )
-from minikafka.coordination import GroupCoordinator, GroupCoordinatorService
-from minikafka.log import LogManager
+from minikafka.coordination import GroupCoordinator, GroupCoordinatorShell
+from minikafka.log import LogConfig, LogManager
 from minikafka.replication import (
     IsrChangeAnswer,
     IsrChangeProposal,
     ReplicaManager,
-    ReplicaManagerService,
+    ReplicaManagerShell,
     TopicSettings,
 )
 from minikafka.trace import Tracer
 
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
+from ._dynamic_config import topic_defaults
 from ._metadata_cache import MetadataCache
 from ._offsets_topic import ReplicaOffsetsTopic
 from ._producer_ids import ProducerIdManager
@@ -44,9 +45,9 @@ from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
 
 @attrs.frozen
 class BrokerParts:
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorService
+    groups: GroupCoordinatorShell
     producer_ids: ProducerIdManager
 
 
@@ -63,10 +64,21 @@ def broker_parts(
     it (it is known only once the broker has registered)."""
     node_id, settings = config.node_id, config.broker
 
+    defaults: dict[object, tuple[LogConfig, int]] = {}
+
     def topic_settings(topic: str) -> TopicSettings:
+        # The broker's defaults as its dynamic configs make them (KIP-226), computed
+        # once per change of either layer rather than once per partition.
+        layers = (cache.broker_configs(""), cache.broker_configs(str(node_id)))
+        key = tuple(tuple(sorted(layer.items())) for layer in layers)
+        if key not in defaults:
+            defaults.clear()
+            defaults[key] = topic_defaults(
+                config.properties, config.log, settings.min_insync_replicas, *layers
+            )
+        log, min_isr = defaults[key]
         return TopicSettings(
-            cache.log_config(topic, config.log),
-            cache.min_insync_replicas(topic, settings.min_insync_replicas),
+            cache.log_config(topic, log), cache.min_insync_replicas(topic, min_isr)
         )
 
     async def alter_partition(
@@ -83,7 +95,7 @@ def broker_parts(
         assert isinstance(response, AllocateProducerIdsResponse)
         return response
 
-    replica_manager = ReplicaManagerService(
+    replica_manager = ReplicaManagerShell(
         ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
         settings.replica_high_watermark_checkpoint_interval_ms,
         replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
@@ -101,7 +113,7 @@ def broker_parts(
             settings.replica_fetch_backoff_ms,
         ),
     )
-    groups = GroupCoordinatorService(
+    groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
         ReplicaOffsetsTopic(replica_manager, settings.offsets_commit_timeout_ms),
     )

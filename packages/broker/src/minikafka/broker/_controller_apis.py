@@ -5,16 +5,21 @@ listeners, and only other nodes talk to it. This handler serves the APIs a broke
 another node needs from its controller:
 
 - ``Fetch`` of ``__cluster_metadata-0`` (KIP-595; topic id ``AAAAAAAAAAAAAAAAAAAAAQ``):
-  the metadata log reaching the brokers, answered by :func:`answer_fetch`, long-polling up
-  to ``max_wait_ms`` when there is nothing new;
+  the metadata log reaching the brokers (observers) and the other voters, answered by
+  the controller's Raft node, which holds a fetch with nothing new (a long poll);
 - ``FetchSnapshot`` (KIP-630): the latest snapshot, in pieces of ``max_bytes``;
+- ``Vote``, ``BeginQuorumEpoch`` and ``EndQuorumEpoch`` (KIP-595): the elections, for
+  the Raft node (a lone voter's quorum has nobody to send them);
 - ``BrokerRegistration`` and ``BrokerHeartbeat`` (KIP-631), ``AlterPartition`` (KIP-497)
   and ``AllocateProducerIds`` (KIP-730): the wire forms of the requests the
   QuorumController already decides, handed to its event queue;
 - ``CreateTopics``, ``DeleteTopics``, ``CreatePartitions``, ``ElectLeaders``,
-  ``AlterPartitionReassignments`` and ``ListPartitionReassignments``: a client's admin
+  ``AlterPartitionReassignments``, ``ListPartitionReassignments``,
+  ``IncrementalAlterConfigs`` and ``AlterConfigs``: a client's admin
   requests, forwarded by a broker (KIP-590), answered by the same handlers a combined
-  node runs, except that a broker may create the internal ``__consumer_offsets``.
+  node runs, except that a broker may create the internal ``__consumer_offsets``;
+- ``DescribeCluster`` asking for controllers (KIP-919): the quorum's voters and its
+  leader, how an Admin client given ``bootstrap.controllers`` finds the controller.
 
 The versions served are those whose every field this controller honours; the Processor
 answers any other with UNSUPPORTED_VERSION before it reaches this module.
@@ -27,7 +32,6 @@ import uuid
 from collections.abc import Mapping
 
 import attrs
-import trio
 from kio.schema.allocate_producer_ids.v0 import response as producer_ids_v0
 from kio.schema.allocate_producer_ids.v0.request import (
     AllocateProducerIdsRequest as ProducerIdsWire,
@@ -43,16 +47,10 @@ from kio.schema.broker_registration.v0.request import (
     BrokerRegistrationRequest as RegistrationWire,
 )
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v13 import response as fetch_v13
-from kio.schema.fetch.v13.request import FetchRequest
-from kio.schema.fetch_snapshot.v0 import response as snapshot_v0
-from kio.schema.fetch_snapshot.v0.request import FetchSnapshotRequest
-from kio.schema.types import BrokerId, ProducerId, TopicName
-from kio.static.primitive import Records, i32, i32Timedelta, i64
+from kio.schema.types import BrokerId, ProducerId
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from minikafka.controller import (
-    DEFAULT_FETCH_MAX_BYTES,
-    METADATA_TOPIC,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
     AlterPartitionItem,
@@ -64,15 +62,12 @@ from minikafka.controller import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     ControllerError,
-    ControllerServer,
-    MetadataFetchAnswer,
-    SnapshotId,
-    answer_fetch,
-    read_snapshot,
+    QuorumControllerShell,
 )
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 
 from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
 from ._controller_channel import ControllerChannel
 from ._controller_raft_apis import (
     DESCRIBE_QUORUM_VERSIONS,
@@ -80,18 +75,20 @@ from ._controller_raft_apis import (
     describe_quorum,
     handle_raft_request,
 )
+from ._describe import (
+    CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
+    handle_controller_describe_cluster,
+)
 from ._reassignments import (
     handle_alter_partition_reassignments,
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
+from ._roles import QuorumVoter
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
 
-MAX_FETCH_WAIT_S = 0.5
-"""The longest a metadata Fetch waits for news here (KafkaRaftClient's own fetches ask
-for 500 ms)."""
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 SUPPORTED: Mapping[int, tuple[int, int]] = {
@@ -107,43 +104,45 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     # What a broker forwards: the versions its own clients may use (KafkaApis.TABLE).
     ApiKey.CREATE_TOPICS: (2, 4),
-    ApiKey.DELETE_TOPICS: (1, 3),
-    ApiKey.CREATE_PARTITIONS: (0, 1),
+    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_QUORUM: DESCRIBE_QUORUM_VERSIONS,
+    ApiKey.DESCRIBE_CLUSTER: CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
 }
 
 
 @attrs.define(eq=False)
 class ControllerApis:
-    """The controller listener's RequestHandler, over one ControllerServer."""
+    """The controller listener's RequestHandler, over one QuorumControllerShell."""
 
-    server: ControllerServer
+    server: QuorumControllerShell
     cluster_id: str
+    voters: tuple[QuorumVoter, ...] = ()
+    """``controller.quorum.voters``: the controllers DescribeCluster lists."""
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
-        # The election APIs only where there is an election: a quorum of several voters.
-        return {**SUPPORTED, **RAFT_APIS} if self.server.raft is not None else SUPPORTED
+        return {**SUPPORTED, **RAFT_APIS}
 
     async def handle(self, request: Request) -> None:
-        raft = self.server.raft
+        quorum = self.server.quorum
         match request.api_key:
             case ApiKey.API_VERSIONS:
                 handle_api_versions(request, self.api_versions())
-            case ApiKey.FETCH | ApiKey.FETCH_SNAPSHOT | ApiKey.VOTE if raft is not None:
-                await handle_raft_request(request, raft, self.cluster_id)
-            case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH if (
-                raft is not None
-            ):
-                await handle_raft_request(request, raft, self.cluster_id)
+            case ApiKey.FETCH | ApiKey.FETCH_SNAPSHOT | ApiKey.VOTE:
+                await handle_raft_request(request, quorum, self.cluster_id)
+            case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH:
+                await handle_raft_request(request, quorum, self.cluster_id)
             case ApiKey.DESCRIBE_QUORUM:
                 describe_quorum(request, self.server)
-            case ApiKey.FETCH:
-                await self._fetch(request)
-            case ApiKey.FETCH_SNAPSHOT:
-                self._fetch_snapshot(request)
+            case ApiKey.DESCRIBE_CLUSTER:
+                handle_controller_describe_cluster(
+                    request, self.voters, quorum.leader_id, self.cluster_id
+                )
             case ApiKey.BROKER_REGISTRATION:
                 await self._broker_registration(request)
             case ApiKey.BROKER_HEARTBEAT:
@@ -162,138 +161,14 @@ class ControllerApis:
                 )
             case ApiKey.ELECT_LEADERS:
                 await handle_elect_leaders(request, self.server)
+            case ApiKey.INCREMENTAL_ALTER_CONFIGS:
+                await handle_incremental_alter_configs(request, self.server, None)
+            case ApiKey.ALTER_CONFIGS:
+                await handle_alter_configs(request, self.server, None)
             case ApiKey.ALTER_PARTITION_REASSIGNMENTS:
                 await handle_alter_partition_reassignments(request, self.server)
             case ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 await handle_list_partition_reassignments(request, self.server)
-
-    # --- the metadata log -----------------------------------------------------------------
-
-    async def _fetch(self, request: Request) -> None:
-        body = request.body_as((FetchRequest,))
-        if body.cluster_id is not None and body.cluster_id != self.cluster_id:
-            request.respond(_fetch_response(ErrorCode.inconsistent_cluster_id, ()))
-            return
-        asked = [(t.topic_id, p) for t in body.topics for p in t.partitions]
-        ours = [
-            p
-            for topic_id, p in asked
-            if topic_id == METADATA_TOPIC_ID and p.partition == 0
-        ]
-        if len(asked) != 1 or not ours:
-            # Only the metadata log is fetched here, one partition per request (Raft).
-            request.respond(_fetch_response(ErrorCode.invalid_request, ()))
-            return
-        partition = ours[0]
-        max_bytes = min(int(partition.partition_max_bytes), int(body.max_bytes))
-        max_bytes = max(1, min(max_bytes, DEFAULT_FETCH_MAX_BYTES))
-        quorum = self.server.quorum
-        epoch = int(partition.current_leader_epoch)
-        if epoch >= 0 and epoch != quorum.epoch:
-            # KIP-595's epoch check: a fetcher ahead of us knows of a newer leader; one
-            # behind learns the current leader and epoch from the answer.
-            error = (
-                ErrorCode.unknown_leader_epoch
-                if epoch > quorum.epoch
-                else ErrorCode.fenced_leader_epoch
-            )
-            stale = MetadataFetchAnswer(
-                quorum.node_id,
-                quorum.epoch,
-                quorum.high_watermark,
-                quorum.log.log_start_offset,
-                error=error,
-            )
-            request.respond(_fetch_response(ErrorCode.none, (_partition_data(stale),)))
-            return
-        answer = answer_fetch(
-            quorum,
-            int(partition.fetch_offset),
-            int(partition.last_fetched_epoch),
-            max_bytes,
-        )
-        if _nothing_new(answer, int(partition.fetch_offset)):
-            # Long polling: answer when the log or its high watermark moves, or at max_wait.
-            # The wait holds one of this listener's handler tasks, so it is capped:
-            # registrations and heartbeats must not queue behind many brokers' polls
-            # (Kafka parks such fetches in a purgatory instead).
-            moved = self.server.log_moved
-            with trio.move_on_after(
-                min(body.max_wait.total_seconds(), MAX_FETCH_WAIT_S)
-            ):
-                await moved.wait()
-            answer = answer_fetch(
-                quorum,
-                int(partition.fetch_offset),
-                int(partition.last_fetched_epoch),
-                max_bytes,
-            )
-        request.respond(_fetch_response(ErrorCode.none, (_partition_data(answer),)))
-
-    def _fetch_snapshot(self, request: Request) -> None:
-        body = request.body_as((FetchSnapshotRequest,))
-        cls = response_schema(ApiKey.FETCH_SNAPSHOT, 0)
-        assert cls is not None
-        if body.cluster_id is not None and body.cluster_id != self.cluster_id:
-            request.respond(
-                build(
-                    cls,
-                    throttle_time=_NO_THROTTLE,
-                    error_code=ErrorCode.inconsistent_cluster_id,
-                    topics=(),
-                )
-            )
-            return
-        asked = [(t.name, p) for t in body.topics for p in t.partitions]
-        if (
-            len(asked) != 1
-            or asked[0][0] != METADATA_TOPIC
-            or asked[0][1].partition != 0
-        ):
-            request.respond(
-                build(
-                    cls,
-                    throttle_time=_NO_THROTTLE,
-                    error_code=ErrorCode.invalid_request,
-                    topics=(),
-                )
-            )
-            return
-        wanted = asked[0][1]
-        quorum = self.server.quorum
-        snapshot_id = SnapshotId(
-            int(wanted.snapshot_id.end_offset), int(wanted.snapshot_id.epoch)
-        )
-        chunk = read_snapshot(
-            quorum, snapshot_id, int(wanted.position), int(body.max_bytes)
-        )
-        data, size = chunk if chunk is not None else (b"", -1)
-        partition = snapshot_v0.PartitionSnapshot(
-            index=i32(0),
-            error_code=ErrorCode.none
-            if chunk is not None
-            else ErrorCode.snapshot_not_found,
-            snapshot_id=snapshot_v0.SnapshotId(
-                end_offset=i64(snapshot_id.end_offset), epoch=i32(snapshot_id.epoch)
-            ),
-            current_leader=snapshot_v0.LeaderIdAndEpoch(
-                leader_id=BrokerId(quorum.node_id), leader_epoch=i32(quorum.epoch)
-            ),
-            size=i64(size),
-            position=i64(int(wanted.position)),
-            unaligned_records=Records(data),
-        )
-        request.respond(
-            snapshot_v0.FetchSnapshotResponse(
-                throttle_time=_NO_THROTTLE,
-                error_code=ErrorCode.none,
-                topics=(
-                    snapshot_v0.TopicSnapshot(
-                        name=TopicName(METADATA_TOPIC), partitions=(partition,)
-                    ),
-                ),
-            )
-        )
 
     # --- broker lifecycle (KIP-631) --------------------------------------------------------
 
@@ -434,59 +309,4 @@ async def handle_allocate_producer_ids(
             producer_id_start=ProducerId(answer.producer_id_start),
             producer_id_len=i32(answer.producer_id_len),
         )
-    )
-
-
-def _nothing_new(answer: MetadataFetchAnswer, fetch_offset: int) -> bool:
-    """No records, no truncation, no snapshot, and the fetcher knows the HW already
-    (it has fetched up to it)."""
-    return (
-        answer.error is ErrorCode.none
-        and not answer.records
-        and answer.diverging_epoch is None
-        and answer.snapshot_id is None
-        and answer.high_watermark <= fetch_offset
-    )
-
-
-def _partition_data(answer: MetadataFetchAnswer) -> fetch_v13.PartitionData:
-    diverging = answer.diverging_epoch
-    snapshot = answer.snapshot_id
-    return fetch_v13.PartitionData(
-        partition_index=i32(0),
-        error_code=answer.error,
-        high_watermark=i64(answer.high_watermark),
-        log_start_offset=i64(answer.log_start_offset),
-        diverging_epoch=fetch_v13.EpochEndOffset(
-            epoch=i32(diverging.epoch), end_offset=i64(diverging.end_offset)
-        )
-        if diverging is not None
-        else fetch_v13.EpochEndOffset(),
-        current_leader=fetch_v13.LeaderIdAndEpoch(
-            leader_id=BrokerId(answer.leader_id), leader_epoch=i32(answer.leader_epoch)
-        ),
-        snapshot_id=fetch_v13.SnapshotId(
-            end_offset=i64(snapshot.end_offset), epoch=i32(snapshot.epoch)
-        )
-        if snapshot is not None
-        else fetch_v13.SnapshotId(),
-        aborted_transactions=None,
-        records=Records(answer.records),
-    )
-
-
-def _fetch_response(
-    error: ErrorCode, partitions: tuple[fetch_v13.PartitionData, ...]
-) -> fetch_v13.FetchResponse:
-    topics = (
-        (
-            fetch_v13.FetchableTopicResponse(
-                topic_id=METADATA_TOPIC_ID, partitions=partitions
-            ),
-        )
-        if partitions
-        else ()
-    )
-    return fetch_v13.FetchResponse(
-        throttle_time=_NO_THROTTLE, error_code=error, responses=topics
     )

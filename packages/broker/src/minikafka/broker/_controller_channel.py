@@ -6,7 +6,7 @@ controller's requests: registering and heartbeating (KIP-631), proposing an ISR 
 (AlterPartition, KIP-497), taking a block of producer ids, and creating, deleting or
 growing topics for a client (KIP-590 forwards these; the broker never writes metadata).
 :class:`ControllerChannel` is that one operation, ``submit``. In combined mode the
-controller is in the same process and the :class:`~minikafka.controller.ControllerServer`
+controller is in the same process and the :class:`~minikafka.controller.QuorumControllerShell`
 itself is the channel; a broker-only node uses :class:`RemoteController`, which carries
 the same requests over the controller's listener as the wire APIs
 :class:`~minikafka.broker._controller_apis.ControllerApis` serves, and turns the answers
@@ -36,6 +36,9 @@ import attrs
 import trio
 from kio.schema.allocate_producer_ids.v0 import request as producer_ids_v0
 from kio.schema.allocate_producer_ids.v0 import response as producer_ids_v0_response
+from kio.schema.alter_configs.v1.response import (
+    AlterConfigsResponse as AlterConfigsWire,
+)
 from kio.schema.alter_partition.v2 import request as alter_v2
 from kio.schema.alter_partition.v2 import response as alter_v2_response
 from kio.schema.alter_partition_reassignments.v0.response import (
@@ -55,6 +58,9 @@ from kio.schema.elect_leaders.v1.response import (
     ElectLeadersResponse as ElectLeadersWire,
 )
 from kio.schema.errors import ErrorCode
+from kio.schema.incremental_alter_configs.v1.response import (
+    IncrementalAlterConfigsResponse as IncrementalAlterConfigsWire,
+)
 from kio.schema.list_partition_reassignments.v0.response import (
     ListPartitionReassignmentsResponse as ListReassignmentsWire,
 )
@@ -65,6 +71,8 @@ from kio.static.protocol import RequestPayload
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -86,11 +94,18 @@ from minikafka.controller import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
-    RaftQuorum,
+    RaftNodeShell,
 )
 from minikafka.net import ClientError, NetworkClient, Node
 
+from ._alter_configs import (
+    alter_configs_to_wire,
+    config_change_from_wire,
+    incremental_alter_configs_to_wire,
+)
 from ._reassignments import (
     alter_reassignments_from_wire,
     alter_reassignments_to_wire,
@@ -120,7 +135,7 @@ class ControllerLocator:
     voters: tuple[Node, ...]
     leader_epoch: int = -1
     """The quorum's epoch of the leader last heard of (-1: none yet)."""
-    quorum: RaftQuorum | None = None
+    quorum: RaftNodeShell | None = None
     """The Raft quorum of this very node, if it is one of the voters (a combined node
     among several): the leader it knows of comes first, as fresh as anything heard."""
     _index: int = 0
@@ -248,7 +263,22 @@ class RemoteController:
                 )
                 assert isinstance(elected, ElectLeadersWire)
                 return elect_leaders_from_wire(elected)
-        # Configs are altered by no client of this broker (it serves DescribeConfigs only).
+            case IncrementalAlterConfigsRequest():
+                altered = await self._send(
+                    incremental_alter_configs_to_wire(request),
+                    IncrementalAlterConfigsWire,
+                )
+                assert isinstance(altered, IncrementalAlterConfigsWire)
+                return IncrementalAlterConfigsResponse(
+                    *config_change_from_wire(altered)
+                )
+            case AlterConfigsRequest():
+                replaced = await self._send(
+                    alter_configs_to_wire(request), AlterConfigsWire
+                )
+                assert isinstance(replaced, AlterConfigsWire)
+                return AlterConfigsResponse(*config_change_from_wire(replaced))
+        # DescribeConfigs is read from this broker's own metadata image.
         raise ControllerError(ErrorCode.unsupported_version)
 
     async def _send(self, body: RequestPayload, expected: type[object]) -> object:

@@ -1,4 +1,4 @@
-"""ControllerNode: a process with ``process.roles=controller`` (Kafka's ``ControllerServer``
+"""ControllerNode: a process with ``process.roles=controller`` (Kafka's ``QuorumControllerShell``
 in a KRaft node of its own).
 
 It hosts no partitions and serves no clients: the QuorumController, replaying and
@@ -6,12 +6,12 @@ writing ``__cluster_metadata-0`` in ``metadata.log.dir``, and a SocketServer on 
 ``controller.listener.names`` listeners answering the brokers (ControllerApis: the
 metadata log by Fetch and FetchSnapshot, registrations, heartbeats, AlterPartition,
 producer id blocks and forwarded admin requests). ``make cluster`` runs one beside
-three broker-only nodes. With one voter it is the active controller from the start.
-With several (``controller.quorum.voters`` naming three or five controllers, ``make
-cluster CONTROLLERS=3``) the metadata log is a Raft quorum (:mod:`minikafka.raft`, driven
-by :class:`~minikafka.controller.RaftQuorum`): the listener also serves Vote,
-BeginQuorumEpoch and EndQuorumEpoch, and this node is the active controller while it
-leads the quorum, a standby replaying the log otherwise.
+three broker-only nodes. The metadata log is a Raft quorum (:mod:`minikafka.raft`,
+driven by :class:`~minikafka.controller.RaftNodeShell`), and the listener also serves Vote,
+BeginQuorumEpoch and EndQuorumEpoch. With one voter it elects itself at once and is the
+active controller from the start. With several (``controller.quorum.voters`` naming
+three or five controllers, ``make cluster CONTROLLERS=3``) this node is the active
+controller while it leads the quorum, a standby replaying the log otherwise.
 
 Faults: each task of :meth:`ControllerNode.run` keeps its own policy (the controller's
 event loop renounces leadership on an unexpected error, the Raft node's transport retries
@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from minikafka.common import ConfigError
-from minikafka.controller import ControllerServer, ListenerEndpoint, RaftQuorum
+from minikafka.controller import ListenerEndpoint, QuorumControllerShell, RaftNodeShell
 from minikafka.net import Node, SocketServer
 from minikafka.trace import Tracer, get_tracer
 
@@ -48,7 +48,7 @@ def open_raft_controller(
     cluster_id: str,
     rng: random.Random | None,
     tracer: Tracer,
-) -> tuple[ControllerServer, NetworkTransport]:
+) -> tuple[QuorumControllerShell, NetworkTransport]:
     """This node's controller as one voter of several (a controller-only node, or a
     combined one): the Raft quorum on ``metadata.log.dir``, and the transport its
     requests to the other voters go through, on their controller listeners."""
@@ -59,7 +59,7 @@ def open_raft_controller(
         f"raft-{config.node_id}",
         config.raft.request_timeout,
     )
-    quorum = RaftQuorum.open(
+    quorum = RaftNodeShell.open(
         config.metadata_log_dir,
         config.node_id,
         [v.node_id for v in roles.voters],
@@ -72,7 +72,7 @@ def open_raft_controller(
         rng=rng,
         tracer=tracer,
     )
-    controller = ControllerServer.open_raft(quorum, config.controller, rng, tracer)
+    controller = QuorumControllerShell.open_raft(quorum, config.controller, rng, tracer)
     return controller, transport
 
 
@@ -80,7 +80,7 @@ def open_raft_controller(
 class ControllerNode:
     config: KafkaConfig
     cluster_id: str
-    controller: ControllerServer
+    controller: QuorumControllerShell
     socket_server: SocketServer
     transport: NetworkTransport | None = None
     """How the Raft node reaches the other voters (None with one voter)."""
@@ -109,14 +109,14 @@ class ControllerNode:
         )
         transport: NetworkTransport | None = None
         if len(roles.voters) == 1:
-            controller = ControllerServer.open(
-                config.metadata_log_dir, config.controller, rng, tracer
+            controller = QuorumControllerShell.open(
+                config.metadata_log_dir, config.controller, rng, tracer, config.raft
             )
         else:
             controller, transport = open_raft_controller(
                 config, cluster_id, rng, tracer
             )
-        apis = ControllerApis(controller, cluster_id)
+        apis = ControllerApis(controller, cluster_id, roles.voters)
         server = SocketServer(config.net, apis, tracer=tracer)
         return cls(config, cluster_id, controller, server, transport)
 

@@ -2,7 +2,7 @@
 KIP-630): Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot.
 
 Each request is decoded into the Raft core's value (:mod:`minikafka.raft.wire`), handed
-to the controller's :class:`~minikafka.controller.RaftQuorum`, and its answer encoded
+to the controller's :class:`~minikafka.controller.RaftNodeShell`, and its answer encoded
 back. Fetch and FetchSnapshot come from the other voters and from the brokers alike: a
 broker is an observer, fetching the same log from the same leader, never counted in the
 high watermark. A node that is not the leader answers NOT_LEADER_OR_FOLLOWER and names
@@ -19,8 +19,12 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 from kio.static.protocol import ResponsePayload
 
-from minikafka.controller import ControllerServer, QuorumUnavailableError, RaftQuorum
-from minikafka.net import ApiKey, Request, build, response_schema
+from minikafka.controller import (
+    QuorumControllerShell,
+    QuorumUnavailableError,
+    RaftNodeShell,
+)
+from minikafka.net import ApiKey, Request, build
 from minikafka.raft import (
     BeginQuorumEpochResponse,
     EndQuorumEpochResponse,
@@ -51,8 +55,7 @@ _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 def _error(request: Request, code: ErrorCode) -> ResponsePayload:
     """The request's response with only a top-level ``code``."""
-    cls = response_schema(request.api_key, request.api_version)
-    assert cls is not None
+    cls = request.response_class()
     if request.api_key == ApiKey.FETCH:
         return build(
             cls,
@@ -67,7 +70,7 @@ def _error(request: Request, code: ErrorCode) -> ResponsePayload:
 
 
 async def handle_raft_request(
-    request: Request, quorum: RaftQuorum, cluster_id: str
+    request: Request, quorum: RaftNodeShell, cluster_id: str
 ) -> None:
     body = request.body
     if getattr(body, "cluster_id", None) not in (None, cluster_id):
@@ -89,7 +92,7 @@ async def handle_raft_request(
 
 
 def _encode(
-    request: RaftRequest, answer: Message, quorum: RaftQuorum
+    request: RaftRequest, answer: Message, quorum: RaftNodeShell
 ) -> ResponsePayload:
     match answer:
         case VoteResponse():
@@ -106,7 +109,7 @@ def _encode(
     raise AssertionError(f"the Raft node answered {request} with {answer}")
 
 
-def describe_quorum(request: Request, server: ControllerServer) -> None:
+def describe_quorum(request: Request, server: QuorumControllerShell) -> None:
     """DescribeQuorum (KIP-595, KIP-836): the leader describes the quorum; any other
     node answers NOT_LEADER_OR_FOLLOWER, and the asker tries another controller."""
     body = request.body_as((dq_v1.DescribeQuorumRequest,))

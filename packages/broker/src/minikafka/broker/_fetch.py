@@ -28,13 +28,13 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
 from minikafka.common import FileRegion, TopicPartition
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.net import Request, build, nested
 from minikafka.replication import (
     EpochRequest,
     FetchParams,
     FetchPartition,
     FetchPartitionResult,
-    ReplicaManagerService,
+    ReplicaManagerShell,
 )
 
 from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH, OFFSET_FOR_LEADER_EPOCH
@@ -49,7 +49,7 @@ _PARTITION_HEAD = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
 
 
-def handle_fetch(request: Request, replica_manager: ReplicaManagerService) -> None:
+def handle_fetch(request: Request, replica_manager: ReplicaManagerShell) -> None:
     body = request.body_as(FETCH)
     version = request.api_version
     fetches = [
@@ -97,9 +97,9 @@ def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
 
 
 def handle_offset_for_leader_epoch(
-    request: Request, replica_manager: ReplicaManagerService
+    request: Request, replica_manager: ReplicaManagerShell
 ) -> None:
-    """OffsetForLeaderEpoch v2-v3: where each asked epoch ends in this leader's log (the
+    """OffsetForLeaderEpoch v2-v4: where each asked epoch ends in this leader's log (the
     follower's truncation point, KIP-101/279), fenced by the asker's current epoch
     (KIP-320)."""
     body = request.body_as(OFFSET_FOR_LEADER_EPOCH)
@@ -113,8 +113,7 @@ def handle_offset_for_leader_epoch(
         for p in topic.partitions
     ]
     answers = replica_manager.last_offsets_for_leader_epochs(asked)
-    cls = response_schema(request.api_key, request.api_version)
-    assert cls is not None
+    cls = request.response_class()
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
     by_topic: dict[str, list[Entity]] = {}

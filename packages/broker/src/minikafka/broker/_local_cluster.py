@@ -15,7 +15,9 @@ One :meth:`LocalCluster.step` is what the shells do concurrently on a real clust
    truncating, then Fetch), which also moves the leaders' high watermarks and answers
    their waiting ``acks=all`` produces;
 4. every leader checks its ISR (``replica.lag.time.max.ms``) and sends its AlterPartition
-   proposals to the controller.
+   proposals to the controller: the shrinks, and the expansions its followers' fetches
+   made in step 3 (the messages of its ReplicaManager's results, kept until then, as the
+   broker's shell batches them).
 
 :meth:`kill` stops a broker cold (no heartbeat, no fetch, nobody can fetch from it; its
 logs stay on disk); :meth:`restart` opens its log directory again, as a new incarnation.
@@ -26,7 +28,7 @@ and so does the book's chapter on replication across brokers.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -54,15 +56,16 @@ from minikafka.replication import (
     FetchParams,
     FetchResponse,
     IsrChangeAnswer,
+    IsrChangeProposal,
     ProducePartitionResult,
     ProduceResponse,
     ReplicaFetcher,
     ReplicaManager,
-    Response,
+    ReplicaManagerResult,
     TopicSettings,
 )
 
-from ._server import _states
+from ._metadata_publisher import partition_states
 
 
 @attrs.define(eq=False)
@@ -73,6 +76,11 @@ class LocalBroker:
     image: MetadataImage = attrs.field(factory=MetadataImage)
     fetchers: dict[int, ReplicaFetcher] = attrs.field(factory=dict)
     alive: bool = True
+    unsent: dict[TopicPartition, IsrChangeProposal] = attrs.field(
+        factory=dict, repr=False
+    )
+    """The ISR proposals its manager made since its last AlterPartition, the latest per
+    partition."""
 
 
 @attrs.define(eq=False)
@@ -145,9 +153,10 @@ class LocalCluster:
         records = make_records([(None, v) for v in values], timestamp_ms=0)
         batch = bytearray(build_batch(records))
         self._collect(
+            broker,
             broker.manager.append_records(
                 30_000, acks, {tp: batch}, request_id, self.now
-            )
+            ),
         )
         return request_id
 
@@ -211,7 +220,7 @@ class LocalCluster:
             self.harness.heartbeat(broker.broker_id)
         self._publish()
         for broker in self._alive():
-            self._collect(broker.manager.on_timer(self.now))
+            self._collect(broker, broker.manager.on_timer(self.now))
         for broker in self._alive():
             for fetcher in broker.fetchers.values():
                 self._pump(fetcher)
@@ -228,10 +237,13 @@ class LocalCluster:
     def _alive(self) -> list[LocalBroker]:
         return [b for b in self.brokers.values() if b.alive]
 
-    def _collect(self, responses: Iterable[Response]) -> None:
-        for response in responses:
+    def _collect(self, broker: LocalBroker, result: ReplicaManagerResult) -> None:
+        """Keep the produce answers, and the proposals for step 4's AlterPartition."""
+        for response in result.replies:
             if isinstance(response, ProduceResponse):
                 self.acknowledged[response.request_id] = response.results
+        for proposal in result.messages:
+            broker.unsent[proposal.topic_partition] = proposal
 
     def _publish(self) -> None:
         """Each live broker replays what is newly committed and obeys it."""
@@ -247,12 +259,16 @@ class LocalCluster:
             changes = delta.local_changes(broker.broker_id)
             manager = broker.manager
             self._collect(
-                manager.stop_replicas(changes.deleted | changes.stopped, self.now)
+                broker,
+                manager.stop_replicas(changes.deleted | changes.stopped, self.now),
             )
             self._collect(
+                broker,
                 manager.become_leader_or_follower(
-                    _states(changes.leaders), _states(changes.followers), self.now
-                )
+                    partition_states(changes.leaders),
+                    partition_states(changes.followers),
+                    self.now,
+                ),
             )
             moved = (
                 set(changes.leaders)
@@ -276,11 +292,10 @@ class LocalCluster:
         leader = self.brokers.get(fetcher.source_broker)
         if leader is None or not leader.alive:
             return  # the connection fails: nothing fetched this round
-        requests = fetcher.epoch_requests(self.now)
+        requests = fetcher.epoch_requests(self.now).messages
         answers = leader.manager.last_offsets_for_leader_epochs(requests)
-        _, failures = fetcher.on_epoch_answers(answers, self.now)
-        _raise_first(failures)
-        fetches = fetcher.fetch_request(self.now)
+        _raise_first(fetcher.on_epoch_answers(answers, self.now).failures)
+        fetches = list(fetcher.fetch_request(self.now).messages)
         if not fetches:
             return
         params = FetchParams(
@@ -289,22 +304,24 @@ class LocalCluster:
         request_id = self._next_request_id
         self._next_request_id += 1
         fetched: list[FetchedPartition] = []
-        for response in leader.manager.fetch_messages(
-            params, fetches, request_id, self.now
-        ):
+        result = leader.manager.fetch_messages(params, fetches, request_id, self.now)
+        for response in result.replies:
             if (
                 isinstance(response, FetchResponse)
                 and response.request_id == request_id
             ):
                 fetched += [FetchedPartition.of(f, r) for f, r in response.results]
-            else:
-                self._collect([response])
+        others = tuple(r for r in result.replies if r.request_id != request_id)
+        self._collect(leader, attrs.evolve(result, replies=others))
         _raise_first(fetcher.on_fetch_answers(fetched, self.now).failures)
 
     def _alter_partitions(self, broker: LocalBroker) -> None:
         manager = broker.manager
-        manager.maybe_shrink_isr(self.now, self.replica_lag_time_max_s)
-        proposals = manager.take_isr_changes()
+        self._collect(
+            broker, manager.maybe_shrink_isr(self.now, self.replica_lag_time_max_s)
+        )
+        unsent, broker.unsent = list(broker.unsent.values()), {}
+        proposals = [p for p in unsent if _still_proposed(manager, p)]
         if not proposals:
             return
         items = tuple(
@@ -338,7 +355,15 @@ class LocalCluster:
                         r.partition_epoch,
                     )
                 )
-        self._collect(manager.on_isr_change_answers(answers, self.now))
+        self._collect(broker, manager.on_isr_change_answers(answers, self.now))
+
+
+def _still_proposed(manager: ReplicaManager, proposal: IsrChangeProposal) -> bool:
+    """Whether the partition still waits for an answer to ``proposal``: a new leader
+    epoch, the metadata's own ISR or the partition's deletion makes it moot."""
+    partition = manager.get_partition(proposal.topic_partition)
+    pending = None if partition is None else partition.pending_isr_change
+    return pending is not None and pending.proposal == proposal
 
 
 def _open_broker(dir: Path, broker_id: int, settings: TopicSettings) -> LocalBroker:

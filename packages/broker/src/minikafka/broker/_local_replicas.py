@@ -23,9 +23,9 @@ from types import TracebackType
 import attrs
 
 from minikafka.common import FatalFaultError, TopicPartition
-from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinatorService
+from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinatorShell
 from minikafka.net import Node
-from minikafka.replication import PartitionState, ReplicaManagerService
+from minikafka.replication import PartitionState, ReplicaManagerShell
 
 from ._replica_fetchers import ReplicaFetcherManager
 
@@ -102,9 +102,9 @@ class FaultGuard:
 
 
 def apply_replica_changes(
-    replica_manager: ReplicaManagerService,
+    replica_manager: ReplicaManagerShell,
     fetchers: ReplicaFetcherManager,
-    groups: GroupCoordinatorService,
+    groups: GroupCoordinatorShell,
     *,
     leaders: States,
     followers: States,
@@ -150,7 +150,7 @@ def apply_replica_changes(
 
 
 def _follow_offsets_leadership(
-    groups: GroupCoordinatorService,
+    groups: GroupCoordinatorShell,
     leading: Iterable[TopicPartition],
     resigned: Iterable[TopicPartition],
 ) -> None:

@@ -16,20 +16,30 @@ high watermark, since a consumer may not read past it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import typing
+import uuid
 from collections.abc import Mapping
+from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.common import TopicPartition
 from minikafka.controller import NO_LEADER, TopicImage
 from minikafka.net import ApiKey, Request, build, encode_entity, nested, response_schema
-from minikafka.replication import ReplicaManagerService, ReplicationError
+from minikafka.replication import ReplicaManagerShell, ReplicationError
 
-from ._body import LIST_OFFSETS, LIST_OFFSETS_PARTITION_WITH_EPOCH, METADATA
-from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+from ._body import (
+    LIST_OFFSETS,
+    LIST_OFFSETS_PARTITION_WITH_EPOCH,
+    METADATA,
+    METADATA_WITH_CLUSTER_OPERATIONS,
+    METADATA_WITH_TOPIC_IDS,
+    METADATA_WITH_TOPIC_OPERATIONS,
+)
+from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
@@ -51,7 +61,9 @@ def metadata_body(
 ) -> bytes:
     """:func:`metadata_response` encoded, computed once per image and request shape."""
     topic_operations, cluster_operations = _operations(request)
+    ids = requested_topic_ids(request)
     key = (
+        tuple(ids),
         cache.controller_id,
         request.api_version,
         request.listener,
@@ -71,18 +83,20 @@ def metadata_body(
 
 def _operations(request: Request) -> tuple[int, int]:
     """KIP-430, v8+: the client may ask for the operations it is allowed (every one,
-    here); ``(topic, cluster)`` bit fields, or the "not asked" marker."""
+    here); ``(topic, cluster)`` bit fields, or the "not asked" marker. The cluster's
+    are asked for only up to v10 (v11 leaves them to DescribeCluster, KIP-700)."""
     body = request.body_as(METADATA)
-    if not isinstance(body, MetadataRequestV8):
-        return AUTHORIZED_OPERATIONS_OMITTED, AUTHORIZED_OPERATIONS_OMITTED
-    return (
-        TOPIC_OPERATIONS
-        if body.include_topic_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
-        CLUSTER_OPERATIONS
-        if body.include_cluster_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
+    topic = cluster = AUTHORIZED_OPERATIONS_OMITTED
+    wants_topic = isinstance(body, METADATA_WITH_TOPIC_OPERATIONS) and bool(
+        body.include_topic_authorized_operations
     )
+    if wants_topic:
+        topic = TOPIC_OPERATIONS
+    if isinstance(body, METADATA_WITH_CLUSTER_OPERATIONS) and bool(
+        body.include_cluster_authorized_operations
+    ):
+        cluster = CLUSTER_OPERATIONS
+    return topic, cluster
 
 
 def metadata_response(
@@ -96,7 +110,25 @@ def metadata_response(
 
     ``errors`` gives the error for a topic that is not in the cache (an auto-creation
     that failed or is still under way); otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
+    From v12 a client may name topics by id instead (KIP-516): a request that does
+    is answered by id alone, UNKNOWN_TOPIC_ID for an id no topic has; v10 and v11
+    carry the field but may not use it, and are refused with INVALID_REQUEST.
     """
+    ids = requested_topic_ids(request)
+    if ids and request.api_version < 12:
+        return _refused(request, ErrorCode.invalid_request)
+    if ids:
+        return _by_ids(request, cache, cluster_id, ids)
+    return _by_names(request, cache, cluster_id, names, errors)
+
+
+def _by_names(
+    request: Request,
+    cache: MetadataCache,
+    cluster_id: str,
+    names: list[str] | None,
+    errors: Mapping[str, ErrorCode] | None = None,
+) -> ResponsePayload:
     cls = response_schema(ApiKey.METADATA, request.api_version)
     assert cls is not None
     broker_cls = nested(cls, "brokers")
@@ -117,6 +149,7 @@ def metadata_response(
                     topic_cls,
                     error_code=error,
                     name=name,
+                    topic_id=ZERO_UUID,
                     is_internal=False,
                     partitions=(),
                     topic_authorized_operations=topic_operations,
@@ -128,6 +161,7 @@ def metadata_response(
                 topic_cls,
                 error_code=ErrorCode.none,
                 name=name,
+                topic_id=topic.topic_id,  # v10+ (KIP-516)
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=tuple(_partitions(partition_cls, topic, cache)),
                 topic_authorized_operations=topic_operations,
@@ -136,6 +170,7 @@ def metadata_response(
     return build(
         cls,
         throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,  # v13+: for a client that must bootstrap again
         brokers=brokers,
         cluster_id=cluster_id,
         # Combined mode: the controller is this process. (KRaft brokers answer with a
@@ -175,16 +210,87 @@ def _partitions(
 
 def requested_topics(request: Request) -> list[str] | None:
     """The names a Metadata request asks for, each once (Kafka answers a name listed
-    twice once); None for "all topics" (a null list)."""
+    twice once); None for "all topics" (a null list). A request by topic ids
+    (:func:`requested_topic_ids`) asks for no names."""
     topics = request.body_as(METADATA).topics  # v1+: null asks for all
     if topics is None:
         return None
-    return list(dict.fromkeys(t.name for t in topics))
+    if requested_topic_ids(request):
+        return []
+    return list(dict.fromkeys(t.name for t in topics if t.name is not None))
 
 
-def handle_list_offsets(
-    request: Request, replica_manager: ReplicaManagerService
-) -> None:
+def requested_topic_ids(request: Request) -> list[uuid.UUID]:
+    """The topic ids a Metadata request names, each once (v10+; empty when it asks by
+    name, as a request with only Kafka's zero id does)."""
+    body = request.body_as(METADATA)
+    if not isinstance(body, METADATA_WITH_TOPIC_IDS) or body.topics is None:
+        return []
+    return list(
+        dict.fromkeys(
+            t.topic_id
+            for t in body.topics
+            if t.topic_id is not None and t.topic_id != ZERO_UUID
+        )
+    )
+
+
+def _by_ids(
+    request: Request, cache: MetadataCache, cluster_id: str, ids: list[uuid.UUID]
+) -> ResponsePayload:
+    """A v12+ request by topic ids: each id's topic under its name, or UNKNOWN_TOPIC_ID
+    with no name for an id no topic has."""
+    found = {i: t.name for i in ids if (t := cache.topic_by_id(i)) is not None}
+    answer = _by_names(request, cache, cluster_id, list(found.values()))
+    topic_cls = nested(type(answer), "topics")
+    topics: list[Entity] = [*typing.cast(Any, answer).topics]
+    topics += [
+        build(
+            topic_cls,
+            error_code=ErrorCode.unknown_topic_id,
+            name=None,
+            topic_id=i,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=_operations(request)[0],
+        )
+        for i in ids
+        if i not in found
+    ]
+    return dataclasses.replace(answer, topics=tuple(topics))
+
+
+def _refused(request: Request, error: ErrorCode) -> ResponsePayload:
+    """Kafka's error response to a Metadata request it refuses whole: each topic asked
+    about with the error, no brokers, no cluster."""
+    cls = response_schema(ApiKey.METADATA, request.api_version)
+    assert cls is not None
+    topic_cls = nested(cls, "topics")
+    topics = request.body_as(METADATA).topics or ()
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        brokers=(),
+        cluster_id=None,
+        controller_id=-1,
+        topics=tuple(
+            build(
+                topic_cls,
+                error_code=error,
+                name=t.name or "",
+                topic_id=getattr(t, "topic_id", ZERO_UUID),
+                is_internal=False,
+                partitions=(),
+                topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            )
+            for t in topics
+        ),
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) -> None:
     body = request.body_as(LIST_OFFSETS)
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
@@ -214,7 +320,7 @@ def handle_list_offsets(
 
 
 def _list_offset(
-    replica_manager: ReplicaManagerService,
+    replica_manager: ReplicaManagerShell,
     tp: TopicPartition,
     timestamp: int,
     leader_epoch: int,

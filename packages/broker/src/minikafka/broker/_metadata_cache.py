@@ -14,6 +14,7 @@ lookup instead of building and encoding every topic's partitions).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Hashable, Mapping
 
 import attrs
@@ -35,6 +36,10 @@ INTERNAL_TOPICS = frozenset(
 # Distinct bodies kept for one image: a few per client kind (version, listener, topics
 # asked); the bound stops clients asking for ever new topic lists from growing it.
 MAX_RESPONSE_BODIES = 256
+
+
+ZERO_UUID = uuid.UUID(int=0)
+"""No topic id: what a request names a topic by name with, and Kafka's Uuid.ZERO_UUID."""
 
 
 @attrs.frozen
@@ -84,6 +89,9 @@ class MetadataCache:
     def topic(self, name: str) -> TopicImage | None:
         return self.image.topic(name)
 
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicImage | None:
+        return self.image.topics.get(topic_id)
+
     def topic_names(self) -> list[str]:
         return sorted(self.image.topic_ids)
 
@@ -104,6 +112,11 @@ class MetadataCache:
 
     def topic_config_overrides(self, topic: str) -> Mapping[str, str]:
         return self.image.configs.get((ConfigResourceType.TOPIC, topic), {})
+
+    def broker_configs(self, name: str) -> Mapping[str, str]:
+        """A broker resource's dynamic configs: ``""``, the cluster-wide default, or a
+        broker's id, its own (KIP-226)."""
+        return self.image.configs.get((ConfigResourceType.BROKER, name), {})
 
     def log_config(self, topic: str, defaults: LogConfig) -> LogConfig:
         """The topic's LogConfig: its overrides over the broker's defaults."""

@@ -31,7 +31,6 @@ from kio.static.primitive import i32, i32Timedelta, i64
 from minikafka.controller import (
     DEFAULT_FETCH_MAX_BYTES,
     METADATA_TOPIC,
-    DivergingEpoch,
     MetadataFetchAnswer,
     MetadataObserver,
     ObserverUpdate,
@@ -140,29 +139,7 @@ async def fetch_once(
     partitions = [p for t in response.responses for p in t.partitions]
     if len(partitions) != 1:
         raise MetadataFetchError(ErrorCode.unknown_server_error)
-    data = partitions[0]
-    diverging = (
-        DivergingEpoch(
-            int(data.diverging_epoch.epoch), int(data.diverging_epoch.end_offset)
-        )
-        if data.diverging_epoch.end_offset >= 0  # the field's default is (-1, -1): none
-        else None
-    )
-    snapshot = (
-        SnapshotId(int(data.snapshot_id.end_offset), int(data.snapshot_id.epoch))
-        if data.snapshot_id.end_offset >= 0
-        else None
-    )
-    return MetadataFetchAnswer(
-        leader_id=int(data.current_leader.leader_id),
-        leader_epoch=int(data.current_leader.leader_epoch),
-        high_watermark=int(data.high_watermark),
-        log_start_offset=int(data.log_start_offset),
-        records=bytes(data.records or b""),
-        diverging_epoch=diverging,
-        snapshot_id=snapshot,
-        error=data.error_code,
-    )
+    return MetadataFetchAnswer.decode(partitions[0])
 
 
 async def fetch_snapshot(

@@ -33,13 +33,13 @@ from minikafka.controller import (
 )
 from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
 from minikafka.log import build_batch, iter_decoded_batches, make_records
-from minikafka.net import ApiKey, Request, build, response_schema
-from minikafka.replication import ReplicaManagerService, ReplicationError
+from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
+from minikafka.replication import ReplicaManagerShell, ReplicationError
 
-from ._body import FIND_COORDINATOR
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
-from ._metadata_cache import MetadataCache
+from ._group_body import FIND_COORDINATOR, FIND_COORDINATOR_BATCHED
+from ._metadata_cache import AliveBroker, MetadataCache
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -51,7 +51,7 @@ _WHOLE_SEGMENT = 2**31 - 1
 
 @attrs.define(eq=False)
 class ReplicaOffsetsTopic:
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     commit_timeout_ms: int
 
     def append(
@@ -127,16 +127,64 @@ async def ensure_offsets_topic(
     return ErrorCode.coordinator_not_available
 
 
+@attrs.frozen
+class Found:
+    """One key's answer: its coordinator, or why there is none."""
+
+    error: ErrorCode
+    message: str | None
+    node: AliveBroker | None
+
+
+async def find_coordinator(
+    key: str,
+    key_type: int,
+    listener: str,
+    controller: ControllerChannel,
+    cache: MetadataCache,
+    config: KafkaConfig,
+) -> Found:
+    """The coordinator of one group: the leader of its ``__consumer_offsets`` partition,
+    on the listener the request came in on. Transactions have no coordinator here: key
+    type 1 is COORDINATOR_NOT_AVAILABLE; any other key type is no coordinator Kafka
+    knows, INVALID_REQUEST (its CoordinatorType)."""
+    # aside: a key type that is not a group's
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+        return Found(
+            ErrorCode.invalid_request, f"Unknown coordinator type: {key_type}", None
+        )
+    # aside: a transactional id: no coordinator here
+    if key_type == TRANSACTION_KEY_TYPE:
+        return Found(
+            ErrorCode.coordinator_not_available, "transactions are not supported", None
+        )
+    error = await ensure_offsets_topic(controller, cache, config)
+    # aside: the topic cannot be created (too few brokers)
+    if error is not ErrorCode.none:
+        return Found(error, None, None)
+    partition = partition_for(key, config.group.offsets_topic_num_partitions)
+    topic = cache.topic(OFFSETS_TOPIC)
+    registration = None if topic is None else topic.partitions.get(partition)
+    leader = -1 if registration is None else registration.leader
+    node = next(
+        (b for b in cache.alive_brokers(listener) if b.node_id == leader),
+        None,
+    )
+    # aside: the partition has no leader alive yet
+    if node is None:
+        return Found(ErrorCode.coordinator_not_available, None, None)
+    return Found(ErrorCode.none, None, node)
+
+
 async def handle_find_coordinator(
     request: Request,
     controller: ControllerChannel,
     cache: MetadataCache,
     config: KafkaConfig,
 ) -> None:
-    """FindCoordinator v0-2: the leader of the group's ``__consumer_offsets`` partition.
-    Transactions have no coordinator here: key type 1 is COORDINATOR_NOT_AVAILABLE; any
-    other key type is no coordinator Kafka knows, INVALID_REQUEST (its
-    CoordinatorType)."""
+    """FindCoordinator v0-6: one key's coordinator up to v3; from v4 (KIP-699) a list of
+    keys, each answered on its own (a consumer of v4 sends one, an admin client that
+    describes several groups sends them all)."""
     body = request.body_as(FIND_COORDINATOR)
     # v0 knows only groups; the key type arrives in v1 (KIP-98).
     key_type = (
@@ -144,42 +192,38 @@ async def handle_find_coordinator(
         if isinstance(body, FindCoordinatorRequestV0)
         else int(body.key_type)
     )
-    error, message, node = ErrorCode.none, None, None
-    # aside: a key type that is not a group's
-    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
-        error, message = (
-            ErrorCode.invalid_request,
-            f"Unknown coordinator type: {key_type}",
-        )
-    # aside: a transactional id: no coordinator here
-    elif key_type == TRANSACTION_KEY_TYPE:
-        error, message = (
-            ErrorCode.coordinator_not_available,
-            "transactions are not supported",
-        )
-    else:
-        error = await ensure_offsets_topic(controller, cache, config)
-    if error is ErrorCode.none:
-        partition = partition_for(body.key, config.group.offsets_topic_num_partitions)
-        topic = cache.topic(OFFSETS_TOPIC)
-        registration = None if topic is None else topic.partitions.get(partition)
-        leader = -1 if registration is None else registration.leader
-        node = next(
-            (b for b in cache.alive_brokers(request.listener) if b.node_id == leader),
-            None,
-        )
-        if node is None:
-            error = ErrorCode.coordinator_not_available
+    batched = isinstance(body, FIND_COORDINATOR_BATCHED)
+    keys = (
+        body.coordinator_keys
+        if is_body(body, FIND_COORDINATOR_BATCHED)
+        else (body.key,)
+    )
+    found = [
+        await find_coordinator(k, key_type, request.listener, controller, cache, config)
+        for k in keys
+    ]
     cls = response_schema(ApiKey.FIND_COORDINATOR, request.api_version)
     assert cls is not None
-    request.respond(
-        build(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=error,
-            error_message=message,
-            node_id=-1 if node is None else node.node_id,
-            host="" if node is None else node.host,
-            port=-1 if node is None else node.port,
-        )
-    )
+    if not batched:
+        [one] = found
+        body_fields = {"error_message": one.message, **_where(one)}
+    else:  # Kafka sets no message per key here (the error code says it all)
+        entry = nested(cls, "coordinators")
+        body_fields = {
+            "coordinators": tuple(
+                build(entry, key=k, error_message=None, **_where(f))
+                for k, f in zip(keys, found, strict=True)
+            )
+        }
+    request.respond(build(cls, throttle_time=NO_THROTTLE, **body_fields))
+
+
+def _where(found: Found) -> dict[str, object]:
+    """The node's fields of an answer (-1 and an empty host when there is none)."""
+    node = found.node
+    return {
+        "error_code": found.error,
+        "node_id": -1 if node is None else node.node_id,
+        "host": "" if node is None else node.host,
+        "port": -1 if node is None else node.port,
+    }

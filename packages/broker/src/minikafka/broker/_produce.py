@@ -9,15 +9,23 @@ when the high watermark passes the batches (a DelayedProduce).
 The per-request cost of small produces: the handler checks that each
 partition's records are one batch from two header fields read with one ``struct`` call
 (the log decodes the whole header again when it validates the batch, which it must),
-and the response, a few fixed-width fields per partition in every version served (v3-v8,
-none flexible), is written by :func:`encode_produce_response` with ``struct`` instead of
-being built as kio objects and encoded field by field; a test holds it to kio's
-encoding byte for byte.
+and the response, a few fixed-width fields per partition, is written by
+:func:`encode_produce_response` with ``struct`` instead of being built as kio objects
+and encoded field by field; a test holds it to kio's encoding byte for byte in every
+version served (v3-v13).
+
+Newer versions change little on this path. v9 is flexible (compact lengths, tagged
+fields); from v10 a partition refused with NOT_LEADER_OR_FOLLOWER carries the leader
+this broker knows of and the response that leader's endpoint (KIP-951), so the producer
+need not ask Metadata before it retries; v11 and v12 only add transaction errors; v13
+names topics by id instead of name (KIP-516), answering UNKNOWN_TOPIC_ID for an id no
+topic has.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 from kio.schema.errors import ErrorCode
 
@@ -29,11 +37,11 @@ from minikafka.log import (
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_MASK,
 )
-from minikafka.net import Request
-from minikafka.replication import ProducePartitionResult, ReplicaManagerService
+from minikafka.net import Request, is_body
+from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
 
-from ._body import PRODUCE
-from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
+from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
+from ._metadata_cache import INTERNAL_TOPICS, AliveBroker, MetadataCache
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 
@@ -56,10 +64,22 @@ _I32 = struct.Struct(">i")
 _NO_RECORD_ERRORS = _I32.pack(0)  # an empty record_errors array
 _NULL_STRING = _I16.pack(-1)
 _NO_THROTTLE = _I32.pack(0)
+# v9+ (flexible): lengths are unsigned varints of length + 1, so an empty compact
+# array is 1 and a null compact string 0; an empty tagged-fields section is a count of
+# 0; one tagged field, number 0, starts with its count (1) and its tag (0), then its
+# size. KIP-951's LeaderIdAndEpoch is two int32 and its own empty tagged fields: 9 bytes.
+_NO_RECORD_ERRORS_COMPACT = b"\x01"
+_NULL_COMPACT_STRING = b"\x00"
+_NO_TAGS = b"\x00"
+_ONE_TAG_ZERO = b"\x01\x00"
+_LEADER_TAG = struct.Struct(">Bii")
+_NO_LEADER = (-1, -1)
+_UNKNOWN_ID = ":unknown-topic-id:"
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle_produce(
-    request: Request, replica_manager: ReplicaManagerService, cache: MetadataCache
+    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
 ) -> None:
     body = request.body_as(PRODUCE)
     acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
@@ -67,25 +87,31 @@ def handle_produce(
     order: list[TopicPartition] = []
     entries: dict[TopicPartition, bytearray] = {}
     refused: dict[TopicPartition, ProducePartitionResult] = {}
-    # Kafka lets its own admin tools' client id write internal topics, and no one else.
-    internal_allowed = request.header.client_id == ADMIN_CLIENT_ID
+    ids: dict[str, uuid.UUID] = {}  # v13 names topics by id, and so does the answer
+    names = iter(_topic_names(body, cache, ids))
     for topic in body.topic_data:
+        name = next(names)
         for data in topic.partition_data:
-            tp = TopicPartition(topic.name, int(data.index))
+            tp = TopicPartition(name, int(data.index))
             order.append(tp)
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            # aside: a topic id no topic has
+            elif name.startswith(_UNKNOWN_ID):
+                refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_id)
             # aside: an internal topic, which only its coordinator writes
-            elif topic.name in INTERNAL_TOPICS and not internal_allowed:
-                # Only their coordinators write internal topics (ReplicaManager's
-                # internalTopicsAllowed): a client's records in __consumer_offsets would
-                # be replayed as group metadata and offsets.
+            elif (
+                name in INTERNAL_TOPICS and request.header.client_id != ADMIN_CLIENT_ID
+            ):
+                # Only their coordinators and Kafka's admin tools write internal topics
+                # (ReplicaManager's internalTopicsAllowed): a client's records in
+                # __consumer_offsets would be replayed as group metadata and offsets.
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_topic_exception,
-                    error_message=f"Cannot append to internal topic {topic.name}",
+                    error_message=f"Cannot append to internal topic {name}",
                 )
             # aside: a topic the broker does not know
-            elif cache.topic(topic.name) is None:
+            elif cache.topic(name) is None:
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.unknown_topic_or_partition
                 )
@@ -129,9 +155,7 @@ def handle_produce(
             else:
                 request.respond_nothing()
             return
-        request.respond_parts(
-            (encode_produce_response(request.api_version, order, results),)
-        )
+        request.respond_parts((_response(request, cache, order, results, ids),))
 
     if not entries or acks is None:
         respond(refused)
@@ -148,53 +172,175 @@ def encode_produce_response(
     version: int,
     order: list[TopicPartition],
     results: dict[TopicPartition, ProducePartitionResult],
+    ids: dict[str, uuid.UUID] | None = None,
+    current_leaders: dict[TopicPartition, tuple[int, int]] | None = None,
+    endpoints: list[AliveBroker] | None = None,
 ) -> bytes:
-    """The ProduceResponse body of ``version`` (3-8): partitions in request order,
-    grouped by topic in the order each topic first appears, as kio would encode them."""
+    """The ProduceResponse body of ``version`` (3-13): partitions in request order,
+    grouped by topic in the order each topic first appears, as kio would encode them.
+
+    ``ids``: each topic's id, for v13's answer; ``current_leaders`` and ``endpoints``:
+    KIP-951's hints for the partitions refused NOT_LEADER_OR_FOLLOWER (v10+).
+    """
+    flexible = version >= 9
+    leaders = current_leaders or {}
     by_topic: dict[str, list[bytes]] = {}
     for tp in order:
-        result = results[tp]
-        append_time = result.log_append_time if result.log_append_time >= 0 else -1
-        if version >= 5:
-            fields = _PARTITION_V5.pack(
-                tp.partition,
-                result.error_code,
-                result.base_offset,
-                append_time,
-                result.log_start_offset,
-            )
-        else:
-            fields = _PARTITION.pack(
-                tp.partition, result.error_code, result.base_offset, append_time
-            )
-        if version >= 8:
-            fields += _record_errors(result.record_errors)
-            fields += _nullable_string(result.error_message)
+        fields = _partition(version, tp.partition, results[tp], leaders.get(tp))
         by_topic.setdefault(tp.topic, []).append(fields)
-    out = [_I32.pack(len(by_topic))]
+    out = [_array_length(len(by_topic), flexible)]
     for name, partitions in by_topic.items():
-        out.append(_nullable_string(name))
-        out.append(_I32.pack(len(partitions)))
+        if version >= 13:
+            out.append((ids or {})[name].bytes)
+        else:
+            out.append(_string(name, flexible))
+        out.append(_array_length(len(partitions), flexible))
         out.extend(partitions)
+        if flexible:
+            out.append(_NO_TAGS)
     out.append(_NO_THROTTLE)
+    if flexible:
+        out.append(_node_endpoints(endpoints) if version >= 10 else _NO_TAGS)
     return b"".join(out)
 
 
-def _record_errors(errors: tuple[tuple[int, str], ...]) -> bytes:
+def _partition(
+    version: int,
+    index: int,
+    result: ProducePartitionResult,
+    leader: tuple[int, int] | None,
+) -> bytes:
+    """One PartitionProduceResponse: the fixed-width fields, KIP-467's errors (v8+), and
+    from v9 its tagged fields: from v10 the leader, when there is one to name."""
+    append_time = result.log_append_time if result.log_append_time >= 0 else -1
+    if version >= 5:
+        fields = _PARTITION_V5.pack(
+            index,
+            result.error_code,
+            result.base_offset,
+            append_time,
+            result.log_start_offset,
+        )
+    else:
+        fields = _PARTITION.pack(
+            index, result.error_code, result.base_offset, append_time
+        )
+    flexible = version >= 9
+    if version >= 8:
+        fields += _record_errors(result.record_errors, flexible)
+        fields += _string(result.error_message, flexible)
+    if not flexible:
+        return fields
+    if leader is None or leader == _NO_LEADER or version < 10:
+        return fields + _NO_TAGS
+    # tag 0: LeaderIdAndEpoch, written only when it is not its default (-1, -1)
+    return fields + _ONE_TAG_ZERO + _LEADER_TAG.pack(9, *leader) + _NO_TAGS
+
+
+def _record_errors(errors: tuple[tuple[int, str], ...], flexible: bool) -> bytes:
     """KIP-467's record_errors: each refused record's index in its batch, and why."""
     if not errors:
-        return _NO_RECORD_ERRORS
-    out = [_I32.pack(len(errors))]
+        return _NO_RECORD_ERRORS_COMPACT if flexible else _NO_RECORD_ERRORS
+    out = [_array_length(len(errors), flexible)]
     for index, message in errors:
-        out.append(_I32.pack(index) + _nullable_string(message))
+        out.append(_I32.pack(index) + _string(message, flexible))
+        if flexible:
+            out.append(_NO_TAGS)
     return b"".join(out)
 
 
-def _nullable_string(value: str | None) -> bytes:
+def _node_endpoints(endpoints: list[AliveBroker] | None) -> bytes:
+    """The response's tagged fields: none, or tag 0, the leaders' endpoints (KIP-951)."""
+    if not endpoints:
+        return _NO_TAGS
+    entries = [_uvarint(len(endpoints) + 1)]
+    for node in endpoints:
+        entries.append(_I32.pack(node.node_id) + _string(node.host, True))
+        entries.append(_I32.pack(node.port) + _string(node.rack, True) + _NO_TAGS)
+    value = b"".join(entries)
+    return _ONE_TAG_ZERO + _uvarint(len(value)) + value
+
+
+def _string(value: str | None, flexible: bool) -> bytes:
+    """A nullable string: int16 length (-1: null), or from v9 a compact string (unsigned
+    varint length + 1, 0: null)."""
     if value is None:
-        return _NULL_STRING
+        return _NULL_COMPACT_STRING if flexible else _NULL_STRING
     encoded = value.encode()
+    if flexible:
+        return _uvarint(len(encoded) + 1) + encoded
     return _I16.pack(len(encoded)) + encoded
+
+
+def _array_length(count: int, flexible: bool) -> bytes:
+    return _uvarint(count + 1) if flexible else _I32.pack(count)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _response(
+    request: Request,
+    cache: MetadataCache,
+    order: list[TopicPartition],
+    results: dict[TopicPartition, ProducePartitionResult],
+    ids: dict[str, uuid.UUID],
+) -> bytes:
+    leaders, endpoints = leader_hints(
+        request.api_version, request.listener, cache, results
+    )
+    return encode_produce_response(
+        request.api_version, order, results, ids, leaders, endpoints
+    )
+
+
+def _topic_names(
+    body: ProduceRequest, cache: MetadataCache, ids: dict[str, uuid.UUID]
+) -> list[str]:
+    """Each topic's name, in the request's order. v13 names a topic by its id instead
+    (KIP-516): its name is looked up, and ``ids`` keeps the id for the answer. An id no
+    topic has gets a key no topic name can be (``:`` is not allowed in one) that marks
+    it unknown."""
+    names: list[str] = []
+    for topic in body.topic_data:
+        if not is_body(topic, PRODUCE_TOPIC_BY_ID):
+            names.append(topic.name)
+            continue
+        found = None if topic.topic_id is None else cache.topic_by_id(topic.topic_id)
+        name = found.name if found is not None else f"{_UNKNOWN_ID}{topic.topic_id}"
+        ids[name] = topic.topic_id or ZERO_UUID
+        names.append(name)
+    return names
+
+
+def leader_hints(
+    version: int,
+    listener: str,
+    cache: MetadataCache,
+    results: dict[TopicPartition, ProducePartitionResult],
+) -> tuple[dict[TopicPartition, tuple[int, int]], list[AliveBroker]]:
+    """KIP-951 (v10+): for each partition refused NOT_LEADER_OR_FOLLOWER, its leader and
+    leader epoch as this broker's metadata has them, and the endpoints of those leaders
+    alive on the request's listener (Kafka's getCurrentLeader)."""
+    if version < 10:
+        return {}, []
+    current: dict[TopicPartition, tuple[int, int]] = {}
+    for tp, result in results.items():
+        if result.error_code is not ErrorCode.not_leader_or_follower:
+            continue
+        topic = cache.topic(tp.topic)
+        partition = None if topic is None else topic.partitions.get(tp.partition)
+        if partition is not None:
+            current[tp] = (partition.leader, partition.leader_epoch)
+    leader_ids = {leader for leader, _ in current.values()}
+    endpoints = [b for b in cache.alive_brokers(listener) if b.node_id in leader_ids]
+    return current, endpoints
 
 
 def _one_batch(records: bytes | None) -> int | None:

@@ -1,6 +1,6 @@
 """How a controller's Raft node reaches the other voters: their controller listeners,
 over this package's NetworkClient (the controller package never imports the network
-layer; :class:`~minikafka.controller.RaftQuorum` is handed this transport)."""
+layer; :class:`~minikafka.controller.RaftNodeShell` is handed this transport)."""
 
 from __future__ import annotations
 

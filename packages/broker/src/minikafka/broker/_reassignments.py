@@ -9,9 +9,9 @@ over the controller listener) and a broker on the controller's listener, so ther
 translation each way. :class:`RemoteController` uses the ``to_wire`` functions below to
 forward them.
 
-ElectLeaders' ``election_type`` 1 (unclean, KIP-460) is refused per partition with
-INVALID_REQUEST: the controller elects unclean leaders only as
-``unclean.leader.election.enable`` says, never on request.
+ElectLeaders' ``election_type`` 1 (unclean, KIP-460) gives a leader to a partition that
+has none, from outside the ISR if need be, whatever ``unclean.leader.election.enable``
+says: an operator's choice to lose what only the dead ISR had.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kio.schema.list_partition_reassignments.v0 import request as list_v0
 from kio.schema.list_partition_reassignments.v0 import response as list_v0_response
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
-from kio.static.protocol import Entity, ResponsePayload
+from kio.static.protocol import Entity
 
 from minikafka.controller import (
     AlterPartitionReassignmentsRequest,
@@ -45,7 +45,7 @@ from minikafka.controller import (
     ReassignablePartition,
     ReassignmentResult,
 )
-from minikafka.net import Request, build, nested, response_schema
+from minikafka.net import Request, build, nested
 
 from ._body import ELECT_LEADERS
 
@@ -55,12 +55,6 @@ if TYPE_CHECKING:  # the channel forwards with this module's functions: no impor
 NO_THROTTLE = datetime.timedelta(0)
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election_type (v1+)
-
-
-def _response(request: Request) -> type[ResponsePayload]:
-    cls = response_schema(request.api_key, request.api_version)
-    assert cls is not None
-    return cls
 
 
 async def _submit(
@@ -109,7 +103,7 @@ async def handle_alter_partition_reassignments(
         )
     )
     answer = await _submit(channel, internal)
-    cls = _response(request)
+    cls = request.response_class()
     topic_cls = nested(cls, "responses")
     partition_cls = nested(topic_cls, "partitions")
     if not isinstance(answer, AlterPartitionReassignmentsResponse):
@@ -195,7 +189,7 @@ async def handle_list_partition_reassignments(
 ) -> None:
     body = request.body_as((list_v0.ListPartitionReassignmentsRequest,))
     answer = await _submit(channel, ListPartitionReassignmentsRequest())
-    cls = _response(request)
+    cls = request.response_class()
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
     if not isinstance(answer, ListPartitionReassignmentsResponse):
@@ -279,19 +273,14 @@ async def handle_elect_leaders(request: Request, channel: ControllerChannel) -> 
             (str(t.topic), int(p)) for t in body.topic_partitions for p in t.partitions
         )
     )
-    cls = _response(request)
+    cls = request.response_class()
     results: list[ElectionResult] = []
     error = ErrorCode.none
-    if election_type != PREFERRED:
-        message = "only preferred elections are made on request"
-        results = [
-            ElectionResult(t, p, ErrorCode.invalid_request, message)
-            for t, p in asked or ()
-        ]
-        if asked is None:
-            error = ErrorCode.invalid_request
+    if election_type not in (PREFERRED, UNCLEAN):
+        # Kafka's ElectionType.valueOf refuses any other byte: the request is invalid.
+        error = ErrorCode.invalid_request
     else:
-        answer = await _submit(channel, ElectLeadersRequest(asked))
+        answer = await _submit(channel, ElectLeadersRequest(asked, election_type))
         if isinstance(answer, ElectLeadersResponse):
             error, results = answer.error_code, list(answer.partitions)
         else:
@@ -330,7 +319,7 @@ def elect_leaders_to_wire(request: ElectLeadersRequest) -> elect_v1.ElectLeaders
     for topic, partition in request.partitions or ():
         topics.setdefault(topic, []).append(i32(partition))
     return elect_v1.ElectLeadersRequest(
-        election_type=i8(PREFERRED),
+        election_type=i8(request.election_type),
         topic_partitions=None
         if request.partitions is None
         else tuple(

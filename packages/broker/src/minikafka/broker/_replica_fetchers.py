@@ -58,7 +58,7 @@ from minikafka.replication import (
     FetchFailure,
     FetchPartition,
     ReplicaFetcher,
-    ReplicaManagerService,
+    ReplicaManagerShell,
 )
 
 _logger = logging.getLogger("minikafka.broker")
@@ -94,7 +94,7 @@ class _Fetcher:
 @attrs.define(eq=False)
 class ReplicaFetcherManager:
     broker_id: int
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     config: ReplicaFetchConfig = ReplicaFetchConfig()
     fetchers: dict[tuple[int, int], _Fetcher] = attrs.field(init=False, factory=dict)
     """(leader broker id, fetcher id) -> its fetcher."""
@@ -195,7 +195,7 @@ class ReplicaFetcherManager:
         """One truncation step and one fetch; False if there was nothing to send."""
         core = fetcher.core
         now = self.replica_manager.now  # the replication cores' one clock
-        asked = core.epoch_requests(now())
+        asked = list(core.epoch_requests(now()).messages)
         if asked:
             answers = await self._offsets_for_leader_epoch(client, fetcher.node, asked)
             # As for fetches below: an answer about an epoch the partition has left (it
@@ -208,8 +208,8 @@ class ReplicaFetcherManager:
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
             # traced by each Partition
-            self._report(fetcher, lambda: core.on_epoch_answers(still, now())[1])
-        fetches = core.fetch_request(now())
+            self._report(fetcher, lambda: core.on_epoch_answers(still, now()).failures)
+        fetches = list(core.fetch_request(now()).messages)
         if not fetches:
             return bool(asked)
         fetched = await self._fetch(client, fetcher.node, fetches)

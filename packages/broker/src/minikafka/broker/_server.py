@@ -19,7 +19,8 @@ How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerSe
 4. each published image is applied to the ReplicaManager *declaratively*: for each
    partition the image places here, become its leader or follower (a follower fetches
    from its leader, :mod:`._replica_fetchers`); logs it no longer places here are
-   deleted. Every committed metadata delta afterwards is applied the same way;
+   deleted. Every committed metadata delta afterwards is applied the same way, by the
+   broker's :class:`~._metadata_publisher.BrokerMetadataPublisher`;
 5. the broker registers with the controller and heartbeats until it is unfenced (in
    process, or over the controller listener: :mod:`._controller_channel`);
 6. only then do the listeners open to requests, so no client sees a half-started broker.
@@ -34,10 +35,8 @@ checkpoints and the clean-shutdown marker, so the next start needs no recovery.
 No exception in the metadata path ends the broker (Kafka's brokers publish metadata
 with a non-fatal ``LoggingFaultHandler``, :attr:`BrokerServer.metadata_faults`): a
 record that cannot be replayed, or a delta that cannot be published, is logged at ERROR
-("Error publishing broker metadata at offset N") and counted; each record, and each
-step of a delta (the cache, the replicas, the group coordinator, the topic configs), is
-applied apart from the others, and the next delta is applied as usual; the image
-advances either way, as Kafka's MetadataLoader's does. The metadata fetch loop survives
+("Error publishing broker metadata at offset N") and counted, and the rest is applied
+(:mod:`._metadata_publisher` says how). The metadata fetch loop survives
 what it does not expect (an answer that does not decode) by logging it and fetching
 again after a backoff; a heartbeat that fails for any reason is tried again at the next
 interval (both under :attr:`BrokerServer.task_faults`, which logs a repeated failure
@@ -49,13 +48,12 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Mapping, Sequence
 
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ConfigError, FatalFaultError, TopicPartition
+from minikafka.common import ConfigError, FatalFaultError
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerHeartbeatRequest,
@@ -63,23 +61,15 @@ from minikafka.controller import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CommittedDivergenceError,
-    ConfigResourceType,
     ControllerError,
-    ControllerServer,
-    LocalPartition,
-    MetadataDelta,
     MetadataImage,
     MetadataObserver,
-    MetadataRecord,
-    ObserverUpdate,
+    QuorumControllerShell,
 )
-from minikafka.coordination import GroupCoordinatorService
+from minikafka.coordination import GroupCoordinatorShell
 from minikafka.log import LogManager
 from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
-from minikafka.replication import (
-    PartitionState,
-    ReplicaManagerService,
-)
+from minikafka.replication import ReplicaManagerShell
 from minikafka.trace import Tracer, get_tracer
 
 from ._apis import KafkaApis
@@ -88,10 +78,11 @@ from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
 from ._controller_node import open_raft_controller
-from ._local_replicas import LoggingFaultHandler, apply_replica_changes
+from ._local_replicas import LoggingFaultHandler
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
 from ._metadata_fetcher import fetch_metadata_forever
+from ._metadata_publisher import BrokerMetadataPublisher, image_of
 from ._quorum_transport import NetworkTransport
 from ._replica_fetchers import ReplicaFetcherManager
 from ._roles import PROCESS_ROLES
@@ -106,15 +97,17 @@ class BrokerServer:
     config: KafkaConfig
     cluster_id: str
     log_manager: LogManager
-    controller: ControllerServer | None
+    controller: QuorumControllerShell | None
     """The QuorumController in this process (combined mode); None on a broker-only node."""
     channel: ControllerChannel
     """Where this broker's requests to the controller go: ``controller`` itself (the
     single node), or a RemoteController to the active one over the controller listener."""
     metadata_cache: MetadataCache
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorService
+    groups: GroupCoordinatorShell
+    publisher: BrokerMetadataPublisher
+    """What this broker does with each image and delta of the metadata it replays."""
     apis: KafkaApis
     socket_server: SocketServer
     tracer: Tracer
@@ -129,19 +122,9 @@ class BrokerServer:
     among several); None otherwise."""
     incarnation_id: uuid.UUID = attrs.field(factory=uuid.uuid4)
     broker_epoch: int = -1
-    _image: MetadataImage = attrs.field(factory=MetadataImage)
-    """The latest image replayed (a broker-only node's may be ahead of the published one)."""
-    _published: bool = False
     _unfenced: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _metadata_published: trio.Event = attrs.field(init=False, factory=trio.Event)
-    """Set (and replaced) at each published delta."""
     _stop: trio.Event = attrs.field(init=False, factory=trio.Event)
     _stopped: trio.Event = attrs.field(init=False, factory=trio.Event)
-    metadata_faults: LoggingFaultHandler = attrs.field(
-        init=False, factory=lambda: LoggingFaultHandler("metadata publishing")
-    )
-    """Every fault in loading and publishing metadata: logged and counted (``count``:
-    Kafka's ``metadata-apply-error-count``)."""
     task_faults: LoggingFaultHandler = attrs.field(
         init=False, factory=lambda: LoggingFaultHandler("broker background task")
     )
@@ -173,14 +156,14 @@ class BrokerServer:
         log_manager = LogManager.startup(
             config.broker.log_dirs, config.log, schedule=config.schedule, tracer=tracer
         )
-        controller: ControllerServer | None = None
+        controller: QuorumControllerShell | None = None
         transport: NetworkTransport | None = None
         observer: MetadataObserver | None = None
         channel: ControllerChannel
         image = MetadataImage()
         if roles.single_node:
-            controller = ControllerServer.open(
-                config.metadata_log_dir, config.controller, rng, tracer
+            controller = QuorumControllerShell.open(
+                config.metadata_log_dir, config.controller, rng, tracer, config.raft
             )
             channel, image = controller, controller.image
         else:
@@ -200,12 +183,12 @@ class BrokerServer:
                 controller, transport = open_raft_controller(
                     config, cluster_id, rng, tracer
                 )
-                locator.quorum = controller.raft
+                locator.quorum = controller.quorum
             else:
                 observer, snapshot = MetadataObserver.open(
                     config.metadata_log_dir, tracer
                 )
-                image = _image_of(snapshot, observer.applied_offset)
+                image = image_of(snapshot, observer.applied_offset)
         cache = MetadataCache(config.node_id, image)
 
         broker: BrokerServer | None = None
@@ -241,19 +224,23 @@ class BrokerServer:
             replica_manager,
             fetchers,
             groups,
+            BrokerMetadataPublisher(
+                config, cache, replica_manager, fetchers, groups, observer, image
+            ),
             apis,
             SocketServer(_listening(config, controller=False), apis, tracer=tracer),
             tracer,
             observer,
             transport=transport,
-            image=image,
         )
         controller_net = _listening(config, controller=True)
         if controller is not None and controller_net.listeners:
             # Kafka's combined mode: the controller has a SocketServer of its own, on
             # the listeners brokers on other nodes reach it by.
             broker.controller_socket_server = SocketServer(
-                controller_net, ControllerApis(controller, cluster_id), tracer=tracer
+                controller_net,
+                ControllerApis(controller, cluster_id, roles.voters),
+                tracer=tracer,
             )
         return broker
 
@@ -272,7 +259,7 @@ class BrokerServer:
         return self.controller is not None and self.channel is self.controller
 
     @property
-    def local_controller(self) -> ControllerServer:
+    def local_controller(self) -> QuorumControllerShell:
         """The QuorumController in this process; a broker-only node has none."""
         if self.controller is None:
             raise LookupError(
@@ -284,133 +271,13 @@ class BrokerServer:
     def is_fenced(self) -> bool:
         return not self._unfenced.is_set()
 
+    @property
+    def metadata_faults(self) -> LoggingFaultHandler:
+        """Every fault in loading and publishing metadata: logged and counted (``count``:
+        Kafka's ``metadata-apply-error-count``)."""
+        return self.publisher.faults
+
     # --- metadata -------------------------------------------------------------------------
-
-    def _publish_whole(self, image: MetadataImage) -> None:
-        """Everything ``image`` says, as one delta from an empty image: the first image,
-        and a snapshot that replaced a broker-only node's log. Logs it does not place
-        here are strays (their partitions were deleted or moved while this node was
-        away) and are deleted. If it cannot even be replayed, a broker-only node tries
-        again with the next update."""
-        with self.metadata_faults.guard(
-            f"Error publishing the whole metadata image at offset {image.offset}"
-        ):
-            delta = MetadataDelta(MetadataImage())
-            for record in image.records():
-                delta.replay(record)
-            delta.offset = image.offset
-            self._on_metadata(delta, delta.apply())
-            self._published = True
-            stray = self.replica_manager.remove_stray_logs()
-            if stray:
-                _logger.info(
-                    "deleted %d stray log(s): %s",
-                    len(stray),
-                    ", ".join(map(str, stray)),
-                )
-
-    def _on_metadata(self, delta: MetadataDelta, image: MetadataImage) -> None:
-        """A committed delta: update the cache, then make the local replicas match.
-
-        Each step runs under :attr:`metadata_faults`, as Kafka's
-        BrokerMetadataPublisher runs each of its own: one that raises is logged and
-        counted, and the others, and the next delta, are applied all the same."""
-        where = f"at offset {image.offset}"
-        faults = self.metadata_faults
-        old_configs = delta.image.configs
-        self._image = image
-        with faults.guard(f"Error publishing broker metadata {where} (the cache)"):
-            self.metadata_cache.update(image)
-        self._metadata_published.set()
-        self._metadata_published = trio.Event()
-        with faults.guard(f"Error publishing broker metadata {where} (the replicas)"):
-            changes = delta.local_changes(self.config.node_id)
-            if not changes.empty:
-                apply_replica_changes(
-                    self.replica_manager,
-                    self.fetchers,
-                    self.groups,
-                    leaders=_states(changes.leaders),
-                    followers=_states(changes.followers),
-                    leader_nodes=self._leaders_of(changes.followers, image),
-                    deleted=changes.deleted | changes.stopped,
-                    faults=faults,
-                    where=f"publishing broker metadata {where}",
-                )
-        for (kind, name), entries in image.configs.items():
-            if (
-                kind == ConfigResourceType.TOPIC
-                and old_configs.get((kind, name)) != entries
-            ):
-                with faults.guard(
-                    f"Error publishing broker metadata {where} (configs of {name})"
-                ):
-                    self.replica_manager.update_topic_settings(name)
-
-    def _leaders_of(
-        self, followers: Mapping[TopicPartition, LocalPartition], image: MetadataImage
-    ) -> dict[TopicPartition, Node]:
-        """Where each followed partition's leader is, on the inter-broker listener."""
-        listener = self.config.roles.inter_broker_listener_name or "PLAINTEXT"
-        nodes: dict[TopicPartition, Node] = {}
-        for tp, local in followers.items():
-            leader = image.brokers.get(local.partition.leader)
-            if leader is None:
-                continue  # no leader (-1) until the controller elects one
-            endpoint = next((e for e in leader.endpoints if e.name == listener), None)
-            if endpoint is None:
-                _logger.warning(
-                    "broker %d has no %s listener", leader.broker_id, listener
-                )
-                continue
-            nodes[tp] = Node(leader.broker_id, endpoint.host, endpoint.port)
-        return nodes
-
-    def _on_observer_update(self, update: ObserverUpdate) -> None:
-        """A broker-only node's fetched metadata: replay it; publish once caught up."""
-        replayed = self._replay(update)
-        if replayed is not None:
-            delta, image = replayed
-            if not self._published:
-                self._image = image
-            elif update.reset_to_snapshot is not None:
-                self._publish_whole(image)
-            else:
-                self._on_metadata(delta, image)
-        observer = self.observer
-        assert observer is not None
-        caught_up = 0 <= observer.high_watermark <= observer.applied_offset + 1
-        if not self._published and caught_up:
-            self._publish_whole(self._image)
-
-    def _replay(
-        self, update: ObserverUpdate
-    ) -> tuple[MetadataDelta, MetadataImage] | None:
-        """The delta and the new image after ``update`` (None if it changed nothing),
-        replayed record by record as Kafka's MetadataLoader does: a record that cannot
-        be replayed is logged ("Error loading metadata log record from offset N"),
-        counted and skipped, and the others are applied. A snapshot rebuilds the image
-        from nothing before the committed records go on top."""
-        faults = self.metadata_faults
-        if update.reset_to_snapshot is not None:
-            delta = MetadataDelta(MetadataImage())
-            where = f"the snapshot ending at offset {update.snapshot_offset}"
-            for record in update.reset_to_snapshot:
-                with faults.guard(f"Error loading a record of {where}"):
-                    delta.replay(record)
-            delta.offset = update.snapshot_offset
-        elif update.committed:
-            delta = MetadataDelta(self._image)
-        else:
-            return None
-        for offset, record in update.committed:
-            with faults.guard(
-                f"Error loading metadata log record from offset {offset}"
-            ):
-                delta.replay(record, offset)
-        with faults.guard(f"Error loading the metadata image at offset {delta.offset}"):
-            return delta, delta.apply()
-        return None
 
     async def _follow_metadata(self, locator: ControllerLocator) -> None:
         """Fetch the metadata log until cancelled. The fetch loop retries what it
@@ -431,7 +298,7 @@ class BrokerServer:
                             client,
                             locator,
                             self.observer,
-                            self._on_observer_update,
+                            self.publisher.on_observer_update,
                             node_id=self.config.node_id,
                             cluster_id=self.cluster_id,
                         )
@@ -509,8 +376,8 @@ class BrokerServer:
             if self.transport is not None:
                 await nursery.start(self.transport.run)
             if self.single_node:
-                self._publish_whole(self.controller.image)
-            self.controller.subscribe(self._on_metadata)
+                self.publisher.publish_whole(self.controller.image)
+            self.controller.subscribe(self.publisher.on_metadata_update)
             await nursery.start(self.controller.run)
             if self.controller_socket_server is not None:
                 await nursery.start(self.controller_socket_server.serve)
@@ -609,7 +476,7 @@ class BrokerServer:
                     break
                 await trio.sleep(retry)
             while self._leads_anything():
-                await self._metadata_published.wait()
+                await self.publisher.wait_for_next_delta()
         if scope.cancelled_caught:
             _logger.warning("controlled shutdown did not finish within %.0f s", grace)
         if self.controller is not None:
@@ -624,34 +491,6 @@ class BrokerServer:
             for topic in self.metadata_cache.image.topics.values()
             for p in topic.partitions.values()
         )
-
-
-def _image_of(snapshot: Sequence[MetadataRecord], last_offset: int) -> MetadataImage:
-    """The image a snapshot's records make (empty without a snapshot)."""
-    delta = MetadataDelta(MetadataImage())
-    for record in snapshot:
-        delta.replay(record)
-    delta.offset = last_offset
-    return delta.apply()
-
-
-def _states(
-    partitions: Mapping[TopicPartition, LocalPartition],
-) -> dict[TopicPartition, tuple[uuid.UUID, PartitionState]]:
-    """The controller's registrations as the replication layer's partition states."""
-    return {
-        tp: (
-            local.topic_id,
-            PartitionState(
-                local.partition.leader,
-                local.partition.leader_epoch,
-                local.partition.partition_epoch,
-                tuple(local.partition.replicas),
-                tuple(local.partition.isr),
-            ),
-        )
-        for tp, local in partitions.items()
-    }
 
 
 def _listening(config: KafkaConfig, *, controller: bool) -> NetConfig:

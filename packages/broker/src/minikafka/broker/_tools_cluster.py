@@ -23,14 +23,13 @@ import typer
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.tools import ToolError, describe_failure, lone_errors, parse_bootstrap
 
-from ._process_cluster import (
+from ._cluster_layout import (
     DEFAULT_BROKER_PORT,
     DEFAULT_CONTROLLER_PORT,
     DEFAULT_ZOOKEEPER_PORT,
     LAYOUT_FILE,
-    ClusterError,
-    ProcessCluster,
 )
+from ._process_cluster import ClusterError, ProcessCluster
 from ._replica_fetchers import FETCHER_STATE_FILE
 
 cluster_app = typer.Typer(

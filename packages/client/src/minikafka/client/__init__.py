@@ -28,14 +28,27 @@ from ._accumulator import RecordAccumulator as RecordAccumulator
 from ._admin import AdminClient as AdminClient
 from ._admin_types import RESOURCE_BROKER as RESOURCE_BROKER
 from ._admin_types import RESOURCE_TOPIC as RESOURCE_TOPIC
+from ._admin_types import AlterConfigOp as AlterConfigOp
+from ._admin_types import AlterConfigOpType as AlterConfigOpType
+from ._admin_types import ClusterDescription as ClusterDescription
 from ._admin_types import ClusterMetadata as ClusterMetadata
 from ._admin_types import ConfigEntry as ConfigEntry
 from ._admin_types import ConfigResource as ConfigResource
+from ._admin_types import ConfigSource as ConfigSource
+from ._admin_types import ConfigSynonym as ConfigSynonym
 from ._admin_types import ConsumerGroupDescription as ConsumerGroupDescription
+from ._admin_types import ConsumerGroupListing as ConsumerGroupListing
+from ._admin_types import ElectionType as ElectionType
+from ._admin_types import ListOffsetsResultInfo as ListOffsetsResultInfo
+from ._admin_types import LogDirDescription as LogDirDescription
 from ._admin_types import MemberDescription as MemberDescription
 from ._admin_types import NewPartitions as NewPartitions
 from ._admin_types import NewTopic as NewTopic
+from ._admin_types import OffsetAndMetadata as OffsetAndMetadata
+from ._admin_types import OffsetSpec as OffsetSpec
 from ._admin_types import PartitionMetadata as PartitionMetadata
+from ._admin_types import PartitionReassignment as PartitionReassignment
+from ._admin_types import ReplicaInfo as ReplicaInfo
 from ._admin_types import TopicMetadata as TopicMetadata
 from ._async import AsyncConsumer as AsyncConsumer
 from ._async import AsyncProducer as AsyncProducer
@@ -46,7 +59,11 @@ from ._consumer import Consumer as Consumer
 from ._events import ProducerBatchCompleted as ProducerBatchCompleted
 from ._fetcher import FetchedPartition as FetchedPartition
 from ._fetcher import Fetcher as Fetcher
+from ._fetcher import FetcherRequest as FetcherRequest
+from ._fetcher import FetcherResult as FetcherResult
 from ._fetcher import FetchPlan as FetchPlan
+from ._fetcher import ListOffsetsPlan as ListOffsetsPlan
+from ._fetcher import OffsetsForLeaderEpochPlan as OffsetsForLeaderEpochPlan
 from ._fetcher import records_from as records_from
 from ._message import OFFSET_BEGINNING as OFFSET_BEGINNING
 from ._message import OFFSET_END as OFFSET_END
@@ -66,6 +83,7 @@ from ._sender import Delivery as Delivery
 from ._sender import PartitionResponse as PartitionResponse
 from ._sender import ProducePlan as ProducePlan
 from ._sender import Sender as Sender
+from ._sender import SenderResult as SenderResult
 from ._shell import ProducerShell as ProducerShell
 
 __all__ = [
@@ -77,28 +95,44 @@ __all__ = [
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
     "AdminClient",
+    "AlterConfigOp",
+    "AlterConfigOpType",
     "AsyncConsumer",
     "AsyncProducer",
     "BufferFull",
     "ClientMetadata",
+    "ClusterDescription",
     "ClusterMetadata",
     "ConfigEntry",
     "ConfigError",
     "ConfigResource",
+    "ConfigSource",
+    "ConfigSynonym",
     "Consumer",
     "ConsumerConfig",
     "ConsumerCoordinator",
     "ConsumerGroupDescription",
+    "ConsumerGroupListing",
     "Delivery",
+    "ElectionType",
     "FetchPlan",
     "FetchedPartition",
     "Fetcher",
+    "FetcherRequest",
+    "FetcherResult",
     "KafkaError",
     "KafkaException",
+    "ListOffsetsPlan",
+    "ListOffsetsResultInfo",
+    "LogDirDescription",
     "MemberState",
     "Message",
     "NewPartitions",
     "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetSpec",
+    "OffsetsForLeaderEpochPlan",
+    "PartitionReassignment",
     "PartitionResponse",
     "Partitioner",
     "PendingRecord",
@@ -111,7 +145,9 @@ __all__ = [
     "ReadyCheck",
     "RebalanceEvent",
     "RecordAccumulator",
+    "ReplicaInfo",
     "Sender",
+    "SenderResult",
     "SubscriptionState",
     "TopicPartition",
     "murmur2",

@@ -171,6 +171,11 @@ class RecordAccumulator:
 
     # --- the Sender's side --------------------------------------------------------
 
+    @property
+    def _urgent(self) -> bool:
+        """No batch lingers: the producer flushes or closes, or a thread waits for room."""
+        return self._flushing > 0 or self._closing or self._waiting_for_room > 0
+
     def ready(
         self,
         leader_of: Callable[[TopicPartition], int | None],
@@ -183,7 +188,7 @@ class RecordAccumulator:
         unknown: set[str] = set()
         next_check = float("inf")
         linger = self.linger_ms / 1000
-        urgent = self._flushing > 0 or self._closing or self._waiting_for_room > 0
+        urgent = self._urgent
         for tp, queue in self._queues.items():
             if not queue:
                 continue
@@ -204,6 +209,36 @@ class RecordAccumulator:
             else:
                 next_check = min(next_check, linger - waited)
         return ReadyCheck(frozenset(nodes), next_check, frozenset(unknown))
+
+    def next_ready(
+        self,
+        leader_of: Callable[[TopicPartition], int | None],
+        may_send: Callable[[TopicPartition, ProducerBatch], bool],
+        has_room: Callable[[int], bool],
+    ) -> float | None:
+        """When the first batch :meth:`ready` would take becomes ready: a queue's first
+        batch, of a known leader ``has_room`` for another request, ready at its
+        ``retry_at`` after a failed attempt, at once (its creation) when full or urgent,
+        else ``linger.ms`` after its creation. The Sender's deadline: absolute, so the
+        answer does not depend on when it is asked."""
+        soonest: float | None = None
+        linger = self.linger_ms / 1000
+        urgent = self._urgent
+        for tp, queue in self._queues.items():
+            if not queue:
+                continue
+            leader = leader_of(tp)
+            batch = queue[0]
+            if leader is None or not has_room(leader) or not may_send(tp, batch):
+                continue
+            if batch.attempts > 0:
+                at = batch.retry_at
+            elif len(queue) > 1 or batch.size >= self.batch_size or urgent:
+                at = batch.created
+            else:
+                at = batch.created + linger
+            soonest = at if soonest is None else min(soonest, at)
+        return soonest
 
     def drain(
         self,

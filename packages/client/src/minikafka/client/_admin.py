@@ -1,28 +1,45 @@
-"""``AdminClient``: topics, configs and groups, shaped like confluent-kafka's.
+"""``AdminClient``: topics, configs, groups and their offsets, partitions and the cluster,
+shaped like confluent-kafka's.
 
 Each call returns at once with a ``concurrent.futures.Future`` per topic, resource or
 group (``fs = admin.create_topics([...]); fs["orders"].result()``), as confluent-kafka's
-AdminClient does. The work is :class:`AsyncAdminClient`'s (which says where each request
-goes), run on trio by a worker thread; a per-key error becomes that future's
-KafkaException, and a failure of the whole call every future's.
+AdminClient does; a partition's future is keyed by ``minikafka.common.TopicPartition``
+(topic and partition, as Kafka's), and a call that answers as a whole
+(``describe_cluster``, ``elect_leaders``) returns one future. The work is
+:class:`AsyncAdminClient`'s (which says where each request goes), run on trio by a
+worker thread; a per-key error becomes that future's KafkaException, and a failure of
+the whole call every future's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition as TopicPartitionKey
+from minikafka.raft import QuorumInfo
+
+from ._admin_port import AnyPartition, HasTopicPartition, key
 from ._admin_types import (
+    AlterConfigOp,
+    ClusterDescription,
     ClusterMetadata,
     ConfigEntry,
     ConfigResource,
     ConsumerGroupDescription,
+    ConsumerGroupListing,
+    ElectionType,
+    ListOffsetsResultInfo,
+    LogDirDescription,
     NewPartitions,
     NewTopic,
+    OffsetAndMetadata,
+    OffsetSpec,
+    PartitionReassignment,
 )
 from ._async_admin import AsyncAdminClient, admin_config
 from ._message import TRANSPORT, KafkaError, KafkaException
@@ -52,13 +69,20 @@ class AdminClient:
 
             try:
                 results = trio.run(main)
-            except KafkaException as exc:
-                results = dict.fromkeys(futures, exc.args[0])
-            except OSError as exc:
-                results = dict.fromkeys(futures, KafkaError(TRANSPORT, str(exc)))
-            for key, future in futures.items():
+            except Exception as exc:
+                failure = _lone(exc)
+                if isinstance(failure, KafkaException):
+                    results = dict.fromkeys(futures, failure.args[0])
+                elif isinstance(failure, OSError):
+                    error = KafkaError(TRANSPORT, str(failure))
+                    results = dict.fromkeys(futures, error)
+                else:
+                    for future in futures.values():
+                        future.set_exception(failure)
+                    return
+            for k, future in futures.items():
                 outcome = results.get(
-                    key, KafkaError(ErrorCode.unknown_server_error, "no answer")
+                    k, KafkaError(ErrorCode.unknown_server_error, "no answer")
                 )
                 if isinstance(outcome, KafkaError):
                     future.set_exception(KafkaException(outcome))
@@ -104,23 +128,167 @@ class AdminClient:
         result: ClusterMetadata = self._run([""], work)[""].result(wait)
         return result
 
+    # --- partitions and the cluster ------------------------------------------------
+
+    def list_offsets(
+        self,
+        topic_partition_offsets: Mapping[AnyPartition, OffsetSpec],
+        *,
+        isolation_level: int = 0,
+    ) -> dict[TopicPartitionKey, Future[ListOffsetsResultInfo]]:
+        """A future per partition: its offset for the spec, from its leader."""
+        wanted = {key(tp): spec for tp, spec in topic_partition_offsets.items()}
+        return self._run(
+            wanted,
+            lambda admin: admin.list_offsets(wanted, isolation_level=isolation_level),
+        )
+
+    def describe_cluster(self) -> Future[ClusterDescription]:
+        return self._one(lambda admin: admin.describe_cluster())
+
+    def describe_log_dirs(
+        self, broker_ids: Iterable[int]
+    ) -> dict[int, Future[dict[str, LogDirDescription]]]:
+        """A future per broker: its log dirs by path."""
+        brokers = list(dict.fromkeys(broker_ids))
+        return self._run(brokers, lambda admin: admin.describe_log_dirs(brokers))
+
+    def elect_leaders(
+        self,
+        election_type: ElectionType,
+        partitions: Iterable[HasTopicPartition] | None = None,
+    ) -> Future[dict[TopicPartitionKey, KafkaError | None]]:
+        """One future, as confluent-kafka's: each partition's error or None."""
+        asked = None if partitions is None else [key(tp) for tp in partitions]
+        return self._one(lambda admin: admin.elect_leaders(election_type, asked))
+
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[AnyPartition, Sequence[int] | None]
+    ) -> dict[TopicPartitionKey, Future[None]]:
+        """A future per partition: None once its move (or cancellation) is accepted."""
+        wanted = {key(tp): target for tp, target in reassignments.items()}
+        return self._run(
+            wanted, lambda admin: admin.alter_partition_reassignments(wanted)
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[HasTopicPartition] | None = None
+    ) -> Future[dict[TopicPartitionKey, PartitionReassignment]]:
+        asked = None if partitions is None else [key(tp) for tp in partitions]
+        return self._one(lambda admin: admin.list_partition_reassignments(asked))
+
+    def describe_metadata_quorum(self) -> Future[QuorumInfo]:
+        return self._one(lambda admin: admin.describe_metadata_quorum())
+
     # --- configs ------------------------------------------------------------------
 
     def describe_configs(
-        self, resources: Iterable[ConfigResource]
+        self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False
     ) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
         wanted = list(resources)
-        return self._run(wanted, lambda admin: admin.describe_configs(wanted))
+        return self._run(
+            wanted,
+            lambda admin: admin.describe_configs(
+                wanted, include_synonyms=include_synonyms
+            ),
+        )
+
+    def incremental_alter_configs(
+        self,
+        configs: Mapping[ConfigResource, Iterable[AlterConfigOp]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[ConfigResource, Future[None]]:
+        """A future per resource: None once changed (or, ``validate_only``, found valid),
+        else its KafkaException (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION...)."""
+        changes = {resource: list(ops) for resource, ops in configs.items()}
+        return self._run(
+            changes,
+            lambda admin: admin.incremental_alter_configs(
+                changes, validate_only=validate_only
+            ),
+        )
+
+    def alter_configs(
+        self,
+        configs: Mapping[ConfigResource, Mapping[str, str]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[ConfigResource, Future[None]]:
+        """The legacy AlterConfigs: each resource's overrides become exactly ``configs``."""
+        wanted = {resource: dict(entries) for resource, entries in configs.items()}
+        return self._run(
+            wanted,
+            lambda admin: admin.alter_configs(wanted, validate_only=validate_only),
+        )
 
     # --- groups -------------------------------------------------------------------
 
-    def list_consumer_groups(self) -> Future[list[str]]:
-        """Every group on every broker (ListGroups is answered per coordinator)."""
+    def _one(self, work: Callable[[AsyncAdminClient], Awaitable[T]]) -> Future[T]:
+        """One future for a call that answers as a whole."""
 
-        async def work(admin: AsyncAdminClient) -> dict[str, list[str]]:
-            return {"": await admin.list_consumer_groups()}
+        async def whole(admin: AsyncAdminClient) -> dict[str, T]:
+            return {"": await work(admin)}
 
-        return self._run([""], work)[""]
+        future: Future[T] = self._run([""], whole)[""]
+        return future
+
+    def list_consumer_groups(
+        self, *, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> Future[list[str]]:
+        """Every consumer group on every broker (ListGroups is answered per
+        coordinator), only those in ``states`` and of ``types`` when given."""
+        wanted_states, wanted_types = tuple(states), tuple(types)
+        return self._one(
+            lambda admin: admin.list_consumer_groups(
+                states=wanted_states, types=wanted_types
+            )
+        )
+
+    def list_consumer_group_listings(
+        self, *, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> Future[list[ConsumerGroupListing]]:
+        """As :meth:`list_consumer_groups`, each group with its state and type."""
+        wanted_states, wanted_types = tuple(states), tuple(types)
+        return self._one(
+            lambda admin: admin.list_consumer_group_listings(
+                states=wanted_states, types=wanted_types
+            )
+        )
+
+    def list_consumer_group_offsets(
+        self,
+        group_ids: Iterable[str],
+        partitions: Iterable[HasTopicPartition] | None = None,
+    ) -> dict[str, Future[dict[TopicPartitionKey, OffsetAndMetadata]]]:
+        """A future per group: its committed offsets (of ``partitions``, or all)."""
+        groups = list(dict.fromkeys(group_ids))
+        asked = None if partitions is None else [key(tp) for tp in partitions]
+        return self._run(
+            groups, lambda admin: admin.list_consumer_group_offsets(groups, asked)
+        )
+
+    def alter_consumer_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[AnyPartition, OffsetAndMetadata | int],
+    ) -> dict[TopicPartitionKey, Future[None]]:
+        """A future per partition: None once committed; UNKNOWN_MEMBER_ID while the
+        group has members."""
+        wanted = {key(tp): o for tp, o in offsets.items()}
+        return self._run(
+            wanted, lambda admin: admin.alter_consumer_group_offsets(group_id, wanted)
+        )
+
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[HasTopicPartition]
+    ) -> dict[TopicPartitionKey, Future[None]]:
+        """A future per partition: None once the group's offset of it is deleted."""
+        wanted = list(dict.fromkeys(key(tp) for tp in partitions))
+        return self._run(
+            wanted,
+            lambda admin: admin.delete_consumer_group_offsets(group_id, wanted),
+        )
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str]
@@ -133,3 +301,11 @@ class AdminClient:
     ) -> dict[str, Future[None]]:
         groups = list(group_ids)
         return self._run(groups, lambda admin: admin.delete_consumer_groups(groups))
+
+
+def _lone(exc: Exception) -> Exception:
+    """The one exception inside trio's nursery groups, if there is only one: the client's
+    connections run in a nursery, which wraps whatever leaves it."""
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

@@ -1,14 +1,17 @@
 """What the admin clients take and answer: confluent-kafka's shapes (``NewTopic``,
 ``ConfigResource``, ``ClusterMetadata``, ``ConsumerGroupDescription``...), shared by
-:class:`AsyncAdminClient` and the synchronous :class:`AdminClient` over it."""
+:class:`AsyncAdminClient` and the synchronous :class:`AdminClient` over it; a config
+change is Kafka's ``AlterConfigOp`` (KIP-339)."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition as TopicPartitionKey
 from minikafka.coordination import decode_assignment
 from minikafka.net import Node
 
@@ -41,6 +44,39 @@ class ConfigResource:
     name: str
 
 
+class ConfigSource(enum.IntEnum):
+    """Where a config's value comes from (KIP-226), DescribeConfigs' ids under the names
+    of Kafka's ``ConfigEntry.ConfigSource``, which its kafka-configs.sh prints."""
+
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    DYNAMIC_CLIENT_METRICS_CONFIG = 7
+    DYNAMIC_GROUP_CONFIG = 8
+
+    @classmethod
+    def of(cls, source: int) -> ConfigSource:
+        """An id a newer broker may send that this enum lacks is UNKNOWN, as in Kafka."""
+        try:
+            return cls(source)
+        except ValueError:
+            return cls.UNKNOWN
+
+
+@attrs.frozen
+class ConfigSynonym:
+    """One place that sets a config (DescribeConfigs with ``include_synonyms``): the
+    topic's own key, the broker's key of the same setting, the default."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
 @attrs.frozen
 class ConfigEntry:
     name: str
@@ -48,6 +84,29 @@ class ConfigEntry:
     is_read_only: bool
     is_default: bool
     is_sensitive: bool
+    source: ConfigSource = ConfigSource.UNKNOWN
+    # The one in force first; empty unless asked for (``include_synonyms=True``).
+    synonyms: tuple[ConfigSynonym, ...] = ()
+
+
+class AlterConfigOpType(enum.IntEnum):
+    """IncrementalAlterConfigs' operations (KIP-339): SET a value, DELETE the override
+    (back to the default), APPEND to or SUBTRACT from a LIST config's values."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@attrs.frozen
+class AlterConfigOp:
+    """One change of :meth:`AsyncAdminClient.incremental_alter_configs`: Kafka's
+    ``AlterConfigOp(new ConfigEntry(name, value), opType)``; DELETE takes no value."""
+
+    name: str
+    value: str | None = None
+    op_type: AlterConfigOpType = AlterConfigOpType.SET
 
 
 @attrs.frozen
@@ -108,3 +167,117 @@ def member_partitions(data: bytes) -> tuple[TopicPartition, ...]:
         )
     except ValueError:  # not the consumer protocol's
         return ()
+
+
+# --- offsets, groups and the cluster (Kafka's Admin result types) ----------------------
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+LATEST_TIMESTAMP = -1  # the high watermark (read_uncommitted) or the LSO
+MAX_TIMESTAMP = -3  # the record with the largest timestamp (KIP-734, ListOffsets v7)
+
+
+@attrs.frozen
+class OffsetSpec:
+    """What :meth:`AsyncAdminClient.list_offsets` asks of a partition: Kafka's
+    ``OffsetSpec``, as the timestamp ListOffsets carries (negative: a special one)."""
+
+    timestamp: int
+
+    @classmethod
+    def earliest(cls) -> OffsetSpec:
+        return cls(EARLIEST_TIMESTAMP)
+
+    @classmethod
+    def latest(cls) -> OffsetSpec:
+        return cls(LATEST_TIMESTAMP)
+
+    @classmethod
+    def max_timestamp(cls) -> OffsetSpec:
+        return cls(MAX_TIMESTAMP)
+
+    @classmethod
+    def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:
+        """The first offset whose timestamp is at or after ``timestamp_ms``."""
+        if timestamp_ms < 0:
+            raise ValueError(f"a timestamp is ms since the epoch, not {timestamp_ms}")
+        return cls(timestamp_ms)
+
+
+@attrs.frozen
+class ListOffsetsResultInfo:
+    """A partition's answer to ListOffsets: the offset, the timestamp of its record
+    (-1 for earliest/latest) and the leader epoch (None when the broker gave none)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None
+
+
+@attrs.frozen
+class OffsetAndMetadata:
+    """A committed offset, as Kafka's ``OffsetAndMetadata``."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int | None = None
+
+
+@attrs.frozen
+class ConsumerGroupListing:
+    """One group of ListGroups: Kafka's ``ConsumerGroupListing``. ``state`` is the
+    coordinator's name for it (Stable, Empty...), ``type`` "classic" or "consumer"
+    (KIP-848); both are "" when the broker answered an older ListGroups."""
+
+    group_id: str
+    is_simple_consumer_group: bool
+    state: str = ""
+    type: str = ""
+
+
+@attrs.frozen
+class ClusterDescription:
+    """DescribeCluster's answer: Kafka's ``DescribeClusterResult`` (nodes, controller,
+    cluster id), each broker's rack beside it."""
+
+    cluster_id: str
+    controller: Node | None
+    nodes: tuple[Node, ...]
+    racks: Mapping[int, str | None] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class ReplicaInfo:
+    """A replica in a log dir: its size in bytes, how far it lags (a future replica
+    being moved between dirs), and whether it is that future replica."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@attrs.frozen
+class LogDirDescription:
+    """One log dir of a broker: Kafka's ``LogDirDescription``; total and usable bytes
+    are None when the broker did not say (DescribeLogDirs before v4, KIP-827)."""
+
+    error: KafkaError | None
+    replica_infos: Mapping[TopicPartitionKey, ReplicaInfo]
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+
+
+@attrs.frozen
+class PartitionReassignment:
+    """A reassignment in progress (KIP-455): the replicas now, and which of them are
+    being added and removed."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election type (KIP-460)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1

@@ -318,8 +318,8 @@ class AsyncConsumer:
             if self._coordinator is not None:
                 self._coordinator.app_polled(time.monotonic())
                 self._run_callbacks()
-            if self._fetcher.errors:
-                raise KafkaException(self._fetcher.errors.pop(0))
+            if self._shell is not None and self._shell.errors:
+                raise KafkaException(self._shell.errors.pop(0))
             runs = self._fetcher.take(limit)
             if runs:
                 self._wake()

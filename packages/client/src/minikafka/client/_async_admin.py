@@ -1,21 +1,28 @@
 """``AsyncAdminClient``: Kafka's Admin for trio programs, and where each admin request goes.
 
 Kafka's admin requests are not all sent to the same broker, and the rule is the Admin
-client's to know: CreateTopics, DeleteTopics and CreatePartitions go to the controller
-the metadata names (a KRaft broker forwards them to the active controller when it is
-not one, KIP-590), DescribeConfigs to any broker, ListGroups to every broker (each knows
-only the groups it coordinates), DescribeGroups and DeleteGroups to each group's
-coordinator (FindCoordinator). The bootstrap servers are nodes -1, -2, ... until a
-Metadata answer names the brokers, as in Kafka's ``ClientUtils``; after that the known
-brokers are asked first.
+client's to know: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and the
+reassignment requests go to the controller the metadata names (a KRaft broker forwards
+them to the active controller when it is not one, KIP-590), DescribeConfigs,
+IncrementalAlterConfigs and AlterConfigs to any broker except a broker's own resource,
+which goes to that broker, ListGroups to every broker (each knows only the groups it
+coordinates), DescribeGroups, DeleteGroups and a group's offset requests (OffsetFetch,
+OffsetCommit, OffsetDelete) to each group's coordinator (FindCoordinator), ListOffsets
+to each partition's leader, DescribeLogDirs to each broker asked about. The bootstrap
+servers are nodes -1, -2, ... until a Metadata answer names the brokers, as in Kafka's
+``ClientUtils``; after that the known brokers are asked first.
 
-The operations answer per topic, resource or group with a value or the
+This class holds the routing, topics, configs and group descriptions; the group
+listings and offsets are mixed in from :mod:`._admin_groups`, the partition and
+cluster calls (offsets, log dirs, elections, reassignments, the quorum) from
+:mod:`._admin_cluster`, both written against the port in :mod:`._admin_port`.
+
+The operations answer per topic, partition, resource or group with a value or the
 :class:`KafkaError` the broker gave for it, and raise :class:`KafkaException` only for
 what fails as a whole (``_TRANSPORT`` when no server can be reached, named by the
 request and the server it went to). :meth:`request` sends any request body through the
-same connections, for the tools whose requests the Admin API does not cover here
-(``kafka-consumer-groups.sh``'s offsets, reassignments, the metadata quorum). The
-synchronous, confluent-kafka-shaped :class:`AdminClient` runs this class on a thread.
+same connections. The synchronous, confluent-kafka-shaped :class:`AdminClient` runs
+this class on a thread.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+from kio.schema.alter_configs.v1.response import AlterConfigsResponse
 from kio.schema.create_partitions.v1.request import (
     CreatePartitionsRequest,
     CreatePartitionsTopic,
@@ -48,18 +56,15 @@ from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
 from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
 from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
-from kio.schema.describe_configs.v3.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
 from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
-from kio.schema.list_groups.v2.request import ListGroupsRequest
-from kio.schema.list_groups.v2.response import ListGroupsResponse
+from kio.schema.incremental_alter_configs.v1.response import (
+    IncrementalAlterConfigsResponse,
+)
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import BrokerId, GroupId, TopicName
@@ -67,10 +72,21 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import ConfigError
-from minikafka.coordination import CONSUMER_PROTOCOL_TYPE
 from minikafka.net import ClientError, NetworkClient, Node, api_name
 
+from ._admin_cluster import ClusterAdmin
+from ._admin_configs import (
+    Outcomes,
+    alter_request,
+    describe_request,
+    described,
+    incremental_request,
+    outcomes,
+    route,
+)
+from ._admin_groups import GroupOffsetsAdmin
 from ._admin_types import (
+    AlterConfigOp,
     ClusterMetadata,
     ConfigEntry,
     ConfigResource,
@@ -93,7 +109,6 @@ V = TypeVar("V")
 ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
 GROUP_KEY_TYPE = 0  # FindCoordinator: a group, not a transactional id
-DEFAULT_CONFIG_SOURCE = 5  # DescribeConfigs: a value nobody set (KIP-226)
 
 
 def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, int]:
@@ -141,7 +156,7 @@ def where(node: Node) -> str:
     return f"{name} ({node.host}:{node.port})"
 
 
-class AsyncAdminClient:
+class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin):
     """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
 
     def __init__(
@@ -357,59 +372,81 @@ class AsyncAdminClient:
     # --- configs ------------------------------------------------------------------
 
     async def describe_configs(
-        self, resources: Iterable[ConfigResource]
+        self, resources: Iterable[ConfigResource], *, include_synonyms: bool = False
     ) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
-        """Each resource's configuration entries (DescribeConfigs v3, to any broker)."""
-        request = DescribeConfigsRequest(
-            resources=tuple(
-                DescribeConfigsResource(
-                    resource_type=i8(r.restype),
-                    resource_name=r.name,
-                    configuration_keys=None,
-                )
-                for r in resources
-            ),
-            include_synonyms=False,
-            include_documentation=False,
-        )
-        response = await self.request(
-            await self.controller(), request, DescribeConfigsResponse
-        )
-        out: dict[ConfigResource, dict[str, ConfigEntry] | KafkaError] = {}
-        for result in response.results:
-            resource = ConfigResource(int(result.resource_type), result.resource_name)
-            error = error_or_none(int(result.error_code), result.error_message)
-            out[resource] = error or {
-                c.name: ConfigEntry(
-                    c.name,
-                    c.value,
-                    c.read_only,
-                    int(c.config_source) == DEFAULT_CONFIG_SOURCE,
-                    c.is_sensitive,
-                )
-                for c in result.configs
+        """Each resource's configuration entries (DescribeConfigs v3): a broker's to that
+        broker, the others to any; with ``include_synonyms``, every place that sets each
+        key, the one in force first (KIP-226)."""
+
+        async def send(
+            node: Node, asked: list[ConfigResource]
+        ) -> dict[ConfigResource, dict[str, ConfigEntry] | KafkaError]:
+            body = describe_request(asked, include_synonyms=include_synonyms)
+            response = await self.request(node, body, DescribeConfigsResponse)
+            return {
+                ConfigResource(int(r.resource_type), r.resource_name): described(r)
+                for r in response.results
             }
-        return out
+
+        return await self._per_config_node(resources, send)
+
+    async def incremental_alter_configs(
+        self,
+        configs: Mapping[ConfigResource, Iterable[AlterConfigOp]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[ConfigResource, KafkaError | None]:
+        """Change some of each resource's configs (IncrementalAlterConfigs v1, KIP-339):
+        SET, DELETE (back to the default), APPEND to or SUBTRACT from a LIST config.
+        Each resource is changed whole or not at all; ``validate_only`` checks and
+        changes nothing. Kafka's ``Admin.incrementalAlterConfigs``."""
+        changes = {resource: tuple(ops) for resource, ops in configs.items()}
+
+        async def send(node: Node, asked: list[ConfigResource]) -> Outcomes:
+            body = incremental_request(changes, asked, validate_only=validate_only)
+            response = await self.request(node, body, IncrementalAlterConfigsResponse)
+            return outcomes(response, asked)
+
+        return await self._per_config_node(changes, send)
+
+    async def alter_configs(
+        self,
+        configs: Mapping[ConfigResource, Mapping[str, str]],
+        *,
+        validate_only: bool = False,
+    ) -> dict[ConfigResource, KafkaError | None]:
+        """Replace each resource's overrides with ``configs[resource]`` (the legacy
+        AlterConfigs v1, KIP-133): a key left out goes back to its default. Kafka's
+        deprecated ``Admin.alterConfigs``; prefer :meth:`incremental_alter_configs`."""
+        wanted = {resource: dict(entries) for resource, entries in configs.items()}
+
+        async def send(node: Node, asked: list[ConfigResource]) -> Outcomes:
+            body = alter_request(wanted, asked, validate_only=validate_only)
+            response = await self.request(node, body, AlterConfigsResponse)
+            return outcomes(response, asked)
+
+        return await self._per_config_node(wanted, send)
+
+    async def _per_config_node(
+        self,
+        resources: Iterable[ConfigResource],
+        send: Callable[
+            [Node, list[ConfigResource]], Awaitable[Mapping[ConfigResource, V]]
+        ],
+    ) -> dict[ConfigResource, V | KafkaError]:
+        """``send(node, its resources)`` for each node the resources go to (:func:`route`);
+        a broker the metadata does not list answers for its resource with that error."""
+        wanted = list(resources)
+        anywhere = await self.controller()  # and the metadata's brokers
+        by_node, out = route(wanted, anywhere, self.brokers)
+        answers: dict[ConfigResource, V | KafkaError] = dict(out)
+        for node, asked in by_node.items():
+            answers.update(await send(node, asked))
+        return {
+            resource: answers[resource] for resource in wanted if resource in answers
+        }
 
     # --- groups -------------------------------------------------------------------
-
-    async def list_consumer_groups(self) -> list[str]:
-        """The consumer groups of every broker, sorted: ListGroups to each (it is answered
-        per coordinator), keeping, as Kafka's ``listConsumerGroups`` does, the groups of
-        the consumer protocol and those that only ever committed offsets (type "")."""
-        await self.metadata([])
-        groups: set[str] = set()
-        for node in list(self.brokers.values()):
-            response = await self.request(node, ListGroupsRequest(), ListGroupsResponse)
-            if response.error_code != ErrorCode.none:
-                message = f"ListGroups of broker {node.node_id}"
-                raise KafkaException(KafkaError(int(response.error_code), message))
-            groups.update(
-                str(g.group_id)
-                for g in response.groups
-                if g.protocol_type in (CONSUMER_PROTOCOL_TYPE, "")
-            )
-        return sorted(groups)
 
     async def _per_group(
         self, group_ids: Iterable[str], ask: Callable[[str, Node], Awaitable[V]]

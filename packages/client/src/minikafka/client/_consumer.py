@@ -195,7 +195,7 @@ class Consumer:
                     self._coordinator.app_polled(time.monotonic())
             self._run_callbacks()
             with self._changed:
-                errors, self._fetcher.errors = self._fetcher.errors, []
+                errors, self._shell.errors = self._shell.errors, []
                 records = self._fetcher.take(limit) if not errors else []
             if records or errors:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again
@@ -208,7 +208,7 @@ class Consumer:
             with self._changed:
                 if (
                     not self._fetcher.has_buffered()
-                    and not self._fetcher.errors
+                    and not self._shell.errors
                     and not (self._coordinator and self._coordinator.events)
                 ):
                     self._changed.wait(0.1 if left is None else min(left, 0.1))

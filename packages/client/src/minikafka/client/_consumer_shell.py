@@ -66,6 +66,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
+from minikafka.common.shell import Wakeup
 from minikafka.coordination.member import (
     ConsumerCoordinator,
     FindCoordinator,
@@ -81,7 +82,15 @@ from minikafka.coordination.member import (
 from minikafka.log import CorruptRecordError
 from minikafka.net import ClientError, NetworkClient, Node
 
-from ._fetcher import FetchedPartition, Fetcher, FetchPlan
+from ._fetcher import (
+    FetchedPartition,
+    Fetcher,
+    FetcherResult,
+    FetchPlan,
+    ListOffsetsPlan,
+    OffsetsForLeaderEpochPlan,
+)
+from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
 
@@ -105,8 +114,8 @@ class ConsumerShell:
     on_change: Callable[[], None]  # records, events or answers for the application
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     clock: Callable[[], float] = time.monotonic
-    _wake_fetch: trio.Event = attrs.field(factory=trio.Event)
-    _wake_group: trio.Event = attrs.field(factory=trio.Event)
+    _wake_fetch: Wakeup = attrs.field(factory=Wakeup)
+    _wake_group: Wakeup = attrs.field(factory=Wakeup)
     _refresher: MetadataRefresher | None = None
     _coordinator_node: Node | None = None
     _nursery: trio.Nursery | None = None
@@ -115,6 +124,8 @@ class ConsumerShell:
     # while a Fetch to a silent broker must fail after request.timeout.ms (Kafka's
     # consumer gives JoinGroup its own, longer, timeout the same way). None: ``client``.
     group_client: NetworkClient | None = None
+    # The Fetcher's errors (its results' replies), for the application's next poll.
+    errors: list[KafkaError] = attrs.field(factory=list)
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -158,25 +169,27 @@ class ConsumerShell:
     async def _fetch_loop(self) -> None:
         assert self._nursery is not None
         while True:
-            self._wake_fetch = trio.Event()
             with self.lock:
-                validations = self.fetcher.prepare_validations()
-                plans = self.fetcher.prepare()
-                resets = self.fetcher.prepare_resets()
-                wanted = [*(p.node for p in plans), *resets, *validations]
-                nodes = {n: self.metadata.node(n) for n in wanted}
-            for node_id, epochs in validations.items():
-                self._nursery.start_soon(
-                    self._validate, node_id, nodes[node_id], epochs
+                result = (
+                    self.fetcher.prepare_validations()
+                    + self.fetcher.prepare()
+                    + self.fetcher.prepare_resets()
                 )
-            for plan in plans:
-                self._nursery.start_soon(self._fetch, plan, nodes[plan.node])
-            for node_id, offsets in resets.items():
-                self._nursery.start_soon(
-                    self._list_offsets, node_id, nodes[node_id], offsets
-                )
-            with trio.move_on_after(1.0):
-                await self._wake_fetch.wait()
+                nodes = {m.node: self.metadata.node(m.node) for m in result.messages}
+                self._hand_out(result)
+            for request in result.messages:
+                node = nodes[request.node]
+                if isinstance(request, OffsetsForLeaderEpochPlan):
+                    self._nursery.start_soon(self._validate, request, node)
+                elif isinstance(request, FetchPlan):
+                    self._nursery.start_soon(self._fetch, request, node)
+                else:
+                    self._nursery.start_soon(self._list_offsets, request, node)
+            await self._wake_fetch.sleep_until(self.clock() + 1.0, self.clock)
+
+    def _hand_out(self, result: FetcherResult) -> None:
+        """Keep the result's errors for the application's poll (holding the lock)."""
+        self.errors.extend(result.replies)
 
     def _fetch_request(self, plan: FetchPlan) -> FetchRequest:
         config = self.fetcher.config
@@ -238,7 +251,7 @@ class ConsumerShell:
                     results[tp] = fetched
         with self.lock:
             if isinstance(response, FetchResponse):
-                self.fetcher.on_response(plan, results)
+                self._hand_out(self.fetcher.on_response(plan, results))
             else:
                 self.fetcher.on_failure(plan)
         if response is None:
@@ -247,12 +260,11 @@ class ConsumerShell:
         self.wake()
 
     async def _validate(
-        self,
-        node_id: int,
-        node: Node | None,
-        epochs: dict[TopicPartition, tuple[int, int]],
+        self, plan: OffsetsForLeaderEpochPlan, node: Node | None
     ) -> None:
         """KIP-320: ask the new leader where each position's epoch ends in its log."""
+        node_id = plan.node
+        epochs = {tp: (current, epoch) for tp, current, epoch in plan.partitions}
         request = OffsetForLeaderEpochRequest(
             replica_id=BrokerId(CONSUMER_REPLICA_ID),
             topics=tuple(
@@ -291,7 +303,7 @@ class ConsumerShell:
                     for t in response.topics
                     for p in t.partitions
                 }
-                self.fetcher.on_validation(node_id, answers)
+                self._hand_out(self.fetcher.on_validation(node_id, answers))
             else:
                 self.fetcher.on_validation_failed(node_id)
         retry = response is None or any(error for error, _, _ in answers.values())
@@ -300,9 +312,9 @@ class ConsumerShell:
         self.on_change()
         self.wake()
 
-    async def _list_offsets(
-        self, node_id: int, node: Node | None, offsets: dict[TopicPartition, int]
-    ) -> None:
+    async def _list_offsets(self, plan: ListOffsetsPlan, node: Node | None) -> None:
+        node_id = plan.node
+        offsets = dict(plan.partitions)
         request = ListOffsetsRequest(
             replica_id=BrokerId(CONSUMER_REPLICA_ID),
             isolation_level=i8(
@@ -340,7 +352,7 @@ class ConsumerShell:
                     for t in response.topics
                     for p in t.partitions
                 }
-                self.fetcher.on_reset(node_id, answers)
+                self._hand_out(self.fetcher.on_reset(node_id, answers))
             else:
                 self.fetcher.on_reset_failed(node_id)
         if response is None:
@@ -353,11 +365,10 @@ class ConsumerShell:
         assert self._nursery is not None
         assert self.coordinator is not None
         while True:
-            self._wake_group = trio.Event()
             with self.lock:
                 now = self.clock()
-                requests = self.coordinator.poll(now)
-                delay = self.coordinator.next_wakeup(now)
+                requests = self.coordinator.on_timer(now).messages
+                deadline = self.coordinator.next_deadline()
                 node = self._coordinator_node
                 bootstrap = self.metadata.any_node(0)
             if requests or self.coordinator.events:
@@ -365,8 +376,10 @@ class ConsumerShell:
             for request in requests:
                 target = bootstrap if isinstance(request, FindCoordinator) else node
                 self._nursery.start_soon(self._group_request, request, target)
-            with trio.move_on_after(max(delay, 0.01)):
-                await self._wake_group.wait()
+            # At least every second: a member also acts on what it is not told of by a
+            # call (max.poll.interval.ms running out while the application is away).
+            wake_by = now + 1.0 if deadline is None else min(deadline, now + 1.0)
+            await self._wake_group.sleep_until(max(wake_by, now + 0.01), self.clock)
 
     async def _group_request(self, request: GroupRequest, node: Node | None) -> None:
         assert self.coordinator is not None
@@ -504,7 +517,7 @@ class ConsumerShell:
                 JoinMember(m.member_id, m.group_instance_id, bytes(m.metadata))
                 for m in response.members
             ]
-            return coordinator.on_join(
+            result = coordinator.on_join(
                 int(response.error_code),
                 int(response.generation_id),
                 response.protocol_name,
@@ -513,6 +526,7 @@ class ConsumerShell:
                 members,
                 now,
             )
+            return result.messages[0] if result.messages else None
         elif isinstance(response, SyncGroupResponse):
             coordinator.on_sync(
                 int(response.error_code), bytes(response.assignment), now
@@ -540,9 +554,11 @@ class ConsumerShell:
         if self.coordinator is None:
             return
         with self.lock:
-            request = self.coordinator.leave()
+            requests = self.coordinator.leave().messages
             node = self._coordinator_node
-        if request is not None and node is not None:
+        for request in requests:
+            if node is None:
+                break
             try:
                 with trio.move_on_after(5):
                     await (self.group_client or self.client).send(

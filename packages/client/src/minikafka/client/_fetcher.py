@@ -24,7 +24,11 @@ raised to the application with ``none``); a leader that moved (NOT_LEADER_OR_FOL
 FENCED_LEADER_EPOCH...) refreshes the metadata and the partition is fetched from the
 new leader.
 
-A core: calls take ``now``; the shell sends the plans it returns.
+A core (it keeps no time: nothing it does waits on a clock): each driving call returns
+one :class:`~minikafka.common.CoreResult`, its messages the requests to send
+(:class:`FetchPlan`, :class:`ListOffsetsPlan`, :class:`OffsetsForLeaderEpochPlan`), its
+replies the errors for the application's next ``poll``. Records go out by :meth:`take`,
+the answer to the application's ``poll``.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from __future__ import annotations
 import collections
 import struct
 from collections.abc import Mapping, Sequence
+from typing import Never, TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 from minikafka.coordination.member import SubscriptionState
 from minikafka.log import CorruptRecordError, Record, decode_batch
 
@@ -66,6 +71,31 @@ class FetchPlan:
     node: int
     partitions: tuple[tuple[TopicPartition, int, int], ...]
     leader_epochs: tuple[int, ...] = ()  # per partition, -1 if not known
+
+
+@attrs.frozen
+class ListOffsetsPlan:
+    """One ListOffsets request: the leader, and per partition the timestamp to look up
+    (``EARLIEST`` or ``LATEST``: a position reset by ``auto.offset.reset`` or a seek)."""
+
+    node: int
+    partitions: tuple[tuple[TopicPartition, int], ...]
+
+
+@attrs.frozen
+class OffsetsForLeaderEpochPlan:
+    """One OffsetsForLeaderEpoch request (KIP-320): the new leader, and per partition the
+    leader epoch the consumer now knows and the epoch of the records its position
+    follows."""
+
+    node: int
+    partitions: tuple[tuple[TopicPartition, int, int], ...]
+
+
+FetcherRequest: TypeAlias = FetchPlan | ListOffsetsPlan | OffsetsForLeaderEpochPlan
+FetcherResult: TypeAlias = CoreResult[Never, KafkaError, FetcherRequest]
+"""What a call into the Fetcher hands back: requests to send (messages) and errors for
+the application (replies)."""
 
 
 @attrs.frozen
@@ -125,7 +155,6 @@ class Fetcher:
     config: ConsumerConfig
     subscriptions: SubscriptionState
     metadata: ClientMetadata
-    errors: list[KafkaError] = attrs.field(factory=list)  # for the application's poll
     _in_flight: set[int] = attrs.field(factory=set)
     _resetting: set[int] = attrs.field(factory=set)
     _buffered: collections.deque[_Completed] = attrs.field(factory=collections.deque)
@@ -134,7 +163,7 @@ class Fetcher:
 
     # --- fetching -----------------------------------------------------------------
 
-    def prepare(self) -> list[FetchPlan]:
+    def prepare(self) -> FetcherResult:
         """Fetch requests to send now: one per leader with none in flight."""
         buffered: dict[TopicPartition, list[_Completed]] = {}
         for completed in self._buffered:
@@ -159,14 +188,16 @@ class Fetcher:
                 )
             )
         self._in_flight.update(by_node)
-        return [
-            FetchPlan(
-                node,
-                tuple(parts),
-                tuple(self._leader_epochs.get(tp, -1) for tp, *_ in parts),
+        return CoreResult(
+            messages=tuple(
+                FetchPlan(
+                    node,
+                    tuple(parts),
+                    tuple(self._leader_epochs.get(tp, -1) for tp, *_ in parts),
+                )
+                for node, parts in sorted(by_node.items())
             )
-            for node, parts in sorted(by_node.items())
-        ]
+        )
 
     # --- KIP-320: the position checked after a leader change ------------------------
 
@@ -183,11 +214,12 @@ class Fetcher:
             if known is not None and epoch > known and state.leader_epoch is not None:
                 state.awaiting_validation = True
 
-    def prepare_validations(self) -> dict[int, dict[TopicPartition, tuple[int, int]]]:
-        """OffsetsForLeaderEpoch to send, per leader: for each partition, the leader epoch
-        the consumer now knows and the epoch of the records its position follows."""
+    def prepare_validations(self) -> FetcherResult:
+        """OffsetsForLeaderEpoch to send, one per leader: for each partition, the leader
+        epoch the consumer now knows and the epoch of the records its position
+        follows."""
         self._note_leader_epochs()
-        by_node: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
+        by_node: dict[int, list[tuple[TopicPartition, int, int]]] = {}
         for tp, state in self.subscriptions.assignment.items():
             if not state.awaiting_validation or state.leader_epoch is None:
                 continue
@@ -196,18 +228,24 @@ class Fetcher:
                 self.metadata.request_update()
             elif leader not in self._validating:
                 current = self._leader_epochs.get(tp, -1)
-                by_node.setdefault(leader, {})[tp] = (current, state.leader_epoch)
+                by_node.setdefault(leader, []).append((tp, current, state.leader_epoch))
         self._validating.update(by_node)
-        return by_node
+        return CoreResult(
+            messages=tuple(
+                OffsetsForLeaderEpochPlan(node, tuple(parts))
+                for node, parts in by_node.items()
+            )
+        )
 
     def on_validation(
         self, node: int, answers: Mapping[TopicPartition, tuple[int, int, int]]
-    ) -> None:
+    ) -> FetcherResult:
         """OffsetsForLeaderEpoch answered: (error, epoch, end offset) per partition. An
         end offset below the position means the log was truncated under the consumer:
         the position goes back to it (``auto.offset.reset`` allowing, as Kafka's
         consumer does), or the application hears of it."""
         self._validating.discard(node)
+        errors: list[KafkaError] = []
         for tp, (error, _epoch, end_offset) in answers.items():
             state = self.subscriptions.assignment.get(tp)
             if state is None or not state.awaiting_validation:
@@ -217,12 +255,10 @@ class Fetcher:
                 continue
             state.awaiting_validation = False
             if error != ErrorCode.none:
-                self.errors.append(
-                    KafkaError(error, f"validating the position of {tp}")
-                )
+                errors.append(KafkaError(error, f"validating the position of {tp}"))
             elif state.position is not None and 0 <= end_offset < state.position:
                 if self.subscriptions.auto_offset_reset == "none":
-                    self.errors.append(
+                    errors.append(
                         KafkaError(
                             ErrorCode.offset_out_of_range,
                             f"{tp}: the log was truncated to {end_offset}, below the "
@@ -234,6 +270,7 @@ class Fetcher:
                 self._buffered = collections.deque(
                     c for c in self._buffered if c.topic_partition != tp
                 )
+        return CoreResult(replies=tuple(errors))
 
     def on_validation_failed(self, node: int) -> None:
         self._validating.discard(node)
@@ -250,8 +287,11 @@ class Fetcher:
 
     def on_response(
         self, plan: FetchPlan, results: Mapping[TopicPartition, FetchedPartition]
-    ) -> None:
+    ) -> FetcherResult:
+        """A Fetch answered: its records buffered for :meth:`take`, and the errors the
+        application is to hear of."""
         self._in_flight.discard(plan.node)
+        errors: list[KafkaError] = []
         for tp, offset, _ in plan.partitions:
             result = results.get(tp)
             state = self.subscriptions.assignment.get(tp)
@@ -267,9 +307,7 @@ class Fetcher:
                         result, offset
                     )
                 except CorruptRecordError as exc:
-                    self.errors.append(
-                        KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}")
-                    )
+                    errors.append(KafkaError(ErrorCode.corrupt_message, f"{tp}: {exc}"))
                     continue
                 if records:
                     self._buffered.append(
@@ -279,7 +317,7 @@ class Fetcher:
                     state.position = after  # only control batches: step over them
             elif result.error == ErrorCode.offset_out_of_range:
                 if not self.subscriptions.request_reset(tp):
-                    self.errors.append(
+                    errors.append(
                         KafkaError(
                             result.error,
                             f"{tp} at {offset}, and auto.offset.reset=none",
@@ -288,7 +326,8 @@ class Fetcher:
             elif result.error in _STALE_METADATA:
                 self.metadata.request_update()
             else:
-                self.errors.append(KafkaError(result.error, f"fetching {tp}"))
+                errors.append(KafkaError(result.error, f"fetching {tp}"))
+        return CoreResult(replies=tuple(errors))
 
     def decode(
         self, result: FetchedPartition, offset: int
@@ -342,30 +381,36 @@ class Fetcher:
 
     # --- resetting positions ------------------------------------------------------
 
-    def prepare_resets(self) -> dict[int, dict[TopicPartition, int]]:
-        """ListOffsets to send, per leader: each partition's EARLIEST or LATEST."""
-        by_node: dict[int, dict[TopicPartition, int]] = {}
+    def prepare_resets(self) -> FetcherResult:
+        """ListOffsets to send, one per leader: each partition's EARLIEST or LATEST."""
+        by_node: dict[int, list[tuple[TopicPartition, int]]] = {}
         for tp, timestamp in self.subscriptions.awaiting_reset().items():
             leader = self.metadata.leader_of(tp)
             if leader is None:
                 self.metadata.request_update()
             elif leader not in self._resetting:
-                by_node.setdefault(leader, {})[tp] = timestamp
+                by_node.setdefault(leader, []).append((tp, timestamp))
         self._resetting.update(by_node)
-        return by_node
+        return CoreResult(
+            messages=tuple(
+                ListOffsetsPlan(node, tuple(parts)) for node, parts in by_node.items()
+            )
+        )
 
     def on_reset(
         self, node: int, offsets: Mapping[TopicPartition, tuple[int, int]]
-    ) -> None:
+    ) -> FetcherResult:
         """ListOffsets answered: (error, offset) per partition."""
         self._resetting.discard(node)
+        errors: list[KafkaError] = []
         for tp, (error, offset) in offsets.items():
             if error == ErrorCode.none:
                 self.subscriptions.reset_done(tp, offset)
             elif error in _STALE_METADATA:
                 self.metadata.request_update()
             else:
-                self.errors.append(KafkaError(error, f"ListOffsets for {tp}"))
+                errors.append(KafkaError(error, f"ListOffsets for {tp}"))
+        return CoreResult(replies=tuple(errors))
 
     def on_reset_failed(self, node: int) -> None:
         self._resetting.discard(node)

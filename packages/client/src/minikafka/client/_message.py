@@ -5,7 +5,8 @@ confluent-kafka's, so code written for it reads the same (``err.code()``, ``err.
 Broker errors keep Kafka's codes and names (``NOT_LEADER_OR_FOLLOWER``, 6). Errors the
 client itself decides have librdkafka's negative codes and underscored names:
 ``_MSG_TIMED_OUT`` (``delivery.timeout.ms`` passed), ``_PURGE_QUEUE`` (the producer was
-closed without flushing), ``_TRANSPORT`` (the connection failed), ``_TIMED_OUT``.
+closed without flushing), ``_TRANSPORT`` (the connection failed), ``_TIMED_OUT``,
+``_BAD_MSG`` (an answer that does not make sense).
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ MSG_TIMED_OUT = -192
 PURGE_QUEUE = -152
 TRANSPORT = -195
 TIMED_OUT = -185
+BAD_MSG = -199  # an answer the client cannot read
 _LOCAL_NAMES = {
+    BAD_MSG: "_BAD_MSG",
     MSG_TIMED_OUT: "_MSG_TIMED_OUT",
     PURGE_QUEUE: "_PURGE_QUEUE",
     TRANSPORT: "_TRANSPORT",

@@ -16,6 +16,7 @@ from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import TopicName
 
+from minikafka.common.shell import Wakeup
 from minikafka.net import ClientError, NetworkClient
 
 from ._metadata import ClientMetadata
@@ -32,7 +33,7 @@ class MetadataRefresher:
     retry_backoff_ms: int
     on_update: Callable[[], None]
     allow_auto_create: bool = True
-    _wake: trio.Event = attrs.field(factory=trio.Event)
+    _wake: Wakeup = attrs.field(factory=Wakeup)
     _attempt: int = 0
 
     def wake(self) -> None:
@@ -42,7 +43,6 @@ class MetadataRefresher:
     async def run(self) -> None:
         backoff = self.retry_backoff_ms / 1000
         while True:
-            self._wake = trio.Event()
             with self.lock:
                 due = bool(self.metadata.wanted) and self.metadata.update_due(
                     self.clock()
@@ -74,5 +74,5 @@ class MetadataRefresher:
                 if again:  # a topic still without partitions or leaders: not in a spin
                     await trio.sleep(backoff)
                     continue
-            with trio.move_on_after(self.metadata.max_age_ms / 1000):
-                await self._wake.wait()
+            max_age = self.metadata.max_age_ms / 1000
+            await self._wake.sleep_until(self.clock() + max_age, self.clock)

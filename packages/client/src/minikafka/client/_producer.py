@@ -260,7 +260,7 @@ class Producer:
             return 0
         left = self.flush(timeout)
         with self._lock:
-            self._sender.abort(
+            aborted = self._sender.abort(
                 KafkaError(PURGE_QUEUE, "the producer was closed"), PRODUCER_CLOCK()
             )
         self._closed = True
@@ -268,9 +268,7 @@ class Producer:
             with contextlib.suppress(trio.RunFinishedError):
                 self._token.run_sync_soon(self._stop.cancel)
         self._thread.join(10)
-        with self._lock:
-            deliveries, self._sender.deliveries = self._sender.deliveries, []
-        self._deliver(deliveries)
+        self._deliver(list(aborted.replies))
         self.poll(0)
         return left
 

@@ -1,6 +1,6 @@
 """The Sender: ready batches to their leaders, and what each answer means (seed 000).
 
-On each :meth:`Sender.poll` the Sender asks the accumulator which leaders have a batch
+On each :meth:`Sender.on_timer` the Sender asks the accumulator which leaders have a batch
 ready, and for each leader with fewer than ``max.in.flight.requests.per.connection``
 requests unanswered, drains one request's worth of batches. An answer completes a
 batch (every record's delivery report, with its offset), sends it back to the queue for
@@ -25,9 +25,12 @@ UNKNOWN_PRODUCER_ID or an out-of-order batch with nothing before it unresolved) 
 producer asks for a new producer id and numbers from zero again, re-stamping what has
 not been acknowledged (Kafka bumps the epoch instead, KIP-360).
 
-A core: every call takes ``now``; it returns requests to make and leaves delivery
-reports in :attr:`Sender.deliveries` for the shell to hand out. When its tracer is
-enabled it emits one :class:`~._events.ProducerBatchCompleted` per batch as the batch is
+A core: every call takes ``now`` and returns one :class:`~minikafka.common.CoreResult`:
+its messages are the Produce requests to make (:class:`ProducePlan`), its replies the
+delivery reports (:class:`Delivery`) for the shell to hand to the application; it
+writes no records. :meth:`Sender.next_deadline` is when a batch may become ready by
+itself (linger, backoff), for the shell to call :meth:`Sender.on_timer`. When its
+tracer is enabled it emits one :class:`~._events.ProducerBatchCompleted` per batch as the batch is
 resolved (acknowledged or failed for good), to the tracer it was given: the producer
 that assembles it passes its own (``Producer(config, tracer=...)``).
 """
@@ -35,11 +38,12 @@ that assembles it passes its own (``Producer(config, tracer=...)``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Never, TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Acks, TopicPartition
+from minikafka.common import Acks, CoreResult, TopicPartition
 from minikafka.log import Record
 from minikafka.trace import NullTracer, Tracer
 
@@ -115,6 +119,11 @@ class Delivery:
         )
 
 
+SenderResult: TypeAlias = CoreResult[Never, Delivery, ProducePlan]
+"""What a call into the Sender hands back: delivery reports (replies) and Produce
+requests to make (messages); a producer appends to no log of its own."""
+
+
 @attrs.define
 class Sender:
     config: ProducerConfig
@@ -122,7 +131,6 @@ class Sender:
     metadata: ClientMetadata
     producer_id: int = -1
     producer_epoch: int = -1
-    deliveries: list[Delivery] = attrs.field(factory=list)
     _next_sequence: dict[TopicPartition, int] = attrs.field(factory=dict)
     # (producer id, partition) -> base sequences sent and not yet resolved
     _unresolved: dict[tuple[int, TopicPartition], set[int]] = attrs.field(factory=dict)
@@ -151,18 +159,20 @@ class Sender:
 
     # --- sending ------------------------------------------------------------------
 
-    def poll(self, now: float) -> list[ProducePlan]:
-        """The requests to make now (at most one per ready leader)."""
-        self._expire(now)
+    def on_timer(self, now: float) -> SenderResult:
+        """The requests to make now (at most one per ready leader), and the reports of
+        batches that ran out of ``delivery.timeout.ms`` in their queue."""
+        reports: list[Delivery] = []
+        self._expire(now, reports)
         if self.needs_producer_id():
-            return []
+            return CoreResult(replies=tuple(reports))
         check = self.accumulator.ready(self.metadata.leader_of, now, self._may_send)
         if check.unknown_leaders:
             self.metadata.request_update()
         queued = list(self.accumulator.partitions_with_batches())
         plans: list[ProducePlan] = []
         for node in sorted(check.nodes):
-            if self._requests.get(node, 0) >= self.config.max_in_flight:
+            if not self._has_room(node):
                 continue
             batches = self.accumulator.drain(
                 node,
@@ -179,12 +189,20 @@ class Sender:
                 self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
             self._requests[node] = self._requests.get(node, 0) + 1
             plans.append(ProducePlan(node, tuple(batches)))
-        return plans
+        return CoreResult(replies=tuple(reports), messages=tuple(plans))
 
-    def next_poll_in(self, now: float) -> float:
-        """Seconds until a batch may become ready by itself (linger, backoff, expiry)."""
-        check = self.accumulator.ready(self.metadata.leader_of, now, self._may_send)
-        return check.next_check
+    def next_deadline(self) -> float | None:
+        """When a batch the Sender could send may become ready by itself (linger,
+        backoff); in the past when one is ready now. None while nothing can go until an
+        answer comes (every leader with a batch has its requests in flight) or until
+        the metadata or a producer id arrives: each of those comes with a call."""
+        return self.accumulator.next_ready(
+            self.metadata.leader_of, self._may_send, self._has_room
+        )
+
+    def _has_room(self, node: int) -> bool:
+        """Fewer than ``max.in.flight.requests.per.connection`` requests unanswered."""
+        return self._requests.get(node, 0) < self.config.max_in_flight
 
     def _may_send(self, tp: TopicPartition, batch: ProducerBatch) -> bool:
         if not self.idempotent:
@@ -219,9 +237,12 @@ class Sender:
         plan: ProducePlan,
         results: Mapping[TopicPartition, PartitionResponse],
         now: float,
-    ) -> None:
-        """The Produce response (for ``acks=0``, the request written: no offsets)."""
+    ) -> SenderResult:
+        """The Produce response (for ``acks=0``, the request written: no offsets): the
+        reports it completes. A batch sent back to its queue goes with a later
+        :meth:`on_timer`."""
         self._request_done(plan)
+        reports: list[Delivery] = []
         for batch in plan.batches:
             answer = results.get(batch.topic_partition)
             if answer is None:
@@ -229,16 +250,21 @@ class Sender:
                     ErrorCode.unknown_server_error,
                     error_message="no answer for the partition",
                 )
-            self._on_batch_answer(batch, answer, now)
+            self._on_batch_answer(batch, answer, now, reports)
+        return CoreResult(replies=tuple(reports))
 
-    def on_request_failed(self, plan: ProducePlan, message: str, now: float) -> None:
+    def on_request_failed(
+        self, plan: ProducePlan, message: str, now: float
+    ) -> SenderResult:
         """No answer: the connection failed or the request timed out. Every batch in it
         may or may not have been appended: retried (a duplicate is caught by its
-        sequence when idempotent)."""
+        sequence when idempotent); the reports of those that may not be."""
         self._request_done(plan)
         self.metadata.request_update()
+        reports: list[Delivery] = []
         for batch in plan.batches:
-            self._retry_or_fail(batch, KafkaError(TRANSPORT, message), now)
+            self._retry_or_fail(batch, KafkaError(TRANSPORT, message), now, reports)
+        return CoreResult(replies=tuple(reports))
 
     def _request_done(self, plan: ProducePlan) -> None:
         self._requests[plan.node] -= 1
@@ -246,11 +272,15 @@ class Sender:
             self._in_flight[batch.topic_partition] -= 1
 
     def _on_batch_answer(
-        self, batch: ProducerBatch, answer: PartitionResponse, now: float
+        self,
+        batch: ProducerBatch,
+        answer: PartitionResponse,
+        now: float,
+        reports: list[Delivery],
     ) -> None:
         error = answer.error
         if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
-            self._succeed(batch, answer, now)
+            self._succeed(batch, answer, now, reports)
             return
         kafka_error = KafkaError(error, answer.error_message)
         if error in _METADATA_ERRORS:
@@ -261,12 +291,16 @@ class Sender:
                 # this batch comes back in sequence order (re-stamped if need be).
                 self.accumulator.reenqueue(batch, now)
                 return
-            self._fail(batch, kafka_error, now)
+            self._fail(batch, kafka_error, now, reports)
             return
-        self._retry_or_fail(batch, kafka_error, now)
+        self._retry_or_fail(batch, kafka_error, now, reports)
 
     def _retry_or_fail(
-        self, batch: ProducerBatch, error: KafkaError, now: float
+        self,
+        batch: ProducerBatch,
+        error: KafkaError,
+        now: float,
+        reports: list[Delivery],
     ) -> None:
         past_deadline = (now - batch.created) * 1000 >= self.config.delivery_timeout_ms
         if (
@@ -280,9 +314,10 @@ class Sender:
                 batch,
                 KafkaError(MSG_TIMED_OUT, f"delivery.timeout.ms passed: {error.str()}"),
                 now,
+                reports,
             )
         else:
-            self._fail(batch, error, now)
+            self._fail(batch, error, now, reports)
 
     def _earlier_unresolved(self, batch: ProducerBatch) -> bool:
         pending = self._unresolved.get(
@@ -291,14 +326,26 @@ class Sender:
         return any(_before(s, batch.base_sequence) for s in pending)
 
     def _succeed(
-        self, batch: ProducerBatch, answer: PartitionResponse, now: float
+        self,
+        batch: ProducerBatch,
+        answer: PartitionResponse,
+        now: float,
+        reports: list[Delivery],
     ) -> None:
         self._resolve(batch, now, answer.base_offset, None)
         self._report(
-            batch, Delivery(batch, answer.base_offset, answer.log_append_time, None)
+            batch,
+            Delivery(batch, answer.base_offset, answer.log_append_time, None),
+            reports,
         )
 
-    def _fail(self, batch: ProducerBatch, error: KafkaError, now: float) -> None:
+    def _fail(
+        self,
+        batch: ProducerBatch,
+        error: KafkaError,
+        now: float,
+        reports: list[Delivery],
+    ) -> None:
         self._resolve(batch, now, -1, error)
         if (
             self.idempotent
@@ -309,9 +356,11 @@ class Sender:
             # again under a new producer id (see the module docstring).
             self.producer_id = self.producer_epoch = -1
             self._next_sequence.clear()
-        self._report(batch, Delivery(batch, -1, -1, error))
+        self._report(batch, Delivery(batch, -1, -1, error), reports)
 
-    def _report(self, batch: ProducerBatch, delivery: Delivery) -> None:
+    def _report(
+        self, batch: ProducerBatch, delivery: Delivery, reports: list[Delivery]
+    ) -> None:
         """Reports of a partition go out in the order its records were produced, as
         Kafka promises. A later batch can be answered first: after a leader moved, the
         new leader may take it while an earlier one's answer is still to come from the
@@ -321,14 +370,14 @@ class Sender:
         if batch.base_sequence >= 0 and self._earlier_unresolved(batch):
             self._held.setdefault(key, {})[batch.base_sequence] = delivery
             return
-        self.deliveries.append(delivery)
+        reports.append(delivery)
         held = self._held.get(key)
         pending = self._unresolved.get(key, set())
         while held:
             first = min(held)
             if any(_before(s, first) for s in pending):
                 break
-            self.deliveries.append(held.pop(first))
+            reports.append(held.pop(first))
 
     def _resolve(
         self,
@@ -369,7 +418,7 @@ class Sender:
             None if error is None else error.name(),
         )
 
-    def _expire(self, now: float) -> None:
+    def _expire(self, now: float, reports: list[Delivery]) -> None:
         for batch in self.accumulator.expired(self.config.delivery_timeout_ms, now):
             self._fail(
                 batch,
@@ -379,12 +428,15 @@ class Sender:
                     f"delivered within delivery.timeout.ms ({self.config.delivery_timeout_ms})",
                 ),
                 now,
+                reports,
             )
 
-    def abort(self, error: KafkaError, now: float) -> None:
-        """Fail every queued batch (a producer closed without flushing)."""
+    def abort(self, error: KafkaError, now: float) -> SenderResult:
+        """Fail every queued batch (a producer closed without flushing): their reports."""
+        reports: list[Delivery] = []
         for batch in self.accumulator.abort_all():
-            self._fail(batch, error, now)
+            self._fail(batch, error, now, reports)
+        return CoreResult(replies=tuple(reports))
 
     @property
     def acks(self) -> Acks:

@@ -2,10 +2,11 @@
 
 Three tasks, as Kafka's producer has one Sender thread doing all three:
 
-- the **sender loop** asks the Sender what to send (:meth:`Sender.poll`), hands each
-  request to its leader's task, passes delivery reports on, and sleeps until linger or
-  backoff says a batch may be ready, or until something wakes it (a new batch, an
-  answer, new metadata, a flush);
+- the **sender loop** asks the Sender what to send (:meth:`Sender.on_timer`), hands
+  each request (the result's messages) to its leader's task, passes delivery reports
+  (its replies) on, and sleeps until the Sender's next deadline (linger or backoff says
+  a batch may be ready), or until something wakes it (a new batch, an answer, new
+  metadata, a flush);
 - the **metadata loop** (``MetadataRefresher``) sends a Metadata request whenever the
   metadata asks for one;
 - the **producer-id task** gets a producer id (InitProducerId) whenever the idempotent
@@ -18,9 +19,11 @@ overtake another, which is what per-partition order needs.
 
 The cores are shared with the application's thread (:class:`~._producer.Producer` appends
 from there), so every call into them is made holding :attr:`ProducerShell.lock`, never
-across an ``await``. The clock is :data:`PRODUCER_CLOCK`, the same in both threads:
-``time.monotonic`` moved to the epoch once, so the Sender's ``now`` is also the
-timestamp of the trace events it emits (``minikafka.trace.EpochClock``).
+across an ``await``. The reports a call returns go to the application as soon as the
+lock is let go, in the order the calls were made. The clock is :data:`PRODUCER_CLOCK`,
+the same in both threads: ``time.monotonic`` moved to the epoch once, so the Sender's
+``now`` is also the timestamp of the trace events it emits
+(``minikafka.trace.EpochClock``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32Timedelta
 
 from minikafka.common import Acks, TopicPartition
+from minikafka.common.shell import Wakeup
 from minikafka.log import CompressionType
 from minikafka.net import ClientError, NetworkClient, PendingRequest
 from minikafka.trace import EpochClock
@@ -54,7 +58,7 @@ from minikafka.trace import EpochClock
 from ._accumulator import RecordAccumulator
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
-from ._sender import Delivery, PartitionResponse, ProducePlan, Sender
+from ._sender import Delivery, PartitionResponse, ProducePlan, Sender, SenderResult
 
 _logger = logging.getLogger(__name__)
 
@@ -111,8 +115,8 @@ class ProducerShell:
     on_metadata: Callable[[], None] = lambda: None
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     clock: Callable[[], float] = attrs.field(factory=lambda: PRODUCER_CLOCK)
-    _wake_sender: trio.Event = attrs.field(factory=trio.Event)
-    _wake_producer_id: trio.Event = attrs.field(factory=trio.Event)
+    _wake_sender: Wakeup = attrs.field(factory=Wakeup)
+    _wake_producer_id: Wakeup = attrs.field(factory=Wakeup)
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
     _refresher: MetadataRefresher | None = None
@@ -158,24 +162,24 @@ class ProducerShell:
 
     async def _sender_loop(self) -> None:
         while True:
-            self._wake_sender = trio.Event()
             with self.lock:
                 now = self.clock()
-                plans = self.sender.poll(now)
-                delay = self.sender.next_poll_in(now)
-                deliveries = self._take_deliveries()
-            if deliveries:
-                self.on_deliveries(deliveries)
-            for plan in plans:
+                result = self.sender.on_timer(now)
+                deadline = self.sender.next_deadline()
+            self._report(result)
+            for plan in result.messages:
                 self._queue_for(plan.node).send_nowait(plan)
-            if plans:
+            if result.messages:
                 continue  # more may be ready at once (other leaders, room in flight)
-            with trio.move_on_after(min(delay, 1.0)):
-                await self._wake_sender.wait()
+            # At least every second, whatever the deadline says.
+            wake_by = now + 1.0 if deadline is None else min(deadline, now + 1.0)
+            await self._wake_sender.sleep_until(wake_by, self.clock)
 
-    def _take_deliveries(self) -> list[Delivery]:
-        deliveries, self.sender.deliveries = self.sender.deliveries, []
-        return deliveries
+    def _report(self, result: SenderResult) -> None:
+        """Hand the result's delivery reports on (outside the lock: the application's
+        side takes it to queue them)."""
+        if result.replies:
+            self.on_deliveries(list(result.replies))
 
     def _queue_for(self, node_id: int) -> trio.MemorySendChannel[ProducePlan]:
         queue = self._queues.get(node_id)
@@ -229,12 +233,14 @@ class ProducerShell:
             self._failed(plan, f"unexpected {type(response).__name__}")
             return
         with self.lock:
-            self.sender.on_response(plan, results, self.clock())
+            result = self.sender.on_response(plan, results, self.clock())
+        self._report(result)
         self.wake()
 
     def _failed(self, plan: ProducePlan, message: str) -> None:
         with self.lock:
-            self.sender.on_request_failed(plan, message, self.clock())
+            result = self.sender.on_request_failed(plan, message, self.clock())
+        self._report(result)
         self.wake()
 
     # --- metadata and the producer id ---------------------------------------------
@@ -243,12 +249,11 @@ class ProducerShell:
         backoff = self.sender.config.retry_backoff_ms / 1000
         attempt = 0
         while True:
-            self._wake_producer_id = trio.Event()
             with self.lock:
                 needed = self.sender.needs_producer_id()
                 node = self.metadata.any_node(attempt)
             if not needed:
-                await self._wake_producer_id.wait()
+                await self._wake_producer_id.sleep_until(None, self.clock)
                 continue
             request = InitProducerIdRequest(
                 transactional_id=None,

@@ -7,7 +7,8 @@
   ``acks``), :class:`FileRegion` (bytes of a file the log hands the network layer to send
   with ``sendfile``).
 - Errors: :class:`ConfigError` (a bad configuration value, naming the key) and
-  :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`.
+  :class:`ApiError`, the base of every error that carries Kafka's :class:`ErrorCode`;
+  :class:`FailureLog`, how a step that runs again and again logs a failure once.
 - :class:`ConfigDef`: how every package declares its configuration keys (Kafka's
   ``ConfigDef``), from which the broker assembles ``KafkaConfig``.
 - :func:`run_app`: how every ``python -m minikafka.<package>`` runs its typer app, and
@@ -36,6 +37,7 @@ from ._deadlines import Deadlines as Deadlines
 from ._errors import ApiError as ApiError
 from ._errors import ConfigError as ConfigError
 from ._errors import ErrorCode as ErrorCode
+from ._failure_log import FailureLog as FailureLog
 from ._faults import FatalFaultError as FatalFaultError
 from ._file_region import FileRegion as FileRegion
 from ._file_region import PinnableFile as PinnableFile
@@ -52,6 +54,7 @@ __all__ = [
     "CoreResult",
     "Deadlines",
     "ErrorCode",
+    "FailureLog",
     "FatalFaultError",
     "FileRegion",
     "Parser",

@@ -6,7 +6,9 @@ Each process hands them out from a range of its own below the OS's ephemeral ran
 port bound to 0 (a proxy, a client's connection, a server a test starts on any port) is
 never one of them, and each pytest-xdist worker (``PYTEST_XDIST_WORKER``, "gwN" of
 ``PYTEST_XDIST_WORKER_COUNT``) has a slice of that range no other worker hands out, so
-tests running side by side are never given the same port.
+tests running side by side are never given the same port. A test that runs pytest
+again in processes of its own, side by side (a lab's wrong solutions, a few at a time),
+gives each a slice of its own slice in :data:`PORTS_ENV`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ _EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 _lock = threading.Lock()
 _cursor: int | None = None
 
+PORTS_ENV = "MINIKAFKA_TEST_PORTS"
+"""``FIRST-STOP``: the ports this process hands out, set by whoever started it."""
+
 
 def _ephemeral_low() -> int:
     try:
@@ -31,10 +36,15 @@ def _ephemeral_low() -> int:
 
 
 def worker_ports() -> range:
-    """The ports :func:`free_ports` hands out in this process: an xdist worker's slice
-    of those below the ephemeral range (the whole of it outside xdist), or of
-    61000-65535 (above Linux's default ephemeral range) on a machine whose ephemeral
-    range starts too low to leave enough below it."""
+    """The ports :func:`free_ports` hands out in this process: those :data:`PORTS_ENV`
+    names if it is set, else an xdist worker's slice of those below the ephemeral
+    range (the whole of it outside xdist), or of 61000-65535 (above Linux's default
+    ephemeral range) on a machine whose ephemeral range starts too low to leave
+    enough below it."""
+    given = os.environ.get(PORTS_ENV)
+    if given:
+        first_port, stop = (int(p) for p in given.split("-"))
+        return range(first_port, stop)
     low = _ephemeral_low()
     if low - _FIRST_PORT < 4000:
         low, first = 65536, 61000
@@ -45,6 +55,16 @@ def worker_ports() -> range:
     slot = int(worker.removeprefix("gw")) + 1 if worker.startswith("gw") else 0
     span = (low - first) // (workers + 1)
     return range(first + slot * span, first + (slot + 1) * span)
+
+
+def split_ports(ports: range, parts: int) -> list[range]:
+    """``ports`` in ``parts`` slices that do not overlap, one per process run side by
+    side (each goes in its :data:`PORTS_ENV`)."""
+    span = len(ports) // parts
+    return [
+        range(ports.start + i * span, ports.start + (i + 1) * span)
+        for i in range(parts)
+    ]
 
 
 def _bindable(host: str, port: int) -> bool:

@@ -2,9 +2,9 @@
 
 Replica placement (seed 001), the metadata records of KRaft and the image brokers replay
 them into, the timeline structures and the pipelined QuorumController (seed 004), producer
-id blocks (KIP-730), the partition and replica state machines, and a single-voter quorum on
-the log package. ZooKeeper mode's controller is the ``zk`` subpackage; its names are
-re-exported here.
+id blocks (KIP-730), the partition and replica state machines, and the metadata quorum:
+``RaftNodeShell``, the trio shell of a ``minikafka.raft`` node, of one voter or several.
+ZooKeeper mode's controller is the ``zk`` subpackage; its names are re-exported here.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
@@ -17,13 +17,17 @@ from ._config import REPLICATION_TOPIC_CONFIG as REPLICATION_TOPIC_CONFIG
 from ._config import TOPIC_CONFIG_KEYS as TOPIC_CONFIG_KEYS
 from ._config import UNCLEAN_LEADER_ELECTION_ENABLE as UNCLEAN_LEADER_ELECTION_ENABLE
 from ._config import ControllerConfig as ControllerConfig
-from ._controller import Action as Action
+from ._config_alter import LIST_TOPIC_CONFIGS as LIST_TOPIC_CONFIGS
+from ._config_alter import ConfigChangeError as ConfigChangeError
+from ._config_alter import changes as config_changes
+from ._config_alter import incrementally_altered as incrementally_altered
+from ._config_alter import replaced as replaced_configs
 from ._controller import AppendRecords as AppendRecords
 from ._controller import QuorumController as QuorumController
+from ._controller import QuorumControllerResult as QuorumControllerResult
 from ._controller import Reply as Reply
 from ._events import BrokerRegistrationChanged as BrokerRegistrationChanged
 from ._events import PartitionLeaderElected as PartitionLeaderElected
-from ._events import QuorumLeaderElected as QuorumLeaderElected
 from ._events import RecordsApplied as RecordsApplied
 from ._image import BrokerRegistration as BrokerRegistration
 from ._image import LocalPartition as LocalPartition
@@ -35,8 +39,13 @@ from ._image import TopicImage as TopicImage
 from ._metadata_fetch import DEFAULT_FETCH_MAX_BYTES as DEFAULT_FETCH_MAX_BYTES
 from ._metadata_fetch import DivergingEpoch as DivergingEpoch
 from ._metadata_fetch import MetadataFetchAnswer as MetadataFetchAnswer
-from ._metadata_fetch import answer_fetch as answer_fetch
-from ._metadata_fetch import read_snapshot as read_snapshot
+from ._metadata_log import METADATA_LOG_CONFIG as METADATA_LOG_CONFIG
+from ._metadata_log import METADATA_PARTITION_DIR as METADATA_PARTITION_DIR
+from ._metadata_log import MetadataBatch as MetadataBatch
+from ._metadata_log import MetadataQuorum as MetadataQuorum
+from ._metadata_log import NotLeaderError as NotLeaderError
+from ._metadata_log import SnapshotId as SnapshotId
+from ._metadata_log import encode_snapshot as encode_snapshot
 from ._observer import CommittedDivergenceError as CommittedDivergenceError
 from ._observer import FetchPosition as FetchPosition
 from ._observer import MetadataObserver as MetadataObserver
@@ -59,14 +68,10 @@ from ._placement import rack_alternated_broker_list as rack_alternated_broker_li
 from ._placement import replica_index as replica_index
 from ._placement import validate_manual_assignment as validate_manual_assignment
 from ._producer_id_control import PRODUCER_ID_BLOCK_SIZE as PRODUCER_ID_BLOCK_SIZE
-from ._quorum import MetadataBatch as MetadataBatch
-from ._quorum import MetadataQuorum as MetadataQuorum
-from ._quorum import NotLeaderError as NotLeaderError
-from ._quorum import SingleVoterQuorum as SingleVoterQuorum
-from ._quorum import SnapshotId as SnapshotId
-from ._raft_quorum import ListenerEndpoint as ListenerEndpoint
-from ._raft_quorum import QuorumUnavailableError as QuorumUnavailableError
-from ._raft_quorum import RaftQuorum as RaftQuorum
+from ._raft_shell import ListenerEndpoint as ListenerEndpoint
+from ._raft_shell import NoOtherVoters as NoOtherVoters
+from ._raft_shell import QuorumUnavailableError as QuorumUnavailableError
+from ._raft_shell import RaftNodeShell as RaftNodeShell
 from ._records import METADATA_TOPIC as METADATA_TOPIC
 from ._records import NO_LEADER as NO_LEADER
 from ._records import NO_LEADER_CHANGE as NO_LEADER_CHANGE
@@ -89,10 +94,14 @@ from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
 from ._replay import load_metadata as load_metadata
 from ._requests import MAX_RECORDS_PER_USER_OP as MAX_RECORDS_PER_USER_OP
+from ._requests import PREFERRED_ELECTION as PREFERRED_ELECTION
+from ._requests import UNCLEAN_ELECTION as UNCLEAN_ELECTION
 from ._requests import AllocateProducerIdsRequest as AllocateProducerIdsRequest
 from ._requests import AllocateProducerIdsResponse as AllocateProducerIdsResponse
 from ._requests import AlterableConfig as AlterableConfig
 from ._requests import AlterConfigOp as AlterConfigOp
+from ._requests import AlterConfigsRequest as AlterConfigsRequest
+from ._requests import AlterConfigsResponse as AlterConfigsResponse
 from ._requests import AlterPartitionItem as AlterPartitionItem
 from ._requests import (
     AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest,
@@ -109,7 +118,6 @@ from ._requests import BrokerRegistrationRequest as BrokerRegistrationRequest
 from ._requests import BrokerRegistrationResponse as BrokerRegistrationResponse
 from ._requests import ControllerRequest as ControllerRequest
 from ._requests import ControllerResponse as ControllerResponse
-from ._requests import ControllerResult as ControllerResult
 from ._requests import CreatableTopic as CreatableTopic
 from ._requests import CreatableTopicResult as CreatableTopicResult
 from ._requests import CreatePartitionsRequest as CreatePartitionsRequest
@@ -139,9 +147,9 @@ from ._requests import (
 from ._requests import OngoingReassignment as OngoingReassignment
 from ._requests import ReassignablePartition as ReassignablePartition
 from ._requests import ReassignmentResult as ReassignmentResult
-from ._server import ControllerError as ControllerError
-from ._server import ControllerServer as ControllerServer
-from ._server import Publisher as Publisher
+from ._shell import ControllerError as ControllerError
+from ._shell import Publisher as Publisher
+from ._shell import QuorumControllerShell as QuorumControllerShell
 from ._states import PARTITION_TRANSITION_REASONS as PARTITION_TRANSITION_REASONS
 from ._states import PARTITION_TRANSITIONS as PARTITION_TRANSITIONS
 from ._states import REPLICA_TRANSITION_REASONS as REPLICA_TRANSITION_REASONS
@@ -152,13 +160,6 @@ from ._states import ReplicaState as ReplicaState
 from ._states import ReplicaStateMachine as ReplicaStateMachine
 from ._states import new_leader_and_isr as new_leader_and_isr
 from ._states import on_new_partition_creation as on_new_partition_creation
-from ._timeline import LATEST_EPOCH as LATEST_EPOCH
-from ._timeline import SnapshotRegistry as SnapshotRegistry
-from ._timeline import TimelineHashMap as TimelineHashMap
-from ._timeline import TimelineHashSet as TimelineHashSet
-from ._timeline import TimelineInteger as TimelineInteger
-from ._timeline import TimelineLong as TimelineLong
-from ._timeline import TimelineObject as TimelineObject
 from ._tool import ReplayResult as ReplayResult
 from ._tool import replay_metadata_dir as replay_metadata_dir
 from ._topic_creation import validate_topic_name as validate_topic_name
@@ -193,9 +194,11 @@ __all__ = [
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
     "EPOCH_DURING_DELETE",
-    "LATEST_EPOCH",
     "LEADER_DURING_DELETE",
+    "LIST_TOPIC_CONFIGS",
     "MAX_RECORDS_PER_USER_OP",
+    "METADATA_LOG_CONFIG",
+    "METADATA_PARTITION_DIR",
     "METADATA_TOPIC",
     "MIN_INSYNC",
     "MIN_INSYNC_REPLICAS",
@@ -203,17 +206,20 @@ __all__ = [
     "NO_LEADER_CHANGE",
     "PARTITION_TRANSITIONS",
     "PARTITION_TRANSITION_REASONS",
+    "PREFERRED_ELECTION",
     "PRODUCER_ID_BLOCK_SIZE",
     "REPLICATION_TOPIC_CONFIG",
     "REPLICA_TRANSITIONS",
     "REPLICA_TRANSITION_REASONS",
     "SECURITY_PROTOCOLS",
     "TOPIC_CONFIG_KEYS",
+    "UNCLEAN_ELECTION",
     "UNCLEAN_LEADER_ELECTION_ENABLE",
-    "Action",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
     "AlterConfigOp",
+    "AlterConfigsRequest",
+    "AlterConfigsResponse",
     "AlterPartitionItem",
     "AlterPartitionReassignmentsRequest",
     "AlterPartitionReassignmentsResponse",
@@ -233,6 +239,7 @@ __all__ = [
     "BrokerRegistrationResponse",
     "BrokerRequest",
     "CommittedDivergenceError",
+    "ConfigChangeError",
     "ConfigRecord",
     "ConfigResourceType",
     "ControlledShutdownResult",
@@ -242,8 +249,6 @@ __all__ = [
     "ControllerRequest",
     "ControllerRequestSent",
     "ControllerResponse",
-    "ControllerResult",
-    "ControllerServer",
     "ControllerToBroker",
     "CreatableTopic",
     "CreatableTopicResult",
@@ -288,6 +293,7 @@ __all__ = [
     "MetadataRecord",
     "MetadataRecordError",
     "MetadataReplayError",
+    "NoOtherVoters",
     "NotLeaderError",
     "ObserverUpdate",
     "OngoingReassignment",
@@ -302,9 +308,10 @@ __all__ = [
     "ProducerIdsRecord",
     "Publisher",
     "QuorumController",
-    "QuorumLeaderElected",
+    "QuorumControllerResult",
+    "QuorumControllerShell",
     "QuorumUnavailableError",
-    "RaftQuorum",
+    "RaftNodeShell",
     "ReassignablePartition",
     "ReassignmentResult",
     "RecordsApplied",
@@ -314,17 +321,10 @@ __all__ = [
     "ReplicaState",
     "ReplicaStateMachine",
     "Reply",
-    "SingleVoterQuorum",
     "SnapshotId",
-    "SnapshotRegistry",
     "StateTransition",
     "StopReplica",
     "StopReplicaPartition",
-    "TimelineHashMap",
-    "TimelineHashSet",
-    "TimelineInteger",
-    "TimelineLong",
-    "TimelineObject",
     "TopicImage",
     "TopicRecord",
     "UnfenceBrokerRecord",
@@ -337,19 +337,21 @@ __all__ = [
     "ZkResponse",
     "ZkWatchFired",
     "admin_create_topics",
-    "answer_fetch",
     "assign_replicas_to_brokers",
     "assign_replicas_to_brokers_rack_aware",
     "assign_replicas_to_brokers_rack_unaware",
+    "config_changes",
     "decode_record",
     "encode_record",
+    "encode_snapshot",
+    "incrementally_altered",
     "load_metadata",
     "new_leader_and_isr",
     "on_new_partition_creation",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
-    "read_snapshot",
     "render_assignment_table",
+    "replaced_configs",
     "replay_metadata_dir",
     "replay_update",
     "replica_index",

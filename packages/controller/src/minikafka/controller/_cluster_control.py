@@ -16,10 +16,13 @@ BrokerHeartbeatManager), and a new leader starts every broker's session afresh.
 
 from __future__ import annotations
 
+from typing import Never
+
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Deadlines
+from minikafka.common import CoreResult, Deadlines
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 from ._image import BrokerRegistration
 from ._placement import BrokerMetadata
@@ -33,9 +36,7 @@ from ._records import (
 from ._requests import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
-    ControllerResult,
 )
-from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 
 @attrs.define(eq=False)
@@ -96,7 +97,7 @@ class ClusterControlManager:
 
     def register(
         self, request: BrokerRegistrationRequest, next_offset: int, now: float
-    ) -> ControllerResult[BrokerRegistrationResponse]:
+    ) -> CoreResult[MetadataRecord, BrokerRegistrationResponse, Never]:
         existing = self.brokers.get(request.broker_id)
         if (
             existing is not None
@@ -106,9 +107,10 @@ class ClusterControlManager:
             and self._session_alive(request.broker_id, now)
         ):
             # Another process with this node.id is alive: two brokers must not share an id.
-            return ControllerResult(
-                (), BrokerRegistrationResponse(ErrorCode.duplicate_broker_registration)
+            duplicate = BrokerRegistrationResponse(
+                ErrorCode.duplicate_broker_registration
             )
+            return CoreResult(replies=(duplicate,))
         record = RegisterBrokerRecord(
             broker_id=request.broker_id,
             incarnation_id=request.incarnation_id,
@@ -118,8 +120,8 @@ class ClusterControlManager:
             fenced=True,
         )
         self.touch(request.broker_id, now)
-        return ControllerResult(
-            (record,), BrokerRegistrationResponse(ErrorCode.none, next_offset)
+        return CoreResult(
+            (record,), (BrokerRegistrationResponse(ErrorCode.none, next_offset),)
         )
 
     def fence(self, broker_id: int) -> FenceBrokerRecord:

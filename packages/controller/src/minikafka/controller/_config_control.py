@@ -8,12 +8,17 @@ a client never sees a config that could still be rolled back.
 
 from __future__ import annotations
 
+from typing import Never
+
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ConfigError
+from minikafka.common import CoreResult
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
-from ._config import validate_topic_config
+from ._config_alter import ConfigChangeError, incrementally_altered
+from ._config_alter import changes as config_changes
+from ._config_alter import replaced as replaced_configs
 from ._records import (
     ConfigRecord,
     ConfigResourceType,
@@ -21,14 +26,13 @@ from ._records import (
     MetadataRecord,
 )
 from ._requests import (
-    AlterConfigOp,
-    ControllerResult,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 ConfigKey = tuple[int, str, str]  # (resource type, resource name, config name)
 
@@ -68,45 +72,77 @@ class ConfigurationControlManager:
     def topic_config(self, topic: str, name: str) -> str | None:
         return self.configs.get((ConfigResourceType.TOPIC, topic, name))
 
+    def topic_config_or_broker_default(
+        self, topic: str, name: str, node_id: int
+    ) -> str | None:
+        """The topic's value of ``name``, else the dynamic broker default this
+        controller's node has, else the cluster-wide one (Kafka's ``getTopicConfig``);
+        None: the static configuration decides."""
+        for kind, resource in (
+            (ConfigResourceType.TOPIC, topic),
+            (ConfigResourceType.BROKER, str(node_id)),
+            (ConfigResourceType.BROKER, ""),
+        ):
+            value = self.configs.get((kind, resource, name))
+            if value is not None:
+                return value
+        return None
+
     def incremental_alter(
         self, request: IncrementalAlterConfigsRequest, resource_exists: bool
-    ) -> ControllerResult[IncrementalAlterConfigsResponse]:
-        if not resource_exists:
-            error = IncrementalAlterConfigsResponse(
+    ) -> CoreResult[MetadataRecord, IncrementalAlterConfigsResponse, Never]:
+        """IncrementalAlterConfigs of one resource: a ConfigRecord per key whose value
+        changes (None: the override deleted), or the error that refuses them all."""
+        kind, name = request.resource_type, request.resource_name
+        try:
+            current = self.resource_configs(kind, name)
+            altered = incrementally_altered(kind, current, request.configs)
+            self._check_exists(kind, name, resource_exists)
+        except ConfigChangeError as exc:
+            error = IncrementalAlterConfigsResponse(exc.error_code, str(exc))
+            return CoreResult(replies=(error,))
+        records = self._records(kind, name, current, altered, request.validate_only)
+        return CoreResult(records, (IncrementalAlterConfigsResponse(ErrorCode.none),))
+
+    def alter(
+        self, request: AlterConfigsRequest, resource_exists: bool
+    ) -> CoreResult[MetadataRecord, AlterConfigsResponse, Never]:
+        """The legacy AlterConfigs of one resource: its overrides become exactly the
+        request's, so a key the request leaves out is deleted."""
+        kind, name = request.resource_type, request.resource_name
+        try:
+            current = self.resource_configs(kind, name)
+            altered = replaced_configs(kind, request.configs)
+            self._check_exists(kind, name, resource_exists)
+        except ConfigChangeError as exc:
+            return CoreResult(replies=(AlterConfigsResponse(exc.error_code, str(exc)),))
+        records = self._records(kind, name, current, altered, request.validate_only)
+        return CoreResult(records, (AlterConfigsResponse(ErrorCode.none),))
+
+    @staticmethod
+    def _check_exists(kind: int, name: str, resource_exists: bool) -> None:
+        if resource_exists:
+            return
+        if kind == ConfigResourceType.TOPIC:
+            raise ConfigChangeError(
                 ErrorCode.unknown_topic_or_partition,
-                f"no resource {request.resource_name!r}",
+                f"Topic {name!r} does not exist.",
             )
-            return ControllerResult((), error)
-        records: list[MetadataRecord] = []
-        for entry in request.configs:
-            if entry.op == AlterConfigOp.SET:
-                if entry.value is None:
-                    return ControllerResult(
-                        (),
-                        IncrementalAlterConfigsResponse(
-                            ErrorCode.invalid_config, f"{entry.name}: no value"
-                        ),
-                    )
-                if request.resource_type == ConfigResourceType.TOPIC:
-                    try:
-                        validate_topic_config(entry.name, entry.value)
-                    except ConfigError as exc:
-                        return ControllerResult(
-                            (),
-                            IncrementalAlterConfigsResponse(
-                                ErrorCode.invalid_config, str(exc)
-                            ),
-                        )
-            value = entry.value if entry.op == AlterConfigOp.SET else None
-            records.append(
-                ConfigRecord(
-                    request.resource_type, request.resource_name, entry.name, value
-                )
-            )
-        if request.validate_only:
-            records = []
-        return ControllerResult(
-            tuple(records), IncrementalAlterConfigsResponse(ErrorCode.none)
+        raise ConfigChangeError(ErrorCode.invalid_request, f"no broker {name!r}")
+
+    @staticmethod
+    def _records(
+        kind: int,
+        name: str,
+        current: dict[str, str],
+        altered: dict[str, str],
+        validate_only: bool,
+    ) -> tuple[MetadataRecord, ...]:
+        if validate_only:
+            return ()
+        return tuple(
+            ConfigRecord(kind, name, key, value)
+            for key, value in config_changes(current, altered)
         )
 
     def describe(

@@ -3,8 +3,9 @@
 All of the controller's decisions run one at a time, in the order they were queued, on a
 single event queue: no locks, and every manager sees the state its predecessor left. This
 class is the part that runs on that queue. It does no I/O and keeps no clock: a shell
-(``ControllerServer``) feeds it requests, commits and the time, and carries out the
-actions it returns.
+(``QuorumControllerShell``) feeds it requests, commits and the time, and carries out the
+``CoreResult`` every call returns (ARCHITECTURE.md, "Cores and shells"): its records are
+the appends to make, its replies the answers to give.
 
 It is the *pipelined* controller of seed 004. For a write:
 
@@ -12,8 +13,9 @@ It is the *pipelined* controller of seed 004. For a write:
 2. the records are replayed into the managers at once, and a snapshot of the timeline
    structures is taken at the last record's offset, so the next request already sees
    them and the controller need not wait for the quorum between requests;
-3. the records go to the quorum (``AppendRecords``);
-4. the response is held until the quorum reports that offset committed (``Reply``).
+3. the records go to the quorum (``AppendRecords``, in the result's records);
+4. the response is held until the quorum reports that offset committed (a ``Reply``, in
+   the result of ``handle_commit``).
 
 Two rules keep that honest. Reads that answer clients (ListPartitionReassignments,
 DescribeConfigs) read at the last committed offset, never at uncommitted state. And when
@@ -27,10 +29,13 @@ from __future__ import annotations
 import collections
 import random
 from collections.abc import Iterable, Sequence
+from typing import Never, TypeAlias, TypeVar
 
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import CoreResult
+from minikafka.common.timeline import SnapshotRegistry
 from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
@@ -42,14 +47,15 @@ from ._records import ConfigResourceType, FeatureLevelRecord, MetadataRecord
 from ._replication_control import ReplicationControlManager
 from ._requests import (
     AllocateProducerIdsRequest,
+    AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
     ControllerRequest,
     ControllerResponse,
-    ControllerResult,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
@@ -59,7 +65,6 @@ from ._requests import (
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
-from ._timeline import SnapshotRegistry
 
 METADATA_VERSION = "metadata.version"
 # The metadata.version a fresh cluster starts at. Our records are a subset of Kafka's,
@@ -89,7 +94,22 @@ class Reply:
     error_code: ErrorCode = ErrorCode.none
 
 
-Action = AppendRecords | Reply
+QuorumControllerResult: TypeAlias = CoreResult[AppendRecords, Reply, Never]
+"""What every call that drives a :class:`QuorumController` returns: the appends to make,
+in order, and the replies to give. A write's reply is never in the result that appends
+its records: the controller holds it until ``handle_commit`` says everything written
+before it committed, so the replies of a result are given at once."""
+
+_Decision: TypeAlias = CoreResult[MetadataRecord, ControllerResponse, Never]
+"""A manager's decision on one request: its records and its one response."""
+
+_R = TypeVar("_R", bound=ControllerResponse)
+
+
+def _decision(result: CoreResult[MetadataRecord, _R, Never]) -> _Decision:
+    """A manager's result for one kind of request, as a decision on any request (a
+    ``CoreResult``'s parameters are invariant; its tuples are not)."""
+    return CoreResult(result.records, result.replies)
 
 
 @attrs.define(eq=False)
@@ -177,7 +197,7 @@ class QuorumController:
 
     # --- leadership ------------------------------------------------------------------------
 
-    def become_leader(self, epoch: int, now: float) -> list[Action]:
+    def become_leader(self, epoch: int, now: float) -> QuorumControllerResult:
         """Become the active controller in ``epoch``, on top of everything committed."""
         self.epoch = epoch
         self._next_offset = self.last_committed_offset + 1
@@ -195,42 +215,44 @@ class QuorumController:
                 (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),),
                 now=now,
             )
-        return []
+        return CoreResult()
 
-    def resign(self) -> list[Action]:
+    def resign(self) -> QuorumControllerResult:
         """Stop being active: forget uncommitted state, fail the responses waiting for
         it."""
         # nothing uncommitted, and no snapshot at the committed offset
         if not self.active:
-            return []
+            return CoreResult()
         self.registry.revert_to_snapshot(self.last_committed_offset)
         self.epoch = None
         self._next_offset = self.last_committed_offset + 1
-        failed: list[Action] = [
+        failed = tuple(
             Reply(request_id, None, ErrorCode.not_controller)
             for _, request_id, _ in self._pending
-        ]
+        )
         self._pending.clear()
-        return failed
+        return CoreResult(replies=failed)
 
-    def append_failed(self, base_offset: int, error_code: ErrorCode) -> list[Action]:
+    def append_failed(
+        self, base_offset: int, error_code: ErrorCode
+    ) -> QuorumControllerResult:
         """The quorum refused the records from ``base_offset`` on, and left none of them.
 
         Everything decided from there (the failed write and any written after it, in the
         same event or later) is reverted, so the controller's state is again exactly what
         the log holds; the responses resting on those records fail with ``error_code``.
-        Earlier writes still commit. Kafka fails such an event's request and renounces
-        (reverting to the last committed offset); with one voter and a log that undid the
-        append cleanly, reverting to just before it is enough.
+        Earlier writes still commit. The quorum refuses an append only in an epoch it has
+        left (its resignation follows, reverting to the last committed offset); until
+        then, reverting to just before the refused records is enough.
         """
         if not self.active or base_offset > self._next_offset:
-            return []
+            return CoreResult()
         # A write's snapshot sits at its last offset, and one stays at the committed offset:
         # either way there is one at base_offset - 1.
         self.registry.revert_to_snapshot(base_offset - 1)
         self.cluster.resync_sessions()  # a reverted fence makes a broker unfenced again
         self._next_offset = base_offset
-        failed: list[Action] = []
+        failed: list[Reply] = []
         kept: collections.deque[tuple[int, int, ControllerResponse]] = (
             collections.deque()
         )
@@ -240,12 +262,12 @@ class QuorumController:
             else:
                 kept.append((offset, request_id, response))
         self._pending = kept
-        return failed
+        return CoreResult(replies=tuple(failed))
 
-    def handle_commit(self, offset: int) -> list[Action]:
+    def handle_commit(self, offset: int) -> QuorumControllerResult:
         """The quorum committed everything up to ``offset``: release the responses."""
         if offset <= self.last_committed_offset:
-            return []
+            return CoreResult()
         if self.active and not self.registry.has_snapshot(offset):
             # Raft commits whole batches; a commit inside one would leave no snapshot to
             # read at or revert to.
@@ -256,27 +278,26 @@ class QuorumController:
         # History before the committed offset can never be reverted to; drop it, but
         # keep the snapshot *at* the committed offset, the one resign() reverts to.
         self.registry.delete_snapshots_up_to(offset)
-        replies: list[Action] = []
+        replies: list[Reply] = []
         while self._pending and self._pending[0][0] <= offset:
             _, request_id, response = self._pending.popleft()
             replies.append(Reply(request_id, response))
-        return replies
+        return CoreResult(replies=tuple(replies))
 
     # --- the event queue's work -----------------------------------------------------------
 
     def handle(
         self, request_id: int, request: ControllerRequest, now: float
-    ) -> list[Action]:
+    ) -> QuorumControllerResult:
         if not self.active:
-            return [Reply(request_id, None, ErrorCode.not_controller)]
+            return CoreResult(
+                replies=(Reply(request_id, None, ErrorCode.not_controller),)
+            )
         match request:
             case ListPartitionReassignmentsRequest():
                 epoch = self.last_committed_offset
-                return [
-                    Reply(
-                        request_id, self.replication.list_partition_reassignments(epoch)
-                    )
-                ]
+                listed = self.replication.list_partition_reassignments(epoch)
+                return CoreResult(replies=(Reply(request_id, listed),))
             case DescribeConfigsRequest():
                 epoch = self.last_committed_offset
                 if request.resource_type == ConfigResourceType.TOPIC and (
@@ -285,48 +306,50 @@ class QuorumController:
                     unknown = DescribeConfigsResponse(
                         ErrorCode.unknown_topic_or_partition
                     )
-                    return [Reply(request_id, unknown)]
-                return [Reply(request_id, self.configs.describe(request, epoch))]
+                    return CoreResult(replies=(Reply(request_id, unknown),))
+                described = self.configs.describe(request, epoch)
+                return CoreResult(replies=(Reply(request_id, described),))
         try:
-            result = self._decide(request, now)
+            decided = self._decide(request, now)
         finally:
             self._trace_elections(now)  # a refused request's too, as it decided them
-        return self._write(result.records, request_id, result.response, now=now)
+        (response,) = decided.replies
+        return self._write(decided.records, request_id, response, now=now)
 
-    def _decide(
-        self, request: ControllerRequest, now: float
-    ) -> ControllerResult[ControllerResponse]:
-        result: ControllerResult[ControllerResponse]
+    def _decide(self, request: ControllerRequest, now: float) -> _Decision:
         match request:
             case CreateTopicsRequest():
-                result = self.replication.create_topics(request)
+                return _decision(self.replication.create_topics(request))
             case DeleteTopicsRequest():
-                result = self.replication.delete_topics(request)
+                return _decision(self.replication.delete_topics(request))
             case CreatePartitionsRequest():
-                result = self.replication.create_partitions(request)
+                return _decision(self.replication.create_partitions(request))
             case AlterPartitionRequest():
-                result = self.replication.alter_partition(request)
+                return _decision(self.replication.alter_partition(request))
             case AlterPartitionReassignmentsRequest():
-                result = self.replication.alter_partition_reassignments(request)
+                reassigned = self.replication.alter_partition_reassignments(request)
+                return _decision(reassigned)
             case BrokerRegistrationRequest():
-                result = self._register(request, now)
+                return _decision(self._register(request, now))
             case BrokerHeartbeatRequest():
-                result = self._heartbeat(request, now)
+                return _decision(self._heartbeat(request, now))
             case IncrementalAlterConfigsRequest():
-                result = self.configs.incremental_alter(
-                    request, self._resource_exists(request)
+                exists = self._resource_exists(request)
+                return _decision(self.configs.incremental_alter(request, exists))
+            case AlterConfigsRequest():
+                return _decision(
+                    self.configs.alter(request, self._resource_exists(request))
                 )
             case AllocateProducerIdsRequest():
-                result = self.producer_ids.allocate(request)
+                return _decision(self.producer_ids.allocate(request))
             case ElectLeadersRequest():
-                result = self.replication.elect_preferred(request)
+                return _decision(self.replication.elect_leaders(request))
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
-        return result
 
     def _register(
         self, request: BrokerRegistrationRequest, now: float
-    ) -> ControllerResult[ControllerResponse]:
+    ) -> CoreResult[MetadataRecord, BrokerRegistrationResponse, Never]:
         """A new incarnation replaces the old registration and starts fenced, so whatever
         the old one led or kept in sync must move now, as if its session had expired."""
         was_unfenced = self.cluster.is_unfenced(request.broker_id)
@@ -339,7 +362,7 @@ class QuorumController:
         if not result.records or not was_unfenced:
             return result
         moved = self.replication.handle_broker_fenced(request.broker_id)
-        return ControllerResult((*result.records, *moved), result.response)
+        return CoreResult((*result.records, *moved), result.replies)
 
     def _fence(self, broker_id: int, reason: str, now: float) -> list[MetadataRecord]:
         """Fence the broker and move what it led or kept in sync: on session expiry, or
@@ -360,7 +383,9 @@ class QuorumController:
         )
         return [fence, *self.replication.handle_broker_fenced(broker_id, why)]
 
-    def _resource_exists(self, request: IncrementalAlterConfigsRequest) -> bool:
+    def _resource_exists(
+        self, request: IncrementalAlterConfigsRequest | AlterConfigsRequest
+    ) -> bool:
         if request.resource_type == ConfigResourceType.TOPIC:
             return self.replication.topic_named(request.resource_name) is not None
         # "" is the cluster-wide default broker resource.
@@ -369,11 +394,11 @@ class QuorumController:
 
     def _heartbeat(
         self, request: BrokerHeartbeatRequest, now: float
-    ) -> ControllerResult[BrokerHeartbeatResponse]:
+    ) -> CoreResult[MetadataRecord, BrokerHeartbeatResponse, Never]:
         broker_id = request.broker_id
         error = self.cluster.check_epoch(broker_id, request.broker_epoch)
         if error != ErrorCode.none:
-            return ControllerResult((), BrokerHeartbeatResponse(error))
+            return CoreResult(replies=(BrokerHeartbeatResponse(error),))
         self.cluster.touch(broker_id, now)
         registration = self.cluster.brokers[broker_id]
         # Caught up: the broker has replayed the log past its own registration, so it
@@ -402,7 +427,7 @@ class QuorumController:
         response = BrokerHeartbeatResponse(
             ErrorCode.none, caught_up, fenced, request.want_shutdown
         )
-        return ControllerResult(tuple(records), response)
+        return CoreResult(tuple(records), (response,))
 
     def _trace_elections(self, now: float) -> None:
         """Emit the elections the call's decisions traced (ReplicationState keeps them
@@ -417,9 +442,9 @@ class QuorumController:
         response: ControllerResponse | None = None,
         *,
         now: float,
-    ) -> list[Action]:
+    ) -> QuorumControllerResult:
         self._trace_elections(now)  # decided before these records are applied
-        actions: list[Action] = []
+        appended: tuple[AppendRecords, ...] = ()
         if records:
             assert self.epoch is not None
             base_offset = self._next_offset
@@ -433,18 +458,17 @@ class QuorumController:
                 self.tracer.emit(
                     RecordsApplied(last, self.epoch, len(records), dict(types)), now
                 )
-            actions.append(AppendRecords(self.epoch, base_offset, tuple(records)))
+            appended = (AppendRecords(self.epoch, base_offset, tuple(records)),)
         if request_id is None or response is None:
-            return actions
+            return CoreResult(appended)
         # Even a response with no records of its own may rest on records not yet
         # committed (TOPIC_ALREADY_EXISTS for a creation still in flight): it waits for
         # everything written so far.
         wait_for = self._next_offset - 1
         if wait_for <= self.last_committed_offset:
-            actions.append(Reply(request_id, response))
-        else:
-            self._pending.append((wait_for, request_id, response))
-        return actions
+            return CoreResult(appended, (Reply(request_id, response),))
+        self._pending.append((wait_for, request_id, response))
+        return CoreResult(appended)
 
     # --- time -------------------------------------------------------------------------------
 
@@ -459,14 +483,14 @@ class QuorumController:
         ]
         return min(deadlines, default=None)
 
-    def on_timer(self, now: float) -> list[Action]:
+    def on_timer(self, now: float) -> QuorumControllerResult:
         """Fence every broker whose session expired, moving its leaderships away."""
+        result: QuorumControllerResult = CoreResult()
         if not self.active:
-            return []
-        actions: list[Action] = []
+            return result
         for broker_id in self.cluster.expired(now):
             # Each broker's records are replayed before the next broker is decided.
-            actions += self._write(
+            result += self._write(
                 self._fence(broker_id, "session_timeout", now), now=now
             )
         if self._rebalance_at is not None and now >= self._rebalance_at:
@@ -477,5 +501,5 @@ class QuorumController:
             percentage = self.config.leader_imbalance_per_broker_percentage
             records = self.replication.rebalance_leaders(percentage)
             if records:
-                actions += self._write(tuple(records), now=now)
-        return actions
+                result += self._write(tuple(records), now=now)
+        return result

@@ -4,7 +4,8 @@ The controller's decisions are records in the metadata log; these events say whi
 decisions were taken and why, so a reader can line a broker's leadership changes up with
 their cause: a batch of records applied (by the active controller as it writes them, or
 by a controller replaying committed ones), a partition leader elected, a broker
-registered, fenced or unfenced, and the metadata quorum electing its leader.
+registered, fenced or unfenced. The metadata quorum's own elections are its Raft node's
+events (``minikafka.raft``'s ``state_change``).
 
 The controller's ``now`` is the shell's trio clock, not the time of day, so these events
 keep the tracer's default timestamp (the wall clock).
@@ -22,7 +23,6 @@ from minikafka.trace import TraceEvent, register_event
 __all__ = [
     "BrokerRegistrationChanged",
     "PartitionLeaderElected",
-    "QuorumLeaderElected",
     "RecordsApplied",
 ]
 
@@ -97,16 +97,3 @@ class BrokerRegistrationChanged(TraceEvent):
     broker_epoch: int
     fenced: bool
     reason: str
-
-
-@register_event
-@attrs.frozen
-class QuorumLeaderElected(TraceEvent):
-    """The metadata quorum elected ``leader_id`` in ``epoch`` (the single voter wins
-    every election: one per start)."""
-
-    COMPONENT: ClassVar[str] = "controller"
-    EVENT: ClassVar[str] = "quorum_leader"
-
-    leader_id: int
-    epoch: int

@@ -24,18 +24,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from typing import Never
 
 import attrs
 from kio.schema.errors import ErrorCode
 
-from ._records import NO_LEADER, MetadataRecord, PartitionChangeRecord
+from minikafka.common import CoreResult
+
+from ._records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    MetadataRecord,
+    PartitionChangeRecord,
+)
 from ._replication_state import Refused, ReplicationState
 from ._requests import (
+    UNCLEAN_ELECTION,
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
-    ControllerResult,
     ElectionResult,
     ElectLeadersRequest,
     ElectLeadersResponse,
@@ -93,28 +101,23 @@ class LeaderAndIsrControl:
 
     # --- preferred leader election (kafka-leader-election.sh --election-type preferred) ----
 
-    def elect_preferred(
+    def elect_leaders(
         self, request: ElectLeadersRequest
-    ) -> ControllerResult[ElectLeadersResponse]:
-        """Give each partition back to its preferred leader, the first replica, where
-        that replica is in sync and unfenced; Kafka's answers per partition otherwise.
-        Asked for every partition (``partitions`` None), the answer leaves out those
-        whose preferred replica leads already, as Kafka's KRaft controller does: it
-        lists what was elected or could not be."""
-        keys: list[tuple[str, int, tuple[uuid.UUID, int] | None]] = []
-        if request.partitions is None:
-            for topic_id, info in self.state.topics.items():
-                keys += [
-                    (info.name, p, (topic_id, p)) for p in range(info.num_partitions)
-                ]
-        else:
-            for name, p in request.partitions:
-                named = self.state.topic_named(name)
-                key = None if named is None else (named.topic_id, p)
-                keys.append((name, p, key if key in self.state.partitions else None))
+    ) -> CoreResult[MetadataRecord, ElectLeadersResponse, Never]:
+        """ElectLeaders (KIP-460), Kafka's ``electLeader`` for each partition asked.
+
+        PREFERRED gives each partition back to its preferred leader, the first replica,
+        where that replica is in sync and unfenced (PREFERRED_LEADER_NOT_AVAILABLE
+        otherwise). UNCLEAN gives a leader to a partition that has none, from the ISR
+        if a member is unfenced, else from any unfenced replica, which loses what only
+        the ISR had (ELIGIBLE_LEADERS_NOT_AVAILABLE if no replica can lead). A partition
+        that needs neither is ELECTION_NOT_NEEDED. Asked for every partition
+        (``partitions`` None), the answer leaves out those that need no election, as
+        Kafka's KRaft controller does: it lists what was elected or could not be."""
+        unclean = request.election_type == UNCLEAN_ELECTION
         records: list[MetadataRecord] = []
         results = []
-        for name, p, key in keys:
+        for name, p, key in self._asked(request.partitions):
             if key is None:
                 results.append(
                     ElectionResult(name, p, ErrorCode.unknown_topic_or_partition)
@@ -122,30 +125,70 @@ class LeaderAndIsrControl:
                 continue
             partition = self.state.partitions[key]
             preferred = partition.replicas[0] if partition.replicas else NO_LEADER
-            if partition.leader == preferred:
+            if (
+                (partition.leader != NO_LEADER)
+                if unclean
+                else (partition.leader == preferred)
+            ):
                 if request.partitions is not None:
                     results.append(
                         ElectionResult(name, p, ErrorCode.election_not_needed)
                     )
                 continue
             builder = self.state.builder(key)
-            builder.elect_preferred = True
+            if unclean:
+                builder.unclean_election = True
+            else:
+                builder.elect_preferred = True
             change = builder.build()
-            if change is None or change.leader != preferred:
-                results.append(
-                    ElectionResult(
-                        name,
-                        p,
-                        ErrorCode.preferred_leader_not_available,
-                        f"broker {preferred} is not in sync or not available",
-                    )
-                )
+            wanted = change is not None and (
+                change.leader not in (NO_LEADER, NO_LEADER_CHANGE)
+                if unclean
+                else change.leader == preferred
+            )
+            if change is None or not wanted:
+                results.append(self._not_elected(name, p, unclean, preferred))
                 continue
             records.append(change)
             results.append(ElectionResult(name, p, ErrorCode.none))
-        self.state.trace_elections(records, "preferred")
-        return ControllerResult(
-            tuple(records), ElectLeadersResponse(ErrorCode.none, tuple(results))
+        self.state.trace_elections(records, "unclean" if unclean else "preferred")
+        return CoreResult(
+            tuple(records), (ElectLeadersResponse(ErrorCode.none, tuple(results)),)
+        )
+
+    def _asked(
+        self, partitions: tuple[tuple[str, int], ...] | None
+    ) -> list[tuple[str, int, tuple[uuid.UUID, int] | None]]:
+        """Each partition asked for (every one when None), with its key if it exists."""
+        if partitions is None:
+            return [
+                (info.name, p, (topic_id, p))
+                for topic_id, info in self.state.topics.items()
+                for p in range(info.num_partitions)
+            ]
+        keys: list[tuple[str, int, tuple[uuid.UUID, int] | None]] = []
+        for name, p in partitions:
+            named = self.state.topic_named(name)
+            key = None if named is None else (named.topic_id, p)
+            keys.append((name, p, key if key in self.state.partitions else None))
+        return keys
+
+    @staticmethod
+    def _not_elected(
+        name: str, partition: int, unclean: bool, preferred: int
+    ) -> ElectionResult:
+        if unclean:
+            return ElectionResult(
+                name,
+                partition,
+                ErrorCode.eligible_leaders_not_available,
+                "no replica of it is alive",
+            )
+        return ElectionResult(
+            name,
+            partition,
+            ErrorCode.preferred_leader_not_available,
+            f"broker {preferred} is not in sync or not available",
         )
 
     def rebalance_leaders(self, percentage: int) -> list[PartitionChangeRecord]:
@@ -179,10 +222,10 @@ class LeaderAndIsrControl:
 
     def alter_partition(
         self, request: AlterPartitionRequest
-    ) -> ControllerResult[AlterPartitionResponse]:
+    ) -> CoreResult[MetadataRecord, AlterPartitionResponse, Never]:
         error = self.state.cluster.check_epoch(request.broker_id, request.broker_epoch)
         if error != ErrorCode.none:
-            return ControllerResult((), AlterPartitionResponse(error))
+            return CoreResult(replies=(AlterPartitionResponse(error),))
         records: list[MetadataRecord] = []
         results = []
         for item in request.partitions:
@@ -218,8 +261,8 @@ class LeaderAndIsrControl:
             )
         # Only a completed reassignment moves the leader here (phase B).
         self.state.trace_elections(records, "reassignment")
-        return ControllerResult(
-            tuple(records), AlterPartitionResponse(ErrorCode.none, tuple(results))
+        return CoreResult(
+            tuple(records), (AlterPartitionResponse(ErrorCode.none, tuple(results)),)
         )
 
     def _alter_partition(

@@ -29,13 +29,14 @@ from pathlib import Path
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.log import UNDEFINED_EPOCH, Log, LogConfig, whole_batches
+from minikafka.log import UNDEFINED_EPOCH, Log, whole_batches
 from minikafka.trace import NullTracer, Tracer
 
 from ._image import MetadataDelta, MetadataImage
 from ._metadata_fetch import DivergingEpoch, MetadataFetchAnswer
-from ._quorum import (
+from ._metadata_log import (
     MAX_BATCH_SIZE_BYTES,
+    METADATA_LOG_CONFIG,
     METADATA_PARTITION_DIR,
     SnapshotId,
     decode_metadata_records,
@@ -89,13 +90,13 @@ class MetadataObserver:
         the broker replays before anything fetched."""
         path = Path(metadata_dir) / METADATA_PARTITION_DIR
         path.mkdir(parents=True, exist_ok=True)
-        config = LogConfig(
-            retention_ms=-1, retention_bytes=-1, max_message_bytes=MAX_BATCH_SIZE_BYTES
-        )
         snapshot = latest_snapshot_id(path)
         start = snapshot.end_offset if snapshot else 0
         log = Log.open(
-            path, config, log_start_offset=start, tracer=tracer or NullTracer()
+            path,
+            METADATA_LOG_CONFIG,
+            log_start_offset=start,
+            tracer=tracer or NullTracer(),
         )
         if log.log_end_offset < start:
             log.truncate_fully_and_start_at(start)

@@ -16,10 +16,13 @@ range again (no broker saw the answer, which waits for the commit).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Never
 
 import attrs
 from kio.schema.errors import ErrorCode
+
+from minikafka.common import CoreResult
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineLong
 
 from ._cluster_control import ClusterControlManager
 from ._image import MetadataReplayError
@@ -27,9 +30,7 @@ from ._records import MetadataRecord, ProducerIdsRecord
 from ._requests import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
-    ControllerResult,
 )
-from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineLong
 
 # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE: how many ids one request gets.
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
@@ -67,19 +68,19 @@ class ProducerIdControlManager:
 
     def allocate(
         self, request: AllocateProducerIdsRequest
-    ) -> ControllerResult[AllocateProducerIdsResponse]:
+    ) -> CoreResult[MetadataRecord, AllocateProducerIdsResponse, Never]:
         # Only a registered broker of the current epoch gets ids: a zombie incarnation
         # must not take a block. Kafka's checkBrokerEpoch answers STALE_BROKER_EPOCH for an
         # unknown broker too; we answer BROKER_ID_NOT_REGISTERED, as this controller's
         # heartbeats and AlterPartition do.
         error = self.cluster.check_epoch(request.broker_id, request.broker_epoch)
         if error != ErrorCode.none:
-            return ControllerResult((), AllocateProducerIdsResponse(error))
+            return CoreResult(replies=(AllocateProducerIdsResponse(error),))
         start = self._next_producer_id.get()
         if start > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
             # The next block would end past the largest int64: every id has been given.
-            return ControllerResult(
-                (), AllocateProducerIdsResponse(ErrorCode.unknown_server_error)
+            return CoreResult(
+                replies=(AllocateProducerIdsResponse(ErrorCode.unknown_server_error),)
             )
         record = ProducerIdsRecord(
             request.broker_id, request.broker_epoch, start + PRODUCER_ID_BLOCK_SIZE
@@ -87,4 +88,4 @@ class ProducerIdControlManager:
         response = AllocateProducerIdsResponse(
             ErrorCode.none, start, PRODUCER_ID_BLOCK_SIZE
         )
-        return ControllerResult((record,), response)
+        return CoreResult((record,), (response,))

@@ -21,9 +21,12 @@ ReplicationControlManager.alterPartitionReassignments and listPartitionReassignm
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Never
 
 import attrs
 from kio.schema.errors import ErrorCode
+
+from minikafka.common import CoreResult
 
 from ._placement import PlacementError, validate_manual_assignment
 from ._records import MetadataRecord, PartitionChangeRecord
@@ -31,7 +34,6 @@ from ._replication_state import Refused, ReplicationState
 from ._requests import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
-    ControllerResult,
     ListPartitionReassignmentsResponse,
     OngoingReassignment,
     ReassignablePartition,
@@ -45,7 +47,7 @@ class Reassignment:
 
     def alter_partition_reassignments(
         self, request: AlterPartitionReassignmentsRequest
-    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+    ) -> CoreResult[MetadataRecord, AlterPartitionReassignmentsResponse, Never]:
         records: list[MetadataRecord] = []
         results = []
         for item in request.partitions:
@@ -64,8 +66,8 @@ class Reassignment:
                 ReassignmentResult(item.topic, item.partition, ErrorCode.none)
             )
         self.state.trace_elections(records, "reassignment")
-        return ControllerResult(
-            tuple(records), AlterPartitionReassignmentsResponse(tuple(results))
+        return CoreResult(
+            tuple(records), (AlterPartitionReassignmentsResponse(tuple(results)),)
         )
 
     def _reassign(self, item: ReassignablePartition) -> PartitionChangeRecord | None:

@@ -2,19 +2,20 @@
 
 Every node keeps two copies of the metadata state: the controller's timeline structures
 (what it decides on) and the ``MetadataImage`` (what brokers and subscribers read). A
-committed record goes into both, by one of four paths, each here as a function that
+committed record goes into both, by one of these paths, each here as a function that
 returns the ``MetadataDelta`` for the server to publish (None when nothing moved):
 
-- at start, the newest snapshot and the committed log after it (:func:`load_metadata`;
-  Kafka's controller gets the same from its Raft client as ``handleLoadSnapshot`` and
-  ``handleCommit``, and a broker's ``MetadataLoader`` builds its image the same way);
 - on the active controller, its own records once they commit (:func:`replay_appends`):
   the controller replayed them when it decided them, so only the image takes them;
-- on a standby, what the Raft node reports (Kafka's ``QuorumMetaLogListener``):
-  committed entries (:func:`replay_entries`) and a snapshot fetched from the leader
-  (:func:`replay_snapshot`);
-- on a single voter that renounced, what committed since, read back from its own log
-  (:func:`replay_log`), before it claims leadership again.
+- at start and on a standby, what the Raft node reports (Kafka's
+  ``QuorumMetaLogListener``): a snapshot, its own or fetched from the leader
+  (:func:`replay_snapshot`, ``handleLoadSnapshot``), and committed entries
+  (:func:`replay_entries`, ``handleCommit``);
+- on a controller about to lead, what committed that it lacks, from its own log
+  (:func:`replay_log`): what it reverted when it renounced, though it committed.
+
+:func:`load_metadata` reads a quorum's newest snapshot and committed log after it in one
+go, as a broker's ``MetadataLoader`` builds its image.
 
 A committed record that cannot be replayed, or a snapshot that cannot be applied, means
 this node's state is no longer the log's: that is fatal (Kafka's "Unable to apply ...
@@ -32,16 +33,20 @@ from minikafka.raft import Entry, Snapshot
 from ._controller import AppendRecords, QuorumController
 from ._event_faults import fatal_fault
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import SingleVoterQuorum, decode_metadata_records
+from ._metadata_log import MetadataQuorum, decode_metadata_records, read_committed
 from ._records import decode_record
 
 
 def load_metadata(
-    quorum: SingleVoterQuorum,
+    quorum: MetadataQuorum,
     controller: QuorumController | None = None,
     now: float = 0.0,
+    *,
+    end_offset: int | None = None,
 ) -> MetadataImage:
-    """Replay the newest snapshot and the committed log after it.
+    """Replay the newest snapshot and the committed log after it (up to ``end_offset``
+    if given, not the quorum's high watermark: a lone voter before it runs reads its
+    whole log, which its election commits, there being no other voter to differ).
 
     Returns the image; if ``controller`` is given it replays the same records at ``now``
     (the time its trace events carry), so a restarted controller knows exactly what the
@@ -56,7 +61,13 @@ def load_metadata(
         delta.offset = snapshot_id.end_offset - 1
         if controller is not None:
             controller.load_snapshot(records, snapshot_id.end_offset - 1, now)
-    for batch in quorum.read_committed(delta.offset + 1):
+    start = delta.offset + 1
+    batches = (
+        quorum.read_committed(start)
+        if end_offset is None
+        else read_committed(quorum.log, start, end_offset)
+    )
+    for batch in batches:
         for offset, record in batch.records:
             delta.replay(record, offset)
         if controller is not None:
@@ -145,11 +156,13 @@ def replay_snapshot(
 def replay_log(
     controller: QuorumController,
     image: MetadataImage,
-    quorum: SingleVoterQuorum,
+    quorum: MetadataQuorum,
     now: float,
 ) -> MetadataDelta | None:
-    """One voter that renounced: replay what has committed since, from the log, as a
-    standby replays the leader's records. Fatal if a record cannot be replayed."""
+    """A controller about to lead: replay what has committed that it has not, from its
+    own log (the leader's log holds every committed record), as a standby replays the
+    leader's records: what it reverted when it renounced after a fault, though the
+    records had committed. Fatal if a record cannot be replayed."""
     # The controller and the image are both at the last commit, unless the event that
     # failed moved one and not the other: each takes what it has not seen.
     controller_from = controller.last_committed_offset + 1

@@ -28,9 +28,12 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterator
+from typing import Never
 
 import attrs
 
+from minikafka.common import CoreResult
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
@@ -46,7 +49,6 @@ from ._requests import (
     AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
-    ControllerResult,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -57,7 +59,6 @@ from ._requests import (
     ElectLeadersResponse,
     ListPartitionReassignmentsResponse,
 )
-from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 from ._topic_creation import TopicCreation
 from ._topic_deletion import delete_topics
 
@@ -114,17 +115,17 @@ class ReplicationControlManager:
 
     def create_topics(
         self, request: CreateTopicsRequest
-    ) -> ControllerResult[CreateTopicsResponse]:
+    ) -> CoreResult[MetadataRecord, CreateTopicsResponse, Never]:
         return self.creation.create_topics(request)
 
     def create_partitions(
         self, request: CreatePartitionsRequest
-    ) -> ControllerResult[CreatePartitionsResponse]:
+    ) -> CoreResult[MetadataRecord, CreatePartitionsResponse, Never]:
         return self.creation.create_partitions(request)
 
     def delete_topics(
         self, request: DeleteTopicsRequest
-    ) -> ControllerResult[DeleteTopicsResponse]:
+    ) -> CoreResult[MetadataRecord, DeleteTopicsResponse, Never]:
         return delete_topics(self.state, request)
 
     def handle_broker_fenced(
@@ -137,20 +138,20 @@ class ReplicationControlManager:
 
     def alter_partition(
         self, request: AlterPartitionRequest
-    ) -> ControllerResult[AlterPartitionResponse]:
+    ) -> CoreResult[MetadataRecord, AlterPartitionResponse, Never]:
         return self.leader_and_isr.alter_partition(request)
 
     def rebalance_leaders(self, percentage: int) -> list[PartitionChangeRecord]:
         return self.leader_and_isr.rebalance_leaders(percentage)
 
-    def elect_preferred(
+    def elect_leaders(
         self, request: ElectLeadersRequest
-    ) -> ControllerResult[ElectLeadersResponse]:
-        return self.leader_and_isr.elect_preferred(request)
+    ) -> CoreResult[MetadataRecord, ElectLeadersResponse, Never]:
+        return self.leader_and_isr.elect_leaders(request)
 
     def alter_partition_reassignments(
         self, request: AlterPartitionReassignmentsRequest
-    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+    ) -> CoreResult[MetadataRecord, AlterPartitionReassignmentsResponse, Never]:
         return self.reassignment.alter_partition_reassignments(request)
 
     def list_partition_reassignments(

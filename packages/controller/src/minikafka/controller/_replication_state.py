@@ -31,6 +31,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 from minikafka.trace import NullTracer, Tracer
 
 from ._cluster_control import ClusterControlManager
@@ -48,7 +49,6 @@ from ._records import (
     TopicRecord,
 )
 from ._requests import MAX_RECORDS_PER_USER_OP
-from ._timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 DUPLICATE = "Duplicate topic name."
 
@@ -145,8 +145,10 @@ class ReplicationState:
                 yield partition_id, partition
 
     def _unclean(self, topic_id: uuid.UUID) -> bool:
-        value = self.configs.topic_config(
-            self.topics[topic_id].name, UNCLEAN_LEADER_ELECTION_ENABLE
+        value = self.configs.topic_config_or_broker_default(
+            self.topics[topic_id].name,
+            UNCLEAN_LEADER_ELECTION_ENABLE,
+            self.config.node_id,
         )
         if value is None:
             return self.config.unclean_leader_election_enable

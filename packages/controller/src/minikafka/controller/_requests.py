@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import Generic, TypeAlias, TypeVar
+from typing import TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
 
-from ._records import BrokerEndpoint, MetadataRecord
+from ._records import BrokerEndpoint
 
 MAX_RECORDS_PER_USER_OP = 10_000
 """The most records one client request may make the controller write (Kafka's
@@ -205,9 +205,16 @@ class AlterPartitionResponse:
 @attrs.frozen
 class ElectLeadersRequest:
     """Elect each partition's preferred leader (the first replica), or every partition's
-    when ``partitions`` is None (kafka-leader-election.sh --all-topic-partitions)."""
+    when ``partitions`` is None (kafka-leader-election.sh --all-topic-partitions); with
+    ``election_type`` UNCLEAN_ELECTION (KIP-460), a leader for each partition that has
+    none, from outside the ISR if no in-sync replica is alive."""
 
     partitions: tuple[tuple[str, int], ...] | None = None
+    election_type: int = 0  # PREFERRED_ELECTION
+
+
+PREFERRED_ELECTION, UNCLEAN_ELECTION = 0, 1
+"""ElectLeaders' ``election_type`` values (Kafka's ``ElectionType``)."""
 
 
 @attrs.frozen
@@ -272,8 +279,12 @@ class ListPartitionReassignmentsResponse:
 
 
 class AlterConfigOp(enum.IntEnum):
+    """IncrementalAlterConfigs' operations, with Kafka's ids (KIP-339)."""
+
     SET = 0
     DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
 
 
 @attrs.frozen
@@ -293,6 +304,22 @@ class IncrementalAlterConfigsRequest:
 
 @attrs.frozen
 class IncrementalAlterConfigsResponse:
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@attrs.frozen
+class AlterConfigsRequest:
+    """The legacy AlterConfigs (KIP-133): ``configs`` becomes the resource's whole set."""
+
+    resource_type: int
+    resource_name: str
+    configs: tuple[tuple[str, str | None], ...]
+    validate_only: bool = False
+
+
+@attrs.frozen
+class AlterConfigsResponse:
     error_code: ErrorCode
     error_message: str | None = None
 
@@ -319,6 +346,7 @@ ControllerRequest: TypeAlias = (
     | AlterPartitionReassignmentsRequest
     | ListPartitionReassignmentsRequest
     | IncrementalAlterConfigsRequest
+    | AlterConfigsRequest
     | DescribeConfigsRequest
     | AllocateProducerIdsRequest
     | ElectLeadersRequest
@@ -334,18 +362,8 @@ ControllerResponse: TypeAlias = (
     | AlterPartitionReassignmentsResponse
     | ListPartitionReassignmentsResponse
     | IncrementalAlterConfigsResponse
+    | AlterConfigsResponse
     | DescribeConfigsResponse
     | AllocateProducerIdsResponse
     | ElectLeadersResponse
 )
-
-
-R = TypeVar("R", covariant=True)
-
-
-@attrs.frozen
-class ControllerResult(Generic[R]):
-    """What a manager decided: the records to append and the answer to give once they commit."""
-
-    records: tuple[MetadataRecord, ...]
-    response: R

@@ -10,10 +10,10 @@ reach ``metadata.log.max.record.bytes.between.snapshots`` (20 MiB) it writes the
 one snapshot at a time, off the thread that publishes. Here the same:
 :meth:`SnapshotGenerator.maybe_start` runs after every publish, and the writing is a
 task in the server's nursery that encodes and writes in a worker thread, so the event
-loop never waits for it. One voter writes ``<end offset>-<epoch>.checkpoint`` itself
-(``SingleVoterQuorum.write_snapshot``); with several voters the Raft log keeps it
-(``RaftQuorum.create_snapshot``) and drops the log below it, so that a follower far
-behind fetches the snapshot instead.
+loop never waits for it. The Raft log keeps it as ``<end offset>-<epoch>.checkpoint``
+(``RaftNodeShell.create_snapshot``, which writes the file in a worker thread too) and drops
+the log below it, so that a follower or a
+broker far behind fetches the snapshot instead.
 
 A snapshot that fails is not the controller's failure (Kafka's snapshot generator has a
 non-fatal fault handler): it only shortens the next start's replay, so it is logged, and
@@ -31,20 +31,19 @@ from minikafka.common import FatalFaultError
 
 from ._config import ControllerConfig
 from ._image import MetadataImage
-from ._quorum import SingleVoterQuorum, encode_snapshot
-from ._raft_quorum import RaftQuorum
+from ._metadata_log import encode_snapshot
+from ._raft_shell import RaftNodeShell
 
 _logger = logging.getLogger("minikafka.controller")
 
 
 @attrs.define(eq=False)
 class SnapshotGenerator:
-    """Writes the image as a snapshot of ``single`` or ``raft`` (whichever is the
-    server's quorum) each time enough log has accumulated."""
+    """Writes the image as a snapshot of ``quorum`` each time enough log has
+    accumulated."""
 
     config: ControllerConfig
-    single: SingleVoterQuorum | None
-    raft: RaftQuorum | None
+    quorum: RaftNodeShell
     # log size at the last snapshot
     _snapshot_size: int = attrs.field(init=False, default=0)
     _snapshotting: bool = attrs.field(init=False, default=False)
@@ -61,32 +60,19 @@ class SnapshotGenerator:
         threshold = self.config.metadata_log_max_record_bytes_between_snapshots
         if self._snapshotting or nursery is None:
             return
-        if self._log_size() - self._snapshot_size < threshold:
+        if self.quorum.log_size - self._snapshot_size < threshold:
             return
         self._snapshotting = True
         self._snapshot_done = trio.Event()
         nursery.start_soon(self._write_snapshot, image)
 
-    def _log_size(self) -> int:
-        if self.raft is not None:
-            return self.raft.log_size
-        assert self.single is not None  # one of the two is the server's quorum
-        return self.single.log.size
-
     async def _write_snapshot(self, image: MetadataImage) -> None:
         try:
             records = list(image.records())
-            if self.raft is not None:
-                # The Raft log keeps the snapshot (and drops the log below it); the
-                # payload is the image's records in a batch, as the one-voter quorum's.
-                payload = await trio.to_thread.run_sync(encode_snapshot, records)
-                self.raft.create_snapshot(image.offset + 1, payload)
-            else:
-                assert self.single is not None
-                snapshot = await trio.to_thread.run_sync(
-                    self.single.write_snapshot, image.offset + 1, records
-                )
-                self.single.snapshot_written(snapshot)
+            # The Raft log keeps the snapshot (and drops the log below it); the payload
+            # is the image's records in one batch.
+            payload = await trio.to_thread.run_sync(encode_snapshot, records)
+            await self.quorum.create_snapshot(image.offset + 1, payload)
         except (OSError, ValueError) as exc:
             # A snapshot only shortens the next start's replay: try again after as much
             # log again, rather than fail the controller over it.
@@ -102,7 +88,7 @@ class SnapshotGenerator:
                 image.offset,
                 exc_info=exc,
             )
-        self._snapshot_size = self._log_size()
+        self._snapshot_size = self.quorum.log_size
         self._snapshotting = False
         self._snapshot_done.set()
 

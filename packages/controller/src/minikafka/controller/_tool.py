@@ -17,7 +17,7 @@ import attrs
 from minikafka.log import CorruptRecordError
 
 from ._image import MetadataDelta, MetadataImage
-from ._quorum import (
+from ._metadata_log import (
     METADATA_PARTITION_DIR,
     SnapshotId,
     decode_metadata_records,

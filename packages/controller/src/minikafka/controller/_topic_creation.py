@@ -25,9 +25,12 @@ import collections
 import random
 import re
 import uuid
+from typing import Never
 
 import attrs
 from kio.schema.errors import ErrorCode
+
+from minikafka.common import CoreResult
 
 from ._config import validate_topic_config
 from ._placement import (
@@ -55,7 +58,6 @@ from ._replication_state import (
 )
 from ._requests import (
     MAX_RECORDS_PER_USER_OP,
-    ControllerResult,
     CreatableTopic,
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -118,7 +120,7 @@ class TopicCreation:
 
     def create_topics(
         self, request: CreateTopicsRequest
-    ) -> ControllerResult[CreateTopicsResponse]:
+    ) -> CoreResult[MetadataRecord, CreateTopicsResponse, Never]:
         listed = collections.Counter(t.name for t in request.topics)
         outcomes: dict[str, _NewTopic | Refused] = {}
         folded_names: dict[str, str] = {}
@@ -144,15 +146,11 @@ class TopicCreation:
         total = sum(p.record_count for p in planned)
         if total > MAX_RECORDS_PER_USER_OP:
             message = too_large(total)
-            return ControllerResult(
-                (),
-                CreateTopicsResponse(
-                    tuple(
-                        CreatableTopicResult(name, ErrorCode.policy_violation, message)
-                        for name in outcomes
-                    )
-                ),
+            refused_all = tuple(
+                CreatableTopicResult(name, ErrorCode.policy_violation, message)
+                for name in outcomes
             )
+            return CoreResult(replies=(CreateTopicsResponse(refused_all),))
         records: list[MetadataRecord] = []
         results: list[CreatableTopicResult] = []
         for name, outcome in outcomes.items():
@@ -170,7 +168,7 @@ class TopicCreation:
         if request.validate_only:
             records = []
         self.state.trace_elections(records, "new_partition")
-        return ControllerResult(tuple(records), CreateTopicsResponse(tuple(results)))
+        return CoreResult(tuple(records), (CreateTopicsResponse(tuple(results)),))
 
     def _check_new_topic(self, topic: CreatableTopic) -> _NewTopic:
         """Everything about a new topic that can be known without placing it."""
@@ -329,7 +327,7 @@ class TopicCreation:
 
     def create_partitions(
         self, request: CreatePartitionsRequest
-    ) -> ControllerResult[CreatePartitionsResponse]:
+    ) -> CoreResult[MetadataRecord, CreatePartitionsResponse, Never]:
         listed = collections.Counter(item.name for item in request.topics)
         outcomes: dict[str, tuple[CreatePartitionsTopic, TopicInfo] | Refused] = {}
         for item in request.topics:
@@ -352,7 +350,7 @@ class TopicCreation:
                 CreatePartitionsTopicResult(name, ErrorCode.policy_violation, message)
                 for name in outcomes
             )
-            return ControllerResult((), CreatePartitionsResponse(refused_all))
+            return CoreResult(replies=(CreatePartitionsResponse(refused_all),))
         records: list[MetadataRecord] = []
         results: list[CreatePartitionsTopicResult] = []
         for name, outcome in outcomes.items():
@@ -371,9 +369,7 @@ class TopicCreation:
         if request.validate_only:
             records = []
         self.state.trace_elections(records, "new_partition")
-        return ControllerResult(
-            tuple(records), CreatePartitionsResponse(tuple(results))
-        )
+        return CoreResult(tuple(records), (CreatePartitionsResponse(tuple(results)),))
 
     def _check_new_partitions(self, item: CreatePartitionsTopic) -> TopicInfo:
         topic = self.state.topic_named(item.name)

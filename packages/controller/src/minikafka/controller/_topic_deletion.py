@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import collections
 import uuid
+from typing import Never
 
 from kio.schema.errors import ErrorCode
 
-from ._records import RemoveTopicRecord
+from minikafka.common import CoreResult
+
+from ._records import MetadataRecord, RemoveTopicRecord
 from ._replication_state import DUPLICATE, Refused, ReplicationState, too_large
 from ._requests import (
     MAX_RECORDS_PER_USER_OP,
-    ControllerResult,
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
@@ -31,7 +33,7 @@ from ._requests import (
 
 def delete_topics(
     state: ReplicationState, request: DeleteTopicsRequest
-) -> ControllerResult[DeleteTopicsResponse]:
+) -> CoreResult[MetadataRecord, DeleteTopicsResponse, Never]:
     # (name, id, error or None when the topic is to be deleted), one per name or id.
     entries: list[tuple[str | None, uuid.UUID | None, Refused | None]] = []
     listed_names = collections.Counter(request.names)
@@ -82,4 +84,4 @@ def delete_topics(
         for n, i, error in entries
     )
     records = tuple(RemoveTopicRecord(topic_id) for topic_id in doomed)
-    return ControllerResult(records, DeleteTopicsResponse(results))
+    return CoreResult(records, (DeleteTopicsResponse(results),))

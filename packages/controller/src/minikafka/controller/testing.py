@@ -6,6 +6,12 @@ test says so (``commit``), collects the replies by request id, and moves time on
 told to (``advance``). Nothing is committed behind the test's back, which is what makes
 the pipelining observable: a request's reply appears only once its records commit.
 
+``metadata_voter`` opens the metadata quorum's one voter as a core, the ``minikafka.raft``
+node that ``RaftNodeShell`` runs, for a test (or a book cell) to drive call by call:
+``flush_leader`` does what the shell's flusher does, ``replay_replies`` what its state
+machine does with the node's replies, and ``fetch_metadata`` and ``fetch_snapshot``
+carry a broker's fetches to it as the network would.
+
 ``controller_state`` and ``image_state`` reduce a controller and an image to the same
 plain value, so a test can check that every way of replaying the log (the active
 controller's own replay, a standby's ``replay_committed``, a broker's ``MetadataDelta``)
@@ -14,20 +20,54 @@ arrives at the same cluster.
 
 from __future__ import annotations
 
+import itertools
 import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common.timeline import LATEST_EPOCH
+from minikafka.raft import (
+    Committed,
+    Envelope,
+    Errors,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    FileRaftLog,
+    FileStateStore,
+    LoadSnapshot,
+    Message,
+    RaftConfig,
+    RaftNode,
+    RaftReply,
+    RaftResult,
+    SnapshotId,
+)
+from minikafka.raft import wire as raft_wire
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import ControllerConfig
-from ._controller import Action, AppendRecords, QuorumController, Reply
+from ._controller import (
+    AppendRecords,
+    QuorumController,
+    QuorumControllerResult,
+    Reply,
+)
 from ._image import BrokerRegistration, MetadataDelta, MetadataImage
+from ._metadata_fetch import MetadataFetchAnswer
+from ._metadata_log import (
+    METADATA_LOG_CONFIG,
+    METADATA_PARTITION_DIR,
+    decode_metadata_records,
+)
+from ._observer import FetchPosition
 from ._partition import PartitionRegistration
-from ._records import BrokerEndpoint, MetadataRecord
+from ._records import BrokerEndpoint, MetadataRecord, decode_record
 from ._requests import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -42,14 +82,18 @@ from ._requests import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
-from ._timeline import LATEST_EPOCH
 
 __all__ = [
     "ClusterState",
     "ControllerHarness",
     "controller_state",
+    "fetch_metadata",
+    "fetch_snapshot",
+    "flush_leader",
     "image_from_records",
     "image_state",
+    "metadata_voter",
+    "replay_replies",
 ]
 
 
@@ -164,23 +208,22 @@ class ControllerHarness:
     def committed_offset(self) -> int:
         return self.controller.last_committed_offset
 
-    def _absorb(self, actions: Iterable[Action]) -> list[Action]:
-        taken = list(actions)
-        for action in taken:
-            if isinstance(action, AppendRecords):
-                if action.base_offset != self.last_offset + 1:
-                    raise AssertionError(
-                        f"append at {action.base_offset}, but the log ends at {self.last_offset}"
-                    )
-                self.log += [
-                    (action.base_offset + i, r) for i, r in enumerate(action.records)
-                ]
-                self._batch_ends.append(action.last_offset)
-            elif action.request_id in self.replies:
-                raise AssertionError(f"request {action.request_id} answered twice")
-            else:
-                self.replies[action.request_id] = action
-        return taken
+    def _absorb(self, result: QuorumControllerResult) -> QuorumControllerResult:
+        """Carry ``result`` out as the shell would: its appends, then its replies."""
+        for append in result.records:
+            if append.base_offset != self.last_offset + 1:
+                raise AssertionError(
+                    f"append at {append.base_offset}, but the log ends at {self.last_offset}"
+                )
+            self.log += [
+                (append.base_offset + i, r) for i, r in enumerate(append.records)
+            ]
+            self._batch_ends.append(append.last_offset)
+        for reply in result.replies:
+            if reply.request_id in self.replies:
+                raise AssertionError(f"request {reply.request_id} answered twice")
+            self.replies[reply.request_id] = reply
+        return result
 
     def commit(self, offset: int | None = None) -> list[Reply]:
         """Commit up to ``offset`` (everything appended by default); returns the replies
@@ -190,20 +233,20 @@ class ControllerHarness:
         ends = [end for end in self._batch_ends if end <= target]
         if not ends:
             return []
-        actions = self._absorb(self.controller.handle_commit(ends[-1]))
+        released = self._absorb(self.controller.handle_commit(ends[-1]))
         self._batch_ends = [end for end in self._batch_ends if end > ends[-1]]
-        return [a for a in actions if isinstance(a, Reply)]
+        return list(released.replies)
 
-    def become_leader(self, epoch: int) -> list[Action]:
+    def become_leader(self, epoch: int) -> QuorumControllerResult:
         return self._absorb(self.controller.become_leader(epoch, self.now))
 
     def resign(self) -> list[Reply]:
         """Lose leadership: uncommitted records leave the log, as a new leader truncates
         them; returns the failed replies."""
-        actions = self._absorb(self.controller.resign())
+        failed = self._absorb(self.controller.resign())
         self.log = [(o, r) for o, r in self.log if o <= self.committed_offset]
         self._batch_ends = []
-        return [a for a in actions if isinstance(a, Reply)]
+        return list(failed.replies)
 
     # --- requests -----------------------------------------------------------------------
 
@@ -240,7 +283,9 @@ class ControllerHarness:
 
     # --- time ---------------------------------------------------------------------------
 
-    def refuse(self, append: AppendRecords, error_code: ErrorCode) -> list[Action]:
+    def refuse(
+        self, append: AppendRecords, error_code: ErrorCode
+    ) -> QuorumControllerResult:
         """The quorum refuses ``append`` and everything after it (a full disk): the fake
         log forgets those records and the controller reverts to just before them."""
         self.log = [entry for entry in self.log if entry[0] < append.base_offset]
@@ -249,7 +294,7 @@ class ControllerHarness:
             self.controller.append_failed(append.base_offset, error_code)
         )
 
-    def advance(self, seconds: float) -> list[Action]:
+    def advance(self, seconds: float) -> QuorumControllerResult:
         """Move the clock and let the controller's timer fire."""
         self.now += seconds
         return self._absorb(self.controller.on_timer(self.now))
@@ -362,3 +407,117 @@ class ControllerHarness:
 
     def state(self, epoch: int = LATEST_EPOCH) -> ClusterState:
         return controller_state(self.controller, epoch)
+
+
+# --- the metadata quorum's one voter, as a core --------------------------------------
+
+_correlation_ids = itertools.count()
+
+
+class _LeaderFlushedByHand(FileRaftLog):
+    """The Raft log as the server's leader has it (``LeaderFlushedLog``): the node only
+    asks for a flush, and :func:`flush_leader` does it, when the test says."""
+
+    def flush(self) -> None:
+        pass
+
+
+def metadata_voter(
+    metadata_dir: Path,
+    node_id: int,
+    now: float,
+    *,
+    deferred_flush: bool = False,
+    config: RaftConfig | None = None,
+    tracer: Tracer | None = None,
+) -> tuple[RaftNode, FileRaftLog]:
+    """The only voter of a metadata quorum on ``metadata_dir``, as ``RaftNodeShell``
+    opens it (``__cluster_metadata-0`` and its ``quorum-state``), and its log. Creating
+    the node is an election it wins at once, in the epoch after the last one stored.
+
+    Every append is fsynced at once and commits with it; with ``deferred_flush`` the
+    leader's flush is only asked for, as in the server, and :func:`flush_leader` does it.
+    """
+    path = Path(metadata_dir) / METADATA_PARTITION_DIR
+    log_class = _LeaderFlushedByHand if deferred_flush else FileRaftLog
+    log = log_class(path, METADATA_LOG_CONFIG)
+    store = FileStateStore(path, [node_id])
+    node = RaftNode(node_id, [node_id], log, store, now, config=config, tracer=tracer)
+    return node, log
+
+
+def flush_leader(node: RaftNode, log: FileRaftLog, now: float) -> RaftResult:
+    """What ``RaftNodeShell``'s flusher does (there in a worker thread): fsync what was
+    appended, then tell the node, which commits it."""
+    end = log.end_offset
+    log.fsync_up_to(end)
+    log.mark_flushed(end)
+    return node.on_log_flushed(now)
+
+
+def replay_replies(image: MetadataImage, replies: Iterable[RaftReply]) -> MetadataImage:
+    """What a state machine does with a Raft node's replies: start again from a snapshot
+    it hands over, replay the entries it reports committed (control entries are not
+    among them)."""
+    for reply in replies:
+        match reply:
+            case LoadSnapshot(snapshot):
+                delta = MetadataDelta(MetadataImage())
+                for _, record in decode_metadata_records(snapshot.payload):
+                    delta.replay(record)
+                delta.offset = snapshot.id.end_offset - 1
+                image = delta.apply()
+            case Committed(entries):
+                image = image_from_records(
+                    ((e.offset, decode_record(e.data)) for e in entries), image
+                )
+    return image
+
+
+def _ask(node: RaftNode, source: int, request: Message, now: float) -> Message:
+    """``request`` from ``source`` to ``node``, and its answer; one the node holds (a
+    fetch with nothing new, a long poll) once its wait has run out."""
+    envelope = Envelope(source, node.node_id, next(_correlation_ids), request)
+    result = node.receive(envelope, now)
+    if not result.messages:
+        result = node.on_timer(now + node.config.fetch_max_wait)
+    for answer in result.messages:
+        if answer.correlation_id == envelope.correlation_id:
+            return answer.message
+    raise AssertionError(f"{request} was not answered")
+
+
+def fetch_metadata(
+    node: RaftNode, position: FetchPosition, now: float, observer_id: int = 100
+) -> MetadataFetchAnswer:
+    """A broker's Fetch at ``position``, answered by the leader's Raft node through
+    Kafka's wire format, with no network: the request encoded and decoded as it crosses
+    to the controller listener, the answer encoded by the listener's codec and read by
+    :meth:`MetadataFetchAnswer.decode`."""
+    request = FetchRequest(
+        observer_id, node.epoch, position.fetch_offset, position.last_fetched_epoch
+    )
+    wire = raft_wire.encode_fetch_request(request, cluster_id="", max_wait=0.5)
+    answer = _ask(node, observer_id, raft_wire.decode_fetch_request(wire), now)
+    assert isinstance(answer, FetchResponse), answer
+    response = raft_wire.encode_fetch_response(answer, node.log.start_offset)
+    (data,) = [p for topic in response.responses for p in topic.partitions]
+    return MetadataFetchAnswer.decode(data)
+
+
+def fetch_snapshot(
+    node: RaftNode, snapshot_id: SnapshotId, now: float, observer_id: int = 100
+) -> bytes | None:
+    """The whole snapshot ``snapshot_id`` from the leader's Raft node, in FetchSnapshot's
+    chunks (``snapshot_chunk_bytes`` of its config); None if the node answers
+    SNAPSHOT_NOT_FOUND (or any other error)."""
+    data = bytearray()
+    while True:
+        request = FetchSnapshotRequest(observer_id, node.epoch, snapshot_id, len(data))
+        answer = _ask(node, observer_id, request, now)
+        assert isinstance(answer, FetchSnapshotResponse), answer
+        if answer.error is not Errors.NONE:
+            return None
+        data += answer.unaligned_records
+        if len(data) >= answer.size:
+            return bytes(data)

@@ -7,7 +7,7 @@ it: the assignors a group leader runs (Range, RoundRobin, Sticky, CooperativeSti
 consumer protocol's subscription and assignment encodings, and the eager and cooperative
 (KIP-429) rebalance protocols. Offsets and group metadata live as records of the
 compacted topic ``__consumer_offsets`` (``GroupMetadataManager``, the record codec),
-which the coordinator reaches through the ``OffsetsTopic`` port; ``GroupCoordinatorService``
+which the coordinator reaches through the ``OffsetsTopic`` port; ``GroupCoordinatorShell``
 is the trio shell the broker's request handlers call.
 
 Four subpackages: ``group`` (the coordinator: a shard composing a membership and an
@@ -89,6 +89,7 @@ from .group._group_requests import LeaveGroupResponse as LeaveGroupResponse
 from .group._group_requests import MemberIdentity as MemberIdentity
 from .group._group_requests import OffsetCommitRequest as OffsetCommitRequest
 from .group._group_requests import OffsetCommitResponse as OffsetCommitResponse
+from .group._group_requests import OffsetDeleteResponse as OffsetDeleteResponse
 from .group._group_requests import OffsetFetchResponse as OffsetFetchResponse
 from .group._group_requests import SyncGroupRequest as SyncGroupRequest
 from .group._group_requests import SyncGroupResponse as SyncGroupResponse
@@ -108,8 +109,9 @@ from .group._offsets_records import StoredMember as StoredMember
 from .group._offsets_records import decode_record as decode_record
 from .group._results import CoordinatorWrite as CoordinatorWrite
 from .group._results import GroupReply as GroupReply
-from .group._service import GroupCoordinatorService as GroupCoordinatorService
-from .group._service import OffsetsTopic as OffsetsTopic
+from .group._results import GroupResult as GroupResult
+from .group._shell import GroupCoordinatorShell as GroupCoordinatorShell
+from .group._shell import OffsetsTopic as OffsetsTopic
 from .simulate._simulate import simulate as simulate
 from .simulate._simulate_values import SimulationConfig as SimulationConfig
 from .simulate._simulate_values import SimulationError as SimulationError
@@ -134,12 +136,13 @@ __all__ = [
     "CoordinatorWrite",
     "GroupConfig",
     "GroupCoordinator",
-    "GroupCoordinatorService",
+    "GroupCoordinatorShell",
     "GroupMetadata",
     "GroupMetadataKey",
     "GroupMetadataManager",
     "GroupMetadataValue",
     "GroupReply",
+    "GroupResult",
     "GroupState",
     "GroupStateChanged",
     "GroupSummary",
@@ -162,6 +165,7 @@ __all__ = [
     "MemberSummary",
     "OffsetCommitRequest",
     "OffsetCommitResponse",
+    "OffsetDeleteResponse",
     "OffsetFetchResponse",
     "OffsetKey",
     "OffsetValue",

@@ -13,7 +13,7 @@ from minikafka.trace import NullTracer, Tracer
 from .group._config import GroupConfig
 from .group._coordinator import GroupCoordinator
 from .group._group_metadata_manager import StoredRecord
-from .group._results import GroupReply
+from .group._results import CoordinatorWrite, GroupReply, GroupResult
 
 __all__ = ["InMemoryOffsetsTopic", "serving_coordinator"]
 
@@ -43,16 +43,32 @@ class InMemoryOffsetsTopic:
     partitions: dict[int, list[StoredRecord]] = attrs.field(factory=dict)
     fail_with: ErrorCode = ErrorCode.none
 
+    pending: list[CoordinatorWrite] = attrs.field(factory=list)
+    """Writes appended and not yet reported to the coordinator (:meth:`flush` does)."""
+
+    def take(self, result: GroupResult) -> list[GroupReply]:
+        """Append ``result``'s writes (reported at the next :meth:`flush`); its replies."""
+        self.pending.extend(result.records)
+        return list(result.replies)
+
     def flush(self, coordinator: GroupCoordinator, now: float) -> list[GroupReply]:
-        """Perform every queued write (and those their completions queue)."""
+        """Report every pending write (and those their completions make): the replies."""
         replies: list[GroupReply] = []
-        while writes := coordinator.take_writes():
+        while self.pending:
+            writes, self.pending = self.pending, []
             for write in writes:
                 if self.fail_with is ErrorCode.none:
                     self.partitions.setdefault(write.partition, []).extend(
                         write.records
                     )
-                replies.extend(
-                    coordinator.complete_write(write.write_id, self.fail_with, now)
+                completed = coordinator.complete_write(
+                    write.write_id, self.fail_with, now
                 )
+                replies += self.take(completed)
         return replies
+
+    def carry_out(
+        self, coordinator: GroupCoordinator, result: GroupResult, now: float
+    ) -> list[GroupReply]:
+        """Carry ``result`` out whole: its replies, then those its writes complete."""
+        return [*self.take(result), *self.flush(coordinator, now)]

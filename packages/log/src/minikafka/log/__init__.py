@@ -48,7 +48,9 @@ from ._files import PooledFile as PooledFile
 from ._files import raise_open_files_limit as raise_open_files_limit
 from ._index import OffsetIndex as OffsetIndex
 from ._index import TimeIndex as TimeIndex
+from ._list_offsets import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP
 from ._list_offsets import EARLIEST_TIMESTAMP as EARLIEST_TIMESTAMP
+from ._list_offsets import LATEST_TIERED_TIMESTAMP as LATEST_TIERED_TIMESTAMP
 from ._list_offsets import LATEST_TIMESTAMP as LATEST_TIMESTAMP
 from ._list_offsets import MAX_TIMESTAMP as MAX_TIMESTAMP
 from ._log import Log as Log
@@ -74,11 +76,11 @@ from ._records import iter_decoded_batches as iter_decoded_batches
 from ._records import iter_records as iter_records
 from ._records import make_records as make_records
 from ._records import whole_batches as whole_batches
-from ._segment import FetchDataInfo as FetchDataInfo
-from ._segment import FileSlice as FileSlice
-from ._segment import LogOffsetMetadata as LogOffsetMetadata
 from ._segment import LogSegment as LogSegment
-from ._segment import TimestampAndOffset as TimestampAndOffset
+from ._segment_read import FetchDataInfo as FetchDataInfo
+from ._segment_read import FileSlice as FileSlice
+from ._segment_read import LogOffsetMetadata as LogOffsetMetadata
+from ._segment_read import TimestampAndOffset as TimestampAndOffset
 from ._storage import KAFKA_STORAGE_ERROR as KAFKA_STORAGE_ERROR
 from ._storage import KafkaStorageError as KafkaStorageError
 from ._tool import PathError as PathError
@@ -92,8 +94,10 @@ __all__ = [
     "ATTRIBUTES_OFFSET",
     "COMPRESSION_TYPES",
     "CONTROL_MASK",
+    "EARLIEST_LOCAL_TIMESTAMP",
     "EARLIEST_TIMESTAMP",
     "KAFKA_STORAGE_ERROR",
+    "LATEST_TIERED_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "LOG_CONFIG",
     "LOG_MANAGER_CONFIG",

@@ -2,7 +2,10 @@
 
 Kafka's ``UnifiedLog.fetchOffsetByTimestamp``. A consumer resetting its position asks
 for the earliest offset (-2), the latest (-1), the record with the largest timestamp
-(-3, KIP-734), or the first record at or after a time (KIP-33's time index). Every
+(-3, KIP-734), or the first record at or after a time (KIP-33's time index). Tiered
+storage (KIP-405) adds the earliest offset on local disk (-4) and the last offset
+copied to remote storage (-5): with no tiered storage here, the first is the log start
+offset and the second offset -1, as Kafka answers for a topic without it. Every
 answer carries the leader epoch of the offset (KIP-320), so that the consumer can
 detect a truncation behind it.
 """
@@ -15,21 +18,29 @@ from ._batch import TimestampType
 from ._epoch_cache import LeaderEpochFileCache
 from ._local_log import LocalLog
 from ._records import decode_batch
-from ._segment import LogSegment, TimestampAndOffset
+from ._segment import LogSegment
+from ._segment_read import TimestampAndOffset
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (the broker answers the HW)
 MAX_TIMESTAMP = -3  # ListOffsets (KIP-734): the record with the largest timestamp
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets v8+ (KIP-405): the local log's start
+LATEST_TIERED_TIMESTAMP = (
+    -5
+)  # ListOffsets v9+ (KIP-1005): the last offset in remote storage
 
 
 def offset_by_timestamp(
     local: LocalLog, epochs: LeaderEpochFileCache, log_start_offset: int, timestamp: int
 ) -> TimestampAndOffset | None:
     """The earliest offset from the log start whose record timestamp is >= ``timestamp``."""
-    if timestamp == EARLIEST_TIMESTAMP:
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        # Without tiered storage every record is local: both start at the log start.
         return TimestampAndOffset(
             -1, log_start_offset, epochs.epoch_for_offset(log_start_offset)
         )
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return TimestampAndOffset(-1, -1, -1)  # nothing was ever tiered
     if timestamp == LATEST_TIMESTAMP:
         return TimestampAndOffset(-1, local.log_end_offset, epochs.latest_epoch)
     if timestamp == MAX_TIMESTAMP:

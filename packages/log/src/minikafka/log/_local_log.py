@@ -40,7 +40,8 @@ from ._names import (
     TIME_INDEX_SUFFIX,
     segment_file_name,
 )
-from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment
+from ._segment import LogSegment
+from ._segment_read import FetchDataInfo, LogOffsetMetadata
 from ._storage import storage_error
 from ._validator import LogAppendInfo
 

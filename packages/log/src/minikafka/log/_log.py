@@ -46,7 +46,8 @@ from ._retention import (
     retention_ms_breached,
     retention_size_breached,
 )
-from ._segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimestampAndOffset
+from ._segment import LogSegment
+from ._segment_read import FetchDataInfo, LogOffsetMetadata, TimestampAndOffset
 from ._validator import (
     LogAppendInfo,
     UnexpectedAppendOffsetError,

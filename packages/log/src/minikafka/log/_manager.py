@@ -58,6 +58,7 @@ from minikafka.trace import NullTracer, Tracer
 from ._checkpoint import OffsetCheckpointFile, log_checkpoint_failure
 from ._cleaner import clean, should_clean
 from ._config import LogConfig
+from ._failures import BackgroundFailures, LogDirFailureChannel
 from ._files import FilePool
 from ._log import Log, wall_clock_ms
 from ._names import (
@@ -117,20 +118,13 @@ class LogManager:
     cleaner_offsets: dict[TopicPartition, int] = attrs.field(factory=dict)
     # partition -> why (see the ``uncleanable`` property)
     _uncleanable: dict[TopicPartition, str] = attrs.field(factory=dict, init=False)
-    # (task, partition or None) -> the failure last logged for it (see _failed_once)
-    _failures: dict[tuple[str, TopicPartition | None], str] = attrs.field(
-        factory=dict, init=False
-    )
+    _failures: BackgroundFailures = attrs.field(factory=BackgroundFailures, init=False)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
     # every log's descriptors (see _files)
     files: FilePool = attrs.field(factory=FilePool)
-    offline_dirs: dict[Path, str] = attrs.field(factory=dict)
-    """Log dirs taken offline after a failed write or fsync, with why (until restart)."""
-    _offline_dir_queue: list[Path] = attrs.field(factory=list, init=False)
-    """Dirs taken offline and not yet taken by :meth:`take_offline_dirs` (Kafka's
-    ``LogDirFailureChannel`` queue, which the ReplicaManager's handler thread polls)."""
-    _dir_went_offline: trio.Event = attrs.field(factory=trio.Event, init=False)
+    dir_failures: LogDirFailureChannel = attrs.field(factory=LogDirFailureChannel)
+    """The dirs taken offline after a failed write or fsync (until restart)."""
     tracer: Tracer = attrs.field(factory=NullTracer)
     """Where every log of this manager emits: the node's tracer, from whoever builds it."""
 
@@ -244,8 +238,7 @@ class LogManager:
         # A new log of the same name starts afresh (Kafka's
         # maintainUncleanablePartitions drops the partitions whose log is gone).
         self._uncleanable.pop(tp, None)
-        for key in [key for key in self._failures if key[1] == tp]:
-            del self._failures[key]
+        self._failures.forget(tp)
         if log is None or log_dir is None:
             return
         target = log_dir / delete_dir_name(tp)
@@ -519,42 +512,29 @@ class LogManager:
 
     # --- failed log dirs (Kafka's LogDirFailureChannel) -------------------------------------
 
+    @property
+    def offline_dirs(self) -> Mapping[Path, str]:
+        """Each offline log dir, with why."""
+        return self.dir_failures.offline_dirs
+
     def mark_dir_offline(self, log_dir: Path, reason: str) -> None:
         """Take ``log_dir`` offline until restart, after a write or fsync it failed.
 
-        Kafka's LogDirFailureChannel: the partitions in it answer KAFKA_STORAGE_ERROR
-        (the ReplicaManager's shell takes the dir from :meth:`wait_offline_dirs` and
-        tells its core), nothing more is flushed, cleaned or checkpointed there, and
-        shutdown leaves it unclean, so the next start recovers its logs. Kafka halts a
-        broker once all its dirs are offline; this one stays up to serve metadata and
-        the other dirs, and says in one line what happened.
+        The partitions in it answer KAFKA_STORAGE_ERROR (the ReplicaManager's shell
+        takes the dir from :meth:`wait_offline_dirs` and tells its core), nothing more
+        is flushed, cleaned or checkpointed there, and shutdown leaves it unclean, so
+        the next start recovers its logs. Kafka halts a broker once all its dirs are
+        offline; this one stays up to serve metadata and the other dirs.
         """
-        if log_dir in self.offline_dirs:
-            return
-        self.offline_dirs[log_dir] = reason
-        _logger.error(
-            "log dir %s is offline until restart: %s; its partitions answer KAFKA_STORAGE_ERROR",
-            log_dir,
-            reason,
-        )
-        # Queued, not announced through a callback: whoever must act on it (the
-        # ReplicaManager's shell) takes it in its own task, so nothing it does can fail
-        # the background task (or request) whose write failed.
-        self._offline_dir_queue.append(log_dir)
-        self._dir_went_offline.set()
+        self.dir_failures.mark_offline(log_dir, reason)
 
     def take_offline_dirs(self) -> list[Path]:
         """The dirs taken offline since the last call, each once, in order."""
-        taken, self._offline_dir_queue = self._offline_dir_queue, []
-        return taken
+        return self.dir_failures.take()
 
     async def wait_offline_dirs(self) -> list[Path]:
-        """Wait until a dir goes offline; then :meth:`take_offline_dirs` (Kafka's
-        ``LogDirFailureChannel.takeNextOfflineLogDir``)."""
-        while not self._offline_dir_queue:
-            await self._dir_went_offline.wait()
-            self._dir_went_offline = trio.Event()
-        return self.take_offline_dirs()
+        """Wait until a dir goes offline; then :meth:`take_offline_dirs`."""
+        return await self.dir_failures.wait()
 
     # --- fault isolation of the background work ---------------------------------------
 
@@ -583,35 +563,16 @@ class LogManager:
             log_dir = None if tp is None else self._dir_of.get(tp)
             undone = isinstance(exc, KafkaStorageError) and not exc.offline
             if log_dir is None or undone:
-                self._failed_once(task, tp, exc)
+                self._failures.failed(task, tp, exc)
             else:
                 self.mark_dir_offline(log_dir, f"{task} of {tp} failed: {exc}")
         except Exception as exc:
             if on_error is None:
-                self._failed_once(task, tp, exc)
+                self._failures.failed(task, tp, exc)
             else:
                 on_error(exc)
         else:
-            if self._failures.pop((task, tp), None) is not None:
-                _logger.info("%s succeeded again", _task_name(task, tp))
-
-    def _failed_once(
-        self, task: str, tp: TopicPartition | None, exc: Exception
-    ) -> None:
-        """ERROR with the traceback for a new failure; the same one again only at DEBUG.
-
-        A background task runs every few seconds: the same traceback each time would
-        bury everything else in the log.
-        """
-        failure = f"{type(exc).__name__}: {exc}"
-        name = _task_name(task, tp)
-        if self._failures.get((task, tp)) == failure:
-            _logger.debug("%s failed again: %s", name, failure)
-            return
-        self._failures[(task, tp)] = failure
-        _logger.error(
-            "%s failed; it is tried again at the next interval", name, exc_info=exc
-        )
+            self._failures.succeeded(task, tp)
 
     def log_dir_of(self, tp: TopicPartition) -> Path | None:
         return self._dir_of.get(tp)
@@ -621,7 +582,3 @@ class LogManager:
 
     def _online_logs(self) -> list[Log]:
         return [log for tp, log in self.logs.items() if not self.is_offline(tp)]
-
-
-def _task_name(task: str, tp: TopicPartition | None) -> str:
-    return task if tp is None else f"{task} of {tp}"

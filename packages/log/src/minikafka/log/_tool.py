@@ -49,7 +49,7 @@ from ._names import (
     offset_from_file_name,
 )
 from ._records import Record, decode_batch
-from ._segment import scan_batches
+from ._segment_read import scan_batches
 
 # of a printable key or value; keySize/valueSize say how long it really is
 _SHOWN_CHARS = 64

@@ -12,6 +12,9 @@ from ._api_spec import ApiSpec as ApiSpec
 from ._api_spec import ApiTable as ApiTable
 from ._api_versions import api_versions_response as api_versions_response
 from ._api_versions import handle_api_versions as handle_api_versions
+from ._body_classes import body_classes as body_classes
+from ._body_classes import is_body as is_body
+from ._body_classes import load_body_classes as load_body_classes
 from ._channel import RequestChannel as RequestChannel
 from ._client import ClientError as ClientError
 from ._client import DisconnectedError as DisconnectedError
@@ -110,6 +113,7 @@ __all__ = [
     "UnsupportedVersionError",
     "api_name",
     "api_versions_response",
+    "body_classes",
     "build",
     "controlled_shutdown_v3",
     "decode_request_body",
@@ -119,8 +123,10 @@ __all__ = [
     "encode_request_header",
     "handle_api_versions",
     "has_field",
+    "is_body",
     "leader_and_isr_v5",
     "listener_endpoints",
+    "load_body_classes",
     "nested",
     "parse_listeners",
     "parse_request_header",

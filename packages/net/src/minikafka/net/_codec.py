@@ -153,8 +153,12 @@ def _message_fields(cls: type[Entity]) -> frozenset[str]:
 
 @cache
 def nested(cls: type[Entity], field_name: str) -> type[Entity]:
-    """The element class of a ``tuple[X, ...]`` field, e.g. a response's broker entries."""
+    """The element class of a ``tuple[X, ...]`` field, e.g. a response's broker entries
+    (or of a nullable one, ``tuple[X, ...] | None``)."""
     hint = _hints(cls)[field_name]
+    members = typing.get_args(hint)
+    if type(None) in members:
+        hint = next(m for m in members if m is not type(None))
     args = typing.get_args(hint)
     element = args[0] if args else hint
     if not isinstance(element, type):

@@ -12,53 +12,62 @@ cluster ever changes.
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v0.request import MetadataRequest as MetadataRequestV0
-from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
-from kio.schema.metadata.v2.request import MetadataRequest as MetadataRequestV2
-from kio.schema.metadata.v3.request import MetadataRequest as MetadataRequestV3
-from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
-from kio.schema.metadata.v5.request import MetadataRequest as MetadataRequestV5
-from kio.schema.metadata.v6.request import MetadataRequest as MetadataRequestV6
-from kio.schema.metadata.v7.request import MetadataRequest as MetadataRequestV7
-from kio.schema.metadata.v8.request import MetadataRequest as MetadataRequestV8
-from kio.schema.metadata.v9.request import MetadataRequest as MetadataRequestV9
-from kio.schema.metadata.v10.request import MetadataRequest as MetadataRequestV10
-from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV11
-from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
+if TYPE_CHECKING:
+    from kio.schema.metadata.v0 import request as metadata_v0
+    from kio.schema.metadata.v1 import request as metadata_v1
+    from kio.schema.metadata.v2 import request as metadata_v2
+    from kio.schema.metadata.v3 import request as metadata_v3
+    from kio.schema.metadata.v4 import request as metadata_v4
+    from kio.schema.metadata.v5 import request as metadata_v5
+    from kio.schema.metadata.v6 import request as metadata_v6
+    from kio.schema.metadata.v7 import request as metadata_v7
+    from kio.schema.metadata.v8 import request as metadata_v8
+    from kio.schema.metadata.v9 import request as metadata_v9
+    from kio.schema.metadata.v10 import request as metadata_v10
+    from kio.schema.metadata.v11 import request as metadata_v11
+    from kio.schema.metadata.v12 import request as metadata_v12
+
 from ._api_keys import ApiKey
 from ._api_spec import ApiSpec, ApiTable
 from ._api_versions import NO_THROTTLE, handle_api_versions
+from ._body_classes import body_classes
 from ._codec import build, encode_entity, nested, response_schema
 from ._request import Request, RequestMetrics
 
 # The Metadata versions served, one kio class each (from v10 a topic carries its id),
-# as a type for the handler and as the classes the body is checked against.
-MetadataRequest = (
-    MetadataRequestV0
-    | MetadataRequestV1
-    | MetadataRequestV2
-    | MetadataRequestV3
-    | MetadataRequestV4
-    | MetadataRequestV5
-    | MetadataRequestV6
-    | MetadataRequestV7
-    | MetadataRequestV8
-    | MetadataRequestV9
-    | MetadataRequestV10
-    | MetadataRequestV11
-    | MetadataRequestV12
+# as a type for the handler and as the classes the body is checked against (imported
+# only when a request of that version arrives: _body_classes.py).
+MetadataRequest: TypeAlias = (
+    "metadata_v0.MetadataRequest"
+    " | metadata_v1.MetadataRequest"
+    " | metadata_v2.MetadataRequest"
+    " | metadata_v3.MetadataRequest"
+    " | metadata_v4.MetadataRequest"
+    " | metadata_v5.MetadataRequest"
+    " | metadata_v6.MetadataRequest"
+    " | metadata_v7.MetadataRequest"
+    " | metadata_v8.MetadataRequest"
+    " | metadata_v9.MetadataRequest"
+    " | metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
 )
-_METADATA: tuple[type[MetadataRequest], ...] = typing.get_args(MetadataRequest)
+_METADATA: tuple[type[MetadataRequest], ...] = body_classes(MetadataRequest)
+_WithTopicIds: TypeAlias = (
+    "metadata_v10.MetadataRequest"
+    " | metadata_v11.MetadataRequest"
+    " | metadata_v12.MetadataRequest"
+)
+_METADATA_WITH_TOPIC_IDS: tuple[type[_WithTopicIds], ...] = body_classes(_WithTopicIds)
 _MAX_METADATA_BODIES = 256
 
 
@@ -93,9 +102,7 @@ class DemoApis:
         # topics" with an empty list, v1+ with null; either way the answer is none.)
         asked: tuple[tuple[object, object], ...] = (
             tuple((t.name, t.topic_id) for t in body.topics or ())
-            if isinstance(
-                body, MetadataRequestV10 | MetadataRequestV11 | MetadataRequestV12
-            )
+            if isinstance(body, _METADATA_WITH_TOPIC_IDS)
             else tuple((t.name, None) for t in body.topics or ())
         )
         key = (

@@ -19,7 +19,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import FileRegion
 
-from ._codec import api_name, encode_entity
+from ._codec import api_name, encode_entity, response_schema
 from ._framing import SIZE_PREFIX
 from ._headers import RequestHeader, encode_response_header, response_header_version
 
@@ -115,6 +115,12 @@ class Request:
                 f"{self.api_name} v{self.api_version}: unexpected body {body!r:.80}"
             )
         return body
+
+    def response_class(self) -> type[ResponsePayload]:
+        """The kio class of this request's answer, of the request's own version."""
+        cls = response_schema(self.api_key, self.api_version)
+        assert cls is not None, f"no response schema for {self.api_name}"
+        return cls
 
     @property
     def api_key(self) -> int:

@@ -39,8 +39,11 @@ from ._messages import Response as Response
 from ._messages import VoteRequest as VoteRequest
 from ._messages import VoteResponse as VoteResponse
 from ._node import NotLeaderError as NotLeaderError
-from ._node import Output as Output
 from ._node import RaftNode as RaftNode
+from ._result import Committed as Committed
+from ._result import LoadSnapshot as LoadSnapshot
+from ._result import RaftReply as RaftReply
+from ._result import RaftResult as RaftResult
 from ._states import TRANSITIONS as TRANSITIONS
 from ._states import RaftStateError as RaftStateError
 from ._states import State as State

@@ -1,8 +1,9 @@
 """What every part of a KRaft quorum member shares (Kafka's ``KafkaRaftClient`` and
 ``QuorumState``, KIP-595, KIP-630, KIP-996): its state, the durable ``quorum-state``, the
-moves between states, the timers, the requests in flight, and the calls a shell makes.
+moves between states, the timers, the requests in flight, and the calls a shell makes
+(but ``resign`` and ``create_snapshot``, which belong to two of the parts below).
 
-:class:`RaftNodeBase` leaves three rules to the classes :class:`~._node.RaftNode` is
+:class:`RaftNodeBase` leaves five rules to the classes :class:`~._node.RaftNode` is
 made of, each in a module of its own, with the hooks below as their seams:
 
 - :class:`~._election.Election`: votes granted and written down, votes counted, the new
@@ -10,7 +11,11 @@ made of, each in a module of its own, with the hooks below as their seams:
 - :class:`~._replication.LeaderReplication`: the leader's answer to a fetch, the
   followers' progress and the high watermark;
 - :class:`~._follower.FollowerFetch`: what a follower asks for, and what it does with
-  the answer (append, or truncate to a diverging epoch and fetch again).
+  the answer (append, or truncate to a diverging epoch and fetch again);
+- :class:`~._snapshots.SnapshotTransfer`: snapshots (KIP-630) taken, served by the
+  leader in chunks, copied and installed by a follower (into ``_download``);
+- :class:`~._resignation.Resignation`: a leader stepping down (asked to, or by
+  check-quorum) and naming its successors, and a voter told so.
 """
 
 from __future__ import annotations
@@ -25,13 +30,9 @@ from minikafka.trace import NullTracer, Tracer
 
 from ._config import RaftConfig
 from ._describe import QuorumInfo
-from ._events import (
-    HighWatermarkAdvanced,
-    SnapshotInstalled,
-    StateChanged,
-)
-from ._leader import LeaderState, snapshot_chunk
-from ._log import Entry, RaftLog, Snapshot, SnapshotId
+from ._events import HighWatermarkAdvanced, StateChanged
+from ._leader import LeaderState
+from ._log import Entry, RaftLog, SnapshotId
 from ._messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -48,6 +49,7 @@ from ._messages import (
     VoteResponse,
 )
 from ._requests import RequestManager
+from ._result import Committed, LoadSnapshot, RaftReply, RaftResult
 from ._states import RaftStateError, State, check_transition
 from ._store import ElectionState, QuorumStateStore
 
@@ -62,16 +64,6 @@ class NotLeaderError(Exception):
     """``append`` on a node that is not the leader."""
 
 
-@attrs.frozen
-class Output:
-    """What a call asks its shell to do: send ``messages``; give the state machine
-    ``snapshot`` (if any, first) and then ``committed``, the newly committed data entries."""
-
-    messages: tuple[Envelope, ...] = ()
-    committed: tuple[Entry, ...] = ()
-    snapshot: Snapshot | None = None
-
-
 @attrs.define
 class SnapshotDownload:
     id: SnapshotId
@@ -79,7 +71,7 @@ class SnapshotDownload:
 
 
 class RaftNodeBase(abc.ABC):
-    """One member of a KRaft quorum, without its three rules (the abstract hooks at the
+    """One member of a KRaft quorum, without its five rules (the abstract hooks at the
     end, which :class:`~._node.RaftNode`'s parts fill in): a voter if ``node_id`` is in
     ``voters``, else an observer (a broker following the metadata log)."""
 
@@ -112,6 +104,7 @@ class RaftNodeBase(abc.ABC):
         # Per state: who answered this round's (pre-)vote requests, how.
         self._granted: set[int] = set()
         self._rejected: set[int] = set()
+        self._granting: frozenset[int] = frozenset()  # who made this node the leader
         self._election_retries = 0
         self._election_deadline: float | None = None
         self._fetch_deadline: float | None = None
@@ -133,32 +126,32 @@ class RaftNodeBase(abc.ABC):
         self.voted_id: int | None = durable.voted_id
         self.state = State.UNATTACHED
         self._enter_after_restart(durable, now)
-        self._started: float | None = now  # the first handle_timer sends what is needed
+        self._started: float | None = now  # the first on_timer sends what is needed
 
     # -- what the shell calls ------------------------------------------------------
 
-    def receive(self, envelope: Envelope, now: float) -> Output:
+    def receive(self, envelope: Envelope, now: float) -> RaftResult:
         message = envelope.message
         if envelope.is_request:
             self._handle_request(envelope, now)
         else:
             if not self._requests.answered(envelope.source, envelope.correlation_id):
-                return self._output(now)  # late or duplicated: its request was given up
+                return self._result(now)  # late or duplicated: its request was given up
             self._handle_response(envelope.source, message, now)
-        return self._output(now)
+        return self._result(now)
 
     def handle_disconnect(
         self, destination: int, now: float, correlation_id: int | None = None
-    ) -> Output:
+    ) -> RaftResult:
         """The connection to ``destination`` failed (refused, reset): its request is
         given up at once and asked again after the retry backoff, not the request timeout.
         ``correlation_id`` names the request that failed: if another has been sent since
         (a new state forgets old requests), the failure is old news and changes nothing."""
         self._requests.failed(destination, now, correlation_id)
-        return self._output(now)
+        return self._result(now)
 
-    def timer(self) -> float | None:
-        """When ``handle_timer`` must next be called (aioquic's ``get_timer``)."""
+    def next_deadline(self) -> float | None:
+        """When ``on_timer`` must next be called (aioquic's ``get_timer``)."""
         deadlines = [self._started, self._election_deadline, self._fetch_deadline]
         deadlines += self._requests.deadlines()
         if self._leader is not None:
@@ -169,7 +162,7 @@ class RaftNodeBase(abc.ABC):
         found = [d for d in deadlines if d is not None]
         return min(found) if found else None
 
-    def handle_timer(self, now: float) -> Output:
+    def on_timer(self, now: float) -> RaftResult:
         self._started = None
         for _ in self._requests.expire(now):  # given up: asked again after the backoff
             if not self.is_voter:
@@ -196,12 +189,14 @@ class RaftNodeBase(abc.ABC):
         if self._election_deadline is not None and self._election_deadline <= now:
             self._election_deadline = None
             self._election_timed_out(now)
-        return self._output(now)
+        return self._result(now)
 
-    def append(self, data: Sequence[bytes], now: float) -> tuple[int, Output]:
-        """Append ``data`` as the leader, as one unit (it commits whole or not at all);
-        returns the last entry's offset. It is committed once the high watermark passes
-        it (``Output.committed`` says when)."""
+    def append(self, data: Sequence[bytes], now: float) -> RaftResult:
+        """Append ``data`` as the leader, as one unit (it commits whole or not at all).
+        The last entry's offset is ``log.end_offset - 1`` once this returns: a question
+        the shell asks apart from the work it is handed, as Kafka's ``prepareAppend``
+        answers the offset apart from the append it schedules. The entries are committed
+        once the high watermark passes them (a :class:`Committed` reply says when)."""
         if self.state is not State.LEADER:
             raise NotLeaderError(
                 f"node {self.node_id} is {self.state.value}, not the leader"
@@ -212,37 +207,7 @@ class RaftNodeBase(abc.ABC):
             for i, value in enumerate(data)
         ]
         self._append_as_leader(entries, now)
-        return self.log.end_offset - 1, self._output(now)
-
-    def resign(self, now: float) -> Output:
-        """Step down gracefully (a controlled shutdown): EndQuorumEpoch to the voters."""
-        if self.state is State.LEADER:
-            self._resign("shutting down", now)
-        return self._output(now)
-
-    def create_snapshot(self, end_offset: int, payload: bytes) -> SnapshotId:
-        """Keep the state machine's state after every entry below ``end_offset`` (which it
-        has applied, so it is committed) as a snapshot; the log below may go."""
-        if end_offset > self._applied:
-            raise ValueError(
-                f"offset {end_offset} is past what was applied ({self._applied})"
-            )
-        epoch = self._epoch_of(end_offset - 1)
-        snapshot = Snapshot(SnapshotId(end_offset, epoch), payload)
-        self.log.create_snapshot(snapshot)
-        return snapshot.id
-
-    def _epoch_of(self, offset: int) -> int:
-        if offset < 0:
-            return 0
-        if offset >= self.log.start_offset:
-            return self.log.read(offset, 1)[0].epoch
-        snapshot = self.log.latest_snapshot()
-        if snapshot is None or snapshot.id.end_offset != offset + 1:
-            raise ValueError(
-                f"offset {offset} is below the log start {self.log.start_offset}"
-            )
-        return snapshot.id.epoch
+        return self._result(now)
 
     @property
     def _known_leader(self) -> int | None:
@@ -297,57 +262,6 @@ class RaftNodeBase(abc.ABC):
             self._heard_from_leader(now)
         return BeginQuorumEpochResponse(Errors.NONE, self.epoch, self._known_leader)
 
-    def _handle_end_quorum_epoch(
-        self, request: EndQuorumEpochRequest, now: float
-    ) -> EndQuorumEpochResponse:
-        if request.leader_epoch < self.epoch:
-            return EndQuorumEpochResponse(
-                Errors.FENCED_LEADER_EPOCH, self.epoch, self._known_leader
-            )
-        self._observe_epoch(request.leader_epoch, request.leader_id, now)
-        if self.state is State.FOLLOWER and self.leader_id == request.leader_id:
-            # The leader is going: stop waiting for it (its fetch timer runs out soon) and
-            # stop vouching for it in pre-votes. The most complete successors stand
-            # first, each position waiting twice as long as the one before it.
-            self._last_leader_contact = None
-            successors = request.preferred_successors
-            wait = self._random_election_timeout()
-            if self.node_id in successors:
-                position = successors.index(self.node_id)
-                wait = min(
-                    self.config.retry_backoff * 2**position,
-                    self.config.election_backoff_max,
-                )
-            self._fetch_deadline = now + wait
-        return EndQuorumEpochResponse(Errors.NONE, self.epoch, self._known_leader)
-
-    def _handle_fetch_snapshot(
-        self, request: FetchSnapshotRequest
-    ) -> FetchSnapshotResponse:
-        if self.state is not State.LEADER or request.current_leader_epoch != self.epoch:
-            return FetchSnapshotResponse(
-                Errors.NOT_LEADER_OR_FOLLOWER, self.epoch, self._known_leader
-            )
-        snapshot = self.log.latest_snapshot()
-        chunk = snapshot_chunk(
-            snapshot,
-            request.snapshot_id,
-            request.position,
-            self.config.snapshot_chunk_bytes,
-        )
-        if isinstance(chunk, str) or snapshot is None:
-            return FetchSnapshotResponse(Errors[str(chunk)], self.epoch, self.node_id)
-        size = len(snapshot.payload)
-        return FetchSnapshotResponse(
-            Errors.NONE,
-            self.epoch,
-            self.node_id,
-            snapshot.id,
-            size,
-            request.position,
-            chunk,
-        )
-
     # -- responses -------------------------------------------------------------------
 
     def _handle_response(self, source: int, message: Message, now: float) -> None:
@@ -365,51 +279,6 @@ class RaftNodeBase(abc.ABC):
             self._handle_fetch_response(source, message, now)
         elif isinstance(message, FetchSnapshotResponse):
             self._handle_fetch_snapshot_response(source, message, now)
-
-    def _handle_fetch_snapshot_response(
-        self, source: int, response: FetchSnapshotResponse, now: float
-    ) -> None:
-        self._observe_epoch(response.leader_epoch, response.leader_id, now)
-        download = self._download
-        if (
-            self.state is not State.FOLLOWER
-            or source != self.leader_id
-            or download is None
-        ):
-            return
-        if response.error is not Errors.NONE:
-            self._download = None  # the leader has another snapshot now: fetch again
-            return
-        if response.snapshot_id != download.id or response.position != len(
-            download.data
-        ):
-            return
-        self._heard_from_leader(now)
-        download.data += response.unaligned_records
-        if len(download.data) < response.size:
-            return
-        snapshot = Snapshot(download.id, bytes(download.data))
-        self._download = None
-        self.log.install_snapshot(snapshot)
-        self._pending_snapshot = snapshot
-        self._applied = 0
-        if self.tracer.enabled:
-            event = SnapshotInstalled(
-                self.node_id,
-                self.epoch,
-                snapshot.id.end_offset,
-                snapshot.id.epoch,
-                response.size,
-            )
-            self.tracer.emit(event, ts=now)
-        self._advance_hw(snapshot.id.end_offset, now)
-
-    # -- leadership ------------------------------------------------------------------
-
-    def _resign(self, why: str, now: float) -> None:
-        assert self._leader is not None
-        self._successors = self._leader.preferred_successors()
-        self._become(State.RESIGNED, now, why=why)
 
     # -- state changes ---------------------------------------------------------------
 
@@ -507,6 +376,8 @@ class RaftNodeBase(abc.ABC):
         if old is State.LEADER:
             self._leave_leadership(now)
         self.epoch = epoch
+        if new is State.LEADER:
+            self._granting = frozenset(self._granted)
         self._granted.clear()
         self._rejected.clear()
         self._election_deadline = self._fetch_deadline = None
@@ -623,29 +494,27 @@ class RaftNodeBase(abc.ABC):
                 if voter not in self._ended:
                     self._send(voter, end, now)
         elif state is State.FOLLOWER and self.leader_id is not None:
-            download = self._download
-            if download is not None:
-                request: Message = FetchSnapshotRequest(
-                    self.node_id, self.epoch, download.id, len(download.data)
-                )
-            else:
-                request = self._fetch_request()
+            # A follower copying the leader's snapshot asks for it before any entry.
+            request = self._fetch_snapshot_request() or self._fetch_request()
             self._send(self.leader_id, request, now)
         elif state is State.UNATTACHED and not self.is_voter and self._requests.idle:
             # An observer looks for the leader: any voter's answer names it.
             voter = self.rng.choice(self.voters)
             self._send(voter, self._fetch_request(), now)
 
-    def _output(self, now: float) -> Output:
+    def _result(self, now: float) -> RaftResult:
+        """What every call hands back: what to send now, and for the state machine the
+        snapshot to load (if any, first) and the data entries that became committed."""
         self._send_what_the_state_needs(now)
         messages, self._outbox = tuple(self._outbox), []
-        snapshot = None
+        replies: list[RaftReply] = []
         if (
             self._pending_snapshot is not None
             and self.high_watermark >= self._pending_snapshot.id.end_offset
         ):
             snapshot, self._pending_snapshot = self._pending_snapshot, None
             self._applied = snapshot.id.end_offset
+            replies.append(LoadSnapshot(snapshot))
         committed: list[Entry] = []
         end = min(self.high_watermark, self.log.end_offset)
         while self._applied < end and self._applied >= self.log.start_offset:
@@ -660,9 +529,11 @@ class RaftNodeBase(abc.ABC):
                 break
             committed += (e for e in batch if not e.control)
             self._applied = batch[-1].offset + 1
-        return Output(messages, tuple(committed), snapshot)
+        if committed:
+            replies.append(Committed(tuple(committed)))
+        return RaftResult(replies=tuple(replies), messages=messages)
 
-    # -- the hooks: what Election, LeaderReplication and FollowerFetch write ---------
+    # -- the hooks: what the parts write --------------------------------------------
 
     @abc.abstractmethod
     def _vote_request(self, pre_vote: bool) -> VoteRequest:
@@ -699,3 +570,29 @@ class RaftNodeBase(abc.ABC):
         self, source: int, response: FetchResponse, now: float
     ) -> None:
         """FollowerFetch: what a follower does with the leader's answer to its fetch."""
+
+    @abc.abstractmethod
+    def _resign(self, why: str, now: float) -> None:
+        """Resignation: the leader steps down for ``why``, naming its successors."""
+
+    @abc.abstractmethod
+    def _handle_end_quorum_epoch(
+        self, request: EndQuorumEpochRequest, now: float
+    ) -> EndQuorumEpochResponse:
+        """Resignation: what a voter does when its leader says it has stepped down."""
+
+    @abc.abstractmethod
+    def _handle_fetch_snapshot(
+        self, request: FetchSnapshotRequest
+    ) -> FetchSnapshotResponse:
+        """SnapshotTransfer: the leader's answer to a FetchSnapshot, one chunk."""
+
+    @abc.abstractmethod
+    def _fetch_snapshot_request(self) -> FetchSnapshotRequest | None:
+        """SnapshotTransfer: the FetchSnapshot a follower copying a snapshot sends next."""
+
+    @abc.abstractmethod
+    def _handle_fetch_snapshot_response(
+        self, source: int, response: FetchSnapshotResponse, now: float
+    ) -> None:
+        """SnapshotTransfer: add the chunk to the copy; install the snapshot once whole."""

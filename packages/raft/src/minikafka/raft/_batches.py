@@ -6,7 +6,8 @@ record of a batch but the last is ``continued``.
 The same bytes go to disk (:mod:`._file_log`) and on the wire (Fetch, :mod:`._fetch_wire`),
 so a broker that fetches the metadata log appends what a voter stores, byte for byte. A
 control entry is a control batch holding one LeaderChange record (key: version 0, type
-2), as Kafka writes it; a reader of the metadata records skips control batches.
+2; value: Kafka's ``LeaderChangeMessage``), as Kafka writes it; a reader of the metadata
+records skips control batches.
 """
 
 from __future__ import annotations
@@ -19,6 +20,31 @@ from ._log import Entry
 
 # version 0, LEADER_CHANGE
 LEADER_CHANGE_KEY = (0).to_bytes(2, "big") + (2).to_bytes(2, "big")
+
+
+def _voters(ids: Iterable[int]) -> bytes:
+    # A compact array (its length plus one, an unsigned varint: under 128 voters, one
+    # byte) of Voter structs: the id, then no tagged fields.
+    ordered = sorted(ids)
+    assert len(ordered) < 127
+    return bytes([len(ordered) + 1]) + b"".join(
+        v.to_bytes(4, "big", signed=True) + b"\x00" for v in ordered
+    )
+
+
+def encode_leader_change(
+    leader_id: int, voters: Iterable[int], granting: Iterable[int]
+) -> bytes:
+    """The value of a LeaderChange record: Kafka's ``LeaderChangeMessage`` v0 (flexible:
+    version, leader id, the epoch's voters, those who voted for the leader, then no
+    tagged fields), which Kafka's tools decode from the metadata log."""
+    return (
+        (0).to_bytes(2, "big")
+        + leader_id.to_bytes(4, "big", signed=True)
+        + _voters(voters)
+        + _voters(granting)
+        + b"\x00"
+    )
 
 
 def units(entries: Iterable[Entry]) -> Iterator[list[Entry]]:

@@ -136,14 +136,42 @@ class FileRaftLog:
         self.log.flush()
         self._flushed = self.end_offset
 
+    def fsync_up_to(self, offset: int) -> None:
+        """fsync the entries below ``offset`` without saying so yet (safe in a worker
+        thread while the owner appends): a shell that flushes the leader's log off its
+        event loop, as Kafka's Raft thread flushes apart from its state machine, calls
+        :meth:`mark_flushed` once this returned."""
+        self.log.fsync_up_to(offset)
+
+    def mark_flushed(self, offset: int) -> None:
+        """After :meth:`fsync_up_to` returned (on the owner's thread): the entries below
+        ``offset`` are flushed, unless the log was truncated below them since."""
+        end = min(offset, self.end_offset)
+        if end > self._flushed:
+            self.log.mark_flushed(end)
+            self._flushed = end
+
     def latest_snapshot(self) -> Snapshot | None:
         return self._snapshot
 
     def create_snapshot(self, snapshot: Snapshot) -> None:
         if not is_new_snapshot(self, snapshot):
             return
-        end = snapshot.id.end_offset
-        self._write_snapshot(snapshot)
+        self.write_snapshot_file(snapshot)
+        self.snapshot_written(snapshot)
+
+    def snapshot_written(self, snapshot: Snapshot) -> None:
+        """After :meth:`write_snapshot_file` (on the owner's thread): the snapshot is the
+        latest, and the log below it goes; unless a newer one came meanwhile (then its
+        file goes)."""
+        end, latest = snapshot.id.end_offset, self._snapshot
+        if end < self.start_offset or (
+            latest is not None and end <= latest.id.end_offset
+        ):
+            if latest is None or latest.id != snapshot.id:
+                (self.dir / snapshot.id.file_name).unlink(missing_ok=True)
+            return
+        self._swap_snapshot(snapshot)
         # The Log moves its start only below its high watermark; a snapshot holds only
         # committed entries, so the Raft high watermark is at least its end.
         self.log.maybe_increment_high_watermark(end)
@@ -151,11 +179,16 @@ class FileRaftLog:
         self.log.delete_old_segments()
 
     def install_snapshot(self, snapshot: Snapshot) -> None:
-        self._write_snapshot(snapshot)
+        self.write_snapshot_file(snapshot)
+        self._swap_snapshot(snapshot)
         self.log.truncate_fully_and_start_at(snapshot.id.end_offset)
         self._flushed = snapshot.id.end_offset
 
-    def _write_snapshot(self, snapshot: Snapshot) -> None:
+    def write_snapshot_file(self, snapshot: Snapshot) -> None:
+        """Write ``snapshot``'s file durably: to a temporary name, fsynced, renamed, the
+        directory fsynced. Only files: safe in a worker thread while the owner goes on
+        (a shell that keeps fsyncs off its event loop calls :meth:`snapshot_written`
+        once this returned)."""
         path = self.dir / snapshot.id.file_name
         partial = path.with_name(path.name + ".part")
         with open(partial, "wb") as f:
@@ -168,6 +201,8 @@ class FileRaftLog:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _swap_snapshot(self, snapshot: Snapshot) -> None:
         old = self._snapshot
         self._snapshot = snapshot
         if old is not None and old.id != snapshot.id:

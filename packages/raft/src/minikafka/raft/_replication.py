@@ -12,6 +12,7 @@ from ._base import RaftNodeBase
 from ._leader import LeaderState, check_fetch_position
 from ._log import Entry
 from ._messages import DivergingEpoch, Envelope, Errors, FetchRequest, FetchResponse
+from ._result import RaftResult
 
 
 class LeaderReplication(RaftNodeBase):
@@ -83,6 +84,14 @@ class LeaderReplication(RaftNodeBase):
         self.log.flush()
         self._maybe_advance_leader_hw(now)
         self._wake_parked(now)
+
+    def on_log_flushed(self, now: float) -> RaftResult:
+        """The log's flushed end moved apart from an append (a shell that flushes the
+        leader's log in a worker thread, as Kafka's ``flushLeaderLog``): the leader counts
+        what is now on its disk toward the high watermark."""
+        if self._leader is not None:
+            self._maybe_advance_leader_hw(now)
+        return self._result(now)
 
     def _maybe_advance_leader_hw(self, now: float) -> None:
         leader = self._leader

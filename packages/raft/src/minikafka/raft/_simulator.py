@@ -45,7 +45,8 @@ from minikafka.trace import NullTracer, Tracer
 from ._config import RaftConfig
 from ._log import Entry, MemoryLog, RaftLog
 from ._messages import Envelope, VoteResponse
-from ._node import NotLeaderError, Output, RaftNode
+from ._node import NotLeaderError, RaftNode
+from ._result import Committed, LoadSnapshot, RaftResult
 from ._scenarios import Fault, Scenario, Trigger
 from ._states import RaftStateError, State
 from ._store import MemoryStateStore, QuorumStateStore
@@ -207,8 +208,8 @@ class Simulation:
             assert isinstance(payload, Envelope)
             sender = self.nodes[payload.source]
             if sender.raft is not None:
-                output = sender.raft.handle_disconnect(payload.destination, self.now)
-                self._carry_out(sender, output)
+                result = sender.raft.handle_disconnect(payload.destination, self.now)
+                self._carry_out(sender, result)
         elif kind == "timer":
             assert isinstance(payload, tuple)
             node_id, life = payload
@@ -216,7 +217,7 @@ class Simulation:
             due = node.timer_at is not None and node.timer_at <= self.now
             if node.raft is not None and node.life == life and due:
                 node.timer_at = None
-                self._carry_out(node, node.raft.handle_timer(self.now))
+                self._carry_out(node, node.raft.on_timer(self.now))
         elif kind == "fault":
             assert isinstance(payload, Fault)
             self._fault(payload)
@@ -296,7 +297,7 @@ class Simulation:
             rng=rng,
             tracer=self.tracer_for(node.node_id),
         )
-        self._carry_out(node, Output())
+        self._carry_out(node, RaftResult())
 
     def _client_append(self) -> None:
         scenario = self.scenario
@@ -305,26 +306,26 @@ class Simulation:
             if leader is not None:
                 self.appended += 1
                 try:
-                    _, output = leader.append([b"v%d" % self.appended], self.now)
+                    result = leader.append([b"v%d" % self.appended], self.now)
                 except NotLeaderError:
                     pass
                 else:
                     node = self.nodes[leader.node_id]
-                    self._carry_out(node, output)
+                    self._carry_out(node, result)
                     self._crash_point(node, "append")
             self._push(self.now + scenario.append_interval, "append", None)
 
-    def _carry_out(self, node: _SimNode, output: Output) -> None:
-        """What a shell does with an Output: send, apply, and set the timer."""
+    def _carry_out(self, node: _SimNode, result: RaftResult) -> None:
+        """What a shell does with a node's result: send, apply, and set the timer."""
         assert node.raft is not None
         hw = node.hw_seen
-        for envelope in output.messages:
+        for envelope in result.messages:
             self._send(envelope)
         granted = any(
             isinstance(e.message, VoteResponse)
             and e.message.vote_granted
             and not e.message.pre_vote
-            for e in output.messages
+            for e in result.messages
         )
         if granted and self._crash_point(node, "vote"):
             return
@@ -335,27 +336,35 @@ class Simulation:
             and self._crash_point(node, "commit")
         ):
             return
-        if output.snapshot is not None:
-            state = _decode_state(output.snapshot.payload)
-            node.applied = []  # the snapshot replaces the state machine
-            self._check_applied(node, state)
-            node.applied = state
-        if output.committed:
-            fresh = [(e.offset, e.data) for e in output.committed]
-            self._check_applied(node, fresh, entries=output.committed)
-            node.applied += fresh
-            node.since_snapshot += len(fresh)
-            if node.since_snapshot >= self.scenario.snapshot_every:
-                node.since_snapshot = 0
-                node.raft.create_snapshot(
-                    node.raft.applied_offset, _encode_state(node.applied)
-                )
-        timer = node.raft.timer()
-        if timer is not None and (
-            node.timer_at is None or timer < node.timer_at or node.timer_at < self.now
+        for reply in result.replies:  # in order: a snapshot first, then entries
+            if isinstance(reply, LoadSnapshot):
+                state = _decode_state(reply.snapshot.payload)
+                node.applied = []  # the snapshot replaces the state machine
+                self._check_applied(node, state)
+                node.applied = state
+            else:
+                self._apply(node, reply)
+        deadline = node.raft.next_deadline()
+        if deadline is not None and (
+            node.timer_at is None
+            or deadline < node.timer_at
+            or node.timer_at < self.now
         ):
-            node.timer_at = max(timer, self.now)
+            node.timer_at = max(deadline, self.now)
             self._push(node.timer_at, "timer", (node.node_id, node.life))
+
+    def _apply(self, node: _SimNode, committed: Committed) -> None:
+        """The state machine applies committed entries, and snapshots now and then."""
+        assert node.raft is not None
+        fresh = [(e.offset, e.data) for e in committed.entries]
+        self._check_applied(node, fresh, entries=committed.entries)
+        node.applied += fresh
+        node.since_snapshot += len(fresh)
+        if node.since_snapshot >= self.scenario.snapshot_every:
+            node.since_snapshot = 0
+            node.raft.create_snapshot(
+                node.raft.applied_offset, _encode_state(node.applied)
+            )
 
     def _send(self, envelope: Envelope) -> None:
         scenario, network = self.scenario, self.network

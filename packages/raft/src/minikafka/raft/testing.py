@@ -8,7 +8,8 @@ from collections import deque
 
 from ._log import MemoryLog
 from ._messages import Envelope
-from ._node import Output, RaftNode
+from ._node import RaftNode
+from ._result import Committed, RaftResult
 from ._states import State
 from ._store import MemoryStateStore
 
@@ -35,9 +36,11 @@ class Wire:
             now,
         )
 
-    def take(self, node: int, output: Output) -> None:
-        self.queue.extend(output.messages)
-        self.committed[node] += [e.data for e in output.committed]
+    def take(self, node: int, result: RaftResult) -> None:
+        self.queue.extend(result.messages)
+        for reply in result.replies:
+            if isinstance(reply, Committed):
+                self.committed[node] += [e.data for e in reply.entries]
 
     def settle(self, now: float) -> None:
         """Deliver until nothing is in flight, at ``now``."""
@@ -52,9 +55,9 @@ class Wire:
 
     def tick(self, now: float) -> None:
         for n, node in self.nodes.items():
-            timer = node.timer()
-            if n not in self.cut and timer is not None and timer <= now:
-                self.take(n, node.handle_timer(now))
+            deadline = node.next_deadline()
+            if n not in self.cut and deadline is not None and deadline <= now:
+                self.take(n, node.on_timer(now))
         self.settle(now)
 
     def run_until(self, until: float, step: float = 0.05, start: float = 0.0) -> None:

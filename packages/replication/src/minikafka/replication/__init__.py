@@ -7,8 +7,9 @@ purgatory parks ``acks=all`` produces (DelayedProduce) and long-polling fetches
 (DelayedFetch) until the condition they wait for holds or their deadline passes.
 
 Every module but ``_shell`` is a core (no trio, no clock: ``now`` is an argument, answers
-are returned as values); :class:`ReplicaManagerService` is the trio shell that owns the
-clock, the timers and the sending of answers.
+and the messages for other nodes are returned as values, in a ``CoreResult``);
+:class:`ReplicaManagerShell` is the trio shell that owns the clock, the timers and the
+sending of answers and AlterPartition proposals.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
@@ -37,15 +38,16 @@ from ._fetcher import ReplicaFetcher as ReplicaFetcher
 from ._isr import IsrChangeAnswer as IsrChangeAnswer
 from ._isr import IsrChangeProposal as IsrChangeProposal
 from ._isr import ReplicaState as ReplicaState
-from ._partition import LogReadResult as LogReadResult
+from ._manager_base import ReplicaManagerResult as ReplicaManagerResult
+from ._manager_base import TopicSettings as TopicSettings
 from ._partition import Partition as Partition
-from ._partition import PartitionState as PartitionState
-from ._partition import ReplicationError as ReplicationError
+from ._partition_base import PartitionState as PartitionState
+from ._partition_base import ReplicationError as ReplicationError
+from ._partition_reads import LogReadResult as LogReadResult
 from ._purgatory import DelayedOperation as DelayedOperation
 from ._purgatory import DelayedOperationPurgatory as DelayedOperationPurgatory
 from ._replica_manager import HIGH_WATERMARK_CHECKPOINT as HIGH_WATERMARK_CHECKPOINT
 from ._replica_manager import ReplicaManager as ReplicaManager
-from ._replica_manager import TopicSettings as TopicSettings
 from ._results import FetchParams as FetchParams
 from ._results import FetchPartition as FetchPartition
 from ._results import FetchPartitionResult as FetchPartitionResult
@@ -53,7 +55,7 @@ from ._results import FetchResponse as FetchResponse
 from ._results import ProducePartitionResult as ProducePartitionResult
 from ._results import ProduceResponse as ProduceResponse
 from ._results import Response as Response
-from ._shell import ReplicaManagerService as ReplicaManagerService
+from ._shell import ReplicaManagerShell as ReplicaManagerShell
 
 __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
@@ -91,7 +93,8 @@ __all__ = [
     "ProduceResponse",
     "ReplicaFetcher",
     "ReplicaManager",
-    "ReplicaManagerService",
+    "ReplicaManagerResult",
+    "ReplicaManagerShell",
     "ReplicaState",
     "ReplicationError",
     "Response",

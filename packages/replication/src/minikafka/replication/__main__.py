@@ -83,7 +83,9 @@ def run(data: Path) -> None:
         request = next(numbers)
         answers.update(
             (r.request_id, r)
-            for r in manager.append_records(30_000, acks, {TP: batch}, request, now=t)
+            for r in manager.append_records(
+                30_000, acks, {TP: batch}, request, now=t
+            ).replies
         )
         return request
 
@@ -93,7 +95,8 @@ def run(data: Path) -> None:
         )
         fetch = [FetchPartition(TP, offset, 1 << 20)]
         answers.update(
-            (r.request_id, r) for r in manager.fetch_messages(params, fetch, 0, t)
+            (r.request_id, r)
+            for r in manager.fetch_messages(params, fetch, 0, t).replies
         )
         show(t, f"broker {broker} fetches from offset {offset}")
 
@@ -132,7 +135,7 @@ def run(data: Path) -> None:
     long_poll = [FetchPartition(TP, 3, 1 << 20)]
     answers.update(
         (r.request_id, r)
-        for r in manager.fetch_messages(params, long_poll, fetched, now=1.0)
+        for r in manager.fetch_messages(params, long_poll, fetched, now=1.0).replies
     )
     print(
         f"  answered: {yes_no(answers.get(fetched))}; waiting in the fetch purgatory: "

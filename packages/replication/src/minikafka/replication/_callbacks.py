@@ -5,6 +5,17 @@ carrying the number its caller gave the request. A request handler would rather 
 this with the answer", as Kafka's ``responseCallback`` does; :class:`ResponseCallbacks`
 numbers each callback, and calls it with the response that carries its number. The trio
 shell uses it, and so do tests and demos that drive the core by hand.
+
+It is not the shell runtime's ``Waiters`` (``minikafka.common.shell``), which the group
+coordinator's, the controller's and the Raft node's shells use, although both match an
+answer to a request by its number: a waiter is awaited by the request's own task, held
+until the answer comes. Produce and Fetch are not held: their handlers hand over a
+callback and return, as Kafka's request handler threads do once a request is parked in
+the purgatory, so an ``acks=all`` produce or a consumer's long poll (up to
+``fetch.max.wait.ms``) keeps no task waiting, and the call that completes it (a
+follower's fetch, the expiry timer, the controller's answer) sends its response at once.
+And a callback needs no event loop: the tests, the demo and the book's cells drive the
+core with these, without trio.
 """
 
 from __future__ import annotations

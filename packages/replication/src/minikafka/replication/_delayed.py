@@ -160,7 +160,8 @@ class DelayedOperations:
     which completes a produce; a re-read that fails takes a log dir offline, which
     completes others), so the completed operations are gathered in ``_completed`` and
     every public call of the ReplicaManager ends by taking their answers
-    (:meth:`answers`): the list is empty between calls, and holds no time.
+    (:meth:`answers`, the replies of its result): the list is empty between calls, and
+    holds no time.
     """
 
     tracer: Tracer = attrs.field(factory=NullTracer)
@@ -188,8 +189,9 @@ class DelayedOperations:
         deadlines = (self.produce.next_deadline(), self.fetch.next_deadline())
         return min((d for d in deadlines if d is not None), default=None)
 
-    def answers(self, now: float, own: Response | None = None) -> list[Response]:
-        """The answers of the operations completed since the last call, then ``own``.
+    def answers(self, now: float, own: Response | None = None) -> tuple[Response, ...]:
+        """The answers of the operations completed since the last call, then ``own``:
+        the replies of the ReplicaManager's result.
 
         Each is traced with how long its request waited (``now`` minus when it was parked).
         """
@@ -207,4 +209,4 @@ class DelayedOperations:
             responses.append(operation.response)
         if own is not None:
             responses.append(own)
-        return responses
+        return tuple(responses)

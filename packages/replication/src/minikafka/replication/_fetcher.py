@@ -16,10 +16,11 @@ than a consumer:
   heard of the epoch answers UNKNOWN_LEADER_EPOCH, and the follower backs off
   (``replica.fetch.backoff.ms``) until the metadata brings the new leader.
 
-The fetcher is a core: it builds requests as values, takes answers as values, and calls
-the follower's Partitions directly for the appends and truncations (the log is a local,
-synchronous library here, as it is for the ReplicaManager). Its shell sends the requests
-to the leader's broker.
+The fetcher is a core: it builds requests as values (the messages of a ``CoreResult``:
+the partitions of one OffsetsForLeaderEpoch or one Fetch to the leader), takes answers as
+values, and calls the follower's Partitions directly for the appends and truncations (the
+log is a local, synchronous library here, as it is for the ReplicaManager). Its shell
+sends the requests to the leader's broker.
 
 One partition's trouble is that partition's alone (Kafka's ``partitionsWithError``). A
 fetch answer may end inside a batch (the leader cuts it at ``replica.fetch.max.bytes``):
@@ -34,14 +35,16 @@ once and to report; a storage error also takes the log dir offline there.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Never
 
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 from minikafka.log import UNDEFINED_EPOCH
 
-from ._partition import Partition, ReplicationError
+from ._partition import Partition
+from ._partition_base import ReplicationError
 from ._results import FetchPartition, FetchPartitionResult
 
 REPLICA_FETCH_MAX_BYTES = 1024 * 1024
@@ -87,10 +90,13 @@ class FetchFailure:
 
 @attrs.frozen
 class FetchRound:
-    """What one batch of answers did: partitions that advanced, partitions that failed."""
+    """What one batch of answers did: partitions that advanced (a Fetch's answers),
+    truncations made (OffsetsForLeaderEpoch's), partitions that failed."""
 
     advanced: int = 0
     failures: tuple[FetchFailure, ...] = ()
+    truncated: tuple[tuple[TopicPartition, int], ...] = ()
+    """``(partition, offset)`` for each log truncated to ``offset``."""
 
 
 @attrs.frozen
@@ -165,8 +171,9 @@ class ReplicaFetcher:
 
     # --- truncation (KIP-101, KIP-279) ----------------------------------------------------
 
-    def epoch_requests(self, now: float) -> list[EpochRequest]:
-        """OffsetsForLeaderEpoch for the partitions that must truncate before fetching."""
+    def epoch_requests(self, now: float) -> CoreResult[Never, Never, EpochRequest]:
+        """OffsetsForLeaderEpoch for the partitions that must truncate before fetching:
+        the messages are the partitions of one request to the leader."""
         requests = []
         for tp, state in self.states.items():
             if not state.truncating or state.delayed_until > now:
@@ -178,11 +185,11 @@ class ReplicaFetcher:
                 state.fetch_offset = self.local[tp].log.log_end_offset
                 continue
             requests.append(EpochRequest(tp, state.current_leader_epoch, latest))
-        return requests
+        return CoreResult(messages=tuple(requests))
 
     def on_epoch_answers(
         self, answers: Iterable[EpochAnswer], now: float
-    ) -> tuple[list[tuple[TopicPartition, int]], tuple[FetchFailure, ...]]:
+    ) -> FetchRound:
         """Truncate where the leader says: the (partition, offset) truncations made, and
         the partitions whose truncation failed."""
         truncated = []
@@ -211,7 +218,7 @@ class ReplicaFetcher:
             state.truncating = not complete
             state.fetch_offset = partition.log.log_end_offset
             self._succeeded(state)
-        return truncated, tuple(failures)
+        return FetchRound(failures=tuple(failures), truncated=tuple(truncated))
 
     @staticmethod
     def _truncation_offset(
@@ -236,8 +243,9 @@ class ReplicaFetcher:
 
     # --- fetching ---------------------------------------------------------------------------
 
-    def fetch_request(self, now: float) -> list[FetchPartition]:
-        """The partitions to fetch now, each from its log end, naming the leader epoch."""
+    def fetch_request(self, now: float) -> CoreResult[Never, Never, FetchPartition]:
+        """The partitions to fetch now, each from its log end, naming the leader epoch:
+        the messages are the partitions of one Fetch to the leader."""
         fetches = []
         for tp, state in self.states.items():
             if state.truncating or state.delayed_until > now:
@@ -251,7 +259,7 @@ class ReplicaFetcher:
                     state.current_leader_epoch,
                 )
             )
-        return fetches
+        return CoreResult(messages=tuple(fetches))
 
     def on_fetch_answers(
         self, fetched: Iterable[FetchedPartition], now: float

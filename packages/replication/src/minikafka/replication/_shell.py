@@ -1,4 +1,4 @@
-"""ReplicaManagerService: the trio shell around the ReplicaManager core.
+"""ReplicaManagerShell: the trio shell around the ReplicaManager core.
 
 The core decides; this module carries its decisions out, and is the only replication
 module that imports trio (import-linter's "Replication cores do not import trio"). It
@@ -7,20 +7,24 @@ module that imports trio (import-linter's "Replication cores do not import trio"
   :class:`~minikafka.trace.EpochClock` over trio's clock (:meth:`now`: seconds since
   the epoch, so the core stamps its trace events with it; the replica fetchers read
   the same one);
-- sends the answers the core returns, through the callbacks the request handlers gave
-  (:class:`ResponseCallbacks`);
+- sends the answers the core returns (its results' replies), through the callbacks the
+  request handlers gave (:class:`ResponseCallbacks`);
 - sleeps until the core's ``next_deadline()`` and then calls ``on_timer(now)``, which
   expires the purgatories' operations (Kafka's expiration reaper); a call that parks an
-  operation due earlier wakes it;
+  operation due earlier wakes it (the shell runtime's ``run_timers`` and ``Wakeup``,
+  ``minikafka.common.shell``);
 - writes the high-watermark checkpoint every
   ``replica.high.watermark.checkpoint.interval.ms``;
 - takes the log dirs the LogManager took offline (a failed flush in its own tasks, a
   failed write in a request) from its queue, tells the core and sends the answers that
   completes (Kafka's ReplicaManager polls the ``LogDirFailureChannel`` the same way);
 - runs Kafka's isr-expiration task every ``replica.lag.time.max.ms`` / 2 and sends the
-  leaders' ISR proposals (those and the expansions followers' fetches make) to the
-  controller with ``alter_partition``, handing the answers back to the core. Without
-  ``alter_partition`` (no controller to ask) no ISR change is proposed.
+  leaders' ISR proposals (its results' messages: those and the expansions followers'
+  fetches make) to the controller with ``alter_partition``, handing the answers back to
+  the core. The proposals wait here until the sending task takes them, and go in one
+  AlterPartition per round, as Kafka's ``AlterPartitionManager`` batches them; one the
+  metadata made moot meanwhile is not sent. Without ``alter_partition`` (no controller
+  to ask) no ISR change is proposed.
 
 No exception in these tasks ends the broker: one would cancel the nursery of :meth:`run`
 and with it the broker's. Each task runs round after round inside :meth:`_guarded`,
@@ -54,15 +58,18 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import Acks, FatalFaultError, TopicPartition
+from minikafka.common import Acks, FailureLog, FatalFaultError, TopicPartition
+from minikafka.common.shell import Wakeup, run_timers
 from minikafka.trace import EpochClock
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
 from ._fetcher import EpochAnswer, EpochRequest
 from ._isr import IsrChangeAnswer, IsrChangeProposal
-from ._partition import Partition, PartitionState
+from ._manager_base import ReplicaManagerResult
+from ._partition import Partition
+from ._partition_base import PartitionState
 from ._replica_manager import ReplicaManager
-from ._results import FetchParams, FetchPartition, Response
+from ._results import FetchParams, FetchPartition
 
 _logger = logging.getLogger(__name__)
 
@@ -78,7 +85,7 @@ these, so the proposal is sent again rather than dropped."""
 
 
 @attrs.define(eq=False)
-class ReplicaManagerService:
+class ReplicaManagerShell:
     core: ReplicaManager
     high_watermark_checkpoint_interval_ms: int = 5000
     callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
@@ -90,27 +97,23 @@ class ReplicaManagerService:
     task_retry_backoff_ms: int = 100
     """How soon a task whose round failed at once runs again (``retry.backoff.ms``)."""
     _isr_changes: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _unsent: dict[TopicPartition, IsrChangeProposal] = attrs.field(
+        init=False, factory=dict
+    )
+    """Proposals the core made since the last AlterPartition, the latest per partition."""
     _resend: list[IsrChangeProposal] = attrs.field(init=False, factory=list)
     """Proposals sent without an answer, to be sent again."""
-    _failures: dict[str, str] = attrs.field(init=False, factory=dict)
-    """task -> the failure last logged for it (see :meth:`_guarded`)."""
-    _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
+    _failures: FailureLog = attrs.field(init=False, factory=lambda: FailureLog(_logger))
+    _wakeup: Wakeup = attrs.field(init=False, factory=Wakeup)
     _sleeping_until: float = attrs.field(init=False, default=math.inf)
     """The deadline the expiry task sleeps until (to know when a call must wake it)."""
-    _clock: EpochClock | None = attrs.field(init=False, default=None)
+    _clock: EpochClock = attrs.field(
+        init=False, factory=lambda: EpochClock(trio.current_time)
+    )
 
     def now(self) -> float:
-        """The time the replication cores are given: trio's clock moved to the epoch
-        (made at the first call, which is inside trio)."""
-        if self._clock is None:
-            self._clock = EpochClock(trio.current_time)
+        """The time the replication cores are given: trio's clock moved to the epoch."""
         return self._clock()
-
-    def _trio_time(self, t: float) -> float:
-        """A core's deadline on trio's clock, to sleep until."""
-        self.now()  # the clock exists
-        assert self._clock is not None
-        return self._clock.to_source(t)
 
     # --- the core's calls, with the clock and the answers filled in -----------------------
 
@@ -157,9 +160,8 @@ class ReplicaManagerService:
         """Fetch; ``respond`` is called with the per-partition results, now or later."""
         request_id = self.callbacks.fetch(respond)
         now = self.now()
+        # A follower that caught up is proposed back: the result's messages.
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
-        if self.core.has_isr_changes:
-            self._isr_changes.set()  # a follower caught up and is proposed back
 
     def last_offsets_for_leader_epochs(
         self, requests: Iterable[EpochRequest]
@@ -186,13 +188,18 @@ class ReplicaManagerService:
             with self._guarded(f"answering the requests waiting on offline {log_dir}"):
                 self._carry_out(self.core.on_log_dir_failure(log_dir, self.now()))
 
-    def _carry_out(self, responses: list[Response]) -> None:
+    def _carry_out(self, result: ReplicaManagerResult) -> None:
+        """Keep the proposals for the AlterPartition task, then send the answers."""
+        if result.messages and self.alter_partition is not None:
+            for proposal in result.messages:
+                self._unsent[proposal.topic_partition] = proposal
+            self._isr_changes.set()
         try:
-            self.callbacks.deliver(responses)
+            self.callbacks.deliver(result.replies)
         finally:
             deadline = self.core.next_deadline()
             if deadline is not None and deadline < self._sleeping_until:
-                self._wake.set()  # parked with an earlier deadline than the task waits for
+                self._wakeup.set()  # parked earlier than the expiry task sleeps until
 
     # --- the tasks --------------------------------------------------------------------------
 
@@ -203,7 +210,14 @@ class ReplicaManagerService:
         retry = self.task_retry_backoff_ms / 1000
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                self._forever, "expiring parked requests", self._expire_due, retry
+                functools.partial(
+                    run_timers,
+                    self._next_deadline,
+                    self._expire_due,
+                    self.now,
+                    self._wakeup,
+                    retry_after=retry,
+                )
             )
             nursery.start_soon(
                 self._forever,
@@ -228,16 +242,15 @@ class ReplicaManagerService:
     async def _isr_expiration(self) -> None:
         lag = self.replica_lag_time_max_ms / 1000
         await trio.sleep(lag / 2)
-        self.core.maybe_shrink_isr(self.now(), lag)
-        if self.core.has_isr_changes:
-            self._isr_changes.set()
+        self._carry_out(self.core.maybe_shrink_isr(self.now(), lag))
 
     async def _send_isr_changes(self, send: AlterPartitionSender) -> None:
         if not self._resend:
             await self._isr_changes.wait()
         self._isr_changes = trio.Event()
         again = self._still_waiting(self._resend)
-        proposals = again + self.core.take_isr_changes()
+        unsent, self._unsent = list(self._unsent.values()), {}
+        proposals = again + self._still_waiting(unsent)
         self._resend = []
         if not proposals:
             return
@@ -270,7 +283,8 @@ class ReplicaManagerService:
         self, proposals: list[IsrChangeProposal]
     ) -> list[IsrChangeProposal]:
         """The proposals their partition still waits an answer to: a new leader epoch or
-        the metadata's own ISR (or the partition's deletion) made the others moot."""
+        the metadata's own ISR (or the partition's deletion) made the others moot, and
+        the core forgot them (it holds one proposal per partition)."""
         waiting = []
         for proposal in proposals:
             partition = self.core.get_partition(proposal.topic_partition)
@@ -279,17 +293,20 @@ class ReplicaManagerService:
                 waiting.append(proposal)
         return waiting
 
-    async def _expire_due(self) -> None:
-        """Sleep until the core's next deadline, or until a call parks an earlier one;
-        then complete what is due."""
-        self._wake = trio.Event()
+    def _next_deadline(self) -> float | None:
+        """The core's next deadline, which the expiry task is about to sleep until (a
+        call that parks an earlier one must wake it)."""
         deadline = self.core.next_deadline()
         self._sleeping_until = math.inf if deadline is None else deadline
-        with trio.move_on_at(self._trio_time(self._sleeping_until)):
-            await self._wake.wait()
-            return  # an earlier deadline arrived: the next round sleeps until that one
-        self._sleeping_until = math.inf
-        self._carry_out(self.core.on_timer(self.now()))
+        return deadline
+
+    def _expire_due(self, now: float) -> bool:
+        """Complete what is due (Kafka's expiration reaper); False if it raised."""
+        done = False
+        with self._guarded("expiring parked requests"):
+            self._carry_out(self.core.on_timer(now))
+            done = True
+        return done
 
     async def _take_offline_dirs(self) -> None:
         self.answer_offline_dirs(await self.core.log_manager.wait_offline_dirs())
@@ -333,12 +350,6 @@ class ReplicaManagerService:
         except FatalFaultError:
             raise  # the process cannot go on: not this task's to keep
         except Exception as exc:
-            failure = f"{type(exc).__name__}: {exc}"
-            if self._failures.get(task) == failure:
-                _logger.debug("%s failed again: %s", task, failure)
-            else:
-                self._failures[task] = failure
-                _logger.error("%s failed; the task goes on", task, exc_info=exc)
+            self._failures.failed(task, task, exc, "the task goes on")
         else:
-            if self._failures.pop(task, None) is not None:
-                _logger.info("%s succeeded again", task)
+            self._failures.succeeded(task, task)

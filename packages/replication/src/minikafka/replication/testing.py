@@ -21,18 +21,19 @@ from minikafka.log.testing import ManualClock
 from minikafka.trace import NullTracer, Tracer
 
 from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
-from ._partition import Partition, PartitionState
-from ._replica_manager import ReplicaManager, TopicSettings
+from ._manager_base import ReplicaManagerResult, TopicSettings
+from ._partition import Partition
+from ._partition_base import PartitionState
+from ._replica_manager import ReplicaManager
 from ._results import (
     FetchParams,
     FetchPartition,
     FetchPartitionResult,
     ProducePartitionResult,
-    Response,
 )
 
 if TYPE_CHECKING:
-    from ._shell import ReplicaManagerService
+    from ._shell import ReplicaManagerShell
 
 T = TypeVar("T")
 
@@ -113,7 +114,7 @@ def replica_manager_core(
 
 @attrs.define(eq=False)
 class ManualShell:
-    """A ReplicaManager driven by hand, as :class:`ReplicaManagerService` drives it.
+    """A ReplicaManager driven by hand, as :class:`ReplicaManagerShell` drives it.
 
     Each call takes ``now`` (the trio shell reads its clock instead) and the answers the
     core returns go to the callbacks the caller gave. After each call, the log dirs the
@@ -126,8 +127,8 @@ class ManualShell:
     callbacks: ResponseCallbacks = attrs.field(factory=ResponseCallbacks)
     failure_time: float = 0.0
 
-    def _deliver(self, responses: list[Response], now: float) -> None:
-        self.callbacks.deliver(responses)
+    def _deliver(self, result: ReplicaManagerResult, now: float) -> None:
+        self.callbacks.deliver(result.replies)
         self.answer_offline_dirs(now)
 
     def answer_offline_dirs(self, now: float | None = None) -> None:
@@ -135,7 +136,7 @@ class ManualShell:
         what that completed."""
         at = self.failure_time if now is None else now
         for log_dir in self.core.log_manager.take_offline_dirs():
-            self.callbacks.deliver(self.core.on_log_dir_failure(log_dir, at))
+            self.callbacks.deliver(self.core.on_log_dir_failure(log_dir, at).replies)
 
     def append_records(
         self,
@@ -178,9 +179,9 @@ class ManualShell:
 
     def on_timer(self, now: float) -> int:
         """Expire what is due at ``now``; how many requests that answered."""
-        responses = self.core.on_timer(now)
-        self._deliver(responses, now)
-        return len(responses)
+        result = self.core.on_timer(now)
+        self._deliver(result, now)
+        return len(result.replies)
 
     def shutdown(self, now: float = 0.0) -> None:
         self._deliver(self.core.shutdown(now), now)
@@ -208,7 +209,7 @@ def replica_manager(
 
 
 def lead(
-    manager: ManualShell | ReplicaManagerService,
+    manager: ManualShell | ReplicaManagerShell,
     tp: TopicPartition,
     replicas: tuple[int, ...] | None = None,
     *,
@@ -219,7 +220,7 @@ def lead(
     now: float | None = None,
 ) -> Partition:
     """Make ``manager``'s broker the leader of ``tp`` (replicas default: that broker alone)
-    at ``now`` (default: 0 by hand, the shell's clock for a ReplicaManagerService)."""
+    at ``now`` (default: 0 by hand, the shell's clock for a ReplicaManagerShell)."""
     if now is None:
         now = 0.0 if isinstance(manager, ManualShell) else manager.now()
     core = manager.core
@@ -234,7 +235,7 @@ def lead(
         partition_epoch=partition_epoch,
     )
     manager.callbacks.deliver(
-        core.become_leader_or_follower({tp: (topic_id, state)}, {}, now)
+        core.become_leader_or_follower({tp: (topic_id, state)}, {}, now).replies
     )
     partition = core.get_partition(tp)
     assert partition is not None

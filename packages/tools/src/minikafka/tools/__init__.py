@@ -1,8 +1,9 @@
 """minikafka.tools: Kafka's command-line client tools, written on ``minikafka.client``.
 
-``kafka-topics.sh``, ``kafka-console-producer.sh``, ``kafka-console-consumer.sh``,
-``kafka-consumer-groups.sh``, ``kafka-reassign-partitions.sh``,
-``kafka-leader-election.sh`` and ``kafka-metadata-quorum.sh``: their flags and their
+``kafka-topics.sh``, ``kafka-configs.sh``, ``kafka-console-producer.sh``,
+``kafka-console-consumer.sh``, ``kafka-consumer-groups.sh``,
+``kafka-reassign-partitions.sh``, ``kafka-leader-election.sh`` and
+``kafka-metadata-quorum.sh``: their flags and their
 output, as commands of ``minikafka`` (and of ``python -m minikafka.tools``). Kafka's own
 tools are clients of the cluster, not parts of the broker, and so are these: the package
 sits above ``minikafka.client`` and below ``minikafka.broker``, which adds

@@ -3,10 +3,13 @@
 ``topics`` is ``kafka-topics.sh`` (its work is in :mod:`._topics`), ``produce`` and
 ``consume`` are ``kafka-console-producer.sh`` and ``kafka-console-consumer.sh``
 (:mod:`._produce`, :mod:`._consume`), ``groups`` is ``kafka-consumer-groups.sh``
-(:mod:`._groups`), ``reassign-partitions`` and ``leader-election`` are
-``kafka-reassign-partitions.sh`` and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`),
-``metadata-quorum`` is ``kafka-metadata-quorum.sh`` (:mod:`._quorum`). A broker's error is
-printed under Kafka's name and the tool exits 1; a bad argument exits 2.
+(:mod:`._cli_groups`, its work in :mod:`._groups` and :mod:`._reset_offsets`),
+``reassign-partitions`` and ``leader-election`` are ``kafka-reassign-partitions.sh``
+and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
+``kafka-metadata-quorum.sh`` (:mod:`._quorum`), ``configs`` is ``kafka-configs.sh``
+(:mod:`._cli_configs`). A broker's error is printed under Kafka's
+name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
+ConfigCommand does, and exits 1).
 
 Like Kafka's, these tools are clients and nothing more: this package imports
 ``minikafka.client`` and the packages below it, never the broker (the import-linter layers
@@ -28,13 +31,12 @@ from minikafka.client import AsyncAdminClient
 from ._cli_common import BootstrapServer, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
+from ._cli_configs import configs
+from ._cli_groups import groups
 from ._cli_reassign import leader_election, reassign_partitions
 from ._connection import ToolError
 from ._consume import ConsumeOptions, console_consumer, parse_offset
 from ._consume import check_config as consumer_config_check
-from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
-from ._groups import delete_groups as delete_consumer_groups
-from ._groups import describe as describe_consumer_groups
 from ._produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._produce import check_config as producer_config_check
 from ._produce import produce as produce_lines
@@ -66,6 +68,7 @@ def _group() -> None:
 
 app.command("reassign-partitions")(reassign_partitions)
 app.command("leader-election")(leader_election)
+app.command("configs")(configs)
 
 
 @app.command()
@@ -368,105 +371,7 @@ def consume(
         stdout_to_devnull()
 
 
-@app.command()
-def groups(
-    bootstrap_server: BootstrapServer,
-    list_: Annotated[
-        bool, typer.Option("--list", help="list the consumer groups")
-    ] = False,
-    describe: Annotated[
-        bool, typer.Option("--describe", help="describe --group or --all-groups")
-    ] = False,
-    delete: Annotated[
-        bool, typer.Option("--delete", help="delete --group or --all-groups")
-    ] = False,
-    group: Annotated[
-        list[str] | None,
-        typer.Option("--group", metavar="GROUP", help="the group (repeatable)"),
-    ] = None,
-    all_groups: Annotated[
-        bool,
-        typer.Option("--all-groups", help="--describe/--delete: every consumer group"),
-    ] = False,
-    offsets: Annotated[
-        bool,
-        typer.Option("--offsets", help="--describe: offsets and lag (the default)"),
-    ] = False,
-    members: Annotated[
-        bool,
-        typer.Option("--members", help="--describe: the members and their partitions"),
-    ] = False,
-    state: Annotated[
-        bool,
-        typer.Option(
-            "--state", help="--describe: coordinator, assignor, state, #members"
-        ),
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option("--verbose", help="--describe --members: each one's partitions"),
-    ] = False,
-    timeout: Annotated[
-        int,
-        typer.Option(
-            "--timeout",
-            min=0,
-            metavar="MS",
-            help="how long to retry a busy or moving coordinator",
-        ),
-    ] = DEFAULT_TIMEOUT_MS,
-) -> None:
-    """List, describe or delete consumer groups (kafka-consumer-groups.sh)."""
-    actions = {"--list": list_, "--describe": describe, "--delete": delete}
-    chosen = [name for name, on in actions.items() if on]
-    if len(chosen) != 1:
-        raise _usage("give exactly one of " + ", ".join(actions))
-    action = chosen[0]
-    if action != "--list" and not group and not all_groups:
-        raise _usage(f"{action} needs --group or --all-groups")
-    if group and all_groups:
-        raise _usage("give --group or --all-groups, not both")
-    views = {"--offsets": offsets, "--members": members, "--state": state}
-    picked = [name for name, on in views.items() if on]
-    if len(picked) > 1:
-        raise _usage("give at most one of " + ", ".join(views))
-    if (picked or verbose) and action != "--describe":
-        raise _usage(f"{(picked or ['--verbose'])[0]} is for --describe")
-    view: View = "members" if members else "state" if state else "offsets"
-
-    async def run(cluster: AsyncAdminClient) -> bool:
-        if action == "--list":
-            for name in await list_groups(cluster, timeout_ms=timeout):
-                print(name)
-            return True
-        names = (
-            await list_groups(cluster, timeout_ms=timeout)
-            if all_groups
-            else list(group or ())
-        )
-        if action == "--describe":
-            return await describe_consumer_groups(
-                cluster,
-                names,
-                view,
-                sys.stdout,
-                sys.stderr,
-                verbose=verbose,
-                timeout_ms=timeout,
-            )
-        out, errors = deletion_report(
-            await delete_consumer_groups(cluster, names, timeout_ms=timeout)
-        )
-        for line in errors:
-            print(line, file=sys.stderr)
-        for line in out:
-            print(line)
-        return not errors
-
-    ok = _run_tool(run, bootstrap_server, "minikafka-consumer-groups")
-    raise typer.Exit(0 if ok else 1)
-
-
+app.command("groups")(groups)
 app.add_typer(quorum_app)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from minikafka.client import AsyncAdminClient
+from minikafka.client import AsyncAdminClient, ElectionType
 
 from ._cli_common import BootstrapServer
 from ._cli_common import run_tool as _run_tool
@@ -18,7 +18,7 @@ from ._connection import ToolError
 from ._reassign import (
     assignment_json,
     current_assignment,
-    elect_preferred,
+    elect_leaders,
     parse_assignment,
     parse_topics_to_move,
 )
@@ -115,7 +115,9 @@ def leader_election(
     election_type: Annotated[
         str,
         typer.Option(
-            "--election-type", help="PREFERRED (UNCLEAN is not made on request)"
+            "--election-type",
+            help="PREFERRED, or UNCLEAN (a leader for a partition that has none, "
+            "from outside the ISR if need be)",
         ),
     ],
     all_topic_partitions: Annotated[
@@ -124,9 +126,11 @@ def leader_election(
     topic: Annotated[str | None, typer.Option("--topic")] = None,
     partition: Annotated[int | None, typer.Option("--partition")] = None,
 ) -> None:
-    """Move leadership back to each partition's preferred replica (kafka-leader-election.sh)."""
-    if election_type.upper() != "PREFERRED":
-        raise _usage("--election-type: only PREFERRED elections are made on request")
+    """Move leadership back to each partition's preferred replica, or give a leaderless
+    partition a leader (kafka-leader-election.sh)."""
+    kind = election_type.upper()
+    if kind not in ElectionType.__members__:
+        raise _usage(f"--election-type: {election_type} is not PREFERRED or UNCLEAN")
     if all_topic_partitions == (topic is not None):
         raise _usage("give --all-topic-partitions, or --topic with --partition")
     if topic is not None and partition is None:
@@ -134,10 +138,12 @@ def leader_election(
     asked = None if topic is None or partition is None else [(topic, partition)]
 
     async def run(cluster: AsyncAdminClient) -> bool:
-        elected, not_needed, failed = await elect_preferred(cluster, asked)
+        elected, not_needed, failed = await elect_leaders(
+            cluster, asked, ElectionType[kind]
+        )
         if elected:
             print(
-                "Successfully completed leader election (PREFERRED) for partitions "
+                f"Successfully completed leader election ({kind}) for partitions "
                 + ", ".join(elected)
             )
         if not_needed:
@@ -145,7 +151,7 @@ def leader_election(
                 "Valid replica already elected for partitions " + ", ".join(not_needed)
             )
         for line in failed:
-            print(f"Error completing leader election (PREFERRED) for partition: {line}")
+            print(f"Error completing leader election ({kind}) for partition: {line}")
         return not failed
 
     if not _run_tool(run, bootstrap_server, "minikafka-leader-election"):

@@ -34,17 +34,17 @@ from typing import Literal, TextIO, TypeVar
 
 import attrs
 import trio
-from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
 from kio.schema.errors import ErrorCode
-from kio.schema.list_offsets.v5.response import ListOffsetsResponse
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest
-from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.types import GroupId
 
-from minikafka.client import AsyncAdminClient
+from minikafka.client import (
+    AsyncAdminClient,
+    KafkaError,
+    ListOffsetsResultInfo,
+    OffsetSpec,
+)
 from minikafka.common import TopicPartition
 from minikafka.coordination import (
     CONSUMER_PROTOCOL_TYPE,
@@ -59,7 +59,7 @@ from ._connection import (
     as_tool_error,
     check,
     error_name,
-    list_offsets_request,
+    raise_for,
 )
 
 T = TypeVar("T")
@@ -68,8 +68,6 @@ MISSING = "-"  # ConsumerGroupCommand.MISSING_COLUMN_VALUE
 DEFAULT_TIMEOUT_MS = 5000  # kafka-consumer-groups.sh --timeout
 RETRY_BACKOFF = 0.1  # retry.backoff.ms
 GROUP_KEY_TYPE = 0  # FindCoordinator key_type of a consumer group
-LATEST_TIMESTAMP = -1  # ListOffsets: the high watermark (read_uncommitted)
-NO_OFFSET = -1  # OffsetFetch: nothing committed
 # Errors that a moment and a fresh FindCoordinator fix; the AdminClient retries them.
 RETRIABLE = frozenset(
     {
@@ -169,7 +167,9 @@ async def find_coordinator(cluster: AsyncAdminClient, group: str) -> Node:
 async def describe_group(
     cluster: AsyncAdminClient, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> GroupDescription:
-    """DescribeGroups of ``group`` at its coordinator."""
+    """DescribeGroups of ``group`` at its coordinator. Sent here rather than through
+    the client's ``describe_consumer_groups``, which reads an assignment it cannot
+    decode as no partitions: the tool reports it instead."""
 
     async def ask() -> GroupDescription:
         coordinator = await find_coordinator(cluster, group)
@@ -217,24 +217,15 @@ def _assigned(group: str, member: str, assignment: bytes) -> tuple[TopicPartitio
 async def committed_offsets(
     cluster: AsyncAdminClient, group: str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> dict[TopicPartition, int]:
-    """Every offset ``group`` committed (OffsetFetch with a null topic list)."""
+    """Every offset ``group`` committed: the client's ``list_consumer_group_offsets``
+    (OffsetFetch with a null topic list, at the group's coordinator)."""
 
     async def ask() -> dict[TopicPartition, int]:
-        coordinator = await find_coordinator(cluster, group)
-        body = OffsetFetchRequest(group_id=GroupId(group), topics=None)
-        response = await cluster.request(coordinator, body, OffsetFetchResponse)
-        check(response.error_code, f"OffsetFetch of group '{group}'")
-        offsets = {}
-        for topic in response.topics:
-            for p in topic.partitions:
-                tp = TopicPartition(str(topic.name), int(p.partition_index))
-                check(
-                    p.error_code,
-                    f"OffsetFetch of group '{group}', {tp.topic}-{tp.partition}",
-                )
-                if int(p.committed_offset) != NO_OFFSET:
-                    offsets[tp] = int(p.committed_offset)
-        return offsets
+        answer = (await cluster.list_consumer_group_offsets([group]))[group]
+        if isinstance(answer, KafkaError):
+            raise_for(answer)
+            raise AssertionError("not reached: raise_for raised")
+        return {tp: o.offset for tp, o in answer.items()}
 
     return await retrying(ask, timeout_ms)
 
@@ -242,37 +233,26 @@ async def committed_offsets(
 async def log_end_offsets(
     cluster: AsyncAdminClient, partitions: Iterable[TopicPartition]
 ) -> dict[TopicPartition, int]:
-    """The latest offset (high watermark) of each partition whose leader answers; a
-    partition of a deleted topic, or with an error, is left out (Kafka's ``Unknown``)."""
+    """The latest offset (high watermark) of each partition whose leader answers (the
+    client's ``list_offsets``); a partition of a deleted topic, or with an error, is
+    left out (Kafka's ``Unknown``)."""
+    return await list_log_offsets(cluster, partitions, OffsetSpec.latest())
+
+
+async def list_log_offsets(
+    cluster: AsyncAdminClient, partitions: Iterable[TopicPartition], spec: OffsetSpec
+) -> dict[TopicPartition, int]:
+    """Each partition's offset for ``spec`` at its leader, the partitions with an error
+    left out."""
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    response = await cluster.metadata(sorted({tp.topic for tp in wanted}))
-    leaders = {
-        TopicPartition(str(t.name), int(p.partition_index)): int(p.leader_id)
-        for t in response.topics
-        if t.error_code == ErrorCode.none
-        for p in t.partitions
-        if p.error_code == ErrorCode.none
+    answers = await cluster.list_offsets(dict.fromkeys(wanted, spec))
+    return {
+        tp: a.offset
+        for tp, a in answers.items()
+        if isinstance(a, ListOffsetsResultInfo)
     }
-    by_leader: dict[int, list[TopicPartition]] = {}
-    for tp in wanted:
-        if tp in leaders and leaders[tp] in cluster.brokers:
-            by_leader.setdefault(leaders[tp], []).append(tp)
-    offsets = {}
-    for leader, group in by_leader.items():
-        topics: dict[str, list[int]] = {}
-        for tp in group:
-            topics.setdefault(tp.topic, []).append(tp.partition)
-        body = list_offsets_request(topics, LATEST_TIMESTAMP)
-        answer = await cluster.request(cluster.node(leader), body, ListOffsetsResponse)
-        for topic in answer.topics:
-            for p in topic.partitions:
-                if p.error_code == ErrorCode.none:
-                    offsets[TopicPartition(str(topic.name), int(p.partition_index))] = (
-                        int(p.offset)
-                    )
-    return offsets
 
 
 async def describe_offsets(
@@ -323,18 +303,20 @@ async def delete_groups(
     *,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
 ) -> dict[str, ErrorCode]:
-    """DeleteGroups at each group's coordinator; each group's error (NONE: deleted)."""
+    """DeleteGroups at each group's coordinator (the client's ``delete_consumer_groups``);
+    each group's error (NONE: deleted)."""
     results: dict[str, ErrorCode] = {}
     for group in dict.fromkeys(groups):
 
         async def ask(group: str = group) -> ErrorCode:
-            coordinator = await find_coordinator(cluster, group)
-            body = DeleteGroupsRequest(groups_names=(GroupId(group),))
-            response = await cluster.request(coordinator, body, DeleteGroupsResponse)
-            (result,) = response.results
-            if result.error_code in RETRIABLE:
-                raise BrokerError(result.error_code, f"DeleteGroups of group '{group}'")
-            return result.error_code
+            error = (await cluster.delete_consumer_groups([group]))[group]
+            if error is None:
+                return ErrorCode.none
+            if error.code() < 0:  # the connection, not the broker
+                raise ToolError(error.str())
+            if error.code() in RETRIABLE:
+                raise BrokerError(error.code(), f"DeleteGroups of group '{group}'")
+            return ErrorCode(error.code())
 
         try:
             results[group] = await retrying(ask, timeout_ms)

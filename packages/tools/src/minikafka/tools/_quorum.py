@@ -4,13 +4,15 @@ and ``describe --replication`` (KIP-595's DescribeQuorum, with KIP-836's lag tim
 Only the quorum's leader can describe it, so the tool finds it one of two ways, as Kafka's
 does: ``--bootstrap-server`` names brokers, any of which forwards the request to the
 active controller; ``--bootstrap-controller`` names controllers, and the tool asks each in
-turn until the leader answers (the others say NOT_LEADER_OR_FOLLOWER). The answer is
-decoded by :mod:`minikafka.raft._describe_wire` to wall-clock seconds and printed by
+turn until the leader answers (the others say NOT_LEADER_OR_FOLLOWER). Both are the admin
+client's ``describe_metadata_quorum``, whose answer (decoded by
+:mod:`minikafka.raft._describe_wire` to wall-clock seconds) is printed by
 :mod:`minikafka.raft._describe`, whose two views are the script's.
 
 ``--status`` begins with the cluster id, which DescribeQuorum does not carry: from a
-broker it comes from Metadata; a controller is asked DescribeCluster (KIP-919) if it
-advertises the API, and the line is left empty otherwise.
+broker it comes from Metadata; a controller is asked DescribeCluster (KIP-919, the
+client's ``describe_cluster`` through the controllers) if it advertises the API, and
+the line is left empty otherwise.
 """
 
 from __future__ import annotations
@@ -21,28 +23,16 @@ from typing import Annotated, Literal
 
 import attrs
 import typer
-from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
-from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
-from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8
 
 from minikafka.client import AsyncAdminClient, KafkaException
-from minikafka.net import ApiKey, ClientError, Node
 from minikafka.raft import QuorumInfo, format_replication, format_status
-from minikafka.raft.wire import (
-    DescribeQuorumError,
-    decode_describe_quorum_response,
-    encode_describe_quorum_request,
-)
 
 from ._cli_common import run_tool, usage
-from ._connection import BrokerError, ToolError, check, describe_failure
+from ._connection import as_tool_error, raise_for
 
 View = Literal["status", "replication"]
 CLIENT_ID = "minikafka-metadata-quorum"
-CONTROLLER_ENDPOINTS = 2
-"""DescribeCluster's ``endpoint_type`` for controllers (KIP-919; 1 is brokers)."""
 
 
 # --- the work ----------------------------------------------------------------------------
@@ -51,63 +41,36 @@ CONTROLLER_ENDPOINTS = 2
 async def describe_quorum(
     cluster: AsyncAdminClient, *, via_controller: bool
 ) -> QuorumInfo:
-    """The quorum as its leader describes it, times in seconds since the epoch.
-
-    Each bootstrap server is tried in order until one answers: a broker that cannot be
-    reached is skipped, as is (with ``via_controller``) a controller that is not the
-    leader. :class:`BrokerError` for an error code, :class:`ToolError` if none answered.
-    """
-    failure: ToolError | None = None
-    for node in cluster.bootstrap:
-        try:
-            response = await cluster.request(
-                node, encode_describe_quorum_request(), DescribeQuorumResponse
-            )
-        except KafkaException as e:  # not reachable: the next bootstrap server
-            failure = ToolError(describe_failure(e.args[0]))
-            continue
-        try:
-            return decode_describe_quorum_response(response)
-        except DescribeQuorumError as e:
-            if via_controller and e.error_code == ErrorCode.not_leader_or_follower:
-                # A follower cannot describe the quorum; another controller may lead it.
-                failure = BrokerError(
-                    e.error_code, f"controller {_where(node)} is not the leader"
-                )
-                continue
-            raise BrokerError(
-                e.error_code, f"DescribeQuorum to {_where(node)}"
-            ) from None
-        except ValueError as e:
-            raise ToolError(f"DescribeQuorum to {_where(node)}: {e}") from None
-    assert failure is not None
-    raise failure
+    """The quorum as its leader describes it, times in seconds since the epoch: the
+    client's ``describe_metadata_quorum``, which asks each bootstrap server in turn
+    (skipping one that cannot be reached and, ``via_controller``, a controller that is
+    not the leader). :class:`BrokerError` for an error code, :class:`ToolError` if none
+    answered."""
+    return await as_tool_error(
+        cluster.describe_metadata_quorum(via_controller=via_controller)
+    )
 
 
 async def describe_cluster_id(
     cluster: AsyncAdminClient, *, via_controller: bool
 ) -> str:
     """The cluster id for ``--status``: a broker's Metadata, a controller's DescribeCluster
-    if it serves one we can send (v1, which asks for controllers), else ""."""
+    (the client's ``describe_cluster`` through the controllers) if it serves v1, else
+    ""."""
     if not via_controller:
         metadata = await cluster.metadata([])  # no topics: only the brokers and the id
         return metadata.cluster_id or ""
-    for node in cluster.bootstrap:
-        try:
-            served = await cluster.client.api_versions(node)
-        except ClientError:
-            continue  # unreachable: describe_quorum reports it if no other answers
-        low, high = served.get(ApiKey.DESCRIBE_CLUSTER, (0, -1))
-        if not low <= DescribeClusterRequest.__version__ <= high:
+    try:
+        described = await cluster.describe_cluster(via_controller=True)
+    except KafkaException as e:
+        error = e.args[0]
+        if error.code() < 0:  # none reachable: describe_quorum reports it
             return ""
-        request = DescribeClusterRequest(
-            include_cluster_authorized_operations=False,
-            endpoint_type=i8(CONTROLLER_ENDPOINTS),
-        )
-        described = await cluster.request(node, request, DescribeClusterResponse)
-        check(described.error_code, described.error_message)
-        return described.cluster_id
-    return ""
+        if error.code() == ErrorCode.unsupported_version:
+            return ""  # the controller does not serve DescribeCluster v1
+        raise_for(error)
+        raise
+    return described.cluster_id
 
 
 async def describe(
@@ -126,10 +89,6 @@ async def describe(
     info = await describe_quorum(cluster, via_controller=via_controller)
     # The times are the leader's wall clock, so the lag time is measured on this one.
     return format_status(info, now(), cluster_id)
-
-
-def _where(node: Node) -> str:
-    return f"{node.host}:{node.port}"
 
 
 # --- the command -------------------------------------------------------------------------

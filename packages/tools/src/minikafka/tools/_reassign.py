@@ -13,36 +13,23 @@ stops those in progress, which restores their original replicas.
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
-from kio.schema.alter_partition_reassignments.v0.response import (
-    AlterPartitionReassignmentsResponse,
-)
-from kio.schema.elect_leaders.v1 import request as elect_v1
-from kio.schema.elect_leaders.v1.response import ElectLeadersResponse
 from kio.schema.errors import ErrorCode
-from kio.schema.list_partition_reassignments.v0 import request as list_v0
-from kio.schema.list_partition_reassignments.v0.response import (
-    ListPartitionReassignmentsResponse,
-)
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta
 
-from minikafka.client import AsyncAdminClient
+from minikafka.client import AsyncAdminClient, ElectionType, KafkaError
+from minikafka.common import TopicPartition
 from minikafka.controller import (
     BrokerMetadata,
     PlacementError,
     assign_replicas_to_brokers,
 )
 
-from ._connection import BrokerError, ToolError, check
+from ._connection import BrokerError, ToolError, as_tool_error
 from ._topics import describe_topics
 
-TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 Assignment = dict[tuple[str, int], tuple[int, ...]]
 """(topic, partition) -> replicas, in the order of Kafka's JSON files."""
 
@@ -143,51 +130,26 @@ async def generate(
 async def execute(
     cluster: AsyncAdminClient, target: Mapping[tuple[str, int], Sequence[int] | None]
 ) -> None:
-    """AlterPartitionReassignments to ``target`` (None: cancel); BrokerError on the first
-    partition refused."""
-    topics: dict[str, list[alter_v0.ReassignablePartition]] = {}
-    for (topic, partition), replicas in sorted(target.items()):
-        topics.setdefault(topic, []).append(
-            alter_v0.ReassignablePartition(
-                partition_index=i32(partition),
-                replicas=None
-                if replicas is None
-                else tuple(BrokerId(b) for b in replicas),
-            )
-        )
-    body = alter_v0.AlterPartitionReassignmentsRequest(
-        timeout=TIMEOUT,
-        topics=tuple(
-            alter_v0.ReassignableTopic(name=TopicName(t), partitions=tuple(ps))
-            for t, ps in topics.items()
-        ),
-    )
-    response = await cluster.request(
-        await cluster.controller(), body, AlterPartitionReassignmentsResponse
-    )
-    check(response.error_code, response.error_message)
-    for t in response.responses:
-        for p in t.partitions:
-            if p.error_code is not ErrorCode.none:
-                raise BrokerError(
-                    p.error_code, f"{t.name}-{p.partition_index}: {p.error_message}"
-                )
+    """AlterPartitionReassignments to ``target`` (None: cancel), through the client's
+    ``alter_partition_reassignments``; BrokerError on the first partition refused."""
+    wanted = {
+        TopicPartition(topic, partition): replicas
+        for (topic, partition), replicas in sorted(target.items())
+    }
+    answers = await as_tool_error(cluster.alter_partition_reassignments(wanted))
+    for tp, error in answers.items():
+        if error is not None:
+            raise BrokerError(error.code(), f"{tp}: {error_message(error)}")
 
 
 async def ongoing(cluster: AsyncAdminClient) -> dict[tuple[str, int], tuple[int, ...]]:
     """ListPartitionReassignments: the partitions moving now -> their target replicas."""
-    response = await cluster.request(
-        await cluster.controller(),
-        list_v0.ListPartitionReassignmentsRequest(timeout=TIMEOUT, topics=None),
-        ListPartitionReassignmentsResponse,
-    )
-    check(response.error_code, response.error_message)
+    moving = await as_tool_error(cluster.list_partition_reassignments())
     return {
-        (str(t.name), int(p.partition_index)): tuple(
-            int(b) for b in p.replicas if b not in p.removing_replicas
+        (tp.topic, tp.partition): tuple(
+            b for b in r.replicas if b not in r.removing_replicas
         )
-        for t in response.topics
-        for p in t.partitions
+        for tp, r in moving.items()
     }
 
 
@@ -211,37 +173,30 @@ async def verify(cluster: AsyncAdminClient, target: Assignment) -> list[str]:
     return lines
 
 
-async def elect_preferred(
-    cluster: AsyncAdminClient, partitions: Sequence[tuple[str, int]] | None
+async def elect_leaders(
+    cluster: AsyncAdminClient,
+    partitions: Sequence[tuple[str, int]] | None,
+    election_type: ElectionType = ElectionType.PREFERRED,
 ) -> tuple[list[str], list[str], list[str]]:
-    """ElectLeaders (preferred) for ``partitions`` or all: (elected, already elected,
-    failed with reasons), as partition names."""
-    topics: dict[str, list[i32]] = {}
-    for topic, partition in partitions or ():
-        topics.setdefault(topic, []).append(i32(partition))
-    body = elect_v1.ElectLeadersRequest(
-        election_type=i8(0),
-        topic_partitions=None
-        if partitions is None
-        else tuple(
-            elect_v1.TopicPartitions(topic=TopicName(t), partitions=tuple(ps))
-            for t, ps in topics.items()
-        ),
-        timeout=TIMEOUT,
-    )
-    response = await cluster.request(
-        await cluster.controller(), body, ElectLeadersResponse
-    )
-    check(response.error_code)
+    """ElectLeaders (KIP-460) for ``partitions`` or all, through the client's
+    ``elect_leaders``: (elected, already elected, failed with reasons), as partition
+    names."""
+    asked = None if partitions is None else [TopicPartition(*p) for p in partitions]
+    results = await as_tool_error(cluster.elect_leaders(election_type, asked))
     elected, not_needed, failed = [], [], []
-    for t in response.replica_election_results:
-        for p in t.partition_result:
-            name = f"{t.topic}-{p.partition_id}"
-            if p.error_code is ErrorCode.none:
-                elected.append(name)
-            elif p.error_code is ErrorCode.election_not_needed:
-                not_needed.append(name)
-            else:
-                reason = p.error_message or p.error_code.name.upper()
-                failed.append(f"{name}: {reason}")
+    for tp, error in results.items():
+        name = str(tp)
+        if error is None:
+            elected.append(name)
+        elif error.code() == ErrorCode.election_not_needed:
+            not_needed.append(name)
+        else:
+            failed.append(f"{name}: {error.str()}")
     return sorted(elected), sorted(not_needed), sorted(failed)
+
+
+def error_message(error: KafkaError) -> str | None:
+    """The broker's message of a partition's error, None if it gave none (as the
+    request's ``error_message`` was printed before)."""
+    text = error.str()
+    return None if text == error.name() else text

@@ -3,7 +3,8 @@
 A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo driven
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
 controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
-writes in them (:mod:`._znodes`).
+writes in them (:mod:`._znodes`), and a topic's or a broker's config changes with the
+notifications every broker follows (:mod:`._config_changes`).
 
 Its command, ``python -m minikafka.zk`` and ``minikafka zookeeper``, is the typer app of
 :mod:`minikafka.zk.cli`, a public module this package does not import, so that a broker
@@ -29,10 +30,24 @@ from ._client import ZkClient as ZkClient
 from ._client import ZkEvent as ZkEvent
 from ._cluster import LiveBroker as LiveBroker
 from ._cluster import ZkCluster as ZkCluster
+from ._cluster import read_broker_configs as read_broker_configs
 from ._cluster import read_brokers as read_brokers
 from ._cluster import read_cluster as read_cluster
 from ._cluster import read_topic_configs as read_topic_configs
 from ._cluster import read_topics as read_topics
+from ._config_changes import BROKERS_ENTITY as BROKERS_ENTITY
+from ._config_changes import (
+    CONFIG_CHANGE_EXPIRATION_MS as CONFIG_CHANGE_EXPIRATION_MS,
+)
+from ._config_changes import TOPICS_ENTITY as TOPICS_ENTITY
+from ._config_changes import ConfigChangeCursor as ConfigChangeCursor
+from ._config_changes import alter_broker_config as alter_broker_config
+from ._config_changes import alter_topic_config as alter_topic_config
+from ._config_changes import (
+    purge_expired_config_changes as purge_expired_config_changes,
+)
+from ._config_changes import read_broker_config as read_broker_config
+from ._config_changes import read_config_changes as read_config_changes
 from ._election import Elected as Elected
 from ._election import Lost as Lost
 from ._election import active_controller as active_controller
@@ -42,19 +57,31 @@ from ._election import try_to_elect as try_to_elect
 from ._server import INSTALL as INSTALL
 from ._server import ZooKeeperError as ZooKeeperError
 from ._server import ZooKeeperServer as ZooKeeperServer
+from ._znodes import BROKER_CONFIGS as BROKER_CONFIGS
 from ._znodes import BROKER_IDS as BROKER_IDS
+from ._znodes import CONFIG_CHANGE_PREFIX as CONFIG_CHANGE_PREFIX
+from ._znodes import CONFIG_CHANGES as CONFIG_CHANGES
 from ._znodes import CONTROLLER as CONTROLLER
 from ._znodes import CONTROLLER_EPOCH as CONTROLLER_EPOCH
+from ._znodes import DEFAULT_BROKER_ENTITY as DEFAULT_BROKER_ENTITY
 from ._znodes import DELETE_TOPICS as DELETE_TOPICS
 from ._znodes import TOPICS as TOPICS
 from ._znodes import BrokerRegistration as BrokerRegistration
 from ._znodes import ControllerRegistration as ControllerRegistration
-from ._znodes import PartitionState as PartitionState
+from ._znodes import LeaderIsrAndControllerEpoch as LeaderIsrAndControllerEpoch
 from ._znodes import TopicAssignment as TopicAssignment
 from ._znodes import ZnodeError as ZnodeError
+from ._znodes import broker_config_path as broker_config_path
+from ._znodes import broker_entity as broker_entity
 from ._znodes import broker_path as broker_path
+from ._znodes import broker_resource as broker_resource
+from ._znodes import config_change_number as config_change_number
+from ._znodes import decode_broker_config as decode_broker_config
+from ._znodes import decode_config_change as decode_config_change
 from ._znodes import decode_topic_config as decode_topic_config
 from ._znodes import delete_topic_path as delete_topic_path
+from ._znodes import encode_broker_config as encode_broker_config
+from ._znodes import encode_config_change as encode_config_change
 from ._znodes import encode_topic_config as encode_topic_config
 from ._znodes import partition_state_path as partition_state_path
 from ._znodes import topic_config_path as topic_config_path

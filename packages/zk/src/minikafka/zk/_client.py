@@ -62,6 +62,9 @@ class Create:
     parents: bool = False
     """Create the missing parents too, in the same transaction (empty persistent znodes),
     as Kafka creates a partition's ``partitions/<p>`` znodes with its state znode."""
+    sequence: bool = False
+    """ZooKeeper appends a 10-digit number, one higher than any its parent gave before
+    (Kafka's change notifications: ``/config/changes/config_change_``)."""
 
 
 @attrs.frozen
@@ -112,6 +115,9 @@ class Stat:
     created_zxid: int = 0
     """The transaction that created the znode: a broker's registration's is its broker
     epoch in ZooKeeper mode (Kafka's ``czxid``), new at every registration."""
+    created_ms: int = 0
+    """When the server created it (``ctime``, ms since the epoch): how old a change
+    notification is."""
 
     @classmethod
     def of(cls, stat: ZnodeStat) -> Stat:
@@ -120,7 +126,28 @@ class Stat:
             int(stat.ephemeralOwner),
             int(stat.numChildren),
             int(stat.czxid),
+            int(stat.ctime),
         )
+
+
+HOST_ATTEMPTS = 3
+"""How many servers' worth of answers a session's timeout is shared between."""
+
+
+def _connect_string(hosts: str) -> str:
+    """``hosts`` with its servers listed over, up to :data:`HOST_ATTEMPTS` entries.
+
+    Kazoo (like ZooKeeper's Java client) waits for a server's answer to its Connect for
+    the session timeout divided by the number of servers listed. A server restarting
+    can take the connection and never answer it; with one server listed, the client
+    would wait out the whole session timeout, and the session it came to resume would
+    expire while it waited. Listed three times, the one server is given up on after a
+    third of the timeout and asked again, as one of a three-server ensemble would be.
+    """
+    servers, slash, chroot = hosts.partition("/")
+    listed = [h.strip() for h in servers.split(",") if h.strip()]
+    repeats = max(1, -(-HOST_ATTEMPTS // max(1, len(listed))))
+    return ",".join(listed * repeats) + slash + chroot
 
 
 @attrs.define(eq=False)
@@ -144,7 +171,14 @@ class ZkClient:
         """Open the session (in a worker thread: kazoo connects blocking); raises
         kazoo's ``KazooTimeoutError`` if no server answered within ``connect_timeout``."""
         self._token = trio.lowlevel.current_trio_token()
-        self._kazoo = KazooClient(hosts=self.hosts, timeout=self.session_timeout)
+        # Reconnecting at most a second apart, as ZooKeeper's own Java client does:
+        # kazoo's default backoff doubles up to an hour, so a server down for a few
+        # seconds would be tried again only after the sessions it restored expired.
+        self._kazoo = KazooClient(
+            hosts=_connect_string(self.hosts),
+            timeout=self.session_timeout,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+        )
         self._kazoo.add_listener(self._on_state)
         kazoo = self._kazoo
         await trio.to_thread.run_sync(lambda: kazoo.start(timeout=connect_timeout))
@@ -207,12 +241,19 @@ class ZkClient:
         *,
         ephemeral: bool = False,
         makepath: bool = False,
+        sequence: bool = False,
     ) -> str:
         """Create ``path``; raises ``NodeExistsError`` if it exists (how Kafka's controller
-        election is won or lost: one ephemeral ``/controller``, first come)."""
+        election is won or lost: one ephemeral ``/controller``, first come). The path
+        created is returned: with ``sequence``, ``path`` and the number ZooKeeper gave."""
         client = self._client()
         created = await self._call(
-            client.create_async, path, data, ephemeral=ephemeral, makepath=makepath
+            client.create_async,
+            path,
+            data,
+            ephemeral=ephemeral,
+            sequence=sequence,
+            makepath=makepath,
         )
         return str(created)
 
@@ -288,13 +329,13 @@ class ZkClient:
         missing = await self._missing_parents(ops)
         for op in ops:
             match op:
-                case Create(path, data, ephemeral, parents):
+                case Create(path, data, ephemeral, parents, sequence):
                     for ancestor in _ancestors(path) if parents else ():
                         if ancestor in missing:
                             # created once, just before it is needed
                             missing.remove(ancestor)
                             tx.create(ancestor, b"")
-                    tx.create(path, data, ephemeral=ephemeral)
+                    tx.create(path, data, ephemeral=ephemeral, sequence=sequence)
                 case SetData(path, data, version):
                     tx.set_data(path, data, version)
                 case Check(path, version):

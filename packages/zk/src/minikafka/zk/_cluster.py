@@ -18,13 +18,17 @@ import attrs
 
 from ._client import ZkClient
 from ._znodes import (
+    BROKER_CONFIGS,
     BROKER_IDS,
     DELETE_TOPICS,
     TOPICS,
     BrokerRegistration,
-    PartitionState,
+    LeaderIsrAndControllerEpoch,
     TopicAssignment,
+    broker_config_path,
     broker_path,
+    broker_resource,
+    decode_broker_config,
     decode_topic_config,
     partition_state_path,
     topic_config_path,
@@ -44,11 +48,15 @@ class ZkCluster:
     topics: Mapping[str, TopicAssignment]
     # (topic, partition) -> the state znode's content and version (None: not written yet,
     # a partition still NewPartition)
-    partitions: Mapping[tuple[str, int], tuple[PartitionState, int] | None]
+    partitions: Mapping[tuple[str, int], tuple[LeaderIsrAndControllerEpoch, int] | None]
     deleting: frozenset[str]
     configs: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
     """Each topic's overrides (``/config/topics/<topic>``): the controller reads
     ``unclean.leader.election.enable`` from them."""
+    broker_configs: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+    """The dynamic broker configs (KIP-226) by resource name: ``""`` the cluster-wide
+    default (``/config/brokers/<default>``), an id that broker's own; where a topic
+    does not set ``unclean.leader.election.enable``, the controller reads them."""
 
 
 async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
@@ -65,17 +73,29 @@ async def read_cluster(client: ZkClient, *, watch: bool = True) -> ZkCluster:
         for p in sorted(assignment.partitions)
     }
     states = await client.get_many(list(paths.values()))
-    partitions: dict[tuple[str, int], tuple[PartitionState, int] | None] = {}
+    partitions: dict[
+        tuple[str, int], tuple[LeaderIsrAndControllerEpoch, int] | None
+    ] = {}
     for (topic, p), path in paths.items():
         found = states[path]
         partitions[(topic, p)] = (
             None
             if found is None
-            else (PartitionState.decode(topic, p, found[0]), found[1].version)
+            else (
+                LeaderIsrAndControllerEpoch.decode(topic, p, found[0]),
+                found[1].version,
+            )
         )
     deleting = frozenset(await client.get_children(DELETE_TOPICS, watch=watch))
     configs = await read_topic_configs(client, topics)
-    return ZkCluster(brokers, topics, partitions, deleting, configs)
+    return ZkCluster(
+        brokers,
+        topics,
+        partitions,
+        deleting,
+        configs,
+        await read_broker_configs(client),
+    )
 
 
 async def read_brokers(
@@ -122,4 +142,17 @@ async def read_topic_configs(
         if (read := found[topic_config_path(t)]) is None
         else decode_topic_config(t, read[0])
         for t in wanted
+    }
+
+
+async def read_broker_configs(client: ZkClient) -> dict[str, dict[str, str]]:
+    """Every dynamic broker config written (``/config/brokers/*``), by resource name
+    (``""`` for ``<default>``). No watch: changes come through ``/config/changes``."""
+    await client.ensure_path(BROKER_CONFIGS)
+    names = [broker_resource(c) for c in await client.get_children(BROKER_CONFIGS)]
+    found = await client.get_many([broker_config_path(n) for n in names], watch=False)
+    return {
+        n: decode_broker_config(n, read[0])
+        for n in names
+        if (read := found[broker_config_path(n)]) is not None
     }

@@ -35,6 +35,15 @@ REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 CLUSTER_ID = "/cluster/id"
 TOPIC_CONFIGS = "/config/topics"
+BROKER_CONFIGS = "/config/brokers"
+DEFAULT_BROKER_ENTITY = "<default>"
+"""The entity name of the cluster-wide dynamic broker config (Kafka's
+``ConfigEntityName.Default``): ``/config/brokers/<default>``, the resource a client
+names ``""``."""
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+"""A config change notification is ``/config/changes/config_change_<10-digit sequence>``:
+ZooKeeper appends the sequence number when it creates the znode (a sequential znode)."""
 
 PERSISTENT_PATHS = (
     BROKER_IDS,
@@ -42,6 +51,9 @@ PERSISTENT_PATHS = (
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
     "/config",
+    TOPIC_CONFIGS,
+    BROKER_CONFIGS,
+    CONFIG_CHANGES,
 )
 """What a Kafka broker creates at start-up if missing (``KafkaZkClient.createTopLevelPaths``)."""
 
@@ -72,11 +84,76 @@ def encode_topic_config(config: Mapping[str, str]) -> bytes:
 
 
 def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
-    path = topic_config_path(topic)
+    return decode_entity_config(topic_config_path(topic), data)
+
+
+def broker_entity(resource_name: str) -> str:
+    """The znode name of a broker resource's dynamic config: its id, or ``<default>``
+    for the cluster-wide resource ``""``."""
+    return resource_name or DEFAULT_BROKER_ENTITY
+
+
+def broker_resource(entity: str) -> str:
+    """The resource name (``""`` or an id) of a ``/config/brokers`` child."""
+    return "" if entity == DEFAULT_BROKER_ENTITY else entity
+
+
+def broker_config_path(resource_name: str) -> str:
+    """``/config/brokers/<id>``, or ``/config/brokers/<default>`` for ``""`` (KIP-226)."""
+    return f"{BROKER_CONFIGS}/{broker_entity(resource_name)}"
+
+
+def encode_broker_config(config: Mapping[str, str]) -> bytes:
+    """``/config/brokers/<entity>`` (version 1): the dynamic broker configs, in the
+    same JSON as a topic's overrides."""
+    return encode_topic_config(config)
+
+
+def decode_broker_config(resource_name: str, data: bytes) -> dict[str, str]:
+    return decode_entity_config(broker_config_path(resource_name), data)
+
+
+def decode_entity_config(path: str, data: bytes) -> dict[str, str]:
+    """The ``config`` object of a config znode (``/config/<type>/<entity>``)."""
     config = _parse(path, data).get("config") or {}
     if not isinstance(config, dict):
         raise ZnodeError(f"{path}: 'config' is not an object")
     return {str(k): str(v) for k, v in config.items()}
+
+
+def encode_config_change(entity_type: str, entity_name: str) -> bytes:
+    """A config change notification (version 2): which entity's config znode changed, as
+    its path under ``/config`` (``topics/<topic>``). Kafka writes no config in it: each
+    broker reads the entity's znode again."""
+    return _json({"version": 2, "entity_path": f"{entity_type}/{entity_name}"})
+
+
+def decode_config_change(path: str, data: bytes) -> tuple[str, str]:
+    """(entity type, entity name) of a notification: version 2's ``entity_path``, or
+    version 1's ``entity_type`` and ``entity_name`` (Kafka before 1.1 wrote those)."""
+    obj = _parse(path, data)
+    version = obj.get("version")
+    if version == 1:
+        kind, name = obj.get("entity_type"), obj.get("entity_name")
+        if isinstance(kind, str) and isinstance(name, str):
+            return kind, name
+        raise ZnodeError(f"{path}: version 1 without 'entity_type' and 'entity_name'")
+    if version == 2:
+        entity = obj.get("entity_path")
+        if isinstance(entity, str) and "/" in entity:
+            kind, _, name = entity.partition("/")
+            return kind, name
+        raise ZnodeError(f"{path}: 'entity_path' is not '<type>/<name>': {entity!r}")
+    raise ZnodeError(f"{path}: unknown notification version {version!r}")
+
+
+def config_change_number(child: str) -> int | None:
+    """The sequence number of ``config_change_0000000042`` (42); None for a child that is
+    not a notification."""
+    digits = child.removeprefix(CONFIG_CHANGE_PREFIX)
+    if digits == child or not digits.isdigit():
+        return None
+    return int(digits)
 
 
 def delete_topic_path(topic: str) -> str:
@@ -251,7 +328,7 @@ class TopicAssignment:
 
 
 @attrs.frozen
-class PartitionState:
+class LeaderIsrAndControllerEpoch:
     """``/brokers/topics/<topic>/partitions/<p>/state`` (version 1): the leader, its
     epoch, the ISR, and the epoch of the controller that wrote them. The znode's version
     (not in the JSON) is what a conditional ISR update names (KIP-497)."""
@@ -273,7 +350,9 @@ class PartitionState:
         )
 
     @classmethod
-    def decode(cls, topic: str, partition: int, data: bytes) -> PartitionState:
+    def decode(
+        cls, topic: str, partition: int, data: bytes
+    ) -> LeaderIsrAndControllerEpoch:
         path = partition_state_path(topic, partition)
         obj = _parse(path, data)
         return cls(

@@ -13,6 +13,8 @@ UpdateMetadata and StopReplica requests. The controller's decisions are the core
   the broker (its MetadataCache, the partitions it leads or follows);
 - ``_controller_shell.py`` (with ``_controller_events.py``): :class:`ZkControllerShell`,
   the election, the one event queue and the writes (``ControllerEventManager``);
+- ``_controller_zk.py``: :class:`ControllerZkClient`, how the controller reads ZooKeeper
+  and writes it, fenced by its epoch (``KafkaZkClient``'s controller calls);
 - ``_channel_manager.py``: :class:`ControllerChannelManager`, one sender per broker
   (``ControllerChannelManager``);
 - ``_wire.py``: the controller's requests to and from their wire form.

@@ -12,8 +12,9 @@ reused as they are. What differs:
 
 A broker's own requests to the controller (:class:`ZkControllerChannel`) go to its own
 controller shell when it is the controller, and otherwise to the broker UpdateMetadata
-named as the controller, over the inter-broker listener; except the creation of
-``__consumer_offsets``, which a broker writes to ZooKeeper itself, as Kafka 2.8's do.
+named as the controller, over the inter-broker listener; except what a broker writes to
+ZooKeeper itself, as Kafka 2.8's do: the creation of ``__consumer_offsets``, and a
+client's config changes (IncrementalAlterConfigs, AlterConfigs: :mod:`._config_changes`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
+    AlterConfigsRequest,
     ControllerError,
     ControllerRequest,
     ControllerResponse,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    IncrementalAlterConfigsRequest,
 )
 from minikafka.controller.zk import (
     LeaderAndIsr,
@@ -58,6 +61,7 @@ from .._apis import KafkaApis
 from .._controller_apis import handle_allocate_producer_ids, handle_alter_partition
 from .._controller_channel import RemoteController
 from .._metadata_cache import INTERNAL_TOPICS
+from ._config_changes import alter_configs_in_zookeeper
 from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
 from ._wire import controlled_shutdown_response, from_wire
@@ -88,6 +92,9 @@ class ZkControllerChannel:
     listener: str
 
     async def submit(self, request: ControllerRequest) -> ControllerResponse:
+        if isinstance(request, IncrementalAlterConfigsRequest | AlterConfigsRequest):
+            # Kafka 2.8's brokers change configs in ZooKeeper themselves.
+            return await alter_configs_in_zookeeper(self.shell.zk, request)
         if self.shell.active:
             return await self.shell.submit(request)
         if isinstance(request, CreateTopicsRequest) and all(

@@ -9,17 +9,20 @@ shell keeps Kafka's shape:
   a topic's assignment, the deletion list, ``/controller`` itself), requests from brokers
   and clients (AlterPartition, ControlledShutdown, CreateTopics...) and StopReplica answers
   are all events, taken one at a time by :meth:`_process_events`, so the core
-  (:class:`~minikafka.controller.ZkController`) never sees two at once;
+  (:class:`~minikafka.controller.ZkController`) never sees two at once; a request
+  waits for its event's answer by id, through the shell runtime's ``Waiters``
+  (:mod:`minikafka.common.shell`), as every core's shell does;
 - **an election** whenever ``/controller`` is free: the winner reads the cluster from
   ZooKeeper (setting every watch), builds the core, and carries out what taking over
   asks; the losers watch ``/controller`` and try again when it goes;
 - **the writes of an event in one transaction** (or several of at most
-  :data:`MAX_OPS`, for an event that moves thousands of partitions), each guarded by a
-  check that ``/controller_epoch`` still has the version this controller wrote when it
-  won. If
-  another controller has been elected meanwhile the check fails, nothing is written, and
-  this one resigns: the fence that keeps a zombie controller from changing ZooKeeper
-  (brokers fence its requests with STALE_CONTROLLER_EPOCH);
+  :data:`~._controller_zk.MAX_OPS`, for an event that moves thousands of partitions),
+  each guarded by a check that ``/controller_epoch`` still has the version this
+  controller wrote when it won. If another controller has been elected meanwhile the
+  check fails, nothing is written, and this one resigns: the fence that keeps a zombie
+  controller from changing ZooKeeper (brokers fence its requests with
+  STALE_CONTROLLER_EPOCH). How each step reads and writes ZooKeeper (the election, the
+  reads a watch asks for, the fenced writes) is :mod:`._controller_zk`'s;
 - **one queue and one sender task per broker** (Kafka's RequestSendThread, in
   :mod:`._channel_manager`): requests to a broker go in order, each retried until it
   is answered or the broker is gone.
@@ -57,58 +60,33 @@ from kazoo.exceptions import KazooException
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
+from minikafka.common.shell import Waiters
 from minikafka.controller import (
-    AllocateProducerIdsRequest,
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionRequest,
     ControllerConfig,
     ControllerError,
     ControllerRequest,
     ControllerResponse,
     CreatableTopicResult,
-    CreatePartitionsRequest,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeletableTopicResult,
-    DeleteTopicsRequest,
     DeleteTopicsResponse,
-    ElectLeadersRequest,
-    ListPartitionReassignmentsRequest,
 )
 from minikafka.controller.zk import (
-    LATEST_PRODUCER_ID_BLOCK,
     ControlledShutdownResult,
     ZkController,
     ZkControllerElected,
     ZkControllerResult,
-    ZkResponse,
     ZkWatchFired,
-    decode_producer_id_block,
 )
 from minikafka.net import NetworkClient, Node
-from minikafka.trace import Tracer
-from minikafka.zk import (
-    CONTROLLER,
-    CONTROLLER_EPOCH,
-    DELETE_TOPICS,
-    TOPICS,
-    BadVersionError,
-    Check,
-    Elected,
-    Lost,
-    NodeExistsError,
-    NoNodeError,
-    WatchFired,
-    ZkClient,
-    read_brokers,
-    read_cluster,
-    read_topic_configs,
-    read_topics,
-    try_to_elect,
-)
+from minikafka.trace import EpochClock, Tracer
+from minikafka.zk import WatchFired, ZkClient, read_broker_config, read_topic_configs
 
 from ._channel_manager import ControllerChannelManager
 from ._controller_events import (
+    Answer,
+    BrokerConfigChanged,
     CheckLeaderImbalance,
     ControllerEvent,
     ControllerMovedError,
@@ -118,19 +96,19 @@ from ._controller_events import (
     Shutdown,
     StopReplicaAnswered,
     Submit,
+    TopicConfigChanged,
     Watch,
     event_log_name,
     event_name,
     fail_event,
+    process_request,
 )
+from ._controller_zk import ControllerZkClient
 
 _logger = logging.getLogger("minikafka.broker.zk_controller")
 ADMIN_WAIT_S = 20.0
 """How long CreateTopics and DeleteTopics wait for the controller to finish the job
 (Kafka's request ``timeout``, which the controller's requests do not carry here)."""
-MAX_OPS = 1000
-"""The most ZooKeeper writes in one transaction (each about 200 bytes: well under the 1 MB
-ZooKeeper accepts in one request)."""
 ELECTION_RETRY_S = 1.0
 """How long after an election that failed (a fault while becoming the controller) this
 broker stands again: a fault that strikes every election cannot spin against
@@ -148,12 +126,24 @@ class ZkControllerShell:
     client_id: str = "minikafka-zk-controller"
     on_active: Callable[[bool], None] = lambda active: None
     """Told when this broker becomes the controller (True) and stops being it (False)."""
+    broker_has_topic: Callable[[str], bool] = lambda name: False
+    """Whether this broker's metadata (what UpdateMetadata told it) holds the topic:
+    what an admin request waits on once the controller it was submitted to has moved."""
+    clock: Callable[[], float] = attrs.field(
+        factory=lambda: EpochClock(trio.current_time)
+    )
+    """The core's ``now`` (seconds since the epoch, as every broker-side shell's): each
+    event is handed the time it is processed at, which its trace events carry."""
     core: ZkController | None = attrs.field(init=False, default=None)
-    _epoch_version: int = attrs.field(init=False, default=-1)
+    _controller_zk: ControllerZkClient = attrs.field(init=False)
+    """How the controller reads ZooKeeper and writes it, fenced by its epoch."""
     _events: trio.MemorySendChannel[ControllerEvent] = attrs.field(init=False)
     _queue: trio.MemoryReceiveChannel[ControllerEvent] = attrs.field(init=False)
-    _processed: trio.Event = attrs.field(init=False, factory=trio.Event)
-    """Set (and replaced) after each event: what admin requests wait on."""
+    _waiters: Waiters[Answer] = attrs.field(init=False, factory=Waiters)
+    """The requests on the queue, each waiting for its event's answer."""
+    _changed: trio.Event = attrs.field(init=False, factory=trio.Event)
+    """Set (and replaced) after each event and each UpdateMetadata this broker
+    applied: what admin requests wait on."""
     _channels: ControllerChannelManager | None = attrs.field(init=False, default=None)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     # After an election that failed: when this broker may stand again (trio's clock).
@@ -161,6 +151,7 @@ class ZkControllerShell:
 
     def __attrs_post_init__(self) -> None:
         self._events, self._queue = trio.open_memory_channel(math.inf)
+        self._controller_zk = ControllerZkClient(self.broker_id, self.zk)
 
     @property
     def active(self) -> bool:
@@ -192,6 +183,20 @@ class ZkControllerShell:
         again, with watches."""
         self._events.send_nowait(Reconnected())
 
+    def topic_config_changed(self, topic: str) -> None:
+        """This broker read a change notification for ``topic``: if it is the
+        controller, it reads the topic's config again, in the event queue's order
+        (:meth:`~minikafka.controller.zk.ZkController.on_topic_config_change`). Posted
+        whether or not it controls now: an election queued before it reads the
+        configs itself, and one that completes before it is processed gets this one."""
+        self._events.send_nowait(TopicConfigChanged(topic))
+
+    def broker_config_changed(self, name: str) -> None:
+        """The same for a dynamic broker config: ``""``, the cluster-wide default, or
+        this broker's own id (:meth:`~minikafka.controller.zk.ZkController.
+        on_broker_config_change`)."""
+        self._events.send_nowait(BrokerConfigChanged(name))
+
     def resign(self, why: str) -> None:
         """The session was lost: whatever this broker controlled, it no longer does."""
         self._events.send_nowait(Resign(why))
@@ -200,9 +205,9 @@ class ZkControllerShell:
         """One request for the controller (this broker must be it: NOT_CONTROLLER
         otherwise). CreateTopics and DeleteTopics wait until the job is done, as a
         client expects the topic usable (or gone) once answered."""
-        send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
-        self._events.send_nowait(Submit(request, send))
-        answer = await receive.receive()
+        request_id = self._waiters.open()
+        self._events.send_nowait(Submit(request, request_id))
+        answer = await self._waiters.wait(request_id)
         if isinstance(answer, ControllerError):
             raise answer
         if answer is None:
@@ -212,9 +217,7 @@ class ZkControllerShell:
         )
         if isinstance(answer, CreateTopicsResponse) and not validate_only:
             created = {t.name for t in answer.topics if t.error_code is ErrorCode.none}
-            late = await self._wait_for(
-                created, lambda core, name: _created(core, name)
-            )
+            late = await self._wait_for(created, _created, present=True)
             answer = CreateTopicsResponse(
                 tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
             )
@@ -225,7 +228,9 @@ class ZkControllerShell:
                 if t.error_code is ErrorCode.none and t.name
             }
             late = await self._wait_for(
-                deleted, lambda core, name: name not in core.context.topics
+                deleted,
+                lambda core, name: name not in core.context.topics,
+                present=False,
             )
             answer = DeleteTopicsResponse(
                 tuple(_timed_out(t) if t.name in late else t for t in answer.topics)
@@ -234,17 +239,51 @@ class ZkControllerShell:
         assert not isinstance(answer, ControlledShutdownResult)
         return answer
 
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControlledShutdownResult:
+        """A broker's ControlledShutdown, on the event loop like any request."""
+        request_id = self._waiters.open()
+        self._events.send_nowait(Shutdown(broker_id, broker_epoch, request_id))
+        answer = await self._waiters.wait(request_id)
+        if isinstance(answer, ControllerError):
+            raise answer
+        assert isinstance(answer, ControlledShutdownResult)
+        return answer
+
     async def _wait_for(
-        self, names: set[str], done: Callable[[ZkController, str], bool]
+        self,
+        names: set[str],
+        done: Callable[[ZkController, str], bool],
+        *,
+        present: bool,
     ) -> set[str]:
         """Wait until ``done`` holds for every name; those for which it does not within
         :data:`ADMIN_WAIT_S` are answered REQUEST_TIMED_OUT, as Kafka's purgatory does
-        (a deletion waits for a replica's broker that is down, for one)."""
+        (a deletion waits for a replica's broker that is down, for one). While this
+        broker controls, ``done`` asks the controller's state; once it no longer does
+        (its ZooKeeper session expired), the job is the next controller's, and the wait
+        goes on until this broker's metadata has the topic (``present``) or has it no
+        more, as Kafka's DelayedCreatePartitions and DelayedDeleteTopics watch the
+        broker's metadata cache whoever controls."""
+
+        def settled(name: str) -> bool:
+            if self.core is not None:
+                return done(self.core, name)
+            return self.broker_has_topic(name) is present
+
         with trio.move_on_after(ADMIN_WAIT_S):
-            while self.core is not None and not all(done(self.core, n) for n in names):
-                await self._processed.wait()
-        core = self.core
-        return set(names) if core is None else {n for n in names if not done(core, n)}
+            while not all(settled(n) for n in names):
+                await self._changed.wait()
+        return {n for n in names if not settled(n)}
+
+    def metadata_applied(self) -> None:
+        """This broker applied an UpdateMetadata: admin requests may be done."""
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
 
     # --- the event loop ---------------------------------------------------------------------
 
@@ -288,9 +327,8 @@ class ZkControllerShell:
                 _logger.exception(
                     "Uncaught error processing event %s", event_log_name(event)
                 )
-                fail_event(event, ErrorCode.unknown_server_error)
-            self._processed.set()
-            self._processed = trio.Event()
+                fail_event(event, ErrorCode.unknown_server_error, self._waiters)
+            self._wake()
 
     async def _process_one(self, event: ControllerEvent) -> None:
         """Kafka's ``KafkaController.process``: the failures that mean something."""
@@ -307,12 +345,12 @@ class ZkControllerShell:
             _logger.warning(
                 "controller event %s failed: %r", event_log_name(event), exc
             )
-            fail_event(event, ErrorCode.request_timed_out)
+            fail_event(event, ErrorCode.request_timed_out, self._waiters)
             self._resign_now(f"ZooKeeper failed mid-event: {exc!r}")
         except ApiError as exc:
             # A known Kafka error (a request this controller does not serve): the answer.
             _logger.info("controller event %s failed: %s", event_log_name(event), exc)
-            fail_event(event, exc.error_code)
+            fail_event(event, exc.error_code, self._waiters)
 
     async def _process(self, event: ControllerEvent) -> None:
         match event:
@@ -323,110 +361,89 @@ class ZkControllerShell:
                 self._resign_now(why)
             case Reconnected():
                 await self._catch_up()
-            case Submit(request, reply):
+            case Submit(request, request_id):
                 if self.core is None:
-                    reply.send_nowait(ControllerError(ErrorCode.not_controller))
-                    return
-                await self._answer(self._submitted(self.core, request), reply)
-            case Shutdown(broker_id, broker_epoch, reply):
-                if self.core is None:
-                    reply.send_nowait(ControllerError(ErrorCode.not_controller))
+                    self._not_controller(request_id)
                     return
                 await self._answer(
-                    self.core.on_controlled_shutdown(broker_id, broker_epoch), reply
+                    process_request(self.core, request, self.clock()), request_id
+                )
+            case Shutdown(broker_id, broker_epoch, request_id):
+                if self.core is None:
+                    self._not_controller(request_id)
+                    return
+                await self._answer(
+                    self.core.on_controlled_shutdown(
+                        broker_id, broker_epoch, self.clock()
+                    ),
+                    request_id,
                 )
             case Watch(fired) if self.core is not None:
                 await self._on_watch(self.core, fired)
             case StopReplicaAnswered(broker_id, errors) if self.core is not None:
                 await self._carry_out(
-                    self.core.on_stop_replica_response(broker_id, errors)
+                    self.core.on_stop_replica_response(broker_id, errors, self.clock())
                 )
             case CheckLeaderImbalance() if self.core is not None:
-                await self._carry_out(self.core.on_auto_leader_rebalance())
+                await self._carry_out(self.core.on_auto_leader_rebalance(self.clock()))
+            case TopicConfigChanged(topic) if self.core is not None:
+                read = await read_topic_configs(self.zk, [topic])
+                await self._carry_out(
+                    self.core.on_topic_config_change(topic, read[topic], self.clock())
+                )
+            case BrokerConfigChanged(name) if self.core is not None:
+                configs = await read_broker_config(self.zk, name)
+                await self._carry_out(
+                    self.core.on_broker_config_change(name, configs, self.clock())
+                )
 
-    async def _answer(
-        self,
-        result: ZkControllerResult,
-        reply: trio.MemorySendChannel[ZkResponse | ControllerError],
-    ) -> None:
+    async def _answer(self, result: ZkControllerResult, request_id: int) -> None:
         try:
             await self._carry_out(result)
         except ControllerMovedError:
-            reply.send_nowait(ControllerError(ErrorCode.not_controller))
+            self._not_controller(request_id)
             raise
-        reply.send_nowait(result.response)
+        # An event a broker sent has its one reply; none would be a bug, which
+        # ``submit`` answers UNKNOWN_SERVER_ERROR.
+        self._waiters.answer(request_id, result.replies[0] if result.replies else None)
 
-    def _submitted(
-        self, core: ZkController, request: ControllerRequest
-    ) -> ZkControllerResult:
-        match request:
-            case AlterPartitionRequest():
-                return core.on_alter_partition(request)
-            case CreateTopicsRequest():
-                return core.on_create_topics(request)
-            case CreatePartitionsRequest():
-                return core.on_create_partitions(request)
-            case DeleteTopicsRequest():
-                return core.on_delete_topics(request)
-            case AllocateProducerIdsRequest():
-                return core.on_allocate_producer_ids(request)
-            case ElectLeadersRequest():
-                return core.on_elect_leaders(request)
-            case AlterPartitionReassignmentsRequest():
-                return core.on_alter_partition_reassignments(request)
-            case ListPartitionReassignmentsRequest():
-                return ZkControllerResult(response=core.list_reassignments())
-        raise ControllerError(ErrorCode.unsupported_version)
-
-    async def controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
-    ) -> ControlledShutdownResult:
-        """A broker's ControlledShutdown, on the event loop like any request."""
-        send, receive = trio.open_memory_channel[ZkResponse | ControllerError](1)
-        self._events.send_nowait(Shutdown(broker_id, broker_epoch, send))
-        answer = await receive.receive()
-        if isinstance(answer, ControllerError):
-            raise answer
-        assert isinstance(answer, ControlledShutdownResult)
-        return answer
+    def _not_controller(self, request_id: int) -> None:
+        self._waiters.answer(request_id, ControllerError(ErrorCode.not_controller))
 
     async def _catch_up(self) -> None:
         if self.core is None:
             await self._try_to_elect()
             return
-        await self.zk.exists(CONTROLLER, watch=True)
-        cluster = await read_cluster(self.zk, watch=True)
-        await self._carry_out(self.core.on_broker_change(cluster.brokers))
+        cluster = await self._controller_zk.read_all()
+        await self._carry_out(self.core.on_broker_change(cluster.brokers, self.clock()))
         if self.core is not None:
             await self._carry_out(
-                self.core.on_topic_change(cluster.topics, cluster.configs)
+                self.core.on_topic_change(
+                    cluster.topics, self.clock(), configs=cluster.configs
+                )
             )
         if self.core is not None:
-            await self._carry_out(self.core.on_topic_deletion(cluster.deleting))
+            await self._carry_out(
+                self.core.on_topic_deletion(cluster.deleting, self.clock())
+            )
 
     async def _on_watch(self, core: ZkController, fired: WatchFired) -> None:
         """ZooKeeper says only that something changed: read it again, re-arming the
-        watch, but only what the event is about (a cluster of 10,000 partitions is not
-        read again for every new topic: Kafka reads the new topics' assignments only)."""
+        watch, but only what the event is about (:mod:`._controller_zk`)."""
+        zk = self._controller_zk
         name = event_name(fired.path, fired.kind)
         if name == "BrokerChange":
-            await self._carry_out(core.on_broker_change(await read_brokers(self.zk)))
+            brokers = await zk.read_brokers()
+            await self._carry_out(core.on_broker_change(brokers, self.clock()))
         elif name == "TopicChange":
-            names = await self.zk.get_children(TOPICS, watch=True)
-            wanted = [n for n in names if n not in core.context.topics]
-            changed = fired.path.removeprefix(TOPICS + "/")
-            if fired.path != TOPICS and changed in names and changed not in wanted:
-                wanted.append(changed)  # an assignment rewritten: partitions added
-            read = await read_topics(self.zk, wanted, watch=True)
-            # Each topic's config was written before its assignment (as Kafka's
-            # AdminZkClient does), so it is there to read with it.
-            configs = await read_topic_configs(self.zk, read)
+            known = core.context.topics
+            read, configs = await zk.read_topic_change(known, fired.path)
             await self._carry_out(
-                core.on_topic_change({**core.context.topics, **read}, configs)
+                core.on_topic_change({**known, **read}, self.clock(), configs=configs)
             )
         elif name == "TopicDeletion":
-            listed = await self.zk.get_children(DELETE_TOPICS, watch=True)
-            await self._carry_out(core.on_topic_deletion(listed))
+            listed = await zk.read_deletions()
+            await self._carry_out(core.on_topic_deletion(listed, self.clock()))
 
     # --- becoming the controller, and stopping --------------------------------------------------
 
@@ -453,7 +470,7 @@ class ZkControllerShell:
             self._elect_not_before = trio.current_time() + ELECTION_RETRY_S
             self._resign_now(f"{type(exc).__name__}: {exc}", elect=False)
             self._elect_later(ELECTION_RETRY_S)
-            await self._release_controller()
+            await self._controller_zk.release()
 
     def _elect_later(self, delay: float) -> None:
         async def elect_later() -> None:
@@ -464,51 +481,30 @@ class ZkControllerShell:
             self._nursery.start_soon(elect_later)
 
     async def _elect(self) -> None:
-        outcome = await try_to_elect(self.zk, self.broker_id)
-        if isinstance(outcome, Lost) and outcome.controller_id == self.broker_id:
-            # /controller is this broker's, left from before it resigned (its session
-            # lives on): give it up, so that every broker elects again, this one too.
-            await self._release_controller()
-            outcome = await try_to_elect(self.zk, self.broker_id)
-        if not isinstance(outcome, Elected):
+        takeover = await self._controller_zk.stand()
+        if takeover is None:
             # Someone else controls; hear when /controller goes (or try again if it just did).
-            if await self.zk.exists(CONTROLLER, watch=True) is None:
+            if not await self._controller_zk.watch_controller():
                 self.elect()
             return
-        self._epoch_version = outcome.epoch_version
-        cluster = await read_cluster(self.zk, watch=True)
-        await self.zk.exists(CONTROLLER, watch=True)
-        block: tuple[int, int] | None = None
-        try:
-            data, stat = await self.zk.get(LATEST_PRODUCER_ID_BLOCK)
-            block = (decode_producer_id_block(data), stat.version)
-        except NoNodeError:
-            pass
         core, result = ZkController.become_active(
             self.broker_id,
-            outcome.epoch,
-            cluster,
+            takeover.epoch,
+            takeover.cluster,
+            self.clock(),
             config=self.config,
             listener=self.listener,
             tracer=self.tracer,
-            producer_id_block=block,
+            producer_id_block=takeover.producer_id_block,
         )
         self.core = core
         _logger.info(
-            "broker %d is the controller, epoch %d", self.broker_id, outcome.epoch
+            "broker %d is the controller, epoch %d", self.broker_id, takeover.epoch
         )
         if self.tracer.enabled:
-            self.tracer.emit(ZkControllerElected(self.broker_id, outcome.epoch, False))
+            self.tracer.emit(ZkControllerElected(self.broker_id, takeover.epoch, False))
         self.on_active(True)
         await self._carry_out(result)
-
-    async def _release_controller(self) -> None:
-        try:
-            _, stat = await self.zk.get(CONTROLLER)
-            if stat.ephemeral_owner == self.zk.session_id:
-                await self.zk.delete(CONTROLLER, version=stat.version)
-        except (NoNodeError, BadVersionError):
-            pass  # gone already, or another broker's by now
 
     def _resign_now(self, why: str, *, elect: bool = True) -> None:
         if self.core is None:
@@ -529,27 +525,14 @@ class ZkControllerShell:
     # --- carrying out what the core decided -------------------------------------------------------
 
     async def _carry_out(self, result: ZkControllerResult) -> None:
-        # At most MAX_OPS writes a transaction: ZooKeeper refuses a request over
-        # jute.maxbuffer (1 MB), and a failover of thousands of partitions writes each
-        # one's state. Every chunk carries the epoch check; Kafka, too, fences each
-        # write and not a whole event at once.
-        writes = result.writes
-        for start in range(0, len(writes), MAX_OPS):
-            chunk = writes[start : start + MAX_OPS]
-            try:
-                await self.zk.transaction(
-                    [Check(CONTROLLER_EPOCH, self._epoch_version), *chunk]
-                )
-            except (BadVersionError, NodeExistsError, NoNodeError) as exc:
-                # The epoch check failed (another controller was elected), or a znode is
-                # not as this controller left it (another controller wrote it).
-                raise ControllerMovedError(
-                    f"a write failed ({type(exc).__name__}): {exc}"
-                ) from exc
+        """The writes first, fenced by the epoch (ControllerMovedError if another
+        controller has written since); only once they succeeded, the requests, each
+        queued for its broker's sender."""
+        await self._controller_zk.write(result.records)
         if self.core is None or self._channels is None:
             return
         self._sync_channels(self.core)
-        self._channels.send(result.requests)
+        self._channels.send(result.messages)
 
     def _sync_channels(self, core: ZkController) -> None:
         """A channel to every live broker, at its current address (inter-broker listener)."""

@@ -36,6 +36,7 @@ from minikafka.common import TopicPartition
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerRegistration,
+    ConfigResourceType,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
@@ -145,12 +146,23 @@ class ZkBrokerMetadata:
                 )
             else:
                 topics.pop(topic_id, None)
+        names = {t.name for t in topics.values()}
+        # A deleted topic's configs go with it: a topic created again under its name
+        # has its own, read when the broker first hosts it.
+        configs = {
+            key: value
+            for key, value in self.image.configs.items()
+            if key[0] != ConfigResourceType.TOPIC
+            or key[1] in names
+            or key[1] not in self.image.topic_ids
+        }
         self.image = attrs.evolve(
             self.image,
             offset=self.image.offset + 1,
             brokers=MappingProxyType(brokers),
             topics=MappingProxyType(topics),
             topic_ids=MappingProxyType({t.name: i for i, t in topics.items()}),
+            configs=configs,
         )
         return ErrorCode.none
 

@@ -15,7 +15,14 @@ Start-up, in order:
    answered from, LeaderAndIsr makes it lead or follow (the same path as KRaft mode,
    :mod:`.._local_replicas`), StopReplica stops and deletes replicas.
 
-ZooKeeper's events come on one channel: watches go to the controller shell; a session
+A topic's configs are read from ``/config/topics/<topic>`` when the broker first hosts
+the topic, and the dynamic broker configs (KIP-226) from ``/config/brokers/<default>``
+and ``/config/brokers/<id>`` before it registers; each again at its change
+notifications, which every broker follows under ``/config/changes`` from before it
+registers (:mod:`._config_changes`, :mod:`._config_handlers`).
+
+ZooKeeper's events come on one channel: watches go to the controller shell, but
+``/config/changes``' to the config change listener; a session
 that is lost (expired) ends the controller role and the registration, and when the
 client has a new session the broker registers again (a new broker epoch) and stands for
 election again.
@@ -44,13 +51,12 @@ from collections.abc import Mapping
 
 import attrs
 import trio
-from kazoo.exceptions import ConnectionLoss, KazooException
+from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError
 from minikafka.controller import (
-    ConfigResourceType,
     ControllerError,
 )
 from minikafka.controller.zk import (
@@ -58,29 +64,27 @@ from minikafka.controller.zk import (
     StopReplica,
     UpdateMetadata,
 )
-from minikafka.coordination import GroupCoordinatorService
+from minikafka.coordination import GroupCoordinatorShell
 from minikafka.log import LogManager
 from minikafka.net import SocketServer
 from minikafka.net import leader_and_isr_v5 as lai
 from minikafka.net import stop_replica_v3 as sr
 from minikafka.net import update_metadata_v7 as umr
 from minikafka.replication import (
-    ReplicaManagerService,
+    ReplicaManagerShell,
 )
 from minikafka.trace import Tracer, get_tracer
 from minikafka.zk import (
+    CONFIG_CHANGES,
     SESSION_CONNECTED,
     SESSION_LOST,
     SESSION_SUSPENDED,
     BrokerRegistration,
     NodeExistsError,
-    NoNodeError,
     SessionChanged,
     WatchFired,
     ZkClient,
-    decode_topic_config,
     register_broker,
-    topic_config_path,
 )
 
 from .._broker_parts import broker_parts
@@ -91,13 +95,14 @@ from .._meta_properties import check_and_write_zk_meta, new_cluster_id
 from .._metadata_cache import MetadataCache
 from .._replica_fetchers import ReplicaFetcherManager
 from ._apis import ZkControllerChannel, ZkKafkaApis
+from ._config_changes import DynamicConfigManager
+from ._config_handlers import ZkConfigHandlers
 from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
 from ._wire import leader_and_isr_response, stop_replica_response
 
 _logger = logging.getLogger("minikafka.broker")
 CLUSTER_ID_PATH = "/cluster/id"
-_ZK_RETRY_S = 0.2
 
 
 @attrs.define(eq=False)
@@ -107,9 +112,9 @@ class ZkBrokerServer:
     zk: ZkClient
     metadata: ZkBrokerMetadata
     metadata_cache: MetadataCache
-    replica_manager: ReplicaManagerService
+    replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorService
+    groups: GroupCoordinatorShell
     shell: ZkControllerShell
     channel: ZkControllerChannel
     apis: ZkKafkaApis
@@ -124,6 +129,28 @@ class ZkBrokerServer:
         init=False, factory=lambda: LoggingFaultHandler("metadata publishing")
     )
     """Every fault in applying the controller's requests and ZooKeeper's events."""
+    configs: ZkConfigHandlers = attrs.field(init=False)
+    """Reads the topics' and this broker's configs and applies them."""
+    config_changes: DynamicConfigManager = attrs.field(init=False)
+    """Follows ``/config/changes``: each topic's or broker's config change, applied
+    here."""
+
+    def __attrs_post_init__(self) -> None:
+        self.configs = ZkConfigHandlers(
+            self.config.node_id,
+            self.zk,
+            self.metadata,
+            self.replica_manager,
+            self.shell,
+            self._publish,
+            self.config.broker.zookeeper_session_timeout_ms / 1000,
+        )
+        self.config_changes = DynamicConfigManager(
+            self.zk,
+            self.configs.on_topic_config_change,
+            self.metadata_faults,
+            on_broker_config=self.configs.on_broker_config_change,
+        )
 
     @classmethod
     def open(
@@ -157,6 +184,7 @@ class ZkBrokerServer:
             listener,
             tracer,
             client_id=f"controller-{node_id}",
+            broker_has_topic=lambda name: cache.topic(name) is not None,
         )
         remote = RemoteController(
             ControllerLocator(()), "", client_id=f"broker-{node_id}-to-controller"
@@ -246,6 +274,14 @@ class ZkBrokerServer:
                 await nursery.start(self.channel.remote.run)
                 await nursery.start(self.socket_server.serve)
                 self.apis.ready.set()  # the controller's first requests may come at once
+                # Before the controller knows this broker (it would send LeaderAndIsr,
+                # whose topics' configs are read then): every change after that read is
+                # a notification this broker handles.
+                await self.config_changes.start()
+                await nursery.start(self.config_changes.run)
+                # The dynamic broker configs before any partition is hosted here: a
+                # restarted broker's topics start with them.
+                await self.configs.load_broker_configs()
                 await self._register()
                 nursery.start_soon(self._zookeeper_events)
                 self.shell.elect()
@@ -326,6 +362,8 @@ class ZkBrokerServer:
         self, event: WatchFired | SessionChanged, session: _Session
     ) -> None:
         match event:
+            case WatchFired(_, path) if path == CONFIG_CHANGES:
+                self.config_changes.notify()
             case WatchFired():
                 self.shell.watch_fired(event)
             case SessionChanged(state) if state == SESSION_SUSPENDED:
@@ -340,12 +378,14 @@ class ZkBrokerServer:
                 await self._register()
                 session.lost = session.suspended = False
                 self.shell.elect()
+                self.config_changes.notify()  # the old session's watch is gone
             case SessionChanged(state) if (
                 state == SESSION_CONNECTED and session.suspended
             ):
                 # The same session: its znodes are there, its watches may not be.
                 session.suspended = False
                 self.shell.reconnected()
+                self.config_changes.notify()
 
     async def _controlled_shutdown(self, grace: float) -> None:
         """Kafka 2.8's controlled shutdown: ask the controller to move this broker's
@@ -398,7 +438,7 @@ class ZkBrokerServer:
         # from ZooKeeper when the broker first hosts one of its partitions, as Kafka
         # does; before anything else, so that a failed read changes nothing.
         try:
-            await self._load_topic_configs({p.topic for p in request.partitions})
+            await self.configs.load_topic_configs({p.topic for p in request.partitions})
         except KazooException as exc:
             _logger.warning("LeaderAndIsr refused: topic configs unreadable (%s)", exc)
             return leader_and_isr_response(ErrorCode.kafka_storage_error, {}, ids)
@@ -462,37 +502,7 @@ class ZkBrokerServer:
     def _publish(self) -> None:
         self.metadata_cache.update(self.metadata.image)
         self.metadata_cache.controller_id = self.metadata.controller_id
-
-    async def _read_topic_config(self, topic: str) -> dict[str, str]:
-        """``/config/topics/<topic>``, waiting out a connection loss (Kafka's ZooKeeper
-        client blocks until it reconnects) for at most the session timeout."""
-        retry = (
-            trio.current_time() + self.config.broker.zookeeper_session_timeout_ms / 1000
-        )
-        while True:
-            try:
-                data, _ = await self.zk.get(topic_config_path(topic))
-            except NoNodeError:
-                return {}
-            except ConnectionLoss:
-                if trio.current_time() > retry:
-                    raise
-                await trio.sleep(_ZK_RETRY_S)
-                continue
-            return decode_topic_config(topic, data)
-
-    async def _load_topic_configs(self, topics: set[str]) -> None:
-        key = ConfigResourceType.TOPIC
-        missing = [
-            t for t in sorted(topics) if (key, t) not in self.metadata.image.configs
-        ]
-        if not missing:
-            return
-        configs = dict(self.metadata.image.configs)
-        for topic in missing:
-            configs[(key, topic)] = await self._read_topic_config(topic)
-        self.metadata.image = attrs.evolve(self.metadata.image, configs=configs)
-        self._publish()
+        self.shell.metadata_applied()
 
 
 @attrs.define

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common.timeline import SnapshotRegistry
 from minikafka.zk import (
     Create,
     Op,
@@ -68,7 +69,6 @@ from .._requests import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
-from .._timeline import SnapshotRegistry
 from ._context import ControllerContext
 
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -166,7 +166,8 @@ def create_topics(
             )
         )
         writes.append(Create(topic_path(name), assignment.encode()))
-    return writes, decided.response
+    (response,) = decided.replies
+    return writes, response
 
 
 def admin_create_topics(
@@ -194,7 +195,8 @@ def create_partitions(
     for name, assignment in grown.items():
         context.pending[name] = assignment
     writes: list[Op] = [SetData(topic_path(n), a.encode()) for n, a in grown.items()]
-    return writes, decided.response
+    (response,) = decided.replies
+    return writes, response
 
 
 def delete_topics(
@@ -232,7 +234,7 @@ def allocate_producer_ids(
     never hand out the same block)."""
     scratch = scratch_cluster(context, config, random.Random(0))
     decided = scratch.producer_ids.allocate(request)
-    response = decided.response
+    (response,) = decided.replies
     if response.error_code is not ErrorCode.none:
         return [], response
     end = response.producer_id_start + response.producer_id_len

@@ -15,9 +15,14 @@ from collections.abc import Iterator, Mapping
 
 import attrs
 
-from minikafka.zk import LiveBroker, TopicAssignment, ZkCluster
-from minikafka.zk import PartitionState as ZkPartitionState
+from minikafka.zk import (
+    LeaderIsrAndControllerEpoch,
+    LiveBroker,
+    TopicAssignment,
+    ZkCluster,
+)
 
+from .._config import UNCLEAN_LEADER_ELECTION_ENABLE
 from .._states import TopicPartition
 
 
@@ -25,7 +30,7 @@ from .._states import TopicPartition
 class Leadership:
     """A partition's state znode as the controller last wrote or read it."""
 
-    state: ZkPartitionState
+    state: LeaderIsrAndControllerEpoch
     version: int
 
 
@@ -45,7 +50,13 @@ class ControllerContext:
     has not fired yet: taken into account by the next request, created on TopicChange."""
     configs: dict[str, Mapping[str, str]] = attrs.field(factory=dict)
     """Each topic's config overrides (``/config/topics/<topic>``), read with its
-    assignment: where ``unclean.leader.election.enable`` may be set per topic."""
+    assignment and again at each of its change notifications
+    (:meth:`~._controller.ZkController.on_topic_config_change`): where
+    ``unclean.leader.election.enable`` may be set per topic."""
+    broker_configs: dict[str, Mapping[str, str]] = attrs.field(factory=dict)
+    """The dynamic broker configs (KIP-226) by resource name, ``""`` the cluster-wide
+    default and an id that broker's own: read at the election and again at each of
+    their notifications (:meth:`~._controller.ZkController.on_broker_config_change`)."""
     pending_deletion: set[str] = attrs.field(factory=set)
     """Topics this controller listed under ``/admin/delete_topics``, watch not fired yet."""
     next_producer_id: int = 0
@@ -79,14 +90,32 @@ class ControllerContext:
             next_producer_id=next_id,
             producer_id_block_version=version,
             configs=dict(cluster.configs),
+            broker_configs=dict(cluster.broker_configs),
         )
 
-    def unclean_leader_election_enabled(self, topic: str, default: bool) -> bool:
-        """The topic's ``unclean.leader.election.enable``, or the broker's (``default``)
-        where the topic does not set it (Kafka's controller reads the topic's LogConfig
-        before an election with no live in-sync replica)."""
-        value = self.configs.get(topic, {}).get("unclean.leader.election.enable")
-        return default if value is None else value.strip().lower() == "true"
+    def unclean_leader_election_enabled(
+        self, topic: str, default: bool, broker_id: int
+    ) -> bool:
+        """The topic's ``unclean.leader.election.enable``, else the broker default
+        (:meth:`unclean_leader_election_default`). Kafka 2.8's controller reads the
+        topic's LogConfig before an election with no live in-sync replica, built over
+        its broker's current config, in which both dynamic layers are."""
+        value = self.configs.get(topic, {}).get(UNCLEAN_LEADER_ELECTION_ENABLE)
+        if value is not None:
+            return _true(value)
+        return self.unclean_leader_election_default(default, broker_id)
+
+    def unclean_leader_election_default(self, default: bool, broker_id: int) -> bool:
+        """What a topic that does not set it gets: the controller's broker's
+        (``broker_id``) dynamic config, else the cluster-wide dynamic default, else the
+        static one (``default``)."""
+        for name in (str(broker_id), ""):
+            value = self.broker_configs.get(name, {}).get(
+                UNCLEAN_LEADER_ELECTION_ENABLE
+            )
+            if value is not None:
+                return _true(value)
+        return default
 
     # --- brokers --------------------------------------------------------------------------
 
@@ -133,3 +162,8 @@ class ControllerContext:
             for b in self.replicas(tp)
             if b in brokers
         ]
+
+
+def _true(value: str) -> bool:
+    """A boolean config's value as Kafka parses it (case aside, only "true" is)."""
+    return value.strip().lower() == "true"

@@ -7,20 +7,24 @@ time from a single queue (Kafka's ``ControllerEventManager``): a broker came or 
 topic appeared or grew, a topic is to be deleted, a leader asks to change its ISR, a
 broker asks to shut down. Every event moves partitions and replicas through the two state
 machines of :mod:`._states` (an illegal transition raises: it is a bug, not something to
-skip), and the side effects of the transitions are what the event returns:
+skip), and the side effects of the transitions are what the event returns, one
+``ZkControllerResult`` (the ``CoreResult`` every core returns):
 
-- **writes**: the ZooKeeper operations to make, as one transaction that the shell guards
-  with a check of ``/controller_epoch``'s version, so that a controller that lost its
-  epoch writes nothing (Kafka's ``checkControllerAndUpdate``): the partition state znodes
-  created and updated, a deleted topic's znodes removed;
-- **requests**: LeaderAndIsr, UpdateMetadata and StopReplica for each broker
-  (:mod:`._requests`), to send once the writes succeeded;
-- a **response** for the events that answer a broker (AlterPartition, ControlledShutdown).
+- its **records**, the writes: the ZooKeeper operations to make, as one transaction that
+  the shell guards with a check of ``/controller_epoch``'s version, so that a controller
+  that lost its epoch writes nothing (Kafka's ``checkControllerAndUpdate``): the
+  partition state znodes created and updated, a deleted topic's znodes removed;
+- its **messages**, the requests: LeaderAndIsr, UpdateMetadata and StopReplica for each
+  broker (:mod:`._requests`), to send once the writes succeeded;
+- its **reply**, the response for the events that answer a broker (AlterPartition,
+  ControlledShutdown).
 
-Nothing here blocks, reads a clock or touches the network: the ZooKeeper-mode controller
-has no timers of its own (the sessions that time out are ZooKeeper's), so its calls take
-no ``now``; its one periodic event, the leader-imbalance check, is posted by the shell on
-Kafka's schedule, as Kafka's ``KafkaScheduler`` posts it into the event queue. The trio
+Nothing here blocks, reads a clock or touches the network. The ZooKeeper-mode controller
+has no timers of its own (the sessions that time out are ZooKeeper's), so time decides
+nothing here: each event's call takes the shell's ``now`` (seconds since the epoch, as
+every core's) only to stamp the trace events it emits. Its one periodic event, the
+leader-imbalance check, is posted by the shell on Kafka's schedule, as Kafka's
+``KafkaScheduler`` posts it into the event queue. The trio
 shell (``minikafka.broker``'s ``ZkControllerShell``) turns watches into events and
 carries out what they return.
 
@@ -48,7 +52,9 @@ from minikafka.zk import (
 
 from .._config import ControllerConfig
 from .._leader_and_isr import isr_proposal_error
+from .._records import NO_LEADER
 from .._requests import (
+    UNCLEAN_ELECTION,
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -95,6 +101,7 @@ class ZkController(TopicDeletion, Reassignments):
         controller_id: int,
         epoch: int,
         cluster: ZkCluster,
+        now: float,
         *,
         config: ControllerConfig | None = None,
         listener: str = "PLAINTEXT",
@@ -113,12 +120,12 @@ class ZkController(TopicDeletion, Reassignments):
             tracer or NullTracer(),
             rng or random.Random(),
         )
-        return controller, controller._on_startup()
+        return controller, controller._on_startup(now)
 
     # --- events ---------------------------------------------------------------------------
 
-    def _on_startup(self) -> ZkControllerResult:
-        self._begin("Startup")
+    def _on_startup(self, now: float) -> ZkControllerResult:
+        self._begin("Startup", now)
         context = self.context
         self._assign_topic_ids(context.topics)
         for tp in context.partitions():
@@ -159,10 +166,12 @@ class ZkController(TopicDeletion, Reassignments):
         self._resume_deletions()
         return self._end()
 
-    def on_broker_change(self, brokers: Mapping[int, LiveBroker]) -> ZkControllerResult:
+    def on_broker_change(
+        self, brokers: Mapping[int, LiveBroker], now: float
+    ) -> ZkControllerResult:
         """``/brokers/ids`` changed: ``brokers`` is who is registered now. A broker that
         registered again (a new epoch) failed and came back (Kafka's bounced brokers)."""
-        self._begin("BrokerChange")
+        self._begin("BrokerChange", now)
         context = self.context
         old = context.brokers
         dead = {b for b in old if b not in brokers or brokers[b].epoch != old[b].epoch}
@@ -181,12 +190,14 @@ class ZkController(TopicDeletion, Reassignments):
     def on_topic_change(
         self,
         topics: Mapping[str, TopicAssignment],
+        now: float,
+        *,
         configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> ZkControllerResult:
         """``/brokers/topics`` or a topic's assignment changed: ``topics`` is every topic's
         assignment now, ``configs`` the config overrides of those the shell read again.
         New topics and new partitions are created (seed 001 section 4)."""
-        self._begin("TopicChange")
+        self._begin("TopicChange", now)
         context = self.context
         context.configs.update(configs or {})
         created: list[TopicPartition] = []
@@ -221,11 +232,69 @@ class ZkController(TopicDeletion, Reassignments):
             self._on_new_partition_creation(created)
         return self._end()
 
-    def on_alter_partition(self, request: AlterPartitionRequest) -> ZkControllerResult:
+    def on_topic_config_change(
+        self, topic: str, configs: Mapping[str, str], now: float
+    ) -> ZkControllerResult:
+        """A topic's overrides changed (its ``/config/changes`` notification, which the
+        controller's broker follows like every broker): ``configs`` is what
+        ``/config/topics/<topic>`` holds now.
+
+        The controller keeps them for the one setting it reads,
+        ``unclean.leader.election.enable`` at an election with no live in-sync replica.
+        Kafka 2.8's controller reads that setting from ZooKeeper at the election itself;
+        here the copy is refreshed by every notification instead, so the elections stay
+        in the core, which reads nothing. The price is a window: an election between a
+        config write and this event uses the setting from before the write. Enabling
+        the setting cannot be missed: a partition left offline for want of it is elected
+        here (Kafka's ``TopicUncleanLeaderElectionEnable`` event); disabling it takes
+        effect once this event is processed, a few milliseconds after the write."""
+        self._begin("TopicConfigChange", now)
+        context = self.context
+        if topic not in context.topics or topic in context.deleting:
+            return self._end()
+        context.configs[topic] = dict(configs)
+        if context.unclean_leader_election_enabled(
+            topic, self.config.unclean_leader_election_enable, self.controller_id
+        ):
+            waiting = [
+                tp
+                for tp in context.partitions(topic)
+                if self.psm.state(tp) in (_P.NEW, _P.OFFLINE)
+            ]
+            self._partitions_to(waiting, _P.ONLINE)
+        return self._end()
+
+    def on_broker_config_change(
+        self, name: str, configs: Mapping[str, str], now: float
+    ) -> ZkControllerResult:
+        """A dynamic broker config changed (KIP-226; its notification, which the
+        controller's broker follows): ``name`` is ``""`` for the cluster-wide default
+        or a broker's id, ``configs`` what its znode holds now.
+
+        The controller reads ``unclean.leader.election.enable`` from them where a
+        topic does not set it. When the default that way turns on, every partition
+        left without a leader tries again, as Kafka 2.8's controller does when its
+        broker's dynamic config enables it (``enableDefaultUncleanLeaderElection``);
+        a topic that sets it off stays offline. Another broker's own config counts
+        for nothing here (it would only if that broker became the controller, which
+        then reads it)."""
+        self._begin("BrokerConfigChange", now)
+        context = self.context
+        default = self.config.unclean_leader_election_enable
+        before = context.unclean_leader_election_default(default, self.controller_id)
+        context.broker_configs[name] = dict(configs)
+        after = context.unclean_leader_election_default(default, self.controller_id)
+        if after and not before:
+            self._trigger_online_partition_state_change()
+        return self._end()
+
+    def on_alter_partition(
+        self, request: AlterPartitionRequest, now: float
+    ) -> ZkControllerResult:
         """A leader asks to shrink or expand an ISR (KIP-497's AlterPartition, 2.8's
         AlterIsr): checked like the KRaft controller's, written over the state znode's
         version, which is the partition epoch the leader must name."""
-        self._begin("AlterPartition")
+        self._begin("AlterPartition", now)
         context = self.context
         live = context.brokers.get(request.broker_id)
         if live is None or live.epoch != request.broker_epoch:
@@ -280,44 +349,55 @@ class ZkController(TopicDeletion, Reassignments):
             )
         return self._end(AlterPartitionResponse(ErrorCode.none, tuple(results)))
 
-    def on_create_topics(self, request: CreateTopicsRequest) -> ZkControllerResult:
+    def on_create_topics(
+        self, request: CreateTopicsRequest, now: float
+    ) -> ZkControllerResult:
         """Write each new topic's assignment (:mod:`._admin`); its watch then brings
         the partitions to life (:meth:`on_topic_change`)."""
-        self._begin("CreateTopics")
+        self._begin("CreateTopics", now)
         writes, response = create_topics(self.context, self.config, self.rng, request)
         self._writes.extend(writes)
         return self._end(response)
 
     def on_create_partitions(
-        self, request: CreatePartitionsRequest
+        self, request: CreatePartitionsRequest, now: float
     ) -> ZkControllerResult:
-        self._begin("CreatePartitions")
+        self._begin("CreatePartitions", now)
         writes, response = create_partitions(
             self.context, self.config, self.rng, request
         )
         self._writes.extend(writes)
         return self._end(response)
 
-    def on_delete_topics(self, request: DeleteTopicsRequest) -> ZkControllerResult:
-        self._begin("DeleteTopics")
+    def on_delete_topics(
+        self, request: DeleteTopicsRequest, now: float
+    ) -> ZkControllerResult:
+        self._begin("DeleteTopics", now)
         writes, response = delete_topics(self.context, request)
         self._writes.extend(writes)
         return self._end(response)
 
     def on_allocate_producer_ids(
-        self, request: AllocateProducerIdsRequest
+        self, request: AllocateProducerIdsRequest, now: float
     ) -> ZkControllerResult:
-        self._begin("AllocateProducerIds")
+        self._begin("AllocateProducerIds", now)
         writes, response = allocate_producer_ids(self.context, self.config, request)
         self._writes.extend(writes)
         return self._end(response)
 
-    def on_elect_leaders(self, request: ElectLeadersRequest) -> ZkControllerResult:
-        """ElectLeaders (preferred): give each partition back to its first replica where
-        that one is live and in sync (Kafka's PreferredReplicaPartitionLeaderElection,
-        an OnlinePartition -> OnlinePartition transition)."""
-        self._begin("ElectLeaders")
+    def on_elect_leaders(
+        self, request: ElectLeadersRequest, now: float
+    ) -> ZkControllerResult:
+        """ElectLeaders (KIP-460). PREFERRED gives each partition back to its first
+        replica where that one is live and in sync (Kafka's
+        PreferredReplicaPartitionLeaderElection, an OnlinePartition -> OnlinePartition
+        transition). UNCLEAN gives a leader to each partition that has none, from the
+        ISR if a member is live, else from any live replica (the offline election with
+        unclean election forced on, as Kafka 2.8's ``onReplicaElection`` does for
+        ElectionType.UNCLEAN)."""
+        self._begin("ElectLeaders", now)
         context = self.context
+        unclean = request.election_type == UNCLEAN_ELECTION
         if request.partitions is None:
             asked = [tp for tp in context.partitions() if tp[0] not in context.deleting]
         else:
@@ -331,6 +411,22 @@ class ZkController(TopicDeletion, Reassignments):
                 results.append(
                     ElectionResult(*tp, ErrorCode.unknown_topic_or_partition)
                 )
+            elif unclean:
+                if current.state.leader != NO_LEADER and context.is_live(
+                    current.state.leader
+                ):
+                    results.append(ElectionResult(*tp, ErrorCode.election_not_needed))
+                elif not any(context.is_live(b) for b in replicas):
+                    results.append(
+                        ElectionResult(
+                            *tp,
+                            ErrorCode.eligible_leaders_not_available,
+                            "no replica of it is alive",
+                        )
+                    )
+                else:
+                    electable.append(tp)
+                    results.append(ElectionResult(*tp, ErrorCode.none))
             elif current.state.leader == replicas[0]:
                 results.append(ElectionResult(*tp, ErrorCode.election_not_needed))
             elif preferred_leader(replicas, current.state.isr, context.is_live) is None:
@@ -341,10 +437,12 @@ class ZkController(TopicDeletion, Reassignments):
             else:
                 electable.append(tp)
                 results.append(ElectionResult(*tp, ErrorCode.none))
-        self._partitions_to(electable, _P.ONLINE, election="preferred")
+        self._partitions_to(
+            electable, _P.ONLINE, election="unclean_request" if unclean else "preferred"
+        )
         return self._end(ElectLeadersResponse(ErrorCode.none, tuple(results)))
 
-    def on_auto_leader_rebalance(self) -> ZkControllerResult:
+    def on_auto_leader_rebalance(self, now: float) -> ZkControllerResult:
         """``auto.leader.rebalance.enable`` (Kafka's
         ``AutoPreferredReplicaLeaderElection`` event, which the shell posts every
         ``leader.imbalance.check.interval.seconds``).
@@ -355,7 +453,7 @@ class ZkController(TopicDeletion, Reassignments):
         Nothing moves while a reassignment is in progress or for a topic being deleted
         (Kafka's ``checkAndTriggerAutoLeaderRebalance``): a broker that came back after
         a failure leads again without anyone asking."""
-        self._begin("AutoPreferredReplicaLeaderElection")
+        self._begin("AutoPreferredReplicaLeaderElection", now)
         context = self.context
         if any(a.adding or a.removing for a in context.topics.values()):
             return self._end()
@@ -386,12 +484,12 @@ class ZkController(TopicDeletion, Reassignments):
         return self._end()
 
     def on_controlled_shutdown(
-        self, broker_id: int, broker_epoch: int
+        self, broker_id: int, broker_epoch: int, now: float
     ) -> ZkControllerResult:
         """A broker asks to stop (Kafka's ``doControlledShutdown``): it leaves every ISR,
         the partitions it leads move to another in-sync replica, and the answer lists
         those it still leads (no other replica in sync to take them)."""
-        self._begin("ControlledShutdown")
+        self._begin("ControlledShutdown", now)
         context = self.context
         live = context.brokers.get(broker_id)
         if live is None:

@@ -37,10 +37,12 @@ _R = ReplicaState
 
 @attrs.define(eq=False)
 class TopicDeletion(ZkStateMachines):
-    def on_topic_deletion(self, topics: Iterable[str]) -> ZkControllerResult:
+    def on_topic_deletion(
+        self, topics: Iterable[str], now: float
+    ) -> ZkControllerResult:
         """``/admin/delete_topics`` lists ``topics``: delete them (Kafka's
         ``TopicDeletionManager``). A name that is no topic is just unlisted."""
-        self._begin("TopicDeletion")
+        self._begin("TopicDeletion", now)
         for name in sorted(set(topics)):
             self.context.pending_deletion.discard(name)
             if name not in self.context.topics:
@@ -51,11 +53,14 @@ class TopicDeletion(ZkStateMachines):
         return self._end()
 
     def on_stop_replica_response(
-        self, broker_id: int, errors: Mapping[TopicPartition, ErrorCode]
+        self,
+        broker_id: int,
+        errors: Mapping[TopicPartition, ErrorCode],
+        now: float,
     ) -> ZkControllerResult:
         """A broker answered StopReplica: replicas being deleted are now deleted, or their
         deletion failed and will be retried."""
-        self._begin("TopicDeletionStopReplicaResponseReceived")
+        self._begin("TopicDeletionStopReplicaResponseReceived", now)
         done: list[PartitionAndReplica] = []
         failed: list[PartitionAndReplica] = []
         for tp, error in errors.items():

@@ -6,8 +6,9 @@ side effects on them. A partition going online gets a leader (its first, or by a
 election) written to its state znode and sent to its replicas with LeaderAndIsr; a
 replica going offline is stopped and taken out of its partition's ISR; a replica being
 deleted is sent StopReplica with delete. :class:`ZkStateMachines` holds the controller's
-state (the context, both machines, and what the event being processed has decided so
-far: its writes and its request batch); :class:`~._controller.ZkController` and
+state (the context, both machines, and the event being processed: its cause and time,
+which its trace events carry, and what it has decided so far: its writes and its
+request batch); :class:`~._controller.ZkController` and
 :class:`~._deletion.TopicDeletion` build on it. The elections are Kafka's
 ``PartitionLeaderElectionAlgorithms``, plain functions.
 """
@@ -17,21 +18,22 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import CoreResult
 from minikafka.trace import NullTracer, Tracer
 from minikafka.zk import (
     Create,
+    LeaderIsrAndControllerEpoch,
     Op,
     SetData,
     TopicAssignment,
     partition_state_path,
     topic_path,
 )
-from minikafka.zk import PartitionState as ZkPartitionState
 
 from .._config import ControllerConfig
 from .._events import PartitionLeaderElected
@@ -75,16 +77,6 @@ class IllegalStateTransitionError(Exception):
 
 
 @attrs.frozen
-class ZkControllerResult:
-    """What one event asks the shell to do, in order: the writes (one transaction), then
-    the requests; ``response`` answers the broker that sent the event, if one did."""
-
-    writes: tuple[Op, ...] = ()
-    requests: tuple[BrokerRequest, ...] = ()
-    response: ZkResponse = None
-
-
-@attrs.frozen
 class ControlledShutdownResult:
     """Kafka's ControlledShutdown answer: the partitions the broker still leads (it may
     stop once this is empty, or when it gives up retrying)."""
@@ -105,6 +97,14 @@ ZkResponse = (
     | ListPartitionReassignmentsResponse
     | None
 )
+
+
+ZkControllerResult: TypeAlias = CoreResult[Op, ZkResponse, BrokerRequest]
+"""What one event asks the shell to do, as every core's ``CoreResult``: its records are
+the ZooKeeper writes (one transaction, fenced by the controller epoch), its messages the
+requests for the brokers, sent once the writes succeeded (a controller that lost its
+epoch must tell nobody anything), and its reply, if any, answers the broker that sent
+the event."""
 
 
 # --- elections (Kafka's PartitionLeaderElectionAlgorithms) ----------------------------------
@@ -176,6 +176,10 @@ class ZkStateMachines:
     psm: PartitionStateMachine = attrs.field(factory=PartitionStateMachine)
     rsm: ReplicaStateMachine = attrs.field(factory=ReplicaStateMachine)
     _cause: str = attrs.field(init=False, default="")
+    _now: float = attrs.field(init=False, default=0.0)
+    """The time of the event being handled (its call's ``now``), beside its cause: what
+    the trace events of that same call are stamped with. :meth:`_begin` sets both at the
+    start of every event, so no later call ever reads an earlier one's time."""
     _deletion_started: set[str] = attrs.field(init=False, factory=set)
     _writes: list[Op] = attrs.field(init=False, factory=list)
     _batch: RequestBatch = attrs.field(init=False)
@@ -218,7 +222,7 @@ class ZkStateMachines:
             live = tuple(b for b in replicas if context.is_live(b))
             if not live:
                 return False
-            state = ZkPartitionState(live[0], 0, live, context.epoch)
+            state = LeaderIsrAndControllerEpoch(live[0], 0, live, context.epoch)
             self._writes.append(
                 Create(partition_state_path(*tp), state.encode(), parents=True)
             )
@@ -237,13 +241,22 @@ class ZkStateMachines:
         elif election == "reassignment":
             chosen = reassignment_leader(replicas, current.state.isr, context.is_live)
             unclean = False
+        elif election == "unclean_request":
+            # ElectLeaders UNCLEAN (KIP-460): the offline election, unclean allowed.
+            found = offline_partition_leader(
+                replicas, current.state.isr, context.is_live, True
+            )
+            chosen, unclean = (None, False) if found is None else (found[:2], found[2])
+            election = "offline"  # traced as "unclean" unless an ISR member was live
         else:
             found = offline_partition_leader(
                 replicas,
                 current.state.isr,
                 context.is_live,
                 context.unclean_leader_election_enabled(
-                    tp[0], self.config.unclean_leader_election_enable
+                    tp[0],
+                    self.config.unclean_leader_election_enable,
+                    self.controller_id,
                 ),
             )
             chosen, unclean = (None, False) if found is None else (found[:2], found[2])
@@ -252,7 +265,7 @@ class ZkStateMachines:
         leader, isr = chosen
         updated = self._write(
             tp,
-            ZkPartitionState(
+            LeaderIsrAndControllerEpoch(
                 leader, current.state.leader_epoch + 1, isr, context.epoch
             ),
         )
@@ -264,7 +277,9 @@ class ZkStateMachines:
         )
         return True
 
-    def _write(self, tp: TopicPartition, state: ZkPartitionState) -> Leadership:
+    def _write(
+        self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch
+    ) -> Leadership:
         """Update ``tp``'s state znode over the version this controller knows (a
         conditional write: KIP-497), and remember the version it will have."""
         current = self.context.leadership[tp]
@@ -322,7 +337,10 @@ class ZkStateMachines:
         isr = tuple(b for b in state.isr if b != broker) or state.isr
         leader = -1 if state.leader == broker else state.leader
         self._write(
-            tp, ZkPartitionState(leader, state.leader_epoch + 1, isr, context.epoch)
+            tp,
+            LeaderIsrAndControllerEpoch(
+                leader, state.leader_epoch + 1, isr, context.epoch
+            ),
         )
         if tp[0] not in context.deleting:
             others = [
@@ -351,14 +369,16 @@ class ZkStateMachines:
             for b in self.context.replicas((t, p))
         ]
 
-    def _begin(self, cause: str) -> None:
+    def _begin(self, cause: str, now: float) -> None:
         self._cause = cause
+        self._now = now
         self._writes = []
         self._batch = RequestBatch(self.controller_id)
 
     def _end(self, response: ZkResponse = None) -> ZkControllerResult:
         requests = self._batch.requests(self.context, self.listener)
-        return ZkControllerResult(tuple(self._writes), tuple(requests), response)
+        replies = () if response is None else (response,)
+        return CoreResult(tuple(self._writes), replies, tuple(requests))
 
     def _trace_transition(
         self,
@@ -379,21 +399,23 @@ class ZkStateMachines:
                     change.to_state.value,
                     self._cause,
                     reasons.get((change.from_state, change.to_state), ""),
-                )
+                ),
+                self._now,
             )
 
     def _trace_election(
-        self, tp: TopicPartition, previous: int, now: Leadership, reason: str
+        self, tp: TopicPartition, previous: int, elected: Leadership, reason: str
     ) -> None:
         if self.tracer.enabled:
             self.tracer.emit(
                 PartitionLeaderElected(
                     tp[0],
                     tp[1],
-                    now.state.leader,
+                    elected.state.leader,
                     previous,
-                    now.state.leader_epoch,
-                    now.state.isr,
+                    elected.state.leader_epoch,
+                    elected.state.isr,
                     reason,
-                )
+                ),
+                self._now,
             )

@@ -49,9 +49,9 @@ _R = ReplicaState
 @attrs.define(eq=False)
 class Reassignments(ZkStateMachines):
     def on_alter_partition_reassignments(
-        self, request: AlterPartitionReassignmentsRequest
+        self, request: AlterPartitionReassignmentsRequest, now: float
     ) -> ZkControllerResult:
-        self._begin("AlterPartitionReassignments")
+        self._begin("AlterPartitionReassignments", now)
         results = []
         for item in request.partitions:
             error = self._reassign(item)

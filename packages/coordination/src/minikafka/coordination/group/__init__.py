@@ -3,13 +3,15 @@
 - ``_coordinator.py``: :class:`GroupCoordinator`, the shard the shell calls; it composes
 - ``_membership.py`` (with ``_join.py`` and ``_rebalance.py``): join, sync, heartbeat,
   leave, static members and the member timeouts, and
-- ``_offsets.py``: offset commit, fetch, expiry and group deletion;
+- ``_offsets.py``: offset commit, fetch, expiry and deletion (of a group, or of some of
+  its offsets);
 - ``_results.py``: what their handlers return (replies, and records with what to do once
   they are committed) and the writes in flight; ``_timers.py``: the timers' heap;
 - ``_group.py``, ``_group_state.py``: a group's metadata and its state machine's table;
-- ``_group_metadata_manager.py``, ``_offsets_records.py``: the cache and its records in
-  ``__consumer_offsets``; ``_group_requests.py``: the requests and responses;
-- ``_service.py``: the trio shell. Everything else here is a core (no trio, no clock).
+- ``_group_metadata_manager.py``, ``_offsets_records.py``: the cache (the groups in
+  memory, each partition's offsets on a timeline: written, committed, reverted) and its
+  records in ``__consumer_offsets``; ``_group_requests.py``: the requests and responses;
+- ``_shell.py``: the trio shell. Everything else here is a core (no trio, no clock).
 
 The package's public names are re-exported by ``minikafka.coordination``.
 """

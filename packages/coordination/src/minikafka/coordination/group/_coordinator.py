@@ -18,11 +18,18 @@ Trace events go to the ``tracer`` it is built with.
 What must survive the coordinator is written to its ``__consumer_offsets`` partition
 before anyone is told (seed 000): the group on every new generation (the leader's
 SyncGroup is answered, and the group becomes Stable, only once the assignment is
-stored) and every committed offset. The core does not write itself: it queues
-``CoordinatorWrite`` values the shell takes with ``take_writes()`` and appends, and the
-shell reports each outcome with ``complete_write(write_id, error, now)``, which answers
-the requests that waited for it. Groups are served only from partitions this broker
+stored), every committed offset, and a deleted group's tombstones (DeleteGroups is
+answered once they are committed). The core does not write itself: each call returns a
+``GroupResult`` (``minikafka.common.CoreResult``) whose records are ``CoordinatorWrite``
+values for the shell to append and whose replies are the answers it makes now; the
+shell reports each write's outcome with ``complete_write(write_id, error, now)``, whose
+result answers the requests that waited for it. Groups are served only from partitions this broker
 leads and has replayed (``begin_loading``, ``load_partition``, ``unload_partition``).
+
+The offsets are kept as Kafka's ``CoordinatorRuntime`` keeps a shard's state: a write's
+records are replayed into its partition's timeline as the write is made (``_carry_out``),
+``complete_write`` commits the partition up to it or, if it failed, reverts the
+partition to before it, and OffsetFetch reads as of the last committed write.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from collections.abc import Collection, Iterable
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import GroupConfig
@@ -55,8 +62,11 @@ from ._results import (
     AssignmentStored,
     CoordinatorWrite,
     GroupAction,
+    GroupDeleted,
     GroupReply,
+    GroupResult,
     OffsetsCommitted,
+    OffsetsDeleted,
     PendingWrites,
     StaticMemberStored,
     WriteOutcome,
@@ -134,35 +144,35 @@ class GroupCoordinator:
     ) -> OffsetFetchResponse:
         return self.offsets.fetch_offsets(group_id, partitions)
 
-    # --- the requests: each returns the replies it makes now -----------------------------
+    # --- the requests: each returns its writes and the replies it makes now -------------
 
     def join_group(
         self, request_id: int, request: JoinGroupRequest, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         actions = self.membership.join_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def sync_group(
         self, request_id: int, request: SyncGroupRequest, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         actions = self.membership.sync_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def heartbeat(
         self, request_id: int, request: HeartbeatRequest, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         actions = self.membership.heartbeat(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def leave_group(
         self, request_id: int, request: LeaveGroupRequest, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         actions = self.membership.leave_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def commit_offsets(
         self, request_id: int, request: OffsetCommitRequest, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         actions = self.offsets.commit_offsets(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -181,23 +191,36 @@ class GroupCoordinator:
         self._rearm(group_id)  # an accepted commit is a heartbeat
         return error
 
-    def delete_group(self, group_id: str, now: float) -> ErrorCode:
-        """DeleteGroups (``OffsetsManager.delete_group``)."""
-        error, actions = self.offsets.delete_group(group_id, now)
-        self._carry_out(actions, group_id)
-        return error
+    def delete_group(self, request_id: int, group_id: str, now: float) -> GroupResult:
+        """DeleteGroups (``OffsetsManager.delete_group``): the group's tombstones, its
+        answer once they are committed; a refusal at once."""
+        actions = self.offsets.delete_group(request_id, group_id, now)
+        return self._carry_out(actions, group_id)
+
+    def delete_offsets(
+        self,
+        request_id: int,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        now: float,
+    ) -> GroupResult:
+        """OffsetDelete (``OffsetsManager.delete_offsets``): tombstones for the
+        offsets that may go, answered once committed; a refusal at once."""
+        actions = self.offsets.delete_offsets(request_id, group_id, partitions, now)
+        return self._carry_out(actions, group_id)
 
     # --- the log behind the cache --------------------------------------------------------
 
-    def take_writes(self) -> list[CoordinatorWrite]:
-        """The appends to perform, oldest first; each is then reported to complete_write."""
-        return self._writes.take()
-
     def complete_write(
         self, write_id: int, error: ErrorCode, now: float
-    ) -> list[GroupReply]:
+    ) -> GroupResult:
         """The append ``write_id`` is committed (NONE) or failed with ``error``."""
         outcome = self._writes.complete(write_id)
+        partition = self.manager.partition_for(outcome.group_id)
+        if error is ErrorCode.none:
+            self.manager.committed(partition, write_id)
+        else:
+            self.manager.failed(partition, write_id, now)
         return self._carry_out(self._written(outcome, error, now), outcome.group_id)
 
     def _written(
@@ -210,6 +233,10 @@ class GroupCoordinator:
             return self.membership.static_member_stored(outcome, error)
         if isinstance(outcome, OffsetsCommitted):
             return self.offsets.offsets_committed(outcome, error)
+        if isinstance(outcome, GroupDeleted):
+            return self.offsets.group_deleted(outcome, error)
+        if isinstance(outcome, OffsetsDeleted):
+            return self.offsets.offsets_deleted(outcome, error)
         return []  # Unanswered
 
     def begin_loading(self, partition: int) -> None:
@@ -231,21 +258,21 @@ class GroupCoordinator:
             )
         return loaded
 
-    def unload_partition(self, partition: int) -> list[GroupReply]:
+    def unload_partition(self, partition: int) -> GroupResult:
         """This broker stopped leading ``partition``: its groups go Dead."""
-        out: list[GroupReply] = []
+        out: GroupResult = CoreResult()
         for group in self.manager.unload(partition):
             out += self._carry_out(
                 self.membership.rebalancer.make_dead(group), group.group_id
             )
         return out
 
-    def unload_group(self, group_id: str) -> list[GroupReply]:
+    def unload_group(self, group_id: str) -> GroupResult:
         """This broker is no longer the group's coordinator (its ``__consumer_offsets``
         partition moved): "whatever its state, the group becomes Dead" (seed 002 §1)."""
         group = self._groups.pop(group_id, None)
         if group is None:
-            return []
+            return CoreResult()
         return self._carry_out(self.membership.rebalancer.make_dead(group), group_id)
 
     def _partition_groups(self, partition: int) -> list[str]:
@@ -256,9 +283,9 @@ class GroupCoordinator:
     def next_deadline(self) -> float | None:
         return self._timers.next_deadline()
 
-    def on_timer(self, now: float) -> list[GroupReply]:
+    def on_timer(self, now: float) -> GroupResult:
         """Fire every timer due at ``now``, earliest first."""
-        out: list[GroupReply] = []
+        out: GroupResult = CoreResult()
         if self._timers.expiry_due(now):
             expired = self.offsets.expire_offsets(now)
             self._timers.schedule_expiry(
@@ -281,21 +308,25 @@ class GroupCoordinator:
 
     def _carry_out(
         self, actions: Iterable[GroupAction], *group_ids: str
-    ) -> list[GroupReply]:
-        """Queue the writes, re-arm the timers of the groups the call touched, and return
-        the replies; the order of the actions is kept within each kind."""
+    ) -> GroupResult:
+        """Number the writes and replay their records into their partitions' state (Kafka's
+        CoordinatorRuntime replays a write before it appends it), re-arm the timers of
+        the groups the call touched, and return the writes and the replies; the order of
+        the actions is kept within each kind."""
         replies: list[GroupReply] = []
+        writes: list[CoordinatorWrite] = []
         for action in actions:
             if isinstance(action, GroupReply):
                 replies.append(action)
             else:
-                assert action.response is not None
-                self._writes.add(
-                    self.manager.partition_for(action.response.group_id), action
-                )
+                (outcome,) = action.replies
+                partition = self.manager.partition_for(outcome.group_id)
+                write = self._writes.add(partition, action)
+                self.manager.written(partition, write.write_id, write.records)
+                writes.append(write)
         for group_id in group_ids:
             self._rearm(group_id)
-        return replies
+        return CoreResult(tuple(writes), tuple(replies))
 
     def _rearm(self, group_id: str) -> None:
         self._timers.rearm(group_id, self._groups.get(group_id))
@@ -303,5 +334,5 @@ class GroupCoordinator:
 
 def _group_of(action: GroupAction) -> str:
     assert not isinstance(action, GroupReply)
-    assert action.response is not None
-    return action.response.group_id
+    (outcome,) = action.replies
+    return outcome.group_id

@@ -21,13 +21,16 @@ from collections.abc import Collection, Mapping
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
+from ..assignors._consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    ConsumerProtocolError,
+    decode_subscription,
+)
 from ._events import GroupStateChanged
 from ._group_requests import UNKNOWN_MEMBER_ID, JoinGroupResponseMember, Protocols
 from ._group_state import GROUP_TRANSITIONS, GroupState, check_group_transition
-from ._offsets_records import OffsetValue
 
 __all__ = [
     "GroupMetadata",
@@ -161,8 +164,6 @@ class GroupMetadata:
     # When the group entered its state (seconds, the coordinator's clock); the offsets of
     # an Empty group expire counting from here (KIP-211). None: not known (before a load).
     state_timestamp: float | None = attrs.field(init=False, default=None)
-    # The committed offsets, as replayed from and written to __consumer_offsets.
-    offsets: dict[TopicPartition, OffsetValue] = attrs.field(init=False, factory=dict)
     # The leader's assignment is being written to __consumer_offsets (SyncGroup waits).
     assignment_write_pending: bool = attrs.field(init=False, default=False)
     # When the group last entered PreparingRebalance (seconds, the coordinator's clock),
@@ -375,6 +376,24 @@ class GroupMetadata:
             self.transition_to(GroupState.EMPTY, now, tracer)
         self.clear_pending_sync_members()
 
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """The topics the members of a ``consumer`` group subscribe to, read from their
+        metadata for the chosen protocol (ConsumerProtocol's subscription); None when
+        that cannot be known (no protocol chosen yet, another protocol type, metadata
+        that does not parse), which OffsetDelete reads as "every topic" (Kafka's
+        ``isSubscribedToTopic``)."""
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in self._members.values():
+            try:
+                topics |= set(
+                    decode_subscription(member.metadata(self.protocol_name)).topics
+                )
+            except (ConsumerProtocolError, KeyError):
+                return None
+        return frozenset(topics)
+
     def current_member_metadata(self) -> tuple[JoinGroupResponseMember, ...]:
         """What the leader's JoinGroup response carries: every member's metadata for the
         chosen protocol (followers get an empty list, seed 002 §2.1)."""
@@ -433,11 +452,23 @@ def validate_current_member(
     return ErrorCode.none
 
 
+def missing_group_error(api_version: int) -> ErrorCode:
+    """A member's OffsetCommit to a group that does not exist: from v9 the group is
+    named missing, an answer the new protocol's clients understand too (KIP-848); older
+    clients keep the answer they were written against."""
+    return (
+        ErrorCode.group_id_not_found
+        if api_version >= 9
+        else ErrorCode.illegal_generation
+    )
+
+
 def offset_commit_error(
     group: GroupMetadata | None,
     member_id: str,
     generation_id: int,
     group_instance_id: str | None = None,
+    api_version: int = 8,
 ) -> ErrorCode:
     """May this OffsetCommit be written? (Kafka's ``validateOffsetCommit`` and the state
     rules of ``doCommitOffsets``.)
@@ -456,7 +487,7 @@ def offset_commit_error(
         and group_instance_id is None
     )
     if group is None:
-        return ErrorCode.none if generation_id < 0 else ErrorCode.illegal_generation
+        return ErrorCode.none if generation_id < 0 else missing_group_error(api_version)
     if group.state is GroupState.DEAD:
         return ErrorCode.coordinator_not_available
     if simple:

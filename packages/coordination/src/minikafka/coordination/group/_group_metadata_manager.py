@@ -10,11 +10,18 @@ generation, protocol, leader and every member's subscription and assignment. Com
 keeps the latest record per key, and a null value (a tombstone) deletes the key, so the
 partition stays about as large as the groups and offsets it describes.
 
-The records are written before the coordinator answers (the shell appends them with
-acks=all and reports back), so the cache in memory is always something the log can
-rebuild: when this broker becomes the partition's leader, ``load`` replays the partition
-from its start into groups and offsets; when it stops being the leader, ``unload``
-drops them (the groups go Dead) and the new leader replays the same records.
+The offsets follow the log's consistency model, Kafka's newer coordinator's
+(``CoordinatorRuntime`` over a ``SnapshottableCoordinator`` per partition, KIP-848's
+runtime): each partition's offsets are :class:`Offsets` on a
+``minikafka.common.timeline.SnapshotRegistry``, and a write's records are *replayed* into
+them as soon as the write is made, so the next request is checked against them. A
+snapshot is taken after each write; reads that answer a client (OffsetFetch) read at the
+last committed write's snapshot; a failed write reverts the partition to the snapshot
+before it. When this broker becomes the partition's leader, ``load`` replays the
+partition from its start the same way and commits; when it stops being the leader,
+``unload`` drops its groups (they go Dead) and its timeline, and the new leader replays
+the same records. A classic group's membership is not on the timeline: like Kafka's
+classic groups, it lives in memory and is written as a group record on each generation.
 
 This module is the cache and the record bookkeeping; the coordinator decides when to
 write. It is a core: no I/O, time passed in (seconds, wall clock, as the records carry
@@ -30,6 +37,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
+from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 from ._group import GroupMetadata, MemberMetadata
 from ._group_state import GroupState
@@ -40,6 +48,8 @@ from ._offsets_records import (
     OffsetsRecordError,
     OffsetValue,
     StoredMember,
+    decode_key,
+    decode_offset_value,
     decode_record,
     encode_group_record,
     encode_offset_record,
@@ -48,7 +58,9 @@ from ._offsets_records import (
 __all__ = [
     "OFFSETS_TOPIC",
     "GroupMetadataManager",
+    "Offsets",
     "PartitionStatus",
+    "SnapshottableCoordinator",
     "StoredRecord",
     "partition_for",
 ]
@@ -80,10 +92,125 @@ class PartitionStatus(enum.Enum):
 
 
 @attrs.define(eq=False)
+class Offsets:
+    """One partition's committed offsets, group by group, on a timeline (Kafka's
+    ``OffsetMetadataManager.Offsets``): a ``TimelineHashMap`` of groups whose values are
+    a ``TimelineHashMap`` of partitions each, all on one registry, so a snapshot or a revert
+    covers every group at once. Reads take an ``epoch``: ``LATEST_EPOCH`` for what has
+    been written, a snapshot's epoch for the state then."""
+
+    registry: SnapshotRegistry
+    _by_group: TimelineHashMap[str, TimelineHashMap[TopicPartition, OffsetValue]] = (
+        attrs.field(init=False)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self._by_group = TimelineHashMap(self.registry)
+
+    def of_group(
+        self, group_id: str, epoch: int = LATEST_EPOCH
+    ) -> dict[TopicPartition, OffsetValue]:
+        partitions = self._by_group.get(group_id, epoch)
+        return {} if partitions is None else dict(partitions.items(epoch))
+
+    def group_ids(self, epoch: int = LATEST_EPOCH) -> list[str]:
+        return self._by_group.keys(epoch)
+
+    def replay(self, key: OffsetKey, value: OffsetValue | None) -> None:
+        """Apply one offset record: a value is the partition's offset now, a tombstone
+        removes it (and the group's map once it is empty, as compaction would)."""
+        tp = TopicPartition(key.topic, key.partition)
+        partitions = self._by_group.get(key.group)
+        if value is not None:
+            if partitions is None:
+                partitions = TimelineHashMap(self.registry)
+                self._by_group.put(key.group, partitions)
+            partitions.put(tp, value)
+        elif partitions is not None:
+            partitions.remove(tp)
+            if not partitions:
+                self._by_group.remove(key.group)
+
+
+@attrs.define(eq=False)
+class SnapshottableCoordinator:
+    """One ``__consumer_offsets`` partition's offsets between the last write made and the
+    last one committed (Kafka's ``SnapshottableCoordinator``, driven as its
+    ``CoordinatorRuntime`` drives it).
+
+    Kafka's epochs are the log offsets of the writes; this core never learns them, so a
+    write's id stands in: each write is appended whole, in id order, so the order of the
+    ids is the order of the records in the log. ``write`` replays a write's records and
+    snapshots at its id; ``commit`` moves the committed point, and everything written
+    before it commits with it (a log commits a prefix); ``fail`` reverts to the snapshot
+    before the failed write. The writes made after it are still on their way to the log,
+    so their records are replayed again on top: the state stays the committed one plus
+    every write that may still commit (Kafka appends synchronously, so a failure there
+    never has later writes behind it).
+    """
+
+    registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
+    offsets: Offsets = attrs.field(init=False)
+    last_committed: int = attrs.field(init=False, default=0)
+    # the records of each write not committed yet, by id, in order
+    _uncommitted: dict[int, tuple[StoredRecord, ...]] = attrs.field(
+        init=False, factory=dict
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self.offsets = Offsets(self.registry)
+
+    def loaded(self) -> None:
+        """The partition's records are replayed: they are the committed state."""
+        self.registry.get_or_create_snapshot(self.last_committed)
+
+    def write(self, write_id: int, records: tuple[StoredRecord, ...]) -> None:
+        """Replay a write's records now and snapshot the state after them."""
+        for key_bytes, value_bytes in records:
+            key = decode_key(key_bytes)
+            if isinstance(key, OffsetKey):
+                value = (
+                    None if value_bytes is None else decode_offset_value(value_bytes)
+                )
+                self.offsets.replay(key, value)
+        self._uncommitted[write_id] = records
+        self.registry.get_or_create_snapshot(write_id)
+
+    def commit(self, write_id: int) -> None:
+        """``write_id`` is committed, and with it every write made before it."""
+        if write_id not in self._uncommitted:
+            return  # committed already, or made before this partition was loaded
+        for done in [w for w in self._uncommitted if w <= write_id]:
+            del self._uncommitted[done]
+        self.last_committed = write_id
+        # No read or revert will go below the committed point again.
+        self.registry.delete_snapshots_up_to(write_id)
+
+    def fail(self, write_id: int) -> bool:
+        """``write_id`` will not be in the log: take it out of the state. False when
+        there is nothing to take out (it committed with a later write, or it was made
+        before this partition was loaded)."""
+        if write_id not in self._uncommitted:
+            return False
+        earlier = [w for w in self._uncommitted if w < write_id]
+        later = [(w, r) for w, r in self._uncommitted.items() if w > write_id]
+        before = earlier[-1] if earlier else self.last_committed
+        self.registry.revert_to_snapshot(before)
+        for w, _ in later:
+            del self._uncommitted[w]
+        del self._uncommitted[write_id]
+        for w, records in later:
+            self.write(w, records)
+        return True
+
+
+@attrs.define(eq=False)
 class GroupMetadataManager:
     num_partitions: int
     groups: dict[str, GroupMetadata] = attrs.field(init=False, factory=dict)
     partitions: dict[int, PartitionStatus] = attrs.field(init=False, factory=dict)
+    # the offsets of each loaded partition, on its timeline
+    shards: dict[int, SnapshottableCoordinator] = attrs.field(init=False, factory=dict)
 
     # --- ownership -----------------------------------------------------------------------
 
@@ -104,46 +231,46 @@ class GroupMetadataManager:
         self.partitions[partition] = PartitionStatus.LOADING
 
     def load(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
-        """Replay the partition from its start; the last record per key wins, as after
-        compaction. Returns how many groups it holds. Record types this coordinator does
-        not know (KIP-848's consumer and share groups) are skipped, as Kafka does. A
-        malformed record is skipped too, where Kafka fails the whole load and leaves the
-        partition's groups without a coordinator: the log has checked every batch's CRC,
-        so such a record was written wrong, and the groups around it are still good."""
-        offsets: dict[str, dict[TopicPartition, OffsetValue]] = {}
+        """Replay the partition from its start, then commit what was replayed; the last
+        record per key wins, as after compaction. Returns how many groups it holds.
+        Record types this coordinator does not know (KIP-848's consumer and share
+        groups) are skipped, as Kafka does. A malformed record is skipped too, where
+        Kafka fails the whole load and leaves the partition's groups without a
+        coordinator: the log has checked every batch's CRC, so such a record was written
+        wrong, and the groups around it are still good."""
+        shard = SnapshottableCoordinator()
         stored: dict[str, GroupMetadataValue] = {}
+        here: dict[str, bool] = {}  # group id -> hashed onto this partition
         for key_bytes, value_bytes in records:
             try:
                 key, value = decode_record(key_bytes, value_bytes)
             except OffsetsRecordError:
                 continue
+            if key.group not in here:
+                here[key.group] = self.partition_for(key.group) == partition
+            if not here[key.group]:
+                continue
             if isinstance(key, OffsetKey):
-                tp = TopicPartition(key.topic, key.partition)
-                if value is None:
-                    offsets.get(key.group, {}).pop(tp, None)
-                else:
-                    assert isinstance(value, OffsetValue)
-                    offsets.setdefault(key.group, {})[tp] = value
+                assert value is None or isinstance(value, OffsetValue)
+                shard.offsets.replay(key, value)
             elif value is None:
                 stored.pop(key.group, None)
             else:
                 assert isinstance(value, GroupMetadataValue)
                 stored[key.group] = value
-        loaded = 0
-        for group_id in stored.keys() | {g for g, o in offsets.items() if o}:
-            if self.partition_for(group_id) != partition:
-                continue
-            group = _restore_group(group_id, stored.get(group_id), now)
-            group.offsets.update(offsets.get(group_id, {}))
-            self.groups[group_id] = group
-            loaded += 1
+        shard.loaded()
+        self.shards[partition] = shard
+        group_ids = stored.keys() | set(shard.offsets.group_ids())
+        for group_id in group_ids:
+            self.groups[group_id] = _restore_group(group_id, stored.get(group_id), now)
         self.partitions[partition] = PartitionStatus.ACTIVE
-        return loaded
+        return len(group_ids)
 
     def unload(self, partition: int) -> list[GroupMetadata]:
-        """This broker stopped leading ``partition``: forget its groups (the caller makes
-        them Dead and answers their parked requests)."""
+        """This broker stopped leading ``partition``: forget its groups and its offsets
+        (the caller makes the groups Dead and answers their parked requests)."""
         self.partitions.pop(partition, None)
+        self.shards.pop(partition, None)
         gone = [
             g
             for g in self.groups.values()
@@ -152,6 +279,45 @@ class GroupMetadataManager:
         for group in gone:
             del self.groups[group.group_id]
         return gone
+
+    # --- the timeline: writes replayed, committed, failed --------------------------------
+
+    def written(
+        self, partition: int, write_id: int, records: tuple[StoredRecord, ...]
+    ) -> None:
+        """A write was made: its records are the partition's state from now on."""
+        shard = self.shards.get(partition)
+        if shard is not None:
+            shard.write(write_id, records)
+
+    def committed(self, partition: int, write_id: int) -> None:
+        shard = self.shards.get(partition)
+        if shard is not None:
+            shard.commit(write_id)
+
+    def failed(self, partition: int, write_id: int, now: float) -> None:
+        """A write failed: the partition's offsets go back to before it. A group its
+        offsets name is served again, Empty, as a load would restore it (a deletion
+        whose tombstones were not written leaves the group in the log)."""
+        shard = self.shards.get(partition)
+        if shard is None or not shard.fail(write_id):
+            return
+        for group_id in shard.offsets.group_ids():
+            if group_id not in self.groups:
+                self.groups[group_id] = _restore_group(group_id, None, now)
+
+    def current_offsets(self, group_id: str) -> dict[TopicPartition, OffsetValue]:
+        """The group's offsets as written so far, committed or not: what the next write
+        is decided on."""
+        shard = self.shards.get(self.partition_for(group_id))
+        return {} if shard is None else shard.offsets.of_group(group_id)
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetValue]:
+        """The group's offsets as of the last committed write: what a client is told."""
+        shard = self.shards.get(self.partition_for(group_id))
+        if shard is None:
+            return {}
+        return shard.offsets.of_group(group_id, shard.last_committed)
 
     # --- records -----------------------------------------------------------------------
 
@@ -196,33 +362,36 @@ class GroupMetadataManager:
         ]
 
     @staticmethod
-    def tombstones(group: GroupMetadata) -> list[StoredRecord]:
+    def tombstones(
+        group_id: str, partitions: Iterable[TopicPartition]
+    ) -> list[StoredRecord]:
         """Everything the log holds for a deleted group: its offsets, then the group."""
         records = [
-            encode_offset_record(
-                OffsetKey(group.group_id, tp.topic, tp.partition), None
-            )
-            for tp in group.offsets
+            encode_offset_record(OffsetKey(group_id, tp.topic, tp.partition), None)
+            for tp in partitions
         ]
-        records.append(encode_group_record(GroupMetadataKey(group.group_id), None))
+        records.append(encode_group_record(GroupMetadataKey(group_id), None))
         return records
 
     # --- retention ----------------------------------------------------------------------
 
     @staticmethod
     def expired_offsets(
-        group: GroupMetadata, now: float, retention_ms: int
+        group: GroupMetadata,
+        offsets: dict[TopicPartition, OffsetValue],
+        now: float,
+        retention_ms: int,
     ) -> list[TopicPartition]:
-        """Offsets past ``offsets.retention.minutes`` (KIP-211): a group's offsets live
-        as long as it has members; once it is Empty they expire ``retention`` after it
-        became Empty (or after their commit, for a group that never had members). An
-        offset committed with an explicit expire timestamp (OffsetCommit v2-v4's
-        retention time) expires then."""
+        """The group's ``offsets`` past ``offsets.retention.minutes`` (KIP-211): a
+        group's offsets live as long as it has members; once it is Empty they expire
+        ``retention`` after it became Empty (or after their commit, for a group that
+        never had members). An offset committed with an explicit expire timestamp
+        (OffsetCommit v2-v4's retention time) expires then."""
         if group.state is not GroupState.EMPTY:
             return []
         return [
             tp
-            for tp, value in group.offsets.items()
+            for tp, value in offsets.items()
             if _expires_at(group, value, retention_ms) <= now
         ]
 

@@ -20,6 +20,7 @@ from minikafka.common import TopicPartition
 __all__ = [
     "UNKNOWN_MEMBER_ID",
     "CommittedOffset",
+    "DeletableGroupResult",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "JoinGroupRequest",
@@ -185,11 +186,33 @@ class OffsetCommitRequest:
     # OffsetCommit v2-v4's retention_time_ms; -1 (or later versions): the broker's
     # offsets.retention.minutes, counted from when the group becomes Empty (KIP-211).
     retention_time_ms: int = -1
+    # The request's version: from v9 a commit that carries a generation, to a group
+    # that does not exist, is GROUP_ID_NOT_FOUND rather than ILLEGAL_GENERATION (KIP-848).
+    api_version: int = 8
 
 
 @attrs.frozen
 class OffsetCommitResponse:
     errors: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
+@attrs.frozen
+class DeletableGroupResult:
+    """DeleteGroups' answer for one group (Kafka's ``DeletableGroupResult``): NONE once
+    its tombstones are committed."""
+
+    group_id: str
+    error_code: ErrorCode
+
+
+@attrs.frozen
+class OffsetDeleteResponse:
+    """OffsetDelete's answer (KIP-496): a group-level error, or each partition's
+    (NONE: its committed offset is gone, or there was none; GROUP_SUBSCRIBED_TO_TOPIC:
+    a member of the group still consumes its topic)."""
+
+    error_code: ErrorCode
+    partitions: tuple[tuple[TopicPartition, ErrorCode], ...] = ()
 
 
 @attrs.frozen

@@ -2,11 +2,21 @@
 
 Kafka's ``OffsetMetadataManager`` (the offsets half of its newer coordinator) as a core. A
 committed offset is a record of the group's ``__consumer_offsets`` partition before it is
-an answer: ``commit_offsets`` returns the records with an :class:`OffsetsCommitted` value,
-and only once the shell reports them committed are they cached and the client told.
+an answer, and the offsets follow the log's consistency model (``CoordinatorRuntime``'s):
+``commit_offsets`` checks the commit against the state as written so far and returns its
+records with an :class:`OffsetsCommitted` value; the coordinator replays the records into
+the partition's timeline at once (``GroupMetadataManager.written``), so the next commit,
+expiry or deletion sees them; the client is answered once the shell reports the write
+committed, and OffsetFetch reads the offsets as of the last committed write. A failed
+write is not compensated: its partition's timeline is reverted to before it.
+
 Offsets of a group nobody uses expire after ``offsets.retention.minutes`` and an emptied,
 offset-less group is deleted with them, as is a group DeleteGroups names; both leave
-tombstones so that compaction removes them from the log too.
+tombstones, replayed like any record, so that compaction removes them from the log too.
+DeleteGroups is answered as an OffsetCommit is, once its tombstones are committed
+(:class:`GroupDeleted`): until then OffsetFetch still shows the offsets. OffsetDelete
+(KIP-496) removes some of a group's offsets the same way (:class:`OffsetsDeleted`),
+sparing the topics a live consumer group still reads.
 """
 
 from __future__ import annotations
@@ -19,13 +29,16 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
+from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ._config import GroupConfig
 from ._group import GroupMetadata, offset_commit_error
 from ._group_metadata_manager import GroupMetadataManager
 from ._group_requests import (
     CommittedOffset,
+    DeletableGroupResult,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
 )
 from ._group_state import GroupState
@@ -33,11 +46,14 @@ from ._offsets_records import OffsetValue
 from ._rebalance import schedule_heartbeat
 from ._results import (
     GroupAction,
+    GroupDeleted,
     GroupReply,
     OffsetsCommitted,
+    OffsetsDeleted,
     Unanswered,
     append,
     commit_error,
+    store_group_error,
 )
 
 __all__ = ["OffsetsManager"]
@@ -73,7 +89,12 @@ class OffsetsManager:
         error = self.metadata.group_status(r.group_id)
         if error is ErrorCode.none:
             error = self.validate_offset_commit(
-                r.group_id, r.member_id, r.generation_id, now, r.group_instance_id
+                r.group_id,
+                r.member_id,
+                r.generation_id,
+                now,
+                r.group_instance_id,
+                r.api_version,
             )
         if error is not ErrorCode.none:
             return answer({tp: error for tp, _ in r.offsets})
@@ -104,16 +125,10 @@ class OffsetsManager:
     def offsets_committed(
         self, committed: OffsetsCommitted, error: ErrorCode
     ) -> list[GroupAction]:
-        """The commit's records are in the log (cache them) or are not; answer it."""
+        """The commit's records are committed, or will not be: answer it. There is
+        nothing to cache, and nothing to undo: the records were replayed when the write
+        was made, and a failed write's partition has been reverted."""
         code = commit_error(error)
-        group_id = committed.group_id
-        if code is ErrorCode.none:
-            group = self._groups.get(group_id)
-            if group is None and self.metadata.group_status(group_id) is ErrorCode.none:
-                # Deleted while the write was in flight: the log has the offsets now.
-                group = self._groups[group_id] = GroupMetadata(group_id)
-            if group is not None:
-                group.offsets.update(committed.accepted)
         errors = {**committed.errors, **dict.fromkeys(committed.accepted, code)}
         offsets = committed.request.offsets
         response = OffsetCommitResponse(tuple((tp, errors[tp]) for tp, _ in offsets))
@@ -123,12 +138,13 @@ class OffsetsManager:
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> OffsetFetchResponse:
         """OffsetFetch: the committed offset of each partition (None where there is none),
-        or of every partition the group committed when ``partitions`` is None."""
+        or of every partition the group committed when ``partitions`` is None. It reads
+        as of the last committed write (Kafka's non-stable OffsetFetch), so a client is
+        never shown an offset the log could still lose."""
         status = self.metadata.group_status(group_id)
         if status is not ErrorCode.none:
             return OffsetFetchResponse(status)
-        group = self._groups.get(group_id)
-        committed = {} if group is None else group.offsets
+        committed = self.metadata.committed_offsets(group_id)
         wanted = sorted(committed) if partitions is None else list(partitions)
         return OffsetFetchResponse(
             ErrorCode.none,
@@ -151,12 +167,15 @@ class OffsetsManager:
         generation_id: int,
         now: float,
         group_instance_id: str | None = None,
+        api_version: int = 8,
     ) -> ErrorCode:
         """Whether an OffsetCommit may be written (``offset_commit_error``). A simple
         consumer's commit to an unknown group creates it, Empty; a member's accepted
         commit counts as a heartbeat."""
         group = self._groups.get(group_id)
-        error = offset_commit_error(group, member_id, generation_id, group_instance_id)
+        error = offset_commit_error(
+            group, member_id, generation_id, group_instance_id, api_version
+        )
         if error is not ErrorCode.none:
             return error
         if group is None:
@@ -168,47 +187,126 @@ class OffsetsManager:
     # --- deletion and retention -----------------------------------------------------------
 
     def delete_group(
-        self, group_id: str, now: float
-    ) -> tuple[ErrorCode, list[GroupAction]]:
+        self, request_id: int, group_id: str, now: float
+    ) -> list[GroupAction]:
         """DeleteGroups: only a group without members may go (Empty -> Dead); tombstones
-        for its offsets and for the group let compaction remove it from the log too."""
+        for its offsets (as written so far) and for the group let compaction remove it
+        from the log too. A refusal is answered now; a deletion once its tombstones are
+        committed (:meth:`group_deleted`)."""
+
+        def refuse(error: ErrorCode) -> list[GroupAction]:
+            return [GroupReply(request_id, DeletableGroupResult(group_id, error))]
+
         status = self.metadata.group_status(group_id)
         if status is not ErrorCode.none:
-            return status, []
+            return refuse(status)
         group = self._groups.get(group_id)
         if group is None:
-            return ErrorCode.group_id_not_found, []
+            return refuse(ErrorCode.group_id_not_found)
         if group.state is not _S.EMPTY:
-            return ErrorCode.non_empty_group, []
+            return refuse(ErrorCode.non_empty_group)
         group.transition_to(_S.DEAD, now, self.tracer)
         del self._groups[group_id]
-        return ErrorCode.none, [
-            append(self.metadata.tombstones(group), Unanswered(group_id))
+        offsets = self.metadata.current_offsets(group_id)
+        tombstones = self.metadata.tombstones(group_id, offsets)
+        return [append(tombstones, GroupDeleted(group_id, request_id))]
+
+    def group_deleted(
+        self, deleted: GroupDeleted, error: ErrorCode
+    ) -> list[GroupAction]:
+        """The deletion's tombstones are committed, or will not be: answer it, with a
+        failed write's error as the client should see it (``store_group_error``). The
+        revert of a failed write has brought the group and its offsets back."""
+        result = DeletableGroupResult(deleted.group_id, store_group_error(error))
+        return [GroupReply(deleted.request_id, result)]
+
+    def delete_offsets(
+        self,
+        request_id: int,
+        group_id: str,
+        partitions: Iterable[TopicPartition],
+        now: float,
+    ) -> list[GroupAction]:
+        """OffsetDelete (KIP-496): tombstones for the named partitions' committed
+        offsets. An Empty group loses any of them; a consumer group with members keeps
+        those of the topics its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC) and
+        loses the rest; any other group with members is NON_EMPTY_GROUP. Answered once
+        the tombstones are committed (:meth:`offsets_deleted`); at once when there is
+        nothing to write."""
+        wanted = list(dict.fromkeys(partitions))
+
+        def answer(
+            error: ErrorCode, errors: tuple[tuple[TopicPartition, ErrorCode], ...] = ()
+        ) -> list[GroupAction]:
+            return [GroupReply(request_id, OffsetDeleteResponse(error, errors))]
+
+        status = self.metadata.group_status(group_id)
+        if status is not ErrorCode.none:
+            return answer(status)
+        group = self._groups.get(group_id)
+        if group is None or group.state is _S.DEAD:
+            return answer(ErrorCode.group_id_not_found)
+        if group.state is _S.EMPTY:
+            subscribed: frozenset[str] = frozenset()
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            topics = group.subscribed_topics()
+            subscribed = (
+                frozenset(tp.topic for tp in wanted) if topics is None else topics
+            )
+        else:
+            return answer(ErrorCode.non_empty_group)
+        errors = tuple(
+            (
+                tp,
+                ErrorCode.group_subscribed_to_topic
+                if tp.topic in subscribed
+                else ErrorCode.none,
+            )
+            for tp in wanted
+        )
+        offsets = self.metadata.current_offsets(group_id)
+        doomed = [
+            tp for tp, error in errors if error is ErrorCode.none and tp in offsets
         ]
+        if not doomed:
+            return answer(ErrorCode.none, errors)
+        records = self.metadata.offset_records(group_id, [(tp, None) for tp in doomed])
+        return [append(records, OffsetsDeleted(group_id, request_id, errors))]
+
+    def offsets_deleted(
+        self, deleted: OffsetsDeleted, error: ErrorCode
+    ) -> list[GroupAction]:
+        """The OffsetDelete's tombstones are committed, or will not be (the whole
+        request then fails with the write's error, as the client should see it)."""
+        code = store_group_error(error)
+        response = (
+            OffsetDeleteResponse(ErrorCode.none, deleted.partitions)
+            if code is ErrorCode.none
+            else OffsetDeleteResponse(code)
+        )
+        return [GroupReply(deleted.request_id, response)]
 
     def expire_offsets(self, now: float) -> list[GroupAction]:
-        """``offsets.retention.minutes``: drop expired offsets and write their
-        tombstones; an Empty group left with no offsets is deleted too, with its own
-        tombstone (Kafka's cleanupGroupMetadata), so groups nobody uses do not pile
-        up."""
+        """``offsets.retention.minutes``: write tombstones for expired offsets; an Empty
+        group left with no offsets is deleted too, with its own tombstone (Kafka's
+        cleanupGroupMetadata), so groups nobody uses do not pile up."""
         out: list[GroupAction] = []
         retention_ms = self.config.offsets_retention_minutes * 60_000
         for group in list(self._groups.values()):
-            expired = self.metadata.expired_offsets(group, now, retention_ms)
+            offsets = self.metadata.current_offsets(group.group_id)
+            expired = self.metadata.expired_offsets(group, offsets, now, retention_ms)
             records = self.metadata.offset_records(
                 group.group_id, [(tp, None) for tp in expired]
             )
-            for tp in expired:
-                del group.offsets[tp]
             if (
                 group.state is _S.EMPTY
-                and not group.offsets
+                and len(expired) == len(offsets)
                 and not group.pending_members
                 and not group.assignment_write_pending
             ):
                 group.transition_to(_S.DEAD, now, self.tracer)
                 del self._groups[group.group_id]
-                records.extend(self.metadata.tombstones(group))
+                records = self.metadata.tombstones(group.group_id, expired)
             if records:
                 out.append(append(records, Unanswered(group.group_id)))
         return out

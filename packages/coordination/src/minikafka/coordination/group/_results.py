@@ -9,17 +9,17 @@ actions, in the order they happened:
 
 - a :class:`GroupReply`: answer a request now;
 - an :data:`Append`, a ``minikafka.common.CoreResult`` whose ``records`` go to the log and
-  whose ``response`` is a :data:`WriteOutcome`, a value saying what to do once the append
-  is committed or has failed (answer an OffsetCommit, hand the leader's assignment out,
-  undo a static member's new id). It is a value, not a callback: the coordinator keeps it
-  with the write's id in :class:`PendingWrites` and, when the shell reports the write,
-  gives it to the manager that knows what it means.
+  whose one reply is a :data:`WriteOutcome`, a value saying what to do once the append
+  is committed or has failed (answer an OffsetCommit or a DeleteGroups, hand the
+  leader's assignment out, undo a static member's new id). It is a value, not a
+  callback: the coordinator keeps it with the write's id in :class:`PendingWrites` and,
+  when the shell reports the write, gives it to the manager that knows what it means.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeAlias
+from typing import Never, TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -29,11 +29,13 @@ from minikafka.common import CoreResult, TopicPartition
 from ._group import GroupMetadata, MemberMetadata
 from ._group_metadata_manager import StoredRecord
 from ._group_requests import (
+    DeletableGroupResult,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     Protocols,
     SyncGroupResponse,
 )
@@ -44,9 +46,12 @@ __all__ = [
     "AssignmentStored",
     "CoordinatorWrite",
     "GroupAction",
+    "GroupDeleted",
     "GroupReply",
     "GroupResponse",
+    "GroupResult",
     "OffsetsCommitted",
+    "OffsetsDeleted",
     "PendingWrites",
     "StaticMemberStored",
     "Unanswered",
@@ -61,6 +66,8 @@ GroupResponse: TypeAlias = (
     | HeartbeatResponse
     | LeaveGroupResponse
     | OffsetCommitResponse
+    | DeletableGroupResult
+    | OffsetDeleteResponse
 )
 
 
@@ -87,9 +94,10 @@ class CoordinatorWrite:
 
 @attrs.frozen
 class Unanswered:
-    """Nobody waits for this write (an emptied group, tombstones, expired offsets): Kafka
-    logs a failure and goes on; the next write or the next load puts the log and the cache
-    back in step."""
+    """Nobody waits for this write (an emptied group, tombstones, expired offsets): if it
+    fails, its partition's offsets are reverted to before it, and a group its offsets
+    still name is served again (``GroupMetadataManager.failed``); an emptied group's
+    record is written again at its next generation."""
 
     group_id: str
 
@@ -130,8 +138,9 @@ class StaticMemberStored:
 
 @attrs.frozen(eq=False)
 class OffsetsCommitted:
-    """An OffsetCommit's accepted offsets: cached and answered once committed; ``errors``
-    holds the partitions refused before the write (metadata too large)."""
+    """An OffsetCommit's accepted offsets, replayed when written: answered once
+    committed; ``errors`` holds the partitions refused before the write (metadata too
+    large)."""
 
     group_id: str
     request_id: int
@@ -140,19 +149,49 @@ class OffsetsCommitted:
     errors: Mapping[TopicPartition, ErrorCode]
 
 
+@attrs.frozen
+class GroupDeleted:
+    """A DeleteGroups' tombstones for ``group_id``: answered once committed, as Kafka's
+    deleteGroups is a write operation, so that a client told "deleted" cannot still
+    fetch the offsets; a failed write's partition is reverted and the group served
+    again (``GroupMetadataManager.failed``)."""
+
+    group_id: str
+    request_id: int
+
+
+@attrs.frozen
+class OffsetsDeleted:
+    """An OffsetDelete's tombstones for some of ``group_id``'s offsets: answered with
+    ``partitions`` once committed, as a DeleteGroups is."""
+
+    group_id: str
+    request_id: int
+    partitions: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
 WriteOutcome: TypeAlias = (
-    Unanswered | AssignmentStored | StaticMemberStored | OffsetsCommitted
+    Unanswered
+    | AssignmentStored
+    | StaticMemberStored
+    | OffsetsCommitted
+    | GroupDeleted
+    | OffsetsDeleted
 )
 
-Append: TypeAlias = CoreResult[StoredRecord, WriteOutcome]
+Append: TypeAlias = CoreResult[StoredRecord, WriteOutcome, Never]
 """Records for the group's ``__consumer_offsets`` partition, then what to do when the
-append is reported (the ``response`` of the ``CoreResult``)."""
+append is reported (the one reply of the ``CoreResult``)."""
 
 GroupAction: TypeAlias = GroupReply | Append
 
+GroupResult: TypeAlias = CoreResult[CoordinatorWrite, GroupReply, Never]
+"""What a call into the :class:`GroupCoordinator` returns: the writes to append (each
+reported back with ``complete_write``) and the replies it makes now."""
+
 
 def append(records: list[StoredRecord], outcome: WriteOutcome) -> Append:
-    return CoreResult(tuple(records), outcome)
+    return CoreResult(tuple(records), (outcome,))
 
 
 # --- the bookkeeping of writes in flight ------------------------------------------------
@@ -160,23 +199,18 @@ def append(records: list[StoredRecord], outcome: WriteOutcome) -> Append:
 
 @attrs.define(eq=False)
 class PendingWrites:
-    """Writes queued for the shell (``take``) and those it has not reported yet, by id:
-    the one place that knows which write is which."""
+    """The writes the shell has not reported yet, by id: the one place that knows which
+    write is which."""
 
-    _queued: list[CoordinatorWrite] = attrs.field(init=False, factory=list)
     _in_flight: dict[int, WriteOutcome] = attrs.field(init=False, factory=dict)
     _next_id: int = attrs.field(init=False, default=0)
 
-    def add(self, partition: int, write: Append) -> None:
-        assert write.response is not None
+    def add(self, partition: int, write: Append) -> CoordinatorWrite:
+        """Number the write, keep its outcome, and return what the shell is to append."""
+        (outcome,) = write.replies
         self._next_id += 1
-        self._queued.append(CoordinatorWrite(self._next_id, partition, write.records))
-        self._in_flight[self._next_id] = write.response
-
-    def take(self) -> list[CoordinatorWrite]:
-        """The appends to perform, oldest first."""
-        writes, self._queued = self._queued, []
-        return writes
+        self._in_flight[self._next_id] = outcome
+        return CoordinatorWrite(self._next_id, partition, write.records)
 
     def complete(self, write_id: int) -> WriteOutcome:
         """The outcome the write ``write_id`` was queued with; it is no longer in flight."""
@@ -187,7 +221,9 @@ class PendingWrites:
 
 
 def store_group_error(error: ErrorCode) -> ErrorCode:
-    """What a member is told when its group could not be stored (Kafka's storeGroup)."""
+    """What a member is told when its group could not be stored (Kafka's storeGroup),
+    and a DeleteGroups whose tombstones could not be (Kafka's exception normalisation
+    for a failed write operation)."""
     if error in (
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.not_enough_replicas,

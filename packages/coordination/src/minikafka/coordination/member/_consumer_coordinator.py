@@ -31,7 +31,10 @@ revocation. Commits (OffsetCommit) carry the generation and member id, so a memb
 was dropped cannot commit over its successor. A newly assigned partition starts from the
 group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one.
 
-A core: calls take ``now`` (seconds); requests come back as values, answers go in.
+A core: calls take ``now`` (seconds); answers go in, and the requests to send come back
+as the messages of a :class:`~minikafka.common.CoreResult` (:meth:`on_timer` when
+:meth:`next_deadline` comes, the SyncGroup that follows a JoinGroup from :meth:`on_join`,
+a LeaveGroup from :meth:`leave`); a member writes no log.
 It lives beside the broker's coordinator, the other half of the same protocol, so that
 the group simulator (``python -m minikafka.coordination simulate``) runs both halves:
 what it needs from the consumer around it comes through two ports, :class:`MemberSettings`
@@ -47,7 +50,7 @@ from typing import Protocol
 import attrs
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import CoreResult, TopicPartition
 
 from ..assignors._assignor import (
     NO_GENERATION,
@@ -65,6 +68,19 @@ from ..assignors._cooperative_sticky import CooperativeStickyAssignor
 from ..assignors._range import RangeAssignor
 from ..assignors._round_robin import RoundRobinAssignor
 from ..assignors._sticky import StickyAssignor
+from ._requests import (
+    FindCoordinator,
+    GroupRequest,
+    Heartbeat,
+    JoinGroup,
+    JoinMember,
+    LeaveGroup,
+    MemberResult,
+    OffsetCommit,
+    OffsetFetch,
+    RebalanceEvent,
+    SyncGroup,
+)
 from ._subscription import SubscriptionState
 
 ASSIGNOR_TYPES: dict[str, type[PartitionAssignor]] = {
@@ -129,90 +145,6 @@ class MemberState(enum.Enum):
     STABLE = "stable"  # a member of the current generation
 
 
-# --- what the coordinator asks the shell to send --------------------------------------
-
-
-@attrs.frozen
-class FindCoordinator:
-    group_id: str
-
-
-@attrs.frozen
-class JoinGroup:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
-
-
-@attrs.frozen
-class SyncGroup:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    assignments: tuple[tuple[str, bytes], ...]
-
-
-@attrs.frozen
-class Heartbeat:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-
-
-@attrs.frozen
-class LeaveGroup:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-
-
-@attrs.frozen
-class OffsetFetch:
-    group_id: str
-    partitions: tuple[TopicPartition, ...]
-
-
-@attrs.frozen
-class OffsetCommit:
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    offsets: tuple[tuple[TopicPartition, int, int], ...]  # (tp, offset, leader epoch)
-    commit_id: int
-
-
-GroupRequest = (
-    FindCoordinator
-    | JoinGroup
-    | SyncGroup
-    | Heartbeat
-    | LeaveGroup
-    | OffsetFetch
-    | OffsetCommit
-)
-
-
-@attrs.frozen
-class JoinMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@attrs.frozen
-class RebalanceEvent:
-    """A callback to run on the application's thread: ``revoke``, ``assign`` or ``lost``."""
-
-    kind: str
-    partitions: tuple[TopicPartition, ...]
-
-
 @attrs.define
 class ConsumerCoordinator:
     config: MemberSettings
@@ -261,16 +193,19 @@ class ConsumerCoordinator:
 
     # --- the loop -----------------------------------------------------------------
 
-    def poll(self, now: float) -> list[GroupRequest]:
-        """What to send now."""
+    def on_timer(self, now: float) -> MemberResult:
+        """What to send now: the timers that came due (heartbeat, auto-commit, the end of
+        a backoff), and whatever the last answers made possible (a join, a fetch of
+        committed offsets, the commits asked for since)."""
         out: list[GroupRequest] = []
         if now < self._retry_at:
-            return out
+            return CoreResult()
+        self._retry_at = 0.0  # backed off long enough
         if self.coordinator is None:
             if not self._finding:
                 self._finding = True
                 out.append(FindCoordinator(self.group_id))
-            return out
+            return CoreResult(messages=tuple(out))
         if self._poll_timed_out(now):
             # max.poll.interval.ms without a poll: the application is stuck, and a member
             # that does not process must not hold partitions. Leave (Kafka's
@@ -282,7 +217,7 @@ class ConsumerCoordinator:
             self._stalled = True
             if lost:
                 self._emit("lost", lost)
-            return [leave] if leave is not None else []
+            return leave
         # A join waits for the callbacks (on_revoke) the application has not run yet,
         # and for the application itself after it let max.poll.interval.ms pass.
         joining = self.state is MemberState.UNJOINED and self.rejoin_needed
@@ -320,12 +255,15 @@ class ConsumerCoordinator:
                 self.commit(self.subscriptions.positions(), now)
         out.extend(self._pending_commits)
         self._pending_commits.clear()
-        return out
+        return CoreResult(messages=tuple(out))
 
-    def next_wakeup(self, now: float) -> float:
-        """Seconds until :meth:`poll` may have something new to send by itself."""
-        times = [now + 1.0]
-        if self._retry_at > now:
+    def next_deadline(self) -> float | None:
+        """When :meth:`on_timer` may have something new to send by itself: the end of a
+        backoff, the next heartbeat, the next auto-commit. What only an answer or the
+        application changes (a join, a fetch of offsets) comes with that call; the shell
+        looks again at least every second all the same (``max.poll.interval.ms``)."""
+        times: list[float] = []
+        if self._retry_at > 0.0:
             times.append(self._retry_at)
         if self.state is MemberState.STABLE:
             times.append(self._next_heartbeat)
@@ -333,7 +271,7 @@ class ConsumerCoordinator:
             self.state is MemberState.STABLE or self.subscriptions.manual
         ):
             times.append(self._next_auto_commit)
-        return max(0.0, min(times) - now)
+        return min(times, default=None)
 
     def _prepare_join(self, now: float) -> JoinGroup | None:
         if (
@@ -427,18 +365,19 @@ class ConsumerCoordinator:
         member_id: str,
         members: Sequence[JoinMember],
         now: float,
-    ) -> SyncGroup | None:
-        """JoinGroup answered; the SyncGroup to send (the leader's carries the plan)."""
+    ) -> MemberResult:
+        """JoinGroup answered; the SyncGroup to send, at once and to the same
+        coordinator (the leader's carries the plan)."""
         if error == ErrorCode.member_id_required:  # KIP-394: join again with this id
             self.member_id, self.state, self.rejoin_needed = (
                 member_id,
                 MemberState.UNJOINED,
                 True,
             )
-            return None
+            return CoreResult()
         if error != ErrorCode.none:
             self._join_failed(error, now)
-            return None
+            return CoreResult()
         self.member_id, self.generation_id, self.protocol = (
             member_id,
             generation_id,
@@ -448,13 +387,14 @@ class ConsumerCoordinator:
         if member_id == leader and protocol is not None:
             assignments = self._assign(protocol, members)
         self.state = MemberState.SYNCING
-        return SyncGroup(
+        sync = SyncGroup(
             self.group_id,
             generation_id,
             member_id,
             self.config.group_instance_id,
             assignments,
         )
+        return CoreResult(messages=(sync,))
 
     def _assign(
         self, protocol: str, members: Sequence[JoinMember]
@@ -552,8 +492,10 @@ class ConsumerCoordinator:
     def commit(
         self, offsets: Mapping[TopicPartition, int], now: float
     ) -> OffsetCommit | None:
-        """Commit ``offsets`` (the next offset to read, per partition): the request, to
-        send with the next :meth:`poll`; its outcome lands in :attr:`commit_results`."""
+        """Commit ``offsets`` (the next offset to read, per partition): the request, sent
+        with the next :meth:`on_timer` once the coordinator is known (held until then, so
+        a commit made while the coordinator moves is not failed); returned for its
+        ``commit_id``; its outcome lands in :attr:`commit_results`."""
         if not offsets:
             return None
         self._commit_ids += 1
@@ -582,17 +524,18 @@ class ConsumerCoordinator:
         elif first in _COORDINATOR_GONE:
             self.coordinator_unknown(now)
 
-    def leave(self) -> LeaveGroup | None:
-        """Leave the group (a static member does not: its session keeps its place)."""
+    def leave(self) -> MemberResult:
+        """Leave the group: the LeaveGroup to send (none for a static member, whose
+        session keeps its place, or for one that is not in the group)."""
         state, self.state = self.state, MemberState.UNJOINED
         self.rejoin_needed = False
         if self.config.group_instance_id is not None or not self.member_id:
-            return None
+            return CoreResult()
         if state is MemberState.UNJOINED and self.generation_id == NO_GENERATION:
-            return None
+            return CoreResult()
         request = LeaveGroup(self.group_id, self.member_id, None)
         self._reset_member()
-        return request
+        return CoreResult(messages=(request,))
 
     def app_polled(self, now: float) -> None:
         """The application called poll: it is alive (``max.poll.interval.ms``)."""

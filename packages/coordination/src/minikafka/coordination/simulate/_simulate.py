@@ -30,7 +30,7 @@ from minikafka.trace import Tracer, get_tracer
 from ..assignors._consumer_protocol import decode_assignment
 from ..group._coordinator import GroupCoordinator
 from ..group._group_state import GroupState
-from ..group._results import GroupReply
+from ..group._results import GroupResult
 from ._simulate_consumer import Call, SimulatedConsumer
 from ._simulate_values import (
     EVENT_GAP_MS,
@@ -160,17 +160,17 @@ class _Simulator:
 
         self._after_latency(arrive)
 
-    def _deliver(self, replies: list[GroupReply]) -> None:
+    def _deliver(self, result: GroupResult) -> None:
         """The one way out of the coordinator: each answer travels back to its consumer.
 
         The coordinator answers some requests only once what it decided is stored in
         ``__consumer_offsets`` (the leader's SyncGroup waits for the group record); here
         every append commits at once, and what its completion answers goes out here too.
         """
-        for reply in replies:
+        for reply in result.replies:
             consumer = self._in_flight.pop(reply.request_id)
             self._after_latency(functools.partial(consumer.handle, reply.response))
-        for write in self.coordinator.take_writes():
+        for write in result.records:
             self._deliver(
                 self.coordinator.complete_write(
                     write.write_id, ErrorCode.none, self.now

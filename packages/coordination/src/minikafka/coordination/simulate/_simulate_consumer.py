@@ -40,7 +40,7 @@ from ..group._group_requests import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from ..group._results import GroupReply, GroupResponse
+from ..group._results import GroupResponse, GroupResult
 from ..member import (
     ConsumerCoordinator,
     FindCoordinator,
@@ -71,7 +71,7 @@ LEAVE_GROUP_VERSION = 3
 CLIENT_HOST = "/127.0.0.1"
 COORDINATOR_NODE = 0  # the simulated cluster's one broker, which coordinates the group
 
-Call: TypeAlias = Callable[[GroupCoordinator, int, float], list[GroupReply]]
+Call: TypeAlias = Callable[[GroupCoordinator, int, float], GroupResult]
 """One request as the coordinator takes it: (coordinator, request id, now) -> replies."""
 
 
@@ -207,9 +207,9 @@ class SimulatedConsumer:
         self._record_revoke(self.owned, "before leaving")
         self.core.subscriptions.set_assignment(())
         self._sync_owned()
-        request = self.core.leave()
+        requests = self.core.leave().messages
         self.stopped = True
-        if request is not None:
+        for request in requests:
             self._send(request)
 
     def crash(self) -> None:
@@ -256,12 +256,14 @@ class SimulatedConsumer:
         if self.stopped:
             return
         now = self.world.now
-        for request in self.core.poll(now):
+        for request in self.core.on_timer(now).messages:
             self._send(request)
             if isinstance(request, Heartbeat) and self.crash_after_heartbeat:
                 self.crash()
                 return
-        when = now + self.core.next_wakeup(now)
+        # As the consumer's shell does: at the core's deadline, and at least every second.
+        deadline = self.core.next_deadline()
+        when = now + 1.0 if deadline is None else max(now, min(deadline, now + 1.0))
         if self._wakeup is None or when < self._wakeup:
             self._wakeup = when
             self.world.at(when, self._woken)
@@ -363,10 +365,10 @@ class SimulatedConsumer:
             JoinMember(m.member_id, m.group_instance_id, m.metadata)
             for m in response.members
         ]
-        sync = self.core.on_join(
+        syncs = self.core.on_join(
             int(response.error_code), response.generation_id, response.protocol_name,
             response.leader, response.member_id, members, self._now,
-        )  # fmt: skip
+        ).messages  # fmt: skip
         error = response.error_code
         if error is ErrorCode.member_id_required:
             short = response.member_id[: len(self.client_id) + 9]
@@ -381,7 +383,8 @@ class SimulatedConsumer:
             )
             text = f"JoinGroup: generation {response.generation_id}, {role}"
             self.world.record(self, EntryKind.JOINED, text)
-        if sync is not None:
+        for sync in syncs:
+            assert isinstance(sync, SyncGroup)
             self._send_sync(sync)
 
     def _on_sync(self, response: SyncGroupResponse) -> None:

@@ -5,20 +5,23 @@ The broker's request handlers call the async methods here; each turns into a cal
 the sans-IO ``GroupCoordinator`` with a fresh request id and the time, and waits for the
 reply with that id, which may come at once (a Heartbeat), when other members arrive (a
 JoinGroup held for the rebalance), when a timer fires (the rebalance timeout) or when a
-write to ``__consumer_offsets`` is committed (the leader's SyncGroup, an OffsetCommit).
+write to ``__consumer_offsets`` is committed (the leader's SyncGroup, an OffsetCommit, a
+DeleteGroups).
 
 The coordination package does not know the replication layer; the broker hands it an
 ``OffsetsTopic``, the port through which the coordinator appends to and replays its
 partitions (ARCHITECTURE.md, "Packages and layers"). Appends are made in the order the core queued
-them, so the log holds the records in the order the cache applied them.
+them, so the log holds the records in the order the core replayed them: the core's
+timeline of offsets counts on it (a write's id stands for its place in the log).
 
-Time is the wall clock (``time.time``), because the records carry commit and state
-timestamps that must mean something after a restart; timers sleep on trio's clock for
-the difference.
+Time is an :class:`~minikafka.trace.EpochClock` over trio's clock, as every broker-side
+shell's: seconds since the epoch, because the records carry commit and state timestamps
+that must mean something after a restart, on a clock that never jumps; timers sleep on
+trio's clock for the difference.
 
 No exception ends the service, or the broker whose nursery runs it. Everything that
-calls the core goes through :meth:`GroupCoordinatorService._guard`, with the policies
-of Kafka's ``CoordinatorRuntime`` and ``GroupCoordinatorService``:
+calls the core goes through :meth:`GroupCoordinatorShell._guard`, with the policies
+of Kafka's ``CoordinatorRuntime`` and ``GroupCoordinatorShell``:
 
 - a request whose operation raises is answered with its error code, UNKNOWN_SERVER_ERROR
   for anything that carries none (Kafka's ``handleOperationException``), and the
@@ -37,20 +40,22 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ApiError, FatalFaultError, TopicPartition
+from minikafka.common import ApiError, FailureLog, FatalFaultError, TopicPartition
+from minikafka.common.shell import Waiters, Wakeup, run_timers
+from minikafka.trace import EpochClock
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
 from ._group_metadata_manager import OFFSETS_TOPIC, PartitionStatus, StoredRecord
 from ._group_requests import (
+    DeletableGroupResult,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -59,14 +64,15 @@ from ._group_requests import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
 from ._group_state import GroupState
-from ._results import CoordinatorWrite, GroupReply, GroupResponse, store_group_error
+from ._results import CoordinatorWrite, GroupResponse, GroupResult, store_group_error
 
-__all__ = ["GroupCoordinatorService", "OffsetsTopic"]
+__all__ = ["GroupCoordinatorShell", "OffsetsTopic"]
 
 _logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -92,21 +98,15 @@ class OffsetsTopic(Protocol):
 
 
 @attrs.define(eq=False)
-class _Waiter:
-    event: trio.Event = attrs.field(factory=trio.Event)
-    response: GroupResponse | None = None
-
-
-@attrs.define(eq=False)
-class GroupCoordinatorService:
+class GroupCoordinatorShell:
     core: GroupCoordinator
     offsets_topic: OffsetsTopic
-    clock: Callable[[], float] = time.time
-    _waiting: dict[int, _Waiter] = attrs.field(init=False, factory=dict)
-    _next_id: int = attrs.field(init=False, default=0)
-    _wakeup: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _failures: dict[str, str] = attrs.field(init=False, factory=dict)
-    """operation -> the failure last logged for it (see :meth:`_guard`)."""
+    clock: Callable[[], float] = attrs.field(
+        factory=lambda: EpochClock(trio.current_time)
+    )
+    _waiters: Waiters[GroupResponse] = attrs.field(init=False, factory=Waiters)
+    _wakeup: Wakeup = attrs.field(init=False, factory=Wakeup)
+    _failures: FailureLog = attrs.field(init=False, factory=lambda: FailureLog(_logger))
 
     # --- partitions of __consumer_offsets ----------------------------------------------------
 
@@ -240,53 +240,68 @@ class GroupCoordinatorService:
 
         return self._guard("ListGroups", listed, lambda error: (error, []))
 
-    def delete_group(self, group_id: str) -> ErrorCode:
-        def delete() -> ErrorCode:
-            error = self.core.delete_group(group_id, self.clock())
-            self._dispatch([])
-            return error
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups for one group: its error, NONE once the tombstones are
+        committed (Kafka's deleteGroups is a write operation)."""
+        response = await self._call(
+            "DeleteGroups",
+            functools.partial(self.core.delete_group, group_id=group_id),
+            lambda error: DeletableGroupResult(group_id, error),
+        )
+        assert isinstance(response, DeletableGroupResult)
+        return response.error_code
 
-        return self._guard("DeleteGroups", delete, lambda error: error)
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> OffsetDeleteResponse:
+        """OffsetDelete (KIP-496): each partition's error, NONE once the tombstones are
+        committed; or the group's error."""
+        response = await self._call(
+            "OffsetDelete",
+            functools.partial(
+                self.core.delete_offsets, group_id=group_id, partitions=partitions
+            ),
+            OffsetDeleteResponse,
+        )
+        assert isinstance(response, OffsetDeleteResponse)
+        return response
 
     # --- plumbing ---------------------------------------------------------------------------
 
     async def _call(
         self,
         operation: str,
-        call: Callable[..., list[GroupReply]],
+        call: Callable[..., GroupResult],
         failed: Callable[[ErrorCode], GroupResponse],
     ) -> GroupResponse:
         """Call the core with a fresh request id and wait for that id's reply; an
         operation that raises is answered ``failed(error)`` at once."""
-        self._next_id += 1
-        request_id = self._next_id
-        waiter = self._waiting[request_id] = _Waiter()
+        request_id = self._waiters.open()
 
         def start() -> bool:
             self._dispatch(call(request_id=request_id, now=self.clock()))
             return True
 
         def refuse(error: ErrorCode) -> bool:
-            if waiter.response is None:  # not answered before it raised
-                waiter.response = failed(error)
+            # not if it was answered before it raised
+            self._waiters.answer(request_id, failed(error))
             return False
 
         try:
-            if self._guard(operation, start, refuse, then="it is answered {error}"):
-                await waiter.event.wait()
+            self._guard(operation, start, refuse, then="it is answered {error}")
+            return await self._waiters.wait(request_id)
         finally:
-            self._waiting.pop(request_id, None)
-        assert waiter.response is not None
-        return waiter.response
+            self._waiters.close(request_id)
 
-    def _dispatch(self, replies: Iterable[GroupReply]) -> None:
-        """Hand out the replies, start the writes the core queued, re-arm the timer."""
-        for reply in replies:
-            waiter = self._waiting.get(reply.request_id)
-            if waiter is not None:  # None: its connection went away meanwhile
-                waiter.response = reply.response
-                waiter.event.set()
-        for write in self.core.take_writes():
+    def _dispatch(self, result: GroupResult) -> None:
+        """Start the result's writes, hand out its replies, re-arm the timer."""
+        self._append_all(result.records)
+        for reply in result.replies:
+            # nobody waits if its connection went away meanwhile
+            self._waiters.answer(reply.request_id, reply.response)
+
+    def _append_all(self, writes: Iterable[CoordinatorWrite]) -> None:
+        for write in writes:
             self._append(write)
         self._wakeup.set()
 
@@ -330,27 +345,23 @@ class GroupCoordinatorService:
     ) -> None:
         """Fire the core's timers (joins, syncs, sessions, offset expiry) when due."""
         task_status.started()
-        while True:
-            deadline = self.core.next_deadline()
-            wait = (
-                float("inf") if deadline is None else max(0.0, deadline - self.clock())
-            )
-            with trio.move_on_after(wait):
-                await self._wakeup.wait()
-            self._wakeup = trio.Event()
-            now = self.clock()
-            deadline = self.core.next_deadline()
-            if deadline is None or deadline > now:
-                continue
-            fire = functools.partial(self._fire_timers, now)
-            if not self._guard("firing the group timers", fire, lambda _: False):
-                # The timer that raised is popped; the others are still due: they fire
-                # in the next round, after a pause (no busy loop on a bug).
-                await trio.sleep(_TIMER_RETRY_S)
+        await run_timers(
+            self.core.next_deadline,
+            self._fire_timers,
+            self.clock,
+            self._wakeup,
+            retry_after=_TIMER_RETRY_S,
+        )
 
     def _fire_timers(self, now: float) -> bool:
-        self._dispatch(self.core.on_timer(now))
-        return True
+        """One round of due timers; False if it raised. The timer that raised is popped;
+        the others are still due: they fire in the next round, after a pause."""
+
+        def fire() -> bool:
+            self._dispatch(self.core.on_timer(now))
+            return True
+
+        return self._guard("firing the group timers", fire, lambda _: False)
 
     # --- fault isolation --------------------------------------------------------------------
 
@@ -365,7 +376,7 @@ class GroupCoordinatorService:
         """``call()``; if it raises, ``failed(error)`` with the error the client is told
         (``then`` says what happens next in the log line; ``{error}`` is that error).
 
-        The error is Kafka's mapping (``GroupCoordinatorService.handleOperationException``,
+        The error is Kafka's mapping (``GroupCoordinatorShell.handleOperationException``,
         the same as a failed write's, ``store_group_error``): an exception that carries
         an error code gives that code, anything else UNKNOWN_SERVER_ERROR. It is logged
         at ERROR with the traceback the first time, and only at DEBUG while the same
@@ -380,16 +391,10 @@ class GroupCoordinatorService:
         except Exception as exc:
             code = exc.error_code if isinstance(exc, ApiError) else None
             error = store_group_error(code or ErrorCode.unknown_server_error)
-            failure = f"{type(exc).__name__}: {exc}"
-            if self._failures.get(operation) == failure:
-                _logger.debug("%s failed again: %s", operation, failure)
-            else:
-                self._failures[operation] = failure
-                outcome = then.format(error=error.name.upper())
-                _logger.error("%s failed; %s", operation, outcome, exc_info=exc)
+            outcome = then.format(error=error.name.upper())
+            self._failures.failed(operation, operation, exc, outcome)
             return failed(error)
-        if self._failures and self._failures.pop(operation, None) is not None:
-            _logger.info("%s succeeded again", operation)
+        self._failures.succeeded(operation, operation)
         return result
 
 

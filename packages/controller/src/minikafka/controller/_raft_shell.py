@@ -1,10 +1,13 @@
-"""The metadata quorum with several controllers: the trio shell of a Raft node (KIP-595).
+"""The metadata quorum, of one controller or several: the trio shell of a Raft node
+(KIP-595).
 
 :class:`~minikafka.raft.RaftNode` decides everything (elections, replication, the high
 watermark) and does no I/O; this shell carries its decisions out, the way Kafka's
 ``KafkaRaftClient`` is driven by its ``KafkaRaftClientDriver`` thread:
 
-- **time**: one task sleeps until the node's ``timer()`` and calls ``handle_timer``;
+- **time**: one task sleeps until the node's ``next_deadline()`` and calls ``on_timer``;
+- **the leader's flush**: in a worker thread (:class:`LeaderFlushedLog`), never on the
+  event loop, then ``on_log_flushed``;
 - **requests out** (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot): each
   goes to the other voter's controller listener in Kafka's wire format
   (:mod:`minikafka.raft.wire` encodes them) through a :class:`QuorumTransport` (the
@@ -12,14 +15,15 @@ watermark) and does no I/O; this shell carries its decisions out, the way Kafka'
   NetworkClient), and the answer, or the failure, goes back into the node; the node keeps
   one request in flight per destination;
 - **requests in**: ControllerApis hands what arrived on the controller listener to
-  :meth:`RaftQuorum.handle`, which waits for the node's answer (a Fetch with nothing new
+  :meth:`RaftNodeShell.handle`, which waits for the node's answer (a Fetch with nothing new
   is held up to 500 ms, a long poll);
-- **what the state machine must hear**, passed to ``deliver`` in log order: entries that
-  became committed (:class:`RaftCommitted`), a snapshot fetched from the leader
-  (:class:`RaftSnapshotLoaded`), this node becoming the leader once everything before its
-  epoch is committed and handed over (:class:`RaftLeaderReady`: Kafka's
-  ``handleLeaderChange`` fires only then, so the new active controller starts from the
-  whole committed state), and leadership lost (:class:`RaftResigned`).
+- **what the state machine must hear**, passed to ``deliver`` in log order: the node's
+  replies, entries that became committed (:class:`RaftCommitted`) and a snapshot fetched
+  from the leader (:class:`RaftSnapshotLoaded`); and what this shell sees in the node's
+  state: this node becoming the leader once everything before its epoch is committed and
+  handed over (:class:`RaftLeaderReady`: Kafka's ``handleLeaderChange`` fires only then,
+  so the new active controller starts from the whole committed state), and leadership
+  lost (:class:`RaftResigned`).
 
 Each entry of the log is one metadata record, so Raft's offsets are the records' offsets,
 as in Kafka's ``__cluster_metadata``; the LeaderChange entry a new leader writes first is
@@ -29,15 +33,17 @@ Faults. A request to another voter that fails (no connection, no answer in time,
 answer that cannot be read, or anything else the transport raises) is a failed send:
 the node hears of it (``handle_disconnect``) and sends again after its backoff. An
 exception from the node itself (its timer, a message in or an answer, an append to its
-log) leaves a Raft state nobody can vouch for: Kafka runs ``KafkaRaftClient`` on a thread
-whose uncaught exception ends the process through the fatal fault handler, and so does
-this shell, with :class:`~minikafka.common.FatalFaultError`. Per background task:
+log, the leader's flush) leaves a Raft state nobody can vouch for: Kafka runs
+``KafkaRaftClient`` on a thread whose uncaught exception ends the process through the
+fatal fault handler, and so does this shell, with
+:class:`~minikafka.common.FatalFaultError`. Per background task:
 
 - the driver (``_drive``: the node's timer): fatal, and it also raises the fault a
-  request handler met in the node (:meth:`RaftQuorum.handle` answers that request
+  request handler met in the node (:meth:`RaftNodeShell.handle` answers that request
   itself with QuorumUnavailableError);
 - each request out (``_send``): the transport's failure is a failed send; the node's
-  fault on the answer is fatal.
+  fault on the answer is fatal;
+- the flusher (``_flusher``): a failed fsync is fatal, never retried (fsyncgate).
 """
 
 from __future__ import annotations
@@ -45,41 +51,54 @@ from __future__ import annotations
 import logging
 import math
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
 
 import attrs
 import trio
 from kio.static.protocol import RequestPayload
 
 from minikafka.common import FatalFaultError
-from minikafka.log import LogConfig
+from minikafka.common.shell import Waiters
+from minikafka.log import Log
 from minikafka.raft import (
     BeginQuorumEpochRequest,
+    Committed,
     EndQuorumEpochRequest,
     Entry,
     Envelope,
     FetchRequest,
     FetchSnapshotRequest,
-    FileRaftLog,
     FileStateStore,
+    LoadSnapshot,
     Message,
     NotLeaderError,
-    Output,
     QuorumInfo,
     RaftConfig,
     RaftNode,
+    RaftResult,
     Request,
     Snapshot,
+    SnapshotId,
     State,
     VoteRequest,
 )
 from minikafka.raft import wire as raft_wire
-from minikafka.trace import NullTracer, TraceEvent, Tracer
+from minikafka.trace import EpochClock, NullTracer, Tracer
 
-from ._quorum import MAX_BATCH_SIZE_BYTES, METADATA_PARTITION_DIR
+from ._metadata_log import (
+    MAX_BATCH_SIZE_BYTES,
+    METADATA_LOG_CONFIG,
+    METADATA_PARTITION_DIR,
+    MetadataBatch,
+    RecordBatchTooLargeError,
+    decode_metadata_records,
+    read_committed,
+    split_into_batches,
+)
+from ._raft_io import LeaderFlushedLog as LeaderFlushedLog
+from ._raft_io import NoOtherVoters as NoOtherVoters
+from ._raft_io import QuorumTransport as QuorumTransport
 from ._records import MetadataRecord, encode_record
 
 _logger = logging.getLogger("minikafka.controller")
@@ -132,56 +151,16 @@ class RaftResigned:
 RaftEvent = RaftCommitted | RaftSnapshotLoaded | RaftLeaderReady | RaftResigned
 
 
-class QuorumTransport(Protocol):
-    """How requests reach the other voters' controller listeners."""
-
-    async def send(self, destination: int, body: RequestPayload) -> object:
-        """Send ``body`` to voter ``destination`` and return its answer; raises
-        ConnectionError if it cannot be reached or the connection breaks."""
-        ...
-
-    def disconnect(self, destination: int) -> None:
-        """Drop the connection (a request was given up: its late answer must not be
-        read as the next one's)."""
-        ...
-
-
-@attrs.frozen
-class WallClockTracer:
-    """The node's tracer, its timestamps moved from the node's clock (trio's, which the
-    core stamps its events with) to the wall clock every other trace event uses."""
-
-    inner: Tracer
-    offset: float
-
-    @property
-    def node(self) -> int:
-        return self.inner.node
-
-    @property
-    def enabled(self) -> bool:
-        return self.inner.enabled
-
-    def emit(self, event: TraceEvent, ts: float | None = None) -> None:
-        self.inner.emit(event, None if ts is None else ts + self.offset)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 class QuorumUnavailableError(Exception):
     """The node did not answer a request in time (or is not running yet)."""
 
 
 @attrs.define(eq=False)
-class RaftQuorum:
+class RaftNodeShell:
     node_id: int
     voters: tuple[int, ...]
     transport: QuorumTransport
-    raft_log: FileRaftLog
+    raft_log: LeaderFlushedLog
     store: FileStateStore
     cluster_id: str
     config: RaftConfig
@@ -189,17 +168,18 @@ class RaftQuorum:
     rng: random.Random = attrs.field(factory=random.Random)
     tracer: Tracer = attrs.field(factory=NullTracer)
     node: RaftNode | None = attrs.field(init=False, default=None)
-    wall_clock_offset: float = attrs.field(init=False, default=0.0)
-    """``time.time()`` minus the node's clock (trio's), for timestamps on the wire."""
+    _clock: EpochClock = attrs.field(
+        init=False, factory=lambda: EpochClock(trio.current_time)
+    )
+    """The node's ``now``: trio's clock moved to the epoch, as every core's."""
     _deliver: Callable[[RaftEvent], None] = attrs.field(
         init=False, default=lambda _: None
     )
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _wake: trio.Event = attrs.field(init=False, factory=trio.Event)
-    _answers: dict[int, tuple[trio.Event, list[Message]]] = attrs.field(
-        init=False, factory=dict
-    )
-    _next_id: int = attrs.field(init=False, default=0)
+    _waiters: Waiters[Message | None] = attrs.field(init=False, factory=Waiters)
+    """The requests from other voters the node has not answered yet (None: it never
+    will, the node stopped)."""
     # The epoch this node was announced ready to lead in (RaftLeaderReady), None if not.
     _leading: int | None = attrs.field(init=False, default=None)
     # (epoch, log end just after that epoch's LeaderChange entry): once the high watermark
@@ -225,15 +205,19 @@ class RaftQuorum:
         endpoints: Sequence[ListenerEndpoint] = (),
         rng: random.Random | None = None,
         tracer: Tracer | None = None,
-    ) -> RaftQuorum:
+    ) -> RaftNodeShell:
         path = Path(metadata_dir) / METADATA_PARTITION_DIR
-        # Never trimmed by time or size, only below a snapshot (as the one-voter quorum).
-        log_config = LogConfig(
-            retention_ms=-1, retention_bytes=-1, max_message_bytes=MAX_BATCH_SIZE_BYTES
-        )
-        raft_log = FileRaftLog(path, log_config)
+        quorum: list[RaftNodeShell] = []
+
+        def leading() -> bool:
+            # The node is built inside run(): a voter alone elects itself (and appends
+            # its LeaderChange) in its constructor, before ``node`` is set.
+            node = quorum[0].node if quorum else None
+            return node is None or node.state is State.LEADER
+
+        raft_log = LeaderFlushedLog(path, METADATA_LOG_CONFIG, leading)
         store = FileStateStore(path, sorted(voters))
-        return cls(
+        made = cls(
             node_id,
             tuple(sorted(voters)),
             transport,
@@ -245,6 +229,8 @@ class RaftQuorum:
             rng or random.Random(node_id),
             tracer or NullTracer(node_id),
         )
+        quorum.append(made)
+        return made
 
     # --- what the controller reads --------------------------------------------------------
 
@@ -264,11 +250,40 @@ class RaftQuorum:
     def log_size(self) -> int:
         return self.raft_log.log.size
 
+    @property
+    def log(self) -> Log:
+        """The ``__cluster_metadata-0`` log itself (the Raft log's segments)."""
+        return self.raft_log.log
+
+    @property
+    def dir(self) -> Path:
+        return self.raft_log.dir
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.raft_log.end_offset
+
+    def read_committed(self, start_offset: int) -> Iterator[MetadataBatch]:
+        """The committed metadata records from ``start_offset`` (a MetadataQuorum's read)."""
+        return read_committed(self.raft_log.log, start_offset, self.high_watermark)
+
+    def latest_snapshot(self) -> tuple[SnapshotId, list[MetadataRecord]] | None:
+        """The newest snapshot and the records it holds."""
+        snapshot = self.raft_log.latest_snapshot()
+        if snapshot is None:
+            return None
+        records = [r for _, r in decode_metadata_records(snapshot.payload)]
+        return snapshot.id, records
+
+    def close(self) -> None:
+        """Close the log of a quorum that never ran (``run`` closes it when it ends)."""
+        self.raft_log.close()
+
     def describe(self) -> QuorumInfo | None:
         """DescribeQuorum's answer, in the node's clock; None unless this node leads."""
         if self.node is None:
             return None
-        return self.node.describe_quorum(trio.current_time())
+        return self.node.describe_quorum(self._clock())
 
     # --- running ---------------------------------------------------------------------------
 
@@ -279,8 +294,7 @@ class RaftQuorum:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Drive the node until cancelled; ``deliver`` hears the state machine's events."""
-        now = trio.current_time()
-        self.wall_clock_offset = time.time() - now
+        now = self._clock()
         self._deliver = deliver
         self.node = RaftNode(
             self.node_id,
@@ -290,18 +304,19 @@ class RaftQuorum:
             now,
             config=self.config,
             rng=self.rng,
-            tracer=WallClockTracer(self.tracer, self.wall_clock_offset),
+            tracer=self.tracer,
         )
         self._idle.set()
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                nursery.start_soon(self._flusher)
                 task_status.started()
                 await self._drive()
         finally:
             self._nursery = None
-            for event, _ in self._answers.values():
-                event.set()  # unanswered: handle() raises
+            for correlation_id in self._waiters.unanswered():
+                self._waiters.answer(correlation_id, None)  # handle() raises
             self.raft_log.close()
 
     async def _drive(self) -> None:
@@ -312,18 +327,39 @@ class RaftQuorum:
                 raise self._fault
             wake = self._wake
             try:
-                deadline = node.timer()
+                deadline = node.next_deadline()
             except Exception as exc:
                 raise self._fatal("reading the Raft node's timer", exc) from exc
-            with trio.move_on_at(math.inf if deadline is None else deadline):
+            with trio.move_on_at(
+                math.inf if deadline is None else self._clock.to_source(deadline)
+            ):
                 await wake.wait()
             if wake.is_set():
                 self._wake = trio.Event()  # something happened: look at the timer again
                 continue
             try:
-                self._carry_out(node.handle_timer(trio.current_time()))
+                self._carry_out(node.on_timer(self._clock()))
             except Exception as exc:
                 raise self._fatal("the Raft node's timer", exc) from exc
+
+    async def _flusher(self) -> None:
+        """The leader's flush, in a worker thread: everything appended when it starts,
+        then the node hears of it. A failed fsync leaves a log nobody can vouch for:
+        fatal, as a failed flush is in Kafka's Raft thread."""
+        node, log = self.node, self.raft_log
+        assert node is not None
+        while True:
+            await log.flush_wanted.wait()
+            log.flush_wanted = trio.Event()
+            end = log.end_offset
+            if end <= log.flushed_end_offset:
+                continue
+            try:
+                await trio.to_thread.run_sync(log.fsync_up_to, end)
+                log.mark_flushed(end)
+                self._carry_out(node.on_log_flushed(self._clock()))
+            except Exception as exc:
+                raise self._fatal(f"flushing the Raft log up to {end}", exc) from exc
 
     def _fatal(self, what: str, exc: BaseException) -> FatalFaultError:
         return FatalFaultError.caused_by(
@@ -343,21 +379,22 @@ class RaftQuorum:
         again (this node too, perhaps, in a new epoch). RaftResigned follows."""
         node = self.node
         if node is not None and node.state is State.LEADER:
-            self._carry_out(node.resign(trio.current_time()))
+            self._carry_out(node.resign(self._clock()))
 
     async def resign(self) -> None:
         """Step down gracefully (a controlled shutdown): EndQuorumEpoch to the voters, and
         wait a little for it to leave."""
         if self.node is None or self.node.state is not State.LEADER:
             return
-        self._carry_out(self.node.resign(trio.current_time()))
+        self._carry_out(self.node.resign(self._clock()))
         with trio.move_on_after(SHUTDOWN_GRACE):
             await self._idle.wait()
 
     def append(self, epoch: int, records: Sequence[MetadataRecord]) -> int:
         """Append one operation's records as the leader of ``epoch`` (one entry each);
         returns the last one's offset. They commit when a majority has them, all of them
-        or none (one unit of the Raft log). Any other failure of the node (a disk error
+        or none (one unit of the Raft log, one batch: RecordBatchTooLargeError if they
+        would not fit one, and nothing is appended). Any other failure of the node (a disk error
         in the Raft log) is a FatalFaultError that stops this controller (Kafka's fatal
         fault handler): the other voters go on."""
         node = self.node
@@ -366,9 +403,17 @@ class RaftQuorum:
                 f"append in epoch {epoch}; the quorum is in epoch {self.epoch}"
             )
         entries = [encode_record(r) for r in records]
+        if len(split_into_batches(entries, MAX_BATCH_SIZE_BYTES)) > 1:
+            raise RecordBatchTooLargeError(
+                f"{len(entries)} records of one operation take more than one batch of "
+                f"the metadata log ({MAX_BATCH_SIZE_BYTES} bytes)"
+            )
         try:
-            last, output = node.append(entries, trio.current_time())
-            self._carry_out(output)
+            result = node.append(entries, self._clock())
+            # Asked before the result is carried out: the state machine it reaches may
+            # append in turn.
+            last = node.log.end_offset - 1
+            self._carry_out(result)
         except NotLeaderError:
             raise
         except Exception as exc:
@@ -377,12 +422,19 @@ class RaftQuorum:
             ) from exc
         return last
 
-    def create_snapshot(self, end_offset: int, payload: bytes) -> None:
-        """Keep the state machine's snapshot of everything below ``end_offset``; nothing
+    async def create_snapshot(self, end_offset: int, payload: bytes) -> None:
+        """Keep the state machine's snapshot of everything below ``end_offset``: its file
+        written and fsynced in a worker thread, then the log below it dropped; nothing
         if the log already starts there or later (a snapshot fetched from the leader
         while this one was being encoded covers it)."""
-        if self.node is not None and end_offset > self.raft_log.start_offset:
-            self.node.create_snapshot(end_offset, payload)
+        node, log = self.node, self.raft_log
+        if node is None or end_offset <= log.start_offset:
+            return
+        node.create_snapshot(end_offset, payload)  # the log only takes note of it
+        snapshot, log.pending_snapshot = log.pending_snapshot, None
+        if snapshot is not None:
+            await trio.to_thread.run_sync(log.write_snapshot_file, snapshot)
+            log.snapshot_written(snapshot)
 
     async def handle(self, source: int, message: Request) -> Message:
         """A request that arrived from ``source``; returns the node's answer."""
@@ -391,15 +443,12 @@ class RaftQuorum:
             raise QuorumUnavailableError(
                 f"the Raft node of controller {self.node_id} is not up"
             )
-        correlation_id = self._next_id
-        self._next_id += 1
-        answered = trio.Event()
-        answer: list[Message] = []
-        self._answers[correlation_id] = (answered, answer)
+        correlation_id = self._waiters.open()
+        answer: Message | None = None
         try:
             envelope = Envelope(source, self.node_id, correlation_id, message)
             try:
-                self._carry_out(node.receive(envelope, trio.current_time()))
+                self._carry_out(node.receive(envelope, self._clock()))
             except Exception as exc:
                 # Fatal, but this is the request handler's task: the driver ends the
                 # process, and the asker hears that this node could not answer.
@@ -412,21 +461,21 @@ class RaftQuorum:
             with trio.move_on_after(
                 self.config.request_timeout + self.config.fetch_max_wait
             ):
-                await answered.wait()
+                answer = await self._waiters.wait(correlation_id)
         finally:
-            self._answers.pop(correlation_id, None)
-        if not answer:
+            self._waiters.close(correlation_id)
+        if answer is None:
             raise QuorumUnavailableError(
                 f"controller {self.node_id} did not answer {message}"
             )
-        return answer[0]
+        return answer
 
-    # --- carrying an Output out ----------------------------------------------------------
+    # --- carrying a result out ----------------------------------------------------------
 
-    def _carry_out(self, output: Output) -> None:
+    def _carry_out(self, result: RaftResult) -> None:
         node = self.node
         assert node is not None
-        for envelope in output.messages:
+        for envelope in result.messages:
             if envelope.is_request:
                 if self._nursery is not None and envelope.destination in self.voters:
                     if self._sending == 0:
@@ -434,14 +483,13 @@ class RaftQuorum:
                     self._sending += 1
                     self._nursery.start_soon(self._send, envelope)
             else:
-                waiting = self._answers.pop(envelope.correlation_id, None)
-                if waiting is not None:
-                    waiting[1].append(envelope.message)
-                    waiting[0].set()
-        if output.snapshot is not None:
-            self._deliver(RaftSnapshotLoaded(output.snapshot))
-        if output.committed:
-            self._deliver(RaftCommitted(output.committed, node.high_watermark))
+                self._waiters.answer(envelope.correlation_id, envelope.message)
+        for reply in result.replies:  # in order: a snapshot first, then entries
+            match reply:
+                case LoadSnapshot(snapshot):
+                    self._deliver(RaftSnapshotLoaded(snapshot))
+                case Committed(entries):
+                    self._deliver(RaftCommitted(entries, node.high_watermark))
         self._follow_leadership(node)
         self._wake.set()
 
@@ -466,14 +514,14 @@ class RaftQuorum:
         assert node is not None
         try:
             message = await self._exchange(envelope)
-            now, correlation_id = trio.current_time(), envelope.correlation_id
+            now, correlation_id = self._clock(), envelope.correlation_id
             try:
                 if message is None:
-                    output = node.handle_disconnect(peer, now, correlation_id)
+                    result = node.handle_disconnect(peer, now, correlation_id)
                 else:
                     reply = Envelope(peer, self.node_id, correlation_id, message)
-                    output = node.receive(reply, now)
-                self._carry_out(output)
+                    result = node.receive(reply, now)
+                self._carry_out(result)
             except Exception as exc:
                 name = type(envelope.message).__name__
                 raise self._fatal(

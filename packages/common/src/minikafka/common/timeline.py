@@ -1,8 +1,11 @@
-"""Timeline data structures: controller state that can be read as of a Raft offset and rolled back.
+"""Timeline data structures: state kept from a log that can be read as of an offset and
+rolled back.
 
 This is Kafka's ``org.apache.kafka.timeline`` package (server-common): ``SnapshotRegistry``,
 ``TimelineHashMap``, ``TimelineHashSet``, ``TimelineObject``, ``TimelineInteger`` and
-``TimelineLong``. Seed 004 section 2.1 explains why the KRaft controller needs them.
+``TimelineLong``. Seed 004 section 2.1 explains why the KRaft controller needs them; the
+group coordinator keeps its state in them for the same reason, which is why they live
+here, below both.
 
 The active controller handles one request at a time on a single thread. Waiting for the Raft
 quorum to commit each request's records before starting the next would cap it at one request

@@ -13,7 +13,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from minikafka.controller._timeline import (
+from minikafka.common.timeline import (
     LATEST_EPOCH,
     SnapshotRegistry,
     TimelineHashMap,

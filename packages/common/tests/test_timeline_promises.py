@@ -1,10 +1,10 @@
 """Timeline structures: what the timeline lab promises, one quick deterministic case
-each (the hypothesis model in test_controller_timeline.py covers the same ground at
+each (the hypothesis model in test_timeline.py covers the same ground at
 random, more slowly)."""
 
 from __future__ import annotations
 
-from minikafka.controller._timeline import SnapshotRegistry, TimelineHashMap
+from minikafka.common.timeline import SnapshotRegistry, TimelineHashMap
 
 
 def test_the_size_at_an_epoch_is_the_size_the_table_had_then() -> None:

@@ -1,0 +1,91 @@
+"""DescribeProducers (KIP-664): the idempotent producers a partition's leader knows.
+
+An operator looking for a stuck or stray producer asks each partition's leader
+(``kafka-transactions describe-producers``, ``Admin.describeProducers``); a replica
+answers from the producer state its log keeps to deduplicate retries (the produce
+chapter): each producer's id, epoch, last sequence and the timestamp of its last batch.
+As in Kafka, any replica answers from its own log (a follower's state is rebuilt from
+the batches it copied), a partition this broker does not host is
+UNKNOWN_TOPIC_OR_PARTITION, or NOT_LEADER_OR_FOLLOWER if the topic exists, and the
+errors carry no message. With no transactions here, no producer has a coordinator epoch
+or an open transaction (-1 both).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+from kio.schema.describe_producers.v0.response import (
+    DescribeProducersResponse,
+    PartitionResponse,
+    ProducerState,
+    TopicResponse,
+)
+from kio.schema.errors import ErrorCode
+from kio.schema.types import ProducerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from minikafka.common import TopicPartition
+from minikafka.net import Request
+from minikafka.replication import ReplicaManagerShell
+
+from ._group_offsets import partition_exists
+from ._metadata_cache import MetadataCache
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+def handle_describe_producers(
+    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+) -> None:
+    body = request.body_as((DescribeProducersRequest,))
+    topics = tuple(
+        TopicResponse(
+            name=TopicName(str(topic.name)),
+            partitions=tuple(
+                _describe(
+                    replica_manager, cache, TopicPartition(str(topic.name), int(p))
+                )
+                for p in topic.partition_indexes
+            ),
+        )
+        for topic in body.topics
+    )
+    request.respond(DescribeProducersResponse(throttle_time=NO_THROTTLE, topics=topics))
+
+
+def _describe(
+    replica_manager: ReplicaManagerShell, cache: MetadataCache, tp: TopicPartition
+) -> PartitionResponse:
+    def refused(error: ErrorCode) -> PartitionResponse:
+        return PartitionResponse(
+            partition_index=i32(tp.partition), error_code=error, active_producers=()
+        )
+
+    partition = replica_manager.get_partition(tp)
+    if replica_manager.is_offline(tp):
+        return refused(ErrorCode.kafka_storage_error)
+    if partition is None:
+        exists = partition_exists(cache, tp)
+        return refused(
+            ErrorCode.not_leader_or_follower
+            if exists
+            else ErrorCode.unknown_topic_or_partition
+        )
+    producers = partition.log.producer_state.producers
+    return PartitionResponse(
+        partition_index=i32(tp.partition),
+        error_code=ErrorCode.none,
+        active_producers=tuple(
+            ProducerState(
+                producer_id=ProducerId(entry.producer_id),
+                producer_epoch=i32(entry.producer_epoch),
+                last_sequence=i32(entry.last_seq),
+                last_timestamp=i64(entry.last_timestamp),
+                coordinator_epoch=i32(-1),
+                current_txn_start_offset=i64(-1),
+            )
+            for _, entry in sorted(producers.items())
+        ),
+    )
