@@ -7,7 +7,8 @@ partition on replicas 1, 2, 3 (broker 1 leads) and ``min.insync.replicas=2``. Br
 fetches from broker 1 straight over the brokers' PLAINTEXT listener; broker 3 over a
 REPLICATION listener whose advertised port is a :class:`FaultProxy`: only follower 3's
 link to its leader goes through the proxy. A confluent-kafka producer (``acks=all``,
-``linger.ms=0``, one request in flight) sends :data:`RATE` records a second throughout
+``linger.ms=0``, one request in flight) sends its first record alone and, once it is
+acknowledged (both followers are fetching), :data:`RATE` records a second throughout
 four phases:
 
 1. ``healthy``: nothing is wrong;
@@ -160,12 +161,24 @@ class Load:
             record["offset"] = message.offset() if error is None else None
             record["error"] = None if error is None else error.name()
 
-        # Event.wait paces the records; nothing waits for a condition here.
-        while not self._stop.wait(1 / RATE):
+        def send() -> None:
             n = len(self.records)
             self.records.append({"n": n, "produced_ts": time.time()})
             producer.produce(TOPIC, str(n).encode(), partition=0, on_delivery=delivered)
             producer.poll(0)
+
+        # The first record goes alone: acks=all acknowledges it only once both
+        # followers have fetched it, so both are fetching before the others are
+        # appended, and every later append shows in their fetches. (A follower that
+        # starts fetching late, on a loaded machine, would first see a log end that
+        # many records had passed at once, and the trace could not say when each
+        # was appended.)
+        send()
+        if producer.flush(WAIT):
+            raise RuntimeError("the first record was not acknowledged")
+        # Event.wait paces the records; nothing waits for a condition here.
+        while not self._stop.wait(1 / RATE):
+            send()
         if producer.flush(WAIT):
             raise RuntimeError("records still undelivered at the end of the run")
 
