@@ -11,8 +11,10 @@ and the ``.kafka_cleanshutdown`` marker: present means the last shutdown flushed
 everything, so no log needs recovery. The marker is removed as soon as the logs are
 loaded, so a crash from then on is noticed at the next start.
 
-The broker runs :meth:`LogManager.run`, which schedules retention, cleaning, flushing
-and checkpointing as Kafka's LogManager does with its scheduler.
+Retention, cleaning, flushing and checkpointing are plain methods here, which tests call
+with a ``ManualClock``; the broker runs :meth:`LogManager.run`, whose
+:class:`~._manager_tasks.LogManagerTasks` calls them on Kafka's schedule, as Kafka's
+LogManager does with its scheduler.
 
 Every log of a LogManager takes its descriptors from one :class:`~._files.FilePool`,
 sized from ``RLIMIT_NOFILE``: the number of partitions a broker hosts is bounded by its
@@ -25,7 +27,7 @@ shutdown such a failure leaves that dir without the clean-shutdown marker, so th
 start recovers its logs from the older recovery points rather than trust them.
 
 No exception in the background work ends the broker. Every pass, and every partition
-within a pass, runs inside :meth:`LogManager._guarded`, which applies Kafka's policies:
+within a pass, runs inside :meth:`LogManager.guarded`, which applies Kafka's policies:
 
 - an ``OSError`` is a storage failure: the partition's log dir goes offline, as Kafka's
   ``maybeHandleIOException`` reports it to the ``LogDirFailureChannel``
@@ -61,6 +63,7 @@ from ._config import LogConfig
 from ._failures import BackgroundFailures, LogDirFailureChannel
 from ._files import FilePool
 from ._log import Log, wall_clock_ms
+from ._manager_tasks import LogManagerTasks
 from ._names import (
     CLEAN_SHUTDOWN_FILE,
     CLEANER_OFFSET_CHECKPOINT,
@@ -252,14 +255,14 @@ class LogManager:
     def cleanup_logs(self) -> int:
         """Retention for every log, then remove files whose deletion delay has passed.
 
-        One log's failure does not stop the others (see :meth:`_guarded`); it is
+        One log's failure does not stop the others (see :meth:`guarded`); it is
         retried at the next pass.
         """
         deleted = 0
         for tp, log in list(self.logs.items()):
             if self.is_offline(tp):
                 continue
-            with self._guarded("retention", tp):
+            with self.guarded("retention", tp):
                 deleted += log.delete_old_segments()
         self.purge_deleted()
         return deleted
@@ -267,12 +270,12 @@ class LogManager:
     def purge_deleted(self) -> None:
         now = self.clock()
         for tp, log in list(self.logs.items()):
-            with self._guarded("segment deletion", tp):
+            with self.guarded("segment deletion", tp):
                 log.purge_deleted_segments(now)
         due = [entry for entry in self._pending_dir_deletes if entry[0] <= now]
         self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
         for _, path, log in due:
-            with self._guarded("log deletion"):
+            with self.guarded("log deletion"):
                 log.close_handlers()  # its dir was renamed: nothing is written to it
                 shutil.rmtree(path, ignore_errors=True)
 
@@ -304,7 +307,7 @@ class LogManager:
             if not log.config.compact or tp in self._uncleanable or self.is_offline(tp):
                 continue
             uncleanable = partial(self.mark_partition_uncleanable, tp)
-            with self._guarded("log cleaner", tp, on_error=uncleanable):
+            with self.guarded("log cleaner", tp, on_error=uncleanable):
                 first_dirty = max(self.cleaner_offsets.get(tp, 0), log.log_start_offset)
                 if not should_clean(log, first_dirty, now):
                     continue
@@ -358,7 +361,7 @@ class LogManager:
                 continue  # its files are not to be touched until restart
             written = False
             # A bug in one dir's entries must not keep the other dirs' files stale.
-            with self._guarded(f"writing {log_dir / name}"):
+            with self.guarded(f"writing {log_dir / name}"):
                 written = self._write_checkpoint(log_dir, name, value)
             if not written:
                 failed.add(log_dir)
@@ -398,70 +401,17 @@ class LogManager:
                 unwritten += 1
         return unwritten
 
-    def _checkpoint_recovery_points(self) -> None:
+    def checkpoint_recovery_points(self) -> None:
+        """The recovery points' file, then any leader-epoch file still unwritten."""
         self.checkpoint(RECOVERY_POINT_CHECKPOINT)
         self.checkpoint_leader_epochs()
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Run the scheduled tasks until cancelled (the broker's nursery owns this).
-
-        No task lets an exception out (see :meth:`_guarded`): one would cancel the
-        others and end the broker.
-        """
-        s = self.schedule
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                self._every,
-                "retention",
-                s.retention_check_interval_ms,
-                self.cleanup_logs,
-            )
-            nursery.start_soon(self._flush_loop)
-            nursery.start_soon(
-                self._every,
-                "recovery-point checkpoint",
-                s.recovery_point_checkpoint_interval_ms,
-                self._checkpoint_recovery_points,
-            )
-            nursery.start_soon(
-                self._every,
-                "log-start-offset checkpoint",
-                s.start_offset_checkpoint_interval_ms,
-                lambda: self.checkpoint(LOG_START_OFFSET_CHECKPOINT),
-            )
-            if s.cleaner_enable:
-                nursery.start_soon(
-                    self._every, "log cleaner", s.cleaner_backoff_ms, self.clean_logs
-                )
-            task_status.started()
-
-    async def _every(
-        self, task: str, interval_ms: int, step: Callable[[], object]
-    ) -> None:
-        while True:
-            await trio.sleep(interval_ms / 1000)
-            with self._guarded(task):  # a pass that fails is tried again next interval
-                step()
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await trio.sleep(self.schedule.flush_check_interval_ms / 1000)
-            due: list[tuple[Log, int]] = []
-            with self._guarded("flush"):
-                due = self.logs_to_flush()
-            for log, offset in due:
-                tp = log.topic_partition
-                if self.is_offline(tp):
-                    continue  # an fsync of another log in its dir failed in this pass
-                # A failed fsync takes the dir offline (_guarded): after "fsyncgate"
-                # neither a retried fsync nor a clean shutdown may claim these bytes
-                # are on disk, so the recovery point stays where it was.
-                with self._guarded("fsync", tp):
-                    # fsync can take long on a busy disk: a worker thread, off the loop.
-                    await trio.to_thread.run_sync(log.fsync_up_to, offset)
-                    log.mark_flushed(offset)
+        """Run the background work on :attr:`schedule` until cancelled: see
+        :class:`~._manager_tasks.LogManagerTasks`, the trio side of this class."""
+        await LogManagerTasks(self).run(task_status=task_status)
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
@@ -539,7 +489,7 @@ class LogManager:
     # --- fault isolation of the background work ---------------------------------------
 
     @contextmanager
-    def _guarded(
+    def guarded(
         self,
         task: str,
         tp: TopicPartition | None = None,
