@@ -26,29 +26,16 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
-from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
-from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.heartbeat.v3.response import HeartbeatResponse
-from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.join_group.v5.response import JoinGroupResponse
-from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.list_offsets.v5.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
-from kio.schema.offset_commit.v7.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
-from kio.schema.offset_fetch.v5.request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestTopic,
-)
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderEpochRequest,
@@ -56,14 +43,9 @@ from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderTopic,
 )
 from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochResponse
-from kio.schema.sync_group.v3.request import (
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-)
 from kio.schema.sync_group.v3.response import SyncGroupResponse
-from kio.schema.types import BrokerId, GroupId, TopicName
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
-from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
 from minikafka.common.shell import Wakeup
@@ -71,13 +53,9 @@ from minikafka.coordination.member import (
     ConsumerCoordinator,
     FindCoordinator,
     GroupRequest,
-    Heartbeat,
-    JoinGroup,
     JoinMember,
     LeaveGroup,
     OffsetCommit,
-    OffsetFetch,
-    SyncGroup,
 )
 from minikafka.log import CorruptRecordError
 from minikafka.net import ClientError, NetworkClient, Node
@@ -90,6 +68,7 @@ from ._fetcher import (
     ListOffsetsPlan,
     OffsetsForLeaderEpochPlan,
 )
+from ._group_wire import group_request_body
 from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
@@ -97,13 +76,6 @@ from ._metadata_loop import MetadataRefresher
 _logger = logging.getLogger(__name__)
 CONSUMER_REPLICA_ID = -1
 _MAX_NODE_ID = 2**31 - 1
-
-
-def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {}
-    for tp in partitions:
-        out.setdefault(tp.topic, []).append(tp.partition)
-    return out
 
 
 @attrs.define(eq=False)
@@ -388,7 +360,7 @@ class ConsumerShell:
             if node is None:
                 raise ClientError("no coordinator")
             response = await (self.group_client or self.client).send(
-                node, self._encode(request)
+                node, group_request_body(request)
             )
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
@@ -413,86 +385,6 @@ class ConsumerShell:
             return
         self.on_change()
         self.wake()
-
-    def _encode(self, request: GroupRequest) -> RequestPayload:
-        group = GroupId(getattr(request, "group_id", ""))
-        if isinstance(request, FindCoordinator):
-            return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
-        if isinstance(request, JoinGroup):
-            return JoinGroupRequest(
-                group_id=group,
-                session_timeout=i32Timedelta.parse(
-                    datetime.timedelta(milliseconds=request.session_timeout_ms)
-                ),
-                rebalance_timeout=i32Timedelta.parse(
-                    datetime.timedelta(milliseconds=request.rebalance_timeout_ms)
-                ),
-                member_id=request.member_id,
-                group_instance_id=request.group_instance_id,
-                protocol_type="consumer",
-                protocols=tuple(
-                    JoinGroupRequestProtocol(name=name, metadata=metadata)
-                    for name, metadata in request.protocols
-                ),
-            )
-        if isinstance(request, SyncGroup):
-            return SyncGroupRequest(
-                group_id=group,
-                generation_id=i32(request.generation_id),
-                member_id=request.member_id,
-                group_instance_id=request.group_instance_id,
-                assignments=tuple(
-                    SyncGroupRequestAssignment(member_id=m, assignment=a)
-                    for m, a in request.assignments
-                ),
-            )
-        if isinstance(request, Heartbeat):
-            return HeartbeatRequest(
-                group_id=group,
-                generation_id=i32(request.generation_id),
-                member_id=request.member_id,
-                group_instance_id=request.group_instance_id,
-            )
-        if isinstance(request, LeaveGroup):
-            return LeaveGroupRequest(
-                group_id=group,
-                members=(
-                    MemberIdentity(
-                        member_id=request.member_id,
-                        group_instance_id=request.group_instance_id,
-                    ),
-                ),
-            )
-        if isinstance(request, OffsetFetch):
-            return OffsetFetchRequest(
-                group_id=group,
-                topics=tuple(
-                    OffsetFetchRequestTopic(
-                        name=TopicName(t), partition_indexes=tuple(map(i32, ps))
-                    )
-                    for t, ps in _by_topic(list(request.partitions)).items()
-                ),
-            )
-        topics: dict[str, list[OffsetCommitRequestPartition]] = {}
-        for tp, offset, epoch in request.offsets:
-            topics.setdefault(tp.topic, []).append(
-                OffsetCommitRequestPartition(
-                    partition_index=i32(tp.partition),
-                    committed_offset=i64(offset),
-                    committed_leader_epoch=i32(epoch),
-                    committed_metadata="",
-                )
-            )
-        return OffsetCommitRequest(
-            group_id=group,
-            generation_id_or_member_epoch=i32(request.generation_id),
-            member_id=request.member_id,
-            group_instance_id=request.group_instance_id,
-            topics=tuple(
-                OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(ps))
-                for t, ps in topics.items()
-            ),
-        )
 
     def _decode(
         self, request: GroupRequest, response: object, now: float
@@ -562,7 +454,7 @@ class ConsumerShell:
             try:
                 with trio.move_on_after(5):
                     await (self.group_client or self.client).send(
-                        node, self._encode(request)
+                        node, group_request_body(request)
                     )
             except ClientError as exc:
                 _logger.info("LeaveGroup failed: %s", exc)

@@ -1,0 +1,132 @@
+"""The consumer's group requests on the wire: the ConsumerCoordinator (a core) asks for
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetFetch and
+OffsetCommit as plain values; :func:`group_request_body` writes each as the kio request
+body the ConsumerShell sends (KIP-345's group.instance.id included).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.heartbeat.v3.request import HeartbeatRequest
+from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.offset_commit.v7.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_fetch.v5.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+)
+from kio.schema.sync_group.v3.request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.protocol import RequestPayload
+
+from minikafka.common import TopicPartition
+from minikafka.coordination.member import (
+    FindCoordinator,
+    GroupRequest,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    OffsetFetch,
+    SyncGroup,
+)
+
+
+def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for tp in partitions:
+        out.setdefault(tp.topic, []).append(tp.partition)
+    return out
+
+
+def group_request_body(request: GroupRequest) -> RequestPayload:
+    """The request body a consumer's group coordinator asks for, in the versions this
+    client speaks (FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3,
+    LeaveGroup v3, OffsetFetch v5, OffsetCommit v7)."""
+    group = GroupId(getattr(request, "group_id", ""))
+    if isinstance(request, FindCoordinator):
+        return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
+    if isinstance(request, JoinGroup):
+        return JoinGroupRequest(
+            group_id=group,
+            session_timeout=i32Timedelta.parse(
+                datetime.timedelta(milliseconds=request.session_timeout_ms)
+            ),
+            rebalance_timeout=i32Timedelta.parse(
+                datetime.timedelta(milliseconds=request.rebalance_timeout_ms)
+            ),
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            protocol_type="consumer",
+            protocols=tuple(
+                JoinGroupRequestProtocol(name=name, metadata=metadata)
+                for name, metadata in request.protocols
+            ),
+        )
+    if isinstance(request, SyncGroup):
+        return SyncGroupRequest(
+            group_id=group,
+            generation_id=i32(request.generation_id),
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            assignments=tuple(
+                SyncGroupRequestAssignment(member_id=m, assignment=a)
+                for m, a in request.assignments
+            ),
+        )
+    if isinstance(request, Heartbeat):
+        return HeartbeatRequest(
+            group_id=group,
+            generation_id=i32(request.generation_id),
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+        )
+    if isinstance(request, LeaveGroup):
+        return LeaveGroupRequest(
+            group_id=group,
+            members=(
+                MemberIdentity(
+                    member_id=request.member_id,
+                    group_instance_id=request.group_instance_id,
+                ),
+            ),
+        )
+    if isinstance(request, OffsetFetch):
+        return OffsetFetchRequest(
+            group_id=group,
+            topics=tuple(
+                OffsetFetchRequestTopic(
+                    name=TopicName(t), partition_indexes=tuple(map(i32, ps))
+                )
+                for t, ps in _by_topic(list(request.partitions)).items()
+            ),
+        )
+    topics: dict[str, list[OffsetCommitRequestPartition]] = {}
+    for tp, offset, epoch in request.offsets:
+        topics.setdefault(tp.topic, []).append(
+            OffsetCommitRequestPartition(
+                partition_index=i32(tp.partition),
+                committed_offset=i64(offset),
+                committed_leader_epoch=i32(epoch),
+                committed_metadata="",
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=i32(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        topics=tuple(
+            OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(ps))
+            for t, ps in topics.items()
+        ),
+    )
