@@ -89,6 +89,10 @@ def _clients(node: int, bootstrap: str) -> list[bytes]:
         while len(values) < RECORDS and time.monotonic() < deadline:
             for batch in consumer.poll(timeout_ms=100).values():
                 values += [message.value for message in batch]
+        # The commit has a deadline of its own: on a loaded machine a rebalance can
+        # begin after the last record was read (heartbeats held past the session),
+        # and the group may wait up to a session (30 s) for a member to rejoin.
+        deadline = time.monotonic() + DEADLINE
         while True:
             try:
                 consumer.commit()
