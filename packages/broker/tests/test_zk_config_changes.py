@@ -86,8 +86,8 @@ from .test_zk_mode import (
     DEADLINE,
     bootstrap,
     broker_config,
-    controller_of,
     eventually,
+    the_controller,
     zk_cluster,
 )
 
@@ -204,10 +204,7 @@ async def test_a_change_through_any_broker_reaches_every_broker_and_replica(
     zookeeper: ZooKeeperServer, tmp_path: Path
 ) -> None:
     async with zk_cluster(zookeeper, tmp_path) as brokers:
-        await eventually(
-            lambda: sum(b.shell.active for b in brokers.values()) == 1, "a controller"
-        )
-        controller = controller_of(brokers)
+        controller = await the_controller(brokers)
         other = next(b for b in brokers.values() if b is not controller)
         async with connect(bootstrap(other), client_id="test") as admin:
             assert await create_topic(
@@ -450,10 +447,7 @@ async def test_broker_defaults_reach_every_broker_and_every_topic_without_an_ove
     zookeeper: ZooKeeperServer, tmp_path: Path
 ) -> None:
     async with zk_cluster(zookeeper, tmp_path) as brokers:
-        await eventually(
-            lambda: sum(b.shell.active for b in brokers.values()) == 1, "a controller"
-        )
-        controller = controller_of(brokers)
+        controller = await the_controller(brokers)
         other = next(b for b in brokers.values() if b is not controller)
         async with connect(bootstrap(other), client_id="test") as admin:
             assert await create_topic(admin, "t", partitions=1, replication_factor=3)
