@@ -27,6 +27,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
 from minikafka.broker.testing import BrokerProcess
+from minikafka.common.testing import GROUP_POLL_MS
 from tests.compat._groups import unique_name
 
 
@@ -93,8 +94,8 @@ def test_a_subscribed_topics_offsets_stay_while_its_consumer_reads(
     )
     try:
         # Poll until the consumer holds its partitions: the group is Stable.
-        for _ in range(100):
-            consumer.poll(timeout_ms=100)
+        for _ in range(10):
+            consumer.poll(timeout_ms=GROUP_POLL_MS)
             if consumer.assignment():
                 break
         assert consumer.assignment() == {mine, TopicPartition(topic, 1)}

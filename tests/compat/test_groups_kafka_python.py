@@ -30,6 +30,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from minikafka.broker.testing import BrokerProcess
+from minikafka.common.testing import GROUP_POLL_MS
 from tests.compat import _groups as scenarios
 from tests.compat._groups import (
     WAIT,
@@ -79,7 +80,7 @@ class KafkaPythonMember(ThreadMember):
             while not self.stopping.is_set():
                 batch = [
                     (r.partition, r.offset, r.key, r.value)
-                    for records in consumer.poll(timeout_ms=100).values()
+                    for records in consumer.poll(timeout_ms=GROUP_POLL_MS).values()
                     for r in records
                 ]
                 self.member_id = consumer.group_metadata().member_id
@@ -100,6 +101,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
+from minikafka.common.testing import GROUP_POLL_MS
+
 
 class Listener(ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked):
@@ -112,7 +115,7 @@ class Listener(ConsumerRebalanceListener):
 consumer = KafkaConsumer(**config)
 consumer.subscribe([topic], listener=Listener())
 while True:
-    polled = consumer.poll(timeout_ms=100).values()
+    polled = consumer.poll(timeout_ms=GROUP_POLL_MS).values()
     batch = [(r.partition, r.offset, r.key, r.value) for records in polled for r in records]
     if batch:
         consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
@@ -196,7 +199,7 @@ class KafkaPythonGroups:
             deadline = time.monotonic() + WAIT
             while not done():
                 assert time.monotonic() < deadline, f"{len(got)} records within {WAIT}s"
-                for records in consumer.poll(timeout_ms=100).values():
+                for records in consumer.poll(timeout_ms=GROUP_POLL_MS).values():
                     for r in records:
                         if limit is None or len(got) < limit:
                             got.append((r.partition, r.offset, r.key, r.value))

@@ -29,6 +29,7 @@ from kafka.errors import RebalanceInProgressError
 import minikafka.broker  # noqa: F401  (registers every package's events for decode_event)
 from minikafka.broker import BrokerServer
 from minikafka.broker.testing import single_node_config
+from minikafka.common.testing import GROUP_POLL_MS
 from minikafka.trace import JsonLinesTracer, read_trace
 from minikafka.trace.testing import recording_tracer
 
@@ -87,11 +88,10 @@ def _clients(node: int, bootstrap: str) -> list[bytes]:
     deadline = time.monotonic() + DEADLINE
     try:
         while len(values) < RECORDS and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=100).values():
+            for batch in consumer.poll(timeout_ms=GROUP_POLL_MS).values():
                 values += [message.value for message in batch]
-        # The commit has a deadline of its own: on a loaded machine a rebalance can
-        # begin after the last record was read (heartbeats held past the session),
-        # and the group may wait up to a session (30 s) for a member to rejoin.
+        # The commit has a deadline of its own: a rebalance can still be under way
+        # after the last record was read (GROUP_POLL_MS says why polls are long).
         deadline = time.monotonic() + DEADLINE
         while True:
             try:
@@ -101,7 +101,7 @@ def _clients(node: int, bootstrap: str) -> list[bytes]:
                 # The client's own advice: poll, which completes the rebalance, and
                 # commit again (what was read is still this member's to commit).
                 assert time.monotonic() < deadline, "the group never settled"
-                consumer.poll(timeout_ms=100)
+                consumer.poll(timeout_ms=GROUP_POLL_MS)
     finally:
         consumer.close()
     return values

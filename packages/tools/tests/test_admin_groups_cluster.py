@@ -36,6 +36,7 @@ from minikafka.client import (
 )
 from minikafka.client import TopicPartition as ClientTopicPartition
 from minikafka.common import TopicPartition
+from minikafka.common.testing import GROUP_POLL_MS
 from minikafka.net import ApiKey, NetworkClient, Node
 from minikafka.tools._produce import ProduceOptions, produce
 
@@ -93,7 +94,7 @@ def live_member(cluster: AsyncAdminClient, group: str) -> Any:
     deadline = time.monotonic() + JOIN_WAIT
     while not consumer.assignment():
         assert time.monotonic() < deadline, "the consumer never joined"
-        consumer.poll(timeout_ms=200)
+        consumer.poll(timeout_ms=GROUP_POLL_MS)
     return consumer
 
 

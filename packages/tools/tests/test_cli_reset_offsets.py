@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from minikafka.broker.testing import bootstrap, single_node_config, tool_cluster
 from minikafka.client import AsyncAdminClient, KafkaError, NewTopic, OffsetAndMetadata
 from minikafka.common import TopicPartition
+from minikafka.common.testing import GROUP_POLL_MS
 from minikafka.tools._cli import app
 from minikafka.tools._connection import ToolError
 from minikafka.tools._produce import ProduceOptions, produce
@@ -302,7 +303,7 @@ def live_member(cluster: AsyncAdminClient, group: str) -> Any:
     deadline = time.monotonic() + JOIN_WAIT
     while not consumer.assignment():
         assert time.monotonic() < deadline, "the consumer never joined"
-        consumer.poll(timeout_ms=200)
+        consumer.poll(timeout_ms=GROUP_POLL_MS)
     return consumer
 
 

@@ -9,6 +9,9 @@ never one of them, and each pytest-xdist worker (``PYTEST_XDIST_WORKER``, "gwN" 
 tests running side by side are never given the same port. A test that runs pytest
 again in processes of its own, side by side (a lab's wrong solutions, a few at a time),
 gives each a slice of its own slice in :data:`PORTS_ENV`.
+
+:data:`GROUP_POLL_MS` is how long a test's kafka-python consumer in a group waits in one
+``poll()``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ _FIRST_PORT = 10000
 _EPHEMERAL = "/proc/sys/net/ipv4/ip_local_port_range"
 _lock = threading.Lock()
 _cursor: int | None = None
+
+GROUP_POLL_MS = 1000
+"""The timeout of each ``poll()`` of a kafka-python consumer in a group. kafka-python
+3.0.12 runs a JoinGroup-SyncGroup round as a task of its own; when a poll's timeout runs
+out before the round ends and the round then succeeds, its answer can be set aside, and
+the member stays REBALANCING for good (its commits fail with RebalanceInProgressError).
+A leader rejoins once when its metadata of its topics arrives after its first JoinGroup,
+and on a loaded machine that round can outlast a 100 ms poll. A poll returns as soon as
+records arrive, so the longer timeout costs a test nothing while records flow."""
 
 PORTS_ENV = "MINIKAFKA_TEST_PORTS"
 """``FIRST-STOP``: the ports this process hands out, set by whoever started it."""
