@@ -34,8 +34,9 @@ def test_every_lab_has_a_wrong_solution_per_promise_or_is_in_a_learners_checkout
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("lab", PROCESS_LABS, ids=lambda lab: lab.name)
 def test_each_wrong_solution_fails_the_checks_of_its_promise(lab: Lab) -> None:
-    # A lab's mutants run a few at a time: each is a process of its own that mostly
-    # waits (for Python to start, for brokers and clients).
+    # A lab's mutants run a few at a time: each is a process of its own (forked from a
+    # fork server that has imported pytest already) that mostly waits for brokers and
+    # clients.
     verdicts = check_all(mutants(lab))
     idle = [v.mutant.name for v in verdicts if v.ran == 0]
     assert not idle, (

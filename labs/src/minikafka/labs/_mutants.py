@@ -28,6 +28,7 @@ none, and then a lab is checked against the learner's own code alone.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import queue
 import subprocess
@@ -36,8 +37,9 @@ import tempfile
 import tomllib
 import types
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import attrs
@@ -160,7 +162,7 @@ def mutant_module(mutant: Mutant) -> types.ModuleType:
     return combined
 
 
-# --- rebuild and extend labs: one process per mutant -----------------------------------
+# --- rebuild and extend labs: a process per mutant, forked from a fork server --------
 
 
 @attrs.frozen
@@ -176,9 +178,69 @@ class Verdict:
         return bool(self.failed)
 
 
-def check(mutant: Mutant, ports: range | None = None) -> Verdict:
+Run = Callable[[Sequence[str], Mapping[str, str], Path], tuple[int, str]]
+"""How a check's pytest runs (:meth:`Zygote.run`): its arguments, environment and working
+directory in; its exit code and output out."""
+
+
+ZYGOTE = Path(__file__).with_name("_zygote.py")
+# Run as a file: importing it as minikafka.labs._zygote would import minikafka.
+_RUN_ZYGOTE = f"import runpy; runpy.run_path({str(ZYGOTE)!r}, run_name='__main__')"
+
+
+class Zygote:
+    """A fork server (``_zygote.py``): each check's pytest is a child forked from a
+    process that has imported pytest and its plugins already, instead of a process
+    that imports them again (seconds of CPU each). One check at a time."""
+
+    def __init__(self) -> None:
+        # The server's environment is this process's: no switch, no patched packages
+        # (a child takes its check's own).
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _RUN_ZYGOTE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=LABS_ROOT.parent,
+        )
+
+    def run(
+        self, args: Sequence[str], env: Mapping[str, str], cwd: Path
+    ) -> tuple[int, str]:
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        with tempfile.TemporaryDirectory() as scratch:
+            output = Path(scratch) / "output"
+            job = {"args": list(args), "env": dict(env), "cwd": str(cwd)}
+            job["output"] = str(output)
+            self.process.stdin.write(json.dumps(job) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the fork server ended ({self.process.wait()})")
+            returncode = int(json.loads(line)["returncode"])
+            text = output.read_text(errors="replace") if output.exists() else ""
+        return returncode, text
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait()
+
+
+@contextmanager
+def zygotes(count: int) -> Iterator[list[Zygote]]:
+    with ExitStack() as stack:
+        servers = [Zygote() for _ in range(count)]
+        for server in servers:
+            stack.callback(server.close)
+        yield servers
+
+
+def check(mutant: Mutant, run: Run, ports: range | None = None) -> Verdict:
     """Run the mutant's tests with it in place; it is caught when one of them fails.
-    ``ports``: the ones its brokers may listen on (when several checks run at once)."""
+    ``run``: how its pytest runs; ``ports``: the ones its brokers may listen on (when
+    several checks run at once)."""
     from ._runner import SWITCH_DIR, SWITCH_ENV
 
     lab = mutant.lab
@@ -190,9 +252,9 @@ def check(mutant: Mutant, ports: range | None = None) -> Verdict:
         junit = Path(scratch) / "junit.xml"
         # -x: one failed check is enough to catch the mutant, and its failing example
         # needs no shrinking (_no_shrink).
-        args = [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", "-p"]
-        args += ["no:cacheprovider", "-p", "minikafka.labs._no_shrink"]
-        args += [f"--junitxml={junit}", *mutant.tests]
+        args = ["-q", "-x", "--no-header", "-p", "no:cacheprovider"]
+        args += ["-p", "minikafka.labs._no_shrink", f"--junitxml={junit}"]
+        args += mutant.tests
         if lab.config.kind == "rebuild":
             spec = ";".join(
                 f"{target}={lab.solutions / file}:{attribute}"
@@ -203,41 +265,40 @@ def check(mutant: Mutant, ports: range | None = None) -> Verdict:
             path = env.get("PYTHONPATH")
             env[SWITCH_ENV] = spec
             env["PYTHONPATH"] = str(SWITCH_DIR) + (os.pathsep + path if path else "")
-            done = subprocess.run(
-                args, env=env, cwd=root, capture_output=True, text=True, check=False
-            )
+            _, output = run(args, env, root)
         else:
             patches = [lab.solutions / "answer.patch", lab.solutions / mutant.patch]
             with patched_packages(patches, Path(scratch) / "tree") as pythonpath:
                 env["PYTHONPATH"] = pythonpath
                 env[EXTEND_ENV] = "1"
-                done = subprocess.run(
-                    args, env=env, cwd=root, capture_output=True, text=True, check=False
-                )
+                _, output = run(args, env, root)
         ran, failed = _outcomes(junit)
-    return Verdict(mutant, tuple(failed), ran, done.stdout + done.stderr)
+    return Verdict(mutant, tuple(failed), ran, output)
 
 
 def check_all(chosen: Sequence[Mutant], jobs: int = JOBS) -> list[Verdict]:
-    """:func:`check` for each, ``jobs`` at a time (each is a process of its own that
-    mostly waits: starting Python, brokers, clients), in ``chosen``'s order. The checks
-    running at once never share a port: each takes a slice of this process's ports
-    while it runs (two clusters starting side by side would otherwise meet now and
-    then, and a broker that cannot listen proves nothing about a promise)."""
-    jobs = max(1, jobs)
-    slices: queue.SimpleQueue[range] = queue.SimpleQueue()
-    for ports in split_ports(worker_ports(), jobs):
-        slices.put(ports)
+    """:func:`check` for each, ``jobs`` at a time (each mostly waits: for brokers and
+    clients), in ``chosen``'s order, each forked from one of ``jobs`` fork servers. The
+    checks running at once never share a port: each takes a slice of this process's
+    ports while it runs (two clusters starting side by side would otherwise meet now
+    and then, and a broker that cannot listen proves nothing about a promise)."""
+    jobs = max(1, min(jobs, len(chosen)))
+    slots: queue.SimpleQueue[tuple[range, Zygote]] = queue.SimpleQueue()
+    with zygotes(jobs) as servers:
+        for ports, server in zip(
+            split_ports(worker_ports(), jobs), servers, strict=True
+        ):
+            slots.put((ports, server))
 
-    def run(mutant: Mutant) -> Verdict:
-        ports = slices.get()
-        try:
-            return check(mutant, ports)
-        finally:
-            slices.put(ports)
+        def one(mutant: Mutant) -> Verdict:
+            ports, server = slots.get()
+            try:
+                return check(mutant, server.run, ports)
+            finally:
+                slots.put((ports, server))
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(run, chosen))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, chosen))
 
 
 def _outcomes(junit: Path) -> tuple[int, list[str]]:
