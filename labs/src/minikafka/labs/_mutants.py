@@ -231,9 +231,10 @@ class Zygote:
 @contextmanager
 def zygotes(count: int) -> Iterator[list[Zygote]]:
     with ExitStack() as stack:
-        servers = [Zygote() for _ in range(count)]
-        for server in servers:
-            stack.callback(server.close)
+        servers = []
+        for _ in range(count):
+            servers.append(Zygote())
+            stack.callback(servers[-1].close)
         yield servers
 
 
