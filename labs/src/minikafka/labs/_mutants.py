@@ -37,7 +37,7 @@ import tempfile
 import tomllib
 import types
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -178,11 +178,6 @@ class Verdict:
         return bool(self.failed)
 
 
-Run = Callable[[Sequence[str], Mapping[str, str], Path], tuple[int, str]]
-"""How a check's pytest runs (:meth:`Zygote.run`): its arguments, environment and working
-directory in; its exit code and output out."""
-
-
 ZYGOTE = Path(__file__).with_name("_zygote.py")
 # Run as a file: importing it as minikafka.labs._zygote would import minikafka.
 _RUN_ZYGOTE = f"import runpy; runpy.run_path({str(ZYGOTE)!r}, run_name='__main__')"
@@ -204,9 +199,9 @@ class Zygote:
             cwd=LABS_ROOT.parent,
         )
 
-    def run(
-        self, args: Sequence[str], env: Mapping[str, str], cwd: Path
-    ) -> tuple[int, str]:
+    def run(self, args: Sequence[str], env: Mapping[str, str], cwd: Path) -> str:
+        """pytest with ``args`` in a child with ``env`` in ``cwd``; what it printed (the
+        verdict is read from its JUnit XML, not from its exit code)."""
         assert self.process.stdin is not None
         assert self.process.stdout is not None
         with tempfile.TemporaryDirectory() as scratch:
@@ -218,9 +213,9 @@ class Zygote:
             line = self.process.stdout.readline()
             if not line:
                 raise RuntimeError(f"the fork server ended ({self.process.wait()})")
-            returncode = int(json.loads(line)["returncode"])
+            returncode = json.loads(line)["returncode"]
             text = output.read_text(errors="replace") if output.exists() else ""
-        return returncode, text
+        return f"{text}\n(pytest exited {returncode})"
 
     def close(self) -> None:
         if self.process.stdin is not None:
@@ -238,10 +233,10 @@ def zygotes(count: int) -> Iterator[list[Zygote]]:
         yield servers
 
 
-def check(mutant: Mutant, run: Run, ports: range | None = None) -> Verdict:
-    """Run the mutant's tests with it in place; it is caught when one of them fails.
-    ``run``: how its pytest runs; ``ports``: the ones its brokers may listen on (when
-    several checks run at once)."""
+def check(mutant: Mutant, server: Zygote, ports: range | None = None) -> Verdict:
+    """Run the mutant's tests with it in place, in a child of ``server``; it is caught
+    when one of them fails. ``ports``: the ones its brokers may listen on (when several
+    checks run at once)."""
     from ._runner import SWITCH_DIR, SWITCH_ENV
 
     lab = mutant.lab
@@ -266,13 +261,13 @@ def check(mutant: Mutant, run: Run, ports: range | None = None) -> Verdict:
             path = env.get("PYTHONPATH")
             env[SWITCH_ENV] = spec
             env["PYTHONPATH"] = str(SWITCH_DIR) + (os.pathsep + path if path else "")
-            _, output = run(args, env, root)
+            output = server.run(args, env, root)
         else:
             patches = [lab.solutions / "answer.patch", lab.solutions / mutant.patch]
             with patched_packages(patches, Path(scratch) / "tree") as pythonpath:
                 env["PYTHONPATH"] = pythonpath
                 env[EXTEND_ENV] = "1"
-                _, output = run(args, env, root)
+                output = server.run(args, env, root)
         ran, failed = _outcomes(junit)
     return Verdict(mutant, tuple(failed), ran, output)
 
@@ -294,7 +289,7 @@ def check_all(chosen: Sequence[Mutant], jobs: int = JOBS) -> list[Verdict]:
         def one(mutant: Mutant) -> Verdict:
             ports, server = slots.get()
             try:
-                return check(mutant, server.run, ports)
+                return check(mutant, server, ports)
             finally:
                 slots.put((ports, server))
 

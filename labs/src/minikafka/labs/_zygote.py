@@ -90,7 +90,7 @@ def child(job: dict[str, Any]) -> NoReturn:
         sys.argv = ["pytest", *args]
         code = int(pytest.main(args))
     except SystemExit as exc:  # the switch stops a process it cannot set up
-        code = exc.code if isinstance(exc.code, int) else 1
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # reported in the output, as a process would report it
         traceback.print_exc()
     finally:
