@@ -53,7 +53,16 @@ def test_a_consumer_reads_on_through_a_leader_kill(
     monkeypatch.setattr(Fetcher, "on_validation", on_validation)
     cluster = make_cluster()
     create_topic(cluster, "moving", 1, {"min.insync.replicas": "2"})
-    with Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5}) as producer:
+    # Small batches (about 70 records each): a 4 KiB fetch then carries a few hundred
+    # records, so when half are read most of the rest is still to be fetched, and only
+    # the new leader can answer. With the default 16 KiB the 2,000 records fill two
+    # batches, which the consumer may hold whole before the kill, fetching nothing after.
+    config = {
+        "bootstrap.servers": cluster.bootstrap,
+        "linger.ms": 5,
+        "batch.size": 1024,
+    }
+    with Producer(config) as producer:
         for i in range(RECORDS):
             producer.produce("moving", f"{i:05d}".encode())
         assert producer.flush(WAIT) == 0
