@@ -993,6 +993,9 @@ def plan_file(path: Path, moves: dict[tuple[str, int], list[int]]) -> str:
 
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--generate")
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--execute")
+@pytest.mark.kafka_tool(
+    "kafka-reassign-partitions", "--execute --disallow-replication-factor-change"
+)
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--verify --preserve-throttles")
 @pytest.mark.kafka_tool("kafka-reassign-partitions", "--verify")
 @pytest.mark.kafka_tool("kafka-leader-election", "--election-type PREFERRED")
@@ -1005,6 +1008,9 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     # new brokers, its records all there, and partition 1's replicas reordered with the
     # old leader kept;
     # kafka-leader-election then makes the new first replica (the preferred) lead.
+    # Before that, --disallow-replication-factor-change (AlterPartitionReassignments v1,
+    # KIP-860) refuses a plan that adds a replica, naming the partition, and moves nothing;
+    # minikafka's own tool prints the same.
     at = bootstrap(cluster)
     topic = "tools-moved"
     create_topic(cluster.bootstrap, topic, "--replica-assignment", "3:4,4:5")
@@ -1037,6 +1043,21 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     )
     for partition in proposed["partitions"]:
         assert sorted(partition["replicas"]) == [4, 5], proposed
+
+    grow = plan_file(tmp_path / "grow.json", {(topic, 0): [3, 4, 5]})
+    forbid = ["--disallow-replication-factor-change", "--reassignment-json-file", grow]
+    refused = tool("kafka-reassign-partitions", *at, "--execute", *forbid, returncode=1)
+    ours = subprocess.run(
+        [sys.executable, "-m", "minikafka.tools", "reassign-partitions", *at]
+        + ["--execute", *forbid],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    said = f"{topic}-0: The replication factor is changed from 2 to 3"
+    for run in (refused, ours):
+        assert said in (run.stdout + run.stderr).splitlines(), run
+    assert ours.returncode == 1
 
     plan = plan_file(tmp_path / "plan.json", {(topic, 0): [5, 4], (topic, 1): [5, 4]})
     executed = tool(

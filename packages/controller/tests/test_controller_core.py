@@ -866,10 +866,11 @@ def _reassign(
     replicas: tuple[int, ...] | None,
     topic: str = "r",
     partition: int = 0,
+    allow_rf_change: bool = True,
 ) -> ReassignmentResult:
     response = h.request(
         AlterPartitionReassignmentsRequest(
-            (ReassignablePartition(topic, partition, replicas),)
+            (ReassignablePartition(topic, partition, replicas),), allow_rf_change
         )
     )
     assert isinstance(response, AlterPartitionReassignmentsResponse)
@@ -1061,6 +1062,36 @@ def test_reassignment_errors() -> None:
     # the same replicas: a no-op
     assert _reassign(h, (1, 2)).error_code == ErrorCode.none
     assert h.last_offset == before
+
+
+def test_a_move_may_be_forbidden_to_change_the_replication_factor() -> None:
+    """KIP-860: with ``allow_replication_factor_change`` false, a target must be as long
+    as the replicas the partition is headed for, and a refusal writes nothing."""
+    h = cluster(4)
+    created(h, "r", (1, 2))
+    before = h.last_offset
+    for target in [(1, 2, 3), (3,)]:
+        assert _reassign(h, target, allow_rf_change=False) == ReassignmentResult(
+            "r",
+            0,
+            ErrorCode.invalid_replication_factor,
+            f"The replication factor is changed from 2 to {len(target)}",
+        )
+    assert h.last_offset == before
+    # Moving a replica keeps the count: allowed. While it moves, RS is (3, 2, 1) but the
+    # partition is headed for TRS (3, 2): a new target is measured against that.
+    assert _reassign(h, (3, 2), allow_rf_change=False).error_code == ErrorCode.none
+    assert h.partition("r", 0).replicas == (3, 2, 1)
+    refused = _reassign(h, (3, 2, 4), allow_rf_change=False)
+    assert refused.error_message == "The replication factor is changed from 2 to 3"
+    assert _reassign(h, (4, 2), allow_rf_change=False).error_code == ErrorCode.none
+    # Cancelling names no target, so there is no number to compare.
+    assert _reassign(h, None, allow_rf_change=False).error_code == ErrorCode.none
+    # An unknown broker is found before the count (as Kafka's controller checks).
+    assert (
+        _reassign(h, (1, 9, 2), allow_rf_change=False).error_code
+        == ErrorCode.invalid_replica_assignment
+    )
 
 
 # --- losing leadership -------------------------------------------------------------------

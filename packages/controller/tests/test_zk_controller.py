@@ -606,12 +606,46 @@ def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> No
 
 
 def reassign(
-    controller: ZkController, replicas: tuple[int, ...] | None
+    controller: ZkController,
+    replicas: tuple[int, ...] | None,
+    allow_rf_change: bool = True,
 ) -> ZkControllerResult:
     request = AlterPartitionReassignmentsRequest(
-        (ReassignablePartition("t", 0, replicas),)
+        (ReassignablePartition("t", 0, replicas),), allow_rf_change
     )
     return controller.on_alter_partition_reassignments(request, NOW)
+
+
+def test_a_move_may_be_forbidden_to_change_the_replication_factor() -> None:
+    """KIP-860 in ZooKeeper mode: the same rule as the KRaft controller's, measured
+    against the replicas the partition is headed for; a refusal writes nothing."""
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2]})}, NOW)
+
+    def answer(result: ZkControllerResult) -> tuple[ErrorCode, str | None]:
+        (reply,) = result.replies
+        assert isinstance(reply, AlterPartitionReassignmentsResponse)
+        (partition,) = reply.partitions
+        return partition.error_code, partition.error_message
+
+    refused = reassign(controller, (1, 2, 3), allow_rf_change=False)
+    assert answer(refused) == (
+        ErrorCode.invalid_replication_factor,
+        "The replication factor is changed from 2 to 3",
+    )
+    assert refused.records == ()
+    assert controller.context.topics["t"] == assignment({0: [1, 2]})
+    assert answer(reassign(controller, (2, 3), allow_rf_change=False))[0] is (
+        ErrorCode.none
+    )
+    # RS is (2, 3, 1) while 3 catches up; the target it is headed for is (2, 3).
+    assert answer(reassign(controller, (3,), allow_rf_change=False)) == (
+        ErrorCode.invalid_replication_factor,
+        "The replication factor is changed from 2 to 1",
+    )
+    assert answer(reassign(controller, None, allow_rf_change=False))[0] is (
+        ErrorCode.none
+    )
 
 
 def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadership() -> (

@@ -335,12 +335,15 @@ ELECT_CASES: dict[str, Case] = {
 ELECT_SINCE = {"unclean": 1}
 
 
-def _reassign(topic: str, partition: int, replicas: list[int] | None) -> Case:
+def _reassign(
+    topic: str, partition: int, replicas: list[int] | None, **v1: object
+) -> Case:
     def run(s: Session, v: int) -> None:
         body = make(
             ApiKey.ALTER_PARTITION_REASSIGNMENTS,
             v,
             timeout=30_000,
+            **v1,
             topics=[
                 {
                     "name": topic,
@@ -362,7 +365,17 @@ REASSIGN_CASES: dict[str, Case] = {
     "cancel-none": _reassign(DATA, 1, None),
     "unknown-topic": _reassign(MISSING, 0, [1]),
     "bad-partition": _reassign(DATA, 9, [1]),
+    # KIP-860 (v1, the replication factor may not change): a move that keeps the number
+    # of replicas passes; an empty target and one adding an unknown broker change the
+    # number too, so the answers show which check comes first. The reference node is
+    # one broker, so no valid target changes the number: the cluster tests prove that.
+    "rf-kept": _reassign(DATA, 0, [1], allow_replication_factor_change=False),
+    "rf-changed-empty": _reassign(DATA, 0, [], allow_replication_factor_change=False),
+    "rf-changed-unknown-broker": _reassign(
+        DATA, 0, [1, 7], allow_replication_factor_change=False
+    ),
 }
+REASSIGN_SINCE = {"rf-kept": 1, "rf-changed-empty": 1, "rf-changed-unknown-broker": 1}
 
 
 def _list_reassignments(topics: list[tuple[str, list[int]]] | None) -> Case:
@@ -439,6 +452,7 @@ def scenarios() -> Iterator[Scenario]:
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         "alter-partition-reassignments",
         REASSIGN_CASES,
+        REASSIGN_SINCE,
     )
     yield from each_version(
         ApiKey.LIST_PARTITION_REASSIGNMENTS,

@@ -366,7 +366,7 @@ class KafkaApis:
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, _offset_for_leader_epoch),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
         ApiSpec(
-            ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 0, _alter_partition_reassignments
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, _alter_partition_reassignments
         ),
         ApiSpec(
             ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments

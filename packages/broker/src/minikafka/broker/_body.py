@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     from kio.schema.alter_configs.v0 import request as alter_configs_v0
     from kio.schema.alter_configs.v1 import request as alter_configs_v1
     from kio.schema.alter_configs.v2 import request as alter_configs_v2
+    from kio.schema.alter_partition_reassignments.v0 import (
+        request as alter_partition_reassignments_v0,
+    )
+    from kio.schema.alter_partition_reassignments.v1 import (
+        request as alter_partition_reassignments_v1,
+    )
     from kio.schema.create_partitions.v0 import request as create_partitions_v0
     from kio.schema.create_partitions.v1 import request as create_partitions_v1
     from kio.schema.create_partitions.v2 import request as create_partitions_v2
@@ -152,6 +158,15 @@ ElectLeadersRequest: TypeAlias = (
     " | elect_leaders_v2.ElectLeadersRequest"
 )
 ELECT_LEADERS: tuple[type[ElectLeadersRequest], ...] = body_classes(ElectLeadersRequest)
+
+# v1 can forbid a move that changes the replication factor (KIP-860).
+AlterPartitionReassignmentsRequest: TypeAlias = (
+    "alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest"
+    " | alter_partition_reassignments_v1.AlterPartitionReassignmentsRequest"
+)
+ALTER_PARTITION_REASSIGNMENTS: tuple[type[AlterPartitionReassignmentsRequest], ...] = (
+    body_classes(AlterPartitionReassignmentsRequest)
+)
 
 # v2 names the asker's current leader epoch (KIP-320), v3 the asking replica (a follower).
 OffsetForLeaderEpochRequest: TypeAlias = (
@@ -369,11 +384,9 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: INCREMENTAL_ALTER_CONFIGS,
     ApiKey.CREATE_PARTITIONS: CREATE_PARTITIONS,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: OFFSET_FOR_LEADER_EPOCH,
-    # Their handlers (_reassignments) name their own versions: one each, ElectLeaders v0-v2.
+    # Their handlers (_reassignments) name their own versions.
     ApiKey.ELECT_LEADERS: ELECT_LEADERS,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: body_classes(
-        "alter_partition_reassignments_v0.AlterPartitionReassignmentsRequest"
-    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: body_classes(
         "list_partition_reassignments_v0.ListPartitionReassignmentsRequest"
     ),

@@ -41,7 +41,7 @@ from kio.schema.alter_configs.v1.response import (
 )
 from kio.schema.alter_partition.v2 import request as alter_v2
 from kio.schema.alter_partition.v2 import response as alter_v2_response
-from kio.schema.alter_partition_reassignments.v0.response import (
+from kio.schema.alter_partition_reassignments.v1.response import (
     AlterPartitionReassignmentsResponse as AlterReassignmentsWire,
 )
 from kio.schema.broker_heartbeat.v0 import request as heartbeat_v0

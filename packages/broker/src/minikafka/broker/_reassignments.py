@@ -9,6 +9,10 @@ over the controller listener) and a broker on the controller's listener, so ther
 translation each way. :class:`RemoteController` uses the ``to_wire`` functions below to
 forward them.
 
+AlterPartitionReassignments v1 can forbid a move that changes a partition's number of
+replicas (KIP-860: ``allow_replication_factor_change``); forwarded to the controller, it
+goes as v1, so the controller sees what the client asked.
+
 ElectLeaders' ``election_type`` 1 (unclean, KIP-460) gives a leader to a partition that
 has none, from outside the ISR if need be, whatever ``unclean.leader.election.enable``
 says: an operator's choice to lose what only the dead ISR had.
@@ -20,8 +24,8 @@ import datetime
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kio.schema.alter_partition_reassignments.v0 import request as alter_v0
-from kio.schema.alter_partition_reassignments.v0 import response as alter_v0_response
+from kio.schema.alter_partition_reassignments.v1 import request as alter_v1
+from kio.schema.alter_partition_reassignments.v1 import response as alter_v1_response
 from kio.schema.elect_leaders.v1 import request as elect_v1
 from kio.schema.elect_leaders.v1 import response as elect_v1_response
 from kio.schema.errors import ErrorCode
@@ -47,7 +51,7 @@ from minikafka.controller import (
 )
 from minikafka.net import Request, build, nested
 
-from ._body import ELECT_LEADERS
+from ._body import ALTER_PARTITION_REASSIGNMENTS, ELECT_LEADERS
 
 if TYPE_CHECKING:  # the channel forwards with this module's functions: no import cycle
     from ._controller_channel import ControllerChannel
@@ -90,7 +94,7 @@ def _by_topic(
 async def handle_alter_partition_reassignments(
     request: Request, channel: ControllerChannel
 ) -> None:
-    body = request.body_as((alter_v0.AlterPartitionReassignmentsRequest,))
+    body = request.body_as(ALTER_PARTITION_REASSIGNMENTS)
     internal = AlterPartitionReassignmentsRequest(
         tuple(
             ReassignablePartition(
@@ -100,7 +104,8 @@ async def handle_alter_partition_reassignments(
             )
             for t in body.topics
             for p in t.partitions
-        )
+        ),
+        bool(getattr(body, "allow_replication_factor_change", True)),  # v1+, KIP-860
     )
     answer = await _submit(channel, internal)
     cls = request.response_class()
@@ -145,28 +150,29 @@ async def handle_alter_partition_reassignments(
 
 def alter_reassignments_to_wire(
     request: AlterPartitionReassignmentsRequest,
-) -> alter_v0.AlterPartitionReassignmentsRequest:
-    topics: dict[str, list[alter_v0.ReassignablePartition]] = {}
+) -> alter_v1.AlterPartitionReassignmentsRequest:
+    topics: dict[str, list[alter_v1.ReassignablePartition]] = {}
     for p in request.partitions:
         topics.setdefault(p.topic, []).append(
-            alter_v0.ReassignablePartition(
+            alter_v1.ReassignablePartition(
                 partition_index=i32(p.partition),
                 replicas=None
                 if p.replicas is None
                 else tuple(BrokerId(b) for b in p.replicas),
             )
         )
-    return alter_v0.AlterPartitionReassignmentsRequest(
+    return alter_v1.AlterPartitionReassignmentsRequest(
         timeout=TIMEOUT,
+        allow_replication_factor_change=request.allow_replication_factor_change,
         topics=tuple(
-            alter_v0.ReassignableTopic(name=TopicName(t), partitions=tuple(ps))
+            alter_v1.ReassignableTopic(name=TopicName(t), partitions=tuple(ps))
             for t, ps in topics.items()
         ),
     )
 
 
 def alter_reassignments_from_wire(
-    response: alter_v0_response.AlterPartitionReassignmentsResponse,
+    response: alter_v1_response.AlterPartitionReassignmentsResponse,
 ) -> AlterPartitionReassignmentsResponse:
     if response.error_code is not ErrorCode.none:
         raise ControllerError(response.error_code)

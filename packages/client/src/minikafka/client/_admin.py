@@ -163,12 +163,20 @@ class AdminClient:
         return self._one(lambda admin: admin.elect_leaders(election_type, asked))
 
     def alter_partition_reassignments(
-        self, reassignments: Mapping[AnyPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[AnyPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartitionKey, Future[None]]:
-        """A future per partition: None once its move (or cancellation) is accepted."""
+        """A future per partition: None once its move (or cancellation) is accepted;
+        ``allow_replication_factor_change=False``: refused if it changes the number of
+        replicas (KIP-860)."""
         wanted = {key(tp): target for tp, target in reassignments.items()}
         return self._run(
-            wanted, lambda admin: admin.alter_partition_reassignments(wanted)
+            wanted,
+            lambda admin: admin.alter_partition_reassignments(
+                wanted, allow_replication_factor_change=allow_replication_factor_change
+            ),
         )
 
     def list_partition_reassignments(

@@ -22,10 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 
-from kio.schema.alter_partition_reassignments.v0 import request as alter
-from kio.schema.alter_partition_reassignments.v0.response import (
-    AlterPartitionReassignmentsResponse,
-)
+from kio.schema.alter_partition_reassignments import v0 as alter_v0
+from kio.schema.alter_partition_reassignments import v1 as alter_v1
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
 from kio.schema.describe_log_dirs.v4 import request as log_dirs
@@ -216,11 +214,31 @@ class ClusterAdmin:
     async def alter_partition_reassignments(
         self: AdminPort,
         reassignments: Mapping[AnyPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> Partitions:
         """Move each partition to its target replicas, or (None) cancel its move
-        (AlterPartitionReassignments v0 to the controller, KIP-455): each partition's
-        error or None. Kafka's ``Admin.alterPartitionReassignments``."""
+        (AlterPartitionReassignments to the controller, KIP-455): each partition's
+        error or None. Kafka's ``Admin.alterPartitionReassignments``. With
+        ``allow_replication_factor_change`` false the controller refuses a target whose
+        length differs from the partition's replication factor (KIP-860); that needs
+        v1, which a controller that does not serve it cannot honour, so every partition
+        then gets UNSUPPORTED_VERSION, as Kafka's client throws."""
         wanted = {key(tp): target for tp, target in reassignments.items()}
+        controller = await self.controller()
+        served = await self.client.api_versions(controller)
+        v1 = served.get(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 0))[1] >= 1
+        if not v1 and not allow_replication_factor_change:
+            text = (
+                "allow_replication_factor_change=False needs AlterPartition"
+                f"Reassignments v1 (KIP-860), which node {controller.node_id} does "
+                "not serve"
+            )
+            return {
+                tp: KafkaError(ErrorCode.unsupported_version, text) for tp in wanted
+            }
+        alter: ModuleType = alter_v1.request if v1 else alter_v0.request
+        flag = {"allow_replication_factor_change": allow_replication_factor_change}
         body = alter.AlterPartitionReassignmentsRequest(
             timeout=self._timeout(),
             topics=tuple(
@@ -236,9 +254,11 @@ class ClusterAdmin:
                 )
                 for t, ps in by_topic(list(wanted)).items()
             ),
+            **(flag if v1 else {}),
         )
+        answer: ModuleType = alter_v1.response if v1 else alter_v0.response
         response = await self.request(
-            await self.controller(), body, AlterPartitionReassignmentsResponse
+            controller, body, answer.AlterPartitionReassignmentsResponse
         )
         _raise_for(response.error_code, response.error_message)
         return {

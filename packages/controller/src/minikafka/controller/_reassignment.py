@@ -15,7 +15,9 @@ A reassignment moves a partition from its original replicas (ORS) to target repl
 Because AR and RR are in the partition, a reassignment can be cancelled during phase A:
 the target becomes ORS again (RS minus AR), which was in sync all along. Kafka's
 ReplicationControlManager.alterPartitionReassignments and listPartitionReassignments;
-``Reassignment`` only decides: it reads ``ReplicationState`` and returns records.
+KIP-860's ``allow_replication_factor_change`` (v1) can forbid a move that changes the
+number of replicas. ``Reassignment`` only decides: it reads ``ReplicationState`` and
+returns records.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult
 
+from ._partition import PartitionRegistration
 from ._placement import PlacementError, validate_manual_assignment
 from ._records import MetadataRecord, PartitionChangeRecord
 from ._replication_state import Refused, ReplicationState
@@ -41,6 +44,18 @@ from ._requests import (
 )
 
 
+def rf_change_refused(current: int, target: int) -> Refused | None:
+    """KIP-860: with ``allow_replication_factor_change`` false, a move may not change how
+    many replicas the partition is headed for (``current``: its TRS when a move is under
+    way, else its replicas)."""
+    if current == target:
+        return None
+    return Refused(
+        ErrorCode.invalid_replication_factor,
+        f"The replication factor is changed from {current} to {target}",
+    )
+
+
 @attrs.define(eq=False)
 class Reassignment:
     state: ReplicationState
@@ -52,7 +67,7 @@ class Reassignment:
         results = []
         for item in request.partitions:
             try:
-                change = self._reassign(item)
+                change = self._reassign(item, request.allow_replication_factor_change)
             except Refused as refused:
                 results.append(
                     ReassignmentResult(
@@ -70,7 +85,9 @@ class Reassignment:
             tuple(records), (AlterPartitionReassignmentsResponse(tuple(results)),)
         )
 
-    def _reassign(self, item: ReassignablePartition) -> PartitionChangeRecord | None:
+    def _reassign(
+        self, item: ReassignablePartition, allow_rf_change: bool
+    ) -> PartitionChangeRecord | None:
         topic = self.state.topic_named(item.topic)
         key = None if topic is None else (topic.topic_id, item.partition)
         partition = None if key is None else self.state.partitions.get(key)
@@ -87,10 +104,7 @@ class Reassignment:
             trs: Sequence[int] = ors
         else:
             trs = item.replicas
-            try:
-                validate_manual_assignment({0: trs}, list(self.state.cluster.brokers))
-            except PlacementError as exc:
-                raise Refused(exc.error_code, exc.message) from None
+            self._check_target(partition, trs, allow_rf_change)
         # Phase U: record RS = TRS + (ORS - TRS), AR = TRS - ORS, RR = ORS - TRS.
         replicas = tuple(trs) + tuple(r for r in ors if r not in trs)
         builder.target_replicas = replicas
@@ -107,6 +121,22 @@ class Reassignment:
         # The builder ends phase A at once when TRS is already in sync (phase B follows
         # in the same record); otherwise AlterPartition from the leader ends it later.
         return builder.build()
+
+    def _check_target(
+        self,
+        partition: PartitionRegistration,
+        trs: Sequence[int],
+        allow_rf_change: bool,
+    ) -> None:
+        """Brokers that exist, none twice; and, when the request says so (KIP-860), as
+        many as the partition is headed for."""
+        try:
+            validate_manual_assignment({0: trs}, list(self.state.cluster.brokers))
+        except PlacementError as exc:
+            raise Refused(exc.error_code, exc.message) from None
+        refused = rf_change_refused(len(partition.target_replicas), len(trs))
+        if refused is not None and not allow_rf_change:
+            raise refused
 
     def list_partition_reassignments(
         self, epoch: int

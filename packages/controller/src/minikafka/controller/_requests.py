@@ -241,6 +241,9 @@ class ReassignablePartition:
 @attrs.frozen
 class AlterPartitionReassignmentsRequest:
     partitions: tuple[ReassignablePartition, ...]
+    allow_replication_factor_change: bool = True
+    """False (KIP-860, AlterPartitionReassignments v1): a target of another length than
+    the replicas the partition is headed for is refused INVALID_REPLICATION_FACTOR."""
 
 
 @attrs.frozen

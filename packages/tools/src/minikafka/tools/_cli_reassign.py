@@ -54,6 +54,14 @@ def reassign_partitions(
         Path | None,
         typer.Option("--reassignment-json-file", exists=True, dir_okay=False),
     ] = None,
+    disallow_replication_factor_change: Annotated[
+        bool,
+        typer.Option(
+            "--disallow-replication-factor-change",
+            help="--execute: refuse a move that changes a partition's number of "
+            "replicas (KIP-860)",
+        ),
+    ] = False,
 ) -> None:
     """Move partitions' replicas between brokers (kafka-reassign-partitions.sh)."""
     actions = {"--generate": generate, "--execute": execute, "--verify": verify}
@@ -92,7 +100,11 @@ def reassign_partitions(
             print(
                 "Save this to use as the --reassignment-json-file option during rollback"
             )
-            await execute_reassignment(cluster, dict(target))
+            await execute_reassignment(
+                cluster,
+                dict(target),
+                allow_replication_factor_change=not disallow_replication_factor_change,
+            )
             names = ",".join(f"{t}-{p}" for t, p in sorted(target))
             print(f"Successfully started partition reassignments for {names}")
         elif action == "--verify":

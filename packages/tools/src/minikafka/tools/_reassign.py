@@ -27,7 +27,7 @@ from minikafka.controller import (
     assign_replicas_to_brokers,
 )
 
-from ._connection import BrokerError, ToolError, as_tool_error
+from ._connection import ToolError, as_tool_error
 from ._topics import describe_topics
 
 Assignment = dict[tuple[str, int], tuple[int, ...]]
@@ -128,18 +128,30 @@ async def generate(
 
 
 async def execute(
-    cluster: AsyncAdminClient, target: Mapping[tuple[str, int], Sequence[int] | None]
+    cluster: AsyncAdminClient,
+    target: Mapping[tuple[str, int], Sequence[int] | None],
+    *,
+    allow_replication_factor_change: bool = True,
 ) -> None:
     """AlterPartitionReassignments to ``target`` (None: cancel), through the client's
-    ``alter_partition_reassignments``; BrokerError on the first partition refused."""
+    ``alter_partition_reassignments``; a ToolError naming each partition refused and
+    why, as kafka-reassign-partitions.sh prints them."""
     wanted = {
         TopicPartition(topic, partition): replicas
         for (topic, partition), replicas in sorted(target.items())
     }
-    answers = await as_tool_error(cluster.alter_partition_reassignments(wanted))
-    for tp, error in answers.items():
-        if error is not None:
-            raise BrokerError(error.code(), f"{tp}: {error_message(error)}")
+    answers = await as_tool_error(
+        cluster.alter_partition_reassignments(
+            wanted, allow_replication_factor_change=allow_replication_factor_change
+        )
+    )
+    refused = [
+        f"{tp.topic}-{tp.partition}: {error_message(error) or error.name()}"
+        for tp, error in sorted(answers.items())
+        if error is not None
+    ]
+    if refused:
+        raise ToolError("Error reassigning partition(s):\n" + "\n".join(refused))
 
 
 async def ongoing(cluster: AsyncAdminClient) -> dict[tuple[str, int], tuple[int, ...]]:

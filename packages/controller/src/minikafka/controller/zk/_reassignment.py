@@ -18,7 +18,8 @@ RS = TRS + (ORS - TRS), with the replicas being added (AR = TRS - ORS) and remov
 
 A reassignment in phase A can be cancelled (no target replicas given): the target
 becomes ORS again, which was in sync all along, and the replicas it had added are
-stopped and deleted.
+stopped and deleted. A move that would change the number of replicas is refused when
+the request forbids it (KIP-860, as in KRaft mode).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.zk import SetData, topic_path
 
 from .._placement import PlacementError, validate_manual_assignment
+from .._reassignment import rf_change_refused
 from .._requests import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -54,7 +56,7 @@ class Reassignments(ZkStateMachines):
         self._begin("AlterPartitionReassignments", now)
         results = []
         for item in request.partitions:
-            error = self._reassign(item)
+            error = self._reassign(item, request.allow_replication_factor_change)
             results.append(ReassignmentResult(item.topic, item.partition, *error))
         return self._end(AlterPartitionReassignmentsResponse(tuple(results)))
 
@@ -73,7 +75,9 @@ class Reassignments(ZkStateMachines):
                 )
         return ListPartitionReassignmentsResponse(tuple(ongoing))
 
-    def _reassign(self, item: ReassignablePartition) -> tuple[ErrorCode, str | None]:
+    def _reassign(
+        self, item: ReassignablePartition, allow_rf_change: bool
+    ) -> tuple[ErrorCode, str | None]:
         context = self.context
         tp = (item.topic, item.partition)
         assignment = context.topics.get(item.topic)
@@ -97,6 +101,11 @@ class Reassignments(ZkStateMachines):
                 validate_manual_assignment({0: trs}, list(context.brokers))
             except PlacementError as exc:
                 return exc.error_code, exc.message
+            removing = assignment.removing.get(item.partition, ())
+            heading = [r for r in rs if r not in removing]  # TRS, or RS if not moving
+            refused = rf_change_refused(len(heading), len(trs))
+            if refused is not None and not allow_rf_change:
+                return refused.error_code, refused.message
         isr = context.leadership[tp].state.isr
         new_rs = tuple(trs) + tuple(r for r in ors if r not in trs)
         if not set(isr) & set(new_rs):
