@@ -98,43 +98,26 @@ typecheck: sync
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.
 	@for lab in $(wildcard labs/[0-9][0-9]-*); do $(RUN) mypy $$lab/*.py || exit 1; done
 
-# The tests run in two pytest runs side by side: those marked serial on SERIAL_WORKERS
-# (each module whole on one worker; conftest.py says which and why; SERIAL_WORKERS=1: one
-# after another) at the machine's normal priority, and the rest on PYTEST_WORKERS
-# pytest-xdist workers (they mostly wait on processes and sockets, so more workers than
-# the two cores) under `nice -n 19`. A serial test's cluster measures time and keeps
-# about half of two cores busy, mostly waiting: niced, the other run takes only the
-# cycles it leaves, never the ones it wants. The niced run's output goes to
-# $(PARALLEL_LOG) and is printed when it ends. Each run's port range is its own
-# (MINIKAFKA_TEST_RUN, minikafka.common.testing). PYTEST_WORKERS=0 runs every test in
-# one process, one after another. PYTEST_ARGS go to both runs (paths, -k, -x). Each run
-# ends with its ten slowest tests; pytest's exit 5 (nothing collected: no serial test
-# among the paths) is not a failure. AFTER_SERIAL runs once the serial run has ended,
-# beside the rest of the niced one (`make test`: the type check and the book).
+# The tests run on PYTEST_WORKERS pytest-xdist workers (they mostly wait on processes and
+# sockets, so more workers than the two cores), then those marked serial on SERIAL_WORKERS,
+# each module whole on one worker (conftest.py says which and why; SERIAL_WORKERS=1: one
+# after another); PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
+# runs (paths, -k, -x). Each run ends with its ten slowest tests; pytest's exit 5
+# (nothing collected: no serial test among the paths) is not a failure.
 PYTEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 2
 PYTEST_ARGS ?=
 PYTEST = $(RUN) pytest -q --durations=10
-PARALLEL_LOG = .pytest-parallel.log
-AFTER_SERIAL =
-define PYTEST_RUNS
-@status=0; \
-echo "pytest: the tests not marked serial, on $(PYTEST_WORKERS) workers under nice, beside the serial ones (output in $(PARALLEL_LOG), printed when they end)"; \
-{ MINIKAFKA_TEST_RUN=0/3 nice -n 19 $(PYTEST) -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) > $(PARALLEL_LOG) 2>&1; echo $$? > $(PARALLEL_LOG).status; } & \
-echo "pytest: the serial tests, each module whole, on $(SERIAL_WORKERS) workers"; \
-MINIKAFKA_TEST_RUN=1/3 $(PYTEST) $(if $(filter-out 0 1,$(SERIAL_WORKERS)),-n $(SERIAL_WORKERS) --dist loadgroup) -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
-$(AFTER_SERIAL) \
-wait; \
-echo "pytest: the tests not marked serial, run beside the serial ones:"; \
-cat $(PARALLEL_LOG); \
-s=$$(cat $(PARALLEL_LOG).status); [ $$s -eq 0 ] || [ $$s -eq 5 ] || status=$$s; \
-exit $$status
-endef
 pytest: sync
 ifeq ($(PYTEST_WORKERS),0)
 	$(PYTEST) $(PYTEST_ARGS)
 else
-	$(PYTEST_RUNS)
+	@status=0; \
+	echo "pytest: the tests not marked serial, on $(PYTEST_WORKERS) workers"; \
+	$(PYTEST) -n $(PYTEST_WORKERS) --dist loadgroup -m "not serial" $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	echo "pytest: the serial tests, each module whole, on $(SERIAL_WORKERS) workers"; \
+	$(PYTEST) $(if $(filter-out 0 1,$(SERIAL_WORKERS)),-n $(SERIAL_WORKERS) --dist loadgroup) -m serial $(PYTEST_ARGS) || { s=$$?; [ $$s -eq 5 ] || status=$$s; }; \
+	exit $$status
 endif
 
 book: sync
@@ -164,15 +147,12 @@ notebooks: book
 
 # The trace labs' tests keep their scenario runs, and the book's lab pages reuse them: each
 # scenario runs once per `make test`, and the book shows the run the checks passed on. So
-# lint (seconds) goes first, then the tests, and once the serial run (the trace labs'
-# among them) has ended, mypy and the book's build, beside what is left of the niced run:
-# the book waits on its notebooks' kernels, mypy runs on one core, and the niced tests
-# take what they leave. The book's cells take their ports from a third slice.
+# lint (seconds) and the tests go first, then mypy beside the book's build: the book waits
+# on its notebooks' kernels and mypy runs on one core, so together they fill two cores.
 test: export MINIKAFKA_LAB_RUNS = $(CURDIR)/labs/.runs/make-test
 test: FULL := 1
-test: AFTER_SERIAL = MINIKAFKA_TEST_RUN=2/3 $(MAKE) --no-print-directory -j2 --output-sync=target FULL=1 typecheck book || status=$$?;
-test: lint
-	$(PYTEST_RUNS)
+test: lint pytest
+	@$(MAKE) --no-print-directory -j2 --output-sync=target FULL=1 typecheck book
 book: export MINIKAFKA_LAB_REUSE = $(if $(MINIKAFKA_LAB_RUNS),1)
 
 bench: NEEDS := reference

@@ -6,8 +6,7 @@ Each process hands them out from a range of its own below the OS's ephemeral ran
 port bound to 0 (a proxy, a client's connection, a server a test starts on any port) is
 never one of them, and each pytest-xdist worker (``PYTEST_XDIST_WORKER``, "gwN" of
 ``PYTEST_XDIST_WORKER_COUNT``) has a slice of that range no other worker hands out, so
-tests running side by side are never given the same port; pytest runs side by side
-(:data:`RUN_ENV`) first share the range out among themselves. A test that runs pytest
+tests running side by side are never given the same port. A test that runs pytest
 again in processes of its own, side by side (a lab's wrong solutions, a few at a time),
 gives each a slice of its own slice in :data:`PORTS_ENV`.
 
@@ -39,11 +38,6 @@ records arrive, so the longer timeout costs a test nothing while records flow.""
 PORTS_ENV = "MINIKAFKA_TEST_PORTS"
 """``FIRST-STOP``: the ports this process hands out, set by whoever started it."""
 
-RUN_ENV = "MINIKAFKA_TEST_RUN"
-"""``I/N``: this process belongs to the I-th (from 0) of N test runs going side by side
-(``make test``'s parallel and serial pytest runs and its book build); each run has the
-I-th of N slices of the range, and its xdist workers slices of that."""
-
 
 def _ephemeral_low() -> int:
     try:
@@ -64,18 +58,15 @@ def worker_ports() -> range:
         first_port, stop = (int(p) for p in given.split("-"))
         return range(first_port, stop)
     low = _ephemeral_low()
-    # below the ephemeral range, or above Linux's default one if too little is below
-    ports = (
-        range(_FIRST_PORT, low) if low - _FIRST_PORT >= 4000 else range(61000, 65536)
-    )
-    run = os.environ.get(RUN_ENV)
-    if run:
-        index, runs = (int(n) for n in run.split("/"))
-        ports = split_ports(ports, runs)[index]
+    if low - _FIRST_PORT < 4000:
+        low, first = 65536, 61000
+    else:
+        first = _FIRST_PORT
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
     slot = int(worker.removeprefix("gw")) + 1 if worker.startswith("gw") else 0
-    return split_ports(ports, workers + 1)[slot]
+    span = (low - first) // (workers + 1)
+    return range(first + slot * span, first + (slot + 1) * span)
 
 
 def split_ports(ports: range, parts: int) -> list[range]:
