@@ -1047,9 +1047,9 @@ def test_reassignment_moves_replicas_and_election_restores_the_preferred_leader(
     grow = plan_file(tmp_path / "grow.json", {(topic, 0): [3, 4, 5]})
     forbid = ["--disallow-replication-factor-change", "--reassignment-json-file", grow]
     refused = tool("kafka-reassign-partitions", *at, "--execute", *forbid, returncode=1)
+    command = [sys.executable, "-m", "minikafka.tools", "reassign-partitions"]
     ours = subprocess.run(
-        [sys.executable, "-m", "minikafka.tools", "reassign-partitions", *at]
-        + ["--execute", *forbid],
+        [*command, *at, "--execute", *forbid],
         capture_output=True,
         text=True,
         timeout=WAIT,

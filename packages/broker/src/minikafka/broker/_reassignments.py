@@ -109,6 +109,8 @@ async def handle_alter_partition_reassignments(
     )
     answer = await _submit(channel, internal)
     cls = request.response_class()
+    # v1's answer says whether the move could change the replication factor (KIP-860).
+    echo = {"allow_replication_factor_change": internal.allow_replication_factor_change}
     topic_cls = nested(cls, "responses")
     partition_cls = nested(topic_cls, "partitions")
     if not isinstance(answer, AlterPartitionReassignmentsResponse):
@@ -122,6 +124,7 @@ async def handle_alter_partition_reassignments(
                 error_code=error,
                 error_message=None,
                 responses=(),
+                **echo,
             )
         )
         return
@@ -144,6 +147,7 @@ async def handle_alter_partition_reassignments(
             error_code=ErrorCode.none,
             error_message=None,
             responses=_by_topic(topic_cls, "name", "partitions", rows),
+            **echo,
         )
     )
 
