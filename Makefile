@@ -103,7 +103,10 @@ typecheck: sync
 # each module whole on one worker (conftest.py says which and why; SERIAL_WORKERS=1: one
 # after another); PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
 # runs (paths, -k, -x). Each run ends with its ten slowest tests; pytest's exit 5
-# (nothing collected: no serial test among the paths) is not a failure.
+# (nothing collected: no serial test among the paths) is not a failure. The two runs go
+# one after the other: the serial tests' clusters take every cycle they are given (their
+# producers write as fast as they may), so the other run beside them, even under
+# `nice -n 19`, starves (JVMs miss their fixtures' two-minute timeout).
 PYTEST_WORKERS ?= 4
 SERIAL_WORKERS ?= 2
 PYTEST_ARGS ?=
