@@ -349,6 +349,35 @@ async def test_elections_and_reassignments_answer_per_partition(
         assert quorum.leader_id == me
 
 
+async def test_a_reassignment_kept_to_its_replication_factor_needs_v1(
+    cluster: AsyncAdminClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Guarantee (KIP-860): allow_replication_factor_change=False goes as v1, where a
+    # target of another length is INVALID_REPLICATION_FACTOR and one of the same length
+    # moves; a controller that serves only v0 cannot honour it, so every partition is
+    # UNSUPPORTED_VERSION (without the option, v0 goes and is answered).
+    with trio.fail_after(DEADLINE):
+        (node,) = (await cluster.describe_cluster()).nodes[0:1]
+        me = node.node_id
+        kept = await cluster.alter_partition_reassignments(
+            {T0: [me], T1: [me, me + 1]}, allow_replication_factor_change=False
+        )
+        assert kept[T0] is None
+        assert code_of(kept[T1]) == ErrorCode.invalid_replica_assignment  # no broker
+        served = dict(await cluster.client.api_versions(await cluster.controller()))
+        served[ApiKey.ALTER_PARTITION_REASSIGNMENTS] = (0, 0)
+
+        async def only_v0(_: object, node: object) -> dict[int, tuple[int, int]]:
+            return served
+
+        monkeypatch.setattr(NetworkClient, "api_versions", only_v0)
+        old = await cluster.alter_partition_reassignments(
+            {T0: [me]}, allow_replication_factor_change=False
+        )
+        assert code_of(old[T0]) == ErrorCode.unsupported_version
+        assert await cluster.alter_partition_reassignments({T0: [me]}) == {T0: None}
+
+
 def test_the_sync_client_reports_a_whole_call_failure_on_its_future() -> None:
     # Guarantee: with no broker to reach, the synchronous client's one-future calls
     # fail with _TRANSPORT instead of hanging or raising at the call.
