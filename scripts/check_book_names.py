@@ -64,6 +64,7 @@ KAFKA_ONLY = frozenset(
         "log.flush.interval.ms",
         "unclean.leader.election.enable",
         "metadata.version",
+        "kraft.version",  # a feature's name (KIP-584), like metadata.version
         "controller.quorum.append.linger.ms",
         "controller.quorum.bootstrap.servers",
         "metadata.log.max.snapshot.interval.ms",

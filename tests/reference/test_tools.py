@@ -882,6 +882,44 @@ def test_log_dirs_describes_the_log_dir_and_its_partitions(
     assert set(kafka_dir) == set(log_dir)
 
 
+# --- kafka-features ----------------------------------------------------------------------
+
+FEATURES_NOTES = (
+    "`metadata.version` is level 1 (`3.0-IV1`, the records minikafka writes), which "
+    "Kafka 4's tools, knowing 3.3-IV3 and later only, print as `UNKNOWN 1`; no other "
+    "feature is supported (no KIP-848 groups, no transactions, static voters only)"
+)
+
+
+@pytest.mark.kafka_tool(
+    "kafka-features", "--bootstrap-server describe", notes=FEATURES_NOTES
+)
+def test_features_describe_the_levels_the_broker_runs(
+    broker: BrokerProcess, kafka_reference: KafkaNode
+) -> None:
+    # Guarantee: kafka-features reads ApiVersions' features (KIP-584): from minikafka a
+    # line for metadata.version finalized at the level the metadata log's first record
+    # set, and kraft.version supported at 0 only, each in Kafka's format with the same
+    # epoch; Kafka prints the same columns for its own features.
+    def describe(where: str) -> dict[str, dict[str, str]]:
+        run = tool("kafka-features", "--bootstrap-server", where, "describe")
+        lines = [line for line in run.stdout.splitlines() if line.startswith("Feature")]
+        rows = [
+            dict(cell.split(": ", 1) for cell in line.split("\t")) for line in lines
+        ]
+        return {row["Feature"]: row for row in rows}
+
+    ours, theirs = on_both(describe, broker.bootstrap, kafka_reference.bootstrap)
+    assert sorted(ours) == ["kraft.version", "metadata.version"]
+    assert ours["metadata.version"]["FinalizedVersionLevel"] == "UNKNOWN 1"
+    assert ours["metadata.version"]["SupportedMaxVersion"] == "UNKNOWN 1"
+    assert ours["kraft.version"]["SupportedMaxVersion"] == "0"
+    assert ours["kraft.version"]["FinalizedVersionLevel"] == "0"
+    assert len({row["Epoch"] for row in ours.values()}) == 1
+    assert int(ours["metadata.version"]["Epoch"]) >= 0
+    assert list(ours["metadata.version"]) == list(theirs["metadata.version"])
+
+
 # --- a cluster of three controllers and three brokers ---------------------------------
 
 CONTROLLERS, BROKERS = [0, 1, 2], [3, 4, 5]

@@ -21,6 +21,12 @@ import attrs
 import pytest
 import trio
 import trio.lowlevel
+from kio.schema.api_versions.v4.request import (
+    ApiVersionsRequest as ApiVersionsRequestV4,
+)
+from kio.schema.api_versions.v4.response import (
+    ApiVersionsResponse as ApiVersionsResponseV4,
+)
 from kio.schema.create_partitions.v1.request import (
     CreatePartitionsRequest,
     CreatePartitionsTopic,
@@ -415,6 +421,30 @@ async def test_api_versions_lists_exactly_what_kafka_apis_supports(
     broker: Kafka,
 ) -> None:
     assert await broker.client.api_versions(broker.node) == dict(KafkaApis.SUPPORTED)
+
+
+async def test_api_versions_v4_names_the_features_the_metadata_log_finalized(
+    broker: Kafka,
+) -> None:
+    # Guarantee (KIP-584): ApiVersions v4 lists the feature levels this broker runs and
+    # the metadata.version the controller's bootstrap record finalized, its epoch the
+    # offset of the metadata image it was read from; kraft.version, off at level 0 (the
+    # voters are static), is supported and not finalized.
+    asked = ApiVersionsRequestV4(
+        client_software_name="tests", client_software_version="1"
+    )
+    answer = await broker.call(asked, ApiVersionsResponseV4)
+    supported = {
+        f.name: (f.min_version, f.max_version) for f in answer.supported_features
+    }
+    assert supported == {"metadata.version": (1, 1), "kraft.version": (0, 0)}
+    finalized = {
+        f.name: (f.min_version_level, f.max_version_level)
+        for f in answer.finalized_features
+    }
+    assert finalized == {"metadata.version": (1, 1)}
+    image = broker.server.apis.metadata_cache.image
+    assert 0 <= answer.finalized_features_epoch <= image.offset
 
 
 def _version_body(

@@ -31,6 +31,12 @@ from pathlib import Path
 
 import pytest
 import trio
+from kio.schema.api_versions.v4.request import (
+    ApiVersionsRequest as ApiVersionsRequestV4,
+)
+from kio.schema.api_versions.v4.response import (
+    ApiVersionsResponse as ApiVersionsResponseV4,
+)
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import KafkaConfig, ZkBrokerServer
@@ -138,6 +144,15 @@ async def test_a_zookeeper_mode_cluster_creates_replicates_fails_over_and_delete
         other = next(b for b in brokers.values() if b is not first)
         async with connect(bootstrap(other), client_id="test") as cluster:
             assert await create_topic(cluster, "t", partitions=3, replication_factor=3)
+            # KIP-584's features came with KRaft's metadata.version: a ZooKeeper-mode
+            # broker (Kafka 2.8's) lists none in ApiVersions v4.
+            host, port = other.bound_address()
+            asked = ApiVersionsRequestV4(
+                client_software_name="test", client_software_version="1"
+            )
+            answer = await cluster.client.send(Node(-1, host, port), asked)
+            assert isinstance(answer, ApiVersionsResponseV4)
+            assert (answer.supported_features, answer.finalized_features) == ((), ())
         every_broker_knows = lambda: all(  # noqa: E731
             (topic := b.metadata_cache.topic("t")) is not None
             and len(topic.partitions) == 3

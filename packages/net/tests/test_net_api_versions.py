@@ -14,7 +14,7 @@ from kio.schema.api_versions.v3.request import (
 )
 from kio.schema.errors import ErrorCode
 
-from minikafka.net import DemoApis, request_schema
+from minikafka.net import DemoApis, Features, api_versions_response, request_schema
 from minikafka.net.testing import RawConnection, request_frame, serving
 
 
@@ -85,3 +85,42 @@ async def test_bad_client_software_is_an_invalid_request(
         assert response is not None
         assert cast(Any, response[1]).error_code == ErrorCode.invalid_request
         await conn.aclose()
+
+
+def test_features_go_from_v3_and_a_feature_from_level_0_only_from_v4() -> None:
+    """KIP-584: v3+ answers carry the features a node supports and the levels the
+    cluster finalized, with the metadata offset they were read at; v3 leaves out a
+    supported feature whose lowest level is 0 (its schema note: v0-v3 cannot say it),
+    v4 lists it; v0-v2 have no features at all."""
+    features = Features(
+        supported=(("metadata.version", 1, 1), ("kraft.version", 0, 0)),
+        finalized=(("metadata.version", 1),),
+        epoch=42,
+    )
+    table = {18: (0, 4)}
+    answers = {
+        v: cast(Any, api_versions_response(table, v, features=features))
+        for v in (2, 3, 4)
+    }
+    assert not hasattr(answers[2], "supported_features")
+    supported = {
+        v: [
+            (f.name, f.min_version, f.max_version)
+            for f in answers[v].supported_features
+        ]
+        for v in (3, 4)
+    }
+    assert supported == {
+        3: [("metadata.version", 1, 1)],
+        4: [("metadata.version", 1, 1), ("kraft.version", 0, 0)],
+    }
+    for v in (3, 4):
+        finalized = answers[v].finalized_features
+        assert [
+            (f.name, f.min_version_level, f.max_version_level) for f in finalized
+        ] == [("metadata.version", 1, 1)]
+        assert answers[v].finalized_features_epoch == 42
+    # A node that gives none answers none, its epoch -1 ("none read").
+    bare = cast(Any, api_versions_response(table, 4))
+    assert (bare.supported_features, bare.finalized_features) == ((), ())
+    assert bare.finalized_features_epoch == -1

@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
 from minikafka.controller import (
+    SUPPORTED_FEATURES,
     ControllerError,
     CreatableTopic,
     CreateTopicsRequest,
@@ -31,7 +32,14 @@ from minikafka.controller import (
     validate_topic_name,
 )
 from minikafka.coordination import GroupCoordinatorShell
-from minikafka.net import ApiKey, ApiSpec, ApiTable, Request, handle_api_versions
+from minikafka.net import (
+    ApiKey,
+    ApiSpec,
+    ApiTable,
+    Features,
+    Request,
+    handle_api_versions,
+)
 from minikafka.raft.wire import encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
@@ -144,8 +152,15 @@ class KafkaApis:
             if not request.responded:
                 request.close_connection()
 
+    def features(self) -> Features:
+        """ApiVersions' features (KIP-584): the levels this broker runs, and those the
+        cluster finalized (FeatureLevelRecords) as of its metadata image's offset."""
+        image = self.metadata_cache.image
+        finalized = tuple(sorted((n, v) for n, v in image.features.items() if v > 0))
+        return Features(SUPPORTED_FEATURES, finalized, image.offset)
+
     async def _api_versions(self, request: Request) -> None:
-        handle_api_versions(request, self.SUPPORTED)
+        handle_api_versions(request, self.SUPPORTED, self.features())
 
     # --- one method per API, adapting the request to its handler's dependencies
     # --------

@@ -22,6 +22,7 @@ from ._config_alter import ConfigChangeError as ConfigChangeError
 from ._config_alter import changes as config_changes
 from ._config_alter import incrementally_altered as incrementally_altered
 from ._config_alter import replaced as replaced_configs
+from ._controller import SUPPORTED_FEATURES as SUPPORTED_FEATURES
 from ._controller import AppendRecords as AppendRecords
 from ._controller import QuorumController as QuorumController
 from ._controller import QuorumControllerResult as QuorumControllerResult
@@ -212,6 +213,7 @@ __all__ = [
     "REPLICA_TRANSITIONS",
     "REPLICA_TRANSITION_REASONS",
     "SECURITY_PROTOCOLS",
+    "SUPPORTED_FEATURES",
     "TOPIC_CONFIG_KEYS",
     "UNCLEAN_ELECTION",
     "UNCLEAN_LEADER_ELECTION_ENABLE",

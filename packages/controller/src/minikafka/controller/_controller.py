@@ -70,6 +70,14 @@ METADATA_VERSION = "metadata.version"
 # The metadata.version a fresh cluster starts at. Our records are a subset of Kafka's,
 # so the number only says "this log was bootstrapped"; it gates nothing yet.
 BOOTSTRAP_METADATA_VERSION = 1
+KRAFT_VERSION = "kraft.version"
+SUPPORTED_FEATURES: tuple[tuple[str, int, int], ...] = (
+    (METADATA_VERSION, BOOTSTRAP_METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),
+    # Level 0 only: the voters are static (controller.quorum.voters); level 1 is
+    # KIP-853's quorum whose voters change by records.
+    (KRAFT_VERSION, 0, 0),
+)
+"""Each feature's lowest and highest level a node runs (KIP-584; ApiVersions v3+)."""
 
 
 @attrs.frozen

@@ -10,6 +10,8 @@ import minikafka.common  # noqa: F401  (first, before kio: a program leaves out 
 from ._api_keys import ApiKey as ApiKey
 from ._api_spec import ApiSpec as ApiSpec
 from ._api_spec import ApiTable as ApiTable
+from ._api_versions import NO_FEATURES as NO_FEATURES
+from ._api_versions import Features as Features
 from ._api_versions import api_versions_response as api_versions_response
 from ._api_versions import handle_api_versions as handle_api_versions
 from ._body_classes import body_classes as body_classes
@@ -74,6 +76,7 @@ from ._server import SocketServer as SocketServer
 __all__ = [
     "DEFAULT_SECURITY_PROTOCOL_MAP",
     "NET_CONFIG",
+    "NO_FEATURES",
     "REQUEST_TIME_COMPONENTS",
     "SECURITY_PROTOCOLS",
     "Acceptor",
@@ -86,6 +89,7 @@ __all__ = [
     "ConnectionQuotas",
     "DemoApis",
     "DisconnectedError",
+    "Features",
     "ForeignProtocol",
     "FrameDecoder",
     "FrameError",

@@ -44,10 +44,12 @@ from minikafka.controller.zk import (
     admin_create_topics,
 )
 from minikafka.net import (
+    NO_FEATURES,
     ApiKey,
     ApiSpec,
     ApiTable,
     ClientError,
+    Features,
     Node,
     Request,
 )
@@ -185,6 +187,11 @@ class ZkKafkaApis(KafkaApis):
     def _node(self) -> ZkBrokerNode:
         assert self.node is not None, "the ZkBrokerServer sets itself as node"
         return self.node
+
+    def features(self) -> Features:
+        """None: Kafka 2.8's brokers support no feature (KIP-584's versioning came with
+        KRaft's metadata.version), and minikafka writes no ``/feature`` znode."""
+        return NO_FEATURES
 
     async def _leader_and_isr(self, request: Request) -> None:
         body = request.body_as((lai.LeaderAndIsrRequest,))
