@@ -884,6 +884,9 @@ def test_log_dirs_describes_the_log_dir_and_its_partitions(
 
 # --- kafka-features ----------------------------------------------------------------------
 
+Features = dict[str, dict[str, str]]
+"""kafka-features describe's lines: each feature's name -> its columns."""
+
 FEATURES_NOTES = (
     "`metadata.version` is level 1 (`3.0-IV1`, the records minikafka writes), which "
     "Kafka 4's tools, knowing 3.3-IV3 and later only, print as `UNKNOWN 1`; no other "
@@ -894,15 +897,19 @@ FEATURES_NOTES = (
 @pytest.mark.kafka_tool(
     "kafka-features", "--bootstrap-server describe", notes=FEATURES_NOTES
 )
+@pytest.mark.kafka_tool(
+    "kafka-features", "--bootstrap-controller describe", notes=FEATURES_NOTES
+)
 def test_features_describe_the_levels_the_broker_runs(
-    broker: BrokerProcess, kafka_reference: KafkaNode
+    broker: BrokerProcess, cluster: ProcessCluster, kafka_reference: KafkaNode
 ) -> None:
     # Guarantee: kafka-features reads ApiVersions' features (KIP-584): from minikafka a
     # line for metadata.version finalized at the level the metadata log's first record
     # set, and kraft.version supported at 0 only, each in Kafka's format with the same
-    # epoch; Kafka prints the same columns for its own features.
-    def describe(where: str) -> dict[str, dict[str, str]]:
-        run = tool("kafka-features", "--bootstrap-server", where, "describe")
+    # epoch; Kafka prints the same columns for its own features. A controller asked on
+    # its listener (KIP-919) says the same of what the metadata log has committed.
+    def describe(where: str, flag: str = "--bootstrap-server") -> Features:
+        run = tool("kafka-features", flag, where, "describe")
         lines = [line for line in run.stdout.splitlines() if line.startswith("Feature")]
         rows = [
             dict(cell.split(": ", 1) for cell in line.split("\t")) for line in lines
@@ -918,6 +925,11 @@ def test_features_describe_the_levels_the_broker_runs(
     assert len({row["Epoch"] for row in ours.values()}) == 1
     assert int(ours["metadata.version"]["Epoch"]) >= 0
     assert list(ours["metadata.version"]) == list(theirs["metadata.version"])
+    controller = f"127.0.0.1:{cluster.listen_port(CONTROLLERS[0])}"
+    on_controller = describe(controller, "--bootstrap-controller")
+    assert sorted(on_controller) == ["kraft.version", "metadata.version"]
+    assert on_controller["metadata.version"]["FinalizedVersionLevel"] == "UNKNOWN 1"
+    assert int(on_controller["metadata.version"]["Epoch"]) >= 0
 
 
 # --- a cluster of three controllers and three brokers ---------------------------------

@@ -23,7 +23,6 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
 from minikafka.controller import (
-    SUPPORTED_FEATURES,
     ControllerError,
     CreatableTopic,
     CreateTopicsRequest,
@@ -61,6 +60,7 @@ from ._describe import (
 )
 from ._describe_configs import handle_describe_configs, topic_config_entries
 from ._describe_producers import handle_describe_producers
+from ._features import image_features
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
 from ._groups import (
@@ -153,11 +153,8 @@ class KafkaApis:
                 request.close_connection()
 
     def features(self) -> Features:
-        """ApiVersions' features (KIP-584): the levels this broker runs, and those the
-        cluster finalized (FeatureLevelRecords) as of its metadata image's offset."""
-        image = self.metadata_cache.image
-        finalized = tuple(sorted((n, v) for n, v in image.features.items() if v > 0))
-        return Features(SUPPORTED_FEATURES, finalized, image.offset)
+        """ApiVersions' features (KIP-584), from the metadata image this broker has."""
+        return image_features(self.metadata_cache.image)
 
     async def _api_versions(self, request: Request) -> None:
         handle_api_versions(request, self.SUPPORTED, self.features())

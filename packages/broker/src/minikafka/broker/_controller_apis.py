@@ -79,6 +79,7 @@ from ._describe import (
     CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
     handle_controller_describe_cluster,
 )
+from ._features import image_features
 from ._reassignments import (
     handle_alter_partition_reassignments,
     handle_elect_leaders,
@@ -132,7 +133,9 @@ class ControllerApis:
         quorum = self.server.quorum
         match request.api_key:
             case ApiKey.API_VERSIONS:
-                handle_api_versions(request, self.api_versions())
+                # the features committed to the metadata log, as Kafka's controller says
+                features = image_features(self.server.image)
+                handle_api_versions(request, self.api_versions(), features)
             case ApiKey.FETCH | ApiKey.FETCH_SNAPSHOT | ApiKey.VOTE:
                 await handle_raft_request(request, quorum, self.cluster_id)
             case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH:
