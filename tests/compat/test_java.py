@@ -567,7 +567,7 @@ def test_admin(
         ("OFFSET_COMMIT", 9),
         ("DELETE_GROUPS", 1),
         ("DELETE_TOPICS", 6),
-        ("DESCRIBE_QUORUM", 1),
+        ("DESCRIBE_QUORUM", 2),
         ("JOIN_GROUP", 9),
         ("INCREMENTAL_ALTER_CONFIGS", 1),
         ("DESCRIBE_CLUSTER", 2),

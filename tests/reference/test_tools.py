@@ -51,8 +51,9 @@ TOPICS_DESCRIBE_NOTES = (
     "topic ids but no eligible leader replicas)"
 )
 QUORUM_NOTES = (
-    "`CurrentVoters` lists ids only (no `directoryId`, no `endpoints`) and "
-    "`DirectoryId` is all zeros (`AAAAAAAAAAAAAAAAAAAAAA`): DescribeQuorum stops at v1"
+    "the voters are static (`controller.quorum.voters`), so, as from Kafka with static "
+    "voters, `CurrentVoters` has no `directoryId` and `DirectoryId` is all zeros "
+    "(`AAAAAAAAAAAAAAAAAAAAAA`); the reference node's quorum is dynamic (KIP-853)"
 )
 
 
@@ -970,8 +971,14 @@ def test_metadata_quorum_describes_the_three_controllers(
     assert int(status["HighWatermark"]) > 0
     assert out.voter_ids(status["CurrentVoters"]) == CONTROLLERS
     assert out.voter_ids(status["CurrentObservers"]) == BROKERS
+    # DescribeQuorum v2 (KIP-853): each voter with its controller listener's endpoint,
+    # and no directory id (the noted difference: static voters have none).
     voters = json.loads(status["CurrentVoters"])
-    assert all(set(v) == {"id"} for v in voters), voters  # the noted difference
+    ports = {c: cluster.listen_port(c) for c in CONTROLLERS}
+    assert sorted(voters, key=lambda v: int(v["id"])) == [
+        {"id": c, "endpoints": [f"CONTROLLER://127.0.0.1:{ports[c]}"]}
+        for c in CONTROLLERS
+    ], voters
     assert {"id", "directoryId", "endpoints"} <= set(
         json.loads(their_status["CurrentVoters"])[0]
     )

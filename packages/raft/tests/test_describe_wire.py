@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.describe_quorum.v1 import request as dq_req
 from kio.schema.describe_quorum.v1 import response as dq_res
+from kio.schema.describe_quorum.v2 import response as dq_res_v2
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
@@ -21,11 +22,13 @@ from kio.static.protocol import Entity
 from minikafka.raft._describe import QuorumInfo, ReplicaInfo, format_replication
 from minikafka.raft._describe_wire import (
     DescribeQuorumError,
+    QuorumNode,
     check_describe_quorum_request,
     decode_describe_quorum_response,
     encode_describe_quorum_error,
     encode_describe_quorum_request,
     encode_describe_quorum_response,
+    encode_describe_quorum_response_v2,
 )
 
 WALL = 1_700_000_000.0  # the wall clock when the leader's own clock read 0
@@ -266,3 +269,36 @@ def test_an_answer_about_another_partition_or_without_its_leader_is_refused() ->
     )
     with pytest.raises(ValueError, match="leader 9 is not among the voters"):
         decode_describe_quorum_response(leaderless)
+
+
+def test_v2_lists_the_voters_endpoints_and_no_directory_ids() -> None:
+    # Guarantee (KIP-853, as Kafka 4.1.1 answers with static voters): v2 carries v1's
+    # quorum, each replica's directory id as the zero uuid, empty error messages, and a
+    # node per voter (not per observer) with its controller listener's endpoint.
+    info = QuorumInfo(
+        leader_id=1,
+        leader_epoch=3,
+        high_watermark=10,
+        voters=(ReplicaInfo(1, 10, 5.0, 5.0), ReplicaInfo(2, 9, 4.0, 3.0)),
+        observers=(ReplicaInfo(7, 10, 5.0, 5.0),),
+    )
+    nodes = [
+        QuorumNode(2, "CONTROLLER", "h2", 9094),
+        QuorumNode(1, "CONTROLLER", "h1", 9093),
+        QuorumNode(9, "CONTROLLER", "h9", 9099),  # not a voter of this quorum
+    ]
+    decoded = through_bytes(
+        encode_describe_quorum_response_v2(info, wall_clock_offset=0.0, nodes=nodes)
+    )
+    assert isinstance(decoded, dq_res_v2.DescribeQuorumResponse)
+    assert decoded.error_message == ""
+    (partition,) = decoded.topics[0].partitions
+    assert partition.error_message == ""
+    assert [r.replica_id for r in partition.current_voters] == [1, 2]
+    assert [r.replica_id for r in partition.observers] == [7]
+    assert {r.replica_directory_id for r in partition.current_voters} == {None}
+    assert [
+        (n.node_id, [(lst.name, lst.host, lst.port) for lst in n.listeners])
+        for n in decoded.nodes
+    ] == [(1, [("CONTROLLER", "h1", 9093)]), (2, [("CONTROLLER", "h2", 9094)])]
+    assert partition.current_voters[1].last_fetch_timestamp == 4000

@@ -19,6 +19,12 @@ import attrs
 import trio
 from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
 from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
+from kio.schema.describe_quorum.v2.request import (
+    DescribeQuorumRequest as DescribeQuorumRequestV2,
+)
+from kio.schema.describe_quorum.v2.response import (
+    DescribeQuorumResponse as DescribeQuorumResponseV2,
+)
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
@@ -39,7 +45,7 @@ from minikafka.net import (
     Request,
     handle_api_versions,
 )
-from minikafka.raft.wire import encode_describe_quorum_error
+from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
 from ._admin import (
@@ -51,7 +57,11 @@ from ._alter_configs import handle_alter_configs, handle_incremental_alter_confi
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel, RemoteController
-from ._controller_raft_apis import DESCRIBE_QUORUM_VERSIONS, describe_quorum
+from ._controller_raft_apis import (
+    DESCRIBE_QUORUM_VERSIONS,
+    describe_quorum,
+    quorum_nodes,
+)
 from ._describe import (
     DESCRIBE_CLUSTER_VERSIONS,
     DESCRIBE_LOG_DIRS_VERSIONS,
@@ -250,17 +260,18 @@ class KafkaApis:
     async def _describe_quorum(self, request: Request) -> None:
         # KIP-595: any broker answers for the quorum by asking its active controller.
         if isinstance(self.controller, QuorumControllerShell):
-            describe_quorum(request, self.controller)
+            describe_quorum(request, self.controller, quorum_nodes(self.config.roles))
             return
         assert isinstance(self.controller, RemoteController)
+        body = request.body_as((DescribeQuorumRequest, DescribeQuorumRequestV2))
         try:
-            answer = await self.controller.forward(
-                request.body_as((DescribeQuorumRequest,))
-            )
+            answer = await self.controller.forward(body)  # at the client's version
         except ControllerError as exc:
-            request.respond(encode_describe_quorum_error(exc.error_code))
+            error = encode_describe_quorum_error(exc.error_code)
+            v2 = request.api_version >= 2
+            request.respond(describe_quorum_error_v2(error) if v2 else error)
             return
-        assert isinstance(answer, DescribeQuorumResponse)
+        assert isinstance(answer, DescribeQuorumResponse | DescribeQuorumResponseV2)
         request.respond(answer)
 
     async def _describe_cluster(self, request: Request) -> None:

@@ -391,7 +391,9 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
         "list_partition_reassignments_v0.ListPartitionReassignmentsRequest"
     ),
     # Forwarded to the active controller as it came (KIP-595): v1 only.
-    ApiKey.DESCRIBE_QUORUM: body_classes("describe_quorum_v1.DescribeQuorumRequest"),
+    ApiKey.DESCRIBE_QUORUM: body_classes(
+        "describe_quorum_v1.DescribeQuorumRequest | describe_quorum_v2.DescribeQuorumRequest"
+    ),
     ApiKey.DESCRIBE_CLUSTER: DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS: DESCRIBE_LOG_DIRS,
 }

@@ -65,6 +65,7 @@ from minikafka.controller import (
     QuorumControllerShell,
 )
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
+from minikafka.raft.wire import QuorumNode
 
 from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
@@ -125,6 +126,8 @@ class ControllerApis:
     cluster_id: str
     voters: tuple[QuorumVoter, ...] = ()
     """``controller.quorum.voters``: the controllers DescribeCluster lists."""
+    nodes: tuple[QuorumNode, ...] = ()
+    """The voters on their controller listener: what DescribeQuorum v2 lists."""
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return {**SUPPORTED, **RAFT_APIS}
@@ -141,7 +144,7 @@ class ControllerApis:
             case ApiKey.BEGIN_QUORUM_EPOCH | ApiKey.END_QUORUM_EPOCH:
                 await handle_raft_request(request, quorum, self.cluster_id)
             case ApiKey.DESCRIBE_QUORUM:
-                describe_quorum(request, self.server)
+                describe_quorum(request, self.server, self.nodes)
             case ApiKey.DESCRIBE_CLUSTER:
                 handle_controller_describe_cluster(
                     request, self.voters, quorum.leader_id, self.cluster_id

@@ -36,6 +36,7 @@ from minikafka.trace import Tracer, get_tracer
 
 from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
+from ._controller_raft_apis import quorum_nodes
 from ._meta_properties import ensure_formatted
 from ._quorum_transport import NetworkTransport
 from ._roles import PROCESS_ROLES, QUORUM_VOTERS
@@ -116,7 +117,7 @@ class ControllerNode:
             controller, transport = open_raft_controller(
                 config, cluster_id, rng, tracer
             )
-        apis = ControllerApis(controller, cluster_id, roles.voters)
+        apis = ControllerApis(controller, cluster_id, roles.voters, quorum_nodes(roles))
         server = SocketServer(config.net, apis, tracer=tracer)
         return cls(config, cluster_id, controller, server, transport)
 

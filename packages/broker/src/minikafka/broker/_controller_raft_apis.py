@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
+from typing import cast
 
 from kio.schema.describe_quorum.v1 import request as dq_v1
+from kio.schema.describe_quorum.v1 import response as dq_res_v1
+from kio.schema.describe_quorum.v2 import request as dq_v2
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 from kio.static.protocol import ResponsePayload
@@ -37,12 +40,18 @@ from minikafka.raft import (
 )
 from minikafka.raft import Request as RaftRequest
 from minikafka.raft.wire import (
+    QuorumNode,
     check_describe_quorum_request,
+    describe_quorum_error_v2,
     encode_describe_quorum_error,
     encode_describe_quorum_response,
+    encode_describe_quorum_response_v2,
 )
 
-DESCRIBE_QUORUM_VERSIONS = (1, 1)  # v1: KIP-836's last fetch and caught-up times
+from ._roles import Roles
+
+# v1: KIP-836's last fetch and caught-up times; v2: KIP-853's voter endpoints
+DESCRIBE_QUORUM_VERSIONS = (1, 2)
 RAFT_APIS: Mapping[int, tuple[int, int]] = {
     # KIP-853's versions, the ones minikafka.raft.wire encodes (Vote v2 carries KIP-996's
     # PreVote flag).
@@ -109,10 +118,27 @@ def _encode(
     raise AssertionError(f"the Raft node answered {request} with {answer}")
 
 
-def describe_quorum(request: Request, server: QuorumControllerShell) -> None:
-    """DescribeQuorum (KIP-595, KIP-836): the leader describes the quorum; any other
-    node answers NOT_LEADER_OR_FOLLOWER, and the asker tries another controller."""
-    body = request.body_as((dq_v1.DescribeQuorumRequest,))
+def quorum_nodes(roles: Roles) -> tuple[QuorumNode, ...]:
+    """The voters of ``controller.quorum.voters`` on the first controller listener, as
+    DescribeQuorum v2 lists them (none without a controller listener)."""
+    if not roles.controller_listener_names:
+        return ()
+    listener = roles.controller_listener_names[0]
+    return tuple(QuorumNode(v.node_id, listener, v.host, v.port) for v in roles.voters)
+
+
+def describe_quorum(
+    request: Request, server: QuorumControllerShell, nodes: tuple[QuorumNode, ...]
+) -> None:
+    """DescribeQuorum (KIP-595, KIP-836, KIP-853): the leader describes the quorum (from
+    v2 with ``nodes``, the voters' endpoints); any other node answers
+    NOT_LEADER_OR_FOLLOWER, and the asker tries another controller."""
+    # v2's request is v1's in the flexible encoding: the same topics and partitions.
+    body = cast(
+        dq_v1.DescribeQuorumRequest,
+        request.body_as((dq_v1.DescribeQuorumRequest, dq_v2.DescribeQuorumRequest)),
+    )
+    v2 = request.api_version >= 2
     response: ResponsePayload
     try:
         check_describe_quorum_request(body)
@@ -124,7 +150,18 @@ def describe_quorum(request: Request, server: QuorumControllerShell) -> None:
         described = server.describe_quorum()
         if described is None:
             response = encode_describe_quorum_error(ErrorCode.not_leader_or_follower)
+        elif v2:
+            info, offset = described
+            request.respond(
+                encode_describe_quorum_response_v2(
+                    info, wall_clock_offset=offset, nodes=nodes
+                )
+            )
+            return
         else:
             info, offset = described
             response = encode_describe_quorum_response(info, wall_clock_offset=offset)
+    if v2:
+        assert isinstance(response, dq_res_v1.DescribeQuorumResponse)
+        response = describe_quorum_error_v2(response)
     request.respond(response)

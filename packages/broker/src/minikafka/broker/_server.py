@@ -78,6 +78,7 @@ from ._config import KafkaConfig
 from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
 from ._controller_node import open_raft_controller
+from ._controller_raft_apis import quorum_nodes
 from ._local_replicas import LoggingFaultHandler
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
@@ -239,7 +240,9 @@ class BrokerServer:
             # the listeners brokers on other nodes reach it by.
             broker.controller_socket_server = SocketServer(
                 controller_net,
-                ControllerApis(controller, cluster_id, roles.voters),
+                ControllerApis(
+                    controller, cluster_id, roles.voters, quorum_nodes(roles)
+                ),
                 tracer=tracer,
             )
         return broker

@@ -17,13 +17,15 @@ level with no topics. A client gets either as :class:`DescribeQuorumError`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+import attrs
 from kio.schema.describe_quorum.v1 import request as dq_req
 from kio.schema.describe_quorum.v1 import response as dq_res
+from kio.schema.describe_quorum.v2 import response as dq_res_v2
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32, i64, u16
 
 from ._describe import QuorumInfo, ReplicaInfo
 from ._wire import METADATA_TOPIC, _only_partition
@@ -129,6 +131,68 @@ def encode_describe_quorum_response(
     return _answer((partition,))
 
 
+@attrs.frozen
+class QuorumNode:
+    """A voter as DescribeQuorum v2 lists it (KIP-853): its id, and the controller
+    listener it is reached on (a static voter's, from ``controller.quorum.voters``)."""
+
+    node_id: int
+    listener: str
+    host: str
+    port: int
+
+
+def encode_describe_quorum_response_v2(
+    info: QuorumInfo, *, wall_clock_offset: float, nodes: Sequence[QuorumNode]
+) -> dq_res_v2.DescribeQuorumResponse:
+    """The leader's answer at v2: v1's, each replica's directory id (the zero uuid of
+    a static voter, and of an observer that gave none) and the voters' endpoints. Kafka
+    4.1.1 with static voters answers so, its error messages empty strings."""
+
+    def states(
+        replicas: Iterable[ReplicaInfo],
+    ) -> tuple[dq_res_v2.ReplicaState, ...]:
+        return tuple(
+            dq_res_v2.ReplicaState(
+                replica_id=BrokerId(r.replica_id),
+                replica_directory_id=None,  # the zero uuid on the wire
+                log_end_offset=i64(r.log_end_offset),
+                last_fetch_timestamp=_epoch_ms(r.last_fetch, wall_clock_offset),
+                last_caught_up_timestamp=_epoch_ms(r.last_caught_up, wall_clock_offset),
+            )
+            for r in replicas
+        )
+
+    partition = dq_res_v2.PartitionData(
+        partition_index=i32(0),
+        error_code=ErrorCode.none,
+        error_message="",
+        leader_id=BrokerId(info.leader_id),
+        leader_epoch=i32(info.leader_epoch),
+        high_watermark=i64(info.high_watermark),
+        current_voters=states(info.voters),
+        observers=states(info.observers),
+    )
+    topic = dq_res_v2.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
+    return dq_res_v2.DescribeQuorumResponse(
+        error_code=ErrorCode.none,
+        error_message="",
+        topics=(topic,),
+        nodes=tuple(
+            dq_res_v2.Node(
+                node_id=BrokerId(n.node_id),
+                listeners=(
+                    dq_res_v2.Listener(name=n.listener, host=n.host, port=u16(n.port)),
+                ),
+            )
+            for n in sorted(nodes, key=lambda n: n.node_id)
+            if any(v.replica_id == n.node_id for v in info.voters)
+        ),
+    )
+
+
 def _error_partition(index: int, code: ErrorCode) -> dq_res.PartitionData:
     # An error answer carries only its code: Kafka leaves the leader id, epoch and high
     # watermark at the schema's zeros and so do we (a leader id of 0 here names no
@@ -173,6 +237,36 @@ def encode_describe_quorum_error(
             )
             for t in request.topics
         ),
+    )
+
+
+def describe_quorum_error_v2(
+    answer: dq_res.DescribeQuorumResponse,
+) -> dq_res_v2.DescribeQuorumResponse:
+    """An error answer of :func:`encode_describe_quorum_error`, at v2 (no nodes)."""
+    return dq_res_v2.DescribeQuorumResponse(
+        error_code=answer.error_code,
+        error_message=None,
+        topics=tuple(
+            dq_res_v2.TopicData(
+                topic_name=t.topic_name,
+                partitions=tuple(
+                    dq_res_v2.PartitionData(
+                        partition_index=p.partition_index,
+                        error_code=p.error_code,
+                        error_message=None,
+                        leader_id=p.leader_id,
+                        leader_epoch=p.leader_epoch,
+                        high_watermark=p.high_watermark,
+                        current_voters=(),
+                        observers=(),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in answer.topics
+        ),
+        nodes=(),
     )
 
 

@@ -17,18 +17,23 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_res
 
 from ._describe_wire import DescribeQuorumError as DescribeQuorumError
+from ._describe_wire import QuorumNode as QuorumNode
 from ._describe_wire import (
     check_describe_quorum_request as check_describe_quorum_request,
 )
 from ._describe_wire import (
     decode_describe_quorum_response as decode_describe_quorum_response,
 )
+from ._describe_wire import describe_quorum_error_v2 as describe_quorum_error_v2
 from ._describe_wire import encode_describe_quorum_error as encode_describe_quorum_error
 from ._describe_wire import (
     encode_describe_quorum_request as encode_describe_quorum_request,
 )
 from ._describe_wire import (
     encode_describe_quorum_response as encode_describe_quorum_response,
+)
+from ._describe_wire import (
+    encode_describe_quorum_response_v2 as encode_describe_quorum_response_v2,
 )
 from ._fetch_wire import METADATA_TOPIC_ID as METADATA_TOPIC_ID
 from ._fetch_wire import decode_fetch_request as decode_fetch_request
