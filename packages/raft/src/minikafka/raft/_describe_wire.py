@@ -1,5 +1,7 @@
 """DescribeQuorum in Kafka's wire schema, v1: KIP-595's request and answer, with the two
-per-replica times KIP-836 added (``last_fetch_timestamp``, ``last_caught_up_timestamp``).
+per-replica times KIP-836 added (``last_fetch_timestamp``, ``last_caught_up_timestamp``);
+and v2's answer, which adds the voters' endpoints and each replica's directory id
+(KIP-853; :func:`encode_describe_quorum_response_v2`).
 
 The leader builds a :class:`~._describe.QuorumInfo` on its own clock (virtual time in
 the simulator, a monotonic clock in a shell); the wire carries epoch milliseconds, read
