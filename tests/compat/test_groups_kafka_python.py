@@ -53,13 +53,18 @@ def next_offsets(topic: str, records: Iterable[Record]) -> dict[TopicPartition, 
 
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, member: Member) -> None:
+    def __init__(self, member: Member, consumer: Any = None) -> None:
         self.member = member
+        self.consumer = consumer
 
     def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
         self.member.on_event("revoke", (tp.partition for tp in revoked))
 
     def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
+        if self.consumer is not None:
+            # Known before the assignment is: a test that waits for the assignment
+            # then reads the member id, and a poll may not return for GROUP_POLL_MS.
+            self.member.member_id = self.consumer.group_metadata().member_id
         self.member.on_event("assign", (tp.partition for tp in assigned))
 
     def on_partitions_lost(self, lost: Iterable[Any]) -> None:
@@ -75,7 +80,7 @@ class KafkaPythonMember(ThreadMember):
 
     def consume(self) -> None:
         consumer = KafkaConsumer(**self.config)
-        consumer.subscribe([self.topic], listener=_Listener(self))
+        consumer.subscribe([self.topic], listener=_Listener(self, consumer))
         try:
             while not self.stopping.is_set():
                 batch = [
