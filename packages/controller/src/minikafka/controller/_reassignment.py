@@ -134,9 +134,10 @@ class Reassignment:
             validate_manual_assignment({0: trs}, list(self.state.cluster.brokers))
         except PlacementError as exc:
             raise Refused(exc.error_code, exc.message) from None
-        refused = rf_change_refused(len(partition.target_replicas), len(trs))
-        if refused is not None and not allow_rf_change:
-            raise refused
+        if not allow_rf_change:
+            refused = rf_change_refused(len(partition.target_replicas), len(trs))
+            if refused is not None:
+                raise refused
 
     def list_partition_reassignments(
         self, epoch: int

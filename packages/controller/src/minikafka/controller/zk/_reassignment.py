@@ -101,11 +101,14 @@ class Reassignments(ZkStateMachines):
                 validate_manual_assignment({0: trs}, list(context.brokers))
             except PlacementError as exc:
                 return exc.error_code, exc.message
-            removing = assignment.removing.get(item.partition, ())
-            heading = [r for r in rs if r not in removing]  # TRS, or RS if not moving
-            refused = rf_change_refused(len(heading), len(trs))
-            if refused is not None and not allow_rf_change:
-                return refused.error_code, refused.message
+            if not allow_rf_change:
+                removing = assignment.removing.get(item.partition, ())
+                heading = [
+                    r for r in rs if r not in removing
+                ]  # TRS, or RS if not moving
+                refused = rf_change_refused(len(heading), len(trs))
+                if refused is not None:
+                    return refused.error_code, refused.message
         isr = context.leadership[tp].state.isr
         new_rs = tuple(trs) + tuple(r for r in ors if r not in trs)
         if not set(isr) & set(new_rs):
