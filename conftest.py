@@ -19,8 +19,13 @@ must not compete with others for the two cores (a lab's checks on its scenario's
 failover and soak tests of clusters of processes, benchmarks). Whole directories are
 marked here (:data:`SERIAL_DIRS`); a test elsewhere is marked in its own module.
 
+``MINIKAFKA_FORK_SERVER=1`` (set here, before pytest-xdist starts its workers): the
+brokers the tests start fork from a process that imported the broker once
+(``minikafka.broker._fork_server``).
+
 ``MINIKAFKA_TEST_TIMES=FILE`` appends each test's setup, call and teardown durations to
-FILE (``nodeid``, phase, seconds, the worker that ran it, the outcome; tab-separated):
+FILE (``nodeid``, phase, seconds, the worker that ran it, the outcome, the Unix time the
+phase ended; tab-separated):
 what the scheduling of both runs is tuned from, beyond the ten slowest each run prints.
 
 A section of the terminal summary (the fuzz suite's reports) reaches it in the reports
@@ -127,6 +132,10 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 TIMES_ENV = "MINIKAFKA_TEST_TIMES"
 
+# Some five hundred broker starts a run, each a second of CPU less. Every test process
+# and every process they start inherits it; a test that needs Popen unsets it.
+os.environ.setdefault("MINIKAFKA_FORK_SERVER", "1")
+
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     times = os.environ.get(TIMES_ENV)
@@ -136,7 +145,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         with open(times, "a") as out:
             out.write(
                 f"{report.nodeid}\t{report.when}\t{report.duration:.3f}"
-                f"\t{getattr(name, 'id', '-')}\t{report.outcome}\n"
+                f"\t{getattr(name, 'id', '-')}\t{report.outcome}\t{report.stop:.3f}\n"
             )
     for key, value in report.user_properties:
         if isinstance(key, str) and key.startswith(SUMMARY):

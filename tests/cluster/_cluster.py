@@ -11,7 +11,6 @@ it); :data:`SHARED` holds the clusters :func:`shared_cluster` has up, and
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,7 +24,12 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker._node_exits import describe_exit, tracebacks
-from minikafka.broker.testing import BrokerProcess, ProcessCluster, free_ports
+from minikafka.broker.testing import (
+    BrokerProcess,
+    NodeProcess,
+    ProcessCluster,
+    free_ports,
+)
 
 WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
@@ -261,7 +265,7 @@ class _Run:
     whether ``stop()`` or ``kill()`` told it to end (``untold``: its status, had it ended
     before)."""
 
-    child: subprocess.Popen[bytes]
+    child: NodeProcess
     drain: threading.Thread | None
     told: bool = False
     untold: int | None = None

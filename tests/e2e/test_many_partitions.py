@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 # confluent_kafka.admin re-exports NewTopic without listing it in __all__.
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from minikafka.broker.testing import BrokerProcess
+from minikafka.broker.testing import FORK_SERVER_ENV, BrokerProcess
 
 NOFILE = 512  # soft and hard: the broker cannot raise it
 POOL = NOFILE // 2  # the LogManager's pool: half the soft limit (minikafka.log._files)
@@ -44,7 +44,9 @@ def limited_broker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[BrokerProcess]:
     """A broker process started (and restarted) with RLIMIT_NOFILE = 512, soft and hard."""
-    # BrokerProcess has no hook for the child's limits: give its Popen a preexec_fn.
+    # BrokerProcess has no hook for the child's limits: give its Popen a preexec_fn
+    # (and start it with Popen, not from a fork server, whose children it cannot reach).
+    monkeypatch.delenv(FORK_SERVER_ENV, raising=False)
     monkeypatch.setattr(
         subprocess,
         "Popen",

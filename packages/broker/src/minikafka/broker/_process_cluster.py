@@ -22,7 +22,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import attrs
 from minikafka.zk import ZooKeeperError, ZooKeeperServer
 
 from ._cluster_layout import ClusterLayout
+from ._fork_server import NodeProcess, start_node
 from ._node_exits import ENDING_SIGNALS, NodeCrash, describe_exit, tracebacks
 
 
@@ -42,9 +42,7 @@ class ClusterError(RuntimeError):
 class ProcessCluster(ClusterLayout):
     """The nodes of a :class:`ClusterLayout` as processes: started, signalled, watched."""
 
-    _children: dict[int, subprocess.Popen[bytes]] = attrs.field(
-        init=False, factory=dict
-    )
+    _children: dict[int, NodeProcess] = attrs.field(init=False, factory=dict)
     _told: set[int] = attrs.field(init=False, factory=set)
     """Pids sent one of :data:`ENDING_SIGNALS` through this object."""
     _exits: dict[int, tuple[int, int, bool]] = attrs.field(init=False, factory=dict)
@@ -93,23 +91,15 @@ class ProcessCluster(ClusterLayout):
         log = self.log_file(node)
         self._end_last_line(log)
         offset = log.stat().st_size if log.exists() else 0
-        command = [
-            sys.executable,
-            "-m",
-            "minikafka.broker",
+        args = [
             "broker",
             str(self.properties_file(node)),
             "--trace-dir",
             str(self.root / "traces"),
         ]
         with log.open("ab") as out:
-            child = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C in the terminal is not meant for it
-            )
+            # A new session: Ctrl-C in the terminal is not meant for it.
+            child = start_node(args, output=out.fileno(), new_session=True)
         self._children[node] = child
         self.pid_file(node).write_text(f"{child.pid}\n")
         if wait:
@@ -207,7 +197,7 @@ class ProcessCluster(ClusterLayout):
         self._children.pop(node, None)
         self.pid_file(node).unlink(missing_ok=True)
 
-    def _note_exit(self, node: int, child: subprocess.Popen[bytes]) -> None:
+    def _note_exit(self, node: int, child: NodeProcess) -> None:
         if child.pid in self._exits or child.returncode is None:
             return
         try:

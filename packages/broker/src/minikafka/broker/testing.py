@@ -1,12 +1,14 @@
 """Helpers for tests and benchmarks that need a real broker.
 
-:class:`BrokerProcess` runs ``python -m minikafka.broker broker`` as a child process, the
-way a user runs it, and waits (with a deadline, never a bare sleep) for the line it
-prints when it is ready for clients. The compatibility tests, the crash-safety test and
-the benchmarks drive it with real Kafka clients; ``kill()`` is SIGKILL, ``stop()`` is
-SIGTERM and a clean shutdown. With ``trace_dir`` it runs with ``--trace-dir``: after
-``stop()`` the directory holds every event the broker emitted (read it with
-``minikafka.trace.read_trace``); after ``kill()``, what it had written out by then.
+:class:`BrokerProcess` runs ``python -m minikafka.broker broker`` as a child process,
+the way a user runs it (or forked from a process that imported the broker once, with
+``MINIKAFKA_FORK_SERVER=1``: ``_fork_server``), and waits (with a deadline, never a bare
+sleep) for the line it prints when it is ready for clients. The compatibility tests, the
+crash-safety test and the benchmarks drive it with real Kafka clients; ``kill()`` is
+SIGKILL, ``stop()`` is SIGTERM and a clean shutdown. With ``trace_dir`` it runs with
+``--trace-dir``: after ``stop()`` the directory holds every event the broker emitted
+(read it with ``minikafka.trace.read_trace``); after ``kill()``, what it had written out
+by then.
 
 :func:`running_broker` runs a :class:`BrokerServer` inside the test's own trio loop on
 an OS-chosen port, for tests that talk to it with the NetworkClient; :func:`tool_cluster`
@@ -29,7 +31,6 @@ import select
 import signal
 import struct
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -47,6 +48,9 @@ from minikafka.net import NetworkClient, Node, build, request_schema, response_s
 from minikafka.tools import connect
 
 from ._config import KafkaConfig
+from ._fork_server import FORK_SERVER_ENV as FORK_SERVER_ENV
+from ._fork_server import NodeProcess as NodeProcess
+from ._fork_server import start_node
 from ._local_cluster import LocalBroker as LocalBroker
 from ._local_cluster import LocalCluster as LocalCluster
 from ._process_cluster import ClusterError as ClusterError
@@ -71,7 +75,7 @@ class BrokerProcess:
     trace_dir: Path | None = None
     """``--trace-dir``: the broker's trace events go here (None: no flag; the broker then
     honours ``MINIKAFKA_TRACE_DIR`` if this process's environment sets it)."""
-    process: subprocess.Popen[bytes] | None = attrs.field(init=False, default=None)
+    process: NodeProcess | None = attrs.field(init=False, default=None)
     output: list[str] = attrs.field(init=False, factory=list)
 
     @property
@@ -84,15 +88,13 @@ class BrokerProcess:
             "log.dirs": str(self.data_dir),
             **self.overrides,
         }
-        command = [sys.executable, "-m", "minikafka.broker", "broker"]
+        args = ["broker"]
         for key, value in props.items():
-            command += ["--override", f"{key}={value}"]
+            args += ["--override", f"{key}={value}"]
         if self.trace_dir is not None:
-            command += ["--trace-dir", str(self.trace_dir)]
+            args += ["--trace-dir", str(self.trace_dir)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-        )
+        self.process = start_node(args, output=None, env=env)
         self._wait_ready(timeout)
 
     def _wait_ready(self, timeout: float) -> None:
