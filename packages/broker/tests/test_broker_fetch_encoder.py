@@ -3,7 +3,9 @@
 ``encode_fetch_response`` writes every field itself and leaves the records in the segment
 files as file regions (sent with ``sendfile``). Reading those regions back and splicing
 them in must give exactly what kio's generated encoder writes for the same response with
-the records inline, for every version the broker advertises.
+the records inline, for every version the broker advertises: the flexible versions'
+compact lengths and tagged fields (v12+), topic ids (v13+), a session's id and error
+(v7+), KIP-951's current leaders and their endpoints (v16+).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
 from minikafka.broker import KafkaApis, encode_fetch_response
+from minikafka.broker._fetch_sessions import FetchAnswer
+from minikafka.broker._metadata_cache import AliveBroker
 from minikafka.common import FileRegion, TopicPartition
 from minikafka.log import FileSlice, build_batch, make_records
 from minikafka.net import ApiKey, build, encode_entity, nested, response_schema
@@ -75,8 +80,19 @@ def splice(parts: Sequence[bytes | FileRegion]) -> bytes:
     return bytes(out)
 
 
+TOPIC_IDS = {
+    name: uuid.uuid5(uuid.NAMESPACE_DNS, name)
+    for name in ("orders", "tópico-ü", "z", "t")
+}
+
+
 def kio_encoding(
-    version: int, results: Sequence[Result], read_committed: bool
+    version: int,
+    results: Sequence[Result],
+    read_committed: bool,
+    session: FetchAnswer | None = None,
+    leaders: dict[TopicPartition, tuple[int, int]] | None = None,
+    endpoints: Sequence[AliveBroker] = (),
 ) -> bytes:
     """The same response built from kio's classes, records inline."""
     cls = response_schema(FETCH_KEY, version)
@@ -89,6 +105,13 @@ def kio_encoding(
         if not topics or topics[-1][0] != tp.topic:
             topics.append((tp.topic, []))
         records = b"" if result.records is None else result.records.read_bytes()
+        extra: dict[str, object] = {}
+        leader = (leaders or {}).get(tp)
+        if leader is not None:
+            leader_cls = nested(partition_cls, "current_leader")
+            extra["current_leader"] = build(
+                leader_cls, leader_id=leader[0], leader_epoch=leader[1]
+            )
         topics[-1][1].append(
             build(
                 partition_cls,
@@ -101,23 +124,41 @@ def kio_encoding(
                 # read (unknown), as Kafka answers; null otherwise.
                 aborted_transactions=()
                 if read_committed
-                or result.error_code is ErrorCode.unknown_topic_or_partition
+                or result.error_code
+                in (ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id)
                 else None,
                 preferred_read_replica=-1,
                 records=records,
+                **extra,
             )
+        )
+    top: dict[str, object] = {}
+    if endpoints:
+        node_cls = nested(cls, "node_endpoints")
+        top["node_endpoints"] = tuple(
+            build(node_cls, node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+            for n in endpoints
         )
     body = build(
         cls,
         throttle_time=datetime.timedelta(0),
-        error_code=ErrorCode.none,
-        session_id=0,
+        error_code=session.error_code if session else ErrorCode.none,
+        session_id=session.session_id if session else 0,
         responses=tuple(
-            build(topic_cls, topic=name, partitions=tuple(parts))
+            build(
+                topic_cls, topic=name, topic_id=TOPIC_IDS[name], partitions=tuple(parts)
+            )
             for name, parts in topics
         ),
+        **top,
     )
     return encode_entity(body)
+
+
+def encode(
+    version: int, results: Sequence[Result], read_committed: bool
+) -> list[bytes | FileRegion]:
+    return encode_fetch_response(version, results, read_committed, topic_ids=TOPIC_IDS)
 
 
 def mixed_results(fd: int, path: Path, spans: list[tuple[int, int]]) -> list[Result]:
@@ -164,7 +205,7 @@ def test_the_encoder_writes_what_kio_writes(
     segment: tuple[int, Path, list[tuple[int, int]]], version: int, read_committed: bool
 ) -> None:
     results = mixed_results(*segment)
-    parts = encode_fetch_response(version, results, read_committed)
+    parts = encode(version, results, read_committed)
     assert splice(parts) == kio_encoding(version, results, read_committed)
 
 
@@ -174,7 +215,7 @@ def test_records_are_file_regions_never_copied(
 ) -> None:
     fd, path, spans = segment
     results = mixed_results(fd, path, spans)
-    parts = encode_fetch_response(version, results, read_committed=False)
+    parts = encode(version, results, read_committed=False)
     regions = [p for p in parts if isinstance(p, FileRegion)]
     sent = [
         r.records for _, r in results if r.records is not None and r.records.length > 0
@@ -195,12 +236,12 @@ def test_a_response_without_records_or_partitions(
     version: int, read_committed: bool
 ) -> None:
     empty: list[Result] = []
-    parts = encode_fetch_response(version, empty, read_committed)
+    parts = encode(version, empty, read_committed)
     assert splice(parts) == kio_encoding(version, empty, read_committed)
     only_errors = [
         (fetch("t", 0), FetchPartitionResult(ErrorCode.not_leader_or_follower))
     ]
-    parts = encode_fetch_response(version, only_errors, read_committed)
+    parts = encode(version, only_errors, read_committed)
     assert all(isinstance(p, bytes) for p in parts)
     assert splice(parts) == kio_encoding(version, only_errors, read_committed)
 
@@ -210,13 +251,53 @@ def test_the_aborted_transactions_field_depends_on_the_isolation_level(
     version: int,
 ) -> None:
     results = [(fetch("t", 0), FetchPartitionResult(ErrorCode.none, 1, 1, 0, None))]
-    uncommitted = splice(encode_fetch_response(version, results, read_committed=False))
-    committed = splice(encode_fetch_response(version, results, read_committed=True))
-    # The only difference: null (-1) for read_uncommitted, an empty array (0) otherwise.
+    uncommitted = splice(encode(version, results, read_committed=False))
+    committed = splice(encode(version, results, read_committed=True))
+    # The only difference: null (-1) for read_uncommitted, an empty array (0) otherwise;
+    # from v12 compact: null is 0, empty is 1 (length + 1).
     assert len(uncommitted) == len(committed)
     diff = [
         i for i, (a, b) in enumerate(zip(uncommitted, committed, strict=True)) if a != b
     ]
-    assert uncommitted[diff[0] : diff[-1] + 1] == b"\xff" * len(diff)
-    assert committed[diff[0] : diff[-1] + 1] == b"\x00" * len(diff)
-    assert len(diff) == 4
+    null, empty = (b"\x00", b"\x01") if version >= 12 else (b"\xff" * 4, b"\x00" * 4)
+    assert uncommitted[diff[0] : diff[-1] + 1] == null
+    assert committed[diff[0] : diff[-1] + 1] == empty
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 7])
+def test_a_session_s_id_and_error(
+    segment: tuple[int, Path, list[tuple[int, int]]], version: int
+) -> None:
+    results = mixed_results(*segment)
+    session = FetchAnswer(ErrorCode.none, 123_456_789, [])
+    parts = encode_fetch_response(
+        version, results, False, session=session, topic_ids=TOPIC_IDS
+    )
+    assert splice(parts) == kio_encoding(version, results, False, session)
+    refused = FetchAnswer(ErrorCode.invalid_fetch_session_epoch, 0, [])
+    parts = encode_fetch_response(version, [], False, session=refused)
+    assert splice(parts) == kio_encoding(version, [], False, refused)
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 16])
+def test_current_leaders_and_their_endpoints(
+    segment: tuple[int, Path, list[tuple[int, int]]], version: int
+) -> None:
+    results = [
+        *mixed_results(*segment),
+        (fetch("t", 1), FetchPartitionResult(ErrorCode.not_leader_or_follower)),
+        (fetch("t", 4), FetchPartitionResult(ErrorCode.fenced_leader_epoch)),
+    ]
+    leaders = {TopicPartition("t", 1): (2, 7), TopicPartition("t", 4): (3, 0)}
+    endpoints = [AliveBroker(2, "b2.example", 9093, "r1"), AliveBroker(3, "ö", 1, None)]
+    parts = encode_fetch_response(
+        version,
+        results,
+        True,
+        topic_ids=TOPIC_IDS,
+        current_leaders=leaders,
+        endpoints=endpoints,
+    )
+    assert splice(parts) == kio_encoding(
+        version, results, True, None, leaders, endpoints
+    )

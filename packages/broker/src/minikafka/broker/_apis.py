@@ -72,6 +72,7 @@ from ._describe_configs import handle_describe_configs, topic_config_entries
 from ._describe_producers import handle_describe_producers
 from ._features import image_features
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
+from ._fetch_sessions import FetchSessionCache
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
 from ._groups import (
     handle_delete_groups,
@@ -108,9 +109,16 @@ class KafkaApis:
     """The QuorumController in this process (combined mode) or a RemoteController."""
     producer_ids: ProducerIdManager
     groups: GroupCoordinatorShell
+    fetch_sessions: FetchSessionCache = attrs.field(init=False)
+    """The consumers' and followers' fetch sessions (KIP-227)."""
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _parked: trio.Nursery | None = attrs.field(init=False, default=None)
+
+    @fetch_sessions.default
+    def _fetch_session_cache(self) -> FetchSessionCache:
+        slots = self.config.broker.max_incremental_fetch_session_cache_slots
+        return FetchSessionCache(slots)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
@@ -176,7 +184,9 @@ class KafkaApis:
         handle_produce(request, self.replica_manager, self.metadata_cache)
 
     async def _fetch(self, request: Request) -> None:
-        handle_fetch(request, self.replica_manager)
+        handle_fetch(
+            request, self.replica_manager, self.fetch_sessions, self.metadata_cache
+        )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
         handle_offset_for_leader_epoch(request, self.replica_manager)
@@ -363,7 +373,7 @@ class KafkaApis:
     # one rebalance.
     TABLE: ClassVar[ApiTable[KafkaApis]] = ApiTable(
         ApiSpec(ApiKey.PRODUCE, 3, 13, _produce),
-        ApiSpec(ApiKey.FETCH, 4, 11, _fetch),
+        ApiSpec(ApiKey.FETCH, 4, 18, _fetch),
         ApiSpec(ApiKey.LIST_OFFSETS, 1, 10, _list_offsets),
         ApiSpec(ApiKey.METADATA, 1, 13, _metadata),
         ApiSpec(ApiKey.OFFSET_COMMIT, 2, 9, _offset_commit, parks=True),

@@ -69,6 +69,13 @@ if TYPE_CHECKING:
     from kio.schema.fetch.v9 import request as fetch_v9
     from kio.schema.fetch.v10 import request as fetch_v10
     from kio.schema.fetch.v11 import request as fetch_v11
+    from kio.schema.fetch.v12 import request as fetch_v12
+    from kio.schema.fetch.v13 import request as fetch_v13
+    from kio.schema.fetch.v14 import request as fetch_v14
+    from kio.schema.fetch.v15 import request as fetch_v15
+    from kio.schema.fetch.v16 import request as fetch_v16
+    from kio.schema.fetch.v17 import request as fetch_v17
+    from kio.schema.fetch.v18 import request as fetch_v18
     from kio.schema.incremental_alter_configs.v0 import (
         request as incremental_alter_configs_v0,
     )
@@ -149,8 +156,75 @@ FetchRequest: TypeAlias = (
     " | fetch_v9.FetchRequest"
     " | fetch_v10.FetchRequest"
     " | fetch_v11.FetchRequest"
+    " | fetch_v12.FetchRequest"
+    " | fetch_v13.FetchRequest"
+    " | fetch_v14.FetchRequest"
+    " | fetch_v15.FetchRequest"
+    " | fetch_v16.FetchRequest"
+    " | fetch_v17.FetchRequest"
+    " | fetch_v18.FetchRequest"
 )
 FETCH: tuple[type[FetchRequest], ...] = body_classes(FetchRequest)
+# Fetch sessions (KIP-227) from v7: a session id and epoch, and the forgotten partitions.
+FetchRequestInSession: TypeAlias = (
+    "fetch_v7.FetchRequest"
+    " | fetch_v8.FetchRequest"
+    " | fetch_v9.FetchRequest"
+    " | fetch_v10.FetchRequest"
+    " | fetch_v11.FetchRequest"
+    " | fetch_v12.FetchRequest"
+    " | fetch_v13.FetchRequest"
+    " | fetch_v14.FetchRequest"
+    " | fetch_v15.FetchRequest"
+    " | fetch_v16.FetchRequest"
+    " | fetch_v17.FetchRequest"
+    " | fetch_v18.FetchRequest"
+)
+FETCH_IN_SESSION: tuple[type[FetchRequestInSession], ...] = body_classes(
+    FetchRequestInSession
+)
+# v15 moves the follower's id into the tagged ReplicaState (KIP-903).
+FetchRequestWithReplicaState: TypeAlias = (
+    "fetch_v15.FetchRequest"
+    " | fetch_v16.FetchRequest"
+    " | fetch_v17.FetchRequest"
+    " | fetch_v18.FetchRequest"
+)
+FETCH_WITH_REPLICA_STATE: tuple[type[FetchRequestWithReplicaState], ...] = body_classes(
+    FetchRequestWithReplicaState
+)
+# v13 names topics by id (KIP-516), in the fetched and the forgotten alike.
+FetchTopicById: TypeAlias = (
+    "fetch_v13.FetchTopic"
+    " | fetch_v14.FetchTopic"
+    " | fetch_v15.FetchTopic"
+    " | fetch_v16.FetchTopic"
+    " | fetch_v17.FetchTopic"
+    " | fetch_v18.FetchTopic"
+)
+FETCH_TOPIC_BY_ID: tuple[type[FetchTopicById], ...] = body_classes(FetchTopicById)
+ForgottenTopicByName: TypeAlias = (
+    "fetch_v7.ForgottenTopic"
+    " | fetch_v8.ForgottenTopic"
+    " | fetch_v9.ForgottenTopic"
+    " | fetch_v10.ForgottenTopic"
+    " | fetch_v11.ForgottenTopic"
+    " | fetch_v12.ForgottenTopic"
+)
+FORGOTTEN_TOPIC_BY_NAME: tuple[type[ForgottenTopicByName], ...] = body_classes(
+    ForgottenTopicByName
+)
+ForgottenTopicById: TypeAlias = (
+    "fetch_v13.ForgottenTopic"
+    " | fetch_v14.ForgottenTopic"
+    " | fetch_v15.ForgottenTopic"
+    " | fetch_v16.ForgottenTopic"
+    " | fetch_v17.ForgottenTopic"
+    " | fetch_v18.ForgottenTopic"
+)
+FORGOTTEN_TOPIC_BY_ID: tuple[type[ForgottenTopicById], ...] = body_classes(
+    ForgottenTopicById
+)
 
 ElectLeadersRequest: TypeAlias = (
     "elect_leaders_v0.ElectLeadersRequest"
@@ -325,11 +399,33 @@ DESCRIBE_LOG_DIRS: tuple[type[DescribeLogDirsRequest], ...] = body_classes(
 # Nested entities with a field from some version on. KIP-320: a fetching or listing
 # client names the leader epoch it knows from Fetch v9 and ListOffsets v4.
 FetchPartitionWithEpoch: TypeAlias = (
-    "fetch_v9.FetchPartition | fetch_v10.FetchPartition | fetch_v11.FetchPartition"
+    "fetch_v9.FetchPartition"
+    " | fetch_v10.FetchPartition"
+    " | fetch_v11.FetchPartition"
+    " | fetch_v12.FetchPartition"
+    " | fetch_v13.FetchPartition"
+    " | fetch_v14.FetchPartition"
+    " | fetch_v15.FetchPartition"
+    " | fetch_v16.FetchPartition"
+    " | fetch_v17.FetchPartition"
+    " | fetch_v18.FetchPartition"
 )
 FETCH_PARTITION_WITH_EPOCH: tuple[type[FetchPartitionWithEpoch], ...] = body_classes(
     FetchPartitionWithEpoch
 )
+# v12: the epoch of the last record the fetcher holds, for the leader to check.
+FetchPartitionWithLastFetchedEpoch: TypeAlias = (
+    "fetch_v12.FetchPartition"
+    " | fetch_v13.FetchPartition"
+    " | fetch_v14.FetchPartition"
+    " | fetch_v15.FetchPartition"
+    " | fetch_v16.FetchPartition"
+    " | fetch_v17.FetchPartition"
+    " | fetch_v18.FetchPartition"
+)
+FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH: tuple[
+    type[FetchPartitionWithLastFetchedEpoch], ...
+] = body_classes(FetchPartitionWithLastFetchedEpoch)
 ListOffsetsPartitionWithEpoch: TypeAlias = (
     "list_offsets_v4.ListOffsetsPartition"
     " | list_offsets_v5.ListOffsetsPartition"

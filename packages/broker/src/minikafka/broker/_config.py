@@ -89,6 +89,7 @@ class BrokerSettings:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
+    max_incremental_fetch_session_cache_slots: int = 1000
     # how long in-flight requests may finish
     controlled_shutdown_timeout_ms: int = 30_000
     controlled_shutdown_max_retries: int = 3  # ZooKeeper mode's ControlledShutdown
@@ -388,6 +389,13 @@ BROKER_CONFIG = ConfigDef(
             "replica_fetch_backoff_ms",
             at_least(0),
             "A follower's pause after a failed fetch.",
+        ),
+        ConfigKey(
+            "max.incremental.fetch.session.cache.slots",
+            _INT,
+            "max_incremental_fetch_session_cache_slots",
+            at_least(0),
+            "How many fetch sessions (KIP-227) the broker keeps at most.",
         ),
         ConfigKey(
             "controlled.shutdown.timeout.ms",

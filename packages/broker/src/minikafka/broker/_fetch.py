@@ -13,15 +13,20 @@ watermark and the ISR (seed 000). Before its first fetch in a new leader epoch a
 asks OffsetForLeaderEpoch where its latest epoch ends here (KIP-101), answered by
 :func:`handle_offset_for_leader_epoch`.
 
-Fetch sessions (KIP-227) are declined: every response has session id 0 and is a full
-response, which the protocol allows and every client handles.
+From v7 a fetcher may open a fetch session (KIP-227, ``_fetch_sessions.py``): its later
+requests name only what changed, and the answers only the partitions with something
+new. v12 is the first flexible version (compact lengths, tagged fields); v13 names
+topics by id (KIP-516); v15 moves the follower's id into ``replica_state`` (KIP-903);
+from v16 a partition refused NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
+leader this broker knows of, and the response its endpoint (KIP-951).
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -37,7 +42,40 @@ from minikafka.replication import (
     ReplicaManagerShell,
 )
 
-from ._body import FETCH, FETCH_PARTITION_WITH_EPOCH, OFFSET_FOR_LEADER_EPOCH
+from ._body import (
+    FETCH,
+    FETCH_IN_SESSION,
+    FETCH_PARTITION_WITH_EPOCH,
+    FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH,
+    FETCH_TOPIC_BY_ID,
+    FETCH_WITH_REPLICA_STATE,
+    FORGOTTEN_TOPIC_BY_ID,
+    FORGOTTEN_TOPIC_BY_NAME,
+    OFFSET_FOR_LEADER_EPOCH,
+    FetchRequest,
+)
+from ._fetch_sessions import (
+    FINAL_EPOCH,
+    INVALID_SESSION_ID,
+    ContextKind,
+    FetchAnswer,
+    FetchSessionCache,
+    RequestedPartition,
+)
+from ._metadata_cache import ZERO_UUID, AliveBroker, MetadataCache
+from ._wire import (
+    EMPTY_COMPACT,
+    NO_TAGS,
+    NULL_COMPACT,
+    UNKNOWN_TOPIC_ID,
+    array_length,
+    current_leaders,
+    node_endpoints,
+    string,
+    tagged_fields,
+    topic_name_by_id,
+    uvarint,
+)
 
 READ_COMMITTED = 1
 NO_THROTTLE = datetime.timedelta(0)
@@ -47,25 +85,49 @@ _I32 = struct.Struct(">i")
 # partition, error, high watermark, last stable
 _PARTITION_HEAD = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
+# v16+ (KIP-951): a partition's tagged field 1, its current leader (id and epoch, and
+# the struct's own empty tagged fields).
+_LEADER = struct.Struct(">iib")
+_REFUSED_BEFORE_READ = (
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.unknown_topic_id,
+)
+_LEADER_HINT_ERRORS = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
+_UNKNOWN_TOPIC_ID = FetchPartitionResult(ErrorCode.unknown_topic_id)
+NO_SESSION = FetchAnswer(ErrorCode.none, INVALID_SESSION_ID, [])
+"""A response outside any session: no error, session id 0 (its partitions unused)."""
 
 
-def handle_fetch(request: Request, replica_manager: ReplicaManagerShell) -> None:
+def handle_fetch(
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    sessions: FetchSessionCache,
+    cache: MetadataCache,
+) -> None:
     body = request.body_as(FETCH)
     version = request.api_version
-    fetches = [
-        FetchPartition(
-            TopicPartition(topic.topic, int(p.partition)),
-            int(p.fetch_offset),
-            int(p.partition_max_bytes),
-            int(p.current_leader_epoch)
-            if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
+    ids: dict[str, uuid.UUID] = {}  # v13+: each topic's id, for the answer
+    requested = [
+        RequestedPartition(
+            FetchPartition(
+                TopicPartition(name, int(p.partition)),
+                int(p.fetch_offset),
+                int(p.partition_max_bytes),
+                int(p.current_leader_epoch)
+                if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
+                else -1,
+            ),
+            ids.get(name, ZERO_UUID),
+            int(p.last_fetched_epoch)
+            if isinstance(p, FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH)
             else -1,
         )
         for topic in body.topics
+        for name in (_topic_name(topic, cache, ids),)
         for p in topic.partitions
     ]
     params = FetchParams(
-        replica_id=int(body.replica_id),
+        replica_id=_replica_id(body),
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=int(body.min_bytes),
         max_bytes=int(body.max_bytes),  # v3+
@@ -73,13 +135,101 @@ def handle_fetch(request: Request, replica_manager: ReplicaManagerShell) -> None
     read_committed = int(body.isolation_level) == READ_COMMITTED  # v4+
 
     consumer = params.replica_id < 0
+    session_id, epoch, forgotten = _session(body, cache)
+    context = sessions.new_context(
+        replica_manager.now(),
+        session_id=session_id,
+        epoch=epoch,
+        uses_topic_ids=version >= 13,
+        privileged=not consumer,
+        requested=requested,
+        forgotten=forgotten,
+    )
+    # A topic id no topic has is answered UNKNOWN_TOPIC_ID, without a read.
+    fetches = [
+        r.fetch
+        for r in context.partitions
+        if not r.topic_partition.topic.startswith(UNKNOWN_TOPIC_ID)
+    ]
 
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
         if consumer:
             results = [(f, for_consumer(r)) for f, r in results]
-        request.respond_parts(encode_fetch_response(version, results, read_committed))
+        read = dict(results)
+        answer = sessions.answer(
+            context,
+            replica_manager.now(),
+            [(r, read.get(r.fetch, _UNKNOWN_TOPIC_ID)) for r in context.partitions],
+        )
+        leaders, endpoints = _leader_hints(version, request.listener, cache, answer)
+        request.respond_parts(
+            encode_fetch_response(
+                version,
+                [(r.fetch, result) for r, result in answer.partitions],
+                read_committed,
+                session=answer,
+                topic_ids={
+                    r.topic_partition.topic: r.topic_id for r, _ in answer.partitions
+                },
+                current_leaders=leaders,
+                endpoints=endpoints,
+            )
+        )
 
+    if context.kind is ContextKind.SESSION_ERROR or not fetches:
+        respond([])
+        return
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def _topic_name(topic: object, cache: MetadataCache, ids: dict[str, uuid.UUID]) -> str:
+    """A fetched topic's name: v13+ names it by id (kept in ``ids`` for the answer)."""
+    if isinstance(topic, FETCH_TOPIC_BY_ID):
+        name = topic_name_by_id(cache, topic.topic_id)
+        ids[name] = topic.topic_id or ZERO_UUID
+        return name
+    assert hasattr(topic, "topic")
+    return str(topic.topic)
+
+
+def _replica_id(body: FetchRequest) -> int:
+    """The fetching follower's id, -1 for a consumer: from v15 in ``replica_state``."""
+    if isinstance(body, FETCH_WITH_REPLICA_STATE):
+        return int(body.replica_state.replica_id)
+    assert hasattr(body, "replica_id")
+    return int(body.replica_id)
+
+
+def _session(
+    body: FetchRequest, cache: MetadataCache
+) -> tuple[int, int, list[TopicPartition]]:
+    """The request's session id and epoch, and the partitions it drops from its session
+    (v7+); before v7, a fetch outside any session."""
+    if not isinstance(body, FETCH_IN_SESSION):
+        return INVALID_SESSION_ID, FINAL_EPOCH, []
+    forgotten = []
+    for topic in body.forgotten_topics_data:
+        if isinstance(topic, FORGOTTEN_TOPIC_BY_ID):
+            name = topic_name_by_id(cache, topic.topic_id)
+        else:
+            assert isinstance(topic, FORGOTTEN_TOPIC_BY_NAME)
+            name = topic.topic
+        forgotten += [TopicPartition(name, int(p)) for p in topic.partitions]
+    return int(body.session_id), int(body.session_epoch), forgotten
+
+
+def _leader_hints(
+    version: int, listener: str, cache: MetadataCache, answer: FetchAnswer
+) -> tuple[dict[TopicPartition, tuple[int, int]], list[AliveBroker]]:
+    """KIP-951 (v16+): the leaders of the partitions this broker does not lead."""
+    if version < 16:
+        return {}, []
+    refused = [
+        r.topic_partition
+        for r, result in answer.partitions
+        if result.error_code in _LEADER_HINT_ERRORS
+    ]
+    return current_leaders(listener, cache, refused)
 
 
 def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
@@ -143,28 +293,38 @@ def encode_fetch_response(
     version: int,
     results: Sequence[tuple[FetchPartition, FetchPartitionResult]],
     read_committed: bool,
+    *,
+    session: FetchAnswer = NO_SESSION,
+    topic_ids: Mapping[str, uuid.UUID] | None = None,
+    current_leaders: Mapping[TopicPartition, tuple[int, int]] | None = None,
+    endpoints: list[AliveBroker] | None = None,
 ) -> list[bytes | FileRegion]:
-    """A Fetch response body (v4-v11, the non-flexible versions) as bytes and file
-    regions.
+    """A Fetch response body (v4-v18) as bytes and file regions.
 
     Partitions of one topic are grouped in the order the request named them, as Kafka's
-    response keeps the request's order.
+    response keeps the request's order. ``session``: the response's error and session
+    id (v7+); ``topic_ids``: each topic's id, for v13+; ``current_leaders`` and
+    ``endpoints``: KIP-951's hints (v16+).
     """
+    flexible = version >= 12
+    leaders = current_leaders or {}
     parts: list[bytes | FileRegion] = []
     head = bytearray(_I32.pack(0))  # throttle_time_ms
     if version >= 7:
-        # error_code, session_id 0
-        head += _I16.pack(ErrorCode.none.value) + _I32.pack(0)
+        head += _I16.pack(session.error_code.value) + _I32.pack(session.session_id)
     topics: list[tuple[str, list[tuple[FetchPartition, FetchPartitionResult]]]] = []
     for fetch, result in results:
         topic = fetch.topic_partition.topic
         if not topics or topics[-1][0] != topic:
             topics.append((topic, []))
         topics[-1][1].append((fetch, result))
-    head += _I32.pack(len(topics))
+    head += array_length(len(topics), flexible)
     for topic, partitions in topics:
-        name = topic.encode()
-        head += _I16.pack(len(name)) + name + _I32.pack(len(partitions))
+        if version >= 13:
+            head += (topic_ids or {}).get(topic, ZERO_UUID).bytes
+        else:
+            head += string(topic, flexible)
+        head += array_length(len(partitions), flexible)
         for fetch, result in partitions:
             head += _PARTITION_HEAD.pack(
                 fetch.topic_partition.partition,
@@ -177,18 +337,39 @@ def encode_fetch_response(
             # No transactions: read_committed consumers get an empty aborted list, and
             # so does a partition refused before any read (Kafka's answer to an
             # unknown topic or partition has the schema's empty list, not null).
-            unknown = result.error_code is ErrorCode.unknown_topic_or_partition
-            head += _I32.pack(0 if read_committed or unknown else -1)
+            unknown = result.error_code in _REFUSED_BEFORE_READ
+            if flexible:
+                head += EMPTY_COMPACT if read_committed or unknown else NULL_COMPACT
+            else:
+                head += _I32.pack(0 if read_committed or unknown else -1)
             if version >= 11:
                 head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)
+            tags = (
+                _partition_tags(leaders.get(fetch.topic_partition)) if flexible else b""
+            )
             records = result.records
             if records is None or records.length == 0:
-                head += _I32.pack(0)
+                head += (EMPTY_COMPACT if flexible else _I32.pack(0)) + tags
                 continue
-            head += _I32.pack(records.length)
+            if flexible:
+                head += uvarint(records.length + 1)
+            else:
+                head += _I32.pack(records.length)
             parts.append(bytes(head))
             parts.append(records.file_region())
-            head = bytearray()
+            head = bytearray(tags)
+        if flexible:
+            head += NO_TAGS
+    if flexible:
+        head += node_endpoints(endpoints) if version >= 16 else NO_TAGS
     if head:
         parts.append(bytes(head))
     return parts
+
+
+def _partition_tags(leader: tuple[int, int] | None) -> bytes:
+    """A flexible partition's tagged fields: from v16 its current leader, when this
+    broker names one (KIP-951); none otherwise."""
+    if leader is None or leader == (-1, -1):
+        return NO_TAGS
+    return tagged_fields([(1, _LEADER.pack(*leader, 0))])

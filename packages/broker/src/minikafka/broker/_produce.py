@@ -41,7 +41,19 @@ from minikafka.net import Request, is_body
 from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
 
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
-from ._metadata_cache import INTERNAL_TOPICS, AliveBroker, MetadataCache
+from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
+from ._wire import (
+    EMPTY_COMPACT,
+    I32,
+    NO_TAGS,
+    ONE_TAG_ZERO,
+    UNKNOWN_TOPIC_ID,
+    array_length,
+    current_leaders,
+    node_endpoints,
+    string,
+    topic_name_by_id,
+)
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 
@@ -59,23 +71,12 @@ _TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK  # KIP-98
 # record_errors and error_message from v8. throttle_time_ms closes the response.
 _PARTITION = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_NO_RECORD_ERRORS = _I32.pack(0)  # an empty record_errors array
-_NULL_STRING = _I16.pack(-1)
-_NO_THROTTLE = _I32.pack(0)
-# v9+ (flexible): lengths are unsigned varints of length + 1, so an empty compact
-# array is 1 and a null compact string 0; an empty tagged-fields section is a count of
-# 0; one tagged field, number 0, starts with its count (1) and its tag (0), then its
-# size. KIP-951's LeaderIdAndEpoch is two int32 and its own empty tagged fields: 9 bytes.
-_NO_RECORD_ERRORS_COMPACT = b"\x01"
-_NULL_COMPACT_STRING = b"\x00"
-_NO_TAGS = b"\x00"
-_ONE_TAG_ZERO = b"\x01\x00"
+_NO_RECORD_ERRORS = I32.pack(0)  # an empty record_errors array
+_NO_THROTTLE = I32.pack(0)
+# v9+ (flexible, see _wire): KIP-951's LeaderIdAndEpoch is two int32 and its own empty
+# tagged fields, 9 bytes, written as tagged field 0 of the partition.
 _LEADER_TAG = struct.Struct(">Bii")
 _NO_LEADER = (-1, -1)
-_UNKNOWN_ID = ":unknown-topic-id:"
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle_produce(
@@ -97,7 +98,7 @@ def handle_produce(
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
             # aside: a topic id no topic has
-            elif name.startswith(_UNKNOWN_ID):
+            elif name.startswith(UNKNOWN_TOPIC_ID):
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_id)
             # aside: an internal topic, which only its coordinator writes
             elif (
@@ -188,19 +189,19 @@ def encode_produce_response(
     for tp in order:
         fields = _partition(version, tp.partition, results[tp], leaders.get(tp))
         by_topic.setdefault(tp.topic, []).append(fields)
-    out = [_array_length(len(by_topic), flexible)]
+    out = [array_length(len(by_topic), flexible)]
     for name, partitions in by_topic.items():
         if version >= 13:
             out.append((ids or {})[name].bytes)
         else:
-            out.append(_string(name, flexible))
-        out.append(_array_length(len(partitions), flexible))
+            out.append(string(name, flexible))
+        out.append(array_length(len(partitions), flexible))
         out.extend(partitions)
         if flexible:
-            out.append(_NO_TAGS)
+            out.append(NO_TAGS)
     out.append(_NO_THROTTLE)
     if flexible:
-        out.append(_node_endpoints(endpoints) if version >= 10 else _NO_TAGS)
+        out.append(node_endpoints(endpoints) if version >= 10 else NO_TAGS)
     return b"".join(out)
 
 
@@ -228,61 +229,25 @@ def _partition(
     flexible = version >= 9
     if version >= 8:
         fields += _record_errors(result.record_errors, flexible)
-        fields += _string(result.error_message, flexible)
+        fields += string(result.error_message, flexible)
     if not flexible:
         return fields
     if leader is None or leader == _NO_LEADER or version < 10:
-        return fields + _NO_TAGS
+        return fields + NO_TAGS
     # tag 0: LeaderIdAndEpoch, written only when it is not its default (-1, -1)
-    return fields + _ONE_TAG_ZERO + _LEADER_TAG.pack(9, *leader) + _NO_TAGS
+    return fields + ONE_TAG_ZERO + _LEADER_TAG.pack(9, *leader) + NO_TAGS
 
 
 def _record_errors(errors: tuple[tuple[int, str], ...], flexible: bool) -> bytes:
     """KIP-467's record_errors: each refused record's index in its batch, and why."""
     if not errors:
-        return _NO_RECORD_ERRORS_COMPACT if flexible else _NO_RECORD_ERRORS
-    out = [_array_length(len(errors), flexible)]
+        return EMPTY_COMPACT if flexible else _NO_RECORD_ERRORS
+    out = [array_length(len(errors), flexible)]
     for index, message in errors:
-        out.append(_I32.pack(index) + _string(message, flexible))
+        out.append(I32.pack(index) + string(message, flexible))
         if flexible:
-            out.append(_NO_TAGS)
+            out.append(NO_TAGS)
     return b"".join(out)
-
-
-def _node_endpoints(endpoints: list[AliveBroker] | None) -> bytes:
-    """The response's tagged fields: none, or tag 0, the leaders' endpoints (KIP-951)."""
-    if not endpoints:
-        return _NO_TAGS
-    entries = [_uvarint(len(endpoints) + 1)]
-    for node in endpoints:
-        entries.append(_I32.pack(node.node_id) + _string(node.host, True))
-        entries.append(_I32.pack(node.port) + _string(node.rack, True) + _NO_TAGS)
-    value = b"".join(entries)
-    return _ONE_TAG_ZERO + _uvarint(len(value)) + value
-
-
-def _string(value: str | None, flexible: bool) -> bytes:
-    """A nullable string: int16 length (-1: null), or from v9 a compact string (unsigned
-    varint length + 1, 0: null)."""
-    if value is None:
-        return _NULL_COMPACT_STRING if flexible else _NULL_STRING
-    encoded = value.encode()
-    if flexible:
-        return _uvarint(len(encoded) + 1) + encoded
-    return _I16.pack(len(encoded)) + encoded
-
-
-def _array_length(count: int, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _I32.pack(count)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _response(
@@ -312,8 +277,7 @@ def _topic_names(
         if not is_body(topic, PRODUCE_TOPIC_BY_ID):
             names.append(topic.name)
             continue
-        found = None if topic.topic_id is None else cache.topic_by_id(topic.topic_id)
-        name = found.name if found is not None else f"{_UNKNOWN_ID}{topic.topic_id}"
+        name = topic_name_by_id(cache, topic.topic_id)
         ids[name] = topic.topic_id or ZERO_UUID
         names.append(name)
     return names
@@ -330,17 +294,12 @@ def leader_hints(
     alive on the request's listener (Kafka's getCurrentLeader)."""
     if version < 10:
         return {}, []
-    current: dict[TopicPartition, tuple[int, int]] = {}
-    for tp, result in results.items():
-        if result.error_code is not ErrorCode.not_leader_or_follower:
-            continue
-        topic = cache.topic(tp.topic)
-        partition = None if topic is None else topic.partitions.get(tp.partition)
-        if partition is not None:
-            current[tp] = (partition.leader, partition.leader_epoch)
-    leader_ids = {leader for leader, _ in current.values()}
-    endpoints = [b for b in cache.alive_brokers(listener) if b.node_id in leader_ids]
-    return current, endpoints
+    refused = [
+        tp
+        for tp, result in results.items()
+        if result.error_code is ErrorCode.not_leader_or_follower
+    ]
+    return current_leaders(listener, cache, refused)
 
 
 def _one_batch(records: bytes | None) -> int | None:
