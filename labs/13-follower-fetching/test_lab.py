@@ -481,6 +481,64 @@ def test_a_follower_out_of_the_isr_is_not_preferred(cluster: ProcessCluster) -> 
     wait_for(in_sync(cluster, NEAR), "broker 3 back in the ISR")
 
 
+def session_fetch(
+    cluster: ProcessCluster, rack: str, session_id: int, epoch: int
+) -> tuple[int, dict[int, int]]:
+    """A consumer's Fetch v11 of ``near`` from the leader in a fetch session (KIP-227):
+    the full fetch (epoch 0) names partition 0; an incremental one (epoch > 0) names
+    nothing new. The session id of the answer, and each partition it names with its
+    ``preferred_read_replica``."""
+    body = FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+        min_bytes=i32(1),
+        max_bytes=i32(1 << 20),
+        isolation_level=i8(0),
+        session_id=i32(session_id),
+        session_epoch=i32(epoch),
+        topics=(
+            FetchTopic(
+                topic=TopicName(NEAR),
+                partitions=(
+                    FetchPartition(
+                        partition=i32(0),
+                        current_leader_epoch=i32(-1),
+                        fetch_offset=i64(0),
+                        log_start_offset=i64(-1),
+                        partition_max_bytes=i32(1 << 20),
+                    ),
+                ),
+            ),
+        )
+        if epoch == 0
+        else (),
+        forgotten_topics_data=(),
+        rack_id=rack,
+    )
+    answer = call(cluster.port(LEADER), body)
+    assert isinstance(answer, FetchResponse)
+    assert answer.error_code is ErrorCode.none
+    named = {
+        int(p.partition_index): int(p.preferred_read_replica)
+        for t in answer.responses
+        for p in t.partitions
+    }
+    return int(answer.session_id), named
+
+
+def test_a_fetch_session_names_the_redirect_every_time(cluster: ProcessCluster) -> None:
+    """An incremental answer leaves out the partitions with nothing new; one the leader
+    sends elsewhere is named every time, or a consumer in a session (the Java client's
+    way) would never hear where to go, and would get nothing from the leader."""
+    wait_for(in_sync(cluster, NEAR), "near in sync")
+    leader_prefers(cluster, "b", FOLLOWER_B)
+    session, named = session_fetch(cluster, "b", 0, 0)
+    assert session != 0, "the leader opens a fetch session"
+    assert named == {0: FOLLOWER_B}
+    for epoch in (1, 2):
+        assert session_fetch(cluster, "b", session, epoch) == (session, {0: FOLLOWER_B})
+
+
 def test_a_selector_that_is_no_class_stops_the_broker(
     cluster: ProcessCluster, tmp_path: Path
 ) -> None:

@@ -132,7 +132,7 @@ def test_produce_acks_idempotence_and_every_codec(
     sent_versions = requests_sent(log)
     assert {
         ("PRODUCE", 13),  # topics named by id (KIP-516)
-        ("FETCH", 11),
+        ("FETCH", 18),  # in a fetch session (KIP-227), topics by id
         ("LIST_OFFSETS", 10),
         ("METADATA", 13),
         ("INIT_PRODUCER_ID", 1),
@@ -142,6 +142,7 @@ def test_produce_acks_idempotence_and_every_codec(
     versions = negotiated(log)
     assert versions["Produce"].usable == 13  # the newest of both
     assert versions["Metadata"].usable == 13  # and Metadata v13, the newest of both
+    assert versions["Fetch"].usable == 18
     # KIP-714's client telemetry: asked for, not offered, given up quietly.
     assert "GET_TELEMETRY_SUBSCRIPTIONS" in refused(log)
 

@@ -30,11 +30,19 @@ from kio.schema.broker_heartbeat.v0.request import BrokerHeartbeatRequest
 from kio.schema.broker_heartbeat.v0.response import BrokerHeartbeatResponse
 from kio.schema.broker_registration.v0 import request as registration_v0
 from kio.schema.broker_registration.v0.response import BrokerRegistrationResponse
+from kio.schema.create_topics.v7 import request as create_topics_v7
+from kio.schema.create_topics.v7.response import (
+    CreateTopicsResponse as CreateTopicsResponseV7,
+)
+from kio.schema.delete_topics.v6 import request as delete_topics_v6
+from kio.schema.delete_topics.v6.response import (
+    DeleteTopicsResponse as DeleteTopicsResponseV6,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v13 import request as fetch_v13
 from kio.schema.fetch.v13.response import FetchResponse
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.types import BrokerId
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 
 from minikafka.broker import BrokerServer
@@ -399,3 +407,64 @@ async def test_a_remote_broker_rides_out_a_stalled_and_a_cut_link(
             assert proxy.connections_accepted >= 2  # the loop reconnected after the cut
             nursery.cancel_scope.cancel()
         remote.observer.close()
+
+
+async def test_the_controller_listener_creates_and_deletes_topics_at_every_version(
+    tmp_path: Path,
+) -> None:
+    """CreateTopics up to v7 describes the created topic's configs (KIP-525) from the
+    controller's image and this node's defaults, as the broker's listener does;
+    DeleteTopics v6 deletes a topic named by its id (KIP-516) on the controller
+    listener too."""
+    config = single_node_config(tmp_path / "node-1", TWO_LISTENERS)
+    async with (
+        running_broker(config) as node,
+        NetworkClient.open(client_id="t") as client,
+    ):
+        host, port = node.controller_address()
+        controller = Node(1, host, port)
+        create = create_topics_v7.CreateTopicsRequest(
+            topics=(
+                create_topics_v7.CreatableTopic(
+                    name=TopicName("made-by-the-controller"),
+                    num_partitions=i32(2),
+                    replication_factor=i16(1),
+                    assignments=(),
+                    configs=(
+                        create_topics_v7.CreatableTopicConfig(
+                            name="retention.ms", value="60000"
+                        ),
+                    ),
+                ),
+            ),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            validate_only=False,
+        )
+        created = await client.send(controller, create)
+        assert isinstance(created, CreateTopicsResponseV7)
+        [topic] = created.topics
+        assert topic.error_code is ErrorCode.none
+        assert (int(topic.num_partitions), int(topic.replication_factor)) == (2, 1)
+        configs = {c.name: c.value for c in topic.configs or ()}
+        assert configs["retention.ms"] == "60000"
+        assert configs["segment.bytes"] == str(config.log.segment_bytes)
+        assert topic.topic_id is not None
+        await wait_until(
+            lambda: node.metadata_cache.topic("made-by-the-controller") is not None,
+            DEADLINE,
+        )
+        delete = delete_topics_v6.DeleteTopicsRequest(
+            topics=(
+                delete_topics_v6.DeleteTopicState(name=None, topic_id=topic.topic_id),
+            ),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        )
+        deleted = await client.send(controller, delete)
+        assert isinstance(deleted, DeleteTopicsResponseV6)
+        assert [(r.name, r.error_code) for r in deleted.responses] == [
+            ("made-by-the-controller", ErrorCode.none)
+        ]
+        await wait_until(
+            lambda: node.metadata_cache.topic("made-by-the-controller") is None,
+            DEADLINE,
+        )

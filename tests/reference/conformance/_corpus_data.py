@@ -3,10 +3,11 @@ OffsetForLeaderEpoch, each case at every version minikafka advertises."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from minikafka.broker import KafkaApis
@@ -314,6 +315,7 @@ PRODUCE_SINCE = {"unknown-topic-id": 13}  # topics named by id from v13 (KIP-516
 
 
 def _fetch_body(
+    s: Session,
     v: int,
     parts: list[tuple[str, int, int]],
     *,
@@ -321,7 +323,12 @@ def _fetch_body(
     max_bytes: int = 1 << 20,
     isolation: int = 0,
     replica_id: int = -1,
+    session: tuple[int, int] = (0, -1),
+    forgotten: Sequence[tuple[str, int]] = (),
 ) -> Any:
+    """A Fetch of ``parts`` (topic, partition, offset); from v13 each topic named by the
+    id this broker gave it (KIP-516), from v15 the follower's id in ``replica_state``;
+    ``session``: the session id and epoch (KIP-227), with ``forgotten`` partitions."""
     topics: dict[str, list[dict[str, object]]] = {}
     for topic, partition, offset in parts:
         topics.setdefault(topic, []).append(
@@ -333,67 +340,73 @@ def _fetch_body(
                 "log_start_offset": -1,
             }
         )
+
+    def named(topic: str) -> dict[str, object]:
+        return {"topic": topic, "topic_id": s.topic_id(topic) if v >= 13 else None}
+
+    dropped: dict[str, list[int]] = {}
+    for topic, partition in forgotten:
+        dropped.setdefault(topic, []).append(partition)
     return make(
         ApiKey.FETCH,
         v,
         replica_id=replica_id,
+        replica_state={"replica_id": replica_id, "replica_epoch": -1},
         max_wait=0,
         min_bytes=0,
         max_bytes=50 << 20,
         isolation_level=isolation,
-        session_id=0,
-        session_epoch=-1,
-        topics=[{"topic": t, "partitions": p} for t, p in topics.items()],
-        forgotten_topics_data=[],
+        session_id=session[0],
+        session_epoch=session[1],
+        topics=[{**named(t), "partitions": p} for t, p in topics.items()],
+        forgotten_topics_data=[
+            {**named(t), "partitions": p} for t, p in dropped.items()
+        ],
         rack_id="",
     )
 
 
-def _fetch(parts: list[tuple[str, int, int]], **kw: int) -> Case:
+def _fetch(parts: list[tuple[str, int, int]], **kw: Any) -> Case:
     def case(s: Session, v: int) -> None:
-        s.check(_fetch_body(v, parts, **kw))
+        s.check(_fetch_body(s, v, parts, **kw))
 
     return case
 
 
 def _fetch_listed_twice(s: Session, v: int) -> None:
-    body = make(
-        ApiKey.FETCH,
-        v,
-        replica_id=-1,
-        max_wait=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            {
-                "topic": DATA,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "fetch_offset": 8,
-                        "partition_max_bytes": 1 << 20,
-                        "current_leader_epoch": -1,
-                        "log_start_offset": -1,
-                    }
-                ],
-            },
-            {
-                "topic": DATA,
-                "partitions": [
-                    {
-                        "partition": 2,
-                        "fetch_offset": 0,
-                        "partition_max_bytes": 1 << 20,
-                        "current_leader_epoch": -1,
-                        "log_start_offset": -1,
-                    }
-                ],
-            },
-        ],
+    body = _fetch_body(s, v, [(DATA, 0, 8)])
+    # The same topic as a second entry of the request, for partition 2.
+    [topic] = body.topics
+    [part] = topic.partitions
+    again = dataclasses.replace(
+        topic, partitions=(dataclasses.replace(part, partition=2, fetch_offset=0),)
     )
-    s.check(body)
+    s.check(dataclasses.replace(body, topics=(topic, again)))
+
+
+def _fetch_unknown_topic_id(s: Session, v: int) -> None:
+    body = _fetch_body(s, v, [(DATA, 0, 0)])
+    stranger = dataclasses.replace(body.topics[0], topic_id=NO_SUCH_TOPIC_ID)
+    s.check(dataclasses.replace(body, topics=(stranger,)))
+
+
+def _fetch_session(s: Session, v: int) -> None:
+    """KIP-227: a full fetch opens a session; an incremental one with nothing new names
+    no partition; one that names a partition at a new offset reads from there; one with
+    a stale epoch or an unknown id is refused; a full one with the id closes it."""
+    parts = [(DATA, 0, 0), (DATA, 1, 0)]
+    opened = s.check(_fetch_body(s, v, parts, session=(0, 0)), "open")
+    session = int(opened.session_id)
+    s.check(_fetch_body(s, v, [], session=(session, 1)), "nothing-new")
+    s.check(_fetch_body(s, v, [(DATA, 0, 8)], session=(session, 2)), "moved")
+    s.check(_fetch_body(s, v, [], session=(session, 2)), "stale-epoch")
+    other = session + 1 if session < 2**31 - 1 else 1
+    s.check(_fetch_body(s, v, [], session=(other, 3)), "unknown-id")
+    s.check(
+        _fetch_body(s, v, [], session=(session, 3), forgotten=[(DATA, 1)]), "forget"
+    )
+    s.check(_fetch_body(s, v, parts, session=(session, -1)), "close")
+    s.check(_fetch_body(s, v, [], session=(session, 4)), "closed")
 
 
 FETCH_CASES: dict[str, Case] = {
@@ -414,8 +427,15 @@ FETCH_CASES: dict[str, Case] = {
     "listed-twice": _fetch_listed_twice,
     # A follower's fetch from a broker that is no replica of the partition.
     "unknown-follower": _fetch([(DATA, 0, 0)], replica_id=5),
+    "unknown-topic-id": _fetch_unknown_topic_id,
+    "session": _fetch_session,
 }
-FETCH_SINCE = {"future-leader-epoch": 9, "current-leader-epoch": 9}
+FETCH_SINCE = {
+    "future-leader-epoch": 9,
+    "current-leader-epoch": 9,
+    "unknown-topic-id": 13,
+    "session": 7,
+}
 
 
 # --- ListOffsets --------------------------------------------------------------------

@@ -16,6 +16,7 @@ brokers may answer differently (each rule says why):
 - ``host``, ``port``, ``client_host``: each broker listens on its own free port.
 - ``cluster_id``, ``topic_id``, ``incarnation_id``: random per cluster and per topic
   (a zero uuid stays visible: it means "none").
+- ``session_id`` of a fetch session (KIP-227): random; any but 0 ("none") is ``<session>``.
 - ``member_id``, ``producer_id``: chosen by the broker; each distinct value becomes
   ``<member-N>`` / ``<producer-N>`` in order of first appearance within a scenario, so
   a scenario that reuses a member id still shows whether the broker kept it.
@@ -188,6 +189,8 @@ class Normaliser:
             value, str
         ):
             return value if value == str(uuid.UUID(int=0)) else "<id>"
+        if name == "session_id" and isinstance(value, int) and value != 0:
+            return "<session>"
         if name == "member_id" or name == "leader":
             return self._member(value) if isinstance(value, str) else value
         if name == "producer_id" and isinstance(value, int) and value >= 0:

@@ -17,7 +17,9 @@ another node needs from its controller:
   ``AlterPartitionReassignments``, ``ListPartitionReassignments``,
   ``IncrementalAlterConfigs`` and ``AlterConfigs``: a client's admin
   requests, forwarded by a broker (KIP-590), answered by the same handlers a combined
-  node runs, except that a broker may create the internal ``__consumer_offsets``;
+  node runs, except that a broker may create the internal ``__consumer_offsets``; the
+  topics a CreateTopics v5+ answer describes (KIP-525) and those a DeleteTopics v6 names
+  by id (KIP-516) are read from the controller's own committed image;
 - ``DescribeCluster`` asking for controllers (KIP-919): the quorum's voters and its
   leader, how an Admin client given ``bootstrap.controllers`` finds the controller.
 
@@ -67,8 +69,14 @@ from minikafka.controller import (
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 from minikafka.raft.wire import QuorumNode
 
-from ._admin import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ._admin import (
+    TopicConfigs,
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+)
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
+from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
 from ._controller_raft_apis import (
     DESCRIBE_QUORUM_VERSIONS,
@@ -80,7 +88,9 @@ from ._describe import (
     CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
     handle_controller_describe_cluster,
 )
+from ._describe_configs import topic_config_entries
 from ._features import image_features
+from ._metadata_cache import MetadataCache
 from ._reassignments import (
     handle_alter_partition_reassignments,
     handle_elect_leaders,
@@ -105,8 +115,8 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.ALTER_PARTITION: (2, 2),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     # What a broker forwards: the versions its own clients may use (KafkaApis.TABLE).
-    ApiKey.CREATE_TOPICS: (2, 4),
-    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_CONFIGS: (0, 2),
@@ -128,6 +138,14 @@ class ControllerApis:
     """``controller.quorum.voters``: the controllers DescribeCluster lists."""
     nodes: tuple[QuorumNode, ...] = ()
     """The voters on their controller listener: what DescribeQuorum v2 lists."""
+    config: KafkaConfig | None = None
+    """This node's configuration: the log defaults a created topic's configs fall back
+    to in a CreateTopics v5+ answer (None: the answer lists none)."""
+
+    def _image_cache(self) -> MetadataCache:
+        """The controller's committed image, as the broker-side handlers read one."""
+        node_id = -1 if self.config is None else self.config.node_id
+        return MetadataCache(node_id, image=self.server.image)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return {**SUPPORTED, **RAFT_APIS}
@@ -158,9 +176,16 @@ class ControllerApis:
             case ApiKey.ALLOCATE_PRODUCER_IDS:
                 await handle_allocate_producer_ids(request, self.server)
             case ApiKey.CREATE_TOPICS:
-                await handle_create_topics(request, self.server, guard_internal=False)
+                await handle_create_topics(
+                    request,
+                    self.server,
+                    guard_internal=False,
+                    configs_of=self._configs_of(),
+                )
             case ApiKey.DELETE_TOPICS:
-                await handle_delete_topics(request, self.server, guard_internal=False)
+                await handle_delete_topics(
+                    request, self.server, self._image_cache(), guard_internal=False
+                )
             case ApiKey.CREATE_PARTITIONS:
                 await handle_create_partitions(
                     request, self.server, guard_internal=False
@@ -175,6 +200,14 @@ class ControllerApis:
                 await handle_alter_partition_reassignments(request, self.server)
             case ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 await handle_list_partition_reassignments(request, self.server)
+
+    def _configs_of(self) -> TopicConfigs | None:
+        config = self.config
+        if config is None:
+            return None
+        return lambda name, overrides: topic_config_entries(
+            name, self._image_cache(), config, overrides
+        )
 
     # --- broker lifecycle (KIP-631) --------------------------------------------------------
 

@@ -117,7 +117,9 @@ class ControllerNode:
             controller, transport = open_raft_controller(
                 config, cluster_id, rng, tracer
             )
-        apis = ControllerApis(controller, cluster_id, roles.voters, quorum_nodes(roles))
+        apis = ControllerApis(
+            controller, cluster_id, roles.voters, quorum_nodes(roles), config
+        )
         server = SocketServer(config.net, apis, tracer=tracer)
         return cls(config, cluster_id, controller, server, transport)
 

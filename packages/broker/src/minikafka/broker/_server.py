@@ -241,7 +241,7 @@ class BrokerServer:
             broker.controller_socket_server = SocketServer(
                 controller_net,
                 ControllerApis(
-                    controller, cluster_id, roles.voters, quorum_nodes(roles)
+                    controller, cluster_id, roles.voters, quorum_nodes(roles), config
                 ),
                 tracer=tracer,
             )
