@@ -106,6 +106,11 @@ def kio_encoding(
             topics.append((tp.topic, []))
         records = b"" if result.records is None else result.records.read_bytes()
         extra: dict[str, object] = {}
+        if result.diverging_epoch is not None:
+            epoch, end = result.diverging_epoch
+            extra["diverging_epoch"] = build(
+                nested(partition_cls, "diverging_epoch"), epoch=epoch, end_offset=end
+            )
         leader = (leaders or {}).get(tp)
         if leader is not None:
             leader_cls = nested(partition_cls, "current_leader")
@@ -301,3 +306,20 @@ def test_current_leaders_and_their_endpoints(
     assert splice(parts) == kio_encoding(
         version, results, True, None, leaders, endpoints
     )
+
+
+@pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 12])
+def test_a_diverging_epoch(version: int) -> None:
+    """Tagged field 0 of a partition (v12+): where the fetcher's log diverged."""
+    results = [
+        (
+            fetch("t", 0),
+            FetchPartitionResult(ErrorCode.none, 9, 9, 0, None, None, (2, 7)),
+        ),
+        (fetch("t", 1), FetchPartitionResult(ErrorCode.not_leader_or_follower)),
+    ]
+    leaders = {TopicPartition("t", 0): (1, 4)} if version >= 16 else {}
+    parts = encode_fetch_response(
+        version, results, False, topic_ids=TOPIC_IDS, current_leaders=leaders
+    )
+    assert splice(parts) == kio_encoding(version, results, False, None, leaders)

@@ -287,3 +287,13 @@ def test_a_follower_s_session_evicts_a_young_consumer_session() -> None:
 def test_the_session_epoch_wraps_to_1() -> None:
     assert next_epoch(0) == 1
     assert next_epoch(2**31 - 1) == 1
+
+
+def test_a_diverging_epoch_is_named_though_nothing_else_changed() -> None:
+    """The fetcher must truncate: the answer names the partition with where to."""
+    sessions = cache()
+    session_id = open_session(sessions, [A0, A1])
+    context = incremental(sessions, session_id, 1)
+    diverged = FetchPartitionResult(ErrorCode.none, 5, 5, 0, diverging_epoch=(0, 2))
+    answer = sessions.answer(context, 1.0, read(context, {A1: diverged}))
+    assert [r.topic_partition for r, _ in answer.partitions] == [A1]

@@ -323,6 +323,7 @@ def _fetch_body(
     max_bytes: int = 1 << 20,
     isolation: int = 0,
     replica_id: int = -1,
+    last_fetched_epoch: int = -1,
     session: tuple[int, int] = (0, -1),
     forgotten: Sequence[tuple[str, int]] = (),
 ) -> Any:
@@ -337,6 +338,7 @@ def _fetch_body(
                 "fetch_offset": offset,
                 "partition_max_bytes": max_bytes,
                 "current_leader_epoch": epoch,
+                "last_fetched_epoch": last_fetched_epoch,
                 "log_start_offset": -1,
             }
         )
@@ -429,12 +431,21 @@ FETCH_CASES: dict[str, Case] = {
     "unknown-follower": _fetch([(DATA, 0, 0)], replica_id=5),
     "unknown-topic-id": _fetch_unknown_topic_id,
     "session": _fetch_session,
+    # v12+: the epoch of the fetcher's last record. Epoch 0 ends at the log end (10):
+    # from 8 the logs agree; from 100 the fetcher's log diverged (it is told epoch 0
+    # ends at 10); epoch 5 is one this log never had.
+    "last-fetched-epoch-agrees": _fetch([(DATA, 0, 8)], last_fetched_epoch=0),
+    "last-fetched-epoch-diverged": _fetch([(DATA, 0, 100)], last_fetched_epoch=0),
+    "last-fetched-epoch-unknown": _fetch([(DATA, 0, 8)], last_fetched_epoch=5),
 }
 FETCH_SINCE = {
     "future-leader-epoch": 9,
     "current-leader-epoch": 9,
     "unknown-topic-id": 13,
     "session": 7,
+    "last-fetched-epoch-agrees": 12,
+    "last-fetched-epoch-diverged": 12,
+    "last-fetched-epoch-unknown": 12,
 }
 
 

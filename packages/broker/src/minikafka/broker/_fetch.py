@@ -15,7 +15,10 @@ asks OffsetForLeaderEpoch where its latest epoch ends here (KIP-101), answered b
 
 From v7 a fetcher may open a fetch session (KIP-227, ``_fetch_sessions.py``): its later
 requests name only what changed, and the answers only the partitions with something
-new. v12 is the first flexible version (compact lengths, tagged fields); v13 names
+new. v12 is the first flexible version (compact lengths, tagged fields), and a fetcher
+may name the epoch of its last record: a log that diverged there is answered with
+``diverging_epoch``, where to truncate to, and no records (the replication core
+decides, ``PartitionReads.diverging_epoch``); v13 names
 topics by id (KIP-516); v15 moves the follower's id into ``replica_state`` (KIP-903);
 from v16 a partition refused NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
 leader this broker knows of, and the response its endpoint (KIP-951).
@@ -85,8 +88,10 @@ _I32 = struct.Struct(">i")
 # partition, error, high watermark, last stable
 _PARTITION_HEAD = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
-# v16+ (KIP-951): a partition's tagged field 1, its current leader (id and epoch, and
-# the struct's own empty tagged fields).
+# A flexible partition's tagged fields: 0, the diverging epoch (epoch, end offset), and
+# from v16 1, its current leader (id and epoch, KIP-951), each with the struct's own
+# empty tagged fields.
+_EPOCH_END = struct.Struct(">iqb")
 _LEADER = struct.Struct(">iib")
 _REFUSED_BEFORE_READ = (
     ErrorCode.unknown_topic_or_partition,
@@ -116,11 +121,11 @@ def handle_fetch(
                 int(p.current_leader_epoch)
                 if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
                 else -1,
+                last_fetched_epoch=int(p.last_fetched_epoch)
+                if isinstance(p, FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH)
+                else -1,
             ),
             ids.get(name, ZERO_UUID),
-            int(p.last_fetched_epoch)
-            if isinstance(p, FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH)
-            else -1,
         )
         for topic in body.topics
         for name in (_topic_name(topic, cache, ids),)
@@ -345,7 +350,9 @@ def encode_fetch_response(
             if version >= 11:
                 head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)
             tags = (
-                _partition_tags(leaders.get(fetch.topic_partition)) if flexible else b""
+                _partition_tags(result, leaders.get(fetch.topic_partition))
+                if flexible
+                else b""
             )
             records = result.records
             if records is None or records.length == 0:
@@ -367,9 +374,15 @@ def encode_fetch_response(
     return parts
 
 
-def _partition_tags(leader: tuple[int, int] | None) -> bytes:
-    """A flexible partition's tagged fields: from v16 its current leader, when this
-    broker names one (KIP-951); none otherwise."""
-    if leader is None or leader == (-1, -1):
-        return NO_TAGS
-    return tagged_fields([(1, _LEADER.pack(*leader, 0))])
+def _partition_tags(
+    result: FetchPartitionResult, leader: tuple[int, int] | None
+) -> bytes:
+    """A flexible partition's tagged fields: 0, the epoch where the fetcher's log
+    diverged and its end here; 1 (v16+), its current leader, when this broker names one
+    (KIP-951); each only when set."""
+    tags = []
+    if result.diverging_epoch is not None:
+        tags.append((0, _EPOCH_END.pack(*result.diverging_epoch, 0)))
+    if leader is not None and leader != (-1, -1):
+        tags.append((1, _LEADER.pack(*leader, 0)))
+    return tagged_fields(tags) if tags else NO_TAGS

@@ -57,11 +57,10 @@ def next_epoch(epoch: int) -> int:
 @attrs.frozen
 class RequestedPartition:
     """A partition as a fetch request names it (Kafka's ``FetchRequest.PartitionData``):
-    where to read, and from v12 the epoch of the last record the fetcher holds."""
+    what to read, and from v13 its topic's id, which the answer names it by."""
 
     fetch: FetchPartition
     topic_id: uuid.UUID = ZERO_UUID
-    last_fetched_epoch: int = -1
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -77,13 +76,11 @@ class CachedPartition:
     high_watermark: int = -1
     log_start_offset: int = -1
 
-    def must_respond(
-        self, result: FetchPartitionResult, diverging: bool, update: bool
-    ) -> bool:
+    def must_respond(self, result: FetchPartitionResult, update: bool) -> bool:
         """Whether the answer names this partition (Kafka's
         ``maybeUpdateResponseData``): records, a moved high watermark or log start,
         an error or a diverging epoch. ``update``: remember what is sent."""
-        respond = result.size > 0 or diverging
+        respond = result.size > 0 or result.diverging_epoch is not None
         if result.high_watermark != self.high_watermark:
             respond = True
             if update:
@@ -227,11 +224,9 @@ class FetchSessionCache:
         context: FetchContext,
         now: float,
         results: Sequence[tuple[RequestedPartition, FetchPartitionResult]],
-        diverging: frozenset[TopicPartition] = frozenset(),
     ) -> FetchAnswer:
         """The response to the read of ``context``'s partitions (Kafka's
-        ``updateAndGenerateResponseData``); ``diverging``: the partitions answered
-        with a diverging epoch."""
+        ``updateAndGenerateResponseData``)."""
         kind = context.kind
         if kind is ContextKind.SESSION_ERROR:
             return FetchAnswer(context.error_code, INVALID_SESSION_ID, [])
@@ -249,9 +244,7 @@ class FetchSessionCache:
         for requested, result in results:
             tp = requested.topic_partition
             cached = session.partitions.get(tp)
-            if cached is None or not cached.must_respond(
-                result, tp in diverging, update=True
-            ):
+            if cached is None or not cached.must_respond(result, update=True):
                 continue
             named.append((requested, result))
             if result.size > 0:

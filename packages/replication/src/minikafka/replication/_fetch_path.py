@@ -58,7 +58,12 @@ class FetchPath(ReplicaManagerBase):
                 for fetch, result in results
             ]
         total = sum(result.size for _, result in results)
-        errors = any(result.error_code is not ErrorCode.none for _, result in results)
+        # An error, or a log the fetcher must truncate first, is answered at once.
+        errors = any(
+            result.error_code is not ErrorCode.none
+            or result.diverging_epoch is not None
+            for _, result in results
+        )
         if (
             params.max_wait_ms <= 0
             or not fetches
@@ -130,6 +135,22 @@ class FetchPath(ReplicaManagerBase):
                 f"{fetch.topic_partition}",
             )
         try:
+            if fetch.last_fetched_epoch >= 0:
+                diverging = partition.diverging_epoch(
+                    fetch.fetch_offset,
+                    fetch.current_leader_epoch,
+                    fetch.last_fetched_epoch,
+                )
+                if diverging is not None:
+                    # Nothing is read: the fetcher truncates first, then fetches again.
+                    log = partition.log
+                    return FetchPartitionResult(
+                        ErrorCode.none,
+                        high_watermark=log.high_watermark,
+                        last_stable_offset=log.high_watermark,
+                        log_start_offset=log.log_start_offset,
+                        diverging_epoch=diverging,
+                    )
             read = partition.read_records(
                 fetch.fetch_offset,
                 max_bytes,
@@ -179,7 +200,11 @@ class FetchPath(ReplicaManagerBase):
         now: float,
     ) -> FetchPartitionResult:
         partition = self.partitions.get(fetch.topic_partition)
-        if partition is None or result.error_code is not ErrorCode.none:
+        if (
+            partition is None
+            or result.error_code is not ErrorCode.none
+            or result.diverging_epoch is not None  # its fetch offset is not its log's
+        ):
             return result
         moved = partition.update_follower_fetch_state(
             replica_id, fetch.fetch_offset, now

@@ -19,6 +19,7 @@ from minikafka.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchDataInfo,
+    OffsetOutOfRangeError,
     TimestampAndOffset,
 )
 
@@ -70,6 +71,34 @@ class PartitionReads(PartitionBase):
             # No transactions yet: the last stable offset is the high watermark.
             last_stable_offset=high_watermark,
         )
+
+    def diverging_epoch(
+        self, fetch_offset: int, current_leader_epoch: int, last_fetched_epoch: int
+    ) -> tuple[int, int] | None:
+        """Whether a fetcher whose last record has ``last_fetched_epoch`` and who reads
+        from ``fetch_offset`` holds a log that diverged from this one (Fetch v12+):
+        then ``(epoch, end offset)``, the largest epoch here at most its own and where
+        that ends, to truncate to; None if the logs agree. OFFSET_OUT_OF_RANGE if this
+        log cannot say where that epoch ends or the offset is below the log start
+        (Kafka's ``Partition.readRecords``)."""
+        self._check_leader_epoch(current_leader_epoch)
+        log = self.log
+        epoch, end = log.leader_epoch_cache.end_offset_for(
+            last_fetched_epoch, log.log_end_offset
+        )
+        if epoch < 0 or end < 0:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: no end offset known for the last fetched "
+                f"epoch {last_fetched_epoch}"
+            )
+        if fetch_offset < log.log_start_offset:
+            raise OffsetOutOfRangeError(
+                f"{self.topic_partition}: fetch offset {fetch_offset} is below the log "
+                f"start offset {log.log_start_offset}"
+            )
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
 
     def fetch_offset_for_timestamp(
         self, timestamp: int, current_leader_epoch: int = -1

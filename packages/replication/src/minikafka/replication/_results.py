@@ -48,6 +48,9 @@ class FetchPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    """Fetch v12+: the epoch of the last record the fetcher holds (-1: none named); the
+    leader answers a log that diverged there with ``diverging_epoch``."""
 
 
 @attrs.frozen
@@ -60,6 +63,9 @@ class FetchPartitionResult:
     log_start_offset: int = -1
     records: FileSlice | None = None
     error_message: str | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    """``(epoch, end offset)``: the fetcher's last fetched epoch is not this log's at its
+    fetch offset; it should truncate to where this epoch ends here (no records sent)."""
 
     @property
     def size(self) -> int:
