@@ -166,7 +166,7 @@ def handle_fetch(
             replica_manager.now(),
             [(r, read.get(r.fetch, _UNKNOWN_TOPIC_ID)) for r in context.partitions],
         )
-        leaders, endpoints = _leader_hints(version, request.listener, cache, answer)
+        leaders, endpoints = _leader_hints(request, cache, answer, consumer)
         request.respond_parts(
             encode_fetch_response(
                 version,
@@ -224,17 +224,20 @@ def _session(
 
 
 def _leader_hints(
-    version: int, listener: str, cache: MetadataCache, answer: FetchAnswer
+    request: Request, cache: MetadataCache, answer: FetchAnswer, consumer: bool
 ) -> tuple[dict[TopicPartition, tuple[int, int]], list[AliveBroker]]:
-    """KIP-951 (v16+): the leaders of the partitions this broker does not lead."""
-    if version < 16:
+    """KIP-951 (v16+): the leaders of the partitions this broker does not lead, and to
+    a consumer their endpoints (a follower is told the leader, not where: Kafka's
+    answer)."""
+    if request.api_version < 16:
         return {}, []
     refused = [
         r.topic_partition
         for r, result in answer.partitions
         if result.error_code in _LEADER_HINT_ERRORS
     ]
-    return current_leaders(listener, cache, refused)
+    leaders, endpoints = current_leaders(request.listener, cache, refused)
+    return leaders, endpoints if consumer else []
 
 
 def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
