@@ -16,6 +16,7 @@ from minikafka.broker._fork_server import (
     FORK_SERVER_ENV,
     ForkServer,
     NodeProcess,
+    _server_for,
     start_node,
 )
 from minikafka.broker.testing import BrokerProcess
@@ -157,3 +158,27 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_a_child_takes_the_callers_environment_not_its_servers() -> None:
+    """A server is shared by callers whose environments differ only in what changes
+    while they run (pytest's PYTEST_CURRENT_TEST); each child still gets its caller's
+    environment exactly: here ``COLUMNS``, which sets the width of ``--help``."""
+    base = {**os.environ, FORK_SERVER_ENV: "1", "COLUMNS": "200"}
+    server = ForkServer(base)
+    try:
+        widths = []
+        for columns in ("50", "200"):
+            child = server.start(["--help"], None, False, {**base, "COLUMNS": columns})
+            text = _output(child)
+            assert child.wait(WAIT) == 0, text
+            widths.append(max(len(line) for line in text.splitlines()))
+        assert widths[0] <= 50 < widths[1]
+    finally:
+        server.close()
+    # It ended at the close, by itself: not killed after close's wait.
+    assert server._process.returncode == 0
+    first = {**base, "PYTEST_CURRENT_TEST": "a.py::one (call)"}
+    second = {**base, "PYTEST_CURRENT_TEST": "a.py::two (setup)"}
+    assert _server_for(first) is _server_for(second)
+    assert _server_for(first) is not _server_for({**base, "COLUMNS": "80"})

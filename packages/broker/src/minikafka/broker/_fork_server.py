@@ -17,15 +17,16 @@ as a parent's ``waitpid`` would see it.
 :class:`NodeProcess`: a pid to signal, ``poll``, ``wait`` and its output.
 
 The server and its callers speak over a ``SOCK_SEQPACKET`` socket pair, one JSON
-message a packet: a job in (arguments, working directory, a new session or not) with
-the file descriptor of its output attached (``SCM_RIGHTS``); out, the child's pid, then
-later its exit code. The server ends when its caller closes the socket; children still
-running then go on, as a ``Popen`` child outlives its parent.
+message a packet: a job in (arguments, working directory and environment, a new session
+or not) with the file descriptor of its output attached (``SCM_RIGHTS``); out, the
+child's pid, then later its exit code. The server ends when its caller closes the
+socket; children still running then go on, as a ``Popen`` child outlives its parent.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import logging
 import os
@@ -69,7 +70,7 @@ def start_node(
     and stderr, or None for a pipe (``stdout`` of the result)."""
     environment = dict(os.environ if env is None else env)
     if environment.get(FORK_SERVER_ENV) == "1":
-        return _server_for(environment).start(args, output, new_session)
+        return _server_for(environment).start(args, output, new_session, environment)
     return subprocess.Popen(
         [sys.executable, "-m", "minikafka.broker", *args],
         stdin=subprocess.DEVNULL,
@@ -84,11 +85,19 @@ _servers: dict[frozenset[tuple[str, str]], ForkServer] = {}
 _servers_lock = threading.Lock()
 
 
+VOLATILE = frozenset({"PYTEST_CURRENT_TEST"})
+"""Variables no import reads, which change while a caller runs (pytest names the test
+and its phase in ``PYTEST_CURRENT_TEST``): a child gets the caller's value, and they do
+not tell servers apart."""
+
+
 def _server_for(env: dict[str, str]) -> ForkServer:
-    """One server per environment: a child's environment is its server's, exactly.
-    A new one ends the others that have no child running (each holds the broker's
-    modules in memory, and a test that sets a variable of its own makes one)."""
-    key = frozenset(env.items())
+    """One server per environment (but for :data:`VOLATILE`): what a child imported is
+    what a fresh process started with that environment would import, and the child
+    then takes the caller's environment exactly. A new server ends the others that have
+    no child running (each holds the broker's modules in memory, and a test that sets a
+    variable of its own makes one)."""
+    key = frozenset((k, v) for k, v in env.items() if k not in VOLATILE)
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server.lost:
@@ -153,6 +162,7 @@ class ForkServer:
             pass_fds=[theirs.fileno()],
         )
         theirs.close()
+        self._env = dict(env)
         self.lost = False
         self._lock = threading.Lock()  # one job at a time: its answer is the next pid
         self._started: list[ForkedNode] = []
@@ -162,9 +172,20 @@ class ForkServer:
         atexit.register(self.close)
 
     def start(
-        self, args: Sequence[str], output: int | None, new_session: bool
+        self,
+        args: Sequence[str],
+        output: int | None,
+        new_session: bool,
+        env: Mapping[str, str] | None = None,
     ) -> ForkedNode:
-        job = {"args": list(args), "cwd": os.getcwd(), "new_session": new_session}
+        """A child running ``args``, in this process's working directory, with ``env``
+        (default: the server's own)."""
+        job = {
+            "args": list(args),
+            "cwd": os.getcwd(),
+            "new_session": new_session,
+            "env": dict(self._env if env is None else env),
+        }
         if output is not None:
             return self._ask(job, output)
         read_end, write_end = os.pipe()
@@ -195,6 +216,10 @@ class ForkServer:
     def close(self) -> None:
         """Close the socket: the server ends (its children go on)."""
         atexit.unregister(self.close)
+        # Shut down before closing: the listening thread's recv holds the socket open
+        # (a close alone would leave the server waiting for an end that never comes).
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
         self._socket.close()
         try:
             self._process.wait(10)
@@ -249,6 +274,8 @@ def _child(job: dict[str, Any], output: int) -> NoReturn:
         # node's to hold (a Popen child is started with only 0, 1 and 2 open).
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.chdir(job["cwd"])
+        os.environ.clear()
+        os.environ.update(job["env"])
         # What ``python -m minikafka.broker`` puts there.
         sys.argv = [
             os.path.join(os.path.dirname(__file__), "__main__.py"),
