@@ -5,6 +5,7 @@ KRaft mode and in ZooKeeper mode (``make cluster MODE=zk``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -249,15 +250,21 @@ def test_make_cluster_with_three_controllers_describes_its_quorum(
         status = status_fields(bootstrap)
         assert int(status["LeaderEpoch"]) >= 1
         assert int(status["HighWatermark"]) > 0  # the brokers' registrations, at least
-        assert status["CurrentVoters"] == "[0,1,2]"
+        # Kafka 4's JSON: each voter with its controller listener (DescribeQuorum v2)
+        voters = json.loads(status["CurrentVoters"])
+        assert [v["id"] for v in voters] == [0, 1, 2]
+        assert all(len(v["endpoints"]) == 1 for v in voters)
         wait_for(
-            lambda: status_fields(bootstrap).get("CurrentObservers") == "[3,4,5]",
+            lambda: (
+                status_fields(bootstrap).get("CurrentObservers")
+                == '[{"id": 3}, {"id": 4}, {"id": 5}]'
+            ),
             "every broker fetching the metadata log as an observer",
         )
         replication = metadata_quorum(bootstrap, "replication").splitlines()
         assert replication[0].split() == [
-            "NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
-            "Status",
+            "NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
+            "LastCaughtUpTimestamp", "Status",
         ]  # fmt: skip
         statuses = sorted(line.split()[-1] for line in replication[1:])
         assert statuses == ["Follower", "Follower", "Leader"] + ["Observer"] * 3

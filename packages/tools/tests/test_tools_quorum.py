@@ -18,6 +18,7 @@ import pytest
 import trio
 from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
 from kio.schema.describe_quorum.v1 import request as dq_req
+from kio.schema.describe_quorum.v2 import request as dq_req_v2
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
@@ -27,10 +28,12 @@ from minikafka.common.testing import free_ports
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 from minikafka.net.testing import serving
 from minikafka.raft._describe import QuorumInfo, ReplicaInfo
+from minikafka.raft._describe_wire import QuorumNode as QuorumVoterNode
 from minikafka.raft._describe_wire import (
     check_describe_quorum_request,
     encode_describe_quorum_error,
     encode_describe_quorum_response,
+    encode_describe_quorum_response_v2,
 )
 from minikafka.tools._connection import BrokerError, connect
 from minikafka.tools._quorum import describe, quorum_app
@@ -38,6 +41,7 @@ from minikafka.tools._quorum import describe, quorum_app
 DEADLINE = 30.0  # seconds; a shared machine may be slow, never this slow
 WALL = 1_700_000_000.0  # the wall clock when the leader's clock read 0
 CLUSTER_ID = "MkQuorumTestCluster0"
+ZERO_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's zero uuid: static voters have no directory
 
 QUORUM = QuorumInfo(
     leader_id=2,
@@ -60,6 +64,16 @@ BASE_APIS: dict[int, tuple[int, int]] = {
 def leader(request: dq_req.DescribeQuorumRequest) -> ResponsePayload:
     check_describe_quorum_request(request)
     return encode_describe_quorum_response(QUORUM, wall_clock_offset=WALL)
+
+
+def leader_v2(request: dq_req.DescribeQuorumRequest) -> ResponsePayload:
+    check_describe_quorum_request(request)
+    voters = [
+        QuorumVoterNode(n, "CONTROLLER", "127.0.0.1", 9090 + n) for n in (1, 2, 3)
+    ]
+    return encode_describe_quorum_response_v2(
+        QUORUM, wall_clock_offset=WALL, nodes=voters
+    )
 
 
 def follower(request: dq_req.DescribeQuorumRequest) -> ResponsePayload:
@@ -85,8 +99,10 @@ class QuorumNode:
     async def handle(self, request: Request) -> None:
         self.asked.append(request.api_key)
         if request.api_key == ApiKey.DESCRIBE_QUORUM:
-            body = request.body_as((dq_req.DescribeQuorumRequest,))
-            request.respond(self.answer(body))
+            body = request.body_as(
+                (dq_req.DescribeQuorumRequest, dq_req_v2.DescribeQuorumRequest)
+            )
+            request.respond(self.answer(body))  # type: ignore[arg-type]
         elif request.api_key == ApiKey.METADATA:
             cls = response_schema(ApiKey.METADATA, request.api_version)
             assert cls is not None
@@ -172,8 +188,9 @@ async def test_status_through_a_broker() -> None:
     assert status["LeaderEpoch"] == "7"
     assert status["HighWatermark"] == "120"
     assert status["MaxFollowerLag"] == "30"
-    assert status["CurrentVoters"] == "[1,2,3]"
-    assert status["CurrentObservers"] == "[4]"
+    # Kafka 4's lists; a v1 answer names no endpoints
+    assert status["CurrentVoters"] == '[{"id": 1}, {"id": 2}, {"id": 3}]'
+    assert status["CurrentObservers"] == '[{"id": 4}]'
     # Measured on this machine's wall clock against the leader's: long ago, in 2023.
     assert int(status["MaxFollowerLagTimeMs"]) > 10**10
     assert broker.asked.count(ApiKey.METADATA) == 1
@@ -202,16 +219,17 @@ async def test_replication_prints_one_row_a_replica_in_epoch_milliseconds() -> N
     assert rows == [
         [
             "NodeId",
+            "DirectoryId",
             "LogEndOffset",
             "Lag",
             "LastFetchTimestamp",
             "LastCaughtUpTimestamp",
             "Status",
         ],
-        ["2", "130", "0", "-1", "1700000004000", "Leader"],
-        ["1", "100", "30", "1700000003250", "1700000002500", "Follower"],
-        ["3", "130", "0", "1700000003999", "1700000003999", "Follower"],
-        ["4", "90", "40", "1700000001000", "-1", "Observer"],
+        ["2", ZERO_ID, "130", "0", "-1", "1700000004000", "Leader"],
+        ["1", ZERO_ID, "100", "30", "1700000003250", "1700000002500", "Follower"],
+        ["3", ZERO_ID, "130", "0", "1700000003999", "1700000003999", "Follower"],
+        ["4", ZERO_ID, "90", "40", "1700000001000", "-1", "Observer"],
     ]
     assert ApiKey.METADATA not in broker.asked  # no cluster id in this view
 
@@ -321,3 +339,21 @@ async def test_usage_errors_exit_2_before_connecting(
     code, out, err = await invoke(*args)
     assert (code, out) == (2, "")
     assert says in " ".join(err.split())
+
+
+async def test_a_v2_answer_names_each_voters_endpoint() -> None:
+    """From a node that serves DescribeQuorum v2 (KIP-853) the tool asks v2 and prints
+    each voter with its controller listener, as Kafka 4's tool does."""
+    broker = QuorumNode(leader_v2, {**BROKER_APIS, ApiKey.DESCRIBE_QUORUM: (0, 2)})
+    async with nodes(broker) as bootstrap:
+        code, out, err = await invoke(
+            "--bootstrap-server", bootstrap, "describe", "--status"
+        )
+    assert (code, err) == (0, "")
+    status = fields(out)
+    assert status["CurrentVoters"] == (
+        '[{"id": 1, "endpoints": ["CONTROLLER://127.0.0.1:9091"]}, '
+        '{"id": 2, "endpoints": ["CONTROLLER://127.0.0.1:9092"]}, '
+        '{"id": 3, "endpoints": ["CONTROLLER://127.0.0.1:9093"]}]'
+    )
+    assert status["CurrentObservers"] == '[{"id": 4}]'

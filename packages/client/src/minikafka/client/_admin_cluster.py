@@ -29,6 +29,9 @@ from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
 from kio.schema.describe_log_dirs.v4 import request as log_dirs
 from kio.schema.describe_log_dirs.v4.response import DescribeLogDirsResponse
 from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
+from kio.schema.describe_quorum.v2.response import (
+    DescribeQuorumResponse as DescribeQuorumResponseV2,
+)
 from kio.schema.elect_leaders.v1 import request as elect
 from kio.schema.elect_leaders.v1.response import ElectLeadersResponse
 from kio.schema.errors import ErrorCode
@@ -48,9 +51,11 @@ from minikafka.raft.wire import (
     DescribeQuorumError,
     decode_describe_quorum_response,
     encode_describe_quorum_request,
+    encode_describe_quorum_request_v2,
 )
 
 from ._admin_port import AdminPort, AnyPartition, HasTopicPartition, by_topic, key
+from ._admin_port import where as describe_where
 from ._admin_types import (
     MAX_TIMESTAMP,
     ClusterDescription,
@@ -305,19 +310,34 @@ class ClusterAdmin:
     async def describe_metadata_quorum(
         self: AdminPort, *, via_controller: bool = False
     ) -> QuorumInfo:
-        """The KRaft quorum as its leader describes it (DescribeQuorum v1), times in
-        seconds since the epoch. Each bootstrap server is asked in turn until one
-        answers: one that cannot be reached is skipped, and so (``via_controller``: the
-        servers are controllers) is a controller that is not the leader
-        (NOT_LEADER_OR_FOLLOWER). Kafka's ``Admin.describeMetadataQuorum``."""
+        """The KRaft quorum as its leader describes it, times in seconds since the
+        epoch: DescribeQuorum v2 (KIP-853: the voters' endpoints, the replicas'
+        directory ids) where the node serves it, else v1. Each bootstrap server is
+        asked in turn until one answers: one that cannot be reached is skipped, and so
+        (``via_controller``: the servers are controllers) is a controller that is not
+        the leader (NOT_LEADER_OR_FOLLOWER). Kafka's ``Admin.describeMetadataQuorum``."""
         failure: KafkaException | None = None
         for node in self.bootstrap:
             where = f"{node.host}:{node.port}"
+            response: DescribeQuorumResponse | DescribeQuorumResponseV2
             try:
-                response = await self.request(
-                    node, encode_describe_quorum_request(), DescribeQuorumResponse
-                )
-            except KafkaException as e:  # not reachable: the next bootstrap server
+                served = await self.client.api_versions(node)
+            except (ClientError, OSError) as e:  # not reachable: the next one
+                text = f"DescribeQuorum to {describe_where(node)}: {e}"
+                failure = KafkaException(KafkaError(TRANSPORT, text))
+                continue
+            try:
+                if served.get(ApiKey.DESCRIBE_QUORUM, (0, 0))[1] >= 2:
+                    response = await self.request(
+                        node,
+                        encode_describe_quorum_request_v2(),
+                        DescribeQuorumResponseV2,
+                    )
+                else:
+                    response = await self.request(
+                        node, encode_describe_quorum_request(), DescribeQuorumResponse
+                    )
+            except KafkaException as e:  # the connection failed: the next one
                 failure = e
                 continue
             try:

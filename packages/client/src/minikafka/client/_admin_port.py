@@ -73,3 +73,9 @@ def by_topic(partitions: Sequence[TopicPartitionKey]) -> dict[str, list[int]]:
     for tp in partitions:
         topics.setdefault(tp.topic, []).append(tp.partition)
     return topics
+
+
+def where(node: Node) -> str:
+    """A node as an error message names it: ``node 1 (host:port)`` or ``bootstrap server``."""
+    name = f"node {node.node_id}" if node.node_id >= 0 else "bootstrap server"
+    return f"{name} ({node.host}:{node.port})"

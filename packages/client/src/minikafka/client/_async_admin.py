@@ -85,6 +85,7 @@ from ._admin_configs import (
     route,
 )
 from ._admin_groups import GroupOffsetsAdmin
+from ._admin_port import where
 from ._admin_types import (
     AlterConfigOp,
     ClusterMetadata,
@@ -148,12 +149,6 @@ def metadata_request(
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
     )
-
-
-def where(node: Node) -> str:
-    """A node as an error message names it: ``node 1 (host:port)`` or ``bootstrap server``."""
-    name = f"node {node.node_id}" if node.node_id >= 0 else "bootstrap server"
-    return f"{name} ({node.host}:{node.port})"
 
 
 class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin):

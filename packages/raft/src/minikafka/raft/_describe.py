@@ -1,11 +1,17 @@
-"""What DescribeQuorum answers (KIP-595, KIP-836's lag fields), and the two views
-``kafka-metadata-quorum.sh describe`` prints of it: ``--status`` and ``--replication``.
+"""What DescribeQuorum answers (KIP-595, KIP-836's lag fields, KIP-853's directory ids
+and voter endpoints), and the two views Kafka 4's ``kafka-metadata-quorum.sh describe``
+prints of it: ``--status`` and ``--replication``.
 
 Only the leader knows every replica's progress, so only the leader answers. Times are the
 node's ``now`` in milliseconds: the wall clock in a shell, virtual time in the simulator.
 """
 
 from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Mapping
 
 import attrs
 
@@ -16,6 +22,9 @@ class ReplicaInfo:
     log_end_offset: int
     last_fetch: float | None  # seconds, the node's clock; None: never fetched
     last_caught_up: float | None
+    directory_id: uuid.UUID | None = None
+    """KIP-853: the replica's metadata log directory; None (the zero id on the wire) for
+    a static voter, an observer that named none, or a v1 answer."""
 
 
 @attrs.frozen
@@ -25,6 +34,8 @@ class QuorumInfo:
     high_watermark: int
     voters: tuple[ReplicaInfo, ...]
     observers: tuple[ReplicaInfo, ...]
+    endpoints: Mapping[int, tuple[str, ...]] = attrs.field(factory=dict, hash=False)
+    """KIP-853 (a v2 answer): each voter's endpoints as ``NAME://host:port``."""
 
     @property
     def _leader(self) -> ReplicaInfo:
@@ -60,19 +71,45 @@ def format_status(info: QuorumInfo, now: float, cluster_id: str = "") -> str:
         ("HighWatermark", str(info.high_watermark)),
         ("MaxFollowerLag", str(info.max_follower_lag)),
         ("MaxFollowerLagTimeMs", str(info.max_follower_lag_time_ms(now))),
-        ("CurrentVoters", "[" + ",".join(str(v.replica_id) for v in info.voters) + "]"),
-        (
-            "CurrentObservers",
-            "[" + ",".join(str(o.replica_id) for o in info.observers) + "]",
-        ),
+        ("CurrentVoters", _replica_list(info, info.voters)),
+        ("CurrentObservers", _replica_list(info, info.observers)),
     ]
     return "\n".join(f"{name + ':':<24}{value}" for name, value in rows)
+
+
+def _replica_list(info: QuorumInfo, replicas: tuple[ReplicaInfo, ...]) -> str:
+    """Kafka 4's list of nodes: ``[{"id": 1, "endpoints": ["CONTROLLER://h:9093"]}]``,
+    a directory id only when there is one, endpoints only when known."""
+    nodes = []
+    for replica in replicas:
+        node = f'{{"id": {replica.replica_id}'
+        if replica.directory_id is not None:
+            node += f', "directoryId": "{kafka_uuid(replica.directory_id)}"'
+        endpoints = info.endpoints.get(replica.replica_id, ())
+        if endpoints:
+            node += ', "endpoints": [' + ", ".join(map(json.dumps, endpoints)) + "]"
+        nodes.append(node + "}")
+    return "[" + ", ".join(nodes) + "]"
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    """A uuid as Kafka prints one: URL-safe base64 of its 16 bytes, unpadded (the zero
+    id is ``AAAAAAAAAAAAAAAAAAAAAA``)."""
+    raw = (value or uuid.UUID(int=0)).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def endpoint(listener: str, host: str, port: int) -> str:
+    """``NAME://host:port`` (an IPv6 host in brackets), as Kafka prints a voter's."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"{listener}://{shown}:{port}"
 
 
 def format_replication(info: QuorumInfo) -> str:
     """``describe --replication``: one line a replica, the leader first."""
     header = [
         "NodeId",
+        "DirectoryId",
         "LogEndOffset",
         "Lag",
         "LastFetchTimestamp",
@@ -90,6 +127,7 @@ def format_replication(info: QuorumInfo) -> str:
         rows.append(
             [
                 str(replica.replica_id),
+                kafka_uuid(replica.directory_id),
                 str(replica.log_end_offset),
                 str(info.lag(replica)),
                 _ms(replica.last_fetch),

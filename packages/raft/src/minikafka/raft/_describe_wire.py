@@ -19,17 +19,19 @@ level with no topics. A client gets either as :class:`DescribeQuorumError`.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 
 import attrs
 from kio.schema.describe_quorum.v1 import request as dq_req
 from kio.schema.describe_quorum.v1 import response as dq_res
+from kio.schema.describe_quorum.v2 import request as dq_req_v2
 from kio.schema.describe_quorum.v2 import response as dq_res_v2
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64, u16
 
-from ._describe import QuorumInfo, ReplicaInfo
+from ._describe import QuorumInfo, ReplicaInfo, endpoint
 from ._wire import METADATA_TOPIC, _only_partition
 
 UNKNOWN_TIME = -1
@@ -70,6 +72,15 @@ def encode_describe_quorum_request() -> dq_req.DescribeQuorumRequest:
         topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
     )
     return dq_req.DescribeQuorumRequest(topics=(topic,))
+
+
+def encode_describe_quorum_request_v2() -> dq_req_v2.DescribeQuorumRequest:
+    """The same question at v2, whose answer names the voters' endpoints (KIP-853)."""
+    partition = dq_req_v2.PartitionData(partition_index=i32(0))
+    topic = dq_req_v2.TopicData(
+        topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+    )
+    return dq_req_v2.DescribeQuorumRequest(topics=(topic,))
 
 
 def check_describe_quorum_request(request: dq_req.DescribeQuorumRequest) -> None:
@@ -273,16 +284,17 @@ def describe_quorum_error_v2(
 
 
 def decode_describe_quorum_response(
-    response: dq_res.DescribeQuorumResponse,
+    response: dq_res.DescribeQuorumResponse | dq_res_v2.DescribeQuorumResponse,
 ) -> QuorumInfo:
     """The quorum as the leader described it, times in seconds since the epoch (None:
-    unknown). :class:`DescribeQuorumError` on an error code, top level first (such an
+    unknown); from a v2 answer also each replica's directory id and the voters'
+    endpoints. :class:`DescribeQuorumError` on an error code, top level first (such an
     answer has no topics); ``ValueError`` if it is not about ``__cluster_metadata-0`` or
     names a leader that is not a voter."""
     if response.error_code != ErrorCode.none:
         raise DescribeQuorumError(response.error_code, partition_level=False)
     p = _only_partition(response.topics, "DescribeQuorumResponse")
-    assert isinstance(p, dq_res.PartitionData)
+    assert isinstance(p, dq_res.PartitionData | dq_res_v2.PartitionData)
     if p.error_code != ErrorCode.none:
         raise DescribeQuorumError(p.error_code, partition_level=True)
     voters = _replicas(p.current_voters)
@@ -291,22 +303,44 @@ def decode_describe_quorum_response(
         raise ValueError(
             f"DescribeQuorumResponse: leader {p.leader_id} is not among the voters"
         )
+    endpoints: dict[int, tuple[str, ...]] = {}
+    if isinstance(response, dq_res_v2.DescribeQuorumResponse):
+        endpoints = {
+            int(n.node_id): tuple(
+                endpoint(ln.name, ln.host, int(ln.port)) for ln in n.listeners
+            )
+            for n in response.nodes
+        }
     return QuorumInfo(
         leader_id=int(p.leader_id),
         leader_epoch=int(p.leader_epoch),
         high_watermark=int(p.high_watermark),
         voters=voters,
         observers=_replicas(p.observers),
+        endpoints=endpoints,
     )
 
 
-def _replicas(states: Iterable[dq_res.ReplicaState]) -> tuple[ReplicaInfo, ...]:
+def _replicas(
+    states: Iterable[dq_res.ReplicaState | dq_res_v2.ReplicaState],
+) -> tuple[ReplicaInfo, ...]:
     return tuple(
         ReplicaInfo(
             replica_id=int(s.replica_id),
             log_end_offset=int(s.log_end_offset),
             last_fetch=_seconds(s.last_fetch_timestamp),
             last_caught_up=_seconds(s.last_caught_up_timestamp),
+            directory_id=_directory_id(s),
         )
         for s in states
     )
+
+
+def _directory_id(
+    state: dq_res.ReplicaState | dq_res_v2.ReplicaState,
+) -> uuid.UUID | None:
+    """A v2 replica's directory id; None for the zero id (none) and at v1."""
+    if not isinstance(state, dq_res_v2.ReplicaState):
+        return None
+    found = state.replica_directory_id
+    return None if found is None or found.int == 0 else found

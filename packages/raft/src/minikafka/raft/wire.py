@@ -30,6 +30,9 @@ from ._describe_wire import (
     encode_describe_quorum_request as encode_describe_quorum_request,
 )
 from ._describe_wire import (
+    encode_describe_quorum_request_v2 as encode_describe_quorum_request_v2,
+)
+from ._describe_wire import (
     encode_describe_quorum_response as encode_describe_quorum_response,
 )
 from ._describe_wire import (
