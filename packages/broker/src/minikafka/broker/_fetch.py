@@ -18,10 +18,10 @@ requests name only what changed, and the answers only the partitions with someth
 new. v12 is the first flexible version (compact lengths, tagged fields), and a fetcher
 may name the epoch of its last record: a log that diverged there is answered with
 ``diverging_epoch``, where to truncate to, and no records (the replication core
-decides, ``PartitionReads.diverging_epoch``); v13 names
-topics by id (KIP-516); v15 moves the follower's id into ``replica_state`` (KIP-903);
-from v16 a partition refused NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
-leader this broker knows of, and the response its endpoint (KIP-951).
+decides, ``PartitionReads.diverging_epoch``); v13 names topics by id (KIP-516); v15
+moves the follower's id into ``replica_state`` (KIP-903); from v16 a partition refused
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the leader this broker knows of,
+and a consumer's response that leader's endpoint (KIP-951).
 """
 
 from __future__ import annotations
