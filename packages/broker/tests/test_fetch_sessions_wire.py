@@ -3,7 +3,8 @@ consumer uses them: a full fetch opens a session, the next ones name only what c
 and are answered only with what is new.
 
 The broker runs in the test's trio loop (``running_broker``); the requests are kio's
-v18 and v12 classes, sent by the NetworkClient.
+v18 and v12 classes, sent by the NetworkClient, and kafka-python's own (v12, in a
+session), its blocking calls in worker threads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import attrs
+import kafka as kafka_python
 import pytest
 import trio
 from kio.schema.create_topics.v4.request import CreatableTopic, CreateTopicsRequest
@@ -33,6 +35,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from minikafka.broker import BrokerServer
 from minikafka.broker.testing import running_broker, single_node_config
 from minikafka.common import TopicPartition
 from minikafka.log import build_batch, decode_batch, make_records
@@ -45,6 +48,7 @@ NO_WAIT = i32Timedelta.parse(datetime.timedelta(0))
 
 @attrs.frozen
 class Broker:
+    server: BrokerServer
     client: NetworkClient
     node: Node
     topic_id: uuid.UUID
@@ -172,7 +176,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
         )
         topic = server.metadata_cache.topic("s")
         assert topic is not None
-        yield Broker(client, node, topic.topic_id)
+        yield Broker(server, client, node, topic.topic_id)
 
 
 async def test_a_session_answers_only_what_is_new(broker: Broker) -> None:
@@ -250,3 +254,40 @@ async def test_a_session_opened_by_name_cannot_go_on_by_id(broker: Broker) -> No
     ] == [True]
     by_id = await broker.fetch(int(full.session_id), 1, {})
     assert by_id.error_code is ErrorCode.fetch_session_topic_id_error
+
+
+async def test_kafka_python_reads_through_a_fetch_session(broker: Broker) -> None:
+    """A real client's session: kafka-python opens a fetch session (v12, topics by
+    name) and goes on with incremental fetches, which reach a record written to the
+    other partition after it had read the first."""
+    await broker.produce(0, b"first")
+    bootstrap = f"{broker.node.host}:{broker.node.port}"
+
+    def open_reader() -> kafka_python.KafkaConsumer:
+        reader = kafka_python.KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            consumer_timeout_ms=int(DEADLINE * 1000),
+            fetch_max_wait_ms=100,
+        )
+        reader.assign([kafka_python.TopicPartition("s", p) for p in (0, 1)])
+        reader.seek_to_beginning()
+        return reader
+
+    def take(reader: kafka_python.KafkaConsumer) -> tuple[int, bytes]:
+        record = next(reader)
+        return record.partition, record.value
+
+    reader = await trio.to_thread.run_sync(open_reader)
+    try:
+        assert await trio.to_thread.run_sync(take, reader) == (0, b"first")
+        await broker.produce(1, b"second")
+        assert await trio.to_thread.run_sync(take, reader) == (1, b"second")
+        [session] = broker.server.apis.fetch_sessions.sessions.values()
+        assert not session.privileged  # a consumer's
+        assert set(session.partitions) == {TopicPartition("s", p) for p in (0, 1)}
+        # Past 1, the epoch its full fetch left: the record of partition 1 came in an
+        # incremental fetch, read at the offset the session kept for it.
+        assert session.epoch >= 2
+    finally:
+        await trio.to_thread.run_sync(reader.close)
