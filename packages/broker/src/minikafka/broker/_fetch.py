@@ -151,20 +151,20 @@ def handle_fetch(
         forgotten=forgotten,
     )
     # A topic id no topic has is answered UNKNOWN_TOPIC_ID, without a read.
-    fetches = [
-        r.fetch
-        for r in context.partitions
-        if not r.topic_partition.topic.startswith(UNKNOWN_TOPIC_ID)
-    ]
+    fetches = [r.fetch for r in context.partitions if not _unknown_topic(r)]
 
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
         if consumer:
             results = [(f, for_consumer(r)) for f, r in results]
-        read = dict(results)
+        # The reads come back in the order they were asked, the unknown ones left out.
+        read = iter(results)
         answer = sessions.answer(
             context,
             replica_manager.now(),
-            [(r, read.get(r.fetch, _UNKNOWN_TOPIC_ID)) for r in context.partitions],
+            [
+                (r, _UNKNOWN_TOPIC_ID if _unknown_topic(r) else next(read)[1])
+                for r in context.partitions
+            ],
         )
         leaders, endpoints = _leader_hints(request, cache, answer, consumer)
         request.respond_parts(
@@ -175,7 +175,9 @@ def handle_fetch(
                 session=answer,
                 topic_ids={
                     r.topic_partition.topic: r.topic_id for r, _ in answer.partitions
-                },
+                }
+                if version >= 13
+                else None,
                 current_leaders=leaders,
                 endpoints=endpoints,
             )
@@ -185,6 +187,10 @@ def handle_fetch(
         respond([])
         return
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def _unknown_topic(requested: RequestedPartition) -> bool:
+    return requested.topic_partition.topic.startswith(UNKNOWN_TOPIC_ID)
 
 
 def _topic_name(topic: object, cache: MetadataCache, ids: dict[str, uuid.UUID]) -> str:
