@@ -614,6 +614,13 @@ def _version_body(
             "endpoint_type": 1,
             "include_fenced_brokers": False,
         },
+        # DeleteRecords below the log start: nothing to delete, nothing to wait for.
+        21: lambda: {
+            "topics": entry(
+                "topics", partitions=(part("topics", partition_index=0, offset=0),)
+            ),
+            "timeout": seconds,
+        },
         # DescribeQuorum: the metadata quorum (one voter here, the leader, answering).
         55: lambda: {"topics": encode_describe_quorum_request().topics},
         46: lambda: {"timeout": seconds, "topics": None},
@@ -648,6 +655,7 @@ _SWEEP_ORDER = (
     45,
     46,
     55,
+    21,
     20,
 )
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions.

@@ -62,6 +62,7 @@ from ._controller_raft_apis import (
     describe_quorum,
     quorum_nodes,
 )
+from ._delete_records import handle_delete_records
 from ._describe import (
     DESCRIBE_CLUSTER_VERSIONS,
     DESCRIBE_LOG_DIRS_VERSIONS,
@@ -255,6 +256,9 @@ class KafkaApis:
     async def _alter_configs(self, request: Request) -> None:
         await handle_alter_configs(request, self.controller, self.config.node_id)
 
+    async def _delete_records(self, request: Request) -> None:
+        handle_delete_records(request, self.replica_manager)
+
     async def _create_partitions(self, request: Request) -> None:
         await handle_create_partitions(request, self.controller)
 
@@ -388,6 +392,7 @@ class KafkaApis:
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
         ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, _create_topics),
         ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
+        ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, _delete_records),
         ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 1, _init_producer_id),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, _describe_configs),
         ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, _alter_configs),

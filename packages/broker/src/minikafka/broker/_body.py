@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from kio.schema.create_topics.v5 import request as create_topics_v5
     from kio.schema.create_topics.v6 import request as create_topics_v6
     from kio.schema.create_topics.v7 import request as create_topics_v7
+    from kio.schema.delete_records.v0 import request as delete_records_v0
+    from kio.schema.delete_records.v1 import request as delete_records_v1
+    from kio.schema.delete_records.v2 import request as delete_records_v2
     from kio.schema.delete_topics.v1 import request as delete_topics_v1
     from kio.schema.delete_topics.v2 import request as delete_topics_v2
     from kio.schema.delete_topics.v3 import request as delete_topics_v3
@@ -334,6 +337,15 @@ DeleteTopicsRequest: TypeAlias = (
 )
 DELETE_TOPICS: tuple[type[DeleteTopicsRequest], ...] = body_classes(DeleteTopicsRequest)
 
+DeleteRecordsRequest: TypeAlias = (
+    "delete_records_v0.DeleteRecordsRequest"
+    " | delete_records_v1.DeleteRecordsRequest"
+    " | delete_records_v2.DeleteRecordsRequest"
+)
+DELETE_RECORDS: tuple[type[DeleteRecordsRequest], ...] = body_classes(
+    DeleteRecordsRequest
+)
+
 InitProducerIdRequest: TypeAlias = (
     "init_producer_id_v0.InitProducerIdRequest"
     " | init_producer_id_v1.InitProducerIdRequest"
@@ -474,6 +486,7 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ),
     ApiKey.CREATE_TOPICS: CREATE_TOPICS,
     ApiKey.DELETE_TOPICS: DELETE_TOPICS,
+    ApiKey.DELETE_RECORDS: DELETE_RECORDS,
     ApiKey.INIT_PRODUCER_ID: INIT_PRODUCER_ID,
     ApiKey.DESCRIBE_CONFIGS: DESCRIBE_CONFIGS,
     ApiKey.ALTER_CONFIGS: ALTER_CONFIGS,

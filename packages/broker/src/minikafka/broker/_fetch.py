@@ -121,6 +121,8 @@ def handle_fetch(
                 int(p.current_leader_epoch)
                 if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
                 else -1,
+                # v5+: a follower's own log start, for the leader's low watermark
+                int(getattr(p, "log_start_offset", -1)),
                 last_fetched_epoch=int(p.last_fetched_epoch)
                 if isinstance(p, FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH)
                 else -1,

@@ -359,6 +359,7 @@ class ReplicaFetcherManager:
                     partition=i32(f.topic_partition.partition),
                     current_leader_epoch=i32(f.current_leader_epoch),
                     fetch_offset=i64(f.fetch_offset),
+                    log_start_offset=i64(f.log_start_offset),
                     partition_max_bytes=i32(f.max_bytes),
                 )
             )

@@ -38,6 +38,7 @@ from ._admin_types import ConfigSource as ConfigSource
 from ._admin_types import ConfigSynonym as ConfigSynonym
 from ._admin_types import ConsumerGroupDescription as ConsumerGroupDescription
 from ._admin_types import ConsumerGroupListing as ConsumerGroupListing
+from ._admin_types import DeletedRecords as DeletedRecords
 from ._admin_types import ElectionType as ElectionType
 from ._admin_types import ListOffsetsResultInfo as ListOffsetsResultInfo
 from ._admin_types import LogDirDescription as LogDirDescription
@@ -113,6 +114,7 @@ __all__ = [
     "ConsumerCoordinator",
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
+    "DeletedRecords",
     "Delivery",
     "ElectionType",
     "FetchPlan",

@@ -32,6 +32,7 @@ from ._admin_types import (
     ConfigResource,
     ConsumerGroupDescription,
     ConsumerGroupListing,
+    DeletedRecords,
     ElectionType,
     ListOffsetsResultInfo,
     LogDirDescription,
@@ -141,6 +142,22 @@ class AdminClient:
         return self._run(
             wanted,
             lambda admin: admin.list_offsets(wanted, isolation_level=isolation_level),
+        )
+
+    def delete_records(
+        self,
+        before_offsets: Mapping[AnyPartition, int],
+        *,
+        operation_timeout: float = 60.0,
+    ) -> dict[TopicPartitionKey, Future[DeletedRecords]]:
+        """A future per partition: its low watermark once its records below the offset
+        (-1: the high watermark) are deleted on its replicas."""
+        wanted = {key(tp): offset for tp, offset in before_offsets.items()}
+        return self._run(
+            wanted,
+            lambda admin: admin.delete_records(
+                wanted, operation_timeout=operation_timeout
+            ),
         )
 
     def describe_cluster(self) -> Future[ClusterDescription]:

@@ -1,29 +1,33 @@
-"""The admin clients' partition and cluster calls: ListOffsets, DescribeCluster,
-DescribeLogDirs, ElectLeaders (KIP-460), AlterPartitionReassignments and
-ListPartitionReassignments (KIP-455), and DescribeQuorum (KIP-595, KIP-836).
+"""The admin clients' partition and cluster calls: ListOffsets, DeleteRecords
+(KIP-107), DescribeCluster, DescribeLogDirs, ElectLeaders (KIP-460),
+AlterPartitionReassignments and ListPartitionReassignments (KIP-455), and
+DescribeQuorum (KIP-595, KIP-836).
 
-Where each goes, as Kafka's Admin sends them: ListOffsets to each partition's leader
-(the Metadata answer names it); DescribeCluster to any broker; DescribeLogDirs to each
-broker asked about (only it knows its disks); ElectLeaders and the reassignment calls
-to the controller the metadata names (a KRaft broker forwards them to the active
-controller); DescribeQuorum to the bootstrap servers in turn, a broker forwarding it to
-the quorum's leader, a controller answering only if it leads. Answers come per
-partition, broker or log dir; a call that fails as a whole (the request's top-level
-error, no server reachable) raises :class:`KafkaException`.
+Where each goes, as Kafka's Admin sends them: ListOffsets and DeleteRecords to each
+partition's leader (the Metadata answer names it); DescribeCluster to any broker;
+DescribeLogDirs to each broker asked about (only it knows its disks); ElectLeaders and
+the reassignment calls to the controller the metadata names (a KRaft broker forwards
+them to the active controller); DescribeQuorum to the bootstrap servers in turn, a
+broker forwarding it to the quorum's leader, a controller answering only if it leads.
+Answers come per partition, broker or log dir; a call that fails as a whole (the
+request's top-level error, no server reachable) raises :class:`KafkaException`.
 
 Versions: the lowest that carries what the client needs. ListOffsets is v5, and v7 to a
 leader asked for ``OffsetSpec.max_timestamp()`` (KIP-734) if it serves v7; a leader
 that does not answers those partitions UNSUPPORTED_VERSION, as Kafka's Admin does,
-without sending them.
+without sending them. DeleteRecords is v2, the version Kafka 4's Admin sends.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 
 from kio.schema.alter_partition_reassignments import v0 as alter_v0
 from kio.schema.alter_partition_reassignments import v1 as alter_v1
+from kio.schema.delete_records.v2 import request as delete_records
+from kio.schema.delete_records.v2.response import DeleteRecordsResponse
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest
 from kio.schema.describe_cluster.v1.response import DescribeClusterResponse
 from kio.schema.describe_log_dirs.v4 import request as log_dirs
@@ -42,7 +46,7 @@ from kio.schema.list_partition_reassignments.v0.response import (
     ListPartitionReassignmentsResponse,
 )
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from minikafka.common import TopicPartition as TopicPartitionKey
 from minikafka.net import ApiKey, ClientError, Node
@@ -59,6 +63,7 @@ from ._admin_port import where as describe_where
 from ._admin_types import (
     MAX_TIMESTAMP,
     ClusterDescription,
+    DeletedRecords,
     ElectionType,
     ListOffsetsResultInfo,
     LogDirDescription,
@@ -124,6 +129,50 @@ class ClusterAdmin:
                     self, leader, schema, partitions, wanted, isolation_level
                 )
             )
+        missing = KafkaError(ErrorCode.unknown_server_error, "no answer")
+        return {tp: out.get(tp, missing) for tp in wanted}
+
+    async def delete_records(
+        self: AdminPort,
+        before_offsets: Mapping[AnyPartition, int],
+        *,
+        operation_timeout: float = 60.0,
+    ) -> dict[TopicPartitionKey, DeletedRecords | KafkaError]:
+        """Delete each partition's records below its offset (-1: below the high
+        watermark), with DeleteRecords v2 to its leader, and give the low watermark each
+        reached. Each leader moves its log start at once and answers once its in-sync
+        followers have moved theirs, or after ``operation_timeout`` seconds
+        (REQUEST_TIMED_OUT; the leader's log start has moved all the same). Kafka's
+        ``Admin.deleteRecords``, confluent-kafka's ``delete_records``."""
+        wanted = {key(tp): offset for tp, offset in before_offsets.items()}
+        by_leader, failed = await _leaders(self, list(wanted))
+        out: dict[TopicPartitionKey, DeletedRecords | KafkaError] = dict(failed)
+        for leader, partitions in by_leader.items():
+            body = delete_records.DeleteRecordsRequest(
+                topics=tuple(
+                    delete_records.DeleteRecordsTopic(
+                        name=TopicName(t),
+                        partitions=tuple(
+                            delete_records.DeleteRecordsPartition(
+                                partition_index=i32(p),
+                                offset=i64(wanted[TopicPartitionKey(t, p)]),
+                            )
+                            for p in ps
+                        ),
+                    )
+                    for t, ps in by_topic(partitions).items()
+                ),
+                timeout=i32Timedelta.parse(
+                    datetime.timedelta(seconds=operation_timeout)
+                ),
+            )
+            response = await self.request(leader, body, DeleteRecordsResponse)
+            for topic in response.topics:
+                for p in topic.partitions:
+                    tp = TopicPartitionKey(str(topic.name), int(p.partition_index))
+                    out[tp] = error_or_none(int(p.error_code)) or DeletedRecords(
+                        int(p.low_watermark)
+                    )
         missing = KafkaError(ErrorCode.unknown_server_error, "no answer")
         return {tp: out.get(tp, missing) for tp in wanted}
 

@@ -214,6 +214,15 @@ class ListOffsetsResultInfo:
 
 
 @attrs.frozen
+class DeletedRecords:
+    """A partition's answer to DeleteRecords (KIP-107): its low watermark, the smallest
+    log start offset among its replicas once the deletion reached them. Kafka's and
+    confluent-kafka's ``DeletedRecords``."""
+
+    low_watermark: int
+
+
+@attrs.frozen
 class OffsetAndMetadata:
     """A committed offset, as Kafka's ``OffsetAndMetadata``."""
 

@@ -14,9 +14,11 @@ sending of answers and AlterPartition proposals.
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
 
+from ._callbacks import DeleteRecordsCallback as DeleteRecordsCallback
 from ._callbacks import FetchCallback as FetchCallback
 from ._callbacks import ProduceCallback as ProduceCallback
 from ._callbacks import ResponseCallbacks as ResponseCallbacks
+from ._delayed import DelayedDeleteRecords as DelayedDeleteRecords
 from ._delayed import DelayedFetch as DelayedFetch
 from ._delayed import DelayedOperations as DelayedOperations
 from ._delayed import DelayedProduce as DelayedProduce
@@ -48,6 +50,8 @@ from ._purgatory import DelayedOperation as DelayedOperation
 from ._purgatory import DelayedOperationPurgatory as DelayedOperationPurgatory
 from ._replica_manager import HIGH_WATERMARK_CHECKPOINT as HIGH_WATERMARK_CHECKPOINT
 from ._replica_manager import ReplicaManager as ReplicaManager
+from ._results import DeleteRecordsPartitionResult as DeleteRecordsPartitionResult
+from ._results import DeleteRecordsResponse as DeleteRecordsResponse
 from ._results import FetchParams as FetchParams
 from ._results import FetchPartition as FetchPartition
 from ._results import FetchPartitionResult as FetchPartitionResult
@@ -61,12 +65,16 @@ __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
     "BecameFollower",
     "BecameLeader",
+    "DelayedDeleteRecords",
     "DelayedFetch",
     "DelayedOperation",
     "DelayedOperationCompleted",
     "DelayedOperationPurgatory",
     "DelayedOperations",
     "DelayedProduce",
+    "DeleteRecordsCallback",
+    "DeleteRecordsPartitionResult",
+    "DeleteRecordsResponse",
     "EpochAnswer",
     "EpochRequest",
     "FetchCallback",

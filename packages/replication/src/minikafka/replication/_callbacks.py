@@ -28,6 +28,8 @@ import attrs
 from minikafka.common import TopicPartition
 
 from ._results import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
     FetchPartition,
     FetchPartitionResult,
     ProducePartitionResult,
@@ -37,6 +39,9 @@ from ._results import (
 
 ProduceCallback = Callable[[dict[TopicPartition, ProducePartitionResult]], None]
 FetchCallback = Callable[[list[tuple[FetchPartition, FetchPartitionResult]]], None]
+DeleteRecordsCallback = Callable[
+    [dict[TopicPartition, DeleteRecordsPartitionResult]], None
+]
 
 
 @attrs.define(eq=False)
@@ -45,6 +50,9 @@ class ResponseCallbacks:
 
     _produce: dict[int, ProduceCallback] = attrs.field(init=False, factory=dict)
     _fetch: dict[int, FetchCallback] = attrs.field(init=False, factory=dict)
+    _delete_records: dict[int, DeleteRecordsCallback] = attrs.field(
+        init=False, factory=dict
+    )
     _ids: itertools.count[int] = attrs.field(init=False, factory=itertools.count)
 
     def produce(self, respond: ProduceCallback) -> int:
@@ -59,10 +67,16 @@ class ResponseCallbacks:
         self._fetch[request_id] = respond
         return request_id
 
+    def delete_records(self, respond: DeleteRecordsCallback) -> int:
+        """A request id whose :class:`DeleteRecordsResponse` goes to ``respond``."""
+        request_id = next(self._ids)
+        self._delete_records[request_id] = respond
+        return request_id
+
     @property
     def waiting(self) -> int:
         """How many requests have not been answered yet."""
-        return len(self._produce) + len(self._fetch)
+        return len(self._produce) + len(self._fetch) + len(self._delete_records)
 
     def deliver(self, responses: Iterable[Response]) -> None:
         """Call each response's callback, once; every one, even if an earlier one raised
@@ -72,6 +86,8 @@ class ResponseCallbacks:
             try:
                 if isinstance(response, ProduceResponse):
                     self._produce.pop(response.request_id)(response.results)
+                elif isinstance(response, DeleteRecordsResponse):
+                    self._delete_records.pop(response.request_id)(response.results)
                 else:
                     self._fetch.pop(response.request_id)(response.results)
             except Exception as exc:

@@ -31,6 +31,8 @@ from ._events import DelayedOperationCompleted
 from ._partition import Partition
 from ._purgatory import DelayedOperation, DelayedOperationPurgatory
 from ._results import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
     FetchParams,
     FetchPartition,
     FetchPartitionResult,
@@ -153,6 +155,54 @@ class DelayedFetch(DelayedOperation):
 
 
 @attrs.define(eq=False)
+class DelayedDeleteRecords(DelayedOperation):
+    """Waits until every partition's low watermark reaches the offset asked (KIP-107):
+    then no in-sync replica keeps a deleted record, and a new leader cannot serve
+    one."""
+
+    KIND: ClassVar[str] = "delete_records"
+    request_id: int
+    results: dict[TopicPartition, DeleteRecordsPartitionResult]
+    required_offsets: dict[TopicPartition, int]
+    """Partitions still waiting -> the log start offset their replicas must reach."""
+    partitions: Callable[[TopicPartition], Partition | None]
+    created: float = attrs.field(default=0.0, kw_only=True)
+    expired: bool = attrs.field(init=False, default=False)
+    response: DeleteRecordsResponse | None = attrs.field(init=False, default=None)
+
+    def try_complete(self) -> bool:
+        for tp, required in list(self.required_offsets.items()):
+            partition = self.partitions(tp)
+            if partition is None or not partition.is_leader or partition.offline_reason:
+                # The leadership moved (or the log failed): the asker must retry there.
+                self.results[tp] = DeleteRecordsPartitionResult(
+                    ErrorCode.not_leader_or_follower
+                )
+            elif (low := partition.low_watermark) >= required:
+                self.results[tp] = DeleteRecordsPartitionResult(ErrorCode.none, low)
+            else:
+                continue
+            del self.required_offsets[tp]
+        return not self.required_offsets and self.force_complete()
+
+    def on_expiration(self) -> None:
+        self.expired = True
+        for tp in self.required_offsets:
+            self.results[tp] = DeleteRecordsPartitionResult(
+                ErrorCode.request_timed_out,
+                error_message="the replicas did not reach the new log start in time",
+            )
+        self.required_offsets.clear()
+
+    def on_complete(self) -> None:
+        self.response = DeleteRecordsResponse(self.request_id, self.results)
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.results)
+
+
+@attrs.define(eq=False)
 class DelayedOperations:
     """The ReplicaManager's two purgatories, and the answers of what they complete.
 
@@ -171,22 +221,35 @@ class DelayedOperations:
     fetch: DelayedOperationPurgatory[DelayedFetch] = attrs.field(
         init=False, factory=lambda: DelayedOperationPurgatory("Fetch")
     )
-    _completed: list[DelayedProduce | DelayedFetch] = attrs.field(
-        init=False, factory=list
+    delete_records: DelayedOperationPurgatory[DelayedDeleteRecords] = attrs.field(
+        init=False, factory=lambda: DelayedOperationPurgatory("DeleteRecords")
+    )
+    _completed: list[DelayedProduce | DelayedFetch | DelayedDeleteRecords] = (
+        attrs.field(init=False, factory=list)
     )
 
     def check(self, tp: TopicPartition) -> None:
         """Something behind ``tp`` changed: let the operations watching it check again."""
         self._completed += self.produce.check_and_complete(tp)
         self._completed += self.fetch.check_and_complete(tp)
+        self._completed += self.delete_records.check_and_complete(tp)
+
+    def check_delete_records(self, tp: TopicPartition) -> None:
+        """A follower said its log start offset: the low watermark may have moved."""
+        self._completed += self.delete_records.check_and_complete(tp)
 
     def expire(self, now: float) -> None:
         """Complete the operations whose deadline is ``now`` or before (all: ``math.inf``)."""
         self._completed += self.produce.expire(now)
         self._completed += self.fetch.expire(now)
+        self._completed += self.delete_records.expire(now)
 
     def next_deadline(self) -> float | None:
-        deadlines = (self.produce.next_deadline(), self.fetch.next_deadline())
+        deadlines = (
+            self.produce.next_deadline(),
+            self.fetch.next_deadline(),
+            self.delete_records.next_deadline(),
+        )
         return min((d for d in deadlines if d is not None), default=None)
 
     def answers(self, now: float, own: Response | None = None) -> tuple[Response, ...]:

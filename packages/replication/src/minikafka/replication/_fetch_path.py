@@ -207,8 +207,10 @@ class FetchPath(ReplicaManagerBase):
         ):
             return result
         moved = partition.update_follower_fetch_state(
-            replica_id, fetch.fetch_offset, now
+            replica_id, fetch.fetch_offset, now, fetch.log_start_offset
         )
+        # The follower said its log start: a DeleteRecords may be answered.
+        self.delayed.check_delete_records(fetch.topic_partition)
         proposal = partition.take_isr_change()
         if proposal is not None:
             self._proposals.append(proposal)  # it caught up: proposed back

@@ -257,6 +257,8 @@ class ReplicaFetcher:
                     state.fetch_offset,
                     self.fetch_max_bytes,
                     state.current_leader_epoch,
+                    # The leader's low watermark waits on it (DeleteRecords, KIP-107).
+                    self.local[tp].log.log_start_offset,
                 )
             )
         return CoreResult(messages=tuple(fetches))

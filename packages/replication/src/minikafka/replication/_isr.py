@@ -27,6 +27,8 @@ class ReplicaState:
     # lastFetchLeaderLogEndOffset), so steady fetching under steady produce counts.
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time: float = 0.0
+    log_start_offset: int = -1
+    """The follower's log start offset as its last fetch said (-1: not said yet)."""
 
     def update_fetch_state(
         self, fetch_offset: int, leader_log_end_offset: int, now: float

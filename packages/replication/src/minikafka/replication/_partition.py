@@ -203,9 +203,16 @@ class Partition(IsrChanges, PartitionReads):
         return True
 
     def update_follower_fetch_state(
-        self, broker_id: int, fetch_offset: int, now: float
+        self,
+        broker_id: int,
+        fetch_offset: int,
+        now: float,
+        log_start_offset: int = -1,
     ) -> bool:
-        """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved."""
+        """A follower fetched from ``fetch_offset``: it has everything below. True if HW moved.
+
+        ``log_start_offset`` is the follower's own (Fetch v5+): the low watermark's input.
+        """
         replica = self.remote_replicas.get(broker_id)
         if replica is None:
             raise ReplicationError(
@@ -213,6 +220,8 @@ class Partition(IsrChanges, PartitionReads):
                 f"broker {broker_id} is not a replica of {self.topic_partition}",
             )
         replica.update_fetch_state(fetch_offset, self.log.log_end_offset, now)
+        if log_start_offset >= 0:
+            replica.log_start_offset = log_start_offset
         # Traced before the HW moves, so a trace reads in causal order: the fetch, then
         # the ``hw_advance`` it caused (the event's HW is the one the fetch found).
         if self.tracer.enabled:
@@ -250,6 +259,55 @@ class Partition(IsrChanges, PartitionReads):
         if len(self.isr) < self.min_insync_replicas:
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
+
+    @property
+    def low_watermark(self) -> int:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset among the
+        leader and its in-sync followers (-1 while a follower has not said its own).
+        Below it no in-sync replica keeps a record.
+
+        Kafka counts every live replica; minikafka, whose core does not know which
+        brokers are alive, counts the ISR, which a dead follower leaves.
+        """
+        starts = [self.log.log_start_offset]
+        starts += [
+            r.log_start_offset
+            for r in self.remote_replicas.values()
+            if r.broker_id in self.isr
+        ]
+        return min(starts)
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords (KIP-107): move the log start offset to ``offset`` (-1: the
+        high watermark) and return the low watermark now.
+
+        Only the leader deletes, only below its high watermark (a record not yet
+        committed may not be deleted, as it may not be read), and only where the topic's
+        ``cleanup.policy`` includes ``delete``, as Kafka's ``deleteRecordsOnLeader``.
+        """
+        self._check_online()
+        if not self.is_leader:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {self.local_broker_id} is not the leader of {self.topic_partition}",
+            )
+        log = self.log
+        if not log.config.delete:
+            # A compacted topic's records are keyed state, not a stream to cut.
+            raise ReplicationError(
+                ErrorCode.policy_violation,
+                f"records of {self.topic_partition} cannot be deleted: its "
+                f"cleanup.policy is {','.join(sorted(log.config.cleanup_policy))}",
+            )
+        converted = log.high_watermark if offset == -1 else offset
+        if not 0 <= converted <= log.high_watermark:
+            raise ReplicationError(
+                ErrorCode.offset_out_of_range,
+                f"cannot delete {self.topic_partition} below {offset}: the high "
+                f"watermark is {log.high_watermark}",
+            )
+        log.maybe_increment_log_start_offset(converted, "client")
+        return self.low_watermark
 
     # --- the follower's write path (seed 000: followers fetch like consumers) --------------
 

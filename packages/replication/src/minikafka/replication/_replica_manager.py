@@ -52,16 +52,19 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import attrs
+from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 from minikafka.log import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 
+from ._delayed import DelayedDeleteRecords
 from ._fetch_path import FetchPath
 from ._isr import IsrChangeAnswer
 from ._manager_base import ReplicaManagerResult
 from ._partition import Partition
-from ._partition_base import PartitionState
+from ._partition_base import PartitionState, ReplicationError
 from ._produce_path import ProducePath
+from ._results import DeleteRecordsPartitionResult, DeleteRecordsResponse
 
 _logger = logging.getLogger(__name__)
 
@@ -180,6 +183,62 @@ class ReplicaManager(ProducePath, FetchPath):
             _logger.error("could not delete the log of %s: %s", tp, exc)
         # Whatever waits on it is answered now (with NOT_LEADER / UNKNOWN_TOPIC).
         self._partition_changed(tp)
+
+    # --- delete records ---------------------------------------------------------------
+
+    def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: Mapping[TopicPartition, int],
+        request_id: int,
+        now: float,
+    ) -> ReplicaManagerResult:
+        """DeleteRecords (KIP-107): each led partition's log start moves to its offset
+        (-1: the high watermark) at once; the answer waits in a DelayedDeleteRecords
+        until every in-sync follower has moved its own (the low watermark), or
+        ``timeout_ms``.
+        """
+        results: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+        required: dict[TopicPartition, int] = {}
+        for tp, offset in offsets.items():
+            partition = self.partitions.get(tp)
+            if partition is None:
+                missing = self._missing_partition_result(tp)
+                results[tp] = DeleteRecordsPartitionResult(
+                    missing.error_code, error_message=missing.error_message
+                )
+                continue
+            try:
+                low = partition.delete_records_on_leader(offset)
+            except ReplicationError as exc:
+                results[tp] = DeleteRecordsPartitionResult(
+                    exc.error_code, error_message=str(exc)
+                )
+                continue
+            except OSError as exc:  # the checkpoint or the disk refused: dir offline
+                results[tp] = DeleteRecordsPartitionResult(
+                    ErrorCode.kafka_storage_error,
+                    error_message=self.storage_failed(tp, exc),
+                )
+                continue
+            # The fetches parked on the partition now answer OFFSET_OUT_OF_RANGE or
+            # less data; the followers hear of the new start on their next fetch.
+            self._partition_changed(tp)
+            required[tp] = partition.log.log_start_offset
+            results[tp] = DeleteRecordsPartitionResult(ErrorCode.none, low)
+        if timeout_ms <= 0 or not required:
+            return self._result(now, DeleteRecordsResponse(request_id, results))
+        operation = DelayedDeleteRecords(
+            now + timeout_ms / 1000,
+            request_id,
+            results,
+            required,
+            self.partitions.get,
+            created=now,
+        )
+        if self.delayed.delete_records.try_complete_else_watch(operation, required):
+            return self._result(now, operation.response)
+        return self._parked(now)
 
     # --- failed disks ---------------------------------------------------------------------
 

@@ -48,6 +48,9 @@ class FetchPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    log_start_offset: int = -1
+    """A follower's own log start offset (Fetch v5+), for the leader's low watermark;
+    -1 from a consumer."""
     last_fetched_epoch: int = -1
     """Fetch v12+: the epoch of the last record the fetcher holds (-1: none named); the
     leader answers a log that diverged there with ``diverging_epoch``."""
@@ -93,5 +96,22 @@ class FetchResponse:
     results: list[tuple[FetchPartition, FetchPartitionResult]]
 
 
-Response = ProduceResponse | FetchResponse
+@attrs.frozen
+class DeleteRecordsPartitionResult:
+    """One partition's answer to DeleteRecords (KIP-107): the low watermark reached."""
+
+    error_code: ErrorCode
+    low_watermark: int = -1
+    error_message: str | None = None
+
+
+@attrs.frozen
+class DeleteRecordsResponse:
+    """The per-partition answer to the DeleteRecords numbered ``request_id``."""
+
+    request_id: int
+    results: dict[TopicPartition, DeleteRecordsPartitionResult]
+
+
+Response = ProduceResponse | FetchResponse | DeleteRecordsResponse
 """What a ReplicaManager call answers: its own request, or requests it completed."""

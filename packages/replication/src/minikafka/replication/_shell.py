@@ -62,7 +62,12 @@ from minikafka.common import Acks, FailureLog, FatalFaultError, TopicPartition
 from minikafka.common.shell import Wakeup, run_timers
 from minikafka.trace import EpochClock
 
-from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
+from ._callbacks import (
+    DeleteRecordsCallback,
+    FetchCallback,
+    ProduceCallback,
+    ResponseCallbacks,
+)
 from ._fetcher import EpochAnswer, EpochRequest
 from ._isr import IsrChangeAnswer, IsrChangeProposal
 from ._manager_base import ReplicaManagerResult
@@ -162,6 +167,18 @@ class ReplicaManagerShell:
         now = self.now()
         # A follower that caught up is proposed back: the result's messages.
         self._carry_out(self.core.fetch_messages(params, fetches, request_id, now))
+
+    def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: Mapping[TopicPartition, int],
+        respond: DeleteRecordsCallback,
+    ) -> None:
+        """DeleteRecords; ``respond`` is called with the per-partition results, now or
+        once the followers have caught up with the new log start."""
+        request_id = self.callbacks.delete_records(respond)
+        now = self.now()
+        self._carry_out(self.core.delete_records(timeout_ms, offsets, request_id, now))
 
     def last_offsets_for_leader_epochs(
         self, requests: Iterable[EpochRequest]

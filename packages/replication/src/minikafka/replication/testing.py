@@ -20,7 +20,12 @@ from minikafka.log import Log, LogConfig, LogManager
 from minikafka.log.testing import ManualClock
 from minikafka.trace import NullTracer, Tracer
 
-from ._callbacks import FetchCallback, ProduceCallback, ResponseCallbacks
+from ._callbacks import (
+    DeleteRecordsCallback,
+    FetchCallback,
+    ProduceCallback,
+    ResponseCallbacks,
+)
 from ._manager_base import ReplicaManagerResult, TopicSettings
 from ._partition import Partition
 from ._partition_base import PartitionState
@@ -163,6 +168,18 @@ class ManualShell:
     ) -> None:
         request_id = self.callbacks.fetch(respond)
         self._deliver(self.core.fetch_messages(params, fetches, request_id, now), now)
+
+    def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: Mapping[TopicPartition, int],
+        respond: DeleteRecordsCallback,
+        now: float,
+    ) -> None:
+        request_id = self.callbacks.delete_records(respond)
+        self._deliver(
+            self.core.delete_records(timeout_ms, offsets, request_id, now), now
+        )
 
     def become_leader_or_follower(
         self,

@@ -7,7 +7,8 @@
 ``reassign-partitions`` and ``leader-election`` are ``kafka-reassign-partitions.sh``
 and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
 ``kafka-metadata-quorum.sh`` (:mod:`._quorum`), ``configs`` is ``kafka-configs.sh``
-(:mod:`._cli_configs`). A broker's error is printed under Kafka's
+(:mod:`._cli_configs`), ``delete-records`` is ``kafka-delete-records.sh``
+(:mod:`._delete_records`). A broker's error is printed under Kafka's
 name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
 ConfigCommand does, and exits 1).
 
@@ -37,6 +38,7 @@ from ._cli_reassign import leader_election, reassign_partitions
 from ._connection import ToolError
 from ._consume import ConsumeOptions, console_consumer, parse_offset
 from ._consume import check_config as consumer_config_check
+from ._delete_records import delete_records
 from ._produce import ProduceOptions, parse_acks, parse_compression, read_lines
 from ._produce import check_config as producer_config_check
 from ._produce import produce as produce_lines
@@ -69,6 +71,7 @@ def _group() -> None:
 app.command("reassign-partitions")(reassign_partitions)
 app.command("leader-election")(leader_election)
 app.command("configs")(configs)
+app.command("delete-records")(delete_records)
 
 
 @app.command()
