@@ -883,6 +883,67 @@ def test_log_dirs_describes_the_log_dir_and_its_partitions(
     assert set(kafka_dir) == set(log_dir)
 
 
+# --- kafka-delete-records ----------------------------------------------------------------
+
+
+@pytest.mark.kafka_tool("kafka-delete-records", "--offset-json-file")
+def test_delete_records_prints_each_partitions_low_watermark(
+    broker: BrokerProcess, kafka_reference: KafkaNode, tmp_path: Path
+) -> None:
+    # Guarantee: kafka-delete-records (Kafka's Admin.deleteRecords, DeleteRecords v2)
+    # deletes partition 0's records below 6 and all of partition 1's (-1: the high
+    # watermark) on minikafka, printing the same lines as against Kafka itself set up
+    # the same way; an offset past the high watermark fails that partition with the
+    # same exception on both, and leaves it whole.
+    topic = "tools-delete-records"
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": topic, "partition": 0, "offset": 6},
+                    {"topic": topic, "partition": 1, "offset": -1},
+                    {"topic": topic, "partition": 2, "offset": 99},
+                ],
+                "version": 1,
+            }
+        )
+    )
+
+    def delete(where: str) -> list[str]:
+        new_topic(where, topic, 3)
+        producer = Producer({"bootstrap.servers": where, "log_level": 0})
+        for i in range(30):
+            producer.produce(topic, f"record-{i}".encode(), partition=i % 3)
+        assert producer.flush(WAIT) == 0
+        run = tool(
+            "kafka-delete-records",
+            "--bootstrap-server",
+            where,
+            "--offset-json-file",
+            str(offsets),
+        )
+        lines = run.stdout.strip().splitlines()
+        # Kafka's tool prints the partitions in its HashMap's order.
+        return lines[:2] + sorted(lines[2:])
+
+    with ThreadPoolExecutor(2) as pool:
+        running = pool.submit(delete, broker.bootstrap)
+        theirs = pool.submit(delete, kafka_reference.bootstrap).result()
+        ours = running.result()
+    assert ours[:4] == [
+        "Executing records delete operation",
+        "Records delete operation completed:",
+        f"partition: {topic}-0\tlow_watermark: 6",
+        f"partition: {topic}-1\tlow_watermark: 10",
+    ]
+    assert ours[4].startswith(
+        f"partition: {topic}-2\terror: "
+        "org.apache.kafka.common.errors.OffsetOutOfRangeException:"
+    )
+    assert ours == theirs
+
+
 # --- kafka-features ----------------------------------------------------------------------
 
 Features = dict[str, dict[str, str]]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from kio.schema.errors import ErrorCode
 
 from minikafka.client import AsyncAdminClient, DeletedRecords, KafkaError
 from minikafka.common import TopicPartition
@@ -26,6 +27,22 @@ from ._connection import ToolError
 HIGH_WATERMARK = -1
 """The offset that means "everything committed" (Kafka's
 ``DeleteRecordsRequest.HIGH_WATERMARK``)."""
+
+# DeleteRecords' answer carries no message: Kafka's Admin then raises the exception
+# with its error's default message, and the tool prints that.
+_MESSAGES: dict[int, str] = {
+    ErrorCode.offset_out_of_range: "The requested offset is not within the range of "
+    "offsets maintained by the server.",
+    ErrorCode.unknown_topic_or_partition: "This server does not host this "
+    "topic-partition.",
+    ErrorCode.policy_violation: "Request parameters do not satisfy the configured "
+    "policy.",
+    ErrorCode.invalid_topic_exception: "The request attempted to perform an operation "
+    "on an invalid topic.",
+    ErrorCode.request_timed_out: "The request timed out.",
+    ErrorCode.kafka_storage_error: "Disk error when trying to access log file on the "
+    "disk.",
+}
 
 
 def parse_offsets(text: str) -> dict[TopicPartition, int]:
@@ -60,13 +77,16 @@ def parse_offsets(text: str) -> dict[TopicPartition, int]:
 
 
 def result_line(tp: TopicPartition, outcome: DeletedRecords | KafkaError) -> str:
-    """Kafka's line for one partition: its low watermark, or the Admin's exception
-    (the broker's DeleteRecords answer has no message: the name says it)."""
+    """Kafka's line for one partition: its low watermark, or the exception Kafka's
+    Admin raises, with the error's default message where the answer gave none."""
     name = f"{tp.topic}-{tp.partition}"
     if isinstance(outcome, DeletedRecords):
         return f"partition: {name}\tlow_watermark: {outcome.low_watermark}"
     exception = f"org.apache.kafka.common.errors.{exception_name(outcome.code())}"
-    return f"partition: {name}\terror: {exception}: {outcome.str()}"
+    text = outcome.str()
+    if text == outcome.name():  # no message of its own: Kafka's default one
+        text = _MESSAGES.get(outcome.code(), text)
+    return f"partition: {name}\terror: {exception}: {text}"
 
 
 def delete_records(
