@@ -131,8 +131,8 @@ def prepare(session: Session) -> None:
         (batch(5, first=5, ts=T0 + 10), 0),
         (batch(3, ts=T0 + 20), 2),
     ):
-        _produce_ok(session, DATA, partition, records)
-    _produce_ok(session, APPEND_TIME, 0, batch(2))
+        produce_ok(session, DATA, partition, records)
+    produce_ok(session, APPEND_TIME, 0, batch(2))
     deadline = time.monotonic() + 60  # a loaded 2-core machine: generous
     while True:  # the group coordinator creates __consumer_offsets on first use
         found = session.call(make(ApiKey.FIND_COORDINATOR, 0, key="conf-prepare"))
@@ -166,7 +166,7 @@ def prepare(session: Session) -> None:
         time.sleep(0.1)
 
 
-def _produce_ok(session: Session, topic: str, partition: int, records: bytes) -> None:
+def produce_ok(session: Session, topic: str, partition: int, records: bytes) -> None:
     # A new leader may refuse for a moment after Metadata names it (it becomes leader
     # when it applies the metadata record): NOT_LEADER_OR_FOLLOWER is retried.
     deadline = time.monotonic() + 30

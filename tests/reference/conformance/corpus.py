@@ -1,4 +1,5 @@
-"""The whole corpus, in the order it runs: data path, groups, admin, configs, cluster."""
+"""The whole corpus, in the order it runs: data path, deleting records, groups, admin,
+configs, cluster."""
 
 from __future__ import annotations
 
@@ -6,10 +7,19 @@ from ._corpus_admin import scenarios as admin
 from ._corpus_cluster import scenarios as cluster
 from ._corpus_configs import scenarios as configs
 from ._corpus_data import scenarios as data
+from ._corpus_delete_records import scenarios as delete_records
 from ._corpus_group_admin import scenarios as group_admin
 from ._corpus_groups import scenarios as groups
 from ._scenario import Scenario
 
 
 def corpus() -> list[Scenario]:
-    return [*data(), *groups(), *group_admin(), *admin(), *configs(), *cluster()]
+    return [
+        *data(),
+        *delete_records(),
+        *groups(),
+        *group_admin(),
+        *admin(),
+        *configs(),
+        *cluster(),
+    ]
