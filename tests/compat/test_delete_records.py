@@ -202,7 +202,6 @@ def test_aiokafka_deletes_records(broker: BrokerProcess, admin: AdminClient) -> 
     assert watermarks(broker, topic) == (7, RECORDS)
 
 
-@pytest.mark.compat("DeleteRecords", "minikafka")
 def test_minikafka_admin_client_deletes_records(
     broker: BrokerProcess, admin: AdminClient
 ) -> None:

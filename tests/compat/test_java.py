@@ -389,12 +389,13 @@ def test_cooperative_sticky_and_static_membership(
 @pytest.mark.compat("DescribeCluster", "java")
 @pytest.mark.compat("DescribeLogDirs", "java")
 @pytest.mark.compat("OffsetDelete", "java")
+@pytest.mark.compat("DeleteRecords", "java")
 def test_admin(
     group_broker: BrokerProcess, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """The Admin client: topics (create, list, describe, delete), partitions, configs,
     consumer groups and their offsets, the cluster (DescribeCluster), the broker's log
-    dirs (DescribeLogDirs) and its metadata quorum. Where it needs
+    dirs (DescribeLogDirs), deleting records (DeleteRecords) and its metadata quorum. Where it needs
     an API minikafka does not offer, it fails with UnsupportedVersionException naming the
     API (the gaps COMPAT.md lists); where it has a fallback, it falls back and works."""
     topic = unique_name(request, "java-")
@@ -445,7 +446,7 @@ def test_admin(
                 "action": "list_offsets",
                 "partitions": [[topic, 0, "earliest"], [topic, 1, "latest"]],
             },
-            # 17..: what minikafka does not offer (but 17, 18, 19, 21 and 22)
+            # 17..: what minikafka does not offer (but 17 to 22)
             {
                 "op": "admin",
                 "action": "delete_group_offsets",
@@ -459,7 +460,8 @@ def test_admin(
                 "name": topic,
                 "set": {"retention.ms": "1000"},
             },
-            {"op": "admin", "action": "delete_records", "offsets": [[topic, 0, 1]]},
+            # 20: partition 1's records, all of them (-1: the high watermark)
+            {"op": "admin", "action": "delete_records", "offsets": [[topic, 1, -1]]},
             {
                 "op": "admin",
                 "action": "list_offsets",
@@ -531,10 +533,10 @@ def test_admin(
     # ListOffsets v7+'s max timestamp (KIP-734): a record of partition 0, the first
     # with the largest timestamp (several may share a millisecond), or -1 if it has none.
     assert run.result(22) == 1  # DescribeProducers (KIP-664): partition 0 described
+    assert run.result(20) == {"deleted": 1}  # DeleteRecords (KIP-107), answered
     [newest] = run.result(21).values()
     assert 0 <= newest < counts[0] if counts[0] else newest == -1
     missing = {
-        20: "DELETE_RECORDS",
         23: "LIST_TRANSACTIONS",
         24: "DESCRIBE_ACLS",
         25: "DESCRIBE_CLIENT_QUOTAS",

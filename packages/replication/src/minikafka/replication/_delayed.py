@@ -178,7 +178,7 @@ class DelayedDeleteRecords(DelayedOperation):
                 self.results[tp] = DeleteRecordsPartitionResult(
                     ErrorCode.not_leader_or_follower
                 )
-            elif (low := partition.low_watermark) >= required:
+            elif (low := partition.low_watermark()) >= required:
                 self.results[tp] = DeleteRecordsPartitionResult(ErrorCode.none, low)
             else:
                 continue

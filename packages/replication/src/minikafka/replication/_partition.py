@@ -260,7 +260,6 @@ class Partition(IsrChanges, PartitionReads):
             return ErrorCode.not_enough_replicas_after_append
         return ErrorCode.none
 
-    @property
     def low_watermark(self) -> int:
         """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset among the
         leader and its in-sync followers (-1 while a follower has not said its own).
@@ -279,7 +278,9 @@ class Partition(IsrChanges, PartitionReads):
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords (KIP-107): move the log start offset to ``offset`` (-1: the
-        high watermark) and return the low watermark now.
+        high watermark) and return the offset asked, -1 made the high watermark: the
+        answer waits until the low watermark reaches it (a deletion below the log start
+        moves nothing, and waits only for what it asked).
 
         Only the leader deletes, only below its high watermark (a record not yet
         committed may not be deleted, as it may not be read), and only where the topic's
@@ -307,7 +308,7 @@ class Partition(IsrChanges, PartitionReads):
                 f"watermark is {log.high_watermark}",
             )
         log.maybe_increment_log_start_offset(converted, "client")
-        return self.low_watermark
+        return converted
 
     # --- the follower's write path (seed 000: followers fetch like consumers) --------------
 

@@ -209,7 +209,7 @@ class ReplicaManager(ProducePath, FetchPath):
                 )
                 continue
             try:
-                low = partition.delete_records_on_leader(offset)
+                asked = partition.delete_records_on_leader(offset)
             except ReplicationError as exc:
                 results[tp] = DeleteRecordsPartitionResult(
                     exc.error_code, error_message=str(exc)
@@ -224,8 +224,10 @@ class ReplicaManager(ProducePath, FetchPath):
             # The fetches parked on the partition now answer OFFSET_OUT_OF_RANGE or
             # less data; the followers hear of the new start on their next fetch.
             self._partition_changed(tp)
-            required[tp] = partition.log.log_start_offset
-            results[tp] = DeleteRecordsPartitionResult(ErrorCode.none, low)
+            required[tp] = asked
+            results[tp] = DeleteRecordsPartitionResult(
+                ErrorCode.none, partition.low_watermark()
+            )
         if timeout_ms <= 0 or not required:
             return self._result(now, DeleteRecordsResponse(request_id, results))
         operation = DelayedDeleteRecords(
