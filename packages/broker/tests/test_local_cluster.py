@@ -292,3 +292,37 @@ def test_a_preferred_election_returns_leadership_after_a_failover(
     assert len(acked) >= 5
     for broker_id in cluster.brokers:
         assert [v for v in values_in(cluster, broker_id) if v in set(acked)] == acked
+
+
+def test_a_deletion_is_answered_once_every_in_sync_replica_moved_its_start(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: DeleteRecords moves the leader's log start at once and is answered
+    # only when every in-sync follower has moved its own (the low watermark, KIP-107);
+    # the next leader, after the old one is killed, starts at the deleted offset.
+    cluster = LocalCluster.start(tmp_path, seed=5)
+    cluster.create_topic(TP.topic, 1, 3)
+    cluster.produce(TP, [b"%d" % i for i in range(10)], Acks.ALL)
+    cluster.run(3.0)
+    request = cluster.delete_records(TP, 6)
+    assert request is not None
+    leader = cluster.leader_of(TP)
+    assert cluster.brokers[leader].manager.partitions[TP].log.log_start_offset == 6
+    assert request not in cluster.deleted
+    for _ in range(10):
+        cluster.step()
+        if request in cluster.deleted:
+            break
+    [(tp, answer)] = cluster.deleted[request].items()
+    assert (tp, answer.error_code, answer.low_watermark) == (TP, ErrorCode.none, 6)
+    starts = {
+        b: broker.manager.partitions[TP].log.log_start_offset
+        for b, broker in cluster.brokers.items()
+    }
+    assert starts == dict.fromkeys(cluster.brokers, 6)
+    cluster.kill(leader)
+    cluster.run(12.0)
+    new_leader = cluster.leader_of(TP)
+    assert new_leader not in (-1, leader)
+    partition = cluster.brokers[new_leader].manager.partitions[TP]
+    assert partition.log.log_start_offset == 6

@@ -51,6 +51,8 @@ from minikafka.controller import (
 from minikafka.controller.testing import ControllerHarness
 from minikafka.log import LogConfig, LogManager, build_batch, make_records
 from minikafka.replication import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
     FetchedPartition,
     FetchFailure,
     FetchParams,
@@ -93,6 +95,10 @@ class LocalCluster:
         factory=dict
     )
     """Produce request id -> its answer, once the leader answered it."""
+    deleted: dict[int, dict[TopicPartition, DeleteRecordsPartitionResult]] = (
+        attrs.field(factory=dict)
+    )
+    """DeleteRecords request id -> its answer, once the leader answered it."""
     _next_request_id: int = 1
 
     @classmethod
@@ -156,6 +162,26 @@ class LocalCluster:
             broker,
             broker.manager.append_records(
                 30_000, acks, {tp: batch}, request_id, self.now
+            ),
+        )
+        return request_id
+
+    def delete_records(
+        self, tp: TopicPartition, offset: int, timeout_ms: int = 30_000
+    ) -> int | None:
+        """DeleteRecords (KIP-107) to the partition's leader: its log start moves to
+        ``offset`` (-1: the high watermark); the request id, answered in
+        :attr:`deleted` once the low watermark reaches the offset, or None if there is
+        no live leader."""
+        broker = self.brokers.get(self.leader_of(tp))
+        if broker is None or not broker.alive:
+            return None
+        request_id = self._next_request_id
+        self._next_request_id += 1
+        self._collect(
+            broker,
+            broker.manager.delete_records(
+                timeout_ms, {tp: offset}, request_id, self.now
             ),
         )
         return request_id
@@ -238,10 +264,13 @@ class LocalCluster:
         return [b for b in self.brokers.values() if b.alive]
 
     def _collect(self, broker: LocalBroker, result: ReplicaManagerResult) -> None:
-        """Keep the produce answers, and the proposals for step 4's AlterPartition."""
+        """Keep the produce and DeleteRecords answers, and the proposals for step 4's
+        AlterPartition."""
         for response in result.replies:
             if isinstance(response, ProduceResponse):
                 self.acknowledged[response.request_id] = response.results
+            elif isinstance(response, DeleteRecordsResponse):
+                self.deleted[response.request_id] = response.results
         for proposal in result.messages:
             broker.unsent[proposal.topic_partition] = proposal
 
