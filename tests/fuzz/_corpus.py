@@ -88,6 +88,9 @@ BASE: Overrides = {
     "CreatePartitionsTopic.name": TOPIC,
     "CreatableTopic.name": DOOMED_TOPIC,
     "DeleteTopicsRequest.topic_names": (DOOMED_TOPIC,),
+    # DeleteRecords: the harness's partition below offset 0 (nothing; mutations try more).
+    "DeleteRecordsTopic.name": TOPIC,
+    "DeleteRecordsPartition.offset": 0,
     "index": 0,
     "partition": 0,
     "partition_index": 0,

@@ -624,6 +624,24 @@ def describe_log_dirs(rng: random.Random) -> Overrides:
     )
 
 
+def delete_records(rng: random.Random) -> Overrides:
+    return rng.choice(
+        (
+            {"DeleteRecordsPartition.offset": rng.choice(INT64)},
+            {"partition_index": rng.choice(INT32)},
+            {"DeleteRecordsTopic.name": _name(rng)},
+            {"DeleteRecordsRequest.timeout": ms(rng.choice(TIMEOUTS))},
+            {"DeleteRecordsRequest.topics": ()},
+            {  # one partition named twice, with two offsets
+                "DeleteRecordsTopic.partitions": (
+                    {"partition_index": 0, "offset": rng.choice(INT64)},
+                    {"partition_index": 0, "offset": rng.choice(INT64)},
+                )
+            },
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -641,6 +659,7 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.API_VERSIONS: misc,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.DELETE_RECORDS: delete_records,
     ApiKey.INIT_PRODUCER_ID: misc,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.CREATE_PARTITIONS: create_partitions,
