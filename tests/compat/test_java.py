@@ -135,7 +135,7 @@ def test_produce_acks_idempotence_and_every_codec(
         ("FETCH", 18),  # in a fetch session (KIP-227), topics by id
         ("LIST_OFFSETS", 10),
         ("METADATA", 13),
-        ("INIT_PRODUCER_ID", 1),
+        ("INIT_PRODUCER_ID", 5),
         ("CREATE_TOPICS", 7),
         ("API_VERSIONS", 4),
     } <= sent_versions

@@ -293,13 +293,16 @@ CONFIG_CASES: dict[str, Case] = {
 }
 
 
-def _init_producer_id(transactional_id: str | None, timeout_ms: int = 60_000) -> Case:
+def _init_producer_id(
+    transactional_id: str | None, timeout_ms: int = 60_000, **producer: int
+) -> Case:
     return lambda s, v: s.check(
         make(
             ApiKey.INIT_PRODUCER_ID,
             v,
             transactional_id=transactional_id,
             transaction_timeout=timeout_ms,
+            **producer,
         )
     )
 
@@ -307,7 +310,13 @@ def _init_producer_id(transactional_id: str | None, timeout_ms: int = 60_000) ->
 INIT_CASES: dict[str, Case] = {
     "idempotent": _init_producer_id(None),
     "transaction-timeout-too-large": _init_producer_id("conf-tx-long", 10**9),
+    # v3+ (KIP-360): an idempotent producer naming its current id and epoch gets a new
+    # id; naming one without the other is refused.
+    "current-producer": _init_producer_id(None, producer_id=1000, producer_epoch=3),
+    "id-without-epoch": _init_producer_id(None, producer_id=1000, producer_epoch=-1),
+    "epoch-without-id": _init_producer_id(None, producer_id=-1, producer_epoch=3),
 }
+INIT_SINCE = {"current-producer": 3, "id-without-epoch": 3, "epoch-without-id": 3}
 
 
 def _elect(topics: list[tuple[str, list[int]]] | None, election_type: int = 0) -> Case:
@@ -444,7 +453,9 @@ def scenarios() -> Iterator[Scenario]:
         ApiKey.CREATE_PARTITIONS, "create-partitions", PARTITION_CASES
     )
     yield from each_version(ApiKey.DESCRIBE_CONFIGS, "describe-configs", CONFIG_CASES)
-    yield from each_version(ApiKey.INIT_PRODUCER_ID, "init-producer-id", INIT_CASES)
+    yield from each_version(
+        ApiKey.INIT_PRODUCER_ID, "init-producer-id", INIT_CASES, INIT_SINCE
+    )
     yield from each_version(
         ApiKey.ELECT_LEADERS, "elect-leaders", ELECT_CASES, ELECT_SINCE
     )

@@ -393,7 +393,7 @@ class KafkaApis:
         ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, _create_topics),
         ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
         ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, _delete_records),
-        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 1, _init_producer_id),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 5, _init_producer_id),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, _describe_configs),
         ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, _alter_configs),
         ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, _incremental_alter_configs),

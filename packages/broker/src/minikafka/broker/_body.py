@@ -87,6 +87,10 @@ if TYPE_CHECKING:
     )
     from kio.schema.init_producer_id.v0 import request as init_producer_id_v0
     from kio.schema.init_producer_id.v1 import request as init_producer_id_v1
+    from kio.schema.init_producer_id.v2 import request as init_producer_id_v2
+    from kio.schema.init_producer_id.v3 import request as init_producer_id_v3
+    from kio.schema.init_producer_id.v4 import request as init_producer_id_v4
+    from kio.schema.init_producer_id.v5 import request as init_producer_id_v5
     from kio.schema.list_offsets.v1 import request as list_offsets_v1
     from kio.schema.list_offsets.v2 import request as list_offsets_v2
     from kio.schema.list_offsets.v3 import request as list_offsets_v3
@@ -349,10 +353,24 @@ DELETE_RECORDS: tuple[type[DeleteRecordsRequest], ...] = body_classes(
 InitProducerIdRequest: TypeAlias = (
     "init_producer_id_v0.InitProducerIdRequest"
     " | init_producer_id_v1.InitProducerIdRequest"
+    " | init_producer_id_v2.InitProducerIdRequest"
+    " | init_producer_id_v3.InitProducerIdRequest"
+    " | init_producer_id_v4.InitProducerIdRequest"
+    " | init_producer_id_v5.InitProducerIdRequest"
 )
 INIT_PRODUCER_ID: tuple[type[InitProducerIdRequest], ...] = body_classes(
     InitProducerIdRequest
 )
+InitProducerIdWithProducer: TypeAlias = (
+    "init_producer_id_v3.InitProducerIdRequest"
+    " | init_producer_id_v4.InitProducerIdRequest"
+    " | init_producer_id_v5.InitProducerIdRequest"
+)
+INIT_PRODUCER_ID_WITH_PRODUCER: tuple[type[InitProducerIdWithProducer], ...] = (
+    body_classes(InitProducerIdWithProducer)
+)
+"""v3+ (KIP-360): the producer's current id and epoch, which a producer recovering
+from an error sends to keep its id (-1, -1: a new producer)."""
 
 DescribeConfigsRequest: TypeAlias = (
     "describe_configs_v1.DescribeConfigsRequest"

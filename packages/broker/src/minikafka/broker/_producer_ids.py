@@ -7,7 +7,10 @@ of 1000 from the controller, which writes each block into the metadata log
 (``ProducerIdsRecord``) before handing it out; the broker gives ids from its block one
 by one and asks for a new block when it runs out (Kafka's ProducerIdManager).
 
-Without a transactional id every InitProducerId gets a fresh id with epoch 0.
+Without a transactional id every InitProducerId gets a fresh id with epoch 0, also
+from v3 on when the producer names its current id and epoch (KIP-360: an idempotent
+producer that lost track of its sequences starts again under a new id, as Kafka's
+coordinator gives it; one of the two named without the other is INVALID_REQUEST).
 Transactions are not implemented, so a transactional id is refused.
 """
 
@@ -24,9 +27,10 @@ from minikafka.common import ApiError
 from minikafka.controller import AllocateProducerIdsResponse
 from minikafka.net import ApiKey, Request, build, response_schema
 
-from ._body import INIT_PRODUCER_ID
+from ._body import INIT_PRODUCER_ID, INIT_PRODUCER_ID_WITH_PRODUCER
 
 NO_THROTTLE = datetime.timedelta(0)
+NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
 class ProducerIdsUnavailable(ApiError):
@@ -62,7 +66,14 @@ async def handle_init_producer_id(request: Request, manager: ProducerIdManager) 
     cls = response_schema(ApiKey.INIT_PRODUCER_ID, request.api_version)
     assert cls is not None
     producer_id, epoch, error = -1, -1, ErrorCode.none
-    if body.transactional_id is not None:
+    named = (
+        (int(body.producer_id), int(body.producer_epoch))
+        if isinstance(body, INIT_PRODUCER_ID_WITH_PRODUCER)
+        else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+    )
+    if (named[0] == NO_PRODUCER_ID) != (named[1] == NO_PRODUCER_EPOCH):
+        error = ErrorCode.invalid_request  # an id without its epoch, or the reverse
+    elif body.transactional_id is not None:
         # A transactional producer first looks for its transaction coordinator, which
         # this broker does not offer; answering NOT_COORDINATOR says so.
         error = ErrorCode.not_coordinator
