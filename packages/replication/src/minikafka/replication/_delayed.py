@@ -1,12 +1,14 @@
-"""DelayedProduce and DelayedFetch: the two operations the ReplicaManager parks, and
-DelayedOperations, its two purgatories.
+"""DelayedProduce, DelayedFetch and DelayedDeleteRecords: the operations the
+ReplicaManager parks, and DelayedOperations, its three purgatories.
 
 DelayedProduce (``acks=all``) waits, for each partition it wrote, until the high
 watermark reaches the offset after its last batch: then every in-sync replica has the
 records. DelayedFetch waits until the partitions it reads hold at least
-``fetch.min.bytes`` beyond the fetch offsets, or until ``fetch.max.wait.ms``. Both are
-woken by the ReplicaManager through the purgatory's watch keys (the partitions), never
-by polling.
+``fetch.min.bytes`` beyond the fetch offsets, or until ``fetch.max.wait.ms``.
+DelayedDeleteRecords (KIP-107) waits until each partition's low watermark, the smallest
+log start among the leader and its in-sync followers, reaches the offset deleted below.
+All are woken by the ReplicaManager through the purgatory's watch keys (the
+partitions), never by polling.
 
 Each carries the id its caller gave the request and, once completed, its answer as a
 value (``response``): the ReplicaManager returns it to its shell, which sends it. No
@@ -164,7 +166,8 @@ class DelayedDeleteRecords(DelayedOperation):
     request_id: int
     results: dict[TopicPartition, DeleteRecordsPartitionResult]
     required_offsets: dict[TopicPartition, int]
-    """Partitions still waiting -> the log start offset their replicas must reach."""
+    """Partitions still waiting -> the offset asked (-1 made the high watermark), which
+    their low watermark must reach."""
     partitions: Callable[[TopicPartition], Partition | None]
     created: float = attrs.field(default=0.0, kw_only=True)
     expired: bool = attrs.field(init=False, default=False)
@@ -204,7 +207,7 @@ class DelayedDeleteRecords(DelayedOperation):
 
 @attrs.define(eq=False)
 class DelayedOperations:
-    """The ReplicaManager's two purgatories, and the answers of what they complete.
+    """The ReplicaManager's three purgatories, and the answers of what they complete.
 
     Completion happens deep inside a ReplicaManager call (a follower's fetch moves the HW,
     which completes a produce; a re-read that fails takes a log dir offline, which
