@@ -52,6 +52,9 @@ Record = dict[str, Any]
 # librdkafka's names for the request types it counts, where they are not Kafka's.
 _LIBRDKAFKA_NAMES = {"ApiVersion": "ApiVersions", "Offset": "ListOffsets"}
 _SIZE_PREFIX = 4  # librdkafka counts a frame's 4-byte size; the trace does not
+STAMP_SLACK_MS = 20.0
+"""How much later than the client's callback the broker may stamp a request done: its
+task is scheduled after the response's bytes are written (see test_time_percentiles)."""
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +270,10 @@ def test_time_percentiles(
     # Against the clients' clocks. In the flush and burst phases every message went in a
     # Produce of its own, and its delivery latency (produce() to the delivery callback)
     # holds the whole of that request's time in the broker and more: so at every
-    # percentile the broker's total_ms is below the latency.
+    # percentile the broker's total_ms is below the latency, but for the moments the
+    # broker's task waits, on a loaded machine, between its response reaching the socket
+    # and its stamping the request done (seen once: a p99 a few ms over the client's).
+    # A mistake of unit or of column is orders of magnitude off, far beyond that slack.
     phases = truth["phases"]
     for client_id, phase, until in [
         ("lab08-producer-acks1", "flush", phases["batched"]["start"]),
@@ -285,8 +291,8 @@ def test_time_percentiles(
         )
         total = produce["Produce", "total_ms"]
         assert total.requests == len(latencies), client_id
-        assert total.p50_ms <= percentile(latencies, 0.5), client_id
-        assert total.p99_ms <= percentile(latencies, 0.99), client_id
+        assert total.p50_ms <= percentile(latencies, 0.5) + STAMP_SLACK_MS, client_id
+        assert total.p99_ms <= percentile(latencies, 0.99) + STAMP_SLACK_MS, client_id
 
     # librdkafka's rtt: from sending a request to reading its response, so the broker's
     # total_ms plus the network. Its reports give percentiles per window (the requests
