@@ -104,9 +104,12 @@ def client_records(seed: int, codec: str, count: int) -> list[Expected]:
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
-    """One partition, segment.bytes 1 MiB; returns once the partition has a leader."""
+    """One partition, segment.bytes 1 MiB, kept forever; returns once the partition has
+    a leader. The raw batches' timestamps are from 2023: with the default seven-day
+    retention.ms, the shared Kafka node's retention check (every five minutes) would
+    delete them if it ran between their writing and the copy of its files."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {"segment.bytes": str(SEGMENT_BYTES)}
+    config = {"segment.bytes": str(SEGMENT_BYTES), "retention.ms": "-1"}
     for future in admin.create_topics([NewTopic(topic, 1, 1, config=config)]).values():
         future.result(timeout=DEADLINE)
     deadline = time.monotonic() + DEADLINE
