@@ -1,0 +1,33 @@
+"""The transaction coordinator (KIP-98, KIP-447, KIP-890 part 1), beside the group
+coordinator: a core over the compacted ``__transaction_state`` topic.
+
+So far: the state table of a transaction (:mod:`._txn_state`) and one transactional
+id's metadata with its prepared and completed moves (:mod:`._txn_metadata`). The broker
+does not use them yet: InitProducerId with a transactional id is still refused.
+"""
+
+from ._txn_metadata import NO_PRODUCER_EPOCH as NO_PRODUCER_EPOCH
+from ._txn_metadata import NO_PRODUCER_ID as NO_PRODUCER_ID
+from ._txn_metadata import ProducerEpochExhaustedError as ProducerEpochExhaustedError
+from ._txn_metadata import ProducerFencedError as ProducerFencedError
+from ._txn_metadata import TransactionMetadata as TransactionMetadata
+from ._txn_metadata import TxnTransitMetadata as TxnTransitMetadata
+from ._txn_state import TXN_TRANSITION_REASONS as TXN_TRANSITION_REASONS
+from ._txn_state import TXN_TRANSITIONS as TXN_TRANSITIONS
+from ._txn_state import IllegalTransactionStateError as IllegalTransactionStateError
+from ._txn_state import TransactionState as TransactionState
+from ._txn_state import check_txn_transition as check_txn_transition
+
+__all__ = [
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "TXN_TRANSITIONS",
+    "TXN_TRANSITION_REASONS",
+    "IllegalTransactionStateError",
+    "ProducerEpochExhaustedError",
+    "ProducerFencedError",
+    "TransactionMetadata",
+    "TransactionState",
+    "TxnTransitMetadata",
+    "check_txn_transition",
+]
