@@ -1,11 +1,19 @@
 """The transaction coordinator (KIP-98, KIP-447, KIP-890 part 1), beside the group
 coordinator: a core over the compacted ``__transaction_state`` topic.
 
-So far: the state table of a transaction (:mod:`._txn_state`) and one transactional
-id's metadata with its prepared and completed moves (:mod:`._txn_metadata`). The broker
-does not use them yet: InitProducerId with a transactional id is still refused.
+So far: the state table of a transaction (:mod:`._txn_state`), one transactional id's
+metadata with its prepared and completed moves (:mod:`._txn_metadata`), and the records
+of ``__transaction_state`` those moves are written as (:mod:`._txn_log`, byte for byte
+Kafka's). The broker does not use them yet: InitProducerId with a transactional id is
+still refused.
 """
 
+from ._txn_log import TransactionLogError as TransactionLogError
+from ._txn_log import TxnLogValue as TxnLogValue
+from ._txn_log import key_bytes as key_bytes
+from ._txn_log import read_key as read_key
+from ._txn_log import read_value as read_value
+from ._txn_log import value_bytes as value_bytes
 from ._txn_metadata import NO_PRODUCER_EPOCH as NO_PRODUCER_EPOCH
 from ._txn_metadata import NO_PRODUCER_ID as NO_PRODUCER_ID
 from ._txn_metadata import ProducerEpochExhaustedError as ProducerEpochExhaustedError
@@ -26,8 +34,14 @@ __all__ = [
     "IllegalTransactionStateError",
     "ProducerEpochExhaustedError",
     "ProducerFencedError",
+    "TransactionLogError",
     "TransactionMetadata",
     "TransactionState",
+    "TxnLogValue",
     "TxnTransitMetadata",
     "check_txn_transition",
+    "key_bytes",
+    "read_key",
+    "read_value",
+    "value_bytes",
 ]

@@ -1,0 +1,120 @@
+"""minikafka's ``__transaction_state`` records against Kafka's own (KIP-98).
+
+A transactional confluent-kafka producer commits one transaction and aborts the next on
+the shared Kafka node; minikafka's transaction log reader then reads every record Kafka
+wrote for that transactional id out of Kafka's segment files.
+
+What it proves: each key names the transactional id; the values follow Kafka's state
+table (Empty on InitProducerId, Ongoing once a partition is added, PrepareCommit and
+CompleteCommit, then Ongoing, PrepareAbort and CompleteAbort), with the producer id and
+epoch InitProducerId gave, the partition written while the transaction is open and none
+outside, a start time once a partition was added; and minikafka's writer, given what it
+read, writes the same bytes Kafka wrote, in the value version Kafka chose.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from minikafka.common import TopicPartition
+from minikafka.coordination.transaction import (
+    TransactionState,
+    TxnLogValue,
+    TxnTransitMetadata,
+    key_bytes,
+    read_key,
+    read_value,
+    value_bytes,
+)
+from minikafka.log import iter_records
+from reference.kafka import KafkaNode
+
+pytestmark = pytest.mark.external
+
+TXN_ID = "reference-txn-log"
+TOPIC = "reference-txn-out"
+WAIT = 60.0
+S = TransactionState
+
+
+def records_of(log_dir: Path, transactional_id: str) -> list[tuple[bytes, bytes]]:
+    """(key, value) of every record of ``transactional_id`` in Kafka's segments."""
+    found = []
+    for segment in sorted(log_dir.glob("__transaction_state-*/*.log")):
+        for record in iter_records(segment.read_bytes()):
+            if record.key is not None and read_key(record.key) == transactional_id:
+                assert record.value is not None  # no tombstone: the id did not expire
+                found.append((record.key, record.value))
+    return found
+
+
+def transit_of(value: TxnLogValue) -> TxnTransitMetadata:
+    return TxnTransitMetadata(
+        producer_id=value.producer_id,
+        last_producer_id=value.previous_producer_id,
+        producer_epoch=value.producer_epoch,
+        last_producer_epoch=-1,
+        txn_timeout_ms=value.txn_timeout_ms,
+        state=value.state,
+        topic_partitions=value.topic_partitions,
+        txn_start_timestamp=value.txn_start_timestamp,
+        txn_last_update_timestamp=value.txn_last_update_timestamp,
+    )
+
+
+def test_minikafka_reads_and_writes_kafkas_transaction_log_records(
+    kafka_reference: KafkaNode,
+) -> None:
+    admin = AdminClient({"bootstrap.servers": kafka_reference.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=WAIT)
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka_reference.bootstrap,
+            "transactional.id": TXN_ID,
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(WAIT)
+    for commit in (True, False):
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"committed" if commit else b"aborted", partition=0)
+        producer.flush(WAIT)
+        if commit:
+            producer.commit_transaction(WAIT)
+        else:
+            producer.abort_transaction(WAIT)
+
+    # The markers' completion is written after the producer's call returns.
+    expected = [
+        S.EMPTY,
+        S.ONGOING,
+        S.PREPARE_COMMIT,
+        S.COMPLETE_COMMIT,
+        S.ONGOING,
+        S.PREPARE_ABORT,
+        S.COMPLETE_ABORT,
+    ]
+    deadline = time.monotonic() + WAIT
+    while True:
+        written = records_of(kafka_reference.log_dir, TXN_ID)
+        if len(written) >= len(expected) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # polling Kafka's files, inside the deadline
+    values = [read_value(value) for _, value in written]
+    assert [v.state for v in values] == expected
+    assert {key for key, _ in written} == {key_bytes(TXN_ID)}
+    assert len({(v.producer_id, v.producer_epoch) for v in values}) == 1
+    out = frozenset({TopicPartition(TOPIC, 0)})
+    for value in values:
+        is_open = value.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT)
+        assert value.topic_partitions == (out if is_open else frozenset()), value
+        # The start is the first partition's addition; a completed transaction keeps it
+        # (Kafka clears it at the next InitProducerId).
+        assert (value.txn_start_timestamp > 0) == (value.state is not S.EMPTY), value
+    for (_, raw), value in zip(written, values, strict=True):
+        assert value_bytes(transit_of(value), value.version) == raw, value
