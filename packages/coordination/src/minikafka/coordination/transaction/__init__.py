@@ -2,10 +2,11 @@
 coordinator: a core over the compacted ``__transaction_state`` topic.
 
 So far: the state table of a transaction (:mod:`._txn_state`), one transactional id's
-metadata with its prepared and completed moves (:mod:`._txn_metadata`), and the records
+metadata with its prepared and completed moves (:mod:`._txn_metadata`), the records
 of ``__transaction_state`` those moves are written as (:mod:`._txn_log`, byte for byte
-Kafka's). The broker does not use them yet: InitProducerId with a transactional id is
-still refused.
+Kafka's), and the cache of them a coordinator loads partition by partition
+(:mod:`._txn_state_manager`). The broker does not use them yet: InitProducerId with a
+transactional id is still refused.
 """
 
 from ._txn_log import TransactionLogError as TransactionLogError
@@ -25,18 +26,28 @@ from ._txn_state import TXN_TRANSITIONS as TXN_TRANSITIONS
 from ._txn_state import IllegalTransactionStateError as IllegalTransactionStateError
 from ._txn_state import TransactionState as TransactionState
 from ._txn_state import check_txn_transition as check_txn_transition
+from ._txn_state_manager import TRANSACTION_STATE_TOPIC as TRANSACTION_STATE_TOPIC
+from ._txn_state_manager import LoadedPartition as LoadedPartition
+from ._txn_state_manager import TransactionStateManager as TransactionStateManager
+from ._txn_state_manager import (
+    TransactionUnavailableError as TransactionUnavailableError,
+)
 
 __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
+    "TRANSACTION_STATE_TOPIC",
     "TXN_TRANSITIONS",
     "TXN_TRANSITION_REASONS",
     "IllegalTransactionStateError",
+    "LoadedPartition",
     "ProducerEpochExhaustedError",
     "ProducerFencedError",
     "TransactionLogError",
     "TransactionMetadata",
     "TransactionState",
+    "TransactionStateManager",
+    "TransactionUnavailableError",
     "TxnLogValue",
     "TxnTransitMetadata",
     "check_txn_transition",
