@@ -119,6 +119,55 @@ def state(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionS
     return PartitionState(p.leader, tuple(p.replicas), tuple(p.isrs))
 
 
+def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    """Partition 0's (earliest, latest) from its leader (ListOffsets); asked again while
+    the client's metadata still names a leader that is gone."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "watermarks", "log_level": 0}
+    )
+    deadline = time.monotonic() + WAIT
+    try:
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    KafkaTopicPartition(topic, 0), timeout=WAIT / 4
+                )
+                return int(low), int(high)
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # polling the cluster, inside the deadline
+    finally:
+        consumer.close()
+
+
+def read_from_zero(bootstrap: str, topic: str, count: int) -> list[bytes]:
+    """``count`` values of partition 0 from a consumer assigned offset 0, which is out of
+    range once records below it are deleted: ``auto.offset.reset=earliest`` moves it to
+    the log start."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + WAIT
+        while len(values) < count:
+            assert time.monotonic() < deadline, f"read {len(values)} of {count}"
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+    finally:
+        consumer.close()
+    return values
+
+
 def read_values(cluster: ProcessCluster, topic: str) -> list[bytes]:
     """Partition 0 from its start to its high watermark, as the leader serves it."""
 

@@ -16,11 +16,10 @@ What the test proves, in each mode:
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from minikafka.broker.testing import ProcessCluster
@@ -29,9 +28,11 @@ from tests.cluster._cluster import (
     WAIT,
     admin,
     create_on,
+    read_from_zero,
     shared_cluster,
     state,
     wait_for,
+    watermarks,
 )
 
 RECORDS = 30
@@ -74,54 +75,6 @@ def delete(cluster: ProcessCluster, topic: str, offset: int, timeout: float) -> 
     return int(future.result(timeout=timeout + 20).low_watermark)
 
 
-def watermarks(cluster: ProcessCluster, topic: str) -> tuple[int, int]:
-    """(earliest, latest) from the partition's leader; asked again while the client's
-    metadata still names a dead leader."""
-    consumer = Consumer(
-        {"bootstrap.servers": cluster.bootstrap, "group.id": "wm", "log_level": 0}
-    )
-    deadline = time.monotonic() + WAIT
-    try:
-        while True:
-            try:
-                low, high = consumer.get_watermark_offsets(
-                    KafkaTopicPartition(topic, 0), timeout=WAIT / 4
-                )
-                return int(low), int(high)
-            except KafkaException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)  # polling the cluster, inside the deadline
-    finally:
-        consumer.close()
-
-
-def read_from_zero(cluster: ProcessCluster, topic: str, count: int) -> list[bytes]:
-    """``count`` values from a consumer assigned offset 0 (out of range once records
-    are deleted: ``auto.offset.reset=earliest`` moves it to the log start)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": f"read-{topic}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "log_level": 0,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + WAIT
-        while len(values) < count:
-            assert time.monotonic() < deadline, f"read {len(values)} of {count}"
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                values.append(message.value() or b"")
-    finally:
-        consumer.close()
-    return values
-
-
 def test_deletion_reaches_every_in_sync_replica_before_it_is_answered(
     cluster: ProcessCluster,
 ) -> None:
@@ -132,8 +85,8 @@ def test_deletion_reaches_every_in_sync_replica_before_it_is_answered(
 
     # The leader moves its log start at once; a consumer at 0 is reset to it.
     assert delete(cluster, topic, 10, timeout=30) >= 10
-    assert watermarks(cluster, topic) == (10, RECORDS)
-    assert read_from_zero(cluster, topic, RECORDS - 10) == [
+    assert watermarks(cluster.bootstrap, topic) == (10, RECORDS)
+    assert read_from_zero(cluster.bootstrap, topic, RECORDS - 10) == [
         b"v%d" % i for i in range(10, RECORDS)
     ]
 
@@ -153,8 +106,8 @@ def test_deletion_reaches_every_in_sync_replica_before_it_is_answered(
         wait_for(
             lambda: state(cluster, topic).leader in (paused, other), "a new leader"
         )
-        assert watermarks(cluster, topic) == (20, RECORDS)
-        assert read_from_zero(cluster, topic, RECORDS - 20) == [
+        assert watermarks(cluster.bootstrap, topic) == (20, RECORDS)
+        assert read_from_zero(cluster.bootstrap, topic, RECORDS - 20) == [
             b"v%d" % i for i in range(20, RECORDS)
         ]
     finally:

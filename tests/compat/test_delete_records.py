@@ -23,7 +23,6 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from minikafka.broker.testing import BrokerProcess
 from minikafka.client import AsyncAdminClient, DeletedRecords
 from minikafka.client import KafkaError as MinikafkaError
 from minikafka.common import TopicPartition
+from tests.cluster._cluster import read_from_zero, watermarks
 
 RECORDS = 20
 WAIT = 30.0
@@ -62,43 +62,6 @@ def new_topic(
     return name
 
 
-def watermarks(broker: BrokerProcess, topic: str) -> tuple[int, int]:
-    consumer = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "wm", "log_level": 0}
-    )
-    try:
-        low, high = consumer.get_watermark_offsets(
-            KafkaTopicPartition(topic, 0), timeout=WAIT
-        )
-        return int(low), int(high)
-    finally:
-        consumer.close()
-
-
-def read_from_zero(broker: BrokerProcess, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": f"read-{topic}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "log_level": 0,
-        }
-    )
-    values: list[bytes] = []
-    try:
-        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + WAIT
-        while len(values) < count:
-            assert time.monotonic() < deadline, f"read {len(values)} of {count}"
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                values.append(message.value() or b"")
-    finally:
-        consumer.close()
-    return values
-
-
 def confluent_delete(
     admin: AdminClient, topic: str, offset: int, partition: int = 0
 ) -> int:
@@ -114,18 +77,18 @@ def test_confluent_kafka_deletes_below_an_offset_and_to_the_high_watermark(
 ) -> None:
     topic = new_topic(broker, admin)
     assert confluent_delete(admin, topic, 8) == 8
-    assert watermarks(broker, topic) == (8, RECORDS)
-    assert read_from_zero(broker, topic, RECORDS - 8) == [
+    assert watermarks(broker.bootstrap, topic) == (8, RECORDS)
+    assert read_from_zero(broker.bootstrap, topic, RECORDS - 8) == [
         b"v%d" % i for i in range(8, RECORDS)
     ]
     # Below the start: nothing moves back, and the answer is the start.
     assert confluent_delete(admin, topic, 3) == 8
     assert confluent_delete(admin, topic, -1) == RECORDS
-    assert watermarks(broker, topic) == (RECORDS, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (RECORDS, RECORDS)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "log_level": 0})
     producer.produce(topic, b"after", partition=0)
     assert producer.flush(WAIT) == 0
-    assert read_from_zero(broker, topic, 1) == [b"after"]
+    assert read_from_zero(broker.bootstrap, topic, 1) == [b"after"]
 
 
 @pytest.mark.compat("DeleteRecords", "confluent-kafka")
@@ -151,8 +114,8 @@ def test_what_cannot_be_deleted_is_refused_and_changes_nothing(
         with pytest.raises(KafkaException) as refused:
             confluent_delete(admin, name, offset, partition)
         assert refused.value.args[0].code() == error, (name, partition, offset)
-    assert watermarks(broker, topic) == (0, RECORDS)
-    assert watermarks(broker, compacted) == (0, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (0, RECORDS)
+    assert watermarks(broker.bootstrap, compacted) == (0, RECORDS)
 
 
 @pytest.mark.compat("DeleteRecords", "kafka-python")
@@ -171,7 +134,7 @@ def test_kafka_python_deletes_records(
     [(tp, result)] = answer.items()
     assert (tp.topic, tp.partition) == (topic, 0)
     assert result["low_watermark"] == 5
-    assert watermarks(broker, topic) == (5, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (5, RECORDS)
 
 
 @pytest.mark.compat("DeleteRecords", "aiokafka")
@@ -199,7 +162,7 @@ def test_aiokafka_deletes_records(broker: BrokerProcess, admin: AdminClient) -> 
             await client.close()
 
     assert asyncio.run(delete()) == {AioPartition(topic, 0): 7}
-    assert watermarks(broker, topic) == (7, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (7, RECORDS)
 
 
 def test_minikafka_admin_client_deletes_records(
@@ -218,7 +181,7 @@ def test_minikafka_admin_client_deletes_records(
     missing = answer[TopicPartition(topic, 3)]
     assert isinstance(missing, MinikafkaError)
     assert missing.name() == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert watermarks(broker, topic) == (6, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (6, RECORDS)
 
 
 def test_delete_records_tool_prints_kafkas_lines(
@@ -260,11 +223,11 @@ def test_delete_records_tool_prints_kafkas_lines(
         f"partition: {topic}-9\terror: org.apache.kafka.common.errors."
         f"UnknownTopicOrPartitionException: partition {topic}-9 does not exist",
     ]
-    assert watermarks(broker, topic) == (4, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (4, RECORDS)
     twice = tmp_path / "twice.json"
     entry = {"topic": topic, "partition": 0, "offset": 9}
     twice.write_text(json.dumps({"partitions": [entry, entry], "version": 1}))
     refused = tool(twice)
     assert refused.returncode == 1
     assert "Offset json file contains duplicate topic partitions" in refused.stderr
-    assert watermarks(broker, topic) == (4, RECORDS)
+    assert watermarks(broker.bootstrap, topic) == (4, RECORDS)
