@@ -1,15 +1,18 @@
-"""minikafka's ``__transaction_state`` records against Kafka's own (KIP-98).
+"""minikafka's ``__transaction_state`` records and ``.txnindex`` against Kafka's own
+(KIP-98).
 
 A transactional confluent-kafka producer commits one transaction and aborts the next on
-the shared Kafka node; minikafka's transaction log reader then reads every record Kafka
-wrote for that transactional id out of Kafka's segment files.
+the shared Kafka node; minikafka's readers then read what Kafka wrote for them: every
+record of the transactional id out of Kafka's ``__transaction_state`` segments, and the
+aborted-transaction index of the partition written.
 
-What it proves: each key names the transactional id; the values follow Kafka's state
+What the first test proves: each key names the transactional id; the values follow Kafka's state
 table (Empty on InitProducerId, Ongoing once a partition is added, PrepareCommit and
 CompleteCommit, then Ongoing, PrepareAbort and CompleteAbort), with the producer id and
 epoch InitProducerId gave, the partition written while the transaction is open and none
 outside, a start time once a partition was added; and minikafka's writer, given what it
-read, writes the same bytes Kafka wrote, in the value version Kafka chose.
+read, writes the same bytes Kafka wrote, in the value version Kafka chose. The second:
+see its guarantee.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from minikafka.coordination.transaction import (
     read_value,
     value_bytes,
 )
-from minikafka.log import iter_records
+from minikafka.log import TransactionIndex, iter_records
 from reference.kafka import KafkaNode
 
 pytestmark = pytest.mark.external
@@ -67,9 +70,21 @@ def transit_of(value: TxnLogValue) -> TxnTransitMetadata:
     )
 
 
-def test_minikafka_reads_and_writes_kafkas_transaction_log_records(
-    kafka_reference: KafkaNode,
-) -> None:
+EXPECTED = [
+    S.EMPTY,
+    S.ONGOING,
+    S.PREPARE_COMMIT,
+    S.COMPLETE_COMMIT,
+    S.ONGOING,
+    S.PREPARE_ABORT,
+    S.COMPLETE_ABORT,
+]
+
+
+@pytest.fixture(scope="module")
+def written(kafka_reference: KafkaNode) -> list[tuple[bytes, bytes]]:
+    """One committed, then one aborted transaction of a record each, on the shared
+    Kafka node; every record Kafka wrote for them to ``__transaction_state``."""
     admin = AdminClient({"bootstrap.servers": kafka_reference.bootstrap})
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=WAIT)
     producer = Producer(
@@ -88,25 +103,21 @@ def test_minikafka_reads_and_writes_kafkas_transaction_log_records(
             producer.commit_transaction(WAIT)
         else:
             producer.abort_transaction(WAIT)
-
     # The markers' completion is written after the producer's call returns.
-    expected = [
-        S.EMPTY,
-        S.ONGOING,
-        S.PREPARE_COMMIT,
-        S.COMPLETE_COMMIT,
-        S.ONGOING,
-        S.PREPARE_ABORT,
-        S.COMPLETE_ABORT,
-    ]
     deadline = time.monotonic() + WAIT
     while True:
-        written = records_of(kafka_reference.log_dir, TXN_ID)
-        if len(written) >= len(expected) or time.monotonic() > deadline:
-            break
+        found = records_of(kafka_reference.log_dir, TXN_ID)
+        if len(found) >= len(EXPECTED) or time.monotonic() > deadline:
+            return found
         time.sleep(0.1)  # polling Kafka's files, inside the deadline
+
+
+def test_minikafka_reads_and_writes_kafkas_transaction_log_records(
+    written: list[tuple[bytes, bytes]],
+) -> None:
+    # Guarantee: the module's first paragraph of proofs.
     values = [read_value(value) for _, value in written]
-    assert [v.state for v in values] == expected
+    assert [v.state for v in values] == EXPECTED
     assert {key for key, _ in written} == {key_bytes(TXN_ID)}
     assert len({(v.producer_id, v.producer_epoch) for v in values}) == 1
     out = frozenset({TopicPartition(TOPIC, 0)})
@@ -118,3 +129,32 @@ def test_minikafka_reads_and_writes_kafkas_transaction_log_records(
         assert (value.txn_start_timestamp > 0) == (value.state is not S.EMPTY), value
     for (_, raw), value in zip(written, values, strict=True):
         assert value_bytes(transit_of(value), value.version) == raw, value
+
+
+def test_minikafka_reads_kafkas_aborted_transaction_index(
+    kafka_reference: KafkaNode, written: list[tuple[bytes, bytes]], tmp_path: Path
+) -> None:
+    # Guarantee: after the committed then aborted transaction, Kafka's
+    # .txnindex of the partition written holds one entry, the aborted transaction: its
+    # producer, its first record's offset (after the first transaction's record and
+    # commit marker, 0 and 1) and its abort marker's; minikafka's TransactionIndex reads
+    # it and writes the same 34 bytes; a read_committed fetch of the whole partition
+    # would be told of it, and one starting after its marker would not.
+    deadline = time.monotonic() + WAIT
+    partition = kafka_reference.log_dir / f"{TOPIC}-0"
+    while not list(partition.glob("*.txnindex")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling Kafka's files, inside the deadline
+    [kafka_file] = partition.glob("*.txnindex")
+    copy = tmp_path / kafka_file.name
+    copy.write_bytes(kafka_file.read_bytes())
+    index = TransactionIndex.open(copy, 0)
+    try:
+        [aborted] = index.entries()
+        assert aborted.producer_id == read_value(written[-1][1]).producer_id
+        assert (aborted.first_offset, aborted.last_offset) == (2, 3)
+        assert aborted.last_stable_offset >= aborted.last_offset
+        assert aborted.to_bytes() == copy.read_bytes()
+        assert index.collect_aborted(0, 4).aborted == (aborted,)
+        assert index.collect_aborted(4, 10).aborted == ()
+    finally:
+        index.close()

@@ -46,6 +46,7 @@ from ._events import SegmentsDeleted as SegmentsDeleted
 from ._files import FilePool as FilePool
 from ._files import PooledFile as PooledFile
 from ._files import raise_open_files_limit as raise_open_files_limit
+from ._index import CorruptIndexError as CorruptIndexError
 from ._index import OffsetIndex as OffsetIndex
 from ._index import TimeIndex as TimeIndex
 from ._list_offsets import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP
@@ -86,6 +87,9 @@ from ._storage import KafkaStorageError as KafkaStorageError
 from ._tool import PathError as PathError
 from ._tool import dump as dump
 from ._tool import verify as verify
+from ._txn_index import AbortedTxn as AbortedTxn
+from ._txn_index import TransactionIndex as TransactionIndex
+from ._txn_index import TxnIndexSearchResult as TxnIndexSearchResult
 from ._validator import LogAppendInfo as LogAppendInfo
 from ._validator import RecordTooLargeError as RecordTooLargeError
 from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
@@ -110,10 +114,12 @@ __all__ = [
     "TRANSACTIONAL_MASK",
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
+    "AbortedTxn",
     "BatchMetadata",
     "CheckpointError",
     "CleanResult",
     "CompressionType",
+    "CorruptIndexError",
     "CorruptRecordError",
     "EpochEntry",
     "FetchDataInfo",
@@ -154,6 +160,8 @@ __all__ = [
     "TimeIndex",
     "TimestampAndOffset",
     "TimestampType",
+    "TransactionIndex",
+    "TxnIndexSearchResult",
     "UnexpectedAppendOffsetError",
     "build_batch",
     "check_records",
