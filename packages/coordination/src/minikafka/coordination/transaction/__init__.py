@@ -4,11 +4,19 @@ coordinator: a core over the compacted ``__transaction_state`` topic.
 So far: the state table of a transaction (:mod:`._txn_state`), one transactional id's
 metadata with its prepared and completed moves (:mod:`._txn_metadata`), the records
 of ``__transaction_state`` those moves are written as (:mod:`._txn_log`, byte for byte
-Kafka's), and the cache of them a coordinator loads partition by partition
-(:mod:`._txn_state_manager`). The broker does not use them yet: InitProducerId with a
-transactional id is still refused.
+Kafka's), the cache of them a coordinator loads partition by partition
+(:mod:`._txn_state_manager`), and the coordinator's requests over them
+(:mod:`._txn_coordinator`: InitProducerId with an id, AddPartitionsToTxn, EndTxn, the
+markers' completion, timeouts and expiry). The broker does not use them yet:
+InitProducerId with a transactional id is still refused.
 """
 
+from ._txn_coordinator import TransactionCoordinator as TransactionCoordinator
+from ._txn_coordinator import TxnConfig as TxnConfig
+from ._txn_coordinator import TxnMarkers as TxnMarkers
+from ._txn_coordinator import TxnRecord as TxnRecord
+from ._txn_coordinator import TxnReply as TxnReply
+from ._txn_coordinator import TxnResult as TxnResult
 from ._txn_log import TransactionLogError as TransactionLogError
 from ._txn_log import TxnLogValue as TxnLogValue
 from ._txn_log import key_bytes as key_bytes
@@ -43,12 +51,18 @@ __all__ = [
     "LoadedPartition",
     "ProducerEpochExhaustedError",
     "ProducerFencedError",
+    "TransactionCoordinator",
     "TransactionLogError",
     "TransactionMetadata",
     "TransactionState",
     "TransactionStateManager",
     "TransactionUnavailableError",
+    "TxnConfig",
     "TxnLogValue",
+    "TxnMarkers",
+    "TxnRecord",
+    "TxnReply",
+    "TxnResult",
     "TxnTransitMetadata",
     "check_txn_transition",
     "key_bytes",

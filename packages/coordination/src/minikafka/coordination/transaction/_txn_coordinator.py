@@ -1,0 +1,414 @@
+"""The transaction coordinator's requests (KIP-98): Kafka's ``TransactionCoordinator``,
+as a core.
+
+Each call takes ``now`` (ms) and returns a :class:`~minikafka.common.CoreResult`: the
+``__transaction_state`` records to append (:class:`TxnRecord`), the answers to give once
+they are appended (:class:`TxnReply`; an answer that must wait for its record to be
+*committed* comes from :meth:`TransactionCoordinator.complete_write` instead), and the
+markers to write to the transaction's partitions (:class:`TxnMarkers`, Kafka's
+WriteTxnMarkers). A move of a transaction is prepared, written, and completed only when
+the shell reports its record committed; meanwhile other requests for the id are answered
+CONCURRENT_TRANSACTIONS.
+
+So far: InitProducerId with a transactional id (a new id, an epoch bump, KIP-360's
+recovery, the rotation of an exhausted epoch, and the fencing of a producer whose
+transaction is open: aborted, the new producer told to retry), AddPartitionsToTxn,
+EndTxn, the completion once the markers are written, and what time decides (aborting
+timed-out transactions, expiring idle ids). Not yet: KIP-890's broker-side verification,
+TxnOffsetCommit, the transactions version 2 protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import CoreResult, TopicPartition
+
+from ._txn_log import key_bytes, value_bytes
+from ._txn_metadata import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    ProducerEpochExhaustedError,
+    ProducerFencedError,
+    TransactionMetadata,
+    TxnTransitMetadata,
+)
+from ._txn_state import TransactionState
+from ._txn_state_manager import TransactionStateManager, TransactionUnavailableError
+
+__all__ = [
+    "TransactionCoordinator",
+    "TxnConfig",
+    "TxnMarkers",
+    "TxnRecord",
+    "TxnReply",
+    "TxnResult",
+]
+
+_S = TransactionState
+
+
+@attrs.frozen
+class TxnConfig:
+    """The coordinator's settings, under Kafka's names and defaults."""
+
+    transaction_max_timeout_ms: int = 900_000
+    """``transaction.max.timeout.ms``: the longest ``transaction.timeout.ms`` allowed."""
+    transactional_id_expiration_ms: int = 604_800_000
+    """``transactional.id.expiration.ms``: an idle id is removed after this."""
+
+
+@attrs.frozen
+class TxnRecord:
+    """A record for ``__transaction_state``-``partition`` (value None: a tombstone)."""
+
+    partition: int
+    key: bytes
+    value: bytes | None
+
+
+@attrs.frozen
+class TxnReply:
+    """An answer to the request numbered ``request_id``."""
+
+    request_id: int
+    error_code: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@attrs.frozen
+class TxnMarkers:
+    """Commit or abort markers for each of a transaction's partitions (WriteTxnMarkers
+    to their leaders); the shell reports them written with ``markers_written``."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+
+
+TxnResult = CoreResult[TxnRecord, TxnReply, TxnMarkers]
+
+
+@attrs.define
+class _Write:
+    """A prepared move whose record is being written, and what follows its commit."""
+
+    transit: TxnTransitMetadata
+    request_id: int | None
+    """Whom to answer once the record is committed (None: nobody)."""
+    gives_producer: bool = False
+    """The answer carries the producer id and epoch (InitProducerId's does)."""
+
+
+@attrs.define(eq=False)
+class TransactionCoordinator:
+    manager: TransactionStateManager
+    next_producer_id: Callable[[], int]
+    """A new producer id from the broker's block (Kafka's ProducerIdManager)."""
+    config: TxnConfig = attrs.field(factory=TxnConfig)
+    value_version: int = 1
+    """The ``TransactionLogValue`` version written: Kafka 4's is 1."""
+    _writes: dict[str, _Write] = attrs.field(init=False, factory=dict)
+
+    # --- InitProducerId -----------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        request_id: int,
+        transactional_id: str,
+        txn_timeout_ms: int,
+        expected: tuple[int, int] | None,
+        now: int,
+    ) -> TxnResult:
+        """InitProducerId with a transactional id; ``expected`` is the producer id and
+        epoch a producer recovering from an error names (KIP-360), None for a new one."""
+        if not transactional_id:
+            return self._error(request_id, ErrorCode.invalid_request)
+        if not 0 < txn_timeout_ms <= self.config.transaction_max_timeout_ms:
+            return self._error(request_id, ErrorCode.invalid_transaction_timeout)
+        try:
+            meta = self.manager.get(transactional_id)
+        except TransactionUnavailableError as exc:
+            return self._error(request_id, exc.error_code)
+        if meta is None:
+            meta = self.manager.put(
+                TransactionMetadata(
+                    transactional_id,
+                    self.next_producer_id(),
+                    NO_PRODUCER_ID,
+                    NO_PRODUCER_EPOCH,
+                    NO_PRODUCER_EPOCH,
+                    txn_timeout_ms,
+                    txn_last_update_timestamp=now,
+                )
+            )
+        if meta.pending is not None:
+            return self._error(request_id, ErrorCode.concurrent_transactions)
+        if expected is not None and not _valid_producer(meta, *expected):
+            return self._error(request_id, ErrorCode.producer_fenced)
+        if meta.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+            return self._error(request_id, ErrorCode.concurrent_transactions)
+        if meta.state in (_S.ONGOING, _S.PREPARE_EPOCH_FENCE):
+            # A new producer while a transaction is open: fence the old one with a
+            # bumped epoch, abort its transaction, and have the new one retry.
+            return self._fence_and_abort(meta, now) + self._error(
+                request_id, ErrorCode.concurrent_transactions
+            )
+        if meta.state not in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+            return self._error(request_id, ErrorCode.unknown_server_error)
+        try:
+            transit = meta.prepare_increment_producer_epoch(
+                txn_timeout_ms, None if expected is None else expected[1], now
+            )
+        except ProducerEpochExhaustedError:
+            transit = meta.prepare_producer_id_rotation(
+                self.next_producer_id(), txn_timeout_ms, now, expected is not None
+            )
+        except ProducerFencedError:
+            return self._error(request_id, ErrorCode.producer_fenced)
+        return self._write(meta, transit, request_id, gives_producer=True)
+
+    # --- AddPartitionsToTxn and EndTxn ---------------------------------------------------
+
+    def add_partitions_to_txn(
+        self,
+        request_id: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+        now: int,
+    ) -> TxnResult:
+        """AddPartitionsToTxn (and AddOffsetsToTxn, with the group's offsets partition):
+        the transaction is Ongoing with these partitions once the record is written."""
+        meta, error = self._producer_metadata(
+            transactional_id, producer_id, producer_epoch
+        )
+        if meta is None:
+            return self._error(request_id, error)
+        if meta.pending is not None or meta.state in (
+            _S.PREPARE_COMMIT,
+            _S.PREPARE_ABORT,
+        ):
+            return self._error(request_id, ErrorCode.concurrent_transactions)
+        if meta.state is _S.ONGOING and partitions <= meta.topic_partitions:
+            return self._error(request_id, ErrorCode.none)  # added already
+        if meta.state not in (
+            _S.EMPTY,
+            _S.ONGOING,
+            _S.COMPLETE_COMMIT,
+            _S.COMPLETE_ABORT,
+        ):
+            return self._error(request_id, ErrorCode.invalid_txn_state)
+        return self._write(
+            meta, meta.prepare_add_partitions(partitions, now), request_id
+        )
+
+    def end_txn(
+        self,
+        request_id: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        now: int,
+    ) -> TxnResult:
+        """EndTxn: PrepareCommit or PrepareAbort is written (and answered), then the
+        markers go out; a retry of an end already done is answered NONE, an end that
+        contradicts the state INVALID_TXN_STATE."""
+        meta, error = self._producer_metadata(
+            transactional_id, producer_id, producer_epoch
+        )
+        if meta is None:
+            return self._error(request_id, error)
+        if meta.pending is not None:
+            return self._error(request_id, ErrorCode.concurrent_transactions)
+        done, ending = (
+            (_S.COMPLETE_COMMIT, _S.PREPARE_COMMIT)
+            if commit
+            else (_S.COMPLETE_ABORT, _S.PREPARE_ABORT)
+        )
+        if meta.state is _S.ONGOING:
+            target = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+            transit = meta.prepare_abort_or_commit(target, now)
+            return self._write(meta, transit, request_id)
+        if meta.state is done:
+            return self._error(request_id, ErrorCode.none)
+        if meta.state is ending:
+            return self._error(request_id, ErrorCode.concurrent_transactions)
+        return self._error(request_id, ErrorCode.invalid_txn_state)
+
+    # --- what time decides -------------------------------------------------------------
+
+    def abort_timed_out(self, now: int) -> TxnResult:
+        """Abort every open transaction past its ``transaction.timeout.ms``, fencing its
+        producer with a bumped epoch first, as Kafka's ``abortTimedOutTransactions``."""
+        out = TxnResult()
+        for meta in self.manager.timed_out(now):
+            out += self._fence_and_abort(meta, now)
+        return out
+
+    def expire_transactional_ids(self, now: int) -> TxnResult:
+        """Remove the ids idle between transactions for longer than
+        ``transactional.id.expiration.ms``: a tombstone each."""
+        out = TxnResult()
+        expiry = self.config.transactional_id_expiration_ms
+        for meta in self.manager.expired(now, expiry):
+            out += self._write(meta, meta.prepare_dead(), None)
+        return out
+
+    # --- the records and markers the shell reports --------------------------------------
+
+    def complete_write(
+        self, transactional_id: str, error: ErrorCode, now: int
+    ) -> TxnResult:
+        """The record of the id's pending move is committed (``error`` NONE) or could
+        not be (the move is forgotten and the requester gets the error, Kafka's
+        mapping: a coordinator that lost its partition says NOT_COORDINATOR)."""
+        write = self._writes.pop(transactional_id, None)
+        if write is None:
+            return TxnResult()
+        try:
+            meta = self.manager.get(transactional_id)
+        except TransactionUnavailableError:
+            meta = None
+        if meta is None or meta.pending != write.transit:
+            return self._answer(write, ErrorCode.not_coordinator)
+        if error is not ErrorCode.none:
+            meta.abandon_transition()
+            return self._answer(write, _write_error(error))
+        meta.complete_transition(write.transit)
+        out = self._answer(write, ErrorCode.none)
+        if meta.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+            out += TxnResult(messages=(self._markers(meta),))
+        if meta.state is _S.DEAD:
+            self.manager.remove(transactional_id)
+        return out
+
+    def markers_written(self, transactional_id: str, now: int) -> TxnResult:
+        """Every partition of the ending transaction has its marker: it completes."""
+        try:
+            meta = self.manager.get(transactional_id)
+        except TransactionUnavailableError:
+            return TxnResult()  # the partition moved: its new coordinator resends them
+        if (
+            meta is None
+            or meta.pending is not None
+            or meta.state not in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
+        ):
+            return TxnResult()
+        return self._write(meta, meta.prepare_complete(now), None)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _producer_metadata(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[TransactionMetadata | None, ErrorCode]:
+        """The id's metadata if the request's producer owns it, else the error."""
+        if not transactional_id:
+            return None, ErrorCode.invalid_request
+        try:
+            meta = self.manager.get(transactional_id)
+        except TransactionUnavailableError as exc:
+            return None, exc.error_code
+        if meta is None or meta.producer_id != producer_id:
+            return None, ErrorCode.invalid_producer_id_mapping
+        if meta.producer_epoch != producer_epoch:
+            return None, ErrorCode.producer_fenced
+        return meta, ErrorCode.none
+
+    def _fence_and_abort(self, meta: TransactionMetadata, now: int) -> TxnResult:
+        """Bump the epoch of an open transaction (once: a fencing whose abort could not
+        be written is not bumped again) and write its abort."""
+        if meta.state is _S.ONGOING:
+            meta.complete_transition(meta.prepare_fence_producer_epoch())
+        transit = meta.prepare_abort_or_commit(_S.PREPARE_ABORT, now)
+        return self._write(meta, transit, None)
+
+    def _write(
+        self,
+        meta: TransactionMetadata,
+        transit: TxnTransitMetadata,
+        request_id: int | None,
+        gives_producer: bool = False,
+    ) -> TxnResult:
+        self._writes[meta.transactional_id] = _Write(
+            transit, request_id, gives_producer
+        )
+        value = (
+            None
+            if transit.state is _S.DEAD
+            else value_bytes(transit, self.value_version)
+        )
+        record = TxnRecord(
+            self.manager.partition_for(meta.transactional_id),
+            key_bytes(meta.transactional_id),
+            value,
+        )
+        return TxnResult(records=(record,))
+
+    def _markers(self, meta: TransactionMetadata) -> TxnMarkers:
+        return TxnMarkers(
+            meta.transactional_id,
+            meta.producer_id,
+            meta.producer_epoch,
+            meta.state is _S.PREPARE_COMMIT,
+            frozenset(meta.topic_partitions),
+        )
+
+    @staticmethod
+    def _answer(write: _Write, error: ErrorCode) -> TxnResult:
+        if write.request_id is None:
+            return TxnResult()
+        if error is not ErrorCode.none or not write.gives_producer:
+            return TxnResult(replies=(TxnReply(write.request_id, error),))
+        reply = TxnReply(
+            write.request_id,
+            ErrorCode.none,
+            write.transit.producer_id,
+            write.transit.producer_epoch,
+        )
+        return TxnResult(replies=(reply,))
+
+    @staticmethod
+    def _error(request_id: int, error: ErrorCode) -> TxnResult:
+        return TxnResult(replies=(TxnReply(request_id, error),))
+
+
+def _valid_producer(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+    """Whether a recovering producer's id and epoch may take this id over (Kafka's
+    ``isValidProducerId``): the metadata is new (no epoch yet), the id is the current
+    one (its epoch is checked at the bump), or it is the previous one at an exhausted
+    epoch (a retry of a rotation whose answer was lost)."""
+    return (
+        meta.producer_epoch == NO_PRODUCER_EPOCH
+        or producer_id == meta.producer_id
+        or (producer_id == meta.last_producer_id and epoch >= 2**15 - 2)
+    )
+
+
+def _write_error(error: ErrorCode) -> ErrorCode:
+    """What a requester is told when the coordinator's record could not be written
+    (Kafka's ``appendTransactionToLog`` mapping)."""
+    if error in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if error in (
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.invalid_fetch_size,
+    ):
+        return ErrorCode.unknown_server_error
+    return error

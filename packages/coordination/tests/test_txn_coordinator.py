@@ -1,0 +1,194 @@
+"""The transaction coordinator's requests, as a core driven by hand: each move's record
+is appended, then reported committed (or failed) with ``complete_write``; markers are
+reported written with ``markers_written``. Every check states the rule of Kafka's
+TransactionCoordinator it holds."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import TopicPartition
+from minikafka.coordination.transaction import (
+    TransactionCoordinator,
+    TransactionState,
+    TransactionStateManager,
+    TxnConfig,
+    TxnMarkers,
+    TxnReply,
+    TxnResult,
+    read_key,
+    read_value,
+)
+
+S = TransactionState
+OUT = frozenset({TopicPartition("out", 0), TopicPartition("out", 1)})
+
+
+@pytest.fixture
+def coordinator() -> TransactionCoordinator:
+    manager = TransactionStateManager(num_partitions=1)
+    manager.load_partition(0, [])
+    ids = itertools.count(1000)
+    return TransactionCoordinator(manager, lambda: next(ids), TxnConfig(60_000))
+
+
+def written(
+    coordinator: TransactionCoordinator, result: TxnResult, now: int = 0
+) -> TxnResult:
+    """Report the result's record committed; what that answers."""
+    [record] = result.records
+    assert record.partition == 0
+    return coordinator.complete_write(read_key(record.key), ErrorCode.none, now)
+
+
+def init(
+    coordinator: TransactionCoordinator, expected: tuple[int, int] | None = None
+) -> TxnReply:
+    result = coordinator.init_producer_id(1, "tx", 30_000, expected, now=5)
+    if not result.records:
+        [reply] = result.replies
+        return reply
+    assert not result.replies  # answered only once the record is committed
+    [reply] = written(coordinator, result).replies
+    return reply
+
+
+def open_transaction(coordinator: TransactionCoordinator, pid: int, epoch: int) -> None:
+    result = coordinator.add_partitions_to_txn(2, "tx", pid, epoch, OUT, now=10)
+    assert written(coordinator, result).replies == (TxnReply(2, ErrorCode.none),)
+
+
+def test_a_new_transactional_id_gets_a_producer_id_at_epoch_0_once_written(
+    coordinator: TransactionCoordinator,
+) -> None:
+    result = coordinator.init_producer_id(1, "tx", 30_000, None, now=5)
+    [record] = result.records
+    assert read_key(record.key) == "tx"
+    stored = read_value(record.value or b"")
+    assert (stored.state, stored.producer_id, stored.producer_epoch) == (
+        S.EMPTY,
+        1000,
+        0,
+    )
+    assert not result.replies
+    assert written(coordinator, result).replies == (
+        TxnReply(1, ErrorCode.none, 1000, 0),
+    )
+    # The next InitProducerId bumps the epoch, fencing the previous producer.
+    assert init(coordinator) == TxnReply(1, ErrorCode.none, 1000, 1)
+
+
+def test_bad_requests_are_refused_before_anything_is_written(
+    coordinator: TransactionCoordinator,
+) -> None:
+    for transactional_id, timeout, error in (
+        ("", 30_000, ErrorCode.invalid_request),
+        ("tx", 0, ErrorCode.invalid_transaction_timeout),
+        ("tx", 60_001, ErrorCode.invalid_transaction_timeout),  # over the maximum
+    ):
+        result = coordinator.init_producer_id(1, transactional_id, timeout, None, now=5)
+        assert result == TxnResult(replies=(TxnReply(1, error),))
+
+
+def test_one_move_at_a_time(coordinator: TransactionCoordinator) -> None:
+    # Guarantee: while a record of the id is being written, its other requests are
+    # answered CONCURRENT_TRANSACTIONS and write nothing.
+    pending = coordinator.init_producer_id(1, "tx", 30_000, None, now=5)
+    again = coordinator.init_producer_id(2, "tx", 30_000, None, now=6)
+    assert again == TxnResult(replies=(TxnReply(2, ErrorCode.concurrent_transactions),))
+    written(coordinator, pending)
+
+
+def test_a_failed_write_changes_nothing_and_maps_the_error(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: a record the log refused leaves the cache as it was and the requester
+    # gets Kafka's mapping (a lost partition leader: NOT_COORDINATOR).
+    init(coordinator)
+    result = coordinator.init_producer_id(1, "tx", 30_000, None, now=5)
+    failed = coordinator.complete_write("tx", ErrorCode.not_leader_or_follower, now=6)
+    assert failed.replies == (TxnReply(1, ErrorCode.not_coordinator),)
+    assert result.records
+    assert init(coordinator) == TxnReply(1, ErrorCode.none, 1000, 1)
+
+
+def test_a_transaction_commits_then_markers_complete_it(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: EndTxn(commit) is answered once PrepareCommit is written; then the
+    # commit markers go to every partition added, and once written, CompleteCommit.
+    reply = init(coordinator)
+    pid, epoch = reply.producer_id, reply.producer_epoch
+    open_transaction(coordinator, pid, epoch)
+    ended = coordinator.end_txn(3, "tx", pid, epoch, commit=True, now=20)
+    assert read_value(ended.records[0].value or b"").state is S.PREPARE_COMMIT
+    after = written(coordinator, ended)
+    assert after.replies == (TxnReply(3, ErrorCode.none),)
+    assert after.messages == (TxnMarkers("tx", pid, epoch, True, OUT),)
+    completed = coordinator.markers_written("tx", now=30)
+    assert read_value(completed.records[0].value or b"").state is S.COMPLETE_COMMIT
+    written(coordinator, completed)
+    # A retried commit is answered NONE; an abort now is in the wrong state.
+    retry = coordinator.end_txn(4, "tx", pid, epoch, commit=True, now=31)
+    assert retry.replies == (TxnReply(4, ErrorCode.none),)
+    wrong = coordinator.end_txn(5, "tx", pid, epoch, commit=False, now=31)
+    assert wrong.replies == (TxnReply(5, ErrorCode.invalid_txn_state),)
+
+
+def test_requests_of_another_producer_are_refused(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: a producer id the id does not have is INVALID_PRODUCER_ID_MAPPING; an
+    # older epoch of the right one is PRODUCER_FENCED.
+    reply = init(coordinator)
+    init(coordinator)  # epoch 1 now
+    for pid, epoch, error in (
+        (reply.producer_id + 1, 1, ErrorCode.invalid_producer_id_mapping),
+        (reply.producer_id, 0, ErrorCode.producer_fenced),
+    ):
+        result = coordinator.add_partitions_to_txn(2, "tx", pid, epoch, OUT, now=10)
+        assert result == TxnResult(replies=(TxnReply(2, error),))
+
+
+def test_a_new_producer_fences_and_aborts_the_open_transaction(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee (KIP-98's zombie fencing): InitProducerId while a transaction is open
+    # bumps the epoch, writes its abort with the bumped epoch and answers
+    # CONCURRENT_TRANSACTIONS; the old producer's requests are then PRODUCER_FENCED; once
+    # the abort markers are written, the retried InitProducerId gets the epoch after.
+    reply = init(coordinator)
+    pid, epoch = reply.producer_id, reply.producer_epoch
+    open_transaction(coordinator, pid, epoch)
+    result = coordinator.init_producer_id(9, "tx", 30_000, None, now=40)
+    assert result.replies == (TxnReply(9, ErrorCode.concurrent_transactions),)
+    stored = read_value(result.records[0].value or b"")
+    assert (stored.state, stored.producer_epoch) == (S.PREPARE_ABORT, epoch + 1)
+    assert written(coordinator, result).messages == (
+        TxnMarkers("tx", pid, epoch + 1, False, OUT),
+    )
+    zombie = coordinator.end_txn(3, "tx", pid, epoch, commit=True, now=41)
+    assert zombie.replies == (TxnReply(3, ErrorCode.producer_fenced),)
+    written(coordinator, coordinator.markers_written("tx", now=42))
+    assert init(coordinator) == TxnReply(1, ErrorCode.none, pid, epoch + 2)
+
+
+def test_time_aborts_a_forgotten_transaction_and_expires_an_idle_id(
+    coordinator: TransactionCoordinator,
+) -> None:
+    reply = init(coordinator)
+    open_transaction(coordinator, reply.producer_id, reply.producer_epoch)
+    assert coordinator.abort_timed_out(now=10 + 30_000) == TxnResult()  # not yet
+    aborting = coordinator.abort_timed_out(now=10 + 30_001)
+    assert read_value(aborting.records[0].value or b"").state is S.PREPARE_ABORT
+    written(coordinator, aborting)
+    written(coordinator, coordinator.markers_written("tx", now=30_020))
+    day = 86_400_000
+    tombstones = coordinator.expire_transactional_ids(now=30_020 + 7 * day)
+    [record] = tombstones.records
+    assert (read_key(record.key), record.value) == ("tx", None)
+    written(coordinator, tombstones)
+    assert coordinator.manager.get("tx") is None
