@@ -1,18 +1,18 @@
-"""minikafka's ``__transaction_state`` records and ``.txnindex`` against Kafka's own
-(KIP-98).
+"""minikafka's ``__transaction_state`` records, ``.txnindex`` and transaction markers
+against Kafka's own (KIP-98).
 
 A transactional confluent-kafka producer commits one transaction and aborts the next on
 the shared Kafka node; minikafka's readers then read what Kafka wrote for them: every
 record of the transactional id out of Kafka's ``__transaction_state`` segments, and the
-aborted-transaction index of the partition written.
+aborted-transaction index and the markers of the partition written.
 
 What the first test proves: each key names the transactional id; the values follow Kafka's state
 table (Empty on InitProducerId, Ongoing once a partition is added, PrepareCommit and
 CompleteCommit, then Ongoing, PrepareAbort and CompleteAbort), with the producer id and
 epoch InitProducerId gave, the partition written while the transaction is open and none
 outside, a start time once a partition was added; and minikafka's writer, given what it
-read, writes the same bytes Kafka wrote, in the value version Kafka chose. The second:
-see its guarantee.
+read, writes the same bytes Kafka wrote, in the value version Kafka chose. The others:
+see their guarantees.
 """
 
 from __future__ import annotations
@@ -34,7 +34,13 @@ from minikafka.coordination.transaction import (
     read_value,
     value_bytes,
 )
-from minikafka.log import TransactionIndex, iter_records
+from minikafka.log import (
+    TransactionIndex,
+    end_txn_marker_batch,
+    iter_decoded_batches,
+    iter_records,
+    read_end_txn_marker,
+)
 from reference.kafka import KafkaNode
 
 pytestmark = pytest.mark.external
@@ -158,3 +164,42 @@ def test_minikafka_reads_kafkas_aborted_transaction_index(
         assert index.collect_aborted(4, 10).aborted == ()
     finally:
         index.close()
+
+
+def test_minikafka_builds_kafkas_transaction_markers(
+    kafka_reference: KafkaNode, written: list[tuple[bytes, bytes]]
+) -> None:
+    # Guarantee: the partition written holds, after the committed record (offset 0)
+    # and the aborted one (2), Kafka's two markers at 1 and 3: COMMIT then ABORT, each a
+    # transactional control batch of the producer; minikafka reads them, and builds the
+    # same bytes from the same producer, epoch, coordinator epoch, time and offset.
+    producer = read_value(written[-1][1])
+    partition = kafka_reference.log_dir / f"{TOPIC}-0"
+    deadline = time.monotonic() + WAIT
+    while True:
+        data = b"".join(p.read_bytes() for p in sorted(partition.glob("*.log")))
+        markers = [
+            (position, header, records)
+            for position, header, records in iter_decoded_batches(data)
+            if header.is_control
+        ]
+        if len(markers) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)  # polling Kafka's files, inside the deadline
+    assert [(h.base_offset, h.is_transactional) for _, h, _ in markers] == [
+        (1, True),
+        (3, True),
+    ]
+    read = [read_end_txn_marker(records[0]) for _, _, records in markers]
+    assert [m.commit for m in read] == [True, False]
+    for (position, header, records), marker in zip(markers, read, strict=True):
+        assert header.producer_id == producer.producer_id
+        rebuilt = end_txn_marker_batch(
+            marker,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            timestamp=records[0].timestamp,
+            base_offset=header.base_offset,
+            partition_leader_epoch=header.partition_leader_epoch,
+        )
+        assert data[position : position + header.size] == rebuilt

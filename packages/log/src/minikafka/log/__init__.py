@@ -58,6 +58,9 @@ from ._log import Log as Log
 from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
+from ._markers import EndTxnMarker as EndTxnMarker
+from ._markers import end_txn_marker_batch as end_txn_marker_batch
+from ._markers import read_end_txn_marker as read_end_txn_marker
 from ._names import REPLICATION_OFFSET_CHECKPOINT as REPLICATION_OFFSET_CHECKPOINT
 from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
 from ._producer_state import BatchMetadata as BatchMetadata
@@ -121,6 +124,7 @@ __all__ = [
     "CompressionType",
     "CorruptIndexError",
     "CorruptRecordError",
+    "EndTxnMarker",
     "EpochEntry",
     "FetchDataInfo",
     "FilePool",
@@ -170,12 +174,14 @@ __all__ = [
     "decode_batch",
     "decompress",
     "dump",
+    "end_txn_marker_batch",
     "iter_batches",
     "iter_decoded_batches",
     "iter_records",
     "make_records",
     "raise_open_files_limit",
     "read_batch_header",
+    "read_end_txn_marker",
     "verify",
     "whole_batches",
     "whole_batches_size",
