@@ -192,3 +192,18 @@ def test_time_aborts_a_forgotten_transaction_and_expires_an_idle_id(
     assert (read_key(record.key), record.value) == ("tx", None)
     written(coordinator, tombstones)
     assert coordinator.manager.get("tx") is None
+
+
+def test_a_transaction_at_the_last_epoch_is_aborted_without_a_bump(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: an open transaction whose producer is at epoch 32767 (none left to
+    # fence with) is still aborted when it times out, under that epoch.
+    reply = init(coordinator)
+    open_transaction(coordinator, reply.producer_id, reply.producer_epoch)
+    meta = coordinator.manager.get("tx")
+    assert meta is not None
+    meta.producer_epoch = 2**15 - 1
+    aborting = coordinator.abort_timed_out(now=10 + 30_001)
+    stored = read_value(aborting.records[0].value or b"")
+    assert (stored.state, stored.producer_epoch) == (S.PREPARE_ABORT, 2**15 - 1)

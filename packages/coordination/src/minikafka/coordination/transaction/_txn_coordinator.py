@@ -29,6 +29,7 @@ from minikafka.common import CoreResult, TopicPartition
 
 from ._txn_log import key_bytes, value_bytes
 from ._txn_metadata import (
+    MAX_PRODUCER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     ProducerEpochExhaustedError,
@@ -326,7 +327,8 @@ class TransactionCoordinator:
     def _fence_and_abort(self, meta: TransactionMetadata, now: int) -> TxnResult:
         """Bump the epoch of an open transaction (once: a fencing whose abort could not
         be written is not bumped again) and write its abort."""
-        if meta.state is _S.ONGOING:
+        if meta.state is _S.ONGOING and meta.producer_epoch < MAX_PRODUCER_EPOCH:
+            # (At the last epoch there is none to fence with: the abort goes alone.)
             meta.complete_transition(meta.prepare_fence_producer_epoch())
         transit = meta.prepare_abort_or_commit(_S.PREPARE_ABORT, now)
         return self._write(meta, transit, None)
