@@ -62,6 +62,11 @@ from ._markers import EndTxnMarker as EndTxnMarker
 from ._markers import end_txn_marker_batch as end_txn_marker_batch
 from ._markers import read_end_txn_marker as read_end_txn_marker
 from ._names import REPLICATION_OFFSET_CHECKPOINT as REPLICATION_OFFSET_CHECKPOINT
+from ._ongoing_txns import CompletedTxn as CompletedTxn
+from ._ongoing_txns import OngoingTransactions as OngoingTransactions
+from ._ongoing_txns import (
+    TransactionCoordinatorFencedError as TransactionCoordinatorFencedError,
+)
 from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
 from ._producer_state import BatchMetadata as BatchMetadata
 from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochError
@@ -121,6 +126,7 @@ __all__ = [
     "BatchMetadata",
     "CheckpointError",
     "CleanResult",
+    "CompletedTxn",
     "CompressionType",
     "CorruptIndexError",
     "CorruptRecordError",
@@ -150,6 +156,7 @@ __all__ = [
     "OffsetCheckpointFile",
     "OffsetIndex",
     "OffsetOutOfRangeError",
+    "OngoingTransactions",
     "OutOfOrderSequenceError",
     "PathError",
     "PooledFile",
@@ -164,6 +171,7 @@ __all__ = [
     "TimeIndex",
     "TimestampAndOffset",
     "TimestampType",
+    "TransactionCoordinatorFencedError",
     "TransactionIndex",
     "TxnIndexSearchResult",
     "UnexpectedAppendOffsetError",
