@@ -90,6 +90,10 @@ from ._segment_read import FetchDataInfo as FetchDataInfo
 from ._segment_read import FileSlice as FileSlice
 from ._segment_read import LogOffsetMetadata as LogOffsetMetadata
 from ._segment_read import TimestampAndOffset as TimestampAndOffset
+from ._snapshot import CorruptSnapshotError as CorruptSnapshotError
+from ._snapshot import ProducerSnapshotEntry as ProducerSnapshotEntry
+from ._snapshot import read_snapshot as read_snapshot
+from ._snapshot import snapshot_bytes as snapshot_bytes
 from ._storage import KAFKA_STORAGE_ERROR as KAFKA_STORAGE_ERROR
 from ._storage import KafkaStorageError as KafkaStorageError
 from ._tool import PathError as PathError
@@ -130,6 +134,7 @@ __all__ = [
     "CompressionType",
     "CorruptIndexError",
     "CorruptRecordError",
+    "CorruptSnapshotError",
     "EndTxnMarker",
     "EpochEntry",
     "FetchDataInfo",
@@ -160,6 +165,7 @@ __all__ = [
     "OutOfOrderSequenceError",
     "PathError",
     "PooledFile",
+    "ProducerSnapshotEntry",
     "ProducerStateEntry",
     "ProducerStateManager",
     "Record",
@@ -190,6 +196,8 @@ __all__ = [
     "raise_open_files_limit",
     "read_batch_header",
     "read_end_txn_marker",
+    "read_snapshot",
+    "snapshot_bytes",
     "verify",
     "whole_batches",
     "whole_batches_size",
