@@ -27,6 +27,9 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult, TopicPartition
 
+# A failed write of either coordinator's record is reported the same way in Kafka
+# (appendTransactionToLog as storeGroup).
+from ..group._results import store_group_error as _write_error
 from ._txn_log import key_bytes, value_bytes
 from ._txn_metadata import (
     MAX_PRODUCER_EPOCH,
@@ -393,24 +396,3 @@ def _valid_producer(meta: TransactionMetadata, producer_id: int, epoch: int) -> 
         or producer_id == meta.producer_id
         or (producer_id == meta.last_producer_id and epoch >= 2**15 - 2)
     )
-
-
-def _write_error(error: ErrorCode) -> ErrorCode:
-    """What a requester is told when the coordinator's record could not be written
-    (Kafka's ``appendTransactionToLog`` mapping)."""
-    if error in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if error in (
-        ErrorCode.message_too_large,
-        ErrorCode.record_list_too_large,
-        ErrorCode.invalid_fetch_size,
-    ):
-        return ErrorCode.unknown_server_error
-    return error
