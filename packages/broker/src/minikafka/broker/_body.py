@@ -426,6 +426,27 @@ DESCRIBE_LOG_DIRS: tuple[type[DescribeLogDirsRequest], ...] = body_classes(
     DescribeLogDirsRequest
 )
 
+# Fetch v5+: a follower says its own log start offset (KIP-107's low watermark).
+FetchPartitionWithLogStart: TypeAlias = (
+    "fetch_v5.FetchPartition"
+    " | fetch_v6.FetchPartition"
+    " | fetch_v7.FetchPartition"
+    " | fetch_v8.FetchPartition"
+    " | fetch_v9.FetchPartition"
+    " | fetch_v10.FetchPartition"
+    " | fetch_v11.FetchPartition"
+    " | fetch_v12.FetchPartition"
+    " | fetch_v13.FetchPartition"
+    " | fetch_v14.FetchPartition"
+    " | fetch_v15.FetchPartition"
+    " | fetch_v16.FetchPartition"
+    " | fetch_v17.FetchPartition"
+    " | fetch_v18.FetchPartition"
+)
+FETCH_PARTITION_WITH_LOG_START: tuple[type[FetchPartitionWithLogStart], ...] = (
+    body_classes(FetchPartitionWithLogStart)
+)
+
 # Nested entities with a field from some version on. KIP-320: a fetching or listing
 # client names the leader epoch it knows from Fetch v9 and ListOffsets v4.
 FetchPartitionWithEpoch: TypeAlias = (

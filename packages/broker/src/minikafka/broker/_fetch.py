@@ -50,6 +50,7 @@ from ._body import (
     FETCH_IN_SESSION,
     FETCH_PARTITION_WITH_EPOCH,
     FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH,
+    FETCH_PARTITION_WITH_LOG_START,
     FETCH_TOPIC_BY_ID,
     FETCH_WITH_REPLICA_STATE,
     FORGOTTEN_TOPIC_BY_ID,
@@ -122,7 +123,9 @@ def handle_fetch(
                 if isinstance(p, FETCH_PARTITION_WITH_EPOCH)
                 else -1,
                 # v5+: a follower's own log start, for the leader's low watermark
-                int(getattr(p, "log_start_offset", -1)),
+                int(p.log_start_offset)
+                if isinstance(p, FETCH_PARTITION_WITH_LOG_START)
+                else -1,
                 last_fetched_epoch=int(p.last_fetched_epoch)
                 if isinstance(p, FETCH_PARTITION_WITH_LAST_FETCHED_EPOCH)
                 else -1,

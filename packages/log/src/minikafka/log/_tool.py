@@ -38,6 +38,7 @@ from ._batch import (
     compute_crc,
 )
 from ._index import MAX_RELATIVE_OFFSET, OffsetIndex, TimeIndex
+from ._markers import read_end_txn_marker
 from ._names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -283,15 +284,17 @@ def _control(record: Record) -> str:
     """A control record as kafka-dump-log.sh names it: a transaction marker's outcome
     and coordinator epoch, or the type's name and id for another kind (Kafka also
     decodes the KRaft ones to JSON; we do not)."""
-    key, value = record.key or b"", record.value or b""
+    key = record.key or b""
     if len(key) < 4:
         return " controlType: UNKNOWN(-1)"
     type_id = struct.unpack_from(">h", key, 2)[0]
     name = _CONTROL_TYPES.get(type_id)
-    if type_id in (0, 1) and len(value) >= 6:
-        epoch = struct.unpack_from(">i", value, 2)[0]
-        return f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
-    return f" controlType: {name or 'UNKNOWN'}({type_id})"
+    try:
+        marker = read_end_txn_marker(record)
+    except ValueError:
+        return f" controlType: {name or 'UNKNOWN'}({type_id})"
+    outcome = "COMMIT" if marker.commit else "ABORT"
+    return f" endTxnMarker: {outcome} coordinatorEpoch: {marker.coordinator_epoch}"
 
 
 def show_bytes(data: bytes | None) -> str:

@@ -238,8 +238,10 @@ class DelayedOperations:
         self._completed += self.delete_records.check_and_complete(tp)
 
     def check_delete_records(self, tp: TopicPartition) -> None:
-        """A follower said its log start offset: the low watermark may have moved."""
-        self._completed += self.delete_records.check_and_complete(tp)
+        """A follower said its log start offset: the low watermark may have moved. Run
+        on every follower fetch, so a partition no deletion waits on costs one lookup."""
+        if self.delete_records.has_watchers(tp):
+            self._completed += self.delete_records.check_and_complete(tp)
 
     def expire(self, now: float) -> None:
         """Complete the operations whose deadline is ``now`` or before (all: ``math.inf``)."""

@@ -135,6 +135,11 @@ class DelayedOperationPurgatory(Generic[Op]):
         """The earliest deadline of an operation still waiting (None: nothing waits)."""
         return self._deadlines.next_deadline()
 
+    def has_watchers(self, key: Hashable) -> bool:
+        """Whether any operation watches ``key`` (completed ones not yet purged count):
+        a check for a key nobody watches can be skipped."""
+        return key in self._watchers
+
     def watched(self, key: Hashable) -> int:
         """How many operations still wait on ``key`` (Kafka's ``watched`` metric)."""
         return sum(not op.completed for op in self._watchers.get(key, ()))

@@ -225,10 +225,11 @@ class ReplicaManager(ProducePath, FetchPath):
             # less data; the followers hear of the new start on their next fetch.
             self._partition_changed(tp)
             required[tp] = asked
-            results[tp] = DeleteRecordsPartitionResult(
-                ErrorCode.none, partition.low_watermark()
-            )
         if timeout_ms <= 0 or not required:
+            # No wait asked for (or nothing to wait on): the low watermark as it is.
+            for tp in required:
+                low = self.partitions[tp].low_watermark()
+                results[tp] = DeleteRecordsPartitionResult(ErrorCode.none, low)
             return self._result(now, DeleteRecordsResponse(request_id, results))
         operation = DelayedDeleteRecords(
             now + timeout_ms / 1000,

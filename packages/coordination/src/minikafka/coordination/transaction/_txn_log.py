@@ -180,33 +180,27 @@ def value_bytes(transit: TxnTransitMetadata, version: int = 0) -> bytes:
     }
     # An Empty transaction's partitions are written as null, any other's as a list
     # (empty once its markers are written), as Kafka's TransactionLog writes them.
-    empty = transit.state is TransactionState.EMPTY
-    if version == 0:
-        return _write(
-            0,
-            _ValueV0(
-                transaction_partitions=None
-                if empty
-                else tuple(
-                    _PartitionsV0(topic=t, partition_ids=tuple(i32(p) for p in ps))
-                    for t, ps in by_topic.items()
-                ),
-                **common,  # type: ignore[arg-type]
-            ),
+    partitions_cls = _PartitionsV0 if version == 0 else _PartitionsV1
+    partitions = (
+        None
+        if transit.state is TransactionState.EMPTY
+        else tuple(
+            partitions_cls(topic=t, partition_ids=tuple(i32(p) for p in ps))
+            for t, ps in by_topic.items()
         )
-    return _write(
-        1,
-        _ValueV1(
-            transaction_partitions=None
-            if empty
-            else tuple(
-                _PartitionsV1(topic=t, partition_ids=tuple(i32(p) for p in ps))
-                for t, ps in by_topic.items()
-            ),
+    )
+    if version == 0:
+        value: _ValueV0 | _ValueV1 = _ValueV0(
+            transaction_partitions=partitions,  # type: ignore[arg-type]
+            **common,  # type: ignore[arg-type]
+        )
+    else:
+        value = _ValueV1(
+            transaction_partitions=partitions,  # type: ignore[arg-type]
             previous_producer_id=i64(transit.last_producer_id),
             **common,  # type: ignore[arg-type]
-        ),
-    )
+        )
+    return _write(version, value)
 
 
 def read_value(data: bytes) -> TxnLogValue:
