@@ -127,13 +127,18 @@ class FilePool:
     def _make_room(self) -> None:
         """Close least recently used, unpinned descriptors until one more fits
         (locked)."""
-        if len(self._lru) < self.capacity:
+        excess = len(self._lru) - self.capacity + 1
+        if excess <= 0:
             return
-        for victim in list(self._lru):
-            if len(self._lru) < self.capacity:
-                return
-            if victim._pins:
-                continue  # in use on some thread right now: never closed under it
+        # Chosen from the front only as far as needed: copying the whole pool per open
+        # made opening thousands of files quadratic once the pool was full.
+        victims: list[PooledFile] = []
+        for candidate in self._lru:
+            if len(victims) == excess:
+                break
+            if not candidate._pins:  # a pinned one is in use on some thread right now
+                victims.append(candidate)
+        for victim in victims:
             del self._lru[victim]
             os.close(victim._fd)
             victim._fd = -1

@@ -43,6 +43,7 @@ within a pass, runs inside :meth:`LogManager.guarded`, which applies Kafka's pol
 
 from __future__ import annotations
 
+import collections
 import logging
 import shutil
 from collections.abc import Callable, Iterator, Mapping
@@ -123,6 +124,10 @@ class LogManager:
     _uncleanable: dict[TopicPartition, str] = attrs.field(factory=dict, init=False)
     _failures: BackgroundFailures = attrs.field(factory=BackgroundFailures, init=False)
     _dir_of: dict[TopicPartition, Path] = attrs.field(factory=dict)
+    # how many partitions each dir holds, kept with _dir_of: a new log goes to the dir
+    # holding the fewest, and counting _dir_of afresh per log made creating a topic of
+    # thousands of partitions quadratic
+    _partitions_in: collections.Counter[Path] = attrs.field(factory=collections.Counter)
     _pending_dir_deletes: list[tuple[int, Path, Log]] = attrs.field(factory=list)
     # every log's descriptors (see _files)
     files: FilePool = attrs.field(factory=FilePool)
@@ -188,7 +193,7 @@ class LogManager:
                 files=self.files,
                 tracer=self.tracer,
             )
-            self._dir_of[tp] = log_dir
+            self._place(tp, log_dir)
         marker.unlink(missing_ok=True)
 
     def config_for(self, topic: str) -> LogConfig:
@@ -214,11 +219,7 @@ class LogManager:
                 f"cannot create the log of {tp}: every log dir is offline",
                 offline=True,
             )
-        counts = dict.fromkeys(online, 0)
-        for d in self._dir_of.values():
-            if d in counts:
-                counts[d] += 1
-        log_dir = min(online, key=lambda d: counts[d])
+        log_dir = min(online, key=lambda d: self._partitions_in[d])
         log = Log.open(
             log_dir / str(tp),
             self.config_for(tp.topic),
@@ -227,8 +228,12 @@ class LogManager:
             tracer=self.tracer,
         )
         self.logs[tp] = log
-        self._dir_of[tp] = log_dir
+        self._place(tp, log_dir)
         return log
+
+    def _place(self, tp: TopicPartition, log_dir: Path) -> None:
+        self._dir_of[tp] = log_dir
+        self._partitions_in[log_dir] += 1
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Rename ``<topic>-<partition>`` to ``...-delete`` now, remove it later (Kafka's way).
@@ -237,6 +242,8 @@ class LogManager:
         """
         log = self.logs.pop(tp, None)
         log_dir = self._dir_of.pop(tp, None)
+        if log_dir is not None:
+            self._partitions_in[log_dir] -= 1
         self.cleaner_offsets.pop(tp, None)
         # A new log of the same name starts afresh (Kafka's
         # maintainUncleanablePartitions drops the partitions whose log is gone).
