@@ -20,7 +20,7 @@ from minikafka.broker._config import BROKER_CONFIG, known_keys
 from minikafka.broker.testing import running_broker, single_node_config
 from minikafka.common import ConfigError, ConfigKey
 from minikafka.controller import CONTROLLER_CONFIG, REPLICATION_TOPIC_CONFIG
-from minikafka.coordination import GROUP_CONFIG
+from minikafka.coordination import GROUP_CONFIG, TXN_CONFIG
 from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG
 from minikafka.net import NET_CONFIG, Listener
 from minikafka.raft import QUORUM_CONFIG
@@ -527,6 +527,7 @@ def test_each_key_is_declared_once_and_known_keys_are_the_declarations() -> None
         (LOG_MANAGER_CONFIG, True),
         (CONTROLLER_CONFIG, True),
         (GROUP_CONFIG, True),
+        (TXN_CONFIG, True),
         (QUORUM_CONFIG, True),
         (LOG_CONFIG, False),  # a topic sets the names, the broker the synonyms
         (REPLICATION_TOPIC_CONFIG, False),

@@ -127,8 +127,8 @@ def test_a_transaction_commits_then_markers_complete_it(
     assert read_value(ended.records[0].value or b"").state is S.PREPARE_COMMIT
     after = written(coordinator, ended)
     assert after.replies == (TxnReply(3, ErrorCode.none),)
-    assert after.messages == (TxnMarkers("tx", pid, epoch, True, OUT),)
-    completed = coordinator.markers_written("tx", now=30)
+    assert after.messages == (TxnMarkers("tx", pid, epoch, True, OUT, 0),)
+    completed = coordinator.markers_written("tx", 0, now=30)
     assert read_value(completed.records[0].value or b"").state is S.COMPLETE_COMMIT
     written(coordinator, completed)
     # A retried commit is answered NONE; an abort now is in the wrong state.
@@ -168,11 +168,11 @@ def test_a_new_producer_fences_and_aborts_the_open_transaction(
     stored = read_value(result.records[0].value or b"")
     assert (stored.state, stored.producer_epoch) == (S.PREPARE_ABORT, epoch + 1)
     assert written(coordinator, result).messages == (
-        TxnMarkers("tx", pid, epoch + 1, False, OUT),
+        TxnMarkers("tx", pid, epoch + 1, False, OUT, 0),
     )
     zombie = coordinator.end_txn(3, "tx", pid, epoch, commit=True, now=41)
     assert zombie.replies == (TxnReply(3, ErrorCode.producer_fenced),)
-    written(coordinator, coordinator.markers_written("tx", now=42))
+    written(coordinator, coordinator.markers_written("tx", 0, now=42))
     assert init(coordinator) == TxnReply(1, ErrorCode.none, pid, epoch + 2)
 
 
@@ -185,7 +185,7 @@ def test_time_aborts_a_forgotten_transaction_and_expires_an_idle_id(
     aborting = coordinator.abort_timed_out(now=10 + 30_001)
     assert read_value(aborting.records[0].value or b"").state is S.PREPARE_ABORT
     written(coordinator, aborting)
-    written(coordinator, coordinator.markers_written("tx", now=30_020))
+    written(coordinator, coordinator.markers_written("tx", 0, now=30_020))
     day = 86_400_000
     tombstones = coordinator.expire_transactional_ids(now=30_020 + 7 * day)
     [record] = tombstones.records
@@ -207,3 +207,45 @@ def test_a_transaction_at_the_last_epoch_is_aborted_without_a_bump(
     aborting = coordinator.abort_timed_out(now=10 + 30_001)
     stored = read_value(aborting.records[0].value or b"")
     assert (stored.state, stored.producer_epoch) == (S.PREPARE_ABORT, 2**15 - 1)
+
+
+def test_a_new_coordinator_resends_the_markers_of_an_ended_transaction() -> None:
+    # Guarantee: a broker that becomes the leader of the id's partition finds the
+    # transaction in PrepareCommit and sends its markers again, stamped with its own
+    # coordinator epoch; markers reported under an older epoch complete nothing.
+    first = TransactionCoordinator(
+        TransactionStateManager(num_partitions=1), lambda: 1000, TxnConfig(60_000)
+    )
+    first.manager.load_partition(0, [], coordinator_epoch=3)
+    reply = init(first)
+    pid, epoch = reply.producer_id, reply.producer_epoch
+    records = []
+    result = first.add_partitions_to_txn(2, "tx", pid, epoch, OUT, now=10)
+    records += result.records
+    written(first, result)
+    ended = first.end_txn(3, "tx", pid, epoch, commit=True, now=20)
+    records += ended.records
+    successor = TransactionCoordinator(
+        TransactionStateManager(num_partitions=1), lambda: 2000, TxnConfig(60_000)
+    )
+    loaded = successor.load_partition(0, 4, [(r.key, r.value) for r in records], now=30)
+    assert loaded.messages == (TxnMarkers("tx", pid, epoch, True, OUT, 4),)
+    assert successor.markers_written("tx", 3, now=31) == TxnResult()
+    completed = successor.markers_written("tx", 4, now=31)
+    assert read_value(completed.records[0].value or b"").state is S.COMPLETE_COMMIT
+
+
+def test_losing_the_partition_answers_a_waiting_request_not_coordinator(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: a request whose record was still being written when leadership of
+    # the id's partition moved is answered NOT_COORDINATOR (the client finds the new
+    # coordinator and retries), and the id is no longer served here.
+    pending = coordinator.init_producer_id(1, "tx", 30_000, None, now=5)
+    assert pending.records
+    assert not pending.replies
+    assert coordinator.unload_partition(0).replies == (
+        TxnReply(1, ErrorCode.not_coordinator),
+    )
+    again = coordinator.init_producer_id(2, "tx", 30_000, None, now=6)
+    assert again.replies == (TxnReply(2, ErrorCode.not_coordinator),)

@@ -35,7 +35,7 @@ from minikafka.controller import (
     REPLICATION_TOPIC_CONFIG,
     ControllerConfig,
 )
-from minikafka.coordination import GROUP_CONFIG, GroupConfig
+from minikafka.coordination import GROUP_CONFIG, TXN_CONFIG, GroupConfig, TxnConfig
 from minikafka.log import LOG_CONFIG, LOG_MANAGER_CONFIG, LogConfig, LogManagerSchedule
 from minikafka.net import (
     NET_CONFIG,
@@ -114,6 +114,7 @@ class KafkaConfig:
     schedule: LogManagerSchedule
     controller: ControllerConfig
     group: GroupConfig
+    transaction: TxnConfig
     raft: RaftConfig
     """The ``quorum.*`` timings of a quorum of several controllers (KIP-595)."""
     roles: Roles
@@ -153,6 +154,7 @@ class KafkaConfig:
         log = LogConfig.from_properties(props)  # the broker-level names, units included
         schedule = LOG_MANAGER_CONFIG.apply(LogManagerSchedule(), props)
         group = GroupConfig.from_properties(props)
+        transaction = TxnConfig.from_properties(props)
         raft = RaftConfig.from_properties(props)
         _check_advertised_listeners(broker, net)
         if broker.zookeeper_connect is not None:
@@ -164,7 +166,16 @@ class KafkaConfig:
                 broker.advertised_listeners,
             )
             return cls(
-                broker, net, log, schedule, controller, group, raft, roles, dict(props)
+                broker,
+                net,
+                log,
+                schedule,
+                controller,
+                group,
+                transaction,
+                raft,
+                roles,
+                dict(props),
             )
         roles = check_roles(
             broker.process_roles,
@@ -176,7 +187,16 @@ class KafkaConfig:
             broker.advertised_listeners,
         )
         return cls(
-            broker, net, log, schedule, controller, group, raft, roles, dict(props)
+            broker,
+            net,
+            log,
+            schedule,
+            controller,
+            group,
+            transaction,
+            raft,
+            roles,
+            dict(props),
         )
 
     @classmethod
@@ -440,22 +460,6 @@ BROKER_CONFIG = ConfigDef(
             at_least(1),
             "How long an offset commit waits for its record to be replicated.",
         ),
-        # Keys Kafka's sample server.properties sets that only have one meaning here:
-        # accepted and checked, read by nothing.
-        ConfigKey(
-            "transaction.state.log.replication.factor",
-            ConfigType.SHORT,
-            None,
-            at_least(1),
-            "Not used: transactions are not implemented.",
-        ),
-        ConfigKey(
-            "transaction.state.log.min.isr",
-            _INT,
-            None,
-            at_least(1),
-            "Not used: transactions are not implemented.",
-        ),
     )
 )
 """The broker's own keys (Kafka's ServerConfigs, KRaftConfigs and the offsets topic's)."""
@@ -477,6 +481,7 @@ def known_keys() -> frozenset[str]:
         | CONTROLLER_CONFIG.synonym_names()
         | REPLICATION_TOPIC_CONFIG.synonym_names()
         | GROUP_CONFIG.names()
+        | TXN_CONFIG.names()
         | QUORUM_CONFIG.names()
     )
 

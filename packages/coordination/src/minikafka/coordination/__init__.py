@@ -118,6 +118,13 @@ from .simulate._simulate_values import SimulationError as SimulationError
 from .simulate._simulate_values import SimulationResult as SimulationResult
 from .simulate._simulate_values import parse_events as parse_events
 from .simulate._simulate_values import render_simulation as render_simulation
+from .transaction import TRANSACTION_STATE_TOPIC as TRANSACTION_STATE_TOPIC
+from .transaction import TXN_CONFIG as TXN_CONFIG
+from .transaction import TransactionCoordinator as TransactionCoordinator
+from .transaction import TransactionCoordinatorShell as TransactionCoordinatorShell
+from .transaction import TransactionStateManager as TransactionStateManager
+from .transaction import TxnConfig as TxnConfig
+from .transaction import TxnMarkers as TxnMarkers
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
@@ -129,6 +136,8 @@ __all__ = [
     "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "NO_GENERATION",
     "OFFSETS_TOPIC",
+    "TRANSACTION_STATE_TOPIC",
+    "TXN_CONFIG",
     "Assignment",
     "CommittedOffset",
     "ConsumerProtocolError",
@@ -187,6 +196,11 @@ __all__ = [
     "Subscription",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TransactionCoordinator",
+    "TransactionCoordinatorShell",
+    "TransactionStateManager",
+    "TxnConfig",
+    "TxnMarkers",
     "check_group_transition",
     "cooperative_violations",
     "decode_assignment",

@@ -11,8 +11,12 @@ markers' completion, timeouts and expiry). The broker does not use them yet:
 InitProducerId with a transactional id is still refused.
 """
 
+from ._shell import MarkerChannel as MarkerChannel
+from ._shell import TransactionCoordinatorShell as TransactionCoordinatorShell
+from ._shell import TransactionStateTopic as TransactionStateTopic
+from ._txn_config import TXN_CONFIG as TXN_CONFIG
+from ._txn_config import TxnConfig as TxnConfig
 from ._txn_coordinator import TransactionCoordinator as TransactionCoordinator
-from ._txn_coordinator import TxnConfig as TxnConfig
 from ._txn_coordinator import TxnMarkers as TxnMarkers
 from ._txn_coordinator import TxnRecord as TxnRecord
 from ._txn_coordinator import TxnReply as TxnReply
@@ -45,17 +49,21 @@ __all__ = [
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "TRANSACTION_STATE_TOPIC",
+    "TXN_CONFIG",
     "TXN_TRANSITIONS",
     "TXN_TRANSITION_REASONS",
     "IllegalTransactionStateError",
     "LoadedPartition",
+    "MarkerChannel",
     "ProducerEpochExhaustedError",
     "ProducerFencedError",
     "TransactionCoordinator",
+    "TransactionCoordinatorShell",
     "TransactionLogError",
     "TransactionMetadata",
     "TransactionState",
     "TransactionStateManager",
+    "TransactionStateTopic",
     "TransactionUnavailableError",
     "TxnConfig",
     "TxnLogValue",

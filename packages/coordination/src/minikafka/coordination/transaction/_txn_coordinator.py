@@ -20,7 +20,7 @@ TxnOffsetCommit, the transactions version 2 protocol.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -30,6 +30,7 @@ from minikafka.common import CoreResult, TopicPartition
 # A failed write of either coordinator's record is reported the same way in Kafka
 # (appendTransactionToLog as storeGroup).
 from ..group._results import store_group_error as _write_error
+from ._txn_config import TxnConfig
 from ._txn_log import key_bytes, value_bytes
 from ._txn_metadata import (
     MAX_PRODUCER_EPOCH,
@@ -53,16 +54,6 @@ __all__ = [
 ]
 
 _S = TransactionState
-
-
-@attrs.frozen
-class TxnConfig:
-    """The coordinator's settings, under Kafka's names and defaults."""
-
-    transaction_max_timeout_ms: int = 900_000
-    """``transaction.max.timeout.ms``: the longest ``transaction.timeout.ms`` allowed."""
-    transactional_id_expiration_ms: int = 604_800_000
-    """``transactional.id.expiration.ms``: an idle id is removed after this."""
 
 
 @attrs.frozen
@@ -94,6 +85,10 @@ class TxnMarkers:
     producer_epoch: int
     commit: bool
     partitions: frozenset[TopicPartition]
+    coordinator_epoch: int
+    """The leader epoch of the id's ``__transaction_state`` partition here: a
+    partition's leader refuses markers from an older one (a coordinator that lost the
+    partition, TRANSACTION_COORDINATOR_FENCED)."""
 
 
 TxnResult = CoreResult[TxnRecord, TxnReply, TxnMarkers]
@@ -119,6 +114,8 @@ class TransactionCoordinator:
     value_version: int = 1
     """The ``TransactionLogValue`` version written: Kafka 4's is 1."""
     _writes: dict[str, _Write] = attrs.field(init=False, factory=dict)
+    _next_abort_check: int | None = attrs.field(init=False, default=None)
+    _next_expiry_check: int | None = attrs.field(init=False, default=None)
 
     # --- InitProducerId -----------------------------------------------------------------
 
@@ -248,6 +245,42 @@ class TransactionCoordinator:
             return self._error(request_id, ErrorCode.concurrent_transactions)
         return self._error(request_id, ErrorCode.invalid_txn_state)
 
+    # --- leadership of __transaction_state ----------------------------------------------
+
+    def load_partition(
+        self,
+        partition: int,
+        coordinator_epoch: int,
+        records: Iterable[tuple[bytes, bytes | None]],
+        now: int,
+    ) -> TxnResult:
+        """This broker leads ``partition`` in ``coordinator_epoch``: replay its records;
+        the transactions it finds ended but not completed get their markers again
+        (Kafka's ``loadTransactionsForTxnTopicPartition``)."""
+        loaded = self.manager.load_partition(partition, records, coordinator_epoch)
+        if self._next_abort_check is None or self._next_expiry_check is None:
+            config = self.config
+            self._next_abort_check = (
+                now + config.abort_timed_out_transaction_cleanup_interval_ms
+            )
+            self._next_expiry_check = (
+                now + config.remove_expired_transaction_cleanup_interval_ms
+            )
+        return TxnResult(messages=tuple(self._markers(m) for m in loaded.to_complete))
+
+    def unload_partition(self, partition: int) -> TxnResult:
+        """Leadership of ``partition`` moved away: its ids are forgotten, and a request
+        whose record was being written is answered NOT_COORDINATOR."""
+        self.manager.unload_partition(partition)
+        out = TxnResult()
+        for transactional_id in [
+            t for t in self._writes if self.manager.partition_for(t) == partition
+        ]:
+            out += self._answer(
+                self._writes.pop(transactional_id), ErrorCode.not_coordinator
+            )
+        return out
+
     # --- what time decides -------------------------------------------------------------
 
     def abort_timed_out(self, now: int) -> TxnResult:
@@ -265,6 +298,33 @@ class TransactionCoordinator:
         expiry = self.config.transactional_id_expiration_ms
         for meta in self.manager.expired(now, expiry):
             out += self._write(meta, meta.prepare_dead(), None)
+        return out
+
+    def next_deadline(self) -> int | None:
+        """When :meth:`on_timer` is next due (ms; None: nothing is led here yet)."""
+        if self._next_abort_check is None or self._next_expiry_check is None:
+            return None
+        return min(self._next_abort_check, self._next_expiry_check)
+
+    def on_timer(self, now: int) -> TxnResult:
+        """The periodic checks that are due: timed-out transactions aborted every
+        ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, idle ids
+        expired every ``transaction.remove.expired.transaction.cleanup.interval.ms``
+        (Kafka's two scheduled tasks)."""
+        config = self.config
+        out = TxnResult()
+        if self._next_abort_check is None or self._next_expiry_check is None:
+            return out
+        if now >= self._next_abort_check:
+            out += self.abort_timed_out(now)
+            self._next_abort_check = (
+                now + config.abort_timed_out_transaction_cleanup_interval_ms
+            )
+        if now >= self._next_expiry_check:
+            out += self.expire_transactional_ids(now)
+            self._next_expiry_check = (
+                now + config.remove_expired_transaction_cleanup_interval_ms
+            )
         return out
 
     # --- the records and markers the shell reports --------------------------------------
@@ -295,7 +355,9 @@ class TransactionCoordinator:
             self.manager.remove(transactional_id)
         return out
 
-    def markers_written(self, transactional_id: str, now: int) -> TxnResult:
+    def markers_written(
+        self, transactional_id: str, coordinator_epoch: int, now: int
+    ) -> TxnResult:
         """Every partition of the ending transaction has its marker: it completes."""
         try:
             meta = self.manager.get(transactional_id)
@@ -303,6 +365,7 @@ class TransactionCoordinator:
             return TxnResult()  # the partition moved: its new coordinator resends them
         if (
             meta is None
+            or self.manager.coordinator_epoch(transactional_id) != coordinator_epoch
             or meta.pending is not None
             or meta.state not in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
         ):
@@ -359,12 +422,14 @@ class TransactionCoordinator:
         return TxnResult(records=(record,))
 
     def _markers(self, meta: TransactionMetadata) -> TxnMarkers:
+        epoch = self.manager.coordinator_epoch(meta.transactional_id)
         return TxnMarkers(
             meta.transactional_id,
             meta.producer_id,
             meta.producer_epoch,
             meta.state is _S.PREPARE_COMMIT,
             frozenset(meta.topic_partitions),
+            -1 if epoch is None else epoch,
         )
 
     @staticmethod

@@ -78,6 +78,10 @@ class TransactionStateManager:
     _cache: dict[int, dict[str, TransactionMetadata]] = attrs.field(
         init=False, factory=dict
     )
+    _epochs: dict[int, int] = attrs.field(init=False, factory=dict)
+    """Partition -> the leader epoch this broker leads it in: the *coordinator epoch*
+    its markers carry, so a partition leader can refuse the markers of a coordinator
+    that lost the partition (TRANSACTION_COORDINATOR_FENCED)."""
 
     def partition_for(self, transactional_id: str) -> int:
         """The ``__transaction_state`` partition that holds ``transactional_id``."""
@@ -85,17 +89,24 @@ class TransactionStateManager:
 
     # --- leadership of the partitions ---------------------------------------------------
 
-    def begin_loading(self, partition: int) -> None:
-        """This broker became the partition's leader: its ids wait for the replay."""
+    def begin_loading(self, partition: int, coordinator_epoch: int = 0) -> None:
+        """This broker became the partition's leader (in ``coordinator_epoch``, the
+        partition's leader epoch): its ids wait for the replay."""
         self._status[partition] = _Status.LOADING
         self._cache[partition] = {}
+        self._epochs[partition] = coordinator_epoch
 
     def load_partition(
-        self, partition: int, records: Iterable[StoredRecord]
+        self,
+        partition: int,
+        records: Iterable[StoredRecord],
+        coordinator_epoch: int | None = None,
     ) -> LoadedPartition:
         """Replay the partition's records from its start (or what compaction left)."""
         if self._status.get(partition) is not _Status.LOADING:
-            self.begin_loading(partition)
+            self.begin_loading(partition, coordinator_epoch or 0)
+        elif coordinator_epoch is not None:
+            self._epochs[partition] = coordinator_epoch
         cache = self._cache[partition]
         for key, value in records:
             transactional_id = read_key(key)
@@ -126,7 +137,20 @@ class TransactionStateManager:
     def unload_partition(self, partition: int) -> int:
         """Leadership moved away: forget the partition's ids; how many there were."""
         self._status.pop(partition, None)
+        self._epochs.pop(partition, None)
         return len(self._cache.pop(partition, {}))
+
+    def coordinator_epoch(self, transactional_id: str) -> int | None:
+        """The coordinator epoch of the id's partition, None if it is not led here."""
+        return self._epochs.get(self.partition_for(transactional_id))
+
+    def loaded_partitions(self) -> list[int]:
+        """The partitions led here (loaded or loading)."""
+        return list(self._status)
+
+    def is_loaded(self, partition: int) -> bool:
+        """Whether the partition is led here and replayed (its ids are served)."""
+        return self._status.get(partition) is _Status.ACTIVE
 
     # --- what a request finds ------------------------------------------------------------
 
