@@ -42,7 +42,7 @@ from minikafka.broker._config import KafkaConfig
 from minikafka.broker._controller_channel import ControllerLocator
 from minikafka.broker._controller_node import ControllerNode
 from minikafka.broker._meta_properties import format_storage, new_cluster_id
-from minikafka.broker._offsets_topic import ReplicaOffsetsTopic
+from minikafka.broker._offsets_topic import ReplicaInternalTopic
 from minikafka.broker.testing import (
     WireClient,
     element,
@@ -545,7 +545,7 @@ def test_the_offsets_topic_refuses_to_load_a_partition_whose_log_is_not_here(
 ) -> None:
     from minikafka.replication.testing import replica_manager_core
 
-    topic = ReplicaOffsetsTopic(
+    topic = ReplicaInternalTopic(
         ReplicaManagerShell(replica_manager_core(tmp_path)), 5000
     )
     with pytest.raises(ReplicationError) as refused:

@@ -36,7 +36,7 @@ from minikafka.controller import (
     QuorumControllerShell,
     validate_topic_name,
 )
-from minikafka.coordination import GroupCoordinatorShell
+from minikafka.coordination import GroupCoordinatorShell, TransactionCoordinatorShell
 from minikafka.net import (
     ApiKey,
     ApiSpec,
@@ -96,6 +96,11 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
+from ._transactions import (
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+    handle_write_txn_markers,
+)
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -110,6 +115,7 @@ class KafkaApis:
     """The QuorumController in this process (combined mode) or a RemoteController."""
     producer_ids: ProducerIdManager
     groups: GroupCoordinatorShell
+    transactions: TransactionCoordinatorShell
     fetch_sessions: FetchSessionCache = attrs.field(init=False)
     """The consumers' and followers' fetch sessions (KIP-227)."""
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -295,7 +301,18 @@ class KafkaApis:
         handle_describe_log_dirs(request, self.replica_manager)
 
     async def _init_producer_id(self, request: Request) -> None:
-        await handle_init_producer_id(request, self.producer_ids)
+        await handle_init_producer_id(request, self.producer_ids, self.transactions)
+
+    async def _add_partitions_to_txn(self, request: Request) -> None:
+        await handle_add_partitions_to_txn(
+            request, self.transactions, self.metadata_cache
+        )
+
+    async def _end_txn(self, request: Request) -> None:
+        await handle_end_txn(request, self.transactions)
+
+    async def _write_txn_markers(self, request: Request) -> None:
+        await handle_write_txn_markers(request, self.replica_manager)
 
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
@@ -393,7 +410,10 @@ class KafkaApis:
         ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, _create_topics),
         ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
         ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, _delete_records),
-        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 5, _init_producer_id),
+        ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 5, _init_producer_id, parks=True),
+        ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, _add_partitions_to_txn, parks=True),
+        ApiSpec(ApiKey.END_TXN, 0, 4, _end_txn, parks=True),
+        ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 1, _write_txn_markers, parks=True),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, _describe_configs),
         ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, _alter_configs),
         ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, _incremental_alter_configs),

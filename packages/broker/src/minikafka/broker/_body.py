@@ -138,6 +138,7 @@ if TYPE_CHECKING:
 from minikafka.net import ApiKey, body_classes
 
 from ._group_body import GROUP_BODIES
+from ._txn_body import TXN_BODIES
 
 ProduceRequest: TypeAlias = (
     "produce_v3.ProduceRequest"
@@ -515,6 +516,7 @@ METADATA_V4_PLUS: tuple[type[MetadataV4Plus], ...] = body_classes(MetadataV4Plus
 
 SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     **GROUP_BODIES,
+    **TXN_BODIES,
     ApiKey.PRODUCE: PRODUCE,
     ApiKey.FETCH: FETCH,
     ApiKey.LIST_OFFSETS: LIST_OFFSETS,

@@ -23,7 +23,14 @@ from minikafka.controller import (
     AlterPartitionResponse,
     ControllerError,
 )
-from minikafka.coordination import GroupCoordinator, GroupCoordinatorShell
+from minikafka.coordination import (
+    TRANSACTION_STATE_TOPIC,
+    GroupCoordinator,
+    GroupCoordinatorShell,
+    TransactionCoordinator,
+    TransactionCoordinatorShell,
+    TransactionStateManager,
+)
 from minikafka.log import LogConfig, LogManager
 from minikafka.replication import (
     IsrChangeAnswer,
@@ -36,19 +43,26 @@ from minikafka.trace import Tracer
 
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
+from ._coordinators import Coordinators
 from ._dynamic_config import topic_defaults
 from ._metadata_cache import MetadataCache
-from ._offsets_topic import ReplicaOffsetsTopic
+from ._offsets_topic import ReplicaInternalTopic
 from ._producer_ids import ProducerIdManager
 from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
+from ._transactions import MARKER_APPEND_TIMEOUT_MS
+from ._txn_markers import TxnMarkerChannelManager
 
 
 @attrs.frozen
 class BrokerParts:
     replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorShell
+    coordinators: Coordinators
     producer_ids: ProducerIdManager
+
+    @property
+    def groups(self) -> GroupCoordinatorShell:
+        return self.coordinators.groups
 
 
 def broker_parts(
@@ -115,10 +129,29 @@ def broker_parts(
     )
     groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
-        ReplicaOffsetsTopic(replica_manager, settings.offsets_commit_timeout_ms),
+        ReplicaInternalTopic(replica_manager, settings.offsets_commit_timeout_ms),
+    )
+    producer_ids = ProducerIdManager(allocate_block)
+    txn = config.transaction
+    markers = TxnMarkerChannelManager(
+        node_id, cache, config.roles.inter_broker_listener_name or "PLAINTEXT"
+    )
+    transactions = TransactionCoordinatorShell(
+        TransactionCoordinator(
+            TransactionStateManager(txn.transaction_state_log_num_partitions),
+            producer_ids.take,
+            txn,
+        ),
+        ReplicaInternalTopic(
+            replica_manager, MARKER_APPEND_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
+        ),
+        markers,
     )
     return BrokerParts(
-        replica_manager, fetchers, groups, ProducerIdManager(allocate_block)
+        replica_manager,
+        fetchers,
+        Coordinators(groups, transactions, markers),
+        producer_ids,
     )
 
 

@@ -5,7 +5,8 @@ broker from a LeaderAndIsr request (and StopReplica). Either way, what follows i
 ``ReplicaManager.becomeLeaderOrFollower`` and ``stopReplicas``, in this order: the fetchers
 let go of every partition that changes (a log about to be deleted is nobody's to append
 to), deleted replicas go, the rest lead or follow, the followers fetch from their
-leaders, and the group coordinator follows the leadership of ``__consumer_offsets``.
+leaders, and the coordinators follow the leadership of ``__consumer_offsets`` and
+``__transaction_state``.
 
 Metadata is applied under a :class:`LoggingFaultHandler`, the non-fatal fault handler
 Kafka's brokers publish metadata with: a step that raises is logged at ERROR and
@@ -17,16 +18,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from types import TracebackType
 
 import attrs
 
 from minikafka.common import FatalFaultError, TopicPartition
-from minikafka.coordination import OFFSETS_TOPIC, GroupCoordinatorShell
 from minikafka.net import Node
 from minikafka.replication import PartitionState, ReplicaManagerShell
 
+from ._coordinators import Coordinators
 from ._replica_fetchers import ReplicaFetcherManager
 
 _logger = logging.getLogger("minikafka.broker")
@@ -104,7 +105,7 @@ class FaultGuard:
 def apply_replica_changes(
     replica_manager: ReplicaManagerShell,
     fetchers: ReplicaFetcherManager,
-    groups: GroupCoordinatorShell,
+    coordinators: Coordinators,
     *,
     leaders: States,
     followers: States,
@@ -141,26 +142,10 @@ def apply_replica_changes(
     )
     step("starting the replica fetchers", lambda: fetchers.add_partitions(leader_nodes))
     step(
-        "updating the group coordinator",
-        lambda: _follow_offsets_leadership(
-            groups, leaders, set(deleted) | set(stopped) | set(followers)
+        "updating the coordinators",
+        lambda: coordinators.follow_leadership(
+            {tp: state.leader_epoch for tp, (_, state) in leaders.items()},
+            set(deleted) | set(stopped) | set(followers),
         ),
     )
     return faults.count == before
-
-
-def _follow_offsets_leadership(
-    groups: GroupCoordinatorShell,
-    leading: Iterable[TopicPartition],
-    resigned: Iterable[TopicPartition],
-) -> None:
-    """The group coordinator follows the leadership of ``__consumer_offsets`` (it
-    isolates a failed load itself: that partition's groups answer NOT_COORDINATOR)."""
-    for tp in resigned:
-        if tp.topic == OFFSETS_TOPIC:
-            groups.resign(tp.partition)
-    for tp in leading:
-        if tp.topic == OFFSETS_TOPIC:
-            loaded = groups.become_leader(tp.partition)
-            if loaded:
-                _logger.info("loaded %d group(s) from %s", loaded, tp)

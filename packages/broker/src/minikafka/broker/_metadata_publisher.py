@@ -46,11 +46,11 @@ from minikafka.controller import (
     MetadataRecord,
     ObserverUpdate,
 )
-from minikafka.coordination import GroupCoordinatorShell
 from minikafka.net import Node
 from minikafka.replication import PartitionState, ReplicaManagerShell
 
 from ._config import KafkaConfig
+from ._coordinators import Coordinators
 from ._local_replicas import LoggingFaultHandler, apply_replica_changes
 from ._metadata_cache import MetadataCache
 from ._replica_fetchers import ReplicaFetcherManager
@@ -64,7 +64,7 @@ class BrokerMetadataPublisher:
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorShell
+    coordinators: Coordinators
     observer: MetadataObserver | None = None
     """A broker-only node's copy of the metadata log; None in combined mode."""
     image: MetadataImage = attrs.field(factory=MetadataImage)
@@ -125,7 +125,7 @@ class BrokerMetadataPublisher:
                 apply_replica_changes(
                     self.replica_manager,
                     self.fetchers,
-                    self.groups,
+                    self.coordinators,
                     leaders=partition_states(changes.leaders),
                     followers=partition_states(changes.followers),
                     leader_nodes=self._leaders_of(changes.followers, image),

@@ -1,11 +1,13 @@
-"""``__consumer_offsets`` for the group coordinator, and FindCoordinator (seed 000).
+"""The coordinators' internal topics, and FindCoordinator (seed 000, KIP-98).
 
 A consumer's first request about its group is FindCoordinator: the broker hashes the
 group id onto a partition of ``__consumer_offsets`` (creating the topic on first use,
 compacted, with ``offsets.topic.num.partitions`` partitions) and names that partition's
-leader, which is the group's coordinator.
+leader, which is the group's coordinator. A transactional producer's is the same with
+key type 1: its transactional id hashed onto ``__transaction_state``
+(``transaction.state.log.num.partitions``).
 
-``ReplicaOffsetsTopic`` is the coordination package's ``OffsetsTopic`` port made real
+``ReplicaInternalTopic`` is the coordination package's port to either topic made real
 with the ReplicaManager: the coordinator's records are appended as one uncompressed
 batch with acks=all (answered when the high watermark passes them, within
 ``offsets.commit.timeout.ms``), and replayed by reading the partition's log from its
@@ -31,7 +33,12 @@ from minikafka.controller import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
-from minikafka.coordination import OFFSETS_TOPIC, StoredRecord, partition_for
+from minikafka.coordination import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    StoredRecord,
+    partition_for,
+)
 from minikafka.log import build_batch, iter_decoded_batches, make_records
 from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
@@ -50,9 +57,13 @@ _WHOLE_SEGMENT = 2**31 - 1
 
 
 @attrs.define(eq=False)
-class ReplicaOffsetsTopic:
+class ReplicaInternalTopic:
+    """A coordinator's internal topic (``__consumer_offsets``, ``__transaction_state``)
+    through the ReplicaManager: the coordination package's port made real."""
+
     replica_manager: ReplicaManagerShell
     commit_timeout_ms: int
+    topic: str = OFFSETS_TOPIC
 
     def append(
         self,
@@ -60,7 +71,7 @@ class ReplicaOffsetsTopic:
         records: Iterable[StoredRecord],
         on_committed: Callable[[ErrorCode], None],
     ) -> None:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        tp = TopicPartition(self.topic, partition)
         batch = build_batch(make_records(records, timestamp_ms=int(time.time() * 1000)))
         self.replica_manager.append_records(
             self.commit_timeout_ms,
@@ -74,7 +85,7 @@ class ReplicaOffsetsTopic:
         read (creating it failed) or the log is offline, rather than load no groups:
         Kafka's CoordinatorLoaderImpl fails the load ("the log does not exist"), and
         the coordinator answers NOT_COORDINATOR instead of forgetting every offset."""
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        tp = TopicPartition(self.topic, partition)
         hosted = self.replica_manager.get_partition(tp)
         if hosted is None or self.replica_manager.is_offline(tp):
             raise ReplicationError(
@@ -104,18 +115,54 @@ async def ensure_offsets_topic(
 ) -> ErrorCode:
     """Create ``__consumer_offsets`` unless it exists; COORDINATOR_NOT_AVAILABLE when it
     cannot be (too few brokers for ``offsets.topic.replication.factor``), as Kafka says."""
-    if cache.topic(OFFSETS_TOPIC) is not None:
-        return ErrorCode.none
-    topic = CreatableTopic(
-        OFFSETS_TOPIC,
-        config.group.offsets_topic_num_partitions,
-        config.broker.offsets_topic_replication_factor,
-        configs=(
-            ("cleanup.policy", "compact"),
-            ("compression.type", "producer"),
-            ("segment.bytes", str(config.broker.offsets_topic_segment_bytes)),
+    return await ensure_internal_topic(
+        controller,
+        cache,
+        CreatableTopic(
+            OFFSETS_TOPIC,
+            config.group.offsets_topic_num_partitions,
+            config.broker.offsets_topic_replication_factor,
+            configs=(
+                ("cleanup.policy", "compact"),
+                ("compression.type", "producer"),
+                ("segment.bytes", str(config.broker.offsets_topic_segment_bytes)),
+            ),
         ),
     )
+
+
+async def ensure_transaction_state_topic(
+    controller: ControllerChannel, cache: MetadataCache, config: KafkaConfig
+) -> ErrorCode:
+    """Create ``__transaction_state`` unless it exists, with Kafka's settings for it
+    (``TransactionLog``'s: compacted, uncompressed, its own ``min.insync.replicas``,
+    never an unclean leader)."""
+    txn = config.transaction
+    return await ensure_internal_topic(
+        controller,
+        cache,
+        CreatableTopic(
+            TRANSACTION_STATE_TOPIC,
+            txn.transaction_state_log_num_partitions,
+            txn.transaction_state_log_replication_factor,
+            configs=(
+                ("cleanup.policy", "compact"),
+                ("compression.type", "uncompressed"),
+                ("min.insync.replicas", str(txn.transaction_state_log_min_isr)),
+                ("segment.bytes", str(txn.transaction_state_log_segment_bytes)),
+                ("unclean.leader.election.enable", "false"),
+            ),
+        ),
+    )
+
+
+async def ensure_internal_topic(
+    controller: ControllerChannel, cache: MetadataCache, topic: CreatableTopic
+) -> ErrorCode:
+    """Create a coordinator's topic on first use; COORDINATOR_NOT_AVAILABLE when it
+    cannot be created (too few brokers for its replication factor)."""
+    if cache.topic(topic.name) is not None:
+        return ErrorCode.none
     try:
         response = await controller.submit(CreateTopicsRequest((topic,)))
     except ControllerError:
@@ -144,26 +191,28 @@ async def find_coordinator(
     cache: MetadataCache,
     config: KafkaConfig,
 ) -> Found:
-    """The coordinator of one group: the leader of its ``__consumer_offsets`` partition,
-    on the listener the request came in on. Transactions have no coordinator here: key
-    type 1 is COORDINATOR_NOT_AVAILABLE; any other key type is no coordinator Kafka
-    knows, INVALID_REQUEST (its CoordinatorType)."""
-    # aside: a key type that is not a group's
+    """The coordinator of a group (the leader of its ``__consumer_offsets`` partition)
+    or of a transactional id (of its ``__transaction_state`` partition), on the
+    listener the request came in on; any other key type is no coordinator Kafka knows,
+    INVALID_REQUEST (its CoordinatorType)."""
+    # aside: a key type that is neither a group's nor a transactional id's
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return Found(
             ErrorCode.invalid_request, f"Unknown coordinator type: {key_type}", None
         )
-    # aside: a transactional id: no coordinator here
     if key_type == TRANSACTION_KEY_TYPE:
-        return Found(
-            ErrorCode.coordinator_not_available, "transactions are not supported", None
-        )
-    error = await ensure_offsets_topic(controller, cache, config)
+        topic_name = TRANSACTION_STATE_TOPIC
+        partitions = config.transaction.transaction_state_log_num_partitions
+        error = await ensure_transaction_state_topic(controller, cache, config)
+    else:
+        topic_name = OFFSETS_TOPIC
+        partitions = config.group.offsets_topic_num_partitions
+        error = await ensure_offsets_topic(controller, cache, config)
     # aside: the topic cannot be created (too few brokers)
     if error is not ErrorCode.none:
         return Found(error, None, None)
-    partition = partition_for(key, config.group.offsets_topic_num_partitions)
-    topic = cache.topic(OFFSETS_TOPIC)
+    partition = partition_for(key, partitions)
+    topic = cache.topic(topic_name)
     registration = None if topic is None else topic.partitions.get(partition)
     leader = -1 if registration is None else registration.leader
     node = next(

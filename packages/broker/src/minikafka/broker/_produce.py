@@ -35,7 +35,6 @@ from minikafka.log import (
     CONTROL_MASK,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
-    TRANSACTIONAL_MASK,
 )
 from minikafka.net import Request, is_body
 from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
@@ -64,7 +63,6 @@ ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 _LENGTH_AND_ATTRIBUTES = struct.Struct(
     f">{LOG_OVERHEAD - 4}xi{ATTRIBUTES_OFFSET - LOG_OVERHEAD}xh"
 )
-_TRANSACTIONAL_OR_CONTROL = TRANSACTIONAL_MASK | CONTROL_MASK  # KIP-98
 
 # ProduceResponse v3-v8, per partition: index, error_code, base_offset and
 # log_append_time_ms (-1 unless LogAppendTime), then log_start_offset from v5, then
@@ -124,27 +122,17 @@ def handle_produce(
                         "a partition's records must be exactly one record batch"
                     ),
                 )
-            # aside: a transactional batch
-            elif attributes & _TRANSACTIONAL_OR_CONTROL:
-                # Without transaction markers a read_committed consumer would see these
-                # batches as committed: refuse them rather than store a lie.
+            # aside: a control batch
+            elif attributes & CONTROL_MASK:
+                # Markers are written by transaction coordinators (WriteTxnMarkers),
+                # never by a producer, as Kafka's LogValidator insists.
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.invalid_record,
-                    error_message=(
-                        "transactional batches are not supported by this broker"
-                    ),
+                    error_message="Clients are not allowed to write control records "
+                    f"in topic partition {tp}.",
                 )
             else:
                 entries[tp] = bytearray(data.records or b"")
-    # aside: a transactional producer
-    if body.transactional_id is not None:  # v3+
-        # Transactions are not implemented: refuse rather than write what no one
-        # commits.
-        refused = dict.fromkeys(
-            order,
-            ProducePartitionResult(ErrorCode.transactional_id_authorization_failed),
-        )
-        entries = {}
 
     def respond(results: dict[TopicPartition, ProducePartitionResult]) -> None:
         # aside: acks=0: no response, or a closed connection

@@ -79,6 +79,7 @@ from ._controller_apis import ControllerApis
 from ._controller_channel import ControllerChannel, ControllerLocator, RemoteController
 from ._controller_node import open_raft_controller
 from ._controller_raft_apis import quorum_nodes
+from ._coordinators import Coordinators
 from ._local_replicas import LoggingFaultHandler
 from ._meta_properties import ensure_formatted
 from ._metadata_cache import MetadataCache
@@ -106,7 +107,7 @@ class BrokerServer:
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorShell
+    coordinators: Coordinators
     publisher: BrokerMetadataPublisher
     """What this broker does with each image and delta of the metadata it replays."""
     apis: KafkaApis
@@ -201,10 +202,10 @@ class BrokerServer:
         parts = broker_parts(
             config, log_manager, cache, channel, broker_epoch, tracer, rng
         )
-        replica_manager, fetchers, groups = (
+        replica_manager, fetchers, coordinators = (
             parts.replica_manager,
             parts.fetchers,
-            parts.groups,
+            parts.coordinators,
         )
         apis = KafkaApis(
             config,
@@ -213,7 +214,8 @@ class BrokerServer:
             replica_manager,
             channel,
             parts.producer_ids,
-            groups,
+            coordinators.groups,
+            coordinators.transactions,
         )
         broker = cls(
             config,
@@ -224,9 +226,9 @@ class BrokerServer:
             cache,
             replica_manager,
             fetchers,
-            groups,
+            coordinators,
             BrokerMetadataPublisher(
-                config, cache, replica_manager, fetchers, groups, observer, image
+                config, cache, replica_manager, fetchers, coordinators, observer, image
             ),
             apis,
             SocketServer(_listening(config, controller=False), apis, tracer=tracer),
@@ -255,6 +257,11 @@ class BrokerServer:
         if self.controller_socket_server is None:
             raise KeyError("no controller listener")
         return self.controller_socket_server.bound_address()
+
+    @property
+    def groups(self) -> GroupCoordinatorShell:
+        """This broker's group coordinator."""
+        return self.coordinators.groups
 
     @property
     def single_node(self) -> bool:
@@ -328,7 +335,7 @@ class BrokerServer:
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.fetchers.run)
-                await nursery.start(self.groups.run)
+                await nursery.start(self.coordinators.run)
                 await nursery.start(self.apis.run)
                 # Bind now (a port of 0 becomes a real one to register), but requests
                 # wait in KafkaApis until the controller has unfenced this broker.
@@ -354,7 +361,7 @@ class BrokerServer:
                 self.fetchers.shutdown()
                 # Answer long polls now, not at their deadline.
                 self.replica_manager.shutdown()
-                self.groups.shutdown()  # and JoinGroups parked in a rebalance
+                self.coordinators.shutdown()  # and JoinGroups parked in a rebalance
                 await self.socket_server.shutdown(grace_seconds=grace)
                 # aside: and the controllers' listener
                 if self.controller_socket_server is not None:

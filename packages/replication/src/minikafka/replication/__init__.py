@@ -46,6 +46,7 @@ from ._partition import Partition as Partition
 from ._partition_base import PartitionState as PartitionState
 from ._partition_base import ReplicationError as ReplicationError
 from ._partition_reads import LogReadResult as LogReadResult
+from ._produce_path import TxnMarkerEntry as TxnMarkerEntry
 from ._purgatory import DelayedOperation as DelayedOperation
 from ._purgatory import DelayedOperationPurgatory as DelayedOperationPurgatory
 from ._replica_manager import HIGH_WATERMARK_CHECKPOINT as HIGH_WATERMARK_CHECKPOINT
@@ -108,4 +109,5 @@ __all__ = [
     "Response",
     "ResponseCallbacks",
     "TopicSettings",
+    "TxnMarkerEntry",
 ]

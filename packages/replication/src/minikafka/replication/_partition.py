@@ -156,6 +156,14 @@ class Partition(IsrChanges, PartitionReads):
         self, records: bytearray | memoryview, required_acks: Acks, now: float
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
+        self._check_leader_for_write(required_acks)
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_leader_hw(now)
+        return info
+
+    def _check_leader_for_write(self, required_acks: Acks) -> None:
+        """Refuse a write here: not online, not the leader, or (acks=all) too few
+        in-sync replicas."""
         self._check_online()
         if not self.is_leader:
             raise ReplicationError(
@@ -172,7 +180,22 @@ class Partition(IsrChanges, PartitionReads):
                 "below "
                 f"min.insync.replicas={self.min_insync_replicas}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+
+    def append_txn_marker_to_leader(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now: float,
+    ) -> LogAppendInfo:
+        """Append a transaction's commit or abort marker, sent by its coordinator
+        (WriteTxnMarkers): as a producer's acks=all batch, it needs the leader and
+        ``min.insync.replicas`` in-sync replicas."""
+        self._check_leader_for_write(Acks.ALL)
+        info = self.log.append_txn_marker(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch
+        )
         self.maybe_increment_leader_hw(now)
         return info
 

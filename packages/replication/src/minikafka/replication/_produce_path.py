@@ -11,13 +11,14 @@ one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 
 import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log import InvalidRecordError
+from minikafka.log import InvalidRecordError, LogAppendInfo
 
 from ._delayed import DelayedProduce
 from ._manager_base import ReplicaManagerBase, ReplicaManagerResult
@@ -58,16 +59,48 @@ class ProducePath(ReplicaManagerBase):
         the produce purgatory; a later call (a follower's fetch, :meth:`on_timer`)
         returns it then.
         """
+        appends = {
+            tp: functools.partial(_append_records, records=records)
+            for tp, records in entries.items()
+        }
+        return self._append(timeout_ms, required_acks, appends, request_id, now)
+
+    def append_txn_markers(
+        self,
+        timeout_ms: int,
+        markers: Mapping[TopicPartition, TxnMarkerEntry],
+        request_id: int,
+        now: float,
+    ) -> ReplicaManagerResult:
+        """WriteTxnMarkers on this leader (Kafka's appendRecords with origin
+        COORDINATOR): each partition's commit or abort marker, answered once the ISR has
+        it (acks=all), as a producer's batch is."""
+        appends = {
+            tp: functools.partial(_append_marker, marker=marker)
+            for tp, marker in markers.items()
+        }
+        return self._append(timeout_ms, Acks.ALL, appends, request_id, now)
+
+    def _append(
+        self,
+        timeout_ms: int,
+        required_acks: Acks,
+        appends: Mapping[
+            TopicPartition, Callable[[Partition, Acks, float], LogAppendInfo]
+        ],
+        request_id: int,
+        now: float,
+    ) -> ReplicaManagerResult:
         results: dict[TopicPartition, ProducePartitionResult] = {}
         waiting: dict[TopicPartition, int] = {}
-        for tp, records in entries.items():
+        for tp, append in appends.items():
             partition = self.partitions.get(tp)
             # aside: no replica of this partition here
             if partition is None:
                 results[tp] = self._missing_partition_result(tp)
                 continue
             try:
-                info = partition.append_records_to_leader(records, required_acks, now)
+                info = append(partition, required_acks, now)
             # aside: not the leader, or the ISR too small for acks=all
             except ReplicationError as exc:
                 results[tp] = self._refused(partition, exc.error_code, str(exc))
@@ -132,3 +165,31 @@ class ProducePath(ReplicaManagerBase):
             error_message=message,
             record_errors=record_errors,
         )
+
+
+@attrs.frozen
+class TxnMarkerEntry:
+    """One partition's marker of a WriteTxnMarkers request."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
+def _append_records(
+    partition: Partition, required_acks: Acks, now: float, *, records: bytearray
+) -> LogAppendInfo:
+    return partition.append_records_to_leader(records, required_acks, now)
+
+
+def _append_marker(
+    partition: Partition, required_acks: Acks, now: float, *, marker: TxnMarkerEntry
+) -> LogAppendInfo:
+    return partition.append_txn_marker_to_leader(
+        marker.producer_id,
+        marker.producer_epoch,
+        marker.commit,
+        marker.coordinator_epoch,
+        now,
+    )

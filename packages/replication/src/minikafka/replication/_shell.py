@@ -73,6 +73,7 @@ from ._isr import IsrChangeAnswer, IsrChangeProposal
 from ._manager_base import ReplicaManagerResult
 from ._partition import Partition
 from ._partition_base import PartitionState
+from ._produce_path import TxnMarkerEntry
 from ._replica_manager import ReplicaManager
 from ._results import FetchParams, FetchPartition
 
@@ -157,6 +158,20 @@ class ReplicaManagerShell:
             self.core.append_records(
                 timeout_ms, required_acks, entries, request_id, now
             )
+        )
+
+    def append_txn_markers(
+        self,
+        timeout_ms: int,
+        markers: Mapping[TopicPartition, TxnMarkerEntry],
+        respond: ProduceCallback,
+    ) -> None:
+        """WriteTxnMarkers on this leader; ``respond`` is called with the
+        per-partition results once the ISR has the markers (or at once, refused)."""
+        request_id = self.callbacks.produce(respond)
+        now = self.now()
+        self._carry_out(
+            self.core.append_txn_markers(timeout_ms, markers, request_id, now)
         )
 
     def fetch_messages(

@@ -90,6 +90,7 @@ from minikafka.zk import (
 from .._broker_parts import broker_parts
 from .._config import ZOOKEEPER_CONNECT, KafkaConfig
 from .._controller_channel import ControllerLocator, RemoteController
+from .._coordinators import Coordinators
 from .._local_replicas import LoggingFaultHandler, apply_replica_changes
 from .._meta_properties import check_and_write_zk_meta, new_cluster_id
 from .._metadata_cache import MetadataCache
@@ -114,7 +115,7 @@ class ZkBrokerServer:
     metadata_cache: MetadataCache
     replica_manager: ReplicaManagerShell
     fetchers: ReplicaFetcherManager
-    groups: GroupCoordinatorShell
+    coordinators: Coordinators
     shell: ZkControllerShell
     channel: ZkControllerChannel
     apis: ZkKafkaApis
@@ -200,10 +201,10 @@ class ZkBrokerServer:
             tracer,
             rng,
         )
-        replica_manager, fetchers, groups = (
+        replica_manager, fetchers, coordinators = (
             parts.replica_manager,
             parts.fetchers,
-            parts.groups,
+            parts.coordinators,
         )
         apis = ZkKafkaApis(
             config,
@@ -212,7 +213,8 @@ class ZkBrokerServer:
             replica_manager,
             channel,
             parts.producer_ids,
-            groups,
+            coordinators.groups,
+            coordinators.transactions,
             zk_channel=channel,
         )
         server = cls(
@@ -223,7 +225,7 @@ class ZkBrokerServer:
             cache,
             replica_manager,
             fetchers,
-            groups,
+            coordinators,
             shell,
             channel,
             apis,
@@ -232,6 +234,11 @@ class ZkBrokerServer:
         )
         apis.node = server
         return server
+
+    @property
+    def groups(self) -> GroupCoordinatorShell:
+        """This broker's group coordinator."""
+        return self.coordinators.groups
 
     def bound_address(self) -> tuple[str, int]:
         return self.socket_server.bound_address()
@@ -268,7 +275,7 @@ class ZkBrokerServer:
                 await nursery.start(self.log_manager.run)
                 await nursery.start(self.replica_manager.run)
                 await nursery.start(self.fetchers.run)
-                await nursery.start(self.groups.run)
+                await nursery.start(self.coordinators.run)
                 await nursery.start(self.apis.run)
                 await nursery.start(self.shell.run)
                 await nursery.start(self.channel.remote.run)
@@ -303,7 +310,7 @@ class ZkBrokerServer:
                 await self._controlled_shutdown(grace)
                 self.fetchers.shutdown()
                 self.replica_manager.shutdown()
-                self.groups.shutdown()
+                self.coordinators.shutdown()
                 await self.socket_server.shutdown(grace_seconds=grace)
                 nursery.cancel_scope.cancel()
                 clean = True
@@ -448,7 +455,7 @@ class ZkBrokerServer:
         applied = apply_replica_changes(
             self.replica_manager,
             self.fetchers,
-            self.groups,
+            self.coordinators,
             leaders=outcome.leaders,
             followers=outcome.followers,
             leader_nodes=outcome.leader_nodes,
@@ -486,7 +493,7 @@ class ZkBrokerServer:
             if error is ErrorCode.none and not apply_replica_changes(
                 self.replica_manager,
                 self.fetchers,
-                self.groups,
+                self.coordinators,
                 leaders={},
                 followers={},
                 leader_nodes={},

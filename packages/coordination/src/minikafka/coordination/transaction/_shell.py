@@ -69,11 +69,16 @@ class TransactionStateTopic(Protocol):
 class MarkerChannel(Protocol):
     """The port to the partitions' leaders (Kafka's TransactionMarkerChannelManager)."""
 
-    def send(self, markers: TxnMarkers, on_written: Callable[[], None]) -> None:
+    def send(
+        self,
+        markers: TxnMarkers,
+        on_written: Callable[[], None],
+        still_current: Callable[[], bool],
+    ) -> None:
         """Write ``markers`` to every partition's leader, retrying each until written
-        (a partition that no longer exists needs none), then call ``on_written``. A
-        channel that can no longer deliver them (this broker stopped leading the id's
-        partition) drops them without calling it: the next coordinator resends them."""
+        (a partition that no longer exists needs none), then call ``on_written``. Once
+        ``still_current()`` is False (this broker no longer coordinates the id in that
+        epoch) they are dropped without a call: the next coordinator resends them."""
 
 
 @attrs.define(eq=False)
@@ -248,7 +253,11 @@ class TransactionCoordinatorShell:
                 lambda _: None,
             )
 
-        self.markers.send(markers, on_written)
+        def still_current() -> bool:
+            epoch = self.core.manager.coordinator_epoch(markers.transactional_id)
+            return epoch == markers.coordinator_epoch
+
+        self.markers.send(markers, on_written, still_current)
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
