@@ -258,17 +258,19 @@ def shared_cluster(
     *,
     mode: str = "kraft",
     racks: Mapping[int, str] | None = None,
+    overrides: Mapping[str, str] | None = None,
 ) -> Iterator[ProcessCluster]:
     """A started cluster with :data:`FAST` settings for a module's tests to share (each
     uses topics of its own); killed at the end. ``mode`` ``zookeeper``: ZooKeeper mode
-    (a ZooKeeper server, brokers 0..N-1 electing their controller through it)."""
+    (a ZooKeeper server, brokers 0..N-1 electing their controller through it);
+    ``overrides``: settings on top of FAST."""
     ports = free_ports(brokers + 1)
     cluster = ProcessCluster.create(
         root,
         brokers,
         controller_port=ports[0],
         broker_ports=ports[1:],
-        overrides=FAST,
+        overrides={**FAST, **(overrides or {})},
         zookeeper=mode == "zookeeper",
         zookeeper_port=ports[0],
         racks=racks,

@@ -155,6 +155,16 @@ BASE: Overrides = {
     "resource_type": 2,  # TOPIC
     "resource_name": TOPIC,
     "configuration_keys": None,
+    # Transactions: an id of the corpus's own (its coordinator is found, if ever, by a
+    # mutated FindCoordinator), the harness's partition; a marker for producer 0.
+    "AddPartitionsToTxnRequest.v3_and_below_transactional_id": "fuzz-txn",
+    "EndTxnRequest.transactional_id": "fuzz-txn",
+    "AddOffsetsToTxnRequest.transactional_id": "fuzz-txn",
+    "TxnOffsetCommitRequest.transactional_id": "fuzz-txn",
+    "AddPartitionsToTxnTopic.name": TOPIC,
+    "AddPartitionsToTxnTopic.partitions": (0,),
+    "TxnOffsetCommitRequestTopic.name": TOPIC,
+    "WritableTxnMarkerTopic.name": TOPIC,
     "client_software_name": "minikafka-fuzz",
     "client_software_version": "1.0",
 }

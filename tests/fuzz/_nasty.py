@@ -642,6 +642,51 @@ def delete_records(rng: random.Random) -> Overrides:
     )
 
 
+def transactions(rng: random.Random) -> Overrides:
+    """AddPartitionsToTxn, EndTxn, AddOffsetsToTxn and TxnOffsetCommit: ids that are
+    empty or huge, producers that do not exist or are negative, internal topics."""
+    txn_id = rng.choice(("", "x" * 32767, "fuzz-txn", *INTERNAL_TOPICS))
+    return rng.choice(
+        (
+            {
+                "AddPartitionsToTxnRequest.v3_and_below_transactional_id": txn_id,
+                "EndTxnRequest.transactional_id": txn_id,
+                "AddOffsetsToTxnRequest.transactional_id": txn_id,
+                "TxnOffsetCommitRequest.transactional_id": txn_id,
+            },
+            {
+                "producer_id": rng.choice(INT64),
+                "producer_epoch": rng.choice(INT16),
+                "v3_and_below_producer_id": rng.choice(INT64),
+                "v3_and_below_producer_epoch": rng.choice(INT16),
+            },
+            {"AddPartitionsToTxnTopic.name": _name(rng)},
+            {"AddPartitionsToTxnTopic.partitions": (rng.choice(INT32),) * 3},
+            {"TxnOffsetCommitRequestTopic.name": _name(rng)},
+            {"committed_offset": rng.choice(INT64), "group_id": ""},
+            {"committed": rng.choice((True, False))},
+        )
+    )
+
+
+def write_txn_markers(rng: random.Random) -> Overrides:
+    """Markers a coordinator never sends: any producer, epoch or coordinator epoch, to
+    unknown or internal partitions, commit or abort."""
+    return rng.choice(
+        (
+            {
+                "WritableTxnMarker.producer_id": rng.choice(INT64),
+                "WritableTxnMarker.producer_epoch": rng.choice(INT16),
+            },
+            {"WritableTxnMarker.coordinator_epoch": rng.choice(INT32)},
+            {"transaction_result": rng.choice((True, False))},
+            {"WritableTxnMarkerTopic.name": _name(rng)},
+            {"WritableTxnMarkerTopic.partition_indexes": (rng.choice(INT32),) * 2},
+            {"WriteTxnMarkersRequest.markers": ()},
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -675,6 +720,11 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs,
     ApiKey.DESCRIBE_PRODUCERS: describe_producers,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions,
+    ApiKey.END_TXN: transactions,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions,
+    ApiKey.TXN_OFFSET_COMMIT: transactions,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

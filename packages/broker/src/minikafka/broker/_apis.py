@@ -97,8 +97,10 @@ from ._reassignments import (
     handle_list_partition_reassignments,
 )
 from ._transactions import (
+    handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
     handle_end_txn,
+    handle_txn_offset_commit,
     handle_write_txn_markers,
 )
 
@@ -312,7 +314,17 @@ class KafkaApis:
         await handle_end_txn(request, self.transactions)
 
     async def _write_txn_markers(self, request: Request) -> None:
-        await handle_write_txn_markers(request, self.replica_manager)
+        await handle_write_txn_markers(request, self.replica_manager, self.groups)
+
+    async def _add_offsets_to_txn(self, request: Request) -> None:
+        await handle_add_offsets_to_txn(
+            request,
+            self.transactions,
+            self.config.group.offsets_topic_num_partitions,
+        )
+
+    async def _txn_offset_commit(self, request: Request) -> None:
+        await handle_txn_offset_commit(request, self.groups, self.metadata_cache)
 
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
@@ -414,6 +426,8 @@ class KafkaApis:
         ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, _add_partitions_to_txn, parks=True),
         ApiSpec(ApiKey.END_TXN, 0, 4, _end_txn, parks=True),
         ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 1, _write_txn_markers, parks=True),
+        ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, _add_offsets_to_txn, parks=True),
+        ApiSpec(ApiKey.TXN_OFFSET_COMMIT, 0, 4, _txn_offset_commit, parks=True),
         ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, _describe_configs),
         ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, _alter_configs),
         ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, _incremental_alter_configs),

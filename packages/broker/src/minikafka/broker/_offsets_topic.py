@@ -37,9 +37,17 @@ from minikafka.coordination import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     StoredRecord,
+    TxnMarkerRecord,
+    TxnStoredRecord,
     partition_for,
 )
-from minikafka.log import build_batch, iter_decoded_batches, make_records
+from minikafka.log import (
+    AppendOrigin,
+    build_batch,
+    iter_decoded_batches,
+    make_records,
+    read_end_txn_marker,
+)
 from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
 
@@ -70,21 +78,42 @@ class ReplicaInternalTopic:
         partition: int,
         records: Iterable[StoredRecord],
         on_committed: Callable[[ErrorCode], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
+        """``producer``: the records are offsets a transaction commits (TxnOffsetCommit),
+        appended as a transactional batch of that producer id and epoch, as Kafka's
+        ``storeOffsets`` does, so the transaction's marker commits or aborts them."""
         tp = TopicPartition(self.topic, partition)
-        batch = build_batch(make_records(records, timestamp_ms=int(time.time() * 1000)))
+        made = make_records(records, timestamp_ms=int(time.time() * 1000))
+        batch = (
+            build_batch(made)
+            if producer is None
+            else build_batch(
+                made,
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                base_sequence=0,
+                is_transactional=True,
+            )
+        )
         self.replica_manager.append_records(
             self.commit_timeout_ms,
             Acks.ALL,
             {tp: bytearray(batch)},
             lambda results: on_committed(results[tp].error_code),
+            origin=AppendOrigin.COORDINATOR,
         )
 
-    def read(self, partition: int) -> Iterator[StoredRecord]:
-        """Every record of the partition's log; raises if this broker has no log to
-        read (creating it failed) or the log is offline, rather than load no groups:
-        Kafka's CoordinatorLoaderImpl fails the load ("the log does not exist"), and
-        the coordinator answers NOT_COORDINATOR instead of forgetting every offset."""
+    def read(
+        self, partition: int
+    ) -> Iterator[StoredRecord | TxnStoredRecord | TxnMarkerRecord]:
+        """Every record of the partition's log; a transactional batch's records come
+        with their producer, and a transaction marker as itself (the group coordinator
+        keeps a transaction's offsets pending until its marker). Raises if this broker
+        has no log to read (creating it failed) or the log is offline, rather than load
+        no groups: Kafka's CoordinatorLoaderImpl fails the load ("the log does not
+        exist"), and the coordinator answers NOT_COORDINATOR instead of forgetting every
+        offset."""
         tp = TopicPartition(self.topic, partition)
         hosted = self.replica_manager.get_partition(tp)
         if hosted is None or self.replica_manager.is_offline(tp):
@@ -104,9 +133,18 @@ class ReplicaInternalTopic:
             for _, header, batch in iter_decoded_batches(info.records.read_bytes()):
                 offset = header.next_offset
                 if header.is_control:
+                    for record in batch:
+                        marker = read_end_txn_marker(record)
+                        yield TxnMarkerRecord(header.producer_id, marker.commit)
                     continue
                 for record in batch:
-                    if record.key is not None:
+                    if record.key is None:
+                        continue
+                    if header.is_transactional:
+                        yield TxnStoredRecord(
+                            header.producer_id, record.key, record.value
+                        )
+                    else:
                         yield record.key, record.value
 
 

@@ -1,5 +1,6 @@
-"""The transaction APIs on the broker (KIP-98): Kafka's ``KafkaApis`` handlers of
-InitProducerId with a transactional id, AddPartitionsToTxn, EndTxn and WriteTxnMarkers.
+"""The transaction APIs on the broker (KIP-98, KIP-447): Kafka's ``KafkaApis`` handlers
+of AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit and WriteTxnMarkers
+(InitProducerId with a transactional id is ``_producer_ids.py``'s).
 
 The first three go to this broker's transaction coordinator
 (:class:`~minikafka.coordination.TransactionCoordinatorShell`), which answers
@@ -20,7 +21,14 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
-from minikafka.coordination import TransactionCoordinatorShell
+from minikafka.coordination import (
+    OFFSETS_TOPIC,
+    CommittedOffset,
+    GroupCoordinatorShell,
+    TransactionCoordinatorShell,
+    TxnOffsetCommitRequest,
+    partition_for,
+)
 from minikafka.net import ApiKey, Request, build, nested, response_schema
 from minikafka.replication import (
     ProducePartitionResult,
@@ -29,7 +37,15 @@ from minikafka.replication import (
 )
 
 from ._metadata_cache import MetadataCache
-from ._txn_body import ADD_PARTITIONS_TO_TXN, END_TXN, WRITE_TXN_MARKERS
+from ._txn_body import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    END_TXN,
+    TXN_OFFSET_COMMIT,
+    TXN_OFFSET_COMMIT_PARTITION_WITH_EPOCH,
+    TXN_OFFSET_COMMIT_WITH_MEMBER,
+    WRITE_TXN_MARKERS,
+)
 
 NO_THROTTLE = datetime.timedelta(0)
 MARKER_APPEND_TIMEOUT_MS = 30_000
@@ -108,10 +124,15 @@ async def handle_end_txn(
 
 
 async def handle_write_txn_markers(
-    request: Request, replica_manager: ReplicaManagerShell
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    groups: GroupCoordinatorShell,
 ) -> None:
     """WriteTxnMarkers v1: append each marker to each of its partitions (led here),
-    answered per marker and partition once every append is answered."""
+    answered per marker and partition once every append is answered. A marker written
+    to a partition of ``__consumer_offsets`` also ends the transaction's pending
+    offsets there (TxnOffsetCommit's): committed or dropped, as Kafka's
+    ``onTransactionCompleted``."""
     body = request.body_as(WRITE_TXN_MARKERS)
     results: list[dict[TopicPartition, ErrorCode]] = [{} for _ in body.markers]
     outstanding = 0
@@ -150,6 +171,18 @@ async def handle_write_txn_markers(
             MARKER_APPEND_TIMEOUT_MS, partitions, functools.partial(collect, index)
         )
     await done.wait()
+    for marker, errors in zip(body.markers, results, strict=True):
+        offsets_partitions = [
+            tp.partition
+            for tp, error in errors.items()
+            if tp.topic == OFFSETS_TOPIC and error is ErrorCode.none
+        ]
+        if offsets_partitions:
+            groups.complete_transaction(
+                int(marker.producer_id),
+                offsets_partitions,
+                bool(marker.transaction_result),
+            )
     cls = response_schema(ApiKey.WRITE_TXN_MARKERS, request.api_version)
     assert cls is not None
     marker_cls = nested(cls, "markers")
@@ -196,3 +229,103 @@ def _by_topic(
     for tp in errors:
         grouped.setdefault(tp.topic, []).append(tp)
     return grouped
+
+
+async def handle_add_offsets_to_txn(
+    request: Request,
+    transactions: TransactionCoordinatorShell,
+    offsets_topic_partitions: int,
+) -> None:
+    """AddOffsetsToTxn v0-4 (KIP-98): the group's partition of ``__consumer_offsets``
+    joins the transaction, so the offsets the producer then commits for the group
+    (TxnOffsetCommit) are committed or aborted by the same markers as its records."""
+    body = request.body_as(ADD_OFFSETS_TO_TXN)
+    partition = TopicPartition(
+        OFFSETS_TOPIC, partition_for(body.group_id, offsets_topic_partitions)
+    )
+    error = await transactions.add_partitions_to_txn(
+        body.transactional_id,
+        int(body.producer_id),
+        int(body.producer_epoch),
+        frozenset({partition}),
+    )
+    cls = request.response_class()
+    request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=error))
+
+
+async def handle_txn_offset_commit(
+    request: Request, groups: GroupCoordinatorShell, cache: MetadataCache
+) -> None:
+    """TxnOffsetCommit v0-4: offsets committed inside a transaction, pending in the
+    group until the transaction's marker reaches the group's partition; from v3 the
+    consumer's generation and member are checked (KIP-447), so a zombie that lost its
+    partitions in a rebalance cannot commit for them. A partition that does not exist is
+    UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers before the group is
+    asked."""
+    body = request.body_as(TXN_OFFSET_COMMIT)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: list[tuple[TopicPartition, CommittedOffset]] = []
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, int(p.partition_index))
+            if not _exists(cache, tp):
+                errors[tp] = ErrorCode.unknown_topic_or_partition
+                continue
+            offsets.append(
+                (
+                    tp,
+                    CommittedOffset(
+                        int(p.committed_offset),
+                        int(p.committed_leader_epoch)
+                        if isinstance(p, TXN_OFFSET_COMMIT_PARTITION_WITH_EPOCH)
+                        else -1,
+                        p.committed_metadata or "",
+                    ),
+                )
+            )
+    if offsets:
+        # Before v3 the request names no consumer: nothing to check it against.
+        generation, member, instance = (
+            (int(body.generation_id), body.member_id, body.group_instance_id)
+            if isinstance(body, TXN_OFFSET_COMMIT_WITH_MEMBER)
+            else (-1, "", None)
+        )
+        answer = await groups.txn_commit_offsets(
+            TxnOffsetCommitRequest(
+                transactional_id=body.transactional_id,
+                group_id=body.group_id,
+                producer_id=int(body.producer_id),
+                producer_epoch=int(body.producer_epoch),
+                generation_id=generation,
+                member_id=member,
+                group_instance_id=instance,
+                offsets=tuple(offsets),
+            )
+        )
+        errors.update(answer.errors)
+    cls = request.response_class()
+    topic_cls = nested(cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    request.respond(
+        build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                build(
+                    topic_cls,
+                    name=topic.name,
+                    partitions=tuple(
+                        build(
+                            partition_cls,
+                            partition_index=p.partition_index,
+                            error_code=errors[
+                                TopicPartition(topic.name, int(p.partition_index))
+                            ],
+                        )
+                        for p in topic.partitions
+                    ),
+                )
+                for topic in body.topics
+            ),
+        )
+    )
