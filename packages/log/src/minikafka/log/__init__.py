@@ -56,6 +56,7 @@ from ._list_offsets import LATEST_TIMESTAMP as LATEST_TIMESTAMP
 from ._list_offsets import MAX_TIMESTAMP as MAX_TIMESTAMP
 from ._log import Log as Log
 from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
+from ._log_txns import FetchIsolation as FetchIsolation
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
 from ._markers import EndTxnMarker as EndTxnMarker
@@ -138,6 +139,7 @@ __all__ = [
     "EndTxnMarker",
     "EpochEntry",
     "FetchDataInfo",
+    "FetchIsolation",
     "FilePool",
     "FileSlice",
     "Header",

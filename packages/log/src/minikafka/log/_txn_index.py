@@ -14,9 +14,8 @@ An entry is 34 bytes, as Kafka's ``AbortedTxn``: ``version:int16`` (0),
 ``producerId:int64``, ``firstOffset:int64``, ``lastOffset:int64`` (the marker's offset)
 and ``lastStableOffset:int64``; entries are appended in the order their markers were
 written, so last offsets only grow. Unlike the offset and time indexes it is not sparse
-and never preallocated. Kafka's recovery rebuilds it from the markers it finds;
-minikafka's segments do not keep one yet (no transaction writes a marker yet), and this
-module reads and writes Kafka's files as they are.
+and never preallocated: a segment creates it with its first entry. Kafka's recovery
+rebuilds it from the markers it finds, and so does minikafka's (:mod:`._log_txns`).
 """
 
 from __future__ import annotations
@@ -143,6 +142,11 @@ class TransactionIndex:
                 # Every transaction open before the bound has ended by this marker.
                 return TxnIndexSearchResult(tuple(found), True)
         return TxnIndexSearchResult(tuple(found), False)
+
+    def rename(self, path: Path) -> None:
+        """Follow the segment's other files (``.deleted``, ``.swap``)."""
+        self._file.rename(path)
+        self.path = path
 
     def flush(self) -> None:
         self._file.fsync()

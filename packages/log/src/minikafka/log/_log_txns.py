@@ -1,0 +1,166 @@
+"""What the Log does for transactions (KIP-98): markers, the ``.txnindex`` and
+read_committed reads.
+
+Kafka's ``UnifiedLog`` hands every appended batch to its ``ProducerStateManager``, which
+opens a producer's transaction at its first transactional batch and ends it at the
+producer's marker; an abort becomes an entry of the ``.txnindex`` of the segment that
+holds the marker (``LogSegment.updateTxnIndex``). A read_committed fetch
+(``FetchIsolation.TXN_COMMITTED``) stops at the last stable offset and carries the
+aborted transactions its records overlap (``LocalLog.collectAbortedTransactions``), so
+that the consumer can drop their records. The functions here are that bookkeeping, kept
+beside the :class:`~._log.Log` that calls them so the Log's paths stay short; the state
+lives in :class:`~._ongoing_txns.OngoingTransactions` and the segments' indexes.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+
+from ._batch import RecordBatchHeader
+from ._local_log import LocalLog
+from ._markers import EndTxnMarker, read_end_txn_marker
+from ._ongoing_txns import OngoingTransactions
+from ._producer_state import ProducerStateManager
+from ._records import decode_batch
+from ._segment import LogSegment
+from ._segment_read import FetchDataInfo, scan_batches
+from ._txn_index import AbortedTxn
+
+__all__ = ["FetchIsolation", "collect_aborted_transactions", "track_batches"]
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read may go (Kafka's ``FetchIsolation``): a follower reads to the log
+    end, a read_uncommitted consumer to the high watermark, a read_committed one to the
+    last stable offset."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+
+RawBatch = Callable[[int, RecordBatchHeader], bytes]
+"""The bytes of the batch at a position: a marker's record must be decoded to know
+whether it commits or aborts (the header says only that it is a control batch)."""
+
+
+def marker_of(raw: bytes) -> EndTxnMarker | None:
+    """The marker a control batch holds; None for any other control record (Kafka
+    skips the kinds it does not know, such as KRaft's own control records)."""
+    _, records = decode_batch(raw, verify_crc=False)
+    if not records:
+        return None
+    try:
+        return read_end_txn_marker(records[0])
+    except ValueError:
+        return None
+
+
+def track_batches(
+    ongoing: OngoingTransactions,
+    batches: Iterable[tuple[int, RecordBatchHeader]],
+    raw_batch: RawBatch,
+    segment: LogSegment | None,
+) -> None:
+    """Account for appended (or replayed) batches: a transactional batch opens its
+    producer's transaction, a marker ends it, and an abort's entry goes to ``segment``'s
+    ``.txnindex`` (None: the index already holds it, as on a replay after truncation).
+    """
+    for position, header in batches:
+        if not header.is_control:
+            ongoing.on_batch(header)
+            continue
+        marker = marker_of(raw_batch(position, header))
+        if marker is None or header.producer_id < 0:
+            continue
+        completed = ongoing.on_marker(
+            header.producer_id, header.producer_epoch, marker, header.base_offset
+        )
+        if completed.aborted and segment is not None:
+            # The entry's LSO is computed now, with this transaction ended: what a
+            # reader may trust up to once the abort is known.
+            segment.append_aborted_txn(ongoing.aborted_entry(completed))
+
+
+def replay_segments(
+    producer_state: ProducerStateManager,
+    ongoing: OngoingTransactions,
+    segments: Sequence[LogSegment],
+    start: int,
+    rebuild_txn_index_from: int | None,
+) -> int:
+    """Replay the batches from ``start`` into the producer state and the open
+    transactions; returns how many batch headers were read.
+
+    A segment at or above ``rebuild_txn_index_from`` gets its ``.txnindex`` entries
+    written again (recovery rescanned it, and emptied its index: Kafka's
+    ``LogSegment.recover`` rebuilds the index while replaying the producer state).
+    """
+    read = 0
+    for segment in segments:
+        rebuild = (
+            rebuild_txn_index_from is not None
+            and segment.base_offset >= rebuild_txn_index_from
+        )
+        for position, header in segment.batches():
+            read += 1
+            if header.last_offset < start:
+                continue
+            if header.producer_id >= 0:
+                producer_state.update(header)
+            track_batches(
+                ongoing,
+                [(position, header)],
+                segment.read_batch,
+                segment if rebuild else None,
+            )
+    return read
+
+
+def collect_aborted_transactions(
+    local: LocalLog, start_offset: int, fetched: FetchDataInfo
+) -> tuple[AbortedTxn, ...]:
+    """The aborted transactions a read_committed fetch's records overlap (Kafka's
+    ``addAbortedTransactions`` and ``collectAbortedTransactions``).
+
+    From the segment the read started in on, every entry whose marker is at or after
+    ``start_offset`` and whose first offset is below the upper bound (the offset after
+    the records returned), until a segment's search is complete: an entry whose last
+    stable offset reaches the bound says that every transaction open before the bound
+    has ended by then, so no later segment can add one.
+    """
+    if fetched.records is None:
+        return ()
+    first = local.segment_index_for(fetched.fetch_offset_metadata.segment_base_offset)
+    upper = _upper_bound_offset(local, first, fetched)
+    found: list[AbortedTxn] = []
+    for segment in local.segments[first:]:
+        if segment.txn_index is None:
+            continue  # no abort in it: nothing to add, nothing settled
+        result = segment.txn_index.collect_aborted(start_offset, upper)
+        found.extend(result.aborted)
+        if result.complete:
+            break
+    return tuple(found)
+
+
+def _upper_bound_offset(local: LocalLog, index: int, fetched: FetchDataInfo) -> int:
+    """The first offset after the records a read returned: the base offset of the first
+    batch that starts at or after the slice's end, else the next segment's base offset
+    (or the log end) when the slice runs to the end of its segment.
+
+    Kafka finds it in the sparse offset index (the first entry at or past the slice's
+    end), which may name a later offset; a later bound only lists more transactions,
+    and the consumer ignores those it has no records of.
+    """
+    assert fetched.records is not None
+    segment = local.segments[index]
+    end = fetched.records.position + fetched.records.length
+    for position, header in scan_batches(
+        segment.file, fetched.records.position, segment.size, verify_crc=False
+    ):
+        if position >= end:
+            return header.base_offset
+    following = local.segments[index + 1 : index + 2]
+    return following[0].base_offset if following else local.log_end_offset
