@@ -19,6 +19,7 @@ the log's range; retention's choices (:mod:`._retention`) move the log start off
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from ._checkpoint import LeaderEpochCheckpointFile
 from ._compression import Buffer
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
-from ._events import LogTruncated, SegmentsDeleted
+from ._events import LogTruncated
 from ._files import STANDALONE_CAPACITY, FilePool
 from ._list_offsets import offset_by_timestamp
 from ._local_log import LocalLog
@@ -41,18 +42,21 @@ from ._local_view import LocalLogView
 from ._log_txns import (
     FetchIsolation,
     collect_aborted_transactions,
-    replay_segments,
     track_batches,
 )
 from ._markers import EndTxnMarker, end_txn_marker_batch
 from ._names import LEADER_EPOCH_CHECKPOINT
 from ._ongoing_txns import OngoingTransactions
+from ._producer_snapshots import (
+    delete_snapshots,
+    rebuild_producer_state,
+    write_snapshot,
+)
 from ._producer_state import ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
 from ._retention import (
-    Breach,
     before_log_start,
-    deletable_segments,
+    delete_segments,
     retention_ms_breached,
     retention_size_breached,
 )
@@ -69,6 +73,9 @@ from ._validator import (
     validate_batches,
     validate_records,
 )
+
+_logger = logging.getLogger(__name__)
+Batches = list[tuple[int, RecordBatchHeader]]
 
 
 class OffsetOutOfRangeError(ApiError):
@@ -92,7 +99,9 @@ class Log(LocalLogView):
     ongoing_txns: OngoingTransactions = attrs.field(factory=OngoingTransactions)
     # The cache's file, kept so the LogManager can retry a write that failed.
     leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
-    # batch headers the last rebuild of the producer state read (recovery's cost)
+    # The last rebuild of the producer state: the offset its replay began at (a
+    # snapshot's, or the log start) and the batch headers it read (recovery's cost).
+    replayed_from: int = 0
     replayed_batches: int = 0
 
     # --- opening and closing -------------------------------------------------------
@@ -144,7 +153,9 @@ class Log(LocalLogView):
         return log
 
     def close(self) -> None:
-        """Close every file (the LogManager flushes first on a clean shutdown)."""
+        """Snapshot the producers as of the log end, then close every file (the
+        LogManager flushes first on a clean shutdown)."""
+        self._take_snapshot(self.log_end_offset, sync=True)
         self.local.close()
 
     def close_handlers(self) -> None:
@@ -210,8 +221,7 @@ class Log(LocalLogView):
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
-        self.local.append(records, batches, info, now)
-        self._track(records, batches)  # the headers now carry their offsets
+        self._append_local(records, batches, info, now)  # the headers carry offsets
         if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
@@ -240,8 +250,7 @@ class Log(LocalLogView):
                 f"offset {self.log_end_offset}"
             )
         info = append_info(batches)
-        self.local.append(records, batches, info, self.clock())
-        self._track(records, batches)  # unchecked: the leader decided
+        self._append_local(records, batches, info, self.clock())  # the leader decided
         for _, header in batches:
             latest = self.leader_epoch_cache.latest_epoch
             if header.partition_leader_epoch >= 0 and (
@@ -280,17 +289,21 @@ class Log(LocalLogView):
         )
         batches = validate_batches(records, max_message_bytes=2**31, from_client=False)
         info = append_info(batches)
-        self.local.append(records, batches, info, now)
-        self._track(records, batches)
+        self._append_local(records, batches, info, now)
         if leader_epoch >= 0:
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
 
-    def _track(
-        self, records: Buffer, batches: list[tuple[int, RecordBatchHeader]]
+    def _append_local(
+        self, records: Buffer, batches: Batches, info: LogAppendInfo, now: int
     ) -> None:
-        """Every appended batch, leader's, follower's or marker, moves its producer's
-        state and transaction (Kafka analyses a follower's batches the same way)."""
+        """Write, then move every appended batch's producer state and transaction
+        (Kafka analyses a follower's batches as a leader's); a roll first snapshots the
+        producers as of the new segment's base offset."""
+        active = self.active_segment
+        self.local.append(records, batches, info, now)
+        if self.active_segment is not active:
+            self._take_snapshot(self.active_segment.base_offset)
         self.producer_state.update_batches(batches)
         view = memoryview(records)
         track_batches(
@@ -300,11 +313,27 @@ class Log(LocalLogView):
             self.active_segment,
         )
 
+    def _take_snapshot(self, offset: int, *, sync: bool = False) -> None:
+        """Write the producers' ``.snapshot`` as of ``offset``; a failure only costs a
+        longer replay at the next start (the log's data is already safe)."""
+        try:
+            write_snapshot(
+                self.dir, offset, self.producer_state, self.ongoing_txns, sync=sync
+            )
+        except OSError as exc:
+            _logger.warning(
+                "no producer snapshot at %d in %s: %s", offset, self.dir, exc
+            )
+
     def roll(
         self, reason: str = "requested", base_offset: int | None = None
     ) -> LogSegment:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
-        return self.local.roll(reason, base_offset)
+        active = self.active_segment
+        segment = self.local.roll(reason, base_offset)
+        if segment is not active:
+            self._take_snapshot(segment.base_offset)
+        return segment
 
     # --- flushing (the LocalLog's recovery point) -----------------------------------------
 
@@ -413,6 +442,7 @@ class Log(LocalLogView):
         self.log_start_offset = min(self.log_start_offset, target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
         self.ongoing_txns.truncate_to(target_offset)
+        delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
             self._rebuild_producer_state()  # a removed batch had a producer id
         if self.tracer.enabled:
@@ -430,28 +460,15 @@ class Log(LocalLogView):
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         self.ongoing_txns = OngoingTransactions()
+        delete_snapshots(self.dir, above=-1)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
 
     def _rebuild_producer_state(self, recovered_segments: int = 0) -> None:
-        """Replay the producers and transactions of every batch from the log start on.
-
-        Only headers are read, and each marker's one record. The last
-        ``recovered_segments`` segments were rescanned at opening: their ``.txnindex``
-        is written again from the markers.
-        """
-        self.producer_state.clear()
-        self.ongoing_txns = OngoingTransactions()
-        rescanned = self.segments[-recovered_segments:] if recovered_segments else []
-        self.replayed_batches = replay_segments(
-            self.producer_state,
-            self.ongoing_txns,
-            self.segments[self.local.segment_index_for(self.log_start_offset) :],
-            self.log_start_offset,
-            rescanned[0].base_offset if rescanned else None,
-        )
-        self.ongoing_txns.on_high_watermark(self.high_watermark)
+        """The producers and transactions from the latest snapshot and the batches
+        after it (:func:`~._producer_snapshots.rebuild_producer_state`)."""
+        rebuild_producer_state(self, recovered_segments)
 
     def maybe_increment_log_start_offset(
         self, new_start: int, reason: str = ""
@@ -481,38 +498,18 @@ class Log(LocalLogView):
         deleted = 0
         if self.config.delete:
             now, config = self.clock(), self.config
-            deleted += self._delete_segments(
-                retention_ms_breached(config.retention_ms, now), "retention.ms"
+            deleted += delete_segments(
+                self, retention_ms_breached(config.retention_ms, now), "retention.ms"
             )
-            deleted += self._delete_segments(
+            deleted += delete_segments(
+                self,
                 retention_size_breached(config.retention_bytes, self.size),
                 "retention.bytes",
             )
-        deleted += self._delete_segments(
-            before_log_start(self.log_start_offset), "log start offset"
+        deleted += delete_segments(
+            self, before_log_start(self.log_start_offset), "log start offset"
         )
         return deleted
-
-    def _delete_segments(self, breach: Breach, reason: str) -> int:
-        doomed = deletable_segments(
-            self.segments, self.log_end_offset, self.high_watermark, breach
-        )
-        if not doomed:
-            return 0
-        self.local.remove_oldest_segments(doomed, reason)
-        self.maybe_increment_log_start_offset(self.segments[0].base_offset)
-        tp = self.topic_partition
-        if self.tracer.enabled:
-            self.tracer.emit(
-                SegmentsDeleted(
-                    tp.topic,
-                    tp.partition,
-                    reason,
-                    tuple(s.base_offset for s in doomed),
-                    self.log_start_offset,
-                )
-            )
-        return len(doomed)
 
     def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
         """Swap compacted segments in (the cleaner's last step, after ``.swap`` is on disk)."""

@@ -91,7 +91,8 @@ def replay_segments(
     rebuild_txn_index_from: int | None,
 ) -> int:
     """Replay the batches from ``start`` into the producer state and the open
-    transactions; returns how many batch headers were read.
+    transactions; returns how many batch headers the replay read (besides the offset
+    index lookup that finds where to begin).
 
     A segment at or above ``rebuild_txn_index_from`` gets its ``.txnindex`` entries
     written again (recovery rescanned it, and emptied its index: Kafka's
@@ -99,11 +100,19 @@ def replay_segments(
     """
     read = 0
     for segment in segments:
+        if segment.next_offset <= start:
+            continue
         rebuild = (
             rebuild_txn_index_from is not None
             and segment.base_offset >= rebuild_txn_index_from
         )
-        for position, header in segment.batches():
+        # From the batch holding ``start``, found through the offset index, so that a
+        # snapshot near the end of a large segment spares reading its head.
+        found = segment.translate_offset(start) if segment.base_offset < start else None
+        first = found[0] if found is not None else 0
+        for position, header in scan_batches(
+            segment.file, first, segment.size, verify_crc=False
+        ):
             read += 1
             if header.last_offset < start:
                 continue
