@@ -25,13 +25,15 @@ CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=100)
 PID, OTHER = 7, 8
 
 
-def open_log(dir: Path, *, had_clean_shutdown: bool = True, **kw: int) -> Log:
+def open_log(
+    dir: Path, *, had_clean_shutdown: bool = True, high_watermark: int = 0
+) -> Log:
     return Log.open(
         dir / "topic-0",
         CONFIG,
         had_clean_shutdown=had_clean_shutdown,
+        high_watermark=high_watermark,
         clock=ManualClock(),
-        **kw,
     )
 
 
