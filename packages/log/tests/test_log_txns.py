@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from minikafka.log import (
+    LATEST_TIMESTAMP,
     AbortedTxn,
     EndTxnMarker,
     FetchIsolation,
@@ -15,11 +16,14 @@ from minikafka.log import (
     InvalidRecordError,
     Log,
     LogConfig,
+    TimestampAndOffset,
     TransactionCoordinatorFencedError,
     end_txn_marker_batch,
     read_batch_header,
 )
+from minikafka.log._events import LastStableOffsetMoved, TxnMarkerWritten
 from minikafka.log.testing import ManualClock, txn_batch, value_batch
+from minikafka.trace.testing import RecordingTracer
 
 CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=100)
 PID, OTHER = 7, 8
@@ -287,3 +291,46 @@ def test_recovery_rebuilds_the_txnindex_of_rescanned_segments(tmp_path: Path) ->
     again = open_log(tmp_path, had_clean_shutdown=False, high_watermark=4)
     assert again.active_segment.txn_index is not None
     assert again.active_segment.txn_index.entries() == expected
+
+
+def test_list_offsets_latest_is_where_each_isolation_stops(tmp_path: Path) -> None:
+    # Guarantee: ListOffsets' latest offset (-1) is the LSO for read_committed, the HW
+    # for read_uncommitted, and the log end without an isolation (Kafka's
+    # lastFetchableOffset).
+    log = open_log(tmp_path)
+    log.append_as_leader(value_batch(2, 10), leader_epoch=2)  # 0-1
+    log.append_as_leader(txn_batch(PID, 0, 0), leader_epoch=2)  # 2: open
+    log.append_as_leader(value_batch(1, 10), leader_epoch=2)  # 3
+    log.update_high_watermark(3)
+    latest = LATEST_TIMESTAMP
+    committed = log.fetch_offset_by_timestamp(latest, FetchIsolation.TXN_COMMITTED)
+    uncommitted = log.fetch_offset_by_timestamp(latest, FetchIsolation.HIGH_WATERMARK)
+    plain = log.fetch_offset_by_timestamp(latest)
+    assert committed == TimestampAndOffset(-1, 2, 2)
+    assert uncommitted == TimestampAndOffset(-1, 3, 2)
+    assert plain is not None
+    assert plain.offset == 4
+
+
+def test_markers_and_lso_moves_are_traced_on_the_log_clock(tmp_path: Path) -> None:
+    # Guarantee: each marker (leader's or follower's) is a txn_marker event and each
+    # move of the LSO an lso_moved event, stamped with the log's clock; an LSO that
+    # only follows the HW with no transaction is not traced.
+    clock = ManualClock()
+    tracer = RecordingTracer()
+    log = Log.open(tmp_path / "topic-0", CONFIG, clock=clock, tracer=tracer)
+    log.append_as_leader(value_batch(1, 10), leader_epoch=0)  # 0
+    log.update_high_watermark(1)
+    log.append_as_leader(txn_batch(PID, 0, 0), leader_epoch=0)  # 1
+    log.update_high_watermark(2)  # the open transaction holds the LSO at 1
+    clock.advance(1_000)
+    log.append_txn_marker(PID, 0, False, 0, leader_epoch=0)  # 2
+    log.update_high_watermark(3)
+    assert tracer.of_type(TxnMarkerWritten) == [
+        TxnMarkerWritten("topic", 0, PID, False, 2)
+    ]
+    assert tracer.of_type(LastStableOffsetMoved) == [
+        LastStableOffsetMoved("topic", 0, 1, 3)
+    ]
+    stamps = [ts for ts, e in tracer.records if isinstance(e, TxnMarkerWritten)]
+    assert stamps == [clock.now_ms / 1000]

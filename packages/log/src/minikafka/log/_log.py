@@ -19,7 +19,6 @@ the log's range; retention's choices (:mod:`._retention`) move the log start off
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,12 +35,14 @@ from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
 from ._events import LogTruncated
 from ._files import STANDALONE_CAPACITY, FilePool
-from ._list_offsets import offset_by_timestamp
+from ._list_offsets import LATEST_TIMESTAMP, offset_by_timestamp
 from ._local_log import LocalLog
 from ._local_view import LocalLogView
 from ._log_txns import (
     FetchIsolation,
     collect_aborted_transactions,
+    trace_lso_move,
+    trace_markers,
     track_batches,
 )
 from ._markers import EndTxnMarker, end_txn_marker_batch
@@ -50,7 +51,7 @@ from ._ongoing_txns import OngoingTransactions
 from ._producer_snapshots import (
     delete_snapshots,
     rebuild_producer_state,
-    write_snapshot,
+    take_snapshot,
 )
 from ._producer_state import ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
@@ -74,7 +75,6 @@ from ._validator import (
     validate_records,
 )
 
-_logger = logging.getLogger(__name__)
 Batches = list[tuple[int, RecordBatchHeader]]
 
 
@@ -149,13 +149,13 @@ class Log(LocalLogView):
             high_watermark=min(max(high_watermark, start), leo),
             leader_epoch_checkpoint=epoch_file,
         )
-        log._rebuild_producer_state(local.recovered_segments)
+        rebuild_producer_state(log, local.recovered_segments)
         return log
 
     def close(self) -> None:
         """Snapshot the producers as of the log end, then close every file (the
         LogManager flushes first on a clean shutdown)."""
-        self._take_snapshot(self.log_end_offset, sync=True)
+        take_snapshot(self, self.log_end_offset, sync=True)
         self.local.close()
 
     def close_handlers(self) -> None:
@@ -303,27 +303,16 @@ class Log(LocalLogView):
         active = self.active_segment
         self.local.append(records, batches, info, now)
         if self.active_segment is not active:
-            self._take_snapshot(self.active_segment.base_offset)
+            take_snapshot(self, self.active_segment.base_offset)
         self.producer_state.update_batches(batches)
         view = memoryview(records)
-        track_batches(
+        ended = track_batches(
             self.ongoing_txns,
             batches,
             lambda position, header: bytes(view[position : position + header.size]),
             self.active_segment,
         )
-
-    def _take_snapshot(self, offset: int, *, sync: bool = False) -> None:
-        """Write the producers' ``.snapshot`` as of ``offset``; a failure only costs a
-        longer replay at the next start (the log's data is already safe)."""
-        try:
-            write_snapshot(
-                self.dir, offset, self.producer_state, self.ongoing_txns, sync=sync
-            )
-        except OSError as exc:
-            _logger.warning(
-                "no producer snapshot at %d in %s: %s", offset, self.dir, exc
-            )
+        trace_markers(self, ended)
 
     def roll(
         self, reason: str = "requested", base_offset: int | None = None
@@ -332,7 +321,7 @@ class Log(LocalLogView):
         active = self.active_segment
         segment = self.local.roll(reason, base_offset)
         if segment is not active:
-            self._take_snapshot(segment.base_offset)
+            take_snapshot(self, segment.base_offset)
         return segment
 
     # --- flushing (the LocalLog's recovery point) -----------------------------------------
@@ -400,8 +389,19 @@ class Log(LocalLogView):
         """Every batch of the log as (segment, position, header), for tools."""
         return self.local.batches()
 
-    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``."""
+    def fetch_offset_by_timestamp(
+        self, timestamp: int, isolation: FetchIsolation | None = None
+    ) -> TimestampAndOffset | None:
+        """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``.
+
+        With an ``isolation``, the latest offset (-1) is where such a read stops: the
+        high watermark, or for read_committed the last stable offset (Kafka's
+        ``lastFetchableOffset``); without one it is the log end.
+        """
+        if timestamp == LATEST_TIMESTAMP and isolation is not None:
+            end = self._isolation_end(isolation)
+            epoch = self.leader_epoch_cache.epoch_for_offset(end)
+            return TimestampAndOffset(-1, end, epoch)
         return offset_by_timestamp(
             self.local, self.leader_epoch_cache, self.log_start_offset, timestamp
         )
@@ -410,10 +410,12 @@ class Log(LocalLogView):
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
+        previous = self.last_stable_offset, self.high_watermark
         self.high_watermark = min(
             max(offset, self.log_start_offset), self.log_end_offset
         )
         self.ongoing_txns.on_high_watermark(self.high_watermark)
+        trace_lso_move(self, *previous)
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -432,6 +434,7 @@ class Log(LocalLogView):
         if target_offset >= self.log_end_offset:
             return False
         previous = self.log_end_offset
+        lso = self.last_stable_offset, self.high_watermark
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
@@ -444,7 +447,8 @@ class Log(LocalLogView):
         self.ongoing_txns.truncate_to(target_offset)
         delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
-            self._rebuild_producer_state()  # a removed batch had a producer id
+            rebuild_producer_state(self, 0)  # a removed batch had a producer id
+        trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(
@@ -455,20 +459,17 @@ class Log(LocalLogView):
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
+        lso = self.last_stable_offset, self.high_watermark
         self.local.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         self.ongoing_txns = OngoingTransactions()
         delete_snapshots(self.dir, above=-1)
+        trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
-
-    def _rebuild_producer_state(self, recovered_segments: int = 0) -> None:
-        """The producers and transactions from the latest snapshot and the batches
-        after it (:func:`~._producer_snapshots.rebuild_producer_state`)."""
-        rebuild_producer_state(self, recovered_segments)
 
     def maybe_increment_log_start_offset(
         self, new_start: int, reason: str = ""

@@ -16,18 +16,32 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ._batch import RecordBatchHeader
+from ._events import LastStableOffsetMoved, TxnMarkerWritten
 from ._local_log import LocalLog
 from ._markers import EndTxnMarker, read_end_txn_marker
-from ._ongoing_txns import OngoingTransactions
+from ._ongoing_txns import CompletedTxn, OngoingTransactions
 from ._producer_state import ProducerStateManager
 from ._records import decode_batch
 from ._segment import LogSegment
 from ._segment_read import FetchDataInfo, scan_batches
 from ._txn_index import AbortedTxn
 
-__all__ = ["FetchIsolation", "collect_aborted_transactions", "track_batches"]
+if TYPE_CHECKING:
+    from ._log import Log
+
+if TYPE_CHECKING:
+    from ._log import Log
+
+__all__ = [
+    "FetchIsolation",
+    "collect_aborted_transactions",
+    "trace_lso_move",
+    "trace_markers",
+    "track_batches",
+]
 
 
 class FetchIsolation(enum.Enum):
@@ -62,11 +76,13 @@ def track_batches(
     batches: Iterable[tuple[int, RecordBatchHeader]],
     raw_batch: RawBatch,
     segment: LogSegment | None,
-) -> None:
+) -> list[CompletedTxn]:
     """Account for appended (or replayed) batches: a transactional batch opens its
     producer's transaction, a marker ends it, and an abort's entry goes to ``segment``'s
     ``.txnindex`` (None: the index already holds it, as on a replay after truncation).
+    Returns the transactions the markers ended.
     """
+    ended: list[CompletedTxn] = []
     for position, header in batches:
         if not header.is_control:
             ongoing.on_batch(header)
@@ -77,10 +93,12 @@ def track_batches(
         completed = ongoing.on_marker(
             header.producer_id, header.producer_epoch, marker, header.base_offset
         )
+        ended.append(completed)
         if completed.aborted and segment is not None:
             # The entry's LSO is computed now, with this transaction ended: what a
             # reader may trust up to once the abort is known.
             segment.append_aborted_txn(ongoing.aborted_entry(completed))
+    return ended
 
 
 def replay_segments(
@@ -173,3 +191,29 @@ def _upper_bound_offset(local: LocalLog, index: int, fetched: FetchDataInfo) -> 
             return header.base_offset
     following = local.segments[index + 1 : index + 2]
     return following[0].base_offset if following else local.log_end_offset
+
+
+def trace_markers(log: Log, ended: list[CompletedTxn]) -> None:
+    """A trace event per marker appended (leader's or follower's), on the log's clock."""
+    if ended and log.tracer.enabled:
+        tp, ts = log.topic_partition, log.clock() / 1000
+        for txn in ended:
+            event = TxnMarkerWritten(
+                tp.topic,
+                tp.partition,
+                txn.producer_id,
+                not txn.aborted,
+                txn.last_offset,
+            )
+            log.tracer.emit(event, ts)
+
+
+def trace_lso_move(log: Log, previous_lso: int, previous_hw: int) -> None:
+    """A trace event when the LSO moved, unless it only followed the high watermark
+    with no transaction holding it back (replication traces the HW's moves)."""
+    lso = log.last_stable_offset
+    following = previous_lso == previous_hw and lso == log.high_watermark
+    if lso != previous_lso and not following and log.tracer.enabled:
+        tp = log.topic_partition
+        event = LastStableOffsetMoved(tp.topic, tp.partition, previous_lso, lso)
+        log.tracer.emit(event, log.clock() / 1000)

@@ -47,6 +47,7 @@ __all__ = [
     "load_latest_snapshot",
     "rebuild_producer_state",
     "snapshot_offsets",
+    "take_snapshot",
     "write_snapshot",
 ]
 
@@ -242,3 +243,13 @@ def rebuild_producer_state(log: Log, recovered_segments: int) -> None:
                 leo,
             )
         )
+
+
+def take_snapshot(log: Log, offset: int, *, sync: bool = False) -> None:
+    """Write the Log's producers as of ``offset`` (at a roll, at close). A failure is
+    only logged: it costs a longer replay at the next start, never data (the batches
+    are already written)."""
+    try:
+        write_snapshot(log.dir, offset, log.producer_state, log.ongoing_txns, sync=sync)
+    except OSError as exc:
+        _logger.warning("no producer snapshot at %d in %s: %s", offset, log.dir, exc)
