@@ -18,11 +18,14 @@ from minikafka.log import (
     LogConfig,
     TimestampAndOffset,
     TransactionCoordinatorFencedError,
+    build_batch,
+    clean,
     end_txn_marker_batch,
+    make_records,
     read_batch_header,
 )
 from minikafka.log._events import LastStableOffsetMoved, TxnMarkerWritten
-from minikafka.log.testing import ManualClock, txn_batch, value_batch
+from minikafka.log.testing import ManualClock, keyed_batch, txn_batch, value_batch
 from minikafka.trace.testing import RecordingTracer
 
 CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=100)
@@ -334,3 +337,53 @@ def test_markers_and_lso_moves_are_traced_on_the_log_clock(tmp_path: Path) -> No
     ]
     stamps = [ts for ts, e in tracer.records if isinstance(e, TxnMarkerWritten)]
     assert stamps == [clock.now_ms / 1000]
+
+
+def test_compaction_keeps_the_aborted_transactions_and_stops_at_the_lso(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: the cleaned segment indexes every aborted transaction the segments it
+    # replaces did (their markers are kept), and nothing from an undecided transaction
+    # on is cleaned (Kafka's first unstable offset bounds the cleaner).
+    config = LogConfig(
+        segment_bytes=700,
+        index_interval_bytes=100,
+        cleanup_policy=frozenset({"compact"}),
+        file_delete_delay_ms=0,
+    )
+    clock = ManualClock()
+    log = Log.open(tmp_path / "topic-0", config, clock=clock)
+
+    def keyed_txn(producer_id: int) -> bytearray:
+        records = make_records([(b"k", b"v")], timestamp_ms=clock())
+        return bytearray(
+            build_batch(
+                records,
+                producer_id=producer_id,
+                producer_epoch=0,
+                base_sequence=0,
+                is_transactional=True,
+            )
+        )
+
+    log.append_as_leader(keyed_txn(PID), leader_epoch=0)  # 0
+    log.append_txn_marker(PID, 0, False, 0, leader_epoch=0)  # 1
+    for i in range(30):
+        log.append_as_leader(keyed_batch([(b"k", b"%d" % i)]), leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    entries = [e for s in log.segments if s.txn_index for e in s.txn_index.entries()]
+    assert entries == [AbortedTxn(PID, 0, 1, 2)]
+    assert clean(log, 0, clock()) is not None
+    first = log.segments[0]
+    assert first.txn_index is not None
+    assert first.txn_index.entries() == entries
+    committed = log.read(0, 1 << 20, isolation=FetchIsolation.TXN_COMMITTED)
+    assert committed.aborted_transactions == tuple(entries)
+
+    other = Log.open(tmp_path / "topic-1", config, clock=clock)
+    other.append_as_leader(keyed_txn(OTHER), leader_epoch=0)  # 0: stays open
+    for i in range(30):
+        other.append_as_leader(keyed_batch([(b"k", b"%d" % i)]), leader_epoch=0)
+    other.update_high_watermark(other.log_end_offset)
+    assert other.last_stable_offset == 0
+    assert clean(other, 0, clock()) is None  # nothing below the LSO
