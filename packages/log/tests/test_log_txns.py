@@ -387,3 +387,32 @@ def test_compaction_keeps_the_aborted_transactions_and_stops_at_the_lso(
     other.update_high_watermark(other.log_end_offset)
     assert other.last_stable_offset == 0
     assert clean(other, 0, clock()) is None  # nothing below the LSO
+
+
+def test_the_lso_never_falls_below_the_log_start(tmp_path: Path) -> None:
+    # Guarantee: when DeleteRecords moves the log start past an open transaction's
+    # first offset, the LSO is the log start (Kafka's first unstable offset is never
+    # below it), so read_committed reads from the log start still make progress.
+    log = open_log(tmp_path)
+    log.append_as_leader(txn_batch(PID, 0, 0, count=3), leader_epoch=0)  # 0-2, open
+    log.append_as_leader(value_batch(2, 10), leader_epoch=0)  # 3-4
+    log.update_high_watermark(log.log_end_offset)
+    assert log.last_stable_offset == 0
+    log.maybe_increment_log_start_offset(2)
+    assert log.last_stable_offset == 2
+
+
+def test_the_offset_index_bounds_a_read_as_kafka_does(tmp_path: Path) -> None:
+    # Guarantee: the upper bound of a read's search for aborted transactions is the
+    # offset of the first index entry at or past the read's end (Kafka's
+    # fetchUpperBoundOffset), None past the last entry.
+    log = open_log(tmp_path)
+    for _ in range(6):
+        log.append_as_leader(value_batch(1, 60), leader_epoch=0)
+    index = log.active_segment.offset_index
+    entries = index.entries()
+    assert len(entries) >= 2
+    (first_offset, first_position), (second_offset, _) = entries[:2]
+    assert index.fetch_upper_bound_offset(first_position) == first_offset
+    assert index.fetch_upper_bound_offset(first_position + 1) == second_offset
+    assert index.fetch_upper_bound_offset(log.active_segment.size + 1) is None

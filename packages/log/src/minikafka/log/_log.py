@@ -379,7 +379,10 @@ class Log(LocalLogView):
     def last_stable_offset(self) -> int:
         """The LSO: where read_committed reads stop (KIP-98): the first offset of
         the oldest undecided or unreplicated transaction, else the high watermark."""
-        return self.ongoing_txns.last_stable_offset(self.high_watermark)
+        # Never below the log start (DeleteRecords may pass an open transaction's
+        # start), as Kafka's first unstable offset.
+        lso = self.ongoing_txns.last_stable_offset(self.high_watermark)
+        return max(lso, self.log_start_offset)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Which segment ``offset`` is in and the position of the batch that holds it."""

@@ -173,22 +173,19 @@ def collect_aborted_transactions(
 
 
 def _upper_bound_offset(local: LocalLog, index: int, fetched: FetchDataInfo) -> int:
-    """The first offset after the records a read returned: the base offset of the first
-    batch that starts at or after the slice's end, else the next segment's base offset
-    (or the log end) when the slice runs to the end of its segment.
+    """Where a read's records end, for the search of aborted transactions, as Kafka
+    bounds it: the offset of the first offset-index entry at or past the slice's end,
+    else the next segment's base offset (or the log end).
 
-    Kafka finds it in the sparse offset index (the first entry at or past the slice's
-    end), which may name a later offset; a later bound only lists more transactions,
-    and the consumer ignores those it has no records of.
+    The index is sparse, so the bound may lie a few batches past the records; a later
+    bound only lists more transactions, which the consumer ignores without records.
     """
     assert fetched.records is not None
     segment = local.segments[index]
     end = fetched.records.position + fetched.records.length
-    for position, header in scan_batches(
-        segment.file, fetched.records.position, segment.size, verify_crc=False
-    ):
-        if position >= end:
-            return header.base_offset
+    bound = segment.offset_index.fetch_upper_bound_offset(end)
+    if bound is not None:
+        return bound
     following = local.segments[index + 1 : index + 2]
     return following[0].base_offset if following else local.log_end_offset
 
