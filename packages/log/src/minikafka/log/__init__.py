@@ -3,8 +3,10 @@
 Record batch v2 headers checked and given offsets without decoding records; segments
 with sparse offset and time indexes; the Log with its log start offset, log end offset,
 high watermark and recovery point; recovery after a crash; retention; compaction; the
-leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98; the LogManager
-with Kafka's checkpoint files.
+leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98 with its
+``.snapshot`` files; KIP-98's transactions (markers, the last stable offset, each
+segment's ``.txnindex``, read_committed reads); the LogManager with Kafka's checkpoint
+files.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)

@@ -11,7 +11,11 @@ KIP-405); the Log adds what the offsets mean to the rest of the broker:
 - the leader-epoch cache (KIP-101), with which followers truncate
   (:meth:`Log.truncate_to`) to the offset they and the leader agree on;
 - the idempotent producers' state (KIP-98, :mod:`._producer_state`), checked on a
-  leader's append and kept by every replica, so that a follower can take over.
+  leader's append and kept by every replica, so that a follower can take over, written
+  down in ``.snapshot`` files at each roll and at close (:mod:`._producer_snapshots`);
+- the transactions (KIP-98, :mod:`._log_txns`): the open ones, the *last stable
+  offset* (LSO) where read_committed reads stop, the COMMIT and ABORT markers
+  (:meth:`Log.append_txn_marker`) and each segment's index of aborted transactions.
 
 Every append is validated here before the LocalLog writes it; reads are checked against
 the log's range; retention's choices (:mod:`._retention`) move the log start offset.
