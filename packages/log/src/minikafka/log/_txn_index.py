@@ -30,7 +30,7 @@ import attrs
 from ._files import FilePool, PooledFile
 from ._index import CorruptIndexError
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
+__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "read_entries"]
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -55,6 +55,18 @@ class AbortedTxn:
             self.last_offset,
             self.last_stable_offset,
         )
+
+
+def read_entries(data: bytes) -> tuple[list[tuple[int, AbortedTxn]], int]:
+    """The (version, entry) pairs of a ``.txnindex`` file's bytes, as they are (tools
+    show damage rather than refuse it), and how many trailing bytes are not a whole
+    entry."""
+    whole = len(data) - len(data) % ENTRY_SIZE
+    entries = [
+        (version, AbortedTxn(producer_id, first, last, lso))
+        for version, producer_id, first, last, lso in _ENTRY.iter_unpack(data[:whole])
+    ]
+    return entries, len(data) - whole
 
 
 @attrs.frozen
