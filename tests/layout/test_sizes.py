@@ -26,9 +26,6 @@ LARGER = {
     # The request path of every connection; the net chapter and its challenge's worked
     # answer patch two of its methods.
     "net/_connection.py:KafkaChannel": 460,
-    # Kafka's UnifiedLog: the LocalLog's state forwarded, then the write, read,
-    # replication and retention paths, each short.
-    "log/_log.py:Log": 445,
 }
 """Classes over :data:`CLASS_LINES`, each with the most lines it may have."""
 

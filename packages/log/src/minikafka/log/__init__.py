@@ -3,8 +3,10 @@
 Record batch v2 headers checked and given offsets without decoding records; segments
 with sparse offset and time indexes; the Log with its log start offset, log end offset,
 high watermark and recovery point; recovery after a crash; retention; compaction; the
-leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98; the LogManager
-with Kafka's checkpoint files.
+leader-epoch cache of KIP-101; the idempotent producers' state of KIP-98 with its
+``.snapshot`` files; KIP-98's transactions (markers, the last stable offset, each
+segment's ``.txnindex``, read_committed reads); the LogManager with Kafka's checkpoint
+files.
 """
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
@@ -56,6 +58,7 @@ from ._list_offsets import LATEST_TIMESTAMP as LATEST_TIMESTAMP
 from ._list_offsets import MAX_TIMESTAMP as MAX_TIMESTAMP
 from ._log import Log as Log
 from ._log import OffsetOutOfRangeError as OffsetOutOfRangeError
+from ._log_txns import FetchIsolation as FetchIsolation
 from ._manager import LogManager as LogManager
 from ._manager import LogManagerSchedule as LogManagerSchedule
 from ._markers import EndTxnMarker as EndTxnMarker
@@ -138,6 +141,7 @@ __all__ = [
     "EndTxnMarker",
     "EpochEntry",
     "FetchDataInfo",
+    "FetchIsolation",
     "FilePool",
     "FileSlice",
     "Header",

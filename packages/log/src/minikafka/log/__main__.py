@@ -1,6 +1,7 @@
 """``python -m minikafka.log``: Kafka's ``kafka-dump-log.sh`` for minikafka's log files.
 
-    dump PATH [--deep] [--index]   batches of a segment or partition directory, or index entries
+    dump PATH [--deep] [--index]   batches of a segment or partition directory, or index,
+                                   .txnindex or .snapshot entries
     verify PATH                    check every batch (length, magic, CRC-32C, offsets)
     demo [--dir DIR] [--keep]      write a small log that rolls segments, and walk through it
 
@@ -56,7 +57,10 @@ def dump_command(
     path: Annotated[
         Path,
         typer.Argument(
-            help="a .log, .index or .timeindex file, or a partition directory"
+            help=(
+                "a .log, .index, .timeindex, .txnindex or .snapshot file, or a "
+                "partition directory"
+            )
         ),
     ],
     deep: Annotated[

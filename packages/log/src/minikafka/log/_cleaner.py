@@ -71,8 +71,10 @@ class CleanResult:
 
 
 def first_uncleanable_offset(log: Log, now: int) -> int:
-    """The active segment, the high watermark and min.compaction.lag.ms bound cleaning."""
-    bound = min(log.active_segment.base_offset, log.high_watermark)
+    """The active segment, the last stable offset and min.compaction.lag.ms bound
+    cleaning (Kafka's first unstable offset: an undecided transaction's records may yet
+    be aborted, so they are not compacted; the LSO is never past the high watermark)."""
+    bound = min(log.active_segment.base_offset, log.last_stable_offset)
     lag = log.config.min_compaction_lag_ms
     if lag > 0:
         for segment in log.segments:
@@ -250,6 +252,12 @@ def _write_and_swap(
 ) -> int:
     try:
         removed = _write_cleaned(log, group, cleaned, offset_map, now)
+        # Markers survive cleaning, so every aborted transaction the old segments
+        # indexed still ends in the cleaned one (Kafka rebuilds the cleaned segment's
+        # .txnindex the same way, keeping the entries whose marker it keeps).
+        for old in group:
+            for aborted in old.txn_index.entries() if old.txn_index else []:
+                cleaned.append_aborted_txn(aborted)
     except OSError as exc:
         # Only the .cleaned file was written, and it is discarded: on a full disk the
         # log stays online and the next pass tries again.

@@ -1,5 +1,5 @@
 """Trace events of the log (ARCHITECTURE.md, "Traces and labs"): what changed the shape of a log on
-disk."""
+disk, and its transactions' markers and last stable offset (KIP-98)."""
 
 from __future__ import annotations
 
@@ -74,3 +74,49 @@ class LogCleaned(TraceEvent):
     bytes_before: int
     bytes_after: int
     records_removed: int
+
+
+@register_event
+@attrs.frozen
+class ProducerStateLoaded(TraceEvent):
+    """The producers' state rebuilt (opening, truncation): from a ``.snapshot``
+    (``snapshot_offset``, -1 for none: from the log start) and a replay of the batches
+    after it, ``batches_read`` headers up to ``log_end_offset``."""
+
+    COMPONENT: ClassVar[str] = "log"
+    EVENT: ClassVar[str] = "producer_state_loaded"
+
+    topic: str
+    partition: int
+    snapshot_offset: int
+    batches_read: int
+    log_end_offset: int
+
+
+@register_event
+@attrs.frozen
+class TxnMarkerWritten(TraceEvent):
+    """A transaction marker appended (KIP-98), by the leader or fetched by a follower."""
+
+    COMPONENT: ClassVar[str] = "log"
+    EVENT: ClassVar[str] = "txn_marker"
+
+    topic: str
+    partition: int
+    producer_id: int
+    commit: bool
+    offset: int
+
+
+@register_event
+@attrs.frozen
+class LastStableOffsetMoved(TraceEvent):
+    """The last stable offset moved (KIP-98): where read_committed reads stop."""
+
+    COMPONENT: ClassVar[str] = "log"
+    EVENT: ClassVar[str] = "lso_moved"
+
+    topic: str
+    partition: int
+    previous: int
+    last_stable_offset: int

@@ -164,6 +164,14 @@ class OffsetIndex(_SparseIndex):
             )
         self._append(offset, position)
 
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """The offset of the first entry at or past ``position`` (None: no such entry):
+        an offset no batch that starts before ``position`` reaches past (Kafka's
+        ``fetchUpperBoundOffset``, which bounds a read_committed fetch's search for
+        aborted transactions)."""
+        i = bisect.bisect_left(self._values, position)
+        return self._keys[i] if i < len(self._keys) else None
+
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """The last entry at or before ``target_offset``, or ``(base_offset, 0)``."""
         i = self._floor(target_offset)

@@ -19,7 +19,7 @@ from ._epoch_cache import LeaderEpochFileCache
 from ._local_log import LocalLog
 from ._records import decode_batch
 from ._segment import LogSegment
-from ._segment_read import TimestampAndOffset
+from ._segment_read import TimestampAndOffset, scan_batches
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (the broker answers the HW)
@@ -48,7 +48,7 @@ def offset_by_timestamp(
     for segment in local.segments:
         if segment.largest_timestamp < timestamp:
             continue
-        found = segment.find_offset_by_timestamp(timestamp, log_start_offset)
+        found = segment_offset_by_timestamp(segment, timestamp, log_start_offset)
         if found is not None:
             return attrs.evolve(
                 found, leader_epoch=epochs.epoch_for_offset(found.offset)
@@ -81,4 +81,31 @@ def max_timestamp_offset(
         ):
             epoch = epochs.epoch_for_offset(record.offset)
             return TimestampAndOffset(header.max_timestamp, record.offset, epoch)
+    return None
+
+
+def segment_offset_by_timestamp(
+    segment: LogSegment, timestamp: int, start_offset: int
+) -> TimestampAndOffset | None:
+    """The first record of ``segment`` at or after ``start_offset`` whose timestamp is
+    >= ``timestamp``.
+
+    The time index gives a place to start; batch headers skip every batch whose
+    maxTimestamp is too small; only the one batch that holds the answer is decoded.
+    """
+    from_offset = max(segment.time_index.lookup(timestamp), start_offset)
+    _, position = segment.offset_index.lookup(from_offset)
+    for batch_position, header in scan_batches(
+        segment.file, position, segment.size, verify_crc=False
+    ):
+        if header.max_timestamp < timestamp or header.last_offset < start_offset:
+            continue
+        _, records = decode_batch(segment.read_batch(batch_position, header))
+        for record in records:
+            if record.offset < start_offset:
+                continue
+            if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
+                return TimestampAndOffset(header.max_timestamp, record.offset)
+            if record.timestamp >= timestamp:
+                return TimestampAndOffset(record.timestamp, record.offset)
     return None

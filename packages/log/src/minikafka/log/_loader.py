@@ -33,6 +33,7 @@ from ._names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     offset_from_file_name,
     segment_file_name,
 )
@@ -100,7 +101,7 @@ def _complete_swaps(dir: Path, config: LogConfig, now: int, files: FilePool) -> 
 
 
 def _unlink_segment_files(dir: Path, base_offset: int, suffix: str) -> None:
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         (dir / (segment_file_name(base_offset, kind) + suffix)).unlink(missing_ok=True)
 
 
@@ -108,7 +109,8 @@ def _open_live_segments(
     dir: Path, config: LogConfig, now: int, had_clean_shutdown: bool, files: FilePool
 ) -> list[LogSegment]:
     bases = sorted(offset_from_file_name(p.name) for p in dir.glob(f"*{LOG_SUFFIX}"))
-    for index in (*dir.glob(f"*{INDEX_SUFFIX}"), *dir.glob(f"*{TIME_INDEX_SUFFIX}")):
+    indexes = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+    for index in (path for kind in indexes for path in dir.glob(f"*{kind}")):
         if offset_from_file_name(index.name) not in bases:
             index.unlink()  # an index without its log is useless
     segments: list[LogSegment] = []

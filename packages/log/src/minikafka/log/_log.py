@@ -11,7 +11,11 @@ KIP-405); the Log adds what the offsets mean to the rest of the broker:
 - the leader-epoch cache (KIP-101), with which followers truncate
   (:meth:`Log.truncate_to`) to the offset they and the leader agree on;
 - the idempotent producers' state (KIP-98, :mod:`._producer_state`), checked on a
-  leader's append and kept by every replica, so that a follower can take over.
+  leader's append and kept by every replica, so that a follower can take over, written
+  down in ``.snapshot`` files at each roll and at close (:mod:`._producer_snapshots`);
+- the transactions (KIP-98, :mod:`._log_txns`): the open ones, the *last stable
+  offset* (LSO) where read_committed reads stop, the COMMIT and ABORT markers
+  (:meth:`Log.append_txn_marker`) and each segment's index of aborted transactions.
 
 Every append is validated here before the LocalLog writes it; reads are checked against
 the log's range; retention's choices (:mod:`._retention`) move the log start offset.
@@ -25,24 +29,39 @@ from pathlib import Path
 
 import attrs
 
-from minikafka.common import ApiError, ErrorCode, TopicPartition
+from minikafka.common import ApiError, ErrorCode
 from minikafka.trace import NullTracer, Tracer
 
 from ._batch import RecordBatchHeader, whole_batches_size
 from ._checkpoint import LeaderEpochCheckpointFile
+from ._compression import Buffer
 from ._config import LogConfig
 from ._epoch_cache import LeaderEpochFileCache
-from ._events import LogTruncated, SegmentsDeleted
+from ._events import LogTruncated
 from ._files import STANDALONE_CAPACITY, FilePool
-from ._list_offsets import offset_by_timestamp
+from ._list_offsets import LATEST_TIMESTAMP, offset_by_timestamp
 from ._local_log import LocalLog
+from ._local_view import LocalLogView
+from ._log_txns import (
+    FetchIsolation,
+    collect_aborted_transactions,
+    trace_lso_move,
+    trace_markers,
+    track_batches,
+)
+from ._markers import EndTxnMarker, end_txn_marker_batch
 from ._names import LEADER_EPOCH_CHECKPOINT
-from ._producer_state import BatchMetadata, ProducerStateManager
+from ._ongoing_txns import OngoingTransactions
+from ._producer_snapshots import (
+    delete_snapshots,
+    rebuild_producer_state,
+    take_snapshot,
+)
+from ._producer_state import ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
 from ._retention import (
-    Breach,
     before_log_start,
-    deletable_segments,
+    delete_segments,
     retention_ms_breached,
     retention_size_breached,
 )
@@ -54,10 +73,13 @@ from ._validator import (
     append_info,
     assign_offsets,
     decompressed_limit,
+    duplicate_append_info,
     recompress,
     validate_batches,
     validate_records,
 )
+
+Batches = list[tuple[int, RecordBatchHeader]]
 
 
 class OffsetOutOfRangeError(ApiError):
@@ -71,14 +93,20 @@ def wall_clock_ms() -> int:
 
 
 @attrs.define(eq=False)
-class Log:
+class Log(LocalLogView):
     local: LocalLog  # the segments, the log end offset and the recovery point
     leader_epoch_cache: LeaderEpochFileCache
     log_start_offset: int
     high_watermark: int
     producer_state: ProducerStateManager = attrs.field(factory=ProducerStateManager)
+    # KIP-98's open and unreplicated transactions, which hold the LSO back
+    ongoing_txns: OngoingTransactions = attrs.field(factory=OngoingTransactions)
     # The cache's file, kept so the LogManager can retry a write that failed.
     leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
+    # The last rebuild of the producer state: the offset its replay began at (a
+    # snapshot's, or the log start) and the batch headers it read (recovery's cost).
+    replayed_from: int = 0
+    replayed_batches: int = 0
 
     # --- opening and closing -------------------------------------------------------
 
@@ -125,11 +153,13 @@ class Log:
             high_watermark=min(max(high_watermark, start), leo),
             leader_epoch_checkpoint=epoch_file,
         )
-        log._rebuild_producer_state()
+        rebuild_producer_state(log, local.recovered_segments)
         return log
 
     def close(self) -> None:
-        """Close every file (the LogManager flushes first on a clean shutdown)."""
+        """Snapshot the producers as of the log end, then close every file (the
+        LogManager flushes first on a clean shutdown)."""
+        take_snapshot(self, self.log_end_offset, sync=True)
         self.local.close()
 
     def close_handlers(self) -> None:
@@ -139,64 +169,6 @@ class Log:
     def delete(self) -> None:
         """Close and remove every file of the log (the directory goes with the LogManager)."""
         self.local.delete()
-
-    # --- the LocalLog's, forwarded as Kafka's UnifiedLog forwards them -----------------
-
-    @property
-    def dir(self) -> Path:
-        return self.local.dir
-
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return self.local.topic_partition
-
-    @property
-    def config(self) -> LogConfig:
-        return self.local.config
-
-    @config.setter
-    def config(self, config: LogConfig) -> None:  # a topic's configs were altered
-        self.local.config = config
-
-    @property
-    def clock(self) -> Callable[[], int]:
-        return self.local.clock
-
-    @property
-    def files(self) -> FilePool:
-        return self.local.files
-
-    @property
-    def tracer(self) -> Tracer:
-        return self.local.tracer
-
-    @property
-    def segments(self) -> list[LogSegment]:
-        return self.local.segments
-
-    @property
-    def active_segment(self) -> LogSegment:
-        return self.local.active_segment
-
-    @property
-    def size(self) -> int:
-        return self.local.size
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.local.log_end_offset
-
-    @property
-    def recovery_point(self) -> int:
-        return self.local.recovery_point
-
-    @property
-    def last_flush_ms(self) -> int:
-        return self.local.last_flush_ms
-
-    @property
-    def flush_requested_offset(self) -> int:
-        return self.local.flush_requested_offset
 
     # --- the write path ---------------------------------------------------------------
 
@@ -237,7 +209,7 @@ class Log:
         duplicate = self.producer_state.validate_append(batches)
         # aside: an idempotent producer's retry
         if duplicate is not None:
-            return self._duplicate_info(duplicate)
+            return duplicate_append_info(duplicate)
         target = config.target_compression
         # aside: a topic with its own compression.type
         if target is not None and any(h.compression is not target for _, h in batches):
@@ -253,9 +225,7 @@ class Log:
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
-        self.local.append(records, batches, info, now)
-        # the headers now carry their offsets
-        self.producer_state.update_batches(batches)
+        self._append_local(records, batches, info, now)  # the headers carry offsets
         if leader_epoch >= 0:  # -1: a log used without replication (tools, tests)
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return info
@@ -284,8 +254,7 @@ class Log:
                 f"offset {self.log_end_offset}"
             )
         info = append_info(batches)
-        self.local.append(records, batches, info, self.clock())
-        self.producer_state.update_batches(batches)  # unchecked: the leader decided
+        self._append_local(records, batches, info, self.clock())  # the leader decided
         for _, header in batches:
             latest = self.leader_epoch_cache.latest_epoch
             if header.partition_leader_epoch >= 0 and (
@@ -296,28 +265,68 @@ class Log:
                 )
         return info
 
-    def _duplicate_info(self, original: BatchMetadata) -> LogAppendInfo:
-        """The answer to a retried batch: the offsets and time the original was given."""
-        return LogAppendInfo(
-            first_offset=original.first_offset,
-            last_offset=original.last_offset,
-            max_timestamp=original.max_timestamp,
-            offset_of_max_timestamp=original.last_offset,
-            # Kafka answers a retry with the original's maxTimestamp as its append time
-            # whatever the topic's timestamp type (under LogAppendTime that is the
-            # time it was appended; under CreateTime the producer's own timestamp).
-            log_append_time=original.max_timestamp,
-            record_count=original.last_offset - original.first_offset + 1,
-            batch_count=1,
-            valid_bytes=0,
-            duplicate=True,
+    def append_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int,
+    ) -> LogAppendInfo:
+        """Append a transaction's COMMIT or ABORT marker for its producer (Kafka's
+        ``appendAsLeader`` with origin COORDINATOR of ``withEndTransactionMarker``).
+
+        A marker from a fenced producer epoch or coordinator epoch raises before
+        anything is written; an abort adds its entry to the active segment's
+        ``.txnindex``.
+        """
+        marker = EndTxnMarker(commit, coordinator_epoch)
+        self.ongoing_txns.check_marker(producer_id, producer_epoch, marker)
+        now = self.clock()
+        records = end_txn_marker_batch(
+            marker,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            timestamp=now,
+            base_offset=self.log_end_offset,
+            partition_leader_epoch=leader_epoch,
         )
+        batches = validate_batches(records, max_message_bytes=2**31, from_client=False)
+        info = append_info(batches)
+        self._append_local(records, batches, info, now)
+        if leader_epoch >= 0:
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        return info
+
+    def _append_local(
+        self, records: Buffer, batches: Batches, info: LogAppendInfo, now: int
+    ) -> None:
+        """Write, then move every appended batch's producer state and transaction
+        (Kafka analyses a follower's batches as a leader's); a roll first snapshots the
+        producers as of the new segment's base offset."""
+        active = self.active_segment
+        self.local.append(records, batches, info, now)
+        if self.active_segment is not active:
+            take_snapshot(self, self.active_segment.base_offset)
+        self.producer_state.update_batches(batches)
+        view = memoryview(records)
+        ended = track_batches(
+            self.ongoing_txns,
+            batches,
+            lambda position, header: bytes(view[position : position + header.size]),
+            self.active_segment,
+        )
+        trace_markers(self, ended)
 
     def roll(
         self, reason: str = "requested", base_offset: int | None = None
     ) -> LogSegment:
         """Start a new active segment at the log end offset (or later, ``base_offset``)."""
-        return self.local.roll(reason, base_offset)
+        active = self.active_segment
+        segment = self.local.roll(reason, base_offset)
+        if segment is not active:
+            take_snapshot(self, segment.base_offset)
+        return segment
 
     # --- flushing (the LocalLog's recovery point) -----------------------------------------
 
@@ -341,24 +350,43 @@ class Log:
         *,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        isolation: FetchIsolation | None = None,
     ) -> FetchDataInfo:
         """Batches from ``start_offset`` as a file slice, stopping before
-        ``max_offset``.
+        ``max_offset`` and the end ``isolation`` sets (Kafka's ``FetchIsolation``).
 
-        Consumers pass the high watermark as ``max_offset``; followers pass nothing and
-        read to the log end.
+        Consumers pass the high watermark as ``max_offset`` (or ``HIGH_WATERMARK``);
+        followers pass nothing and read to the log end. ``TXN_COMMITTED`` stops at the
+        last stable offset and lists the aborted transactions the records overlap.
         """
         if not self.log_start_offset <= start_offset <= self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {start_offset} is outside [{self.log_start_offset}, "
                 f"{self.log_end_offset}] of {self.topic_partition}"
             )
-        end = (
-            self.log_end_offset
-            if max_offset is None
-            else min(max_offset, self.log_end_offset)
-        )
-        return self.local.read(start_offset, end, max_bytes, min_one_message)
+        end = self._isolation_end(isolation)
+        end = end if max_offset is None else min(max_offset, end)
+        fetched = self.local.read(start_offset, end, max_bytes, min_one_message)
+        if isolation is not FetchIsolation.TXN_COMMITTED:
+            return fetched
+        aborted = collect_aborted_transactions(self.local, start_offset, fetched)
+        return attrs.evolve(fetched, aborted_transactions=aborted)
+
+    def _isolation_end(self, isolation: FetchIsolation | None) -> int:
+        if isolation is FetchIsolation.HIGH_WATERMARK:
+            return self.high_watermark
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
+        return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: where read_committed reads stop (KIP-98): the first offset of
+        the oldest undecided or unreplicated transaction, else the high watermark."""
+        # Never below the log start (DeleteRecords may pass an open transaction's
+        # start), as Kafka's first unstable offset.
+        lso = self.ongoing_txns.last_stable_offset(self.high_watermark)
+        return max(lso, self.log_start_offset)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Which segment ``offset`` is in and the position of the batch that holds it."""
@@ -368,8 +396,19 @@ class Log:
         """Every batch of the log as (segment, position, header), for tools."""
         return self.local.batches()
 
-    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``."""
+    def fetch_offset_by_timestamp(
+        self, timestamp: int, isolation: FetchIsolation | None = None
+    ) -> TimestampAndOffset | None:
+        """ListOffsets: the earliest offset whose record timestamp is >= ``timestamp``.
+
+        With an ``isolation``, the latest offset (-1) is where such a read stops: the
+        high watermark, or for read_committed the last stable offset (Kafka's
+        ``lastFetchableOffset``); without one it is the log end.
+        """
+        if timestamp == LATEST_TIMESTAMP and isolation is not None:
+            end = self._isolation_end(isolation)
+            epoch = self.leader_epoch_cache.epoch_for_offset(end)
+            return TimestampAndOffset(-1, end, epoch)
         return offset_by_timestamp(
             self.local, self.leader_epoch_cache, self.log_start_offset, timestamp
         )
@@ -378,9 +417,12 @@ class Log:
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
+        previous = self.last_stable_offset, self.high_watermark
         self.high_watermark = min(
             max(offset, self.log_start_offset), self.log_end_offset
         )
+        self.ongoing_txns.on_high_watermark(self.high_watermark)
+        trace_lso_move(self, *previous)
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -399,6 +441,7 @@ class Log:
         if target_offset >= self.log_end_offset:
             return False
         previous = self.log_end_offset
+        lso = self.last_stable_offset, self.high_watermark
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
@@ -408,8 +451,11 @@ class Log:
         self.high_watermark = min(self.high_watermark, target_offset)
         self.log_start_offset = min(self.log_start_offset, target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
+        self.ongoing_txns.truncate_to(target_offset)
+        delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
-            self._rebuild_producer_state()  # a removed batch had a producer id
+            rebuild_producer_state(self, 0)  # a removed batch had a producer id
+        trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(
@@ -420,29 +466,17 @@ class Log:
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
+        lso = self.last_stable_offset, self.high_watermark
         self.local.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
+        self.ongoing_txns = OngoingTransactions()
+        delete_snapshots(self.dir, above=-1)
+        trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))
-
-    def _rebuild_producer_state(self) -> None:
-        """Replay the producer ids and sequences of every batch from the log start on.
-
-        Kafka writes the state to a ``.snapshot`` file at each roll and at shutdown, so
-        that loading and truncation replay only the batches after the latest snapshot.
-        We rebuild it by scanning the batch headers (no record is decoded): simpler,
-        at the price of reading every header of the log at start-up.
-        """
-        start = self.log_start_offset
-        self.producer_state.rebuild(
-            header
-            for segment in self.segments[self.local.segment_index_for(start) :]
-            for _, header in segment.batches()
-            if header.last_offset >= start
-        )
 
     def maybe_increment_log_start_offset(
         self, new_start: int, reason: str = ""
@@ -472,38 +506,18 @@ class Log:
         deleted = 0
         if self.config.delete:
             now, config = self.clock(), self.config
-            deleted += self._delete_segments(
-                retention_ms_breached(config.retention_ms, now), "retention.ms"
+            deleted += delete_segments(
+                self, retention_ms_breached(config.retention_ms, now), "retention.ms"
             )
-            deleted += self._delete_segments(
+            deleted += delete_segments(
+                self,
                 retention_size_breached(config.retention_bytes, self.size),
                 "retention.bytes",
             )
-        deleted += self._delete_segments(
-            before_log_start(self.log_start_offset), "log start offset"
+        deleted += delete_segments(
+            self, before_log_start(self.log_start_offset), "log start offset"
         )
         return deleted
-
-    def _delete_segments(self, breach: Breach, reason: str) -> int:
-        doomed = deletable_segments(
-            self.segments, self.log_end_offset, self.high_watermark, breach
-        )
-        if not doomed:
-            return 0
-        self.local.remove_oldest_segments(doomed, reason)
-        self.maybe_increment_log_start_offset(self.segments[0].base_offset)
-        tp = self.topic_partition
-        if self.tracer.enabled:
-            self.tracer.emit(
-                SegmentsDeleted(
-                    tp.topic,
-                    tp.partition,
-                    reason,
-                    tuple(s.base_offset for s in doomed),
-                    self.log_start_offset,
-                )
-            )
-        return len(doomed)
 
     def replace_segments(self, new: LogSegment, old: list[LogSegment]) -> None:
         """Swap compacted segments in (the cleaner's last step, after ``.swap`` is on disk)."""

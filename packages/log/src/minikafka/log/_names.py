@@ -6,6 +6,8 @@ offset padded to 20 digits, so that ``ls`` sorts segments in offset order:
     00000000000000000000.log        the batches
     00000000000000000000.index      sparse offset index
     00000000000000000000.timeindex  sparse time index
+    00000000000000000000.txnindex   aborted transactions (only once there is one)
+    00000000000000000000.snapshot   producer state as of that offset
 
 Suffixes mark a file in transition: ``.cleaned`` and ``.swap`` during compaction,
 ``.deleted`` for a segment waiting to be removed; a partition directory being removed
@@ -22,6 +24,8 @@ from minikafka.common import TopicPartition
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"  # aborted transactions (KIP-98), only once there is one
+SNAPSHOT_SUFFIX = ".snapshot"  # producer state as of an offset (KIP-98)
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"

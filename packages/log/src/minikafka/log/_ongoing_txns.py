@@ -150,5 +150,29 @@ class OngoingTransactions:
         # Oldest first, as appends made them.
         self._open = dict(sorted(still_open.items(), key=lambda item: item[1]))
 
+    def snapshot_fields(self, producer_id: int) -> tuple[int, int]:
+        """What a ``.snapshot`` keeps of a producer's transactions: the coordinator
+        epoch of its last marker and its open transaction's first offset (-1: none)."""
+        return (
+            self._coordinator_epochs.get(producer_id, -1),
+            self._open.get(producer_id, -1),
+        )
+
+    def restore(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        txn_first_offset: int,
+    ) -> None:
+        """A producer as a snapshot kept it (Kafka's ``loadFromSnapshot``); the open
+        transactions stay in first-offset order."""
+        self._producer_epochs[producer_id] = producer_epoch
+        if coordinator_epoch >= 0:
+            self._coordinator_epochs[producer_id] = coordinator_epoch
+        if txn_first_offset >= 0:
+            self._open[producer_id] = txn_first_offset
+            self._open = dict(sorted(self._open.items(), key=lambda item: item[1]))
+
     def _first_open(self, default: int) -> int:
         return next(iter(self._open.values()), default)

@@ -5,8 +5,9 @@ topic keeps data for ``retention.ms`` and up to ``retention.bytes`` per partitio
 every log drops what its log start offset has passed (DeleteRecords). Only whole
 segments go, oldest first, and only those entirely below the high watermark.
 
-These functions only decide, from values they are given (the time included); the Log
-takes the chosen segments out (:meth:`~minikafka.log._log.Log.delete_old_segments`).
+The breaches only decide, from values they are given (the time included);
+:func:`delete_segments` takes the chosen segments out of the Log
+(:meth:`~minikafka.log._log.Log.delete_old_segments`).
 
 The LogManager runs that for every log each ``log.retention.check.interval.ms``
 (:meth:`~minikafka.log.LogManager.cleanup_logs`). A log whose deletion fails does not
@@ -17,8 +18,14 @@ any other error is logged once and the log is tried again at the next pass.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from ._events import SegmentsDeleted
+from ._producer_snapshots import delete_snapshots
 from ._segment import LogSegment
+
+if TYPE_CHECKING:
+    from ._log import Log
 
 # Whether a segment may go, given the one after it (None for the active segment).
 Breach = Callable[[LogSegment, LogSegment | None], bool]
@@ -75,3 +82,29 @@ def deletable_segments(
             break
         doomed.append(segment)
     return doomed
+
+
+def delete_segments(log: Log, breach: Breach, reason: str) -> int:
+    """Take out the oldest segments ``breach`` chooses (below the high watermark), move
+    the log start offset to the first one left and drop the producer snapshots of the
+    segments gone; returns how many went."""
+    doomed = deletable_segments(
+        log.segments, log.log_end_offset, log.high_watermark, breach
+    )
+    if not doomed:
+        return 0
+    log.local.remove_oldest_segments(doomed, reason)
+    log.maybe_increment_log_start_offset(log.segments[0].base_offset)
+    delete_snapshots(log.dir, below=log.segments[0].base_offset)
+    tp = log.topic_partition
+    if log.tracer.enabled:
+        log.tracer.emit(
+            SegmentsDeleted(
+                tp.topic,
+                tp.partition,
+                reason,
+                tuple(s.base_offset for s in doomed),
+                log.log_start_offset,
+            )
+        )
+    return len(doomed)

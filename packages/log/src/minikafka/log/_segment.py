@@ -22,19 +22,24 @@ from typing import TypeVar
 
 import attrs
 
-from ._batch import CorruptRecordError, RecordBatchHeader, TimestampType
+from ._batch import CorruptRecordError, RecordBatchHeader
 from ._config import LogConfig
 from ._files import STANDALONE_CAPACITY, FilePool, PooledFile
 from ._index import MAX_RELATIVE_OFFSET, CorruptIndexError, OffsetIndex, TimeIndex
-from ._names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
-from ._records import decode_batch
+from ._names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    segment_file_name,
+)
 from ._segment_read import (
     FetchDataInfo,
     FileSlice,
     LogOffsetMetadata,
-    TimestampAndOffset,
     scan_batches,
 )
+from ._txn_index import AbortedTxn, TransactionIndex
 
 # The most batches the unindexed tail remembers (see LogSegment._tail): with the default
 # index.interval.bytes (4 KiB) and the smallest batch (61 bytes) there are at most 69.
@@ -53,6 +58,16 @@ def _open_index(
     except CorruptIndexError:
         path.unlink()
         return kind.open(path, base_offset, config.segment_index_bytes, files), False
+
+
+def _open_txn_index(path: Path, base_offset: int, files: FilePool) -> TransactionIndex:
+    """The segment's ``.txnindex``; a damaged one is emptied (Kafka sanity-checks and
+    rebuilds it; recovery's replay of the markers refills it after a crash)."""
+    try:
+        return TransactionIndex.open(path, base_offset, files)
+    except CorruptIndexError:
+        path.unlink()
+        return TransactionIndex.open(path, base_offset, files)
 
 
 @attrs.define(eq=False)
@@ -85,6 +100,9 @@ class LogSegment:
     # fetch. Remembering it makes that lookup a bisect.
     _tail_last_offsets: list[int] | None = None
     _tail: list[tuple[int, RecordBatchHeader]] | None = None
+    # The aborted transactions of this segment (KIP-98); like Kafka's, the file is
+    # created with its first entry, so most segments never have one.
+    txn_index: TransactionIndex | None = None
 
     # --- opening and closing -------------------------------------------------------
 
@@ -145,6 +163,9 @@ class LogSegment:
             size=size,
             next_offset=base_offset,
         )
+        txn_path = dir / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
+        if txn_path.exists():
+            segment.txn_index = _open_txn_index(txn_path, base_offset, files)
         if size == 0:
             segment._forget_tail(known=True)  # nothing in it: its tail is known (empty)
         if not trust_end:
@@ -211,6 +232,8 @@ class LogSegment:
         self._file.fsync()
         self.offset_index.flush()
         self.time_index.flush()
+        if self.txn_index is not None:
+            self.txn_index.flush()
 
     def on_become_inactive(self) -> None:
         """On roll: a last time-index entry so the segment's max timestamp survives a restart.
@@ -241,12 +264,15 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self._file.close()
+        if self.txn_index is not None:
+            self.txn_index.close()
 
     def paths(self) -> list[Path]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        txn = [] if self.txn_index is None else [self.txn_index.path]
+        return [self.log_path, self.offset_index.path, self.time_index.path, *txn]
 
     def change_suffix(self, new_suffix: str) -> None:
-        """Rename the three files (``.cleaned`` -> ``.swap`` -> live, or live -> ``.deleted``)."""
+        """Rename the files (``.cleaned`` -> ``.swap`` -> live, or live -> ``.deleted``)."""
         for path in self.paths():
             stem = (
                 path.name[: len(path.name) - len(self.suffix)]
@@ -258,8 +284,10 @@ class LogSegment:
                 self._file.rename(target)
             elif path == self.offset_index.path:
                 self.offset_index.rename(target)
-            else:
+            elif path == self.time_index.path:
                 self.time_index.rename(target)
+            elif self.txn_index is not None:
+                self.txn_index.rename(target)
         self.suffix = new_suffix
 
     def delete_files(self) -> None:
@@ -317,6 +345,15 @@ class LogSegment:
         for position, header in batches:
             self._on_batch(base + position, header)
         self.size = base + len(view)
+
+    def append_aborted_txn(self, aborted: AbortedTxn) -> None:
+        """An abort marker was written here (Kafka's ``updateTxnIndex``)."""
+        if self.txn_index is None:
+            name = segment_file_name(self.base_offset, TXN_INDEX_SUFFIX) + self.suffix
+            self.txn_index = TransactionIndex.open(
+                self.dir / name, self.base_offset, self._file.pool
+            )
+        self.txn_index.append(aborted)
 
     # --- the read path ----------------------------------------------------------------
 
@@ -377,31 +414,6 @@ class LogSegment:
     def read_batch(self, position: int, header: RecordBatchHeader) -> bytes:
         return self._file.pread(header.size, position)
 
-    def find_offset_by_timestamp(
-        self, timestamp: int, start_offset: int
-    ) -> TimestampAndOffset | None:
-        """The first record at or after ``start_offset`` whose timestamp is >= ``timestamp``.
-
-        The time index gives a place to start; batch headers skip every batch whose
-        maxTimestamp is too small; only the one batch that holds the answer is decoded.
-        """
-        from_offset = max(self.time_index.lookup(timestamp), start_offset)
-        _, position = self.offset_index.lookup(from_offset)
-        for batch_position, header in scan_batches(
-            self._file, position, self.size, verify_crc=False
-        ):
-            if header.max_timestamp < timestamp or header.last_offset < start_offset:
-                continue
-            _, records = decode_batch(self.read_batch(batch_position, header))
-            for record in records:
-                if record.offset < start_offset:
-                    continue
-                if header.timestamp_type is TimestampType.LOG_APPEND_TIME:
-                    return TimestampAndOffset(header.max_timestamp, record.offset)
-                if record.timestamp >= timestamp:
-                    return TimestampAndOffset(record.timestamp, record.offset)
-        return None
-
     @property
     def largest_timestamp(self) -> int:
         """What retention.ms compares: the newest record, or the file's mtime without one."""
@@ -419,6 +431,8 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        if self.txn_index is not None:  # the Log's replay of the markers rebuilds it
+            self.txn_index.truncate_to(self.base_offset)
         self._forget_tail(known=True)  # rebuilt below, batch by batch, from position 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = -1
@@ -494,6 +508,8 @@ class LogSegment:
         position, _ = found
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        if self.txn_index is not None:
+            self.txn_index.truncate_to(offset)
         removed = self.size - position
         self._file.truncate(position)
         self.size = position

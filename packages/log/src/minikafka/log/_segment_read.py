@@ -27,6 +27,7 @@ from ._batch import (
     read_batch_header,
 )
 from ._files import PooledFile
+from ._txn_index import AbortedTxn
 
 _INT32 = struct.Struct(">i")
 # how much a scan reads at once: many small batches per syscall
@@ -90,6 +91,9 @@ class LogOffsetMetadata:
 class FetchDataInfo:
     fetch_offset_metadata: LogOffsetMetadata
     records: FileSlice | None  # None: nothing to send
+    # A read_committed read's aborted transactions overlapping ``records`` (KIP-98);
+    # None for any other read, as Kafka's Optional.empty.
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
     @property
     def size(self) -> int:

@@ -14,7 +14,8 @@ restart is answered as a sequence error, which the producer handles):
   last transaction marker, -1 if none) and ``currentTxnFirstOffset:int64`` (-1: no
   transaction open).
 
-This module reads and writes Kafka's files; minikafka's logs do not write them yet.
+This module reads and writes Kafka's files; :mod:`._producer_snapshots` says when the
+Log writes, reads and removes them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
   against the segment beside it (Kafka's "Mismatches in" report). The lines are Kafka's,
   field for field, with one difference on purpose: a key or value is cut after 64
   characters, and one that is not printable UTF-8 is shown as hex (Kafka prints the raw
-  bytes, whose newlines would break the one-line-per-record layout).
+  bytes, whose newlines would break the one-line-per-record layout). A ``.txnindex``
+  or a ``.snapshot`` is printed as Kafka prints it (:mod:`._tool_txn`).
 - :func:`verify` checks what log recovery checks (each batch's length, magic, CRC-32C and
   offsets) plus that every record decodes and that segments do not overlap, and names the
   first problem.
@@ -44,18 +45,28 @@ from ._names import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SNAPSHOT_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     is_partition_dir,
     offset_from_file_name,
 )
 from ._records import Record, decode_batch
 from ._segment_read import scan_batches
+from ._tool_txn import dump_snapshot, dump_txn_index
 
 # of a printable key or value; keySize/valueSize say how long it really is
 _SHOWN_CHARS = 64
 _SHOWN_BYTES = 32  # of a binary one, as hex
 _TRANSITION_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+_KINDS = (
+    LOG_SUFFIX,
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    SNAPSHOT_SUFFIX,
+)
 
 
 class PathError(Exception):
@@ -66,11 +77,12 @@ class PathError(Exception):
 
 
 def _kind(path: Path) -> str:
-    """``.log``, ``.index`` or ``.timeindex``, looking through a transition suffix."""
+    """``.log``, ``.index``, ``.timeindex``, ``.txnindex`` or ``.snapshot``, looking
+    through a transition suffix."""
     name = path.name
     for suffix in _TRANSITION_SUFFIXES:
         name = name.removesuffix(suffix)
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for kind in _KINDS:
         if name.endswith(kind):
             try:
                 offset_from_file_name(name)
@@ -78,8 +90,8 @@ def _kind(path: Path) -> str:
                 raise PathError(f"{path}: {e}") from None
             return kind
     raise PathError(
-        f"{path}: not a segment (.log), an index (.index, .timeindex), a partition "
-        "directory or a log directory"
+        f"{path}: not a segment (.log), an index (.index, .timeindex, .txnindex), a "
+        "producer snapshot (.snapshot), a partition directory or a log directory"
     )
 
 
@@ -136,7 +148,12 @@ def _read_base_offset(fd: int, position: int) -> int | None:
 
 def dump(path: Path, out: TextIO, *, deep: bool = False, index: bool = False) -> int:
     """Print PATH's batches (or index entries); 0, or 1 if something is corrupt."""
-    if path.is_file() and _kind(path) != LOG_SUFFIX:
+    kind = _kind(path) if path.is_file() else LOG_SUFFIX
+    if kind == TXN_INDEX_SUFFIX:
+        return dump_txn_index(path, out)
+    if kind == SNAPSHOT_SUFFIX:
+        return dump_snapshot(path, out)
+    if kind != LOG_SUFFIX:
         return dump_index(path, out)
     status = 0
     for logs in _partitions(path):
@@ -144,13 +161,16 @@ def dump(path: Path, out: TextIO, *, deep: bool = False, index: bool = False) ->
             if dump_segment(log_path, out, deep=deep):
                 return 1  # recovery cuts the log at its first bad batch: so do we
             if index:
-                for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     index_path = log_path.with_name(
                         log_path.name.replace(LOG_SUFFIX, kind, 1)
                     )
                     if index_path.exists():
                         # A wrong index is rebuilt from the log, so the dump goes on.
-                        status = max(status, dump_index(index_path, out))
+                        show = (
+                            dump_txn_index if kind == TXN_INDEX_SUFFIX else dump_index
+                        )
+                        status = max(status, show(index_path, out))
     return status
 
 

@@ -14,9 +14,8 @@ An entry is 34 bytes, as Kafka's ``AbortedTxn``: ``version:int16`` (0),
 ``producerId:int64``, ``firstOffset:int64``, ``lastOffset:int64`` (the marker's offset)
 and ``lastStableOffset:int64``; entries are appended in the order their markers were
 written, so last offsets only grow. Unlike the offset and time indexes it is not sparse
-and never preallocated. Kafka's recovery rebuilds it from the markers it finds;
-minikafka's segments do not keep one yet (no transaction writes a marker yet), and this
-module reads and writes Kafka's files as they are.
+and never preallocated: a segment creates it with its first entry. Kafka's recovery
+rebuilds it from the markers it finds, and so does minikafka's (:mod:`._log_txns`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import attrs
 from ._files import FilePool, PooledFile
 from ._index import CorruptIndexError
 
-__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
+__all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult", "read_entries"]
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -56,6 +55,18 @@ class AbortedTxn:
             self.last_offset,
             self.last_stable_offset,
         )
+
+
+def read_entries(data: bytes) -> tuple[list[tuple[int, AbortedTxn]], int]:
+    """The (version, entry) pairs of a ``.txnindex`` file's bytes, as they are (tools
+    show damage rather than refuse it), and how many trailing bytes are not a whole
+    entry."""
+    whole = len(data) - len(data) % ENTRY_SIZE
+    entries = [
+        (version, AbortedTxn(producer_id, first, last, lso))
+        for version, producer_id, first, last, lso in _ENTRY.iter_unpack(data[:whole])
+    ]
+    return entries, len(data) - whole
 
 
 @attrs.frozen
@@ -143,6 +154,11 @@ class TransactionIndex:
                 # Every transaction open before the bound has ended by this marker.
                 return TxnIndexSearchResult(tuple(found), True)
         return TxnIndexSearchResult(tuple(found), False)
+
+    def rename(self, path: Path) -> None:
+        """Follow the segment's other files (``.deleted``, ``.swap``)."""
+        self._file.rename(path)
+        self.path = path
 
     def flush(self) -> None:
         self._file.fsync()

@@ -42,6 +42,7 @@ from ._batch import (
     write_offset_and_epoch,
 )
 from ._compression import compress, decompress
+from ._producer_state import BatchMetadata
 from ._record_checks import RecordRules, check_records, record_errors
 
 _INT16 = struct.Struct(">h")
@@ -327,4 +328,22 @@ def append_info(
         record_count=sum(header.record_count for _, header in batches),
         batch_count=len(batches),
         valid_bytes=batches[-1][0] + last.size - batches[0][0],
+    )
+
+
+def duplicate_append_info(original: BatchMetadata) -> LogAppendInfo:
+    """The answer to a retried batch: the offsets and time the original was given."""
+    return LogAppendInfo(
+        first_offset=original.first_offset,
+        last_offset=original.last_offset,
+        max_timestamp=original.max_timestamp,
+        offset_of_max_timestamp=original.last_offset,
+        # Kafka answers a retry with the original's maxTimestamp as its append time
+        # whatever the topic's timestamp type (under LogAppendTime that is the
+        # time it was appended; under CreateTime the producer's own timestamp).
+        log_append_time=original.max_timestamp,
+        record_count=original.last_offset - original.first_offset + 1,
+        batch_count=1,
+        valid_bytes=0,
+        duplicate=True,
     )

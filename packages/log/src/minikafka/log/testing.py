@@ -53,6 +53,28 @@ def keyed_batch(
     )
 
 
+def txn_batch(
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    count: int = 1,
+    timestamp_ms: int = 1_700_000_000_000,
+) -> bytearray:
+    """A transactional producer's batch of ``count`` records (KIP-98), each value naming
+    its producer and sequence."""
+    values = [(None, b"%d/%d" % (producer_id, base_sequence + i)) for i in range(count)]
+    records = make_records(values, timestamp_ms=timestamp_ms)
+    return bytearray(
+        build_batch(
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            is_transactional=True,
+        )
+    )
+
+
 def value_batch(
     count: int, value_bytes: int = 100, timestamp_ms: int = 1_700_000_000_000
 ) -> bytearray:
