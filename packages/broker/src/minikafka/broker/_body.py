@@ -273,6 +273,21 @@ ListOffsetsRequest: TypeAlias = (
     " | list_offsets_v10.ListOffsetsRequest"
 )
 LIST_OFFSETS: tuple[type[ListOffsetsRequest], ...] = body_classes(ListOffsetsRequest)
+# The requests that carry the consumer's isolation level (v2+, KIP-98).
+ListOffsetsWithIsolation: TypeAlias = (
+    "list_offsets_v2.ListOffsetsRequest"
+    " | list_offsets_v3.ListOffsetsRequest"
+    " | list_offsets_v4.ListOffsetsRequest"
+    " | list_offsets_v5.ListOffsetsRequest"
+    " | list_offsets_v6.ListOffsetsRequest"
+    " | list_offsets_v7.ListOffsetsRequest"
+    " | list_offsets_v8.ListOffsetsRequest"
+    " | list_offsets_v9.ListOffsetsRequest"
+    " | list_offsets_v10.ListOffsetsRequest"
+)
+LIST_OFFSETS_WITH_ISOLATION: tuple[type[ListOffsetsWithIsolation], ...] = body_classes(
+    ListOffsetsWithIsolation
+)
 
 MetadataRequest: TypeAlias = (
     "metadata_v1.MetadataRequest"

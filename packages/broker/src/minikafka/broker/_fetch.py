@@ -89,6 +89,7 @@ _I32 = struct.Struct(">i")
 # partition, error, high watermark, last stable
 _PARTITION_HEAD = struct.Struct(">ihqq")
 _I64 = struct.Struct(">q")
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 # A flexible partition's tagged fields: 0, the diverging epoch (epoch, end offset), and
 # from v16 1, its current leader (id and epoch, KIP-951), each with the struct's own
 # empty tagged fields.
@@ -141,8 +142,11 @@ def handle_fetch(
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=int(body.min_bytes),
         max_bytes=int(body.max_bytes),  # v3+
+        # v4+; a follower reads to the log end whatever it says
+        read_committed=_replica_id(body) < 0
+        and int(body.isolation_level) == READ_COMMITTED,
     )
-    read_committed = int(body.isolation_level) == READ_COMMITTED  # v4+
+    read_committed = params.read_committed
 
     consumer = params.replica_id < 0
     session_id, epoch, forgotten = _session(body, cache)
@@ -192,6 +196,26 @@ def handle_fetch(
         respond([])
         return
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def _aborted_transactions(
+    result: FetchPartitionResult, read_committed: bool, flexible: bool
+) -> bytes:
+    """A partition's ``aborted_transactions``: for a read_committed consumer the
+    aborted transactions its records overlap (producer id, first offset), which it
+    skips (KIP-98); null for any other reader. A partition refused before any read has
+    the schema's empty list, as Kafka answers an unknown topic or partition."""
+    aborted = result.aborted_transactions
+    if not aborted:
+        if read_committed or result.error_code in _REFUSED_BEFORE_READ:
+            return EMPTY_COMPACT if flexible else _I32.pack(0)
+        return NULL_COMPACT if flexible else _I32.pack(-1)
+    out = bytearray(array_length(len(aborted), flexible))
+    for entry in aborted:
+        out += _ABORTED.pack(entry.producer_id, entry.first_offset)
+        if flexible:
+            out += NO_TAGS
+    return bytes(out)
 
 
 def _unknown_topic(requested: RequestedPartition) -> bool:
@@ -353,14 +377,7 @@ def encode_fetch_response(
             )
             if version >= 5:
                 head += _I64.pack(result.log_start_offset)
-            # No transactions: read_committed consumers get an empty aborted list, and
-            # so does a partition refused before any read (Kafka's answer to an
-            # unknown topic or partition has the schema's empty list, not null).
-            unknown = result.error_code in _REFUSED_BEFORE_READ
-            if flexible:
-                head += EMPTY_COMPACT if read_committed or unknown else NULL_COMPACT
-            else:
-                head += _I32.pack(0 if read_committed or unknown else -1)
+            head += _aborted_transactions(result, read_committed, flexible)
             if version >= 11:
                 head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)
             tags = (

@@ -34,6 +34,7 @@ from minikafka.replication import ReplicaManagerShell, ReplicationError
 from ._body import (
     LIST_OFFSETS,
     LIST_OFFSETS_PARTITION_WITH_EPOCH,
+    LIST_OFFSETS_WITH_ISOLATION,
     METADATA,
     METADATA_WITH_CLUSTER_OPERATIONS,
     METADATA_WITH_TOPIC_IDS,
@@ -296,6 +297,9 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) 
     assert cls is not None
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
+    read_committed = (
+        isinstance(body, LIST_OFFSETS_WITH_ISOLATION) and int(body.isolation_level) == 1
+    )
     topics = []
     for topic in body.topics:
         partitions = []
@@ -312,6 +316,7 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) 
                         int(p.current_leader_epoch)
                         if isinstance(p, LIST_OFFSETS_PARTITION_WITH_EPOCH)
                         else -1,
+                        read_committed,
                     ),
                 )
             )
@@ -324,12 +329,15 @@ def _list_offset(
     tp: TopicPartition,
     timestamp: int,
     leader_epoch: int,
+    read_committed: bool,
 ) -> dict[str, object]:
     partition = replica_manager.get_partition(tp)
     if partition is None:
         return {"error_code": ErrorCode.unknown_topic_or_partition}
     try:
-        found = partition.fetch_offset_for_timestamp(timestamp, leader_epoch)
+        found = partition.fetch_offset_for_timestamp(
+            timestamp, leader_epoch, read_committed
+        )
     except ReplicationError as exc:
         return {"error_code": exc.error_code}
     if found is None:

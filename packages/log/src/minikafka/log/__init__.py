@@ -71,6 +71,7 @@ from ._ongoing_txns import (
     TransactionCoordinatorFencedError as TransactionCoordinatorFencedError,
 )
 from ._producer_state import NUM_BATCHES_TO_RETAIN as NUM_BATCHES_TO_RETAIN
+from ._producer_state import AppendOrigin as AppendOrigin
 from ._producer_state import BatchMetadata as BatchMetadata
 from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochError
 from ._producer_state import OutOfOrderSequenceError as OutOfOrderSequenceError
@@ -130,6 +131,7 @@ __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "AbortedTxn",
+    "AppendOrigin",
     "BatchMetadata",
     "CheckpointError",
     "CleanResult",

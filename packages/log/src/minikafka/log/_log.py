@@ -57,7 +57,7 @@ from ._producer_snapshots import (
     rebuild_producer_state,
     take_snapshot,
 )
-from ._producer_state import ProducerStateManager
+from ._producer_state import AppendOrigin, ProducerStateManager
 from ._record_checks import MAX_LONG, RecordRules
 from ._retention import (
     before_log_start,
@@ -173,7 +173,11 @@ class Log(LocalLogView):
     # --- the write path ---------------------------------------------------------------
 
     def append_as_leader(
-        self, records: bytearray | memoryview, leader_epoch: int
+        self,
+        records: bytearray | memoryview,
+        leader_epoch: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate a producer's batches, give them offsets (in place) and append them.
 
@@ -184,6 +188,8 @@ class Log(LocalLogView):
         An idempotent producer's retry of a batch the log holds appends nothing and is
         answered with the original's offsets (``duplicate=True``); a batch out of its
         producer's sequence or epoch raises before anything of the request is written.
+        A coordinator's batches (``origin`` COORDINATOR) are checked for their epoch
+        only (Kafka's ``AppendOrigin``).
         """
         config = self.config
         batches = validate_batches(
@@ -206,10 +212,13 @@ class Log(LocalLogView):
         payloads = validate_records(
             records, batches, rules, decompressed_limit(config.max_message_bytes)
         )
-        duplicate = self.producer_state.validate_append(batches)
-        # aside: an idempotent producer's retry
-        if duplicate is not None:
-            return duplicate_append_info(duplicate)
+        if origin is AppendOrigin.COORDINATOR:
+            self.producer_state.validate_coordinator_append(batches)
+        else:
+            duplicate = self.producer_state.validate_append(batches)
+            # aside: an idempotent producer's retry
+            if duplicate is not None:
+                return duplicate_append_info(duplicate)
         target = config.target_compression
         # aside: a topic with its own compression.type
         if target is not None and any(h.compression is not target for _, h in batches):

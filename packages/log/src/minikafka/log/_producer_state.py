@@ -23,6 +23,7 @@ the log keeps nothing for it and checks nothing.
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from collections.abc import Iterable, Sequence
 
@@ -36,6 +37,16 @@ from ._batch import (
     InvalidRecordError,
     RecordBatchHeader,
 )
+
+
+class AppendOrigin(enum.Enum):
+    """Who appends a leader's batches (Kafka's ``AppendOrigin``): a producer, whose
+    sequences are checked, or a coordinator writing as a transaction's producer (its
+    TxnOffsetCommit offsets), whose epoch only is."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+
 
 NUM_BATCHES_TO_RETAIN = 5
 """Batches remembered per producer: the idempotent producer's in-flight limit."""
@@ -179,6 +190,21 @@ class ProducerStateManager:
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
+
+    def validate_coordinator_append(
+        self, batches: Sequence[tuple[int, RecordBatchHeader]]
+    ) -> None:
+        """Check a coordinator's batches (a TxnOffsetCommit's offsets, written as the
+        transaction's producer): the epoch only, never the sequence, which belongs to
+        the producer's own partitions (Kafka checks sequences for client appends only).
+        Raises InvalidProducerEpochError for a fenced epoch."""
+        for _, header in batches:
+            entry = self.producers.get(header.producer_id)
+            if entry is not None and header.producer_epoch < entry.producer_epoch:
+                raise InvalidProducerEpochError(
+                    f"producer {header.producer_id}'s epoch {header.producer_epoch} is "
+                    f"older than its epoch {entry.producer_epoch}"
+                )
 
     def validate_append(
         self, batches: Sequence[tuple[int, RecordBatchHeader]]

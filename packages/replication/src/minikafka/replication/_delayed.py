@@ -128,6 +128,8 @@ class DelayedFetch(DelayedOperation):
             end_offset = (
                 log.log_end_offset
                 if self.params.is_from_follower
+                else log.last_stable_offset
+                if self.params.read_committed
                 else log.high_watermark
             )
             if end_offset == start.offset:

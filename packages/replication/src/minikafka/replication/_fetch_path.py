@@ -147,7 +147,7 @@ class FetchPath(ReplicaManagerBase):
                     return FetchPartitionResult(
                         ErrorCode.none,
                         high_watermark=log.high_watermark,
-                        last_stable_offset=log.high_watermark,
+                        last_stable_offset=log.last_stable_offset,
                         log_start_offset=log.log_start_offset,
                         diverging_epoch=diverging,
                     )
@@ -157,6 +157,7 @@ class FetchPath(ReplicaManagerBase):
                 from_follower=params.is_from_follower,
                 min_one_message=min_one_message,
                 current_leader_epoch=fetch.current_leader_epoch,
+                read_committed=params.read_committed,
             )
         except ReplicationError as exc:
             return FetchPartitionResult(exc.error_code, error_message=str(exc))
@@ -172,7 +173,7 @@ class FetchPath(ReplicaManagerBase):
             return FetchPartitionResult(
                 ErrorCode.offset_out_of_range,
                 high_watermark=log.high_watermark,
-                last_stable_offset=log.high_watermark,
+                last_stable_offset=log.last_stable_offset,
                 log_start_offset=log.log_start_offset,
                 error_message=str(exc),
             )
@@ -182,6 +183,7 @@ class FetchPath(ReplicaManagerBase):
             last_stable_offset=read.last_stable_offset,
             log_start_offset=read.log_start_offset,
             records=read.info.records,
+            aborted_transactions=read.info.aborted_transactions,
         )
 
     def _fetch_position(
@@ -218,8 +220,12 @@ class FetchPath(ReplicaManagerBase):
             return result
         self._partition_changed(fetch.topic_partition)
         # The follower hears at once of the HW its own fetch moved, as in Kafka.
-        hw = partition.log.high_watermark
-        return attrs.evolve(result, high_watermark=hw, last_stable_offset=hw)
+        log = partition.log
+        return attrs.evolve(
+            result,
+            high_watermark=log.high_watermark,
+            last_stable_offset=log.last_stable_offset,
+        )
 
     # --- OffsetsForLeaderEpoch (KIP-101, KIP-279) ----------------------------------------
 

@@ -33,7 +33,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks
-from minikafka.log import LogAppendInfo
+from minikafka.log import AppendOrigin, LogAppendInfo
 
 from ._events import (
     BecameFollower,
@@ -153,11 +153,15 @@ class Partition(IsrChanges, PartitionReads):
     # --- the leader's write path ----------------------------------------------------------
 
     def append_records_to_leader(
-        self, records: bytearray | memoryview, required_acks: Acks, now: float
+        self,
+        records: bytearray | memoryview,
+        required_acks: Acks,
+        now: float,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
         self._check_leader_for_write(required_acks)
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
         self.maybe_increment_leader_hw(now)
         return info
 

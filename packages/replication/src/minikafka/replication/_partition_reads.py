@@ -19,6 +19,7 @@ from minikafka.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchDataInfo,
+    FetchIsolation,
     OffsetOutOfRangeError,
     TimestampAndOffset,
 )
@@ -49,27 +50,36 @@ class PartitionReads(PartitionBase):
         from_follower: bool,
         min_one_message: bool,
         current_leader_epoch: int = -1,
+        read_committed: bool = False,
     ) -> LogReadResult:
-        """Batches from ``fetch_offset``: consumers up to the HW, followers to the
-        LEO."""
+        """Batches from ``fetch_offset``: read_uncommitted consumers up to the HW,
+        read_committed ones up to the last stable offset, followers to the LEO."""
         self._check_leader_epoch(current_leader_epoch)
         log = self.log
         # Snapshot the offsets before reading, as Kafka does: the response must not
         # claim a HW beyond the data it carries.
         high_watermark = log.high_watermark
+        last_stable_offset = log.last_stable_offset
+        isolation = (
+            FetchIsolation.LOG_END
+            if from_follower
+            else FetchIsolation.TXN_COMMITTED
+            if read_committed
+            else FetchIsolation.HIGH_WATERMARK
+        )
         info = log.read(
             fetch_offset,
             max_bytes,
             max_offset=None if from_follower else high_watermark,
             min_one_message=min_one_message,
+            isolation=isolation,
         )
         return LogReadResult(
             info,
             high_watermark=high_watermark,
             log_start_offset=log.log_start_offset,
             log_end_offset=log.log_end_offset,
-            # No transactions yet: the last stable offset is the high watermark.
-            last_stable_offset=high_watermark,
+            last_stable_offset=last_stable_offset,
         )
 
     def diverging_epoch(
@@ -101,13 +111,18 @@ class PartitionReads(PartitionBase):
         return None
 
     def fetch_offset_for_timestamp(
-        self, timestamp: int, current_leader_epoch: int = -1
+        self,
+        timestamp: int,
+        current_leader_epoch: int = -1,
+        read_committed: bool = False,
     ) -> TimestampAndOffset | None:
-        """ListOffsets for a consumer: earliest, latest (the HW) or the first at a
-        time."""
+        """ListOffsets for a consumer: earliest, latest (the HW, or the last stable
+        offset for read_committed) or the first at a time below it."""
         self._check_leader_epoch(current_leader_epoch)
         log = self.log
-        hw = log.high_watermark
+        # A read_committed consumer may read up to the LSO only (Kafka's
+        # fetchOffsetForTimestamp with READ_COMMITTED): that is its "latest".
+        hw = log.last_stable_offset if read_committed else log.high_watermark
         # KIP-207: a new leader learns the HW from its followers' fetches, so until the
         # HW reaches the start of its epoch, "latest" could be lower than what the
         # previous leader already answered. Kafka answers OFFSET_NOT_AVAILABLE

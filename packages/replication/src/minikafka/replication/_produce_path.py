@@ -18,7 +18,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log import InvalidRecordError, LogAppendInfo
+from minikafka.log import AppendOrigin, InvalidRecordError, LogAppendInfo
 
 from ._delayed import DelayedProduce
 from ._manager_base import ReplicaManagerBase, ReplicaManagerResult
@@ -52,15 +52,17 @@ class ProducePath(ReplicaManagerBase):
         entries: Mapping[TopicPartition, bytearray],
         request_id: int,
         now: float,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> ReplicaManagerResult:
         """Append to each leader partition; answer now or when the HW passes (acks=all).
 
         The answer to ``request_id`` is among the result's replies unless it waits in
         the produce purgatory; a later call (a follower's fetch, :meth:`on_timer`)
-        returns it then.
+        returns it then. ``origin`` COORDINATOR: a coordinator's records (Kafka's
+        ``AppendOrigin``).
         """
         appends = {
-            tp: functools.partial(_append_records, records=records)
+            tp: functools.partial(_append_records, records=records, origin=origin)
             for tp, records in entries.items()
         }
         return self._append(timeout_ms, required_acks, appends, request_id, now)
@@ -178,9 +180,14 @@ class TxnMarkerEntry:
 
 
 def _append_records(
-    partition: Partition, required_acks: Acks, now: float, *, records: bytearray
+    partition: Partition,
+    required_acks: Acks,
+    now: float,
+    *,
+    records: bytearray,
+    origin: AppendOrigin,
 ) -> LogAppendInfo:
-    return partition.append_records_to_leader(records, required_acks, now)
+    return partition.append_records_to_leader(records, required_acks, now, origin)
 
 
 def _append_marker(

@@ -10,7 +10,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
-from minikafka.log import FileSlice
+from minikafka.log import AbortedTxn, FileSlice
 
 
 @attrs.frozen
@@ -34,6 +34,9 @@ class FetchParams:
     max_wait_ms: int
     min_bytes: int
     max_bytes: int
+    read_committed: bool = False
+    """A consumer with ``isolation.level=read_committed``: reads stop at the last
+    stable offset and name the aborted transactions they cover (KIP-98)."""
 
     @property
     def is_from_follower(self) -> bool:
@@ -69,6 +72,9 @@ class FetchPartitionResult:
     diverging_epoch: tuple[int, int] | None = None
     """``(epoch, end offset)``: the fetcher's last fetched epoch is not this log's at its
     fetch offset; it should truncate to where this epoch ends here (no records sent)."""
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    """A read_committed read's aborted transactions the records overlap (None for any
+    other read)."""
 
     @property
     def size(self) -> int:

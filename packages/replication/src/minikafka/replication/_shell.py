@@ -60,6 +60,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, FailureLog, FatalFaultError, TopicPartition
 from minikafka.common.shell import Wakeup, run_timers
+from minikafka.log import AppendOrigin
 from minikafka.trace import EpochClock
 
 from ._callbacks import (
@@ -149,6 +150,7 @@ class ReplicaManagerShell:
         required_acks: Acks,
         entries: Mapping[TopicPartition, bytearray],
         respond: ProduceCallback,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> None:
         """Append; ``respond`` is called with the per-partition results, now or
         later."""
@@ -156,7 +158,7 @@ class ReplicaManagerShell:
         now = self.now()
         self._carry_out(
             self.core.append_records(
-                timeout_ms, required_acks, entries, request_id, now
+                timeout_ms, required_acks, entries, request_id, now, origin
             )
         )
 
