@@ -53,7 +53,12 @@ from minikafka.trace import EpochClock
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
-from ._group_metadata_manager import OFFSETS_TOPIC, PartitionStatus, StoredRecord
+from ._group_metadata_manager import (
+    OFFSETS_TOPIC,
+    LoadedRecord,
+    PartitionStatus,
+    StoredRecord,
+)
 from ._group_requests import (
     DeletableGroupResult,
     HeartbeatRequest,
@@ -68,6 +73,8 @@ from ._group_requests import (
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from ._group_state import GroupState
 from ._results import CoordinatorWrite, GroupResponse, GroupResult, store_group_error
@@ -89,12 +96,18 @@ class OffsetsTopic(Protocol):
         partition: int,
         records: Iterable[StoredRecord],
         on_committed: Callable[[ErrorCode], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
         """Append ``records`` as one batch to the partition now, and call
-        ``on_committed`` once the ISR has them (acks=all), or with the error."""
+        ``on_committed`` once the ISR has them (acks=all), or with the error. With
+        ``producer`` (producer id, producer epoch) the batch is a transactional batch
+        of that producer (a TxnOffsetCommit's, KIP-98); the shell passes it only then,
+        so an implementation of the three-argument form still serves every other write."""
 
-    def read(self, partition: int) -> Iterator[StoredRecord]:
-        """Every record of the partition from its start, in offset order."""
+    def read(self, partition: int) -> Iterator[LoadedRecord]:
+        """Every record of the partition from its start, in offset order: a
+        transactional batch's as ``TxnStoredRecord``, a transaction's marker as
+        ``TxnMarkerRecord``."""
 
 
 @attrs.define(eq=False)
@@ -210,12 +223,47 @@ class GroupCoordinatorShell:
         return response
 
     def fetch_offsets(
-        self, group_id: str, partitions: Collection[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Collection[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
         return self._guard(
             "OffsetFetch",
-            lambda: self.core.fetch_offsets(group_id, partitions),
+            lambda: self.core.fetch_offsets(group_id, partitions, require_stable),
             OffsetFetchResponse,
+        )
+
+    async def txn_commit_offsets(
+        self, request: TxnOffsetCommitRequest
+    ) -> TxnOffsetCommitResponse:
+        """TxnOffsetCommit (KIP-98): each partition's error, NONE once the offsets are
+        written (pending for the producer until its transaction's marker)."""
+        response = await self._call(
+            "TxnOffsetCommit",
+            functools.partial(self.core.txn_commit_offsets, request=request),
+            lambda error: TxnOffsetCommitResponse(
+                tuple((tp, error) for tp, _ in request.offsets)
+            ),
+        )
+        assert isinstance(response, TxnOffsetCommitResponse)
+        return response
+
+    def complete_transaction(
+        self, producer_id: int, partitions: Iterable[int], commit: bool
+    ) -> None:
+        """The producer's transaction marker is in these ``__consumer_offsets``
+        partitions (the broker calls it once WriteTxnMarkers' append is committed, as
+        Kafka's ``onTransactionCompleted``): the pending offsets are committed or dropped."""
+        wanted = list(partitions)
+        self._guard(
+            "completing a transaction",
+            lambda: self._dispatch(
+                self.core.complete_transaction(
+                    producer_id, wanted, commit, self.clock()
+                )
+            ),
+            lambda _: None,
         )
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
@@ -320,11 +368,21 @@ class GroupCoordinatorShell:
             if not reported:
                 self._written(write.write_id, error)
 
+        def append() -> None:
+            if write.producer is None:
+                # the port's original three-argument form
+                self.offsets_topic.append(write.partition, write.records, on_committed)
+            else:
+                self.offsets_topic.append(
+                    write.partition,
+                    write.records,
+                    on_committed,
+                    producer=write.producer,
+                )
+
         self._guard(
             f"appending to {OFFSETS_TOPIC}-{write.partition}",
-            lambda: self.offsets_topic.append(
-                write.partition, write.records, on_committed
-            ),
+            append,
             failed,
             then="the write fails with {error}",
         )
