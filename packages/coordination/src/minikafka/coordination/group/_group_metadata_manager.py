@@ -59,6 +59,7 @@ from ._txn_offsets import (
     LOADED,
     PendingTxnOffsets,
     Position,
+    TxnCompletion,
     TxnMarkerRecord,
     TxnStoredRecord,
     written_at,
@@ -167,15 +168,6 @@ class _Write:
     )  # a transactional write's producer (its offsets are pending)
 
 
-@attrs.frozen
-class _Completion:
-    """A transaction's marker, already in the log: it is on the timeline like a write
-    (so a revert of an earlier write replays it again) but cannot fail."""
-
-    producer_id: int
-    commit: bool
-
-
 @attrs.define(eq=False)
 class SnapshottableCoordinator:
     """One ``__consumer_offsets`` partition's offsets between the last write made and the
@@ -202,7 +194,7 @@ class SnapshottableCoordinator:
     pending: PendingTxnOffsets = attrs.field(init=False)
     last_committed: int = attrs.field(init=False, default=0)
     # what each write not committed yet did, by id, in order
-    _uncommitted: dict[int, _Write | _Completion] = attrs.field(
+    _uncommitted: dict[int, _Write | TxnCompletion] = attrs.field(
         init=False, factory=dict
     )
 
@@ -259,7 +251,7 @@ class SnapshottableCoordinator:
                 )
                 self.replay_offset(key, value, written_at(write_id), write.producer_id)
 
-    def _redo(self, write_id: int, entry: _Write | _Completion) -> dict[str, int]:
+    def _redo(self, write_id: int, entry: _Write | TxnCompletion) -> dict[str, int]:
         if isinstance(entry, _Write):
             self._replay_write(write_id, entry)
             done: dict[str, int] = {}
@@ -282,7 +274,7 @@ class SnapshottableCoordinator:
 
     def complete(self, write_id: int, producer_id: int, commit: bool) -> dict[str, int]:
         """A transaction's marker is in the log: replay it as ``write_id``."""
-        done = self._redo(write_id, _Completion(producer_id, commit))
+        done = self._redo(write_id, TxnCompletion(producer_id, commit))
         self._settle()
         return done
 
@@ -319,7 +311,7 @@ class SnapshottableCoordinator:
         """A marker with nothing unsettled before it is committed: it is in the log
         already, and every write before it has been reported."""
         for write_id, entry in list(self._uncommitted.items()):
-            if not isinstance(entry, _Completion):
+            if not isinstance(entry, TxnCompletion):
                 return
             del self._uncommitted[write_id]
             self.last_committed = write_id
@@ -482,10 +474,6 @@ class GroupMetadataManager:
         so far (what expiry, OffsetDelete and DeleteGroups decide on)."""
         shard = self.shards.get(self.partition_for(group_id))
         return set() if shard is None else shard.pending.partitions(group_id)
-
-    def has_open_transactions(self, group_id: str) -> bool:
-        shard = self.shards.get(self.partition_for(group_id))
-        return shard is not None and shard.pending.has_open(group_id)
 
     def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
         """What OffsetFetch with require_stable refuses (KIP-447): a partition with a

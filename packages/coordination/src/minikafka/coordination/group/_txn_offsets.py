@@ -32,6 +32,7 @@ __all__ = [
     "LOADED",
     "PendingTxnOffsets",
     "Position",
+    "TxnCompletion",
     "TxnMarkerRecord",
     "TxnStoredRecord",
 ]
@@ -63,6 +64,16 @@ class TxnStoredRecord:
 class TxnMarkerRecord:
     """A control record: producer ``producer_id``'s transaction ended, committed or
     aborted (Kafka's ``ControlRecordType.COMMIT``/``ABORT``)."""
+
+    producer_id: int
+    commit: bool
+
+
+@attrs.frozen
+class TxnCompletion:
+    """A transaction's marker on a partition's timeline: already in the log, so it is
+    replayed like a write (a revert of an earlier write replays it again) but it
+    cannot fail (``SnapshottableCoordinator.complete``)."""
 
     producer_id: int
     commit: bool
