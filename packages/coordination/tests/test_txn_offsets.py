@@ -564,3 +564,19 @@ def test_the_shell_appends_a_transactional_batch_and_completes_the_transaction()
         assert len(old.appended) == 1
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_port_without_producer_fails_only_the_transactional_write() -> None:
+    # Guarantee: a port whose append predates transactions cannot write a
+    # transactional batch: the TxnOffsetCommit is answered UNKNOWN_SERVER_ERROR and
+    # leaves nothing pending, and the coordinator goes on serving plain commits.
+    async def main() -> None:
+        old = ThreeArgumentTopic()
+        service = shell_over(old)
+        response = await service.txn_commit_offsets(txn_request({TP0: 5}))
+        assert response == TxnOffsetCommitResponse(((TP0, E.unknown_server_error),))
+        assert service.core.manager.pending_partitions("g") == set()
+        request = OffsetCommitRequest("g", -1, "", ((TP0, CommittedOffset(1)),))
+        assert (await service.commit_offsets(request)).errors == ((TP0, E.none),)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import attrs
 import trio
@@ -110,10 +110,25 @@ class OffsetsTopic(Protocol):
         ``TxnMarkerRecord``."""
 
 
+class PlainOffsetsTopic(Protocol):
+    """The port as it was before transactional offset commits: an implementation
+    whose ``append`` takes no producer still serves every write but a
+    TxnOffsetCommit's (which then fails, answered UNKNOWN_SERVER_ERROR)."""
+
+    def append(
+        self,
+        partition: int,
+        records: Iterable[StoredRecord],
+        on_committed: Callable[[ErrorCode], None],
+    ) -> None: ...
+
+    def read(self, partition: int) -> Iterator[LoadedRecord]: ...
+
+
 @attrs.define(eq=False)
 class GroupCoordinatorShell:
     core: GroupCoordinator
-    offsets_topic: OffsetsTopic
+    offsets_topic: OffsetsTopic | PlainOffsetsTopic
     clock: Callable[[], float] = attrs.field(
         factory=lambda: EpochClock(trio.current_time)
     )
@@ -373,7 +388,8 @@ class GroupCoordinatorShell:
                 # the port's original three-argument form
                 self.offsets_topic.append(write.partition, write.records, on_committed)
             else:
-                self.offsets_topic.append(
+                topic = cast("OffsetsTopic", self.offsets_topic)
+                topic.append(
                     write.partition,
                     write.records,
                     on_committed,
