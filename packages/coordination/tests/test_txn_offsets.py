@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 import attrs
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
@@ -580,3 +582,73 @@ def test_a_port_without_producer_fails_only_the_transactional_write() -> None:
         assert (await service.commit_offsets(request)).errors == ((TP0, E.none),)
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+# --- the timeline against the log -------------------------------------------------------------
+
+# Each step: a plain or a transactional commit (producer 1 or 2) of an offset to TP0 or
+# TP1; a marker of producer 1 or 2 (commit or abort); or a report of the oldest
+# unreported write (committed or failed).
+_steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.sampled_from(["plain", "txn1", "txn2"]),
+            st.sampled_from([TP0, TP1]),
+            st.integers(0, 99),
+        ),
+        st.tuples(st.sampled_from(["marker1", "marker2"]), st.booleans(), st.just(0)),
+        st.tuples(st.just("report"), st.booleans(), st.just(0)),
+    ),
+    max_size=30,
+)
+
+
+def view(c: GroupCoordinator) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
+    """The offsets as written so far and the partitions pending a transaction."""
+    offsets = {tp: v.offset for tp, v in c.manager.current_offsets("g").items()}
+    return offsets, c.manager.pending_partitions("g")
+
+
+@settings(max_examples=80, deadline=None)
+@given(_steps)
+def test_pending_offsets_and_markers_are_the_fold_of_the_log(
+    steps: list[tuple[str, object, int]],
+) -> None:
+    # Guarantee: whatever the order of transactional commits, plain commits, markers
+    # and failed writes, the state the next request is decided on is what a load of
+    # the log (every write not failed, and every marker, in the order they were
+    # made) gives; once every write is reported, OffsetFetch shows it too.
+    c = fresh()
+    log: list[tuple[int, LoadedRecord]] = []  # (write id or 0 for a marker, record)
+    in_flight: list[CoordinatorWrite] = []
+    for kind, what, offset in steps:
+        if kind == "report":
+            if not in_flight:
+                continue
+            write = in_flight.pop(0)
+            c.complete_write(
+                write.write_id, E.none if what else E.kafka_storage_error, T0
+            )
+            if not what:
+                log = [(w, r) for w, r in log if w != write.write_id]
+        elif kind.startswith("marker"):
+            producer_id = int(kind[-1])
+            complete(c, bool(what), producer_id)
+            log.append((0, TxnMarkerRecord(producer_id, bool(what))))
+        else:
+            assert isinstance(what, TopicPartition)
+            if kind == "plain":
+                write = plain_commit(c, {what: offset})
+                log += [(write.write_id, record) for record in write.records]
+            else:
+                write = txn_commit(c, {what: offset}, producer_id=int(kind[-1]))
+                log += [
+                    (write.write_id, TxnStoredRecord(int(kind[-1]), key, value))
+                    for key, value in write.records
+                ]
+            in_flight.append(write)
+        assert view(c) == view(loaded(r for _, r in log))
+    for write in in_flight:
+        c.complete_write(write.write_id, E.none, T0)
+    replayed = loaded(r for _, r in log)
+    assert fetched(c, require_stable=True) == fetched(replayed, require_stable=True)
