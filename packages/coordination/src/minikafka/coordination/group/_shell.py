@@ -6,7 +6,8 @@ the sans-IO ``GroupCoordinator`` with a fresh request id and the time, and waits
 reply with that id, which may come at once (a Heartbeat), when other members arrive (a
 JoinGroup held for the rebalance), when a timer fires (the rebalance timeout) or when a
 write to ``__consumer_offsets`` is committed (the leader's SyncGroup, an OffsetCommit, a
-DeleteGroups).
+TxnOffsetCommit, a DeleteGroups). A transaction's marker comes in through
+``complete_transaction``, once the broker has written it.
 
 The coordination package does not know the replication layer; the broker hands it an
 ``OffsetsTopic``, the port through which the coordinator appends to and replays its
