@@ -65,6 +65,8 @@ from .group._events import MemberJoined as MemberJoined
 from .group._events import MemberRemoved as MemberRemoved
 from .group._events import RebalanceCompleted as RebalanceCompleted
 from .group._events import RebalanceStarted as RebalanceStarted
+from .group._events import TxnOffsetCommitWritten as TxnOffsetCommitWritten
+from .group._events import TxnOffsetsCompleted as TxnOffsetsCompleted
 from .group._group import GroupMetadata as GroupMetadata
 from .group._group import GroupSummary as GroupSummary
 from .group._group import ListedGroup as ListedGroup
@@ -74,6 +76,7 @@ from .group._group import offset_commit_error as offset_commit_error
 from .group._group import validate_current_member as validate_current_member
 from .group._group_metadata_manager import OFFSETS_TOPIC as OFFSETS_TOPIC
 from .group._group_metadata_manager import GroupMetadataManager as GroupMetadataManager
+from .group._group_metadata_manager import LoadedRecord as LoadedRecord
 from .group._group_metadata_manager import PartitionStatus as PartitionStatus
 from .group._group_metadata_manager import StoredRecord as StoredRecord
 from .group._group_metadata_manager import partition_for as partition_for
@@ -93,6 +96,8 @@ from .group._group_requests import OffsetDeleteResponse as OffsetDeleteResponse
 from .group._group_requests import OffsetFetchResponse as OffsetFetchResponse
 from .group._group_requests import SyncGroupRequest as SyncGroupRequest
 from .group._group_requests import SyncGroupResponse as SyncGroupResponse
+from .group._group_requests import TxnOffsetCommitRequest as TxnOffsetCommitRequest
+from .group._group_requests import TxnOffsetCommitResponse as TxnOffsetCommitResponse
 from .group._group_state import GROUP_TRANSITION_REASONS as GROUP_TRANSITION_REASONS
 from .group._group_state import GROUP_TRANSITIONS as GROUP_TRANSITIONS
 from .group._group_state import GroupState as GroupState
@@ -112,6 +117,8 @@ from .group._results import GroupReply as GroupReply
 from .group._results import GroupResult as GroupResult
 from .group._shell import GroupCoordinatorShell as GroupCoordinatorShell
 from .group._shell import OffsetsTopic as OffsetsTopic
+from .group._txn_offsets import TxnMarkerRecord as TxnMarkerRecord
+from .group._txn_offsets import TxnStoredRecord as TxnStoredRecord
 from .simulate._simulate import simulate as simulate
 from .simulate._simulate_values import SimulationConfig as SimulationConfig
 from .simulate._simulate_values import SimulationError as SimulationError
@@ -165,6 +172,7 @@ __all__ = [
     "LeaveGroupRequest",
     "LeaveGroupResponse",
     "ListedGroup",
+    "LoadedRecord",
     "MemberAssigned",
     "MemberData",
     "MemberIdentity",
@@ -200,7 +208,13 @@ __all__ = [
     "TransactionCoordinatorShell",
     "TransactionStateManager",
     "TxnConfig",
+    "TxnMarkerRecord",
     "TxnMarkers",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
+    "TxnOffsetCommitWritten",
+    "TxnOffsetsCompleted",
+    "TxnStoredRecord",
     "check_group_transition",
     "cooperative_violations",
     "decode_assignment",

@@ -4,6 +4,7 @@ every group at once, and an in-memory ``__consumer_offsets`` that completes its 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -12,8 +13,9 @@ from minikafka.trace import NullTracer, Tracer
 
 from .group._config import GroupConfig
 from .group._coordinator import GroupCoordinator
-from .group._group_metadata_manager import StoredRecord
+from .group._group_metadata_manager import LoadedRecord
 from .group._results import CoordinatorWrite, GroupReply, GroupResult
+from .group._txn_offsets import TxnMarkerRecord, TxnStoredRecord
 
 __all__ = ["InMemoryOffsetsTopic", "serving_coordinator"]
 
@@ -40,7 +42,7 @@ class InMemoryOffsetsTopic:
     """The partitions of ``__consumer_offsets`` as lists: every write is appended and
     committed at once (or fails with ``fail_with``), so a test can replay what was written."""
 
-    partitions: dict[int, list[StoredRecord]] = attrs.field(factory=dict)
+    partitions: dict[int, list[LoadedRecord]] = attrs.field(factory=dict)
     fail_with: ErrorCode = ErrorCode.none
 
     pending: list[CoordinatorWrite] = attrs.field(factory=list)
@@ -58,14 +60,38 @@ class InMemoryOffsetsTopic:
             writes, self.pending = self.pending, []
             for write in writes:
                 if self.fail_with is ErrorCode.none:
-                    self.partitions.setdefault(write.partition, []).extend(
-                        write.records
-                    )
+                    log = self.partitions.setdefault(write.partition, [])
+                    if write.producer is None:
+                        log.extend(write.records)
+                    else:  # a transactional batch of the producer
+                        producer_id = write.producer[0]
+                        log.extend(
+                            TxnStoredRecord(producer_id, key, value)
+                            for key, value in write.records
+                        )
                 completed = coordinator.complete_write(
                     write.write_id, self.fail_with, now
                 )
                 replies += self.take(completed)
         return replies
+
+    def write_marker(
+        self,
+        coordinator: GroupCoordinator,
+        producer_id: int,
+        partitions: Iterable[int],
+        commit: bool,
+        now: float,
+    ) -> None:
+        """Append the producer's transaction marker to ``partitions`` and tell the
+        coordinator, as the broker's WriteTxnMarkers does once the marker is committed."""
+        wanted = list(partitions)
+        for partition in wanted:
+            marker = TxnMarkerRecord(producer_id, commit)
+            self.partitions.setdefault(partition, []).append(marker)
+        result = coordinator.complete_transaction(producer_id, wanted, commit, now)
+        assert result.records == ()  # the marker is the record: nothing to write
+        assert result.replies == ()
 
     def carry_out(
         self, coordinator: GroupCoordinator, result: GroupResult, now: float

@@ -10,7 +10,9 @@
 - ``_group.py``, ``_group_state.py``: a group's metadata and its state machine's table;
 - ``_group_metadata_manager.py``, ``_offsets_records.py``: the cache (the groups in
   memory, each partition's offsets on a timeline: written, committed, reverted) and its
-  records in ``__consumer_offsets``; ``_group_requests.py``: the requests and responses;
+  records in ``__consumer_offsets``; ``_txn_offsets.py``: transactional offsets pending
+  until their transaction's marker (KIP-98) and the records a load meets for them;
+  ``_group_requests.py``: the requests and responses;
 - ``_shell.py``: the trio shell. Everything else here is a core (no trio, no clock).
 
 The package's public names are re-exported by ``minikafka.coordination``.

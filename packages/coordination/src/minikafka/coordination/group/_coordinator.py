@@ -30,6 +30,11 @@ The offsets are kept as Kafka's ``CoordinatorRuntime`` keeps a shard's state: a 
 records are replayed into its partition's timeline as the write is made (``_carry_out``),
 ``complete_write`` commits the partition up to it or, if it failed, reverts the
 partition to before it, and OffsetFetch reads as of the last committed write.
+
+Transactional offset commits (KIP-98, KIP-447): ``txn_commit_offsets`` writes the offsets
+in the producer's transactional batch (``CoordinatorWrite.producer``), pending for it;
+``complete_transaction`` is told when the transaction's marker is in the group's
+partitions, and commits or drops them (Kafka's ``handleTxnCompletion``).
 """
 
 from __future__ import annotations
@@ -44,8 +49,9 @@ from minikafka.common import CoreResult, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import GroupConfig
+from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
-from ._group_metadata_manager import GroupMetadataManager, PartitionStatus, StoredRecord
+from ._group_metadata_manager import GroupMetadataManager, LoadedRecord, PartitionStatus
 from ._group_requests import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -53,6 +59,7 @@ from ._group_requests import (
     OffsetCommitRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from ._group_state import GroupState
 from ._membership import MembershipManager
@@ -69,6 +76,7 @@ from ._results import (
     OffsetsDeleted,
     PendingWrites,
     StaticMemberStored,
+    TxnOffsetsCommitted,
     WriteOutcome,
 )
 from ._timers import GroupTimers
@@ -140,9 +148,13 @@ class GroupCoordinator:
         ]
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
-        return self.offsets.fetch_offsets(group_id, partitions)
+        """OffsetFetch (``OffsetsManager.fetch_offsets``); ``require_stable`` is KIP-447's."""
+        return self.offsets.fetch_offsets(group_id, partitions, require_stable)
 
     # --- the requests: each returns its writes and the replies it makes now -------------
 
@@ -175,6 +187,38 @@ class GroupCoordinator:
     ) -> GroupResult:
         actions = self.offsets.commit_offsets(request_id, request, now)
         return self._carry_out(actions, request.group_id)
+
+    def txn_commit_offsets(
+        self, request_id: int, now: float, request: TxnOffsetCommitRequest
+    ) -> GroupResult:
+        """TxnOffsetCommit (``OffsetsManager.txn_commit_offsets``): a write in the
+        producer's transactional batch, answered once committed; a refusal at once."""
+        actions = self.offsets.txn_commit_offsets(request_id, request, now)
+        return self._carry_out(actions, request.group_id)
+
+    def complete_transaction(
+        self, producer_id: int, partitions: Iterable[int], commit: bool, now: float
+    ) -> GroupResult:
+        """The producer's transaction marker (COMMIT if ``commit``, else ABORT) is now
+        in these ``__consumer_offsets`` partitions (Kafka's ``handleTxnCompletion``):
+        every group of them with offsets pending from this producer has them committed
+        (where written after the group's committed offset) or dropped. Nothing is
+        written: the marker is the record. Partitions this broker does not serve are
+        left alone; a load replays the marker from the log."""
+        for partition in dict.fromkeys(partitions):
+            if self.manager.partitions.get(partition) is not PartitionStatus.ACTIVE:
+                continue
+            # the marker takes its place among the writes, so that a revert of a
+            # write made before it replays it again (``SnapshottableCoordinator``)
+            write_id = self._writes.next_id()
+            done = self.manager.complete_transaction(
+                partition, write_id, producer_id, commit
+            )
+            if self.tracer.enabled:
+                for group_id, count in sorted(done.items()):
+                    event = TxnOffsetsCompleted(group_id, producer_id, commit, count)
+                    self.tracer.emit(event, now)
+        return CoreResult()
 
     def validate_offset_commit(
         self,
@@ -233,6 +277,8 @@ class GroupCoordinator:
             return self.membership.static_member_stored(outcome, error)
         if isinstance(outcome, OffsetsCommitted):
             return self.offsets.offsets_committed(outcome, error)
+        if isinstance(outcome, TxnOffsetsCommitted):
+            return self.offsets.txn_offsets_committed(outcome, error)
         if isinstance(outcome, GroupDeleted):
             return self.offsets.group_deleted(outcome, error)
         if isinstance(outcome, OffsetsDeleted):
@@ -245,9 +291,10 @@ class GroupCoordinator:
         self.manager.begin_loading(partition)
 
     def load_partition(
-        self, partition: int, records: Iterable[StoredRecord], now: float
+        self, partition: int, records: Iterable[LoadedRecord], now: float
     ) -> int:
-        """The partition's records from its start: rebuild its groups and offsets."""
+        """The partition's records from its start: rebuild its groups and offsets
+        (transactional ones pending until their producer's marker)."""
         loaded = self.manager.load(partition, records, now)
         for group_id in self._partition_groups(partition):
             # restored members must heartbeat within their session
@@ -322,7 +369,10 @@ class GroupCoordinator:
                 (outcome,) = action.replies
                 partition = self.manager.partition_for(outcome.group_id)
                 write = self._writes.add(partition, action)
-                self.manager.written(partition, write.write_id, write.records)
+                producer_id = None if write.producer is None else write.producer[0]
+                self.manager.written(
+                    partition, write.write_id, write.records, producer_id
+                )
                 writes.append(write)
         for group_id in group_ids:
             self._rearm(group_id)

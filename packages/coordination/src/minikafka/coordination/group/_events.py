@@ -26,6 +26,8 @@ __all__ = [
     "MemberRemoved",
     "RebalanceCompleted",
     "RebalanceStarted",
+    "TxnOffsetCommitWritten",
+    "TxnOffsetsCompleted",
 ]
 
 
@@ -157,3 +159,37 @@ class MemberRemoved(TraceEvent):
     member_id: str
     client_id: str
     reason: str
+
+
+@register_event
+@attrs.frozen
+class TxnOffsetCommitWritten(TraceEvent):
+    """A TxnOffsetCommit (KIP-98) was accepted: ``partitions`` offsets written in the
+    producer's transactional batch, pending until its transaction's marker (offsets
+    refused for their metadata's size are not counted)."""
+
+    COMPONENT: ClassVar[str] = "group"
+    EVENT: ClassVar[str] = "txn_offset_commit"
+
+    group_id: str
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: int
+
+
+@register_event
+@attrs.frozen
+class TxnOffsetsCompleted(TraceEvent):
+    """A transaction's marker reached the group's ``__consumer_offsets`` partition: its
+    ``partitions`` pending offsets were committed (``commit``) or dropped. A committed
+    one replaces the group's offset only if it was written after it, so fewer may
+    show in OffsetFetch."""
+
+    COMPONENT: ClassVar[str] = "group"
+    EVENT: ClassVar[str] = "txn_offset_completion"
+
+    group_id: str
+    producer_id: int
+    commit: bool
+    partitions: int

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from typing import TypeAlias
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -54,10 +55,20 @@ from ._offsets_records import (
     encode_group_record,
     encode_offset_record,
 )
+from ._txn_offsets import (
+    LOADED,
+    PendingTxnOffsets,
+    Position,
+    TxnCompletion,
+    TxnMarkerRecord,
+    TxnStoredRecord,
+    written_at,
+)
 
 __all__ = [
     "OFFSETS_TOPIC",
     "GroupMetadataManager",
+    "LoadedRecord",
     "Offsets",
     "PartitionStatus",
     "SnapshottableCoordinator",
@@ -69,6 +80,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 StoredRecord = tuple[bytes, bytes | None]
 """One record of ``__consumer_offsets``: its key and value (None: a tombstone)."""
+
+LoadedRecord: TypeAlias = StoredRecord | TxnStoredRecord | TxnMarkerRecord
+"""What a load replays: a plain record, a record of a transactional batch, or a
+transaction's marker (KIP-98; ``_txn_offsets.py``)."""
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:
@@ -103,9 +118,18 @@ class Offsets:
     _by_group: TimelineHashMap[str, TimelineHashMap[TopicPartition, OffsetValue]] = (
         attrs.field(init=False)
     )
+    # where each offset's record sits in the log: a transaction's marker replaces an
+    # offset only with a pending one written after it (Kafka's ``olderThan``)
+    _positions: TimelineHashMap[tuple[str, TopicPartition], Position] = attrs.field(
+        init=False
+    )
 
     def __attrs_post_init__(self) -> None:
         self._by_group = TimelineHashMap(self.registry)
+        self._positions = TimelineHashMap(self.registry)
+
+    def position_of(self, group_id: str, tp: TopicPartition) -> Position | None:
+        return self._positions.get((group_id, tp))
 
     def of_group(
         self, group_id: str, epoch: int = LATEST_EPOCH
@@ -116,7 +140,9 @@ class Offsets:
     def group_ids(self, epoch: int = LATEST_EPOCH) -> list[str]:
         return self._by_group.keys(epoch)
 
-    def replay(self, key: OffsetKey, value: OffsetValue | None) -> None:
+    def replay(
+        self, key: OffsetKey, value: OffsetValue | None, position: Position = LOADED
+    ) -> None:
         """Apply one offset record: a value is the partition's offset now, a tombstone
         removes it (and the group's map once it is empty, as compaction would)."""
         tp = TopicPartition(key.topic, key.partition)
@@ -126,10 +152,20 @@ class Offsets:
                 partitions = TimelineHashMap(self.registry)
                 self._by_group.put(key.group, partitions)
             partitions.put(tp, value)
+            self._positions.put((key.group, tp), position)
         elif partitions is not None:
             partitions.remove(tp)
+            self._positions.remove((key.group, tp))
             if not partitions:
                 self._by_group.remove(key.group)
+
+
+@attrs.frozen
+class _Write:
+    records: tuple[StoredRecord, ...]
+    producer_id: (
+        int | None
+    )  # a transactional write's producer (its offsets are pending)
 
 
 @attrs.define(eq=False)
@@ -147,34 +183,100 @@ class SnapshottableCoordinator:
     so their records are replayed again on top: the state stays the committed one plus
     every write that may still commit (Kafka appends synchronously, so a failure there
     never has later writes behind it).
+
+    Transactional offsets (KIP-98) are pending, by producer, on the same registry
+    (``pending``); a transaction's marker (``complete``) takes an id of its own on the
+    timeline and counts as committed as soon as every write before it is settled.
     """
 
     registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
     offsets: Offsets = attrs.field(init=False)
+    pending: PendingTxnOffsets = attrs.field(init=False)
     last_committed: int = attrs.field(init=False, default=0)
-    # the records of each write not committed yet, by id, in order
-    _uncommitted: dict[int, tuple[StoredRecord, ...]] = attrs.field(
+    # what each write not committed yet did, by id, in order
+    _uncommitted: dict[int, _Write | TxnCompletion] = attrs.field(
         init=False, factory=dict
     )
 
     def __attrs_post_init__(self) -> None:
         self.offsets = Offsets(self.registry)
+        self.pending = PendingTxnOffsets(self.registry)
 
     def loaded(self) -> None:
         """The partition's records are replayed: they are the committed state."""
         self.registry.get_or_create_snapshot(self.last_committed)
 
-    def write(self, write_id: int, records: tuple[StoredRecord, ...]) -> None:
-        """Replay a write's records now and snapshot the state after them."""
-        for key_bytes, value_bytes in records:
+    # --- replaying records ------------------------------------------------------------
+
+    def replay_offset(
+        self,
+        key: OffsetKey,
+        value: OffsetValue | None,
+        position: Position,
+        producer_id: int | None = None,
+    ) -> None:
+        """One offset record: a transactional one is pending for its producer; a
+        tombstone removes the committed offset and every pending one of the partition
+        (Kafka's ``OffsetMetadataManager.replay``)."""
+        if value is None:
+            self.offsets.replay(key, None)
+            tp = TopicPartition(key.topic, key.partition)
+            self.pending.remove_partition(key.group, tp)
+        elif producer_id is None:
+            self.offsets.replay(key, value, position)
+        else:
+            self.pending.put(producer_id, key, value, position)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> dict[str, int]:
+        """The producer's marker: its pending offsets become committed (each only if
+        its record is newer than the committed one's, Kafka's ``olderThan``: a plain
+        commit written after the transaction's offset wins) or are dropped. Returns how
+        many pending offsets each group had."""
+        taken = self.pending.complete(producer_id)
+        if commit:
+            for group_id, partitions in taken.items():
+                for tp, (value, position) in partitions.items():
+                    current = self.offsets.position_of(group_id, tp)
+                    if current is None or current < position:
+                        key = OffsetKey(group_id, tp.topic, tp.partition)
+                        self.offsets.replay(key, value, position)
+        return {g: len(p) for g, p in taken.items()}
+
+    def _replay_write(self, write_id: int, write: _Write) -> None:
+        for key_bytes, value_bytes in write.records:
             key = decode_key(key_bytes)
             if isinstance(key, OffsetKey):
                 value = (
                     None if value_bytes is None else decode_offset_value(value_bytes)
                 )
-                self.offsets.replay(key, value)
-        self._uncommitted[write_id] = records
+                self.replay_offset(key, value, written_at(write_id), write.producer_id)
+
+    def _redo(self, write_id: int, entry: _Write | TxnCompletion) -> dict[str, int]:
+        if isinstance(entry, _Write):
+            self._replay_write(write_id, entry)
+            done: dict[str, int] = {}
+        else:
+            done = self.replay_marker(entry.producer_id, entry.commit)
+        self._uncommitted[write_id] = entry
         self.registry.get_or_create_snapshot(write_id)
+        return done
+
+    # --- the timeline -----------------------------------------------------------------
+
+    def write(
+        self,
+        write_id: int,
+        records: tuple[StoredRecord, ...],
+        producer_id: int | None = None,
+    ) -> None:
+        """Replay a write's records now and snapshot the state after them."""
+        self._redo(write_id, _Write(records, producer_id))
+
+    def complete(self, write_id: int, producer_id: int, commit: bool) -> dict[str, int]:
+        """A transaction's marker is in the log: replay it as ``write_id``."""
+        done = self._redo(write_id, TxnCompletion(producer_id, commit))
+        self._settle()
+        return done
 
     def commit(self, write_id: int) -> None:
         """``write_id`` is committed, and with it every write made before it."""
@@ -185,6 +287,7 @@ class SnapshottableCoordinator:
         self.last_committed = write_id
         # No read or revert will go below the committed point again.
         self.registry.delete_snapshots_up_to(write_id)
+        self._settle()
 
     def fail(self, write_id: int) -> bool:
         """``write_id`` will not be in the log: take it out of the state. False when
@@ -193,15 +296,26 @@ class SnapshottableCoordinator:
         if write_id not in self._uncommitted:
             return False
         earlier = [w for w in self._uncommitted if w < write_id]
-        later = [(w, r) for w, r in self._uncommitted.items() if w > write_id]
+        later = [(w, e) for w, e in self._uncommitted.items() if w > write_id]
         before = earlier[-1] if earlier else self.last_committed
         self.registry.revert_to_snapshot(before)
         for w, _ in later:
             del self._uncommitted[w]
         del self._uncommitted[write_id]
-        for w, records in later:
-            self.write(w, records)
+        for w, entry in later:
+            self._redo(w, entry)
+        self._settle()
         return True
+
+    def _settle(self) -> None:
+        """A marker with nothing unsettled before it is committed: it is in the log
+        already, and every write before it has been reported."""
+        for write_id, entry in list(self._uncommitted.items()):
+            if not isinstance(entry, TxnCompletion):
+                return
+            del self._uncommitted[write_id]
+            self.last_committed = write_id
+            self.registry.delete_snapshots_up_to(write_id)
 
 
 @attrs.define(eq=False)
@@ -230,18 +344,33 @@ class GroupMetadataManager:
     def begin_loading(self, partition: int) -> None:
         self.partitions[partition] = PartitionStatus.LOADING
 
-    def load(self, partition: int, records: Iterable[StoredRecord], now: float) -> int:
+    def load(self, partition: int, records: Iterable[LoadedRecord], now: float) -> int:
         """Replay the partition from its start, then commit what was replayed; the last
         record per key wins, as after compaction. Returns how many groups it holds.
         Record types this coordinator does not know (KIP-848's consumer and share
         groups) are skipped, as Kafka does. A malformed record is skipped too, where
         Kafka fails the whole load and leaves the partition's groups without a
         coordinator: the log has checked every batch's CRC, so such a record was written
-        wrong, and the groups around it are still good."""
+        wrong, and the groups around it are still good.
+
+        Transactional records (KIP-98) are pending for their producer until its marker:
+        a COMMIT makes them committed where they are newer than the committed offset,
+        an ABORT drops them (Kafka's loader); those whose marker has not come yet stay
+        pending, for ``complete_transaction``. A group that has only pending offsets is
+        restored Empty, as Kafka's loader does."""
         shard = SnapshottableCoordinator()
         stored: dict[str, GroupMetadataValue] = {}
         here: dict[str, bool] = {}  # group id -> hashed onto this partition
-        for key_bytes, value_bytes in records:
+        for n, record in enumerate(records):
+            if isinstance(record, TxnMarkerRecord):
+                shard.replay_marker(record.producer_id, record.commit)
+                continue
+            if isinstance(record, TxnStoredRecord):
+                producer_id: int | None = record.producer_id
+                key_bytes, value_bytes = record.key, record.value
+            else:
+                producer_id = None
+                key_bytes, value_bytes = record
             try:
                 key, value = decode_record(key_bytes, value_bytes)
             except OffsetsRecordError:
@@ -252,7 +381,7 @@ class GroupMetadataManager:
                 continue
             if isinstance(key, OffsetKey):
                 assert value is None or isinstance(value, OffsetValue)
-                shard.offsets.replay(key, value)
+                shard.replay_offset(key, value, (0, n), producer_id)
             elif value is None:
                 stored.pop(key.group, None)
             else:
@@ -260,7 +389,11 @@ class GroupMetadataManager:
                 stored[key.group] = value
         shard.loaded()
         self.shards[partition] = shard
-        group_ids = stored.keys() | set(shard.offsets.group_ids())
+        group_ids = (
+            stored.keys()
+            | set(shard.offsets.group_ids())
+            | set(shard.pending.group_ids())
+        )
         for group_id in group_ids:
             self.groups[group_id] = _restore_group(group_id, stored.get(group_id), now)
         self.partitions[partition] = PartitionStatus.ACTIVE
@@ -283,12 +416,28 @@ class GroupMetadataManager:
     # --- the timeline: writes replayed, committed, failed --------------------------------
 
     def written(
-        self, partition: int, write_id: int, records: tuple[StoredRecord, ...]
+        self,
+        partition: int,
+        write_id: int,
+        records: tuple[StoredRecord, ...],
+        producer_id: int | None = None,
     ) -> None:
-        """A write was made: its records are the partition's state from now on."""
+        """A write was made: its records are the partition's state from now on (a
+        transactional write's offsets as pending for ``producer_id``)."""
         shard = self.shards.get(partition)
         if shard is not None:
-            shard.write(write_id, records)
+            shard.write(write_id, records, producer_id)
+
+    def complete_transaction(
+        self, partition: int, write_id: int, producer_id: int, commit: bool
+    ) -> dict[str, int]:
+        """The producer's marker is in ``partition`` (as ``write_id`` on its timeline):
+        how many pending offsets each group had, now committed or dropped; nothing
+        when this broker does not serve the partition."""
+        shard = self.shards.get(partition)
+        if shard is None:
+            return {}
+        return shard.complete(write_id, producer_id, commit)
 
     def committed(self, partition: int, write_id: int) -> None:
         shard = self.shards.get(partition)
@@ -302,7 +451,8 @@ class GroupMetadataManager:
         shard = self.shards.get(partition)
         if shard is None or not shard.fail(write_id):
             return
-        for group_id in shard.offsets.group_ids():
+        named = shard.offsets.group_ids() + shard.pending.group_ids()
+        for group_id in named:
             if group_id not in self.groups:
                 self.groups[group_id] = _restore_group(group_id, None, now)
 
@@ -318,6 +468,23 @@ class GroupMetadataManager:
         if shard is None:
             return {}
         return shard.offsets.of_group(group_id, shard.last_committed)
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        """The group's partitions with a transactional offset still pending, as written
+        so far (what expiry, OffsetDelete and DeleteGroups decide on)."""
+        shard = self.shards.get(self.partition_for(group_id))
+        return set() if shard is None else shard.pending.partitions(group_id)
+
+    def unstable_partitions(self, group_id: str) -> set[TopicPartition]:
+        """What OffsetFetch with require_stable refuses (KIP-447): a partition with a
+        pending transactional offset, as written so far or as of the last committed
+        write (a marker not committed yet still leaves the answer unstable)."""
+        shard = self.shards.get(self.partition_for(group_id))
+        if shard is None:
+            return set()
+        return shard.pending.partitions(group_id) | shard.pending.partitions(
+            group_id, shard.last_committed
+        )
 
     # --- records -----------------------------------------------------------------------
 

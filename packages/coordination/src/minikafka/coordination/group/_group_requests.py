@@ -36,6 +36,8 @@ __all__ = [
     "Protocols",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
 ]
 
 UNKNOWN_MEMBER_ID = ""
@@ -217,7 +219,40 @@ class OffsetDeleteResponse:
 
 @attrs.frozen
 class OffsetFetchResponse:
-    """The group-level error (v2+), and each partition's committed offset (None: none)."""
+    """The group-level error (v2+), and each partition's committed offset (None: none).
+
+    ``errors`` names the partitions answered with an error of their own, the others
+    having none: UNSTABLE_OFFSET_COMMIT (KIP-447) for a partition with a transactional
+    offset still pending when the request required stable offsets; such a partition's
+    offset is None (-1 on the wire)."""
 
     error_code: ErrorCode
     offsets: tuple[tuple[TopicPartition, CommittedOffset | None], ...] = ()
+    errors: tuple[tuple[TopicPartition, ErrorCode], ...] = ()
+
+    def partition_error(self, tp: TopicPartition) -> ErrorCode:
+        """The partition's own error (NONE for most)."""
+        return dict(self.errors).get(tp, ErrorCode.none)
+
+
+@attrs.frozen
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit (KIP-98): offsets a transactional producer sends with its
+    transaction; they count only if it commits. Since KIP-447 (v3) the request carries
+    the consumer's group generation, member id and instance id, so a zombie producer
+    whose consumer was fenced by a rebalance cannot commit; v0-2's requests leave them
+    at their defaults (no check)."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    offsets: tuple[tuple[TopicPartition, CommittedOffset], ...] = ()
+
+
+@attrs.frozen
+class TxnOffsetCommitResponse:
+    errors: tuple[tuple[TopicPartition, ErrorCode], ...]

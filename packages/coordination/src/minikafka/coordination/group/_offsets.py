@@ -17,6 +17,14 @@ DeleteGroups is answered as an OffsetCommit is, once its tombstones are committe
 (:class:`GroupDeleted`): until then OffsetFetch still shows the offsets. OffsetDelete
 (KIP-496) removes some of a group's offsets the same way (:class:`OffsetsDeleted`),
 sparing the topics a live consumer group still reads.
+
+Transactional offsets (KIP-98's TxnOffsetCommit, with KIP-447's member checks) are
+written like any commit but stay pending for their producer until the transaction's
+marker (``GroupCoordinator.complete_transaction``); OffsetFetch with require_stable
+answers UNSTABLE_OFFSET_COMMIT for a partition one is pending on. A pending offset keeps
+its partition's committed offset from expiring and its group from being deleted by
+expiry; DeleteGroups and OffsetDelete take it with the committed one (Kafka's
+``OffsetMetadataManager``: a tombstone removes the pending offsets of its partition).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from minikafka.trace import NullTracer, Tracer
 
 from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ._config import GroupConfig
+from ._events import TxnOffsetCommitWritten
 from ._group import GroupMetadata, offset_commit_error
 from ._group_metadata_manager import GroupMetadataManager
 from ._group_requests import (
@@ -40,6 +49,8 @@ from ._group_requests import (
     OffsetCommitResponse,
     OffsetDeleteResponse,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from ._group_state import GroupState
 from ._offsets_records import OffsetValue
@@ -50,6 +61,7 @@ from ._results import (
     GroupReply,
     OffsetsCommitted,
     OffsetsDeleted,
+    TxnOffsetsCommitted,
     Unanswered,
     append,
     commit_error,
@@ -135,30 +147,109 @@ class OffsetsManager:
         return [GroupReply(committed.request_id, response)]
 
     def fetch_offsets(
-        self, group_id: str, partitions: Iterable[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
         """OffsetFetch: the committed offset of each partition (None where there is none),
         or of every partition the group committed when ``partitions`` is None. It reads
         as of the last committed write (Kafka's non-stable OffsetFetch), so a client is
-        never shown an offset the log could still lose."""
+        never shown an offset the log could still lose.
+
+        With ``require_stable`` (KIP-447, OffsetFetch v7+), a partition with a
+        transactional offset still pending is answered UNSTABLE_OFFSET_COMMIT and no
+        offset, as Kafka's ``getOffsets`` does: the consumer retries rather than start
+        from an offset the open transaction is about to move."""
         status = self.metadata.group_status(group_id)
         if status is not ErrorCode.none:
             return OffsetFetchResponse(status)
         committed = self.metadata.committed_offsets(group_id)
         wanted = sorted(committed) if partitions is None else list(partitions)
+        unstable = (
+            self.metadata.unstable_partitions(group_id) if require_stable else set()
+        )
         return OffsetFetchResponse(
             ErrorCode.none,
             tuple(
                 (
                     tp,
                     None
-                    if v is None
+                    if v is None or tp in unstable
                     else CommittedOffset(v.offset, v.leader_epoch, v.metadata),
                 )
                 for tp in wanted
                 for v in [committed.get(tp)]
             ),
+            tuple(
+                (tp, ErrorCode.unstable_offset_commit)
+                for tp in wanted
+                if tp in unstable
+            ),
         )
+
+    # --- TxnOffsetCommit (KIP-98, KIP-447) ------------------------------------------------
+
+    def txn_commit_offsets(
+        self, request_id: int, request: TxnOffsetCommitRequest, now: float
+    ) -> list[GroupAction]:
+        """TxnOffsetCommit (Kafka's ``handleTxnCommitOffsets``): an unknown group is
+        created Empty; the member checks are the transactional ones (``txn_commit_error``);
+        the accepted offsets are written in the producer's transactional batch, pending
+        until its marker, and the request is answered once the write is committed."""
+        r = request
+
+        def answer(errors: dict[TopicPartition, ErrorCode]) -> list[GroupAction]:
+            response = TxnOffsetCommitResponse(
+                tuple((tp, errors[tp]) for tp, _ in r.offsets)
+            )
+            return [GroupReply(request_id, response)]
+
+        error = self.metadata.group_status(r.group_id)
+        if error is ErrorCode.none:
+            group = self._groups.get(r.group_id)
+            if group is None:
+                group = self._groups[r.group_id] = GroupMetadata(r.group_id)
+                group.state_timestamp = now
+            error = txn_commit_error(group, r)
+        if error is not ErrorCode.none:
+            return answer({tp: error for tp, _ in r.offsets})
+        errors: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        stamp = int(now * 1000)
+        for tp, committed in r.offsets:
+            if len(committed.metadata.encode()) > self.config.offset_metadata_max_bytes:
+                errors[tp] = ErrorCode.offset_metadata_too_large
+                continue
+            accepted[tp] = OffsetValue(
+                committed.offset, committed.metadata, stamp, committed.leader_epoch
+            )
+        if not accepted:
+            return answer(errors)
+        if self.tracer.enabled:
+            event = TxnOffsetCommitWritten(
+                r.group_id,
+                r.transactional_id,
+                r.producer_id,
+                r.producer_epoch,
+                len(accepted),
+            )
+            self.tracer.emit(event, now)
+        records = self.metadata.offset_records(r.group_id, accepted.items())
+        outcome = TxnOffsetsCommitted(r.group_id, request_id, r, accepted, errors)
+        return [append(records, outcome)]
+
+    def txn_offsets_committed(
+        self, committed: TxnOffsetsCommitted, error: ErrorCode
+    ) -> list[GroupAction]:
+        """The TxnOffsetCommit's records are committed (its offsets still pending for
+        the producer), or will not be: the revert of the failed write has dropped its
+        pending offsets; answer with the write's error as an OffsetCommit's."""
+        code = commit_error(error)
+        errors = {**committed.errors, **dict.fromkeys(committed.accepted, code)}
+        offsets = committed.request.offsets
+        response = TxnOffsetCommitResponse(tuple((tp, errors[tp]) for tp, _ in offsets))
+        return [GroupReply(committed.request_id, response)]
 
     def validate_offset_commit(
         self,
@@ -207,8 +298,10 @@ class OffsetsManager:
             return refuse(ErrorCode.non_empty_group)
         group.transition_to(_S.DEAD, now, self.tracer)
         del self._groups[group_id]
-        offsets = self.metadata.current_offsets(group_id)
-        tombstones = self.metadata.tombstones(group_id, offsets)
+        # a pending transactional offset goes with the group (Kafka's deleteAllOffsets)
+        offsets = set(self.metadata.current_offsets(group_id))
+        offsets |= self.metadata.pending_partitions(group_id)
+        tombstones = self.metadata.tombstones(group_id, sorted(offsets))
         return [append(tombstones, GroupDeleted(group_id, request_id))]
 
     def group_deleted(
@@ -264,7 +357,8 @@ class OffsetsManager:
             )
             for tp in wanted
         )
-        offsets = self.metadata.current_offsets(group_id)
+        offsets = set(self.metadata.current_offsets(group_id))
+        offsets |= self.metadata.pending_partitions(group_id)
         doomed = [
             tp for tp, error in errors if error is ErrorCode.none and tp in offsets
         ]
@@ -295,12 +389,17 @@ class OffsetsManager:
         for group in list(self._groups.values()):
             offsets = self.metadata.current_offsets(group.group_id)
             expired = self.metadata.expired_offsets(group, offsets, now, retention_ms)
+            # An offset an open transaction will replace does not expire, and a group
+            # waiting on a transaction stays (Kafka's cleanupExpiredOffsets).
+            pending = self.metadata.pending_partitions(group.group_id)
+            expired = [tp for tp in expired if tp not in pending]
             records = self.metadata.offset_records(
                 group.group_id, [(tp, None) for tp in expired]
             )
             if (
                 group.state is _S.EMPTY
                 and len(expired) == len(offsets)
+                and not pending
                 and not group.pending_members
                 and not group.assignment_write_pending
             ):
@@ -310,3 +409,27 @@ class OffsetsManager:
             if records:
                 out.append(append(records, Unanswered(group.group_id)))
         return out
+
+
+def txn_commit_error(
+    group: GroupMetadata, request: TxnOffsetCommitRequest
+) -> ErrorCode:
+    """May this TxnOffsetCommit be written? (Kafka's ``validateOffsetCommit`` with
+    ``isTransactional``.) Looser than OffsetCommit's: a request that names no member and
+    no generation (v0-2, or a producer that does not send its consumer's metadata) is
+    accepted whatever the group's state, and a member's is checked only for what it
+    names: its instance id not taken over (FENCED_INSTANCE_ID), its member id known
+    (UNKNOWN_MEMBER_ID), its generation current (ILLEGAL_GENERATION). A rebalance in
+    progress does not refuse it: the transaction, not the group, decides."""
+    r = request
+    if group.state is _S.DEAD:
+        return ErrorCode.coordinator_not_available
+    if r.group_instance_id is not None:
+        current = group.static_member_id(r.group_instance_id)
+        if current is not None and current != r.member_id:
+            return ErrorCode.fenced_instance_id
+    if r.member_id and not group.has(r.member_id):
+        return ErrorCode.unknown_member_id
+    if r.generation_id >= 0 and r.generation_id != group.generation_id:
+        return ErrorCode.illegal_generation
+    return ErrorCode.none

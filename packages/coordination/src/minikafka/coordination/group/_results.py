@@ -38,6 +38,8 @@ from ._group_requests import (
     OffsetDeleteResponse,
     Protocols,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from ._offsets_records import OffsetValue
 
@@ -54,6 +56,7 @@ __all__ = [
     "OffsetsDeleted",
     "PendingWrites",
     "StaticMemberStored",
+    "TxnOffsetsCommitted",
     "Unanswered",
     "WriteOutcome",
     "commit_error",
@@ -68,6 +71,7 @@ GroupResponse: TypeAlias = (
     | OffsetCommitResponse
     | DeletableGroupResult
     | OffsetDeleteResponse
+    | TxnOffsetCommitResponse
 )
 
 
@@ -82,11 +86,15 @@ class GroupReply:
 @attrs.frozen
 class CoordinatorWrite:
     """Append ``records`` to ``__consumer_offsets`` partition ``partition`` (acks=all),
-    then report with ``complete_write(write_id, ...)``."""
+    then report with ``complete_write(write_id, ...)``. ``producer`` (producer id,
+    producer epoch) is set for a TxnOffsetCommit's write only: its records go in a
+    transactional batch of that producer, so that the transaction's marker, written to
+    this partition too, commits or aborts them (KIP-98)."""
 
     write_id: int
     partition: int
     records: tuple[StoredRecord, ...]
+    producer: tuple[int, int] | None = None
 
 
 # --- what a committed (or failed) write means ------------------------------------------
@@ -149,6 +157,19 @@ class OffsetsCommitted:
     errors: Mapping[TopicPartition, ErrorCode]
 
 
+@attrs.frozen(eq=False)
+class TxnOffsetsCommitted:
+    """A TxnOffsetCommit's accepted offsets, pending for the producer from the moment
+    they are written: answered once committed; a failed write's partition is reverted,
+    which drops them (Kafka's ``failPendingTxnOffsetCommit``)."""
+
+    group_id: str
+    request_id: int
+    request: TxnOffsetCommitRequest
+    accepted: Mapping[TopicPartition, OffsetValue]
+    errors: Mapping[TopicPartition, ErrorCode]
+
+
 @attrs.frozen
 class GroupDeleted:
     """A DeleteGroups' tombstones for ``group_id``: answered once committed, as Kafka's
@@ -175,6 +196,7 @@ WriteOutcome: TypeAlias = (
     | AssignmentStored
     | StaticMemberStored
     | OffsetsCommitted
+    | TxnOffsetsCommitted
     | GroupDeleted
     | OffsetsDeleted
 )
@@ -208,9 +230,18 @@ class PendingWrites:
     def add(self, partition: int, write: Append) -> CoordinatorWrite:
         """Number the write, keep its outcome, and return what the shell is to append."""
         (outcome,) = write.replies
+        write_id = self.next_id()
+        self._in_flight[write_id] = outcome
+        producer = None
+        if isinstance(outcome, TxnOffsetsCommitted):
+            producer = (outcome.request.producer_id, outcome.request.producer_epoch)
+        return CoordinatorWrite(write_id, partition, write.records, producer)
+
+    def next_id(self) -> int:
+        """A new id on the writes' order: a write's, or a transaction marker's, which
+        takes its place on the timeline without being written by this coordinator."""
         self._next_id += 1
-        self._in_flight[self._next_id] = outcome
-        return CoordinatorWrite(self._next_id, partition, write.records)
+        return self._next_id
 
     def complete(self, write_id: int) -> WriteOutcome:
         """The outcome the write ``write_id`` was queued with; it is no longer in flight."""

@@ -6,7 +6,8 @@ the sans-IO ``GroupCoordinator`` with a fresh request id and the time, and waits
 reply with that id, which may come at once (a Heartbeat), when other members arrive (a
 JoinGroup held for the rebalance), when a timer fires (the rebalance timeout) or when a
 write to ``__consumer_offsets`` is committed (the leader's SyncGroup, an OffsetCommit, a
-DeleteGroups).
+TxnOffsetCommit, a DeleteGroups). A transaction's marker comes in through
+``complete_transaction``, once the broker has written it.
 
 The coordination package does not know the replication layer; the broker hands it an
 ``OffsetsTopic``, the port through which the coordinator appends to and replays its
@@ -41,7 +42,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import attrs
 import trio
@@ -53,7 +54,12 @@ from minikafka.trace import EpochClock
 
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
-from ._group_metadata_manager import OFFSETS_TOPIC, PartitionStatus, StoredRecord
+from ._group_metadata_manager import (
+    OFFSETS_TOPIC,
+    LoadedRecord,
+    PartitionStatus,
+    StoredRecord,
+)
 from ._group_requests import (
     DeletableGroupResult,
     HeartbeatRequest,
@@ -68,6 +74,8 @@ from ._group_requests import (
     OffsetFetchResponse,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from ._group_state import GroupState
 from ._results import CoordinatorWrite, GroupResponse, GroupResult, store_group_error
@@ -89,18 +97,39 @@ class OffsetsTopic(Protocol):
         partition: int,
         records: Iterable[StoredRecord],
         on_committed: Callable[[ErrorCode], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
         """Append ``records`` as one batch to the partition now, and call
-        ``on_committed`` once the ISR has them (acks=all), or with the error."""
+        ``on_committed`` once the ISR has them (acks=all), or with the error. With
+        ``producer`` (producer id, producer epoch) the batch is a transactional batch
+        of that producer (a TxnOffsetCommit's, KIP-98); the shell passes it only then,
+        so an implementation of the three-argument form still serves every other write."""
 
-    def read(self, partition: int) -> Iterator[StoredRecord]:
-        """Every record of the partition from its start, in offset order."""
+    def read(self, partition: int) -> Iterator[LoadedRecord]:
+        """Every record of the partition from its start, in offset order: a
+        transactional batch's as ``TxnStoredRecord``, a transaction's marker as
+        ``TxnMarkerRecord``."""
+
+
+class PlainOffsetsTopic(Protocol):
+    """The port as it was before transactional offset commits: an implementation
+    whose ``append`` takes no producer still serves every write but a
+    TxnOffsetCommit's (which then fails, answered UNKNOWN_SERVER_ERROR)."""
+
+    def append(
+        self,
+        partition: int,
+        records: Iterable[StoredRecord],
+        on_committed: Callable[[ErrorCode], None],
+    ) -> None: ...
+
+    def read(self, partition: int) -> Iterator[LoadedRecord]: ...
 
 
 @attrs.define(eq=False)
 class GroupCoordinatorShell:
     core: GroupCoordinator
-    offsets_topic: OffsetsTopic
+    offsets_topic: OffsetsTopic | PlainOffsetsTopic
     clock: Callable[[], float] = attrs.field(
         factory=lambda: EpochClock(trio.current_time)
     )
@@ -210,12 +239,47 @@ class GroupCoordinatorShell:
         return response
 
     def fetch_offsets(
-        self, group_id: str, partitions: Collection[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: Collection[TopicPartition] | None,
+        require_stable: bool = False,
     ) -> OffsetFetchResponse:
         return self._guard(
             "OffsetFetch",
-            lambda: self.core.fetch_offsets(group_id, partitions),
+            lambda: self.core.fetch_offsets(group_id, partitions, require_stable),
             OffsetFetchResponse,
+        )
+
+    async def txn_commit_offsets(
+        self, request: TxnOffsetCommitRequest
+    ) -> TxnOffsetCommitResponse:
+        """TxnOffsetCommit (KIP-98): each partition's error, NONE once the offsets are
+        written (pending for the producer until its transaction's marker)."""
+        response = await self._call(
+            "TxnOffsetCommit",
+            functools.partial(self.core.txn_commit_offsets, request=request),
+            lambda error: TxnOffsetCommitResponse(
+                tuple((tp, error) for tp, _ in request.offsets)
+            ),
+        )
+        assert isinstance(response, TxnOffsetCommitResponse)
+        return response
+
+    def complete_transaction(
+        self, producer_id: int, partitions: Iterable[int], commit: bool
+    ) -> None:
+        """The producer's transaction marker is in these ``__consumer_offsets``
+        partitions (the broker calls it once WriteTxnMarkers' append is committed, as
+        Kafka's ``onTransactionCompleted``): the pending offsets are committed or dropped."""
+        wanted = list(partitions)
+        self._guard(
+            "completing a transaction",
+            lambda: self._dispatch(
+                self.core.complete_transaction(
+                    producer_id, wanted, commit, self.clock()
+                )
+            ),
+            lambda _: None,
         )
 
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
@@ -320,11 +384,22 @@ class GroupCoordinatorShell:
             if not reported:
                 self._written(write.write_id, error)
 
+        def append() -> None:
+            if write.producer is None:
+                # the port's original three-argument form
+                self.offsets_topic.append(write.partition, write.records, on_committed)
+            else:
+                topic = cast("OffsetsTopic", self.offsets_topic)
+                topic.append(
+                    write.partition,
+                    write.records,
+                    on_committed,
+                    producer=write.producer,
+                )
+
         self._guard(
             f"appending to {OFFSETS_TOPIC}-{write.partition}",
-            lambda: self.offsets_topic.append(
-                write.partition, write.records, on_committed
-            ),
+            append,
             failed,
             then="the write fails with {error}",
         )
