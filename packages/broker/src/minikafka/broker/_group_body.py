@@ -303,6 +303,16 @@ OFFSET_COMMIT_PARTITION_WITH_EPOCH: tuple[type[OffsetCommitPartitionWithEpoch], 
     body_classes(OffsetCommitPartitionWithEpoch)
 )
 
+# The requests that may ask for stable offsets only (v7+, KIP-447).
+OffsetFetchRequireStable: TypeAlias = (
+    "offset_fetch_v7.OffsetFetchRequest"
+    " | offset_fetch_v8.OffsetFetchRequest"
+    " | offset_fetch_v9.OffsetFetchRequest"
+)
+OFFSET_FETCH_REQUIRE_STABLE: tuple[type[OffsetFetchRequireStable], ...] = body_classes(
+    OffsetFetchRequireStable
+)
+
 GROUP_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.OFFSET_COMMIT: OFFSET_COMMIT,
     ApiKey.OFFSET_FETCH: OFFSET_FETCH,

@@ -41,6 +41,7 @@ from ._group_body import (
     OFFSET_COMMIT_WITH_RETENTION,
     OFFSET_FETCH,
     OFFSET_FETCH_BATCHED,
+    OFFSET_FETCH_REQUIRE_STABLE,
 )
 from ._metadata_cache import MetadataCache
 
@@ -134,7 +135,8 @@ def partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
 async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) -> None:
     """OffsetFetch v1-9: a null topic list (v2+) asks for every committed partition.
     v7's ``require_stable`` (KIP-447) asks to wait out offsets a transaction has yet to
-    commit; with no transactions here none are pending, and every answer is stable.
+    commit: such a partition is answered UNSTABLE_OFFSET_COMMIT, and the consumer asks
+    again.
     From v8 (KIP-709) a request asks for several groups, each answered on its own, as
     an admin client listing many groups' offsets does; v9's member id and epoch are the
     KIP-848 protocol's, which a classic group does not check (as in Kafka)."""
@@ -149,7 +151,12 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
             if group.topics is not None:
                 asked = [(t.name, _ints(t.partition_indexes)) for t in group.topics]
             error, topics = _offsets_of(
-                service, group.group_id, asked, request.api_version, topic_cls
+                service,
+                group.group_id,
+                asked,
+                request.api_version,
+                topic_cls,
+                bool(body.require_stable),
             )
             groups.append(
                 build(
@@ -162,7 +169,12 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
     if body.topics is not None:
         asked = [(t.name, _ints(t.partition_indexes)) for t in body.topics]
     error, topics = _offsets_of(
-        service, body.group_id, asked, request.api_version, nested(cls, "topics")
+        service,
+        body.group_id,
+        asked,
+        request.api_version,
+        nested(cls, "topics"),
+        isinstance(body, OFFSET_FETCH_REQUIRE_STABLE) and bool(body.require_stable),
     )
     request.respond(
         build(cls, throttle_time=NO_THROTTLE, error_code=error, topics=topics)
@@ -175,15 +187,19 @@ def _offsets_of(
     asked: Sequence[tuple[str, list[int]]] | None,
     version: int,
     topic_cls: type[Entity],
+    require_stable: bool,
 ) -> tuple[ErrorCode, tuple[Entity, ...]]:
     """One group's answer: its error, and its committed offsets by topic (``asked``:
-    the partitions asked for by topic, None for every committed one)."""
+    the partitions asked for by topic, None for every committed one). With
+    ``require_stable`` a partition whose offset a transaction has yet to commit is
+    UNSTABLE_OFFSET_COMMIT, which the consumer retries (KIP-447)."""
     wanted = None if asked is None else list(asked)
     answer = service.fetch_offsets(
         group_id,
         None
         if wanted is None
         else [TopicPartition(n, i) for n, ids in wanted for i in ids],
+        require_stable,
     )
     committed = dict(answer.offsets)
     group_error = answer.error_code
@@ -210,7 +226,9 @@ def _offsets_of(
                     partition_cls,
                     i,
                     committed.get(TopicPartition(name, i)),
-                    partition_error,
+                    partition_error
+                    if partition_error is not ErrorCode.none
+                    else answer.partition_error(TopicPartition(name, i)),
                 )
                 for i in indexes
             ),

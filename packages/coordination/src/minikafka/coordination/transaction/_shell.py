@@ -37,6 +37,7 @@ from minikafka.common import ApiError, FailureLog, FatalFaultError, TopicPartiti
 from minikafka.common.shell import Waiters, Wakeup, run_timers
 from minikafka.trace import EpochClock
 
+from ..group._group_metadata_manager import LoadedRecord
 from ..group._results import store_group_error
 from ._txn_coordinator import TransactionCoordinator, TxnMarkers, TxnReply, TxnResult
 from ._txn_log import read_key
@@ -62,8 +63,10 @@ class TransactionStateTopic(Protocol):
         """Append ``records`` as one batch to the partition now, and call
         ``on_committed`` once the ISR has them (acks=all), or with the error."""
 
-    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
-        """Every record of the partition from its start, in offset order."""
+    def read(self, partition: int) -> Iterator[LoadedRecord]:
+        """Every record of the partition from its start, in offset order (the port is
+        the group coordinator's: ``__transaction_state`` holds no transactional
+        batches and no markers, so only ``(key, value)`` pairs come back)."""
 
 
 class MarkerChannel(Protocol):
@@ -111,7 +114,7 @@ class TransactionCoordinatorShell:
                 self.core.load_partition(
                     partition,
                     coordinator_epoch,
-                    self.topic.read(partition),
+                    (r for r in self.topic.read(partition) if isinstance(r, tuple)),
                     self.now_ms(),
                 )
             )
