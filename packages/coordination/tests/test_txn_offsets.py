@@ -404,6 +404,8 @@ def test_a_load_commits_the_offsets_of_a_committed_transaction() -> None:
 
 
 def test_a_load_drops_the_offsets_of_an_aborted_transaction() -> None:
+    # Guarantee: a transactional batch followed by its producer's ABORT marker leaves
+    # nothing pending and the committed offset as it was.
     c = loaded([offset_record(1), txn_record(5), TxnMarkerRecord(PID, commit=False)])
     assert fetched(c, require_stable=True) == {"t-0": 1}
 
