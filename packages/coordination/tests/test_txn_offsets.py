@@ -217,6 +217,18 @@ def test_a_marker_only_completes_its_own_producer() -> None:
     }
 
 
+def test_a_marker_for_another_partition_leaves_the_group_pending() -> None:
+    # Guarantee: a marker completes only the partitions it was written to; one for a
+    # partition this coordinator does not serve changes nothing and writes nothing.
+    c = fresh()
+    report(c, txn_commit(c, {TP0: 5}))
+    other = (PARTITION + 1) % 3
+    assert c.complete_transaction(PID, [other], True, T0).records == ()
+    c.unload_partition(other)
+    assert c.complete_transaction(PID, [other], True, T0).records == ()
+    assert fetched(c, require_stable=True) == {"t-0": "unstable_offset_commit"}
+
+
 # --- ordering against plain commits -----------------------------------------------------------
 
 
@@ -392,6 +404,8 @@ def test_a_load_commits_the_offsets_of_a_committed_transaction() -> None:
 
 
 def test_a_load_drops_the_offsets_of_an_aborted_transaction() -> None:
+    # Guarantee: a transactional batch followed by its producer's ABORT marker leaves
+    # nothing pending and the committed offset as it was.
     c = loaded([offset_record(1), txn_record(5), TxnMarkerRecord(PID, commit=False)])
     assert fetched(c, require_stable=True) == {"t-0": 1}
 
@@ -462,6 +476,19 @@ def test_delete_groups_takes_the_pending_offsets_with_the_group() -> None:
     assert reply.response == DeletableGroupResult("g", E.none)
     complete(c, commit=True)
     assert c.manager.committed_offsets("g") == {}
+
+
+def test_offset_delete_takes_a_pending_offset_too() -> None:
+    # Guarantee (a tombstone removes the partition's pending offsets, Kafka's
+    # OffsetMetadataManager.replay): OffsetDelete of a partition with only a pending
+    # offset writes its tombstone, and the transaction's COMMIT then brings nothing.
+    c = fresh()
+    report(c, txn_commit(c, {TP0: 5}))
+    (tombstone,) = c.delete_offsets(2, "g", [TP0], T0).records
+    c.complete_write(tombstone.write_id, E.none, T0)
+    assert c.manager.pending_partitions("g") == set()
+    complete(c, commit=True)
+    assert fetched(c, require_stable=True) == {}
 
 
 def test_unloading_a_partition_drops_its_pending_offsets() -> None:

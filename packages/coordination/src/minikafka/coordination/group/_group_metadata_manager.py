@@ -162,10 +162,11 @@ class Offsets:
 
 @attrs.frozen
 class _Write:
+    """A write on the timeline; a transactional one's offsets are pending for its
+    producer."""
+
     records: tuple[StoredRecord, ...]
-    producer_id: (
-        int | None
-    )  # a transactional write's producer (its offsets are pending)
+    producer_id: int | None
 
 
 @attrs.define(eq=False)
