@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, TypeVar
 
 import attrs
 import trio
@@ -102,8 +102,7 @@ class OffsetsTopic(Protocol):
         """Append ``records`` as one batch to the partition now, and call
         ``on_committed`` once the ISR has them (acks=all), or with the error. With
         ``producer`` (producer id, producer epoch) the batch is a transactional batch
-        of that producer (a TxnOffsetCommit's, KIP-98); the shell passes it only then,
-        so an implementation of the three-argument form still serves every other write."""
+        of that producer (a TxnOffsetCommit's, KIP-98)."""
 
     def read(self, partition: int) -> Iterator[LoadedRecord]:
         """Every record of the partition from its start, in offset order: a
@@ -111,25 +110,10 @@ class OffsetsTopic(Protocol):
         ``TxnMarkerRecord``."""
 
 
-class PlainOffsetsTopic(Protocol):
-    """The port as it was before transactional offset commits: an implementation
-    whose ``append`` takes no producer still serves every write but a
-    TxnOffsetCommit's (which then fails, answered UNKNOWN_SERVER_ERROR)."""
-
-    def append(
-        self,
-        partition: int,
-        records: Iterable[StoredRecord],
-        on_committed: Callable[[ErrorCode], None],
-    ) -> None: ...
-
-    def read(self, partition: int) -> Iterator[LoadedRecord]: ...
-
-
 @attrs.define(eq=False)
 class GroupCoordinatorShell:
     core: GroupCoordinator
-    offsets_topic: OffsetsTopic | PlainOffsetsTopic
+    offsets_topic: OffsetsTopic
     clock: Callable[[], float] = attrs.field(
         factory=lambda: EpochClock(trio.current_time)
     )
@@ -384,22 +368,11 @@ class GroupCoordinatorShell:
             if not reported:
                 self._written(write.write_id, error)
 
-        def append() -> None:
-            if write.producer is None:
-                # the port's original three-argument form
-                self.offsets_topic.append(write.partition, write.records, on_committed)
-            else:
-                topic = cast("OffsetsTopic", self.offsets_topic)
-                topic.append(
-                    write.partition,
-                    write.records,
-                    on_committed,
-                    producer=write.producer,
-                )
-
         self._guard(
             f"appending to {OFFSETS_TOPIC}-{write.partition}",
-            append,
+            lambda: self.offsets_topic.append(
+                write.partition, write.records, on_committed, producer=write.producer
+            ),
             failed,
             then="the write fails with {error}",
         )
