@@ -936,8 +936,9 @@ async def test_find_coordinator_answers_every_version_and_each_key_of_a_batch(
     tmp_path: Path,
 ) -> None:
     """FindCoordinator v0-3 answers one key; from v4 (KIP-699) each key of the list gets
-    its own entry, in the request's order, a repeated key each time; a key type with no
-    coordinator here is answered per key, as Kafka's batched path does."""
+    its own entry, in the request's order, a repeated key each time; a transactional id
+    (key type 1) has this broker as its coordinator too, and a key type Kafka does not
+    know is answered INVALID_REQUEST per key, as Kafka's batched path does."""
     async with running(tmp_path / "data") as broker:
         client = await broker.client("finder")
         node, invalid = broker.server.config.node_id, ErrorCode.invalid_request
@@ -945,7 +946,7 @@ async def test_find_coordinator_answers_every_version_and_each_key_of_a_batch(
         def answers(found: Any) -> list[tuple[str, ErrorCode, int]]:
             return [(c.key, c.error_code, int(c.node_id)) for c in found.coordinators]
 
-        unknown_types = ((1, ErrorCode.coordinator_not_available), (7, invalid))
+        other_types = ((1, ErrorCode.none, node), (7, invalid, -1))
         for v in versions(FIND_COORDINATOR):
             if v < 4:
                 found = await client.call(request_body(FIND_COORDINATOR, v, key="g"))
@@ -956,13 +957,13 @@ async def test_find_coordinator_answers_every_version_and_each_key_of_a_batch(
                 request_body(FIND_COORDINATOR, v, coordinator_keys=keys, key_type=0)
             )
             assert answers(found) == [(k, ErrorCode.none, node) for k in keys]
-            for key_type, error in unknown_types:
+            for key_type, error, coordinator in other_types:
                 found = await client.call(
                     request_body(
                         FIND_COORDINATOR, v, coordinator_keys=("t",), key_type=key_type
                     )
                 )
-                assert answers(found) == [("t", error, -1)]
+                assert answers(found) == [("t", error, coordinator)]
             found = await client.call(
                 request_body(FIND_COORDINATOR, v, coordinator_keys=(), key_type=0)
             )
