@@ -86,6 +86,13 @@ from ._sender import ProducePlan as ProducePlan
 from ._sender import Sender as Sender
 from ._sender import SenderResult as SenderResult
 from ._shell import ProducerShell as ProducerShell
+from ._transactions import TRANSITIONS as TRANSITIONS
+from ._transactions import ConsumerGroupMetadata as ConsumerGroupMetadata
+from ._transactions import TransactionManager as TransactionManager
+from ._transactions import TransactionState as TransactionState
+from ._transactions import TxnAnswer as TxnAnswer
+from ._transactions import TxnCompleted as TxnCompleted
+from ._transactions import TxnPlan as TxnPlan
 
 __all__ = [
     "LEAVE_REASONS",
@@ -95,6 +102,7 @@ __all__ = [
     "OFFSET_STORED",
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
+    "TRANSITIONS",
     "AdminClient",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -114,6 +122,7 @@ __all__ = [
     "ConsumerCoordinator",
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
+    "ConsumerGroupMetadata",
     "DeletedRecords",
     "Delivery",
     "ElectionType",
@@ -152,6 +161,11 @@ __all__ = [
     "SenderResult",
     "SubscriptionState",
     "TopicPartition",
+    "TransactionManager",
+    "TransactionState",
+    "TxnAnswer",
+    "TxnCompleted",
+    "TxnPlan",
     "murmur2",
     "partition_for_key",
     "records_from",

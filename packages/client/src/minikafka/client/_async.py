@@ -31,6 +31,7 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import ConfigError
 from minikafka.common import TopicPartition as TP
 from minikafka.net import NetworkClient
 from minikafka.trace import Tracer
@@ -69,6 +70,12 @@ class AsyncProducer:
         tracer: Tracer | None = None,
     ) -> None:
         self.config = ProducerConfig.from_dict(config)
+        if self.config.transactional_id is not None:
+            # Transactions are the synchronous Producer's for now.
+            raise ConfigError(
+                "transactional.id",
+                "the AsyncProducer has no transactions: use Producer",
+            )
         # The tracer as the synchronous Producer's (see its module docstring).
         self._sender, self._partitioner = producer_cores(self.config, seed, tracer)
         self._topic_partitions: dict[tuple[str, int], TP] = {}

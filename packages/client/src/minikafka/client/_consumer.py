@@ -48,6 +48,7 @@ from ._message import (
     TopicPartition,
 )
 from ._metadata import ClientMetadata, bootstrap_nodes
+from ._transactions import ConsumerGroupMetadata
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 
@@ -315,6 +316,21 @@ class Consumer:
             TopicPartition(tp.topic, tp.partition, offset)
             for tp, offset in wanted.items()
         ]
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's group, generation, member id and group instance id: what a
+        transactional producer's ``send_offsets_to_transaction`` needs (KIP-447)."""
+        if self._coordinator is None:
+            raise KafkaException(
+                KafkaError(ErrorCode.invalid_group_id, "the consumer has no group.id")
+            )
+        with self._lock:
+            return ConsumerGroupMetadata(
+                self._coordinator.group_id,
+                self._coordinator.generation_id,
+                self._coordinator.member_id,
+                self.config.group_instance_id,
+            )
 
     # --- closing ------------------------------------------------------------------
 
