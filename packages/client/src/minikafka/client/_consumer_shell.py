@@ -213,6 +213,10 @@ class ConsumerShell:
                         int(p.high_watermark),
                         int(p.last_stable_offset),
                         None if p.records is None else bytes(p.records),
+                        tuple(
+                            (int(a.producer_id), int(a.first_offset))
+                            for a in p.aborted_transactions or ()
+                        ),
                     )
                     if fetched.error == ErrorCode.none and tp in offsets:
                         # Read the records here, not holding the lock poll() needs.
