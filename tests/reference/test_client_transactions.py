@@ -193,12 +193,16 @@ def _committed(node: KafkaNode, group: str, topic: str) -> int:
 
 
 def _join(consumer: Consumer, topic: str) -> None:
-    """Subscribe and poll until the group assigned the partitions (a generation)."""
+    """Subscribe and poll until the group assigned the partitions (a generation); then
+    back to the start of each (the group has no offsets yet), since the polls may have
+    returned records."""
     consumer.subscribe([topic])
     deadline = time.monotonic() + WAIT
     while not consumer.assignment():
         consumer.poll(0.2)
         assert time.monotonic() < deadline, "no assignment"
+    for tp in consumer.assignment():
+        consumer.seek(TopicPartition(tp.topic, tp.partition, 0))
 
 
 def test_offsets_commit_only_with_the_transaction(kafka_reference: KafkaNode) -> None:
