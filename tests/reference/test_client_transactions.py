@@ -220,7 +220,8 @@ def test_offsets_commit_only_with_the_transaction(kafka_reference: KafkaNode) ->
     try:
         _join(consumer, source)
         metadata = consumer.consumer_group_metadata()
-        assert metadata.group_id == group and metadata.generation_id > 0
+        assert metadata.group_id == group
+        assert metadata.generation_id > 0
         assert metadata.member_id
         with _producer(kafka_reference, "txn-offsets") as producer:
             producer.init_transactions(WAIT)

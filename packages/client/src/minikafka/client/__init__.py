@@ -87,12 +87,19 @@ from ._sender import Sender as Sender
 from ._sender import SenderResult as SenderResult
 from ._shell import ProducerShell as ProducerShell
 from ._transactions import TRANSITIONS as TRANSITIONS
-from ._transactions import ConsumerGroupMetadata as ConsumerGroupMetadata
 from ._transactions import TransactionManager as TransactionManager
 from ._transactions import TransactionState as TransactionState
-from ._transactions import TxnAnswer as TxnAnswer
-from ._transactions import TxnCompleted as TxnCompleted
-from ._transactions import TxnPlan as TxnPlan
+from ._transactions import TxnResult as TxnResult
+from ._txn_plans import AddOffsetsToTxnPlan as AddOffsetsToTxnPlan
+from ._txn_plans import AddPartitionsToTxnPlan as AddPartitionsToTxnPlan
+from ._txn_plans import ConsumerGroupMetadata as ConsumerGroupMetadata
+from ._txn_plans import EndTxnPlan as EndTxnPlan
+from ._txn_plans import FindCoordinatorPlan as FindCoordinatorPlan
+from ._txn_plans import InitProducerIdPlan as InitProducerIdPlan
+from ._txn_plans import TxnAnswer as TxnAnswer
+from ._txn_plans import TxnCompleted as TxnCompleted
+from ._txn_plans import TxnOffsetCommitPlan as TxnOffsetCommitPlan
+from ._txn_plans import TxnPlan as TxnPlan
 
 __all__ = [
     "LEAVE_REASONS",
@@ -103,6 +110,8 @@ __all__ = [
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
     "TRANSITIONS",
+    "AddOffsetsToTxnPlan",
+    "AddPartitionsToTxnPlan",
     "AdminClient",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -126,11 +135,14 @@ __all__ = [
     "DeletedRecords",
     "Delivery",
     "ElectionType",
+    "EndTxnPlan",
     "FetchPlan",
     "FetchedPartition",
     "Fetcher",
     "FetcherRequest",
     "FetcherResult",
+    "FindCoordinatorPlan",
+    "InitProducerIdPlan",
     "KafkaError",
     "KafkaException",
     "ListOffsetsPlan",
@@ -165,7 +177,9 @@ __all__ = [
     "TransactionState",
     "TxnAnswer",
     "TxnCompleted",
+    "TxnOffsetCommitPlan",
     "TxnPlan",
+    "TxnResult",
     "murmur2",
     "partition_for_key",
     "records_from",

@@ -48,7 +48,7 @@ from ._message import (
     TopicPartition,
 )
 from ._metadata import ClientMetadata, bootstrap_nodes
-from ._transactions import ConsumerGroupMetadata
+from ._txn_plans import ConsumerGroupMetadata
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 

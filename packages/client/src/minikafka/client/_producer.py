@@ -68,7 +68,8 @@ from ._metadata import ClientMetadata, TopicInfo, bootstrap_nodes
 from ._partitioner import Partitioner
 from ._sender import Delivery, Sender
 from ._shell import PRODUCER_CLOCK, ProducerShell
-from ._transactions import ConsumerGroupMetadata, TransactionManager, TxnCompleted
+from ._transactions import TransactionManager
+from ._txn_plans import ConsumerGroupMetadata, TxnCompleted
 
 HeadersArg = (
     Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None

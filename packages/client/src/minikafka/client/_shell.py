@@ -64,13 +64,13 @@ from ._accumulator import RecordAccumulator
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
 from ._sender import Delivery, PartitionResponse, ProducePlan, Sender, SenderResult
-from ._transactions import (
+from ._transactions import TxnResult
+from ._txn_plans import (
     FindCoordinatorPlan,
     InitProducerIdPlan,
     TxnAnswer,
     TxnCompleted,
     TxnPlan,
-    TxnResult,
 )
 from ._txn_wire import txn_answer, txn_request_body
 

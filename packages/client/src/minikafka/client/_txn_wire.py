@@ -39,7 +39,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 from minikafka.common import TopicPartition
 
 from ._message import BAD_MSG
-from ._transactions import (
+from ._txn_plans import (
     AddOffsetsToTxnPlan,
     AddPartitionsToTxnPlan,
     FindCoordinatorPlan,
