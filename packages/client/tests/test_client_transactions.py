@@ -134,6 +134,7 @@ def test_init_then_commit_moves_through_ready_and_committing() -> None:
     operation = tm.begin_commit()
     assert tm.state is S.COMMITTING_TRANSACTION
     _idle(tm, pending=True)  # EndTxn waits for the batches
+    assert tm.next_deadline() is None  # until the Sender's answers wake the shell
     end = _next(tm)
     assert end == EndTxnPlan(3, TID, 42, 0, committed=True)
     assert _answer(tm, end) == [(operation, None)]

@@ -156,6 +156,7 @@ class TransactionManager:
     # "add_offsets", "commit_offsets", "end") and what the step needs
     _steps: collections.deque[_Step] = attrs.field(factory=collections.deque)
     _in_flight: TxnPlan | None = None
+    _held: bool = False  # the EndTxn waits for the batches: a Sender answer wakes it
     _retry_at: float = 0.0
     _next_operation: int = 0
     _operation: int | None = None  # the API call waiting on the current steps
@@ -302,7 +303,12 @@ class TransactionManager:
     def next_deadline(self) -> float | None:
         """When the next request may go (a backoff); None while one is in flight or
         nothing is to be done."""
-        if self._in_flight is not None or not (self._steps or self._new_partitions):
+        if (
+            self._in_flight is not None
+            or self._held
+            or self.state is TransactionState.FATAL_ERROR
+            or not (self._steps or self._new_partitions)
+        ):
             return None
         return self._retry_at
 
@@ -310,6 +316,7 @@ class TransactionManager:
         """The request to make now, if any: one at a time. ``batches_pending``: the
         Sender still has batches queued or in flight (EndTxn waits for them)."""
         done = self._take_late()
+        self._held = False
         if self._in_flight is not None or now < self._retry_at:
             return CoreResult(replies=tuple(done))
         plan = self._next_plan(batches_pending, done)
@@ -361,6 +368,7 @@ class TransactionManager:
             )
         # EndTxn: after every batch of the transaction is answered
         if batches_pending:
+            self._held = True
             return None
         if not (self._started or self._partitions):
             # Nothing reached the coordinator: there is nothing for it to end.
