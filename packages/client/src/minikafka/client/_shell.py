@@ -61,6 +61,7 @@ from minikafka.net import ClientError, NetworkClient, Node, PendingRequest
 from minikafka.trace import EpochClock
 
 from ._accumulator import RecordAccumulator
+from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
 from ._sender import Delivery, PartitionResponse, ProducePlan, Sender, SenderResult
@@ -351,6 +352,10 @@ class ProducerShell:
                 result = transactions.on_request_failed(plan, now)
             else:
                 answer = txn_answer(response)
+                if answer.error:
+                    _logger.debug(
+                        "%s answered %s", type(plan).__name__, KafkaError(answer.error)
+                    )
                 self._learn_coordinator(response)
                 result = transactions.on_response(plan, answer, now)
                 if isinstance(plan, InitProducerIdPlan) and not answer.error:
