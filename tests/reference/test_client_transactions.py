@@ -42,8 +42,21 @@ WAIT = 60.0
 
 
 def _create(node: KafkaNode, topic: str, partitions: int) -> None:
+    """Create the topic and wait until the broker's metadata has a leader for every
+    partition (a producer asking before that is told UNKNOWN_TOPIC_OR_PARTITION)."""
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(WAIT)
+    deadline = time.monotonic() + WAIT
+    while True:
+        found = admin.list_topics(topic, timeout=WAIT).topics.get(topic)
+        if (
+            found is not None
+            and found.error is None
+            and len(found.partitions) == partitions
+            and all(p.leader >= 0 for p in found.partitions.values())
+        ):
+            return
+        assert time.monotonic() < deadline, f"{topic} has no leaders"
 
 
 def _producer(node: KafkaNode, transactional_id: str) -> Producer:
