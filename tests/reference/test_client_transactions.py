@@ -8,6 +8,8 @@ KIP-447 as Kafka expects. What they check:
   and confluent-kafka's);
 - an aborted transaction's records are hidden from read_committed and shown to
   read_uncommitted, the records of a later committed transaction are not;
+- a send the broker refuses inside a transaction makes the commit fail and leaves
+  only an abort, after which the producer goes on;
 - offsets sent with a transaction are committed for the group only when it commits;
 - a second producer of the same transactional.id fences the first;
 - a consume-transform-produce loop that aborts some of its transactions on purpose
@@ -30,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.client import (
     OFFSET_BEGINNING,
     Consumer,
+    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
@@ -41,11 +44,14 @@ pytestmark = pytest.mark.external
 WAIT = 60.0
 
 
-def _create(node: KafkaNode, topic: str, partitions: int) -> None:
+def _create(
+    node: KafkaNode, topic: str, partitions: int, config: dict[str, str] | None = None
+) -> None:
     """Create the topic and wait until the broker's metadata has a leader for every
     partition (a producer asking before that is told UNKNOWN_TOPIC_OR_PARTITION)."""
     admin = AdminClient({"bootstrap.servers": node.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(WAIT)
+    new = NewTopic(topic, partitions, 1, config=config or {})
+    admin.create_topics([new])[topic].result(WAIT)
     deadline = time.monotonic() + WAIT
     while True:
         found = admin.list_topics(topic, timeout=WAIT).topics.get(topic)
@@ -192,6 +198,35 @@ def test_abort_hides_records_from_read_committed_only(
     assert sorted(_read_confluent(kafka_reference, topic, 2, "read_committed")) == (
         sorted(committed)
     )
+
+
+def test_a_failed_send_leaves_only_abort(kafka_reference: KafkaNode) -> None:
+    topic = "txn-abortable"
+    _create(kafka_reference, topic, 1, {"max.message.bytes": "2000"})
+    reports: list[KafkaError | None] = []
+    with _producer(kafka_reference, "txn-abortable") as producer:
+        producer.init_transactions(WAIT)
+        producer.begin_transaction()
+        producer.produce(topic, b"small", on_delivery=lambda e, m: reports.append(e))
+        assert producer.flush(WAIT) == 0
+        # the broker refuses the batch (MESSAGE_TOO_LARGE): the transaction cannot
+        # commit any more
+        producer.produce(topic, b"x" * 5000, on_delivery=lambda e, m: reports.append(e))
+        with pytest.raises(KafkaException) as raised:
+            producer.commit_transaction(WAIT)
+        error = raised.value.args[0]
+        assert error.txn_requires_abort()
+        assert not error.fatal()
+        assert error.code() == ErrorCode.message_too_large
+        producer.abort_transaction(WAIT)
+        # and the producer goes on (under a new epoch: the failed batch's sequence)
+        producer.begin_transaction()
+        producer.produce(topic, b"after")
+        producer.commit_transaction(WAIT)
+    assert reports[0] is None
+    assert reports[1] is not None
+    assert reports[1].code() == ErrorCode.message_too_large
+    assert _read(kafka_reference, topic, 1, "read_committed") == [b"after"]
 
 
 def _committed(node: KafkaNode, group: str, topic: str) -> int:
