@@ -413,3 +413,26 @@ def test_a_transactional_id_needs_idempotence() -> None:
         ProducerConfig.from_dict({**base, "max.in.flight.requests.per.connection": "6"})
     with pytest.raises(ConfigError, match=r"transaction\.timeout\.ms"):
         ProducerConfig.from_dict({**base, "transaction.timeout.ms": "0"})
+
+
+def test_a_second_fatal_error_keeps_the_first() -> None:
+    tm = _in_transaction(TP0, TP1)
+    tm.on_batch_failed(KafkaError(ErrorCode.invalid_producer_epoch), sequenced=True)
+    tm.on_batch_failed(KafkaError(ErrorCode.producer_fenced), sequenced=True)
+    assert tm.state is S.FATAL_ERROR
+    assert tm.last_error is not None
+    assert tm.last_error.code() == ErrorCode.invalid_producer_epoch
+
+
+def test_an_error_answered_during_an_abort_does_not_stop_it() -> None:
+    tm = _ready()
+    tm.begin_transaction()
+    tm.maybe_add_partition(TP0)
+    add = _next(tm)
+    operation = tm.begin_abort()
+    tm.on_batch_failed(KafkaError(ErrorCode.message_too_large), sequenced=False)
+    _answer(tm, add, TxnAnswer(ErrorCode.topic_authorization_failed))
+    assert tm.state is S.ABORTING_TRANSACTION
+    # nothing reached the coordinator: the abort ends without EndTxn
+    assert [c.operation for c in tm.on_timer(0.0, False).replies] == [operation]
+    assert tm.state is S.READY

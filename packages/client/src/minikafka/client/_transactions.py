@@ -16,7 +16,10 @@ state and decides which request the producer makes next; it sends nothing itself
   partition joins the transaction), then TxnOffsetCommit to the *group* coordinator,
   with the consumer's generation, member id and group instance id so a zombie member's
   commit is refused (KIP-447);
-- ``commit``/``abort``: EndTxn, once every batch of the transaction is answered.
+- ``commit``/``abort``: EndTxn, once every batch of the transaction is answered; an
+  abort after a batch that had taken its sequence numbers failed ends with another
+  InitProducerId naming the current id and epoch, which bumps the epoch (KIP-360): the
+  partition's sequences start again instead of staying behind a gap.
 
 The states and the moves between them are one table, :data:`TRANSITIONS`, checked on
 every move; an illegal one raises (h11's ``_state.py`` style). A failed send inside a
@@ -100,11 +103,12 @@ FENCED = frozenset(
         ErrorCode.producer_fenced,
         ErrorCode.invalid_producer_epoch,
         ErrorCode.transactional_id_authorization_failed,
-        ErrorCode.invalid_producer_id_mapping,
         ErrorCode.unsupported_version,
     }
 )
-"""Errors after which the producer can do nothing but close (FATAL_ERROR)."""
+"""Errors after which the producer can do nothing but close (FATAL_ERROR): another
+producer took the transactional id (a higher epoch), the id is not this client's to
+use, or the broker cannot speak these requests."""
 _COORDINATOR_MOVED = frozenset(
     {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available}
 )
@@ -529,13 +533,17 @@ class TransactionManager:
 
     def _abortable(self, error: KafkaError) -> None:
         """Only an abort is possible now: what was left to do is dropped, and the call
-        waiting for it fails."""
+        waiting for it fails. An abort under way already goes on."""
+        if self.state is TransactionState.ABORTING_TRANSACTION:
+            return
         if self.state is not TransactionState.ABORTABLE_ERROR:
             self._move(TransactionState.ABORTABLE_ERROR)
         self.last_error = _requires_abort(error)
         self._drop_steps()
 
     def _fatal(self, error: KafkaError) -> None:
+        if self.state is TransactionState.FATAL_ERROR:
+            return  # the first fatal error is the one every call raises
         self._move(TransactionState.FATAL_ERROR)
         self.last_error = KafkaError(error.code(), error.str(), fatal=True)
         self._drop_steps()
