@@ -37,6 +37,7 @@ from minikafka.client import (
     Producer,
     TopicPartition,
 )
+from minikafka.client._message import TIMED_OUT
 from reference.kafka import KafkaNode
 
 pytestmark = pytest.mark.external
@@ -162,7 +163,10 @@ def test_commit_makes_records_visible_to_read_committed(
     topic = "txn-commit"
     _create(kafka_reference, topic, 2)
     with _producer(kafka_reference, "txn-commit") as producer:
-        producer.init_transactions(WAIT)
+        with pytest.raises(KafkaException) as raised:
+            producer.init_transactions(0)  # no time to get an answer
+        assert raised.value.args[0].code() == TIMED_OUT
+        producer.init_transactions(WAIT)  # waits on the same call
         producer.begin_transaction()
         sent = [b"commit-%d" % i for i in range(20)]
         _produce(producer, topic, sent)

@@ -97,6 +97,8 @@ class Producer:
         self._outstanding = 0  # records appended whose report has not been served
         # the transaction manager's outcomes, by the operation id a call waits on
         self._txn_results: dict[int, KafkaError | None] = {}
+        # a transactional call that timed out, by name: calling it again waits on
+        self._timed_out: dict[str, int] = {}
         # One TopicPartition per partition produced to: no new object (and hash) a record.
         self._topic_partitions: dict[tuple[str, int], TopicPartition] = {}
         self._token: trio.lowlevel.TrioToken | None = None
@@ -321,8 +323,10 @@ class Producer:
         """Register the transactional id with its coordinator: what an earlier producer
         of the id left open is aborted, and that producer fenced. Once, first."""
         transactions = self._transactions()
-        with self._lock:
-            operation = transactions.init_transactions()
+        operation = self._timed_out.pop("init_transactions", None)
+        if operation is None:
+            with self._lock:
+                operation = transactions.init_transactions()
         self._wait_for(operation, timeout, "init_transactions")
 
     def begin_transaction(self) -> None:
@@ -341,17 +345,20 @@ class Producer:
         consumer's group, with the transaction: if it aborts, they are not committed."""
         transactions = self._transactions()
         offsets = {TopicPartition(p.topic, p.partition): p.offset for p in positions}
-        with self._lock:
-            operation = transactions.send_offsets(offsets, group_metadata)
-        self._wake()
+        operation = self._timed_out.pop("send_offsets_to_transaction", None)
+        if operation is None:
+            with self._lock:
+                operation = transactions.send_offsets(offsets, group_metadata)
         self._wait_for(operation, timeout, "send_offsets_to_transaction")
 
     def commit_transaction(self, timeout: float = -1) -> None:
         """Send every record of the transaction, then commit it. Raises if a record
         failed (the transaction then can only be aborted)."""
         transactions = self._transactions()
+        operation = self._timed_out.pop("commit_transaction", None)
         with self._lock:
-            operation = transactions.begin_commit()
+            if operation is None:
+                operation = transactions.begin_commit()
             self._sender.accumulator.begin_flush()  # no lingering: the EndTxn waits
         self._wake()
         try:
@@ -366,8 +373,10 @@ class Producer:
         with ``_PURGE_QUEUE``), those sent are never read by ``read_committed``
         consumers, and the offsets sent with it are not committed."""
         transactions = self._transactions()
+        operation = self._timed_out.pop("abort_transaction", None)
         with self._lock:
-            operation = transactions.begin_abort()
+            if operation is None:
+                operation = transactions.begin_abort()
             purged = self._sender.abort(
                 KafkaError(PURGE_QUEUE, "the transaction was aborted"),
                 PRODUCER_CLOCK(),
@@ -391,8 +400,12 @@ class Producer:
                     break
                 left = None if deadline is None else deadline - PRODUCER_CLOCK()
                 if left is not None and left <= 0:
+                    self._timed_out[call] = operation
                     raise KafkaException(
-                        KafkaError(TIMED_OUT, f"{call} did not complete in time")
+                        KafkaError(
+                            TIMED_OUT,
+                            f"{call} did not complete in time: call it again to wait on",
+                        )
                     )
                 self._changed.wait(0.1 if left is None else min(left, 0.1))
             self.poll(0)
