@@ -13,7 +13,8 @@ KIP-447 as Kafka expects. What they check:
 - offsets sent with a transaction are committed for the group only when it commits;
 - a second producer of the same transactional.id fences the first;
 - a consume-transform-produce loop that aborts some of its transactions on purpose
-  copies each record exactly once, as read_committed sees the output.
+  copies each record exactly once, as read_committed sees the output;
+- the AsyncProducer's transactions do the same as the Producer's.
 
 Each test waits with a deadline, never a bare sleep.
 """
@@ -24,6 +25,7 @@ import time
 from collections.abc import Iterable
 
 import pytest
+import trio
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
@@ -31,6 +33,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.client import (
     OFFSET_BEGINNING,
+    AsyncProducer,
     Consumer,
     KafkaError,
     KafkaException,
@@ -383,3 +386,31 @@ def test_exactly_once_copy_with_aborted_transactions(
     copied = _read(kafka_reference, sink, partitions, "read_committed")
     assert sorted(copied, key=int) == [b"%d" % i for i in range(count)]
     assert len(_read(kafka_reference, sink, partitions, "read_uncommitted")) > count
+
+
+def test_the_async_producer_commits_and_aborts(kafka_reference: KafkaNode) -> None:
+    topic = "txn-async"
+    _create(kafka_reference, topic, 2)
+
+    async def main() -> None:
+        config = {
+            "bootstrap.servers": kafka_reference.bootstrap,
+            "transactional.id": "txn-async",
+        }
+        async with AsyncProducer.open(config) as producer:
+            with trio.fail_after(WAIT):
+                await producer.init_transactions()
+                producer.begin_transaction()
+                for i in range(5):
+                    await producer.produce(topic, b"aborted-%d" % i)
+                await producer.flush()
+                await producer.abort_transaction()
+                producer.begin_transaction()
+                for i in range(5):
+                    await producer.produce(topic, b"committed-%d" % i)
+                await producer.commit_transaction()
+
+    trio.run(main)
+    committed = sorted(_read(kafka_reference, topic, 2, "read_committed"))
+    assert committed == [b"committed-%d" % i for i in range(5)]
+    assert len(_read(kafka_reference, topic, 2, "read_uncommitted")) == 10

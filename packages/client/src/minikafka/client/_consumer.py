@@ -320,17 +320,8 @@ class Consumer:
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         """The member's group, generation, member id and group instance id: what a
         transactional producer's ``send_offsets_to_transaction`` needs (KIP-447)."""
-        if self._coordinator is None:
-            raise KafkaException(
-                KafkaError(ErrorCode.invalid_group_id, "the consumer has no group.id")
-            )
         with self._lock:
-            return ConsumerGroupMetadata(
-                self._coordinator.group_id,
-                self._coordinator.generation_id,
-                self._coordinator.member_id,
-                self.config.group_instance_id,
-            )
+            return group_metadata(self._coordinator, self.config)
 
     # --- closing ------------------------------------------------------------------
 
@@ -396,6 +387,22 @@ def consumer_cores(
         else None
     )
     return Fetcher(config, subscriptions, metadata), coordinator
+
+
+def group_metadata(
+    coordinator: ConsumerCoordinator | None, config: ConsumerConfig
+) -> ConsumerGroupMetadata:
+    """The member's part in its group as a transactional producer sends it (KIP-447)."""
+    if coordinator is None:
+        raise KafkaException(
+            KafkaError(ErrorCode.invalid_group_id, "the consumer has no group.id")
+        )
+    return ConsumerGroupMetadata(
+        coordinator.group_id,
+        coordinator.generation_id,
+        coordinator.member_id,
+        config.group_instance_id,
+    )
 
 
 def position_from(
