@@ -299,6 +299,55 @@ def test_offsets_commit_only_with_the_transaction(kafka_reference: KafkaNode) ->
         consumer.close()
 
 
+def test_a_read_committed_member_waits_for_offsets_a_transaction_commits(
+    kafka_reference: KafkaNode,
+) -> None:
+    """KIP-447: a member taking over partitions while a transaction that commits their
+    offsets is open starts from those offsets, once the transaction commits, not from
+    what was committed before it (OffsetFetch with require_stable)."""
+    source, sink, group = "txn-stable-in", "txn-stable-out", "txn-stable"
+    _create(kafka_reference, source, 1)
+    _create(kafka_reference, sink, 1)
+    with Producer({"bootstrap.servers": kafka_reference.bootstrap}) as plain:
+        _produce(plain, source, (b"%d" % i for i in range(10)))
+        assert plain.flush(WAIT) == 0
+    settings = {
+        "bootstrap.servers": kafka_reference.bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+    first = Consumer(settings)
+    with _producer(kafka_reference, "txn-stable") as producer:
+        try:
+            _join(first, source)
+            producer.init_transactions(WAIT)
+            producer.begin_transaction()
+            producer.produce(sink, b"x")
+            producer.send_offsets_to_transaction(
+                [TopicPartition(source, 0, 3)], first.consumer_group_metadata(), WAIT
+            )
+        finally:
+            first.close()
+        second = Consumer(settings)
+        try:
+            second.subscribe([source])
+            deadline = time.monotonic() + WAIT
+            while not second.assignment():
+                # The transaction is open: its offsets are not stable, nothing is read.
+                assert second.consume(10, 0.2) == []
+                assert time.monotonic() < deadline, "no assignment"
+            assert second.consume(10, 1.0) == []
+            producer.commit_transaction(WAIT)
+            deadline = time.monotonic() + WAIT
+            while not (got := second.consume(10, 0.5)):
+                assert time.monotonic() < deadline, "nothing read"
+            assert got[0].offset() == 3
+        finally:
+            second.close()
+
+
 def test_a_second_producer_fences_the_first(kafka_reference: KafkaNode) -> None:
     topic = "txn-fenced"
     _create(kafka_reference, topic, 1)
