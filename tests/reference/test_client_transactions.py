@@ -144,7 +144,7 @@ def _read_confluent(
         while True:
             for m in consumer.consume(500, 0.2):
                 assert m.error() is None, m.error()
-                values.append(m.value())
+                values.append(m.value() or b"")
             positions = consumer.position(
                 [ConfluentTopicPartition(topic, p) for p in range(partitions)]
             )

@@ -49,6 +49,11 @@ GROUP = ConsumerGroupMetadata("readers", 7, "member-1", "instance-1")
 OK = TxnAnswer(ErrorCode.none)
 
 
+def _state(tm: TransactionManager) -> TransactionState:
+    """The state now (read through a call: each call into the core may move it)."""
+    return tm.state
+
+
 def _manager() -> TransactionManager:
     return TransactionManager(TID, 60_000, retry_backoff_ms=100)
 
@@ -81,7 +86,7 @@ def _ready(tm: TransactionManager | None = None) -> TransactionManager:
         tm, init, TxnAnswer(ErrorCode.none, producer_id=42, producer_epoch=0)
     )
     assert done == [(operation, None)]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
     assert (tm.producer_id, tm.producer_epoch) == (42, 0)
     return tm
 
@@ -129,40 +134,40 @@ def test_fatal_error_is_the_only_state_without_a_way_out() -> None:
 
 def test_init_then_commit_moves_through_ready_and_committing() -> None:
     tm = _in_transaction(TP0, TP1)  # UNINITIALIZED -> INITIALIZING -> READY -> IN_TX
-    assert tm.state is S.IN_TRANSACTION
+    assert _state(tm) is S.IN_TRANSACTION
     assert tm.is_send_allowed(TP0)
     operation = tm.begin_commit()
-    assert tm.state is S.COMMITTING_TRANSACTION
+    assert _state(tm) is S.COMMITTING_TRANSACTION
     _idle(tm, pending=True)  # EndTxn waits for the batches
     assert tm.next_deadline() is None  # until the Sender's answers wake the shell
     end = _next(tm)
     assert end == EndTxnPlan(3, TID, 42, 0, committed=True)
     assert _answer(tm, end) == [(operation, None)]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
     assert not tm.is_send_allowed(TP0)  # the next transaction adds it again
 
 
 def test_abort_moves_through_aborting_to_ready() -> None:
     tm = _in_transaction(TP0)
     operation = tm.begin_abort()
-    assert tm.state is S.ABORTING_TRANSACTION
+    assert _state(tm) is S.ABORTING_TRANSACTION
     end = _next(tm)
     assert end == EndTxnPlan(3, TID, 42, 0, committed=False)
     assert _answer(tm, end) == [(operation, None)]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
 
 
 def test_an_empty_transaction_ends_without_endtxn() -> None:
     tm = _in_transaction()
     operation = tm.begin_commit()
     assert [c.operation for c in tm.on_timer(0.0, False).replies] == [operation]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
 
 
 def test_a_failed_batch_leaves_only_abort() -> None:
     tm = _in_transaction(TP0)
     tm.on_batch_failed(KafkaError(ErrorCode.message_too_large), sequenced=False)
-    assert tm.state is S.ABORTABLE_ERROR
+    assert _state(tm) is S.ABORTABLE_ERROR
     with pytest.raises(KafkaException) as raised:
         tm.begin_commit()
     error = raised.value.args[0]
@@ -173,7 +178,7 @@ def test_a_failed_batch_leaves_only_abort() -> None:
         tm.maybe_add_partition(TP1)
     operation = tm.begin_abort()  # ABORTABLE_ERROR -> ABORTING_TRANSACTION
     assert _answer(tm, _next(tm)) == [(operation, None)]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
 
 
 def test_a_batch_failing_while_committing_fails_the_commit() -> None:
@@ -181,7 +186,7 @@ def test_a_batch_failing_while_committing_fails_the_commit() -> None:
     operation = tm.begin_commit()
     _idle(tm, pending=True)
     tm.on_batch_failed(KafkaError(ErrorCode.record_list_too_large), sequenced=True)
-    assert tm.state is S.ABORTABLE_ERROR  # COMMITTING -> ABORTABLE_ERROR
+    assert _state(tm) is S.ABORTABLE_ERROR  # COMMITTING -> ABORTABLE_ERROR
     [completed] = tm.on_timer(0.0, False).replies
     assert completed.operation == operation
     assert completed.error is not None
@@ -189,14 +194,14 @@ def test_a_batch_failing_while_committing_fails_the_commit() -> None:
     # The abort ends with a new epoch: the failed batch left a gap in its sequences.
     abort = tm.begin_abort()
     _answer(tm, _next(tm))
-    assert tm.state is S.INITIALIZING  # ABORTING_TRANSACTION -> INITIALIZING
+    assert _state(tm) is S.INITIALIZING  # ABORTING_TRANSACTION -> INITIALIZING
     bump = _next(tm)
     assert bump == InitProducerIdPlan(3, TID, 60_000, producer_id=42, producer_epoch=0)
     done = _answer(
         tm, bump, TxnAnswer(ErrorCode.none, producer_id=42, producer_epoch=1)
     )
     assert done == [(abort, None)]
-    assert (tm.state, tm.producer_epoch) == (S.READY, 1)
+    assert (_state(tm), tm.producer_epoch) == (S.READY, 1)
 
 
 @pytest.mark.parametrize(
@@ -213,30 +218,30 @@ def test_fenced_or_refused_is_fatal_from_every_state(code: ErrorCode) -> None:
     operation = tm.init_transactions()
     find = _next(tm)
     done = _answer(tm, find, TxnAnswer(code))
-    assert tm.state is S.FATAL_ERROR
+    assert _state(tm) is S.FATAL_ERROR
     assert [op for op, _ in done] == [operation]
     # READY: a late batch answer
     tm = _ready()
     tm.on_batch_failed(KafkaError(code), sequenced=True)
-    assert tm.state is S.FATAL_ERROR
+    assert _state(tm) is S.FATAL_ERROR
     # IN_TRANSACTION: AddPartitionsToTxn
     tm = _ready()
     tm.begin_transaction()
     tm.maybe_add_partition(TP0)
     _answer(tm, _next(tm), TxnAnswer(code))
-    assert tm.state is S.FATAL_ERROR
+    assert _state(tm) is S.FATAL_ERROR
     # COMMITTING and ABORTING: EndTxn
     for commit in (True, False):
         tm = _in_transaction(TP0)
         operation = tm.begin_commit() if commit else tm.begin_abort()
         done = _answer(tm, _next(tm), TxnAnswer(code))
-        assert tm.state is S.FATAL_ERROR
+        assert _state(tm) is S.FATAL_ERROR
         assert [op for op, _ in done] == [operation]
     # ABORTABLE_ERROR
     tm = _in_transaction(TP0)
     tm.on_batch_failed(KafkaError(ErrorCode.message_too_large), sequenced=False)
     tm.on_batch_failed(KafkaError(code), sequenced=True)
-    assert tm.state is S.FATAL_ERROR
+    assert _state(tm) is S.FATAL_ERROR
     # and then every call raises the fatal error
     for call in (tm.begin_transaction, tm.begin_commit, tm.begin_abort):
         with pytest.raises(KafkaException) as raised:
@@ -272,7 +277,7 @@ def test_calls_out_of_order_are_refused() -> None:
         tm.maybe_add_partition(TP0)  # nothing joins a transaction being committed
     with pytest.raises(KafkaException):
         tm.begin_abort()
-    assert tm.state is S.COMMITTING_TRANSACTION
+    assert _state(tm) is S.COMMITTING_TRANSACTION
 
 
 # --- requests and retries -------------------------------------------------------------
@@ -322,7 +327,7 @@ def test_a_zombie_members_offsets_make_the_transaction_abortable() -> None:
     _answer(tm, _next(tm), TxnAnswer(ErrorCode.none, node_id=5))
     done = _answer(tm, _next(tm), TxnAnswer(ErrorCode.illegal_generation))
     assert [op for op, _ in done] == [operation]
-    assert tm.state is S.ABORTABLE_ERROR
+    assert _state(tm) is S.ABORTABLE_ERROR
 
 
 @pytest.mark.parametrize(
@@ -337,7 +342,7 @@ def test_retriable_errors_wait_the_backoff(code: ErrorCode) -> None:
     assert tm.next_deadline() == pytest.approx(10.1)
     _idle(tm, now=10.05)
     assert _next(tm, now=10.1) == end
-    assert tm.state is S.COMMITTING_TRANSACTION
+    assert _state(tm) is S.COMMITTING_TRANSACTION
 
 
 @pytest.mark.parametrize(
@@ -396,7 +401,7 @@ def test_the_sender_waits_for_the_partition_and_marks_the_batch() -> None:
     tm.begin_commit()
     sender.on_request_failed(plan, "gone", 2.0)
     sender.abort(KafkaError(PURGE_QUEUE, "aborted"), 2.0)
-    assert tm.state is S.ABORTABLE_ERROR
+    assert _state(tm) is S.ABORTABLE_ERROR
     assert sender.producer_id == 42
 
 
@@ -419,7 +424,7 @@ def test_a_second_fatal_error_keeps_the_first() -> None:
     tm = _in_transaction(TP0, TP1)
     tm.on_batch_failed(KafkaError(ErrorCode.invalid_producer_epoch), sequenced=True)
     tm.on_batch_failed(KafkaError(ErrorCode.producer_fenced), sequenced=True)
-    assert tm.state is S.FATAL_ERROR
+    assert _state(tm) is S.FATAL_ERROR
     assert tm.last_error is not None
     assert tm.last_error.code() == ErrorCode.invalid_producer_epoch
 
@@ -432,7 +437,46 @@ def test_an_error_answered_during_an_abort_does_not_stop_it() -> None:
     operation = tm.begin_abort()
     tm.on_batch_failed(KafkaError(ErrorCode.message_too_large), sequenced=False)
     _answer(tm, add, TxnAnswer(ErrorCode.topic_authorization_failed))
-    assert tm.state is S.ABORTING_TRANSACTION
+    assert _state(tm) is S.ABORTING_TRANSACTION
     # nothing reached the coordinator: the abort ends without EndTxn
     assert [c.operation for c in tm.on_timer(0.0, False).replies] == [operation]
-    assert tm.state is S.READY
+    assert _state(tm) is S.READY
+
+
+# --- the wire -------------------------------------------------------------------------
+
+
+def test_each_request_goes_in_the_version_a_client_sends_to_kafka() -> None:
+    from kio.schema.txn_offset_commit.v4.request import TxnOffsetCommitRequest
+
+    from minikafka.client._txn_wire import txn_request_body
+
+    tp = TopicPartition("in", 0)
+    versions = {
+        type(txn_request_body(plan)).__name__: int(txn_request_body(plan).__version__)
+        for plan in (
+            FindCoordinatorPlan(TID, 1),
+            InitProducerIdPlan(3, TID, 60_000),
+            AddPartitionsToTxnPlan(3, TID, 42, 0, (TP0,)),
+            AddOffsetsToTxnPlan(3, TID, 42, 0, "readers"),
+            TxnOffsetCommitPlan(5, TID, 42, 0, GROUP, ((tp, 11),)),
+            EndTxnPlan(3, TID, 42, 0, committed=True),
+        )
+    }
+    # AddPartitionsToTxn v4+ is the brokers' own; EndTxn v5, TxnOffsetCommit v5 and
+    # Produce v12 are transactions of version 2, which this producer does not speak.
+    assert versions == {
+        "FindCoordinatorRequest": 6,
+        "InitProducerIdRequest": 5,
+        "AddPartitionsToTxnRequest": 3,
+        "AddOffsetsToTxnRequest": 4,
+        "TxnOffsetCommitRequest": 4,
+        "EndTxnRequest": 4,
+    }
+    commit = txn_request_body(TxnOffsetCommitPlan(5, TID, 42, 0, GROUP, ((tp, 11),)))
+    assert isinstance(commit, TxnOffsetCommitRequest)
+    assert (commit.generation_id, commit.member_id, commit.group_instance_id) == (
+        7,
+        "member-1",
+        "instance-1",
+    )
