@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import collections
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Never, TypeAlias
 
 import attrs
@@ -188,11 +188,6 @@ class TransactionManager:
     def _new_operation(self) -> int:
         self._next_operation += 1
         self._operation = self._next_operation
-        return self._operation
-
-    @property
-    def pending_operation(self) -> int | None:
-        """The API call still waiting for its requests (asked again after a timeout)."""
         return self._operation
 
     # --- the API's calls --------------------------------------------------------------
@@ -553,18 +548,6 @@ class TransactionManager:
         self._new_partitions.clear()
         if self._operation is not None:
             self._complete(self._operation, self.last_error)
-
-    # --- for tests and the shell ----------------------------------------------------------
-
-    @property
-    def partitions(self) -> frozenset[TopicPartition]:
-        return frozenset(self._partitions)
-
-    def coordinator_of(self, key_type: int, key: str) -> int | None:
-        return self._coordinator(key_type, key)
-
-    def partitions_waiting(self) -> Iterable[TopicPartition]:
-        return self._new_partitions | self._pending_partitions
 
 
 def _requires_abort(error: KafkaError) -> KafkaError:
