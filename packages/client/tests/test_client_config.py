@@ -86,9 +86,9 @@ def test_the_partitioners_kip_794_deprecated_are_refused_with_their_replacement(
 
 def test_unknown_and_missing_keys_are_refused() -> None:
     with pytest.raises(
-        ConfigError, match=r"^transactional.id: not a producer configuration key"
+        ConfigError, match=r"^interceptor.classes: not a producer configuration key"
     ):
-        ProducerConfig.from_dict({**BOOT, "transactional.id": "t"})
+        ProducerConfig.from_dict({**BOOT, "interceptor.classes": "x.Y"})
     with pytest.raises(ConfigError, match=r"^bootstrap.servers: required"):
         ProducerConfig.from_dict({"linger.ms": 1})
 

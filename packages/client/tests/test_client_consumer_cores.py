@@ -32,7 +32,14 @@ from minikafka.coordination.member import (
     OffsetFetch,
     SyncGroup,
 )
-from minikafka.log import CorruptRecordError, Record, build_batch, make_records
+from minikafka.log import (
+    CorruptRecordError,
+    EndTxnMarker,
+    Record,
+    build_batch,
+    end_txn_marker_batch,
+    make_records,
+)
 from minikafka.net import Node
 
 TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -412,3 +419,73 @@ def test_records_from_skips_before_the_position_and_stops_at_a_cut_batch() -> No
     corrupt[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError, match="CRC"):
         records_from(bytes(corrupt), 0, None, verify_crc=True)
+
+
+# --- read_committed: aborted transactions (KIP-98) -----------------------------------
+
+
+def _txn_batch(pid: int, offsets: range, *, transactional: bool = True) -> bytes:
+    records = [Record(o, 0, None, b"%d" % o) for o in offsets]
+    return build_batch(
+        records,
+        producer_id=pid,
+        producer_epoch=0 if pid >= 0 else -1,
+        base_sequence=offsets[0] if pid >= 0 else -1,
+        is_transactional=transactional,
+    )
+
+
+def _marker(pid: int, offset: int, commit: bool) -> bytes:
+    return end_txn_marker_batch(
+        EndTxnMarker(commit, 0),
+        producer_id=pid,
+        producer_epoch=0,
+        timestamp=0,
+        base_offset=offset,
+    )
+
+
+# pid 1's first transaction aborted, pid 2's committed, pid 1's second committed,
+# then a record outside any transaction
+TXN_LOG = b"".join(
+    [
+        _txn_batch(1, range(2)),
+        _txn_batch(2, range(2, 4)),
+        _marker(1, 4, commit=False),
+        _marker(2, 5, commit=True),
+        _txn_batch(1, range(6, 8)),
+        _marker(1, 8, commit=True),
+        _txn_batch(-1, range(9, 10), transactional=False),
+    ]
+)
+
+
+def _offsets(records: list[Record]) -> list[int]:
+    return [r.offset for r in records]
+
+
+def test_read_committed_skips_aborted_transactions_until_their_marker() -> None:
+    records, _, after = records_from(TXN_LOG, 0, 10, True, [(1, 0)])
+    assert _offsets(records) == [2, 3, 6, 7, 9]
+    assert after == 10
+    # read_uncommitted: everything but the markers
+    records, _, after = records_from(TXN_LOG, 0, None, True, [(1, 0)])
+    assert _offsets(records) == [0, 1, 2, 3, 6, 7, 9]
+
+
+def test_an_aborted_transaction_starts_at_its_first_offset() -> None:
+    # pid 1's *second* transaction is the aborted one: its first stays readable
+    records, _, _ = records_from(TXN_LOG, 0, 10, True, [(1, 6)])
+    assert _offsets(records) == [0, 1, 2, 3, 9]
+    # the order the broker lists them in does not matter
+    records, _, _ = records_from(TXN_LOG, 0, 10, True, [(1, 6), (2, 2)])
+    assert _offsets(records) == [0, 1, 9]
+
+
+def test_an_aborted_transaction_before_the_position_still_counts() -> None:
+    records, _, after = records_from(TXN_LOG, 1, 10, True, [(1, 0)])
+    assert _offsets(records) == [2, 3, 6, 7, 9]
+    assert after == 10
+    # the last stable offset still stops read_committed
+    records, _, after = records_from(TXN_LOG, 0, 6, True, [(1, 0)])
+    assert (_offsets(records), after) == ([2, 3], 6)

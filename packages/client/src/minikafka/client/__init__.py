@@ -86,6 +86,20 @@ from ._sender import ProducePlan as ProducePlan
 from ._sender import Sender as Sender
 from ._sender import SenderResult as SenderResult
 from ._shell import ProducerShell as ProducerShell
+from ._transactions import TRANSITIONS as TRANSITIONS
+from ._transactions import TransactionManager as TransactionManager
+from ._transactions import TransactionState as TransactionState
+from ._transactions import TxnResult as TxnResult
+from ._txn_plans import AddOffsetsToTxnPlan as AddOffsetsToTxnPlan
+from ._txn_plans import AddPartitionsToTxnPlan as AddPartitionsToTxnPlan
+from ._txn_plans import ConsumerGroupMetadata as ConsumerGroupMetadata
+from ._txn_plans import EndTxnPlan as EndTxnPlan
+from ._txn_plans import FindCoordinatorPlan as FindCoordinatorPlan
+from ._txn_plans import InitProducerIdPlan as InitProducerIdPlan
+from ._txn_plans import TxnAnswer as TxnAnswer
+from ._txn_plans import TxnCompleted as TxnCompleted
+from ._txn_plans import TxnOffsetCommitPlan as TxnOffsetCommitPlan
+from ._txn_plans import TxnPlan as TxnPlan
 
 __all__ = [
     "LEAVE_REASONS",
@@ -95,6 +109,9 @@ __all__ = [
     "OFFSET_STORED",
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
+    "TRANSITIONS",
+    "AddOffsetsToTxnPlan",
+    "AddPartitionsToTxnPlan",
     "AdminClient",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -114,14 +131,18 @@ __all__ = [
     "ConsumerCoordinator",
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
+    "ConsumerGroupMetadata",
     "DeletedRecords",
     "Delivery",
     "ElectionType",
+    "EndTxnPlan",
     "FetchPlan",
     "FetchedPartition",
     "Fetcher",
     "FetcherRequest",
     "FetcherResult",
+    "FindCoordinatorPlan",
+    "InitProducerIdPlan",
     "KafkaError",
     "KafkaException",
     "ListOffsetsPlan",
@@ -152,6 +173,13 @@ __all__ = [
     "SenderResult",
     "SubscriptionState",
     "TopicPartition",
+    "TransactionManager",
+    "TransactionState",
+    "TxnAnswer",
+    "TxnCompleted",
+    "TxnOffsetCommitPlan",
+    "TxnPlan",
+    "TxnResult",
     "murmur2",
     "partition_for_key",
     "records_from",

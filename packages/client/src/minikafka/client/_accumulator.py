@@ -91,6 +91,7 @@ class ProducerBatch:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
+    transactional: bool = False  # the batch's attribute bit: part of a transaction
     # built at the first drain; a retry sends the same bytes
     payload: bytes | None = None
     closed: bool = False  # drained once: no more appends
@@ -112,6 +113,7 @@ class ProducerBatch:
                 producer_id=self.producer_id,
                 producer_epoch=self.producer_epoch,
                 base_sequence=self.base_sequence,
+                is_transactional=self.transactional,
             )
         return self.payload
 

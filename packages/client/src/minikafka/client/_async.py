@@ -36,8 +36,15 @@ from minikafka.net import NetworkClient
 from minikafka.trace import Tracer
 
 from ._accumulator import BufferFull
+from ._async_txn import AsyncProducerTransactions
 from ._config import ConsumerConfig, DeliveryCallback, ProducerConfig
-from ._consumer import consumer_cores, consumer_network, messages, position_from
+from ._consumer import (
+    consumer_cores,
+    consumer_network,
+    group_metadata,
+    messages,
+    position_from,
+)
 from ._consumer_shell import ConsumerShell
 from ._message import (
     KafkaError,
@@ -49,6 +56,7 @@ from ._metadata import ClientMetadata, TopicInfo
 from ._producer import HeadersArg, choose_partition, new_record, producer_cores
 from ._sender import Delivery
 from ._shell import PRODUCER_CLOCK, ProducerShell
+from ._txn_plans import ConsumerGroupMetadata
 
 
 @attrs.define(eq=False)
@@ -59,8 +67,9 @@ class _Waiter:
     message: Message | None = None
 
 
-class AsyncProducer:
-    """The producer for trio programs: ``async with AsyncProducer.open(config) as p``."""
+class AsyncProducer(AsyncProducerTransactions):
+    """The producer for trio programs: ``async with AsyncProducer.open(config) as p``;
+    with a ``transactional.id``, the transactional calls of ``_async_txn``."""
 
     def __init__(
         self,
@@ -77,6 +86,7 @@ class AsyncProducer:
         self._idle = trio.Event()
         self._idle.set()
         self._shell: ProducerShell | None = None
+        self._init_transactions_state()
 
     @classmethod
     @asynccontextmanager
@@ -101,6 +111,7 @@ class AsyncProducer:
                 client,
                 producer._deliver,
                 on_metadata=producer._signal,
+                on_transaction=producer._transaction_done,
                 lock=threading.Lock(),
             )
             await nursery.start(producer._shell.run)
@@ -173,6 +184,8 @@ class AsyncProducer:
             tp = choose_partition(
                 self._partitioner, self._topic_partitions, info, record, partition
             )
+            if self._sender.transactions is not None:
+                self._sender.transactions.maybe_add_partition(tp)
             while True:
                 try:
                     self._sender.accumulator.append(tp, record, PRODUCER_CLOCK())
@@ -375,6 +388,10 @@ class AsyncConsumer:
             self._metadata, topic, self._wake, lambda: self._changed
         )
         return [TopicPartition(topic, p) for p in range(len(info.leaders))]
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """What a transactional producer's ``send_offsets_to_transaction`` needs."""
+        return group_metadata(self._coordinator, self.config)
 
     async def commit(self) -> None:
         """Commit every position and wait for the answer."""

@@ -9,9 +9,11 @@ requests in flight, a delivery timeout shorter than linger plus request timeout)
 :class:`ConfigError` naming the key, before anything connects.
 
 The defaults are Kafka 4.0's ``ProducerConfig``: idempotence on and ``acks=all`` (KIP-679),
-``linger.ms=5`` (KIP-1030). Keys the Java client has and this one does not implement
-(transactions, interceptors, SSL and SASL, adaptive partitioning) are refused as unknown
-rather than accepted and ignored.
+``linger.ms=5`` (KIP-1030). ``transactional.id`` makes the producer transactional
+(KIP-98), which needs idempotence: an explicit ``enable.idempotence=false``, or a setting
+idempotence cannot have, is refused naming its key, as the Java client does. Keys the
+Java client has and this one does not implement (interceptors, SSL and SASL, adaptive
+partitioning) are refused as unknown rather than accepted and ignored.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class ProducerConfig:
     metadata_max_age_ms: int = 300_000
     partitioner: str = ""  # "" is Kafka's built-in: murmur2 for keys, sticky without
     partitioner_ignore_keys: bool = False
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
     on_delivery: DeliveryCallback | None = None
 
     @classmethod
@@ -66,6 +70,11 @@ class ProducerConfig:
 
     def _checked(self, explicit_idempotence: bool) -> ProducerConfig:
         """Kafka's cross-key rules (ProducerConfig.postProcessAndValidateIdempotenceConfigs)."""
+        if self.transactional_id is not None and not self.enable_idempotence:
+            raise ConfigError(
+                "enable.idempotence",
+                "cannot be false with a transactional.id: transactions need idempotence",
+            )
         if self.enable_idempotence:
             conflict = None
             if self.acks is not Acks.ALL:
@@ -78,7 +87,7 @@ class ProducerConfig:
             elif self.retries == 0:
                 conflict = ("retries", "must be above 0 with enable.idempotence=true")
             if conflict is not None:
-                if explicit_idempotence:
+                if explicit_idempotence or self.transactional_id is not None:
                     raise ConfigError(*conflict)
                 # Idempotence on by default yields to a setting that cannot have it.
                 return attrs.evolve(self, enable_idempotence=False)._checked(False)
@@ -192,6 +201,14 @@ def _client_id(raw: object) -> str:
     return raw
 
 
+def _optional_string(raw: object) -> str | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise TypeError("expected a non-empty string")
+    return raw
+
+
 def _callback(raw: object) -> DeliveryCallback:
     if not callable(raw):
         raise TypeError("expected a callable on_delivery(error, message)")
@@ -217,6 +234,8 @@ _KEYS: dict[str, Callable[[object], object]] = {
     "metadata.max.age.ms": _int(0, 2**63 - 1),
     "partitioner.class": _partitioner,
     "partitioner.ignore.keys": _bool,
+    "transactional.id": _optional_string,
+    "transaction.timeout.ms": _int(1),
     "on_delivery": _callback,  # confluent-kafka's key for the default delivery callback
 }
 _FIELDS = {
@@ -291,14 +310,6 @@ def _choice(*names: str) -> Callable[[object], str]:
         return text
 
     return parse
-
-
-def _optional_string(raw: object) -> str | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, str) or not raw:
-        raise TypeError("expected a non-empty string")
-    return raw
 
 
 def _assignors(raw: object) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ from ._message import (
     TopicPartition,
 )
 from ._metadata import ClientMetadata, bootstrap_nodes
+from ._txn_plans import ConsumerGroupMetadata
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], None]
 
@@ -316,6 +317,12 @@ class Consumer:
             for tp, offset in wanted.items()
         ]
 
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """The member's group, generation, member id and group instance id: what a
+        transactional producer's ``send_offsets_to_transaction`` needs (KIP-447)."""
+        with self._lock:
+            return group_metadata(self._coordinator, self.config)
+
     # --- closing ------------------------------------------------------------------
 
     def close(self) -> None:
@@ -380,6 +387,22 @@ def consumer_cores(
         else None
     )
     return Fetcher(config, subscriptions, metadata), coordinator
+
+
+def group_metadata(
+    coordinator: ConsumerCoordinator | None, config: ConsumerConfig
+) -> ConsumerGroupMetadata:
+    """The member's part in its group as a transactional producer sends it (KIP-447)."""
+    if coordinator is None:
+        raise KafkaException(
+            KafkaError(ErrorCode.invalid_group_id, "the consumer has no group.id")
+        )
+    return ConsumerGroupMetadata(
+        coordinator.group_id,
+        coordinator.generation_id,
+        coordinator.member_id,
+        config.group_instance_id,
+    )
 
 
 def position_from(

@@ -37,6 +37,9 @@ from kio.schema.list_offsets.v5.request import (
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
+from kio.schema.offset_fetch.v7.response import (
+    OffsetFetchResponse as StableOffsetFetchResponse,
+)
 from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -102,6 +105,11 @@ class ConsumerShell:
     @property
     def metadata(self) -> ClientMetadata:
         return self.fetcher.metadata
+
+    @property
+    def _require_stable(self) -> bool:
+        """KIP-447: a read_committed consumer waits for offsets a transaction commits."""
+        return self.fetcher.config.isolation_level == "read_committed"
 
     def wake(self) -> None:
         """Look again (trio thread): the application polled, sought, committed..."""
@@ -213,6 +221,10 @@ class ConsumerShell:
                         int(p.high_watermark),
                         int(p.last_stable_offset),
                         None if p.records is None else bytes(p.records),
+                        tuple(
+                            (int(a.producer_id), int(a.first_offset))
+                            for a in p.aborted_transactions or ()
+                        ),
                     )
                     if fetched.error == ErrorCode.none and tp in offsets:
                         # Read the records here, not holding the lock poll() needs.
@@ -360,7 +372,7 @@ class ConsumerShell:
             if node is None:
                 raise ClientError("no coordinator")
             response = await (self.group_client or self.client).send(
-                node, group_request_body(request)
+                node, group_request_body(request, self._require_stable)
             )
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
@@ -425,7 +437,7 @@ class ConsumerShell:
             )
         elif isinstance(response, HeartbeatResponse):
             coordinator.on_heartbeat(int(response.error_code), now)
-        elif isinstance(response, OffsetFetchResponse):
+        elif isinstance(response, OffsetFetchResponse | StableOffsetFetchResponse):
             offsets = {
                 TopicPartition(str(t.name), int(p.partition_index)): (
                     int(p.error_code) or int(response.error_code),
@@ -454,7 +466,7 @@ class ConsumerShell:
             try:
                 with trio.move_on_after(5):
                     await (self.group_client or self.client).send(
-                        node, group_request_body(request)
+                        node, group_request_body(request, self._require_stable)
                     )
             except ClientError as exc:
                 _logger.info("LeaveGroup failed: %s", exc)

@@ -16,8 +16,12 @@ A fetched record set is a run of v2 batches: the first may start before the posi
 (the batch that holds it), the last may be cut off at the size limit. Records before
 the position are skipped, a cut-off batch is fetched again from its start next time,
 and control batches (transaction markers) move the position on without handing
-anything out. With ``isolation.level=read_committed`` nothing at or past the last
-stable offset is handed out.
+anything out. With ``isolation.level=read_committed`` (KIP-98) nothing at or past the
+last stable offset is handed out, and neither are the records of aborted transactions:
+the Fetch response lists each aborted transaction of the range read (its producer id
+and first offset); taken in order of first offset, a transaction is aborted from the
+first batch that reaches its first offset until its producer's abort marker, and the
+producer's transactional batches in between are skipped (Kafka's ``CompletedFetch``).
 
 Errors: OFFSET_OUT_OF_RANGE resets the position by ``auto.offset.reset`` (or is
 raised to the application with ``none``); a leader that moved (NOT_LEADER_OR_FOLLOWER,
@@ -43,7 +47,12 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult, TopicPartition
 from minikafka.coordination.member import SubscriptionState
-from minikafka.log import CorruptRecordError, Record, decode_batch
+from minikafka.log import (
+    CorruptRecordError,
+    Record,
+    decode_batch,
+    read_end_txn_marker,
+)
 
 from ._config import ConsumerConfig
 from ._message import KafkaError
@@ -106,6 +115,8 @@ class FetchedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     records: bytes | None = None
+    # (producer id, first offset) of each aborted transaction in the range fetched
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
     # ``records_from``'s answer for the fetch offset, when the shell read the record set
     # already (outside the lock the application's thread takes records under).
     decoded: tuple[list[Record], list[int], int] | None = None
@@ -124,12 +135,22 @@ class _Completed:
 
 
 def records_from(
-    data: bytes, position: int, stable_end: int | None, verify_crc: bool
+    data: bytes,
+    position: int,
+    stable_end: int | None,
+    verify_crc: bool,
+    aborted_transactions: Sequence[tuple[int, int]] = (),
 ) -> tuple[list[Record], list[int], int]:
     """The records at or after ``position`` (and before ``stable_end``) in a fetched
-    record set, their batches' leader epochs, and the position after them."""
+    record set, their batches' leader epochs, and the position after them. With a
+    ``stable_end`` (read_committed) the batches of ``aborted_transactions`` (producer
+    id, first offset) are left out."""
     records: list[Record] = []
     epochs: list[int] = []
+    committed_only = stable_end is not None
+    # ordered by first offset: each joins the aborted producers when a batch reaches it
+    upcoming = sorted(aborted_transactions, key=lambda a: a[1], reverse=True)
+    aborting: set[int] = set()  # producers whose open transaction was aborted
     at = 0
     while len(data) - at >= _OFFSET_AND_LENGTH.size:
         _, length = _OFFSET_AND_LENGTH.unpack_from(data, at)
@@ -137,17 +158,33 @@ def records_from(
             break  # cut off at the size limit: fetched again from its start
         header, batch = decode_batch(data, at, verify_crc=verify_crc)
         at += header.size
-        if header.next_offset <= position:
-            continue
         if stable_end is not None and header.base_offset >= stable_end:
             break
-        if not header.is_control:
+        skip = False
+        if committed_only and header.producer_id >= 0:
+            while upcoming and upcoming[-1][1] <= header.last_offset:
+                aborting.add(upcoming.pop()[0])
+            if header.is_control:
+                if batch and _is_abort_marker(batch[0]):
+                    aborting.discard(header.producer_id)  # its aborted run ends here
+            elif header.is_transactional and header.producer_id in aborting:
+                skip = True
+        if header.next_offset <= position:
+            continue
+        if not header.is_control and not skip:
             if header.base_offset < position:
                 batch = [r for r in batch if r.offset >= position]
             records += batch
             epochs += [header.partition_leader_epoch] * len(batch)
         position = header.next_offset
     return records, epochs, position
+
+
+def _is_abort_marker(record: Record) -> bool:
+    try:
+        return not read_end_txn_marker(record).commit
+    except ValueError:
+        return False  # another kind of control record
 
 
 @attrs.define
@@ -337,7 +374,11 @@ class Fetcher:
         committed_only = self.config.isolation_level == "read_committed"
         stable_end = result.last_stable_offset if committed_only else None
         return records_from(
-            result.records or b"", offset, stable_end, self.config.check_crcs
+            result.records or b"",
+            offset,
+            stable_end,
+            self.config.check_crcs,
+            result.aborted_transactions if committed_only else (),
         )
 
     def on_failure(self, plan: FetchPlan) -> None:

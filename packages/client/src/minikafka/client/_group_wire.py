@@ -2,6 +2,11 @@
 FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetFetch and
 OffsetCommit as plain values; :func:`group_request_body` writes each as the kio request
 body the ConsumerShell sends (KIP-345's group.instance.id included).
+
+A read_committed consumer fetches its committed offsets with OffsetFetch v7 and
+``require_stable`` (KIP-447): while a transaction that commits offsets for the group is
+open, the coordinator answers UNSTABLE_OFFSET_COMMIT and the consumer asks again,
+rather than start from an offset that transaction is about to replace.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from kio.schema.offset_commit.v7.request import (
 from kio.schema.offset_fetch.v5.request import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
+)
+from kio.schema.offset_fetch.v7.request import (
+    OffsetFetchRequest as StableOffsetFetchRequest,
+)
+from kio.schema.offset_fetch.v7.request import (
+    OffsetFetchRequestTopic as StableOffsetFetchRequestTopic,
 )
 from kio.schema.sync_group.v3.request import (
     SyncGroupRequest,
@@ -48,10 +59,12 @@ def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
     return out
 
 
-def group_request_body(request: GroupRequest) -> RequestPayload:
+def group_request_body(
+    request: GroupRequest, require_stable: bool = False
+) -> RequestPayload:
     """The request body a consumer's group coordinator asks for, in the versions this
     client speaks (FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3,
-    LeaveGroup v3, OffsetFetch v5, OffsetCommit v7)."""
+    LeaveGroup v3, OffsetFetch v5, or v7 with ``require_stable``, OffsetCommit v7)."""
     group = GroupId(getattr(request, "group_id", ""))
     if isinstance(request, FindCoordinator):
         return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
@@ -99,6 +112,17 @@ def group_request_body(request: GroupRequest) -> RequestPayload:
                     group_instance_id=request.group_instance_id,
                 ),
             ),
+        )
+    if isinstance(request, OffsetFetch) and require_stable:
+        return StableOffsetFetchRequest(
+            group_id=group,
+            topics=tuple(
+                StableOffsetFetchRequestTopic(
+                    name=TopicName(t), partition_indexes=tuple(map(i32, ps))
+                )
+                for t, ps in _by_topic(list(request.partitions)).items()
+            ),
+            require_stable=True,
         )
     if isinstance(request, OffsetFetch):
         return OffsetFetchRequest(

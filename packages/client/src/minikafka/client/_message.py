@@ -6,7 +6,12 @@ Broker errors keep Kafka's codes and names (``NOT_LEADER_OR_FOLLOWER``, 6). Erro
 client itself decides have librdkafka's negative codes and underscored names:
 ``_MSG_TIMED_OUT`` (``delivery.timeout.ms`` passed), ``_PURGE_QUEUE`` (the producer was
 closed without flushing), ``_TRANSPORT`` (the connection failed), ``_TIMED_OUT``,
-``_BAD_MSG`` (an answer that does not make sense).
+``_BAD_MSG`` (an answer that does not make sense), ``_STATE`` (a call the producer's
+transaction state does not allow).
+
+A transactional producer's errors say what is left to do, as confluent-kafka's do:
+``fatal()`` (the producer can only be closed: it was fenced) and
+``txn_requires_abort()`` (the transaction can only be aborted).
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ PURGE_QUEUE = -152
 TRANSPORT = -195
 TIMED_OUT = -185
 BAD_MSG = -199  # an answer the client cannot read
+STATE = -172  # the call is not allowed in the producer's (transaction) state
 _LOCAL_NAMES = {
     BAD_MSG: "_BAD_MSG",
     MSG_TIMED_OUT: "_MSG_TIMED_OUT",
+    STATE: "_STATE",
     PURGE_QUEUE: "_PURGE_QUEUE",
     TRANSPORT: "_TRANSPORT",
     TIMED_OUT: "_TIMED_OUT",
@@ -35,11 +42,28 @@ _LOCAL_NAMES = {
 class KafkaError:
     """An error code, its name, and what happened."""
 
-    __slots__ = ("_code", "_message")
+    __slots__ = ("_code", "_fatal", "_message", "_txn_requires_abort")
 
-    def __init__(self, code: int, message: str | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        message: str | None = None,
+        *,
+        fatal: bool = False,
+        txn_requires_abort: bool = False,
+    ) -> None:
         self._code = int(code)
         self._message = message
+        self._fatal = fatal
+        self._txn_requires_abort = txn_requires_abort
+
+    def fatal(self) -> bool:
+        """The producer can do nothing more but close (fenced, refused)."""
+        return self._fatal
+
+    def txn_requires_abort(self) -> bool:
+        """The transaction cannot commit: abort it and begin another."""
+        return self._txn_requires_abort
 
     def code(self) -> int:
         return self._code

@@ -13,6 +13,17 @@ the topic's metadata the first time, and room in ``buffer.memory``. It raises
 :class:`BufferError` when the buffer stays full, :class:`KafkaException` for an unknown
 topic or a record larger than ``max.request.size``.
 
+**Transactions** (KIP-98, KIP-447). With ``transactional.id`` the producer writes in
+transactions, with confluent-kafka's calls: :meth:`Producer.init_transactions` once,
+then per transaction :meth:`~Producer.begin_transaction`, ``produce``,
+:meth:`~Producer.send_offsets_to_transaction` (a consume-transform-produce loop's
+input offsets, committed with the transaction) and :meth:`~Producer.commit_transaction`
+or :meth:`~Producer.abort_transaction`. The transaction's state and requests are the
+:class:`~._transactions.TransactionManager`'s; these calls wait for its answers. A
+failure raises :class:`KafkaException` whose error says what is left:
+``txn_requires_abort()`` (abort, then begin again), ``fatal()`` (fenced: close), or
+neither (a timeout: call again to keep waiting).
+
 **Tracing.** A producer emits one ``producer.batch`` event per batch
 (:class:`~._events.ProducerBatchCompleted`) to the tracer it is given, ``tracer=``: a
 :class:`~minikafka.trace.JsonLinesTracer` writes them where a cluster's traces go, so a
@@ -42,11 +53,23 @@ from minikafka.trace import Tracer, get_tracer
 
 from ._accumulator import BufferFull, PendingRecord, RecordAccumulator
 from ._config import DeliveryCallback, ProducerConfig
-from ._message import PURGE_QUEUE, KafkaError, KafkaException, Message
+from ._message import (
+    PURGE_QUEUE,
+    STATE,
+    TIMED_OUT,
+    KafkaError,
+    KafkaException,
+    Message,
+)
+from ._message import (
+    TopicPartition as OffsetPosition,
+)
 from ._metadata import ClientMetadata, TopicInfo, bootstrap_nodes
 from ._partitioner import Partitioner
 from ._sender import Delivery, Sender
 from ._shell import PRODUCER_CLOCK, ProducerShell
+from ._transactions import TransactionManager
+from ._txn_plans import ConsumerGroupMetadata, TxnCompleted
 
 HeadersArg = (
     Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
@@ -72,6 +95,10 @@ class Producer:
         ]
         self._reports = collections.deque()
         self._outstanding = 0  # records appended whose report has not been served
+        # the transaction manager's outcomes, by the operation id a call waits on
+        self._txn_results: dict[int, KafkaError | None] = {}
+        # a transactional call that timed out, by name: calling it again waits on
+        self._timed_out: dict[str, int] = {}
         # One TopicPartition per partition produced to: no new object (and hash) a record.
         self._topic_partitions: dict[tuple[str, int], TopicPartition] = {}
         self._token: trio.lowlevel.TrioToken | None = None
@@ -101,6 +128,7 @@ class Producer:
                 client,
                 self._deliver,
                 on_metadata=self._notify,
+                on_transaction=self._transaction_done,
                 lock=self._lock,
             )
             with trio.CancelScope() as self._stop:
@@ -122,6 +150,12 @@ class Producer:
 
     def _notify(self) -> None:
         with self._changed:
+            self._changed.notify_all()
+
+    def _transaction_done(self, done: list[TxnCompleted]) -> None:
+        with self._changed:
+            for completed in done:
+                self._txn_results[completed.operation] = completed.error
             self._changed.notify_all()
 
     def _wake(self) -> None:
@@ -160,6 +194,9 @@ class Producer:
             tp = choose_partition(
                 self._partitioner, self._topic_partitions, info, record, partition
             )
+            if self._sender.transactions is not None:
+                # refused outside a transaction; a new partition is added to it first
+                self._sender.transactions.maybe_add_partition(tp)
             wake = self._append(tp, record, now, deadline)
             self._partitioner.on_append(
                 topic, tp.partition, size, len(info.leaders), info.available
@@ -272,6 +309,109 @@ class Producer:
         self.poll(0)
         return left
 
+    # --- transactions ---------------------------------------------------------------
+
+    def _transactions(self) -> TransactionManager:
+        transactions = self._sender.transactions
+        if transactions is None:
+            raise KafkaException(
+                KafkaError(STATE, "the producer has no transactional.id")
+            )
+        return transactions
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        """Register the transactional id with its coordinator: what an earlier producer
+        of the id left open is aborted, and that producer fenced. Once, first."""
+        transactions = self._transactions()
+        operation = self._timed_out.pop("init_transactions", None)
+        if operation is None:
+            with self._lock:
+                operation = transactions.init_transactions()
+        self._wait_for(operation, timeout, "init_transactions")
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is produced until its commit or abort is part of it."""
+        transactions = self._transactions()
+        with self._lock:
+            transactions.begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        positions: Sequence[OffsetPosition],
+        group_metadata: ConsumerGroupMetadata,
+        timeout: float = -1,
+    ) -> None:
+        """Commit these offsets (the next record to read of each partition) for the
+        consumer's group, with the transaction: if it aborts, they are not committed."""
+        transactions = self._transactions()
+        offsets = {TopicPartition(p.topic, p.partition): p.offset for p in positions}
+        operation = self._timed_out.pop("send_offsets_to_transaction", None)
+        if operation is None:
+            with self._lock:
+                operation = transactions.send_offsets(offsets, group_metadata)
+        self._wait_for(operation, timeout, "send_offsets_to_transaction")
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        """Send every record of the transaction, then commit it. Raises if a record
+        failed (the transaction then can only be aborted)."""
+        transactions = self._transactions()
+        operation = self._timed_out.pop("commit_transaction", None)
+        with self._lock:
+            if operation is None:
+                operation = transactions.begin_commit()
+            self._sender.accumulator.begin_flush()  # no lingering: the EndTxn waits
+        self._wake()
+        try:
+            self._wait_for(operation, timeout, "commit_transaction")
+        finally:
+            with self._lock:
+                self._sender.accumulator.end_flush()
+            self.poll(0)
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        """Abort the transaction: records not yet sent are dropped (their reports fail
+        with ``_PURGE_QUEUE``), those sent are never read by ``read_committed``
+        consumers, and the offsets sent with it are not committed."""
+        transactions = self._transactions()
+        operation = self._timed_out.pop("abort_transaction", None)
+        with self._lock:
+            if operation is None:
+                operation = transactions.begin_abort()
+            purged = self._sender.abort(
+                KafkaError(PURGE_QUEUE, "the transaction was aborted"),
+                PRODUCER_CLOCK(),
+            )
+        self._deliver(list(purged.replies))
+        self._wake()
+        try:
+            self._wait_for(operation, timeout, "abort_transaction")
+        finally:
+            self.poll(0)
+
+    def _wait_for(self, operation: int, timeout: float, call: str) -> None:
+        """Wait for a transactional call's outcome, serving delivery reports meanwhile;
+        raise its error. A timeout leaves the call pending: calling it again waits on."""
+        self._wake()
+        deadline = None if timeout < 0 else PRODUCER_CLOCK() + timeout
+        while True:
+            with self._changed:
+                if operation in self._txn_results:
+                    error = self._txn_results.pop(operation)
+                    break
+                left = None if deadline is None else deadline - PRODUCER_CLOCK()
+                if left is not None and left <= 0:
+                    self._timed_out[call] = operation
+                    raise KafkaException(
+                        KafkaError(
+                            TIMED_OUT,
+                            f"{call} did not complete in time: call it again to wait on",
+                        )
+                    )
+                self._changed.wait(0.1 if left is None else min(left, 0.1))
+            self.poll(0)
+        if error is not None:
+            raise KafkaException(error)
+
     def __enter__(self) -> Producer:
         return self
 
@@ -302,8 +442,19 @@ def producer_cores(
         round_robin=bool(c.partitioner),
         ignore_keys=c.partitioner_ignore_keys,
     )
+    transactions = (
+        None
+        if c.transactional_id is None
+        else TransactionManager(
+            c.transactional_id, c.transaction_timeout_ms, c.retry_backoff_ms
+        )
+    )
     sender = Sender(
-        c, accumulator, metadata, tracer=get_tracer() if tracer is None else tracer
+        c,
+        accumulator,
+        metadata,
+        tracer=get_tracer() if tracer is None else tracer,
+        transactions=transactions,
     )
     return sender, partitioner
 

@@ -25,6 +25,13 @@ UNKNOWN_PRODUCER_ID or an out-of-order batch with nothing before it unresolved) 
 producer asks for a new producer id and numbers from zero again, re-stamping what has
 not been acknowledged (Kafka bumps the epoch instead, KIP-360).
 
+**Transactions** (KIP-98). A transactional producer's Sender is given the
+:class:`~._transactions.TransactionManager`, which gets the producer id instead (its
+InitProducerId names the transactional id); a batch goes only to a partition the
+transaction coordinator has added to the transaction, carries the transactional bit,
+and a batch failed for good leaves the transaction abortable rather than asking for a
+new producer id.
+
 A core: every call takes ``now`` and returns one :class:`~minikafka.common.CoreResult`:
 its messages are the Produce requests to make (:class:`ProducePlan`), its replies the
 delivery reports (:class:`Delivery`) for the shell to hand to the application; it
@@ -52,6 +59,7 @@ from ._config import ProducerConfig
 from ._events import ProducerBatchCompleted
 from ._message import MSG_TIMED_OUT, TRANSPORT, KafkaError
 from ._metadata import ClientMetadata
+from ._transactions import TransactionManager
 
 _SEQUENCE_LIMIT = 2**31  # sequences wrap at Integer.MAX_VALUE, as in Kafka
 _METADATA_ERRORS = frozenset(
@@ -141,13 +149,20 @@ class Sender:
         factory=dict
     )
     tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
+    transactions: TransactionManager | None = attrs.field(default=None, kw_only=True)
 
     @property
     def idempotent(self) -> bool:
         return self.config.enable_idempotence
 
     def needs_producer_id(self) -> bool:
-        return self.idempotent and self.producer_id < 0
+        """An idempotent producer's own InitProducerId is due (a transactional one's
+        comes from its transaction manager)."""
+        return self.idempotent and self.transactions is None and self.producer_id < 0
+
+    def has_pending_batches(self) -> bool:
+        """A batch is queued or in flight: an EndTxn waits until none is."""
+        return self.accumulator.queued_batches() > 0 or self.in_flight_requests() > 0
 
     def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
         """InitProducerId answered: number every partition from zero under this id."""
@@ -209,6 +224,8 @@ class Sender:
             return True
         if self.producer_id < 0:
             return False
+        if self.transactions is not None and not self.transactions.is_send_allowed(tp):
+            return False  # AddPartitionsToTxn first
         # A retry goes only once nothing of its partition is in flight: the batches sent
         # after it are being refused as out of order and come back behind it, and until
         # they have, anything sent after the retry would be refused too.
@@ -227,6 +244,7 @@ class Sender:
         batch.payload = None
         batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
         batch.base_sequence = sequence
+        batch.transactional = self.transactions is not None
         self._next_sequence[tp] = (sequence + len(batch.records)) % _SEQUENCE_LIMIT
         self._unresolved.setdefault((self.producer_id, tp), set()).add(sequence)
 
@@ -347,7 +365,15 @@ class Sender:
         reports: list[Delivery],
     ) -> None:
         self._resolve(batch, now, -1, error)
-        if (
+        if self.transactions is not None:
+            # The transaction cannot commit without it: only an abort is left (the
+            # abort also ends the sequence gap, the epoch being bumped).
+            self.transactions.on_batch_failed(
+                error,
+                sequenced=batch.base_sequence >= 0
+                and batch.producer_id == self.producer_id,
+            )
+        elif (
             self.idempotent
             and batch.base_sequence >= 0
             and batch.producer_id == self.producer_id

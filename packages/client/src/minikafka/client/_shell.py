@@ -10,7 +10,11 @@ Three tasks, as Kafka's producer has one Sender thread doing all three:
 - the **metadata loop** (``MetadataRefresher``) sends a Metadata request whenever the
   metadata asks for one;
 - the **producer-id task** gets a producer id (InitProducerId) whenever the idempotent
-  Sender needs one.
+  Sender needs one;
+- a transactional producer's **transaction task** makes the requests its
+  :class:`~._transactions.TransactionManager` asks for, one at a time, each to the node
+  it names (the transaction coordinator, the group's, or any broker for
+  FindCoordinator), and sleeps until the manager's next deadline or a wake-up.
 
 Requests to one broker go through one task per broker that queues them on the
 connection in the order the Sender made them (``NetworkClient.enqueue``) and then waits
@@ -38,6 +42,7 @@ from collections.abc import Callable
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v6.response import FindCoordinatorResponse
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
 from kio.schema.produce.v8.request import (
@@ -46,25 +51,39 @@ from kio.schema.produce.v8.request import (
     TopicProduceData,
 )
 from kio.schema.produce.v8.response import ProduceResponse
-from kio.schema.types import TopicName
+from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i16, i32Timedelta
 
 from minikafka.common import Acks, TopicPartition
 from minikafka.common.shell import Wakeup
 from minikafka.log import CompressionType
-from minikafka.net import ClientError, NetworkClient, PendingRequest
+from minikafka.net import ClientError, NetworkClient, Node, PendingRequest
 from minikafka.trace import EpochClock
 
 from ._accumulator import RecordAccumulator
+from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
 from ._sender import Delivery, PartitionResponse, ProducePlan, Sender, SenderResult
+from ._transactions import TxnResult
+from ._txn_plans import (
+    FindCoordinatorPlan,
+    InitProducerIdPlan,
+    TxnAnswer,
+    TxnCompleted,
+    TxnPlan,
+)
+from ._txn_wire import txn_answer, txn_request_body
 
 _logger = logging.getLogger(__name__)
 
 
 def produce_request(
-    plan: ProducePlan, acks: Acks, timeout_ms: int, compression: CompressionType
+    plan: ProducePlan,
+    acks: Acks,
+    timeout_ms: int,
+    compression: CompressionType,
+    transactional_id: str | None = None,
 ) -> ProduceRequest:
     """Produce v8: one topic entry per topic, one partition entry per batch (each batch's
     bytes built here, the first time it is sent, and kept for its retries)."""
@@ -76,7 +95,9 @@ def produce_request(
             PartitionProduceData(index=tp.partition, records=records)  # type: ignore[arg-type]
         )
     return ProduceRequest(
-        transactional_id=None,
+        transactional_id=None
+        if transactional_id is None
+        else TransactionalId(transactional_id),
         acks=i16(int(acks)),
         timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
         topic_data=tuple(
@@ -113,10 +134,13 @@ class ProducerShell:
     client: NetworkClient
     on_deliveries: Callable[[list[Delivery]], None]
     on_metadata: Callable[[], None] = lambda: None
+    # a transactional producer's API calls completed (the transaction task's replies)
+    on_transaction: Callable[[list[TxnCompleted]], None] = lambda done: None
     lock: threading.Lock = attrs.field(factory=threading.Lock)
     clock: Callable[[], float] = attrs.field(factory=lambda: PRODUCER_CLOCK)
     _wake_sender: Wakeup = attrs.field(factory=Wakeup)
     _wake_producer_id: Wakeup = attrs.field(factory=Wakeup)
+    _wake_transactions: Wakeup = attrs.field(factory=Wakeup)
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
     _refresher: MetadataRefresher | None = None
@@ -133,6 +157,7 @@ class ProducerShell:
         """Something changed (an append, a flush, an answer): look again. Trio thread."""
         self._wake_sender.set()
         self._wake_producer_id.set()
+        self._wake_transactions.set()
         if self._refresher is not None:
             self._refresher.wake()
 
@@ -156,6 +181,8 @@ class ProducerShell:
             nursery.start_soon(self._refresher.run)
             nursery.start_soon(self._producer_id_loop)
             nursery.start_soon(self._sender_loop)
+            if self.sender.transactions is not None:
+                nursery.start_soon(self._transaction_loop)
             task_status.started()
 
     # --- the sender loop ----------------------------------------------------------
@@ -205,7 +232,11 @@ class ProducerShell:
                     continue
                 acks = config.acks
                 request = produce_request(
-                    plan, acks, config.request_timeout_ms, config.compression_type
+                    plan,
+                    acks,
+                    config.request_timeout_ms,
+                    config.compression_type,
+                    config.transactional_id,
                 )
                 try:
                     pending = await self.client.enqueue(
@@ -278,3 +309,74 @@ class ProducerShell:
                 continue
             attempt += 1
             await trio.sleep(backoff)
+
+    # --- transactions ---------------------------------------------------------------
+
+    async def _transaction_loop(self) -> None:
+        transactions = self.sender.transactions
+        assert transactions is not None
+        attempt = 0
+        while True:
+            with self.lock:
+                now = self.clock()
+                result = transactions.on_timer(now, self.sender.has_pending_batches())
+                deadline = transactions.next_deadline()
+            self._transaction_done(result)
+            if not result.messages:
+                wake_by = now + 1.0 if deadline is None else min(deadline, now + 1.0)
+                await self._wake_transactions.sleep_until(wake_by, self.clock)
+                continue
+            [plan] = result.messages
+            attempt += 1
+            await self._transaction_request(plan, attempt)
+
+    async def _transaction_request(self, plan: TxnPlan, attempt: int) -> None:
+        """Make one of the transaction manager's requests and hand it the answer."""
+        transactions = self.sender.transactions
+        assert transactions is not None
+        with self.lock:
+            node = (
+                self.metadata.any_node(attempt)
+                if isinstance(plan, FindCoordinatorPlan)
+                else self.metadata.node(plan.node)
+            )
+        response = None
+        if node is not None:
+            try:
+                response = await self.client.send(node, txn_request_body(plan))
+            except ClientError as exc:
+                _logger.info("%s failed: %s", type(plan).__name__, exc)
+        with self.lock:
+            now = self.clock()
+            if response is None:
+                result = transactions.on_request_failed(plan, now)
+            else:
+                answer = txn_answer(response)
+                if answer.error:
+                    _logger.debug(
+                        "%s answered %s", type(plan).__name__, KafkaError(answer.error)
+                    )
+                self._learn_coordinator(response)
+                result = transactions.on_response(plan, answer, now)
+                if isinstance(plan, InitProducerIdPlan) and not answer.error:
+                    self._new_producer_id(answer)
+        self._transaction_done(result)
+        self.wake()
+
+    def _learn_coordinator(self, response: object) -> None:
+        """A coordinator FindCoordinator named: its address, for the requests to it."""
+        if isinstance(response, FindCoordinatorResponse):
+            for c in response.coordinators:
+                if c.error_code == ErrorCode.none:
+                    self.metadata.nodes.setdefault(
+                        int(c.node_id), Node(int(c.node_id), c.host, int(c.port))
+                    )
+
+    def _new_producer_id(self, answer: TxnAnswer) -> None:
+        """InitProducerId answered for the transactional id: the Sender numbers every
+        partition from zero under the new id and epoch."""
+        self.sender.set_producer_id(answer.producer_id, answer.producer_epoch)
+
+    def _transaction_done(self, result: TxnResult) -> None:
+        if result.replies:
+            self.on_transaction(list(result.replies))
