@@ -30,16 +30,29 @@ def test_the_supported_ranges_and_parking_come_from_the_table() -> None:
         s.key: (s.min_version, s.max_version) for s in KafkaApis.TABLE
     } == KafkaApis.SUPPORTED
     parks = {s.key for s in KafkaApis.TABLE if s.parks}
-    assert parks == {ApiKey.OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
+    # The group requests that wait for other members or a replicated write, and the
+    # transaction requests, which wait for a replicated write to __transaction_state
+    # or __consumer_offsets, or (WriteTxnMarkers) for the markers' acks=all appends.
+    assert parks == {
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.INIT_PRODUCER_ID,
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.WRITE_TXN_MARKERS,
+        ApiKey.TXN_OFFSET_COMMIT,
+    }
 
 
 def test_every_body_alias_names_kio_classes_of_one_api_and_matches_them() -> None:
     """The modules of request bodies import kio's classes for mypy only; each tuple they
     hand to isinstance names classes that exist, of one API, and is true of an instance
     of each and of no other served version's class of the same name."""
-    from minikafka.broker import _body, _group_body
+    from minikafka.broker import _body, _group_body, _txn_body
 
-    for module in (_body, _group_body):
+    for module in (_body, _group_body, _txn_body):
         for name, value in vars(module).items():
             if not (name.isupper() and isinstance(value, tuple) and value):
                 continue

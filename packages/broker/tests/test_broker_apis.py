@@ -135,6 +135,7 @@ def batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     compression: CompressionType = CompressionType.NONE,
+    is_transactional: bool = False,
 ) -> bytes:
     """A producer's batch of keyless records (offsets from 0, as a producer writes them)."""
     return build_batch(
@@ -143,6 +144,7 @@ def batch(
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,
         compression=compression,
+        is_transactional=is_transactional,
     )
 
 
@@ -658,8 +660,9 @@ _SWEEP_ORDER = (
     21,
     20,
 )
-# The group APIs need a group to ask about: test_group_apis.py sweeps their versions.
-_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47)
+# The group APIs need a group to ask about: test_group_apis.py sweeps their versions;
+# the transaction APIs a transaction: test_txn_apis.py sweeps theirs.
+_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 24, 25, 26, 27, 28)
 
 
 async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) -> None:
@@ -1108,21 +1111,42 @@ async def test_a_compressed_batch_is_stored_as_sent(broker: Kafka) -> None:
     assert [r.offset for r in records] == list(range(50))
 
 
-async def test_a_transactional_produce_is_refused(broker: Kafka) -> None:
+async def test_a_produce_naming_a_transactional_id_appends_its_batch(
+    broker: Kafka,
+) -> None:
+    # Kafka, without an authorizer, appends whatever batch the request carries: the
+    # transactional id matters only for the authorization of a transactional write.
     await broker.create_topic("t")
     result = await broker.produce("t", batch([b"a"]), transactional_id="tx")
-    assert result.error_code is ErrorCode.transactional_id_authorization_failed
-    assert broker.log_end_offset("t") == 0
+    assert result.error_code is ErrorCode.none
+    assert broker.log_end_offset("t") == 1
 
 
-@pytest.mark.parametrize("bits", [0x10, 0x20], ids=["transactional", "control"])
-async def test_transactional_and_control_batches_are_refused(
-    broker: Kafka, bits: int
+async def test_a_transactional_batch_is_appended_and_holds_the_last_stable_offset(
+    broker: Kafka,
 ) -> None:
-    # Without transaction markers a read_committed consumer would take them as committed.
+    # Its transaction is open until its marker: read_committed readers stop before it.
+    await broker.create_topic("t")
+    await broker.produce("t", batch([b"before"]))
+    data = batch(
+        [b"open"],
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    result = await broker.produce("t", data, transactional_id="tx")
+    assert result.error_code is ErrorCode.none
+    partition = broker.server.replica_manager.get_partition(TopicPartition("t", 0))
+    assert partition is not None
+    assert (partition.log.high_watermark, partition.log.last_stable_offset) == (2, 1)
+
+
+async def test_a_control_batch_from_a_client_is_refused(broker: Kafka) -> None:
+    # Markers are the transaction coordinator's to write (WriteTxnMarkers).
     await broker.create_topic("t")
     data = bytearray(batch([b"a"], producer_id=5, producer_epoch=0, base_sequence=0))
-    data[22] |= bits  # attributes' low byte; the CRC is not checked before this refusal
+    data[22] |= 0x20  # attributes' low byte; the CRC is not checked before this refusal
     result = await broker.produce("t", bytes(data))
     assert result.error_code is ErrorCode.invalid_record
     assert broker.log_end_offset("t") == 0

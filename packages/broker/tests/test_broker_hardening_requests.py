@@ -268,14 +268,16 @@ async def test_delete_topics_and_create_partitions_answer_as_kafka(
 
 async def test_find_coordinator_and_metadata_answer_as_kafka(tmp_path: Path) -> None:
     """FindCoordinator with a key type that is neither group (0) nor transaction (1) is
-    INVALID_REQUEST; Metadata v8 asked for authorized operations lists every one, as
-    Kafka without an authorizer does, and INT32_MIN when not asked."""
+    INVALID_REQUEST, and a transactional id's names this broker; Metadata v8 asked for
+    authorized operations lists every one, as Kafka without an authorizer does, and
+    INT32_MIN when not asked."""
     async with in_process(tmp_path) as (_server, k):
         unknown = await k.find_coordinator("g", key_type=5)
         assert unknown.error_code is ErrorCode.invalid_request
         assert unknown.node_id == -1
         transactions = await k.find_coordinator("t", key_type=1)
-        assert transactions.error_code is ErrorCode.coordinator_not_available
+        assert transactions.error_code is ErrorCode.none
+        assert transactions.node_id == _server.config.node_id
         assert await k.create(("ops", 1, 1)) == [("ops", ErrorCode.none)]
         asked = await k.metadata(["ops"], operations=True)
         assert asked.cluster_authorized_operations == ALL_CLUSTER_OPERATIONS

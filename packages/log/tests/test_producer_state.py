@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from minikafka.log import (
     NUM_BATCHES_TO_RETAIN,
+    AppendOrigin,
     InvalidProducerEpochError,
     InvalidRecordError,
     Log,
@@ -522,3 +523,26 @@ def test_retries_never_append_a_batch_twice(ops: list[tuple[str, int, int]]) -> 
         idempotent = [r.value for r in records if r.value != b"x" * 100]
         assert len(idempotent) == len(set(idempotent))  # no batch twice
         log.close()
+
+
+def test_a_coordinators_batches_are_checked_for_their_epoch_only(
+    tmp_path: Path,
+) -> None:
+    # Guarantee (Kafka's AppendOrigin.COORDINATOR): the offsets a transaction commits
+    # go in batches of the transaction's producer that always start at sequence 0, so
+    # they are not held to the producer's sequence, and never taken for a retry; a
+    # fenced epoch is still refused and nothing is written.
+    log = open_log(tmp_path)
+    for _ in range(3):
+        info = log.append_as_leader(
+            bytearray(produce(7, 2, 0)), 0, origin=AppendOrigin.COORDINATOR
+        )
+        assert not info.duplicate
+    assert log.log_end_offset == 3
+    with pytest.raises(InvalidProducerEpochError):
+        log.append_as_leader(
+            bytearray(produce(7, 1, 0)), 0, origin=AppendOrigin.COORDINATOR
+        )
+    assert log.log_end_offset == 3
+    # A client's batch of the same producer at sequence 0 again is a retry.
+    assert log.append_as_leader(bytearray(produce(7, 2, 0)), 0).duplicate

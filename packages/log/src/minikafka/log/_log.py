@@ -187,9 +187,8 @@ class Log(LocalLogView):
 
         An idempotent producer's retry of a batch the log holds appends nothing and is
         answered with the original's offsets (``duplicate=True``); a batch out of its
-        producer's sequence or epoch raises before anything of the request is written.
-        A coordinator's batches (``origin`` COORDINATOR) are checked for their epoch
-        only (Kafka's ``AppendOrigin``).
+        producer's sequence or epoch raises before anything of the request is written
+        (a coordinator's, :class:`AppendOrigin`, its epoch only).
         """
         config = self.config
         batches = validate_batches(
@@ -212,13 +211,10 @@ class Log(LocalLogView):
         payloads = validate_records(
             records, batches, rules, decompressed_limit(config.max_message_bytes)
         )
-        if origin is AppendOrigin.COORDINATOR:
-            self.producer_state.validate_coordinator_append(batches)
-        else:
-            duplicate = self.producer_state.validate_append(batches)
-            # aside: an idempotent producer's retry
-            if duplicate is not None:
-                return duplicate_append_info(duplicate)
+        duplicate = self.producer_state.validate_append(batches, origin)
+        # aside: an idempotent producer's retry
+        if duplicate is not None:
+            return duplicate_append_info(duplicate)
         target = config.target_compression
         # aside: a topic with its own compression.type
         if target is not None and any(h.compression is not target for _, h in batches):

@@ -207,7 +207,9 @@ class ProducerStateManager:
                 )
 
     def validate_append(
-        self, batches: Sequence[tuple[int, RecordBatchHeader]]
+        self,
+        batches: Sequence[tuple[int, RecordBatchHeader]],
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> BatchMetadata | None:
         """Check a producer's batches before a leader appends them (nothing is changed).
 
@@ -216,8 +218,11 @@ class ProducerStateManager:
         a duplicate batch is a duplicate request (Kafka answers the same way). Raises
         OutOfOrderSequenceError or InvalidProducerEpochError for a batch that may not
         follow its producer's, where a later batch of the same request follows the
-        earlier ones.
+        earlier ones. A coordinator's batches: :meth:`validate_coordinator_append`.
         """
+        if origin is AppendOrigin.COORDINATOR:
+            self.validate_coordinator_append(batches)
+            return None
         pending: dict[int, tuple[int, int]] | None = None  # id -> (epoch, last seq)
         for position, header in batches:
             producer_id = header.producer_id
