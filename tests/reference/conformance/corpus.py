@@ -1,5 +1,5 @@
 """The whole corpus, in the order it runs: data path, deleting records, groups, admin,
-configs, cluster."""
+configs, cluster, transactions."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ._corpus_data import scenarios as data
 from ._corpus_delete_records import scenarios as delete_records
 from ._corpus_group_admin import scenarios as group_admin
 from ._corpus_groups import scenarios as groups
+from ._corpus_transactions import scenarios as transactions
 from ._scenario import Scenario
 
 
@@ -22,4 +23,5 @@ def corpus() -> list[Scenario]:
         *admin(),
         *configs(),
         *cluster(),
+        *transactions(),
     ]

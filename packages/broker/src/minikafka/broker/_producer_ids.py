@@ -31,6 +31,7 @@ from minikafka.coordination import TransactionCoordinatorShell
 from minikafka.net import ApiKey, Request, build, response_schema
 
 from ._body import INIT_PRODUCER_ID, INIT_PRODUCER_ID_WITH_PRODUCER
+from ._transactions import for_version
 
 NO_THROTTLE = datetime.timedelta(0)
 NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
@@ -105,7 +106,7 @@ async def handle_init_producer_id(
                 body.transaction_timeout // datetime.timedelta(milliseconds=1),
                 None if named[0] == NO_PRODUCER_ID else named,
             )
-            error = reply.error_code
+            error = for_version(reply.error_code, request.api_version, 4)
             producer_id, epoch = reply.producer_id, reply.producer_epoch
     else:
         try:

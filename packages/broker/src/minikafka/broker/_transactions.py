@@ -80,7 +80,7 @@ async def handle_add_partitions_to_txn(
             int(body.v3_and_below_producer_epoch),
             frozenset(wanted),
         )
-        errors = dict.fromkeys(wanted, error)
+        errors = dict.fromkeys(wanted, for_version(error, request.api_version, 2))
     cls = request.response_class()
     topic_cls = nested(cls, "results_by_topic_v3_and_below")
     partition_cls = nested(topic_cls, "results_by_partition")
@@ -119,6 +119,7 @@ async def handle_end_txn(
         int(body.producer_epoch),
         bool(body.committed),
     )
+    error = for_version(error, request.api_version, 2)
     cls = request.response_class()
     request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=error))
 
@@ -217,6 +218,15 @@ async def handle_write_txn_markers(
     )
 
 
+def for_version(error: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
+    """``error`` as a client of ``version`` knows it: PRODUCER_FENCED (KIP-588) is
+    INVALID_PRODUCER_EPOCH before the version that introduced it, as Kafka's
+    KafkaApis converts it."""
+    if error is ErrorCode.producer_fenced and version < fenced_since:
+        return ErrorCode.invalid_producer_epoch
+    return error
+
+
 def _exists(cache: MetadataCache, tp: TopicPartition) -> bool:
     topic = cache.topic(tp.topic)
     return topic is not None and tp.partition in topic.partitions
@@ -249,6 +259,7 @@ async def handle_add_offsets_to_txn(
         int(body.producer_epoch),
         frozenset({partition}),
     )
+    error = for_version(error, request.api_version, 2)
     cls = request.response_class()
     request.respond(build(cls, throttle_time=NO_THROTTLE, error_code=error))
 
