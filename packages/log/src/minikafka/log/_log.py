@@ -159,7 +159,7 @@ class Log(LocalLogView):
     def close(self) -> None:
         """Snapshot the producers as of the log end, then close every file (the
         LogManager flushes first on a clean shutdown)."""
-        take_snapshot(self, self.log_end_offset, sync=True)
+        take_snapshot(self, self.log_end_offset)
         self.local.close()
 
     def close_handlers(self) -> None:
