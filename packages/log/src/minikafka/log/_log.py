@@ -153,7 +153,7 @@ class Log(LocalLogView):
             high_watermark=min(max(high_watermark, start), leo),
             leader_epoch_checkpoint=epoch_file,
         )
-        rebuild_producer_state(log, local.recovered_segments)
+        rebuild_producer_state(log)
         return log
 
     def close(self) -> None:
@@ -454,7 +454,7 @@ class Log(LocalLogView):
         self.ongoing_txns.truncate_to(target_offset)
         delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
-            rebuild_producer_state(self, 0)  # a removed batch had a producer id
+            rebuild_producer_state(self)  # a removed batch had a producer id
         trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition

@@ -196,20 +196,24 @@ def _restore(
     )
 
 
-def rebuild_producer_state(log: Log, recovered_segments: int) -> None:
-    """Load the latest producer snapshot at or below the log end (or, when
-    recovery rescanned segments, the first one's base) and replay the batches
-    after it, or from the log start without one.
+def rebuild_producer_state(log: Log) -> None:
+    """Load the latest producer snapshot at or below the log end and replay the
+    batches after it, or from the log start without one.
 
-    Only headers are read, and each marker's one record; ``replayed_batches``
-    counts them. The rescanned segments get their ``.txnindex`` written again
-    from the markers (Kafka's ``LogSegment.recover``).
+    Only headers are read, and each marker's one record; ``replayed_batches`` counts
+    them. A segment whose ``.txnindex`` is stale (recovery rescanned the segment, or
+    the file was damaged) has it rewritten from its markers, as Kafka's
+    ``LogSegment.recover`` does: the snapshot used is then at or below its base.
     """
     log.producer_state.clear()
     log.ongoing_txns = OngoingTransactions()
     leo = log.log_end_offset
-    rescanned = log.segments[-recovered_segments:] if recovered_segments else []
-    rescanned_from = rescanned[0].base_offset if rescanned else None
+    stale = [segment for segment in log.segments if segment.txn_index_stale]
+    for segment in stale:
+        if segment.txn_index is not None:
+            segment.txn_index.truncate_to(segment.base_offset)
+        segment.txn_index_stale = False
+    rescanned_from = stale[0].base_offset if stale else None
     delete_snapshots(log.dir, above=leo)
     snapshot = load_latest_snapshot(
         log.dir,
