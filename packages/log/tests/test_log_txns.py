@@ -443,3 +443,23 @@ def test_a_damaged_txnindex_is_rewritten_even_after_a_clean_shutdown(
     third = open_log(tmp_path)
     assert third.active_segment.txn_index is not None
     assert third.active_segment.txn_index.entries() == expected
+
+
+def test_only_the_stale_txnindex_is_rewritten(tmp_path: Path) -> None:
+    # Guarantee: when an older segment's .txnindex is damaged, it alone is rewritten;
+    # the later segments' indexes, which the replay passes over, keep their entries
+    # once (never appended twice).
+    log = open_log(tmp_path)
+    for producer in (PID, OTHER, 9):
+        log.append_as_leader(txn_batch(producer, 0, 0), leader_epoch=0)
+        log.append_txn_marker(producer, 0, False, 0, leader_epoch=0)
+        log.roll()
+    with_entries = [s for s in log.segments if s.txn_index is not None]
+    assert len(with_entries) == 3
+    expected = [s.txn_index.entries() for s in with_entries if s.txn_index]
+    log.close()
+    first = txn_index_path(log, 0)
+    first.write_bytes(first.read_bytes()[:-1])  # torn
+    again = open_log(tmp_path)
+    indexes = [s.txn_index for s in again.segments if s.txn_index is not None]
+    assert [index.entries() for index in indexes] == expected

@@ -213,14 +213,14 @@ def rebuild_producer_state(log: Log) -> None:
         if segment.txn_index is not None:
             segment.txn_index.truncate_to(segment.base_offset)
         segment.txn_index_stale = False
-    rescanned_from = stale[0].base_offset if stale else None
+    bound = min(leo, stale[0].base_offset) if stale else leo
     delete_snapshots(log.dir, above=leo)
     snapshot = load_latest_snapshot(
         log.dir,
         log.producer_state,
         log.ongoing_txns,
         log_start=log.log_start_offset,
-        upper_bound=leo if rescanned_from is None else min(leo, rescanned_from),
+        upper_bound=bound,
     )
     start = log.replayed_from = log.log_start_offset if snapshot is None else snapshot
     log.replayed_batches = replay_segments(
@@ -228,7 +228,7 @@ def rebuild_producer_state(log: Log) -> None:
         log.ongoing_txns,
         log.segments[log.local.segment_index_for(start) :],
         start,
-        rescanned_from,
+        stale,
     )
     log.ongoing_txns.on_high_watermark(log.high_watermark)
     if log.tracer.enabled:
