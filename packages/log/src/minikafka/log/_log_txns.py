@@ -87,8 +87,10 @@ def track_batches(
         if not header.is_control:
             ongoing.on_batch(header)
             continue
+        if header.producer_id < 0:
+            continue  # no producer's marker (KRaft's control records): not decoded
         marker = marker_of(raw_batch(position, header))
-        if marker is None or header.producer_id < 0:
+        if marker is None:
             continue
         completed = ongoing.on_marker(
             header.producer_id, header.producer_epoch, marker, header.base_offset

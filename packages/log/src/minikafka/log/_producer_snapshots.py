@@ -62,10 +62,15 @@ def snapshot_path(dir: Path, offset: int) -> Path:
 
 
 def snapshot_offsets(dir: Path) -> list[int]:
-    """The offsets of the snapshots in ``dir``, oldest first."""
-    return sorted(
-        offset_from_file_name(path.name) for path in dir.glob(f"*{SNAPSHOT_SUFFIX}")
-    )
+    """The offsets of the snapshots in ``dir``, oldest first (a file not named after
+    an offset is not one of them)."""
+    offsets = []
+    for path in dir.glob(f"*{SNAPSHOT_SUFFIX}"):
+        try:
+            offsets.append(offset_from_file_name(path.name))
+        except ValueError:
+            continue
+    return sorted(offsets)
 
 
 def snapshot_entries(
