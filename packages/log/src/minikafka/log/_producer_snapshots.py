@@ -238,15 +238,14 @@ def rebuild_producer_state(log: Log) -> None:
     log.ongoing_txns.on_high_watermark(log.high_watermark)
     if log.tracer.enabled:
         tp = log.topic_partition
-        log.tracer.emit(
-            ProducerStateLoaded(
-                tp.topic,
-                tp.partition,
-                -1 if snapshot is None else snapshot,
-                log.replayed_batches,
-                leo,
-            )
+        event = ProducerStateLoaded(
+            tp.topic,
+            tp.partition,
+            -1 if snapshot is None else snapshot,
+            log.replayed_batches,
+            leo,
         )
+        log.tracer.emit(event, log.clock() / 1000)
 
 
 def take_snapshot(log: Log, offset: int) -> None:
