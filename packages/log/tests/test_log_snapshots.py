@@ -14,10 +14,10 @@ from minikafka.log import (
     LogConfig,
     OutOfOrderSequenceError,
     ProducerSnapshotEntry,
+    ProducerStateLoaded,
     TransactionCoordinatorFencedError,
     read_snapshot,
 )
-from minikafka.log._events import ProducerStateLoaded
 from minikafka.log.testing import ManualClock, keyed_batch, txn_batch, value_batch
 from minikafka.trace.testing import RecordingTracer
 

@@ -14,17 +14,18 @@ from minikafka.log import (
     FetchIsolation,
     InvalidProducerEpochError,
     InvalidRecordError,
+    LastStableOffsetMoved,
     Log,
     LogConfig,
     TimestampAndOffset,
     TransactionCoordinatorFencedError,
+    TxnMarkerWritten,
     build_batch,
     clean,
     end_txn_marker_batch,
     make_records,
     read_batch_header,
 )
-from minikafka.log._events import LastStableOffsetMoved, TxnMarkerWritten
 from minikafka.log.testing import ManualClock, keyed_batch, txn_batch, value_batch
 from minikafka.trace.testing import RecordingTracer
 
