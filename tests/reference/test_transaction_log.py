@@ -17,6 +17,7 @@ see their guarantees.
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -35,6 +36,8 @@ from minikafka.coordination.transaction import (
     value_bytes,
 )
 from minikafka.log import (
+    Log,
+    LogConfig,
     TransactionIndex,
     end_txn_marker_batch,
     iter_decoded_batches,
@@ -203,3 +206,36 @@ def test_minikafka_builds_kafkas_transaction_markers(
             partition_leader_epoch=header.partition_leader_epoch,
         )
         assert data[position : position + header.size] == rebuilt
+
+
+def test_minikafkas_log_writes_kafkas_txnindex_from_kafkas_batches(
+    kafka_reference: KafkaNode, written: list[tuple[bytes, bytes]], tmp_path: Path
+) -> None:
+    # Guarantee: given the batches Kafka wrote (a committed then an aborted
+    # transaction), minikafka's Log writes Kafka's .txnindex byte for byte, both as a
+    # follower appending them and as recovery rebuilding it after an unclean shutdown
+    # (Kafka's own index and snapshots removed from a copy of its partition).
+    partition = kafka_reference.log_dir / f"{TOPIC}-0"
+    deadline = time.monotonic() + WAIT
+    while not list(partition.glob("*.txnindex")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling Kafka's files, inside the deadline
+    [kafka_file] = partition.glob("*.txnindex")
+    theirs = kafka_file.read_bytes()
+    data = b"".join(p.read_bytes() for p in sorted(partition.glob("*.log")))
+
+    follower = Log.open(tmp_path / "follower" / f"{TOPIC}-0", LogConfig())
+    try:
+        follower.append_as_follower(data)
+        assert (follower.dir / kafka_file.name).read_bytes() == theirs
+    finally:
+        follower.close()
+
+    copy = tmp_path / "recovered" / partition.name
+    shutil.copytree(partition, copy)
+    for stale in (*copy.glob("*.txnindex"), *copy.glob("*.snapshot")):
+        stale.unlink()
+    recovered = Log.open(copy, LogConfig(), had_clean_shutdown=False)
+    try:
+        assert (copy / kafka_file.name).read_bytes() == theirs
+    finally:
+        recovered.close()

@@ -14,10 +14,10 @@ from minikafka.log import (
     LogConfig,
     OutOfOrderSequenceError,
     ProducerSnapshotEntry,
+    ProducerStateLoaded,
     TransactionCoordinatorFencedError,
     read_snapshot,
 )
-from minikafka.log._events import ProducerStateLoaded
 from minikafka.log.testing import ManualClock, keyed_batch, txn_batch, value_batch
 from minikafka.trace.testing import RecordingTracer
 
@@ -200,3 +200,17 @@ def test_retention_drops_the_snapshots_of_the_segments_it_deletes(
     log.maybe_increment_log_start_offset(second)
     assert log.delete_old_segments() == 2
     assert min(snapshots(log)) == second
+
+
+def test_a_file_not_named_after_an_offset_is_not_a_snapshot(tmp_path: Path) -> None:
+    # Guarantee: a stray *.snapshot whose name is not a 20-digit offset is left alone
+    # and does not stop the log from opening, truncating or deleting its snapshots.
+    log = open_log(tmp_path)
+    fill(log, 30)
+    log.close()
+    stray = log.dir / "notes.snapshot"
+    stray.write_bytes(b"x")
+    again = open_log(tmp_path)
+    again.truncate_to(3)
+    assert stray.exists()
+    assert again.replayed_from == 0

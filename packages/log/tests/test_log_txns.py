@@ -14,17 +14,18 @@ from minikafka.log import (
     FetchIsolation,
     InvalidProducerEpochError,
     InvalidRecordError,
+    LastStableOffsetMoved,
     Log,
     LogConfig,
     TimestampAndOffset,
     TransactionCoordinatorFencedError,
+    TxnMarkerWritten,
     build_batch,
     clean,
     end_txn_marker_batch,
     make_records,
     read_batch_header,
 )
-from minikafka.log._events import LastStableOffsetMoved, TxnMarkerWritten
 from minikafka.log.testing import ManualClock, keyed_batch, txn_batch, value_batch
 from minikafka.trace.testing import RecordingTracer
 
@@ -416,3 +417,50 @@ def test_the_offset_index_bounds_a_read_as_kafka_does(tmp_path: Path) -> None:
     assert index.fetch_upper_bound_offset(first_position) == first_offset
     assert index.fetch_upper_bound_offset(first_position + 1) == second_offset
     assert index.fetch_upper_bound_offset(log.active_segment.size + 1) is None
+
+
+def test_a_damaged_txnindex_is_rewritten_even_after_a_clean_shutdown(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: a .txnindex that fails its check (a torn entry), or whose segment is
+    # rescanned because its offset index is gone, is rewritten from the markers at
+    # opening, although the clean shutdown's snapshot is past it (Kafka rebuilds an
+    # index that fails its sanity check the same way).
+    log = open_log(tmp_path)
+    log.append_as_leader(txn_batch(PID, 0, 0, count=2), leader_epoch=0)  # 0-1
+    log.append_txn_marker(PID, 0, False, 0, leader_epoch=0)  # 2
+    log.append_as_leader(value_batch(2, 10), leader_epoch=0)  # 3-4
+    assert log.active_segment.txn_index is not None
+    expected = log.active_segment.txn_index.entries()
+    log.close()
+    path = txn_index_path(log, 0)
+    path.write_bytes(path.read_bytes()[:-1])  # torn
+    again = open_log(tmp_path)
+    assert again.active_segment.txn_index is not None
+    assert again.active_segment.txn_index.entries() == expected
+    assert path.stat().st_size == 34
+    again.close()
+    (log.dir / f"{0:020d}.index").unlink()  # the segment is rescanned
+    third = open_log(tmp_path)
+    assert third.active_segment.txn_index is not None
+    assert third.active_segment.txn_index.entries() == expected
+
+
+def test_only_the_stale_txnindex_is_rewritten(tmp_path: Path) -> None:
+    # Guarantee: when an older segment's .txnindex is damaged, it alone is rewritten;
+    # the later segments' indexes, which the replay passes over, keep their entries
+    # once (never appended twice).
+    log = open_log(tmp_path)
+    for producer in (PID, OTHER, 9):
+        log.append_as_leader(txn_batch(producer, 0, 0), leader_epoch=0)
+        log.append_txn_marker(producer, 0, False, 0, leader_epoch=0)
+        log.roll()
+    with_entries = [s for s in log.segments if s.txn_index is not None]
+    assert len(with_entries) == 3
+    expected = [s.txn_index.entries() for s in with_entries if s.txn_index]
+    log.close()
+    first = txn_index_path(log, 0)
+    first.write_bytes(first.read_bytes()[:-1])  # torn
+    again = open_log(tmp_path)
+    indexes = [s.txn_index for s in again.segments if s.txn_index is not None]
+    assert [index.entries() for index in indexes] == expected

@@ -40,11 +40,14 @@ from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
 from ._epoch_cache import LeaderEpochFileCache as LeaderEpochFileCache
+from ._events import LastStableOffsetMoved as LastStableOffsetMoved
 from ._events import LogCleaned as LogCleaned
 from ._events import LogRecovered as LogRecovered
 from ._events import LogTruncated as LogTruncated
+from ._events import ProducerStateLoaded as ProducerStateLoaded
 from ._events import SegmentRolled as SegmentRolled
 from ._events import SegmentsDeleted as SegmentsDeleted
+from ._events import TxnMarkerWritten as TxnMarkerWritten
 from ._files import FilePool as FilePool
 from ._files import PooledFile as PooledFile
 from ._files import raise_open_files_limit as raise_open_files_limit
@@ -151,6 +154,7 @@ __all__ = [
     "InvalidRecordError",
     "InvalidTimestampError",
     "KafkaStorageError",
+    "LastStableOffsetMoved",
     "LeaderEpochCheckpointFile",
     "LeaderEpochFileCache",
     "Log",
@@ -173,6 +177,7 @@ __all__ = [
     "PooledFile",
     "ProducerSnapshotEntry",
     "ProducerStateEntry",
+    "ProducerStateLoaded",
     "ProducerStateManager",
     "Record",
     "RecordBatchHeader",
@@ -186,6 +191,7 @@ __all__ = [
     "TransactionCoordinatorFencedError",
     "TransactionIndex",
     "TxnIndexSearchResult",
+    "TxnMarkerWritten",
     "UnexpectedAppendOffsetError",
     "build_batch",
     "check_records",

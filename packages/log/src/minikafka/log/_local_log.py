@@ -65,8 +65,6 @@ class LocalLog:
     _pending_deletes: list[tuple[int, LogSegment]] = attrs.field(factory=list)
     # cleared whenever segments shrink or go
     _hw_position: LogOffsetMetadata | None = None
-    # how many of the last segments opening rescanned (their .txnindex is rebuilt)
-    recovered_segments: int = 0
 
     @classmethod
     def open(
@@ -119,7 +117,6 @@ class LocalLog:
             last_flush_ms=now,
             files=files,
             tracer=tracer,
-            recovered_segments=loaded.recovered_segments,
         )
 
     def close(self) -> None:

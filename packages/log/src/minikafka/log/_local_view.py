@@ -24,6 +24,7 @@ from ._segment import LogSegment
 class LocalLogView:
     """The LocalLog's state, read (and the config set) through the Log."""
 
+    __slots__ = ()  # the Log is an attrs class with slots: no __dict__ from here
     local: LocalLog  # the segments, the log end offset and the recovery point
 
     @property

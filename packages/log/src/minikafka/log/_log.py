@@ -153,13 +153,13 @@ class Log(LocalLogView):
             high_watermark=min(max(high_watermark, start), leo),
             leader_epoch_checkpoint=epoch_file,
         )
-        rebuild_producer_state(log, local.recovered_segments)
+        rebuild_producer_state(log)
         return log
 
     def close(self) -> None:
         """Snapshot the producers as of the log end, then close every file (the
         LogManager flushes first on a clean shutdown)."""
-        take_snapshot(self, self.log_end_offset, sync=True)
+        take_snapshot(self, self.log_end_offset)
         self.local.close()
 
     def close_handlers(self) -> None:
@@ -459,7 +459,7 @@ class Log(LocalLogView):
         self.ongoing_txns.truncate_to(target_offset)
         delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
-            rebuild_producer_state(self, 0)  # a removed batch had a producer id
+            rebuild_producer_state(self)  # a removed batch had a producer id
         trace_lso_move(self, *lso)
         if self.tracer.enabled:
             tp = self.topic_partition

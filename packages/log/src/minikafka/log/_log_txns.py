@@ -15,7 +15,7 @@ lives in :class:`~._ongoing_txns.OngoingTransactions` and the segments' indexes.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._batch import RecordBatchHeader
@@ -87,8 +87,10 @@ def track_batches(
         if not header.is_control:
             ongoing.on_batch(header)
             continue
+        if header.producer_id < 0:
+            continue  # no producer's marker (KRaft's control records): not decoded
         marker = marker_of(raw_batch(position, header))
-        if marker is None or header.producer_id < 0:
+        if marker is None:
             continue
         completed = ongoing.on_marker(
             header.producer_id, header.producer_epoch, marker, header.base_offset
@@ -106,24 +108,21 @@ def replay_segments(
     ongoing: OngoingTransactions,
     segments: Sequence[LogSegment],
     start: int,
-    rebuild_txn_index_from: int | None,
+    stale: Collection[LogSegment] = (),
 ) -> int:
     """Replay the batches from ``start`` into the producer state and the open
     transactions; returns how many batch headers the replay read (besides the offset
     index lookup that finds where to begin).
 
-    A segment at or above ``rebuild_txn_index_from`` gets its ``.txnindex`` entries
-    written again (recovery rescanned it, and emptied its index: Kafka's
-    ``LogSegment.recover`` rebuilds the index while replaying the producer state).
+    Each of the ``stale`` segments (emptied ``.txnindex``) gets its entries written
+    again, as Kafka's ``LogSegment.recover`` rebuilds the index while replaying the
+    producer state; the others' indexes already hold theirs.
     """
     read = 0
     for segment in segments:
         if segment.next_offset <= start:
             continue
-        rebuild = (
-            rebuild_txn_index_from is not None
-            and segment.base_offset >= rebuild_txn_index_from
-        )
+        rebuild = segment in stale
         # From the batch holding ``start``, found through the offset index, so that a
         # snapshot near the end of a large segment spares reading its head.
         found = segment.translate_offset(start) if segment.base_offset < start else None

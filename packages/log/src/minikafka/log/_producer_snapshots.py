@@ -62,10 +62,15 @@ def snapshot_path(dir: Path, offset: int) -> Path:
 
 
 def snapshot_offsets(dir: Path) -> list[int]:
-    """The offsets of the snapshots in ``dir``, oldest first."""
-    return sorted(
-        offset_from_file_name(path.name) for path in dir.glob(f"*{SNAPSHOT_SUFFIX}")
-    )
+    """The offsets of the snapshots in ``dir``, oldest first (a file not named after
+    an offset is not one of them)."""
+    offsets = []
+    for path in dir.glob(f"*{SNAPSHOT_SUFFIX}"):
+        try:
+            offsets.append(offset_from_file_name(path.name))
+        except ValueError:
+            continue
+    return sorted(offsets)
 
 
 def snapshot_entries(
@@ -93,17 +98,14 @@ def snapshot_entries(
 
 
 def write_snapshot(
-    dir: Path,
-    offset: int,
-    state: ProducerStateManager,
-    ongoing: OngoingTransactions,
-    *,
-    sync: bool,
+    dir: Path, offset: int, state: ProducerStateManager, ongoing: OngoingTransactions
 ) -> None:
     """Write ``<offset>.snapshot`` (replacing one of the same offset).
 
-    A crash while writing leaves a file whose CRC does not match, which recovery
-    ignores; ``sync`` (a clean close) makes it durable before the log is called clean.
+    Not fsynced, unlike Kafka's at close: a snapshot only shortens the next start, and
+    one a crash left torn or empty fails its CRC and is passed over for the one before
+    it (or the log start), so durability buys nothing but a millisecond or two per
+    partition at every shutdown (seconds for a broker of thousands of partitions).
     """
     data = snapshot_bytes(snapshot_entries(state, ongoing))
     fd = os.open(snapshot_path(dir, offset), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -111,8 +113,6 @@ def write_snapshot(
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        if sync:
-            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -201,27 +201,31 @@ def _restore(
     )
 
 
-def rebuild_producer_state(log: Log, recovered_segments: int) -> None:
-    """Load the latest producer snapshot at or below the log end (or, when
-    recovery rescanned segments, the first one's base) and replay the batches
-    after it, or from the log start without one.
+def rebuild_producer_state(log: Log) -> None:
+    """Load the latest producer snapshot at or below the log end and replay the
+    batches after it, or from the log start without one.
 
-    Only headers are read, and each marker's one record; ``replayed_batches``
-    counts them. The rescanned segments get their ``.txnindex`` written again
-    from the markers (Kafka's ``LogSegment.recover``).
+    Only headers are read, and each marker's one record; ``replayed_batches`` counts
+    them. A segment whose ``.txnindex`` is stale (recovery rescanned the segment, or
+    the file was damaged) has it rewritten from its markers, as Kafka's
+    ``LogSegment.recover`` does: the snapshot used is then at or below its base.
     """
     log.producer_state.clear()
     log.ongoing_txns = OngoingTransactions()
     leo = log.log_end_offset
-    rescanned = log.segments[-recovered_segments:] if recovered_segments else []
-    rescanned_from = rescanned[0].base_offset if rescanned else None
+    stale = [segment for segment in log.segments if segment.txn_index_stale]
+    for segment in stale:
+        if segment.txn_index is not None:
+            segment.txn_index.truncate_to(segment.base_offset)
+        segment.txn_index_stale = False
+    bound = min(leo, stale[0].base_offset) if stale else leo
     delete_snapshots(log.dir, above=leo)
     snapshot = load_latest_snapshot(
         log.dir,
         log.producer_state,
         log.ongoing_txns,
         log_start=log.log_start_offset,
-        upper_bound=leo if rescanned_from is None else min(leo, rescanned_from),
+        upper_bound=bound,
     )
     start = log.replayed_from = log.log_start_offset if snapshot is None else snapshot
     log.replayed_batches = replay_segments(
@@ -229,27 +233,26 @@ def rebuild_producer_state(log: Log, recovered_segments: int) -> None:
         log.ongoing_txns,
         log.segments[log.local.segment_index_for(start) :],
         start,
-        rescanned_from,
+        stale,
     )
     log.ongoing_txns.on_high_watermark(log.high_watermark)
     if log.tracer.enabled:
         tp = log.topic_partition
-        log.tracer.emit(
-            ProducerStateLoaded(
-                tp.topic,
-                tp.partition,
-                -1 if snapshot is None else snapshot,
-                log.replayed_batches,
-                leo,
-            )
+        event = ProducerStateLoaded(
+            tp.topic,
+            tp.partition,
+            -1 if snapshot is None else snapshot,
+            log.replayed_batches,
+            leo,
         )
+        log.tracer.emit(event, log.clock() / 1000)
 
 
-def take_snapshot(log: Log, offset: int, *, sync: bool = False) -> None:
+def take_snapshot(log: Log, offset: int) -> None:
     """Write the Log's producers as of ``offset`` (at a roll, at close). A failure is
     only logged: it costs a longer replay at the next start, never data (the batches
     are already written)."""
     try:
-        write_snapshot(log.dir, offset, log.producer_state, log.ongoing_txns, sync=sync)
+        write_snapshot(log.dir, offset, log.producer_state, log.ongoing_txns)
     except OSError as exc:
         _logger.warning("no producer snapshot at %d in %s: %s", offset, log.dir, exc)

@@ -60,14 +60,20 @@ def _open_index(
         return kind.open(path, base_offset, config.segment_index_bytes, files), False
 
 
-def _open_txn_index(path: Path, base_offset: int, files: FilePool) -> TransactionIndex:
-    """The segment's ``.txnindex``; a damaged one is emptied (Kafka sanity-checks and
-    rebuilds it; recovery's replay of the markers refills it after a crash)."""
+def _open_txn_index(
+    dir: Path, base_offset: int, suffix: str, files: FilePool
+) -> tuple[TransactionIndex | None, bool]:
+    """The segment's ``.txnindex`` if it has one, and whether it is stale: a damaged
+    one is emptied, and the Log rewrites it from the markers (as Kafka rebuilds an
+    index that fails its sanity check)."""
+    path = dir / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
+    if not path.exists():
+        return None, False
     try:
-        return TransactionIndex.open(path, base_offset, files)
+        return TransactionIndex.open(path, base_offset, files), False
     except CorruptIndexError:
         path.unlink()
-        return TransactionIndex.open(path, base_offset, files)
+        return TransactionIndex.open(path, base_offset, files), True
 
 
 @attrs.define(eq=False)
@@ -103,6 +109,8 @@ class LogSegment:
     # The aborted transactions of this segment (KIP-98); like Kafka's, the file is
     # created with its first entry, so most segments never have one.
     txn_index: TransactionIndex | None = None
+    # a damaged .txnindex or a rescanned segment's: the Log's replay rewrites it
+    txn_index_stale: bool = False
 
     # --- opening and closing -------------------------------------------------------
 
@@ -163,9 +171,8 @@ class LogSegment:
             size=size,
             next_offset=base_offset,
         )
-        txn_path = dir / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
-        if txn_path.exists():
-            segment.txn_index = _open_txn_index(txn_path, base_offset, files)
+        found = _open_txn_index(dir, base_offset, suffix, files)
+        segment.txn_index, segment.txn_index_stale = found
         if size == 0:
             segment._forget_tail(known=True)  # nothing in it: its tail is known (empty)
         if not trust_end:
@@ -431,8 +438,7 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
-        if self.txn_index is not None:  # the Log's replay of the markers rebuilds it
-            self.txn_index.truncate_to(self.base_offset)
+        self.txn_index_stale = True  # the Log's replay of the markers rewrites it
         self._forget_tail(known=True)  # rebuilt below, batch by batch, from position 0
         self.max_timestamp_so_far = -1
         self.offset_of_max_timestamp_so_far = -1
@@ -461,6 +467,8 @@ class LogSegment:
         if truncated:
             self._file.truncate(valid)
             self.size = valid
+        if self.txn_index is not None:  # no entry may outlive its marker
+            self.txn_index.truncate_to(self.next_offset)
         self.on_become_inactive()
         return truncated
 
