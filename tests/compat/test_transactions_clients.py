@@ -15,8 +15,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import trio
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import (  # type: ignore[import-untyped]
+    AIOKafkaConsumer,
+    AIOKafkaProducer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonPartition
@@ -145,9 +148,6 @@ def test_aiokafka_commits_and_aborts(txn_broker: BrokerProcess) -> None:
     assert everything == COMMITTED + ABORTED
 
 
-@pytest.mark.compat("EndTxn", "minikafka")
-@pytest.mark.compat("AddPartitionsToTxn", "minikafka")
-@pytest.mark.compat("InitProducerId", "minikafka")
 def test_minikafkas_client_commits_and_aborts(txn_broker: BrokerProcess) -> None:
     name = topic(txn_broker)
     producer = MinikafkaProducer(
@@ -191,7 +191,3 @@ def test_minikafkas_client_commits_and_aborts(txn_broker: BrokerProcess) -> None
 
     assert read("read_committed", 5) == COMMITTED
     assert read("read_uncommitted", 10) == COMMITTED + ABORTED
-
-
-def _unused() -> None:  # keeps trio imported for the module's type checks
-    del trio
