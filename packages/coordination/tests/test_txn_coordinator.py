@@ -19,9 +19,11 @@ from minikafka.coordination.transaction import (
     TxnMarkers,
     TxnReply,
     TxnResult,
+    TxnStateChanged,
     read_key,
     read_value,
 )
+from minikafka.trace.testing import RecordingTracer
 
 S = TransactionState
 OUT = frozenset({TopicPartition("out", 0), TopicPartition("out", 1)})
@@ -249,3 +251,30 @@ def test_losing_the_partition_answers_a_waiting_request_not_coordinator(
     )
     again = coordinator.init_producer_id(2, "tx", 30_000, None, now=6)
     assert again.replies == (TxnReply(2, ErrorCode.not_coordinator),)
+
+
+def test_each_committed_move_of_a_transaction_is_traced_at_its_time() -> None:
+    # Guarantee: every move whose record is committed is one txn.state_change event,
+    # along an edge of the table, stamped with the time the core was given (s).
+    tracer = RecordingTracer()
+    manager = TransactionStateManager(num_partitions=1)
+    manager.load_partition(0, [])
+    coordinator = TransactionCoordinator(
+        manager, lambda: 1000, TxnConfig(60_000), tracer=tracer
+    )
+    reply = init(coordinator)
+    open_transaction(coordinator, reply.producer_id, reply.producer_epoch)
+    ended = coordinator.end_txn(
+        3, "tx", reply.producer_id, reply.producer_epoch, commit=False, now=20
+    )
+    written(coordinator, ended, now=20_000)
+    moves = [
+        (e.previous_state, e.state, ts)
+        for ts, e in tracer.records
+        if isinstance(e, TxnStateChanged)
+    ]
+    assert moves == [
+        ("Empty", "Empty", 0.0),
+        ("Empty", "Ongoing", 0.0),
+        ("Ongoing", "PrepareAbort", 20.0),
+    ]

@@ -141,6 +141,7 @@ def broker_parts(
             TransactionStateManager(txn.transaction_state_log_num_partitions),
             producer_ids.take,
             txn,
+            tracer=tracer,
         ),
         ReplicaInternalTopic(
             replica_manager, MARKER_APPEND_TIMEOUT_MS, TRANSACTION_STATE_TOPIC

@@ -21,6 +21,7 @@ from ._txn_coordinator import TxnMarkers as TxnMarkers
 from ._txn_coordinator import TxnRecord as TxnRecord
 from ._txn_coordinator import TxnReply as TxnReply
 from ._txn_coordinator import TxnResult as TxnResult
+from ._txn_events import TxnStateChanged as TxnStateChanged
 from ._txn_log import TransactionLogError as TransactionLogError
 from ._txn_log import TxnLogValue as TxnLogValue
 from ._txn_log import key_bytes as key_bytes
@@ -71,6 +72,7 @@ __all__ = [
     "TxnRecord",
     "TxnReply",
     "TxnResult",
+    "TxnStateChanged",
     "TxnTransitMetadata",
     "check_txn_transition",
     "key_bytes",

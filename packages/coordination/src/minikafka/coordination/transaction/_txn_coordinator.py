@@ -26,11 +26,13 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult, TopicPartition
+from minikafka.trace import NullTracer, Tracer
 
 # A failed write of either coordinator's record is reported the same way in Kafka
 # (appendTransactionToLog as storeGroup).
 from ..group._results import store_group_error as _write_error
 from ._txn_config import TxnConfig
+from ._txn_events import TxnStateChanged
 from ._txn_log import key_bytes, value_bytes
 from ._txn_metadata import (
     MAX_PRODUCER_EPOCH,
@@ -113,6 +115,8 @@ class TransactionCoordinator:
     config: TxnConfig = attrs.field(factory=TxnConfig)
     value_version: int = 1
     """The ``TransactionLogValue`` version written: Kafka 4's is 1."""
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
+    """Where the moves of each transaction are traced (:class:`TxnStateChanged`)."""
     _writes: dict[str, _Write] = attrs.field(init=False, factory=dict)
     _next_abort_check: int | None = attrs.field(init=False, default=None)
     _next_expiry_check: int | None = attrs.field(init=False, default=None)
@@ -347,7 +351,18 @@ class TransactionCoordinator:
         if error is not ErrorCode.none:
             meta.abandon_transition()
             return self._answer(write, _write_error(error))
+        previous = meta.state
         meta.complete_transition(write.transit)
+        if self.tracer.enabled:
+            event = TxnStateChanged(
+                transactional_id,
+                previous.value,
+                meta.state.value,
+                meta.producer_id,
+                meta.producer_epoch,
+                len(meta.topic_partitions),
+            )
+            self.tracer.emit(event, now / 1000)
         out = self._answer(write, ErrorCode.none)
         if meta.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             out += TxnResult(messages=(self._markers(meta),))
