@@ -74,6 +74,7 @@ class MemoryOffsetsTopic:
         partition: int,
         records: Iterable[StoredRecord],
         on_committed: Callable[[ErrorCode], None],
+        producer: tuple[int, int] | None = None,
     ) -> None:
         if self.append_error is not None:
             error, self.append_error = self.append_error, None

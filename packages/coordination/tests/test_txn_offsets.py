@@ -523,29 +523,13 @@ def test_the_commit_and_the_completion_are_traced() -> None:
 
 
 @attrs.define(eq=False)
-class ThreeArgumentTopic:
-    """A port written before transactions: ``append`` takes three arguments."""
+class TransactionalTopic:
+    """The port, in memory: each write committed at once, its producer kept."""
 
     appended: list[tuple[int, list[StoredRecord]]] = attrs.field(factory=list)
-
-    def append(
-        self,
-        partition: int,
-        records: Iterable[StoredRecord],
-        on_committed: Callable[[ErrorCode], None],
-    ) -> None:
-        self.appended.append((partition, list(records)))
-        on_committed(E.none)
-
-    def read(self, partition: int) -> Iterator[LoadedRecord]:
-        return iter([])
-
-
-@attrs.define(eq=False)
-class TransactionalTopic(ThreeArgumentTopic):
     producers: list[tuple[int, int] | None] = attrs.field(factory=list)
 
-    def append(  # type: ignore[override]
+    def append(
         self,
         partition: int,
         records: Iterable[StoredRecord],
@@ -553,10 +537,14 @@ class TransactionalTopic(ThreeArgumentTopic):
         producer: tuple[int, int] | None = None,
     ) -> None:
         self.producers.append(producer)
-        super().append(partition, records, on_committed)
+        self.appended.append((partition, list(records)))
+        on_committed(E.none)
+
+    def read(self, partition: int) -> Iterator[LoadedRecord]:
+        return iter([])
 
 
-def shell_over(topic: ThreeArgumentTopic) -> GroupCoordinatorShell:
+def shell_over(topic: TransactionalTopic) -> GroupCoordinatorShell:
     service = GroupCoordinatorShell(
         GroupCoordinator(CONFIG, random.Random(0)), topic, clock=lambda: T0
     )
@@ -568,10 +556,9 @@ def shell_over(topic: ThreeArgumentTopic) -> GroupCoordinatorShell:
 def test_the_shell_appends_a_transactional_batch_and_completes_the_transaction() -> (
     None
 ):
-    # Guarantee: the shell hands the write's producer to the port (keyword producer=),
-    # answers the TxnOffsetCommit once committed, and complete_transaction makes the
-    # offsets visible; a port with the old three-argument append still serves every
-    # plain write.
+    # Guarantee: the shell hands the write's producer to the port (none for a plain
+    # write), answers the TxnOffsetCommit once committed, and complete_transaction makes
+    # the offsets visible.
     async def main() -> None:
         topic = TransactionalTopic()
         service = shell_over(topic)
@@ -585,28 +572,9 @@ def test_the_shell_appends_a_transactional_batch_and_completes_the_transaction()
         service.complete_transaction(PID, [PARTITION], commit=True)
         (entry,) = service.fetch_offsets("g", [TP0], require_stable=True).offsets
         assert entry[1] == CommittedOffset(5)
-
-        old = ThreeArgumentTopic()
-        plain = shell_over(old)
-        request = OffsetCommitRequest("g", -1, "", ((TP0, CommittedOffset(1)),))
-        assert (await plain.commit_offsets(request)).errors == ((TP0, E.none),)
-        assert len(old.appended) == 1
-
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-
-
-def test_a_port_without_producer_fails_only_the_transactional_write() -> None:
-    # Guarantee: a port whose append predates transactions cannot write a
-    # transactional batch: the TxnOffsetCommit is answered UNKNOWN_SERVER_ERROR and
-    # leaves nothing pending, and the coordinator goes on serving plain commits.
-    async def main() -> None:
-        old = ThreeArgumentTopic()
-        service = shell_over(old)
-        response = await service.txn_commit_offsets(txn_request({TP0: 5}))
-        assert response == TxnOffsetCommitResponse(((TP0, E.unknown_server_error),))
-        assert service.core.manager.pending_partitions("g") == set()
         request = OffsetCommitRequest("g", -1, "", ((TP0, CommittedOffset(1)),))
         assert (await service.commit_offsets(request)).errors == ((TP0, E.none),)
+        assert topic.producers == [(PID, EPOCH), None]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
