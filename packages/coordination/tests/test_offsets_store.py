@@ -171,7 +171,7 @@ def test_offsets_commit_fetch_and_survive_a_replay() -> None:
     d = driver()
     answer = d.commit({TP0: 10, TP1: 20})
     assert answer == OffsetCommitResponse(((TP0, E.none), (TP1, E.none)))
-    written = d.topic.partitions[partition_for("g", 5)]
+    written = d.topic.plain(partition_for("g", 5))
     keys = [decode_record(k, v)[0] for k, v in written]
     assert keys == [OffsetKey("g", "t", 0), OffsetKey("g", "t", 1)]
     fetched = d.coordinator.fetch_offsets("g", [TP0, TP1, TopicPartition("t", 2)])
@@ -251,7 +251,7 @@ def test_stable_only_after_the_group_is_written() -> None:
     d.take(CoreResult())  # the group record commits
     assert d.answers[rid] == SyncGroupResponse(E.none, b"plan", "consumer", "range")
     assert state_of(d, "g") is G.STABLE
-    stored = [decode_record(k, v) for k, v in d.topic.partitions[partition_for("g", 5)]]
+    stored = [decode_record(k, v) for k, v in d.topic.plain(partition_for("g", 5))]
     key, value = stored[-1]
     assert key == GroupMetadataKey("g")
     assert isinstance(value, GroupMetadataValue)
@@ -315,7 +315,7 @@ def test_delete_writes_tombstones_and_the_group_is_gone_after_a_replay() -> None
     rid = d.rid()
     d.take(d.coordinator.delete_group(rid, "g", d.now))  # the group's tombstones
     assert d.answers[rid] == DeletableGroupResult("g", E.none)
-    tail = d.topic.partitions[partition_for("g", 5)][-3:]
+    tail = d.topic.plain(partition_for("g", 5))[-3:]
     assert all(value is None for _, value in tail)
     fresh = replayed(d)
     assert fresh.group("g") is None
@@ -411,5 +411,5 @@ def test_an_empty_group_without_offsets_is_removed_at_the_next_check() -> None:
     assert d.coordinator.group("g") is None
     assert d.coordinator.group("kept") is not None
     # the group's tombstone
-    assert d.topic.partitions[partition_for("g", 5)][-1][1] is None
+    assert d.topic.plain(partition_for("g", 5))[-1][1] is None
     assert replayed(d, config).group("g") is None

@@ -17,6 +17,7 @@ from minikafka.coordination.transaction import (
     TransactionStateManager,
     TxnConfig,
     TxnMarkers,
+    TxnRecord,
     TxnReply,
     TxnResult,
     TxnStateChanged,
@@ -221,7 +222,7 @@ def test_a_new_coordinator_resends_the_markers_of_an_ended_transaction() -> None
     first.manager.load_partition(0, [], coordinator_epoch=3)
     reply = init(first)
     pid, epoch = reply.producer_id, reply.producer_epoch
-    records = []
+    records: list[TxnRecord] = []
     result = first.add_partitions_to_txn(2, "tx", pid, epoch, OUT, now=10)
     records += result.records
     written(first, result)

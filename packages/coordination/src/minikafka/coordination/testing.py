@@ -13,7 +13,7 @@ from minikafka.trace import NullTracer, Tracer
 
 from .group._config import GroupConfig
 from .group._coordinator import GroupCoordinator
-from .group._group_metadata_manager import LoadedRecord
+from .group._group_metadata_manager import LoadedRecord, StoredRecord
 from .group._results import CoordinatorWrite, GroupReply, GroupResult
 from .group._txn_offsets import TxnMarkerRecord, TxnStoredRecord
 
@@ -47,6 +47,10 @@ class InMemoryOffsetsTopic:
 
     pending: list[CoordinatorWrite] = attrs.field(factory=list)
     """Writes appended and not yet reported to the coordinator (:meth:`flush` does)."""
+
+    def plain(self, partition: int) -> list[StoredRecord]:
+        """The partition's records written outside transactions, in order."""
+        return [r for r in self.partitions.get(partition, []) if isinstance(r, tuple)]
 
     def take(self, result: GroupResult) -> list[GroupReply]:
         """Append ``result``'s writes (reported at the next :meth:`flush`); its replies."""

@@ -1,14 +1,16 @@
 """The transaction coordinator (KIP-98, KIP-447, KIP-890 part 1), beside the group
-coordinator: a core over the compacted ``__transaction_state`` topic.
+coordinator: a core over the compacted ``__transaction_state`` topic, and its shell.
 
-So far: the state table of a transaction (:mod:`._txn_state`), one transactional id's
-metadata with its prepared and completed moves (:mod:`._txn_metadata`), the records
-of ``__transaction_state`` those moves are written as (:mod:`._txn_log`, byte for byte
+The state table of a transaction (:mod:`._txn_state`), one transactional id's metadata
+with its prepared and completed moves (:mod:`._txn_metadata`), the records of
+``__transaction_state`` those moves are written as (:mod:`._txn_log`, byte for byte
 Kafka's), the cache of them a coordinator loads partition by partition
-(:mod:`._txn_state_manager`), and the coordinator's requests over them
+(:mod:`._txn_state_manager`), the coordinator's requests over them
 (:mod:`._txn_coordinator`: InitProducerId with an id, AddPartitionsToTxn, EndTxn, the
-markers' completion, timeouts and expiry). The broker does not use them yet:
-InitProducerId with a transactional id is still refused.
+markers' completion, timeouts and expiry), its settings (:mod:`._txn_config`), its
+trace events (:mod:`._txn_events`), and the trio shell the broker runs it in
+(:mod:`._shell`). The offsets a transaction commits are the group coordinator's
+(``group/_txn_offsets.py``).
 """
 
 from ._shell import MarkerChannel as MarkerChannel

@@ -10,12 +10,13 @@ WriteTxnMarkers). A move of a transaction is prepared, written, and completed on
 the shell reports its record committed; meanwhile other requests for the id are answered
 CONCURRENT_TRANSACTIONS.
 
-So far: InitProducerId with a transactional id (a new id, an epoch bump, KIP-360's
-recovery, the rotation of an exhausted epoch, and the fencing of a producer whose
-transaction is open: aborted, the new producer told to retry), AddPartitionsToTxn,
-EndTxn, the completion once the markers are written, and what time decides (aborting
-timed-out transactions, expiring idle ids). Not yet: KIP-890's broker-side verification,
-TxnOffsetCommit, the transactions version 2 protocol.
+InitProducerId with a transactional id (a new id, an epoch bump, KIP-360's recovery,
+the rotation of an exhausted epoch, and the fencing of a producer whose transaction is
+open: aborted, the new producer told to retry), AddPartitionsToTxn (AddOffsetsToTxn is
+one, with the group's partition of ``__consumer_offsets``), EndTxn, the completion once
+the markers are written, loading and unloading a partition, and what time decides
+(aborting timed-out transactions, expiring idle ids). TxnOffsetCommit is the group
+coordinator's. Not yet: KIP-890's verification, the transactions version 2 protocol.
 """
 
 from __future__ import annotations
