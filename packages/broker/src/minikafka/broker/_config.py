@@ -156,6 +156,7 @@ class KafkaConfig:
         group = GroupConfig.from_properties(props)
         transaction = TxnConfig.from_properties(props)
         raft = RaftConfig.from_properties(props)
+        sections = (broker, net, log, schedule, controller, group, transaction, raft)
         _check_advertised_listeners(broker, net)
         if broker.zookeeper_connect is not None:
             roles = check_zookeeper_mode(
@@ -165,18 +166,7 @@ class KafkaConfig:
                 net.listeners,
                 broker.advertised_listeners,
             )
-            return cls(
-                broker,
-                net,
-                log,
-                schedule,
-                controller,
-                group,
-                transaction,
-                raft,
-                roles,
-                dict(props),
-            )
+            return cls(*sections, roles, dict(props))
         roles = check_roles(
             broker.process_roles,
             broker.node_id,
@@ -186,18 +176,7 @@ class KafkaConfig:
             net.listeners,
             broker.advertised_listeners,
         )
-        return cls(
-            broker,
-            net,
-            log,
-            schedule,
-            controller,
-            group,
-            transaction,
-            raft,
-            roles,
-            dict(props),
-        )
+        return cls(*sections, roles, dict(props))
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:

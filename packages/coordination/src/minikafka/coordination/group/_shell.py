@@ -48,10 +48,11 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ApiError, FailureLog, FatalFaultError, TopicPartition
+from minikafka.common import FailureLog, TopicPartition
 from minikafka.common.shell import Waiters, Wakeup, run_timers
 from minikafka.trace import EpochClock
 
+from .._operation_guard import guard_operation
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
 from ._group_metadata_manager import (
@@ -78,7 +79,7 @@ from ._group_requests import (
     TxnOffsetCommitResponse,
 )
 from ._group_state import GroupState
-from ._results import CoordinatorWrite, GroupResponse, GroupResult, store_group_error
+from ._results import CoordinatorWrite, GroupResponse, GroupResult
 
 __all__ = ["GroupCoordinatorShell", "OffsetsTopic"]
 
@@ -422,28 +423,10 @@ class GroupCoordinatorShell:
         then: str = "the group coordinator goes on",
     ) -> _T:
         """``call()``; if it raises, ``failed(error)`` with the error the client is told
-        (``then`` says what happens next in the log line; ``{error}`` is that error).
-
-        The error is Kafka's mapping (``GroupCoordinatorShell.handleOperationException``,
-        the same as a failed write's, ``store_group_error``): an exception that carries
-        an error code gives that code, anything else UNKNOWN_SERVER_ERROR. It is logged
-        at ERROR with the traceback the first time, and only at DEBUG while the same
-        operation keeps failing the same way (a bug hit by every heartbeat would bury
-        everything else); ``trio.Cancelled`` is a BaseException and passes through, and
-        so does a ``FatalFaultError``, which ends the process.
-        """
-        try:
-            result = call()
-        except FatalFaultError:
-            raise  # the process cannot go on (minikafka.common): not ours to answer
-        except Exception as exc:
-            code = exc.error_code if isinstance(exc, ApiError) else None
-            error = store_group_error(code or ErrorCode.unknown_server_error)
-            outcome = then.format(error=error.name.upper())
-            self._failures.failed(operation, operation, exc, outcome)
-            return failed(error)
-        self._failures.succeeded(operation, operation)
-        return result
+        (``then`` says what happens next in the log line; ``{error}`` is that error):
+        :func:`~minikafka.coordination._operation_guard.guard_operation`, Kafka's
+        ``GroupCoordinatorShell.handleOperationException``."""
+        return guard_operation(self._failures, operation, call, failed, then)
 
 
 _NO_GROUP = GroupSummary(GroupState.DEAD, "", "", ())

@@ -33,12 +33,12 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import ApiError, FailureLog, FatalFaultError, TopicPartition
+from minikafka.common import FailureLog, TopicPartition
 from minikafka.common.shell import Waiters, Wakeup, run_timers
 from minikafka.trace import EpochClock
 
+from .._operation_guard import guard_operation
 from ..group._group_metadata_manager import LoadedRecord
-from ..group._results import store_group_error
 from ._txn_coordinator import TransactionCoordinator, TxnMarkers, TxnReply, TxnResult
 from ._txn_log import read_key
 from ._txn_state_manager import TRANSACTION_STATE_TOPIC
@@ -293,18 +293,7 @@ class TransactionCoordinatorShell:
     ) -> _T:
         """``call()``; if it raises, ``failed(error)`` with the error the client is told
         (the group coordinator shell's policy, the same mapping of a failed write)."""
-        try:
-            result = call()
-        except FatalFaultError:
-            raise
-        except Exception as exc:
-            code = exc.error_code if isinstance(exc, ApiError) else None
-            error = store_group_error(code or ErrorCode.unknown_server_error)
-            outcome = then.format(error=error.name.upper())
-            self._failures.failed(operation, operation, exc, outcome)
-            return failed(error)
-        self._failures.succeeded(operation, operation)
-        return result
+        return guard_operation(self._failures, operation, call, failed, then)
 
 
 def _id_of(key: bytes) -> str:
