@@ -279,3 +279,27 @@ def test_each_committed_move_of_a_transaction_is_traced_at_its_time() -> None:
         ("Empty", "Ongoing", 0.0),
         ("Ongoing", "PrepareAbort", 20.0),
     ]
+
+
+def test_a_completion_whose_record_fails_is_written_again_after_a_backoff(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: once the markers are written nobody asks again, so a CompleteCommit
+    # whose write fails (too few in-sync replicas of __transaction_state) is not
+    # forgotten: the coordinator writes it again after retry_backoff_ms, and the id is
+    # served again once it is committed (Kafka's txnLogAppendRetryQueue).
+    reply = init(coordinator)
+    pid, epoch = reply.producer_id, reply.producer_epoch
+    open_transaction(coordinator, pid, epoch)
+    written(coordinator, coordinator.end_txn(3, "tx", pid, epoch, commit=True, now=20))
+    coordinator.markers_written("tx", 0, now=30)
+    assert coordinator.complete_write("tx", ErrorCode.not_enough_replicas, 31) == (
+        TxnResult()
+    )
+    assert coordinator.next_deadline() == 131
+    again = coordinator.on_timer(131)
+    [record] = again.records
+    assert read_value(record.value or b"").state is S.COMPLETE_COMMIT
+    written(coordinator, again, now=132)
+    begun = coordinator.add_partitions_to_txn(4, "tx", pid, epoch, OUT, now=133)
+    assert begun.records  # CompleteCommit is in: a new transaction may begin

@@ -114,7 +114,7 @@ class TxnMarkerChannelManager:
                 for node in self._leaders_waited_for():
                     if node.node_id not in self._senders:
                         self._senders.add(node.node_id)
-                        nursery.start_soon(self._sender, client, node)
+                        nursery.start_soon(self._sender, client, node.node_id)
                 with trio.move_on_after(self.retry_backoff_s if self._pending else 60):
                     await self._changed.wait()
 
@@ -172,30 +172,41 @@ class TxnMarkerChannelManager:
 
     # --- sending ----------------------------------------------------------------------
 
-    async def _sender(self, client: NetworkClient, node: Node) -> None:
-        """Send the markers ``node`` leads, one request at a time, until cancelled."""
+    async def _sender(self, client: NetworkClient, node_id: int) -> None:
+        """Send the markers broker ``node_id`` leads, one request at a time, until
+        cancelled; its endpoint is looked up each time (a broker may come back on
+        another address). No exception ends it: a failed round is logged and the
+        markers are sent again after a backoff."""
+        node: Node | None = None
         while True:
-            due = self._due_for(node.node_id)
-            if not due:
+            due = self._due_for(node_id)
+            current = self._endpoint(node_id)
+            if not due or current is None:
                 with trio.move_on_after(self.retry_backoff_s):
                     await self._changed.wait()
                 continue
+            if node is not None and node != current:
+                client.disconnect(node)
+            node = current
             for pending, partitions in due:
                 pending.in_flight.update(partitions)
             try:
-                response = await client.send(node, _request(due))
-            except ClientError as exc:
-                _logger.info(
-                    "WriteTxnMarkers to broker %d failed (%s); retrying",
-                    node.node_id,
-                    exc,
-                )
+                response: object = await client.send(node, _request(due))
+            except Exception as exc:
+                log = _logger.info if isinstance(exc, ClientError) else _logger.warning
+                log("WriteTxnMarkers to broker %d failed (%r); retrying", node_id, exc)
                 client.disconnect(node)
                 response = None
             retry = self._settle(due, response)
             self._changed.set()
             if retry:
                 await trio.sleep(self.retry_backoff_s)
+
+    def _endpoint(self, node_id: int) -> Node | None:
+        for broker in self.cache.alive_brokers(self.listener):
+            if broker.node_id == node_id:
+                return Node(broker.node_id, broker.host, broker.port)
+        return None
 
     def _settle(
         self,
@@ -226,7 +237,11 @@ class TxnMarkerChannelManager:
                         tp,
                         error.name.upper(),
                     )
-                    self._pending.pop(pending.markers.transactional_id, None)
+                    # Only this transaction's entry: a reloaded coordinator may have
+                    # sent newer markers for the same id meanwhile.
+                    transactional_id = pending.markers.transactional_id
+                    if self._pending.get(transactional_id) is pending:
+                        del self._pending[transactional_id]
                     break
                 else:
                     retry = True

@@ -105,9 +105,15 @@ class TransactionCoordinatorShell:
         """Replay ``partition`` (led here in ``coordinator_epoch``): its ids are served
         from now on, and the transactions it left ended but not completed get their
         markers again. A replay that raises leaves the partition unloaded."""
-        if self.core.manager.is_loaded(partition):
-            return
-        self.core.manager.begin_loading(partition, coordinator_epoch)
+        manager = self.core.manager
+        if manager.is_loaded(partition):
+            if manager.partition_epoch(partition) == coordinator_epoch:
+                return
+            # Led again in a newer epoch without this broker hearing it resign (the
+            # deltas between were coalesced): another coordinator may have moved its
+            # ids meanwhile, so the cache is replayed from the log.
+            self.resign(partition)
+        manager.begin_loading(partition, coordinator_epoch)
 
         def load() -> None:
             self._dispatch(

@@ -28,6 +28,9 @@ class TxnConfig:
     remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     """``transaction.remove.expired.transaction.cleanup.interval.ms``: how often it
     looks for idle ids to expire."""
+    retry_backoff_ms: int = 100
+    """How long a completion whose record failed waits before it is written again
+    (Kafka retries from its marker channel's loop)."""
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
     # Kafka's defaults are 3 and 2, and its sample server.properties sets 1 and 1 for

@@ -119,6 +119,11 @@ class TransactionCoordinator:
     tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
     """Where the moves of each transaction are traced (:class:`TxnStateChanged`)."""
     _writes: dict[str, _Write] = attrs.field(init=False, factory=dict)
+    _completions_to_retry: dict[str, tuple[int, int]] = attrs.field(
+        init=False, factory=dict
+    )
+    """Transactional id -> (coordinator epoch, when): completions whose record could
+    not be written, written again then."""
     _next_abort_check: int | None = attrs.field(init=False, default=None)
     _next_expiry_check: int | None = attrs.field(init=False, default=None)
 
@@ -277,6 +282,12 @@ class TransactionCoordinator:
         """Leadership of ``partition`` moved away: its ids are forgotten, and a request
         whose record was being written is answered NOT_COORDINATOR."""
         self.manager.unload_partition(partition)
+        for transactional_id in [
+            t
+            for t in self._completions_to_retry
+            if self.manager.partition_for(t) == partition
+        ]:
+            del self._completions_to_retry[transactional_id]  # the next leader's now
         out = TxnResult()
         for transactional_id in [
             t for t in self._writes if self.manager.partition_for(t) == partition
@@ -307,9 +318,10 @@ class TransactionCoordinator:
 
     def next_deadline(self) -> int | None:
         """When :meth:`on_timer` is next due (ms; None: nothing is led here yet)."""
-        if self._next_abort_check is None or self._next_expiry_check is None:
-            return None
-        return min(self._next_abort_check, self._next_expiry_check)
+        due = [when for _, when in self._completions_to_retry.values()]
+        if self._next_abort_check is not None and self._next_expiry_check is not None:
+            due += [self._next_abort_check, self._next_expiry_check]
+        return min(due, default=None)
 
     def on_timer(self, now: int) -> TxnResult:
         """The periodic checks that are due: timed-out transactions aborted every
@@ -318,6 +330,10 @@ class TransactionCoordinator:
         (Kafka's two scheduled tasks)."""
         config = self.config
         out = TxnResult()
+        for transactional_id, (epoch, when) in list(self._completions_to_retry.items()):
+            if when <= now:
+                del self._completions_to_retry[transactional_id]
+                out += self.markers_written(transactional_id, epoch, now)
         if self._next_abort_check is None or self._next_expiry_check is None:
             return out
         if now >= self._next_abort_check:
@@ -351,6 +367,12 @@ class TransactionCoordinator:
             return self._answer(write, ErrorCode.not_coordinator)
         if error is not ErrorCode.none:
             meta.abandon_transition()
+            if write.transit.state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+                # The markers are written and nobody will ask again: the completion is
+                # retried after a backoff, as Kafka's txnLogAppendRetryQueue does.
+                epoch = self.manager.coordinator_epoch(transactional_id)
+                retry_at = now + self.config.retry_backoff_ms
+                self._completions_to_retry[transactional_id] = (epoch or 0, retry_at)
             return self._answer(write, _write_error(error))
         previous = meta.state
         meta.complete_transition(write.transit)

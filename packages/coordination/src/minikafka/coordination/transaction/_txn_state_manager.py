@@ -140,6 +140,10 @@ class TransactionStateManager:
         self._epochs.pop(partition, None)
         return len(self._cache.pop(partition, {}))
 
+    def partition_epoch(self, partition: int) -> int | None:
+        """The coordinator epoch ``partition`` is led in here, None if it is not."""
+        return self._epochs.get(partition)
+
     def coordinator_epoch(self, transactional_id: str) -> int | None:
         """The coordinator epoch of the id's partition, None if it is not led here."""
         return self._epochs.get(self.partition_for(transactional_id))
