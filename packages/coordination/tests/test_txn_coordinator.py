@@ -303,3 +303,23 @@ def test_a_completion_whose_record_fails_is_written_again_after_a_backoff(
     written(coordinator, again, now=132)
     begun = coordinator.add_partitions_to_txn(4, "tx", pid, epoch, OUT, now=133)
     assert begun.records  # CompleteCommit is in: a new transaction may begin
+
+
+def test_a_late_report_of_an_earlier_write_completes_nothing(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee: a write answered NOT_COORDINATOR when its partition was unloaded may
+    # still be reported by the log later; by then the partition may be loaded again
+    # and the id have a new write on its way. The late report (an earlier write id)
+    # leaves the new write waiting for its own record.
+    first = coordinator.init_producer_id(1, "tx", 30_000, None, now=5)
+    [stale] = first.records
+    coordinator.unload_partition(0)
+    coordinator.manager.load_partition(0, [], coordinator_epoch=1)
+    second = coordinator.init_producer_id(2, "tx", 30_000, None, now=6)
+    [current] = second.records
+    assert current.write_id != stale.write_id
+    late = coordinator.complete_write("tx", ErrorCode.none, 7, stale.write_id)
+    assert late == TxnResult()
+    done = coordinator.complete_write("tx", ErrorCode.none, 8, current.write_id)
+    assert [r.request_id for r in done.replies] == [2]

@@ -39,7 +39,13 @@ from minikafka.trace import EpochClock
 
 from .._operation_guard import guard_operation
 from ..group._group_metadata_manager import LoadedRecord
-from ._txn_coordinator import TransactionCoordinator, TxnMarkers, TxnReply, TxnResult
+from ._txn_coordinator import (
+    TransactionCoordinator,
+    TxnMarkers,
+    TxnRecord,
+    TxnReply,
+    TxnResult,
+)
 from ._txn_log import read_key
 from ._txn_state_manager import TRANSACTION_STATE_TOPIC
 
@@ -215,15 +221,15 @@ class TransactionCoordinatorShell:
     def _dispatch(self, result: TxnResult) -> None:
         """Start the result's writes and markers, hand out its replies."""
         for record in result.records:
-            self._append(record.partition, record.key, record.value)
+            self._append(record)
         for markers in result.messages:
             self._send_markers(markers)
         for reply in result.replies:
             self._waiters.answer(reply.request_id, reply)
         self._wakeup.set()
 
-    def _append(self, partition: int, key: bytes, value: bytes | None) -> None:
-        transactional_id = _id_of(key)
+    def _append(self, record: TxnRecord) -> None:
+        transactional_id = _id_of(record.key)
         reported = False
 
         def on_committed(error: ErrorCode) -> None:
@@ -232,7 +238,9 @@ class TransactionCoordinatorShell:
             self._guard(
                 "completing a write",
                 lambda: self._dispatch(
-                    self.core.complete_write(transactional_id, error, self.now_ms())
+                    self.core.complete_write(
+                        transactional_id, error, self.now_ms(), record.write_id
+                    )
                 ),
                 lambda _: None,
             )
@@ -242,8 +250,10 @@ class TransactionCoordinatorShell:
                 on_committed(error)
 
         self._guard(
-            f"appending to {TRANSACTION_STATE_TOPIC}-{partition}",
-            lambda: self.topic.append(partition, [(key, value)], on_committed),
+            f"appending to {TRANSACTION_STATE_TOPIC}-{record.partition}",
+            lambda: self.topic.append(
+                record.partition, [(record.key, record.value)], on_committed
+            ),
             failed,
             then="the write fails with {error}",
         )

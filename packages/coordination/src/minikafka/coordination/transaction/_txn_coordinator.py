@@ -66,6 +66,10 @@ class TxnRecord:
     partition: int
     key: bytes
     value: bytes | None
+    write_id: int = 0
+    """Which write of the id this is: the shell reports its outcome with it, so a late
+    report of an earlier write (answered when its partition was unloaded) completes
+    nothing."""
 
 
 @attrs.frozen
@@ -104,6 +108,7 @@ class _Write:
     transit: TxnTransitMetadata
     request_id: int | None
     """Whom to answer once the record is committed (None: nobody)."""
+    write_id: int
     gives_producer: bool = False
     """The answer carries the producer id and epoch (InitProducerId's does)."""
 
@@ -119,6 +124,7 @@ class TransactionCoordinator:
     tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
     """Where the moves of each transaction are traced (:class:`TxnStateChanged`)."""
     _writes: dict[str, _Write] = attrs.field(init=False, factory=dict)
+    _last_write_id: int = attrs.field(init=False, default=0)
     _completions_to_retry: dict[str, tuple[int, int]] = attrs.field(
         init=False, factory=dict
     )
@@ -351,14 +357,21 @@ class TransactionCoordinator:
     # --- the records and markers the shell reports --------------------------------------
 
     def complete_write(
-        self, transactional_id: str, error: ErrorCode, now: int
+        self,
+        transactional_id: str,
+        error: ErrorCode,
+        now: int,
+        write_id: int | None = None,
     ) -> TxnResult:
         """The record of the id's pending move is committed (``error`` NONE) or could
         not be (the move is forgotten and the requester gets the error, Kafka's
-        mapping: a coordinator that lost its partition says NOT_COORDINATOR)."""
-        write = self._writes.pop(transactional_id, None)
-        if write is None:
-            return TxnResult()
+        mapping: a coordinator that lost its partition says NOT_COORDINATOR).
+        ``write_id``: the record's (:class:`TxnRecord`), to tell a late report of an
+        earlier write from the current one's (None: the current one)."""
+        write = self._writes.get(transactional_id)
+        if write is None or write_id not in (None, write.write_id):
+            return TxnResult()  # answered already, when its partition was unloaded
+        del self._writes[transactional_id]
         try:
             meta = self.manager.get(transactional_id)
         except TransactionUnavailableError:
@@ -444,8 +457,10 @@ class TransactionCoordinator:
         request_id: int | None,
         gives_producer: bool = False,
     ) -> TxnResult:
+        self._last_write_id += 1
+        write_id = self._last_write_id
         self._writes[meta.transactional_id] = _Write(
-            transit, request_id, gives_producer
+            transit, request_id, write_id, gives_producer
         )
         value = (
             None
@@ -456,6 +471,7 @@ class TransactionCoordinator:
             self.manager.partition_for(meta.transactional_id),
             key_bytes(meta.transactional_id),
             value,
+            write_id,
         )
         return TxnResult(records=(record,))
 
