@@ -49,7 +49,7 @@ from ._metadata_cache import MetadataCache
 from ._offsets_topic import ReplicaInternalTopic
 from ._producer_ids import ProducerIdManager
 from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
-from ._transactions import MARKER_APPEND_TIMEOUT_MS
+from ._transactions import TXN_APPEND_TIMEOUT_MS
 from ._txn_markers import TxnMarkerChannelManager
 
 
@@ -144,7 +144,7 @@ def broker_parts(
             tracer=tracer,
         ),
         ReplicaInternalTopic(
-            replica_manager, MARKER_APPEND_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
+            replica_manager, TXN_APPEND_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
         ),
         markers,
     )

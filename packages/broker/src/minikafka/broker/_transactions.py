@@ -48,9 +48,10 @@ from ._txn_body import (
 )
 
 NO_THROTTLE = datetime.timedelta(0)
-MARKER_APPEND_TIMEOUT_MS = 30_000
-"""How long a marker's acks=all append may wait for the in-sync replicas (Kafka uses
-``request.timeout.ms``, 30 s); the coordinator sends it again after a timeout."""
+TXN_APPEND_TIMEOUT_MS = 30_000
+"""How long the transaction coordinator's acks=all appends may wait for the in-sync
+replicas, its ``__transaction_state`` records' and the markers' (Kafka uses
+``request.timeout.ms``, 30 s, for both); a marker is sent again after a timeout."""
 
 
 async def handle_add_partitions_to_txn(
@@ -169,7 +170,7 @@ async def handle_write_txn_markers(
         done.set()
     for index, partitions in appends:
         replica_manager.append_txn_markers(
-            MARKER_APPEND_TIMEOUT_MS, partitions, functools.partial(collect, index)
+            TXN_APPEND_TIMEOUT_MS, partitions, functools.partial(collect, index)
         )
     await done.wait()
     for marker, errors in zip(body.markers, results, strict=True):

@@ -91,10 +91,6 @@ class TxnMarkerChannelManager:
         )
         self._changed.set()
 
-    def pending(self) -> int:
-        """How many transactions wait for markers (for tests and tools)."""
-        return len(self._pending)
-
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:

@@ -229,7 +229,7 @@ class TransactionCoordinatorShell:
         self._wakeup.set()
 
     def _append(self, record: TxnRecord) -> None:
-        transactional_id = _id_of(record.key)
+        transactional_id = read_key(record.key)
         reported = False
 
         def on_committed(error: ErrorCode) -> None:
@@ -310,7 +310,3 @@ class TransactionCoordinatorShell:
         """``call()``; if it raises, ``failed(error)`` with the error the client is told
         (the group coordinator shell's policy, the same mapping of a failed write)."""
         return guard_operation(self._failures, operation, call, failed, then)
-
-
-def _id_of(key: bytes) -> str:
-    return read_key(key)
