@@ -13,7 +13,8 @@ follows Kafka's rules for a transactional application:
 - once its positions reach SOURCE's end offsets (read at start: the source is written
   before) and that transaction has committed, it prints ``done`` and exits 0.
 
-Each commit prints ``committed <positions>`` so a test can wait for progress.
+Each commit prints ``committed <positions>`` so a test can wait for progress; each line
+starts with the time.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> int
             }
             if not batch:
                 if _done(consumer, source, ends):
-                    print("done", flush=True)
+                    _say("done")
                     return 0
                 continue
             try:
@@ -85,14 +86,20 @@ def main(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> int
             except KafkaException as exc:
                 error = exc.args[0]
                 if isinstance(error, KafkaError) and error.fatal():
-                    print(f"fatal {error}", flush=True)
+                    _say(f"fatal {error}")
                     return FATAL_EXIT
-                print(f"aborting {error}", flush=True)
+                _say(f"aborting {error}")
                 _abort_and_rewind(producer, consumer)
                 continue
-            print(f"committed {sorted(positions.items())}", flush=True)
+            _say(f"committed {sorted(positions.items())}")
     finally:
         consumer.close()
+
+
+def _say(line: str) -> None:
+    """One line of output, stamped with the wall clock: a test that times out shows when
+    each step happened beside the brokers' logs."""
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
 
 def _abort_and_rewind(producer: Producer, consumer: Consumer) -> None:

@@ -16,6 +16,9 @@ What the test proves, in each mode:
   committed together;
 - the instance killed first is fenced by the next: a new instance's first transaction
   finds the old one's aborted, not half-committed.
+
+An instance that hangs (librdkafka can wait forever for a group coordinator whose
+broker was killed) is replaced as an operator's liveness check would: one more kill.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from tests.cluster._cluster import (
 )
 
 RECORDS = 3000
+STALL = 30.0
+"""Seconds without a line from the copier after which it is hung: longer than its
+transaction timeout (20 s), after which the coordinator aborts what it left open."""
 TXN_SETTINGS = {
     # Both internal topics on every broker, two copies needed for a write: a killed
     # coordinator's transactions and offsets survive on the others.
@@ -66,7 +72,8 @@ def cluster(
 
 
 class Copier:
-    """The application's current instance (a process), restarted when asked."""
+    """The application: one instance (a process) at a time, killed and started when
+    asked, and replaced when it ends fenced (exit 3), as its operator would."""
 
     def __init__(self, cluster: ProcessCluster, args: list[str], log: Path) -> None:
         self.cluster, self.args, self.log = cluster, args, log
@@ -76,7 +83,7 @@ class Copier:
 
     def start(self) -> None:
         self.instances += 1
-        out = (self.log.parent / f"{self.log.name}.{self.instances}").open("w")
+        out = self._log(self.instances).open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.cluster._eos_copier", *self.args],
             stdout=out,
@@ -84,8 +91,15 @@ class Copier:
             text=True,
         )
 
+    def _log(self, instance: int) -> Path:
+        return self.log.parent / f"{self.log.name}.{instance}"
+
     def output(self) -> str:
-        return (self.log.parent / f"{self.log.name}.{self.instances}").read_text()
+        """What every instance printed, the current one last."""
+        return "".join(
+            f"--- instance {i}\n{self._log(i).read_text()}"
+            for i in range(1, self.instances + 1)
+        )
 
     def commits(self) -> int:
         return self.output().count("committed ")
@@ -95,21 +109,57 @@ class Copier:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(WAIT)
 
-    def wait_done(self) -> None:
-        """Until the copy is finished; a fenced instance (exit 3) is replaced."""
-        deadline = time.monotonic() + 4 * WAIT
-        while True:
-            assert self.process is not None
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"copier not done: {self.output()[-2000:]}"
-            try:
-                code = self.process.wait(min(remaining, 5))
-            except subprocess.TimeoutExpired:
-                continue
-            if code == 0:
-                return
-            assert code == 3, f"copier exited {code}: {self.output()[-2000:]}"
+    def _ended(self) -> int | None:
+        """The current instance's exit code once it has ended and is not replaced: a
+        fenced instance (a transaction the coordinator aborted on its timeout while a
+        broker was down fences its producer) gets a successor here."""
+        assert self.process is not None
+        code = self.process.poll()
+        if code == 3:
             self.start()
+            return None
+        return code
+
+    def _failed(self, what: str) -> AssertionError:
+        return AssertionError(f"{what}; the copier said:\n{self.output()[-4000:]}")
+
+    def wait_commits(self, more: int, what: str) -> None:
+        """Until ``more`` transactions more than now have committed.
+
+        An instance silent for :data:`STALL` seconds is hung, not slow, and is
+        replaced once per wait, as an operator's liveness check would: librdkafka's
+        ``send_offsets_to_transaction`` can wait forever, past its timeout, for a group
+        coordinator whose broker was killed (librdkafka issues 5456 and 5511; Kafka's
+        brokers see the same). The replacement is one more kill of the application,
+        which exactly-once must survive too."""
+        target = self.commits() + more
+        deadline = time.monotonic() + WAIT
+        replaced = False
+        said, heard = self.output(), time.monotonic()
+        while self.commits() < target:
+            code = self._ended()
+            if code is not None:
+                raise self._failed(f"the copier exited {code} before {what}")
+            if (now := self.output()) != said:
+                said, heard = now, time.monotonic()
+            elif time.monotonic() - heard > STALL and not replaced:
+                self.kill()
+                self.start()
+                replaced, heard = True, time.monotonic()
+                deadline = heard + WAIT
+            if time.monotonic() > deadline:
+                raise self._failed(f"not within {WAIT:.0f}s: {what}")
+            time.sleep(0.1)  # polling the copier's output, inside the deadline
+
+    def wait_done(self) -> None:
+        """Until the copy is finished."""
+        deadline = time.monotonic() + 4 * WAIT
+        while (code := self._ended()) != 0:
+            if code is not None:
+                raise self._failed(f"the copier exited {code}")
+            if time.monotonic() > deadline:
+                raise self._failed("the copier is not done")
+            time.sleep(0.1)  # polling the copier, inside the deadline
 
 
 def test_each_record_is_copied_exactly_once_through_kills(
@@ -134,10 +184,10 @@ def test_each_record_is_copied_exactly_once_through_kills(
     )
     try:
         # The application dies mid-way; its next instance fences it and goes on.
-        wait_for(lambda: copier.commits() >= 3, "the copier's first commits")
+        copier.wait_commits(3, "the copier's first commits")
         copier.kill()
         copier.start()
-        wait_for(lambda: copier.commits() >= 3, "the second instance's commits")
+        copier.wait_commits(3, "the second instance's commits")
 
         # The transaction coordinator's broker dies.
         coordinator = state(
@@ -148,16 +198,14 @@ def test_each_record_is_copied_exactly_once_through_kills(
             ),
         ).leader
         cluster.kill(coordinator)
-        before = copier.commits()
-        wait_for(lambda: copier.commits() >= before + 3, "commits without it")
+        copier.wait_commits(3, "commits without it")
         cluster.start(coordinator)
         wait_for(lambda: len(state(cluster, sink).isr) == 3, "the sink in sync")
 
         # The output partition's leader dies.
         leader = state(cluster, sink).leader
         cluster.kill(leader)
-        before = copier.commits()
-        wait_for(lambda: copier.commits() >= before + 3, "commits on a new leader")
+        copier.wait_commits(3, "commits on a new leader")
         cluster.start(leader)
         copier.wait_done()
     finally:
