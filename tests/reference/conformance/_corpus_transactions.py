@@ -403,11 +403,19 @@ def _marker_unknown_partition(s: Session, v: int) -> None:
     s.check(_markers(v, 424242, 0, True, [9]))
 
 
+def _marker_unknown_producer(s: Session, v: int) -> None:
+    """A marker for a producer the partition has never seen: written, as Kafka does
+    (an empty transaction ends), and the partition goes on."""
+    s.check(_markers(v, 424243, 0, False, [1]))
+    s.check(_markers(v, 424243, 0, False, [1]))
+
+
 WTM_CASES: dict[str, Case] = {
     "commit": _writes_marker(True),
     "abort": _writes_marker(False),
     "old-epoch": _marker_old_epoch,
     "unknown-partition": _marker_unknown_partition,
+    "unknown-producer": _marker_unknown_producer,
 }
 
 
