@@ -210,13 +210,13 @@ def setup(app: Any) -> dict[str, Any]:
             files = sorted(
                 {str(a.source.relative_to(ROOT)) for a in known if a.lab in tagged}
             )
-            cell.replace_self(
-                note(
-                    f"This cell shows what lab {', '.join(map(str, tagged))} asks you "
-                    "to write, so the student edition leaves it out. The source is "
-                    f"there to read after your attempt: {', '.join(files)}."
-                )
+            folded = note(
+                f"This cell shows what lab {', '.join(map(str, tagged))} asks you "
+                "to write, so the student edition leaves it out. The source is "
+                f"there to read after your attempt: {', '.join(files)}."
             )
+            cell.replace_self(folded)
+            folded["classes"] = []  # not the cell's (replace_self copies them)
         for block in list(doctree.findall(nodes.literal_block)):
             if _skeleton(block.get("source")):
                 continue  # a lab's own file: the signatures the learner fills in
