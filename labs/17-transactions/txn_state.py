@@ -41,7 +41,7 @@ _T = TransactionState
 
 
 class _NotWritten(Mapping[TransactionState, frozenset[TransactionState]]):
-    """A table that says it is not written yet when it is read: replace it with yours."""
+    """A table that says it is not written yet when read: replace it with yours."""
 
     def _not_done(self) -> ExerciseNotDone:
         return ExerciseNotDone(

@@ -27,7 +27,7 @@ from minikafka.coordination.transaction._txn_state import (
 
 _S = TransactionState
 
-# --- prepare (minikafka's _prepare) -----------------------------------------------------
+# --- prepare (minikafka's _prepare) ---------------------------------------------------
 
 
 def _prepare(
@@ -71,7 +71,7 @@ def applies_at_prepare(
     return _prepare(self, state, changes, applied_at_once=True)
 
 
-# --- complete_transition ----------------------------------------------------------------
+# --- complete_transition --------------------------------------------------------------
 
 
 def completes_any_move(self: TransactionMetadata, transit: TxnTransitMetadata) -> None:
@@ -88,7 +88,7 @@ def completes_any_move(self: TransactionMetadata, transit: TxnTransitMetadata) -
     self.pending = None
 
 
-# --- prepare_add_partitions -------------------------------------------------------------
+# --- prepare_add_partitions -----------------------------------------------------------
 
 
 def _add(
@@ -122,7 +122,7 @@ def start_moves_with_each_add(
     return _add(self, added, now, start_once=False)
 
 
-# --- prepare_complete -------------------------------------------------------------------
+# --- prepare_complete -----------------------------------------------------------------
 
 
 def completes_as_commit(self: TransactionMetadata, now: int) -> TxnTransitMetadata:
@@ -140,7 +140,7 @@ def keeps_the_partitions(self: TransactionMetadata, now: int) -> TxnTransitMetad
     return self._prepare(target, txn_last_update_timestamp=now)
 
 
-# --- prepare_increment_producer_epoch ---------------------------------------------------
+# --- prepare_increment_producer_epoch -------------------------------------------------
 
 
 def _increment(
@@ -211,7 +211,7 @@ def bumps_past_the_maximum(
     return _increment(self, txn_timeout_ms, expected_epoch, now, exhaustion=False)
 
 
-# --- prepare_fence_producer_epoch -------------------------------------------------------
+# --- prepare_fence_producer_epoch -----------------------------------------------------
 
 
 def fence_without_bump(self: TransactionMetadata) -> TxnTransitMetadata:
