@@ -9,10 +9,13 @@ cell's output alike, is replaced by a note naming the lab and the file to read a
 attempt; the instructor edition shows them all.
 
 A block shows an object when it holds the line that defines it (``def name(``, ``class
-Name``), or, for a class, the line of one of its methods that defines nothing else in
-minikafka, or defines a function of a name no other function of minikafka's has (an
-override in a worked answer, written without the types, still shows the answer).
-``scripts/check_student_edition.py`` applies the same test to the built pages.
+Name``, a module's table's ``NAME: Type = {``), or, for a class, the line of one of its
+methods that defines nothing else in minikafka, or defines a function of a name no other
+function of minikafka's has (an override in a worked answer, written without the types,
+still shows the answer). ``scripts/check_student_edition.py`` applies the same test to
+the built pages. A cell whose output *is* an answer drawn from the code (a table printed
+from the data a lab has you write) says so with the tag ``lab-N-answer``, and the
+student edition leaves out the whole cell, input and output.
 And the student edition includes nothing from ``labs/instructor/`` (the answers a
 learner's checkout does not have), so it builds there too.
 """
@@ -31,6 +34,7 @@ import attrs
 
 ROOT = Path(__file__).resolve().parents[2]
 _DEF = re.compile(r"^(?:async )?def (?P<name>\w+)\(")
+_ANSWER_TAG = re.compile(r"^tag_lab-(?P<lab>\d+)-answer$")
 _SPACE = re.compile(r"\s+")
 INSTRUCTOR = ROOT / "labs" / "instructor"
 
@@ -57,6 +61,18 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
+def _defines(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` defines ``name``: a function, a class, or a module's table
+    assigned once (``TXN_TRANSITIONS: Mapping[...] = {...}``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, ast.AnnAssign):
+        return isinstance(node.target, ast.Name) and node.target.id == name
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    return False
+
+
 def _find(tree: ast.AST, names: list[str]) -> ast.AST | None:
     node: ast.AST | None = tree
     for name in names:
@@ -64,10 +80,7 @@ def _find(tree: ast.AST, names: list[str]) -> ast.AST | None:
             (
                 child
                 for child in ast.iter_child_nodes(node)  # type: ignore[arg-type]
-                if isinstance(
-                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-                )
-                and child.name == name
+                if _defines(child, name)
             ),
             None,
         )
@@ -182,7 +195,28 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("literalinclude", StudentLiteralInclude, override=True)
     known = answers()
 
+    def note(text: str) -> Any:
+        return nodes.note("", nodes.paragraph(text, text))
+
     def fold(_app: Any, doctree: Any) -> None:
+        for cell in list(doctree.findall(nodes.container)):
+            tagged = [
+                int(match["lab"])
+                for name in cell.get("classes") or []
+                if (match := _ANSWER_TAG.match(name))
+            ]
+            if not tagged:
+                continue
+            files = sorted(
+                {str(a.source.relative_to(ROOT)) for a in known if a.lab in tagged}
+            )
+            folded = note(
+                f"This cell shows what lab {', '.join(map(str, tagged))} asks you "
+                "to write, so the student edition leaves it out. The source is "
+                f"there to read after your attempt: {', '.join(files)}."
+            )
+            cell.replace_self(folded)
+            folded["classes"] = []  # not the cell's (replace_self copies them)
         for block in list(doctree.findall(nodes.literal_block)):
             if _skeleton(block.get("source")):
                 continue  # a lab's own file: the signatures the learner fills in
@@ -197,15 +231,14 @@ def setup(app: Any) -> dict[str, Any]:
                 f"write ({names}), so the student edition leaves it out. The source is "
                 f"there to read after your attempt: {', '.join(files)}."
             )
-            note = nodes.note("", nodes.paragraph(text, text))
             parent = block.parent
             # A captioned listing is a container of its caption and the block.
             if isinstance(parent, nodes.container) and "literal-block-wrapper" in (
                 parent.get("classes") or []
             ):
-                parent.replace_self(note)
+                parent.replace_self(note(text))
             else:
-                block.replace_self(note)
+                block.replace_self(note(text))
 
     app.connect("doctree-read", fold)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

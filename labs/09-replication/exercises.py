@@ -18,7 +18,10 @@ fields:
   followers leaving or joining), ``lag_ms`` (for each of them, how long it had not been
   caught up), ``high_watermark``...;
 - ``changes``: ``IsrChanged`` (``isr_change``): ``topic``, ``partition``,
-  ``previous_isr``, ``isr``, ``leader_epoch``, ``partition_epoch``.
+  ``previous_isr``, ``isr``, ``leader_epoch``, ``partition_epoch``;
+- ``lso_moves``: ``LastStableOffsetMoved`` (``log.lso_moved``), written by the leader
+  and by each follower (``node``): ``topic``, ``partition``, ``previous``,
+  ``last_stable_offset``.
 
 ``make lab 9`` checks your answers against what the scenario's clients recorded on their
 own side. Until you write a function, it raises ``ExerciseNotDone``.
@@ -126,3 +129,30 @@ def follower_lag(fetches: DataFrame) -> DataFrame:
     fetch_offset`` and 0); ``max_caught_up_ms_ago``.
     """
     raise ExerciseNotDone("follower_lag", "group by follower and floor(ts)")
+
+
+def lso_holds(lso_moves: DataFrame, hws: DataFrame) -> DataFrame:
+    """Per transaction: how long it held the last stable offset back on the leader.
+
+    Question: a read_committed consumer reads only up to the last stable offset (LSO),
+    the first offset of the oldest transaction not yet decided. How long does each
+    transaction keep those consumers waiting behind the high watermark, and how much of
+    that is after the producer committed?
+
+    Mechanism: while no transaction is open the LSO follows the high watermark, and the
+    log traces nothing. A transaction's first batch is appended at offset x; once the
+    high watermark passes x (the first ``hw_advance`` with ``previous <= x <
+    high_watermark``) the LSO stays at x: the hold begins. It ends when the
+    transaction's marker is below the high watermark (replicated, so that no new leader
+    can undo the decision): then the LSO moves on from x, an ``lso_moved`` event with
+    ``previous`` x. So each ``lso_moved`` names the offset it was held at, and the
+    ``hw_advance`` events of the same node and partition say when the hold began; an
+    ``lso_moved`` with no such advance (a follower's: followers trace no
+    ``hw_advance``) has no row.
+
+    Output columns, one row per ``lso_moved`` that ends a hold, ordered by ``node``,
+    ``topic``, ``partition``, ``first_offset``: ``node``; ``topic``; ``partition``;
+    ``first_offset`` (x); ``held_ts`` (the ``hw_advance``); ``released_ts`` (the
+    ``lso_moved``); ``hold_ms`` (``(released_ts - held_ts) * 1000``).
+    """
+    raise ExerciseNotDone("lso_holds", "join each lso_moved to the HW advance past x")

@@ -19,10 +19,20 @@ four phases:
 4. ``healed``: the link is whole again; follower 3 catches up and is put back in the
    ISR, and the phase ends a moment after a client sees the full ISR again.
 
+Then, the ISR whole, a transactional producer runs :data:`TXN_COUNT` transactions on
+``lab09-txn`` (replicas 1, 2, 3 too), :data:`TXN_GAP` seconds apart: each writes
+:data:`TXN_RECORDS` records, waits for them to be acknowledged, stays open a while and
+commits; the later half run with follower 3's link delayed again. After each commit a
+read_committed ListOffsets (the last stable offset) is polled until it passes the
+transaction.
+
 The ground truth, ``out/truth.json``, is what clients saw, recorded apart from the
 brokers: each phase's wall-clock window; every record's ``produce()`` and delivery
 times and its offset (the latency ``acks=all`` costs, end to end); and the ISR as an
-AdminClient saw it in Metadata every :data:`WATCH_INTERVAL` seconds.
+AdminClient saw it in Metadata every :data:`WATCH_INTERVAL` seconds; and each
+transaction's first and last offsets, when its first record was sent and acknowledged,
+when ``commit_transaction`` was called and returned, and when the last stable offset
+was first seen past it.
 ``python scenario.py OUT`` runs it too.
 """
 
@@ -39,12 +49,15 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import trio
 from confluent_kafka import KafkaError, Message, Producer
 
 # confluent_kafka.admin re-exports NewTopic without listing it in __all__.
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.client import AsyncAdminClient, ListOffsetsResultInfo, OffsetSpec
+from minikafka.common import TopicPartition
 from minikafka.net.testing import FaultProxies
 
 TOPIC = "lab09"
@@ -58,6 +71,14 @@ LAG_MAX_MS = 2000
 PHASE_SECONDS = {"healthy": 4.0, "delayed": 5.0, "stalled": 6.0, "healed": 3.0}
 """How long each phase lasts (``healed``: after the ISR is whole again)."""
 WATCH_INTERVAL = 0.1
+TXN_TOPIC = "lab09-txn"
+TXN_COUNT = 6
+"""Transactions the transactional producer commits, one after the other."""
+TXN_RECORDS = 5
+TXN_OPEN = (0.2, 0.5, 0.8)
+"""Seconds each transaction stays open after its records are acknowledged (in turn)."""
+TXN_GAP = 1.0
+"""Seconds between one transaction's release of the LSO and the next one's start."""
 WAIT = 60.0  # seconds a condition may take on a loaded machine before the run fails
 
 OVERRIDES = {
@@ -66,6 +87,8 @@ OVERRIDES = {
     "broker.session.timeout.ms": "5000",
     "default.replication.factor": "3",
     "offsets.topic.replication.factor": "3",
+    # One partition of __transaction_state (Kafka's default is 50): enough for one id.
+    "transaction.state.log.num.partitions": "1",
 }
 
 log = logging.getLogger("minikafka.labs.lab09")
@@ -188,6 +211,95 @@ class Load:
             self._thread.join(WAIT)
 
 
+def run_transactions(
+    bootstrap: str, slow_link: Callable[[bool], None]
+) -> list[dict[str, Any]]:
+    """The transactional part: ``TXN_COUNT`` committed transactions on ``TXN_TOPIC``,
+    the later half with follower 3's link delayed (``slow_link(True)``); what the
+    clients saw of each."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "lab09-admin"})
+    topic = NewTopic(
+        TXN_TOPIC,
+        num_partitions=1,
+        replica_assignment=[[LEADER, FAST_FOLLOWER, SLOW_FOLLOWER]],
+        config={"min.insync.replicas": "2"},
+    )
+    admin.create_topics([topic], operation_timeout=WAIT)[TXN_TOPIC].result(timeout=WAIT)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "lab09-txn-producer",
+            "transactional.id": "lab09-txn",
+            "linger.ms": 0,
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(WAIT)
+    done: list[dict[str, Any]] = []
+    for n in range(TXN_COUNT):
+        delayed = n >= TXN_COUNT // 2
+        slow_link(delayed)
+        acked: list[tuple[float, int]] = []
+
+        def delivered(
+            error: KafkaError | None,
+            message: Message,
+            acked: list[tuple[float, int]] = acked,  # this transaction's
+        ) -> None:
+            if error is None:
+                acked.append((time.time(), message.offset() or 0))
+
+        producer.begin_transaction()
+        produced_ts = time.time()
+        for i in range(TXN_RECORDS):
+            value = f"{n}-{i}".encode()
+            producer.produce(TXN_TOPIC, value, partition=0, on_delivery=delivered)
+        if producer.flush(WAIT) or len(acked) != TXN_RECORDS:
+            raise RuntimeError(f"transaction {n}: records not acknowledged")
+        # Event.wait: the transaction stays open this long whatever happens.
+        threading.Event().wait(TXN_OPEN[n % len(TXN_OPEN)])
+        commit_called_ts = time.time()
+        producer.commit_transaction(WAIT)
+        commit_returned_ts = time.time()
+        last_offset = max(offset for _, offset in acked)
+        released_seen_ts = trio.run(_lso_past, bootstrap, last_offset)
+        done.append(
+            {
+                "n": n,
+                "delayed": delayed,
+                "first_offset": min(offset for _, offset in acked),
+                "last_offset": last_offset,
+                "produced_ts": produced_ts,
+                "acked_ts": min(ts for ts, _ in acked),
+                "commit_called_ts": commit_called_ts,
+                "commit_returned_ts": commit_returned_ts,
+                "released_seen_ts": released_seen_ts,
+            }
+        )
+        log.info(
+            "transaction %d: offsets %d-%d", n, done[-1]["first_offset"], last_offset
+        )
+        threading.Event().wait(TXN_GAP)
+    slow_link(False)
+    return done
+
+
+async def _lso_past(bootstrap: str, offset: int) -> float:
+    """When a read_committed ListOffsets (the last stable offset) first answered an
+    offset past ``offset``."""
+    tp = TopicPartition(TXN_TOPIC, 0)
+    with trio.fail_after(WAIT):
+        async with AsyncAdminClient.open({"bootstrap.servers": bootstrap}) as admin:
+            while True:
+                found = await admin.list_offsets(
+                    {tp: OffsetSpec.latest()}, isolation_level=1
+                )
+                [answer] = found.values()
+                if isinstance(answer, ListOffsetsResultInfo) and answer.offset > offset:
+                    return time.time()
+                await trio.sleep(0.01)
+
+
 def create_topic(bootstrap: str, watch: IsrWatch) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "lab09-admin"})
     topic = NewTopic(
@@ -245,6 +357,11 @@ def run(out: Path, scale: float = 1.0) -> Path:
             log.info("phase %s: %.1fs", name, phases[-1]["end"] - begun)
         load.stop()
         watch.stop()
+
+        def slow_link(delayed: bool) -> None:
+            proxies.call(LEADER, lambda p: p.delay(DELAY) if delayed else p.heal())
+
+        transactions = run_transactions(cluster.bootstrap, slow_link)
     finally:
         # Stopped, not killed: every node writes its last trace events out.
         try:
@@ -264,6 +381,8 @@ def run(out: Path, scale: float = 1.0) -> Path:
         "phases": phases,
         "records": load.records,
         "isr_seen": watch.seen,
+        "txn_topic": TXN_TOPIC,
+        "transactions": transactions,
     }
     (out / "truth.json").write_text(json.dumps(document, indent=1))
     return out

@@ -14,7 +14,11 @@ the ISR an AdminClient saw in Metadata. The guarantees and facts checked:
 - it leaves the ISR ``replica.lag.time.max.ms`` (to half again that, the check's
   period) after it last caught up, and comes back after the link heals, as clients
   see in Metadata soon after;
-- the lag its first fetch after the stall shows is what was appended meanwhile.
+- the lag its first fetch after the stall shows is what was appended meanwhile;
+- a transaction holds the last stable offset back at its first offset from the moment
+  the high watermark passes it, at least until the producer commits, and releases it
+  before a read_committed ListOffsets sees it move; with follower 3's link delayed the
+  release after the commit waits for that follower's fetches of the marker.
 
 Each answer is also compared, row for row, with the same table computed in plain Python
 from the trace files (loops over the events in time order, not Spark), so an answer
@@ -47,6 +51,7 @@ from minikafka.labs import (
     read_events,
     scenario_run,
 )
+from minikafka.log import LastStableOffsetMoved
 from minikafka.replication import (
     FollowerFetched,
     HighWatermarkAdvanced,
@@ -86,6 +91,7 @@ def events(spark: SparkSession, run_dir: Path) -> Iterator[dict[str, DataFrame]]
         "hws": read_events(spark, traces, HighWatermarkAdvanced),
         "proposals": read_events(spark, traces, IsrChangeProposed),
         "changes": read_events(spark, traces, IsrChanged),
+        "lso_moves": read_events(spark, traces, LastStableOffsetMoved),
     }
     for frame in frames.values():
         frame.cache()
@@ -111,6 +117,29 @@ def raw(run_dir: Path, truth: Truth) -> dict[str, list[Record]]:
                 kind.COMPONENT,
                 kind.EVENT,
             ):
+                found[name].append(record)
+    return {
+        name: sorted(events, key=lambda r: r["ts"]) for name, events in found.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def raw_txn(run_dir: Path, truth: Truth) -> dict[str, list[Record]]:
+    """The transactional topic's HW advances and LSO moves on the leader, in time
+    order (ties in file order)."""
+    kinds: dict[str, type[TraceEvent]] = {
+        "hws": HighWatermarkAdvanced,
+        "lso_moves": LastStableOffsetMoved,
+    }
+    found: dict[str, list[Record]] = {name: [] for name in kinds}
+    for record in read_trace(run_dir / "traces"):
+        if (record.get("topic"), record["node"]) != (
+            truth["txn_topic"],
+            truth["leader"],
+        ):
+            continue
+        for name, kind in kinds.items():
+            if (record["component"], record["event"]) == (kind.COMPONENT, kind.EVENT):
                 found[name].append(record)
     return {
         name: sorted(events, key=lambda r: r["ts"]) for name, events in found.items()
@@ -507,6 +536,78 @@ def test_follower_lag(
     )
     # An in-sync follower never lacks a committed record: the HW waits for it.
     assert {r.max_hw_lag for r in rows if r.follower == fast} == {0}
+
+
+def python_lso_holds(
+    raw_txn: dict[str, list[Record]],
+) -> dict[int, tuple[float, float]]:
+    """First offset -> (held, released): each LSO move away from x, and the HW advance
+    that passed x before it."""
+    holds: dict[int, tuple[float, float]] = {}
+    for move in raw_txn["lso_moves"]:
+        x = move["previous"]
+        passed = [
+            h["ts"]
+            for h in raw_txn["hws"]
+            if h["previous"] <= x < h["high_watermark"] and h["ts"] <= move["ts"]
+        ]
+        if passed:
+            holds[x] = (passed[0], move["ts"])
+    return holds
+
+
+def test_lso_holds(
+    answers: ModuleType,
+    events: dict[str, DataFrame],
+    truth: Truth,
+    raw_txn: dict[str, list[Record]],
+) -> None:
+    frame = answers.lso_holds(events["lso_moves"], events["hws"])
+    assert frame.columns == [
+        "node",
+        "topic",
+        "partition",
+        "first_offset",
+        "held_ts",
+        "released_ts",
+        "hold_ms",
+    ]
+    leader = frame.where(
+        (frame.topic == truth["txn_topic"]) & (frame.node == truth["leader"])
+    )
+    rows = {r.first_offset: r for r in leader.collect()}
+    # One hold per transaction, at its first offset.
+    transactions = {t["first_offset"]: t for t in truth["transactions"]}
+    assert sorted(rows) == sorted(transactions)
+    # The same as plain Python over the trace files.
+    expected = python_lso_holds(raw_txn)
+    assert sorted(expected) == sorted(rows)
+    for x, row in rows.items():
+        held, released = expected[x]
+        assert math.isclose(row.held_ts, held, abs_tol=1e-6), (x, row, held)
+        assert math.isclose(row.released_ts, released, abs_tol=1e-6), (x, row)
+        assert math.isclose(row.hold_ms, (released - held) * 1000, abs_tol=1e-3)
+    slack = TRACE_BEFORE_CLIENT
+    for x, txn in transactions.items():
+        row = rows[x]
+        # Held from no earlier than its first record was sent, and before that record
+        # was acknowledged (acks=all: the HW passed it first) ...
+        assert txn["produced_ts"] - slack <= row.held_ts <= txn["acked_ts"] + slack
+        # ... and released no sooner than the producer asked to commit (the marker is
+        # written after EndTxn), and before a client saw the LSO past it.
+        assert txn["commit_called_ts"] - slack <= row.released_ts
+        assert row.released_ts <= txn["released_seen_ts"] + slack, (x, row, txn)
+    # After the commit, the release waits for the marker to reach every in-sync
+    # follower: a delayed follower's fetch round trip (2 x delay_s) at least.
+    after = {
+        delayed: statistics.median(
+            rows[t["first_offset"]].released_ts - t["commit_called_ts"]
+            for t in truth["transactions"]
+            if t["delayed"] is delayed
+        )
+        for delayed in (False, True)
+    }
+    assert after[True] >= after[False] + truth["delay_s"], after
 
 
 @pytest.mark.skipif(

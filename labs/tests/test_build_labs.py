@@ -2,7 +2,8 @@
 ``make lab``): each lab.toml is valid, each build exercise names real targets and files,
 an unfinished exercise is reported by name, a rebuild lab's reference is minikafka's own
 code (switched for nothing), and a FrameDecoder written from lab 1's skeleton alone, not
-copied from minikafka, passes through the same switch a learner's code takes."""
+copied from minikafka, passes through the same switch a learner's code takes, as lab 17's
+state table and moves written from its skeleton do."""
 
 from __future__ import annotations
 
@@ -86,3 +87,29 @@ def test_a_decoder_written_from_the_skeleton_passes_lab_1(tmp_path: Path) -> Non
     assert outcome.exercise == "frame_decoder"
     assert outcome.done, outcome
     assert outcome.passed == outcome.total == outcome.collected > 0
+
+
+@pytest.mark.timeout(900)
+def test_a_state_machine_written_from_the_skeleton_passes_lab_17(
+    tmp_path: Path,
+) -> None:
+    # A module's table (TXN_TRANSITIONS) and methods of an attrs class go through the
+    # switch, into the brokers the real client's checks start, as a learner's do.
+    written = find_lab(17).solutions / "written_from_the_skeleton"
+    if not written.exists():
+        pytest.skip(
+            "a learner's checkout: the written answer is in the instructors' copy"
+        )
+    mine = tmp_path / "17-transactions"
+    shutil.copytree(find_lab(17).directory, mine)
+    for answer in written.glob("*.py"):
+        shutil.copy(answer, mine / answer.name)
+    outcomes = run(Lab(17, mine), None, "exercises", quiet=True)
+    assert [o.exercise for o in outcomes] == [
+        "state_table",
+        "prepare_and_complete",
+        "epoch_fencing",
+    ]
+    for outcome in outcomes:
+        assert outcome.done, outcome
+        assert outcome.passed == outcome.total == outcome.collected > 0

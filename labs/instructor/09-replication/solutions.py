@@ -4,7 +4,8 @@ The inputs are DataFrames from ``minikafka.labs.read_events`` over a run's trace
 per event type of ``minikafka.replication``: ``fetches``: ``FollowerFetched``
 (``follower_fetch``), ``hws``: ``HighWatermarkAdvanced`` (``hw_advance``),
 ``proposals``: ``IsrChangeProposed`` (``isr_propose``), ``changes``: ``IsrChanged``
-(``isr_change``).
+(``isr_change``); and of ``minikafka.log``: ``lso_moves``: ``LastStableOffsetMoved``
+(``lso_moved``).
 
 Every function has the signature and the output columns of its exercise in
 ``exercises.py``, whose docstrings state the question and the mechanism.
@@ -12,7 +13,7 @@ Every function has the signature and the output columns of its exercise in
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 _PARTITION = ["topic", "partition"]
@@ -179,4 +180,36 @@ def follower_lag(fetches: DataFrame) -> DataFrame:
             F.max("caught_up_ms_ago").alias("max_caught_up_ms_ago"),
         )
         .orderBy(*_PARTITION, "follower", "second")
+    )
+
+
+def lso_holds(lso_moves: DataFrame, hws: DataFrame) -> DataFrame:
+    """Per transaction: when the HW passed its first offset (the LSO held there), and
+    when the LSO moved on."""
+    held = F.col("m.previous")
+    passed = (F.col("h.previous") <= held) & (held < F.col("h.high_watermark"))
+    return _lso_holds(lso_moves, hws, passed)
+
+
+def _lso_holds(lso_moves: DataFrame, hws: DataFrame, passed: Column) -> DataFrame:
+    """``lso_holds`` with ``passed`` saying which HW advance began the hold at the
+    held offset ``m.previous`` (the earliest of them, if several)."""
+    keys = ["node", *_PARTITION]
+    moves = lso_moves.alias("m")
+    advances = hws.alias("h")
+    joined = moves.join(
+        advances,
+        [F.col(f"m.{k}") == F.col(f"h.{k}") for k in keys] + [passed],
+    )
+    return (
+        joined.groupBy(*[F.col(f"m.{k}").alias(k) for k in keys], F.col("m.previous"))
+        .agg(F.min("h.ts").alias("held_ts"), F.first("m.ts").alias("released_ts"))
+        .select(
+            *keys,
+            F.col("previous").alias("first_offset"),
+            "held_ts",
+            "released_ts",
+            ((F.col("released_ts") - F.col("held_ts")) * 1000).alias("hold_ms"),
+        )
+        .orderBy(*keys, "first_offset")
     )

@@ -58,6 +58,39 @@ def test_the_table_is_kafkas_and_every_edge_has_a_reason() -> None:
         check_txn_transition(S.EMPTY, S.PREPARE_COMMIT)
 
 
+KAFKAS_TABLE = {
+    S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_COMMIT: {S.ONGOING},
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE},
+    S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
+    S.COMPLETE_ABORT: {S.PREPARE_ABORT},
+    S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_EPOCH_FENCE: {S.ONGOING},
+}
+"""Kafka's ``TransactionState.validPreviousStates``, written out here apart from the
+code, so that the check below does not test the table against itself."""
+
+
+@pytest.mark.parametrize("target", list(S), ids=lambda s: s.value)
+def test_every_pair_of_states_is_checked_against_kafkas_table(
+    target: TransactionState,
+) -> None:
+    # Guarantee: of all 64 moves, check_txn_transition allows exactly Kafka's (a
+    # commit only from Ongoing, a fenced transaction only to its abort, Dead only
+    # between transactions) and refuses every other, naming where the target may be
+    # entered from.
+    assert TXN_TRANSITIONS[target] == KAFKAS_TABLE[target]
+    for current in S:
+        if current in KAFKAS_TABLE[target]:
+            assert check_txn_transition(current, target) is target
+            continue
+        with pytest.raises(IllegalTransactionStateError) as refused:
+            check_txn_transition(current, target)
+        for allowed in KAFKAS_TABLE[target]:
+            assert allowed.value in str(refused.value), (current, target)
+
+
 def test_a_transaction_commits_through_prepare_and_complete() -> None:
     # Guarantee: adding partitions opens the transaction (its start is the first add),
     # EndTxn prepares the commit, and the markers' completion empties it; the cache

@@ -10,6 +10,7 @@ import pytest
 from minikafka.log import (
     LATEST_TIMESTAMP,
     AbortedTxn,
+    AbortedTxnServed,
     EndTxnMarker,
     FetchIsolation,
     InvalidProducerEpochError,
@@ -338,6 +339,35 @@ def test_markers_and_lso_moves_are_traced_on_the_log_clock(tmp_path: Path) -> No
     ]
     stamps = [ts for ts, e in tracer.records if isinstance(e, TxnMarkerWritten)]
     assert stamps == [clock.now_ms / 1000]
+
+
+def test_each_aborted_range_a_read_committed_read_lists_is_traced(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: a read_committed read that lists aborted transactions emits one
+    # aborted_txn_served event per range, with the read's start offset, stamped with
+    # the log's clock; a read_uncommitted read, or one that lists none, emits nothing.
+    clock = ManualClock()
+    tracer = RecordingTracer()
+    log = Log.open(tmp_path / "topic-0", CONFIG, clock=clock, tracer=tracer)
+    log.append_as_leader(txn_batch(PID, 0, 0, count=2), leader_epoch=0)  # 0-1
+    log.append_txn_marker(PID, 0, False, 0, leader_epoch=0)  # 2
+    log.append_as_leader(txn_batch(PID + 1, 0, 0), leader_epoch=0)  # 3
+    log.append_txn_marker(PID + 1, 0, False, 0, leader_epoch=0)  # 4
+    log.append_as_leader(value_batch(1), leader_epoch=0)  # 5
+    log.update_high_watermark(log.log_end_offset)
+    clock.advance(2_000)
+    log.read(0, 1 << 20, isolation=FetchIsolation.HIGH_WATERMARK)
+    assert tracer.of_type(AbortedTxnServed) == []
+    log.read(0, 1 << 20, isolation=FetchIsolation.TXN_COMMITTED)
+    assert tracer.of_type(AbortedTxnServed) == [
+        AbortedTxnServed("topic", 0, 0, PID, 0, 2),
+        AbortedTxnServed("topic", 0, 0, PID + 1, 3, 4),
+    ]
+    stamps = {ts for ts, e in tracer.records if isinstance(e, AbortedTxnServed)}
+    assert stamps == {clock.now_ms / 1000}
+    log.read(5, 1 << 20, isolation=FetchIsolation.TXN_COMMITTED)  # past both aborts
+    assert len(tracer.of_type(AbortedTxnServed)) == 2
 
 
 def test_compaction_keeps_the_aborted_transactions_and_stops_at_the_lso(

@@ -40,6 +40,7 @@ from ._config import LogConfig as LogConfig
 from ._epoch_cache import UNDEFINED_EPOCH as UNDEFINED_EPOCH
 from ._epoch_cache import UNDEFINED_EPOCH_OFFSET as UNDEFINED_EPOCH_OFFSET
 from ._epoch_cache import LeaderEpochFileCache as LeaderEpochFileCache
+from ._events import AbortedTxnServed as AbortedTxnServed
 from ._events import LastStableOffsetMoved as LastStableOffsetMoved
 from ._events import LogCleaned as LogCleaned
 from ._events import LogRecovered as LogRecovered
@@ -134,6 +135,7 @@ __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "AbortedTxn",
+    "AbortedTxnServed",
     "AppendOrigin",
     "BatchMetadata",
     "CheckpointError",

@@ -120,3 +120,22 @@ class LastStableOffsetMoved(TraceEvent):
     partition: int
     previous: int
     last_stable_offset: int
+
+
+@register_event
+@attrs.frozen
+class AbortedTxnServed(TraceEvent):
+    """An aborted transaction a read_committed read lists beside its records (KIP-98):
+    the consumer drops ``producer_id``'s records from ``first_offset`` up to the abort
+    marker at ``last_offset``. One event per aborted range per read that serves it; the
+    read started at ``fetch_offset``."""
+
+    COMPONENT: ClassVar[str] = "log"
+    EVENT: ClassVar[str] = "aborted_txn_served"
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    producer_id: int
+    first_offset: int
+    last_offset: int

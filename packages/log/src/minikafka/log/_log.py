@@ -45,6 +45,7 @@ from ._local_view import LocalLogView
 from ._log_txns import (
     FetchIsolation,
     collect_aborted_transactions,
+    trace_aborted_served,
     trace_lso_move,
     trace_markers,
     track_batches,
@@ -375,6 +376,7 @@ class Log(LocalLogView):
         if isolation is not FetchIsolation.TXN_COMMITTED:
             return fetched
         aborted = collect_aborted_transactions(self.local, start_offset, fetched)
+        trace_aborted_served(self, start_offset, aborted)
         return attrs.evolve(fetched, aborted_transactions=aborted)
 
     def _isolation_end(self, isolation: FetchIsolation | None) -> int:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._batch import RecordBatchHeader
-from ._events import LastStableOffsetMoved, TxnMarkerWritten
+from ._events import AbortedTxnServed, LastStableOffsetMoved, TxnMarkerWritten
 from ._local_log import LocalLog
 from ._markers import EndTxnMarker, read_end_txn_marker
 from ._ongoing_txns import CompletedTxn, OngoingTransactions
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FetchIsolation",
     "collect_aborted_transactions",
+    "trace_aborted_served",
     "trace_lso_move",
     "trace_markers",
     "track_batches",
@@ -213,3 +214,22 @@ def trace_lso_move(log: Log, previous_lso: int, previous_hw: int) -> None:
         tp = log.topic_partition
         event = LastStableOffsetMoved(tp.topic, tp.partition, previous_lso, lso)
         log.tracer.emit(event, log.clock() / 1000)
+
+
+def trace_aborted_served(
+    log: Log, start_offset: int, aborted: Sequence[AbortedTxn]
+) -> None:
+    """A trace event per aborted range a read_committed read lists, on the log's
+    clock: how much aborted data consumers are told to skip, and when."""
+    if aborted and log.tracer.enabled:
+        tp, ts = log.topic_partition, log.clock() / 1000
+        for txn in aborted:
+            event = AbortedTxnServed(
+                tp.topic,
+                tp.partition,
+                start_offset,
+                txn.producer_id,
+                txn.first_offset,
+                txn.last_offset,
+            )
+            log.tracer.emit(event, ts)
