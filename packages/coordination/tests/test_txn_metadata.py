@@ -68,8 +68,11 @@ KAFKAS_TABLE = {
     S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_EPOCH_FENCE: {S.ONGOING},
 }
-"""Kafka's ``TransactionState.validPreviousStates``, written out here apart from the
-code, so that the check below does not test the table against itself."""
+"""Kafka's ``TransactionState.validPreviousStates`` for the first transaction protocol
+(KIP-98; KIP-890 part 1), written out here apart from the code, so that the check below
+does not test the table against itself. Kafka 4's table also lets Empty, CompleteCommit
+and CompleteAbort move to PrepareAbort, for the second protocol's (KIP-890 part 2)
+EndTxn v5, which minikafka does not serve."""
 
 
 @pytest.mark.parametrize("target", list(S), ids=lambda s: s.value)
