@@ -72,7 +72,10 @@ from .kafka_reference import (
     BrokerKind,
     Row,
     RunningBroker,
+    _busy,
     _java_version,
+    _spread,
+    ratio,
     ratio_table,
     started_broker,
 )
@@ -393,13 +396,10 @@ def run_both(
                     )
                     _progress(kind, "consume topic", attrs.evolve(one, workload=topic))
             for r in range(warmup_rounds + repeats):
-                label = (
-                    f"warm-up {r}"
-                    if r < warmup_rounds
-                    else f"round {r - warmup_rounds}"
-                )
+                early = r < warmup_rounds
+                label = f"warm-up {r}" if early else f"round {r - warmup_rounds}"
                 for kind in BROKERS:
-                    target = warmup if r < warmup_rounds else measured
+                    target = warmup if early else measured
                     _round(
                         brokers[kind],
                         records,
@@ -420,14 +420,6 @@ def _pick(runs: Sequence[Run], workload: str) -> list[Run]:
 
 def _median(runs: Sequence[Run]) -> Run:
     return median_run(runs, lambda r: r.records_per_s)
-
-
-def _spread(values: Sequence[float]) -> tuple[float, float] | None:
-    return (min(values), max(values)) if len(values) > 1 else None
-
-
-def _over(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
 
 
 def _rate_rows(title: str, figure: str, runs: dict[BrokerKind, list[Run]]) -> list[Row]:
@@ -456,19 +448,13 @@ def _ratio_row(
     figure: str, runs: dict[BrokerKind, list[Run]], ceiling: dict[BrokerKind, list[Run]]
 ) -> Row:
     """The median run's records/s over the ceiling's median run's, per broker."""
-    return Row(
-        "",
-        figure,
-        _over(
-            _median(runs["kafka"]).records_per_s,
-            _median(ceiling["kafka"]).records_per_s,
-        ),
-        _over(
-            _median(runs["minikafka"]).records_per_s,
-            _median(ceiling["minikafka"]).records_per_s,
-        ),
-        "{:.3f}",
-    )
+    over = {
+        kind: ratio(
+            _median(runs[kind]).records_per_s, _median(ceiling[kind]).records_per_s
+        )
+        for kind in BROKERS
+    }
+    return Row("", figure, over["kafka"], over["minikafka"], "{:.3f}")
 
 
 def _commit_rows(runs: dict[BrokerKind, list[Run]]) -> list[Row]:
@@ -528,13 +514,6 @@ def table_rows(
     return rows
 
 
-def _busy(runs: Sequence[Run]) -> str:
-    known = sorted(r.other_cpu_percent for r in runs if r.other_cpu_percent is not None)
-    if not known:
-        return "not measured"
-    return f"{known[(len(known) - 1) // 2]:.0f}% ({known[0]:.0f}-{known[-1]:.0f}%)"
-
-
 def _footer(measured: dict[BrokerKind, list[Run]]) -> str:
     lines = [
         "minikafka / Kafka: above 1 is more time or CPU than Kafka's (better only for "
@@ -542,7 +521,8 @@ def _footer(measured: dict[BrokerKind, list[Run]]) -> str:
         "the rest of the machine meanwhile, median (range) in % of one core:",
     ]
     for kind in BROKERS:
-        lines.append(f"  {LABELS[kind]}'s runs {_busy(measured[kind])}")
+        others = [run.other_cpu_percent for run in measured[kind]]
+        lines.append(f"  {LABELS[kind]}'s runs {_busy(others)}")
     return "\n".join(lines)
 
 
