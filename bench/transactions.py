@@ -88,9 +88,10 @@ CONSUME_RECORDS = 200_000
 """Records of each consume topic (transactions of 100), written once per broker."""
 QUICK_CONSUME_RECORDS = 20_000
 WARM_TOPIC = "bench-txn-warm-up"
-"""Each idempotent producer writes one record here before its run: librdkafka asks for
-its producer id only after a timer of 500 ms once connected, which would otherwise be
-timed (a transactional producer has its id from ``init_transactions()``)."""
+"""Each idempotent producer writes one record here before its run: librdkafka's, finding
+no broker connection up when it starts, asks for its producer id when a 500 ms timer
+fires, which would otherwise be timed (a transactional producer has its id from
+``init_transactions()``)."""
 RECORD_BYTES = 100
 TXN_SIZES = (100, 10_000)
 ABORT_EVERY = 10
