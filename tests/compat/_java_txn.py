@@ -95,7 +95,7 @@ def exactly_once(
             "max_poll": MAX_POLL,
             "abort": list(ABORT),
         },
-        {"op": "read", "topic": sink, "isolation": "read_committed"},
+        {"op": "read", "topic": sink, "isolation": "read_committed", "count": COUNT},
         {"op": "read", "topic": sink, "isolation": "read_uncommitted"},
         {
             "op": "fence",
@@ -104,7 +104,12 @@ def exactly_once(
             "zombie": ZOMBIE,
             "successor": SUCCESSOR,
         },
-        {"op": "read", "topic": fenced, "isolation": "read_committed"},
+        {
+            "op": "read",
+            "topic": fenced,
+            "isolation": "read_committed",
+            "count": len(SUCCESSOR),
+        },
         {"op": "read", "topic": fenced, "isolation": "read_uncommitted"},
     ]
     run = run_scenario(
