@@ -30,6 +30,7 @@ from . import (
     raft_quorum,
     trace_parquet,
     tracing,
+    transactions,
     zookeeper_mode,
 )
 from ._common import ROOT, Report, find_bench_error, write_results
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     zookeeper_mode.NAME: zookeeper_mode.run,
     trace_parquet.NAME: trace_parquet.run,
     kafka_reference.NAME: kafka_reference.run,
+    transactions.NAME: transactions.run,
 }
 
 
