@@ -9,7 +9,10 @@ how it ended); ``consume`` is a consumer's view of the log at either isolation l
 
 from __future__ import annotations
 
+import contextlib
 import random
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -17,6 +20,7 @@ import pytest
 
 from minikafka.log import (
     AbortedTxn,
+    CompressionType,
     FetchIsolation,
     Log,
     LogConfig,
@@ -56,6 +60,7 @@ class Writer:
     remembers which transaction each offset belongs to."""
 
     log: Log
+    compression: CompressionType = CompressionType.NONE
     _sequences: dict[int, int] = attrs.field(factory=dict)
     open: dict[int, Txn] = attrs.field(factory=dict)
     done: list[Txn] = attrs.field(factory=list)
@@ -65,13 +70,14 @@ class Writer:
         """A batch of ``pairs``: plain without a producer, else in its transaction."""
         records = make_records(pairs, timestamp_ms=self.log.clock())
         if producer_id is None:
-            batch = bytearray(build_batch(records))
+            batch = bytearray(build_batch(records, compression=self.compression))
         else:
             sequence = self._sequences.get(producer_id, 0)
             self._sequences[producer_id] = sequence + len(pairs)
             batch = bytearray(
                 build_batch(
                     records,
+                    compression=self.compression,
                     producer_id=producer_id,
                     producer_epoch=0,
                     base_sequence=sequence,
@@ -167,7 +173,7 @@ def markers(log: Log) -> list[tuple[int, int, int | None]]:
     """(offset, producer id, delete horizon) of every control batch still holding
     its marker record."""
     found = []
-    for segment, position, header in log.batches():
+    for _, _, header in log.batches():
         if header.is_control and header.record_count:
             found.append(
                 (header.base_offset, header.producer_id, header.delete_horizon_ms)
@@ -353,3 +359,119 @@ def test_recovery_after_cleaning_rebuilds_the_index_and_the_producer_state(
     for producer_id in state:  # an out-of-sequence batch would raise
         w.write([(b"next", b"%d" % producer_id)], producer_id=producer_id)
         w.end(producer_id, commit=True)
+
+
+def random_history(w: Writer, rng: random.Random) -> None:
+    """Plain writes (some tombstones), three producers' transactions and their
+    markers, interleaved at random; some transactions end with no record (a marker
+    alone); then every transaction ends and plain writes roll past them."""
+    keys = [b"k%d" % i for i in range(6)]
+
+    def pairs() -> Pairs:
+        n = rng.randint(1, 3)
+        return [
+            (rng.choice(keys), None if rng.random() < 0.1 else b"v%d" % rng.random())
+            for _ in range(n)
+        ]
+
+    for _ in range(rng.randint(10, 60)):
+        roll = rng.random()
+        producer_id = rng.randint(1, 3)
+        if roll < 0.3:
+            w.write(pairs())
+        elif roll < 0.75:
+            w.write(pairs(), producer_id=producer_id)
+        else:
+            w.end(producer_id, commit=rng.random() < 0.5)
+    for producer_id in list(w.open):
+        w.end(producer_id, commit=rng.random() < 0.5)
+    for i in range(12):
+        w.write([(b"fill-%d" % (i % 3), b"x" * 40)])
+
+
+def batches_of(log: Log) -> list[tuple[int, int, bool, bool, int]]:
+    """(base offset, producer, control, transactional, record count) of every batch."""
+    return [
+        (h.base_offset, h.producer_id, h.is_control, h.is_transactional, h.record_count)
+        for _, _, h in log.batches()
+    ]
+
+
+def markers_needed(log: Log) -> tuple[set[int], set[int]]:
+    """The markers (with their record) left in the log, and those of them whose
+    transaction still has a batch before them (empty ones count)."""
+    present: set[int] = set()
+    needed: set[int] = set()
+    inside: dict[int, bool] = {}  # producer -> a batch of its transaction was seen
+    for offset, producer_id, control, transactional, count in batches_of(log):
+        if control and count:
+            present.add(offset)
+            if inside.pop(producer_id, False):
+                needed.add(offset)
+        elif transactional and not control:
+            inside[producer_id] = True
+    assert not inside, "a transaction's batch outlived its marker"
+    return present, needed
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_cleaning_random_interleavings_keeps_what_kafka_keeps(seed: int) -> None:
+    # Guarantee, on random histories, after every pass of a run that lets time pass
+    # delete.retention.ms between passes: read_committed readers find every key's
+    # latest committed value (a deleted key absent); no aborted record is left below
+    # the cleaned offset, where read_uncommitted reads what read_committed reads;
+    # every transactional batch left keeps its marker; a marker goes only once its
+    # delete horizon has passed. Once the passes settle (groups of segments merge
+    # over several passes, each freeing batches that kept a marker), the markers left are exactly
+    # those whose transaction has a batch, the .txnindex names exactly the aborted
+    # ones, and recovery rebuilds the same index, reads, LSO and producer state.
+    rng = random.Random(seed)
+    clock = ManualClock()
+    with _tmp() as dir:
+        w = txn_log(dir, clock)
+        w.compression = rng.choice(list(CompressionType))
+        random_history(w, rng)
+        log = w.log
+        expected = w.committed_latest()
+        lso = log.last_stable_offset
+        state = producers(log)
+        for _ in range(20):  # until a pass changes nothing
+            state_before = batches_of(log), markers(log)
+            before = {o: h for o, _, h in state_before[1]}
+            result = clean(log, 0, clock())
+            assert result is not None
+            assert latest(consume(log, committed=True)) == expected
+            below = result.next_dirty_offset
+            uncommitted = [r for r in consume(log, committed=False) if r[0] < below]
+            assert not {o for o, _, _ in uncommitted} & w.aborted_offsets()
+            committed = [r for r in consume(log, committed=True) if r[0] < below]
+            assert committed == uncommitted
+            gone = set(before) - {o for o, _, _ in markers(log)}
+            assert all((before[o] or clock() + 1) <= clock() for o in gone)
+            markers_needed(log)  # raises if a batch outlived its marker
+            assert log.last_stable_offset == lso
+            clock.advance(COMPACT.delete_retention_ms)
+            if (batches_of(log), markers(log)) == state_before:
+                break
+        else:
+            raise AssertionError("the passes never settled")
+        present, needed = markers_needed(log)
+        assert present == needed
+        aborts = {t.marker for t in w.done if not t.committed}
+        entries = {(e.producer_id, e.last_offset) for e in txn_entries(log)}
+        assert entries == {
+            (p, o) for o, p, _ in markers(log) if o in needed and o in aborts
+        }
+        views = consume(log, committed=True), consume(log, committed=False)
+        again = recovered(log, clock)
+        assert {(e.producer_id, e.last_offset) for e in txn_entries(again)} == entries
+        assert (consume(again, True), consume(again, False)) == views
+        assert again.last_stable_offset == lso
+        assert producers(again) == state
+        again.close()
+
+
+@contextlib.contextmanager
+def _tmp() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
