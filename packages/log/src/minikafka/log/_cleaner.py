@@ -9,15 +9,20 @@ matters. The cleaner (Kafka's LogCleaner, one pass of ``Cleaner.clean``):
    whatever their ratio, so that a key's old values are gone within a known time.
 1. Builds an *offset map* key -> latest offset over the dirty part of the log, from the
    first dirty offset up to the first uncleanable one (never the active segment, never
-   past the high watermark, never records younger than ``min.compaction.lag.ms``).
+   past the last stable offset, never records younger than ``min.compaction.lag.ms``);
+   aborted transactions' records are left out.
 2. Rewrites every segment below that point, in groups that fit ``segment.bytes``: a
    record survives if no later record has its key. Offsets are never changed, so a
    compacted log has gaps; a batch keeps its base offset and lastOffsetDelta.
 3. Tombstones (a key with a null value) are kept for ``delete.retention.ms`` so that a
    consumer reading the log sees the delete: the first pass stamps the batch with a
    delete horizon (KIP-534), a pass after the horizon drops them.
-4. The last batch of every idempotent producer stays, emptied of its records if none
-   survive, so that the producer's state can be rebuilt from the log (KIP-98).
+4. Transactions (KIP-98): aborted transactions' records go, found through the
+   segments' ``.txnindex``; a marker stays while its transaction has a batch, then
+   rides on the tombstones' clock; the cleaned ``.txnindex`` keeps the aborted
+   transactions whose marker stays. The last batch of every idempotent producer stays,
+   emptied of its records if none survive, so that the producer's state can be rebuilt
+   from the log. Every such decision is :mod:`._clean_filter`'s, without I/O.
 
 Crash safety comes from the order of renames: the new segment is written as
 ``.cleaned`` and fsynced, renamed ``.swap``, the old segments renamed ``.deleted``, and
