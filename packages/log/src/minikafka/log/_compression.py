@@ -40,6 +40,7 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 # which zlib takes as 6, and zstd's 3). LZ4 has none to choose: Kafka's default level
 # uses lz4-java's fast compressor, like cramjam's default block mode.
 _GZIP_LEVEL = 6
+_GZIP_OS_UNKNOWN = b"\xff"
 _ZSTD_LEVEL = 3
 _LZ4_DEFAULT_LEVEL = 9
 _ZSTD_FIRST_BUFFER = 1 << 20
@@ -71,7 +72,11 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
-        return gzip.compress(data, compresslevel=level or _GZIP_LEVEL, mtime=0)
+        out = gzip.compress(data, compresslevel=level or _GZIP_LEVEL, mtime=0)
+        # The header's OS byte: zlib names the system it runs on, Java's
+        # GZIPOutputStream (JDK 16 on) 255, unknown; a reader ignores it, and with
+        # Java's the batches the cleaner rewrites are Kafka's byte for byte.
+        return out[:9] + _GZIP_OS_UNKNOWN + out[10:]
     if codec is CompressionType.SNAPPY:
         return _xerial_compress(memoryview(data))
     if codec is CompressionType.LZ4:
