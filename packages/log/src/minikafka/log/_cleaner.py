@@ -9,15 +9,20 @@ matters. The cleaner (Kafka's LogCleaner, one pass of ``Cleaner.clean``):
    whatever their ratio, so that a key's old values are gone within a known time.
 1. Builds an *offset map* key -> latest offset over the dirty part of the log, from the
    first dirty offset up to the first uncleanable one (never the active segment, never
-   past the high watermark, never records younger than ``min.compaction.lag.ms``).
+   past the last stable offset, never records younger than ``min.compaction.lag.ms``);
+   aborted transactions' records are left out.
 2. Rewrites every segment below that point, in groups that fit ``segment.bytes``: a
    record survives if no later record has its key. Offsets are never changed, so a
    compacted log has gaps; a batch keeps its base offset and lastOffsetDelta.
 3. Tombstones (a key with a null value) are kept for ``delete.retention.ms`` so that a
    consumer reading the log sees the delete: the first pass stamps the batch with a
    delete horizon (KIP-534), a pass after the horizon drops them.
-4. The last batch of every idempotent producer stays, emptied of its records if none
-   survive, so that the producer's state can be rebuilt from the log (KIP-98).
+4. Transactions (KIP-98): aborted transactions' records go, found through the
+   segments' ``.txnindex``; a marker stays while its transaction has a batch, then
+   rides on the tombstones' clock; the cleaned ``.txnindex`` keeps the aborted
+   transactions whose marker stays. The last batch of every idempotent producer stays,
+   emptied of its records if none survive, so that the producer's state can be rebuilt
+   from the log. Every such decision is :mod:`._clean_filter`'s, without I/O.
 
 Crash safety comes from the order of renames: the new segment is written as
 ``.cleaned`` and fsynced, renamed ``.swap``, the old segments renamed ``.deleted``, and
@@ -40,7 +45,13 @@ from collections.abc import Callable
 
 import attrs
 
-from ._batch import RecordBatchHeader, TimestampType
+from ._batch import RecordBatchHeader
+from ._clean_filter import (
+    CleanedTransactionMetadata,
+    CleanerContext,
+    filter_batch,
+    last_records_of_active_producers,
+)
 from ._config import MAX_LONG
 from ._events import LogCleaned
 from ._index import MAX_RELATIVE_OFFSET
@@ -53,9 +64,10 @@ from ._names import (
     TIME_INDEX_SUFFIX,
     segment_file_name,
 )
-from ._records import Record, build_batch, decode_batch
+from ._records import decode_batch
 from ._segment import LogSegment
 from ._storage import storage_error
+from ._txn_index import AbortedTxn
 
 CrashHook = Callable[[str], None]
 """Called at each step of a swap with its name; tests raise from it to simulate a crash."""
@@ -138,19 +150,46 @@ def should_clean(log: Log, first_dirty_offset: int, now: int) -> bool:
     )
 
 
+def aborted_transactions(log: Log, start: int, upper: int) -> list[AbortedTxn]:
+    """The aborted transactions that may have records in ``[start, upper)``, as Kafka's
+    cleaner collects them (``UnifiedLog.collectAbortedTransactions``): from the segment
+    holding ``start`` on, each ``.txnindex`` entry that begins before ``upper``, until
+    an entry's last stable offset says no later segment can add one."""
+    found: list[AbortedTxn] = []
+    for segment in log.segments[log.local.segment_index_for(start) :]:
+        if segment.txn_index is None:
+            continue  # no abort in it: nothing to add, nothing settled
+        result = segment.txn_index.collect_aborted(log.log_start_offset, upper)
+        found.extend(result.aborted)
+        if result.complete:
+            break
+    return found
+
+
 def build_offset_map(
-    segments: list[LogSegment], first_dirty_offset: int
+    log: Log, segments: list[LogSegment], first_dirty_offset: int
 ) -> dict[bytes, int]:
-    """key -> the offset of its latest record in the dirty segments."""
+    """key -> the offset of its latest record in the dirty segments.
+
+    The records of aborted transactions are not counted: they are about to go, and an
+    aborted record must not hide the committed value before it.
+    """
     offsets: dict[bytes, int] = {}
+    txns = CleanedTransactionMetadata()
+    txns.add_aborted_transactions(
+        aborted_transactions(log, first_dirty_offset, segments[-1].next_offset)
+    )
     for segment in segments:
         if segment.next_offset <= first_dirty_offset:
             continue
         for position, header in segment.batches():
+            raw = segment.read_batch(position, header)
             if header.is_control:
+                txns.on_control_batch(header, decode_batch(raw)[1])
                 continue
-            _, records = decode_batch(segment.read_batch(position, header))
-            for record in records:
+            if txns.on_batch(header):
+                continue  # an aborted transaction's batch
+            for record in decode_batch(raw)[1]:
                 if record.key is not None and record.offset >= first_dirty_offset:
                     offsets[record.key] = record.offset
     return offsets
@@ -168,13 +207,21 @@ def clean(
     if not segments or segments[-1].next_offset <= first_dirty_offset:
         return None
     offset_map = build_offset_map(
-        segments, max(first_dirty_offset, log.log_start_offset)
+        log, segments, max(first_dirty_offset, log.log_start_offset)
     )
     next_dirty = log.segments[len(segments)].base_offset
     before = sum(s.size for s in segments)
+    # One transaction tracker for the whole pass: a transaction may span groups.
+    ctx = CleanerContext(
+        offset_map,
+        CleanedTransactionMetadata(),
+        last_records_of_active_producers(log.producer_state.producers),
+        now,
+        log.config.delete_retention_ms,
+    )
     removed = 0
     for group in _group_segments(segments, log.config.segment_bytes):
-        removed += _clean_group(log, group, offset_map, now, crash_hook or _no_crash)
+        removed += _clean_group(log, group, ctx, crash_hook or _no_crash)
     after = sum(s.size for s in log.segments if s.base_offset < next_dirty)
     result = CleanResult(first_dirty_offset, next_dirty, before, after, removed)
     if log.tracer.enabled:  # the log's tracer: its LogManager's, the node's
@@ -215,8 +262,7 @@ def _group_segments(
 def _clean_group(
     log: Log,
     group: list[LogSegment],
-    offset_map: dict[bytes, int],
-    now: int,
+    ctx: CleanerContext,
     crash_hook: CrashHook,
 ) -> int:
     # A .cleaned file left by an earlier failed pass would be appended to: start afresh.
@@ -227,12 +273,12 @@ def _clean_group(
         log.dir,
         group[0].base_offset,
         log.config,
-        now,
+        ctx.now,
         suffix=CLEANED_SUFFIX,
         files=log.files,
     )
     try:
-        return _write_and_swap(log, group, cleaned, offset_map, now, crash_hook)
+        return _write_and_swap(log, group, cleaned, ctx, crash_hook)
     except BaseException:
         if cleaned.suffix == CLEANED_SUFFIX:  # not yet part of the log: discard it
             # A file left behind is removed by the next pass or the next start.
@@ -246,18 +292,11 @@ def _write_and_swap(
     log: Log,
     group: list[LogSegment],
     cleaned: LogSegment,
-    offset_map: dict[bytes, int],
-    now: int,
+    ctx: CleanerContext,
     crash_hook: CrashHook,
 ) -> int:
     try:
-        removed = _write_cleaned(log, group, cleaned, offset_map, now)
-        # Markers survive cleaning, so every aborted transaction the old segments
-        # indexed still ends in the cleaned one (Kafka rebuilds the cleaned segment's
-        # .txnindex the same way, keeping the entries whose marker it keeps).
-        for old in group:
-            for aborted in old.txn_index.entries() if old.txn_index else []:
-                cleaned.append_aborted_txn(aborted)
+        removed = _write_cleaned(log, group, cleaned, ctx)
     except OSError as exc:
         # Only the .cleaned file was written, and it is discarded: on a full disk the
         # log stays online and the next pass tries again.
@@ -273,113 +312,28 @@ def _write_and_swap(
 
 
 def _write_cleaned(
-    log: Log,
-    group: list[LogSegment],
-    cleaned: LogSegment,
-    offset_map: dict[bytes, int],
-    now: int,
+    log: Log, group: list[LogSegment], cleaned: LogSegment, ctx: CleanerContext
 ) -> int:
-    """Copy what survives of ``group`` into ``cleaned`` and fsync it; returns records
+    """Copy what survives of ``group`` into ``cleaned``, with the ``.txnindex`` entries
+    of the aborted transactions whose marker stays, and fsync it; returns records
     dropped."""
     removed = 0
-    last: RecordBatchHeader | None = None
-    for segment in group:
+    group_end = group[-1].next_offset
+    for i, segment in enumerate(group):
+        # Every aborted transaction that may have records in this segment, from the
+        # whole log's indexes: its marker may be in a later segment.
+        upper = group[i + 1].base_offset if i + 1 < len(group) else group_end
+        ctx.txns.add_aborted_transactions(
+            aborted_transactions(log, segment.base_offset, upper)
+        )
         for position, header in segment.batches():
             original = segment.read_batch(position, header)
-            kept, dropped = _filter_batch(original, header, offset_map, now, log)
+            kept, dropped = filter_batch(original, header, ctx, group_end)
             removed += dropped
             if kept is not None:
                 cleaned.append(kept, [(0, RecordBatchHeader.read(kept))])
-            last = header
-    if last is not None and cleaned.next_offset < last.next_offset:
-        # Keep the group's end visible: an empty batch (as Kafka keeps for producer
-        # state) ends the new segment where the old ones ended, so a restart that finds
-        # the .swap replaces exactly the segments it was made from.
-        empty = _empty_batch(last)
-        cleaned.append(empty, [(0, RecordBatchHeader.read(empty))])
+            for aborted in ctx.txns.take_retained():
+                cleaned.append_aborted_txn(aborted)
     cleaned.on_become_inactive()
     cleaned.flush()
     return removed
-
-
-def _filter_batch(
-    original: bytes,
-    header: RecordBatchHeader,
-    offset_map: dict[bytes, int],
-    now: int,
-    log: Log,
-) -> tuple[bytes | None, int]:
-    """The batch to write in place of ``original`` (None: drop it) and records
-    dropped."""
-    # aside: control batches stay
-    if header.is_control:
-        return original, 0
-    _, records = decode_batch(original)
-    horizon = header.delete_horizon_ms
-    tombstones_expired = horizon is not None and now >= horizon
-    kept: list[Record] = []
-    for record in records:
-        if record.key is None:
-            # A compacted topic's records must have keys; Kafka drops these too.
-            continue
-        if offset_map.get(record.key, -1) > record.offset:
-            continue  # a later record has the same key
-        if record.value is None and tombstones_expired:
-            continue
-        kept.append(record)
-    has_tombstones = any(record.value is None for record in kept)
-    new_horizon = horizon
-    if has_tombstones and horizon is None:
-        # start the tombstones' clock
-        new_horizon = now + log.config.delete_retention_ms
-    if len(kept) == len(records) and new_horizon == horizon:
-        return original, 0
-    dropped = len(records) - len(kept)
-    # aside: an emptied batch: kept when it is its producer's last
-    if not kept:
-        # Kafka keeps the last batch of each idempotent producer, emptied: the log is
-        # where its epoch and last sequence are rebuilt from (see Log.open).
-        entry = log.producer_state.last_entry(header.producer_id)
-        if entry is not None and entry.last_data_offset == header.last_offset:
-            return _empty_batch(header), dropped
-        return None, dropped
-    return _rebuilt(header, kept, new_horizon if has_tombstones else None), dropped
-
-
-def _rebuilt(
-    header: RecordBatchHeader, kept: list[Record], delete_horizon_ms: int | None
-) -> bytes:
-    """The batch of ``header`` holding only ``kept``: its offsets, producer and
-    timestamps stay, so a reader sees the same batch with records missing."""
-    return build_batch(
-        kept,
-        base_offset=header.base_offset,
-        compression=header.compression,
-        partition_leader_epoch=header.partition_leader_epoch,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        is_transactional=header.is_transactional,
-        timestamp_type=header.timestamp_type,
-        last_offset_delta=header.last_offset_delta,
-        delete_horizon_ms=delete_horizon_ms,
-        max_timestamp=(
-            header.max_timestamp
-            if header.timestamp_type is TimestampType.LOG_APPEND_TIME
-            else None
-        ),
-    )
-
-
-def _empty_batch(header: RecordBatchHeader) -> bytes:
-    return build_batch(
-        [],
-        base_offset=header.base_offset,
-        last_offset_delta=header.last_offset_delta,
-        partition_leader_epoch=header.partition_leader_epoch,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        is_transactional=header.is_transactional,
-        max_timestamp=header.max_timestamp,
-    )

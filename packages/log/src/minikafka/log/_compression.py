@@ -17,7 +17,7 @@ accept every framing that Kafka's Java client, librdkafka and kafka-python write
   accepted (python-lz4 under kafka-python writes the content size).
 - ZSTD: standard zstd frames (zstd-jni's ZstdOutputStream, librdkafka's streaming
   compressor); a reader takes several concatenated frames and never needs the optional
-  content size field.
+  content size field. We write a frame as zstd-jni's stream does, without it.
 
 ``max_size`` bounds the decompressed size *while* decompressing, not after, so a small
 hostile payload cannot make us allocate gigabytes (a decompression bomb).
@@ -40,6 +40,7 @@ Buffer: TypeAlias = bytes | bytearray | memoryview
 # which zlib takes as 6, and zstd's 3). LZ4 has none to choose: Kafka's default level
 # uses lz4-java's fast compressor, like cramjam's default block mode.
 _GZIP_LEVEL = 6
+_GZIP_OS_UNKNOWN = b"\xff"
 _ZSTD_LEVEL = 3
 _LZ4_DEFAULT_LEVEL = 9
 _ZSTD_FIRST_BUFFER = 1 << 20
@@ -71,14 +72,26 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
-        return gzip.compress(data, compresslevel=level or _GZIP_LEVEL, mtime=0)
+        out = gzip.compress(data, compresslevel=level or _GZIP_LEVEL, mtime=0)
+        # The header's OS byte: zlib names the system it runs on, Java's
+        # GZIPOutputStream (JDK 16 on) 255, unknown; a reader ignores it, and with
+        # Java's the batches the cleaner rewrites are Kafka's byte for byte.
+        return out[:9] + _GZIP_OS_UNKNOWN + out[10:]
     if codec is CompressionType.SNAPPY:
         return _xerial_compress(memoryview(data))
     if codec is CompressionType.LZ4:
         return _lz4_compress(memoryview(data), level)
-    return bytes(
-        cramjam.zstd.compress(data, level=_ZSTD_LEVEL if level is None else level)
-    )
+    return _zstd_compress(data, _ZSTD_LEVEL if level is None else level)
+
+
+def _zstd_compress(data: Buffer, level: int) -> bytes:
+    """One zstd frame as zstd-jni's ``ZstdOutputStream`` writes it when Kafka closes
+    it: streamed (no content size in the header), flushed, then ended with an empty
+    last block; the same bytes as Kafka's for the same records."""
+    compressor = cramjam.zstd.Compressor(level)
+    compressor.compress(bytes(data))  # it takes bytes only
+    flushed = bytes(compressor.flush())
+    return flushed + bytes(compressor.finish())
 
 
 def decompress(

@@ -79,8 +79,9 @@ def track_batches(
     segment: LogSegment | None,
 ) -> list[CompletedTxn]:
     """Account for appended (or replayed) batches: a transactional batch opens its
-    producer's transaction, a marker ends it, and an abort's entry goes to ``segment``'s
-    ``.txnindex`` (None: the index already holds it, as on a replay after truncation).
+    producer's transaction, a marker ends it, and the abort of a transaction with
+    records adds its entry to ``segment``'s ``.txnindex`` (None: the index already
+    holds it, as on a replay after truncation).
     Returns the transactions the markers ended.
     """
     ended: list[CompletedTxn] = []
@@ -97,7 +98,11 @@ def track_batches(
             header.producer_id, header.producer_epoch, marker, header.base_offset
         )
         ended.append(completed)
-        if completed.aborted and segment is not None:
+        # A marker that ends no record (a retried one, or one whose transaction's
+        # records compaction removed) aborts nothing a reader could see: like Kafka's
+        # ProducerAppendInfo.appendEndTxnMarker, it adds no entry.
+        empty = completed.first_offset == completed.last_offset
+        if completed.aborted and not empty and segment is not None:
             # The entry's LSO is computed now, with this transaction ended: what a
             # reader may trust up to once the abort is known.
             segment.append_aborted_txn(ongoing.aborted_entry(completed))

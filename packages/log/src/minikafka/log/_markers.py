@@ -21,7 +21,12 @@ import attrs
 
 from ._records import Record, build_batch
 
-__all__ = ["EndTxnMarker", "end_txn_marker_batch", "read_end_txn_marker"]
+__all__ = [
+    "EndTxnMarker",
+    "control_record_type",
+    "end_txn_marker_batch",
+    "read_end_txn_marker",
+]
 
 _KEY = struct.Struct(">hh")
 _VALUE = struct.Struct(">hi")
@@ -59,6 +64,16 @@ def end_txn_marker_batch(
         is_transactional=True,
         is_control=True,
     )
+
+
+def control_record_type(record: Record) -> int | None:
+    """The type a control record's key names (``ABORT``, ``COMMIT`` or another kind,
+    Kafka's ``ControlRecordType.parse``); None for a key too short to name one."""
+    key = record.key or b""
+    if len(key) < _KEY.size:
+        return None
+    _, kind = _KEY.unpack_from(key)
+    return int(kind)
 
 
 def read_end_txn_marker(record: Record) -> EndTxnMarker:
