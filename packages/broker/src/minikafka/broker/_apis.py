@@ -96,7 +96,6 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
-from ._txn_admin import handle_describe_transactions, handle_list_transactions
 from ._transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -104,6 +103,7 @@ from ._transactions import (
     handle_txn_offset_commit,
     handle_write_txn_markers,
 )
+from ._txn_admin import handle_describe_transactions, handle_list_transactions
 
 _logger = logging.getLogger("minikafka.broker")
 

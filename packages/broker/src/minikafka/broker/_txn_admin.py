@@ -61,7 +61,10 @@ def _state(cls: type, described: TransactionDescription) -> object:
         transactional_id=described.transactional_id,
         transaction_state=described.state,
         transaction_timeout=datetime.timedelta(milliseconds=described.timeout_ms),
-        transaction_start_time=datetime.datetime.fromtimestamp(
+        # None is -1 on the wire: no transaction begun (net's fixed class of kio's).
+        transaction_start_time=None
+        if described.start_timestamp < 0
+        else datetime.datetime.fromtimestamp(
             described.start_timestamp / 1000, datetime.UTC
         ),
         producer_id=described.producer_id,
