@@ -26,6 +26,12 @@ from kio.schema.list_transactions.v1.request import (
 from minikafka.coordination import TransactionCoordinatorShell, TransactionDescription
 from minikafka.net import Request, build, nested
 
+LIST_REQUESTS: tuple[
+    type[ListTransactionsRequestV0 | ListTransactionsRequestV1], ...
+] = (
+    ListTransactionsRequestV0,
+    ListTransactionsRequestV1,
+)
 NO_THROTTLE = datetime.timedelta(0)
 NO_DURATION_FILTER = -1
 """ListTransactions v0 has no duration filter: every transaction passes."""
@@ -81,7 +87,7 @@ def handle_list_transactions(
 ) -> None:
     """ListTransactions v0-1: the transactions this broker coordinates that pass the
     state, producer id and (v1) duration filters."""
-    body = request.body_as((ListTransactionsRequestV0, ListTransactionsRequestV1))
+    body = request.body_as(LIST_REQUESTS)
     duration = (
         int(body.duration_filter)
         if isinstance(body, ListTransactionsRequestV1)
