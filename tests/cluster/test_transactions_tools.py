@@ -37,6 +37,7 @@ TXN_SETTINGS = {
 }
 TOPIC = "txn-tools"
 IDS = ("txn-tools-a", "txn-tools-b")
+TOOL = (sys.executable, "-m", "minikafka.tools", "transactions")
 
 
 @pytest.fixture(scope="module", params=MODES)
@@ -55,8 +56,7 @@ def transactions(
     cluster: ProcessCluster, *args: str, returncode: int = 0
 ) -> subprocess.CompletedProcess[str]:
     run = subprocess.run(
-        [sys.executable, "-m", "minikafka.tools", "transactions"]
-        + ["--bootstrap-server", cluster.bootstrap, *args],
+        [*TOOL, "--bootstrap-server", cluster.bootstrap, *args],
         capture_output=True,
         text=True,
         timeout=WAIT,

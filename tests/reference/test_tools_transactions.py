@@ -155,8 +155,12 @@ def test_transactions_list_and_describe_an_open_then_committed_transaction(
             ),
             [broker.bootstrap, kafka_reference.bootstrap],
         )
-    assert ours.stderr.strip() == theirs.stderr.strip() == (
-        "Failed to describe transaction state of transactional-id `nobody`: "
-        "DescribeTransactions request for transactionalId `nobody` failed because the "
-        "ID could not be found. Enable debug logging for additional detail."
+    assert (
+        ours.stderr.strip()
+        == theirs.stderr.strip()
+        == (
+            "Failed to describe transaction state of transactional-id `nobody`: "
+            "DescribeTransactions request for transactionalId `nobody` failed because the "
+            "ID could not be found. Enable debug logging for additional detail."
+        )
     )
