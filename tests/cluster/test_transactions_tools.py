@@ -11,7 +11,10 @@ What the test proves, in each mode:
   duration, and every partition the transaction wrote to;
 - after the commit both show CompleteCommit and no partitions; ``list
   --duration-filter`` leaves out transactions younger than the filter; an id no
-  coordinator knows fails with Kafka's line and exit status 1.
+  coordinator knows fails with Kafka's line and exit status 1;
+- minikafka's synchronous AdminClient gives the same: ``list_transactions`` by broker,
+  filtered by state, and ``describe_transactions`` per id (TRANSACTIONAL_ID_NOT_FOUND
+  for the unknown one).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from minikafka.broker.testing import ProcessCluster
+from minikafka.client import AdminClient as MiniAdminClient
+from minikafka.client import KafkaException, TransactionListing
 from minikafka.coordination import TRANSACTION_STATE_TOPIC, partition_for
 from tests.cluster._cluster import MODES, WAIT, shared_cluster, state, wait_for
 
@@ -156,3 +161,24 @@ def test_list_and_describe_follow_live_transactions_to_their_coordinators(
         "DescribeTransactions request for transactionalId `nobody` failed because the "
         "ID could not be found. Enable debug logging for additional detail."
     )
+
+    ours = MiniAdminClient({"bootstrap.servers": cluster.bootstrap})
+    by_broker = ours.list_transactions(states=["CompleteCommit"]).result(WAIT)
+    for transactional_id in IDS:
+        leader = coordinators[transactional_id].leader
+        assert (
+            TransactionListing(
+                transactional_id,
+                int(found[transactional_id]["ProducerId"]),
+                "CompleteCommit",
+            )
+            in by_broker[leader]
+        )
+    assert set(by_broker) == set(cluster.broker_ports)  # every broker answered
+    ongoing = ours.list_transactions(states=["Ongoing"]).result(WAIT)
+    assert not [t for ts in ongoing.values() for t in ts if t.transactional_id in IDS]
+    futures = ours.describe_transactions([IDS[0], "nobody"])
+    assert futures[IDS[0]].result(WAIT).state == "CompleteCommit"
+    with pytest.raises(KafkaException) as refused:
+        futures["nobody"].result(WAIT)
+    assert refused.value.args[0].name() == "TRANSACTIONAL_ID_NOT_FOUND"

@@ -8,7 +8,8 @@ What each test proves:
 - DescribeTransactions gives the id's state (Empty, Ongoing, CompleteCommit), its
   producer id and epoch, timeout, start time (-1 before a transaction begins) and the
   partitions of the open transaction; an unknown id is TRANSACTIONAL_ID_NOT_FOUND and
-  an empty one INVALID_REQUEST, each in its own entry beside the others;
+  an empty one INVALID_REQUEST, each in its own entry beside the others, its other
+  fields zero as in Kafka's answer;
 - ListTransactions lists the id with its producer and state in every version, and
   narrows the list by state (an unknown state name is returned in
   ``unknown_state_filters``), by producer id and, from v1, by how long the transaction
@@ -145,4 +146,5 @@ async def test_each_id_described_gets_its_own_answer(tmp_path: Path) -> None:
             ("", ErrorCode.invalid_request),
         ]
         assert int(answers[1].producer_id) == pid
-        assert int(answers[0].producer_id) == -1
+        # An error's other fields are left at the message's defaults, as Kafka does.
+        assert (int(answers[0].producer_id), int(answers[0].producer_epoch)) == (0, 0)

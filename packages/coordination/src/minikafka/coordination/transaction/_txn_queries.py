@@ -41,16 +41,16 @@ _NAMES = {state.value: state for state in TransactionState}
 
 @attrs.frozen
 class TransactionDescription:
-    """DescribeTransactions' answer for one id (the fields are -1 and empty unless
-    ``error_code`` is NONE)."""
+    """DescribeTransactions' answer for one id. With an error the other fields are
+    zero and empty, as Kafka's answer leaves them (its message's defaults)."""
 
     transactional_id: str
     error_code: ErrorCode
     state: str = ""
-    producer_id: int = -1
-    producer_epoch: int = -1
+    producer_id: int = 0
+    producer_epoch: int = 0
     timeout_ms: int = 0
-    start_timestamp: int = -1
+    start_timestamp: int = 0
     """When the transaction's first partition was added (ms); -1 before any was."""
     partitions: tuple[TopicPartition, ...] = ()
 
