@@ -77,13 +77,13 @@ DTX_CASES: dict[str, Case] = {
 
 
 def _list(
-    v: int, states: list[str] = [], pids: list[int] = [], duration: int = -1
+    v: int, states: tuple[str, ...] = (), pids: tuple[int, ...] = (), duration: int = -1
 ) -> Any:
     return make(
         ApiKey.LIST_TRANSACTIONS,
         v,
-        state_filters=states,
-        producer_id_filters=pids,
+        state_filters=list(states),
+        producer_id_filters=list(pids),
         duration_filter=duration,
     )
 
@@ -109,11 +109,11 @@ def _lists(s: Session, v: int) -> None:
     idle_pid, _ = _begin(s, prefix + "idle")
     pid, epoch = _open(s, prefix + "open")
     _check_listed(s, _list(v), prefix, "all")
-    _check_listed(s, _list(v, ["Ongoing", "Hanging"]), prefix, "ongoing")
-    _check_listed(s, _list(v, ["Empty"], [idle_pid, pid]), prefix, "empty-of-two")
-    _check_listed(s, _list(v, [], [pid]), prefix, "by-producer")
+    _check_listed(s, _list(v, ("Ongoing", "Hanging")), prefix, "ongoing")
+    _check_listed(s, _list(v, ("Empty",), (idle_pid, pid)), prefix, "empty-of-two")
+    _check_listed(s, _list(v, (), (pid,)), prefix, "by-producer")
     if v >= 1:  # KIP-994: open longer than an hour (an id with none open passes)
-        _check_listed(s, _list(v, [], [], 3_600_000), prefix, "older-than-an-hour")
+        _check_listed(s, _list(v, duration=3_600_000), prefix, "older-than-an-hour")
     _settled(s, _end(3, prefix + "open", pid, epoch, False), _top)
 
 
