@@ -12,8 +12,9 @@ What each test proves:
   fields zero as in Kafka's answer;
 - ListTransactions lists the id with its producer and state in every version, and
   narrows the list by state (an unknown state name is returned in
-  ``unknown_state_filters``), by producer id and, from v1, by how long the transaction
-  has been open.
+  ``unknown_state_filters``), by producer id, from v1 by how long the transaction has
+  been open and from v2 by a pattern of the whole id (KIP-1152); a pattern that does
+  not compile is INVALID_REGULAR_EXPRESSION.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ async def listed(
     states: tuple[str, ...] = (),
     pids: tuple[int, ...] = (),
     duration: int = -1,
+    pattern: str | None = None,
 ) -> tuple[dict[str, tuple[int, str]], tuple[str, ...]]:
     """``{id: (producer id, state)}`` and the unknown state filters."""
     answer = await client.call(
@@ -65,6 +67,7 @@ async def listed(
             state_filters=states,
             producer_id_filters=pids,
             duration_filter=duration,
+            transactional_id_pattern=pattern,
         )
     )
     assert answer.error_code is ErrorCode.none
@@ -122,6 +125,12 @@ async def test_a_transaction_is_described_and_listed_through_its_states(
                     break
                 await trio.sleep(RETRY_S)
 
+        # v2: the whole id must match the pattern.
+        assert (await listed(client, 2, pattern="watch.*"))[0] == {
+            "watched": (pid, "Ongoing")
+        }
+        assert (await listed(client, 2, pattern="watch"))[0] == {}
+
         ended = await retried(client, end_txn(4, "watched", pid, epoch, True))
         assert ended.error_code is ErrorCode.none
         with trio.fail_after(DEADLINE):
@@ -134,6 +143,23 @@ async def test_a_transaction_is_described_and_listed_through_its_states(
         assert (await listed(client, 1, states=("CompleteCommit",)))[0] == {
             "watched": (pid, "CompleteCommit")
         }
+
+
+async def test_a_pattern_that_does_not_compile_is_refused(tmp_path: Path) -> None:
+    async with broker_and_client(tmp_path) as (_, client):
+        await begin(client, "patterned")
+        answer = await client.call(
+            request_body(
+                LIST,
+                2,
+                state_filters=(),
+                producer_id_filters=(),
+                duration_filter=-1,
+                transactional_id_pattern="[",
+            )
+        )
+        assert answer.error_code is ErrorCode.invalid_regular_expression
+        assert answer.transaction_states == ()
 
 
 async def test_each_id_described_gets_its_own_answer(tmp_path: Path) -> None:

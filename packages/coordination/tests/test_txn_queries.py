@@ -2,11 +2,15 @@
 replayed from records: DescribeTransactions' answer per id (its state, producer, timeout,
 start and partitions, or NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 TRANSACTIONAL_ID_NOT_FOUND, INVALID_REQUEST), and ListTransactions' filters (states,
-unknown state names returned, producer ids, the duration against ``now``), refused as a
+unknown state names returned, producer ids, the duration against ``now``, a regular
+expression the whole id must match, INVALID_REGULAR_EXPRESSION for one that does not
+compile), refused as a
 whole while any partition led here is loading, as Kafka's
 ``TransactionStateManager.listTransactionStates`` answers."""
 
 from __future__ import annotations
+
+import re
 
 from kio.schema.errors import ErrorCode
 
@@ -101,6 +105,26 @@ def test_list_applies_every_filter_given() -> None:
     assert [
         (t.transactional_id, t.producer_id, t.state) for t in unknown.transactions
     ] == [(ongoing, 7, "Ongoing")]
+
+
+def test_list_by_pattern_matches_whole_ids() -> None:
+    # Guarantee: (v2, KIP-1152) only ids the whole pattern matches are listed, as
+    # Kafka's matcher does ("tx" alone matches no "tx-N"); an empty pattern is no
+    # filter; a pattern that does not compile lists nothing, with Kafka's error.
+    manager, ongoing, empty, _ = loaded()
+
+    def ids(pattern: str | None) -> set[str]:
+        listed = list_transactions(manager, (), (), -1, NOW, pattern)
+        assert listed.error_code is ErrorCode.none
+        return {t.transactional_id for t in listed.transactions}
+
+    assert ids(None) == ids("") == {ongoing, empty}
+    assert ids("tx") == set()
+    assert ids("tx-.*") == {ongoing, empty}
+    assert ids(re.escape(ongoing)) == {ongoing}
+    refused = list_transactions(manager, (), (), -1, NOW, "(")
+    assert refused.error_code is ErrorCode.invalid_regular_expression
+    assert refused.transactions == ()
 
 
 def test_list_is_refused_while_a_partition_loads() -> None:

@@ -443,7 +443,7 @@ class KafkaApis:
         ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, _offset_delete),
         ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, _describe_producers),
         ApiSpec(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, _describe_transactions),
-        ApiSpec(ApiKey.LIST_TRANSACTIONS, 0, 1, _list_transactions),
+        ApiSpec(ApiKey.LIST_TRANSACTIONS, 0, 2, _list_transactions),
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, _offset_for_leader_epoch),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
         ApiSpec(

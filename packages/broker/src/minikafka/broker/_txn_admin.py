@@ -1,6 +1,6 @@
 """DescribeTransactions and ListTransactions (KIP-664; ListTransactions v1 adds KIP-994's
-duration filter): what ``kafka-transactions.sh describe`` and ``list`` ask, Kafka's
-``KafkaApis`` handlers of both.
+duration filter, v2 KIP-1152's transactional id pattern): what ``kafka-transactions.sh
+describe`` and ``list`` ask, Kafka's ``KafkaApis`` handlers of both.
 
 An operator looking for a hanging transaction asks every broker for the transactions it
 coordinates (ListTransactions: each transaction coordinator knows only the ids of the
@@ -22,15 +22,20 @@ from kio.schema.list_transactions.v0.request import (
 from kio.schema.list_transactions.v1.request import (
     ListTransactionsRequest as ListTransactionsRequestV1,
 )
+from kio.schema.list_transactions.v2.request import (
+    ListTransactionsRequest as ListTransactionsRequestV2,
+)
 
 from minikafka.coordination import TransactionCoordinatorShell, TransactionDescription
 from minikafka.net import Request, build, nested
 
-LIST_REQUESTS: tuple[
-    type[ListTransactionsRequestV0 | ListTransactionsRequestV1], ...
-] = (
+ListTransactionsRequest = (
+    ListTransactionsRequestV0 | ListTransactionsRequestV1 | ListTransactionsRequestV2
+)
+LIST_REQUESTS: tuple[type[ListTransactionsRequest], ...] = (
     ListTransactionsRequestV0,
     ListTransactionsRequestV1,
+    ListTransactionsRequestV2,
 )
 NO_THROTTLE = datetime.timedelta(0)
 NO_DURATION_FILTER = -1
@@ -85,16 +90,24 @@ def _state(cls: type, described: TransactionDescription) -> object:
 def handle_list_transactions(
     request: Request, transactions: TransactionCoordinatorShell
 ) -> None:
-    """ListTransactions v0-1: the transactions this broker coordinates that pass the
-    state, producer id and (v1) duration filters."""
+    """ListTransactions v0-2: the transactions this broker coordinates that pass the
+    state, producer id, (v1) duration and (v2) transactional id pattern filters."""
     body = request.body_as(LIST_REQUESTS)
     duration = (
-        int(body.duration_filter)
-        if isinstance(body, ListTransactionsRequestV1)
-        else NO_DURATION_FILTER
+        NO_DURATION_FILTER
+        if isinstance(body, ListTransactionsRequestV0)
+        else int(body.duration_filter)
+    )
+    pattern = (
+        body.transactional_id_pattern
+        if isinstance(body, ListTransactionsRequestV2)
+        else None
     )
     listed = transactions.list_transactions(
-        body.state_filters, (int(p) for p in body.producer_id_filters), duration
+        body.state_filters,
+        (int(p) for p in body.producer_id_filters),
+        duration,
+        pattern,
     )
     cls = request.response_class()
     state_cls = nested(cls, "transaction_states")

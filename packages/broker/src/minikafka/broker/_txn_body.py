@@ -112,5 +112,6 @@ TXN_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.LIST_TRANSACTIONS: body_classes(
         "list_transactions_v0.ListTransactionsRequest"
         " | list_transactions_v1.ListTransactionsRequest"
+        " | list_transactions_v2.ListTransactionsRequest"
     ),
 }

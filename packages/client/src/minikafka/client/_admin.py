@@ -336,13 +336,18 @@ class AdminClient:
         states: Iterable[str] = (),
         producer_ids: Iterable[int] = (),
         duration_ms: int = -1,
+        transactional_id_pattern: str | None = None,
     ) -> Future[dict[int, list[TransactionListing]]]:
         """Every broker's transactions by broker id, filtered by ``states``,
-        ``producer_ids`` and (>= 0) ``duration_ms`` open when given."""
+        ``producer_ids``, (>= 0) ``duration_ms`` open and a pattern of the whole
+        id when given."""
         wanted_states, pids = tuple(states), tuple(producer_ids)
         return self._one(
             lambda admin: admin.list_transactions(
-                states=wanted_states, producer_ids=pids, duration_ms=duration_ms
+                states=wanted_states,
+                producer_ids=pids,
+                duration_ms=duration_ms,
+                transactional_id_pattern=transactional_id_pattern,
             )
         )
 

@@ -1,6 +1,6 @@
-"""The admin clients' transaction calls (KIP-664): Kafka's ``Admin.listTransactions``
-and ``Admin.describeTransactions``, which ``kafka-transactions.sh list`` and
-``describe`` print.
+"""The admin clients' transaction calls (KIP-664, KIP-994, KIP-1152): Kafka's
+``Admin.listTransactions`` and ``Admin.describeTransactions``, which
+``kafka-transactions.sh list`` and ``describe`` print.
 
 Where each goes, as Kafka's Admin sends them: ListTransactions to every broker (each
 transaction coordinator knows only the ids of the ``__transaction_state`` partitions it
@@ -20,8 +20,8 @@ import attrs
 import trio
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.list_transactions.v1.request import ListTransactionsRequest
-from kio.schema.list_transactions.v1.response import ListTransactionsResponse
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest
+from kio.schema.list_transactions.v2.response import ListTransactionsResponse
 from kio.schema.types import ProducerId, TransactionalId
 from kio.static.primitive import i64
 
@@ -76,16 +76,19 @@ class TransactionsAdmin:
         states: Iterable[str] = (),
         producer_ids: Iterable[int] = (),
         duration_ms: int = -1,
+        transactional_id_pattern: str | None = None,
     ) -> dict[int, list[TransactionListing]]:
-        """Every broker's transactions, by broker id (ListTransactions v1 to each):
-        those in ``states`` and of ``producer_ids`` when given, and (``duration_ms``
-        >= 0, KIP-994) open for longer than that. KafkaException with a broker's
-        error."""
+        """Every broker's transactions, by broker id (ListTransactions v2 to each):
+        those in ``states`` and of ``producer_ids`` when given, (``duration_ms`` >= 0,
+        KIP-994) open for longer than that, and (KIP-1152) whose whole id matches
+        ``transactional_id_pattern``. KafkaException with a broker's error
+        (INVALID_REGULAR_EXPRESSION for a pattern that does not compile)."""
         await self.metadata([])
         body = ListTransactionsRequest(
             state_filters=tuple(states),
             producer_id_filters=tuple(ProducerId(p) for p in producer_ids),
             duration_filter=i64(duration_ms),
+            transactional_id_pattern=transactional_id_pattern,
         )
         found: dict[int, list[TransactionListing]] = {}
         for node_id, node in sorted(self.brokers.items()):

@@ -1,5 +1,6 @@
 """``minikafka transactions``: Kafka's kafka-transactions.sh, ``list`` and ``describe
---transactional-id`` (KIP-664; ``list --duration-filter`` is KIP-994).
+--transactional-id`` (KIP-664; ``list --duration-filter`` is KIP-994,
+``--transactional-id-pattern`` KIP-1152).
 
 ``list`` asks every broker for the transactions it coordinates (the admin client's
 ``list_transactions``) and prints one row per transactional id with the broker that
@@ -68,11 +69,14 @@ def pretty_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # --- the work ----------------------------------------------------------------------------
 
 
-async def list_table(cluster: AsyncAdminClient, duration_ms: int | None) -> str:
+async def list_table(
+    cluster: AsyncAdminClient, duration_ms: int | None, id_pattern: str | None = None
+) -> str:
     """What ``list`` prints: every broker's transactions, by broker id."""
     try:
         by_broker = await cluster.list_transactions(
-            duration_ms=-1 if duration_ms is None else duration_ms
+            duration_ms=-1 if duration_ms is None else duration_ms,
+            transactional_id_pattern=id_pattern,
         )
     except KafkaException as e:
         raise TransactionsToolError(
@@ -175,11 +179,18 @@ def list_command(
             "will be returned",
         ),
     ] = None,
+    transactional_id_pattern: Annotated[
+        str | None,
+        typer.Option(
+            "--transactional-id-pattern",
+            help="Transactional id regular expression pattern to filter by",
+        ),
+    ] = None,
 ) -> None:
     """list transactions"""
 
     async def run(cluster: AsyncAdminClient) -> str:
-        return await list_table(cluster, duration_filter)
+        return await list_table(cluster, duration_filter, transactional_id_pattern)
 
     _print_or_fail(lambda: run_tool(run, ctx.obj, CLIENT_ID))
 

@@ -214,7 +214,11 @@ class TransactionCoordinatorShell:
         return [describe_transaction(self.core.manager, t) for t in transactional_ids]
 
     def list_transactions(
-        self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int
+        self,
+        states: Iterable[str],
+        producer_ids: Iterable[int],
+        duration_ms: int,
+        id_pattern: str | None = None,
     ) -> TransactionListings:
         """ListTransactions: the ids led here that pass the filters, the duration
         measured against this broker's clock."""
@@ -224,6 +228,7 @@ class TransactionCoordinatorShell:
             tuple(producer_ids),
             duration_ms,
             self.now_ms(),
+            id_pattern,
         )
 
     # --- plumbing ---------------------------------------------------------------------

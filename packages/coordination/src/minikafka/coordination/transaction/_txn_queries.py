@@ -1,5 +1,5 @@
-"""What an operator may ask the transaction coordinator (KIP-664, KIP-994): Kafka's
-``TransactionCoordinator.handleDescribeTransactions`` and
+"""What an operator may ask the transaction coordinator (KIP-664, KIP-994, KIP-1152):
+Kafka's ``TransactionCoordinator.handleDescribeTransactions`` and
 ``TransactionStateManager.listTransactionStates``, as two reads of the cache.
 
 ``describe`` answers for one transactional id: the error a client of this broker would
@@ -9,7 +9,10 @@ an id this coordinator does not know, or one being expired), or its state, produ
 timeout, start time and partitions as the cache holds them. ``list_transactions`` walks
 every id of every partition led here, keeping those that pass the three filters of
 ListTransactions: the states (a name Kafka does not know is returned, not matched), the
-producer ids, and (v1, KIP-994) how long the transaction has run, against ``now``. While
+producer ids, (v1, KIP-994) how long the transaction has run, against ``now``, and (v2,
+KIP-1152) a regular expression of the id. Kafka compiles it with RE2/J, this module with
+Python's ``re``: the common syntax is the same, and what only one of them knows
+(back-references and look-arounds are ``re``'s) is refused by the other. While
 any partition is still being replayed the whole list is COORDINATOR_LOAD_IN_PROGRESS,
 as Kafka answers, since ids of that partition would be missing from it.
 
@@ -18,6 +21,7 @@ Both only read: they take the time as an argument and change nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 import attrs
@@ -106,13 +110,20 @@ def list_transactions(
     producer_ids: Collection[int],
     duration_ms: int,
     now: int,
+    id_pattern: str | None = None,
 ) -> TransactionListings:
     """The ids led here that pass every filter given: ``states`` (Kafka's names),
-    ``producer_ids``, and ``duration_ms`` (>= 0: only transactions that started more
-    than that long before ``now``; as in Kafka, an id with no transaction started has
-    start -1 and so passes it)."""
+    ``producer_ids``, ``duration_ms`` (>= 0: only transactions that started more than
+    that long before ``now``; as in Kafka, an id with no transaction started has start
+    -1 and so passes it) and ``id_pattern`` (v2, KIP-1152: a regular expression the
+    whole id must match; empty or None: every id; one that does not compile is
+    INVALID_REGULAR_EXPRESSION)."""
     if any(not manager.is_loaded(p) for p in manager.loaded_partitions()):
         return TransactionListings(ErrorCode.coordinator_load_in_progress)
+    try:
+        pattern = re.compile(id_pattern) if id_pattern else None
+    except re.error:
+        return TransactionListings(ErrorCode.invalid_regular_expression)
     unknown = tuple(name for name in dict.fromkeys(states) if name not in _NAMES)
     wanted = {_NAMES[name] for name in states if name in _NAMES}
     pids = set(producer_ids)
@@ -123,5 +134,6 @@ def list_transactions(
         and (not pids or meta.producer_id in pids)
         and (not states or meta.state in wanted)
         and (duration_ms < 0 or now - meta.txn_start_timestamp > duration_ms)
+        and (pattern is None or pattern.fullmatch(meta.transactional_id) is not None)
     )
     return TransactionListings(ErrorCode.none, found, unknown)
