@@ -10,7 +10,8 @@ What the test proves, in each mode:
   producer id (the one ``list`` shows), epoch, the producer's timeout, a start time and
   duration, and every partition the transaction wrote to;
 - after the commit both show CompleteCommit and no partitions; ``list
-  --duration-filter`` leaves out transactions younger than the filter; an id no
+  --duration-filter`` leaves out transactions younger than the filter,
+  ``--transactional-id-pattern`` keeps the ids it matches whole; an id no
   coordinator knows fails with Kafka's line and exit status 1;
 - minikafka's synchronous AdminClient gives the same: ``list_transactions`` by broker,
   filtered by state, and ``describe_transactions`` per id (TRANSACTIONAL_ID_NOT_FOUND
@@ -136,6 +137,7 @@ def test_list_and_describe_follow_live_transactions_to_their_coordinators(
         assert int(one["TransactionDurationMs"]) >= 0
         assert one["TopicPartitions"] == f"{TOPIC}-0,{TOPIC}-1"
     assert listed(cluster, "--duration-filter", "3600000") == {}
+    assert set(listed(cluster, "--transactional-id-pattern", ".*-b")) == {IDS[1]}
 
     for producer in producers:
         producer.commit_transaction(WAIT)

@@ -170,6 +170,7 @@ BASE: Overrides = {
     "ListTransactionsRequest.state_filters": (),
     "ListTransactionsRequest.producer_id_filters": (),
     "ListTransactionsRequest.duration_filter": -1,
+    "ListTransactionsRequest.transactional_id_pattern": None,
     "client_software_name": "minikafka-fuzz",
     "client_software_version": "1.0",
 }
@@ -196,6 +197,7 @@ VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
             "ListTransactionsRequest.state_filters": ("Ongoing", "Hanging"),
             "ListTransactionsRequest.producer_id_filters": (0, 1),
             "ListTransactionsRequest.duration_filter": 0,
+            "ListTransactionsRequest.transactional_id_pattern": "fuzz-.*",
         },
     ),
 }

@@ -690,7 +690,7 @@ def write_txn_markers(rng: random.Random) -> Overrides:
 def transaction_reads(rng: random.Random) -> Overrides:
     """DescribeTransactions and ListTransactions: ids empty, huge, repeated or
     internal; state names of any case or none Kafka knows; any producer id and
-    duration, negative ones included."""
+    duration, negative ones included; id patterns that do not compile or are huge."""
     return rng.choice(
         (
             {
@@ -712,6 +712,11 @@ def transaction_reads(rng: random.Random) -> Overrides:
                 )
             },
             {"ListTransactionsRequest.duration_filter": rng.choice(INT64)},
+            {  # patterns that do not compile, or take long to match
+                "ListTransactionsRequest.transactional_id_pattern": rng.choice(
+                    ("(", "[", "*", "\\", "(a+)+$", ".*" * 50, "x" * 32767, "")
+                )
+            },
         )
     )
 

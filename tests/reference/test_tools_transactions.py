@@ -29,7 +29,12 @@ TXN_ID = "tools-transactions"
 TOPIC = "tools-transactions-topic"
 TXN_NOTES = (
     "`TopicPartitions` in sorted order where Kafka's broker answers in its hash set's "
-    "order; `list --transactional-id-pattern` needs ListTransactions v2, not served yet"
+    "order"
+)
+PATTERN_NOTES = (
+    "a pattern is Python's regular expression where Kafka's is RE2/J's; one that "
+    "could backtrack exponentially (a repeat of a repeat or of alternatives) is "
+    "refused, INVALID_REGULAR_EXPRESSION"
 )
 
 
@@ -89,7 +94,11 @@ def same_form(ours: list[list[str]], theirs: list[list[str]]) -> None:
                 assert mine == kafkas, (header, mine, kafkas)
 
 
-@pytest.mark.kafka_tool("kafka-transactions", "list", notes=TXN_NOTES)
+@pytest.mark.kafka_tool("kafka-transactions", "list")
+@pytest.mark.kafka_tool("kafka-transactions", "list --duration-filter")
+@pytest.mark.kafka_tool(
+    "kafka-transactions", "list --transactional-id-pattern", notes=PATTERN_NOTES
+)
 @pytest.mark.kafka_tool(
     "kafka-transactions", "describe --transactional-id", notes=TXN_NOTES
 )
@@ -100,7 +109,8 @@ def test_transactions_list_and_describe_an_open_then_committed_transaction(
     # Ongoing under its coordinator while it is open, and `describe` its producer,
     # epoch, timeout, start and both partitions; after the commit both show it
     # CompleteCommit with no partitions; `list --duration-filter` leaves out a
-    # transaction younger than the filter; an unknown id fails with Kafka's line.
+    # transaction younger than the filter, `--transactional-id-pattern` lists the ids
+    # it matches whole; an unknown id fails with Kafka's line.
     def open_transaction(where: str) -> Producer:
         new_topic(where, TOPIC, 2)
         producer = Producer(
@@ -136,6 +146,17 @@ def test_transactions_list_and_describe_an_open_then_committed_transaction(
 
     young = transactions(broker.bootstrap, "list", "--duration-filter", "3600000")
     assert ours_only(table(young)) == [our_list[0]]
+    with ThreadPoolExecutor(2) as pool:
+        ours_matched, theirs_matched = pool.map(
+            lambda where: table(
+                transactions(
+                    where, "list", "--transactional-id-pattern", "tools-trans.*"
+                )
+            ),
+            [broker.bootstrap, kafka_reference.bootstrap],
+        )
+    assert ours_only(ours_matched) == ours_matched == our_list
+    same_form(ours_matched, theirs_matched)
 
     for producer in producers:
         producer.commit_transaction(WAIT)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
@@ -123,6 +124,29 @@ def test_list_by_pattern_matches_whole_ids() -> None:
     assert ids("tx-.*") == {ongoing, empty}
     assert ids(re.escape(ongoing)) == {ongoing}
     refused = list_transactions(manager, (), (), -1, NOW, "(")
+    assert refused.error_code is ErrorCode.invalid_regular_expression
+    assert refused.transactions == ()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(a+)+$",  # a repeat of a repeat: exponential backtracking in Python's re
+        "(tx|t)*-1",  # a repeat of alternatives: the same
+        "(?=tx).*",  # look-arounds, back-references, atomic groups, possessive
+        "(tx)\\1",  # repeats: Python's, not RE2/J's (Kafka refuses them too)
+        "(?>tx).*",
+        "tx-.++",
+    ],
+)
+def test_a_pattern_that_could_backtrack_exponentially_or_kafka_refuses_is_refused(
+    pattern: str,
+) -> None:
+    # Guarantee: the broker never runs a pattern Python's backtracking matcher could
+    # take exponential time on; such a pattern gets INVALID_REGULAR_EXPRESSION, as one
+    # that does not compile, and lists nothing.
+    manager, *_ = loaded()
+    refused = list_transactions(manager, (), (), -1, NOW, pattern)
     assert refused.error_code is ErrorCode.invalid_regular_expression
     assert refused.transactions == ()
 

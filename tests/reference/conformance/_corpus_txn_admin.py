@@ -2,7 +2,8 @@
 minikafka advertises: DescribeTransactions of an id with no transaction begun, of an
 open one, of a committed one, and of ids the coordinator does not know (and the empty
 id); ListTransactions with no filter, by state (with a state name Kafka does not know),
-by producer id and, from v1, by duration (KIP-994).
+by producer id, from v1 by duration (KIP-994) and from v2 by a pattern of the id
+(KIP-1152), one that does not compile included.
 
 The transactions are set up as in ``_corpus_transactions.py`` (not compared). A start
 time is each broker's clock: it is compared as present or -1, not by value. The Kafka
@@ -77,7 +78,11 @@ DTX_CASES: dict[str, Case] = {
 
 
 def _list(
-    v: int, states: tuple[str, ...] = (), pids: tuple[int, ...] = (), duration: int = -1
+    v: int,
+    states: tuple[str, ...] = (),
+    pids: tuple[int, ...] = (),
+    duration: int = -1,
+    pattern: str | None = None,
 ) -> Any:
     return make(
         ApiKey.LIST_TRANSACTIONS,
@@ -85,6 +90,7 @@ def _list(
         state_filters=list(states),
         producer_id_filters=list(pids),
         duration_filter=duration,
+        transactional_id_pattern=pattern,
     )
 
 
@@ -117,11 +123,29 @@ def _lists(s: Session, v: int) -> None:
     _settled(s, _end(3, prefix + "open", pid, epoch, False), _top)
 
 
-LTX_CASES: dict[str, Case] = {"filters": _lists}
+def _patterns(s: Session, v: int) -> None:
+    """KIP-1152: the whole id must match; a pattern that does not compile is refused."""
+    prefix = f"conf-ltp-v{v}-"
+    _begin(s, prefix + "alpha")
+    _begin(s, prefix + "beta")
+    for label, pattern in (
+        ("prefix-and-any", prefix + ".*"),
+        ("one-id", prefix + "alpha"),
+        ("a-prefix-alone", prefix),
+        ("alternatives", f"{prefix}(alpha|gamma)"),
+        ("empty", ""),
+    ):
+        _check_listed(s, _list(v, pattern=pattern), prefix, label)
+    s.check(_list(v, pattern="("), "does-not-compile")
+
+
+LTX_CASES: dict[str, Case] = {"filters": _lists, "patterns": _patterns}
 
 
 def scenarios() -> Iterator[Scenario]:
     yield from each_version(
         ApiKey.DESCRIBE_TRANSACTIONS, "describe-transactions", DTX_CASES
     )
-    yield from each_version(ApiKey.LIST_TRANSACTIONS, "list-transactions", LTX_CASES)
+    yield from each_version(
+        ApiKey.LIST_TRANSACTIONS, "list-transactions", LTX_CASES, {"patterns": 2}
+    )

@@ -10,9 +10,11 @@ timeout, start time and partitions as the cache holds them. ``list_transactions`
 every id of every partition led here, keeping those that pass the three filters of
 ListTransactions: the states (a name Kafka does not know is returned, not matched), the
 producer ids, (v1, KIP-994) how long the transaction has run, against ``now``, and (v2,
-KIP-1152) a regular expression of the id. Kafka compiles it with RE2/J, this module with
-Python's ``re``: the common syntax is the same, and what only one of them knows
-(back-references and look-arounds are ``re``'s) is refused by the other. While
+KIP-1152) a regular expression of the id. Kafka compiles it with RE2/J, whose matching
+time is linear in the id; this module with Python's ``re``, which backtracks, so
+:func:`compile_id_pattern` refuses what RE2/J does not know (back-references,
+look-arounds, atomic groups, possessive repeats) and what would make ``re`` backtrack
+exponentially (a repeat of a repeat or of alternatives, as in ``(a+)+`` or ``(a|b)*``). While
 any partition is still being replayed the whole list is COORDINATOR_LOAD_IN_PROGRESS,
 as Kafka answers, since ids of that partition would be missing from it.
 
@@ -21,8 +23,10 @@ Both only read: they take the time as an argument and change nothing.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Collection
+from typing import Any
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -36,6 +40,7 @@ __all__ = [
     "TransactionDescription",
     "TransactionListing",
     "TransactionListings",
+    "compile_id_pattern",
     "describe_transaction",
     "list_transactions",
 ]
@@ -104,6 +109,42 @@ def describe_transaction(
     )
 
 
+# Python's own parser of its regular expressions (no typing stubs: a private module).
+_PARSER: Any = importlib.import_module("re._parser")
+_REFUSED = {"ASSERT", "ASSERT_NOT", "GROUPREF", "GROUPREF_EXISTS", "ATOMIC_GROUP"}
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
+
+
+def compile_id_pattern(text: str) -> re.Pattern[str]:
+    """``text`` compiled, or ``re.error`` if it does not compile or uses what RE2/J (and
+    so Kafka) refuses or what ``re`` could take exponential time to match."""
+    compiled = re.compile(text)
+    _check(_PARSER.parse(text), inside_repeat=False)
+    return compiled
+
+
+def _check(parsed: Any, *, inside_repeat: bool) -> None:
+    for op, argument in parsed:
+        name = str(op)
+        if name in _REFUSED or name == "POSSESSIVE_REPEAT":
+            raise re.error(f"{name.lower()} is not supported")
+        if name in _REPEATS:
+            low, high, body = argument
+            repeats = high != low
+            if repeats and inside_repeat:
+                raise re.error("a repeat inside a repeat may backtrack exponentially")
+            _check(body, inside_repeat=inside_repeat or repeats)
+        elif name == "SUBPATTERN":
+            _check(argument[-1], inside_repeat=inside_repeat)
+        elif name == "BRANCH":
+            if inside_repeat:
+                raise re.error(
+                    "alternatives inside a repeat may backtrack exponentially"
+                )
+            for alternative in argument[1]:
+                _check(alternative, inside_repeat=False)
+
+
 def list_transactions(
     manager: TransactionStateManager,
     states: Collection[str],
@@ -121,7 +162,7 @@ def list_transactions(
     if any(not manager.is_loaded(p) for p in manager.loaded_partitions()):
         return TransactionListings(ErrorCode.coordinator_load_in_progress)
     try:
-        pattern = re.compile(id_pattern) if id_pattern else None
+        pattern = compile_id_pattern(id_pattern) if id_pattern else None
     except re.error:
         return TransactionListings(ErrorCode.invalid_regular_expression)
     unknown = tuple(name for name in dict.fromkeys(states) if name not in _NAMES)
