@@ -9,7 +9,9 @@ silently missing field).
 
 kio has no classes for the ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica,
 UpdateMetadata, ControlledShutdown: Kafka 4.0 dropped their schemas); ``_zk_schemas``
-writes them in kio's form and the lookups below fall back to it.
+writes them in kio's form and the lookups below fall back to it. One kio class cannot
+carry what Kafka sends (DescribeTransactions v0's start time -1):
+``_describe_transactions_v0`` is used in its place.
 """
 
 from __future__ import annotations
