@@ -55,6 +55,7 @@ TOOLS: Mapping[str, str] = {
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
     "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
     "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-dump-log": "kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",

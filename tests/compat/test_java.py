@@ -390,12 +390,15 @@ def test_cooperative_sticky_and_static_membership(
 @pytest.mark.compat("DescribeLogDirs", "java")
 @pytest.mark.compat("OffsetDelete", "java")
 @pytest.mark.compat("DeleteRecords", "java")
+@pytest.mark.compat("ListTransactions", "java")
+@pytest.mark.compat("DescribeTransactions", "java")
 def test_admin(
     group_broker: BrokerProcess, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """The Admin client: topics (create, list, describe, delete), partitions, configs,
     consumer groups and their offsets, the cluster (DescribeCluster), the broker's log
-    dirs (DescribeLogDirs), deleting records (DeleteRecords) and its metadata quorum. Where it needs
+    dirs (DescribeLogDirs), deleting records (DeleteRecords), the transactions
+    (ListTransactions, DescribeTransactions) and its metadata quorum. Where it needs
     an API minikafka does not offer, it fails with UnsupportedVersionException naming the
     API (the gaps COMPAT.md lists); where it has a fallback, it falls back and works."""
     topic = unique_name(request, "java-")
@@ -446,7 +449,7 @@ def test_admin(
                 "action": "list_offsets",
                 "partitions": [[topic, 0, "earliest"], [topic, 1, "latest"]],
             },
-            # 17..: what minikafka does not offer (but 17 to 22)
+            # 17..: what minikafka does not offer (but 17 to 23)
             {
                 "op": "admin",
                 "action": "delete_group_offsets",
@@ -468,7 +471,7 @@ def test_admin(
                 "partitions": [[topic, 0, "max_timestamp"]],
             },
             {"op": "admin", "action": "describe_producers", "partitions": [[topic, 0]]},
-            {"op": "admin", "action": "list_transactions"},
+            {"op": "admin", "action": "list_transactions"},  # 23: served (KIP-664)
             {"op": "admin", "action": "describe_acls"},
             {"op": "admin", "action": "describe_client_quotas"},
             {"op": "admin", "action": "describe_user_scram_credentials"},
@@ -483,6 +486,7 @@ def test_admin(
                 "count": 1,
                 "config": {"group.id": group + "-848", "group.protocol": "consumer"},
             },
+            {"op": "admin", "action": "describe_transactions", "id": topic},  # 32
         ],
         request_log=log,
     )
@@ -536,8 +540,12 @@ def test_admin(
     assert run.result(20) == {"deleted": 1}  # DeleteRecords (KIP-107), answered
     [newest] = run.result(21).values()
     assert 0 <= newest < counts[0] if counts[0] else newest == -1
+    # ListTransactions from every broker (KIP-664); DescribeTransactions of an id no
+    # coordinator knows: Kafka's TransactionalIdNotFoundException, from its coordinator.
+    assert isinstance(run.result(23), int)
+    unknown = run.error(32)
+    assert unknown["type"] == "TransactionalIdNotFoundException", unknown
     missing = {
-        23: "LIST_TRANSACTIONS",
         24: "DESCRIBE_ACLS",
         25: "DESCRIBE_CLIENT_QUOTAS",
         26: "DESCRIBE_USER_SCRAM_CREDENTIALS",

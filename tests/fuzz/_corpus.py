@@ -165,6 +165,12 @@ BASE: Overrides = {
     "AddPartitionsToTxnTopic.partitions": (0,),
     "TxnOffsetCommitRequestTopic.name": TOPIC,
     "WritableTxnMarkerTopic.name": TOPIC,
+    # DescribeTransactions and ListTransactions (KIP-664): the corpus's id, no filters.
+    "DescribeTransactionsRequest.transactional_ids": ("fuzz-txn",),
+    "ListTransactionsRequest.state_filters": (),
+    "ListTransactionsRequest.producer_id_filters": (),
+    "ListTransactionsRequest.duration_filter": -1,
+    "ListTransactionsRequest.transactional_id_pattern": None,
     "client_software_name": "minikafka-fuzz",
     "client_software_version": "1.0",
 }
@@ -185,6 +191,15 @@ VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
     ),
     # The broker's own configs (ConfigResource type 4, BROKER).
     ApiKey.DESCRIBE_CONFIGS: ({"resource_type": 4, "resource_name": "1"},),
+    # Every filter at once, one state name Kafka does not know.
+    ApiKey.LIST_TRANSACTIONS: (
+        {
+            "ListTransactionsRequest.state_filters": ("Ongoing", "Hanging"),
+            "ListTransactionsRequest.producer_id_filters": (0, 1),
+            "ListTransactionsRequest.duration_filter": 0,
+            "ListTransactionsRequest.transactional_id_pattern": "fuzz-.*",
+        },
+    ),
 }
 
 

@@ -687,6 +687,40 @@ def write_txn_markers(rng: random.Random) -> Overrides:
     )
 
 
+def transaction_reads(rng: random.Random) -> Overrides:
+    """DescribeTransactions and ListTransactions: ids empty, huge, repeated or
+    internal; state names of any case or none Kafka knows; any producer id and
+    duration, negative ones included; id patterns that do not compile or are huge."""
+    return rng.choice(
+        (
+            {
+                "DescribeTransactionsRequest.transactional_ids": (
+                    rng.choice(("", "x" * 32767, "fuzz-txn", *INTERNAL_TOPICS)),
+                )
+                * rng.choice((1, 3))
+            },
+            {"DescribeTransactionsRequest.transactional_ids": ()},
+            {
+                "ListTransactionsRequest.state_filters": tuple(
+                    rng.choice(("", "ongoing", "Dead", "PrepareEpochFence", _name(rng)))
+                    for _ in range(3)
+                )
+            },
+            {
+                "ListTransactionsRequest.producer_id_filters": tuple(
+                    rng.choice(INT64) for _ in range(3)
+                )
+            },
+            {"ListTransactionsRequest.duration_filter": rng.choice(INT64)},
+            {  # patterns that do not compile, or take long to match
+                "ListTransactionsRequest.transactional_id_pattern": rng.choice(
+                    ("(", "[", "*", "\\", "(a+)+$", ".*" * 50, "x" * 32767, "")
+                )
+            },
+        )
+    )
+
+
 NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.PRODUCE: produce,
     ApiKey.FETCH: fetch,
@@ -725,6 +759,8 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: transactions,
     ApiKey.TXN_OFFSET_COMMIT: transactions,
     ApiKey.WRITE_TXN_MARKERS: write_txn_markers,
+    ApiKey.DESCRIBE_TRANSACTIONS: transaction_reads,
+    ApiKey.LIST_TRANSACTIONS: transaction_reads,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

@@ -872,6 +872,12 @@ public final class JavaClient {
             }
             case "list_transactions":
                 return get(admin.listTransactions().all()).size();
+            case "describe_transactions": {
+                String id = (String) step.get("id");
+                var d = get(admin.describeTransactions(List.of(id)).description(id));
+                return Map.of("state", d.state().toString(), "coordinator", d.coordinatorId(),
+                    "partitions", d.topicPartitions().size());
+            }
             case "describe_acls":
                 return get(admin.describeAcls(
                     org.apache.kafka.common.acl.AclBindingFilter.ANY).values()).size();

@@ -1,5 +1,6 @@
 """The whole corpus, in the order it runs: data path, deleting records, groups, admin,
-configs, cluster, transactions."""
+configs, cluster, transactions and their
+admin reads."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ._corpus_delete_records import scenarios as delete_records
 from ._corpus_group_admin import scenarios as group_admin
 from ._corpus_groups import scenarios as groups
 from ._corpus_transactions import scenarios as transactions
+from ._corpus_txn_admin import scenarios as txn_admin
 from ._scenario import Scenario
 
 
@@ -24,4 +26,5 @@ def corpus() -> list[Scenario]:
         *configs(),
         *cluster(),
         *transactions(),
+        *txn_admin(),
     ]

@@ -103,6 +103,7 @@ from ._transactions import (
     handle_txn_offset_commit,
     handle_write_txn_markers,
 )
+from ._txn_admin import handle_describe_transactions, handle_list_transactions
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -326,6 +327,12 @@ class KafkaApis:
     async def _txn_offset_commit(self, request: Request) -> None:
         await handle_txn_offset_commit(request, self.groups, self.metadata_cache)
 
+    async def _describe_transactions(self, request: Request) -> None:
+        handle_describe_transactions(request, self.transactions)
+
+    async def _list_transactions(self, request: Request) -> None:
+        handle_list_transactions(request, self.transactions)
+
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
         errors: dict[str, ErrorCode] = {}
@@ -435,6 +442,8 @@ class KafkaApis:
         ApiSpec(ApiKey.DELETE_GROUPS, 0, 1, _delete_groups),
         ApiSpec(ApiKey.OFFSET_DELETE, 0, 0, _offset_delete),
         ApiSpec(ApiKey.DESCRIBE_PRODUCERS, 0, 0, _describe_producers),
+        ApiSpec(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0, _describe_transactions),
+        ApiSpec(ApiKey.LIST_TRANSACTIONS, 0, 2, _list_transactions),
         ApiSpec(ApiKey.OFFSET_FOR_LEADER_EPOCH, 2, 4, _offset_for_leader_epoch),
         ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, _elect_leaders),
         ApiSpec(

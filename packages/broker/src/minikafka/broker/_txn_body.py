@@ -105,4 +105,13 @@ TXN_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.WRITE_TXN_MARKERS: WRITE_TXN_MARKERS,
     ApiKey.ADD_OFFSETS_TO_TXN: ADD_OFFSETS_TO_TXN,
     ApiKey.TXN_OFFSET_COMMIT: TXN_OFFSET_COMMIT,
+    # KIP-664's two reads (``_txn_admin.py`` names the classes itself).
+    ApiKey.DESCRIBE_TRANSACTIONS: body_classes(
+        "describe_transactions_v0.DescribeTransactionsRequest"
+    ),
+    ApiKey.LIST_TRANSACTIONS: body_classes(
+        "list_transactions_v0.ListTransactionsRequest"
+        " | list_transactions_v1.ListTransactionsRequest"
+        " | list_transactions_v2.ListTransactionsRequest"
+    ),
 }

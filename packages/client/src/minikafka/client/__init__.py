@@ -26,6 +26,8 @@ from ._accumulator import ProducerBatch as ProducerBatch
 from ._accumulator import ReadyCheck as ReadyCheck
 from ._accumulator import RecordAccumulator as RecordAccumulator
 from ._admin import AdminClient as AdminClient
+from ._admin_txns import TransactionDescription as TransactionDescription
+from ._admin_txns import TransactionListing as TransactionListing
 from ._admin_types import RESOURCE_BROKER as RESOURCE_BROKER
 from ._admin_types import RESOURCE_TOPIC as RESOURCE_TOPIC
 from ._admin_types import AlterConfigOp as AlterConfigOp
@@ -173,6 +175,8 @@ __all__ = [
     "SenderResult",
     "SubscriptionState",
     "TopicPartition",
+    "TransactionDescription",
+    "TransactionListing",
     "TransactionManager",
     "TransactionState",
     "TxnAnswer",

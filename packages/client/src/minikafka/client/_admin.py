@@ -24,6 +24,7 @@ from minikafka.common import TopicPartition as TopicPartitionKey
 from minikafka.raft import QuorumInfo
 
 from ._admin_port import AnyPartition, HasTopicPartition, key
+from ._admin_txns import TransactionDescription, TransactionListing
 from ._admin_types import (
     AlterConfigOp,
     ClusterDescription,
@@ -326,6 +327,36 @@ class AdminClient:
     ) -> dict[str, Future[None]]:
         groups = list(group_ids)
         return self._run(groups, lambda admin: admin.delete_consumer_groups(groups))
+
+    # --- transactions (KIP-664) ---------------------------------------------------
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int = -1,
+        transactional_id_pattern: str | None = None,
+    ) -> Future[dict[int, list[TransactionListing]]]:
+        """Every broker's transactions by broker id, filtered by ``states``,
+        ``producer_ids``, (>= 0) ``duration_ms`` open and a pattern of the whole
+        id when given."""
+        wanted_states, pids = tuple(states), tuple(producer_ids)
+        return self._one(
+            lambda admin: admin.list_transactions(
+                states=wanted_states,
+                producer_ids=pids,
+                duration_ms=duration_ms,
+                transactional_id_pattern=transactional_id_pattern,
+            )
+        )
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> dict[str, Future[TransactionDescription]]:
+        """A future per transactional id: its state from its coordinator."""
+        ids = list(dict.fromkeys(transactional_ids))
+        return self._run(ids, lambda admin: admin.describe_transactions(ids))
 
 
 def _lone(exc: Exception) -> Exception:

@@ -15,7 +15,8 @@ servers are nodes -1, -2, ... until a Metadata answer names the brokers, as in K
 This class holds the routing, topics, configs and group descriptions; the group
 listings and offsets are mixed in from :mod:`._admin_groups`, the partition and
 cluster calls (offsets, log dirs, elections, reassignments, the quorum) from
-:mod:`._admin_cluster`, both written against the port in :mod:`._admin_port`.
+:mod:`._admin_cluster`, the transaction listings and descriptions (KIP-664) from
+:mod:`._admin_txns`, all written against the port in :mod:`._admin_port`.
 
 The operations answer per topic, partition, resource or group with a value or the
 :class:`KafkaError` the broker gave for it, and raise :class:`KafkaException` only for
@@ -86,6 +87,7 @@ from ._admin_configs import (
 )
 from ._admin_groups import GroupOffsetsAdmin
 from ._admin_port import where
+from ._admin_txns import TransactionsAdmin
 from ._admin_types import (
     AlterConfigOp,
     ClusterMetadata,
@@ -151,7 +153,7 @@ def metadata_request(
     )
 
 
-class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin):
+class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
     """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
 
     def __init__(
@@ -245,18 +247,22 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin):
         await self.metadata([])
         return self.brokers.get(self.controller_id, self.bootstrap[0])
 
-    async def find_coordinator(self, group: str) -> Node:
+    async def find_coordinator(
+        self, group: str, key_type: int = GROUP_KEY_TYPE
+    ) -> Node:
         """The group's coordinator, the broker leading the group's ``__consumer_offsets``
-        partition (FindCoordinator to any broker); KafkaException with its error
+        partition (FindCoordinator to any broker; ``key_type`` 1: a transactional id's,
+        leading its ``__transaction_state`` partition); KafkaException with its error
         (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
         if not self.brokers:
             # any broker answers: learn them from the bootstrap list
             await self.metadata([])
         node = next(iter(self.brokers.values()), self.bootstrap[0])
-        body = FindCoordinatorRequest(key=group, key_type=i8(GROUP_KEY_TYPE))
+        body = FindCoordinatorRequest(key=group, key_type=i8(key_type))
         response = await self.request(node, body, FindCoordinatorResponse)
         if response.error_code != ErrorCode.none:
-            message = response.error_message or f"FindCoordinator of group '{group}'"
+            kind = "group" if key_type == GROUP_KEY_TYPE else "transactional id"
+            message = response.error_message or f"FindCoordinator of {kind} '{group}'"
             raise KafkaException(KafkaError(int(response.error_code), message))
         return Node(int(response.node_id), response.host, int(response.port))
 

@@ -129,6 +129,8 @@ from .transaction import TRANSACTION_STATE_TOPIC as TRANSACTION_STATE_TOPIC
 from .transaction import TXN_CONFIG as TXN_CONFIG
 from .transaction import TransactionCoordinator as TransactionCoordinator
 from .transaction import TransactionCoordinatorShell as TransactionCoordinatorShell
+from .transaction import TransactionDescription as TransactionDescription
+from .transaction import TransactionListings as TransactionListings
 from .transaction import TransactionStateManager as TransactionStateManager
 from .transaction import TxnConfig as TxnConfig
 from .transaction import TxnMarkers as TxnMarkers
@@ -206,6 +208,8 @@ __all__ = [
     "SyncGroupResponse",
     "TransactionCoordinator",
     "TransactionCoordinatorShell",
+    "TransactionDescription",
+    "TransactionListings",
     "TransactionStateManager",
     "TxnConfig",
     "TxnMarkerRecord",

@@ -45,6 +45,9 @@ from ._config import parse_security_protocol_map as parse_security_protocol_map
 from ._config import security_protocol_map as security_protocol_map
 from ._connection import KafkaChannel as KafkaChannel
 from ._demo import DemoApis as DemoApis
+from ._describe_transactions_v0 import (
+    DescribeTransactionsResponse as DescribeTransactionsResponse,
+)
 from ._events import ConnectionAccepted as ConnectionAccepted
 from ._events import ConnectionClosed as ConnectionClosed
 from ._events import RequestCompleted as RequestCompleted
@@ -88,6 +91,7 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionQuotas",
     "DemoApis",
+    "DescribeTransactionsResponse",
     "DisconnectedError",
     "Features",
     "ForeignProtocol",

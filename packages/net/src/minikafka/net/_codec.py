@@ -9,7 +9,9 @@ silently missing field).
 
 kio has no classes for the ZooKeeper-era inter-broker APIs (LeaderAndIsr, StopReplica,
 UpdateMetadata, ControlledShutdown: Kafka 4.0 dropped their schemas); ``_zk_schemas``
-writes them in kio's form and the lookups below fall back to it.
+writes them in kio's form and the lookups below fall back to it. One kio class cannot
+carry what Kafka sends (DescribeTransactions v0's start time -1):
+``_describe_transactions_v0`` is used in its place.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
-from . import _zk_schemas
+from . import _describe_transactions_v0, _zk_schemas
 from ._bounds import BoundsError, check_bounds
 
 E = TypeVar("E", bound=Entity)
@@ -59,8 +61,17 @@ def request_schema(api_key: int, api_version: int) -> type[RequestPayload] | Non
         return _zk_schemas.REQUESTS.get((api_key, api_version))
 
 
+# Responses whose kio class cannot carry what Kafka sends: minikafka's own, in kio's form.
+_RESPONSE_FIXES: Mapping[tuple[int, int], type[ResponsePayload]] = {
+    (65, 0): _describe_transactions_v0.DescribeTransactionsResponse,
+}
+
+
 @cache
 def response_schema(api_key: int, api_version: int) -> type[ResponsePayload] | None:
+    fixed = _RESPONSE_FIXES.get((api_key, api_version))
+    if fixed is not None:
+        return fixed
     try:
         return load_response_schema(api_key, api_version)
     except (UnknownAPIKey, UnknownEntity):

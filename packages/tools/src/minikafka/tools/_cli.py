@@ -8,7 +8,8 @@
 and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
 ``kafka-metadata-quorum.sh`` (:mod:`._quorum`), ``configs`` is ``kafka-configs.sh``
 (:mod:`._cli_configs`), ``delete-records`` is ``kafka-delete-records.sh``
-(:mod:`._delete_records`). A broker's error is printed under Kafka's
+(:mod:`._delete_records`), ``transactions`` is ``kafka-transactions.sh``'s ``list`` and
+``describe`` (:mod:`._transactions`). A broker's error is printed under Kafka's
 name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
 ConfigCommand does, and exits 1).
 
@@ -53,6 +54,7 @@ from ._topics import (
     parse_config,
     parse_replica_assignment,
 )
+from ._transactions import transactions_app
 
 app = typer.Typer(
     name="minikafka-tools",
@@ -376,6 +378,7 @@ def consume(
 
 app.command("groups")(groups)
 app.add_typer(quorum_app)
+app.add_typer(transactions_app)
 
 
 def unescape(separator: str) -> str:

@@ -8,7 +8,8 @@ Kafka's), the cache of them a coordinator loads partition by partition
 (:mod:`._txn_state_manager`), the coordinator's requests over them
 (:mod:`._txn_coordinator`: InitProducerId with an id, AddPartitionsToTxn, EndTxn, the
 markers' completion, timeouts and expiry), its settings (:mod:`._txn_config`), its
-trace events (:mod:`._txn_events`), and the trio shell the broker runs it in
+trace events (:mod:`._txn_events`), what an operator may ask of it (:mod:`._txn_queries`:
+DescribeTransactions, ListTransactions), and the trio shell the broker runs it in
 (:mod:`._shell`). The offsets a transaction commits are the group coordinator's
 (``group/_txn_offsets.py``).
 """
@@ -36,6 +37,9 @@ from ._txn_metadata import ProducerEpochExhaustedError as ProducerEpochExhausted
 from ._txn_metadata import ProducerFencedError as ProducerFencedError
 from ._txn_metadata import TransactionMetadata as TransactionMetadata
 from ._txn_metadata import TxnTransitMetadata as TxnTransitMetadata
+from ._txn_queries import TransactionDescription as TransactionDescription
+from ._txn_queries import TransactionListing as TransactionListing
+from ._txn_queries import TransactionListings as TransactionListings
 from ._txn_state import TXN_TRANSITION_REASONS as TXN_TRANSITION_REASONS
 from ._txn_state import TXN_TRANSITIONS as TXN_TRANSITIONS
 from ._txn_state import IllegalTransactionStateError as IllegalTransactionStateError
@@ -62,6 +66,9 @@ __all__ = [
     "ProducerFencedError",
     "TransactionCoordinator",
     "TransactionCoordinatorShell",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionListings",
     "TransactionLogError",
     "TransactionMetadata",
     "TransactionState",

@@ -47,6 +47,12 @@ from ._txn_coordinator import (
     TxnResult,
 )
 from ._txn_log import read_key
+from ._txn_queries import (
+    TransactionDescription,
+    TransactionListings,
+    describe_transaction,
+    list_transactions,
+)
 from ._txn_state_manager import TRANSACTION_STATE_TOPIC
 
 __all__ = ["MarkerChannel", "TransactionCoordinatorShell", "TransactionStateTopic"]
@@ -198,6 +204,32 @@ class TransactionCoordinatorShell:
             ),
         )
         return reply.error_code
+
+    # --- what an operator asks (KIP-664): reads of the cache, answered at once ---------
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> list[TransactionDescription]:
+        """DescribeTransactions: each id's state here, or its error."""
+        return [describe_transaction(self.core.manager, t) for t in transactional_ids]
+
+    def list_transactions(
+        self,
+        states: Iterable[str],
+        producer_ids: Iterable[int],
+        duration_ms: int,
+        id_pattern: str | None = None,
+    ) -> TransactionListings:
+        """ListTransactions: the ids led here that pass the filters, the duration
+        measured against this broker's clock."""
+        return list_transactions(
+            self.core.manager,
+            tuple(states),
+            tuple(producer_ids),
+            duration_ms,
+            self.now_ms(),
+            id_pattern,
+        )
 
     # --- plumbing ---------------------------------------------------------------------
 
