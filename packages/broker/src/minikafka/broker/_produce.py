@@ -41,6 +41,8 @@ from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
 
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
+from ._txn_verify import AddPartitionsToTxnManager
+from ._txn_verify_apis import append_produce
 from ._wire import (
     EMPTY_COMPACT,
     I32,
@@ -78,8 +80,13 @@ _NO_LEADER = (-1, -1)
 
 
 def handle_produce(
-    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
+    verifier: AddPartitionsToTxnManager | None = None,
 ) -> None:
+    """``verifier``: a transactional producer's first write to a partition is checked
+    with its transaction coordinator first (KIP-890, :mod:`._txn_verify_apis`)."""
     body = request.body_as(PRODUCE)
     acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
     timeout_ms = int(body.timeout.total_seconds() * 1000)
@@ -149,11 +156,15 @@ def handle_produce(
     if not entries or acks is None:
         respond(refused)
         return
-    replica_manager.append_records(
-        timeout_ms,
-        acks,
-        entries,
-        lambda results: respond({**refused, **results}),
+    append_produce(
+        replica_manager,
+        verifier,
+        api_version=request.api_version,
+        transactional_id=body.transactional_id,
+        timeout_ms=timeout_ms,
+        acks=acks,
+        entries=entries,
+        on_results=lambda results: respond({**refused, **results}),
     )
 
 

@@ -112,6 +112,9 @@ from ._txn_index import TxnIndexSearchResult as TxnIndexSearchResult
 from ._validator import LogAppendInfo as LogAppendInfo
 from ._validator import RecordTooLargeError as RecordTooLargeError
 from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
+from ._verification import NO_VERIFICATION_NEEDED as NO_VERIFICATION_NEEDED
+from ._verification import InvalidTxnStateError as InvalidTxnStateError
+from ._verification import VerificationGuard as VerificationGuard
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -127,6 +130,7 @@ __all__ = [
     "LOG_OVERHEAD",
     "MAX_TIMESTAMP",
     "NO_EFFECT",
+    "NO_VERIFICATION_NEEDED",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "REPLICATION_OFFSET_CHECKPOINT",
@@ -153,6 +157,7 @@ __all__ = [
     "InvalidProducerEpochError",
     "InvalidRecordError",
     "InvalidTimestampError",
+    "InvalidTxnStateError",
     "KafkaStorageError",
     "LastStableOffsetMoved",
     "LeaderEpochCheckpointFile",
@@ -193,6 +198,7 @@ __all__ = [
     "TxnIndexSearchResult",
     "TxnMarkerWritten",
     "UnexpectedAppendOffsetError",
+    "VerificationGuard",
     "build_batch",
     "check_records",
     "clean",

@@ -72,6 +72,11 @@ class OngoingTransactions:
                 header.producer_epoch, self._producer_epochs.get(header.producer_id, -1)
             )
 
+    def is_open(self, producer_id: int) -> bool:
+        """Whether the producer has a transaction open here (Kafka's
+        ``hasOngoingTransaction``)."""
+        return producer_id in self._open
+
     def check_marker(
         self, producer_id: int, producer_epoch: int, marker: EndTxnMarker
     ) -> None:
