@@ -194,9 +194,7 @@ class KafkaApis:
     # --------
 
     async def _produce(self, request: Request) -> None:
-        handle_produce(
-            request, self.replica_manager, self.metadata_cache, self.verifier
-        )
+        handle_produce(request, self.replica_manager, self.metadata_cache)
 
     async def _fetch(self, request: Request) -> None:
         handle_fetch(

@@ -112,11 +112,23 @@ def broker_parts(
         assert isinstance(response, AllocateProducerIdsResponse)
         return response
 
+    txn = config.transaction
+    inter_broker = config.roles.inter_broker_listener_name or "PLAINTEXT"
+    verifier = AddPartitionsToTxnManager(
+        node_id,
+        cache,
+        inter_broker,
+        functools.partial(
+            partition_for, num_partitions=txn.transaction_state_log_num_partitions
+        ),
+        enabled=txn.transaction_partition_verification_enable,
+    )
     replica_manager = ReplicaManagerShell(
         ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
         settings.replica_high_watermark_checkpoint_interval_ms,
         replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
         alter_partition=alter_partition,
+        txn_verifier=verifier,
     )
     fetchers = ReplicaFetcherManager(
         node_id,
@@ -129,17 +141,6 @@ def broker_parts(
             settings.replica_fetch_min_bytes,
             settings.replica_fetch_backoff_ms,
         ),
-    )
-    txn = config.transaction
-    inter_broker = config.roles.inter_broker_listener_name or "PLAINTEXT"
-    verifier = AddPartitionsToTxnManager(
-        node_id,
-        cache,
-        inter_broker,
-        functools.partial(
-            partition_for, num_partitions=txn.transaction_state_log_num_partitions
-        ),
-        enabled=txn.transaction_partition_verification_enable,
     )
     groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),

@@ -41,7 +41,6 @@ from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
 
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
-from ._txn_verify import AddPartitionsToTxnManager
 from ._txn_verify_apis import append_produce
 from ._wire import (
     EMPTY_COMPACT,
@@ -80,13 +79,8 @@ _NO_LEADER = (-1, -1)
 
 
 def handle_produce(
-    request: Request,
-    replica_manager: ReplicaManagerShell,
-    cache: MetadataCache,
-    verifier: AddPartitionsToTxnManager | None = None,
+    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
 ) -> None:
-    """``verifier``: a transactional producer's first write to a partition is checked
-    with its transaction coordinator first (KIP-890, :mod:`._txn_verify_apis`)."""
     body = request.body_as(PRODUCE)
     acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
     timeout_ms = int(body.timeout.total_seconds() * 1000)
@@ -156,15 +150,26 @@ def handle_produce(
     if not entries or acks is None:
         respond(refused)
         return
-    append_produce(
-        replica_manager,
-        verifier,
-        api_version=request.api_version,
-        transactional_id=body.transactional_id,
-        timeout_ms=timeout_ms,
-        acks=acks,
-        entries=entries,
-        on_results=lambda results: respond({**refused, **results}),
+    # aside: transaction verification (KIP-890, ._txn_verify_apis)
+    if replica_manager.txn_verifier is not None and body.transactional_id:
+        # A transactional producer's first write to a partition is checked with its
+        # transaction coordinator first.
+        append_produce(
+            replica_manager,
+            replica_manager.txn_verifier,
+            api_version=request.api_version,
+            transactional_id=body.transactional_id,
+            timeout_ms=timeout_ms,
+            acks=acks,
+            entries=entries,
+            on_results=lambda results: respond({**refused, **results}),
+        )
+        return
+    replica_manager.append_records(
+        timeout_ms,
+        acks,
+        entries,
+        lambda results: respond({**refused, **results}),
     )
 
 

@@ -31,6 +31,7 @@ from minikafka.replication import (
     ReplicaManagerShell,
     TransactionalProducer,
     TwoProducersError,
+    TxnVerifier,
     produce_refusal,
     transactional_producer,
 )
@@ -130,7 +131,7 @@ async def handle_add_partitions_to_txn_batched(
 
 def append_produce(
     replica_manager: ReplicaManagerShell,
-    verifier: AddPartitionsToTxnManager | None,
+    verifier: TxnVerifier | None,
     *,
     api_version: int,
     transactional_id: str | None,

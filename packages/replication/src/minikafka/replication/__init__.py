@@ -63,6 +63,7 @@ from ._results import Response as Response
 from ._shell import ReplicaManagerShell as ReplicaManagerShell
 from ._txn_verification import TransactionalProducer as TransactionalProducer
 from ._txn_verification import TwoProducersError as TwoProducersError
+from ._txn_verification import TxnVerifier as TxnVerifier
 from ._txn_verification import produce_refusal as produce_refusal
 from ._txn_verification import transactional_producer as transactional_producer
 from ._txn_verification import verification_error as verification_error
@@ -117,6 +118,7 @@ __all__ = [
     "TransactionalProducer",
     "TwoProducersError",
     "TxnMarkerEntry",
+    "TxnVerifier",
     "produce_refusal",
     "transactional_producer",
     "verification_error",

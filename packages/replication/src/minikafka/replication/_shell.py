@@ -77,7 +77,7 @@ from ._partition_base import PartitionState
 from ._produce_path import TxnMarkerEntry
 from ._replica_manager import ReplicaManager
 from ._results import FetchParams, FetchPartition
-from ._txn_verification import TransactionalProducer
+from ._txn_verification import TransactionalProducer, TxnVerifier
 
 _logger = logging.getLogger(__name__)
 
@@ -104,6 +104,9 @@ class ReplicaManagerShell:
     reschedules after 50 ms, its controller channel backing off reconnects meanwhile)."""
     task_retry_backoff_ms: int = 100
     """How soon a task whose round failed at once runs again (``retry.backoff.ms``)."""
+    txn_verifier: TxnVerifier | None = None
+    """Asks transaction coordinators before a transactional producer's first write to
+    a partition (KIP-890; the broker's ``AddPartitionsToTxnManager``)."""
     _isr_changes: trio.Event = attrs.field(init=False, factory=trio.Event)
     _unsent: dict[TopicPartition, IsrChangeProposal] = attrs.field(
         init=False, factory=dict

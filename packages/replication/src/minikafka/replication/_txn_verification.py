@@ -18,7 +18,8 @@ the producer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -29,6 +30,7 @@ from minikafka.log import RecordBatchHeader, iter_batches
 __all__ = [
     "TransactionalProducer",
     "TwoProducersError",
+    "TxnVerifier",
     "produce_refusal",
     "transactional_producer",
     "verification_error",
@@ -41,6 +43,27 @@ class TransactionalProducer:
     producer_epoch: int
     base_sequences: Mapping[TopicPartition, int]
     """Each partition's first transactional batch's sequence (the lowest to wait for)."""
+
+
+class TxnVerifier(Protocol):
+    """Who asks the transaction coordinators (the broker's
+    ``AddPartitionsToTxnManager``): the port the ReplicaManager's shell holds, as
+    Kafka's ReplicaManager holds its manager."""
+
+    @property
+    def enabled(self) -> bool:
+        """``transaction.partition.verification.enable``."""
+
+    def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        abortable_understood: bool,
+        callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """Ask; ``callback`` with the partitions not verified and why."""
 
 
 class TwoProducersError(Exception):
