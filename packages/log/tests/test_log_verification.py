@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.log import (
     NO_VERIFICATION_NEEDED,
     AppendOrigin,
     InvalidTxnStateError,
     Log,
     LogConfig,
+    LogManager,
     OutOfOrderSequenceError,
 )
+from minikafka.log._manager import PRODUCER_ID_EXPIRATION_MS
 from minikafka.log.testing import ManualClock, txn_batch, value_batch
 
 PID, OTHER = 7, 8
@@ -144,3 +147,17 @@ def test_verifications_never_answered_expire(tmp_path: Path) -> None:
     assert log.verifications.guard(PID) is NO_VERIFICATION_NEEDED
     assert log.verifications.guard(OTHER) is not NO_VERIFICATION_NEEDED
     assert len(log.verifications) == 1
+
+
+def test_the_retention_pass_forgets_verifications_a_day_old(tmp_path: Path) -> None:
+    # Guarantee: the LogManager's periodic pass drops verification state older than
+    # Kafka's producer.id.expiration.ms default, and keeps younger state.
+    clock = ManualClock()
+    manager = LogManager.startup([tmp_path / "data"], clock=clock)
+    log = manager.get_or_create_log(TopicPartition("t", 0), LogConfig())
+    log.maybe_start_transaction_verification(PID, 0, 0)
+    manager.cleanup_logs()
+    assert log.verifications.guard(PID) is not NO_VERIFICATION_NEEDED
+    clock.advance(PRODUCER_ID_EXPIRATION_MS)
+    manager.cleanup_logs()
+    assert log.verifications.guard(PID) is NO_VERIFICATION_NEEDED
