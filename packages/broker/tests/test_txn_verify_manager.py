@@ -181,7 +181,11 @@ async def test_a_coordinator_that_cannot_be_reached_is_a_network_exception() -> 
             await placeholder.bind(("127.0.0.1", 0))
             port = placeholder.getsockname()[1]
         manager = AddPartitionsToTxnManager(
-            1, cache_with_coordinator(port), "PLAINTEXT", lambda _: 0, 5.0
+            1,
+            cache_with_coordinator(port),
+            "PLAINTEXT",
+            lambda _: 0,
+            request_timeout_s=5.0,
         )
         await nursery.start(manager.run)
         answers: dict[str, dict[TopicPartition, ErrorCode]] = {}
