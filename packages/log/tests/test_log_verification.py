@@ -18,6 +18,7 @@ from minikafka.log import (
     LogConfig,
     LogManager,
     OutOfOrderSequenceError,
+    maybe_start_transaction_verification,
 )
 from minikafka.log._manager import PRODUCER_ID_EXPIRATION_MS
 from minikafka.log.testing import ManualClock, txn_batch, value_batch
@@ -60,12 +61,12 @@ def test_the_guard_of_the_coordinators_yes_lets_the_batch_in_once(
     # append clears it, and the producer's next batches need none while its
     # transaction is open; a non-transactional batch never needs one.
     log = open_log(tmp_path)
-    guard = log.maybe_start_transaction_verification(PID, 0, 0)
+    guard = maybe_start_transaction_verification(log, PID, 0, 0)
     assert guard is not NO_VERIFICATION_NEEDED
-    assert log.maybe_start_transaction_verification(PID, 0, 0) is guard  # one question
+    assert maybe_start_transaction_verification(log, PID, 0, 0) is guard  # one question
     log.append_as_leader(txn_batch(PID, 0, 0), 0, verification_guard=guard)
-    assert log.verifications.guard(PID) is NO_VERIFICATION_NEEDED
-    assert log.maybe_start_transaction_verification(PID, 1, 0) is (
+    assert log.ongoing_txns.verifications.guard(PID) is NO_VERIFICATION_NEEDED
+    assert maybe_start_transaction_verification(log, PID, 1, 0) is (
         NO_VERIFICATION_NEEDED
     )
     log.append_as_leader(
@@ -82,16 +83,16 @@ def test_a_stale_yes_after_a_marker_does_not_open_a_transaction(
     # producer's transaction ended here is worthless after its marker; the
     # producer's next transaction must be verified afresh.
     log = open_log(tmp_path)
-    first = log.maybe_start_transaction_verification(PID, 0, 0)
+    first = maybe_start_transaction_verification(log, PID, 0, 0)
     log.append_as_leader(txn_batch(PID, 0, 0), 0, verification_guard=first)
-    stale = log.maybe_start_transaction_verification(OTHER, 0, 0)
+    stale = maybe_start_transaction_verification(log, OTHER, 0, 0)
     log.append_txn_marker(OTHER, 0, False, 0, leader_epoch=0)  # OTHER's abort
     log.append_txn_marker(PID, 0, False, 0, leader_epoch=0)
     with pytest.raises(InvalidTxnStateError):
         log.append_as_leader(txn_batch(OTHER, 0, 0), 0, verification_guard=stale)
     with pytest.raises(InvalidTxnStateError):
         log.append_as_leader(txn_batch(PID, 0, 1), 0, verification_guard=first)
-    fresh = log.maybe_start_transaction_verification(PID, 1, 0)
+    fresh = maybe_start_transaction_verification(log, PID, 1, 0)
     assert fresh is not first
     log.append_as_leader(txn_batch(PID, 0, 1), 0, verification_guard=fresh)
     assert log.ongoing_txns.is_open(PID)
@@ -100,8 +101,8 @@ def test_a_stale_yes_after_a_marker_does_not_open_a_transaction(
 def test_another_producers_guard_does_not_verify(tmp_path: Path) -> None:
     # Guarantee: a guard is one producer's: presenting another's is refused.
     log = open_log(tmp_path)
-    log.maybe_start_transaction_verification(PID, 0, 0)
-    other = log.maybe_start_transaction_verification(OTHER, 0, 0)
+    maybe_start_transaction_verification(log, PID, 0, 0)
+    other = maybe_start_transaction_verification(log, OTHER, 0, 0)
     with pytest.raises(InvalidTxnStateError):
         log.append_as_leader(txn_batch(PID, 0, 0), 0, verification_guard=other)
     assert log.log_end_offset == 0
@@ -116,16 +117,16 @@ def test_a_later_sequence_may_not_overtake_the_lowest_being_verified(
     # newer epoch restarts it. A coordinator's batch has no sequence of its own and
     # is not held to it.
     log = open_log(tmp_path)
-    guard = log.maybe_start_transaction_verification(PID, 5, 0)
+    guard = maybe_start_transaction_verification(log, PID, 5, 0)
     with pytest.raises(OutOfOrderSequenceError):
         log.append_as_leader(txn_batch(PID, 0, 6), 0, verification_guard=guard)
-    assert log.maybe_start_transaction_verification(PID, 3, 0) is guard
+    assert maybe_start_transaction_verification(log, PID, 3, 0) is guard
     with pytest.raises(OutOfOrderSequenceError):
         log.append_as_leader(txn_batch(PID, 0, 5), 0, verification_guard=guard)
-    log.maybe_start_transaction_verification(PID, 0, 1)  # a bumped epoch: from 0
+    maybe_start_transaction_verification(log, PID, 0, 1)  # a bumped epoch: from 0
     log.append_as_leader(txn_batch(PID, 1, 0), 0, verification_guard=guard)
     assert log.log_end_offset == 1
-    offsets_guard = log.maybe_start_transaction_verification(OTHER, -1, 0)
+    offsets_guard = maybe_start_transaction_verification(log, OTHER, -1, 0)
     log.append_as_leader(
         txn_batch(OTHER, 0, 0),
         0,
@@ -140,13 +141,13 @@ def test_verifications_never_answered_expire(tmp_path: Path) -> None:
     # (Kafka's producer.id.expiration.ms), not kept for ever.
     clock = ManualClock()
     log = open_log(tmp_path, clock)
-    log.maybe_start_transaction_verification(PID, 0, 0)
+    maybe_start_transaction_verification(log, PID, 0, 0)
     clock.advance(1_000)
-    log.maybe_start_transaction_verification(OTHER, 0, 0)
-    log.verifications.remove_expired(clock.now_ms, 1_000)
-    assert log.verifications.guard(PID) is NO_VERIFICATION_NEEDED
-    assert log.verifications.guard(OTHER) is not NO_VERIFICATION_NEEDED
-    assert len(log.verifications) == 1
+    maybe_start_transaction_verification(log, OTHER, 0, 0)
+    log.ongoing_txns.verifications.remove_expired(clock.now_ms, 1_000)
+    assert log.ongoing_txns.verifications.guard(PID) is NO_VERIFICATION_NEEDED
+    assert log.ongoing_txns.verifications.guard(OTHER) is not NO_VERIFICATION_NEEDED
+    assert len(log.ongoing_txns.verifications) == 1
 
 
 def test_the_retention_pass_forgets_verifications_a_day_old(tmp_path: Path) -> None:
@@ -155,9 +156,9 @@ def test_the_retention_pass_forgets_verifications_a_day_old(tmp_path: Path) -> N
     clock = ManualClock()
     manager = LogManager.startup([tmp_path / "data"], clock=clock)
     log = manager.get_or_create_log(TopicPartition("t", 0), LogConfig())
-    log.maybe_start_transaction_verification(PID, 0, 0)
+    maybe_start_transaction_verification(log, PID, 0, 0)
     manager.cleanup_logs()
-    assert log.verifications.guard(PID) is not NO_VERIFICATION_NEEDED
+    assert log.ongoing_txns.verifications.guard(PID) is not NO_VERIFICATION_NEEDED
     clock.advance(PRODUCER_ID_EXPIRATION_MS)
     manager.cleanup_logs()
-    assert log.verifications.guard(PID) is NO_VERIFICATION_NEEDED
+    assert log.ongoing_txns.verifications.guard(PID) is NO_VERIFICATION_NEEDED

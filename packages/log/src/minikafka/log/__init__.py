@@ -115,6 +115,9 @@ from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetErr
 from ._verification import NO_VERIFICATION_NEEDED as NO_VERIFICATION_NEEDED
 from ._verification import InvalidTxnStateError as InvalidTxnStateError
 from ._verification import VerificationGuard as VerificationGuard
+from ._verification import (
+    maybe_start_transaction_verification as maybe_start_transaction_verification,
+)
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -211,6 +214,7 @@ __all__ = [
     "iter_decoded_batches",
     "iter_records",
     "make_records",
+    "maybe_start_transaction_verification",
     "raise_open_files_limit",
     "read_batch_header",
     "read_end_txn_marker",

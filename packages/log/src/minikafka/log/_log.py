@@ -78,11 +78,7 @@ from ._validator import (
     validate_batches,
     validate_records,
 )
-from ._verification import (
-    NO_VERIFICATION_NEEDED,
-    VerificationGuard,
-    VerificationStates,
-)
+from ._verification import VerificationGuard, validate_producers
 
 Batches = list[tuple[int, RecordBatchHeader]]
 
@@ -106,8 +102,6 @@ class Log(LocalLogView):
     producer_state: ProducerStateManager = attrs.field(factory=ProducerStateManager)
     # KIP-98's open and unreplicated transactions, which hold the LSO back
     ongoing_txns: OngoingTransactions = attrs.field(factory=OngoingTransactions)
-    # KIP-890's questions to the transaction coordinator under way, by producer id
-    verifications: VerificationStates = attrs.field(factory=VerificationStates)
     # The cache's file, kept so the LogManager can retry a write that failed.
     leader_epoch_checkpoint: LeaderEpochCheckpointFile | None = None
     # The last rebuild of the producer state: the offset its replay began at (a
@@ -197,11 +191,6 @@ class Log(LocalLogView):
         answered with the original's offsets (``duplicate=True``); a batch out of its
         producer's sequence or epoch raises before anything of the request is written
         (a coordinator's, :class:`AppendOrigin`, its epoch only).
-
-        ``verification_guard``: transaction verification is in force (KIP-890,
-        :mod:`._verification`): a transactional batch whose producer has no transaction
-        open here needs the guard of the coordinator's yes
-        (:meth:`maybe_start_transaction_verification`), else INVALID_TXN_STATE.
         """
         config = self.config
         batches = validate_batches(
@@ -224,20 +213,10 @@ class Log(LocalLogView):
         payloads = validate_records(
             records, batches, rules, decompressed_limit(config.max_message_bytes)
         )
-        duplicate = self.producer_state.validate_append(batches, origin)
+        duplicate = validate_producers(self, batches, origin, verification_guard)
         # aside: an idempotent producer's retry
         if duplicate is not None:
             return duplicate_append_info(duplicate)
-        # aside: a transactional batch the coordinator has not verified
-        if verification_guard is not None:
-            for position, header in batches:
-                self.verifications.check(
-                    header,
-                    position,
-                    verification_guard,
-                    self.ongoing_txns.is_open(header.producer_id),
-                    origin is AppendOrigin.CLIENT,
-                )
         target = config.target_compression
         # aside: a topic with its own compression.type
         if target is not None and any(h.compression is not target for _, h in batches):
@@ -337,9 +316,6 @@ class Log(LocalLogView):
         if self.active_segment is not active:
             take_snapshot(self, self.active_segment.base_offset)
         self.producer_state.update_batches(batches)
-        for _, header in batches:
-            if header.is_transactional:  # open or ended here: no answer is awaited
-                self.verifications.clear(header.producer_id)
         view = memoryview(records)
         ended = track_batches(
             self.ongoing_txns,
@@ -348,16 +324,6 @@ class Log(LocalLogView):
             self.active_segment,
         )
         trace_markers(self, ended)
-
-    def maybe_start_transaction_verification(
-        self, producer_id: int, sequence: int, epoch: int
-    ) -> VerificationGuard:
-        """The guard of a question to the transaction coordinator about the
-        producer's transaction, or :data:`NO_VERIFICATION_NEEDED` when it is open here
-        already (Kafka's ``UnifiedLog.maybeStartTransactionVerification``)."""
-        if self.ongoing_txns.is_open(producer_id):
-            return NO_VERIFICATION_NEEDED
-        return self.verifications.start(producer_id, sequence, epoch, self.clock())
 
     def roll(
         self, reason: str = "requested", base_offset: int | None = None

@@ -278,7 +278,9 @@ class LogManager:
             with self.guarded("retention", tp):
                 deleted += log.delete_old_segments()
             # KIP-890's questions never answered (Kafka drops them with the producers).
-            log.verifications.remove_expired(self.clock(), PRODUCER_ID_EXPIRATION_MS)
+            log.ongoing_txns.verifications.remove_expired(
+                self.clock(), PRODUCER_ID_EXPIRATION_MS
+            )
         self.purge_deleted()
         return deleted
 

@@ -24,18 +24,26 @@ coordinator is asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import attrs
 
 from minikafka.common import ErrorCode
 
 from ._batch import InvalidRecordError, RecordBatchHeader
-from ._producer_state import OutOfOrderSequenceError
+from ._producer_state import AppendOrigin, BatchMetadata, OutOfOrderSequenceError
+
+if TYPE_CHECKING:
+    from ._log import Log
 
 __all__ = [
     "NO_VERIFICATION_NEEDED",
     "InvalidTxnStateError",
     "VerificationGuard",
     "VerificationStates",
+    "maybe_start_transaction_verification",
+    "validate_producers",
 ]
 
 
@@ -147,3 +155,42 @@ class VerificationStates:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def maybe_start_transaction_verification(
+    log: Log, producer_id: int, sequence: int, epoch: int
+) -> VerificationGuard:
+    """The guard of a question to the transaction coordinator about the producer's
+    transaction in ``log``'s partition, or :data:`NO_VERIFICATION_NEEDED` when it is
+    open there already (Kafka's ``UnifiedLog.maybeStartTransactionVerification``)."""
+    txns = log.ongoing_txns
+    if txns.is_open(producer_id):
+        return NO_VERIFICATION_NEEDED
+    return txns.verifications.start(producer_id, sequence, epoch, log.clock())
+
+
+def validate_producers(
+    log: Log,
+    batches: Sequence[tuple[int, RecordBatchHeader]],
+    origin: AppendOrigin,
+    guard: VerificationGuard | None,
+) -> BatchMetadata | None:
+    """A leader's check of its producers' batches before it appends them: their
+    sequences and epochs (the producer state's ``validate_append``: the original of a
+    retried batch, or an error), then, with ``guard`` (verification in force, KIP-890),
+    that a transactional batch whose producer has no transaction open here comes with
+    the guard of the coordinator's yes, else INVALID_TXN_STATE (Kafka's order in
+    ``analyzeAndValidateProducerState``)."""
+    duplicate = log.producer_state.validate_append(batches, origin)
+    if duplicate is not None or guard is None:
+        return duplicate
+    txns = log.ongoing_txns
+    for position, header in batches:
+        txns.verifications.check(
+            header,
+            position,
+            guard,
+            txns.is_open(header.producer_id),
+            origin is AppendOrigin.CLIENT,
+        )
+    return None

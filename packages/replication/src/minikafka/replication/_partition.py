@@ -33,7 +33,12 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks
-from minikafka.log import AppendOrigin, LogAppendInfo, VerificationGuard
+from minikafka.log import (
+    AppendOrigin,
+    LogAppendInfo,
+    VerificationGuard,
+    maybe_start_transaction_verification,
+)
 
 from ._events import (
     BecameFollower,
@@ -185,8 +190,8 @@ class Partition(IsrChanges, PartitionReads):
                 f"broker {self.local_broker_id} is not the leader of "
                 f"{self.topic_partition}",
             )
-        return self.log.maybe_start_transaction_verification(
-            producer_id, sequence, epoch
+        return maybe_start_transaction_verification(
+            self.log, producer_id, sequence, epoch
         )
 
     def _check_leader_for_write(self, required_acks: Acks) -> None:
