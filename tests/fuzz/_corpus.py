@@ -67,6 +67,19 @@ def record_batch(
     return build_batch(make_records(pairs, timestamp_ms=TS), compression=compression)
 
 
+def transactional_batch() -> bytes:
+    """A transactional producer's batch (producer 0, epoch 0): the leader asks the
+    coordinator of ``fuzz-txn`` whether the partition is in its transaction (KIP-890)."""
+    pairs = [(b"k", b"v")]
+    return build_batch(
+        make_records(pairs, timestamp_ms=TS),
+        producer_id=0,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+
+
 def ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 
@@ -158,6 +171,7 @@ BASE: Overrides = {
     # Transactions: an id of the corpus's own (its coordinator is found, if ever, by a
     # mutated FindCoordinator), the harness's partition; a marker for producer 0.
     "AddPartitionsToTxnRequest.v3_and_below_transactional_id": "fuzz-txn",
+    "AddPartitionsToTxnTransaction.transactional_id": "fuzz-txn",  # v4+: a broker's
     "EndTxnRequest.transactional_id": "fuzz-txn",
     "AddOffsetsToTxnRequest.transactional_id": "fuzz-txn",
     "TxnOffsetCommitRequest.transactional_id": "fuzz-txn",
@@ -184,7 +198,10 @@ VARIANTS: Mapping[int, tuple[Overrides, ...]] = {
             for acks in ((-1,) if codec is CompressionType.NONE else (1,))
         ),
         {"acks": 0},
+        {"records": transactional_batch(), "transactional_id": "fuzz-txn"},
     ),
+    # The brokers' question (KIP-890): is the partition in the transaction?
+    ApiKey.ADD_PARTITIONS_TO_TXN: ({"verify_only": True},),
     ApiKey.METADATA: ({"MetadataRequest.topics": None},),
     ApiKey.CREATE_TOPICS: (
         {"validate_only": True, "CreatableTopic.name": "fuzz-validated"},

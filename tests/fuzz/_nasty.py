@@ -650,6 +650,7 @@ def transactions(rng: random.Random) -> Overrides:
         (
             {
                 "AddPartitionsToTxnRequest.v3_and_below_transactional_id": txn_id,
+                "AddPartitionsToTxnTransaction.transactional_id": txn_id,
                 "EndTxnRequest.transactional_id": txn_id,
                 "AddOffsetsToTxnRequest.transactional_id": txn_id,
                 "TxnOffsetCommitRequest.transactional_id": txn_id,
@@ -665,6 +666,7 @@ def transactions(rng: random.Random) -> Overrides:
             {"TxnOffsetCommitRequestTopic.name": _name(rng)},
             {"committed_offset": rng.choice(INT64), "group_id": ""},
             {"committed": rng.choice((True, False))},
+            {"verify_only": rng.choice((True, False))},
         )
     )
 

@@ -145,9 +145,29 @@ async def begin(client: WireClient, txn_id: str) -> tuple[int, int]:
 
 
 def add_partitions(
-    version: int, txn_id: str, pid: int, epoch: int, partitions: list[int]
+    version: int,
+    txn_id: str,
+    pid: int,
+    epoch: int,
+    partitions: list[int],
+    verify_only: bool = False,
 ) -> Any:
+    """AddPartitionsToTxn; from v4 in the brokers' batched form, one transaction."""
     cls = request_class(ADD_PARTITIONS, version)
+    if version >= 4:
+        txn_cls = element(cls, "transactions")
+        topic = build(
+            element(txn_cls, "topics"), name=TOPIC, partitions=tuple(partitions)
+        )
+        txn = build(
+            txn_cls,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=epoch,
+            verify_only=verify_only,
+            topics=(topic,),
+        )
+        return build(cls, transactions=(txn,))
     topic = build(
         element(cls, "v3_and_below_topics"), name=TOPIC, partitions=tuple(partitions)
     )
@@ -161,9 +181,14 @@ def add_partitions(
 
 
 def partition_errors(answer: Any) -> dict[int, ErrorCode]:
+    topics = (
+        answer.results_by_topic_v3_and_below
+        if hasattr(answer, "results_by_topic_v3_and_below")
+        else [t for r in answer.results_by_transaction for t in r.topic_results]
+    )
     return {
         int(p.partition_index): p.partition_error_code
-        for t in answer.results_by_topic_v3_and_below
+        for t in topics
         for p in t.results_by_partition
     }
 

@@ -323,3 +323,38 @@ def test_a_late_report_of_an_earlier_write_completes_nothing(
     assert late == TxnResult()
     done = coordinator.complete_write("tx", ErrorCode.none, 8, current.write_id)
     assert [r.request_id for r in done.replies] == [2]
+
+
+def test_verify_only_says_which_partitions_are_in_the_transaction_writing_nothing(
+    coordinator: TransactionCoordinator,
+) -> None:
+    # Guarantee (KIP-890 part 1, Kafka's handleVerifyPartitionsInTransaction): a
+    # partition added is NONE, one not added TRANSACTION_ABORTABLE, the producer is
+    # checked as for an add (unknown id, other producer, stale epoch), an ending
+    # transaction is CONCURRENT_TRANSACTIONS; a verification never writes or adds.
+    reply = init(coordinator)
+    pid, epoch = reply.producer_id, reply.producer_epoch
+    extra = TopicPartition("out", 7)
+    asked = OUT | {extra}
+    before = coordinator.verify_partitions_in_txn("tx", pid, epoch, asked)
+    assert before == dict.fromkeys(asked, ErrorCode.transaction_abortable)
+    open_transaction(coordinator, pid, epoch)
+    verified = coordinator.verify_partitions_in_txn("tx", pid, epoch, asked)
+    assert verified == {
+        **dict.fromkeys(OUT, ErrorCode.none),
+        extra: ErrorCode.transaction_abortable,
+    }
+    assert coordinator.verify_partitions_in_txn("tx", pid, epoch, asked) == verified
+    refusals = {
+        ("unknown", pid, epoch): ErrorCode.invalid_producer_id_mapping,
+        ("tx", pid + 1, epoch): ErrorCode.invalid_producer_id_mapping,
+        ("tx", pid, epoch - 1): ErrorCode.producer_fenced,
+        ("", pid, epoch): ErrorCode.invalid_request,
+    }
+    for (txn_id, p, e), error in refusals.items():
+        answer = coordinator.verify_partitions_in_txn(txn_id, p, e, OUT)
+        assert answer == dict.fromkeys(OUT, error)
+    ended = coordinator.end_txn(3, "tx", pid, epoch, commit=False, now=20)
+    written(coordinator, ended)
+    ending = coordinator.verify_partitions_in_txn("tx", pid, epoch, OUT)
+    assert ending == dict.fromkeys(OUT, ErrorCode.concurrent_transactions)

@@ -17,6 +17,7 @@ compared.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -64,11 +65,12 @@ def _top(answer: Any) -> int:
 
 
 def _first_partition(answer: Any) -> int:
-    return int(
-        answer.results_by_topic_v3_and_below[0]
-        .results_by_partition[0]
-        .partition_error_code
+    topics = (
+        answer.results_by_topic_v3_and_below
+        if hasattr(answer, "results_by_topic_v3_and_below")
+        else answer.results_by_transaction[0].topic_results
     )
+    return int(topics[0].results_by_partition[0].partition_error_code)
 
 
 def _begin(s: Session, txn_id: str) -> tuple[int, int]:
@@ -91,11 +93,23 @@ def _begin(s: Session, txn_id: str) -> tuple[int, int]:
 
 
 def _add_partitions(
-    v: int, txn_id: str, pid: int, epoch: int, partitions: list[tuple[str, int]]
+    v: int,
+    txn_id: str,
+    pid: int,
+    epoch: int,
+    partitions: list[tuple[str, int]],
+    verify_only: bool = False,
 ) -> Any:
+    """AddPartitionsToTxn; from v4 the brokers' form, one transaction."""
     topics: dict[str, list[int]] = {}
     for topic, partition in partitions:
         topics.setdefault(topic, []).append(partition)
+    if v >= 4:
+        return make(
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            v,
+            transactions=[_transaction(txn_id, pid, epoch, topics, verify_only)],
+        )
     return make(
         ApiKey.ADD_PARTITIONS_TO_TXN,
         v,
@@ -104,6 +118,18 @@ def _add_partitions(
         v3_and_below_producer_epoch=epoch,
         v3_and_below_topics=[{"name": t, "partitions": p} for t, p in topics.items()],
     )
+
+
+def _transaction(
+    txn_id: str, pid: int, epoch: int, topics: dict[str, list[int]], verify_only: bool
+) -> dict[str, Any]:
+    return {
+        "transactional_id": txn_id,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "verify_only": verify_only,
+        "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+    }
 
 
 def _end(v: int, txn_id: str, pid: int, epoch: int, commit: bool) -> Any:
@@ -176,12 +202,72 @@ def _wrong_producer(pid_delta: int, epoch_delta: int) -> Case:
     return run
 
 
+def _verifies(s: Session, v: int) -> None:
+    """KIP-890's question of a partition leader: DATA-1 is in the transaction, DATA-0
+    is not (TRANSACTION_ABORTABLE), and asking adds nothing."""
+    txn_id = f"conf-apt-v{v}-verifies"
+    pid, epoch = _open(s, txn_id)
+    body = _add_partitions(v, txn_id, pid, epoch, [(DATA, 1), (DATA, 0)], True)
+    _check_settled(s, body, _first_partition, "AddPartitionsToTxn")
+    s.check(body)
+    _settled(s, _end(3, txn_id, pid, epoch, False), _top)
+
+
+def _verifies_wrong_producer(s: Session, v: int) -> None:
+    txn_id = f"conf-apt-v{v}-verifies-wrong"
+    pid, epoch = _open(s, txn_id)
+    for p, e in ((pid + 1000, epoch), (pid, epoch - 1)):
+        body = _add_partitions(v, txn_id, p, e, [(DATA, 1)], True)
+        _check_settled(s, body, _first_partition, "AddPartitionsToTxn")
+    _settled(s, _end(3, txn_id, pid, epoch, False), _top)
+
+
+def _verifies_two_transactions(s: Session, v: int) -> None:
+    """Two transactions in one request, each answered for itself."""
+    first, second = f"conf-apt-v{v}-batch-a", f"conf-apt-v{v}-batch-b"
+    pid_a, epoch_a = _open(s, first)
+    pid_b, epoch_b = _begin(s, second)
+    body = make(
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        v,
+        transactions=[
+            _transaction(first, pid_a, epoch_a, {DATA: [1]}, True),
+            _transaction(second, pid_b, epoch_b, {DATA: [1]}, True),
+        ],
+    )
+    _check_settled(s, body, _first_partition, "AddPartitionsToTxn")
+    _settled(s, _end(3, first, pid_a, epoch_a, False), _top)
+
+
 APT_CASES: dict[str, Case] = {
     "adds": _adds,
     "unknown-partition": _unknown_partition,
     "unknown-producer-id": _wrong_producer(1000, 0),
     "old-epoch": _wrong_producer(0, -1),
+    "verifies": _verifies,
+    "verifies-wrong-producer": _verifies_wrong_producer,
+    "verifies-two-transactions": _verifies_two_transactions,
 }
+APT_SINCE = {
+    "verifies": 4,
+    "verifies-wrong-producer": 4,
+    "verifies-two-transactions": 4,
+}
+
+
+# --- Produce, transactional, to a partition never added (KIP-890 part 1) --------------
+
+
+def _produce_not_added(s: Session, v: int) -> None:
+    """The leader asks the coordinator first, which says no: nothing is written."""
+    txn_id = f"conf-produce-v{v}-not-added"
+    pid, epoch = _begin(s, txn_id)
+    records = batch(1, producer_id=pid, producer_epoch=epoch, base_sequence=0)
+    body = produce(DATA, 0, _transactional(records), acks=-1, version=v)
+    s.check(dataclasses.replace(body, transactional_id=txn_id))
+
+
+PRODUCE_NOT_ADDED_VERSIONS = (3, 8, 10, 11)
 
 
 # --- EndTxn ---------------------------------------------------------------------------
@@ -421,8 +507,13 @@ WTM_CASES: dict[str, Case] = {
 
 def scenarios() -> Iterator[Scenario]:
     yield from each_version(
-        ApiKey.ADD_PARTITIONS_TO_TXN, "add-partitions-to-txn", APT_CASES
+        ApiKey.ADD_PARTITIONS_TO_TXN, "add-partitions-to-txn", APT_CASES, APT_SINCE
     )
+    for v in PRODUCE_NOT_ADDED_VERSIONS:
+        yield Scenario(
+            f"produce.v{v}.transactional-not-added",
+            functools.partial(_produce_not_added, v=v),
+        )
     yield from each_version(ApiKey.END_TXN, "end-txn", END_CASES)
     yield from each_version(ApiKey.ADD_OFFSETS_TO_TXN, "add-offsets-to-txn", AOT_CASES)
     yield from each_version(ApiKey.TXN_OFFSET_COMMIT, "txn-offset-commit", TOC_CASES)

@@ -104,6 +104,7 @@ from ._transactions import (
     handle_write_txn_markers,
 )
 from ._txn_admin import handle_describe_transactions, handle_list_transactions
+from ._txn_verify import AddPartitionsToTxnManager
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -119,6 +120,9 @@ class KafkaApis:
     producer_ids: ProducerIdManager
     groups: GroupCoordinatorShell
     transactions: TransactionCoordinatorShell
+    verifier: AddPartitionsToTxnManager | None = None
+    """Asks transaction coordinators whether a partition is in a producer's
+    transaction (KIP-890; None: never, as with the setting off)."""
     fetch_sessions: FetchSessionCache = attrs.field(init=False)
     """The consumers' and followers' fetch sessions (KIP-227)."""
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
@@ -325,7 +329,15 @@ class KafkaApis:
         )
 
     async def _txn_offset_commit(self, request: Request) -> None:
-        await handle_txn_offset_commit(request, self.groups, self.metadata_cache)
+        partitions = self.config.group.offsets_topic_num_partitions
+        await handle_txn_offset_commit(
+            request,
+            self.groups,
+            self.metadata_cache,
+            None
+            if self.verifier is None
+            else (self.replica_manager, self.verifier, partitions),
+        )
 
     async def _describe_transactions(self, request: Request) -> None:
         handle_describe_transactions(request, self.transactions)
@@ -430,7 +442,7 @@ class KafkaApis:
         ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
         ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, _delete_records),
         ApiSpec(ApiKey.INIT_PRODUCER_ID, 0, 5, _init_producer_id, parks=True),
-        ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 3, _add_partitions_to_txn, parks=True),
+        ApiSpec(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, _add_partitions_to_txn, parks=True),
         ApiSpec(ApiKey.END_TXN, 0, 4, _end_txn, parks=True),
         ApiSpec(ApiKey.WRITE_TXN_MARKERS, 1, 1, _write_txn_markers, parks=True),
         ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, _add_offsets_to_txn, parks=True),

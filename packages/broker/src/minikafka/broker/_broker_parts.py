@@ -9,6 +9,7 @@ differ only in how they learn the metadata and reach their controller.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 
@@ -30,6 +31,7 @@ from minikafka.coordination import (
     TransactionCoordinator,
     TransactionCoordinatorShell,
     TransactionStateManager,
+    partition_for,
 )
 from minikafka.log import LogConfig, LogManager
 from minikafka.replication import (
@@ -51,6 +53,7 @@ from ._producer_ids import ProducerIdManager
 from ._replica_fetchers import ReplicaFetchConfig, ReplicaFetcherManager
 from ._transactions import TXN_APPEND_TIMEOUT_MS
 from ._txn_markers import TxnMarkerChannelManager
+from ._txn_verify import AddPartitionsToTxnManager
 
 
 @attrs.frozen
@@ -109,11 +112,23 @@ def broker_parts(
         assert isinstance(response, AllocateProducerIdsResponse)
         return response
 
+    txn = config.transaction
+    inter_broker = config.roles.inter_broker_listener_name or "PLAINTEXT"
+    verifier = AddPartitionsToTxnManager(
+        node_id,
+        cache,
+        inter_broker,
+        functools.partial(
+            partition_for, num_partitions=txn.transaction_state_log_num_partitions
+        ),
+        enabled=txn.transaction_partition_verification_enable,
+    )
     replica_manager = ReplicaManagerShell(
         ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
         settings.replica_high_watermark_checkpoint_interval_ms,
         replica_lag_time_max_ms=settings.replica_lag_time_max_ms,
         alter_partition=alter_partition,
+        txn_verifier=verifier,
     )
     fetchers = ReplicaFetcherManager(
         node_id,
@@ -129,13 +144,12 @@ def broker_parts(
     )
     groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
-        ReplicaInternalTopic(replica_manager, settings.offsets_commit_timeout_ms),
+        ReplicaInternalTopic(
+            replica_manager, settings.offsets_commit_timeout_ms, verifier=verifier
+        ),
     )
     producer_ids = ProducerIdManager(allocate_block)
-    txn = config.transaction
-    markers = TxnMarkerChannelManager(
-        node_id, cache, config.roles.inter_broker_listener_name or "PLAINTEXT"
-    )
+    markers = TxnMarkerChannelManager(node_id, cache, inter_broker)
     transactions = TransactionCoordinatorShell(
         TransactionCoordinator(
             TransactionStateManager(txn.transaction_state_log_num_partitions),
@@ -151,7 +165,7 @@ def broker_parts(
     return BrokerParts(
         replica_manager,
         fetchers,
-        Coordinators(groups, transactions, markers),
+        Coordinators(groups, transactions, markers, verifier),
         producer_ids,
     )
 

@@ -25,6 +25,7 @@ from minikafka.coordination import (
 )
 
 from ._txn_markers import TxnMarkerChannelManager
+from ._txn_verify import AddPartitionsToTxnManager
 
 __all__ = ["Coordinators"]
 
@@ -36,6 +37,10 @@ class Coordinators:
     groups: GroupCoordinatorShell
     transactions: TransactionCoordinatorShell
     markers: TxnMarkerChannelManager
+    verifier: AddPartitionsToTxnManager | None = None
+    """The partition leaders' questions to transaction coordinators (KIP-890), run
+    beside the marker channel: both are this broker's inter-broker transaction
+    traffic."""
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -45,6 +50,8 @@ class Coordinators:
             await nursery.start(self.groups.run)
             await nursery.start(self.transactions.run)
             await nursery.start(self.markers.run)
+            if self.verifier is not None:
+                await nursery.start(self.verifier.run)
             task_status.started()
 
     def shutdown(self) -> None:

@@ -55,6 +55,7 @@ from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
 from ._group_body import FIND_COORDINATOR, FIND_COORDINATOR_BATCHED
 from ._metadata_cache import AliveBroker, MetadataCache
+from ._txn_verify import AddPartitionsToTxnManager
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
@@ -72,6 +73,9 @@ class ReplicaInternalTopic:
     replica_manager: ReplicaManagerShell
     commit_timeout_ms: int
     topic: str = OFFSETS_TOPIC
+    verifier: AddPartitionsToTxnManager | None = None
+    """Holds the guards of verified TxnOffsetCommits (KIP-890): a transactional
+    batch presents its guard when transaction verification is on."""
 
     def append(
         self,
@@ -96,12 +100,19 @@ class ReplicaInternalTopic:
                 is_transactional=True,
             )
         )
+        verifier = self.verifier
+        guards = (
+            None
+            if producer is None or verifier is None or not verifier.enabled
+            else {tp: verifier.take_guard(tp, producer[0])}
+        )
         self.replica_manager.append_records(
             self.commit_timeout_ms,
             Acks.ALL,
             {tp: bytearray(batch)},
             lambda results: on_committed(results[tp].error_code),
             origin=AppendOrigin.COORDINATOR,
+            verification_guards=guards,
         )
 
     def read(

@@ -41,6 +41,7 @@ from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
 
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
+from ._txn_verify_apis import append_produce
 from ._wire import (
     EMPTY_COMPACT,
     I32,
@@ -148,6 +149,21 @@ def handle_produce(
 
     if not entries or acks is None:
         respond(refused)
+        return
+    # aside: transaction verification (KIP-890, ._txn_verify_apis)
+    if replica_manager.txn_verifier is not None and body.transactional_id:
+        # A transactional producer's first write to a partition is checked with its
+        # transaction coordinator first.
+        append_produce(
+            replica_manager,
+            replica_manager.txn_verifier,
+            api_version=request.api_version,
+            transactional_id=body.transactional_id,
+            timeout_ms=timeout_ms,
+            acks=acks,
+            entries=entries,
+            on_results=lambda results: respond({**refused, **results}),
+        )
         return
     replica_manager.append_records(
         timeout_ms,

@@ -216,6 +216,7 @@ class BrokerServer:
             parts.producer_ids,
             coordinators.groups,
             coordinators.transactions,
+            coordinators.verifier,
         )
         broker = cls(
             config,

@@ -46,6 +46,11 @@ from ._txn_body import (
     TXN_OFFSET_COMMIT_WITH_MEMBER,
     WRITE_TXN_MARKERS,
 )
+from ._txn_verify import AddPartitionsToTxnManager
+from ._txn_verify_apis import (
+    handle_add_partitions_to_txn_batched,
+    verify_txn_offset_commit,
+)
 
 NO_THROTTLE = datetime.timedelta(0)
 TXN_APPEND_TIMEOUT_MS = 30_000
@@ -59,7 +64,11 @@ async def handle_add_partitions_to_txn(
 ) -> None:
     """AddPartitionsToTxn v0-3: a partition that does not exist is
     UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED (nothing is
-    added); otherwise the coordinator's one answer for all of them."""
+    added); otherwise the coordinator's one answer for all of them. v4-5, the brokers'
+    batched form: :func:`~._txn_verify_apis.handle_add_partitions_to_txn_batched`."""
+    if request.api_version >= 4:
+        await handle_add_partitions_to_txn_batched(request, transactions, cache)
+        return
     body = request.body_as(ADD_PARTITIONS_TO_TXN)
     wanted = [
         TopicPartition(t.name, int(p))
@@ -266,14 +275,20 @@ async def handle_add_offsets_to_txn(
 
 
 async def handle_txn_offset_commit(
-    request: Request, groups: GroupCoordinatorShell, cache: MetadataCache
+    request: Request,
+    groups: GroupCoordinatorShell,
+    cache: MetadataCache,
+    verification: tuple[ReplicaManagerShell, AddPartitionsToTxnManager, int]
+    | None = None,
 ) -> None:
     """TxnOffsetCommit v0-4: offsets committed inside a transaction, pending in the
     group until the transaction's marker reaches the group's partition; from v3 the
     consumer's generation and member are checked (KIP-447), so a zombie that lost its
     partitions in a rebalance cannot commit for them. A partition that does not exist is
     UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers before the group is
-    asked."""
+    asked. ``verification`` (the ReplicaManager, the verifier and the partitions of
+    ``__consumer_offsets``): the group's partition must be in the producer's
+    transaction (KIP-890), else every partition gets the coordinator's refusal."""
     body = request.body_as(TXN_OFFSET_COMMIT)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: list[tuple[TopicPartition, CommittedOffset]] = []
@@ -295,7 +310,23 @@ async def handle_txn_offset_commit(
                     ),
                 )
             )
-    if offsets:
+    verified = ErrorCode.none
+    if offsets and verification is not None:
+        replica_manager, verifier, offsets_partitions = verification
+        verified = await verify_txn_offset_commit(
+            replica_manager,
+            verifier,
+            api_version=request.api_version,
+            transactional_id=body.transactional_id,
+            producer_id=int(body.producer_id),
+            producer_epoch=int(body.producer_epoch),
+            offsets_partition=TopicPartition(
+                OFFSETS_TOPIC, partition_for(body.group_id, offsets_partitions)
+            ),
+        )
+    if verified is not ErrorCode.none:
+        errors.update((tp, verified) for tp, _ in offsets)
+    elif offsets:
         # Before v3 the request names no consumer: nothing to check it against.
         generation, member, instance = (
             (int(body.generation_id), body.member_id, body.group_instance_id)

@@ -1,10 +1,11 @@
 """The transaction APIs' request bodies, typed: one Union per API over its served
 versions (as ``_body.py`` does for the rest: see there).
 
-AddPartitionsToTxn is served in its client versions, 0-3 (v4 and later batch several
-transactions and are sent by brokers only); EndTxn, AddOffsetsToTxn and TxnOffsetCommit
-0-4 (EndTxn and TxnOffsetCommit v5 belong to the second version of the transaction
-protocol, KIP-890 part 2); WriteTxnMarkers 1, the version coordinators send.
+AddPartitionsToTxn 0-5: 0-3 are the client versions, 4-5 batch several transactions
+and are sent by brokers only (a partition leader's ``verify_only`` question, KIP-890);
+EndTxn, AddOffsetsToTxn and TxnOffsetCommit 0-4 (EndTxn and TxnOffsetCommit v5
+belong to the second version of the transaction protocol, KIP-890 part 2);
+WriteTxnMarkers 1, the version coordinators send.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from kio.schema.add_partitions_to_txn.v1 import request as add_partitions_to_txn_v1
     from kio.schema.add_partitions_to_txn.v2 import request as add_partitions_to_txn_v2
     from kio.schema.add_partitions_to_txn.v3 import request as add_partitions_to_txn_v3
+    from kio.schema.add_partitions_to_txn.v4 import request as add_partitions_to_txn_v4
+    from kio.schema.add_partitions_to_txn.v5 import request as add_partitions_to_txn_v5
     from kio.schema.end_txn.v0 import request as end_txn_v0
     from kio.schema.end_txn.v1 import request as end_txn_v1
     from kio.schema.end_txn.v2 import request as end_txn_v2
@@ -44,6 +47,14 @@ AddPartitionsToTxnRequest: TypeAlias = (
 )
 ADD_PARTITIONS_TO_TXN: tuple[type[AddPartitionsToTxnRequest], ...] = body_classes(
     AddPartitionsToTxnRequest
+)
+# The brokers' versions (v4+): several transactions, each with verify_only.
+AddPartitionsToTxnBatchedRequest: TypeAlias = (
+    "add_partitions_to_txn_v4.AddPartitionsToTxnRequest"
+    " | add_partitions_to_txn_v5.AddPartitionsToTxnRequest"
+)
+ADD_PARTITIONS_TO_TXN_BATCHED: tuple[type[AddPartitionsToTxnBatchedRequest], ...] = (
+    body_classes(AddPartitionsToTxnBatchedRequest)
 )
 
 EndTxnRequest: TypeAlias = (
@@ -100,7 +111,7 @@ TXN_OFFSET_COMMIT_WITH_MEMBER: tuple[type[TxnOffsetCommitWithMember], ...] = (
 )
 
 TXN_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
-    ApiKey.ADD_PARTITIONS_TO_TXN: ADD_PARTITIONS_TO_TXN,
+    ApiKey.ADD_PARTITIONS_TO_TXN: ADD_PARTITIONS_TO_TXN + ADD_PARTITIONS_TO_TXN_BATCHED,
     ApiKey.END_TXN: END_TXN,
     ApiKey.WRITE_TXN_MARKERS: WRITE_TXN_MARKERS,
     ApiKey.ADD_OFFSETS_TO_TXN: ADD_OFFSETS_TO_TXN,

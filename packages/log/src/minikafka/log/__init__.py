@@ -113,6 +113,12 @@ from ._txn_index import TxnIndexSearchResult as TxnIndexSearchResult
 from ._validator import LogAppendInfo as LogAppendInfo
 from ._validator import RecordTooLargeError as RecordTooLargeError
 from ._validator import UnexpectedAppendOffsetError as UnexpectedAppendOffsetError
+from ._verification import NO_VERIFICATION_NEEDED as NO_VERIFICATION_NEEDED
+from ._verification import InvalidTxnStateError as InvalidTxnStateError
+from ._verification import VerificationGuard as VerificationGuard
+from ._verification import (
+    maybe_start_transaction_verification as maybe_start_transaction_verification,
+)
 
 __all__ = [
     "ATTRIBUTES_OFFSET",
@@ -128,6 +134,7 @@ __all__ = [
     "LOG_OVERHEAD",
     "MAX_TIMESTAMP",
     "NO_EFFECT",
+    "NO_VERIFICATION_NEEDED",
     "NUM_BATCHES_TO_RETAIN",
     "RECORD_BATCH_OVERHEAD",
     "REPLICATION_OFFSET_CHECKPOINT",
@@ -155,6 +162,7 @@ __all__ = [
     "InvalidProducerEpochError",
     "InvalidRecordError",
     "InvalidTimestampError",
+    "InvalidTxnStateError",
     "KafkaStorageError",
     "LastStableOffsetMoved",
     "LeaderEpochCheckpointFile",
@@ -195,6 +203,7 @@ __all__ = [
     "TxnIndexSearchResult",
     "TxnMarkerWritten",
     "UnexpectedAppendOffsetError",
+    "VerificationGuard",
     "build_batch",
     "check_records",
     "clean",
@@ -207,6 +216,7 @@ __all__ = [
     "iter_decoded_batches",
     "iter_records",
     "make_records",
+    "maybe_start_transaction_verification",
     "raise_open_files_limit",
     "read_batch_header",
     "read_end_txn_marker",

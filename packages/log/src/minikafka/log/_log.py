@@ -79,6 +79,7 @@ from ._validator import (
     validate_batches,
     validate_records,
 )
+from ._verification import VerificationGuard, validate_producers
 
 Batches = list[tuple[int, RecordBatchHeader]]
 
@@ -179,6 +180,7 @@ class Log(LocalLogView):
         leader_epoch: int,
         *,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guard: VerificationGuard | None = None,
     ) -> LogAppendInfo:
         """Validate a producer's batches, give them offsets (in place) and append them.
 
@@ -212,7 +214,7 @@ class Log(LocalLogView):
         payloads = validate_records(
             records, batches, rules, decompressed_limit(config.max_message_bytes)
         )
-        duplicate = self.producer_state.validate_append(batches, origin)
+        duplicate = validate_producers(self, batches, origin, verification_guard)
         # aside: an idempotent producer's retry
         if duplicate is not None:
             return duplicate_append_info(duplicate)

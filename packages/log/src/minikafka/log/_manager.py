@@ -80,6 +80,10 @@ from ._storage import KafkaStorageError
 
 _logger = logging.getLogger(__name__)
 
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
+"""Kafka's ``producer.id.expiration.ms`` default (1 day): how long a transaction
+verification that was never answered is kept (minikafka keeps producers themselves)."""
+
 
 def _epochs_written(log: Log) -> bool:
     """Retry the log's leader-epoch checkpoint if its last write failed; True if written."""
@@ -260,7 +264,9 @@ class LogManager:
     # --- background work (each a plain method, so tests call them directly) ----------
 
     def cleanup_logs(self) -> int:
-        """Retention for every log, then remove files whose deletion delay has passed.
+        """Retention for every log, then remove files whose deletion delay has passed;
+        transaction verifications older than Kafka's ``producer.id.expiration.ms``
+        default are forgotten.
 
         One log's failure does not stop the others (see :meth:`guarded`); it is
         retried at the next pass.
@@ -271,6 +277,10 @@ class LogManager:
                 continue
             with self.guarded("retention", tp):
                 deleted += log.delete_old_segments()
+            # KIP-890's questions never answered (Kafka drops them with the producers).
+            log.ongoing_txns.verifications.remove_expired(
+                self.clock(), PRODUCER_ID_EXPIRATION_MS
+            )
         self.purge_deleted()
         return deleted
 

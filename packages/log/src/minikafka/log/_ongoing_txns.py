@@ -30,6 +30,7 @@ from ._batch import InvalidRecordError, RecordBatchHeader
 from ._markers import EndTxnMarker
 from ._producer_state import InvalidProducerEpochError
 from ._txn_index import AbortedTxn
+from ._verification import VerificationStates
 
 __all__ = ["CompletedTxn", "OngoingTransactions", "TransactionCoordinatorFencedError"]
 
@@ -60,6 +61,9 @@ class OngoingTransactions:
     _unreplicated: dict[int, CompletedTxn] = attrs.field(factory=dict)
     """Marker offset -> the transaction it ended, while the marker is above the HW."""
     _coordinator_epochs: dict[int, int] = attrs.field(factory=dict)
+    verifications: VerificationStates = attrs.field(factory=VerificationStates)
+    """KIP-890's questions to the transaction coordinator under way, by producer id:
+    any transactional batch or marker of the producer ends its question."""
     _producer_epochs: dict[int, int] = attrs.field(factory=dict)
 
     def on_batch(self, header: RecordBatchHeader) -> None:
@@ -67,10 +71,16 @@ class OngoingTransactions:
         producer's transaction."""
         if header.is_transactional and not header.is_control:
             self._open.setdefault(header.producer_id, header.base_offset)
+            self.verifications.clear(header.producer_id)
         if header.producer_id >= 0:
             self._producer_epochs[header.producer_id] = max(
                 header.producer_epoch, self._producer_epochs.get(header.producer_id, -1)
             )
+
+    def is_open(self, producer_id: int) -> bool:
+        """Whether the producer has a transaction open here (Kafka's
+        ``hasOngoingTransaction``)."""
+        return producer_id in self._open
 
     def check_marker(
         self, producer_id: int, producer_epoch: int, marker: EndTxnMarker
@@ -100,6 +110,7 @@ class OngoingTransactions:
         """A marker was appended at ``offset``: its producer's transaction is decided
         (a marker with no open transaction, a retried one, ends an empty range)."""
         first = self._open.pop(producer_id, offset)
+        self.verifications.clear(producer_id)
         completed = CompletedTxn(producer_id, first, offset, not marker.commit)
         self._unreplicated[offset] = completed
         self._coordinator_epochs[producer_id] = marker.coordinator_epoch

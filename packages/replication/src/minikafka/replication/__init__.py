@@ -61,6 +61,12 @@ from ._results import ProducePartitionResult as ProducePartitionResult
 from ._results import ProduceResponse as ProduceResponse
 from ._results import Response as Response
 from ._shell import ReplicaManagerShell as ReplicaManagerShell
+from ._txn_verification import TransactionalProducer as TransactionalProducer
+from ._txn_verification import TwoProducersError as TwoProducersError
+from ._txn_verification import TxnVerifier as TxnVerifier
+from ._txn_verification import produce_refusal as produce_refusal
+from ._txn_verification import transactional_producer as transactional_producer
+from ._txn_verification import verification_error as verification_error
 
 __all__ = [
     "HIGH_WATERMARK_CHECKPOINT",
@@ -109,5 +115,11 @@ __all__ = [
     "Response",
     "ResponseCallbacks",
     "TopicSettings",
+    "TransactionalProducer",
+    "TwoProducersError",
     "TxnMarkerEntry",
+    "TxnVerifier",
+    "produce_refusal",
+    "transactional_producer",
+    "verification_error",
 ]

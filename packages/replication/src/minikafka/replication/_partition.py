@@ -33,7 +33,12 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks
-from minikafka.log import AppendOrigin, LogAppendInfo
+from minikafka.log import (
+    AppendOrigin,
+    LogAppendInfo,
+    VerificationGuard,
+    maybe_start_transaction_verification,
+)
 
 from ._events import (
     BecameFollower,
@@ -158,12 +163,36 @@ class Partition(IsrChanges, PartitionReads):
         required_acks: Acks,
         now: float,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guard: VerificationGuard | None = None,
     ) -> LogAppendInfo:
-        """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader")."""
+        """Append a producer's batches (seed 000: "Partition.appendRecordsToLeader");
+        ``verification_guard``: the coordinator's yes for a transactional producer
+        (KIP-890, the log's ``append_as_leader``)."""
         self._check_leader_for_write(required_acks)
-        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
+        info = self.log.append_as_leader(
+            records,
+            self.leader_epoch,
+            origin=origin,
+            verification_guard=verification_guard,
+        )
         self.maybe_increment_leader_hw(now)
         return info
+
+    def maybe_start_transaction_verification(
+        self, producer_id: int, sequence: int, epoch: int
+    ) -> VerificationGuard:
+        """The guard of a question to the transaction coordinator (KIP-890), on the
+        leader only (Kafka's ``Partition.maybeStartTransactionVerification``)."""
+        self._check_online()
+        if not self.is_leader:
+            raise ReplicationError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {self.local_broker_id} is not the leader of "
+                f"{self.topic_partition}",
+            )
+        return maybe_start_transaction_verification(
+            self.log, producer_id, sequence, epoch
+        )
 
     def _check_leader_for_write(self, required_acks: Acks) -> None:
         """Refuse a write here: not online, not the leader, or (acks=all) too few

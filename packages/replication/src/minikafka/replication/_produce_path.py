@@ -18,13 +18,20 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log import AppendOrigin, InvalidRecordError, LogAppendInfo
+from minikafka.log import (
+    NO_VERIFICATION_NEEDED,
+    AppendOrigin,
+    InvalidRecordError,
+    LogAppendInfo,
+    VerificationGuard,
+)
 
 from ._delayed import DelayedProduce
 from ._manager_base import ReplicaManagerBase, ReplicaManagerResult
 from ._partition import Partition
 from ._partition_base import ReplicationError
 from ._results import ProducePartitionResult, ProduceResponse
+from ._txn_verification import TransactionalProducer
 
 # The refusals Kafka's ReplicaManager.appendToLocalLog answers with no log start offset
 # (-1); it gives the partition's for every other (invalid records, producer sequence
@@ -53,19 +60,57 @@ class ProducePath(ReplicaManagerBase):
         request_id: int,
         now: float,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guards: Mapping[TopicPartition, VerificationGuard] | None = None,
     ) -> ReplicaManagerResult:
         """Append to each leader partition; answer now or when the HW passes (acks=all).
 
         The answer to ``request_id`` is among the result's replies unless it waits in
         the produce purgatory; a later call (a follower's fetch, :meth:`on_timer`)
         returns it then. ``origin`` COORDINATOR: a coordinator's records (Kafka's
-        ``AppendOrigin``).
+        ``AppendOrigin``). ``verification_guards``: transaction verification is in
+        force (KIP-890), with the guards of the partitions the coordinator verified
+        (:meth:`start_transaction_verification`); None: not in force.
         """
         appends = {
-            tp: functools.partial(_append_records, records=records, origin=origin)
+            tp: functools.partial(
+                _append_records,
+                records=records,
+                origin=origin,
+                guard=None
+                if verification_guards is None
+                else verification_guards.get(tp, NO_VERIFICATION_NEEDED),
+            )
             for tp, records in entries.items()
         }
         return self._append(timeout_ms, required_acks, appends, request_id, now)
+
+    def start_transaction_verification(
+        self, producer: TransactionalProducer
+    ) -> tuple[
+        dict[TopicPartition, ErrorCode], dict[TopicPartition, VerificationGuard]
+    ]:
+        """The partitions of ``producer``'s batches to ask the transaction coordinator
+        about, each with its guard (Kafka's
+        ``maybeStartTransactionVerificationForPartitions``), and those that cannot even
+        be asked about, with their errors (no replica here, not the leader); a
+        partition where the producer's transaction is open needs neither."""
+        errors: dict[TopicPartition, ErrorCode] = {}
+        guards: dict[TopicPartition, VerificationGuard] = {}
+        for tp, sequence in producer.base_sequences.items():
+            partition = self.partitions.get(tp)
+            if partition is None:
+                errors[tp] = self._missing_partition_result(tp).error_code
+                continue
+            try:
+                guard = partition.maybe_start_transaction_verification(
+                    producer.producer_id, sequence, producer.producer_epoch
+                )
+            except ReplicationError as exc:
+                errors[tp] = exc.error_code
+                continue
+            if guard is not NO_VERIFICATION_NEEDED:
+                guards[tp] = guard
+        return errors, guards
 
     def append_txn_markers(
         self,
@@ -186,8 +231,11 @@ def _append_records(
     *,
     records: bytearray,
     origin: AppendOrigin,
+    guard: VerificationGuard | None,
 ) -> LogAppendInfo:
-    return partition.append_records_to_leader(records, required_acks, now, origin)
+    return partition.append_records_to_leader(
+        records, required_acks, now, origin, guard
+    )
 
 
 def _append_marker(

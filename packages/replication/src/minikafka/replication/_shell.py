@@ -60,7 +60,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, FailureLog, FatalFaultError, TopicPartition
 from minikafka.common.shell import Wakeup, run_timers
-from minikafka.log import AppendOrigin
+from minikafka.log import AppendOrigin, VerificationGuard
 from minikafka.trace import EpochClock
 
 from ._callbacks import (
@@ -77,6 +77,7 @@ from ._partition_base import PartitionState
 from ._produce_path import TxnMarkerEntry
 from ._replica_manager import ReplicaManager
 from ._results import FetchParams, FetchPartition
+from ._txn_verification import TransactionalProducer, TxnVerifier
 
 _logger = logging.getLogger(__name__)
 
@@ -103,6 +104,9 @@ class ReplicaManagerShell:
     reschedules after 50 ms, its controller channel backing off reconnects meanwhile)."""
     task_retry_backoff_ms: int = 100
     """How soon a task whose round failed at once runs again (``retry.backoff.ms``)."""
+    txn_verifier: TxnVerifier | None = None
+    """Asks transaction coordinators before a transactional producer's first write to
+    a partition (KIP-890; the broker's ``AddPartitionsToTxnManager``)."""
     _isr_changes: trio.Event = attrs.field(init=False, factory=trio.Event)
     _unsent: dict[TopicPartition, IsrChangeProposal] = attrs.field(
         init=False, factory=dict
@@ -151,16 +155,32 @@ class ReplicaManagerShell:
         entries: Mapping[TopicPartition, bytearray],
         respond: ProduceCallback,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        verification_guards: Mapping[TopicPartition, VerificationGuard] | None = None,
     ) -> None:
         """Append; ``respond`` is called with the per-partition results, now or
-        later."""
+        later. ``verification_guards``: see the core's ``append_records``."""
         request_id = self.callbacks.produce(respond)
         now = self.now()
         self._carry_out(
             self.core.append_records(
-                timeout_ms, required_acks, entries, request_id, now, origin
+                timeout_ms,
+                required_acks,
+                entries,
+                request_id,
+                now,
+                origin,
+                verification_guards,
             )
         )
+
+    def start_transaction_verification(
+        self, producer: TransactionalProducer
+    ) -> tuple[
+        dict[TopicPartition, ErrorCode], dict[TopicPartition, VerificationGuard]
+    ]:
+        """The guards of the partitions to verify with the transaction coordinator
+        (KIP-890), and the partitions refused outright: the core's."""
+        return self.core.start_transaction_verification(producer)
 
     def append_txn_markers(
         self,

@@ -215,6 +215,7 @@ class ZkBrokerServer:
             parts.producer_ids,
             coordinators.groups,
             coordinators.transactions,
+            coordinators.verifier,
             zk_channel=channel,
         )
         server = cls(

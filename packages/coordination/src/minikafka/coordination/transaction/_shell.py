@@ -194,6 +194,24 @@ class TransactionCoordinatorShell:
         )
         return reply.error_code
 
+    def verify_partitions_in_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn's ``verify_only`` (KIP-890): answered from the
+        metadata at once, as nothing is written."""
+        return self._guard(
+            "AddPartitionsToTxn (verify only)",
+            lambda: self.core.verify_partitions_in_txn(
+                transactional_id, producer_id, producer_epoch, partitions
+            ),
+            lambda error: dict.fromkeys(partitions, error),
+            then="it is answered {error}",
+        )
+
     async def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> ErrorCode:

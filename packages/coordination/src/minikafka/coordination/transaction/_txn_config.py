@@ -38,6 +38,10 @@ class TxnConfig:
     # topic, so transactions work out of the box.
     transaction_state_log_replication_factor: int = 1
     transaction_state_log_min_isr: int = 1
+    transaction_partition_verification_enable: bool = True
+    """``transaction.partition.verification.enable`` (KIP-890 part 1): a partition
+    leader asks the transaction coordinator before it appends a transactional
+    producer's first batch to a partition."""
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> TxnConfig:
@@ -103,6 +107,15 @@ TXN_CONFIG = ConfigDef(
             "transaction_state_log_min_isr",
             at_least(1),
             "min.insync.replicas of __transaction_state.",
+        ),
+        ConfigKey(
+            "transaction.partition.verification.enable",
+            ConfigType.BOOLEAN,
+            "transaction_partition_verification_enable",
+            None,
+            "Whether a partition leader verifies with the transaction coordinator "
+            "that a partition is in the producer's transaction before it appends "
+            "the transaction's first batch there.",
         ),
     )
 )

@@ -16,7 +16,9 @@ open: aborted, the new producer told to retry), AddPartitionsToTxn (AddOffsetsTo
 one, with the group's partition of ``__consumer_offsets``), EndTxn, the completion once
 the markers are written, loading and unloading a partition, and what time decides
 (aborting timed-out transactions, expiring idle ids). TxnOffsetCommit is the group
-coordinator's. Not yet: KIP-890's verification, the transactions version 2 protocol.
+coordinator's. KIP-890 part 1's verification (a partition leader asking whether a
+partition is in a producer's transaction) is answered at once, nothing written. Not
+yet: the transactions version 2 protocol (KIP-890 part 2).
 """
 
 from __future__ import annotations
@@ -226,6 +228,34 @@ class TransactionCoordinator:
         return self._write(
             meta, meta.prepare_add_partitions(partitions, now), request_id
         )
+
+    def verify_partitions_in_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890 part 1): whether each
+        partition is in the producer's open transaction, asked by the partition's
+        leader before it appends the producer's first transactional batch there (Kafka's
+        ``handleVerifyPartitionsInTransaction``). Nothing is written: a partition not
+        added is TRANSACTION_ABORTABLE; the producer's id and epoch are checked as for
+        an add, and an ending transaction is CONCURRENT_TRANSACTIONS. A move being
+        written is not waited for: the leader's append checks its guard at the end."""
+        meta, error = self._producer_metadata(
+            transactional_id, producer_id, producer_epoch
+        )
+        if meta is None:
+            return dict.fromkeys(partitions, error)
+        if meta.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+            return dict.fromkeys(partitions, ErrorCode.concurrent_transactions)
+        return {
+            tp: ErrorCode.none
+            if tp in meta.topic_partitions
+            else ErrorCode.transaction_abortable
+            for tp in partitions
+        }
 
     def end_txn(
         self,
