@@ -7,8 +7,10 @@ chapter): each producer's id, epoch, last sequence and the timestamp of its last
 As in Kafka, any replica answers from its own log (a follower's state is rebuilt from
 the batches it copied), a partition this broker does not host is
 UNKNOWN_TOPIC_OR_PARTITION, or NOT_LEADER_OR_FOLLOWER if the topic exists, and the
-errors carry no message. With no transactions here, no producer has a coordinator epoch
-or an open transaction (-1 both).
+errors carry no message. A transactional producer (KIP-98) also shows the coordinator
+epoch of its last marker here and the first offset of the transaction it has open here
+(-1: none), what ``kafka-transactions find-hanging`` looks for: a transaction open far
+longer than its timeout allows was never ended by its coordinator.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from minikafka.common import TopicPartition
+from minikafka.log import ProducerStateEntry
 from minikafka.net import Request
 from minikafka.replication import ReplicaManagerShell
 
@@ -73,19 +76,26 @@ def _describe(
             if exists
             else ErrorCode.unknown_topic_or_partition
         )
-    producers = partition.log.producer_state.producers
+    log = partition.log
+    producers = log.producer_state.producers
     return PartitionResponse(
         partition_index=i32(tp.partition),
         error_code=ErrorCode.none,
         active_producers=tuple(
-            ProducerState(
-                producer_id=ProducerId(entry.producer_id),
-                producer_epoch=i32(entry.producer_epoch),
-                last_sequence=i32(entry.last_seq),
-                last_timestamp=i64(entry.last_timestamp),
-                coordinator_epoch=i32(-1),
-                current_txn_start_offset=i64(-1),
-            )
+            _state(entry, *log.ongoing_txns.snapshot_fields(entry.producer_id))
             for _, entry in sorted(producers.items())
         ),
+    )
+
+
+def _state(
+    entry: ProducerStateEntry, coordinator_epoch: int, txn_first_offset: int
+) -> ProducerState:
+    return ProducerState(
+        producer_id=ProducerId(entry.producer_id),
+        producer_epoch=i32(entry.producer_epoch),
+        last_sequence=i32(entry.last_seq),
+        last_timestamp=i64(entry.last_timestamp),
+        coordinator_epoch=i32(coordinator_epoch),
+        current_txn_start_offset=i64(txn_first_offset),
     )
