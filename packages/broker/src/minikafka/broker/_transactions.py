@@ -36,6 +36,7 @@ from minikafka.replication import (
     TxnMarkerEntry,
 )
 
+from ._group_offsets import partition_exists
 from ._metadata_cache import MetadataCache
 from ._txn_body import (
     ADD_OFFSETS_TO_TXN,
@@ -75,7 +76,7 @@ async def handle_add_partitions_to_txn(
         for t in body.v3_and_below_topics
         for p in t.partitions
     ]
-    unknown = {tp for tp in wanted if not _exists(cache, tp)}
+    unknown = {tp for tp in wanted if not partition_exists(cache, tp)}
     if unknown:
         errors = {
             tp: ErrorCode.unknown_topic_or_partition
@@ -237,11 +238,6 @@ def for_version(error: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
     return error
 
 
-def _exists(cache: MetadataCache, tp: TopicPartition) -> bool:
-    topic = cache.topic(tp.topic)
-    return topic is not None and tp.partition in topic.partitions
-
-
 def _by_topic(
     errors: Iterable[TopicPartition],
 ) -> dict[str, list[TopicPartition]]:
@@ -295,7 +291,7 @@ async def handle_txn_offset_commit(
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, int(p.partition_index))
-            if not _exists(cache, tp):
+            if not partition_exists(cache, tp):
                 errors[tp] = ErrorCode.unknown_topic_or_partition
                 continue
             offsets.append(

@@ -36,6 +36,7 @@ from minikafka.replication import (
     transactional_producer,
 )
 
+from ._group_offsets import partition_exists
 from ._metadata_cache import MetadataCache
 from ._txn_body import ADD_PARTITIONS_TO_TXN_BATCHED
 from ._txn_verify import AddPartitionsToTxnManager
@@ -67,7 +68,7 @@ async def handle_add_partitions_to_txn_batched(
         wanted = [
             TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions
         ]
-        unknown = {tp for tp in wanted if not _exists(cache, tp)}
+        unknown = {tp for tp in wanted if not partition_exists(cache, tp)}
         if unknown:
             answers[index] = {
                 tp: ErrorCode.unknown_topic_or_partition
@@ -257,11 +258,6 @@ def _operation_error(error: ErrorCode) -> ErrorCode:
     if error in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
         return ErrorCode.not_coordinator
     return error
-
-
-def _exists(cache: MetadataCache, tp: TopicPartition) -> bool:
-    topic = cache.topic(tp.topic)
-    return topic is not None and tp.partition in topic.partitions
 
 
 def _by_topic(
