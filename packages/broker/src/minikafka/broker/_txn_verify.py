@@ -58,7 +58,18 @@ class _Question:
     callback: VerifyCallback
 
     def answer_all(self, error: ErrorCode) -> None:
-        self.callback(dict.fromkeys(self.partitions, error))
+        self.answer(dict.fromkeys(self.partitions, error))
+
+    def answer(self, unverified: dict[TopicPartition, ErrorCode]) -> None:
+        """Call back; a callback that raises is logged, as Kafka's request handler
+        logs a failed callback: it must not cost the other questions their answers,
+        nor stop the sender."""
+        try:
+            self.callback(unverified)
+        except Exception:
+            _logger.exception(
+                "the answer to a verification of %r failed", self.transactional_id
+            )
 
 
 @attrs.define(eq=False)
@@ -232,7 +243,7 @@ def _settle(batch: dict[str, _Question], response: object) -> None:
             for p in topic.results_by_partition
             if p.partition_error_code is not ErrorCode.none
         }
-        question.callback(unverified)
+        question.answer(unverified)
     for transactional_id, question in batch.items():
         if transactional_id not in answered:  # a coordinator that left it out
             question.answer_all(ErrorCode.network_exception)
