@@ -314,3 +314,35 @@ def test_a_crash_at_any_step_of_a_transactional_pass_reads_the_same(
     assert again.last_stable_offset == hw
     assert clean(again, 0, clock()) is not None
     assert latest_values(consume(again, committed=False)) == committed
+
+
+def test_a_txnindex_left_by_a_failed_pass_is_not_taken_into_the_next(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: a ``.txnindex.cleaned`` a failed pass could not remove (as it may
+    # leave its ``.log.cleaned``) is discarded by the next pass, not appended to (its
+    # entries out of order would fail every pass, and the partition be marked
+    # uncleanable): the cleaned .txnindex holds only the aborted transactions whose
+    # marker that pass keeps, and later passes lose no committed record.
+    clock = ManualClock()
+    w = txn_log(tmp_path, clock)
+    write_interleaved_txns(w)
+    log = w.log
+    clean(log, 0, clock())
+    for segment in log.segments:  # what a pass that died after writing would leave
+        if segment.txn_index is not None:
+            leftover = segment.txn_index.path.with_name(
+                segment.txn_index.path.name + ".cleaned"
+            )
+            leftover.write_bytes(segment.txn_index.path.read_bytes())
+
+    clean(log, 0, clock())
+
+    assert {(e.producer_id, e.last_offset) for e in txn_entries(log)} == {
+        (4, w.done[-1].marker)
+    }
+    clock.advance(COMPACT.delete_retention_ms)
+    for _ in range(2):
+        clean(log, 0, clock())
+    assert latest_values(consume(log, committed=True)) == w.committed_latest()
+    assert latest_values(consume(log, committed=False)) == w.committed_latest()

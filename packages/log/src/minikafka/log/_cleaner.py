@@ -62,6 +62,7 @@ from ._names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     segment_file_name,
 )
 from ._records import decode_batch
@@ -266,7 +267,7 @@ def _clean_group(
     crash_hook: CrashHook,
 ) -> int:
     # A .cleaned file left by an earlier failed pass would be appended to: start afresh.
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         name = segment_file_name(group[0].base_offset, kind) + CLEANED_SUFFIX
         (log.dir / name).unlink(missing_ok=True)
     cleaned = LogSegment.open(
