@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from minikafka.log import AbortedTxn, CompressionType, Log, LogConfig, clean
+from minikafka.log._segment import LogSegment
+from minikafka.log._txn_index import TransactionIndex
 from minikafka.log.testing import (
     ManualClock,
     TxnWriter,
@@ -346,3 +348,51 @@ def test_a_txnindex_left_by_a_failed_pass_is_not_taken_into_the_next(
         clean(log, 0, clock())
     assert latest_values(consume(log, committed=True)) == w.committed_latest()
     assert latest_values(consume(log, committed=False)) == w.committed_latest()
+
+
+@pytest.mark.parametrize("suffix", [".swap", ""])
+def test_a_crash_between_a_cleaned_segments_file_renames_keeps_its_txnindex(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Guarantee: a crash after the cleaned segment's .log was renamed (to .swap, or
+    # live) but before its .txnindex followed loses no aborted transaction whose
+    # batch is still in the log: reopened (from a recovery point past the cleaned
+    # segments, which are not rescanned), the log names P4's abort, later passes keep
+    # its marker while P4's emptied last batch stays, and a log rebuilt from its
+    # batches alone has no transaction left hanging (LSO = high watermark).
+    clock = ManualClock()
+    w = txn_log(tmp_path, clock)
+    write_interleaved_txns(w)
+    log = w.log
+    hw = leo = log.log_end_offset
+    p4_abort = (4, w.done[-1].marker)
+
+    def rename(index: TransactionIndex, path: Path) -> None:
+        # the cleaned segment holding P4's abort, whose emptied batch (P4's last) stays
+        if path.name.endswith(".txnindex" + suffix) and any(
+            e.producer_id == 4 for e in index.entries()
+        ):
+            raise Crash(path.name)
+        real_rename(index, path)
+
+    real_rename = TransactionIndex.rename
+    monkeypatch.setattr(TransactionIndex, "rename", rename)
+    # a process that dies cleans nothing up
+    monkeypatch.setattr(LogSegment, "delete_files", lambda self: None)
+    with pytest.raises(Crash):
+        clean(log, 0, clock())
+    monkeypatch.undo()
+    for segment in log.segments:
+        segment.close_handlers()
+    again = Log.open(
+        log.dir, log.config, clock=clock, high_watermark=hw, recovery_point=leo
+    )
+
+    assert p4_abort in {(e.producer_id, e.last_offset) for e in txn_entries(again)}
+    for _ in range(3):  # past any delete horizon a pass could stamp
+        clean(again, 0, clock())
+        clock.advance(COMPACT.delete_retention_ms)
+    assert p4_abort in {(p, o) for o, p, _ in marker_batches(again)}
+    again = recovered(again, clock)
+    assert again.last_stable_offset == hw
+    assert latest_values(consume(again, committed=True)) == w.committed_latest()
