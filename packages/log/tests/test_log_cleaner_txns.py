@@ -350,16 +350,18 @@ def test_a_txnindex_left_by_a_failed_pass_is_not_taken_into_the_next(
     assert latest_values(consume(log, committed=False)) == w.committed_latest()
 
 
+@pytest.mark.parametrize("failure", ["crash", "I/O error"])
 @pytest.mark.parametrize("suffix", [".swap", ""])
 def test_a_crash_between_a_cleaned_segments_file_renames_keeps_its_txnindex(
-    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, suffix: str, failure: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Guarantee: a crash after the cleaned segment's .log was renamed (to .swap, or
-    # live) but before its .txnindex followed loses no aborted transaction whose
-    # batch is still in the log: reopened (from a recovery point past the cleaned
-    # segments, which are not rescanned), the log names P4's abort, later passes keep
-    # its marker while P4's emptied last batch stays, and a log rebuilt from its
-    # batches alone has no transaction left hanging (LSO = high watermark).
+    # Guarantee: a crash (or an I/O error, which takes the dir offline until the
+    # restart) after the cleaned segment's .log was renamed (to .swap, or live) but
+    # before its .txnindex followed loses no aborted transaction whose batch is still
+    # in the log: reopened (from a recovery point past the cleaned segments, which are
+    # not rescanned), the log names P4's abort, later passes keep its marker while
+    # P4's emptied last batch stays, and a log rebuilt from its batches alone has no
+    # transaction left hanging (LSO = high watermark).
     clock = ManualClock()
     w = txn_log(tmp_path, clock)
     write_interleaved_txns(w)
@@ -372,14 +374,14 @@ def test_a_crash_between_a_cleaned_segments_file_renames_keeps_its_txnindex(
         if path.name.endswith(".txnindex" + suffix) and any(
             e.producer_id == 4 for e in index.entries()
         ):
-            raise Crash(path.name)
+            raise Crash(path.name) if failure == "crash" else OSError(path.name)
         real_rename(index, path)
 
     real_rename = TransactionIndex.rename
     monkeypatch.setattr(TransactionIndex, "rename", rename)
-    # a process that dies cleans nothing up
-    monkeypatch.setattr(LogSegment, "delete_files", lambda self: None)
-    with pytest.raises(Crash):
+    if failure == "crash":  # a process that dies cleans nothing up
+        monkeypatch.setattr(LogSegment, "delete_files", lambda self: None)
+    with pytest.raises(Crash if failure == "crash" else OSError):
         clean(log, 0, clock())
     monkeypatch.undo()
     for segment in log.segments:

@@ -281,7 +281,11 @@ def _clean_group(
     try:
         return _write_and_swap(log, group, cleaned, ctx, crash_hook)
     except BaseException:
-        if cleaned.suffix == CLEANED_SUFFIX:  # not yet part of the log: discard it
+        # Not yet part of the log: discard it. Once its .log is renamed .swap (the
+        # first file change_suffix renames) it is whole, and an error from there on
+        # (an I/O error: the dir goes offline) is left to the loader, which finishes
+        # the swap at the next start as after a crash.
+        if cleaned.suffix == CLEANED_SUFFIX and cleaned.file.path == cleaned.log_path:
             # A file left behind is removed by the next pass or the next start.
             with contextlib.suppress(OSError):
                 cleaned.close_handlers()
