@@ -17,9 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.log import AbortedTxn, CompressionType, Log, LogConfig, clean
-from minikafka.log._segment import LogSegment
-from minikafka.log._txn_index import TransactionIndex
+from minikafka.log import (
+    AbortedTxn,
+    CompressionType,
+    Log,
+    LogConfig,
+    LogSegment,
+    TransactionIndex,
+    clean,
+)
 from minikafka.log.testing import (
     ManualClock,
     TxnWriter,
