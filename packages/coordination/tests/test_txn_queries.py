@@ -153,6 +153,25 @@ def test_a_pattern_that_could_backtrack_exponentially_or_kafka_refuses_is_refuse
     assert refused.transactions == ()
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "tx-[0-9]{4294967296}",  # a count Python's re cannot hold (OverflowError)
+        "(" * 500 + "tx" + ")" * 500,  # nesting Python's parser recurses too deep on
+    ],
+)
+def test_a_pattern_python_cannot_compile_is_an_invalid_regular_expression(
+    pattern: str,
+) -> None:
+    # Guarantee: whatever way the compiler fails on a client's pattern, the answer is
+    # INVALID_REGULAR_EXPRESSION (as RE2/J's refusal is in Kafka), never an exception
+    # out of the coordinator (which the broker would answer UNKNOWN_SERVER_ERROR).
+    manager, *_ = loaded()
+    refused = list_transactions(manager, (), (), -1, NOW, pattern)
+    assert refused.error_code is ErrorCode.invalid_regular_expression
+    assert refused.transactions == ()
+
+
 def test_a_counted_repeat_of_a_fixed_width_part_is_allowed() -> None:
     # Guarantee: refusing nested repeats does not refuse a counted repeat of a part
     # that matches one way only (no backtracking inside it): it lists as it matches.

@@ -119,8 +119,12 @@ _REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
 def compile_id_pattern(text: str) -> re.Pattern[str]:
     """``text`` compiled, or ``re.error`` if it does not compile or uses what RE2/J (and
     so Kafka) refuses or what ``re`` could take exponential time to match."""
-    compiled = re.compile(text)
-    _check(_PARSER.parse(text), inside_repeat=False)
+    try:
+        compiled = re.compile(text)
+        _check(_PARSER.parse(text), inside_repeat=False)
+    except (OverflowError, RecursionError) as exc:
+        # a count too large for re, or groups nested deeper than its parser recurses
+        raise re.error(str(exc)) from None
     return compiled
 
 
