@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.broker._metadata_cache import MetadataCache
 from minikafka.broker._txn_verify import AddPartitionsToTxnManager
-from minikafka.common import TopicPartition
+from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerRegistration,
@@ -223,3 +223,30 @@ async def test_a_callback_that_raises_loses_no_other_answer_nor_the_sender() -> 
         await wait_until(lambda: "c" in answers, DEADLINE)
         nursery.cancel_scope.cancel()
     assert answers == {"boom": {}, "b": {}, "c": {T1: ErrorCode.transaction_abortable}}
+
+
+async def test_a_fatal_fault_in_a_callback_still_ends_the_sender() -> None:
+    # Guarantee: the sender keeps going after a failed callback, but not after a
+    # FatalFaultError (the process must not go on): that one leaves run().
+    coordinator = ScriptedCoordinator()
+    coordinator.release.set()
+
+    def fatal(unverified: dict[TopicPartition, ErrorCode]) -> None:
+        raise FatalFaultError("the log cannot vouch for its state")
+
+    raised: list[BaseException] = []
+    async with serving(coordinator) as server:
+        manager = AddPartitionsToTxnManager(
+            1,
+            cache_with_coordinator(server.bound_address()[1]),
+            "PLAINTEXT",
+            lambda _: 0,
+        )
+        with trio.fail_after(DEADLINE):
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(manager.run)
+                    manager.verify("a", 1, 0, [T0], True, fatal)
+            except* FatalFaultError as group:
+                raised.extend(group.exceptions)
+    assert len(raised) == 1

@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i16, i32
 
-from minikafka.common import TopicPartition
+from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.coordination import TRANSACTION_STATE_TOPIC
 from minikafka.log import NO_VERIFICATION_NEEDED, VerificationGuard
 from minikafka.net import ClientError, NetworkClient, Node
@@ -63,9 +63,11 @@ class _Question:
     def answer(self, unverified: dict[TopicPartition, ErrorCode]) -> None:
         """Call back; a callback that raises is logged, as Kafka's request handler
         logs a failed callback: it must not cost the other questions their answers,
-        nor stop the sender."""
+        nor stop the sender. A fatal fault still ends the process."""
         try:
             self.callback(unverified)
+        except FatalFaultError:
+            raise
         except Exception:
             _logger.exception(
                 "the answer to a verification of %r failed", self.transactional_id
