@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.broker._metadata_cache import MetadataCache
 from minikafka.broker._txn_verify import AddPartitionsToTxnManager
-from minikafka.common import TopicPartition
+from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.controller import (
     BrokerEndpoint,
     BrokerRegistration,
@@ -193,3 +193,60 @@ async def test_a_coordinator_that_cannot_be_reached_is_a_network_exception() -> 
         await wait_until(lambda: "a" in answers, DEADLINE)
         nursery.cancel_scope.cancel()
     assert answers["a"] == {T0: ErrorCode.network_exception}
+
+
+async def test_a_callback_that_raises_loses_no_other_answer_nor_the_sender() -> None:
+    # Guarantee: the questions' callbacks are the produce path's (an append, a
+    # response); one that raises is logged, as Kafka's request handler logs a failed
+    # callback: the other questions of the same request are still answered, and the
+    # sender (run beside the coordinators) keeps running for the next ones.
+    coordinator = ScriptedCoordinator()
+    coordinator.release.set()
+    answers: dict[str, dict[TopicPartition, ErrorCode]] = {}
+
+    def boom(unverified: dict[TopicPartition, ErrorCode]) -> None:
+        answers["boom"] = unverified
+        raise RuntimeError("a produce callback failed")
+
+    async with serving(coordinator) as server, trio.open_nursery() as nursery:
+        manager = AddPartitionsToTxnManager(
+            1,
+            cache_with_coordinator(server.bound_address()[1]),
+            "PLAINTEXT",
+            lambda _: 0,
+        )
+        await nursery.start(manager.run)
+        manager.verify("a", 1, 0, [T0], True, boom)
+        manager.verify("b", 2, 0, [T0], True, collector(answers, "b"))
+        await wait_until(lambda: "b" in answers, DEADLINE)
+        manager.verify("c", 3, 0, [T1], True, collector(answers, "c"))
+        await wait_until(lambda: "c" in answers, DEADLINE)
+        nursery.cancel_scope.cancel()
+    assert answers == {"boom": {}, "b": {}, "c": {T1: ErrorCode.transaction_abortable}}
+
+
+async def test_a_fatal_fault_in_a_callback_still_ends_the_sender() -> None:
+    # Guarantee: the sender keeps going after a failed callback, but not after a
+    # FatalFaultError (the process must not go on): that one leaves run().
+    coordinator = ScriptedCoordinator()
+    coordinator.release.set()
+
+    def fatal(unverified: dict[TopicPartition, ErrorCode]) -> None:
+        raise FatalFaultError("the log cannot vouch for its state")
+
+    raised: list[BaseException] = []
+    async with serving(coordinator) as server:
+        manager = AddPartitionsToTxnManager(
+            1,
+            cache_with_coordinator(server.bound_address()[1]),
+            "PLAINTEXT",
+            lambda _: 0,
+        )
+        with trio.fail_after(DEADLINE):
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(manager.run)
+                    manager.verify("a", 1, 0, [T0], True, fatal)
+            except* FatalFaultError as group:
+                raised.extend(group.exceptions)
+    assert len(raised) == 1

@@ -137,6 +137,8 @@ def test_list_by_pattern_matches_whole_ids() -> None:
         "(tx)\\1",  # repeats: Python's, not RE2/J's (Kafka refuses them too)
         "(?>tx).*",
         "tx-.++",
+        "(a?){30}a{30}",  # a counted repeat of a repeat: 2**30 ways, as exponential
+        "(.*){12}x",  # a counted repeat of an unbounded one: n**12 tries
     ],
 )
 def test_a_pattern_that_could_backtrack_exponentially_or_kafka_refuses_is_refused(
@@ -149,6 +151,34 @@ def test_a_pattern_that_could_backtrack_exponentially_or_kafka_refuses_is_refuse
     refused = list_transactions(manager, (), (), -1, NOW, pattern)
     assert refused.error_code is ErrorCode.invalid_regular_expression
     assert refused.transactions == ()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "tx-[0-9]{4294967296}",  # a count Python's re cannot hold (OverflowError)
+        "(" * 500 + "tx" + ")" * 500,  # nesting Python's parser recurses too deep on
+    ],
+)
+def test_a_pattern_python_cannot_compile_is_an_invalid_regular_expression(
+    pattern: str,
+) -> None:
+    # Guarantee: whatever way the compiler fails on a client's pattern, the answer is
+    # INVALID_REGULAR_EXPRESSION (as RE2/J's refusal is in Kafka), never an exception
+    # out of the coordinator (which the broker would answer UNKNOWN_SERVER_ERROR).
+    manager, *_ = loaded()
+    refused = list_transactions(manager, (), (), -1, NOW, pattern)
+    assert refused.error_code is ErrorCode.invalid_regular_expression
+    assert refused.transactions == ()
+
+
+def test_a_counted_repeat_of_a_fixed_width_part_is_allowed() -> None:
+    # Guarantee: refusing nested repeats does not refuse a counted repeat of a part
+    # that matches one way only (no backtracking inside it): it lists as it matches.
+    manager, ongoing, empty, _ = loaded()
+    listed = list_transactions(manager, (), (), -1, NOW, "(tx){1}(-){1}[0-9]{1,5}")
+    assert listed.error_code is ErrorCode.none
+    assert {t.transactional_id for t in listed.transactions} == {ongoing, empty}
 
 
 def test_list_is_refused_while_a_partition_loads() -> None:

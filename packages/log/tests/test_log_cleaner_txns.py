@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.log import AbortedTxn, CompressionType, Log, LogConfig, clean
+from minikafka.log import (
+    AbortedTxn,
+    CompressionType,
+    Log,
+    LogConfig,
+    LogSegment,
+    TransactionIndex,
+    clean,
+)
 from minikafka.log.testing import (
     ManualClock,
     TxnWriter,
@@ -314,3 +322,85 @@ def test_a_crash_at_any_step_of_a_transactional_pass_reads_the_same(
     assert again.last_stable_offset == hw
     assert clean(again, 0, clock()) is not None
     assert latest_values(consume(again, committed=False)) == committed
+
+
+def test_a_txnindex_left_by_a_failed_pass_is_not_taken_into_the_next(
+    tmp_path: Path,
+) -> None:
+    # Guarantee: a ``.txnindex.cleaned`` a failed pass could not remove (as it may
+    # leave its ``.log.cleaned``) is discarded by the next pass, not appended to (its
+    # entries out of order would fail every pass, and the partition be marked
+    # uncleanable): the cleaned .txnindex holds only the aborted transactions whose
+    # marker that pass keeps, and later passes lose no committed record.
+    clock = ManualClock()
+    w = txn_log(tmp_path, clock)
+    write_interleaved_txns(w)
+    log = w.log
+    clean(log, 0, clock())
+    for segment in log.segments:  # what a pass that died after writing would leave
+        if segment.txn_index is not None:
+            leftover = segment.txn_index.path.with_name(
+                segment.txn_index.path.name + ".cleaned"
+            )
+            leftover.write_bytes(segment.txn_index.path.read_bytes())
+
+    clean(log, 0, clock())
+
+    assert {(e.producer_id, e.last_offset) for e in txn_entries(log)} == {
+        (4, w.done[-1].marker)
+    }
+    clock.advance(COMPACT.delete_retention_ms)
+    for _ in range(2):
+        clean(log, 0, clock())
+    assert latest_values(consume(log, committed=True)) == w.committed_latest()
+    assert latest_values(consume(log, committed=False)) == w.committed_latest()
+
+
+@pytest.mark.parametrize("failure", ["crash", "I/O error"])
+@pytest.mark.parametrize("suffix", [".swap", ""])
+def test_a_crash_between_a_cleaned_segments_file_renames_keeps_its_txnindex(
+    tmp_path: Path, suffix: str, failure: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Guarantee: a crash (or an I/O error, which takes the dir offline until the
+    # restart) after the cleaned segment's .log was renamed (to .swap, or live) but
+    # before its .txnindex followed loses no aborted transaction whose batch is still
+    # in the log: reopened (from a recovery point past the cleaned segments, which are
+    # not rescanned), the log names P4's abort, later passes keep its marker while
+    # P4's emptied last batch stays, and a log rebuilt from its batches alone has no
+    # transaction left hanging (LSO = high watermark).
+    clock = ManualClock()
+    w = txn_log(tmp_path, clock)
+    write_interleaved_txns(w)
+    log = w.log
+    hw = leo = log.log_end_offset
+    p4_abort = (4, w.done[-1].marker)
+
+    def rename(index: TransactionIndex, path: Path) -> None:
+        # the cleaned segment holding P4's abort, whose emptied batch (P4's last) stays
+        if path.name.endswith(".txnindex" + suffix) and any(
+            e.producer_id == 4 for e in index.entries()
+        ):
+            raise Crash(path.name) if failure == "crash" else OSError(path.name)
+        real_rename(index, path)
+
+    real_rename = TransactionIndex.rename
+    monkeypatch.setattr(TransactionIndex, "rename", rename)
+    if failure == "crash":  # a process that dies cleans nothing up
+        monkeypatch.setattr(LogSegment, "delete_files", lambda self: None)
+    with pytest.raises(Crash if failure == "crash" else OSError):
+        clean(log, 0, clock())
+    monkeypatch.undo()
+    for segment in log.segments:
+        segment.close_handlers()
+    again = Log.open(
+        log.dir, log.config, clock=clock, high_watermark=hw, recovery_point=leo
+    )
+
+    assert p4_abort in {(e.producer_id, e.last_offset) for e in txn_entries(again)}
+    for _ in range(3):  # past any delete horizon a pass could stamp
+        clean(again, 0, clock())
+        clock.advance(COMPACT.delete_retention_ms)
+    assert p4_abort in {(p, o) for o, p, _ in marker_batches(again)}
+    again = recovered(again, clock)
+    assert again.last_stable_offset == hw
+    assert latest_values(consume(again, committed=True)) == w.committed_latest()

@@ -136,6 +136,24 @@ def test_a_later_sequence_may_not_overtake_the_lowest_being_verified(
     assert log.log_end_offset == 2
 
 
+def test_an_unverified_batch_is_invalid_txn_state_before_any_sequence_check(
+    tmp_path: Path,
+) -> None:
+    # Guarantee (Kafka's order in analyzeAndValidateProducerState): a transactional
+    # batch with no transaction open here and without the guard of a verification is
+    # INVALID_TXN_STATE even when its sequence is above the lowest being verified; the
+    # sequence is checked (OUT_OF_ORDER_SEQUENCE) only for a batch that presents it.
+    log = open_log(tmp_path)
+    guard = maybe_start_transaction_verification(log, PID, 0, 0)
+    other = maybe_start_transaction_verification(log, OTHER, 0, 0)
+    for presented in (NO_VERIFICATION_NEEDED, other):
+        with pytest.raises(InvalidTxnStateError):
+            log.append_as_leader(txn_batch(PID, 0, 3), 0, verification_guard=presented)
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append_as_leader(txn_batch(PID, 0, 3), 0, verification_guard=guard)
+    assert log.log_end_offset == 0
+
+
 def test_verifications_never_answered_expire(tmp_path: Path) -> None:
     # Guarantee: a question never answered is forgotten after the expiration time
     # (Kafka's producer.id.expiration.ms), not kept for ever.

@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i16, i32
 
-from minikafka.common import TopicPartition
+from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.coordination import TRANSACTION_STATE_TOPIC
 from minikafka.log import NO_VERIFICATION_NEEDED, VerificationGuard
 from minikafka.net import ClientError, NetworkClient, Node
@@ -58,7 +58,20 @@ class _Question:
     callback: VerifyCallback
 
     def answer_all(self, error: ErrorCode) -> None:
-        self.callback(dict.fromkeys(self.partitions, error))
+        self.answer(dict.fromkeys(self.partitions, error))
+
+    def answer(self, unverified: dict[TopicPartition, ErrorCode]) -> None:
+        """Call back; a callback that raises is logged, as Kafka's request handler
+        logs a failed callback: it must not cost the other questions their answers,
+        nor stop the sender. A fatal fault still ends the process."""
+        try:
+            self.callback(unverified)
+        except FatalFaultError:
+            raise
+        except Exception:
+            _logger.exception(
+                "the answer to a verification of %r failed", self.transactional_id
+            )
 
 
 @attrs.define(eq=False)
@@ -232,7 +245,7 @@ def _settle(batch: dict[str, _Question], response: object) -> None:
             for p in topic.results_by_partition
             if p.partition_error_code is not ErrorCode.none
         }
-        question.callback(unverified)
+        question.answer(unverified)
     for transactional_id, question in batch.items():
         if transactional_id not in answered:  # a coordinator that left it out
             question.answer_all(ErrorCode.network_exception)

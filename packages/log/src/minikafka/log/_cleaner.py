@@ -62,6 +62,7 @@ from ._names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     segment_file_name,
 )
 from ._records import decode_batch
@@ -266,7 +267,7 @@ def _clean_group(
     crash_hook: CrashHook,
 ) -> int:
     # A .cleaned file left by an earlier failed pass would be appended to: start afresh.
-    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for kind in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         name = segment_file_name(group[0].base_offset, kind) + CLEANED_SUFFIX
         (log.dir / name).unlink(missing_ok=True)
     cleaned = LogSegment.open(
@@ -280,7 +281,11 @@ def _clean_group(
     try:
         return _write_and_swap(log, group, cleaned, ctx, crash_hook)
     except BaseException:
-        if cleaned.suffix == CLEANED_SUFFIX:  # not yet part of the log: discard it
+        # Not yet part of the log: discard it. Once its .log is renamed .swap (the
+        # first file change_suffix renames) it is whole, and an error from there on
+        # (an I/O error: the dir goes offline) is left to the loader, which finishes
+        # the swap at the next start as after a crash.
+        if cleaned.suffix == CLEANED_SUFFIX and cleaned.file.path == cleaned.log_path:
             # A file left behind is removed by the next pass or the next start.
             with contextlib.suppress(OSError):
                 cleaned.close_handlers()

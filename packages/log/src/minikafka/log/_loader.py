@@ -7,6 +7,8 @@ What a crash can leave behind, and what loading does about it (Kafka's LogLoader
   segments are intact.
 - ``.swap`` files: a compaction that had finished writing and was swapping its result in:
   finish the swap (delete the old segments the swap replaces, rename ``.swap`` to live).
+  The swap's ``.txnindex``, if the crash came between its file renames, goes with its
+  log (it cannot be rebuilt below the recovery point); its other indexes are rebuilt.
 - a torn or corrupt tail: without the clean-shutdown marker, every segment from the one
   holding the recovery point on is rescanned batch by batch with its CRC; the first bad
   batch and everything after it (later segments included) is cut, and indexes are
@@ -56,6 +58,7 @@ def load_segments(
     had_clean_shutdown: bool,
     files: FilePool,
 ) -> LoadedSegments:
+    _keep_swapped_txn_indexes(dir)
     _remove_unfinished_files(dir)
     _complete_swaps(dir, config, now, files)
     segments = _open_live_segments(dir, config, now, had_clean_shutdown, files)
@@ -72,6 +75,26 @@ def load_segments(
             segment.close_handlers()
         raise
     return LoadedSegments(segments, recovered, truncated)
+
+
+def _keep_swapped_txn_indexes(dir: Path) -> None:
+    """A swap's ``.txnindex`` left behind by a crash between the renames of its files
+    (the ``.log`` goes first) joins its log: ``.cleaned`` -> ``.swap`` beside a
+    ``.log.swap``, ``.swap`` -> live beside the live ``.log`` it was swapped in with.
+    Unlike the offset and time indexes it is not rebuilt from a segment below the
+    recovery point, and its entries are the aborted transactions whose marker stays."""
+    for swap_log in dir.glob(f"*{LOG_SUFFIX}{SWAP_SUFFIX}"):
+        base = offset_from_file_name(swap_log.name)
+        txn_index = dir / segment_file_name(base, TXN_INDEX_SUFFIX)
+        cleaned = txn_index.with_name(txn_index.name + CLEANED_SUFFIX)
+        if cleaned.exists():
+            cleaned.rename(txn_index.with_name(txn_index.name + SWAP_SUFFIX))
+    for swapped in dir.glob(f"*{TXN_INDEX_SUFFIX}{SWAP_SUFFIX}"):
+        base = offset_from_file_name(swapped.name)
+        if (dir / segment_file_name(base, LOG_SUFFIX + SWAP_SUFFIX)).exists():
+            continue  # the swap is finished below, this file with it
+        if (dir / segment_file_name(base, LOG_SUFFIX)).exists():
+            swapped.rename(dir / segment_file_name(base, TXN_INDEX_SUFFIX))
 
 
 def _remove_unfinished_files(dir: Path) -> None:

@@ -113,12 +113,21 @@ class VerificationStates:
         from_client: bool = True,
     ) -> None:
         """Refuse a producer's batch the coordinator has not verified (Kafka's
-        ``batchMissingRequiredVerification``), or a client's that would overtake the
+        ``batchMissingRequiredVerification``), then a client's that would overtake the
         lowest sequence waiting for verification (a coordinator's batches have no
-        sequence of their own: not checked, as Kafka checks sequences for clients)."""
+        sequence of their own: not checked, as Kafka checks sequences for clients),
+        in Kafka's order: the guard first."""
         if not header.is_transactional or header.is_control:
             return
         entry = self._entries.get(header.producer_id)
+        if not transaction_open and (
+            entry is None
+            or presented is NO_VERIFICATION_NEEDED
+            or presented is not entry.guard
+        ):
+            raise InvalidTxnStateError(
+                "Record was not part of an ongoing transaction", position
+            )
         if (
             from_client
             and entry is not None
@@ -129,16 +138,6 @@ class VerificationStates:
                 f"{header.base_sequence} (incoming seq. number), "
                 f"{entry.lowest_sequence} (earliest seen sequence)",
                 position,
-            )
-        if transaction_open:
-            return
-        if (
-            entry is None
-            or presented is NO_VERIFICATION_NEEDED
-            or presented is not entry.guard
-        ):
-            raise InvalidTxnStateError(
-                "Record was not part of an ongoing transaction", position
             )
 
     def clear(self, producer_id: int) -> None:

@@ -14,9 +14,10 @@ KIP-1152) a regular expression of the id. Kafka compiles it with RE2/J, whose ma
 time is linear in the id; this module with Python's ``re``, which backtracks, so
 :func:`compile_id_pattern` refuses what RE2/J does not know (back-references,
 look-arounds, atomic groups, possessive repeats) and what would make ``re`` backtrack
-exponentially (a repeat of a repeat or of alternatives, as in ``(a+)+`` or ``(a|b)*``). While
-any partition is still being replayed the whole list is COORDINATOR_LOAD_IN_PROGRESS,
-as Kafka answers, since ids of that partition would be missing from it.
+exponentially (a repeat, counted or not, of a repeat or of alternatives, as in ``(a+)+``,
+``(a|b)*`` or ``(a?){30}``). While any partition is still being replayed the whole list
+is COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers, since ids of that partition would be
+missing from it.
 
 Both only read: they take the time as an argument and change nothing.
 """
@@ -118,8 +119,12 @@ _REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
 def compile_id_pattern(text: str) -> re.Pattern[str]:
     """``text`` compiled, or ``re.error`` if it does not compile or uses what RE2/J (and
     so Kafka) refuses or what ``re`` could take exponential time to match."""
-    compiled = re.compile(text)
-    _check(_PARSER.parse(text), inside_repeat=False)
+    try:
+        compiled = re.compile(text)
+        _check(_PARSER.parse(text), inside_repeat=False)
+    except (OverflowError, RecursionError) as exc:
+        # a count too large for re, or groups nested deeper than its parser recurses
+        raise re.error(str(exc)) from None
     return compiled
 
 
@@ -130,10 +135,11 @@ def _check(parsed: Any, *, inside_repeat: bool) -> None:
             raise re.error(f"{name.lower()} is not supported")
         if name in _REPEATS:
             low, high, body = argument
-            repeats = high != low
-            if repeats and inside_repeat:
+            if high != low and inside_repeat:
                 raise re.error("a repeat inside a repeat may backtrack exponentially")
-            _check(body, inside_repeat=inside_repeat or repeats)
+            # A counted repeat ((a?){30}) tries its body's choices once per copy, as
+            # an open one does: what it repeats must not itself choose.
+            _check(body, inside_repeat=inside_repeat or high > 1)
         elif name == "SUBPATTERN":
             _check(argument[-1], inside_repeat=inside_repeat)
         elif name == "BRANCH":
