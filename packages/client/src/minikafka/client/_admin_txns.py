@@ -127,11 +127,16 @@ class TransactionsAdmin:
                 return node, answer
 
             try:
-                node, response = await _retried(
-                    self, ask, lambda a: a[1].transaction_states[0].error_code
-                )
+                node, response = await _retried(self, ask, lambda a: _error_of(a[1]))
             except KafkaException as e:
                 out[transactional_id] = e.args[0]
+                continue
+            if len(response.transaction_states) != 1:  # a broker that answers oddly
+                out[transactional_id] = KafkaError(
+                    int(ErrorCode.unknown_server_error),
+                    f"DescribeTransactions of transactional id '{transactional_id}': "
+                    f"{len(response.transaction_states)} states in the answer",
+                )
                 continue
             [state] = response.transaction_states
             if state.error_code != ErrorCode.none:
@@ -155,6 +160,12 @@ class TransactionsAdmin:
                 ),
             )
         return out
+
+
+def _error_of(response: DescribeTransactionsResponse) -> ErrorCode:
+    """The one id's error; an answer of no state or several is not retried."""
+    states = response.transaction_states
+    return states[0].error_code if len(states) == 1 else ErrorCode.unknown_server_error
 
 
 async def _retried(
