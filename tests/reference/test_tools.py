@@ -952,7 +952,7 @@ Features = dict[str, dict[str, str]]
 FEATURES_NOTES = (
     "`metadata.version` is level 1 (`3.0-IV1`, the records minikafka writes), which "
     "Kafka 4's tools, knowing 3.3-IV3 and later only, print as `UNKNOWN 1`; no other "
-    "feature is supported (no KIP-848 groups, no transactions, static voters only)"
+    "feature is supported (no KIP-848 groups, no transaction version 2, static voters only)"
 )
 
 

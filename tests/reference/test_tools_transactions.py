@@ -33,7 +33,8 @@ TXN_NOTES = (
 )
 PATTERN_NOTES = (
     "a pattern is Python's regular expression where Kafka's is RE2/J's; one that "
-    "could backtrack exponentially (a repeat of a repeat or of alternatives) is "
+    "could backtrack exponentially (a repeat, counted or not, of a repeat or of "
+    "alternatives) is "
     "refused, INVALID_REGULAR_EXPRESSION"
 )
 
