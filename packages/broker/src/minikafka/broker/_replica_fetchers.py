@@ -55,8 +55,9 @@ from minikafka.replication import (
     EpochAnswer,
     EpochRequest,
     FetchedPartition,
-    FetchFailure,
     FetchPartition,
+    FetchRound,
+    FollowerAppended,
     ReplicaFetcher,
     ReplicaManagerShell,
 )
@@ -208,11 +209,13 @@ class ReplicaFetcherManager:
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
             # traced by each Partition
-            self._report(fetcher, lambda: core.on_epoch_answers(still, now()).failures)
+            self._report(fetcher, lambda: core.on_epoch_answers(still, now()))
         fetches = list(core.fetch_request(now()).messages)
         if not fetches:
             return bool(asked)
+        sent_at = now()
         fetched = await self._fetch(client, fetcher.node, fetches)
+        answered = now()
         # Only answers to what is still asked: a partition that moved on (a new epoch, a
         # truncation) while the fetch was in flight must not take the old answer.
         current = {
@@ -227,17 +230,31 @@ class ReplicaFetcherManager:
             for f in fetched
             if current.get(f.topic_partition) == sent[f.topic_partition]
         ]
-        self._report(fetcher, lambda: core.on_fetch_answers(fresh, now()).failures)
+        done = self._report(fetcher, lambda: core.on_fetch_answers(fresh, answered))
+        tracer = self.replica_manager.core.tracer
+        if done.appended and tracer.enabled:
+            appended = now()
+            for tp, fetch_offset, end, size in done.appended:
+                event = FollowerAppended(
+                    tp.topic,
+                    tp.partition,
+                    fetcher.node.node_id,
+                    fetch_offset,
+                    end,
+                    size,
+                    (answered - sent_at) * 1000,
+                    (appended - answered) * 1000,
+                )
+                tracer.emit(event, appended)
         return True
 
-    def _report(
-        self, fetcher: _Fetcher, step: Callable[[], Iterable[FetchFailure]]
-    ) -> None:
+    def _report(self, fetcher: _Fetcher, step: Callable[[], FetchRound]) -> FetchRound:
         """Take a step of the core and report what it marked failed or recovered: ERROR
         on a partition's first failure, INFO when it fetches again, and a disk that
         refused the write takes its log dir offline (Kafka's LogDirFailureChannel)."""
         failing = set(fetcher.core.failed_partitions())
-        failures = list(step())
+        done = step()
+        failures = done.failures
         for tp in failing - set(fetcher.core.failed_partitions()):
             if tp in fetcher.core.states:
                 _logger.info(
@@ -262,6 +279,7 @@ class ReplicaFetcherManager:
                     self.config.backoff_ms,
                     exc_info=None if expected else exc,
                 )
+        return done
 
     # --- what the fetchers are doing, for ``minikafka cluster status`` --------------------
 
