@@ -97,6 +97,15 @@ HOPS = (
     "response (leader)",
 )
 TOTALS = ("leader total", "client latency")
+CHECKS = (
+    "follower answers woken by the append",
+    "follower fetches expired (not woken)",
+    "DelayedProduce completed in the HW move's call",
+)
+"""Counted over the joined requests (the second over the whole stretch): the follower's
+answer on the critical path was parked and completed within the produce's own handler
+call; a parked follower fetch was answered by ``replica.fetch.wait.max.ms`` running out
+instead; the ``delayed_op`` of the produce carries the ``now`` of the HW move's call."""
 
 Event = Mapping[str, Any]
 
@@ -108,10 +117,12 @@ class Run:
     joined: int
     """Produce requests whose every hop was found in the traces."""
     requests: int
-    """Produce requests the leader answered in the timed stretch."""
-    records_per_request: float
+    """Produce requests the leader read from the timed stretch's start on (at 10,000/s
+    the warm-up's too, still queued)."""
     hops: dict[str, list[float]]
     """Hop (and the two totals) -> its milliseconds, one per joined request."""
+    checks: dict[str, int]
+    """``CHECKS`` -> how many."""
     cpu_percent: dict[str, float | None]
     """Process (producer, node-N) -> its CPU over the timed stretch, % of one core; and
     ``rest of machine``: everything else's."""
@@ -243,9 +254,9 @@ def waterfall(
     leader: int,
     latencies: Mapping[int, float],
     window: tuple[float, float],
-) -> tuple[dict[str, list[float]], int, int]:
-    """Each Produce request's hops (see the module's docstring): (hop -> ms, requests
-    joined, requests seen)."""
+) -> tuple[dict[str, list[float]], dict[str, int], int, int]:
+    """Each Produce request's hops (see the module's docstring): (hop -> ms, the
+    ``CHECKS`` counted, requests joined, requests seen)."""
     on_leader = [e for e in events if e["node"] == leader]
     produces = [
         e
@@ -272,7 +283,22 @@ def waterfall(
         e for e in events if e["event"] == "follower_append" and e["topic"] == TOPIC
     ]
     appends_ts = [e["ts"] for e in appends]
+    produce_done = {
+        e["ts"]
+        for e in on_leader
+        if e["event"] == "delayed_op" and e["kind"] == "produce"
+    }
+    expired = [
+        e
+        for e in on_leader
+        if e["event"] == "delayed_op"
+        and e["kind"] == "fetch"
+        and e["outcome"] == "expired"
+        and e["ts"] >= window[0]
+    ]
     hops: dict[str, list[float]] = {name: [] for name in HOPS + TOTALS}
+    checks = dict.fromkeys(CHECKS, 0)
+    checks["follower fetches expired (not woken)"] = len(expired)
     joined = 0
     for produce in produces:
         end = produce["ts"]
@@ -328,6 +354,14 @@ def waterfall(
             continue
         answer = answers[i]
         joined += 1
+        woken = (
+            answer["ts"]
+            - (answer["response_queue_ms"] + answer["response_send_ms"]) / 1000
+        )
+        if answer["remote_ms"] > 0 and woken <= appended + 1e-4:
+            checks["follower answers woken by the append"] += 1
+        if first["ts"] in produce_done:
+            checks["DelayedProduce completed in the HW move's call"] += 1
         ms = 1000.0
         hops["client and wire"].append(client - produce["total_ms"])
         hops["request queue (leader)"].append(produce["request_queue_ms"])
@@ -343,7 +377,7 @@ def waterfall(
         )
         hops["leader total"].append(produce["total_ms"])
         hops["client latency"].append(client)
-    return hops, joined, len(produces)
+    return hops, checks, joined, len(produces)
 
 
 def _one_rate(root: Path, rate: int, seconds: float) -> Run:
@@ -376,7 +410,9 @@ def _one_rate(root: Path, rate: int, seconds: float) -> Run:
             ours = sum(v for v in cpu.values() if v is not None)
             cpu["rest of machine"] = max(100 * (now_busy - busy) / elapsed - ours, 0.0)
     events = _events(root / "traces")
-    hops, joined, requests = waterfall(events, leader, latencies, (timed_from, ended))
+    hops, checks, joined, requests = waterfall(
+        events, leader, latencies, (timed_from, ended)
+    )
     if not joined:
         raise BenchError(f"{rate}/s: no Produce request could be joined in the traces")
     return Run(
@@ -384,8 +420,8 @@ def _one_rate(root: Path, rate: int, seconds: float) -> Run:
         len(latencies),
         joined,
         requests,
-        len(latencies) / max(requests, 1),
         hops,
+        checks,
         cpu,
     )
 
@@ -435,8 +471,9 @@ def _table(runs: Sequence[Run]) -> str:
             f"{k} {v:.0f}" for k, v in r.cpu_percent.items() if v is not None
         )
         table += (
-            f"\n{r.rate:,}/s: {r.sent:,} records timed in {r.requests:,} Produce "
-            f"requests ({r.records_per_request:.1f} records each), {r.joined:,} joined "
-            f"hop by hop; CPU (% of a core): {cpu}."
+            f"\n{r.rate:,}/s: {r.sent:,} records timed; {r.requests:,} Produce requests "
+            f"answered from the timed stretch's start, {r.joined:,} of them carrying a "
+            f"timed record joined hop by hop; CPU (% of a core): {cpu}."
         )
+        table += "\n" + "; ".join(f"{k}: {v:,}" for k, v in r.checks.items()) + "."
     return table
