@@ -113,6 +113,8 @@ Event = Mapping[str, Any]
 @attrs.frozen
 class Run:
     rate: int
+    leader: int
+    """The partition's leader (``node-N`` in ``cpu_percent``)."""
     sent: int
     joined: int
     """Produce requests whose every hop was found in the traces."""
@@ -417,6 +419,7 @@ def _one_rate(root: Path, rate: int, seconds: float) -> Run:
         raise BenchError(f"{rate}/s: no Produce request could be joined in the traces")
     return Run(
         rate,
+        leader,
         len(latencies),
         joined,
         requests,
@@ -473,7 +476,8 @@ def _table(runs: Sequence[Run]) -> str:
         table += (
             f"\n{r.rate:,}/s: {r.sent:,} records timed; {r.requests:,} Produce requests "
             f"answered from the timed stretch's start, {r.joined:,} of them carrying a "
-            f"timed record joined hop by hop; CPU (% of a core): {cpu}."
+            f"timed record joined hop by hop; the leader node-{r.leader}; CPU (% of a "
+            f"core): {cpu}."
         )
         table += "\n" + "; ".join(f"{k}: {v:,}" for k, v in r.checks.items()) + "."
     return table
