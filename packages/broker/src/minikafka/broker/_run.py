@@ -146,12 +146,13 @@ def _freeze_startup_objects() -> None:
     loaded logs) out of the cyclic collector's passes from now on.
 
     CPython's oldest generation is collected in one stop-the-world pass over every
-    object it holds: with start-up's hundred thousand objects, 50-150 ms on the 2-vCPU
-    machine, during which no request moves (the replication waterfall in
-    bench/README.md saw it in the tail of ``acks=all``). ``gc.freeze`` moves them to a
-    generation the collector never walks, as CPython's documentation advises a server
-    that forks or lives long to do; what requests allocate later is collected as
-    before. One collection first, so that garbage is not frozen with them.
+    object it holds: with start-up's hundred thousand objects, 44-180 ms per pass on the
+    2-vCPU machine, during which no request moves, and an ``acks=all`` round trip
+    through this broker waits (bench/README.md, ``replication_waterfall``).
+    ``gc.freeze`` moves them to a generation the collector never walks (CPython's
+    documentation suggests it for a process that forks; a long-lived server gains the
+    same); what requests allocate later is collected as before. One collection
+    first, so that garbage is not frozen with them.
     """
     gc.collect()
     gc.freeze()
