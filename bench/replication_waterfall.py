@@ -102,10 +102,11 @@ CHECKS = (
     "follower fetches expired (not woken)",
     "DelayedProduce completed in the HW move's call",
 )
-"""Counted over the joined requests (the second over the whole stretch): the follower's
-answer on the critical path was parked and completed within the produce's own handler
-call; a parked follower fetch was answered by ``replica.fetch.wait.max.ms`` running out
-instead; the ``delayed_op`` of the produce carries the ``now`` of the HW move's call."""
+"""Counted over the joined requests (the second from the timed stretch's start to the
+last Produce answered): the follower's answer on the critical path was parked and
+completed within the produce's own handler call; a parked follower fetch was answered
+by ``replica.fetch.wait.max.ms`` running out instead; the ``delayed_op`` of the produce
+carries the ``now`` of the HW move's call."""
 
 Event = Mapping[str, Any]
 
@@ -290,13 +291,16 @@ def waterfall(
         for e in on_leader
         if e["event"] == "delayed_op" and e["kind"] == "produce"
     }
+    # Until the last Produce is answered: after it the followers' fetches wait for
+    # records that do not come, and expire, as they should.
+    last = max((e["ts"] for e in produces), default=window[0])
     expired = [
         e
         for e in on_leader
         if e["event"] == "delayed_op"
         and e["kind"] == "fetch"
         and e["outcome"] == "expired"
-        and e["ts"] >= window[0]
+        and window[0] <= e["ts"] <= last
     ]
     hops: dict[str, list[float]] = {name: [] for name in HOPS + TOTALS}
     checks = dict.fromkeys(CHECKS, 0)

@@ -130,3 +130,23 @@ def test_a_produce_without_a_timed_record_or_a_hw_move_is_not_joined() -> None:
     events = [e for e in one_produce() if e["event"] != "hw_advance"]
     _, _, joined, _ = waterfall(events, LEADER, {5: 2.5}, (T - 1, T + 1))
     assert joined == 0
+
+
+def test_a_follower_fetch_that_ran_out_its_wait_is_counted_until_the_last_produce() -> (
+    None
+):
+    def expired(ms: float) -> dict[str, Any]:
+        return {
+            "node": LEADER,
+            "event": "delayed_op",
+            "kind": "fetch",
+            "outcome": "expired",
+            "ts": at(ms),
+        }
+
+    # One during the stretch; one after the last answer (nothing more to fetch).
+    events = sorted(
+        [*one_produce(), expired(1.0), expired(600.0)], key=lambda e: float(e["ts"])
+    )
+    _, checks, _, _ = waterfall(events, LEADER, {5: 2.5}, (T - 1, T + 1))
+    assert checks["follower fetches expired (not woken)"] == 1
