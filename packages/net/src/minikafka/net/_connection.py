@@ -48,7 +48,7 @@ from ._headers import (
     parse_request_header,
 )
 from ._request import Part, Request, Response, ResponseAction
-from ._socket_io import ShortFileRegion, send_file_region, write_parts
+from ._socket_io import ShortFileRegion, send_file_region, write_nowait, write_parts
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -164,15 +164,12 @@ class KafkaChannel:
     def _write_nowait(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
         """Write what the socket takes now; returns the parts (or rest of one) not written.
 
-        Only the leading bytes: a file region goes to the task, which sends it with
-        sendfile. A socket error is left to the task, whose write meets it and closes.
+        File regions too (``write_nowait``): a fetch answer leaves in this write, not a
+        turn later. An error is left to the task, whose write meets it and closes.
         """
         if self._fd < 0:
             return parts
-        try:
-            return write_parts(self._fd, parts)
-        except OSError:
-            return parts
+        return write_nowait(self._fd, parts)
 
     @property
     def _idle_seconds(self) -> float:
