@@ -24,8 +24,9 @@ response arrives the Processor (:meth:`KafkaChannel.deliver`) writes it if the s
 it at once, completes the request, unmutes, and if the next request is already read it
 parses it, mutes again and queues it: a client that pipelines is served without waking its
 connection's task at all, which costs a trio task switch per request otherwise. The task is
-handed the connection back only for what must wait: a read, a write the socket cannot take
-now, a file region (sendfile), a full RequestChannel, memory from the pool, or a close.
+handed the connection back only for what must wait: a read, a write or a file region's
+sendfile the socket cannot take now, a full RequestChannel, memory from the pool, or a
+close.
 """
 
 from __future__ import annotations
