@@ -46,6 +46,7 @@ import bisect
 import functools
 import gc
 import json
+import math
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -453,9 +454,29 @@ def run(quick: bool = False) -> Report:
         "value_bytes": VALUE_BYTES,
         "producer": {"acks": "all", "linger.ms": 0, "other": "librdkafka defaults"},
         "machine": machine_facts(),
-        "runs": [attrs.asdict(r) for r in runs],
+        "runs": [_summary(r) for r in runs],
     }
     return Report(NAME, document, _table(runs))
+
+
+def _summary(run: Run) -> dict[str, object]:
+    """The run for the JSON: each hop's percentiles, not its every value."""
+    document = attrs.asdict(run)
+    document["hops"] = {hop: hop_summary(ms) for hop, ms in run.hops.items()}
+    return document
+
+
+def hop_summary(ms: Sequence[float]) -> dict[str, float]:
+    """p50/p90/p99/max/mean of one hop's milliseconds, and how many."""
+    ordered = sorted(ms)
+    return {
+        "p50_ms": percentile(ordered, 50),
+        "p90_ms": percentile(ordered, 90),
+        "p99_ms": percentile(ordered, 99),
+        "max_ms": ordered[-1] if ordered else math.nan,
+        "mean_ms": sum(ordered) / len(ordered) if ordered else math.nan,
+        "count": len(ordered),
+    }
 
 
 def _p(values: Sequence[float], p: float) -> float:
