@@ -32,11 +32,13 @@ from minikafka.replication import (
     EpochRequest,
     FetchedPartition,
     FetchPartition,
+    FollowerAppended,
     Partition,
     PartitionState,
     ReplicaManagerShell,
 )
 from minikafka.replication.testing import replica_manager_core
+from minikafka.trace.testing import RecordingTracer
 
 TP = TopicPartition("t", 0)
 LEADER = Node(1, "127.0.0.1", 1)
@@ -143,6 +145,45 @@ async def test_a_fetch_answer_for_a_moved_partition_appends_nothing(
         await manager._round(client, fetcher)
     # the same answer, to what was asked: taken
     assert partition.log.log_end_offset == 2
+
+
+async def test_a_round_that_appends_traces_the_followers_side_of_the_fetch(
+    tmp_path: Path,
+) -> None:
+    """The follower's half of the replication round trip is in its trace: one
+    ``follower_append`` per partition an answer moved, with the log end it reached
+    (what its next fetch tells the leader) and the round's timings; an empty answer
+    traces nothing."""
+    tracer = RecordingTracer()
+    service = ReplicaManagerShell(
+        replica_manager_core(tmp_path, broker_id=2, tracer=tracer)
+    )
+    manager = Unwired(2, service)
+    follow(service, 0)
+    manager.add_partitions({TP: LEADER})
+    [fetcher] = manager.fetchers.values()
+    fetcher.core.states[TP].truncating = False  # an empty log: nothing to truncate
+    batch = bytes(value_batch(3))
+    answer = batch
+
+    async def answer_as_asked(fetches: list[FetchPartition]) -> list[FetchedPartition]:
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 0, 0, answer)
+            for f in fetches
+        ]
+
+    manager.fetch_wire = answer_as_asked
+    async with NetworkClient.open() as client:
+        assert await manager._round(client, fetcher)
+        [event] = tracer.of_type(FollowerAppended)
+        assert (event.topic, event.partition, event.leader) == (TP.topic, 0, 1)
+        assert (event.fetch_offset, event.log_end_offset) == (0, 3)
+        assert event.bytes == len(batch)
+        assert event.fetch_ms >= 0
+        assert event.append_ms >= 0
+        answer = b""  # caught up: the leader has nothing more
+        assert await manager._round(client, fetcher)
+    assert len(tracer.of_type(FollowerAppended)) == 1
 
 
 # --- one partition's failure is that partition's alone ------------------------------

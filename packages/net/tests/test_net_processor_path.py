@@ -10,13 +10,15 @@ the sockets under Kafka's names.
 
 from __future__ import annotations
 
+import random
 import socket
+from pathlib import Path
 
 import pytest
 import trio
 
-from minikafka.common import ConfigError
-from minikafka.net import NetConfig, Request
+from minikafka.common import ConfigError, FileRegion
+from minikafka.net import NetConfig, Request, _connection
 from minikafka.net.testing import (
     METADATA_V9,
     RawConnection,
@@ -78,6 +80,67 @@ async def test_responses_the_socket_cannot_take_at_once_stay_in_order() -> None:
                 assert int.from_bytes(frame[:4], "big") == cid
                 body = frame[-big:]
                 assert body == cid.to_bytes(4, "big") * (big // 4)
+        await conn.aclose()
+
+
+async def test_the_processor_sends_a_file_region_the_socket_takes_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guarantee: a fetch answer's records (a file region) leave in the Processor's own
+    write, as Kafka's Processor writes ``FileRecords``, not a turn of the event loop
+    later in the connection's task: a follower's answer is on every ``acks=all`` round
+    trip. Here the task cannot send a region at all, and the answers still arrive."""
+    data = bytes(range(256)) * 4
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+
+    async def not_by_the_task(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the connection's task sent a file region")
+
+    monkeypatch.setattr(_connection, "send_file_region", not_by_the_task)
+
+    async def zero_copy(request: Request) -> None:
+        cid = request.header.correlation_id
+        request.respond_parts((b"HEAD", FileRegion(str(path), cid, 500), b"TAIL"))
+
+    async with serving(ScriptedHandler(zero_copy)) as server:
+        conn = await RawConnection.open(server)
+        await conn.send(b"".join(request_frame(METADATA_V9, cid) for cid in range(3)))
+        with trio.fail_after(10):
+            for cid in range(3):
+                frame = await conn.receive_frame()
+                assert frame is not None
+                assert frame.endswith(b"HEAD" + data[cid : cid + 500] + b"TAIL")
+        await conn.aclose()
+
+
+async def test_file_regions_the_socket_cannot_take_at_once_stay_in_order(
+    tmp_path: Path,
+) -> None:
+    """Guarantee: order per connection. A region far larger than the socket buffers is
+    sent part way by the Processor and finished by the task, before the next request is
+    taken."""
+    data = bytes(random.Random(3).getrandbits(8) for _ in range(300_000))
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+
+    async def zero_copy(request: Request) -> None:
+        cid = request.header.correlation_id
+        request.respond_parts(
+            (cid.to_bytes(4, "big"), FileRegion(str(path), cid, 250_000))
+        )
+
+    config = NetConfig(socket_send_buffer_bytes=4096)
+    async with serving(ScriptedHandler(zero_copy), config) as server:
+        conn = await RawConnection.open(server)
+        await conn.send(b"".join(request_frame(METADATA_V9, cid) for cid in range(4)))
+        with trio.fail_after(20):
+            for cid in range(4):
+                frame = await conn.receive_frame()
+                assert frame is not None
+                assert frame.endswith(
+                    cid.to_bytes(4, "big") + data[cid : cid + 250_000]
+                )
         await conn.aclose()
 
 

@@ -55,8 +55,9 @@ from minikafka.replication import (
     EpochAnswer,
     EpochRequest,
     FetchedPartition,
-    FetchFailure,
     FetchPartition,
+    FetchRound,
+    FollowerAppended,
     ReplicaFetcher,
     ReplicaManagerShell,
 )
@@ -208,36 +209,50 @@ class ReplicaFetcherManager:
                 and s.current_leader_epoch == epochs.get(a.topic_partition)
             ]
             # traced by each Partition
-            self._report(fetcher, lambda: core.on_epoch_answers(still, now()).failures)
+            self._report(fetcher, lambda: core.on_epoch_answers(still, now()))
         fetches = list(core.fetch_request(now()).messages)
         if not fetches:
             return bool(asked)
+        sent_at = now()
         fetched = await self._fetch(client, fetcher.node, fetches)
+        answered = now()
         # Only answers to what is still asked: a partition that moved on (a new epoch, a
         # truncation) while the fetch was in flight must not take the old answer.
-        current = {
-            tp: (s.fetch_offset, s.current_leader_epoch)
-            for tp, s in core.states.items()
-        }
-        sent = {
-            f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches
-        }
-        fresh = [
-            f
-            for f in fetched
-            if current.get(f.topic_partition) == sent[f.topic_partition]
-        ]
-        self._report(fetcher, lambda: core.on_fetch_answers(fresh, now()).failures)
+        fresh = _still_asked(core, fetches, fetched)
+        done = self._report(fetcher, lambda: core.on_fetch_answers(fresh, answered))
+        self._trace_appends(fetcher, done, sent_at, answered)
         return True
 
-    def _report(
-        self, fetcher: _Fetcher, step: Callable[[], Iterable[FetchFailure]]
+    def _trace_appends(
+        self, fetcher: _Fetcher, done: FetchRound, sent_at: float, answered: float
     ) -> None:
+        """The follower's side of the round, one ``follower_append`` per partition it
+        moved: the wait for the answer and the appends (the replication waterfall's
+        hops)."""
+        tracer = self.replica_manager.core.tracer
+        if not done.appended or not tracer.enabled:
+            return
+        appended = self.replica_manager.now()
+        for tp, fetch_offset, end, size in done.appended:
+            event = FollowerAppended(
+                tp.topic,
+                tp.partition,
+                fetcher.node.node_id,
+                fetch_offset,
+                end,
+                size,
+                (answered - sent_at) * 1000,
+                (appended - answered) * 1000,
+            )
+            tracer.emit(event, appended)
+
+    def _report(self, fetcher: _Fetcher, step: Callable[[], FetchRound]) -> FetchRound:
         """Take a step of the core and report what it marked failed or recovered: ERROR
         on a partition's first failure, INFO when it fetches again, and a disk that
         refused the write takes its log dir offline (Kafka's LogDirFailureChannel)."""
         failing = set(fetcher.core.failed_partitions())
-        failures = list(step())
+        done = step()
+        failures = done.failures
         for tp in failing - set(fetcher.core.failed_partitions()):
             if tp in fetcher.core.states:
                 _logger.info(
@@ -262,6 +277,7 @@ class ReplicaFetcherManager:
                     self.config.backoff_ms,
                     exc_info=None if expected else exc,
                 )
+        return done
 
     # --- what the fetchers are doing, for ``minikafka cluster status`` --------------------
 
@@ -389,3 +405,20 @@ class ReplicaFetcherManager:
             for t in response.responses
             for p in t.partitions
         ]
+
+
+def _still_asked(
+    core: ReplicaFetcher,
+    fetches: Iterable[FetchPartition],
+    fetched: Iterable[FetchedPartition],
+) -> list[FetchedPartition]:
+    """The answers to partitions still at the offset and epoch they were fetched at."""
+    current = {
+        tp: (s.fetch_offset, s.current_leader_epoch) for tp, s in core.states.items()
+    }
+    sent = {
+        f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches
+    }
+    return [
+        f for f in fetched if current.get(f.topic_partition) == sent[f.topic_partition]
+    ]

@@ -24,8 +24,9 @@ response arrives the Processor (:meth:`KafkaChannel.deliver`) writes it if the s
 it at once, completes the request, unmutes, and if the next request is already read it
 parses it, mutes again and queues it: a client that pipelines is served without waking its
 connection's task at all, which costs a trio task switch per request otherwise. The task is
-handed the connection back only for what must wait: a read, a write the socket cannot take
-now, a file region (sendfile), a full RequestChannel, memory from the pool, or a close.
+handed the connection back only for what must wait: a read, a write or a file region's
+sendfile the socket cannot take now, a full RequestChannel, memory from the pool, or a
+close.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ._headers import (
     parse_request_header,
 )
 from ._request import Part, Request, Response, ResponseAction
-from ._socket_io import ShortFileRegion, send_file_region, write_parts
+from ._socket_io import ShortFileRegion, send_file_region, write_nowait, write_parts
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -164,15 +165,12 @@ class KafkaChannel:
     def _write_nowait(self, parts: tuple[Part, ...]) -> tuple[Part, ...]:
         """Write what the socket takes now; returns the parts (or rest of one) not written.
 
-        Only the leading bytes: a file region goes to the task, which sends it with
-        sendfile. A socket error is left to the task, whose write meets it and closes.
+        File regions too (``write_nowait``): a fetch answer leaves in this write, not a
+        turn later. An error is left to the task, whose write meets it and closes.
         """
         if self._fd < 0:
             return parts
-        try:
-            return write_parts(self._fd, parts)
-        except OSError:
-            return parts
+        return write_nowait(self._fd, parts)
 
     @property
     def _idle_seconds(self) -> float:

@@ -14,6 +14,7 @@ import functools
 import os
 from collections.abc import Awaitable, Callable
 
+import attrs
 import trio
 
 from minikafka.common import FileRegion
@@ -48,6 +49,65 @@ def write_parts(fd: int, parts: tuple[Part, ...]) -> tuple[Part, ...]:
             return (part[written:], *parts[index + 1 :])
         written -= len(part)
     return parts[len(run) :]
+
+
+def write_nowait(fd: int, parts: tuple[Part, ...]) -> tuple[Part, ...]:
+    """Write what the socket takes now, bytes by ``writev`` and file regions by a
+    non-blocking ``sendfile``; returns the parts (or rest of one) not written.
+
+    Kafka's Processor writes a fetch response's ``FileRecords`` in its own poll; handing
+    even a small region to the connection's task would cost the answer a turn of the
+    event loop, and a follower's fetch answer is on every ``acks=all`` round trip. What
+    the socket does not take now, and anything after an error (which the task meets
+    again, and closes on), is returned for the task.
+    """
+    try:
+        while parts:
+            first = parts[0]
+            if isinstance(first, bytes):
+                left = write_parts(fd, parts)
+                if left == parts or (left and isinstance(left[0], bytes)):
+                    return left  # the socket is full
+                parts = left
+                continue
+            rest = sendfile_nowait(fd, first)
+            if rest is not None:
+                return (rest, *parts[1:])
+            parts = parts[1:]
+    except OSError:
+        pass  # what was written is written: the rest goes to the task
+    return parts
+
+
+def sendfile_nowait(sock_fd: int, region: FileRegion) -> FileRegion | None:
+    """One non-blocking ``sendfile`` of ``region`` to the socket: None once it is all
+    sent, else the rest of it (all of it if the socket takes nothing now, or the file
+    ended early: the connection's task meets that again and raises). An error of the
+    socket or the file is raised."""
+    if region.length == 0:
+        return None
+    file = region.file
+    release: Callable[[], object] | None
+    # As in send_file_region: the descriptor is asked for now, when the bytes go.
+    if isinstance(file, int):
+        fd, release = file, None
+    elif isinstance(file, (str, os.PathLike)):
+        fd = os.open(file, os.O_RDONLY)
+        release = functools.partial(os.close, fd)
+    else:
+        fd, release = file.pin(), file.unpin
+    try:
+        sent = os.sendfile(sock_fd, fd, region.position, region.length)
+    except (BlockingIOError, InterruptedError):
+        return region
+    finally:
+        if release is not None:
+            release()
+    if sent >= region.length:
+        return None
+    return attrs.evolve(
+        region, position=region.position + sent, length=region.length - sent
+    )
 
 
 async def send_file_region(

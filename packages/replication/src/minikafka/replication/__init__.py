@@ -25,6 +25,7 @@ from ._delayed import DelayedProduce as DelayedProduce
 from ._events import BecameFollower as BecameFollower
 from ._events import BecameLeader as BecameLeader
 from ._events import DelayedOperationCompleted as DelayedOperationCompleted
+from ._events import FollowerAppended as FollowerAppended
 from ._events import FollowerFetched as FollowerFetched
 from ._events import FollowerTruncated as FollowerTruncated
 from ._events import HighWatermarkAdvanced as HighWatermarkAdvanced
@@ -92,6 +93,7 @@ __all__ = [
     "FetchResponse",
     "FetchRound",
     "FetchedPartition",
+    "FollowerAppended",
     "FollowerFetched",
     "FollowerTruncated",
     "HighWatermarkAdvanced",

@@ -25,6 +25,7 @@ __all__ = [
     "BecameFollower",
     "BecameLeader",
     "DelayedOperationCompleted",
+    "FollowerAppended",
     "FollowerFetched",
     "FollowerTruncated",
     "HighWatermarkAdvanced",
@@ -183,3 +184,28 @@ class FollowerFetched(TraceEvent):
     high_watermark: int
     lag: int
     caught_up_ms_ago: float
+
+
+@register_event
+@attrs.frozen
+class FollowerAppended(TraceEvent):
+    """A follower appended what its leader's Fetch answer brought: its log end moved
+    from ``fetch_offset`` to ``log_end_offset`` (``bytes`` of batches). The follower's
+    side of a fetch round, emitted by its fetcher once the round's appends are done:
+    ``fetch_ms`` ran from sending the Fetch to having its answer (the wait at the
+    leader, the wire, the decoding), ``append_ms`` from the answer to the end of the
+    round's appends. The fetcher sends its next Fetch, carrying the new log end, right
+    after; the leader's ``follower_fetch`` for ``log_end_offset`` is that fetch
+    arriving. One per partition that advanced: an empty answer is not traced."""
+
+    COMPONENT: ClassVar[str] = "replication"
+    EVENT: ClassVar[str] = "follower_append"
+
+    topic: str
+    partition: int
+    leader: int
+    fetch_offset: int
+    log_end_offset: int
+    bytes: int
+    fetch_ms: float
+    append_ms: float

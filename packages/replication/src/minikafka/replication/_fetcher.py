@@ -97,6 +97,9 @@ class FetchRound:
     failures: tuple[FetchFailure, ...] = ()
     truncated: tuple[tuple[TopicPartition, int], ...] = ()
     """``(partition, offset)`` for each log truncated to ``offset``."""
+    appended: tuple[tuple[TopicPartition, int, int, int], ...] = ()
+    """``(partition, fetch offset, new log end, bytes)`` for each log an append moved:
+    what the shell traces as the follower's side of the round."""
 
 
 @attrs.frozen
@@ -269,6 +272,7 @@ class ReplicaFetcher:
         """Append what the leader sent; which partitions advanced and which failed."""
         advanced = 0
         failures = []
+        appended = []
         for data in fetched:
             tp = data.topic_partition
             state = self.states.get(tp)
@@ -293,9 +297,11 @@ class ReplicaFetcher:
                     failures.append(self._failed(tp, state, exc, now))
                     continue
                 self._succeeded(state)
-                if partition.log.log_end_offset > state.fetch_offset:
+                end = partition.log.log_end_offset
+                if end > state.fetch_offset:
                     advanced += 1
-                state.fetch_offset = partition.log.log_end_offset
+                    appended.append((tp, state.fetch_offset, end, len(data.records)))
+                state.fetch_offset = end
             elif data.error_code is ErrorCode.offset_out_of_range:
                 if 0 <= state.fetch_offset < data.log_start_offset:
                     # Behind the leader's log start (its retention deleted what this
@@ -317,7 +323,7 @@ class ReplicaFetcher:
                 # The leader moved (the metadata will say where), or an error of the
                 # leader's own: back off and ask again.
                 state.delayed_until = now + self.backoff
-        return FetchRound(advanced, tuple(failures))
+        return FetchRound(advanced, tuple(failures), appended=tuple(appended))
 
     # --- failed partitions (Kafka's partitionsWithError) --------------------------------
 
