@@ -138,7 +138,9 @@ def _measure(
 
 
 @contextmanager
-def _cluster(root: Path) -> Iterator[ProcessCluster]:
+def three_brokers(root: Path) -> Iterator[ProcessCluster]:
+    """A controller and three broker-only nodes (``min.insync.replicas=1``), stopped at
+    the end."""
     ports = free_ports(4)
     cluster = ProcessCluster.create(
         root,
@@ -169,15 +171,14 @@ def _leader_pid(cluster: ProcessCluster, topic: str) -> int:
     return pid
 
 
-def _wait_in_sync(cluster: ProcessCluster, topic: str) -> None:
+def wait_in_sync(bootstrap: str, topic: str) -> int:
+    """Partition 0's leader, once its three replicas are in sync."""
     deadline = time.monotonic() + 60
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     while True:
-        metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(
-            topic, timeout=30
-        )
-        found = metadata.topics[topic]
+        found = admin.list_topics(topic, timeout=30).topics[topic]
         if found.error is None and len(found.partitions[0].isrs) == 3:
-            return
+            return int(found.partitions[0].leader)
         if time.monotonic() > deadline:
             raise BenchError(f"{topic}: not in sync after 60 s")
         time.sleep(0.1)  # polling the cluster's metadata, inside the deadline
@@ -206,10 +207,12 @@ def run(quick: bool = False) -> Report:
                 runs.setdefault(done.scenario, []).append(done)
                 broker.check_alive()
             for acks in ("all", "1"):
-                with _cluster(Path(scratch) / f"cluster-acks-{acks}-{r}") as cluster:
+                with three_brokers(
+                    Path(scratch) / f"cluster-acks-{acks}-{r}"
+                ) as cluster:
                     topic = f"rf3-acks-{acks}"
                     _create(cluster.bootstrap, topic, 3)
-                    _wait_in_sync(cluster, topic)
+                    wait_in_sync(cluster.bootstrap, topic)
                     pids = {f"node-{n}": cluster.pid(n) for n in cluster.node_ids}
                     done = _measure(
                         f"3 brokers, RF 3, acks={acks}",
@@ -229,10 +232,10 @@ def run(quick: bool = False) -> Report:
         ]
         latencies: list[e2e_latency.Run] = []
         for rate in LATENCY_RATES:
-            with _cluster(Path(scratch) / f"cluster-latency-{rate}") as cluster:
+            with three_brokers(Path(scratch) / f"cluster-latency-{rate}") as cluster:
                 topic = f"rf3-latency-{rate}"
                 _create(cluster.bootstrap, topic, 3)
-                _wait_in_sync(cluster, topic)
+                wait_in_sync(cluster.bootstrap, topic)
                 latencies.append(
                     e2e_latency._one_run(
                         cluster.bootstrap,

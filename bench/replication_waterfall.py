@@ -49,16 +49,12 @@ import json
 import math
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 from confluent_kafka import KafkaError, Message, Producer
-from confluent_kafka.admin import AdminClient
-
-from minikafka.broker.testing import ProcessCluster, free_ports
 
 from . import e2e_latency
 from ._common import (
@@ -74,6 +70,7 @@ from ._common import (
     report_header,
 )
 from ._wire import VALUE_BYTES
+from .cluster_replication import three_brokers, wait_in_sync
 
 NAME = "replication_waterfall"
 RATES = (200, 10_000)
@@ -130,36 +127,6 @@ class Run:
     cpu_percent: dict[str, float | None]
     """Process (producer, node-N) -> its CPU over the timed stretch, % of one core; and
     ``rest of machine``: everything else's."""
-
-
-@contextmanager
-def _cluster(root: Path) -> Iterator[ProcessCluster]:
-    ports = free_ports(4)
-    cluster = ProcessCluster.create(
-        root,
-        3,
-        controller_port=ports[0],
-        broker_ports=ports[1:],
-        overrides={"min.insync.replicas": "1"},
-    )
-    cluster.up()
-    try:
-        yield cluster
-    finally:
-        cluster.down()
-
-
-def _wait_in_sync(bootstrap: str) -> int:
-    """The partition's leader, once its three replicas are in sync."""
-    deadline = time.monotonic() + 60
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    while True:
-        found = admin.list_topics(TOPIC, timeout=30).topics[TOPIC]
-        if found.error is None and len(found.partitions[0].isrs) == 3:
-            return int(found.partitions[0].leader)
-        if time.monotonic() > deadline:
-            raise BenchError(f"{TOPIC}: not in sync after 60 s")
-        time.sleep(0.1)  # polling the cluster's metadata, inside the deadline
 
 
 def _produce(
@@ -388,9 +355,9 @@ def waterfall(
 
 
 def _one_rate(root: Path, rate: int, seconds: float) -> Run:
-    with _cluster(root) as cluster:
+    with three_brokers(root) as cluster:
         e2e_latency._create_topic(cluster.bootstrap, TOPIC, 3)
-        leader = _wait_in_sync(cluster.bootstrap)
+        leader = wait_in_sync(cluster.bootstrap, TOPIC)
         pids = {
             f"node-{n}": pid
             for n in cluster.node_ids
