@@ -208,9 +208,15 @@ def end_txn(version: int, txn_id: str, pid: int, epoch: int, commit: bool) -> An
     )
 
 
-async def produce(
-    client: WireClient, txn_id: str, pid: int, epoch: int, sequence: int
-) -> None:
+async def produce_answer(
+    client: WireClient,
+    version: int,
+    txn_id: str,
+    pid: int,
+    epoch: int,
+    sequence: int = 0,
+) -> Any:
+    """A transactional batch of one record to TOPIC-0: the partition's answer."""
     data = build_batch(
         make_records([(None, b"v%d" % sequence)], timestamp_ms=1_700_000_000_000),
         producer_id=pid,
@@ -218,7 +224,7 @@ async def produce(
         base_sequence=sequence,
         is_transactional=True,
     )
-    cls = request_class(PRODUCE, 8)
+    cls = request_class(PRODUCE, version)
     partition = build(
         element(element(cls, "topic_data"), "partition_data"), index=0, records=data
     )
@@ -232,6 +238,14 @@ async def produce(
     )
     answer = await client.call(body)
     [[result]] = [t.partition_responses for t in answer.responses]
+    return result
+
+
+async def produce(
+    client: WireClient, txn_id: str, pid: int, epoch: int, sequence: int
+) -> None:
+    """The same, Produce v8, which must be appended."""
+    result = await produce_answer(client, 8, txn_id, pid, epoch, sequence)
     assert result.error_code is ErrorCode.none
 
 

@@ -18,32 +18,26 @@ What each test proves:
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker import BrokerServer
 from minikafka.broker.testing import (
     WireClient,
-    element,
     request_body,
-    request_class,
     running_broker,
     single_node_config,
 )
 from minikafka.common import TopicPartition
-from minikafka.log import build_batch, make_records
-from minikafka.net import NetworkClient, Node, build
+from minikafka.net import NetworkClient, Node
 
 from .test_txn_apis import (
     ADD_OFFSETS,
     FIND_COORDINATOR,
     OVERRIDES,
-    PRODUCE,
     TOPIC,
     _create_topic,
     add_partitions,
@@ -51,6 +45,7 @@ from .test_txn_apis import (
     committed_offset,
     first_partition_error,
     partition_errors,
+    produce_answer,
     retried,
     txn_offset_commit,
 )
@@ -69,39 +64,6 @@ async def broker(
         client = WireClient(network, Node(config.node_id, host, port))
         await _create_topic(client)
         yield server, client
-
-
-async def produce(
-    client: WireClient,
-    version: int,
-    txn_id: str,
-    pid: int,
-    epoch: int,
-    sequence: int = 0,
-) -> Any:
-    """A transactional batch of one record to TOPIC-0: the partition's answer."""
-    data = build_batch(
-        make_records([(None, b"v%d" % sequence)], timestamp_ms=1_700_000_000_000),
-        producer_id=pid,
-        producer_epoch=epoch,
-        base_sequence=sequence,
-        is_transactional=True,
-    )
-    cls = request_class(PRODUCE, version)
-    partition = build(
-        element(element(cls, "topic_data"), "partition_data"), index=0, records=data
-    )
-    topic = build(element(cls, "topic_data"), name=TOPIC, partition_data=(partition,))
-    body = build(
-        cls,
-        transactional_id=txn_id,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=10),
-        topic_data=(topic,),
-    )
-    answer = await client.call(body)
-    [[result]] = [t.partition_responses for t in answer.responses]
-    return result
 
 
 def log_end(server: BrokerServer) -> int:
@@ -123,7 +85,7 @@ async def test_a_write_to_a_partition_never_added_is_refused_and_writes_nothing(
         ]:
             txn_id = f"never-added-v{version}"
             pid, epoch = await begin(client, txn_id)
-            refused = await produce(client, version, txn_id, pid, epoch)
+            refused = await produce_answer(client, version, txn_id, pid, epoch)
             assert refused.error_code is expected, version
             if version >= 8 and expected is ErrorCode.invalid_txn_state:
                 assert refused.error_message == (
@@ -134,17 +96,17 @@ async def test_a_write_to_a_partition_never_added_is_refused_and_writes_nothing(
         assert partition is not None
         assert partition.log.last_stable_offset == partition.log.high_watermark == 0
         # Added, the same batch (the producer's retry) is verified and appended.
-        refused = await produce(client, 8, txn_id, pid, epoch)
+        refused = await produce_answer(client, 8, txn_id, pid, epoch)
         assert refused.error_code is ErrorCode.invalid_txn_state
         added = await retried(
             client, add_partitions(3, txn_id, pid, epoch, [0]), first_partition_error
         )
         assert partition_errors(added) == {0: ErrorCode.none}
-        ok = await produce(client, 8, txn_id, pid, epoch)
+        ok = await produce_answer(client, 8, txn_id, pid, epoch)
         assert ok.error_code is ErrorCode.none
         assert log_end(server) == 1
         # Its transaction is open here now: the next batch needs no question.
-        second = await produce(client, 8, txn_id, pid, epoch, sequence=1)
+        second = await produce_answer(client, 8, txn_id, pid, epoch, sequence=1)
         assert second.error_code is ErrorCode.none
 
 
@@ -153,7 +115,7 @@ async def test_with_verification_off_an_unadded_write_is_accepted(
 ) -> None:
     async with broker(tmp_path, OFF) as (server, client):
         pid, epoch = await begin(client, "unchecked")
-        answer = await produce(client, 8, "unchecked", pid, epoch)
+        answer = await produce_answer(client, 8, "unchecked", pid, epoch)
         assert answer.error_code is ErrorCode.none
         assert log_end(server) == 1
 
@@ -229,7 +191,7 @@ async def test_add_partitions_v4_and_v5_verify_without_adding(
             assert before.error_code is ErrorCode.none
             assert partition_errors(before) == {0: ErrorCode.transaction_abortable}
             # Verifying added nothing: a write is still refused.
-            refused = await produce(client, 8, txn_id, pid, epoch)
+            refused = await produce_answer(client, 8, txn_id, pid, epoch)
             assert refused.error_code is ErrorCode.invalid_txn_state
             stale = add_partitions(version, txn_id, pid, epoch - 1, [0], True)
             fenced = await client.call(stale)
