@@ -89,6 +89,11 @@ OVERRIDES = {
     "offsets.topic.replication.factor": "3",
     # One partition of __transaction_state (Kafka's default is 50): enough for one id.
     "transaction.state.log.num.partitions": "1",
+    # The leader asks a producer's transaction coordinator on its inter-broker listener
+    # (KIP-890's verification), REPLICATION here, which the fast follower lacks (Kafka
+    # wants one inter-broker listener on every broker; this layout bends that to slow
+    # one link): were __transaction_state placed on it, no coordinator would be found.
+    "transaction.partition.verification.enable": "false",
 }
 
 log = logging.getLogger("minikafka.labs.lab09")
