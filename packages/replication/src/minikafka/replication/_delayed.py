@@ -234,10 +234,18 @@ class DelayedOperations:
     )
 
     def check(self, tp: TopicPartition) -> None:
-        """Something behind ``tp`` changed: let the operations watching it check again."""
-        self._completed += self.produce.check_and_complete(tp)
-        self._completed += self.fetch.check_and_complete(tp)
-        self._completed += self.delete_records.check_and_complete(tp)
+        """Something behind ``tp`` changed: let the operations watching it check again.
+
+        Run on every append and every follower fetch; a purgatory where nothing waits on
+        ``tp`` (an ``acks=1`` produce, a partition no consumer long-polls) costs one
+        lookup, not a check.
+        """
+        if self.produce.has_watchers(tp):
+            self._completed += self.produce.check_and_complete(tp)
+        if self.fetch.has_watchers(tp):
+            self._completed += self.fetch.check_and_complete(tp)
+        if self.delete_records.has_watchers(tp):
+            self._completed += self.delete_records.check_and_complete(tp)
 
     def check_delete_records(self, tp: TopicPartition) -> None:
         """A follower said its log start offset: the low watermark may have moved. Run
@@ -252,12 +260,13 @@ class DelayedOperations:
         self._completed += self.delete_records.expire(now)
 
     def next_deadline(self) -> float | None:
-        deadlines = (
-            self.produce.next_deadline(),
-            self.fetch.next_deadline(),
-            self.delete_records.next_deadline(),
-        )
-        return min((d for d in deadlines if d is not None), default=None)
+        # Asked after every call the shell makes: no generator, and most often all None.
+        earliest: float | None = None
+        for purgatory in (self.produce, self.fetch, self.delete_records):
+            deadline = purgatory.next_deadline()
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def answers(self, now: float, own: Response | None = None) -> tuple[Response, ...]:
         """The answers of the operations completed since the last call, then ``own``:

@@ -136,9 +136,10 @@ class DelayedOperationPurgatory(Generic[Op]):
         return self._deadlines.next_deadline()
 
     def has_watchers(self, key: Hashable) -> bool:
-        """Whether any operation watches ``key`` (completed ones not yet purged count):
-        a check for a key nobody watches can be skipped."""
-        return key in self._watchers
+        """Whether any operation watches ``key`` (completed ones not yet purged count),
+        or a check of ``key`` is under way (it must hear of the change: see
+        :meth:`check_and_complete`): a check for a key nobody watches can be skipped."""
+        return key in self._watchers or key in self._checking
 
     def watched(self, key: Hashable) -> int:
         """How many operations still wait on ``key`` (Kafka's ``watched`` metric)."""
