@@ -150,6 +150,8 @@ def handle_produce(
     if not entries or acks is None:
         respond(refused)
         return
+    # Most requests have nothing refused here: their results are answered as they come.
+    on_results = respond if not refused else lambda got: respond({**refused, **got})
     # aside: transaction verification (KIP-890, ._txn_verify_apis)
     if replica_manager.txn_verifier is not None and body.transactional_id:
         # A transactional producer's first write to a partition is checked with its
@@ -162,14 +164,14 @@ def handle_produce(
             timeout_ms=timeout_ms,
             acks=acks,
             entries=entries,
-            on_results=lambda results: respond({**refused, **results}),
+            on_results=on_results,
         )
         return
     replica_manager.append_records(
         timeout_ms,
         acks,
         entries,
-        lambda results: respond({**refused, **results}),
+        on_results,
     )
 
 

@@ -11,8 +11,8 @@ one.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -47,6 +47,9 @@ _REFUSED_WITHOUT_LOG_START = frozenset(
     }
 )
 
+_Entry = TypeVar("_Entry")
+"""What ``_append`` appends per partition: a producer's batches, or a marker."""
+
 
 @attrs.define(eq=False)
 class ProducePath(ReplicaManagerBase):
@@ -71,18 +74,20 @@ class ProducePath(ReplicaManagerBase):
         force (KIP-890), with the guards of the partitions the coordinator verified
         (:meth:`start_transaction_verification`); None: not in force.
         """
-        appends = {
-            tp: functools.partial(
-                _append_records,
-                records=records,
-                origin=origin,
-                guard=None
+
+        def append(
+            partition: Partition, tp: TopicPartition, records: bytearray
+        ) -> LogAppendInfo:
+            guard = (
+                None
                 if verification_guards is None
-                else verification_guards.get(tp, NO_VERIFICATION_NEEDED),
+                else verification_guards.get(tp, NO_VERIFICATION_NEEDED)
             )
-            for tp, records in entries.items()
-        }
-        return self._append(timeout_ms, required_acks, appends, request_id, now)
+            return partition.append_records_to_leader(
+                records, required_acks, now, origin, guard
+            )
+
+        return self._append(timeout_ms, required_acks, entries, append, request_id, now)
 
     def start_transaction_verification(
         self, producer: TransactionalProducer
@@ -122,32 +127,41 @@ class ProducePath(ReplicaManagerBase):
         """WriteTxnMarkers on this leader (Kafka's appendRecords with origin
         COORDINATOR): each partition's commit or abort marker, answered once the ISR has
         it (acks=all), as a producer's batch is."""
-        appends = {
-            tp: functools.partial(_append_marker, marker=marker)
-            for tp, marker in markers.items()
-        }
-        return self._append(timeout_ms, Acks.ALL, appends, request_id, now)
+
+        def append(
+            partition: Partition, tp: TopicPartition, marker: TxnMarkerEntry
+        ) -> LogAppendInfo:
+            return partition.append_txn_marker_to_leader(
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.commit,
+                marker.coordinator_epoch,
+                now,
+            )
+
+        return self._append(timeout_ms, Acks.ALL, markers, append, request_id, now)
 
     def _append(
         self,
         timeout_ms: int,
         required_acks: Acks,
-        appends: Mapping[
-            TopicPartition, Callable[[Partition, Acks, float], LogAppendInfo]
-        ],
+        entries: Mapping[TopicPartition, _Entry],
+        append: Callable[[Partition, TopicPartition, _Entry], LogAppendInfo],
         request_id: int,
         now: float,
     ) -> ReplicaManagerResult:
+        """``append`` each partition's entry to its leader: one function for the whole
+        request (not one object per partition), given the partition and its entry."""
         results: dict[TopicPartition, ProducePartitionResult] = {}
         waiting: dict[TopicPartition, int] = {}
-        for tp, append in appends.items():
+        for tp, entry in entries.items():
             partition = self.partitions.get(tp)
             # aside: no replica of this partition here
             if partition is None:
                 results[tp] = self._missing_partition_result(tp)
                 continue
             try:
-                info = append(partition, required_acks, now)
+                info = append(partition, tp, entry)
             # aside: not the leader, or the ISR too small for acks=all
             except ReplicationError as exc:
                 results[tp] = self._refused(partition, exc.error_code, str(exc))
@@ -222,29 +236,3 @@ class TxnMarkerEntry:
     producer_epoch: int
     commit: bool
     coordinator_epoch: int
-
-
-def _append_records(
-    partition: Partition,
-    required_acks: Acks,
-    now: float,
-    *,
-    records: bytearray,
-    origin: AppendOrigin,
-    guard: VerificationGuard | None,
-) -> LogAppendInfo:
-    return partition.append_records_to_leader(
-        records, required_acks, now, origin, guard
-    )
-
-
-def _append_marker(
-    partition: Partition, required_acks: Acks, now: float, *, marker: TxnMarkerEntry
-) -> LogAppendInfo:
-    return partition.append_txn_marker_to_leader(
-        marker.producer_id,
-        marker.producer_epoch,
-        marker.commit,
-        marker.coordinator_epoch,
-        now,
-    )
