@@ -213,9 +213,11 @@ def trace_markers(log: Log, ended: list[CompletedTxn]) -> None:
 def trace_lso_move(log: Log, previous_lso: int, previous_hw: int) -> None:
     """A trace event when the LSO moved, unless it only followed the high watermark
     with no transaction holding it back (replication traces the HW's moves)."""
+    if not log.tracer.enabled:  # checked first: this runs on every HW move
+        return
     lso = log.last_stable_offset
     following = previous_lso == previous_hw and lso == log.high_watermark
-    if lso != previous_lso and not following and log.tracer.enabled:
+    if lso != previous_lso and not following:
         tp = log.topic_partition
         event = LastStableOffsetMoved(tp.topic, tp.partition, previous_lso, lso)
         log.tracer.emit(event, log.clock() / 1000)

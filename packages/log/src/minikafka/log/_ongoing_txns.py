@@ -132,12 +132,16 @@ class OngoingTransactions:
     def on_high_watermark(self, high_watermark: int) -> None:
         """Markers below the high watermark are on every in-sync replica: their
         transactions no longer hold the LSO back."""
+        if not self._unreplicated:  # no marker waits: nothing to build a list for
+            return
         for offset in [o for o in self._unreplicated if o < high_watermark]:
             del self._unreplicated[offset]
 
     def first_unstable_offset(self) -> int | None:
         """The first offset a read_committed reader may not read yet (None: the HW is
         the LSO): the oldest open or unreplicated transaction's first offset."""
+        if not self._unreplicated and not self._open:
+            return None  # no transaction: asked on every append, so no list built
         candidates = [t.first_offset for t in self._unreplicated.values()]
         if self._open:
             candidates.append(next(iter(self._open.values())))

@@ -314,8 +314,9 @@ def append_info(
     """What an append of these batches (with their offsets) did."""
     if not batches:
         return LogAppendInfo(-1, -1, -1, -1, -1, 0, 0, 0)
-    max_timestamp, offset_of_max = -1, -1
-    for _, header in batches:
+    max_timestamp, offset_of_max, record_count = -1, -1, 0
+    for _, header in batches:  # one pass: run on every append
+        record_count += header.record_count
         if header.max_timestamp > max_timestamp:
             max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
     first, last = batches[0][1], batches[-1][1]
@@ -325,7 +326,7 @@ def append_info(
         max_timestamp=max_timestamp,
         offset_of_max_timestamp=offset_of_max,
         log_append_time=-1 if log_append_time_ms is None else log_append_time_ms,
-        record_count=sum(header.record_count for _, header in batches),
+        record_count=record_count,
         batch_count=len(batches),
         valid_bytes=batches[-1][0] + last.size - batches[0][0],
     )
