@@ -1,7 +1,7 @@
 """Where a request's time goes: cProfile of the servers, attributed to hops.
 
 ``python -m bench.profile_request_path [--quick] [--keep DIR] [--allocations] [--only NAME]``
-profiles four workloads, each against a server in its own process, started through this
+profiles five workloads, each against a server in its own process, started through this
 module's ``--serve`` harness (``python -m bench.profile_request_path --serve OUT
 net|broker ARGS...``), which runs ``python -m minikafka.net`` or ``python -m
 minikafka.broker`` unchanged and turns a ``cProfile.Profile`` on at SIGUSR1 and off
@@ -13,7 +13,11 @@ minikafka.broker`` unchanged and turns a ``cProfile.Profile`` on at SIGUSR1 and 
   100-byte record, acks=1, to one partition (frames built before the clock starts);
 - ``broker large produce``: the broker, 1 connection x 4 Produce v8 in flight, each one
   uncompressed batch of 9,362 100-byte records (1 MiB, as ``broker_produce``'s large
-  scenario), acks=1. Its figures are per request, that is per MiB.
+  scenario), acks=1. Its figures are per request, that is per MiB;
+- ``broker fetch``: the broker, 4 connections x 32 Fetch v12 in flight, each a
+  consumer's read (no fetch session, max_wait 0) of one partition's first batch, one
+  100-byte record (:func:`fetch_request`). A follower's fetch needs a second broker
+  the leader counts as a replica, which this single-server harness does not run.
 
 With ``--allocations`` each workload runs a third time on a fresh server under memray's
 ``Tracker`` (``--serve-memray``, started and stopped by the same signals), which records
@@ -52,6 +56,7 @@ from typing import Any
 import attrs
 import trio
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.produce.v8.request import (
@@ -60,8 +65,8 @@ from kio.schema.produce.v8.request import (
     TopicProduceData,
 )
 from kio.schema.produce.v8.response import ProduceResponse
-from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 from minikafka.log import build_batch, make_records
 from minikafka.net import NetworkClient, Node
@@ -102,6 +107,9 @@ COVERS = {
 }
 
 TOPIC = "bench-small-produce"
+FETCH_TOPIC = "bench-small-fetch"
+"""The consumer fetch's topic: its own, so that the produce workloads' batches are not
+what it reads."""
 _READY = re.compile(
     r"(?:listening on|minikafka broker ready on) (?P<host>[^\s:]+):(?P<port>\d+)"
 )
@@ -278,8 +286,8 @@ LARGE_RECORDS = 9_362
 """100-byte records in a large produce's one batch: a 1 MiB frame, as ``broker_produce``."""
 
 
-def produce_request(count: int = 1) -> ProduceRequest:
-    """``count`` 100-byte records in one batch, acks=1, partition 0 of ``TOPIC``."""
+def produce_request(count: int = 1, topic: str = TOPIC) -> ProduceRequest:
+    """``count`` 100-byte records in one batch, acks=1, partition 0 of ``topic``."""
     records = make_records(
         [(None, b"x" * 100)] * count, timestamp_ms=int(time.time() * 1000)
     )
@@ -289,7 +297,7 @@ def produce_request(count: int = 1) -> ProduceRequest:
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(
             TopicProduceData(
-                name=TopicName(TOPIC),
+                name=TopicName(topic),
                 partition_data=(
                     PartitionProduceData(
                         index=i32(0), records=Records(build_batch(records))
@@ -300,11 +308,47 @@ def produce_request(count: int = 1) -> ProduceRequest:
     )
 
 
-async def _prepare_topic(host: str, port: int) -> None:
-    """Create ``TOPIC`` (auto-creation by Metadata), wait for its leader, produce once."""
+def fetch_request() -> FetchRequest:
+    """A consumer's Fetch v12 of partition 0 of ``FETCH_TOPIC`` from offset 0, answered at
+    once (max_wait 0), without a fetch session (epoch -1). ``partition_max_bytes`` 1:
+    the partition's first batch alone, whole (KIP-74), however many batches the topic
+    has had produced to it by earlier runs (each run's set-up produces one)."""
+    return FetchRequest(
+        replica_id=BrokerId(-1),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+        min_bytes=i32(1),
+        max_bytes=i32(1 << 20),
+        isolation_level=i8(0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=(
+            FetchTopic(
+                topic=TopicName(FETCH_TOPIC),
+                partitions=(
+                    FetchPartition(
+                        partition=i32(0),
+                        fetch_offset=i64(0),
+                        partition_max_bytes=i32(1),
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+async def _prepare_topics(host: str, port: int) -> None:
+    """``TOPIC`` and ``FETCH_TOPIC``, each with a record produced."""
+    await _prepare_topic(host, port, TOPIC)
+    await _prepare_topic(host, port, FETCH_TOPIC)
+
+
+async def _prepare_topic(host: str, port: int, topic: str) -> None:
+    """Create ``topic`` (auto-creation by Metadata), wait for its leader, produce once."""
     node = Node(-1, host, port)
     request = MetadataRequest(
-        topics=(MetadataRequestTopic(name=TopicName(TOPIC)),),
+        topics=(MetadataRequestTopic(name=TopicName(topic)),),
         allow_auto_topic_creation=True,
         include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
@@ -314,20 +358,20 @@ async def _prepare_topic(host: str, port: int) -> None:
             while True:
                 metadata = await client.send(node, request)
                 assert isinstance(metadata, MetadataResponse)
-                topic = metadata.topics[0]
-                partitions = topic.partitions
+                answer = metadata.topics[0]
+                partitions = answer.partitions
                 if (
-                    topic.error_code == ErrorCode.none
+                    answer.error_code == ErrorCode.none
                     and partitions
                     and partitions[0].leader_id >= 0
                 ):
                     break
                 await trio.sleep(0.1)
-            produced = await client.send(node, produce_request())
+            produced = await client.send(node, produce_request(topic=topic))
         assert isinstance(produced, ProduceResponse)
         error = produced.responses[0].partition_responses[0].error_code
         if error != ErrorCode.none:
-            raise BenchError(f"a Produce to {TOPIC} answered {error.name}")
+            raise BenchError(f"a Produce to {topic} answered {error.name}")
 
 
 async def _drive(
@@ -390,7 +434,7 @@ def _profile(
     path.unlink(missing_ok=True)  # a --keep directory's last run must not be read
     with _spawn(target, args, path) as server:
         if target == "broker":
-            trio.run(_prepare_topic, server.host, server.port)
+            trio.run(_prepare_topics, server.host, server.port)
         requests, cpu = trio.run(_drive, server, scenario, None)
         profiled, _cpu = trio.run(
             _drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2)
@@ -470,7 +514,7 @@ def _count(
     path.unlink(missing_ok=True)
     with _spawn(target, args, path, "--serve-memray") as server:
         if target == "broker":
-            trio.run(_prepare_topic, server.host, server.port)
+            trio.run(_prepare_topics, server.host, server.port)
         requests, _cpu = trio.run(
             _drive, server, scenario, (signal.SIGUSR1, signal.SIGUSR2)
         )
@@ -551,6 +595,16 @@ def workloads(
         rounds=3 if quick else 40,  # every write is built beforehand: 4 MiB a round
         ceiling_rounds=0,
     )
+    fetch = Scenario(
+        name="fetch",
+        title="broker fetch: 4 conns x 32 in flight, a consumer's Fetch v12 of 1 x 100 B record",
+        body=fetch_request(),
+        connections=4,
+        in_flight=32,
+        warmup_rounds=2 if quick else 10,
+        rounds=5 if quick else 60,
+        ceiling_rounds=0,
+    )
     return [
         (
             "reactor latency",
@@ -566,6 +620,7 @@ def workloads(
         ),
         ("broker produce", "broker", broker, produce),
         ("broker large produce", "broker", broker, large),
+        ("broker fetch", "broker", broker, fetch),
     ]
 
 
