@@ -88,7 +88,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 # partition, error, high watermark, last stable
 _PARTITION_HEAD = struct.Struct(">ihqq")
-_I64 = struct.Struct(">q")
+_PARTITION_HEAD_V5 = struct.Struct(">ihqqq")  # and log_start_offset, in the same call
 _ABORTED = struct.Struct(">qq")  # producer id, first offset
 # A flexible partition's tagged fields: 0, the diverging epoch (epoch, end offset), and
 # from v16 1, its current leader (id and epoch, KIP-951), each with the struct's own
@@ -163,7 +163,7 @@ def handle_fetch(
     fetches = [r.fetch for r in context.partitions if not _unknown_topic(r)]
 
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
-        if consumer:
+        if consumer and any(r.error_code is not ErrorCode.none for _, r in results):
             results = [(f, for_consumer(r)) for f, r in results]
         # The reads come back in the order they were asked, the unknown ones left out.
         read = iter(results)
@@ -369,14 +369,21 @@ def encode_fetch_response(
             head += string(topic, flexible)
         head += array_length(len(partitions), flexible)
         for fetch, result in partitions:
-            head += _PARTITION_HEAD.pack(
-                fetch.topic_partition.partition,
-                result.error_code.value,
-                result.high_watermark,
-                result.last_stable_offset,
-            )
             if version >= 5:
-                head += _I64.pack(result.log_start_offset)
+                head += _PARTITION_HEAD_V5.pack(
+                    fetch.topic_partition.partition,
+                    result.error_code.value,
+                    result.high_watermark,
+                    result.last_stable_offset,
+                    result.log_start_offset,
+                )
+            else:
+                head += _PARTITION_HEAD.pack(
+                    fetch.topic_partition.partition,
+                    result.error_code.value,
+                    result.high_watermark,
+                    result.last_stable_offset,
+                )
             head += _aborted_transactions(result, read_committed, flexible)
             if version >= 11:
                 head += _I32.pack(-1)  # preferred_read_replica: none (KIP-392)

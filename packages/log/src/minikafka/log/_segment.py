@@ -409,8 +409,9 @@ class LogSegment:
         length = min(limit - position, wanted)
         if length <= 0:
             return FetchDataInfo(metadata, None)
+        # The file's path is log_path (renames move both), without a name built per read.
         return FetchDataInfo(
-            metadata, FileSlice(self._file, self.log_path, position, length)
+            metadata, FileSlice(self._file, self._file.path, position, length)
         )
 
     def batches(

@@ -57,13 +57,14 @@ class FetchPath(ReplicaManagerBase):
                 )
                 for fetch, result in results
             ]
-        total = sum(result.size for _, result in results)
-        # An error, or a log the fetcher must truncate first, is answered at once.
-        errors = any(
-            result.error_code is not ErrorCode.none
-            or result.diverging_epoch is not None
-            for _, result in results
-        )
+        total, errors = 0, False
+        for _, result in results:
+            total += result.size
+            # An error, or a log the fetcher must truncate first, is answered at once.
+            errors = errors or (
+                result.error_code is not ErrorCode.none
+                or result.diverging_epoch is not None
+            )
         if (
             params.max_wait_ms <= 0
             or not fetches
@@ -221,11 +222,7 @@ class FetchPath(ReplicaManagerBase):
         self._partition_changed(fetch.topic_partition)
         # The follower hears at once of the HW its own fetch moved, as in Kafka.
         log = partition.log
-        return attrs.evolve(
-            result,
-            high_watermark=log.high_watermark,
-            last_stable_offset=log.last_stable_offset,
-        )
+        return result.with_offsets(log.high_watermark, log.last_stable_offset)
 
     # --- OffsetsForLeaderEpoch (KIP-101, KIP-279) ----------------------------------------
 
