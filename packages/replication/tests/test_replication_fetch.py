@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
+from minikafka.log import AbortedTxn, FileSlice
 from minikafka.log.testing import value_batch
-from minikafka.replication import FetchParams, FetchPartition
+from minikafka.replication import FetchParams, FetchPartition, FetchPartitionResult
 from minikafka.replication.testing import (
     Answers,
     FetchAnswer,
@@ -395,3 +397,27 @@ def test_a_fetch_of_no_partitions_is_answered_at_once(tmp_path: Path) -> None:
     manager = replica_manager(tmp_path)
     assert fetch_now(manager, [], consumer_params(max_wait_ms=500, min_bytes=10)) == []
     assert manager.core.fetch_purgatory.delayed == 0
+
+
+def test_a_result_given_the_offsets_a_follower_moved_keeps_every_other_field() -> None:
+    """``with_offsets`` (the HW and LSO a follower's own fetch moved) copies every other
+    field of the result, as ``attrs.evolve`` would: each field is set to a value other
+    than its default here, so a field added to the class fails until it is set here and
+    copied there."""
+    result = FetchPartitionResult(
+        ErrorCode.none,
+        high_watermark=5,
+        last_stable_offset=4,
+        log_start_offset=2,
+        records=FileSlice(7, Path("00000000000000000000.log"), 61, 83),
+        error_message="a message",
+        diverging_epoch=(3, 9),
+        aborted_transactions=(AbortedTxn(11, 2, 4, 2),),
+    )
+    fields = attrs.fields(FetchPartitionResult)
+    unset = [f.name for f in fields[1:] if getattr(result, f.name) == f.default]
+    assert unset == []
+
+    moved = result.with_offsets(8, 7)
+
+    assert moved == attrs.evolve(result, high_watermark=8, last_stable_offset=7)
