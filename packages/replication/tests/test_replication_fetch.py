@@ -416,7 +416,7 @@ def test_a_result_given_the_offsets_a_follower_moved_keeps_every_other_field() -
     )
     fields = attrs.fields(FetchPartitionResult)
     unset = [f.name for f in fields[1:] if getattr(result, f.name) == f.default]
-    assert unset == []
+    assert unset == [], "set these here, and copy them in with_offsets"
 
     moved = result.with_offsets(8, 7)
 
