@@ -147,6 +147,7 @@ def handle_produce(
             return
         request.respond_parts((_response(request, cache, order, results, ids),))
 
+    # aside: nothing to append (every partition refused, or acks invalid)
     if not entries or acks is None:
         respond(refused)
         return

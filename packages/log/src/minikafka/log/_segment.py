@@ -409,7 +409,7 @@ class LogSegment:
         length = min(limit - position, wanted)
         if length <= 0:
             return FetchDataInfo(metadata, None)
-        # The file's path is log_path (renames move both), without a name built per read.
+        # The file's path is log_path (renames move both): no name built per read.
         return FetchDataInfo(
             metadata, FileSlice(self._file, self._file.path, position, length)
         )

@@ -139,6 +139,8 @@ class DelayedOperationPurgatory(Generic[Op]):
         """Whether any operation watches ``key`` (completed ones not yet purged count),
         or a check of ``key`` is under way (it must hear of the change: see
         :meth:`check_and_complete`): a check for a key nobody watches can be skipped."""
+        if not self._watchers and not self._checking:
+            return False  # most often nothing waits at all: not even the key's hash
         return key in self._watchers or key in self._checking
 
     def watched(self, key: Hashable) -> int:
