@@ -192,37 +192,40 @@ def encode_produce_response(
     """
     flexible = version >= 9
     leaders = current_leaders or {}
-    by_topic: dict[str, list[bytes]] = {}
+    by_topic: dict[str, list[TopicPartition]] = {}
     for tp in order:
-        fields = _partition(version, tp.partition, results[tp], leaders.get(tp))
-        by_topic.setdefault(tp.topic, []).append(fields)
-    out = [array_length(len(by_topic), flexible)]
+        by_topic.setdefault(tp.topic, []).append(tp)
+    # Written into one buffer: no bytes object per field or partition to join after.
+    out = bytearray(array_length(len(by_topic), flexible))
     for name, partitions in by_topic.items():
         if version >= 13:
-            out.append((ids or {})[name].bytes)
+            out += (ids or {})[name].bytes
         else:
-            out.append(string(name, flexible))
-        out.append(array_length(len(partitions), flexible))
-        out.extend(partitions)
+            out += string(name, flexible)
+        out += array_length(len(partitions), flexible)
+        for tp in partitions:
+            _partition(out, version, tp.partition, results[tp], leaders.get(tp))
         if flexible:
-            out.append(NO_TAGS)
-    out.append(_NO_THROTTLE)
+            out += NO_TAGS
+    out += _NO_THROTTLE
     if flexible:
-        out.append(node_endpoints(endpoints) if version >= 10 else NO_TAGS)
-    return b"".join(out)
+        out += node_endpoints(endpoints) if version >= 10 else NO_TAGS
+    return bytes(out)
 
 
 def _partition(
+    out: bytearray,
     version: int,
     index: int,
     result: ProducePartitionResult,
     leader: tuple[int, int] | None,
-) -> bytes:
-    """One PartitionProduceResponse: the fixed-width fields, KIP-467's errors (v8+), and
-    from v9 its tagged fields: from v10 the leader, when there is one to name."""
+) -> None:
+    """One PartitionProduceResponse, onto ``out``: the fixed-width fields, KIP-467's
+    errors (v8+), and from v9 its tagged fields: from v10 the leader, when there is one
+    to name."""
     append_time = result.log_append_time if result.log_append_time >= 0 else -1
     if version >= 5:
-        fields = _PARTITION_V5.pack(
+        out += _PARTITION_V5.pack(
             index,
             result.error_code,
             result.base_offset,
@@ -230,19 +233,20 @@ def _partition(
             result.log_start_offset,
         )
     else:
-        fields = _PARTITION.pack(
+        out += _PARTITION.pack(
             index, result.error_code, result.base_offset, append_time
         )
     flexible = version >= 9
     if version >= 8:
-        fields += _record_errors(result.record_errors, flexible)
-        fields += string(result.error_message, flexible)
+        out += _record_errors(result.record_errors, flexible)
+        out += string(result.error_message, flexible)
     if not flexible:
-        return fields
+        return
     if leader is None or leader == _NO_LEADER or version < 10:
-        return fields + NO_TAGS
+        out += NO_TAGS
+        return
     # tag 0: LeaderIdAndEpoch, written only when it is not its default (-1, -1)
-    return fields + ONE_TAG_ZERO + _LEADER_TAG.pack(9, *leader) + NO_TAGS
+    out += ONE_TAG_ZERO + _LEADER_TAG.pack(9, *leader) + NO_TAGS
 
 
 def _record_errors(errors: tuple[tuple[int, str], ...], flexible: bool) -> bytes:
