@@ -317,11 +317,11 @@ class Log(LocalLogView):
         if self.active_segment is not active:
             take_snapshot(self, self.active_segment.base_offset)
         self.producer_state.update_batches(batches)
-        view = memoryview(records)
         ended = track_batches(
             self.ongoing_txns,
             batches,
-            lambda position, header: bytes(view[position : position + header.size]),
+            # only a marker's batch is read (rare): no view taken on every append
+            lambda position, header: bytes(records[position : position + header.size]),
             self.active_segment,
         )
         trace_markers(self, ended)

@@ -274,6 +274,8 @@ class DelayedOperations:
 
         Each is traced with how long its request waited (``now`` minus when it was parked).
         """
+        if not self._completed:  # most calls completed nothing parked: their own only
+            return () if own is None else (own,)
         completed, self._completed = self._completed, []
         responses: list[Response] = []
         for operation in completed:

@@ -192,7 +192,7 @@ class ReplicaManagerBase:
     def _result(self, now: float, own: Response | None = None) -> ReplicaManagerResult:
         """How every call ends: the answers of what completed (then ``own``) and the
         proposals made meanwhile, both taken, so nothing is left for the next call."""
-        proposals, self._proposals = self._proposals, []
-        return CoreResult(
-            replies=self.delayed.answers(now, own), messages=tuple(proposals)
-        )
+        proposals: tuple[IsrChangeProposal, ...] = ()
+        if self._proposals:  # most calls propose nothing: no new list for them
+            proposals, self._proposals = tuple(self._proposals), []
+        return CoreResult(replies=self.delayed.answers(now, own), messages=proposals)
