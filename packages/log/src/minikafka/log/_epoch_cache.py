@@ -127,6 +127,14 @@ class LeaderEpochFileCache:
         Almost always a no-op: the batch belongs to the latest epoch, which already has an
         earlier start offset. Once assigned, an epoch's start offset only moves down.
         """
+        # The no-op, found before an entry is built: _assign's own first test.
+        latest = self.latest_entry
+        if (
+            latest is not None
+            and latest.epoch == epoch
+            and latest.start_offset <= start_offset
+        ):
+            return
         if self._assign(EpochEntry(epoch, start_offset)):
             self._flush()
 
