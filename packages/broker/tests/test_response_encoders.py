@@ -21,6 +21,7 @@ from minikafka.broker import KafkaApis
 from minikafka.broker._groups import encode_heartbeat_response
 from minikafka.broker._metadata_cache import AliveBroker, MetadataCache
 from minikafka.broker._produce import encode_produce_response, leader_hints
+from minikafka.broker._wire import uvarint
 from minikafka.common import TopicPartition
 from minikafka.controller import (
     BrokerEndpoint,
@@ -291,3 +292,25 @@ def test_leader_hints_name_the_leader_and_epoch_the_metadata_knows() -> None:
     assert endpoints == [AliveBroker(2, "host-2", 9092, None)]
     assert leader_hints(10, "OTHER", cache, results)[1] == []
     assert leader_hints(9, "PLAINTEXT", cache, results) == ({}, [])
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, b"\x00"),
+        (1, b"\x01"),
+        (127, b"\x7f"),
+        (128, b"\x80\x01"),
+        (300, b"\xac\x02"),
+        (16_383, b"\xff\x7f"),
+        (16_384, b"\x80\x80\x01"),
+        (2**31 - 1, b"\xff\xff\xff\xff\x07"),
+    ],
+)
+def test_an_unsigned_varint_is_seven_bits_a_byte_low_first(
+    value: int, expected: bytes
+) -> None:
+    """The encoders' unsigned varint (the protocol's, as protobuf's): one byte up to
+    127, taken from a table, and seven bits a byte with the high bit set on all but the
+    last above."""
+    assert uvarint(value) == expected

@@ -36,7 +36,13 @@ _NULL_STRING = I16.pack(-1)
 UNKNOWN_TOPIC_ID = ":unknown-topic-id:"
 
 
+_ONE_BYTE = tuple(bytes((value,)) for value in range(0x80))
+"""The varints of 0-127, one byte each: most lengths and counts, built once."""
+
+
 def uvarint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
