@@ -17,9 +17,10 @@ the last acknowledgement, in three scenarios:
 Each scenario runs ``REPEATS`` times, interleaved, on fresh nodes; the median run is
 quoted with the range. It reports records/s and MB/s (values only), and the CPU of every process
 (the producer's and each node's) as percentages of one core. Then the **end-to-end
-latency** at a steady 10,000 records/s with ``acks=all`` and RF 3 (``linger.ms=0``;
-``e2e_latency``'s producer and consumer, their figures p50/p99/max), against the
-goal: p99 under 5 ms, and RF 3 ``acks=all`` at least half the single node's throughput.
+latency** at a steady 1,000 and 10,000 records/s with ``acks=all`` and RF 3
+(``linger.ms=0``; ``e2e_latency``'s producer and consumer, their figures p50/p99/max),
+against the goals: p99 at most 5 ms at 1,000 records/s and 20 ms at 10,000, and RF 3
+``acks=all`` at least 0.6x the single node's throughput.
 A fresh node set per scenario; four processes and this one share the machine's CPUs (no
 pinning: there are more processes than cores).
 """
@@ -58,11 +59,10 @@ NAME = "cluster_replication"
 RECORDS = 300_000
 REPEATS = 3
 QUICK_RECORDS = 30_000
-LATENCY_RATES = (200, 10_000)
-"""The goal's rate, and one the cluster keeps up with on two cores (see bench/README.md)."""
-GOAL_RATE = 10_000
-GOAL_RATIO = 0.5
-GOAL_P99_MS = 5.0
+LATENCY_RATES = (1_000, 10_000)
+GOAL_P99_MS = {1_000: 5.0, 10_000: 20.0}
+"""The goals' end-to-end p99 bound at each rate (``goals`` quotes both)."""
+GOAL_RATIO = 0.6
 _VALUE = b"x" * VALUE_BYTES
 
 
@@ -265,7 +265,10 @@ def run(quick: bool = False) -> Report:
             "compression.type": "none",
             "other": "librdkafka defaults",
         },
-        "goal": {"rf3_acks_all_over_single": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
+        "goal": {
+            "rf3_acks_all_over_single": GOAL_RATIO,
+            "p99_ms": {str(rate): bound for rate, bound in GOAL_P99_MS.items()},
+        },
         "machine": machine_facts(),
         "throughput": [attrs.asdict(r) for r in results],
         "throughput_runs": {
@@ -312,16 +315,22 @@ def _table(
             ]
         )
     rf3_all = results[1].records_per_s / ceiling
-    goal = next(x for x in latencies if x.rate == GOAL_RATE).latency["p99_ms"]
-    table = markdown_table(header, rows)
-    table += (
-        f"\nceiling: the single node in the same run. Goals: RF 3 acks=all "
-        f">= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
-        f"{'met' if rf3_all >= GOAL_RATIO else 'not met'}); p99 < {GOAL_P99_MS:g} ms at "
-        f"{GOAL_RATE:,}/s (measured {goal:.2f} ms: "
-        f"{'met' if goal < GOAL_P99_MS else 'not met'})."
+    goals = [
+        f"RF 3 acks=all >= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
+        f"{'met' if rf3_all >= GOAL_RATIO else 'not met'})"
+    ]
+    for latency in latencies:
+        p99, bound = latency.latency["p99_ms"], GOAL_P99_MS[latency.rate]
+        goals.append(
+            f"p99 <= {bound:g} ms at {latency.rate:,}/s (measured {p99:.2f} ms: "
+            f"{'met' if p99 <= bound else 'not met'})"
+        )
+    return (
+        markdown_table(header, rows)
+        + "\nceiling: the single node in the same run. Goals: "
+        + "; ".join(goals)
+        + "."
     )
-    return table
 
 
 def _chart(results: list[Throughput]) -> str:
