@@ -41,7 +41,7 @@ import struct
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,8 @@ class Run:
     other_cpu_percent: float | None
     stall: str | None = None
     """Why the run stopped short (nothing moved for ``STALL_SECONDS``), or None."""
+    producer: dict[str, str] = attrs.field(factory=dict)
+    """The producer's settings beyond this module's (librdkafka's defaults otherwise)."""
 
 
 @attrs.define(eq=False)
@@ -187,9 +189,11 @@ def _one_run(
     topic: str,
     *,
     create: bool = True,
+    producer_settings: Mapping[str, str] | None = None,
 ) -> Run:
     """One timed run on a new topic (``create``), or on one the caller made
-    (``broker_pid``: the process of the partition's leader)."""
+    (``broker_pid``: the process of the partition's leader); ``producer_settings`` are
+    added to the producer's configuration."""
     if create:
         _create_topic(bootstrap, topic)
     warmup = round(scenario.rate * WARMUP_SECONDS)
@@ -219,6 +223,7 @@ def _one_run(
             "compression.type": "none",
             "delivery.report.only.error": True,
             "on_delivery": on_delivery,
+            **(producer_settings or {}),
         }
     )
     # connected, leader known, before any record
@@ -271,6 +276,7 @@ def _one_run(
         client_cpu_percent=use.client_percent,
         other_cpu_percent=use.other_percent,
         stall=stall,
+        producer=dict(producer_settings or {}),
     )
 
 
