@@ -20,6 +20,7 @@ from . import (
     client_consumer,
     client_latency,
     client_producer,
+    cluster_reference,
     cluster_replication,
     controller_quorum,
     e2e_latency,
@@ -55,6 +56,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     zookeeper_mode.NAME: zookeeper_mode.run,
     trace_parquet.NAME: trace_parquet.run,
     kafka_reference.NAME: kafka_reference.run,
+    cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
 }
 
