@@ -123,6 +123,7 @@ class KafkaCluster:
         for node in self.broker_nodes.values():
             if node.process is not None:
                 node.process.terminate()
+        # stop() signals again: a JVM already running its shutdown hooks ignores it
         for node in self.broker_nodes.values():
             node.stop(timeout)
         self.controller.stop(timeout)
