@@ -23,6 +23,7 @@ from . import (
     client_consumer,
     client_latency,
     client_producer,
+    cluster_reference,
     cluster_replication,
     controller_quorum,
     e2e_latency,
@@ -59,6 +60,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     zookeeper_mode.NAME: zookeeper_mode.run,
     trace_parquet.NAME: trace_parquet.run,
     kafka_reference.NAME: kafka_reference.run,
+    cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
 }
 
