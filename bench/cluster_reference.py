@@ -86,6 +86,8 @@ QUICK_SECONDS = {1_000: e2e_latency.QUICK_SECONDS, 10_000: 0.3}
 RECORDS = cluster_replication.RECORDS
 QUICK_RECORDS = cluster_replication.QUICK_RECORDS
 KAFKA, MINIKAFKA = "Apache Kafka", "minikafka"
+PRODUCERS = cluster_replication.PRODUCERS
+DEFAULTS = "librdkafka defaults"
 SYSTEMS = (KAFKA, MINIKAFKA)
 
 
@@ -133,6 +135,8 @@ class ThroughputRun:
 @attrs.frozen
 class LatencyRun:
     system: str
+    producer: str
+    """One of ``cluster_replication.PRODUCERS``."""
     rate: int
     figures: e2e_latency.Run | None
     load: Load
@@ -236,7 +240,8 @@ class Results:
     records: int
     seconds: dict[int, float]
     throughput: dict[str, list[ThroughputRun]]
-    latency: dict[tuple[str, int], list[LatencyRun]]
+    latency: dict[tuple[str, str, int], list[LatencyRun]]
+    """Every run by (system, producer, rate)."""
 
     def median_throughput(self) -> list[ThroughputRun]:
         return [
@@ -299,7 +304,7 @@ def measure_runs(quick: bool = False) -> Results:
         records,
         QUICK_SECONDS if quick else SECONDS,
         {s: [] for s in SYSTEMS},
-        {(s, rate): [] for rate in RATES for s in SYSTEMS},
+        {(s, p, rate): [] for p in PRODUCERS for rate in RATES for s in SYSTEMS},
     )
     with (
         tempfile.TemporaryDirectory(prefix="minikafka-bench-cluster-ref-") as scratch,
@@ -323,30 +328,42 @@ def measure_runs(quick: bool = False) -> Results:
                 )
         for system, cluster in clusters.items():  # the small-request path's JIT
             warm = results.seconds[RATES[0]]
-            _latency(system, cluster, RATES[0], warm, "latency-warmup", every_pid)
+            _latency(
+                system, cluster, DEFAULTS, RATES[0], warm, "latency-warmup", every_pid
+            )
         for r, order in _alternating(latency_repeats):
-            for rate in RATES:
-                for system in order:
-                    run = _latency(
-                        system,
-                        clusters[system],
-                        rate,
-                        results.seconds[rate],
-                        f"latency-{rate}-{r}",
-                        every_pid,
-                    )
-                    results.latency[(system, rate)].append(run)
-                    print(
-                        f"  run {r + 1}/{latency_repeats} {system:<13} e2e {rate:>6,}/s "
-                        f"{_latency_cells(run)[0]} ({_latency_cells(run)[1]})",
-                        flush=True,
-                    )
+            for producer in PRODUCERS:
+                for rate in RATES:
+                    for system in order:
+                        run = _latency(
+                            system,
+                            clusters[system],
+                            producer,
+                            rate,
+                            _seconds(results.seconds, producer, rate),
+                            f"latency-{producer.split()[0]}-{rate}-{r}",
+                            every_pid,
+                        )
+                        results.latency[(system, producer, rate)].append(run)
+                        print(
+                            f"  run {r + 1}/{latency_repeats} {system:<13} {producer:<19}"
+                            f" e2e {rate:>6,}/s {_latency_cells(run)[0]} "
+                            f"({_latency_cells(run)[1]})",
+                            flush=True,
+                        )
     return results
+
+
+def _seconds(seconds: dict[int, float], producer: str, rate: int) -> float:
+    """How long a run sends: ``seconds[rate]`` for librdkafka's defaults (a backlog
+    must stay short), the full time for the idempotent producer, which keeps up."""
+    return seconds[rate] if producer == DEFAULTS else seconds[RATES[0]]
 
 
 def _latency(
     system: str,
     cluster: Cluster,
+    producer: str,
     rate: int,
     seconds: float,
     topic: str,
@@ -363,12 +380,14 @@ def _latency(
                 seconds,
                 topic,
                 create=False,
+                producer_settings=PRODUCERS[producer],
             )
     except BenchError as e:
-        # a finding (records reordered by librdkafka's resends after a request timed
-        # out in the queue), not a reason to lose the other figures
-        return LatencyRun(system, rate, None, Load(None, os.getloadavg()[0]), str(e))
-    return LatencyRun(system, rate, run, loads[0])
+        # a finding (a consumer error, records out of order), not a reason to lose the
+        # other figures
+        load = Load(None, os.getloadavg()[0])
+        return LatencyRun(system, producer, rate, None, load, str(e))
+    return LatencyRun(system, producer, rate, run, loads[0])
 
 
 def _percent(value: float | None) -> str:
@@ -406,11 +425,12 @@ def run(quick: bool = False) -> Report:
         **report_header(
             NAME, __doc__, quick, len(results.throughput[KAFKA]), started, clock
         ),
-        "latency_repeats": len(results.latency[(KAFKA, RATES[0])]),
+        "latency_repeats": len(results.latency[(KAFKA, DEFAULTS, RATES[0])]),
         "warmup_runs": 1 if quick else WARMUP_RUNS,
         "producer": {
             "throughput": {"acks": "all", "linger.ms": 5, "compression.type": "none"},
             "latency": {"acks": "all", "linger.ms": 0, "compression.type": "none"},
+            "latency_producers": PRODUCERS,
             "other": "librdkafka defaults",
         },
         "machine": machine_facts(),
@@ -441,7 +461,7 @@ def _table(results: Results) -> str:
     for timed in results.median_latency():
         rows.append(
             [
-                f"{timed.system}: e2e {timed.rate:,}/s, linger.ms=0",
+                f"{timed.system}: e2e {timed.rate:,}/s, linger.ms=0, {timed.producer}",
                 *_latency_cells(timed),
                 _percent(timed.load.other_cpu_percent),
             ]

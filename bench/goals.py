@@ -35,7 +35,7 @@ NEEDS = (
     "cluster_replication",
 )
 """The benchmarks a goal takes its figure from, in the order they run."""
-KAFKA_FROM = ("kafka_reference",)
+KAFKA_FROM = ("kafka_reference", "cluster_reference")
 """Benchmarks of Apache Kafka's broker that ``goals`` quotes when they ran in the same
 invocation (``make bench`` runs them all; ``python -m bench goals`` alone does not, as
 they need Java and some minutes)."""
@@ -89,6 +89,19 @@ def _cluster_p99(rate: int, producer: str) -> Callable[[Mapping[str, Report]], f
         latency = _doc(reports, "cluster_replication")["latency"]
         settings = cluster_replication.PRODUCERS[producer]
         return float(_find(latency, rate=rate, producer=settings)["latency"]["p99_ms"])
+
+    return figure
+
+
+def _kafka_cluster_p99(
+    rate: int, producer: str
+) -> Callable[[Mapping[str, Report]], float]:
+    def figure(reports: Mapping[str, Report]) -> float:
+        latency = _doc(reports, "cluster_reference")["latency"]
+        run = _find(latency, system="Apache Kafka", producer=producer, rate=rate)
+        if run["figures"] is None:
+            raise KeyError(f"Kafka's run failed: {run['failed']}")
+        return float(run["figures"]["latency"]["p99_ms"])
 
     return figure
 
@@ -162,7 +175,7 @@ GOALS: tuple[
                 "cluster_replication",
             ),
             _cluster_p99(rate, producer),
-            None,
+            _kafka_cluster_p99(rate, producer),
         )
         for producer in cluster_replication.PRODUCERS
         for rate in cluster_replication.LATENCY_RATES

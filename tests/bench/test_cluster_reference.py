@@ -13,6 +13,7 @@ import pytest
 
 from bench import cluster_replication, e2e_latency
 from bench.cluster_reference import (
+    DEFAULTS,
     KAFKA,
     MINIKAFKA,
     LatencyRun,
@@ -42,7 +43,7 @@ def _latency_run(
         client_cpu_percent=10.0,
         other_cpu_percent=None,
     )
-    return LatencyRun(system, rate, figures, LOAD)
+    return LatencyRun(system, DEFAULTS, rate, figures, LOAD)
 
 
 def _throughput_run(system: str, records_per_s: float) -> ThroughputRun:
@@ -83,12 +84,14 @@ def test_cpu_per_record_leaves_out_the_controller_and_the_producer() -> None:
 
 def test_a_failed_run_is_never_the_median_while_another_passed() -> None:
     failed = LatencyRun(
-        MINIKAFKA, 10_000, None, LOAD, "record 7 arrived where 9 was due"
+        MINIKAFKA, DEFAULTS, 10_000, None, LOAD, "record 7 arrived where 9 was due"
     )
     passed = _latency_run(MINIKAFKA, 10_000, 5_000.0, seconds=20.0)
-    results = Results(1_000, {10_000: 1.0}, {}, {(MINIKAFKA, 10_000): [failed, passed]})
+    results = Results(
+        1_000, {10_000: 1.0}, {}, {(MINIKAFKA, DEFAULTS, 10_000): [failed, passed]}
+    )
     assert results.median_latency() == [passed]
-    alone = Results(1_000, {10_000: 1.0}, {}, {(MINIKAFKA, 10_000): [failed]})
+    alone = Results(1_000, {10_000: 1.0}, {}, {(MINIKAFKA, DEFAULTS, 10_000): [failed]})
     assert alone.median_latency() == [failed]
     assert failed.sustained_per_s is None
     assert failed.leader_us_per_record is None
@@ -105,9 +108,11 @@ def test_the_table_shows_both_systems_and_a_failure_with_its_reason() -> None:
             MINIKAFKA: [_throughput_run(MINIKAFKA, 500_000.0)],
         },
         {
-            (KAFKA, 10_000): [_latency_run(KAFKA, 10_000, 9_600.0, seconds=10.6)],
-            (MINIKAFKA, 10_000): [
-                LatencyRun(MINIKAFKA, 10_000, None, LOAD, "out of order")
+            (KAFKA, DEFAULTS, 10_000): [
+                _latency_run(KAFKA, 10_000, 9_600.0, seconds=10.6)
+            ],
+            (MINIKAFKA, DEFAULTS, 10_000): [
+                LatencyRun(MINIKAFKA, DEFAULTS, 10_000, None, LOAD, "out of order")
             ],
         },
     )
