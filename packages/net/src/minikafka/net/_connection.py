@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -322,7 +322,7 @@ class KafkaChannel:
     def _dispatch(self, frame: bytes) -> Request:
         # Kafka's startTimeNanos is taken before parsing: parse time counts as
         # request queue time, not as no time at all.
-        request = self._parse(frame, received=trio.current_time())
+        request = self._parse(frame, received=self.processor.clock())
         self._hand_over_memory(request)
         self.muted = True
         return request
@@ -454,7 +454,6 @@ class KafkaChannel:
             raise UnsupportedApiVersion(
                 f"{api_name(header.api_key)} v{header.api_version} is not in {low}-{high}"
             )
-        clock: Callable[[], float] = trio.current_time
         return Request(
             processor_id=self.processor.id,
             connection_id=self.id,
@@ -464,7 +463,7 @@ class KafkaChannel:
             listener=self.listener,
             start_time=received,
             deliver=self.processor.channel.send_response,
-            clock=clock,
+            clock=self.processor.clock,
         )
 
     async def _write(self, response: Response) -> None:

@@ -58,6 +58,9 @@ class Processor:
     _responses: HandOff[Response] = attrs.field(init=False)
     _connection_index: int = attrs.field(init=False, default=0)
     _all_closed: trio.Event = attrs.field(init=False, factory=trio.Event)
+    clock: Callable[[], float] = attrs.field(init=False, default=trio.current_time)
+    """trio's clock, read for the request metrics' timestamps: the run's clock's own
+    method once running (``trio.current_time`` looks the run up on every call)."""
 
     def __attrs_post_init__(self) -> None:
         # Kafka's responseQueue is unbounded: a handler never waits on a Processor.
@@ -66,6 +69,7 @@ class Processor:
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        self.clock = trio.lowlevel.current_clock().current_time
         self.channel.add_processor(self)
         try:
             async with trio.open_nursery() as nursery:
@@ -116,7 +120,7 @@ class Processor:
                 response = await responses.take()
             except trio.EndOfChannel:
                 return
-            response.request.response_dequeue_time = trio.current_time()
+            response.request.response_dequeue_time = self.clock()
             connection = self.connections.get(response.request.connection_id)
             if connection is not None:
                 connection.deliver(response)
