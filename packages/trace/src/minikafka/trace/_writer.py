@@ -76,6 +76,9 @@ class JsonLinesTracer:
     _encoders: dict[type[TraceEvent], Encoder] = attrs.field(init=False, factory=dict)
     flush_interval: float | None = attrs.field(default=None, kw_only=True)
     _stop_flusher: Event = attrs.field(init=False, factory=Event)
+    # A plain attribute, not a property: every traced call site reads it, and a
+    # property call costs several times an attribute read.
+    enabled: bool = attrs.field(init=False, default=True)
 
     @classmethod
     def open(
@@ -124,10 +127,6 @@ class JsonLinesTracer:
         return tracer
 
     @property
-    def enabled(self) -> bool:
-        return not self._closed
-
-    @property
     def current_path(self) -> Path:
         """The file the buffered lines will go to (it may not exist yet)."""
         return self.directory / trace_file_name(self.node, self.pid, self._seq)
@@ -173,6 +172,7 @@ class JsonLinesTracer:
                 self._write_out()
             finally:
                 self._closed = True
+                self.enabled = False
                 if self._file is not None:
                     self._file.close()
                     self._file = None
