@@ -164,7 +164,7 @@ class JsonLinesTracer:
         encode = self._encoders.get(type(event))
         if encode is None:
             # First event of this class here: its generated encoder, or the TypeError
-            # naming the missing @register_event (raised here, not in the writer thread).
+            # naming the missing @register_event (here, not in the writer thread).
             encode = self._encoders[type(event)] = spec_for_class(type(event)).encode
         pending = self._pending
         pending.append((encode, event, _now() if ts is None else float(ts)))
