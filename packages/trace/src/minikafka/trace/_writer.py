@@ -43,7 +43,9 @@ DEFAULT_MAX_PENDING = 16_384
 """Events queued for the writer thread before ``emit`` encodes them itself: at most a few
 MiB of events, and 0.8 s of the busiest broker's two lines per request."""
 _CHUNK = 256
-"""Events the writer thread encodes at a time before it lets the request path run."""
+"""Events the writer thread encodes at a time before it lets the request path run: about
+1 ms of encoding that a request arriving meanwhile waits for. One run with 64 had the
+writer at 9.4 µs per small Produce against 8.1 (bench/tracing_cpu.py, a loaded machine)."""
 
 _now = time.time
 log = logging.getLogger("minikafka.trace")
