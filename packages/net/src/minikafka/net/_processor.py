@@ -17,6 +17,7 @@ the time it waits there is Kafka's ``ResponseQueueTimeMs``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ import trio
 from minikafka.trace import Tracer
 
 from ._channel import RequestChannel
+from ._codec import api_name
 from ._config import NetConfig
 from ._connection import KafkaChannel
 from ._events import ConnectionAccepted, ConnectionClosed, RequestCompleted
@@ -39,6 +41,9 @@ from ._request import Request, RequestMetrics, Response
 log = logging.getLogger("minikafka.net")
 
 RequestCompletedHook = Callable[[Request, RequestMetrics], None]
+
+# The API's name in every net.request line: built from the key once, not per request.
+_api_name = functools.cache(api_name)
 
 
 @attrs.define(eq=False)
@@ -149,7 +154,7 @@ class Processor:
                     processor_id=self.id,
                     client_id=request.header.client_id,
                     api_key=request.api_key,
-                    api_name=request.api_name,
+                    api_name=_api_name(request.api_key),
                     api_version=request.api_version,
                     correlation_id=request.header.correlation_id,
                     request_bytes=request.size,
