@@ -92,7 +92,9 @@ def authorize() -> None:
     ]:
         binding = AclBinding(
             ResourcePattern(ResourceType.TOPIC, name, pattern),
-            AccessControlEntry(principal, "*", operation, AclPermissionType[permission]),
+            AccessControlEntry(
+                principal, "*", operation, AclPermissionType[permission]
+            ),
         )
         authorizer.add_acl(uuid.uuid4(), binding)
         typer.echo(f"ACL {binding}")
@@ -104,8 +106,12 @@ def authorize() -> None:
         ("User:admin", AclOperation.DELETE, "orders-eu"),
     ]:
         action = Action(operation, ResourceType.TOPIC, topic)
-        decision = authorizer.authorize(KafkaPrincipal.from_string(who), "10.0.0.1", action)
-        typer.echo(f"{who} {operation.name} {topic}: {decision.result.value} ({decision.rule})")
+        decision = authorizer.authorize(
+            KafkaPrincipal.from_string(who), "10.0.0.1", action
+        )
+        typer.echo(
+            f"{who} {operation.name} {topic}: {decision.result.value} ({decision.rule})"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -178,9 +178,9 @@ class AclBindingFilter:
     entry_filter: AccessControlEntryFilter = AccessControlEntryFilter()
 
     def matches(self, binding: AclBinding) -> bool:
-        return self.pattern_filter.matches(binding.pattern) and self.entry_filter.matches(
-            binding.entry
-        )
+        return self.pattern_filter.matches(
+            binding.pattern
+        ) and self.entry_filter.matches(binding.entry)
 
 
 ANY_FILTER = AclBindingFilter()

@@ -219,7 +219,9 @@ class SaslServerAuthenticator:
         elif state is SaslState.INITIAL_REQUEST:
             reason = INVALID_FIRST_REQUEST
         else:
-            reason = f"Unexpected Kafka request of type {kind.value} during SASL handshake."
+            reason = (
+                f"Unexpected Kafka request of type {kind.value} during SASL handshake."
+            )
         # Not an authentication failure: Kafka closes at once, with no answer.
         return CoreResult(replies=(Close(reason),))
 
@@ -250,11 +252,14 @@ class SaslServerAuthenticator:
 
     def _token(self, request: Any, now: float) -> AuthResult:
         server = self._server
-        assert server is not None and self.mechanism is not None
+        assert server is not None
+        assert self.mechanism is not None
         if isinstance(request, bytes | bytearray):
             if self._v1_headers:
                 self.state = SaslState.FAILED
-                return CoreResult(replies=(Close("a bare frame after SaslHandshake v1"),))
+                return CoreResult(
+                    replies=(Close("a bare frame after SaslHandshake v1"),)
+                )
             return self._bare_token(server, bytes(request), now)
         version: int = type(request).__version__
         self.supports_reauthentication |= version > 0
@@ -333,15 +338,20 @@ class SaslServerAuthenticator:
             self.state = SaslState.FAILED
             return CoreResult(replies=(Close("session expired"),))
         if kind is R.HANDSHAKE and self.supports_reauthentication:
-            assert self.mechanism is not None and self.principal is not None
+            assert self.mechanism is not None
+            assert self.principal is not None
             self._previous = (self.mechanism, self.principal)
             return self._handshake(request, now)
         if kind is R.HANDSHAKE:
             # A client that cannot re-authenticate: the broker's own answer (KafkaApis).
             version = type(request).__version__
-            return CoreResult(replies=(Respond(io.handshake_response(version, 34, ())),))
+            return CoreResult(
+                replies=(Respond(io.handshake_response(version, 34, ())),)
+            )
         if kind is R.AUTHENTICATE:
-            message = "SaslAuthenticate request received after successful authentication"
+            message = (
+                "SaslAuthenticate request received after successful authentication"
+            )
             return CoreResult(replies=(RespondWithError(34, message),))
         return CoreResult(replies=(Forward(),))
 

@@ -109,13 +109,17 @@ def _acl_result(
     return AuthorizationResult.ALLOWED if allow else AuthorizationResult.DENIED
 
 
-def applies_to(pattern: ResourcePattern, resource_type: ResourceType, name: str) -> bool:
+def applies_to(
+    pattern: ResourcePattern, resource_type: ResourceType, name: str
+) -> bool:
     """Whether an ACL on ``pattern`` is about the named resource."""
     if pattern.resource_type is not resource_type:
         return False
     if pattern.pattern_type is PatternType.LITERAL:
         return pattern.name in (name, WILDCARD_RESOURCE)
-    return pattern.pattern_type is PatternType.PREFIXED and name.startswith(pattern.name)
+    return pattern.pattern_type is PatternType.PREFIXED and name.startswith(
+        pattern.name
+    )
 
 
 class StandardAuthorizer:
@@ -159,7 +163,9 @@ class StandardAuthorizer:
         allow: AclBinding | None = None
         has_resource_acls = False
         for binding in self._by_type.get(action.resource_type, {}).values():
-            if not applies_to(binding.pattern, action.resource_type, action.resource_name):
+            if not applies_to(
+                binding.pattern, action.resource_type, action.resource_name
+            ):
                 continue
             has_resource_acls = True
             result = _acl_result(binding, principals, host, action.operation)
@@ -168,7 +174,9 @@ class StandardAuthorizer:
             if result is AuthorizationResult.ALLOWED:
                 allow = binding
         if allow is not None:
-            return Decision(AuthorizationResult.ALLOWED, f"MatchingAcl(acl={allow})", allow)
+            return Decision(
+                AuthorizationResult.ALLOWED, f"MatchingAcl(acl={allow})", allow
+            )
         if not has_resource_acls and self.allow_everyone_if_no_acl_found:
             return Decision(AuthorizationResult.ALLOWED, "DefaultAllow")
         return Decision(AuthorizationResult.DENIED, "DefaultDeny")

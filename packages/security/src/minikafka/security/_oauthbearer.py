@@ -48,7 +48,9 @@ class UnsecuredValidatorOptions:
         if skew < 0:
             raise ValueError(f"Allowable clock skew must not be negative: {skew}")
         return cls(
-            principal_claim_name=options.get("unsecuredValidatorPrincipalClaimName", "sub"),
+            principal_claim_name=options.get(
+                "unsecuredValidatorPrincipalClaimName", "sub"
+            ),
             scope_claim_name=options.get("unsecuredValidatorScopeClaimName", "scope"),
             required_scope=tuple(
                 options.get("unsecuredValidatorRequiredScope", "").split()
@@ -72,7 +74,9 @@ class UnsecuredToken:
 class TokenValidationError(Exception):
     """A refused token: ``status`` and ``scope`` go into the RFC 7628 error JSON."""
 
-    def __init__(self, reason: str, status: str = "invalid_token", scope: str | None = None):
+    def __init__(
+        self, reason: str, status: str = "invalid_token", scope: str | None = None
+    ):
         super().__init__(reason)
         self.status = status
         self.scope = scope
@@ -119,7 +123,9 @@ def validate_unsecured_token(
     claims = _b64url_json(parts[1])
     principal = claims.get(options.principal_claim_name)
     if principal is None:
-        raise TokenValidationError(f"Required claim missing: {options.principal_claim_name}")
+        raise TokenValidationError(
+            f"Required claim missing: {options.principal_claim_name}"
+        )
     if not isinstance(principal, str) or not principal.strip():
         raise TokenValidationError(
             f"The {options.principal_claim_name} claim had the incorrect type: "

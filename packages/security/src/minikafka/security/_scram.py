@@ -104,7 +104,9 @@ class ScramSaslServer:
                 final = self._client_final(response.decode("utf-8", "replace"))
                 self.state = ScramServerState.COMPLETE
                 return final
-            raise SaslError(f"Unexpected challenge in Sasl server state {self.state.value}")
+            raise SaslError(
+                f"Unexpected challenge in Sasl server state {self.state.value}"
+            )
         except (SaslError, SaslAuthenticationError):
             self._credential = None
             self.state = ScramServerState.FAILED
@@ -119,7 +121,9 @@ class ScramSaslServer:
         if self.token_authenticated:
             token = None if self._tokens is None else self._tokens.get(name)
             if token is None:
-                raise SaslError("Token Authentication failed: Invalid tokenId : " + name)
+                raise SaslError(
+                    "Token Authentication failed: Invalid tokenId : " + name
+                )
             credential: ScramCredential | None = token.credential
             self._authorization_id = token.owner
             self._token_expiry_ms = token.expiry_timestamp_ms
@@ -242,7 +246,9 @@ class ScramSaslClient:
                 self._server_final(message)
                 self.state = ScramClientState.COMPLETE
                 return b""
-            raise SaslError(f"Unexpected challenge in Sasl client state {self.state.value}")
+            raise SaslError(
+                f"Unexpected challenge in Sasl client state {self.state.value}"
+            )
         except (SaslError, binascii.Error):
             self.state = ScramClientState.FAILED
             raise
@@ -276,11 +282,12 @@ class ScramSaslClient:
             raise SaslError("Invalid SCRAM server final message format: " + message)
         if found["error"] is not None:
             raise SaslError(
-                "Sasl authentication using " + self.mechanism.mechanism_name
-                + " failed with error: " + found["error"]
+                "Sasl authentication using "
+                + self.mechanism.mechanism_name
+                + " failed with error: "
+                + found["error"]
             )
         key = fmt.server_key(self.mechanism, self._salted)
         expected = fmt.signature(self.mechanism, key, self._auth_message)
         if not hmac.compare_digest(base64.b64decode(found["signature"]), expected):
             raise SaslError("Sasl server signature verification failed")
-

@@ -54,7 +54,9 @@ class ScramCredential:
     iterations: int
 
 
-def secure_random_string(token_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
+def secure_random_string(
+    token_bytes: Callable[[int], bytes] = secrets.token_bytes,
+) -> str:
     """A 130-bit random number in base 36, Kafka's nonce and salt source
     (``ScramFormatter.secureRandomString``)."""
     number = int.from_bytes(token_bytes(17), "big") >> 6  # 136 bits down to 130
@@ -170,7 +172,7 @@ SERVER_FINAL = re.compile(
 def parse_extensions(text: str) -> dict[str, str]:
     """``,k=v,k=v`` into a mapping (Kafka's ``ScramExtensions``)."""
     pairs = [item.split("=", 1) for item in text.split(",") if item]
-    return {key: value for key, value in pairs}
+    return dict(pairs)
 
 
 def client_first_bare(name: str, nonce: str, extensions: dict[str, str]) -> str:
