@@ -37,9 +37,8 @@ def test_a_fresh_token_authenticates_its_subject_until_exp() -> None:
     server = OAuthBearerSaslServer(UnsecuredValidatorOptions())
     token = unsecured_token("alice", NOW, lifetime_seconds=60)
     response = client_initial_response(token)
-    assert response.startswith(b"n,,\x01auth=Bearer ") and response.endswith(
-        b"\x01\x01"
-    )
+    assert response.startswith(b"n,,\x01auth=Bearer ")
+    assert response.endswith(b"\x01\x01")
     assert server.evaluate_response(response, NOW) == b""
     assert server.authorization_id() == "alice"
     assert server.credential_lifetime_ms() == int((NOW + 60) * 1000)

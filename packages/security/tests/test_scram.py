@@ -91,7 +91,8 @@ def test_a_client_with_the_right_password_always_authenticates(
     server = ScramSaslServer(mechanism, {user: credential})
     client = ScramSaslClient(mechanism, user, password)
     exchange(server, client)
-    assert server.complete and client.complete
+    assert server.complete
+    assert client.complete
     assert server.authorization_id() == user
 
 
@@ -203,9 +204,12 @@ def test_malformed_or_mismatched_messages_fail_with_kafkas_reason(
     server = ScramSaslServer(
         SCRAM_SHA_256, {"u": generate_credential(SCRAM_SHA_256, "p", 4096)}
     )
+    if final is None:
+        with pytest.raises(SaslError, match=reason):
+            server.evaluate_response(first, 0)
+        return
+    server.evaluate_response(first, 0)
     with pytest.raises(SaslError, match=reason):
-        server.evaluate_response(first, 0)
-        assert final is not None
         server.evaluate_response(final, 0)
 
 
