@@ -296,8 +296,9 @@ class SaslServerAuthenticator:
         return CoreResult(replies=replies + (() if done is None else (done[0],)))
 
     def _complete(self, server: SaslServer, now: float) -> tuple[Authenticated, int]:
-        """The session of a finished exchange (``calcCompletionTimesAndReturnSessionLifetimeMs``);
-        raises when a re-authentication would change the principal."""
+        """The session of a finished exchange, and its lifetime in ms (Kafka's
+        ``calcCompletionTimesAndReturnSessionLifetimeMs``); raises when a
+        re-authentication would change the principal."""
         principal = KafkaPrincipal(
             USER_TYPE,
             server.authorization_id(),
