@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.sasl_authenticate.v0.request import SaslAuthenticateRequest as Auth0
@@ -360,3 +362,31 @@ def test_every_state_and_request_follows_the_table(
         assert auth.state is SaslState.FAILED
         failed = only(replies, Close) + only(replies, AuthenticationFailed)
         assert failed or state is SaslState.FAILED
+
+
+requests = st.one_of(
+    st.sampled_from(list(SAMPLES.values())),
+    st.builds(Handshake0, mechanism=st.text(max_size=12)),
+    st.builds(Handshake1, mechanism=st.sampled_from(["PLAIN", "SCRAM-SHA-256", "x"])),
+    st.builds(Auth0, auth_bytes=st.binary(max_size=64)),
+    st.builds(Auth2, auth_bytes=st.binary(max_size=64)),
+    st.binary(max_size=64),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(requests, st.floats(0, 1)), max_size=10))
+def test_no_sequence_of_frames_makes_the_authenticator_raise(
+    steps: list[tuple[object, float]],
+) -> None:
+    """Any frames in any order, garbage tokens included: the core answers with values
+    (Kafka's errors, a close), never an exception, and once FAILED it authenticates no
+    one and at most closes when its deadline is due."""
+    auth = authenticator()
+    now = NOW
+    for request, elapsed in steps:
+        now += elapsed
+        was_failed = auth.state is SaslState.FAILED
+        replies = auth.receive(request, now).replies + auth.on_timer(now).replies
+        if was_failed:
+            assert all(isinstance(r, Close) for r in replies)

@@ -26,6 +26,7 @@ from minikafka.security import (
     ResourceType,
     StandardAuthorizer,
     parse_super_users,
+    validate_filter,
     validate_new_acl,
 )
 
@@ -365,3 +366,32 @@ def test_authorized_operations_lists_what_is_allowed() -> None:
     auth = authorizer(acl("t", AclOperation.WRITE))
     got = auth.authorized_operations(ALICE, "h", TOPIC, "t", OPS)
     assert got == {AclOperation.WRITE, AclOperation.DESCRIBE}
+
+
+@pytest.mark.parametrize(
+    ("binding_filter", "message"),
+    [
+        (
+            AclBindingFilter(ResourcePatternFilter(pattern_type=PatternType.UNKNOWN)),
+            "Unknown patternFilter.",
+        ),
+        (
+            AclBindingFilter(ResourcePatternFilter(ResourceType.UNKNOWN)),
+            "Unknown patternFilter.",
+        ),
+        (
+            AclBindingFilter(
+                entry_filter=AccessControlEntryFilter(operation=AclOperation.UNKNOWN)
+            ),
+            "Unknown entryFilter.",
+        ),
+    ],
+)
+def test_deleteacls_refuses_a_filter_with_an_unknown_part(
+    binding_filter: AclBindingFilter, message: str
+) -> None:
+    """A filter naming an UNKNOWN type, pattern or operation is INVALID_REQUEST; ANY
+    and MATCH are fine."""
+    with pytest.raises(InvalidAclError, match=message):
+        validate_filter(binding_filter)
+    validate_filter(ANY_FILTER)

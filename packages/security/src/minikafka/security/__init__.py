@@ -22,6 +22,7 @@ from ._acl import PatternType as PatternType
 from ._acl import ResourcePattern as ResourcePattern
 from ._acl import ResourcePatternFilter as ResourcePatternFilter
 from ._acl import ResourceType as ResourceType
+from ._acl import validate_filter as validate_filter
 from ._acl import validate_new_acl as validate_new_acl
 from ._authenticator import TRANSITIONS as TRANSITIONS
 from ._authenticator import Received as Received

@@ -183,5 +183,19 @@ class AclBindingFilter:
         ) and self.entry_filter.matches(binding.entry)
 
 
+def validate_filter(binding_filter: AclBindingFilter) -> None:
+    """Raise :class:`InvalidAclError` for a DeleteAcls filter with an UNKNOWN part
+    (KRaft's ``AclControlManager.validateFilter``)."""
+    patterns = binding_filter.pattern_filter
+    unknown_type = patterns.resource_type is ResourceType.UNKNOWN
+    if unknown_type or patterns.pattern_type is PatternType.UNKNOWN:
+        raise InvalidAclError("Unknown patternFilter.")
+    entries = binding_filter.entry_filter
+    if entries.operation is AclOperation.UNKNOWN or (
+        entries.permission_type is AclPermissionType.UNKNOWN
+    ):
+        raise InvalidAclError("Unknown entryFilter.")
+
+
 ANY_FILTER = AclBindingFilter()
 """Matches every binding (``AclBindingFilter.ANY``)."""
