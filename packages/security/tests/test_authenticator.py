@@ -390,3 +390,17 @@ def test_no_sequence_of_frames_makes_the_authenticator_raise(
         replies = auth.receive(request, now).replies + auth.on_timer(now).replies
         if was_failed:
             assert all(isinstance(r, Close) for r in replies)
+
+
+def test_after_the_session_a_late_re_authentication_is_allowed_but_nothing_else() -> (
+    None
+):
+    """A v1+ client may still re-authenticate after its session ended (Kafka starts it
+    before checking expiry); a v0 client's handshake then closes like any request."""
+    auth = authenticator(connections_max_reauth_ms=1_000)
+    plain_login(auth)
+    assert only(plain_login(auth, now=NOW + 5), Authenticated)
+    old = authenticator(connections_max_reauth_ms=1_000)
+    plain_login(old, version=Auth0)
+    late = old.receive(Handshake1(mechanism="PLAIN"), NOW + 5).replies
+    assert late == (Close("session expired"),)

@@ -335,10 +335,13 @@ class SaslServerAuthenticator:
     def _authenticated_request(
         self, kind: Received, request: Any, now: float
     ) -> AuthResult:
-        if self.session_expired(now) and kind is not R.HANDSHAKE:
+        reauthenticating = kind is R.HANDSHAKE and self.supports_reauthentication
+        # A re-authentication may begin late (Kafka's channel starts it before the
+        # expiry check); anything else after the session's end closes the connection.
+        if self.session_expired(now) and not reauthenticating:
             self.state = SaslState.FAILED
             return CoreResult(replies=(Close("session expired"),))
-        if kind is R.HANDSHAKE and self.supports_reauthentication:
+        if reauthenticating:
             assert self.mechanism is not None
             assert self.principal is not None
             self._previous = (self.mechanism, self.principal)
