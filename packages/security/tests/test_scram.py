@@ -17,6 +17,8 @@ from minikafka.security import (
     ScramMechanism,
     ScramSaslClient,
     ScramSaslServer,
+    UnacceptableCredentialError,
+    check_iterations,
     generate_credential,
 )
 from minikafka.security._scram_formatter import (
@@ -257,3 +259,18 @@ def test_a_credential_has_kafkas_fields_and_hash_lengths() -> None:
     )
     assert (SCRAM_SHA_256.type, SCRAM_SHA_512.type) == (1, 2)
     assert (SCRAM_SHA_256.min_iterations, SCRAM_SHA_256.max_iterations) == (4096, 16384)
+
+
+@pytest.mark.parametrize(
+    ("iterations", "message"),
+    [(4095, "Too few iterations"), (16385, "Too many iterations")],
+)
+def test_a_new_credential_must_have_4096_to_16384_iterations(
+    iterations: int, message: str
+) -> None:
+    """AlterUserScramCredentials's bounds, UNACCEPTABLE_CREDENTIAL (93) outside them."""
+    check_iterations(SCRAM_SHA_512, 4096)
+    check_iterations(SCRAM_SHA_512, 16384)
+    with pytest.raises(UnacceptableCredentialError, match=message) as raised:
+        check_iterations(SCRAM_SHA_256, iterations)
+    assert raised.value.error_code == 93

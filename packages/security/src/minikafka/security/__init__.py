@@ -76,6 +76,8 @@ from ._scram_formatter import SCRAM_SHA_256 as SCRAM_SHA_256
 from ._scram_formatter import SCRAM_SHA_512 as SCRAM_SHA_512
 from ._scram_formatter import ScramCredential as ScramCredential
 from ._scram_formatter import ScramMechanism as ScramMechanism
+from ._scram_formatter import UnacceptableCredentialError as UnacceptableCredentialError
+from ._scram_formatter import check_iterations as check_iterations
 from ._scram_formatter import generate_credential as generate_credential
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -20,6 +20,9 @@ import secrets
 from collections.abc import Callable
 
 import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.common import ApiError
 
 from ._sasl import SaslError
 
@@ -52,6 +55,21 @@ class ScramCredential:
     stored_key: bytes
     server_key: bytes
     iterations: int
+
+
+class UnacceptableCredentialError(ApiError):
+    """A SCRAM credential AlterUserScramCredentials must refuse (UNACCEPTABLE_CREDENTIAL)."""
+
+    error_code = ErrorCode.unacceptable_credential
+
+
+def check_iterations(mechanism: ScramMechanism, iterations: int) -> None:
+    """Kafka's bounds on a new credential's iterations (``ScramControlManager``):
+    4096 to 16384 for both mechanisms."""
+    if iterations < mechanism.min_iterations:
+        raise UnacceptableCredentialError("Too few iterations")
+    if iterations > mechanism.max_iterations:
+        raise UnacceptableCredentialError("Too many iterations")
 
 
 def secure_random_string(
