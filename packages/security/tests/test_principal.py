@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -70,33 +72,53 @@ def test_default_gives_the_distinguished_name_unchanged(dn: str) -> None:
         ),
         ("RULE:^CN=(.*?),OU=(.*?)$/$1/U", "CN=bob,OU=x", "BOB"),
         (
-            "RULE:^cn=(.*?),ou=(.*?),dc=(.*?),dc=(.*?)$/$1@$3/L\nDEFAULT",
+            "RULE:^cn=(.*?),ou=(.*?),dc=(.*?),dc=(.*?)$/$1@$3/L, DEFAULT",
             "cn=Carol,ou=p,dc=example,dc=com",
             "carol@example",
         ),
         (r"RULE:^CN=([^,]*).*$/svc\/$1/", "CN=x,O=y", "svc/x"),
-        ("RULE:^CN=(?P<who>[^,]*).*$/${who}!/", "CN=z,O=y", "z!"),
+        ("RULE:^CN=(?<who>[^,]*).*$/${who}!/", "CN=z,O=y", "z!"),
+        ("RULE:^CN=(.*?),O=(.*)$/$1@$4/", "CN=a,O=b", "a@$4"),
+        ("RULE:^CN=(.*?),O=(.*)$/$12/", "CN=a,O=b", "a2"),
+        (" , DEFAULT , ", "CN=a", "CN=a"),
     ],
 )
 def test_the_first_matching_rule_gives_the_name(rules: str, dn: str, name: str) -> None:
-    """Kafka's documented examples: groups, case flags, newline and comma separators,
-    an escaped slash, and commas inside a pattern kept in their rule."""
+    """Kafka's documented examples: groups, case flags, an escaped slash, commas inside
+    a pattern kept in their rule, Java's named groups, a reference to a group the
+    pattern lacks kept literal, ``$12`` read as group 1 then ``2`` when there is no group
+    12, and empty rules ignored."""
     assert SslPrincipalMapper.from_rules(rules).principal_name(dn) == name
 
 
 def test_a_subject_no_rule_matches_is_refused() -> None:
     """Without DEFAULT, an unmatched subject has no principal: Kafka's NoMatchingRule."""
     mapper = SslPrincipalMapper.from_rules("RULE:^CN=(.*)$/$1/")
-    with pytest.raises(NoMatchingRuleError, match="No rules apply to O=x, rules"):
+    with pytest.raises(
+        NoMatchingRuleError, match=r"No rules apply to O=x, rules \[RULE:\^CN"
+    ):
         mapper.principal("O=x")
     assert mapper.principal("CN=a") == KafkaPrincipal("User", "a")
 
 
-@pytest.mark.parametrize("rules", ["RULE:abc", "RULE:a/b/X", "BOGUS", "RULE:(/x/"])
-def test_a_malformed_rule_is_refused_at_parse(rules: str) -> None:
-    """A rule that is neither DEFAULT nor RULE:pattern/replacement/[LU], or whose pattern
-    does not compile, is a configuration error naming the rule."""
-    with pytest.raises(ValueError, match="Invalid rule"):
+@pytest.mark.parametrize(
+    ("rules", "unmatched"),
+    [
+        ("RULE:abc", "RULE:abc"),
+        ("RULE:a/b/X", "X"),
+        ("BOGUS", "BOGUS"),
+        ("RULE:(/x/", None),
+    ],
+)
+def test_a_malformed_rule_is_refused_at_parse(
+    rules: str, unmatched: str | None
+) -> None:
+    """A rule that is neither DEFAULT nor RULE:pattern/replacement/[LU] is refused with
+    Kafka's message naming what did not match; a pattern that does not compile too."""
+    text = (
+        "Invalid rule" if unmatched is None else f"unmatched substring: `{unmatched}`"
+    )
+    with pytest.raises(ValueError, match=re.escape(text)):
         parse_mapping_rules(rules)
 
 

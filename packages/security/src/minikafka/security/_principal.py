@@ -62,13 +62,15 @@ class NoMatchingRuleError(ValueError):
     refuses the connection's principal (``SslPrincipalMapper.NoMatchingRule``)."""
 
 
-# One rule: DEFAULT, or RULE:pattern/replacement/ then an optional L or U. A pattern or
-# replacement may hold any character but "/" and "\", or a backslash-escaped one.
+# One rule, as Kafka's RULE_PATTERN reads it: DEFAULT, or RULE:pattern/replacement/ then an
+# optional L or U. A pattern or replacement may hold any character but "/" and "\\", or a
+# backslash-escaped one; whatever follows is an error.
 _RULE = re.compile(
-    r"\s*(?:(?P<default>DEFAULT)"
-    r"|RULE:(?P<pattern>(?:\\.|[^\\/])*)/(?P<replacement>(?:\\.|[^\\/])*)/(?P<case>[LU]?))"
-    r"\s*$"
+    r"(?P<default>DEFAULT)"
+    r"|RULE:(?P<pattern>(?:\\.|[^\\/])*)/(?P<replacement>(?:\\.|[^\\/])*)/(?P<case>[LU]?)"
 )
+# Java names a group (?<name>...); Python's re spells it (?P<name>...).
+_JAVA_NAMED_GROUP = re.compile(r"\(\?<([A-Za-z][A-Za-z0-9]*)>")
 
 
 @attrs.frozen
@@ -78,6 +80,8 @@ class MappingRule:
     pattern: re.Pattern[str] | None
     replacement: str = ""
     case: str = ""
+    source: str = ""
+    """The pattern as written (Java's syntax), for the rule's text."""
 
     def apply(self, distinguished_name: str) -> str | None:
         """The mapped name, or None when the pattern does not match the whole name."""
@@ -96,28 +100,40 @@ class MappingRule:
     def __str__(self) -> str:
         if self.pattern is None:
             return "DEFAULT"
-        return f"RULE:{self.pattern.pattern}/{self.replacement}/{self.case}"
+        flag = f"/{self.case}" if self.case else ""
+        return f"RULE:{self.source}/{self.replacement}{flag}"
 
 
 def _expand(match: re.Match[str], replacement: str) -> str:
-    """A Java replacement string (``$1``, ``${name}``, ``\\x`` for a literal x) for one
-    match, as ``Matcher.replaceAll`` reads it."""
+    """A Java replacement string for one match, as ``Matcher.replaceAll`` reads it:
+    ``\\x`` is a literal x, ``${name}`` a named group, ``$`` and digits the longest
+    group number that exists; a reference to a group the pattern lacks stays literal
+    (Kafka's ``escapeLiteralBackReferences``)."""
+    groups = match.re.groups
     out: list[str] = []
     i = 0
     while i < len(replacement):
         char = replacement[i]
-        if char == "\\" and i + 1 < len(replacement):
-            out.append(replacement[i + 1])
+        following = replacement[i + 1 : i + 2]
+        if char == "\\" and following:
+            out.append(following)
             i += 2
-        elif char == "$" and replacement[i + 1 : i + 2] == "{":
+        elif char == "$" and following == "{" and "}" in replacement[i:]:
             end = replacement.index("}", i)
-            out.append(match.group(replacement[i + 2 : end]) or "")
+            name = replacement[i + 2 : end]
+            if name in match.re.groupindex:
+                out.append(match.group(name) or "")
+            else:
+                out.append(replacement[i : end + 1])
             i = end + 1
-        elif char == "$" and replacement[i + 1 : i + 2].isdigit():
-            j = i + 1
+        elif char == "$" and following.isdigit() and int(following) <= groups:
+            number, j = int(following), i + 2
             while j < len(replacement) and replacement[j].isdigit():
-                j += 1
-            out.append(match.group(int(replacement[i + 1 : j])) or "")
+                longer = number * 10 + int(replacement[j])
+                if longer > groups:
+                    break
+                number, j = longer, j + 1
+            out.append(match.group(number) or "")
             i = j
         else:
             out.append(char)
@@ -126,8 +142,8 @@ def _expand(match: re.Match[str], replacement: str) -> str:
 
 
 def _split_rules(text: str) -> list[str]:
-    """The rules of the config value: separated by commas or newlines, a comma inside
-    a rule's pattern or replacement (before the ``/`` that closes the replacement) kept."""
+    """The rules of the config value, separated by commas; a comma inside a rule's
+    pattern or replacement (before the ``/`` that closes the replacement) is kept."""
     rules: list[str] = []
     current: list[str] = []
     slashes = 0
@@ -141,33 +157,41 @@ def _split_rules(text: str) -> list[str]:
         if char == "/":
             slashes += 1
         inside = "".join(current).lstrip().startswith("RULE:") and slashes < 2
-        if char in ",\n" and not inside:
+        if char == "," and not inside:
             rules.append("".join(current))
             current, slashes = [], 0
         else:
             current.append(char)
         i += 1
     rules.append("".join(current))
-    return [rule.strip() for rule in rules if rule.strip()]
+    return [rule.strip() for rule in rules]
 
 
 def parse_mapping_rules(text: str | Iterable[str]) -> tuple[MappingRule, ...]:
-    """Parse ``ssl.principal.mapping.rules`` (default ``DEFAULT``); a malformed rule
-    raises ValueError ``Invalid rule: ...`` as ``SslPrincipalMapper.parseRules`` does."""
+    """Parse ``ssl.principal.mapping.rules`` (default ``DEFAULT``); empty rules are
+    ignored and a malformed one raises ValueError with ``SslPrincipalMapper.parseRules``'s
+    message."""
     raw = _split_rules(text) if isinstance(text, str) else [r.strip() for r in text]
     rules = []
     for rule in raw:
+        if not rule:
+            continue
         found = _RULE.match(rule)
-        if found is None:
-            raise ValueError(f"Invalid rule: {rule}")
+        end = 0 if found is None else found.end()
+        if end != len(rule):
+            raise ValueError(
+                f"Invalid rule: `{rule}`, unmatched substring: `{rule[end:]}`"
+            )
+        assert found is not None
         if found["default"]:
             rules.append(MappingRule(None))
             continue
+        source = found["pattern"]
         try:
-            pattern = re.compile(found["pattern"])
+            pattern = re.compile(_JAVA_NAMED_GROUP.sub(r"(?P<\1>", source))
         except re.error as exc:
             raise ValueError(f"Invalid rule: {rule}") from exc
-        rules.append(MappingRule(pattern, found["replacement"], found["case"]))
+        rules.append(MappingRule(pattern, found["replacement"], found["case"], source))
     return tuple(rules)
 
 
