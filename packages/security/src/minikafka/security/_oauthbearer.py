@@ -21,6 +21,7 @@ import binascii
 import json
 import re
 from collections.abc import Mapping, Sequence
+from types import UnionType
 
 import attrs
 
@@ -82,64 +83,115 @@ class TokenValidationError(Exception):
         self.scope = scope
 
 
-def _b64url_json(part: str) -> dict[str, object]:
+def _convert(value: object) -> object:
+    """A claim as Kafka's ``OAuthBearerUnsecuredJws.convert`` keeps it: numbers stay
+    numbers, arrays become lists of their elements' text, anything else its text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, list):
+        return [_text(item) for item in value]
+    return _text(value)
+
+
+def _text(value: object) -> str:
+    """Jackson's ``asText``: a string as it is, null as "null", an object as ""."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    return ""
+
+
+def _java_type(value: object) -> str:
+    if isinstance(value, list):
+        return "ArrayList"
+    if isinstance(value, int):
+        return "Integer"
+    return "Double" if isinstance(value, float) else "String"
+
+
+def _to_map(part: str) -> dict[str, object]:
+    """A Base64URL-encoded JSON object (``OAuthBearerUnsecuredJws.toMap``)."""
     try:
         decoded = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-        value = json.loads(decoded)
     except (binascii.Error, ValueError) as exc:
-        raise TokenValidationError(f"Invalid Base64URL-encoded JSON: {part}") from exc
+        raise TokenValidationError("malformed Base64 URL encoded value") from exc
+    try:
+        value = json.loads(decoded)
+    except ValueError as exc:
+        raise TokenValidationError("malformed JSON") from exc
     if not isinstance(value, dict):
-        raise TokenValidationError(f"Not a JSON object: {part}")
-    return value
+        raise TokenValidationError("malformed JSON")
+    return {key: _convert(item) for key, item in value.items()}
 
 
-def _number(claims: Mapping[str, object], name: str, required: bool) -> float | None:
+def _claim(claims: Mapping[str, object], name: str, kind: type | UnionType) -> object:
+    """A claim of one type, or None; another type is refused (``claim(name, type)``)."""
     value = claims.get(name)
-    if value is None:
-        if required:
-            raise TokenValidationError(f"Required claim missing: {name}")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TokenValidationError(
-            f"The {name} claim had the incorrect type: {type(value).__name__}"
-        )
-    return float(value)
+    if value is None or isinstance(value, kind):
+        return value
+    java = "String" if kind is str else "List" if kind is list else "Number"
+    raise TokenValidationError(
+        f"The '{name}' claim was not of type {java}: {_java_type(value)}"
+    )
+
+
+def _scope(claims: Mapping[str, object], name: str) -> frozenset[str]:
+    """A string claim is one scope element, a list several (``calculateScope``)."""
+    value = claims.get(name)
+    if isinstance(value, str):
+        return frozenset({value.strip()}) if value.strip() else frozenset()
+    listed = _claim(claims, name, list)
+    assert listed is None or isinstance(listed, list)
+    return frozenset(str(item).strip() for item in listed or () if str(item).strip())
 
 
 def validate_unsecured_token(
     token: str, now_ms: int, options: UnsecuredValidatorOptions
 ) -> UnsecuredToken:
-    """Parse and check an unsecured JWS at ``now_ms`` (epoch ms), or raise
-    :class:`TokenValidationError` with Kafka's reason."""
-    parts = token.split(".")
-    if len(parts) != 3 or parts[2] != "":
+    """Parse an unsecured JWS (Kafka's ``OAuthBearerUnsecuredJws``) and check it at
+    ``now_ms`` (epoch ms) as ``OAuthBearerUnsecuredValidatorCallbackHandler`` does, or
+    raise :class:`TokenValidationError` with Kafka's reason."""
+    if ".." in token:
+        raise TokenValidationError("Malformed compact serialization contains '..'")
+    splits = token.split(".")
+    if len(splits) != 3:
         raise TokenValidationError(
-            "An unsecured JWS must have 3 dot-separated Base64URL-encoded values, the "
-            f"last of which is empty: {token}"
+            "Unsecured JWS compact serializations must have 3 dot-separated "
+            "Base64URL-encoded values"
         )
-    header = _b64url_json(parts[0])
-    if header.get("alg") != "none":
-        raise TokenValidationError(f"Unsecured JWS must have alg=none: {header}")
-    claims = _b64url_json(parts[1])
-    principal = claims.get(options.principal_claim_name)
-    if principal is None:
-        raise TokenValidationError(
-            f"Required claim missing: {options.principal_claim_name}"
-        )
+    header, claims = _to_map(splits[0]), _to_map(splits[1])
+    if "alg" not in header:
+        raise TokenValidationError("JWS header must have an Algorithm value")
+    if header["alg"] != "none":
+        raise TokenValidationError("Unsecured JWS must have 'none' for an algorithm")
+    if splits[2]:
+        raise TokenValidationError("Unsecured JWS must not contain a digital signature")
+    scope = _scope(claims, options.scope_claim_name)
+    expiration = _claim(claims, "exp", int | float)
+    if expiration is None:
+        raise TokenValidationError("No expiration time in JWT")
+    assert isinstance(expiration, int | float)
+    principal = _claim(claims, options.principal_claim_name, str)
     if not isinstance(principal, str) or not principal.strip():
         raise TokenValidationError(
-            f"The {options.principal_claim_name} claim had the incorrect type: "
-            f"{type(principal).__name__}"
+            f"No principal name in JWT claim: {options.principal_claim_name}"
         )
+    issued_at = _claim(claims, "iat", int | float)
+    assert issued_at is None or isinstance(issued_at, int | float)
+    # What the validator checks, in its order (OAuthBearerValidationUtils).
     skew = options.allowable_clock_skew_ms
-    issued_at = _number(claims, "iat", required=False)
     if issued_at is not None and 1000 * issued_at > now_ms + skew:
         raise TokenValidationError(
             f"The Issued At value ({issued_at:f} seconds) was after the indicated time "
             f"({now_ms} ms) plus allowable clock skew ({skew} ms)"
         )
-    expiration = _number(claims, "exp", required=True)
-    assert expiration is not None
     if now_ms - skew >= 1000 * expiration:
         raise TokenValidationError(
             f"The indicated time ({now_ms} ms) minus allowable clock skew ({skew} ms) was "
@@ -149,18 +201,6 @@ def validate_unsecured_token(
         raise TokenValidationError(
             f"The Expiration Time time ({expiration:f} seconds) was not after the Issued "
             f"At time ({issued_at:f} seconds)"
-        )
-    raw_scope = claims.get(options.scope_claim_name)
-    if isinstance(raw_scope, str):
-        scope = frozenset(raw_scope.split())
-    elif isinstance(raw_scope, list) and all(isinstance(s, str) for s in raw_scope):
-        scope = frozenset(raw_scope)
-    elif raw_scope is None:
-        scope = frozenset()
-    else:
-        raise TokenValidationError(
-            f"The {options.scope_claim_name} claim had the incorrect type: "
-            f"{type(raw_scope).__name__}"
         )
     for needed in options.required_scope:
         if needed not in scope:
@@ -175,8 +215,8 @@ def validate_unsecured_token(
         value=token,
         principal_name=principal,
         scope=scope,
-        lifetime_ms=int(1000 * expiration),
-        start_time_ms=None if issued_at is None else int(1000 * issued_at),
+        lifetime_ms=round(1000 * expiration),
+        start_time_ms=None if issued_at is None else round(1000 * issued_at),
     )
 
 
