@@ -204,7 +204,9 @@ def test_another_request_during_authentication_is_illegal_sasl_state() -> None:
     replies = auth.receive(METADATA, NOW).replies
     assert isinstance(replies[0], RespondWithError)
     assert replies[0].error_code == 34
-    assert "during SASL authentication" in replies[0].message
+    assert replies[0].message == (
+        "Unexpected Kafka request of type METADATA during SASL authentication."
+    )
 
 
 @pytest.mark.parametrize("first", [METADATA, b"\x16\x03\x01", Auth2(auth_bytes=b"")])
@@ -404,3 +406,12 @@ def test_after_the_session_a_late_re_authentication_is_allowed_but_nothing_else(
     plain_login(old, version=Auth0)
     late = old.receive(Handshake1(mechanism="PLAIN"), NOW + 5).replies
     assert late == (Close("session expired"),)
+
+
+def test_a_request_after_apiversions_but_before_the_handshake_names_its_api() -> None:
+    """Kafka's message names the request's ApiKeys name, and the close is at once."""
+    auth = authenticator()
+    auth.receive(VERSIONS, NOW)
+    assert auth.receive(METADATA, NOW).replies == (
+        Close("Unexpected Kafka request of type METADATA during SASL handshake."),
+    )

@@ -24,6 +24,7 @@ the moments a row of :data:`TRANSITIONS` is taken, not states a connection rests
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Never
 
@@ -124,6 +125,14 @@ def _received(request: object) -> Received:
     )
 
 
+def _api_name(request: object) -> str:
+    """Kafka's ``ApiKeys`` name of a kio request (``MetadataRequest``: METADATA)."""
+    if isinstance(request, bytes | bytearray):
+        return "a frame that is not a request"
+    name = type(request).__name__.removesuffix("Request")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
+
+
 class SaslServerAuthenticator:
     """One connection's authentication and its session (a core: ``now`` in, values out).
 
@@ -168,7 +177,7 @@ class SaslServerAuthenticator:
         """One request (or bare frame) of the connection, in its order."""
         kind = _received(request)
         if kind not in TRANSITIONS[self.state]:
-            return self._out_of_order(kind, now)
+            return self._out_of_order(kind, _api_name(request), now)
         if self.state is SaslState.COMPLETE:
             return self._authenticated_request(kind, request, now)
         if kind is R.API_VERSIONS:
@@ -201,14 +210,16 @@ class SaslServerAuthenticator:
 
     # --- the steps --------------------------------------------------------------------
 
-    def _out_of_order(self, kind: Received, now: float) -> AuthResult:
+    def _out_of_order(self, kind: Received, api: str, now: float) -> AuthResult:
         state = self.state
         if state is SaslState.FAILED:
             return CoreResult()
         if state is SaslState.REAUTH_BAD_MECHANISM:
             return self._fail(self._bad_mechanism_message, now, ())
         if state is SaslState.AUTHENTICATE and kind is not R.TOKEN and self._v1_headers:
-            message = f"Unexpected Kafka request of type {kind.value} during SASL authentication."
+            message = (
+                f"Unexpected Kafka request of type {api} during SASL authentication."
+            )
             return self._fail(message, now, (RespondWithError(34, message),))
         self.state = SaslState.FAILED
         if kind is R.API_VERSIONS:
@@ -219,9 +230,7 @@ class SaslServerAuthenticator:
         elif state is SaslState.INITIAL_REQUEST:
             reason = INVALID_FIRST_REQUEST
         else:
-            reason = (
-                f"Unexpected Kafka request of type {kind.value} during SASL handshake."
-            )
+            reason = f"Unexpected Kafka request of type {api} during SASL handshake."
         # Not an authentication failure: Kafka closes at once, with no answer.
         return CoreResult(replies=(Close(reason),))
 
