@@ -62,11 +62,9 @@ from ._principal import NoMatchingRuleError as NoMatchingRuleError
 from ._principal import SslPrincipalMapper as SslPrincipalMapper
 from ._principal import distinguished_name as distinguished_name
 from ._principal import parse_mapping_rules as parse_mapping_rules
-from ._sasl import IllegalSaslStateError as IllegalSaslStateError
 from ._sasl import SaslAuthenticationError as SaslAuthenticationError
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslServer as SaslServer
-from ._sasl import UnsupportedSaslMechanismError as UnsupportedSaslMechanismError
 from ._sasl import parse_jaas_config as parse_jaas_config
 from ._scram import DelegationTokenCredential as DelegationTokenCredential
 from ._scram import ScramSaslClient as ScramSaslClient
@@ -109,7 +107,6 @@ __all__ = [
     "Decision",
     "DelegationTokenCredential",
     "Forward",
-    "IllegalSaslStateError",
     "InvalidAclError",
     "KafkaPrincipal",
     "NoMatchingRuleError",
@@ -139,7 +136,6 @@ __all__ = [
     "UnacceptableCredentialError",
     "UnsecuredToken",
     "UnsecuredValidatorOptions",
-    "UnsupportedSaslMechanismError",
     "check_iterations",
     "client_initial_response",
     "distinguished_name",

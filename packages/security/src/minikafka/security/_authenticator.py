@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Never
 
 import attrs
+from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult
 
@@ -48,6 +49,11 @@ from ._principal import USER_TYPE, KafkaPrincipal
 from ._sasl import SaslAuthenticationError, SaslError, SaslServer
 
 AuthResult = CoreResult[Never, AuthAction, Never]
+
+NONE = ErrorCode.none
+UNSUPPORTED_MECHANISM = ErrorCode.unsupported_sasl_mechanism
+ILLEGAL_SASL_STATE = ErrorCode.illegal_sasl_state
+FAILED = ErrorCode.sasl_authentication_failed
 
 
 class SaslState(enum.Enum):
@@ -220,7 +226,9 @@ class SaslServerAuthenticator:
             message = (
                 f"Unexpected Kafka request of type {api} during SASL authentication."
             )
-            return self._fail(message, now, (RespondWithError(34, message),))
+            return self._fail(
+                message, now, (RespondWithError(ILLEGAL_SASL_STATE, message),)
+            )
         self.state = SaslState.FAILED
         if kind is R.API_VERSIONS:
             reason = (
@@ -241,12 +249,12 @@ class SaslServerAuthenticator:
             m for m in self.config.enabled_mechanisms if m in self._factories
         )
         if mechanism not in enabled:
-            response = io.handshake_response(version, 33, enabled)
+            response = io.handshake_response(version, UNSUPPORTED_MECHANISM, enabled)
             return self._fail(
                 f"Unsupported SASL mechanism {mechanism}", now, (Respond(response),)
             )
         self._v1_headers = version >= 1
-        reply = (Respond(io.handshake_response(version, 0, enabled)),)
+        reply = (Respond(io.handshake_response(version, NONE, enabled)),)
         if self._previous is not None and mechanism != self._previous[0]:
             self._bad_mechanism_message = (
                 f"SASL mechanism '{mechanism}' requested by client is not supported for "
@@ -285,10 +293,12 @@ class SaslServerAuthenticator:
             )
         else:
             lifetime = 0 if done is None else done[1]
-            response = io.authenticate_response(version, 0, None, challenge, lifetime)
+            response = io.authenticate_response(
+                version, NONE, None, challenge, lifetime
+            )
             replies: tuple[AuthAction, ...] = (Respond(response),)
             return CoreResult(replies=replies + (() if done is None else (done[0],)))
-        response = io.authenticate_response(version, 58, message, b"", 0)
+        response = io.authenticate_response(version, FAILED, message, b"", 0)
         return self._fail(message, now, (Respond(response),))
 
     def _bare_token(self, server: SaslServer, token: bytes, now: float) -> AuthResult:
@@ -359,13 +369,15 @@ class SaslServerAuthenticator:
             # A client that cannot re-authenticate: the broker's own answer (KafkaApis).
             version = type(request).__version__
             return CoreResult(
-                replies=(Respond(io.handshake_response(version, 34, ())),)
+                replies=(
+                    Respond(io.handshake_response(version, ILLEGAL_SASL_STATE, ())),
+                )
             )
         if kind is R.AUTHENTICATE:
             message = (
                 "SaslAuthenticate request received after successful authentication"
             )
-            return CoreResult(replies=(RespondWithError(34, message),))
+            return CoreResult(replies=(RespondWithError(ILLEGAL_SASL_STATE, message),))
         return CoreResult(replies=(Forward(),))
 
     def _fail(

@@ -44,7 +44,7 @@ class RespondWithError:
     """Answer the request just received with its own API's error response, carrying
     Kafka's ``error_code`` (ILLEGAL_SASL_STATE) and ``message``."""
 
-    error_code: int
+    error_code: ErrorCode
     message: str
 
 
@@ -105,21 +105,21 @@ AuthAction = (
 
 
 def handshake_response(
-    version: int, error_code: int, mechanisms: tuple[str, ...]
+    version: int, error_code: ErrorCode, mechanisms: tuple[str, ...]
 ) -> HandshakeResponse:
     cls = SaslHandshakeResponseV1 if version >= 1 else SaslHandshakeResponseV0
-    return cls(error_code=ErrorCode(error_code), mechanisms=mechanisms)
+    return cls(error_code=error_code, mechanisms=mechanisms)
 
 
 def authenticate_response(
     version: int,
-    error_code: int,
+    error_code: ErrorCode,
     message: str | None,
     auth_bytes: bytes,
     session_lifetime_ms: int,
 ) -> AuthenticateResponse:
     """A SaslAuthenticate response; ``session_lifetime_ms`` exists from v1 (KIP-368)."""
-    code = ErrorCode(error_code)
+    code = error_code
     if version == 0:
         return SaslAuthenticateResponseV0(
             error_code=code, error_message=message, auth_bytes=auth_bytes

@@ -37,18 +37,6 @@ class SaslAuthenticationError(ApiError):
     error_code = ErrorCode.sasl_authentication_failed
 
 
-class IllegalSaslStateError(ApiError):
-    """A request out of order in the exchange (Kafka's ``IllegalSaslStateException``)."""
-
-    error_code = ErrorCode.illegal_sasl_state
-
-
-class UnsupportedSaslMechanismError(ApiError):
-    """A handshake naming a mechanism the listener has not enabled."""
-
-    error_code = ErrorCode.unsupported_sasl_mechanism
-
-
 class SaslServer(Protocol):
     """One mechanism's server side of one exchange (``javax.security.sasl.SaslServer``).
 
