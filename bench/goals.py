@@ -16,6 +16,7 @@ that measured it.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -284,7 +285,7 @@ def run(quick: bool, reports: Mapping[str, Report]) -> Report:
     rows = evaluate(reports)
     document: dict[str, object] = {
         **report_header(NAME, __doc__, quick, 1, started, clock),
-        "machine": machine_facts(),
+        "machine": {**machine_facts(), "load_average": list(os.getloadavg())},
         "sources": {
             name: reports[name].document.get("started_at")
             for name in (*NEEDS, *KAFKA_FROM)
