@@ -4,6 +4,9 @@ Each benchmark's JSON (figures, machine facts, the exact command) and chart go t
 ``bench/results/<name>.json`` and ``.svg``. ``--quick`` runs small counts (a few
 seconds) to check that everything works; its figures are not worth quoting and go to
 ``<name>.quick.json`` and ``.svg`` instead, leaving the last full run's alone.
+
+``goals`` runs last and measures nothing itself: it quotes the goals' figures from the
+reports of the benchmarks it needs, run first in the same invocation if not named.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ from . import (
     client_consumer,
     client_latency,
     client_producer,
+    cluster_reference,
     cluster_replication,
     controller_quorum,
     e2e_latency,
+    goals,
     kafka_reference,
     log_io,
     log_validate,
@@ -55,6 +60,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     zookeeper_mode.NAME: zookeeper_mode.run,
     trace_parquet.NAME: trace_parquet.run,
     kafka_reference.NAME: kafka_reference.run,
+    cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
 }
 
@@ -68,25 +74,32 @@ def main(argv: list[str] | None = None) -> int:
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"benchmarks to run (default: all: {', '.join(BENCHMARKS)})",
+        help=f"benchmarks to run (default: all: {', '.join(BENCHMARKS)}, {goals.NAME})",
     )
     args = parser.parse_args(argv)
-    unknown = [name for name in args.names if name not in BENCHMARKS]
+    known = [*BENCHMARKS, goals.NAME]
+    unknown = [name for name in args.names if name not in known]
     if unknown:
         parser.error(
-            f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}"
+            f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(known)}"
         )
-    for name in args.names or list(BENCHMARKS):
+    names = _with_goals_needs(args.names or known)
+    reports: dict[str, Report] = {}
+    for name in names:
         started = time.perf_counter()
         print(f"== {name}{' (--quick)' if args.quick else ''}", flush=True)
         try:
-            report = BENCHMARKS[name](args.quick)
+            if name == goals.NAME:
+                report = goals.run(args.quick, reports)
+            else:
+                report = BENCHMARKS[name](args.quick)
         except Exception as e:
             error = find_bench_error(e)
             if error is None:
                 raise
             print(f"{name} failed: {error}", file=sys.stderr)
             return 1
+        reports[name] = report
         print(report.table)
         # A smoke run must not overwrite the figures of a full one.
         stem = f"{name}.quick" if args.quick else name
@@ -94,6 +107,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path.relative_to(ROOT)}")
         print(f"({time.perf_counter() - started:.1f} s)\n", flush=True)
     return 0
+
+
+def _with_goals_needs(names: list[str]) -> list[str]:
+    """``names``, with the benchmarks ``goals`` quotes before it and ``goals`` last."""
+    if goals.NAME not in names:
+        return names
+    rest = [name for name in names if name != goals.NAME]
+    return [*rest, *(n for n in goals.NEEDS if n not in rest), goals.NAME]
 
 
 if __name__ == "__main__":

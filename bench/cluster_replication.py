@@ -17,9 +17,12 @@ the last acknowledgement, in three scenarios:
 Each scenario runs ``REPEATS`` times, interleaved, on fresh nodes; the median run is
 quoted with the range. It reports records/s and MB/s (values only), and the CPU of every process
 (the producer's and each node's) as percentages of one core. Then the **end-to-end
-latency** at a steady 10,000 records/s with ``acks=all`` and RF 3 (``linger.ms=0``;
-``e2e_latency``'s producer and consumer, their figures p50/p99/max), against the
-goal: p99 under 5 ms, and RF 3 ``acks=all`` at least half the single node's throughput.
+latency** at a steady 1,000 and 10,000 records/s with ``acks=all`` and RF 3
+(``linger.ms=0``; ``e2e_latency``'s producer and consumer, their figures p50/p99/max),
+with two producers (:data:`PRODUCERS`): librdkafka's defaults, which put no limit on
+requests in flight, and the idempotent producer, which sends at most 5 (the Java
+producer's defaults); against the goals: p99 at most 5 ms at 1,000 records/s and 20 ms
+at 10,000, and RF 3 ``acks=all`` at least 0.6x the single node's throughput.
 A fresh node set per scenario; four processes and this one share the machine's CPUs (no
 pinning: there are more processes than cores).
 """
@@ -58,11 +61,23 @@ NAME = "cluster_replication"
 RECORDS = 300_000
 REPEATS = 3
 QUICK_RECORDS = 30_000
-LATENCY_RATES = (200, 10_000)
-"""The goal's rate, and one the cluster keeps up with on two cores (see bench/README.md)."""
-GOAL_RATE = 10_000
-GOAL_RATIO = 0.5
-GOAL_P99_MS = 5.0
+LATENCY_RATES = (1_000, 10_000)
+PRODUCERS: dict[str, dict[str, str]] = {
+    # A connection's requests are answered one at a time, so with no bound on them in
+    # flight a producer that sends faster than one round trip a request queues requests
+    # in the socket, where its batching cannot see them: a long run at such a rate ends
+    # in librdkafka's 60 s request timeout and a resend. Waiting out the backlog shows
+    # how far behind the cluster is; a resend would only duplicate records.
+    "librdkafka defaults": {"socket.timeout.ms": "300000"},
+    # Kafka's Java producer's defaults since 3.0: at most 5 requests in flight, so the
+    # records behind them wait in the producer and leave together in the next batch.
+    "idempotent": {"enable.idempotence": "true"},
+}
+"""The producers of the end-to-end runs: librdkafka's defaults (no limit on requests in
+flight) and the idempotent producer (at most 5)."""
+GOAL_P99_MS = {1_000: 5.0, 10_000: 20.0}
+"""The goals' end-to-end p99 bound at each rate (``goals`` quotes both)."""
+GOAL_RATIO = 0.6
 _VALUE = b"x" * VALUE_BYTES
 
 
@@ -156,6 +171,31 @@ def three_brokers(root: Path) -> Iterator[ProcessCluster]:
         cluster.down()
 
 
+def _latency_run(
+    scratch: Path, producer: str, settings: Mapping[str, str], rate: int, seconds: float
+) -> e2e_latency.Run:
+    """``e2e_latency``'s paced run, acks=all, on a fresh three-broker cluster."""
+    slug = "idempotent" if "enable.idempotence" in settings else "defaults"
+    with three_brokers(scratch / f"cluster-latency-{slug}-{rate}") as cluster:
+        topic = f"rf3-latency-{slug}-{rate}"
+        _create(cluster.bootstrap, topic, 3)
+        wait_in_sync(cluster.bootstrap, topic)
+        return e2e_latency._one_run(
+            cluster.bootstrap,
+            _leader_pid(cluster, topic),
+            e2e_latency.Scenario(rate, "all"),
+            seconds,
+            topic,
+            create=False,
+            producer_settings=settings,
+        )
+
+
+def producer_name(run: e2e_latency.Run) -> str:
+    """Which of :data:`PRODUCERS` made ``run``."""
+    return next(name for name, s in PRODUCERS.items() if s == run.producer)
+
+
 def _create(bootstrap: str, topic: str, replication_factor: int) -> None:
     e2e_latency._create_topic(bootstrap, topic, replication_factor)
 
@@ -231,20 +271,17 @@ def run(quick: bool = False) -> Report:
             median_run(done, lambda t: t.records_per_s) for done in runs.values()
         ]
         latencies: list[e2e_latency.Run] = []
-        for rate in LATENCY_RATES:
-            with three_brokers(Path(scratch) / f"cluster-latency-{rate}") as cluster:
-                topic = f"rf3-latency-{rate}"
-                _create(cluster.bootstrap, topic, 3)
-                wait_in_sync(cluster.bootstrap, topic)
+        for producer, settings in PRODUCERS.items():
+            for rate in LATENCY_RATES:
+                # librdkafka's defaults at 10,000/s build a backlog that takes many
+                # times the sending time to drain: one second of it shows the rate.
+                sending = (
+                    min(seconds, 1.0)
+                    if "enable.idempotence" not in settings and rate > 1_000
+                    else seconds
+                )
                 latencies.append(
-                    e2e_latency._one_run(
-                        cluster.bootstrap,
-                        _leader_pid(cluster, topic),
-                        e2e_latency.Scenario(rate, "all"),
-                        seconds,
-                        topic,
-                        create=False,
-                    )
+                    _latency_run(Path(scratch), producer, settings, rate, sending)
                 )
     for median in results:
         print(
@@ -253,7 +290,8 @@ def run(quick: bool = False) -> Report:
         )
     for latency in latencies:
         print(
-            f"  e2e {latency.rate:,}/s acks=all RF 3: p50 {latency.latency['p50_ms']:.2f} ms  "
+            f"  e2e {latency.rate:,}/s acks=all RF 3, {producer_name(latency)}: "
+            f"p50 {latency.latency['p50_ms']:.2f} ms  "
             f"p99 {latency.latency['p99_ms']:.2f} ms  max {latency.latency['max_ms']:.2f} ms"
         )
     document: dict[str, object] = {
@@ -265,7 +303,10 @@ def run(quick: bool = False) -> Report:
             "compression.type": "none",
             "other": "librdkafka defaults",
         },
-        "goal": {"rf3_acks_all_over_single": GOAL_RATIO, "p99_ms": GOAL_P99_MS},
+        "goal": {
+            "rf3_acks_all_over_single": GOAL_RATIO,
+            "p99_ms": {str(rate): bound for rate, bound in GOAL_P99_MS.items()},
+        },
         "machine": machine_facts(),
         "throughput": [attrs.asdict(r) for r in results],
         "throughput_runs": {
@@ -303,7 +344,8 @@ def _table(
         lat = latency.latency
         rows.append(
             [
-                f"e2e latency, {latency.rate:,}/s, acks=all, RF 3, linger.ms=0",
+                f"e2e latency, {latency.rate:,}/s, acks=all, RF 3, linger.ms=0, "
+                f"{producer_name(latency)}",
                 f"{latency.achieved_rate_per_s:,.0f} sent",
                 "",
                 f"p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms, "
@@ -312,16 +354,22 @@ def _table(
             ]
         )
     rf3_all = results[1].records_per_s / ceiling
-    goal = next(x for x in latencies if x.rate == GOAL_RATE).latency["p99_ms"]
-    table = markdown_table(header, rows)
-    table += (
-        f"\nceiling: the single node in the same run. Goals: RF 3 acks=all "
-        f">= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
-        f"{'met' if rf3_all >= GOAL_RATIO else 'not met'}); p99 < {GOAL_P99_MS:g} ms at "
-        f"{GOAL_RATE:,}/s (measured {goal:.2f} ms: "
-        f"{'met' if goal < GOAL_P99_MS else 'not met'})."
+    goals = [
+        f"RF 3 acks=all >= {GOAL_RATIO:g}x the single node (measured {rf3_all:.2f}x: "
+        f"{'met' if rf3_all >= GOAL_RATIO else 'not met'})"
+    ]
+    for latency in latencies:
+        p99, bound = latency.latency["p99_ms"], GOAL_P99_MS[latency.rate]
+        goals.append(
+            f"p99 <= {bound:g} ms at {latency.rate:,}/s, {producer_name(latency)} "
+            f"(measured {p99:.2f} ms: {'met' if p99 <= bound else 'not met'})"
+        )
+    return (
+        markdown_table(header, rows)
+        + "\nceiling: the single node in the same run. Goals: "
+        + "; ".join(goals)
+        + "."
     )
-    return table
 
 
 def _chart(results: list[Throughput]) -> str:

@@ -19,6 +19,9 @@ minikafka.broker`` unchanged and turns a ``cProfile.Profile`` on at SIGUSR1 and 
   100-byte record (:func:`fetch_request`). A follower's fetch needs a second broker
   the leader counts as a replica, which this single-server harness does not run.
 
+With ``--trace`` the broker runs with ``--trace-dir`` (a scratch directory): what tracing
+costs per request, and where.
+
 With ``--allocations`` each workload runs a third time on a fresh server under memray's
 ``Tracker`` (``--serve-memray``, started and stopped by the same signals), which records
 every allocation, the Python allocator's included: the allocations per request, each
@@ -564,8 +567,9 @@ def allocation_table(results: Sequence[Allocations]) -> str:
 
 
 def workloads(
-    quick: bool, data_dir: Path
+    quick: bool, data_dir: Path, trace_dir: Path | None = None
 ) -> list[tuple[str, str, list[str], Scenario]]:
+    """The four workloads; with ``trace_dir`` the broker runs with ``--trace-dir``."""
     latency, pipelined = scenarios(quick)
     net = ["--port", "0", "--quiet"]
     broker = [
@@ -575,6 +579,8 @@ def workloads(
         "--override",
         f"log.dirs={data_dir}",
     ]
+    if trace_dir is not None:
+        broker += ["--trace-dir", str(trace_dir)]
     produce = Scenario(
         name="produce",
         title="broker produce: 4 conns x 32 in flight, 1 x 100 B record, acks=1",
@@ -683,15 +689,21 @@ def main(argv: list[str] | None = None) -> int:
         metavar="WORKLOAD",
         help='profile only this workload (repeatable), e.g. --only "broker large produce"',
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="run the broker with --trace-dir (a scratch directory): what tracing costs",
+    )
     options = parser.parse_args(args)
     with tempfile.TemporaryDirectory(prefix="minikafka-profile-") as tmp:
         scratch = options.keep or Path(tmp)
         scratch.mkdir(parents=True, exist_ok=True)
         data_dir = Path(tmp) / "broker-data"
+        trace_dir = Path(tmp) / "broker-trace" if options.trace else None
         results = [
             _profile(name, target, server_args, scenario, scratch)
             for name, target, server_args, scenario in workloads(
-                options.quick, data_dir
+                options.quick, data_dir, trace_dir
             )
             if not options.only or name in options.only
         ]
@@ -700,7 +712,7 @@ def main(argv: list[str] | None = None) -> int:
         counted = [
             _allocations(name, target, server_args, scenario, scratch, options.quick)
             for name, target, server_args, scenario in workloads(
-                options.quick, data_dir
+                options.quick, data_dir, trace_dir
             )
             if options.allocations and (not options.only or name in options.only)
         ]

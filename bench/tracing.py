@@ -8,8 +8,9 @@ Tracing's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enoug
   unguarded ``NullTracer.emit``, ``JsonLinesTracer.emit`` of one ready-made
   ``RequestCompleted`` (the ``net.request`` event, 16 fields), and the Processor's own
   path: build a ``RequestCompleted`` from a request's values, then emit it. A JSON Lines
-  run ends with ``flush()``, so the time covers every line handed to the operating
-  system (the tracer writes its 64 KiB buffer out as it fills). The loop itself
+  run ends with ``flush()``, so the time covers every line encoded (``emit`` queues the
+  event; the tracer's writer thread, or that ``flush()``, encodes it) and handed to the
+  operating system. The loop itself
   (``for _ in range(n): pass``) is timed too, and included in every figure.
 - ``encode``: one ``net.request`` line, written three ways over the same 1,000 pre-built
   events (timings with the 16-17 significant digits real ones have) and timestamps: the

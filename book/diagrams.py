@@ -928,7 +928,7 @@ def swimlanes(
             f'fill="{fill}" stroke="#fff" stroke-width="0.5"/>'
         )
         if text and w > len(text) * 10 * CHAR + 6:
-            ink = "#fff" if state in ("Leader", "Resigned") else "#1b2a49"
+            ink = "#fff" if _dark(fill) else "#1b2a49"
             out.append(
                 f'<text x="{x(start) + w / 2:.1f}" y="{y + 39:.1f}" font-size="10" '
                 f'text-anchor="middle" fill="{ink}">{escape(text)}</text>'
@@ -982,6 +982,13 @@ def swimlanes(
         )
     out.append("</g></svg>")
     return SVG("".join(out))
+
+
+def _dark(colour: str) -> bool:
+    """True for a ``#rrggbb`` or ``#rgb`` fill that white text reads better on."""
+    digits = colour[1:] if len(colour) == 7 else "".join(c * 2 for c in colour[1:])
+    r, g, b = (int(digits[i : i + 2], 16) for i in (0, 2, 4))
+    return 0.299 * r + 0.587 * g + 0.114 * b < 150
 
 
 TERM_COLOURS = ("#e0e0e0", "#9cc3e6", "#f9d27a", "#f28e2b", "#59a14f", "#b07aa1")

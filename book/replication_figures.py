@@ -1,6 +1,8 @@
-"""The replication chapter's figure, from a run of ``LocalCluster``: the partition's log
-end offsets, high watermark and ISR after every step, as ``diagrams.offsets_over_time``
-draws them.
+"""The replication chapter's figures. The first, from a run of ``LocalCluster``: the
+partition's log end offsets, high watermark and ISR after every step, as
+``diagrams.offsets_over_time`` draws them. The second, :func:`waterfall`: one ``acks=all``
+produce on three broker processes, hop by hop, from the last full run of
+``python -m bench replication_waterfall`` (its JSON in ``bench/results``).
 
 A :class:`History` watches one partition of a cluster: it stands in for the cluster
 (every attribute is the cluster's), and samples after each ``step`` (and so each step of
@@ -10,11 +12,29 @@ cells then run the cluster through it exactly as they would without it.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
-from diagrams import SVG, offsets_over_time
+from diagrams import SVG, offsets_over_time, swimlanes
 
-__all__ = ["History"]
+__all__ = ["History", "waterfall"]
+
+WATERFALL = (
+    # (the benchmark's hop, the lane it runs on, what kind of time it is, a label)
+    ("request queue (leader)", "leader", "queued", ""),
+    ("leader append", "leader", "Python", "append"),
+    ("follower fetch answered", "leader", "Python", "fetch answer"),
+    ("wire to the follower", "follower", "wire, wake-up", "to follower"),
+    ("follower append", "follower", "Python", ""),
+    ("follower's next fetch", "follower", "wire, wake-up", "next fetch"),
+    ("HW move", "leader", "Python", ""),
+    ("DelayedProduce completion", "leader", "Python", "HW, done"),
+    ("response (leader)", "leader", "Python", "answer"),
+)
+"""The hops of one produce at the leader, in order, as the benchmark names them."""
+
+_KINDS = {"Python": "#3b5b92", "wire, wake-up": "#f9d27a", "queued": "#e0e0e0"}
 
 
 class History:
@@ -98,3 +118,30 @@ class History:
             events=self.events,
             title=title,
         )
+
+
+def waterfall(results: Path, rate: int) -> SVG:
+    """The hops of one ``acks=all`` produce at ``rate`` records/s, each bar its median
+    laid end to end from the moment the leader read the request (so the bars add up to
+    a little more or less than the median total: medians do not add)."""
+    document = json.loads(results.read_text())
+    run = next(r for r in document["runs"] if r["rate"] == rate)
+    spans, t = [], 0.0
+    for hop, lane, kind, label in WATERFALL:
+        took = float(run["hops"][hop]["p50_ms"])
+        spans.append((lane, t, t + took, kind, label))
+        t += took
+    marks = [
+        ("leader", 0.0, "Produce read"),
+        ("leader", t, "answer written"),
+        ("follower", spans[3][1], "fetch answer sent"),
+    ]
+    return swimlanes(
+        ["leader", "follower"],
+        spans,
+        end=t * 1.05,
+        marks=marks,
+        colours=_KINDS,
+        unit="ms",
+        title=f"One acks=all produce at {rate:,} records/s, median of each hop",
+    )

@@ -7,19 +7,23 @@ it printed. :class:`KafkaNode` is a real Kafka broker in KRaft combined mode (br
 controller in one process, ``process.roles=broker,controller``) on free loopback ports:
 ``kafka-storage format --standalone``, then ``kafka.Kafka server.properties``, waiting for
 its "started" log line with a deadline. Its heap is 768 MiB (``-Xms512m -Xmx768m``), enough
-for the tests' and benchmarks' loads and small beside the machine's 24 GiB.
+for the tests' and benchmarks' loads and small beside the machine's 24 GiB. A node can also
+take one role only (``roles``): :mod:`reference.cluster` builds a controller and three
+brokers of them.
 
 Nothing here is imported by minikafka's packages: the tests and ``bench/`` use it.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
 import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -225,16 +229,38 @@ def run_tool(
     return ToolRun(tuple(command), result.returncode, result.stdout, result.stderr)
 
 
+def new_cluster_id() -> str:
+    """A new cluster id, as ``kafka-storage random-uuid`` prints it (a random UUID in
+    Kafka's URL-safe base64 without padding), made here instead of in a JVM. Like Kafka's
+    ``Uuid.randomUuid`` it never starts with ``-``, which a command line would take for
+    an option."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 class KafkaFailed(RuntimeError):
     """The Kafka node exited, or did not start in time; carries the end of its log."""
 
 
+COMBINED = "broker,controller"
+BROKER = "broker"
+CONTROLLER = "controller"
+
+
 @attrs.define(eq=False)
 class KafkaNode:
-    """A real Kafka broker and controller in one process, its files in ``directory``.
+    """A real Kafka node, its files in ``directory``: broker and controller in one process
+    by default (``roles``, Kafka's ``process.roles``), or one of them.
 
     The defaults are a single node's (replication factor 1 for the internal topics);
-    ``overrides`` sets any other key of ``server.properties``.
+    ``overrides`` sets any other key of ``server.properties``. A broker-only node finds
+    its controllers at ``quorum`` (their ``host:port``s) and is formatted with
+    ``--no-initial-controllers``, as Kafka's operations guide formats a broker joining a
+    dynamic quorum (KIP-853); a node with the controller role starts its quorum alone
+    (``--standalone``). ``cluster_id``: the id to format with (a new random one if
+    empty); every node of a cluster must share it.
     """
 
     directory: Path
@@ -244,7 +270,12 @@ class KafkaNode:
     controller_port: int = 0
     node_id: int = 1
     heap: str = "768m"
+    min_heap: str = "512m"
+    roles: str = COMBINED
+    quorum: str = ""
+    cluster_id: str = ""
     process: subprocess.Popen[bytes] | None = attrs.field(init=False, default=None)
+    _started_before: int = attrs.field(init=False, default=0)
 
     @property
     def bootstrap(self) -> str:
@@ -262,15 +293,31 @@ class KafkaNode:
     def server_log(self) -> Path:
         return self.directory / "server.log"
 
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    @property
+    def is_broker(self) -> bool:
+        return BROKER in self.roles.split(",")
+
+    @property
+    def is_controller(self) -> bool:
+        return CONTROLLER in self.roles.split(",")
+
     def properties(self) -> dict[str, str]:
+        listeners = []
+        if self.is_broker:
+            listeners.append(f"PLAINTEXT://{self.bootstrap}")
+        if self.is_controller:
+            listeners.append(f"CONTROLLER://{self.controller_bootstrap}")
         values = {
-            "process.roles": "broker,controller",
+            "process.roles": self.roles,
             "node.id": str(self.node_id),
-            "controller.quorum.bootstrap.servers": self.controller_bootstrap,
-            "listeners": (
-                f"PLAINTEXT://{self.bootstrap},CONTROLLER://{self.controller_bootstrap}"
+            "controller.quorum.bootstrap.servers": (
+                self.controller_bootstrap if self.is_controller else self.quorum
             ),
-            "advertised.listeners": f"PLAINTEXT://{self.bootstrap}",
+            "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
@@ -280,26 +327,38 @@ class KafkaNode:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
         }
+        if self.is_broker:
+            # (a controller-only node advertises its listeners, the CONTROLLER one)
+            values["advertised.listeners"] = f"PLAINTEXT://{self.bootstrap}"
         values.update(self.overrides)
         return values
 
     def _format(self) -> None:
         if (self.log_dir / "meta.properties").is_file():
             return
-        cluster_id = run_tool("kafka-storage", "random-uuid").check().stdout.strip()
+        if not self.cluster_id:
+            self.cluster_id = new_cluster_id()
         run_tool(
             "kafka-storage",
             "format",
             "--cluster-id",
-            cluster_id,
+            self.cluster_id,
             "--config",
             str(self.directory / "server.properties"),
-            "--standalone",
+            "--standalone" if self.is_controller else "--no-initial-controllers",
         ).check()
 
     def start(self, timeout: float = 90.0) -> None:
+        self.launch()
+        self.wait_started(time.monotonic() + timeout)
+
+    def launch(self) -> None:
+        """Writes the configuration, formats the log directory the first time and starts
+        the JVM, without waiting for it (:meth:`wait_started`)."""
         if self.process is not None:
             raise RuntimeError("this Kafka node is running already")
+        if not (self.is_controller or self.quorum):
+            raise ValueError("a broker-only node needs its controllers' quorum")
         self.directory.mkdir(parents=True, exist_ok=True)
         if not (self.port and self.controller_port):
             port, controller_port = free_ports(2, self.host)
@@ -318,25 +377,32 @@ class KafkaNode:
             quick_start=False,
             log_config=log_config,
         )
-        command.insert(1, "-Xms512m")
+        command.insert(1, f"-Xms{self.min_heap}")
+        self._started_before = started_before
         with open(self.directory / "stdout.log", "ab") as out:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
-        deadline = time.monotonic() + timeout
-        while self._started_lines() <= started_before:
+
+    def wait_started(self, deadline: float) -> None:
+        """Returns once the launched JVM logged "started"; :class:`KafkaFailed` if it
+        exits first or ``deadline`` (``time.monotonic()``) passes (it is killed)."""
+        if self.process is None:
+            raise RuntimeError("this Kafka node was not launched")
+        while self._started_lines() <= self._started_before:
             if self.process.poll() is not None:
                 code = self.process.returncode
                 self.process = None
                 raise KafkaFailed(
-                    f"Kafka exited {code} while starting:\n{self._tail()}"
+                    f"Kafka node {self.node_id} exited {code} while starting:\n"
+                    f"{self._tail()}"
                 )
             if time.monotonic() > deadline:
                 self.kill()
                 raise KafkaFailed(
-                    f"Kafka did not start in {timeout} s:\n{self._tail()}"
+                    f"Kafka node {self.node_id} did not start in time:\n{self._tail()}"
                 )
-            time.sleep(0.1)
+            time.sleep(0.1)  # polling its log, inside the deadline
 
     def _started_lines(self) -> int:
         if not self.server_log.is_file():

@@ -345,7 +345,11 @@ directory = Path(sys.argv[1])
 tracer = JsonLinesTracer.open(directory, node=3, flush_interval=0.05)
 tracer.emit(Last(1), ts=1.0)
 deadline = time.monotonic() + 30
-while not trace_files(directory) and time.monotonic() < deadline:
+# Not just the file: it exists from the write-out's open, a moment before its write.
+while (
+    not any(path.stat().st_size for path in trace_files(directory))
+    and time.monotonic() < deadline
+):
     time.sleep(0.01)  # polling for the flushing thread's write, inside the deadline
 os.kill(os.getpid(), signal.SIGKILL)  # no exit handler runs
 """

@@ -112,10 +112,14 @@ class ConsumerShell:
         return self.fetcher.config.isolation_level == "read_committed"
 
     def wake(self) -> None:
-        """Look again (trio thread): the application polled, sought, committed..."""
+        """Look again (trio thread): the application polled, sought, committed...
+
+        Only the tasks that run and may have work: the group task when there is a
+        group, the metadata task when a refresh is due (as the producer's shell does)."""
         self._wake_fetch.set()
-        self._wake_group.set()
-        if self._refresher is not None:
+        if self.coordinator is not None:
+            self._wake_group.set()
+        if self._refresher is not None and self.metadata.update_due(self.clock()):
             self._refresher.wake()
 
     async def run(

@@ -154,11 +154,20 @@ class ProducerShell:
         return self.sender.metadata
 
     def wake(self) -> None:
-        """Something changed (an append, a flush, an answer): look again. Trio thread."""
+        """Something changed (an append, a flush, an answer): the sender looks again,
+        and each other task only when the change may be its business. Trio thread.
+
+        Waking a task that finds nothing to do costs a turn of the event loop and a new
+        timeout, twice a record (its append and its answer), and trio runs the tasks
+        woken together in a random order: the sender could wait behind all of them."""
         self._wake_sender.set()
-        self._wake_producer_id.set()
-        self._wake_transactions.set()
-        if self._refresher is not None:
+        # Read without the lock: a flag the app thread only sets before it asks for
+        # this wake-up (``want``), or one this thread sets itself (the producer id).
+        if self.sender.needs_producer_id():
+            self._wake_producer_id.set()
+        if self.sender.transactions is not None:
+            self._wake_transactions.set()
+        if self._refresher is not None and self.metadata.update_due(self.clock()):
             self._refresher.wake()
 
     def _on_metadata(self) -> None:

@@ -10,6 +10,11 @@ claims more bytes than the frame has left. It allocates nothing and decodes no v
 record batches (``records``) are skipped by their length, so a produce request costs
 a few dozen steps however large it is.
 
+The walk is on every request's path, so it is written out once per schema as one plain
+Python function (:func:`walk_source` shows it): Kafka's generated readers are code
+written from the schema too. Walking the schema's steps with a call per entity, field
+and skip cost a one-record produce request more than kio's decoding of it.
+
 It also refuses a null where the schema has no null: a negative length on an array,
 string or byte field the schema declares non-nullable. Kafka's generated readers throw
 ("non-nullable field topics was serialized as null") and the request is malformed; kio
@@ -24,6 +29,7 @@ import dataclasses
 import struct
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
 
 import attrs
@@ -62,7 +68,7 @@ class BoundsError(Exception):
 
 def check_bounds(schema: type[Entity], buf: bytes, offset: int) -> int:
     """Walk ``schema`` over ``buf`` from ``offset``; return where the body ends."""
-    return _Walker(buf).entity(schema, offset)
+    return _walk(schema)(buf, offset, len(buf))
 
 
 @attrs.frozen
@@ -140,127 +146,181 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
 
-class _Walker:
-    __slots__ = ("buf", "end")
+def _short(pos: int, size: int, end: int) -> BoundsError:
+    return BoundsError(f"{size} bytes declared at {pos}, frame ends at {end}")
 
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.end = len(buf)
 
-    def entity(self, schema: type[Entity], pos: int) -> int:
+def _null(name: str) -> BoundsError:
+    return BoundsError(f"non-nullable field {name} was serialized as null")
+
+
+def _too_many(count: int, pos: int, end: int) -> BoundsError:
+    return BoundsError(f"array of {count} elements with {end - pos} bytes left")
+
+
+def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint at ``pos``: its value and where it ends."""
+    value, shift = 0, 0
+    while True:
+        if pos >= end:
+            raise BoundsError("varint runs past the end of the frame")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise BoundsError("varint longer than 10 bytes")
+
+
+def _tagged_fields(buf: bytes, pos: int, end: int) -> int:
+    """Skip a flexible entity's tagged fields, each by its declared size."""
+    count, pos = _uvarint(buf, pos, end)
+    if count > end - pos:
+        raise BoundsError(f"{count} tagged fields with {end - pos} bytes left")
+    for _ in range(count):
+        _tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        if size > end - pos:
+            raise _short(pos, size, end)
+        pos += size
+    return pos
+
+
+_Walk = Callable[[bytes, int, int], int]
+
+
+@cache
+def _walk(schema: type[Entity]) -> _Walk:
+    """``schema``'s walk as one Python function (:func:`walk_source`), compiled once."""
+    namespace: dict[str, object] = {
+        "BoundsError": BoundsError,
+        "_short": _short,
+        "_null": _null,
+        "_too_many": _too_many,
+        "_uvarint": _uvarint,
+        "_tagged_fields": _tagged_fields,
+        "_I8": _I8.unpack_from,
+        "_I16": _I16.unpack_from,
+        "_I32": _I32.unpack_from,
+    }
+    exec(walk_source(schema), namespace)  # our own code, written from the schema
+    return typing.cast(_Walk, namespace["walk"])
+
+
+def walk_source(schema: type[Entity]) -> str:
+    """The Python source of ``schema``'s walk: ``walk(buf, pos, end) -> end of body``."""
+    writer = _WalkWriter()
+    writer.line("def walk(buf, pos, end):", 0)
+    writer.entity(schema, 1)
+    writer.line("return pos", 1)
+    return "\n".join(writer.lines) + "\n"
+
+
+class _WalkWriter:
+    """Writes the checks of a schema's walk as lines of Python, entity by entity."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def line(self, text: str, depth: int) -> None:
+        self.lines.append("    " * depth + text)
+
+    def entity(self, schema: type[Entity], depth: int) -> None:
         steps, flexible = _plan(schema)
+        if not steps and not flexible:
+            self.line("pass", depth)  # an entity of no fields: nothing to check
         for step in steps:
-            # A number is a run of fixed-size fields: one skip for all of them.
-            pos = (
-                self.skip(pos, step)
-                if isinstance(step, int)
-                else self.field(step, flexible, pos)
-            )
-        if flexible:
-            pos = self.tagged_fields(pos)
-        return pos
-
-    def field(self, plan: _FieldPlan, flexible: bool, pos: int) -> int:
-        count = 1
-        nullable = plan.nullable
-        if plan.is_array:
-            count, pos = self.array_length(flexible, pos)
-            if count < 0:
-                return self.null(plan, pos)
-            if plan.item_size:
-                return self.skip(pos, count * plan.item_size)
-            nullable = plan.nullable_items
-        elif plan.entity is not None and plan.nullable:
-            self.skip(pos, 1)
-            marker = _I8.unpack_from(self.buf, pos)[0]
-            pos += 1
-            if marker < 0:
-                return pos
-        for _ in range(count):
-            if plan.entity is not None:
-                pos = self.entity(plan.entity, pos)
+            if isinstance(step, int):
+                # A run of fixed-size fields: one skip for all of them.
+                self.skip(str(step), depth)
             else:
-                pos = self.primitive(plan, nullable, flexible, pos)
-        return pos
+                self.field(step, flexible, depth)
+        if flexible:  # tagged fields: usually none, one zero byte
+            self.line("if pos < end and buf[pos] == 0:", depth)
+            self.line("pos += 1", depth + 1)
+            self.line("else:", depth)
+            self.line("pos = _tagged_fields(buf, pos, end)", depth + 1)
 
-    def null(self, plan: _FieldPlan, pos: int) -> int:
-        """A null where the schema allows one ends the field; anywhere else it is malformed."""
-        if plan.nullable:
-            return pos
-        raise BoundsError(f"non-nullable field {plan.name} was serialized as null")
+    def skip(self, size: str, depth: int) -> None:
+        self.line(f"if pos + {size} > end:", depth)
+        self.line(f"raise _short(pos, {size}, end)", depth + 1)
+        self.line(f"pos += {size}", depth)
+
+    def field(self, plan: _FieldPlan, flexible: bool, depth: int) -> None:
+        self.line(f"# {plan.name}", depth)
+        if plan.is_array:
+            self.array(plan, flexible, depth)
+        elif plan.entity is not None:
+            if plan.nullable:  # a nullable struct: a marker byte, -1 for null
+                self.skip("1", depth)
+                self.line("if _I8(buf, pos - 1)[0] >= 0:", depth)
+                self.entity(plan.entity, depth + 1)
+            else:
+                self.entity(plan.entity, depth)
+        else:
+            self.primitive(plan, plan.nullable, flexible, depth)
+
+    def array(self, plan: _FieldPlan, flexible: bool, depth: int) -> None:
+        self.length("count", "_I32", 4, flexible, depth)
+        # Every element takes at least one byte: more elements than bytes left is a lie.
+        self.line("if count > end - pos:", depth)
+        self.line("raise _too_many(count, pos, end)", depth + 1)
+        depth = self.unless_null("count", plan.nullable, plan.name, depth)
+        if plan.item_size:  # fixed-size elements: skipped in one step
+            self.skip(f"count * {plan.item_size}", depth)
+            return
+        self.line("for _ in range(count):", depth)
+        if plan.entity is not None:
+            self.entity(plan.entity, depth + 1)
+        else:
+            self.primitive(plan, plan.nullable_items, flexible, depth + 1)
 
     def primitive(
-        self, plan: _FieldPlan, nullable: bool, flexible: bool, pos: int
-    ) -> int:
+        self, plan: _FieldPlan, nullable: bool, flexible: bool, depth: int
+    ) -> None:
         kafka_type = plan.kafka_type
-        # only as an array's element; a struct's runs are merged steps
-        if plan.item_size:
-            return self.skip(pos, plan.item_size)
-        if kafka_type in _VARINTS:
-            return self.uvarint(pos)[1]
-        if kafka_type in ("string", "bytes", "records"):
-            if flexible:
-                raw, pos = self.uvarint(pos)
-                length = raw - 1
+        if plan.item_size:  # only as an array's element; a struct's runs are merged
+            self.skip(str(plan.item_size), depth)
+        elif kafka_type in _VARINTS:
+            self.line("pos = _uvarint(buf, pos, end)[1]", depth)
+        elif kafka_type in ("string", "bytes", "records"):
+            if kafka_type == "string":
+                self.length("length", "_I16", 2, flexible, depth)
             else:
-                prefix = _I16 if kafka_type == "string" else _I32
-                self.skip(pos, prefix.size)
-                length = prefix.unpack_from(self.buf, pos)[0]
-                pos += prefix.size
-            if length < 0:
-                # Any negative length is a null to Kafka's readers, not only -1.
-                if nullable:
-                    return pos
-                raise BoundsError(
-                    f"non-nullable field {plan.name} was serialized as null"
-                )
-            return self.skip(pos, length)
-        raise BoundsError(f"no bounds rule for kafka type {kafka_type!r}")
-
-    def array_length(self, flexible: bool, pos: int) -> tuple[int, int]:
-        """The declared element count (negative: a null array) and where the elements
-        begin."""
-        if flexible:
-            raw, pos = self.uvarint(pos)
-            count = raw - 1
+                self.length("length", "_I32", 4, flexible, depth)
+            depth = self.unless_null("length", nullable, plan.name, depth)
+            self.skip("length", depth)
         else:
-            self.skip(pos, 4)
-            count = _I32.unpack_from(self.buf, pos)[0]
-            pos += 4
-        # Every element takes at least one byte: more elements than bytes left is a lie.
-        if count > self.end - pos:
-            raise BoundsError(
-                f"array of {count} elements with {self.end - pos} bytes left"
-            )
-        return count, pos
+            message = f"no bounds rule for kafka type {kafka_type!r}"
+            self.line(f"raise BoundsError({message!r})", depth)
 
-    def tagged_fields(self, pos: int) -> int:
-        count, pos = self.uvarint(pos)
-        if count > self.end - pos:
-            raise BoundsError(f"{count} tagged fields with {self.end - pos} bytes left")
-        for _ in range(count):
-            _tag, pos = self.uvarint(pos)
-            size, pos = self.uvarint(pos)
-            pos = self.skip(pos, size)
-        return pos
+    def length(
+        self, name: str, prefix: str, size: int, flexible: bool, depth: int
+    ) -> None:
+        """Read a length or count into ``name``: a varint plus one in a flexible version
+        (0 is null), else a signed big-endian int (negative is null)."""
+        if flexible:
+            self.line("if pos < end and buf[pos] < 0x80:", depth)
+            self.line(f"{name} = buf[pos] - 1", depth + 1)
+            self.line("pos += 1", depth + 1)
+            self.line("else:", depth)
+            self.line(f"{name}, pos = _uvarint(buf, pos, end)", depth + 1)
+            self.line(f"{name} -= 1", depth + 1)
+        else:
+            self.line(f"if pos + {size} > end:", depth)
+            self.line(f"raise _short(pos, {size}, end)", depth + 1)
+            self.line(f"{name} = {prefix}(buf, pos)[0]", depth)
+            self.line(f"pos += {size}", depth)
 
-    def skip(self, pos: int, size: int) -> int:
-        if size < 0 or pos + size > self.end:
-            raise BoundsError(
-                f"{size} bytes declared at {pos}, frame ends at {self.end}"
-            )
-        return pos + size
-
-    def uvarint(self, pos: int) -> tuple[int, int]:
-        value, shift = 0, 0
-        while True:
-            if pos >= self.end:
-                raise BoundsError("varint runs past the end of the frame")
-            byte = self.buf[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value, pos
-            shift += 7
-            if shift > 63:
-                raise BoundsError("varint longer than 10 bytes")
+    def unless_null(self, length: str, nullable: bool, name: str, depth: int) -> int:
+        """A null (any negative length or count, not only -1, as Kafka's readers take
+        it) ends the field where the schema allows one and is malformed anywhere else;
+        returns the depth of the code that reads the value."""
+        if nullable:
+            self.line(f"if {length} >= 0:", depth)
+            return depth + 1
+        self.line(f"if {length} < 0:", depth)
+        self.line(f"raise _null({name!r})", depth + 1)
+        return depth

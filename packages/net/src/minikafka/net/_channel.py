@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Protocol
 
 import attrs
-import trio
 
+from ._handoff import HandOff
 from ._request import Request, Response
 
 
@@ -29,14 +29,11 @@ class ResponseQueue(Protocol):
 @attrs.define(eq=False)
 class RequestChannel:
     queued_max_requests: int
-    _send: trio.MemorySendChannel[Request] = attrs.field(init=False)
-    _receive: trio.MemoryReceiveChannel[Request] = attrs.field(init=False)
+    _queue: HandOff[Request] = attrs.field(init=False)
     _processors: dict[int, ResponseQueue] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
-        self._send, self._receive = trio.open_memory_channel[Request](
-            self.queued_max_requests
-        )
+        self._queue = HandOff(self.queued_max_requests)
 
     def add_processor(self, processor: ResponseQueue) -> None:
         self._processors[processor.id] = processor
@@ -46,27 +43,19 @@ class RequestChannel:
 
     async def send_request(self, request: Request) -> None:
         """Queue a request; waits while ``queued.max.requests`` are already queued."""
-        # With room, no trip through trio's scheduler: ``send`` would yield even then.
-        if not self.try_send_request(request):
-            await self._send.send(request)
+        # With room, no trip through trio's scheduler (see ``_handoff.py``).
+        await self._queue.put(request)
 
     def try_send_request(self, request: Request) -> bool:
         """Queue a request if there is room now (the Processor's path); False if
         full."""
-        try:
-            self._send.send_nowait(request)
-        except trio.WouldBlock:
-            return False
-        return True
+        return self._queue.put_nowait(request)
 
     async def receive_request(self) -> Request:
         """The next request; raises ``trio.EndOfChannel`` once closed and drained."""
-        # A handler takes what is already queued without yielding to the scheduler
-        # (``receive`` would, even then): requests queued together are handled together.
-        try:
-            return self._receive.receive_nowait()
-        except trio.WouldBlock:
-            return await self._receive.receive()
+        # A handler takes what is already queued without yielding to the scheduler:
+        # requests queued together are handled together.
+        return await self._queue.take()
 
     def send_response(self, response: Response) -> None:
         """Route a response to the Processor that owns its connection."""
@@ -77,13 +66,13 @@ class RequestChannel:
 
     @property
     def queue_size(self) -> int:
-        return self._send.statistics().current_buffer_used
+        return len(self._queue)
 
     @property
     def waiting_senders(self) -> int:
         """Processors' connections blocked because the queue is full."""
-        return self._send.statistics().tasks_waiting_send
+        return self._queue.waiting_putters
 
     def close(self) -> None:
         """No more requests; handlers drain what is queued, then stop."""
-        self._send.close()
+        self._queue.close()

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -42,6 +42,7 @@ import trio
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
+from ._handoff import HandOff
 from ._headers import (
     InvalidRequest,
     UnknownApiKey,
@@ -85,8 +86,7 @@ class KafkaChannel:
     muted: bool = attrs.field(init=False, default=False)
     requests: int = attrs.field(init=False, default=0)
     close_reason: str = attrs.field(init=False, default="")
-    _handed_back: trio.MemorySendChannel[HandBack] = attrs.field(init=False)
-    _hand_back_receive: trio.MemoryReceiveChannel[HandBack] = attrs.field(init=False)
+    _handed_back: HandOff[HandBack] = attrs.field(init=False)
     _parked: bool = attrs.field(init=False, default=False)
     """The task waits for the Processor to hand the connection back (so the Processor
     may write to the socket and take the next request itself)."""
@@ -107,9 +107,7 @@ class KafkaChannel:
 
     def __attrs_post_init__(self) -> None:
         # Room for one: a muted connection has at most one request in flight.
-        self._handed_back, self._hand_back_receive = trio.open_memory_channel[HandBack](
-            1
-        )
+        self._handed_back = HandOff(1)
         if isinstance(self.stream, trio.SocketStream):
             self._fd = self.stream.socket.fileno()
 
@@ -132,8 +130,10 @@ class KafkaChannel:
                 return
             handed = next_step
         try:
-            self._handed_back.send_nowait(handed)
-        except (trio.WouldBlock, trio.ClosedResourceError):
+            handed_over = self._handed_back.put_nowait(handed)
+        except trio.ClosedResourceError:
+            handed_over = False
+        if not handed_over:
             log.warning(
                 "%s: dropped a response for a connection that is not waiting", self.id
             )
@@ -262,7 +262,7 @@ class KafkaChannel:
             # Muted: the connection is the Processor's until it hands it back.
             self._parked = True
             try:
-                handed = await self._hand_back_receive.receive()
+                handed = await self._handed_back.take()
             finally:
                 self._parked = False
             if isinstance(handed, Exception):
@@ -322,7 +322,7 @@ class KafkaChannel:
     def _dispatch(self, frame: bytes) -> Request:
         # Kafka's startTimeNanos is taken before parsing: parse time counts as
         # request queue time, not as no time at all.
-        request = self._parse(frame, received=trio.current_time())
+        request = self._parse(frame, received=self.processor.clock())
         self._hand_over_memory(request)
         self.muted = True
         return request
@@ -454,7 +454,6 @@ class KafkaChannel:
             raise UnsupportedApiVersion(
                 f"{api_name(header.api_key)} v{header.api_version} is not in {low}-{high}"
             )
-        clock: Callable[[], float] = trio.current_time
         return Request(
             processor_id=self.processor.id,
             connection_id=self.id,
@@ -464,7 +463,7 @@ class KafkaChannel:
             listener=self.listener,
             start_time=received,
             deliver=self.processor.channel.send_response,
-            clock=clock,
+            clock=self.processor.clock,
         )
 
     async def _write(self, response: Response) -> None:

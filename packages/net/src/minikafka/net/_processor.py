@@ -17,7 +17,7 @@ the time it waits there is Kafka's ``ResponseQueueTimeMs``.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -28,10 +28,12 @@ import trio
 from minikafka.trace import Tracer
 
 from ._channel import RequestChannel
+from ._codec import api_name
 from ._config import NetConfig
 from ._connection import KafkaChannel
 from ._events import ConnectionAccepted, ConnectionClosed, RequestCompleted
 from ._framing import FrameDecoder
+from ._handoff import HandOff
 from ._memory_pool import MemoryPool
 from ._quotas import ConnectionQuotas
 from ._request import Request, RequestMetrics, Response
@@ -39,6 +41,9 @@ from ._request import Request, RequestMetrics, Response
 log = logging.getLogger("minikafka.net")
 
 RequestCompletedHook = Callable[[Request, RequestMetrics], None]
+
+# The API's name in every net.request line: built from the key once, not per request.
+_api_name = functools.cache(api_name)
 
 
 @attrs.define(eq=False)
@@ -55,18 +60,21 @@ class Processor:
     """The SocketServer's ConnectionQuotas: told when a counted connection closes."""
     connections: dict[str, KafkaChannel] = attrs.field(init=False, factory=dict)
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
-    _send: trio.MemorySendChannel[Response] = attrs.field(init=False)
-    _receive: trio.MemoryReceiveChannel[Response] = attrs.field(init=False)
+    _responses: HandOff[Response] = attrs.field(init=False)
     _connection_index: int = attrs.field(init=False, default=0)
     _all_closed: trio.Event = attrs.field(init=False, factory=trio.Event)
+    clock: Callable[[], float] = attrs.field(init=False, default=trio.current_time)
+    """trio's clock, read for the request metrics' timestamps: the run's clock's own
+    method once running (``trio.current_time`` looks the run up on every call)."""
 
     def __attrs_post_init__(self) -> None:
         # Kafka's responseQueue is unbounded: a handler never waits on a Processor.
-        self._send, self._receive = trio.open_memory_channel[Response](math.inf)
+        self._responses = HandOff(math.inf)
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        self.clock = trio.lowlevel.current_clock().current_time
         self.channel.add_processor(self)
         try:
             async with trio.open_nursery() as nursery:
@@ -105,24 +113,19 @@ class Processor:
 
     def enqueue_response(self, response: Response) -> None:
         # Once stopped, the connection is gone, and so is the need to answer.
-        with contextlib.suppress(trio.ClosedResourceError):
-            self._send.send_nowait(response)
+        if not self._responses.closed:
+            self._responses.put_nowait(response)  # unbounded: never full
 
     async def _process_responses(self) -> None:
-        receive = self._receive
+        responses = self._responses
         while True:
             # Everything already queued is delivered before this task waits again:
             # responses that arrive together cost one wake-up, not one each.
             try:
-                response = receive.receive_nowait()
-            except trio.WouldBlock:
-                try:
-                    response = await receive.receive()
-                except trio.EndOfChannel:
-                    return
+                response = await responses.take()
             except trio.EndOfChannel:
                 return
-            response.request.response_dequeue_time = trio.current_time()
+            response.request.response_dequeue_time = self.clock()
             connection = self.connections.get(response.request.connection_id)
             if connection is not None:
                 connection.deliver(response)
@@ -151,7 +154,7 @@ class Processor:
                     processor_id=self.id,
                     client_id=request.header.client_id,
                     api_key=request.api_key,
-                    api_name=request.api_name,
+                    api_name=_api_name(request.api_key),
                     api_version=request.api_version,
                     correlation_id=request.header.correlation_id,
                     request_bytes=request.size,
@@ -192,7 +195,7 @@ class Processor:
 
     def stop(self) -> None:
         self.channel.remove_processor(self.id)
-        self._send.close()
+        self._responses.close()
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()
 

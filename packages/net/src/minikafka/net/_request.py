@@ -146,25 +146,25 @@ class Request:
         """Send a body made of bytes and file regions (a zero-copy fetch response)."""
         version = response_header_version(self.header.api_key, self.header.api_version)
         header = encode_response_header(self.header.correlation_id, version)
-        size = len(header) + sum(
-            len(p) if isinstance(p, bytes) else p.length for p in body
-        )
+        size = len(header)  # Kafka's ResponseBytes, as the request's: no size prefix
+        for part in body:
+            size += len(part) if isinstance(part, bytes) else part.length
         first = SIZE_PREFIX.pack(size) + header
         # Coalesce a leading bytes part with the prefix: one write instead of two.
         if body and isinstance(body[0], bytes):
             parts: tuple[Part, ...] = (first + body[0], *body[1:])
         else:
             parts = (first, *body)
-        self._complete(Response(self, ResponseAction.SEND, parts))
+        self._complete(Response(self, ResponseAction.SEND, parts), size)
 
     def respond_nothing(self) -> None:
         """No response on the wire (acks=0 produce); the connection is unmuted all the same."""
-        self._complete(Response(self, ResponseAction.NO_OP))
+        self._complete(Response(self, ResponseAction.NO_OP), 0)
 
     def close_connection(self) -> None:
-        self._complete(Response(self, ResponseAction.CLOSE))
+        self._complete(Response(self, ResponseAction.CLOSE), 0)
 
-    def _complete(self, response: Response) -> None:
+    def _complete(self, response: Response, size: int) -> None:
         if self.response_complete_time is not None:
             raise RuntimeError(
                 f"{self.api_name} request {self.header.correlation_id} answered twice"
@@ -175,7 +175,7 @@ class Request:
         # means all the work was local; otherwise the gap is "remote" (purgatory) time.
         if self.api_local_complete_time is None:
             self.api_local_complete_time = now
-        self.response_size = max(response.size - SIZE_PREFIX.size, 0)  # as request size
+        self.response_size = size
         self._deliver(response)
 
     def metrics(self) -> RequestMetrics:

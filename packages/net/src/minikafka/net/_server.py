@@ -315,12 +315,13 @@ class SocketServer:
 
     async def _handler_loop(self) -> None:
         """One KafkaRequestHandler: take a request, hand it to the handler, repeat."""
+        now = trio.lowlevel.current_clock().current_time  # trio.current_time, bound
         while True:
             try:
                 request = await self.channel.receive_request()
             except trio.EndOfChannel:
                 return
-            request.dequeue_time = trio.current_time()
+            request.dequeue_time = now()
             try:
                 await self.handler.handle(request)
             except Exception:
@@ -337,7 +338,7 @@ class SocketServer:
                 request.release_buffer()
             if request.api_local_complete_time is None:
                 # Not answered yet: the rest is remote time (a delayed operation).
-                request.api_local_complete_time = trio.current_time()
+                request.api_local_complete_time = now()
 
     @property
     def connection_count(self) -> int:

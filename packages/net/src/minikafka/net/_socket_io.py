@@ -33,6 +33,14 @@ def write_parts(fd: int, parts: tuple[Part, ...]) -> tuple[Part, ...]:
     """One non-blocking ``writev`` of the leading bytes parts (at most ``IOV_MAX``); the
     parts, or rest of one, not written. Nothing written if the socket takes nothing now
     (or the first part is a file region); any other socket error is raised."""
+    only = parts[0] if len(parts) == 1 else None
+    if isinstance(only, bytes):
+        # Most responses: one part (the size prefix, header and body coalesced).
+        try:
+            written = os.write(fd, only)
+        except (BlockingIOError, InterruptedError):
+            return parts
+        return () if written == len(only) else (only[written:],)
     run: list[bytes] = []
     for part in parts[:IOV_MAX]:
         if not isinstance(part, bytes):

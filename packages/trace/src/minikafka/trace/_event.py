@@ -35,6 +35,10 @@ class TraceEvent:
     A concrete event is a frozen attrs class that sets ``COMPONENT`` (the package or
     subsystem, ``"net"``) and ``EVENT`` (what happened, ``"request"``) and is decorated
     with :func:`register_event`. Its fields become the columns of its Spark schema.
+
+    The JSON Lines tracer encodes an event after ``emit`` has returned (in its writer
+    thread), so what a field holds must not change once emitted: tuples for arrays, and
+    a map field given a dict of its own (``dict(counts)``), never a live one.
     """
 
     # Empty slots so slotted attrs subclasses stay dict-free: events are built on hot
