@@ -111,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 server = stack.enter_context(
                     profile._spawn(target, args, scratch / f"{len(servers)}.prof")
                 )
-                trio.run(profile._prepare_topic, server.host, server.port)
+                trio.run(profile._prepare_topics, server.host, server.port)
                 servers[label] = server
             labels = list(servers)
             results: dict[str, list[float]] = {label: [] for label in labels}
