@@ -19,6 +19,7 @@ import trio
 
 from minikafka.common import ConfigError, FileRegion
 from minikafka.net import NetConfig, Request, _connection
+from minikafka.net._connection import READ_AHEAD_READS
 from minikafka.net.testing import (
     METADATA_V9,
     RawConnection,
@@ -149,9 +150,12 @@ async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> N
     response waits for a client that is not reading, the connection keeps reading that
     client's next requests into its decoder (so the kernel's receive buffer drains, and
     does not drop the client's segments and the acknowledgements in them), but no more
-    than one read's size, and takes none of them until the response is written."""
+    than ``READ_AHEAD_READS`` reads' size, and takes none of them until the response
+    is written."""
     huge = 16 * 1024 * 1024  # more than both ends' socket buffers can hold
     read_size = 8192
+    limit = READ_AHEAD_READS * read_size
+    follow_ups = 6000  # more bytes than the read-ahead takes
     handled: list[int] = []
 
     async def first_is_huge(request: Request) -> None:
@@ -171,23 +175,23 @@ async def test_a_connection_waiting_to_write_reads_ahead_a_bounded_amount() -> N
         await wait_until(lambda: handled == [0])
         (connection,) = (c for p in server.processors for c in p.connections.values())
         frame = request_frame(METADATA_V9, 1)
-        follow_up = b"".join(request_frame(METADATA_V9, cid) for cid in range(1, 2001))
+        follow_up = b"".join(
+            request_frame(METADATA_V9, cid) for cid in range(1, follow_ups + 1)
+        )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(conn.send, follow_up)  # blocks once every buffer is full
-            await wait_until(
-                lambda: connection.decoder.buffered >= read_size - len(frame)
-            )
-            assert connection.decoder.buffered <= read_size
+            await wait_until(lambda: connection.decoder.buffered >= limit - len(frame))
+            assert connection.decoder.buffered <= limit
             assert handled == [0]  # read, not taken: the connection is still muted
             with trio.fail_after(30):
                 first = await conn.receive_frame()
                 assert first is not None
                 assert len(first) == 4 + 1 + huge
-                for cid in range(1, 2001):
+                for cid in range(1, follow_ups + 1):
                     response = await conn.receive_response(3, 9)
                     assert response is not None
                     assert response[0] == cid
-        assert handled == list(range(2001))
+        assert handled == list(range(follow_ups + 1))
         await conn.aclose()
 
 

@@ -74,6 +74,14 @@ write what the socket did not take), a request to queue (the RequestChannel was 
 the error the next frame raised, or None: read on."""
 
 
+READ_AHEAD_READS = 8
+"""How many reads' worth a connection whose response waits to be written reads ahead.
+One read's worth (100 KiB at Kafka's ``socket.receive.buffer.bytes``) froze a
+connection in 2 of 6 paced runs at 10,000 one-record requests a second once the broker
+answered faster than its client read (bench/README.md, ``e2e_latency``); eight froze
+none of 10. It is bytes held only while that client does not read its answers."""
+
+
 @attrs.define(eq=False)
 class KafkaChannel:
     id: str
@@ -496,14 +504,15 @@ class KafkaChannel:
         grow), and with them the acknowledgements this write waits for: both ends back
         off exponentially and the connection freezes for seconds at a time (measured on
         loopback). So while it waits, the task also reads into the frame
-        decoder, up to one read's size (``read_size``) buffered: the requests stay
-        queued in order, untouched, and memory per connection stays bounded. That makes
-        the freeze rare, not impossible (a client that goes on pipelining fills this
-        too); ``socket.receive.buffer.bytes=-1`` lets Linux size the buffer instead.
+        decoder, up to ``READ_AHEAD_READS`` reads' size (``read_size`` each) buffered:
+        the requests stay queued in order, untouched, and memory per connection stays
+        bounded. That makes the freeze rare, not impossible (a client that goes on
+        pipelining fills this too); ``socket.receive.buffer.bytes=-1`` lets Linux size
+        the buffer instead.
         """
         assert isinstance(self.stream, trio.SocketStream)
         sock = self.stream.socket
-        limit = self.processor.config.read_size
+        limit = READ_AHEAD_READS * self.processor.config.read_size
         if self.decoder.buffered >= limit:
             await trio.lowlevel.wait_writable(sock)
             return
