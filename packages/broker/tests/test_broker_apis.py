@@ -1502,6 +1502,26 @@ async def test_list_offsets_earliest_latest_and_by_timestamp(broker: Kafka) -> N
     assert no_partition.error_code is ErrorCode.unknown_topic_or_partition
 
 
+async def test_list_offsets_for_a_partition_the_metadata_has_but_this_broker_does_not(
+    broker: Kafka, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guarantee: Kafka's answer (ReplicaManager.getPartitionOrError). A partition the
+    metadata names but the broker does not host (its replica not made yet, or moved
+    away) is NOT_LEADER_OR_FOLLOWER, which sends the client to refresh its metadata and
+    ask again; only a partition the metadata lacks is UNKNOWN_TOPIC_OR_PARTITION."""
+    await broker.create_topic("t", 2)
+    # Partition 1 as a broker has it before its replica is made: in the metadata only.
+    monkeypatch.delitem(
+        broker.server.replica_manager.core.partitions, TopicPartition("t", 1)
+    )
+    elsewhere = await broker.list_offset("t", LATEST, partition=1)
+    assert elsewhere.error_code is ErrorCode.not_leader_or_follower
+    here = await broker.list_offset("t", LATEST, partition=0)
+    assert (here.error_code, here.offset) == (ErrorCode.none, 0)
+    beyond = await broker.list_offset("t", LATEST, partition=2)
+    assert beyond.error_code is ErrorCode.unknown_topic_or_partition
+
+
 # --- CreateTopics, DeleteTopics, CreatePartitions -----------------------------------------
 
 

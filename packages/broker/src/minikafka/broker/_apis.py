@@ -206,7 +206,7 @@ class KafkaApis:
         handle_offset_for_leader_epoch(request, self.replica_manager)
 
     async def _list_offsets(self, request: Request) -> None:
-        handle_list_offsets(request, self.replica_manager)
+        handle_list_offsets(request, self.replica_manager, self.metadata_cache)
 
     async def _describe_configs(self, request: Request) -> None:
         handle_describe_configs(request, self.metadata_cache, self.config)

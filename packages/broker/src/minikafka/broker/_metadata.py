@@ -291,7 +291,9 @@ def _refused(request: Request, error: ErrorCode) -> ResponsePayload:
     )
 
 
-def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) -> None:
+def handle_list_offsets(
+    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+) -> None:
     body = request.body_as(LIST_OFFSETS)
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
@@ -311,6 +313,7 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) 
                     partition_index=p.partition_index,
                     **_list_offset(
                         replica_manager,
+                        cache,
                         tp,
                         int(p.timestamp),
                         int(p.current_leader_epoch)
@@ -326,6 +329,7 @@ def handle_list_offsets(request: Request, replica_manager: ReplicaManagerShell) 
 
 def _list_offset(
     replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
     tp: TopicPartition,
     timestamp: int,
     leader_epoch: int,
@@ -333,6 +337,12 @@ def _list_offset(
 ) -> dict[str, object]:
     partition = replica_manager.get_partition(tp)
     if partition is None:
+        # Kafka's ReplicaManager.getPartitionOrError: a partition the metadata has but
+        # this broker does not host (not yet, or no longer) sends the client to refresh
+        # its metadata and ask the leader; only one the metadata lacks is unknown.
+        topic = cache.topic(tp.topic)
+        if topic is not None and tp.partition in topic.partitions:
+            return {"error_code": ErrorCode.not_leader_or_follower}
         return {"error_code": ErrorCode.unknown_topic_or_partition}
     try:
         found = partition.fetch_offset_for_timestamp(
