@@ -503,12 +503,10 @@ class KafkaChannel:
         (``TCPRcvQDrop``: a buffer set with ``socket.receive.buffer.bytes`` cannot
         grow), and with them the acknowledgements this write waits for: both ends back
         off exponentially and the connection freezes for seconds at a time (measured on
-        loopback). So while it waits, the task also reads into the frame
-        decoder, up to ``READ_AHEAD_READS`` reads' size (``read_size`` each) buffered:
-        the requests stay queued in order, untouched, and memory per connection stays
-        bounded. That makes the freeze rare, not impossible (a client that goes on
-        pipelining fills this too); ``socket.receive.buffer.bytes=-1`` lets Linux size
-        the buffer instead.
+        loopback). So while it waits, the task reads ahead into the frame decoder,
+        up to ``READ_AHEAD_READS`` reads buffered: the requests stay queued in order,
+        untouched, and memory per connection stays bounded. The freeze becomes rare,
+        not impossible; ``socket.receive.buffer.bytes=-1`` lets Linux size the buffer.
         """
         assert isinstance(self.stream, trio.SocketStream)
         sock = self.stream.socket
