@@ -1,7 +1,7 @@
 """The performance goals, each a row with its ratio, from benchmarks of the same run.
 
 The request path and replication have goals on the 2-vCPU machine (bench/README.md,
-"The goals"): an ``acks=all`` produce on three brokers answered in milliseconds, the
+"``goals``"): an ``acks=all`` produce on three brokers answered in milliseconds, the
 small request at half its old cost, tracing cheap, minikafka's producer as quick as the
 pure-Python aiokafka. This benchmark measures nothing itself: it runs after the
 benchmarks that measure (``python -m bench goals`` runs them first when they were not
