@@ -13,6 +13,9 @@
   records in ``__consumer_offsets``; ``_txn_offsets.py``: transactional offsets pending
   until their transaction's marker (KIP-98) and the records a load meets for them;
   ``_group_requests.py``: the requests and responses;
+- ``_member_state.py``, ``_current_assignment.py``: KIP-848's consumer protocol, begun: a
+  member's reconciliation states as one table and Kafka's ``CurrentAssignmentBuilder``
+  (not wired: the broker does not serve ConsumerGroupHeartbeat yet);
 - ``_shell.py``: the trio shell. Everything else here is a core (no trio, no clock).
 
 The package's public names are re-exported by ``minikafka.coordination``.
