@@ -15,7 +15,9 @@
   ``_group_requests.py``: the requests and responses;
 - ``_member_state.py``, ``_current_assignment.py``: KIP-848's consumer protocol, begun: a
   member's reconciliation states as one table and Kafka's ``CurrentAssignmentBuilder``
-  (not wired: the broker does not serve ConsumerGroupHeartbeat yet);
+  and ``_target_assignment.py``, when the group epoch moves and the target it then gets
+  (Kafka's ``TargetAssignmentBuilder``); not wired: the broker does not serve
+  ConsumerGroupHeartbeat yet;
 - ``_shell.py``: the trio shell. Everything else here is a core (no trio, no clock).
 
 The package's public names are re-exported by ``minikafka.coordination``.
