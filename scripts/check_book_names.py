@@ -42,6 +42,7 @@ _KEY = re.compile(r"^[a-z][a-z0-9]*(\.[a-z][a-z0-9]*)+$")
 KAFKA_ONLY = frozenset(
     {
         "group.protocol",
+        "group.consumer.assignors",
         "transactional.id",
         "transaction.state.log.replication.factor",
         "fetch.max.bytes",

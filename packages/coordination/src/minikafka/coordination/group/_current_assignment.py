@@ -138,6 +138,7 @@ def reconcile(
     if waiting:
         member_transition(state, Step.HOLD)  # an edge that changes nothing
         return Reconciliation(member, Step.HOLD)
+    # aside: a state a newer coordinator wrote: start over, or fence if holding any
     if state is MemberState.UNKNOWN and (owned is None or owned):
         return fence(member, ErrorCode.fenced_member_epoch)
     kept = member.assigned & target
