@@ -3,6 +3,8 @@
 ``check HISTORY FINAL [--traces DIR]`` checks a recorded history against its final
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
+``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
+(:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from minikafka.trace import read_trace
 
 from .checker import check
 from .history import parse_final_state, parse_history
+from .nemesis import Options, Topology, parse_faults, schedule
 from .traces import TRACE_ANOMALY_KINDS, check_traces
 
 
@@ -59,8 +62,36 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "final", help="the final state read back after healing (JSON)"
     )
     checking.add_argument("--traces", help="the run's trace directory")
+    scheduling = commands.add_parser("schedule", help="print a seed's fault schedule")
+    scheduling.add_argument("--seed", type=int, required=True)
+    scheduling.add_argument("--duration", type=float, default=Options().duration)
+    scheduling.add_argument(
+        "--faults", default="all", help="kinds or groups, comma-separated"
+    )
+    scheduling.add_argument("--brokers", default="1,2,3", help="broker ids")
+    scheduling.add_argument("--controllers", default="", help="KRaft voter ids")
     args = parser.parse_args(argv)
+    if args.command == "schedule":
+        return _schedule(args, out, parser)
     return _check(args, out)
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def _schedule(
+    args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser
+) -> int:
+    try:
+        kinds = parse_faults(args.faults)
+    except ValueError as exc:
+        parser.error(str(exc))
+    topology = Topology(_ids(args.brokers), _ids(args.controllers))
+    drawn = schedule(args.seed, topology, Options(duration=args.duration, faults=kinds))
+    for line in drawn.lines():
+        print(line, file=out)
+    return 0
 
 
 if __name__ == "__main__":
