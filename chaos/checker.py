@@ -165,22 +165,21 @@ def _deleted(ops: Sequence[Op]) -> set[str]:
 def _lost(ops: Sequence[Op], final: FinalState) -> list[Anomaly]:
     deleted = _deleted(ops)
     values = {tp: {value for _, value in records} for tp, records in final.items()}
+    readers: defaultdict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for op in ops:
+        if op.kind == "poll" and op.outcome == "ok":
+            for _, value in op.records:
+                readers[(op.tp, value)].add(op.index)
     found = []
     for op in ops:
         if op.kind != "send" or op.outcome != "ok" or op.topic in deleted:
             continue
-        if op.value not in values.get(op.tp, set()):
-            readers = [
-                other.index
-                for other in ops
-                if other.kind == "poll"
-                and other.tp == op.tp
-                and any(value == op.value for _, value in other.records)
-            ]
+        if op.value is not None and op.value not in values.get(op.tp, set()):
+            read = readers.get((op.tp, op.value), set())
             detail = f"value {op.value} acknowledged at offset {op.offset}, not in the final log"
-            if readers:
-                detail += f" (read by {_names(set(readers))})"
-            ops_ = (op.index, *readers)
+            if read:
+                detail += f" (read by {_names(read)})"
+            ops_ = (op.index, *sorted(read))
             found.append(Anomaly("lost", op.topic, op.partition, ops_, detail, True))
     return found
 
@@ -255,10 +254,14 @@ def _nonmonotonic_commits(ops: Sequence[Op]) -> list[Anomaly]:
     for (group, (topic, partition)), done in sorted(commits.items()):
         by_completion = sorted(done, key=lambda op: (op.complete, op.index))
         highest: Op | None = None  # the largest offset among commits completed so far
-        pending = list(by_completion)
+        completed = 0  # how many of by_completion completed before this op's invoke
         for op in sorted(done, key=lambda op: (op.invoke, op.index)):
-            while pending and pending[0].complete < op.invoke:
-                earlier = pending.pop(0)
+            while (
+                completed < len(by_completion)
+                and by_completion[completed].complete < op.invoke
+            ):
+                earlier = by_completion[completed]
+                completed += 1
                 if highest is None or _offset(earlier) > _offset(highest):
                     highest = earlier
             if highest is not None and _offset(op) < _offset(highest):
