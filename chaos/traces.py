@@ -22,8 +22,8 @@ The rules:
   or two brokers won ``/controller`` at one controller epoch.
 - ``empty_isr_ack``: a leader moved its high watermark while its ISR was empty, or a
   history's ``acks=all`` send was acknowledged while the partition's ISR (the latest any
-  trace gave, at the acknowledgement's time) was empty: acknowledged by no in-sync
-  replica at all.
+  trace gave) was empty from the send's invoke to its completion, when the broker
+  answered it: acknowledged by no in-sync replica at all.
 
 A topic deleted and created again under its name starts its leader epochs over; each
 ``controller.election`` with reason ``new_partition`` starts a new incarnation of the
@@ -225,13 +225,17 @@ def _empty_isr_acks(
     for op in history:
         if op.kind != "send" or op.outcome != "ok" or op.acks != ACKS_ALL:
             continue
-        changes = timeline.get((op.tp, incarnations.of(op.tp, op.complete)), [])
-        place = bisect.bisect_right(changes, op.complete, key=lambda change: change[0])
-        if place and not changes[place - 1][1]:
+        # The broker answered somewhere between invoke and complete: only an ISR empty
+        # over that whole span is sure to have been empty when it answered.
+        changes = timeline.get((op.tp, incarnations.of(op.tp, op.invoke)), [])
+        first = bisect.bisect_right(changes, op.invoke, key=lambda change: change[0])
+        last = bisect.bisect_right(changes, op.complete, key=lambda change: change[0])
+        span = changes[max(first - 1, 0) : last]
+        if first and not any(isr for _, isr in span):
             detail = (
                 f"{op.topic}-{op.partition}: op {op.index} was acknowledged (acks=all) "
-                f"at {op.complete:.3f} while the ISR was empty since "
-                f"{changes[place - 1][0]:.3f}"
+                f"between {op.invoke:.3f} and {op.complete:.3f}, while the ISR was "
+                f"empty (since {changes[first - 1][0]:.3f})"
             )
             found.append(TraceAnomaly("empty_isr_ack", detail, (), (op.index,)))
     return found

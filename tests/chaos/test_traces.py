@@ -148,6 +148,12 @@ def test_an_acks_all_send_acknowledged_while_the_isr_was_empty_is_found() -> Non
     assert anomaly.ops == (1,)  # acks=1 promises nothing about the ISR
 
 
+def test_an_isr_emptied_while_a_send_was_in_flight_proves_nothing() -> None:
+    """The broker may have answered before the ISR emptied: the client only heard later."""
+    records = [*clean_failover(), elected(4.0, -1, 2, (), "broker_fenced")]
+    assert check_traces(records, [send(0, 4.05)]) == []
+
+
 class ForgetsVotes(RaftNode):
     """Broken: grants a vote without writing it to quorum-state first, so a voter that
     crashes right after voting can vote again in the same epoch."""
