@@ -92,7 +92,7 @@ lint: sync
 	$(RUN) python scripts/check_no_issue_numbers.py
 
 typecheck: sync
-	$(RUN) mypy conftest.py packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard reference/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py book/_ext/parallel.py
+	$(RUN) mypy conftest.py packages/*/src packages/*/tests tests labs/src labs/tests labs/conftest.py labs/switch/sitecustomize.py $(wildcard bench/*.py) $(wildcard chaos/*.py) $(wildcard reference/*.py) $(wildcard scripts/*.py) book/_ext/excerpt.py book/_ext/edition.py book/_ext/lab_answers.py book/_ext/reader.py book/_ext/reader_guard.py book/_ext/parallel.py
 	@# The book's figure modules import diagrams from book/.
 	MYPYPATH=book $(RUN) mypy book/diagrams.py book/raft_figures.py book/replication_figures.py book/broker_figures.py book/client_figures.py book/bench_goals.py
 	@# Each lab's modules are checked on their own: every lab has a scenario.py.

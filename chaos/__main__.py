@@ -1,0 +1,98 @@
+"""``python -m chaos``: the chaos harness's commands that need no cluster.
+
+``check HISTORY FINAL [--traces DIR]`` checks a recorded history against its final
+state (and the run's traces) and prints each anomaly with the operations or trace
+events that show it, then a count by kind; it exits 1 if it found any.
+``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
+(:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from minikafka.trace import read_trace
+
+from .checker import check
+from .history import parse_final_state, parse_history
+from .nemesis import Options, Topology, parse_faults, schedule
+from .traces import TRACE_ANOMALY_KINDS, check_traces
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    ops = parse_history(Path(args.history).read_text().splitlines())
+    final = parse_final_state(Path(args.final).read_text())
+    report = check(ops, final)
+    traced = check_traces(read_trace(Path(args.traces)), ops) if args.traces else []
+    for anomaly in report.anomalies:
+        ops_ = ", ".join(str(i) for i in anomaly.ops) or "-"
+        where = f"{anomaly.topic}-{anomaly.partition}"
+        print(f"{anomaly.kind:<20} {where:<16} ops {ops_}: {anomaly.detail}", file=out)
+    for traced_anomaly in traced:
+        events = "; ".join(str(e) for e in traced_anomaly.events)
+        ops_ = ", ".join(str(i) for i in traced_anomaly.ops)
+        witnesses = f"ops {ops_}" if ops_ else events
+        print(
+            f"{traced_anomaly.kind:<20} {traced_anomaly.detail} [{witnesses}]", file=out
+        )
+    counts: dict[str, int] = {str(k): n for k, n in report.counts().items()}
+    if args.traces:
+        for traced_kind in TRACE_ANOMALY_KINDS:
+            counts[traced_kind] = sum(1 for a in traced if a.kind == traced_kind)
+    print(
+        f"{report.operations} operations, {report.ok_sends} acknowledged sends",
+        file=out,
+    )
+    print(f"{'anomaly':<20} count", file=out)
+    for kind, count in counts.items():
+        print(f"{kind:<20} {count}", file=out)
+    return 1 if report.anomalies or traced else 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="python -m chaos", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    checking = commands.add_parser("check", help="check a history and its final state")
+    checking.add_argument("history", help="the history: one operation per JSON line")
+    checking.add_argument(
+        "final", help="the final state read back after healing (JSON)"
+    )
+    checking.add_argument("--traces", help="the run's trace directory")
+    scheduling = commands.add_parser("schedule", help="print a seed's fault schedule")
+    scheduling.add_argument("--seed", type=int, required=True)
+    scheduling.add_argument("--duration", type=float, default=Options().duration)
+    scheduling.add_argument(
+        "--faults", default="all", help="kinds or groups, comma-separated"
+    )
+    scheduling.add_argument("--brokers", default="1,2,3", help="broker ids")
+    scheduling.add_argument("--controllers", default="", help="KRaft voter ids")
+    args = parser.parse_args(argv)
+    if args.command == "schedule":
+        return _schedule(args, out, parser)
+    return _check(args, out)
+
+
+def _ids(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def _schedule(
+    args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser
+) -> int:
+    try:
+        kinds = parse_faults(args.faults)
+    except ValueError as exc:
+        parser.error(str(exc))
+    topology = Topology(_ids(args.brokers), _ids(args.controllers))
+    drawn = schedule(args.seed, topology, Options(duration=args.duration, faults=kinds))
+    for line in drawn.lines():
+        print(line, file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

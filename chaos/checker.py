@@ -1,0 +1,297 @@
+"""The checker: what a history and the final state say went wrong.
+
+Each rule is one of the anomalies Jepsen's analyses of Kafka-compatible systems define
+(Redpanda 21.10, Bufstream 0.1), for a log of unique integer values:
+
+- ``lost``: a send acknowledged ``ok`` whose value is not in its partition's final log.
+- ``duplicate``: one value seen at two offsets of a partition (by acks, reads or the
+  final log), from an idempotent producer (one without idempotence may duplicate on a
+  retry: Kafka promises it nothing better).
+- ``divergence``: two values seen at one offset (Jepsen's "inconsistent offsets"): an
+  acknowledgement, a read and the final log disagree about what the offset holds.
+- ``reorder``: an idempotent producer's acknowledged values to one partition sit in
+  the final log in an order other than it sent them. The order is the send order
+  (``invoke``): one producer's sends to one partition are acknowledged in that order
+  (sequence numbers), so both orders agree. Sends that ``failed`` or ended ``unknown``
+  take no part: they promise no place.
+- ``nonmonotonic_commit``: a group's committed offset for a partition went back: a
+  commit that completed before another was invoked names a larger offset than it.
+  Concurrent commits are not ordered in time, so they are not compared.
+- ``dirty_read``: a read returned a value that was never acknowledged and is not in the
+  final log: a read past the high watermark of a record later truncated away.
+
+Partitions of a topic that was deleted (``delete_topic``, any outcome) are left out of
+the rules that read the final log (``lost``, ``dirty_read``): their records are gone by
+design. A workload recreates topics under new names.
+
+Pure functions over values: :func:`check` takes the ops and the final state, returns a
+:class:`Report`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+
+from .history import FinalState, Op, TopicPartition
+
+AnomalyKind: TypeAlias = Literal[
+    "lost", "duplicate", "divergence", "reorder", "nonmonotonic_commit", "dirty_read"
+]
+ANOMALY_KINDS: tuple[AnomalyKind, ...] = (
+    "lost",
+    "duplicate",
+    "divergence",
+    "reorder",
+    "nonmonotonic_commit",
+    "dirty_read",
+)
+
+
+@attrs.frozen
+class Anomaly:
+    """One anomaly: its kind, where, and the operations that show it (``ops``: history
+    indices; ``in_final``: whether the final log is one of the witnesses)."""
+
+    kind: AnomalyKind
+    topic: str
+    partition: int
+    ops: tuple[int, ...]
+    detail: str
+    in_final: bool = False
+
+
+@attrs.frozen
+class Report:
+    anomalies: tuple[Anomaly, ...]
+    operations: int
+    ok_sends: int
+
+    @property
+    def valid(self) -> bool:
+        return not self.anomalies
+
+    def counts(self) -> dict[AnomalyKind, int]:
+        counted = Counter(anomaly.kind for anomaly in self.anomalies)
+        return {kind: counted[kind] for kind in ANOMALY_KINDS}
+
+
+FINAL = -1
+"""The witness number the final log goes by among ops' indices, inside this module."""
+
+
+def _observations(
+    ops: Sequence[Op], final: FinalState
+) -> list[tuple[TopicPartition, int, int, int]]:
+    """Every claim that an offset holds a value: ``(tp, offset, value, witness)``, from
+    ok acknowledgements, reads and the final log (witness :data:`FINAL`)."""
+    seen: list[tuple[TopicPartition, int, int, int]] = []
+    for op in ops:
+        if op.kind == "send" and op.outcome == "ok" and op.offset is not None:
+            assert op.value is not None  # Op refuses a send without one
+            seen.append((op.tp, op.offset, op.value, op.index))
+        elif op.kind == "poll" and op.outcome == "ok":
+            seen.extend(
+                (op.tp, offset, value, op.index) for offset, value in op.records
+            )
+    for tp, records in final.items():
+        seen.extend((tp, offset, value, FINAL) for offset, value in records)
+    return seen
+
+
+def _witnesses(indices: set[int]) -> tuple[tuple[int, ...], bool]:
+    return tuple(sorted(i for i in indices if i != FINAL)), FINAL in indices
+
+
+def _divergences(
+    seen: list[tuple[TopicPartition, int, int, int]],
+) -> list[Anomaly]:
+    at: defaultdict[tuple[TopicPartition, int], defaultdict[int, set[int]]]
+    at = defaultdict(lambda: defaultdict(set))
+    for tp, offset, value, witness in seen:
+        at[(tp, offset)][value].add(witness)
+    found = []
+    for ((topic, partition), offset), values in sorted(at.items()):
+        if len(values) < 2:
+            continue
+        ops, in_final = _witnesses(set().union(*values.values()))
+        claims = ", ".join(
+            f"{value} by {_names(witnesses)}"
+            for value, witnesses in sorted(values.items())
+        )
+        detail = f"offset {offset} holds {claims}"
+        found.append(Anomaly("divergence", topic, partition, ops, detail, in_final))
+    return found
+
+
+def _duplicates(
+    ops: Sequence[Op], seen: list[tuple[TopicPartition, int, int, int]]
+) -> list[Anomaly]:
+    lenient = {
+        (op.tp, op.value) for op in ops if op.kind == "send" and not op.idempotent
+    }
+    where: defaultdict[tuple[TopicPartition, int], defaultdict[int, set[int]]]
+    where = defaultdict(lambda: defaultdict(set))
+    for tp, offset, value, witness in seen:
+        where[(tp, value)][offset].add(witness)
+    found = []
+    for ((topic, partition), value), offsets in sorted(where.items()):
+        if len(offsets) < 2 or ((topic, partition), value) in lenient:
+            continue
+        ops_, in_final = _witnesses(set().union(*offsets.values()))
+        places = ", ".join(
+            f"{offset} by {_names(w)}" for offset, w in sorted(offsets.items())
+        )
+        detail = f"value {value} at offsets {places}"
+        found.append(Anomaly("duplicate", topic, partition, ops_, detail, in_final))
+    return found
+
+
+def _names(witnesses: set[int]) -> str:
+    names = [f"op {i}" for i in sorted(witnesses) if i != FINAL]
+    if FINAL in witnesses:
+        names.append("the final log")
+    return ", ".join(names)
+
+
+def _deleted(ops: Sequence[Op]) -> set[str]:
+    return {op.topic for op in ops if op.kind == "delete_topic"}
+
+
+def _lost(ops: Sequence[Op], final: FinalState) -> list[Anomaly]:
+    deleted = _deleted(ops)
+    values = {tp: {value for _, value in records} for tp, records in final.items()}
+    readers: defaultdict[tuple[TopicPartition, int], set[int]] = defaultdict(set)
+    for op in ops:
+        if op.kind == "poll" and op.outcome == "ok":
+            for _, value in op.records:
+                readers[(op.tp, value)].add(op.index)
+    found = []
+    for op in ops:
+        if op.kind != "send" or op.outcome != "ok" or op.topic in deleted:
+            continue
+        if op.value is not None and op.value not in values.get(op.tp, set()):
+            read = readers.get((op.tp, op.value), set())
+            detail = f"value {op.value} acknowledged at offset {op.offset}, not in the final log"
+            if read:
+                detail += f" (read by {_names(read)})"
+            ops_ = (op.index, *sorted(read))
+            found.append(Anomaly("lost", op.topic, op.partition, ops_, detail, True))
+    return found
+
+
+def _dirty_reads(ops: Sequence[Op], final: FinalState) -> list[Anomaly]:
+    deleted = _deleted(ops)
+    acked = {
+        (op.tp, op.value) for op in ops if op.kind == "send" and op.outcome == "ok"
+    }
+    sends = defaultdict(list)
+    for op in ops:
+        if op.kind == "send":
+            sends[(op.tp, op.value)].append(op.index)
+    values = {tp: {value for _, value in records} for tp, records in final.items()}
+    readers: defaultdict[tuple[TopicPartition, int], list[tuple[int, int]]]
+    readers = defaultdict(list)
+    for op in ops:
+        if op.kind != "poll" or op.outcome != "ok" or op.topic in deleted:
+            continue
+        for offset, value in op.records:
+            if (op.tp, value) not in acked and value not in values.get(op.tp, set()):
+                readers[(op.tp, value)].append((op.index, offset))
+    found = []
+    for ((topic, partition), value), reads in sorted(readers.items()):
+        senders = sends.get(((topic, partition), value), [])
+        how = (
+            f"sent by {_names(set(senders))}, never acknowledged"
+            if senders
+            else ("never sent")
+        )
+        places = ", ".join(f"op {i} at offset {offset}" for i, offset in reads)
+        detail = f"value {value} read by {places}; {how}; not in the final log"
+        ops_ = tuple(sorted({i for i, _ in reads} | set(senders)))
+        found.append(Anomaly("dirty_read", topic, partition, ops_, detail, True))
+    return found
+
+
+def _reorders(ops: Sequence[Op], final: FinalState) -> list[Anomaly]:
+    position = {
+        (tp, value): offset
+        for tp, records in final.items()
+        for offset, value in records
+    }
+    streams: defaultdict[tuple[int, TopicPartition], list[Op]] = defaultdict(list)
+    for op in ops:
+        if op.kind == "send" and op.outcome == "ok" and op.idempotent:
+            streams[(op.process, op.tp)].append(op)
+    found = []
+    for (process, (topic, partition)), sent in sorted(streams.items()):
+        placed: list[tuple[Op, int]] = []
+        for op in sorted(sent, key=lambda op: (op.invoke, op.index)):
+            if op.value is not None and (op.tp, op.value) in position:
+                placed.append((op, position[(op.tp, op.value)]))
+        for (before, at_before), (after, at_after) in itertools.pairwise(placed):
+            if at_after < at_before:
+                detail = (
+                    f"process {process} sent {before.value} (op {before.index}) before "
+                    f"{after.value} (op {after.index}), but the final log has them at "
+                    f"offsets {at_before} and {at_after}"
+                )
+                ops_ = (before.index, after.index)
+                found.append(Anomaly("reorder", topic, partition, ops_, detail, True))
+    return found
+
+
+def _nonmonotonic_commits(ops: Sequence[Op]) -> list[Anomaly]:
+    commits: defaultdict[tuple[str, TopicPartition], list[Op]] = defaultdict(list)
+    for op in ops:
+        if op.kind == "commit" and op.outcome == "ok" and op.offset is not None:
+            commits[(op.group, op.tp)].append(op)
+    found = []
+    for (group, (topic, partition)), done in sorted(commits.items()):
+        by_completion = sorted(done, key=lambda op: (op.complete, op.index))
+        highest: Op | None = None  # the largest offset among commits completed so far
+        completed = 0  # how many of by_completion completed before this op's invoke
+        for op in sorted(done, key=lambda op: (op.invoke, op.index)):
+            while (
+                completed < len(by_completion)
+                and by_completion[completed].complete < op.invoke
+            ):
+                earlier = by_completion[completed]
+                completed += 1
+                if highest is None or _offset(earlier) > _offset(highest):
+                    highest = earlier
+            if highest is not None and _offset(op) < _offset(highest):
+                detail = (
+                    f"group {group!r} committed {_offset(highest)} (op {highest.index}), "
+                    f"then {_offset(op)} (op {op.index}), invoked after the first completed"
+                )
+                ops_ = (highest.index, op.index)
+                found.append(
+                    Anomaly("nonmonotonic_commit", topic, partition, ops_, detail)
+                )
+    return found
+
+
+def _offset(op: Op) -> int:
+    assert op.offset is not None  # only commits with an offset are compared
+    return op.offset
+
+
+def check(ops: Sequence[Op], final: FinalState) -> Report:
+    """Every anomaly of the history ``ops`` against the ``final`` state, by kind in
+    :data:`ANOMALY_KINDS` order, each kind by partition."""
+    seen = _observations(ops, final)
+    anomalies = [
+        *_lost(ops, final),
+        *_duplicates(ops, seen),
+        *_divergences(seen),
+        *_reorders(ops, final),
+        *_nonmonotonic_commits(ops),
+        *_dirty_reads(ops, final),
+    ]
+    ok_sends = sum(1 for op in ops if op.kind == "send" and op.outcome == "ok")
+    return Report(tuple(anomalies), len(ops), ok_sends)

@@ -1,0 +1,269 @@
+"""What the brokers' and controllers' traces must never show, checked after a run.
+
+The traces are the JSON lines ``minikafka.trace`` writes (``read_trace(directory)``
+yields them): each line has the envelope ``ts``, ``node``, ``component``, ``event`` and
+the event's fields. The rules read these events:
+
+- ``replication.become_leader`` (a broker leads a partition from ``leader_epoch`` on,
+  with ``isr``), ``replication.isr_change`` (the leader applied a new ``isr``),
+  ``replication.hw_advance`` (the leader moved the high watermark: what answers an
+  ``acks=all`` produce);
+- ``controller.election`` (the active controller chose ``leader`` at ``leader_epoch``
+  with ``isr``; KRaft and ZooKeeper mode alike);
+- ``raft.state_change`` (a KRaft voter became ``Leader`` at ``epoch``: the active
+  controller) and ``zk_controller.elected`` (a broker won ``/controller`` at ``epoch``).
+
+The rules:
+
+- ``two_leaders``: two brokers became leader of one partition at the same leader epoch,
+  or the controller chose two leaders for one epoch (KIP-101's epochs exist to make a
+  leader unique per epoch).
+- ``two_controllers``: two voters were the quorum's leader in one Raft epoch (KIP-595),
+  or two brokers won ``/controller`` at one controller epoch.
+- ``empty_isr_ack``: a leader moved its high watermark while its ISR was empty, or a
+  history's ``acks=all`` send was acknowledged while the partition's ISR (the latest any
+  trace gave) was empty from the send's invoke to its completion, when the broker
+  answered it: acknowledged by no in-sync replica at all.
+
+A topic deleted and created again under its name starts its leader epochs over; each
+``controller.election`` with reason ``new_partition`` starts a new incarnation of the
+partition, and events are compared within one incarnation (by ``ts``: the nodes of a
+run share one machine's clock).
+
+Pure functions over the records: :func:`check_traces` returns the anomalies.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+
+from .history import ACKS_ALL, Op, TopicPartition
+
+TraceAnomalyKind: TypeAlias = Literal["two_leaders", "two_controllers", "empty_isr_ack"]
+TRACE_ANOMALY_KINDS: tuple[TraceAnomalyKind, ...] = (
+    "two_leaders",
+    "two_controllers",
+    "empty_isr_ack",
+)
+
+
+@attrs.frozen
+class TraceEvent:
+    """The envelope of one trace line, what an anomaly names it by."""
+
+    ts: float
+    node: int
+    kind: str
+    """``component.event``."""
+
+    def __str__(self) -> str:
+        return f"{self.kind} on node {self.node} at {self.ts:.3f}"
+
+
+@attrs.frozen
+class TraceAnomaly:
+    kind: TraceAnomalyKind
+    detail: str
+    events: tuple[TraceEvent, ...]
+    ops: tuple[int, ...] = ()
+    """The history's operations involved (``empty_isr_ack`` of a send)."""
+
+
+Record: TypeAlias = Mapping[str, object]
+
+
+def _int(record: Record, key: str) -> int:
+    value = record.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"trace line without an integer {key!r}: {dict(record)!r}")
+    return value
+
+
+def _ints(record: Record, key: str) -> tuple[int, ...]:
+    value = record.get(key)
+    if not isinstance(value, list) or not all(isinstance(x, int) for x in value):
+        raise ValueError(f"trace line without a list of integers {key!r}")
+    return tuple(value)
+
+
+def _envelope(record: Record) -> TraceEvent:
+    ts = record.get("ts")
+    if not isinstance(ts, int | float):
+        raise ValueError(f"trace line without a ts: {dict(record)!r}")
+    return TraceEvent(float(ts), _int(record, "node"), _kind(record))
+
+
+def _kind(record: Record) -> str:
+    return f"{record.get('component')}.{record.get('event')}"
+
+
+def _tp(record: Record) -> TopicPartition:
+    topic = record.get("topic")
+    if not isinstance(topic, str):
+        raise ValueError(f"trace line without a topic: {dict(record)!r}")
+    return (topic, _int(record, "partition"))
+
+
+class _Incarnations:
+    """When each partition was created (its ``new_partition`` elections), so an event
+    is placed in the incarnation that was current at its ``ts``."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        self._starts: defaultdict[TopicPartition, list[float]] = defaultdict(list)
+        for record in records:
+            if (
+                _kind(record) == "controller.election"
+                and record.get("reason") == "new_partition"
+            ):
+                self._starts[_tp(record)].append(_envelope(record).ts)
+        for starts in self._starts.values():
+            starts.sort()
+
+    def of(self, tp: TopicPartition, ts: float) -> int:
+        return bisect.bisect_right(self._starts.get(tp, []), ts)
+
+
+def _two_leaders(
+    records: Sequence[Record], incarnations: _Incarnations
+) -> list[TraceAnomaly]:
+    leaders: defaultdict[
+        tuple[str, TopicPartition, int, int], defaultdict[int, list[TraceEvent]]
+    ] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        kind = _kind(record)
+        if kind == "replication.become_leader":
+            leader = _int(record, "node")
+        elif kind == "controller.election":
+            leader = _int(record, "leader")
+            if leader < 0:  # no replica may lead: the partition went offline
+                continue
+        else:
+            continue
+        event = _envelope(record)
+        tp = _tp(record)
+        source = "broker" if kind.startswith("replication") else "controller"
+        key = (source, tp, incarnations.of(tp, event.ts), _int(record, "leader_epoch"))
+        leaders[key][leader].append(event)
+    found = []
+    for (source, (topic, partition), _, epoch), by_leader in sorted(leaders.items()):
+        if len(by_leader) < 2:
+            continue
+        who = " and ".join(f"broker {leader}" for leader in sorted(by_leader))
+        said = (
+            "became leaders" if source == "broker" else "were elected by the controller"
+        )
+        events = tuple(e for leader in sorted(by_leader) for e in by_leader[leader])
+        detail = f"{topic}-{partition}: {who} {said} at leader epoch {epoch}"
+        found.append(TraceAnomaly("two_leaders", detail, events))
+    return found
+
+
+def _two_controllers(records: Sequence[Record]) -> list[TraceAnomaly]:
+    active: defaultdict[tuple[str, int], defaultdict[int, list[TraceEvent]]]
+    active = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        kind = _kind(record)
+        if kind == "raft.state_change" and record.get("new") == "Leader":
+            key, node = ("raft epoch", _int(record, "epoch")), _int(record, "node_id")
+        elif kind == "zk_controller.elected" and record.get("resigned") is False:
+            key = ("controller epoch", _int(record, "epoch"))
+            node = _int(record, "controller_id")
+        else:
+            continue
+        active[key][node].append(_envelope(record))
+    found = []
+    for (what, epoch), by_node in sorted(active.items()):
+        if len(by_node) < 2:
+            continue
+        who = " and ".join(f"node {node}" for node in sorted(by_node))
+        events = tuple(e for node in sorted(by_node) for e in by_node[node])
+        detail = f"{who} were the active controller at {what} {epoch}"
+        found.append(TraceAnomaly("two_controllers", detail, events))
+    return found
+
+
+IsrTimeline: TypeAlias = dict[
+    tuple[TopicPartition, int], list[tuple[float, tuple[int, ...]]]
+]
+
+
+def _empty_isr_acks(
+    records: Sequence[Record], incarnations: _Incarnations, history: Sequence[Op]
+) -> list[TraceAnomaly]:
+    found = []
+    # The leader's own view: its ISR from become_leader and isr_change, in its order.
+    views: dict[tuple[int, TopicPartition], tuple[tuple[int, ...], TraceEvent]] = {}
+    timeline: IsrTimeline = defaultdict(list)  # every node's word on the ISR, by time
+    for record in sorted(records, key=lambda r: _envelope(r).ts):
+        kind = _kind(record)
+        if kind not in (
+            "replication.become_leader",
+            "replication.isr_change",
+            "replication.hw_advance",
+            "controller.election",
+        ):
+            continue
+        event, tp = _envelope(record), _tp(record)
+        if kind == "replication.hw_advance":
+            view = views.get((event.node, tp))
+            if view is not None and not view[0]:
+                detail = (
+                    f"{tp[0]}-{tp[1]}: broker {event.node} moved the high watermark to "
+                    f"{_int(record, 'high_watermark')} with an empty ISR"
+                )
+                found.append(TraceAnomaly("empty_isr_ack", detail, (view[1], event)))
+            continue
+        isr = _ints(record, "isr")
+        if kind != "controller.election":
+            views[(event.node, tp)] = (isr, event)
+        timeline[(tp, incarnations.of(tp, event.ts))].append((event.ts, isr))
+    for op in history:
+        if op.kind != "send" or op.outcome != "ok" or op.acks != ACKS_ALL:
+            continue
+        # The broker answered somewhere between invoke and complete: only an ISR empty
+        # over that whole span is sure to have been empty when it answered.
+        changes = timeline.get((op.tp, incarnations.of(op.tp, op.invoke)), [])
+        first = bisect.bisect_right(changes, op.invoke, key=lambda change: change[0])
+        last = bisect.bisect_right(changes, op.complete, key=lambda change: change[0])
+        span = changes[max(first - 1, 0) : last]
+        if first and not any(isr for _, isr in span):
+            detail = (
+                f"{op.topic}-{op.partition}: op {op.index} was acknowledged (acks=all) "
+                f"between {op.invoke:.3f} and {op.complete:.3f}, while the ISR was "
+                f"empty (since {changes[first - 1][0]:.3f})"
+            )
+            found.append(TraceAnomaly("empty_isr_ack", detail, (), (op.index,)))
+    return found
+
+
+def check_traces(
+    records: Iterable[Record], history: Sequence[Op] = ()
+) -> list[TraceAnomaly]:
+    """Every anomaly the trace ``records`` show, and with a run's ``history`` the
+    ``acks=all`` sends acknowledged while the ISR was empty; by kind in
+    :data:`TRACE_ANOMALY_KINDS` order."""
+    kept = [r for r in records if _kind(r) in _READ]
+    incarnations = _Incarnations(kept)
+    return [
+        *_two_leaders(kept, incarnations),
+        *_two_controllers(kept),
+        *_empty_isr_acks(kept, incarnations, history),
+    ]
+
+
+_READ = frozenset(
+    {
+        "replication.become_leader",
+        "replication.isr_change",
+        "replication.hw_advance",
+        "controller.election",
+        "raft.state_change",
+        "zk_controller.elected",
+    }
+)
+"""The events the rules read; every other line of a trace is passed over."""

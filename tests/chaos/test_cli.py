@@ -1,0 +1,57 @@
+"""``python -m chaos check`` reads a history, its final state and a trace directory,
+prints every anomaly with its operations and a count by kind, and exits 1 on any."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from chaos.__main__ import main
+from chaos.history import Op, encode_final_state, format_history
+from minikafka.replication import BecameLeader
+from minikafka.trace import JsonLinesTracer
+
+
+def write_run(tmp_path: Path, final_values: tuple[int, ...]) -> list[str]:
+    ops = [
+        Op(
+            i,
+            0,
+            "send",
+            "ok",
+            float(i),
+            i + 0.5,
+            topic="t",
+            partition=0,
+            value=v,
+            offset=i,
+        )
+        for i, v in enumerate((10, 11))
+    ]
+    (tmp_path / "history.jsonl").write_text("".join(format_history(ops)))
+    records = tuple(enumerate(final_values))
+    (tmp_path / "final.json").write_text(encode_final_state({("t", 0): records}))
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for node in (1, 2):  # two brokers lead epoch 0
+        tracer = JsonLinesTracer.open(traces, node=node)
+        tracer.emit(BecameLeader("t", 0, 0, 0, (1, 2), (1, 2), 0), ts=1.0)
+        tracer.close()
+    return [str(tmp_path / "history.jsonl"), str(tmp_path / "final.json")]
+
+
+def test_a_clean_run_exits_zero_and_counts_nothing(tmp_path: Path) -> None:
+    out = io.StringIO()
+    assert main(["check", *write_run(tmp_path, (10, 11))], out) == 0
+    assert "2 operations, 2 acknowledged sends" in out.getvalue()
+    assert "lost                 0" in out.getvalue()
+
+
+def test_anomalies_from_history_and_traces_are_printed_and_fail(tmp_path: Path) -> None:
+    out = io.StringIO()
+    paths = write_run(tmp_path, (10,))
+    assert main(["check", *paths, "--traces", str(tmp_path / "traces")], out) == 1
+    text = out.getvalue()
+    assert "lost                 t-0              ops 1: value 11" in text
+    assert "two_leaders          t-0: broker 1 and broker 2 became leaders" in text
+    assert "two_leaders          1" in text
