@@ -3,9 +3,10 @@
 ``listeners`` is Kafka's ``NAME://host:port[,NAME://host:port...]``; port 0 asks the
 operating system for a free port (tests use it). Each listener name is looked up in
 ``listener.security.protocol.map`` (Kafka's default maps each security protocol's name
-to itself) to find the protocol it speaks. Only PLAINTEXT exists here: a listener that
-promises SSL, SASL_SSL or SASL_PLAINTEXT stops start-up rather than serving
-unencrypted, unauthenticated Kafka under a name that says otherwise.
+to itself) to find the protocol it speaks. PLAINTEXT and SSL are served (an SSL
+listener's keys are read by ``_ssl_config.py``); a listener that promises SASL_SSL or
+SASL_PLAINTEXT stops start-up rather than serving unauthenticated Kafka under a name
+that says otherwise.
 
 The connection limits are Kafka's ConnectionQuotas keys (``max.connections``, KIP-402;
 ``max.connections.per.ip`` and its overrides) and ``queued.max.request.bytes``, the
@@ -30,6 +31,7 @@ from minikafka.common import (
 )
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
+from ._ssl_config import SSL_KEYS, SslSettings
 
 INT_MAX = 2**31 - 1
 """Java's ``Integer.MAX_VALUE``: Kafka's default for the connection limits (no limit)."""
@@ -38,8 +40,11 @@ INT_MAX = 2**31 - 1
 # --- listeners and their security protocols ----------------------------------------------
 
 PLAINTEXT = "PLAINTEXT"
+SSL = "SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-"""Kafka's SecurityProtocol names; only PLAINTEXT is implemented."""
+"""Kafka's SecurityProtocol names."""
+SERVED_PROTOCOLS = (PLAINTEXT, SSL)
+"""The protocols a listener may speak here."""
 SECURITY_PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 LISTENERS = "listeners"
 QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
@@ -130,19 +135,19 @@ def listener_endpoints(
     return tuple(resolved)
 
 
-def check_plaintext(listeners: tuple[Listener, ...], key: str = LISTENERS) -> None:
-    """Refuse a listener whose name promises TLS or SASL: neither is implemented.
+def check_served(listeners: tuple[Listener, ...], key: str = LISTENERS) -> None:
+    """Refuse a listener whose protocol promises SASL: it is not served yet.
 
-    Serving plaintext under such a name would look secure to whoever configured it
-    and be readable and unauthenticated on the wire, so start-up stops instead.
+    Serving such a listener without authentication would look secure to whoever
+    configured it and let anyone in, so start-up stops instead.
     """
     for listener in listeners:
-        if listener.security_protocol != PLAINTEXT:
+        if listener.security_protocol not in SERVED_PROTOCOLS:
             raise ConfigError(
                 key,
                 f"listener {listener} uses security protocol "
-                f"{listener.security_protocol}, "
-                "but TLS and SASL are not implemented in minikafka; use PLAINTEXT",
+                f"{listener.security_protocol}, but SASL is not served by minikafka "
+                "yet; use PLAINTEXT or SSL",
             )
 
 
@@ -178,12 +183,12 @@ def _count(key: str, raw: str) -> int:
 # --- the config ---------------------------------------------------------------------------
 
 
-def _plaintext_only(
+def _served_only(
     instance: object,
     attribute: attrs.Attribute[tuple[Listener, ...]],
     value: tuple[Listener, ...],
 ) -> None:
-    check_plaintext(value)
+    check_served(value)
 
 
 _OS_DEFAULT_READ_SIZE = 65_536
@@ -197,8 +202,10 @@ class NetConfig:
     """What the Reactor needs; :data:`NET_CONFIG` declares the Kafka key of each field."""
 
     listeners: tuple[Listener, ...] = attrs.field(
-        default=(DEFAULT_LISTENER,), validator=_plaintext_only
+        default=(DEFAULT_LISTENER,), validator=_served_only
     )
+    listener_ssl: tuple[SslSettings, ...] = ()
+    """The TLS settings of each listener that speaks SSL, in the listeners' order."""
     num_network_threads: int = 3
     num_io_threads: int = 8
     queued_max_requests: int = 500
@@ -212,6 +219,13 @@ class NetConfig:
     socket_receive_buffer_bytes: int = 102_400
 
     def __attrs_post_init__(self) -> None:
+        have = {settings.listener for settings in self.listener_ssl}
+        for listener in self.listeners:
+            if listener.security_protocol == SSL and listener.name not in have:
+                raise ConfigError(
+                    LISTENERS,
+                    f"listener {listener} speaks SSL but has no ssl.* settings",
+                )
         NET_CONFIG.validate(self)  # a NetConfig built in code obeys the same bounds
         # Kafka's KafkaConfig.validateValues, for the keys this layer owns.
         if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
@@ -257,10 +271,13 @@ class NetConfig:
         )
         # Name the key that made a listener secure: the map if it was given, else listeners.
         given_map = SECURITY_PROTOCOL_MAP_KEY in props
-        check_plaintext(
-            listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS
-        )
+        check_served(listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS)
         values["listeners"] = listeners
+        values["listener_ssl"] = tuple(
+            SslSettings.from_properties(props, listener.name)
+            for listener in listeners
+            if listener.security_protocol == SSL
+        )
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -294,7 +311,7 @@ NET_CONFIG = ConfigDef(
             SECURITY_PROTOCOL_MAP_KEY,
             lambda k, v: parse_security_protocol_map(v, k),
             None,
-            doc="LISTENER_NAME:SECURITY_PROTOCOL,...; only PLAINTEXT is implemented.",
+            doc="LISTENER_NAME:SECURITY_PROTOCOL,...; PLAINTEXT and SSL are served.",
         ),
         ConfigKey(
             CONTROLLER_LISTENER_NAMES,
@@ -382,6 +399,23 @@ NET_CONFIG = ConfigDef(
             "SO_RCVBUF of the listening sockets (inherited by each connection) and the "
             "size of one read; -1 for the OS's default.",
         ),
+        # Read by SslSettings, per listener: declared here so that they are known keys.
+        *(
+            ConfigKey(
+                key, ConfigType.STRING, None, doc="TLS listeners (_ssl_config.py)."
+            )
+            for key in SSL_KEYS
+        ),
     )
 )
 """The network layer's keys (Kafka's SocketServerConfigs and listener keys)."""
+
+
+_LISTENER_KEY = re.compile(r"listener\.name\.[a-z0-9_]+\.(?P<key>.+)")
+
+
+def is_listener_key(key: str) -> bool:
+    """Whether ``key`` is ``listener.name.<name>.<key>`` of a key a listener reads for
+    itself (Kafka's listener-prefixed overrides; the name in lower case)."""
+    match = _LISTENER_KEY.fullmatch(key)
+    return match is not None and match["key"] in SSL_KEYS

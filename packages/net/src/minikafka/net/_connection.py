@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from minikafka.security import ANONYMOUS, KafkaPrincipal
+
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
@@ -51,6 +53,7 @@ from ._headers import (
 )
 from ._request import Part, Request, Response, ResponseAction
 from ._socket_io import ShortFileRegion, send_file_region, write_nowait, write_parts
+from ._tls import TlsHandshakeFailed, TlsListener, tls_handshake
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -91,6 +94,11 @@ class KafkaChannel:
     decoder: FrameDecoder
     peer_address: str | None = None
     """The client's IP address, normalised (what ``max.connections.per.ip`` counts)."""
+    tls: TlsListener | None = None
+    """The listener's TLS, when it speaks it: ``stream`` is then its ``SSLStream``."""
+    principal: KafkaPrincipal = ANONYMOUS
+    """Who the connection is (Kafka's ``KafkaChannel.principal``): each request carries
+    it to the handlers."""
     muted: bool = attrs.field(init=False, default=False)
     requests: int = attrs.field(init=False, default=0)
     close_reason: str = attrs.field(init=False, default="")
@@ -196,7 +204,13 @@ class KafkaChannel:
     async def run(self) -> None:
         logged = False
         try:
+            if self.tls is not None:
+                await self._authenticate_tls(self.tls)
             await self._serve()
+        except TlsHandshakeFailed as e:
+            self.close_reason = f"failed authentication: {e}"
+            self.processor.authentication_failed(self, f"SSL handshake failed: {e}")
+            logged = True
         except ForeignProtocol as e:
             self.close_reason = f"bad frame: {e}"
             self._log_foreign_protocol(e)
@@ -225,6 +239,13 @@ class KafkaChannel:
             self.processor.connection_closed(self)
             self._closed.set()
 
+    async def _authenticate_tls(self, tls: TlsListener) -> None:
+        """The TLS handshake before the first read, and the principal it proves."""
+        assert isinstance(self.stream, trio.SSLStream)
+        self.principal = await tls_handshake(
+            self.stream, tls.mapper, self._idle_seconds
+        )
+
     async def wait_closed(self) -> None:
         """Until the connection is closed and its Processor has let it go
         (``close_reason`` says why)."""
@@ -235,7 +256,7 @@ class KafkaChannel:
         if error.protocol == "TLS":
             log.warning(
                 "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
-                "(TLS is not implemented: the client must use security.protocol=PLAINTEXT)",
+                "(the client must use security.protocol=PLAINTEXT on this listener)",
                 self.id,
                 self.listener,
             )
@@ -472,6 +493,7 @@ class KafkaChannel:
             start_time=received,
             deliver=self.processor.channel.send_response,
             clock=self.processor.clock,
+            principal=self.principal,
         )
 
     async def _write(self, response: Response) -> None:
