@@ -73,6 +73,7 @@ from ._request import Request as Request
 from ._request import RequestMetrics as RequestMetrics
 from ._request import Response as Response
 from ._request import ResponseAction as ResponseAction
+from ._sasl_channel import answer_without_sasl as answer_without_sasl
 from ._server import Acceptor as Acceptor
 from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
@@ -120,6 +121,7 @@ __all__ = [
     "ResponseAction",
     "SocketServer",
     "UnsupportedVersionError",
+    "answer_without_sasl",
     "api_name",
     "api_versions_response",
     "body_classes",

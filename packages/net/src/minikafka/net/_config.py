@@ -3,10 +3,10 @@
 ``listeners`` is Kafka's ``NAME://host:port[,NAME://host:port...]``; port 0 asks the
 operating system for a free port (tests use it). Each listener name is looked up in
 ``listener.security.protocol.map`` (Kafka's default maps each security protocol's name
-to itself) to find the protocol it speaks. PLAINTEXT and SSL are served (an SSL
-listener's keys are read by ``_ssl_config.py``); a listener that promises SASL_SSL or
-SASL_PLAINTEXT stops start-up rather than serving unauthenticated Kafka under a name
-that says otherwise.
+to itself) to find the protocol it speaks: PLAINTEXT, SSL (its ``ssl.*`` keys are read
+by ``_ssl_config.py``), SASL_PLAINTEXT and SASL_SSL (their SASL keys by
+``_sasl_config.py``, SASL_SSL's TLS as SSL's). A listener that speaks TLS or SASL
+without the settings it needs stops start-up, naming the missing key.
 
 The connection limits are Kafka's ConnectionQuotas keys (``max.connections``, KIP-402;
 ``max.connections.per.ip`` and its overrides) and ``queued.max.request.bytes``, the
@@ -31,6 +31,7 @@ from minikafka.common import (
 )
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
+from ._sasl_config import FAILED_DELAY, JAAS, SASL_LISTENER_KEYS, SaslSettings
 from ._ssl_config import SSL_KEYS, SslSettings
 
 INT_MAX = 2**31 - 1
@@ -43,8 +44,9 @@ PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's SecurityProtocol names."""
-SERVED_PROTOCOLS = (PLAINTEXT, SSL)
-"""The protocols a listener may speak here."""
+SASL_PLAINTEXT, SASL_SSL = "SASL_PLAINTEXT", "SASL_SSL"
+TLS_PROTOCOLS = (SSL, SASL_SSL)
+SASL_PROTOCOLS = (SASL_PLAINTEXT, SASL_SSL)
 SECURITY_PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 LISTENERS = "listeners"
 QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
@@ -135,22 +137,6 @@ def listener_endpoints(
     return tuple(resolved)
 
 
-def check_served(listeners: tuple[Listener, ...], key: str = LISTENERS) -> None:
-    """Refuse a listener whose protocol promises SASL: it is not served yet.
-
-    Serving such a listener without authentication would look secure to whoever
-    configured it and let anyone in, so start-up stops instead.
-    """
-    for listener in listeners:
-        if listener.security_protocol not in SERVED_PROTOCOLS:
-            raise ConfigError(
-                key,
-                f"listener {listener} uses security protocol "
-                f"{listener.security_protocol}, but SASL is not served by minikafka "
-                "yet; use PLAINTEXT or SSL",
-            )
-
-
 # --- per-IP connection limits -------------------------------------------------------------
 
 # Kafka's Utils.validHostPattern: what may appear in a host name or an IP address.
@@ -183,14 +169,6 @@ def _count(key: str, raw: str) -> int:
 # --- the config ---------------------------------------------------------------------------
 
 
-def _served_only(
-    instance: object,
-    attribute: attrs.Attribute[tuple[Listener, ...]],
-    value: tuple[Listener, ...],
-) -> None:
-    check_served(value)
-
-
 _OS_DEFAULT_READ_SIZE = 65_536
 
 DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
@@ -201,11 +179,11 @@ DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
 class NetConfig:
     """What the Reactor needs; :data:`NET_CONFIG` declares the Kafka key of each field."""
 
-    listeners: tuple[Listener, ...] = attrs.field(
-        default=(DEFAULT_LISTENER,), validator=_served_only
-    )
+    listeners: tuple[Listener, ...] = attrs.field(default=(DEFAULT_LISTENER,))
     listener_ssl: tuple[SslSettings, ...] = ()
-    """The TLS settings of each listener that speaks SSL, in the listeners' order."""
+    """The TLS settings of each listener that speaks SSL or SASL_SSL."""
+    listener_sasl: tuple[SaslSettings, ...] = ()
+    """The SASL settings of each listener that speaks SASL_PLAINTEXT or SASL_SSL."""
     num_network_threads: int = 3
     num_io_threads: int = 8
     queued_max_requests: int = 500
@@ -219,12 +197,18 @@ class NetConfig:
     socket_receive_buffer_bytes: int = 102_400
 
     def __attrs_post_init__(self) -> None:
-        have = {settings.listener for settings in self.listener_ssl}
+        tls = {settings.listener for settings in self.listener_ssl}
+        sasl = {settings.listener for settings in self.listener_sasl}
         for listener in self.listeners:
-            if listener.security_protocol == SSL and listener.name not in have:
+            protocol = listener.security_protocol
+            if protocol in TLS_PROTOCOLS and listener.name not in tls:
                 raise ConfigError(
                     LISTENERS,
-                    f"listener {listener} speaks SSL but has no ssl.* settings",
+                    f"listener {listener} speaks TLS but has no ssl.* settings",
+                )
+            if protocol in SASL_PROTOCOLS and listener.name not in sasl:
+                raise ConfigError(
+                    LISTENERS, f"listener {listener} speaks SASL but has no settings"
                 )
         NET_CONFIG.validate(self)  # a NetConfig built in code obeys the same bounds
         # Kafka's KafkaConfig.validateValues, for the keys this layer owns.
@@ -269,14 +253,16 @@ class NetConfig:
         listeners = listener_endpoints(
             raw_listeners, LISTENERS, security_protocol_map(props)
         )
-        # Name the key that made a listener secure: the map if it was given, else listeners.
-        given_map = SECURITY_PROTOCOL_MAP_KEY in props
-        check_served(listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS)
         values["listeners"] = listeners
         values["listener_ssl"] = tuple(
             SslSettings.from_properties(props, listener.name)
             for listener in listeners
-            if listener.security_protocol == SSL
+            if listener.security_protocol in TLS_PROTOCOLS
+        )
+        values["listener_sasl"] = tuple(
+            SaslSettings.from_properties(props, listener.name)
+            for listener in listeners
+            if listener.security_protocol in SASL_PROTOCOLS
         )
         return cls(**values)  # type: ignore[arg-type]
 
@@ -311,7 +297,7 @@ NET_CONFIG = ConfigDef(
             SECURITY_PROTOCOL_MAP_KEY,
             lambda k, v: parse_security_protocol_map(v, k),
             None,
-            doc="LISTENER_NAME:SECURITY_PROTOCOL,...; PLAINTEXT and SSL are served.",
+            doc="LISTENER_NAME:SECURITY_PROTOCOL,...",
         ),
         ConfigKey(
             CONTROLLER_LISTENER_NAMES,
@@ -399,12 +385,17 @@ NET_CONFIG = ConfigDef(
             "SO_RCVBUF of the listening sockets (inherited by each connection) and the "
             "size of one read; -1 for the OS's default.",
         ),
-        # Read by SslSettings, per listener: declared here so that they are known keys.
+        # Read by SslSettings and SaslSettings, per listener: declared here so that
+        # they are known keys.
         *(
             ConfigKey(
                 key, ConfigType.STRING, None, doc="TLS listeners (_ssl_config.py)."
             )
             for key in SSL_KEYS
+        ),
+        *(
+            ConfigKey(key, ConfigType.STRING, None, doc="SASL (_sasl_config.py).")
+            for key in (*SASL_LISTENER_KEYS, FAILED_DELAY)
         ),
     )
 )
@@ -418,4 +409,8 @@ def is_listener_key(key: str) -> bool:
     """Whether ``key`` is ``listener.name.<name>.<key>`` of a key a listener reads for
     itself (Kafka's listener-prefixed overrides; the name in lower case)."""
     match = _LISTENER_KEY.fullmatch(key)
-    return match is not None and match["key"] in SSL_KEYS
+    if match is None:
+        return False
+    own = match["key"]
+    # <mechanism>.sasl.jaas.config: a mechanism's JAAS line on this listener.
+    return own in SSL_KEYS or own in SASL_LISTENER_KEYS or own.endswith("." + JAAS)

@@ -43,7 +43,7 @@ from minikafka.security import ANONYMOUS, KafkaPrincipal
 
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
-from ._framing import ForeignProtocol, FrameDecoder, FrameError
+from ._framing import SIZE_PREFIX, ForeignProtocol, FrameDecoder, FrameError
 from ._handoff import HandOff
 from ._headers import (
     InvalidRequest,
@@ -52,6 +52,7 @@ from ._headers import (
     parse_request_header,
 )
 from ._request import Part, Request, Response, ResponseAction
+from ._sasl_channel import SaslChannel, SaslClose
 from ._socket_io import ShortFileRegion, send_file_region, write_nowait, write_parts
 from ._tls import TlsHandshakeFailed, TlsListener, tls_handshake
 
@@ -96,6 +97,8 @@ class KafkaChannel:
     """The client's IP address, normalised (what ``max.connections.per.ip`` counts)."""
     tls: TlsListener | None = None
     """The listener's TLS, when it speaks it: ``stream`` is then its ``SSLStream``."""
+    sasl: SaslChannel | None = None
+    """The SASL exchange of a SASL listener's connection (``_sasl_channel.py``)."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who the connection is (Kafka's ``KafkaChannel.principal``): each request carries
     it to the handlers."""
@@ -171,6 +174,8 @@ class KafkaChannel:
                     else response
                 )
         self._completed(response.request)
+        if self.sasl is not None:
+            return None  # the task takes the next request: it passes the SASL gate
         request = self._take_request_nowait()
         if request is None:
             return None
@@ -211,6 +216,8 @@ class KafkaChannel:
             self.close_reason = f"failed authentication: {e}"
             self.processor.authentication_failed(self, f"SSL handshake failed: {e}")
             logged = True
+        except SaslClose as e:
+            self.close_reason = f"SASL: {e}"
         except ForeignProtocol as e:
             self.close_reason = f"bad frame: {e}"
             self._log_foreign_protocol(e)
@@ -287,7 +294,8 @@ class KafkaChannel:
                 request = await self._next_request()
                 if request is None:
                     return
-            await self.processor.channel.send_request(request)
+            if self.sasl is None or self._sasl_forward(self.sasl, request):
+                await self.processor.channel.send_request(request)
             # Muted: the connection is the Processor's until it hands it back.
             self._parked = True
             try:
@@ -302,6 +310,33 @@ class KafkaChannel:
                 request = None
             else:
                 request = handed  # parsed but not queued, or None: read the next
+            if self.sasl is not None and self.sasl.close_delay is not None:
+                await self._close_failed_sasl(self.sasl)
+                return
+
+    def _sasl_forward(self, sasl: SaslChannel, request: Request) -> bool:
+        """The SASL gate: True if ``request`` goes on to the handlers; False if the
+        exchange answered it (its response comes back like a handler's)."""
+        forward = sasl.gate(request)
+        if sasl.principal is not None:
+            self.principal = sasl.principal
+        if not forward:
+            request.release_buffer()
+        return forward
+
+    async def _close_failed_sasl(self, sasl: SaslChannel) -> None:
+        """A failed authentication, its error written: counted, logged once, and closed
+        ``connection.failed.authentication.delay.ms`` later (stop_reading ends the wait)."""
+        if sasl.failure is not None:
+            self.processor.authentication_failed(
+                self, f"Authentication failed: {sasl.failure}"
+            )
+        delay = sasl.close_delay or 0.0
+        with trio.CancelScope(deadline=trio.current_time() + delay) as scope:
+            self._read_scope = scope
+            await trio.sleep_forever()
+        self._read_scope = None
+        self.close_reason = "failed authentication" if sasl.failure else "SASL"
 
     async def _finish(self, response: Response) -> bool:
         """Close, or write and complete, what the Processor handed back; False: closed."""
@@ -328,10 +363,25 @@ class KafkaChannel:
 
     async def _next_request(self) -> Request | None:
         """Read until a whole request is here, and mute; None when the connection ends."""
-        frame = await self._next_frame()
-        if frame is None:
-            return None
-        return self._dispatch(frame)
+        while True:
+            frame = await self._next_frame()
+            if frame is None:
+                return None
+            if self.sasl is None or not self.sasl.authenticator.expects_bare_tokens:
+                return self._dispatch(frame)
+            await self._bare_sasl_token(self.sasl, frame)
+
+    async def _bare_sasl_token(self, sasl: SaslChannel, token: bytes) -> None:
+        """A token after SaslHandshake v0: not a request, answered with a bare frame."""
+        self._release_memory()
+        answer = sasl.bare_token(token)
+        if sasl.principal is not None:
+            self.principal = sasl.principal
+        if answer is not None:
+            await self.stream.send_all(SIZE_PREFIX.pack(len(answer)) + answer)
+        if sasl.close_delay is not None:
+            await self._close_failed_sasl(sasl)
+            raise SaslClose(self.close_reason)
 
     def _take_request_nowait(self) -> Request | None:
         """The next request if it is already read and (with a pool) its memory is free now."""

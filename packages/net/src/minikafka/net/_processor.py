@@ -37,6 +37,7 @@ from ._handoff import HandOff
 from ._memory_pool import MemoryPool
 from ._quotas import ConnectionQuotas
 from ._request import Request, RequestMetrics, Response
+from ._sasl_channel import SaslListener
 from ._tls import TlsListener
 
 log = logging.getLogger("minikafka.net")
@@ -94,12 +95,14 @@ class Processor:
         listener: str,
         peer_address: str | None = None,
         tls: TlsListener | None = None,
+        sasl: SaslListener | None = None,
     ) -> KafkaChannel:
         """Take ownership of a new connection (called by the Acceptor).
 
         ``peer_address`` is given for a connection the Acceptor counted in the
         ConnectionQuotas; its slot is freed when the connection closes. With ``tls``
-        the connection reads and writes the socket through TLS (``_tls.py``).
+        the connection reads and writes the socket through TLS (``_tls.py``); with ``sasl``
+        it authenticates before its first request (``_sasl_channel.py``).
         """
         if self._nursery is None:
             raise RuntimeError(f"processor {self.id} is not running")
@@ -112,6 +115,7 @@ class Processor:
             decoder=FrameDecoder(self.config.socket_request_max_bytes),
             peer_address=peer_address,
             tls=tls,
+            sasl=None if sasl is None else sasl.channel(),
         )
         self.connections[connection.id] = connection
         self._all_closed = trio.Event()

@@ -37,6 +37,7 @@ from ._memory_pool import MemoryPool
 from ._processor import Processor, RequestCompletedHook
 from ._quotas import ConnectionQuotas, normalise_address
 from ._request import Request
+from ._sasl_channel import SaslListener
 from ._tls import TlsListener
 
 log = logging.getLogger("minikafka.net")
@@ -79,7 +80,9 @@ class Acceptor:
     sockets inherit; set before any connection arrives, since TCP settles its window
     scale in the handshake."""
     tls: TlsListener | None = None
-    """The listener's TLS (an ``SSL`` listener), handed to each connection."""
+    """The listener's TLS (``SSL``, ``SASL_SSL``), handed to each connection."""
+    sasl: SaslListener | None = None
+    """The listener's SASL (``SASL_PLAINTEXT``, ``SASL_SSL``), for each connection."""
     bound: list[tuple[str, int]] = attrs.field(init=False, factory=list)
     accept_failures: int = attrs.field(init=False, default=0)
     """accept() calls that failed for want of descriptors or memory, ever."""
@@ -113,7 +116,9 @@ class Acceptor:
             while True:
                 if self.quotas is None:
                     stream = await self._accept(socket_listener)
-                    self._next().accept(stream, self.listener.name, tls=self.tls)
+                    self._next().accept(
+                        stream, self.listener.name, tls=self.tls, sasl=self.sasl
+                    )
                     continue
                 await self._wait_for_slot(self.quotas)
                 stream = await self._accept(socket_listener)
@@ -141,7 +146,11 @@ class Acceptor:
                     continue
                 try:
                     self._next().accept(
-                        stream, self.listener.name, address, tls=self.tls
+                        stream,
+                        self.listener.name,
+                        address,
+                        tls=self.tls,
+                        sasl=self.sasl,
                     )
                 except BaseException:
                     self.quotas.connection_closed(address)
@@ -275,6 +284,10 @@ class SocketServer:
             settings.listener: TlsListener.from_settings(settings)
             for settings in self.config.listener_ssl
         }
+        sasl = {
+            settings.listener: SaslListener(settings)
+            for settings in self.config.listener_sasl
+        }
         try:
             for listener in self.config.listeners:
                 acceptor = Acceptor(
@@ -284,6 +297,7 @@ class SocketServer:
                     send_buffer_bytes=self.config.socket_send_buffer_bytes,
                     receive_buffer_bytes=self.config.socket_receive_buffer_bytes,
                     tls=tls.get(listener.name),
+                    sasl=sasl.get(listener.name),
                 )
                 await acceptor.bind()
                 self.acceptors.append(acceptor)
