@@ -271,3 +271,19 @@ async def test_a_failed_authentication_is_answered_then_closed_and_counted(
     failures = [r for r in caplog.records if "Failed authentication" in r.message]
     assert len(failures) == 1
     assert not [r for r in caplog.records if r.exc_info]
+
+
+async def test_a_frame_over_the_sasl_receive_size_fails_authentication() -> None:
+    """Before authentication a frame may not exceed sasl.server.max.receive.size: the
+    connection is closed as a failed authentication, and counted."""
+    seen: list[Request] = []
+    async with sasl_server(seen, **{"sasl.server.max.receive.size": "64"}) as server:
+        connection = await RawConnection.open(server)
+        await call(connection, SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        token = plain_client_message("alice", "x" * 100)
+        await connection.send(
+            request_frame(SaslAuthenticateRequest(auth_bytes=token), 2)
+        )
+        with trio.fail_after(5):
+            assert await connection.wait_closed()
+        assert server.failed_authentications == 1

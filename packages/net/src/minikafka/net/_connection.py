@@ -367,6 +367,10 @@ class KafkaChannel:
             frame = await self._next_frame()
             if frame is None:
                 return None
+            if self.sasl is not None and self.sasl.too_large(len(frame)):
+                self._release_memory()
+                await self._close_failed_sasl(self.sasl)
+                return None
             if self.sasl is None or not self.sasl.authenticator.expects_bare_tokens:
                 return self._dispatch(frame)
             await self._bare_sasl_token(self.sasl, frame)

@@ -42,6 +42,7 @@ from minikafka.security import (
     RespondWithError,
     SaslServer,
     SaslServerAuthenticator,
+    SaslState,
     SendToken,
     authenticate_response,
     handshake_response,
@@ -115,6 +116,25 @@ class SaslChannel:
                     raise SaslClose(action.reason)
                 self.close_delay = 0.0
         return forward
+
+    def too_large(self, size: int) -> bool:
+        """Whether a frame of ``size`` bytes fails the exchange: before authentication
+        a frame may not exceed ``sasl.server.max.receive.size`` (Kafka's
+        ``InvalidReceiveException``); ``failure`` and ``close_delay`` say how it ends."""
+        authenticator = self.authenticator
+        if (
+            authenticator.state is SaslState.COMPLETE
+            or size <= authenticator.config.max_receive_size
+        ):
+            return False
+        now = time.time()
+        for action in authenticator.receive_too_large(size, now).replies:
+            if isinstance(action, AuthenticationFailed):
+                self.failure = action.message
+                self.close_delay = max(0.0, action.close_at - now)
+            elif isinstance(action, Close):
+                self.close_delay = 0.0
+        return True
 
     def bare_token(self, token: bytes) -> bytes | None:
         """A token after SaslHandshake v0; the token to send back, if any.
