@@ -121,6 +121,8 @@ def confluent_round_trip(config: dict[str, Any], topic: str) -> list[bytes]:
     return got
 
 
+@pytest.mark.compat("SaslHandshake", "confluent-kafka")
+@pytest.mark.compat("SaslAuthenticate", "confluent-kafka")
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
 @pytest.mark.parametrize(
     "mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
@@ -140,6 +142,8 @@ def test_confluent_kafka_authenticates_produces_and_consumes(
     assert confluent_round_trip(config, topic) == values(topic)
 
 
+@pytest.mark.compat("SaslHandshake", "kcat")
+@pytest.mark.compat("SaslAuthenticate", "kcat")
 @pytest.mark.skipif(
     shutil.which("kcat") is None, reason="kcat is installed by make test"
 )
@@ -165,6 +169,8 @@ def test_kcat_authenticates_with_plain_produces_and_consumes(
     assert result.stdout.splitlines() == values(topic)
 
 
+@pytest.mark.compat("SaslHandshake", "kafka-python")
+@pytest.mark.compat("SaslAuthenticate", "kafka-python")
 @pytest.mark.parametrize(
     ("listener", "mechanism"),
     [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")],
@@ -208,6 +214,8 @@ def test_kafka_python_authenticates_produces_and_consumes(
     assert got == values(topic)
 
 
+@pytest.mark.compat("SaslHandshake", "aiokafka")
+@pytest.mark.compat("SaslAuthenticate", "aiokafka")
 @pytest.mark.parametrize(
     ("listener", "mechanism"),
     [("SASL_SSL", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256")],

@@ -121,8 +121,9 @@ def listener_endpoints(
 ) -> tuple[Listener, ...]:
     """Parse ``value`` and give each listener the protocol its name maps to.
 
-    One place for every key that names listeners (``listeners``, ``advertised.listeners``):
-    a name the map does not know is Kafka's "No security protocol defined for listener".
+    One place for every key that names listeners (``listeners``,
+    ``advertised.listeners``): a name the map does not know is Kafka's "No security
+    protocol defined for listener".
     """
     resolved: list[Listener] = []
     for listener in parse_listeners(value, key):

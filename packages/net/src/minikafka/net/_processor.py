@@ -101,8 +101,8 @@ class Processor:
 
         ``peer_address`` is given for a connection the Acceptor counted in the
         ConnectionQuotas; its slot is freed when the connection closes. With ``tls``
-        the connection reads and writes the socket through TLS (``_tls.py``); with ``sasl``
-        it authenticates before its first request (``_sasl_channel.py``).
+        the connection reads and writes the socket through TLS (``_tls.py``); with
+        ``sasl`` it authenticates before its first request (``_sasl_channel.py``).
         """
         if self._nursery is None:
             raise RuntimeError(f"processor {self.id} is not running")

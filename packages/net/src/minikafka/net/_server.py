@@ -116,9 +116,7 @@ class Acceptor:
             while True:
                 if self.quotas is None:
                     stream = await self._accept(socket_listener)
-                    self._next().accept(
-                        stream, self.listener.name, tls=self.tls, sasl=self.sasl
-                    )
+                    self._hand_over(stream)
                     continue
                 await self._wait_for_slot(self.quotas)
                 stream = await self._accept(socket_listener)
@@ -145,17 +143,17 @@ class Acceptor:
                         )
                     continue
                 try:
-                    self._next().accept(
-                        stream,
-                        self.listener.name,
-                        address,
-                        tls=self.tls,
-                        sasl=self.sasl,
-                    )
+                    self._hand_over(stream, address)
                 except BaseException:
                     self.quotas.connection_closed(address)
                     await trio.aclose_forcefully(stream)
                     raise
+
+    def _hand_over(self, stream: trio.SocketStream, address: str | None = None) -> None:
+        """Give the connection to the next Processor, with the listener's TLS and SASL."""
+        self._next().accept(
+            stream, self.listener.name, address, tls=self.tls, sasl=self.sasl
+        )
 
     def _next(self) -> Processor:
         processor = self.processors[self._next_processor % len(self.processors)]

@@ -114,6 +114,11 @@ class RawConnection:
             if not data:
                 return True
 
+    async def send_eof(self) -> None:
+        """Close the sending half (a plain socket's; TLS has no half-close)."""
+        assert isinstance(self.stream, trio.SocketStream)
+        await self.stream.send_eof()
+
     async def aclose(self) -> None:
         await self.stream.aclose()
 
