@@ -43,7 +43,7 @@ from minikafka.security import ANONYMOUS, KafkaPrincipal
 
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
-from ._framing import SIZE_PREFIX, ForeignProtocol, FrameDecoder, FrameError
+from ._framing import ForeignProtocol, FrameDecoder, FrameError
 from ._handoff import HandOff
 from ._headers import (
     InvalidRequest,
@@ -210,7 +210,10 @@ class KafkaChannel:
         logged = False
         try:
             if self.tls is not None:
-                await self._authenticate_tls(self.tls)
+                assert isinstance(self.stream, trio.SSLStream)
+                self.principal = await tls_handshake(
+                    self.stream, self.tls.mapper, self._idle_seconds
+                )
             await self._serve()
         except TlsHandshakeFailed as e:
             self.close_reason = f"failed authentication: {e}"
@@ -220,7 +223,7 @@ class KafkaChannel:
             self.close_reason = f"SASL: {e}"
         except ForeignProtocol as e:
             self.close_reason = f"bad frame: {e}"
-            self._log_foreign_protocol(e)
+            log_foreign_protocol(self.id, self.listener, e)
             logged = True
         except FrameError as e:
             self.close_reason = f"bad frame: {e}"
@@ -246,35 +249,10 @@ class KafkaChannel:
             self.processor.connection_closed(self)
             self._closed.set()
 
-    async def _authenticate_tls(self, tls: TlsListener) -> None:
-        """The TLS handshake before the first read, and the principal it proves."""
-        assert isinstance(self.stream, trio.SSLStream)
-        self.principal = await tls_handshake(
-            self.stream, tls.mapper, self._idle_seconds
-        )
-
     async def wait_closed(self) -> None:
         """Until the connection is closed and its Processor has let it go
         (``close_reason`` says why)."""
         await self._closed.wait()
-
-    def _log_foreign_protocol(self, error: ForeignProtocol) -> None:
-        """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
-        if error.protocol == "TLS":
-            log.warning(
-                "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
-                "(the client must use security.protocol=PLAINTEXT on this listener)",
-                self.id,
-                self.listener,
-            )
-        else:
-            log.warning(
-                "%s: a client sent an %s request to PLAINTEXT listener %s; closing the "
-                "connection (this port speaks the Kafka protocol)",
-                self.id,
-                error.protocol,
-                self.listener,
-            )
 
     def _release_memory(self) -> None:
         """Whatever this connection still holds of the MemoryPool goes back to it."""
@@ -294,7 +272,7 @@ class KafkaChannel:
                 request = await self._next_request()
                 if request is None:
                     return
-            if self.sasl is None or self._sasl_forward(self.sasl, request):
+            if self.sasl is None or self.sasl.gate(self, request):
                 await self.processor.channel.send_request(request)
             # Muted: the connection is the Processor's until it hands it back.
             self._parked = True
@@ -311,32 +289,8 @@ class KafkaChannel:
             else:
                 request = handed  # parsed but not queued, or None: read the next
             if self.sasl is not None and self.sasl.close_delay is not None:
-                await self._close_failed_sasl(self.sasl)
+                self.close_reason = await self.sasl.close_after_failure(self)
                 return
-
-    def _sasl_forward(self, sasl: SaslChannel, request: Request) -> bool:
-        """The SASL gate: True if ``request`` goes on to the handlers; False if the
-        exchange answered it (its response comes back like a handler's)."""
-        forward = sasl.gate(request)
-        if sasl.principal is not None:
-            self.principal = sasl.principal
-        if not forward:
-            request.release_buffer()
-        return forward
-
-    async def _close_failed_sasl(self, sasl: SaslChannel) -> None:
-        """A failed authentication, its error written: counted, logged once, and closed
-        ``connection.failed.authentication.delay.ms`` later (stop_reading ends the wait)."""
-        if sasl.failure is not None:
-            self.processor.authentication_failed(
-                self, f"Authentication failed: {sasl.failure}"
-            )
-        delay = sasl.close_delay or 0.0
-        with trio.CancelScope(deadline=trio.current_time() + delay) as scope:
-            self._read_scope = scope
-            await trio.sleep_forever()
-        self._read_scope = None
-        self.close_reason = "failed authentication" if sasl.failure else "SASL"
 
     async def _finish(self, response: Response) -> bool:
         """Close, or write and complete, what the Processor handed back; False: closed."""
@@ -367,25 +321,9 @@ class KafkaChannel:
             frame = await self._next_frame()
             if frame is None:
                 return None
-            if self.sasl is not None and self.sasl.too_large(len(frame)):
-                self._release_memory()
-                await self._close_failed_sasl(self.sasl)
-                return None
-            if self.sasl is None or not self.sasl.authenticator.expects_bare_tokens:
+            if self.sasl is None or not await self.sasl.takes_frame(self, frame):
                 return self._dispatch(frame)
-            await self._bare_sasl_token(self.sasl, frame)
-
-    async def _bare_sasl_token(self, sasl: SaslChannel, token: bytes) -> None:
-        """A token after SaslHandshake v0: not a request, answered with a bare frame."""
-        self._release_memory()
-        answer = sasl.bare_token(token)
-        if sasl.principal is not None:
-            self.principal = sasl.principal
-        if answer is not None:
-            await self.stream.send_all(SIZE_PREFIX.pack(len(answer)) + answer)
-        if sasl.close_delay is not None:
-            await self._close_failed_sasl(sasl)
-            raise SaslClose(self.close_reason)
+            self._release_memory()  # the exchange's, not a request's
 
     def _take_request_nowait(self) -> Request | None:
         """The next request if it is already read and (with a pool) its memory is free now."""
@@ -609,3 +547,24 @@ class KafkaChannel:
             nursery.start_soon(read_ahead)
             await trio.lowlevel.wait_writable(sock)
             nursery.cancel_scope.cancel()
+
+
+def log_foreign_protocol(
+    connection: str, listener: str, error: ForeignProtocol
+) -> None:
+    """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
+    if error.protocol == "TLS":
+        log.warning(
+            "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
+            "(the client must use security.protocol=PLAINTEXT on this listener)",
+            connection,
+            listener,
+        )
+    else:
+        log.warning(
+            "%s: a client sent an %s request to PLAINTEXT listener %s; closing the "
+            "connection (this port speaks the Kafka protocol)",
+            connection,
+            error.protocol,
+            listener,
+        )

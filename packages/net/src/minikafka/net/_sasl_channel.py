@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
+import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
@@ -37,7 +39,6 @@ from minikafka.security import (
     AuthenticationFailed,
     Close,
     Forward,
-    KafkaPrincipal,
     Respond,
     RespondWithError,
     SaslServer,
@@ -49,8 +50,12 @@ from minikafka.security import (
 )
 
 from ._api_keys import ApiKey
+from ._framing import SIZE_PREFIX
 from ._request import Request
 from ._sasl_config import SaslSettings
+
+if TYPE_CHECKING:
+    from ._connection import KafkaChannel
 
 
 class SaslClose(Exception):
@@ -80,14 +85,12 @@ class SaslChannel:
     """One connection's SASL state, and what its shell does with the core's answers."""
 
     authenticator: SaslServerAuthenticator
-    principal: KafkaPrincipal | None = None
-    """Set when an exchange completes: the connection takes it."""
     failure: str | None = None
     """A failed authentication's message, once the core reported it."""
     close_delay: float | None = None
     """Seconds to wait after the error is written before closing (failed authentication)."""
 
-    def gate(self, request: Request) -> bool:
+    def gate(self, connection: KafkaChannel, request: Request) -> bool:
         """Whether ``request`` goes on to the handlers; False: it was answered here.
 
         Raises :class:`SaslClose` when the connection must close now.
@@ -97,9 +100,8 @@ class SaslChannel:
             # (UNSUPPORTED_VERSION, KIP-511), and the exchange has not moved.
             return True
         now = time.time()
-        result = self.authenticator.receive(request.body, now)
         forward = False
-        for action in result.replies:
+        for action in self.authenticator.receive(request.body, now).replies:
             if isinstance(action, Forward | AnswerApiVersions):
                 forward = True
             elif isinstance(action, Respond):
@@ -107,7 +109,7 @@ class SaslChannel:
             elif isinstance(action, RespondWithError):
                 request.respond(_error_response(request, action))
             elif isinstance(action, Authenticated):
-                self.principal = action.principal
+                connection.principal = action.principal
             elif isinstance(action, AuthenticationFailed):
                 self.failure = action.message
                 self.close_delay = max(0.0, action.close_at - now)
@@ -115,6 +117,8 @@ class SaslChannel:
                 if not request.responded:
                     raise SaslClose(action.reason)
                 self.close_delay = 0.0
+        if not forward:
+            request.release_buffer()  # answered here: no handler will release it
         return forward
 
     def too_large(self, size: int) -> bool:
@@ -136,11 +140,20 @@ class SaslChannel:
                 self.close_delay = 0.0
         return True
 
-    def bare_token(self, token: bytes) -> bytes | None:
-        """A token after SaslHandshake v0; the token to send back, if any.
+    async def takes_frame(self, connection: KafkaChannel, frame: bytes) -> bool:
+        """Whether the exchange takes ``frame`` itself: a bare token after SaslHandshake
+        v0 (answered here); one over ``sasl.server.max.receive.size`` fails it."""
+        if self.too_large(len(frame)):
+            raise SaslClose(await self.close_after_failure(connection))
+        if not self.authenticator.expects_bare_tokens:
+            return False
+        await self.bare_token(connection, frame)
+        return True
 
-        Raises :class:`SaslClose` to close now; a failure sets ``failure`` and
-        ``close_delay`` as :meth:`gate` does.
+    async def bare_token(self, connection: KafkaChannel, token: bytes) -> None:
+        """A token after SaslHandshake v0, answered with a bare size-prefixed frame.
+
+        Raises :class:`SaslClose` to close (after the delay, if authentication failed).
         """
         now = time.time()
         answer: bytes | None = None
@@ -148,13 +161,26 @@ class SaslChannel:
             if isinstance(action, SendToken):
                 answer = action.token
             elif isinstance(action, Authenticated):
-                self.principal = action.principal
+                connection.principal = action.principal
             elif isinstance(action, AuthenticationFailed):
                 self.failure = action.message
                 self.close_delay = max(0.0, action.close_at - now)
             elif isinstance(action, Close):
                 raise SaslClose(action.reason)
-        return answer
+        if answer is not None:
+            await connection.stream.send_all(SIZE_PREFIX.pack(len(answer)) + answer)
+        if self.close_delay is not None:
+            raise SaslClose(await self.close_after_failure(connection))
+
+    async def close_after_failure(self, connection: KafkaChannel) -> str:
+        """A failed authentication, its error written: counted and logged once, then the
+        wait of ``connection.failed.authentication.delay.ms``; the close reason."""
+        if self.failure is not None:
+            connection.processor.authentication_failed(
+                connection, f"Authentication failed: {self.failure}"
+            )
+        await trio.sleep(self.close_delay or 0.0)
+        return "failed authentication" if self.failure else "SASL"
 
 
 def _error_response(request: Request, action: RespondWithError) -> ResponsePayload:

@@ -58,8 +58,9 @@ class TlsListener:
 async def tls_handshake(
     stream: trio.SSLStream[trio.abc.Stream], mapper: SslPrincipalMapper, seconds: float
 ) -> KafkaPrincipal:
-    """Complete the server's handshake; the principal of the client's certificate
-    (Kafka's ``SslAuthenticator`` with ``DefaultKafkaPrincipalBuilder``)."""
+    """Complete the server's handshake within ``seconds`` (``connections.max.idle.ms``:
+    a client that connects and says nothing is idle); the principal of the client's
+    certificate (Kafka's ``SslAuthenticator`` with ``DefaultKafkaPrincipalBuilder``)."""
     try:
         with trio.fail_after(seconds):
             await stream.do_handshake()
