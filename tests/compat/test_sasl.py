@@ -17,6 +17,7 @@ PLAIN only.
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
 import subprocess
 import time
@@ -53,22 +54,25 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> ThrowawayPki:
 def sasl_process(
     tmp_path_factory: pytest.TempPathFactory, pki: ThrowawayPki
 ) -> Iterator[tuple[BrokerProcess, dict[str, str]]]:
-    """A broker with PLAINTEXT, SASL_PLAINTEXT, SASL_SSL and ONLYPLAIN (SASL_PLAINTEXT,
-    PLAIN alone) listeners; the bootstrap address of each."""
-    names = ("PLAINTEXT", *SASL_LISTENERS, "ONLYPLAIN")
+    """A broker with PLAINTEXT, SASL_PLAINTEXT, SASL_SSL, ONLYPLAIN (SASL_PLAINTEXT,
+    PLAIN alone) and REAUTH (SASL_PLAINTEXT, sessions of 1.5 s) listeners; the bootstrap
+    address of each."""
+    names = ("PLAINTEXT", *SASL_LISTENERS, "ONLYPLAIN", "REAUTH")
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     users = " ".join(f'user_{user}="{password}"' for user, password in USERS.items())
     overrides = {
         "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:"
-        "SASL_PLAINTEXT,SASL_SSL:SASL_SSL,ONLYPLAIN:SASL_PLAINTEXT",
+        "SASL_PLAINTEXT,SASL_SSL:SASL_SSL,ONLYPLAIN:SASL_PLAINTEXT,"
+        "REAUTH:SASL_PLAINTEXT",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.onlyplain.sasl.enabled.mechanisms": "PLAIN",
         "connections.max.reauth.ms": "600000",
+        "listener.name.reauth.connections.max.reauth.ms": "1500",
         "ssl.keystore.location": str(pki.server.keystore),
         "ssl.truststore.location": str(pki.ca),
     }
-    for listener in (*SASL_LISTENERS, "ONLYPLAIN"):
+    for listener in (*SASL_LISTENERS, "ONLYPLAIN", "REAUTH"):
         for mechanism, module in MODULES.items():
             key = f"listener.name.{listener.lower()}.{mechanism}.sasl.jaas.config"
             overrides[key] = f"{module} required {users};"
@@ -332,3 +336,54 @@ def test_refused_authentications_say_why_and_others_are_served(
     log = "\n".join(process.output)
     assert sum("Failed authentication" in line for line in process.output) > before
     assert "Traceback" not in log
+
+
+def test_librdkafka_reauthenticates_on_the_same_connection(
+    sasl_process: tuple[BrokerProcess, dict[str, str]],
+    pki: ThrowawayPki,
+    request: pytest.FixtureRequest,
+) -> None:
+    """KIP-368 with listener.name.reauth.connections.max.reauth.ms=1500: the broker
+    tells the client its session lifetime, the client re-authenticates before it ends
+    (three times here) while producing, and no record is lost or connection closed."""
+    process, addresses = sasl_process
+    topic = unique_name(request, "sasl-reauth-")
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(f"librdkafka.{topic}")
+    logger.addHandler(Collect())
+    logger.setLevel(logging.DEBUG)
+    config = {
+        "bootstrap.servers": addresses["REAUTH"],
+        **librdkafka(pki, "REAUTH", "PLAIN", "alice", USERS["alice"]),
+        "debug": "security",
+        "logger": logger,
+    }
+    producer = Producer(config)
+    sent = 0
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if sum("Auth in state REAUTH" in line for line in lines) >= 3:
+            break
+        producer.produce(topic, b"%d" % sent, partition=0)
+        sent += 1
+        producer.poll(0.1)
+    assert producer.flush(TIMEOUT) == 0
+    assert sum("Auth in state REAUTH" in line for line in lines) >= 3
+    assert all(
+        "1500 ms" in line for line in lines if "Received session lifetime" in line
+    )
+    consumer = Consumer({**config, "group.id": topic, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    while len(got) < sent and time.monotonic() < deadline + TIMEOUT:
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            got.append(message.value() or b"")
+    consumer.close()
+    assert got == [b"%d" % i for i in range(sent)]
+    assert not [line for line in process.output if "session expired" in line]
