@@ -10,12 +10,15 @@
   logged once, and the connection closed after
   ``connection.failed.authentication.delay.ms``; other connections are served.
 - SaslAuthenticate v1+ tells the client ``connections.max.reauth.ms`` (KIP-368).
+- A frame over ``sasl.server.max.receive.size`` before authentication, and a seeded
+  sweep of random, truncated and garbled exchange frames, close only their connection.
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -287,3 +290,42 @@ async def test_a_frame_over_the_sasl_receive_size_fails_authentication() -> None
         with trio.fail_after(5):
             assert await connection.wait_closed()
         assert server.failed_authentications == 1
+
+
+async def test_random_exchange_frames_close_only_their_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A seeded sweep of what a hostile client may send during the exchange: random
+    tokens of every size to PLAIN and SCRAM, truncated frames, garbage headers and
+    requests out of order. Each connection is answered with an error or closed; none
+    raises in the broker, and a good client is served after all of them."""
+    caplog.set_level(logging.INFO, logger="minikafka.net")
+    rng = random.Random(20261205)
+    seen: list[Request] = []
+    async with sasl_server(
+        seen, **{"connection.failed.authentication.delay.ms": "0"}
+    ) as server:
+        for case in range(60):
+            connection = await RawConnection.open(server)
+            mechanism = rng.choice(("PLAIN", "SCRAM-SHA-256"))
+            await connection.send(
+                request_frame(SaslHandshakeRequest(mechanism=mechanism), 1)
+            )
+            token = rng.randbytes(rng.choice((0, 1, 3, 40, 300, 5000)))
+            frame = request_frame(SaslAuthenticateRequest(auth_bytes=token), 2)
+            kind = case % 3
+            if kind == 1:
+                frame = frame[: rng.randrange(4, len(frame))]  # truncated: then EOF
+            elif kind == 2:
+                frame = frame[:4] + rng.randbytes(len(frame) - 4)  # garbage after size
+            await connection.send(frame)
+            if kind == 1:
+                await connection.send_eof()
+            with trio.fail_after(5):
+                assert await connection.wait_closed()
+            await connection.aclose()
+        good = await RawConnection.open(server)
+        await plain_login(good, "alice", "alice-secret")
+        await call(good, METADATA_V9, 3)
+    assert [str(request.principal) for request in seen] == ["User:alice"]
+    assert not [r for r in caplog.records if r.exc_info]
