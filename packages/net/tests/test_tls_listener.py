@@ -78,6 +78,8 @@ def refused(props: dict[str, str]) -> ConfigError:
         ("ssl.protocol", "SSLv3", "unsupported protocol"),
         ("ssl.cipher.suites", "TLS_NOT_A_SUITE", "unknown cipher suite"),
         ("ssl.principal.mapping.rules", "RULE:broken", "RULE"),
+        ("ssl.keystore.password", "secret", "only ssl.key.password"),
+        ("ssl.truststore.password", "secret", "PEM trust store"),
     ],
 )
 def test_a_bad_ssl_value_stops_start_up_naming_its_key(

@@ -184,6 +184,12 @@ class SslSettings:
                 self.key_name("ssl.keystore.type"),
                 f"{kind!r}: only PEM key stores are supported (KIP-651)",
             )
+        if "ssl.keystore.password" in self.values:
+            # Kafka's DefaultSslEngineFactory: a PEM store has no password of its own.
+            raise ConfigError(
+                self.key_name("ssl.keystore.password"),
+                "cannot be set with a PEM key store: only ssl.key.password may be",
+            )
         password = self.get("ssl.key.password") or None
         location = self.get("ssl.keystore.location")
         chain, key = (
@@ -244,6 +250,11 @@ class SslSettings:
             raise ConfigError(
                 self.key_name("ssl.truststore.type"),
                 f"{kind!r}: only PEM trust stores are supported (KIP-651)",
+            )
+        if "ssl.truststore.password" in self.values:
+            raise ConfigError(
+                self.key_name("ssl.truststore.password"),
+                "cannot be set with a PEM trust store",
             )
         mode = self.get("ssl.client.auth", "none").lower()
         if mode not in CLIENT_AUTH:
