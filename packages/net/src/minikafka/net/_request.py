@@ -18,6 +18,7 @@ import attrs
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import FileRegion
+from minikafka.security import ANONYMOUS, KafkaPrincipal
 
 from ._codec import api_name, encode_entity, response_schema
 from ._framing import SIZE_PREFIX
@@ -81,6 +82,8 @@ class Request:
     """When the whole request had been read (Kafka's ``startTimeNanos``)."""
     _deliver: Callable[[Response], None]
     _clock: Callable[[], float]
+    principal: KafkaPrincipal = attrs.field(default=ANONYMOUS, kw_only=True)
+    """Who sent it: the connection's principal (Kafka's ``RequestContext.principal``)."""
     dequeue_time: float | None = attrs.field(init=False, default=None)
     api_local_complete_time: float | None = attrs.field(init=False, default=None)
     response_complete_time: float | None = attrs.field(init=False, default=None)
