@@ -229,7 +229,7 @@ class Log(LocalLogView):
                 config.compression_level,
                 config.max_message_bytes,
             )
-        append_time = now if config.log_append_time else None
+        append_time = now if stamped else None
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
@@ -312,19 +312,22 @@ class Log(LocalLogView):
         """Write, then move every appended batch's producer state and transaction
         (Kafka analyses a follower's batches as a leader's); a roll first snapshots the
         producers as of the new segment's base offset."""
-        active = self.active_segment
-        self.local.append(records, batches, info, now)
-        if self.active_segment is not active:
-            take_snapshot(self, self.active_segment.base_offset)
+        local = self.local
+        active = local.segments[-1]  # the active segment, without two properties
+        local.append(records, batches, info, now)
+        if local.segments[-1] is not active:
+            active = local.segments[-1]
+            take_snapshot(self, active.base_offset)
         self.producer_state.update_batches(batches)
         ended = track_batches(
             self.ongoing_txns,
             batches,
             # only a marker's batch is read (rare): no view taken on every append
             lambda position, header: bytes(records[position : position + header.size]),
-            self.active_segment,
+            active,
         )
-        trace_markers(self, ended)
+        if ended:
+            trace_markers(self, ended)
 
     def roll(
         self, reason: str = "requested", base_offset: int | None = None
@@ -426,12 +429,16 @@ class Log(LocalLogView):
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
-        previous = self.last_stable_offset, self.high_watermark
+        # The LSO before the move is only for its trace event: not computed on every
+        # append when tracing is off.
+        traced = self.tracer.enabled
+        previous = (self.last_stable_offset, self.high_watermark) if traced else None
         self.high_watermark = min(
             max(offset, self.log_start_offset), self.log_end_offset
         )
         self.ongoing_txns.on_high_watermark(self.high_watermark)
-        trace_lso_move(self, *previous)
+        if previous is not None:
+            trace_lso_move(self, *previous)
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
