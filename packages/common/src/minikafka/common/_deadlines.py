@@ -53,7 +53,8 @@ class Deadlines(Generic[K]):
         if not self._due:
             # Nothing scheduled (most often, asked after every call of a core): every
             # entry left is stale.
-            self._heap.clear()
+            if self._heap:
+                self._heap.clear()
             return None
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
