@@ -45,6 +45,7 @@ from ._local_view import LocalLogView
 from ._log_txns import (
     FetchIsolation,
     collect_aborted_transactions,
+    lso_before,
     trace_aborted_served,
     trace_lso_move,
     trace_markers,
@@ -312,22 +313,19 @@ class Log(LocalLogView):
         """Write, then move every appended batch's producer state and transaction
         (Kafka analyses a follower's batches as a leader's); a roll first snapshots the
         producers as of the new segment's base offset."""
-        local = self.local
-        active = local.segments[-1]  # the active segment, without two properties
-        local.append(records, batches, info, now)
-        if local.segments[-1] is not active:
-            active = local.segments[-1]
-            take_snapshot(self, active.base_offset)
+        active = self.local.segments[-1]  # read directly, not through two properties
+        self.local.append(records, batches, info, now)
+        if self.local.segments[-1] is not active:
+            take_snapshot(self, self.local.segments[-1].base_offset)
         self.producer_state.update_batches(batches)
         ended = track_batches(
             self.ongoing_txns,
             batches,
             # only a marker's batch is read (rare): no view taken on every append
             lambda position, header: bytes(records[position : position + header.size]),
-            active,
+            self.local.segments[-1],
         )
-        if ended:
-            trace_markers(self, ended)
+        trace_markers(self, ended)
 
     def roll(
         self, reason: str = "requested", base_offset: int | None = None
@@ -429,16 +427,12 @@ class Log(LocalLogView):
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
-        # The LSO before the move is only for its trace event: not computed on every
-        # append when tracing is off.
-        traced = self.tracer.enabled
-        previous = (self.last_stable_offset, self.high_watermark) if traced else None
+        previous = lso_before(self)  # None unless traced: this runs on every append
         self.high_watermark = min(
             max(offset, self.log_start_offset), self.log_end_offset
         )
         self.ongoing_txns.on_high_watermark(self.high_watermark)
-        if previous is not None:
-            trace_lso_move(self, *previous)
+        trace_lso_move(self, previous)
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -457,7 +451,7 @@ class Log(LocalLogView):
         if target_offset >= self.log_end_offset:
             return False
         previous = self.log_end_offset
-        lso = self.last_stable_offset, self.high_watermark
+        lso = lso_before(self)
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
@@ -471,7 +465,7 @@ class Log(LocalLogView):
         delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
             rebuild_producer_state(self)  # a removed batch had a producer id
-        trace_lso_move(self, *lso)
+        trace_lso_move(self, lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(
@@ -482,14 +476,14 @@ class Log(LocalLogView):
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
-        lso = self.last_stable_offset, self.high_watermark
+        lso = lso_before(self)
         self.local.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         self.ongoing_txns = OngoingTransactions()
         delete_snapshots(self.dir, above=-1)
-        trace_lso_move(self, *lso)
+        trace_lso_move(self, lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))

@@ -480,7 +480,6 @@ class LogSegment:
         written since the last one; Kafka's entry is the batch's *last* offset and its
         position.
         """
-        last_offset = header.last_offset
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = header.max_timestamp
         if header.max_timestamp > self.max_timestamp_so_far:
@@ -488,9 +487,9 @@ class LogSegment:
             # Kafka's time index names the batch by its last offset; a lookup scans from
             # the offset index entry at or before it, so the batch itself is never
             # skipped.
-            self.offset_of_max_timestamp_so_far = last_offset
+            self.offset_of_max_timestamp_so_far = header.last_offset
         if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(last_offset, position)
+            self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far
             )
@@ -498,12 +497,12 @@ class LogSegment:
             self._forget_tail(known=True)  # a scan from the new entry starts here
         if self._tail_last_offsets is not None and self._tail is not None:
             if len(self._tail) < _TAIL_LIMIT:
-                self._tail_last_offsets.append(last_offset)
+                self._tail_last_offsets.append(header.last_offset)
                 self._tail.append((position, header))
             else:
                 self._forget_tail(known=False)  # index.interval.bytes is set very high
         self._bytes_since_last_index_entry += header.size
-        self.next_offset = last_offset + 1
+        self.next_offset = header.next_offset
 
     def _forget_tail(self, *, known: bool) -> None:
         """Empty the unindexed tail (``known``: nothing is after the last index entry's
