@@ -143,10 +143,11 @@ class Processor:
                 connection.expire_if_idle(now, idle)
 
     def request_completed(self, connection: KafkaChannel, request: Request) -> None:
-        if not self.tracer.enabled and self.on_request_completed is None:
+        traced = self.tracer.wants(RequestCompleted)
+        if not traced and self.on_request_completed is None:
             return  # nobody reads the breakdown: do not build it
         metrics = request.metrics()
-        if self.tracer.enabled:
+        if traced:
             self.tracer.emit(
                 RequestCompleted(
                     listener=request.listener,
