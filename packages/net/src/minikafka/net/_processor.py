@@ -148,16 +148,17 @@ class Processor:
             return  # nobody reads the breakdown: do not build it
         metrics = request.metrics()
         if traced:
+            header = request.header  # read directly: this runs once per request
             self.tracer.emit(
                 RequestCompleted(
                     listener=request.listener,
                     connection_id=connection.id,
                     processor_id=self.id,
-                    client_id=request.header.client_id,
-                    api_key=request.api_key,
-                    api_name=_api_name(request.api_key),
-                    api_version=request.api_version,
-                    correlation_id=request.header.correlation_id,
+                    client_id=header.client_id,
+                    api_key=header.api_key,
+                    api_name=_api_name(header.api_key),
+                    api_version=header.api_version,
+                    correlation_id=header.correlation_id,
                     request_bytes=request.size,
                     response_bytes=request.response_size,
                     request_queue_ms=metrics.request_queue_ms,
