@@ -156,33 +156,32 @@ class Processor:
                 connection.expire_if_idle(now, idle)
 
     def request_completed(self, connection: KafkaChannel, request: Request) -> None:
-        if not self.tracer.enabled and self.on_request_completed is None:
+        traced = self.tracer.wants(RequestCompleted)
+        if not traced and self.on_request_completed is None:
             return  # nobody reads the breakdown: do not build it
-        metrics = request.metrics()
-        if self.tracer.enabled:
+        breakdown = request.time_breakdown()
+        if traced:
+            header = request.header  # read directly: this runs once per request
+            # Positional, in the event's field order: with sixteen fields, keywords
+            # cost a third of building it. The last six are the time breakdown.
             self.tracer.emit(
                 RequestCompleted(
-                    listener=request.listener,
-                    connection_id=connection.id,
-                    processor_id=self.id,
-                    client_id=request.header.client_id,
-                    api_key=request.api_key,
-                    api_name=_api_name(request.api_key),
-                    api_version=request.api_version,
-                    correlation_id=request.header.correlation_id,
-                    request_bytes=request.size,
-                    response_bytes=request.response_size,
-                    request_queue_ms=metrics.request_queue_ms,
-                    local_ms=metrics.local_ms,
-                    remote_ms=metrics.remote_ms,
-                    response_queue_ms=metrics.response_queue_ms,
-                    response_send_ms=metrics.response_send_ms,
-                    total_ms=metrics.total_ms,
+                    request.listener,
+                    connection.id,
+                    self.id,
+                    header.client_id,
+                    header.api_key,
+                    _api_name(header.api_key),
+                    header.api_version,
+                    header.correlation_id,
+                    request.size,
+                    request.response_size,
+                    *breakdown,
                 )
             )
         if self.on_request_completed is not None:
             try:
-                self.on_request_completed(request, metrics)
+                self.on_request_completed(request, RequestMetrics(*breakdown))
             except Exception:
                 log.exception("on_request_completed hook failed")
 

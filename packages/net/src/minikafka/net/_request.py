@@ -184,19 +184,28 @@ class Request:
     def metrics(self) -> RequestMetrics:
         """The breakdown once the response has been sent (Kafka's
         ``updateRequestMetrics``)."""
-        end = _or(self.send_complete_time, self._clock())
+        return RequestMetrics(*self.time_breakdown())
+
+    def time_breakdown(self) -> tuple[float, float, float, float, float, float]:
+        """:class:`RequestMetrics`' six values, in its field order: what the
+        ``net.request`` trace event is built from, with no metrics object between."""
+        end = (
+            self._clock()
+            if self.send_complete_time is None
+            else self.send_complete_time
+        )
         dequeue = _or(self.dequeue_time, self.start_time)
         complete = _or(self.response_complete_time, end)
         local_done = _or(self.api_local_complete_time, complete)
         response_dequeue = _or(self.response_dequeue_time, complete)
         ms = 1000.0
-        return RequestMetrics(
-            request_queue_ms=(dequeue - self.start_time) * ms,
-            local_ms=(local_done - dequeue) * ms,
-            remote_ms=(complete - local_done) * ms,
-            response_queue_ms=(response_dequeue - complete) * ms,
-            response_send_ms=(end - response_dequeue) * ms,
-            total_ms=(end - self.start_time) * ms,
+        return (
+            (dequeue - self.start_time) * ms,  # request_queue_ms
+            (local_done - dequeue) * ms,  # local_ms
+            (complete - local_done) * ms,  # remote_ms
+            (response_dequeue - complete) * ms,  # response_queue_ms
+            (end - response_dequeue) * ms,  # response_send_ms
+            (end - self.start_time) * ms,  # total_ms
         )
 
 
