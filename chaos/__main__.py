@@ -1,11 +1,12 @@
-"""``python -m chaos``: the chaos harness's commands that need no cluster.
+"""``python -m chaos``: the chaos harness's commands.
 
 ``check HISTORY FINAL [--traces DIR]`` checks a recorded history against its final
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
 ``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...] --out
 DIR`` runs a cluster through the seed's faults with real clients, checks what they saw
-and prints a summary (:mod:`chaos.runner`); it exits 1 on any anomaly.
+and prints a summary (:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the
+run itself went wrong (its summary's notes say how).
 ``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
 (:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
 """

@@ -13,7 +13,8 @@
    (:mod:`chaos.traces`).
 4. Write ``history.jsonl``, ``final.json``, ``faults.jsonl`` (the schedule as carried
    out), ``summary.txt`` (printed too), and keep ``cluster/`` (its nodes' logs and
-   ``traces/``) to ``OUT``; the exit status is 1 on any anomaly.
+   ``traces/``) to ``OUT``; the exit status is 1 on any anomaly, 2 if the run itself
+   went wrong (a worker died, a node crashed, the cluster never whole again).
 """
 
 from __future__ import annotations
@@ -120,7 +121,9 @@ def _whole(cluster: ProcessCluster, partitions: int, deadline: float) -> bool:
 
 
 def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
-    """One run; its summary printed to ``out``; 1 on any anomaly, else 0."""
+    """One run; its summary printed to ``out``; 1 on any anomaly, else 2 if the run
+    itself went wrong (a worker died, a node crashed, the cluster was not whole again:
+    its notes say), else 0."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cluster = _cluster(out_dir / "cluster", opts)
     zookeeper = opts.mode == "zk"
@@ -189,7 +192,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     text = "\n".join(lines) + "\n"
     (out_dir / "summary.txt").write_text(text)
     out.write(text)
-    return 1 if report.anomalies or traced else 0
+    if report.anomalies or traced:
+        return 1
+    return 2 if notes else 0
 
 
 def _summary(
