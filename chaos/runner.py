@@ -37,7 +37,7 @@ from .faults import INJECTED, NOT_INJECTED, Injector
 from .history import Op, encode_final_state, format_history
 from .nemesis import Options, Topology, schedule
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces
-from .workload import GroupConsumer, Producer, Recorder, read_back, stop_all
+from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
 
 SETTINGS = {
     # A killed or paused broker is fenced, and its partitions led by others, within
@@ -66,6 +66,8 @@ class RunOptions:
     partitions: int = 4
     producers: int = 2
     consumers: int = 2
+    clients: tuple[str, ...] = (CLIENT,)
+    """The producers' clients, taken in turn (:data:`~.workload.CLIENTS`)."""
 
 
 def refused(faults: Sequence[str]) -> str | None:
@@ -144,7 +146,14 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         if not _whole(cluster, opts.partitions, time.monotonic() + 60):
             notes.append("the topic was not fully in sync before the faults began")
         workers: list[Producer | GroupConsumer] = [
-            Producer(p, cluster.bootstrap, TOPIC, opts.partitions, recorder)
+            Producer(
+                p,
+                cluster.bootstrap,
+                TOPIC,
+                opts.partitions,
+                recorder,
+                client=opts.clients[p % len(opts.clients)],
+            )
             for p in range(opts.producers)
         ]
         workers += [
@@ -166,7 +175,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         rest = began + opts.duration - time.monotonic()
         if rest > 0:
             time.sleep(rest)  # the schedule's quiet end: the workloads run whole
-        notes += stop_all(workers, timeout=60.0)
+        notes += stop_all(workers, timeout=180.0)
         deadline = time.monotonic() + SETTLE
         if not _whole(cluster, opts.partitions, deadline):
             notes.append("not every partition had its whole ISR again after healing")
@@ -208,7 +217,8 @@ def _summary(
     lines = [
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "
-        f"{opts.brokers} brokers, faults {','.join(opts.faults)}",
+        f"{opts.brokers} brokers, faults {','.join(opts.faults)}, "
+        f"producers' clients {','.join(opts.clients)}",
         "link faults: not injected (no network namespaces for the nodes yet; the "
         "nemesis's partitions and slow links are refused)",
         "",

@@ -1,6 +1,7 @@
 """The workloads: real clients writing a chaos run's history (:mod:`chaos.history`).
 
-- :class:`Producer`: an idempotent ``acks=all`` confluent-kafka (librdkafka) producer
+- :class:`Producer`: an idempotent ``acks=all`` producer, confluent-kafka's (librdkafka)
+  or minikafka's own (``minikafka.client.Producer``, confluent-kafka's API),
   writing unique integer values round robin to every partition of the topic, one
   ``send`` per record: invoked when handed to the client, completed when its delivery
   report arrives, ``ok`` with the offset the acknowledgement gave; ``unknown`` on any
@@ -39,9 +40,15 @@ from confluent_kafka import (
 from confluent_kafka import Producer as KafkaProducer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from minikafka.client import KafkaError as MinikafkaError
+from minikafka.client import Message as MinikafkaMessage
+from minikafka.client import Producer as MinikafkaProducer
+
 from .history import Op, Record, TopicPartition
 
 CLIENT = "confluent-kafka"
+MINIKAFKA = "minikafka"
+CLIENTS = (CLIENT, MINIKAFKA)
 
 
 class Recorder:
@@ -114,6 +121,7 @@ class Producer(_Worker):
         partitions: int,
         recorder: Recorder,
         interval: float = 0.02,
+        client: str = CLIENT,
     ) -> None:
         super().__init__(f"chaos-producer-{process}")
         self.process, self.topic, self.recorder = process, topic, recorder
@@ -121,22 +129,35 @@ class Producer(_Worker):
         self._partitions = itertools.cycle(range(partitions))
         self._pending: dict[int, tuple[int, float]] = {}  # value -> (partition, invoke)
         self._due = time.monotonic()
-        self._client = KafkaProducer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 20_000,
-                "request.timeout.ms": 10_000,
-                "log_level": 0,
-            }
-        )
+        self.client = client
+        common = {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "request.timeout.ms": 10_000,
+        }
+        # Kafka's default delivery.timeout.ms (librdkafka's message.timeout.ms), longer
+        # than any fault lasts: a record that times out makes librdkafka bump its
+        # producer epoch, after which the records in flight to other partitions are sent
+        # again with new sequence numbers, duplicates the broker cannot tell apart (a
+        # client's limit the first runs, with 20 s, met: chaos/README.md).
+        timeout = 120_000
+        self._client: KafkaProducer | MinikafkaProducer
+        if client == MINIKAFKA:
+            self._client = MinikafkaProducer({**common, "delivery.timeout.ms": timeout})
+        else:
+            self._client = KafkaProducer(
+                {**common, "message.timeout.ms": timeout, "log_level": 0}
+            )
 
     def _send(self, partition: int, value: int, invoke: float) -> None:
         self._pending[value] = (partition, invoke)
 
-        def delivered(error: KafkaError | None, message: Message) -> None:
+        def delivered(
+            error: KafkaError | MinikafkaError | None,
+            message: Message | MinikafkaMessage,
+        ) -> None:
             self._complete(value, error, message)
 
         try:
@@ -150,7 +171,12 @@ class Producer(_Worker):
             del self._pending[value]
             self._done(partition, value, invoke, "failed", error=str(exc))
 
-    def _complete(self, value: int, error: KafkaError | None, message: Message) -> None:
+    def _complete(
+        self,
+        value: int,
+        error: KafkaError | MinikafkaError | None,
+        message: Message | MinikafkaMessage,
+    ) -> None:
         partition, invoke = self._pending.pop(value)
         if error is None:
             self._done(partition, value, invoke, "ok", offset=message.offset())
@@ -166,7 +192,7 @@ class Producer(_Worker):
             outcome=outcome,
             invoke=invoke,
             complete=max(time.time(), invoke),
-            client=CLIENT,
+            client=self.client,
             topic=self.topic,
             partition=partition,
             value=value,
@@ -183,7 +209,7 @@ class Producer(_Worker):
         self._due = max(self._due, time.monotonic() - self.interval)
 
     def finish(self) -> None:
-        self._client.flush(30.0)
+        self._client.flush(150.0)  # the records' delivery timeout, and a margin
         for value, (partition, invoke) in list(self._pending.items()):
             del self._pending[value]
             self._done(partition, value, invoke, "unknown", error="not reported")
