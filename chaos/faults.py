@@ -52,6 +52,8 @@ class Injected:
     started: float | None = None
     healed: float | None = None
     error: str = ""
+    skipped: str = ""
+    """Why it was not started, when its node was already down by another fault."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -60,6 +62,7 @@ class Injected:
             "started_at": self.started,
             "healed_at": self.healed,
             "error": self.error,
+            "skipped": self.skipped,
         }
 
 
@@ -114,6 +117,12 @@ class Injector:
             assert ACTIVE_CONTROLLER not in nodes
             record.nodes = nodes
             for node in nodes:
+                down = self._down_by(node, record)
+                if down is not None:
+                    # The schedule cannot know which node the active controller will
+                    # be: a fault on a node that one took down is skipped, and said so.
+                    record.skipped = f"node {node} already down ({down})"
+                    return
                 if self.cluster.pid(node) is None:
                     raise RuntimeError(f"node {node} is not running")
                 if fault.kind == "pause":
@@ -124,6 +133,17 @@ class Injector:
             record.started = now
         except Exception as exc:  # the run goes on: the record says what failed
             record.error = f"start: {exc}"
+
+    def _down_by(self, node: int, record: Injected) -> str | None:
+        """The kind of another active fault that took ``node`` down, if one did."""
+        for other in self._active.values():
+            if (
+                other is not record
+                and other.started is not None
+                and node in other.nodes
+            ):
+                return other.fault.kind
+        return None
 
     def heal(self, fault: Fault, now: float) -> None:
         record = self._active.pop(id(fault), None)

@@ -222,12 +222,14 @@ def _summary(
         "link faults: not injected (no network namespaces for the nodes yet; the "
         "nemesis's partitions and slow links are refused)",
         "",
-        f"{'fault':<24} {'injected':>8} {'errors':>8}",
+        f"{'fault':<24} {'injected':>8} {'skipped':>8} {'errors':>8}",
     ]
-    kinds = Counter(r.fault.kind for r in injector.done if not r.error)
+    kinds = Counter(r.fault.kind for r in injector.done if r.started and not r.error)
+    skipped = Counter(r.fault.kind for r in injector.done if r.skipped)
     errors = Counter(r.fault.kind for r in injector.done if r.error)
     for kind in opts.faults:
-        lines.append(f"{kind:<24} {kinds[kind]:>8} {errors[kind]:>8}")
+        counts_ = f"{kinds[kind]:>8} {skipped[kind]:>8} {errors[kind]:>8}"
+        lines.append(f"{kind:<24} {counts_}")
     lines += ["", f"{'operation':<12} {'ok':>8} {'failed':>8} {'unknown':>8}"]
     for kind in ("send", "poll", "commit"):
         outcomes = Counter(op.outcome for op in history if op.kind == kind)
@@ -239,6 +241,10 @@ def _summary(
     traced_counts = Counter(a.kind for a in traced)
     lines += [f"{kind:<20} {traced_counts[kind]}" for kind in TRACE_ANOMALY_KINDS]
     for record in injector.done:
+        if record.skipped:
+            lines.append(
+                f"fault {record.fault.kind} at {record.fault.start}s skipped: {record.skipped}"
+            )
         if record.error:
             lines.append(
                 f"fault {record.fault.kind} at {record.fault.start}s: {record.error}"
