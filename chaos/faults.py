@@ -112,6 +112,14 @@ class Injector:
             if fault.kind == "kill-active-controller":
                 found = active_controller(self.cluster, self.zookeeper)
                 if found is None:
+                    gone = [
+                        f"node {node} ({kind})"
+                        for node in self.cluster.controller_ids
+                        if (kind := self._down_by(node, record)) is not None
+                    ]
+                    if gone and not self.zookeeper:
+                        record.skipped = f"no active controller: {', '.join(gone)} down"
+                        return
                     raise RuntimeError("no active controller known")
                 nodes = (found,)
             assert ACTIVE_CONTROLLER not in nodes
