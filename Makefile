@@ -35,7 +35,7 @@ else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
 
-.PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade course cluster cluster-down clean mypyc test-mypyc
+.PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade course cluster cluster-down chaos clean mypyc test-mypyc
 
 help:
 	@echo "make run    - a broker on 127.0.0.1:$(PORT) (data in $(DATA))"
@@ -57,6 +57,8 @@ help:
 	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088;"
 	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
+	@echo "make chaos  - a seeded chaos run (kills, pauses) with real clients, then its checker;"
+	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 (chaos/README.md)"
 
 # What each target needs from the system beyond uv and the workspace (scripts/bootstrap.sh
 # installs what is missing): a learner running the broker, the book or a lab installs only
@@ -233,6 +235,20 @@ cluster: sync
 
 cluster-down: sync
 	@$(RUN) minikafka cluster down --dir $(CLUSTER)
+
+# One chaos run (chaos/README.md): a cluster of MODE (kraft or zk; CONTROLLERS=1 or 3 in
+# KRaft) laid out under CHAOS_RUNS/MODE-cCONTROLLERS-sSEED, real clients writing through
+# the faults SEED's schedule draws over DURATION seconds, then the checker; a summary
+# table, and exit 1 on any anomaly. SEED=N replays a run; by default a new one each time.
+DURATION ?= 300
+ifndef SEED
+SEED := $(shell date +%s)
+endif
+CHAOS_RUNS ?= ./chaos-runs
+chaos: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
+chaos: sync
+	@$(RUN) python -m chaos run --seed $(SEED) --duration $(DURATION) --mode $(MODE) \
+		--controllers $(CONTROLLERS) --out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
 
 clean:
 	rm -rf book/_build .mypy_cache .ruff_cache .pytest_cache build/mypyc
