@@ -88,9 +88,13 @@ from ._records import PartitionRecord as PartitionRecord
 from ._records import ProducerIdsRecord as ProducerIdsRecord
 from ._records import RegisterBrokerRecord as RegisterBrokerRecord
 from ._records import RemoveTopicRecord as RemoveTopicRecord
+from ._records import (
+    RemoveUserScramCredentialRecord as RemoveUserScramCredentialRecord,
+)
 from ._records import TopicRecord as TopicRecord
 from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
 from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
+from ._records import UserScramCredentialRecord as UserScramCredentialRecord
 from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
 from ._replay import load_metadata as load_metadata
@@ -148,6 +152,21 @@ from ._requests import (
 from ._requests import OngoingReassignment as OngoingReassignment
 from ._requests import ReassignablePartition as ReassignablePartition
 from ._requests import ReassignmentResult as ReassignmentResult
+from ._scram_control import MECHANISMS_BY_TYPE as MECHANISMS_BY_TYPE
+from ._scram_control import (
+    AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
+)
+from ._scram_control import (
+    AlterUserScramCredentialsResponse as AlterUserScramCredentialsResponse,
+)
+from ._scram_control import ScramAlterationResult as ScramAlterationResult
+from ._scram_control import ScramControlManager as ScramControlManager
+from ._scram_control import ScramDeletion as ScramDeletion
+from ._scram_control import ScramUpsertion as ScramUpsertion
+from ._scram_control import ScramUserDescription as ScramUserDescription
+from ._scram_control import (
+    describe_user_scram_credentials as describe_user_scram_credentials,
+)
 from ._shell import ControllerError as ControllerError
 from ._shell import Publisher as Publisher
 from ._shell import QuorumControllerShell as QuorumControllerShell
@@ -198,6 +217,7 @@ __all__ = [
     "LEADER_DURING_DELETE",
     "LIST_TOPIC_CONFIGS",
     "MAX_RECORDS_PER_USER_OP",
+    "MECHANISMS_BY_TYPE",
     "METADATA_LOG_CONFIG",
     "METADATA_PARTITION_DIR",
     "METADATA_TOPIC",
@@ -228,6 +248,8 @@ __all__ = [
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionResult",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "AlterableConfig",
     "AppendRecords",
     "Assignment",
@@ -319,10 +341,16 @@ __all__ = [
     "RecordsApplied",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "ReplayResult",
     "ReplicaState",
     "ReplicaStateMachine",
     "Reply",
+    "ScramAlterationResult",
+    "ScramControlManager",
+    "ScramDeletion",
+    "ScramUpsertion",
+    "ScramUserDescription",
     "SnapshotId",
     "StateTransition",
     "StopReplica",
@@ -333,6 +361,7 @@ __all__ = [
     "UnregisterBrokerRecord",
     "UpdateMetadata",
     "UpdateMetadataPartition",
+    "UserScramCredentialRecord",
     "ZkController",
     "ZkControllerElected",
     "ZkControllerResult",
@@ -344,6 +373,7 @@ __all__ = [
     "assign_replicas_to_brokers_rack_unaware",
     "config_changes",
     "decode_record",
+    "describe_user_scram_credentials",
     "encode_record",
     "encode_snapshot",
     "incrementally_altered",

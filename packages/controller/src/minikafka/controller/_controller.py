@@ -65,6 +65,7 @@ from ._requests import (
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
+from ._scram_control import AlterUserScramCredentialsRequest, ScramControlManager
 
 METADATA_VERSION = "metadata.version"
 # The metadata.version a fresh cluster starts at. Our records are a subset of Kafka's,
@@ -133,6 +134,7 @@ class QuorumController:
     features: FeatureControlManager = attrs.field(init=False)
     replication: ReplicationControlManager = attrs.field(init=False)
     producer_ids: ProducerIdControlManager = attrs.field(init=False)
+    scram: ScramControlManager = attrs.field(init=False)
     # None: not the active one
     epoch: int | None = attrs.field(init=False, default=None)
     last_committed_offset: int = attrs.field(init=False, default=-1)
@@ -159,6 +161,7 @@ class QuorumController:
             self.tracer,
         )
         self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
+        self.scram = ScramControlManager(self.registry)
 
     @property
     def active(self) -> bool:
@@ -172,6 +175,7 @@ class QuorumController:
         self.configs.replay(record)
         self.features.replay(record)
         self.producer_ids.replay(record)
+        self.scram.replay(record)
 
     def replay_committed(
         self, records: Iterable[MetadataRecord], last_offset: int, now: float
@@ -352,6 +356,8 @@ class QuorumController:
                 return _decision(self.producer_ids.allocate(request))
             case ElectLeadersRequest():
                 return _decision(self.replication.elect_leaders(request))
+            case AlterUserScramCredentialsRequest():
+                return _decision(self.scram.alter(request))
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
 
