@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,10 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
+from typer.testing import CliRunner
 
+from minikafka.broker._cli import app
+from minikafka.broker._meta_properties import new_cluster_id
 from minikafka.broker.testing import BrokerProcess, free_ports
 from tests.compat._groups import unique_name
 
@@ -190,3 +194,85 @@ def test_bad_alterations_and_descriptions_get_kafkas_errors(
     with pytest.raises(KafkaException) as refused:
         admin.describe_user_scram_credentials([ghost])[ghost].result(timeout=TIMEOUT)
     assert _code(refused.value) == KafkaError.RESOURCE_NOT_FOUND
+
+
+def test_users_added_by_storage_format_authenticate_from_the_first_start(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """``minikafka storage format --add-scram`` (kafka-storage.sh's flag) writes the
+    users into the bootstrap checkpoint; the new cluster's first controller writes them
+    into the metadata log, and a client authenticates as each from the first start,
+    with the right password only."""
+    plaintext, sasl = free_ports(2)
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plaintext},"
+        f"SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
+        "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
+            f"{SCRAM_MODULE} required;"
+        ),
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            f"{SCRAM_MODULE} required;"
+        ),
+    }
+    data_dir = tmp_path / "data"
+    args = ["storage", "format", "-t", new_cluster_id()]
+    for key, value in {**overrides, "log.dirs": str(data_dir)}.items():
+        args += ["--override", f"{key}={value}"]
+    args += [
+        "--add-scram",
+        "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+        "--add-scram",
+        "SCRAM-SHA-512=[name=bob,password=bob-secret,iterations=8192]",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    address = f"127.0.0.1:{sasl}"
+    topic = unique_name(request, "boot")
+    with BrokerProcess(data_dir, port=plaintext, overrides=overrides) as process:
+        assert _produces(
+            _scram(address, "SCRAM-SHA-256", "alice", "alice-secret"), topic
+        )
+        assert _produces(_scram(address, "SCRAM-SHA-512", "bob", "bob-secret"), topic)
+        assert not _produces(_scram(address, "SCRAM-SHA-256", "alice", "guess"), topic)
+        admin = AdminClient(_scram(address, "SCRAM-SHA-256", "alice", "alice-secret"))
+        users = admin.describe_user_scram_credentials().result(timeout=TIMEOUT)
+        assert {
+            u: [i.iterations for i in d.scram_credential_infos]
+            for u, d in users.items()
+        } == {
+            "alice": [4096],
+            "bob": [8192],
+        }
+        assert "Traceback" not in "\n".join(process.output)
+
+
+def test_a_bad_add_scram_argument_is_refused_and_formats_nothing(
+    tmp_path: Path,
+) -> None:
+    """An unknown mechanism, a missing name or iterations out of bounds: kafka-storage.sh's
+    refusal, exit code 1, and no directory formatted."""
+    for bad in (
+        "SCRAM-SHA-1=[name=a,password=b]",
+        "SCRAM-SHA-256=[password=b]",
+        "SCRAM-SHA-256=[name=a,password=b,iterations=100]",
+    ):
+        data_dir = tmp_path / "never"
+        result = CliRunner().invoke(
+            app,
+            [
+                "storage",
+                "format",
+                "-t",
+                new_cluster_id(),
+                "--override",
+                f"log.dirs={data_dir}",
+                "--add-scram",
+                bad,
+            ],
+        )
+        assert result.exit_code == 1, (bad, result.output)
+        assert "--add-scram" in result.output
+        assert not data_dir.exists()

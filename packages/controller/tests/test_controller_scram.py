@@ -4,14 +4,20 @@ image holds after replaying the records (and after a snapshot of that image)."""
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
+import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    BootstrapError,
     MetadataDelta,
     MetadataImage,
     MetadataRecord,
+    QuorumController,
     RemoveUserScramCredentialRecord,
     ScramAlterationResult,
     ScramDeletion,
@@ -19,6 +25,9 @@ from minikafka.controller import (
     ScramUserDescription,
     UserScramCredentialRecord,
     describe_user_scram_credentials,
+    parse_add_scram,
+    read_bootstrap,
+    write_bootstrap,
 )
 from minikafka.controller.testing import ControllerHarness
 from minikafka.security import SCRAM_SHA_256, SCRAM_SHA_512, generate_credential
@@ -154,3 +163,43 @@ def test_describe_lists_mechanisms_and_iterations_and_refuses_unknown_or_twice()
         ("nobody", ErrorCode.resource_not_found),
         ("x", ErrorCode.duplicate_resource),
     ]
+
+
+def test_add_scram_arguments_become_the_records_kafka_storage_writes(
+    tmp_path: Path,
+) -> None:
+    """``--add-scram`` with a password (fresh salt, default 4096 iterations) or with a
+    base64 salt and salted password; the bootstrap checkpoint holds them and a new
+    cluster's first controller writes them right after metadata.version."""
+    alice = parse_add_scram("SCRAM-SHA-256=[name=alice,password=alice-secret]")
+    derived = generate_credential(SCRAM_SHA_256, "alice-secret", 4096, salt=alice.salt)
+    assert (alice.name, alice.mechanism, alice.iterations) == ("alice", 1, 4096)
+    assert (alice.stored_key, alice.server_key) == (
+        derived.stored_key,
+        derived.server_key,
+    )
+    salted = salted_password(SCRAM_SHA_512, "bob-secret", SALT, 8192)
+    bob = parse_add_scram(
+        f'SCRAM-SHA-512=[name=bob,salt="{base64.b64encode(SALT).decode()}",'
+        f'saltedpassword="{base64.b64encode(salted).decode()}",iterations=8192]'
+    )
+    expected = generate_credential(SCRAM_SHA_512, "bob-secret", 8192, salt=SALT)
+    assert bob == UserScramCredentialRecord(
+        "bob", 2, SALT, expected.stored_key, expected.server_key, 8192
+    )
+    for bad in (
+        "SCRAM-SHA-1=[name=a,password=b]",
+        "SCRAM-SHA-256=[password=b]",
+        "SCRAM-SHA-256=[name=a,password=b,iterations=20000]",
+        "SCRAM-SHA-256=[name=a]",
+        "SCRAM-SHA-256=name=a,password=b",
+    ):
+        with pytest.raises(BootstrapError):
+            parse_add_scram(bad)
+    write_bootstrap(tmp_path, [alice, bob])
+    assert read_bootstrap(tmp_path) == (alice, bob)
+    assert read_bootstrap(tmp_path / "elsewhere") == ()
+    controller = QuorumController(bootstrap_records=(alice, bob))
+    result = controller.become_leader(1, 0.0)
+    [append] = result.records
+    assert append.records[1:] == (alice, bob)

@@ -10,6 +10,11 @@ ZooKeeper mode's controller is the ``zk`` subpackage; its names are re-exported 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
 
 from ._assign_cmd import render_assignment_table as render_assignment_table
+from ._bootstrap import BOOTSTRAP_FILE as BOOTSTRAP_FILE
+from ._bootstrap import BootstrapError as BootstrapError
+from ._bootstrap import parse_add_scram as parse_add_scram
+from ._bootstrap import read_bootstrap as read_bootstrap
+from ._bootstrap import write_bootstrap as write_bootstrap
 from ._config import CONTROLLER_CONFIG as CONTROLLER_CONFIG
 from ._config import MIN_INSYNC as MIN_INSYNC
 from ._config import MIN_INSYNC_REPLICAS as MIN_INSYNC_REPLICAS
@@ -211,6 +216,7 @@ from .zk import ZkWatchFired as ZkWatchFired
 from .zk import admin_create_topics as admin_create_topics
 
 __all__ = [
+    "BOOTSTRAP_FILE",
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
     "EPOCH_DURING_DELETE",
@@ -253,6 +259,7 @@ __all__ = [
     "AlterableConfig",
     "AppendRecords",
     "Assignment",
+    "BootstrapError",
     "BrokerEndpoint",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
@@ -380,8 +387,10 @@ __all__ = [
     "load_metadata",
     "new_leader_and_isr",
     "on_new_partition_creation",
+    "parse_add_scram",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
+    "read_bootstrap",
     "render_assignment_table",
     "replaced_configs",
     "replay_metadata_dir",
@@ -389,4 +398,5 @@ __all__ = [
     "replica_index",
     "validate_manual_assignment",
     "validate_topic_name",
+    "write_bootstrap",
 ]

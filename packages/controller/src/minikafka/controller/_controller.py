@@ -128,6 +128,9 @@ class QuorumController:
     # The node's tracer, from whoever builds the controller; the managers that
     # emit share it.
     tracer: Tracer = attrs.field(factory=NullTracer)
+    bootstrap_records: tuple[MetadataRecord, ...] = ()
+    """What a new cluster's log starts with after its metadata.version: the bootstrap
+    checkpoint ``storage format`` wrote (its ``--add-scram`` users)."""
     registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
     cluster: ClusterControlManager = attrs.field(init=False)
     configs: ConfigurationControlManager = attrs.field(init=False)
@@ -224,7 +227,10 @@ class QuorumController:
         if self.features.levels.get(METADATA_VERSION) is None:
             # A new cluster: its first record says which metadata version it speaks.
             return self._write(
-                (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),),
+                (
+                    FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),
+                    *self.bootstrap_records,
+                ),
                 now=now,
             )
         return CoreResult()
