@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AdminClient,
     ScramCredentialInfo,
     ScramMechanism,
@@ -111,6 +112,20 @@ def _alter(admin: AdminClient, alterations: list[Any]) -> dict[str, Exception | 
     return outcome
 
 
+def _per_user(answer: object) -> dict[str, Future[Any]]:
+    """describe_user_scram_credentials(users) answers one future per user."""
+    assert isinstance(answer, dict)
+    return answer
+
+
+def _all_users(answer: object) -> dict[str, Any]:
+    """describe_user_scram_credentials() answers one future of every user."""
+    assert isinstance(answer, Future)
+    result = answer.result(timeout=TIMEOUT)
+    assert isinstance(result, dict)
+    return result
+
+
 def _code(exc: Exception | None) -> int | None:
     assert isinstance(exc, KafkaException), exc
     error = exc.args[0]
@@ -152,7 +167,7 @@ def test_an_admin_made_user_authenticates_until_altered_or_deleted(
     user = unique_name(request, "user")
     topic = unique_name(request, "scram")
     assert _alter(admin, [_upsert(user, "first", mechanism)]) == {user: None}
-    described = admin.describe_user_scram_credentials([user])[user].result(
+    described = _per_user(admin.describe_user_scram_credentials([user]))[user].result(
         timeout=TIMEOUT
     )
     infos = [(i.mechanism, i.iterations) for i in described.scram_credential_infos]
@@ -192,7 +207,9 @@ def test_bad_alterations_and_descriptions_get_kafkas_errors(
     assert _code(outcome[ghost]) == KafkaError.RESOURCE_NOT_FOUND
     assert outcome[good] is None
     with pytest.raises(KafkaException) as refused:
-        admin.describe_user_scram_credentials([ghost])[ghost].result(timeout=TIMEOUT)
+        _per_user(admin.describe_user_scram_credentials([ghost]))[ghost].result(
+            timeout=TIMEOUT
+        )
     assert _code(refused.value) == KafkaError.RESOURCE_NOT_FOUND
 
 
@@ -238,7 +255,7 @@ def test_users_added_by_storage_format_authenticate_from_the_first_start(
         assert _produces(_scram(address, "SCRAM-SHA-512", "bob", "bob-secret"), topic)
         assert not _produces(_scram(address, "SCRAM-SHA-256", "alice", "guess"), topic)
         admin = AdminClient(_scram(address, "SCRAM-SHA-256", "alice", "alice-secret"))
-        users = admin.describe_user_scram_credentials().result(timeout=TIMEOUT)
+        users = _all_users(admin.describe_user_scram_credentials())
         assert {
             u: [i.iterations for i in d.scram_credential_infos]
             for u, d in users.items()
