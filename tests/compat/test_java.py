@@ -392,6 +392,7 @@ def test_cooperative_sticky_and_static_membership(
 @pytest.mark.compat("DeleteRecords", "java")
 @pytest.mark.compat("ListTransactions", "java")
 @pytest.mark.compat("DescribeTransactions", "java")
+@pytest.mark.compat("DescribeUserScramCredentials", "java")
 def test_admin(
     group_broker: BrokerProcess, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -545,10 +546,11 @@ def test_admin(
     assert isinstance(run.result(23), int)
     unknown = run.error(32)
     assert unknown["type"] == "TransactionalIdNotFoundException", unknown
+    # DescribeUserScramCredentials (KIP-554): every user with a SCRAM credential (none).
+    assert run.result(26) == 0
     missing = {
         24: "DESCRIBE_ACLS",
         25: "DESCRIBE_CLIENT_QUOTAS",
-        26: "DESCRIBE_USER_SCRAM_CREDENTIALS",
     }
     for step, api in missing.items():
         error = run.error(step)

@@ -472,6 +472,27 @@ def sasl(rng: random.Random) -> Overrides:
     )
 
 
+def scram_alterations(rng: random.Random) -> Overrides:
+    """AlterUserScramCredentials (KIP-554): unknown mechanisms, iterations out of
+    bounds, empty or odd names, empty or huge salts; each user gets Kafka's error."""
+    return rng.choice(
+        (
+            {"ScramCredentialUpsertion.mechanism": rng.choice((0, 3, -1, 127, -128))},
+            {"ScramCredentialDeletion.mechanism": rng.choice((0, 1, 2, 3, -1))},
+            {"iterations": rng.choice(INT32)},
+            {"ScramCredentialUpsertion.name": rng.choice(("", "é", "x" * 32767))},
+            {"ScramCredentialDeletion.name": rng.choice(("", "nobody", "=,"))},
+            {"salt": rng.choice((b"", b"\x00" * 70000))},
+            {"salted_password": rng.choice((b"", b"\xff" * 70000))},
+        )
+    )
+
+
+def scram_descriptions(rng: random.Random) -> Overrides:
+    """DescribeUserScramCredentials: every user, none, or odd names."""
+    return {"UserName.name": rng.choice(("", "nobody", "é", "x" * 32767))}
+
+
 def offset_for_leader_epoch(rng: random.Random) -> Overrides:
     return rng.choice(
         (
@@ -780,6 +801,8 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.WRITE_TXN_MARKERS: write_txn_markers,
     ApiKey.DESCRIBE_TRANSACTIONS: transaction_reads,
     ApiKey.LIST_TRANSACTIONS: transaction_reads,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_descriptions,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_alterations,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

@@ -625,6 +625,21 @@ def _version_body(
         },
         # DescribeQuorum: the metadata quorum (one voter here, the leader, answering).
         55: lambda: {"topics": encode_describe_quorum_request().topics},
+        # A SCRAM credential made (KIP-554), then every user's listed.
+        51: lambda: {
+            "deletions": (),
+            "upsertions": (
+                build(
+                    element(cls, "upsertions"),
+                    name=f"sweep-{version}",
+                    mechanism=1,
+                    iterations=4096,
+                    salt=b"salt",
+                    salted_password=b"\x01" * 32,
+                ),
+            ),
+        },
+        50: lambda: {"users": None},
         46: lambda: {"timeout": seconds, "topics": None},
         37: lambda: {
             "topics": entry("topics", count=count, assignments=None),
@@ -658,6 +673,8 @@ _SWEEP_ORDER = (
     46,
     55,
     21,
+    51,
+    50,
     20,
 )
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions;

@@ -30,9 +30,11 @@ from minikafka.controller import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -96,6 +98,18 @@ RECORD_STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]]
     RemoveTopicRecord: st.builds(RemoveTopicRecord, st.uuids()),
     FeatureLevelRecord: st.builds(FeatureLevelRecord, texts, ints),
     ProducerIdsRecord: st.builds(ProducerIdsRecord, ints, ints, ints),
+    UserScramCredentialRecord: st.builds(
+        UserScramCredentialRecord,
+        name=texts,
+        mechanism=ints,
+        salt=st.binary(max_size=40),
+        stored_key=st.binary(max_size=64),
+        server_key=st.binary(max_size=64),
+        iterations=ints,
+    ),
+    RemoveUserScramCredentialRecord: st.builds(
+        RemoveUserScramCredentialRecord, texts, ints
+    ),
 }
 
 any_record = st.one_of(*RECORD_STRATEGIES.values())
@@ -113,8 +127,10 @@ def test_every_record_type_has_a_strategy_and_a_distinct_api_key() -> None:
         7,
         8,
         9,
+        11,
         12,
         15,
+        22,
     ]  # Kafka's api keys
 
 

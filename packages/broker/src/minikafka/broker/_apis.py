@@ -97,6 +97,11 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
+from ._scram_apis import (
+    SCRAM_API_VERSIONS,
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from ._transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -307,6 +312,12 @@ class KafkaApis:
         assert isinstance(answer, DescribeQuorumResponse | DescribeQuorumResponseV2)
         request.respond(answer)
 
+    async def _alter_user_scram_credentials(self, request: Request) -> None:
+        await handle_alter_user_scram_credentials(request, self.controller)
+
+    async def _describe_user_scram_credentials(self, request: Request) -> None:
+        handle_describe_user_scram_credentials(request, self.metadata_cache)
+
     async def _describe_cluster(self, request: Request) -> None:
         handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
 
@@ -476,6 +487,16 @@ class KafkaApis:
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS, _describe_cluster),
         ApiSpec(
             ApiKey.DESCRIBE_LOG_DIRS, *DESCRIBE_LOG_DIRS_VERSIONS, _describe_log_dirs
+        ),
+        ApiSpec(
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            *SCRAM_API_VERSIONS,
+            _describe_user_scram_credentials,
+        ),
+        ApiSpec(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+            *SCRAM_API_VERSIONS,
+            _alter_user_scram_credentials,
         ),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()

@@ -571,4 +571,11 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
         " | sasl_authenticate_v1.SaslAuthenticateRequest"
         " | sasl_authenticate_v2.SaslAuthenticateRequest"
     ),
+    # KIP-554's admin APIs (``_scram_apis``), one version each.
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: body_classes(
+        "describe_user_scram_credentials_v0.DescribeUserScramCredentialsRequest"
+    ),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: body_classes(
+        "alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest"
+    ),
 }

@@ -97,6 +97,7 @@ from ._reassignments import (
     handle_list_partition_reassignments,
 )
 from ._roles import QuorumVoter
+from ._scram_apis import SCRAM_API_VERSIONS, handle_alter_user_scram_credentials
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
@@ -125,6 +126,7 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_QUORUM: DESCRIBE_QUORUM_VERSIONS,
     ApiKey.DESCRIBE_CLUSTER: CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: SCRAM_API_VERSIONS,
 }
 
 
@@ -200,6 +202,8 @@ class ControllerApis:
                 await handle_alter_partition_reassignments(request, self.server)
             case ApiKey.LIST_PARTITION_REASSIGNMENTS:
                 await handle_list_partition_reassignments(request, self.server)
+            case ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+                await handle_alter_user_scram_credentials(request, self.server)
 
     def _configs_of(self) -> TopicConfigs | None:
         config = self.config

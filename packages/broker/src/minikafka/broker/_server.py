@@ -88,6 +88,7 @@ from ._metadata_publisher import BrokerMetadataPublisher, image_of
 from ._quorum_transport import NetworkTransport
 from ._replica_fetchers import ReplicaFetcherManager
 from ._roles import PROCESS_ROLES
+from ._scram_apis import image_scram_lookup
 
 _logger = logging.getLogger("minikafka.broker")
 _RETRY_S = 0.1
@@ -232,7 +233,12 @@ class BrokerServer:
                 config, cache, replica_manager, fetchers, coordinators, observer, image
             ),
             apis,
-            SocketServer(_listening(config, controller=False), apis, tracer=tracer),
+            SocketServer(
+                _listening(config, controller=False),
+                apis,
+                tracer=tracer,
+                scram_lookup=image_scram_lookup(cache),
+            ),
             tracer,
             observer,
             transport=transport,

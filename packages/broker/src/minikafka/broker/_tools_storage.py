@@ -4,7 +4,9 @@ A KRaft cluster's nodes share one cluster id, which the operator makes once
 (``random-uuid``) and formats every node's directories with (``format -t ID -c
 server.properties``): each of ``log.dirs`` and ``metadata.log.dir`` gets a
 ``meta.properties`` naming the cluster and the node. Only minikafka's single node skips
-the step (:mod:`._meta_properties`).
+the step (:mod:`._meta_properties`). ``--add-scram`` (KIP-554) writes SCRAM users into
+``bootstrap.checkpoint`` in ``metadata.log.dir``, which the first controller of the new
+log writes into it, so that they can authenticate from the first start.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from typing import Annotated
 import typer
 
 from minikafka.common import ConfigError
+from minikafka.controller import (
+    BootstrapError,
+    UserScramCredentialRecord,
+    parse_add_scram,
+    write_bootstrap,
+)
 
 from ._config import KafkaConfig, parse_override
 from ._meta_properties import StorageError, format_storage, new_cluster_id
@@ -68,6 +76,15 @@ def format_(
             help="leave formatted directories alone, format the rest",
         ),
     ] = False,
+    add_scram: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--add-scram",
+            "-S",
+            help="a SCRAM user for the new cluster, as "
+            "'SCRAM-SHA-256=[name=alice,password=alice-secret]' (repeatable)",
+        ),
+    ] = None,
 ) -> None:
     """Write meta.properties into every log directory of the node the config describes."""
     try:
@@ -76,6 +93,13 @@ def format_(
     except ConfigError as exc:
         typer.echo(f"minikafka storage: configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+    try:
+        scram: list[UserScramCredentialRecord] = [
+            parse_add_scram(item) for item in add_scram or ()
+        ]
+    except BootstrapError as exc:
+        typer.echo(f"minikafka storage: --add-scram: {exc}", err=True)
+        raise typer.Exit(1) from None
     try:
         lines = format_storage(
             config.broker.log_dirs,
@@ -90,5 +114,7 @@ def format_(
     except OSError as exc:
         typer.echo(f"minikafka storage: cannot format: {exc}", err=True)
         raise typer.Exit(1) from None
+    if scram:
+        write_bootstrap(config.metadata_log_dir, scram)
     for line in lines:
         print(line)

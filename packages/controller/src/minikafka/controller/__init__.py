@@ -10,6 +10,11 @@ ZooKeeper mode's controller is the ``zk`` subpackage; its names are re-exported 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
 
 from ._assign_cmd import render_assignment_table as render_assignment_table
+from ._bootstrap import BOOTSTRAP_FILE as BOOTSTRAP_FILE
+from ._bootstrap import BootstrapError as BootstrapError
+from ._bootstrap import parse_add_scram as parse_add_scram
+from ._bootstrap import read_bootstrap as read_bootstrap
+from ._bootstrap import write_bootstrap as write_bootstrap
 from ._config import CONTROLLER_CONFIG as CONTROLLER_CONFIG
 from ._config import MIN_INSYNC as MIN_INSYNC
 from ._config import MIN_INSYNC_REPLICAS as MIN_INSYNC_REPLICAS
@@ -88,9 +93,13 @@ from ._records import PartitionRecord as PartitionRecord
 from ._records import ProducerIdsRecord as ProducerIdsRecord
 from ._records import RegisterBrokerRecord as RegisterBrokerRecord
 from ._records import RemoveTopicRecord as RemoveTopicRecord
+from ._records import (
+    RemoveUserScramCredentialRecord as RemoveUserScramCredentialRecord,
+)
 from ._records import TopicRecord as TopicRecord
 from ._records import UnfenceBrokerRecord as UnfenceBrokerRecord
 from ._records import UnregisterBrokerRecord as UnregisterBrokerRecord
+from ._records import UserScramCredentialRecord as UserScramCredentialRecord
 from ._records import decode_record as decode_record
 from ._records import encode_record as encode_record
 from ._replay import load_metadata as load_metadata
@@ -148,6 +157,21 @@ from ._requests import (
 from ._requests import OngoingReassignment as OngoingReassignment
 from ._requests import ReassignablePartition as ReassignablePartition
 from ._requests import ReassignmentResult as ReassignmentResult
+from ._scram_control import MECHANISMS_BY_TYPE as MECHANISMS_BY_TYPE
+from ._scram_control import (
+    AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
+)
+from ._scram_control import (
+    AlterUserScramCredentialsResponse as AlterUserScramCredentialsResponse,
+)
+from ._scram_control import ScramAlterationResult as ScramAlterationResult
+from ._scram_control import ScramControlManager as ScramControlManager
+from ._scram_control import ScramDeletion as ScramDeletion
+from ._scram_control import ScramUpsertion as ScramUpsertion
+from ._scram_control import ScramUserDescription as ScramUserDescription
+from ._scram_control import (
+    describe_user_scram_credentials as describe_user_scram_credentials,
+)
 from ._shell import ControllerError as ControllerError
 from ._shell import Publisher as Publisher
 from ._shell import QuorumControllerShell as QuorumControllerShell
@@ -192,12 +216,14 @@ from .zk import ZkWatchFired as ZkWatchFired
 from .zk import admin_create_topics as admin_create_topics
 
 __all__ = [
+    "BOOTSTRAP_FILE",
     "CONTROLLER_CONFIG",
     "DEFAULT_FETCH_MAX_BYTES",
     "EPOCH_DURING_DELETE",
     "LEADER_DURING_DELETE",
     "LIST_TOPIC_CONFIGS",
     "MAX_RECORDS_PER_USER_OP",
+    "MECHANISMS_BY_TYPE",
     "METADATA_LOG_CONFIG",
     "METADATA_PARTITION_DIR",
     "METADATA_TOPIC",
@@ -228,9 +254,12 @@ __all__ = [
     "AlterPartitionRequest",
     "AlterPartitionResponse",
     "AlterPartitionResult",
+    "AlterUserScramCredentialsRequest",
+    "AlterUserScramCredentialsResponse",
     "AlterableConfig",
     "AppendRecords",
     "Assignment",
+    "BootstrapError",
     "BrokerEndpoint",
     "BrokerHeartbeatRequest",
     "BrokerHeartbeatResponse",
@@ -319,10 +348,16 @@ __all__ = [
     "RecordsApplied",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "ReplayResult",
     "ReplicaState",
     "ReplicaStateMachine",
     "Reply",
+    "ScramAlterationResult",
+    "ScramControlManager",
+    "ScramDeletion",
+    "ScramUpsertion",
+    "ScramUserDescription",
     "SnapshotId",
     "StateTransition",
     "StopReplica",
@@ -333,6 +368,7 @@ __all__ = [
     "UnregisterBrokerRecord",
     "UpdateMetadata",
     "UpdateMetadataPartition",
+    "UserScramCredentialRecord",
     "ZkController",
     "ZkControllerElected",
     "ZkControllerResult",
@@ -344,14 +380,17 @@ __all__ = [
     "assign_replicas_to_brokers_rack_unaware",
     "config_changes",
     "decode_record",
+    "describe_user_scram_credentials",
     "encode_record",
     "encode_snapshot",
     "incrementally_altered",
     "load_metadata",
     "new_leader_and_isr",
     "on_new_partition_creation",
+    "parse_add_scram",
     "parse_replica_assignment",
     "rack_alternated_broker_list",
+    "read_bootstrap",
     "render_assignment_table",
     "replaced_configs",
     "replay_metadata_dir",
@@ -359,4 +398,5 @@ __all__ = [
     "replica_index",
     "validate_manual_assignment",
     "validate_topic_name",
+    "write_bootstrap",
 ]

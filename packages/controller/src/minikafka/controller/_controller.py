@@ -65,6 +65,7 @@ from ._requests import (
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
 )
+from ._scram_control import AlterUserScramCredentialsRequest, ScramControlManager
 
 METADATA_VERSION = "metadata.version"
 # The metadata.version a fresh cluster starts at. Our records are a subset of Kafka's,
@@ -127,12 +128,16 @@ class QuorumController:
     # The node's tracer, from whoever builds the controller; the managers that
     # emit share it.
     tracer: Tracer = attrs.field(factory=NullTracer)
+    bootstrap_records: tuple[MetadataRecord, ...] = ()
+    """What a new cluster's log starts with after its metadata.version: the bootstrap
+    checkpoint ``storage format`` wrote (its ``--add-scram`` users)."""
     registry: SnapshotRegistry = attrs.field(init=False, factory=SnapshotRegistry)
     cluster: ClusterControlManager = attrs.field(init=False)
     configs: ConfigurationControlManager = attrs.field(init=False)
     features: FeatureControlManager = attrs.field(init=False)
     replication: ReplicationControlManager = attrs.field(init=False)
     producer_ids: ProducerIdControlManager = attrs.field(init=False)
+    scram: ScramControlManager = attrs.field(init=False)
     # None: not the active one
     epoch: int | None = attrs.field(init=False, default=None)
     last_committed_offset: int = attrs.field(init=False, default=-1)
@@ -159,6 +164,7 @@ class QuorumController:
             self.tracer,
         )
         self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
+        self.scram = ScramControlManager(self.registry)
 
     @property
     def active(self) -> bool:
@@ -172,6 +178,7 @@ class QuorumController:
         self.configs.replay(record)
         self.features.replay(record)
         self.producer_ids.replay(record)
+        self.scram.replay(record)
 
     def replay_committed(
         self, records: Iterable[MetadataRecord], last_offset: int, now: float
@@ -220,7 +227,10 @@ class QuorumController:
         if self.features.levels.get(METADATA_VERSION) is None:
             # A new cluster: its first record says which metadata version it speaks.
             return self._write(
-                (FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),),
+                (
+                    FeatureLevelRecord(METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),
+                    *self.bootstrap_records,
+                ),
                 now=now,
             )
         return CoreResult()
@@ -352,6 +362,8 @@ class QuorumController:
                 return _decision(self.producer_ids.allocate(request))
             case ElectLeadersRequest():
                 return _decision(self.replication.elect_leaders(request))
+            case AlterUserScramCredentialsRequest():
+                return _decision(self.scram.alter(request))
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
 

@@ -35,9 +35,11 @@ from ._records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -112,6 +114,11 @@ class MetadataImage:
     # The first producer id of the next block the controller hands out (Kafka's
     # ProducerIdsImage); every id below it belongs to a block already given to a broker.
     next_producer_id: int = 0
+    # Each user's SCRAM credentials (KIP-554), keyed by (user, mechanism code): what
+    # every broker's SCRAM server checks a client's proof against (Kafka's ScramImage).
+    scram: Mapping[tuple[str, int], UserScramCredentialRecord] = attrs.field(
+        factory=lambda: MappingProxyType({})
+    )
 
     def topic(self, name: str) -> TopicImage | None:
         topic_id = self.topic_ids.get(name)
@@ -135,6 +142,8 @@ class MetadataImage:
         if self.next_producer_id != 0:
             # One record stands for every block handed out; no broker asked for it.
             yield ProducerIdsRecord(-1, -1, self.next_producer_id)
+        for key in sorted(self.scram):
+            yield self.scram[key]
 
     def describe(self) -> str:
         """A human-readable dump, as ``python -m minikafka.controller replay`` prints it."""
@@ -168,6 +177,11 @@ class MetadataImage:
             for name, value in sorted(entries.items()):
                 lines.append(f"config {resource_type}:{resource_name} {name}={value}")
         lines.append(f"producer ids next_producer_id={self.next_producer_id}")
+        for (user, mechanism), credential in sorted(self.scram.items()):
+            lines.append(
+                f"scram user={user} mechanism={mechanism}"
+                f" iterations={credential.iterations}"
+            )
         return "\n".join(lines)
 
 
@@ -219,6 +233,10 @@ class MetadataDelta:
         init=False, factory=dict
     )
     _next_producer_id: int = attrs.field(init=False)
+    # (user, mechanism) -> its new credential, or None: removed
+    _scram: dict[tuple[str, int], UserScramCredentialRecord | None] = attrs.field(
+        init=False, factory=dict
+    )
 
     def __attrs_post_init__(self) -> None:
         self.offset = self.image.offset
@@ -277,6 +295,10 @@ class MetadataDelta:
                         f"{record} does not move next_producer_id past {self._next_producer_id}"
                     )
                 self._next_producer_id = record.next_producer_id
+            case UserScramCredentialRecord():
+                self._scram[(record.name, record.mechanism)] = record
+            case RemoveUserScramCredentialRecord():
+                self._scram[(record.name, record.mechanism)] = None
 
     def _id_taken(self, topic_id: uuid.UUID) -> bool:
         if topic_id in self.image.topics and topic_id not in self._deleted:
@@ -360,7 +382,17 @@ class MetadataDelta:
             topic_ids=MappingProxyType({t.name: t.topic_id for t in topics.values()}),
             configs=MappingProxyType(configs),
             next_producer_id=self._next_producer_id,
+            scram=MappingProxyType(self._applied_scram()),
         )
+
+    def _applied_scram(self) -> dict[tuple[str, int], UserScramCredentialRecord]:
+        scram = dict(self.image.scram)
+        for key, credential in self._scram.items():
+            if credential is None:
+                scram.pop(key, None)
+            else:
+                scram[key] = credential
+        return scram
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """Kafka's TopicsDelta.localChanges: what ``broker_id`` must now lead, follow,

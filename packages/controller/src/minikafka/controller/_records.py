@@ -10,9 +10,10 @@ Kafka's schemas.
 The codec is ours and small. A record is framed as Kafka frames metadata records
 (frame version, api key, record version, then the fields), and the fields are encoded
 from the attrs field types: ``int`` as a zig-zag varint, ``str`` as a length-prefixed
-UTF-8 string (-1 for ``None``), ``bool`` as one byte, ``UUID`` as 16 bytes, tuples as a
-count and their items. Each record becomes the value of one Kafka record in a record
-batch, written with the log package like any other partition's data.
+UTF-8 string (-1 for ``None``), ``bytes`` as a length and the bytes, ``bool`` as one
+byte, ``UUID`` as 16 bytes, tuples as a count and their items. Each record becomes the
+value of one Kafka record in a record batch, written with the log package like any
+other partition's data.
 """
 
 from __future__ import annotations
@@ -171,6 +172,32 @@ class ProducerIdsRecord:
     next_producer_id: int
 
 
+@attrs.frozen
+class UserScramCredentialRecord:
+    """One user's SCRAM credential for one mechanism (KIP-554), set or replaced.
+
+    ``mechanism`` is the admin API's code (1: SCRAM-SHA-256, 2: SCRAM-SHA-512); the
+    log holds the derived keys, never the password nor the salted password.
+    """
+
+    API_KEY: ClassVar[int] = 11
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@attrs.frozen
+class RemoveUserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism deleted (KIP-554)."""
+
+    API_KEY: ClassVar[int] = 22
+    name: str
+    mechanism: int
+
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -183,6 +210,8 @@ MetadataRecord: TypeAlias = (
     | RemoveTopicRecord
     | FeatureLevelRecord
     | ProducerIdsRecord
+    | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
 )
 
 RECORD_TYPES: dict[int, type[MetadataRecord]] = {
@@ -221,6 +250,11 @@ def _write_str(out: bytearray, value: str | None) -> None:
 
 _Writer: TypeAlias = Callable[[bytearray, typing.Any], None]
 _ReaderFn: TypeAlias = Callable[["_Reader"], typing.Any]
+
+
+def _write_bytes(out: bytearray, value: bytes) -> None:
+    _write_uvarint(out, len(value))
+    out.extend(value)
 
 
 def _optional(inner: _Writer) -> _Writer:
@@ -290,6 +324,10 @@ def _read_required_str(reader: _Reader) -> str:
     return value
 
 
+def _read_bytes(reader: _Reader) -> bytes:
+    return reader.take(reader.uvarint())
+
+
 def _read_bool(reader: _Reader) -> bool:
     return reader.take(1) != b"\x00"
 
@@ -325,6 +363,8 @@ def _codec_for(tp: object) -> tuple[_Writer, _ReaderFn]:
         return _write_varint, lambda reader: reader.varint()
     if tp is str:
         return _write_str, _read_required_str
+    if tp is bytes:
+        return _write_bytes, _read_bytes
     if tp is bool:
         return (lambda out, v: out.append(1 if v else 0)), _read_bool
     if tp is uuid.UUID:

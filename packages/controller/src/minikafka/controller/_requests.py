@@ -19,6 +19,10 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from ._records import BrokerEndpoint
+from ._scram_control import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 
 MAX_RECORDS_PER_USER_OP = 10_000
 """The most records one client request may make the controller write (Kafka's
@@ -353,6 +357,7 @@ ControllerRequest: TypeAlias = (
     | DescribeConfigsRequest
     | AllocateProducerIdsRequest
     | ElectLeadersRequest
+    | AlterUserScramCredentialsRequest
 )
 
 ControllerResponse: TypeAlias = (
@@ -369,4 +374,5 @@ ControllerResponse: TypeAlias = (
     | DescribeConfigsResponse
     | AllocateProducerIdsResponse
     | ElectLeadersResponse
+    | AlterUserScramCredentialsResponse
 )

@@ -55,6 +55,7 @@ from minikafka.common.shell import Waiters
 from minikafka.raft import QuorumInfo, RaftConfig
 from minikafka.trace import EpochClock, NullTracer, Tracer
 
+from ._bootstrap import read_bootstrap
 from ._config import ControllerConfig
 from ._controller import (
     AppendRecords,
@@ -210,7 +211,12 @@ class QuorumControllerShell:
         the quorum: the latest snapshot and the committed entries the Raft node hands
         over once it knows the high watermark."""
         tracer = NullTracer(config.node_id) if tracer is None else tracer
-        controller = QuorumController(config, rng or random.Random(), tracer)
+        controller = QuorumController(
+            config,
+            rng or random.Random(),
+            tracer,
+            bootstrap_records=read_bootstrap(quorum.dir.parent),
+        )
         return cls(controller, quorum, MetadataImage())
 
     def describe_quorum(self) -> tuple[QuorumInfo, float] | None:

@@ -52,7 +52,7 @@ from minikafka.security import (
 from ._api_keys import ApiKey
 from ._framing import SIZE_PREFIX
 from ._request import Request
-from ._sasl_config import SaslSettings
+from ._sasl_config import SaslSettings, ScramLookup
 
 if TYPE_CHECKING:
     from ._connection import KafkaChannel
@@ -68,10 +68,12 @@ class SaslListener:
     are derived at start-up, not per connection)."""
 
     settings: SaslSettings
+    scram_lookup: ScramLookup | None = None
+    """Where SCRAM credentials are found (the broker's metadata image)."""
     factories: dict[str, Callable[[], SaslServer]] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.factories = self.settings.mechanisms()
+        self.factories = self.settings.mechanisms(self.scram_lookup)
 
     def channel(self) -> SaslChannel:
         """A new connection's SASL state."""

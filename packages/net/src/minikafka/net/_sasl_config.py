@@ -8,10 +8,13 @@ broker's. Each enabled mechanism reads its JAAS line,
 
 - PLAIN: ``PlainLoginModule required user_alice="alice-secret";``, the users and their
   passwords, as Kafka's ``PlainServerCallbackHandler`` reads them;
-- SCRAM-SHA-256 and SCRAM-SHA-512: Kafka keeps SCRAM credentials in the metadata log
-  (KIP-554); until minikafka does, the users come from the same ``user_<name>`` options
-  of the mechanism's ``ScramLoginModule`` line, and the broker derives each one's
-  credential (a fresh salt, 4096 iterations) at start-up and keeps no password;
+- SCRAM-SHA-256 and SCRAM-SHA-512: the credentials are those of the metadata log
+  (KIP-554: UserScramCredentialRecords, looked up in the broker's current image at
+  each exchange, so an altered or deleted credential counts from the next
+  authentication); a user the image does not know may also come from the
+  ``user_<name>`` options of the mechanism's ``ScramLoginModule`` line, a minikafka
+  convenience Kafka does not have, whose credential (a fresh salt, 4096 iterations) the
+  broker derives at start-up, keeping no password;
 - OAUTHBEARER: unsecured tokens (KIP-255), the ``unsecuredValidator*`` options of
   ``OAuthBearerLoginModule``'s line, which may be left out.
 
@@ -20,7 +23,7 @@ A bad value raises :class:`ConfigError` naming the key, so start-up stops.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 
@@ -60,6 +63,10 @@ LOGIN_MODULES = {
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
     OAUTHBEARER: "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
+
+
+ScramLookup = Callable[[str, str], ScramCredential | None]
+"""(mechanism name, user) -> the user's credential in the metadata image, or None."""
 
 
 def jaas_key(listener: str, mechanism: str) -> str:
@@ -130,8 +137,11 @@ class SaslSettings:
         settings.mechanisms()  # every check, now: a bad value stops start-up
         return settings
 
-    def mechanisms(self) -> dict[str, Callable[[], SaslServer]]:
-        """A factory of a fresh server exchange for each enabled mechanism."""
+    def mechanisms(
+        self, scram_lookup: ScramLookup | None = None
+    ) -> dict[str, Callable[[], SaslServer]]:
+        """A factory of a fresh server exchange for each enabled mechanism; SCRAM's
+        look a user up with ``scram_lookup`` first (the metadata image's credentials)."""
         factories: dict[str, Callable[[], SaslServer]] = {}
         for mechanism, pairs in self.options:
             options = dict(pairs)
@@ -143,7 +153,7 @@ class SaslSettings:
             if mechanism == PLAIN:
                 factories[mechanism] = _plain(users)
             elif mechanism in SCRAM:
-                factories[mechanism] = _scram(mechanism, users)
+                factories[mechanism] = _scram(mechanism, users, scram_lookup)
             else:
                 try:
                     validator = UnsecuredValidatorOptions.from_jaas_options(options)
@@ -159,12 +169,43 @@ def _plain(users: Mapping[str, str]) -> Callable[[], SaslServer]:
     return lambda: PlainSaslServer(users)
 
 
-def _scram(mechanism: str, users: Mapping[str, str]) -> Callable[[], SaslServer]:
+class ScramCredentials(Mapping[str, ScramCredential]):
+    """One mechanism's credentials as its SCRAM server sees them: the metadata image's
+    (read at each lookup, never copied) over the listener's JAAS users."""
+
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: ScramLookup | None,
+        configured: Mapping[str, ScramCredential],
+    ) -> None:
+        self._mechanism = mechanism
+        self._lookup = lookup
+        self._configured = configured
+
+    def __getitem__(self, user: str) -> ScramCredential:
+        if self._lookup is not None:
+            found = self._lookup(self._mechanism, user)
+            if found is not None:
+                return found
+        return self._configured[user]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._configured)  # the image's users are looked up, not listed
+
+    def __len__(self) -> int:
+        return len(self._configured)
+
+
+def _scram(
+    mechanism: str, users: Mapping[str, str], lookup: ScramLookup | None
+) -> Callable[[], SaslServer]:
     kind = SCRAM[mechanism]
-    credentials: dict[str, ScramCredential] = {
+    configured: dict[str, ScramCredential] = {
         user: generate_credential(kind, password, SCRAM_ITERATIONS)
         for user, password in users.items()
     }
+    credentials = ScramCredentials(mechanism, lookup, configured)
     return lambda: ScramSaslServer(kind, credentials)
 
 

@@ -38,6 +38,7 @@ from ._processor import Processor, RequestCompletedHook
 from ._quotas import ConnectionQuotas, normalise_address
 from ._request import Request
 from ._sasl_channel import SaslListener
+from ._sasl_config import ScramLookup
 from ._tls import TlsListener
 
 log = logging.getLogger("minikafka.net")
@@ -243,6 +244,8 @@ class SocketServer:
     tracer: Tracer = attrs.field(kw_only=True)
     """Where the Reactor's events go, with this node's id: given by whoever builds the
     server (the broker passes its node's tracer), never looked up globally."""
+    scram_lookup: ScramLookup | None = attrs.field(kw_only=True, default=None)
+    """SCRAM credentials of SASL listeners: the broker's metadata image (KIP-554)."""
     channel: RequestChannel = attrs.field(init=False)
     processors: list[Processor] = attrs.field(init=False, factory=list)
     acceptors: list[Acceptor] = attrs.field(init=False, factory=list)
@@ -283,7 +286,7 @@ class SocketServer:
             for settings in self.config.listener_ssl
         }
         sasl = {
-            settings.listener: SaslListener(settings)
+            settings.listener: SaslListener(settings, self.scram_lookup)
             for settings in self.config.listener_sasl
         }
         try:

@@ -79,6 +79,9 @@ from ._scram_formatter import ScramCredential as ScramCredential
 from ._scram_formatter import ScramMechanism as ScramMechanism
 from ._scram_formatter import UnacceptableCredentialError as UnacceptableCredentialError
 from ._scram_formatter import check_iterations as check_iterations
+from ._scram_formatter import (
+    credential_from_salted_password as credential_from_salted_password,
+)
 from ._scram_formatter import generate_credential as generate_credential
 
 __all__ = [
@@ -142,6 +145,7 @@ __all__ = [
     "authenticate_response",
     "check_iterations",
     "client_initial_response",
+    "credential_from_salted_password",
     "distinguished_name",
     "generate_credential",
     "handshake_response",

@@ -138,6 +138,15 @@ def generate_credential(
     if salt is None:
         salt = secure_random_string(token_bytes).encode()
     salted = salted_password(mechanism, password, salt, iterations)
+    return credential_from_salted_password(mechanism, salt, salted, iterations)
+
+
+def credential_from_salted_password(
+    mechanism: ScramMechanism, salt: bytes, salted: bytes, iterations: int
+) -> ScramCredential:
+    """The credential kept for a salted password an admin client sent
+    (AlterUserScramCredentials, KIP-554): the password itself never reaches the broker,
+    and the salted password is not kept either, only the keys derived from it."""
     return ScramCredential(
         salt=salt,
         stored_key=stored_key(mechanism, client_key(mechanism, salted)),

@@ -68,8 +68,15 @@ from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
 from ._wire import controlled_shutdown_response, from_wire
 
-KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
-"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum."""
+KRAFT_ONLY: frozenset[int] = frozenset(
+    {
+        ApiKey.DESCRIBE_QUORUM,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    }
+)
+"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum, and SCRAM
+credentials live in the metadata log only (ZooKeeper's ``/config/users`` is not read)."""
 
 
 class ZkBrokerNode(Protocol):
