@@ -49,12 +49,20 @@ from minikafka.common import CoreResult, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import GroupConfig
+from ._consumer_group import ConsumerGroup
+from ._consumer_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupManager,
+    member_deadline,
+)
 from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
 from ._group_metadata_manager import GroupMetadataManager, LoadedRecord, PartitionStatus
 from ._group_requests import (
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchResponse,
@@ -79,7 +87,7 @@ from ._results import (
     TxnOffsetsCommitted,
     WriteOutcome,
 )
-from ._timers import GroupTimers
+from ._timers import GroupTimers, MemberDeadlines
 
 __all__ = ["GroupCoordinator"]
 
@@ -91,6 +99,7 @@ def _share_config(
     if hasattr(coordinator, "offsets"):
         coordinator.membership.rebalancer.config = config
         coordinator.offsets.config = config
+        coordinator.consumer.config = config
     return config
 
 
@@ -102,14 +111,19 @@ class GroupCoordinator:
     manager: GroupMetadataManager = attrs.field(init=False)
     membership: MembershipManager = attrs.field(init=False)
     offsets: OffsetsManager = attrs.field(init=False)
+    consumer: ConsumerGroupManager = attrs.field(init=False)
     _writes: PendingWrites = attrs.field(init=False, factory=PendingWrites)
     _timers: GroupTimers = attrs.field(init=False, factory=GroupTimers)
+    _members: MemberDeadlines = attrs.field(init=False, factory=MemberDeadlines)
 
     def __attrs_post_init__(self) -> None:
         self.manager = GroupMetadataManager(self.config.offsets_topic_num_partitions)
         rebalancer = Rebalancer(self.config, self.manager, self.tracer)
         self.membership = MembershipManager(rebalancer, self.rng)
         self.offsets = OffsetsManager(self.config, self.manager, self.tracer)
+        self.consumer = ConsumerGroupManager(
+            self.config, self.manager.consumer_groups, self.manager.groups
+        )
 
     @property
     def _groups(self) -> dict[str, GroupMetadata]:
@@ -147,6 +161,13 @@ class GroupCoordinator:
             if states is None or g.state in states
         ]
 
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The KIP-848 consumer group ``group_id``, if it is one."""
+        return self.manager.consumer_groups.get(group_id)
+
+    def list_consumer_groups(self) -> list[ConsumerGroup]:
+        return list(self.manager.consumer_groups.values())
+
     def fetch_offsets(
         self,
         group_id: str,
@@ -161,6 +182,21 @@ class GroupCoordinator:
     def join_group(
         self, request_id: int, request: JoinGroupRequest, now: float
     ) -> GroupResult:
+        consumer = self.manager.consumer_groups.get(request.group_id)
+        if (
+            consumer is not None
+            and self.group_status(request.group_id) is ErrorCode.none
+        ):
+            if consumer.members:
+                # a live consumer-protocol group takes no classic member: the online
+                # migration between the protocols is not built (Kafka's answer when it
+                # is not allowed: the group is not a classic group)
+                refused = JoinGroupResponse.error(
+                    ErrorCode.group_id_not_found, request.member_id
+                )
+                return self._carry_out([GroupReply(request_id, refused)])
+            # an empty one becomes a classic group; its offsets stay
+            del self.manager.consumer_groups[request.group_id]
         actions = self.membership.join_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -181,6 +217,18 @@ class GroupCoordinator:
     ) -> GroupResult:
         actions = self.membership.leave_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
+
+    def consumer_group_heartbeat(
+        self, request_id: int, request: ConsumerGroupHeartbeatRequest, now: float
+    ) -> GroupResult:
+        """ConsumerGroupHeartbeat (KIP-848, ``_consumer_heartbeat.py``): answered now."""
+        status = self.manager.group_status(request.group_id)
+        if status is not ErrorCode.none:
+            response = ConsumerGroupHeartbeatResponse(status)
+        else:
+            response = self.consumer.heartbeat(request, now)
+        self._rearm_members(request.group_id)
+        return self._carry_out([GroupReply(request_id, response)], request.group_id)
 
     def commit_offsets(
         self, request_id: int, request: OffsetCommitRequest, now: float
@@ -328,7 +376,17 @@ class GroupCoordinator:
     # --- timers ------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
-        return self._timers.next_deadline()
+        due = [self._timers.next_deadline(), self._members.next_deadline()]
+        return min((d for d in due if d is not None), default=None)
+
+    def _rearm_members(self, group_id: str) -> None:
+        group = self.manager.consumer_groups.get(group_id)
+        wanted: dict[str, float] = {}
+        for member_id in () if group is None else group.members:
+            assert group is not None
+            if (when := member_deadline(group, member_id)) is not None:
+                wanted[member_id] = when
+        self._members.rearm(group_id, wanted)
 
     def on_timer(self, now: float) -> GroupResult:
         """Fire every timer due at ``now``, earliest first."""
@@ -349,6 +407,10 @@ class GroupCoordinator:
             else:
                 actions = self.membership.on_member_expired(group, member_id, now)
             out += self._carry_out(actions, group_id)
+        for group_id, member_id in self._members.pop_due(now):
+            # a consumer-protocol member's session or rebalance timeout (KIP-848)
+            self.consumer.expire(group_id, member_id, now)
+            self._rearm_members(group_id)
         return out
 
     # --- carrying out what the managers decided ----------------------------------------------

@@ -40,6 +40,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import TopicPartition
 from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
+from ._consumer_group import ConsumerGroup
 from ._group import GroupMetadata, MemberMetadata
 from ._group_state import GroupState
 from ._offsets_records import (
@@ -323,6 +324,8 @@ class SnapshottableCoordinator:
 class GroupMetadataManager:
     num_partitions: int
     groups: dict[str, GroupMetadata] = attrs.field(init=False, factory=dict)
+    # KIP-848's consumer groups, beside the classic ones: an id names one or the other
+    consumer_groups: dict[str, ConsumerGroup] = attrs.field(init=False, factory=dict)
     partitions: dict[int, PartitionStatus] = attrs.field(init=False, factory=dict)
     # the offsets of each loaded partition, on its timeline
     shards: dict[int, SnapshottableCoordinator] = attrs.field(init=False, factory=dict)
@@ -412,6 +415,9 @@ class GroupMetadataManager:
         ]
         for group in gone:
             del self.groups[group.group_id]
+        for group_id in list(self.consumer_groups):
+            if self.partition_for(group_id) == partition:
+                del self.consumer_groups[group_id]
         return gone
 
     # --- the timeline: writes replayed, committed, failed --------------------------------

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult, TopicPartition
 
+from ._consumer_heartbeat import ConsumerGroupHeartbeatResponse
 from ._group import GroupMetadata, MemberMetadata
 from ._group_metadata_manager import StoredRecord
 from ._group_requests import (
@@ -72,6 +73,7 @@ GroupResponse: TypeAlias = (
     | DeletableGroupResult
     | OffsetDeleteResponse
     | TxnOffsetCommitResponse
+    | ConsumerGroupHeartbeatResponse
 )
 
 
