@@ -5,7 +5,9 @@ the line between classic and consumer groups."""
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -27,6 +29,7 @@ from minikafka.coordination.group._group_requests import (
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
 
 TOPICS = {"orders": 6, "audit": 2}
+IDS = {name: uuid.uuid5(uuid.NAMESPACE_URL, name) for name in TOPICS}
 GROUP = "g"
 
 
@@ -42,8 +45,8 @@ class Group:
     owned: dict[str, frozenset[TopicPartition]] = attrs.field(factory=dict)
 
     @classmethod
-    def make(cls, **config: object) -> Group:
-        return cls(serving_coordinator(GroupConfig(**config), random.Random(3)))  # type: ignore[arg-type]
+    def make(cls, **config: Any) -> Group:
+        return cls(serving_coordinator(GroupConfig(**config), random.Random(3)))
 
     def send(
         self, request: ConsumerGroupHeartbeatRequest
@@ -56,7 +59,7 @@ class Group:
         return reply.response
 
     def join(
-        self, member: str, topics: tuple[str, ...] = ("orders",), **extra: object
+        self, member: str, topics: tuple[str, ...] = ("orders",), **extra: Any
     ) -> ConsumerGroupHeartbeatResponse:
         request = ConsumerGroupHeartbeatRequest(
             GROUP,
@@ -66,12 +69,13 @@ class Group:
             subscribed_topic_names=topics,
             owned=frozenset(),
             topics=TOPICS,
+            topic_ids=IDS,
         )
         response = self.send(attrs.evolve(request, **extra))
         self._track(member, response)
         return response
 
-    def beat(self, member: str, **extra: object) -> ConsumerGroupHeartbeatResponse:
+    def beat(self, member: str, **extra: Any) -> ConsumerGroupHeartbeatResponse:
         """A heartbeat as a well-behaved member sends it: its epoch and what it owns."""
         request = ConsumerGroupHeartbeatRequest(
             GROUP,
@@ -79,6 +83,7 @@ class Group:
             self.epochs[member],
             owned=self.owned[member],
             topics=TOPICS,
+            topic_ids=IDS,
         )
         response = self.send(attrs.evolve(request, **extra))
         self._track(member, response)
@@ -208,7 +213,7 @@ def test_an_unknown_assignor_is_unsupported_assignor_and_nothing_joins() -> None
 
 def test_bad_fields_are_invalid_request() -> None:
     group = Group.make()
-    bad = [
+    bad: list[dict[str, Any]] = [
         {"group_id": ""},
         {"member_id": ""},
         {"rebalance_timeout_ms": -1},
@@ -299,3 +304,46 @@ def test_offset_commits_carry_the_member_epoch_as_generation() -> None:
     assert commit("a", epoch, version=8) is ErrorCode.unsupported_version
     fetched = group.coordinator.fetch_offsets(GROUP, [tp])
     assert fetched.offsets[0][1].offset == 5  # type: ignore[union-attr]
+
+
+def test_a_new_coordinator_replays_the_records_into_the_same_groups() -> None:
+    """Everything a heartbeat changed is in the log (KIP-848's six record types): a
+    fresh coordinator that loads the partition has the same epochs, subscriptions,
+    targets and member assignments, and the members heartbeat on without rejoining."""
+    group = Group.make(offsets_topic_num_partitions=1)
+    group.join("a", instance_id="i-a")
+    group.join("b", topics=("orders", "audit"), server_assignor="range")
+    group.join("c")
+    group.settle(["a", "b", "c"])
+    group.beat("c", member_epoch=-1)  # c leaves: its records become tombstones
+    del group.owned["c"], group.epochs["c"]
+    group.beat("a")  # a mid-way state: a target newer than what b holds
+    before = group.coordinator.consumer_group(GROUP)
+    assert before is not None
+    fresh = GroupCoordinator(GroupConfig(offsets_topic_num_partitions=1))
+    fresh.begin_loading(0)
+    fresh.load_partition(0, group.log.partitions[0], group.now)
+    after = fresh.consumer_group(GROUP)
+    assert after is not None
+    assert (after.group_epoch, after.assignment_epoch) == (
+        before.group_epoch,
+        before.assignment_epoch,
+    )
+    assert after.subscriptions == before.subscriptions
+    assert after.target == before.target
+    assert after.metadata == before.metadata
+    for member_id, member in before.members.items():
+        loaded = after.members[member_id]
+        assert (loaded.member_epoch, loaded.state, loaded.assigned) == (
+            member.member_epoch,
+            member.state,
+            member.assigned,
+        )
+        assert loaded.pending_revocation == member.pending_revocation
+    assert set(after.members) == {"a", "b"}
+    assert fresh.group(GROUP) is None  # not also a classic group
+    group.coordinator = fresh
+    group.settle(["a", "b"])
+    assert group.owned["a"] | group.owned["b"] == all_partitions(
+        TOPICS, "orders", "audit"
+    )

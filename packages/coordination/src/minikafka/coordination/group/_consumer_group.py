@@ -17,6 +17,7 @@ Plain data and the derivations; what a heartbeat does to it is in
 from __future__ import annotations
 
 import enum
+import uuid
 
 import attrs
 
@@ -71,6 +72,8 @@ class ConsumerGroup:
     info: dict[str, MemberInfo] = attrs.field(factory=dict)
     assignor: str = ""
     """The assignor the last target was computed with."""
+    topic_ids: dict[str, uuid.UUID] = attrs.field(factory=dict)
+    """The subscribed topics' ids, which the records name them by."""
 
     @property
     def state(self) -> ConsumerGroupState:

@@ -68,7 +68,8 @@ class ConsumerGroupHeartbeatRequest:
     """The request's fields; None means "not sent: unchanged since the last one".
 
     ``topics`` is the cluster's topics and their partition counts as the broker knows
-    them now: the coordinator's view of what the subscriptions resolve to."""
+    them now: the coordinator's view of what the subscriptions resolve to; the records
+    name topics by ``topic_ids``."""
 
     group_id: str
     member_id: str
@@ -81,6 +82,7 @@ class ConsumerGroupHeartbeatRequest:
     server_assignor: str | None = None
     owned: frozenset[TopicPartition] | None = None
     topics: Mapping[str, int] = attrs.field(factory=dict)
+    topic_ids: Mapping[str, uuid.UUID] = attrs.field(factory=dict)
     client_id: str = ""
     client_host: str = ""
     version: int = 1
@@ -281,6 +283,9 @@ class ConsumerGroupManager:
             group.group_epoch += 1
         group.subscriptions = subscriptions
         group.metadata = metadata
+        group.topic_ids.update(
+            (name, r.topic_ids[name]) for name in metadata if name in r.topic_ids
+        )
         group.members[member_id] = member
         group.info[member_id] = MemberInfo(r.client_id, r.client_host)
         if group.group_epoch > group.assignment_epoch:

@@ -40,7 +40,7 @@ partitions, and commits or drops them (Kafka's ``handleTxnCompletion``).
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -55,6 +55,12 @@ from ._consumer_heartbeat import (
     ConsumerGroupHeartbeatResponse,
     ConsumerGroupManager,
     member_deadline,
+)
+from ._consumer_records import (
+    ConsumerGroupLoader,
+    changed_records,
+    group_records,
+    is_consumer_record,
 )
 from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
@@ -72,9 +78,15 @@ from ._group_requests import (
 from ._group_state import GroupState
 from ._membership import MembershipManager
 from ._offsets import OffsetsManager
+from ._offsets_records import (
+    GroupMetadataKey,
+    OffsetsRecordError,
+    encode_group_record,
+)
 from ._rebalance import Rebalancer
 from ._results import (
     AssignmentStored,
+    ConsumerGroupStored,
     CoordinatorWrite,
     GroupAction,
     GroupDeleted,
@@ -85,7 +97,10 @@ from ._results import (
     PendingWrites,
     StaticMemberStored,
     TxnOffsetsCommitted,
+    Unanswered,
     WriteOutcome,
+    append,
+    store_group_error,
 )
 from ._timers import GroupTimers, MemberDeadlines
 
@@ -195,8 +210,13 @@ class GroupCoordinator:
                     ErrorCode.group_id_not_found, request.member_id
                 )
                 return self._carry_out([GroupReply(request_id, refused)])
-            # an empty one becomes a classic group; its offsets stay
+            # an empty one becomes a classic group; its offsets stay, its records go
+            tombstones = changed_records(self._consumer_records(request.group_id), {})
             del self.manager.consumer_groups[request.group_id]
+            self._members.rearm(request.group_id, {})
+            gone = self._carry_out([append(tombstones, Unanswered(request.group_id))])
+            joined = self.membership.join_group(request_id, request, now)
+            return gone + self._carry_out(joined, request.group_id)
         actions = self.membership.join_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -222,13 +242,27 @@ class GroupCoordinator:
         self, request_id: int, request: ConsumerGroupHeartbeatRequest, now: float
     ) -> GroupResult:
         """ConsumerGroupHeartbeat (KIP-848, ``_consumer_heartbeat.py``): answered now."""
-        status = self.manager.group_status(request.group_id)
+        group_id = request.group_id
+        status = self.manager.group_status(group_id)
         if status is not ErrorCode.none:
             response = ConsumerGroupHeartbeatResponse(status)
-        else:
-            response = self.consumer.heartbeat(request, now)
-        self._rearm_members(request.group_id)
-        return self._carry_out([GroupReply(request_id, response)], request.group_id)
+            return self._carry_out([GroupReply(request_id, response)])
+        classic = group_id in self.manager.groups
+        before = self._consumer_records(group_id)
+        response = self.consumer.heartbeat(request, now)
+        records = changed_records(before, self._consumer_records(group_id))
+        if classic and group_id not in self.manager.groups:
+            # an empty classic group became this consumer group: its record goes
+            records.insert(0, encode_group_record(GroupMetadataKey(group_id), None))
+        self._rearm_members(group_id)
+        if not records:
+            return self._carry_out([GroupReply(request_id, response)], group_id)
+        outcome = ConsumerGroupStored(group_id, request_id, response)
+        return self._carry_out([append(records, outcome)], group_id)
+
+    def _consumer_records(self, group_id: str) -> dict[bytes, bytes]:
+        group = self.manager.consumer_groups.get(group_id)
+        return {} if group is None else group_records(group, group.topic_ids)
 
     def commit_offsets(
         self, request_id: int, request: OffsetCommitRequest, now: float
@@ -319,6 +353,11 @@ class GroupCoordinator:
         self, outcome: WriteOutcome, error: ErrorCode, now: float
     ) -> list[GroupAction]:
         """Hand a reported write to the manager that knows what it meant."""
+        if isinstance(outcome, ConsumerGroupStored):
+            if error is ErrorCode.none:
+                return [GroupReply(outcome.request_id, outcome.response)]
+            failed = ConsumerGroupHeartbeatResponse(store_group_error(error))
+            return [GroupReply(outcome.request_id, failed)]
         if isinstance(outcome, AssignmentStored):
             return self.membership.assignment_stored(outcome, error, now)
         if isinstance(outcome, StaticMemberStored):
@@ -343,7 +382,17 @@ class GroupCoordinator:
     ) -> int:
         """The partition's records from its start: rebuild its groups and offsets
         (transactional ones pending until their producer's marker)."""
-        loaded = self.manager.load(partition, records, now)
+        loader = ConsumerGroupLoader()
+        loaded = self.manager.load(partition, self._split(records, loader), now)
+        session_ms = self.config.group_consumer_session_timeout_ms
+        for group in loader.groups(now, session_ms):
+            if self.manager.partition_for(group.group_id) != partition:
+                continue
+            # its offsets made the classic loader restore an Empty classic group
+            self.manager.groups.pop(group.group_id, None)
+            self.manager.consumer_groups[group.group_id] = group
+            self._rearm_members(group.group_id)
+            loaded += 1
         for group_id in self._partition_groups(partition):
             # restored members must heartbeat within their session
             self._rearm(group_id)
@@ -352,6 +401,21 @@ class GroupCoordinator:
                 now + self.config.offsets_retention_check_interval_ms / 1000
             )
         return loaded
+
+    @staticmethod
+    def _split(
+        records: Iterable[LoadedRecord], loader: ConsumerGroupLoader
+    ) -> Iterator[LoadedRecord]:
+        """The classic records, for the manager; the consumer groups' go to ``loader``
+        (a malformed one is skipped, as the manager skips a malformed classic one)."""
+        for record in records:
+            if isinstance(record, tuple) and is_consumer_record(record[0]):
+                try:
+                    loader.replay(*record)
+                except OffsetsRecordError:
+                    continue
+            else:
+                yield record
 
     def unload_partition(self, partition: int) -> GroupResult:
         """This broker stopped leading ``partition``: its groups go Dead."""
@@ -409,8 +473,12 @@ class GroupCoordinator:
             out += self._carry_out(actions, group_id)
         for group_id, member_id in self._members.pop_due(now):
             # a consumer-protocol member's session or rebalance timeout (KIP-848)
+            before = self._consumer_records(group_id)
             self.consumer.expire(group_id, member_id, now)
+            records = changed_records(before, self._consumer_records(group_id))
             self._rearm_members(group_id)
+            if records:
+                out += self._carry_out([append(records, Unanswered(group_id))])
         return out
 
     # --- carrying out what the managers decided ----------------------------------------------

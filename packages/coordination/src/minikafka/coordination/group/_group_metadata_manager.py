@@ -41,6 +41,7 @@ from minikafka.common import TopicPartition
 from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
 from ._consumer_group import ConsumerGroup
+from ._consumer_records import is_consumer_record
 from ._group import GroupMetadata, MemberMetadata
 from ._group_state import GroupState
 from ._offsets_records import (
@@ -246,6 +247,8 @@ class SnapshottableCoordinator:
 
     def _replay_write(self, write_id: int, write: _Write) -> None:
         for key_bytes, value_bytes in write.records:
+            if is_consumer_record(key_bytes):
+                continue  # a consumer group's: not on the offsets' timeline
             key = decode_key(key_bytes)
             if isinstance(key, OffsetKey):
                 value = (
@@ -324,7 +327,6 @@ class SnapshottableCoordinator:
 class GroupMetadataManager:
     num_partitions: int
     groups: dict[str, GroupMetadata] = attrs.field(init=False, factory=dict)
-    # KIP-848's consumer groups, beside the classic ones: an id names one or the other
     consumer_groups: dict[str, ConsumerGroup] = attrs.field(init=False, factory=dict)
     partitions: dict[int, PartitionStatus] = attrs.field(init=False, factory=dict)
     # the offsets of each loaded partition, on its timeline
