@@ -38,6 +38,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
 from minikafka.coordination import (
+    CONSUMER_GROUP_TYPE,
+    CONSUMER_PROTOCOL_TYPE,
     GroupCoordinatorShell,
     GroupState,
     HeartbeatRequest,
@@ -338,7 +340,9 @@ async def handle_describe_groups(
             # still describe it as a Dead group with no error.
             error, message = (
                 ErrorCode.group_id_not_found,
-                f"Group {group_id} not found.",
+                f"Group {group_id} is not a classic group."
+                if service.consumer_group(group_id)[1] is not None
+                else f"Group {group_id} not found.",
             )
         groups.append(
             build(
@@ -374,27 +378,34 @@ async def handle_describe_groups(
 async def handle_list_groups(request: Request, service: GroupCoordinatorShell) -> None:
     """ListGroups v0-v5: every group this broker coordinates; v4 filters them by state
     (KIP-518) and v5 by type (KIP-848), each case-insensitive and empty meaning all, as
-    Kafka's coordinator does. Every group here is a ``classic`` one."""
+    Kafka's coordinator does. A group is ``classic`` or ``consumer`` (KIP-848's protocol)."""
     body = request.body_as(LIST_GROUPS)
     states = {s.lower() for s in getattr(body, "states_filter", ())}
     types = {t.lower() for t in getattr(body, "types_filter", ())}
     # While a partition of __consumer_offsets is loading the list is incomplete, and
     # says so with COORDINATOR_LOAD_IN_PROGRESS (the groups known so far still come).
     error, listed = service.list_groups()
-    if types and CLASSIC_GROUP_TYPE not in types:
-        listed = []
+    rows = [
+        (g.group_id, g.protocol_type, g.state.value, CLASSIC_GROUP_TYPE) for g in listed
+    ]
+    # KIP-848's groups: protocol type "consumer", their own states
+    rows += [
+        (g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
+        for g in service.list_consumer_groups()
+    ]
     cls = request.response_class()
     group_cls = nested(cls, "groups")
     groups = tuple(
         build(
             group_cls,
-            group_id=g.group_id,
-            protocol_type=g.protocol_type,
-            group_state=g.state.value,
-            group_type=CLASSIC_GROUP_TYPE,
+            group_id=group_id,
+            protocol_type=protocol_type,
+            group_state=state,
+            group_type=group_type,
         )
-        for g in listed
-        if not states or g.state.value.lower() in states
+        for group_id, protocol_type, state, group_type in rows
+        if (not states or state.lower() in states)
+        and (not types or group_type in types)
     )
     request.respond(
         build(cls, throttle_time=NO_THROTTLE, error_code=error, groups=groups)
