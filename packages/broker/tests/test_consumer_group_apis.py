@@ -112,3 +112,17 @@ async def test_an_unknown_assignor_is_refused_and_the_group_is_typed(
         [group] = described.groups
         assert group.error_code is ErrorCode.group_id_not_found
         assert group.error_message == "Group typed is not a classic group."
+        # and ConsumerGroupDescribe says a classic group is not a consumer group
+        joined = await client.join_as_new("old-style", 9)
+        assert joined.error_code is ErrorCode.none
+        answer = await client.call(
+            request_body(
+                DESCRIBE,
+                1,
+                group_ids=("old-style",),
+                include_authorized_operations=False,
+            )
+        )
+        [group] = answer.groups
+        assert group.error_code is ErrorCode.group_id_not_found
+        assert group.error_message == "Group old-style is not a consumer group."

@@ -347,3 +347,44 @@ def test_a_new_coordinator_replays_the_records_into_the_same_groups() -> None:
     assert group.owned["a"] | group.owned["b"] == all_partitions(
         TOPICS, "orders", "audit"
     )
+
+
+def test_a_member_that_does_not_revoke_in_its_rebalance_timeout_is_fenced() -> None:
+    """The rebalance timeout runs from the request to revoke: a member that still
+    reports the partitions when it ends is removed, and the others get them."""
+    group = Group.make()
+    group.join("a", rebalance_timeout_ms=5_000)
+    group.settle(["a"])
+    held = group.owned["a"]
+    group.join("b")
+    group.beat("a")  # told to revoke half
+    for _ in range(3):  # keeps heartbeating, but never lets go
+        group.now += 2
+        group.beat("a", owned=held)
+    group.log.take(group.coordinator.on_timer(group.now))
+    assert group.beat("a", owned=held).error is ErrorCode.unknown_member_id
+    del group.owned["a"]
+    group.settle(["b"])
+    assert group.owned["b"] == all_partitions(TOPICS, "orders")
+
+
+def test_deleting_a_consumer_group_needs_it_empty_and_takes_its_records() -> None:
+    group = Group.make(offsets_topic_num_partitions=1)
+    group.join("a")
+    group.settle(["a"])
+
+    def delete() -> ErrorCode:
+        result = group.coordinator.delete_group(500, GROUP, group.now)
+        replies = group.log.take(result) + group.log.flush(group.coordinator, group.now)
+        (reply,) = replies
+        return reply.response.error_code  # type: ignore[union-attr]
+
+    assert delete() is ErrorCode.non_empty_group
+    group.beat("a", member_epoch=-1)
+    assert delete() is ErrorCode.none
+    assert group.coordinator.consumer_group(GROUP) is None
+    fresh = GroupCoordinator(GroupConfig(offsets_topic_num_partitions=1))
+    fresh.begin_loading(0)
+    fresh.load_partition(0, group.log.partitions[0], group.now)
+    assert fresh.consumer_group(GROUP) is None
+    assert fresh.group(GROUP) is None

@@ -446,7 +446,9 @@ class KafkaApis:
         ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, _leave_group),
         ApiSpec(ApiKey.SYNC_GROUP, 0, 5, _sync_group, parks=True),
         ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_groups),
-        ApiSpec(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _consumer_group_heartbeat),
+        ApiSpec(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _consumer_group_heartbeat, parks=True
+        ),
         ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _consumer_group_describe),
         ApiSpec(ApiKey.LIST_GROUPS, 0, 5, _list_groups),
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),

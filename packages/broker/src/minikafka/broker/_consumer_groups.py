@@ -28,6 +28,7 @@ from minikafka.common import TopicPartition
 from minikafka.coordination import (
     ConsumerGroupHeartbeatRequest,
     GroupCoordinatorShell,
+    GroupState,
 )
 from minikafka.net import Request, build, nested
 
@@ -151,6 +152,14 @@ async def handle_consumer_group_heartbeat(
     )
 
 
+def _not_found(service: GroupCoordinatorShell, group_id: str) -> str:
+    """Kafka's message: a classic group is not a consumer group; another id is unknown."""
+    _, classic = service.describe_group(group_id)
+    if classic.state is not GroupState.DEAD:
+        return f"Group {group_id} is not a consumer group."
+    return f"Group {group_id} not found."
+
+
 async def handle_consumer_group_describe(
     request: Request, service: GroupCoordinatorShell, cache: MetadataCache
 ) -> None:
@@ -173,7 +182,7 @@ async def handle_consumer_group_describe(
                 build(
                     group_cls,
                     error_code=error,
-                    error_message=f"Group {group_id} not found."
+                    error_message=_not_found(service, group_id)
                     if error is ErrorCode.group_id_not_found
                     else None,
                     group_id=group_id,

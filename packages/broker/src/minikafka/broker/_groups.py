@@ -300,15 +300,26 @@ async def handle_leave_group(request: Request, service: GroupCoordinatorShell) -
 
 def respond_group_error(request: Request, error: ErrorCode) -> None:
     """Answer a request that waits for its group (JoinGroup, SyncGroup, OffsetCommit,
-    the ``parks`` rows) with ``error`` alone: Kafka's ``getErrorResponse``, what
-    KafkaApis sends when a handler throws (every partition of an OffsetCommit carries
-    it). Raises if the request's own body cannot be read back."""
+    ConsumerGroupHeartbeat, the ``parks`` rows) with ``error`` alone: Kafka's
+    ``getErrorResponse``, what KafkaApis sends when a handler throws (every partition of
+    an OffsetCommit carries it). Raises if the request's own body cannot be read back."""
     if request.api_key == ApiKey.JOIN_GROUP:
         _respond_join_group(request, JoinGroupResponse.error(error))
     elif request.api_key == ApiKey.SYNC_GROUP:
         _respond_sync_group(request, SyncGroupResponse(error))
     elif request.api_key == ApiKey.OFFSET_COMMIT:
         respond_offset_commit(request, lambda _: error)
+    elif request.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        cls = request.response_class()
+        request.respond(
+            build(
+                cls,
+                throttle_time=NO_THROTTLE,
+                error_code=error,
+                member_epoch=0,
+                heartbeat_interval=NO_THROTTLE,
+            )
+        )
     else:
         raise ValueError(f"{request.api_name} is not answered by respond_group_error")
 

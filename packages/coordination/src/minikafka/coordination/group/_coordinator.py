@@ -66,6 +66,7 @@ from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
 from ._group_metadata_manager import GroupMetadataManager, LoadedRecord, PartitionStatus
 from ._group_requests import (
+    DeletableGroupResult,
     HeartbeatRequest,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -319,7 +320,22 @@ class GroupCoordinator:
 
     def delete_group(self, request_id: int, group_id: str, now: float) -> GroupResult:
         """DeleteGroups (``OffsetsManager.delete_group``): the group's tombstones, its
-        answer once they are committed; a refusal at once."""
+        answer once they are committed; a refusal at once. An empty consumer group goes
+        with its records' tombstones too; one with members is NON_EMPTY_GROUP."""
+        consumer = self.manager.consumer_groups.get(group_id)
+        if consumer is not None and self.group_status(group_id) is ErrorCode.none:
+            if consumer.members:
+                refused = DeletableGroupResult(group_id, ErrorCode.non_empty_group)
+                return self._carry_out([GroupReply(request_id, refused)])
+            records = changed_records(self._consumer_records(group_id), {})
+            del self.manager.consumer_groups[group_id]
+            offsets = set(self.manager.current_offsets(group_id))
+            offsets |= self.manager.pending_partitions(group_id)
+            gone = [(tp, None) for tp in sorted(offsets)]
+            records = self.manager.offset_records(group_id, gone) + records
+            return self._carry_out(
+                [append(records, GroupDeleted(group_id, request_id))]
+            )
         actions = self.offsets.delete_group(request_id, group_id, now)
         return self._carry_out(actions, group_id)
 
