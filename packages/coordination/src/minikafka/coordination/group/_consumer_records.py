@@ -292,7 +292,9 @@ class _Loading:
 class ConsumerGroupLoader:
     """Replays consumer-group records, last one per key winning (Kafka's
     ``GroupMetadataManager.replay`` for the consumer group records), then builds the
-    groups; ``topic_name`` resolves a topic id the partition metadata does not name."""
+    groups. A topic id is named by the group's partition metadata; a partition of a
+    topic it no longer names (deleted meanwhile) is dropped, as the next target would
+    drop it."""
 
     _groups: dict[str, _Loading] = attrs.field(factory=dict)
 
