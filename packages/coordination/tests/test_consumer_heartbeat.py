@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import pytest
 from kio.schema.errors import ErrorCode
 
-from minikafka.common import TopicPartition
+from minikafka.common import ConfigError, TopicPartition
 from minikafka.coordination.group._config import GroupConfig
 from minikafka.coordination.group._consumer_group import ConsumerGroupState
 from minikafka.coordination.group._consumer_heartbeat import (
@@ -388,3 +389,14 @@ def test_deleting_a_consumer_group_needs_it_empty_and_takes_its_records() -> Non
     fresh.load_partition(0, group.log.partitions[0], group.now)
     assert fresh.consumer_group(GROUP) is None
     assert fresh.group(GROUP) is None
+
+
+def test_group_consumer_assignors_names_the_default_and_refuses_unknown_ones() -> None:
+    config = GroupConfig.from_properties({"group.consumer.assignors": "range,uniform"})
+    group = Group(serving_coordinator(config))
+    group.join("a")
+    described = group.coordinator.consumer_group(GROUP)
+    assert described is not None
+    assert described.assignor == "range"
+    with pytest.raises(ConfigError, match="sticky"):
+        GroupConfig.from_properties({"group.consumer.assignors": "uniform,sticky"})

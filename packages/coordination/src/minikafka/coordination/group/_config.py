@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -69,6 +70,21 @@ class GroupConfig:
 
 
 _INT = ConfigType.INT
+SERVER_ASSIGNOR_NAMES = ("uniform", "range")
+"""The server-side assignors (KIP-848) ``group.consumer.assignors`` may list; Kafka
+takes class names too, minikafka the names only."""
+
+
+def _known_assignors(key: str, value: Any) -> None:
+    if not value:
+        raise ConfigError(key, "names no assignor")
+    for name in value:
+        if name not in SERVER_ASSIGNOR_NAMES:
+            raise ConfigError(
+                key, f"{name!r} is not one of {', '.join(SERVER_ASSIGNOR_NAMES)}"
+            )
+
+
 _MIN_SESSION = ConfigKey(
     "group.min.session.timeout.ms",
     _INT,
@@ -148,7 +164,7 @@ GROUP_CONFIG = ConfigDef(
             "group.consumer.assignors",
             ConfigType.LIST,
             "group_consumer_assignors",
-            None,
+            _known_assignors,
             "The server-side assignors, the first being the default (uniform, range).",
         ),
         ConfigKey(
