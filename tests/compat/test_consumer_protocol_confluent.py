@@ -9,7 +9,8 @@ seconds; a session is a few seconds so that a closed consumer's partitions move 
 
 The guarantees checked: every record is consumed once per group by members that share
 the partitions; a member that leaves has its partitions taken over by the others, who
-go on from its committed offsets (nothing read twice, nothing skipped); the AdminClient
+go on from its committed offsets (nothing read twice, nothing skipped); a member killed
+without leaving is fenced when its session ends and its partitions move; the AdminClient
 lists the group as a ``consumer`` group and describes its members and their assignment
 (ListGroups v5, ConsumerGroupDescribe); and the group outlives a broker restart, read
 back from ``__consumer_offsets``.
@@ -17,6 +18,9 @@ back from ``__consumer_offsets``.
 
 from __future__ import annotations
 
+import queue
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -252,6 +256,65 @@ def test_a_member_that_leaves_hands_its_partitions_over_without_rereads(
         assert all(m == "a" for m, _ in members.consumed[120:])
         assert members.errors == []
     finally:
+        members.close_all()
+
+
+# A consumer in a child process, to be killed: it reports each assignment on stdout.
+CHILD = r"""
+import sys
+from confluent_kafka import Consumer
+
+bootstrap, group, topic = sys.argv[1:4]
+consumer = Consumer({
+    "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+    "client.id": "child", "enable.auto.commit": False,
+})
+def on_assign(_, partitions):
+    print("assigned", " ".join(str(p.partition) for p in partitions), flush=True)
+consumer.subscribe([topic], on_assign=on_assign)
+while True:
+    consumer.poll(0.1)
+"""
+
+
+@pytest.mark.compat("ConsumerGroupHeartbeat", "confluent-kafka")
+def test_a_killed_member_is_fenced_after_its_session_and_its_partitions_move(
+    broker: BrokerProcess, name: str
+) -> None:
+    client = ConfluentGroups(broker.bootstrap)
+    client.create_topic(name, PARTITIONS)
+    members = Members(broker.bootstrap, name, name)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, broker.bootstrap, name, name],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in child.stdout or ():
+            lines.put(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert lines.get(timeout=WAIT).split()[0] == "assigned"
+        members.start("a")
+        members.wait(
+            lambda: 0 < len(members.owned["a"]) < PARTITIONS,
+            "a shares the partitions with the child",
+        )
+        child.kill()  # no leave: only the session timeout removes it
+        child.wait(WAIT)
+        members.wait(
+            lambda: members.owned.get("a") == set(range(PARTITIONS)),
+            "a takes the killed member's partitions",
+        )
+        assert members.errors == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(WAIT)
         members.close_all()
 
 
