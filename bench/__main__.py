@@ -39,7 +39,7 @@ from . import (
     transactions,
     zookeeper_mode,
 )
-from ._common import ROOT, Report, find_bench_error, write_results
+from ._common import ROOT, Report, build_label, find_bench_error, write_results
 
 BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     net_reactor.NAME: net_reactor.run,
@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     reports: dict[str, Report] = {}
     for name in names:
         started = time.perf_counter()
-        print(f"== {name}{' (--quick)' if args.quick else ''}", flush=True)
+        print(
+            f"== {name}{' (--quick)' if args.quick else ''}, {build_label()}",
+            flush=True,
+        )
         try:
             if name == goals.NAME:
                 report = goals.run(args.quick, reports)

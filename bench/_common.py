@@ -9,6 +9,8 @@ and each would measure the other's cost.
 from __future__ import annotations
 
 import datetime
+import importlib
+import importlib.machinery
 import json
 import math
 import os
@@ -342,7 +344,38 @@ def machine_facts() -> dict[str, object]:
             versions[dist] = None
     facts["packages"] = versions
     facts["git"] = _git_revision()
+    facts["minikafka_build"] = python_build()
     return facts
+
+
+def python_build() -> dict[str, object]:
+    """Which build of minikafka this process imports, and so the servers it spawns, which
+    inherit its ``PYTHONPATH``: ``pure`` (the source, what ``make run`` runs) or ``mypyc``
+    (``make mypyc``, selected by ``MINIKAFKA_BUILD=mypyc``), with the modules that are
+    compiled extensions."""
+    compiled = compiled_modules()
+    return {"build": "mypyc" if compiled else "pure", "compiled": compiled}
+
+
+def compiled_modules() -> list[str]:
+    """The minikafka modules imported from a compiled extension (the mypyc build's)."""
+    for package in ("minikafka.log", "minikafka.net"):
+        importlib.import_module(package)
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if name.startswith("minikafka.")
+        and str(getattr(module, "__file__", None) or "").endswith(suffixes)
+    )
+
+
+def build_label() -> str:
+    """:func:`python_build` in a few words, for a benchmark's header."""
+    compiled = compiled_modules()
+    if not compiled:
+        return "pure Python build"
+    return f"mypyc build ({len(compiled)} modules compiled)"
 
 
 def _cpu_model() -> str | None:

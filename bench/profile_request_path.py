@@ -77,6 +77,7 @@ from minikafka.net import NetworkClient, Node
 from ._common import (
     BenchError,
     ServerProcess,
+    build_label,
     markdown_table,
     process_cpu_seconds,
     spawned_server,
@@ -716,6 +717,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             if options.allocations and (not options.only or name in options.only)
         ]
+    print(f"minikafka: the {build_label()}")
     print(table(results))
     if counted:
         print()

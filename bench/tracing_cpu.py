@@ -4,7 +4,8 @@
 with ``--trace-dir`` and one without, both under ``bench.profile_request_path``'s
 harness (unprofiled here) and driven with its ``broker produce`` workload (4 connections
 x 32 Produce v8 in flight, each one 100-byte record, acks=1: a ``net.request`` and a
-``replication.hw_advance`` line per request). The two are driven in turn, alternating
+``replication.hw_advance`` line per request; ``--trace-events`` makes the traced
+broker write only the kinds it names). The two are driven in turn, alternating
 which goes first, ``--rounds`` times; each round's figure is the broker's CPU time
 (``/proc``, user + system, all its threads) over its requests. The minimum and the
 median of the rounds are quoted: a shared machine's load slows a round, it never
@@ -91,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="small counts: a smoke run"
     )
+    parser.add_argument(
+        "--trace-events",
+        metavar="KINDS",
+        help="the traced broker writes only these kinds (its --trace-events)",
+    )
     options = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     rounds = 2 if options.quick else options.rounds
     with tempfile.TemporaryDirectory(prefix="minikafka-tracing-cpu-") as tmp:
@@ -108,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                     if w[0] == "broker produce"
                 )
+                if trace_dir is not None and options.trace_events is not None:
+                    args = [*args, "--trace-events", options.trace_events]
                 server = stack.enter_context(
                     profile._spawn(target, args, scratch / f"{len(servers)}.prof")
                 )

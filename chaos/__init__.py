@@ -1,7 +1,10 @@
-"""minikafka's chaos harness, begun: the parts that need no running cluster.
+"""minikafka's chaos harness: a seeded nemesis over a real process cluster, real
+clients, and a checker.
 
 ``history`` (the history file's format), ``checker`` (the anomalies a history and the
 final state show), ``traces`` (what the brokers' and controllers' traces must never
-show), ``nemesis`` (a seeded schedule of faults) and ``netns`` (network namespaces for
-real partitions). ``chaos/README.md`` says what exists and what is not built yet.
+show), ``nemesis`` (a seeded schedule of faults), ``netns`` (network namespaces for
+real partitions), ``workload`` (the clients), ``faults`` (the schedule carried out on
+the cluster) and ``runner`` (a run end to end). ``chaos/README.md`` says what is
+injected today and what is not built yet.
 """

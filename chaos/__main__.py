@@ -1,8 +1,13 @@
-"""``python -m chaos``: the chaos harness's commands that need no cluster.
+"""``python -m chaos``: the chaos harness's commands.
 
 ``check HISTORY FINAL [--traces DIR]`` checks a recorded history against its final
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
+``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...]
+[--clients confluent-kafka,minikafka] --out DIR`` runs a cluster through the seed's
+faults with real clients, checks what they saw and prints a summary
+(:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the run itself went wrong (its
+summary's notes say how).
 ``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
 (:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
 """
@@ -18,9 +23,12 @@ from typing import TextIO
 from minikafka.trace import read_trace
 
 from .checker import check
+from .faults import INJECTED
 from .history import parse_final_state, parse_history
 from .nemesis import Options, Topology, parse_faults, schedule
+from .runner import RunOptions, refused, run
 from .traces import TRACE_ANOMALY_KINDS, check_traces
+from .workload import CLIENT, CLIENTS
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
@@ -70,10 +78,49 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     )
     scheduling.add_argument("--brokers", default="1,2,3", help="broker ids")
     scheduling.add_argument("--controllers", default="", help="KRaft voter ids")
+    running = commands.add_parser("run", help="run a cluster through a seed's faults")
+    running.add_argument("--seed", type=int, required=True)
+    running.add_argument("--duration", type=float, default=120.0)
+    running.add_argument("--mode", choices=("kraft", "zk"), default="kraft")
+    running.add_argument("--controllers", type=int, choices=(1, 3), default=1)
+    running.add_argument(
+        "--faults", default=",".join(INJECTED), help="kinds or groups, comma-separated"
+    )
+    running.add_argument(
+        "--clients",
+        default=CLIENT,
+        help=f"the producers' clients, taken in turn: {', '.join(CLIENTS)}",
+    )
+    running.add_argument("--out", required=True, help="the run's directory")
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return _run(args, out, parser)
     if args.command == "schedule":
         return _schedule(args, out, parser)
     return _check(args, out)
+
+
+def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser) -> int:
+    try:
+        kinds = parse_faults(args.faults)
+    except ValueError as exc:
+        parser.error(str(exc))
+    why = refused(kinds)
+    if why is not None:
+        parser.error(why)
+    clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown or not clients:
+        parser.error(f"--clients: choose from {', '.join(CLIENTS)}, not {unknown}")
+    opts = RunOptions(
+        args.seed,
+        args.duration,
+        args.mode,
+        args.controllers,
+        faults=kinds,
+        clients=clients,
+    )
+    return run(opts, Path(args.out), out)
 
 
 def _ids(text: str) -> tuple[int, ...]:

@@ -6,6 +6,7 @@
 #   zookeeper  ZooKeeper mode runs Debian's ZooKeeper server (its chapter, its tests,
 #              `make cluster MODE=zk`)
 #   chromium   `make book FULL=1` checks each page in headless Chromium (nothing wider)
+#   mypyc      `make mypyc` (the optional compiled build) needs gcc and Python's headers
 #   reference  Apache Kafka's jars (reference/pom.xml) in reference/.cache/, for the tests
 #              and benchmarks that run the real broker, Java clients and tools beside
 #              minikafka: a JDK (javac compiles the tests' Java driver) and Maven, then
@@ -44,10 +45,19 @@ for need in "$@"; do
         # Debian's ZooKeeper server puts no command on PATH: its jar says it is there.
         zookeeper) [[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper) ;;
         chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+        # The optional mypyc build compiles C against the interpreter's headers: Debian's
+        # python3 has them in python3-dev (a pyenv or uv-installed Python has its own).
+        mypyc)
+            command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+            python=python3
+            [[ -x .venv/bin/python ]] && python=.venv/bin/python  # the workspace's, once synced
+            "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+                || missing+=(python3-dev) ;;
         reference)
             command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
             command -v mvn >/dev/null 2>&1 || missing+=(maven) ;;
-        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium, reference)" >&2; exit 2 ;;
+        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium, reference, mypyc)" >&2; exit 2 ;;
     esac
 done
 if ((${#missing[@]})); then

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from chaos.__main__ import main
 from chaos.history import Op, encode_final_state, format_history
 from minikafka.replication import BecameLeader
@@ -55,3 +57,17 @@ def test_anomalies_from_history_and_traces_are_printed_and_fail(tmp_path: Path) 
     assert "lost                 t-0              ops 1: value 11" in text
     assert "two_leaders          t-0: broker 1 and broker 2 became leaders" in text
     assert "two_leaders          1" in text
+
+
+def test_a_run_refuses_faults_it_cannot_inject_rather_than_pretend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(
+            ["run", "--seed", "1", "--faults", "kill,partition", "--out", str(tmp_path)]
+        )
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "cannot inject partition-halves" in error
+    assert "injected today: kill, pause, kill-active-controller" in error
+    assert not any(tmp_path.iterdir())  # no cluster laid out

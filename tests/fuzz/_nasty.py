@@ -457,6 +457,21 @@ def misc(rng: random.Random) -> Overrides:
     )
 
 
+def sasl(rng: random.Random) -> Overrides:
+    """SaslHandshake and SaslAuthenticate on a PLAINTEXT listener: whatever they carry,
+    ILLEGAL_SASL_STATE (a SASL listener's exchange is fuzzed in the net package)."""
+    return rng.choice(
+        (
+            {"mechanism": rng.choice(("", "PLAIN", "GSSAPI", "x" * 32767, "é"))},
+            {
+                "auth_bytes": rng.choice(
+                    (b"", b"\x00\x00", b"\x00alice\x00secret", b"\xff" * 70000)
+                )
+            },
+        )
+    )
+
+
 def offset_for_leader_epoch(rng: random.Random) -> Overrides:
     return rng.choice(
         (
@@ -777,6 +792,8 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.DESCRIBE_GROUPS: group_ids,
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.API_VERSIONS: misc,
+    ApiKey.SASL_HANDSHAKE: sasl,
+    ApiKey.SASL_AUTHENTICATE: sasl,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
     ApiKey.DELETE_RECORDS: delete_records,

@@ -664,11 +664,17 @@ _SWEEP_ORDER = (
 # the transaction APIs a transaction: test_txn_apis.py sweeps theirs, and
 # test_txn_admin_apis.py DescribeTransactions' and ListTransactions'.
 _GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 24, 25, 26, 27, 28, 65, 66, 68, 69)
+# SaslHandshake and SaslAuthenticate: a SASL listener's connection answers them (the
+# net package's test_sasl_listener.py); on this PLAINTEXT listener they are refused with
+# ILLEGAL_SASL_STATE, checked below.
+_SASL_APIS = (17, 36)
 
 
 async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) -> None:
     """ApiVersions promises exactly what the broker handles: each version once, no error."""
-    assert sorted((*_SWEEP_ORDER, *_GROUP_APIS)) == sorted(KafkaApis.SUPPORTED)
+    assert sorted((*_SWEEP_ORDER, *_GROUP_APIS, *_SASL_APIS)) == sorted(
+        KafkaApis.SUPPORTED
+    )
     answered: dict[int, list[int]] = {}
     for api_key in _SWEEP_ORDER:
         low, high = KafkaApis.SUPPORTED[api_key]
@@ -714,7 +720,7 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
     assert answered == {
         k: list(range(lo, hi + 1))
         for k, (lo, hi) in KafkaApis.SUPPORTED.items()
-        if k not in _GROUP_APIS
+        if k not in _GROUP_APIS + _SASL_APIS
     }
     # DeleteTopics of every version removed the topics again (FindCoordinator created
     # the internal __consumer_offsets, which stays); those of CreateTopics versions past
@@ -1891,7 +1897,7 @@ async def test_a_truncated_frame_closes_only_that_connection(broker: Kafka) -> N
     frame = request_frame(produce_request("t", {0: batch([b"a"])}), 7)
     raw = await RawConnection.open(broker.server.socket_server)
     await raw.send(frame[: len(frame) // 2])
-    await raw.stream.send_eof()  # the client goes away mid-frame
+    await raw.send_eof()  # the client goes away mid-frame
     with trio.fail_after(DEADLINE):
         assert await raw.wait_closed()
     await raw.aclose()
@@ -1952,3 +1958,20 @@ async def test_a_refused_block_is_an_error_and_the_next_call_asks_again() -> Non
         await manager.generate_producer_id()
     assert caught.value.error_code is ErrorCode.stale_broker_epoch
     assert await manager.generate_producer_id() == 7
+
+
+async def test_sasl_requests_outside_an_exchange_are_illegal_sasl_state(
+    broker: Kafka,
+) -> None:
+    """Every advertised SaslHandshake and SaslAuthenticate version, on a PLAINTEXT
+    listener: ILLEGAL_SASL_STATE, as Kafka's KafkaApis answers them."""
+    for api_key, fields in (
+        (17, {"mechanism": "PLAIN"}),
+        (36, {"auth_bytes": b"\x00alice\x00secret"}),
+    ):
+        low, high = KafkaApis.SUPPORTED[api_key]
+        for version in range(low, high + 1):
+            body = build(request_class(api_key, version), **fields)
+            with trio.fail_after(DEADLINE):
+                response = await broker.client.send(broker.node, body)
+            assert getattr(response, "error_code") == ErrorCode.illegal_sasl_state  # noqa: B009

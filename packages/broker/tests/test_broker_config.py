@@ -335,7 +335,7 @@ def test_the_first_unknown_key_is_named_when_there_are_several() -> None:
         ("default.replication.factor", "x"),
         ("unclean.leader.election.enable", "1"),
         ("broker.session.timeout.ms", "-5"),
-        ("listener.security.protocol.map", "PLAINTEXT:SSL"),
+        ("listener.security.protocol.map", "PLAINTEXT:KERBEROS"),
         ("num.recovery.threads.per.data.dir", "0"),
         ("socket.send.buffer.bytes", "big"),
         ("offsets.topic.replication.factor", "3x"),

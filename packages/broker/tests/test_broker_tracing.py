@@ -336,3 +336,25 @@ def test_no_tracing_without_the_flag_or_the_variable(
 def _int(value: object) -> int:
     assert isinstance(value, int)
     return value
+
+
+def test_trace_events_writes_only_the_kinds_asked_for(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    with BrokerProcess(
+        tmp_path / "data", trace_dir=traces, trace_events=("net.request",)
+    ) as broker:
+        _create_topic(broker.bootstrap, "selected")
+    records = list(read_trace(traces))
+    assert {(r["component"], r["event"]) for r in records} == {("net", "request")}
+    assert "CreateTopics" in {r["api_name"] for r in records}
+
+
+def test_an_unknown_trace_event_kind_stops_start_up(tmp_path: Path) -> None:
+    args = ["broker", "--override", "listeners=PLAINTEXT://127.0.0.1:0"]
+    args += ["--override", f"log.dirs={tmp_path / 'data'}"]
+    args += ["--trace-dir", str(tmp_path / "traces")]
+    result = CliRunner().invoke(app, [*args, "--trace-events", "net.request,net.nope"])
+    assert result.exit_code == 2
+    assert "no such trace events: ['net.nope']" in result.stderr
+    assert not (tmp_path / "data").exists()
+    assert not (tmp_path / "traces").exists()

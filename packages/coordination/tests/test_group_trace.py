@@ -276,6 +276,9 @@ class _Relay:
     def enabled(self) -> bool:
         return self.target.enabled
 
+    def wants(self, event_type: type[TraceEvent]) -> bool:
+        return self.target.wants(event_type)
+
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
         self.target.emit(event, ts)
 

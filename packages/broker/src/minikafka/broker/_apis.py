@@ -43,6 +43,7 @@ from minikafka.net import (
     ApiTable,
     Features,
     Request,
+    answer_without_sasl,
     handle_api_versions,
 )
 from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
@@ -194,6 +195,11 @@ class KafkaApis:
 
     async def _api_versions(self, request: Request) -> None:
         handle_api_versions(request, self.SUPPORTED, self.features())
+
+    async def _sasl_outside_exchange(self, request: Request) -> None:
+        # A SASL listener's connection answers the exchange itself (minikafka.net's
+        # _sasl_channel.py); what reaches here came from another listener, or after it.
+        answer_without_sasl(request)
 
     # --- one method per API, adapting the request to its handler's dependencies
     # --------
@@ -452,6 +458,8 @@ class KafkaApis:
         ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _consumer_group_describe),
         ApiSpec(ApiKey.LIST_GROUPS, 0, 5, _list_groups),
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
+        ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, _sasl_outside_exchange),
+        ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, _sasl_outside_exchange),
         ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, _create_topics),
         ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, _delete_topics),
         ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, _delete_records),

@@ -561,4 +561,14 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ),
     ApiKey.DESCRIBE_CLUSTER: DESCRIBE_CLUSTER,
     ApiKey.DESCRIBE_LOG_DIRS: DESCRIBE_LOG_DIRS,
+    # Answered by a SASL listener's connection (minikafka.net); the handler sees them
+    # only outside an exchange, and answers without reading the body.
+    ApiKey.SASL_HANDSHAKE: body_classes(
+        "sasl_handshake_v0.SaslHandshakeRequest | sasl_handshake_v1.SaslHandshakeRequest"
+    ),
+    ApiKey.SASL_AUTHENTICATE: body_classes(
+        "sasl_authenticate_v0.SaslAuthenticateRequest"
+        " | sasl_authenticate_v1.SaslAuthenticateRequest"
+        " | sasl_authenticate_v2.SaslAuthenticateRequest"
+    ),
 }

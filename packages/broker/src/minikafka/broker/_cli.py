@@ -70,6 +70,16 @@ def broker(
             "(default: $MINIKAFKA_TRACE_DIR, else no tracing)",
         ),
     ] = None,
+    trace_events: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-events",
+            metavar="KINDS",
+            help="write only these kinds of trace event, comma-separated "
+            "component.event names such as net.request,replication.hw_advance "
+            "(default: every kind)",
+        ),
+    ] = None,
 ) -> None:
     """Run a single-node broker (KRaft combined mode) until SIGTERM or Ctrl-C."""
     logging.basicConfig(
@@ -87,7 +97,8 @@ def broker(
     # Before BrokerServer.open, which builds every component with this tracer (log
     # recovery emits while the logs load). It is also the process's, the default of an
     # embedder's BrokerServer.open.
-    tracer = start_tracing(trace_dir, config.node_id)
+    events = None if trace_events is None else trace_events.split(",")
+    tracer = start_tracing(trace_dir, config.node_id, events)
     try:
         run_broker(config, tracer)
     finally:

@@ -41,6 +41,7 @@ from minikafka.net import (
     NET_CONFIG,
     Listener,
     NetConfig,
+    is_listener_key,
     listener_endpoints,
     parse_listeners,
     security_protocol_map,
@@ -145,7 +146,9 @@ class KafkaConfig:
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> KafkaConfig:
         props = {key.strip(): value.strip() for key, value in props.items()}
-        unknown = sorted(set(props) - known_keys())
+        unknown = sorted(
+            key for key in set(props) - known_keys() if not is_listener_key(key)
+        )
         if unknown:
             raise ConfigError(unknown[0], "unknown configuration key")
         controller = ControllerConfig.from_properties(props)

@@ -310,6 +310,8 @@ def leader_hints(
         for tp, result in results.items()
         if result.error_code is ErrorCode.not_leader_or_follower
     ]
+    if not refused:  # most answers: no leader to name, no broker list to filter
+        return {}, []
     return current_leaders(listener, cache, refused)
 
 

@@ -14,6 +14,7 @@ import gc
 import logging
 import signal
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,6 +28,7 @@ from minikafka.trace import (
     Tracer,
     configure_from_env,
     configure_tracing,
+    event_types,
 )
 
 from ._config import KafkaConfig
@@ -109,18 +111,25 @@ def _describe(exc: OSError) -> str:
     return f"{exc.filename}: {text}" if exc.filename else text
 
 
-def start_tracing(trace_dir: Path | None, node_id: int) -> Tracer:
+def start_tracing(
+    trace_dir: Path | None, node_id: int, events: Sequence[str] | None = None
+) -> Tracer:
     """Install this process's tracer for broker ``node_id`` and say where it writes.
 
     ``--trace-dir`` wins over ``MINIKAFKA_TRACE_DIR``; neither: a NullTracer. A
     directory is one run: the file names carry node and pid, so the processes of a
-    local cluster (and a restarted broker) can share it.
+    local cluster (and a restarted broker) can share it. ``events`` (``--trace-events``)
+    are the kinds to write, ``component.event``; None: every kind.
     """
+    unknown = sorted(set(events or ()) - {f"{c}.{e}" for c, e in event_types()})
+    if unknown:
+        typer.echo(f"minikafka broker: no such trace events: {unknown}", err=True)
+        raise typer.Exit(2)
     try:
         if trace_dir is not None:
-            tracer = configure_tracing(trace_dir, node_id)
+            tracer = configure_tracing(trace_dir, node_id, events)
         else:
-            tracer = configure_from_env(node_id)
+            tracer = configure_from_env(node_id, events)
     except OSError as exc:
         where = trace_dir if trace_dir is not None else f"${TRACE_DIR_ENV}"
         typer.echo(f"minikafka broker: cannot trace into {where}: {exc}", err=True)

@@ -33,7 +33,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast, get_args, get_type_hints
@@ -75,6 +75,8 @@ class BrokerProcess:
     trace_dir: Path | None = None
     """``--trace-dir``: the broker's trace events go here (None: no flag; the broker then
     honours ``MINIKAFKA_TRACE_DIR`` if this process's environment sets it)."""
+    trace_events: Sequence[str] | None = None
+    """``--trace-events``: the kinds written (``"net.request"``); None: every kind."""
     process: NodeProcess | None = attrs.field(init=False, default=None)
     output: list[str] = attrs.field(init=False, factory=list)
 
@@ -93,6 +95,8 @@ class BrokerProcess:
             args += ["--override", f"{key}={value}"]
         if self.trace_dir is not None:
             args += ["--trace-dir", str(self.trace_dir)]
+        if self.trace_events is not None:
+            args += ["--trace-events", ",".join(self.trace_events)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = start_node(args, output=None, env=env)
         self._wait_ready(timeout)

@@ -50,6 +50,12 @@ class Deadlines(Generic[K]):
 
     def next_deadline(self) -> float | None:
         """The earliest time any key is due, or None when nothing is scheduled."""
+        if not self._due:
+            # Nothing scheduled (most often, asked after every call of a core): every
+            # entry left is stale.
+            if self._heap:
+                self._heap.clear()
+            return None
         self._drop_stale()
         return self._heap[0][0] if self._heap else None
 

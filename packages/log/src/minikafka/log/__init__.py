@@ -81,10 +81,10 @@ from ._producer_state import InvalidProducerEpochError as InvalidProducerEpochEr
 from ._producer_state import OutOfOrderSequenceError as OutOfOrderSequenceError
 from ._producer_state import ProducerStateEntry as ProducerStateEntry
 from ._producer_state import ProducerStateManager as ProducerStateManager
-from ._record_checks import InvalidTimestampError as InvalidTimestampError
-from ._record_checks import MissingKeyError as MissingKeyError
 from ._record_checks import RecordRules as RecordRules
 from ._record_checks import check_records as check_records
+from ._record_errors import InvalidTimestampError as InvalidTimestampError
+from ._record_errors import MissingKeyError as MissingKeyError
 from ._records import Header as Header
 from ._records import Record as Record
 from ._records import build_batch as build_batch

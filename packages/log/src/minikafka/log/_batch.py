@@ -33,7 +33,9 @@ from collections.abc import Iterator
 import attrs
 from crc32c import crc32c
 
-from minikafka.common import ApiError, ErrorCode
+# The errors live in a module of their own, which the optional mypyc build leaves Python.
+from minikafka.log._record_errors import CorruptRecordError as CorruptRecordError
+from minikafka.log._record_errors import InvalidRecordError as InvalidRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
@@ -81,34 +83,6 @@ TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 # KIP-534: baseTimestamp holds the tombstones' delete horizon
 DELETE_HORIZON_MASK = 0x40
-
-
-class InvalidRecordError(ApiError):
-    """A batch that is well formed but breaks a rule: Kafka's INVALID_RECORD (87)."""
-
-    error_code = ErrorCode.invalid_record
-    per_record = False
-    """A rule about one record (key, timestamp), not about the batch's structure."""
-
-    def __init__(
-        self,
-        message: str,
-        position: int = 0,
-        record_errors: tuple[tuple[int, str], ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.position = position
-        self.record_errors = record_errors
-        """``(index in the batch, why)`` of each record a per-record rule refuses (a
-        missing key on a compacted topic, a timestamp out of range): what Kafka's
-        Produce v8 answers as ``record_errors`` (KIP-467). Empty for an error of the
-        batch's structure."""
-
-
-class CorruptRecordError(InvalidRecordError):
-    """Bytes that are not a batch (bad CRC, bad length, bad magic): CORRUPT_MESSAGE (2)."""
-
-    error_code = ErrorCode.corrupt_message
 
 
 @attrs.frozen

@@ -45,6 +45,7 @@ from ._local_view import LocalLogView
 from ._log_txns import (
     FetchIsolation,
     collect_aborted_transactions,
+    lso_before,
     trace_aborted_served,
     trace_lso_move,
     trace_markers,
@@ -229,7 +230,7 @@ class Log(LocalLogView):
                 config.compression_level,
                 config.max_message_bytes,
             )
-        append_time = now if config.log_append_time else None
+        append_time = now if stamped else None
         batches, info = assign_offsets(
             records, batches, self.log_end_offset, leader_epoch, append_time
         )
@@ -312,17 +313,17 @@ class Log(LocalLogView):
         """Write, then move every appended batch's producer state and transaction
         (Kafka analyses a follower's batches as a leader's); a roll first snapshots the
         producers as of the new segment's base offset."""
-        active = self.active_segment
+        active = self.local.segments[-1]  # read directly, not through two properties
         self.local.append(records, batches, info, now)
-        if self.active_segment is not active:
-            take_snapshot(self, self.active_segment.base_offset)
+        if self.local.segments[-1] is not active:
+            take_snapshot(self, self.local.segments[-1].base_offset)
         self.producer_state.update_batches(batches)
         ended = track_batches(
             self.ongoing_txns,
             batches,
             # only a marker's batch is read (rare): no view taken on every append
             lambda position, header: bytes(records[position : position + header.size]),
-            self.active_segment,
+            self.local.segments[-1],
         )
         trace_markers(self, ended)
 
@@ -426,12 +427,12 @@ class Log(LocalLogView):
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HW, clamped to [log start, log end]; returns the value set."""
-        previous = self.last_stable_offset, self.high_watermark
+        previous = lso_before(self)  # None unless traced: this runs on every append
         self.high_watermark = min(
             max(offset, self.log_start_offset), self.log_end_offset
         )
         self.ongoing_txns.on_high_watermark(self.high_watermark)
-        trace_lso_move(self, *previous)
+        trace_lso_move(self, previous)
         return self.high_watermark
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -450,7 +451,7 @@ class Log(LocalLogView):
         if target_offset >= self.log_end_offset:
             return False
         previous = self.log_end_offset
-        lso = self.last_stable_offset, self.high_watermark
+        lso = lso_before(self)
         if target_offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(target_offset)
             return True
@@ -464,7 +465,7 @@ class Log(LocalLogView):
         delete_snapshots(self.dir, above=target_offset)
         if self.producer_state.last_producer_offset >= target_offset:
             rebuild_producer_state(self)  # a removed batch had a producer id
-        trace_lso_move(self, *lso)
+        trace_lso_move(self, lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(
@@ -475,14 +476,14 @@ class Log(LocalLogView):
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
         """Drop everything and start empty at ``new_offset`` (a follower far behind)."""
         previous = self.log_end_offset
-        lso = self.last_stable_offset, self.high_watermark
+        lso = lso_before(self)
         self.local.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         self.ongoing_txns = OngoingTransactions()
         delete_snapshots(self.dir, above=-1)
-        trace_lso_move(self, *lso)
+        trace_lso_move(self, lso)
         if self.tracer.enabled:
             tp = self.topic_partition
             self.tracer.emit(LogTruncated(tp.topic, tp.partition, new_offset, previous))

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FetchIsolation",
     "collect_aborted_transactions",
+    "lso_before",
     "trace_aborted_served",
     "trace_lso_move",
     "trace_markers",
@@ -210,11 +211,22 @@ def trace_markers(log: Log, ended: list[CompletedTxn]) -> None:
             log.tracer.emit(event, ts)
 
 
-def trace_lso_move(log: Log, previous_lso: int, previous_hw: int) -> None:
-    """A trace event when the LSO moved, unless it only followed the high watermark
-    with no transaction holding it back (replication traces the HW's moves)."""
-    if not log.tracer.enabled:  # checked first: this runs on every HW move
+def lso_before(log: Log) -> tuple[int, int] | None:
+    """The LSO and the high watermark before a change that may move them, for
+    :func:`trace_lso_move`; None when tracing is off, without computing the LSO (asked
+    on every HW move, that is on every leader append of a single node)."""
+    if not log.tracer.enabled:
+        return None
+    return log.last_stable_offset, log.high_watermark
+
+
+def trace_lso_move(log: Log, previous: tuple[int, int] | None) -> None:
+    """A trace event when the LSO moved since ``previous`` (:func:`lso_before`), unless
+    it only followed the high watermark with no transaction holding it back
+    (replication traces the HW's moves)."""
+    if previous is None or not log.tracer.enabled:
         return
+    previous_lso, previous_hw = previous
     lso = log.last_stable_offset
     following = previous_lso == previous_hw and lso == log.high_watermark
     if lso != previous_lso and not following:

@@ -38,10 +38,9 @@ from typing import NoReturn
 
 import attrs
 
-from minikafka.common import ErrorCode
-
-from ._batch import InvalidRecordError, RecordBatchHeader
+from ._batch import RecordBatchHeader
 from ._compression import Buffer
+from ._record_errors import InvalidRecordError, InvalidTimestampError, MissingKeyError
 from ._record_runs import MIN_RUN, Records, Window, verified_run
 
 MAX_LONG = 2**63 - 1
@@ -53,19 +52,6 @@ MIN_RECORD_SIZE = 7
 # all differ (values of varying length) pay a few percent for the attempts, no more.
 FIRST_WALK = 16
 MAX_WALK = 1024
-
-
-class InvalidTimestampError(InvalidRecordError):
-    """A CreateTime timestamp outside the topic's bounds: Kafka's INVALID_TIMESTAMP (32)."""
-
-    error_code = ErrorCode.invalid_timestamp
-    per_record = True
-
-
-class MissingKeyError(InvalidRecordError):
-    """A record without a key on a compacted topic: INVALID_RECORD (87)."""
-
-    per_record = True
 
 
 @attrs.frozen

@@ -39,6 +39,7 @@ from ._config import NET_CONFIG as NET_CONFIG
 from ._config import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from ._config import Listener as Listener
 from ._config import NetConfig as NetConfig
+from ._config import is_listener_key as is_listener_key
 from ._config import listener_endpoints as listener_endpoints
 from ._config import parse_listeners as parse_listeners
 from ._config import parse_security_protocol_map as parse_security_protocol_map
@@ -72,6 +73,7 @@ from ._request import Request as Request
 from ._request import RequestMetrics as RequestMetrics
 from ._request import Response as Response
 from ._request import ResponseAction as ResponseAction
+from ._sasl_channel import answer_without_sasl as answer_without_sasl
 from ._server import Acceptor as Acceptor
 from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
@@ -119,6 +121,7 @@ __all__ = [
     "ResponseAction",
     "SocketServer",
     "UnsupportedVersionError",
+    "answer_without_sasl",
     "api_name",
     "api_versions_response",
     "body_classes",
@@ -132,6 +135,7 @@ __all__ = [
     "handle_api_versions",
     "has_field",
     "is_body",
+    "is_listener_key",
     "leader_and_isr_v5",
     "listener_endpoints",
     "load_body_classes",

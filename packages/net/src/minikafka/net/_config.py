@@ -3,9 +3,10 @@
 ``listeners`` is Kafka's ``NAME://host:port[,NAME://host:port...]``; port 0 asks the
 operating system for a free port (tests use it). Each listener name is looked up in
 ``listener.security.protocol.map`` (Kafka's default maps each security protocol's name
-to itself) to find the protocol it speaks. Only PLAINTEXT exists here: a listener that
-promises SSL, SASL_SSL or SASL_PLAINTEXT stops start-up rather than serving
-unencrypted, unauthenticated Kafka under a name that says otherwise.
+to itself) to find the protocol it speaks: PLAINTEXT, SSL (its ``ssl.*`` keys are read
+by ``_ssl_config.py``), SASL_PLAINTEXT and SASL_SSL (their SASL keys by
+``_sasl_config.py``, SASL_SSL's TLS as SSL's). A listener that speaks TLS or SASL
+without the settings it needs stops start-up, naming the missing key.
 
 The connection limits are Kafka's ConnectionQuotas keys (``max.connections``, KIP-402;
 ``max.connections.per.ip`` and its overrides) and ``queued.max.request.bytes``, the
@@ -30,6 +31,8 @@ from minikafka.common import (
 )
 
 from ._framing import DEFAULT_MAX_FRAME_BYTES
+from ._sasl_config import FAILED_DELAY, JAAS, SASL_LISTENER_KEYS, SaslSettings
+from ._ssl_config import SSL_KEYS, SslSettings
 
 INT_MAX = 2**31 - 1
 """Java's ``Integer.MAX_VALUE``: Kafka's default for the connection limits (no limit)."""
@@ -38,8 +41,12 @@ INT_MAX = 2**31 - 1
 # --- listeners and their security protocols ----------------------------------------------
 
 PLAINTEXT = "PLAINTEXT"
+SSL = "SSL"
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-"""Kafka's SecurityProtocol names; only PLAINTEXT is implemented."""
+"""Kafka's SecurityProtocol names."""
+SASL_PLAINTEXT, SASL_SSL = "SASL_PLAINTEXT", "SASL_SSL"
+TLS_PROTOCOLS = (SSL, SASL_SSL)
+SASL_PROTOCOLS = (SASL_PLAINTEXT, SASL_SSL)
 SECURITY_PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 LISTENERS = "listeners"
 QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"
@@ -114,8 +121,9 @@ def listener_endpoints(
 ) -> tuple[Listener, ...]:
     """Parse ``value`` and give each listener the protocol its name maps to.
 
-    One place for every key that names listeners (``listeners``, ``advertised.listeners``):
-    a name the map does not know is Kafka's "No security protocol defined for listener".
+    One place for every key that names listeners (``listeners``,
+    ``advertised.listeners``): a name the map does not know is Kafka's "No security
+    protocol defined for listener".
     """
     resolved: list[Listener] = []
     for listener in parse_listeners(value, key):
@@ -128,22 +136,6 @@ def listener_endpoints(
             )
         resolved.append(attrs.evolve(listener, security_protocol=protocol))
     return tuple(resolved)
-
-
-def check_plaintext(listeners: tuple[Listener, ...], key: str = LISTENERS) -> None:
-    """Refuse a listener whose name promises TLS or SASL: neither is implemented.
-
-    Serving plaintext under such a name would look secure to whoever configured it
-    and be readable and unauthenticated on the wire, so start-up stops instead.
-    """
-    for listener in listeners:
-        if listener.security_protocol != PLAINTEXT:
-            raise ConfigError(
-                key,
-                f"listener {listener} uses security protocol "
-                f"{listener.security_protocol}, "
-                "but TLS and SASL are not implemented in minikafka; use PLAINTEXT",
-            )
 
 
 # --- per-IP connection limits -------------------------------------------------------------
@@ -178,14 +170,6 @@ def _count(key: str, raw: str) -> int:
 # --- the config ---------------------------------------------------------------------------
 
 
-def _plaintext_only(
-    instance: object,
-    attribute: attrs.Attribute[tuple[Listener, ...]],
-    value: tuple[Listener, ...],
-) -> None:
-    check_plaintext(value)
-
-
 _OS_DEFAULT_READ_SIZE = 65_536
 
 DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
@@ -196,9 +180,11 @@ DEFAULT_LISTENER = Listener("PLAINTEXT", "127.0.0.1", 9092)
 class NetConfig:
     """What the Reactor needs; :data:`NET_CONFIG` declares the Kafka key of each field."""
 
-    listeners: tuple[Listener, ...] = attrs.field(
-        default=(DEFAULT_LISTENER,), validator=_plaintext_only
-    )
+    listeners: tuple[Listener, ...] = attrs.field(default=(DEFAULT_LISTENER,))
+    listener_ssl: tuple[SslSettings, ...] = ()
+    """The TLS settings of each listener that speaks SSL or SASL_SSL."""
+    listener_sasl: tuple[SaslSettings, ...] = ()
+    """The SASL settings of each listener that speaks SASL_PLAINTEXT or SASL_SSL."""
     num_network_threads: int = 3
     num_io_threads: int = 8
     queued_max_requests: int = 500
@@ -212,6 +198,19 @@ class NetConfig:
     socket_receive_buffer_bytes: int = 102_400
 
     def __attrs_post_init__(self) -> None:
+        tls = {settings.listener for settings in self.listener_ssl}
+        sasl = {settings.listener for settings in self.listener_sasl}
+        for listener in self.listeners:
+            protocol = listener.security_protocol
+            if protocol in TLS_PROTOCOLS and listener.name not in tls:
+                raise ConfigError(
+                    LISTENERS,
+                    f"listener {listener} speaks TLS but has no ssl.* settings",
+                )
+            if protocol in SASL_PROTOCOLS and listener.name not in sasl:
+                raise ConfigError(
+                    LISTENERS, f"listener {listener} speaks SASL but has no settings"
+                )
         NET_CONFIG.validate(self)  # a NetConfig built in code obeys the same bounds
         # Kafka's KafkaConfig.validateValues, for the keys this layer owns.
         if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
@@ -255,12 +254,17 @@ class NetConfig:
         listeners = listener_endpoints(
             raw_listeners, LISTENERS, security_protocol_map(props)
         )
-        # Name the key that made a listener secure: the map if it was given, else listeners.
-        given_map = SECURITY_PROTOCOL_MAP_KEY in props
-        check_plaintext(
-            listeners, SECURITY_PROTOCOL_MAP_KEY if given_map else LISTENERS
-        )
         values["listeners"] = listeners
+        values["listener_ssl"] = tuple(
+            SslSettings.from_properties(props, listener.name)
+            for listener in listeners
+            if listener.security_protocol in TLS_PROTOCOLS
+        )
+        values["listener_sasl"] = tuple(
+            SaslSettings.from_properties(props, listener.name)
+            for listener in listeners
+            if listener.security_protocol in SASL_PROTOCOLS
+        )
         return cls(**values)  # type: ignore[arg-type]
 
 
@@ -294,7 +298,7 @@ NET_CONFIG = ConfigDef(
             SECURITY_PROTOCOL_MAP_KEY,
             lambda k, v: parse_security_protocol_map(v, k),
             None,
-            doc="LISTENER_NAME:SECURITY_PROTOCOL,...; only PLAINTEXT is implemented.",
+            doc="LISTENER_NAME:SECURITY_PROTOCOL,...",
         ),
         ConfigKey(
             CONTROLLER_LISTENER_NAMES,
@@ -382,6 +386,32 @@ NET_CONFIG = ConfigDef(
             "SO_RCVBUF of the listening sockets (inherited by each connection) and the "
             "size of one read; -1 for the OS's default.",
         ),
+        # Read by SslSettings and SaslSettings, per listener: declared here so that
+        # they are known keys.
+        *(
+            ConfigKey(
+                key, ConfigType.STRING, None, doc="TLS listeners (_ssl_config.py)."
+            )
+            for key in SSL_KEYS
+        ),
+        *(
+            ConfigKey(key, ConfigType.STRING, None, doc="SASL (_sasl_config.py).")
+            for key in (*SASL_LISTENER_KEYS, FAILED_DELAY)
+        ),
     )
 )
 """The network layer's keys (Kafka's SocketServerConfigs and listener keys)."""
+
+
+_LISTENER_KEY = re.compile(r"listener\.name\.[a-z0-9_]+\.(?P<key>.+)")
+
+
+def is_listener_key(key: str) -> bool:
+    """Whether ``key`` is ``listener.name.<name>.<key>`` of a key a listener reads for
+    itself (Kafka's listener-prefixed overrides; the name in lower case)."""
+    match = _LISTENER_KEY.fullmatch(key)
+    if match is None:
+        return False
+    own = match["key"]
+    # <mechanism>.sasl.jaas.config: a mechanism's JAAS line on this listener.
+    return own in SSL_KEYS or own in SASL_LISTENER_KEYS or own.endswith("." + JAAS)

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+from minikafka.security import ANONYMOUS, KafkaPrincipal
+
 from ._api_keys import ApiKey
 from ._codec import BodyDecodeError, api_name, decode_request_body
 from ._framing import ForeignProtocol, FrameDecoder, FrameError
@@ -50,7 +52,9 @@ from ._headers import (
     parse_request_header,
 )
 from ._request import Part, Request, Response, ResponseAction
+from ._sasl_channel import SaslChannel, SaslClose
 from ._socket_io import ShortFileRegion, send_file_region, write_nowait, write_parts
+from ._tls import TlsHandshakeFailed, TlsListener, tls_handshake
 
 if TYPE_CHECKING:
     from ._memory_pool import MemoryPool
@@ -91,6 +95,13 @@ class KafkaChannel:
     decoder: FrameDecoder
     peer_address: str | None = None
     """The client's IP address, normalised (what ``max.connections.per.ip`` counts)."""
+    tls: TlsListener | None = None
+    """The listener's TLS, when it speaks it: ``stream`` is then its ``SSLStream``."""
+    sasl: SaslChannel | None = None
+    """The SASL exchange of a SASL listener's connection (``_sasl_channel.py``)."""
+    principal: KafkaPrincipal = ANONYMOUS
+    """Who the connection is (Kafka's ``KafkaChannel.principal``): each request carries
+    it to the handlers."""
     muted: bool = attrs.field(init=False, default=False)
     requests: int = attrs.field(init=False, default=0)
     close_reason: str = attrs.field(init=False, default="")
@@ -163,6 +174,8 @@ class KafkaChannel:
                     else response
                 )
         self._completed(response.request)
+        if self.sasl is not None:
+            return None  # the task takes the next request: it passes the SASL gate
         request = self._take_request_nowait()
         if request is None:
             return None
@@ -196,10 +209,21 @@ class KafkaChannel:
     async def run(self) -> None:
         logged = False
         try:
+            if self.tls is not None:
+                assert isinstance(self.stream, trio.SSLStream)
+                self.principal = await tls_handshake(
+                    self.stream, self.tls.mapper, self._idle_seconds
+                )
             await self._serve()
+        except TlsHandshakeFailed as e:
+            self.close_reason = f"failed authentication: {e}"
+            self.processor.authentication_failed(self, f"SSL handshake failed: {e}")
+            logged = True
+        except SaslClose as e:
+            self.close_reason = f"SASL: {e}"
         except ForeignProtocol as e:
             self.close_reason = f"bad frame: {e}"
-            self._log_foreign_protocol(e)
+            log_foreign_protocol(self.id, self.listener, e)
             logged = True
         except FrameError as e:
             self.close_reason = f"bad frame: {e}"
@@ -230,24 +254,6 @@ class KafkaChannel:
         (``close_reason`` says why)."""
         await self._closed.wait()
 
-    def _log_foreign_protocol(self, error: ForeignProtocol) -> None:
-        """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
-        if error.protocol == "TLS":
-            log.warning(
-                "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
-                "(TLS is not implemented: the client must use security.protocol=PLAINTEXT)",
-                self.id,
-                self.listener,
-            )
-        else:
-            log.warning(
-                "%s: a client sent an %s request to PLAINTEXT listener %s; closing the "
-                "connection (this port speaks the Kafka protocol)",
-                self.id,
-                error.protocol,
-                self.listener,
-            )
-
     def _release_memory(self) -> None:
         """Whatever this connection still holds of the MemoryPool goes back to it."""
         pool = self.processor.memory_pool
@@ -266,7 +272,8 @@ class KafkaChannel:
                 request = await self._next_request()
                 if request is None:
                     return
-            await self.processor.channel.send_request(request)
+            if self.sasl is None or self.sasl.gate(self, request):
+                await self.processor.channel.send_request(request)
             # Muted: the connection is the Processor's until it hands it back.
             self._parked = True
             try:
@@ -281,6 +288,9 @@ class KafkaChannel:
                 request = None
             else:
                 request = handed  # parsed but not queued, or None: read the next
+            if self.sasl is not None and self.sasl.close_delay is not None:
+                self.close_reason = await self.sasl.close_after_failure(self)
+                return
 
     async def _finish(self, response: Response) -> bool:
         """Close, or write and complete, what the Processor handed back; False: closed."""
@@ -307,10 +317,13 @@ class KafkaChannel:
 
     async def _next_request(self) -> Request | None:
         """Read until a whole request is here, and mute; None when the connection ends."""
-        frame = await self._next_frame()
-        if frame is None:
-            return None
-        return self._dispatch(frame)
+        while True:
+            frame = await self._next_frame()
+            if frame is None:
+                return None
+            if self.sasl is None or not await self.sasl.takes_frame(self, frame):
+                return self._dispatch(frame)
+            self._release_memory()  # the exchange's, not a request's
 
     def _take_request_nowait(self) -> Request | None:
         """The next request if it is already read and (with a pool) its memory is free now."""
@@ -472,6 +485,7 @@ class KafkaChannel:
             start_time=received,
             deliver=self.processor.channel.send_response,
             clock=self.processor.clock,
+            principal=self.principal,
         )
 
     async def _write(self, response: Response) -> None:
@@ -533,3 +547,24 @@ class KafkaChannel:
             nursery.start_soon(read_ahead)
             await trio.lowlevel.wait_writable(sock)
             nursery.cancel_scope.cancel()
+
+
+def log_foreign_protocol(
+    connection: str, listener: str, error: ForeignProtocol
+) -> None:
+    """One WARNING an operator can act on, instead of "a frame of 369 MB"."""
+    if error.protocol == "TLS":
+        log.warning(
+            "%s: a client tried TLS on PLAINTEXT listener %s; closing the connection "
+            "(the client must use security.protocol=PLAINTEXT on this listener)",
+            connection,
+            listener,
+        )
+    else:
+        log.warning(
+            "%s: a client sent an %s request to PLAINTEXT listener %s; closing the "
+            "connection (this port speaks the Kafka protocol)",
+            connection,
+            error.protocol,
+            listener,
+        )

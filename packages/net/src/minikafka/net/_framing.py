@@ -25,8 +25,6 @@ import re
 import struct
 from typing import NoReturn
 
-import attrs
-
 SIZE_PREFIX = struct.Struct(">i")
 """The frame header: a signed 32-bit big-endian byte count."""
 
@@ -97,7 +95,6 @@ def encode_frame(payload: bytes) -> bytes:
     return SIZE_PREFIX.pack(len(payload)) + payload
 
 
-@attrs.define(eq=False)
 class FrameDecoder:
     """Turns an arbitrarily split byte stream into whole frames.
 
@@ -107,9 +104,12 @@ class FrameDecoder:
     hostile 2 GB prefix costs nothing.
     """
 
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    _buffer: bytearray = attrs.field(init=False, factory=bytearray)
-    _start: int = attrs.field(init=False, default=0)
+    # A plain class, not attrs: the optional mypyc build (README) compiles it to a
+    # native class, and mypyc cannot compile an attrs field's default.
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buffer = bytearray()
+        self._start = 0
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         self._buffer += data

@@ -18,6 +18,7 @@ import attrs
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import FileRegion
+from minikafka.security import ANONYMOUS, KafkaPrincipal
 
 from ._codec import api_name, encode_entity, response_schema
 from ._framing import SIZE_PREFIX
@@ -81,6 +82,8 @@ class Request:
     """When the whole request had been read (Kafka's ``startTimeNanos``)."""
     _deliver: Callable[[Response], None]
     _clock: Callable[[], float]
+    principal: KafkaPrincipal = attrs.field(default=ANONYMOUS, kw_only=True)
+    """Who sent it: the connection's principal (Kafka's ``RequestContext.principal``)."""
     dequeue_time: float | None = attrs.field(init=False, default=None)
     api_local_complete_time: float | None = attrs.field(init=False, default=None)
     response_complete_time: float | None = attrs.field(init=False, default=None)
@@ -181,19 +184,28 @@ class Request:
     def metrics(self) -> RequestMetrics:
         """The breakdown once the response has been sent (Kafka's
         ``updateRequestMetrics``)."""
-        end = _or(self.send_complete_time, self._clock())
+        return RequestMetrics(*self.time_breakdown())
+
+    def time_breakdown(self) -> tuple[float, float, float, float, float, float]:
+        """:class:`RequestMetrics`' six values, in its field order: what the
+        ``net.request`` trace event is built from, with no metrics object between."""
+        end = (
+            self._clock()
+            if self.send_complete_time is None
+            else self.send_complete_time
+        )
         dequeue = _or(self.dequeue_time, self.start_time)
         complete = _or(self.response_complete_time, end)
         local_done = _or(self.api_local_complete_time, complete)
         response_dequeue = _or(self.response_dequeue_time, complete)
         ms = 1000.0
-        return RequestMetrics(
-            request_queue_ms=(dequeue - self.start_time) * ms,
-            local_ms=(local_done - dequeue) * ms,
-            remote_ms=(complete - local_done) * ms,
-            response_queue_ms=(response_dequeue - complete) * ms,
-            response_send_ms=(end - response_dequeue) * ms,
-            total_ms=(end - self.start_time) * ms,
+        return (
+            (dequeue - self.start_time) * ms,  # request_queue_ms
+            (local_done - dequeue) * ms,  # local_ms
+            (complete - local_done) * ms,  # remote_ms
+            (response_dequeue - complete) * ms,  # response_queue_ms
+            (end - response_dequeue) * ms,  # response_send_ms
+            (end - self.start_time) * ms,  # total_ms
         )
 
 

@@ -37,6 +37,8 @@ from ._memory_pool import MemoryPool
 from ._processor import Processor, RequestCompletedHook
 from ._quotas import ConnectionQuotas, normalise_address
 from ._request import Request
+from ._sasl_channel import SaslListener
+from ._tls import TlsListener
 
 log = logging.getLogger("minikafka.net")
 
@@ -77,6 +79,10 @@ class Acceptor:
     """``socket.receive.buffer.bytes``: SO_RCVBUF of the listening socket, which accepted
     sockets inherit; set before any connection arrives, since TCP settles its window
     scale in the handshake."""
+    tls: TlsListener | None = None
+    """The listener's TLS (``SSL``, ``SASL_SSL``), handed to each connection."""
+    sasl: SaslListener | None = None
+    """The listener's SASL (``SASL_PLAINTEXT``, ``SASL_SSL``), for each connection."""
     bound: list[tuple[str, int]] = attrs.field(init=False, factory=list)
     accept_failures: int = attrs.field(init=False, default=0)
     """accept() calls that failed for want of descriptors or memory, ever."""
@@ -110,7 +116,7 @@ class Acceptor:
             while True:
                 if self.quotas is None:
                     stream = await self._accept(socket_listener)
-                    self._next().accept(stream, self.listener.name)
+                    self._hand_over(stream)
                     continue
                 await self._wait_for_slot(self.quotas)
                 stream = await self._accept(socket_listener)
@@ -137,11 +143,17 @@ class Acceptor:
                         )
                     continue
                 try:
-                    self._next().accept(stream, self.listener.name, address)
+                    self._hand_over(stream, address)
                 except BaseException:
                     self.quotas.connection_closed(address)
                     await trio.aclose_forcefully(stream)
                     raise
+
+    def _hand_over(self, stream: trio.SocketStream, address: str | None = None) -> None:
+        """Give the connection to the next Processor, with the listener's TLS and SASL."""
+        self._next().accept(
+            stream, self.listener.name, address, tls=self.tls, sasl=self.sasl
+        )
 
     def _next(self) -> Processor:
         processor = self.processors[self._next_processor % len(self.processors)]
@@ -266,6 +278,14 @@ class SocketServer:
             self.quotas = await ConnectionQuotas.resolve(self.config)
         # Bind first, outside any nursery, so "address already in use" reaches the
         # caller as a plain OSError and no half-started server is left behind.
+        tls = {
+            settings.listener: TlsListener.from_settings(settings)
+            for settings in self.config.listener_ssl
+        }
+        sasl = {
+            settings.listener: SaslListener(settings)
+            for settings in self.config.listener_sasl
+        }
         try:
             for listener in self.config.listeners:
                 acceptor = Acceptor(
@@ -274,6 +294,8 @@ class SocketServer:
                     self.quotas,
                     send_buffer_bytes=self.config.socket_send_buffer_bytes,
                     receive_buffer_bytes=self.config.socket_receive_buffer_bytes,
+                    tls=tls.get(listener.name),
+                    sasl=sasl.get(listener.name),
                 )
                 await acceptor.bind()
                 self.acceptors.append(acceptor)
@@ -339,6 +361,11 @@ class SocketServer:
             if request.api_local_complete_time is None:
                 # Not answered yet: the rest is remote time (a delayed operation).
                 request.api_local_complete_time = now()
+
+    @property
+    def failed_authentications(self) -> int:
+        """Kafka's ``failed-authentication-total``, over every listener."""
+        return sum(processor.failed_authentications for processor in self.processors)
 
     @property
     def connection_count(self) -> int:

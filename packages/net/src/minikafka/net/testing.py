@@ -1,6 +1,6 @@
 """Helpers other packages' tests reuse: a server on a free port, raw frames, a raw
-reader, a scriptable handler, waiting for a condition with a deadline, and the TCP
-fault proxy that cluster tests put between nodes."""
+reader, a scriptable handler, waiting for a condition with a deadline, the TCP fault
+proxy that cluster tests put between nodes, and a throw-away CA for TLS listeners."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ from ._headers import (
 from ._processor import RequestCompletedHook
 from ._request import Request
 from ._server import RequestHandler, SocketServer
+from ._throwaway_pki import Certificate as Certificate
+from ._throwaway_pki import ThrowawayPki as ThrowawayPki
+from ._throwaway_pki import make_pki as make_pki
+from ._throwaway_pki import tls_listener_properties as tls_listener_properties
 
 
 @asynccontextmanager
@@ -64,7 +68,8 @@ def request_frame(
 class RawConnection:
     """A bare socket to the server: send any bytes, read whole frames."""
 
-    stream: trio.SocketStream
+    stream: trio.abc.Stream
+    """The socket, or a TLS stream over it."""
     decoder: FrameDecoder = attrs.field(factory=FrameDecoder)
 
     @classmethod
@@ -108,6 +113,11 @@ class RawConnection:
                 return True
             if not data:
                 return True
+
+    async def send_eof(self) -> None:
+        """Close the sending half (a plain socket's; TLS has no half-close)."""
+        assert isinstance(self.stream, trio.SocketStream)
+        await self.stream.send_eof()
 
     async def aclose(self) -> None:
         await self.stream.aclose()

@@ -247,7 +247,7 @@ class Partition(IsrChanges, PartitionReads):
         previous = self.log.high_watermark
         if not self.log.maybe_increment_high_watermark(new_hw):
             return False
-        if self.tracer.enabled:
+        if self.tracer.wants(HighWatermarkAdvanced):
             tp = self.topic_partition
             hw = self.log.high_watermark
             self.tracer.emit(

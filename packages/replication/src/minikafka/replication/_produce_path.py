@@ -188,9 +188,10 @@ class ProducePath(ReplicaManagerBase):
                 log_append_time=info.log_append_time,
                 log_start_offset=partition.log.log_start_offset,
             )
-            waiting[tp] = info.last_offset + 1
+            if required_acks == Acks.ALL:  # only acks=all waits for the HW to pass
+                waiting[tp] = info.last_offset + 1
             self._partition_changed(tp)
-        if required_acks != Acks.ALL or not waiting:
+        if not waiting:
             return self._result(now, ProduceResponse(request_id, results))
         operation = DelayedProduce(
             now + timeout_ms / 1000,

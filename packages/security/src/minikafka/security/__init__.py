@@ -3,8 +3,9 @@
 Principals and ``ssl.principal.mapping.rules``; the SASL mechanisms PLAIN, SCRAM-SHA-256,
 SCRAM-SHA-512 and OAUTHBEARER (unsecured tokens), each with a server and a client side;
 the SASL server authenticator (SaslHandshake, SaslAuthenticate, KIP-368's sessions) as a
-state machine; and the StandardAuthorizer's decisions over ACLs. None of it is wired into
-the listeners or the broker's APIs yet.
+state machine; and the StandardAuthorizer's decisions over ACLs. The network layer's
+listeners run the principals and the SASL authenticator (``minikafka.net``'s ``_tls.py``
+and ``_sasl_channel.py``); nothing calls the authorizer yet.
 """
 
 from ._acl import ANY_FILTER as ANY_FILTER
@@ -38,6 +39,8 @@ from ._authenticator_io import Forward as Forward
 from ._authenticator_io import Respond as Respond
 from ._authenticator_io import RespondWithError as RespondWithError
 from ._authenticator_io import SendToken as SendToken
+from ._authenticator_io import authenticate_response as authenticate_response
+from ._authenticator_io import handshake_response as handshake_response
 from ._authorizer import Action as Action
 from ._authorizer import AuthorizationResult as AuthorizationResult
 from ._authorizer import Decision as Decision
@@ -136,10 +139,12 @@ __all__ = [
     "UnacceptableCredentialError",
     "UnsecuredToken",
     "UnsecuredValidatorOptions",
+    "authenticate_response",
     "check_iterations",
     "client_initial_response",
     "distinguished_name",
     "generate_credential",
+    "handshake_response",
     "parse_jaas_config",
     "parse_mapping_rules",
     "parse_super_users",

@@ -9,6 +9,7 @@ passes it on, and ``BrokerServer.open`` falls back on :func:`get_tracer` when gi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from threading import Lock
 
@@ -43,20 +44,24 @@ def install_tracer(tracer: Tracer) -> Tracer:
     return previous
 
 
-def configure_tracing(directory: Path | None, node: int) -> Tracer:
+def configure_tracing(
+    directory: Path | None, node: int, events: Iterable[str] | None = None
+) -> Tracer:
     """Install a :class:`JsonLinesTracer` on ``directory`` (None: a
-    :class:`NullTracer`).
+    :class:`NullTracer`), writing the kinds ``events`` names (None: every kind).
 
     The previous tracer is closed, so its buffered events reach its files first.
     """
     tracer: Tracer = (
-        NullTracer(node) if directory is None else JsonLinesTracer.open(directory, node)
+        NullTracer(node)
+        if directory is None
+        else JsonLinesTracer.open(directory, node, events=events)
     )
     install_tracer(tracer).close()
     return tracer
 
 
-def configure_from_env(node: int) -> Tracer:
+def configure_from_env(node: int, events: Iterable[str] | None = None) -> Tracer:
     """:func:`configure_tracing` with the directory from ``MINIKAFKA_TRACE_DIR``."""
     value = os.environ.get(TRACE_DIR_ENV, "")
-    return configure_tracing(Path(value) if value else None, node)
+    return configure_tracing(Path(value) if value else None, node, events)

@@ -22,7 +22,9 @@ class Tracer(Protocol):
     """Where trace events go.
 
     ``enabled`` is False when events would be dropped, so a hot path can skip building
-    one: ``if tracer.enabled: tracer.emit(RequestCompleted(...))``.
+    one: ``if tracer.enabled: tracer.emit(RequestCompleted(...))``. A path that runs per
+    request asks about its own kind instead, :meth:`wants`, since a tracer may write
+    only the kinds its readers asked for.
     """
 
     @property
@@ -31,6 +33,11 @@ class Tracer(Protocol):
     @property
     def node(self) -> int:
         """The broker (or controller) id written into every line's envelope."""
+        ...
+
+    def wants(self, event_type: type[TraceEvent]) -> bool:
+        """Whether an event of ``event_type`` would be written (False when not
+        ``enabled``): ``if tracer.wants(RequestCompleted): tracer.emit(...)``."""
         ...
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
@@ -55,6 +62,9 @@ class NullTracer:
 
     @property
     def enabled(self) -> bool:
+        return False
+
+    def wants(self, event_type: type[TraceEvent]) -> bool:
         return False
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:

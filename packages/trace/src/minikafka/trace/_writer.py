@@ -23,6 +23,7 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from threading import Event, Lock, Thread
 from types import TracebackType
@@ -86,8 +87,13 @@ class JsonLinesTracer:
     _file_bytes: int = attrs.field(init=False, default=0)
     _file: BinaryIO | None = attrs.field(init=False, default=None)
     _closed: bool = attrs.field(init=False, default=False)
-    # Each event class's generated line encoder (_encode), looked up once per tracer.
-    _encoders: dict[type[TraceEvent], Encoder] = attrs.field(init=False, factory=dict)
+    # Each event class's generated line encoder (_encode), looked up once per tracer;
+    # None for a kind this tracer does not write.
+    _encoders: dict[type[TraceEvent], Encoder | None] = attrs.field(
+        init=False, factory=dict
+    )
+    events: frozenset[str] | None = attrs.field(default=None, kw_only=True)
+    """The kinds written, as ``"component.event"`` (``"net.request"``); None: every kind."""
     flush_interval: float | None = attrs.field(default=None, kw_only=True)
     max_pending: int = attrs.field(default=DEFAULT_MAX_PENDING, kw_only=True)
     _stop_flusher: Event = attrs.field(init=False, factory=Event)
@@ -109,6 +115,7 @@ class JsonLinesTracer:
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         flush_interval: float | None = DEFAULT_FLUSH_INTERVAL,
         max_pending: int = DEFAULT_MAX_PENDING,
+        events: Iterable[str] | None = None,
     ) -> JsonLinesTracer:
         """A tracer writing ``trace-node<node>-<pid>-<seq>.jsonl`` files in ``directory``.
 
@@ -118,7 +125,9 @@ class JsonLinesTracer:
         encodes and writes out what was emitted every ``flush_interval`` seconds (None:
         no thread; ``emit`` encodes, and the buffer goes out when full, on ``flush()``
         and at exit only); ``emit`` encodes the queue itself when it holds
-        ``max_pending`` events.
+        ``max_pending`` events. ``events`` names the kinds to write
+        (``"component.event"``); an event of any other kind is dropped by ``emit``, and
+        :meth:`wants` tells a hot path not to build it. None: every kind.
         """
         if max_file_bytes < 1:
             raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
@@ -141,6 +150,7 @@ class JsonLinesTracer:
             # Without the writer thread nothing would encode the queue: encode at once.
             flush_interval=flush_interval,
             max_pending=max_pending if flush_interval is not None else 1,
+            events=None if events is None else frozenset(events),
         )
         if flush_interval is not None:
             Thread(
@@ -157,23 +167,40 @@ class JsonLinesTracer:
         """The file the buffered lines will go to (it may not exist yet)."""
         return self.directory / trace_file_name(self.node, self.pid, self._seq)
 
+    def wants(self, event_type: type[TraceEvent]) -> bool:
+        try:
+            encode = self._encoders[event_type]
+        except KeyError:
+            encode = self._encoder_for(event_type)
+        return encode is not None and self.enabled
+
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
         if self._closed:
             raise TracerClosedError(
                 f"trace event {type(event).__name__} emitted after the tracer for node "
                 f"{self.node} in {self.directory} was closed"
             )
-        encode = self._encoders.get(type(event))
+        try:
+            encode = self._encoders[type(event)]
+        except KeyError:
+            encode = self._encoder_for(type(event))
         if encode is None:
-            # First event of this class here: its generated encoder, or the TypeError
-            # naming the missing @register_event (here, not in the writer thread).
-            encode = self._encoders[type(event)] = spec_for_class(type(event)).encode
+            return  # a kind this tracer does not write
         pending = self._pending
         pending.append((encode, event, _now() if ts is None else float(ts)))
         if len(pending) >= self.max_pending:
             # No writer thread, or it has fallen behind: the emitter encodes the queue.
             with self._lock:
                 self._encode_pending(len(pending))
+
+    def _encoder_for(self, event_type: type[TraceEvent]) -> Encoder | None:
+        # First event of this class here: its generated encoder (None: a kind not
+        # written), or the TypeError naming the missing @register_event (here, not in
+        # the writer thread).
+        spec = spec_for_class(event_type)
+        wanted = self.events is None or f"{spec.component}.{spec.event}" in self.events
+        encode = self._encoders[event_type] = spec.encode if wanted else None
+        return encode
 
     def flush(self) -> None:
         """Encode every emitted event and hand the lines to the operating system (no

@@ -38,6 +38,9 @@ class RecordingTracer:
     def events(self) -> list[TraceEvent]:
         return [event for _, event in self.records]
 
+    def wants(self, event_type: type[TraceEvent]) -> bool:
+        return not self._closed
+
     def of_type(self, event_type: type[E]) -> list[E]:
         return [event for _, event in self.records if isinstance(event, event_type)]
 

@@ -1,0 +1,187 @@
+"""Carrying out the nemesis's faults on a process cluster, with real mechanisms.
+
+The cluster is :class:`minikafka.broker.testing.ProcessCluster` (what ``make cluster``
+runs and the cluster tests kill, pause and restart): a process per node, in KRaft mode
+(controllers 0..C-1, brokers after them) or ZooKeeper mode (brokers 0..N-1 electing
+their controller through ZooKeeper's ``/controller``).
+
+The kinds injected today (:data:`INJECTED`):
+
+- ``kill``: SIGKILL the node (:meth:`ProcessCluster.kill`); heal: start it again on
+  its own data, waiting until it says it is ready;
+- ``pause``: SIGSTOP (a stall: its sessions and heartbeats lapse while it holds every
+  socket open); heal: SIGCONT;
+- ``kill-active-controller``: the quorum's leader as ``metadata-quorum describe
+  --status`` names it (KRaft), or the broker the Metadata response names as controller
+  (ZooKeeper mode), SIGKILLed when the fault starts; heal: started again.
+
+A node is started again without waiting for it to say it is ready (a broker is ready
+once registered, and the controller it needs may be healed at the same instant).
+
+The other kinds (partitions, slow links, a full disk, admin operations, membership)
+are :data:`NOT_INJECTED`: the runner refuses a ``--faults`` naming them rather than
+pretend. Partitions need the brokers inside network namespaces (:mod:`chaos.netns`),
+which :class:`ProcessCluster` cannot start them in yet.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import attrs
+from confluent_kafka.admin import AdminClient
+
+from minikafka.broker.testing import ProcessCluster
+
+from .nemesis import ACTIVE_CONTROLLER, KINDS, Fault
+
+INJECTED: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
+NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJECTED)
+
+
+@attrs.define
+class Injected:
+    """What one fault did, for the run's record: its nodes once resolved, when it
+    started and healed on the harness's clock, and any error carrying it out."""
+
+    fault: Fault
+    nodes: tuple[int, ...] = ()
+    started: float | None = None
+    healed: float | None = None
+    error: str = ""
+    skipped: str = ""
+    """Why it was not started, when its node was already down by another fault."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **self.fault.to_json(),
+            "nodes": list(self.nodes),
+            "started_at": self.started,
+            "healed_at": self.healed,
+            "error": self.error,
+            "skipped": self.skipped,
+        }
+
+
+def active_controller(cluster: ProcessCluster, zookeeper: bool) -> int | None:
+    """The node that is the active controller now, or None if none is known."""
+    if zookeeper:
+        client = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+        try:
+            found = int(client.list_topics(timeout=10).controller_id)
+        except Exception:  # no broker answered: none known now
+            return None
+        return found if found >= 0 else None
+    voters = ",".join(
+        f"{cluster.host}:{cluster.listen_port(c)}" for c in cluster.controller_ids
+    )
+    command = [sys.executable, "-m", "minikafka.broker", "metadata-quorum"]
+    command += ["--bootstrap-controller", voters, "describe", "--status"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "LeaderId" and int(value.strip()) >= 0:
+            return int(value.strip())
+    return None
+
+
+class Injector:
+    """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
+    node running and none stopped, whatever happened."""
+
+    def __init__(self, cluster: ProcessCluster, zookeeper: bool) -> None:
+        self.cluster, self.zookeeper = cluster, zookeeper
+        self.done: list[Injected] = []
+        self._active: dict[int, Injected] = {}  # id(fault) -> its record
+        self._paused: set[int] = set()
+
+    def start(self, fault: Fault, now: float) -> None:
+        if fault.kind not in INJECTED:
+            raise ValueError(f"{fault.kind} cannot be injected yet")
+        record = Injected(fault)
+        self.done.append(record)
+        self._active[id(fault)] = record
+        try:
+            nodes = fault.targets
+            if fault.kind == "kill-active-controller":
+                found = active_controller(self.cluster, self.zookeeper)
+                if found is None:
+                    gone = [
+                        f"node {node} ({kind})"
+                        for node in self.cluster.controller_ids
+                        if (kind := self._down_by(node, record)) is not None
+                    ]
+                    if gone and not self.zookeeper:
+                        record.skipped = f"no active controller: {', '.join(gone)} down"
+                        return
+                    raise RuntimeError("no active controller known")
+                nodes = (found,)
+            assert ACTIVE_CONTROLLER not in nodes
+            record.nodes = nodes
+            for node in nodes:
+                down = self._down_by(node, record)
+                if down is not None:
+                    # The schedule cannot know which node the active controller will
+                    # be: a fault on a node that one took down is skipped, and said so.
+                    record.skipped = f"node {node} already down ({down})"
+                    return
+                if self.cluster.pid(node) is None:
+                    raise RuntimeError(f"node {node} is not running")
+                if fault.kind == "pause":
+                    self.cluster.signal(node, signal.SIGSTOP)
+                    self._paused.add(node)
+                else:
+                    self.cluster.kill(node)
+            record.started = now
+        except Exception as exc:  # the run goes on: the record says what failed
+            record.error = f"start: {exc}"
+
+    def _down_by(self, node: int, record: Injected) -> str | None:
+        """The kind of another active fault that took ``node`` down, if one did."""
+        for other in self._active.values():
+            if (
+                other is not record
+                and other.started is not None
+                and node in other.nodes
+            ):
+                return other.fault.kind
+        return None
+
+    def heal(self, fault: Fault, now: float) -> None:
+        record = self._active.pop(id(fault), None)
+        if record is None or record.started is None:
+            return
+        try:
+            for node in record.nodes:
+                self._revive(node)
+            record.healed = now
+        except Exception as exc:
+            record.error = f"heal: {exc}"
+
+    def _revive(self, node: int) -> None:
+        if node in self._paused:
+            self.cluster.signal(node, signal.SIGCONT)
+            self._paused.discard(node)
+        elif self.cluster.pid(node) is None:
+            # Not waiting for its ready line: a broker is ready only once it has
+            # registered with the active controller, which a fault healed at the same
+            # instant may be about to start. Whether every node came back is what the
+            # runner's wait for a whole cluster, and the crash check, say.
+            self.cluster.start(node, wait=False)
+
+    def heal_all(self) -> None:
+        """Every fault still active healed, every paused node continued, every node
+        not running started."""
+        for record in list(self._active.values()):
+            self.heal(record.fault, time.time())
+        for node in list(self._paused):
+            self._revive(node)
+        for node in self.cluster.node_ids:
+            if self.cluster.pid(node) is None:
+                self.cluster.start(node, wait=False)
