@@ -611,6 +611,45 @@ def offset_delete(rng: random.Random) -> Overrides:
     )
 
 
+def consumer_group_heartbeat(rng: random.Random) -> Overrides:
+    """KIP-848's heartbeat: epochs out of range, empty or huge ids, odd subscriptions,
+    owned partitions of unknown topics or impossible numbers."""
+    return rng.choice(
+        (
+            {"group_id": rng.choice(("", "x" * 32767, *INTERNAL_TOPICS))},
+            {
+                "member_id": rng.choice(("", "nobody", "x" * 32767)),
+                "member_epoch": rng.choice(INT32),
+            },
+            {"member_epoch": rng.choice((0, -1, -2, -3, INT32_MAX))},
+            {"rebalance_timeout": ms(rng.choice((*TIMEOUTS, INT32_MAX)))},
+            {
+                "subscribed_topic_names": tuple(
+                    rng.choice(NAMES) for _ in range(rng.choice((0, 3, 500)))
+                )
+            },
+            {"subscribed_topic_regex": rng.choice(("", "(", ".*", "x" * 32767))},
+            {"server_assignor": rng.choice(("", "uniform", "sticky", "x" * 1000))},
+            {"instance_id": rng.choice(("", "static")), "member_epoch": -2},
+            {
+                "ConsumerGroupHeartbeatRequest.topic_partitions": (
+                    {"topic_id": uuid.uuid4(), "partitions": (INT32_MAX, -1, 0, 0)},
+                ),
+                "member_epoch": rng.choice((0, 1, 5)),
+            },
+        )
+    )
+
+
+def consumer_group_describe(rng: random.Random) -> Overrides:
+    return {
+        "group_ids": tuple(
+            rng.choice(("", "g", "x" * 1000, *INTERNAL_TOPICS))
+            for _ in range(rng.choice((0, 3, 500)))
+        )
+    }
+
+
 def list_groups(rng: random.Random) -> Overrides:
     """ListGroups' filters (v4+, v5+): states and types that do not exist, in any case."""
     return rng.choice(
@@ -803,6 +842,8 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.LIST_TRANSACTIONS: transaction_reads,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram_descriptions,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_alterations,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

@@ -37,6 +37,7 @@ def test_the_supported_ranges_and_parking_come_from_the_table() -> None:
         ApiKey.OFFSET_COMMIT,
         ApiKey.JOIN_GROUP,
         ApiKey.SYNC_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
         ApiKey.INIT_PRODUCER_ID,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         ApiKey.ADD_OFFSETS_TO_TXN,

@@ -680,7 +680,7 @@ _SWEEP_ORDER = (
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions;
 # the transaction APIs a transaction: test_txn_apis.py sweeps theirs, and
 # test_txn_admin_apis.py DescribeTransactions' and ListTransactions'.
-_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 24, 25, 26, 27, 28, 65, 66)
+_GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16, 42, 47, 24, 25, 26, 27, 28, 65, 66, 68, 69)
 # SaslHandshake and SaslAuthenticate: a SASL listener's connection answers them (the
 # net package's test_sasl_listener.py); on this PLAINTEXT listener they are refused with
 # ILLEGAL_SASL_STATE, checked below.

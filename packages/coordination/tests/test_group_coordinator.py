@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import pytest
@@ -51,8 +52,8 @@ class Harness:
     sent: set[int] = attrs.field(factory=set)
 
     @classmethod
-    def make(cls, **config: int) -> Harness:
-        config.setdefault("group_initial_rebalance_delay_ms", 0)
+    def make(cls, **overrides: int) -> Harness:
+        config: dict[str, Any] = {"group_initial_rebalance_delay_ms": 0, **overrides}
         return cls(serving_coordinator(GroupConfig(**config), random.Random(7)))
 
     def _take(self, result: GroupResult) -> None:

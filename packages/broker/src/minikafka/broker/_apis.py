@@ -57,6 +57,10 @@ from ._admin import (
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
+from ._consumer_groups import (
+    handle_consumer_group_describe,
+    handle_consumer_group_heartbeat,
+)
 from ._controller_channel import ControllerChannel, RemoteController
 from ._controller_raft_apis import (
     DESCRIBE_QUORUM_VERSIONS,
@@ -244,6 +248,12 @@ class KafkaApis:
 
     async def _sync_group(self, request: Request) -> None:
         await handle_sync_group(request, self.groups)
+
+    async def _consumer_group_heartbeat(self, request: Request) -> None:
+        await handle_consumer_group_heartbeat(request, self.groups, self.metadata_cache)
+
+    async def _consumer_group_describe(self, request: Request) -> None:
+        await handle_consumer_group_describe(request, self.groups, self.metadata_cache)
 
     async def _describe_groups(self, request: Request) -> None:
         await handle_describe_groups(request, self.groups)
@@ -453,6 +463,10 @@ class KafkaApis:
         ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, _leave_group),
         ApiSpec(ApiKey.SYNC_GROUP, 0, 5, _sync_group, parks=True),
         ApiSpec(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_groups),
+        ApiSpec(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _consumer_group_heartbeat, parks=True
+        ),
+        ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _consumer_group_describe),
         ApiSpec(ApiKey.LIST_GROUPS, 0, 5, _list_groups),
         ApiSpec(ApiKey.API_VERSIONS, 0, 4, _api_versions),
         ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, _sasl_outside_exchange),

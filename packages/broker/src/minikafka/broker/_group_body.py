@@ -13,6 +13,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
+    from kio.schema.consumer_group_describe.v0 import (
+        request as consumer_group_describe_v0,
+    )
+    from kio.schema.consumer_group_describe.v1 import (
+        request as consumer_group_describe_v1,
+    )
+    from kio.schema.consumer_group_heartbeat.v0 import (
+        request as consumer_group_heartbeat_v0,
+    )
+    from kio.schema.consumer_group_heartbeat.v1 import (
+        request as consumer_group_heartbeat_v1,
+    )
     from kio.schema.delete_groups.v0 import request as delete_groups_v0
     from kio.schema.delete_groups.v1 import request as delete_groups_v1
     from kio.schema.describe_groups.v0 import request as describe_groups_v0
@@ -313,6 +325,22 @@ OFFSET_FETCH_REQUIRE_STABLE: tuple[type[OffsetFetchRequireStable], ...] = body_c
     OffsetFetchRequireStable
 )
 
+# KIP-848's consumer group protocol.
+ConsumerGroupHeartbeatRequest: TypeAlias = (
+    "consumer_group_heartbeat_v0.ConsumerGroupHeartbeatRequest"
+    " | consumer_group_heartbeat_v1.ConsumerGroupHeartbeatRequest"
+)
+CONSUMER_GROUP_HEARTBEAT: tuple[type[ConsumerGroupHeartbeatRequest], ...] = (
+    body_classes(ConsumerGroupHeartbeatRequest)
+)
+ConsumerGroupDescribeRequest: TypeAlias = (
+    "consumer_group_describe_v0.ConsumerGroupDescribeRequest"
+    " | consumer_group_describe_v1.ConsumerGroupDescribeRequest"
+)
+CONSUMER_GROUP_DESCRIBE: tuple[type[ConsumerGroupDescribeRequest], ...] = body_classes(
+    ConsumerGroupDescribeRequest
+)
+
 GROUP_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.OFFSET_COMMIT: OFFSET_COMMIT,
     ApiKey.OFFSET_FETCH: OFFSET_FETCH,
@@ -324,4 +352,6 @@ GROUP_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.DESCRIBE_GROUPS: DESCRIBE_GROUPS,
     ApiKey.LIST_GROUPS: LIST_GROUPS,
     ApiKey.DELETE_GROUPS: DELETE_GROUPS,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: CONSUMER_GROUP_HEARTBEAT,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: CONSUMER_GROUP_DESCRIBE,
 }

@@ -38,6 +38,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
 from minikafka.coordination import (
+    CONSUMER_GROUP_TYPE,
+    CONSUMER_PROTOCOL_TYPE,
     GroupCoordinatorShell,
     GroupState,
     HeartbeatRequest,
@@ -298,15 +300,26 @@ async def handle_leave_group(request: Request, service: GroupCoordinatorShell) -
 
 def respond_group_error(request: Request, error: ErrorCode) -> None:
     """Answer a request that waits for its group (JoinGroup, SyncGroup, OffsetCommit,
-    the ``parks`` rows) with ``error`` alone: Kafka's ``getErrorResponse``, what
-    KafkaApis sends when a handler throws (every partition of an OffsetCommit carries
-    it). Raises if the request's own body cannot be read back."""
+    ConsumerGroupHeartbeat, the ``parks`` rows) with ``error`` alone: Kafka's
+    ``getErrorResponse``, what KafkaApis sends when a handler throws (every partition of
+    an OffsetCommit carries it). Raises if the request's own body cannot be read back."""
     if request.api_key == ApiKey.JOIN_GROUP:
         _respond_join_group(request, JoinGroupResponse.error(error))
     elif request.api_key == ApiKey.SYNC_GROUP:
         _respond_sync_group(request, SyncGroupResponse(error))
     elif request.api_key == ApiKey.OFFSET_COMMIT:
         respond_offset_commit(request, lambda _: error)
+    elif request.api_key == ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        cls = request.response_class()
+        request.respond(
+            build(
+                cls,
+                throttle_time=NO_THROTTLE,
+                error_code=error,
+                member_epoch=0,
+                heartbeat_interval=NO_THROTTLE,
+            )
+        )
     else:
         raise ValueError(f"{request.api_name} is not answered by respond_group_error")
 
@@ -338,7 +351,9 @@ async def handle_describe_groups(
             # still describe it as a Dead group with no error.
             error, message = (
                 ErrorCode.group_id_not_found,
-                f"Group {group_id} not found.",
+                f"Group {group_id} is not a classic group."
+                if service.consumer_group(group_id)[1] is not None
+                else f"Group {group_id} not found.",
             )
         groups.append(
             build(
@@ -374,27 +389,34 @@ async def handle_describe_groups(
 async def handle_list_groups(request: Request, service: GroupCoordinatorShell) -> None:
     """ListGroups v0-v5: every group this broker coordinates; v4 filters them by state
     (KIP-518) and v5 by type (KIP-848), each case-insensitive and empty meaning all, as
-    Kafka's coordinator does. Every group here is a ``classic`` one."""
+    Kafka's coordinator does. A group is ``classic`` or ``consumer`` (KIP-848's protocol)."""
     body = request.body_as(LIST_GROUPS)
     states = {s.lower() for s in getattr(body, "states_filter", ())}
     types = {t.lower() for t in getattr(body, "types_filter", ())}
     # While a partition of __consumer_offsets is loading the list is incomplete, and
     # says so with COORDINATOR_LOAD_IN_PROGRESS (the groups known so far still come).
     error, listed = service.list_groups()
-    if types and CLASSIC_GROUP_TYPE not in types:
-        listed = []
+    rows = [
+        (g.group_id, g.protocol_type, g.state.value, CLASSIC_GROUP_TYPE) for g in listed
+    ]
+    # KIP-848's groups: protocol type "consumer", their own states
+    rows += [
+        (g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
+        for g in service.list_consumer_groups()
+    ]
     cls = request.response_class()
     group_cls = nested(cls, "groups")
     groups = tuple(
         build(
             group_cls,
-            group_id=g.group_id,
-            protocol_type=g.protocol_type,
-            group_state=g.state.value,
-            group_type=CLASSIC_GROUP_TYPE,
+            group_id=group_id,
+            protocol_type=protocol_type,
+            group_state=state,
+            group_type=group_type,
         )
-        for g in listed
-        if not states or g.state.value.lower() in states
+        for group_id, protocol_type, state, group_type in rows
+        if (not states or state.lower() in states)
+        and (not types or group_type in types)
     )
     request.respond(
         build(cls, throttle_time=NO_THROTTLE, error_code=error, groups=groups)

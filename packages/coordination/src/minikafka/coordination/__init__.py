@@ -58,6 +58,15 @@ from .assignors._sticky import encode_sticky_user_data as encode_sticky_user_dat
 from .group._config import GROUP_CONFIG as GROUP_CONFIG
 from .group._config import NEW_MEMBER_JOIN_TIMEOUT_MS as NEW_MEMBER_JOIN_TIMEOUT_MS
 from .group._config import GroupConfig as GroupConfig
+from .group._consumer_group import CONSUMER_GROUP_TYPE as CONSUMER_GROUP_TYPE
+from .group._consumer_group import ConsumerGroup as ConsumerGroup
+from .group._consumer_group import ConsumerGroupState as ConsumerGroupState
+from .group._consumer_heartbeat import (
+    ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatRequest,
+)
+from .group._consumer_heartbeat import (
+    ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponse,
+)
 from .group._coordinator import GroupCoordinator as GroupCoordinator
 from .group._events import GroupStateChanged as GroupStateChanged
 from .group._events import MemberAssigned as MemberAssigned
@@ -136,6 +145,7 @@ from .transaction import TxnConfig as TxnConfig
 from .transaction import TxnMarkers as TxnMarkers
 
 __all__ = [
+    "CONSUMER_GROUP_TYPE",
     "CONSUMER_PROTOCOL_TYPE",
     "GROUP_CONFIG",
     "GROUP_TRANSITIONS",
@@ -149,6 +159,10 @@ __all__ = [
     "TXN_CONFIG",
     "Assignment",
     "CommittedOffset",
+    "ConsumerGroup",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
+    "ConsumerGroupState",
     "ConsumerProtocolError",
     "CooperativeStickyAssignor",
     "CoordinatorWrite",

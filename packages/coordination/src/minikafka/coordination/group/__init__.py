@@ -16,8 +16,9 @@
 - ``_member_state.py``, ``_current_assignment.py``: KIP-848's consumer protocol, begun: a
   member's reconciliation states as one table and Kafka's ``CurrentAssignmentBuilder``
   and ``_target_assignment.py``, when the group epoch moves and the target it then gets
-  (Kafka's ``TargetAssignmentBuilder``); not wired: the broker does not serve
-  ConsumerGroupHeartbeat yet;
+  (Kafka's ``TargetAssignmentBuilder``); ``_consumer_group.py`` and
+  ``_consumer_heartbeat.py``: a consumer group and ConsumerGroupHeartbeat over them;
+  ``_consumer_records.py``: its records in ``__consumer_offsets``;
 - ``_shell.py``: the trio shell. Everything else here is a core (no trio, no clock).
 
 The package's public names are re-exported by ``minikafka.coordination``.

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -45,6 +46,15 @@ class GroupConfig:
         default=600_000, validator=attrs.validators.gt(0)
     )
     offset_metadata_max_bytes: int = 4096
+    # KIP-848's consumer groups (Kafka's GroupCoordinatorConfig, ``group.consumer.*``)
+    group_consumer_session_timeout_ms: int = attrs.field(
+        default=45_000, validator=attrs.validators.gt(0)
+    )
+    group_consumer_heartbeat_interval_ms: int = attrs.field(
+        default=5_000, validator=attrs.validators.gt(0)
+    )
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_max_size: int = 2**31 - 1
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> GroupConfig:
@@ -60,6 +70,21 @@ class GroupConfig:
 
 
 _INT = ConfigType.INT
+SERVER_ASSIGNOR_NAMES = ("uniform", "range")
+"""The server-side assignors (KIP-848) ``group.consumer.assignors`` may list; Kafka
+takes class names too, minikafka the names only."""
+
+
+def _known_assignors(key: str, value: Any) -> None:
+    if not value:
+        raise ConfigError(key, "names no assignor")
+    for name in value:
+        if name not in SERVER_ASSIGNOR_NAMES:
+            raise ConfigError(
+                key, f"{name!r} is not one of {', '.join(SERVER_ASSIGNOR_NAMES)}"
+            )
+
+
 _MIN_SESSION = ConfigKey(
     "group.min.session.timeout.ms",
     _INT,
@@ -120,6 +145,34 @@ GROUP_CONFIG = ConfigDef(
             "offset_metadata_max_bytes",
             at_least(0),
             "The longest metadata string a commit may carry.",
+        ),
+        ConfigKey(
+            "group.consumer.session.timeout.ms",
+            _INT,
+            "group_consumer_session_timeout_ms",
+            at_least(1),
+            "How long a consumer-protocol member may go without a heartbeat.",
+        ),
+        ConfigKey(
+            "group.consumer.heartbeat.interval.ms",
+            _INT,
+            "group_consumer_heartbeat_interval_ms",
+            at_least(1),
+            "How often a consumer-protocol member is told to heartbeat.",
+        ),
+        ConfigKey(
+            "group.consumer.assignors",
+            ConfigType.LIST,
+            "group_consumer_assignors",
+            _known_assignors,
+            "The server-side assignors, the first being the default (uniform, range).",
+        ),
+        ConfigKey(
+            "group.consumer.max.size",
+            _INT,
+            "group_consumer_max_size",
+            at_least(1),
+            "Members a consumer-protocol group may have.",
         ),
     )
 )

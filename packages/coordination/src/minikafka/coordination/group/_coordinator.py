@@ -40,7 +40,7 @@ partitions, and commits or drops them (Kafka's ``handleTxnCompletion``).
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -49,12 +49,27 @@ from minikafka.common import CoreResult, TopicPartition
 from minikafka.trace import NullTracer, Tracer
 
 from ._config import GroupConfig
+from ._consumer_group import ConsumerGroup
+from ._consumer_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    ConsumerGroupManager,
+    member_deadline,
+)
+from ._consumer_records import (
+    ConsumerGroupLoader,
+    changed_records,
+    group_records,
+    is_consumer_record,
+)
 from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
 from ._group_metadata_manager import GroupMetadataManager, LoadedRecord, PartitionStatus
 from ._group_requests import (
+    DeletableGroupResult,
     HeartbeatRequest,
     JoinGroupRequest,
+    JoinGroupResponse,
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchResponse,
@@ -64,9 +79,15 @@ from ._group_requests import (
 from ._group_state import GroupState
 from ._membership import MembershipManager
 from ._offsets import OffsetsManager
+from ._offsets_records import (
+    GroupMetadataKey,
+    OffsetsRecordError,
+    encode_group_record,
+)
 from ._rebalance import Rebalancer
 from ._results import (
     AssignmentStored,
+    ConsumerGroupStored,
     CoordinatorWrite,
     GroupAction,
     GroupDeleted,
@@ -77,9 +98,12 @@ from ._results import (
     PendingWrites,
     StaticMemberStored,
     TxnOffsetsCommitted,
+    Unanswered,
     WriteOutcome,
+    append,
+    store_group_error,
 )
-from ._timers import GroupTimers
+from ._timers import GroupTimers, MemberDeadlines
 
 __all__ = ["GroupCoordinator"]
 
@@ -91,6 +115,7 @@ def _share_config(
     if hasattr(coordinator, "offsets"):
         coordinator.membership.rebalancer.config = config
         coordinator.offsets.config = config
+        coordinator.consumer.config = config
     return config
 
 
@@ -102,14 +127,19 @@ class GroupCoordinator:
     manager: GroupMetadataManager = attrs.field(init=False)
     membership: MembershipManager = attrs.field(init=False)
     offsets: OffsetsManager = attrs.field(init=False)
+    consumer: ConsumerGroupManager = attrs.field(init=False)
     _writes: PendingWrites = attrs.field(init=False, factory=PendingWrites)
     _timers: GroupTimers = attrs.field(init=False, factory=GroupTimers)
+    _members: MemberDeadlines = attrs.field(init=False, factory=MemberDeadlines)
 
     def __attrs_post_init__(self) -> None:
         self.manager = GroupMetadataManager(self.config.offsets_topic_num_partitions)
         rebalancer = Rebalancer(self.config, self.manager, self.tracer)
         self.membership = MembershipManager(rebalancer, self.rng)
         self.offsets = OffsetsManager(self.config, self.manager, self.tracer)
+        self.consumer = ConsumerGroupManager(
+            self.config, self.manager.consumer_groups, self.manager.groups
+        )
 
     @property
     def _groups(self) -> dict[str, GroupMetadata]:
@@ -147,6 +177,13 @@ class GroupCoordinator:
             if states is None or g.state in states
         ]
 
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The KIP-848 consumer group ``group_id``, if it is one."""
+        return self.manager.consumer_groups.get(group_id)
+
+    def list_consumer_groups(self) -> list[ConsumerGroup]:
+        return list(self.manager.consumer_groups.values())
+
     def fetch_offsets(
         self,
         group_id: str,
@@ -161,6 +198,26 @@ class GroupCoordinator:
     def join_group(
         self, request_id: int, request: JoinGroupRequest, now: float
     ) -> GroupResult:
+        consumer = self.manager.consumer_groups.get(request.group_id)
+        if (
+            consumer is not None
+            and self.group_status(request.group_id) is ErrorCode.none
+        ):
+            if consumer.members:
+                # a live consumer-protocol group takes no classic member: the online
+                # migration between the protocols is not built (Kafka's answer when it
+                # is not allowed: the group is not a classic group)
+                refused = JoinGroupResponse.error(
+                    ErrorCode.group_id_not_found, request.member_id
+                )
+                return self._carry_out([GroupReply(request_id, refused)])
+            # an empty one becomes a classic group; its offsets stay, its records go
+            tombstones = changed_records(self._consumer_records(request.group_id), {})
+            del self.manager.consumer_groups[request.group_id]
+            self._members.rearm(request.group_id, {})
+            gone = self._carry_out([append(tombstones, Unanswered(request.group_id))])
+            joined = self.membership.join_group(request_id, request, now)
+            return gone + self._carry_out(joined, request.group_id)
         actions = self.membership.join_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -181,6 +238,32 @@ class GroupCoordinator:
     ) -> GroupResult:
         actions = self.membership.leave_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
+
+    def consumer_group_heartbeat(
+        self, request_id: int, request: ConsumerGroupHeartbeatRequest, now: float
+    ) -> GroupResult:
+        """ConsumerGroupHeartbeat (KIP-848, ``_consumer_heartbeat.py``): answered now."""
+        group_id = request.group_id
+        status = self.manager.group_status(group_id)
+        if status is not ErrorCode.none:
+            response = ConsumerGroupHeartbeatResponse(status)
+            return self._carry_out([GroupReply(request_id, response)])
+        classic = group_id in self.manager.groups
+        before = self._consumer_records(group_id)
+        response = self.consumer.heartbeat(request, now)
+        records = changed_records(before, self._consumer_records(group_id))
+        if classic and group_id not in self.manager.groups:
+            # an empty classic group became this consumer group: its record goes
+            records.insert(0, encode_group_record(GroupMetadataKey(group_id), None))
+        self._rearm_members(group_id)
+        if not records:
+            return self._carry_out([GroupReply(request_id, response)], group_id)
+        outcome = ConsumerGroupStored(group_id, request_id, response)
+        return self._carry_out([append(records, outcome)], group_id)
+
+    def _consumer_records(self, group_id: str) -> dict[bytes, bytes]:
+        group = self.manager.consumer_groups.get(group_id)
+        return {} if group is None else group_records(group, group.topic_ids)
 
     def commit_offsets(
         self, request_id: int, request: OffsetCommitRequest, now: float
@@ -237,7 +320,22 @@ class GroupCoordinator:
 
     def delete_group(self, request_id: int, group_id: str, now: float) -> GroupResult:
         """DeleteGroups (``OffsetsManager.delete_group``): the group's tombstones, its
-        answer once they are committed; a refusal at once."""
+        answer once they are committed; a refusal at once. An empty consumer group goes
+        with its records' tombstones too; one with members is NON_EMPTY_GROUP."""
+        consumer = self.manager.consumer_groups.get(group_id)
+        if consumer is not None and self.group_status(group_id) is ErrorCode.none:
+            if consumer.members:
+                refused = DeletableGroupResult(group_id, ErrorCode.non_empty_group)
+                return self._carry_out([GroupReply(request_id, refused)])
+            records = changed_records(self._consumer_records(group_id), {})
+            del self.manager.consumer_groups[group_id]
+            offsets = set(self.manager.current_offsets(group_id))
+            offsets |= self.manager.pending_partitions(group_id)
+            gone = [(tp, None) for tp in sorted(offsets)]
+            records = self.manager.offset_records(group_id, gone) + records
+            return self._carry_out(
+                [append(records, GroupDeleted(group_id, request_id))]
+            )
         actions = self.offsets.delete_group(request_id, group_id, now)
         return self._carry_out(actions, group_id)
 
@@ -271,6 +369,11 @@ class GroupCoordinator:
         self, outcome: WriteOutcome, error: ErrorCode, now: float
     ) -> list[GroupAction]:
         """Hand a reported write to the manager that knows what it meant."""
+        if isinstance(outcome, ConsumerGroupStored):
+            if error is ErrorCode.none:
+                return [GroupReply(outcome.request_id, outcome.response)]
+            failed = ConsumerGroupHeartbeatResponse(store_group_error(error))
+            return [GroupReply(outcome.request_id, failed)]
         if isinstance(outcome, AssignmentStored):
             return self.membership.assignment_stored(outcome, error, now)
         if isinstance(outcome, StaticMemberStored):
@@ -295,7 +398,17 @@ class GroupCoordinator:
     ) -> int:
         """The partition's records from its start: rebuild its groups and offsets
         (transactional ones pending until their producer's marker)."""
-        loaded = self.manager.load(partition, records, now)
+        loader = ConsumerGroupLoader()
+        loaded = self.manager.load(partition, self._split(records, loader), now)
+        session_ms = self.config.group_consumer_session_timeout_ms
+        for group in loader.groups(now, session_ms):
+            if self.manager.partition_for(group.group_id) != partition:
+                continue
+            # its offsets made the classic loader restore an Empty classic group
+            self.manager.groups.pop(group.group_id, None)
+            self.manager.consumer_groups[group.group_id] = group
+            self._rearm_members(group.group_id)
+            loaded += 1
         for group_id in self._partition_groups(partition):
             # restored members must heartbeat within their session
             self._rearm(group_id)
@@ -304,6 +417,21 @@ class GroupCoordinator:
                 now + self.config.offsets_retention_check_interval_ms / 1000
             )
         return loaded
+
+    @staticmethod
+    def _split(
+        records: Iterable[LoadedRecord], loader: ConsumerGroupLoader
+    ) -> Iterator[LoadedRecord]:
+        """The classic records, for the manager; the consumer groups' go to ``loader``
+        (a malformed one is skipped, as the manager skips a malformed classic one)."""
+        for record in records:
+            if isinstance(record, tuple) and is_consumer_record(record[0]):
+                try:
+                    loader.replay(*record)
+                except OffsetsRecordError:
+                    continue
+            else:
+                yield record
 
     def unload_partition(self, partition: int) -> GroupResult:
         """This broker stopped leading ``partition``: its groups go Dead."""
@@ -328,7 +456,17 @@ class GroupCoordinator:
     # --- timers ------------------------------------------------------------------------
 
     def next_deadline(self) -> float | None:
-        return self._timers.next_deadline()
+        due = [self._timers.next_deadline(), self._members.next_deadline()]
+        return min((d for d in due if d is not None), default=None)
+
+    def _rearm_members(self, group_id: str) -> None:
+        group = self.manager.consumer_groups.get(group_id)
+        wanted: dict[str, float] = {}
+        for member_id in () if group is None else group.members:
+            assert group is not None
+            if (when := member_deadline(group, member_id)) is not None:
+                wanted[member_id] = when
+        self._members.rearm(group_id, wanted)
 
     def on_timer(self, now: float) -> GroupResult:
         """Fire every timer due at ``now``, earliest first."""
@@ -349,6 +487,14 @@ class GroupCoordinator:
             else:
                 actions = self.membership.on_member_expired(group, member_id, now)
             out += self._carry_out(actions, group_id)
+        for group_id, member_id in self._members.pop_due(now):
+            # a consumer-protocol member's session or rebalance timeout (KIP-848)
+            before = self._consumer_records(group_id)
+            self.consumer.expire(group_id, member_id, now)
+            records = changed_records(before, self._consumer_records(group_id))
+            self._rearm_members(group_id)
+            if records:
+                out += self._carry_out([append(records, Unanswered(group_id))])
         return out
 
     # --- carrying out what the managers decided ----------------------------------------------

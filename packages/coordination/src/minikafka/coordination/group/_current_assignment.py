@@ -12,7 +12,7 @@ Kafka's ``ConsumerGroup`` does with its partition epochs.
 Pure functions of values: each takes the member, the target, what the heartbeat says and
 ``now``, and returns a :class:`Reconciliation` with the member as it is afterwards (the
 shell would write it as a CurrentMemberAssignment record) and the error for the
-heartbeat's answer. Not wired into the broker: no ConsumerGroupHeartbeat is served yet.
+heartbeat's answer. ``_consumer_heartbeat.py`` runs it on each ConsumerGroupHeartbeat.
 """
 
 from __future__ import annotations

@@ -40,6 +40,8 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import TopicPartition
 from minikafka.common.timeline import LATEST_EPOCH, SnapshotRegistry, TimelineHashMap
 
+from ._consumer_group import ConsumerGroup
+from ._consumer_records import is_consumer_record
 from ._group import GroupMetadata, MemberMetadata
 from ._group_state import GroupState
 from ._offsets_records import (
@@ -245,6 +247,8 @@ class SnapshottableCoordinator:
 
     def _replay_write(self, write_id: int, write: _Write) -> None:
         for key_bytes, value_bytes in write.records:
+            if is_consumer_record(key_bytes):
+                continue  # a consumer group's: not on the offsets' timeline
             key = decode_key(key_bytes)
             if isinstance(key, OffsetKey):
                 value = (
@@ -323,6 +327,7 @@ class SnapshottableCoordinator:
 class GroupMetadataManager:
     num_partitions: int
     groups: dict[str, GroupMetadata] = attrs.field(init=False, factory=dict)
+    consumer_groups: dict[str, ConsumerGroup] = attrs.field(init=False, factory=dict)
     partitions: dict[int, PartitionStatus] = attrs.field(init=False, factory=dict)
     # the offsets of each loaded partition, on its timeline
     shards: dict[int, SnapshottableCoordinator] = attrs.field(init=False, factory=dict)
@@ -412,6 +417,9 @@ class GroupMetadataManager:
         ]
         for group in gone:
             del self.groups[group.group_id]
+        for group_id in list(self.consumer_groups):
+            if self.partition_for(group_id) == partition:
+                del self.consumer_groups[group_id]
         return gone
 
     # --- the timeline: writes replayed, committed, failed --------------------------------

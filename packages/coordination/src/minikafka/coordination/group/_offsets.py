@@ -39,6 +39,7 @@ from minikafka.trace import NullTracer, Tracer
 
 from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ._config import GroupConfig
+from ._consumer_heartbeat import consumer_offset_commit_error
 from ._events import TxnOffsetCommitWritten
 from ._group import GroupMetadata, offset_commit_error
 from ._group_metadata_manager import GroupMetadataManager
@@ -262,7 +263,13 @@ class OffsetsManager:
     ) -> ErrorCode:
         """Whether an OffsetCommit may be written (``offset_commit_error``). A simple
         consumer's commit to an unknown group creates it, Empty; a member's accepted
-        commit counts as a heartbeat."""
+        commit counts as a heartbeat. A consumer-protocol group's commit carries the
+        member epoch as its generation (KIP-848)."""
+        consumer = self.metadata.consumer_groups.get(group_id)
+        if consumer is not None:
+            return consumer_offset_commit_error(
+                consumer, member_id, generation_id, api_version
+            )
         group = self._groups.get(group_id)
         error = offset_commit_error(
             group, member_id, generation_id, group_instance_id, api_version

@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import CoreResult, TopicPartition
 
+from ._consumer_heartbeat import ConsumerGroupHeartbeatResponse
 from ._group import GroupMetadata, MemberMetadata
 from ._group_metadata_manager import StoredRecord
 from ._group_requests import (
@@ -46,6 +47,7 @@ from ._offsets_records import OffsetValue
 __all__ = [
     "Append",
     "AssignmentStored",
+    "ConsumerGroupStored",
     "CoordinatorWrite",
     "GroupAction",
     "GroupDeleted",
@@ -72,6 +74,7 @@ GroupResponse: TypeAlias = (
     | DeletableGroupResult
     | OffsetDeleteResponse
     | TxnOffsetCommitResponse
+    | ConsumerGroupHeartbeatResponse
 )
 
 
@@ -191,8 +194,19 @@ class OffsetsDeleted:
     partitions: tuple[tuple[TopicPartition, ErrorCode], ...]
 
 
+@attrs.frozen
+class ConsumerGroupStored:
+    """A ConsumerGroupHeartbeat's records (KIP-848): answered with ``response`` once
+    committed, with the write's error (``store_group_error``) if it failed."""
+
+    group_id: str
+    request_id: int
+    response: ConsumerGroupHeartbeatResponse
+
+
 WriteOutcome: TypeAlias = (
     Unanswered
+    | ConsumerGroupStored
     | AssignmentStored
     | StaticMemberStored
     | OffsetsCommitted

@@ -53,6 +53,11 @@ from minikafka.common.shell import Waiters, Wakeup, run_timers
 from minikafka.trace import EpochClock
 
 from .._operation_guard import guard_operation
+from ._consumer_group import ConsumerGroup
+from ._consumer_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from ._coordinator import GroupCoordinator
 from ._group import GroupSummary, ListedGroup
 from ._group_metadata_manager import (
@@ -209,6 +214,34 @@ class GroupCoordinatorShell:
         )
         assert isinstance(response, LeaveGroupResponse)
         return response
+
+    async def consumer_group_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        """ConsumerGroupHeartbeat (KIP-848): join, heartbeat or leave, answered once
+        the group's records are committed."""
+        response = await self._call(
+            "ConsumerGroupHeartbeat",
+            functools.partial(self.core.consumer_group_heartbeat, request=request),
+            ConsumerGroupHeartbeatResponse,
+        )
+        assert isinstance(response, ConsumerGroupHeartbeatResponse)
+        return response
+
+    def consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """ConsumerGroupDescribe's view of one group: NOT_COORDINATOR and the like, or
+        the group (None: no consumer group by that id)."""
+
+        def describe() -> tuple[ErrorCode, ConsumerGroup | None]:
+            status = self.core.group_status(group_id)
+            if status is not ErrorCode.none:
+                return status, None
+            return ErrorCode.none, self.core.consumer_group(group_id)
+
+        return self._guard("ConsumerGroupDescribe", describe, lambda e: (e, None))
+
+    def list_consumer_groups(self) -> list[ConsumerGroup]:
+        return self._guard("ListGroups", self.core.list_consumer_groups, lambda _: [])
 
     async def commit_offsets(
         self, request: OffsetCommitRequest

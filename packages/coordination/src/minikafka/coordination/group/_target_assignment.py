@@ -16,7 +16,7 @@ for the bump rules is its instance id when it has one.
 
 Pure functions over values; the records Kafka writes for each (ConsumerGroupMetadata,
 ConsumerGroupTargetAssignmentMember for each changed member,
-ConsumerGroupTargetAssignmentMetadata) are what a shell would write from them. Not wired.
+ConsumerGroupTargetAssignmentMetadata) are ``_consumer_records.py``'s.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from minikafka.common import Deadlines
 
 from ._group import GroupMetadata
 
-__all__ = ["OFFSETS_EXPIRY", "GroupTimers", "TimerKey"]
+__all__ = ["OFFSETS_EXPIRY", "GroupTimers", "MemberDeadlines", "TimerKey"]
 
 TimerKind: TypeAlias = Literal["join", "sync", "pending", "session", "expiry"]
 TimerKey: TypeAlias = tuple[TimerKind, str, str]
@@ -113,3 +113,34 @@ def _order(
         return group_rank.get(gid, len(group_rank)), _KIND_ORDER[kind], position
 
     return rank
+
+
+class MemberDeadlines:
+    """The consumer-protocol members' deadlines (KIP-848), one per member: its session
+    or, while it is revoking, its rebalance timeout, whichever comes first. Keyed by
+    (group id, member id); re-armed per group as the classic timers are."""
+
+    def __init__(self) -> None:
+        self._deadlines: Deadlines[tuple[str, str]] = Deadlines()
+        self._keys: dict[str, set[tuple[str, str]]] = {}
+
+    def rearm(self, group_id: str, wanted: Mapping[str, float]) -> None:
+        """``wanted``: member id -> its deadline, for every member that has one."""
+        keys = {(group_id, m): when for m, when in wanted.items()}
+        for key in self._keys.pop(group_id, set()) - keys.keys():
+            self._deadlines.cancel(key)
+        for key, when in keys.items():
+            if self._deadlines.due_at(key) != when:
+                self._deadlines.schedule(key, when)
+        if keys:
+            self._keys[group_id] = set(keys)
+
+    def next_deadline(self) -> float | None:
+        return self._deadlines.next_deadline()
+
+    def pop_due(self, now: float) -> list[tuple[str, str]]:
+        """Every member whose deadline is at or before ``now``, unscheduled."""
+        due = self._deadlines.pop_due(now)
+        for key in due:
+            self._keys.get(key[0], set()).discard(key)
+        return due
