@@ -8,6 +8,12 @@ from ._consumer_coordinator import ClusterView as ClusterView
 from ._consumer_coordinator import ConsumerCoordinator as ConsumerCoordinator
 from ._consumer_coordinator import MemberSettings as MemberSettings
 from ._consumer_coordinator import MemberState as MemberState
+from ._consumer_protocol_member import TRANSITIONS as TRANSITIONS
+from ._consumer_protocol_member import ConsumerMemberState as ConsumerMemberState
+from ._consumer_protocol_member import (
+    ConsumerProtocolMember as ConsumerProtocolMember,
+)
+from ._requests import ConsumerGroupHeartbeat as ConsumerGroupHeartbeat
 from ._requests import FindCoordinator as FindCoordinator
 from ._requests import GroupRequest as GroupRequest
 from ._requests import Heartbeat as Heartbeat

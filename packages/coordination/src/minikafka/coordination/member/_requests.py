@@ -70,8 +70,24 @@ class OffsetCommit:
     commit_id: int
 
 
+@attrs.frozen
+class ConsumerGroupHeartbeat:
+    """KIP-848's one request: ``None`` in a field means unchanged since the last one
+    (the member sends every field when it joins and after an error)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int  # 0 joins, -1 leaves, -2 leaves a static member's place
+    instance_id: str | None = None
+    rebalance_timeout_ms: int | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    owned: tuple[TopicPartition, ...] | None = None  # the partitions it owns now
+
+
 GroupRequest = (
     FindCoordinator
+    | ConsumerGroupHeartbeat
     | JoinGroup
     | SyncGroup
     | Heartbeat
