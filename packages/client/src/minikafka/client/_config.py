@@ -285,6 +285,10 @@ class ConsumerConfig:
     metadata_max_age_ms: int = 300_000
     allow_auto_create_topics: bool = True
     check_crcs: bool = True
+    # KIP-848: "consumer" has the broker assign (ConsumerGroupHeartbeat), with the
+    # server-side assignor group.remote.assignor names (the broker's default if None).
+    group_protocol: str = "classic"
+    group_remote_assignor: str | None = None
 
     @classmethod
     def from_dict(cls, config: Mapping[str, object]) -> ConsumerConfig:
@@ -348,4 +352,6 @@ _CONSUMER_KEYS: dict[str, Callable[[object], object]] = {
     "metadata.max.age.ms": _int(0, 2**63 - 1),
     "allow.auto.create.topics": _bool,
     "check.crcs": _bool,
+    "group.protocol": _choice("classic", "consumer"),
+    "group.remote.assignor": _optional_string,
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from minikafka.coordination.member import (
     EARLIEST,
     LATEST,
     ConsumerCoordinator,
+    ConsumerProtocolMember,
     RebalanceEvent,
     SubscriptionState,
 )
@@ -375,22 +377,32 @@ def group_request_timeout(config: ConsumerConfig) -> float:
 
 def consumer_cores(
     config: ConsumerConfig,
-) -> tuple[Fetcher, ConsumerCoordinator | None]:
+) -> tuple[Fetcher, ConsumerCoordinator | ConsumerProtocolMember | None]:
     """The Fetcher (with the metadata and subscriptions) and, with a ``group.id``, the
     coordinator a consumer's API drives, the synchronous one or the async one."""
     nodes = bootstrap_nodes(config.bootstrap_servers)
     metadata = ClientMetadata(nodes, config.metadata_max_age_ms)
     subscriptions = SubscriptionState(config.auto_offset_reset)
-    coordinator = (
-        ConsumerCoordinator(config, subscriptions, metadata, config.group_id)
-        if config.group_id is not None
-        else None
-    )
+    coordinator: ConsumerCoordinator | ConsumerProtocolMember | None = None
+    if config.group_id is not None and config.group_protocol == "consumer":
+        coordinator = ConsumerProtocolMember(
+            config,
+            subscriptions,
+            config.group_id,
+            member_id=str(uuid.uuid4()),  # KIP-1082: the member names itself
+            rebalance_timeout_ms=config.max_poll_interval_ms,
+            server_assignor=config.group_remote_assignor,
+        )
+    elif config.group_id is not None:
+        coordinator = ConsumerCoordinator(
+            config, subscriptions, metadata, config.group_id
+        )
     return Fetcher(config, subscriptions, metadata), coordinator
 
 
 def group_metadata(
-    coordinator: ConsumerCoordinator | None, config: ConsumerConfig
+    coordinator: ConsumerCoordinator | ConsumerProtocolMember | None,
+    config: ConsumerConfig,
 ) -> ConsumerGroupMetadata:
     """The member's part in its group as a transactional producer sends it (KIP-447)."""
     if coordinator is None:

@@ -19,10 +19,14 @@ import datetime
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 import attrs
 import trio
+from kio.schema.consumer_group_heartbeat.v1.response import (
+    ConsumerGroupHeartbeatResponse,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
@@ -35,6 +39,7 @@ from kio.schema.list_offsets.v5.request import (
     ListOffsetsTopic,
 )
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
+from kio.schema.metadata.v12.response import MetadataResponse
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.offset_fetch.v7.response import (
@@ -54,6 +59,8 @@ from minikafka.common import TopicPartition
 from minikafka.common.shell import Wakeup
 from minikafka.coordination.member import (
     ConsumerCoordinator,
+    ConsumerGroupHeartbeat,
+    ConsumerProtocolMember,
     FindCoordinator,
     GroupRequest,
     JoinMember,
@@ -71,7 +78,12 @@ from ._fetcher import (
     ListOffsetsPlan,
     OffsetsForLeaderEpochPlan,
 )
-from ._group_wire import group_request_body
+from ._group_wire import (
+    group_request_body,
+    heartbeat_body,
+    topic_ids_from,
+    topic_ids_request,
+)
 from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
@@ -84,7 +96,7 @@ _MAX_NODE_ID = 2**31 - 1
 @attrs.define(eq=False)
 class ConsumerShell:
     fetcher: Fetcher
-    coordinator: ConsumerCoordinator | None
+    coordinator: ConsumerCoordinator | ConsumerProtocolMember | None
     client: NetworkClient
     on_change: Callable[[], None]  # records, events or answers for the application
     lock: threading.Lock = attrs.field(factory=threading.Lock)
@@ -101,6 +113,8 @@ class ConsumerShell:
     group_client: NetworkClient | None = None
     # The Fetcher's errors (its results' replies), for the application's next poll.
     errors: list[KafkaError] = attrs.field(factory=list)
+    # The consumer protocol names topics by id (learnt by Metadata v12).
+    _topic_names: dict[uuid.UUID, str] = attrs.field(factory=dict)
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -375,9 +389,22 @@ class ConsumerShell:
         try:
             if node is None:
                 raise ClientError("no coordinator")
-            response = await (self.group_client or self.client).send(
-                node, group_request_body(request, self._require_stable)
-            )
+            body = group_request_body(request, self._require_stable)
+            if isinstance(request, ConsumerGroupHeartbeat):
+                ids = {name: i for i, name in self._topic_names.items()}
+                if request.owned and any(tp.topic not in ids for tp in request.owned):
+                    await self._learn_topic_ids({tp.topic for tp in request.owned})
+                    ids = {name: i for i, name in self._topic_names.items()}
+                body = heartbeat_body(request, ids)
+            response = await (self.group_client or self.client).send(node, body)
+            if isinstance(response, ConsumerGroupHeartbeatResponse):
+                assignment = response.assignment
+                unknown = assignment is not None and any(
+                    t.topic_id not in self._topic_names
+                    for t in assignment.topic_partitions
+                )
+                if unknown:
+                    await self._learn_topic_ids(self.fetcher.subscriptions.subscription)
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
             with self.lock:
@@ -425,6 +452,7 @@ class ConsumerShell:
                 JoinMember(m.member_id, m.group_instance_id, bytes(m.metadata))
                 for m in response.members
             ]
+            assert isinstance(coordinator, ConsumerCoordinator)
             result = coordinator.on_join(
                 int(response.error_code),
                 int(response.generation_id),
@@ -436,10 +464,31 @@ class ConsumerShell:
             )
             return result.messages[0] if result.messages else None
         elif isinstance(response, SyncGroupResponse):
+            assert isinstance(coordinator, ConsumerCoordinator)
             coordinator.on_sync(
                 int(response.error_code), bytes(response.assignment), now
             )
+        elif isinstance(response, ConsumerGroupHeartbeatResponse):
+            assert isinstance(coordinator, ConsumerProtocolMember)
+            assignment = None
+            if response.assignment is not None:
+                # A topic whose id the metadata does not name yet waits (as in Kafka).
+                assignment = tuple(
+                    TopicPartition(self._topic_names[t.topic_id], int(p))
+                    for t in response.assignment.topic_partitions
+                    if t.topic_id in self._topic_names
+                    for p in t.partitions
+                )
+            coordinator.on_heartbeat_response(
+                int(response.error_code),
+                response.member_id,
+                int(response.member_epoch),
+                int(response.heartbeat_interval.total_seconds() * 1000),
+                assignment,
+                now,
+            )
         elif isinstance(response, HeartbeatResponse):
+            assert isinstance(coordinator, ConsumerCoordinator)
             coordinator.on_heartbeat(int(response.error_code), now)
         elif isinstance(response, OffsetFetchResponse | StableOffsetFetchResponse):
             offsets = {
@@ -456,6 +505,14 @@ class ConsumerShell:
             errors = [int(p.error_code) for t in response.topics for p in t.partitions]
             coordinator.on_commit(request.commit_id, errors, now)
         return None
+
+    async def _learn_topic_ids(self, topics: set[str] | frozenset[str]) -> None:
+        """Topic ids for ``topics`` (Metadata v12 to any broker)."""
+        response = await self.client.send(
+            self.metadata.any_node(0), topic_ids_request(sorted(topics))
+        )
+        if isinstance(response, MetadataResponse):
+            self._topic_names.update(topic_ids_from(response))
 
     async def leave_group(self) -> None:
         """LeaveGroup now (on close), if the coordinator says there is one to send."""

@@ -12,11 +12,21 @@ rather than start from an offset that transaction is about to replace.
 from __future__ import annotations
 
 import datetime
+import uuid
+from collections.abc import Iterable, Mapping
 
+from kio.schema.consumer_group_heartbeat.v1.request import (
+    ConsumerGroupHeartbeatRequest,
+)
+from kio.schema.consumer_group_heartbeat.v1.request import (
+    TopicPartitions as HeartbeatTopicPartitions,
+)
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v3.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v12.response import MetadataResponse
 from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -42,6 +52,7 @@ from kio.static.protocol import RequestPayload
 
 from minikafka.common import TopicPartition
 from minikafka.coordination.member import (
+    ConsumerGroupHeartbeat,
     FindCoordinator,
     GroupRequest,
     Heartbeat,
@@ -59,6 +70,58 @@ def _by_topic(partitions: list[TopicPartition]) -> dict[str, list[int]]:
     return out
 
 
+def heartbeat_body(
+    request: ConsumerGroupHeartbeat, topic_ids: Mapping[str, uuid.UUID]
+) -> ConsumerGroupHeartbeatRequest:
+    """ConsumerGroupHeartbeat v1 (KIP-848); owned partitions name their topics by id."""
+    owned = None
+    if request.owned is not None:
+        owned = tuple(
+            HeartbeatTopicPartitions(
+                topic_id=topic_ids[t], partitions=tuple(map(i32, ps))
+            )
+            for t, ps in _by_topic(list(request.owned)).items()
+        )
+    timeout = request.rebalance_timeout_ms
+    return ConsumerGroupHeartbeatRequest(
+        group_id=GroupId(request.group_id),
+        member_id=request.member_id,
+        member_epoch=i32(request.member_epoch),
+        instance_id=request.instance_id,
+        rack_id=None,
+        rebalance_timeout=i32Timedelta.parse(
+            datetime.timedelta(milliseconds=-1 if timeout is None else timeout)
+        ),
+        subscribed_topic_names=(
+            None
+            if request.subscribed_topic_names is None
+            else tuple(map(TopicName, request.subscribed_topic_names))
+        ),
+        subscribed_topic_regex=None,
+        server_assignor=request.server_assignor,
+        topic_partitions=owned,
+    )
+
+
+def topic_ids_request(topics: Iterable[str]) -> MetadataRequest:
+    """Metadata v12 for ``topics``: the consumer protocol names topics by id."""
+    return MetadataRequest(
+        topics=tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics
+        ),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def topic_ids_from(response: MetadataResponse) -> dict[uuid.UUID, str]:
+    return {
+        t.topic_id: str(t.name)
+        for t in response.topics
+        if t.topic_id is not None and t.name is not None and t.topic_id.int != 0
+    }
+
+
 def group_request_body(
     request: GroupRequest, require_stable: bool = False
 ) -> RequestPayload:
@@ -66,6 +129,8 @@ def group_request_body(
     client speaks (FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3,
     LeaveGroup v3, OffsetFetch v5, or v7 with ``require_stable``, OffsetCommit v7)."""
     group = GroupId(getattr(request, "group_id", ""))
+    if isinstance(request, ConsumerGroupHeartbeat):
+        return heartbeat_body(request, {})
     if isinstance(request, FindCoordinator):
         return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
     if isinstance(request, JoinGroup):

@@ -298,9 +298,9 @@ class ConsumerProtocolMember:
             if assignment is not None and set(assignment) != set(self.owned):
                 self._target = assignment
                 self._move(S.RECONCILING)
-            elif self.state is not S.RECONCILING and assignment is not None:
-                self._move(S.STABLE)
-            elif self.state is S.ACKNOWLEDGING:
+            elif (
+                self.state is not S.RECONCILING and assignment is not None
+            ) or self.state is S.ACKNOWLEDGING:
                 self._move(S.STABLE)
 
     def _fence(self) -> None:
