@@ -68,9 +68,15 @@ class Members:
     _stops: dict[str, threading.Event] = attrs.field(factory=dict)
     _threads: dict[str, threading.Thread] = attrs.field(factory=dict)
 
-    def start(self, name: str, **extra: Any) -> None:
+    def start(
+        self, name: str, client: Callable[[dict[str, Any]], Any] = Consumer, **extra: Any
+    ) -> None:
+        """Start member ``name``: a ``client`` (confluent-kafka's Consumer, or any
+        consumer with its API) polling in a thread of its own."""
         stop = threading.Event()
-        thread = threading.Thread(target=self._run, args=(name, stop, extra), name=name)
+        thread = threading.Thread(
+            target=self._run, args=(name, stop, client, extra), name=name
+        )
         self._stops[name], self._threads[name] = stop, thread
         with self.changed:
             self.owned[name] = set()
@@ -99,7 +105,13 @@ class Members:
     def _error(self, what: str) -> None:
         self._report(lambda: self.errors.append(what))
 
-    def _run(self, name: str, stop: threading.Event, extra: dict[str, Any]) -> None:
+    def _run(
+        self,
+        name: str,
+        stop: threading.Event,
+        client: Callable[[dict[str, Any]], Any],
+        extra: dict[str, Any],
+    ) -> None:
         config = {
             "bootstrap.servers": self.bootstrap,
             "group.id": self.group,
@@ -109,7 +121,7 @@ class Members:
             "auto.offset.reset": "earliest",
             **extra,
         }
-        consumer = Consumer(config)
+        consumer = client(config)
 
         def on_assign(_: Consumer, partitions: list[TopicPartition]) -> None:
             self._report(

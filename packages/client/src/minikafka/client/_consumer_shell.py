@@ -389,8 +389,9 @@ class ConsumerShell:
         try:
             if node is None:
                 raise ClientError("no coordinator")
-            body = group_request_body(request, self._require_stable)
-            if isinstance(request, ConsumerGroupHeartbeat):
+            if not isinstance(request, ConsumerGroupHeartbeat):
+                body = group_request_body(request, self._require_stable)
+            else:
                 ids = {name: i for i, name in self._topic_names.items()}
                 if request.owned and any(tp.topic not in ids for tp in request.owned):
                     await self._learn_topic_ids({tp.topic for tp in request.owned})

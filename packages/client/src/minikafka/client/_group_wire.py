@@ -129,7 +129,7 @@ def group_request_body(
     client speaks (FindCoordinator v2, JoinGroup v5, SyncGroup v3, Heartbeat v3,
     LeaveGroup v3, OffsetFetch v5, or v7 with ``require_stable``, OffsetCommit v7)."""
     group = GroupId(getattr(request, "group_id", ""))
-    if isinstance(request, ConsumerGroupHeartbeat):
+    if isinstance(request, ConsumerGroupHeartbeat):  # one that owns nothing: a leave
         return heartbeat_body(request, {})
     if isinstance(request, FindCoordinator):
         return FindCoordinatorRequest(key=request.group_id, key_type=i8(0))
