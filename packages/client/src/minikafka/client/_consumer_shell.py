@@ -41,6 +41,9 @@ from kio.schema.list_offsets.v5.request import (
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.metadata.v12.response import MetadataResponse
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse
+from kio.schema.offset_commit.v9.response import (
+    OffsetCommitResponse as MemberEpochCommitResponse,
+)
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
 from kio.schema.offset_fetch.v7.response import (
     OffsetFetchResponse as StableOffsetFetchResponse,
@@ -501,7 +504,7 @@ class ConsumerShell:
                 for p in t.partitions
             }
             coordinator.on_offset_fetch(offsets, now)
-        elif isinstance(response, OffsetCommitResponse):
+        elif isinstance(response, OffsetCommitResponse | MemberEpochCommitResponse):
             assert isinstance(request, OffsetCommit)
             errors = [int(p.error_code) for t in response.topics for p in t.partitions]
             coordinator.on_commit(request.commit_id, errors, now)

@@ -32,6 +32,7 @@ from kio.schema.offset_commit.v7.request import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from kio.schema.offset_commit.v9 import request as offset_commit_v9
 from kio.schema.offset_fetch.v5.request import (
     OffsetFetchRequest,
     OffsetFetchRequestTopic,
@@ -58,6 +59,7 @@ from minikafka.coordination.member import (
     Heartbeat,
     JoinGroup,
     LeaveGroup,
+    OffsetCommit,
     OffsetFetch,
     SyncGroup,
 )
@@ -199,6 +201,8 @@ def group_request_body(
                 for t, ps in _by_topic(list(request.partitions)).items()
             ),
         )
+    if request.member_epoch:
+        return _member_epoch_commit(request)
     topics: dict[str, list[OffsetCommitRequestPartition]] = {}
     for tp, offset, epoch in request.offsets:
         topics.setdefault(tp.topic, []).append(
@@ -216,6 +220,31 @@ def group_request_body(
         group_instance_id=request.group_instance_id,
         topics=tuple(
             OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(ps))
+            for t, ps in topics.items()
+        ),
+    )
+
+
+def _member_epoch_commit(request: OffsetCommit) -> offset_commit_v9.OffsetCommitRequest:
+    """OffsetCommit v9: a consumer-protocol group takes commits from v9 on (KIP-848)."""
+    v9 = offset_commit_v9
+    topics: dict[str, list[v9.OffsetCommitRequestPartition]] = {}
+    for tp, offset, epoch in request.offsets:
+        topics.setdefault(tp.topic, []).append(
+            v9.OffsetCommitRequestPartition(
+                partition_index=i32(tp.partition),
+                committed_offset=i64(offset),
+                committed_leader_epoch=i32(epoch),
+                committed_metadata="",
+            )
+        )
+    return v9.OffsetCommitRequest(
+        group_id=GroupId(request.group_id),
+        generation_id_or_member_epoch=i32(request.generation_id),
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        topics=tuple(
+            v9.OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(ps))
             for t, ps in topics.items()
         ),
     )

@@ -348,6 +348,7 @@ class ConsumerProtocolMember:
                 )
             ),
             self._commit_ids,
+            member_epoch=True,
         )
         self._pending_commits.append(request)
         return request

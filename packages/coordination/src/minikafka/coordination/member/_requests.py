@@ -68,6 +68,8 @@ class OffsetCommit:
     group_instance_id: str | None
     offsets: tuple[tuple[TopicPartition, int, int], ...]  # (tp, offset, leader epoch)
     commit_id: int
+    # KIP-848: generation_id is the member's epoch (OffsetCommit v9 and later)
+    member_epoch: bool = False
 
 
 @attrs.frozen
