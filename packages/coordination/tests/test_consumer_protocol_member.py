@@ -96,14 +96,16 @@ def test_an_assignment_is_reconciled_then_acknowledged_with_the_owned_partitions
     m = member()
     heartbeats(m, 0.0)
     m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, (TP0, TP1), 0.0)
-    assert m.state is S.RECONCILING and m.member_epoch == 1
+    assert m.state is S.RECONCILING
+    assert m.member_epoch == 1
     assert heartbeats(m, 0.0) == []  # nothing until the application took it
     assert m.events == [RebalanceEvent("assign", (TP0, TP1))]
     m.events.clear()
     m.events_done()
     assert m.state is S.ACKNOWLEDGING
     (ack,) = heartbeats(m, 0.0)
-    assert ack.owned == (TP0, TP1) and ack.member_epoch == 1
+    assert ack.owned == (TP0, TP1)
+    assert ack.member_epoch == 1
     assert ack.subscribed_topic_names is None  # unchanged: not sent again
     m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, None, 0.1)
     assert m.state is S.STABLE
@@ -136,8 +138,10 @@ def test_revocation_comes_before_the_assignment_and_commits_first() -> None:
     m.on_heartbeat_response(ErrorCode.none, "m-1", 2, 1000, (TP0, TP2), 1.0)
     out = m.on_timer(1.0).messages
     commits = [r for r in out if isinstance(r, OffsetCommit)]
-    assert commits and commits[0].offsets[0][:2] == (TP1, 7)
-    assert commits[0].generation_id == 2 and commits[0].member_epoch
+    assert commits
+    assert commits[0].offsets[0][:2] == (TP1, 7)
+    assert commits[0].generation_id == 2
+    assert commits[0].member_epoch
     assert m.events == [
         RebalanceEvent("revoke", (TP1,)),
         RebalanceEvent("assign", (TP2,)),
@@ -185,7 +189,8 @@ def test_after_another_error_the_next_heartbeat_sends_every_field_again() -> Non
     )
     assert heartbeats(m, 1.05) == []  # retry.backoff.ms
     (hb,) = heartbeats(m, 2.0)
-    assert hb.subscribed_topic_names == ("t",) and hb.owned == (TP0,)
+    assert hb.subscribed_topic_names == ("t",)
+    assert hb.owned == (TP0,)
     assert hb.rebalance_timeout_ms == 300_000
 
 
