@@ -65,15 +65,15 @@ class Members:
     consumed: list[tuple[str, Record]] = attrs.field(factory=list)
     owned: dict[str, set[int]] = attrs.field(factory=dict)
     errors: list[str] = attrs.field(factory=list)
+    clients: dict[str, Callable[[dict[str, Any]], Any]] = attrs.field(factory=dict)
     _stops: dict[str, threading.Event] = attrs.field(factory=dict)
     _threads: dict[str, threading.Thread] = attrs.field(factory=dict)
 
-    def start(
-        self, name: str, client: Callable[[dict[str, Any]], Any] = Consumer, **extra: Any
-    ) -> None:
-        """Start member ``name``: a ``client`` (confluent-kafka's Consumer, or any
-        consumer with its API) polling in a thread of its own."""
+    def start(self, name: str, **extra: Any) -> None:
+        """Start member ``name`` polling in a thread of its own: confluent-kafka's
+        Consumer, or the client :attr:`clients` names for it (one with its API)."""
         stop = threading.Event()
+        client = self.clients.get(name, Consumer)
         thread = threading.Thread(
             target=self._run, args=(name, stop, client, extra), name=name
         )

@@ -43,7 +43,8 @@ def test_minikafka_members_share_the_partitions_and_take_over_a_closed_ones(
     members = Members(broker.bootstrap, name, name)
     try:
         for member in ("a", "b", "c"):
-            members.start(member, client=minikafka)
+            members.clients[member] = minikafka
+            members.start(member)
         members.wait(
             lambda: members.shared() and len(members.owned) == 3,
             "three minikafka members own two partitions each",
@@ -76,9 +77,9 @@ def test_a_mixed_group_of_minikafka_and_librdkafka_members_reads_every_record_on
     client.create_topic(name, PARTITIONS)
     members = Members(broker.bootstrap, name, name)
     try:
-        members.start("mini-a", client=minikafka)
-        members.start("rdkafka-b")
-        members.start("mini-c", client=minikafka)
+        members.clients.update({"mini-a": minikafka, "mini-c": minikafka})
+        for member in ("mini-a", "rdkafka-b", "mini-c"):
+            members.start(member)
         members.wait(
             lambda: members.shared() and len(members.owned) == 3,
             "minikafka and librdkafka members share the partitions",

@@ -48,6 +48,10 @@ def member(settings: Settings | None = None) -> ConsumerProtocolMember:
     return m
 
 
+def state_of(m: ConsumerProtocolMember) -> ConsumerMemberState:
+    return m.state  # read afresh after each call (no narrowing across calls)
+
+
 def heartbeats(m: ConsumerProtocolMember, now: float) -> list[ConsumerGroupHeartbeat]:
     return [
         r for r in m.on_timer(now).messages if isinstance(r, ConsumerGroupHeartbeat)
@@ -63,7 +67,7 @@ def joined(m: ConsumerProtocolMember, *owned: TopicPartition) -> None:
     m.events_done()
     heartbeats(m, 0.0)  # the acknowledgement
     m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, None, 0.0)
-    assert m.state is S.STABLE
+    assert state_of(m) is S.STABLE
 
 
 def test_the_transition_table_names_every_state_and_refuses_other_moves() -> None:
@@ -84,7 +88,7 @@ def test_a_member_finds_its_coordinator_before_it_heartbeats() -> None:
 def test_a_join_sends_every_field_with_epoch_zero() -> None:
     m = member()
     (hb,) = heartbeats(m, 0.0)
-    assert m.state is S.JOINING
+    assert state_of(m) is S.JOINING
     assert hb == ConsumerGroupHeartbeat(
         "g", "m-1", 0, None, 300_000, ("t",), "uniform", ()
     )
@@ -96,19 +100,19 @@ def test_an_assignment_is_reconciled_then_acknowledged_with_the_owned_partitions
     m = member()
     heartbeats(m, 0.0)
     m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, (TP0, TP1), 0.0)
-    assert m.state is S.RECONCILING
+    assert state_of(m) is S.RECONCILING
     assert m.member_epoch == 1
     assert heartbeats(m, 0.0) == []  # nothing until the application took it
     assert m.events == [RebalanceEvent("assign", (TP0, TP1))]
     m.events.clear()
     m.events_done()
-    assert m.state is S.ACKNOWLEDGING
+    assert state_of(m) is S.ACKNOWLEDGING
     (ack,) = heartbeats(m, 0.0)
     assert ack.owned == (TP0, TP1)
     assert ack.member_epoch == 1
     assert ack.subscribed_topic_names is None  # unchanged: not sent again
     m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, None, 0.1)
-    assert m.state is S.STABLE
+    assert state_of(m) is S.STABLE
 
 
 def test_a_stable_heartbeat_carries_only_what_changed_at_the_coordinators_interval() -> (
@@ -164,14 +168,14 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_zero(
     joined(m, TP0, TP1)
     heartbeats(m, 1.0)
     m.on_heartbeat_response(error, None, -1, 0, None, 1.0)
-    assert m.state is S.FENCED
+    assert state_of(m) is S.FENCED
     assert m.events == [RebalanceEvent("lost", (TP0, TP1))]
     assert m.subscriptions.assignment == {}
     assert heartbeats(m, 1.0) == []  # on_lost first
     m.events.clear()
     m.events_done()
     (hb,) = heartbeats(m, 1.0)
-    assert m.state is S.JOINING
+    assert state_of(m) is S.JOINING
     assert (hb.member_epoch, hb.member_id, hb.subscribed_topic_names, hb.owned) == (
         0,
         "m-1",
@@ -211,7 +215,7 @@ def test_leaving_heartbeats_epoch_minus_one_or_minus_two_for_a_static_member(
     joined(m, TP0)
     (leave,) = m.leave().messages
     assert leave == ConsumerGroupHeartbeat("g", "m-1", epoch, instance)
-    assert m.state is S.UNSUBSCRIBED
+    assert state_of(m) is S.UNSUBSCRIBED
     assert m.leave().messages == ()  # once
 
 
