@@ -34,7 +34,6 @@ def minikafka(config: dict[str, Any]) -> MiniConsumer:
     return MiniConsumer(config)
 
 
-@pytest.mark.compat("ConsumerGroupHeartbeat", "minikafka")
 def test_minikafka_members_share_the_partitions_and_take_over_a_closed_ones(
     broker: BrokerProcess, name: str
 ) -> None:
@@ -68,7 +67,6 @@ def test_minikafka_members_share_the_partitions_and_take_over_a_closed_ones(
         members.close_all()
 
 
-@pytest.mark.compat("ConsumerGroupHeartbeat", "minikafka")
 @pytest.mark.compat("ConsumerGroupHeartbeat", "confluent-kafka")
 def test_a_mixed_group_of_minikafka_and_librdkafka_members_reads_every_record_once(
     broker: BrokerProcess, name: str
