@@ -222,3 +222,22 @@ def test_leaving_heartbeats_epoch_minus_one_or_minus_two_for_a_static_member(
 def test_a_member_that_never_joined_has_nothing_to_leave() -> None:
     m = member()
     assert m.leave().messages == ()
+
+
+def test_a_member_whose_application_stops_polling_leaves_and_rejoins_at_next_poll() -> (
+    None
+):
+    m = member(Settings(max_poll_interval_ms=10_000))
+    joined(m, TP0)
+    m.app_polled(0.0)
+    assert heartbeats(m, 5.0) != []  # within max.poll.interval.ms: heartbeats go on
+    m.on_heartbeat_response(ErrorCode.none, "m-1", 1, 1000, None, 5.0)
+    (leave,) = m.on_timer(10.5).messages
+    assert leave == ConsumerGroupHeartbeat("g", "m-1", -1, None)
+    assert m.events == [RebalanceEvent("lost", (TP0,))]
+    m.events.clear()
+    m.events_done()
+    assert heartbeats(m, 11.0) == []  # out until the application is back
+    m.app_polled(12.0)
+    (join,) = heartbeats(m, 12.0)
+    assert join.member_epoch == 0

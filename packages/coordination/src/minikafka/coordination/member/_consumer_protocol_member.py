@@ -103,6 +103,8 @@ class ConsumerProtocolMember:
     _next_auto_commit: float = 0.0
     _commit_ids: int = 0
     _pending_commits: list[OffsetCommit] = attrs.field(factory=list)
+    _last_app_poll: float | None = None
+    _stalled: bool = False  # left after max.poll.interval.ms; back at the next poll
 
     @property
     def generation_id(self) -> int:
@@ -131,8 +133,19 @@ class ConsumerProtocolMember:
                 return CoreResult()
             self._finding = True
             return CoreResult(messages=(FindCoordinator(self.group_id),))
+        if self._poll_timed_out(now):
+            # max.poll.interval.ms without a poll: a member that does not process must
+            # not hold partitions. Leave (epoch -1); they are lost; rejoin at the next
+            # poll (Kafka's consumer does the same, through its STALE state).
+            lost = self.owned
+            leave = self.leave()
+            self.subscriptions.set_assignment(())
+            self._stalled = True
+            if lost:
+                self._emit("lost", lost)
+            return leave
         out: list[GroupRequest] = []
-        subscribed = bool(self.subscriptions.subscription)
+        subscribed = bool(self.subscriptions.subscription) and not self._stalled
         if (
             self.state is S.UNSUBSCRIBED
             and subscribed
@@ -248,8 +261,14 @@ class ConsumerProtocolMember:
             self._next_heartbeat = 0.0
 
     def app_polled(self, now: float) -> None:
-        """The application polled (``max.poll.interval.ms`` is the coordinator's
-        rebalance timeout here: the broker fences a member that overruns it)."""
+        """The application polled: it is alive (``max.poll.interval.ms``)."""
+        self._last_app_poll = now
+        self._stalled = False
+
+    def _poll_timed_out(self, now: float) -> bool:
+        if self._stalled or self._last_app_poll is None or self.member_epoch <= 0:
+            return False
+        return (now - self._last_app_poll) * 1000 > self.config.max_poll_interval_ms
 
     # --- answers ------------------------------------------------------------------
 
