@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from minikafka.broker.testing import BrokerProcess
 from minikafka.client import Consumer as MiniConsumer
+from tests.compat._groups import WAIT
 from tests.compat.test_consumer_protocol_confluent import (
     PARTITIONS,
     Members,
@@ -90,3 +92,27 @@ def test_a_mixed_group_of_minikafka_and_librdkafka_members_reads_every_record_on
         assert members.errors == []
     finally:
         members.close_all()
+
+
+def test_an_unknown_remote_assignor_reaches_the_application_as_unsupported_assignor(
+    broker: BrokerProcess, name: str
+) -> None:
+    client = ConfluentGroups(broker.bootstrap)
+    client.create_topic(name, PARTITIONS)
+    consumer = MiniConsumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": name,
+            "group.protocol": "consumer",
+            "group.remote.assignor": "no-such-assignor",
+        }
+    )
+    try:
+        consumer.subscribe([name])
+        messages = consumer.consume(10, WAIT)
+        errors = [m.error() for m in messages if m.error() is not None]
+        assert [e.code() for e in errors if e is not None] == [
+            ErrorCode.unsupported_assignor
+        ]
+    finally:
+        consumer.close()

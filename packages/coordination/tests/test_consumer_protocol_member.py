@@ -241,3 +241,13 @@ def test_a_member_whose_application_stops_polling_leaves_and_rejoins_at_next_pol
     m.app_polled(12.0)
     (join,) = heartbeats(m, 12.0)
     assert join.member_epoch == 0
+
+
+def test_a_fatal_error_stops_the_heartbeats_and_is_kept_for_the_application() -> None:
+    m = member()
+    heartbeats(m, 0.0)
+    m.on_heartbeat_response(
+        ErrorCode.unsupported_assignor, None, 0, 0, None, 0.0, "no such assignor"
+    )
+    assert m.fatal == (ErrorCode.unsupported_assignor, "no such assignor")
+    assert heartbeats(m, 10.0) == []

@@ -118,6 +118,7 @@ class ConsumerShell:
     errors: list[KafkaError] = attrs.field(factory=list)
     # The consumer protocol names topics by id (learnt by Metadata v12).
     _topic_names: dict[uuid.UUID, str] = attrs.field(factory=dict)
+    _fatal_reported: bool = False
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -490,7 +491,12 @@ class ConsumerShell:
                 int(response.heartbeat_interval.total_seconds() * 1000),
                 assignment,
                 now,
+                response.error_message,
             )
+            if coordinator.fatal is not None and not self._fatal_reported:
+                # Kafka's consumer raises this from poll: the member will not go on.
+                self._fatal_reported = True
+                self.errors.append(KafkaError(*coordinator.fatal, fatal=True))
         elif isinstance(response, HeartbeatResponse):
             assert isinstance(coordinator, ConsumerCoordinator)
             coordinator.on_heartbeat(int(response.error_code), now)

@@ -44,6 +44,17 @@ _COORDINATOR_GONE = frozenset(
     {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available}
 )
 _FENCED = frozenset({ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id})
+# Kafka's client gives up on these (its FATAL state) and tells the application.
+FATAL_ERRORS = frozenset(
+    {
+        ErrorCode.unsupported_assignor,
+        ErrorCode.group_max_size_reached,
+        ErrorCode.unreleased_instance_id,
+        ErrorCode.invalid_request,
+        ErrorCode.group_authorization_failed,
+        ErrorCode.unsupported_version,
+    }
+)
 LEAVE_EPOCH, LEAVE_STATIC_EPOCH = -1, -2
 
 
@@ -90,6 +101,9 @@ class ConsumerProtocolMember:
     events: list[RebalanceEvent] = attrs.field(factory=list)
     commit_results: dict[int, int] = attrs.field(factory=dict)
     heartbeat_interval_ms: int | None = None  # the coordinator's, from each answer
+    fatal: tuple[int, str | None] | None = (
+        None  # error code, message: no more heartbeats
+    )
     _target: tuple[TopicPartition, ...] | None = None  # to reconcile towards
     _sent: ConsumerGroupHeartbeat | None = None  # every field as last acknowledged
     _send_full: bool = True
@@ -185,7 +199,7 @@ class ConsumerProtocolMember:
         self.member_epoch, self._send_full, self._next_heartbeat = 0, True, 0.0
 
     def _heartbeat_due(self, now: float) -> bool:
-        if self._heartbeat_in_flight:
+        if self._heartbeat_in_flight or self.fatal is not None:
             return False
         if self.state in (S.JOINING, S.ACKNOWLEDGING):
             return not self._waiting_for_events
@@ -293,8 +307,10 @@ class ConsumerProtocolMember:
         heartbeat_interval_ms: int,
         assignment: tuple[TopicPartition, ...] | None,
         now: float,
+        message: str | None = None,
     ) -> None:
-        """A ConsumerGroupHeartbeat answered; ``assignment`` is None when unchanged."""
+        """A ConsumerGroupHeartbeat answered; ``assignment`` is None when unchanged; a
+        fatal error stops the member (:attr:`fatal`, which the shell reports)."""
         self._heartbeat_in_flight = False
         if self.state in (S.LEAVING, S.UNSUBSCRIBED):
             return
@@ -302,6 +318,8 @@ class ConsumerProtocolMember:
             self._fence()
         elif error in _COORDINATOR_GONE:
             self.coordinator_unknown(now)
+        elif error in FATAL_ERRORS:
+            self.fatal = (error, message)
         elif error != ErrorCode.none:
             self._send_full = True  # after an error, every field again
             self._backoff(now)
