@@ -83,6 +83,7 @@ from ._fetcher import (
 )
 from ._group_wire import (
     group_request_body,
+    heartbeat_assignment,
     heartbeat_body,
     topic_ids_from,
     topic_ids_request,
@@ -475,15 +476,7 @@ class ConsumerShell:
             )
         elif isinstance(response, ConsumerGroupHeartbeatResponse):
             assert isinstance(coordinator, ConsumerProtocolMember)
-            assignment = None
-            if response.assignment is not None:
-                # A topic whose id the metadata does not name yet waits (as in Kafka).
-                assignment = tuple(
-                    TopicPartition(self._topic_names[t.topic_id], int(p))
-                    for t in response.assignment.topic_partitions
-                    if t.topic_id in self._topic_names
-                    for p in t.partitions
-                )
+            assignment = heartbeat_assignment(response, self._topic_names)
             coordinator.on_heartbeat_response(
                 int(response.error_code),
                 response.member_id,

@@ -21,6 +21,9 @@ from kio.schema.consumer_group_heartbeat.v1.request import (
 from kio.schema.consumer_group_heartbeat.v1.request import (
     TopicPartitions as HeartbeatTopicPartitions,
 )
+from kio.schema.consumer_group_heartbeat.v1.response import (
+    ConsumerGroupHeartbeatResponse,
+)
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v3.request import HeartbeatRequest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -102,6 +105,21 @@ def heartbeat_body(
         subscribed_topic_regex=None,
         server_assignor=request.server_assignor,
         topic_partitions=owned,
+    )
+
+
+def heartbeat_assignment(
+    response: ConsumerGroupHeartbeatResponse, names: Mapping[uuid.UUID, str]
+) -> tuple[TopicPartition, ...] | None:
+    """The answer's assignment by topic name (None: unchanged). A topic whose id the
+    metadata does not name yet is left out until it does, as Kafka's client waits."""
+    if response.assignment is None:
+        return None
+    return tuple(
+        TopicPartition(names[t.topic_id], int(p))
+        for t in response.assignment.topic_partitions
+        if t.topic_id is not None and t.topic_id in names
+        for p in t.partitions
     )
 
 
