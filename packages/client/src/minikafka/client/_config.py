@@ -259,7 +259,8 @@ RebalanceCallback = Callable[[Any, list[Any]], None]
 
 @attrs.frozen
 class ConsumerConfig:
-    """Kafka 4.0's ``ConsumerConfig`` keys and defaults, for the classic group protocol."""
+    """Kafka 4.0's ``ConsumerConfig`` keys and defaults (``group.protocol`` ``classic``,
+    or ``consumer`` for KIP-848's)."""
 
     bootstrap_servers: tuple[tuple[str, int], ...]
     group_id: str | None = None

@@ -1,5 +1,7 @@
 """The member's side of the group protocol: Kafka's ``ConsumerCoordinator`` and the
-``SubscriptionState`` it keeps, as cores. The client package's consumer runs them over
+``SubscriptionState`` it keeps, as cores, and KIP-848's member
+(``ConsumerProtocolMember``, Kafka's ``ConsumerMembershipManager``) for
+``group.protocol=consumer``. The client package's consumer runs them over
 the network; the simulator (``..simulate``) runs them against the real
 ``GroupCoordinator`` on virtual time."""
 
