@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from minikafka.client import ConfigError, ProducerConfig
+from minikafka.client import ConfigError, ConsumerConfig, ProducerConfig
 from minikafka.common import Acks
 from minikafka.log import CompressionType
 
@@ -119,3 +119,15 @@ def test_delivery_timeout_must_cover_linger_and_one_request() -> None:
         ProducerConfig.from_dict(
             {**BOOT, "delivery.timeout.ms": 1_000, "request.timeout.ms": 2_000}
         )
+
+
+def test_group_protocol_is_classic_by_default_and_consumer_on_request() -> None:
+    base = {"bootstrap.servers": "localhost:9092", "group.id": "g"}
+    assert ConsumerConfig.from_dict(base).group_protocol == "classic"
+    chosen = ConsumerConfig.from_dict(
+        {**base, "group.protocol": "CONSUMER", "group.remote.assignor": "range"}
+    )
+    assert chosen.group_protocol == "consumer"
+    assert chosen.group_remote_assignor == "range"
+    with pytest.raises(ConfigError, match=r"^group.protocol: invalid value"):
+        ConsumerConfig.from_dict({**base, "group.protocol": "eager"})
