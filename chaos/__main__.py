@@ -15,6 +15,7 @@ summary's notes say how).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,6 +116,9 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown or not clients:
         parser.error(f"--clients: choose from {', '.join(CLIENTS)}, not {unknown}")
+    # SIGTERM ends the run through its cleanup (nodes killed, namespaces removed),
+    # as Ctrl-C does, rather than leaving them behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     opts = RunOptions(
         args.seed,
         args.duration,
