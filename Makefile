@@ -58,7 +58,8 @@ help:
 	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 	@echo "make chaos  - a seeded chaos run (kills, pauses) with real clients, then its checker;"
-	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 (chaos/README.md)"
+	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 FAULTS=k,..."
+	@echo "              (chaos/README.md; FAULTS naming partitions needs root)"
 
 # What each target needs from the system beyond uv and the workspace (scripts/bootstrap.sh
 # installs what is missing): a learner running the broker, the book or a lab installs only
@@ -240,6 +241,7 @@ cluster-down: sync
 # KRaft) laid out under CHAOS_RUNS/MODE-cCONTROLLERS-sSEED, real clients writing through
 # the faults SEED's schedule draws over DURATION seconds, then the checker; a summary
 # table, and exit 1 on any anomaly. SEED=N replays a run; by default a new one each time.
+# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root).
 DURATION ?= 300
 ifndef SEED
 SEED := $(shell date +%s)
@@ -248,7 +250,8 @@ CHAOS_RUNS ?= ./chaos-runs
 chaos: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 chaos: sync
 	@$(RUN) python -m chaos run --seed $(SEED) --duration $(DURATION) --mode $(MODE) \
-		--controllers $(CONTROLLERS) --out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
+		--controllers $(CONTROLLERS) $(if $(FAULTS),--faults $(FAULTS)) \
+		--out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
 
 clean:
 	rm -rf book/_build .mypy_cache .ruff_cache .pytest_cache build/mypyc

@@ -15,6 +15,7 @@ summary's notes say how).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,10 +24,11 @@ from typing import TextIO
 from minikafka.trace import read_trace
 
 from .checker import check
-from .faults import INJECTED
+from .faults import PROCESS_KINDS
 from .history import parse_final_state, parse_history
 from .nemesis import Options, Topology, parse_faults, schedule
-from .runner import RunOptions, refused, run
+from .netns import unavailable
+from .runner import RunOptions, needs_network, refused, run
 from .traces import TRACE_ANOMALY_KINDS, check_traces
 from .workload import CLIENT, CLIENTS
 
@@ -84,7 +86,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     running.add_argument("--mode", choices=("kraft", "zk"), default="kraft")
     running.add_argument("--controllers", type=int, choices=(1, 3), default=1)
     running.add_argument(
-        "--faults", default=",".join(INJECTED), help="kinds or groups, comma-separated"
+        "--faults",
+        default=",".join(PROCESS_KINDS),
+        help="kinds or groups, comma-separated (partitions need root and iproute2)",
     )
     running.add_argument(
         "--clients",
@@ -105,13 +109,16 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         kinds = parse_faults(args.faults)
     except ValueError as exc:
         parser.error(str(exc))
-    why = refused(kinds)
+    why = refused(kinds, unavailable() if needs_network(kinds) else None)
     if why is not None:
         parser.error(why)
     clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown or not clients:
         parser.error(f"--clients: choose from {', '.join(CLIENTS)}, not {unknown}")
+    # SIGTERM ends the run through its cleanup (nodes killed, namespaces removed),
+    # as Ctrl-C does, rather than leaving them behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     opts = RunOptions(
         args.seed,
         args.duration,

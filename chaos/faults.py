@@ -8,20 +8,25 @@ their controller through ZooKeeper's ``/controller``).
 The kinds injected today (:data:`INJECTED`):
 
 - ``kill``: SIGKILL the node (:meth:`ProcessCluster.kill`); heal: start it again on
-  its own data, waiting until it says it is ready;
+  its own data;
 - ``pause``: SIGSTOP (a stall: its sessions and heartbeats lapse while it holds every
   socket open); heal: SIGCONT;
 - ``kill-active-controller``: the quorum's leader as ``metadata-quorum describe
   --status`` names it (KRaft), or the broker the Metadata response names as controller
   (ZooKeeper mode), SIGKILLed when the fault starts; heal: started again.
 
+- ``partition-<shape>`` (``halves``, ``isolate``, ``bridge``, ``ring``, ``one-way``),
+  when the nodes run in network namespaces of their own (:mod:`chaos.netcluster`): the
+  shape's links cut by :class:`chaos.netns.Network` (a blackhole rule per dropped
+  direction, packets lost in silence, not refused); heal: the rules removed.
+
 A node is started again without waiting for it to say it is ready (a broker is ready
 once registered, and the controller it needs may be healed at the same instant).
 
-The other kinds (partitions, slow links, a full disk, admin operations, membership)
-are :data:`NOT_INJECTED`: the runner refuses a ``--faults`` naming them rather than
-pretend. Partitions need the brokers inside network namespaces (:mod:`chaos.netns`),
-which :class:`ProcessCluster` cannot start them in yet.
+The other kinds (slow links, a full disk, admin operations, membership) are
+:data:`NOT_INJECTED`: the runner refuses a ``--faults`` naming them rather than
+pretend, as it refuses partitions where namespaces cannot be made. Slow links need the
+kernel's netem qdisc, which the machine these runs were made on lacks.
 """
 
 from __future__ import annotations
@@ -36,9 +41,13 @@ from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
 
-from .nemesis import ACTIVE_CONTROLLER, KINDS, Fault
+from .nemesis import ACTIVE_CONTROLLER, KINDS, PARTITION_KINDS, Fault
+from .netns import Network
 
-INJECTED: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
+PROCESS_KINDS: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
+"""Injected on any machine."""
+INJECTED: tuple[str, ...] = (*PROCESS_KINDS, *PARTITION_KINDS)
+"""Injected where the nodes run in network namespaces (partitions need them)."""
 NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJECTED)
 
 
@@ -66,17 +75,27 @@ class Injected:
         }
 
 
-def active_controller(cluster: ProcessCluster, zookeeper: bool) -> int | None:
-    """The node that is the active controller now, or None if none is known."""
+def active_controller(
+    cluster: ProcessCluster, zookeeper: bool, network: Network | None = None
+) -> int | None:
+    """The node that is the active controller now, or None if none is known (the
+    nodes reached on their namespaces' addresses with a ``network``)."""
     if zookeeper:
-        client = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+        where = cluster.bootstrap
+        if network is not None:
+            where = ",".join(
+                f"{network.address(b)}:{p}" for b, p in cluster.broker_ports.items()
+            )
+        client = AdminClient({"bootstrap.servers": where, "log_level": 0})
         try:
             found = int(client.list_topics(timeout=10).controller_id)
         except Exception:  # no broker answered: none known now
             return None
         return found if found >= 0 else None
     voters = ",".join(
-        f"{cluster.host}:{cluster.listen_port(c)}" for c in cluster.controller_ids
+        f"{cluster.host if network is None else network.address(c)}:"
+        f"{cluster.listen_port(c)}"
+        for c in cluster.controller_ids
     )
     command = [sys.executable, "-m", "minikafka.broker", "metadata-quorum"]
     command += ["--bootstrap-controller", voters, "describe", "--status"]
@@ -95,8 +114,10 @@ class Injector:
     """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
     node running and none stopped, whatever happened."""
 
-    def __init__(self, cluster: ProcessCluster, zookeeper: bool) -> None:
-        self.cluster, self.zookeeper = cluster, zookeeper
+    def __init__(
+        self, cluster: ProcessCluster, zookeeper: bool, network: Network | None = None
+    ) -> None:
+        self.cluster, self.zookeeper, self.network = cluster, zookeeper, network
         self.done: list[Injected] = []
         self._active: dict[int, Injected] = {}  # id(fault) -> its record
         self._paused: set[int] = set()
@@ -104,13 +125,20 @@ class Injector:
     def start(self, fault: Fault, now: float) -> None:
         if fault.kind not in INJECTED:
             raise ValueError(f"{fault.kind} cannot be injected yet")
+        if fault.kind in PARTITION_KINDS and self.network is None:
+            raise ValueError(f"{fault.kind} needs the nodes in network namespaces")
         record = Injected(fault)
         self.done.append(record)
         self._active[id(fault)] = record
         try:
+            if fault.kind in PARTITION_KINDS:
+                assert self.network is not None
+                self.network.cut(fault.links)
+                record.started = now
+                return
             nodes = fault.targets
             if fault.kind == "kill-active-controller":
-                found = active_controller(self.cluster, self.zookeeper)
+                found = active_controller(self.cluster, self.zookeeper, self.network)
                 if found is None:
                     gone = [
                         f"node {node} ({kind})"
@@ -158,6 +186,9 @@ class Injector:
         if record is None or record.started is None:
             return
         try:
+            if fault.kind in PARTITION_KINDS:
+                assert self.network is not None
+                self.network.heal(fault.links)
             for node in record.nodes:
                 self._revive(node)
             record.healed = now
@@ -180,6 +211,8 @@ class Injector:
         not running started."""
         for record in list(self._active.values()):
             self.heal(record.fault, time.time())
+        if self.network is not None:
+            self.network.heal()
         for node in list(self._paused):
             self._revive(node)
         for node in self.cluster.node_ids:

@@ -26,7 +26,11 @@ unavailable cluster (an unavailable quorum is allowed with ``allow_quorum_loss``
 - at most ``concurrency`` faults at once;
 - with three controllers (KRaft voters) or more, never a majority of them down at once:
   killed, paused, their disk full or removed (a single controller has no majority to
-  keep: its faults are unavailability, which a run may include);
+  keep: its faults are unavailability, which a run may include); and no partition
+  cutting a link of a controller while a controller is down (each shape alone leaves
+  the voters a majority that hears itself both ways, but beside a controller down it
+  may not: a one-way cut of one voter and the leader killed leave two voters that
+  cannot elect);
 - never every broker down at once, and never fewer than ``min_brokers`` registered;
 - one fault per node at a time (a paused process is not also killed), one network fault
   (a partition or a slow link) at a time, one membership change at a time;
@@ -215,8 +219,13 @@ def _allowed(
         return False
     controllers, brokers = _down([*during, fault], topo)
     majority_kept = len(controllers) <= (len(topo.controllers) - 1) // 2
-    if len(topo.controllers) >= 3 and not opts.allow_quorum_loss and not majority_kept:
-        return False
+    voters = set(topo.controllers)
+    if len(voters) >= 3 and not opts.allow_quorum_loss:
+        if not majority_kept:
+            return False
+        cut_off = {n for f in [*during, fault] for link in f.links for n in link}
+        if controllers and cut_off & voters:
+            return False
     if len(brokers) >= len(topo.brokers):
         return False
     removed = sum(1 for f in [*during, fault] if f.kind == "broker-remove")

@@ -33,9 +33,11 @@ from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.trace import read_trace
 
 from .checker import ANOMALY_KINDS, AnomalyKind, check
-from .faults import INJECTED, NOT_INJECTED, Injector
+from .faults import INJECTED, NOT_INJECTED, PROCESS_KINDS, Injector
 from .history import Op, encode_final_state, format_history
-from .nemesis import Options, Topology, schedule
+from .nemesis import PARTITION_KINDS, Options, Topology, schedule
+from .netcluster import bootstrap, place
+from .netns import Network
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces
 from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
 
@@ -61,7 +63,7 @@ class RunOptions:
     duration: float
     mode: str = "kraft"
     controllers: int = 1
-    faults: tuple[str, ...] = INJECTED
+    faults: tuple[str, ...] = PROCESS_KINDS
     brokers: int = 3
     partitions: int = 4
     producers: int = 2
@@ -70,16 +72,35 @@ class RunOptions:
     """The producers' clients, taken in turn (:data:`~.workload.CLIENTS`)."""
 
 
-def refused(faults: Sequence[str]) -> str | None:
-    """Why a run cannot inject ``faults``, or None if it can."""
+def injectable(no_namespaces: str | None) -> tuple[str, ...]:
+    """The kinds a run injects here: partitions only where namespaces can be made
+    (``no_namespaces`` is why not, or None)."""
+    return PROCESS_KINDS if no_namespaces is not None else INJECTED
+
+
+def refused(faults: Sequence[str], no_namespaces: str | None = None) -> str | None:
+    """Why a run cannot inject ``faults``, or None if it can (``no_namespaces``: why
+    network namespaces cannot be made here, or None if they can)."""
     missing = [kind for kind in faults if kind in NOT_INJECTED]
+    if no_namespaces is not None:
+        missing += [kind for kind in faults if kind in PARTITION_KINDS]
     if not missing:
         return None
-    return (
-        f"cannot inject {', '.join(missing)} yet (injected today: "
-        f"{', '.join(INJECTED)}; partitions, slow links, a full disk, admin operations "
-        "and membership changes are scheduled by the nemesis but not carried out)"
+    why = (
+        f"; partitions need network namespaces: {no_namespaces}"
+        if no_namespaces is not None
+        else ""
     )
+    return (
+        f"cannot inject {', '.join(missing)} yet (injected here: "
+        f"{', '.join(injectable(no_namespaces))}; slow links (no netem qdisc), a full "
+        "disk, admin operations and membership changes are scheduled by the nemesis "
+        f"but not carried out{why})"
+    )
+
+
+def needs_network(faults: Sequence[str]) -> bool:
+    return any(kind in PARTITION_KINDS for kind in faults)
 
 
 def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
@@ -98,15 +119,15 @@ def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
     )
 
 
-def _create_topic(cluster: ProcessCluster, partitions: int) -> None:
-    client = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+def _create_topic(servers: str, partitions: int) -> None:
+    client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
     topic = NewTopic(TOPIC, partitions, 3, config={"min.insync.replicas": "2"})
     client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
 
 
-def _whole(cluster: ProcessCluster, partitions: int, deadline: float) -> bool:
+def _whole(servers: str, partitions: int, deadline: float) -> bool:
     """Wait until every partition has a leader and three in-sync replicas."""
-    client = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0})
+    client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
     while time.monotonic() < deadline:
         try:
             found = client.list_topics(TOPIC, timeout=5).topics.get(TOPIC)
@@ -138,17 +159,22 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     )
     (out_dir / "schedule.jsonl").write_text("\n".join(drawn.lines()) + "\n")
     recorder = Recorder()
-    injector = Injector(cluster, zookeeper)
+    network = Network.create(cluster.node_ids) if needs_network(opts.faults) else None
+    servers = cluster.bootstrap
+    if network is not None:
+        place(cluster, network)
+        servers = bootstrap(cluster, network)
+    injector = Injector(cluster, zookeeper, network)
     notes: list[str] = []
     try:
         cluster.up(timeout=120.0)
-        _create_topic(cluster, opts.partitions)
-        if not _whole(cluster, opts.partitions, time.monotonic() + 60):
+        _create_topic(servers, opts.partitions)
+        if not _whole(servers, opts.partitions, time.monotonic() + 60):
             notes.append("the topic was not fully in sync before the faults began")
         workers: list[Producer | GroupConsumer] = [
             Producer(
                 p,
-                cluster.bootstrap,
+                servers,
                 TOPIC,
                 opts.partitions,
                 recorder,
@@ -157,7 +183,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
             for p in range(opts.producers)
         ]
         workers += [
-            GroupConsumer(100 + c, cluster.bootstrap, TOPIC, GROUP, recorder)
+            GroupConsumer(100 + c, servers, TOPIC, GROUP, recorder)
             for c in range(opts.consumers)
         ]
         for worker in workers:
@@ -177,13 +203,17 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
             time.sleep(rest)  # the schedule's quiet end: the workloads run whole
         notes += stop_all(workers, timeout=180.0)
         deadline = time.monotonic() + SETTLE
-        if not _whole(cluster, opts.partitions, deadline):
+        if not _whole(servers, opts.partitions, deadline):
             notes.append("not every partition had its whole ISR again after healing")
-        final = read_back(cluster.bootstrap, TOPIC, opts.partitions, deadline)
+        final = read_back(servers, TOPIC, opts.partitions, deadline)
         notes += [f"node {c.node} {c.what}" for c in cluster.crashes()]
     finally:
-        injector.heal_all()
-        cluster.kill_all()
+        try:
+            injector.heal_all()
+            cluster.kill_all()
+        finally:
+            if network is not None:
+                network.close()  # after the nodes: nothing is left in a namespace
     ops = recorder.ops
     (out_dir / "history.jsonl").write_text("".join(format_history(ops)))
     (out_dir / "final.json").write_text(encode_final_state(final))
@@ -192,7 +222,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     )
     report = check(ops, final)
     traced = check_traces(read_trace(cluster.root / "traces"), ops)
-    lines = _summary(opts, injector, ops, report.counts(), traced, notes)
+    lines = _summary(opts, injector, ops, report.counts(), traced, notes, network)
     for anomaly in report.anomalies:
         where = f"{anomaly.topic}-{anomaly.partition}"
         lines.append(f"{anomaly.kind} {where} ops {anomaly.ops}: {anomaly.detail}")
@@ -213,14 +243,20 @@ def _summary(
     counts: Mapping[AnomalyKind, int],
     traced: Sequence[TraceAnomaly],
     notes: Sequence[str],
+    network: Network | None,
 ) -> list[str]:
+    links = (
+        "link faults: partitions injected, each node in a network namespace "
+        f"({network.layout.prefix}*, 10.{network.layout.subnet}.0.0/24); slow links not"
+        if network is not None
+        else "link faults: none requested (partitions need --faults naming them)"
+    )
     lines = [
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "
         f"{opts.brokers} brokers, faults {','.join(opts.faults)}, "
         f"producers' clients {','.join(opts.clients)}",
-        "link faults: not injected (no network namespaces for the nodes yet; the "
-        "nemesis's partitions and slow links are refused)",
+        links,
         "",
         f"{'fault':<24} {'injected':>8} {'skipped':>8} {'errors':>8}",
     ]

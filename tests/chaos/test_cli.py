@@ -10,6 +10,7 @@ import pytest
 
 from chaos.__main__ import main
 from chaos.history import Op, encode_final_state, format_history
+from chaos.runner import refused
 from minikafka.replication import BecameLeader
 from minikafka.trace import JsonLinesTracer
 
@@ -63,11 +64,18 @@ def test_a_run_refuses_faults_it_cannot_inject_rather_than_pretend(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(
-            ["run", "--seed", "1", "--faults", "kill,partition", "--out", str(tmp_path)]
-        )
+        main(["run", "--seed", "1", "--faults", "kill,slow", "--out", str(tmp_path)])
     assert exited.value.code == 2
     error = capsys.readouterr().err
-    assert "cannot inject partition-halves" in error
-    assert "injected today: kill, pause, kill-active-controller" in error
+    assert "cannot inject slow" in error
+    assert "slow links (no netem qdisc)" in error
     assert not any(tmp_path.iterdir())  # no cluster laid out
+
+
+def test_partitions_are_refused_where_network_namespaces_cannot_be_made() -> None:
+    why = refused(("kill", "partition-halves"), "network namespaces need root")
+    assert why is not None
+    assert "cannot inject partition-halves" in why
+    assert "injected here: kill, pause, kill-active-controller;" in why
+    assert "partitions need network namespaces: network namespaces need root" in why
+    assert refused(("kill", "partition-halves"), None) is None

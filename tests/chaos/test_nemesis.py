@@ -80,6 +80,9 @@ def check_rules(drawn: Schedule) -> None:
         if len(topo.controllers) >= 3:
             controllers_down = len(down & set(topo.controllers)) + extra
             assert controllers_down <= (len(topo.controllers) - 1) // 2, active
+            cut = {n for f in active for link in f.links for n in link}
+            if controllers_down:
+                assert not cut & set(topo.controllers), f"quorum may be cut: {active}"
         brokers_down = len(down & set(topo.brokers))
         if not topo.controllers or set(topo.controllers) & set(topo.brokers):
             brokers_down += extra

@@ -65,14 +65,17 @@ def start_node(
     output: int | None,
     env: Mapping[str, str] | None = None,
     new_session: bool = False,
+    prefix: Sequence[str] = (),
 ) -> NodeProcess:
     """``python -m minikafka.broker ARGS``; ``output`` a file descriptor for its stdout
-    and stderr, or None for a pipe (``stdout`` of the result)."""
+    and stderr, or None for a pipe (``stdout`` of the result). ``prefix`` is a command
+    that execs the rest in place (``ip netns exec NS``: the pid stays the node's), and
+    means a fresh process: a fork server's children share its namespaces."""
     environment = dict(os.environ if env is None else env)
-    if environment.get(FORK_SERVER_ENV) == "1":
+    if environment.get(FORK_SERVER_ENV) == "1" and not prefix:
         return _server_for(environment).start(args, output, new_session, environment)
     return subprocess.Popen(
-        [sys.executable, "-m", "minikafka.broker", *args],
+        [*prefix, sys.executable, "-m", "minikafka.broker", *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if output is None else output,
         stderr=subprocess.STDOUT,

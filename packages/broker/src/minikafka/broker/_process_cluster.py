@@ -49,6 +49,9 @@ class ProcessCluster(ClusterLayout):
     """Pid -> (node, returncode, whether its pid file still named it) of every child
     seen to have exited."""
     _zookeeper_server: ZooKeeperServer | None = attrs.field(init=False, default=None)
+    command_prefix: dict[int, list[str]] = attrs.field(init=False, factory=dict)
+    """Node -> a command its process is started under, which execs it in place
+    (``ip netns exec NS``: a chaos run puts each node in a network namespace)."""
 
     @property
     def zookeeper(self) -> ZooKeeperServer:
@@ -99,7 +102,12 @@ class ProcessCluster(ClusterLayout):
         ]
         with log.open("ab") as out:
             # A new session: Ctrl-C in the terminal is not meant for it.
-            child = start_node(args, output=out.fileno(), new_session=True)
+            child = start_node(
+                args,
+                output=out.fileno(),
+                new_session=True,
+                prefix=self.command_prefix.get(node, ()),
+            )
         self._children[node] = child
         self.pid_file(node).write_text(f"{child.pid}\n")
         if wait:
