@@ -49,6 +49,12 @@ from minikafka.net import (
 from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
+from ._acl_apis import (
+    ACL_API_VERSIONS,
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
 from ._admin import (
     handle_create_partitions,
     handle_create_topics,
@@ -318,6 +324,18 @@ class KafkaApis:
     async def _describe_user_scram_credentials(self, request: Request) -> None:
         handle_describe_user_scram_credentials(request, self.metadata_cache)
 
+    async def _create_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        await handle_create_acls(request, self.controller, enabled)
+
+    async def _delete_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        await handle_delete_acls(request, self.controller, enabled)
+
+    async def _describe_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        handle_describe_acls(request, self.metadata_cache, enabled)
+
     async def _describe_cluster(self, request: Request) -> None:
         handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
 
@@ -498,6 +516,9 @@ class KafkaApis:
             *SCRAM_API_VERSIONS,
             _alter_user_scram_credentials,
         ),
+        ApiSpec(ApiKey.DESCRIBE_ACLS, *ACL_API_VERSIONS, _describe_acls),
+        ApiSpec(ApiKey.CREATE_ACLS, *ACL_API_VERSIONS, _create_acls),
+        ApiSpec(ApiKey.DELETE_ACLS, *ACL_API_VERSIONS, _delete_acls),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""
