@@ -132,6 +132,9 @@ def _topic_filter(
     )
 
 
+@pytest.mark.compat("CreateAcls", "confluent-kafka")
+@pytest.mark.compat("DescribeAcls", "confluent-kafka")
+@pytest.mark.compat("DeleteAcls", "confluent-kafka")
 def test_created_acls_are_described_by_match_and_deleted_by_filter(
     sasl_address: str,
 ) -> None:
