@@ -61,6 +61,7 @@ from ._admin import (
     handle_delete_topics,
 )
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
+from ._authorization import BrokerAuthorizer, broker_authorizer
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel, RemoteController
@@ -137,6 +138,8 @@ class KafkaApis:
     transaction (KIP-890; None: never, as with the setting off)."""
     fetch_sessions: FetchSessionCache = attrs.field(init=False)
     """The consumers' and followers' fetch sessions (KIP-227)."""
+    authorizer: BrokerAuthorizer | None = attrs.field(init=False)
+    """``authorizer.class.name``'s StandardAuthorizer, or None: nothing is checked."""
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _parked: trio.Nursery | None = attrs.field(init=False, default=None)
@@ -145,6 +148,10 @@ class KafkaApis:
     def _fetch_session_cache(self) -> FetchSessionCache:
         slots = self.config.broker.max_incremental_fetch_session_cache_slots
         return FetchSessionCache(slots)
+
+    @authorizer.default
+    def _authorizer(self) -> BrokerAuthorizer | None:
+        return broker_authorizer(self.config.authorizer, self.metadata_cache)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
@@ -212,7 +219,9 @@ class KafkaApis:
     # --------
 
     async def _produce(self, request: Request) -> None:
-        handle_produce(request, self.replica_manager, self.metadata_cache)
+        handle_produce(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _fetch(self, request: Request) -> None:
         handle_fetch(

@@ -406,7 +406,9 @@ class MetadataDelta:
             configs=MappingProxyType(configs),
             next_producer_id=self._next_producer_id,
             scram=MappingProxyType(self._applied_scram()),
-            acls=MappingProxyType(self._applied_acls()),
+            # the same mapping while no ACL changes: the broker's authorizer rebuilds
+            # its index only when the image brings other ACLs
+            acls=MappingProxyType(self._applied_acls()) if self._acls else image.acls,
         )
 
     def _applied_acls(self) -> dict[uuid.UUID, AccessControlEntryRecord]:

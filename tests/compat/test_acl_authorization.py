@@ -1,0 +1,127 @@
+"""Produce authorized by ACLs (KIP-801's StandardAuthorizer), with real clients over
+SASL_PLAINTEXT/PLAIN.
+
+A user with no ACL on a topic gets TOPIC_AUTHORIZATION_FAILED on produce; an ALLOW WRITE
+ACL lets it produce; a DENY beats an ALLOW; a PREFIXED ACL grants a family of topics;
+a super user needs no ACL. The brokers' own principal (ANONYMOUS, on the PLAINTEXT
+listener) is a super user, as a Kafka cluster with an authorizer must configure it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    NewTopic,
+    ResourcePatternType,
+)
+
+from minikafka.broker.testing import BrokerProcess, free_ports
+from tests.cluster._cluster import wait_for
+from tests.compat.test_acls import (
+    TIMEOUT,
+    USERS,
+    admin,
+    create,
+    sasl_overrides,
+    topic_acl,
+)
+
+pytestmark = pytest.mark.external
+
+
+@pytest.fixture(scope="module")
+def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    plaintext, sasl = free_ports(2)
+    with BrokerProcess(
+        tmp_path_factory.mktemp("broker"),
+        port=plaintext,
+        overrides=sasl_overrides(plaintext, sasl),
+    ) as process:
+        yield f"127.0.0.1:{sasl}"
+        assert "Traceback" not in "\n".join(process.output)
+
+
+def _topic(address: str, prefix: str = "authz") -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    client = admin(address)  # kept alive until the answer: a dropped client cancels
+    client.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT)
+    return name
+
+
+def produce(address: str, user: str, topic: str) -> int:
+    """One record produced as ``user``: its delivery's error code (0: written)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": address,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": USERS[user],
+            "message.timeout.ms": 10_000,
+            "retries": 0,
+        }
+    )
+    outcome: list[int] = []
+
+    def delivered(err: KafkaError | None, _msg: Message) -> None:
+        outcome.append(0 if err is None else err.code())
+
+    producer.produce(topic, b"value", on_delivery=delivered)
+    producer.flush(TIMEOUT)
+    assert len(outcome) == 1
+    return outcome[0]
+
+
+def _grant(address: str, *bindings: AclBinding) -> None:
+    assert create(admin(address), list(bindings)) == [None] * len(bindings)
+
+
+def test_a_user_without_write_is_refused_and_an_allow_lets_it_produce(
+    address: str,
+) -> None:
+    topic = _topic(address)
+    assert produce(address, "alice", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _grant(address, topic_acl(topic, "User:alice"))
+    wait_for(lambda: produce(address, "alice", topic) == 0, "alice may write")
+    # bob still has no ACL on the topic
+    assert produce(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_deny_beats_an_allow(address: str) -> None:
+    topic = _topic(address)
+    _grant(address, topic_acl(topic, "User:bob"))
+    wait_for(lambda: produce(address, "bob", topic) == 0, "bob may write")
+    _grant(address, topic_acl("*", "User:bob", permission=AclPermissionType.DENY))
+    wait_for(
+        lambda: produce(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        "the wildcard DENY wins over bob's ALLOW",
+    )
+
+
+def test_a_prefixed_acl_grants_a_family_of_topics(address: str) -> None:
+    family = f"fam{uuid.uuid4().hex[:6]}"
+    first, second = _topic(address, family), _topic(address, family)
+    other = _topic(address, "other")
+    _grant(
+        address,
+        topic_acl(
+            family,
+            "User:alice",
+            operation=AclOperation.WRITE,
+            pattern=ResourcePatternType.PREFIXED,
+        ),
+    )
+    wait_for(lambda: produce(address, "alice", first) == 0, "the prefix grants")
+    assert produce(address, "alice", second) == 0
+    assert produce(address, "alice", other) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_super_user_produces_without_any_acl(address: str) -> None:
+    assert produce(address, "admin", _topic(address)) == 0
