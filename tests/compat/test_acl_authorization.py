@@ -125,3 +125,9 @@ def test_a_prefixed_acl_grants_a_family_of_topics(address: str) -> None:
 
 def test_a_super_user_produces_without_any_acl(address: str) -> None:
     assert produce(address, "admin", _topic(address)) == 0
+
+
+def test_only_a_user_allowed_to_alter_the_cluster_creates_acls(address: str) -> None:
+    """The ACL APIs are authorized themselves: CreateAcls needs cluster ALTER."""
+    refused = create(admin(address, "alice"), [topic_acl("anything", "User:alice")])
+    assert refused == [KafkaError.CLUSTER_AUTHORIZATION_FAILED]

@@ -4,8 +4,10 @@ A broker never decides an ACL: it forwards CreateAcls and DeleteAcls to the acti
 controller (as is, to a controller on another node; as the controller's request in
 combined mode), which writes AccessControlEntryRecords and
 RemoveAccessControlEntryRecords and answers once they are committed. DescribeAcls is
-answered from this broker's metadata image. With no authorizer configured
-(``authorizer.class.name`` empty, Kafka's default) all three answer SECURITY_DISABLED.
+answered from this broker's metadata image. The caller needs ALTER on the cluster to
+create or delete, DESCRIBE to describe (CLUSTER_AUTHORIZATION_FAILED otherwise). With
+no authorizer configured (``authorizer.class.name`` empty, Kafka's default) all three
+answer SECURITY_DISABLED.
 
 v2 and v3 are served (Kafka 4 removed v0 and v1); v3 only adds the USER resource type.
 """
@@ -57,6 +59,7 @@ from minikafka.security import (
     validate_filter,
 )
 
+from ._authorization import BrokerAuthorizer
 from ._controller_channel import ControllerChannel, RemoteController
 from ._metadata_cache import MetadataCache
 
@@ -190,7 +193,10 @@ def _delete_response(
 
 
 async def handle_create_acls(
-    request: Request, channel: ControllerChannel, enabled: bool
+    request: Request,
+    channel: ControllerChannel,
+    enabled: bool,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """A broker's CreateAcls: forwarded to the active controller; every creation gets
     the error if the controller cannot be reached or no authorizer is configured."""
@@ -199,6 +205,12 @@ async def handle_create_acls(
     count = len(body.creations)
     if not enabled:
         failed = AclResult(ErrorCode.security_disabled, _NO_AUTHORIZER)
+        request.respond(_create_response(version, (failed,) * count))
+        return
+    if authorizer is not None and not authorizer.cluster_allowed(
+        request, AclOperation.ALTER
+    ):
+        failed = AclResult(ErrorCode.cluster_authorization_failed)
         request.respond(_create_response(version, (failed,) * count))
         return
     try:
@@ -222,7 +234,10 @@ async def handle_create_acls(
 
 
 async def handle_delete_acls(
-    request: Request, channel: ControllerChannel, enabled: bool
+    request: Request,
+    channel: ControllerChannel,
+    enabled: bool,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """A broker's DeleteAcls: forwarded to the active controller."""
     body = request.body_as(_DELETE)
@@ -230,6 +245,12 @@ async def handle_delete_acls(
     count = len(body.filters)
     if not enabled:
         failed = DeleteAclsFilterResult(ErrorCode.security_disabled, _NO_AUTHORIZER)
+        request.respond(_delete_response(version, (failed,) * count))
+        return
+    if authorizer is not None and not authorizer.cluster_allowed(
+        request, AclOperation.ALTER
+    ):
+        failed = DeleteAclsFilterResult(ErrorCode.cluster_authorization_failed)
         request.respond(_delete_response(version, (failed,) * count))
         return
     try:
@@ -254,7 +275,12 @@ async def handle_delete_acls(
     request.respond(_delete_response(version, answer.results))
 
 
-def handle_describe_acls(request: Request, cache: MetadataCache, enabled: bool) -> None:
+def handle_describe_acls(
+    request: Request,
+    cache: MetadataCache,
+    enabled: bool,
+    authorizer: BrokerAuthorizer | None = None,
+) -> None:
     """DescribeAcls from this broker's metadata image, grouped by resource pattern."""
     body = request.body_as(_DESCRIBE)
     schema: ModuleType = _DESCRIBE_RESPONSE[request.api_version]
@@ -262,6 +288,10 @@ def handle_describe_acls(request: Request, cache: MetadataCache, enabled: bool) 
     error, message = ErrorCode.none, None
     if not enabled:
         error, message = ErrorCode.security_disabled, _NO_AUTHORIZER
+    elif authorizer is not None and not authorizer.cluster_allowed(
+        request, AclOperation.DESCRIBE
+    ):
+        error = ErrorCode.cluster_authorization_failed
     else:
         try:
             validate_filter(binding_filter)

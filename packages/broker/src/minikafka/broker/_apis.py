@@ -335,15 +335,15 @@ class KafkaApis:
 
     async def _create_acls(self, request: Request) -> None:
         enabled = self.config.authorizer.enabled
-        await handle_create_acls(request, self.controller, enabled)
+        await handle_create_acls(request, self.controller, enabled, self.authorizer)
 
     async def _delete_acls(self, request: Request) -> None:
         enabled = self.config.authorizer.enabled
-        await handle_delete_acls(request, self.controller, enabled)
+        await handle_delete_acls(request, self.controller, enabled, self.authorizer)
 
     async def _describe_acls(self, request: Request) -> None:
         enabled = self.config.authorizer.enabled
-        handle_describe_acls(request, self.metadata_cache, enabled)
+        handle_describe_acls(request, self.metadata_cache, enabled, self.authorizer)
 
     async def _describe_cluster(self, request: Request) -> None:
         handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
