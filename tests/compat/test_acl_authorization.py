@@ -13,7 +13,14 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclOperation,
@@ -131,3 +138,35 @@ def test_only_a_user_allowed_to_alter_the_cluster_creates_acls(address: str) -> 
     """The ACL APIs are authorized themselves: CreateAcls needs cluster ALTER."""
     refused = create(admin(address, "alice"), [topic_acl("anything", "User:alice")])
     assert refused == [KafkaError.CLUSTER_AUTHORIZATION_FAILED]
+
+
+def first_poll(address: str, user: str, topic: str) -> int:
+    """A consumer of ``user`` reading ``topic``'s partition 0 from the start (assigned,
+    no group): 0 once it reads a record, else the error code the fetch answered."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": address,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": USERS[user],
+            "group.id": "unused",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        message = consumer.poll(TIMEOUT)
+        assert message is not None
+        error = message.error()
+        return 0 if error is None else error.code()
+    finally:
+        consumer.close()
+
+
+def test_a_consumer_needs_read_on_the_topic(address: str) -> None:
+    topic = _topic(address)
+    assert produce(address, "admin", topic) == 0
+    assert first_poll(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _grant(address, topic_acl(topic, "User:bob", operation=AclOperation.READ))
+    wait_for(lambda: first_poll(address, "bob", topic) == 0, "bob may read")

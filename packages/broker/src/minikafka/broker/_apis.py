@@ -225,7 +225,11 @@ class KafkaApis:
 
     async def _fetch(self, request: Request) -> None:
         handle_fetch(
-            request, self.replica_manager, self.fetch_sessions, self.metadata_cache
+            request,
+            self.replica_manager,
+            self.fetch_sessions,
+            self.metadata_cache,
+            self.authorizer,
         )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
