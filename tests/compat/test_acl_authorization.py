@@ -17,6 +17,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
     TopicPartition,
@@ -170,3 +171,21 @@ def test_a_consumer_needs_read_on_the_topic(address: str) -> None:
     assert first_poll(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
     _grant(address, topic_acl(topic, "User:bob", operation=AclOperation.READ))
     wait_for(lambda: first_poll(address, "bob", topic) == 0, "bob may read")
+
+
+def test_creating_a_topic_needs_create_on_it_or_on_the_cluster(address: str) -> None:
+    name = f"made-{uuid.uuid4().hex[:8]}"
+    client = admin(address, "alice")
+    with pytest.raises(KafkaException) as refused:
+        client.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _grant(address, topic_acl(name, "User:alice", operation=AclOperation.CREATE))
+
+    def created() -> bool:
+        try:
+            client.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=TIMEOUT)
+        except KafkaException:
+            return False
+        return True
+
+    wait_for(created, "alice may create the topic")

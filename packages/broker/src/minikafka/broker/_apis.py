@@ -286,6 +286,7 @@ class KafkaApis:
             configs_of=lambda name, overrides: topic_config_entries(
                 name, self.metadata_cache, self.config, overrides
             ),
+            authorizer=self.authorizer,
         )
 
     async def _delete_topics(self, request: Request) -> None:
