@@ -96,8 +96,7 @@ def handle_produce(
     names = iter(_topic_names(body, cache, ids))
     for topic in body.topic_data:
         name = next(names)
-        # Kafka's authHelper.filterByAuthorized: WRITE on the topic (no authorizer: no
-        # question asked)
+        # aside: may the principal WRITE the topic (asked only with an authorizer)
         denied = authorizer is not None and not authorizer.allowed(
             request, AclOperation.WRITE, ResourceType.TOPIC, name
         )
@@ -106,6 +105,7 @@ def handle_produce(
             order.append(tp)
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            # aside: a topic the principal may not write
             elif denied:
                 refused[tp] = ProducePartitionResult(
                     ErrorCode.topic_authorization_failed
@@ -182,12 +182,7 @@ def handle_produce(
             on_results=on_results,
         )
         return
-    replica_manager.append_records(
-        timeout_ms,
-        acks,
-        entries,
-        on_results,
-    )
+    replica_manager.append_records(timeout_ms, acks, entries, on_results)
 
 
 def encode_produce_response(
