@@ -168,7 +168,14 @@ def first_poll(address: str, user: str, topic: str) -> int:
 def test_a_consumer_needs_read_on_the_topic(address: str) -> None:
     topic = _topic(address)
     assert produce(address, "admin", topic) == 0
-    assert first_poll(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # DESCRIBE lets bob's consumer find the topic in Metadata; Fetch still needs READ
+    _grant(address, topic_acl(topic, "User:bob", operation=AclOperation.DESCRIBE))
+    wait_for(
+        lambda: (
+            first_poll(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        ),
+        "bob's fetch is refused",
+    )
     _grant(address, topic_acl(topic, "User:bob", operation=AclOperation.READ))
     wait_for(lambda: first_poll(address, "bob", topic) == 0, "bob may read")
 
@@ -189,3 +196,16 @@ def test_creating_a_topic_needs_create_on_it_or_on_the_cluster(address: str) -> 
         return True
 
     wait_for(created, "alice may create the topic")
+
+
+def test_metadata_lists_only_the_topics_the_user_may_describe(address: str) -> None:
+    hidden, shown = _topic(address), _topic(address)
+    _grant(address, topic_acl(shown, "User:bob", operation=AclOperation.DESCRIBE))
+
+    def listed(user: str) -> set[str]:
+        topics = admin(address, user).list_topics(timeout=TIMEOUT).topics
+        return set(topics)
+
+    wait_for(lambda: shown in listed("bob"), "bob sees the topic he may describe")
+    assert hidden not in listed("bob")
+    assert {hidden, shown} <= listed("admin")

@@ -61,7 +61,7 @@ from ._admin import (
     handle_delete_topics,
 )
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
-from ._authorization import BrokerAuthorizer, broker_authorizer
+from ._authorization import BrokerAuthorizer, authorize_metadata, broker_authorizer
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel, RemoteController
@@ -397,13 +397,6 @@ class KafkaApis:
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
         errors: dict[str, ErrorCode] = {}
-        # Internal topics are created with their own settings by their owners (the
-        # group coordinator creates __consumer_offsets), never as ordinary topics here.
-        missing = [
-            n
-            for n in names or ()
-            if self.metadata_cache.topic(n) is None and n not in INTERNAL_TOPICS
-        ]
         # Before v4 there is no allow_auto_topic_creation field and clients expect it
         # on.
         body = request.body_as(METADATA)
@@ -412,6 +405,20 @@ class KafkaApis:
             if isinstance(body, METADATA_V4_PLUS)
             else True
         )
+        if self.authorizer is not None:
+            auto_create = allowed and self.config.broker.auto_create_topics_enable
+            names, errors = authorize_metadata(
+                request, self.authorizer, self.metadata_cache, names, auto_create
+            )
+        # Internal topics are created with their own settings by their owners (the
+        # group coordinator creates __consumer_offsets), never as ordinary topics here.
+        missing = [
+            n
+            for n in names or ()
+            if self.metadata_cache.topic(n) is None
+            and n not in INTERNAL_TOPICS
+            and n not in errors
+        ]
         # An illegal name is INVALID_TOPIC_EXCEPTION whether or not the request may
         # create topics, as in Kafka (not "unknown": no such topic can ever exist).
         for name in missing:

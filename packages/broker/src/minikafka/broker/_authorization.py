@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 import attrs
+from kio.schema.errors import ErrorCode
 
 from minikafka.controller import AccessControlEntryRecord, acl_binding
 from minikafka.net import Request
@@ -101,3 +102,33 @@ def broker_authorizer(
 ) -> BrokerAuthorizer | None:
     """The broker's authorizer, or None when ``authorizer.class.name`` is empty."""
     return BrokerAuthorizer(settings, cache) if settings.enabled else None
+
+
+def authorize_metadata(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    cache: MetadataCache,
+    names: list[str] | None,
+    auto_create: bool,
+) -> tuple[list[str], dict[str, ErrorCode]]:
+    """Kafka's ``handleTopicMetadataRequest`` checks: asked for every topic, the
+    principal sees only those it may DESCRIBE; a named topic it may not describe is
+    TOPIC_AUTHORIZATION_FAILED, and so is a missing one it would auto-create without
+    CREATE on the cluster or the topic. Returns the names to answer and their errors."""
+    if names is None:
+        visible = cache.topic_names()
+        denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, visible)
+        return [n for n in visible if n not in denied], {}
+    errors = dict.fromkeys(
+        authorizer.denied_topics(request, AclOperation.DESCRIBE, names),
+        ErrorCode.topic_authorization_failed,
+    )
+    missing = [n for n in names if n not in errors and cache.topic(n) is None]
+    if (
+        missing
+        and auto_create
+        and not authorizer.cluster_allowed(request, AclOperation.CREATE)
+    ):
+        for name in authorizer.denied_topics(request, AclOperation.CREATE, missing):
+            errors[name] = ErrorCode.topic_authorization_failed
+    return names, errors
