@@ -28,6 +28,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclPermissionType,
     NewTopic,
     ResourcePatternType,
+    ResourceType,
 )
 
 from minikafka.broker.testing import BrokerProcess, free_ports
@@ -209,3 +210,54 @@ def test_metadata_lists_only_the_topics_the_user_may_describe(address: str) -> N
     wait_for(lambda: shown in listed("bob"), "bob sees the topic he may describe")
     assert hidden not in listed("bob")
     assert {hidden, shown} <= listed("admin")
+
+
+def group_poll(address: str, user: str, topic: str, group: str) -> int:
+    """A group consumer of ``user`` subscribed to ``topic``: 0 once it reads a record,
+    else the error code it is told."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": address,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": USERS[user],
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        message = consumer.poll(TIMEOUT)
+        assert message is not None
+        error = message.error()
+        return 0 if error is None else error.code()
+    finally:
+        consumer.close()
+
+
+def test_a_group_member_needs_read_on_the_group(address: str) -> None:
+    topic, group = _topic(address), f"g-{uuid.uuid4().hex[:8]}"
+    assert produce(address, "admin", topic) == 0
+    _grant(address, topic_acl(topic, "User:alice", operation=AclOperation.READ))
+    wait_for(
+        lambda: (
+            group_poll(address, "alice", topic, group)
+            == KafkaError.GROUP_AUTHORIZATION_FAILED
+        ),
+        "alice may not join the group",
+    )
+    _grant(
+        address,
+        AclBinding(
+            ResourceType.GROUP,
+            group,
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+    )
+    wait_for(lambda: group_poll(address, "alice", topic, group) == 0, "alice joins")

@@ -82,6 +82,7 @@ from ._describe_producers import handle_describe_producers
 from ._features import image_features
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
 from ._fetch_sessions import FetchSessionCache
+from ._group_authorization import refused_group
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
 from ._groups import (
     handle_delete_groups,
@@ -253,15 +254,23 @@ class KafkaApis:
         )
 
     async def _join_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_join_group(request, self.groups)
 
     async def _heartbeat(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_heartbeat(request, self.groups)
 
     async def _leave_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_leave_group(request, self.groups)
 
     async def _sync_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_sync_group(request, self.groups)
 
     async def _describe_groups(self, request: Request) -> None:
