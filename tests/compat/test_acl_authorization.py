@@ -261,3 +261,21 @@ def test_a_group_member_needs_read_on_the_group(address: str) -> None:
         ),
     )
     wait_for(lambda: group_poll(address, "alice", topic, group) == 0, "alice joins")
+
+
+def test_deleting_a_topic_needs_delete_on_it(address: str) -> None:
+    topic = _topic(address)
+    client = admin(address, "alice")
+    with pytest.raises(KafkaException) as refused:
+        client.delete_topics([topic])[topic].result(timeout=TIMEOUT)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _grant(address, topic_acl(topic, "User:alice", operation=AclOperation.DELETE))
+
+    def deleted() -> bool:
+        try:
+            client.delete_topics([topic])[topic].result(timeout=TIMEOUT)
+        except KafkaException:
+            return False
+        return True
+
+    wait_for(deleted, "alice may delete the topic")

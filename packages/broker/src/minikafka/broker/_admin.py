@@ -330,9 +330,11 @@ async def handle_delete_topics(
     cache: MetadataCache | None = None,
     *,
     guard_internal: bool = True,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """DeleteTopics v1-6: by name, or from v6 by name or by id (KIP-516), which the
-    broker turns into names from its metadata before it asks the controller."""
+    broker turns into names from its metadata before it asks the controller. With an
+    authorizer, DELETE on each topic is needed (TOPIC_AUTHORIZATION_FAILED)."""
     body = request.body_as(DELETE_TOPICS)
     answers = _TopicAnswers(request, "responses", guard_internal)
     if is_body(body, DELETE_TOPICS_BY_NAME_OR_ID):
@@ -340,7 +342,14 @@ async def handle_delete_topics(
         names = _names_for_deletion(body, cache, answers)
     else:
         names = [str(n) for n in body.topic_names]
-    deletable = [n for n in names if not answers.refused(n, "Deletion")]
+    denied: frozenset[str] = frozenset()
+    if authorizer is not None:
+        denied = authorizer.denied_topics(request, AclOperation.DELETE, names)
+    deletable = [
+        n
+        for n in names
+        if not answers.refused(n, "Deletion") and not answers.not_authorized(n, denied)
+    ]
     if deletable:
         await answers.submit(
             controller,

@@ -299,7 +299,9 @@ class KafkaApis:
         )
 
     async def _delete_topics(self, request: Request) -> None:
-        await handle_delete_topics(request, self.controller, self.metadata_cache)
+        await handle_delete_topics(
+            request, self.controller, self.metadata_cache, authorizer=self.authorizer
+        )
 
     async def _incremental_alter_configs(self, request: Request) -> None:
         await handle_incremental_alter_configs(
