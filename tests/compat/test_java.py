@@ -548,14 +548,13 @@ def test_admin(
     assert unknown["type"] == "TransactionalIdNotFoundException", unknown
     # DescribeUserScramCredentials (KIP-554): every user with a SCRAM credential (none).
     assert run.result(26) == 0
-    missing = {
-        24: "DESCRIBE_ACLS",
-        25: "DESCRIBE_CLIENT_QUOTAS",
-    }
-    for step, api in missing.items():
-        error = run.error(step)
-        assert error["type"] == "UnsupportedVersionException", error
-        assert f"The node does not support {api}" in error["message"]
+    # DescribeAcls (KIP-801) is served; with no authorizer configured it answers
+    # SECURITY_DISABLED, as Kafka's broker does.
+    acls = run.error(24)
+    assert acls["type"] == "SecurityDisabledException", acls
+    error = run.error(25)
+    assert error["type"] == "UnsupportedVersionException", error
+    assert "The node does not support DESCRIBE_CLIENT_QUOTAS" in error["message"]
     # The consumer of KIP-848 needs ConsumerGroupHeartbeat; poll says what to do instead.
     error = run.error(31)
     assert error["type"] == "UnsupportedVersionException"

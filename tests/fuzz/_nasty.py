@@ -493,6 +493,27 @@ def scram_descriptions(rng: random.Random) -> Overrides:
     return {"UserName.name": rng.choice(("", "nobody", "é", "x" * 32767))}
 
 
+def acls(rng: random.Random) -> Overrides:
+    """CreateAcls, DescribeAcls, DeleteAcls (KIP-801): unknown or not-allowed codes for
+    every enum (UNKNOWN, ANY, MATCH, out of range), empty or odd names and principals;
+    each creation or filter gets INVALID_REQUEST or SECURITY_DISABLED, nothing else."""
+    code = rng.choice((0, 1, 2, 3, 4, 5, 99, -1, 127, -128))
+    return rng.choice(
+        (
+            {"resource_type": code},
+            {"resource_type_filter": code},
+            {"resource_pattern_type": code},
+            {"pattern_type_filter": code},
+            {"operation": code},
+            {"permission_type": code},
+            {"principal": rng.choice(("", "alice", ":", "User:", "é" * 100))},
+            {"principal_filter": rng.choice(("", "alice", None, "x" * 32767))},
+            {"resource_name": rng.choice(("", "*", "x" * 32767))},
+            {"resource_name_filter": rng.choice(("", None, "é"))},
+        )
+    )
+
+
 def offset_for_leader_epoch(rng: random.Random) -> Overrides:
     return rng.choice(
         (
@@ -844,6 +865,9 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram_alterations,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
+    ApiKey.DESCRIBE_ACLS: acls,
+    ApiKey.CREATE_ACLS: acls,
+    ApiKey.DELETE_ACLS: acls,
 }
 assert NASTY.keys() == SUPPORTED.keys()
 

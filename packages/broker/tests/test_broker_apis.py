@@ -459,6 +459,15 @@ def _version_body(
     """A plain request of ``api_key`` v``version`` about ``topic``, built with ``build``
     (``topic_id``: where the version names topics by id, KIP-516)."""
     cls = request_class(api_key, version)
+    acl_filter: dict[str, object] = {
+        "resource_type_filter": 1,  # ANY
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,  # ANY
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,  # ANY
+        "permission_type": 1,  # ANY
+    }
 
     def entry(key: str, **fields: object) -> tuple[object, ...]:
         # A topic entry names its topic "name" in most messages, "topic" in Fetch, and
@@ -640,6 +649,24 @@ def _version_body(
             ),
         },
         50: lambda: {"users": None},
+        # An ACL made, listed and deleted (this broker has no authorizer: all three
+        # answer SECURITY_DISABLED; tests/compat/test_acls.py has one).
+        30: lambda: {
+            "creations": (
+                build(
+                    element(cls, "creations"),
+                    resource_type=2,
+                    resource_name=topic,
+                    resource_pattern_type=3,
+                    principal="User:alice",
+                    host="*",
+                    operation=4,
+                    permission_type=3,
+                ),
+            )
+        },
+        29: lambda: acl_filter,
+        31: lambda: {"filters": (build(element(cls, "filters"), **acl_filter),)},
         46: lambda: {"timeout": seconds, "topics": None},
         37: lambda: {
             "topics": entry("topics", count=count, assignments=None),
@@ -675,6 +702,9 @@ _SWEEP_ORDER = (
     21,
     51,
     50,
+    30,
+    29,
+    31,
     20,
 )
 # The group APIs need a group to ask about: test_group_apis.py sweeps their versions;
@@ -732,6 +762,9 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
             if api_key == 43:
                 assert ErrorCode.election_not_needed in errors, response
                 errors = [e for e in errors if e is not ErrorCode.election_not_needed]
+            if api_key in (29, 30, 31):  # no authorizer configured
+                assert set(errors) == {ErrorCode.security_disabled}, response
+                errors = []
             assert set(errors) <= {ErrorCode.none}, (api_key, version, response)
             answered.setdefault(api_key, []).append(version)
     assert answered == {

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from minikafka.broker import BrokerServer, KafkaConfig, parse_override, read_properties
+from minikafka.broker._authorizer_config import AUTHORIZER_CONFIG
 from minikafka.broker._config import BROKER_CONFIG, known_keys
 from minikafka.broker.testing import running_broker, single_node_config
 from minikafka.common import ConfigError, ConfigKey
@@ -529,6 +530,7 @@ def test_each_key_is_declared_once_and_known_keys_are_the_declarations() -> None
         (GROUP_CONFIG, True),
         (TXN_CONFIG, True),
         (QUORUM_CONFIG, True),
+        (AUTHORIZER_CONFIG, True),
         (LOG_CONFIG, False),  # a topic sets the names, the broker the synonyms
         (REPLICATION_TOPIC_CONFIG, False),
     )

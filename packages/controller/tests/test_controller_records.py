@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from minikafka.controller import (
     NO_LEADER,
     NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
     BrokerEndpoint,
     ConfigRecord,
     ConfigResourceType,
@@ -29,6 +30,7 @@ from minikafka.controller import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
@@ -110,6 +112,20 @@ RECORD_STRATEGIES: dict[type[MetadataRecord], st.SearchStrategy[MetadataRecord]]
     RemoveUserScramCredentialRecord: st.builds(
         RemoveUserScramCredentialRecord, texts, ints
     ),
+    AccessControlEntryRecord: st.builds(
+        AccessControlEntryRecord,
+        st.uuids(),
+        ints,
+        texts,
+        ints,
+        texts,
+        texts,
+        ints,
+        ints,
+    ),
+    RemoveAccessControlEntryRecord: st.builds(
+        RemoveAccessControlEntryRecord, st.uuids()
+    ),
 }
 
 any_record = st.one_of(*RECORD_STRATEGIES.values())
@@ -130,6 +146,8 @@ def test_every_record_type_has_a_strategy_and_a_distinct_api_key() -> None:
         11,
         12,
         15,
+        18,
+        19,
         22,
     ]  # Kafka's api keys
 

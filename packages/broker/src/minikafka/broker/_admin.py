@@ -40,7 +40,9 @@ from minikafka.controller import CreateTopicsResponse as ControllerCreateTopicsR
 from minikafka.controller import DeleteTopicsRequest as ControllerDeleteTopics
 from minikafka.controller import DeleteTopicsResponse as ControllerDeleteTopicsResponse
 from minikafka.net import Request, build, has_field, is_body, nested
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._body import (
     CREATE_PARTITIONS,
     CREATE_TOPICS,
@@ -141,6 +143,19 @@ class _TopicAnswers:
             name=name,
             error_code=ErrorCode.invalid_request,
             error_message=refusal,
+            **self._not_created(),
+        )
+        return True
+
+    def not_authorized(self, name: str, denied: frozenset[str]) -> bool:
+        """Answer ``name`` with TOPIC_AUTHORIZATION_FAILED if it is ``denied``."""
+        if name not in denied:
+            return False
+        self.answers[name] = build(
+            self.result_cls,
+            name=name,
+            error_code=ErrorCode.topic_authorization_failed,
+            error_message=None,
             **self._not_created(),
         )
         return True
@@ -260,12 +275,21 @@ async def handle_create_topics(
     *,
     guard_internal: bool = True,
     configs_of: TopicConfigs | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """CreateTopics; from v5 each created topic's answer carries its partitions,
     replication factor and every config in force (KIP-525), which ``configs_of``
-    gives (without it, as on the controller's listener, none)."""
+    gives (without it, as on the controller's listener, none). With an authorizer,
+    CREATE on the cluster, or else on each topic, is needed (Kafka's
+    ``handleCreateTopicsRequest``)."""
     body = request.body_as(CREATE_TOPICS)
     answers = _TopicAnswers(request, "topics", guard_internal)
+    denied: frozenset[str] = frozenset()
+    if authorizer is not None and not authorizer.cluster_allowed(
+        request, AclOperation.CREATE
+    ):
+        names = (str(t.name) for t in body.topics)
+        denied = authorizer.denied_topics(request, AclOperation.CREATE, names)
     if configs_of is not None:
         requested: dict[str, dict[str, str]] = {
             str(t.name): {c.name: c.value for c in t.configs if c.value is not None}
@@ -287,6 +311,7 @@ async def handle_create_topics(
         )
         for t in body.topics
         if not answers.refused(t.name, "Creation")
+        and not answers.not_authorized(t.name, denied)
     )
     if submitted:
         validate_only = bool(body.validate_only)  # v1+
@@ -305,9 +330,11 @@ async def handle_delete_topics(
     cache: MetadataCache | None = None,
     *,
     guard_internal: bool = True,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """DeleteTopics v1-6: by name, or from v6 by name or by id (KIP-516), which the
-    broker turns into names from its metadata before it asks the controller."""
+    broker turns into names from its metadata before it asks the controller. With an
+    authorizer, DELETE on each topic is needed (TOPIC_AUTHORIZATION_FAILED)."""
     body = request.body_as(DELETE_TOPICS)
     answers = _TopicAnswers(request, "responses", guard_internal)
     if is_body(body, DELETE_TOPICS_BY_NAME_OR_ID):
@@ -315,7 +342,14 @@ async def handle_delete_topics(
         names = _names_for_deletion(body, cache, answers)
     else:
         names = [str(n) for n in body.topic_names]
-    deletable = [n for n in names if not answers.refused(n, "Deletion")]
+    denied: frozenset[str] = frozenset()
+    if authorizer is not None:
+        denied = authorizer.denied_topics(request, AclOperation.DELETE, names)
+    deletable = [
+        n
+        for n in names
+        if not answers.refused(n, "Deletion") and not answers.not_authorized(n, denied)
+    ]
     if deletable:
         await answers.submit(
             controller,

@@ -49,12 +49,19 @@ from minikafka.net import (
 from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
+from ._acl_apis import (
+    ACL_API_VERSIONS,
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
 from ._admin import (
     handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
 )
 from ._alter_configs import handle_alter_configs, handle_incremental_alter_configs
+from ._authorization import BrokerAuthorizer, authorize_metadata, broker_authorizer
 from ._body import METADATA, METADATA_V4_PLUS
 from ._config import KafkaConfig
 from ._consumer_groups import (
@@ -79,6 +86,7 @@ from ._describe_producers import handle_describe_producers
 from ._features import image_features
 from ._fetch import handle_fetch, handle_offset_for_leader_epoch
 from ._fetch_sessions import FetchSessionCache
+from ._group_authorization import refused_group
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
 from ._groups import (
     handle_delete_groups,
@@ -135,6 +143,8 @@ class KafkaApis:
     transaction (KIP-890; None: never, as with the setting off)."""
     fetch_sessions: FetchSessionCache = attrs.field(init=False)
     """The consumers' and followers' fetch sessions (KIP-227)."""
+    authorizer: BrokerAuthorizer | None = attrs.field(init=False)
+    """``authorizer.class.name``'s StandardAuthorizer, or None: nothing is checked."""
     ready: trio.Event = attrs.field(init=False, factory=trio.Event)
     """Set once the broker is unfenced; requests that arrive earlier wait for it."""
     _parked: trio.Nursery | None = attrs.field(init=False, default=None)
@@ -143,6 +153,10 @@ class KafkaApis:
     def _fetch_session_cache(self) -> FetchSessionCache:
         slots = self.config.broker.max_incremental_fetch_session_cache_slots
         return FetchSessionCache(slots)
+
+    @authorizer.default
+    def _authorizer(self) -> BrokerAuthorizer | None:
+        return broker_authorizer(self.config.authorizer, self.metadata_cache)
 
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
         return self.SUPPORTED
@@ -210,11 +224,17 @@ class KafkaApis:
     # --------
 
     async def _produce(self, request: Request) -> None:
-        handle_produce(request, self.replica_manager, self.metadata_cache)
+        handle_produce(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _fetch(self, request: Request) -> None:
         handle_fetch(
-            request, self.replica_manager, self.fetch_sessions, self.metadata_cache
+            request,
+            self.replica_manager,
+            self.fetch_sessions,
+            self.metadata_cache,
+            self.authorizer,
         )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
@@ -238,15 +258,23 @@ class KafkaApis:
         )
 
     async def _join_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_join_group(request, self.groups)
 
     async def _heartbeat(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_heartbeat(request, self.groups)
 
     async def _leave_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_leave_group(request, self.groups)
 
     async def _sync_group(self, request: Request) -> None:
+        if self.authorizer is not None and refused_group(request, self.authorizer):
+            return
         await handle_sync_group(request, self.groups)
 
     async def _consumer_group_heartbeat(self, request: Request) -> None:
@@ -277,10 +305,13 @@ class KafkaApis:
             configs_of=lambda name, overrides: topic_config_entries(
                 name, self.metadata_cache, self.config, overrides
             ),
+            authorizer=self.authorizer,
         )
 
     async def _delete_topics(self, request: Request) -> None:
-        await handle_delete_topics(request, self.controller, self.metadata_cache)
+        await handle_delete_topics(
+            request, self.controller, self.metadata_cache, authorizer=self.authorizer
+        )
 
     async def _incremental_alter_configs(self, request: Request) -> None:
         await handle_incremental_alter_configs(
@@ -327,6 +358,18 @@ class KafkaApis:
 
     async def _describe_user_scram_credentials(self, request: Request) -> None:
         handle_describe_user_scram_credentials(request, self.metadata_cache)
+
+    async def _create_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        await handle_create_acls(request, self.controller, enabled, self.authorizer)
+
+    async def _delete_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        await handle_delete_acls(request, self.controller, enabled, self.authorizer)
+
+    async def _describe_acls(self, request: Request) -> None:
+        enabled = self.config.authorizer.enabled
+        handle_describe_acls(request, self.metadata_cache, enabled, self.authorizer)
 
     async def _describe_cluster(self, request: Request) -> None:
         handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
@@ -375,13 +418,6 @@ class KafkaApis:
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
         errors: dict[str, ErrorCode] = {}
-        # Internal topics are created with their own settings by their owners (the
-        # group coordinator creates __consumer_offsets), never as ordinary topics here.
-        missing = [
-            n
-            for n in names or ()
-            if self.metadata_cache.topic(n) is None and n not in INTERNAL_TOPICS
-        ]
         # Before v4 there is no allow_auto_topic_creation field and clients expect it
         # on.
         body = request.body_as(METADATA)
@@ -390,6 +426,20 @@ class KafkaApis:
             if isinstance(body, METADATA_V4_PLUS)
             else True
         )
+        if self.authorizer is not None:
+            auto_create = allowed and self.config.broker.auto_create_topics_enable
+            names, errors = authorize_metadata(
+                request, self.authorizer, self.metadata_cache, names, auto_create
+            )
+        # Internal topics are created with their own settings by their owners (the
+        # group coordinator creates __consumer_offsets), never as ordinary topics here.
+        missing = [
+            n
+            for n in names or ()
+            if self.metadata_cache.topic(n) is None
+            and n not in INTERNAL_TOPICS
+            and n not in errors
+        ]
         # An illegal name is INVALID_TOPIC_EXCEPTION whether or not the request may
         # create topics, as in Kafka (not "unknown": no such topic can ever exist).
         for name in missing:
@@ -512,6 +562,9 @@ class KafkaApis:
             *SCRAM_API_VERSIONS,
             _alter_user_scram_credentials,
         ),
+        ApiSpec(ApiKey.DESCRIBE_ACLS, *ACL_API_VERSIONS, _describe_acls),
+        ApiSpec(ApiKey.CREATE_ACLS, *ACL_API_VERSIONS, _create_acls),
+        ApiSpec(ApiKey.DELETE_ACLS, *ACL_API_VERSIONS, _delete_acls),
     )
     SUPPORTED: ClassVar[Mapping[int, tuple[int, int]]] = TABLE.versions()
     """API key -> (min, max): what ApiVersions lists, derived from the table."""

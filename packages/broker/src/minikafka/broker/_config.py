@@ -48,6 +48,7 @@ from minikafka.net import (
 )
 from minikafka.raft import QUORUM_CONFIG, RaftConfig
 
+from ._authorizer_config import AUTHORIZER_CONFIG, AuthorizerSettings
 from ._roles import (
     ADVERTISED_LISTENERS,
     CONTROLLER_LISTENER_NAMES,
@@ -138,6 +139,11 @@ class KafkaConfig:
         return self.broker.metadata_log_dir or self.broker.log_dirs[0]
 
     @property
+    def authorizer(self) -> AuthorizerSettings:
+        """``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``."""
+        return AuthorizerSettings.from_properties(self.properties)
+
+    @property
     def advertised_listeners(self) -> tuple[Listener, ...]:
         """What clients are told: ``advertised.listeners``, else the listeners that are
         not the controller's (none on a controller-only node)."""
@@ -159,6 +165,7 @@ class KafkaConfig:
         group = GroupConfig.from_properties(props)
         transaction = TxnConfig.from_properties(props)
         raft = RaftConfig.from_properties(props)
+        AuthorizerSettings.from_properties(props)  # a bad value stops start-up here
         sections = (broker, net, log, schedule, controller, group, transaction, raft)
         _check_advertised_listeners(broker, net)
         if broker.zookeeper_connect is not None:
@@ -465,6 +472,7 @@ def known_keys() -> frozenset[str]:
         | GROUP_CONFIG.names()
         | TXN_CONFIG.names()
         | QUORUM_CONFIG.names()
+        | AUTHORIZER_CONFIG.names()
     )
 
 

@@ -69,6 +69,7 @@ from minikafka.controller import (
 from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
 from minikafka.raft.wire import QuorumNode
 
+from ._acl_apis import ACL_API_VERSIONS, handle_create_acls, handle_delete_acls
 from ._admin import (
     TopicConfigs,
     handle_create_partitions,
@@ -127,6 +128,8 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_QUORUM: DESCRIBE_QUORUM_VERSIONS,
     ApiKey.DESCRIBE_CLUSTER: CONTROLLER_DESCRIBE_CLUSTER_VERSIONS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: SCRAM_API_VERSIONS,
+    ApiKey.CREATE_ACLS: ACL_API_VERSIONS,
+    ApiKey.DELETE_ACLS: ACL_API_VERSIONS,
 }
 
 
@@ -204,6 +207,15 @@ class ControllerApis:
                 await handle_list_partition_reassignments(request, self.server)
             case ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
                 await handle_alter_user_scram_credentials(request, self.server)
+            case ApiKey.CREATE_ACLS:
+                await handle_create_acls(request, self.server, self._acls_enabled())
+            case ApiKey.DELETE_ACLS:
+                await handle_delete_acls(request, self.server, self._acls_enabled())
+
+    def _acls_enabled(self) -> bool:
+        """The controller's own ``authorizer.class.name`` decides, as in Kafka's
+        ControllerApis; a controller built without a config trusts its brokers."""
+        return self.config is None or self.config.authorizer.enabled
 
     def _configs_of(self) -> TopicConfigs | None:
         config = self.config

@@ -44,7 +44,9 @@ from minikafka.replication import (
     FetchPartitionResult,
     ReplicaManagerShell,
 )
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._body import (
     FETCH,
     FETCH_IN_SESSION,
@@ -98,9 +100,11 @@ _LEADER = struct.Struct(">iib")
 _REFUSED_BEFORE_READ = (
     ErrorCode.unknown_topic_or_partition,
     ErrorCode.unknown_topic_id,
+    ErrorCode.topic_authorization_failed,
 )
 _LEADER_HINT_ERRORS = (ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch)
 _UNKNOWN_TOPIC_ID = FetchPartitionResult(ErrorCode.unknown_topic_id)
+_NOT_AUTHORIZED = FetchPartitionResult(ErrorCode.topic_authorization_failed)
 NO_SESSION = FetchAnswer(ErrorCode.none, INVALID_SESSION_ID, [])
 """A response outside any session: no error, session id 0 (its partitions unused)."""
 
@@ -110,6 +114,7 @@ def handle_fetch(
     replica_manager: ReplicaManagerShell,
     sessions: FetchSessionCache,
     cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     body = request.body_as(FETCH)
     version = request.api_version
@@ -161,6 +166,13 @@ def handle_fetch(
     )
     # A topic id no topic has is answered UNKNOWN_TOPIC_ID, without a read.
     fetches = [r.fetch for r in context.partitions if not _unknown_topic(r)]
+    denied = (
+        frozenset()
+        if authorizer is None
+        else _denied(request, authorizer, consumer, context.partitions)
+    )
+    if denied:  # answered TOPIC_AUTHORIZATION_FAILED without a read
+        fetches = [f for f in fetches if f.topic_partition.topic not in denied]
 
     def respond(results: list[tuple[FetchPartition, FetchPartitionResult]]) -> None:
         if consumer and any(r.error_code is not ErrorCode.none for _, r in results):
@@ -171,7 +183,14 @@ def handle_fetch(
             context,
             replica_manager.now(),
             [
-                (r, _UNKNOWN_TOPIC_ID if _unknown_topic(r) else next(read)[1])
+                (
+                    r,
+                    _UNKNOWN_TOPIC_ID
+                    if _unknown_topic(r)
+                    else _NOT_AUTHORIZED
+                    if denied and r.fetch.topic_partition.topic in denied
+                    else next(read)[1],
+                )
                 for r in context.partitions
             ],
         )
@@ -196,6 +215,23 @@ def handle_fetch(
         respond([])
         return
     replica_manager.fetch_messages(params, fetches, respond)
+
+
+def _denied(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    consumer: bool,
+    partitions: Sequence[RequestedPartition],
+) -> frozenset[str]:
+    """The topics this fetch may not read (Kafka's ``handleFetchRequest``): a consumer
+    needs READ on each topic; a follower CLUSTER_ACTION on the cluster, or it reads
+    nothing."""
+    names = (r.fetch.topic_partition.topic for r in partitions)
+    if consumer:
+        return authorizer.denied_topics(request, AclOperation.READ, names)
+    if authorizer.cluster_allowed(request, AclOperation.CLUSTER_ACTION):
+        return frozenset()
+    return frozenset(names)
 
 
 def _aborted_transactions(

@@ -143,7 +143,9 @@ def _by_names(
     topics = []
     for name in cache.topic_names() if names is None else names:
         topic = cache.topic(name)
-        if topic is None:
+        if topic is None or (
+            errors and errors.get(name) is ErrorCode.topic_authorization_failed
+        ):
             error = (errors or {}).get(name, ErrorCode.unknown_topic_or_partition)
             topics.append(
                 build(

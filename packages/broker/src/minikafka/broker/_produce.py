@@ -38,7 +38,9 @@ from minikafka.log import (
 )
 from minikafka.net import Request, is_body
 from minikafka.replication import ProducePartitionResult, ReplicaManagerShell
+from minikafka.security import AclOperation, ResourceType
 
+from ._authorization import BrokerAuthorizer
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
 from ._txn_verify_apis import append_produce
@@ -79,7 +81,10 @@ _NO_LEADER = (-1, -1)
 
 
 def handle_produce(
-    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     body = request.body_as(PRODUCE)
     acks = Acks.parse(int(body.acks))  # None: INVALID_REQUIRED_ACKS for every partition
@@ -91,11 +96,20 @@ def handle_produce(
     names = iter(_topic_names(body, cache, ids))
     for topic in body.topic_data:
         name = next(names)
+        # aside: may the principal WRITE the topic (asked only with an authorizer)
+        denied = authorizer is not None and not authorizer.allowed(
+            request, AclOperation.WRITE, ResourceType.TOPIC, name
+        )
         for data in topic.partition_data:
             tp = TopicPartition(name, int(data.index))
             order.append(tp)
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
+            # aside: a topic the principal may not write
+            elif denied:
+                refused[tp] = ProducePartitionResult(
+                    ErrorCode.topic_authorization_failed
+                )
             # aside: a topic id no topic has
             elif name.startswith(UNKNOWN_TOPIC_ID):
                 refused[tp] = ProducePartitionResult(ErrorCode.unknown_topic_id)
@@ -168,12 +182,7 @@ def handle_produce(
             on_results=on_results,
         )
         return
-    replica_manager.append_records(
-        timeout_ms,
-        acks,
-        entries,
-        on_results,
-    )
+    replica_manager.append_records(timeout_ms, acks, entries, on_results)
 
 
 def encode_produce_response(

@@ -9,6 +9,16 @@ ZooKeeper mode's controller is the ``zk`` subpackage; its names are re-exported 
 
 import minikafka.common  # noqa: F401  (first, before kio: a program leaves out hypothesis)
 
+from ._acl_control import AclControlManager as AclControlManager
+from ._acl_control import AclResult as AclResult
+from ._acl_control import CreateAclsRequest as CreateAclsRequest
+from ._acl_control import CreateAclsResponse as CreateAclsResponse
+from ._acl_control import DeleteAclsFilterResult as DeleteAclsFilterResult
+from ._acl_control import DeleteAclsRequest as DeleteAclsRequest
+from ._acl_control import DeleteAclsResponse as DeleteAclsResponse
+from ._acl_control import acl_binding as acl_binding
+from ._acl_control import acl_record as acl_record
+from ._acl_control import describe_acls as describe_acls
 from ._assign_cmd import render_assignment_table as render_assignment_table
 from ._bootstrap import BOOTSTRAP_FILE as BOOTSTRAP_FILE
 from ._bootstrap import BootstrapError as BootstrapError
@@ -81,6 +91,7 @@ from ._raft_shell import RaftNodeShell as RaftNodeShell
 from ._records import METADATA_TOPIC as METADATA_TOPIC
 from ._records import NO_LEADER as NO_LEADER
 from ._records import NO_LEADER_CHANGE as NO_LEADER_CHANGE
+from ._records import AccessControlEntryRecord as AccessControlEntryRecord
 from ._records import BrokerEndpoint as BrokerEndpoint
 from ._records import ConfigRecord as ConfigRecord
 from ._records import ConfigResourceType as ConfigResourceType
@@ -92,6 +103,9 @@ from ._records import PartitionChangeRecord as PartitionChangeRecord
 from ._records import PartitionRecord as PartitionRecord
 from ._records import ProducerIdsRecord as ProducerIdsRecord
 from ._records import RegisterBrokerRecord as RegisterBrokerRecord
+from ._records import (
+    RemoveAccessControlEntryRecord as RemoveAccessControlEntryRecord,
+)
 from ._records import RemoveTopicRecord as RemoveTopicRecord
 from ._records import (
     RemoveUserScramCredentialRecord as RemoveUserScramCredentialRecord,
@@ -243,6 +257,9 @@ __all__ = [
     "TOPIC_CONFIG_KEYS",
     "UNCLEAN_ELECTION",
     "UNCLEAN_LEADER_ELECTION_ENABLE",
+    "AccessControlEntryRecord",
+    "AclControlManager",
+    "AclResult",
     "AllocateProducerIdsRequest",
     "AllocateProducerIdsResponse",
     "AlterConfigOp",
@@ -283,6 +300,8 @@ __all__ = [
     "ControllerToBroker",
     "CreatableTopic",
     "CreatableTopicResult",
+    "CreateAclsRequest",
+    "CreateAclsResponse",
     "CreatePartitionsRequest",
     "CreatePartitionsResponse",
     "CreatePartitionsTopic",
@@ -290,6 +309,9 @@ __all__ = [
     "CreateTopicsRequest",
     "CreateTopicsResponse",
     "DeletableTopicResult",
+    "DeleteAclsFilterResult",
+    "DeleteAclsRequest",
+    "DeleteAclsResponse",
     "DeleteTopicsRequest",
     "DeleteTopicsResponse",
     "DescribeConfigsRequest",
@@ -347,6 +369,7 @@ __all__ = [
     "ReassignmentResult",
     "RecordsApplied",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "RemoveUserScramCredentialRecord",
     "ReplayResult",
@@ -374,12 +397,15 @@ __all__ = [
     "ZkControllerResult",
     "ZkResponse",
     "ZkWatchFired",
+    "acl_binding",
+    "acl_record",
     "admin_create_topics",
     "assign_replicas_to_brokers",
     "assign_replicas_to_brokers_rack_aware",
     "assign_replicas_to_brokers_rack_unaware",
     "config_changes",
     "decode_record",
+    "describe_acls",
     "describe_user_scram_credentials",
     "encode_record",
     "encode_snapshot",

@@ -38,6 +38,7 @@ from minikafka.common import CoreResult
 from minikafka.common.timeline import SnapshotRegistry
 from minikafka.trace import NullTracer, Tracer
 
+from ._acl_control import AclControlManager, CreateAclsRequest, DeleteAclsRequest
 from ._cluster_control import ClusterControlManager
 from ._config import ControllerConfig
 from ._config_control import ConfigurationControlManager, FeatureControlManager
@@ -138,6 +139,7 @@ class QuorumController:
     replication: ReplicationControlManager = attrs.field(init=False)
     producer_ids: ProducerIdControlManager = attrs.field(init=False)
     scram: ScramControlManager = attrs.field(init=False)
+    acls: AclControlManager = attrs.field(init=False)
     # None: not the active one
     epoch: int | None = attrs.field(init=False, default=None)
     last_committed_offset: int = attrs.field(init=False, default=-1)
@@ -165,6 +167,7 @@ class QuorumController:
         )
         self.producer_ids = ProducerIdControlManager(self.registry, self.cluster)
         self.scram = ScramControlManager(self.registry)
+        self.acls = AclControlManager(self.registry, self.rng)
 
     @property
     def active(self) -> bool:
@@ -179,6 +182,7 @@ class QuorumController:
         self.features.replay(record)
         self.producer_ids.replay(record)
         self.scram.replay(record)
+        self.acls.replay(record)
 
     def replay_committed(
         self, records: Iterable[MetadataRecord], last_offset: int, now: float
@@ -364,6 +368,10 @@ class QuorumController:
                 return _decision(self.replication.elect_leaders(request))
             case AlterUserScramCredentialsRequest():
                 return _decision(self.scram.alter(request))
+            case CreateAclsRequest():
+                return _decision(self.acls.create(request))
+            case DeleteAclsRequest():
+                return _decision(self.acls.delete(request))
             case _:
                 raise TypeError(f"not a controller request: {request!r}")
 

@@ -25,6 +25,7 @@ from minikafka.common import TopicPartition
 
 from ._partition import PartitionRegistration
 from ._records import (
+    AccessControlEntryRecord,
     BrokerEndpoint,
     ConfigRecord,
     FeatureLevelRecord,
@@ -34,6 +35,7 @@ from ._records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
@@ -119,6 +121,11 @@ class MetadataImage:
     scram: Mapping[tuple[str, int], UserScramCredentialRecord] = attrs.field(
         factory=lambda: MappingProxyType({})
     )
+    # Every ACL by its id (KIP-801, Kafka's AclsImage): what the broker's authorizer
+    # holds and DescribeAcls lists.
+    acls: Mapping[uuid.UUID, AccessControlEntryRecord] = attrs.field(
+        factory=lambda: MappingProxyType({})
+    )
 
     def topic(self, name: str) -> TopicImage | None:
         topic_id = self.topic_ids.get(name)
@@ -144,6 +151,8 @@ class MetadataImage:
             yield ProducerIdsRecord(-1, -1, self.next_producer_id)
         for key in sorted(self.scram):
             yield self.scram[key]
+        for acl_id in sorted(self.acls):
+            yield self.acls[acl_id]
 
     def describe(self) -> str:
         """A human-readable dump, as ``python -m minikafka.controller replay`` prints it."""
@@ -181,6 +190,12 @@ class MetadataImage:
             lines.append(
                 f"scram user={user} mechanism={mechanism}"
                 f" iterations={credential.iterations}"
+            )
+        for acl_id, acl in sorted(self.acls.items()):
+            lines.append(
+                f"acl id={acl_id} resource={acl.resource_type}:{acl.pattern_type}:"
+                f"{acl.resource_name} principal={acl.principal} host={acl.host} "
+                f"operation={acl.operation} permission={acl.permission_type}"
             )
         return "\n".join(lines)
 
@@ -235,6 +250,10 @@ class MetadataDelta:
     _next_producer_id: int = attrs.field(init=False)
     # (user, mechanism) -> its new credential, or None: removed
     _scram: dict[tuple[str, int], UserScramCredentialRecord | None] = attrs.field(
+        init=False, factory=dict
+    )
+    # ACL id -> the ACL, or None: removed
+    _acls: dict[uuid.UUID, AccessControlEntryRecord | None] = attrs.field(
         init=False, factory=dict
     )
 
@@ -299,6 +318,10 @@ class MetadataDelta:
                 self._scram[(record.name, record.mechanism)] = record
             case RemoveUserScramCredentialRecord():
                 self._scram[(record.name, record.mechanism)] = None
+            case AccessControlEntryRecord():
+                self._acls[record.id] = record
+            case RemoveAccessControlEntryRecord():
+                self._acls[record.id] = None
 
     def _id_taken(self, topic_id: uuid.UUID) -> bool:
         if topic_id in self.image.topics and topic_id not in self._deleted:
@@ -383,7 +406,19 @@ class MetadataDelta:
             configs=MappingProxyType(configs),
             next_producer_id=self._next_producer_id,
             scram=MappingProxyType(self._applied_scram()),
+            # the same mapping while no ACL changes: the broker's authorizer rebuilds
+            # its index only when the image brings other ACLs
+            acls=MappingProxyType(self._applied_acls()) if self._acls else image.acls,
         )
+
+    def _applied_acls(self) -> dict[uuid.UUID, AccessControlEntryRecord]:
+        acls = dict(self.image.acls)
+        for acl_id, acl in self._acls.items():
+            if acl is None:
+                acls.pop(acl_id, None)
+            else:
+                acls[acl_id] = acl
+        return acls
 
     def _applied_scram(self) -> dict[tuple[str, int], UserScramCredentialRecord]:
         scram = dict(self.image.scram)

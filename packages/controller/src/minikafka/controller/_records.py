@@ -198,6 +198,34 @@ class RemoveUserScramCredentialRecord:
     mechanism: int
 
 
+@attrs.frozen
+class AccessControlEntryRecord:
+    """One ACL created (KIP-801's StandardAuthorizer in KRaft): a resource pattern
+    bound to an entry, with the Uuid DeleteAcls removes it by.
+
+    The enum fields carry Kafka's codes (``ResourceType``, ``PatternType``,
+    ``AclOperation``, ``AclPermissionType``), as the admin APIs do.
+    """
+
+    API_KEY: ClassVar[int] = 18
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@attrs.frozen
+class RemoveAccessControlEntryRecord:
+    """The ACL of this Uuid deleted (KIP-801)."""
+
+    API_KEY: ClassVar[int] = 19
+    id: uuid.UUID
+
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -212,6 +240,8 @@ MetadataRecord: TypeAlias = (
     | ProducerIdsRecord
     | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
 )
 
 RECORD_TYPES: dict[int, type[MetadataRecord]] = {

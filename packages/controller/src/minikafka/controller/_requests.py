@@ -18,6 +18,12 @@ from typing import TypeAlias
 import attrs
 from kio.schema.errors import ErrorCode
 
+from ._acl_control import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+)
 from ._records import BrokerEndpoint
 from ._scram_control import (
     AlterUserScramCredentialsRequest,
@@ -358,6 +364,8 @@ ControllerRequest: TypeAlias = (
     | AllocateProducerIdsRequest
     | ElectLeadersRequest
     | AlterUserScramCredentialsRequest
+    | CreateAclsRequest
+    | DeleteAclsRequest
 )
 
 ControllerResponse: TypeAlias = (
@@ -375,4 +383,6 @@ ControllerResponse: TypeAlias = (
     | AllocateProducerIdsResponse
     | ElectLeadersResponse
     | AlterUserScramCredentialsResponse
+    | CreateAclsResponse
+    | DeleteAclsResponse
 )

@@ -5,7 +5,8 @@ SCRAM-SHA-512 and OAUTHBEARER (unsecured tokens), each with a server and a clien
 the SASL server authenticator (SaslHandshake, SaslAuthenticate, KIP-368's sessions) as a
 state machine; and the StandardAuthorizer's decisions over ACLs. The network layer's
 listeners run the principals and the SASL authenticator (``minikafka.net``'s ``_tls.py``
-and ``_sasl_channel.py``); nothing calls the authorizer yet.
+and ``_sasl_channel.py``); the broker asks the authorizer at its request points
+(``minikafka.broker``'s ``_authorization.py``) when ``authorizer.class.name`` names it.
 """
 
 from ._acl import ANY_FILTER as ANY_FILTER

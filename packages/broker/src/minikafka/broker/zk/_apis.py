@@ -73,10 +73,14 @@ KRAFT_ONLY: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_QUORUM,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.DESCRIBE_ACLS,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
     }
 )
 """What a ZooKeeper-mode broker does not offer: there is no metadata quorum, and SCRAM
-credentials live in the metadata log only (ZooKeeper's ``/config/users`` is not read)."""
+credentials and ACLs live in the metadata log only (ZooKeeper's ``/config/users`` and
+``/kafka-acl`` are not read)."""
 
 
 class ZkBrokerNode(Protocol):

@@ -1,0 +1,134 @@
+"""The broker's authorizer: KRaft's StandardAuthorizer (KIP-801) over the ACLs of the
+metadata image, asked at Kafka's points (``KafkaApis``' ``authHelper`` calls).
+
+The decisions are the security package's sans-IO core; this shell only keeps the core's
+ACLs equal to the image's (rebuilt when a new image brings other ACLs, which is rare)
+and turns a request into the core's questions: who (``request.principal``), from where
+(the client's address in the connection id) and what.
+
+A broker with no ``authorizer.class.name`` builds no ``BrokerAuthorizer`` at all: its
+handlers test one attribute for None and ask nothing, so the unauthenticated path costs
+nothing more.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+
+import attrs
+from kio.schema.errors import ErrorCode
+
+from minikafka.controller import AccessControlEntryRecord, acl_binding
+from minikafka.net import Request
+from minikafka.security import (
+    CLUSTER_NAME,
+    AclOperation,
+    Action,
+    ResourceType,
+    StandardAuthorizer,
+)
+
+from ._authorizer_config import AuthorizerSettings
+from ._metadata_cache import MetadataCache
+
+
+def client_host(connection_id: str) -> str:
+    """The client's address in a ``local-remote-processor-index`` connection id (an
+    ACL's host is an address, as Kafka's ``RequestContext.clientAddress``)."""
+    parts = connection_id.split("-")
+    return parts[1].rpartition(":")[0] if len(parts) == 4 else connection_id
+
+
+@attrs.define(eq=False)
+class BrokerAuthorizer:
+    """The StandardAuthorizer of one broker, following its metadata image."""
+
+    settings: AuthorizerSettings
+    cache: MetadataCache
+    _acls: Mapping[uuid.UUID, AccessControlEntryRecord] | None = attrs.field(
+        init=False, default=None
+    )
+    _core: StandardAuthorizer = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._core = self._build({})
+
+    def _build(
+        self, acls: Mapping[uuid.UUID, AccessControlEntryRecord]
+    ) -> StandardAuthorizer:
+        core = StandardAuthorizer(
+            self.settings.super_users, self.settings.allow_everyone_if_no_acl_found
+        )
+        for record in acls.values():
+            core.add_acl(record.id, acl_binding(record))
+        return core
+
+    @property
+    def core(self) -> StandardAuthorizer:
+        acls = self.cache.image.acls
+        if acls is not self._acls:
+            self._core = self._build(acls)
+            self._acls = acls
+        return self._core
+
+    def allowed(
+        self,
+        request: Request,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        action = Action(operation, resource_type, name)
+        host = client_host(request.connection_id)
+        return self.core.authorize(request.principal, host, action).allowed
+
+    def cluster_allowed(self, request: Request, operation: AclOperation) -> bool:
+        return self.allowed(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def denied_topics(
+        self, request: Request, operation: AclOperation, names: Iterable[str]
+    ) -> frozenset[str]:
+        """The topics of ``names`` the request's principal may not ``operation``."""
+        return frozenset(
+            name
+            for name in set(names)
+            if not self.allowed(request, operation, ResourceType.TOPIC, name)
+        )
+
+
+def broker_authorizer(
+    settings: AuthorizerSettings, cache: MetadataCache
+) -> BrokerAuthorizer | None:
+    """The broker's authorizer, or None when ``authorizer.class.name`` is empty."""
+    return BrokerAuthorizer(settings, cache) if settings.enabled else None
+
+
+def authorize_metadata(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    cache: MetadataCache,
+    names: list[str] | None,
+    auto_create: bool,
+) -> tuple[list[str], dict[str, ErrorCode]]:
+    """Kafka's ``handleTopicMetadataRequest`` checks: asked for every topic, the
+    principal sees only those it may DESCRIBE; a named topic it may not describe is
+    TOPIC_AUTHORIZATION_FAILED, and so is a missing one it would auto-create without
+    CREATE on the cluster or the topic. Returns the names to answer and their errors."""
+    if names is None:
+        visible = cache.topic_names()
+        denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, visible)
+        return [n for n in visible if n not in denied], {}
+    errors = dict.fromkeys(
+        authorizer.denied_topics(request, AclOperation.DESCRIBE, names),
+        ErrorCode.topic_authorization_failed,
+    )
+    missing = [n for n in names if n not in errors and cache.topic(n) is None]
+    if (
+        missing
+        and auto_create
+        and not authorizer.cluster_allowed(request, AclOperation.CREATE)
+    ):
+        for name in authorizer.denied_topics(request, AclOperation.CREATE, missing):
+            errors[name] = ErrorCode.topic_authorization_failed
+    return names, errors
