@@ -393,6 +393,7 @@ def test_cooperative_sticky_and_static_membership(
 @pytest.mark.compat("ListTransactions", "java")
 @pytest.mark.compat("DescribeTransactions", "java")
 @pytest.mark.compat("DescribeUserScramCredentials", "java")
+@pytest.mark.compat("ConsumerGroupHeartbeat", "java")
 def test_admin(
     group_broker: BrokerProcess, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -476,17 +477,21 @@ def test_admin(
             {"op": "admin", "action": "describe_acls"},
             {"op": "admin", "action": "describe_client_quotas"},
             {"op": "admin", "action": "describe_user_scram_credentials"},
-            # 27..: and back to what it does
+            {  # 27: KIP-848's consumer group protocol (ConsumerGroupHeartbeat)
+                "op": "consume",
+                "subscribe": [topic],
+                "count": 5,
+                "config": {
+                    "group.id": group + "-848",
+                    "group.protocol": "consumer",
+                    "auto.offset.reset": "earliest",
+                },
+            },
+            # 28..: and back to what it does
             {"op": "admin", "action": "delete_groups", "names": [group]},
             {"op": "admin", "action": "list_groups"},
             {"op": "admin", "action": "delete_topics", "names": [topic]},
-            {"op": "admin", "action": "list_topics"},  # 30
-            {  # 31: KIP-848's consumer group protocol
-                "op": "consume",
-                "subscribe": [topic],
-                "count": 1,
-                "config": {"group.id": group + "-848", "group.protocol": "consumer"},
-            },
+            {"op": "admin", "action": "list_topics"},  # 31
             {"op": "admin", "action": "describe_transactions", "id": topic},  # 32
         ],
         request_log=log,
@@ -555,17 +560,17 @@ def test_admin(
     error = run.error(25)
     assert error["type"] == "UnsupportedVersionException", error
     assert "The node does not support DESCRIBE_CLIENT_QUOTAS" in error["message"]
-    # The consumer of KIP-848 needs ConsumerGroupHeartbeat; poll says what to do instead.
-    error = run.error(31)
-    assert error["type"] == "UnsupportedVersionException"
-    assert "does not support the new CONSUMER group protocol" in error["message"]
-    assert "CONSUMER_GROUP_HEARTBEAT" in refused(log)
-    assert group not in [g[0] for g in run.result(28)]
-    assert topic not in run.result(30)["names"]
+    # The consumer of KIP-848 joins with ConsumerGroupHeartbeat, the broker assigns it
+    # the topic's partitions, and it reads from the earliest offsets.
+    assert len(run.result(27)["records"]) >= 5  # whole batches, at least the 5 asked
+    assert "CONSUMER_GROUP_HEARTBEAT" not in refused(log)
+    assert group not in [g[0] for g in run.result(29)]
+    assert topic not in run.result(31)["names"]
     # Asked for, refused by ApiVersions, answered by the older API instead:
     # DescribeTopicPartitions by Metadata (v13, whose answer carries the topic id,
-    # KIP-516), ConsumerGroupDescribe by DescribeGroups.
-    assert {"DESCRIBE_TOPIC_PARTITIONS", "CONSUMER_GROUP_DESCRIBE"} <= refused(log)
+    # KIP-516). ConsumerGroupDescribe is served (KIP-848).
+    assert "DESCRIBE_TOPIC_PARTITIONS" in refused(log)
+    assert "CONSUMER_GROUP_DESCRIBE" not in refused(log)
     # DescribeCluster is answered itself, at its newest version (KIP-1073's v2).
     assert "DESCRIBE_CLUSTER" not in refused(log)
     assert described["topic_id"] not in ("", "AAAAAAAAAAAAAAAAAAAAAA")  # not Uuid.ZERO

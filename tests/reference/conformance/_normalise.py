@@ -3,9 +3,9 @@
 :func:`to_tree` turns a kio response (frozen dataclasses) into nested dicts of plain
 values: an error code becomes its Kafka name (``UNKNOWN_TOPIC_OR_PARTITION``), a
 duration or timestamp its milliseconds, a record set its decoded batches. An array of
-named things (topics, partitions, groups, API keys) becomes a dict keyed by ``[name]``, so
-a diff reads ``topics[conf-data].partitions[1].error_code`` and does not depend on the
-order a hash map gave; a name listed twice keeps both, as ``name#1``.
+named things (topics, partitions, groups, users, API keys) becomes a dict keyed by
+``[name]``, so a diff reads ``topics[conf-data].partitions[1].error_code`` and does not
+depend on the order a hash map gave; a name listed twice keeps both, as ``name#1``.
 
 :class:`Normaliser` then replaces, in both brokers' trees, only what two correct
 brokers may answer differently (each rule says why):
@@ -50,6 +50,7 @@ KEY_FIELDS = (
     "topic",
     "topic_name",
     "group_id",
+    "user",
     "resource_name",
     "partition_index",
     "partition",

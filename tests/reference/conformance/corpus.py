@@ -1,6 +1,6 @@
 """The whole corpus, in the order it runs: data path, deleting records, groups, admin,
 configs, cluster, transactions and their
-admin reads."""
+admin reads, then the security APIs and KIP-848's two."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ._corpus_data import scenarios as data
 from ._corpus_delete_records import scenarios as delete_records
 from ._corpus_group_admin import scenarios as group_admin
 from ._corpus_groups import scenarios as groups
+from ._corpus_security import scenarios as security
 from ._corpus_transactions import scenarios as transactions
 from ._corpus_txn_admin import scenarios as txn_admin
 from ._scenario import Scenario
@@ -27,4 +28,5 @@ def corpus() -> list[Scenario]:
         *cluster(),
         *transactions(),
         *txn_admin(),
+        *security(),
     ]

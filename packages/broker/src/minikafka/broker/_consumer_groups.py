@@ -186,9 +186,10 @@ async def handle_consumer_group_describe(
                     if error is ErrorCode.group_id_not_found
                     else None,
                     group_id=group_id,
-                    group_state="Dead" if error is ErrorCode.group_id_not_found else "",
-                    group_epoch=-1,
-                    assignment_epoch=-1,
+                    # Kafka leaves a group it does not have at the schema's defaults
+                    group_state="",
+                    group_epoch=0,
+                    assignment_epoch=0,
                     assignor_name="",
                     members=(),
                 )
