@@ -478,16 +478,8 @@ class ConsumerCoordinator:
     ) -> None:
         """Committed offsets: (error, offset) per partition; -1 means none committed."""
         self._fetching_offsets = False
-        for tp, (error, offset) in offsets.items():
-            if tp not in self.subscriptions.assignment:
-                continue
-            if error == ErrorCode.none and offset >= 0:
-                if self.subscriptions.position(tp) is None:
-                    self.subscriptions.seek(tp, offset)
-            elif error == ErrorCode.none:
-                self.subscriptions.request_reset(tp)
-            else:
-                self._backoff(now)
+        if not self.subscriptions.seek_to_committed(offsets):
+            self._backoff(now)
 
     def commit(
         self, offsets: Mapping[TopicPartition, int], now: float

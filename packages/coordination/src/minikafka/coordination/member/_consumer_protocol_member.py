@@ -354,16 +354,8 @@ class ConsumerProtocolMember:
         self, offsets: Mapping[TopicPartition, tuple[int, int]], now: float
     ) -> None:
         self._fetching_offsets = False
-        for tp, (error, offset) in offsets.items():
-            if tp not in self.subscriptions.assignment:
-                continue
-            if error == ErrorCode.none and offset >= 0:
-                if self.subscriptions.position(tp) is None:
-                    self.subscriptions.seek(tp, offset)
-            elif error == ErrorCode.none:
-                self.subscriptions.request_reset(tp)
-            else:
-                self._backoff(now)
+        if not self.subscriptions.seek_to_committed(offsets):
+            self._backoff(now)
 
     def commit(
         self, offsets: Mapping[TopicPartition, int], now: float

@@ -13,9 +13,10 @@ A core: plain data, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
+from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
 
@@ -103,6 +104,26 @@ class SubscriptionState:
         self._state(tp).reset_to = EARLIEST if name == "earliest" else LATEST
         self._state(tp).position = None
         return True
+
+    def seek_to_committed(
+        self, offsets: Mapping[TopicPartition, tuple[int, int]]
+    ) -> bool:
+        """Start each assigned partition with no position yet at its group's committed
+        offset, ``(error, offset)`` per partition, an offset of -1 meaning none was
+        committed (then ``auto.offset.reset`` decides). False if a partition's fetch
+        failed: the member backs off and asks again."""
+        fetched = True
+        for tp, (error, offset) in offsets.items():
+            if tp not in self.assignment:
+                continue  # revoked while the fetch was out
+            if error != ErrorCode.none:
+                fetched = False
+            elif offset >= 0:
+                if self.position(tp) is None:
+                    self.seek(tp, offset)
+            else:
+                self.request_reset(tp)
+        return fetched
 
     def awaiting_reset(self) -> dict[TopicPartition, int]:
         return {
