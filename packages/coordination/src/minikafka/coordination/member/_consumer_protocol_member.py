@@ -340,6 +340,14 @@ class ConsumerProtocolMember:
             ) or self.state is S.ACKNOWLEDGING:
                 self._move(S.STABLE)
 
+    def assignment_unresolved(self) -> None:
+        """The last answer named a topic id the client's metadata does not know yet, and
+        that part of the assignment was left out: the next heartbeat carries every
+        field, so the coordinator sends the whole assignment again, by which time the
+        metadata may name it (Kafka's client keeps such ids unresolved and retries).
+        Without this, a member whose resolved part changed nothing would never ask."""
+        self._send_full = True
+
     def _fence(self) -> None:
         """Fenced or forgotten: the partitions are lost, not revoked; rejoin with 0."""
         lost = self.owned
