@@ -372,18 +372,12 @@ class ConsumerProtocolMember:
         if not offsets:
             return None
         self._commit_ids += 1
-        epochs = {tp: s.leader_epoch for tp, s in self.subscriptions.assignment.items()}
         request = OffsetCommit(
             self.group_id,
             self.member_epoch,
             self.member_id,
             self.config.group_instance_id,
-            tuple(
-                (tp, off, epochs.get(tp) or -1)
-                for tp, off in sorted(
-                    offsets.items(), key=lambda x: (x[0].topic, x[0].partition)
-                )
-            ),
+            self.subscriptions.with_leader_epochs(offsets),
             self._commit_ids,
             member_epoch=True,
         )
