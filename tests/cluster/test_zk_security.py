@@ -203,7 +203,7 @@ def test_a_scram_user_made_through_one_broker_authenticates_on_the_other(
         lambda: authenticates(cluster, 1, user, "pw-1"), f"{user} passes on broker 1"
     )
     assert not authenticates(cluster, 1, user, "wrong")
-    described = second.describe_user_scram_credentials([user])
+    described = per_user(second.describe_user_scram_credentials([user]))
     description = described[user].result(timeout=WAIT)
     assert [
         (i.mechanism, i.iterations) for i in description.scram_credential_infos
@@ -219,7 +219,7 @@ def test_a_scram_user_made_through_one_broker_authenticates_on_the_other(
     # Kafka's errors: nothing to delete, nobody to describe.
     futures = first.alter_user_scram_credentials([deletion])
     assert [_result(f) for f in futures.values()] == ["RESOURCE_NOT_FOUND"]
-    described = first.describe_user_scram_credentials([user])
+    described = per_user(first.describe_user_scram_credentials([user]))
     assert _result(described[user]) == "RESOURCE_NOT_FOUND"
 
 
@@ -251,6 +251,27 @@ def acl(prefix: str, user: str) -> AclBinding:
     )
 
 
+def every_acl(
+    kind: ResourceType, name: str, pattern: ResourcePatternType
+) -> AclBindingFilter:
+    # None matches any principal or host (the stubs say str, the client takes None)
+    return AclBindingFilter(
+        kind,
+        name,
+        pattern,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+
+
+def per_user(answer: object) -> dict[str, Any]:
+    """describe_user_scram_credentials(users) answers one future per user."""
+    assert isinstance(answer, dict)
+    return answer
+
+
 def kafka_python_admin(cluster: ProcessCluster, broker: int) -> KafkaAdminClient:
     return KafkaAdminClient(
         bootstrap_servers=address(cluster, broker),
@@ -272,7 +293,7 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(
     for future in client.alter_user_scram_credentials([upsert]).values():
         future.result(timeout=WAIT)
     # Led by broker 1: the produce is broker 1's to authorize.
-    created = client.create_topics([NewTopic(topic, num_partitions=-1, replica_assignment=[[1]])])
+    created = client.create_topics([NewTopic(topic, 1, replica_assignment=[[1]])])
     assert [_result(f) for f in created.values()] == [None]
     wait_for(lambda: authenticates(cluster, 1, user, "pw"), f"{user} known on 1")
     assert produce(cluster, 1, user, topic) == "TOPIC_AUTHORIZATION_FAILED"
@@ -293,15 +314,7 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(
         ],
     }
     wait_for(lambda: produce(cluster, 1, user, topic) is None, "broker 1 allows it")
-    any_for = AclBindingFilter(
-        ResourceType.TOPIC,
-        prefix,
-        ResourcePatternType.PREFIXED,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
+    any_for = every_acl(ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED)
     for broker in BROKERS:
         asker = admin(cluster, broker)
         assert asker.describe_acls(any_for).result(timeout=WAIT) == [acl(prefix, user)]
@@ -319,7 +332,8 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(
             ),
         )
         ((_, deleted, error),) = kp.delete_acls([kp_filter])
-        assert error.errno == 0 and len(deleted) == 1
+        assert error.errno == 0
+        assert len(deleted) == 1
     finally:
         kp.close()
     wait_for(
@@ -329,18 +343,22 @@ def test_an_acl_made_through_one_broker_is_enforced_by_the_other(
     data, _ = in_zookeeper(cluster, f"/kafka-acl-extended/prefixed/Topic/{prefix}")
     assert data is None, "the last ACL of a pattern takes its znode with it"
 
-    # An ACL Kafka refuses (a prefixed pattern on the cluster): INVALID_REQUEST.
+    # Kafka's refusal (the cluster is named kafka-cluster), and minikafka's of a name
+    # no znode can have: INVALID_REQUEST, nothing written.
     bad = AclBinding(
         ResourceType.BROKER,
-        "kafka-cluster",
-        ResourcePatternType.PREFIXED,
+        "not-the-cluster",
+        ResourcePatternType.LITERAL,
         f"User:{user}",
         "*",
         AclOperation.ALTER,
         AclPermissionType.ALLOW,
     )
-    refused = client.create_acls([bad], request_timeout=WAIT)
-    assert [_result(f) for f in refused.values()] == ["INVALID_REQUEST"]
+    nested = acl(f"{prefix}a/b", user)
+    refused = client.create_acls([bad, nested], request_timeout=WAIT)
+    assert [_result(f) for f in refused.values()] == ["INVALID_REQUEST"] * 2
+    data, _ = in_zookeeper(cluster, f"/kafka-acl-extended/prefixed/Topic/{prefix}a")
+    assert data is None
 
 
 def test_credentials_and_acls_survive_a_restart_of_every_broker(
@@ -368,18 +386,10 @@ def test_credentials_and_acls_survive_a_restart_of_every_broker(
     for broker in BROKERS:
         asker = admin(cluster, broker)
         found = asker.describe_acls(
-            AclBindingFilter(
-                ResourceType.GROUP,
-                name,
-                ResourcePatternType.LITERAL,
-                None,
-                None,
-                AclOperation.ANY,
-                AclPermissionType.ANY,
-            )
+            every_acl(ResourceType.GROUP, name, ResourcePatternType.LITERAL)
         )
         assert found.result(timeout=WAIT) == [binding]
-        described = asker.describe_user_scram_credentials([user])
+        described = per_user(asker.describe_user_scram_credentials([user]))
         infos = described[user].result(timeout=WAIT).scram_credential_infos
         assert [(i.mechanism, i.iterations) for i in infos] == [
             (ScramMechanism.SCRAM_SHA_512, 4096)

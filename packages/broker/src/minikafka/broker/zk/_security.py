@@ -46,9 +46,7 @@ from minikafka.controller import (
 )
 from minikafka.security import (
     AccessControlEntry,
-    PatternType,
     ResourcePattern,
-    ResourceType,
     ScramCredential,
 )
 from minikafka.zk import (
@@ -78,6 +76,7 @@ from ._security_diff import (
     acls_deleted,
     altered_user_configs,
     scram_image,
+    storable,
 )
 
 _logger = logging.getLogger("minikafka.broker")
@@ -92,15 +91,9 @@ SecurityAnswer = (
 )
 
 
-def _stored(pattern: ResourcePattern) -> bool:
-    """Whether a pattern has a znode (a creation naming another is refused by the
-    checks; its znode is never read)."""
-    return (
-        pattern.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED)
-        and pattern.resource_type not in (ResourceType.UNKNOWN, ResourceType.ANY)
-        and "/" not in pattern.name
-        and pattern.name not in ("", ".", "..")
-    )
+_RETRIES = 10
+"""How often a write that lost a race is decided again before the request fails with
+UNKNOWN_SERVER_ERROR (Kafka's ``AclAuthorizer`` gives up after as many)."""
 
 
 async def _write_scram(
@@ -108,7 +101,7 @@ async def _write_scram(
 ) -> AlterUserScramCredentialsResponse:
     named = [d.name for d in request.deletions if d.name]
     named += [u.name for u in request.upsertions if u.name]
-    while True:
+    for _ in range(_RETRIES):
         read = {user: await read_user_config(zk, user) for user in dict.fromkeys(named)}
         altered, answer = altered_user_configs(
             {user: config for user, (config, _) in read.items()}, request
@@ -122,14 +115,15 @@ async def _write_scram(
         except _CONFLICTS:
             continue
         return answer
+    raise ControllerError(ErrorCode.unknown_server_error)
 
 
 async def _write_acls(
     zk: ZkClient, request: CreateAclsRequest | DeleteAclsRequest
 ) -> CreateAclsResponse | DeleteAclsResponse:
-    while True:
+    for _ in range(_RETRIES):
         if isinstance(request, CreateAclsRequest):
-            patterns = {b.pattern for b in request.creations if _stored(b.pattern)}
+            patterns = {b.pattern for b in request.creations if storable(b.pattern)}
             versions = {p: await read_acls(zk, p) for p in patterns}
         else:
             versions = await read_all_acls(zk)
@@ -148,6 +142,7 @@ async def _write_acls(
         except _CONFLICTS:
             continue
         return answer
+    raise ControllerError(ErrorCode.unknown_server_error)
 
 
 async def write_security_change(
@@ -234,7 +229,7 @@ class ZkSecuritySource:
         for parent, cursor in self.cursors.items():
             changes, created = await read_acl_changes(self.zk, parent, cursor)
             for number, pattern in changes:
-                if pattern is not None and _stored(pattern):
+                if pattern is not None and storable(pattern):
                     entries, _ = await read_acls(self.zk, pattern)
                     if entries:
                         self.acls[pattern] = entries

@@ -19,11 +19,14 @@ import random
 import uuid
 from collections.abc import Mapping
 
+from kio.schema.errors import ErrorCode
+
 from minikafka.common.timeline import SnapshotRegistry
 from minikafka.controller import (
     MECHANISMS_BY_TYPE,
     AccessControlEntryRecord,
     AclControlManager,
+    AclResult,
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     CreateAclsRequest,
@@ -41,8 +44,12 @@ from minikafka.security import (
     SCRAM_MECHANISMS,
     AccessControlEntry,
     AclBinding,
+    InvalidAclError,
+    PatternType,
     ResourcePattern,
+    ResourceType,
     ScramCredential,
+    validate_new_acl,
 )
 from minikafka.zk import encode_scram_credential, scram_credentials
 
@@ -127,14 +134,36 @@ def _acl_manager(
     return manager, image
 
 
+def storable(pattern: ResourcePattern) -> bool:
+    """Whether a pattern has a znode: a literal or prefixed pattern of a known resource
+    type whose name is one znode name (no ``/``, neither ``.`` nor ``..``)."""
+    return (
+        pattern.pattern_type in (PatternType.LITERAL, PatternType.PREFIXED)
+        and pattern.resource_type not in (ResourceType.UNKNOWN, ResourceType.ANY)
+        and "/" not in pattern.name
+        and pattern.name not in ("", ".", "..")
+    )
+
+
+def _unstorable(binding: AclBinding) -> bool:
+    """A binding KRaft would accept whose name no znode can have."""
+    try:
+        validate_new_acl(binding)
+    except InvalidAclError:
+        return False  # refused by the checks, with their error
+    return not storable(binding.pattern)
+
+
 def acls_created(
     acls: PatternEntries, request: CreateAclsRequest
 ) -> tuple[dict[ResourcePattern, frozenset[AccessControlEntry]], CreateAclsResponse]:
     """The new entries of each pattern the creations add to, and the answer (an ACL that
     exists already is accepted and changes nothing). ``acls`` holds at least the
-    current entries of every pattern the request names."""
+    current entries of every storable pattern the request names. A name ZooKeeper
+    cannot hold as one znode (``a/b``) is refused with INVALID_REQUEST."""
     manager, _ = _acl_manager(acls)
-    result = manager.create(request)
+    kept = tuple(b for b in request.creations if not _unstorable(b))
+    result = manager.create(CreateAclsRequest(kept))
     changed: dict[ResourcePattern, set[AccessControlEntry]] = {}
     for record in result.records:
         if isinstance(record, AccessControlEntryRecord):
@@ -144,7 +173,14 @@ def acls_created(
             )
             entries.add(binding.entry)
     (response,) = result.replies
-    return {p: frozenset(e) for p, e in changed.items()}, response
+    answers = iter(response.results)
+    results = tuple(
+        AclResult(ErrorCode.invalid_request, f"{b.pattern.name!r} is not a znode name")
+        if _unstorable(b)
+        else next(answers)
+        for b in request.creations
+    )
+    return {p: frozenset(e) for p, e in changed.items()}, CreateAclsResponse(results)
 
 
 def acls_deleted(
