@@ -3,8 +3,10 @@
 A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo driven
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
 controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
-writes in them (:mod:`._znodes`), and a topic's or a broker's config changes with the
-notifications every broker follows (:mod:`._config_changes`).
+writes in them (:mod:`._znodes`), a topic's or a broker's config changes with the
+notifications every broker follows (:mod:`._config_changes`), and the SCRAM credentials
+and ACLs of Kafka 3.x's ZooKeeper mode (:mod:`._security_znodes`,
+:mod:`._security_store`).
 
 Its command, ``python -m minikafka.zk`` and ``minikafka zookeeper``, is the typer app of
 :mod:`minikafka.zk.cli`, a public module this package does not import, so that a broker
