@@ -8,7 +8,7 @@ Guarantees checked:
 - another broker's copy (:class:`ZkSecuritySource`) reads every credential and ACL at
   start, then follows the notifications: a new ACL, a deleted one, a new credential and
   a deleted one reach its image as KRaft's records; a notification naming no pattern is
-  skipped and the ones after it handled.
+  skipped and the ones after it handled, and a user-and-client quota's is ignored.
 """
 
 from __future__ import annotations
@@ -142,6 +142,9 @@ async def test_another_brokers_copy_follows_every_change(
         )
         assert isinstance(answer, AlterUserScramCredentialsResponse)
         await source.on_user_config_change("alice")
+        assert list(metadata.image.scram) == [("alice", 1)]
+        # A user-and-client quota's notification names no credential.
+        await source.on_user_config_change("alice/clients/app")
         assert list(metadata.image.scram) == [("alice", 1)]
         deletion = ScramDeletion("alice", 1)
         await write_security_change(

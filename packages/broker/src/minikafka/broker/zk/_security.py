@@ -195,7 +195,11 @@ class ZkSecuritySource:
         self._apply()
 
     async def on_user_config_change(self, entity: str) -> None:
-        """A user's config changed (``users/<sanitized name>``): read it again."""
+        """A user's config changed (``users/<sanitized name>``): read it again. A
+        user-and-client quota's entity (``users/<user>/clients/<client>``) holds no
+        credential and is left alone."""
+        if "/" in entity:
+            return
         user = desanitize(entity)
         config, _ = await read_user_config(self.zk, user)
         credentials = scram_credentials(config)
