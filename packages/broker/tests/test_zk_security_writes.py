@@ -143,8 +143,11 @@ async def test_another_brokers_copy_follows_every_change(
         assert isinstance(answer, AlterUserScramCredentialsResponse)
         await source.on_user_config_change("alice")
         assert list(metadata.image.scram) == [("alice", 1)]
-        # A user-and-client quota's notification names no credential.
+        # A user-and-client quota's notification names no credential: nothing read,
+        # nothing published.
+        before = len(published)
         await source.on_user_config_change("alice/clients/app")
+        assert len(published) == before
         assert list(metadata.image.scram) == [("alice", 1)]
         deletion = ScramDeletion("alice", 1)
         await write_security_change(
