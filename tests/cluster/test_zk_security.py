@@ -57,7 +57,7 @@ from kafka.admin import ResourceType as KpResourceType
 from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.zk import CONFIG_CHANGES, ZkClient, decode_config_change
 from minikafka.zk._server import ZOOKEEPER_JAR
-from tests.cluster._cluster import FAST, WAIT, wait_for
+from tests.cluster._cluster import FAST, SHARED, WAIT, wait_for
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -107,10 +107,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster
         zookeeper=True,
         zookeeper_port=ports[0],
     )
+    SHARED.append(made)  # each test's crash check asks it too
     try:
         made.up()
         yield made
     finally:
+        SHARED.remove(made)
         made.kill_all()
 
 
