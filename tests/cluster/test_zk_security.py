@@ -8,8 +8,9 @@ REPLICATION listener. What each test proves:
 
 - a SCRAM user created through broker 0 (confluent-kafka's AdminClient) is written as
   Kafka writes it, ``SCRAM-SHA-256=salt=...,stored_key=...,server_key=...,iterations=``
-  in ``/config/users/<user>`` with a ``users/<user>`` notification; a SCRAM client
-  then authenticates on broker 1, which describes the user; after the deletion,
+  in ``/config/users/<user>`` with a ``users/<user>`` notification; SCRAM clients
+  (confluent-kafka's, kafka-python's) then authenticate on broker 1, which describes
+  the user; after the deletion,
   through broker 1, broker 0 refuses it; Kafka's errors for a deletion of what does
   not exist and a description of an unknown user;
 - an ACL created through broker 0 is written under ``/kafka-acl-extended/prefixed``
@@ -205,6 +206,18 @@ def test_a_scram_user_made_through_one_broker_authenticates_on_the_other(
         lambda: authenticates(cluster, 1, user, "pw-1"), f"{user} passes on broker 1"
     )
     assert not authenticates(cluster, 1, user, "wrong")
+    # kafka-python's SCRAM client too, on broker 1 alone.
+    kp = KafkaAdminClient(
+        bootstrap_servers=address(cluster, 1),
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username=user,
+        sasl_plain_password="pw-1",
+    )
+    try:
+        assert isinstance(kp.list_topics(), list)
+    finally:
+        kp.close()
     described = per_user(second.describe_user_scram_credentials([user]))
     description = described[user].result(timeout=WAIT)
     assert [
