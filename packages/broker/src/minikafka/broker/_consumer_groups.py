@@ -211,7 +211,7 @@ async def handle_consumer_group_describe(
                     subscribed_topic_names=tuple(
                         sorted(subscription.subscribed_topic_names)
                     ),
-                    subscribed_topic_regex=None,
+                    subscribed_topic_regex=subscription.subscribed_topic_regex,
                     assignment=build(
                         assignment_cls,
                         topic_partitions=_by_topic(

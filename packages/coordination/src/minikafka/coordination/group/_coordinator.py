@@ -189,9 +189,14 @@ class GroupCoordinator:
         group_id: str,
         partitions: Iterable[TopicPartition] | None,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResponse:
-        """OffsetFetch (``OffsetsManager.fetch_offsets``); ``require_stable`` is KIP-447's."""
-        return self.offsets.fetch_offsets(group_id, partitions, require_stable)
+        """OffsetFetch (``OffsetsManager.fetch_offsets``); ``require_stable`` is KIP-447's,
+        the member id and epoch KIP-848's."""
+        return self.offsets.fetch_offsets(
+            group_id, partitions, require_stable, member_id, member_epoch
+        )
 
     # --- the requests: each returns its writes and the replies it makes now -------------
 
