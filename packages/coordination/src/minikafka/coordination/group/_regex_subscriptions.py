@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import struct
+import unicodedata
 from collections.abc import Iterable, Mapping
 
 import attrs
@@ -65,10 +66,11 @@ class InvalidRegex(ValueError):
         self.description = description
 
 
-# Python's words for what RE2/J calls otherwise (its Parser's ERR_* strings).
+# Python's words for what RE2/J calls otherwise (its Parser's ERR_* descriptions, as
+# Kafka 4.1 answers them).
 _RE2J_WORDS = (
     ("missing ), unterminated subpattern", "missing closing )"),
-    ("unbalanced parenthesis", "unexpected )"),
+    ("unbalanced parenthesis", "regexp/syntax: internal error"),
     ("unterminated character set", "missing closing ]"),
     ("nothing to repeat", "missing argument to repetition operator"),
     ("multiple repeat", "invalid nested repetition operator"),
@@ -76,83 +78,221 @@ _RE2J_WORDS = (
     ("bad escape", "invalid escape sequence"),
     ("min repeat greater than max repeat", "invalid repeat count"),
 )
-
-# Perl syntax Python runs and RE2/J refuses: lookahead, lookbehind, atomic groups,
-# conditionals and named backreferences.
-_PERL_ONLY = re.compile(r"\(\?(?:=|!|<=|<!|>|\(|P=|#)")
-_BACKREFERENCE = re.compile(r"\\[1-9]")
+_PERL = "invalid or unsupported Perl syntax"
+_ESCAPE = "invalid escape sequence"
+_RANGE = "invalid character class range"
 _POSSESSIVE = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\+")
 _COUNTS = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-_FLAGS = re.compile(r"\(\?([a-zA-Z-]+)[:)]")
+_ASCII = [chr(n) for n in range(1, 128)]  # a topic name never holds NUL
+_CATEGORIES = frozenset(
+    [
+        "L",
+        "Lu",
+        "Ll",
+        "Lt",
+        "Lm",
+        "Lo",
+        "M",
+        "Mn",
+        "Mc",
+        "Me",
+        "N",
+        "Nd",
+        "Nl",
+        "No",
+        "P",
+        "Pc",
+        "Pd",
+        "Ps",
+        "Pe",
+        "Pi",
+        "Pf",
+        "Po",
+        "S",
+        "Sm",
+        "Sc",
+        "Sk",
+        "So",
+        "Z",
+        "Zs",
+        "Zl",
+        "Zp",
+        "C",
+        "Cc",
+        "Cf",
+        "Co",
+        "Cs",
+    ]
+)
+_SCRIPTS_OUTSIDE_ASCII = frozenset(
+    [
+        "Arabic",
+        "Armenian",
+        "Bengali",
+        "Cyrillic",
+        "Devanagari",
+        "Georgian",
+        "Greek",
+        "Gujarati",
+        "Han",
+        "Hangul",
+        "Hebrew",
+        "Hiragana",
+        "Kannada",
+        "Katakana",
+        "Khmer",
+        "Lao",
+        "Malayalam",
+        "Tamil",
+        "Telugu",
+        "Thai",
+        "Tibetan",
+    ]
+)
 _POSIX = {
-    "alnum": "0-9A-Za-z",
-    "alpha": "A-Za-z",
-    "ascii": "\\x00-\\x7f",
-    "blank": "\\t ",
-    "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z",
-    "word": "0-9A-Za-z_",
-    "xdigit": "0-9A-Fa-f",
+    "alnum": str.isalnum,
+    "alpha": str.isalpha,
+    "ascii": lambda c: True,
+    "blank": lambda c: c in " \t",
+    "cntrl": lambda c: ord(c) < 32 or c == "\x7f",
+    "digit": str.isdigit,
+    "graph": lambda c: "!" <= c <= "~",
+    "lower": str.islower,
+    "print": lambda c: " " <= c <= "~",
+    "punct": lambda c: "!" <= c <= "~" and not c.isalnum(),
+    "space": lambda c: c in " \t\n\v\f\r",
+    "upper": str.isupper,
+    "word": lambda c: c.isalnum() or c == "_",
+    "xdigit": lambda c: c in "0123456789abcdefABCDEF",
 }
 
 
-def _unquote(pattern: str) -> str:
-    r"""RE2/J's ``\Q...\E`` (a literal run) as escaped characters."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("\\\\", i):
-            out.append("\\\\")
-            i += 2
-        elif pattern.startswith("\\Q", i):
-            end = pattern.find("\\E", i + 2)
-            stop = len(pattern) if end < 0 else end
-            out.append(re.escape(pattern[i + 2 : stop]))
-            i = stop if end < 0 else end + 2
+def _unicode_members(name: str) -> list[str]:
+    r"""The ASCII characters of RE2/J's ``\p{name}``: topic names are ASCII, so a
+    class's ASCII part is all a topic name can match."""
+    if name == "Any":
+        return _ASCII
+    if name in _CATEGORIES:
+        return [c for c in _ASCII if unicodedata.category(c).startswith(name)]
+    if name == "Latin":
+        return [c for c in _ASCII if c.isalpha()]
+    if name == "Common":
+        return [c for c in _ASCII if not c.isalpha()]
+    if name in _SCRIPTS_OUTSIDE_ASCII:
+        return []
+    raise InvalidRegex(_RANGE)
+
+
+def _as_set(members: list[str], negated: bool, in_class: bool) -> str:
+    """``members`` (ASCII) as what goes inside a class, or as a class of its own."""
+    if negated:
+        members = [c for c in _ASCII if c not in members]
+    inner = "".join(re.escape(c) for c in members) or "\\x00"
+    return inner if in_class else f"[{inner}]"
+
+
+def _group_opening(pattern: str, i: int) -> tuple[str, int]:
+    """What ``(?`` at ``i`` opens, in Python's syntax, and where it ends."""
+    rest = pattern[i + 2 :]
+    if rest.startswith((":", "P<")):
+        return "(?" + rest[0], i + 3
+    if rest.startswith("<"):
+        if rest.startswith(("<=", "<!")):
+            raise InvalidRegex("invalid named capture")
+        return "(?P<", i + 3
+    flags = re.match(r"[a-zA-Z-]*[:)]", rest)
+    if flags is None or not flags.group()[:-1]:
+        raise InvalidRegex(_PERL)  # lookaheads, atomic groups, (?P=, (?(, (?#
+    if set(flags.group()[:-1]) - set("imsU-"):
+        raise InvalidRegex(_PERL)
+    # ungreedy (U) changes which match is found, never whether a whole name matches
+    kept = flags.group().replace("U", "")
+    if kept[:-1] in ("", "-"):
+        return ("(?:" if kept.endswith(":") else "(?:)"), i + 2 + len(flags.group())
+    return "(?" + kept, i + 2 + len(flags.group())
+
+
+def _translate(pattern: str) -> str:
+    """``pattern`` in Python's syntax, or :class:`InvalidRegex` for what RE2/J
+    refuses; one pass over it, so an escaped character is never read as syntax."""
+    out: list[str] = []
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            e = pattern[i + 1 : i + 2]
+            if e == "Q":
+                end = pattern.find("\\E", i + 2)
+                stop = n if end < 0 else end
+                literal = pattern[i + 2 : stop]
+                out.append("".join(re.escape(ch) for ch in literal))
+                i = n if end < 0 else end + 2
+            elif e in ("p", "P"):
+                named = re.match(r"\{(\^?)(\w+)\}|(\w)", pattern[i + 2 :])
+                if named is None:
+                    raise InvalidRegex(_RANGE)
+                negated = (e == "P") != bool(named.group(1))
+                members = _unicode_members(named.group(2) or named.group(3))
+                out.append(_as_set(members, negated, in_class))
+                i += 2 + len(named.group())
+            elif not e:
+                raise InvalidRegex("trailing backslash at end of expression")
+            elif (e.isdigit() and e != "0") or e in ("Z", "C"):
+                raise InvalidRegex(_ESCAPE)
+            else:
+                out.append("\\Z" if e == "z" else pattern[i : i + 2])
+                i += 2
+        elif in_class:
+            posix = re.match(r"\[:(\^?)([a-z]+):\]", pattern[i:])
+            if posix is not None:
+                test = _POSIX.get(posix.group(2))
+                if test is None:
+                    raise InvalidRegex(_RANGE)
+                members = [ch for ch in _ASCII if test(ch)]
+                out.append(_as_set(members, bool(posix.group(1)), True))
+                i += len(posix.group())
+                continue
+            in_class = c != "]"
+            out.append(c)
+            i += 1
+        elif c == "[":
+            in_class = True
+            opening = re.match(r"\[\^?\]?", pattern[i:])
+            assert opening is not None
+            out.append(opening.group().replace("]", "\\]"))
+            i += len(opening.group())
+        elif pattern.startswith("{,", i):
+            out.append("\\{")  # Python reads {,n} as {0,n}; RE2/J as a literal
+            i += 1
+        elif pattern.startswith("(?", i):
+            opened, i = _group_opening(pattern, i)
+            out.append(opened)
         else:
-            out.append(pattern[i])
+            out.append(c)
             i += 1
     return "".join(out)
 
 
 def compile_re2j(pattern: str) -> re.Pattern[str]:
-    r"""``pattern`` compiled as RE2/J would read it, or :class:`InvalidRegex`.
+    r"""``pattern`` compiled as RE2/J would read it, or :class:`InvalidRegex` with
+    RE2/J's description.
 
-    The subset: literals, ``.``, character classes (with POSIX ``[:alpha:]`` names),
-    ``\d \w \s \b \A \z`` and their negations (ASCII, as RE2/J's), groups (capturing,
-    ``(?:...)``, ``(?P<name>...)`` and ``(?<name>...)``), alternation, the greedy and
-    lazy quantifiers with counts up to 1000, the flags ``i``, ``m`` and ``s``, and
-    ``\Q...\E``. Not accepted although RE2/J takes them: Unicode classes (``\pL``,
-    ``\p{Greek}``) and the ``U`` flag. Refused as RE2/J refuses them: lookarounds,
-    backreferences, atomic groups, possessive quantifiers, conditionals."""
-    perl = _PERL_ONLY.search(pattern)
-    if perl is not None:
-        raise InvalidRegex(f"invalid or unsupported Perl syntax: `{perl.group()}`")
-    backreference = _BACKREFERENCE.search(pattern.replace("\\\\", ""))
-    if backreference is not None:
-        raise InvalidRegex(f"invalid escape sequence: `{backreference.group()}`")
+    The subset, all of RE2/J's syntax that can tell two topic names apart: literals,
+    ``.``, classes (with POSIX ``[:alpha:]`` names and Unicode ``\pL``,
+    ``\p{Greek}``, read over ASCII, the only characters of a topic name), ``\d \w \s
+    \b \A \z`` and their negations (ASCII, as RE2/J's), groups (capturing, ``(?:...)``,
+    ``(?P<name>...)``, ``(?<name>...)``), alternation, greedy and lazy quantifiers with
+    counts up to 1000, the flags ``i m s U``, ``\Q...\E``. Refused as RE2/J refuses
+    them: lookarounds, backreferences, atomic groups, possessive quantifiers,
+    conditionals, comments, ``\Z`` and ``\C``."""
     possessive = _POSSESSIVE.search(pattern)
     if possessive is not None:
-        raise InvalidRegex(f"bad repetition operator: `{possessive.group()[-2:]}`")
+        raise InvalidRegex("invalid nested repetition operator")
     for count in _COUNTS.finditer(pattern):
-        if any(int(n) > MAX_REPEAT for n in count.groups() if n):
-            raise InvalidRegex(f"invalid repeat count: `{count.group()}`")
-    for flags in _FLAGS.finditer(pattern):
-        unknown = set(flags.group(1)) - set("ims-")
-        if unknown:
-            raise InvalidRegex(
-                f"invalid or unsupported Perl syntax: `{flags.group()[:-1]}`"
-            )
-    translated = _unquote(pattern).replace("(?<", "(?P<").replace("\\z", "\\Z")
-    if "[:^" in translated:
-        raise InvalidRegex("negated POSIX classes are not supported by this broker")
-    for name, members in _POSIX.items():
-        translated = translated.replace(f"[:{name}:]", members)
+        low, high = count.group(1), count.group(2)
+        if any(int(x) > MAX_REPEAT for x in (low, high) if x):
+            raise InvalidRegex("invalid repeat count")
+    translated = _translate(pattern)
     try:
         return re.compile(translated, re.ASCII)
     except re.error as e:
