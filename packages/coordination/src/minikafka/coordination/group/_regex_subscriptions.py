@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import struct
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -149,7 +149,7 @@ _SCRIPTS_OUTSIDE_ASCII = frozenset(
         "Tibetan",
     ]
 )
-_POSIX = {
+_POSIX: dict[str, Callable[[str], bool]] = {
     "alnum": str.isalnum,
     "alpha": str.isalpha,
     "ascii": lambda c: True,
