@@ -1,6 +1,6 @@
 """A consumer group's records in ``__consumer_offsets`` (KIP-848), as Kafka writes them.
 
-Kafka's group coordinator keeps a consumer group as six kinds of record, each keyed so
+Kafka's group coordinator keeps a consumer group as seven kinds of record, each keyed so
 that compaction keeps the latest of each (the key's int16 version is the record type,
 as for the classic records in ``_offsets_records.py``; every key is non-flexible v0 of
 strings, every value an int16 version 0 and a flexible body: compact strings and
@@ -17,6 +17,8 @@ type  key                                         value
 7     ConsumerGroupTargetAssignmentMember         the member's target, by topic id
 8     ConsumerGroupCurrentMemberAssignment        member epoch, previous epoch, state,
                                                   assigned and pending-revocation
+16    ConsumerGroupRegularExpression (group,      the topics it resolved to, the metadata
+      regular expression)                         version and time (``_regex_subscriptions``)
 ====  ==========================================  ==========================================
 
 :func:`group_records` is a group's whole state as those records; a write is the
