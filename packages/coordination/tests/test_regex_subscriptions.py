@@ -248,3 +248,23 @@ def test_a_regex_member_of_a_static_group_keeps_its_regex_across_restarts() -> N
     assert described is not None
     assert described.subscriptions["a2"].subscribed_topic_regex == "orders"
     assert set(described.regex.resolved) == {"orders"}
+
+
+@pytest.mark.parametrize(
+    "pattern", ["(a+)+", "(a|aa)*b", "(x*)*y", "((ab)*c)+", "a.*b.*c.*d.*"]
+)
+def test_patterns_a_backtracking_matcher_could_hang_on_are_refused(
+    pattern: str,
+) -> None:
+    """RE2/J matches in linear time; Python's ``re`` backtracks, and ``(a+)+`` against
+    a 249-character name would not finish. Such patterns (nested repetition, more than
+    three unbounded repetitions) are refused, as COMPAT.md states, so the coordinator
+    never runs one."""
+    message = regex_error_message(pattern)
+    assert message is not None
+    assert "not supported by this broker" in message
+
+
+@pytest.mark.parametrize("pattern", ["(ab)*", "(eu|us)-.*", "(?:a+)?", "a.*b.*c.*"])
+def test_repetition_without_nesting_is_accepted(pattern: str) -> None:
+    assert regex_error_message(pattern) is None

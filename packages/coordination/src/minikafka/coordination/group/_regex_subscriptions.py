@@ -273,6 +273,76 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
+MAX_UNBOUNDED = 3
+"""At most this many unbounded repetitions (``*``, ``+``, ``{n,}``) in a pattern."""
+_NESTED = (
+    "nested repetition is not supported by this broker (a repeated group holding a "
+    "repetition or an alternation)"
+)
+_QUANTIFIER = re.compile(r"[*+?]|\{(\d+)(,(\d*))?\}")
+
+
+def _refuse_backtracking(translated: str) -> None:
+    """Refuse what Python's backtracking ``re`` could take exponential (or high
+    polynomial) time to match where RE2/J, an automaton, takes linear time: a repeated
+    group that holds a repetition or an alternation (``(a+)+``, ``(a|aa)*``), and more
+    than :data:`MAX_UNBOUNDED` unbounded repetitions. ``translated`` is already a valid
+    Python pattern. RE2/J accepts these; a topic name is at most 249 characters, so
+    anything else matches in bounded time."""
+    frames: list[list[bool]] = [[False]]  # per open group: holds a repetition or a |
+    closed: list[bool] | None = None  # the group that just closed, if the last atom
+    unbounded, i, n = 0, 0, len(translated)
+    while i < n:
+        c = translated[i]
+        quantifier = _QUANTIFIER.match(translated, i)
+        if quantifier is not None and i > 0 and translated[i - 1] not in "(|":
+            q = quantifier.group()
+            bounded_max = (
+                quantifier.group(3) if quantifier.group(2) else quantifier.group(1)
+            )
+            repeats = q in "*+" or (
+                q != "?" and (not bounded_max or int(bounded_max) > 1)
+            )
+            if q in "*+" or (quantifier.group(2) and not quantifier.group(3)):
+                unbounded += 1
+            if repeats:
+                if closed is not None and closed[0]:
+                    raise InvalidRegex(_NESTED)
+                frames[-1][0] = True
+            i += len(q)
+            if translated.startswith("?", i):  # lazy
+                i += 1
+            closed = None
+            continue
+        closed = None
+        if c == "\\":
+            i += 2
+        elif c == "[":
+            end = re.match(r"\[\^?\]?(?:\\.|[^\]])*\]", translated[i:])
+            i += len(end.group()) if end else 1
+        elif c == "(":
+            flags_only = re.match(r"\(\?[a-zA-Z-]*\)", translated[i:])
+            if flags_only is not None:
+                i += len(flags_only.group())
+                continue
+            frames.append([False])
+            opening = re.match(r"\((?:\?(?:[:a-zA-Z-]*:|P<\w+>))?", translated[i:])
+            i += len(opening.group()) if opening else 1
+        elif c == ")":
+            closed = frames.pop() if len(frames) > 1 else [False]
+            frames[-1][0] = frames[-1][0] or closed[0]
+            i += 1
+        else:
+            if c == "|":
+                frames[-1][0] = True
+            i += 1
+    if unbounded > MAX_UNBOUNDED:
+        raise InvalidRegex(
+            f"more than {MAX_UNBOUNDED} unbounded repetitions are not supported by "
+            "this broker"
+        )
+
+
 def compile_re2j(pattern: str) -> re.Pattern[str]:
     r"""``pattern`` compiled as RE2/J would read it, or :class:`InvalidRegex` with
     RE2/J's description.
@@ -284,7 +354,9 @@ def compile_re2j(pattern: str) -> re.Pattern[str]:
     ``(?P<name>...)``, ``(?<name>...)``), alternation, greedy and lazy quantifiers with
     counts up to 1000, the flags ``i m s U``, ``\Q...\E``. Refused as RE2/J refuses
     them: lookarounds, backreferences, atomic groups, possessive quantifiers,
-    conditionals, comments, ``\Z`` and ``\C``."""
+    conditionals, comments, ``\Z`` and ``\C``. Refused although RE2/J takes them,
+    because a backtracking matcher may not finish in time: nested repetition and
+    more than three unbounded repetitions (``_refuse_backtracking``)."""
     possessive = _POSSESSIVE.search(pattern)
     if possessive is not None:
         raise InvalidRegex("invalid nested repetition operator")
@@ -294,13 +366,15 @@ def compile_re2j(pattern: str) -> re.Pattern[str]:
             raise InvalidRegex("invalid repeat count")
     translated = _translate(pattern)
     try:
-        return re.compile(translated, re.ASCII)
+        compiled = re.compile(translated, re.ASCII)
     except re.error as e:
         message = str(e.msg)
         for python, re2j in _RE2J_WORDS:
             if message.startswith(python):
                 raise InvalidRegex(re2j) from e
         raise InvalidRegex(message) from e
+    _refuse_backtracking(translated)
+    return compiled
 
 
 def regex_error_message(pattern: str) -> str | None:
