@@ -5,12 +5,15 @@ One request does everything a classic member needs four for. A member joins with
 0 and its subscription, heartbeats with its epoch (and, when it changed, what it owns),
 and leaves with epoch -1 (-2: a static member that will be back). Each heartbeat:
 
-1. checks the request's fields (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR) and the group's
+1. checks the request's fields (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+   INVALID_REGULAR_EXPRESSION for a pattern RE2/J would refuse) and the group's
    kind (a classic group with members is not a consumer group: GROUP_ID_NOT_FOUND);
 2. finds or creates the member (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH for an epoch
    that is neither its current one nor, after a lost answer, its previous one);
-3. folds the member's subscription in; if it changed who should read what, the group
-   epoch moves and the target is computed again (``build_target_assignment``);
+3. folds the member's subscription in (its topic names, and the topics its regular
+   expression resolves to, ``_regex_subscriptions.py``); if it changed who should read
+   what, the group epoch moves and the target is computed again
+   (``build_target_assignment``);
 4. takes one step of the member towards its target (``_current_assignment.heartbeat``)
    and answers with its epoch, its partitions and ``group.consumer.heartbeat.interval.ms``.
 
