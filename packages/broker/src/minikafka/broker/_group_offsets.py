@@ -139,7 +139,8 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
     again.
     From v8 (KIP-709) a request asks for several groups, each answered on its own, as
     an admin client listing many groups' offsets does; v9's member id and epoch are the
-    KIP-848 protocol's, which a classic group does not check (as in Kafka)."""
+    KIP-848 protocol's: a consumer group checks them, a classic group does not (as in
+    Kafka)."""
     body = request.body_as(OFFSET_FETCH)
     cls = request.response_class()
     if is_body(body, OFFSET_FETCH_BATCHED):
@@ -157,6 +158,8 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
                 request.api_version,
                 topic_cls,
                 bool(body.require_stable),
+                getattr(group, "member_id", None),
+                int(getattr(group, "member_epoch", -1)),
             )
             groups.append(
                 build(
@@ -188,6 +191,8 @@ def _offsets_of(
     version: int,
     topic_cls: type[Entity],
     require_stable: bool,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, tuple[Entity, ...]]:
     """One group's answer: its error, and its committed offsets by topic (``asked``:
     the partitions asked for by topic, None for every committed one). With
@@ -200,6 +205,8 @@ def _offsets_of(
         if wanted is None
         else [TopicPartition(n, i) for n, ids in wanted for i in ids],
         require_stable,
+        member_id,
+        member_epoch,
     )
     committed = dict(answer.offsets)
     group_error = answer.error_code
