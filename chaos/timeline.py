@@ -163,12 +163,15 @@ def figure(
     troubled.set_xlabel("seconds since the run's first operation or fault")
     troubled.set_xlim(0, end)
 
-    for at, kind in sorted(marks):
-        x = end if math.isinf(at) else at - origin
+    # Anomalies of one kind within a tenth of a second share a line and a label.
+    shown = Counter(
+        (round(end if math.isinf(at) else at - origin, 1), kind) for at, kind in marks
+    )
+    for (x, kind), count in sorted(shown.items()):
         for axes in (lanes, acked, troubled):
             axes.axvline(x, color="#c0392b", linewidth=1.0, linestyle="--")
         lanes.annotate(
-            kind,
+            kind if count == 1 else f"{kind} x{count}",
             (x, 0),
             xycoords=("data", "axes fraction"),
             xytext=(2, 2),

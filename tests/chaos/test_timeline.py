@@ -14,7 +14,7 @@ import attrs
 from chaos.__main__ import main
 from chaos.checker import check
 from chaos.history import Op, Outcome, encode_final_state, format_history
-from chaos.timeline import FILE, anomaly_marks, redraw
+from chaos.timeline import FILE, anomaly_marks, redraw, save
 
 START = 1_800_000_000.0
 
@@ -94,3 +94,17 @@ def test_the_command_redraws_the_same_file(tmp_path: Path) -> None:
     assert main(["timeline", str(run)], out) == 0
     assert out.getvalue().strip() == str(run / FILE)
     assert (run / FILE).read_bytes() == first
+
+
+def test_anomalies_of_one_kind_at_one_moment_share_a_labelled_line(
+    tmp_path: Path,
+) -> None:
+    ops = _history()
+    marks = [
+        (START + 1.5, "duplicate"),
+        (START + 1.52, "duplicate"),
+        (START + 3, "lost"),
+    ]
+    svg = save(tmp_path / FILE, ops, [], marks).read_text()
+    assert "duplicate x2" in svg
+    assert "lost" in svg
