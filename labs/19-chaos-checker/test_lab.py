@@ -34,7 +34,7 @@ from minikafka.labs import (
 LAB = lab_of(__file__)
 pytestmark = pytest.mark.timeout(600)
 
-Frames = dict[str, tuple[DataFrame, DataFrame]]
+Tables = dict[str, tuple[DataFrame, DataFrame]]
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,9 @@ def truth(run_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def frames(spark: SparkSession, run_dir: Path, truth: dict[str, Any]) -> Frames:
+def tables(spark: SparkSession, run_dir: Path, truth: dict[str, Any]) -> Tables:
     scenario = LAB.module("scenario")
-    loaded: Frames = {}
+    loaded: Tables = {}
     for name in truth:
         home = run_dir / "histories" / name
         history = scenario.read_history(spark, home).cache()
@@ -154,9 +154,9 @@ def test_each_generated_history_holds_every_case(run_dir: Path) -> None:
 
 
 def test_lost_writes(
-    answers: ModuleType, frames: Frames, truth: dict[str, Any]
+    answers: ModuleType, tables: Tables, truth: dict[str, Any]
 ) -> None:
-    for name, (history, final) in frames.items():
+    for name, (history, final) in tables.items():
         result = answer(answers, "lost_writes", history, final)
         assert result.columns == ["topic", "partition", "value", "offset", "op"]
         assert rows(result) == truth[name]["lost"], (
@@ -164,8 +164,8 @@ def test_lost_writes(
         )
 
 
-def test_duplicates(answers: ModuleType, frames: Frames, truth: dict[str, Any]) -> None:
-    for name, (history, final) in frames.items():
+def test_duplicates(answers: ModuleType, tables: Tables, truth: dict[str, Any]) -> None:
+    for name, (history, final) in tables.items():
         result = answer(answers, "duplicates", history, final)
         assert result.columns == ["topic", "partition", "value", "offsets"]
         assert rows(result) == truth[name]["duplicates"], (
