@@ -29,6 +29,7 @@ from ._target_assignment import MemberSubscription
 
 __all__ = [
     "CONSUMER_GROUP_TYPE",
+    "ClassicMemberMetadata",
     "ConsumerGroup",
     "ConsumerGroupState",
     "MemberInfo",
@@ -59,6 +60,16 @@ class MemberInfo:
     client_host: str = ""
 
 
+@attrs.frozen
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol in a consumer group (KIP-848's online
+    migration; Kafka's ``ClassicMemberMetadata``): its session timeout and the protocols
+    of its JoinGroup, (name, subscription bytes) in its order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @attrs.define(eq=False)
 class ConsumerGroup:
     group_id: str
@@ -74,6 +85,8 @@ class ConsumerGroup:
     """The assignor the last target was computed with."""
     topic_ids: dict[str, uuid.UUID] = attrs.field(factory=dict)
     """The subscribed topics' ids, which the records name them by."""
+    classic: dict[str, ClassicMemberMetadata] = attrs.field(factory=dict)
+    """The members that speak the classic protocol (``_classic_members.py``)."""
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -108,3 +121,4 @@ class ConsumerGroup:
         self.subscriptions.pop(member_id, None)
         self.target.pop(member_id, None)
         self.info.pop(member_id, None)
+        self.classic.pop(member_id, None)
