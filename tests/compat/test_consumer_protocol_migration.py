@@ -64,7 +64,8 @@ def group_type(client: ConfluentGroups, name: str) -> ConsumerGroupType:
     admin = client.admin()
     listed = admin.list_consumer_groups(request_timeout=WAIT).result(WAIT)
     (ours,) = [g for g in listed.valid if g.group_id == name]
-    return ours.type
+    kind: ConsumerGroupType = ours.type
+    return kind
 
 
 def wait_type(client: ConfluentGroups, name: str, wanted: ConsumerGroupType) -> None:
