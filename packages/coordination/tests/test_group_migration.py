@@ -396,3 +396,57 @@ def test_a_failed_upgrade_write_leaves_the_classic_group_in_place() -> None:
     classic = m.coordinator.group(GROUP)
     assert classic is not None
     assert set(classic.members) == {a, b}
+
+
+def test_after_a_failed_write_the_group_is_what_the_log_replays_to() -> None:
+    """Two heartbeats' writes in flight; the first fails, the second commits: the
+    coordinator's group is the one a new coordinator loads from the log (the timeline
+    reverts the first and keeps the second on top, as Kafka's does)."""
+    m = Mixed.make()
+    first = m.coordinator.consumer_group_heartbeat(
+        1,
+        ConsumerGroupHeartbeatRequest(
+            GROUP,
+            "a",
+            0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=("orders",),
+            owned=frozenset(),
+            topics=TOPICS,
+            topic_ids=IDS,
+        ),
+        m.now,
+    )
+    second = m.coordinator.consumer_group_heartbeat(
+        2,
+        ConsumerGroupHeartbeatRequest(
+            GROUP,
+            "b",
+            0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=("orders",),
+            owned=frozenset(),
+            topics=TOPICS,
+            topic_ids=IDS,
+        ),
+        m.now,
+    )
+    (w1,), (w2,) = first.records, second.records
+    failed = m.coordinator.complete_write(
+        w1.write_id, ErrorCode.not_enough_replicas, m.now
+    )
+    (reply,) = failed.replies
+    assert isinstance(reply.response, ConsumerGroupHeartbeatResponse)
+    assert reply.response.error is ErrorCode.coordinator_not_available
+    m.coordinator.complete_write(w2.write_id, ErrorCode.none, m.now)
+    other = serving_coordinator(GroupConfig(), random.Random(1))
+    other.begin_loading(w2.partition)
+    other.load_partition(w2.partition, list(w2.records), m.now)
+    here, there = m.consumer_group(), other.consumer_group(GROUP)
+    assert there is not None
+    assert set(here.members) == set(there.members) == {"b"}
+    assert (here.group_epoch, here.assignment_epoch, here.target) == (
+        there.group_epoch,
+        there.assignment_epoch,
+        there.target,
+    )

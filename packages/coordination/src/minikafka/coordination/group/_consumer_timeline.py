@@ -19,7 +19,7 @@ is gone. Pure bookkeeping: no I/O, no clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -45,12 +45,16 @@ class ConsumerGroupTimeline:
         """A load replayed ``group``: its records are committed."""
         self._committed[group.group_id] = group_records(group, group.topic_ids)
 
-    def unloaded(self, group_ids: Iterable[str]) -> None:
-        for group_id in group_ids:
-            self._committed.pop(group_id, None)
-        for write in self._pending.values():
-            for group_id in group_ids:
-                write.pop(group_id, None)
+    def forget(self, which: Callable[[str], bool]) -> None:
+        """This coordinator no longer serves the groups ``which`` names (their
+        partition moved): drop what it kept of them."""
+        for group_id in [g for g in self._committed if which(g)]:
+            del self._committed[group_id]
+        for write_id, groups in list(self._pending.items()):
+            for group_id in [g for g in groups if which(g)]:
+                del groups[group_id]
+            if not groups:
+                del self._pending[write_id]
 
     def written(self, write_id: int, records: Iterable[Record]) -> None:
         """A write was made: keep its consumer-group records until it is reported."""

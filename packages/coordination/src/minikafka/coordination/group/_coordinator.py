@@ -469,6 +469,7 @@ class GroupCoordinator:
     def unload_partition(self, partition: int) -> GroupResult:
         """This broker stopped leading ``partition``: its groups go Dead."""
         out: GroupResult = CoreResult()
+        self.mixed.timeline.forget(lambda g: self.manager.partition_for(g) == partition)
         for group in self.manager.unload(partition):
             out += self._carry_out(
                 self.membership.rebalancer.make_dead(group), group.group_id
