@@ -450,3 +450,44 @@ def test_after_a_failed_write_the_group_is_what_the_log_replays_to() -> None:
         there.assignment_epoch,
         there.target,
     )
+
+
+def test_a_restarted_static_classic_member_takes_its_old_place_without_a_new_epoch() -> (
+    None
+):
+    m = Mixed.make()
+    m.beat("n", 0)
+    rid = m._id()
+    join = JoinGroupRequest(
+        GROUP, "", "consumer", protocols(), SESSION_MS, 30_000, "static-1", version=3
+    )
+    m._take(m.coordinator.join_group(rid, join, m.now))
+    first = m.answers[rid]
+    assert isinstance(first, JoinGroupResponse)
+    assert first.error_code is ErrorCode.none
+    m.generations[first.member_id] = first.generation_id
+    m.sync(first.member_id)
+    for _ in range(4):
+        m.beat("n", m.generations["n"])
+        if m.heartbeat(first.member_id) is ErrorCode.rebalance_in_progress:
+            m.rejoin_and_sync(first.member_id)
+    epoch = m.consumer_group().group_epoch
+    held = m.consumer_group().members[first.member_id].assigned
+    assert held
+    rid = m._id()
+    m._take(m.coordinator.join_group(rid, join, m.now))  # the restart: no member id
+    again = m.answers[rid]
+    assert isinstance(again, JoinGroupResponse)
+    assert again.error_code is ErrorCode.none
+    assert again.member_id != first.member_id
+    group = m.consumer_group()
+    assert first.member_id not in group.members
+    assert group.group_epoch == epoch
+    assert group.members[again.member_id].assigned == held
+    # the old incarnation is fenced out
+    stale = attrs.evolve(join, member_id=first.member_id)
+    rid = m._id()
+    m._take(m.coordinator.join_group(rid, stale, m.now))
+    fenced = m.answers[rid]
+    assert isinstance(fenced, JoinGroupResponse)
+    assert fenced.error_code is ErrorCode.fenced_instance_id

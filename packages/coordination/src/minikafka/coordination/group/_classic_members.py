@@ -103,10 +103,12 @@ class ClassicMembers:
         if r.group_instance_id is not None:
             owner = group.instance_owner(r.group_instance_id)
             if owner is not None and owner != member_id:
-                # the instance's other incarnation is still in the group
-                return JoinGroupResponse.error(
-                    ErrorCode.fenced_instance_id, r.member_id
-                )
+                if r.member_id != UNKNOWN_MEMBER_ID:
+                    # another incarnation of the instance holds it under its own id
+                    return JoinGroupResponse.error(
+                        ErrorCode.fenced_instance_id, r.member_id
+                    )
+                _replace_static_member(group, owner, member_id)
         try:
             subscription = decode_subscription(r.protocols[0][1])
         except ConsumerProtocolError:
@@ -265,3 +267,18 @@ class ClassicMembers:
         group.members[member_id] = attrs.evolve(
             group.members[member_id], session_deadline=now + timeout_ms / 1000
         )
+
+
+def _replace_static_member(group: ConsumerGroup, old: str, new: str) -> None:
+    """A static member restarted with a new member id (Kafka's
+    ``getOrMaybeSubscribeStaticConsumerGroupMember``): the new one takes the old one's
+    place, subscription and target, at epoch 0, so that it gets its partitions back
+    without moving the group epoch."""
+    group.members[new] = attrs.evolve(
+        group.members[old], member_id=new, member_epoch=0, previous_member_epoch=0
+    )
+    group.subscriptions[new] = group.subscriptions[old]
+    group.target[new] = group.target.get(old, frozenset())
+    if old in group.info:
+        group.info[new] = group.info[old]
+    group.remove(old)
