@@ -374,9 +374,15 @@ def test_a_failed_write_reverts_the_heartbeat_that_made_it() -> None:
         dict(before.target),
         {k: (v.member_epoch, v.assigned) for k, v in before.members.items()},
     )
+    rid = m._id()
+    offsets = ((TopicPartition("orders", 0), CommittedOffset(1)),)
+    commit = OffsetCommitRequest(GROUP, m.generations["a"], "a", offsets, api_version=9)
+    m._take(m.coordinator.commit_offsets(rid, commit, m.now))
     m.log.fail_with = ErrorCode.not_leader_or_follower
     failed = m.beat("b", 0)
     assert failed.error is ErrorCode.not_coordinator
+    # its offsets do not make it a classic group too
+    assert m.coordinator.group(GROUP) is None
     after = m.consumer_group()
     assert (
         after.group_epoch,

@@ -63,6 +63,7 @@ from ._results import (
     GroupAction,
     GroupReply,
     Unanswered,
+    WriteOutcome,
     append,
     store_group_error,
 )
@@ -245,7 +246,7 @@ class MixedGroups:
 
     # --- a failed write ---------------------------------------------------------------------
 
-    def revert(self, write_id: int, outcome: object, now: float) -> None:
+    def revert(self, write_id: int, outcome: WriteOutcome, now: float) -> None:
         """The write ``write_id`` failed: each consumer group it wrote goes back to what
         the log will hold (``ConsumerGroupTimeline``); a classic group it replaced comes
         back, and one it created (a downgrade) goes."""
@@ -270,6 +271,10 @@ class MixedGroups:
                         )
             self.manager.groups.pop(group_id, None)
             self.manager.consumer_groups[group_id] = rebuilt
+        # the offsets' revert restores a group its offsets name as an Empty classic
+        # group; a consumer group is not one
+        for group_id in self.manager.consumer_groups:
+            self.manager.groups.pop(group_id, None)
 
 
 def failed_response(outcome: ConsumerGroupStored, error: ErrorCode) -> GroupReply:
