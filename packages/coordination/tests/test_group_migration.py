@@ -497,3 +497,37 @@ def test_a_restarted_static_classic_member_takes_its_old_place_without_a_new_epo
     fenced = m.answers[rid]
     assert isinstance(fenced, JoinGroupResponse)
     assert fenced.error_code is ErrorCode.fenced_instance_id
+
+
+def test_a_failed_write_of_another_group_leaves_a_consumer_group_with_offsets_alone() -> (
+    None
+):
+    """The offsets' revert restores the groups its partition's offsets name; a
+    consumer group with offsets is not made a classic group too."""
+    m = Mixed.make()
+    m.beat("a", 0)
+    rid = m._id()
+    offsets = ((TopicPartition("orders", 0), CommittedOffset(1)),)
+    commit = OffsetCommitRequest(GROUP, m.generations["a"], "a", offsets, api_version=9)
+    m._take(m.coordinator.commit_offsets(rid, commit, m.now))
+    partition_for = m.coordinator.manager.partition_for
+    other = next(
+        f"other-{i}"
+        for i in range(10_000)
+        if partition_for(f"other-{i}") == partition_for(GROUP)
+    )
+    m.log.fail_with = ErrorCode.not_leader_or_follower
+    request = ConsumerGroupHeartbeatRequest(
+        other,
+        "z",
+        0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=("orders",),
+        owned=frozenset(),
+        topics=TOPICS,
+        topic_ids=IDS,
+    )
+    m._take(m.coordinator.consumer_group_heartbeat(m._id(), request, m.now))
+    assert m.coordinator.consumer_group(other) is None
+    assert m.coordinator.group(GROUP) is None
+    assert set(m.consumer_group().members) == {"a"}
