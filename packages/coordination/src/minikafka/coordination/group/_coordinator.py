@@ -80,9 +80,7 @@ from ._membership import MembershipManager
 from ._mixed_groups import MixedGroups, failed_response
 from ._offsets import OffsetsManager
 from ._offsets_records import (
-    GroupMetadataKey,
     OffsetsRecordError,
-    encode_group_record,
 )
 from ._rebalance import Rebalancer
 from ._results import (
@@ -262,29 +260,9 @@ class GroupCoordinator:
         if status is not ErrorCode.none:
             response = ConsumerGroupHeartbeatResponse(status)
             return self._carry_out([GroupReply(request_id, response)])
-        classic = group_id in self.manager.groups
-        before = self._consumer_records(group_id)
-        upgrade = self.mixed.maybe_upgrade(request_id, request, now)
-        if upgrade is not None and upgrade[1] is None:
-            return self._carry_out(upgrade[0])  # refused
-        downgrade = self.mixed.leave_downgrade(request_id, request, now)
-        if downgrade is not None:
-            self._rearm_members(group_id)
-            return self._carry_out(downgrade, group_id)
-        response = self.consumer.heartbeat(request, now)
-        parked, replaced = upgrade if upgrade is not None else ([], None)
-        if replaced is not None and response.error is not ErrorCode.none:
-            self.mixed.undo_upgrade(group_id, replaced)
-            return self._carry_out([GroupReply(request_id, response)], group_id)
-        records = changed_records(before, self._consumer_records(group_id))
-        if classic and group_id not in self.manager.groups:
-            # the classic group became this consumer group: its record goes
-            records.insert(0, encode_group_record(GroupMetadataKey(group_id), None))
+        actions = self.mixed.consumer_heartbeat(request_id, request, now)
         self._rearm_members(group_id)
-        if not records:
-            return self._carry_out([GroupReply(request_id, response)], group_id)
-        outcome = ConsumerGroupStored(group_id, request_id, response, replaced)
-        return self._carry_out([*parked, append(records, outcome)], group_id)
+        return self._carry_out(actions, group_id)
 
     def _live_consumer_group(self, group_id: str) -> ConsumerGroup | None:
         if self.group_status(group_id) is not ErrorCode.none:

@@ -57,6 +57,7 @@ from ._migration import (
     to_consumer_group,
     upgrade_refusal,
 )
+from ._offsets_records import GroupMetadataKey, encode_group_record
 from ._rebalance import Rebalancer, answer_parked
 from ._results import (
     ConsumerGroupStored,
@@ -99,6 +100,37 @@ class MixedGroups:
         """The consumer group a classic request goes to: one with members."""
         group = self.manager.consumer_groups.get(group_id)
         return group if group is not None and group.members else None
+
+    def consumer_heartbeat(
+        self, request_id: int, r: ConsumerGroupHeartbeatRequest, now: float
+    ) -> list[GroupAction]:
+        """A ConsumerGroupHeartbeat to a group this coordinator serves: maybe an
+        upgrade first, maybe a downgrade as its member leaves, else the heartbeat
+        itself; its records in one write, answered once it is committed."""
+        group_id = r.group_id
+        classic = group_id in self.manager.groups
+        before = self._records(group_id)
+        upgrade = self.maybe_upgrade(request_id, r, now)
+        if upgrade is not None and upgrade[1] is None:
+            return upgrade[0]  # refused
+        downgrade = self.leave_downgrade(request_id, r, now)
+        if downgrade is not None:
+            return downgrade
+        response = self.consumer.heartbeat(r, now)
+        parked, replaced = upgrade if upgrade is not None else ([], None)
+        if replaced is not None and response.error is not ErrorCode.none:
+            self.undo_upgrade(group_id, replaced)
+            return [GroupReply(request_id, response)]
+        records: list[StoredRecord] = list(
+            changed_records(before, self._records(group_id))
+        )
+        if classic and group_id not in self.manager.groups:
+            # the classic group became this consumer group: its record goes
+            records.insert(0, encode_group_record(GroupMetadataKey(group_id), None))
+        if not records:
+            return [GroupReply(request_id, response)]
+        outcome = ConsumerGroupStored(group_id, request_id, response, replaced)
+        return [*parked, append(records, outcome)]
 
     # --- upgrade ------------------------------------------------------------------------
 
