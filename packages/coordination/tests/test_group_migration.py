@@ -177,6 +177,10 @@ class Mixed:
         assert self.owned == plan
         return a, b
 
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self._take(self.coordinator.on_timer(self.now))
+
     # --- consumer-protocol members -------------------------------------------------------
 
     def beat(self, member: str, epoch: int) -> ConsumerGroupHeartbeatResponse:
@@ -531,3 +535,29 @@ def test_a_failed_write_of_another_group_leaves_a_consumer_group_with_offsets_al
     assert m.coordinator.consumer_group(other) is None
     assert m.coordinator.group(GROUP) is None
     assert set(m.consumer_group().members) == {"a"}
+
+
+def test_the_last_consumer_member_fenced_by_its_session_downgrades_the_group() -> None:
+    """Kafka's ``consumerGroupFenceMember``: a session that ends is a leave."""
+    m = Mixed.make()
+    a, b = m.classic_group()
+    m.beat("n", 0)
+    for _ in range(12):  # n says nothing for 60 s; the classic members heartbeat
+        m.advance(5.0)
+        if m.coordinator.consumer_group(GROUP) is None:
+            break
+        for member in (a, b):
+            if m.heartbeat(member) is ErrorCode.rebalance_in_progress:
+                m.rejoin_and_sync(member)
+    assert m.coordinator.consumer_group(GROUP) is None
+    classic = m.coordinator.group(GROUP)
+    assert classic is not None
+    assert set(classic.members) == {a, b}
+    assert classic.state is GroupState.PREPARING_REBALANCE
+
+
+def test_the_downgrade_policy_refuses_the_upgrade() -> None:
+    m = Mixed.make(group_consumer_migration_policy="downgrade")
+    m.classic_group()
+    assert m.beat("n", 0).error is ErrorCode.group_id_not_found
+    assert m.coordinator.consumer_group(GROUP) is None
