@@ -257,7 +257,10 @@ def test_a_static_member_that_comes_back_keeps_its_partitions_without_a_new_epoc
     assert group.join("a3", instance_id="i-a").error is ErrorCode.unreleased_instance_id
 
 
-def test_a_classic_group_with_members_is_not_a_consumer_group_and_vice_versa() -> None:
+def test_a_classic_group_that_cannot_be_upgraded_is_not_a_consumer_group() -> None:
+    """Its members' embedded protocol is unreadable: GROUP_ID_NOT_FOUND, as Kafka
+    answers; a classic member of another protocol type is refused by a consumer group
+    with INCONSISTENT_GROUP_PROTOCOL (``_classic_members.py``)."""
     group = Group.make()
     join = JoinGroupRequest(
         "classic", "", "consumer", (("range", b""),), 10_000, version=3
@@ -275,10 +278,11 @@ def test_a_classic_group_with_members_is_not_a_consumer_group_and_vice_versa() -
     )
     assert refused.error is ErrorCode.group_id_not_found
     group.join("a")
-    result = group.coordinator.join_group(99, attrs.evolve(join, group_id=GROUP), 0.0)
+    other = attrs.evolve(join, group_id=GROUP, protocol_type="connect")
+    result = group.coordinator.join_group(99, other, 0.0)
     (reply,) = result.replies
     assert isinstance(reply.response, JoinGroupResponse)
-    assert reply.response.error_code is ErrorCode.group_id_not_found
+    assert reply.response.error_code is ErrorCode.inconsistent_group_protocol
 
 
 def test_offset_commits_carry_the_member_epoch_as_generation() -> None:

@@ -52,7 +52,9 @@ __all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 NO_THROTTLE = datetime.timedelta(0)
 _MS = datetime.timedelta(milliseconds=1)
 CONSUMER_MEMBER_TYPE = i8(1)
-"""ConsumerGroupDescribe v1's MemberType of a consumer-protocol member (0: classic)."""
+"""ConsumerGroupDescribe v1's MemberType of a consumer-protocol member."""
+CLASSIC_MEMBER_TYPE = i8(0)
+"""... and of a classic member of a group upgraded online (KIP-848's migration)."""
 
 
 def _topics(cache: MetadataCache) -> tuple[dict[str, int], dict[str, uuid.UUID]]:
@@ -225,7 +227,9 @@ async def handle_consumer_group_describe(
                             cache, tp_cls, group.target.get(member_id, ()), True
                         ),
                     ),
-                    member_type=CONSUMER_MEMBER_TYPE,
+                    member_type=CLASSIC_MEMBER_TYPE
+                    if member_id in group.classic
+                    else CONSUMER_MEMBER_TYPE,
                 )
             )
         groups.append(

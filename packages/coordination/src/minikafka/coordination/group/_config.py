@@ -13,6 +13,7 @@ from minikafka.common import ConfigDef, ConfigError, ConfigKey, ConfigType, at_l
 __all__ = [
     "GROUP_CONFIG",
     "MAX_PROTOCOL_STRING",
+    "MIGRATION_POLICIES",
     "NEW_MEMBER_JOIN_TIMEOUT_MS",
     "GroupConfig",
 ]
@@ -55,6 +56,8 @@ class GroupConfig:
     )
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     group_consumer_max_size: int = 2**31 - 1
+    # which way a live group may change protocol (``_migration.MigrationPolicy``)
+    group_consumer_migration_policy: str = "bidirectional"
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> GroupConfig:
@@ -83,6 +86,18 @@ def _known_assignors(key: str, value: Any) -> None:
             raise ConfigError(
                 key, f"{name!r} is not one of {', '.join(SERVER_ASSIGNOR_NAMES)}"
             )
+
+
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
+"""``group.consumer.migration.policy``'s values (Kafka's ``ConsumerGroupMigrationPolicy``,
+read case-insensitively)."""
+
+
+def _migration_policy(key: str, value: Any) -> None:
+    if str(value).lower() not in MIGRATION_POLICIES:
+        raise ConfigError(
+            key, f"{value!r} is not one of {', '.join(MIGRATION_POLICIES)}"
+        )
 
 
 _MIN_SESSION = ConfigKey(
@@ -173,6 +188,14 @@ GROUP_CONFIG = ConfigDef(
             "group_consumer_max_size",
             at_least(1),
             "Members a consumer-protocol group may have.",
+        ),
+        ConfigKey(
+            "group.consumer.migration.policy",
+            ConfigType.STRING,
+            "group_consumer_migration_policy",
+            _migration_policy,
+            "Which way a live group may change protocol: disabled, upgrade, "
+            "downgrade or bidirectional.",
         ),
     )
 )

@@ -30,6 +30,7 @@ from ._target_assignment import MemberSubscription
 
 __all__ = [
     "CONSUMER_GROUP_TYPE",
+    "ClassicMemberMetadata",
     "ConsumerGroup",
     "ConsumerGroupState",
     "MemberInfo",
@@ -60,6 +61,16 @@ class MemberInfo:
     client_host: str = ""
 
 
+@attrs.frozen
+class ClassicMemberMetadata:
+    """A member that speaks the classic protocol in a consumer group (KIP-848's online
+    migration; Kafka's ``ClassicMemberMetadata``): its session timeout and the protocols
+    of its JoinGroup, (name, subscription bytes) in its order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @attrs.define(eq=False)
 class ConsumerGroup:
     group_id: str
@@ -77,6 +88,8 @@ class ConsumerGroup:
     """The subscribed topics' ids, which the records name them by."""
     regex: RegexSubscriptions = attrs.field(factory=RegexSubscriptions)
     """The members' regular expressions, resolved (``_regex_subscriptions.py``)."""
+    classic: dict[str, ClassicMemberMetadata] = attrs.field(factory=dict)
+    """The members that speak the classic protocol (``_classic_members.py``)."""
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -111,3 +124,4 @@ class ConsumerGroup:
         self.subscriptions.pop(member_id, None)
         self.target.pop(member_id, None)
         self.info.pop(member_id, None)
+        self.classic.pop(member_id, None)

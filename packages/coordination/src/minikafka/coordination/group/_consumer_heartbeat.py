@@ -415,6 +415,12 @@ def consumer_offset_commit_error(
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
+    if member_id in group.classic:
+        # a classic member of a migrated group commits with its generation, at any
+        # version (Kafka's ``validateMemberEpoch`` for a classic member)
+        if member_epoch != member.member_epoch:
+            return ErrorCode.illegal_generation
+        return ErrorCode.none
     if api_version < 9:
         return ErrorCode.unsupported_version
     if member_epoch != member.member_epoch:

@@ -25,8 +25,10 @@ type  key                                         value
 difference between the state before a heartbeat and after it (:func:`changed_records`:
 new values, and a tombstone for each key that went), so the log replays to what the
 coordinator had. :class:`ConsumerGroupLoader` replays them into groups when a coordinator
-takes a partition over. Fields Kafka 4.x adds as tagged fields (the classic member
-metadata of a migrated member, the metadata hash) are not written, and skipped on reading.
+takes a partition over. A member that speaks the classic protocol in a consumer group
+(the online migration, ``_migration.py``) has its ClassicMemberMetadata in the member
+record's tagged field 0, as Kafka writes it; other tagged fields Kafka 4.x adds (the
+metadata hash) are not written, and skipped on reading.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import attrs
 
 from minikafka.common import TopicPartition
 
-from ._consumer_group import ConsumerGroup, MemberInfo
+from ._consumer_group import ClassicMemberMetadata, ConsumerGroup, MemberInfo
 from ._current_assignment import ConsumerGroupMember
 from ._member_state import MemberState
 from ._offsets_records import _Reader
@@ -108,8 +110,22 @@ def _key(record_type: int, *strings: str) -> bytes:
     return b"".join(parts)
 
 
-def _value(*fields: bytes) -> bytes:
-    return struct.pack(">h", 0) + b"".join(fields) + _NO_TAGS
+def _value(*fields: bytes, tags: bytes = _NO_TAGS) -> bytes:
+    return struct.pack(">h", 0) + b"".join(fields) + tags
+
+
+def _classic_tag(classic: ClassicMemberMetadata | None) -> bytes:
+    """The member record's tagged fields: ClassicMemberMetadata as tag 0, if any."""
+    if classic is None:
+        return _NO_TAGS
+    protocols = _array(
+        [
+            _compact_string(name) + _uvarint(len(data) + 1) + data + _NO_TAGS
+            for name, data in classic.protocols
+        ]
+    )
+    body = struct.pack(">i", classic.session_timeout_ms) + protocols + _NO_TAGS
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(body)) + body
 
 
 def _by_topic(
@@ -168,6 +184,7 @@ def group_records(
             _compact_string(subscription.subscribed_topic_regex),
             struct.pack(">i", member.rebalance_timeout_ms),
             _compact_string(subscription.server_assignor),
+            tags=_classic_tag(group.classic.get(member_id)),
         )
         out[_key(TARGET_MEMBER, gid, member_id)] = _value(
             _by_topic(group.target.get(member_id, ()), ids)
@@ -252,6 +269,26 @@ class _FlexReader(_Reader):
         value: int = struct.unpack(">b", self._take(1, what))[0]
         return value
 
+    def classic_tags(self) -> ClassicMemberMetadata | None:
+        """A member record's tagged fields: tag 0 is ClassicMemberMetadata."""
+        classic = None
+        for _ in range(self.uvarint("tag count")):
+            tag = self.uvarint("tag")
+            size = self.uvarint("tag size")
+            if tag != 0:
+                self._take(size, "tagged field")
+                continue
+            timeout = self.int32("session timeout")
+            protocols = []
+            for _ in range(self.count("protocols", 3)):
+                name = self.compact_string("protocol name") or ""
+                data = self._take(self.count("protocol metadata"), "protocol metadata")
+                self.tags()
+                protocols.append((name, bytes(data)))
+            self.tags()
+            classic = ClassicMemberMetadata(timeout, tuple(protocols))
+        return classic
+
     def tags(self) -> None:
         for _ in range(self.uvarint("tag count")):
             self.uvarint("tag")
@@ -285,6 +322,7 @@ class _Loading:
     )
     targets: dict[str, list[tuple[uuid.UUID, list[int]]]] = attrs.field(factory=dict)
     regexes: dict[str, ResolvedRegularExpression] = attrs.field(factory=dict)
+    classic: dict[str, ClassicMemberMetadata] = attrs.field(factory=dict)
     current: dict[
         str,
         tuple[
@@ -353,6 +391,11 @@ class ConsumerGroupLoader:
             regex = r.compact_string("regex")
             timeout = r.int32("rebalance timeout")
             assignor = r.compact_string("server assignor")
+            classic = r.classic_tags()
+            if classic is None:
+                g.classic.pop(member_id, None)
+            else:
+                g.classic[member_id] = classic
             subscription = MemberSubscription(
                 names, instance_id, rack_id, assignor, regex or None
             )
@@ -391,6 +434,7 @@ class ConsumerGroupLoader:
             del self._groups[group_id]  # the group was deleted
         elif record_type == MEMBER_METADATA:
             g.members.pop(member_id, None)
+            g.classic.pop(member_id, None)
         elif record_type == TARGET_MEMBER:
             g.targets.pop(member_id, None)
         elif record_type == REGULAR_EXPRESSION:
@@ -428,6 +472,13 @@ class ConsumerGroupLoader:
                 )
                 group.subscriptions[member_id] = subscription
                 group.info[member_id] = info
+                if member_id in g.classic:
+                    group.classic[member_id] = g.classic[member_id]
+                    session_ms = g.classic[member_id].session_timeout_ms
+                    group.members[member_id] = attrs.evolve(
+                        group.members[member_id],
+                        session_deadline=now + session_ms / 1000,
+                    )
                 group.target[member_id] = _tps(names, g.targets.get(member_id, []))
             out.append(group)
         return out

@@ -70,7 +70,6 @@ from ._group_requests import (
     DeletableGroupResult,
     HeartbeatRequest,
     JoinGroupRequest,
-    JoinGroupResponse,
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchResponse,
@@ -79,11 +78,10 @@ from ._group_requests import (
 )
 from ._group_state import GroupState
 from ._membership import MembershipManager
+from ._mixed_groups import MixedGroups, failed_response
 from ._offsets import OffsetsManager
 from ._offsets_records import (
-    GroupMetadataKey,
     OffsetsRecordError,
-    encode_group_record,
 )
 from ._rebalance import Rebalancer
 from ._results import (
@@ -102,7 +100,6 @@ from ._results import (
     Unanswered,
     WriteOutcome,
     append,
-    store_group_error,
 )
 from ._timers import GroupTimers, MemberDeadlines
 
@@ -117,6 +114,7 @@ def _share_config(
         coordinator.membership.rebalancer.config = config
         coordinator.offsets.config = config
         coordinator.consumer.config = config
+        coordinator.mixed.config = config
     return config
 
 
@@ -129,6 +127,7 @@ class GroupCoordinator:
     membership: MembershipManager = attrs.field(init=False)
     offsets: OffsetsManager = attrs.field(init=False)
     consumer: ConsumerGroupManager = attrs.field(init=False)
+    mixed: MixedGroups = attrs.field(init=False)
     _writes: PendingWrites = attrs.field(init=False, factory=PendingWrites)
     _timers: GroupTimers = attrs.field(init=False, factory=GroupTimers)
     _members: MemberDeadlines = attrs.field(init=False, factory=MemberDeadlines)
@@ -141,6 +140,7 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupManager(
             self.config, self.manager.consumer_groups, self.manager.groups
         )
+        self.mixed = MixedGroups(self.config, self.manager, self.consumer, rebalancer)
 
     @property
     def _groups(self) -> dict[str, GroupMetadata]:
@@ -210,13 +210,10 @@ class GroupCoordinator:
             and self.group_status(request.group_id) is ErrorCode.none
         ):
             if consumer.members:
-                # a live consumer-protocol group takes no classic member: the online
-                # migration between the protocols is not built (Kafka's answer when it
-                # is not allowed: the group is not a classic group)
-                refused = JoinGroupResponse.error(
-                    ErrorCode.group_id_not_found, request.member_id
-                )
-                return self._carry_out([GroupReply(request_id, refused)])
+                # a classic member of a live consumer group (the online migration)
+                joined = self.mixed.join(request_id, consumer, request, now)
+                self._rearm_members(request.group_id)
+                return self._carry_out(joined, request.group_id)
             # an empty one becomes a classic group; its offsets stay, its records go
             tombstones = changed_records(self._consumer_records(request.group_id), {})
             del self.manager.consumer_groups[request.group_id]
@@ -230,18 +227,33 @@ class GroupCoordinator:
     def sync_group(
         self, request_id: int, request: SyncGroupRequest, now: float
     ) -> GroupResult:
+        consumer = self._live_consumer_group(request.group_id)
+        if consumer is not None:
+            synced = self.mixed.sync(request_id, consumer, request, now)
+            self._rearm_members(request.group_id)
+            return self._carry_out(synced)
         actions = self.membership.sync_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def heartbeat(
         self, request_id: int, request: HeartbeatRequest, now: float
     ) -> GroupResult:
+        consumer = self._live_consumer_group(request.group_id)
+        if consumer is not None:
+            beat = self.mixed.heartbeat(request_id, consumer, request, now)
+            self._rearm_members(request.group_id)
+            return self._carry_out(beat)
         actions = self.membership.heartbeat(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
     def leave_group(
         self, request_id: int, request: LeaveGroupRequest, now: float
     ) -> GroupResult:
+        consumer = self._live_consumer_group(request.group_id)
+        if consumer is not None:
+            left = self.mixed.leave(request_id, consumer, request)
+            self._rearm_members(request.group_id)
+            return self._carry_out(left, request.group_id)
         actions = self.membership.leave_group(request_id, request, now)
         return self._carry_out(actions, request.group_id)
 
@@ -254,18 +266,14 @@ class GroupCoordinator:
         if status is not ErrorCode.none:
             response = ConsumerGroupHeartbeatResponse(status)
             return self._carry_out([GroupReply(request_id, response)])
-        classic = group_id in self.manager.groups
-        before = self._consumer_records(group_id)
-        response = self.consumer.heartbeat(request, now)
-        records = changed_records(before, self._consumer_records(group_id))
-        if classic and group_id not in self.manager.groups:
-            # an empty classic group became this consumer group: its record goes
-            records.insert(0, encode_group_record(GroupMetadataKey(group_id), None))
+        actions = self.mixed.consumer_heartbeat(request_id, request, now)
         self._rearm_members(group_id)
-        if not records:
-            return self._carry_out([GroupReply(request_id, response)], group_id)
-        outcome = ConsumerGroupStored(group_id, request_id, response)
-        return self._carry_out([append(records, outcome)], group_id)
+        return self._carry_out(actions, group_id)
+
+    def _live_consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        if self.group_status(group_id) is not ErrorCode.none:
+            return None
+        return self.mixed.live_consumer_group(group_id)
 
     def _consumer_records(self, group_id: str) -> dict[bytes, bytes]:
         group = self.manager.consumer_groups.get(group_id)
@@ -367,8 +375,11 @@ class GroupCoordinator:
         partition = self.manager.partition_for(outcome.group_id)
         if error is ErrorCode.none:
             self.manager.committed(partition, write_id)
+            self.mixed.timeline.committed(write_id)
         else:
             self.manager.failed(partition, write_id, now)
+            self.mixed.revert(write_id, outcome, now)
+            self._rearm_members(outcome.group_id)
         return self._carry_out(self._written(outcome, error, now), outcome.group_id)
 
     def _written(
@@ -378,8 +389,7 @@ class GroupCoordinator:
         if isinstance(outcome, ConsumerGroupStored):
             if error is ErrorCode.none:
                 return [GroupReply(outcome.request_id, outcome.response)]
-            failed = ConsumerGroupHeartbeatResponse(store_group_error(error))
-            return [GroupReply(outcome.request_id, failed)]
+            return [failed_response(outcome, error)]
         if isinstance(outcome, AssignmentStored):
             return self.membership.assignment_stored(outcome, error, now)
         if isinstance(outcome, StaticMemberStored):
@@ -413,6 +423,7 @@ class GroupCoordinator:
             # its offsets made the classic loader restore an Empty classic group
             self.manager.groups.pop(group.group_id, None)
             self.manager.consumer_groups[group.group_id] = group
+            self.mixed.timeline.loaded(group)
             self._rearm_members(group.group_id)
             loaded += 1
         for group_id in self._partition_groups(partition):
@@ -442,6 +453,7 @@ class GroupCoordinator:
     def unload_partition(self, partition: int) -> GroupResult:
         """This broker stopped leading ``partition``: its groups go Dead."""
         out: GroupResult = CoreResult()
+        self.mixed.timeline.forget(lambda g: self.manager.partition_for(g) == partition)
         for group in self.manager.unload(partition):
             out += self._carry_out(
                 self.membership.rebalancer.make_dead(group), group.group_id
@@ -497,6 +509,11 @@ class GroupCoordinator:
             out += self._carry_out(actions, group_id)
         for group_id, member_id in self._members.pop_due(now):
             # a consumer-protocol member's session or rebalance timeout (KIP-848)
+            downgrade = self.mixed.expiry_downgrade(group_id, member_id, now)
+            if downgrade is not None:
+                self._rearm_members(group_id)
+                out += self._carry_out(downgrade, group_id)
+                continue
             before = self._consumer_records(group_id)
             self.consumer.expire(group_id, member_id, now)
             records = changed_records(before, self._consumer_records(group_id))
@@ -527,6 +544,7 @@ class GroupCoordinator:
                 self.manager.written(
                     partition, write.write_id, write.records, producer_id
                 )
+                self.mixed.timeline.written(write.write_id, write.records)
                 writes.append(write)
         for group_id in group_ids:
             self._rearm(group_id)

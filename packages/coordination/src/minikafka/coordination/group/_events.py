@@ -70,7 +70,9 @@ class RebalanceStarted(TraceEvent):
     - ``group_max_size``: a member was evicted because ``group.max.size`` was lowered;
     - ``sync_timeout``: members did not send SyncGroup within the rebalance timeout;
     - ``write_failed``: the leader's assignment could not be written to
-      ``__consumer_offsets``.
+      ``__consumer_offsets``;
+    - ``downgrade``: the group was a consumer group until its last consumer-protocol
+      member left (KIP-848's online migration).
 
     ``member_id``/``client_id`` name the member whose action caused it (None when none,
     or no client id is known, as for a pending member id).

@@ -196,12 +196,15 @@ class OffsetsDeleted:
 
 @attrs.frozen
 class ConsumerGroupStored:
-    """A ConsumerGroupHeartbeat's records (KIP-848): answered with ``response`` once
-    committed, with the write's error (``store_group_error``) if it failed."""
+    """A consumer group's records (KIP-848), written for a ConsumerGroupHeartbeat or a
+    classic member's JoinGroup or LeaveGroup: answered with ``response`` once committed,
+    with the write's error (``store_group_error``) if it failed. ``replaced`` is the
+    classic group the write upgraded, put back if it fails."""
 
     group_id: str
     request_id: int
-    response: ConsumerGroupHeartbeatResponse
+    response: ConsumerGroupHeartbeatResponse | JoinGroupResponse | LeaveGroupResponse
+    replaced: GroupMetadata | None = None
 
 
 WriteOutcome: TypeAlias = (
