@@ -122,6 +122,7 @@ def broker_parts(
             partition_for, num_partitions=txn.transaction_state_log_num_partitions
         ),
         enabled=txn.transaction_partition_verification_enable,
+        security=config.channels.inter_broker,
     )
     replica_manager = ReplicaManagerShell(
         ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),
@@ -141,6 +142,7 @@ def broker_parts(
             settings.replica_fetch_min_bytes,
             settings.replica_fetch_backoff_ms,
         ),
+        security=config.channels.inter_broker,
     )
     groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
@@ -149,7 +151,9 @@ def broker_parts(
         ),
     )
     producer_ids = ProducerIdManager(allocate_block)
-    markers = TxnMarkerChannelManager(node_id, cache, inter_broker)
+    markers = TxnMarkerChannelManager(
+        node_id, cache, inter_broker, security=config.channels.inter_broker
+    )
     transactions = TransactionCoordinatorShell(
         TransactionCoordinator(
             TransactionStateManager(txn.transaction_state_log_num_partitions),

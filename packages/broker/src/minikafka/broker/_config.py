@@ -49,6 +49,11 @@ from minikafka.net import (
 from minikafka.raft import QUORUM_CONFIG, RaftConfig
 
 from ._authorizer_config import AUTHORIZER_CONFIG, AuthorizerSettings
+from ._channel_security import (
+    SECURITY_INTER_BROKER_PROTOCOL,
+    ChannelSecurity,
+    inter_broker_listener_name,
+)
 from ._roles import (
     ADVERTISED_LISTENERS,
     CONTROLLER_LISTENER_NAMES,
@@ -123,6 +128,8 @@ class KafkaConfig:
     """process.roles and the listeners each role needs, checked together (:mod:`._roles`)."""
     properties: Mapping[str, str]
     """Every key as given (``server.properties`` with the overrides applied)."""
+    channels: ChannelSecurity = attrs.field(factory=ChannelSecurity)
+    """TLS and SASL of this node's own clients, to brokers and to controllers."""
 
     @property
     def node_id(self) -> int:
@@ -176,7 +183,8 @@ class KafkaConfig:
                 net.listeners,
                 broker.advertised_listeners,
             )
-            return cls(*sections, roles, dict(props))
+            channels = ChannelSecurity.from_properties(props, roles)
+            return cls(*sections, roles, dict(props), channels)
         roles = check_roles(
             broker.process_roles,
             broker.node_id,
@@ -186,7 +194,8 @@ class KafkaConfig:
             net.listeners,
             broker.advertised_listeners,
         )
-        return cls(*sections, roles, dict(props))
+        channels = ChannelSecurity.from_properties(props, roles)
+        return cls(*sections, roles, dict(props), channels)
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -301,6 +310,13 @@ BROKER_CONFIG = ConfigDef(
             ConfigType.STRING,
             "inter_broker_listener_name",
             doc="The listener brokers reach each other on; default PLAINTEXT.",
+        ),
+        ConfigKey(
+            SECURITY_INTER_BROKER_PROTOCOL,
+            ConfigType.STRING,
+            None,  # read with inter.broker.listener.name (_channel_security.py)
+            doc="The protocol (and listener name) brokers reach each other on, when "
+            "inter.broker.listener.name is not set.",
         ),
         ConfigKey(
             "log.dirs",
@@ -478,6 +494,9 @@ def known_keys() -> frozenset[str]:
 
 def _broker_settings(props: Mapping[str, str], node_id: int) -> BrokerSettings:
     settings = BROKER_CONFIG.apply(BrokerSettings(node_id=node_id), props)
+    settings = attrs.evolve(
+        settings, inter_broker_listener_name=inter_broker_listener_name(props)
+    )
     if ADVERTISED_LISTENERS in props:
         # The same parsing as listeners (minikafka.net), names checked against the map.
         advertised = listener_endpoints(

@@ -177,6 +177,7 @@ class BrokerServer:
                 locator,
                 cluster_id,
                 client_id=f"broker-{config.node_id}-to-controller",
+                security=config.channels.controller,
             )
             if roles.is_controller:
                 # One voter of several: the active controller may be on another node,
@@ -303,7 +304,8 @@ class BrokerServer:
         backoff, as Kafka's raft client backs off a failed fetch."""
         assert self.observer is not None
         async with NetworkClient.open(
-            client_id=f"raft-observer-{self.config.node_id}"
+            client_id=f"raft-observer-{self.config.node_id}",
+            security=self.config.channels.controller,
         ) as client:
             while True:
                 with self.task_faults.guard(
