@@ -424,10 +424,14 @@ class BrokerServer:
             rack=self.config.broker.broker_rack,
         )
         while True:
+            reason = ""
             try:
                 response = await self.channel.submit(request)
             except ControllerError as exc:
                 error = exc.error_code
+                # Why the controller could not be asked (a refused login, say): said
+                # with every retry, so a broker that cannot register tells why.
+                reason = f": {exc.__cause__}" if exc.__cause__ is not None else ""
             else:
                 assert isinstance(response, BrokerRegistrationResponse)
                 if response.error_code is ErrorCode.none:
@@ -436,7 +440,9 @@ class BrokerServer:
                 error = response.error_code
             if self.single_node:
                 raise RuntimeError(f"broker registration failed: {error.name}")
-            _logger.warning("broker registration failed (%s); retrying", error.name)
+            _logger.warning(
+                "broker registration failed (%s%s); retrying", error.name, reason
+            )
             await trio.sleep(_RETRY_S)
 
     def _port_of(self, listener: Listener) -> int:
