@@ -141,9 +141,10 @@ def test_acknowledged_records_survive_a_leader_kill_over_sasl_ssl(
         mode=mode, security_protocol=PROTOCOL, **overrides(pki, mode)
     )
     settings = client(cluster, pki)
-    AdminClient(settings).create_topics(
-        [NewTopic(TOPIC, 1, 3, config={"min.insync.replicas": "2"})]
-    )[TOPIC].result(timeout=WAIT)
+    admin = AdminClient(settings)  # held until the answer: a collected one cancels it
+    admin.create_topics([NewTopic(TOPIC, 1, 3, config={"min.insync.replicas": "2"})])[
+        TOPIC
+    ].result(timeout=WAIT)
     wait_for(lambda: len(partition_state(settings)[1]) == 3, "three replicas in sync")
     producer = NumberedProducer(settings)
     producer.thread.start()
@@ -223,8 +224,9 @@ def test_a_wrong_inter_broker_password_in_zookeeper_mode_is_logged(
     cluster.start(bad)
     settings = client(cluster, pki)
     assignment = {0: [b for b in sorted(cluster.broker_ports) if b != bad] + [bad]}
-    AdminClient(settings).create_topics(
-        [NewTopic(TOPIC, replica_assignment=list(assignment.values()))]
+    admin = AdminClient(settings)
+    admin.create_topics(
+        [NewTopic(TOPIC, 1, replica_assignment=list(assignment.values()))]
     )[TOPIC].result(timeout=WAIT)
     wait_for(
         lambda: "failed authentication due to" in cluster.log_file(bad).read_text(),
