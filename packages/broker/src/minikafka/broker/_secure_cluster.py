@@ -22,6 +22,10 @@ TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 MECHANISM = "SCRAM-SHA-512"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+LOGIN_MODULES = {MECHANISM: SCRAM_LOGIN, "PLAIN": PLAIN_LOGIN}
+"""The mechanisms served: SCRAM-SHA-512 (the brokers' own), and PLAIN for clients whose
+SCRAM Kafka refuses (kcat's librdkafka 2.0.2, COMPAT.md)."""
 BROKER_USER = ("broker", "broker-secret")
 """The brokers' own user: their inter-broker and controller logins."""
 CLIENT_USER = ("alice", "alice-secret")
@@ -32,13 +36,10 @@ def security_protocol(tls: bool, sasl: bool) -> str:
     return ("SASL_" if sasl else "") + ("SSL" if tls else "PLAINTEXT")
 
 
-def jaas(username: str, password: str, users: Mapping[str, str]) -> str:
-    """A ScramLoginModule line: the node's own login, and the users it accepts."""
+def jaas(module: str, username: str, password: str, users: Mapping[str, str]) -> str:
+    """A login module's JAAS line: the node's own login, and the users it accepts."""
     accepted = " ".join(f'user_{user}="{secret}"' for user, secret in users.items())
-    return (
-        f'{SCRAM_LOGIN} required username="{username}" password="{password}" '
-        f"{accepted};"
-    )
+    return f'{module} required username="{username}" password="{password}" {accepted};'
 
 
 def secure_overrides(
@@ -67,15 +68,15 @@ def secure_overrides(
         }
     if protocol in SASL_PROTOCOLS:
         accepted = {BROKER_USER[0]: BROKER_USER[1], **(users or {})}
-        line = jaas(BROKER_USER[0], broker_password, accepted)
         props |= {
-            "sasl.enabled.mechanisms": MECHANISM,
+            "sasl.enabled.mechanisms": ",".join(LOGIN_MODULES),
             "sasl.mechanism.inter.broker.protocol": MECHANISM,
             **{
-                f"listener.name.{name.lower()}.{MECHANISM.lower()}.sasl.jaas.config": (
-                    line
+                f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config": (
+                    jaas(module, BROKER_USER[0], broker_password, accepted)
                 )
                 for name in listeners
+                for mechanism, module in LOGIN_MODULES.items()
             },
         }
         if kraft:
