@@ -110,7 +110,7 @@ class ClientSecurity:
         if not text:
             raise ConfigError(
                 key,
-                f"the broker's own {mechanism} login on listener {listener} is not set "
+                f"the broker's own {mechanism} login on listener {listener} is not set: "
                 'give the JAAS line username="..." password="..."',
             )
         try:
