@@ -118,11 +118,11 @@ def broker_parts(
         node_id,
         cache,
         inter_broker,
-        functools.partial(
+        security=config.channels.inter_broker,
+        partition_for=functools.partial(
             partition_for, num_partitions=txn.transaction_state_log_num_partitions
         ),
         enabled=txn.transaction_partition_verification_enable,
-        security=config.channels.inter_broker,
     )
     replica_manager = ReplicaManagerShell(
         ReplicaManager(node_id, log_manager, topic_settings, tracer=tracer),

@@ -49,11 +49,6 @@ from minikafka.net import (
 from minikafka.raft import QUORUM_CONFIG, RaftConfig
 
 from ._authorizer_config import AUTHORIZER_CONFIG, AuthorizerSettings
-from ._channel_security import (
-    SECURITY_INTER_BROKER_PROTOCOL,
-    ChannelSecurity,
-    inter_broker_listener_name,
-)
 from ._roles import (
     ADVERTISED_LISTENERS,
     CONTROLLER_LISTENER_NAMES,
@@ -66,6 +61,11 @@ from ._roles import (
     check_zookeeper_mode,
     parse_roles,
     parse_voters,
+)
+from ._security_channels import (
+    SECURITY_INTER_BROKER_PROTOCOL,
+    ChannelSecurity,
+    inter_broker_listener_name,
 )
 
 _HOURS = 3600 * 1000
@@ -314,7 +314,7 @@ BROKER_CONFIG = ConfigDef(
         ConfigKey(
             SECURITY_INTER_BROKER_PROTOCOL,
             ConfigType.STRING,
-            None,  # read with inter.broker.listener.name (_channel_security.py)
+            None,  # read with inter.broker.listener.name (_security_channels.py)
             doc="The protocol (and listener name) brokers reach each other on, when "
             "inter.broker.listener.name is not set.",
         ),

@@ -174,7 +174,7 @@ class RemoteController:
     client_id: str = "minikafka-controller-channel"
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
     """TLS and SASL towards the controller (KRaft: its controller listener; ZooKeeper mode:
-    the inter-broker listener) (:mod:`._channel_security`)."""
+    the inter-broker listener) (:mod:`._security_channels`)."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     @property

@@ -19,7 +19,7 @@ class NetworkTransport:
     client_id: str
     request_timeout: float
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
-    """TLS and SASL towards the other voters (:mod:`._channel_security`)."""
+    """TLS and SASL towards the other voters (:mod:`._security_channels`)."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     async def run(

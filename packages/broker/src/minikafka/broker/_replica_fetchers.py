@@ -98,7 +98,7 @@ class ReplicaFetcherManager:
     replica_manager: ReplicaManagerShell
     config: ReplicaFetchConfig = ReplicaFetchConfig()
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
-    """TLS and SASL towards the leaders (:mod:`._channel_security`)."""
+    """TLS and SASL towards the leaders (:mod:`._security_channels`)."""
     fetchers: dict[tuple[int, int], _Fetcher] = attrs.field(init=False, factory=dict)
     """(leader broker id, fetcher id) -> its fetcher."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)

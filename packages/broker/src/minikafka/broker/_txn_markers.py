@@ -74,7 +74,7 @@ class TxnMarkerChannelManager:
     request_timeout_s: float = 30.0
     retry_backoff_s: float = 0.1
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
-    """TLS and SASL towards the leaders (:mod:`._channel_security`)."""
+    """TLS and SASL towards the leaders (:mod:`._security_channels`)."""
     _pending: dict[str, _Pending] = attrs.field(init=False, factory=dict)
     _changed: trio.Event = attrs.field(init=False, factory=trio.Event)
     _senders: set[int] = attrs.field(init=False, factory=set)

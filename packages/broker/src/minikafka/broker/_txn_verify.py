@@ -87,7 +87,7 @@ class AddPartitionsToTxnManager:
     guard is checked (transactional batches are appended as before KIP-890)."""
     request_timeout_s: float = 30.0
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
-    """TLS and SASL towards the coordinators (:mod:`._channel_security`)."""
+    """TLS and SASL towards the coordinators (:mod:`._security_channels`)."""
     _guards: dict[tuple[TopicPartition, int], VerificationGuard] = attrs.field(
         init=False, factory=dict
     )

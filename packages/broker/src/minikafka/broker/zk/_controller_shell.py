@@ -125,7 +125,7 @@ class ZkControllerShell:
     tracer: Tracer
     client_id: str = "minikafka-zk-controller"
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
-    """TLS and SASL towards the brokers (:mod:`.._channel_security`)."""
+    """TLS and SASL towards the brokers (:mod:`.._security_channels`)."""
     on_active: Callable[[bool], None] = lambda active: None
     """Told when this broker becomes the controller (True) and stops being it (False)."""
     broker_has_topic: Callable[[str], bool] = lambda name: False
