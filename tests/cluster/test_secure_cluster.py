@@ -11,6 +11,9 @@ Guarantees checked:
   confluent-kafka producer writes while the partition's leader is SIGKILLed; every
   record it saw acknowledged is read back, once each, in order, after the leader has
   rejoined the ISR (which it can only do by fetching, as ``User:broker``, over SASL_SSL);
+- **Raft between controllers over SASL_SSL**: in a quorum of three controllers, the
+  active one SIGKILLed, another is elected (its Vote and Fetch traffic logs in as
+  ``User:broker``) and a topic created after it is replicated;
 - **a wrong inter-broker password is reported, not a silent hang**: a broker whose own
   login is wrong logs why (``failed authentication due to``) at ERROR; in KRaft it cannot
   register, and starting the cluster fails naming the node with that reason.
@@ -170,6 +173,32 @@ def test_acknowledged_records_survive_a_leader_kill_over_sasl_ssl(
     assert len(values) == len(set(values)), "duplicates"
     assert values == sorted(values), "out of order"
     assert not set(producer.acked) - set(values), "acknowledged records lost"
+
+
+def test_a_sasl_ssl_controller_quorum_elects_after_its_leader_is_killed(
+    make_cluster: MakeCluster, pki: ThrowawayPki
+) -> None:
+    cluster = make_cluster(
+        controllers=3, security_protocol=PROTOCOL, **overrides(pki, "kraft")
+    )
+
+    def active() -> list[int]:
+        """The controllers whose log says they are active, newest epoch last."""
+        found: list[tuple[int, int]] = []
+        for node in cluster.controller_ids:
+            for line in cluster.log_file(node).read_text().splitlines():
+                if " is active in epoch " in line:
+                    found.append((int(line.rsplit(" ", 1)[1]), node))
+        return [node for _, node in sorted(found)]
+
+    wait_for(lambda: bool(active()), "an active controller")
+    first = active()[-1]
+    cluster.kill(first)
+    wait_for(lambda: active()[-1] != first, f"a controller elected after {first}")
+    settings = client(cluster, pki)
+    admin = AdminClient(settings)
+    admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=WAIT)
+    wait_for(lambda: len(partition_state(settings)[1]) == 3, "three replicas in sync")
 
 
 def _break_login(cluster: ProcessCluster, node: int) -> None:
