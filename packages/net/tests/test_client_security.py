@@ -6,10 +6,12 @@
   the ``username``/``password`` of the listener's JAAS line: PLAIN, SCRAM-SHA-512 and
   OAUTHBEARER; the server sees every later request as that user.
 - A wrong password is refused with the server's reason, as :class:`AuthenticationFailed`
-  and one ERROR line per node and reason; the next attempt with the right password
-  works on the same client.
+  and one ERROR line per node and reason however often it retries; a client with the
+  right password is served after it.
 - ``ssl.endpoint.identification.algorithm=https`` refuses a certificate that does not
   name the host connected to; an empty value accepts it. An untrusted CA is refused.
+- On an mTLS listener the broker presents its own key store: its principal is the
+  certificate's subject.
 - A bad or missing value stops start-up naming its key.
 """
 
@@ -214,3 +216,21 @@ def test_a_bad_client_value_stops_start_up_naming_its_key(
     with pytest.raises(ConfigError) as err:
         ClientSecurity.for_listener(props, "INTERNAL", "SASL_SSL")
     assert err.value.key == key
+
+
+async def test_on_an_mtls_listener_the_broker_is_its_certificates_subject(
+    pki: ThrowawayPki,
+) -> None:
+    """SSL with ``ssl.client.auth=required``: the client presents the listener's own key
+    store, so the other node sees the principal its certificate's subject maps to."""
+    seen: list[Request] = []
+    props = {
+        "listeners": "INTERNAL://127.0.0.1:0",
+        "listener.security.protocol.map": "INTERNAL:SSL",
+        "ssl.client.auth": "required",
+        **tls_listener_properties(pki, "INTERNAL"),
+    }
+    async with listener(props, seen) as server:
+        client_side = ClientSecurity.for_listener(props, "INTERNAL", "SSL")
+        assert await metadata_as(server, client_side) == ""
+    assert [str(r.principal) for r in seen] == ["User:CN=localhost,O=minikafka"]
