@@ -34,6 +34,12 @@ CLUSTER_FLAGS = --controllers $(CONTROLLERS)
 else
 $(error MODE must be kraft or zk, not $(MODE))
 endif
+# `make cluster TLS=1`: every listener (clients', brokers', controllers') speaks TLS with a
+# throw-away CA under $(CLUSTER)/pki; SASL=1: SCRAM-SHA-512 logins (both: SASL_SSL). The
+# client settings to use are printed and written to $(CLUSTER)/client.properties.
+TLS ?=
+SASL ?=
+CLUSTER_FLAGS += $(if $(TLS),--tls) $(if $(SASL),--sasl)
 
 .PHONY: help bootstrap sync run test lint typecheck pytest book book-full notebooks bench lab grade course cluster cluster-down chaos clean mypyc test-mypyc
 
@@ -56,6 +62,7 @@ help:
 	@echo "make cluster - a controller and three brokers on 127.0.0.1:9092-9094 (data in $(CLUSTER));"
 	@echo "               CONTROLLERS=3 for a Raft quorum of controllers on 9090, 9089, 9088;"
 	@echo "               MODE=zk for ZooKeeper mode (ZooKeeper on 2181, brokers 0-2 on 9092-9094)"
+	@echo "               TLS=1 and/or SASL=1: every listener SSL, SASL_PLAINTEXT or SASL_SSL (a throw-away CA)"
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 	@echo "make chaos  - a seeded chaos run (kills, pauses) with real clients, then its checker;"
 	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 FAULTS=k,..."

@@ -102,8 +102,9 @@ def make_cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[MakeCluster]:
     """``make_cluster(brokers=3, proxies=None, controllers=1, controller_proxies=None,
-    mode="kraft", **{"key": "value"})``: a started cluster (``mode="zookeeper"``: in
-    ZooKeeper mode, its server on the first controller port); the overrides go over
+    mode="kraft", security_protocol="PLAINTEXT", **{"key": "value"})``: a started
+    cluster (``mode="zookeeper"``: in ZooKeeper mode, its server on the first controller
+    port; ``security_protocol``: what every listener speaks); the overrides go over
     :data:`FAST` into every node's properties. Given a list, ``proxies`` gets a
     :class:`FaultProxies` whose proxies carry every link between brokers, and
     ``controller_proxies`` one whose proxies carry every link into each controller (the
@@ -117,6 +118,7 @@ def make_cluster(
         controllers: int = 1,
         controller_proxies: list[FaultProxies] | None = None,
         mode: str = "kraft",
+        security_protocol: str = "PLAINTEXT",
         **overrides: str,
     ) -> ProcessCluster:
         # free_ports's ports lie below the OS's ephemeral range: a proxy binding port 0
@@ -151,6 +153,7 @@ def make_cluster(
             overrides={**FAST, **overrides},
             zookeeper=mode == "zookeeper",
             zookeeper_port=cports[0],
+            security_protocol=security_protocol,
         )
         made.append(cluster)
         cluster.up()

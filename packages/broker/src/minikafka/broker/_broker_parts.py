@@ -118,7 +118,8 @@ def broker_parts(
         node_id,
         cache,
         inter_broker,
-        functools.partial(
+        security=config.channels.inter_broker,
+        partition_for=functools.partial(
             partition_for, num_partitions=txn.transaction_state_log_num_partitions
         ),
         enabled=txn.transaction_partition_verification_enable,
@@ -141,6 +142,7 @@ def broker_parts(
             settings.replica_fetch_min_bytes,
             settings.replica_fetch_backoff_ms,
         ),
+        security=config.channels.inter_broker,
     )
     groups = GroupCoordinatorShell(
         GroupCoordinator(config.group, rng or random.Random(), tracer=tracer),
@@ -149,7 +151,9 @@ def broker_parts(
         ),
     )
     producer_ids = ProducerIdManager(allocate_block)
-    markers = TxnMarkerChannelManager(node_id, cache, inter_broker)
+    markers = TxnMarkerChannelManager(
+        node_id, cache, inter_broker, security=config.channels.inter_broker
+    )
     transactions = TransactionCoordinatorShell(
         TransactionCoordinator(
             TransactionStateManager(txn.transaction_state_log_num_partitions),

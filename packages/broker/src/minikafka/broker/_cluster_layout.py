@@ -76,6 +76,10 @@ class ClusterLayout:
     racks: dict[int, str] = attrs.field(factory=dict)
     """Broker -> its ``broker.rack``; a broker not named has none."""
     host: str = "127.0.0.1"
+    security_protocol: str = "PLAINTEXT"
+    """What every listener speaks; the brokers' listener is named after it (``SSL://``,
+    ``SASL_SSL://``) and the controllers' ``CONTROLLER`` maps to it. The keys it needs
+    (stores, JAAS lines) come in ``overrides`` (:mod:`._secure_cluster` writes them)."""
 
     @classmethod
     def create(
@@ -94,6 +98,7 @@ class ClusterLayout:
         zookeeper: bool = False,
         zookeeper_port: int = DEFAULT_ZOOKEEPER_PORT,
         racks: Mapping[int, str] | None = None,
+        security_protocol: str = "PLAINTEXT",
     ) -> Self:
         """Write the layout and every node's properties, and format every node. Brokers
         listen on consecutive ports from ``broker_port``, or on ``broker_ports``; the
@@ -116,6 +121,7 @@ class ClusterLayout:
             dict(controller_listen_ports or {}),
             zookeeper_port if zookeeper else None,
             dict(racks or {}),
+            security_protocol=security_protocol,
         )
         root.mkdir(parents=True, exist_ok=True)
         (root / "traces").mkdir(exist_ok=True)
@@ -134,6 +140,7 @@ class ClusterLayout:
             },
             "zookeeper_port": cluster.zookeeper_port,
             "racks": {str(b): rack for b, rack in cluster.racks.items()},
+            "security_protocol": cluster.security_protocol,
         }
         (root / LAYOUT_FILE).write_text(json.dumps(layout, indent=2) + "\n")
         for node in cluster.node_ids:
@@ -166,6 +173,7 @@ class ClusterLayout:
             },
             layout.get("zookeeper_port"),
             {int(b): str(rack) for b, rack in layout.get("racks", {}).items()},
+            security_protocol=layout.get("security_protocol", "PLAINTEXT"),
         )
 
     def add_node(self, node: int) -> None:
@@ -228,9 +236,7 @@ class ClusterLayout:
             "node.id": str(node),
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": (
-                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
-            ),
+            "listener.security.protocol.map": self._protocol_map("CONTROLLER"),
             "log.dirs": str(self.node_dir(node)),
         }
         if node in self.controller_ports:
@@ -240,45 +246,63 @@ class ClusterLayout:
             }
         elif node in self.replication_ports:
             port, advertised = self.replication_ports[node]
-            client = f"PLAINTEXT://{self.host}:{self.broker_ports[node]}"
+            client = f"{self.client_listener}://{self.host}:{self.broker_ports[node]}"
             role = {
                 "process.roles": "broker",
                 "listeners": f"{client},REPLICATION://{self.host}:{port}",
                 "advertised.listeners": (
                     f"{client},REPLICATION://{self.host}:{advertised}"
                 ),
-                "listener.security.protocol.map": (
-                    "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                "listener.security.protocol.map": self._protocol_map(
+                    "REPLICATION", "CONTROLLER"
                 ),
                 "inter.broker.listener.name": "REPLICATION",
             }
         else:
+            client = f"{self.client_listener}://{self.host}:{self.broker_ports[node]}"
             role = {
                 "process.roles": "broker",
-                "listeners": f"PLAINTEXT://{self.host}:{self.broker_ports[node]}",
-                "inter.broker.listener.name": "PLAINTEXT",
+                "listeners": client,
+                "inter.broker.listener.name": self.client_listener,
             }
         return {**common, **role, **self._rack(node), **self.overrides}
 
     def _zookeeper_mode_properties(
         self, node: int, zookeeper_port: int
     ) -> dict[str, str]:
+        client = f"{self.client_listener}://{self.host}:{self.broker_ports[node]}"
         props = {
             "broker.id": str(node),
             "zookeeper.connect": f"{self.host}:{zookeeper_port}",
-            "listeners": f"PLAINTEXT://{self.host}:{self.broker_ports[node]}",
+            "listeners": client,
             "log.dirs": str(self.node_dir(node)),
         }
+        if self.security_protocol != "PLAINTEXT":
+            props |= {
+                "listener.security.protocol.map": self._protocol_map(),
+                "inter.broker.listener.name": self.client_listener,
+            }
         if node in self.replication_ports:
             port, advertised = self.replication_ports[node]
-            client = f"PLAINTEXT://{self.host}:{self.broker_ports[node]}"
             props |= {
                 "listeners": f"{client},REPLICATION://{self.host}:{port}",
                 "advertised.listeners": f"{client},REPLICATION://{self.host}:{advertised}",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+                "listener.security.protocol.map": self._protocol_map("REPLICATION"),
                 "inter.broker.listener.name": "REPLICATION",
             }
         return {**props, **self._rack(node), **self.overrides}
+
+    @property
+    def client_listener(self) -> str:
+        """The brokers' listener (clients' and, without a REPLICATION one, the brokers'
+        own): named after the protocol every listener speaks."""
+        return self.security_protocol
+
+    def _protocol_map(self, *others: str) -> str:
+        """``listener.security.protocol.map``: every listener speaks the cluster's
+        protocol."""
+        names = (self.client_listener, *others)
+        return ",".join(f"{name}:{self.security_protocol}" for name in names)
 
     def _rack(self, node: int) -> dict[str, str]:
         return {"broker.rack": self.racks[node]} if node in self.racks else {}

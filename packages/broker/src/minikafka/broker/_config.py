@@ -62,6 +62,11 @@ from ._roles import (
     parse_roles,
     parse_voters,
 )
+from ._security_channels import (
+    SECURITY_INTER_BROKER_PROTOCOL,
+    ChannelSecurity,
+    inter_broker_listener_name,
+)
 
 _HOURS = 3600 * 1000
 _MINUTES = 60 * 1000
@@ -123,6 +128,8 @@ class KafkaConfig:
     """process.roles and the listeners each role needs, checked together (:mod:`._roles`)."""
     properties: Mapping[str, str]
     """Every key as given (``server.properties`` with the overrides applied)."""
+    channels: ChannelSecurity = attrs.field(factory=ChannelSecurity)
+    """TLS and SASL of this node's own clients, to brokers and to controllers."""
 
     @property
     def node_id(self) -> int:
@@ -176,7 +183,8 @@ class KafkaConfig:
                 net.listeners,
                 broker.advertised_listeners,
             )
-            return cls(*sections, roles, dict(props))
+            channels = ChannelSecurity.from_properties(props, roles)
+            return cls(*sections, roles, dict(props), channels)
         roles = check_roles(
             broker.process_roles,
             broker.node_id,
@@ -186,7 +194,8 @@ class KafkaConfig:
             net.listeners,
             broker.advertised_listeners,
         )
-        return cls(*sections, roles, dict(props))
+        channels = ChannelSecurity.from_properties(props, roles)
+        return cls(*sections, roles, dict(props), channels)
 
     @classmethod
     def load(cls, path: Path | None, overrides: Mapping[str, str]) -> KafkaConfig:
@@ -301,6 +310,13 @@ BROKER_CONFIG = ConfigDef(
             ConfigType.STRING,
             "inter_broker_listener_name",
             doc="The listener brokers reach each other on; default PLAINTEXT.",
+        ),
+        ConfigKey(
+            SECURITY_INTER_BROKER_PROTOCOL,
+            ConfigType.STRING,
+            None,  # read with inter.broker.listener.name (_security_channels.py)
+            doc="The protocol (and listener name) brokers reach each other on, when "
+            "inter.broker.listener.name is not set.",
         ),
         ConfigKey(
             "log.dirs",
@@ -478,6 +494,9 @@ def known_keys() -> frozenset[str]:
 
 def _broker_settings(props: Mapping[str, str], node_id: int) -> BrokerSettings:
     settings = BROKER_CONFIG.apply(BrokerSettings(node_id=node_id), props)
+    settings = attrs.evolve(
+        settings, inter_broker_listener_name=inter_broker_listener_name(props)
+    )
     if ADVERTISED_LISTENERS in props:
         # The same parsing as listeners (minikafka.net), names checked against the map.
         advertised = listener_endpoints(

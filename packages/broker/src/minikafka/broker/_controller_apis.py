@@ -66,7 +66,14 @@ from minikafka.controller import (
     ControllerError,
     QuorumControllerShell,
 )
-from minikafka.net import ApiKey, Request, build, handle_api_versions, response_schema
+from minikafka.net import (
+    ApiKey,
+    Request,
+    answer_without_sasl,
+    build,
+    handle_api_versions,
+    response_schema,
+)
 from minikafka.raft.wire import QuorumNode
 
 from ._acl_apis import ACL_API_VERSIONS, handle_create_acls, handle_delete_acls
@@ -130,6 +137,11 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: SCRAM_API_VERSIONS,
     ApiKey.CREATE_ACLS: ACL_API_VERSIONS,
     ApiKey.DELETE_ACLS: ACL_API_VERSIONS,
+    # A SASL controller listener's connections authenticate in its channel (the
+    # brokers and the other voters log in there); as on a broker, the Processor must
+    # know the two APIs to hand their frames to the exchange.
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 
@@ -211,6 +223,10 @@ class ControllerApis:
                 await handle_create_acls(request, self.server, self._acls_enabled())
             case ApiKey.DELETE_ACLS:
                 await handle_delete_acls(request, self.server, self._acls_enabled())
+            case ApiKey.SASL_HANDSHAKE | ApiKey.SASL_AUTHENTICATE:
+                answer_without_sasl(
+                    request
+                )  # not a SASL listener, or after the exchange
 
     def _acls_enabled(self) -> bool:
         """The controller's own ``authorizer.class.name`` decides, as in Kafka's

@@ -99,7 +99,7 @@ from minikafka.controller import (
     ListPartitionReassignmentsRequest,
     RaftNodeShell,
 )
-from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 
 from ._alter_configs import (
     alter_configs_to_wire,
@@ -172,6 +172,9 @@ class RemoteController:
     locator: ControllerLocator
     cluster_id: str
     client_id: str = "minikafka-controller-channel"
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the controller (KRaft: its controller listener; ZooKeeper mode:
+    the inter-broker listener) (:mod:`._security_channels`)."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     @property
@@ -188,7 +191,9 @@ class RemoteController:
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        async with NetworkClient.open(client_id=self.client_id) as client:
+        async with NetworkClient.open(
+            client_id=self.client_id, security=self.security
+        ) as client:
             self._client = client
             task_status.started()
             try:

@@ -59,6 +59,7 @@ def open_raft_controller(
         {v.node_id: Node(v.node_id, v.host, v.port) for v in roles.voters},
         f"raft-{config.node_id}",
         config.raft.request_timeout,
+        security=config.channels.controller,
     )
     quorum = RaftNodeShell.open(
         config.metadata_log_dir,

@@ -10,7 +10,7 @@ import attrs
 import trio
 from kio.static.protocol import RequestPayload
 
-from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 
 
 @attrs.define(eq=False)
@@ -18,13 +18,17 @@ class NetworkTransport:
     voters: Mapping[int, Node]
     client_id: str
     request_timeout: float
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the other voters (:mod:`._security_channels`)."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     async def run(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         async with NetworkClient.open(
-            client_id=self.client_id, request_timeout=self.request_timeout
+            client_id=self.client_id,
+            request_timeout=self.request_timeout,
+            security=self.security,
         ) as client:
             self._client = client
             task_status.started()

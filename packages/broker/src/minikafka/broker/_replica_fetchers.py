@@ -50,7 +50,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from minikafka.common import ApiError, TopicPartition
-from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 from minikafka.replication import (
     EpochAnswer,
     EpochRequest,
@@ -97,6 +97,8 @@ class ReplicaFetcherManager:
     broker_id: int
     replica_manager: ReplicaManagerShell
     config: ReplicaFetchConfig = ReplicaFetchConfig()
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the leaders (:mod:`._security_channels`)."""
     fetchers: dict[tuple[int, int], _Fetcher] = attrs.field(init=False, factory=dict)
     """(leader broker id, fetcher id) -> its fetcher."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
@@ -165,7 +167,9 @@ class ReplicaFetcherManager:
         name = f"ReplicaFetcherThread-{self.broker_id}-{node.node_id}"
         last_error = ""
         with fetcher.scope:
-            async with NetworkClient.open(client_id=name) as client:
+            async with NetworkClient.open(
+                client_id=name, security=self.security
+            ) as client:
                 while True:
                     try:
                         busy = await self._round(client, fetcher)

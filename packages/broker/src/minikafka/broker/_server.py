@@ -177,6 +177,7 @@ class BrokerServer:
                 locator,
                 cluster_id,
                 client_id=f"broker-{config.node_id}-to-controller",
+                security=config.channels.controller,
             )
             if roles.is_controller:
                 # One voter of several: the active controller may be on another node,
@@ -303,7 +304,8 @@ class BrokerServer:
         backoff, as Kafka's raft client backs off a failed fetch."""
         assert self.observer is not None
         async with NetworkClient.open(
-            client_id=f"raft-observer-{self.config.node_id}"
+            client_id=f"raft-observer-{self.config.node_id}",
+            security=self.config.channels.controller,
         ) as client:
             while True:
                 with self.task_faults.guard(
@@ -422,10 +424,14 @@ class BrokerServer:
             rack=self.config.broker.broker_rack,
         )
         while True:
+            reason = ""
             try:
                 response = await self.channel.submit(request)
             except ControllerError as exc:
                 error = exc.error_code
+                # Why the controller could not be asked (a refused login, say): said
+                # with every retry, so a broker that cannot register tells why.
+                reason = f": {exc.__cause__}" if exc.__cause__ is not None else ""
             else:
                 assert isinstance(response, BrokerRegistrationResponse)
                 if response.error_code is ErrorCode.none:
@@ -434,7 +440,9 @@ class BrokerServer:
                 error = response.error_code
             if self.single_node:
                 raise RuntimeError(f"broker registration failed: {error.name}")
-            _logger.warning("broker registration failed (%s); retrying", error.name)
+            _logger.warning(
+                "broker registration failed (%s%s); retrying", error.name, reason
+            )
             await trio.sleep(_RETRY_S)
 
     def _port_of(self, listener: Listener) -> int:

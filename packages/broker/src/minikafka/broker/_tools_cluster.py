@@ -9,6 +9,11 @@ fenced, then every partition's leader and ISR, from the brokers' own Metadata, t
 each running broker's replica fetchers stand (from the ``replica-fetcher-state.json``
 each writes into its first log dir): how many partitions fetch, truncate, back off or
 fail, and each failed partition with its fetch offset and error.
+
+``up --tls`` and ``--sasl`` (on first use) make every listener SSL, SASL_PLAINTEXT or
+SASL_SSL, the brokers' own traffic included (:mod:`._secure_cluster`): a throw-away CA
+and certificate under ``<dir>/pki``, SCRAM-SHA-512 users, and a client's settings
+written beside them and printed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import trio
 import typer
 
 from minikafka.client import AsyncAdminClient, KafkaException
+from minikafka.net.testing import make_pki
 from minikafka.tools import ToolError, describe_failure, lone_errors, parse_bootstrap
 
 from ._cluster_layout import (
@@ -31,6 +37,13 @@ from ._cluster_layout import (
 )
 from ._process_cluster import ClusterError, ProcessCluster
 from ._replica_fetchers import FETCHER_STATE_FILE
+from ._secure_cluster import (
+    BROKER_USER,
+    CLIENT_USER,
+    secure_overrides,
+    security_protocol,
+    write_client_settings,
+)
 
 cluster_app = typer.Typer(
     name="cluster",
@@ -90,12 +103,28 @@ def up(
     zookeeper_port: Annotated[
         int, typer.Option(help="ZooKeeper's port (ZooKeeper mode)")
     ] = DEFAULT_ZOOKEEPER_PORT,
+    tls: Annotated[
+        bool,
+        typer.Option(
+            "--tls",
+            help="on first use: every listener speaks TLS, with a throw-away CA",
+        ),
+    ] = False,
+    sasl: Annotated[
+        bool,
+        typer.Option(
+            "--sasl",
+            help="on first use: every listener authenticates with SASL SCRAM-SHA-512",
+        ),
+    ] = False,
 ) -> None:
     """Start the cluster (laying it out first if ``--dir`` has none)."""
     try:
         if (root / LAYOUT_FILE).exists():
             cluster = ProcessCluster.load(root)
         else:
+            protocol = security_protocol(tls, sasl)
+            overrides = _secure_layout(root, protocol, zookeeper)
             cluster = ProcessCluster.create(
                 root,
                 brokers,
@@ -104,6 +133,8 @@ def up(
                 controllers=controllers,
                 zookeeper=zookeeper,
                 zookeeper_port=zookeeper_port,
+                overrides=overrides,
+                security_protocol=protocol,
             )
             kind = (
                 "ZooKeeper-mode cluster"
@@ -116,7 +147,46 @@ def up(
         typer.echo(f"minikafka cluster: {exc}", err=True)
         raise typer.Exit(1) from None
     print(f"minikafka cluster: up; bootstrap servers {cluster.bootstrap}")
+    if cluster.security_protocol != "PLAINTEXT":
+        _print_client_settings(cluster)
+        return  # minikafka's own admin client, which status uses, speaks PLAINTEXT
     _status(cluster)
+
+
+def _secure_layout(root: Path, protocol: str, zookeeper: bool) -> dict[str, str]:
+    """The keys of a cluster whose listeners all speak ``protocol``: a throw-away CA
+    under ``root/pki`` for TLS, SCRAM users for SASL, and a client's settings."""
+    if protocol == "PLAINTEXT":
+        return {}
+    pki = None
+    if "SSL" in protocol:
+        pki = make_pki(root / "pki", clients=())
+    root.mkdir(parents=True, exist_ok=True)
+    write_client_settings(root, protocol, pki)
+    listeners = (protocol,) if zookeeper else (protocol, "CONTROLLER")
+    return secure_overrides(
+        protocol,
+        pki,
+        listeners=listeners,
+        kraft=not zookeeper,
+        users={CLIENT_USER[0]: CLIENT_USER[1]},
+    )
+
+
+def _print_client_settings(cluster: ProcessCluster) -> None:
+    java = cluster.root / "client.properties"
+    rdkafka = cluster.root / "librdkafka.config"
+    print(f"minikafka cluster: every listener speaks {cluster.security_protocol}")
+    if "SASL" in cluster.security_protocol:
+        print(
+            f"  clients log in as {CLIENT_USER[0]}/{CLIENT_USER[1]} (SCRAM-SHA-512); "
+            f"the brokers as {BROKER_USER[0]}; kcat (librdkafka 2.0.2, whose SCRAM Kafka "
+            "refuses): -X sasl.mechanism=PLAIN"
+        )
+    print(f"  Kafka's tools: --command-config {java}")
+    print(f"  librdkafka (kcat -F, confluent-kafka): {rdkafka}")
+    for line in rdkafka.read_text().splitlines():
+        print(f"    {line}")
 
 
 @cluster_app.command()

@@ -36,7 +36,7 @@ from kio.static.primitive import i16, i32
 
 from minikafka.common import TopicPartition
 from minikafka.coordination import TxnMarkers
-from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 
 from ._metadata_cache import MetadataCache
 
@@ -73,6 +73,8 @@ class TxnMarkerChannelManager:
     """The inter-broker listener: where the leaders are reached."""
     request_timeout_s: float = 30.0
     retry_backoff_s: float = 0.1
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the leaders (:mod:`._security_channels`)."""
     _pending: dict[str, _Pending] = attrs.field(init=False, factory=dict)
     _changed: trio.Event = attrs.field(init=False, factory=trio.Event)
     _senders: set[int] = attrs.field(init=False, factory=set)
@@ -100,6 +102,7 @@ class TxnMarkerChannelManager:
             NetworkClient.open(
                 client_id=f"broker-{self.node_id}-txn-marker-sender",
                 request_timeout=self.request_timeout_s,
+                security=self.security,
             ) as client,
             trio.open_nursery() as nursery,
         ):

@@ -34,7 +34,7 @@ from kio.static.primitive import i16, i32
 from minikafka.common import FatalFaultError, TopicPartition
 from minikafka.coordination import TRANSACTION_STATE_TOPIC
 from minikafka.log import NO_VERIFICATION_NEEDED, VerificationGuard
-from minikafka.net import ClientError, NetworkClient, Node
+from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 from minikafka.replication import verification_error
 
 from ._metadata_cache import MetadataCache
@@ -86,6 +86,8 @@ class AddPartitionsToTxnManager:
     """``transaction.partition.verification.enable``: False, nothing is asked and no
     guard is checked (transactional batches are appended as before KIP-890)."""
     request_timeout_s: float = 30.0
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the coordinators (:mod:`._security_channels`)."""
     _guards: dict[tuple[TopicPartition, int], VerificationGuard] = attrs.field(
         init=False, factory=dict
     )
@@ -154,6 +156,7 @@ class AddPartitionsToTxnManager:
             NetworkClient.open(
                 client_id=f"broker-{self.node_id}-add-partitions-to-txn-sender",
                 request_timeout=self.request_timeout_s,
+                security=self.security,
             ) as client,
             trio.open_nursery() as nursery,
         ):

@@ -18,6 +18,7 @@ from ._body_classes import body_classes as body_classes
 from ._body_classes import is_body as is_body
 from ._body_classes import load_body_classes as load_body_classes
 from ._channel import RequestChannel as RequestChannel
+from ._client import AuthenticationFailed as AuthenticationFailed
 from ._client import ClientError as ClientError
 from ._client import DisconnectedError as DisconnectedError
 from ._client import NetworkClient as NetworkClient
@@ -25,6 +26,9 @@ from ._client import Node as Node
 from ._client import PendingRequest as PendingRequest
 from ._client import RequestTimedOut as RequestTimedOut
 from ._client import UnsupportedVersionError as UnsupportedVersionError
+from ._client_security import CONTROLLER_MECHANISM as CONTROLLER_MECHANISM
+from ._client_security import INTER_BROKER_MECHANISM as INTER_BROKER_MECHANISM
+from ._client_security import ClientSecurity as ClientSecurity
 from ._codec import api_name as api_name
 from ._codec import build as build
 from ._codec import decode_request_body as decode_request_body
@@ -79,7 +83,9 @@ from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
 
 __all__ = [
+    "CONTROLLER_MECHANISM",
     "DEFAULT_SECURITY_PROTOCOL_MAP",
+    "INTER_BROKER_MECHANISM",
     "NET_CONFIG",
     "NO_FEATURES",
     "REQUEST_TIME_COMPONENTS",
@@ -88,7 +94,9 @@ __all__ = [
     "ApiKey",
     "ApiSpec",
     "ApiTable",
+    "AuthenticationFailed",
     "ClientError",
+    "ClientSecurity",
     "ConnectionAccepted",
     "ConnectionClosed",
     "ConnectionQuotas",

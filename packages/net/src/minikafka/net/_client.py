@@ -12,12 +12,17 @@ the connection is closed, failing everything else in flight on it.
 
 On connecting, the client asks the broker which versions it speaks (ApiVersions, v3,
 falling back to the version the broker names if it answers UNSUPPORTED_VERSION) and
-refuses to send a version the broker did not advertise.
+refuses to send a version the broker did not advertise. With a :class:`ClientSecurity`
+(a broker's client of another node's TLS or SASL listener) it first completes the TLS
+handshake and, after ApiVersions, authenticates (``_client_security.py``); a refusal is
+logged once per node at ERROR, as Kafka's NetworkClient logs a failed authentication,
+and fails the request with :class:`AuthenticationFailed`.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -28,6 +33,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from ._api_keys import ApiKey
 from ._api_versions import API_VERSIONS_RESPONSES
+from ._client_security import AuthenticationError, ClientSecurity, sasl_exchange
 from ._codec import (
     BodyDecodeError,
     api_name,
@@ -56,6 +62,13 @@ class DisconnectedError(ClientError):
 
 class RequestTimedOut(ClientError):
     """No response within ``request.timeout.ms``; the connection was closed."""
+
+
+class AuthenticationFailed(ClientError):
+    """The TLS handshake or the SASL authentication with the node failed."""
+
+
+_logger = logging.getLogger(__name__)
 
 
 class UnsupportedVersionError(ClientError):
@@ -91,7 +104,7 @@ class _InFlight:
 @attrs.define(eq=False)
 class _NodeConnection:
     node: Node
-    stream: trio.SocketStream
+    stream: trio.abc.Stream
     max_in_flight: int
     max_frame_bytes: int
     api_versions: dict[int, tuple[int, int]] = attrs.field(factory=dict)
@@ -225,10 +238,13 @@ class NetworkClient:
     """``request.timeout.ms`` / 1000"""
     connect_timeout: float = 10.0
     max_frame_bytes: int = 100 * 1024 * 1024
+    security: ClientSecurity | None = None
+    """TLS and SASL towards the nodes (a broker's inter-broker or controller client)."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _connections: dict[Node, _NodeConnection] = attrs.field(init=False, factory=dict)
     _connecting: dict[Node, trio.Lock] = attrs.field(init=False, factory=dict)
     _next_correlation_id: int = attrs.field(init=False, default=0)
+    _refused: dict[Node, str] = attrs.field(init=False, factory=dict)
 
     @classmethod
     @asynccontextmanager
@@ -342,11 +358,16 @@ class NetworkClient:
             raise RuntimeError("use `async with NetworkClient.open() as client`")
         try:
             with trio.fail_after(self.connect_timeout):
-                stream = await trio.open_tcp_stream(node.host, node.port)
+                stream: trio.abc.Stream = await trio.open_tcp_stream(
+                    node.host, node.port
+                )
         except (OSError, trio.TooSlowError) as e:
             raise DisconnectedError(
                 f"cannot connect to node {node.node_id} at {node.host}:{node.port}: {e}"
             ) from e
+        security = self.security
+        if security is not None and security.tls is not None:
+            stream = await self._tls_handshake(node, stream, security)
         connection = _NodeConnection(
             node, stream, self.max_in_flight, self.max_frame_bytes
         )
@@ -354,10 +375,54 @@ class NetworkClient:
         self._connections[node] = connection
         try:
             connection.api_versions = await self._negotiate(connection)
+            if security is not None and security.mechanism is not None:
+                await sasl_exchange(
+                    lambda body: self._send_on(connection, body), security
+                )
+        except AuthenticationError as e:
+            self._drop(connection, DisconnectedError("authentication failed"))
+            raise self._refusal(node, str(e)) from None
         except BaseException:
             self._drop(connection, DisconnectedError("ApiVersions handshake failed"))
             raise
+        if self._refused.pop(node, None) is not None:
+            _logger.info("Connection to node %d authenticated again", node.node_id)
         return connection
+
+    async def _tls_handshake(
+        self, node: Node, stream: trio.abc.Stream, security: ClientSecurity
+    ) -> trio.abc.Stream:
+        assert security.tls is not None
+        tls = trio.SSLStream(
+            stream, security.tls, server_hostname=node.host, https_compatible=True
+        )
+        try:
+            with trio.fail_after(self.connect_timeout):
+                await tls.do_handshake()
+        except trio.TooSlowError:
+            await trio.aclose_forcefully(tls)
+            raise DisconnectedError(
+                f"no TLS handshake with node {node.node_id} within "
+                f"{self.connect_timeout}s"
+            ) from None
+        except trio.BrokenResourceError as e:
+            await trio.aclose_forcefully(tls)
+            cause = e.__cause__
+            reason = getattr(cause, "verify_message", None) or str(cause or e)
+            raise self._refusal(node, f"SSL handshake failed: {reason}") from None
+        return tls
+
+    def _refusal(self, node: Node, reason: str) -> AuthenticationFailed:
+        """Kafka's NetworkClient: "Connection to node X failed authentication due to:
+        ...", at ERROR, here once per node and reason (callers retry with backoff)."""
+        message = (
+            f"Connection to node {node.node_id} ({node.host}:{node.port}) failed "
+            f"authentication due to: {reason}"
+        )
+        if self._refused.get(node) != reason:
+            self._refused[node] = reason
+            _logger.error("[%s] %s", self.client_id, message)
+        return AuthenticationFailed(message)
 
     async def _negotiate(
         self, connection: _NodeConnection
@@ -422,9 +487,7 @@ class PendingRequest:
         return item.response
 
 
-async def _run_connection(
-    connection: _NodeConnection, stream: trio.SocketStream
-) -> None:
+async def _run_connection(connection: _NodeConnection, stream: trio.abc.Stream) -> None:
     try:
         await connection.run()
     finally:

@@ -30,6 +30,7 @@ from minikafka.common import (
     between,
 )
 
+from ._client_security import CONTROLLER_MECHANISM, INTER_BROKER_MECHANISM
 from ._framing import DEFAULT_MAX_FRAME_BYTES
 from ._sasl_config import FAILED_DELAY, JAAS, SASL_LISTENER_KEYS, SaslSettings
 from ._ssl_config import SSL_KEYS, SslSettings
@@ -397,6 +398,17 @@ NET_CONFIG = ConfigDef(
         *(
             ConfigKey(key, ConfigType.STRING, None, doc="SASL (_sasl_config.py).")
             for key in (*SASL_LISTENER_KEYS, FAILED_DELAY)
+        ),
+        # Read by ClientSecurity: the mechanism a broker's own clients use.
+        *(
+            ConfigKey(
+                key,
+                ConfigType.STRING,
+                None,
+                doc="The SASL mechanism of the broker's own clients "
+                "(_client_security.py).",
+            )
+            for key in (INTER_BROKER_MECHANISM, CONTROLLER_MECHANISM)
         ),
     )
 )

@@ -39,8 +39,11 @@ SSL_KEYS = (
     "ssl.protocol",
     "ssl.cipher.suites",
     "ssl.principal.mapping.rules",
+    "ssl.endpoint.identification.algorithm",
 )
-"""The ``ssl.*`` keys a TLS listener reads (each may be prefixed per listener)."""
+"""The ``ssl.*`` keys a TLS listener reads (each may be prefixed per listener); the last
+is its inter-broker client's (:meth:`SslSettings.client_context`)."""
+ENDPOINT_IDENTIFICATION = "ssl.endpoint.identification.algorithm"
 
 CLIENT_AUTH = {
     "none": ssl.CERT_NONE,
@@ -91,7 +94,8 @@ class SslSettings:
         values = []
         for key in SSL_KEYS:
             found = listener_value(props, listener, key)
-            if found is not None and found[1] != "":
+            # An empty identification algorithm is a value: it turns the check off.
+            if found is not None and (found[1] != "" or key == ENDPOINT_IDENTIFICATION):
                 values.append((key, *found))
         settings = cls(listener, tuple(values))
         settings.server_context()  # every check, now: a bad value stops start-up
@@ -124,6 +128,46 @@ class SslSettings:
         self._key_store(context)
         self._trust_store(context)
         self.principal_mapper()
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """The ``SSLContext`` of a broker's client to this listener on another node
+        (Kafka's ``DefaultSslEngineFactory`` in client mode, used by the inter-broker
+        and controller channels): the same protocols and suites; the trust store
+        checks the server's certificate (the system's CAs without one, as the JDK's
+        default trust store); the key store, if set, is what the broker presents when
+        the server asks for a client certificate; ``ssl.endpoint.identification.
+        algorithm`` ``https`` (the default) checks that the certificate names the host
+        connected to, an empty value turns that check off."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        self._protocols(context)
+        self._cipher_suites(context)
+        if {"ssl.keystore.location", "ssl.keystore.key"} & set(self.values):
+            self._key_store(context)
+        location = self.get("ssl.truststore.location")
+        certificates = self.get("ssl.truststore.certificates")
+        try:
+            if location:
+                context.load_verify_locations(cafile=location)
+            elif certificates:
+                context.load_verify_locations(cadata=_pem_text(certificates))
+            else:
+                context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        except (ssl.SSLError, OSError, ValueError) as e:
+            key = (
+                "ssl.truststore.location" if location else "ssl.truststore.certificates"
+            )
+            raise ConfigError(
+                self.key_name(key), f"cannot load the trust store ({e})"
+            ) from None
+        algorithm = self.get(ENDPOINT_IDENTIFICATION, "https")
+        if algorithm.lower() not in ("https", ""):
+            raise ConfigError(
+                self.key_name(ENDPOINT_IDENTIFICATION),
+                f"{algorithm!r}: the algorithms are https, or empty for none",
+            )
+        context.check_hostname = algorithm.lower() == "https"
+        context.verify_mode = ssl.CERT_REQUIRED
         return context
 
     def _protocols(self, context: ssl.SSLContext) -> None:

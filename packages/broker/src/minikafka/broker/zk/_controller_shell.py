@@ -79,7 +79,7 @@ from minikafka.controller.zk import (
     ZkControllerResult,
     ZkWatchFired,
 )
-from minikafka.net import NetworkClient, Node
+from minikafka.net import ClientSecurity, NetworkClient, Node
 from minikafka.trace import EpochClock, Tracer
 from minikafka.zk import WatchFired, ZkClient, read_broker_config, read_topic_configs
 
@@ -124,6 +124,8 @@ class ZkControllerShell:
     """The inter-broker listener, where requests to brokers go."""
     tracer: Tracer
     client_id: str = "minikafka-zk-controller"
+    security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
+    """TLS and SASL towards the brokers (:mod:`.._security_channels`)."""
     on_active: Callable[[bool], None] = lambda active: None
     """Told when this broker becomes the controller (True) and stops being it (False)."""
     broker_has_topic: Callable[[str], bool] = lambda name: False
@@ -291,7 +293,9 @@ class ZkControllerShell:
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         async with (
-            NetworkClient.open(client_id=self.client_id) as client,
+            NetworkClient.open(
+                client_id=self.client_id, security=self.security
+            ) as client,
             trio.open_nursery() as nursery,
         ):
             self._nursery = nursery

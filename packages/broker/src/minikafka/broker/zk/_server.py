@@ -197,10 +197,14 @@ class ZkBrokerServer:
             listener,
             tracer,
             client_id=f"controller-{node_id}",
+            security=config.channels.inter_broker,
             broker_has_topic=lambda name: cache.topic(name) is not None,
         )
         remote = RemoteController(
-            ControllerLocator(()), "", client_id=f"broker-{node_id}-to-controller"
+            ControllerLocator(()),
+            "",
+            client_id=f"broker-{node_id}-to-controller",
+            security=config.channels.inter_broker,
         )
         channel = ZkControllerChannel(shell, remote, metadata, listener)
 
