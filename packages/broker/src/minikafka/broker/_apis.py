@@ -109,6 +109,7 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
+from ._request_authz import refused
 from ._scram_apis import (
     SCRAM_API_VERSIONS,
     handle_alter_user_scram_credentials,
@@ -174,6 +175,8 @@ class KafkaApis:
     async def handle(self, request: Request) -> None:
         if not self.ready.is_set():
             await self.ready.wait()
+        if self.authorizer is not None and refused(request, self.authorizer):
+            return  # a whole request its principal may not make (._request_authz)
         if self.TABLE[request.api_key].parks and self._parked is not None:
             self._parked.start_soon(self._handle_parked, request)
             return
@@ -247,14 +250,16 @@ class KafkaApis:
         handle_describe_configs(request, self.metadata_cache, self.config)
 
     async def _offset_commit(self, request: Request) -> None:
-        await handle_offset_commit(request, self.groups, self.metadata_cache)
+        await handle_offset_commit(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _offset_fetch(self, request: Request) -> None:
-        await handle_offset_fetch(request, self.groups)
+        await handle_offset_fetch(request, self.groups, self.authorizer)
 
     async def _find_coordinator(self, request: Request) -> None:
         await handle_find_coordinator(
-            request, self.controller, self.metadata_cache, self.config
+            request, self.controller, self.metadata_cache, self.config, self.authorizer
         )
 
     async def _join_group(self, request: Request) -> None:
@@ -281,16 +286,18 @@ class KafkaApis:
         await handle_consumer_group_heartbeat(request, self.groups, self.metadata_cache)
 
     async def _consumer_group_describe(self, request: Request) -> None:
-        await handle_consumer_group_describe(request, self.groups, self.metadata_cache)
+        await handle_consumer_group_describe(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _describe_groups(self, request: Request) -> None:
-        await handle_describe_groups(request, self.groups)
+        await handle_describe_groups(request, self.groups, self.authorizer)
 
     async def _list_groups(self, request: Request) -> None:
-        await handle_list_groups(request, self.groups)
+        await handle_list_groups(request, self.groups, self.authorizer)
 
     async def _delete_groups(self, request: Request) -> None:
-        await handle_delete_groups(request, self.groups)
+        await handle_delete_groups(request, self.groups, self.authorizer)
 
     async def _describe_producers(self, request: Request) -> None:
         handle_describe_producers(request, self.replica_manager, self.metadata_cache)

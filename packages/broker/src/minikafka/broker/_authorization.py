@@ -14,7 +14,7 @@ nothing more.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -85,6 +85,42 @@ class BrokerAuthorizer:
 
     def cluster_allowed(self, request: Request, operation: AclOperation) -> bool:
         return self.allowed(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def group_allowed(
+        self, request: Request, operation: AclOperation, group_id: str
+    ) -> bool:
+        return self.allowed(request, operation, ResourceType.GROUP, group_id)
+
+    def txn_allowed(
+        self, request: Request, operation: AclOperation, transactional_id: str
+    ) -> bool:
+        return self.allowed(
+            request, operation, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
+
+    def any_topic_allowed(self, request: Request, operation: AclOperation) -> bool:
+        """KIP-679's ``authorizeByResourceType``: may it ``operation`` some topic."""
+        host = client_host(request.connection_id)
+        return self.core.authorize_by_resource_type(
+            request.principal, host, operation, ResourceType.TOPIC
+        )
+
+    def operations(
+        self, request: Request, resource_type: ResourceType, name: str, supported: int
+    ) -> int:
+        """KIP-430's authorized operations: the bits of ``supported`` (a bit per
+        AclOperation) the principal is allowed on the resource."""
+        return sum(
+            1 << op
+            for op in AclOperation
+            if supported & (1 << op) and self.allowed(request, op, resource_type, name)
+        )
+
+    def topic_check(
+        self, request: Request, operation: AclOperation = AclOperation.DESCRIBE
+    ) -> Callable[[str], bool]:
+        """Whether the principal may ``operation`` a topic, as a one-argument test."""
+        return lambda name: self.allowed(request, operation, ResourceType.TOPIC, name)
 
     def denied_topics(
         self, request: Request, operation: AclOperation, names: Iterable[str]

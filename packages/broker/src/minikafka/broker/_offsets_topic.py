@@ -50,7 +50,9 @@ from minikafka.log import (
 )
 from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
 from ._group_body import FIND_COORDINATOR, FIND_COORDINATOR_BATCHED
@@ -279,10 +281,12 @@ async def handle_find_coordinator(
     controller: ControllerChannel,
     cache: MetadataCache,
     config: KafkaConfig,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """FindCoordinator v0-6: one key's coordinator up to v3; from v4 (KIP-699) a list of
     keys, each answered on its own (a consumer of v4 sends one, an admin client that
-    describes several groups sends them all)."""
+    describes several groups sends them all). With an authorizer a key needs DESCRIBE
+    on its group or transactional id (GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
     body = request.body_as(FIND_COORDINATOR)
     # v0 knows only groups; the key type arrives in v1 (KIP-98).
     key_type = (
@@ -297,7 +301,12 @@ async def handle_find_coordinator(
         else (body.key,)
     )
     found = [
-        await find_coordinator(k, key_type, request.listener, controller, cache, config)
+        refused
+        if authorizer is not None
+        and (refused := _refused(request, authorizer, key_type, k)) is not None
+        else await find_coordinator(
+            k, key_type, request.listener, controller, cache, config
+        )
         for k in keys
     ]
     cls = response_schema(ApiKey.FIND_COORDINATOR, request.api_version)
@@ -314,6 +323,20 @@ async def handle_find_coordinator(
             )
         }
     request.respond(build(cls, throttle_time=NO_THROTTLE, **body_fields))
+
+
+def _refused(
+    request: Request, authorizer: BrokerAuthorizer, key_type: int, key: str
+) -> Found | None:
+    """Kafka's ``handleFindCoordinatorRequest``: DESCRIBE on the group or id, or no
+    coordinator is named."""
+    if key_type == GROUP_KEY_TYPE:
+        if authorizer.group_allowed(request, AclOperation.DESCRIBE, key):
+            return None
+        return Found(ErrorCode.group_authorization_failed, None, None)
+    if authorizer.txn_allowed(request, AclOperation.DESCRIBE, key):
+        return None
+    return Found(ErrorCode.transactional_id_authorization_failed, None, None)
 
 
 def _where(found: Found) -> dict[str, object]:
