@@ -426,10 +426,20 @@ def _names_for_deletion(
 
 
 async def handle_create_partitions(
-    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+    request: Request,
+    controller: ControllerChannel,
+    *,
+    guard_internal: bool = True,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """CreatePartitions v0-3; with an authorizer a topic needs ALTER
+    (TOPIC_AUTHORIZATION_FAILED, and it keeps its partitions)."""
     body = request.body_as(CREATE_PARTITIONS)
     answers = _TopicAnswers(request, "results", guard_internal)
+    denied: frozenset[str] = frozenset()
+    if authorizer is not None:
+        names = (t.name for t in body.topics)
+        denied = authorizer.denied_topics(request, AclOperation.ALTER, names)
     submitted = tuple(
         ControllerCreatePartitionsTopic(
             name=t.name,
@@ -439,7 +449,8 @@ async def handle_create_partitions(
             ),
         )
         for t in body.topics
-        if not answers.refused(t.name, "Adding partitions")
+        if not answers.not_authorized(t.name, denied)
+        and not answers.refused(t.name, "Adding partitions")
     )
     if submitted:
         await answers.submit(

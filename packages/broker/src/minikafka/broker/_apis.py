@@ -241,13 +241,17 @@ class KafkaApis:
         )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
-        handle_offset_for_leader_epoch(request, self.replica_manager)
+        handle_offset_for_leader_epoch(request, self.replica_manager, self.authorizer)
 
     async def _list_offsets(self, request: Request) -> None:
-        handle_list_offsets(request, self.replica_manager, self.metadata_cache)
+        handle_list_offsets(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _describe_configs(self, request: Request) -> None:
-        handle_describe_configs(request, self.metadata_cache, self.config)
+        handle_describe_configs(
+            request, self.metadata_cache, self.config, self.authorizer
+        )
 
     async def _offset_commit(self, request: Request) -> None:
         await handle_offset_commit(
@@ -300,7 +304,9 @@ class KafkaApis:
         await handle_delete_groups(request, self.groups, self.authorizer)
 
     async def _describe_producers(self, request: Request) -> None:
-        handle_describe_producers(request, self.replica_manager, self.metadata_cache)
+        handle_describe_producers(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _offset_delete(self, request: Request) -> None:
         await handle_offset_delete(request, self.groups, self.metadata_cache)
@@ -322,17 +328,21 @@ class KafkaApis:
 
     async def _incremental_alter_configs(self, request: Request) -> None:
         await handle_incremental_alter_configs(
-            request, self.controller, self.config.node_id
+            request, self.controller, self.config.node_id, self.authorizer
         )
 
     async def _alter_configs(self, request: Request) -> None:
-        await handle_alter_configs(request, self.controller, self.config.node_id)
+        await handle_alter_configs(
+            request, self.controller, self.config.node_id, self.authorizer
+        )
 
     async def _delete_records(self, request: Request) -> None:
-        handle_delete_records(request, self.replica_manager)
+        handle_delete_records(request, self.replica_manager, self.authorizer)
 
     async def _create_partitions(self, request: Request) -> None:
-        await handle_create_partitions(request, self.controller)
+        await handle_create_partitions(
+            request, self.controller, authorizer=self.authorizer
+        )
 
     async def _alter_partition_reassignments(self, request: Request) -> None:
         await handle_alter_partition_reassignments(request, self.controller)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -168,3 +169,55 @@ def authorize_metadata(
         for name in authorizer.denied_topics(request, AclOperation.CREATE, missing):
             errors[name] = ErrorCode.topic_authorization_failed
     return names, errors
+
+
+def epoch_refusals(
+    request: Request, authorizer: BrokerAuthorizer, body: Any
+) -> dict[str, ErrorCode]:
+    """Kafka's ``handleOffsetForLeaderEpochRequest``: a follower's request (a replica id
+    other than a consumer's -1; v2 has none and counts as a follower's) needs
+    CLUSTER_ACTION, or every topic is CLUSTER_AUTHORIZATION_FAILED; a consumer's needs
+    DESCRIBE on each topic. The refused topics and their errors."""
+    names = [t.topic for t in body.topics]
+    if getattr(body, "replica_id", -2) != -1:
+        if authorizer.cluster_allowed(request, AclOperation.CLUSTER_ACTION):
+            return {}
+        return dict.fromkeys(names, ErrorCode.cluster_authorization_failed)
+    denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, names)
+    return dict.fromkeys(denied, ErrorCode.topic_authorization_failed)
+
+
+AUTHORIZATION_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+}
+"""Kafka's ``Errors`` default messages, which the configs APIs answer with."""
+
+_TOPIC_CONFIGS, _BROKER_CONFIGS, _LOGGER_CONFIGS = 2, 4, 8
+_CLIENT_METRICS_CONFIGS, _GROUP_CONFIGS = 16, 32
+
+
+def config_refusal(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    kind: int,
+    name: str,
+    operation: AclOperation,
+) -> tuple[ErrorCode, str] | None:
+    """DescribeConfigs' DESCRIBE_CONFIGS or the AlterConfigs' ALTER_CONFIGS on a config
+    resource (Kafka's ``ConfigHelper``/``ControllerApis``): a topic's on the topic, a
+    group's on the group, a broker's, a broker logger's or client metrics' on the
+    cluster. The error and its message, or None when allowed."""
+    if kind == _TOPIC_CONFIGS:
+        allowed = authorizer.allowed(request, operation, ResourceType.TOPIC, name)
+        error = ErrorCode.topic_authorization_failed
+    elif kind == _GROUP_CONFIGS:
+        allowed = authorizer.group_allowed(request, operation, name)
+        error = ErrorCode.group_authorization_failed
+    elif kind in (_BROKER_CONFIGS, _LOGGER_CONFIGS, _CLIENT_METRICS_CONFIGS):
+        allowed = authorizer.cluster_allowed(request, operation)
+        error = ErrorCode.cluster_authorization_failed
+    else:
+        return None  # an unknown type: the handler's own INVALID_REQUEST
+    return None if allowed else (error, AUTHORIZATION_MESSAGES[error])

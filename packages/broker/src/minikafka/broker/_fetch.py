@@ -38,6 +38,7 @@ from kio.static.protocol import Entity
 from minikafka.common import FileRegion, TopicPartition
 from minikafka.net import Request, build, nested
 from minikafka.replication import (
+    EpochAnswer,
     EpochRequest,
     FetchParams,
     FetchPartition,
@@ -46,7 +47,7 @@ from minikafka.replication import (
 )
 from minikafka.security import AclOperation
 
-from ._authorization import BrokerAuthorizer
+from ._authorization import BrokerAuthorizer, epoch_refusals
 from ._body import (
     FETCH,
     FETCH_IN_SESSION,
@@ -326,12 +327,16 @@ def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
 
 
 def handle_offset_for_leader_epoch(
-    request: Request, replica_manager: ReplicaManagerShell
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """OffsetForLeaderEpoch v2-v4: where each asked epoch ends in this leader's log (the
     follower's truncation point, KIP-101/279), fenced by the asker's current epoch
-    (KIP-320)."""
+    (KIP-320). With an authorizer, a topic refused (``epoch_refusals``) is answered
+    its error without the log being asked."""
     body = request.body_as(OFFSET_FOR_LEADER_EPOCH)
+    refused = {} if authorizer is None else epoch_refusals(request, authorizer, body)
     asked = [
         EpochRequest(
             TopicPartition(topic.topic, int(p.partition)),
@@ -339,9 +344,16 @@ def handle_offset_for_leader_epoch(
             int(p.leader_epoch),
         )
         for topic in body.topics
+        if topic.topic not in refused
         for p in topic.partitions
     ]
     answers = replica_manager.last_offsets_for_leader_epochs(asked)
+    answers += [
+        EpochAnswer(TopicPartition(t.topic, int(p.partition)), refused[t.topic])
+        for t in body.topics
+        if t.topic in refused
+        for p in t.partitions
+    ]
     cls = request.response_class()
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")

@@ -30,7 +30,9 @@ from minikafka.common import TopicPartition
 from minikafka.controller import NO_LEADER, TopicImage
 from minikafka.net import ApiKey, Request, build, encode_entity, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._body import (
     LIST_OFFSETS,
     LIST_OFFSETS_PARTITION_WITH_EPOCH,
@@ -294,9 +296,21 @@ def _refused(request: Request, error: ErrorCode) -> ResponsePayload:
 
 
 def handle_list_offsets(
-    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """ListOffsets v1-10; with an authorizer a topic the principal may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED (offset and timestamp -1), as Kafka answers it."""
     body = request.body_as(LIST_OFFSETS)
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.DESCRIBE, (t.name for t in body.topics)
+        )
+    )
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
     topic_cls = nested(cls, "topics")
@@ -313,7 +327,9 @@ def handle_list_offsets(
                 build(
                     partition_cls,
                     partition_index=p.partition_index,
-                    **_list_offset(
+                    **_TOPIC_DENIED
+                    if topic.name in denied
+                    else _list_offset(
                         replica_manager,
                         cache,
                         tp,
@@ -327,6 +343,13 @@ def handle_list_offsets(
             )
         topics.append(build(topic_cls, name=topic.name, partitions=tuple(partitions)))
     request.respond(build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics)))
+
+
+_TOPIC_DENIED: Mapping[str, object] = {
+    "error_code": ErrorCode.topic_authorization_failed,
+    "timestamp": -1,
+    "offset": -1,
+}
 
 
 def _list_offset(
