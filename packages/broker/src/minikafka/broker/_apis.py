@@ -309,7 +309,9 @@ class KafkaApis:
         )
 
     async def _offset_delete(self, request: Request) -> None:
-        await handle_offset_delete(request, self.groups, self.metadata_cache)
+        await handle_offset_delete(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _create_topics(self, request: Request) -> None:
         await handle_create_topics(
@@ -424,13 +426,14 @@ class KafkaApis:
             None
             if self.verifier is None
             else (self.replica_manager, self.verifier, partitions),
+            self.authorizer,
         )
 
     async def _describe_transactions(self, request: Request) -> None:
-        handle_describe_transactions(request, self.transactions)
+        handle_describe_transactions(request, self.transactions, self.authorizer)
 
     async def _list_transactions(self, request: Request) -> None:
-        handle_list_transactions(request, self.transactions)
+        handle_list_transactions(request, self.transactions, self.authorizer)
 
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
