@@ -391,7 +391,9 @@ class KafkaApis:
         handle_describe_acls(request, self.metadata_cache, enabled, self.authorizer)
 
     async def _describe_cluster(self, request: Request) -> None:
-        handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
+        handle_describe_cluster(
+            request, self.metadata_cache, self.cluster_id, authorizer=self.authorizer
+        )
 
     async def _describe_log_dirs(self, request: Request) -> None:
         handle_describe_log_dirs(request, self.replica_manager)
@@ -474,7 +476,12 @@ class KafkaApis:
         request.respond_parts(
             (
                 metadata_body(
-                    request, self.metadata_cache, self.cluster_id, names, errors
+                    request,
+                    self.metadata_cache,
+                    self.cluster_id,
+                    names,
+                    errors,
+                    self.authorizer,
                 ),
             )
         )

@@ -32,7 +32,13 @@ from minikafka.net import ApiKey, Request, build, encode_entity, nested, respons
 from minikafka.replication import ReplicaManagerShell, ReplicationError
 from minikafka.security import AclOperation
 
-from ._authorization import BrokerAuthorizer
+from ._authorization import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    BrokerAuthorizer,
+    cluster_operations,
+    topic_operations,
+)
 from ._body import (
     LIST_OFFSETS,
     LIST_OFFSETS_PARTITION_WITH_EPOCH,
@@ -46,13 +52,6 @@ from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
-# KIP-430: asked for, a bit field of AclOperation codes. Without an authorizer Kafka
-# lists every operation the resource type supports (AclEntry.supportedOperations):
-# a topic READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11; the cluster CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def metadata_body(
@@ -61,9 +60,15 @@ def metadata_body(
     cluster_id: str,
     names: list[str] | None,
     errors: Mapping[str, ErrorCode] | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> bytes:
-    """:func:`metadata_response` encoded, computed once per image and request shape."""
+    """:func:`metadata_response` encoded, computed once per image and request shape.
+    With an authorizer, authorized operations asked for are the principal's (KIP-430),
+    and such an answer is computed for its request alone."""
     topic_operations, cluster_operations = _operations(request)
+    if authorizer is not None and topic_operations | cluster_operations != OMITTED:
+        answer = metadata_response(request, cache, cluster_id, names, errors)
+        return encode_entity(_authorized(request, authorizer, answer))
     ids = requested_topic_ids(request)
     key = (
         tuple(ids),
@@ -82,6 +87,32 @@ def metadata_body(
             metadata_response(request, cache, cluster_id, names, errors)
         ),
     )
+
+
+OMITTED = AUTHORIZED_OPERATIONS_OMITTED
+
+
+def _authorized(
+    request: Request, authorizer: BrokerAuthorizer, answer: Any
+) -> ResponsePayload:
+    """``answer`` with the principal's operations (Kafka's ``handleTopicMetadataRequest``):
+    each topic it may describe gets its own, one it may not none (the field's
+    default); the cluster's are none without DESCRIBE on it."""
+    topics = tuple(
+        t
+        if t.topic_authorized_operations == OMITTED
+        else dataclasses.replace(
+            t,
+            topic_authorized_operations=OMITTED
+            if t.error_code is ErrorCode.topic_authorization_failed
+            else topic_operations(request, authorizer, t.name),
+        )
+        for t in answer.topics
+    )
+    if getattr(answer, "cluster_authorized_operations", OMITTED) != OMITTED:
+        operations = cluster_operations(request, authorizer)
+        answer = dataclasses.replace(answer, cluster_authorized_operations=operations)
+    return dataclasses.replace(answer, topics=topics)  # type: ignore[no-any-return]
 
 
 def _operations(request: Request) -> tuple[int, int]:
