@@ -78,7 +78,8 @@ async def handle_offset_commit(
             tp = TopicPartition(topic.name, int(p.partition_index))
             if topic.name in denied:
                 errors[tp] = ErrorCode.topic_authorization_failed
-            elif cache is not None and not partition_exists(cache, tp):
+                continue
+            if cache is not None and not partition_exists(cache, tp):
                 errors[tp] = ErrorCode.unknown_topic_or_partition
                 continue
             committed = CommittedOffset(
@@ -175,7 +176,12 @@ async def handle_offset_fetch(
             ):
                 denied_group = ErrorCode.group_authorization_failed
                 groups.append(
-                    build(group_cls, group_id=group.group_id, error_code=denied_group)
+                    build(
+                        group_cls,
+                        group_id=group.group_id,
+                        error_code=denied_group,
+                        topics=(),
+                    )
                 )
                 continue
             asked = None
