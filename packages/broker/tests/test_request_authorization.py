@@ -37,6 +37,7 @@ from minikafka.common import TopicPartition
 from minikafka.controller import CreateAclsRequest, DeleteAclsRequest
 from minikafka.net import NetworkClient, Node, build, has_field
 from minikafka.net.testing import wait_until
+from minikafka.raft.wire import encode_describe_quorum_request
 from minikafka.security import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -555,6 +556,50 @@ CASES: tuple[Case, ...] = (
         [(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)],
     ),
     Case(
+        "ListTransactions lists only the ids the principal may DESCRIBE",
+        lambda: nested_body(
+            66,
+            highest(66),
+            state_filters=(),
+            producer_id_filters=(),
+            duration_filter=-1,
+            transactional_id_pattern=None,
+        ),
+        None,
+        [(TXN_R, TXN, Op.DESCRIBE)],
+        check_refused=lambda r: not r.transaction_states,
+        check_allowed=lambda r: (
+            [t.transactional_id for t in r.transaction_states] == [TXN]
+        ),
+    ),
+    Case(
+        "DescribeQuorum needs DESCRIBE on the cluster",
+        lambda: nested_body(
+            55, highest(55), topics=encode_describe_quorum_request().topics
+        ),
+        ErrorCode.cluster_authorization_failed,
+        [(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)],
+    ),
+    Case(
+        "AlterUserScramCredentials needs ALTER on the cluster",
+        lambda: nested_body(
+            51,
+            0,
+            deletions=(),
+            upsertions=[
+                {
+                    "name": "alice",
+                    "mechanism": 1,
+                    "iterations": 4096,
+                    "salt": b"salt",
+                    "salted_password": b"\x01" * 32,
+                }
+            ],
+        ),
+        ErrorCode.cluster_authorization_failed,
+        [(CLUSTER, CLUSTER_NAME, Op.ALTER)],
+    ),
+    Case(
         "ConsumerGroupHeartbeat needs READ on the group",
         lambda: nested_body(
             68,
@@ -724,6 +769,17 @@ async def authorized(tmp_path: Path) -> AsyncIterator[Authorized]:
             ),
             deadline=30,
         )
+        initialized = await call(
+            nested_body(
+                22,
+                highest(22),
+                transactional_id=TXN,
+                transaction_timeout=SECONDS,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+        )
+        assert initialized.error_code is ErrorCode.none
         committed = await call(_commit())
         assert set(errors_of(committed)) == {ErrorCode.none}
         await broker.grant(())
@@ -759,5 +815,5 @@ def test_every_api_has_a_row_or_is_checked_elsewhere() -> None:
     and test_acls.py), or it needs no ACL (ApiVersions, SASL, DescribeQuorum's and
     ListTransactions' answers are asserted by their own tests)."""
     tabled = {int(c.body().__api_key__) for c in CASES}
-    elsewhere = {0, 1, 11, 12, 13, 14, 17, 18, 19, 20, 29, 30, 31, 36, 51, 55, 66}
+    elsewhere = {0, 1, 11, 12, 13, 14, 17, 18, 19, 20, 29, 30, 31, 36}
     assert tabled | elsewhere == set(KafkaApis.SUPPORTED)
