@@ -50,7 +50,7 @@ from minikafka.log import (
 )
 from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
-from minikafka.security import AclOperation
+from minikafka.security import AclOperation, ResourceType
 
 from ._authorization import BrokerAuthorizer
 from ._config import KafkaConfig
@@ -285,8 +285,7 @@ async def handle_find_coordinator(
 ) -> None:
     """FindCoordinator v0-6: one key's coordinator up to v3; from v4 (KIP-699) a list of
     keys, each answered on its own (a consumer of v4 sends one, an admin client that
-    describes several groups sends them all). With an authorizer a key needs DESCRIBE
-    on its group or transactional id (GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    describes several groups sends them all)."""
     body = request.body_as(FIND_COORDINATOR)
     # v0 knows only groups; the key type arrives in v1 (KIP-98).
     key_type = (
@@ -300,11 +299,10 @@ async def handle_find_coordinator(
         if is_body(body, FIND_COORDINATOR_BATCHED)
         else (body.key,)
     )
+    refused = _refused(request, authorizer, key_type, keys)
     found = [
-        refused
-        if authorizer is not None
-        and (refused := _refused(request, authorizer, key_type, k)) is not None
-        else await find_coordinator(
+        refused.get(k)
+        or await find_coordinator(
             k, key_type, request.listener, controller, cache, config
         )
         for k in keys
@@ -326,17 +324,26 @@ async def handle_find_coordinator(
 
 
 def _refused(
-    request: Request, authorizer: BrokerAuthorizer, key_type: int, key: str
-) -> Found | None:
-    """Kafka's ``handleFindCoordinatorRequest``: DESCRIBE on the group or id, or no
-    coordinator is named."""
+    request: Request,
+    authorizer: BrokerAuthorizer | None,
+    key_type: int,
+    keys: Iterable[str],
+) -> dict[str, Found]:
+    """Kafka's ``handleFindCoordinatorRequest``: with an authorizer a key needs
+    DESCRIBE on its group or transactional id, or no coordinator is named (nothing is
+    created for it). The refused keys' answers."""
+    if authorizer is None:
+        return {}
     if key_type == GROUP_KEY_TYPE:
-        if authorizer.group_allowed(request, AclOperation.DESCRIBE, key):
-            return None
-        return Found(ErrorCode.group_authorization_failed, None, None)
-    if authorizer.txn_allowed(request, AclOperation.DESCRIBE, key):
-        return None
-    return Found(ErrorCode.transactional_id_authorization_failed, None, None)
+        resource, error = ResourceType.GROUP, ErrorCode.group_authorization_failed
+    else:
+        resource = ResourceType.TRANSACTIONAL_ID
+        error = ErrorCode.transactional_id_authorization_failed
+    return {
+        key: Found(error, None, None)
+        for key in keys
+        if not authorizer.allowed(request, AclOperation.DESCRIBE, resource, key)
+    }
 
 
 def _where(found: Found) -> dict[str, object]:

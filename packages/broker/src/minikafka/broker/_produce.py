@@ -43,7 +43,6 @@ from minikafka.security import AclOperation, ResourceType
 from ._authorization import BrokerAuthorizer
 from ._body import PRODUCE, PRODUCE_TOPIC_BY_ID, ProduceRequest
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, AliveBroker, MetadataCache
-from ._request_authz import refused_transactional_write
 from ._txn_verify_apis import append_produce
 from ._wire import (
     EMPTY_COMPACT,
@@ -95,10 +94,6 @@ def handle_produce(
     refused: dict[TopicPartition, ProducePartitionResult] = {}
     ids: dict[str, uuid.UUID] = {}  # v13 names topics by id, and so does the answer
     names = iter(_topic_names(body, cache, ids))
-    # aside: a transactional write needs WRITE on its transactional id
-    txn_denied = authorizer is not None and refused_transactional_write(
-        request, authorizer, body
-    )
     for topic in body.topic_data:
         name = next(names)
         # aside: may the principal WRITE the topic (asked only with an authorizer)
@@ -110,10 +105,6 @@ def handle_produce(
             order.append(tp)
             if acks is None:
                 refused[tp] = ProducePartitionResult(ErrorCode.invalid_required_acks)
-            elif txn_denied:
-                refused[tp] = ProducePartitionResult(
-                    ErrorCode.transactional_id_authorization_failed
-                )
             # aside: a topic the principal may not write
             elif denied:
                 refused[tp] = ProducePartitionResult(

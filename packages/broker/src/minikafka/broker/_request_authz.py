@@ -16,18 +16,22 @@ Called only with an authorizer: without one ``KafkaApis.handle`` tests one attri
 from __future__ import annotations
 
 import datetime
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
 
+from minikafka.common import TopicPartition
 from minikafka.net import ApiKey, Request, build, has_field, nested
 from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
+from minikafka.replication import ProducePartitionResult
 from minikafka.security import AclOperation
 
 from ._authorization import BrokerAuthorizer
 from ._groups import respond_group_error
+from ._produce import _topic_names, encode_produce_response
 
 _NO_THROTTLE = datetime.timedelta(0)
 _CLUSTER_DENIED = ErrorCode.cluster_authorization_failed
@@ -64,6 +68,30 @@ def refused_transactional_write(
         return False
     txn = body.transactional_id
     return txn is None or not authorizer.txn_allowed(request, AclOperation.WRITE, txn)
+
+
+def _produce(request: Request, authorizer: BrokerAuthorizer) -> bool:
+    """A transactional Produce its principal may not make: every partition answered
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka's error response), or with acks=0 the
+    connection closed, as the produce handler answers an error it cannot send."""
+    body: Any = request.body
+    if not refused_transactional_write(request, authorizer, body):
+        return False
+    if int(body.acks) == 0:
+        request.close_connection()
+        return True
+    ids: dict[str, uuid.UUID] = {}
+    names = _topic_names(body, authorizer.cache, ids)
+    order = [
+        TopicPartition(name, int(data.index))
+        for name, topic in zip(names, body.topic_data, strict=True)
+        for data in topic.partition_data
+    ]
+    result = ProducePartitionResult(_TXN_DENIED)
+    results = dict.fromkeys(order, result)
+    version = request.api_version
+    request.respond_parts((encode_produce_response(version, order, results, ids),))
+    return True
 
 
 def _answer(request: Request, **fields: object) -> None:
@@ -371,6 +399,7 @@ def _consumer_group_heartbeat(request: Request, authorizer: BrokerAuthorizer) ->
 
 
 _GATES: dict[int, Callable[[Request, BrokerAuthorizer], bool]] = {
+    ApiKey.PRODUCE: _produce,
     ApiKey.WRITE_TXN_MARKERS: _cluster(AclOperation.CLUSTER_ACTION),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster(AclOperation.ALTER),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster(AclOperation.DESCRIBE),
