@@ -35,6 +35,7 @@ from minikafka.broker.testing import (
 )
 from minikafka.common import TopicPartition
 from minikafka.controller import CreateAclsRequest, DeleteAclsRequest
+from minikafka.log import Record, build_batch
 from minikafka.net import NetworkClient, Node, build, has_field
 from minikafka.net.testing import wait_until
 from minikafka.raft.wire import encode_describe_quorum_request
@@ -194,7 +195,33 @@ def _metadata_operations(response: Any) -> bool:
     )
 
 
+def _transactional_produce() -> Any:
+    records = build_batch(
+        [Record(offset=0, timestamp=0, key=None, value=b"v")],
+        producer_id=5,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    partition = {"index": 0, "records": records}
+    return nested_body(
+        0,
+        highest(0) - 1,  # by name (v13 names topics by id)
+        transactional_id=TXN,
+        acks=-1,
+        timeout=SECONDS,
+        topic_data=[{"name": TOPIC, "partition_data": [partition]}],
+    )
+
+
 CASES: tuple[Case, ...] = (
+    Case(
+        "A transactional Produce needs WRITE on its transactional id",
+        _transactional_produce,
+        ErrorCode.transactional_id_authorization_failed,
+        [(TXN_R, TXN, Op.WRITE), (TOPIC_R, TOPIC, Op.WRITE)],
+        partial=[(TOPIC_R, TOPIC, Op.WRITE)],
+    ),
     Case(
         "ListOffsets needs DESCRIBE on the topic",
         lambda: nested_body(
@@ -810,10 +837,10 @@ async def test_a_request_without_its_acl_is_refused_with_kafkas_error_and_change
 
 def test_every_api_has_a_row_or_is_checked_elsewhere() -> None:
     """Each API the broker serves is in the table above, or its checks are tested
-    with real clients (Produce, Fetch, the classic group protocol's member APIs,
+    with real clients (Produce's topic WRITE, Fetch, the classic group protocol's member APIs,
     CreateTopics, DeleteTopics, the ACL APIs: tests/compat/test_acl_authorization.py
     and test_acls.py), or it needs no ACL (ApiVersions, SASL, DescribeQuorum's and
     ListTransactions' answers are asserted by their own tests)."""
     tabled = {int(c.body().__api_key__) for c in CASES}
-    elsewhere = {0, 1, 11, 12, 13, 14, 17, 18, 19, 20, 29, 30, 31, 36}
+    elsewhere = {1, 11, 12, 13, 14, 17, 18, 19, 20, 29, 30, 31, 36}
     assert tabled | elsewhere == set(KafkaApis.SUPPORTED)
