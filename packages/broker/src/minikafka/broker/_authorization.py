@@ -20,8 +20,10 @@ from typing import Any
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.controller import AccessControlEntryRecord, acl_binding
 from minikafka.net import Request
+from minikafka.replication import EpochAnswer
 from minikafka.security import (
     CLUSTER_NAME,
     AclOperation,
@@ -193,6 +195,16 @@ def epoch_refusals(
         return dict.fromkeys(names, ErrorCode.cluster_authorization_failed)
     denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, names)
     return dict.fromkeys(denied, ErrorCode.topic_authorization_failed)
+
+
+def refused_epochs(body: Any, refused: Mapping[str, ErrorCode]) -> list[EpochAnswer]:
+    """The answers of the partitions of ``refused`` topics, each with its error."""
+    return [
+        EpochAnswer(TopicPartition(t.topic, int(p.partition)), refused[t.topic])
+        for t in body.topics
+        if t.topic in refused
+        for p in t.partitions
+    ]
 
 
 AUTHORIZATION_MESSAGES = {

@@ -38,7 +38,6 @@ from kio.static.protocol import Entity
 from minikafka.common import FileRegion, TopicPartition
 from minikafka.net import Request, build, nested
 from minikafka.replication import (
-    EpochAnswer,
     EpochRequest,
     FetchParams,
     FetchPartition,
@@ -47,7 +46,7 @@ from minikafka.replication import (
 )
 from minikafka.security import AclOperation
 
-from ._authorization import BrokerAuthorizer, epoch_refusals
+from ._authorization import BrokerAuthorizer, epoch_refusals, refused_epochs
 from ._body import (
     FETCH,
     FETCH_IN_SESSION,
@@ -348,12 +347,7 @@ def handle_offset_for_leader_epoch(
         for p in topic.partitions
     ]
     answers = replica_manager.last_offsets_for_leader_epochs(asked)
-    answers += [
-        EpochAnswer(TopicPartition(t.topic, int(p.partition)), refused[t.topic])
-        for t in body.topics
-        if t.topic in refused
-        for p in t.partitions
-    ]
+    answers += refused_epochs(body, refused)
     cls = request.response_class()
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")
