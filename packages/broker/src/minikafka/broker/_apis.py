@@ -17,23 +17,10 @@ from typing import ClassVar
 
 import attrs
 import trio
-from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
-from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
-from kio.schema.describe_quorum.v2.request import (
-    DescribeQuorumRequest as DescribeQuorumRequestV2,
-)
-from kio.schema.describe_quorum.v2.response import (
-    DescribeQuorumResponse as DescribeQuorumResponseV2,
-)
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
 from minikafka.controller import (
-    ControllerError,
-    CreatableTopic,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    QuorumControllerShell,
     validate_topic_name,
 )
 from minikafka.coordination import GroupCoordinatorShell, TransactionCoordinatorShell
@@ -46,7 +33,6 @@ from minikafka.net import (
     answer_without_sasl,
     handle_api_versions,
 )
-from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
 from ._acl_apis import (
@@ -56,6 +42,7 @@ from ._acl_apis import (
     handle_describe_acls,
 )
 from ._admin import (
+    auto_create_topics,
     handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
@@ -68,12 +55,8 @@ from ._consumer_groups import (
     handle_consumer_group_describe,
     handle_consumer_group_heartbeat,
 )
-from ._controller_channel import ControllerChannel, RemoteController
-from ._controller_raft_apis import (
-    DESCRIBE_QUORUM_VERSIONS,
-    describe_quorum,
-    quorum_nodes,
-)
+from ._controller_channel import ControllerChannel
+from ._controller_raft_apis import DESCRIBE_QUORUM_VERSIONS, handle_describe_quorum
 from ._delete_records import handle_delete_records
 from ._describe import (
     DESCRIBE_CLUSTER_VERSIONS,
@@ -356,21 +339,7 @@ class KafkaApis:
         await handle_elect_leaders(request, self.controller)
 
     async def _describe_quorum(self, request: Request) -> None:
-        # KIP-595: any broker answers for the quorum by asking its active controller.
-        if isinstance(self.controller, QuorumControllerShell):
-            describe_quorum(request, self.controller, quorum_nodes(self.config.roles))
-            return
-        assert isinstance(self.controller, RemoteController)
-        body = request.body_as((DescribeQuorumRequest, DescribeQuorumRequestV2))
-        try:
-            answer = await self.controller.forward(body)  # at the client's version
-        except ControllerError as exc:
-            error = encode_describe_quorum_error(exc.error_code)
-            v2 = request.api_version >= 2
-            request.respond(describe_quorum_error_v2(error) if v2 else error)
-            return
-        assert isinstance(answer, DescribeQuorumResponse | DescribeQuorumResponseV2)
-        request.respond(answer)
+        await handle_describe_quorum(request, self.controller, self.config.roles)
 
     async def _alter_user_scram_credentials(self, request: Request) -> None:
         await handle_alter_user_scram_credentials(request, self.controller)
@@ -472,53 +441,23 @@ class KafkaApis:
                     errors[name] = exc.error_code
         missing = [n for n in missing if n not in errors]
         if missing and allowed and self.config.broker.auto_create_topics_enable:
-            errors.update(await self._auto_create(missing))
-        request.respond_parts(
-            (
-                metadata_body(
-                    request,
+            errors.update(
+                await auto_create_topics(
+                    self.controller,
                     self.metadata_cache,
-                    self.cluster_id,
-                    names,
-                    errors,
-                    self.authorizer,
-                ),
-            )
-        )
-
-    async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
-        """Create ``names`` with the default partitions and replication factor.
-
-        Kafka's broker answers LEADER_NOT_AVAILABLE and lets the client ask again; this
-        broker waits for the controller's answer (about one fsync in combined mode) and
-        answers with the new topics' metadata when it has replayed them.
-        """
-        # This broker's num.partitions and default.replication.factor, as Kafka's
-        # AutoTopicCreationManager sends them: the controller may be configured apart.
-        defaults = self.config.controller
-        request = CreateTopicsRequest(
-            tuple(
-                CreatableTopic(
-                    name, defaults.num_partitions, defaults.default_replication_factor
+                    self.config.controller,
+                    missing,
                 )
-                for name in dict.fromkeys(names)
             )
+        answer = metadata_body(
+            request,
+            self.metadata_cache,
+            self.cluster_id,
+            names,
+            errors,
+            self.authorizer,
         )
-        try:
-            response = await self.controller.submit(request)
-        except ControllerError as exc:
-            return dict.fromkeys(names, exc.error_code)
-        assert isinstance(response, CreateTopicsResponse)
-        # Created (or created by someone else meanwhile) but not replayed here yet, as
-        # on a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
-        return {
-            r.name: ErrorCode.leader_not_available
-            if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
-            else r.error_code
-            for r in response.topics
-            if r.error_code is not ErrorCode.none
-            or self.metadata_cache.topic(r.name) is None
-        }
+        request.respond_parts((answer,))
 
     # The broker's whole protocol surface, one row per API: ApiVersions advertises these
     # ranges verbatim and dispatch reads the handler from the same row. ``parks`` marks
