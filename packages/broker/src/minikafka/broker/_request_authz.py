@@ -2,13 +2,13 @@
 (Kafka's ``KafkaApis`` and ``ControllerApis``, each API's first ``authHelper`` call).
 
 Cluster operations (reassignments, elections, log dirs, the quorum, SCRAM credentials,
-the inter-broker WriteTxnMarkers), a transactional id's WRITE (InitProducerId, EndTxn,
-AddOffsetsToTxn, AddPartitionsToTxn, TxnOffsetCommit) and a group's READ or DELETE
-(OffsetCommit, OffsetDelete, ConsumerGroupHeartbeat, a single group's OffsetFetch) are
-asked here; a refused request is answered with Kafka's error in every place the
-response has one, and nothing reaches the coordinator, the controller or the log. The
-checks item by item (a topic among others, a group among others) stay in the handlers,
-which answer the refused items beside the others.
+the inter-broker WriteTxnMarkers), a transactional id's WRITE (a transactional Produce,
+InitProducerId, EndTxn, AddOffsetsToTxn, AddPartitionsToTxn, TxnOffsetCommit) and a
+group's READ or DELETE (OffsetCommit, OffsetDelete, ConsumerGroupHeartbeat, a single
+group's OffsetFetch) are asked here; a refused request is answered with Kafka's error
+in every place the response has one, and nothing reaches the coordinator, the
+controller or the log. The checks item by item (a topic among others, a group among
+others) stay in the handlers, which answer the refused items beside the others.
 
 Called only with an authorizer: without one ``KafkaApis.handle`` tests one attribute.
 """
