@@ -10,6 +10,7 @@ its user may DESCRIBE.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterator
 
@@ -154,10 +155,14 @@ def _consume_and_commit(address: str, topic: str, group: str) -> int:
         error = message.error()
         if error is not None:
             return int(error.code())
-        consumer.commit(message, asynchronous=False)
+        consumer.commit(asynchronous=False)  # the position after the record read
         return 0
     finally:
         consumer.close()
+
+
+def _commits(address: str, topic: str, group: str) -> bool:
+    return _consume_and_commit(address, topic, group) == 0
 
 
 def _committed(address: str, topic: str, group: str) -> int:
@@ -205,7 +210,7 @@ def test_listing_groups_shows_only_those_the_user_may_describe(address: str) -> 
         _acl(ResourceType.GROUP, hidden, AclOperation.READ),
     )
     for group in (shown, hidden):
-        wait_for(lambda g=group: _consume_and_commit(address, topic, g) == 0, group)
+        wait_for(functools.partial(_commits, address, topic, group), group)
 
     def listed(user: str) -> set[str]:
         client = admin(address, user)  # kept alive until the answer
