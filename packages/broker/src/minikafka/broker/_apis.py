@@ -67,7 +67,11 @@ from ._describe import (
 from ._describe_configs import handle_describe_configs, topic_config_entries
 from ._describe_producers import handle_describe_producers
 from ._features import image_features
-from ._fetch import handle_fetch, handle_offset_for_leader_epoch
+from ._fetch import (
+    answer_offsets_for_leader_epoch,
+    handle_fetch,
+    handle_offset_for_leader_epoch,
+)
 from ._fetch_sessions import FetchSessionCache
 from ._group_authorization import refused_group
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
@@ -92,7 +96,7 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
-from ._request_authz import refused
+from ._request_authz import epoch_refusals, refused
 from ._scram_apis import (
     SCRAM_API_VERSIONS,
     handle_alter_user_scram_credentials,
@@ -224,7 +228,11 @@ class KafkaApis:
         )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
-        handle_offset_for_leader_epoch(request, self.replica_manager, self.authorizer)
+        if self.authorizer is None:
+            handle_offset_for_leader_epoch(request, self.replica_manager)
+            return
+        refused = epoch_refusals(request, self.authorizer, request.body)
+        answer_offsets_for_leader_epoch(request, self.replica_manager, refused)
 
     async def _list_offsets(self, request: Request) -> None:
         handle_list_offsets(

@@ -181,22 +181,6 @@ def authorize_metadata(
     return names, errors
 
 
-def epoch_refusals(
-    request: Request, authorizer: BrokerAuthorizer, body: Any
-) -> dict[str, ErrorCode]:
-    """Kafka's ``handleOffsetForLeaderEpochRequest``: a follower's request (a replica id
-    other than a consumer's -1; v2 has none and counts as a follower's) needs
-    CLUSTER_ACTION, or every topic is CLUSTER_AUTHORIZATION_FAILED; a consumer's needs
-    DESCRIBE on each topic. The refused topics and their errors."""
-    names = [t.topic for t in body.topics]
-    if getattr(body, "replica_id", -2) != -1:
-        if authorizer.cluster_allowed(request, AclOperation.CLUSTER_ACTION):
-            return {}
-        return dict.fromkeys(names, ErrorCode.cluster_authorization_failed)
-    denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, names)
-    return dict.fromkeys(denied, ErrorCode.topic_authorization_failed)
-
-
 def refused_epochs(body: Any, refused: Mapping[str, ErrorCode]) -> list[EpochAnswer]:
     """The answers of the partitions of ``refused`` topics, each with its error."""
     return [

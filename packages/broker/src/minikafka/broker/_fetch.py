@@ -46,7 +46,7 @@ from minikafka.replication import (
 )
 from minikafka.security import AclOperation
 
-from ._authorization import BrokerAuthorizer, epoch_refusals, refused_epochs
+from ._authorization import BrokerAuthorizer, refused_epochs
 from ._body import (
     FETCH,
     FETCH_IN_SESSION,
@@ -326,16 +326,23 @@ def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
 
 
 def handle_offset_for_leader_epoch(
+    request: Request, replica_manager: ReplicaManagerShell
+) -> None:
+    """OffsetForLeaderEpoch v2-v4 on a broker without an authorizer: every topic is
+    asked of the log."""
+    answer_offsets_for_leader_epoch(request, replica_manager, {})
+
+
+def answer_offsets_for_leader_epoch(
     request: Request,
     replica_manager: ReplicaManagerShell,
-    authorizer: BrokerAuthorizer | None = None,
+    refused: Mapping[str, ErrorCode],
 ) -> None:
     """OffsetForLeaderEpoch v2-v4: where each asked epoch ends in this leader's log (the
     follower's truncation point, KIP-101/279), fenced by the asker's current epoch
-    (KIP-320). With an authorizer, a topic refused (``epoch_refusals``) is answered
-    its error without the log being asked."""
+    (KIP-320). ``refused``: the topics the authorizer refused (``epoch_refusals``),
+    answered their error without the log being asked."""
     body = request.body_as(OFFSET_FOR_LEADER_EPOCH)
-    refused = {} if authorizer is None else epoch_refusals(request, authorizer, body)
     asked = [
         EpochRequest(
             TopicPartition(topic.topic, int(p.partition)),

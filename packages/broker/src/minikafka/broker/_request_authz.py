@@ -94,6 +94,22 @@ def _produce(request: Request, authorizer: BrokerAuthorizer) -> bool:
     return True
 
 
+def epoch_refusals(
+    request: Request, authorizer: BrokerAuthorizer, body: Any
+) -> dict[str, ErrorCode]:
+    """Kafka's ``handleOffsetForLeaderEpochRequest``: a follower's request (a replica id
+    other than a consumer's -1; v2 has none and counts as a follower's) needs
+    CLUSTER_ACTION, or every topic is CLUSTER_AUTHORIZATION_FAILED; a consumer's needs
+    DESCRIBE on each topic. The refused topics and their errors."""
+    names = [t.topic for t in body.topics]
+    if getattr(body, "replica_id", -2) != -1:
+        if authorizer.cluster_allowed(request, AclOperation.CLUSTER_ACTION):
+            return {}
+        return dict.fromkeys(names, ErrorCode.cluster_authorization_failed)
+    denied = authorizer.denied_topics(request, AclOperation.DESCRIBE, names)
+    return dict.fromkeys(denied, ErrorCode.topic_authorization_failed)
+
+
 def _answer(request: Request, **fields: object) -> None:
     request.respond(
         build(request.response_class(), throttle_time=_NO_THROTTLE, **fields)
